@@ -1,0 +1,82 @@
+/*
+ * cpu_kernels.h — the plain-C reference kernels of stepscope's GPT trainer.
+ *
+ * What it is for: every operation the GPT-2-style model needs (token and position
+ * embedding, LayerNorm, matmul, causal multi-head attention, GELU, residual add,
+ * fused softmax + cross-entropy, AdamW, gradient-norm helpers), forward and backward.
+ * The CPU backend of stepscope-train runs these directly; the CUDA kernels in
+ * kernels/*.cu are tested against them, so they are also the specification.
+ *
+ * Conventions (llm.c style):
+ *   - fp32, row-major, contiguous. "N" is a number of rows (usually B*T tokens),
+ *     "C" a number of channels, "OC" output channels.
+ *   - Forward functions OVERWRITE their outputs.
+ *   - Backward functions ACCUMULATE (+=) into every gradient they write, so that
+ *     gradient accumulation across micro-batches and gradients flowing into one
+ *     tensor from several places need no extra add. Callers zero gradients first.
+ *   - Pointers never alias unless stated; no function allocates memory, so none can
+ *     fail: shapes are the caller's responsibility.
+ *   - Each operation lives in its own file (kernels/cpu/<op>.c) with forward and
+ *     backward side by side and comments deriving the math.
+ */
+#ifndef STEPSCOPE_CPU_KERNELS_H
+#define STEPSCOPE_CPU_KERNELS_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- encoder.c: out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:] ------------------------- */
+/* tokens [B,T], wte [V,C], wpe [maxT,C] (rows 0..T-1 used), out [B,T,C]. */
+void cpu_encoder_forward(float *out, const int *tokens, const float *wte, const float *wpe, int B, int T, int C);
+/* dwte[tokens[b,t],:] += dout[b,t,:]; dwpe[t,:] += dout[b,t,:]. */
+void cpu_encoder_backward(float *dwte, float *dwpe, const float *dout, const int *tokens, int B, int T, int C);
+
+/* ---- layernorm.c: out = (x - mean) * rstd * weight + bias, per row of C ----------- */
+/* inp/out [N,C], weight/bias [C], mean/rstd [N] saved for backward (eps = 1e-5). */
+void cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight, const float *bias, int N, int C);
+void cpu_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp, const float *weight, const float *mean, const float *rstd, int N, int C);
+
+/* ---- matmul.c -------------------------------------------------------------------- */
+/* out[N,OC] = inp[N,C] @ weight[OC,C]^T (+ bias[OC] if bias != NULL) */
+void cpu_matmul_forward(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC);
+/* dinp[N,C] += dout @ weight; dweight[OC,C] += dout^T @ inp; dbias[OC] += sum dout (any of dinp/dweight/dbias may be NULL to skip) */
+void cpu_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp, const float *weight, int N, int C, int OC);
+
+/* ---- attention.c ----------------------------------------------------------------- */
+/* causal multi-head attention; qkv [B,T,3C] (q|k|v each C = NH*hs); out [B,T,C]; preatt, att [B,NH,T,T] saved for backward */
+/* preatt holds the scaled scores q.k/sqrt(hs); att the softmax; entries above the diagonal are 0. */
+void cpu_attention_forward(float *out, float *preatt, float *att, const float *qkv, int B, int T, int C, int NH);
+/* dqkv [B,T,3C] += ...; dpreatt, datt [B,NH,T,T] are scratch, also accumulated into (zero them first). */
+void cpu_attention_backward(float *dqkv, float *dpreatt, float *datt, const float *dout, const float *qkv, const float *att, int B, int T, int C, int NH);
+
+/* ---- gelu.c ---------------------------------------------------------------------- */
+void cpu_gelu_forward(float *out, const float *inp, int N);            /* tanh approximation */
+void cpu_gelu_backward(float *dinp, const float *inp, const float *dout, int N);
+
+/* ---- residual.c ------------------------------------------------------------------ */
+void cpu_residual_forward(float *out, const float *a, const float *b, int N);
+void cpu_residual_backward(float *da, float *db, const float *dout, int N);
+
+/* ---- crossentropy.c -------------------------------------------------------------- */
+/* logits [N,Vp] (Vp >= V padded), probs [N,Vp], losses[N] = -log probs[target] */
+/* Only the first V columns take part in the softmax; probs of padded columns are 0. */
+void cpu_softmax_crossentropy_forward(float *losses, float *probs, const float *logits, const int *targets, int N, int V, int Vp);
+/* dlogits[N,Vp] += (probs - onehot) * dlosses[i]; padded columns get 0 */
+void cpu_softmax_crossentropy_backward(float *dlogits, const float *dlosses, const float *probs, const int *targets, int N, int V, int Vp);
+
+/* ---- adamw.c --------------------------------------------------------------------- */
+/* AdamW step t (from 1) with decoupled weight decay */
+/* m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; mhat = m/(1-b1^t); vhat = v/(1-b2^t);
+ * p -= lr * (mhat / (sqrt(vhat) + eps) + weight_decay * p). */
+void cpu_adamw_update(float *params, const float *grads, float *m, float *v, size_t n, float lr, float beta1, float beta2, float eps, float weight_decay, int t);
+double cpu_sum_squares(const float *x, size_t n);   /* for global-norm gradient clipping */
+void cpu_scale(float *x, float s, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* STEPSCOPE_CPU_KERNELS_H */
