@@ -5,7 +5,7 @@
  * embedding, LayerNorm, matmul, causal multi-head attention, GELU, residual add,
  * fused softmax + cross-entropy, AdamW, gradient-norm helpers), forward and backward.
  * The CPU backend of stepscope-train runs these directly; the CUDA kernels in
- * kernels/*.cu are tested against them, so they are also the specification.
+ * kernels/<op>.cu are tested against them, so they are also the specification.
  *
  * Conventions (llm.c style):
  *   - fp32, row-major, contiguous. "N" is a number of rows (usually B*T tokens),
@@ -49,7 +49,8 @@ void cpu_matmul_backward(float *dinp, float *dweight, float *dbias, const float 
 /* causal multi-head attention; qkv [B,T,3C] (q|k|v each C = NH*hs); out [B,T,C]; preatt, att [B,NH,T,T] saved for backward */
 /* preatt holds the scaled scores q.k/sqrt(hs); att the softmax; entries above the diagonal are 0. */
 void cpu_attention_forward(float *out, float *preatt, float *att, const float *qkv, int B, int T, int C, int NH);
-/* dqkv [B,T,3C] += ...; dpreatt, datt [B,NH,T,T] are scratch, also accumulated into (zero them first). */
+/* dqkv [B,T,3C] += gradient w.r.t. qkv. dpreatt, datt [B,NH,T,T] are scratch space that this
+ * function OVERWRITES (unlike the gradients, they need not be zeroed). */
 void cpu_attention_backward(float *dqkv, float *dpreatt, float *datt, const float *dout, const float *qkv, const float *att, int B, int T, int C, int NH);
 
 /* ---- gelu.c ---------------------------------------------------------------------- */
