@@ -1,0 +1,294 @@
+/*
+ * linked.c — the process-wide tracer used in "linked" mode: the trainer, the
+ * CPU backend and user code call stepscope_start/stop and the small host
+ * activity API (ranges, steps, marks, counters, metadata, streams).
+ *
+ * One global writer, published through an atomic pointer so that every call
+ * is a single load and a branch while no trace runs. Ranges use a per-thread
+ * stack (pushes without pops at stop are dropped, as NVTX does). The tracer
+ * never takes the process down: a failure to start returns an error to the
+ * caller, later failures print one warning and the trace goes quiet.
+ *
+ * Clock: the trace clock of linked mode is CLOCK_MONOTONIC; clock anchors
+ * (monotonic, realtime) are written at start, about every 10 s from the
+ * writer's background thread, and at stop.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "stepscope.h"
+#include "writer_internal.h"
+
+#define RANGE_STACK_DEPTH 128
+#define ANCHOR_INTERVAL_MS 10000
+
+static _Atomic(stepscope_writer *) g_writer;
+static pthread_mutex_t g_start_mu = PTHREAD_MUTEX_INITIALIZER;
+static char g_path[4096];
+static uint32_t g_domain; /* "stepscope" */
+static uint32_t g_step_name;
+
+typedef struct open_range {
+  uint64_t start_ns;
+  uint32_t name, args;
+  uint32_t payload_kind;
+  uint64_t payload;
+} open_range;
+
+static _Thread_local open_range tls_ranges[RANGE_STACK_DEPTH];
+static _Thread_local int tls_depth;
+static _Thread_local stepscope_writer *tls_ranges_owner; /* ranges belong to this trace */
+
+uint64_t stepscope_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t stepscope_thread_id(void) { return (uint64_t)syscall(SYS_gettid); }
+
+static uint64_t realtime_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void write_anchor(stepscope_writer *w) {
+  uint64_t m0 = stepscope_now_ns();
+  uint64_t rt = realtime_ns();
+  uint64_t m1 = stepscope_now_ns();
+  stepscope_record rec = {.kind = STEPSCOPE_REC_CLOCK_ANCHOR};
+  rec.u.clock_anchor.monotonic_ns = m0 + (m1 - m0) / 2;
+  rec.u.clock_anchor.trace_ns = rec.u.clock_anchor.monotonic_ns;
+  rec.u.clock_anchor.realtime_ns = rt;
+  rec.u.clock_anchor.uncertainty_ns = (m1 - m0) / 2;
+  stepscope_write(w, &rec);
+}
+
+static void anchor_tick(void *arg) { write_anchor(arg); }
+
+static int env_int(const char *const *names, int fallback) {
+  for (; *names; names++) {
+    const char *v = getenv(*names);
+    if (v && *v) {
+      char *end;
+      long n = strtol(v, &end, 10);
+      if (*end == '\0' && n >= 0 && n < (1L << 30)) return (int)n;
+    }
+  }
+  return fallback;
+}
+
+static int make_dirs(const char *dir) {
+  char tmp[4096];
+  if (snprintf(tmp, sizeof tmp, "%s", dir) >= (int)sizeof tmp) return -1;
+  for (char *p = tmp + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
+    if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return -1;
+    *p = '/';
+  }
+  if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return -1;
+  return 0;
+}
+
+int stepscope_start(const stepscope_start_options *opt, stepscope_error *err) {
+  if (!opt || !opt->run_dir) {
+    if (err) {
+      err->code = STEPSCOPE_E_ARGUMENT;
+      snprintf(err->message, sizeof err->message, "stepscope_start: run_dir is required");
+    }
+    return STEPSCOPE_E_ARGUMENT;
+  }
+  pthread_mutex_lock(&g_start_mu);
+  if (atomic_load(&g_writer)) {
+    pthread_mutex_unlock(&g_start_mu);
+    if (err) {
+      err->code = STEPSCOPE_E_STATE;
+      snprintf(err->message, sizeof err->message, "stepscope_start: a trace is already running");
+    }
+    return STEPSCOPE_E_STATE;
+  }
+  static const char *const rank_env[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID",
+                                         "PMI_RANK", NULL};
+  static const char *const world_env[] = {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS",
+                                          "PMI_SIZE", NULL};
+  static const char *const local_env[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
+                                          "SLURM_LOCALID", NULL};
+  stepscope_header h = {0};
+  h.rank = opt->rank >= 0 ? opt->rank : env_int(rank_env, 0);
+  h.world_size = opt->world_size > 0 ? opt->world_size : env_int(world_env, 1);
+  h.local_rank = opt->local_rank >= 0 ? opt->local_rank : env_int(local_env, 0);
+  h.pid = (int64_t)getpid();
+  h.clock_domain = opt->clock_domain ? opt->clock_domain : STEPSCOPE_CLOCK_MONOTONIC;
+  h.start_ns = stepscope_now_ns();
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  h.hostname = host;
+  h.producer = opt->producer ? opt->producer : "libstepscope " STEPSCOPE_VERSION_STRING;
+  h.device_name = opt->device_name ? opt->device_name : "cpu";
+  h.device_json = opt->device_json;
+  h.driver_version = opt->driver_version;
+  h.cuda_version = opt->cuda_version;
+  h.nccl_version = opt->nccl_version;
+  h.cupti_version = opt->cupti_version;
+  h.config_json = opt->config_json;
+
+  if (make_dirs(opt->run_dir) != 0) {
+    pthread_mutex_unlock(&g_start_mu);
+    if (err) {
+      err->code = STEPSCOPE_E_IO;
+      snprintf(err->message, sizeof err->message, "%s: cannot create run directory: %s",
+               opt->run_dir, strerror(errno));
+    }
+    return STEPSCOPE_E_IO;
+  }
+  snprintf(g_path, sizeof g_path, "%s/rank-%05d.trace.zst", opt->run_dir, h.rank);
+  stepscope_writer_options wopt = {.background_flush = 1};
+  if (opt->writer) wopt = *opt->writer;
+  stepscope_writer *w = stepscope_writer_open(g_path, &h, &wopt, err);
+  if (!w) {
+    pthread_mutex_unlock(&g_start_mu);
+    return err ? err->code : STEPSCOPE_E_IO;
+  }
+  g_domain = stepscope_intern(w, "stepscope");
+  g_step_name = stepscope_intern(w, "step");
+  write_anchor(w);
+  writer_set_tick(w, anchor_tick, w, ANCHOR_INTERVAL_MS);
+  atomic_store(&g_writer, w);
+  pthread_mutex_unlock(&g_start_mu);
+  return 0;
+}
+
+int stepscope_stop(void) {
+  pthread_mutex_lock(&g_start_mu);
+  stepscope_writer *w = atomic_exchange(&g_writer, NULL);
+  int rc = 0;
+  if (w) {
+    write_anchor(w);
+    stepscope_error err;
+    rc = stepscope_writer_close(w, &err);
+    if (rc) fprintf(stderr, "stepscope: closing the trace failed: %s\n", err.message);
+  }
+  pthread_mutex_unlock(&g_start_mu);
+  return rc;
+}
+
+int stepscope_active(void) { return atomic_load_explicit(&g_writer, memory_order_acquire) != NULL; }
+
+stepscope_writer *stepscope_current(void) {
+  return atomic_load_explicit(&g_writer, memory_order_acquire);
+}
+
+const char *stepscope_current_path(void) { return stepscope_active() ? g_path : NULL; }
+
+void stepscope_clock_anchor_now(void) {
+  stepscope_writer *w = stepscope_current();
+  if (w) write_anchor(w);
+}
+
+void stepscope_emit(const stepscope_record *rec) {
+  stepscope_writer *w = stepscope_current();
+  if (w) stepscope_write(w, rec);
+}
+
+uint32_t stepscope_intern_current(const char *s) {
+  stepscope_writer *w = stepscope_current();
+  return w ? stepscope_intern(w, s) : 0;
+}
+
+uint64_t stepscope_stream_declare(uint64_t stream, stepscope_stream_kind kind, uint32_t device,
+                                  const char *name) {
+  stepscope_writer *w = stepscope_current();
+  if (!w) return stream;
+  stepscope_record rec = {.kind = STEPSCOPE_REC_STREAM};
+  rec.u.stream.stream = stream;
+  rec.u.stream.stream_kind = (uint32_t)kind;
+  rec.u.stream.device = device;
+  rec.u.stream.name = stepscope_intern(w, name);
+  stepscope_write(w, &rec);
+  return stream;
+}
+
+static void push_range(stepscope_writer *w, uint32_t name, uint32_t args, uint32_t payload_kind,
+                       uint64_t payload) {
+  if (tls_ranges_owner != w) { /* ranges left open in an earlier trace do not carry over */
+    tls_ranges_owner = w;
+    tls_depth = 0;
+  }
+  if (tls_depth < RANGE_STACK_DEPTH)
+    tls_ranges[tls_depth] = (open_range){stepscope_now_ns(), name, args, payload_kind, payload};
+  tls_depth++; /* counted past the limit so pops stay balanced */
+}
+
+void stepscope_range_push(const char *name, const char *args_json) {
+  stepscope_writer *w = stepscope_current();
+  if (!w) return;
+  push_range(w, stepscope_intern(w, name), args_json ? stepscope_intern(w, args_json) : 0,
+             STEPSCOPE_PAYLOAD_NONE, 0);
+}
+
+void stepscope_range_pop(void) {
+  stepscope_writer *w = stepscope_current();
+  if (!w || tls_ranges_owner != w || tls_depth == 0) return;
+  tls_depth--;
+  if (tls_depth >= RANGE_STACK_DEPTH) return;
+  const open_range *o = &tls_ranges[tls_depth];
+  stepscope_record rec = {.kind = STEPSCOPE_REC_RANGE};
+  rec.u.range.start_ns = o->start_ns;
+  rec.u.range.end_ns = stepscope_now_ns();
+  rec.u.range.thread = stepscope_thread_id();
+  rec.u.range.name = o->name;
+  rec.u.range.domain = g_domain;
+  rec.u.range.args = o->args;
+  rec.u.range.payload_kind = o->payload_kind;
+  rec.u.range.payload = o->payload;
+  stepscope_write(w, &rec);
+}
+
+void stepscope_step_begin(uint64_t step) {
+  stepscope_writer *w = stepscope_current();
+  if (w) push_range(w, g_step_name, 0, STEPSCOPE_PAYLOAD_UINT64, step);
+}
+
+void stepscope_step_end(void) { stepscope_range_pop(); }
+
+void stepscope_mark_now(const char *name, const char *args_json) {
+  stepscope_writer *w = stepscope_current();
+  if (!w) return;
+  stepscope_record rec = {.kind = STEPSCOPE_REC_MARK};
+  rec.u.mark.time_ns = stepscope_now_ns();
+  rec.u.mark.thread = stepscope_thread_id();
+  rec.u.mark.name = stepscope_intern(w, name);
+  rec.u.mark.domain = g_domain;
+  rec.u.mark.args = args_json ? stepscope_intern(w, args_json) : 0;
+  stepscope_write(w, &rec);
+}
+
+void stepscope_counter_now(const char *name, uint32_t device, double value) {
+  stepscope_writer *w = stepscope_current();
+  if (!w) return;
+  stepscope_record rec = {.kind = STEPSCOPE_REC_COUNTER};
+  rec.u.counter.time_ns = stepscope_now_ns();
+  rec.u.counter.name = stepscope_intern(w, name);
+  rec.u.counter.device = device;
+  rec.u.counter.value = value;
+  stepscope_write(w, &rec);
+}
+
+void stepscope_metadata_set(const char *key, const char *value_json) {
+  stepscope_writer *w = stepscope_current();
+  if (!w || !key || !value_json) return;
+  stepscope_record rec = {.kind = STEPSCOPE_REC_METADATA};
+  rec.u.metadata.key = key;
+  rec.u.metadata.value_json = value_json;
+  stepscope_write(w, &rec);
+}

@@ -1,0 +1,421 @@
+/*
+ * reader.c — streams records out of a trace file.
+ *
+ * The file is a sequence of independent zstd frames. The reader feeds the
+ * file through one ZSTD_DCtx in chunks of READ_CHUNK bytes and collects the
+ * decompressed bytes of the current frame; only when zstd reports the frame
+ * complete (its checksum verified) are its records decoded, one per
+ * stepscope_reader_next call. So memory is bounded by one frame
+ * (MAX_FRAME_CONTENT) plus the interned strings, whatever the file size.
+ *
+ * Validation. Every length, varint, string id and the header are checked by
+ * the codec; a frame larger than MAX_FRAME_CONTENT, a zstd error, a bad
+ * record or a missing header is an error naming the file, the byte offset of
+ * the frame in the file and what was expected. End of file inside a frame is
+ * a truncation: that frame is dropped with a warning and reading ends
+ * normally. After an error the reader stays in the error state; records
+ * returned before stay valid.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "record_codec.h"
+#include "stepscope.h"
+
+#define READ_CHUNK (1u << 20)
+#define MAX_FRAME_CONTENT (64u << 20)
+#define MAX_STRINGS (1u << 28)
+#define WINDOW_LOG_MAX 26 /* the writer's frames need far less; bounds decoder memory */
+#define MAX_WARNINGS 64
+
+typedef struct arena_chunk {
+  struct arena_chunk *next;
+  size_t used, cap;
+  char data[];
+} arena_chunk;
+
+struct stepscope_reader {
+  char *path;
+  int fd;
+  uint64_t file_size;
+  ZSTD_DCtx *dctx;
+
+  uint8_t *in;              /* compressed input chunk */
+  size_t in_len, in_pos;
+  uint64_t in_file_offset;  /* file offset of in[0] */
+  int eof;
+
+  uint8_t *frame;           /* decompressed content of the current frame */
+  size_t frame_len, frame_cap, frame_pos;
+  uint64_t frame_offset;    /* file offset where the current frame starts */
+  int frame_ready;          /* frame complete: records may be decoded from it */
+  codec_state state;
+
+  stepscope_header header;
+  char **strings;           /* index = id; strings[0] unused */
+  uint32_t nstrings;
+  size_t strings_cap;
+  arena_chunk *arena;
+
+  char *warnings[MAX_WARNINGS];
+  size_t nwarnings;
+  uint64_t unknown;
+  stepscope_error sticky;   /* code != 0 once an error happened */
+  int done;
+};
+
+static void fmt_error(stepscope_error *err, int code, uint64_t offset, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void fmt_error(stepscope_error *err, int code, uint64_t offset, const char *fmt, ...) {
+  if (!err) return;
+  err->code = code;
+  err->offset = offset;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err->message, sizeof err->message, fmt, ap);
+  va_end(ap);
+}
+
+static void add_warning(stepscope_reader *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void add_warning(stepscope_reader *r, const char *fmt, ...) {
+  if (r->nwarnings >= MAX_WARNINGS) return;
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  char *w = strdup(buf);
+  if (w) r->warnings[r->nwarnings++] = w;
+}
+
+/* Stores a NUL-terminated copy in the reader's arena (strings, metadata). */
+static const char *arena_store(void *ctx, const char *data, size_t len) {
+  stepscope_reader *r = ctx;
+  arena_chunk *c = r->arena;
+  if (!c || c->cap - c->used < len + 1) {
+    size_t cap = len + 1 > 65536 ? len + 1 : 65536;
+    arena_chunk *n = malloc(sizeof *n + cap);
+    if (!n) return NULL;
+    n->next = c;
+    n->used = 0;
+    n->cap = cap;
+    r->arena = c = n;
+  }
+  char *dst = c->data + c->used;
+  if (len) memcpy(dst, data, len);
+  dst[len] = '\0';
+  c->used += len + 1;
+  return dst;
+}
+
+/* Reads the next chunk of compressed input. 0 ok, 1 end of file, <0 error. */
+static int fill_input(stepscope_reader *r, stepscope_error *err) {
+  r->in_file_offset += r->in_len;
+  r->in_len = r->in_pos = 0;
+  for (;;) {
+    ssize_t k = read(r->fd, r->in, READ_CHUNK);
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0) {
+      fmt_error(err, STEPSCOPE_E_IO, r->in_file_offset, "%s: offset %llu: read failed: %s",
+                r->path, (unsigned long long)r->in_file_offset, strerror(errno));
+      return STEPSCOPE_E_IO;
+    }
+    r->in_len = (size_t)k;
+    return k == 0 ? 1 : 0;
+  }
+}
+
+/* Decompresses the next complete frame into r->frame. Returns 1 when a frame
+ * is ready, 0 at the (clean or truncated) end, <0 on error. */
+static int next_frame(stepscope_reader *r, stepscope_error *err) {
+  r->frame_len = r->frame_pos = 0;
+  r->frame_ready = 0;
+  r->state = (codec_state){0, 0};
+  int started = 0;
+  for (;;) {
+    if (r->in_pos == r->in_len) {
+      if (r->eof) goto at_eof;
+      int rc = fill_input(r, err);
+      if (rc < 0) return rc;
+      if (rc == 1) {
+        r->eof = 1;
+        goto at_eof;
+      }
+    }
+    if (!started) {
+      r->frame_offset = r->in_file_offset + r->in_pos;
+      started = 1;
+    }
+    if (r->frame_cap - r->frame_len < ZSTD_DStreamOutSize()) {
+      size_t cap = r->frame_cap ? r->frame_cap * 2 : 2 * ZSTD_DStreamOutSize();
+      if (cap > MAX_FRAME_CONTENT + ZSTD_DStreamOutSize()) {
+        fmt_error(err, STEPSCOPE_E_LIMIT, r->frame_offset,
+                  "%s: offset %llu: expected a frame of at most %u bytes of records, found a "
+                  "larger one",
+                  r->path, (unsigned long long)r->frame_offset, MAX_FRAME_CONTENT);
+        return STEPSCOPE_E_LIMIT;
+      }
+      uint8_t *f = realloc(r->frame, cap);
+      if (!f) {
+        fmt_error(err, STEPSCOPE_E_NOMEM, r->frame_offset, "%s: offset %llu: out of memory",
+                  r->path, (unsigned long long)r->frame_offset);
+        return STEPSCOPE_E_NOMEM;
+      }
+      r->frame = f;
+      r->frame_cap = cap;
+    }
+    ZSTD_inBuffer in = {r->in, r->in_len, r->in_pos};
+    ZSTD_outBuffer out = {r->frame, r->frame_cap, r->frame_len};
+    size_t ret = ZSTD_decompressStream(r->dctx, &out, &in);
+    r->in_pos = in.pos;
+    r->frame_len = out.pos;
+    if (ZSTD_isError(ret)) {
+      fmt_error(err, STEPSCOPE_E_FORMAT, r->frame_offset,
+                "%s: offset %llu: expected a valid zstd frame: %s", r->path,
+                (unsigned long long)r->frame_offset, ZSTD_getErrorName(ret));
+      return STEPSCOPE_E_FORMAT;
+    }
+    if (r->frame_len > MAX_FRAME_CONTENT) {
+      fmt_error(err, STEPSCOPE_E_LIMIT, r->frame_offset,
+                "%s: offset %llu: expected a frame of at most %u bytes of records", r->path,
+                (unsigned long long)r->frame_offset, MAX_FRAME_CONTENT);
+      return STEPSCOPE_E_LIMIT;
+    }
+    if (ret == 0) { /* frame complete and checksum verified */
+      if (r->frame_len == 0) { /* e.g. a skippable frame: nothing to read */
+        started = 0;
+        continue;
+      }
+      r->frame_ready = 1;
+      return 1;
+    }
+  }
+at_eof:
+  if (started && (r->frame_len > 0 || r->in_file_offset + r->in_len > r->frame_offset)) {
+    add_warning(r,
+                "%s: offset %llu: truncated: the last frame is incomplete (%llu bytes); it was "
+                "ignored",
+                r->path, (unsigned long long)r->frame_offset,
+                (unsigned long long)(r->file_size > r->frame_offset
+                                         ? r->file_size - r->frame_offset
+                                         : 0));
+  }
+  return 0;
+}
+
+static int add_string(stepscope_reader *r, const stepscope_string *s, stepscope_error *err) {
+  if (s->id != r->nstrings + 1) {
+    fmt_error(err, STEPSCOPE_E_FORMAT, r->frame_offset,
+              "%s: frame at offset %llu: expected string id %u next, found %u", r->path,
+              (unsigned long long)r->frame_offset, r->nstrings + 1, s->id);
+    return STEPSCOPE_E_FORMAT;
+  }
+  if (r->nstrings + 1 >= MAX_STRINGS) {
+    fmt_error(err, STEPSCOPE_E_LIMIT, r->frame_offset, "%s: more than %u strings", r->path,
+              MAX_STRINGS);
+    return STEPSCOPE_E_LIMIT;
+  }
+  if (r->nstrings + 2 > r->strings_cap) {
+    size_t cap = r->strings_cap ? r->strings_cap * 2 : 1024;
+    char **n = realloc(r->strings, cap * sizeof *n);
+    if (!n) goto nomem;
+    r->strings = n;
+    r->strings_cap = cap;
+  }
+  const char *copy = arena_store(r, s->data, s->length);
+  if (!copy) goto nomem;
+  r->strings[++r->nstrings] = (char *)copy;
+  return 0;
+nomem:
+  fmt_error(err, STEPSCOPE_E_NOMEM, r->frame_offset, "%s: out of memory for strings", r->path);
+  return STEPSCOPE_E_NOMEM;
+}
+
+/* Decodes the next record of the current frame, moving to the next frame as
+ * needed. 1 record, 0 end, <0 error. */
+static int next_record(stepscope_reader *r, stepscope_record *rec, stepscope_error *err) {
+  for (;;) {
+    if (!r->frame_ready || r->frame_pos >= r->frame_len) {
+      int rc = next_frame(r, err);
+      if (rc <= 0) return rc;
+    }
+    const uint8_t *p = r->frame + r->frame_pos;
+    const uint8_t *end = r->frame + r->frame_len;
+    char why[256];
+    stepscope_header hdr_scratch;
+    codec_result cr = codec_decode(&r->state, &p, end, r->nstrings, rec, &hdr_scratch, arena_store,
+                                   r, why, sizeof why);
+    size_t at = r->frame_pos;
+    r->frame_pos = (size_t)(p - r->frame);
+    switch (cr) {
+    case CODEC_ERROR:
+      fmt_error(err, STEPSCOPE_E_FORMAT, r->frame_offset,
+                "%s: frame at offset %llu, record at byte %zu: expected %s", r->path,
+                (unsigned long long)r->frame_offset, at, why);
+      return STEPSCOPE_E_FORMAT;
+    case CODEC_SKIPPED: r->unknown++; continue;
+    case CODEC_BLOCK: continue;
+    case CODEC_RECORD:
+      if (rec->kind == STEPSCOPE_REC_HEADER) {
+        if (r->header.format_major == 0) { /* the first header is the file's */
+          r->header = hdr_scratch;
+          return 1;
+        }
+        fmt_error(err, STEPSCOPE_E_FORMAT, r->frame_offset,
+                  "%s: frame at offset %llu, record at byte %zu: expected one header per file, "
+                  "found a second",
+                  r->path, (unsigned long long)r->frame_offset, at);
+        return STEPSCOPE_E_FORMAT;
+      }
+      if (r->header.format_major == 0) {
+        fmt_error(err, STEPSCOPE_E_FORMAT, r->frame_offset,
+                  "%s: frame at offset %llu: expected the header record first, found a %s record",
+                  r->path, (unsigned long long)r->frame_offset,
+                  stepscope_record_kind_name(rec->kind));
+        return STEPSCOPE_E_FORMAT;
+      }
+      if (rec->kind == STEPSCOPE_REC_STRING) {
+        int rc = add_string(r, &rec->u.string, err);
+        if (rc) return rc;
+        rec->u.string.data = r->strings[rec->u.string.id];
+      }
+      return 1;
+    }
+  }
+}
+
+stepscope_reader *stepscope_reader_open(const char *path, stepscope_error *err) {
+  if (!path) {
+    fmt_error(err, STEPSCOPE_E_ARGUMENT, 0, "stepscope_reader_open: no path");
+    return NULL;
+  }
+  stepscope_reader *r = calloc(1, sizeof *r);
+  if (!r) {
+    fmt_error(err, STEPSCOPE_E_NOMEM, 0, "%s: out of memory", path);
+    return NULL;
+  }
+  r->fd = -1;
+  r->path = strdup(path);
+  r->in = malloc(READ_CHUNK);
+  r->dctx = ZSTD_createDCtx();
+  if (!r->path || !r->in || !r->dctx) {
+    fmt_error(err, STEPSCOPE_E_NOMEM, 0, "%s: out of memory", path);
+    stepscope_reader_close(r);
+    return NULL;
+  }
+  ZSTD_DCtx_setParameter(r->dctx, ZSTD_d_windowLogMax, WINDOW_LOG_MAX);
+  r->fd = open(path, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (r->fd < 0 || fstat(r->fd, &st) != 0) {
+    fmt_error(err, STEPSCOPE_E_IO, 0, "%s: cannot open: %s", path, strerror(errno));
+    stepscope_reader_close(r);
+    return NULL;
+  }
+  if (S_ISDIR(st.st_mode)) {
+    fmt_error(err, STEPSCOPE_E_ARGUMENT, 0, "%s: is a directory, expected a trace file", path);
+    stepscope_reader_close(r);
+    return NULL;
+  }
+  r->file_size = (uint64_t)st.st_size;
+  stepscope_record rec;
+  int rc = next_record(r, &rec, err);
+  if (rc == 0) {
+    fmt_error(err, STEPSCOPE_E_FORMAT, 0,
+              "%s: offset 0: expected a stepscope trace (a zstd frame with a header record), "
+              "found %s",
+              path, r->file_size == 0 ? "an empty file" : "no complete frame");
+    rc = STEPSCOPE_E_FORMAT;
+  }
+  if (rc < 0) {
+    if (err && rc == STEPSCOPE_E_FORMAT && r->frame_offset == 0 && !r->frame_ready) {
+      /* Not even a first zstd frame: most likely not a trace at all. */
+      char inner[sizeof err->message];
+      snprintf(inner, sizeof inner, "%s", err->message);
+      fmt_error(err, STEPSCOPE_E_FORMAT, 0, "%s (is this a stepscope trace file?)", inner);
+    }
+    stepscope_reader_close(r);
+    return NULL;
+  }
+  if (r->header.format_major > STEPSCOPE_FORMAT_MAJOR) {
+    fmt_error(err, STEPSCOPE_E_VERSION, 0,
+              "%s: format version %u.%u is newer than this reader (%d.%d): upgrade stepscope",
+              path, r->header.format_major, r->header.format_minor, STEPSCOPE_FORMAT_MAJOR,
+              STEPSCOPE_FORMAT_MINOR);
+    stepscope_reader_close(r);
+    return NULL;
+  }
+  /* Header strings are never NULL for readers. */
+  const char **fields[] = {&r->header.hostname,       &r->header.producer,
+                           &r->header.device_name,    &r->header.device_json,
+                           &r->header.driver_version, &r->header.cuda_version,
+                           &r->header.nccl_version,   &r->header.cupti_version,
+                           &r->header.config_json};
+  for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+    if (!*fields[i]) *fields[i] = "";
+  return r;
+}
+
+const stepscope_header *stepscope_reader_header(const stepscope_reader *r) {
+  return r ? &r->header : NULL;
+}
+
+int stepscope_reader_next(stepscope_reader *r, stepscope_record *rec, stepscope_error *err) {
+  if (!r || !rec) return STEPSCOPE_E_ARGUMENT;
+  if (r->sticky.code) {
+    if (err) *err = r->sticky;
+    return r->sticky.code;
+  }
+  if (r->done) return 0;
+  int rc = next_record(r, rec, &r->sticky);
+  if (rc < 0) {
+    if (err) *err = r->sticky;
+    return rc;
+  }
+  r->sticky.code = 0;
+  if (rc == 0) r->done = 1;
+  return rc;
+}
+
+const char *stepscope_reader_string(const stepscope_reader *r, uint32_t id) {
+  if (!r || id == 0 || id > r->nstrings) return NULL;
+  return r->strings[id];
+}
+
+size_t stepscope_reader_warning_count(const stepscope_reader *r) { return r ? r->nwarnings : 0; }
+
+const char *stepscope_reader_warning(const stepscope_reader *r, size_t i) {
+  return r && i < r->nwarnings ? r->warnings[i] : NULL;
+}
+
+uint64_t stepscope_reader_unknown_records(const stepscope_reader *r) { return r ? r->unknown : 0; }
+
+uint64_t stepscope_reader_offset(const stepscope_reader *r) {
+  return r ? r->in_file_offset + r->in_pos : 0;
+}
+
+uint64_t stepscope_reader_file_size(const stepscope_reader *r) { return r ? r->file_size : 0; }
+
+void stepscope_reader_close(stepscope_reader *r) {
+  if (!r) return;
+  if (r->fd >= 0) close(r->fd);
+  ZSTD_freeDCtx(r->dctx);
+  free(r->in);
+  free(r->frame);
+  free(r->strings);
+  for (arena_chunk *c = r->arena; c;) {
+    arena_chunk *next = c->next;
+    free(c);
+    c = next;
+  }
+  for (size_t i = 0; i < r->nwarnings; i++) free(r->warnings[i]);
+  free(r->path);
+  free(r);
+}

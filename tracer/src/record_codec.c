@@ -1,0 +1,482 @@
+/*
+ * record_codec.c — one record to bytes and back.
+ *
+ * Wire layout of a record (docs/trace-format.md):
+ *
+ *   varint tag            kind << 1 | timed
+ *   [varint zigzag dt]    if timed: time - prev_time (then prev_time = time)
+ *   varint length         payload bytes
+ *   payload               the kind's fields, in the order of its table below
+ *
+ * Every kind is described by a table of fields (type + offset in the C
+ * struct), so encoding and decoding cannot drift apart. A reader fills fields
+ * missing at the end of a payload with 0 and ignores extra trailing bytes:
+ * that is how fields are added compatibly. Unknown kinds are skipped by
+ * length, and their optional timestamp still updates prev_time, so delta
+ * decoding stays in step. The correlation delta (FT_CORR) is only ever used by
+ * the kinds of format 1.0; kinds added later must encode correlations as
+ * plain FT_U64, because an older reader skipping them could not follow.
+ */
+#include "record_codec.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "varint.h"
+
+typedef enum field_type {
+  FT_END = 0,
+  FT_U64,  /* varint */
+  FT_U32,  /* varint, must fit 32 bits */
+  FT_I32,  /* zigzag varint, must fit 32 bits */
+  FT_I64,  /* zigzag varint */
+  FT_F64,  /* 8 bytes little endian */
+  FT_STR,  /* string id (u32 varint), validated against the string table */
+  FT_DUR,  /* an end time: zigzag(end - time) */
+  FT_CORR, /* correlation id: zigzag(corr - prev_corr) */
+  FT_ISTR  /* inline string: varint length + bytes (a const char * in the struct) */
+} field_type;
+
+typedef struct field {
+  uint8_t type;
+  uint16_t offset;
+} field;
+
+typedef struct kind_desc {
+  int time_offset; /* offset of the record's time, -1 if untimed */
+  field fields[24];
+} kind_desc;
+
+#define F(type, st, member) {type, (uint16_t)offsetof(st, member)}
+#define T(st, member) (int)offsetof(st, member)
+
+/* Field orders are part of the format: append only, never reorder. */
+static const kind_desc DESC_KERNEL = {
+    T(stepscope_kernel, start_ns),
+    {F(FT_DUR, stepscope_kernel, end_ns), F(FT_CORR, stepscope_kernel, correlation_id),
+     F(FT_U64, stepscope_kernel, stream), F(FT_STR, stepscope_kernel, name),
+     F(FT_U32, stepscope_kernel, device), F(FT_U32, stepscope_kernel, grid[0]),
+     F(FT_U32, stepscope_kernel, grid[1]), F(FT_U32, stepscope_kernel, grid[2]),
+     F(FT_U32, stepscope_kernel, block[0]), F(FT_U32, stepscope_kernel, block[1]),
+     F(FT_U32, stepscope_kernel, block[2]), F(FT_U32, stepscope_kernel, registers_per_thread),
+     F(FT_U32, stepscope_kernel, static_shared_bytes),
+     F(FT_U32, stepscope_kernel, dynamic_shared_bytes), F(FT_U64, stepscope_kernel, graph_id)}};
+
+static const kind_desc DESC_MEMCPY = {
+    T(stepscope_memcpy, start_ns),
+    {F(FT_DUR, stepscope_memcpy, end_ns), F(FT_CORR, stepscope_memcpy, correlation_id),
+     F(FT_U64, stepscope_memcpy, stream), F(FT_U64, stepscope_memcpy, bytes),
+     F(FT_U32, stepscope_memcpy, device), F(FT_U32, stepscope_memcpy, copy_kind),
+     F(FT_U32, stepscope_memcpy, src_device), F(FT_U32, stepscope_memcpy, dst_device)}};
+
+static const kind_desc DESC_MEMSET = {
+    T(stepscope_memset, start_ns),
+    {F(FT_DUR, stepscope_memset, end_ns), F(FT_CORR, stepscope_memset, correlation_id),
+     F(FT_U64, stepscope_memset, stream), F(FT_U64, stepscope_memset, bytes),
+     F(FT_U32, stepscope_memset, device), F(FT_U32, stepscope_memset, value)}};
+
+static const kind_desc DESC_SYNC = {
+    T(stepscope_sync, start_ns),
+    {F(FT_DUR, stepscope_sync, end_ns), F(FT_CORR, stepscope_sync, correlation_id),
+     F(FT_U64, stepscope_sync, stream), F(FT_U64, stepscope_sync, event_id),
+     F(FT_U32, stepscope_sync, device), F(FT_U32, stepscope_sync, sync_kind)}};
+
+static const kind_desc DESC_API = {
+    T(stepscope_api, start_ns),
+    {F(FT_DUR, stepscope_api, end_ns), F(FT_CORR, stepscope_api, correlation_id),
+     F(FT_U64, stepscope_api, thread), F(FT_STR, stepscope_api, name),
+     F(FT_U32, stepscope_api, api_kind), F(FT_U32, stepscope_api, callback_id),
+     F(FT_I32, stepscope_api, return_code)}};
+
+static const kind_desc DESC_RANGE = {
+    T(stepscope_range, start_ns),
+    {F(FT_DUR, stepscope_range, end_ns), F(FT_U64, stepscope_range, thread),
+     F(FT_STR, stepscope_range, name), F(FT_STR, stepscope_range, domain),
+     F(FT_U32, stepscope_range, category), F(FT_U32, stepscope_range, color),
+     F(FT_U32, stepscope_range, payload_kind), F(FT_U64, stepscope_range, payload),
+     F(FT_STR, stepscope_range, args)}};
+
+static const kind_desc DESC_MARK = {
+    T(stepscope_mark, time_ns),
+    {F(FT_U64, stepscope_mark, thread), F(FT_STR, stepscope_mark, name),
+     F(FT_STR, stepscope_mark, domain), F(FT_U32, stepscope_mark, category),
+     F(FT_U32, stepscope_mark, color), F(FT_U32, stepscope_mark, payload_kind),
+     F(FT_U64, stepscope_mark, payload), F(FT_STR, stepscope_mark, args)}};
+
+static const kind_desc DESC_COLLECTIVE = {
+    T(stepscope_collective, start_ns),
+    {F(FT_DUR, stepscope_collective, end_ns), F(FT_CORR, stepscope_collective, correlation_id),
+     F(FT_U64, stepscope_collective, comm_id), F(FT_U64, stepscope_collective, seq),
+     F(FT_U64, stepscope_collective, count), F(FT_U64, stepscope_collective, bytes),
+     F(FT_U64, stepscope_collective, stream), F(FT_U32, stepscope_collective, op),
+     F(FT_U32, stepscope_collective, datatype), F(FT_I32, stepscope_collective, peer),
+     F(FT_U32, stepscope_collective, comm_rank), F(FT_U32, stepscope_collective, comm_size),
+     F(FT_STR, stepscope_collective, algorithm), F(FT_STR, stepscope_collective, protocol),
+     F(FT_U32, stepscope_collective, channels), F(FT_U32, stepscope_collective, device),
+     F(FT_U32, stepscope_collective, flags), F(FT_STR, stepscope_collective, name)}};
+
+static const kind_desc DESC_HOST_OP = {
+    T(stepscope_host_op, start_ns),
+    {F(FT_DUR, stepscope_host_op, end_ns), F(FT_CORR, stepscope_host_op, correlation_id),
+     F(FT_U64, stepscope_host_op, stream), F(FT_U64, stepscope_host_op, bytes),
+     F(FT_U64, stepscope_host_op, flops), F(FT_U64, stepscope_host_op, comm_id),
+     F(FT_U64, stepscope_host_op, seq), F(FT_STR, stepscope_host_op, name),
+     F(FT_U32, stepscope_host_op, category), F(FT_STR, stepscope_host_op, args)}};
+
+static const kind_desc DESC_COUNTER = {
+    T(stepscope_counter, time_ns),
+    {F(FT_STR, stepscope_counter, name), F(FT_U32, stepscope_counter, device),
+     F(FT_F64, stepscope_counter, value)}};
+
+static const kind_desc DESC_MEMORY = {
+    T(stepscope_memory, time_ns),
+    {F(FT_U64, stepscope_memory, address), F(FT_U64, stepscope_memory, bytes),
+     F(FT_U64, stepscope_memory, in_use_bytes), F(FT_U32, stepscope_memory, device),
+     F(FT_U32, stepscope_memory, memory_kind)}};
+
+static const kind_desc DESC_DROPPED = {
+    T(stepscope_dropped, time_ns),
+    {F(FT_U64, stepscope_dropped, count), F(FT_U32, stepscope_dropped, source)}};
+
+static const kind_desc DESC_CLOCK_ANCHOR = {
+    -1,
+    {F(FT_U64, stepscope_clock_anchor, trace_ns), F(FT_U64, stepscope_clock_anchor, realtime_ns),
+     F(FT_U64, stepscope_clock_anchor, monotonic_ns),
+     F(FT_U64, stepscope_clock_anchor, uncertainty_ns)}};
+
+static const kind_desc DESC_OVERHEAD = {
+    T(stepscope_overhead, start_ns),
+    {F(FT_DUR, stepscope_overhead, end_ns), F(FT_U64, stepscope_overhead, thread),
+     F(FT_STR, stepscope_overhead, name)}};
+
+static const kind_desc DESC_STREAM = {
+    -1,
+    {F(FT_U64, stepscope_stream, stream), F(FT_U32, stepscope_stream, device),
+     F(FT_U32, stepscope_stream, stream_kind), F(FT_STR, stepscope_stream, name),
+     F(FT_I32, stepscope_stream, priority)}};
+
+static const kind_desc DESC_METADATA = {
+    -1, {F(FT_ISTR, stepscope_metadata, key), F(FT_ISTR, stepscope_metadata, value_json)}};
+
+static const kind_desc DESC_BLOCK = {-1, {{FT_U64, 0}}};
+
+static const kind_desc DESC_HEADER = {
+    -1,
+    {/* preceded on the wire by the inline magic "stepscope" */
+     F(FT_U32, stepscope_header, format_major), F(FT_U32, stepscope_header, format_minor),
+     F(FT_I32, stepscope_header, rank), F(FT_I32, stepscope_header, world_size),
+     F(FT_I32, stepscope_header, local_rank), F(FT_I64, stepscope_header, pid),
+     F(FT_U32, stepscope_header, clock_domain), F(FT_U64, stepscope_header, start_ns),
+     F(FT_ISTR, stepscope_header, hostname), F(FT_ISTR, stepscope_header, producer),
+     F(FT_ISTR, stepscope_header, device_name), F(FT_ISTR, stepscope_header, device_json),
+     F(FT_ISTR, stepscope_header, driver_version), F(FT_ISTR, stepscope_header, cuda_version),
+     F(FT_ISTR, stepscope_header, nccl_version), F(FT_ISTR, stepscope_header, cupti_version),
+     F(FT_ISTR, stepscope_header, config_json)}};
+
+static const kind_desc *desc_of(uint32_t kind) {
+  switch (kind) {
+  case STEPSCOPE_REC_KERNEL: return &DESC_KERNEL;
+  case STEPSCOPE_REC_MEMCPY: return &DESC_MEMCPY;
+  case STEPSCOPE_REC_MEMSET: return &DESC_MEMSET;
+  case STEPSCOPE_REC_SYNC: return &DESC_SYNC;
+  case STEPSCOPE_REC_API: return &DESC_API;
+  case STEPSCOPE_REC_RANGE: return &DESC_RANGE;
+  case STEPSCOPE_REC_MARK: return &DESC_MARK;
+  case STEPSCOPE_REC_COLLECTIVE: return &DESC_COLLECTIVE;
+  case STEPSCOPE_REC_HOST_OP: return &DESC_HOST_OP;
+  case STEPSCOPE_REC_COUNTER: return &DESC_COUNTER;
+  case STEPSCOPE_REC_MEMORY: return &DESC_MEMORY;
+  case STEPSCOPE_REC_DROPPED: return &DESC_DROPPED;
+  case STEPSCOPE_REC_CLOCK_ANCHOR: return &DESC_CLOCK_ANCHOR;
+  case STEPSCOPE_REC_OVERHEAD: return &DESC_OVERHEAD;
+  case STEPSCOPE_REC_STREAM: return &DESC_STREAM;
+  case STEPSCOPE_REC_METADATA: return &DESC_METADATA;
+  default: return NULL;
+  }
+}
+
+/* Typed access to a struct member at a byte offset. */
+#define AT(base, off, type) (*(type *)((char *)(base) + (off)))
+#define CAT(base, off, type) (*(const type *)((const char *)(base) + (off)))
+
+static size_t inline_len(const char *s) { return s ? strlen(s) : 0; }
+
+static size_t desc_max_size(const kind_desc *d, const void *body) {
+  size_t n = 3 * VARINT_MAX; /* tag, time, length */
+  for (const field *f = d->fields; f->type != FT_END; f++)
+    n += f->type == FT_ISTR ? VARINT_MAX + inline_len(CAT(body, f->offset, const char *))
+                            : (f->type == FT_F64 ? 8 : VARINT_MAX);
+  return n;
+}
+
+size_t codec_max_size(const stepscope_record *rec) {
+  const kind_desc *d = desc_of(rec->kind);
+  return d ? desc_max_size(d, &rec->u) : 0;
+}
+
+/* Encodes the payload of `body` per `d` at p; returns the end. */
+static uint8_t *encode_fields(codec_state *st, uint8_t *p, const kind_desc *d, const void *body,
+                              uint64_t time) {
+  for (const field *f = d->fields; f->type != FT_END; f++) {
+    switch ((field_type)f->type) {
+    case FT_U64: p = varint_put(p, CAT(body, f->offset, uint64_t)); break;
+    case FT_U32:
+    case FT_STR: p = varint_put(p, CAT(body, f->offset, uint32_t)); break;
+    case FT_I32: p = varint_put(p, zigzag_encode(CAT(body, f->offset, int32_t))); break;
+    case FT_I64: p = varint_put(p, zigzag_encode(CAT(body, f->offset, int64_t))); break;
+    case FT_F64: p = f64_put(p, CAT(body, f->offset, double)); break;
+    case FT_DUR:
+      p = varint_put(p, zigzag_encode((int64_t)(CAT(body, f->offset, uint64_t) - time)));
+      break;
+    case FT_CORR: {
+      uint64_t c = CAT(body, f->offset, uint64_t);
+      p = varint_put(p, zigzag_encode((int64_t)(c - st->prev_corr)));
+      st->prev_corr = c;
+      break;
+    }
+    case FT_ISTR: {
+      const char *s = CAT(body, f->offset, const char *);
+      size_t len = inline_len(s);
+      p = varint_put(p, len);
+      if (len) memcpy(p, s, len);
+      p += len;
+      break;
+    }
+    case FT_END: break;
+    }
+  }
+  return p;
+}
+
+/* Writes tag [+ time] + length + payload; the payload is first encoded one
+ * byte after the tag/time (room for a one-byte length) and moved forward when
+ * its length needs more bytes. */
+static uint8_t *encode_with_desc(codec_state *st, uint8_t *p, uint32_t kind, const kind_desc *d,
+                                 const void *body) {
+  uint64_t time = 0;
+  int timed = d->time_offset >= 0;
+  p = varint_put(p, (uint64_t)kind << 1 | (uint64_t)timed);
+  if (timed) {
+    time = CAT(body, d->time_offset, uint64_t);
+    p = varint_put(p, zigzag_encode((int64_t)(time - st->prev_time)));
+    st->prev_time = time;
+  }
+  uint8_t *payload = p + 1;
+  uint8_t *end = encode_fields(st, payload, d, body, time);
+  size_t len = (size_t)(end - payload);
+  if (len < 0x80) {
+    *p = (uint8_t)len;
+    return end;
+  }
+  uint8_t lenbuf[VARINT_MAX];
+  size_t lenlen = (size_t)(varint_put(lenbuf, len) - lenbuf);
+  memmove(p + lenlen, payload, len);
+  memcpy(p, lenbuf, lenlen);
+  return p + lenlen + len;
+}
+
+uint8_t *codec_encode(codec_state *st, uint8_t *p, const stepscope_record *rec) {
+  return encode_with_desc(st, p, rec->kind, desc_of(rec->kind), &rec->u);
+}
+
+uint8_t *codec_encode_block(codec_state *st, uint8_t *p, uint64_t thread) {
+  st->prev_time = 0;
+  st->prev_corr = 0;
+  return encode_with_desc(st, p, STEPSCOPE_REC_BLOCK, &DESC_BLOCK, &thread);
+}
+
+uint8_t *codec_encode_string(uint8_t *p, uint32_t id, const char *s, size_t len) {
+  uint8_t idbuf[VARINT_MAX];
+  size_t idlen = (size_t)(varint_put(idbuf, id) - idbuf);
+  p = varint_put(p, (uint64_t)STEPSCOPE_REC_STRING << 1);
+  p = varint_put(p, idlen + len);
+  memcpy(p, idbuf, idlen);
+  p += idlen;
+  if (len) memcpy(p, s, len);
+  return p + len;
+}
+
+static const char HEADER_MAGIC[] = "stepscope";
+
+size_t codec_header_max_size(const stepscope_header *h) {
+  return desc_max_size(&DESC_HEADER, h) + sizeof HEADER_MAGIC;
+}
+
+uint8_t *codec_encode_header(uint8_t *p, const stepscope_header *h) {
+  codec_state st = {0, 0};
+  p = varint_put(p, (uint64_t)STEPSCOPE_REC_HEADER << 1);
+  uint8_t *payload = p + VARINT_MAX; /* room for the length, moved back below */
+  uint8_t *q = varint_put(payload, sizeof HEADER_MAGIC - 1);
+  memcpy(q, HEADER_MAGIC, sizeof HEADER_MAGIC - 1);
+  q = encode_fields(&st, q + sizeof HEADER_MAGIC - 1, &DESC_HEADER, h, 0);
+  size_t len = (size_t)(q - payload);
+  uint8_t *after_len = varint_put(p, len);
+  memmove(after_len, payload, len);
+  return after_len + len;
+}
+
+static void set_why(char *why, size_t why_len, const char *msg) {
+  if (why && why_len) snprintf(why, why_len, "%s", msg);
+}
+
+/* Decodes the fields of `d` from [p, end) into body; missing trailing fields
+ * are 0. Returns 0, or -1 with `why`. */
+static int decode_fields(codec_state *st, const uint8_t *p, const uint8_t *end, const kind_desc *d,
+                         void *body, uint64_t time, uint32_t max_string_id, codec_store_fn store,
+                         void *store_ctx, char *why, size_t why_len) {
+  for (const field *f = d->fields; f->type != FT_END; f++) {
+    if (p >= end) { /* absent field: zero (and an absent duration is zero) */
+      if (f->type == FT_DUR) AT(body, f->offset, uint64_t) = time;
+      continue;
+    }
+    uint64_t v = 0;
+    if (f->type == FT_F64) {
+      double dv;
+      if (!(p = f64_get(p, end, &dv))) {
+        set_why(why, why_len, "a complete 8-byte float field");
+        return -1;
+      }
+      AT(body, f->offset, double) = dv;
+      continue;
+    }
+    if (!(p = varint_get(p, end, &v))) {
+      set_why(why, why_len, "a complete varint field inside the record");
+      return -1;
+    }
+    switch ((field_type)f->type) {
+    case FT_U64: AT(body, f->offset, uint64_t) = v; break;
+    case FT_U32:
+      if (v > UINT32_MAX) {
+        set_why(why, why_len, "a 32-bit field value");
+        return -1;
+      }
+      AT(body, f->offset, uint32_t) = (uint32_t)v;
+      break;
+    case FT_STR:
+      if (v > max_string_id) {
+        if (why && why_len)
+          snprintf(why, why_len, "a defined string id (got %llu, %u defined)",
+                   (unsigned long long)v, max_string_id);
+        return -1;
+      }
+      AT(body, f->offset, uint32_t) = (uint32_t)v;
+      break;
+    case FT_I32: {
+      int64_t s = zigzag_decode(v);
+      if (s < INT32_MIN || s > INT32_MAX) {
+        set_why(why, why_len, "a 32-bit signed field value");
+        return -1;
+      }
+      AT(body, f->offset, int32_t) = (int32_t)s;
+      break;
+    }
+    case FT_I64: AT(body, f->offset, int64_t) = zigzag_decode(v); break;
+    case FT_DUR: AT(body, f->offset, uint64_t) = time + (uint64_t)zigzag_decode(v); break;
+    case FT_CORR:
+      st->prev_corr += (uint64_t)zigzag_decode(v);
+      AT(body, f->offset, uint64_t) = st->prev_corr;
+      break;
+    case FT_ISTR: {
+      if (v > (uint64_t)(end - p)) {
+        set_why(why, why_len, "an inline string within the record");
+        return -1;
+      }
+      const char *copy = store(store_ctx, (const char *)p, (size_t)v);
+      if (!copy) {
+        set_why(why, why_len, "memory for an inline string (out of memory)");
+        return -1;
+      }
+      AT(body, f->offset, const char *) = copy;
+      p += v;
+      break;
+    }
+    case FT_F64:
+    case FT_END: break;
+    }
+  }
+  return 0; /* extra trailing bytes: fields of a newer minor version, ignored */
+}
+
+codec_result codec_decode(codec_state *st, const uint8_t **pp, const uint8_t *end,
+                          uint32_t max_string_id, stepscope_record *rec, stepscope_header *hdr,
+                          codec_store_fn store, void *store_ctx, char *why, size_t why_len) {
+  const uint8_t *p = *pp;
+  uint64_t tag, len, time = 0;
+  if (!(p = varint_get(p, end, &tag))) {
+    set_why(why, why_len, "a record tag");
+    return CODEC_ERROR;
+  }
+  int timed = (int)(tag & 1);
+  uint64_t kind = tag >> 1;
+  if (timed) {
+    uint64_t dt;
+    if (!(p = varint_get(p, end, &dt))) {
+      set_why(why, why_len, "a record timestamp");
+      return CODEC_ERROR;
+    }
+    time = st->prev_time + (uint64_t)zigzag_decode(dt);
+    st->prev_time = time;
+  }
+  if (!(p = varint_get(p, end, &len))) {
+    set_why(why, why_len, "a record length");
+    return CODEC_ERROR;
+  }
+  if (len > (uint64_t)(end - p)) {
+    if (why && why_len)
+      snprintf(why, why_len, "a record of %llu bytes within the frame (%llu left)",
+               (unsigned long long)len, (unsigned long long)(end - p));
+    return CODEC_ERROR;
+  }
+  const uint8_t *payload = p, *payload_end = p + len;
+  *pp = payload_end;
+
+  if (kind == STEPSCOPE_REC_BLOCK) {
+    st->prev_time = 0;
+    st->prev_corr = 0;
+    return CODEC_BLOCK;
+  }
+  if (kind == STEPSCOPE_REC_STRING) {
+    uint64_t id;
+    const uint8_t *q = varint_get(payload, payload_end, &id);
+    if (!q || id == 0 || id > UINT32_MAX) {
+      set_why(why, why_len, "a string record with an id >= 1");
+      return CODEC_ERROR;
+    }
+    rec->kind = STEPSCOPE_REC_STRING;
+    rec->u.string.id = (uint32_t)id;
+    rec->u.string.length = (uint32_t)(payload_end - q);
+    rec->u.string.data = (const char *)q;
+    return CODEC_RECORD;
+  }
+  if (kind == STEPSCOPE_REC_HEADER) {
+    uint64_t mlen;
+    const uint8_t *q = varint_get(payload, payload_end, &mlen);
+    if (!q || mlen != sizeof HEADER_MAGIC - 1 || (uint64_t)(payload_end - q) < mlen ||
+        memcmp(q, HEADER_MAGIC, mlen) != 0) {
+      set_why(why, why_len, "the header magic \"stepscope\"");
+      return CODEC_ERROR;
+    }
+    q += mlen;
+    memset(hdr, 0, sizeof *hdr);
+    if (decode_fields(st, q, payload_end, &DESC_HEADER, hdr, 0, 0, store, store_ctx, why,
+                      why_len))
+      return CODEC_ERROR;
+    rec->kind = STEPSCOPE_REC_HEADER;
+    return CODEC_RECORD;
+  }
+  const kind_desc *d = desc_of((uint32_t)kind);
+  if (!d) return CODEC_SKIPPED;
+  if ((d->time_offset >= 0) != timed) {
+    set_why(why, why_len, timed ? "no timestamp on this record kind"
+                                : "a timestamp on this record kind");
+    return CODEC_ERROR;
+  }
+  memset(rec, 0, sizeof *rec);
+  rec->kind = (uint32_t)kind;
+  if (timed) AT(&rec->u, d->time_offset, uint64_t) = time;
+  if (decode_fields(st, payload, payload_end, d, &rec->u, time, max_string_id, store, store_ctx,
+                    why, why_len))
+    return CODEC_ERROR;
+  return CODEC_RECORD;
+}

@@ -1,0 +1,61 @@
+/*
+ * record_codec.h — encoding and decoding of single records (the byte layout
+ * of docs/trace-format.md §Records). Frames, buffers and files are the
+ * writer's and reader's business; this module only turns one
+ * `stepscope_record` into bytes and back, with the per-block delta state.
+ */
+#ifndef STEPSCOPE_RECORD_CODEC_H
+#define STEPSCOPE_RECORD_CODEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stepscope.h"
+
+/* Delta state of a block: reset at every frame start and BLOCK record. */
+typedef struct codec_state {
+  uint64_t prev_time;
+  uint64_t prev_corr;
+} codec_state;
+
+/* Stores a string carried inline in a record (metadata, header values) and
+ * returns a stable NUL-terminated copy, or NULL when out of memory. */
+typedef const char *(*codec_store_fn)(void *ctx, const char *data, size_t len);
+
+#define CODEC_MAX_RECORD (16u << 20) /* largest payload accepted, both ways */
+
+/* Upper bound of the encoded size of `rec` (kinds other than STRING/HEADER);
+ * 0 if the kind cannot be encoded (unknown, STRING, HEADER, BLOCK). */
+size_t codec_max_size(const stepscope_record *rec);
+
+/* Encodes `rec` at p (which has codec_max_size bytes free); returns the end. */
+uint8_t *codec_encode(codec_state *st, uint8_t *p, const stepscope_record *rec);
+
+/* A BLOCK record (resets the state). At most 2 + 2*VARINT_MAX bytes. */
+uint8_t *codec_encode_block(codec_state *st, uint8_t *p, uint64_t thread);
+
+/* A STRING record; at most 3*VARINT_MAX + len bytes. */
+uint8_t *codec_encode_string(uint8_t *p, uint32_t id, const char *s, size_t len);
+#define CODEC_STRING_OVERHEAD (3 * 10)
+
+/* The HEADER record. */
+size_t codec_header_max_size(const stepscope_header *h);
+uint8_t *codec_encode_header(uint8_t *p, const stepscope_header *h);
+
+typedef enum codec_result {
+  CODEC_RECORD = 1,  /* *rec filled */
+  CODEC_SKIPPED = 2, /* unknown kind, skipped */
+  CODEC_BLOCK = 3,   /* BLOCK consumed (state reset) */
+  CODEC_ERROR = -1   /* `why` says what was expected */
+} codec_result;
+
+/* Decodes one record at *pp (< end). String-id fields must be <= max_string_id.
+ * STRING records fill rec->u.string (data points into the input, not
+ * NUL-terminated). A HEADER record fills *hdr (rec->kind = HEADER). Inline
+ * strings (METADATA, HEADER) go through `store`. On success *pp is advanced
+ * past the record. */
+codec_result codec_decode(codec_state *st, const uint8_t **pp, const uint8_t *end,
+                          uint32_t max_string_id, stepscope_record *rec, stepscope_header *hdr,
+                          codec_store_fn store, void *store_ctx, char *why, size_t why_len);
+
+#endif

@@ -1,0 +1,559 @@
+/*
+ * writer.c — appends records to a trace file from many threads.
+ *
+ * Hot path. Each (thread, writer) pair owns a `thread_buffer`: a byte buffer
+ * that only that thread appends to, guarded by a per-buffer spin flag that is
+ * uncontended except for the instant the flusher swaps the buffer out. There
+ * is no global lock on the append path; a thread-local cache finds the
+ * buffer without touching shared state. A buffer starts with a BLOCK record,
+ * which resets the delta state, so every buffer is a self-contained block.
+ *
+ * Frames. A full buffer is handed to the `full` list. A frame is closed when
+ * the full list holds `frame_bytes`, when `flush_interval_ms` has passed
+ * (background thread), on stepscope_writer_flush and on close. Closing a
+ * frame steals every thread's current buffer, then takes the pending STRING
+ * records (strings interned so far but not yet written), and compresses
+ * strings + blocks into one independent, checksummed zstd frame with a known
+ * content size, written with one write() call. Because buffers are stolen
+ * before the pending strings are taken, every string a record refers to is
+ * defined in the same frame or an earlier one.
+ *
+ * Crash safety. A process killed at any instant leaves a file of complete
+ * frames plus at most one partial frame, which readers drop with a warning.
+ * What was still in buffers (at most about flush_interval_ms of activity) is
+ * lost.
+ *
+ * Lock order: frame_mu -> registry_mu -> a buffer's spin flag; full_mu and
+ * intern_mu are leaves. An appending thread never holds its spin flag while
+ * taking a mutex.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "intern.h"
+#include "record_codec.h"
+#include "stepscope.h"
+#include "varint.h"
+#include "writer_internal.h"
+
+#define DEFAULT_FRAME_BYTES (4u << 20)
+#define DEFAULT_FLUSH_MS 1000u
+#define BUFFER_BYTES (256u << 10)
+#define TLS_CACHE_WAYS 4
+
+typedef struct byte_buf {
+  uint8_t *data;
+  size_t len, cap;
+} byte_buf;
+
+typedef struct thread_buffer {
+  atomic_flag busy;
+  byte_buf buf;
+  codec_state state;
+  uint64_t thread;
+  struct thread_buffer *next; /* registry list */
+} thread_buffer;
+
+typedef struct full_block {
+  byte_buf buf;
+  struct full_block *next;
+} full_block;
+
+struct stepscope_writer {
+  uint64_t generation; /* unique per writer, keys the thread-local cache */
+  int fd;
+  char *path;
+  stepscope_writer_options opt;
+
+  pthread_mutex_t registry_mu;
+  thread_buffer *buffers;
+
+  pthread_mutex_t full_mu;
+  full_block *full_head, *full_tail;
+  size_t full_bytes;
+
+  pthread_mutex_t intern_mu;
+  intern_table *strings;
+  byte_buf pending_strings; /* encoded STRING records not yet in a frame */
+
+  pthread_mutex_t frame_mu;
+  ZSTD_CCtx *cctx;
+  byte_buf out;
+  _Atomic uint64_t last_frame_ns;
+  int io_failed; /* after a write error, further frames are dropped and counted */
+
+  atomic_uint_fast64_t dropped;
+  atomic_uint_fast64_t records;
+  atomic_uint_fast64_t bytes_written;
+
+  /* background thread */
+  pthread_t flusher;
+  int flusher_running;
+  pthread_mutex_t wake_mu;
+  pthread_cond_t wake_cv;
+  int stopping;
+  void (*tick_fn)(void *);
+  void *tick_arg;
+  unsigned tick_ms;
+  uint64_t last_tick_ns;
+};
+
+static atomic_uint_fast64_t next_generation = 1;
+
+typedef struct tls_entry {
+  uint64_t generation;
+  thread_buffer *tb;
+} tls_entry;
+static _Thread_local tls_entry tls_cache[TLS_CACHE_WAYS];
+static _Thread_local unsigned tls_victim;
+
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void set_error(stepscope_error *err, int code, uint64_t offset, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+#include <stdarg.h>
+static void set_error(stepscope_error *err, int code, uint64_t offset, const char *fmt, ...) {
+  if (!err) return;
+  err->code = code;
+  err->offset = offset;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err->message, sizeof err->message, fmt, ap);
+  va_end(ap);
+}
+
+static int buf_reserve(byte_buf *b, size_t extra) {
+  if (b->cap - b->len >= extra) return 0;
+  size_t cap = b->cap ? b->cap : 4096;
+  while (cap - b->len < extra) cap *= 2;
+  uint8_t *d = realloc(b->data, cap);
+  if (!d) return -1;
+  b->data = d;
+  b->cap = cap;
+  return 0;
+}
+
+static int write_all(int fd, const uint8_t *p, size_t n) {
+  while (n) {
+    ssize_t k = write(fd, p, n);
+    if (k < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    p += k;
+    n -= (size_t)k;
+  }
+  return 0;
+}
+
+/* Compresses `pieces` as one frame and writes it. Called with frame_mu held. */
+static int write_frame(stepscope_writer *w, const byte_buf *const *pieces, size_t npieces,
+                       stepscope_error *err) {
+  size_t total = 0;
+  for (size_t i = 0; i < npieces; i++) total += pieces[i]->len;
+  if (total == 0) return 0;
+  if (w->io_failed) return STEPSCOPE_E_IO;
+  w->out.len = 0;
+  if (buf_reserve(&w->out, ZSTD_compressBound(total))) {
+    set_error(err, STEPSCOPE_E_NOMEM, 0, "%s: out of memory for a %zu-byte frame", w->path, total);
+    return STEPSCOPE_E_NOMEM;
+  }
+  ZSTD_CCtx_reset(w->cctx, ZSTD_reset_session_only);
+  ZSTD_CCtx_setPledgedSrcSize(w->cctx, total);
+  ZSTD_outBuffer out = {w->out.data, w->out.cap, 0};
+  for (size_t i = 0; i < npieces; i++) {
+    ZSTD_inBuffer in = {pieces[i]->data, pieces[i]->len, 0};
+    int last = i + 1 == npieces;
+    for (;;) {
+      size_t r = ZSTD_compressStream2(w->cctx, &out, &in, last ? ZSTD_e_end : ZSTD_e_continue);
+      if (ZSTD_isError(r)) {
+        set_error(err, STEPSCOPE_E_COMPRESS, 0, "%s: zstd: %s", w->path, ZSTD_getErrorName(r));
+        return STEPSCOPE_E_COMPRESS;
+      }
+      if (last ? r == 0 : in.pos == in.size) break;
+    }
+  }
+  if (write_all(w->fd, out.dst, out.pos)) {
+    set_error(err, STEPSCOPE_E_IO, atomic_load(&w->bytes_written), "%s: write failed: %s",
+              w->path, strerror(errno));
+    w->io_failed = 1;
+    return STEPSCOPE_E_IO;
+  }
+  atomic_fetch_add(&w->bytes_written, out.pos);
+  w->last_frame_ns = mono_ns();
+  return 0;
+}
+
+/* Counts records in an encoded block (for the dropped count on failure). */
+static uint64_t count_records(const byte_buf *b) {
+  uint64_t n = 0;
+  const uint8_t *p = b->data, *end = b->data + b->len;
+  while (p < end) {
+    uint64_t tag, v;
+    if (!(p = varint_get(p, end, &tag))) break;
+    if ((tag & 1) && !(p = varint_get(p, end, &v))) break;
+    if (!(p = varint_get(p, end, &v)) || v > (uint64_t)(end - p)) break;
+    p += v;
+    if ((tag >> 1) != STEPSCOPE_REC_BLOCK) n++;
+  }
+  return n;
+}
+
+/* Closes a frame with everything appended so far. */
+static int close_frame(stepscope_writer *w, stepscope_error *err) {
+  pthread_mutex_lock(&w->frame_mu);
+
+  /* 1. Steal each thread's current buffer (a fresh one starts a new block). */
+  full_block *stolen = NULL;
+  pthread_mutex_lock(&w->registry_mu);
+  for (thread_buffer *tb = w->buffers; tb; tb = tb->next) {
+    while (atomic_flag_test_and_set_explicit(&tb->busy, memory_order_acquire)) {
+    }
+    if (tb->buf.len > 0) {
+      full_block *fb = malloc(sizeof *fb);
+      if (fb) {
+        fb->buf = tb->buf;
+        fb->next = stolen;
+        stolen = fb;
+        tb->buf = (byte_buf){0};
+      }
+      /* on allocation failure the data stays in the buffer for the next frame */
+    }
+    atomic_flag_clear_explicit(&tb->busy, memory_order_release);
+  }
+  pthread_mutex_unlock(&w->registry_mu);
+
+  /* 2. Take the full list. */
+  pthread_mutex_lock(&w->full_mu);
+  full_block *full = w->full_head;
+  w->full_head = w->full_tail = NULL;
+  w->full_bytes = 0;
+  pthread_mutex_unlock(&w->full_mu);
+
+  /* 3. Take the pending strings (after the blocks: see the file comment). */
+  pthread_mutex_lock(&w->intern_mu);
+  byte_buf strings = w->pending_strings;
+  w->pending_strings = (byte_buf){0};
+  pthread_mutex_unlock(&w->intern_mu);
+
+  size_t n = 1;
+  for (full_block *b = full; b; b = b->next) n++;
+  for (full_block *b = stolen; b; b = b->next) n++;
+  const byte_buf **pieces = malloc(n * sizeof *pieces);
+  int rc = 0;
+  if (!pieces) {
+    set_error(err, STEPSCOPE_E_NOMEM, 0, "%s: out of memory closing a frame", w->path);
+    rc = STEPSCOPE_E_NOMEM;
+  } else {
+    size_t k = 0;
+    pieces[k++] = &strings;
+    for (full_block *b = full; b; b = b->next) pieces[k++] = &b->buf;
+    for (full_block *b = stolen; b; b = b->next) pieces[k++] = &b->buf;
+    rc = write_frame(w, pieces, k, err);
+  }
+  if (rc) { /* what could not be written is counted, never silently lost */
+    uint64_t lost = 0;
+    for (full_block *b = full; b; b = b->next) lost += count_records(&b->buf);
+    for (full_block *b = stolen; b; b = b->next) lost += count_records(&b->buf);
+    atomic_fetch_add(&w->dropped, lost);
+  }
+  free(pieces);
+  free(strings.data);
+  for (full_block *lists[2] = {full, stolen}, **l = lists; l < lists + 2; l++) {
+    full_block *b = *l;
+    while (b) {
+      full_block *next = b->next;
+      free(b->buf.data);
+      free(b);
+      b = next;
+    }
+  }
+  pthread_mutex_unlock(&w->frame_mu);
+  return rc;
+}
+
+static void *flusher_main(void *arg) {
+  stepscope_writer *w = arg;
+  unsigned period = w->opt.flush_interval_ms < 200 ? w->opt.flush_interval_ms : 200;
+  pthread_mutex_lock(&w->wake_mu);
+  while (!w->stopping) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t ns = (uint64_t)ts.tv_nsec + (uint64_t)period * 1000000ull;
+    ts.tv_sec += (time_t)(ns / 1000000000ull);
+    ts.tv_nsec = (long)(ns % 1000000000ull);
+    pthread_cond_timedwait(&w->wake_cv, &w->wake_mu, &ts);
+    if (w->stopping) break;
+    pthread_mutex_unlock(&w->wake_mu);
+    uint64_t now = mono_ns();
+    if (w->tick_fn && now - w->last_tick_ns >= (uint64_t)w->tick_ms * 1000000ull) {
+      w->last_tick_ns = now;
+      w->tick_fn(w->tick_arg);
+    }
+    if (now - w->last_frame_ns >= (uint64_t)w->opt.flush_interval_ms * 1000000ull)
+      close_frame(w, NULL);
+    pthread_mutex_lock(&w->wake_mu);
+  }
+  pthread_mutex_unlock(&w->wake_mu);
+  return NULL;
+}
+
+void writer_set_tick(stepscope_writer *w, void (*fn)(void *), void *arg, unsigned interval_ms) {
+  w->tick_fn = fn;
+  w->tick_arg = arg;
+  w->tick_ms = interval_ms ? interval_ms : 1000;
+  w->last_tick_ns = mono_ns();
+}
+
+static void writer_free(stepscope_writer *w) {
+  for (thread_buffer *tb = w->buffers; tb;) {
+    thread_buffer *next = tb->next;
+    free(tb->buf.data);
+    free(tb);
+    tb = next;
+  }
+  for (full_block *b = w->full_head; b;) {
+    full_block *next = b->next;
+    free(b->buf.data);
+    free(b);
+    b = next;
+  }
+  intern_destroy(w->strings);
+  free(w->pending_strings.data);
+  free(w->out.data);
+  ZSTD_freeCCtx(w->cctx);
+  pthread_mutex_destroy(&w->registry_mu);
+  pthread_mutex_destroy(&w->full_mu);
+  pthread_mutex_destroy(&w->intern_mu);
+  pthread_mutex_destroy(&w->frame_mu);
+  pthread_mutex_destroy(&w->wake_mu);
+  pthread_cond_destroy(&w->wake_cv);
+  free(w->path);
+  free(w);
+}
+
+stepscope_writer *stepscope_writer_open(const char *path, const stepscope_header *header,
+                                        const stepscope_writer_options *opt,
+                                        stepscope_error *err) {
+  if (!path || !header) {
+    set_error(err, STEPSCOPE_E_ARGUMENT, 0, "stepscope_writer_open: path and header are required");
+    return NULL;
+  }
+  stepscope_writer *w = calloc(1, sizeof *w);
+  if (!w) {
+    set_error(err, STEPSCOPE_E_NOMEM, 0, "%s: out of memory", path);
+    return NULL;
+  }
+  w->fd = -1;
+  pthread_mutex_init(&w->registry_mu, NULL);
+  pthread_mutex_init(&w->full_mu, NULL);
+  pthread_mutex_init(&w->intern_mu, NULL);
+  pthread_mutex_init(&w->frame_mu, NULL);
+  pthread_mutex_init(&w->wake_mu, NULL);
+  pthread_cond_init(&w->wake_cv, NULL);
+  w->generation = atomic_fetch_add(&next_generation, 1);
+  if (opt) w->opt = *opt;
+  if (!w->opt.frame_bytes) w->opt.frame_bytes = DEFAULT_FRAME_BYTES;
+  if (!w->opt.flush_interval_ms) w->opt.flush_interval_ms = DEFAULT_FLUSH_MS;
+  if (!w->opt.compression_level) w->opt.compression_level = 3;
+  w->path = strdup(path);
+  w->strings = intern_create();
+  w->cctx = ZSTD_createCCtx();
+  if (!w->path || !w->strings || !w->cctx) {
+    set_error(err, STEPSCOPE_E_NOMEM, 0, "%s: out of memory", path);
+    writer_free(w);
+    return NULL;
+  }
+  ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, w->opt.compression_level);
+  ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1);
+  ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_contentSizeFlag, 1);
+
+  w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (w->fd < 0) {
+    set_error(err, STEPSCOPE_E_IO, 0, "%s: cannot create: %s", path, strerror(errno));
+    writer_free(w);
+    return NULL;
+  }
+  /* The header is a frame of its own, written now: a process killed at once
+   * still leaves a file that says whose it is. */
+  stepscope_header h = *header;
+  h.format_major = STEPSCOPE_FORMAT_MAJOR;
+  h.format_minor = STEPSCOPE_FORMAT_MINOR;
+  byte_buf hb = {0};
+  int rc = STEPSCOPE_E_NOMEM;
+  size_t need = codec_header_max_size(&h);
+  if (need > CODEC_MAX_RECORD) {
+    set_error(err, STEPSCOPE_E_LIMIT, 0, "%s: header of %zu bytes exceeds the %u-byte limit", path,
+              need, CODEC_MAX_RECORD);
+    rc = STEPSCOPE_E_LIMIT;
+  } else if (buf_reserve(&hb, need) == 0) {
+    hb.len = (size_t)(codec_encode_header(hb.data, &h) - hb.data);
+    const byte_buf *pieces[1] = {&hb};
+    pthread_mutex_lock(&w->frame_mu);
+    rc = write_frame(w, pieces, 1, err);
+    pthread_mutex_unlock(&w->frame_mu);
+  } else {
+    set_error(err, STEPSCOPE_E_NOMEM, 0, "%s: out of memory", path);
+  }
+  free(hb.data);
+  if (rc) {
+    close(w->fd);
+    writer_free(w);
+    return NULL;
+  }
+  if (w->opt.background_flush) {
+    if (pthread_create(&w->flusher, NULL, flusher_main, w) == 0) w->flusher_running = 1;
+  }
+  return w;
+}
+
+uint32_t stepscope_intern_n(stepscope_writer *w, const char *s, size_t len) {
+  if (!w || !s || len > CODEC_MAX_RECORD - CODEC_STRING_OVERHEAD) return 0;
+  pthread_mutex_lock(&w->intern_mu);
+  int is_new = 0;
+  uint32_t id = intern_get_or_add(w->strings, s, len, &is_new);
+  if (id && is_new) {
+    if (buf_reserve(&w->pending_strings, CODEC_STRING_OVERHEAD + len) == 0) {
+      byte_buf *b = &w->pending_strings;
+      b->len = (size_t)(codec_encode_string(b->data + b->len, id, s, len) - b->data);
+    } else {
+      id = 0; /* the id stays reserved but unusable; callers see failure */
+    }
+  }
+  pthread_mutex_unlock(&w->intern_mu);
+  return id;
+}
+
+uint32_t stepscope_intern(stepscope_writer *w, const char *s) {
+  return s ? stepscope_intern_n(w, s, strlen(s)) : 0;
+}
+
+static thread_buffer *thread_buffer_for(stepscope_writer *w) {
+  for (unsigned i = 0; i < TLS_CACHE_WAYS; i++)
+    if (tls_cache[i].generation == w->generation) return tls_cache[i].tb;
+  thread_buffer *tb = calloc(1, sizeof *tb);
+  if (!tb) return NULL;
+  atomic_flag_clear(&tb->busy);
+  tb->thread = stepscope_thread_id();
+  pthread_mutex_lock(&w->registry_mu);
+  tb->next = w->buffers;
+  w->buffers = tb;
+  pthread_mutex_unlock(&w->registry_mu);
+  unsigned slot = tls_victim++ % TLS_CACHE_WAYS;
+  tls_cache[slot] = (tls_entry){w->generation, tb};
+  return tb;
+}
+
+/* Hands a full buffer to the frame queue; closes a frame when enough is queued. */
+static void hand_off(stepscope_writer *w, byte_buf full) {
+  full_block *fb = malloc(sizeof *fb);
+  if (!fb) {
+    atomic_fetch_add(&w->dropped, count_records(&full));
+    free(full.data);
+    return;
+  }
+  fb->buf = full;
+  fb->next = NULL;
+  pthread_mutex_lock(&w->full_mu);
+  if (w->full_tail)
+    w->full_tail->next = fb;
+  else
+    w->full_head = fb;
+  w->full_tail = fb;
+  w->full_bytes += full.len;
+  int close_now = w->full_bytes >= w->opt.frame_bytes;
+  pthread_mutex_unlock(&w->full_mu);
+  if (close_now) close_frame(w, NULL);
+}
+
+int stepscope_write(stepscope_writer *w, const stepscope_record *rec) {
+  if (!w || !rec) return STEPSCOPE_E_ARGUMENT;
+  size_t need = codec_max_size(rec);
+  if (need == 0 || need > CODEC_MAX_RECORD) {
+    atomic_fetch_add_explicit(&w->dropped, 1, memory_order_relaxed);
+    return need == 0 ? STEPSCOPE_E_ARGUMENT : STEPSCOPE_E_LIMIT;
+  }
+  thread_buffer *tb = thread_buffer_for(w);
+  if (!tb) {
+    atomic_fetch_add_explicit(&w->dropped, 1, memory_order_relaxed);
+    return STEPSCOPE_E_NOMEM;
+  }
+  need += 2 * VARINT_MAX + 2; /* a BLOCK record may come first */
+  while (atomic_flag_test_and_set_explicit(&tb->busy, memory_order_acquire)) {
+  }
+  byte_buf full = {0};
+  if (tb->buf.len && tb->buf.cap - tb->buf.len < need) { /* full: swap out */
+    full = tb->buf;
+    tb->buf = (byte_buf){0};
+  }
+  int rc = 0;
+  if (buf_reserve(&tb->buf, need > BUFFER_BYTES ? need : BUFFER_BYTES) != 0) {
+    rc = STEPSCOPE_E_NOMEM;
+  } else {
+    uint8_t *p = tb->buf.data + tb->buf.len;
+    if (tb->buf.len == 0) p = codec_encode_block(&tb->state, p, tb->thread);
+    p = codec_encode(&tb->state, p, rec);
+    tb->buf.len = (size_t)(p - tb->buf.data);
+  }
+  atomic_flag_clear_explicit(&tb->busy, memory_order_release);
+  if (rc)
+    atomic_fetch_add_explicit(&w->dropped, 1, memory_order_relaxed);
+  else
+    atomic_fetch_add_explicit(&w->records, 1, memory_order_relaxed);
+  if (full.data) hand_off(w, full);
+  return rc;
+}
+
+int stepscope_writer_flush(stepscope_writer *w, stepscope_error *err) {
+  if (!w) return STEPSCOPE_E_ARGUMENT;
+  return close_frame(w, err);
+}
+
+int stepscope_writer_close(stepscope_writer *w, stepscope_error *err) {
+  if (!w) return STEPSCOPE_E_ARGUMENT;
+  if (w->flusher_running) {
+    pthread_mutex_lock(&w->wake_mu);
+    w->stopping = 1;
+    pthread_cond_signal(&w->wake_cv);
+    pthread_mutex_unlock(&w->wake_mu);
+    pthread_join(w->flusher, NULL);
+  }
+  int rc = close_frame(w, err);
+  uint64_t dropped = atomic_load(&w->dropped);
+  if (dropped && rc == 0) { /* the final word: how much this writer lost */
+    stepscope_record d = {.kind = STEPSCOPE_REC_DROPPED};
+    d.u.dropped.time_ns = mono_ns();
+    d.u.dropped.count = dropped;
+    d.u.dropped.source = STEPSCOPE_DROP_WRITER;
+    stepscope_write(w, &d);
+    rc = close_frame(w, err);
+  }
+  if (w->fd >= 0 && close(w->fd) != 0 && rc == 0) {
+    set_error(err, STEPSCOPE_E_IO, 0, "%s: close failed: %s", w->path, strerror(errno));
+    rc = STEPSCOPE_E_IO;
+  }
+  writer_free(w);
+  return rc;
+}
+
+uint64_t stepscope_writer_dropped(const stepscope_writer *w) {
+  return w ? atomic_load(&((stepscope_writer *)w)->dropped) : 0;
+}
+uint64_t stepscope_writer_bytes_written(const stepscope_writer *w) {
+  return w ? atomic_load(&((stepscope_writer *)w)->bytes_written) : 0;
+}
+uint64_t stepscope_writer_records(const stepscope_writer *w) {
+  return w ? atomic_load(&((stepscope_writer *)w)->records) : 0;
+}
