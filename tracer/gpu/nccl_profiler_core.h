@@ -1,0 +1,53 @@
+/*
+ * nccl_profiler_core.h — the version-independent heart of the NCCL profiler
+ * plugin. The per-version adapters (nccl_profiler_exports.c) translate each
+ * ABI's descriptor into sgpu_nccl_event_desc and call these functions.
+ */
+#ifndef STEPSCOPE_NCCL_PROFILER_CORE_H
+#define STEPSCOPE_NCCL_PROFILER_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nccl_profiler_common.h"
+
+typedef struct sgpu_nccl_event_desc {
+  uint64_t type;          /* one SGPU_NCCL_EV_* bit */
+  void *parent;           /* parent event handle (ours), or NULL */
+  int rank;
+  const char *func, *datatype, *algo, *proto;
+  uint64_t seq_number;    /* NCCL's own sequence number (per function) */
+  uint64_t count;
+  int root, peer;
+  unsigned channels;
+  unsigned channel_id;
+  uint64_t ptimer;        /* kernelCh: GPU globaltimer at start */
+  void *stream;           /* cudaStream_t of API / kernel-launch / CE events */
+  bool graph_captured;
+} sgpu_nccl_event_desc;
+
+/* Events the plugin asks for, per interface version. */
+int sgpu_nccl_activation_mask(int version);
+
+/* init: creates the per-communicator context. Returns SGPU_NCCL_SUCCESS, or
+ * an error (NCCL then disables the plugin) when no trace is running. */
+sgpu_nccl_result sgpu_nccl_comm_init(void **context, int version, uint64_t comm_id,
+                                     const char *comm_name, int nnodes, int nranks, int rank,
+                                     int *activation_mask);
+sgpu_nccl_result sgpu_nccl_comm_finalize(void *context);
+
+/* Returns the new event handle, or NULL for events we do not follow. */
+void *sgpu_nccl_event_start(void *context, const sgpu_nccl_event_desc *d);
+void sgpu_nccl_event_stop(void *handle);
+void sgpu_nccl_event_state(void *handle, int state, const sgpu_nccl_state_args *args);
+
+/* Counters for tests and the exit summary. */
+typedef struct sgpu_nccl_stats {
+  uint64_t collectives_written;
+  uint64_t events_live;
+  uint64_t allocation_failures;
+} sgpu_nccl_stats;
+void sgpu_nccl_get_stats(sgpu_nccl_stats *out);
+
+#endif /* STEPSCOPE_NCCL_PROFILER_CORE_H */
