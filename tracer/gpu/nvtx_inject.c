@@ -21,10 +21,6 @@
  * while no trace runs; overflows (stack depth, open start/end ranges) are
  * counted and written as one DROPPED record (source NVTX) at exit.
  */
-#ifdef STEPSCOPE_NVTX_STATIC_INJECTION
-#define NVTX_STATIC_INJECTION_IMPL /* we define the _fnptr symbols below */
-#endif
-
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -617,12 +613,3 @@ SGPU_EXPORT int NVTX_API InitializeInjectionNvtxExtension(nvtxExtModuleInfo_t *i
     if (slots[i].id < seg->slotCount) seg->functionSlots[slots[i].id] = slots[i].fn;
   return 1;
 }
-
-#ifdef STEPSCOPE_NVTX_STATIC_INJECTION
-/* Static injection (NVTX's documented mechanism for linking the handler into
- * the program): NVTX's headers look for these normal symbols before reading
- * NVTX_INJECTION64_PATH. */
-SGPU_EXPORT NvtxInitializeInjectionNvtxFunc_t InitializeInjectionNvtx2_fnptr = InitializeInjectionNvtx2;
-SGPU_EXPORT NvtxExtInitializeInjectionFunc_t InitializeInjectionNvtxExtension_fnptr =
-    InitializeInjectionNvtxExtension;
-#endif
