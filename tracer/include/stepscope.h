@@ -465,6 +465,22 @@ uint64_t stepscope_reader_file_size(const stepscope_reader *r);
 
 void stepscope_reader_close(stepscope_reader *r);
 
+/* Lists the trace files of a run directory (rank-*.trace.zst), sorted by
+ * name, as malloc'd paths "DIR/rank-00000.trace.zst". Returns 0 (possibly
+ * with *count 0) or a negative status. Free with stepscope_run_files_free. */
+int stepscope_run_files(const char *dir, char ***paths, size_t *count, stepscope_error *err);
+void stepscope_run_files_free(char **paths, size_t count);
+
+/* Formats `rec` as one JSON object (no newline) into buf, like snprintf:
+ * returns the length it needed (>= cap means truncated). String ids are
+ * resolved through `r` when it is not NULL ("name":"sgemm"); times are
+ * integer nanoseconds with the wire field names of docs/trace-format.md. */
+size_t stepscope_record_to_json(const stepscope_record *rec, const stepscope_reader *r, char *buf,
+                                size_t cap);
+
+/* Formats a header as one JSON object, like stepscope_record_to_json. */
+size_t stepscope_header_to_json(const stepscope_header *h, char *buf, size_t cap);
+
 /* ------------------------------------------------------------------------ */
 /* The process-wide tracer ("linked" mode)                                   */
 /* ------------------------------------------------------------------------ */

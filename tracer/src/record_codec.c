@@ -25,31 +25,8 @@
 
 #include "varint.h"
 
-typedef enum field_type {
-  FT_END = 0,
-  FT_U64,  /* varint */
-  FT_U32,  /* varint, must fit 32 bits */
-  FT_I32,  /* zigzag varint, must fit 32 bits */
-  FT_I64,  /* zigzag varint */
-  FT_F64,  /* 8 bytes little endian */
-  FT_STR,  /* string id (u32 varint), validated against the string table */
-  FT_DUR,  /* an end time: zigzag(end - time) */
-  FT_CORR, /* correlation id: zigzag(corr - prev_corr) */
-  FT_ISTR  /* inline string: varint length + bytes (a const char * in the struct) */
-} field_type;
-
-typedef struct field {
-  uint8_t type;
-  uint16_t offset;
-} field;
-
-typedef struct kind_desc {
-  int time_offset; /* offset of the record's time, -1 if untimed */
-  field fields[24];
-} kind_desc;
-
-#define F(type, st, member) {type, (uint16_t)offsetof(st, member)}
-#define T(st, member) (int)offsetof(st, member)
+#define F(type, st, member) {type, (uint16_t)offsetof(st, member), #member}
+#define T(st, member) (int)offsetof(st, member), #member
 
 /* Field orders are part of the format: append only, never reorder. */
 static const kind_desc DESC_KERNEL = {
@@ -140,7 +117,7 @@ static const kind_desc DESC_DROPPED = {
     {F(FT_U64, stepscope_dropped, count), F(FT_U32, stepscope_dropped, source)}};
 
 static const kind_desc DESC_CLOCK_ANCHOR = {
-    -1,
+    -1, NULL,
     {F(FT_U64, stepscope_clock_anchor, trace_ns), F(FT_U64, stepscope_clock_anchor, realtime_ns),
      F(FT_U64, stepscope_clock_anchor, monotonic_ns),
      F(FT_U64, stepscope_clock_anchor, uncertainty_ns)}};
@@ -151,18 +128,18 @@ static const kind_desc DESC_OVERHEAD = {
      F(FT_STR, stepscope_overhead, name)}};
 
 static const kind_desc DESC_STREAM = {
-    -1,
+    -1, NULL,
     {F(FT_U64, stepscope_stream, stream), F(FT_U32, stepscope_stream, device),
      F(FT_U32, stepscope_stream, stream_kind), F(FT_STR, stepscope_stream, name),
      F(FT_I32, stepscope_stream, priority)}};
 
 static const kind_desc DESC_METADATA = {
-    -1, {F(FT_ISTR, stepscope_metadata, key), F(FT_ISTR, stepscope_metadata, value_json)}};
+    -1, NULL, {F(FT_ISTR, stepscope_metadata, key), F(FT_ISTR, stepscope_metadata, value_json)}};
 
-static const kind_desc DESC_BLOCK = {-1, {{FT_U64, 0}}};
+static const kind_desc DESC_BLOCK = {-1, NULL, {{FT_U64, 0, "thread"}}};
 
 static const kind_desc DESC_HEADER = {
-    -1,
+    -1, NULL,
     {/* preceded on the wire by the inline magic "stepscope" */
      F(FT_U32, stepscope_header, format_major), F(FT_U32, stepscope_header, format_minor),
      F(FT_I32, stepscope_header, rank), F(FT_I32, stepscope_header, world_size),
@@ -174,7 +151,7 @@ static const kind_desc DESC_HEADER = {
      F(FT_ISTR, stepscope_header, nccl_version), F(FT_ISTR, stepscope_header, cupti_version),
      F(FT_ISTR, stepscope_header, config_json)}};
 
-static const kind_desc *desc_of(uint32_t kind) {
+const kind_desc *codec_desc(uint32_t kind) {
   switch (kind) {
   case STEPSCOPE_REC_KERNEL: return &DESC_KERNEL;
   case STEPSCOPE_REC_MEMCPY: return &DESC_MEMCPY;
@@ -211,7 +188,7 @@ static size_t desc_max_size(const kind_desc *d, const void *body) {
 }
 
 size_t codec_max_size(const stepscope_record *rec) {
-  const kind_desc *d = desc_of(rec->kind);
+  const kind_desc *d = codec_desc(rec->kind);
   return d ? desc_max_size(d, &rec->u) : 0;
 }
 
@@ -277,7 +254,7 @@ static uint8_t *encode_with_desc(codec_state *st, uint8_t *p, uint32_t kind, con
 }
 
 uint8_t *codec_encode(codec_state *st, uint8_t *p, const stepscope_record *rec) {
-  return encode_with_desc(st, p, rec->kind, desc_of(rec->kind), &rec->u);
+  return encode_with_desc(st, p, rec->kind, codec_desc(rec->kind), &rec->u);
 }
 
 uint8_t *codec_encode_block(codec_state *st, uint8_t *p, uint64_t thread) {
@@ -465,7 +442,7 @@ codec_result codec_decode(codec_state *st, const uint8_t **pp, const uint8_t *en
     rec->kind = STEPSCOPE_REC_HEADER;
     return CODEC_RECORD;
   }
-  const kind_desc *d = desc_of((uint32_t)kind);
+  const kind_desc *d = codec_desc((uint32_t)kind);
   if (!d) return CODEC_SKIPPED;
   if ((d->time_offset >= 0) != timed) {
     set_why(why, why_len, timed ? "no timestamp on this record kind"

@@ -12,6 +12,35 @@
 
 #include "stepscope.h"
 
+/* The field table of a record kind: what the encoder writes, in order. */
+typedef enum field_type {
+  FT_END = 0,
+  FT_U64,  /* varint */
+  FT_U32,  /* varint, must fit 32 bits */
+  FT_I32,  /* zigzag varint, must fit 32 bits */
+  FT_I64,  /* zigzag varint */
+  FT_F64,  /* 8 bytes little endian */
+  FT_STR,  /* string id (u32 varint), validated against the string table */
+  FT_DUR,  /* an end time: zigzag(end - time) */
+  FT_CORR, /* correlation id: zigzag(corr - prev_corr) */
+  FT_ISTR  /* inline string: varint length + bytes (a const char * in the struct) */
+} field_type;
+
+typedef struct field {
+  uint8_t type;
+  uint16_t offset;
+  const char *name; /* JSON name (stepscope dump) */
+} field;
+
+typedef struct kind_desc {
+  int time_offset; /* offset of the record's time, -1 if untimed */
+  const char *time_name;
+  field fields[24];
+} kind_desc;
+
+/* The table of a kind (not STRING, HEADER or BLOCK), or NULL. */
+const kind_desc *codec_desc(uint32_t kind);
+
 /* Delta state of a block: reset at every frame start and BLOCK record. */
 typedef struct codec_state {
   uint64_t prev_time;

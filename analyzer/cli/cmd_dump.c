@@ -1,0 +1,97 @@
+/*
+ * cmd_dump.c — `stepscope dump FILE`: every record of one trace file as one
+ * JSON line (the header first), for scripts and for eyes. Streams: memory
+ * stays bounded whatever the file size. Warnings and errors go to stderr;
+ * exit 1 when the file could not be read to its end.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stepscope.h"
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: stepscope dump FILE [--kind NAME]\n"
+          "\n"
+          "Prints every record of a trace file as one JSON object per line, the header\n"
+          "first. String ids are resolved to their text; times are integer nanoseconds of\n"
+          "the file's trace clock. Field names are those of docs/trace-format.md.\n"
+          "\n"
+          "  --kind NAME   only records of this kind (kernel, collective, host_op, ...)\n");
+}
+
+int cmd_dump(int argc, char **argv) {
+  const char *path = NULL, *only = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      usage(stdout);
+      return 0;
+    } else if (!strcmp(argv[i], "--kind") && i + 1 < argc) {
+      only = argv[++i];
+    } else if (argv[i][0] == '-') {
+      fprintf(stderr, "stepscope dump: unknown option '%s'\n", argv[i]);
+      usage(stderr);
+      return 2;
+    } else if (!path) {
+      path = argv[i];
+    } else {
+      fprintf(stderr, "stepscope dump: one FILE only\n");
+      return 2;
+    }
+  }
+  if (!path) {
+    usage(stderr);
+    return 2;
+  }
+  stepscope_error err = {0};
+  stepscope_reader *r = stepscope_reader_open(path, &err);
+  if (!r) {
+    fprintf(stderr, "stepscope dump: %s\n", err.message);
+    return 1;
+  }
+  size_t cap = 1 << 16;
+  char *buf = malloc(cap);
+  if (!buf) {
+    stepscope_reader_close(r);
+    fprintf(stderr, "stepscope dump: out of memory\n");
+    return 1;
+  }
+  if (!only || !strcmp(only, "header")) {
+    size_t need = stepscope_header_to_json(stepscope_reader_header(r), buf, cap);
+    if (need >= cap) {
+      char *nb = realloc(buf, need + 1);
+      if (nb) {
+        buf = nb;
+        cap = need + 1;
+        stepscope_header_to_json(stepscope_reader_header(r), buf, cap);
+      }
+    }
+    puts(buf);
+  }
+  stepscope_record rec;
+  int rc;
+  while ((rc = stepscope_reader_next(r, &rec, &err)) == 1) {
+    if (rec.kind == STEPSCOPE_REC_HEADER) continue;
+    if (only && strcmp(only, stepscope_record_kind_name(rec.kind))) continue;
+    size_t need = stepscope_record_to_json(&rec, r, buf, cap);
+    if (need >= cap) {
+      char *nb = realloc(buf, need + 1);
+      if (!nb) {
+        fprintf(stderr, "stepscope dump: out of memory\n");
+        rc = -1;
+        break;
+      }
+      buf = nb;
+      cap = need + 1;
+      stepscope_record_to_json(&rec, r, buf, cap);
+    }
+    if (fputs(buf, stdout) == EOF || fputc('\n', stdout) == EOF) break; /* e.g. closed pipe */
+  }
+  for (size_t i = 0; i < stepscope_reader_warning_count(r); i++)
+    fprintf(stderr, "stepscope dump: warning: %s\n", stepscope_reader_warning(r, i));
+  if (rc < 0 && err.code) fprintf(stderr, "stepscope dump: %s\n", err.message);
+  free(buf);
+  stepscope_reader_close(r);
+  return rc < 0 ? 1 : 0;
+}

@@ -1,0 +1,254 @@
+/*
+ * cmd_info.c — `stepscope info RUN|FILE [--json]`: what is in a run, at a
+ * glance. Header of every rank, counts per record kind, time span, dropped
+ * records, warnings and errors. Exit 0 when every file read cleanly (warnings
+ * allowed), 1 when a file could not be read, 2 on a usage error.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "stepscope.h"
+#include "trace_summary.h"
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: stepscope info RUN|FILE [--json]\n"
+          "\n"
+          "Prints the header of every rank (host, device, versions, producer), the number of\n"
+          "records of each kind, the time span, dropped records (tracer losses), warnings\n"
+          "(e.g. a truncated last frame) and errors.\n"
+          "\n"
+          "  RUN      a run directory holding rank-*.trace.zst files\n"
+          "  FILE     one trace file\n"
+          "  --json   print one JSON object instead of text\n"
+          "\n"
+          "Exit status: 0 all files read, 1 a file could not be read, 2 usage error.\n");
+}
+
+static void json_string(FILE *f, const char *s) {
+  fputc('"', f);
+  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+    if (*p == '"' || *p == '\\')
+      fprintf(f, "\\%c", *p);
+    else if (*p < 0x20)
+      fprintf(f, "\\u%04x", *p);
+    else
+      fputc(*p, f);
+  }
+  fputc('"', f);
+}
+
+static void print_json(const char *target, const trace_summary *s, size_t n) {
+  printf("{\"path\":");
+  json_string(stdout, target);
+  printf(",\"files\":%zu,\"ranks\":[", n);
+  uint64_t totals[STEPSCOPE_REC_KIND_MAX] = {0}, dropped = 0, records = 0;
+  for (size_t i = 0; i < n; i++) {
+    const trace_summary *t = &s[i];
+    printf("%s{\"file\":", i ? "," : "");
+    json_string(stdout, t->path);
+    if (t->ok) {
+      char hbuf[65536];
+      size_t len = stepscope_header_to_json(&t->header, hbuf, sizeof hbuf);
+      printf(",\"rank\":%d,\"header\":%s", t->header.rank, len < sizeof hbuf ? hbuf : "null");
+      printf(",\"records\":%" PRIu64 ",\"counts\":{", t->records);
+      int first = 1;
+      for (uint32_t k = 0; k < STEPSCOPE_REC_KIND_MAX; k++) {
+        const char *name = stepscope_record_kind_name(k);
+        if (!name || k == STEPSCOPE_REC_HEADER || k == STEPSCOPE_REC_BLOCK) continue;
+        printf("%s\"%s\":%" PRIu64, first ? "" : ",", name, t->counts[k]);
+        first = 0;
+        totals[k] += t->counts[k];
+      }
+      printf("},\"unknown_records\":%" PRIu64, t->unknown);
+      if (t->first_ns <= t->last_ns)
+        printf(",\"first_ns\":%" PRIu64 ",\"last_ns\":%" PRIu64 ",\"span_ns\":%" PRIu64,
+               t->first_ns, t->last_ns, t->last_ns - t->first_ns);
+      printf(",\"dropped\":%" PRIu64 ",\"file_bytes\":%" PRIu64, t->dropped, t->file_bytes);
+      printf(",\"metadata_keys\":[");
+      for (size_t m = 0; m < t->nmetadata; m++) {
+        if (m) printf(",");
+        json_string(stdout, t->metadata_keys[m]);
+      }
+      printf("]");
+      dropped += t->dropped;
+      records += t->records;
+    }
+    printf(",\"warnings\":[");
+    for (size_t w = 0; w < t->nwarnings; w++) {
+      if (w) printf(",");
+      json_string(stdout, t->warnings[w]);
+    }
+    printf("],\"error\":");
+    if (t->error.code)
+      json_string(stdout, t->error.message);
+    else
+      printf("null");
+    printf("}");
+  }
+  printf("],\"totals\":{\"records\":%" PRIu64 ",\"dropped\":%" PRIu64 ",\"counts\":{", records,
+         dropped);
+  int first = 1;
+  for (uint32_t k = 0; k < STEPSCOPE_REC_KIND_MAX; k++) {
+    const char *name = stepscope_record_kind_name(k);
+    if (!name || k == STEPSCOPE_REC_HEADER || k == STEPSCOPE_REC_BLOCK) continue;
+    printf("%s\"%s\":%" PRIu64, first ? "" : ",", name, totals[k]);
+    first = 0;
+  }
+  printf("}}}\n");
+}
+
+static void print_text(const char *target, const trace_summary *s, size_t n) {
+  uint64_t totals[STEPSCOPE_REC_KIND_MAX] = {0}, dropped = 0, records = 0, bytes = 0;
+  int world = -1, world_mismatch = 0;
+  size_t readable = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!s[i].ok) continue;
+    readable++;
+    if (world < 0) world = s[i].header.world_size;
+    else if (world != s[i].header.world_size) world_mismatch = 1;
+    for (uint32_t k = 0; k < STEPSCOPE_REC_KIND_MAX; k++) totals[k] += s[i].counts[k];
+    dropped += s[i].dropped;
+    records += s[i].records;
+    bytes += s[i].file_bytes;
+  }
+  printf("%s: %zu trace file%s", target, n, n == 1 ? "" : "s");
+  if (world >= 0) printf(", world size %d%s", world, world_mismatch ? " (ranks disagree!)" : "");
+  printf(", %" PRIu64 " records, %.2f MiB", records, (double)bytes / (1 << 20));
+  if (readable && bytes) printf(" (%.2f bytes/record)", records ? (double)bytes / (double)records : 0.0);
+  printf("\n");
+  if (world > 0 && (size_t)world != readable && n > 1)
+    printf("note: world size is %d but %zu rank files were readable\n", world, readable);
+  if (readable) {
+    const trace_summary *f = NULL;
+    for (size_t i = 0; i < n && !f; i++)
+      if (s[i].ok) f = &s[i];
+    printf("producer: %s; format %u.%u\n", f->header.producer, f->header.format_major,
+           f->header.format_minor);
+    if (f->header.config_json[0]) {
+      size_t len = strlen(f->header.config_json);
+      printf("config: %.*s%s\n", len > 300 ? 300 : (int)len, f->header.config_json,
+             len > 300 ? "..." : "");
+    }
+    if (f->header.cuda_version[0] || f->header.nccl_version[0])
+      printf("versions: driver %s, CUDA %s, NCCL %s, CUPTI %s\n", f->header.driver_version,
+             f->header.cuda_version, f->header.nccl_version, f->header.cupti_version);
+  }
+  printf("\n%-5s %-16s %-24s %8s %10s %10s %8s %s\n", "rank", "host", "device", "pid", "records",
+         "span_s", "dropped", "file");
+  for (size_t i = 0; i < n; i++) {
+    const trace_summary *t = &s[i];
+    if (!t->ok) {
+      printf("%-5s %-16s %-24s %8s %10s %10s %8s %s\n", "?", "-", "-", "-", "-", "-", "-", t->path);
+      continue;
+    }
+    double span = t->first_ns <= t->last_ns ? (double)(t->last_ns - t->first_ns) / 1e9 : 0.0;
+    printf("%-5d %-16.16s %-24.24s %8" PRId64 " %10" PRIu64 " %10.3f %8" PRIu64 " %s\n",
+           t->header.rank, t->header.hostname, t->header.device_name, t->header.pid, t->records,
+           span, t->dropped, t->path);
+  }
+  printf("\nrecords by kind (all ranks):\n");
+  for (uint32_t k = 0; k < STEPSCOPE_REC_KIND_MAX; k++) {
+    const char *name = stepscope_record_kind_name(k);
+    if (!name || !totals[k]) continue;
+    printf("  %-13s %12" PRIu64 "\n", name, totals[k]);
+  }
+  if (readable) {
+    const trace_summary *f = NULL;
+    for (size_t i = 0; i < n && !f; i++)
+      if (s[i].ok) f = &s[i];
+    if (f->nmetadata) {
+      printf("metadata:");
+      for (size_t m = 0; m < f->nmetadata; m++) printf(" %s", f->metadata_keys[m]);
+      printf("\n");
+    }
+  }
+  printf("dropped records: %" PRIu64 "%s\n", dropped,
+         dropped ? " (the tracer lost records: metrics may be incomplete)" : "");
+  int problems = 0;
+  for (size_t i = 0; i < n; i++) {
+    for (size_t w = 0; w < s[i].nwarnings; w++) {
+      if (!problems++) printf("\n");
+      printf("warning: %s\n", s[i].warnings[w]);
+    }
+    if (s[i].unknown) {
+      if (!problems++) printf("\n");
+      printf("warning: %s: %" PRIu64 " records of kinds unknown to this version were skipped\n",
+             s[i].path, s[i].unknown);
+    }
+    if (s[i].error.code) {
+      if (!problems++) printf("\n");
+      printf("error: %s\n", s[i].error.message);
+    }
+  }
+}
+
+int cmd_info(int argc, char **argv) {
+  const char *target = NULL;
+  int json = 0;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      usage(stdout);
+      return 0;
+    } else if (!strcmp(argv[i], "--json")) {
+      json = 1;
+    } else if (argv[i][0] == '-') {
+      fprintf(stderr, "stepscope info: unknown option '%s'\n", argv[i]);
+      usage(stderr);
+      return 2;
+    } else if (!target) {
+      target = argv[i];
+    } else {
+      fprintf(stderr, "stepscope info: one RUN or FILE only\n");
+      return 2;
+    }
+  }
+  if (!target) {
+    usage(stderr);
+    return 2;
+  }
+  struct stat st;
+  if (stat(target, &st) != 0) {
+    fprintf(stderr, "stepscope info: %s: no such file or directory\n", target);
+    return 1;
+  }
+  char **paths = NULL;
+  size_t n = 0;
+  char *single[1] = {(char *)target};
+  if (S_ISDIR(st.st_mode)) {
+    stepscope_error err = {0};
+    if (stepscope_run_files(target, &paths, &n, &err) != 0) {
+      fprintf(stderr, "stepscope info: %s\n", err.message);
+      return 1;
+    }
+    if (n == 0) {
+      fprintf(stderr, "stepscope info: %s: no rank-*.trace.zst files in this directory\n", target);
+      stepscope_run_files_free(paths, n);
+      return 1;
+    }
+  } else {
+    n = 1;
+  }
+  trace_summary *s = calloc(n, sizeof *s);
+  if (!s) {
+    fprintf(stderr, "stepscope info: out of memory\n");
+    stepscope_run_files_free(paths, n);
+    return 1;
+  }
+  trace_summary_scan((const char *const *)(paths ? paths : single), n, 0, s);
+  if (json)
+    print_json(target, s, n);
+  else
+    print_text(target, s, n);
+  int failed = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (s[i].error.code) failed = 1;
+    trace_summary_free(&s[i]);
+  }
+  free(s);
+  if (paths) stepscope_run_files_free(paths, n);
+  return failed;
+}
