@@ -1,0 +1,221 @@
+/*
+ * rank_finish.c — turns a freshly filled rank into the form the metrics need.
+ *
+ *   1. Join: every op with a correlation id is joined to the API call (launch
+ *      or host enqueue) with the same id, through a transient open-addressing
+ *      hash of API indices (4 bytes per call, freed at the end).
+ *   2. Collectives: a COLLECTIVE record is linked to the op that executed it,
+ *      by correlation id (NCCL kernel or copy on a GPU) or by (comm_id, seq)
+ *      (CPU-backend host ops). Linked ops are communication by evidence.
+ *   3. Classification: kernels not linked to a collective but named like an
+ *      NCCL kernel (ncclKernel_*, ncclDevKernel_*, ncclSymkDevKernel_*) are
+ *      communication by name; everything else keeps the class its record
+ *      kind or host-op category gave it.
+ *   4. Sorting: ops by (start, longer first, lane) so that one sweep visits
+ *      activity in time order with parents before children; ranges likewise;
+ *      syncs by (lane, start); counters by time.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ssa_model.h"
+
+int ssa_is_nccl_kernel_name(const char *n) {
+  return strncmp(n, "ncclKernel_", 11) == 0 || strncmp(n, "ncclDevKernel_", 14) == 0 ||
+         strncmp(n, "ncclSymkDevKernel_", 18) == 0;
+}
+
+int ssa_is_nccl_p2p_kernel_name(const char *n) {
+  return ssa_is_nccl_kernel_name(n) &&
+         (strstr(n, "SendRecv") || strstr(n, "_Send") || strstr(n, "_Recv"));
+}
+
+static uint64_t mix64(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  x ^= x >> 33;
+  return x;
+}
+
+/* A transient hash of indices keyed by a 64-bit key computed from the item. */
+typedef struct idx_hash {
+  uint32_t *slots;
+  uint64_t mask;
+} idx_hash;
+
+static int idx_hash_init(idx_hash *h, size_t n) {
+  uint64_t size = 16;
+  while (size < (uint64_t)n * 2) size <<= 1;
+  h->slots = calloc(size, sizeof *h->slots);
+  h->mask = size - 1;
+  return h->slots ? 0 : -1;
+}
+
+static int cmp_ops(const void *pa, const void *pb) {
+  const ssa_op *a = pa, *b = pb;
+  if (a->start != b->start) return a->start < b->start ? -1 : 1;
+  if (a->end != b->end) return a->end > b->end ? -1 : 1;
+  if (a->lane != b->lane) return a->lane < b->lane ? -1 : 1;
+  return 0;
+}
+
+static int cmp_ranges(const void *pa, const void *pb) {
+  const ssa_range *a = pa, *b = pb;
+  if (a->start != b->start) return a->start < b->start ? -1 : 1;
+  if (a->end != b->end) return a->end > b->end ? -1 : 1;
+  return 0;
+}
+
+static int cmp_syncs(const void *pa, const void *pb) {
+  const ssa_sync *a = pa, *b = pb;
+  if (a->lane != b->lane) return a->lane < b->lane ? -1 : 1;
+  if (a->start != b->start) return a->start < b->start ? -1 : 1;
+  return 0;
+}
+
+static int cmp_counters(const void *pa, const void *pb) {
+  const ssa_counter *a = pa, *b = pb;
+  if (a->time != b->time) return a->time < b->time ? -1 : 1;
+  return 0;
+}
+
+static int cmp_apis(const void *pa, const void *pb) {
+  const ssa_api *a = pa, *b = pb;
+  if (a->start != b->start) return a->start < b->start ? -1 : 1;
+  if (a->end != b->end) return a->end > b->end ? -1 : 1;
+  return 0;
+}
+
+static void sort_if_needed(void *base, size_t n, size_t size,
+                           int (*cmp)(const void *, const void *)) {
+  char *p = base;
+  for (size_t i = 1; i < n; i++) {
+    if (cmp(p + (i - 1) * size, p + i * size) > 0) {
+      qsort(base, n, size, cmp);
+      return;
+    }
+  }
+}
+
+static int link_collectives(ssa_rank *r) {
+  if (r->ncolls == 0) return 0;
+  idx_hash by_corr, by_seq;
+  if (idx_hash_init(&by_corr, r->ncolls)) return STEPSCOPE_E_NOMEM;
+  if (idx_hash_init(&by_seq, r->ncolls)) {
+    free(by_corr.slots);
+    return STEPSCOPE_E_NOMEM;
+  }
+  for (size_t i = 0; i < r->ncolls; i++) {
+    const ssa_coll *c = &r->colls[i];
+    if (c->corr) {
+      uint64_t h = mix64(c->corr) & by_corr.mask;
+      while (by_corr.slots[h]) h = (h + 1) & by_corr.mask;
+      by_corr.slots[h] = (uint32_t)i + 1;
+    }
+    uint64_t h = mix64(c->comm_id ^ mix64(c->seq + 1)) & by_seq.mask;
+    while (by_seq.slots[h]) h = (h + 1) & by_seq.mask;
+    by_seq.slots[h] = (uint32_t)i + 1;
+  }
+  /* host ops by (comm_id, seq) */
+  for (size_t i = 0; i < r->noplinks; i++) {
+    const ssa_oplink *k = &r->oplinks[i];
+    uint64_t h = mix64(k->comm_id ^ mix64(k->seq + 1)) & by_seq.mask;
+    while (by_seq.slots[h]) {
+      uint32_t ci = by_seq.slots[h] - 1;
+      if (r->colls[ci].comm_id == k->comm_id && r->colls[ci].seq == k->seq) {
+        r->ops[k->op].coll = ci;
+        r->comm_by_evidence++;
+        break;
+      }
+      h = (h + 1) & by_seq.mask;
+    }
+  }
+  /* GPU ops by correlation id */
+  for (size_t i = 0; i < r->nops; i++) {
+    ssa_op *o = &r->ops[i];
+    if (!o->corr || o->coll != SSA_NONE || o->kind == SSA_OP_HOST) continue;
+    uint64_t h = mix64(o->corr) & by_corr.mask;
+    while (by_corr.slots[h]) {
+      uint32_t ci = by_corr.slots[h] - 1;
+      if (r->colls[ci].corr == o->corr) {
+        o->coll = ci;
+        o->cls = SSA_CLS_COMM;
+        r->comm_by_evidence++;
+        break;
+      }
+      h = (h + 1) & by_corr.mask;
+    }
+  }
+  free(by_corr.slots);
+  free(by_seq.slots);
+  return 0;
+}
+
+static int join_launches(ssa_rank *r) {
+  if (r->napis == 0) return 0;
+  idx_hash h;
+  if (idx_hash_init(&h, r->napis)) return STEPSCOPE_E_NOMEM;
+  for (size_t i = 0; i < r->napis; i++) {
+    if (!r->apis[i].corr) continue;
+    uint64_t s = mix64(r->apis[i].corr) & h.mask;
+    int dup = 0;
+    while (h.slots[s]) {
+      if (r->apis[h.slots[s] - 1].corr == r->apis[i].corr) { dup = 1; break; }
+      s = (s + 1) & h.mask;
+    }
+    if (!dup) h.slots[s] = (uint32_t)i + 1; /* the first call with an id wins */
+  }
+  for (size_t i = 0; i < r->nops; i++) {
+    ssa_op *o = &r->ops[i];
+    if (!o->corr) continue;
+    uint64_t s = mix64(o->corr) & h.mask;
+    while (h.slots[s]) {
+      uint32_t ai = h.slots[s] - 1;
+      if (r->apis[ai].corr == o->corr) {
+        o->launch = ai;
+        r->joined_ops++;
+        break;
+      }
+      s = (s + 1) & h.mask;
+    }
+  }
+  free(h.slots);
+  return 0;
+}
+
+int ssa_rank_finish(ssa_rank *r) {
+  if (r->finished) return 0;
+  /* APIs first: ops refer to them by index */
+  sort_if_needed(r->apis, r->napis, sizeof *r->apis, cmp_apis);
+  int rc = join_launches(r);
+  if (rc) return rc;
+  rc = link_collectives(r);
+  if (rc) return rc;
+  free(r->oplinks);
+  r->oplinks = NULL;
+  r->noplinks = r->oplinks_cap = 0;
+  for (size_t i = 0; i < r->nops; i++) {
+    ssa_op *o = &r->ops[i];
+    if (o->kind == SSA_OP_KERNEL && o->coll == SSA_NONE &&
+        ssa_is_nccl_kernel_name(ssa_rank_str(r, o->name))) {
+      o->cls = SSA_CLS_COMM;
+      r->comm_by_name++;
+    }
+  }
+  sort_if_needed(r->ops, r->nops, sizeof *r->ops, cmp_ops);
+  for (size_t i = 0; i < r->ncolls; i++) r->colls[i].op_index = SSA_NONE;
+  for (size_t i = 0; i < r->nops; i++) {
+    uint32_t c = r->ops[i].coll;
+    if (c != SSA_NONE && r->colls[c].op_index == SSA_NONE) r->colls[c].op_index = (uint32_t)i;
+  }
+  sort_if_needed(r->ranges, r->nranges, sizeof *r->ranges, cmp_ranges);
+  sort_if_needed(r->syncs, r->nsyncs, sizeof *r->syncs, cmp_syncs);
+  sort_if_needed(r->counters, r->ncounters, sizeof *r->counters, cmp_counters);
+  if (r->nops > 0 && r->napis > 0 && r->joined_ops == 0)
+    ssa_rank_warn(r, "rank %d: no operation could be joined to its launch call (no correlation ids)",
+                  r->rank);
+  r->finished = 1;
+  return 0;
+}

@@ -1,0 +1,300 @@
+/*
+ * run_load.c — loads a run: every rank file of a directory, in parallel.
+ *
+ * The directory is scanned for files that a registered source recognises
+ * (ssa_sources: our `rank-*.trace.zst` reader; importers add entries). One
+ * task per file goes to a pool of pthreads sized to the cores (or
+ * --threads); a worker takes the next file index from an atomic counter,
+ * fills a rank with the file's source and finishes it (sort, join,
+ * classify), so the heavy work is parallel across ranks. Files that fail
+ * become run warnings; duplicate rank numbers and ranks missing from
+ * 0..world-1 (files from different runs, lost ranks) are reported. Clock
+ * alignment runs last, on the loaded ranks.
+ */
+#include <dirent.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ssa_model.h"
+
+static const ssa_source ssa_sources[] = {
+    {"stepscope trace", ssa_trace_source_matches, ssa_trace_source_load},
+};
+#define NSOURCES (sizeof ssa_sources / sizeof ssa_sources[0])
+
+int ssa_run_warn(ssa_run *run, const char *fmt, ...) {
+  char buf[700];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  if (ssa_grow((void **)&run->warnings, &run->warnings_cap, run->nwarnings + 1, sizeof(char *)))
+    return STEPSCOPE_E_NOMEM;
+  char *w = strdup(buf);
+  if (!w) return STEPSCOPE_E_NOMEM;
+  run->warnings[run->nwarnings++] = w;
+  return 0;
+}
+
+void ssa_run_free(ssa_run *run) {
+  for (size_t i = 0; i < run->nranks; i++) ssa_rank_free(&run->ranks[i]);
+  free(run->ranks);
+  for (size_t i = 0; i < run->nwarnings; i++) free(run->warnings[i]);
+  free(run->warnings);
+  free(run->anchor_offset);
+  free(run->refine_offset);
+  free(run->refine_samples);
+  free(run->dir);
+  memset(run, 0, sizeof *run);
+}
+
+typedef struct file_task {
+  char *path;
+  const ssa_source *source;
+  ssa_rank rank;
+  int rc;
+  stepscope_error err;
+} file_task;
+
+typedef struct pool {
+  file_task *tasks;
+  size_t ntasks;
+  atomic_size_t next, done;
+  int progress;
+  pthread_mutex_t print_lock;
+} pool;
+
+static void *worker(void *arg) {
+  pool *p = arg;
+  for (;;) {
+    size_t i = atomic_fetch_add(&p->next, 1);
+    if (i >= p->ntasks) break;
+    file_task *t = &p->tasks[i];
+    memset(&t->err, 0, sizeof t->err);
+    t->rc = ssa_rank_init(&t->rank);
+    if (t->rc == 0) t->rc = t->source->load(t->path, &t->rank, &t->err);
+    if (t->rc == 0) t->rc = ssa_rank_finish(&t->rank);
+    if (t->rc && !t->err.message[0])
+      snprintf(t->err.message, sizeof t->err.message, "%s: %s", t->path,
+               stepscope_status_name(t->rc));
+    size_t d = atomic_fetch_add(&p->done, 1) + 1;
+    if (p->progress) {
+      pthread_mutex_lock(&p->print_lock);
+      fprintf(stderr, "\rloading rank files: %zu/%zu", d, p->ntasks);
+      if (d == p->ntasks) fputc('\n', stderr);
+      pthread_mutex_unlock(&p->print_lock);
+    }
+  }
+  return NULL;
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int cmp_rank(const void *a, const void *b) {
+  const ssa_rank *x = a, *y = b;
+  return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+static const ssa_source *source_for(const char *name) {
+  for (size_t s = 0; s < NSOURCES; s++)
+    if (ssa_sources[s].matches(name)) return &ssa_sources[s];
+  return NULL;
+}
+
+static void set_err(stepscope_error *err, int code, const char *fmt, const char *arg) {
+  if (!err) return;
+  err->code = code;
+  err->offset = 0;
+  snprintf(err->message, sizeof err->message, fmt, arg);
+}
+
+/* Lists the rank files of `path` (a directory or one file). */
+static int list_files(const char *path, char ***out, size_t *n, stepscope_error *err) {
+  struct stat st;
+  *out = NULL;
+  *n = 0;
+  if (stat(path, &st) != 0) {
+    set_err(err, STEPSCOPE_E_IO, "%s: no such file or directory", path);
+    return STEPSCOPE_E_IO;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    char **v = malloc(sizeof *v);
+    if (!v || !(v[0] = strdup(path))) {
+      free(v);
+      return STEPSCOPE_E_NOMEM;
+    }
+    *out = v;
+    *n = 1;
+    return 0;
+  }
+  DIR *d = opendir(path);
+  if (!d) {
+    set_err(err, STEPSCOPE_E_IO, "%s: cannot open directory", path);
+    return STEPSCOPE_E_IO;
+  }
+  char **v = NULL;
+  size_t cap = 0, cnt = 0;
+  struct dirent *e;
+  int rc = 0;
+  while ((e = readdir(d)) != NULL) {
+    if (!source_for(e->d_name)) continue;
+    size_t len = strlen(path) + strlen(e->d_name) + 2;
+    char *full = malloc(len);
+    if (!full || ssa_grow((void **)&v, &cap, cnt + 1, sizeof *v)) {
+      free(full);
+      rc = STEPSCOPE_E_NOMEM;
+      break;
+    }
+    snprintf(full, len, "%s/%s", path, e->d_name);
+    v[cnt++] = full;
+  }
+  closedir(d);
+  if (rc) {
+    for (size_t i = 0; i < cnt; i++) free(v[i]);
+    free(v);
+    return rc;
+  }
+  qsort(v, cnt, sizeof *v, cmp_str);
+  *out = v;
+  *n = cnt;
+  return 0;
+}
+
+static int check_rank_set(ssa_run *run) {
+  /* duplicates: keep the first file of each rank number */
+  size_t w = 0;
+  for (size_t i = 0; i < run->nranks; i++) {
+    if (w > 0 && run->ranks[w - 1].rank == run->ranks[i].rank) {
+      ssa_run_warn(run, "%s: rank %d appears twice (files from different runs?); ignored",
+                   run->ranks[i].path ? run->ranks[i].path : "?", run->ranks[i].rank);
+      ssa_rank_free(&run->ranks[i]);
+      continue;
+    }
+    if (w != i) run->ranks[w] = run->ranks[i];
+    w++;
+  }
+  run->nranks = w;
+  int world = 0;
+  for (size_t i = 0; i < run->nranks; i++) {
+    if (run->ranks[i].world_size > world) world = run->ranks[i].world_size;
+    if (i > 0 && run->ranks[i].world_size != run->ranks[0].world_size)
+      ssa_run_warn(run, "rank %d says world size %d but rank %d says %d (files from different runs?)",
+                   run->ranks[i].rank, run->ranks[i].world_size, run->ranks[0].rank,
+                   run->ranks[0].world_size);
+  }
+  if (world > 0 && run->nranks < (size_t)world) {
+    char list[300] = "";
+    size_t j = 0, len = 0;
+    int missing = 0;
+    for (int r = 0; r < world; r++) {
+      while (j < run->nranks && run->ranks[j].rank < r) j++;
+      if (j < run->nranks && run->ranks[j].rank == r) continue;
+      missing++;
+      if (len < sizeof list - 16) len += (size_t)snprintf(list + len, sizeof list - len, "%s%d", missing > 1 ? ", " : "", r);
+    }
+    if (missing)
+      ssa_run_warn(run, "%d of %d ranks have no trace file (missing: %s%s)", missing, world, list,
+                   len >= sizeof list - 16 ? ", ..." : "");
+  }
+  return 0;
+}
+
+int ssa_run_from_ranks(ssa_run *run, ssa_rank *ranks, size_t nranks, stepscope_error *err) {
+  for (size_t i = 0; i < nranks; i++) {
+    int rc = ssa_rank_finish(&ranks[i]);
+    if (rc) {
+      set_err(err, rc, "%s while finishing the model", stepscope_status_name(rc));
+      return rc;
+    }
+  }
+  run->ranks = ranks;
+  run->nranks = nranks;
+  qsort(run->ranks, run->nranks, sizeof *run->ranks, cmp_rank);
+  check_rank_set(run);
+  int rc = ssa_run_align(run);
+  if (rc) set_err(err, rc, "%s while aligning clocks", stepscope_status_name(rc));
+  return rc;
+}
+
+int ssa_run_load(ssa_run *run, const char *path, const ssa_load_options *opt,
+                 stepscope_error *err) {
+  memset(run, 0, sizeof *run);
+  run->dir = strdup(path);
+  if (!run->dir) return STEPSCOPE_E_NOMEM;
+  char **files;
+  size_t nfiles;
+  int rc = list_files(path, &files, &nfiles, err);
+  if (rc) return rc;
+  if (nfiles == 0) {
+    set_err(err, STEPSCOPE_E_ARGUMENT, "%s: no rank files (rank-*.trace.zst) found", path);
+    free(files);
+    return STEPSCOPE_E_ARGUMENT;
+  }
+  pool p;
+  memset(&p, 0, sizeof p);
+  p.tasks = calloc(nfiles, sizeof *p.tasks);
+  if (!p.tasks) {
+    for (size_t i = 0; i < nfiles; i++) free(files[i]);
+    free(files);
+    return STEPSCOPE_E_NOMEM;
+  }
+  p.ntasks = nfiles;
+  for (size_t i = 0; i < nfiles; i++) {
+    p.tasks[i].path = files[i];
+    const char *base = strrchr(files[i], '/');
+    p.tasks[i].source = source_for(base ? base + 1 : files[i]);
+    if (!p.tasks[i].source) p.tasks[i].source = &ssa_sources[0]; /* an explicit single file */
+  }
+  free(files);
+  atomic_init(&p.next, 0);
+  atomic_init(&p.done, 0);
+  p.progress = opt && opt->progress;
+  pthread_mutex_init(&p.print_lock, NULL);
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  size_t nthreads = opt && opt->threads > 0 ? (size_t)opt->threads : (size_t)(cores > 0 ? cores : 1);
+  if (nthreads > nfiles) nthreads = nfiles;
+  pthread_t *th = calloc(nthreads, sizeof *th);
+  size_t started = 0;
+  if (th) {
+    for (; started < nthreads; started++)
+      if (pthread_create(&th[started], NULL, worker, &p) != 0) break;
+  }
+  if (started == 0) worker(&p); /* no threads: load on this one */
+  for (size_t i = 0; i < started; i++) pthread_join(th[i], NULL);
+  free(th);
+  pthread_mutex_destroy(&p.print_lock);
+
+  run->ranks = calloc(nfiles, sizeof *run->ranks);
+  if (!run->ranks) rc = STEPSCOPE_E_NOMEM;
+  for (size_t i = 0; i < nfiles; i++) {
+    file_task *t = &p.tasks[i];
+    if (rc == 0 && t->rc == 0) {
+      t->rank.path = t->path;
+      t->path = NULL;
+      run->ranks[run->nranks++] = t->rank;
+    } else {
+      if (rc == 0) ssa_run_warn(run, "%s (rank skipped)", t->err.message);
+      ssa_rank_free(&t->rank);
+    }
+    free(t->path);
+  }
+  free(p.tasks);
+  if (rc) return rc;
+  if (run->nranks == 0) {
+    set_err(err, STEPSCOPE_E_FORMAT, "%s: no rank file could be read", path);
+    return STEPSCOPE_E_FORMAT;
+  }
+  qsort(run->ranks, run->nranks, sizeof *run->ranks, cmp_rank);
+  check_rank_set(run);
+  rc = ssa_run_align(run);
+  if (rc) set_err(err, rc, "%s while aligning clocks", stepscope_status_name(rc));
+  return rc;
+}

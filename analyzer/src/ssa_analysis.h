@@ -1,0 +1,240 @@
+/*
+ * ssa_analysis.h — the metrics of SPEC §4 computed from a loaded run, and the
+ * result structures that the text report, the JSON report and the Chrome
+ * export read. docs/metrics.md defines every number exactly.
+ *
+ * Flow: ssa_analyze() finds each rank's steps (steps.c), measures every
+ * window with one interval sweep per rank (breakdown.c, in parallel across
+ * ranks), then does the cross-rank work: collectives matched by (comm_id,
+ * seq) with skew, transfer, waits, bandwidths and stragglers
+ * (collectives.c), the kernel table (kernel_table.c), MFU/HFU and memory
+ * (run_metadata.c).
+ *
+ * All times inside results are in the rank's trace clock unless named
+ * *_rel (relative to the run origin, aligned). Reports convert with
+ * ssa_rel_time().
+ */
+#ifndef SSA_ANALYSIS_H
+#define SSA_ANALYSIS_H
+
+#include "ssa_model.h"
+
+#define SSA_DEFAULT_LAUNCH_GAP_NS 10000 /* gaps shorter than 10 us are launch gaps */
+#define SSA_CPU_BOUND_FRACTION 0.10     /* host_wait >= 10 % of the step: CPU-bound */
+
+typedef struct ssa_options {
+  int has_step_filter;
+  int64_t step_first, step_last;    /* inclusive */
+  int rank;                         /* -1: every rank; otherwise report only this rank */
+  const char *step_range_name;      /* a user-given range name for steps, or NULL */
+  int64_t launch_gap_ns;            /* 0: SSA_DEFAULT_LAUNCH_GAP_NS */
+  int top_n;                        /* 0: 20 */
+  int threads;                      /* 0: cores */
+} ssa_options;
+
+void ssa_options_default(ssa_options *o);
+
+/* Idle causes (per stream or per device). */
+enum { SSA_IDLE_HOST_WAIT, SSA_IDLE_LAUNCH_GAP, SSA_IDLE_SYNC_WAIT, SSA_IDLE_OTHER, SSA_IDLE_N };
+extern const char *const ssa_idle_cause_names[SSA_IDLE_N];
+
+/* One step found on a rank. */
+typedef struct ssa_step {
+  int64_t number;
+  int64_t range_start, range_end;   /* the host range */
+  int64_t start, end;               /* the window: projected to launched work */
+  int projected;                    /* 1 if launched work was found */
+  uint64_t launched;                /* ops launched inside the range */
+} ssa_step;
+
+/* Launch delay distribution: kernel start - launch call end. */
+typedef struct ssa_delay_stats {
+  uint64_t count;
+  int64_t min, p50, p90, p99, max;
+  double mean;
+} ssa_delay_stats;
+
+/* The metrics of one window W on one rank. */
+typedef struct ssa_window {
+  int64_t step;                     /* step number; -1 for the totals window */
+  int64_t start, end;               /* W in trace clock */
+  int projected;
+  int64_t span, busy, idle, compute, comm, overlap, exposed_comm, exposed_mem;
+  int64_t bubble;                   /* no compute and no non-pipeline comm */
+  int64_t pipeline_comm_only;       /* part of bubble covered by pipeline send/recv */
+  int64_t idle_cause[SSA_IDLE_N];   /* device level; sums to idle */
+  ssa_delay_stats launch;
+  int cpu_bound;
+} ssa_window;
+
+typedef struct ssa_lane_idle {
+  uint32_t lane;                    /* index into the rank's lanes */
+  int64_t busy;
+  int64_t idle_cause[SSA_IDLE_N];   /* sums to span - busy of the totals window */
+} ssa_lane_idle;
+
+/* A device idle gap (between union intervals of all activity). */
+typedef struct ssa_gap {
+  int64_t a, b;                     /* INT64_MIN / INT64_MAX for open ends */
+  uint32_t cause;
+} ssa_gap;
+
+typedef struct ssa_interval {
+  int64_t s, e;
+} ssa_interval;
+
+typedef struct ssa_interval_list {
+  ssa_interval *v;
+  size_t n, cap;
+} ssa_interval_list;
+
+/* Kernel statistics of one rank, by the rank's string id. */
+typedef struct ssa_rank_kstat {
+  uint32_t name, comm;
+  uint64_t count;
+  int64_t total, min, max;
+} ssa_rank_kstat;
+
+typedef struct ssa_rank_result {
+  const ssa_rank *rank;
+  size_t rank_index;
+  ssa_step *steps;                  /* selected steps, by number */
+  size_t nsteps;
+  ssa_window totals;
+  ssa_window *windows;              /* one per selected step */
+  ssa_lane_idle *lanes;             /* device lanes (GPU and CPU streams) */
+  size_t nlanes;
+  /* kept for the export's derived tracks */
+  ssa_interval_list comp, comm, mem, nonpipe_comm;
+  ssa_gap *gaps;
+  size_t ngaps;
+  ssa_rank_kstat *kstats;           /* kernels starting in the totals window */
+  size_t nkstats;
+  int pipeline;                     /* this rank is in a pipeline (pp > 1) */
+  int stage;                        /* pp_rank, -1 if unknown */
+  double bubble_theory;             /* NaN if unknown */
+  /* collectives, per rank */
+  uint64_t coll_count;
+  int64_t coll_wait;                /* sum of this rank's waits */
+  int64_t coll_caused;              /* waits of others when this rank arrived last */
+  uint64_t coll_last;               /* instances where it arrived last */
+  int error;
+} ssa_rank_result;
+
+typedef struct ssa_kernel_row {
+  uint32_t name;                    /* id in the analysis string table (ssa_name) */
+  uint64_t count;
+  int64_t total, min, max;
+  int comm;                         /* communication kernel */
+} ssa_kernel_row;
+
+typedef struct ssa_coll_instance {
+  uint64_t comm_id, seq;
+  uint32_t op, comm_size, present, flags;
+  uint32_t group;                   /* communicator name: id in ssa_name */
+  uint64_t bytes;
+  int64_t first_start_rel, last_start_rel, end_rel;
+  int64_t skew, transfer, max_wait, total_wait;
+  int last_rank;                    /* the rank that arrived last */
+  double algbw, busbw;              /* GB/s (bytes per ns) */
+} ssa_coll_instance;
+
+typedef struct ssa_coll_summary {
+  uint32_t op;
+  uint32_t group;                   /* id in ssa_name */
+  uint64_t bytes;
+  uint64_t count;
+  int64_t transfer_total, transfer_min, transfer_max, skew_total, skew_max, wait_total;
+  double algbw, busbw;              /* sum bytes / sum transfer, and its bus value */
+} ssa_coll_summary;
+
+typedef struct ssa_run_step {
+  int64_t step;
+  int64_t start_rel, end_rel;       /* across ranks, aligned */
+  int64_t time;                     /* max over ranks of span */
+  double mfu, hfu;                  /* NaN if unknown */
+} ssa_run_step;
+
+typedef struct ssa_analysis {
+  const ssa_run *run;
+  ssa_options opt;
+  ssa_rank_result *ranks;
+  size_t nranks;
+  ssa_strtab names;                 /* kernel and group names across ranks */
+  ssa_kernel_row *kernels;          /* by total time, descending */
+  size_t nkernels;
+  int64_t kernel_time_total;
+  ssa_coll_instance *colls;
+  size_t ncolls;
+  ssa_coll_summary *coll_summaries;
+  size_t ncoll_summaries;
+  uint64_t colls_incomplete;
+  ssa_run_step *steps;
+  size_t nsteps;
+  int64_t step_time_median;         /* -1 if no steps */
+  /* MFU / HFU (NaN when the metadata is absent) */
+  double model_flops_per_step, hardware_flops_per_step, peak_flops_per_device, tokens_per_step;
+  int flops_world;
+  double mfu, hfu;
+  /* memory (bytes; -1 when absent) */
+  double mem_predicted_total, mem_predicted_parameters, mem_predicted_gradients,
+      mem_predicted_optimizer, mem_predicted_activations, mem_measured_peak;
+  /* schedule */
+  char schedule_name[64];
+  int schedule_stages, schedule_microbatches, schedule_virtual;
+  double bubble_theory;
+  int64_t launch_gap_ns;
+  char **warnings;
+  size_t nwarnings, warnings_cap;
+} ssa_analysis;
+
+int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *out, stepscope_error *err);
+void ssa_analysis_free(ssa_analysis *a);
+int ssa_analysis_warn(ssa_analysis *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A name of the analysis string table (kernel and communicator names). */
+static inline const char *ssa_name(const ssa_analysis *a, uint32_t id) {
+  return ssa_strtab_get(&a->names, id);
+}
+
+/* A rank time converted to the run's aligned, origin-relative time. */
+static inline int64_t ssa_rel_time(const ssa_run *run, const ssa_rank *r, int64_t t) {
+  return t + r->offset_ns - run->origin;
+}
+
+/* ---- building blocks (exposed for tests) ---- */
+
+/* Finds the steps of a rank (all of them, unfiltered), sorted by number. */
+int ssa_find_steps(const ssa_rank *r, const char *user_range_name, ssa_step **out, size_t *n);
+
+/* Appends [s, e) to a list fed in non-decreasing s, merging overlaps. */
+int ssa_interval_list_add(ssa_interval_list *l, int64_t s, int64_t e);
+void ssa_interval_list_free(ssa_interval_list *l);
+
+/* Sweeps up to 4 interval lists over [t0, t1): time covered by each
+ * combination of lists (bit i = list i) is added to bucket[mask]; `emit`,
+ * when not NULL, receives each constant-coverage segment. */
+void ssa_sweep(const ssa_interval_list *const *lists, int nlists, int64_t t0, int64_t t1,
+               int64_t bucket[16],
+               void (*emit)(void *ctx, int64_t s, int64_t e, unsigned mask), void *ctx);
+
+/* Per-rank metrics (breakdown.c). */
+int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr);
+
+/* Cross-rank parts. */
+int ssa_match_collectives(ssa_analysis *a);
+int ssa_build_kernel_table(ssa_analysis *a);
+int ssa_read_run_metadata(ssa_analysis *a);
+
+/* Theoretical bubble fraction of a schedule; NaN if unknown. */
+double ssa_bubble_theory(const char *name, int stages, int microbatches, int virtual_stages);
+
+/* busbw factor of SPEC §4 for an op on n ranks. */
+double ssa_busbw_factor(uint32_t op, uint32_t n);
+
+/* Minimal JSON lookups for metadata: `path` is dotted ("predicted.total").
+ * Return 1 when found. */
+int ssa_json_number(const char *json, const char *path, double *out);
+int ssa_json_string(const char *json, const char *path, char *buf, size_t size);
+
+#endif
