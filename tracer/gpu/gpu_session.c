@@ -26,7 +26,9 @@ sgpu_hooks sgpu_hook_table;
 static pthread_mutex_t session_lock = PTHREAD_MUTEX_INITIALIZER;
 static int session_tried;      /* a start was attempted (success or not) */
 static pid_t session_owner;    /* pid that started the trace, 0 if we did not */
-static void (*session_flush)(void);
+#define MAX_FLUSHES 4
+static void (*session_flushes[MAX_FLUSHES])(void);
+static size_t n_flushes;
 
 void sgpu_warn_once(int *once_flag, const char *source, const char *fmt, ...) {
   if (__atomic_exchange_n(once_flag, 1, __ATOMIC_RELAXED)) return;
@@ -38,9 +40,11 @@ void sgpu_warn_once(int *once_flag, const char *source, const char *fmt, ...) {
   fprintf(stderr, "stepscope: %s: %s\n", source, message);
 }
 
-void sgpu_session_set_flush(void (*flush)(void)) {
+void sgpu_session_add_flush(void (*flush)(void)) {
   pthread_mutex_lock(&session_lock);
-  session_flush = flush;
+  int known = 0;
+  for (size_t i = 0; i < n_flushes; i++) known |= session_flushes[i] == flush;
+  if (!known && n_flushes < MAX_FLUSHES) session_flushes[n_flushes++] = flush;
   pthread_mutex_unlock(&session_lock);
 }
 
@@ -60,14 +64,16 @@ static int is_recorded_process(void) {
 }
 
 static void session_at_exit(void) {
-  void (*flush)(void) = NULL;
+  void (*flushes[MAX_FLUSHES])(void);
+  size_t n;
   int owned;
   pthread_mutex_lock(&session_lock);
   owned = session_owner != 0 && session_owner == getpid();
-  flush = session_flush;
+  n = n_flushes;
+  memcpy(flushes, session_flushes, sizeof flushes);
   pthread_mutex_unlock(&session_lock);
   if (!owned) return;
-  if (flush) flush();
+  for (size_t i = 0; i < n; i++) flushes[i]();
   stepscope_stop();
 }
 

@@ -35,15 +35,13 @@ typedef struct sgpu_hooks {
   uint64_t (*stream_id)(void *cuda_stream);
   /* CUDA device ordinal current on the calling thread, or -1. */
   int (*current_device)(void);
-  /* Flushes every CUPTI buffer into the trace (called before the file closes). */
-  void (*flush)(void);
 } sgpu_hooks;
 
 extern sgpu_hooks sgpu_hook_table;
 
-/* Called by the session's exit handler before the trace is closed; the CUPTI
- * source registers its flush here. */
-void sgpu_session_set_flush(void (*flush)(void));
+/* Registers a function the session's exit handler calls before the trace is
+ * closed (CUPTI's forced flush, NVTX's drop count); at most 4, duplicates ignored. */
+void sgpu_session_add_flush(void (*flush)(void));
 
 /* The NCCL plugin's view of a driver kernel launch: CUPTI calls this on entry
  * to every cuLaunchKernel*-class call with its correlation id, and the plugin

@@ -539,6 +539,7 @@ static int install(NvtxGetExportTableFunc_t get_export_table) {
     return 0;
   }
   sgpu_nvtx_payload_set_string_resolver(resolve_registered);
+  sgpu_session_add_flush(sgpu_nvtx_flush_drops);
   const slot_value core[] = {
       {NVTX_CBID_CORE_MarkEx, FN(h_mark_ex)},           {NVTX_CBID_CORE_MarkA, FN(h_mark_a)},
       {NVTX_CBID_CORE_MarkW, FN(h_mark_w)},             {NVTX_CBID_CORE_RangeStartEx, FN(h_start_ex)},
