@@ -61,6 +61,38 @@ static sgpu_cupti_converter converter;
 static int timestamps_are_monotonic;
 static int warned_version, warned_subscriber, warned_enable, warned_start;
 
+/* ---- CUDA driver entry points ------------------------------------------------------
+ * Looked up in the process (CUDA has loaded libcuda by the time we need them)
+ * rather than linked, so that this library loads on machines without a
+ * driver (NVTX-only and NCCL-only use, tests). The names go through cuda.h's
+ * macros, so "cuCtxPushCurrent" resolves to the versioned symbol. */
+
+#define SGPU_STR2(x) #x
+#define SGPU_STR(x) SGPU_STR2(x)
+#define DRIVER_FN(name) static __typeof__(&name) p_##name
+DRIVER_FN(cuCtxPushCurrent);
+DRIVER_FN(cuCtxPopCurrent);
+DRIVER_FN(cuCtxGetDevice);
+DRIVER_FN(cuDeviceGetName);
+DRIVER_FN(cuDeviceTotalMem);
+DRIVER_FN(cuDeviceGetAttribute);
+DRIVER_FN(cuDriverGetVersion);
+DRIVER_FN(cuStreamGetCtx);
+#define LOAD_DRIVER_FN(name) (p_##name = (__typeof__(&name))dlsym(RTLD_DEFAULT, SGPU_STR(name)))
+
+static int load_driver(void) {
+  int ok = 1;
+  ok &= LOAD_DRIVER_FN(cuCtxPushCurrent) != NULL;
+  ok &= LOAD_DRIVER_FN(cuCtxPopCurrent) != NULL;
+  ok &= LOAD_DRIVER_FN(cuCtxGetDevice) != NULL;
+  ok &= LOAD_DRIVER_FN(cuDeviceGetName) != NULL;
+  ok &= LOAD_DRIVER_FN(cuDeviceTotalMem) != NULL;
+  ok &= LOAD_DRIVER_FN(cuDeviceGetAttribute) != NULL;
+  ok &= LOAD_DRIVER_FN(cuDriverGetVersion) != NULL;
+  ok &= LOAD_DRIVER_FN(cuStreamGetCtx) != NULL;
+  return ok;
+}
+
 /* ---- clocks ------------------------------------------------------------------ */
 
 static uint64_t monotonic_ns(void) {
@@ -175,19 +207,19 @@ static void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uin
 
 static void write_device_metadata(CUcontext ctx) {
   CUdevice dev;
-  if (cuCtxPushCurrent(ctx) != CUDA_SUCCESS) return;
-  int ok = cuCtxGetDevice(&dev) == CUDA_SUCCESS;
-  cuCtxPopCurrent(NULL);
+  if (p_cuCtxPushCurrent(ctx) != CUDA_SUCCESS) return;
+  int ok = p_cuCtxGetDevice(&dev) == CUDA_SUCCESS;
+  p_cuCtxPopCurrent(NULL);
   if (!ok) return;
   char name[128] = "", json[512];
   size_t total = 0;
   int major = 0, minor = 0, sms = 0, driver = 0;
-  cuDeviceGetName(name, sizeof name, dev);
-  cuDeviceTotalMem(&total, dev);
-  cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
-  cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
-  cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
-  cuDriverGetVersion(&driver);
+  p_cuDeviceGetName(name, sizeof name, dev);
+  p_cuDeviceTotalMem(&total, dev);
+  p_cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+  p_cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+  p_cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+  p_cuDriverGetVersion(&driver);
   for (char *p = name; *p; p++)
     if (*p == '"' || *p == '\\') *p = ' ';
   snprintf(json, sizeof json,
@@ -216,7 +248,7 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CU
 static uint64_t hook_stream_id(void *cuda_stream) {
   CUcontext ctx = NULL;
   uint32_t context_id = 0, stream_id = 0;
-  if (cuStreamGetCtx((CUstream)cuda_stream, &ctx) != CUDA_SUCCESS || !ctx) return 0;
+  if (p_cuStreamGetCtx((CUstream)cuda_stream, &ctx) != CUDA_SUCCESS || !ctx) return 0;
   if (cuptiGetContextId(ctx, &context_id) != CUPTI_SUCCESS) return 0;
   if (cuptiGetStreamIdEx(ctx, (CUstream)cuda_stream, 0, &stream_id) != CUPTI_SUCCESS) return 0;
   return sgpu_cupti_stream_key(context_id, stream_id);
@@ -224,7 +256,7 @@ static uint64_t hook_stream_id(void *cuda_stream) {
 
 static int hook_current_device(void) {
   CUdevice dev;
-  return cuCtxGetDevice(&dev) == CUDA_SUCCESS ? (int)dev : -1;
+  return p_cuCtxGetDevice(&dev) == CUDA_SUCCESS ? (int)dev : -1;
 }
 
 /* ---- flushing -------------------------------------------------------------------------- */
@@ -290,6 +322,11 @@ static void enable_kept_apis(void) {
 }
 
 static int start_locked(void) {
+  static int warned_driver;
+  if (!load_driver()) {
+    sgpu_warn_once(&warned_driver, "cupti", "the CUDA driver is not loaded; GPU activity is not traced");
+    return -1;
+  }
   uint32_t version = 0;
   if (cuptiGetVersion(&version) != CUPTI_SUCCESS || version < CUPTI_API_VERSION ||
       version / 10000 != CUPTI_API_VERSION / 10000) {
