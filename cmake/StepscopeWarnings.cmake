@@ -9,7 +9,9 @@ add_compile_definitions(_GNU_SOURCE)
 if(STEPSCOPE_SANITIZE)
   set(STEPSCOPE_SANITIZER_FLAGS -fsanitize=address,undefined -fno-omit-frame-pointer
       -fno-sanitize-recover=undefined)
-  add_compile_options($<$<COMPILE_LANGUAGE:C>:${STEPSCOPE_SANITIZER_FLAGS}>)
+  foreach(flag ${STEPSCOPE_SANITIZER_FLAGS})
+    add_compile_options($<$<COMPILE_LANGUAGE:C>:${flag}>)
+  endforeach()
   add_link_options(${STEPSCOPE_SANITIZER_FLAGS})
 endif()
 

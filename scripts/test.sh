@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The test command (README "Quick start"): installs what is missing, builds
+# stepscope twice — a normal build (CUDA parts compiled when the toolkit is
+# present) and an ASan+UBSan build of the CPU parts with the libFuzzer targets
+# — and runs every test of both with CTest. GPU tests skip without a GPU.
+#
+#   scripts/test.sh            everything
+#   STEPSCOPE_JOBS=N           parallel build/test jobs (default: cores)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+
+jobs=${STEPSCOPE_JOBS:-$(nproc)}
+
+echo "== normal build (build/)"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake --build build -j "$jobs"
+ctest --test-dir build --output-on-failure -j "$jobs" --timeout 600
+
+echo "== sanitizer build (build-asan/: ASan + UBSan, libFuzzer targets, no CUDA)"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang \
+  -DSTEPSCOPE_SANITIZE=ON -DSTEPSCOPE_FUZZ=ON -DSTEPSCOPE_CUDA=OFF
+cmake --build build-asan -j "$jobs"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 900 -LE 'browser|gpu'
+
+echo "== all tests passed"
