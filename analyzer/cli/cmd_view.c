@@ -1,0 +1,111 @@
+/*
+ * cmd_view.c — `stepscope view RUN [--compare RUN_B] [--port P] [--bind ADDR] [--html OUT]`.
+ *
+ * Serves the bundled viewer (embedded in the binary) and the run's files on
+ * http://127.0.0.1:P/ (read-only; see view_http.c for what is served and what is
+ * refused), or with --html writes one self-contained page and exits. RUN is a run
+ * directory holding trace.json (or trace.json.gz) and report.json as written by
+ * `stepscope export` and `stepscope analyze --json`; when only the per-rank traces
+ * are there, they are generated into a temporary directory first (view_run.c).
+ * Exit codes: 0 done, 1 error, 2 usage.
+ */
+#include "view.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void usage(FILE *f) {
+  fputs("usage: stepscope view RUN [--compare RUN_B] [--port P] [--bind ADDR] [--html OUT.html]\n"
+        "\n"
+        "Serve the bundled offline viewer for a run on http://127.0.0.1:P/ (default port 8642;\n"
+        "0 picks a free port). RUN is a run directory with trace.json[.gz] (stepscope export)\n"
+        "and report.json (stepscope analyze --json); when only rank-*.trace.zst files are\n"
+        "there, both are generated first into a temporary directory.\n"
+        "\n"
+        "  --compare RUN_B   a second run for the Compare view\n"
+        "  --port P          TCP port (default 8642, 0 = any free port)\n"
+        "  --bind ADDR       numeric address to listen on (default 127.0.0.1; anything else\n"
+        "                    exposes the run's files to the network)\n"
+        "  --html OUT.html   write one self-contained page (viewer + data) and exit\n"
+        "  --help            this text\n"
+        "\n"
+        "Only GET and HEAD are served, only the viewer's files and the runs' files;\n"
+        "paths with '..', encoded or not, and links leaving the run are refused.\n",
+        f);
+}
+
+int cmd_view(int argc, char **argv) {
+  const char *run_a = NULL, *run_b = NULL, *html = NULL, *bind_addr = "127.0.0.1";
+  int port = 8642;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      usage(stdout);
+      return 0;
+    }
+    if (strcmp(a, "--compare") == 0 || strcmp(a, "--port") == 0 || strcmp(a, "--bind") == 0 ||
+        strcmp(a, "--html") == 0) {
+      if (i + 1 >= argc) {
+        fprintf(stderr, "stepscope view: %s needs a value\n", a);
+        usage(stderr);
+        return 2;
+      }
+      const char *v = argv[++i];
+      if (strcmp(a, "--compare") == 0) run_b = v;
+      else if (strcmp(a, "--bind") == 0) bind_addr = v;
+      else if (strcmp(a, "--html") == 0) html = v;
+      else {
+        char *end = NULL;
+        long p = strtol(v, &end, 10);
+        if (!*v || *end || p < 0 || p > 65535) {
+          fprintf(stderr, "stepscope view: --port %s: not a port number\n", v);
+          return 2;
+        }
+        port = (int)p;
+      }
+    } else if (a[0] == '-' && a[1]) {
+      fprintf(stderr, "stepscope view: unknown option %s\n", a);
+      usage(stderr);
+      return 2;
+    } else if (!run_a) {
+      run_a = a;
+    } else {
+      fprintf(stderr, "stepscope view: one run only (use --compare for a second one)\n");
+      return 2;
+    }
+  }
+  if (!run_a) {
+    usage(stderr);
+    return 2;
+  }
+
+  char self_exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self_exe, sizeof self_exe - 1);
+  if (n > 0) self_exe[n] = '\0';
+
+  view_run runs[2];
+  int nruns = 0;
+  char err[1024];
+  const char *args[2] = {run_a, run_b};
+  for (int i = 0; i < 2; i++) {
+    if (!args[i]) continue;
+    if (view_run_open(&runs[nruns], i == 0 ? "a" : "b", args[i], n > 0 ? self_exe : NULL, err, sizeof err) != 0) {
+      fprintf(stderr, "stepscope view: %s\n", err);
+      for (int k = 0; k < nruns; k++) view_run_close(&runs[k]);
+      return 1;
+    }
+    nruns++;
+  }
+
+  int rc;
+  if (html) {
+    rc = view_write_html(runs, nruns, html, err, sizeof err) == 0 ? 0 : 1;
+    if (rc) fprintf(stderr, "stepscope view: %s\n", err);
+    else printf("stepscope view: wrote %s\n", html);
+  } else {
+    rc = view_serve(runs, nruns, bind_addr, port, stdout);
+  }
+  for (int k = 0; k < nruns; k++) view_run_close(&runs[k]);
+  return rc;
+}

@@ -1,0 +1,66 @@
+/*
+ * view.h — the parts of `stepscope view` (internal to the command).
+ *
+ *   view_run.c    what a run is for the viewer: its directory, its trace export
+ *                 and report, generated on demand by `stepscope export/analyze`
+ *   view_paths.c  request-path decoding and the checks that keep requests inside
+ *                 the viewer's assets and the run directories
+ *   view_http.c   the small read-only HTTP/1.1 server (GET and HEAD only)
+ *   view_html.c   `--html`: one self-contained page with the viewer and the data
+ *   cmd_view.c    the command line
+ */
+#ifndef STEPSCOPE_VIEW_H
+#define STEPSCOPE_VIEW_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#ifndef PATH_MAX
+#define PATH_MAX 4096
+#endif
+
+typedef struct view_run {
+  char id[4];                 /* "a" (the run) or "b" (the --compare run) */
+  char name[256];             /* shown in the page: the directory's base name */
+  char dir[PATH_MAX];         /* real path of the run directory */
+  char gen_dir[PATH_MAX];     /* where generated files went ("" when none) */
+  char trace_name[256];       /* file name of the export ("" when none) */
+  char report_name[256];      /* file name of the report ("" when none) */
+  char missing[512];          /* human-readable list of what is missing */
+  char notes[1024];           /* what was generated, or why not */
+} view_run;
+
+/* Opens RUN (a run directory, or a trace.json file): finds or generates the export
+ * and the report. Returns 0, or -1 with a message in err when RUN is unusable. */
+int view_run_open(view_run *run, const char *id, const char *arg, const char *self_exe,
+                  char *err, size_t errlen);
+
+/* Removes generated files. */
+void view_run_close(view_run *run);
+
+/* Decodes a request target's path: strips the query, percent-decodes, and
+ * refuses (returns -1) anything that is not an absolute path of printable
+ * characters without "..", "." or empty segments, backslashes or NUL. */
+int view_path_decode(const char *target, char *out, size_t outlen);
+
+/* 1 when name is one safe file-name segment ([A-Za-z0-9._-], not starting with '.'). */
+int view_name_is_safe(const char *name);
+
+/* Resolves dir/name and checks that the real path is a regular file inside the
+ * real directory dir (symbolic links leaving it are refused). 0 or -1. */
+int view_file_inside(const char *dir, const char *name, char *resolved, size_t len);
+
+/* Finds a run's file by name: in the run directory, then in its generated files. */
+int view_run_file(const view_run *run, const char *name, char *resolved, size_t len);
+
+/* Serves until SIGINT/SIGTERM. Prints the URL on out. Returns 0 or 1 (error on stderr). */
+int view_serve(view_run *runs, int nruns, const char *bind_addr, int port, FILE *out);
+
+/* Writes the self-contained page. Returns 0, or -1 with a message in err. */
+int view_write_html(const view_run *runs, int nruns, const char *path, char *err, size_t errlen);
+
+/* The JSON listing of runs served at /api/runs (malloc'ed; NULL on allocation failure). */
+char *view_runs_json(const view_run *runs, int nruns, int for_inline);
+
+#endif

@@ -1,0 +1,161 @@
+/*
+ * view_html.c — `stepscope view RUN --html out.html`: one self-contained page.
+ *
+ * How it works: the embedded index.html is copied with its stylesheet link and
+ * script tags replaced by the files' contents, and, before the first script, the
+ * run data: window.STEPSCOPE_INLINE (the run listing) and one
+ * <script type="application/json"> element per file holding the trace export and
+ * the report. The data is streamed from disk, never loaded whole; every '<' byte
+ * is written as \u003c, which is only legal (and means the same) inside JSON
+ * strings, so no "</script>" can end the element early. Compressed exports
+ * (.json.gz) cannot be inlined as text and are refused with a message.
+ */
+#include "view.h"
+#include "stepscope_viewer_assets.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int copy_json_escaped(FILE *out, const char *path, char *err, size_t errlen) {
+  FILE *in = fopen(path, "rb");
+  if (!in) {
+    snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    return -1;
+  }
+  static unsigned char buf[1 << 16];
+  size_t r;
+  while ((r = fread(buf, 1, sizeof buf, in)) > 0) {
+    size_t start = 0;
+    for (size_t i = 0; i < r; i++) {
+      if (buf[i] != '<') continue;
+      fwrite(buf + start, 1, i - start, out);
+      fputs("\\u003c", out);
+      start = i + 1;
+    }
+    fwrite(buf + start, 1, r - start, out);
+  }
+  int bad = ferror(in);
+  fclose(in);
+  if (bad) {
+    snprintf(err, errlen, "%s: read error", path);
+    return -1;
+  }
+  return 0;
+}
+
+static int write_data(FILE *out, const view_run *runs, int nruns, char *err, size_t errlen) {
+  char *listing = view_runs_json(runs, nruns, 1);
+  if (!listing) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  fprintf(out, "<script>window.STEPSCOPE_INLINE = %s;</script>\n", listing);
+  free(listing);
+  for (int i = 0; i < nruns; i++) {
+    const char *names[2] = {runs[i].trace_name, runs[i].report_name};
+    const char *kinds[2] = {"trace", "report"};
+    for (int k = 0; k < 2; k++) {
+      if (!names[k][0]) continue;
+      char path[PATH_MAX];
+      if (view_run_file(&runs[i], names[k], path, sizeof path) != 0) {
+        snprintf(err, errlen, "%s/%s: not readable", runs[i].dir, names[k]);
+        return -1;
+      }
+      fprintf(out, "<script type=\"application/json\" id=\"data-%s-%s\">", runs[i].id, kinds[k]);
+      if (copy_json_escaped(out, path, err, errlen) != 0) return -1;
+      fputs("</script>\n", out);
+    }
+  }
+  return 0;
+}
+
+/* Writes an asset's text, checking it cannot close the element it is put in. */
+static int write_asset(FILE *out, const char *path, const char *closing, char *err, size_t errlen) {
+  const stepscope_viewer_asset *a = stepscope_viewer_asset_find(path);
+  if (!a) {
+    snprintf(err, errlen, "viewer asset %s is not in this build", path);
+    return -1;
+  }
+  if (memmem(a->data, a->size, closing, strlen(closing))) {
+    snprintf(err, errlen, "viewer asset %s contains %s and cannot be inlined", path, closing);
+    return -1;
+  }
+  fwrite(a->data, 1, a->size, out);
+  return 0;
+}
+
+int view_write_html(const view_run *runs, int nruns, const char *path, char *err, size_t errlen) {
+  for (int i = 0; i < nruns; i++) {
+    size_t l = strlen(runs[i].trace_name);
+    if (l > 3 && strcmp(runs[i].trace_name + l - 3, ".gz") == 0) {
+      snprintf(err, errlen, "%s: the export is compressed (%s); --html needs trace.json (stepscope export RUN -o trace.json)",
+               runs[i].name, runs[i].trace_name);
+      return -1;
+    }
+  }
+  const stepscope_viewer_asset *index = stepscope_viewer_asset_find("index.html");
+  if (!index) {
+    snprintf(err, errlen, "viewer asset index.html is not in this build");
+    return -1;
+  }
+  char *page = malloc(index->size + 1);
+  if (!page) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  memcpy(page, index->data, index->size);
+  page[index->size] = '\0';
+  FILE *out = fopen(path, "wb");
+  if (!out) {
+    snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    free(page);
+    return -1;
+  }
+  int rc = 0, data_written = 0;
+  const char *p = page;
+  while (*p && rc == 0) {
+    const char *link = strstr(p, "<link rel=\"stylesheet\" href=\"");
+    const char *script = strstr(p, "<script src=\"");
+    const char *next = link && (!script || link < script) ? link : script;
+    if (!next) {
+      fputs(p, out);
+      break;
+    }
+    fwrite(p, 1, (size_t)(next - p), out);
+    int is_link = next == link;
+    const char *name = next + (is_link ? strlen("<link rel=\"stylesheet\" href=\"") : strlen("<script src=\""));
+    const char *quote = strchr(name, '"');
+    const char *close = quote ? strchr(quote, '>') : NULL;
+    if (!quote || !close) {
+      snprintf(err, errlen, "index.html: malformed tag");
+      rc = -1;
+      break;
+    }
+    char asset[256];
+    snprintf(asset, sizeof asset, "%.*s", (int)(quote - name), name);
+    if (is_link) {
+      fputs("<style>\n", out);
+      rc = write_asset(out, asset, "</style", err, errlen);
+      fputs("</style>", out);
+      p = close + 1;
+    } else {
+      if (!data_written) {
+        rc = write_data(out, runs, nruns, err, errlen);
+        data_written = 1;
+        if (rc) break;
+      }
+      fputs("<script>\n", out);
+      rc = write_asset(out, asset, "</script", err, errlen);
+      fputs("</script>", out);
+      const char *end = strstr(close, "</script>");
+      p = end ? end + strlen("</script>") : close + 1;
+    }
+  }
+  free(page);
+  if (fclose(out) != 0 && rc == 0) {
+    snprintf(err, errlen, "%s: write error", path);
+    rc = -1;
+  }
+  return rc;
+}

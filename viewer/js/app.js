@@ -1,0 +1,239 @@
+/*
+ * app.js — wires the viewer together: loading, tabs, toolbar, detail panel, search.
+ *
+ * How it works: on load it discovers the runs (SS.discoverRuns), streams run A's
+ * trace and report with a progress bar, builds the timeline, and then loads run B
+ * (if any) in the background for the Compare view. document.body.dataset.state goes
+ * loading → ready (or error) so that tests and benches know when the page is
+ * interactive; window.stepscope exposes read-only introspection for them
+ * (groups, overlay counts, slice positions, frame times).
+ */
+'use strict';
+
+var SS = window.SS || (window.SS = {});
+
+(function () {
+  var app = { runs: [], A: null, B: null, timeline: null, matches: [], matchPos: -1 };
+  var $ = function (id) { return document.getElementById(id); };
+
+  function setStatus(text) { $('status').textContent = text; }
+  function setState(s) { document.body.dataset.state = s; }
+  function fail(err) {
+    console.warn('stepscope viewer:', err);
+    $('progress').hidden = true;
+    $('error').hidden = false;
+    $('error').textContent = String(err && err.message ? err.message : err);
+    setState('error');
+  }
+
+  function progress(label) {
+    return function (done, total) {
+      var p = $('progress');
+      p.hidden = false;
+      if (total) { p.max = total; p.value = done; } else p.removeAttribute('value');
+      setStatus(label + ' ' + SS.formatNumber(done) + 'B' + (total ? ' of ' + SS.formatNumber(total) + 'B' : ''));
+    };
+  }
+
+  async function loadRun(run, label) {
+    var r = { name: run.name, run: run, model: null, report: null };
+    if (run.report) {
+      try { r.report = await SS.loadReport(run.report); } catch (e) { run.notes.push('report.json: ' + e.message); }
+    }
+    if (run.trace) r.model = await SS.loadTrace(run.trace, progress('reading ' + label));
+    return r;
+  }
+
+  function showTab(name) {
+    document.querySelectorAll('.tab').forEach(function (t) { t.classList.toggle('active', t.dataset.tab === name); });
+    document.querySelectorAll('.view').forEach(function (v) { v.hidden = v.id !== 'view-' + name; });
+    if (name === 'timeline' && app.timeline) app.timeline.resize();
+    if (name === 'pipeline' && app.A && app.A.model && !app.pipelineDone) {
+      SS.renderPipeline($('view-pipeline'), app.A.model, app.A.report, 0);
+      app.pipelineDone = true;
+    }
+    if (name === 'compare') renderCompare();
+    document.body.dataset.tab = name;
+  }
+
+  function renderCompare() {
+    if (app.A) SS.renderCompare($('compare-body'), app.A, app.B);
+  }
+
+  function describeSlice(i, flows) {
+    var m = app.A.model, panel = $('details');
+    panel.textContent = '';
+    if (i < 0) { panel.appendChild(SS.el('p', { className: 'note', text: 'Click a slice to see its details.' })); return; }
+    var t = m.tracks[m.track[i]], g = m.groups.get(t.pid);
+    var rows = [
+      ['name', m.names[m.nameId[i]]], ['category', SS.CATEGORIES[m.cat[i]]], ['rank', g.name], ['track', t.name],
+      ['start', SS.formatTime(m.ts[i] - m.minTs)], ['duration', SS.formatTime(m.dur[i])],
+      ['end', SS.formatTime(m.ts[i] + m.dur[i] - m.minTs)]
+    ];
+    var args = m.args[i] || {};
+    for (var k in args) rows.push(['args.' + k, typeof args[k] === 'object' ? JSON.stringify(args[k]) : String(args[k])]);
+    panel.appendChild(SS.el('h3', { id: 'detail-name', text: m.names[m.nameId[i]] }));
+    panel.appendChild(SS.el('table', { className: 'kv', id: 'detail-table' }, rows.map(function (r) {
+      return SS.el('tr', {}, [SS.el('th', { text: r[0] }), SS.el('td', { text: r[1] })]);
+    })));
+    flows.forEach(function (f) {
+      var outgoing = f.from.track === m.track[i];
+      var end = outgoing ? f.to : f.from, hit = m.sliceAt(m.tracks[end.track], end.ts, 0);
+      if (!hit) return;
+      var a = SS.el('a', { href: '#', className: 'flow-link', text: (outgoing ? 'launches → ' : '← launched by ') + m.names[m.nameId[hit.slice]] });
+      a.addEventListener('click', function (e) { e.preventDefault(); app.timeline.select(hit.slice, hit.row); app.timeline.reveal(hit.slice); });
+      panel.appendChild(SS.el('div', {}, [a]));
+    });
+    var z = SS.el('button', { text: 'Zoom to slice (F)' });
+    z.addEventListener('click', function () { app.timeline.zoomToSelection(); });
+    panel.appendChild(z);
+  }
+
+  function runSearch(dir) {
+    var q = $('search').value.trim();
+    if (!q || !app.timeline) return;
+    if (q !== app.lastQuery) {
+      app.matches = app.A.model.search(q);
+      app.lastQuery = q;
+      app.matchPos = -1;
+    }
+    if (!app.matches.length) { $('search-count').textContent = '0 matches'; return; }
+    app.matchPos = (app.matchPos + dir + app.matches.length) % app.matches.length;
+    var i = app.matches[app.matchPos];
+    app.timeline.select(i);
+    app.timeline.reveal(i);
+    $('search-count').textContent = (app.matchPos + 1) + ' / ' + app.matches.length;
+  }
+
+  function buildTimeline() {
+    var m = app.A.model;
+    var tl = new SS.Timeline($('timeline-canvas'), m, {
+      onSelect: describeSlice,
+      onHover: function (i, t) {
+        $('hover').textContent = (i >= 0 ? m.names[m.nameId[i]] + ' · ' + SS.formatTime(m.dur[i]) + ' · ' : '') + 't=' + SS.formatTime(t - m.minTs);
+      }
+    });
+    app.timeline = tl;
+    ['exposed', 'idle', 'bubble'].forEach(function (k) {
+      var cb = $('ov-' + k);
+      cb.checked = true;
+      cb.parentNode.title = tl.overlayCount[k] + ' slices';
+      cb.addEventListener('change', function () { tl.overlays[k] = cb.checked; tl.request(); });
+    });
+    $('ov-flows').addEventListener('change', function () { tl.showFlows = $('ov-flows').checked; tl.request(); });
+    describeSlice(-1, []);
+  }
+
+  function bindUi() {
+    document.querySelectorAll('.tab').forEach(function (t) { t.addEventListener('click', function () { showTab(t.dataset.tab); }); });
+    $('search').addEventListener('keydown', function (e) {
+      if (e.key === 'Enter') { e.preventDefault(); runSearch(e.shiftKey ? -1 : 1); }
+      e.stopPropagation();
+    });
+    $('search-next').addEventListener('click', function () { runSearch(1); });
+    $('search-prev').addEventListener('click', function () { runSearch(-1); });
+    $('zoom-sel').addEventListener('click', function () { if (app.timeline) app.timeline.zoomToSelection(); });
+    $('zoom-all').addEventListener('click', function () { if (app.timeline) app.timeline.setWindow(app.A.model.minTs, app.A.model.maxTs); });
+    $('open-perfetto').addEventListener('click', function () { SS.openInPerfetto(app.A && app.A.run, setStatus); });
+    $('open-perfetto').disabled = !navigator.onLine;
+    window.addEventListener('online', function () { $('open-perfetto').disabled = false; });
+    window.addEventListener('offline', function () { $('open-perfetto').disabled = true; });
+    document.addEventListener('keydown', function (e) {
+      if (e.target && (e.target.tagName === 'INPUT' || e.target.tagName === 'SELECT')) return;
+      if (e.ctrlKey || e.metaKey || e.altKey) return;
+      if (document.body.dataset.tab !== 'timeline' || !app.timeline) return;
+      if (e.key === '/') { e.preventDefault(); $('search').focus(); return; }
+      if (app.timeline.key(e)) e.preventDefault();
+    });
+    $('pick-a').addEventListener('change', function () { startFromFiles(); });
+    $('pick-b').addEventListener('change', function () { startFromFiles(); });
+    document.addEventListener('dragover', function (e) { e.preventDefault(); });
+    document.addEventListener('drop', function (e) {
+      e.preventDefault();
+      if (e.dataTransfer.files.length) start([SS.runFromFiles(e.dataTransfer.files, 'a')]);
+    });
+  }
+
+  function startFromFiles() {
+    var runs = [];
+    if ($('pick-a').files.length) runs.push(SS.runFromFiles($('pick-a').files, 'a'));
+    if ($('pick-b').files.length) runs.push(SS.runFromFiles($('pick-b').files, 'b'));
+    if (runs.length) start(runs);
+  }
+
+  async function start(runs) {
+    try {
+      app.runs = runs;
+      app.pipelineDone = false;
+      setState('loading');
+      $('picker').hidden = true;
+      $('error').hidden = true;
+      var a = runs[0];
+      $('run-name').textContent = a.name + (runs[1] ? '  vs  ' + runs[1].name : '');
+      var notes = [];
+      runs.forEach(function (r) {
+        if (r.missing.length) notes.push(r.name + ': missing ' + r.missing.join(', '));
+        r.notes.forEach(function (n) { notes.push(r.name + ': ' + n); });
+      });
+      $('notes').textContent = notes.join(' · ');
+      var t0 = performance.now();
+      app.A = await loadRun(a, a.name);
+      if (!app.A.model) throw new Error(a.name + ': no trace.json to show (' + (a.missing.join(', ') || 'not found') + ')');
+      SS.renderSummary($('view-summary'), app.A.report, a.name);
+      buildTimeline();
+      $('progress').hidden = true;
+      app.loadMs = performance.now() - t0;
+      setStatus(SS.formatNumber(app.A.model.eventCount) + ' events, ' + app.A.model.groupList.length + ' ranks, loaded in ' + (app.loadMs / 1000).toFixed(2) + ' s');
+      showTab(document.body.dataset.tab || 'timeline');
+      if (runs[1]) {
+        setState('loading-b');
+        app.B = await loadRun(runs[1], runs[1].name);
+        $('progress').hidden = true;
+        if (document.body.dataset.tab === 'compare') renderCompare();
+      }
+      setState('ready');
+    } catch (e) {
+      fail(e);
+    }
+  }
+
+  window.stepscope = {
+    app: app,
+    groups: function () {
+      var m = app.A && app.A.model;
+      if (!m) return [];
+      return m.groupList.map(function (g) {
+        return { name: g.name, rank: g.rank, tracks: g.tracks.map(function (t) { return { name: t.name, slices: t.count, rows: t.rows.length }; }),
+                 counters: g.counters.map(function (c) { return c.name; }), overlays: Object.keys(g.overlayTracks || {}) };
+      });
+    },
+    overlayCount: function () { return app.timeline ? app.timeline.overlayCount : null; },
+    /* Brings the first slice whose name contains `query` into view; returns its client point. */
+    locate: function (query) {
+      var m = app.A.model, hits = m.search(query);
+      if (!hits.length) return null;
+      var i = hits[Math.floor(hits.length / 2)];
+      app.timeline.selectedRow = m.rowOf(i);
+      app.timeline.reveal(i);
+      app.timeline.render();
+      var p = app.timeline.clientPointOf(i);
+      return { x: p.x, y: p.y, slice: i, name: m.names[m.nameId[i]] };
+    },
+    frame: function () { app.timeline.render(); return app.timeline.lastFrameMs; },
+    loadMs: function () { return app.loadMs; },
+    flowCount: function () { return app.A.model.flows.length; }
+  };
+
+  document.addEventListener('DOMContentLoaded', async function () {
+    bindUi();
+    document.body.dataset.tab = 'timeline';
+    var runs = await SS.discoverRuns();
+    if (!runs || !runs.length) {
+      $('picker').hidden = false;
+      setStatus('Open a run: pick its trace.json and report.json (or drop them here).');
+      setState('idle');
+      return;
+    }
+    start(runs);
+  });
+})();

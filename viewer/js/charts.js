@@ -1,0 +1,147 @@
+/*
+ * charts.js — small SVG charts and tables for the summary, pipeline and compare views.
+ *
+ * How it works: plain DOM building (document.createElementNS for SVG). Charts are
+ * stacked horizontal bars (one bar per label, one segment per series) and simple
+ * vertical bar charts; tables are built from arrays of objects, taking every column
+ * whose values are scalars, and formatting by name: `*_ns` as durations, `*ratio`
+ * and `share` as percentages, bandwidths with two decimals. Unknown fields are
+ * shown as they are, so newer report versions still display.
+ */
+'use strict';
+
+var SS = window.SS || (window.SS = {});
+SS.SVGNS = 'http://www.w3.org/2000/svg';
+
+SS.el = function (tag, attrs, children) {
+  var e = document.createElement(tag);
+  for (var k in (attrs || {})) {
+    if (k === 'text') e.textContent = attrs[k];
+    else if (k === 'className') e.className = attrs[k];
+    else e.setAttribute(k, attrs[k]);
+  }
+  (children || []).forEach(function (c) { if (c) e.appendChild(typeof c === 'string' ? document.createTextNode(c) : c); });
+  return e;
+};
+
+SS.svg = function (tag, attrs) {
+  var e = document.createElementNS(SS.SVGNS, tag);
+  for (var k in (attrs || {})) e.setAttribute(k, attrs[k]);
+  return e;
+};
+
+SS.formatNs = function (ns) {
+  if (ns === null || ns === undefined || !isFinite(ns)) return '—';
+  return SS.formatTime(ns / 1000);
+};
+
+SS.formatField = function (key, v) {
+  if (v === null || v === undefined) return '—';
+  if (typeof v === 'boolean') return v ? 'yes' : 'no';
+  if (typeof v !== 'number') return typeof v === 'object' ? JSON.stringify(v) : String(v);
+  if (/_ns$/.test(key)) return SS.formatNs(v);
+  if (/ratio|share|^mfu$|^hfu$|fraction/.test(key)) return (v * 100).toFixed(1) + ' %';
+  if (/bw|gbps/i.test(key)) return v.toFixed(2);
+  if (/bytes/.test(key)) return SS.formatNumber(v) + 'B';
+  if (Number.isInteger(v)) return String(v);
+  return v.toPrecision(4);
+};
+
+/* A table from an array of objects; columns: the given ones or every scalar field. */
+SS.table = function (rows, columns, limit) {
+  rows = rows || [];
+  if (!columns) {
+    var seen = new Set();
+    columns = [];
+    rows.forEach(function (r) {
+      for (var k in r) {
+        var v = r[k];
+        if (!seen.has(k) && (v === null || typeof v !== 'object' || (Array.isArray(v) && v.length <= 4 && typeof v[0] !== 'object'))) {
+          seen.add(k); columns.push(k);
+        }
+      }
+    });
+  }
+  var thead = SS.el('tr', {}, columns.map(function (c) { return SS.el('th', { text: c.replace(/_ns$/, '') }); }));
+  var body = rows.slice(0, limit || 500).map(function (r) {
+    return SS.el('tr', {}, columns.map(function (c) {
+      var td = SS.el('td', { text: SS.formatField(c, r[c]) });
+      if (typeof r[c] === 'number') td.className = 'num';
+      return td;
+    }));
+  });
+  return SS.el('table', { className: 'data' }, [SS.el('thead', {}, [thead]), SS.el('tbody', {}, body)]);
+};
+
+/* Stacked horizontal bars. bars: [{label, values: [..]}], series: [{name, color}] */
+SS.stackedBars = function (bars, series, opts) {
+  opts = opts || {};
+  var labelW = opts.labelW || 110, barH = opts.barH || 18, gap = 6, width = opts.width || 640;
+  var max = opts.max || 0;
+  bars.forEach(function (b) { var s = b.values.reduce(function (a, v) { return a + (v || 0); }, 0); if (s > max) max = s; });
+  if (max <= 0) max = 1;
+  var h = bars.length * (barH + gap) + 26;
+  var svg = SS.svg('svg', { width: width, height: h, class: 'chart', viewBox: '0 0 ' + width + ' ' + h });
+  var plotW = width - labelW - 70;
+  bars.forEach(function (b, k) {
+    var y = k * (barH + gap);
+    var t = SS.svg('text', { x: labelW - 6, y: y + barH / 2 + 4, 'text-anchor': 'end' });
+    t.textContent = b.label;
+    svg.appendChild(t);
+    var x = labelW, total = 0;
+    b.values.forEach(function (v, si) {
+      v = v || 0; total += v;
+      var wv = v / max * plotW;
+      var r = SS.svg('rect', { x: x, y: y, width: Math.max(0, wv), height: barH, fill: series[si].color,
+                               'data-series': series[si].name });
+      var title = SS.svg('title');
+      title.textContent = b.label + ' · ' + series[si].name + ': ' + (opts.format || SS.formatNs)(v);
+      r.appendChild(title);
+      svg.appendChild(r);
+      x += wv;
+    });
+    var tt = SS.svg('text', { x: x + 4, y: y + barH / 2 + 4 });
+    tt.textContent = (opts.format || SS.formatNs)(total);
+    svg.appendChild(tt);
+  });
+  var lx = labelW, ly = bars.length * (barH + gap) + 12;
+  series.forEach(function (s) {
+    svg.appendChild(SS.svg('rect', { x: lx, y: ly - 8, width: 10, height: 10, fill: s.color }));
+    var t = SS.svg('text', { x: lx + 14, y: ly + 1 });
+    t.textContent = s.name;
+    svg.appendChild(t);
+    lx += 16 + s.name.length * 7 + 14;
+  });
+  return svg;
+};
+
+SS.section = function (title, children, id) {
+  var s = SS.el('section', { className: 'card' }, [SS.el('h3', { text: title })].concat(children));
+  if (id) s.id = id;
+  return s;
+};
+
+SS.median = function (xs) {
+  var v = xs.filter(function (x) { return x !== null && x !== undefined && isFinite(x); }).sort(function (a, b) { return a - b; });
+  if (!v.length) return null;
+  var m = v.length >> 1;
+  return v.length % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+};
+
+/* Arrays of objects found in a report member (the member itself, or its fields). */
+SS.arraysIn = function (value, title) {
+  var out = [];
+  if (Array.isArray(value)) {
+    if (value.length && typeof value[0] === 'object') out.push({ title: title, rows: value });
+  } else if (value && typeof value === 'object') {
+    var scalars = {}, anyScalar = false;
+    for (var k in value) {
+      var v = value[k];
+      if (Array.isArray(v) && v.length && typeof v[0] === 'object' && v[0] !== null) out.push({ title: title + ' · ' + k, rows: v });
+      else if (v && typeof v === 'object' && !Array.isArray(v)) out = out.concat(SS.arraysIn(v, title + ' · ' + k));
+      else { scalars[k] = v; anyScalar = true; }
+    }
+    if (anyScalar) out.unshift({ title: title, rows: [scalars] });
+  }
+  return out;
+};

@@ -1,0 +1,147 @@
+/*
+ * compare.js — the Compare view: two runs aligned per step, with the numbers.
+ *
+ * How it works: steps are aligned by position (the i-th profiled step of run A
+ * beside the i-th of run B). For every metric of the closed accounting, the median
+ * over steps (mean over ranks per step) of A and B, the absolute and relative
+ * change, and a verdict: a change smaller than the step-to-step spread (the larger
+ * interquartile range of A and B) is marked as noise, as `stepscope diff` does.
+ * Below: per-step stacked bars A vs B, and both runs' device lanes of one rank
+ * for one step drawn on the same time scale from the step start, so the shapes
+ * line up.
+ */
+'use strict';
+
+var SS = window.SS || (window.SS = {});
+
+SS.COMPARE_METRICS = ['span_ns', 'compute_ns', 'comm_ns', 'overlap_ns', 'exposed_comm_ns', 'exposed_mem_ns',
+                      'idle_ns', 'bubble_ns', 'overlap_ratio', 'bubble_ratio'];
+
+/* Per aligned step index: mean over ranks of each metric. */
+SS.stepMeans = function (report) {
+  var out = [];
+  ((report && report.ranks) || []).forEach(function (r) {
+    (r.steps || []).forEach(function (s, k) {
+      var o = out[k] || (out[k] = { step: s.step, n: {}, sum: {} });
+      SS.COMPARE_METRICS.forEach(function (m) {
+        if (typeof s[m] === 'number') { o.sum[m] = (o.sum[m] || 0) + s[m]; o.n[m] = (o.n[m] || 0) + 1; }
+      });
+    });
+  });
+  return out.map(function (o) {
+    var r = { step: o.step };
+    SS.COMPARE_METRICS.forEach(function (m) { r[m] = o.n[m] ? o.sum[m] / o.n[m] : null; });
+    return r;
+  });
+};
+
+SS.quantile = function (xs, q) {
+  var v = xs.filter(function (x) { return x !== null && isFinite(x); }).sort(function (a, b) { return a - b; });
+  if (!v.length) return null;
+  var p = (v.length - 1) * q, lo = Math.floor(p), hi = Math.ceil(p);
+  return v[lo] + (v[hi] - v[lo]) * (p - lo);
+};
+
+SS.compareRows = function (repA, repB) {
+  var a = SS.stepMeans(repA), b = SS.stepMeans(repB);
+  return SS.COMPARE_METRICS.map(function (m) {
+    var xa = a.map(function (s) { return s[m]; }), xb = b.map(function (s) { return s[m]; });
+    var ma = SS.median(xa), mb = SS.median(xb);
+    var spread = Math.max((SS.quantile(xa, 0.75) - SS.quantile(xa, 0.25)) || 0, (SS.quantile(xb, 0.75) - SS.quantile(xb, 0.25)) || 0);
+    var d = (ma !== null && mb !== null) ? mb - ma : null;
+    var verdict = d === null ? '' : Math.abs(d) <= spread ? 'noise' : (d < 0 ? 'lower in B' : 'higher in B');
+    return { metric: m, a: ma, b: mb, delta: d, rel: (d !== null && ma) ? d / ma : null, spread: spread, verdict: verdict };
+  });
+};
+
+SS.renderCompare = function (root, A, B, opts) {
+  root.textContent = '';
+  opts = opts || {};
+  if (!B) {
+    root.appendChild(SS.el('p', { className: 'missing', text: 'No second run. Start the viewer with `stepscope view RUN_A --compare RUN_B`, or open run B\'s files below.' }));
+    return;
+  }
+  root.appendChild(SS.el('p', { id: 'compare-runs', text: 'A: ' + A.name + '    B: ' + B.name }));
+  if (!A.report || !B.report) {
+    root.appendChild(SS.el('p', { className: 'missing', text: 'Both runs need report.json for the numbers (missing: ' +
+      (!A.report ? 'A ' : '') + (!B.report ? 'B' : '') + ').' }));
+  } else {
+    var rows = SS.compareRows(A.report, B.report);
+    var table = SS.el('table', { className: 'data', id: 'compare-table' }, [
+      SS.el('thead', {}, [SS.el('tr', {}, ['metric (median over steps)', 'A', 'B', 'B − A', 'change', 'spread', ''].map(function (h) { return SS.el('th', { text: h }); }))]),
+      SS.el('tbody', {}, rows.map(function (r) {
+        var f = function (v) { return SS.formatField(r.metric, v); };
+        return SS.el('tr', { className: r.verdict === 'noise' ? 'noise' : '' }, [
+          SS.el('td', { text: r.metric.replace(/_ns$/, '') }), SS.el('td', { className: 'num', text: f(r.a) }),
+          SS.el('td', { className: 'num', text: f(r.b) }), SS.el('td', { className: 'num', text: f(r.delta) }),
+          SS.el('td', { className: 'num', text: r.rel === null ? '—' : (r.rel * 100).toFixed(1) + ' %' }),
+          SS.el('td', { className: 'num', text: f(r.spread) }), SS.el('td', { text: r.verdict })]);
+      }))
+    ]);
+    root.appendChild(SS.section('Per-step medians, A vs B', [table]));
+    var sa = SS.stepMeans(A.report), sb = SS.stepMeans(B.report), bars = [];
+    for (var k = 0; k < Math.max(sa.length, sb.length); k++) {
+      if (sa[k]) bars.push({ label: 'A step ' + sa[k].step, values: SS.BREAKDOWN.map(function (x) { return sa[k][x.key]; }) });
+      if (sb[k]) bars.push({ label: 'B step ' + sb[k].step, values: SS.BREAKDOWN.map(function (x) { return sb[k][x.key]; }) });
+    }
+    root.appendChild(SS.section('Steps aligned (mean over ranks)', [SS.stackedBars(bars, SS.BREAKDOWN.map(function (b) { return { name: b.name, color: b.color }; }), { labelW: 110 })], 'compare-steps'));
+  }
+  if (A.model && B.model) SS.renderCompareLanes(root, A, B, opts);
+};
+
+/* Both runs' lanes of one rank and one step, on one time scale from the step start. */
+SS.renderCompareLanes = function (root, A, B, opts) {
+  var ga = A.model.groupList, gb = B.model.groupList;
+  var rankIdx = Math.min(opts.rank || 0, Math.min(ga.length, gb.length) - 1);
+  if (rankIdx < 0) return;
+  var wa = A.model.stepWindows(ga[rankIdx]), wb = B.model.stepWindows(gb[rankIdx]);
+  var stepIdx = Math.min(opts.step || 0, Math.max(0, Math.min(wa.length, wb.length) - 1));
+  var winA = wa[stepIdx] || { start: A.model.minTs, end: A.model.maxTs };
+  var winB = wb[stepIdx] || { start: B.model.minTs, end: B.model.maxTs };
+  var span = Math.max(winA.end - winA.start, winB.end - winB.start);
+  var rankSel = SS.el('select', { id: 'compare-rank' }), stepSel = SS.el('select', { id: 'compare-step' });
+  for (var r = 0; r < Math.min(ga.length, gb.length); r++) {
+    var o = SS.el('option', { value: r, text: ga[r].name }); if (r === rankIdx) o.selected = true; rankSel.appendChild(o);
+  }
+  for (var s = 0; s < Math.max(1, Math.min(wa.length, wb.length)); s++) {
+    var so = SS.el('option', { value: s, text: 'step #' + s }); if (s === stepIdx) so.selected = true; stepSel.appendChild(so);
+  }
+  var canvas = SS.el('canvas', { id: 'compare-canvas' });
+  function rerender() { SS.renderCompare(root, A, B, { rank: +rankSel.value, step: +stepSel.value }); }
+  rankSel.addEventListener('change', rerender);
+  stepSel.addEventListener('change', rerender);
+  root.appendChild(SS.section('One step, same scale (A above B)', [SS.el('div', { className: 'toolbar-row' }, [rankSel, stepSel,
+    SS.el('span', { className: 'note', text: '  A step ' + SS.formatTime(winA.end - winA.start) + ', B step ' + SS.formatTime(winB.end - winB.start) })]), canvas], 'compare-lanes'));
+  var lanes = [];
+  [[A, ga[rankIdx], winA, 'A'], [B, gb[rankIdx], winB, 'B']].forEach(function (x) {
+    x[1].tracks.forEach(function (t) {
+      if (!(t.catMask & ((1 << SS.CAT.compute) | (1 << SS.CAT.comm) | (1 << SS.CAT.memcpy) | (1 << SS.CAT.derived)))) return;
+      lanes.push({ run: x[0], label: x[3] + ' · ' + t.name, track: t, win: x[2] });
+    });
+  });
+  var labelW = 200, rowH = 16, width = Math.max(900, root.clientWidth - 40), dpr = window.devicePixelRatio || 1;
+  canvas.width = width * dpr; canvas.height = (lanes.length * rowH + 10) * dpr;
+  canvas.style.width = width + 'px'; canvas.style.height = (lanes.length * rowH + 10) + 'px';
+  var ctx = canvas.getContext('2d');
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.font = '11px system-ui, sans-serif'; ctx.textBaseline = 'middle';
+  var plotW = width - labelW;
+  lanes.forEach(function (L, k) {
+    var y = k * rowH, m = L.run.model;
+    ctx.fillStyle = L.label[0] === 'A' ? '#eef3fa' : '#faf0ee';
+    ctx.fillRect(0, y, width, rowH - 1);
+    ctx.fillStyle = '#333';
+    ctx.fillText(L.label.slice(0, 32), 4, y + rowH / 2);
+    var row = L.track.rows[0], i0 = m.firstEndingAfter(row, L.win.start), lastPx = -1;
+    for (var j = i0; j < row.length; j++) {
+      var i = row[j];
+      if (m.ts[i] > L.win.end) break;
+      var xa = labelW + (m.ts[i] - L.win.start) / span * plotW, xb = labelW + (m.ts[i] + m.dur[i] - L.win.start) / span * plotW;
+      if (xb - xa < 1 && Math.floor(xa) === lastPx) continue;
+      lastPx = Math.floor(xa);
+      var c = m.cat[i];
+      ctx.fillStyle = c === SS.CAT.derived ? (SS.COLORS[SS.DERIVED_KINDS[m.names[m.nameId[i]]]] || '#999') : (SS.COLORS[c] || '#999');
+      ctx.fillRect(Math.max(labelW, xa), y + 1, Math.max(1, xb - Math.max(labelW, xa)), rowH - 3);
+    }
+  });
+};

@@ -1,0 +1,125 @@
+/*
+ * summary.js — the Summary view: the report's headline, tables and charts.
+ *
+ * How it works: reads report.json (SPEC §4) and builds DOM: headline cards (mean
+ * step time, MFU/HFU, shares of compute / exposed comm / idle, bubble vs theory),
+ * a stacked bar per rank and per step of the closed accounting (compute, exposed
+ * comm, exposed mem, idle = span), the collective table and a bus-bandwidth chart,
+ * idle causes per rank, the top kernels, clock alignment and warnings. Members it
+ * does not know in detail are shown as generic tables, so report versions can grow.
+ */
+'use strict';
+
+var SS = window.SS || (window.SS = {});
+
+SS.BREAKDOWN = [
+  { key: 'compute_ns', name: 'compute', color: SS.COLORS[1] },
+  { key: 'exposed_comm_ns', name: 'exposed comm', color: SS.COLORS.exposed },
+  { key: 'exposed_mem_ns', name: 'exposed mem', color: SS.COLORS[3] },
+  { key: 'idle_ns', name: 'idle', color: SS.COLORS.idle }
+];
+
+SS.sumField = function (rows, key) {
+  return rows.reduce(function (a, r) { return a + (r[key] || 0); }, 0);
+};
+
+SS.renderSummary = function (root, report, runName) {
+  root.textContent = '';
+  if (!report) {
+    root.appendChild(SS.el('p', { className: 'missing', text: 'No report.json for this run: run `stepscope analyze RUN --json RUN/report.json` to get the summary.' }));
+    return;
+  }
+  var ranks = report.ranks || [];
+  var tot = { span_ns: 0 };
+  ['span_ns', 'compute_ns', 'exposed_comm_ns', 'exposed_mem_ns', 'idle_ns', 'comm_ns', 'overlap_ns', 'bubble_ns'].forEach(function (k) {
+    tot[k] = SS.sumField(ranks.map(function (r) { return r.totals || {}; }), k);
+  });
+  var stepSpans = [];
+  ranks.forEach(function (r) { (r.steps || []).forEach(function (s) { stepSpans.push(s.span_ns); }); });
+  var mfu = report.mfu || {};
+  var theory = null;
+  ranks.forEach(function (r) { if (r.totals && r.totals.bubble_theory_ratio !== undefined) theory = r.totals.bubble_theory_ratio; });
+  function pct(a) { return tot.span_ns ? (a / tot.span_ns * 100).toFixed(1) + ' %' : '—'; }
+  var cards = [
+    ['run', runName || (report.run && report.run.name) || ''],
+    ['ranks', String(ranks.length)],
+    ['median step', SS.formatNs(SS.median(stepSpans))],
+    ['MFU', mfu.mfu !== undefined && mfu.mfu !== null ? (mfu.mfu * 100).toFixed(1) + ' %' : '—'],
+    ['HFU', mfu.hfu !== undefined && mfu.hfu !== null ? (mfu.hfu * 100).toFixed(1) + ' %' : '—'],
+    ['compute', pct(tot.compute_ns)],
+    ['exposed comm', pct(tot.exposed_comm_ns)],
+    ['idle', pct(tot.idle_ns)],
+    ['overlap ratio', tot.comm_ns ? (tot.overlap_ns / tot.comm_ns * 100).toFixed(1) + ' %' : '—'],
+    ['bubble / theory', pct(tot.bubble_ns) + ' / ' + (theory !== null ? (theory * 100).toFixed(1) + ' %' : '—')]
+  ];
+  root.appendChild(SS.el('div', { className: 'cards', id: 'headline' }, cards.map(function (c) {
+    return SS.el('div', { className: 'kpi' }, [SS.el('div', { className: 'kpi-label', text: c[0] }), SS.el('div', { className: 'kpi-value', text: c[1] })]);
+  })));
+
+  var series = SS.BREAKDOWN.map(function (b) { return { name: b.name, color: b.color }; });
+  root.appendChild(SS.section('Time per rank (all profiled steps): compute + exposed comm + exposed mem + idle = span', [
+    SS.stackedBars(ranks.map(function (r) {
+      var t = r.totals || {};
+      return { label: 'rank ' + r.rank, values: SS.BREAKDOWN.map(function (b) { return t[b.key]; }) };
+    }), series),
+    SS.table(ranks.map(function (r) { return Object.assign({ rank: r.rank }, r.totals || {}); }))
+  ], 'summary-ranks'));
+
+  // per step: one chart per rank, bars per step
+  var stepCharts = ranks.map(function (r) {
+    return SS.el('div', { className: 'step-chart' }, [
+      SS.el('h4', { text: 'rank ' + r.rank }),
+      SS.stackedBars((r.steps || []).map(function (s) {
+        return { label: 'step ' + s.step, values: SS.BREAKDOWN.map(function (b) { return s[b.key]; }) };
+      }), series, { width: 520, labelW: 70, barH: 12 })
+    ]);
+  });
+  root.appendChild(SS.section('Time per step', [SS.el('div', { className: 'step-charts' }, stepCharts)], 'summary-steps'));
+
+  // collectives
+  var coll = SS.arraysIn(report.collectives, 'collectives');
+  var collChildren = [];
+  coll.forEach(function (c) {
+    var bwKey = null;
+    if (c.rows.length) for (var k in c.rows[0]) if (/busbw/i.test(k)) bwKey = k;
+    if (bwKey) {
+      collChildren.push(SS.el('h4', { text: c.title + ': bus bandwidth (' + bwKey + ')' }));
+      collChildren.push(SS.stackedBars(c.rows.map(function (r) {
+        return { label: String(r.op || r.name || '') + ' ' + (r.comm || r.group || '') + ' ' + (r.bytes !== undefined ? SS.formatNumber(r.bytes) + 'B' : ''),
+                 values: [r[bwKey]] };
+      }), [{ name: bwKey, color: SS.COLORS[2] }], { labelW: 210, format: function (v) { return v.toFixed(1); } }));
+    }
+    collChildren.push(SS.el('h4', { text: c.title }));
+    collChildren.push(SS.table(c.rows, null, 200));
+  });
+  if (!collChildren.length) collChildren.push(SS.el('p', { text: 'no collectives in the report' }));
+  root.appendChild(SS.section('Collectives', collChildren, 'summary-collectives'));
+
+  // idle causes
+  var idle = SS.arraysIn(report.idle_breakdown, 'idle breakdown');
+  var idleChildren = [];
+  idle.forEach(function (c) {
+    var causes = [];
+    if (c.rows.length) for (var k in c.rows[0]) if (/_ns$/.test(k) && typeof c.rows[0][k] === 'number' && !/^(span|total)/.test(k)) causes.push(k);
+    if (causes.length && c.rows.length > 1) {
+      var palette = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948'];
+      idleChildren.push(SS.stackedBars(c.rows.map(function (r) {
+        return { label: (r.rank !== undefined ? 'rank ' + r.rank : '') + (r.stream ? ' ' + r.stream : ''), values: causes.map(function (k) { return r[k]; }) };
+      }), causes.map(function (k, i) { return { name: k.replace(/_ns$/, ''), color: palette[i % palette.length] }; }), { labelW: 200 }));
+    }
+    idleChildren.push(SS.table(c.rows, null, 200));
+  });
+  root.appendChild(SS.section('Idle causes', idleChildren.length ? idleChildren : [SS.el('p', { text: 'none reported' })], 'summary-idle'));
+
+  var kern = SS.arraysIn(report.kernels, 'kernels');
+  root.appendChild(SS.section('Kernels', kern.map(function (c) { return SS.table(c.rows, null, 50); }), 'summary-kernels'));
+  var extra = [];
+  ['mfu', 'alignment', 'run'].forEach(function (k) {
+    if (report[k]) SS.arraysIn(report[k], k).forEach(function (c) { extra.push(SS.el('h4', { text: c.title }), SS.table(c.rows, null, 64)); });
+  });
+  root.appendChild(SS.section('Run, MFU and clock alignment', extra, 'summary-run'));
+  var warns = report.warnings || [];
+  root.appendChild(SS.section('Warnings (' + warns.length + ')', [SS.el('ul', {}, warns.map(function (w) {
+    return SS.el('li', { text: typeof w === 'string' ? w : JSON.stringify(w) });
+  }))], 'summary-warnings'));
+};
