@@ -1,0 +1,98 @@
+/*
+ * comm.h — the communicator API of the trainer (collectives between ranks).
+ *
+ * What it is for: data, tensor and pipeline parallelism exchange gradients,
+ * activations and parameters between rank processes. The model and schedules
+ * call this API; a backend implements it: shared memory between processes on
+ * one machine for the CPU backend (comm_shm.c), NCCL for CUDA (a later
+ * comm_nccl.c with the same functions behind `comm_backend`).
+ *
+ * How it is used:
+ *   - `comm_job_open` joins the job (all ranks of the world); `comm_group`
+ *     creates a sub-communicator (DP/TP/PP group...). Every member must create
+ *     the same groups in the same order, and issue operations on a group in the
+ *     same order (as with NCCL).
+ *   - Operations are *enqueued on a device stream* and run asynchronously in the
+ *     stream's order; completion is observed with events or stream_synchronize.
+ *     Errors (timeouts, a peer that aborted) become the stream's error.
+ *   - Reductions are sums, in a fixed rank order, so every member gets bitwise
+ *     identical results.
+ *   - Each operation writes a COLLECTIVE record (comm_id equal on all members,
+ *     per-communicator seq from 0, op, count, bytes, peer, stream, times) and its
+ *     HOST_OP record carries the same comm_id and seq.
+ * Hang safety: every wait has a timeout; a timed-out or aborted operation fails
+ * with a message naming the operation, the group and the rank.
+ */
+#ifndef STEPSCOPE_TRAINER_COMM_H
+#define STEPSCOPE_TRAINER_COMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "device.h"
+
+typedef struct comm_job comm_job;
+typedef struct comm comm;
+
+typedef enum comm_dtype { COMM_FLOAT32 = 1, COMM_FLOAT64 = 2 } comm_dtype;
+
+/* Group kinds (part of the shared-memory layout key, and the trace name). */
+typedef enum comm_kind {
+    COMM_KIND_WORLD = 0,
+    COMM_KIND_DP = 1,
+    COMM_KIND_TP = 2,
+    COMM_KIND_PP = 3,
+    COMM_KIND_EMBED = 4, /* first and last pipeline stage: tied embedding gradients */
+    COMM_KIND_COUNT = 5
+} comm_kind;
+
+typedef struct comm_job_options {
+    int rank, world;
+    const char *path;     /* shared segment (file); created by the launcher or rank 0 */
+    int create;           /* 1: this process creates and initializes the segment */
+    double timeout_s;     /* every wait gives up after this long */
+} comm_job_options;
+
+/* Size of the shared segment a job of `world` ranks needs (for the creator). */
+size_t comm_shm_segment_bytes(int world);
+/* Creates and initializes the segment file at path (the launcher calls this
+ * before forking). Returns 0 or -1 with a message. */
+int comm_shm_create(const char *path, int world, char *err, size_t errlen);
+
+comm_job *comm_job_open(const comm_job_options *opt, char *err, size_t errlen);
+void comm_job_close(comm_job *job);
+/* Marks the job aborted (every member's blocked wait fails quickly). */
+void comm_job_abort(comm_job *job, const char *why);
+/* Why the job was aborted by some rank ("" if not). */
+const char *comm_job_abort_reason(comm_job *job);
+/* Liveness for the launcher's watchdog: this rank's heartbeat now. */
+void comm_job_heartbeat(comm_job *job);
+/* Reads rank r's last heartbeat (CLOCK_MONOTONIC ns) from a mapped segment. */
+uint64_t comm_job_heartbeat_of(comm_job *job, int r);
+
+/* Sub-communicator over world ranks `ranks[0..n)` (sorted, including this
+ * rank). `name` ("dp", "tp", "pp", "embed", "world") names it in the trace. */
+comm *comm_group(comm_job *job, comm_kind kind, const char *name, const int *ranks, int n,
+                 char *err, size_t errlen);
+void comm_destroy(comm *c);
+int comm_rank(const comm *c);
+int comm_size(const comm *c);
+uint64_t comm_id(const comm *c);
+
+/* flags for p2p records */
+#define COMM_F_PIPELINE 0x4u
+
+/* In-place sum over the group; count elements of dtype. */
+int comm_allreduce(comm *c, dev_stream *s, void *buf, size_t count, comm_dtype dt);
+/* out[count] = sum over ranks of in[rank*count .. (rank+1)*count) (in has size*count). */
+int comm_reduce_scatter(comm *c, dev_stream *s, float *out, const float *in, size_t count);
+/* out[size*count] = concatenation of every rank's in[count] (in may alias its own slot of out). */
+int comm_allgather(comm *c, dev_stream *s, float *out, const float *in, size_t count);
+int comm_broadcast(comm *c, dev_stream *s, void *buf, size_t bytes, int root);
+/* Point-to-point within the group (peer is a group rank). Sends are buffered:
+ * a send completes once its bytes are in the peer's mailbox. */
+int comm_send(comm *c, dev_stream *s, const void *buf, size_t bytes, int peer, unsigned flags);
+int comm_recv(comm *c, dev_stream *s, void *buf, size_t bytes, int peer, unsigned flags);
+int comm_barrier(comm *c, dev_stream *s);
+
+#endif /* STEPSCOPE_TRAINER_COMM_H */

@@ -1,0 +1,716 @@
+/*
+ * comm_shm.c — the shared-memory communicator (comm.h) for the CPU backend.
+ *
+ * How it works: all ranks of a job on one machine map one file (in /dev/shm or
+ * a temporary directory) laid out as
+ *
+ *   [header: magic, world, abort flag and reason, one heartbeat per rank]
+ *   [group regions: COMM_KIND_COUNT x world regions, each a barrier and one
+ *    staging slot of SLOT_BYTES per world rank]
+ *   [mailboxes: world x world single-producer/single-consumer byte rings]
+ *
+ * A group's region is found without negotiation: kind x world + its lowest
+ * member rank (groups of one kind partition the ranks, so that is unique).
+ * Collectives proceed in chunks that fit a slot: every member copies its chunk
+ * into its slot, meets the others at a barrier, reads all slots and reduces
+ * them in rank order 0..n-1 (bitwise identical on every member), and meets them
+ * again before the slots are reused. Send/recv stream bytes through the ring of
+ * (src, dst): the sender blocks only while the ring is full.
+ *
+ * Waiting uses futexes on 32-bit words in the shared mapping (no PRIVATE flag,
+ * so they work across processes), after a short spin, in slices of at most
+ * 20 ms: every wait re-checks the job's abort flag and gives up at its
+ * deadline with a message naming the operation, the group and the rank.
+ *
+ * Operations run on CPU streams as `cpu_task`s (device_cpu.h); each writes its
+ * COLLECTIVE record from the task's `done` callback.
+ */
+#include "comm.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "device_cpu.h"
+#include "stepscope.h"
+
+#define SHM_MAGIC 0x4d48535043535453ull /* "STSCPSHM" */
+#define SHM_VERSION 1u
+#define SLOT_BYTES ((size_t)512 * 1024)
+#define RING_BYTES ((size_t)1024 * 1024)
+#define REGION_HEADER 128
+#define RING_HEADER 128
+#define MAX_WORLD 1024
+
+typedef struct shm_header {
+    uint64_t magic;
+    uint32_t version;
+    uint32_t world;
+    atomic_uint ready;
+    atomic_uint abort;
+    char abort_msg[480];
+    /* heartbeats follow at HEARTBEAT_OFFSET */
+} shm_header;
+
+#define HEARTBEAT_OFFSET 1024
+
+typedef struct region_header {
+    atomic_uint count;
+    atomic_uint gen;
+} region_header;
+
+typedef struct ring_header {
+    _Atomic uint64_t head; /* bytes written, by the sender */
+    _Atomic uint64_t tail; /* bytes read, by the receiver */
+    atomic_uint signal;    /* bumped on every change, futex word */
+} ring_header;
+
+struct comm_job {
+    int rank, world;
+    double timeout_s;
+    char *base;
+    size_t bytes;
+    char path[512];
+};
+
+struct comm {
+    comm_job *job;
+    comm_kind kind;
+    char name[16];
+    int *ranks; /* world ranks of the members */
+    int n, me;
+    uint64_t id;
+    uint64_t seq; /* next sequence number (host side, at enqueue) */
+    char *region;
+};
+
+/* ---- layout ----------------------------------------------------------------- */
+
+static size_t header_bytes(int world)
+{
+    size_t b = HEARTBEAT_OFFSET + 8 * (size_t)world;
+    return (b + 4095) & ~(size_t)4095;
+}
+static size_t region_bytes(int world) { return REGION_HEADER + SLOT_BYTES * (size_t)world; }
+static size_t ring_bytes(void) { return RING_HEADER + RING_BYTES; }
+
+size_t comm_shm_segment_bytes(int world)
+{
+    return header_bytes(world) + (size_t)COMM_KIND_COUNT * world * region_bytes(world) +
+           (size_t)world * world * ring_bytes();
+}
+
+static char *region_of(comm_job *j, comm_kind kind, int lowest)
+{
+    return j->base + header_bytes(j->world) +
+           ((size_t)kind * j->world + lowest) * region_bytes(j->world);
+}
+
+static char *ring_of(comm_job *j, int src, int dst)
+{
+    return j->base + header_bytes(j->world) +
+           (size_t)COMM_KIND_COUNT * j->world * region_bytes(j->world) +
+           ((size_t)src * j->world + dst) * ring_bytes();
+}
+
+static _Atomic uint64_t *heartbeat_slot(comm_job *j, int r)
+{
+    return (_Atomic uint64_t *)(j->base + HEARTBEAT_OFFSET + 8 * (size_t)r);
+}
+
+/* ---- waiting ----------------------------------------------------------------- */
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void futex_wait(atomic_uint *word, uint32_t seen, uint64_t max_ns)
+{
+    struct timespec ts = {.tv_sec = (time_t)(max_ns / 1000000000ull),
+                          .tv_nsec = (long)(max_ns % 1000000000ull)};
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT, seen, &ts, NULL, 0);
+}
+
+static void futex_wake(atomic_uint *word)
+{
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+static shm_header *hdr(comm_job *j) { return (shm_header *)j->base; }
+
+typedef int (*wait_cond)(void *arg);
+
+/* Waits until cond(arg) holds. `word` changes whenever the condition may have.
+ * Returns 0, -1 on timeout, -2 when the job was aborted. */
+static int wait_until(comm_job *j, atomic_uint *word, wait_cond cond, void *arg, uint64_t deadline)
+{
+    for (int spin = 0; spin < 64; spin++) {
+        if (cond(arg))
+            return 0;
+        sched_yield();
+    }
+    for (;;) {
+        uint32_t seen = atomic_load(word);
+        if (cond(arg))
+            return 0;
+        if (atomic_load(&hdr(j)->abort))
+            return -2;
+        uint64_t now = now_ns();
+        if (now >= deadline)
+            return -1;
+        uint64_t slice = deadline - now;
+        if (slice > 20000000ull)
+            slice = 20000000ull;
+        futex_wait(word, seen, slice);
+    }
+}
+
+static uint64_t deadline_of(comm_job *j) { return now_ns() + (uint64_t)(j->timeout_s * 1e9); }
+
+static int wait_failed(comm *c, int rc, const char *what, char *err, size_t errlen)
+{
+    if (rc == -2) {
+        snprintf(err, errlen, "%s on group %s (rank %d of %d, world rank %d): job aborted: %s", what,
+                 c->name, c->me, c->n, c->job->rank, hdr(c->job)->abort_msg);
+        return -1;
+    }
+    snprintf(err, errlen,
+             "%s on group %s (rank %d of %d, world rank %d): timed out after %.0f s waiting for "
+             "the other members",
+             what, c->name, c->me, c->n, c->job->rank, c->job->timeout_s);
+    comm_job_abort(c->job, err);
+    return -1;
+}
+
+/* ---- barrier ----------------------------------------------------------------- */
+
+typedef struct gen_wait {
+    atomic_uint *gen;
+    uint32_t seen;
+} gen_wait;
+
+static int gen_changed(void *arg)
+{
+    gen_wait *g = arg;
+    return atomic_load(g->gen) != g->seen;
+}
+
+static int region_barrier(comm *c, uint64_t deadline)
+{
+    if (c->n == 1)
+        return 0;
+    region_header *r = (region_header *)c->region;
+    uint32_t g = atomic_load(&r->gen);
+    if (atomic_fetch_add(&r->count, 1) == (unsigned)c->n - 1) {
+        atomic_store(&r->count, 0);
+        atomic_fetch_add(&r->gen, 1);
+        futex_wake(&r->gen);
+        return 0;
+    }
+    gen_wait w = {&r->gen, g};
+    return wait_until(c->job, &r->gen, gen_changed, &w, deadline);
+}
+
+static char *slot(comm *c, int k) { return c->region + REGION_HEADER + SLOT_BYTES * (size_t)k; }
+
+/* ---- the collectives (run on a stream worker) ------------------------------------ */
+
+enum { OP_ALLREDUCE, OP_REDUCE_SCATTER, OP_ALLGATHER, OP_BROADCAST, OP_SEND, OP_RECV, OP_BARRIER };
+
+static const char *op_text(int op)
+{
+    static const char *names[] = {"allreduce", "reduce_scatter", "allgather", "broadcast",
+                                  "send",      "recv",           "barrier"};
+    return names[op];
+}
+
+static int run_allreduce(comm *c, void *buf, size_t count, int dt, char *err, size_t errlen)
+{
+    size_t es = dt == COMM_FLOAT64 ? 8 : 4;
+    size_t chunk = SLOT_BYTES / es;
+    uint64_t deadline = deadline_of(c->job);
+    for (size_t off = 0; off < count; off += chunk) {
+        size_t n = count - off < chunk ? count - off : chunk;
+        memcpy(slot(c, c->me), (char *)buf + off * es, n * es);
+        int rc = region_barrier(c, deadline);
+        if (rc)
+            return wait_failed(c, rc, "allreduce", err, errlen);
+        if (dt == COMM_FLOAT64) {
+            double *out = (double *)buf + off;
+            for (size_t i = 0; i < n; i++) {
+                double acc = ((double *)slot(c, 0))[i];
+                for (int k = 1; k < c->n; k++)
+                    acc += ((double *)slot(c, k))[i];
+                out[i] = acc;
+            }
+        } else {
+            float *out = (float *)buf + off;
+            const float *s0 = (const float *)slot(c, 0);
+            for (size_t i = 0; i < n; i++)
+                out[i] = s0[i];
+            for (int k = 1; k < c->n; k++) {
+                const float *sk = (const float *)slot(c, k);
+                for (size_t i = 0; i < n; i++)
+                    out[i] += sk[i];
+            }
+        }
+        rc = region_barrier(c, deadline);
+        if (rc)
+            return wait_failed(c, rc, "allreduce", err, errlen);
+    }
+    return 0;
+}
+
+static int run_reduce_scatter(comm *c, float *out, const float *in, size_t count, char *err,
+                              size_t errlen)
+{
+    size_t sub = SLOT_BYTES / (4 * (size_t)c->n);
+    uint64_t deadline = deadline_of(c->job);
+    for (size_t off = 0; off < count; off += sub) {
+        size_t n = count - off < sub ? count - off : sub;
+        float *mine = (float *)slot(c, c->me);
+        for (int r = 0; r < c->n; r++)
+            memcpy(mine + (size_t)r * sub, in + (size_t)r * count + off, n * 4);
+        int rc = region_barrier(c, deadline);
+        if (rc)
+            return wait_failed(c, rc, "reduce_scatter", err, errlen);
+        const float *s0 = (const float *)slot(c, 0) + (size_t)c->me * sub;
+        for (size_t i = 0; i < n; i++)
+            out[off + i] = s0[i];
+        for (int k = 1; k < c->n; k++) {
+            const float *sk = (const float *)slot(c, k) + (size_t)c->me * sub;
+            for (size_t i = 0; i < n; i++)
+                out[off + i] += sk[i];
+        }
+        rc = region_barrier(c, deadline);
+        if (rc)
+            return wait_failed(c, rc, "reduce_scatter", err, errlen);
+    }
+    return 0;
+}
+
+static int run_allgather(comm *c, float *out, const float *in, size_t count, char *err,
+                         size_t errlen)
+{
+    size_t chunk = SLOT_BYTES / 4;
+    uint64_t deadline = deadline_of(c->job);
+    for (size_t off = 0; off < count; off += chunk) {
+        size_t n = count - off < chunk ? count - off : chunk;
+        memcpy(slot(c, c->me), in + off, n * 4);
+        int rc = region_barrier(c, deadline);
+        if (rc)
+            return wait_failed(c, rc, "allgather", err, errlen);
+        for (int k = 0; k < c->n; k++)
+            memcpy(out + (size_t)k * count + off, slot(c, k), n * 4);
+        rc = region_barrier(c, deadline);
+        if (rc)
+            return wait_failed(c, rc, "allgather", err, errlen);
+    }
+    return 0;
+}
+
+static int run_broadcast(comm *c, void *buf, size_t bytes, int root, char *err, size_t errlen)
+{
+    uint64_t deadline = deadline_of(c->job);
+    for (size_t off = 0; off < bytes; off += SLOT_BYTES) {
+        size_t n = bytes - off < SLOT_BYTES ? bytes - off : SLOT_BYTES;
+        if (c->me == root)
+            memcpy(slot(c, root), (char *)buf + off, n);
+        int rc = region_barrier(c, deadline);
+        if (rc)
+            return wait_failed(c, rc, "broadcast", err, errlen);
+        if (c->me != root)
+            memcpy((char *)buf + off, slot(c, root), n);
+        rc = region_barrier(c, deadline);
+        if (rc)
+            return wait_failed(c, rc, "broadcast", err, errlen);
+    }
+    return 0;
+}
+
+typedef struct ring_wait {
+    ring_header *r;
+    int sending;
+} ring_wait;
+
+static int ring_ready(void *arg)
+{
+    ring_wait *w = arg;
+    uint64_t head = atomic_load(&w->r->head), tail = atomic_load(&w->r->tail);
+    return w->sending ? head - tail < RING_BYTES : head != tail;
+}
+
+static int run_p2p(comm *c, void *buf, size_t bytes, int peer, int sending, char *err,
+                   size_t errlen)
+{
+    int src = sending ? c->job->rank : c->ranks[peer];
+    int dst = sending ? c->ranks[peer] : c->job->rank;
+    char *ring = ring_of(c->job, src, dst);
+    ring_header *r = (ring_header *)ring;
+    char *data = ring + RING_HEADER;
+    uint64_t deadline = deadline_of(c->job);
+    ring_wait w = {r, sending};
+    size_t done = 0;
+    while (done < bytes) {
+        int rc = wait_until(c->job, &r->signal, ring_ready, &w, deadline);
+        if (rc) {
+            char what[64];
+            snprintf(what, sizeof what, "%s %s peer %d", sending ? "send to" : "recv from",
+                     sending ? "" : "", c->ranks[peer]);
+            return wait_failed(c, rc, what, err, errlen);
+        }
+        uint64_t head = atomic_load(&r->head), tail = atomic_load(&r->tail);
+        size_t avail = sending ? RING_BYTES - (size_t)(head - tail) : (size_t)(head - tail);
+        uint64_t pos = sending ? head : tail;
+        size_t at = (size_t)(pos % RING_BYTES);
+        size_t n = bytes - done;
+        if (n > avail)
+            n = avail;
+        if (n > RING_BYTES - at)
+            n = RING_BYTES - at;
+        if (sending) {
+            memcpy(data + at, (const char *)buf + done, n);
+            atomic_store(&r->head, head + n);
+        } else {
+            memcpy((char *)buf + done, data + at, n);
+            atomic_store(&r->tail, tail + n);
+        }
+        atomic_fetch_add(&r->signal, 1);
+        futex_wake(&r->signal);
+        done += n;
+    }
+    return 0;
+}
+
+/* Task layout: ctx = comm; p[0] = buf/out, p[1] = in; i[0] = op, i[1] = count,
+ * i[2] = datatype, i[3] = peer/root, i[4] = flags, i[5] = bytes. */
+static int run_comm_task(cpu_task *t, char *err, size_t errlen)
+{
+    comm *c = t->ctx;
+    int op = (int)t->i[0];
+    size_t count = (size_t)t->i[1];
+    switch (op) {
+    case OP_ALLREDUCE:
+        return run_allreduce(c, t->p[0], count, (int)t->i[2], err, errlen);
+    case OP_REDUCE_SCATTER:
+        return run_reduce_scatter(c, t->p[0], t->p[1], count, err, errlen);
+    case OP_ALLGATHER:
+        return run_allgather(c, t->p[0], t->p[1], count, err, errlen);
+    case OP_BROADCAST:
+        return run_broadcast(c, t->p[0], count, (int)t->i[3], err, errlen);
+    case OP_SEND:
+        return run_p2p(c, t->p[0], count, (int)t->i[3], 1, err, errlen);
+    case OP_RECV:
+        return run_p2p(c, t->p[0], count, (int)t->i[3], 0, err, errlen);
+    case OP_BARRIER: {
+        int rc = region_barrier(c, deadline_of(c->job));
+        return rc ? wait_failed(c, rc, "barrier", err, errlen) : 0;
+    }
+    }
+    snprintf(err, errlen, "unknown communicator operation %d", op);
+    return -1;
+}
+
+static void comm_task_done(cpu_task *t, uint64_t start_ns, uint64_t end_ns)
+{
+    comm *c = t->ctx;
+    comm_job_heartbeat(c->job);
+    if (!stepscope_active())
+        return;
+    static const uint32_t coll_op[] = {STEPSCOPE_COLL_ALLREDUCE, STEPSCOPE_COLL_REDUCESCATTER,
+                                       STEPSCOPE_COLL_ALLGATHER, STEPSCOPE_COLL_BROADCAST,
+                                       STEPSCOPE_COLL_SEND,      STEPSCOPE_COLL_RECV,
+                                       STEPSCOPE_COLL_BARRIER};
+    int op = (int)t->i[0];
+    stepscope_record r;
+    memset(&r, 0, sizeof r);
+    r.kind = STEPSCOPE_REC_COLLECTIVE;
+    stepscope_collective *k = &r.u.collective;
+    k->start_ns = start_ns;
+    k->end_ns = end_ns;
+    k->comm_id = c->id;
+    k->seq = t->seq;
+    k->count = (uint64_t)t->i[1];
+    k->bytes = (uint64_t)t->i[5];
+    k->stream = t->stream_trace_id;
+    k->correlation_id = t->correlation;
+    k->op = coll_op[op];
+    k->datatype = t->i[2] == COMM_FLOAT64 ? STEPSCOPE_DT_FLOAT64
+                  : t->i[2] == COMM_FLOAT32 ? STEPSCOPE_DT_FLOAT32
+                                            : STEPSCOPE_DT_UINT8;
+    k->peer = (op == OP_SEND || op == OP_RECV || op == OP_BROADCAST) ? (int32_t)t->i[3] : -1;
+    k->comm_rank = (uint32_t)c->me;
+    k->comm_size = (uint32_t)c->n;
+    k->algorithm = stepscope_intern_current(op == OP_SEND || op == OP_RECV ? "shm-ring"
+                                                                           : "shm-slots");
+    k->flags = (uint32_t)t->i[4];
+    k->name = stepscope_intern_current(c->name);
+    stepscope_emit(&r);
+}
+
+static int enqueue_comm(comm *c, dev_stream *s, int op, void *p0, const void *p1, size_t count,
+                        int dt, int peer, unsigned flags, size_t bytes)
+{
+    static const char *host_names[] = {"allreduce", "reduce_scatter", "allgather", "broadcast",
+                                       "send",      "recv",           "barrier"};
+    cpu_task t = {0};
+    t.run = run_comm_task;
+    t.done = comm_task_done;
+    t.name = host_names[op];
+    t.category = STEPSCOPE_CAT_COMM;
+    t.bytes = bytes;
+    t.comm_id = c->id;
+    t.seq = c->seq++;
+    t.ctx = c;
+    t.p[0] = p0;
+    t.p[1] = (void *)p1;
+    t.i[0] = op;
+    t.i[1] = (int64_t)count;
+    t.i[2] = dt;
+    t.i[3] = peer;
+    t.i[4] = flags;
+    t.i[5] = (int64_t)bytes;
+    (void)op_text;
+    return cpu_stream_enqueue(s, &t);
+}
+
+int comm_allreduce(comm *c, dev_stream *s, void *buf, size_t count, comm_dtype dt)
+{
+    size_t es = dt == COMM_FLOAT64 ? 8 : 4;
+    return enqueue_comm(c, s, OP_ALLREDUCE, buf, NULL, count, dt, -1, 0, count * es);
+}
+
+int comm_reduce_scatter(comm *c, dev_stream *s, float *out, const float *in, size_t count)
+{
+    /* bytes as in the busbw formulas: the size of the full (input) buffer */
+    return enqueue_comm(c, s, OP_REDUCE_SCATTER, out, in, count, COMM_FLOAT32, -1, 0,
+                        count * 4 * (size_t)c->n);
+}
+
+int comm_allgather(comm *c, dev_stream *s, float *out, const float *in, size_t count)
+{
+    return enqueue_comm(c, s, OP_ALLGATHER, out, in, count, COMM_FLOAT32, -1, 0,
+                        count * 4 * (size_t)c->n);
+}
+
+int comm_broadcast(comm *c, dev_stream *s, void *buf, size_t bytes, int root)
+{
+    return enqueue_comm(c, s, OP_BROADCAST, buf, NULL, bytes, 0, root, 0, bytes);
+}
+
+int comm_send(comm *c, dev_stream *s, const void *buf, size_t bytes, int peer, unsigned flags)
+{
+    return enqueue_comm(c, s, OP_SEND, (void *)buf, NULL, bytes, 0, peer,
+                        STEPSCOPE_COLL_F_P2P | flags, bytes);
+}
+
+int comm_recv(comm *c, dev_stream *s, void *buf, size_t bytes, int peer, unsigned flags)
+{
+    return enqueue_comm(c, s, OP_RECV, buf, NULL, bytes, 0, peer, STEPSCOPE_COLL_F_P2P | flags,
+                        bytes);
+}
+
+int comm_barrier(comm *c, dev_stream *s)
+{
+    return enqueue_comm(c, s, OP_BARRIER, NULL, NULL, 0, 0, -1, 0, 0);
+}
+
+/* ---- job and groups ---------------------------------------------------------------- */
+
+int comm_shm_create(const char *path, int world, char *err, size_t errlen)
+{
+    if (world < 1 || world > MAX_WORLD) {
+        snprintf(err, errlen, "world size %d out of range 1..%d", world, MAX_WORLD);
+        return -1;
+    }
+    char tmp[600];
+    snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
+    int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot create shared segment %s: %s", tmp, strerror(errno));
+        return -1;
+    }
+    size_t bytes = comm_shm_segment_bytes(world);
+    if (ftruncate(fd, (off_t)bytes) != 0) {
+        snprintf(err, errlen, "cannot size shared segment %s to %zu bytes: %s", tmp, bytes,
+                 strerror(errno));
+        close(fd);
+        unlink(tmp);
+        return -1;
+    }
+    shm_header h;
+    memset(&h, 0, sizeof h);
+    h.magic = SHM_MAGIC;
+    h.version = SHM_VERSION;
+    h.world = (uint32_t)world;
+    atomic_store(&h.ready, 1);
+    if (pwrite(fd, &h, sizeof h, 0) != (ssize_t)sizeof h) {
+        snprintf(err, errlen, "cannot write shared segment %s: %s", tmp, strerror(errno));
+        close(fd);
+        unlink(tmp);
+        return -1;
+    }
+    close(fd);
+    if (rename(tmp, path) != 0) {
+        snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+comm_job *comm_job_open(const comm_job_options *opt, char *err, size_t errlen)
+{
+    if (opt->create && comm_shm_create(opt->path, opt->world, err, errlen) != 0)
+        return NULL;
+    size_t bytes = comm_shm_segment_bytes(opt->world);
+    uint64_t deadline = now_ns() + (uint64_t)(opt->timeout_s * 1e9);
+    int fd = -1;
+    for (;;) {
+        fd = open(opt->path, O_RDWR);
+        if (fd >= 0) {
+            struct stat st;
+            if (fstat(fd, &st) == 0 && (size_t)st.st_size == bytes)
+                break;
+            close(fd);
+            fd = -1;
+        }
+        if (now_ns() > deadline) {
+            snprintf(err, errlen,
+                     "rank %d: shared segment %s did not appear (or has the wrong size for "
+                     "world %d) within %.0f s",
+                     opt->rank, opt->path, opt->world, opt->timeout_s);
+            return NULL;
+        }
+        usleep(10000);
+    }
+    void *base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (base == MAP_FAILED) {
+        snprintf(err, errlen, "cannot map shared segment %s: %s", opt->path, strerror(errno));
+        return NULL;
+    }
+    shm_header *h = base;
+    if (h->magic != SHM_MAGIC || h->version != SHM_VERSION || h->world != (uint32_t)opt->world) {
+        snprintf(err, errlen, "shared segment %s is not a stepscope segment for world %d",
+                 opt->path, opt->world);
+        munmap(base, bytes);
+        return NULL;
+    }
+    comm_job *j = calloc(1, sizeof *j);
+    if (!j) {
+        snprintf(err, errlen, "out of memory");
+        munmap(base, bytes);
+        return NULL;
+    }
+    j->rank = opt->rank;
+    j->world = opt->world;
+    j->timeout_s = opt->timeout_s;
+    j->base = base;
+    j->bytes = bytes;
+    snprintf(j->path, sizeof j->path, "%s", opt->path);
+    comm_job_heartbeat(j);
+    return j;
+}
+
+void comm_job_close(comm_job *job)
+{
+    if (!job)
+        return;
+    munmap(job->base, job->bytes);
+    free(job);
+}
+
+void comm_job_abort(comm_job *job, const char *why)
+{
+    shm_header *h = hdr(job);
+    unsigned expected = 0;
+    if (atomic_compare_exchange_strong(&h->abort, &expected, 2)) {
+        snprintf(h->abort_msg, sizeof h->abort_msg, "rank %d: %s", job->rank, why);
+        atomic_store(&h->abort, 1);
+    }
+}
+
+const char *comm_job_abort_reason(comm_job *job)
+{
+    return atomic_load(&hdr(job)->abort) == 1 ? hdr(job)->abort_msg : "";
+}
+
+void comm_job_heartbeat(comm_job *job) { atomic_store(heartbeat_slot(job, job->rank), now_ns()); }
+
+uint64_t comm_job_heartbeat_of(comm_job *job, int r) { return atomic_load(heartbeat_slot(job, r)); }
+
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+comm *comm_group(comm_job *job, comm_kind kind, const char *name, const int *ranks, int n,
+                 char *err, size_t errlen)
+{
+    int me = -1;
+    for (int k = 0; k < n; k++) {
+        if (ranks[k] < 0 || ranks[k] >= job->world || (k > 0 && ranks[k] <= ranks[k - 1])) {
+            snprintf(err, errlen, "group %s: member ranks must be sorted world ranks", name);
+            return NULL;
+        }
+        if (ranks[k] == job->rank)
+            me = k;
+    }
+    if (me < 0) {
+        snprintf(err, errlen, "group %s: rank %d is not a member", name, job->rank);
+        return NULL;
+    }
+    comm *c = calloc(1, sizeof *c);
+    int *copy = malloc(sizeof(int) * (size_t)n);
+    if (!c || !copy) {
+        free(c);
+        free(copy);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    memcpy(copy, ranks, sizeof(int) * (size_t)n);
+    c->job = job;
+    c->kind = kind;
+    snprintf(c->name, sizeof c->name, "%s", name);
+    c->ranks = copy;
+    c->n = n;
+    c->me = me;
+    uint64_t h = 0xcbf29ce484222325ull;
+    h = fnv1a(h, name, strlen(name));
+    h = fnv1a(h, ranks, sizeof(int) * (size_t)n);
+    c->id = h;
+    c->region = region_of(job, kind, ranks[0]);
+    return c;
+}
+
+void comm_destroy(comm *c)
+{
+    if (!c)
+        return;
+    free(c->ranks);
+    free(c);
+}
+
+int comm_rank(const comm *c) { return c->me; }
+int comm_size(const comm *c) { return c->n; }
+uint64_t comm_id(const comm *c) { return c->id; }

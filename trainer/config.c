@@ -1,0 +1,556 @@
+/*
+ * config.c — option parsing, model presets and validation for stepscope-train.
+ *
+ * How it works: every option is a row of one table (name, kind, where it is
+ * stored, help text); the parser, the help text and the JSON dump all walk
+ * that table, so --help cannot drift from what is parsed. Presets set the
+ * model shape first; explicit --layers/--hidden/... override them.
+ * Validation checks the whole configuration at once, before any process,
+ * thread or buffer exists, and names the offending option.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum { OPT_INT, OPT_DOUBLE, OPT_STRING, OPT_FLAG, OPT_ONOFF, OPT_U64, OPT_SPECIAL } opt_kind;
+
+typedef struct opt_row {
+    const char *name;
+    opt_kind kind;
+    size_t offset;
+    size_t size; /* for strings */
+    const char *arg;
+    const char *help;
+    int hidden;
+} opt_row;
+
+#define OFF(f) offsetof(train_config, f)
+#define SZ(f) sizeof(((train_config *)0)->f)
+
+static const opt_row rows[] = {
+    {"model", OPT_SPECIAL, 0, 0, "NAME",
+     "model preset: tiny (2 layers, 64 hidden, 4 heads), gpt2-124m, gpt2-350m, gpt2-774m, "
+     "gpt2-1.5b [tiny]", 0},
+    {"layers", OPT_INT, OFF(layers), 0, "N", "transformer blocks (overrides the preset)", 0},
+    {"hidden", OPT_INT, OFF(hidden), 0, "C", "model width (overrides the preset)", 0},
+    {"heads", OPT_INT, OFF(heads), 0, "H", "attention heads (overrides the preset)", 0},
+    {"seq", OPT_INT, OFF(seq), 0, "T", "sequence length [tiny: 64, gpt2-*: 1024]", 0},
+    {"vocab", OPT_SPECIAL, 0, 0, "V",
+     "vocabulary size [tiny: the data's vocabulary; gpt2-*: 50257]", 0},
+    {"world", OPT_SPECIAL, 0, 0, "N",
+     "rank processes to start on this machine (or WORLD_SIZE under an outside launcher) [1]", 0},
+    {"dp", OPT_INT, OFF(dp), 0, "D", "data-parallel degree [world/(tp*pp)]", 0},
+    {"tp", OPT_INT, OFF(tp), 0, "T", "tensor-parallel degree (Megatron column/row) [1]", 0},
+    {"pp", OPT_INT, OFF(pp), 0, "P", "pipeline-parallel stages [1]", 0},
+    {"sp", OPT_FLAG, OFF(sp), 0, NULL, "sequence parallelism inside the TP group", 0},
+    {"schedule", OPT_SPECIAL, 0, 0, "afab|1f1b", "pipeline schedule [1f1b]", 0},
+    {"microbatches", OPT_SPECIAL, 0, 0, "M",
+     "micro-batches per DP rank (gradient accumulation; pipeline micro-batches) [1, or 2*pp "
+     "with pp > 1]", 0},
+    {"batch", OPT_INT, OFF(batch), 0, "B", "global batch in sequences per optimizer step [8]", 0},
+    {"zero", OPT_INT, OFF(zero), 0, "0|1",
+     "ZeRO stage: 1 shards the AdamW state over the DP group [0]", 0},
+    {"recompute", OPT_SPECIAL, 0, 0, "none|selective|full",
+     "activation recomputation: selective recomputes attention, full whole blocks [none]", 0},
+    {"bucket-mb", OPT_DOUBLE, OFF(bucket_mb), 0, "MB", "DP gradient bucket size in MiB [1]", 0},
+    {"overlap", OPT_ONOFF, OFF(overlap), 0, "on|off",
+     "overlap the DP bucket all-reduce with backward [on]", 0},
+    {"steps", OPT_INT, OFF(steps), 0, "K", "optimizer steps [20]", 0},
+    {"seed", OPT_U64, OFF(seed), 0, "S", "random seed for weights and data order [1337]", 0},
+    {"lr", OPT_DOUBLE, OFF(lr), 0, "X", "peak learning rate [1e-3]", 0},
+    {"min-lr-ratio", OPT_DOUBLE, OFF(min_lr_ratio), 0, "X",
+     "cosine schedule floor as a fraction of --lr [0.1]", 0},
+    {"warmup", OPT_SPECIAL, 0, 0, "N", "linear warmup steps [steps/10]", 0},
+    {"weight-decay", OPT_DOUBLE, OFF(weight_decay), 0, "X",
+     "AdamW weight decay on matrices and embeddings [0.1]", 0},
+    {"grad-clip", OPT_DOUBLE, OFF(grad_clip), 0, "X",
+     "clip the global gradient norm to X (0: off) [1.0]", 0},
+    {"backend", OPT_STRING, OFF(backend), SZ(backend), "cpu|cuda|auto",
+     "compute backend; auto picks cpu when no GPU backend is built [auto]", 0},
+    {"data", OPT_STRING, OFF(data), SZ(data), "FILE",
+     "training text or token file [a small built-in corpus]", 0},
+    {"log", OPT_STRING, OFF(log), SZ(log), "FILE",
+     "write one JSON object per step (step, loss, step_ms, tokens_per_s, mfu, ...)", 0},
+    {"trace", OPT_STRING, OFF(trace), SZ(trace), "DIR",
+     "write a stepscope run directory (one rank-NNNNN.trace.zst per rank)", 0},
+    {"profile-steps", OPT_SPECIAL, 0, 0, "A:B", "trace only steps A..B (inclusive) [all]", 0},
+    {"peak-tflops", OPT_DOUBLE, OFF(peak_tflops), 0, "X",
+     "peak TFLOP/s of one rank's device for MFU [cpu: 0.1, i.e. one core, 8-wide fp32 FMA at "
+     "~3 GHz]", 0},
+    {"watchdog-s", OPT_DOUBLE, OFF(watchdog_s), 0, "S",
+     "a rank silent this long (or a communication wait this long) is a hang [60]", 0},
+    {"quiet", OPT_FLAG, OFF(quiet), 0, NULL, "print only the final summary", 0},
+    {"debug-die-rank", OPT_INT, OFF(debug_die_rank), 0, "R", "testing: rank R kills itself", 1},
+    {"debug-die-step", OPT_INT, OFF(debug_die_step), 0, "S", "testing: ... at step S", 1},
+    {"debug-hang-rank", OPT_INT, OFF(debug_hang_rank), 0, "R", "testing: rank R stops", 1},
+    {"debug-hang-step", OPT_INT, OFF(debug_hang_step), 0, "S", "testing: ... at step S", 1},
+    {"debug-print-params", OPT_FLAG, OFF(debug_print_params), 0, NULL,
+     "testing: print a checksum of the parameters at the end", 1},
+};
+
+static void set_err(char *err, size_t n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, n, fmt, ap);
+    va_end(ap);
+}
+
+typedef struct preset {
+    const char *name;
+    int layers, hidden, heads, seq, vocab;
+} preset;
+
+static const preset presets[] = {
+    {"tiny", 2, 64, 4, 64, 0},
+    {"gpt2-124m", 12, 768, 12, 1024, 50257},
+    {"gpt2-350m", 24, 1024, 16, 1024, 50257},
+    {"gpt2-774m", 36, 1280, 20, 1024, 50257},
+    {"gpt2-1.5b", 48, 1600, 25, 1024, 50257},
+};
+
+static int apply_preset(train_config *c, const char *name)
+{
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
+        if (!strcmp(presets[i].name, name)) {
+            snprintf(c->model, sizeof c->model, "%s", name);
+            c->layers = presets[i].layers;
+            c->hidden = presets[i].hidden;
+            c->heads = presets[i].heads;
+            c->seq = presets[i].seq;
+            c->max_seq = presets[i].seq;
+            c->vocab = presets[i].vocab;
+            c->vocab_given = presets[i].vocab > 0;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static void defaults(train_config *c)
+{
+    memset(c, 0, sizeof *c);
+    apply_preset(c, "tiny");
+    c->world = 1;
+    c->dp = 0; /* derived */
+    c->tp = 1;
+    c->pp = 1;
+    c->schedule = SCHED_1F1B;
+    c->recompute = RECOMPUTE_NONE;
+    c->bucket_mb = 1.0;
+    c->overlap = 1;
+    c->batch = 8;
+    c->microbatches = 1;
+    c->steps = 20;
+    c->seed = 1337;
+    c->lr = 1e-3;
+    c->min_lr_ratio = 0.1;
+    c->weight_decay = 0.1;
+    c->grad_clip = 1.0;
+    c->beta1 = 0.9;
+    c->beta2 = 0.95;
+    c->eps = 1e-8;
+    snprintf(c->backend, sizeof c->backend, "auto");
+    c->profile_first = -1;
+    c->profile_last = -1;
+    c->watchdog_s = 60;
+    c->debug_die_rank = -1;
+    c->debug_die_step = -1;
+    c->debug_hang_rank = -1;
+    c->debug_hang_step = -1;
+}
+
+static int parse_int(const char *s, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < -2147483647L || v > 2147483647L)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int parse_double(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_special(train_config *c, const char *name, const char *v, char *err, size_t n)
+{
+    if (!strcmp(name, "model")) {
+        /* the shape of the preset; explicit shape options given earlier are re-applied by
+         * the caller's second pass */
+        if (apply_preset(c, v) != 0) {
+            set_err(err, n, "--model %s: unknown preset (tiny, gpt2-124m, gpt2-350m, gpt2-774m, gpt2-1.5b)", v);
+            return -1;
+        }
+        return 0;
+    }
+    if (!strcmp(name, "vocab")) {
+        if (parse_int(v, &c->vocab) != 0) {
+            set_err(err, n, "--vocab %s: not an integer", v);
+            return -1;
+        }
+        c->vocab_given = 1;
+        return 0;
+    }
+    if (!strcmp(name, "world")) {
+        if (parse_int(v, &c->world) != 0) {
+            set_err(err, n, "--world %s: not an integer", v);
+            return -1;
+        }
+        c->world_given = 1;
+        return 0;
+    }
+    if (!strcmp(name, "microbatches")) {
+        if (parse_int(v, &c->microbatches) != 0) {
+            set_err(err, n, "--microbatches %s: not an integer", v);
+            return -1;
+        }
+        c->microbatches_given = 1;
+        return 0;
+    }
+    if (!strcmp(name, "warmup")) {
+        if (parse_int(v, &c->warmup) != 0) {
+            set_err(err, n, "--warmup %s: not an integer", v);
+            return -1;
+        }
+        c->warmup_given = 1;
+        return 0;
+    }
+    if (!strcmp(name, "schedule")) {
+        if (!strcmp(v, "afab"))
+            c->schedule = SCHED_AFAB;
+        else if (!strcmp(v, "1f1b"))
+            c->schedule = SCHED_1F1B;
+        else {
+            set_err(err, n, "--schedule %s: expected afab or 1f1b", v);
+            return -1;
+        }
+        return 0;
+    }
+    if (!strcmp(name, "recompute")) {
+        if (!strcmp(v, "none"))
+            c->recompute = RECOMPUTE_NONE;
+        else if (!strcmp(v, "selective"))
+            c->recompute = RECOMPUTE_SELECTIVE;
+        else if (!strcmp(v, "full"))
+            c->recompute = RECOMPUTE_FULL;
+        else {
+            set_err(err, n, "--recompute %s: expected none, selective or full", v);
+            return -1;
+        }
+        return 0;
+    }
+    if (!strcmp(name, "profile-steps")) {
+        int a, b;
+        char tail;
+        if (sscanf(v, "%d:%d%c", &a, &b, &tail) != 2 || a < 0 || b < a) {
+            set_err(err, n, "--profile-steps %s: expected A:B with 0 <= A <= B", v);
+            return -1;
+        }
+        c->profile_first = a;
+        c->profile_last = b;
+        return 0;
+    }
+    set_err(err, n, "internal: unhandled option --%s", name);
+    return -1;
+}
+
+static const opt_row *find_row(const char *name, size_t len)
+{
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        if (strlen(rows[i].name) == len && !strncmp(rows[i].name, name, len))
+            return &rows[i];
+    return NULL;
+}
+
+/* One pass over argv; `only_model` applies --model alone (first pass), otherwise
+ * everything but --model (second pass), so explicit shape options win. */
+static int parse_pass(train_config *c, int argc, char **argv, int only_model, char *err, size_t n)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h"))
+            return 1;
+        if (strncmp(a, "--", 2) != 0) {
+            set_err(err, n, "unexpected argument '%s' (options start with --; see --help)", a);
+            return -1;
+        }
+        const char *name = a + 2;
+        const char *eq = strchr(name, '=');
+        size_t len = eq ? (size_t)(eq - name) : strlen(name);
+        const opt_row *r = find_row(name, len);
+        if (!r) {
+            set_err(err, n, "unknown option '%s' (see --help)", a);
+            return -1;
+        }
+        const char *v = NULL;
+        if (r->kind != OPT_FLAG) {
+            if (eq)
+                v = eq + 1;
+            else if (i + 1 < argc)
+                v = argv[++i];
+            else {
+                set_err(err, n, "--%s needs a value (%s)", r->name, r->arg);
+                return -1;
+            }
+        } else if (eq) {
+            set_err(err, n, "--%s takes no value", r->name);
+            return -1;
+        }
+        int is_model = !strcmp(r->name, "model");
+        if (only_model != is_model)
+            continue;
+        char *field = (char *)c + r->offset;
+        switch (r->kind) {
+        case OPT_INT:
+            if (parse_int(v, (int *)field) != 0) {
+                set_err(err, n, "--%s %s: not an integer", r->name, v);
+                return -1;
+            }
+            break;
+        case OPT_U64: {
+            char *end;
+            errno = 0;
+            unsigned long long u = strtoull(v, &end, 10);
+            if (errno || end == v || *end) {
+                set_err(err, n, "--%s %s: not a non-negative integer", r->name, v);
+                return -1;
+            }
+            *(unsigned long long *)field = u;
+            break;
+        }
+        case OPT_DOUBLE:
+            if (parse_double(v, (double *)field) != 0) {
+                set_err(err, n, "--%s %s: not a number", r->name, v);
+                return -1;
+            }
+            break;
+        case OPT_STRING:
+            if (strlen(v) >= r->size) {
+                set_err(err, n, "--%s: value too long", r->name);
+                return -1;
+            }
+            snprintf(field, r->size, "%s", v);
+            break;
+        case OPT_FLAG:
+            *(int *)field = 1;
+            break;
+        case OPT_ONOFF:
+            if (!strcmp(v, "on"))
+                *(int *)field = 1;
+            else if (!strcmp(v, "off"))
+                *(int *)field = 0;
+            else {
+                set_err(err, n, "--%s %s: expected on or off", r->name, v);
+                return -1;
+            }
+            break;
+        case OPT_SPECIAL:
+            if (parse_special(c, r->name, v, err, n) != 0)
+                return -1;
+            break;
+        }
+    }
+    return 0;
+}
+
+int config_parse(train_config *c, int argc, char **argv, char *err, size_t n)
+{
+    defaults(c);
+    int rc = parse_pass(c, argc, argv, 1, err, n);
+    if (rc == 1) {
+        config_print_help();
+        return 1;
+    }
+    if (rc != 0)
+        return -1;
+    rc = parse_pass(c, argc, argv, 0, err, n);
+    if (rc == 1) {
+        config_print_help();
+        return 1;
+    }
+    if (rc != 0)
+        return -1;
+    /* an outside launcher gives the world size */
+    const char *ws = getenv("WORLD_SIZE");
+    if (!c->world_given && ws && getenv("RANK")) {
+        int w;
+        if (parse_int(ws, &w) == 0)
+            c->world = w;
+    }
+    if (c->dp == 0 && c->tp > 0 && c->pp > 0)
+        c->dp = c->world / (c->tp * c->pp) > 0 ? c->world / (c->tp * c->pp) : 1;
+    if (!c->microbatches_given && c->pp > 1)
+        c->microbatches = 2 * c->pp;
+    if (!c->warmup_given)
+        c->warmup = c->steps / 10;
+    if (c->seq > c->max_seq)
+        c->max_seq = c->seq;
+    return 0;
+}
+
+int config_micro_batch(const train_config *c)
+{
+    int div = c->dp * c->microbatches;
+    return div > 0 ? c->batch / div : 0;
+}
+
+int config_padded_vocab(const train_config *c) { return (c->vocab + 63) / 64 * 64; }
+
+int config_validate(const train_config *c, char *err, size_t n)
+{
+#define REQUIRE(cond, ...)                                                                         \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            set_err(err, n, __VA_ARGS__);                                                          \
+            return -1;                                                                             \
+        }                                                                                          \
+    } while (0)
+    REQUIRE(c->world >= 1 && c->world <= 64, "--world %d: must be between 1 and 64", c->world);
+    REQUIRE(c->dp >= 1, "--dp %d: must be at least 1", c->dp);
+    REQUIRE(c->tp >= 1, "--tp %d: must be at least 1", c->tp);
+    REQUIRE(c->pp >= 1, "--pp %d: must be at least 1", c->pp);
+    REQUIRE((long)c->dp * c->tp * c->pp == c->world,
+            "--dp %d x --tp %d x --pp %d = %ld does not equal --world %d", c->dp, c->tp, c->pp,
+            (long)c->dp * c->tp * c->pp, c->world);
+    REQUIRE(c->layers >= 1, "--layers %d: must be at least 1", c->layers);
+    REQUIRE(c->hidden >= 1, "--hidden %d: must be at least 1", c->hidden);
+    REQUIRE(c->heads >= 1, "--heads %d: must be at least 1", c->heads);
+    REQUIRE(c->hidden % c->heads == 0, "--hidden %d is not divisible by --heads %d", c->hidden,
+            c->heads);
+    REQUIRE(c->heads % c->tp == 0, "--heads %d is not divisible by --tp %d", c->heads, c->tp);
+    REQUIRE(c->layers % c->pp == 0, "--layers %d is not divisible by --pp %d", c->layers, c->pp);
+    REQUIRE(c->seq >= 1, "--seq %d: must be at least 1", c->seq);
+    REQUIRE(c->seq <= c->max_seq, "--seq %d exceeds the model's %d positions", c->seq, c->max_seq);
+    REQUIRE(!c->vocab_given || (c->vocab >= 2 && c->vocab <= 1 << 24),
+            "--vocab %d: must be between 2 and 16777216", c->vocab);
+    REQUIRE(c->batch >= 1, "--batch %d: must be at least 1", c->batch);
+    REQUIRE(c->microbatches >= 1, "--microbatches %d: must be at least 1", c->microbatches);
+    REQUIRE(c->batch % (c->dp * c->microbatches) == 0,
+            "--batch %d is not divisible by --dp %d x --microbatches %d = %d", c->batch, c->dp,
+            c->microbatches, c->dp * c->microbatches);
+    int mb = config_micro_batch(c);
+    REQUIRE(!c->sp || ((long)mb * c->seq) % c->tp == 0,
+            "--sp: the micro-batch's %d tokens are not divisible by --tp %d", mb * c->seq, c->tp);
+    REQUIRE(c->zero == 0 || c->zero == 1, "--zero %d: only stages 0 and 1 are implemented",
+            c->zero);
+    REQUIRE(c->bucket_mb > 0, "--bucket-mb %g: must be positive", c->bucket_mb);
+    REQUIRE(c->steps >= 0, "--steps %d: must not be negative", c->steps);
+    REQUIRE(c->lr >= 0, "--lr %g: must not be negative", c->lr);
+    REQUIRE(c->min_lr_ratio >= 0 && c->min_lr_ratio <= 1, "--min-lr-ratio %g: must be in [0,1]",
+            c->min_lr_ratio);
+    REQUIRE(c->warmup >= 0, "--warmup %d: must not be negative", c->warmup);
+    REQUIRE(c->weight_decay >= 0, "--weight-decay %g: must not be negative", c->weight_decay);
+    REQUIRE(c->grad_clip >= 0, "--grad-clip %g: must not be negative", c->grad_clip);
+    REQUIRE(c->watchdog_s > 0, "--watchdog-s %g: must be positive", c->watchdog_s);
+    REQUIRE(c->peak_tflops >= 0, "--peak-tflops %g: must not be negative", c->peak_tflops);
+    REQUIRE(!strcmp(c->backend, "cpu") || !strcmp(c->backend, "auto") ||
+                !strcmp(c->backend, "cuda"),
+            "--backend %s: expected cpu, cuda or auto", c->backend);
+    REQUIRE(strcmp(c->backend, "cuda") != 0,
+            "--backend cuda: the CUDA backend is not built into this binary (use cpu or auto)");
+    REQUIRE(c->debug_die_rank < c->world, "--debug-die-rank %d: no such rank", c->debug_die_rank);
+    REQUIRE(c->debug_hang_rank < c->world, "--debug-hang-rank %d: no such rank",
+            c->debug_hang_rank);
+    return 0;
+#undef REQUIRE
+}
+
+/* ---- JSON ------------------------------------------------------------------------ */
+
+static void json_string(char *buf, size_t n, size_t *at, const char *s)
+{
+    *at += (size_t)snprintf(buf + *at, *at < n ? n - *at : 0, "\"");
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            *at += (size_t)snprintf(buf + *at, *at < n ? n - *at : 0, "\\%c", ch);
+        else if (ch < 0x20)
+            *at += (size_t)snprintf(buf + *at, *at < n ? n - *at : 0, "\\u%04x", ch);
+        else
+            *at += (size_t)snprintf(buf + *at, *at < n ? n - *at : 0, "%c", ch);
+    }
+    *at += (size_t)snprintf(buf + *at, *at < n ? n - *at : 0, "\"");
+}
+
+char *config_to_json(const train_config *c)
+{
+    size_t n = 8192;
+    char *b = malloc(n);
+    if (!b)
+        return NULL;
+    size_t at = 0;
+    static const char *rec[] = {"none", "selective", "full"};
+#define OUT(...) at += (size_t)snprintf(b + at, at < n ? n - at : 0, __VA_ARGS__)
+    OUT("{\"model\":");
+    json_string(b, n, &at, c->model);
+    OUT(",\"layers\":%d,\"hidden\":%d,\"heads\":%d,\"seq\":%d,\"vocab\":%d,\"padded_vocab\":%d",
+        c->layers, c->hidden, c->heads, c->seq, c->vocab, config_padded_vocab(c));
+    OUT(",\"world\":%d,\"dp\":%d,\"tp\":%d,\"pp\":%d,\"cp\":1,\"sp\":%s", c->world, c->dp, c->tp,
+        c->pp, c->sp ? "true" : "false");
+    OUT(",\"schedule\":\"%s\",\"zero\":%d,\"recompute\":\"%s\",\"bucket_mb\":%g,\"overlap\":%s",
+        c->schedule == SCHED_AFAB ? "afab" : "1f1b", c->zero, rec[c->recompute], c->bucket_mb,
+        c->overlap ? "true" : "false");
+    OUT(",\"batch\":%d,\"microbatches\":%d,\"micro_batch\":%d", c->batch, c->microbatches,
+        config_micro_batch(c));
+    OUT(",\"steps\":%d,\"seed\":%llu,\"lr\":%g,\"min_lr_ratio\":%g,\"warmup\":%d", c->steps,
+        c->seed, c->lr, c->min_lr_ratio, c->warmup);
+    OUT(",\"weight_decay\":%g,\"grad_clip\":%g,\"beta1\":%g,\"beta2\":%g,\"eps\":%g",
+        c->weight_decay, c->grad_clip, c->beta1, c->beta2, c->eps);
+    OUT(",\"backend\":");
+    json_string(b, n, &at, c->backend);
+    OUT(",\"data\":");
+    json_string(b, n, &at, c->data[0] ? c->data : "(built-in corpus)");
+    OUT(",\"profile_steps\":");
+    if (c->profile_first >= 0)
+        OUT("[%d,%d]", c->profile_first, c->profile_last);
+    else
+        OUT("null");
+    OUT(",\"peak_tflops\":%g,\"watchdog_s\":%g}", c->peak_tflops, c->watchdog_s);
+#undef OUT
+    if (at >= n) {
+        free(b);
+        return NULL;
+    }
+    return b;
+}
+
+void config_print_help(void)
+{
+    printf("usage: stepscope-train [options]\n\n"
+           "Trains a GPT-2-style model (pre-LN blocks, causal attention, GELU MLP, tied LM head)\n"
+           "with AdamW, on one or more rank processes, and optionally traces it.\n\n"
+           "  --world N starts N rank processes on this machine (a launcher that stops all ranks\n"
+           "  if one dies or hangs). Under an outside launcher (RANK, WORLD_SIZE, LOCAL_RANK,\n"
+           "  MASTER_ADDR, MASTER_PORT set) each process runs one rank; the ranks meet in a\n"
+           "  shared-memory segment keyed by MASTER_PORT, so they must share one machine.\n"
+           "  The grid is world = dp x pp x tp with tp varying fastest.\n"
+           "  Embeddings, the final LayerNorm and the LM head are replicated across TP ranks.\n\n"
+           "options:\n");
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        if (rows[i].hidden)
+            continue;
+        char left[64];
+        snprintf(left, sizeof left, "--%s%s%s", rows[i].name, rows[i].arg ? " " : "",
+                 rows[i].arg ? rows[i].arg : "");
+        printf("  %-26s %s\n", left, rows[i].help);
+    }
+    printf("  %-26s %s\n", "--help", "this text");
+    printf("\nPer step, rank 0 prints loss, step time, tokens/s and MFU = model FLOPs per step /\n"
+           "(step time x peak x world), model FLOPs = 6 x parameters x tokens + 12 x layers x\n"
+           "hidden x seq x tokens. Exit status: 0 success, 1 a run-time failure (a rank died,\n"
+           "hung or failed), 2 a bad configuration or usage.\n");
+}

@@ -1,0 +1,73 @@
+/*
+ * config.h — the trainer's configuration: command-line options, model presets,
+ * the parallel grid, and the validation that runs before anything starts.
+ *
+ * How it works: `config_parse` fills a `train_config` from argv (defaults
+ * first, then a preset, then explicit overrides), `config_validate` checks every
+ * constraint and names the offending option in its message, and
+ * `config_to_json` writes the full configuration for the trace header.
+ */
+#ifndef STEPSCOPE_TRAINER_CONFIG_H
+#define STEPSCOPE_TRAINER_CONFIG_H
+
+#include <stddef.h>
+
+typedef enum { SCHED_AFAB = 0, SCHED_1F1B = 1 } schedule_kind;
+typedef enum { RECOMPUTE_NONE = 0, RECOMPUTE_SELECTIVE = 1, RECOMPUTE_FULL = 2 } recompute_kind;
+
+typedef struct train_config {
+    /* model */
+    char model[32];
+    int layers, hidden, heads, seq, vocab, max_seq;
+    int vocab_given; /* --vocab on the command line (else from the data) */
+    /* parallel grid */
+    int world, dp, tp, pp;
+    int world_given;
+    int sp;
+    schedule_kind schedule;
+    int zero;
+    recompute_kind recompute;
+    double bucket_mb;
+    int overlap;
+    /* batch */
+    int batch;        /* global sequences per optimizer step */
+    int microbatches; /* per DP rank */
+    int microbatches_given;
+    /* optimization */
+    int steps;
+    unsigned long long seed;
+    double lr, min_lr_ratio, weight_decay, grad_clip, beta1, beta2, eps;
+    int warmup;
+    int warmup_given;
+    /* run */
+    char backend[16];
+    char data[512];
+    char log[512];
+    char trace[512];
+    int profile_first, profile_last; /* steps traced (inclusive), -1: all */
+    double peak_tflops;              /* per rank; <= 0: backend default */
+    double watchdog_s;
+    int quiet;
+    /* testing aids */
+    int debug_die_rank, debug_die_step;
+    int debug_hang_rank, debug_hang_step;
+    int debug_print_params; /* print a parameter checksum at the end */
+} train_config;
+
+/* Returns 0 on success, 1 when --help was printed (exit 0), -1 on a usage
+ * error (message in err; exit 2). */
+int config_parse(train_config *cfg, int argc, char **argv, char *err, size_t errlen);
+
+/* Checks every constraint; 0 or -1 with a message naming the option. */
+int config_validate(const train_config *cfg, char *err, size_t errlen);
+
+/* Derived sizes. */
+int config_micro_batch(const train_config *cfg); /* sequences per micro-batch */
+int config_padded_vocab(const train_config *cfg);
+
+/* The configuration as a JSON object (malloc'd; NULL when out of memory). */
+char *config_to_json(const train_config *cfg);
+
+void config_print_help(void);
+
+#endif /* STEPSCOPE_TRAINER_CONFIG_H */

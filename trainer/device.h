@@ -1,0 +1,123 @@
+/*
+ * device.h — the small device API the trainer is written against.
+ *
+ * What it is for: the model, the parallel schedules and the training loop are
+ * written once, above this API; a backend (CPU now, CUDA later) supplies a table
+ * of operations. A backend adds operations, never control flow.
+ *
+ * How it works: a device owns memory ("device pointers": on the CPU backend plain
+ * host memory, on CUDA cudaMalloc'd memory — the model never dereferences them on
+ * the host), streams and events, with GPU semantics:
+ *   - every operation is *enqueued* on a stream and runs asynchronously, in order
+ *     with the other operations of that stream;
+ *   - an event recorded on a stream completes when everything enqueued before it
+ *     has run; `stream_wait_event` makes a stream wait for an event of another
+ *     stream (that is how compute and communication streams overlap);
+ *   - `stream_synchronize` blocks the host until the stream is drained and returns
+ *     the stream's sticky error (the first failing operation's message).
+ * On the CPU backend a stream is a worker thread that executes a queue of
+ * closures; an event is a completion counter. Communication operations (comm.h)
+ * are enqueued on the same streams.
+ *
+ * The operations mirror kernels/cpu/cpu_kernels.h (fp32, row-major, backward
+ * functions ACCUMULATE into gradients). Call them through the dev_* inline
+ * wrappers below, e.g. dev_matmul_forward(stream, out, inp, w, b, N, C, OC).
+ */
+#ifndef STEPSCOPE_TRAINER_DEVICE_H
+#define STEPSCOPE_TRAINER_DEVICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct dev_device dev_device;
+typedef struct dev_stream dev_stream;
+typedef struct dev_event dev_event;
+
+typedef struct dev_ops {
+    const char *backend_name; /* "cpu", "cuda" */
+
+    /* --- memory ------------------------------------------------------------ */
+    void *(*alloc)(dev_device *d, size_t bytes); /* zeroed; NULL on failure */
+    void (*free)(dev_device *d, void *p);
+
+    /* --- streams and events -------------------------------------------------- */
+    dev_stream *(*stream_create)(dev_device *d, const char *name); /* NULL on failure */
+    void (*stream_destroy)(dev_stream *s);                         /* drains first */
+    int (*stream_synchronize)(dev_stream *s); /* 0, or -1 with dev_last_error() */
+    dev_event *(*event_create)(dev_device *d);
+    void (*event_destroy)(dev_event *e);
+    void (*event_record)(dev_event *e, dev_stream *s);
+    void (*stream_wait_event)(dev_stream *s, dev_event *e);
+
+    /* --- copies ------------------------------------------------------------- */
+    void (*copy_to_device)(dev_stream *s, void *dst, const void *host_src, size_t bytes);
+    void (*copy_to_host)(dev_stream *s, void *host_dst, const void *src, size_t bytes);
+    void (*copy)(dev_stream *s, void *dst, const void *src, size_t bytes);
+    void (*zero)(dev_stream *s, void *dst, size_t bytes);
+
+    /* --- model operations (see kernels/cpu/cpu_kernels.h for the math) -------- */
+    void (*encoder_forward)(dev_stream *s, float *out, const int *tokens, const float *wte,
+                            const float *wpe, int B, int T, int C);
+    void (*encoder_backward)(dev_stream *s, float *dwte, float *dwpe, const float *dout,
+                             const int *tokens, int B, int T, int C);
+    void (*layernorm_forward)(dev_stream *s, float *out, float *mean, float *rstd,
+                              const float *inp, const float *weight, const float *bias, int N,
+                              int C);
+    void (*layernorm_backward)(dev_stream *s, float *dinp, float *dweight, float *dbias,
+                               const float *dout, const float *inp, const float *weight,
+                               const float *mean, const float *rstd, int N, int C);
+    void (*matmul_forward)(dev_stream *s, float *out, const float *inp, const float *weight,
+                           const float *bias, int N, int C, int OC);
+    void (*matmul_backward)(dev_stream *s, float *dinp, float *dweight, float *dbias,
+                            const float *dout, const float *inp, const float *weight, int N,
+                            int C, int OC);
+    void (*attention_forward)(dev_stream *s, float *out, float *preatt, float *att,
+                              const float *qkv, int B, int T, int C, int NH);
+    void (*attention_backward)(dev_stream *s, float *dqkv, float *dpreatt, float *datt,
+                               const float *dout, const float *qkv, const float *att, int B,
+                               int T, int C, int NH);
+    void (*gelu_forward)(dev_stream *s, float *out, const float *inp, int N);
+    void (*gelu_backward)(dev_stream *s, float *dinp, const float *inp, const float *dout, int N);
+    void (*residual_forward)(dev_stream *s, float *out, const float *a, const float *b, int N);
+    void (*residual_backward)(dev_stream *s, float *da, float *db, const float *dout, int N);
+    void (*crossentropy_forward)(dev_stream *s, float *losses, float *probs, const float *logits,
+                                 const int *targets, int N, int V, int Vp);
+    void (*crossentropy_backward)(dev_stream *s, float *dlogits, const float *dlosses,
+                                  const float *probs, const int *targets, int N, int V, int Vp);
+    /* fills n floats with one value */
+    void (*fill)(dev_stream *s, float *x, float value, size_t n);
+    /* *acc (a device double) += sum(losses[0..n)) — loss bookkeeping without a host sync */
+    void (*sum_accumulate)(dev_stream *s, double *acc, const float *x, size_t n);
+    /* *acc (a device double) += sum(x^2) — for the global gradient norm */
+    void (*sum_squares_accumulate)(dev_stream *s, double *acc, const float *x, size_t n);
+    void (*scale)(dev_stream *s, float *x, float factor, size_t n);
+    void (*adamw)(dev_stream *s, float *params, const float *grads, float *m, float *v, size_t n,
+                  float lr, float beta1, float beta2, float eps, float weight_decay, int t);
+} dev_ops;
+
+/* Creates a device of the named backend ("cpu"; "cuda" when built). NULL with a
+ * message in err on failure (e.g. "backend cuda is not built"). */
+dev_device *dev_open(const char *backend, char *err, size_t errlen);
+void dev_close(dev_device *d);
+const dev_ops *dev_get_ops(const dev_device *d);
+const char *dev_name(const dev_device *d);      /* "cpu" or the GPU's name */
+const char *dev_last_error(const dev_device *d); /* first stream error, "" if none */
+/* Called after a trace starts so that the device declares its streams. */
+void dev_trace_started(dev_device *d);
+/* A function called (on a worker thread) after each completed operation; the
+ * trainer uses it for the launcher's heartbeat. */
+void dev_set_progress_hook(dev_device *d, void (*hook)(void *arg), void *arg);
+/* Bytes of device memory allocated now and at most. */
+size_t dev_bytes_in_use(const dev_device *d);
+size_t dev_bytes_peak(const dev_device *d);
+/* Makes every blocked wait of this device fail (used when a peer rank aborts). */
+void dev_abort(dev_device *d, const char *why);
+
+/* The CPU backend's constructor (device_cpu.c). */
+dev_device *dev_cpu_open(char *err, size_t errlen);
+
+/* The stream's own trace id (for records such as collectives). */
+uint64_t dev_stream_trace_id(const dev_stream *s);
+dev_device *dev_stream_device(dev_stream *s);
+
+#endif /* STEPSCOPE_TRAINER_DEVICE_H */

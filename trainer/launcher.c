@@ -1,0 +1,215 @@
+/*
+ * launcher.c — forks and supervises the rank processes (see launcher.h).
+ *
+ * How it works: the parent creates the shared segment (comm_shm_create) in
+ * /dev/shm (or $TMPDIR when /dev/shm is missing) under a name unique to its
+ * pid, then forks the ranks before it has any thread. Each child sets RANK,
+ * WORLD_SIZE and LOCAL_RANK (so the tracer names its file) and runs
+ * train_rank_run. The parent polls: waitpid(WNOHANG) for deaths, and every
+ * rank's heartbeat in the segment (refreshed at each step and after every
+ * operation a stream completes) for hangs. On the first failure it marks the
+ * job aborted (so blocked collectives fail at once), sends SIGTERM to the
+ * survivors, SIGKILL two seconds later, reports "rank R: <cause>" and returns 1.
+ * Communication waits inside ranks time out at twice the watchdog, so a hang
+ * is reported by the watchdog, naming the rank that stopped first.
+ */
+#include "launcher.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "comm.h"
+#include "train.h"
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void segment_path(char *buf, size_t n, const char *key)
+{
+    struct stat st;
+    const char *dir = "/dev/shm";
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || access(dir, W_OK) != 0) {
+        dir = getenv("TMPDIR");
+        if (!dir || !dir[0])
+            dir = "/tmp";
+    }
+    snprintf(buf, n, "%s/stepscope-%s.shm", dir, key);
+}
+
+static void stop_all(pid_t *pids, int *alive, int n)
+{
+    for (int r = 0; r < n; r++)
+        if (alive[r])
+            kill(pids[r], SIGTERM);
+    double until = mono_s() + 2.0;
+    for (;;) {
+        int left = 0;
+        for (int r = 0; r < n; r++) {
+            if (!alive[r])
+                continue;
+            int st;
+            pid_t p = waitpid(pids[r], &st, WNOHANG);
+            if (p == pids[r])
+                alive[r] = 0;
+            else
+                left++;
+        }
+        if (!left)
+            return;
+        if (mono_s() > until)
+            break;
+        usleep(20000);
+    }
+    for (int r = 0; r < n; r++)
+        if (alive[r]) {
+            kill(pids[r], SIGKILL);
+            waitpid(pids[r], NULL, 0);
+            alive[r] = 0;
+        }
+}
+
+int launcher_run(const train_config *cfg)
+{
+    int n = cfg->world;
+    char key[64], path[600], err[512];
+    snprintf(key, sizeof key, "job%d", (int)getpid());
+    segment_path(path, sizeof path, key);
+    if (comm_shm_create(path, n, err, sizeof err) != 0) {
+        fprintf(stderr, "stepscope-train: %s\n", err);
+        return 1;
+    }
+    comm_job_options jo = {0, n, path, 0, cfg->watchdog_s};
+    comm_job *job = comm_job_open(&jo, err, sizeof err); /* the launcher's view, for heartbeats */
+    if (!job) {
+        fprintf(stderr, "stepscope-train: %s\n", err);
+        unlink(path);
+        return 1;
+    }
+    pid_t *pids = calloc((size_t)n, sizeof(pid_t));
+    int *alive = calloc((size_t)n, sizeof(int));
+    if (!pids || !alive) {
+        fprintf(stderr, "stepscope-train: out of memory\n");
+        free(pids);
+        free(alive);
+        comm_job_close(job);
+        unlink(path);
+        return 1;
+    }
+    fflush(stdout);
+    fflush(stderr);
+    int status = 0;
+    for (int r = 0; r < n; r++) {
+        pid_t p = fork();
+        if (p < 0) {
+            fprintf(stderr, "stepscope-train: fork for rank %d failed: %s\n", r, strerror(errno));
+            comm_job_abort(job, "the launcher could not start every rank");
+            stop_all(pids, alive, r);
+            status = 1;
+            goto done;
+        }
+        if (p == 0) {
+            char v[32];
+            snprintf(v, sizeof v, "%d", r);
+            setenv("RANK", v, 1);
+            setenv("LOCAL_RANK", v, 1);
+            snprintf(v, sizeof v, "%d", n);
+            setenv("WORLD_SIZE", v, 1);
+            rank_env env = {r, n, r, path, 0, 0, 2 * cfg->watchdog_s};
+            int rc = train_rank_run(cfg, &env);
+            fflush(stdout);
+            fflush(stderr);
+            _exit(rc);
+        }
+        pids[r] = p;
+        alive[r] = 1;
+    }
+    {
+        int left = n;
+        while (left > 0) {
+            for (int r = 0; r < n; r++) {
+                if (!alive[r])
+                    continue;
+                int st;
+                pid_t p = waitpid(pids[r], &st, WNOHANG);
+                if (p != pids[r])
+                    continue;
+                alive[r] = 0;
+                left--;
+                if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+                    continue;
+                if (WIFSIGNALED(st))
+                    fprintf(stderr,
+                            "stepscope-train: rank %d (pid %d) was killed by signal %d (%s); "
+                            "stopping the other ranks\n",
+                            r, (int)pids[r], WTERMSIG(st), strsignal(WTERMSIG(st)));
+                else
+                    fprintf(stderr,
+                            "stepscope-train: rank %d (pid %d) exited with status %d; stopping "
+                            "the other ranks\n",
+                            r, (int)pids[r], WEXITSTATUS(st));
+                char why[128];
+                snprintf(why, sizeof why, "rank %d failed", r);
+                comm_job_abort(job, why);
+                stop_all(pids, alive, n);
+                status = 1;
+                goto done;
+            }
+            /* watchdog: the rank whose heartbeat is oldest, when it is too old */
+            uint64_t now = (uint64_t)(mono_s() * 1e9), oldest = UINT64_MAX;
+            int who = -1;
+            for (int r = 0; r < n; r++) {
+                if (!alive[r])
+                    continue;
+                uint64_t hb = comm_job_heartbeat_of(job, r);
+                if (hb < oldest) {
+                    oldest = hb;
+                    who = r;
+                }
+            }
+            if (who >= 0 && oldest != 0 && now > oldest &&
+                (double)(now - oldest) / 1e9 > cfg->watchdog_s) {
+                fprintf(stderr,
+                        "stepscope-train: rank %d (pid %d) hung: no progress for %.1f s "
+                        "(--watchdog-s %g); stopping all ranks\n",
+                        who, (int)pids[who], (double)(now - oldest) / 1e9, cfg->watchdog_s);
+                char why[128];
+                snprintf(why, sizeof why, "watchdog: rank %d hung", who);
+                comm_job_abort(job, why);
+                stop_all(pids, alive, n);
+                status = 1;
+                goto done;
+            }
+            usleep(20000);
+        }
+    }
+done:
+    comm_job_close(job);
+    unlink(path);
+    free(pids);
+    free(alive);
+    return status;
+}
+
+int launcher_run_external(const train_config *cfg, int rank, int local_rank)
+{
+    const char *port = getenv("MASTER_PORT");
+    const char *job = getenv("STEPSCOPE_JOB_ID");
+    char key[128], path[600];
+    snprintf(key, sizeof key, "%s", job && job[0] ? job : port && port[0] ? port : "default");
+    segment_path(path, sizeof path, key);
+    if (rank == 0)
+        unlink(path); /* a stale segment from an earlier job with the same key */
+    rank_env env = {rank, cfg->world, local_rank, path, rank == 0, rank == 0, cfg->watchdog_s};
+    return train_rank_run(cfg, &env);
+}

@@ -1,0 +1,58 @@
+/*
+ * main.c — the stepscope-train command: parse, validate, then run.
+ *
+ * How it decides how to run: under an outside launcher (RANK and WORLD_SIZE in
+ * the environment) this process is one rank; otherwise --world N > 1 starts the
+ * built-in launcher, and --world 1 trains in this process. The configuration is
+ * validated before any process, thread or buffer exists; exit status 2 means a
+ * bad configuration or usage, 1 a run-time failure, 0 success.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "launcher.h"
+#include "train.h"
+
+int main(int argc, char **argv)
+{
+    train_config cfg;
+    char err[512];
+    int rc = config_parse(&cfg, argc, argv, err, sizeof err);
+    if (rc == 1)
+        return 0;
+    if (rc != 0) {
+        fprintf(stderr, "stepscope-train: %s\n", err);
+        return 2;
+    }
+    if (config_validate(&cfg, err, sizeof err) != 0) {
+        fprintf(stderr, "stepscope-train: invalid configuration: %s\n", err);
+        return 2;
+    }
+    const char *rank_s = getenv("RANK"), *world_s = getenv("WORLD_SIZE");
+    if (rank_s && world_s) {
+        int rank = atoi(rank_s);
+        const char *lr = getenv("LOCAL_RANK");
+        if (rank < 0 || rank >= cfg.world) {
+            fprintf(stderr, "stepscope-train: RANK=%s is outside WORLD_SIZE=%s\n", rank_s, world_s);
+            return 2;
+        }
+        if (atoi(world_s) != cfg.world) {
+            fprintf(stderr, "stepscope-train: invalid configuration: --world %d differs from "
+                            "WORLD_SIZE=%s\n", cfg.world, world_s);
+            return 2;
+        }
+        return launcher_run_external(&cfg, rank, lr ? atoi(lr) : rank);
+    }
+    if (cfg.world > 1)
+        return launcher_run(&cfg);
+    char path[256];
+    const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+    snprintf(path, sizeof path, "%s/stepscope-single%d.shm", dir, (int)getpid());
+    rank_env env = {0, 1, 0, path, 1, 1, cfg.watchdog_s};
+    rc = train_rank_run(&cfg, &env);
+    unlink(path);
+    return rc;
+}

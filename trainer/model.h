@@ -1,0 +1,154 @@
+/*
+ * model.h — the GPT-2 model as one pipeline stage of one tensor-parallel rank.
+ *
+ * What it is for: the parameters, gradients and activations a rank holds, and
+ * the forward and backward of its part of the model for one micro-batch, written
+ * once over the device API (device.h) and the communicator (comm.h).
+ *
+ * How it works:
+ *   - Parameters and gradients are flat device buffers laid out as
+ *       [wte if the stage holds it][wpe if first stage][block 0..n-1][lnf if last]
+ *     A block is [ln1w ln1b ln2w ln2b | attprojb fcprojb | qkvw qkvb attprojw fcw fcb
+ *     fcprojw]; the first four are the parameters whose gradients are partial
+ *     under sequence parallelism (all-reduced over TP), the next two biases of
+ *     row-parallel layers (replicated, added by TP rank 0 only in forward).
+ *   - Tensor parallelism (Megatron): qkv and fc are column-parallel (each TP rank
+ *     holds the rows of its heads / its quarter of the MLP), attproj and fcproj
+ *     row-parallel; their partial outputs are summed over TP (all-reduce, or
+ *     reduce-scatter with --sp, whose tokens are sharded over the TP group along
+ *     the flattened batch x sequence axis). Embeddings, LayerNorms and the tied
+ *     LM head are replicated across TP ranks.
+ *   - Pipeline parallelism: the last stage also holds wte (tied LM head); its
+ *     gradient is summed with the first stage's over the "embed" group.
+ *   - Weights are initialized from a counter-based RNG keyed by (seed, layer,
+ *     tensor), so every layout gets the same model as one rank.
+ *   - Activations live in `slots` (micro-batches in flight); with recomputation
+ *     the dropped tensors live in one scratch set and are rebuilt in backward.
+ */
+#ifndef STEPSCOPE_TRAINER_MODEL_H
+#define STEPSCOPE_TRAINER_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "comm.h"
+#include "config.h"
+#include "device.h"
+
+typedef struct model_grid {
+    int world, rank;
+    int dp, tp, pp;
+    int dp_rank, tp_rank, pp_rank;
+} model_grid;
+
+/* Where a rank sits in the grid (TP fastest, then PP, then DP). */
+void model_grid_of(model_grid *g, int world, int dp, int tp, int pp, int rank);
+int model_grid_rank(const model_grid *g, int dp_rank, int pp_rank, int tp_rank);
+
+typedef struct param_info {
+    const char *name;
+    int layer;        /* global layer index, -1 embeddings, -2 final LayerNorm */
+    size_t offset;    /* in floats, into the stage's flat buffer */
+    size_t count;
+    int decay;        /* AdamW weight decay applies (matrices, embeddings) */
+    int tp_replicated; /* identical on every TP rank (counted once in the norm) */
+    int norm_counted; /* counted in the global gradient norm on this rank */
+} param_info;
+
+/* Activations of one block for one micro-batch. */
+typedef struct block_acts {
+    float *in;                          /* [Ns,C] block input (residual) */
+    float *ln1, *ln1_mean, *ln1_rstd;   /* [Ns,C],[Ns],[Ns] */
+    float *ln1_full;                    /* [N,C] (== ln1 without --sp) */
+    float *qkv;                         /* [N,3C/tp] */
+    float *atty;                        /* [N,C/tp] */
+    float *att;                         /* [B,NH/tp,T,T] */
+    float *res2;                        /* [Ns,C] */
+    float *ln2, *ln2_mean, *ln2_rstd;
+    float *ln2_full;
+    float *fch, *fch_gelu;              /* [N,4C/tp] */
+} block_acts;
+
+typedef struct model_slot {
+    int *tokens, *targets;    /* [N] device */
+    float *stage_in;          /* [Ns,C]: embedding output or received activation */
+    float *block_in;          /* [nblocks,Ns,C] inputs of blocks 1.. (block 0 uses stage_in) */
+    float *stage_out;         /* [Ns,C] */
+    float *grad_in;           /* [Ns,C] gradient received from the next stage */
+    float *grad_out;          /* [Ns,C] gradient w.r.t. stage_in (sent to the previous stage) */
+    char *arena;              /* the rest of the stored activations */
+    float *final_full;        /* [N,C] last stage: input of lnf (gathered) */
+    float *lnf, *lnf_mean, *lnf_rstd; /* last stage */
+    float *probs;             /* [N,Vp] last stage */
+} model_slot;
+
+typedef struct model {
+    dev_device *dev;
+    const dev_ops *ops;
+    model_grid grid;
+    /* shape */
+    int L, C, NH, V, Vp, maxT;
+    int B, T, N, Ns;  /* micro-batch sequences, seq, tokens, tokens in the local residual stream */
+    int Cl, NHl;      /* C/tp, NH/tp */
+    int sp;
+    recompute_kind recompute;
+    int first_layer, nblocks, first_stage, last_stage, has_wte;
+    /* parameters */
+    param_info *params;
+    int nparams;
+    size_t nfloats;      /* stage parameter count */
+    size_t nfloats_padded; /* allocated: a multiple of dp (ZeRO-1 shards are equal) */
+    size_t block_floats; /* per block */
+    size_t off_wte, off_wpe, off_blocks, off_lnf;
+    float *param, *grad;
+    /* activations */
+    model_slot *slots;
+    int nslots;
+    size_t slot_act_bytes; /* stored activation bytes per slot */
+    block_acts scratch;    /* recompute target */
+    char *scratch_arena;
+    /* backward scratch */
+    float *preatt, *dpreatt, *datt;
+    float *d_full, *dres_a, *dres_b, *d_fch, *d_fch_gelu, *dln_full, *dln, *datty, *dqkv;
+    float *proj_full, *proj_red, *enc_full, *logits, *losses, *dlosses, *dlnf, *dfinal_full;
+    double *loss_acc; /* device double */
+    /* communicators (NULL when the group has one member) */
+    comm *tp_comm;
+    /* streams */
+    dev_stream *compute;
+    size_t act_bytes_total; /* activation bytes allocated (stored + scratch) */
+} model;
+
+/* Builds the stage's layout and buffers. micro_batch = sequences per
+ * micro-batch, nslots = micro-batches in flight. Returns 0 or -1 with err. */
+int model_create(model *m, const train_config *cfg, const model_grid *g, dev_device *dev,
+                 dev_stream *compute, comm *tp_comm, int micro_batch, int nslots, char *err,
+                 size_t errlen);
+void model_destroy(model *m);
+
+/* Initializes the parameters (GPT-2 init, layout-independent) and waits. */
+int model_init_params(model *m, unsigned long long seed, char *err, size_t errlen);
+
+/* Parameter counts of the whole model (all stages, one TP replica). */
+size_t model_total_params(const train_config *cfg);
+
+/* Forward of micro-batch in `slot`: first stage: embeds slot->tokens; otherwise
+ * reads slot->stage_in. Leaves slot->stage_out (or, on the last stage, adds the
+ * sum of the token losses to *loss_acc). `mb` is only for trace annotations. */
+void model_forward(model *m, int slot, int mb);
+/* Backward: last stage starts from the loss (token weight `dloss`, the inverse
+ * of the global tokens per step); other stages from slot->grad_in. Leaves the
+ * gradient w.r.t. the stage input in slot->grad_out (not on the first stage).
+ * `unit_done(arg, unit)` is called after the gradients of a unit are complete
+ * for this micro-batch (units: 0 = lnf/LM head, 1..nblocks = blocks from the
+ * last, nblocks+1 = embeddings). */
+void model_backward(model *m, int slot, int mb, void (*unit_done)(void *arg, int unit),
+                    void *arg);
+/* Sets the per-token loss weight used by backward. */
+void model_set_loss_weight(model *m, float dloss);
+
+/* Float offset range of a unit in the flat buffers: [*begin, *end). */
+void model_unit_range(const model *m, int unit, size_t *begin, size_t *end);
+int model_unit_count(const model *m);
+
+#endif /* STEPSCOPE_TRAINER_MODEL_H */

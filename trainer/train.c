@@ -1,0 +1,728 @@
+/*
+ * train.c — one rank's training loop (see train.h).
+ *
+ * How a step runs on a rank (all of it enqueued on streams; the host waits once
+ * per step, to read the loss and the gradient norm):
+ *   1. zero the gradients and the loss accumulator; load this DP rank's share of
+ *      the global batch into host buffers (one per micro-batch);
+ *   2. walk the stage's pipeline schedule (schedule.c). A forward receives its
+ *      input activation from the previous stage on the "comm pp" stream (or
+ *      embeds the tokens on the first stage) and sends its output to the next; a
+ *      backward receives the output gradient from the next stage (or starts from
+ *      the loss on the last stage) and sends the input gradient back. Per-slot
+ *      events order the compute and pp streams, so p2p overlaps compute;
+ *   3. during the last micro-batch's backward, as soon as the gradients of a
+ *      bucket are final, the bucket is all-reduced over the DP group on the
+ *      "comm dp" stream (overlapping the rest of backward; --overlap off issues
+ *      every bucket after backward instead);
+ *   4. the tied embedding's gradient is summed over the first and last stage;
+ *      loss and squared gradient norm are summed over the world in one f64
+ *      all-reduce; the host reads them, computes the clip factor and enqueues
+ *      AdamW on the rank's shard (the whole buffer without ZeRO; with --zero 1
+ *      its 1/dp slice, followed by an all-gather of the parameters over DP).
+ * The gradient norm counts every parameter once: each DP rank its 1/dp slice of
+ * the flat buffer, TP-replicated parameters only on TP rank 0, the last stage's
+ * copy of the tied embedding not at all.
+ */
+#include "train.h"
+
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "comm.h"
+#include "device.h"
+#include "model.h"
+#include "schedule.h"
+#include "stepscope.h"
+#include "train_data.h"
+
+typedef struct bucket {
+    size_t begin, end; /* floats */
+    int ready_unit;    /* launched once this backward unit is done */
+    int launched;
+} bucket;
+
+typedef struct trainer {
+    train_config cfg;
+    rank_env env;
+    model_grid g;
+    dev_device *dev;
+    const dev_ops *o;
+    dev_stream *compute, *dp_stream, *pp_stream;
+    comm_job *job;
+    comm *world_c, *dp_c, *tp_c, *pp_c, *embed_c;
+    model m;
+    int M, nslots, mb_size;
+    sched_item *items;
+    dev_event **ev_in_ready, **ev_grad_ready, **ev_out_ready, **ev_din_ready, **ev_slot_free,
+        **ev_sent;
+    dev_event *ev_bucket, *ev_dp_done, *ev_opt_done, *ev_gather_done;
+    bucket *buckets;
+    int nbuckets;
+    float *adam_m, *adam_v; /* shard-sized */
+    size_t shard_begin, shard_end, shard_len;
+    double *stat;      /* device: [loss sum, grad norm^2] */
+    double host_stat[2];
+    int *host_tokens, *host_targets; /* [M][N] */
+    train_data *data;
+    FILE *log;
+    int tracing;
+    char err[1024];
+} trainer;
+
+static void progress_hook(void *arg) { comm_job_heartbeat(arg); }
+
+/* ---- FLOPs and memory --------------------------------------------------------------- */
+
+double train_model_flops_per_step(const train_config *c)
+{
+    double tokens = (double)c->batch * c->seq;
+    double n = (double)model_total_params(c);
+    return 6.0 * n * tokens + 12.0 * c->layers * (double)c->hidden * c->seq * tokens;
+}
+
+double train_hardware_flops_per_step(const train_config *c)
+{
+    double tokens = (double)c->batch * c->seq;
+    double extra = 0;
+    if (c->recompute == RECOMPUTE_FULL)
+        extra = 2.0 * (double)model_total_params(c) * tokens +
+                4.0 * c->layers * (double)c->hidden * c->seq * tokens;
+    else if (c->recompute == RECOMPUTE_SELECTIVE)
+        extra = 4.0 * c->layers * (double)c->hidden * c->seq * tokens;
+    return train_model_flops_per_step(c) + extra;
+}
+
+static double peak_flops(const train_config *c)
+{
+    return (c->peak_tflops > 0 ? c->peak_tflops : 0.1) * 1e12;
+}
+
+/* ---- setup ------------------------------------------------------------------------------ */
+
+static int fail(trainer *t, const char *fmt, const char *detail)
+{
+    snprintf(t->err, sizeof t->err, fmt, detail);
+    return -1;
+}
+
+static comm *make_group(trainer *t, comm_kind kind, const char *name, int *ranks, int n)
+{
+    char e[256];
+    comm *c = comm_group(t->job, kind, name, ranks, n, e, sizeof e);
+    if (!c)
+        fail(t, "%s", e);
+    return c;
+}
+
+static int setup_groups(trainer *t)
+{
+    model_grid *g = &t->g;
+    int ranks[64], n;
+    n = 0;
+    for (int r = 0; r < g->world; r++)
+        ranks[n++] = r;
+    if (!(t->world_c = make_group(t, COMM_KIND_WORLD, "world", ranks, n)))
+        return -1;
+    n = 0;
+    for (int d = 0; d < g->dp; d++)
+        ranks[n++] = model_grid_rank(g, d, g->pp_rank, g->tp_rank);
+    if (!(t->dp_c = make_group(t, COMM_KIND_DP, "dp", ranks, n)))
+        return -1;
+    n = 0;
+    for (int k = 0; k < g->tp; k++)
+        ranks[n++] = model_grid_rank(g, g->dp_rank, g->pp_rank, k);
+    if (!(t->tp_c = make_group(t, COMM_KIND_TP, "tp", ranks, n)))
+        return -1;
+    n = 0;
+    for (int p = 0; p < g->pp; p++)
+        ranks[n++] = model_grid_rank(g, g->dp_rank, p, g->tp_rank);
+    if (!(t->pp_c = make_group(t, COMM_KIND_PP, "pp", ranks, n)))
+        return -1;
+    if (g->pp > 1 && (g->pp_rank == 0 || g->pp_rank == g->pp - 1)) {
+        ranks[0] = model_grid_rank(g, g->dp_rank, 0, g->tp_rank);
+        ranks[1] = model_grid_rank(g, g->dp_rank, g->pp - 1, g->tp_rank);
+        if (!(t->embed_c = make_group(t, COMM_KIND_EMBED, "embed", ranks, 2)))
+            return -1;
+    }
+    return 0;
+}
+
+static dev_event **make_events(trainer *t, int n)
+{
+    dev_event **e = calloc((size_t)n, sizeof *e);
+    if (!e)
+        return NULL;
+    for (int i = 0; i < n; i++)
+        if (!(e[i] = t->o->event_create(t->dev)))
+            return NULL;
+    return e;
+}
+
+static void build_buckets(trainer *t)
+{
+    model *m = &t->m;
+    int units = model_unit_count(m);
+    size_t limit = (size_t)(t->cfg.bucket_mb * 1024 * 1024 / 4);
+    if (limit < 1)
+        limit = 1;
+    t->buckets = calloc((size_t)units, sizeof(bucket));
+    t->nbuckets = 0;
+    if (!t->buckets)
+        return;
+    bucket cur = {0, 0, -1, 0};
+    int open = 0;
+    for (int u = 0; u < units; u++) {
+        size_t b, e;
+        model_unit_range(m, u, &b, &e);
+        if (e <= b)
+            continue;
+        if (!open) {
+            cur.begin = b;
+            cur.end = e;
+            open = 1;
+        } else {
+            cur.begin = b; /* units are laid out in reverse backward order */
+        }
+        cur.ready_unit = u;
+        if (cur.end - cur.begin >= limit) {
+            t->buckets[t->nbuckets++] = cur;
+            open = 0;
+        }
+    }
+    if (open)
+        t->buckets[t->nbuckets++] = cur;
+    /* the padding tail (ZeRO shards) rides with the bucket that ends at nfloats */
+    for (int k = 0; k < t->nbuckets; k++)
+        if (t->buckets[k].end == m->nfloats)
+            t->buckets[k].end = m->nfloats_padded;
+}
+
+static int setup(trainer *t)
+{
+    char e[512];
+    train_config *c = &t->cfg;
+    model_grid_of(&t->g, c->world, c->dp, c->tp, c->pp, t->env.rank);
+    t->dev = dev_open("cpu", e, sizeof e);
+    if (!t->dev)
+        return fail(t, "%s", e);
+    t->o = dev_get_ops(t->dev);
+    t->compute = t->o->stream_create(t->dev, "compute");
+    t->dp_stream = t->o->stream_create(t->dev, "comm dp");
+    t->pp_stream = t->o->stream_create(t->dev, "comm pp");
+    if (!t->compute || !t->dp_stream || !t->pp_stream)
+        return fail(t, "%s", "cannot start the stream threads");
+    comm_job_options jo = {t->env.rank, t->env.world, t->env.shm_path, t->env.create_shm,
+                           t->env.comm_timeout_s};
+    t->job = comm_job_open(&jo, e, sizeof e);
+    if (!t->job)
+        return fail(t, "%s", e);
+    dev_set_progress_hook(t->dev, progress_hook, t->job);
+    if (setup_groups(t) != 0)
+        return -1;
+    t->M = c->microbatches;
+    t->mb_size = config_micro_batch(c);
+    t->nslots = schedule_slots(c->schedule, t->g.pp_rank, c->pp, t->M);
+    if (model_create(&t->m, c, &t->g, t->dev, t->compute, t->tp_c, t->mb_size, t->nslots, e,
+                     sizeof e) != 0)
+        return fail(t, "%s", e);
+    if (model_init_params(&t->m, c->seed, e, sizeof e) != 0)
+        return fail(t, "%s", e);
+    t->items = calloc((size_t)2 * t->M, sizeof(sched_item));
+    if (!t->items)
+        return fail(t, "%s", "out of memory");
+    schedule_build(c->schedule, t->g.pp_rank, c->pp, t->M, t->items);
+    int S = t->nslots;
+    t->ev_in_ready = make_events(t, S);
+    t->ev_grad_ready = make_events(t, S);
+    t->ev_out_ready = make_events(t, S);
+    t->ev_din_ready = make_events(t, S);
+    t->ev_slot_free = make_events(t, S);
+    t->ev_sent = make_events(t, S);
+    t->ev_bucket = t->o->event_create(t->dev);
+    t->ev_dp_done = t->o->event_create(t->dev);
+    t->ev_opt_done = t->o->event_create(t->dev);
+    t->ev_gather_done = t->o->event_create(t->dev);
+    if (!t->ev_in_ready || !t->ev_grad_ready || !t->ev_out_ready || !t->ev_din_ready ||
+        !t->ev_slot_free || !t->ev_sent || !t->ev_bucket || !t->ev_dp_done || !t->ev_opt_done ||
+        !t->ev_gather_done)
+        return fail(t, "%s", "out of memory creating events");
+    build_buckets(t);
+    if (!t->buckets)
+        return fail(t, "%s", "out of memory");
+    /* optimizer shard */
+    size_t P = t->m.nfloats_padded;
+    t->shard_len = P / (size_t)c->dp;
+    t->shard_begin = (size_t)t->g.dp_rank * t->shard_len;
+    t->shard_end = t->shard_begin + t->shard_len;
+    size_t state = c->zero ? t->shard_len : P;
+    t->adam_m = t->o->alloc(t->dev, state * 4);
+    t->adam_v = t->o->alloc(t->dev, state * 4);
+    t->stat = t->o->alloc(t->dev, 2 * sizeof(double));
+    if (!t->adam_m || !t->adam_v || !t->stat)
+        return fail(t, "%s", "out of device memory for the optimizer state");
+    size_t N = (size_t)t->m.N;
+    t->host_tokens = malloc(sizeof(int) * N * (size_t)t->M);
+    t->host_targets = malloc(sizeof(int) * N * (size_t)t->M);
+    if (!t->host_tokens || !t->host_targets)
+        return fail(t, "%s", "out of memory");
+    return 0;
+}
+
+/* ---- tracing ------------------------------------------------------------------------------- */
+
+static void write_metadata(trainer *t)
+{
+    train_config *c = &t->cfg;
+    model_grid *g = &t->g;
+    char buf[1024];
+    snprintf(buf, sizeof buf,
+             "{\"world\":%d,\"dp\":%d,\"tp\":%d,\"pp\":%d,\"cp\":1,\"rank\":%d,\"dp_rank\":%d,"
+             "\"tp_rank\":%d,\"pp_rank\":%d,\"cp_rank\":0}",
+             g->world, g->dp, g->tp, g->pp, g->rank, g->dp_rank, g->tp_rank, g->pp_rank);
+    stepscope_metadata_set("layout", buf);
+    snprintf(buf, sizeof buf,
+             "{\"name\":\"%s\",\"stages\":%d,\"microbatches\":%d,\"virtual_stages\":1,"
+             "\"bubble_theory\":%.6f}",
+             c->pp == 1 ? "none" : c->schedule == SCHED_AFAB ? "afab" : "1f1b", c->pp,
+             c->microbatches, c->pp > 1 ? schedule_bubble(c->pp, c->microbatches) : 0.0);
+    stepscope_metadata_set("schedule", buf);
+    snprintf(buf, sizeof buf,
+             "{\"model_flops_per_step\":%.6g,\"hardware_flops_per_step\":%.6g,"
+             "\"tokens_per_step\":%d,\"peak_flops_per_device\":%.6g,\"world\":%d}",
+             train_model_flops_per_step(c), train_hardware_flops_per_step(c), c->batch * c->seq,
+             peak_flops(c), c->world);
+    stepscope_metadata_set("flops", buf);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    size_t params = t->m.nfloats_padded * 4;
+    size_t opt = (c->zero ? t->shard_len : t->m.nfloats_padded) * 8;
+    size_t acts = t->m.act_bytes_total;
+    snprintf(buf, sizeof buf,
+             "{\"predicted\":{\"parameters\":%zu,\"gradients\":%zu,\"optimizer\":%zu,"
+             "\"activations\":%zu,\"total\":%zu},\"measured_peak_bytes\":%lld}",
+             params, params, opt, acts, 2 * params + opt + acts, (long long)ru.ru_maxrss * 1024);
+    stepscope_metadata_set("memory", buf);
+}
+
+static void trace_start(trainer *t)
+{
+    char *cfg_json = config_to_json(&t->cfg);
+    stepscope_start_options so;
+    memset(&so, 0, sizeof so);
+    so.run_dir = t->cfg.trace;
+    so.rank = t->env.rank;
+    so.world_size = t->env.world;
+    so.local_rank = t->env.local_rank;
+    so.producer = "stepscope-train " STEPSCOPE_VERSION_STRING;
+    so.device_name = "cpu";
+    so.device_json = "{\"backend\":\"cpu\"}";
+    so.config_json = cfg_json;
+    stepscope_error e;
+    memset(&e, 0, sizeof e);
+    if (stepscope_start(&so, &e) != 0) {
+        fprintf(stderr, "rank %d: warning: tracing disabled: %s\n", t->env.rank, e.message);
+    } else {
+        t->tracing = 1;
+        dev_trace_started(t->dev);
+        stepscope_stream_declare(1000 + (uint64_t)t->env.rank, STEPSCOPE_STREAM_HOST_THREAD, 0,
+                                 "host");
+        write_metadata(t);
+    }
+    free(cfg_json);
+}
+
+static void push_mb_range(const char *name, int mb, int stage)
+{
+    if (!stepscope_active())
+        return;
+    char args[64];
+    snprintf(args, sizeof args, "{\"microbatch\":%d,\"stage\":%d}", mb, stage);
+    stepscope_range_push(name, args);
+}
+
+static void pop_range(void)
+{
+    if (stepscope_active())
+        stepscope_range_pop();
+}
+
+/* ---- the step ---------------------------------------------------------------------------------- */
+
+static void launch_bucket(trainer *t, int k)
+{
+    bucket *b = &t->buckets[k];
+    if (b->launched)
+        return;
+    b->launched = 1;
+    if (stepscope_active()) {
+        char args[96];
+        snprintf(args, sizeof args, "{\"bucket\":%d,\"bytes\":%zu}", k, (b->end - b->begin) * 4);
+        stepscope_range_push("allreduce bucket", args);
+    }
+    t->o->event_record(t->ev_bucket, t->compute);
+    t->o->stream_wait_event(t->dp_stream, t->ev_bucket);
+    comm_allreduce(t->dp_c, t->dp_stream, t->m.grad + b->begin, b->end - b->begin, COMM_FLOAT32);
+    pop_range();
+}
+
+/* Called by model_backward on the last micro-batch after each unit. */
+static void unit_done(void *arg, int unit)
+{
+    trainer *t = arg;
+    model *m = &t->m;
+    /* sequence parallel: LayerNorm gradients of a block are partial over TP */
+    if (m->sp && unit >= 1 && unit <= m->nblocks) {
+        size_t b, e;
+        model_unit_range(m, unit, &b, &e);
+        comm_allreduce(t->tp_c, t->compute, m->grad + b, 4 * (size_t)m->C, COMM_FLOAT32);
+    }
+    if (t->g.dp > 1 && t->cfg.overlap)
+        for (int k = 0; k < t->nbuckets; k++)
+            if (t->buckets[k].ready_unit == unit)
+                launch_bucket(t, k);
+}
+
+static void forward_mb(trainer *t, int mb)
+{
+    const dev_ops *o = t->o;
+    model *m = &t->m;
+    int slot = mb % t->nslots;
+    model_slot *sl = &m->slots[slot];
+    size_t N = (size_t)m->N, NsC = (size_t)m->Ns * m->C;
+    push_mb_range("forward", mb, t->g.pp_rank);
+    if (m->first_stage)
+        o->copy_to_device(t->compute, sl->tokens, t->host_tokens + (size_t)mb * N, N * 4);
+    if (m->last_stage)
+        o->copy_to_device(t->compute, sl->targets, t->host_targets + (size_t)mb * N, N * 4);
+    if (!m->first_stage) {
+        o->stream_wait_event(t->pp_stream, t->ev_slot_free[slot]);
+        comm_recv(t->pp_c, t->pp_stream, sl->stage_in, NsC * 4, t->g.pp_rank - 1, COMM_F_PIPELINE);
+        o->event_record(t->ev_in_ready[slot], t->pp_stream);
+        o->stream_wait_event(t->compute, t->ev_in_ready[slot]);
+    }
+    if (!m->last_stage)
+        o->stream_wait_event(t->compute, t->ev_sent[slot]);
+    model_forward(m, slot, mb);
+    if (!m->last_stage) {
+        o->event_record(t->ev_out_ready[slot], t->compute);
+        o->stream_wait_event(t->pp_stream, t->ev_out_ready[slot]);
+        comm_send(t->pp_c, t->pp_stream, sl->stage_out, NsC * 4, t->g.pp_rank + 1, COMM_F_PIPELINE);
+        o->event_record(t->ev_sent[slot], t->pp_stream);
+    }
+    pop_range();
+}
+
+static void backward_mb(trainer *t, int mb)
+{
+    const dev_ops *o = t->o;
+    model *m = &t->m;
+    int slot = mb % t->nslots;
+    model_slot *sl = &m->slots[slot];
+    size_t NsC = (size_t)m->Ns * m->C;
+    push_mb_range("backward", mb, t->g.pp_rank);
+    if (!m->last_stage) {
+        comm_recv(t->pp_c, t->pp_stream, sl->grad_in, NsC * 4, t->g.pp_rank + 1, COMM_F_PIPELINE);
+        o->event_record(t->ev_grad_ready[slot], t->pp_stream);
+        o->stream_wait_event(t->compute, t->ev_grad_ready[slot]);
+    }
+    if (!m->first_stage)
+        o->stream_wait_event(t->compute, t->ev_sent[slot]);
+    int last = mb == t->M - 1;
+    model_backward(m, slot, mb, last ? unit_done : NULL, t);
+    o->event_record(t->ev_slot_free[slot], t->compute);
+    if (!m->first_stage) {
+        o->event_record(t->ev_din_ready[slot], t->compute);
+        o->stream_wait_event(t->pp_stream, t->ev_din_ready[slot]);
+        comm_send(t->pp_c, t->pp_stream, sl->grad_out, NsC * 4, t->g.pp_rank - 1, COMM_F_PIPELINE);
+        o->event_record(t->ev_sent[slot], t->pp_stream);
+    }
+    pop_range();
+}
+
+static double lr_at(const train_config *c, int step)
+{
+    if (c->warmup > 0 && step < c->warmup)
+        return c->lr * (step + 1) / c->warmup;
+    int decay_steps = c->steps - c->warmup;
+    if (decay_steps <= 1)
+        return c->lr;
+    double progress = (double)(step - c->warmup) / (decay_steps - 1);
+    if (progress > 1)
+        progress = 1;
+    double min_lr = c->lr * c->min_lr_ratio;
+    return min_lr + 0.5 * (c->lr - min_lr) * (1 + cos(M_PI * progress));
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int load_batch(trainer *t, int step)
+{
+    size_t N = (size_t)t->m.N;
+    int per_dp = t->cfg.batch / t->cfg.dp;
+    for (int mb = 0; mb < t->M; mb++) {
+        int first = t->g.dp_rank * per_dp + mb * t->mb_size;
+        char e[256];
+        if (train_data_batch(t->data, step, first, t->mb_size, t->host_tokens + (size_t)mb * N,
+                             t->host_targets + (size_t)mb * N, e, sizeof e) != 0)
+            return fail(t, "%s", e);
+    }
+    return 0;
+}
+
+static int sync_all(trainer *t)
+{
+    int rc = t->o->stream_synchronize(t->compute);
+    rc |= t->o->stream_synchronize(t->dp_stream);
+    rc |= t->o->stream_synchronize(t->pp_stream);
+    if (rc) {
+        const char *why = dev_last_error(t->dev);
+        snprintf(t->err, sizeof t->err, "%s", why[0] ? why : "a stream failed");
+        comm_job_abort(t->job, t->err);
+        return -1;
+    }
+    return 0;
+}
+
+static void optimizer(trainer *t, int step, double clip_scale, float lr)
+{
+    const dev_ops *o = t->o;
+    model *m = &t->m;
+    train_config *c = &t->cfg;
+    size_t lo = c->zero ? t->shard_begin : 0, hi = c->zero ? t->shard_end : m->nfloats_padded;
+    if (clip_scale < 1.0)
+        o->scale(t->compute, m->grad + lo, (float)clip_scale, hi - lo);
+    for (int k = 0; k < m->nparams; k++) {
+        param_info *p = &m->params[k];
+        size_t b = p->offset > lo ? p->offset : lo;
+        size_t e = p->offset + p->count < hi ? p->offset + p->count : hi;
+        if (e <= b)
+            continue;
+        size_t state_off = b - (c->zero ? t->shard_begin : 0);
+        o->adamw(t->compute, m->param + b, m->grad + b, t->adam_m + state_off,
+                 t->adam_v + state_off, e - b, lr, (float)c->beta1, (float)c->beta2, (float)c->eps,
+                 p->decay ? (float)c->weight_decay : 0.0f, step + 1);
+    }
+    if (c->zero && t->g.dp > 1) {
+        o->event_record(t->ev_opt_done, t->compute);
+        o->stream_wait_event(t->dp_stream, t->ev_opt_done);
+        comm_allgather(t->dp_c, t->dp_stream, m->param, m->param + t->shard_begin, t->shard_len);
+        o->event_record(t->ev_gather_done, t->dp_stream);
+        o->stream_wait_event(t->compute, t->ev_gather_done);
+    }
+}
+
+static int run_step(trainer *t, int step, double *loss_out, double *norm_out)
+{
+    const dev_ops *o = t->o;
+    model *m = &t->m;
+    train_config *c = &t->cfg;
+    if (load_batch(t, step) != 0)
+        return -1;
+    o->zero(t->compute, m->grad, m->nfloats_padded * 4);
+    o->zero(t->compute, m->loss_acc, sizeof(double));
+    model_set_loss_weight(m, 1.0f / ((float)c->batch * (float)c->seq));
+    for (int k = 0; k < t->nbuckets; k++)
+        t->buckets[k].launched = 0;
+    for (int i = 0; i < 2 * t->M; i++) {
+        if (t->items[i].pass == 'F')
+            forward_mb(t, t->items[i].mb);
+        else
+            backward_mb(t, t->items[i].mb);
+    }
+    if (t->g.dp > 1) {
+        for (int k = 0; k < t->nbuckets; k++)
+            launch_bucket(t, k); /* --overlap off, or buckets never marked ready */
+        o->event_record(t->ev_dp_done, t->dp_stream);
+        o->stream_wait_event(t->compute, t->ev_dp_done);
+    }
+    if (t->embed_c)
+        comm_allreduce(t->embed_c, t->compute, m->grad + m->off_wte, (size_t)m->Vp * m->C,
+                       COMM_FLOAT32);
+    /* loss and gradient norm, summed over the world */
+    if (m->last_stage && t->g.tp_rank == 0)
+        o->copy(t->compute, t->stat, m->loss_acc, sizeof(double));
+    else
+        o->zero(t->compute, t->stat, sizeof(double));
+    o->zero(t->compute, t->stat + 1, sizeof(double));
+    for (int k = 0; k < m->nparams; k++) {
+        param_info *p = &m->params[k];
+        if (!p->norm_counted)
+            continue;
+        size_t b = p->offset > t->shard_begin ? p->offset : t->shard_begin;
+        size_t e = p->offset + p->count < t->shard_end ? p->offset + p->count : t->shard_end;
+        if (e > b)
+            o->sum_squares_accumulate(t->compute, t->stat + 1, m->grad + b, e - b);
+    }
+    comm_allreduce(t->world_c, t->compute, t->stat, 2, COMM_FLOAT64);
+    o->copy_to_host(t->compute, t->host_stat, t->stat, sizeof t->host_stat);
+    if (sync_all(t) != 0)
+        return -1;
+    double loss = t->host_stat[0] / ((double)c->batch * c->seq);
+    double norm = sqrt(t->host_stat[1]);
+    double scale = c->grad_clip > 0 && norm > c->grad_clip ? c->grad_clip / norm : 1.0;
+    if (stepscope_active())
+        stepscope_range_push("optimizer", NULL);
+    optimizer(t, step, scale, (float)lr_at(c, step));
+    pop_range();
+    if (sync_all(t) != 0)
+        return -1;
+    *loss_out = loss;
+    *norm_out = norm;
+    return 0;
+}
+
+static void cleanup(trainer *t)
+{
+    if (t->o) {
+        const dev_ops *o = t->o;
+        if (t->compute) {
+            o->stream_synchronize(t->compute);
+            o->stream_synchronize(t->dp_stream);
+            o->stream_synchronize(t->pp_stream);
+        }
+        model_destroy(&t->m);
+        o->free(t->dev, t->adam_m);
+        o->free(t->dev, t->adam_v);
+        o->free(t->dev, t->stat);
+    }
+    dev_close(t->dev); /* joins the stream threads */
+    comm_destroy(t->world_c);
+    comm_destroy(t->dp_c);
+    comm_destroy(t->tp_c);
+    comm_destroy(t->pp_c);
+    comm_destroy(t->embed_c);
+    comm_job_close(t->job);
+    free(t->items);
+    free(t->buckets);
+    free(t->host_tokens);
+    free(t->host_targets);
+    train_data_close(t->data);
+    if (t->log)
+        fclose(t->log);
+}
+
+int train_rank_run(const train_config *cfg_in, const rank_env *env)
+{
+    trainer *t = calloc(1, sizeof *t);
+    if (!t) {
+        fprintf(stderr, "rank %d: error: out of memory\n", env->rank);
+        return 1;
+    }
+    t->cfg = *cfg_in;
+    t->env = *env;
+    train_config *c = &t->cfg;
+    int rc = 0;
+    char e[512];
+    t->data = train_data_open(c->data, c->seq, c->seed, c->batch, e, sizeof e);
+    if (!t->data) {
+        fail(t, "%s", e);
+        rc = -1;
+    }
+    if (rc == 0 && !c->vocab_given)
+        c->vocab = train_data_vocab(t->data);
+    if (rc == 0 && c->vocab < train_data_vocab(t->data)) {
+        snprintf(t->err, sizeof t->err, "--vocab %d is smaller than the data's vocabulary %d",
+                 c->vocab, train_data_vocab(t->data));
+        rc = -1;
+    }
+    if (rc == 0)
+        rc = setup(t);
+    int is_printer = env->rank == 0;
+    if (rc == 0 && is_printer && !c->quiet) {
+        printf("stepscope-train: %s model, %d layers, hidden %d, %d heads, seq %d, vocab %d, "
+               "%.3f M parameters\n",
+               c->model, c->layers, c->hidden, c->heads, c->seq, c->vocab,
+               model_total_params(c) / 1e6);
+        printf("stepscope-train: world %d = dp %d x pp %d x tp %d%s, schedule %s, %d "
+               "micro-batches of %d, global batch %d, zero %d, recompute %s, data: %s\n",
+               c->world, c->dp, c->pp, c->tp, c->sp ? " (sp)" : "",
+               c->schedule == SCHED_AFAB ? "afab" : "1f1b", c->microbatches, t->mb_size, c->batch,
+               c->zero, c->recompute == RECOMPUTE_NONE ? "none"
+                        : c->recompute == RECOMPUTE_FULL ? "full" : "selective",
+               train_data_describe(t->data));
+        fflush(stdout);
+    }
+    if (rc == 0 && is_printer && c->log[0]) {
+        t->log = fopen(c->log, "w");
+        if (!t->log) {
+            snprintf(t->err, sizeof t->err, "--log %s: cannot open for writing", c->log);
+            rc = -1;
+        }
+    }
+    if (rc == 0 && c->trace[0] && c->profile_first < 0)
+        trace_start(t);
+    double last_loss = NAN;
+    for (int step = 0; rc == 0 && step < c->steps; step++) {
+        if (c->trace[0] && step == c->profile_first && !t->tracing)
+            trace_start(t);
+        if (step == c->debug_die_step && env->rank == c->debug_die_rank) {
+            fflush(stdout);
+            raise(SIGKILL);
+        }
+        if (step == c->debug_hang_step && env->rank == c->debug_hang_rank)
+            for (;;)
+                pause();
+        comm_job_heartbeat(t->job);
+        if (t->tracing)
+            stepscope_step_begin((uint64_t)step);
+        double t0 = now_s(), loss = 0, norm = 0;
+        rc = run_step(t, step, &loss, &norm);
+        double dt = now_s() - t0;
+        if (t->tracing)
+            stepscope_step_end();
+        if (rc != 0)
+            break;
+        last_loss = loss;
+        double tokens = (double)c->batch * c->seq;
+        double mfu = train_model_flops_per_step(c) / (dt * peak_flops(c) * c->world);
+        if (is_printer && !c->quiet) {
+            printf("step %4d | loss %.6f | norm %.4f | lr %.3e | %8.1f ms | %9.0f tok/s | MFU "
+                   "%.2f%%\n",
+                   step, loss, norm, lr_at(c, step), dt * 1e3, tokens / dt, mfu * 100);
+            fflush(stdout);
+        }
+        if (t->log) {
+            fprintf(t->log,
+                    "{\"step\":%d,\"loss\":%.9g,\"step_ms\":%.3f,\"tokens_per_s\":%.1f,\"mfu\":%.6g,"
+                    "\"grad_norm\":%.6g,\"lr\":%.6g}\n",
+                    step, loss, dt * 1e3, tokens / dt, mfu, norm, lr_at(c, step));
+            fflush(t->log);
+        }
+        if (t->tracing && c->profile_last >= 0 && step >= c->profile_last) {
+            write_metadata(t); /* refresh the measured peak memory */
+            stepscope_stop();
+            t->tracing = 0;
+        }
+    }
+    if (t->tracing) {
+        write_metadata(t);
+        stepscope_stop();
+        t->tracing = 0;
+    }
+    if (rc == 0 && is_printer)
+        printf("final loss %.6f\n", last_loss);
+    if (rc != 0) {
+        const char *why = t->job ? comm_job_abort_reason(t->job) : "";
+        fprintf(stderr, "rank %d: error: %s\n", env->rank, t->err[0] ? t->err : why);
+        if (t->job)
+            comm_job_abort(t->job, t->err);
+    }
+    fflush(stdout);
+    cleanup(t);
+    if (rc == 0 && env->remove_shm)
+        unlink(env->shm_path);
+    free(t);
+    return rc == 0 ? 0 : 1;
+}
