@@ -19,6 +19,7 @@
  */
 #include "record_codec.h"
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -182,14 +183,25 @@ static size_t inline_len(const char *s) { return s ? strlen(s) : 0; }
 static size_t desc_max_size(const kind_desc *d, const void *body) {
   size_t n = 3 * VARINT_MAX; /* tag, time, length */
   for (const field *f = d->fields; f->type != FT_END; f++)
-    n += f->type == FT_ISTR ? VARINT_MAX + inline_len(CAT(body, f->offset, const char *))
+    n += f->type == FT_ISTR ? VARINT_MAX + inline_len(CAT(body, f->offset, char *))
                             : (f->type == FT_F64 ? 8 : VARINT_MAX);
   return n;
 }
 
 size_t codec_max_size(const stepscope_record *rec) {
-  const kind_desc *d = codec_desc(rec->kind);
-  return d ? desc_max_size(d, &rec->u) : 0;
+  /* Fixed-size kinds: a per-kind bound computed once (this runs per append). */
+  static _Atomic size_t fixed_max[STEPSCOPE_REC_KIND_MAX];
+  uint32_t kind = rec->kind;
+  if (kind < STEPSCOPE_REC_KIND_MAX) {
+    size_t cached = atomic_load_explicit(&fixed_max[kind], memory_order_relaxed);
+    if (cached) return cached;
+  }
+  const kind_desc *d = codec_desc(kind);
+  if (!d) return 0;
+  size_t n = desc_max_size(d, &rec->u);
+  if (kind != STEPSCOPE_REC_METADATA && kind < STEPSCOPE_REC_KIND_MAX)
+    atomic_store_explicit(&fixed_max[kind], n, memory_order_relaxed); /* same value everywhere */
+  return n;
 }
 
 /* Encodes the payload of `body` per `d` at p; returns the end. */
@@ -213,7 +225,7 @@ static uint8_t *encode_fields(codec_state *st, uint8_t *p, const kind_desc *d, c
       break;
     }
     case FT_ISTR: {
-      const char *s = CAT(body, f->offset, const char *);
+      const char *s = CAT(body, f->offset, char *);
       size_t len = inline_len(s);
       p = varint_put(p, len);
       if (len) memcpy(p, s, len);

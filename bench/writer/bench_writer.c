@@ -1,0 +1,322 @@
+/*
+ * bench_writer.c — how fast libstepscope writes, and how small, on a record
+ * mix shaped like a real GPU training trace.
+ *
+ * The synthetic trace replays a GPT training step as CUPTI would see it:
+ * per layer and micro-batch, forward and backward kernels (each with its
+ * cudaLaunchKernel API record, its own grid/block/registers, durations with
+ * a few percent of noise, increasing correlation ids), NVTX ranges per layer,
+ * bucketed NCCL all-reduce collectives with their kernels on a second
+ * stream, and the odd memcpy. Timestamps are CUPTI-like absolute ns.
+ *
+ * Reported (SPEC §6 goals: >= 20 M records/s per core, <= 8 bytes/kernel record):
+ *   1. records/s of one thread, compression included (frames are closed by
+ *      the appending thread: no background help), per CPU second and per
+ *      wall second;
+ *   2. compressed bytes per record for the whole mix, and bytes per kernel
+ *      record in a kernels-only file of the same kernels;
+ *   3. records/s with several appending threads.
+ *
+ * usage: bench_writer [records (default 20000000)] [threads for part 3 (default cores)]
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "stepscope.h"
+
+typedef struct kernel_shape {
+  const char *name;
+  uint32_t grid, block, regs, smem;
+  uint64_t dur_ns;
+} kernel_shape;
+
+/* A transformer layer's kernels, forward then backward (H100-like durations). */
+static const kernel_shape LAYER_FWD[] = {
+    {"layernorm_forward_kernel3", 1024, 256, 32, 0, 9000},
+    {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", 132, 384, 168, 232448, 61000},
+    {"flash_fwd_kernel_hdim64", 768, 128, 255, 49152, 88000},
+    {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x64x64", 132, 256, 168, 147456, 22000},
+    {"residual_forward_kernel", 2048, 256, 16, 0, 6000},
+    {"layernorm_forward_kernel3", 1024, 256, 32, 0, 9000},
+    {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64", 132, 384, 168, 232448, 80000},
+    {"gelu_forward_kernel2", 4096, 256, 18, 0, 12000},
+    {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", 132, 384, 168, 232448, 79000},
+    {"residual_forward_kernel", 2048, 256, 16, 0, 6000},
+};
+
+typedef struct sim {
+  stepscope_writer *w;
+  uint32_t kernel_names[sizeof LAYER_FWD / sizeof LAYER_FWD[0]][2]; /* fwd, bwd */
+  uint32_t launch_name, range_layer, range_domain, nccl_kernel, ring, simple, memcpy_api;
+  uint64_t now, corr, seq, rng;
+  int kernels_only;
+  uint64_t records, kernels;
+} sim;
+
+static uint64_t rnd(sim *s) {
+  s->rng ^= s->rng << 13;
+  s->rng ^= s->rng >> 7;
+  s->rng ^= s->rng << 17;
+  return s->rng;
+}
+
+static uint64_t jitter(sim *s, uint64_t base) { /* +-3 % */
+  uint64_t span = base / 16 + 1;
+  return base - base / 32 + rnd(s) % span;
+}
+
+static void emit(sim *s, const stepscope_record *r) {
+  stepscope_write(s->w, r);
+  s->records++;
+}
+
+static void launch_kernel(sim *s, const kernel_shape *k, uint32_t name, uint64_t stream, int bwd) {
+  stepscope_record r;
+  uint64_t corr = ++s->corr;
+  uint64_t api_start = s->now;
+  uint64_t api_end = api_start + jitter(s, 4000);
+  if (!s->kernels_only) {
+    memset(&r, 0, sizeof r);
+    r.kind = STEPSCOPE_REC_API;
+    r.u.api.start_ns = api_start;
+    r.u.api.end_ns = api_end;
+    r.u.api.correlation_id = corr;
+    r.u.api.thread = 4711;
+    r.u.api.name = s->launch_name;
+    r.u.api.api_kind = STEPSCOPE_API_RUNTIME;
+    r.u.api.callback_id = 211;
+    emit(s, &r);
+  }
+  memset(&r, 0, sizeof r);
+  r.kind = STEPSCOPE_REC_KERNEL;
+  r.u.kernel.start_ns = api_end + jitter(s, 2000);
+  r.u.kernel.end_ns = r.u.kernel.start_ns + jitter(s, k->dur_ns * (bwd ? 2 : 1));
+  r.u.kernel.correlation_id = corr;
+  r.u.kernel.stream = stream;
+  r.u.kernel.name = name;
+  r.u.kernel.grid[0] = k->grid, r.u.kernel.grid[1] = 1, r.u.kernel.grid[2] = 1;
+  r.u.kernel.block[0] = k->block, r.u.kernel.block[1] = 1, r.u.kernel.block[2] = 1;
+  r.u.kernel.registers_per_thread = k->regs;
+  r.u.kernel.dynamic_shared_bytes = k->smem;
+  emit(s, &r);
+  s->kernels++;
+  s->now = api_end + 500;
+}
+
+static void layer(sim *s, int bwd, int layer_idx) {
+  uint64_t start = s->now;
+  size_t n = sizeof LAYER_FWD / sizeof LAYER_FWD[0];
+  for (size_t i = 0; i < n; i++) {
+    size_t k = bwd ? n - 1 - i : i;
+    launch_kernel(s, &LAYER_FWD[k], s->kernel_names[k][bwd], 7, bwd);
+  }
+  if (!s->kernels_only) {
+    stepscope_record r;
+    memset(&r, 0, sizeof r);
+    r.kind = STEPSCOPE_REC_RANGE;
+    r.u.range.start_ns = start;
+    r.u.range.end_ns = s->now;
+    r.u.range.thread = 4711;
+    r.u.range.name = s->range_layer;
+    r.u.range.domain = s->range_domain;
+    r.u.range.payload_kind = STEPSCOPE_PAYLOAD_UINT64;
+    r.u.range.payload = (uint64_t)layer_idx;
+    emit(s, &r);
+  }
+  if (bwd && layer_idx % 4 == 0) { /* a gradient bucket is ready: all-reduce it */
+    static const kernel_shape nccl = {"", 32, 640, 96, 0, 150000};
+    uint64_t corr_before = s->corr;
+    launch_kernel(s, &nccl, s->nccl_kernel, 13, 0);
+    if (!s->kernels_only) {
+      stepscope_record r;
+      memset(&r, 0, sizeof r);
+      r.kind = STEPSCOPE_REC_COLLECTIVE;
+      r.u.collective.start_ns = s->now - 400;
+      r.u.collective.end_ns = s->now + 150000;
+      r.u.collective.correlation_id = corr_before + 1;
+      r.u.collective.comm_id = 0x5eed1234abcdull;
+      r.u.collective.seq = s->seq++;
+      r.u.collective.count = 25u << 20;
+      r.u.collective.bytes = 50u << 20;
+      r.u.collective.stream = 13;
+      r.u.collective.op = STEPSCOPE_COLL_ALLREDUCE;
+      r.u.collective.datatype = STEPSCOPE_DT_BFLOAT16;
+      r.u.collective.peer = -1;
+      r.u.collective.comm_size = 8;
+      r.u.collective.comm_rank = 3;
+      r.u.collective.algorithm = s->ring;
+      r.u.collective.protocol = s->simple;
+      r.u.collective.channels = 16;
+      r.u.collective.flags = STEPSCOPE_COLL_F_GPU_TIMED;
+      emit(s, &r);
+    }
+  }
+}
+
+static void sim_init(sim *s, stepscope_writer *w, int kernels_only) {
+  memset(s, 0, sizeof *s);
+  s->w = w;
+  s->kernels_only = kernels_only;
+  s->rng = 88172645463325252ull;
+  s->now = 1732000000000000000ull;
+  char buf[256];
+  for (size_t i = 0; i < sizeof LAYER_FWD / sizeof LAYER_FWD[0]; i++) {
+    s->kernel_names[i][0] = stepscope_intern(w, LAYER_FWD[i].name);
+    snprintf(buf, sizeof buf, "%s_backward", LAYER_FWD[i].name);
+    s->kernel_names[i][1] = stepscope_intern(w, buf);
+  }
+  s->launch_name = stepscope_intern(w, "cudaLaunchKernel");
+  s->range_layer = stepscope_intern(w, "layer");
+  s->range_domain = stepscope_intern(w, "trainer");
+  s->nccl_kernel = stepscope_intern(w, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL");
+  s->ring = stepscope_intern(w, "RING");
+  s->simple = stepscope_intern(w, "SIMPLE");
+}
+
+/* Runs steps until at least `target` records were written. */
+static void sim_run(sim *s, uint64_t target, uint64_t target_kernels) {
+  while (s->records < target && s->kernels < target_kernels) {
+    for (int mb = 0; mb < 4; mb++) {
+      for (int l = 0; l < 24; l++) layer(s, 0, l);
+      for (int l = 23; l >= 0; l--) layer(s, 1, l);
+    }
+    s->now += 2000000; /* optimizer, data loading */
+  }
+}
+
+static double now_s(clockid_t c) {
+  struct timespec ts;
+  clock_gettime(c, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static uint64_t file_size(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+static stepscope_writer *open_writer(const char *path, int background) {
+  stepscope_header h = {.rank = 0, .world_size = 1, .hostname = "bench", .device_name = "bench",
+                        .clock_domain = STEPSCOPE_CLOCK_CUPTI};
+  stepscope_writer_options opt = {.background_flush = background};
+  stepscope_error err;
+  stepscope_writer *w = stepscope_writer_open(path, &h, &opt, &err);
+  if (!w) {
+    fprintf(stderr, "bench_writer: %s\n", err.message);
+    exit(1);
+  }
+  return w;
+}
+
+typedef struct thread_arg {
+  stepscope_writer *w;
+  uint64_t records;
+  int id;
+} thread_arg;
+
+static void *thread_main(void *p) {
+  thread_arg *a = p;
+  sim s;
+  sim_init(&s, a->w, 0);
+  s.rng += (uint64_t)a->id * 7919;
+  sim_run(&s, a->records, UINT64_MAX);
+  a->records = s.records;
+  return NULL;
+}
+
+static void print_machine(void) {
+  struct utsname u;
+  uname(&u);
+  char model[256] = "unknown";
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  char line[512];
+  while (f && fgets(line, sizeof line, f)) {
+    if (!strncmp(line, "model name", 10)) {
+      char *c = strchr(line, ':');
+      if (c) {
+        snprintf(model, sizeof model, "%s", c + 2);
+        model[strcspn(model, "\n")] = '\0';
+      }
+      break;
+    }
+  }
+  if (f) fclose(f);
+  printf("machine: %s %s %s, CPU: %s, %ld cores online\n", u.sysname, u.release, u.machine, model,
+         sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+int main(int argc, char **argv) {
+  uint64_t records = argc > 1 ? strtoull(argv[1], NULL, 10) : 20000000ull;
+  long threads = argc > 2 ? atol(argv[2]) : sysconf(_SC_NPROCESSORS_ONLN);
+  if (threads < 1) threads = 1;
+  const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+  char path[512];
+  snprintf(path, sizeof path, "%s/bench_writer_%ld.trace.zst", dir, (long)getpid());
+  print_machine();
+  printf("libstepscope %s, trace format %d.%d, zstd level 3, 4 MiB frames\n\n",
+         STEPSCOPE_VERSION_STRING, STEPSCOPE_FORMAT_MAJOR, STEPSCOPE_FORMAT_MINOR);
+
+  /* 1 + 2: one thread, the realistic mix */
+  stepscope_writer *w = open_writer(path, 0);
+  sim s;
+  sim_init(&s, w, 0);
+  double c0 = now_s(CLOCK_PROCESS_CPUTIME_ID), t0 = now_s(CLOCK_MONOTONIC);
+  sim_run(&s, records, UINT64_MAX);
+  stepscope_writer_close(w, NULL);
+  double cpu = now_s(CLOCK_PROCESS_CPUTIME_ID) - c0, wall = now_s(CLOCK_MONOTONIC) - t0;
+  uint64_t bytes = file_size(path);
+  printf("1 thread, mixed records (kernel %.0f%%, api, range, collective): %llu records\n",
+         100.0 * (double)s.kernels / (double)s.records, (unsigned long long)s.records);
+  printf("  rate: %.1f M records/s per CPU second (%.1f M/s wall), compression included\n",
+         (double)s.records / cpu / 1e6, (double)s.records / wall / 1e6);
+  printf("  size: %.2f bytes/record (%llu bytes)\n", (double)bytes / (double)s.records,
+         (unsigned long long)bytes);
+  unlink(path);
+
+  w = open_writer(path, 0);
+  sim_init(&s, w, 1);
+  uint64_t kernel_target = records / 2;
+  c0 = now_s(CLOCK_PROCESS_CPUTIME_ID);
+  sim_run(&s, UINT64_MAX, kernel_target);
+  stepscope_writer_close(w, NULL);
+  cpu = now_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
+  bytes = file_size(path);
+  printf("1 thread, kernel records only: %llu kernels\n", (unsigned long long)s.kernels);
+  printf("  rate: %.1f M records/s per CPU second\n", (double)s.kernels / cpu / 1e6);
+  printf("  size: %.2f bytes/kernel record (goal <= 8)\n", (double)bytes / (double)s.kernels);
+  unlink(path);
+
+  /* 3: several threads appending to one writer, background flush on */
+  w = open_writer(path, 1);
+  thread_arg *args = calloc((size_t)threads, sizeof *args);
+  pthread_t *tids = calloc((size_t)threads, sizeof *tids);
+  t0 = now_s(CLOCK_MONOTONIC);
+  c0 = now_s(CLOCK_PROCESS_CPUTIME_ID);
+  for (long t = 0; t < threads; t++) {
+    args[t] = (thread_arg){w, records / (uint64_t)threads, (int)t};
+    pthread_create(&tids[t], NULL, thread_main, &args[t]);
+  }
+  uint64_t total = 0;
+  for (long t = 0; t < threads; t++) {
+    pthread_join(tids[t], NULL);
+    total += args[t].records;
+  }
+  stepscope_writer_close(w, NULL);
+  wall = now_s(CLOCK_MONOTONIC) - t0;
+  cpu = now_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
+  printf("%ld threads, mixed records: %llu records\n", threads, (unsigned long long)total);
+  printf("  rate: %.1f M records/s wall, %.1f M records/s per CPU second\n",
+         (double)total / wall / 1e6, (double)total / cpu / 1e6);
+  unlink(path);
+  free(args);
+  free(tids);
+  return 0;
+}
