@@ -1,0 +1,153 @@
+/*
+ * cmd_analyze.c — `stepscope analyze RUN [--json FILE] [--steps A:B]
+ * [--rank R] [--step-range NAME] [--launch-gap-us N] [--top N]
+ * [--threads N]`: loads the run (all ranks in parallel), computes the
+ * metrics of docs/metrics.md and prints the readable report; --json also
+ * writes the versioned JSON report (docs/report-schema.md). A thin layer
+ * over libstepscope_analysis. Exit codes: 0 ok, 1 the run could not be
+ * analysed, 2 usage error.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ssa_analysis.h"
+#include "ssa_report.h"
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: stepscope analyze RUN [options]\n"
+          "  RUN                 run directory (rank-*.trace.zst) or one trace file\n"
+          "  --json FILE         also write the JSON report (docs/report-schema.md); '-' = stdout\n"
+          "  --steps A:B         only steps A..B (inclusive; A: or :B open-ended)\n"
+          "  --rank R            report only rank R (all ranks are still loaded for\n"
+          "                      clock alignment and collectives)\n"
+          "  --step-range NAME   take steps from ranges named NAME (default: 'step' ranges\n"
+          "                      of domain stepscope, else ProfilerStep#N)\n"
+          "  --launch-gap-us N   idle gaps shorter than N us are launch gaps (default 10)\n"
+          "  --top N             rows in the kernel and collective tables (default 20)\n"
+          "  --threads N         loader/analysis threads (default: all cores)\n"
+          "  --quiet             no text report (with --json)\n");
+}
+
+int ssa_cli_parse_steps(const char *s, int64_t *a, int64_t *b);
+int ssa_cli_parse_steps(const char *s, int64_t *a, int64_t *b) {
+  const char *colon = strchr(s, ':');
+  char *end;
+  *a = INT64_MIN;
+  *b = INT64_MAX;
+  if (!colon) {
+    long long v = strtoll(s, &end, 10);
+    if (end == s || *end) return -1;
+    *a = *b = v;
+    return 0;
+  }
+  if (colon != s) {
+    long long v = strtoll(s, &end, 10);
+    if (end != colon) return -1;
+    *a = v;
+  }
+  if (colon[1]) {
+    long long v = strtoll(colon + 1, &end, 10);
+    if (*end || end == colon + 1) return -1;
+    *b = v;
+  }
+  return *a <= *b ? 0 : -1;
+}
+
+int cmd_analyze(int argc, char **argv) {
+  ssa_options opt;
+  ssa_options_default(&opt);
+  const char *run_path = NULL, *json_path = NULL;
+  int quiet = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      usage(stdout);
+      return 0;
+    } else if (!strcmp(a, "--quiet")) {
+      quiet = 1;
+    } else if (a[0] == '-' && a[1] == '-' ) {
+      if (!v) {
+        fprintf(stderr, "stepscope analyze: %s needs a value\n", a);
+        return 2;
+      }
+      i++;
+      char *end;
+      if (!strcmp(a, "--json")) json_path = v;
+      else if (!strcmp(a, "--steps")) {
+        if (ssa_cli_parse_steps(v, &opt.step_first, &opt.step_last)) {
+          fprintf(stderr, "stepscope analyze: bad --steps '%s' (want A:B)\n", v);
+          return 2;
+        }
+        opt.has_step_filter = 1;
+      } else if (!strcmp(a, "--rank")) {
+        long r = strtol(v, &end, 10);
+        if (*end || end == v || r < 0) { fprintf(stderr, "stepscope analyze: bad --rank '%s'\n", v); return 2; }
+        opt.rank = (int)r;
+      } else if (!strcmp(a, "--step-range")) opt.step_range_name = v;
+      else if (!strcmp(a, "--launch-gap-us")) {
+        double us = strtod(v, &end);
+        if (*end || end == v || us <= 0) { fprintf(stderr, "stepscope analyze: bad --launch-gap-us '%s'\n", v); return 2; }
+        opt.launch_gap_ns = (int64_t)(us * 1000.0);
+      } else if (!strcmp(a, "--top")) {
+        long n = strtol(v, &end, 10);
+        if (*end || end == v || n <= 0) { fprintf(stderr, "stepscope analyze: bad --top '%s'\n", v); return 2; }
+        opt.top_n = (int)n;
+      } else if (!strcmp(a, "--threads")) {
+        long n = strtol(v, &end, 10);
+        if (*end || end == v || n <= 0) { fprintf(stderr, "stepscope analyze: bad --threads '%s'\n", v); return 2; }
+        opt.threads = (int)n;
+      } else {
+        fprintf(stderr, "stepscope analyze: unknown option %s\n", a);
+        usage(stderr);
+        return 2;
+      }
+    } else if (!run_path) {
+      run_path = a;
+    } else {
+      fprintf(stderr, "stepscope analyze: unexpected argument %s\n", a);
+      return 2;
+    }
+  }
+  if (!run_path) {
+    usage(stderr);
+    return 2;
+  }
+  ssa_load_options lo = {opt.threads, isatty(2)};
+  ssa_run run;
+  stepscope_error err;
+  memset(&err, 0, sizeof err);
+  if (ssa_run_load(&run, run_path, &lo, &err)) {
+    fprintf(stderr, "stepscope analyze: %s\n", err.message);
+    ssa_run_free(&run);
+    return 1;
+  }
+  ssa_analysis an;
+  if (ssa_analyze(&run, &opt, &an, &err)) {
+    fprintf(stderr, "stepscope analyze: %s\n", err.message);
+    ssa_analysis_free(&an);
+    ssa_run_free(&run);
+    return opt.rank >= 0 && err.code == STEPSCOPE_E_ARGUMENT ? 2 : 1;
+  }
+  int rc = 0;
+  if (json_path) {
+    ssa_out o;
+    if (ssa_out_open(&o, json_path)) {
+      fprintf(stderr, "stepscope analyze: cannot write %s\n", json_path);
+      rc = 1;
+    } else {
+      ssa_report_json(&an, &o);
+      if (ssa_out_close(&o)) {
+        fprintf(stderr, "stepscope analyze: write error on %s\n", json_path);
+        rc = 1;
+      }
+    }
+  }
+  if (!quiet && !(json_path && !strcmp(json_path, "-"))) ssa_report_text(&an, stdout);
+  ssa_analysis_free(&an);
+  ssa_run_free(&run);
+  return rc;
+}

@@ -1,0 +1,112 @@
+/*
+ * cmd_export.c — `stepscope export RUN -o trace.json[.gz] [--rank R]
+ * [--steps A:B] [--step-range NAME]`: writes the Chrome-trace JSON of SPEC
+ * §5 (docs/metrics.md for the derived tracks), gzip-compressed when the name
+ * ends in .gz. Streams: the document is never held in memory. Exit codes:
+ * 0 ok, 1 failure, 2 usage error.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ssa_analysis.h"
+#include "ssa_report.h"
+
+int ssa_cli_parse_steps(const char *s, int64_t *a, int64_t *b);
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: stepscope export RUN -o FILE [options]\n"
+          "  -o, --output FILE   trace.json, or trace.json.gz for gzip\n"
+          "  --rank R            only rank R\n"
+          "  --steps A:B         derived step slices only for steps A..B\n"
+          "  --step-range NAME   take steps from ranges named NAME\n"
+          "  --threads N         loader threads (default: all cores)\n"
+          "Open the file at https://ui.perfetto.dev or with `stepscope view`.\n");
+}
+
+int cmd_export(int argc, char **argv) {
+  ssa_options opt;
+  ssa_options_default(&opt);
+  const char *run_path = NULL, *out_path = NULL;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    char *end;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      usage(stdout);
+      return 0;
+    }
+    if (a[0] == '-' && a[1]) {
+      if (!v) {
+        fprintf(stderr, "stepscope export: %s needs a value\n", a);
+        return 2;
+      }
+      i++;
+      if (!strcmp(a, "-o") || !strcmp(a, "--output")) out_path = v;
+      else if (!strcmp(a, "--rank")) {
+        long r = strtol(v, &end, 10);
+        if (*end || end == v || r < 0) { fprintf(stderr, "stepscope export: bad --rank '%s'\n", v); return 2; }
+        opt.rank = (int)r;
+      } else if (!strcmp(a, "--steps")) {
+        if (ssa_cli_parse_steps(v, &opt.step_first, &opt.step_last)) {
+          fprintf(stderr, "stepscope export: bad --steps '%s'\n", v);
+          return 2;
+        }
+        opt.has_step_filter = 1;
+      } else if (!strcmp(a, "--step-range")) opt.step_range_name = v;
+      else if (!strcmp(a, "--threads")) {
+        long n = strtol(v, &end, 10);
+        if (*end || end == v || n <= 0) { fprintf(stderr, "stepscope export: bad --threads '%s'\n", v); return 2; }
+        opt.threads = (int)n;
+      } else {
+        fprintf(stderr, "stepscope export: unknown option %s\n", a);
+        usage(stderr);
+        return 2;
+      }
+    } else if (!run_path) {
+      run_path = a;
+    } else {
+      fprintf(stderr, "stepscope export: unexpected argument %s\n", a);
+      return 2;
+    }
+  }
+  if (!run_path || !out_path) {
+    usage(stderr);
+    return 2;
+  }
+  int tty = isatty(2);
+  ssa_load_options lo = {opt.threads, tty};
+  ssa_run run;
+  stepscope_error err;
+  memset(&err, 0, sizeof err);
+  if (ssa_run_load(&run, run_path, &lo, &err)) {
+    fprintf(stderr, "stepscope export: %s\n", err.message);
+    ssa_run_free(&run);
+    return 1;
+  }
+  ssa_analysis an;
+  if (ssa_analyze(&run, &opt, &an, &err)) {
+    fprintf(stderr, "stepscope export: %s\n", err.message);
+    ssa_analysis_free(&an);
+    ssa_run_free(&run);
+    return opt.rank >= 0 && err.code == STEPSCOPE_E_ARGUMENT ? 2 : 1;
+  }
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  if (tty) fprintf(stderr, "writing %s ...\n", out_path);
+  ssa_export_stats st;
+  int rc = ssa_export_chrome(&an, out_path, &st, &err);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  if (rc) fprintf(stderr, "stepscope export: %s\n", err.message);
+  else if (tty) {
+    double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    fprintf(stderr, "wrote %llu events, %.1f MB of JSON in %.2f s\n", (unsigned long long)st.events,
+            (double)st.bytes / 1e6, s);
+  }
+  ssa_analysis_free(&an);
+  ssa_run_free(&run);
+  return rc ? 1 : 0;
+}

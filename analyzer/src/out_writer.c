@@ -1,0 +1,188 @@
+/*
+ * out_writer.c — the buffered writer of ssa_out.h. A 1 MiB buffer is filled
+ * by hand-formatted numbers and escaped strings and handed to fwrite or
+ * gzwrite (level 1: fast, since exports are large) when full.
+ */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "ssa_out.h"
+#include "stepscope.h"
+
+#define OUT_BUF (1u << 20)
+
+static int ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), m = strlen(suffix);
+  return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+int ssa_out_open_file(ssa_out *o, FILE *f) {
+  memset(o, 0, sizeof *o);
+  o->buf = malloc(OUT_BUF);
+  if (!o->buf) return STEPSCOPE_E_NOMEM;
+  o->cap = OUT_BUF;
+  o->file = f;
+  return 0;
+}
+
+int ssa_out_open(ssa_out *o, const char *path) {
+  if (strcmp(path, "-") == 0) return ssa_out_open_file(o, stdout);
+  memset(o, 0, sizeof *o);
+  o->buf = malloc(OUT_BUF);
+  if (!o->buf) return STEPSCOPE_E_NOMEM;
+  o->cap = OUT_BUF;
+  if (ends_with(path, ".gz")) {
+    o->gz = gzopen(path, "wb1");
+    if (!o->gz) {
+      free(o->buf);
+      return STEPSCOPE_E_IO;
+    }
+    gzbuffer(o->gz, 1u << 18);
+  } else {
+    o->file = fopen(path, "wb");
+    if (!o->file) {
+      free(o->buf);
+      return STEPSCOPE_E_IO;
+    }
+    o->owns_file = 1;
+  }
+  return 0;
+}
+
+void ssa_out_flush(ssa_out *o) {
+  if (o->len == 0) return;
+  if (!o->error) {
+    if (o->gz) {
+      if (gzwrite(o->gz, o->buf, (unsigned)o->len) != (int)o->len) o->error = STEPSCOPE_E_IO;
+    } else if (fwrite(o->buf, 1, o->len, o->file) != o->len) {
+      o->error = STEPSCOPE_E_IO;
+    }
+  }
+  o->bytes += o->len;
+  o->len = 0;
+}
+
+int ssa_out_close(ssa_out *o) {
+  ssa_out_flush(o);
+  if (o->gz) {
+    if (gzclose(o->gz) != Z_OK && !o->error) o->error = STEPSCOPE_E_IO;
+  } else if (o->file) {
+    if (fflush(o->file) != 0 && !o->error) o->error = STEPSCOPE_E_IO;
+    if (o->owns_file && fclose(o->file) != 0 && !o->error) o->error = STEPSCOPE_E_IO;
+  }
+  free(o->buf);
+  o->buf = NULL;
+  o->gz = NULL;
+  o->file = NULL;
+  return o->error;
+}
+
+void ssa_out_write(ssa_out *o, const char *s, size_t n) {
+  while (n > 0) {
+    if (o->len == o->cap) ssa_out_flush(o);
+    size_t k = o->cap - o->len;
+    if (k > n) k = n;
+    memcpy(o->buf + o->len, s, k);
+    o->len += k;
+    s += k;
+    n -= k;
+  }
+}
+
+void ssa_out_str(ssa_out *o, const char *s) { ssa_out_write(o, s, strlen(s)); }
+
+void ssa_out_printf(ssa_out *o, const char *fmt, ...) {
+  char tmp[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  if ((size_t)n < sizeof tmp) {
+    ssa_out_write(o, tmp, (size_t)n);
+    return;
+  }
+  char *big = malloc((size_t)n + 1);
+  if (!big) {
+    o->error = STEPSCOPE_E_NOMEM;
+    return;
+  }
+  va_start(ap, fmt);
+  vsnprintf(big, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  ssa_out_write(o, big, (size_t)n);
+  free(big);
+}
+
+void ssa_out_u64(ssa_out *o, uint64_t v) {
+  char tmp[24];
+  int i = 24;
+  do {
+    tmp[--i] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v);
+  ssa_out_write(o, tmp + i, (size_t)(24 - i));
+}
+
+void ssa_out_i64(ssa_out *o, int64_t v) {
+  if (v < 0) {
+    ssa_out_char(o, '-');
+    ssa_out_u64(o, (uint64_t)0 - (uint64_t)v);
+  } else {
+    ssa_out_u64(o, (uint64_t)v);
+  }
+}
+
+void ssa_out_us(ssa_out *o, int64_t ns) {
+  uint64_t u;
+  if (ns < 0) {
+    ssa_out_char(o, '-');
+    u = (uint64_t)0 - (uint64_t)ns;
+  } else {
+    u = (uint64_t)ns;
+  }
+  ssa_out_u64(o, u / 1000);
+  unsigned f = (unsigned)(u % 1000);
+  char tmp[4] = {'.', (char)('0' + f / 100), (char)('0' + f / 10 % 10), (char)('0' + f % 10)};
+  ssa_out_write(o, tmp, 4);
+}
+
+void ssa_out_double(ssa_out *o, double v) {
+  if (v != v || v > 1e308 || v < -1e308) {
+    ssa_out_str(o, "null");
+    return;
+  }
+  char tmp[40];
+  int n = snprintf(tmp, sizeof tmp, "%.9g", v);
+  ssa_out_write(o, tmp, (size_t)n);
+}
+
+void ssa_out_json_string(ssa_out *o, const char *s) {
+  static const char hex[] = "0123456789abcdef";
+  ssa_out_char(o, '"');
+  if (s) {
+    const unsigned char *p = (const unsigned char *)s;
+    const unsigned char *run = p;
+    for (; *p; p++) {
+      unsigned char ch = *p;
+      if (ch >= 0x20 && ch != '"' && ch != '\\') continue;
+      ssa_out_write(o, (const char *)run, (size_t)(p - run));
+      run = p + 1;
+      switch (ch) {
+      case '"': ssa_out_write(o, "\\\"", 2); break;
+      case '\\': ssa_out_write(o, "\\\\", 2); break;
+      case '\n': ssa_out_write(o, "\\n", 2); break;
+      case '\t': ssa_out_write(o, "\\t", 2); break;
+      case '\r': ssa_out_write(o, "\\r", 2); break;
+      default: {
+        char esc[6] = {'\\', 'u', '0', '0', hex[ch >> 4], hex[ch & 15]};
+        ssa_out_write(o, esc, 6);
+      }
+      }
+    }
+    ssa_out_write(o, (const char *)run, (size_t)(p - run));
+  }
+  ssa_out_char(o, '"');
+}

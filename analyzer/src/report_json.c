@@ -1,0 +1,401 @@
+/*
+ * report_json.c — the JSON report of `stepscope analyze --json FILE`,
+ * schema_version 1, documented field by field in docs/report-schema.md.
+ * Times are integer nanoseconds; points in time are relative to the run
+ * origin after clock alignment (the same origin as the Chrome export).
+ * Ratios are numbers or null when undefined (overlap_ratio with no comm).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ssa_report.h"
+
+#define KEY(o, k) ssa_out_str((o), "\"" k "\":")
+
+static void ratio(ssa_out *o, int64_t num, int64_t den) {
+  if (den <= 0) ssa_out_str(o, "null");
+  else ssa_out_double(o, (double)num / (double)den);
+}
+
+static void idle_obj(ssa_out *o, const int64_t *c) {
+  ssa_out_char(o, '{');
+  for (int k = 0; k < SSA_IDLE_N; k++) {
+    if (k) ssa_out_char(o, ',');
+    ssa_out_printf(o, "\"%s_ns\":", ssa_idle_cause_names[k]);
+    ssa_out_i64(o, c[k]);
+  }
+  ssa_out_char(o, '}');
+}
+
+static void window_obj(const ssa_analysis *a, const ssa_rank_result *rr, const ssa_window *w,
+                       ssa_out *o) {
+  const ssa_run *run = a->run;
+  ssa_out_char(o, '{');
+  KEY(o, "step");
+  if (w->step < 0 && w == &rr->totals) ssa_out_str(o, "null");
+  else ssa_out_i64(o, w->step);
+  ssa_out_str(o, ",\"start_ns\":");
+  ssa_out_i64(o, ssa_rel_time(run, rr->rank, w->start));
+  ssa_out_str(o, ",\"end_ns\":");
+  ssa_out_i64(o, ssa_rel_time(run, rr->rank, w->end));
+#define FIELD(name, v) do { ssa_out_str(o, ",\"" name "\":"); ssa_out_i64(o, (v)); } while (0)
+  FIELD("span_ns", w->span);
+  FIELD("busy_ns", w->busy);
+  FIELD("idle_ns", w->idle);
+  FIELD("compute_ns", w->compute);
+  FIELD("comm_ns", w->comm);
+  FIELD("overlap_ns", w->overlap);
+  FIELD("exposed_comm_ns", w->exposed_comm);
+  FIELD("exposed_mem_ns", w->exposed_mem);
+  ssa_out_str(o, ",\"overlap_ratio\":");
+  ratio(o, w->overlap, w->comm);
+  FIELD("bubble_ns", w->bubble);
+  ssa_out_str(o, ",\"bubble_ratio\":");
+  ratio(o, w->bubble, w->span);
+  ssa_out_str(o, ",\"bubble_theory_ratio\":");
+  ssa_out_double(o, rr->bubble_theory);
+  ssa_out_str(o, ",\"bubble_excess_ratio\":");
+  if (w->span > 0 && !isnan(rr->bubble_theory))
+    ssa_out_double(o, (double)w->bubble / (double)w->span - rr->bubble_theory);
+  else
+    ssa_out_str(o, "null");
+  FIELD("pipeline_comm_only_ns", w->pipeline_comm_only);
+  ssa_out_str(o, ",\"projected\":");
+  ssa_out_str(o, w->projected ? "true" : "false");
+  ssa_out_str(o, ",\"idle_breakdown\":");
+  idle_obj(o, w->idle_cause);
+  ssa_out_str(o, ",\"launch\":{\"count\":");
+  ssa_out_u64(o, w->launch.count);
+  if (w->launch.count) {
+    FIELD("min_ns", w->launch.min);
+    FIELD("p50_ns", w->launch.p50);
+    FIELD("p90_ns", w->launch.p90);
+    FIELD("p99_ns", w->launch.p99);
+    FIELD("max_ns", w->launch.max);
+    ssa_out_str(o, ",\"mean_ns\":");
+    ssa_out_double(o, w->launch.mean);
+  }
+  ssa_out_str(o, "},\"cpu_bound\":");
+  ssa_out_str(o, w->cpu_bound ? "true" : "false");
+  ssa_out_char(o, '}');
+#undef FIELD
+}
+
+static int selected(const ssa_analysis *a, const ssa_rank_result *rr) {
+  return a->opt.rank < 0 || rr->rank->rank == a->opt.rank;
+}
+
+static const char *lane_kind_name(uint8_t k) {
+  return k == SSA_LANE_GPU ? "gpu" : k == SSA_LANE_CPU ? "cpu" : "host";
+}
+
+int ssa_report_json(const ssa_analysis *a, ssa_out *o) {
+  const ssa_run *run = a->run;
+  ssa_out_str(o, "{\"schema_version\":1,\"generator\":\"stepscope analyze " STEPSCOPE_VERSION_STRING "\"");
+  /* run */
+  ssa_out_str(o, ",\"run\":{\"path\":");
+  ssa_out_json_string(o, run->dir);
+  int world = 0;
+  for (size_t i = 0; i < run->nranks; i++)
+    if (run->ranks[i].world_size > world) world = run->ranks[i].world_size;
+  ssa_out_printf(o, ",\"world\":%d,\"ranks_loaded\":%zu,\"origin_ns\":", world, run->nranks);
+  ssa_out_i64(o, run->origin);
+  ssa_out_str(o, ",\"config\":");
+  ssa_out_str(o, run->nranks && run->ranks[0].config_json && run->ranks[0].config_json[0]
+                     ? run->ranks[0].config_json
+                     : "{}");
+  ssa_out_str(o, ",\"devices\":[");
+  for (size_t i = 0; i < run->nranks; i++) {
+    const ssa_rank *r = &run->ranks[i];
+    ssa_out_printf(o, "%s{\"rank\":%d,\"host\":", i ? "," : "", r->rank);
+    ssa_out_json_string(o, r->hostname);
+    ssa_out_str(o, ",\"device\":");
+    ssa_out_json_string(o, r->device_name);
+    ssa_out_str(o, ",\"producer\":");
+    ssa_out_json_string(o, r->producer);
+    ssa_out_str(o, ",\"path\":");
+    ssa_out_json_string(o, r->path);
+    ssa_out_char(o, '}');
+  }
+  ssa_out_str(o, "],\"step_time_ns\":");
+  if (a->step_time_median >= 0) ssa_out_i64(o, a->step_time_median);
+  else ssa_out_str(o, "null");
+  ssa_out_str(o, ",\"steps\":[");
+  for (size_t i = 0; i < a->nsteps; i++) {
+    const ssa_run_step *s = &a->steps[i];
+    ssa_out_printf(o, "%s{\"step\":", i ? "," : "");
+    ssa_out_i64(o, s->step);
+    ssa_out_str(o, ",\"start_ns\":");
+    ssa_out_i64(o, s->start_rel);
+    ssa_out_str(o, ",\"end_ns\":");
+    ssa_out_i64(o, s->end_rel);
+    ssa_out_str(o, ",\"time_ns\":");
+    ssa_out_i64(o, s->time);
+    ssa_out_str(o, ",\"mfu\":");
+    ssa_out_double(o, s->mfu);
+    ssa_out_str(o, ",\"hfu\":");
+    ssa_out_double(o, s->hfu);
+    ssa_out_char(o, '}');
+  }
+  ssa_out_str(o, "],\"launch_gap_threshold_ns\":");
+  ssa_out_i64(o, a->launch_gap_ns);
+  ssa_out_str(o, ",\"schedule\":");
+  if (a->schedule_stages > 0) {
+    ssa_out_str(o, "{\"name\":");
+    ssa_out_json_string(o, a->schedule_name);
+    ssa_out_printf(o, ",\"stages\":%d,\"microbatches\":%d,\"virtual_stages\":%d,\"bubble_theory_ratio\":",
+                   a->schedule_stages, a->schedule_microbatches, a->schedule_virtual);
+    ssa_out_double(o, a->bubble_theory);
+    ssa_out_char(o, '}');
+  } else {
+    ssa_out_str(o, "null");
+  }
+  ssa_out_char(o, '}');
+
+  /* mfu */
+  ssa_out_str(o, ",\"mfu\":");
+  if (!isnan(a->model_flops_per_step)) {
+    ssa_out_str(o, "{\"mfu\":");
+    ssa_out_double(o, a->mfu);
+    ssa_out_str(o, ",\"hfu\":");
+    ssa_out_double(o, a->hfu);
+    ssa_out_str(o, ",\"model_flops_per_step\":");
+    ssa_out_double(o, a->model_flops_per_step);
+    ssa_out_str(o, ",\"hardware_flops_per_step\":");
+    ssa_out_double(o, a->hardware_flops_per_step);
+    ssa_out_str(o, ",\"peak_flops_per_device\":");
+    ssa_out_double(o, a->peak_flops_per_device);
+    ssa_out_str(o, ",\"tokens_per_step\":");
+    ssa_out_double(o, a->tokens_per_step);
+    ssa_out_printf(o, ",\"world\":%d,\"step_time_ns\":", a->flops_world);
+    if (a->step_time_median >= 0) ssa_out_i64(o, a->step_time_median);
+    else ssa_out_str(o, "null");
+    ssa_out_char(o, '}');
+  } else {
+    ssa_out_str(o, "null");
+  }
+  /* memory */
+  ssa_out_str(o, ",\"memory\":");
+  if (a->mem_predicted_total >= 0 || a->mem_measured_peak >= 0) {
+    ssa_out_str(o, "{\"predicted\":{\"parameters\":");
+    ssa_out_double(o, a->mem_predicted_parameters >= 0 ? a->mem_predicted_parameters : NAN);
+    ssa_out_str(o, ",\"gradients\":");
+    ssa_out_double(o, a->mem_predicted_gradients >= 0 ? a->mem_predicted_gradients : NAN);
+    ssa_out_str(o, ",\"optimizer\":");
+    ssa_out_double(o, a->mem_predicted_optimizer >= 0 ? a->mem_predicted_optimizer : NAN);
+    ssa_out_str(o, ",\"activations\":");
+    ssa_out_double(o, a->mem_predicted_activations >= 0 ? a->mem_predicted_activations : NAN);
+    ssa_out_str(o, ",\"total\":");
+    ssa_out_double(o, a->mem_predicted_total >= 0 ? a->mem_predicted_total : NAN);
+    ssa_out_str(o, "},\"measured_peak_bytes\":");
+    ssa_out_double(o, a->mem_measured_peak >= 0 ? a->mem_measured_peak : NAN);
+    ssa_out_str(o, ",\"measured_over_predicted\":");
+    ssa_out_double(o, a->mem_predicted_total > 0 && a->mem_measured_peak >= 0
+                          ? a->mem_measured_peak / a->mem_predicted_total
+                          : NAN);
+    ssa_out_char(o, '}');
+  } else {
+    ssa_out_str(o, "null");
+  }
+  /* alignment */
+  ssa_out_printf(o, ",\"alignment\":{\"reference_rank\":%d,\"refined_by_collectives\":%s,\"ranks\":[",
+                 run->reference_rank, run->refined ? "true" : "false");
+  int64_t ref_anchor = run->nranks ? run->anchor_offset[0] : 0;
+  for (size_t i = 0; i < run->nranks; i++) {
+    ssa_out_printf(o, "%s{\"rank\":%d,\"anchor_offset_ns\":", i ? "," : "", run->ranks[i].rank);
+    ssa_out_i64(o, run->anchor_offset[i] - ref_anchor);
+    ssa_out_str(o, ",\"refine_ns\":");
+    ssa_out_i64(o, run->refine_offset[i]);
+    ssa_out_str(o, ",\"offset_ns\":");
+    ssa_out_i64(o, run->ranks[i].offset_ns - run->ranks[0].offset_ns);
+    ssa_out_printf(o, ",\"anchors\":%zu,\"collective_samples\":%u}", run->ranks[i].nanchors,
+                   run->refine_samples[i]);
+  }
+  ssa_out_str(o, "]}");
+
+  /* ranks */
+  int64_t agg[SSA_IDLE_N] = {0};
+  ssa_out_str(o, ",\"ranks\":[");
+  int first = 1;
+  for (size_t i = 0; i < a->nranks; i++) {
+    const ssa_rank_result *rr = &a->ranks[i];
+    if (!selected(a, rr)) continue;
+    const ssa_rank *r = rr->rank;
+    ssa_out_printf(o, "%s{\"rank\":%d,\"host\":", first ? "" : ",", r->rank);
+    first = 0;
+    ssa_out_json_string(o, r->hostname);
+    ssa_out_str(o, ",\"device\":");
+    ssa_out_json_string(o, r->device_name);
+    ssa_out_str(o, ",\"pipeline_stage\":");
+    if (rr->stage >= 0) ssa_out_i64(o, rr->stage);
+    else ssa_out_str(o, "null");
+    ssa_out_printf(o, ",\"events\":%llu,\"ops\":%zu,\"ops_joined_to_launch\":%llu,\"comm_ops_by_evidence\":%llu,\"comm_kernels_by_name\":%llu",
+                   (unsigned long long)r->records, r->nops, (unsigned long long)r->joined_ops,
+                   (unsigned long long)r->comm_by_evidence, (unsigned long long)r->comm_by_name);
+    uint64_t dropped = 0;
+    for (int k = 0; k < 8; k++) dropped += r->dropped[k];
+    ssa_out_printf(o, ",\"dropped_records\":%llu", (unsigned long long)dropped);
+    ssa_out_str(o, ",\"totals\":");
+    window_obj(a, rr, &rr->totals, o);
+    for (int k = 0; k < SSA_IDLE_N; k++) agg[k] += rr->totals.idle_cause[k];
+    ssa_out_str(o, ",\"steps\":[");
+    for (size_t s = 0; s < rr->nsteps; s++) {
+      if (s) ssa_out_char(o, ',');
+      window_obj(a, rr, &rr->windows[s], o);
+    }
+    ssa_out_str(o, "],\"idle_breakdown\":{\"device\":");
+    idle_obj(o, rr->totals.idle_cause);
+    ssa_out_str(o, ",\"streams\":[");
+    for (size_t s = 0; s < rr->nlanes; s++) {
+      const ssa_lane_idle *li = &rr->lanes[s];
+      const ssa_lane *l = &r->lanes[li->lane];
+      ssa_out_printf(o, "%s{\"stream\":%llu,\"kind\":\"%s\",\"device\":%u,\"name\":", s ? "," : "",
+                     (unsigned long long)l->id, lane_kind_name(l->kind), l->device);
+      ssa_out_json_string(o, ssa_rank_str(r, l->name));
+      ssa_out_str(o, ",\"busy_ns\":");
+      ssa_out_i64(o, li->busy);
+      ssa_out_str(o, ",\"idle\":");
+      idle_obj(o, li->idle_cause);
+      ssa_out_char(o, '}');
+    }
+    ssa_out_str(o, "]},\"collectives\":{\"count\":");
+    ssa_out_u64(o, rr->coll_count);
+    ssa_out_str(o, ",\"wait_ns\":");
+    ssa_out_i64(o, rr->coll_wait);
+    ssa_out_str(o, ",\"caused_wait_ns\":");
+    ssa_out_i64(o, rr->coll_caused);
+    ssa_out_str(o, ",\"arrived_last\":");
+    ssa_out_u64(o, rr->coll_last);
+    ssa_out_str(o, "},\"warnings\":[");
+    for (size_t w = 0; w < r->nwarnings; w++) {
+      if (w) ssa_out_char(o, ',');
+      ssa_out_json_string(o, r->warnings[w]);
+    }
+    ssa_out_str(o, "]}");
+  }
+  ssa_out_str(o, "],\"idle_breakdown\":");
+  idle_obj(o, agg);
+
+  /* collectives */
+  ssa_out_str(o, ",\"collectives\":{\"incomplete\":");
+  ssa_out_u64(o, a->colls_incomplete);
+  ssa_out_str(o, ",\"summary\":[");
+  for (size_t i = 0; i < a->ncoll_summaries; i++) {
+    const ssa_coll_summary *s = &a->coll_summaries[i];
+    ssa_out_printf(o, "%s{\"op\":\"%s\",\"group\":", i ? "," : "", stepscope_collective_op_name(s->op));
+    ssa_out_json_string(o, ssa_name(a, s->group));
+    ssa_out_printf(o, ",\"bytes\":%llu,\"count\":%llu,\"transfer_total_ns\":", (unsigned long long)s->bytes,
+                   (unsigned long long)s->count);
+    ssa_out_i64(o, s->transfer_total);
+    ssa_out_str(o, ",\"transfer_mean_ns\":");
+    ssa_out_double(o, s->count ? (double)s->transfer_total / (double)s->count : NAN);
+    ssa_out_str(o, ",\"transfer_min_ns\":");
+    ssa_out_i64(o, s->transfer_min);
+    ssa_out_str(o, ",\"transfer_max_ns\":");
+    ssa_out_i64(o, s->transfer_max);
+    ssa_out_str(o, ",\"skew_mean_ns\":");
+    ssa_out_double(o, s->count ? (double)s->skew_total / (double)s->count : NAN);
+    ssa_out_str(o, ",\"skew_max_ns\":");
+    ssa_out_i64(o, s->skew_max);
+    ssa_out_str(o, ",\"wait_total_ns\":");
+    ssa_out_i64(o, s->wait_total);
+    ssa_out_str(o, ",\"algbw_gbps\":");
+    ssa_out_double(o, s->algbw);
+    ssa_out_str(o, ",\"busbw_gbps\":");
+    ssa_out_double(o, s->busbw);
+    ssa_out_char(o, '}');
+  }
+  ssa_out_str(o, "],\"stragglers\":[");
+  {
+    /* ranks by caused wait, descending (selection: small n) */
+    size_t n = a->nranks, printed = 0;
+    unsigned char *done = calloc(n ? n : 1, 1);
+    for (size_t k = 0; done && k < n; k++) {
+      size_t best = n;
+      for (size_t i = 0; i < n; i++)
+        if (!done[i] && (best == n || a->ranks[i].coll_caused > a->ranks[best].coll_caused)) best = i;
+      if (best == n || a->ranks[best].coll_count == 0) break;
+      done[best] = 1;
+      const ssa_rank_result *rr = &a->ranks[best];
+      ssa_out_printf(o, "%s{\"rank\":%d,\"caused_wait_ns\":", printed++ ? "," : "", rr->rank->rank);
+      ssa_out_i64(o, rr->coll_caused);
+      ssa_out_str(o, ",\"arrived_last\":");
+      ssa_out_u64(o, rr->coll_last);
+      ssa_out_str(o, ",\"own_wait_ns\":");
+      ssa_out_i64(o, rr->coll_wait);
+      ssa_out_char(o, '}');
+    }
+    free(done);
+  }
+  ssa_out_str(o, "],\"instances\":[");
+  for (size_t i = 0; i < a->ncolls; i++) {
+    const ssa_coll_instance *c = &a->colls[i];
+    ssa_out_printf(o, "%s{\"op\":\"%s\",\"group\":", i ? "," : "", stepscope_collective_op_name(c->op));
+    ssa_out_json_string(o, ssa_name(a, c->group));
+    ssa_out_printf(o, ",\"comm_id\":\"%016llx\",\"seq\":%llu,\"bytes\":%llu,\"comm_size\":%u,\"present\":%u,\"p2p\":%s,\"pipeline\":%s",
+                   (unsigned long long)c->comm_id, (unsigned long long)c->seq,
+                   (unsigned long long)c->bytes, c->comm_size, c->present,
+                   (c->flags & STEPSCOPE_COLL_F_P2P) ? "true" : "false",
+                   (c->flags & STEPSCOPE_COLL_F_PIPELINE) ? "true" : "false");
+    ssa_out_str(o, ",\"start_ns\":");
+    ssa_out_i64(o, c->first_start_rel);
+    ssa_out_str(o, ",\"end_ns\":");
+    ssa_out_i64(o, c->end_rel);
+    ssa_out_str(o, ",\"skew_ns\":");
+    ssa_out_i64(o, c->skew);
+    ssa_out_str(o, ",\"transfer_ns\":");
+    ssa_out_i64(o, c->transfer);
+    ssa_out_str(o, ",\"max_wait_ns\":");
+    ssa_out_i64(o, c->max_wait);
+    ssa_out_str(o, ",\"total_wait_ns\":");
+    ssa_out_i64(o, c->total_wait);
+    ssa_out_printf(o, ",\"last_rank\":%d,\"algbw_gbps\":", c->last_rank);
+    ssa_out_double(o, c->algbw);
+    ssa_out_str(o, ",\"busbw_gbps\":");
+    ssa_out_double(o, c->busbw);
+    ssa_out_char(o, '}');
+  }
+  ssa_out_str(o, "]}");
+
+  /* kernels */
+  ssa_out_str(o, ",\"kernels\":{\"total_ns\":");
+  ssa_out_i64(o, a->kernel_time_total);
+  ssa_out_str(o, ",\"rows\":[");
+  for (size_t i = 0; i < a->nkernels; i++) {
+    const ssa_kernel_row *k = &a->kernels[i];
+    ssa_out_str(o, i ? ",{\"name\":" : "{\"name\":");
+    ssa_out_json_string(o, ssa_name(a, k->name));
+    ssa_out_printf(o, ",\"count\":%llu,\"total_ns\":", (unsigned long long)k->count);
+    ssa_out_i64(o, k->total);
+    ssa_out_str(o, ",\"mean_ns\":");
+    ssa_out_double(o, k->count ? (double)k->total / (double)k->count : NAN);
+    ssa_out_str(o, ",\"min_ns\":");
+    ssa_out_i64(o, k->min);
+    ssa_out_str(o, ",\"max_ns\":");
+    ssa_out_i64(o, k->max);
+    ssa_out_str(o, ",\"share\":");
+    ssa_out_double(o, a->kernel_time_total > 0 ? (double)k->total / (double)a->kernel_time_total : NAN);
+    ssa_out_str(o, k->comm ? ",\"comm\":true}" : ",\"comm\":false}");
+  }
+  ssa_out_str(o, "]}");
+
+  /* warnings: run, ranks (also per rank above), analysis */
+  ssa_out_str(o, ",\"warnings\":[");
+  int any = 0;
+  for (size_t i = 0; i < run->nwarnings; i++) {
+    if (any++) ssa_out_char(o, ',');
+    ssa_out_json_string(o, run->warnings[i]);
+  }
+  for (size_t i = 0; i < run->nranks; i++)
+    for (size_t w = 0; w < run->ranks[i].nwarnings; w++) {
+      if (any++) ssa_out_char(o, ',');
+      ssa_out_json_string(o, run->ranks[i].warnings[w]);
+    }
+  for (size_t i = 0; i < a->nwarnings; i++) {
+    if (any++) ssa_out_char(o, ',');
+    ssa_out_json_string(o, a->warnings[i]);
+  }
+  ssa_out_str(o, "]}\n");
+  return o->error;
+}

@@ -1,0 +1,177 @@
+/*
+ * report_text.c — the readable report of `stepscope analyze RUN`: a
+ * headline first (step time, MFU, overlap, exposed communication, bubble
+ * versus theory, top idle causes, worst straggler), then per-rank and
+ * per-step tables, top kernels and collectives, plain-words findings where
+ * the numbers are clear, and the warnings. Every number comes from the same
+ * analysis as the JSON report.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ssa_report.h"
+
+static const char *fmt_ns(int64_t ns, char *buf, size_t n) {
+  double v = (double)ns;
+  double av = fabs(v);
+  if (av >= 1e9) snprintf(buf, n, "%.3f s", v / 1e9);
+  else if (av >= 1e6) snprintf(buf, n, "%.3f ms", v / 1e6);
+  else if (av >= 1e3) snprintf(buf, n, "%.1f us", v / 1e3);
+  else snprintf(buf, n, "%lld ns", (long long)ns);
+  return buf;
+}
+
+static double pct(int64_t a, int64_t b) { return b > 0 ? 100.0 * (double)a / (double)b : 0.0; }
+
+static int selected(const ssa_analysis *a, const ssa_rank_result *rr) {
+  return a->opt.rank < 0 || rr->rank->rank == a->opt.rank;
+}
+
+int ssa_report_text(const ssa_analysis *a, FILE *f) {
+  const ssa_run *run = a->run;
+  char b1[32], b2[32], b3[32], b4[32], b5[32];
+  /* aggregates over selected ranks */
+  int64_t span = 0, compute = 0, comm = 0, overlap = 0, xcomm = 0, xmem = 0, idle = 0, bubble = 0;
+  int64_t causes[SSA_IDLE_N] = {0};
+  size_t nsel = 0, npipe = 0;
+  for (size_t i = 0; i < a->nranks; i++) {
+    const ssa_rank_result *rr = &a->ranks[i];
+    if (!selected(a, rr)) continue;
+    nsel++;
+    const ssa_window *w = &rr->totals;
+    span += w->span; compute += w->compute; comm += w->comm; overlap += w->overlap;
+    xcomm += w->exposed_comm; xmem += w->exposed_mem; idle += w->idle;
+    if (rr->pipeline) { bubble += w->bubble; npipe++; }
+    for (int k = 0; k < SSA_IDLE_N; k++) causes[k] += w->idle_cause[k];
+  }
+  fprintf(f, "stepscope analyze: %s\n", run->dir ? run->dir : "");
+  fprintf(f, "ranks loaded: %zu, steps analysed: %zu\n\n", run->nranks, a->nsteps);
+  fprintf(f, "== headline ==\n");
+  if (a->step_time_median >= 0)
+    fprintf(f, "step time (median, slowest rank): %s\n", fmt_ns(a->step_time_median, b1, sizeof b1));
+  else
+    fprintf(f, "step time: no steps found\n");
+  if (!isnan(a->mfu)) fprintf(f, "MFU %.1f %%   HFU %.1f %%\n", 100 * a->mfu, 100 * a->hfu);
+  else fprintf(f, "MFU: no FLOPs metadata\n");
+  if (comm > 0)
+    fprintf(f, "comm/compute overlap: %.1f %% of communication hidden; exposed comm %.1f %% of the time\n",
+            pct(overlap, comm), pct(xcomm, span));
+  else
+    fprintf(f, "communication: none on the device\n");
+  fprintf(f, "time split: compute %.1f %%, exposed comm %.1f %%, exposed copies %.1f %%, idle %.1f %%\n",
+          pct(compute, span), pct(xcomm, span), pct(xmem, span), pct(idle, span));
+  if (npipe) {
+    int64_t pspan = 0;
+    for (size_t i = 0; i < a->nranks; i++)
+      if (selected(a, &a->ranks[i]) && a->ranks[i].pipeline) pspan += a->ranks[i].totals.span;
+    fprintf(f, "pipeline bubble: %.1f %% measured vs %.1f %% theory (%s, p=%d, m=%d)\n", pct(bubble, pspan),
+            100 * a->bubble_theory, a->schedule_name[0] ? a->schedule_name : "?", a->schedule_stages,
+            a->schedule_microbatches);
+  }
+  if (idle > 0) {
+    fprintf(f, "idle causes:");
+    int order[SSA_IDLE_N] = {0, 1, 2, 3};
+    for (int i = 0; i < SSA_IDLE_N; i++)
+      for (int j = i + 1; j < SSA_IDLE_N; j++)
+        if (causes[order[j]] > causes[order[i]]) { int t = order[i]; order[i] = order[j]; order[j] = t; }
+    for (int k = 0; k < SSA_IDLE_N; k++)
+      if (causes[order[k]] > 0)
+        fprintf(f, " %s %.1f %%", ssa_idle_cause_names[order[k]], pct(causes[order[k]], idle));
+    fprintf(f, " (of idle time)\n");
+  }
+  const ssa_rank_result *worst = NULL;
+  for (size_t i = 0; i < a->nranks; i++)
+    if (a->ranks[i].coll_caused > 0 && (!worst || a->ranks[i].coll_caused > worst->coll_caused))
+      worst = &a->ranks[i];
+  if (worst)
+    fprintf(f, "worst straggler: rank %d arrived last in %llu collectives, making others wait %s in total\n",
+            worst->rank->rank, (unsigned long long)worst->coll_last, fmt_ns(worst->coll_caused, b1, sizeof b1));
+
+  fprintf(f, "\n== per rank (analysed window) ==\n");
+  fprintf(f, "%5s %12s %8s %8s %8s %8s %8s %8s %8s\n", "rank", "span", "compute", "comm", "overlap",
+          "exp.comm", "exp.mem", "idle", "bubble");
+  for (size_t i = 0; i < a->nranks; i++) {
+    const ssa_rank_result *rr = &a->ranks[i];
+    if (!selected(a, rr)) continue;
+    const ssa_window *w = &rr->totals;
+    fprintf(f, "%5d %12s %7.1f%% %7.1f%% %7.1f%% %7.1f%% %7.1f%% %7.1f%% ", rr->rank->rank,
+            fmt_ns(w->span, b1, sizeof b1), pct(w->compute, w->span), pct(w->comm, w->span),
+            pct(w->overlap, w->span), pct(w->exposed_comm, w->span), pct(w->exposed_mem, w->span),
+            pct(w->idle, w->span));
+    if (rr->pipeline) fprintf(f, "%7.1f%%\n", pct(w->bubble, w->span));
+    else fprintf(f, "%8s\n", "-");
+  }
+  fprintf(f, "\n== per step ==\n");
+  fprintf(f, "%6s %5s %12s %10s %10s %10s %10s %6s\n", "step", "rank", "span", "compute", "exp.comm",
+          "idle", "launch p50", "cpu");
+  for (size_t i = 0; i < a->nranks; i++) {
+    const ssa_rank_result *rr = &a->ranks[i];
+    if (!selected(a, rr)) continue;
+    for (size_t s = 0; s < rr->nsteps; s++) {
+      const ssa_window *w = &rr->windows[s];
+      fprintf(f, "%6lld %5d %12s %10s %10s %10s %10s %6s\n", (long long)w->step, rr->rank->rank,
+              fmt_ns(w->span, b1, sizeof b1), fmt_ns(w->compute, b2, sizeof b2),
+              fmt_ns(w->exposed_comm, b3, sizeof b3), fmt_ns(w->idle, b4, sizeof b4),
+              w->launch.count ? fmt_ns(w->launch.p50, b5, sizeof b5) : "-", w->cpu_bound ? "BOUND" : "");
+    }
+  }
+  fprintf(f, "\n== top kernels ==\n");
+  fprintf(f, "%8s %12s %12s %7s  %s\n", "count", "total", "mean", "share", "name");
+  for (size_t i = 0; i < a->nkernels && i < (size_t)a->opt.top_n; i++) {
+    const ssa_kernel_row *k = &a->kernels[i];
+    fprintf(f, "%8llu %12s %12s %6.1f%%  %.80s\n", (unsigned long long)k->count,
+            fmt_ns(k->total, b1, sizeof b1), fmt_ns(k->count ? k->total / (int64_t)k->count : 0, b2, sizeof b2),
+            pct(k->total, a->kernel_time_total), ssa_name(a, k->name));
+  }
+  if (a->ncoll_summaries) {
+    fprintf(f, "\n== collectives ==\n");
+    fprintf(f, "%-15s %-6s %12s %6s %12s %12s %10s %10s\n", "op", "group", "bytes", "count",
+            "transfer", "skew max", "algbw", "busbw");
+    for (size_t i = 0; i < a->ncoll_summaries && i < (size_t)a->opt.top_n; i++) {
+      const ssa_coll_summary *s = &a->coll_summaries[i];
+      fprintf(f, "%-15s %-6s %12llu %6llu %12s %12s %7.2f GB/s %6.2f GB/s\n", stepscope_collective_op_name(s->op),
+              ssa_name(a, s->group), (unsigned long long)s->bytes, (unsigned long long)s->count,
+              fmt_ns(s->count ? s->transfer_total / (int64_t)s->count : 0, b1, sizeof b1),
+              fmt_ns(s->skew_max, b2, sizeof b2), s->algbw, s->busbw);
+    }
+  }
+  fprintf(f, "\n== findings ==\n");
+  int findings = 0;
+  if (comm > 0 && pct(xcomm, span) >= 5.0) {
+    fprintf(f, "- exposed communication is %.1f %% of the time (%.1f %% of communication is not hidden under compute)\n",
+            pct(xcomm, span), 100.0 - pct(overlap, comm));
+    findings++;
+  }
+  if (pct(causes[SSA_IDLE_HOST_WAIT], span) >= 10.0) {
+    fprintf(f, "- the device waits for the CPU %.1f %% of the time (host_wait): the job is CPU/launch bound\n",
+            pct(causes[SSA_IDLE_HOST_WAIT], span));
+    findings++;
+  }
+  if (npipe && !isnan(a->bubble_theory)) {
+    int64_t pspan = 0;
+    for (size_t i = 0; i < a->nranks; i++)
+      if (selected(a, &a->ranks[i]) && a->ranks[i].pipeline) pspan += a->ranks[i].totals.span;
+    double excess = pct(bubble, pspan) - 100 * a->bubble_theory;
+    if (excess >= 5.0) {
+      fprintf(f, "- the pipeline bubble exceeds the schedule's theory by %.1f points\n", excess);
+      findings++;
+    }
+  }
+  if (worst && span > 0 && nsel > 1) {
+    fprintf(f, "- rank %d is the worst straggler: others waited %s for it\n", worst->rank->rank,
+            fmt_ns(worst->coll_caused, b1, sizeof b1));
+    findings++;
+  }
+  if (!findings) fprintf(f, "- nothing stands out\n");
+  size_t nw = run->nwarnings + a->nwarnings;
+  for (size_t i = 0; i < run->nranks; i++) nw += run->ranks[i].nwarnings;
+  if (nw) {
+    fprintf(f, "\n== warnings (%zu) ==\n", nw);
+    for (size_t i = 0; i < run->nwarnings; i++) fprintf(f, "- %s\n", run->warnings[i]);
+    for (size_t i = 0; i < run->nranks; i++)
+      for (size_t w = 0; w < run->ranks[i].nwarnings; w++) fprintf(f, "- %s\n", run->ranks[i].warnings[w]);
+    for (size_t i = 0; i < a->nwarnings; i++) fprintf(f, "- %s\n", a->warnings[i]);
+  }
+  return ferror(f) ? STEPSCOPE_E_IO : 0;
+}
