@@ -101,12 +101,21 @@ static uint64_t clock_ns(clockid_t id) {
 /* NCCL's kernel timers read the GPU globaltimer, which the driver keeps close
  * to the host's CLOCK_REALTIME. Converted to the trace clock (monotonic) with
  * the current realtime-monotonic offset; 0 when the result is implausible. */
-static uint64_t gpu_timer_to_trace(uint64_t timer, uint64_t host_reference) {
-  uint64_t mono = clock_ns(CLOCK_MONOTONIC);
-  uint64_t real = clock_ns(CLOCK_REALTIME);
-  if (timer == 0 || timer < real - mono) return 0;
-  uint64_t t = timer - (real - mono);
-  if (t + 5000000000ull < host_reference || t > mono + 1000000000ull) return 0;
+typedef struct clock_pair {
+  uint64_t mono, real;
+} clock_pair;
+
+static clock_pair clock_pair_now(void) {
+  clock_pair p;
+  p.mono = clock_ns(CLOCK_MONOTONIC);
+  p.real = clock_ns(CLOCK_REALTIME);
+  return p;
+}
+
+static uint64_t gpu_timer_to_trace(uint64_t timer, clock_pair now, uint64_t host_reference) {
+  if (timer == 0 || timer < now.real - now.mono) return 0;
+  uint64_t t = timer - (now.real - now.mono);
+  if (t + 5000000000ull < host_reference || t > now.mono + 1000000000ull) return 0;
   return t;
 }
 
@@ -234,8 +243,9 @@ static void write_collective(nccl_event *e) {
   uint64_t gpu_stop = __atomic_load_n(&e->gpu_stop, __ATOMIC_ACQUIRE);
   uint64_t start = 0, end = 0;
   if (gpu_start != UINT64_MAX && gpu_stop != 0 && gpu_stop >= gpu_start) {
-    start = gpu_timer_to_trace(gpu_start, e->host_start);
-    end = start ? gpu_timer_to_trace(gpu_stop, e->host_start) : 0;
+    clock_pair now = clock_pair_now(); /* one offset for both ends: durations stay exact */
+    start = gpu_timer_to_trace(gpu_start, now, e->host_start);
+    end = start ? gpu_timer_to_trace(gpu_stop, now, e->host_start) : 0;
   }
   if (start && end && end >= start) {
     rec->flags |= STEPSCOPE_COLL_F_GPU_TIMED;
@@ -360,9 +370,15 @@ void *sgpu_nccl_event_start(void *context, const sgpu_nccl_event_desc *d) {
 
 static void release_held(nccl_event *group) {
   pthread_mutex_lock(&hold_lock);
-  nccl_event *list = group->held;
+  nccl_event *held = group->held, *list = NULL;
   group->held = NULL;
   pthread_mutex_unlock(&hold_lock);
+  while (held) { /* the list was built newest first: release in issue order */
+    nccl_event *next = held->held_next;
+    held->held_next = list;
+    list = held;
+    held = next;
+  }
   while (list) {
     nccl_event *next = list->held_next;
     list->held_next = NULL;
