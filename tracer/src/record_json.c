@@ -100,7 +100,7 @@ size_t stepscope_record_to_json(const stepscope_record *rec, const stepscope_rea
         put(&o, "%" PRIu32, id);
       break;
     }
-    case FT_ISTR: put_json_string(&o, CAT(body, f->offset, const char *)); break;
+    case FT_ISTR: put_json_string(&o, CAT(body, f->offset, char *)); break;
     case FT_END: break;
     }
   }
