@@ -73,7 +73,7 @@ static void test_shapes_and_determinism(const stepscope_dataset *ds)
 static void test_data_parallel(const stepscope_dataset *ds)
 {
     enum { G = 8 };
-    int world_in[G * T], world_tg[G * T], shard_in[G * T], shard_tg[G * T];
+    int world_in[G * T] = {0}, world_tg[G * T] = {0}, shard_in[G * T] = {0}, shard_tg[G * T] = {0};
     for (int shards = 2; shards <= 4; shards *= 2) {
         int B = G / shards;
         stepscope_data_cursor world, cursors[4];

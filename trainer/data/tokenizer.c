@@ -210,7 +210,7 @@ size_t stepscope_tokenizer_piece_length(const unsigned char *text, size_t len)
 /* Encodes one piece (<= PIECE_MAX bytes) into out; returns the token count. */
 static size_t encode_piece(const stepscope_tokenizer *tok, const unsigned char *piece, size_t len, int *out)
 {
-    int sym[PIECE_MAX];
+    int sym[PIECE_MAX] = {0};
     size_t n = len;
     for (size_t i = 0; i < n; i++)
         sym[i] = piece[i];
