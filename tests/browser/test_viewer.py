@@ -1,0 +1,241 @@
+#!/usr/bin/env python3
+"""test_viewer.py — the viewer in a real browser (headless Chromium via Selenium).
+
+  test_viewer.py STEPSCOPE_EXE WORK_DIR CASE     CASE: timeline | chunks | pipeline | compare | html
+
+Each case generates sample runs (tests/viewer/make_sample.py) in WORK_DIR, serves them
+with `stepscope view` on a free port (or writes `--html`), drives the page like a user
+(clicks, keys, search) and checks what it shows against what the files contain. A
+screenshot of each case is saved in WORK_DIR as a test artifact. Exit 0 pass, 1 fail,
+77 skip (no Chromium/Selenium).
+"""
+
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import check  # noqa: E402
+
+
+def load_json(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def js(d, code):
+    return d.execute_script(code)
+
+
+def click_at(d, x, y):
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    body = d.find_element(By.TAG_NAME, "body")
+    size = body.size
+    # ActionChains offsets are from the element's centre
+    ActionChains(d).move_to_element_with_offset(body, int(x - size["width"] / 2), int(y - size["height"] / 2)).click().perform()
+
+
+def case_timeline(exe, work, d):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    run = harness.make_sample(os.path.join(work, "run_dp2_pp2"), "--dp", "2", "--pp", "2", "--steps", "3")
+    report = load_json(os.path.join(run, "report.json"))
+    trace = load_json(os.path.join(run, "trace.json"))
+    world = report["run"]["world"]
+    with harness.Server(exe, run) as srv:
+        d.get(srv.url)
+        harness.wait_state(d)
+        groups = js(d, "return stepscope.groups()")
+        check(len(groups) == world, "one group per rank (%d groups, world %d)" % (len(groups), world))
+        check(sorted(g["rank"] for g in groups) == list(range(world)), "groups are ranks 0..%d in order" % (world - 1))
+        n_events = sum(1 for e in trace["traceEvents"] if e["ph"] != "M")
+        check(js(d, "return stepscope.app.A.model.eventCount") == n_events + sum(1 for e in trace["traceEvents"] if e["ph"] == "M"),
+              "every event of the file was read (%d)" % len(trace["traceEvents"]))
+        names = {t["name"] for g in groups for t in g["tracks"]}
+        check({"stream 7 (compute)", "exposed comm", "idle", "bubble"} <= names, "stream and derived tracks present")
+        ov = js(d, "return stepscope.overlayCount()")
+        expect = {k: sum(1 for e in trace["traceEvents"] if e.get("ph") == "X" and e["name"] == n)
+                  for k, n in (("exposed", "exposed comm"), ("idle", "idle"), ("bubble", "bubble"))}
+        check(ov == expect and all(v > 0 for v in ov.values()), "overlays hold every derived slice %r" % ov)
+        check(all(set(g["overlays"]) == {"exposed", "idle", "bubble"} for g in groups), "every rank has its three overlays")
+        check(js(d, "return stepscope.flowCount()") == sum(1 for e in trace["traceEvents"] if e["ph"] == "f"),
+              "every launch->kernel flow was matched")
+        # overlays really drawn: the canvas changes when they are switched off
+        before = js(d, "stepscope.frame(); return document.getElementById('timeline-canvas').toDataURL()")
+        d.find_element(By.ID, "ov-exposed").click()
+        d.find_element(By.ID, "ov-idle").click()
+        d.find_element(By.ID, "ov-bubble").click()
+        after = js(d, "stepscope.frame(); return document.getElementById('timeline-canvas').toDataURL()")
+        check(before != after, "switching overlays off changes the drawing")
+        for k in ("ov-exposed", "ov-idle", "ov-bubble"):
+            d.find_element(By.ID, k).click()
+        # select a kernel with a real click
+        p = js(d, "return stepscope.locate('gemm')")
+        check(p is not None, "a GEMM kernel is on the timeline")
+        click_at(d, p["x"], p["y"])
+        name = d.find_element(By.ID, "detail-name").text
+        check("gemm" in name, "clicking the kernel shows its name in the details (%s)" % name)
+        table = d.find_element(By.ID, "detail-table").text
+        check("compute" in table and "args.correlation" in table and "duration" in table,
+              "the details show category, duration and args")
+        links = [a.text for a in d.find_elements(By.CSS_SELECTOR, "#details a.flow-link")]
+        check(any("cudaLaunchKernel" in t for t in links), "the kernel's launch is linked (%s)" % links)
+        d.find_elements(By.CSS_SELECTOR, "#details a.flow-link")[0].click()
+        check(d.find_element(By.ID, "detail-name").text == "cudaLaunchKernel", "following the flow selects the launch call")
+        # keyboard pan/zoom
+        span0 = js(d, "var t=stepscope.app.timeline; return [t.t0, t.t1]")
+        d.find_element(By.ID, "timeline-canvas").send_keys("w")
+        span1 = js(d, "var t=stepscope.app.timeline; return [t.t0, t.t1]")
+        check(span1[1] - span1[0] < span0[1] - span0[0], "W zooms in")
+        d.find_element(By.ID, "timeline-canvas").send_keys("d")
+        span2 = js(d, "var t=stepscope.app.timeline; return [t.t0, t.t1]")
+        check(span2[0] > span1[0] and abs((span2[1] - span2[0]) - (span1[1] - span1[0])) < 1e-6 * (span1[1] - span1[0]) + 1e-9,
+              "D pans right")
+        d.find_element(By.ID, "timeline-canvas").send_keys("f")
+        span3 = js(d, "var t=stepscope.app.timeline; return [t.t0, t.t1]")
+        check(span3[1] - span3[0] < span2[1] - span2[0], "F zooms to the selection")
+        # search next / previous
+        n_adam = sum(1 for e in trace["traceEvents"] if e.get("name") == "adamw_kernel")
+        box = d.find_element(By.ID, "search")
+        box.send_keys("adamw" + Keys.ENTER)
+        check(d.find_element(By.ID, "search-count").text == "1 / %d" % n_adam, "search finds every adamw_kernel")
+        check(d.find_element(By.ID, "detail-name").text == "adamw_kernel", "search selects the match")
+        d.find_element(By.ID, "search-next").click()
+        check(d.find_element(By.ID, "search-count").text == "2 / %d" % n_adam, "next match")
+        d.find_element(By.ID, "search-prev").click()
+        d.find_element(By.ID, "search-prev").click()
+        check(d.find_element(By.ID, "search-count").text == "%d / %d" % (n_adam, n_adam), "previous match wraps")
+        # summary view
+        d.find_element(By.CSS_SELECTOR, ".tab[data-tab=summary]").click()
+        head = d.find_element(By.ID, "headline").text
+        check("MFU" in head and "41.0 %" in head, "summary headline shows MFU from the report")
+        bars = d.find_elements(By.CSS_SELECTOR, "#summary-ranks svg rect[data-series=compute]")
+        check(len(bars) == world, "one compute bar per rank")
+        check(len(d.find_elements(By.CSS_SELECTOR, "#summary-collectives table tbody tr")) >= 2, "collectives table")
+        check(len(d.find_elements(By.CSS_SELECTOR, "#summary-idle svg rect")) > world, "idle causes chart")
+        d.find_element(By.CSS_SELECTOR, ".tab[data-tab=timeline]").click()
+        d.save_screenshot(os.path.join(work, "viewer-timeline.png"))
+        return srv
+
+
+def case_chunks(exe, work, d):
+    """Chunk boundaries at every 7th byte must not change what is read."""
+    run = harness.make_sample(os.path.join(work, "run_small"), "--dp", "1", "--pp", "2", "--steps", "1",
+                              "--microbatches", "2", "--layers", "1")
+    trace = load_json(os.path.join(run, "trace.json"))
+    with harness.Server(exe, run) as srv:
+        d.get(srv.url + "?chunk=7")
+        harness.wait_state(d)
+        n = js(d, "return stepscope.app.A.model.eventCount")
+        check(n == len(trace["traceEvents"]), "7-byte chunks: all %d events read" % n)
+        md = js(d, "return stepscope.app.A.model.metadata")
+        check(md.get("schedule", {}).get("stages") == 2, "metadata read across chunk boundaries")
+        x = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+        check(js(d, "return stepscope.app.A.model.n") == len(x), "every X event became a slice")
+        return srv
+
+
+def case_pipeline(exe, work, d):
+    from selenium.webdriver.common.by import By
+    pp, mb, dp = 4, 6, 1
+    run = harness.make_sample(os.path.join(work, "run_pp4"), "--dp", str(dp), "--pp", str(pp), "--microbatches", str(mb),
+                              "--steps", "2", "--seed", "3")
+    with harness.Server(exe, run) as srv:
+        d.get(srv.url)
+        harness.wait_state(d)
+        d.find_element(By.CSS_SELECTOR, ".tab[data-tab=pipeline]").click()
+        labels = d.find_elements(By.CSS_SELECTOR, "#pipeline-chart text.stage-label")
+        stages = sorted({int(l.get_attribute("data-stage")) for l in labels})
+        check(stages == list(range(pp)), "the pipeline view shows every stage %s" % stages)
+        fwd = d.find_elements(By.CSS_SELECTOR, "#pipeline-chart rect.op-F")
+        bwd = d.find_elements(By.CSS_SELECTOR, "#pipeline-chart rect.op-B")
+        check(len(fwd) == pp * dp * mb and len(bwd) == pp * dp * mb,
+              "one forward and one backward box per micro-batch per stage (%d F, %d B)" % (len(fwd), len(bwd)))
+        check(len(d.find_elements(By.CSS_SELECTOR, "#pipeline-chart rect.bubble")) > 0, "bubbles are marked")
+        ratios = [t.text for t in d.find_elements(By.CSS_SELECTOR, "#pipeline-chart text.bubble-ratio")]
+        theory = "%.1f %%" % (100.0 * (pp - 1) / (mb + pp - 1))
+        check(len(ratios) == pp and all(("vs theory " + theory) in r for r in ratios), "theory beside measurement: %s" % ratios[:1])
+        # 1F1B: the last stage alternates F and B from the start
+        last = [r for r in labels if r.get_attribute("data-stage") == str(pp - 1)]
+        check(len(last) == 1, "one row for the last stage")
+        sel = d.find_element(By.ID, "pipeline-step")
+        check(len(sel.find_elements(By.TAG_NAME, "option")) == 2, "both steps can be chosen")
+        d.save_screenshot(os.path.join(work, "viewer-pipeline.png"))
+        return srv
+
+
+def case_compare(exe, work, d):
+    from selenium.webdriver.common.by import By
+    a = harness.make_sample(os.path.join(work, "cmp_a"), "--dp", "2", "--pp", "2", "--microbatches", "4", "--steps", "3")
+    b = harness.make_sample(os.path.join(work, "cmp_b"), "--dp", "2", "--pp", "2", "--microbatches", "8", "--steps", "3")
+    with harness.Server(exe, a, compare=b) as srv:
+        d.get(srv.url)
+        harness.wait_state(d)
+        d.find_element(By.CSS_SELECTOR, ".tab[data-tab=compare]").click()
+        runs = d.find_element(By.ID, "compare-runs").text
+        check("cmp_a" in runs and "cmp_b" in runs, "compare view names both runs")
+        rows = d.find_elements(By.CSS_SELECTOR, "#compare-table tbody tr")
+        check(len(rows) == 10, "one row per metric (%d)" % len(rows))
+        ra, rb = load_json(os.path.join(a, "report.json")), load_json(os.path.join(b, "report.json"))
+        # bubble_ratio median over steps of the mean over ranks, computed here independently
+        def med(rep, key):
+            steps = len(rep["ranks"][0]["steps"])
+            vals = sorted(sum(r["steps"][k][key] for r in rep["ranks"]) / len(rep["ranks"]) for k in range(steps))
+            return vals[len(vals) // 2]
+        cells = {r.find_elements(By.TAG_NAME, "td")[0].text: [c.text for c in r.find_elements(By.TAG_NAME, "td")] for r in rows}
+        br = cells["bubble_ratio"]
+        check(br[1] == "%.1f %%" % (100 * med(ra, "bubble_ratio")) and br[2] == "%.1f %%" % (100 * med(rb, "bubble_ratio")),
+              "bubble ratio A/B match the reports (%s, %s)" % (br[1], br[2]))
+        check(med(rb, "bubble_ratio") < med(ra, "bubble_ratio") and br[6] == "lower in B",
+              "more micro-batches: lower bubble in B, flagged as a real change")
+        check(len(d.find_elements(By.CSS_SELECTOR, "#compare-steps svg rect[data-series=compute]")) == 6, "steps aligned A/B")
+        h = js(d, "return document.getElementById('compare-canvas').height")
+        check(h > 50, "both runs' lanes drawn on one scale")
+        d.save_screenshot(os.path.join(work, "viewer-compare.png"))
+        return srv
+
+
+def case_html(exe, work, d):
+    import subprocess
+    run = harness.make_sample(os.path.join(work, "run_html"), "--dp", "2", "--pp", "2", "--steps", "2")
+    out = os.path.join(work, "viewer-selfcontained.html")
+    subprocess.run([exe, "view", run, "--html", out], check=True, stdout=subprocess.DEVNULL)
+    d.get("file://" + os.path.abspath(out))
+    harness.wait_state(d)
+    check(len(js(d, "return stepscope.groups()")) == 4, "self-contained page shows the 4 ranks")
+    res = js(d, "return performance.getEntriesByType('resource').map(function(e){return e.name})")
+    check(all(not r.startswith("http") for r in res), "the page fetched nothing from the network (%d resources)" % len(res))
+    d.find_element("css selector", ".tab[data-tab=summary]").click()
+    check("MFU" in d.find_element("id", "headline").text, "report inlined too")
+    return None
+
+
+CASES = {"timeline": case_timeline, "chunks": case_chunks, "pipeline": case_pipeline,
+         "compare": case_compare, "html": case_html}
+
+
+def main():
+    exe, work, case = sys.argv[1], sys.argv[2], sys.argv[3]
+    os.makedirs(work, exist_ok=True)
+    d = harness.browser()
+    try:
+        CASES[case](exe, work, d)
+        errs = harness.console_errors(d)
+        check(not errs, "no console errors %s" % errs)
+    except Exception:
+        try:
+            d.save_screenshot(os.path.join(work, "viewer-%s-failure.png" % case))
+            for e in d.get_log("browser"):
+                print("console:", e)
+        except Exception:
+            pass
+        raise
+    finally:
+        d.quit()
+    print("PASS " + case)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""test_server.py — `stepscope view`'s HTTP server refuses what it must refuse.
+
+  test_server.py STEPSCOPE_EXE WORK_DIR CASE     CASE: traversal | methods | serve | cli
+
+Requests are written on raw sockets so that paths reach the server exactly as
+typed (no client-side normalisation of "..", "%2e%2e" or "//"). A secret file is
+placed next to the run directory and a symbolic link to it inside the run: no
+request may return its content. Exit 0 pass, 1 fail.
+"""
+
+import os
+import socket
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "browser"))
+import harness  # noqa: E402
+from harness import check  # noqa: E402
+
+SECRET = b"TOP-SECRET-do-not-serve"
+
+
+def raw(port, request, host="127.0.0.1"):
+    s = socket.create_connection((host, port), timeout=5)
+    s.sendall(request)
+    data = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    s.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    status = int(head.split(b" ")[1]) if head.startswith(b"HTTP/1.1 ") else 0
+    return status, head.decode("latin-1"), body
+
+
+def get(port, path, method="GET", headers=""):
+    return raw(port, ("%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n%s\r\n" % (method, path, port, headers)).encode("latin-1"))
+
+
+def setup(work):
+    work = os.path.abspath(work)
+    run = harness.make_sample(os.path.join(work, "srv_run"), "--dp", "1", "--pp", "2", "--steps", "1", "--layers", "1")
+    with open(os.path.join(work, "secret.txt"), "wb") as f:
+        f.write(SECRET)
+    link = os.path.join(run, "leak.json")
+    if not os.path.islink(link):
+        os.symlink(os.path.join(work, "secret.txt"), link)
+    inner = os.path.join(run, "inner-link.json")
+    if not os.path.islink(inner):
+        os.symlink("report.json", inner)
+    return run
+
+
+def case_traversal(exe, work):
+    run = setup(work)
+    with harness.Server(exe, run) as srv:
+        p = srv.port
+        attacks = ["/run/a/../../secret.txt", "/run/a/..%2f..%2fsecret.txt", "/run/a/%2e%2e/%2e%2e/secret.txt",
+                   "/run/a/%2E%2E/secret.txt", "/run/a/%2e%2e%2f%2e%2e%2fsecret.txt", "/run/a/leak.json",
+                   "/run/a//etc/passwd", "/run/a/%2fetc%2fpasswd", "/run/a/..\\..\\secret.txt",
+                   "/run/a/%5c..%5csecret.txt", "/run/a/trace.json%00.png", "/run/a/./trace.json",
+                   "/../secret.txt", "/js/../../secret.txt", "//etc/passwd", "/etc/passwd",
+                   "/run/c/trace.json", "/run/a/sub/trace.json", "/run/a/.hidden", "/%2e%2e/secret.txt",
+                   "http://127.0.0.1/run/a/trace.json", "/run/a/" + "A" * 5000]
+        for a in attacks:
+            status, head, body = get(p, a)
+            check(status in (400, 404) and SECRET not in body, "%s refused (%d)" % (a[:60], status))
+        status, _, body = get(p, "/run/a/inner-link.json")
+        check(status == 200 and b"schema_version" in body, "a link staying inside the run is served")
+        check(srv.proc.poll() is None, "the server survived every attempt")
+
+
+def case_methods(exe, work):
+    run = setup(work)
+    with harness.Server(exe, run) as srv:
+        p = srv.port
+        for m in ("POST", "PUT", "DELETE", "OPTIONS", "PATCH", "TRACE"):
+            status, _, _ = get(p, "/run/a/trace.json", method=m)
+            check(status == 405, "%s refused with 405" % m)
+        status, head, body = get(p, "/run/a/trace.json", method="HEAD")
+        size = os.path.getsize(os.path.join(run, "trace.json"))
+        check(status == 200 and ("Content-Length: %d" % size) in head and body == b"", "HEAD gives the length, no body")
+        status, _, _ = raw(p, b"GET /index.html HTTP/1.1\r\nHost: evil.example.com\r\n\r\n")
+        check(status == 403, "a foreign Host header is refused (DNS rebinding)")
+        status, _, _ = raw(p, b"garbage\r\n\r\n")
+        check(status == 400, "a malformed request line is refused")
+        # binds to loopback only: the listening socket in /proc/net/tcp is 127.0.0.1
+        with open("/proc/net/tcp") as f:
+            listen = [l.split() for l in f.readlines()[1:] if l.split()[3] == "0A"]
+        mine = [l for l in listen if int(l[1].split(":")[1], 16) == p]
+        check(mine and all(l[1].split(":")[0] == "0100007F" for l in mine), "listening on 127.0.0.1 only")
+
+
+def case_serve(exe, work):
+    run = setup(work)
+    with harness.Server(exe, run) as srv:
+        p = srv.port
+        check(srv.url.startswith("http://127.0.0.1:"), "prints the URL (%s)" % srv.url.strip())
+        status, head, body = get(p, "/")
+        check(status == 200 and b"stepscope viewer" in body and "text/html" in head, "the viewer page is served")
+        status, head, body = get(p, "/js/app.js")
+        check(status == 200 and "javascript" in head, "its scripts are served")
+        status, _, body = get(p, "/run/a/trace.json?x=1")
+        with open(os.path.join(run, "trace.json"), "rb") as f:
+            check(status == 200 and body == f.read(), "the run's export is served byte for byte")
+        status, _, body = get(p, "/api/runs")
+        check(status == 200 and b'"trace":"run/a/trace.json"' in body, "the run listing names the files")
+        status, _, _ = get(p, "/nothing-here")
+        check(status == 404, "unknown paths are 404")
+
+
+def case_cli(exe, work):
+    run = setup(work)
+    r = subprocess.run([exe, "view", "--help"], capture_output=True, text=True)
+    check(r.returncode == 0 and "--compare" in r.stdout and "--html" in r.stdout, "--help exits 0 and documents options")
+    r = subprocess.run([exe, "view"], capture_output=True, text=True)
+    check(r.returncode == 2, "no run: usage error 2")
+    r = subprocess.run([exe, "view", run, "--port", "99999"], capture_output=True, text=True)
+    check(r.returncode == 2, "bad port: usage error 2")
+    r = subprocess.run([exe, "view", os.path.join(work, "no-such-run")], capture_output=True, text=True)
+    check(r.returncode == 1 and "no-such-run" in r.stderr, "missing run: error 1 naming it")
+    empty = os.path.join(work, "empty_run")
+    os.makedirs(empty, exist_ok=True)
+    r = subprocess.run([exe, "view", empty], capture_output=True, text=True)
+    check(r.returncode == 1 and "trace.json" in r.stderr, "empty run: says what is missing (%s)" % r.stderr.strip())
+    only = os.path.join(work, "trace_only")
+    os.makedirs(only, exist_ok=True)
+    with open(os.path.join(run, "trace.json"), "rb") as f, open(os.path.join(only, "trace.json"), "wb") as g:
+        g.write(f.read())
+    with harness.Server(exe, only) as srv:
+        status, _, body = get(srv.port, "/api/runs")
+        check(b'"report":null' in body and b"report.json" in body, "a run without report.json is served and the gap is named")
+    out = os.path.join(work, "page.html")
+    r = subprocess.run([exe, "view", run, "--html", out], capture_output=True, text=True)
+    page = open(out, encoding="utf-8").read()
+    check(r.returncode == 0 and '<script src=' not in page and 'id="data-a-trace"' in page and "</script" not in
+          page.split('id="data-a-trace">')[1].split("</script>")[0], "--html writes one self-contained page")
+
+
+CASES = {"traversal": case_traversal, "methods": case_methods, "serve": case_serve, "cli": case_cli}
+
+if __name__ == "__main__":
+    exe, work, case = sys.argv[1], sys.argv[2], sys.argv[3]
+    os.makedirs(work, exist_ok=True)
+    CASES[case](exe, work)
+    print("PASS " + case)
