@@ -1,0 +1,85 @@
+#!/bin/bash
+# trace_check.sh — the GPU tracer's owed checks, for a machine with an NVIDIA GPU (see
+# docs/gpu-tracer.md). Writes every piece of evidence under $OUT (default ./gpu-evidence):
+# versions, build log, ctest -L gpu output, traced runs, `stepscope info` of each, overhead
+# and bytes-per-kernel-record numbers, the kill-mid-run result. Never edits the repository.
+#
+#   OUT=/path scripts/gpu/trace_check.sh [BUILD_DIR]
+#
+# Steps (each logs to $OUT/<step>.log and is marked PASS/FAIL in $OUT/summary.txt):
+#   env        nvidia-smi, nvcc, CUPTI/NCCL libraries, torch version
+#   build      cmake -DSTEPSCOPE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90, build everything
+#   ctest_gpu  ctest -L gpu (gpu_tracer.cuda_record, others' GPU tests)
+#   one_rank   the CUDA trainer (or tests' cuda_app if the trainer is absent) traced, 1 rank
+#   four_rank  4 ranks on one GPU (trainer --world 4), NCCL >= 2.30 with multi-rank enabled
+#   torchrun   stepscope record -- torchrun --nproc-per-node 2 samples/pytorch/ddp_train.py
+#   overhead   same workload traced vs untraced (scripts/gpu/overhead.sh)
+#   kill       a traced run SIGKILLed mid-run; the trace must read to its last frame
+set -u
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+OUT=${OUT:-$PWD/gpu-evidence}
+build=${1:-$repo/build-gpucheck}
+mkdir -p "$OUT"
+summary=$OUT/summary.txt
+: > "$summary"
+step() { # step NAME COMMAND...
+  local name=$1; shift
+  echo "== $name: $*" | tee -a "$OUT/$name.log"
+  if ( "$@" ) >> "$OUT/$name.log" 2>&1; then echo "PASS $name" | tee -a "$summary"
+  else echo "FAIL $name (see $name.log)" | tee -a "$summary"; fi
+}
+stepscope=$build/analyzer/stepscope
+trainer=$build/trainer/stepscope-train
+
+env_info() {
+  nvidia-smi; nvcc --version
+  ls /usr/local/cuda/lib64 /usr/local/cuda/extras/CUPTI/lib64 2>/dev/null | grep -E 'cupti|nccl|cublas'
+  python3 -c 'import torch; print("torch", torch.__version__, "nccl", torch.cuda.nccl.version())' || true
+  git -C "$repo" rev-parse HEAD
+}
+do_build() {
+  cmake -S "$repo" -B "$build" -G Ninja -DSTEPSCOPE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 &&
+  cmake --build "$build" -j 16
+}
+ctest_gpu() { ctest --test-dir "$build" -L gpu --output-on-failure; }
+info_of() { "$stepscope" info "$1" && "$stepscope" info "$1" --json > "$OUT/$(basename "$1").info.json"; }
+one_rank() {
+  rm -rf "$OUT/run-1rank"
+  if [ -x "$trainer" ]; then
+    "$stepscope" record -o "$OUT/run-1rank" -- "$trainer" --backend cuda --world 1 --steps 10
+  else
+    echo "trainer not built: tracing tests/gpu_tracer's cuda_app instead"
+    "$stepscope" record -o "$OUT/run-1rank" -- "$build/tests/gpu_tracer/gpu_tracer_cuda_app"
+  fi
+  info_of "$OUT/run-1rank"
+  "$stepscope" dump "$OUT/run-1rank/rank-00000.trace.zst" --kind kernel | head -5
+  "$stepscope" dump "$OUT/run-1rank/rank-00000.trace.zst" --kind collective | head -5
+}
+four_rank() {
+  [ -x "$trainer" ] || { echo "trainer not built"; return 1; }
+  rm -rf "$OUT/run-4rank"
+  NCCL_MULTI_RANK_GPU_ENABLE=1 "$stepscope" record -o "$OUT/run-4rank" -- \
+    "$trainer" --backend cuda --world 4 --dp 2 --pp 2 --steps 6
+  info_of "$OUT/run-4rank"
+  # Every NCCL kernel must be matched by a collective's correlation id (checked by the analyzer).
+  "$stepscope" analyze "$OUT/run-4rank" --json "$OUT/run-4rank.report.json"
+}
+torchrun_ddp() {
+  rm -rf "$OUT/run-torchrun"
+  "$stepscope" record -o "$OUT/run-torchrun" -- \
+    torchrun --nproc-per-node 2 "$repo/samples/pytorch/ddp_train.py" --steps 20
+  info_of "$OUT/run-torchrun"
+  "$stepscope" analyze "$OUT/run-torchrun" --json "$OUT/run-torchrun.report.json"
+}
+overhead() { "$repo/scripts/gpu/overhead.sh" "$build" "$OUT"; }
+kill_mid_run() { "$repo/scripts/gpu/kill_mid_run.sh" "$build" "$OUT"; }
+
+step env env_info
+step build do_build
+step ctest_gpu ctest_gpu
+step one_rank one_rank
+step four_rank four_rank
+step torchrun torchrun_ddp
+step overhead overhead
+step kill kill_mid_run
+cat "$summary"
