@@ -42,6 +42,7 @@
 #define ARGS_MAX 1024
 
 typedef struct nvtx_text {
+  struct nvtx_text *next_kept; /* every handle stays listed: NVTX handles live as long as the process */
   uint32_t magic;
   stepscope_writer *writer; /* trace the cached id belongs to */
   uint32_t id;
@@ -81,10 +82,18 @@ static uint64_t dropped;                   /* atomic */
 
 /* ---- strings ---------------------------------------------------------------- */
 
+static nvtx_text *kept_handles;
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static int text_init(nvtx_text *t, const char *s) {
   t->magic = HANDLE_MAGIC;
   t->text = strdup(s ? s : "");
-  return t->text ? 0 : -1;
+  if (!t->text) return -1;
+  pthread_mutex_lock(&kept_lock);
+  t->next_kept = kept_handles;
+  kept_handles = t;
+  pthread_mutex_unlock(&kept_lock);
+  return 0;
 }
 
 static char *narrow_copy(const wchar_t *w) {
@@ -410,7 +419,17 @@ static nvtxSyncUser_t NVTX_API h_sync_create(nvtxDomainHandle_t d, const nvtxSyn
 }
 static void NVTX_API h_sync_destroy(nvtxSyncUser_t h) {
   nvtx_sync *s = (nvtx_sync *)h;
-  if (s && s->magic == HANDLE_MAGIC) { s->magic = 0; free(s->name.text); free(s); }
+  if (!s || s->magic != HANDLE_MAGIC) return;
+  pthread_mutex_lock(&kept_lock);
+  for (nvtx_text **p = &kept_handles; *p; p = &(*p)->next_kept)
+    if (*p == &s->name) {
+      *p = s->name.next_kept;
+      break;
+    }
+  pthread_mutex_unlock(&kept_lock);
+  s->magic = 0;
+  free(s->name.text);
+  free(s);
 }
 static void NVTX_API h_sync_acquire_start(nvtxSyncUser_t h) {
   thread_stack *st = stepscope_active() ? stack_get() : NULL;
