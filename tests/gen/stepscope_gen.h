@@ -1,0 +1,172 @@
+/*
+ * stepscope_gen.h — the ground-truth generator (tests and benchmarks only,
+ * never on the user's path).
+ *
+ * A scenario is described in *true* time (integer ns, every time a multiple
+ * of GEN_Q so that expectations can be computed on a grid): ranks with their
+ * own clock offsets and clock-anchor errors, lanes (GPU streams or CPU
+ * streams), ops (kernels, copies, memsets, host ops) with their launch calls,
+ * collectives whose members all end at the same instant, step ranges, sync
+ * records and run metadata. gen_write() writes it as a run directory in
+ * stepscope's trace format through libstepscope's writer (each rank's trace
+ * clock = true time + its offset). gen_expect() computes every SPEC §4
+ * metric from the description alone — by brute force over GEN_Q cells and
+ * by construction — sharing no code with the analyzer, so tests can demand
+ * exact equality.
+ */
+#ifndef STEPSCOPE_GEN_H
+#define STEPSCOPE_GEN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GEN_Q 1000             /* grid quantum (ns) */
+#define GEN_MAX_LANES 8
+#define GEN_MAX_RANKS 64
+#define GEN_LAUNCH_GAP_NS 10000
+
+enum { GEN_COMPUTE = 1, GEN_COMM = 2, GEN_MEMCPY = 3, GEN_MEMSET = 4 };
+enum { GEN_IDLE_HOST_WAIT, GEN_IDLE_LAUNCH_GAP, GEN_IDLE_SYNC_WAIT, GEN_IDLE_OTHER, GEN_IDLE_N };
+
+typedef struct gen_op {
+  int rank, lane;
+  int64_t s, e;
+  int cls;                    /* GEN_COMPUTE ... */
+  int has_launch;
+  int64_t launch_s, launch_e;
+  int coll;                   /* collective index, -1 */
+  int pipeline;               /* pipeline p2p */
+  const char *name;           /* kernel / host-op name (static string) */
+  uint64_t bytes;
+} gen_op;
+
+typedef struct gen_coll {
+  uint64_t comm_id, seq, bytes;
+  uint32_t op, comm_size, flags;
+  const char *group;
+  int nmembers;
+  int member_rank[GEN_MAX_RANKS];
+  int member_op[GEN_MAX_RANKS];
+  uint32_t member_comm_rank[GEN_MAX_RANKS];
+  int record;                 /* 0: no COLLECTIVE record (NCCL kernel known by name only) */
+} gen_coll;
+
+typedef struct gen_step {
+  int rank;
+  int64_t number, s, e;
+} gen_step;
+
+typedef struct gen_sync {
+  int rank, lane;
+  int64_t s, e;
+} gen_sync;
+
+typedef struct gen_rank {
+  int64_t clock_offset;       /* trace clock = true + clock_offset (>= 0) */
+  int64_t anchor_error;       /* error of its REALTIME anchors */
+  int cpu_backend;            /* host ops on CPU streams instead of GPU kernels */
+  int nlanes;
+  const char *lane_name[GEN_MAX_LANES];
+  int stage;                  /* pp_rank, -1 */
+  int present;                /* 0: no file is written for this rank */
+} gen_rank;
+
+typedef struct gen_run {
+  int nranks;
+  gen_rank ranks[GEN_MAX_RANKS];
+  gen_op *ops; size_t nops, ops_cap;
+  gen_coll *colls; size_t ncolls, colls_cap;
+  gen_step *steps; size_t nsteps, steps_cap;
+  gen_sync *syncs; size_t nsyncs, syncs_cap;
+  /* metadata (optional) */
+  int pp, microbatches;       /* schedule when pp > 1 */
+  double model_flops, hardware_flops, peak_flops;
+  int with_flops;
+} gen_run;
+
+void gen_init(gen_run *g, int nranks);
+void gen_free(gen_run *g);
+/* Adds an op; returns its index or -1 on allocation failure. */
+int gen_add_op(gen_run *g, const gen_op *op);
+/* Adds a collective over existing ops (one per member); all members' ends
+ * must be equal. Marks the ops as communication. Returns its index or -1. */
+int gen_add_coll(gen_run *g, const gen_coll *c);
+int gen_add_step(gen_run *g, int rank, int64_t number, int64_t s, int64_t e);
+int gen_add_sync(gen_run *g, int rank, int lane, int64_t s, int64_t e);
+
+/* Writes DIR/rank-%05d.trace.zst for every present rank. 0 or -1 (message
+ * in errbuf). */
+int gen_write(const gen_run *g, const char *dir, char *errbuf, size_t errlen);
+
+/* ---- expectations ---- */
+typedef struct gen_window {
+  int64_t step;               /* -1 totals */
+  int64_t start, end;         /* true time */
+  int projected;
+  int64_t span, busy, idle, compute, comm, overlap, exposed_comm, exposed_mem, bubble;
+  int64_t idle_cause[GEN_IDLE_N];
+  uint64_t launches;
+  int64_t delay_min, delay_p50, delay_p90, delay_p99, delay_max;
+} gen_window;
+
+typedef struct gen_rank_expect {
+  int rank;
+  size_t nsteps;
+  gen_window totals;
+  gen_window steps[64];
+  int64_t lane_idle[GEN_MAX_LANES][GEN_IDLE_N];  /* totals window */
+  int64_t lane_busy[GEN_MAX_LANES];
+  int64_t coll_wait, coll_caused;
+  uint64_t coll_count, coll_last;
+} gen_rank_expect;
+
+typedef struct gen_coll_expect {
+  uint64_t comm_id, seq;
+  int64_t first_start, skew, transfer, total_wait, max_wait;
+  int last_rank;
+  uint32_t present, comm_size;
+  double algbw, busbw;
+} gen_coll_expect;
+
+typedef struct gen_expect {
+  int64_t origin;             /* true time of the run's first event */
+  gen_rank_expect ranks[GEN_MAX_RANKS];
+  int nranks;                 /* present ranks, in rank order */
+  gen_coll_expect *colls;
+  size_t ncolls;
+  uint64_t colls_incomplete;
+  int64_t offset_rel[GEN_MAX_RANKS];  /* expected alignment offset vs rank 0 */
+  double mfu, hfu;
+  int64_t step_time_median;
+} gen_expect;
+
+int gen_expect_compute(const gen_run *g, gen_expect *x);
+void gen_expect_free(gen_expect *x);
+
+/* ---- scenarios ---- */
+typedef struct gen_scenario {
+  uint64_t seed;
+  int nranks;
+  int nlanes;                 /* device lanes per rank */
+  int nsteps;
+  int ops_per_step;           /* per rank */
+  int comm;                   /* collectives */
+  int compute;                /* compute ops */
+  int copies;                 /* memcpy/memset ops */
+  int overlap_same_lane;      /* allow nested/overlapping ops on one lane */
+  int64_t clock_spread;       /* max clock offset between ranks (ns) */
+  int64_t anchor_error;       /* max anchor error (ns); needs comm to be corrected */
+  int cpu_backend;            /* 1 all ranks, 2 mixed */
+  int missing_member;         /* drop a rank from some collectives */
+  int empty_rank;             /* last rank has no activity */
+  int pipeline;               /* pp = 2 with pipeline send/recv */
+  int name_only_nccl;         /* some comm kernels have no COLLECTIVE record */
+  int syncs;
+  int flops;
+} gen_scenario;
+
+void gen_scenario_default(gen_scenario *s);
+/* Builds a random scenario. 0 or -1. */
+int gen_build(gen_run *g, const gen_scenario *s);
+
+#endif
