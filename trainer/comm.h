@@ -69,6 +69,8 @@ const char *comm_job_abort_reason(comm_job *job);
 void comm_job_heartbeat(comm_job *job);
 /* Reads rank r's last heartbeat (CLOCK_MONOTONIC ns) from a mapped segment. */
 uint64_t comm_job_heartbeat_of(comm_job *job, int r);
+/* How many of rank r's threads are blocked in a communication wait now. */
+int comm_job_waiting_of(comm_job *job, int r);
 
 /* Sub-communicator over world ranks `ranks[0..n)` (sorted, including this
  * rank). `name` ("dp", "tp", "pp", "embed", "world") names it in the trace. */
@@ -89,8 +91,12 @@ int comm_reduce_scatter(comm *c, dev_stream *s, float *out, const float *in, siz
 /* out[size*count] = concatenation of every rank's in[count] (in may alias its own slot of out). */
 int comm_allgather(comm *c, dev_stream *s, float *out, const float *in, size_t count);
 int comm_broadcast(comm *c, dev_stream *s, void *buf, size_t bytes, int root);
-/* Point-to-point within the group (peer is a group rank). Sends are buffered:
- * a send completes once its bytes are in the peer's mailbox. */
+/* Point-to-point within the group (peer is a group rank). Bytes stream through
+ * a bounded mailbox per (src, dst): a send completes once the receiver has
+ * taken all but the last mailbox-full. Put sends and receives that can cross
+ * (pipeline activations one way, gradients the other) on different streams,
+ * as with NCCL. Their records carry comm_id = hash(group, src, dst) and a
+ * per-pair seq, so (comm_id, seq) names one send and its matching recv. */
 int comm_send(comm *c, dev_stream *s, const void *buf, size_t bytes, int peer, unsigned flags);
 int comm_recv(comm *c, dev_stream *s, void *buf, size_t bytes, int peer, unsigned flags);
 int comm_barrier(comm *c, dev_stream *s);

@@ -17,6 +17,10 @@
  * again before the slots are reused. Send/recv stream bytes through the ring of
  * (src, dst): the sender blocks only while the ring is full.
  *
+ * The header also holds, per rank, a heartbeat and the number of its threads
+ * blocked waiting for peers, which the launcher's watchdog reads to tell the
+ * hung rank from the ranks waiting for it.
+ *
  * Waiting uses futexes on 32-bit words in the shared mapping (no PRIVATE flag,
  * so they work across processes), after a short spin, in slices of at most
  * 20 ms: every wait re-checks the job's abort flag and gives up at its
@@ -92,6 +96,7 @@ struct comm {
     int n, me;
     uint64_t id;
     uint64_t seq; /* next sequence number (host side, at enqueue) */
+    uint64_t *send_seq, *recv_seq; /* per peer: point-to-point sequence numbers */
     char *region;
 };
 
@@ -99,7 +104,7 @@ struct comm {
 
 static size_t header_bytes(int world)
 {
-    size_t b = HEARTBEAT_OFFSET + 8 * (size_t)world;
+    size_t b = HEARTBEAT_OFFSET + 16 * (size_t)world;
     return (b + 4095) & ~(size_t)4095;
 }
 static size_t region_bytes(int world) { return REGION_HEADER + SLOT_BYTES * (size_t)world; }
@@ -127,6 +132,12 @@ static char *ring_of(comm_job *j, int src, int dst)
 static _Atomic uint64_t *heartbeat_slot(comm_job *j, int r)
 {
     return (_Atomic uint64_t *)(j->base + HEARTBEAT_OFFSET + 8 * (size_t)r);
+}
+
+/* How many of rank r's threads are blocked waiting for peers right now. */
+static _Atomic uint64_t *waiting_slot(comm_job *j, int r)
+{
+    return (_Atomic uint64_t *)(j->base + HEARTBEAT_OFFSET + 8 * (size_t)j->world + 8 * (size_t)r);
 }
 
 /* ---- waiting ----------------------------------------------------------------- */
@@ -163,20 +174,30 @@ static int wait_until(comm_job *j, atomic_uint *word, wait_cond cond, void *arg,
             return 0;
         sched_yield();
     }
+    atomic_fetch_add(waiting_slot(j, j->rank), 1);
+    int rc;
     for (;;) {
         uint32_t seen = atomic_load(word);
-        if (cond(arg))
-            return 0;
-        if (atomic_load(&hdr(j)->abort))
-            return -2;
+        if (cond(arg)) {
+            rc = 0;
+            break;
+        }
+        if (atomic_load(&hdr(j)->abort)) {
+            rc = -2;
+            break;
+        }
         uint64_t now = now_ns();
-        if (now >= deadline)
-            return -1;
+        if (now >= deadline) {
+            rc = -1;
+            break;
+        }
         uint64_t slice = deadline - now;
         if (slice > 20000000ull)
             slice = 20000000ull;
         futex_wait(word, seen, slice);
     }
+    atomic_fetch_sub(waiting_slot(j, j->rank), 1);
+    return rc;
 }
 
 static uint64_t deadline_of(comm_job *j) { return now_ns() + (uint64_t)(j->timeout_s * 1e9); }
@@ -189,7 +210,7 @@ static int wait_failed(comm *c, int rc, const char *what, char *err, size_t errl
         return -1;
     }
     snprintf(err, errlen,
-             "%s on group %s (rank %d of %d, world rank %d): timed out after %.0f s waiting for "
+             "%s on group %s (rank %d of %d, world rank %d): timed out after %g s waiting for "
              "the other members",
              what, c->name, c->me, c->n, c->job->rank, c->job->timeout_s);
     comm_job_abort(c->job, err);
@@ -369,8 +390,8 @@ static int run_p2p(comm *c, void *buf, size_t bytes, int peer, int sending, char
         int rc = wait_until(c->job, &r->signal, ring_ready, &w, deadline);
         if (rc) {
             char what[64];
-            snprintf(what, sizeof what, "%s %s peer %d", sending ? "send to" : "recv from",
-                     sending ? "" : "", c->ranks[peer]);
+            snprintf(what, sizeof what, "%s world rank %d", sending ? "send to" : "recv from",
+                     c->ranks[peer]);
             return wait_failed(c, rc, what, err, errlen);
         }
         uint64_t head = atomic_load(&r->head), tail = atomic_load(&r->tail);
@@ -442,7 +463,7 @@ static void comm_task_done(cpu_task *t, uint64_t start_ns, uint64_t end_ns)
     stepscope_collective *k = &r.u.collective;
     k->start_ns = start_ns;
     k->end_ns = end_ns;
-    k->comm_id = c->id;
+    k->comm_id = t->comm_id;
     k->seq = t->seq;
     k->count = (uint64_t)t->i[1];
     k->bytes = (uint64_t)t->i[5];
@@ -462,6 +483,14 @@ static void comm_task_done(cpu_task *t, uint64_t start_ns, uint64_t end_ns)
     stepscope_emit(&r);
 }
 
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n);
+
+static uint64_t p2p_id(const comm *c, int src, int dst)
+{
+    int pair[2] = {src, dst};
+    return fnv1a(c->id, pair, sizeof pair);
+}
+
 static int enqueue_comm(comm *c, dev_stream *s, int op, void *p0, const void *p1, size_t count,
                         int dt, int peer, unsigned flags, size_t bytes)
 {
@@ -473,8 +502,17 @@ static int enqueue_comm(comm *c, dev_stream *s, int op, void *p0, const void *p1
     t.name = host_names[op];
     t.category = STEPSCOPE_CAT_COMM;
     t.bytes = bytes;
-    t.comm_id = c->id;
-    t.seq = c->seq++;
+    if (op == OP_SEND || op == OP_RECV) {
+        /* a point-to-point transfer is its own little communicator: (group, src, dst),
+         * numbered per pair, so that (comm_id, seq) names exactly one send and its recv */
+        int src = op == OP_SEND ? c->job->rank : c->ranks[peer];
+        int dst = op == OP_SEND ? c->ranks[peer] : c->job->rank;
+        t.comm_id = p2p_id(c, src, dst);
+        t.seq = op == OP_SEND ? c->send_seq[peer]++ : c->recv_seq[peer]++;
+    } else {
+        t.comm_id = c->id;
+        t.seq = c->seq++;
+    }
     t.ctx = c;
     t.p[0] = p0;
     t.p[1] = (void *)p1;
@@ -654,6 +692,8 @@ void comm_job_heartbeat(comm_job *job) { atomic_store(heartbeat_slot(job, job->r
 
 uint64_t comm_job_heartbeat_of(comm_job *job, int r) { return atomic_load(heartbeat_slot(job, r)); }
 
+int comm_job_waiting_of(comm_job *job, int r) { return (int)atomic_load(waiting_slot(job, r)); }
+
 static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
 {
     const unsigned char *b = p;
@@ -682,9 +722,12 @@ comm *comm_group(comm_job *job, comm_kind kind, const char *name, const int *ran
     }
     comm *c = calloc(1, sizeof *c);
     int *copy = malloc(sizeof(int) * (size_t)n);
-    if (!c || !copy) {
+    uint64_t *sseq = calloc((size_t)n, sizeof(uint64_t)), *rseq = calloc((size_t)n, sizeof(uint64_t));
+    if (!c || !copy || !sseq || !rseq) {
         free(c);
         free(copy);
+        free(sseq);
+        free(rseq);
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
@@ -693,6 +736,8 @@ comm *comm_group(comm_job *job, comm_kind kind, const char *name, const int *ran
     c->kind = kind;
     snprintf(c->name, sizeof c->name, "%s", name);
     c->ranks = copy;
+    c->send_seq = sseq;
+    c->recv_seq = rseq;
     c->n = n;
     c->me = me;
     uint64_t h = 0xcbf29ce484222325ull;
@@ -708,6 +753,8 @@ void comm_destroy(comm *c)
     if (!c)
         return;
     free(c->ranks);
+    free(c->send_seq);
+    free(c->recv_seq);
     free(c);
 }
 

@@ -38,7 +38,8 @@ static const opt_row rows[] = {
     {"layers", OPT_INT, OFF(layers), 0, "N", "transformer blocks (overrides the preset)", 0},
     {"hidden", OPT_INT, OFF(hidden), 0, "C", "model width (overrides the preset)", 0},
     {"heads", OPT_INT, OFF(heads), 0, "H", "attention heads (overrides the preset)", 0},
-    {"seq", OPT_INT, OFF(seq), 0, "T", "sequence length [tiny: 64, gpt2-*: 1024]", 0},
+    {"seq", OPT_INT, OFF(seq), 0, "T",
+     "sequence length, at most the model's 1024 positions [tiny: 64, gpt2-*: 1024]", 0},
     {"vocab", OPT_SPECIAL, 0, 0, "V",
      "vocabulary size [tiny: the data's vocabulary; gpt2-*: 50257]", 0},
     {"world", OPT_SPECIAL, 0, 0, "N",
@@ -106,7 +107,7 @@ typedef struct preset {
 } preset;
 
 static const preset presets[] = {
-    {"tiny", 2, 64, 4, 64, 0},
+    {"tiny", 2, 64, 4, 64, 0}, /* 1024 positions, like GPT-2 */
     {"gpt2-124m", 12, 768, 12, 1024, 50257},
     {"gpt2-350m", 24, 1024, 16, 1024, 50257},
     {"gpt2-774m", 36, 1280, 20, 1024, 50257},
@@ -122,7 +123,7 @@ static int apply_preset(train_config *c, const char *name)
             c->hidden = presets[i].hidden;
             c->heads = presets[i].heads;
             c->seq = presets[i].seq;
-            c->max_seq = presets[i].seq;
+            c->max_seq = 1024;
             c->vocab = presets[i].vocab;
             c->vocab_given = presets[i].vocab > 0;
             return 0;
@@ -397,8 +398,6 @@ int config_parse(train_config *c, int argc, char **argv, char *err, size_t n)
         c->microbatches = 2 * c->pp;
     if (!c->warmup_given)
         c->warmup = c->steps / 10;
-    if (c->seq > c->max_seq)
-        c->max_seq = c->seq;
     return 0;
 }
 

@@ -11,7 +11,8 @@
  * job aborted (so blocked collectives fail at once), sends SIGTERM to the
  * survivors, SIGKILL two seconds later, reports "rank R: <cause>" and returns 1.
  * Communication waits inside ranks time out at twice the watchdog, so a hang
- * is reported by the watchdog, naming the rank that stopped first.
+ * is reported by the watchdog, naming a silent rank that is not itself
+ * waiting for its peers (or, in a deadlock, the one silent the longest).
  */
 #include "launcher.h"
 
@@ -165,9 +166,12 @@ int launcher_run(const train_config *cfg)
                 status = 1;
                 goto done;
             }
-            /* watchdog: the rank whose heartbeat is oldest, when it is too old */
+            /* watchdog: among ranks silent for too long, blame one that is not
+             * itself waiting for peers (the others wait for it); if all of them
+             * wait (a deadlock), the one silent the longest */
             uint64_t now = (uint64_t)(mono_s() * 1e9), oldest = UINT64_MAX;
-            int who = -1;
+            int who = -1, who_busy = -1;
+            uint64_t oldest_busy = UINT64_MAX;
             for (int r = 0; r < n; r++) {
                 if (!alive[r])
                     continue;
@@ -176,6 +180,15 @@ int launcher_run(const train_config *cfg)
                     oldest = hb;
                     who = r;
                 }
+                if (comm_job_waiting_of(job, r) == 0 && hb < oldest_busy &&
+                    (double)(now - hb) / 1e9 > cfg->watchdog_s) {
+                    oldest_busy = hb;
+                    who_busy = r;
+                }
+            }
+            if (who_busy >= 0) {
+                who = who_busy;
+                oldest = oldest_busy;
             }
             if (who >= 0 && oldest != 0 && now > oldest &&
                 (double)(now - oldest) / 1e9 > cfg->watchdog_s) {

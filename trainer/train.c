@@ -6,11 +6,14 @@
  *   1. zero the gradients and the loss accumulator; load this DP rank's share of
  *      the global batch into host buffers (one per micro-batch);
  *   2. walk the stage's pipeline schedule (schedule.c). A forward receives its
- *      input activation from the previous stage on the "comm pp" stream (or
- *      embeds the tokens on the first stage) and sends its output to the next; a
- *      backward receives the output gradient from the next stage (or starts from
- *      the loss on the last stage) and sends the input gradient back. Per-slot
- *      events order the compute and pp streams, so p2p overlaps compute;
+ *      input activation from the previous stage on the "comm pp recv" stream (or
+ *      embeds the tokens on the first stage) and sends its output to the next on
+ *      "comm pp send"; a backward receives the output gradient from the next
+ *      stage (or starts from the loss on the last stage) and sends the input
+ *      gradient back. Sends and receives sit on separate streams because they
+ *      cross (activations one way, gradients the other) and a transfer larger
+ *      than the mailbox would otherwise deadlock. Per-slot events order these
+ *      streams with compute, so p2p overlaps compute;
  *   3. during the last micro-batch's backward, as soon as the gradients of a
  *      bucket are final, the bucket is all-reduced over the DP group on the
  *      "comm dp" stream (overlapping the rest of backward; --overlap off issues
@@ -54,7 +57,7 @@ typedef struct trainer {
     model_grid g;
     dev_device *dev;
     const dev_ops *o;
-    dev_stream *compute, *dp_stream, *pp_stream;
+    dev_stream *compute, *dp_stream, *pp_send, *pp_recv;
     comm_job *job;
     comm *world_c, *dp_c, *tp_c, *pp_c, *embed_c;
     model m;
@@ -215,8 +218,9 @@ static int setup(trainer *t)
     t->o = dev_get_ops(t->dev);
     t->compute = t->o->stream_create(t->dev, "compute");
     t->dp_stream = t->o->stream_create(t->dev, "comm dp");
-    t->pp_stream = t->o->stream_create(t->dev, "comm pp");
-    if (!t->compute || !t->dp_stream || !t->pp_stream)
+    t->pp_send = t->o->stream_create(t->dev, "comm pp send");
+    t->pp_recv = t->o->stream_create(t->dev, "comm pp recv");
+    if (!t->compute || !t->dp_stream || !t->pp_send || !t->pp_recv)
         return fail(t, "%s", "cannot start the stream threads");
     comm_job_options jo = {t->env.rank, t->env.world, t->env.shm_path, t->env.create_shm,
                            t->env.comm_timeout_s};
@@ -402,9 +406,9 @@ static void forward_mb(trainer *t, int mb)
     if (m->last_stage)
         o->copy_to_device(t->compute, sl->targets, t->host_targets + (size_t)mb * N, N * 4);
     if (!m->first_stage) {
-        o->stream_wait_event(t->pp_stream, t->ev_slot_free[slot]);
-        comm_recv(t->pp_c, t->pp_stream, sl->stage_in, NsC * 4, t->g.pp_rank - 1, COMM_F_PIPELINE);
-        o->event_record(t->ev_in_ready[slot], t->pp_stream);
+        o->stream_wait_event(t->pp_recv, t->ev_slot_free[slot]);
+        comm_recv(t->pp_c, t->pp_recv, sl->stage_in, NsC * 4, t->g.pp_rank - 1, COMM_F_PIPELINE);
+        o->event_record(t->ev_in_ready[slot], t->pp_recv);
         o->stream_wait_event(t->compute, t->ev_in_ready[slot]);
     }
     if (!m->last_stage)
@@ -412,9 +416,9 @@ static void forward_mb(trainer *t, int mb)
     model_forward(m, slot, mb);
     if (!m->last_stage) {
         o->event_record(t->ev_out_ready[slot], t->compute);
-        o->stream_wait_event(t->pp_stream, t->ev_out_ready[slot]);
-        comm_send(t->pp_c, t->pp_stream, sl->stage_out, NsC * 4, t->g.pp_rank + 1, COMM_F_PIPELINE);
-        o->event_record(t->ev_sent[slot], t->pp_stream);
+        o->stream_wait_event(t->pp_send, t->ev_out_ready[slot]);
+        comm_send(t->pp_c, t->pp_send, sl->stage_out, NsC * 4, t->g.pp_rank + 1, COMM_F_PIPELINE);
+        o->event_record(t->ev_sent[slot], t->pp_send);
     }
     pop_range();
 }
@@ -428,8 +432,9 @@ static void backward_mb(trainer *t, int mb)
     size_t NsC = (size_t)m->Ns * m->C;
     push_mb_range("backward", mb, t->g.pp_rank);
     if (!m->last_stage) {
-        comm_recv(t->pp_c, t->pp_stream, sl->grad_in, NsC * 4, t->g.pp_rank + 1, COMM_F_PIPELINE);
-        o->event_record(t->ev_grad_ready[slot], t->pp_stream);
+        o->stream_wait_event(t->pp_recv, t->ev_slot_free[slot]);
+        comm_recv(t->pp_c, t->pp_recv, sl->grad_in, NsC * 4, t->g.pp_rank + 1, COMM_F_PIPELINE);
+        o->event_record(t->ev_grad_ready[slot], t->pp_recv);
         o->stream_wait_event(t->compute, t->ev_grad_ready[slot]);
     }
     if (!m->first_stage)
@@ -439,9 +444,9 @@ static void backward_mb(trainer *t, int mb)
     o->event_record(t->ev_slot_free[slot], t->compute);
     if (!m->first_stage) {
         o->event_record(t->ev_din_ready[slot], t->compute);
-        o->stream_wait_event(t->pp_stream, t->ev_din_ready[slot]);
-        comm_send(t->pp_c, t->pp_stream, sl->grad_out, NsC * 4, t->g.pp_rank - 1, COMM_F_PIPELINE);
-        o->event_record(t->ev_sent[slot], t->pp_stream);
+        o->stream_wait_event(t->pp_send, t->ev_din_ready[slot]);
+        comm_send(t->pp_c, t->pp_send, sl->grad_out, NsC * 4, t->g.pp_rank - 1, COMM_F_PIPELINE);
+        o->event_record(t->ev_sent[slot], t->pp_send);
     }
     pop_range();
 }
@@ -485,7 +490,8 @@ static int sync_all(trainer *t)
 {
     int rc = t->o->stream_synchronize(t->compute);
     rc |= t->o->stream_synchronize(t->dp_stream);
-    rc |= t->o->stream_synchronize(t->pp_stream);
+    rc |= t->o->stream_synchronize(t->pp_send);
+    rc |= t->o->stream_synchronize(t->pp_recv);
     if (rc) {
         const char *why = dev_last_error(t->dev);
         snprintf(t->err, sizeof t->err, "%s", why[0] ? why : "a stream failed");
@@ -590,7 +596,8 @@ static void cleanup(trainer *t)
         if (t->compute) {
             o->stream_synchronize(t->compute);
             o->stream_synchronize(t->dp_stream);
-            o->stream_synchronize(t->pp_stream);
+            o->stream_synchronize(t->pp_send);
+            o->stream_synchronize(t->pp_recv);
         }
         model_destroy(&t->m);
         o->free(t->dev, t->adam_m);
