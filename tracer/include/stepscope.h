@@ -394,8 +394,9 @@ typedef struct stepscope_writer stepscope_writer;
 typedef struct stepscope_writer_options {
   size_t frame_bytes;          /* close a frame at this much raw data; 0 = 4 MiB */
   unsigned flush_interval_ms;  /* close a frame at least this often; 0 = 1000 */
-  int compression_level;       /* zstd level; 0 = 3 */
-  int background_flush;        /* 1: a thread closes frames on time; 0: only on size/flush */
+  int compression_level;       /* zstd level; 0 = 1 (fast, ~4.6 bytes per kernel record) */
+  int background_flush;        /* 1: a thread compresses and closes frames (on size and time);
+                                  0: the appending thread does it, on size and flush only */
 } stepscope_writer_options;
 
 /* Creates (truncates) `path` and writes the header frame. `opt` may be NULL. */

@@ -30,109 +30,244 @@
 #define T(st, member) (int)offsetof(st, member), #member
 
 /* Field orders are part of the format: append only, never reorder. */
-static const kind_desc DESC_KERNEL = {
-    T(stepscope_kernel, start_ns),
-    {F(FT_DUR, stepscope_kernel, end_ns), F(FT_CORR, stepscope_kernel, correlation_id),
-     F(FT_U64, stepscope_kernel, stream), F(FT_STR, stepscope_kernel, name),
-     F(FT_U32, stepscope_kernel, device), F(FT_U32, stepscope_kernel, grid[0]),
-     F(FT_U32, stepscope_kernel, grid[1]), F(FT_U32, stepscope_kernel, grid[2]),
-     F(FT_U32, stepscope_kernel, block[0]), F(FT_U32, stepscope_kernel, block[1]),
-     F(FT_U32, stepscope_kernel, block[2]), F(FT_U32, stepscope_kernel, registers_per_thread),
-     F(FT_U32, stepscope_kernel, static_shared_bytes),
-     F(FT_U32, stepscope_kernel, dynamic_shared_bytes), F(FT_U64, stepscope_kernel, graph_id)}};
+/* Each kind's fields are listed once (an X-macro list) and expand into both
+ * its table (decoding, JSON) and a straight-line encoder (the writer's hot
+ * path): the two cannot disagree, and the encoder's enc_FT_* helpers take
+ * typed pointers, so a field whose C type does not match its wire type does
+ * not compile. */
+#define TABLE_ENTRY(type, st, member) F(type, st, member),
 
-static const kind_desc DESC_MEMCPY = {
-    T(stepscope_memcpy, start_ns),
-    {F(FT_DUR, stepscope_memcpy, end_ns), F(FT_CORR, stepscope_memcpy, correlation_id),
-     F(FT_U64, stepscope_memcpy, stream), F(FT_U64, stepscope_memcpy, bytes),
-     F(FT_U32, stepscope_memcpy, device), F(FT_U32, stepscope_memcpy, copy_kind),
-     F(FT_U32, stepscope_memcpy, src_device), F(FT_U32, stepscope_memcpy, dst_device)}};
+static inline uint8_t *enc_FT_U64(codec_state *cs, uint8_t *p, const uint64_t *v, uint64_t t) {
+  (void)cs, (void)t;
+  return varint_put(p, *v);
+}
+static inline uint8_t *enc_FT_U32(codec_state *cs, uint8_t *p, const uint32_t *v, uint64_t t) {
+  (void)cs, (void)t;
+  return varint_put(p, *v);
+}
+#define enc_FT_STR enc_FT_U32
+static inline uint8_t *enc_FT_I32(codec_state *cs, uint8_t *p, const int32_t *v, uint64_t t) {
+  (void)cs, (void)t;
+  return varint_put(p, zigzag_encode(*v));
+}
+static inline uint8_t *enc_FT_F64(codec_state *cs, uint8_t *p, const double *v, uint64_t t) {
+  (void)cs, (void)t;
+  return f64_put(p, *v);
+}
+static inline uint8_t *enc_FT_DUR(codec_state *cs, uint8_t *p, const uint64_t *v, uint64_t t) {
+  (void)cs;
+  return varint_put(p, zigzag_encode((int64_t)(*v - t)));
+}
+static inline uint8_t *enc_FT_CORR(codec_state *cs, uint8_t *p, const uint64_t *v, uint64_t t) {
+  (void)t;
+  uint8_t *q = varint_put(p, zigzag_encode((int64_t)(*v - cs->prev_corr)));
+  cs->prev_corr = *v;
+  return q;
+}
 
-static const kind_desc DESC_MEMSET = {
-    T(stepscope_memset, start_ns),
-    {F(FT_DUR, stepscope_memset, end_ns), F(FT_CORR, stepscope_memset, correlation_id),
-     F(FT_U64, stepscope_memset, stream), F(FT_U64, stepscope_memset, bytes),
-     F(FT_U32, stepscope_memset, device), F(FT_U32, stepscope_memset, value)}};
+/* Writes the payload after a one-byte length slot, then fixes the length
+ * (moving the payload when the length needs more than one byte). */
+static inline uint8_t *finish_length(uint8_t *len_slot, uint8_t *end) {
+  size_t len = (size_t)(end - len_slot - 1);
+  if (len < 0x80) {
+    *len_slot = (uint8_t)len;
+    return end;
+  }
+  uint8_t lenbuf[VARINT_MAX];
+  size_t lenlen = (size_t)(varint_put(lenbuf, len) - lenbuf);
+  memmove(len_slot + lenlen, len_slot + 1, len);
+  memcpy(len_slot, lenbuf, lenlen);
+  return len_slot + lenlen + len;
+}
 
-static const kind_desc DESC_SYNC = {
-    T(stepscope_sync, start_ns),
-    {F(FT_DUR, stepscope_sync, end_ns), F(FT_CORR, stepscope_sync, correlation_id),
-     F(FT_U64, stepscope_sync, stream), F(FT_U64, stepscope_sync, event_id),
-     F(FT_U32, stepscope_sync, device), F(FT_U32, stepscope_sync, sync_kind)}};
+#define ENCODE_FIELD(type, st, member) p = enc_##type(cs, p, &b->member, time);
+#define DEFINE_TIMED_ENCODER(lower, st, time_member, KIND)                                      \
+  static uint8_t *encode_##lower(codec_state *cs, uint8_t *p, const st *b) {                    \
+    uint64_t time = b->time_member;                                                            \
+    p = varint_put(p, (uint64_t)STEPSCOPE_REC_##KIND << 1 | 1u);                                \
+    p = varint_put(p, zigzag_encode((int64_t)(time - cs->prev_time)));                         \
+    cs->prev_time = time;                                                                      \
+    uint8_t *len_slot = p++;                                                                   \
+    KIND##_FIELDS(ENCODE_FIELD)                                                                \
+    return finish_length(len_slot, p);                                                         \
+  }
+#define DEFINE_UNTIMED_ENCODER(lower, st, KIND)                                                 \
+  static uint8_t *encode_##lower(codec_state *cs, uint8_t *p, const st *b) {                    \
+    const uint64_t time = 0;                                                                   \
+    p = varint_put(p, (uint64_t)STEPSCOPE_REC_##KIND << 1);                                     \
+    uint8_t *len_slot = p++;                                                                   \
+    KIND##_FIELDS(ENCODE_FIELD)                                                                \
+    return finish_length(len_slot, p);                                                         \
+  }
 
-static const kind_desc DESC_API = {
-    T(stepscope_api, start_ns),
-    {F(FT_DUR, stepscope_api, end_ns), F(FT_CORR, stepscope_api, correlation_id),
-     F(FT_U64, stepscope_api, thread), F(FT_STR, stepscope_api, name),
-     F(FT_U32, stepscope_api, api_kind), F(FT_U32, stepscope_api, callback_id),
-     F(FT_I32, stepscope_api, return_code)}};
+#define KERNEL_FIELDS(X) \
+  X(FT_DUR, stepscope_kernel, end_ns) \
+  X(FT_CORR, stepscope_kernel, correlation_id) \
+  X(FT_U64, stepscope_kernel, stream) \
+  X(FT_STR, stepscope_kernel, name) \
+  X(FT_U32, stepscope_kernel, device) \
+  X(FT_U32, stepscope_kernel, grid[0]) \
+  X(FT_U32, stepscope_kernel, grid[1]) \
+  X(FT_U32, stepscope_kernel, grid[2]) \
+  X(FT_U32, stepscope_kernel, block[0]) \
+  X(FT_U32, stepscope_kernel, block[1]) \
+  X(FT_U32, stepscope_kernel, block[2]) \
+  X(FT_U32, stepscope_kernel, registers_per_thread) \
+  X(FT_U32, stepscope_kernel, static_shared_bytes) \
+  X(FT_U32, stepscope_kernel, dynamic_shared_bytes) \
+  X(FT_U64, stepscope_kernel, graph_id)
+static const kind_desc DESC_KERNEL = {T(stepscope_kernel, start_ns), {KERNEL_FIELDS(TABLE_ENTRY)}};
+DEFINE_TIMED_ENCODER(kernel, stepscope_kernel, start_ns, KERNEL)
 
-static const kind_desc DESC_RANGE = {
-    T(stepscope_range, start_ns),
-    {F(FT_DUR, stepscope_range, end_ns), F(FT_U64, stepscope_range, thread),
-     F(FT_STR, stepscope_range, name), F(FT_STR, stepscope_range, domain),
-     F(FT_U32, stepscope_range, category), F(FT_U32, stepscope_range, color),
-     F(FT_U32, stepscope_range, payload_kind), F(FT_U64, stepscope_range, payload),
-     F(FT_STR, stepscope_range, args)}};
+#define MEMCPY_FIELDS(X) \
+  X(FT_DUR, stepscope_memcpy, end_ns) \
+  X(FT_CORR, stepscope_memcpy, correlation_id) \
+  X(FT_U64, stepscope_memcpy, stream) \
+  X(FT_U64, stepscope_memcpy, bytes) \
+  X(FT_U32, stepscope_memcpy, device) \
+  X(FT_U32, stepscope_memcpy, copy_kind) \
+  X(FT_U32, stepscope_memcpy, src_device) \
+  X(FT_U32, stepscope_memcpy, dst_device)
+static const kind_desc DESC_MEMCPY = {T(stepscope_memcpy, start_ns), {MEMCPY_FIELDS(TABLE_ENTRY)}};
+DEFINE_TIMED_ENCODER(memcpy, stepscope_memcpy, start_ns, MEMCPY)
 
-static const kind_desc DESC_MARK = {
-    T(stepscope_mark, time_ns),
-    {F(FT_U64, stepscope_mark, thread), F(FT_STR, stepscope_mark, name),
-     F(FT_STR, stepscope_mark, domain), F(FT_U32, stepscope_mark, category),
-     F(FT_U32, stepscope_mark, color), F(FT_U32, stepscope_mark, payload_kind),
-     F(FT_U64, stepscope_mark, payload), F(FT_STR, stepscope_mark, args)}};
+#define MEMSET_FIELDS(X) \
+  X(FT_DUR, stepscope_memset, end_ns) \
+  X(FT_CORR, stepscope_memset, correlation_id) \
+  X(FT_U64, stepscope_memset, stream) \
+  X(FT_U64, stepscope_memset, bytes) \
+  X(FT_U32, stepscope_memset, device) \
+  X(FT_U32, stepscope_memset, value)
+static const kind_desc DESC_MEMSET = {T(stepscope_memset, start_ns), {MEMSET_FIELDS(TABLE_ENTRY)}};
+DEFINE_TIMED_ENCODER(memset, stepscope_memset, start_ns, MEMSET)
 
-static const kind_desc DESC_COLLECTIVE = {
-    T(stepscope_collective, start_ns),
-    {F(FT_DUR, stepscope_collective, end_ns), F(FT_CORR, stepscope_collective, correlation_id),
-     F(FT_U64, stepscope_collective, comm_id), F(FT_U64, stepscope_collective, seq),
-     F(FT_U64, stepscope_collective, count), F(FT_U64, stepscope_collective, bytes),
-     F(FT_U64, stepscope_collective, stream), F(FT_U32, stepscope_collective, op),
-     F(FT_U32, stepscope_collective, datatype), F(FT_I32, stepscope_collective, peer),
-     F(FT_U32, stepscope_collective, comm_rank), F(FT_U32, stepscope_collective, comm_size),
-     F(FT_STR, stepscope_collective, algorithm), F(FT_STR, stepscope_collective, protocol),
-     F(FT_U32, stepscope_collective, channels), F(FT_U32, stepscope_collective, device),
-     F(FT_U32, stepscope_collective, flags), F(FT_STR, stepscope_collective, name)}};
+#define SYNC_FIELDS(X) \
+  X(FT_DUR, stepscope_sync, end_ns) \
+  X(FT_CORR, stepscope_sync, correlation_id) \
+  X(FT_U64, stepscope_sync, stream) \
+  X(FT_U64, stepscope_sync, event_id) \
+  X(FT_U32, stepscope_sync, device) \
+  X(FT_U32, stepscope_sync, sync_kind)
+static const kind_desc DESC_SYNC = {T(stepscope_sync, start_ns), {SYNC_FIELDS(TABLE_ENTRY)}};
+DEFINE_TIMED_ENCODER(sync, stepscope_sync, start_ns, SYNC)
 
-static const kind_desc DESC_HOST_OP = {
-    T(stepscope_host_op, start_ns),
-    {F(FT_DUR, stepscope_host_op, end_ns), F(FT_CORR, stepscope_host_op, correlation_id),
-     F(FT_U64, stepscope_host_op, stream), F(FT_U64, stepscope_host_op, bytes),
-     F(FT_U64, stepscope_host_op, flops), F(FT_U64, stepscope_host_op, comm_id),
-     F(FT_U64, stepscope_host_op, seq), F(FT_STR, stepscope_host_op, name),
-     F(FT_U32, stepscope_host_op, category), F(FT_STR, stepscope_host_op, args)}};
+#define API_FIELDS(X) \
+  X(FT_DUR, stepscope_api, end_ns) \
+  X(FT_CORR, stepscope_api, correlation_id) \
+  X(FT_U64, stepscope_api, thread) \
+  X(FT_STR, stepscope_api, name) \
+  X(FT_U32, stepscope_api, api_kind) \
+  X(FT_U32, stepscope_api, callback_id) \
+  X(FT_I32, stepscope_api, return_code)
+static const kind_desc DESC_API = {T(stepscope_api, start_ns), {API_FIELDS(TABLE_ENTRY)}};
+DEFINE_TIMED_ENCODER(api, stepscope_api, start_ns, API)
 
-static const kind_desc DESC_COUNTER = {
-    T(stepscope_counter, time_ns),
-    {F(FT_STR, stepscope_counter, name), F(FT_U32, stepscope_counter, device),
-     F(FT_F64, stepscope_counter, value)}};
+#define RANGE_FIELDS(X) \
+  X(FT_DUR, stepscope_range, end_ns) \
+  X(FT_U64, stepscope_range, thread) \
+  X(FT_STR, stepscope_range, name) \
+  X(FT_STR, stepscope_range, domain) \
+  X(FT_U32, stepscope_range, category) \
+  X(FT_U32, stepscope_range, color) \
+  X(FT_U32, stepscope_range, payload_kind) \
+  X(FT_U64, stepscope_range, payload) \
+  X(FT_STR, stepscope_range, args)
+static const kind_desc DESC_RANGE = {T(stepscope_range, start_ns), {RANGE_FIELDS(TABLE_ENTRY)}};
+DEFINE_TIMED_ENCODER(range, stepscope_range, start_ns, RANGE)
 
-static const kind_desc DESC_MEMORY = {
-    T(stepscope_memory, time_ns),
-    {F(FT_U64, stepscope_memory, address), F(FT_U64, stepscope_memory, bytes),
-     F(FT_U64, stepscope_memory, in_use_bytes), F(FT_U32, stepscope_memory, device),
-     F(FT_U32, stepscope_memory, memory_kind)}};
+#define MARK_FIELDS(X) \
+  X(FT_U64, stepscope_mark, thread) \
+  X(FT_STR, stepscope_mark, name) \
+  X(FT_STR, stepscope_mark, domain) \
+  X(FT_U32, stepscope_mark, category) \
+  X(FT_U32, stepscope_mark, color) \
+  X(FT_U32, stepscope_mark, payload_kind) \
+  X(FT_U64, stepscope_mark, payload) \
+  X(FT_STR, stepscope_mark, args)
+static const kind_desc DESC_MARK = {T(stepscope_mark, time_ns), {MARK_FIELDS(TABLE_ENTRY)}};
+DEFINE_TIMED_ENCODER(mark, stepscope_mark, time_ns, MARK)
 
-static const kind_desc DESC_DROPPED = {
-    T(stepscope_dropped, time_ns),
-    {F(FT_U64, stepscope_dropped, count), F(FT_U32, stepscope_dropped, source)}};
+#define COLLECTIVE_FIELDS(X) \
+  X(FT_DUR, stepscope_collective, end_ns) \
+  X(FT_CORR, stepscope_collective, correlation_id) \
+  X(FT_U64, stepscope_collective, comm_id) \
+  X(FT_U64, stepscope_collective, seq) \
+  X(FT_U64, stepscope_collective, count) \
+  X(FT_U64, stepscope_collective, bytes) \
+  X(FT_U64, stepscope_collective, stream) \
+  X(FT_U32, stepscope_collective, op) \
+  X(FT_U32, stepscope_collective, datatype) \
+  X(FT_I32, stepscope_collective, peer) \
+  X(FT_U32, stepscope_collective, comm_rank) \
+  X(FT_U32, stepscope_collective, comm_size) \
+  X(FT_STR, stepscope_collective, algorithm) \
+  X(FT_STR, stepscope_collective, protocol) \
+  X(FT_U32, stepscope_collective, channels) \
+  X(FT_U32, stepscope_collective, device) \
+  X(FT_U32, stepscope_collective, flags) \
+  X(FT_STR, stepscope_collective, name)
+static const kind_desc DESC_COLLECTIVE = {T(stepscope_collective, start_ns), {COLLECTIVE_FIELDS(TABLE_ENTRY)}};
+DEFINE_TIMED_ENCODER(collective, stepscope_collective, start_ns, COLLECTIVE)
 
-static const kind_desc DESC_CLOCK_ANCHOR = {
-    -1, NULL,
-    {F(FT_U64, stepscope_clock_anchor, trace_ns), F(FT_U64, stepscope_clock_anchor, realtime_ns),
-     F(FT_U64, stepscope_clock_anchor, monotonic_ns),
-     F(FT_U64, stepscope_clock_anchor, uncertainty_ns)}};
+#define HOST_OP_FIELDS(X) \
+  X(FT_DUR, stepscope_host_op, end_ns) \
+  X(FT_CORR, stepscope_host_op, correlation_id) \
+  X(FT_U64, stepscope_host_op, stream) \
+  X(FT_U64, stepscope_host_op, bytes) \
+  X(FT_U64, stepscope_host_op, flops) \
+  X(FT_U64, stepscope_host_op, comm_id) \
+  X(FT_U64, stepscope_host_op, seq) \
+  X(FT_STR, stepscope_host_op, name) \
+  X(FT_U32, stepscope_host_op, category) \
+  X(FT_STR, stepscope_host_op, args)
+static const kind_desc DESC_HOST_OP = {T(stepscope_host_op, start_ns), {HOST_OP_FIELDS(TABLE_ENTRY)}};
+DEFINE_TIMED_ENCODER(host_op, stepscope_host_op, start_ns, HOST_OP)
 
-static const kind_desc DESC_OVERHEAD = {
-    T(stepscope_overhead, start_ns),
-    {F(FT_DUR, stepscope_overhead, end_ns), F(FT_U64, stepscope_overhead, thread),
-     F(FT_STR, stepscope_overhead, name)}};
+#define COUNTER_FIELDS(X) \
+  X(FT_STR, stepscope_counter, name) \
+  X(FT_U32, stepscope_counter, device) \
+  X(FT_F64, stepscope_counter, value)
+static const kind_desc DESC_COUNTER = {T(stepscope_counter, time_ns), {COUNTER_FIELDS(TABLE_ENTRY)}};
+DEFINE_TIMED_ENCODER(counter, stepscope_counter, time_ns, COUNTER)
 
-static const kind_desc DESC_STREAM = {
-    -1, NULL,
-    {F(FT_U64, stepscope_stream, stream), F(FT_U32, stepscope_stream, device),
-     F(FT_U32, stepscope_stream, stream_kind), F(FT_STR, stepscope_stream, name),
-     F(FT_I32, stepscope_stream, priority)}};
+#define MEMORY_FIELDS(X) \
+  X(FT_U64, stepscope_memory, address) \
+  X(FT_U64, stepscope_memory, bytes) \
+  X(FT_U64, stepscope_memory, in_use_bytes) \
+  X(FT_U32, stepscope_memory, device) \
+  X(FT_U32, stepscope_memory, memory_kind)
+static const kind_desc DESC_MEMORY = {T(stepscope_memory, time_ns), {MEMORY_FIELDS(TABLE_ENTRY)}};
+DEFINE_TIMED_ENCODER(memory, stepscope_memory, time_ns, MEMORY)
+
+#define DROPPED_FIELDS(X) \
+  X(FT_U64, stepscope_dropped, count) \
+  X(FT_U32, stepscope_dropped, source)
+static const kind_desc DESC_DROPPED = {T(stepscope_dropped, time_ns), {DROPPED_FIELDS(TABLE_ENTRY)}};
+DEFINE_TIMED_ENCODER(dropped, stepscope_dropped, time_ns, DROPPED)
+
+#define CLOCK_ANCHOR_FIELDS(X) \
+  X(FT_U64, stepscope_clock_anchor, trace_ns) \
+  X(FT_U64, stepscope_clock_anchor, realtime_ns) \
+  X(FT_U64, stepscope_clock_anchor, monotonic_ns) \
+  X(FT_U64, stepscope_clock_anchor, uncertainty_ns)
+static const kind_desc DESC_CLOCK_ANCHOR = {-1, NULL, {CLOCK_ANCHOR_FIELDS(TABLE_ENTRY)}};
+DEFINE_UNTIMED_ENCODER(clock_anchor, stepscope_clock_anchor, CLOCK_ANCHOR)
+
+#define OVERHEAD_FIELDS(X) \
+  X(FT_DUR, stepscope_overhead, end_ns) \
+  X(FT_U64, stepscope_overhead, thread) \
+  X(FT_STR, stepscope_overhead, name)
+static const kind_desc DESC_OVERHEAD = {T(stepscope_overhead, start_ns), {OVERHEAD_FIELDS(TABLE_ENTRY)}};
+DEFINE_TIMED_ENCODER(overhead, stepscope_overhead, start_ns, OVERHEAD)
+
+#define STREAM_FIELDS(X) \
+  X(FT_U64, stepscope_stream, stream) \
+  X(FT_U32, stepscope_stream, device) \
+  X(FT_U32, stepscope_stream, stream_kind) \
+  X(FT_STR, stepscope_stream, name) \
+  X(FT_I32, stepscope_stream, priority)
+static const kind_desc DESC_STREAM = {-1, NULL, {STREAM_FIELDS(TABLE_ENTRY)}};
+DEFINE_UNTIMED_ENCODER(stream, stepscope_stream, STREAM)
 
 static const kind_desc DESC_METADATA = {
     -1, NULL, {F(FT_ISTR, stepscope_metadata, key), F(FT_ISTR, stepscope_metadata, value_json)}};
@@ -266,7 +401,25 @@ static uint8_t *encode_with_desc(codec_state *st, uint8_t *p, uint32_t kind, con
 }
 
 uint8_t *codec_encode(codec_state *st, uint8_t *p, const stepscope_record *rec) {
-  return encode_with_desc(st, p, rec->kind, codec_desc(rec->kind), &rec->u);
+  switch (rec->kind) {
+  case STEPSCOPE_REC_KERNEL: return encode_kernel(st, p, &rec->u.kernel);
+  case STEPSCOPE_REC_MEMCPY: return encode_memcpy(st, p, &rec->u.memcpy);
+  case STEPSCOPE_REC_MEMSET: return encode_memset(st, p, &rec->u.memset);
+  case STEPSCOPE_REC_SYNC: return encode_sync(st, p, &rec->u.sync);
+  case STEPSCOPE_REC_API: return encode_api(st, p, &rec->u.api);
+  case STEPSCOPE_REC_RANGE: return encode_range(st, p, &rec->u.range);
+  case STEPSCOPE_REC_MARK: return encode_mark(st, p, &rec->u.mark);
+  case STEPSCOPE_REC_COLLECTIVE: return encode_collective(st, p, &rec->u.collective);
+  case STEPSCOPE_REC_HOST_OP: return encode_host_op(st, p, &rec->u.host_op);
+  case STEPSCOPE_REC_COUNTER: return encode_counter(st, p, &rec->u.counter);
+  case STEPSCOPE_REC_MEMORY: return encode_memory(st, p, &rec->u.memory);
+  case STEPSCOPE_REC_DROPPED: return encode_dropped(st, p, &rec->u.dropped);
+  case STEPSCOPE_REC_CLOCK_ANCHOR: return encode_clock_anchor(st, p, &rec->u.clock_anchor);
+  case STEPSCOPE_REC_OVERHEAD: return encode_overhead(st, p, &rec->u.overhead);
+  case STEPSCOPE_REC_STREAM: return encode_stream(st, p, &rec->u.stream);
+  default: /* METADATA (inline strings): the table-driven path */
+    return encode_with_desc(st, p, rec->kind, codec_desc(rec->kind), &rec->u);
+  }
 }
 
 uint8_t *codec_encode_block(codec_state *st, uint8_t *p, uint64_t thread) {

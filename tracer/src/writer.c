@@ -9,8 +9,10 @@
  * which resets the delta state, so every buffer is a self-contained block.
  *
  * Frames. A full buffer is handed to the `full` list. A frame is closed when
- * the full list holds `frame_bytes`, when `flush_interval_ms` has passed
- * (background thread), on stepscope_writer_flush and on close. Closing a
+ * the full list holds `frame_bytes` (by the background thread when there is
+ * one, so appending threads never compress, unless it falls 4 frames
+ * behind), when `flush_interval_ms` has passed (background thread), on
+ * stepscope_writer_flush and on close. Closing a
  * frame steals every thread's current buffer, then takes the pending STRING
  * records (strings interned so far but not yet written), and compresses
  * strings + blocks into one independent, checksummed zstd frame with a known
@@ -48,6 +50,7 @@
 #define DEFAULT_FLUSH_MS 1000u
 #define BUFFER_BYTES (256u << 10)
 #define TLS_CACHE_WAYS 4
+#define SPARE_BUFFERS 16 /* recycled thread buffers: no page faults per buffer */
 
 typedef struct byte_buf {
   uint8_t *data;
@@ -59,6 +62,7 @@ typedef struct thread_buffer {
   byte_buf buf;
   codec_state state;
   uint64_t thread;
+  uint64_t records; /* appended through this buffer (under `busy`) */
   struct thread_buffer *next; /* registry list */
 } thread_buffer;
 
@@ -79,6 +83,8 @@ struct stepscope_writer {
   pthread_mutex_t full_mu;
   full_block *full_head, *full_tail;
   size_t full_bytes;
+  uint8_t *spare[SPARE_BUFFERS]; /* written buffers kept for reuse (guarded by full_mu) */
+  unsigned nspare;
 
   pthread_mutex_t intern_mu;
   intern_table *strings;
@@ -91,7 +97,6 @@ struct stepscope_writer {
   int io_failed; /* after a write error, further frames are dropped and counted */
 
   atomic_uint_fast64_t dropped;
-  atomic_uint_fast64_t records;
   atomic_uint_fast64_t bytes_written;
 
   /* background thread */
@@ -100,6 +105,7 @@ struct stepscope_writer {
   pthread_mutex_t wake_mu;
   pthread_cond_t wake_cv;
   int stopping;
+  int frame_wanted; /* a producer filled a frame's worth: close it now */
   void (*tick_fn)(void *);
   void *tick_arg;
   unsigned tick_ms;
@@ -196,6 +202,32 @@ static int write_frame(stepscope_writer *w, const byte_buf *const *pieces, size_
   return 0;
 }
 
+/* Keeps a written buffer of the standard size for reuse, or frees it. */
+static void recycle_buffer(stepscope_writer *w, byte_buf *b) {
+  if (b->cap == BUFFER_BYTES) {
+    pthread_mutex_lock(&w->full_mu);
+    if (w->nspare < SPARE_BUFFERS) {
+      w->spare[w->nspare++] = b->data;
+      b->data = NULL;
+    }
+    pthread_mutex_unlock(&w->full_mu);
+  }
+  free(b->data);
+  *b = (byte_buf){0};
+}
+
+/* A standard-size buffer: a recycled one when available. */
+static int take_buffer(stepscope_writer *w, byte_buf *b) {
+  uint8_t *data = NULL;
+  pthread_mutex_lock(&w->full_mu);
+  if (w->nspare) data = w->spare[--w->nspare];
+  pthread_mutex_unlock(&w->full_mu);
+  if (!data) data = malloc(BUFFER_BYTES);
+  if (!data) return -1;
+  *b = (byte_buf){data, 0, BUFFER_BYTES};
+  return 0;
+}
+
 /* Counts records in an encoded block (for the dropped count on failure). */
 static uint64_t count_records(const byte_buf *b) {
   uint64_t n = 0;
@@ -275,7 +307,7 @@ static int close_frame(stepscope_writer *w, stepscope_error *err) {
     full_block *b = *l;
     while (b) {
       full_block *next = b->next;
-      free(b->buf.data);
+      recycle_buffer(w, &b->buf);
       free(b);
       b = next;
     }
@@ -294,9 +326,12 @@ static void *flusher_main(void *arg) {
     uint64_t ns = (uint64_t)ts.tv_nsec + (uint64_t)period * 1000000ull;
     ts.tv_sec += (time_t)(ns / 1000000000ull);
     ts.tv_nsec = (long)(ns % 1000000000ull);
-    pthread_cond_timedwait(&w->wake_cv, &w->wake_mu, &ts);
+    if (!w->frame_wanted) pthread_cond_timedwait(&w->wake_cv, &w->wake_mu, &ts);
     if (w->stopping) break;
+    int wanted = w->frame_wanted;
+    w->frame_wanted = 0;
     pthread_mutex_unlock(&w->wake_mu);
+    if (wanted) close_frame(w, NULL);
     uint64_t now = mono_ns();
     if (w->tick_fn && now - w->last_tick_ns >= (uint64_t)w->tick_ms * 1000000ull) {
       w->last_tick_ns = now;
@@ -333,6 +368,7 @@ static void writer_free(stepscope_writer *w) {
   intern_destroy(w->strings);
   free(w->pending_strings.data);
   free(w->out.data);
+  for (unsigned i = 0; i < w->nspare; i++) free(w->spare[i]);
   ZSTD_freeCCtx(w->cctx);
   pthread_mutex_destroy(&w->registry_mu);
   pthread_mutex_destroy(&w->full_mu);
@@ -367,7 +403,7 @@ stepscope_writer *stepscope_writer_open(const char *path, const stepscope_header
   if (opt) w->opt = *opt;
   if (!w->opt.frame_bytes) w->opt.frame_bytes = DEFAULT_FRAME_BYTES;
   if (!w->opt.flush_interval_ms) w->opt.flush_interval_ms = DEFAULT_FLUSH_MS;
-  if (!w->opt.compression_level) w->opt.compression_level = 3;
+  if (!w->opt.compression_level) w->opt.compression_level = 1; /* see bench/writer */
   w->path = strdup(path);
   w->strings = intern_create();
   w->cctx = ZSTD_createCCtx();
@@ -474,8 +510,18 @@ static void hand_off(stepscope_writer *w, byte_buf full) {
   w->full_tail = fb;
   w->full_bytes += full.len;
   int close_now = w->full_bytes >= w->opt.frame_bytes;
+  /* Backpressure: if the background thread falls behind, producers help. */
+  int help = w->full_bytes >= 4 * w->opt.frame_bytes;
   pthread_mutex_unlock(&w->full_mu);
-  if (close_now) close_frame(w, NULL);
+  if (!close_now) return;
+  if (w->flusher_running && !help) { /* compression happens off the appending thread */
+    pthread_mutex_lock(&w->wake_mu);
+    w->frame_wanted = 1;
+    pthread_cond_signal(&w->wake_cv);
+    pthread_mutex_unlock(&w->wake_mu);
+  } else {
+    close_frame(w, NULL);
+  }
 }
 
 int stepscope_write(stepscope_writer *w, const stepscope_record *rec) {
@@ -491,28 +537,35 @@ int stepscope_write(stepscope_writer *w, const stepscope_record *rec) {
     return STEPSCOPE_E_NOMEM;
   }
   need += 2 * VARINT_MAX + 2; /* a BLOCK record may come first */
+  /* A fresh buffer is prepared before taking the spin flag (it may lock). */
+  byte_buf fresh = {0};
+  if (tb->buf.cap - tb->buf.len < need && need <= BUFFER_BYTES && take_buffer(w, &fresh) != 0) {
+    atomic_fetch_add_explicit(&w->dropped, 1, memory_order_relaxed);
+    return STEPSCOPE_E_NOMEM;
+  }
   while (atomic_flag_test_and_set_explicit(&tb->busy, memory_order_acquire)) {
   }
   byte_buf full = {0};
-  if (tb->buf.len && tb->buf.cap - tb->buf.len < need) { /* full: swap out */
+  if (tb->buf.cap - tb->buf.len < need) { /* full (or never allocated): swap */
     full = tb->buf;
-    tb->buf = (byte_buf){0};
+    tb->buf = fresh;
+    fresh = (byte_buf){0};
   }
   int rc = 0;
-  if (buf_reserve(&tb->buf, need > BUFFER_BYTES ? need : BUFFER_BYTES) != 0) {
+  if (buf_reserve(&tb->buf, need) != 0) { /* only a record larger than a buffer grows it */
     rc = STEPSCOPE_E_NOMEM;
   } else {
     uint8_t *p = tb->buf.data + tb->buf.len;
     if (tb->buf.len == 0) p = codec_encode_block(&tb->state, p, tb->thread);
     p = codec_encode(&tb->state, p, rec);
     tb->buf.len = (size_t)(p - tb->buf.data);
+    tb->records++;
   }
   atomic_flag_clear_explicit(&tb->busy, memory_order_release);
-  if (rc)
-    atomic_fetch_add_explicit(&w->dropped, 1, memory_order_relaxed);
-  else
-    atomic_fetch_add_explicit(&w->records, 1, memory_order_relaxed);
-  if (full.data) hand_off(w, full);
+  if (rc) atomic_fetch_add_explicit(&w->dropped, 1, memory_order_relaxed);
+  if (fresh.data) recycle_buffer(w, &fresh); /* the flusher swapped ours out meanwhile */
+  if (full.data && full.len == 0) recycle_buffer(w, &full);
+  if (full.data && full.len) hand_off(w, full);
   return rc;
 }
 
@@ -555,5 +608,16 @@ uint64_t stepscope_writer_bytes_written(const stepscope_writer *w) {
   return w ? atomic_load(&((stepscope_writer *)w)->bytes_written) : 0;
 }
 uint64_t stepscope_writer_records(const stepscope_writer *w) {
-  return w ? atomic_load(&((stepscope_writer *)w)->records) : 0;
+  if (!w) return 0;
+  stepscope_writer *mw = (stepscope_writer *)w;
+  uint64_t n = 0;
+  pthread_mutex_lock(&mw->registry_mu);
+  for (thread_buffer *tb = mw->buffers; tb; tb = tb->next) {
+    while (atomic_flag_test_and_set_explicit(&tb->busy, memory_order_acquire)) {
+    }
+    n += tb->records;
+    atomic_flag_clear_explicit(&tb->busy, memory_order_release);
+  }
+  pthread_mutex_unlock(&mw->registry_mu);
+  return n;
 }
