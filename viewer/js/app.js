@@ -181,6 +181,8 @@ var SS = window.SS || (window.SS = {});
       if (!app.A.model) throw new Error(a.name + ': no trace.json to show (' + (a.missing.join(', ') || 'not found') + ')');
       SS.renderSummary($('view-summary'), app.A.report, a.name);
       buildTimeline();
+      app.timeline.render();
+      app.interactiveAt = performance.now();   // navigation start -> first frame drawn
       $('progress').hidden = true;
       app.loadMs = performance.now() - t0;
       setStatus(SS.formatNumber(app.A.model.eventCount) + ' events, ' + app.A.model.groupList.length + ' ranks, loaded in ' + (app.loadMs / 1000).toFixed(2) + ' s');
@@ -221,6 +223,20 @@ var SS = window.SS || (window.SS = {});
     },
     frame: function () { app.timeline.render(); return app.timeline.lastFrameMs; },
     loadMs: function () { return app.loadMs; },
+    interactiveAt: function () { return app.interactiveAt; },
+    /* Times n pan/zoom frames (each drawn synchronously); returns their durations in ms. */
+    benchFrames: function (n) {
+      var tl = app.timeline, out = [];
+      tl.setWindow(app.A.model.minTs, app.A.model.maxTs);
+      for (var k = 0; k < n; k++) {
+        var op = k % 4;
+        if (op === 0) tl.zoom(0.7); else if (op === 1) tl.pan(0.05); else if (op === 2) tl.pan(-0.03); else if (k % 16 === 15) tl.zoom(1 / 0.7 / 0.7 / 0.7); else tl.scroll(40);
+        var t = performance.now();
+        tl.render();
+        out.push(performance.now() - t);
+      }
+      return out;
+    },
     flowCount: function () { return app.A.model.flows.length; }
   };
 

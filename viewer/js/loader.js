@@ -24,14 +24,34 @@ function yieldToBrowser() {
   return new Promise(function (resolve) { setTimeout(resolve, 0); });
 }
 
+function concatChunks(list, total) {
+  if (list.length === 1) return list[0];
+  var out = new Uint8Array(total), pos = 0;
+  for (var k = 0; k < list.length; k++) { out.set(list[k], pos); pos += list[k].length; }
+  return out;
+}
+
 /* Streams a ReadableStream of bytes into the splitter. */
 SS.pumpStream = async function (stream, total, splitter, onProgress) {
   var reader = stream.getReader(), done = 0, lastYield = performance.now();
+  var pending = [], pendingBytes = 0;
   for (;;) {
     var r = await reader.read();
-    if (r.done) break;
+    if (r.done) {
+      if (pendingBytes) splitter.push(concatChunks(pending, pendingBytes));
+      break;
+    }
     var chunk = r.value;
     done += chunk.length;
+    // coalesce the browser's small chunks (often 64 KB) into ~1 MB pieces: fewer
+    // JSON.parse calls and carry-over copies
+    if (!SS.chunkOverride) {
+      pending.push(chunk);
+      pendingBytes += chunk.length;
+      if (pendingBytes < (1 << 20)) continue;
+      chunk = concatChunks(pending, pendingBytes);
+      pending = []; pendingBytes = 0;
+    }
     if (SS.chunkOverride) {
       for (var k = 0; k < chunk.length; k += SS.chunkOverride) {
         splitter.push(chunk.subarray(k, Math.min(chunk.length, k + SS.chunkOverride)));
