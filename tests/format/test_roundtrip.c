@@ -34,7 +34,8 @@ static void random_record(stepscope_record *r, uint32_t nstrings, uint64_t *cloc
       STEPSCOPE_REC_SYNC,     STEPSCOPE_REC_API,          STEPSCOPE_REC_RANGE,
       STEPSCOPE_REC_MARK,     STEPSCOPE_REC_COLLECTIVE,   STEPSCOPE_REC_HOST_OP,
       STEPSCOPE_REC_COUNTER,  STEPSCOPE_REC_MEMORY,       STEPSCOPE_REC_DROPPED,
-      STEPSCOPE_REC_CLOCK_ANCHOR, STEPSCOPE_REC_OVERHEAD, STEPSCOPE_REC_STREAM};
+      STEPSCOPE_REC_CLOCK_ANCHOR, STEPSCOPE_REC_OVERHEAD, STEPSCOPE_REC_STREAM,
+      STEPSCOPE_REC_EXTERNAL_CORRELATION};
   memset(r, 0, sizeof *r);
   r->kind = kinds[test_rand() % (sizeof kinds / sizeof kinds[0])];
   /* Times mostly move forward a little; sometimes jump anywhere. */
@@ -123,6 +124,11 @@ static void random_record(stepscope_record *r, uint32_t nstrings, uint64_t *cloc
   case STEPSCOPE_REC_OVERHEAD:
     memset(&r->u.overhead, 0, sizeof r->u.overhead);
     r->u.overhead.start_ns = t, r->u.overhead.end_ns = end, r->u.overhead.name = pick_string(nstrings);
+    break;
+  case STEPSCOPE_REC_EXTERNAL_CORRELATION:
+    r->u.external_correlation.correlation_id = test_rand();
+    r->u.external_correlation.external_id = test_rand() % 1000;
+    r->u.external_correlation.external_kind = 2;
     break;
   case STEPSCOPE_REC_STREAM:
     memset(&r->u.stream, 0, sizeof r->u.stream);
@@ -237,7 +243,7 @@ static void test_every_kind_and_random(void) {
   /* every kind was exercised */
   int seen[STEPSCOPE_REC_KIND_MAX] = {0};
   for (size_t i = 0; i < rr.n; i++) seen[rr.recs[i].kind] = 1;
-  for (uint32_t k = STEPSCOPE_REC_KERNEL; k <= STEPSCOPE_REC_OVERHEAD; k++)
+  for (uint32_t k = STEPSCOPE_REC_KERNEL; k <= STEPSCOPE_REC_EXTERNAL_CORRELATION; k++)
     CHECK_MSG(seen[k], "kind %u never round-tripped", k);
   CHECK(seen[STEPSCOPE_REC_METADATA] && seen[STEPSCOPE_REC_STREAM]);
   free_result(&rr);

@@ -94,7 +94,8 @@ typedef enum stepscope_record_kind {
   STEPSCOPE_REC_MEMORY = 26,      /* allocation / free */
   STEPSCOPE_REC_DROPPED = 27,     /* records lost by a source */
   STEPSCOPE_REC_CLOCK_ANCHOR = 28,
-  STEPSCOPE_REC_OVERHEAD = 29     /* time the tracer itself cost (CUPTI overhead records) */
+  STEPSCOPE_REC_OVERHEAD = 29,    /* time the tracer itself cost (CUPTI overhead records) */
+  STEPSCOPE_REC_EXTERNAL_CORRELATION = 30 /* a correlation id tied to an outside id (CUPTI) */
 } stepscope_record_kind;
 
 #define STEPSCOPE_REC_KIND_MAX 64 /* kinds are < this; readers skip unknown ones */
@@ -320,6 +321,12 @@ typedef struct stepscope_overhead {
   uint32_t name;             /* string id ("cupti buffer flush"...) */
 } stepscope_overhead;
 
+typedef struct stepscope_external_correlation {
+  uint64_t correlation_id;   /* the CUDA API call's correlation id */
+  uint64_t external_id;      /* e.g. a PyTorch operator's id */
+  uint32_t external_kind;    /* CUpti_ExternalCorrelationKind */
+} stepscope_external_correlation;
+
 typedef struct stepscope_stream {
   uint64_t stream;           /* id used by records */
   uint32_t device;
@@ -357,6 +364,7 @@ typedef struct stepscope_record {
     stepscope_dropped dropped;
     stepscope_clock_anchor clock_anchor;
     stepscope_overhead overhead;
+    stepscope_external_correlation external_correlation;
     stepscope_stream stream;
     stepscope_string string;
     stepscope_metadata metadata;

@@ -41,6 +41,7 @@ const char *stepscope_record_kind_name(uint32_t kind) {
   case STEPSCOPE_REC_DROPPED: return "dropped";
   case STEPSCOPE_REC_CLOCK_ANCHOR: return "clock_anchor";
   case STEPSCOPE_REC_OVERHEAD: return "overhead";
+  case STEPSCOPE_REC_EXTERNAL_CORRELATION: return "external_correlation";
   default: return NULL;
   }
 }

@@ -260,6 +260,15 @@ DEFINE_UNTIMED_ENCODER(clock_anchor, stepscope_clock_anchor, CLOCK_ANCHOR)
 static const kind_desc DESC_OVERHEAD = {T(stepscope_overhead, start_ns), {OVERHEAD_FIELDS(TABLE_ENTRY)}};
 DEFINE_TIMED_ENCODER(overhead, stepscope_overhead, start_ns, OVERHEAD)
 
+/* Added after the kinds above: correlations as plain u64 (no delta). */
+#define EXTERNAL_CORRELATION_FIELDS(X) \
+  X(FT_U64, stepscope_external_correlation, correlation_id) \
+  X(FT_U64, stepscope_external_correlation, external_id) \
+  X(FT_U32, stepscope_external_correlation, external_kind)
+static const kind_desc DESC_EXTERNAL_CORRELATION = {-1, NULL,
+                                                    {EXTERNAL_CORRELATION_FIELDS(TABLE_ENTRY)}};
+DEFINE_UNTIMED_ENCODER(external_correlation, stepscope_external_correlation, EXTERNAL_CORRELATION)
+
 #define STREAM_FIELDS(X) \
   X(FT_U64, stepscope_stream, stream) \
   X(FT_U32, stepscope_stream, device) \
@@ -304,6 +313,7 @@ const kind_desc *codec_desc(uint32_t kind) {
   case STEPSCOPE_REC_CLOCK_ANCHOR: return &DESC_CLOCK_ANCHOR;
   case STEPSCOPE_REC_OVERHEAD: return &DESC_OVERHEAD;
   case STEPSCOPE_REC_STREAM: return &DESC_STREAM;
+  case STEPSCOPE_REC_EXTERNAL_CORRELATION: return &DESC_EXTERNAL_CORRELATION;
   case STEPSCOPE_REC_METADATA: return &DESC_METADATA;
   default: return NULL;
   }
@@ -417,6 +427,8 @@ uint8_t *codec_encode(codec_state *st, uint8_t *p, const stepscope_record *rec) 
   case STEPSCOPE_REC_CLOCK_ANCHOR: return encode_clock_anchor(st, p, &rec->u.clock_anchor);
   case STEPSCOPE_REC_OVERHEAD: return encode_overhead(st, p, &rec->u.overhead);
   case STEPSCOPE_REC_STREAM: return encode_stream(st, p, &rec->u.stream);
+  case STEPSCOPE_REC_EXTERNAL_CORRELATION:
+    return encode_external_correlation(st, p, &rec->u.external_correlation);
   default: /* METADATA (inline strings): the table-driven path */
     return encode_with_desc(st, p, rec->kind, codec_desc(rec->kind), &rec->u);
   }
