@@ -36,6 +36,16 @@ typedef struct dev_event dev_event;
 typedef struct dev_ops {
     const char *backend_name; /* "cpu", "cuda" */
 
+    /* --- the device (reached through the dev_* functions below) --------------- */
+    void (*close)(dev_device *d);
+    const char *(*name)(const dev_device *d);
+    const char *(*last_error)(const dev_device *d);
+    void (*trace_started)(dev_device *d);
+    void (*set_progress_hook)(dev_device *d, void (*hook)(void *arg), void *arg);
+    size_t (*bytes_in_use)(const dev_device *d);
+    size_t (*bytes_peak)(const dev_device *d);
+    void (*abort)(dev_device *d, const char *why);
+
     /* --- memory ------------------------------------------------------------ */
     void *(*alloc)(dev_device *d, size_t bytes); /* zeroed; NULL on failure */
     void (*free)(dev_device *d, void *p);
@@ -95,8 +105,15 @@ typedef struct dev_ops {
                   float lr, float beta1, float beta2, float eps, float weight_decay, int t);
 } dev_ops;
 
-/* Creates a device of the named backend ("cpu"; "cuda" when built). NULL with a
- * message in err on failure (e.g. "backend cuda is not built"). */
+/* Every backend's device object begins with this header, so that the generic
+ * dev_* functions (device.c) can find its operations. */
+typedef struct dev_device_header {
+    const dev_ops *ops;
+} dev_device_header;
+
+/* Creates a device of the named backend: "cpu", "cuda" (when built), or
+ * "auto" (cuda when built and a GPU is present, else cpu). NULL with a message
+ * in err on failure (e.g. "the CUDA backend is not built into this binary"). */
 dev_device *dev_open(const char *backend, char *err, size_t errlen);
 void dev_close(dev_device *d);
 const dev_ops *dev_get_ops(const dev_device *d);
@@ -113,11 +130,8 @@ size_t dev_bytes_peak(const dev_device *d);
 /* Makes every blocked wait of this device fail (used when a peer rank aborts). */
 void dev_abort(dev_device *d, const char *why);
 
-/* The CPU backend's constructor (device_cpu.c). */
+/* The CPU backend's constructor (device_cpu.c). A CUDA backend adds
+ * dev_cuda_open (device_cuda.c) and a case in dev_open (device.c). */
 dev_device *dev_cpu_open(char *err, size_t errlen);
-
-/* The stream's own trace id (for records such as collectives). */
-uint64_t dev_stream_trace_id(const dev_stream *s);
-dev_device *dev_stream_device(dev_stream *s);
 
 #endif /* STEPSCOPE_TRAINER_DEVICE_H */

@@ -36,7 +36,7 @@
 #define CPU_MAX_STREAMS 16
 
 struct dev_device {
-    const dev_ops *ops;
+    const dev_ops *ops; /* first: the dev_device_header of device.h */
     pthread_mutex_t mu; /* guards events' done counters and the error text */
     pthread_cond_t cv;
     atomic_int failed;
@@ -84,7 +84,7 @@ static void device_fail(dev_device *d, const char *msg)
 
 int cpu_device_failed(const dev_device *d) { return atomic_load(&((dev_device *)d)->failed); }
 
-void dev_abort(dev_device *d, const char *why) { device_fail(d, why); }
+static void cpu_abort(dev_device *d, const char *why) { device_fail(d, why); }
 
 /* ---- memory ------------------------------------------------------------------- */
 
@@ -121,8 +121,8 @@ static void cpu_free(dev_device *d, void *p)
     free(h->base);
 }
 
-size_t dev_bytes_in_use(const dev_device *d) { return atomic_load(&((dev_device *)d)->in_use); }
-size_t dev_bytes_peak(const dev_device *d) { return atomic_load(&((dev_device *)d)->peak); }
+static size_t cpu_bytes_in_use(const dev_device *d) { return atomic_load(&((dev_device *)d)->in_use); }
+static size_t cpu_bytes_peak(const dev_device *d) { return atomic_load(&((dev_device *)d)->peak); }
 
 /* ---- streams ------------------------------------------------------------------- */
 
@@ -290,8 +290,6 @@ static int cpu_stream_synchronize(dev_stream *s)
     return atomic_load(&s->d->failed) ? -1 : 0;
 }
 
-uint64_t dev_stream_trace_id(const dev_stream *s) { return s->trace_id; }
-dev_device *dev_stream_device(dev_stream *s) { return s->d; }
 
 /* ---- events ------------------------------------------------------------------- */
 
@@ -714,8 +712,22 @@ static void cpu_op_adamw(dev_stream *s, float *params, const float *grads, float
     enqueue_compute(s, &t, "adamw", 12.0 * n, 28.0 * n);
 }
 
+static void cpu_close(dev_device *d);
+static const char *cpu_name(const dev_device *d) { return "cpu"; }
+static const char *cpu_last_error(const dev_device *d) { return d->error; }
+static void cpu_trace_started(dev_device *d);
+static void cpu_set_progress_hook(dev_device *d, void (*hook)(void *), void *arg);
+
 static const dev_ops cpu_ops = {
     .backend_name = "cpu",
+    .close = cpu_close,
+    .name = cpu_name,
+    .last_error = cpu_last_error,
+    .trace_started = cpu_trace_started,
+    .set_progress_hook = cpu_set_progress_hook,
+    .bytes_in_use = cpu_bytes_in_use,
+    .bytes_peak = cpu_bytes_peak,
+    .abort = cpu_abort,
     .alloc = cpu_alloc,
     .free = cpu_free,
     .stream_create = cpu_stream_create,
@@ -763,19 +775,8 @@ dev_device *dev_cpu_open(char *err, size_t errlen)
     return d;
 }
 
-dev_device *dev_open(const char *backend, char *err, size_t errlen)
+static void cpu_close(dev_device *d)
 {
-    if (!strcmp(backend, "cpu"))
-        return dev_cpu_open(err, errlen);
-    snprintf(err, errlen, "--backend %s: this backend is not built into this binary (only cpu is)",
-             backend);
-    return NULL;
-}
-
-void dev_close(dev_device *d)
-{
-    if (!d)
-        return;
     for (int i = 0; i < d->nstreams; i++)
         if (d->streams[i])
             cpu_stream_destroy(d->streams[i]);
@@ -784,11 +785,7 @@ void dev_close(dev_device *d)
     free(d);
 }
 
-const dev_ops *dev_get_ops(const dev_device *d) { return d->ops; }
-const char *dev_name(const dev_device *d) { return "cpu"; }
-const char *dev_last_error(const dev_device *d) { return d->error; }
-
-void dev_trace_started(dev_device *d)
+static void cpu_trace_started(dev_device *d)
 {
     for (int i = 0; i < d->nstreams; i++)
         if (d->streams[i])
@@ -796,7 +793,7 @@ void dev_trace_started(dev_device *d)
                                      d->streams[i]->name);
 }
 
-void dev_set_progress_hook(dev_device *d, void (*hook)(void *), void *arg)
+static void cpu_set_progress_hook(dev_device *d, void (*hook)(void *), void *arg)
 {
     d->hook = hook;
     d->hook_arg = arg;

@@ -212,7 +212,7 @@ static int setup(trainer *t)
     char e[512];
     train_config *c = &t->cfg;
     model_grid_of(&t->g, c->world, c->dp, c->tp, c->pp, t->env.rank);
-    t->dev = dev_open("cpu", e, sizeof e);
+    t->dev = dev_open(c->backend, e, sizeof e);
     if (!t->dev)
         return fail(t, "%s", e);
     t->o = dev_get_ops(t->dev);

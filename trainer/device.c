@@ -1,0 +1,45 @@
+/*
+ * device.c — the backend-independent part of the device API (device.h).
+ *
+ * How it works: dev_open picks a backend by name and calls its constructor;
+ * every other dev_* function finds the backend's operation table in the
+ * dev_device_header that starts each backend's device object and calls
+ * through it. Adding the CUDA backend means adding device_cuda.c (its
+ * operation table and dev_cuda_open) and one case here.
+ */
+#include "device.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const dev_ops *ops_of(const dev_device *d) { return ((const dev_device_header *)d)->ops; }
+
+dev_device *dev_open(const char *backend, char *err, size_t errlen)
+{
+    if (!strcmp(backend, "cpu") || !strcmp(backend, "auto"))
+        return dev_cpu_open(err, errlen);
+    if (!strcmp(backend, "cuda")) {
+        snprintf(err, errlen, "--backend cuda: the CUDA backend is not built into this binary");
+        return NULL;
+    }
+    snprintf(err, errlen, "--backend %s: unknown backend (cpu, cuda or auto)", backend);
+    return NULL;
+}
+
+void dev_close(dev_device *d)
+{
+    if (d)
+        ops_of(d)->close(d);
+}
+
+const dev_ops *dev_get_ops(const dev_device *d) { return ops_of(d); }
+const char *dev_name(const dev_device *d) { return ops_of(d)->name(d); }
+const char *dev_last_error(const dev_device *d) { return ops_of(d)->last_error(d); }
+void dev_trace_started(dev_device *d) { ops_of(d)->trace_started(d); }
+void dev_set_progress_hook(dev_device *d, void (*hook)(void *arg), void *arg)
+{
+    ops_of(d)->set_progress_hook(d, hook, arg);
+}
+size_t dev_bytes_in_use(const dev_device *d) { return ops_of(d)->bytes_in_use(d); }
+size_t dev_bytes_peak(const dev_device *d) { return ops_of(d)->bytes_peak(d); }
+void dev_abort(dev_device *d, const char *why) { ops_of(d)->abort(d, why); }
