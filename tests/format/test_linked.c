@@ -34,6 +34,8 @@ int main(void) {
     stepscope_mark_now("checkpoint", NULL);
     stepscope_range_pop();
     stepscope_counter_now("loss", 0, 3.5 - (double)s);
+    stepscope_op op = stepscope_op_begin(1, STEPSCOPE_CAT_COMPUTE, "matmul", "{\"m\":64}");
+    stepscope_op_end(&op, 4096, 1000000 + s);
     stepscope_step_end();
   }
   CHECK(stepscope_stop() == 0);
@@ -47,7 +49,7 @@ int main(void) {
   CHECK(h->rank == 2 && h->world_size == 8 && !strcmp(h->producer, "test_linked"));
   CHECK(!strcmp(h->config_json, "{\"dp\":8}") && h->clock_domain == STEPSCOPE_CLOCK_MONOTONIC);
   stepscope_record rec;
-  int steps = 0, forwards = 0, marks = 0, counters = 0, anchors = 0, meta = 0, streams = 0;
+  int ops = 0, steps = 0, forwards = 0, marks = 0, counters = 0, anchors = 0, meta = 0, streams = 0;
   uint64_t step_start[3] = {0}, step_end[3] = {0};
   while (stepscope_reader_next(r, &rec, &err) == 1) {
     switch (rec.kind) {
@@ -69,6 +71,14 @@ int main(void) {
       break;
     }
     case STEPSCOPE_REC_MARK: marks++; break;
+    case STEPSCOPE_REC_HOST_OP:
+      CHECK(rec.u.host_op.stream == 1 && rec.u.host_op.category == STEPSCOPE_CAT_COMPUTE);
+      CHECK(!strcmp(stepscope_reader_string(r, rec.u.host_op.name), "matmul"));
+      CHECK(!strcmp(stepscope_reader_string(r, rec.u.host_op.args), "{\"m\":64}"));
+      CHECK(rec.u.host_op.bytes == 4096 && rec.u.host_op.flops >= 1000000);
+      CHECK(rec.u.host_op.end_ns >= rec.u.host_op.start_ns);
+      ops++;
+      break;
     case STEPSCOPE_REC_COUNTER: counters++; break;
     case STEPSCOPE_REC_CLOCK_ANCHOR:
       CHECK(rec.u.clock_anchor.realtime_ns > 1600000000ull * 1000000000ull);
@@ -84,6 +94,7 @@ int main(void) {
       break;
     }
   }
+  CHECK(ops == 3);
   CHECK(steps == 3 && forwards == 3 && marks == 3 && counters == 3 && meta == 1 && streams == 1);
   CHECK(anchors >= 2); /* at start and at stop */
   for (int s = 1; s < 3; s++) CHECK(step_start[s] >= step_end[s - 1]);

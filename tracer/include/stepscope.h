@@ -551,6 +551,22 @@ void stepscope_counter_now(const char *name, uint32_t device, double value);
 /* Run metadata: `value_json` must be a JSON value ("{...}", "123", "\"x\""). */
 void stepscope_metadata_set(const char *key, const char *value_json);
 
+/* Host activity: an operation executed on a named stream (a CPU-backend
+ * stream, a worker thread, a user queue), timed between begin and end, with
+ * a category, optional JSON arguments, and at end the bytes and FLOPs it
+ * moved or computed. Writes one HOST_OP record at end. `stream` is any id
+ * the caller names once with stepscope_stream_declare. */
+typedef struct stepscope_op {
+  uint64_t start_ns;
+  uint64_t stream;
+  uint64_t correlation_id;  /* 0, or the id of its enqueue API record */
+  uint32_t name, category, args;
+} stepscope_op;
+
+stepscope_op stepscope_op_begin(uint64_t stream, stepscope_category category, const char *name,
+                                const char *args_json);
+void stepscope_op_end(const stepscope_op *op, uint64_t bytes, uint64_t flops);
+
 /* Appends a record to the process-wide trace (no-op if none). */
 void stepscope_emit(const stepscope_record *rec);
 

@@ -292,3 +292,32 @@ void stepscope_metadata_set(const char *key, const char *value_json) {
   rec.u.metadata.value_json = value_json;
   stepscope_write(w, &rec);
 }
+
+stepscope_op stepscope_op_begin(uint64_t stream, stepscope_category category, const char *name,
+                                const char *args_json) {
+  stepscope_op op = {0};
+  stepscope_writer *w = stepscope_current();
+  if (!w) return op;
+  op.start_ns = stepscope_now_ns();
+  op.stream = stream;
+  op.category = (uint32_t)category;
+  op.name = stepscope_intern(w, name);
+  op.args = args_json ? stepscope_intern(w, args_json) : 0;
+  return op;
+}
+
+void stepscope_op_end(const stepscope_op *op, uint64_t bytes, uint64_t flops) {
+  stepscope_writer *w = stepscope_current();
+  if (!w || !op || op->start_ns == 0) return; /* begun while no trace ran */
+  stepscope_record rec = {.kind = STEPSCOPE_REC_HOST_OP};
+  rec.u.host_op.start_ns = op->start_ns;
+  rec.u.host_op.end_ns = stepscope_now_ns();
+  rec.u.host_op.stream = op->stream;
+  rec.u.host_op.correlation_id = op->correlation_id;
+  rec.u.host_op.name = op->name;
+  rec.u.host_op.category = op->category;
+  rec.u.host_op.args = op->args;
+  rec.u.host_op.bytes = bytes;
+  rec.u.host_op.flops = flops;
+  stepscope_write(w, &rec);
+}
