@@ -51,11 +51,12 @@ static int has_raw_traces(const char *dir) {
   return found;
 }
 
-/* Runs `self_exe argv...`, returns its exit status (or -1). */
+/* Runs `self_exe argv...` (its stdout sent to stderr), returns its exit status (or -1). */
 static int run_self(const char *self_exe, char *const argv[]) {
   pid_t pid = fork();
   if (pid < 0) return -1;
   if (pid == 0) {
+    dup2(2, 1); /* the child's output goes to stderr: our stdout carries the URL */
     execv(self_exe, argv);
     _exit(127);
   }

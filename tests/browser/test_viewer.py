@@ -212,7 +212,34 @@ def case_html(exe, work, d):
     return None
 
 
-CASES = {"timeline": case_timeline, "chunks": case_chunks, "pipeline": case_pipeline,
+def case_real(exe, work, d):
+    """Real analyzer output: raw traces from stepscope-gen, export + report made by `stepscope view`."""
+    import subprocess
+    gen = os.environ.get("STEPSCOPE_GEN")
+    if not gen:
+        harness.skip("STEPSCOPE_GEN (the stepscope-gen executable) not given")
+    run = os.path.join(work, "real_run")
+    if not os.path.isdir(run):
+        subprocess.run([gen, run, "--ranks", "4", "--steps", "3", "--pipeline", "--overlap", "--flops"],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with harness.Server(exe, run) as srv:
+        d.get(srv.url)
+        harness.wait_state(d)
+        groups = js(d, "return stepscope.groups()")
+        check(len(groups) == 4 and all(g["name"].startswith("rank %d (" % k) for k, g in enumerate(groups)),
+              "one group per rank from the real export")
+        ov = js(d, "return stepscope.overlayCount()")
+        check(all(ov[k] > 0 for k in ("exposed", "idle", "bubble")), "the export's derived tracks become overlays %r" % ov)
+        check(js(d, "return stepscope.flowCount()") > 0, "launch->kernel flows matched")
+        d.find_element("css selector", ".tab[data-tab=summary]").click()
+        check(len(d.find_elements("css selector", "#summary-ranks svg rect[data-series=compute]")) == 4,
+              "the real report's ranks are charted")
+        d.find_element("css selector", ".tab[data-tab=timeline]").click()
+        d.save_screenshot(os.path.join(work, "viewer-real.png"))
+        return srv
+
+
+CASES = {"real": case_real, "timeline": case_timeline, "chunks": case_chunks, "pipeline": case_pipeline,
          "compare": case_compare, "html": case_html}
 
 
