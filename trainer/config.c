@@ -83,14 +83,13 @@ static const opt_row rows[] = {
      "peak TFLOP/s of one rank's device for MFU [cpu: 0.1, i.e. one core, 8-wide fp32 FMA at "
      "~3 GHz]", 0},
     {"watchdog-s", OPT_DOUBLE, OFF(watchdog_s), 0, "S",
-     "a rank silent this long (or a communication wait this long) is a hang [60]", 0},
+     "a rank silent this long is a hang: the launcher stops the run; communication waits give "
+     "up after twice this (once under an outside launcher) [60]", 0},
     {"quiet", OPT_FLAG, OFF(quiet), 0, NULL, "print only the final summary", 0},
     {"debug-die-rank", OPT_INT, OFF(debug_die_rank), 0, "R", "testing: rank R kills itself", 1},
     {"debug-die-step", OPT_INT, OFF(debug_die_step), 0, "S", "testing: ... at step S", 1},
     {"debug-hang-rank", OPT_INT, OFF(debug_hang_rank), 0, "R", "testing: rank R stops", 1},
     {"debug-hang-step", OPT_INT, OFF(debug_hang_step), 0, "S", "testing: ... at step S", 1},
-    {"debug-print-params", OPT_FLAG, OFF(debug_print_params), 0, NULL,
-     "testing: print a checksum of the parameters at the end", 1},
 };
 
 static void set_err(char *err, size_t n, const char *fmt, ...)
@@ -535,7 +534,8 @@ void config_print_help(void)
            "  --world N starts N rank processes on this machine (a launcher that stops all ranks\n"
            "  if one dies or hangs). Under an outside launcher (RANK, WORLD_SIZE, LOCAL_RANK,\n"
            "  MASTER_ADDR, MASTER_PORT set) each process runs one rank; the ranks meet in a\n"
-           "  shared-memory segment keyed by MASTER_PORT, so they must share one machine.\n"
+           "  shared-memory segment keyed by STEPSCOPE_JOB_ID or else MASTER_PORT, so they\n"
+           "  must share one machine (the CPU backend has no network communicator).\n"
            "  The grid is world = dp x pp x tp with tp varying fastest.\n"
            "  Embeddings, the final LayerNorm and the LM head are replicated across TP ranks.\n\n"
            "options:\n");

@@ -51,7 +51,6 @@ typedef struct train_config {
     /* testing aids */
     int debug_die_rank, debug_die_step;
     int debug_hang_rank, debug_hang_step;
-    int debug_print_params; /* print a parameter checksum at the end */
 } train_config;
 
 /* Returns 0 on success, 1 when --help was printed (exit 0), -1 on a usage

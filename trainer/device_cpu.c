@@ -232,9 +232,14 @@ int cpu_stream_enqueue(dev_stream *s, const cpu_task *src)
     s->tail = t;
     s->enqueued++;
     pthread_cond_broadcast(&s->cv);
+    /* the worker may already have run and freed t: trace from the caller's copy */
+    uint64_t correlation = t->correlation;
     pthread_mutex_unlock(&s->mu);
-    if (tracing && t->category != STEPSCOPE_CAT_NONE)
-        trace_enqueue(t, t0);
+    if (tracing && src->category != STEPSCOPE_CAT_NONE) {
+        cpu_task meta = *src;
+        meta.correlation = correlation;
+        trace_enqueue(&meta, t0);
+    }
     return 0;
 }
 

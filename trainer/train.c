@@ -335,8 +335,8 @@ static void trace_start(trainer *t)
     } else {
         t->tracing = 1;
         dev_trace_started(t->dev);
-        stepscope_stream_declare(1000 + (uint64_t)t->env.rank, STEPSCOPE_STREAM_HOST_THREAD, 0,
-                                 "host");
+        stepscope_stream_declare(stepscope_thread_id(), STEPSCOPE_STREAM_HOST_THREAD, 0,
+                                 "host (training loop)");
         write_metadata(t);
     }
     free(cfg_json);
@@ -599,6 +599,18 @@ static void cleanup(trainer *t)
             o->stream_synchronize(t->pp_send);
             o->stream_synchronize(t->pp_recv);
         }
+        dev_event **per_slot[] = {t->ev_in_ready, t->ev_grad_ready, t->ev_out_ready,
+                                  t->ev_din_ready, t->ev_slot_free, t->ev_sent};
+        for (size_t k = 0; k < sizeof per_slot / sizeof per_slot[0]; k++) {
+            for (int i = 0; per_slot[k] && i < t->nslots; i++)
+                if (per_slot[k][i])
+                    o->event_destroy(per_slot[k][i]);
+            free(per_slot[k]);
+        }
+        dev_event *single[] = {t->ev_bucket, t->ev_dp_done, t->ev_opt_done, t->ev_gather_done};
+        for (size_t k = 0; k < sizeof single / sizeof single[0]; k++)
+            if (single[k])
+                o->event_destroy(single[k]);
         model_destroy(&t->m);
         o->free(t->dev, t->adam_m);
         o->free(t->dev, t->adam_v);
