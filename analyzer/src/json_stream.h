@@ -1,0 +1,98 @@
+/*
+ * json_stream.h — a streaming (pull) JSON tokenizer with bounded memory, for
+ * importing documents far larger than memory (a 1 GB Kineto trace).
+ *
+ * The caller supplies a read callback; the tokenizer keeps one input buffer
+ * and one token buffer, never a tree. Each call to js_next() returns the next
+ * token of the document: structural tokens, object keys (JS_KEY), strings,
+ * numbers (their validated text, converted on demand by the helpers below),
+ * true / false / null. The grammar is checked as it goes (a stack of open
+ * containers, one bit each, up to JS_MAX_DEPTH), so a malformed document
+ * yields JS_ERROR with a message naming the byte offset, never a crash.
+ *
+ * Strings are decoded (escapes, \uXXXX with surrogate pairs) into UTF-8.
+ * Invalid UTF-8 in the input and unpaired surrogates are replaced by U+FFFD
+ * and counted (js->bad_utf8, js->first_bad_utf8_offset): a trace with one
+ * garbled kernel name is still worth reading. Strings and numbers longer than
+ * JS_MAX_TOKEN are an error. js_skip() skips the value that follows, however
+ * deep, without storing it.
+ */
+#ifndef JSON_STREAM_H
+#define JSON_STREAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define JS_MAX_DEPTH 512
+#define JS_MAX_TOKEN (4u << 20) /* 4 MiB: longer strings or numbers are an error */
+
+typedef enum js_kind {
+  JS_EOF = 0,      /* end of the document (after the single top-level value) */
+  JS_BEGIN_OBJECT,
+  JS_END_OBJECT,
+  JS_BEGIN_ARRAY,
+  JS_END_ARRAY,
+  JS_KEY,          /* an object key: text in tok/len */
+  JS_STRING,       /* a string value: text in tok/len (NUL-terminated) */
+  JS_NUMBER,       /* a number: its JSON text in tok/len */
+  JS_TRUE,
+  JS_FALSE,
+  JS_NULL,
+  JS_ERROR         /* message in js->error, offset in js->error_offset */
+} js_kind;
+
+/* Reads up to n bytes into buf; returns the count (0 at end) or -1 on error. */
+typedef long (*js_read_fn)(void *ctx, void *buf, size_t n);
+
+typedef struct js_stream {
+  js_read_fn read;
+  void *ctx;
+  unsigned char *in;           /* input buffer */
+  size_t in_len, in_pos, in_cap;
+  uint64_t in_base;            /* document offset of in[0] */
+  int in_eof;
+  char *tok;                   /* current token text (NUL-terminated) */
+  size_t len, tok_cap;
+  uint64_t tok_offset;         /* document offset where the current token starts */
+  /* grammar state */
+  uint8_t stack[JS_MAX_DEPTH / 8];  /* bit set: object, clear: array */
+  int depth;
+  int state;                   /* private: what may come next */
+  int done;                    /* the top-level value is complete */
+  uint64_t bad_utf8;           /* replaced invalid sequences */
+  uint64_t first_bad_utf8_offset;
+  int failed;
+  uint64_t error_offset;
+  char error[160];
+} js_stream;
+
+/* 0, or -1 when the buffers cannot be allocated. */
+int js_init(js_stream *js, js_read_fn read, void *ctx);
+void js_free(js_stream *js);
+
+/* The next token. After JS_ERROR every call returns JS_ERROR. */
+js_kind js_next(js_stream *js);
+
+/* Skips the value whose first token is `first` (already returned by
+ * js_next); for scalars this does nothing. 0, or -1 on error. */
+int js_skip_rest(js_stream *js, js_kind first);
+/* Reads and skips the next value. 0, or -1 on error. */
+int js_skip(js_stream *js);
+
+/* Current depth of open containers. */
+static inline int js_depth(const js_stream *js) { return js->depth; }
+
+/* ---- number conversions (on the validated text of a JS_NUMBER) ---- */
+
+/* An integer that fits in uint64 (no sign, no fraction, no exponent unless
+ * it still denotes an exact integer). 1 on success, 0 otherwise. */
+int js_number_u64(const char *text, uint64_t *out);
+/* Same for int64. */
+int js_number_i64(const char *text, int64_t *out);
+/* The decimal `text` multiplied by 10^shift, rounded half away from zero to
+ * an int64, computed exactly from the digits (no binary floating point):
+ * js_number_scaled("1700000000123.4567", 3) = 1700000000123457. 1 on
+ * success, 0 when the result does not fit in int64. */
+int js_number_scaled(const char *text, int shift, int64_t *out);
+
+#endif

@@ -1,0 +1,919 @@
+/*
+ * kineto_source.c — imports a PyTorch profiler (Kineto) trace into a model
+ * rank. See kineto_source.h and docs/kineto-import.md.
+ *
+ * How it works: the document is pulled token by token (json_stream.c).
+ * Top-level keys that matter are `distributedInfo` (rank, world size),
+ * `deviceProperties` (device names), `baseTimeNanoseconds` (newer Kineto
+ * writes `ts` relative to it) and `traceEvents`; a top-level array is taken
+ * as the event list itself. Each event object is read into one fixed-size
+ * `kevent` (only the fields and args the mapping uses; everything else is
+ * skipped without being stored) and converted at once:
+ *
+ *   cat kernel              -> KERNEL (stream, device, correlation, grid, block)
+ *                              + COLLECTIVE when the args carry NCCL metadata
+ *   cat gpu_memcpy/memset   -> MEMCPY / MEMSET (bytes, copy kind from the name)
+ *   cat cuda_runtime/driver -> API (joined to GPU work by args.correlation
+ *                              when the analyzer finishes the rank)
+ *   cat user_annotation,
+ *       cpu_op              -> RANGE on the host thread (ProfilerStep#N steps)
+ *   cat gpu_user_annotation -> RANGE on a per-stream annotation lane
+ *                              (GPU-side ProfilerStep#N copies are dropped:
+ *                              the host ones define the steps)
+ *
+ * Times: `ts` and `dur` are microseconds with up to three (or more)
+ * decimals; they are converted to integer ns from their decimal text
+ * (js_number_scaled), never through a double, so
+ * 1700000000123.456 us is exactly 1700000000123456 ns.
+ *
+ * Collectives: comm_id is a 64-bit FNV-1a hash of the process group's name
+ * and member list ("Process Group Name" + "Process Group Ranks"), identical
+ * on every member. seq is the kernel's "Seq" argument when every collective
+ * of the group has one, else the collective's index in time order within
+ * its group on this rank (every member issues a group's collectives in the
+ * same order). comm_rank is this rank's position in the member list. These
+ * are fixed after the whole file is read, when the rank is known.
+ *
+ * CUDA graphs: kernels replayed from a graph share the correlation id of
+ * their cudaGraphLaunch. A collective record is linked to its kernel by
+ * correlation only when that id belongs to that one kernel; otherwise the
+ * record keeps its own times and the kernel is classified by name.
+ */
+#include "kineto_source.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "json_stream.h"
+
+#define KNAME_MAX 4096      /* event names longer than this are cut */
+#define KSHORT 128
+#define KRANKS_MAX 8192     /* process group member list text kept for hashing */
+#define KDEVICES 64
+
+enum kcat {
+  KC_OTHER = 0, KC_KERNEL, KC_MEMCPY, KC_MEMSET, KC_RUNTIME, KC_DRIVER,
+  KC_USER_ANNOTATION, KC_GPU_USER_ANNOTATION, KC_CPU_OP
+};
+
+/* One event, with only the fields the mapping needs. */
+typedef struct kevent {
+  char ph[4];
+  int cat;
+  char name[KNAME_MAX];
+  int has_ts, has_dur;
+  int64_t ts, dur;               /* ns */
+  uint64_t pid, tid;
+  int has_corr, has_stream, has_device, has_bytes;
+  uint64_t corr, stream, device, bytes;
+  uint32_t grid[3], block[3];
+  /* NCCL metadata */
+  char coll_name[KSHORT], dtype[KSHORT], pg_name[KSHORT], pg_desc[KSHORT];
+  char pg_ranks[KRANKS_MAX];     /* normalised "0,1,2,3" */
+  int has_in, has_out, has_group_size, has_seq;
+  uint64_t in_nelems, out_nelems, group_size, seq;
+} kevent;
+
+/* A process group seen on this rank. */
+typedef struct kgroup {
+  uint64_t comm_id;
+  int *ranks;                    /* parsed member list (may be empty) */
+  size_t nranks;
+  uint64_t with_seq, without_seq;
+} kgroup;
+
+typedef struct kimport {
+  js_stream js;
+  ssa_rank *r;
+  const char *name;              /* file name for messages */
+  stepscope_error *err;
+  kevent ev;
+  int rank, world;
+  int has_rank;
+  int has_base;
+  int64_t base_ns;
+  char *device_names[KDEVICES];
+  uint64_t device_use[KDEVICES];
+  int64_t first_ts;
+  kgroup *groups;
+  size_t ngroups, groups_cap;
+  uint64_t events, ignored, bad_times, truncated_names;
+  uint32_t dom_user, dom_cpu, dom_gpu, id_none;
+} kimport;
+
+/* ---- small helpers ---- */
+
+static uint64_t fnv1a(uint64_t h, const char *s) {
+  for (; *s; s++) {
+    h ^= (unsigned char)*s;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+static void copy_str(char *dst, size_t cap, const char *src) {
+  size_t n = strlen(src);
+  if (n >= cap) n = cap - 1;
+  memcpy(dst, src, n);
+  dst[n] = 0;
+}
+
+static int set_error(kimport *k, int code, uint64_t offset, const char *what) {
+  if (k->err) {
+    k->err->code = code;
+    k->err->offset = offset;
+    snprintf(k->err->message, sizeof k->err->message, "%s: byte %llu of the JSON text: %s",
+             k->name, (unsigned long long)offset, what);
+  }
+  return code;
+}
+
+static int js_error(kimport *k) {
+  return set_error(k, STEPSCOPE_E_FORMAT, k->js.error_offset, k->js.error);
+}
+
+static int cat_of(const char *s) {
+  if (!strcmp(s, "kernel") || !strcmp(s, "Kernel")) return KC_KERNEL;
+  if (!strcmp(s, "gpu_memcpy") || !strcmp(s, "Memcpy")) return KC_MEMCPY;
+  if (!strcmp(s, "gpu_memset") || !strcmp(s, "Memset")) return KC_MEMSET;
+  if (!strcmp(s, "cuda_runtime") || !strcmp(s, "Runtime")) return KC_RUNTIME;
+  if (!strcmp(s, "cuda_driver")) return KC_DRIVER;
+  if (!strcmp(s, "user_annotation")) return KC_USER_ANNOTATION;
+  if (!strcmp(s, "gpu_user_annotation")) return KC_GPU_USER_ANNOTATION;
+  if (!strcmp(s, "cpu_op") || !strcmp(s, "Operator")) return KC_CPU_OP;
+  return KC_OTHER;
+}
+
+/* A number token as u64 (negative or fractional: 0 returned, ok = 0). */
+static int tok_u64(kimport *k, js_kind t, uint64_t *out) {
+  if (t == JS_NUMBER) return js_number_u64(k->js.tok, out);
+  if (t == JS_STRING) {
+    /* some producers quote numbers */
+    char *end;
+    unsigned long long v = strtoull(k->js.tok, &end, 10);
+    if (end != k->js.tok && *end == 0 && k->js.tok[0] != '-') {
+      *out = v;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* pid / tid: a number, or a string (hashed; "Spans", "PyTorch Profiler"). */
+static uint64_t tok_id(kimport *k, js_kind t) {
+  uint64_t v = 0;
+  if (t == JS_NUMBER) {
+    int64_t s;
+    if (js_number_u64(k->js.tok, &v)) return v;
+    if (js_number_i64(k->js.tok, &s)) return (uint64_t)s;
+    return fnv1a(0xcbf29ce484222325ull, k->js.tok);
+  }
+  if (t == JS_STRING) return fnv1a(0xcbf29ce484222325ull, k->js.tok);
+  return 0;
+}
+
+/* Appends the integers of a member list (a JSON array, or a string such as
+ * "[0, 1, 2, 3]") to ev->pg_ranks as "0,1,2,3". */
+static void ranks_append(kevent *ev, const char *text) {
+  size_t n = strlen(ev->pg_ranks);
+  for (const char *p = text; *p;) {
+    if (*p >= '0' && *p <= '9') {
+      const char *s = p;
+      while (*p >= '0' && *p <= '9') p++;
+      size_t len = (size_t)(p - s);
+      if (n + len + 2 >= sizeof ev->pg_ranks) return;
+      if (n) ev->pg_ranks[n++] = ',';
+      memcpy(ev->pg_ranks + n, s, len);
+      n += len;
+      ev->pg_ranks[n] = 0;
+    } else {
+      p++;
+    }
+  }
+}
+
+/* ---- args ---- */
+
+static int read_u32_triple(kimport *k, js_kind t, uint32_t out[3]) {
+  if (t != JS_BEGIN_ARRAY) return js_skip_rest(&k->js, t);
+  for (int i = 0;; i++) {
+    js_kind e = js_next(&k->js);
+    if (e == JS_END_ARRAY) return 0;
+    if (e == JS_ERROR) return -1;
+    uint64_t v;
+    if (e == JS_NUMBER && i < 3 && js_number_u64(k->js.tok, &v)) out[i] = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+    if (js_skip_rest(&k->js, e)) return -1;
+  }
+}
+
+static int read_args(kimport *k) {
+  kevent *ev = &k->ev;
+  for (;;) {
+    js_kind t = js_next(&k->js);
+    if (t == JS_END_OBJECT) return 0;
+    if (t != JS_KEY) return -1;
+    char key[64];
+    copy_str(key, sizeof key, k->js.tok);
+    js_kind v = js_next(&k->js);
+    if (v == JS_ERROR) return -1;
+    uint64_t u;
+    if (!strcmp(key, "correlation")) {
+      if (tok_u64(k, v, &u)) { ev->corr = u; ev->has_corr = 1; }
+    } else if (!strcmp(key, "stream")) {
+      if (tok_u64(k, v, &u)) { ev->stream = u; ev->has_stream = 1; }
+    } else if (!strcmp(key, "device")) {
+      if (tok_u64(k, v, &u)) { ev->device = u; ev->has_device = 1; }
+    } else if (!strcmp(key, "bytes")) {
+      if (tok_u64(k, v, &u)) { ev->bytes = u; ev->has_bytes = 1; }
+    } else if (!strcmp(key, "grid")) {
+      if (read_u32_triple(k, v, ev->grid)) return -1;
+      continue;
+    } else if (!strcmp(key, "block")) {
+      if (read_u32_triple(k, v, ev->block)) return -1;
+      continue;
+    } else if (!strcmp(key, "Collective name")) {
+      if (v == JS_STRING) copy_str(ev->coll_name, sizeof ev->coll_name, k->js.tok);
+    } else if (!strcmp(key, "dtype")) {
+      if (v == JS_STRING) copy_str(ev->dtype, sizeof ev->dtype, k->js.tok);
+    } else if (!strcmp(key, "Process Group Name") || !strcmp(key, "pg_name")) {
+      if (v == JS_STRING || v == JS_NUMBER) copy_str(ev->pg_name, sizeof ev->pg_name, k->js.tok);
+    } else if (!strcmp(key, "Process Group Description") || !strcmp(key, "pg_desc")) {
+      if (v == JS_STRING) copy_str(ev->pg_desc, sizeof ev->pg_desc, k->js.tok);
+    } else if (!strcmp(key, "Process Group Ranks")) {
+      ev->pg_ranks[0] = 0;
+      if (v == JS_STRING) {
+        ranks_append(ev, k->js.tok);
+      } else if (v == JS_BEGIN_ARRAY) {
+        for (;;) {
+          js_kind e = js_next(&k->js);
+          if (e == JS_END_ARRAY) break;
+          if (e == JS_ERROR) return -1;
+          if (e == JS_NUMBER) ranks_append(ev, k->js.tok);
+          else if (js_skip_rest(&k->js, e)) return -1;
+        }
+        continue;
+      }
+    } else if (!strcmp(key, "In msg nelems")) {
+      if (tok_u64(k, v, &u)) { ev->in_nelems = u; ev->has_in = 1; }
+    } else if (!strcmp(key, "Out msg nelems")) {
+      if (tok_u64(k, v, &u)) { ev->out_nelems = u; ev->has_out = 1; }
+    } else if (!strcmp(key, "Group size")) {
+      if (tok_u64(k, v, &u)) { ev->group_size = u; ev->has_group_size = 1; }
+    } else if (!strcmp(key, "Seq") || !strcmp(key, "seq")) {
+      if (tok_u64(k, v, &u)) { ev->seq = u; ev->has_seq = 1; }
+    }
+    if (js_skip_rest(&k->js, v)) return -1;
+  }
+}
+
+/* ---- conversion ---- */
+
+static uint32_t coll_op_of(const char *name) {
+  char s[KSHORT];
+  size_t n = 0;
+  for (const char *p = name; *p && n + 1 < sizeof s; p++)
+    if (*p != '_' && *p != ' ') s[n++] = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
+  s[n] = 0;
+  if (strstr(s, "allreduce")) return STEPSCOPE_COLL_ALLREDUCE;
+  if (strstr(s, "reducescatter")) return STEPSCOPE_COLL_REDUCESCATTER;
+  if (strstr(s, "allgather")) return STEPSCOPE_COLL_ALLGATHER;
+  if (strstr(s, "alltoall")) return STEPSCOPE_COLL_ALLTOALL;
+  if (strstr(s, "broadcast")) return STEPSCOPE_COLL_BROADCAST;
+  if (strstr(s, "barrier")) return STEPSCOPE_COLL_BARRIER;
+  if (strstr(s, "reduce")) return STEPSCOPE_COLL_REDUCE;
+  if (strstr(s, "send")) return STEPSCOPE_COLL_SEND;
+  if (strstr(s, "recv")) return STEPSCOPE_COLL_RECV;
+  return STEPSCOPE_COLL_UNKNOWN;
+}
+
+static uint32_t dtype_of(const char *s) {
+  static const struct { const char *name; uint32_t dt; } map[] = {
+      {"Float", STEPSCOPE_DT_FLOAT32}, {"float", STEPSCOPE_DT_FLOAT32},
+      {"Half", STEPSCOPE_DT_FLOAT16}, {"BFloat16", STEPSCOPE_DT_BFLOAT16},
+      {"Double", STEPSCOPE_DT_FLOAT64}, {"Int", STEPSCOPE_DT_INT32},
+      {"Long", STEPSCOPE_DT_INT64}, {"Byte", STEPSCOPE_DT_UINT8},
+      {"Char", STEPSCOPE_DT_INT8}, {"Bool", STEPSCOPE_DT_UINT8},
+      {"Float8_e4m3fn", STEPSCOPE_DT_FP8_E4M3}, {"Float8_e5m2", STEPSCOPE_DT_FP8_E5M2},
+      {"UInt32", STEPSCOPE_DT_UINT32}, {"UInt64", STEPSCOPE_DT_UINT64},
+  };
+  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+    if (!strcmp(s, map[i].name)) return map[i].dt;
+  return STEPSCOPE_DT_UNKNOWN;
+}
+
+static uint32_t memcpy_kind_of(const char *name) {
+  if (strstr(name, "HtoD")) return STEPSCOPE_MEMCPY_HTOD;
+  if (strstr(name, "DtoH")) return STEPSCOPE_MEMCPY_DTOH;
+  if (strstr(name, "DtoD")) return STEPSCOPE_MEMCPY_DTOD;
+  if (strstr(name, "HtoH")) return STEPSCOPE_MEMCPY_HTOH;
+  if (strstr(name, "PtoP")) return STEPSCOPE_MEMCPY_PTOP;
+  return STEPSCOPE_MEMCPY_UNKNOWN;
+}
+
+static kgroup *group_for(kimport *k, uint64_t comm_id, const char *ranks) {
+  for (size_t i = 0; i < k->ngroups; i++)
+    if (k->groups[i].comm_id == comm_id) return &k->groups[i];
+  if (ssa_grow((void **)&k->groups, &k->groups_cap, k->ngroups + 1, sizeof *k->groups)) return NULL;
+  kgroup *g = &k->groups[k->ngroups];
+  memset(g, 0, sizeof *g);
+  g->comm_id = comm_id;
+  size_t cnt = 0;
+  for (const char *p = ranks; *p; p++) cnt += *p == ',';
+  if (ranks[0]) {
+    g->ranks = malloc((cnt + 1) * sizeof *g->ranks);
+    if (!g->ranks) return NULL;
+    for (const char *p = ranks; *p;) {
+      g->ranks[g->nranks++] = atoi(p);
+      while (*p && *p != ',') p++;
+      if (*p == ',') p++;
+    }
+  }
+  k->ngroups++;
+  return g;
+}
+
+static int emit_collective(kimport *k, int64_t s, int64_t e) {
+  kevent *ev = &k->ev;
+  uint32_t op = coll_op_of(ev->coll_name);
+  uint32_t dt = dtype_of(ev->dtype);
+  uint64_t count = ev->in_nelems > ev->out_nelems ? ev->in_nelems : ev->out_nelems;
+  size_t esize = stepscope_datatype_size(dt);
+  /* the communicator: name + members; both are equal on every member rank */
+  uint64_t h = fnv1a(0xcbf29ce484222325ull, "pg:");
+  h = fnv1a(h, ev->pg_name);
+  h = fnv1a(h, "|");
+  h = fnv1a(h, ev->pg_ranks);
+  if (!ev->pg_name[0] && !ev->pg_ranks[0]) {
+    char sz[32];
+    snprintf(sz, sizeof sz, "size %llu", (unsigned long long)ev->group_size);
+    h = fnv1a(h, sz);
+  }
+  kgroup *g = group_for(k, h, ev->pg_ranks);
+  if (!g) return STEPSCOPE_E_NOMEM;
+  if (ev->has_seq) g->with_seq++;
+  else g->without_seq++;
+  char gname[KSHORT + 8];
+  if (ev->pg_desc[0] && strcmp(ev->pg_desc, "undefined") != 0)
+    copy_str(gname, sizeof gname, ev->pg_desc);
+  else if (ev->pg_name[0])
+    snprintf(gname, sizeof gname, "pg %s", ev->pg_name);
+  else
+    copy_str(gname, sizeof gname, "nccl");
+  stepscope_record rec;
+  memset(&rec, 0, sizeof rec);
+  rec.kind = STEPSCOPE_REC_COLLECTIVE;
+  stepscope_collective *c = &rec.u.collective;
+  c->start_ns = (uint64_t)s;
+  c->end_ns = (uint64_t)e;
+  c->comm_id = h;
+  c->seq = ev->has_seq ? ev->seq : 0; /* fixed in finish_groups */
+  c->count = count;
+  c->bytes = count * (esize ? esize : 1);
+  c->stream = ev->has_stream ? ev->stream : ev->tid;
+  c->correlation_id = ev->has_corr ? ev->corr : 0;
+  c->op = op;
+  c->datatype = dt;
+  c->peer = -1;
+  c->comm_size = (uint32_t)(ev->has_group_size ? ev->group_size : g->nranks);
+  c->comm_rank = UINT32_MAX; /* fixed when the rank is known */
+  c->device = (uint32_t)(ev->has_device ? ev->device : ev->pid);
+  c->flags = STEPSCOPE_COLL_F_GPU_TIMED |
+             (op == STEPSCOPE_COLL_SEND || op == STEPSCOPE_COLL_RECV ? STEPSCOPE_COLL_F_P2P : 0);
+  c->name = ssa_rank_intern(k->r, gname);
+  if (!c->name) return STEPSCOPE_E_NOMEM;
+  int rc = ssa_rank_add_record(k->r, &rec);
+  if (rc) return rc;
+  /* whether it carried an explicit seq: the top bit of the model's datatype,
+   * cleared again by finish_groups */
+  k->r->colls[k->r->ncolls - 1].datatype = dt | (ev->has_seq ? 0x80000000u : 0);
+  return 0;
+}
+
+static int convert_event(kimport *k) {
+  kevent *ev = &k->ev;
+  k->events++;
+  if (ev->ph[0] != 'X' || ev->ph[1]) {
+    k->ignored++;
+    return 0;
+  }
+  if (ev->cat == KC_OTHER || !ev->has_ts) {
+    k->ignored++;
+    return 0;
+  }
+  int64_t s = ev->ts, d = ev->has_dur ? ev->dur : 0;
+  if (d < 0 || (s > 0 && d > INT64_MAX - s)) {
+    k->bad_times++;
+    return 0;
+  }
+  int64_t e = s + d;
+  if (s < k->first_ts) k->first_ts = s;
+  ssa_rank *r = k->r;
+  stepscope_record rec;
+  memset(&rec, 0, sizeof rec);
+  uint32_t name = ev->name[0] ? ssa_rank_intern(r, ev->name) : 0;
+  if (ev->name[0] && !name) return STEPSCOPE_E_NOMEM;
+  uint64_t device = ev->has_device ? ev->device : ev->pid;
+  uint64_t stream = ev->has_stream ? ev->stream : ev->tid;
+  if (device < KDEVICES && (ev->cat == KC_KERNEL || ev->cat == KC_MEMCPY || ev->cat == KC_MEMSET))
+    k->device_use[device]++;
+  switch (ev->cat) {
+  case KC_KERNEL: {
+    rec.kind = STEPSCOPE_REC_KERNEL;
+    stepscope_kernel *x = &rec.u.kernel;
+    x->start_ns = (uint64_t)s;
+    x->end_ns = (uint64_t)e;
+    x->correlation_id = ev->has_corr ? ev->corr : 0;
+    x->stream = stream;
+    x->name = name;
+    x->device = (uint32_t)device;
+    memcpy(x->grid, ev->grid, sizeof x->grid);
+    memcpy(x->block, ev->block, sizeof x->block);
+    int rc = ssa_rank_add_record(r, &rec);
+    if (rc == 0 && ev->coll_name[0]) rc = emit_collective(k, s, e);
+    return rc;
+  }
+  case KC_MEMCPY: {
+    rec.kind = STEPSCOPE_REC_MEMCPY;
+    stepscope_memcpy *x = &rec.u.memcpy;
+    x->start_ns = (uint64_t)s;
+    x->end_ns = (uint64_t)e;
+    x->correlation_id = ev->has_corr ? ev->corr : 0;
+    x->stream = stream;
+    x->bytes = ev->bytes;
+    x->device = (uint32_t)device;
+    x->copy_kind = memcpy_kind_of(ev->name);
+    return ssa_rank_add_record(r, &rec);
+  }
+  case KC_MEMSET: {
+    rec.kind = STEPSCOPE_REC_MEMSET;
+    stepscope_memset *x = &rec.u.memset;
+    x->start_ns = (uint64_t)s;
+    x->end_ns = (uint64_t)e;
+    x->correlation_id = ev->has_corr ? ev->corr : 0;
+    x->stream = stream;
+    x->bytes = ev->bytes;
+    x->device = (uint32_t)device;
+    return ssa_rank_add_record(r, &rec);
+  }
+  case KC_RUNTIME:
+  case KC_DRIVER: {
+    rec.kind = STEPSCOPE_REC_API;
+    stepscope_api *x = &rec.u.api;
+    x->start_ns = (uint64_t)s;
+    x->end_ns = (uint64_t)e;
+    x->correlation_id = ev->has_corr ? ev->corr : 0;
+    x->thread = ev->tid;
+    x->name = name;
+    x->api_kind = ev->cat == KC_RUNTIME ? STEPSCOPE_API_RUNTIME : STEPSCOPE_API_DRIVER;
+    return ssa_rank_add_record(r, &rec);
+  }
+  case KC_USER_ANNOTATION:
+  case KC_CPU_OP:
+  case KC_GPU_USER_ANNOTATION: {
+    uint64_t thread = ev->tid;
+    uint32_t domain = ev->cat == KC_USER_ANNOTATION ? k->dom_user : ev->cat == KC_CPU_OP ? k->dom_cpu : k->dom_gpu;
+    if (ev->cat == KC_GPU_USER_ANNOTATION) {
+      if (!strncmp(ev->name, "ProfilerStep#", 13)) { /* the host range defines the step */
+        k->ignored++;
+        return 0;
+      }
+      thread = 0x6b00000000000000ull ^ stream; /* an annotation lane per stream */
+    }
+    rec.kind = STEPSCOPE_REC_RANGE;
+    stepscope_range *x = &rec.u.range;
+    x->start_ns = (uint64_t)s;
+    x->end_ns = (uint64_t)e;
+    x->thread = thread;
+    x->name = name;
+    x->domain = domain;
+    return ssa_rank_add_record(r, &rec);
+  }
+  default:
+    k->ignored++;
+    return 0;
+  }
+}
+
+/* Reads one event object (its '{' already consumed) into k->ev and converts it. */
+static int read_event(kimport *k) {
+  kevent *ev = &k->ev;
+  ev->ph[0] = 0;
+  ev->cat = KC_OTHER;
+  ev->name[0] = 0;
+  ev->has_ts = ev->has_dur = 0;
+  ev->pid = ev->tid = 0;
+  ev->has_corr = ev->has_stream = ev->has_device = ev->has_bytes = 0;
+  ev->corr = ev->stream = ev->device = ev->bytes = 0;
+  memset(ev->grid, 0, sizeof ev->grid);
+  memset(ev->block, 0, sizeof ev->block);
+  ev->coll_name[0] = ev->dtype[0] = ev->pg_name[0] = ev->pg_desc[0] = ev->pg_ranks[0] = 0;
+  ev->has_in = ev->has_out = ev->has_group_size = ev->has_seq = 0;
+  ev->in_nelems = ev->out_nelems = ev->group_size = ev->seq = 0;
+  char cat[64] = "";
+  for (;;) {
+    js_kind t = js_next(&k->js);
+    if (t == JS_END_OBJECT) break;
+    if (t != JS_KEY) return js_error(k);
+    char key[16];
+    size_t klen = k->js.len;
+    copy_str(key, sizeof key, k->js.tok);
+    if (klen >= sizeof key) key[0] = 0; /* not one of ours */
+    js_kind v = js_next(&k->js);
+    if (v == JS_ERROR) return js_error(k);
+    if (!strcmp(key, "args")) {
+      if (v == JS_BEGIN_OBJECT) {
+        if (read_args(k)) return js_error(k);
+        continue;
+      }
+    } else if (!strcmp(key, "ph")) {
+      if (v == JS_STRING) copy_str(ev->ph, sizeof ev->ph, k->js.tok);
+    } else if (!strcmp(key, "cat")) {
+      if (v == JS_STRING) copy_str(cat, sizeof cat, k->js.tok);
+    } else if (!strcmp(key, "name")) {
+      if (v == JS_STRING) {
+        if (k->js.len >= sizeof ev->name) k->truncated_names++;
+        copy_str(ev->name, sizeof ev->name, k->js.tok);
+      }
+    } else if (!strcmp(key, "ts") || !strcmp(key, "dur")) {
+      int is_ts = key[0] == 't';
+      int64_t ns;
+      if (v == JS_NUMBER) {
+        if (!js_number_scaled(k->js.tok, 3, &ns))
+          return set_error(k, STEPSCOPE_E_FORMAT, k->js.tok_offset,
+                           is_ts ? "\"ts\" does not fit in 64-bit nanoseconds"
+                                 : "\"dur\" does not fit in 64-bit nanoseconds");
+        if (is_ts) { ev->ts = ns; ev->has_ts = 1; }
+        else { ev->dur = ns; ev->has_dur = 1; }
+      }
+    } else if (!strcmp(key, "pid")) {
+      ev->pid = tok_id(k, v);
+    } else if (!strcmp(key, "tid")) {
+      ev->tid = tok_id(k, v);
+    }
+    if (js_skip_rest(&k->js, v)) return js_error(k);
+  }
+  ev->cat = cat_of(cat);
+  return convert_event(k);
+}
+
+static int read_events(kimport *k) {
+  for (;;) {
+    js_kind t = js_next(&k->js);
+    if (t == JS_END_ARRAY) return 0;
+    if (t == JS_ERROR) return js_error(k);
+    if (t == JS_BEGIN_OBJECT) {
+      int rc = read_event(k);
+      if (rc) return rc;
+    } else if (js_skip_rest(&k->js, t)) {
+      return js_error(k);
+    }
+  }
+}
+
+static int read_distributed_info(kimport *k) {
+  for (;;) {
+    js_kind t = js_next(&k->js);
+    if (t == JS_END_OBJECT) return 0;
+    if (t != JS_KEY) return js_error(k);
+    int is_rank = !strcmp(k->js.tok, "rank"), is_world = !strcmp(k->js.tok, "world_size");
+    js_kind v = js_next(&k->js);
+    uint64_t u;
+    if ((is_rank || is_world) && v == JS_NUMBER && js_number_u64(k->js.tok, &u) && u < INT_MAX) {
+      if (is_rank) { k->rank = (int)u; k->has_rank = 1; }
+      else k->world = (int)u;
+    }
+    if (js_skip_rest(&k->js, v)) return js_error(k);
+  }
+}
+
+static int read_device_properties(kimport *k) {
+  for (;;) {
+    js_kind t = js_next(&k->js);
+    if (t == JS_END_ARRAY) return 0;
+    if (t == JS_ERROR) return js_error(k);
+    if (t != JS_BEGIN_OBJECT) {
+      if (js_skip_rest(&k->js, t)) return js_error(k);
+      continue;
+    }
+    uint64_t id = UINT64_MAX;
+    char name[KSHORT] = "";
+    for (;;) {
+      js_kind kk = js_next(&k->js);
+      if (kk == JS_END_OBJECT) break;
+      if (kk != JS_KEY) return js_error(k);
+      int is_id = !strcmp(k->js.tok, "id"), is_name = !strcmp(k->js.tok, "name");
+      js_kind v = js_next(&k->js);
+      if (is_id && v == JS_NUMBER) js_number_u64(k->js.tok, &id);
+      if (is_name && v == JS_STRING) copy_str(name, sizeof name, k->js.tok);
+      if (js_skip_rest(&k->js, v)) return js_error(k);
+    }
+    if (id < KDEVICES && name[0] && !k->device_names[id]) {
+      k->device_names[id] = strdup(name);
+      if (!k->device_names[id]) return STEPSCOPE_E_NOMEM;
+    }
+  }
+}
+
+static int read_document(kimport *k) {
+  js_kind t = js_next(&k->js);
+  if (t == JS_BEGIN_ARRAY) return read_events(k); /* the JSON array form */
+  if (t == JS_ERROR) return js_error(k);
+  if (t != JS_BEGIN_OBJECT)
+    return set_error(k, STEPSCOPE_E_FORMAT, k->js.tok_offset,
+                     "not a Kineto trace (expected a JSON object or array)");
+  int saw_events = 0;
+  for (;;) {
+    t = js_next(&k->js);
+    if (t == JS_END_OBJECT) break;
+    if (t != JS_KEY) return js_error(k);
+    char key[32];
+    copy_str(key, sizeof key, k->js.tok);
+    js_kind v = js_next(&k->js);
+    if (v == JS_ERROR) return js_error(k);
+    int rc = 0;
+    if (!strcmp(key, "traceEvents") && v == JS_BEGIN_ARRAY) {
+      saw_events = 1;
+      rc = read_events(k);
+    } else if (!strcmp(key, "distributedInfo") && v == JS_BEGIN_OBJECT) {
+      rc = read_distributed_info(k);
+    } else if (!strcmp(key, "deviceProperties") && v == JS_BEGIN_ARRAY) {
+      rc = read_device_properties(k);
+    } else {
+      if (!strcmp(key, "baseTimeNanoseconds") && v == JS_NUMBER) {
+        if (!js_number_scaled(k->js.tok, 0, &k->base_ns))
+          return set_error(k, STEPSCOPE_E_FORMAT, k->js.tok_offset,
+                           "\"baseTimeNanoseconds\" does not fit in 64 bits");
+        k->has_base = 1;
+      }
+      if (js_skip_rest(&k->js, v)) return js_error(k);
+    }
+    if (rc) return rc;
+  }
+  if (js_next(&k->js) != JS_EOF) return js_error(k);
+  if (!saw_events)
+    return set_error(k, STEPSCOPE_E_FORMAT, 0, "no \"traceEvents\" array: not a Kineto trace");
+  return 0;
+}
+
+/* Sequence numbers and comm ranks of the collectives, once the whole file
+ * (and so the rank) is known. */
+static int cmp_coll_order(const void *pa, const void *pb, void *ctx) {
+  const ssa_coll *colls = ctx;
+  const ssa_coll *a = &colls[*(const uint32_t *)pa], *b = &colls[*(const uint32_t *)pb];
+  if (a->comm_id != b->comm_id) return a->comm_id < b->comm_id ? -1 : 1;
+  if (a->start != b->start) return a->start < b->start ? -1 : 1;
+  return *(const uint32_t *)pa < *(const uint32_t *)pb ? -1 : 1;
+}
+
+static int cmp_u64(const void *pa, const void *pb) {
+  uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
+  return a < b ? -1 : a > b;
+}
+
+static int finish_groups(kimport *k) {
+  ssa_rank *r = k->r;
+  if (r->ncolls == 0) return 0;
+  uint32_t *idx = malloc(r->ncolls * sizeof *idx);
+  if (!idx) return STEPSCOPE_E_NOMEM;
+  for (size_t i = 0; i < r->ncolls; i++) idx[i] = (uint32_t)i;
+  qsort_r(idx, r->ncolls, sizeof *idx, cmp_coll_order, r->colls);
+  uint64_t ordinal = 0;
+  for (size_t i = 0; i < r->ncolls; i++) {
+    ssa_coll *c = &r->colls[idx[i]];
+    if (i == 0 || c->comm_id != r->colls[idx[i - 1]].comm_id) ordinal = 0;
+    kgroup *g = NULL;
+    for (size_t j = 0; j < k->ngroups; j++)
+      if (k->groups[j].comm_id == c->comm_id) g = &k->groups[j];
+    int explicit_seq = (c->datatype & 0x80000000u) != 0;
+    c->datatype &= 0x7fffffffu;
+    if (!(explicit_seq && g && g->without_seq == 0)) c->seq = ordinal;
+    ordinal++;
+    c->comm_rank = 0;
+    if (g)
+      for (size_t m = 0; m < g->nranks; m++)
+        if (g->ranks[m] == r->rank) c->comm_rank = (uint32_t)m;
+  }
+  free(idx);
+  /* CUDA graphs: a correlation id shared by several kernels cannot link a
+   * collective to one of them */
+  size_t nk = 0;
+  for (size_t i = 0; i < r->nops; i++) nk += r->ops[i].corr != 0;
+  uint64_t *corrs = malloc((nk ? nk : 1) * sizeof *corrs);
+  if (!corrs) return STEPSCOPE_E_NOMEM;
+  nk = 0;
+  for (size_t i = 0; i < r->nops; i++)
+    if (r->ops[i].corr) corrs[nk++] = r->ops[i].corr;
+  qsort(corrs, nk, sizeof *corrs, cmp_u64);
+  uint64_t unlinked = 0;
+  for (size_t i = 0; i < r->ncolls; i++) {
+    ssa_coll *c = &r->colls[i];
+    if (!c->corr) continue;
+    size_t lo = 0, hi = nk;
+    while (lo < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      if (corrs[mid] < c->corr) lo = mid + 1;
+      else hi = mid;
+    }
+    if (lo + 1 < nk && corrs[lo] == c->corr && corrs[lo + 1] == c->corr) {
+      c->corr = 0;
+      unlinked++;
+    }
+  }
+  free(corrs);
+  if (unlinked)
+    ssa_rank_warn(r, "%s: %llu NCCL kernels share their correlation id with other kernels (CUDA graph replay); classified by name",
+                  k->name, (unsigned long long)unlinked);
+  return 0;
+}
+
+static int rank_from_name(const char *name, int *rank) {
+  const char *base = strrchr(name, '/');
+  base = base ? base + 1 : name;
+  const char *p = strstr(base, "rank");
+  while (p) {
+    const char *q = p + 4;
+    if (*q == '-' || *q == '_') q++;
+    if (*q >= '0' && *q <= '9') {
+      long v = strtol(q, NULL, 10);
+      if (v >= 0 && v < INT_MAX) {
+        *rank = (int)v;
+        return 1;
+      }
+    }
+    p = strstr(p + 4, "rank");
+  }
+  return 0;
+}
+
+static int finish_rank(kimport *k) {
+  ssa_rank *r = k->r;
+  int rank = 0;
+  if (k->has_rank) rank = k->rank;
+  else if (!rank_from_name(k->name, &rank))
+    ssa_rank_warn(r, "%s: no distributedInfo.rank and no rank in the file name: taken as rank 0", k->name);
+  /* the device this rank used most */
+  uint64_t best = 0;
+  int dev = -1;
+  for (int d = 0; d < KDEVICES; d++)
+    if (k->device_use[d] > best) { best = k->device_use[d]; dev = d; }
+  const char *dname = dev >= 0 && k->device_names[dev] ? k->device_names[dev] : "";
+  if (!dname[0])
+    for (int d = 0; d < KDEVICES && !dname[0]; d++)
+      if (k->device_names[d]) dname = k->device_names[d];
+  stepscope_header h;
+  memset(&h, 0, sizeof h);
+  h.rank = rank;
+  h.world_size = k->world;
+  h.local_rank = dev >= 0 ? dev : 0;
+  h.clock_domain = STEPSCOPE_CLOCK_REALTIME;
+  h.start_ns = (uint64_t)(k->first_ts == INT64_MAX ? 0 : k->first_ts);
+  h.hostname = "";
+  h.producer = "PyTorch profiler (Kineto JSON)";
+  h.device_name = dname;
+  h.config_json = "{}";
+  int rc = ssa_rank_set_header(r, &h);
+  if (rc) return rc;
+  if (k->has_base) {
+    /* trace time t (ns since the base) is realtime base + t */
+    stepscope_record rec;
+    memset(&rec, 0, sizeof rec);
+    rec.kind = STEPSCOPE_REC_CLOCK_ANCHOR;
+    rec.u.clock_anchor.trace_ns = 0;
+    rec.u.clock_anchor.realtime_ns = (uint64_t)k->base_ns;
+    rec.u.clock_anchor.monotonic_ns = 0;
+    if ((rc = ssa_rank_add_record(r, &rec))) return rc;
+    r->clock_domain = STEPSCOPE_CLOCK_CUPTI;
+  }
+  char layout[96];
+  snprintf(layout, sizeof layout, "{\"world\":%d,\"rank\":%d}", k->world, rank);
+  stepscope_record m;
+  memset(&m, 0, sizeof m);
+  m.kind = STEPSCOPE_REC_METADATA;
+  m.u.metadata.key = "layout";
+  m.u.metadata.value_json = layout;
+  if (k->world > 0 && (rc = ssa_rank_add_record(r, &m))) return rc;
+  if ((rc = finish_groups(k))) return rc;
+  if (k->js.bad_utf8)
+    ssa_rank_warn(r, "%s: %llu invalid UTF-8 sequences replaced by U+FFFD (first at byte %llu)", k->name,
+                  (unsigned long long)k->js.bad_utf8, (unsigned long long)k->js.first_bad_utf8_offset);
+  if (k->bad_times)
+    ssa_rank_warn(r, "%s: %llu events with a negative or overflowing duration ignored", k->name,
+                  (unsigned long long)k->bad_times);
+  if (k->truncated_names)
+    ssa_rank_warn(r, "%s: %llu event names longer than %d bytes were cut", k->name,
+                  (unsigned long long)k->truncated_names, KNAME_MAX - 1);
+  return 0;
+}
+
+static int import(js_read_fn read, void *ctx, const char *name, ssa_rank *r, stepscope_error *err) {
+  kimport *k = calloc(1, sizeof *k);
+  if (!k) return STEPSCOPE_E_NOMEM;
+  k->r = r;
+  k->name = name;
+  k->err = err;
+  k->first_ts = INT64_MAX;
+  int rc = STEPSCOPE_E_NOMEM;
+  if (js_init(&k->js, read, ctx)) goto out;
+  k->dom_user = ssa_rank_intern(r, "user_annotation");
+  k->dom_cpu = ssa_rank_intern(r, "cpu_op");
+  k->dom_gpu = ssa_rank_intern(r, "gpu_user_annotation");
+  if (!k->dom_user || !k->dom_cpu || !k->dom_gpu) goto out;
+  rc = read_document(k);
+  if (rc == 0) rc = finish_rank(k);
+  if (rc == STEPSCOPE_E_NOMEM && err && !err->message[0])
+    snprintf(err->message, sizeof err->message, "%s: out of memory while importing", name);
+out:
+  js_free(&k->js);
+  for (size_t i = 0; i < k->ngroups; i++) free(k->groups[i].ranks);
+  free(k->groups);
+  for (int d = 0; d < KDEVICES; d++) free(k->device_names[d]);
+  free(k);
+  return rc;
+}
+
+/* ---- file and memory readers ---- */
+
+typedef struct gz_ctx {
+  gzFile f;
+  int failed;
+  char msg[128];
+} gz_ctx;
+
+static long gz_read(void *ctx, void *buf, size_t n) {
+  gz_ctx *g = ctx;
+  if (n > (1u << 30)) n = 1u << 30;
+  int got = gzread(g->f, buf, (unsigned)n);
+  if (got < 0) {
+    int errnum;
+    const char *m = gzerror(g->f, &errnum);
+    snprintf(g->msg, sizeof g->msg, "%s", m ? m : "read error");
+    g->failed = 1;
+    return -1;
+  }
+  return got;
+}
+
+typedef struct mem_ctx {
+  const unsigned char *p;
+  size_t n, pos;
+} mem_ctx;
+
+static long mem_read(void *ctx, void *buf, size_t n) {
+  mem_ctx *m = ctx;
+  size_t left = m->n - m->pos;
+  if (n > left) n = left;
+  memcpy(buf, m->p + m->pos, n);
+  m->pos += n;
+  return (long)n;
+}
+
+int ssa_kineto_load_memory(const void *data, size_t size, const char *name, ssa_rank *r,
+                           stepscope_error *err) {
+  mem_ctx m = {data, size, 0};
+  if (err) memset(err, 0, sizeof *err);
+  return import(mem_read, &m, name, r, err);
+}
+
+int ssa_kineto_source_load(const char *path, ssa_rank *r, stepscope_error *err) {
+  if (err) memset(err, 0, sizeof *err);
+  gz_ctx g = {0};
+  g.f = gzopen(path, "rb");
+  if (!g.f) {
+    if (err) {
+      err->code = STEPSCOPE_E_IO;
+      snprintf(err->message, sizeof err->message, "%s: cannot open", path);
+    }
+    return STEPSCOPE_E_IO;
+  }
+  gzbuffer(g.f, 256u << 10);
+  int rc = import(gz_read, &g, path, r, err);
+  if (g.failed && err) {
+    /* a decompression error: say so rather than "read error" */
+    char m[sizeof err->message];
+    snprintf(m, sizeof m, "%s: gzip data is corrupt or truncated (%s) near byte %llu of the JSON text",
+             path, g.msg, (unsigned long long)err->offset);
+    snprintf(err->message, sizeof err->message, "%s", m);
+    err->code = STEPSCOPE_E_FORMAT;
+    rc = STEPSCOPE_E_FORMAT;
+  }
+  gzclose(g.f);
+  return rc;
+}
+
+static int ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), m = strlen(suffix);
+  return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+int ssa_kineto_path_looks_like(const char *path) {
+  return ends_with(path, ".json") || ends_with(path, ".json.gz");
+}
+
+int ssa_kineto_source_matches(const char *name) {
+  if (!ssa_kineto_path_looks_like(name)) return 0;
+  return strncmp(name, "rank-", 5) == 0 || strncmp(name, "rank_", 5) == 0 ||
+         ends_with(name, ".pt.trace.json") || ends_with(name, ".pt.trace.json.gz");
+}

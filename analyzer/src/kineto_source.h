@@ -1,0 +1,36 @@
+/*
+ * kineto_source.h — the loader source for PyTorch profiler (Kineto) traces:
+ * Chrome-trace JSON files, plain or gzip-compressed, one per rank
+ * (docs/kineto-import.md describes the mapping).
+ *
+ * The file is streamed through json_stream (bounded memory, whatever its
+ * size) and every event becomes records of the stepscope.h model fed to the
+ * rank through ssa_rank_add_record, so the analysis, the export, the diff
+ * and the viewer treat a directory of Kineto files like one of our traces.
+ */
+#ifndef KINETO_SOURCE_H
+#define KINETO_SOURCE_H
+
+#include <stddef.h>
+
+#include "ssa_model.h"
+
+/* File names taken as Kineto traces in a run directory: rank-*.json,
+ * rank-*.json.gz, and PyTorch's tensorboard_trace_handler names
+ * *.pt.trace.json[.gz]. */
+int ssa_kineto_source_matches(const char *file_name);
+
+/* Whether an explicitly given file looks like a Kineto trace: its name ends
+ * in .json or .json.gz. */
+int ssa_kineto_path_looks_like(const char *path);
+
+/* Fills `r` from one Kineto file (plain or gzip). Errors name the file and
+ * the byte offset in the uncompressed JSON. */
+int ssa_kineto_source_load(const char *path, ssa_rank *r, stepscope_error *err);
+
+/* The same from bytes in memory (tests and the fuzz target); `name` is used
+ * in messages and for the rank-from-file-name fallback. */
+int ssa_kineto_load_memory(const void *data, size_t size, const char *name, ssa_rank *r,
+                           stepscope_error *err);
+
+#endif
