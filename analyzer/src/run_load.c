@@ -21,10 +21,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kineto_source.h"
 #include "ssa_model.h"
 
 static const ssa_source ssa_sources[] = {
     {"stepscope trace", ssa_trace_source_matches, ssa_trace_source_load},
+    {"kineto json", ssa_kineto_source_matches, ssa_kineto_source_load},
 };
 #define NSOURCES (sizeof ssa_sources / sizeof ssa_sources[0])
 
@@ -251,7 +253,8 @@ int ssa_run_load(ssa_run *run, const char *path, const ssa_load_options *opt,
     p.tasks[i].path = files[i];
     const char *base = strrchr(files[i], '/');
     p.tasks[i].source = source_for(base ? base + 1 : files[i]);
-    if (!p.tasks[i].source) p.tasks[i].source = &ssa_sources[0]; /* an explicit single file */
+    if (!p.tasks[i].source) /* an explicit single file */
+      p.tasks[i].source = ssa_kineto_path_looks_like(files[i]) ? &ssa_sources[1] : &ssa_sources[0];
   }
   free(files);
   atomic_init(&p.next, 0);
