@@ -5,6 +5,8 @@
 # Runs the trainer twice with the common tiny configuration plus each argument
 # set, and compares the loss of every step (from --log) with a relative
 # tolerance. Exits 0 when all steps agree, 1 otherwise (printing both curves).
+# CANDIDATE_LAUNCHER (environment), when set, prefixes the candidate command
+# (e.g. an outside launcher that starts the ranks itself).
 set -u
 trainer=$1 tol=$2 ref=$3 cand=$4
 dir=$(mktemp -d "${TMPDIR:-/tmp}/ss-equiv.XXXXXX") || exit 1
@@ -13,7 +15,7 @@ common="--model tiny --layers 4 --hidden 32 --heads 4 --seq 16 --batch 8 --steps
 # shellcheck disable=SC2086
 "$trainer" $common $ref --log "$dir/ref.jsonl" >"$dir/ref.out" 2>&1 || { echo "reference run failed: $ref"; cat "$dir/ref.out"; exit 1; }
 # shellcheck disable=SC2086
-"$trainer" $common $cand --log "$dir/cand.jsonl" >"$dir/cand.out" 2>&1 || { echo "candidate run failed: $cand"; cat "$dir/cand.out"; exit 1; }
+${CANDIDATE_LAUNCHER:-} "$trainer" $common $cand --log "$dir/cand.jsonl" >"$dir/cand.out" 2>&1 || { echo "candidate run failed: $cand"; cat "$dir/cand.out"; exit 1; }
 loss() { sed -n 's/.*"loss":\([^,]*\),.*/\1/p' "$1"; }
 loss "$dir/ref.jsonl" >"$dir/ref.loss"
 loss "$dir/cand.jsonl" >"$dir/cand.loss"
