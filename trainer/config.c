@@ -74,6 +74,8 @@ static const opt_row rows[] = {
      "compute backend; auto picks cpu when no GPU backend is built [auto]", 0},
     {"data", OPT_STRING, OFF(data), SZ(data), "FILE",
      "training text or token file [a small built-in corpus]", 0},
+    {"bpe-merges", OPT_INT, OFF(bpe_merges), 0, "N",
+     "tokenize text --data with N BPE merges learned from it (0: bytes) [0]", 0},
     {"log", OPT_STRING, OFF(log), SZ(log), "FILE",
      "write one JSON object per step (step, loss, step_ms, tokens_per_s, mfu, ...)", 0},
     {"trace", OPT_STRING, OFF(trace), SZ(trace), "DIR",
@@ -441,6 +443,7 @@ int config_validate(const train_config *c, char *err, size_t n)
             "--batch %d is not divisible by --dp %d x --microbatches %d = %d", c->batch, c->dp,
             c->microbatches, c->dp * c->microbatches);
     int mb = config_micro_batch(c);
+    REQUIRE(!c->sp || c->tp > 1, "--sp (sequence parallelism) needs --tp greater than 1");
     REQUIRE(!c->sp || ((long)mb * c->seq) % c->tp == 0,
             "--sp: the micro-batch's %d tokens are not divisible by --tp %d", mb * c->seq, c->tp);
     REQUIRE(c->zero == 0 || c->zero == 1, "--zero %d: only stages 0 and 1 are implemented",
@@ -458,8 +461,12 @@ int config_validate(const train_config *c, char *err, size_t n)
     REQUIRE(!strcmp(c->backend, "cpu") || !strcmp(c->backend, "auto") ||
                 !strcmp(c->backend, "cuda"),
             "--backend %s: expected cpu, cuda or auto", c->backend);
+#ifndef STEPSCOPE_TRAINER_HAVE_CUDA
     REQUIRE(strcmp(c->backend, "cuda") != 0,
             "--backend cuda: the CUDA backend is not built into this binary (use cpu or auto)");
+#endif
+    REQUIRE(c->bpe_merges >= 0 && c->bpe_merges <= 65280, "--bpe-merges %d: must be in 0..65280",
+            c->bpe_merges);
     REQUIRE(c->debug_die_rank < c->world, "--debug-die-rank %d: no such rank", c->debug_die_rank);
     REQUIRE(c->debug_hang_rank < c->world, "--debug-hang-rank %d: no such rank",
             c->debug_hang_rank);
@@ -512,6 +519,7 @@ char *config_to_json(const train_config *c)
     json_string(b, n, &at, c->backend);
     OUT(",\"data\":");
     json_string(b, n, &at, c->data[0] ? c->data : "(built-in corpus)");
+    OUT(",\"bpe_merges\":%d", c->bpe_merges);
     OUT(",\"profile_steps\":");
     if (c->profile_first >= 0)
         OUT("[%d,%d]", c->profile_first, c->profile_last);

@@ -42,6 +42,7 @@ typedef struct train_config {
     /* run */
     char backend[16];
     char data[512];
+    int bpe_merges; /* 0: byte tokenizer */
     char log[512];
     char trace[512];
     int profile_first, profile_last; /* steps traced (inclusive), -1: all */

@@ -644,7 +644,7 @@ int train_rank_run(const train_config *cfg_in, const rank_env *env)
     train_config *c = &t->cfg;
     int rc = 0;
     char e[512];
-    t->data = train_data_open(c->data, c->seq, c->seed, c->batch, e, sizeof e);
+    t->data = train_data_open(c->data, c->bpe_merges, c->seq, c->seed, c->batch, e, sizeof e);
     if (!t->data) {
         fail(t, "%s", e);
         rc = -1;

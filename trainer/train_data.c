@@ -21,15 +21,18 @@ struct train_data {
     int seq, batch;
 };
 
-train_data *train_data_open(const char *path, int seq, unsigned long long seed, int batch,
-                            char *err, size_t errlen)
+train_data *train_data_open(const char *path, int bpe_merges, int seq, unsigned long long seed,
+                            int batch, char *err, size_t errlen)
 {
     train_data *d = calloc(1, sizeof *d);
     if (!d) {
         snprintf(err, errlen, "out of memory opening the data");
         return NULL;
     }
-    stepscope_dataset_options opt = {path, STEPSCOPE_TOKENIZER_KIND_BYTE, 0};
+    stepscope_dataset_options opt = {path,
+                                     bpe_merges > 0 ? STEPSCOPE_TOKENIZER_KIND_BPE
+                                                    : STEPSCOPE_TOKENIZER_KIND_BYTE,
+                                     bpe_merges};
     char e[512];
     e[0] = 0;
     int rc = stepscope_dataset_open(&d->ds, &opt, e, sizeof e);

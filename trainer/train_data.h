@@ -15,9 +15,10 @@
 
 typedef struct train_data train_data;
 
-/* path NULL or "": the built-in corpus. Returns NULL with a message on error. */
-train_data *train_data_open(const char *path, int seq, unsigned long long seed, int batch,
-                            char *err, size_t errlen);
+/* path NULL or "": the built-in corpus; bpe_merges 0: byte tokenizer, else BPE
+ * learned from the text. Returns NULL with a message on error. */
+train_data *train_data_open(const char *path, int bpe_merges, int seq, unsigned long long seed,
+                            int batch, char *err, size_t errlen);
 void train_data_close(train_data *d);
 int train_data_vocab(const train_data *d);
 /* A short description ("built-in corpus, 12345 tokens, byte vocabulary"). */
