@@ -1,0 +1,169 @@
+/*
+ * cmd_diff.c — `stepscope diff RUN_A RUN_B [--json FILE] [--steps A:B]
+ * [--steps-b A:B] [--step-range NAME] [--threads N] [--quiet]`: loads and
+ * analyses both runs with the same options (each run is any run directory
+ * or file `stepscope analyze` accepts, Kineto JSON included), compares them
+ * (analyzer/src/diff_runs.c) and prints the text report; --json writes the
+ * document of docs/diff.md. Exit codes: 0 ok, 1 a run could not be loaded
+ * or analysed, 2 usage error.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "diff_runs.h"
+#include "ssa_report.h"
+
+int ssa_cli_parse_steps(const char *s, int64_t *a, int64_t *b); /* cmd_analyze.c */
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: stepscope diff RUN_A RUN_B [options]\n"
+          "Compares two runs (before/after tuning): step time, overlap, exposed comm,\n"
+          "bubble, idle, MFU with a noise verdict, per rank and per step, kernels and\n"
+          "collectives, and findings in plain words. Runs are run directories or files\n"
+          "(rank-*.trace.zst, or PyTorch profiler rank-*.json[.gz]).\n"
+          "  --json FILE         also write the JSON diff (docs/diff.md); '-' = stdout\n"
+          "  --steps A:B         only steps A..B of both runs (A: or :B open-ended)\n"
+          "  --steps-b A:B       a different step range for run B\n"
+          "  --step-range NAME   take steps from ranges named NAME\n"
+          "  --threads N         loader/analysis threads (default: all cores)\n"
+          "  --quiet             no text report (with --json)\n");
+}
+
+typedef struct loaded {
+  ssa_run run;
+  ssa_analysis an;
+  int have_run, have_an;
+} loaded;
+
+static int load_and_analyse(const char *path, const ssa_options *opt, loaded *l) {
+  memset(l, 0, sizeof *l);
+  ssa_load_options lo = {opt->threads, isatty(2)};
+  stepscope_error err;
+  memset(&err, 0, sizeof err);
+  l->have_run = 1;
+  if (ssa_run_load(&l->run, path, &lo, &err)) {
+    fprintf(stderr, "stepscope diff: %s\n", err.message);
+    return 1;
+  }
+  l->have_an = 1;
+  if (ssa_analyze(&l->run, opt, &l->an, &err)) {
+    fprintf(stderr, "stepscope diff: %s: %s\n", path, err.message);
+    return 1;
+  }
+  for (size_t i = 0; i < l->run.nwarnings; i++)
+    fprintf(stderr, "stepscope diff: %s: warning: %s\n", path, l->run.warnings[i]);
+  return 0;
+}
+
+static void unload(loaded *l) {
+  if (l->have_an) ssa_analysis_free(&l->an);
+  if (l->have_run) ssa_run_free(&l->run);
+}
+
+int cmd_diff(int argc, char **argv) {
+  ssa_options opt;
+  ssa_options_default(&opt);
+  ssa_options opt_b;
+  int has_b_steps = 0;
+  int64_t b_first = 0, b_last = 0;
+  const char *paths[2] = {NULL, NULL};
+  const char *json_path = NULL;
+  int quiet = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      usage(stdout);
+      return 0;
+    } else if (!strcmp(a, "--quiet")) {
+      quiet = 1;
+    } else if (a[0] == '-' && a[1] == '-') {
+      if (!v) {
+        fprintf(stderr, "stepscope diff: %s needs a value\n", a);
+        return 2;
+      }
+      i++;
+      char *end;
+      if (!strcmp(a, "--json")) {
+        json_path = v;
+      } else if (!strcmp(a, "--steps")) {
+        if (ssa_cli_parse_steps(v, &opt.step_first, &opt.step_last)) {
+          fprintf(stderr, "stepscope diff: bad --steps '%s' (want A:B)\n", v);
+          return 2;
+        }
+        opt.has_step_filter = 1;
+      } else if (!strcmp(a, "--steps-b")) {
+        if (ssa_cli_parse_steps(v, &b_first, &b_last)) {
+          fprintf(stderr, "stepscope diff: bad --steps-b '%s' (want A:B)\n", v);
+          return 2;
+        }
+        has_b_steps = 1;
+      } else if (!strcmp(a, "--step-range")) {
+        opt.step_range_name = v;
+      } else if (!strcmp(a, "--threads")) {
+        long n = strtol(v, &end, 10);
+        if (*end || end == v || n <= 0) {
+          fprintf(stderr, "stepscope diff: bad --threads '%s'\n", v);
+          return 2;
+        }
+        opt.threads = (int)n;
+      } else {
+        fprintf(stderr, "stepscope diff: unknown option %s\n", a);
+        usage(stderr);
+        return 2;
+      }
+    } else if (!paths[0]) {
+      paths[0] = a;
+    } else if (!paths[1]) {
+      paths[1] = a;
+    } else {
+      fprintf(stderr, "stepscope diff: unexpected argument %s\n", a);
+      return 2;
+    }
+  }
+  if (!paths[1]) {
+    usage(stderr);
+    return 2;
+  }
+  opt_b = opt;
+  if (has_b_steps) {
+    opt_b.has_step_filter = 1;
+    opt_b.step_first = b_first;
+    opt_b.step_last = b_last;
+  }
+  loaded *l = calloc(2, sizeof *l);
+  if (!l) {
+    fprintf(stderr, "stepscope diff: out of memory\n");
+    return 1;
+  }
+  int rc = load_and_analyse(paths[0], &opt, &l[0]);
+  if (!rc) rc = load_and_analyse(paths[1], &opt_b, &l[1]);
+  ssa_diff d;
+  memset(&d, 0, sizeof d);
+  if (!rc && ssa_diff_runs(&l[0].an, &l[1].an, paths[0], paths[1], &d)) {
+    fprintf(stderr, "stepscope diff: out of memory while comparing\n");
+    rc = 1;
+  }
+  if (!rc && json_path) {
+    ssa_out o;
+    if (ssa_out_open(&o, json_path)) {
+      fprintf(stderr, "stepscope diff: cannot write %s\n", json_path);
+      rc = 1;
+    } else {
+      ssa_diff_report_json(&d, &o);
+      if (ssa_out_close(&o)) {
+        fprintf(stderr, "stepscope diff: write error on %s\n", json_path);
+        rc = 1;
+      }
+    }
+  }
+  if (!rc && !quiet && !(json_path && !strcmp(json_path, "-"))) ssa_diff_report_text(&d, stdout);
+  ssa_diff_free(&d);
+  unload(&l[0]);
+  unload(&l[1]);
+  free(l);
+  return rc;
+}

@@ -1,0 +1,274 @@
+#!/usr/bin/env python3
+"""make_kineto.py — writes a run directory of synthetic PyTorch-profiler
+(Kineto) traces shaped like real ones, one rank-N.json[.gz] per rank.
+
+What a file holds (the fields and args of torch.profiler 2.x output):
+  - schemaVersion, deviceProperties, distributedInfo (rank, world_size,
+    pg_config), traceEvents, traceName, and optionally baseTimeNanoseconds
+    with `ts` written relative to it (as newer Kineto does);
+  - per step: a `ProfilerStep#N` user_annotation on the main thread, and its
+    GPU-side gpu_user_annotation copy; cudaLaunchKernel / cudaMemcpyAsync /
+    cudaMemsetAsync cuda_runtime events with `correlation`; kernels on a
+    compute stream (7) with stream, device, correlation, grid, block;
+    NCCL kernels (`ncclDevKernel_*`) on a communication stream (20) carrying
+    the collective args (Collective name, In/Out msg nelems, Group size,
+    dtype, Process Group Name/Description/Ranks); a host-to-device copy and a
+    memset; ac2g flow events; process/thread metadata events;
+  - several process groups: data parallel groups (gradient all-reduce per
+    bucket) and tensor parallel pairs (all-reduce in forward);
+  - timestamps in microseconds with three decimals (nanosecond resolution);
+  - options: CUDA graph replay (--graphs: one cudaGraphLaunch whose kernels
+    share its correlation id), kernels without correlation (--missing-corr),
+    gzip output (--gzip), overlap of the gradient all-reduce with backward
+    on or off (--overlap), per-step jitter (--jitter-us, deterministic seed).
+
+Collective members leave together: an all-reduce ends on every member at
+max(arrival) + transfer time, as NCCL does. Everything is integer
+nanoseconds internally, so expected values can be computed exactly.
+
+Usage: make_kineto.py OUT_DIR [--ranks 4] [--steps 4] [--layers 8]
+       [--overlap on|off] [--gzip] [--graphs] [--missing-corr N]
+       [--jitter-us 20] [--seed 1] [--base-ns] [--scale K]
+"""
+import argparse
+import gzip
+import json
+import os
+import random
+
+T0 = 1_700_000_000_000_000_123  # ns: an epoch-like start with sub-us digits
+COMPUTE_STREAM, COMM_STREAM = 7, 20
+GEMM = "ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_32x5_tn"
+ELEM = ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>, "
+        "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<c10::BFloat16>, at::detail::Array<char*, 3>)")
+NCCL_AR = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+ADAM = "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::FusedAdamW>"
+
+
+def us(ns):
+    """ns (int) -> a JSON number in microseconds with 3 decimals, exactly."""
+    neg = ns < 0
+    ns = abs(ns)
+    s = "%d.%03d" % (ns // 1000, ns % 1000)
+    return ("-" + s) if neg else s
+
+
+class Rank:
+    def __init__(self, rank, args):
+        self.rank = rank
+        self.events = []
+        self.corr = 1000 * (rank + 1)
+        self.host = T0  # host cursor on the main thread
+        self.free = {COMPUTE_STREAM: T0, COMM_STREAM: T0}
+        self.args = args
+        self.missing_left = args.missing_corr
+        self.pid = 4000 + rank
+        self.tid = 4000 + rank
+
+    def next_corr(self):
+        self.corr += 1
+        return self.corr
+
+    def x(self, cat, name, pid, tid, s, d, args=None):
+        e = {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": s, "dur": d}
+        if args is not None:
+            e["args"] = args
+        self.events.append(e)
+
+    def launch(self, api="cudaLaunchKernel", dur=4000):
+        """A runtime call on the main thread; returns (corr, end)."""
+        c = self.next_corr()
+        self.x("cuda_runtime", api, self.pid, self.tid, self.host, dur,
+               {"External id": c, "cbid": 211, "correlation": c})
+        end = self.host + dur
+        self.host = end + 1000
+        return c, end
+
+    def kernel(self, name, stream, start, dur, corr, extra=None, grid=(108, 1, 1), block=(256, 1, 1)):
+        args = {"External id": corr, "queued": 0, "device": self.rank % 8, "context": 1,
+                "stream": stream, "correlation": corr, "registers per thread": 128,
+                "shared memory": 49152, "blocks per SM": 1.0, "warps per SM": 8.0,
+                "grid": list(grid), "block": list(block), "est. achieved occupancy %": 12}
+        if corr is None or (self.missing_left > 0 and stream == COMPUTE_STREAM and name == ELEM):
+            if corr is not None:
+                self.missing_left -= 1
+            del args["correlation"]
+        if extra:
+            args.update(extra)
+        self.x("kernel", name, self.rank % 8, stream, start, dur, args)
+        if "correlation" in args:
+            self.events.append({"ph": "f", "id": corr, "pid": self.rank % 8, "tid": stream, "ts": start,
+                                "cat": "ac2g", "name": "ac2g", "bp": "e"})
+        self.free[stream] = start + dur
+        return start + dur
+
+    def compute(self, name, dur):
+        c, end = self.launch()
+        start = max(end + 3000, self.free[COMPUTE_STREAM])
+        return self.kernel(name, COMPUTE_STREAM, start, dur, c)
+
+
+def coll_args(nelems, pg_name, pg_desc, ranks):
+    return {"Collective name": "allreduce", "In msg nelems": nelems, "Out msg nelems": nelems,
+            "Group size": len(ranks), "dtype": "BFloat16", "In split size": "[]", "Out split size": "[]",
+            "Process Group Name": pg_name, "Process Group Description": pg_desc,
+            "Process Group Ranks": "[" + ", ".join(str(r) for r in ranks) + "]"}
+
+
+def collective(ranks_objs, members, nelems, pg_name, pg_desc, ready, transfer):
+    """All-reduce among `members` (rank objects); ready[r] = when rank r may start."""
+    starts = {}
+    launch = {}
+    for r in members:
+        c, end = r.launch()
+        launch[r.rank] = c
+        starts[r.rank] = max(ready[r.rank], end + 3000, r.free[COMM_STREAM])
+    end = max(starts.values()) + transfer
+    args = coll_args(nelems, pg_name, pg_desc, [m.rank for m in members])
+    for r in members:
+        r.kernel(NCCL_AR, COMM_STREAM, starts[r.rank], end - starts[r.rank], launch[r.rank], dict(args),
+                 grid=(24, 1, 1), block=(640, 1, 1))
+    return end
+
+
+def build(args):
+    world = args.ranks
+    tp = 2 if world % 2 == 0 and world > 1 else 1
+    dp = world // tp
+    rng = random.Random(args.seed)
+    ranks = [Rank(r, args) for r in range(world)]
+    sc = args.scale
+    # process groups: dp groups (same tp rank), tp groups (same dp rank)
+    dp_groups = {t: [r for r in range(world) if r % tp == t] for t in range(tp)}
+    tp_groups = {d: [d * tp + t for t in range(tp)] for d in range(dp)}
+    dp_pg_name = {t: str(1 + t) for t in range(tp)}
+    tp_pg_name = {d: str(1 + tp + d) for d in range(dp)}
+    for step in range(args.steps):
+        jit = [rng.randint(0, args.jitter_us) * 1000 for _ in range(world)]
+        step_host_start = {}
+        for r in ranks:
+            r.host = max(r.host, r.free[COMPUTE_STREAM] - 200_000) + jit[r.rank]
+            step_host_start[r.rank] = r.host
+            # input batch copy and grad zeroing
+            c, end = r.launch("cudaMemcpyAsync")
+            s = max(end + 2000, r.free[COMPUTE_STREAM])
+            r.x("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", r.rank % 8, COMPUTE_STREAM, s, 40_000,
+                {"device": r.rank % 8, "context": 1, "stream": COMPUTE_STREAM, "correlation": c,
+                 "bytes": 4 << 20, "memory bandwidth (GB/s)": 104.8})
+            r.free[COMPUTE_STREAM] = s + 40_000
+            c, end = r.launch("cudaMemsetAsync")
+            s = max(end + 2000, r.free[COMPUTE_STREAM])
+            r.x("gpu_memset", "Memset (Device)", r.rank % 8, COMPUTE_STREAM, s, 10_000,
+                {"device": r.rank % 8, "context": 1, "stream": COMPUTE_STREAM, "correlation": c,
+                 "bytes": 1 << 20, "memory bandwidth (GB/s)": 104.8})
+            r.free[COMPUTE_STREAM] = s + 10_000
+        # forward: per layer gemm + add; a tensor-parallel all-reduce every layer
+        for layer in range(args.layers):
+            for r in ranks:
+                r.compute(GEMM, 300_000 * sc + (1000 * (r.rank % 3) if args.jitter_us else 0))
+                r.compute(ELEM, 50_000 * sc)
+            if tp > 1:
+                for d, members in tp_groups.items():
+                    objs = [ranks[m] for m in members]
+                    ready = {m.rank: m.free[COMPUTE_STREAM] for m in objs}
+                    end = collective(ranks, objs, 4 << 20, tp_pg_name[d], "tp_group", ready, 40_000 * sc)
+                    for m in objs:  # the next layer needs the reduced activations
+                        m.free[COMPUTE_STREAM] = max(m.free[COMPUTE_STREAM], end)
+        # CUDA graph replay of a small block (kernels share the launch's correlation)
+        if args.graphs:
+            for r in ranks:
+                c, end = r.launch("cudaGraphLaunch", 6000)
+                s = max(end + 3000, r.free[COMPUTE_STREAM])
+                for g in range(3):
+                    s = r.kernel(GEMM if g != 1 else ELEM, COMPUTE_STREAM, s, 30_000 * sc, c) + 1000
+        # backward: per layer a gemm; gradient buckets every 2 layers
+        bucket_ready = []
+        for layer in range(args.layers):
+            for r in ranks:
+                r.compute(GEMM, 600_000 * sc)
+            if layer % 2 == 1:
+                bucket_ready.append({r.rank: r.free[COMPUTE_STREAM] for r in ranks})
+        backward_end = {r.rank: r.free[COMPUTE_STREAM] for r in ranks}
+        for b, ready in enumerate(bucket_ready):
+            for t, members in dp_groups.items():
+                objs = [ranks[m] for m in members]
+                rdy = ready if args.overlap == "on" else backward_end
+                collective(ranks, objs, 25 << 20, dp_pg_name[t], "dp_group", dict(rdy), 500_000 * sc)
+        # optimizer after the gradients are reduced
+        for r in ranks:
+            r.free[COMPUTE_STREAM] = max(r.free[COMPUTE_STREAM], r.free[COMM_STREAM])
+            r.compute(ADAM, 200_000 * sc)
+            r.host = max(r.host, r.free[COMPUTE_STREAM] - 100_000)
+            s0 = step_host_start[r.rank]
+            r.x("user_annotation", "ProfilerStep#%d" % step, r.pid, r.tid, s0, r.host - s0,
+                {"External id": 1})
+            r.x("gpu_user_annotation", "ProfilerStep#%d" % step, r.rank % 8, COMPUTE_STREAM, s0 + 50_000,
+                r.free[COMPUTE_STREAM] - s0 - 50_000, {"External id": 1})
+            r.host += 20_000
+    return ranks, world, tp, dp, dp_groups, tp_groups, dp_pg_name, tp_pg_name
+
+
+def write(args):
+    ranks, world, tp, dp, dp_groups, tp_groups, dp_pg_name, tp_pg_name = build(args)
+    os.makedirs(args.out, exist_ok=True)
+    pg_config = [{"pg_name": "0", "pg_desc": "default_pg", "backend_config": "cuda:nccl",
+                  "pg_size": world, "ranks": list(range(world))}]
+    for t, m in dp_groups.items():
+        pg_config.append({"pg_name": dp_pg_name[t], "pg_desc": "dp_group", "pg_size": len(m), "ranks": m})
+    for d, m in tp_groups.items():
+        pg_config.append({"pg_name": tp_pg_name[d], "pg_desc": "tp_group", "pg_size": len(m), "ranks": m})
+    base = (T0 // 1_000_000_000) * 1_000_000_000 if args.base_ns else 0
+    for r in ranks:
+        evs = sorted(r.events, key=lambda e: (e["ts"], -e.get("dur", 0)))
+        meta = [{"name": "process_name", "ph": "M", "ts": us(T0 - base), "pid": r.pid, "tid": 0,
+                 "args": {"name": "python"}},
+                {"name": "thread_name", "ph": "M", "ts": us(T0 - base), "pid": r.pid, "tid": r.tid,
+                 "args": {"name": "thread %d (python)" % r.tid}},
+                {"name": "process_name", "ph": "M", "ts": us(T0 - base), "pid": r.rank % 8, "tid": 0,
+                 "args": {"name": "GPU %d" % (r.rank % 8)}}]
+        path = os.path.join(args.out, "rank-%d.json" % r.rank + (".gz" if args.gzip else ""))
+        opener = gzip.open if args.gzip else open
+        with opener(path, "wt", encoding="utf-8") as f:
+            f.write('{\n  "schemaVersion": 1,\n  "deviceProperties": [\n')
+            f.write(",\n".join('    {"id": %d, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 85045231616, '
+                               '"computeMajor": 9, "computeMinor": 0, "numSms": 132}' % d for d in range(8)))
+            f.write('\n  ],\n  "distributedInfo": ')
+            f.write(json.dumps({"backend": "nccl", "rank": r.rank, "world_size": world,
+                                "pg_count": len(pg_config), "pg_config": pg_config, "nccl_version": "2.21.5"}))
+            f.write(',\n  "traceEvents": [\n')
+            first = True
+            for e in meta + evs:
+                e = dict(e)
+                e["ts"] = us(e["ts"] - base) if isinstance(e["ts"], int) else e["ts"]
+                if "dur" in e:
+                    e["dur"] = us(e["dur"])
+                # numbers written as raw text to keep exact decimals
+                body = json.dumps({k: v for k, v in e.items() if k not in ("ts", "dur")})
+                extra = ', "ts": %s' % e["ts"] + (', "dur": %s' % e["dur"] if "dur" in e else "")
+                f.write(("" if first else ",\n") + "  " + body[:-1] + extra + "}")
+                first = False
+            f.write('\n  ],\n  "traceName": "%s",\n  "displayTimeUnit": "ms"' % os.path.basename(path))
+            if args.base_ns:
+                f.write(',\n  "baseTimeNanoseconds": %d' % base)
+            f.write("\n}\n")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("out")
+    p.add_argument("--ranks", type=int, default=4)
+    p.add_argument("--steps", type=int, default=4)
+    p.add_argument("--layers", type=int, default=8)
+    p.add_argument("--overlap", choices=["on", "off"], default="on")
+    p.add_argument("--gzip", action="store_true")
+    p.add_argument("--graphs", action="store_true")
+    p.add_argument("--missing-corr", type=int, default=0)
+    p.add_argument("--jitter-us", type=int, default=20)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--base-ns", action="store_true")
+    p.add_argument("--scale", type=int, default=1, help="multiplies kernel durations")
+    write(p.parse_args())
+
+
+if __name__ == "__main__":
+    main()
