@@ -81,6 +81,28 @@ int comm_rank(const comm *c);
 int comm_size(const comm *c);
 uint64_t comm_id(const comm *c);
 
+/* The operations of one communicator backend. Every backend's comm object
+ * begins with a comm_header, so comm.c dispatches the functions below to the
+ * backend (shared memory now; a comm_nccl.c adds its own table and a
+ * constructor next to comm_group). */
+typedef struct comm_ops {
+    const char *backend_name;
+    void (*destroy)(comm *c);
+    int (*allreduce)(comm *c, dev_stream *s, void *buf, size_t count, comm_dtype dt);
+    int (*reduce_scatter)(comm *c, dev_stream *s, float *out, const float *in, size_t count);
+    int (*allgather)(comm *c, dev_stream *s, float *out, const float *in, size_t count);
+    int (*broadcast)(comm *c, dev_stream *s, void *buf, size_t bytes, int root);
+    int (*send)(comm *c, dev_stream *s, const void *buf, size_t bytes, int peer, unsigned flags);
+    int (*recv)(comm *c, dev_stream *s, void *buf, size_t bytes, int peer, unsigned flags);
+    int (*barrier)(comm *c, dev_stream *s);
+} comm_ops;
+
+typedef struct comm_header {
+    const comm_ops *ops;
+    int rank, size; /* this member's rank in the group, and the group's size */
+    uint64_t id;    /* equal on every member */
+} comm_header;
+
 /* flags for p2p records */
 #define COMM_F_PIPELINE 0x4u
 

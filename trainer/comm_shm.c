@@ -89,6 +89,7 @@ struct comm_job {
 };
 
 struct comm {
+    comm_header h; /* first: ops, rank, size, id */
     comm_job *job;
     comm_kind kind;
     char name[16];
@@ -526,43 +527,43 @@ static int enqueue_comm(comm *c, dev_stream *s, int op, void *p0, const void *p1
     return cpu_stream_enqueue(s, &t);
 }
 
-int comm_allreduce(comm *c, dev_stream *s, void *buf, size_t count, comm_dtype dt)
+static int shm_allreduce(comm *c, dev_stream *s, void *buf, size_t count, comm_dtype dt)
 {
     size_t es = dt == COMM_FLOAT64 ? 8 : 4;
     return enqueue_comm(c, s, OP_ALLREDUCE, buf, NULL, count, dt, -1, 0, count * es);
 }
 
-int comm_reduce_scatter(comm *c, dev_stream *s, float *out, const float *in, size_t count)
+static int shm_reduce_scatter(comm *c, dev_stream *s, float *out, const float *in, size_t count)
 {
     /* bytes as in the busbw formulas: the size of the full (input) buffer */
     return enqueue_comm(c, s, OP_REDUCE_SCATTER, out, in, count, COMM_FLOAT32, -1, 0,
                         count * 4 * (size_t)c->n);
 }
 
-int comm_allgather(comm *c, dev_stream *s, float *out, const float *in, size_t count)
+static int shm_allgather(comm *c, dev_stream *s, float *out, const float *in, size_t count)
 {
     return enqueue_comm(c, s, OP_ALLGATHER, out, in, count, COMM_FLOAT32, -1, 0,
                         count * 4 * (size_t)c->n);
 }
 
-int comm_broadcast(comm *c, dev_stream *s, void *buf, size_t bytes, int root)
+static int shm_broadcast(comm *c, dev_stream *s, void *buf, size_t bytes, int root)
 {
     return enqueue_comm(c, s, OP_BROADCAST, buf, NULL, bytes, 0, root, 0, bytes);
 }
 
-int comm_send(comm *c, dev_stream *s, const void *buf, size_t bytes, int peer, unsigned flags)
+static int shm_send(comm *c, dev_stream *s, const void *buf, size_t bytes, int peer, unsigned flags)
 {
     return enqueue_comm(c, s, OP_SEND, (void *)buf, NULL, bytes, 0, peer,
                         STEPSCOPE_COLL_F_P2P | flags, bytes);
 }
 
-int comm_recv(comm *c, dev_stream *s, void *buf, size_t bytes, int peer, unsigned flags)
+static int shm_recv(comm *c, dev_stream *s, void *buf, size_t bytes, int peer, unsigned flags)
 {
     return enqueue_comm(c, s, OP_RECV, buf, NULL, bytes, 0, peer, STEPSCOPE_COLL_F_P2P | flags,
                         bytes);
 }
 
-int comm_barrier(comm *c, dev_stream *s)
+static int shm_barrier(comm *c, dev_stream *s)
 {
     return enqueue_comm(c, s, OP_BARRIER, NULL, NULL, 0, 0, -1, 0, 0);
 }
@@ -704,6 +705,20 @@ static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
     return h;
 }
 
+static void shm_destroy(comm *c);
+
+static const comm_ops shm_ops = {
+    .backend_name = "shm",
+    .destroy = shm_destroy,
+    .allreduce = shm_allreduce,
+    .reduce_scatter = shm_reduce_scatter,
+    .allgather = shm_allgather,
+    .broadcast = shm_broadcast,
+    .send = shm_send,
+    .recv = shm_recv,
+    .barrier = shm_barrier,
+};
+
 comm *comm_group(comm_job *job, comm_kind kind, const char *name, const int *ranks, int n,
                  char *err, size_t errlen)
 {
@@ -745,10 +760,14 @@ comm *comm_group(comm_job *job, comm_kind kind, const char *name, const int *ran
     h = fnv1a(h, ranks, sizeof(int) * (size_t)n);
     c->id = h;
     c->region = region_of(job, kind, ranks[0]);
+    c->h.ops = &shm_ops;
+    c->h.rank = me;
+    c->h.size = n;
+    c->h.id = h;
     return c;
 }
 
-void comm_destroy(comm *c)
+static void shm_destroy(comm *c)
 {
     if (!c)
         return;
@@ -758,6 +777,3 @@ void comm_destroy(comm *c)
     free(c);
 }
 
-int comm_rank(const comm *c) { return c->me; }
-int comm_size(const comm *c) { return c->n; }
-uint64_t comm_id(const comm *c) { return c->id; }

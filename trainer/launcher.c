@@ -166,9 +166,10 @@ int launcher_run(const train_config *cfg)
                 status = 1;
                 goto done;
             }
-            /* watchdog: among ranks silent for too long, blame one that is not
-             * itself waiting for peers (the others wait for it); if all of them
-             * wait (a deadlock), the one silent the longest */
+            /* watchdog: once some rank has been silent too long, blame the
+             * least recently active rank that is not itself waiting for peers
+             * (the others wait for it); if every rank waits (a deadlock), the
+             * one silent the longest */
             uint64_t now = (uint64_t)(mono_s() * 1e9), oldest = UINT64_MAX;
             int who = -1, who_busy = -1;
             uint64_t oldest_busy = UINT64_MAX;
@@ -180,22 +181,30 @@ int launcher_run(const train_config *cfg)
                     oldest = hb;
                     who = r;
                 }
-                if (comm_job_waiting_of(job, r) == 0 && hb < oldest_busy &&
-                    (double)(now - hb) / 1e9 > cfg->watchdog_s) {
+                if (comm_job_waiting_of(job, r) == 0 && hb < oldest_busy) {
                     oldest_busy = hb;
                     who_busy = r;
                 }
             }
-            if (who_busy >= 0) {
-                who = who_busy;
-                oldest = oldest_busy;
-            }
             if (who >= 0 && oldest != 0 && now > oldest &&
                 (double)(now - oldest) / 1e9 > cfg->watchdog_s) {
+                if (who_busy >= 0)
+                    who = who_busy;
+                uint64_t hb = comm_job_heartbeat_of(job, who);
                 fprintf(stderr,
                         "stepscope-train: rank %d (pid %d) hung: no progress for %.1f s "
                         "(--watchdog-s %g); stopping all ranks\n",
-                        who, (int)pids[who], (double)(now - oldest) / 1e9, cfg->watchdog_s);
+                        who, (int)pids[who], now > hb ? (double)(now - hb) / 1e9 : 0.0,
+                        cfg->watchdog_s);
+                for (int r = 0; r < n; r++) {
+                    if (!alive[r])
+                        continue;
+                    hb = comm_job_heartbeat_of(job, r);
+                    fprintf(stderr, "stepscope-train:   rank %d: last progress %.1f s ago, %s\n",
+                            r, now > hb ? (double)(now - hb) / 1e9 : 0.0,
+                            comm_job_waiting_of(job, r) ? "waiting for peers"
+                                                        : "not waiting for peers");
+                }
                 char why[128];
                 snprintf(why, sizeof why, "watchdog: rank %d hung", who);
                 comm_job_abort(job, why);

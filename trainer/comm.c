@@ -1,0 +1,50 @@
+/*
+ * comm.c — the backend-independent entry points of the communicator API
+ * (comm.h): each call finds the backend's operation table in the comm_header
+ * that starts every communicator object and forwards to it.
+ */
+#include "comm.h"
+
+static const comm_ops *ops_of(const comm *c) { return ((const comm_header *)c)->ops; }
+
+void comm_destroy(comm *c)
+{
+    if (c)
+        ops_of(c)->destroy(c);
+}
+
+int comm_rank(const comm *c) { return ((const comm_header *)c)->rank; }
+int comm_size(const comm *c) { return ((const comm_header *)c)->size; }
+uint64_t comm_id(const comm *c) { return ((const comm_header *)c)->id; }
+
+int comm_allreduce(comm *c, dev_stream *s, void *buf, size_t count, comm_dtype dt)
+{
+    return ops_of(c)->allreduce(c, s, buf, count, dt);
+}
+
+int comm_reduce_scatter(comm *c, dev_stream *s, float *out, const float *in, size_t count)
+{
+    return ops_of(c)->reduce_scatter(c, s, out, in, count);
+}
+
+int comm_allgather(comm *c, dev_stream *s, float *out, const float *in, size_t count)
+{
+    return ops_of(c)->allgather(c, s, out, in, count);
+}
+
+int comm_broadcast(comm *c, dev_stream *s, void *buf, size_t bytes, int root)
+{
+    return ops_of(c)->broadcast(c, s, buf, bytes, root);
+}
+
+int comm_send(comm *c, dev_stream *s, const void *buf, size_t bytes, int peer, unsigned flags)
+{
+    return ops_of(c)->send(c, s, buf, bytes, peer, flags);
+}
+
+int comm_recv(comm *c, dev_stream *s, void *buf, size_t bytes, int peer, unsigned flags)
+{
+    return ops_of(c)->recv(c, s, buf, bytes, peer, flags);
+}
+
+int comm_barrier(comm *c, dev_stream *s) { return ops_of(c)->barrier(c, s); }
