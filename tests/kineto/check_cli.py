@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""check_cli.py STEPSCOPE MAKE_KINETO WORKDIR — generates a 4-rank gzip Kineto
+run (CUDA graphs, kernels without correlation, ts relative to
+baseTimeNanoseconds) and checks `stepscope analyze --json` against the
+values the generator implies, then `stepscope export` and a single file."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+exe, gen, work = sys.argv[1:4]
+shutil.rmtree(work, ignore_errors=True)
+run = os.path.join(work, "run")
+subprocess.run([sys.executable, gen, run, "--ranks", "4", "--steps", "3", "--gzip", "--graphs",
+                "--missing-corr", "2", "--base-ns", "--jitter-us", "0"], check=True)
+out = os.path.join(work, "report.json")
+subprocess.run([exe, "analyze", run, "--json", out, "--quiet"], check=True)
+rep = json.load(open(out))
+fail = 0
+
+
+def check(cond, what):
+    global fail
+    if not cond:
+        print("FAILED:", what)
+        fail += 1
+
+
+check(len(rep["ranks"]) == 4, "4 ranks")
+for r in rep["ranks"]:
+    steps = r["steps"]
+    check(len(steps) == 3, "3 steps on rank %d" % r["rank"])
+    for s in steps[1:]:
+        # per step (generator, overlap on, graphs): compute = 8*(300+50) + 3*30 + 8*600 + 200 us
+        check(s["compute_ns"] == 7_890_000, "compute of rank %d step %s: %s" % (r["rank"], s["step"], s["compute_ns"]))
+        # comm = 8 tp all-reduces * 40 us + 4 dp buckets * 500 us
+        check(s["comm_ns"] == 2_320_000, "comm %s" % s["comm_ns"])
+        # exposed: tp (forward) + the last bucket after backward
+        check(s["exposed_comm_ns"] == 820_000, "exposed comm %s" % s["exposed_comm_ns"])
+        check(s["compute_ns"] + s["exposed_comm_ns"] + s["exposed_mem_ns"] + s["idle_ns"] == s["span_ns"],
+              "closed accounting")
+trace = os.path.join(work, "trace.json")
+subprocess.run([exe, "export", run, "-o", trace], check=True, stdout=subprocess.DEVNULL)
+ev = json.load(open(trace))["traceEvents"]
+check(any(e.get("args", {}).get("category") == "comm" for e in ev), "comm events in the export")
+# one file given explicitly, any name ending in .json.gz
+single = os.path.join(work, "trace_rank2.json.gz")
+shutil.copy(os.path.join(run, "rank-2.json.gz"), single)
+r = subprocess.run([exe, "analyze", single, "--json", "-"], capture_output=True, text=True)
+check(r.returncode == 0 and json.loads(r.stdout)["ranks"][0]["rank"] == 2, "single file, rank 2")
+# a malformed file in a run: the rank is skipped with a warning naming the offset
+bad = os.path.join(work, "bad")
+os.makedirs(bad)
+shutil.copy(os.path.join(run, "rank-0.json.gz"), bad)
+with open(os.path.join(bad, "rank-1.json"), "w") as f:
+    f.write('{"traceEvents": [{"ph": "X", "ts": 1.5')
+r = subprocess.run([exe, "analyze", bad], capture_output=True, text=True)
+check(r.returncode == 0 and "rank-1.json: byte " in r.stdout + r.stderr, "bad rank named with offset:\n" + r.stdout[-800:] + r.stderr)
+sys.exit(1 if fail else 0)

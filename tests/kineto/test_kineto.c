@@ -1,0 +1,353 @@
+/*
+ * test_kineto.c — the Kineto importer on small hand-built documents whose
+ * every expected number is worked out by hand in the comments:
+ *   precision   decimal us with ns digits -> exact integer ns (no doubles)
+ *   metrics     one step with a compute kernel and an overlapping NCCL
+ *               kernel: compute, comm, overlap, exposed comm, idle exactly
+ *   colls       two ranks, two process groups: comm_id equal across ranks,
+ *               seq by order, comm_rank from the member list, bytes
+ *   graph       kernels sharing a cudaGraphLaunch correlation: a compute
+ *               kernel of the graph is not turned into communication
+ *   missing     a kernel without correlation: kept, not joined
+ *   malformed   truncated, deep nesting, huge integers, bad UTF-8, garbage
+ *               -> clear errors naming the byte offset (or warnings)
+ *   gzip        a .json.gz file read through the run loader, rank from
+ *               distributedInfo and from the file name
+ * Usage: test_kineto [SCRATCH_DIR]. Exit 0 when every check passes.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "json_stream.h"
+#include "kineto_source.h"
+#include "ssa_analysis.h"
+
+static int failures;
+#define CHECK(cond)                                                        \
+  do {                                                                     \
+    if (!(cond)) {                                                         \
+      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+      failures++;                                                          \
+    }                                                                      \
+  } while (0)
+#define CHECK_EQ(a, b)                                                                    \
+  do {                                                                                    \
+    long long va_ = (long long)(a), vb_ = (long long)(b);                                 \
+    if (va_ != vb_) {                                                                     \
+      fprintf(stderr, "%s:%d: %s = %lld, expected %lld\n", __FILE__, __LINE__, #a, va_, vb_); \
+      failures++;                                                                         \
+    }                                                                                     \
+  } while (0)
+
+static int load(const char *doc, const char *name, ssa_rank *r, stepscope_error *err) {
+  if (ssa_rank_init(r)) return -1;
+  return ssa_kineto_load_memory(doc, strlen(doc), name, r, err);
+}
+
+/* ---- number conversion ---- */
+static void test_numbers(void) {
+  int64_t v;
+  CHECK(js_number_scaled("1700000000123.456", 3, &v) && v == 1700000000123456LL);
+  CHECK(js_number_scaled("1700000000123.4567", 3, &v) && v == 1700000000123457LL); /* rounds */
+  CHECK(js_number_scaled("0.0004", 3, &v) && v == 0);
+  CHECK(js_number_scaled("-2.5", 3, &v) && v == -2500);
+  CHECK(js_number_scaled("1.5e3", 3, &v) && v == 1500000);
+  CHECK(js_number_scaled("9223372036854775.807", 3, &v) && v == INT64_MAX);
+  CHECK(!js_number_scaled("9223372036854775.808", 3, &v));
+  CHECK(!js_number_scaled("1e400", 3, &v));
+  uint64_t u;
+  CHECK(js_number_u64("18446744073709551615", &u) && u == UINT64_MAX);
+  CHECK(!js_number_u64("18446744073709551616", &u));
+  CHECK(!js_number_u64("-1", &u));
+  CHECK(!js_number_u64("1.5", &u));
+}
+
+/* ---- one step, exact metrics ----
+ * Step range [0, 1000) us on thread 1, launches at 10 and 20 us.
+ * compute kernel  [100.001, 300.001) us = [100001, 300001) ns
+ * nccl kernel     [200.001, 400.001) us = [200001, 400001) ns
+ * window = [100001, 400001): span 300000, compute 200000, comm 200000,
+ * overlap 100000, exposed comm 100000, idle 0.
+ */
+static const char *doc_metrics =
+    "{\"distributedInfo\":{\"rank\":0,\"world_size\":1},\"traceEvents\":["
+    "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#7\",\"pid\":1,\"tid\":1,\"ts\":0,\"dur\":1000},"
+    "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,\"ts\":10,\"dur\":5,"
+    "\"args\":{\"correlation\":11}},"
+    "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,\"ts\":20,\"dur\":5,"
+    "\"args\":{\"correlation\":12}},"
+    "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm\",\"pid\":0,\"tid\":7,\"ts\":100.001,\"dur\":200.000,"
+    "\"args\":{\"device\":0,\"stream\":7,\"correlation\":11,\"grid\":[4,2,1],\"block\":[128,1,1]}},"
+    "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_Sum_f32_RING_LL(x)\",\"pid\":0,"
+    "\"tid\":20,\"ts\":200.001,\"dur\":200.000,"
+    "\"args\":{\"device\":0,\"stream\":20,\"correlation\":12}}"
+    "]}";
+
+static void test_metrics(void) {
+  ssa_rank *r = calloc(1, sizeof *r);
+  stepscope_error err;
+  CHECK_EQ(load(doc_metrics, "m.json", r, &err), 0);
+  ssa_run run;
+  memset(&run, 0, sizeof run);
+  CHECK_EQ(ssa_run_from_ranks(&run, r, 1, &err), 0);
+  CHECK_EQ(run.ranks[0].nops, 2);
+  CHECK_EQ(run.ranks[0].ops[0].start, 100001);
+  CHECK_EQ(run.ranks[0].joined_ops, 2);
+  ssa_analysis a;
+  CHECK_EQ(ssa_analyze(&run, NULL, &a, &err), 0);
+  CHECK_EQ(a.ranks[0].nsteps, 1);
+  const ssa_window *w = &a.ranks[0].windows[0];
+  CHECK_EQ(w->step, 7);
+  CHECK_EQ(w->span, 300000);     /* [100.001, 400.001) us */
+  CHECK_EQ(w->compute, 200000);
+  CHECK_EQ(w->comm, 200000);     /* ncclDevKernel_ by name */
+  CHECK_EQ(w->overlap, 100000);
+  CHECK_EQ(w->exposed_comm, 100000);
+  CHECK_EQ(w->idle, 0);
+  CHECK_EQ(w->compute + w->exposed_comm + w->exposed_mem + w->idle, w->span);
+  ssa_analysis_free(&a);
+  ssa_run_free(&run);
+}
+
+/* ---- collectives across two ranks and two groups ---- */
+static char *doc_coll(int rank) {
+  char *buf = malloc(8192);
+  int n = snprintf(buf, 8192,
+                   "{\"distributedInfo\":{\"rank\":%d,\"world_size\":4},\"traceEvents\":[", rank);
+  const char *groups[2][3] = {{"5", "dp", "[0, 2]"}, {"6", "tp", "[2, 3]"}};
+  long long t = 1000;
+  for (int i = 0; i < 3; i++) {
+    int g = rank == 0 ? 0 : (i % 2); /* rank 0 is only in dp; rank 2 in both */
+    if (rank == 0 && i == 2) break;
+    n += snprintf(buf + n, 8192 - (size_t)n,
+                  "%s{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_Sum_bf16_RING_LL\","
+                  "\"pid\":0,\"tid\":20,\"ts\":%lld.250,\"dur\":10,\"args\":{\"stream\":20,\"correlation\":%d,"
+                  "\"Collective name\":\"allreduce\",\"In msg nelems\":1024,\"Out msg nelems\":1024,"
+                  "\"Group size\":2,\"dtype\":\"BFloat16\",\"Process Group Name\":\"%s\","
+                  "\"Process Group Description\":\"%s\",\"Process Group Ranks\":\"%s\"}}",
+                  i ? "," : "", t, 100 + i, groups[g][0], groups[g][1], groups[g][2]);
+    t += 100;
+  }
+  snprintf(buf + n, 8192 - (size_t)n, "]}");
+  return buf;
+}
+
+static void test_collectives(void) {
+  ssa_rank *r = calloc(2, sizeof *r);
+  stepscope_error err;
+  char *d0 = doc_coll(0), *d2 = doc_coll(2);
+  CHECK_EQ(load(d0, "x.json", &r[0], &err), 0);
+  CHECK_EQ(load(d2, "y.json", &r[1], &err), 0);
+  CHECK_EQ(r[0].rank, 0);
+  CHECK_EQ(r[1].rank, 2);
+  CHECK_EQ(r[0].ncolls, 2);
+  CHECK_EQ(r[1].ncolls, 3);
+  /* rank 0: both dp, seq 0 and 1, comm_rank 0 */
+  CHECK_EQ(r[0].colls[0].seq, 0);
+  CHECK_EQ(r[0].colls[1].seq, 1);
+  CHECK_EQ(r[0].colls[0].comm_rank, 0);
+  CHECK_EQ(r[0].colls[0].bytes, 2048);
+  CHECK_EQ(r[0].colls[0].op, STEPSCOPE_COLL_ALLREDUCE);
+  CHECK_EQ(r[0].colls[0].datatype, STEPSCOPE_DT_BFLOAT16);
+  CHECK_EQ(r[0].colls[0].comm_size, 2);
+  /* rank 2: dp (i=0), tp (i=1), dp (i=2); dp has seq 0,1; tp seq 0 */
+  CHECK(r[1].colls[0].comm_id == r[0].colls[0].comm_id);
+  CHECK(r[1].colls[1].comm_id != r[0].colls[0].comm_id);
+  CHECK_EQ(r[1].colls[0].seq, 0);
+  CHECK_EQ(r[1].colls[1].seq, 0);
+  CHECK_EQ(r[1].colls[2].seq, 1);
+  CHECK_EQ(r[1].colls[0].comm_rank, 1); /* position of 2 in [0, 2] */
+  CHECK_EQ(r[1].colls[1].comm_rank, 0); /* position of 2 in [2, 3] */
+  CHECK_EQ(r[1].colls[0].start, 1000250);
+  ssa_run run;
+  memset(&run, 0, sizeof run);
+  CHECK_EQ(ssa_run_from_ranks(&run, r, 2, &err), 0);
+  ssa_analysis a;
+  CHECK_EQ(ssa_analyze(&run, NULL, &a, &err), 0);
+  /* dp instances are complete (2 of 2); the tp one misses rank 3 */
+  size_t complete = 0;
+  for (size_t i = 0; i < a.ncolls; i++) complete += a.colls[i].present == 2;
+  CHECK_EQ(complete, 2);
+  ssa_analysis_free(&a);
+  ssa_run_free(&run);
+  free(d0);
+  free(d2);
+}
+
+/* ---- CUDA graph: three kernels share correlation 50, one is NCCL ---- */
+static const char *doc_graph =
+    "{\"traceEvents\":["
+    "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaGraphLaunch\",\"pid\":1,\"tid\":1,\"ts\":1,\"dur\":2,"
+    "\"args\":{\"correlation\":50}},"
+    "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm\",\"pid\":0,\"tid\":7,\"ts\":10,\"dur\":10,"
+    "\"args\":{\"stream\":7,\"correlation\":50}},"
+    "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllGather_RING_LL\",\"pid\":0,\"tid\":7,\"ts\":20,"
+    "\"dur\":10,\"args\":{\"stream\":7,\"correlation\":50,\"Collective name\":\"_allgather_base\","
+    "\"In msg nelems\":8,\"Out msg nelems\":16,\"Group size\":2,\"dtype\":\"Float\","
+    "\"Process Group Name\":\"0\",\"Process Group Ranks\":[0,1]}},"
+    "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"add\",\"pid\":0,\"tid\":7,\"ts\":30,\"dur\":10,"
+    "\"args\":{\"stream\":7,\"correlation\":50}},"
+    "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"nocorr\",\"pid\":0,\"tid\":7,\"ts\":40,\"dur\":10,"
+    "\"args\":{\"stream\":7}}"
+    "]}";
+
+static void test_graph_and_missing(void) {
+  ssa_rank *r = calloc(1, sizeof *r);
+  stepscope_error err;
+  CHECK_EQ(load(doc_graph, "/x/rank-3.json", r, &err), 0);
+  CHECK_EQ(r->rank, 3); /* from the file name */
+  CHECK_EQ(r->ncolls, 1);
+  CHECK_EQ(r->colls[0].op, STEPSCOPE_COLL_ALLGATHER);
+  CHECK_EQ(r->colls[0].bytes, 64); /* out 16 x 4 bytes */
+  CHECK_EQ(r->colls[0].corr, 0);   /* shared correlation: not linked */
+  CHECK_EQ(ssa_rank_finish(r), 0);
+  int comm = 0, compute = 0, joined = 0;
+  for (size_t i = 0; i < r->nops; i++) {
+    comm += r->ops[i].cls == SSA_CLS_COMM;
+    compute += r->ops[i].cls == SSA_CLS_COMPUTE;
+    joined += r->ops[i].launch != SSA_NONE;
+  }
+  CHECK_EQ(comm, 1);     /* only the NCCL kernel, by name */
+  CHECK_EQ(compute, 3);  /* gemm, add and the kernel without correlation */
+  CHECK_EQ(joined, 3);   /* all graph kernels joined to cudaGraphLaunch */
+  ssa_rank_free(r);
+  free(r);
+}
+
+/* ---- malformed input ---- */
+static void expect_error(const char *doc, const char *needle) {
+  ssa_rank r;
+  stepscope_error err;
+  memset(&err, 0, sizeof err);
+  int rc = load(doc, "bad.json", &r, &err);
+  CHECK(rc != 0);
+  if (rc != 0 && (!strstr(err.message, needle) || !strstr(err.message, "bad.json: byte "))) {
+    fprintf(stderr, "message '%s' lacks '%s'\n", err.message, needle);
+    failures++;
+  }
+  ssa_rank_free(&r);
+}
+
+static void test_malformed(void) {
+  expect_error("{\"traceEvents\":[{\"ph\":\"X\",\"ts\":1", "unexpected end of input");
+  expect_error("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"ts\":1e30,\"dur\":1}]}",
+               "does not fit in 64-bit");
+  expect_error("{\"traceEvents\":[]} x", "data after the end");
+  expect_error("{\"traceEvents\":[{\"ph\":\"X\" \"ts\":1}]}", "expected ',' or '}'");
+  expect_error("{\"traceEvents\":[01]}", "expected ',' or ']'");
+  expect_error("{\"traceEvents\":[\"a\tb\"]}", "control character");
+  expect_error("{\"traceEvents\":[nul]}", "expected null");
+  expect_error("[1,]", "where a value was expected");
+  expect_error("{\"schemaVersion\":1}", "no \"traceEvents\"");
+  expect_error("", "no value");
+  /* deep nesting */
+  size_t depth = 100000;
+  char *deep = malloc(depth * 2 + 64);
+  strcpy(deep, "{\"traceEvents\":[");
+  size_t n = strlen(deep);
+  memset(deep + n, '[', depth);
+  memset(deep + n + depth, ']', depth);
+  strcpy(deep + n + 2 * depth, "]}");
+  expect_error(deep, "nesting deeper than 512");
+  free(deep);
+  /* a huge integer where an id is expected is ignored, not an error */
+  ssa_rank r;
+  stepscope_error err;
+  CHECK_EQ(load("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":1,\"dur\":1,"
+                "\"args\":{\"correlation\":123456789012345678901234567890}}]}",
+                "big.json", &r, &err),
+           0);
+  CHECK_EQ(r.nops, 1);
+  CHECK_EQ(r.ops[0].corr, 0);
+  ssa_rank_free(&r);
+  /* bad UTF-8 in a name: replaced, counted, warned */
+  CHECK_EQ(load("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\xff\xc3(\xed\xa0\x80\","
+                "\"ts\":1,\"dur\":1},{\"name\":\"\\ud800x\"}]}",
+                "utf.json", &r, &err),
+           0);
+  CHECK_EQ(r.nops, 1);
+  CHECK(strcmp(ssa_rank_str(&r, r.ops[0].name), "k\xef\xbf\xbd\xef\xbf\xbd(\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd") == 0); /* ED A0 80: 3 (maximal subparts) */
+  int warned = 0;
+  for (size_t i = 0; i < r.nwarnings; i++) warned |= strstr(r.warnings[i], "invalid UTF-8") != NULL;
+  CHECK(warned);
+  ssa_rank_free(&r);
+  /* a negative duration is ignored with a warning */
+  CHECK_EQ(load("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":5,\"dur\":-1}]}",
+                "neg.json", &r, &err),
+           0);
+  CHECK_EQ(r.nops, 0);
+  ssa_rank_free(&r);
+}
+
+/* ---- gzip through the run loader, baseTimeNanoseconds ---- */
+static void test_gzip(const char *dir) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/kineto_gz", dir);
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", path, path);
+  CHECK_EQ(system(cmd), 0);
+  for (int rank = 0; rank < 2; rank++) {
+    char file[640];
+    snprintf(file, sizeof file, "%s/rank-%d.json.gz", path, rank);
+    gzFile g = gzopen(file, "wb");
+    CHECK(g != NULL);
+    if (!g) return;
+    /* ts relative to baseTimeNanoseconds, which comes last */
+    gzprintf(g,
+             "{\"distributedInfo\":{\"rank\":%d,\"world_size\":2},\"traceEvents\":["
+             "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":1.5,\"dur\":2,"
+             "\"args\":{\"stream\":7}}],\"baseTimeNanoseconds\":%lld}",
+             rank, 1700000000000000000LL + rank * 1000LL);
+    gzclose(g);
+  }
+  ssa_run run;
+  stepscope_error err;
+  memset(&err, 0, sizeof err);
+  int rc = ssa_run_load(&run, path, NULL, &err);
+  CHECK_EQ(rc, 0);
+  if (rc == 0) {
+    CHECK_EQ(run.nranks, 2);
+    CHECK_EQ(run.ranks[1].rank, 1);
+    CHECK_EQ(run.ranks[0].ops[0].start, 1500);
+    /* rank 1's base is 1 us later: its kernel is 1 us later on the common time base */
+    CHECK_EQ((run.ranks[1].ops[0].start + run.ranks[1].offset_ns) -
+                 (run.ranks[0].ops[0].start + run.ranks[0].offset_ns),
+             1000);
+  }
+  ssa_run_free(&run);
+  /* a corrupt gzip stream is an error naming the file */
+  char bad[640];
+  snprintf(bad, sizeof bad, "%s/rank-9.json.gz", path);
+  FILE *f = fopen(bad, "wb");
+  CHECK(f != NULL);
+  if (f) {
+    static const unsigned char junk[] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 0xff, 0xff, 0xff, 0x12};
+    fwrite(junk, 1, sizeof junk, f);
+    fclose(f);
+  }
+  ssa_rank r;
+  ssa_rank_init(&r);
+  memset(&err, 0, sizeof err);
+  CHECK(ssa_kineto_source_load(bad, &r, &err) != 0);
+  CHECK(strstr(err.message, "rank-9.json.gz") != NULL);
+  ssa_rank_free(&r);
+}
+
+int main(int argc, char **argv) {
+  const char *dir = argc > 1 ? argv[1] : "/tmp";
+  test_numbers();
+  test_metrics();
+  test_collectives();
+  test_graph_and_missing();
+  test_malformed();
+  test_gzip(dir);
+  if (failures) {
+    fprintf(stderr, "%d check(s) failed\n", failures);
+    return 1;
+  }
+  printf("kineto: all checks passed\n");
+  return 0;
+}
