@@ -10,6 +10,8 @@
  * operation a stream completes) for hangs. On the first failure it marks the
  * job aborted (so blocked collectives fail at once), sends SIGTERM to the
  * survivors, SIGKILL two seconds later, reports "rank R: <cause>" and returns 1.
+ * SIGINT or SIGTERM to the launcher stops the ranks the same way and removes
+ * the segment.
  * Communication waits inside ranks time out at twice the watchdog, so a hang
  * is reported by the watchdog, naming a silent rank that is not itself
  * waiting for its peers (or, in a deadlock, the one silent the longest).
@@ -28,6 +30,10 @@
 
 #include "comm.h"
 #include "train.h"
+
+static volatile sig_atomic_t g_interrupted;
+
+static void on_interrupt(int sig) { g_interrupted = sig; }
 
 static double mono_s(void)
 {
@@ -110,6 +116,12 @@ int launcher_run(const train_config *cfg)
     fflush(stdout);
     fflush(stderr);
     int status = 0;
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
     for (int r = 0; r < n; r++) {
         pid_t p = fork();
         if (p < 0) {
@@ -120,6 +132,8 @@ int launcher_run(const train_config *cfg)
             goto done;
         }
         if (p == 0) {
+            sigaction(SIGINT, &old_int, NULL);
+            sigaction(SIGTERM, &old_term, NULL);
             char v[32];
             snprintf(v, sizeof v, "%d", r);
             setenv("RANK", v, 1);
@@ -138,6 +152,14 @@ int launcher_run(const train_config *cfg)
     {
         int left = n;
         while (left > 0) {
+            if (g_interrupted) {
+                fprintf(stderr, "stepscope-train: interrupted (signal %d); stopping all ranks\n",
+                        (int)g_interrupted);
+                comm_job_abort(job, "the launcher was interrupted");
+                stop_all(pids, alive, n);
+                status = 1;
+                goto done;
+            }
             for (int r = 0; r < n; r++) {
                 if (!alive[r])
                     continue;
@@ -216,6 +238,8 @@ int launcher_run(const train_config *cfg)
         }
     }
 done:
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
     comm_job_close(job);
     unlink(path);
     free(pids);
