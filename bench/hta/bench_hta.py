@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""bench_hta.py STEPSCOPE HTA_PYTHON [--sizes 4,16,64] [--ranks 4] [--work DIR]
+— times `stepscope analyze` against HTA (TraceAnalysis + temporal breakdown
++ comm/comp overlap + idle time breakdown, bench/hta/hta_metrics.py) on the
+same generated Kineto runs (tests/kineto/make_kineto.py, N steps each), same
+machine, one after the other. Prints wall time and peak RSS of each, the
+ratios and the machine. Not a test: run it by hand (docs/hta-comparison.md)."""
+import os
+import platform
+import subprocess
+import sys
+import time
+
+here = os.path.dirname(os.path.abspath(__file__))
+gen = os.path.join(here, "..", "..", "tests", "kineto", "make_kineto.py")
+
+
+def measure(cmd):
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    if status != 0:
+        raise SystemExit("failed: %s" % " ".join(cmd))
+    return wall, ru.ru_maxrss / 1024.0  # MiB
+
+
+def machine():
+    cpu = platform.processor()
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = ""
+    try:
+        mem = "%.1f GiB RAM" % (int(open("/proc/meminfo").readline().split()[1]) / 1048576)
+    except OSError:
+        pass
+    return "%s, %d cores, %s, %s" % (cpu, os.cpu_count(), mem, platform.platform())
+
+
+def main():
+    exe, hta_py = sys.argv[1], sys.argv[2]
+    args = sys.argv[3:]
+    sizes = [4, 16, 64]
+    ranks = 4
+    work = "/tmp/stepscope-bench-hta"
+    if "--sizes" in args:
+        sizes = [int(x) for x in args[args.index("--sizes") + 1].split(",")]
+    if "--ranks" in args:
+        ranks = int(args[args.index("--ranks") + 1])
+    if "--work" in args:
+        work = args[args.index("--work") + 1]
+    print("machine:", machine())
+    print("%6s %6s %10s %9s | %10s %9s | %10s %9s | %8s %8s" % (
+        "ranks", "steps", "MB (json)", "events", "ss wall s", "ss MiB", "hta wall s", "hta MiB",
+        "speedup", "mem x"))
+    for steps in sizes:
+        d = os.path.join(work, "r%d_s%d" % (ranks, steps))
+        if not os.path.isdir(d):
+            subprocess.run([sys.executable, gen, d, "--ranks", str(ranks), "--steps", str(steps),
+                            "--layers", "24", "--graphs"], check=True)
+        mb = sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d)) / 1e6
+        events = 0
+        for f in os.listdir(d):
+            with open(os.path.join(d, f)) as fh:
+                events += sum(1 for line in fh if line.startswith('  {"ph"'))
+        ss = min(measure([exe, "analyze", d, "--json", "/dev/null", "--quiet"]) for _ in range(3))
+        hta = measure([hta_py, os.path.join(here, "hta_metrics.py"), d, "--json", "/dev/null"])
+        print("%6d %6d %10.1f %9d | %10.3f %9.1f | %10.3f %9.1f | %7.0fx %7.1fx" % (
+            ranks, steps, mb, events, ss[0], ss[1], hta[0], hta[1], hta[0] / ss[0], hta[1] / ss[1]))
+
+
+if __name__ == "__main__":
+    main()
