@@ -1,0 +1,112 @@
+/*
+ * context.cu — the kernel context: stream, cuBLASLt handle and workspace,
+ * precision, and the grow-only scratch buffers (see cuda_kernels.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kcuda_internal.cuh"
+
+#define KCUDA_WORKSPACE_BYTES (32u << 20) /* cuBLASLt's recommendation for Hopper */
+
+int kcuda_precision_parse(const char *name, kcuda_precision *out)
+{
+    if (!strcmp(name, "fp32"))
+        *out = KCUDA_FP32;
+    else if (!strcmp(name, "tf32"))
+        *out = KCUDA_TF32;
+    else if (!strcmp(name, "bf16"))
+        *out = KCUDA_BF16;
+    else
+        return -1;
+    return 0;
+}
+
+const char *kcuda_precision_name(kcuda_precision p)
+{
+    return p == KCUDA_BF16 ? "bf16" : p == KCUDA_TF32 ? "tf32" : "fp32";
+}
+
+kcuda_ctx *kcuda_ctx_create(cudaStream_t stream, kcuda_precision precision, char *err,
+                            size_t errlen)
+{
+    kcuda_ctx *k = (kcuda_ctx *)calloc(1, sizeof *k);
+    if (!k) {
+        snprintf(err, errlen, "out of host memory creating a kernel context");
+        return NULL;
+    }
+    k->stream = stream;
+    k->precision = precision;
+    int dev = 0;
+    cudaError_t ce = cudaGetDevice(&dev);
+    if (ce == cudaSuccess)
+        ce = cudaDeviceGetAttribute(&k->sm_count, cudaDevAttrMultiProcessorCount, dev);
+    if (ce != cudaSuccess) {
+        snprintf(err, errlen, "cudaDeviceGetAttribute: %s", cudaGetErrorString(ce));
+        free(k);
+        return NULL;
+    }
+    cublasStatus_t st = cublasLtCreate(&k->lt);
+    if (st != CUBLAS_STATUS_SUCCESS) {
+        snprintf(err, errlen, "cublasLtCreate: %s", cublasGetStatusString(st));
+        free(k);
+        return NULL;
+    }
+    ce = cudaMalloc(&k->workspace, KCUDA_WORKSPACE_BYTES);
+    if (ce != cudaSuccess) {
+        snprintf(err, errlen, "cudaMalloc of the %u MiB cuBLASLt workspace: %s",
+                 KCUDA_WORKSPACE_BYTES >> 20, cudaGetErrorString(ce));
+        cublasLtDestroy(k->lt);
+        free(k);
+        return NULL;
+    }
+    k->workspace_bytes = KCUDA_WORKSPACE_BYTES;
+    return k;
+}
+
+void kcuda_ctx_destroy(kcuda_ctx *k)
+{
+    if (!k)
+        return;
+    for (int i = 0; i < KCUDA_SCRATCH_COUNT; i++)
+        if (k->scratch[i])
+            cudaFreeAsync(k->scratch[i], k->stream);
+    cudaStreamSynchronize(k->stream);
+    cudaFree(k->workspace);
+    cublasLtDestroy(k->lt);
+    free(k);
+}
+
+cudaStream_t kcuda_stream(const kcuda_ctx *k) { return k->stream; }
+kcuda_precision kcuda_ctx_precision(const kcuda_ctx *k) { return k->precision; }
+const char *kcuda_error(const kcuda_ctx *k) { return k->error; }
+
+size_t kcuda_ctx_bytes(const kcuda_ctx *k)
+{
+    size_t total = k->workspace_bytes;
+    for (int i = 0; i < KCUDA_SCRATCH_COUNT; i++)
+        total += k->scratch_bytes[i];
+    return total;
+}
+
+void *kcuda_scratch(kcuda_ctx *k, int slot, size_t bytes)
+{
+    if (bytes <= k->scratch_bytes[slot])
+        return k->scratch[slot];
+    /* grow by at least 25 % so that slowly growing requests do not reallocate each time */
+    size_t want = bytes + bytes / 4;
+    if (k->scratch[slot]) {
+        cudaFreeAsync(k->scratch[slot], k->stream);
+        k->scratch[slot] = NULL;
+        k->scratch_bytes[slot] = 0;
+    }
+    cudaError_t e = cudaMallocAsync(&k->scratch[slot], want, k->stream);
+    if (e != cudaSuccess) {
+        k->scratch[slot] = NULL;
+        kcuda_fail(k, "cudaMallocAsync of %zu bytes of kernel scratch: %s", want,
+                   cudaGetErrorString(e));
+        return NULL;
+    }
+    k->scratch_bytes[slot] = want;
+    return k->scratch[slot];
+}

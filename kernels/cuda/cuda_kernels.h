@@ -1,0 +1,135 @@
+/*
+ * cuda_kernels.h — the CUDA kernels of stepscope's GPT trainer, callable from C.
+ *
+ * What it is for: the CUDA backend of stepscope-train (trainer/cuda/device_cuda.c)
+ * runs every model operation through these functions; the GPU tests compare each
+ * one with its plain-C reference in kernels/cpu/cpu_kernels.h, which is the
+ * specification (same arguments, same layouts, same "forward overwrites, backward
+ * accumulates" rule).
+ *
+ * How it works:
+ *   - A `kcuda_ctx` belongs to one CUDA stream. It holds the cuBLASLt handle and
+ *     workspace, a small cache of GEMM algorithms, and grow-only scratch buffers
+ *     (for bf16 operand copies, attention's permuted heads, reduction partials)
+ *     allocated stream-ordered (cudaMallocAsync), so growing never syncs the
+ *     device. Everything a function does is enqueued on the context's stream.
+ *   - Storage is fp32 (the device API's contract). The precision of the GEMMs is
+ *     a property of the context:
+ *       KCUDA_BF16  operands rounded to bf16 (weights and activations, tensor
+ *                   cores), fp32 accumulation and output — bf16 mixed precision
+ *                   with fp32 master weights and fp32 optimizer state;
+ *       KCUDA_TF32  fp32 operands on TF32 tensor cores;
+ *       KCUDA_FP32  exact fp32 GEMMs (the reference-like mode).
+ *     Element-wise kernels, LayerNorm, softmax and AdamW always compute in fp32.
+ *   - Every function returns 0, or -1 after writing a message (API, status,
+ *     shape) that kcuda_error() returns; launch errors are checked with
+ *     cudaGetLastError. Errors that happen later on the device surface at the
+ *     next synchronization, which is the caller's business.
+ */
+#ifndef STEPSCOPE_CUDA_KERNELS_H
+#define STEPSCOPE_CUDA_KERNELS_H
+
+#include <stddef.h>
+
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kcuda_ctx kcuda_ctx;
+
+typedef enum kcuda_precision {
+    KCUDA_FP32 = 0,
+    KCUDA_TF32 = 1,
+    KCUDA_BF16 = 2
+} kcuda_precision;
+
+/* Parses "fp32", "tf32", "bf16"; returns -1 for anything else. */
+int kcuda_precision_parse(const char *name, kcuda_precision *out);
+const char *kcuda_precision_name(kcuda_precision p);
+
+/* A context for `stream` (on the current device). NULL with a message on failure. */
+kcuda_ctx *kcuda_ctx_create(cudaStream_t stream, kcuda_precision precision, char *err,
+                            size_t errlen);
+/* Frees the context's buffers (stream-ordered) and handle. */
+void kcuda_ctx_destroy(kcuda_ctx *k);
+cudaStream_t kcuda_stream(const kcuda_ctx *k);
+kcuda_precision kcuda_ctx_precision(const kcuda_ctx *k);
+/* The message of the last failure of this context ("" if none). */
+const char *kcuda_error(const kcuda_ctx *k);
+/* Bytes of device memory the context holds now (workspace + scratch). */
+size_t kcuda_ctx_bytes(const kcuda_ctx *k);
+
+/* ---- encoder.cu ---------------------------------------------------------------------------- */
+int kcuda_encoder_forward(kcuda_ctx *k, float *out, const int *tokens, const float *wte,
+                          const float *wpe, int B, int T, int C);
+int kcuda_encoder_backward(kcuda_ctx *k, float *dwte, float *dwpe, const float *dout,
+                           const int *tokens, int B, int T, int C);
+
+/* ---- layernorm.cu --------------------------------------------------------------------------- */
+int kcuda_layernorm_forward(kcuda_ctx *k, float *out, float *mean, float *rstd, const float *inp,
+                            const float *weight, const float *bias, int N, int C);
+int kcuda_layernorm_backward(kcuda_ctx *k, float *dinp, float *dweight, float *dbias,
+                             const float *dout, const float *inp, const float *weight,
+                             const float *mean, const float *rstd, int N, int C);
+/* Fused: residual_out = a + b, then LayerNorm of residual_out (one read of a and b). */
+int kcuda_residual_layernorm_forward(kcuda_ctx *k, float *residual_out, float *out, float *mean,
+                                     float *rstd, const float *a, const float *b,
+                                     const float *weight, const float *bias, int N, int C);
+
+/* ---- matmul.cu (cuBLASLt) ------------------------------------------------------------------- */
+/* out[N,OC] = inp[N,C] @ weight[OC,C]^T (+ bias[OC], fused as a cuBLASLt epilogue). */
+int kcuda_matmul_forward(kcuda_ctx *k, float *out, const float *inp, const float *weight,
+                         const float *bias, int N, int C, int OC);
+/* dinp += dout @ weight; dweight += dout^T @ inp; dbias += column sums of dout (NULL skips). */
+int kcuda_matmul_backward(kcuda_ctx *k, float *dinp, float *dweight, float *dbias,
+                          const float *dout, const float *inp, const float *weight, int N, int C,
+                          int OC);
+/* Row-major batched GEMM: C[b] = alpha op(A[b]) op(B[b]) + beta C[b] for b < batch, where
+ * op(A) is [M,K] (A stored [K,M] when transA), op(B) is [K,N] (B stored [N,K] when transB),
+ * and consecutive matrices are strideA/strideB/strideC elements apart. */
+int kcuda_gemm(kcuda_ctx *k, int transA, int transB, int M, int N, int K, float alpha,
+               const float *A, const float *B, float beta, float *C, int batch, long long strideA,
+               long long strideB, long long strideC);
+
+/* ---- attention.cu (batched GEMMs + softmax) --------------------------------------------------- */
+int kcuda_attention_forward(kcuda_ctx *k, float *out, float *preatt, float *att, const float *qkv,
+                            int B, int T, int C, int NH);
+int kcuda_attention_backward(kcuda_ctx *k, float *dqkv, float *dpreatt, float *datt,
+                             const float *dout, const float *qkv, const float *att, int B, int T,
+                             int C, int NH);
+
+/* ---- gelu.cu, residual.cu ---------------------------------------------------------------------- */
+int kcuda_gelu_forward(kcuda_ctx *k, float *out, const float *inp, size_t N);
+int kcuda_gelu_backward(kcuda_ctx *k, float *dinp, const float *inp, const float *dout, size_t N);
+int kcuda_residual_forward(kcuda_ctx *k, float *out, const float *a, const float *b, size_t N);
+int kcuda_residual_backward(kcuda_ctx *k, float *da, float *db, const float *dout, size_t N);
+
+/* ---- crossentropy.cu ------------------------------------------------------------------------- */
+int kcuda_crossentropy_forward(kcuda_ctx *k, float *losses, float *probs, const float *logits,
+                               const int *targets, int N, int V, int Vp);
+int kcuda_crossentropy_backward(kcuda_ctx *k, float *dlogits, const float *dlosses,
+                                const float *probs, const int *targets, int N, int V, int Vp);
+
+/* ---- adamw.cu ------------------------------------------------------------------------------- */
+int kcuda_adamw(kcuda_ctx *k, float *params, const float *grads, float *m, float *v, size_t n,
+                float lr, float beta1, float beta2, float eps, float weight_decay, int t);
+
+/* ---- reduce.cu: fills, scaling, deterministic sums into a device double ----------------------- */
+int kcuda_fill(kcuda_ctx *k, float *x, float value, size_t n);
+int kcuda_scale(kcuda_ctx *k, float *x, float factor, size_t n);
+/* *acc += sum(x) / sum(x^2), accumulated in double in a fixed order (bitwise reproducible). */
+int kcuda_sum_accumulate(kcuda_ctx *k, double *acc, const float *x, size_t n);
+int kcuda_sum_squares_accumulate(kcuda_ctx *k, double *acc, const float *x, size_t n);
+
+/* ---- cast.cu: fp32 <-> bf16 (round to nearest even) ------------------------------------------- */
+/* dst holds n bf16 values (2 bytes each). */
+int kcuda_cast_f32_to_bf16(kcuda_ctx *k, void *dst, const float *src, size_t n);
+int kcuda_cast_bf16_to_f32(kcuda_ctx *k, float *dst, const void *src, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* STEPSCOPE_CUDA_KERNELS_H */

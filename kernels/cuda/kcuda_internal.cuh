@@ -1,0 +1,142 @@
+/*
+ * kcuda_internal.cuh — what the kernel files share: the context's layout, error
+ * reporting, scratch buffers, launch sizes and warp/block reductions.
+ *
+ * How it works: each .cu file includes this header and reports failures through
+ * kcuda_fail() (first message wins until the next success is irrelevant: every
+ * failure overwrites, the device layer keeps the first). Scratch buffers are
+ * identified by slot so that two buffers a function needs at once never alias;
+ * they only grow, with cudaFreeAsync/cudaMallocAsync on the context's stream.
+ */
+#ifndef STEPSCOPE_KCUDA_INTERNAL_CUH
+#define STEPSCOPE_KCUDA_INTERNAL_CUH
+
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "cuda_kernels.h"
+
+enum kcuda_scratch_slot {
+    KCUDA_SCRATCH_CAST_A = 0, /* bf16 copy of a GEMM's A operand */
+    KCUDA_SCRATCH_CAST_B,     /* bf16 copy of a GEMM's B operand */
+    KCUDA_SCRATCH_ATTN,       /* attention: permuted q, k, v, y and their gradients */
+    KCUDA_SCRATCH_REDUCE,     /* partial sums of the deterministic reductions */
+    KCUDA_SCRATCH_COUNT
+};
+
+#define KCUDA_ALGO_CACHE 128
+
+typedef struct kcuda_algo_entry {
+    int valid;
+    int key[12];
+    cublasLtMatmulAlgo_t algo;
+} kcuda_algo_entry;
+
+struct kcuda_ctx {
+    cudaStream_t stream;
+    kcuda_precision precision;
+    cublasLtHandle_t lt;
+    void *workspace;
+    size_t workspace_bytes;
+    void *scratch[KCUDA_SCRATCH_COUNT];
+    size_t scratch_bytes[KCUDA_SCRATCH_COUNT];
+    kcuda_algo_entry algos[KCUDA_ALGO_CACHE];
+    int sm_count;
+    char error[512];
+};
+
+/* Writes the context's error message; returns -1 so callers can `return kcuda_fail(...)`. */
+static inline int kcuda_fail(kcuda_ctx *k, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(k->error, sizeof k->error, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* Checks the launch that just happened. */
+static inline int kcuda_check_launch(kcuda_ctx *k, const char *what)
+{
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess)
+        return kcuda_fail(k, "%s: kernel launch failed: %s", what, cudaGetErrorString(e));
+    return 0;
+}
+
+/* A scratch buffer of at least `bytes` in `slot` (NULL after kcuda_fail). */
+void *kcuda_scratch(kcuda_ctx *k, int slot, size_t bytes);
+
+/* Launch sizes for element-wise kernels over n elements (grid-stride loops). */
+static inline unsigned kcuda_grid_for(const kcuda_ctx *k, size_t n, unsigned block)
+{
+    size_t blocks = (n + block - 1) / block;
+    size_t cap = (size_t)(k->sm_count > 0 ? k->sm_count : 132) * 16;
+    if (blocks > cap)
+        blocks = cap;
+    return blocks ? (unsigned)blocks : 1u;
+}
+
+__device__ __forceinline__ float kcuda_warp_sum(float v)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+__device__ __forceinline__ double kcuda_warp_sum_d(double v)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+__device__ __forceinline__ float kcuda_warp_max(float v)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+/* Sum over a block of up to 1024 threads; every thread gets the result. `shared`
+ * holds 32 values; the block must call it uniformly. */
+__device__ __forceinline__ float kcuda_block_sum(float v, float *shared)
+{
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
+    v = kcuda_warp_sum(v);
+    __syncthreads();
+    if (lane == 0)
+        shared[warp] = v;
+    __syncthreads();
+    float r = lane < nwarps ? shared[lane] : 0.0f;
+    return kcuda_warp_sum(r);
+}
+
+__device__ __forceinline__ float kcuda_block_max(float v, float *shared)
+{
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
+    v = kcuda_warp_max(v);
+    __syncthreads();
+    if (lane == 0)
+        shared[warp] = v;
+    __syncthreads();
+    float r = lane < nwarps ? shared[lane] : -INFINITY;
+    return kcuda_warp_max(r);
+}
+
+__device__ __forceinline__ double kcuda_block_sum_d(double v, double *shared)
+{
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
+    v = kcuda_warp_sum_d(v);
+    __syncthreads();
+    if (lane == 0)
+        shared[warp] = v;
+    __syncthreads();
+    double r = lane < nwarps ? shared[lane] : 0.0;
+    return kcuda_warp_sum_d(r);
+}
+
+#endif /* STEPSCOPE_KCUDA_INTERNAL_CUH */

@@ -1,0 +1,266 @@
+/*
+ * test_cpu_side.c — the parts of the CUDA backend that need no GPU, run on every
+ * machine: the peak-FLOPs table, the launcher-environment detection, the file and
+ * TCP rendezvous stores (with forked "ranks"), and the NCCL policy checks (several
+ * ranks per GPU, group keys).
+ *
+ * Usage: test_gpu_cpu_side peak|env|file_store|tcp_store|nccl_policy
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "comm_nccl.h"
+#include "device_cuda.h"
+#include "rendezvous.h"
+
+static int failures;
+
+#define EXPECT(cond, ...)                                                                          \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                            \
+            printf(__VA_ARGS__);                                                                   \
+            printf("\n");                                                                          \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+static int test_peak(void)
+{
+    struct {
+        const char *name;
+        double tflops;
+    } cases[] = {
+        {"NVIDIA H100 80GB HBM3", 989}, {"NVIDIA H100 PCIe", 756}, {"NVIDIA H100 NVL", 835},
+        {"NVIDIA H200", 989},           {"NVIDIA A100-SXM4-80GB", 312}, {"NVIDIA A10G", 70},
+        {"NVIDIA L40S", 362},           {"NVIDIA L4", 121},     {"NVIDIA GH200 480GB", 989},
+        {"nvidia h100 80gb hbm3", 989}, {"Some Future GPU", 0},  {"", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        double got = dev_cuda_peak_flops_bf16(cases[i].name);
+        EXPECT(fabs(got - cases[i].tflops * 1e12) < 1, "%s: %g, expected %g TFLOP/s",
+               cases[i].name, got / 1e12, cases[i].tflops);
+    }
+    EXPECT(!strcmp(dev_cuda_peak_table_match("NVIDIA H100 PCIe"), "H100 PCIe"), "match row");
+    EXPECT(dev_cuda_peak_flops_bf16(NULL) == 0, "NULL name");
+    return 0;
+}
+
+static void clear_launcher_env(void)
+{
+    const char *names[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "SLURM_PROCID",
+                           "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE",
+                           "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+                           "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", "PMI_RANK",
+                           "PMI_SIZE", "MASTER_ADDR", "MASTER_PORT", "STEPSCOPE_RDZV"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        unsetenv(names[i]);
+}
+
+static int test_env(void)
+{
+    rdzv_env e;
+    clear_launcher_env();
+    EXPECT(rdzv_env_detect(&e) == -1 && !strcmp(e.source, "none") && e.world == 1, "no launcher");
+    EXPECT(!strcmp(e.master_addr, "127.0.0.1") && e.master_port == 29500, "defaults");
+    setenv("RANK", "3", 1);
+    setenv("WORLD_SIZE", "8", 1);
+    setenv("LOCAL_RANK", "1", 1);
+    setenv("LOCAL_WORLD_SIZE", "2", 1);
+    setenv("MASTER_ADDR", "node7", 1);
+    setenv("MASTER_PORT", "1234", 1);
+    EXPECT(rdzv_env_detect(&e) == 0 && !strcmp(e.source, "torchrun"), "torchrun: %s", e.source);
+    EXPECT(e.rank == 3 && e.world == 8 && e.local_rank == 1 && e.local_world == 2, "torchrun ids");
+    EXPECT(!strcmp(e.master_addr, "node7") && e.master_port == 1234, "master");
+    clear_launcher_env();
+    setenv("SLURM_PROCID", "5", 1);
+    setenv("SLURM_NTASKS", "16", 1);
+    setenv("SLURM_LOCALID", "1", 1);
+    EXPECT(rdzv_env_detect(&e) == 0 && !strcmp(e.source, "slurm") && e.rank == 5 &&
+               e.world == 16 && e.local_rank == 1 && e.local_world == 16,
+           "slurm: %s %d %d %d %d", e.source, e.rank, e.world, e.local_rank, e.local_world);
+    clear_launcher_env();
+    setenv("OMPI_COMM_WORLD_RANK", "2", 1);
+    setenv("OMPI_COMM_WORLD_SIZE", "4", 1);
+    EXPECT(rdzv_env_detect(&e) == 0 && !strcmp(e.source, "openmpi") && e.rank == 2 &&
+               e.local_rank == 2,
+           "openmpi");
+    clear_launcher_env();
+    setenv("PMI_RANK", "1", 1);
+    setenv("PMI_SIZE", "2", 1);
+    setenv("RANK", "x", 1); /* malformed: ignored */
+    EXPECT(rdzv_env_detect(&e) == 0 && !strcmp(e.source, "pmi") && e.rank == 1, "pmi");
+    clear_launcher_env();
+    return 0;
+}
+
+/* Forks `ranks` children; child r sets key "k<r>" and reads every other key, checking
+ * the values, then exits 0. Returns the number of failed children. */
+static int run_ranks(int ranks, rdzv_store *(*open_store)(int rank, void *arg), void *arg)
+{
+    pid_t pids[8];
+    for (int r = 0; r < ranks; r++) {
+        pids[r] = fork();
+        if (pids[r] == 0) {
+            if (r % 2)
+                usleep(100000); /* readers arrive before and after the writers */
+            rdzv_store *s = open_store(r, arg);
+            if (!s)
+                _exit(10);
+            char key[32], val[64], err[256];
+            snprintf(key, sizeof key, "k%d", r);
+            snprintf(val, sizeof val, "value of rank %d", r);
+            if (rdzv_set(s, key, val, strlen(val) + 1, err, sizeof err) != 0) {
+                fprintf(stderr, "rank %d: %s\n", r, err);
+                _exit(11);
+            }
+            for (int q = 0; q < ranks; q++) {
+                char got[64], want[64];
+                size_t len = 0;
+                snprintf(key, sizeof key, "k%d", q);
+                snprintf(want, sizeof want, "value of rank %d", q);
+                if (rdzv_get(s, key, got, sizeof got, &len, err, sizeof err) != 0) {
+                    fprintf(stderr, "rank %d: %s\n", r, err);
+                    _exit(12);
+                }
+                if (len != strlen(want) + 1 || strcmp(got, want) != 0)
+                    _exit(13);
+            }
+            /* close removes this rank's key (file) or stops the server (TCP, rank 0): wait
+             * until the others have read everything, as NCCL's collective init ensures */
+            usleep(500000);
+            rdzv_close(s);
+            _exit(0);
+        }
+    }
+    int bad = 0;
+    for (int r = 0; r < ranks; r++) {
+        int st = 0;
+        waitpid(pids[r], &st, 0);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            printf("rank %d exited with status %d\n", r, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+            bad++;
+        }
+    }
+    return bad;
+}
+
+static rdzv_store *open_file_store(int rank, void *arg)
+{
+    char err[256];
+    rdzv_store *s = rdzv_file_open(arg, 10, err, sizeof err);
+    if (!s)
+        fprintf(stderr, "rank %d: %s\n", rank, err);
+    return s;
+}
+
+static int test_file_store(void)
+{
+    char dir[] = "/tmp/stepscope-rdzv-XXXXXX";
+    if (!mkdtemp(dir)) {
+        printf("FAIL mkdtemp: %s\n", strerror(errno));
+        return 1;
+    }
+    EXPECT(run_ranks(4, open_file_store, dir) == 0, "four ranks through a file store");
+    /* a missing key times out with a message naming it */
+    char err[256], buf[8];
+    size_t len;
+    rdzv_store *s = rdzv_file_open(dir, 0.2, err, sizeof err);
+    EXPECT(s != NULL, "reopen");
+    if (s) {
+        EXPECT(rdzv_get(s, "never-set", buf, sizeof buf, &len, err, sizeof err) != 0 &&
+                   strstr(err, "never-set"),
+               "timeout message: %s", err);
+        EXPECT(rdzv_set(s, "../escape", "x", 1, err, sizeof err) != 0, "path traversal refused");
+        rdzv_close(s);
+    }
+    rmdir(dir); /* every rank removed its key: the directory must be empty now */
+    EXPECT(access(dir, F_OK) != 0, "store directory left behind");
+    return 0;
+}
+
+static rdzv_store *open_tcp_store(int rank, void *arg)
+{
+    char err[256];
+    rdzv_store *s = rdzv_tcp_open("127.0.0.1", *(int *)arg, rank == 0, 10, err, sizeof err);
+    if (!s)
+        fprintf(stderr, "rank %d: %s\n", rank, err);
+    return s;
+}
+
+static int test_tcp_store(void)
+{
+    int port = 20000 + (int)(getpid() % 20000);
+    EXPECT(run_ranks(4, open_tcp_store, &port) == 0, "four ranks through a TCP store on port %d",
+           port);
+    /* nobody serving: a clear message after the timeout */
+    char err[256], buf[8];
+    size_t len;
+    rdzv_store *s = rdzv_tcp_open("127.0.0.1", port + 1, 0, 0.3, err, sizeof err);
+    EXPECT(s != NULL, "client without server opens");
+    if (s) {
+        EXPECT(rdzv_get(s, "k0", buf, sizeof buf, &len, err, sizeof err) != 0 &&
+                   strstr(err, "cannot reach"),
+               "unreachable store message: %s", err);
+        rdzv_close(s);
+    }
+    EXPECT(rdzv_tcp_open("127.0.0.1", 70000, 1, 1, err, sizeof err) == NULL, "bad port refused");
+    return 0;
+}
+
+static int test_nccl_policy(void)
+{
+    char err[512];
+    EXPECT(comm_nccl_check_gpu_sharing(1, 22809, NULL, err, sizeof err) == 0, "one rank per GPU");
+    EXPECT(comm_nccl_check_gpu_sharing(4, 22809, "1", err, sizeof err) != 0 &&
+               strstr(err, "2.30") && strstr(err, "2.28.9"),
+           "old NCCL refused: %s", err);
+    EXPECT(comm_nccl_check_gpu_sharing(4, 23203, NULL, err, sizeof err) != 0 &&
+               strstr(err, "NCCL_MULTI_RANK_GPU_ENABLE=1"),
+           "env var required: %s", err);
+    EXPECT(comm_nccl_check_gpu_sharing(4, 23203, "1", err, sizeof err) == 0, "2.32 + env ok");
+    int a[3] = {0, 2, 4}, b[3] = {0, 2, 4}, c[3] = {1, 3, 5};
+    char ka[128], kb[128], kc[128], kd[128];
+    comm_nccl_group_key(ka, sizeof ka, COMM_KIND_DP, a, 3, "");
+    comm_nccl_group_key(kb, sizeof kb, COMM_KIND_DP, b, 3, "");
+    comm_nccl_group_key(kc, sizeof kc, COMM_KIND_DP, c, 3, "");
+    comm_nccl_group_key(kd, sizeof kd, COMM_KIND_TP, a, 3, "up");
+    EXPECT(!strcmp(ka, kb) && strcmp(ka, kc) && strcmp(ka, kd), "group keys %s %s %s", ka, kc, kd);
+    EXPECT(strstr(kd, "-up") != NULL, "suffix in key: %s", kd);
+    int v = comm_nccl_version();
+    char vs[32];
+    comm_nccl_version_string(vs, sizeof vs);
+    printf("linked NCCL: %s (%d)\n", vs, v);
+    EXPECT(v >= 20900, "ncclGetVersion works without a GPU: %d", v);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s peak|env|file_store|tcp_store|nccl_policy\n", argv[0]);
+        return 2;
+    }
+    const char *t = argv[1];
+    if (!strcmp(t, "peak"))
+        test_peak();
+    else if (!strcmp(t, "env"))
+        test_env();
+    else if (!strcmp(t, "file_store"))
+        test_file_store();
+    else if (!strcmp(t, "tcp_store"))
+        test_tcp_store();
+    else if (!strcmp(t, "nccl_policy"))
+        test_nccl_policy();
+    else {
+        fprintf(stderr, "unknown test %s\n", t);
+        return 2;
+    }
+    printf("%s: %d failure(s)\n", failures ? "FAILED" : "PASSED", failures);
+    return failures ? 1 : 0;
+}

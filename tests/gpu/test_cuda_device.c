@@ -1,0 +1,105 @@
+/*
+ * test_cuda_device.c — the CUDA device backend (trainer/cuda/device_cuda.c) through
+ * its operation table: zeroed allocations, staged and large copies, a producer and
+ * a consumer stream ordered by an event, a model operation, the sticky error of a
+ * failed operation, and the memory counters.
+ * Exit status: 0 passed, 1 failed, 77 (SKIP) without a CUDA device.
+ */
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device_cuda.h"
+
+static int failures;
+
+#define EXPECT(cond, ...)                                                                          \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                            \
+            printf(__VA_ARGS__);                                                                   \
+            printf("\n");                                                                          \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+int main(void)
+{
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+        printf("SKIP: no CUDA device\n");
+        return 77;
+    }
+    char err[512];
+    dev_device *d = dev_cuda_open(0, "fp32", err, sizeof err);
+    if (!d) {
+        printf("FAIL dev_cuda_open: %s\n", err);
+        return 1;
+    }
+    const dev_ops *o = dev_cuda_ops();
+    EXPECT(dev_is_cuda(d) && !strcmp(o->backend_name, "cuda"), "table");
+    printf("device: %s, peak bf16 %.0f TFLOP/s (row '%s')\n", o->name(d),
+           dev_cuda_peak_flops_bf16(o->name(d)) / 1e12, dev_cuda_peak_table_match(o->name(d)));
+    dev_stream *a = o->stream_create(d, "compute"), *b = o->stream_create(d, "comm");
+    dev_event *ev = o->event_create(d);
+    EXPECT(a && b && ev, "streams and event: %s", o->last_error(d));
+    if (!a || !b || !ev)
+        return 1;
+    size_t n = 3 << 20; /* 12 MiB: larger than a staging slot */
+    float *x = o->alloc(d, n * 4), *y = o->alloc(d, n * 4);
+    float *host = malloc(n * 4), *back = malloc(n * 4);
+    EXPECT(x && y && host && back, "alloc");
+    EXPECT(o->bytes_in_use(d) >= 2 * n * 4, "bytes in use %zu", o->bytes_in_use(d));
+    o->copy_to_host(a, back, x, n * 4);
+    EXPECT(o->stream_synchronize(a) == 0, "sync");
+    int zero = 1;
+    for (size_t i = 0; i < n; i++)
+        zero &= back[i] == 0.0f;
+    EXPECT(zero, "allocations are zeroed");
+    /* producer: copy + scale on a; consumer: b waits for the event, then copies */
+    for (size_t i = 0; i < n; i++)
+        host[i] = (float)(i % 1000);
+    o->copy_to_device(a, x, host, n * 4);
+    o->scale(a, x, 2.0f, n);
+    o->event_record(ev, a);
+    o->stream_wait_event(b, ev);
+    o->copy(b, y, x, n * 4);
+    o->copy_to_host(b, back, y, n * 4);
+    EXPECT(o->stream_synchronize(b) == 0, "sync b: %s", o->last_error(d));
+    int same = 1;
+    for (size_t i = 0; i < n; i++)
+        same &= back[i] == 2.0f * (float)(i % 1000);
+    EXPECT(same, "event orders the consumer after the producer");
+    /* many small staged copies in a row (the ring of pinned slots wraps) */
+    int tok[64];
+    for (int round = 0; round < 40; round++) {
+        for (int i = 0; i < 64; i++)
+            tok[i] = round * 100 + i;
+        o->copy_to_device(a, (char *)x + (size_t)round * sizeof tok, tok, sizeof tok);
+    }
+    int tback[64 * 40];
+    o->copy_to_host(a, tback, x, sizeof tback);
+    EXPECT(o->stream_synchronize(a) == 0, "sync staged");
+    int staged_ok = 1;
+    for (int i = 0; i < 64 * 40; i++)
+        staged_ok &= tback[i] == (i / 64) * 100 + i % 64;
+    EXPECT(staged_ok, "staged copies keep their contents after the host buffer is reused");
+    /* a failing operation: sticky error with the op's name, later work skipped */
+    o->attention_forward(a, y, y, y, x, 1, 4, 10, 3);
+    EXPECT(o->stream_synchronize(a) != 0, "failed op makes sync fail");
+    EXPECT(strstr(o->last_error(d), "attention_forward") != NULL, "error names the op: %s",
+           o->last_error(d));
+    printf("error message: %s\n", o->last_error(d));
+    EXPECT(o->bytes_peak(d) >= o->bytes_in_use(d), "peak >= in use");
+    printf("bytes in use %zu, peak %zu, measured peak %zu\n", o->bytes_in_use(d),
+           o->bytes_peak(d), dev_cuda_measured_peak(d));
+    o->free(d, x);
+    o->free(d, y);
+    o->event_destroy(ev);
+    o->close(d);
+    free(host);
+    free(back);
+    printf("%s: %d failure(s)\n", failures ? "FAILED" : "PASSED", failures);
+    return failures ? 1 : 0;
+}

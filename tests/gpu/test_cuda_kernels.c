@@ -1,0 +1,450 @@
+/*
+ * test_cuda_kernels.c — every CUDA kernel of kernels/cuda against its plain-C
+ * reference (kernels/cpu) on small shapes, in fp32 and bf16 GEMM precision.
+ *
+ * How it works: each case fills host inputs from a fixed-seed generator, runs the
+ * reference on the host and the CUDA kernel on device copies of the same inputs
+ * (gradients start from the same non-zero values, so accumulation is checked too),
+ * copies the results back and compares them with a normalized maximum error
+ *     err = max_i |gpu_i - ref_i| / max(max_i |ref_i|, 1e-6).
+ * Stated tolerances (one table below):
+ *   - element-wise kernels, LayerNorm, softmax/cross-entropy, AdamW, sums: 1e-5
+ *     (fp32 everywhere; only the order of additions and expf/tanhf differ);
+ *   - GEMM-based kernels (matmul, attention) in fp32 mode: 1e-5;
+ *   - the same in bf16 mode (operands rounded to 8-bit mantissas, fp32
+ *     accumulation): 2e-2; TF32 (10-bit mantissas): 5e-3.
+ * Exit status: 0 all passed, 1 a failure, 77 (SKIP) when no CUDA device is present.
+ */
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_kernels.h"
+#include "cuda_kernels.h"
+
+static int failures;
+static unsigned long long rng_state = 0x2545F4914F6CDD1Dull;
+
+static float frand(void) /* uniform in [-1, 1) */
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (float)((rng_state >> 40) / (double)(1ull << 24)) * 2.0f - 1.0f;
+}
+
+static float *host_random(size_t n, float scale)
+{
+    float *x = malloc(n * sizeof *x);
+    if (!x) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    for (size_t i = 0; i < n; i++)
+        x[i] = frand() * scale;
+    return x;
+}
+
+static float *host_copy(const float *x, size_t n)
+{
+    float *y = malloc(n * sizeof *y);
+    if (!y) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    memcpy(y, x, n * sizeof *y);
+    return y;
+}
+
+static void check_cuda(cudaError_t e, const char *what)
+{
+    if (e != cudaSuccess) {
+        fprintf(stderr, "FAIL: %s: %s\n", what, cudaGetErrorString(e));
+        exit(1);
+    }
+}
+
+static void *to_device(const void *host, size_t bytes)
+{
+    void *d = NULL;
+    check_cuda(cudaMalloc(&d, bytes ? bytes : 1), "cudaMalloc");
+    if (host)
+        check_cuda(cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
+    else
+        check_cuda(cudaMemset(d, 0, bytes ? bytes : 1), "cudaMemset");
+    return d;
+}
+
+static float *from_device(const void *dev, size_t n)
+{
+    float *h = malloc(n * sizeof *h);
+    if (!h) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    check_cuda(cudaDeviceSynchronize(), "kernel execution");
+    check_cuda(cudaMemcpy(h, dev, n * sizeof *h, cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
+    return h;
+}
+
+/* Compares n values; frees gpu. */
+static void expect_close(const char *what, float *gpu, const float *ref, size_t n, double tol)
+{
+    double maxref = 0, maxdiff = 0;
+    size_t worst = 0;
+    int nonfinite = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(gpu[i]))
+            nonfinite = 1;
+        double d = fabs((double)gpu[i] - ref[i]);
+        if (fabs(ref[i]) > maxref)
+            maxref = fabs(ref[i]);
+        if (d > maxdiff) {
+            maxdiff = d;
+            worst = i;
+        }
+    }
+    double err = maxdiff / (maxref > 1e-6 ? maxref : 1e-6);
+    int ok = !nonfinite && err <= tol;
+    printf("%s %-44s err %.3e (tol %.0e)%s\n", ok ? "ok  " : "FAIL", what, err, tol,
+           nonfinite ? " non-finite values" : "");
+    if (!ok) {
+        printf("     worst at %zu: gpu %.8g ref %.8g\n", worst, gpu[worst], ref[worst]);
+        failures++;
+    }
+    free(gpu);
+}
+
+#define TOL_EXACT 1e-5
+
+static double gemm_tol(kcuda_precision p)
+{
+    return p == KCUDA_BF16 ? 2e-2 : p == KCUDA_TF32 ? 5e-3 : 1e-5;
+}
+
+static void ck(kcuda_ctx *k, int rc, const char *what)
+{
+    if (rc != 0) {
+        printf("FAIL %s: %s\n", what, kcuda_error(k));
+        failures++;
+    }
+}
+
+/* ---- cases ------------------------------------------------------------------------------ */
+
+static void test_encoder(kcuda_ctx *k)
+{
+    int B = 3, T = 7, C = 40, V = 11;
+    int tokens[21];
+    for (int i = 0; i < B * T; i++)
+        tokens[i] = (i * 7 + 3) % V; /* repeats, so dwte rows get several contributions */
+    float *wte = host_random((size_t)V * C, 1), *wpe = host_random((size_t)T * C, 1);
+    float *out = malloc(sizeof(float) * B * T * C);
+    cpu_encoder_forward(out, tokens, wte, wpe, B, T, C);
+    int *dtok = to_device(tokens, sizeof tokens);
+    float *dwte_w = to_device(wte, sizeof(float) * V * C), *dwpe_w = to_device(wpe, sizeof(float) * T * C);
+    float *dout = to_device(NULL, sizeof(float) * B * T * C);
+    ck(k, kcuda_encoder_forward(k, dout, dtok, dwte_w, dwpe_w, B, T, C), "encoder_forward");
+    expect_close("encoder_forward", from_device(dout, (size_t)B * T * C), out, (size_t)B * T * C,
+                 TOL_EXACT);
+    float *g = host_random((size_t)B * T * C, 1);
+    float *gw = host_random((size_t)V * C, 1), *gp = host_random((size_t)T * C, 1);
+    float *d_g = to_device(g, sizeof(float) * B * T * C);
+    float *d_gw = to_device(gw, sizeof(float) * V * C), *d_gp = to_device(gp, sizeof(float) * T * C);
+    cpu_encoder_backward(gw, gp, g, tokens, B, T, C);
+    ck(k, kcuda_encoder_backward(k, d_gw, d_gp, d_g, dtok, B, T, C), "encoder_backward");
+    expect_close("encoder_backward dwte (accumulates)", from_device(d_gw, (size_t)V * C), gw,
+                 (size_t)V * C, TOL_EXACT);
+    expect_close("encoder_backward dwpe (accumulates)", from_device(d_gp, (size_t)T * C), gp,
+                 (size_t)T * C, TOL_EXACT);
+    cudaFree(dtok); cudaFree(dwte_w); cudaFree(dwpe_w); cudaFree(dout); cudaFree(d_g);
+    cudaFree(d_gw); cudaFree(d_gp);
+    free(wte); free(wpe); free(out); free(g); free(gw); free(gp);
+}
+
+static void test_layernorm(kcuda_ctx *k, int N, int C)
+{
+    size_t n = (size_t)N * C;
+    float *x = host_random(n, 2), *w = host_random((size_t)C, 1), *b = host_random((size_t)C, 1);
+    for (size_t i = 0; i < n; i++)
+        x[i] += 0.5f; /* a non-zero mean */
+    float *y = malloc(n * 4), *mean = malloc((size_t)N * 4), *rstd = malloc((size_t)N * 4);
+    cpu_layernorm_forward(y, mean, rstd, x, w, b, N, C);
+    float *dx_ = to_device(x, n * 4), *dw = to_device(w, (size_t)C * 4), *db = to_device(b, (size_t)C * 4);
+    float *dy = to_device(NULL, n * 4), *dm = to_device(NULL, (size_t)N * 4), *dr = to_device(NULL, (size_t)N * 4);
+    ck(k, kcuda_layernorm_forward(k, dy, dm, dr, dx_, dw, db, N, C), "layernorm_forward");
+    char name[96];
+    snprintf(name, sizeof name, "layernorm_forward out (N=%d C=%d)", N, C);
+    expect_close(name, from_device(dy, n), y, n, TOL_EXACT);
+    expect_close("layernorm_forward mean", from_device(dm, (size_t)N), mean, (size_t)N, TOL_EXACT);
+    expect_close("layernorm_forward rstd", from_device(dr, (size_t)N), rstd, (size_t)N, TOL_EXACT);
+    /* fused residual + layernorm: a + b then normalize */
+    float *a = host_random(n, 1), *bb = host_random(n, 1), *res = malloc(n * 4);
+    cpu_residual_forward(res, a, bb, (int)n);
+    cpu_layernorm_forward(y, mean, rstd, res, w, b, N, C);
+    float *da = to_device(a, n * 4), *dbb = to_device(bb, n * 4), *dres = to_device(NULL, n * 4);
+    ck(k, kcuda_residual_layernorm_forward(k, dres, dy, dm, dr, da, dbb, dw, db, N, C),
+       "residual_layernorm_forward");
+    expect_close("residual_layernorm_forward residual", from_device(dres, n), res, n, TOL_EXACT);
+    expect_close("residual_layernorm_forward out", from_device(dy, n), y, n, TOL_EXACT);
+    /* backward from the forward of x */
+    cpu_layernorm_forward(y, mean, rstd, x, w, b, N, C);
+    check_cuda(cudaMemcpy(dm, mean, (size_t)N * 4, cudaMemcpyHostToDevice), "copy mean");
+    check_cuda(cudaMemcpy(dr, rstd, (size_t)N * 4, cudaMemcpyHostToDevice), "copy rstd");
+    float *g = host_random(n, 1), *gx = host_random(n, 1), *gw = host_random((size_t)C, 1),
+          *gb = host_random((size_t)C, 1);
+    float *d_g = to_device(g, n * 4), *d_gx = to_device(gx, n * 4), *d_gw = to_device(gw, (size_t)C * 4),
+          *d_gb = to_device(gb, (size_t)C * 4);
+    cpu_layernorm_backward(gx, gw, gb, g, x, w, mean, rstd, N, C);
+    ck(k, kcuda_layernorm_backward(k, d_gx, d_gw, d_gb, d_g, dx_, dw, dm, dr, N, C),
+       "layernorm_backward");
+    expect_close("layernorm_backward dinp", from_device(d_gx, n), gx, n, TOL_EXACT);
+    expect_close("layernorm_backward dweight", from_device(d_gw, (size_t)C), gw, (size_t)C, 1e-4);
+    expect_close("layernorm_backward dbias", from_device(d_gb, (size_t)C), gb, (size_t)C, 1e-4);
+    void *bufs[] = {dx_, dw, db, dy, dm, dr, da, dbb, dres, d_g, d_gx, d_gw, d_gb};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        cudaFree(bufs[i]);
+    free(x); free(w); free(b); free(y); free(mean); free(rstd); free(a); free(bb); free(res);
+    free(g); free(gx); free(gw); free(gb);
+}
+
+static void test_matmul(kcuda_ctx *k, kcuda_precision p, int N, int C, int OC, int with_bias)
+{
+    double tol = gemm_tol(p);
+    size_t nin = (size_t)N * C, nw = (size_t)OC * C, nout = (size_t)N * OC;
+    float *x = host_random(nin, 1), *w = host_random(nw, 1), *b = host_random((size_t)OC, 1);
+    float *y = malloc(nout * 4);
+    cpu_matmul_forward(y, x, w, with_bias ? b : NULL, N, C, OC);
+    float *dx_ = to_device(x, nin * 4), *dw = to_device(w, nw * 4), *db = to_device(b, (size_t)OC * 4);
+    float *dy = to_device(NULL, nout * 4);
+    ck(k, kcuda_matmul_forward(k, dy, dx_, dw, with_bias ? db : NULL, N, C, OC), "matmul_forward");
+    char name[128];
+    snprintf(name, sizeof name, "matmul_forward %s N=%d C=%d OC=%d%s", kcuda_precision_name(p), N,
+             C, OC, with_bias ? " +bias" : "");
+    expect_close(name, from_device(dy, nout), y, nout, tol);
+    float *g = host_random(nout, 1), *gx = host_random(nin, 1), *gw = host_random(nw, 1),
+          *gb = host_random((size_t)OC, 1);
+    float *d_g = to_device(g, nout * 4), *d_gx = to_device(gx, nin * 4), *d_gw = to_device(gw, nw * 4),
+          *d_gb = to_device(gb, (size_t)OC * 4);
+    cpu_matmul_backward(gx, gw, gb, g, x, w, N, C, OC);
+    ck(k, kcuda_matmul_backward(k, d_gx, d_gw, d_gb, d_g, dx_, dw, N, C, OC), "matmul_backward");
+    snprintf(name, sizeof name, "matmul_backward %s dinp", kcuda_precision_name(p));
+    expect_close(name, from_device(d_gx, nin), gx, nin, tol);
+    snprintf(name, sizeof name, "matmul_backward %s dweight", kcuda_precision_name(p));
+    expect_close(name, from_device(d_gw, nw), gw, nw, tol);
+    expect_close("matmul_backward dbias (fp32 column sums)", from_device(d_gb, (size_t)OC), gb,
+                 (size_t)OC, TOL_EXACT);
+    void *bufs[] = {dx_, dw, db, dy, d_g, d_gx, d_gw, d_gb};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        cudaFree(bufs[i]);
+    free(x); free(w); free(b); free(y); free(g); free(gx); free(gw); free(gb);
+}
+
+static void test_attention(kcuda_ctx *k, kcuda_precision p, int B, int T, int C, int NH)
+{
+    double tol = gemm_tol(p);
+    size_t nqkv = (size_t)B * T * 3 * C, nout = (size_t)B * T * C, natt = (size_t)B * NH * T * T;
+    float *qkv = host_random(nqkv, 1), *out = malloc(nout * 4), *pre = malloc(natt * 4),
+          *att = malloc(natt * 4);
+    cpu_attention_forward(out, pre, att, qkv, B, T, C, NH);
+    float *d_qkv = to_device(qkv, nqkv * 4), *d_out = to_device(NULL, nout * 4),
+          *d_pre = to_device(NULL, natt * 4), *d_att = to_device(NULL, natt * 4);
+    ck(k, kcuda_attention_forward(k, d_out, d_pre, d_att, d_qkv, B, T, C, NH), "attention_forward");
+    char name[128];
+    snprintf(name, sizeof name, "attention_forward %s out (B=%d T=%d C=%d NH=%d)",
+             kcuda_precision_name(p), B, T, C, NH);
+    expect_close(name, from_device(d_out, nout), out, nout, tol);
+    expect_close("attention_forward preatt", from_device(d_pre, natt), pre, natt, tol);
+    expect_close("attention_forward att", from_device(d_att, natt), att, natt, tol);
+    /* backward from the reference's att, so that only backward's error is measured */
+    check_cuda(cudaMemcpy(d_att, att, natt * 4, cudaMemcpyHostToDevice), "copy att");
+    float *g = host_random(nout, 1), *gqkv = host_random(nqkv, 1), *dpre = malloc(natt * 4),
+          *datt = malloc(natt * 4);
+    float *d_g = to_device(g, nout * 4), *d_gqkv = to_device(gqkv, nqkv * 4),
+          *d_dpre = to_device(NULL, natt * 4), *d_datt = to_device(NULL, natt * 4);
+    cpu_attention_backward(gqkv, dpre, datt, g, qkv, att, B, T, C, NH);
+    ck(k, kcuda_attention_backward(k, d_gqkv, d_dpre, d_datt, d_g, d_qkv, d_att, B, T, C, NH),
+       "attention_backward");
+    snprintf(name, sizeof name, "attention_backward %s dqkv (accumulates)", kcuda_precision_name(p));
+    expect_close(name, from_device(d_gqkv, nqkv), gqkv, nqkv, tol);
+    expect_close("attention_backward dpreatt", from_device(d_dpre, natt), dpre, natt, tol);
+    void *bufs[] = {d_qkv, d_out, d_pre, d_att, d_g, d_gqkv, d_dpre, d_datt};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        cudaFree(bufs[i]);
+    free(qkv); free(out); free(pre); free(att); free(g); free(gqkv); free(dpre); free(datt);
+}
+
+static void test_elementwise(kcuda_ctx *k)
+{
+    size_t n = 10007;
+    float *x = host_random(n, 3), *y = malloc(n * 4), *b = host_random(n, 1);
+    float *d_x = to_device(x, n * 4), *d_y = to_device(NULL, n * 4), *d_b = to_device(b, n * 4);
+    cpu_gelu_forward(y, x, (int)n);
+    ck(k, kcuda_gelu_forward(k, d_y, d_x, n), "gelu_forward");
+    expect_close("gelu_forward", from_device(d_y, n), y, n, TOL_EXACT);
+    float *g = host_random(n, 1), *gx = host_random(n, 1);
+    float *d_g = to_device(g, n * 4), *d_gx = to_device(gx, n * 4);
+    cpu_gelu_backward(gx, x, g, (int)n);
+    ck(k, kcuda_gelu_backward(k, d_gx, d_x, d_g, n), "gelu_backward");
+    expect_close("gelu_backward (accumulates)", from_device(d_gx, n), gx, n, TOL_EXACT);
+    cpu_residual_forward(y, x, b, (int)n);
+    ck(k, kcuda_residual_forward(k, d_y, d_x, d_b, n), "residual_forward");
+    expect_close("residual_forward", from_device(d_y, n), y, n, TOL_EXACT);
+    float *da = host_copy(x, n), *db = host_copy(b, n);
+    cpu_residual_backward(da, db, g, (int)n);
+    ck(k, kcuda_residual_backward(k, d_x, d_b, d_g, n), "residual_backward");
+    expect_close("residual_backward da", from_device(d_x, n), da, n, TOL_EXACT);
+    expect_close("residual_backward db", from_device(d_b, n), db, n, TOL_EXACT);
+    /* scale, fill, casts */
+    float *s = host_copy(g, n);
+    cpu_scale(s, 0.37f, n);
+    ck(k, kcuda_scale(k, d_g, 0.37f, n), "scale");
+    expect_close("scale", from_device(d_g, n), s, n, TOL_EXACT);
+    for (size_t i = 0; i < n; i++)
+        s[i] = -2.5f;
+    ck(k, kcuda_fill(k, d_g, -2.5f, n), "fill");
+    expect_close("fill", from_device(d_g, n), s, n, 0.0);
+    void *bf = to_device(NULL, n * 2);
+    ck(k, kcuda_cast_f32_to_bf16(k, bf, d_x, n), "cast to bf16");
+    ck(k, kcuda_cast_bf16_to_f32(k, d_y, bf, n), "cast to fp32");
+    expect_close("cast fp32 -> bf16 -> fp32 (bf16 rounding)", from_device(d_y, n), da, n,
+                 1.0 / 256);
+    cudaFree(bf);
+    void *bufs[] = {d_x, d_y, d_b, d_g, d_gx};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        cudaFree(bufs[i]);
+    free(x); free(y); free(b); free(g); free(gx); free(da); free(db); free(s);
+}
+
+static void test_crossentropy(kcuda_ctx *k)
+{
+    int N = 13, V = 1000, Vp = 1024;
+    size_t n = (size_t)N * Vp;
+    float *logits = host_random(n, 4), *probs = malloc(n * 4), *losses = malloc((size_t)N * 4);
+    int targets[13];
+    for (int i = 0; i < N; i++)
+        targets[i] = (i * 131 + 7) % V;
+    cpu_softmax_crossentropy_forward(losses, probs, logits, targets, N, V, Vp);
+    float *d_logits = to_device(logits, n * 4), *d_probs = to_device(NULL, n * 4),
+          *d_losses = to_device(NULL, (size_t)N * 4);
+    int *d_t = to_device(targets, sizeof targets);
+    ck(k, kcuda_crossentropy_forward(k, d_losses, d_probs, d_logits, d_t, N, V, Vp),
+       "crossentropy_forward");
+    expect_close("crossentropy_forward losses", from_device(d_losses, (size_t)N), losses,
+                 (size_t)N, TOL_EXACT);
+    expect_close("crossentropy_forward probs (padded = 0)", from_device(d_probs, n), probs, n,
+                 TOL_EXACT);
+    float *dl = host_random((size_t)N, 1), *dlog = host_random(n, 1);
+    float *d_dl = to_device(dl, (size_t)N * 4), *d_dlog = to_device(dlog, n * 4);
+    check_cuda(cudaMemcpy(d_probs, probs, n * 4, cudaMemcpyHostToDevice), "copy probs");
+    cpu_softmax_crossentropy_backward(dlog, dl, probs, targets, N, V, Vp);
+    ck(k, kcuda_crossentropy_backward(k, d_dlog, d_dl, d_probs, d_t, N, V, Vp),
+       "crossentropy_backward");
+    expect_close("crossentropy_backward (accumulates, pad untouched)", from_device(d_dlog, n), dlog,
+                 n, TOL_EXACT);
+    void *bufs[] = {d_logits, d_probs, d_losses, d_t, d_dl, d_dlog};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        cudaFree(bufs[i]);
+    free(logits); free(probs); free(losses); free(dl); free(dlog);
+}
+
+static void test_adamw_and_sums(kcuda_ctx *k)
+{
+    size_t n = 100003;
+    float *p = host_random(n, 1), *g = host_random(n, 1), *m = host_random(n, 0.1f),
+          *v = host_random(n, 0.1f);
+    for (size_t i = 0; i < n; i++)
+        v[i] = fabsf(v[i]);
+    float *d_p = to_device(p, n * 4), *d_g = to_device(g, n * 4), *d_m = to_device(m, n * 4),
+          *d_v = to_device(v, n * 4);
+    for (int t = 1; t <= 3; t++) {
+        cpu_adamw_update(p, g, m, v, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, t);
+        ck(k, kcuda_adamw(k, d_p, d_g, d_m, d_v, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, t), "adamw");
+    }
+    expect_close("adamw params (3 steps)", from_device(d_p, n), p, n, TOL_EXACT);
+    expect_close("adamw m", from_device(d_m, n), m, n, TOL_EXACT);
+    expect_close("adamw v", from_device(d_v, n), v, n, TOL_EXACT);
+    /* sums into a device double, accumulating */
+    double init[2] = {1.5, -2.0}, got[2];
+    double *d_acc = to_device(init, sizeof init);
+    ck(k, kcuda_sum_accumulate(k, d_acc, d_g, n), "sum");
+    ck(k, kcuda_sum_squares_accumulate(k, d_acc + 1, d_g, n), "sum_squares");
+    check_cuda(cudaDeviceSynchronize(), "sums");
+    check_cuda(cudaMemcpy(got, d_acc, sizeof got, cudaMemcpyDeviceToHost), "copy sums");
+    double want_sum = 1.5, want_sq = -2.0 + cpu_sum_squares(g, n);
+    for (size_t i = 0; i < n; i++)
+        want_sum += g[i];
+    int ok = fabs(got[0] - want_sum) <= 1e-9 * (1 + fabs(want_sum)) * n &&
+             fabs(got[1] - want_sq) <= 1e-12 * fabs(want_sq) * n;
+    printf("%s sum / sum_squares (double)                    %.12g %.12g vs %.12g %.12g\n",
+           ok ? "ok  " : "FAIL", got[0], got[1], want_sum, want_sq);
+    failures += !ok;
+    /* bitwise reproducible */
+    double again[2] = {0, 0};
+    check_cuda(cudaMemcpy(d_acc, again, sizeof again, cudaMemcpyHostToDevice), "reset");
+    ck(k, kcuda_sum_squares_accumulate(k, d_acc, d_g, n), "sum_squares");
+    ck(k, kcuda_sum_squares_accumulate(k, d_acc + 1, d_g, n), "sum_squares");
+    check_cuda(cudaDeviceSynchronize(), "sums");
+    check_cuda(cudaMemcpy(again, d_acc, sizeof again, cudaMemcpyDeviceToHost), "copy sums");
+    ok = memcmp(&again[0], &again[1], sizeof(double)) == 0;
+    printf("%s sum_squares is bitwise reproducible\n", ok ? "ok  " : "FAIL");
+    failures += !ok;
+    void *bufs[] = {d_p, d_g, d_m, d_v, d_acc};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        cudaFree(bufs[i]);
+    free(p); free(g); free(m); free(v);
+}
+
+static void test_errors(kcuda_ctx *k)
+{
+    /* a shape error is a message, not a crash */
+    int rc = kcuda_attention_forward(k, NULL, NULL, NULL, NULL, 1, 4, 10, 3);
+    int ok = rc != 0 && strstr(kcuda_error(k), "multiple") != NULL;
+    printf("%s attention with C %% NH != 0 is refused: %s\n", ok ? "ok  " : "FAIL", kcuda_error(k));
+    failures += !ok;
+}
+
+int main(void)
+{
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count == 0) {
+        printf("SKIP: no CUDA device (%s)\n", e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+        return 77;
+    }
+    struct cudaDeviceProp prop;
+    check_cuda(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+    printf("device: %s (sm_%d%d)\n", prop.name, prop.major, prop.minor);
+    cudaStream_t stream;
+    check_cuda(cudaStreamCreate(&stream), "cudaStreamCreate");
+    kcuda_precision precisions[3] = {KCUDA_FP32, KCUDA_TF32, KCUDA_BF16};
+    for (int pi = 0; pi < 3; pi++) {
+        char err[256];
+        kcuda_ctx *k = kcuda_ctx_create(stream, precisions[pi], err, sizeof err);
+        if (!k) {
+            printf("FAIL kcuda_ctx_create: %s\n", err);
+            return 1;
+        }
+        printf("-- precision %s\n", kcuda_precision_name(precisions[pi]));
+        if (pi == 0) {
+            test_encoder(k);
+            test_layernorm(k, 37, 64);
+            test_layernorm(k, 16, 100);
+            test_elementwise(k);
+            test_crossentropy(k);
+            test_adamw_and_sums(k);
+            test_errors(k);
+        }
+        test_matmul(k, precisions[pi], 32, 64, 96, 1);
+        test_matmul(k, precisions[pi], 30, 50, 77, 0); /* odd sizes: unaligned rows */
+        test_matmul(k, precisions[pi], 64, 768, 2304, 1);
+        test_attention(k, precisions[pi], 2, 16, 64, 4);
+        test_attention(k, precisions[pi], 1, 67, 96, 3);
+        kcuda_ctx_destroy(k);
+    }
+    cudaStreamDestroy(stream);
+    printf("%s: %d failure(s)\n", failures ? "FAILED" : "PASSED", failures);
+    return failures ? 1 : 0;
+}

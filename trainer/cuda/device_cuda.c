@@ -1,0 +1,699 @@
+/*
+ * device_cuda.c — the CUDA backend of the device API (device.h).
+ *
+ * How it works:
+ *   - Memory is cudaMalloc'd (zeroed before it is handed out); the device counts
+ *     the bytes it handed out and their peak, and samples the driver's view
+ *     (cudaMemGetInfo) at every synchronization for the measured peak.
+ *   - A stream is a non-blocking CUDA stream with its own kernel context
+ *     (kernels/cuda: cuBLASLt handle, workspace, scratch). An event is a CUDA event
+ *     without timing; event_record / stream_wait_event are cudaEventRecord /
+ *     cudaStreamWaitEvent, so compute and communication streams overlap for real.
+ *   - Model operations call the kernels of kernels/cuda on the stream's context.
+ *     A failure (a launch error, a cuBLASLt status) makes the device failed with
+ *     the first message, like the CPU backend's sticky stream errors: later
+ *     operations are skipped and stream_synchronize returns -1.
+ *   - copy_to_device stages small host buffers (the micro-batch's tokens) through
+ *     pinned slots so that the copy is asynchronous and the host runs ahead of the
+ *     GPU; large copies (initial weights) go straight from pageable memory.
+ *   - stream_synchronize polls the stream instead of blocking in the driver, so
+ *     that registered wait checks (the NCCL watchdog) run while it waits.
+ * Tracing: kernels, copies and NCCL are seen by the GPU tracer (CUPTI, NVTX, the
+ * NCCL profiler plugin); the device only names its streams in the trace.
+ */
+#include "device_cuda.h"
+
+#include <cuda_runtime.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cuda_kernels.h"
+#include "stepscope.h"
+
+#define CUDA_MAX_STREAMS 16
+#define STAGING_SLOTS 16
+#define STAGING_SLOT_BYTES (1u << 20)
+#define MAX_WAIT_CHECKS 8
+
+typedef struct allocation {
+    void *p;
+    size_t bytes;
+} allocation;
+
+typedef struct staging_slot {
+    void *host;            /* pinned */
+    cudaEvent_t copied;    /* recorded after the copy that read it */
+    int used;
+} staging_slot;
+
+struct dev_device {
+    dev_device_header header; /* first: the generic dev_* functions find the table here */
+    int ordinal;
+    char name[256];
+    kcuda_precision precision;
+    atomic_int failed;
+    char error[512];
+    size_t in_use, peak;
+    allocation *allocs;
+    size_t nallocs, cap_allocs;
+    size_t baseline_used, measured_peak;
+    dev_stream *streams[CUDA_MAX_STREAMS];
+    int nstreams;
+    staging_slot staging[STAGING_SLOTS];
+    int next_staging;
+    void (*hook)(void *);
+    void *hook_arg;
+    dev_cuda_wait_check checks[MAX_WAIT_CHECKS];
+    void *check_args[MAX_WAIT_CHECKS];
+};
+
+struct dev_stream {
+    dev_device *d;
+    cudaStream_t s;
+    kcuda_ctx *k;
+    char name[64];
+    uint64_t trace_id;
+};
+
+struct dev_event {
+    dev_device *d;
+    cudaEvent_t e;
+};
+
+static const dev_ops cuda_ops;
+static void dev_cuda_close(dev_device *d);
+static const char *dev_cuda_name(const dev_device *d);
+static const char *dev_cuda_last_error(const dev_device *d);
+static void dev_cuda_trace_started(dev_device *d);
+static void dev_cuda_set_progress_hook(dev_device *d, void (*hook)(void *), void *arg);
+static size_t dev_cuda_bytes_in_use(const dev_device *d);
+static size_t dev_cuda_bytes_peak(const dev_device *d);
+static void dev_cuda_abort(dev_device *d, const char *why);
+
+/* ---- errors ---------------------------------------------------------------------- */
+
+void dev_cuda_fail(dev_device *d, const char *msg)
+{
+    if (atomic_exchange(&d->failed, 1) == 0)
+        snprintf(d->error, sizeof d->error, "%s", msg);
+}
+
+static void dev_cuda_abort(dev_device *d, const char *why) { dev_cuda_fail(d, why); }
+
+static int cuda_ok(dev_device *d, cudaError_t e, const char *what)
+{
+    if (e == cudaSuccess)
+        return 1;
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s: %s (GPU %d, %s)", what, cudaGetErrorString(e), d->ordinal,
+             d->name);
+    dev_cuda_fail(d, msg);
+    return 0;
+}
+
+/* After a kernel-library call: a failure becomes the device's error. */
+static void kernel_result(dev_stream *s, int rc, const char *op)
+{
+    if (rc == 0)
+        return;
+    char msg[640];
+    snprintf(msg, sizeof msg, "%s on stream %s: %s", op, s->name, kcuda_error(s->k));
+    dev_cuda_fail(s->d, msg);
+}
+
+/* Skip work once the device failed (the CPU backend's sticky error). */
+#define SKIP_IF_FAILED(s)                                                                          \
+    do {                                                                                           \
+        if (atomic_load(&(s)->d->failed))                                                          \
+            return;                                                                                \
+    } while (0)
+
+/* ---- memory ---------------------------------------------------------------------- */
+
+static void sample_driver_memory(dev_device *d)
+{
+    size_t free_b = 0, total_b = 0;
+    if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess)
+        return;
+    size_t used = total_b - free_b;
+    size_t mine = used > d->baseline_used ? used - d->baseline_used : 0;
+    if (mine > d->measured_peak)
+        d->measured_peak = mine;
+}
+
+static void *cuda_alloc(dev_device *d, size_t bytes)
+{
+    if (bytes == 0)
+        bytes = 1;
+    if (d->nallocs == d->cap_allocs) {
+        size_t cap = d->cap_allocs ? 2 * d->cap_allocs : 256;
+        allocation *a = realloc(d->allocs, cap * sizeof *a);
+        if (!a)
+            return NULL;
+        d->allocs = a;
+        d->cap_allocs = cap;
+    }
+    void *p = NULL;
+    if (cudaMalloc(&p, bytes) != cudaSuccess) {
+        cudaGetLastError(); /* an allocation failure is reported by returning NULL */
+        return NULL;
+    }
+    /* cudaMemset is ordered on the legacy stream, which our non-blocking streams do
+     * not wait for: finish it here so the memory is zero before any stream uses it. */
+    if (cudaMemset(p, 0, bytes) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) {
+        cudaFree(p);
+        return NULL;
+    }
+    d->allocs[d->nallocs].p = p;
+    d->allocs[d->nallocs].bytes = bytes;
+    d->nallocs++;
+    d->in_use += bytes;
+    if (d->in_use > d->peak)
+        d->peak = d->in_use;
+    sample_driver_memory(d);
+    return p;
+}
+
+static void cuda_free(dev_device *d, void *p)
+{
+    if (!p)
+        return;
+    for (size_t i = 0; i < d->nallocs; i++)
+        if (d->allocs[i].p == p) {
+            d->in_use -= d->allocs[i].bytes;
+            d->allocs[i] = d->allocs[--d->nallocs];
+            break;
+        }
+    cudaFree(p);
+}
+
+static size_t dev_cuda_bytes_in_use(const dev_device *d)
+{
+    size_t total = d->in_use;
+    for (int i = 0; i < d->nstreams; i++)
+        if (d->streams[i])
+            total += kcuda_ctx_bytes(d->streams[i]->k);
+    return total;
+}
+
+static size_t dev_cuda_bytes_peak(const dev_device *d)
+{
+    size_t scratch = dev_cuda_bytes_in_use(d) - d->in_use; /* scratch only grows */
+    return d->peak + scratch;
+}
+
+size_t dev_cuda_measured_peak(const dev_device *d) { return d->measured_peak; }
+
+/* ---- streams and events ------------------------------------------------------------ */
+
+static dev_stream *cuda_stream_create(dev_device *d, const char *name)
+{
+    if (d->nstreams >= CUDA_MAX_STREAMS)
+        return NULL;
+    dev_stream *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->d = d;
+    snprintf(s->name, sizeof s->name, "%s", name);
+    if (!cuda_ok(d, cudaStreamCreateWithFlags(&s->s, cudaStreamNonBlocking), "cudaStreamCreate")) {
+        free(s);
+        return NULL;
+    }
+    char err[256];
+    s->k = kcuda_ctx_create(s->s, d->precision, err, sizeof err);
+    if (!s->k) {
+        dev_cuda_fail(d, err);
+        cudaStreamDestroy(s->s);
+        free(s);
+        return NULL;
+    }
+    unsigned long long id = 0;
+    s->trace_id = cudaStreamGetId(s->s, &id) == cudaSuccess ? (uint64_t)id
+                                                            : (uint64_t)d->nstreams + 1;
+    d->streams[d->nstreams++] = s;
+    if (stepscope_active())
+        stepscope_stream_declare(s->trace_id, STEPSCOPE_STREAM_GPU, (uint32_t)d->ordinal, s->name);
+    return s;
+}
+
+static void cuda_stream_destroy(dev_stream *s)
+{
+    if (!s)
+        return;
+    cudaStreamSynchronize(s->s);
+    kcuda_ctx_destroy(s->k);
+    cudaStreamDestroy(s->s);
+    dev_device *d = s->d;
+    for (int i = 0; i < d->nstreams; i++)
+        if (d->streams[i] == s)
+            d->streams[i] = NULL;
+    free(s);
+}
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void sleep_us(long us)
+{
+    struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+    nanosleep(&ts, NULL);
+}
+
+static int cuda_stream_synchronize(dev_stream *s)
+{
+    dev_device *d = s->d;
+    double next_check = mono_s() + 0.1;
+    long backoff = 0;
+    for (;;) {
+        cudaError_t e = cudaStreamQuery(s->s);
+        if (e == cudaSuccess)
+            break;
+        if (e != cudaErrorNotReady) {
+            cuda_ok(d, e, "stream synchronize");
+            return -1;
+        }
+        if (atomic_load(&d->failed))
+            return -1; /* a watchdog or a peer gave up: do not wait for a hung stream */
+        double now = mono_s();
+        if (now >= next_check) {
+            next_check = now + 0.1;
+            for (int i = 0; i < MAX_WAIT_CHECKS; i++) {
+                char msg[512] = "";
+                if (d->checks[i] && d->checks[i](d->check_args[i], msg, sizeof msg) != 0) {
+                    dev_cuda_fail(d, msg[0] ? msg : "a wait check failed");
+                    return -1;
+                }
+            }
+            if (d->hook)
+                d->hook(d->hook_arg);
+        }
+        /* spin briefly (short waits are common), then sleep up to 200 us per poll */
+        if (backoff < 200)
+            backoff += 10;
+        sleep_us(backoff);
+    }
+    sample_driver_memory(d);
+    if (d->hook)
+        d->hook(d->hook_arg);
+    return atomic_load(&d->failed) ? -1 : 0;
+}
+
+static dev_event *cuda_event_create(dev_device *d)
+{
+    dev_event *e = calloc(1, sizeof *e);
+    if (!e)
+        return NULL;
+    e->d = d;
+    if (!cuda_ok(d, cudaEventCreateWithFlags(&e->e, cudaEventDisableTiming), "cudaEventCreate")) {
+        free(e);
+        return NULL;
+    }
+    return e;
+}
+
+static void cuda_event_destroy(dev_event *e)
+{
+    if (!e)
+        return;
+    cudaEventDestroy(e->e);
+    free(e);
+}
+
+static void cuda_event_record(dev_event *e, dev_stream *s)
+{
+    cuda_ok(s->d, cudaEventRecord(e->e, s->s), "cudaEventRecord");
+}
+
+static void cuda_stream_wait_event(dev_stream *s, dev_event *e)
+{
+    cuda_ok(s->d, cudaStreamWaitEvent(s->s, e->e, 0), "cudaStreamWaitEvent");
+}
+
+int dev_cuda_add_wait_check(dev_device *d, dev_cuda_wait_check check, void *arg)
+{
+    for (int i = 0; i < MAX_WAIT_CHECKS; i++)
+        if (!d->checks[i]) {
+            d->checks[i] = check;
+            d->check_args[i] = arg;
+            return 0;
+        }
+    return -1;
+}
+
+void dev_cuda_remove_wait_check(dev_device *d, void *arg)
+{
+    for (int i = 0; i < MAX_WAIT_CHECKS; i++)
+        if (d->check_args[i] == arg) {
+            d->checks[i] = NULL;
+            d->check_args[i] = NULL;
+        }
+}
+
+/* ---- copies ------------------------------------------------------------------------ */
+
+static void cuda_copy_to_device(dev_stream *s, void *dst, const void *src, size_t bytes)
+{
+    SKIP_IF_FAILED(s);
+    dev_device *d = s->d;
+    if (bytes <= STAGING_SLOT_BYTES) {
+        staging_slot *slot = &d->staging[d->next_staging];
+        d->next_staging = (d->next_staging + 1) % STAGING_SLOTS;
+        if (!slot->host) {
+            if (cudaMallocHost(&slot->host, STAGING_SLOT_BYTES) != cudaSuccess ||
+                cudaEventCreateWithFlags(&slot->copied, cudaEventDisableTiming) != cudaSuccess) {
+                cudaGetLastError();
+                slot->host = NULL;
+                goto pageable;
+            }
+        } else if (slot->used) {
+            /* the slot's previous copy was enqueued STAGING_SLOTS copies ago */
+            if (!cuda_ok(d, cudaEventSynchronize(slot->copied), "staging wait"))
+                return;
+        }
+        memcpy(slot->host, src, bytes);
+        if (!cuda_ok(d, cudaMemcpyAsync(dst, slot->host, bytes, cudaMemcpyHostToDevice, s->s),
+                     "cudaMemcpyAsync (to device)"))
+            return;
+        cuda_ok(d, cudaEventRecord(slot->copied, s->s), "cudaEventRecord (staging)");
+        slot->used = 1;
+        return;
+    }
+pageable:
+    cuda_ok(d, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s->s),
+            "cudaMemcpyAsync (to device)");
+}
+
+static void cuda_copy_to_host(dev_stream *s, void *dst, const void *src, size_t bytes)
+{
+    SKIP_IF_FAILED(s);
+    /* pageable destination: the driver completes the copy before returning, and it
+     * runs after everything enqueued before it on the stream */
+    cuda_ok(s->d, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s->s),
+            "cudaMemcpyAsync (to host)");
+}
+
+static void cuda_copy(dev_stream *s, void *dst, const void *src, size_t bytes)
+{
+    SKIP_IF_FAILED(s);
+    if (dst == src || bytes == 0)
+        return;
+    cuda_ok(s->d, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s->s),
+            "cudaMemcpyAsync (device to device)");
+}
+
+static void cuda_zero(dev_stream *s, void *dst, size_t bytes)
+{
+    SKIP_IF_FAILED(s);
+    cuda_ok(s->d, cudaMemsetAsync(dst, 0, bytes, s->s), "cudaMemsetAsync");
+}
+
+/* ---- model operations: one call into kernels/cuda each ------------------------------ */
+
+static void op_encoder_forward(dev_stream *s, float *out, const int *tokens, const float *wte,
+                               const float *wpe, int B, int T, int C)
+{
+    SKIP_IF_FAILED(s);
+    kernel_result(s, kcuda_encoder_forward(s->k, out, tokens, wte, wpe, B, T, C), "encoder_forward");
+}
+
+static void op_encoder_backward(dev_stream *s, float *dwte, float *dwpe, const float *dout,
+                                const int *tokens, int B, int T, int C)
+{
+    SKIP_IF_FAILED(s);
+    kernel_result(s, kcuda_encoder_backward(s->k, dwte, dwpe, dout, tokens, B, T, C),
+                  "encoder_backward");
+}
+
+static void op_layernorm_forward(dev_stream *s, float *out, float *mean, float *rstd,
+                                 const float *inp, const float *weight, const float *bias, int N,
+                                 int C)
+{
+    SKIP_IF_FAILED(s);
+    kernel_result(s, kcuda_layernorm_forward(s->k, out, mean, rstd, inp, weight, bias, N, C),
+                  "layernorm_forward");
+}
+
+static void op_layernorm_backward(dev_stream *s, float *dinp, float *dweight, float *dbias,
+                                  const float *dout, const float *inp, const float *weight,
+                                  const float *mean, const float *rstd, int N, int C)
+{
+    SKIP_IF_FAILED(s);
+    kernel_result(s,
+                  kcuda_layernorm_backward(s->k, dinp, dweight, dbias, dout, inp, weight, mean,
+                                           rstd, N, C),
+                  "layernorm_backward");
+}
+
+static void op_matmul_forward(dev_stream *s, float *out, const float *inp, const float *weight,
+                              const float *bias, int N, int C, int OC)
+{
+    SKIP_IF_FAILED(s);
+    kernel_result(s, kcuda_matmul_forward(s->k, out, inp, weight, bias, N, C, OC),
+                  "matmul_forward");
+}
+
+static void op_matmul_backward(dev_stream *s, float *dinp, float *dweight, float *dbias,
+                               const float *dout, const float *inp, const float *weight, int N,
+                               int C, int OC)
+{
+    SKIP_IF_FAILED(s);
+    kernel_result(s, kcuda_matmul_backward(s->k, dinp, dweight, dbias, dout, inp, weight, N, C, OC),
+                  "matmul_backward");
+}
+
+static void op_attention_forward(dev_stream *s, float *out, float *preatt, float *att,
+                                 const float *qkv, int B, int T, int C, int NH)
+{
+    SKIP_IF_FAILED(s);
+    kernel_result(s, kcuda_attention_forward(s->k, out, preatt, att, qkv, B, T, C, NH),
+                  "attention_forward");
+}
+
+static void op_attention_backward(dev_stream *s, float *dqkv, float *dpreatt, float *datt,
+                                  const float *dout, const float *qkv, const float *att, int B,
+                                  int T, int C, int NH)
+{
+    SKIP_IF_FAILED(s);
+    kernel_result(s,
+                  kcuda_attention_backward(s->k, dqkv, dpreatt, datt, dout, qkv, att, B, T, C, NH),
+                  "attention_backward");
+}
+
+static void op_gelu_forward(dev_stream *s, float *out, const float *inp, int N)
+{
+    SKIP_IF_FAILED(s);
+    kernel_result(s, kcuda_gelu_forward(s->k, out, inp, (size_t)N), "gelu_forward");
+}
+
+static void op_gelu_backward(dev_stream *s, float *dinp, const float *inp, const float *dout, int N)
+{
+    SKIP_IF_FAILED(s);
+    kernel_result(s, kcuda_gelu_backward(s->k, dinp, inp, dout, (size_t)N), "gelu_backward");
+}
+
+static void op_residual_forward(dev_stream *s, float *out, const float *a, const float *b, int N)
+{
+    SKIP_IF_FAILED(s);
+    kernel_result(s, kcuda_residual_forward(s->k, out, a, b, (size_t)N), "residual_forward");
+}
+
+static void op_residual_backward(dev_stream *s, float *da, float *db, const float *dout, int N)
+{
+    SKIP_IF_FAILED(s);
+    kernel_result(s, kcuda_residual_backward(s->k, da, db, dout, (size_t)N), "residual_backward");
+}
+
+static void op_crossentropy_forward(dev_stream *s, float *losses, float *probs,
+                                    const float *logits, const int *targets, int N, int V, int Vp)
+{
+    SKIP_IF_FAILED(s);
+    kernel_result(s, kcuda_crossentropy_forward(s->k, losses, probs, logits, targets, N, V, Vp),
+                  "crossentropy_forward");
+}
+
+static void op_crossentropy_backward(dev_stream *s, float *dlogits, const float *dlosses,
+                                     const float *probs, const int *targets, int N, int V, int Vp)
+{
+    SKIP_IF_FAILED(s);
+    kernel_result(s, kcuda_crossentropy_backward(s->k, dlogits, dlosses, probs, targets, N, V, Vp),
+                  "crossentropy_backward");
+}
+
+static void op_fill(dev_stream *s, float *x, float value, size_t n)
+{
+    SKIP_IF_FAILED(s);
+    kernel_result(s, kcuda_fill(s->k, x, value, n), "fill");
+}
+
+static void op_sum_accumulate(dev_stream *s, double *acc, const float *x, size_t n)
+{
+    SKIP_IF_FAILED(s);
+    kernel_result(s, kcuda_sum_accumulate(s->k, acc, x, n), "sum");
+}
+
+static void op_sum_squares_accumulate(dev_stream *s, double *acc, const float *x, size_t n)
+{
+    SKIP_IF_FAILED(s);
+    kernel_result(s, kcuda_sum_squares_accumulate(s->k, acc, x, n), "sum_squares");
+}
+
+static void op_scale(dev_stream *s, float *x, float factor, size_t n)
+{
+    SKIP_IF_FAILED(s);
+    kernel_result(s, kcuda_scale(s->k, x, factor, n), "scale");
+}
+
+static void op_adamw(dev_stream *s, float *params, const float *grads, float *m, float *v,
+                     size_t n, float lr, float beta1, float beta2, float eps, float weight_decay,
+                     int t)
+{
+    SKIP_IF_FAILED(s);
+    kernel_result(s,
+                  kcuda_adamw(s->k, params, grads, m, v, n, lr, beta1, beta2, eps, weight_decay, t),
+                  "adamw");
+}
+
+static const dev_ops cuda_ops = {
+    .backend_name = "cuda",
+    .close = dev_cuda_close,
+    .name = dev_cuda_name,
+    .last_error = dev_cuda_last_error,
+    .trace_started = dev_cuda_trace_started,
+    .set_progress_hook = dev_cuda_set_progress_hook,
+    .bytes_in_use = dev_cuda_bytes_in_use,
+    .bytes_peak = dev_cuda_bytes_peak,
+    .abort = dev_cuda_abort,
+    .alloc = cuda_alloc,
+    .free = cuda_free,
+    .stream_create = cuda_stream_create,
+    .stream_destroy = cuda_stream_destroy,
+    .stream_synchronize = cuda_stream_synchronize,
+    .event_create = cuda_event_create,
+    .event_destroy = cuda_event_destroy,
+    .event_record = cuda_event_record,
+    .stream_wait_event = cuda_stream_wait_event,
+    .copy_to_device = cuda_copy_to_device,
+    .copy_to_host = cuda_copy_to_host,
+    .copy = cuda_copy,
+    .zero = cuda_zero,
+    .encoder_forward = op_encoder_forward,
+    .encoder_backward = op_encoder_backward,
+    .layernorm_forward = op_layernorm_forward,
+    .layernorm_backward = op_layernorm_backward,
+    .matmul_forward = op_matmul_forward,
+    .matmul_backward = op_matmul_backward,
+    .attention_forward = op_attention_forward,
+    .attention_backward = op_attention_backward,
+    .gelu_forward = op_gelu_forward,
+    .gelu_backward = op_gelu_backward,
+    .residual_forward = op_residual_forward,
+    .residual_backward = op_residual_backward,
+    .crossentropy_forward = op_crossentropy_forward,
+    .crossentropy_backward = op_crossentropy_backward,
+    .fill = op_fill,
+    .sum_accumulate = op_sum_accumulate,
+    .sum_squares_accumulate = op_sum_squares_accumulate,
+    .scale = op_scale,
+    .adamw = op_adamw,
+};
+
+const dev_ops *dev_cuda_ops(void) { return &cuda_ops; }
+
+int dev_is_cuda(const dev_device *d) { return d && ((const dev_device_header *)d)->ops == &cuda_ops; }
+
+/* ---- lifecycle ------------------------------------------------------------------------ */
+
+dev_device *dev_cuda_open(int ordinal, const char *precision, char *err, size_t errlen)
+{
+    kcuda_precision prec = KCUDA_BF16;
+    if (!precision || !precision[0])
+        precision = getenv("STEPSCOPE_PRECISION");
+    if (precision && precision[0] && kcuda_precision_parse(precision, &prec) != 0) {
+        snprintf(err, errlen, "precision '%s': expected bf16, tf32 or fp32", precision);
+        return NULL;
+    }
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count == 0) {
+        snprintf(err, errlen, "--backend cuda: no usable GPU (%s)",
+                 e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device");
+        cudaGetLastError();
+        return NULL;
+    }
+    if (ordinal < 0) {
+        const char *lr = getenv("LOCAL_RANK");
+        ordinal = lr ? atoi(lr) % count : 0;
+        if (ordinal < 0)
+            ordinal = 0;
+    }
+    if (ordinal >= count) {
+        snprintf(err, errlen, "--backend cuda: GPU %d does not exist (%d visible)", ordinal, count);
+        return NULL;
+    }
+    dev_device *d = calloc(1, sizeof *d);
+    if (!d) {
+        snprintf(err, errlen, "out of memory creating the cuda device");
+        return NULL;
+    }
+    d->header.ops = &cuda_ops;
+    d->ordinal = ordinal;
+    d->precision = prec;
+    struct cudaDeviceProp prop;
+    if ((e = cudaSetDevice(ordinal)) != cudaSuccess ||
+        (e = cudaGetDeviceProperties(&prop, ordinal)) != cudaSuccess ||
+        (e = cudaFree(NULL)) != cudaSuccess) { /* creates the context now */
+        snprintf(err, errlen, "--backend cuda: GPU %d: %s", ordinal, cudaGetErrorString(e));
+        free(d);
+        return NULL;
+    }
+    snprintf(d->name, sizeof d->name, "%s", prop.name);
+    size_t free_b = 0, total_b = 0;
+    if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess)
+        d->baseline_used = total_b - free_b;
+    return d;
+}
+
+static void dev_cuda_close(dev_device *d)
+{
+    if (!d)
+        return;
+    for (int i = 0; i < d->nstreams; i++)
+        if (d->streams[i])
+            cuda_stream_destroy(d->streams[i]);
+    for (int i = 0; i < STAGING_SLOTS; i++)
+        if (d->staging[i].host) {
+            cudaEventDestroy(d->staging[i].copied);
+            cudaFreeHost(d->staging[i].host);
+        }
+    for (size_t i = 0; i < d->nallocs; i++)
+        cudaFree(d->allocs[i].p);
+    free(d->allocs);
+    free(d);
+}
+
+const char *dev_cuda_name(const dev_device *d) { return d->name; }
+const char *dev_cuda_last_error(const dev_device *d) { return d->error; }
+int dev_cuda_ordinal(const dev_device *d) { return d->ordinal; }
+void *dev_cuda_stream_handle(dev_stream *s) { return (void *)s->s; }
+dev_device *dev_cuda_stream_device(dev_stream *s) { return s->d; }
+
+static void dev_cuda_trace_started(dev_device *d)
+{
+    for (int i = 0; i < d->nstreams; i++)
+        if (d->streams[i])
+            stepscope_stream_declare(d->streams[i]->trace_id, STEPSCOPE_STREAM_GPU,
+                                     (uint32_t)d->ordinal, d->streams[i]->name);
+}
+
+static void dev_cuda_set_progress_hook(dev_device *d, void (*hook)(void *), void *arg)
+{
+    d->hook = hook;
+    d->hook_arg = arg;
+}
