@@ -51,6 +51,8 @@ typedef struct comm_job_options {
     const char *path;     /* shared segment (file); created by the launcher or rank 0 */
     int create;           /* 1: this process creates and initializes the segment */
     double timeout_s;     /* every wait gives up after this long */
+    long long not_before; /* ignore a segment file created before this time (s since
+                           * the epoch; 0: accept any) — a stale one of an earlier job */
 } comm_job_options;
 
 /* Size of the shared segment a job of `world` ranks needs (for the creator). */

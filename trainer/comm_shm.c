@@ -253,13 +253,6 @@ static char *slot(comm *c, int k) { return c->region + REGION_HEADER + SLOT_BYTE
 
 enum { OP_ALLREDUCE, OP_REDUCE_SCATTER, OP_ALLGATHER, OP_BROADCAST, OP_SEND, OP_RECV, OP_BARRIER };
 
-static const char *op_text(int op)
-{
-    static const char *names[] = {"allreduce", "reduce_scatter", "allgather", "broadcast",
-                                  "send",      "recv",           "barrier"};
-    return names[op];
-}
-
 static int run_allreduce(comm *c, void *buf, size_t count, int dt, char *err, size_t errlen)
 {
     size_t es = dt == COMM_FLOAT64 ? 8 : 4;
@@ -523,7 +516,6 @@ static int enqueue_comm(comm *c, dev_stream *s, int op, void *p0, const void *p1
     t.i[3] = peer;
     t.i[4] = flags;
     t.i[5] = (int64_t)bytes;
-    (void)op_text;
     return cpu_stream_enqueue(s, &t);
 }
 
@@ -623,7 +615,9 @@ comm_job *comm_job_open(const comm_job_options *opt, char *err, size_t errlen)
         fd = open(opt->path, O_RDWR);
         if (fd >= 0) {
             struct stat st;
-            if (fstat(fd, &st) == 0 && (size_t)st.st_size == bytes)
+            /* a segment older than not_before is a stale one from an earlier job */
+            if (fstat(fd, &st) == 0 && (size_t)st.st_size == bytes &&
+                (opt->not_before == 0 || st.st_ctime >= opt->not_before))
                 break;
             close(fd);
             fd = -1;

@@ -96,7 +96,7 @@ int launcher_run(const train_config *cfg)
         fprintf(stderr, "stepscope-train: %s\n", err);
         return 1;
     }
-    comm_job_options jo = {0, n, path, 0, cfg->watchdog_s};
+    comm_job_options jo = {0, n, path, 0, cfg->watchdog_s, 0};
     comm_job *job = comm_job_open(&jo, err, sizeof err); /* the launcher's view, for heartbeats */
     if (!job) {
         fprintf(stderr, "stepscope-train: %s\n", err);
@@ -140,7 +140,7 @@ int launcher_run(const train_config *cfg)
             setenv("LOCAL_RANK", v, 1);
             snprintf(v, sizeof v, "%d", n);
             setenv("WORLD_SIZE", v, 1);
-            rank_env env = {r, n, r, path, 0, 0, 2 * cfg->watchdog_s};
+            rank_env env = {r, n, r, path, 0, 0, 2 * cfg->watchdog_s, 0};
             int rc = train_rank_run(cfg, &env);
             fflush(stdout);
             fflush(stderr);
@@ -256,6 +256,9 @@ int launcher_run_external(const train_config *cfg, int rank, int local_rank)
     segment_path(path, sizeof path, key);
     if (rank == 0)
         unlink(path); /* a stale segment from an earlier job with the same key */
-    rank_env env = {rank, cfg->world, local_rank, path, rank == 0, rank == 0, cfg->watchdog_s};
+    /* ranks start together: a segment created well before this process is stale */
+    rank_env env = {rank,           cfg->world,       local_rank,
+                    path,           rank == 0,        rank == 0,
+                    cfg->watchdog_s, (long long)time(NULL) - 30};
     return train_rank_run(cfg, &env);
 }

@@ -51,7 +51,7 @@ int main(int argc, char **argv)
     char path[256];
     const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
     snprintf(path, sizeof path, "%s/stepscope-single%d.shm", dir, (int)getpid());
-    rank_env env = {0, 1, 0, path, 1, 1, cfg.watchdog_s};
+    rank_env env = {0, 1, 0, path, 1, 1, cfg.watchdog_s, 0};
     rc = train_rank_run(&cfg, &env);
     unlink(path);
     return rc;

@@ -434,7 +434,6 @@ int model_init_params(model *m, unsigned long long seed, char *err, size_t errle
     int tr = m->grid.tp_rank;
     float *host = calloc(m->nfloats, sizeof(float));
     float *full = malloc(sizeof(float) * (size_t)4 * C * C + sizeof(float) * 4 * C);
-    float *bigemb = NULL;
     if (!host || !full) {
         free(host);
         free(full);
@@ -468,7 +467,6 @@ int model_init_params(model *m, unsigned long long seed, char *err, size_t errle
         for (size_t i = 0; i < C; i++)
             host[m->off_lnf + i] = 1.0f;
     free(full);
-    free(bigemb);
     m->ops->copy_to_device(m->compute, m->param, host, m->nfloats * sizeof(float));
     m->ops->zero(m->compute, m->grad, m->nfloats_padded * sizeof(float));
     int rc = m->ops->stream_synchronize(m->compute);

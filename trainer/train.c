@@ -223,7 +223,7 @@ static int setup(trainer *t)
     if (!t->compute || !t->dp_stream || !t->pp_send || !t->pp_recv)
         return fail(t, "%s", "cannot start the stream threads");
     comm_job_options jo = {t->env.rank, t->env.world, t->env.shm_path, t->env.create_shm,
-                           t->env.comm_timeout_s};
+                           t->env.comm_timeout_s, t->env.shm_not_before};
     t->job = comm_job_open(&jo, e, sizeof e);
     if (!t->job)
         return fail(t, "%s", e);
@@ -706,6 +706,11 @@ int train_rank_run(const train_config *cfg_in, const rank_env *env)
         last_loss = loss;
         double tokens = (double)c->batch * c->seq;
         double mfu = train_model_flops_per_step(c) / (dt * peak_flops(c) * c->world);
+        if (t->tracing) {
+            stepscope_counter_now("loss", 0, loss);
+            stepscope_counter_now("grad_norm", 0, norm);
+            stepscope_counter_now("tokens_per_s", 0, tokens / dt);
+        }
         if (is_printer && !c->quiet) {
             printf("step %4d | loss %.6f | norm %.4f | lr %.3e | %8.1f ms | %9.0f tok/s | MFU "
                    "%.2f%%\n",

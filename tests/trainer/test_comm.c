@@ -25,7 +25,7 @@
 static int rank_main(const char *path, int rank)
 {
     char err[512];
-    comm_job_options jo = {rank, WORLD, path, 0, 20.0};
+    comm_job_options jo = {rank, WORLD, path, 0, 20.0, 0};
     comm_job *job = comm_job_open(&jo, err, sizeof err);
     if (!job) {
         printf("rank %d: %s\n", rank, err);
@@ -120,7 +120,7 @@ static int rank_main(const char *path, int rank)
         dev_device *d2 = dev_cpu_open(err, sizeof err);
         dev_stream *s2 = dev_get_ops(d2)->stream_create(d2, "t");
         /* a short timeout through a second job handle */
-        comm_job_options jo3 = {0, WORLD, path, 0, 0.5};
+        comm_job_options jo3 = {0, WORLD, path, 0, 0.5, 0};
         comm_job *job3 = comm_job_open(&jo3, err, sizeof err);
         comm *p3 = comm_group(job3, COMM_KIND_PP, "pp", pair, 2, err, sizeof err);
         float v = 1;
