@@ -281,6 +281,10 @@ static int setup(trainer *t)
 
 /* ---- tracing ------------------------------------------------------------------------------- */
 
+/* `memory` again at the end of tracing, when the measured peak is known; the
+ * other keys once at the start. */
+static void write_memory_metadata(trainer *t);
+
 static void write_metadata(trainer *t)
 {
     train_config *c = &t->cfg;
@@ -303,6 +307,13 @@ static void write_metadata(trainer *t)
              train_model_flops_per_step(c), train_hardware_flops_per_step(c), c->batch * c->seq,
              peak_flops(c), c->world);
     stepscope_metadata_set("flops", buf);
+    write_memory_metadata(t);
+}
+
+static void write_memory_metadata(trainer *t)
+{
+    train_config *c = &t->cfg;
+    char buf[512];
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     size_t params = t->m.nfloats_padded * 4;
@@ -725,13 +736,13 @@ int train_rank_run(const train_config *cfg_in, const rank_env *env)
             fflush(t->log);
         }
         if (t->tracing && c->profile_last >= 0 && step >= c->profile_last) {
-            write_metadata(t); /* refresh the measured peak memory */
+            write_memory_metadata(t); /* the measured peak so far */
             stepscope_stop();
             t->tracing = 0;
         }
     }
     if (t->tracing) {
-        write_metadata(t);
+        write_memory_metadata(t);
         stepscope_stop();
         t->tracing = 0;
     }
