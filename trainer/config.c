@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef enum { OPT_INT, OPT_DOUBLE, OPT_STRING, OPT_FLAG, OPT_ONOFF, OPT_U64, OPT_SPECIAL } opt_kind;
 
@@ -467,6 +468,8 @@ int config_validate(const train_config *c, char *err, size_t n)
 #endif
     REQUIRE(c->bpe_merges >= 0 && c->bpe_merges <= 65280, "--bpe-merges %d: must be in 0..65280",
             c->bpe_merges);
+    REQUIRE(!c->data[0] || access(c->data, R_OK) == 0, "--data %s: cannot read the file",
+            c->data);
     REQUIRE(c->debug_die_rank < c->world, "--debug-die-rank %d: no such rank", c->debug_die_rank);
     REQUIRE(c->debug_hang_rank < c->world, "--debug-hang-rank %d: no such rank",
             c->debug_hang_rank);
