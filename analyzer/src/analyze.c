@@ -133,12 +133,7 @@ void ssa_analysis_free(ssa_analysis *a) {
     free(rr->steps);
     free(rr->windows);
     free(rr->lanes);
-    free(rr->gaps);
     free(rr->kstats);
-    ssa_interval_list_free(&rr->comp);
-    ssa_interval_list_free(&rr->comm);
-    ssa_interval_list_free(&rr->mem);
-    ssa_interval_list_free(&rr->nonpipe_comm);
   }
   free(a->ranks);
   ssa_strtab_free(&a->names);

@@ -113,15 +113,16 @@ static uint32_t classify(rank_ctx *c, int64_t a, int64_t b, size_t first, uint32
   return best;
 }
 
-static int is_pipeline_comm(const ssa_rank *r, const ssa_op *o, int pipeline) {
-  if (o->coll != SSA_NONE) return (r->colls[o->coll].flags & STEPSCOPE_COLL_F_PIPELINE) != 0;
-  return pipeline && o->kind == SSA_OP_KERNEL && ssa_is_nccl_p2p_kernel_name(ssa_rank_str(r, o->name));
-}
-
 static int64_t clip_len(int64_t a, int64_t b, int64_t t0, int64_t t1) {
   if (a < t0) a = t0;
   if (b > t1) b = t1;
   return b > a ? b - a : 0;
+}
+
+static void swap_i64(int64_t *v, size_t i, size_t j) {
+  int64_t t = v[i];
+  v[i] = v[j];
+  v[j] = t;
 }
 
 static int cmp_i64(const void *pa, const void *pb) {
@@ -129,39 +130,112 @@ static int cmp_i64(const void *pa, const void *pb) {
   return x < y ? -1 : x > y;
 }
 
+/* Puts the k-th smallest of v[lo, hi) at v[k], nothing larger before it and
+ * nothing smaller after it (quickselect, median of three; a subrange that
+ * resists partitioning is sorted instead, so the worst case is n log n). */
+static void select_kth(int64_t *v, size_t lo, size_t hi, size_t k) {
+  int rounds = 0;
+  while (hi - lo > 16) {
+    if (++rounds > 64) {
+      qsort(v + lo, hi - lo, sizeof *v, cmp_i64);
+      return;
+    }
+    size_t mid = lo + (hi - lo) / 2;
+    if (v[mid] < v[lo]) swap_i64(v, mid, lo);
+    if (v[hi - 1] < v[lo]) swap_i64(v, hi - 1, lo);
+    if (v[hi - 1] < v[mid]) swap_i64(v, hi - 1, mid);
+    int64_t pivot = v[mid];
+    /* Hoare partition: [lo, j] <= pivot <= [j + 1, hi) with lo <= j < hi - 1 */
+    size_t i = lo, j = hi - 1;
+    for (;;) {
+      while (v[i] < pivot) i++;
+      while (v[j] > pivot) j--;
+      if (i >= j) break;
+      swap_i64(v, i, j);
+      i++;
+      j--;
+    }
+    if (k <= j) hi = j + 1;
+    else lo = j + 1;
+  }
+  for (size_t i = lo + 1; i < hi; i++) {
+    int64_t x = v[i];
+    size_t j = i;
+    while (j > lo && v[j - 1] > x) {
+      v[j] = v[j - 1];
+      j--;
+    }
+    v[j] = x;
+  }
+}
+
+/* Nearest-rank percentiles (the ceil(p n / 100)-th smallest), found by
+ * selection in place: O(n), no sort and no copy. */
 static void delay_stats(int64_t *v, size_t n, ssa_delay_stats *s) {
   memset(s, 0, sizeof *s);
   s->count = n;
   if (n == 0) return;
-  qsort(v, n, sizeof *v, cmp_i64);
-  double sum = 0;
-  for (size_t i = 0; i < n; i++) sum += (double)v[i];
-  s->mean = sum / (double)n;
-  s->min = v[0];
-  s->max = v[n - 1];
-  /* nearest rank: the ceil(p n / 100)-th smallest */
-  s->p50 = v[(n * 50 + 99) / 100 - 1];
-  s->p90 = v[(n * 90 + 99) / 100 - 1];
-  s->p99 = v[(n * 99 + 99) / 100 - 1];
+  int64_t sum = 0, mn = v[0], mx = v[0];
+  for (size_t i = 0; i < n; i++) {
+    sum += v[i];
+    if (v[i] < mn) mn = v[i];
+    if (v[i] > mx) mx = v[i];
+  }
+  s->mean = (double)sum / (double)n;
+  s->min = mn;
+  s->max = mx;
+  size_t k50 = (n * 50 + 99) / 100 - 1, k90 = (n * 90 + 99) / 100 - 1, k99 = (n * 99 + 99) / 100 - 1;
+  select_kth(v, 0, n, k50);
+  s->p50 = v[k50];
+  select_kth(v, k50, n, k90);
+  s->p90 = v[k90];
+  select_kth(v, k90, n, k99);
+  s->p99 = v[k99];
 }
 
-typedef struct delay_buf {
-  int64_t *v;
-  size_t n, cap;
-} delay_buf;
+/* Idle time by cause, accumulated while device gaps stream by in time order
+ * (they are disjoint), and copied at each query point as it is passed:
+ * at[k][cause] = idle time of that cause in [t0, points[k]). */
+typedef struct gap_acc {
+  int64_t t0, t1;
+  int64_t acc[SSA_IDLE_N];
+  const int64_t *points;
+  size_t npoints, next;
+  int64_t (*at)[SSA_IDLE_N];
+} gap_acc;
 
-static int push_delay(delay_buf *b, int64_t d) {
-  if (ssa_grow((void **)&b->v, &b->cap, b->n + 1, sizeof *b->v)) return -1;
-  b->v[b->n++] = d;
-  return 0;
+static void gap_add(gap_acc *g, int64_t a, int64_t b, uint32_t cause) {
+  int64_t ca = a < g->t0 ? g->t0 : a, cb = b > g->t1 ? g->t1 : b;
+  while (g->next < g->npoints && g->points[g->next] <= b) {
+    int64_t p = g->points[g->next];
+    memcpy(g->at[g->next], g->acc, sizeof g->acc);
+    if (p > ca && cb > ca) g->at[g->next][cause] += (p < cb ? p : cb) - ca;
+    g->next++;
+  }
+  if (cb > ca) g->acc[cause] += cb - ca;
 }
 
-static void measure_window(rank_ctx *c, ssa_window *w) {
-  ssa_rank_result *rr = c->rr;
-  const ssa_interval_list *lists[4] = {&rr->comp, &rr->comm, &rr->mem, &rr->nonpipe_comm};
+static size_t point_index(const int64_t *points, size_t n, int64_t t) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (points[mid] < t) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* A window's metrics from the coverage and idle copies at its two ends. */
+static void measure_window(ssa_window *w, const int64_t *points, size_t np,
+                           int64_t (*cov_at)[16], int64_t (*idle_at)[SSA_IDLE_N]) {
   int64_t bucket[16] = {0};
+  memset(w->idle_cause, 0, sizeof w->idle_cause);
   w->span = w->end > w->start ? w->end - w->start : 0;
-  if (w->span > 0) ssa_sweep(lists, 4, w->start, w->end, bucket, NULL, NULL);
+  if (w->span > 0) {
+    size_t is = point_index(points, np, w->start), ie = point_index(points, np, w->end);
+    for (unsigned m = 0; m < 16; m++) bucket[m] = cov_at[ie][m] - cov_at[is][m];
+    for (int k = 0; k < SSA_IDLE_N; k++) w->idle_cause[k] = idle_at[ie][k] - idle_at[is][k];
+  }
   w->compute = w->comm = w->overlap = w->busy = w->exposed_mem = w->bubble = 0;
   w->pipeline_comm_only = 0;
   for (unsigned m = 0; m < 16; m++) {
@@ -175,16 +249,6 @@ static void measure_window(rank_ctx *c, ssa_window *w) {
   }
   w->exposed_comm = w->comm - w->overlap;
   w->idle = w->span - w->busy;
-  memset(w->idle_cause, 0, sizeof w->idle_cause);
-  /* device gaps overlapping the window */
-  size_t lo = 0, hi = rr->ngaps;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (rr->gaps[mid].b <= w->start) lo = mid + 1;
-    else hi = mid;
-  }
-  for (size_t i = lo; i < rr->ngaps && rr->gaps[i].a < w->end; i++)
-    w->idle_cause[rr->gaps[i].cause] += clip_len(rr->gaps[i].a, rr->gaps[i].b, w->start, w->end);
   w->cpu_bound = w->span > 0 &&
                  (double)w->idle_cause[SSA_IDLE_HOST_WAIT] >= SSA_CPU_BOUND_FRACTION * (double)w->span;
 }
@@ -224,16 +288,89 @@ typedef struct kstat {
   int comm;
 } kstat;
 
+/* Launch delays (kernel start - launch call end) by selected step: every op
+ * counts in each selected step whose host range contains its launch (steps.c
+ * ssa_step_index), and once in the totals. Counted during the op pass, then
+ * written into one array grouped by step, so memory is 8 bytes per
+ * (op, step) pair and each step's statistics come from its own slice. */
+typedef struct delay_plan {
+  ssa_step_index ix;
+  uint32_t *hit;                    /* scratch: steps containing a launch */
+  size_t *count;                    /* per selected step */
+  size_t pairs, ops_in_any;
+} delay_plan;
+
+static int64_t launch_delay(const ssa_rank *r, const ssa_op *o) {
+  return o->start - r->apis[o->launch].end;
+}
+
+static int compute_delays(const ssa_rank *r, ssa_rank_result *rr, delay_plan *dp, size_t nall) {
+  ssa_window *tw = &rr->totals;
+  if (rr->nsteps == 0) {
+    /* no step at all: every launched op in the window; a filter that kept
+     * none: nothing */
+    if (nall != 0 || dp->ops_in_any == 0) return 0;
+    int64_t *v = malloc(dp->ops_in_any * sizeof *v);
+    if (!v) return STEPSCOPE_E_NOMEM;
+    size_t n = 0;
+    for (size_t i = 0; i < r->nops; i++) {
+      const ssa_op *o = &r->ops[i];
+      if (o->launch != SSA_NONE && o->start >= tw->start && o->start < tw->end) v[n++] = launch_delay(r, o);
+    }
+    delay_stats(v, n, &tw->launch);
+    free(v);
+    return 0;
+  }
+  size_t total = dp->pairs > dp->ops_in_any ? dp->pairs : dp->ops_in_any;
+  int64_t *v = malloc((total ? total : 1) * sizeof *v);
+  size_t *cursor = malloc((rr->nsteps + 1) * sizeof *cursor);
+  if (!v || !cursor) {
+    free(v);
+    free(cursor);
+    return STEPSCOPE_E_NOMEM;
+  }
+  size_t off = 0;
+  for (size_t s = 0; s < rr->nsteps; s++) {
+    cursor[s] = off;
+    off += dp->count[s];
+  }
+  for (size_t i = 0; i < r->nops && dp->pairs; i++) {
+    const ssa_op *o = &r->ops[i];
+    if (o->launch == SSA_NONE) continue;
+    size_t m = ssa_step_index_stab(&dp->ix, r->apis[o->launch].start, dp->hit, rr->nsteps);
+    for (size_t j = 0; j < m; j++) v[cursor[dp->hit[j]]++] = launch_delay(r, o);
+  }
+  for (size_t s = 0; s < rr->nsteps; s++)
+    delay_stats(v + cursor[s] - dp->count[s], dp->count[s], &rr->windows[s].launch);
+  if (dp->pairs != dp->ops_in_any) {
+    /* overlapping steps: the totals count each op once */
+    size_t n = 0;
+    for (size_t i = 0; i < r->nops; i++) {
+      const ssa_op *o = &r->ops[i];
+      if (o->launch != SSA_NONE && ssa_step_index_stab(&dp->ix, r->apis[o->launch].start, NULL, 0))
+        v[n++] = launch_delay(r, o);
+    }
+  }
+  delay_stats(v, dp->ops_in_any, &tw->launch);
+  free(v);
+  free(cursor);
+  return 0;
+}
+
 int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
   const ssa_rank *r = rr->rank;
   rank_ctx c = {a, rr, r, a->launch_gap_ns, NULL, NULL, 0};
   int rc = STEPSCOPE_E_NOMEM;
   uint32_t *lane_slot = NULL;
   int64_t *lane_prev = NULL;
-  delay_buf *delays = NULL;
-  size_t *steps_by_time = NULL;
   ssa_step *all = NULL;
   size_t nall = 0;
+  int64_t *points = NULL;
+  int64_t(*cov_at)[16] = NULL;
+  int64_t(*idle_at)[SSA_IDLE_N] = NULL;
+  kstat *ks = NULL;
+  delay_plan dp;
+  memset(&dp, 0, sizeof dp);
 
   read_pipeline_info(&c);
   if (ssa_find_steps(r, a->opt.step_range_name, &all, &nall)) goto out;
@@ -269,6 +406,13 @@ int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
   }
   if (nall == 0 && r->nops)
     ssa_analysis_warn(a, "rank %d: no step ranges found; the whole trace is one window", r->rank);
+  for (size_t i = 0; i < rr->nsteps; i++) {
+    ssa_window *w = &rr->windows[i];
+    w->step = rr->steps[i].number;
+    w->start = rr->steps[i].start;
+    w->end = rr->steps[i].end;
+    w->projected = rr->steps[i].projected;
+  }
 
   /* sync prefix maxima */
   if (r->nsyncs) {
@@ -293,26 +437,44 @@ int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
     lane_slot[l] = (uint32_t)rr->nlanes;
     rr->lanes[rr->nlanes++].lane = l;
   }
-  /* launch delay buffers: one per selected step, plus the totals */
-  delays = calloc(rr->nsteps + 1, sizeof *delays);
-  steps_by_time = malloc((rr->nsteps ? rr->nsteps : 1) * sizeof *steps_by_time);
-  if (!delays || !steps_by_time) goto out;
-  for (size_t i = 0; i < rr->nsteps; i++) steps_by_time[i] = i;
-  for (size_t i = 1; i < rr->nsteps; i++) { /* insertion sort by range start */
-    size_t k = steps_by_time[i], j = i;
-    while (j > 0 && rr->steps[steps_by_time[j - 1]].range_start > rr->steps[k].range_start) {
-      steps_by_time[j] = steps_by_time[j - 1];
-      j--;
-    }
-    steps_by_time[j] = k;
-  }
-  kstat *ks = calloc(r->strings.count ? r->strings.count : 1, sizeof *ks);
+  ks = calloc(r->strings.count ? r->strings.count : 1, sizeof *ks);
   if (!ks) goto out;
 
-  /* the sweep over ops */
+  /* query points: every window's ends, sorted and unique */
+  size_t np = 0;
+  points = malloc((2 * rr->nsteps + 2) * sizeof *points);
+  if (!points) goto out;
+  points[np++] = tw->start;
+  points[np++] = tw->end;
+  for (size_t i = 0; i < rr->nsteps; i++) {
+    points[np++] = rr->windows[i].start;
+    points[np++] = rr->windows[i].end;
+  }
+  qsort(points, np, sizeof *points, cmp_i64);
+  size_t u = 0;
+  for (size_t i = 0; i < np; i++)
+    if (u == 0 || points[i] != points[u - 1]) points[u++] = points[i];
+  np = u;
+  cov_at = malloc(np * sizeof *cov_at);
+  idle_at = malloc(np * sizeof *idle_at);
+  if (!cov_at || !idle_at) goto out;
+
+  /* launch delays: the selected steps' index */
+  if (rr->nsteps) {
+    if (ssa_step_index_build(&dp.ix, rr->steps, rr->nsteps)) goto out;
+    dp.hit = malloc(rr->nsteps * sizeof *dp.hit);
+    dp.count = calloc(rr->nsteps, sizeof *dp.count);
+    if (!dp.hit || !dp.count) goto out;
+  }
+
+  /* the one pass over ops (sorted by start): kernel statistics, launch
+   * membership, coverage, device and stream gaps with their causes */
   int64_t dev_end = INT64_MIN;
   int64_t t0 = tw->start, t1 = tw->end;
-  size_t gcap = 0;
+  ssa_cover cov;
+  ssa_cover_init(&cov, 4, t0, t1);
+  ssa_cover_points(&cov, points, np, cov_at);
+  gap_acc ga = {t0, t1 > t0 ? t1 : t0, {0}, points, np, 0, idle_at};
   for (size_t i = 0; i < r->nops; i++) {
     const ssa_op *o = &r->ops[i];
     if (o->kind == SSA_OP_KERNEL || o->kind == SSA_OP_HOST) {
@@ -327,37 +489,19 @@ int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
       }
     }
     if (o->launch != SSA_NONE) {
-      int64_t lt = r->apis[o->launch].start;
-      int64_t d = o->start - r->apis[o->launch].end;
       if (rr->nsteps) {
-        size_t lo = 0, hi = rr->nsteps;
-        while (lo < hi) {
-          size_t mid = lo + (hi - lo) / 2;
-          if (rr->steps[steps_by_time[mid]].range_start <= lt) lo = mid + 1;
-          else hi = mid;
-        }
-        if (lo > 0 && lt < rr->steps[steps_by_time[lo - 1]].range_end) {
-          if (push_delay(&delays[steps_by_time[lo - 1]], d) || push_delay(&delays[rr->nsteps], d))
-            goto out_ks;
-        }
+        size_t m = ssa_step_index_stab(&dp.ix, r->apis[o->launch].start, dp.hit, rr->nsteps);
+        for (size_t j = 0; j < m; j++) dp.count[dp.hit[j]]++;
+        dp.pairs += m;
+        dp.ops_in_any += m > 0;
       } else if (nall == 0 && o->start >= t0 && o->start < t1) {
-        if (push_delay(&delays[0], d)) goto out_ks;
+        dp.ops_in_any++;
       }
     }
     if (o->end <= o->start) continue; /* zero-length: not activity */
-    ssa_interval_list *cls = o->cls == SSA_CLS_COMPUTE ? &rr->comp
-                             : o->cls == SSA_CLS_COMM  ? &rr->comm
-                                                       : &rr->mem;
-    if (ssa_interval_list_add(cls, o->start, o->end)) goto out_ks;
-    if (o->cls == SSA_CLS_COMM && !is_pipeline_comm(r, o, rr->pipeline) &&
-        ssa_interval_list_add(&rr->nonpipe_comm, o->start, o->end))
-      goto out_ks;
+    ssa_cover_op(&cov, r, o, rr->pipeline);
     if (o->start > dev_end) {
-      if (ssa_grow((void **)&rr->gaps, &gcap, rr->ngaps + 1, sizeof *rr->gaps)) goto out_ks;
-      rr->gaps[rr->ngaps].a = dev_end;
-      rr->gaps[rr->ngaps].b = o->start;
-      rr->gaps[rr->ngaps].cause = classify(&c, dev_end, o->start, i, SSA_NONE);
-      rr->ngaps++;
+      gap_add(&ga, dev_end, o->start, classify(&c, dev_end, o->start, i, SSA_NONE));
     }
     if (o->end > dev_end) dev_end = o->end;
     uint32_t slot = lane_slot[o->lane];
@@ -368,8 +512,8 @@ int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
     }
     if (o->end > lane_prev[o->lane]) lane_prev[o->lane] = o->end;
   }
-  if (ssa_grow((void **)&rr->gaps, &gcap, rr->ngaps + 1, sizeof *rr->gaps)) goto out_ks;
-  rr->gaps[rr->ngaps++] = (ssa_gap){dev_end, INT64_MAX, SSA_IDLE_OTHER};
+  gap_add(&ga, dev_end, INT64_MAX, SSA_IDLE_OTHER);
+  ssa_cover_finish(&cov);
   for (size_t s = 0; s < rr->nlanes; s++) {
     ssa_lane_idle *li = &rr->lanes[s];
     li->idle_cause[SSA_IDLE_OTHER] += clip_len(lane_prev[li->lane], INT64_MAX, t0, t1);
@@ -379,29 +523,17 @@ int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
   }
 
   /* windows */
-  measure_window(&c, tw);
-  delay_stats(delays[rr->nsteps].v, delays[rr->nsteps].n, &tw->launch);
-  if (nall == 0) delay_stats(delays[0].v, delays[0].n, &tw->launch);
-  for (size_t i = 0; i < rr->nsteps; i++) {
-    ssa_window *w = &rr->windows[i];
-    w->step = rr->steps[i].number;
-    w->start = rr->steps[i].start;
-    w->end = rr->steps[i].end;
-    w->projected = rr->steps[i].projected;
-    measure_window(&c, w);
-    delay_stats(delays[i].v, delays[i].n, &w->launch);
-  }
+  measure_window(tw, points, np, cov_at, idle_at);
+  for (size_t i = 0; i < rr->nsteps; i++) measure_window(&rr->windows[i], points, np, cov_at, idle_at);
+  if ((rc = compute_delays(r, rr, &dp, nall)) != 0) goto out;
+
   /* hand the kernel stats to the cross-rank table */
-  rr->error = 0;
-  rc = 0;
+  rc = STEPSCOPE_E_NOMEM;
   {
     size_t nk = 0;
     for (uint32_t id = 0; id < r->strings.count; id++) nk += ks[id].count > 0;
     rr->kstats = malloc((nk ? nk : 1) * sizeof *rr->kstats);
-    if (!rr->kstats) {
-      rc = STEPSCOPE_E_NOMEM;
-      goto out_ks;
-    }
+    if (!rr->kstats) goto out;
     for (uint32_t id = 0; id < r->strings.count; id++) {
       if (!ks[id].count) continue;
       ssa_rank_kstat *k = &rr->kstats[rr->nkstats++];
@@ -413,13 +545,16 @@ int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
       k->max = ks[id].max;
     }
   }
-out_ks:
-  free(ks);
+  rr->error = 0;
+  rc = 0;
 out:
-  if (delays)
-    for (size_t i = 0; i <= rr->nsteps; i++) free(delays[i].v);
-  free(delays);
-  free(steps_by_time);
+  free(ks);
+  free(points);
+  free(cov_at);
+  free(idle_at);
+  ssa_step_index_free(&dp.ix);
+  free(dp.hit);
+  free(dp.count);
   free(lane_slot);
   free(lane_prev);
   free(all);

@@ -212,10 +212,13 @@ static void export_rank(exporter *x, const ssa_rank_result *rr, long tid_base) {
   d.tid_idle = tid_derived + 1;
   d.tid_bubble = tid_derived + 2;
   d.pipeline = rr->pipeline;
-  const ssa_interval_list *lists[4] = {&rr->comp, &rr->comm, &rr->mem, &rr->nonpipe_comm};
-  int64_t bucket[16] = {0};
-  if (rr->totals.end > rr->totals.start)
-    ssa_sweep(lists, 4, rr->totals.start, rr->totals.end, bucket, on_segment, &d);
+  if (rr->totals.end > rr->totals.start) { /* the analysis' coverage pass again, streamed */
+    ssa_cover cov;
+    ssa_cover_init(&cov, 4, rr->totals.start, rr->totals.end);
+    cov.emit = on_segment;
+    cov.ctx = &d;
+    ssa_cover_rank(&cov, r, rr->pipeline);
+  }
   for (int k = 0; k < 3; k++) flush_derived(&d, k);
   for (size_t s = 0; s < rr->nsteps; s++) {
     const ssa_window *w = &rr->windows[s];

@@ -4,8 +4,8 @@
  * export read. docs/metrics.md defines every number exactly.
  *
  * Flow: ssa_analyze() finds each rank's steps (steps.c), measures every
- * window with one interval sweep per rank (breakdown.c, in parallel across
- * ranks), then does the cross-rank work: collectives matched by (comm_id,
+ * window in one streaming pass over the rank's ops (breakdown.c with
+ * coverage.c, in parallel across ranks), then does the cross-rank work: collectives matched by (comm_id,
  * seq) with skew, transfer, waits, bandwidths and stragglers
  * (collectives.c), the kernel table (kernel_table.c), MFU/HFU and memory
  * (run_metadata.c).
@@ -73,20 +73,50 @@ typedef struct ssa_lane_idle {
   int64_t idle_cause[SSA_IDLE_N];   /* sums to span - busy of the totals window */
 } ssa_lane_idle;
 
-/* A device idle gap (between union intervals of all activity). */
-typedef struct ssa_gap {
-  int64_t a, b;                     /* INT64_MIN / INT64_MAX for open ends */
-  uint32_t cause;
-} ssa_gap;
+/* Streaming coverage of up to 4 activity sets over [t0, t1) (coverage.c):
+ * feed ops in non-decreasing start order; bucket[mask] accumulates the time
+ * covered by exactly the sets in mask (bit i = set i). Query points (sorted)
+ * receive a copy of the buckets when the sweep passes them, so that any
+ * window between two points is a difference of two copies. */
+typedef struct ssa_cover {
+  int64_t t0, t1, pos;              /* time before pos is accounted */
+  int64_t end[4];                   /* end of each set's open union interval */
+  int nsets;
+  int64_t bucket[16];
+  const int64_t *points;            /* sorted query points */
+  size_t npoints, next_point;
+  int64_t (*at)[16];                /* at[k] = buckets over [t0, points[k]) */
+  void (*emit)(void *ctx, int64_t s, int64_t e, unsigned mask); /* each piece, or NULL */
+  void *ctx;
+} ssa_cover;
 
-typedef struct ssa_interval {
-  int64_t s, e;
-} ssa_interval;
+void ssa_cover_init(ssa_cover *c, int nsets, int64_t t0, int64_t t1);
+void ssa_cover_points(ssa_cover *c, const int64_t *points, size_t n, int64_t (*at)[16]);
+/* Accounts time up to t (clipped to t1). */
+void ssa_cover_advance(ssa_cover *c, int64_t t);
+/* Accounts up to t1 and records the remaining points. */
+void ssa_cover_finish(ssa_cover *c);
 
-typedef struct ssa_interval_list {
-  ssa_interval *v;
-  size_t n, cap;
-} ssa_interval_list;
+/* Adds [s, e) to set `set`; calls must come in non-decreasing s. */
+static inline void ssa_cover_add(ssa_cover *c, int set, int64_t s, int64_t e) {
+  if (s > c->pos) ssa_cover_advance(c, s);
+  if (e > c->end[set]) c->end[set] = e;
+}
+
+/* Whether a communication op is pipeline send/recv (SPEC §4 bubble). */
+int ssa_op_is_pipeline_comm(const ssa_rank *r, const ssa_op *o, int pipeline);
+
+/* The four sets of the metrics: 0 compute, 1 comm, 2 copies/memsets,
+ * 3 non-pipeline comm. Zero-length ops are not activity. */
+static inline void ssa_cover_op(ssa_cover *c, const ssa_rank *r, const ssa_op *o, int pipeline) {
+  if (o->end <= o->start) return;
+  int set = o->cls == SSA_CLS_COMPUTE ? 0 : o->cls == SSA_CLS_COMM ? 1 : 2;
+  ssa_cover_add(c, set, o->start, o->end);
+  if (set == 1 && o->end > c->end[3] && !ssa_op_is_pipeline_comm(r, o, pipeline)) c->end[3] = o->end;
+}
+
+/* Feeds every op of a rank (sorted by start) and finishes. */
+void ssa_cover_rank(ssa_cover *c, const ssa_rank *r, int pipeline);
 
 /* Kernel statistics of one rank, by the rank's string id. */
 typedef struct ssa_rank_kstat {
@@ -104,10 +134,6 @@ typedef struct ssa_rank_result {
   ssa_window *windows;              /* one per selected step */
   ssa_lane_idle *lanes;             /* device lanes (GPU and CPU streams) */
   size_t nlanes;
-  /* kept for the export's derived tracks */
-  ssa_interval_list comp, comm, mem, nonpipe_comm;
-  ssa_gap *gaps;
-  size_t ngaps;
   ssa_rank_kstat *kstats;           /* kernels starting in the totals window */
   size_t nkstats;
   int pipeline;                     /* this rank is in a pipeline (pp > 1) */
@@ -207,16 +233,25 @@ static inline int64_t ssa_rel_time(const ssa_run *run, const ssa_rank *r, int64_
 /* Finds the steps of a rank (all of them, unfiltered), sorted by number. */
 int ssa_find_steps(const ssa_rank *r, const char *user_range_name, ssa_step **out, size_t *n);
 
-/* Appends [s, e) to a list fed in non-decreasing s, merging overlaps. */
-int ssa_interval_list_add(ssa_interval_list *l, int64_t s, int64_t e);
-void ssa_interval_list_free(ssa_interval_list *l);
+/* Which steps' host ranges contain a time (steps.c): an op belongs to every
+ * step whose range [range_start, range_end) contains its launch call's
+ * start, so overlapping or nested step ranges are all credited. Built over
+ * an array of steps (not owned); O(log n + matches) per query. */
+typedef struct ssa_step_index {
+  const ssa_step *steps;
+  size_t n;
+  uint32_t *order;                  /* step indices by range_start */
+  int64_t *starts;                  /* range_start in that order */
+  int64_t *tree;                    /* max range_end over subtrees (heap layout) */
+  size_t leaves;                    /* tree leaves (power of two) */
+  int disjoint;                     /* no two ranges overlap: one candidate per query */
+} ssa_step_index;
 
-/* Sweeps up to 4 interval lists over [t0, t1): time covered by each
- * combination of lists (bit i = list i) is added to bucket[mask]; `emit`,
- * when not NULL, receives each constant-coverage segment. */
-void ssa_sweep(const ssa_interval_list *const *lists, int nlists, int64_t t0, int64_t t1,
-               int64_t bucket[16],
-               void (*emit)(void *ctx, int64_t s, int64_t e, unsigned mask), void *ctx);
+int ssa_step_index_build(ssa_step_index *ix, const ssa_step *steps, size_t n);
+void ssa_step_index_free(ssa_step_index *ix);
+/* Writes the indices of the steps containing t into out (up to cap) and
+ * returns how many contain it (which may exceed cap). */
+size_t ssa_step_index_stab(const ssa_step_index *ix, int64_t t, uint32_t *out, size_t cap);
 
 /* Per-rank metrics (breakdown.c). */
 int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr);

@@ -10,19 +10,117 @@
  *
  * Projection (docs/metrics.md "Steps"): an op belongs to step S when the
  * API call that launched it (joined by correlation id) *started* inside S's
- * host range [range_start, range_end). The step window is
- * [earliest start, latest end] of the ops that belong to it. A step that
- * launched nothing keeps its host range as its window (projected = 0).
+ * host range [range_start, range_end). Ranges may overlap or nest: an op
+ * then belongs to every step whose range contains its launch. The step
+ * window is [earliest start, latest end] of the ops that belong to it. A
+ * step that launched nothing keeps its host range as its window
+ * (projected = 0).
+ *
+ * The step index answers "which ranges contain t" in O(log n + matches):
+ * ranges sorted by start, and a max-tree of their ends over that order; the
+ * ranges containing t are those among the first k (start <= t) whose end is
+ * after t, found by descending only into subtrees whose max end is after t.
+ * When no two ranges overlap (the usual case) the only candidate is the
+ * k-th, with no tree.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "ssa_analysis.h"
 
-static int cmp_step_time(const void *pa, const void *pb) {
-  const ssa_step *a = pa, *b = pb;
-  if (a->range_start != b->range_start) return a->range_start < b->range_start ? -1 : 1;
+typedef struct order_key {
+  int64_t start;
+  uint32_t idx;
+} order_key;
+
+static int cmp_order_key(const void *pa, const void *pb) {
+  const order_key *a = pa, *b = pb;
+  if (a->start != b->start) return a->start < b->start ? -1 : 1;
+  return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+void ssa_step_index_free(ssa_step_index *ix) {
+  free(ix->order);
+  free(ix->starts);
+  free(ix->tree);
+  memset(ix, 0, sizeof *ix);
+}
+
+int ssa_step_index_build(ssa_step_index *ix, const ssa_step *steps, size_t n) {
+  memset(ix, 0, sizeof *ix);
+  ix->steps = steps;
+  ix->n = n;
+  ix->disjoint = 1;
+  if (n == 0) return 0;
+  order_key *k = malloc(n * sizeof *k);
+  ix->order = malloc(n * sizeof *ix->order);
+  ix->starts = malloc(n * sizeof *ix->starts);
+  if (!k || !ix->order || !ix->starts) goto nomem;
+  /* empty ranges contain nothing: left out */
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++)
+    if (steps[i].range_end > steps[i].range_start) k[m++] = (order_key){steps[i].range_start, (uint32_t)i};
+  qsort(k, m, sizeof *k, cmp_order_key);
+  n = ix->n = m;
+  int64_t reach = INT64_MIN;
+  for (size_t i = 0; i < n; i++) {
+    ix->order[i] = k[i].idx;
+    ix->starts[i] = k[i].start;
+    const ssa_step *s = &steps[k[i].idx];
+    if (s->range_start < reach) ix->disjoint = 0;
+    if (s->range_end > reach) reach = s->range_end;
+  }
+  free(k);
+  k = NULL;
+  if (!ix->disjoint && n > 0) {
+    size_t leaves = 1;
+    while (leaves < n) leaves <<= 1;
+    ix->leaves = leaves;
+    ix->tree = malloc(2 * leaves * sizeof *ix->tree);
+    if (!ix->tree) goto nomem;
+    for (size_t i = 0; i < leaves; i++)
+      ix->tree[leaves + i] = i < n ? steps[ix->order[i]].range_end : INT64_MIN;
+    for (size_t i = leaves - 1; i >= 1; i--)
+      ix->tree[i] = ix->tree[2 * i] > ix->tree[2 * i + 1] ? ix->tree[2 * i] : ix->tree[2 * i + 1];
+  }
   return 0;
+nomem:
+  free(k);
+  ssa_step_index_free(ix);
+  return STEPSCOPE_E_NOMEM;
+}
+
+/* Appends the steps under tree node `node` (covering positions [lo, lo +
+ * width)) with position < k and end > t. */
+static void stab_node(const ssa_step_index *ix, size_t node, size_t lo, size_t width, size_t k,
+                      int64_t t, uint32_t *out, size_t cap, size_t *found) {
+  if (lo >= k || ix->tree[node] <= t) return;
+  if (width == 1) {
+    if (*found < cap) out[*found] = ix->order[lo];
+    (*found)++;
+    return;
+  }
+  stab_node(ix, 2 * node, lo, width / 2, k, t, out, cap, found);
+  stab_node(ix, 2 * node + 1, lo + width / 2, width / 2, k, t, out, cap, found);
+}
+
+size_t ssa_step_index_stab(const ssa_step_index *ix, int64_t t, uint32_t *out, size_t cap) {
+  /* k = number of ranges starting at or before t */
+  size_t lo = 0, hi = ix->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (ix->starts[mid] <= t) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo == 0) return 0;
+  if (ix->disjoint) { /* ranges never overlap: only the last one can contain t */
+    if (t >= ix->steps[ix->order[lo - 1]].range_end) return 0;
+    if (cap) out[0] = ix->order[lo - 1];
+    return 1;
+  }
+  size_t found = 0;
+  stab_node(ix, 1, 0, ix->leaves, lo, t, out, cap, &found);
+  return found;
 }
 
 static int cmp_step_number(const void *pa, const void *pb) {
@@ -89,25 +187,27 @@ int ssa_find_steps(const ssa_rank *r, const char *user_name, ssa_step **out, siz
     s->start = INT64_MAX;
     s->end = INT64_MIN;
   }
-  /* project: ranges sorted by start, binary search each launch time */
-  qsort(v, n, sizeof *v, cmp_step_time);
-  for (size_t i = 0; i < r->nops; i++) {
+  /* project: every op onto every step whose range contains its launch */
+  ssa_step_index ix;
+  uint32_t *hit = malloc((n ? n : 1) * sizeof *hit);
+  if (!hit || ssa_step_index_build(&ix, v, n)) {
+    free(hit);
+    free(v);
+    return STEPSCOPE_E_NOMEM;
+  }
+  for (size_t i = 0; i < r->nops && n; i++) {
     const ssa_op *o = &r->ops[i];
     if (o->launch == SSA_NONE) continue;
-    int64_t t = r->apis[o->launch].start;
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-      size_t mid = lo + (hi - lo) / 2;
-      if (v[mid].range_start <= t) lo = mid + 1;
-      else hi = mid;
+    size_t m = ssa_step_index_stab(&ix, r->apis[o->launch].start, hit, n);
+    for (size_t j = 0; j < m; j++) {
+      ssa_step *s = &v[hit[j]];
+      if (o->start < s->start) s->start = o->start;
+      if (o->end > s->end) s->end = o->end;
+      s->launched++;
     }
-    if (lo == 0) continue;
-    ssa_step *s = &v[lo - 1];
-    if (t >= s->range_end) continue;
-    if (o->start < s->start) s->start = o->start;
-    if (o->end > s->end) s->end = o->end;
-    s->launched++;
   }
+  ssa_step_index_free(&ix);
+  free(hit);
   for (size_t i = 0; i < n; i++) {
     if (v[i].launched) {
       v[i].projected = 1;
@@ -116,7 +216,7 @@ int ssa_find_steps(const ssa_rank *r, const char *user_name, ssa_step **out, siz
       v[i].end = v[i].range_end;
     }
   }
-  qsort(v, n, sizeof *v, cmp_step_number);
+  if (n > 1) qsort(v, n, sizeof *v, cmp_step_number);
   *out = v;
   *nout = n;
   return 0;

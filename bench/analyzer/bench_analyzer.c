@@ -35,6 +35,14 @@ static double now_s(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* CPU time (user + system) of this process, all threads. */
+static double cpu_s(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec +
+         (double)ru.ru_stime.tv_sec + 1e-6 * (double)ru.ru_stime.tv_usec;
+}
+
 typedef struct gen_task {
   const char *dir;
   int rank, world;
@@ -152,7 +160,7 @@ static void measure(const char *dir, int threads, int do_export, int ranks, uint
   fflush(stdout);
   pid_t pid = fork();
   if (pid == 0) {
-    double t0 = now_s();
+    double t0 = now_s(), c0 = cpu_s();
     ssa_run run;
     ssa_load_options lo = {threads, 0};
     stepscope_error err;
@@ -163,6 +171,7 @@ static void measure(const char *dir, int threads, int do_export, int ranks, uint
     opt.threads = threads;
     if (ssa_analyze(&run, &opt, &a, &err)) { fprintf(stderr, "%s\n", err.message); _exit(1); }
     double t1 = now_s();
+    double cpu = cpu_s() - c0;
     uint64_t rec = 0;
     for (size_t i = 0; i < run.nranks; i++) rec += run.ranks[i].records;
     if (do_export) {
@@ -176,8 +185,10 @@ static void measure(const char *dir, int threads, int do_export, int ranks, uint
       printf("%6d ranks %11llu events  export: %8.1f MB in %6.2f s = %7.1f MB/s\n", ranks,
              (unsigned long long)rec, (double)st.bytes / 1e6, e1 - e0, (double)st.bytes / 1e6 / (e1 - e0));
     } else {
-      printf("%6d ranks %11llu events  threads %2d: load+analyze %7.3f s = %7.2f M events/s",
-             ranks, (unsigned long long)rec, threads, t1 - t0, (double)rec / (t1 - t0) / 1e6);
+      printf("%6d ranks %11llu events  threads %2d: load+analyze wall %7.3f s = %7.2f M events/s,"
+             " CPU %7.3f s = %7.2f M events/s per core",
+             ranks, (unsigned long long)rec, threads, t1 - t0, (double)rec / (t1 - t0) / 1e6, cpu,
+             (double)rec / cpu / 1e6);
     }
     fflush(stdout);
     _exit(0);
