@@ -8,8 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 
+#include "kineto_source.h"
 #include "stepscope.h"
 #include "trace_summary.h"
 
@@ -21,11 +23,43 @@ static void usage(FILE *out) {
           "records of each kind, the time span, dropped records (tracer losses), warnings\n"
           "(e.g. a truncated last frame) and errors.\n"
           "\n"
-          "  RUN      a run directory holding rank-*.trace.zst files\n"
-          "  FILE     one trace file\n"
+          "  RUN      a run directory holding rank-*.trace.zst files (or PyTorch profiler\n"
+          "           traces rank-*.json[.gz]: counts are given in stepscope's record kinds)\n"
+          "  FILE     one trace file (.trace.zst, or .json / .json.gz from PyTorch)\n"
           "  --json   print one JSON object instead of text\n"
           "\n"
           "Exit status: 0 all files read, 1 a file could not be read, 2 usage error.\n");
+}
+
+static int cmp_path(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A directory of PyTorch profiler traces (rank-*.json[.gz], *.pt.trace.json). */
+static int list_kineto_files(const char *dir, char ***paths, size_t *count) {
+  *paths = NULL;
+  *count = 0;
+  DIR *d = opendir(dir);
+  if (!d) return -1;
+  struct dirent *e;
+  size_t cap = 0;
+  while ((e = readdir(d))) {
+    if (!ssa_kineto_source_matches(e->d_name)) continue;
+    if (*count == cap) {
+      cap = cap ? cap * 2 : 16;
+      char **n = realloc(*paths, cap * sizeof *n);
+      if (!n) break;
+      *paths = n;
+    }
+    size_t len = strlen(dir) + strlen(e->d_name) + 2;
+    char *p = malloc(len);
+    if (!p) break;
+    snprintf(p, len, "%s/%s", dir, e->d_name);
+    (*paths)[(*count)++] = p;
+  }
+  closedir(d);
+  if (*count) qsort(*paths, *count, sizeof **paths, cmp_path);
+  return 0;
 }
 
 static void json_string(FILE *f, const char *s) {
@@ -126,8 +160,11 @@ static void print_text(const char *target, const trace_summary *s, size_t n) {
     const trace_summary *f = NULL;
     for (size_t i = 0; i < n && !f; i++)
       if (s[i].ok) f = &s[i];
-    printf("producer: %s; format %u.%u\n", f->header.producer, f->header.format_major,
-           f->header.format_minor);
+    if (f->header.format_major)
+      printf("producer: %s; format %u.%u\n", f->header.producer, f->header.format_major,
+             f->header.format_minor);
+    else
+      printf("producer: %s\n", f->header.producer);
     if (f->header.config_json[0]) {
       size_t len = strlen(f->header.config_json);
       printf("config: %.*s%s\n", len > 300 ? 300 : (int)len, f->header.config_json,
@@ -225,7 +262,14 @@ int cmd_info(int argc, char **argv) {
       return 1;
     }
     if (n == 0) {
-      fprintf(stderr, "stepscope info: %s: no rank-*.trace.zst files in this directory\n", target);
+      stepscope_run_files_free(paths, n);
+      list_kineto_files(target, &paths, &n);
+    }
+    if (n == 0) {
+      fprintf(stderr,
+              "stepscope info: %s: no rank-*.trace.zst files (nor PyTorch rank-*.json[.gz]) in "
+              "this directory\n",
+              target);
       stepscope_run_files_free(paths, n);
       return 1;
     }

@@ -4,7 +4,7 @@
 # truncated rank, dropped records, exit codes, errors for bad input, and that
 # the plain `zstd` tool decompresses a trace file.
 set -u
-stepscope=$1 writer=$2
+stepscope=$1 writer=$2 make_kineto=$3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
@@ -79,4 +79,18 @@ check "unknown option exits 2" test $rc -eq 2
 "$stepscope" --help | grep -q "commands:"; check "stepscope --help" test $? -eq 0
 "$stepscope" frobnicate 2>/dev/null; rc=$?
 check "unknown command exits 2" test $rc -eq 2
+
+# PyTorch profiler traces are a run too
+python3 "$make_kineto" --ranks 2 --gzip "$tmp/kineto" >/dev/null
+out=$("$stepscope" info "$tmp/kineto"); rc=$?
+check "info on a Kineto run exits 0" test $rc -eq 0
+check "info names the Kineto producer" grep -q "PyTorch profiler" <<<"$out"
+"$stepscope" info "$tmp/kineto" --json >"$tmp/kineto.json"
+check "info --json counts Kineto kernels and collectives" python3 - "$tmp/kineto.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["files"] == 2 and [r["rank"] for r in d["ranks"]] == [0, 1], d
+for r in d["ranks"]:
+    assert r["counts"]["kernel"] > 0 and r["counts"]["collective"] > 0 and r["error"] is None, r
+PY
 exit $fail
