@@ -74,7 +74,8 @@ static int test_env(void)
     setenv("LOCAL_WORLD_SIZE", "2", 1);
     setenv("MASTER_ADDR", "node7", 1);
     setenv("MASTER_PORT", "1234", 1);
-    EXPECT(rdzv_env_detect(&e) == 0 && !strcmp(e.source, "torchrun"), "torchrun: %s", e.source);
+    EXPECT(rdzv_env_detect(&e) == 0 && !strcmp(e.source, "torchrun") && e.local_world_known,
+           "torchrun: %s", e.source);
     EXPECT(e.rank == 3 && e.world == 8 && e.local_rank == 1 && e.local_world == 2, "torchrun ids");
     EXPECT(!strcmp(e.master_addr, "node7") && e.master_port == 1234, "master");
     clear_launcher_env();
@@ -82,8 +83,12 @@ static int test_env(void)
     setenv("SLURM_NTASKS", "16", 1);
     setenv("SLURM_LOCALID", "1", 1);
     EXPECT(rdzv_env_detect(&e) == 0 && !strcmp(e.source, "slurm") && e.rank == 5 &&
-               e.world == 16 && e.local_rank == 1 && e.local_world == 16,
-           "slurm: %s %d %d %d %d", e.source, e.rank, e.world, e.local_rank, e.local_world);
+               e.world == 16 && e.local_rank == 1 && !e.local_world_known,
+           "slurm: %s %d %d %d %d", e.source, e.rank, e.world, e.local_rank, e.local_world_known);
+    setenv("SLURM_NTASKS_PER_NODE", "4(x4)", 1); /* not a plain number: still unknown */
+    EXPECT(rdzv_env_detect(&e) == 0 && !e.local_world_known, "slurm per-node list");
+    setenv("SLURM_NTASKS_PER_NODE", "4", 1);
+    EXPECT(rdzv_env_detect(&e) == 0 && e.local_world_known && e.local_world == 4, "slurm 4/node");
     clear_launcher_env();
     setenv("OMPI_COMM_WORLD_RANK", "2", 1);
     setenv("OMPI_COMM_WORLD_SIZE", "4", 1);

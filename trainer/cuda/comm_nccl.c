@@ -144,6 +144,27 @@ comm_nccl_job *comm_nccl_job_open(dev_device *dev, rdzv_store *store, int world_
     job->rank = world_rank;
     job->world = world;
     job->timeout_s = timeout_s > 0 ? timeout_s : 600;
+    /* several ranks of this machine on fewer GPUs: say what NCCL needs before it fails */
+    rdzv_env env;
+    rdzv_env_detect(&env);
+    int gpus = 0;
+    if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus < 1)
+        gpus = 1;
+    int local = env.local_world_known ? env.local_world : 1; /* unknown: do not guess */
+    int per_gpu = (local + gpus - 1) / gpus;
+    char vs[32];
+    comm_nccl_version_string(vs, sizeof vs);
+    if (world_rank == 0) {
+        printf("stepscope-train: NCCL %s, %d rank(s) on %d GPU(s) of this machine%s\n", vs, local,
+               gpus, per_gpu > 1 ? " (NCCL_MULTI_RANK_GPU_ENABLE)" : "");
+        fflush(stdout);
+    }
+    if (comm_nccl_check_gpu_sharing(per_gpu, comm_nccl_version(),
+                                    getenv("NCCL_MULTI_RANK_GPU_ENABLE"), err, errlen) != 0) {
+        rdzv_close(store);
+        free(job);
+        return NULL;
+    }
     if (dev_cuda_add_wait_check(dev, watchdog_check, job) != 0) {
         snprintf(err, errlen, "too many wait checks on the device");
         rdzv_close(store);
@@ -393,10 +414,13 @@ static void nccl_destroy(comm *cc)
     if (!c)
         return;
     nccl_link *all[5] = {c->main, c->pair[0][0], c->pair[0][1], c->pair[1][0], c->pair[1][1]};
+    /* after a failure peers may be gone: abort instead of finalizing (which waits) */
+    const char *dev_err = dev_cuda_ops()->last_error(c->job->dev);
+    int abort_it = c->job->aborted || (dev_err && dev_err[0]);
     for (int i = 0; i < 5; i++)
         if (all[i]) {
             unlink_from_job(c->job, all[i]);
-            link_free(all[i], c->job->aborted);
+            link_free(all[i], abort_it);
         }
     if (c->barrier_buf)
         dev_cuda_ops()->free(c->job->dev, c->barrier_buf);

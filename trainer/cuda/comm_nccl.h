@@ -50,7 +50,10 @@ int comm_nccl_check_gpu_sharing(int ranks_per_gpu, int nccl_version, const char 
                                 char *err, size_t errlen);
 
 /* Takes ownership of `store`. `dev` must be a CUDA device (the current device is
- * set). timeout_s bounds every operation (watchdog). */
+ * set). timeout_s bounds every operation (watchdog). World rank 0 prints the NCCL
+ * version and how many ranks share this machine's GPUs; several ranks per GPU
+ * without NCCL >= 2.30 and NCCL_MULTI_RANK_GPU_ENABLE=1 is an error (see
+ * comm_nccl_check_gpu_sharing). */
 comm_nccl_job *comm_nccl_job_open(dev_device *dev, rdzv_store *store, int world_rank, int world,
                                   double timeout_s, char *err, size_t errlen);
 void comm_nccl_job_close(comm_nccl_job *job);

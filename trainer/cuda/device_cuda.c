@@ -13,9 +13,11 @@
  *     A failure (a launch error, a cuBLASLt status) makes the device failed with
  *     the first message, like the CPU backend's sticky stream errors: later
  *     operations are skipped and stream_synchronize returns -1.
- *   - copy_to_device stages small host buffers (the micro-batch's tokens) through
- *     pinned slots so that the copy is asynchronous and the host runs ahead of the
- *     GPU; large copies (initial weights) go straight from pageable memory.
+ *   - Small copies between host and device (the micro-batch's tokens, the step's
+ *     loss and norm) go through a ring of pinned slots, so they are asynchronous
+ *     like on the CPU backend: the host runs ahead of the GPU, and a copy back to
+ *     the host completes (a host function moves the bytes) in stream order. Large
+ *     copies (initial weights) use pageable memory and the driver's own staging.
  *   - stream_synchronize polls the stream instead of blocking in the driver, so
  *     that registered wait checks (the NCCL watchdog) run while it waits.
  * Tracing: kernels, copies and NCCL are seen by the GPU tracer (CUPTI, NVTX, the
@@ -45,8 +47,10 @@ typedef struct allocation {
 
 typedef struct staging_slot {
     void *host;            /* pinned */
-    cudaEvent_t copied;    /* recorded after the copy that read it */
+    cudaEvent_t copied;    /* recorded after the last use of the slot on its stream */
     int used;
+    void *user_dst;        /* device-to-host: where the host function copies the bytes */
+    size_t bytes;
 } staging_slot;
 
 struct dev_device {
@@ -266,17 +270,20 @@ static void sleep_us(long us)
     nanosleep(&ts, NULL);
 }
 
-static int cuda_stream_synchronize(dev_stream *s)
+/* Waits until query() stops answering cudaErrorNotReady, polling, and running the wait
+ * checks (the NCCL watchdog) and the progress hook about every 100 ms. 0, or -1 with the
+ * device failed. */
+static int poll_until_done(dev_device *d, cudaError_t (*query)(void *), void *handle,
+                           const char *what)
 {
-    dev_device *d = s->d;
     double next_check = mono_s() + 0.1;
     long backoff = 0;
     for (;;) {
-        cudaError_t e = cudaStreamQuery(s->s);
+        cudaError_t e = query(handle);
         if (e == cudaSuccess)
-            break;
+            return 0;
         if (e != cudaErrorNotReady) {
-            cuda_ok(d, e, "stream synchronize");
+            cuda_ok(d, e, what);
             return -1;
         }
         if (atomic_load(&d->failed))
@@ -294,11 +301,21 @@ static int cuda_stream_synchronize(dev_stream *s)
             if (d->hook)
                 d->hook(d->hook_arg);
         }
-        /* spin briefly (short waits are common), then sleep up to 200 us per poll */
+        /* short waits are common: poll fast first, then sleep up to 200 us per poll */
         if (backoff < 200)
             backoff += 10;
         sleep_us(backoff);
     }
+}
+
+static cudaError_t query_stream(void *h) { return cudaStreamQuery((cudaStream_t)h); }
+static cudaError_t query_event(void *h) { return cudaEventQuery((cudaEvent_t)h); }
+
+static int cuda_stream_synchronize(dev_stream *s)
+{
+    dev_device *d = s->d;
+    if (poll_until_done(d, query_stream, (void *)s->s, "stream synchronize") != 0)
+        return -1;
     sample_driver_memory(d);
     if (d->hook)
         d->hook(d->hook_arg);
@@ -358,45 +375,80 @@ void dev_cuda_remove_wait_check(dev_device *d, void *arg)
 
 /* ---- copies ------------------------------------------------------------------------ */
 
+/* The next pinned staging slot, once its previous use has finished (it was enqueued
+ * STAGING_SLOTS copies ago, so the wait is almost always free). NULL: use pageable. */
+static staging_slot *take_staging_slot(dev_device *d)
+{
+    staging_slot *slot = &d->staging[d->next_staging];
+    d->next_staging = (d->next_staging + 1) % STAGING_SLOTS;
+    if (!slot->host) {
+        if (cudaMallocHost(&slot->host, STAGING_SLOT_BYTES) != cudaSuccess) {
+            cudaGetLastError();
+            slot->host = NULL;
+            return NULL;
+        }
+        if (cudaEventCreateWithFlags(&slot->copied, cudaEventDisableTiming) != cudaSuccess) {
+            cudaGetLastError();
+            cudaFreeHost(slot->host);
+            slot->host = NULL;
+            return NULL;
+        }
+    } else if (slot->used &&
+               poll_until_done(d, query_event, (void *)slot->copied, "staging wait") != 0) {
+        return NULL;
+    }
+    return slot;
+}
+
 static void cuda_copy_to_device(dev_stream *s, void *dst, const void *src, size_t bytes)
 {
     SKIP_IF_FAILED(s);
     dev_device *d = s->d;
-    if (bytes <= STAGING_SLOT_BYTES) {
-        staging_slot *slot = &d->staging[d->next_staging];
-        d->next_staging = (d->next_staging + 1) % STAGING_SLOTS;
-        if (!slot->host) {
-            if (cudaMallocHost(&slot->host, STAGING_SLOT_BYTES) != cudaSuccess ||
-                cudaEventCreateWithFlags(&slot->copied, cudaEventDisableTiming) != cudaSuccess) {
-                cudaGetLastError();
-                slot->host = NULL;
-                goto pageable;
-            }
-        } else if (slot->used) {
-            /* the slot's previous copy was enqueued STAGING_SLOTS copies ago */
-            if (!cuda_ok(d, cudaEventSynchronize(slot->copied), "staging wait"))
-                return;
-        }
-        memcpy(slot->host, src, bytes);
-        if (!cuda_ok(d, cudaMemcpyAsync(dst, slot->host, bytes, cudaMemcpyHostToDevice, s->s),
-                     "cudaMemcpyAsync (to device)"))
-            return;
-        cuda_ok(d, cudaEventRecord(slot->copied, s->s), "cudaEventRecord (staging)");
-        slot->used = 1;
+    staging_slot *slot = bytes <= STAGING_SLOT_BYTES ? take_staging_slot(d) : NULL;
+    if (!slot) {
+        /* pageable: the driver stages it and returns once src may be reused */
+        cuda_ok(d, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s->s),
+                "cudaMemcpyAsync (to device)");
         return;
     }
-pageable:
-    cuda_ok(d, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s->s),
-            "cudaMemcpyAsync (to device)");
+    memcpy(slot->host, src, bytes);
+    if (!cuda_ok(d, cudaMemcpyAsync(dst, slot->host, bytes, cudaMemcpyHostToDevice, s->s),
+                 "cudaMemcpyAsync (to device)"))
+        return;
+    cuda_ok(d, cudaEventRecord(slot->copied, s->s), "cudaEventRecord (staging)");
+    slot->used = 1;
+}
+
+/* Runs on a driver thread once the device-to-host copy into the slot is done. */
+static void CUDART_CB deliver_to_host(void *arg)
+{
+    staging_slot *slot = arg;
+    memcpy(slot->user_dst, slot->host, slot->bytes);
 }
 
 static void cuda_copy_to_host(dev_stream *s, void *dst, const void *src, size_t bytes)
 {
     SKIP_IF_FAILED(s);
-    /* pageable destination: the driver completes the copy before returning, and it
-     * runs after everything enqueued before it on the stream */
-    cuda_ok(s->d, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s->s),
-            "cudaMemcpyAsync (to host)");
+    dev_device *d = s->d;
+    /* Small copies (losses, norms) complete asynchronously like every other operation:
+     * into a pinned slot, then a host function moves the bytes to dst. The host thus
+     * never blocks inside the driver, and stream_synchronize's watchdog keeps running
+     * while a collective before the copy hangs. */
+    staging_slot *slot = bytes <= STAGING_SLOT_BYTES ? take_staging_slot(d) : NULL;
+    if (!slot) {
+        /* pageable destination: the driver returns once the copy has completed */
+        cuda_ok(d, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s->s),
+                "cudaMemcpyAsync (to host)");
+        return;
+    }
+    slot->user_dst = dst;
+    slot->bytes = bytes;
+    if (!cuda_ok(d, cudaMemcpyAsync(slot->host, src, bytes, cudaMemcpyDeviceToHost, s->s),
+                 "cudaMemcpyAsync (to host)") ||
+        !cuda_ok(d, cudaLaunchHostFunc(s->s, deliver_to_host, slot), "cudaLaunchHostFunc"))
+        return;
+    cuda_ok(d, cudaEventRecord(slot->copied, s->s), "cudaEventRecord (staging)");
+    slot->used = 1;
 }
 
 static void cuda_copy(dev_stream *s, void *dst, const void *src, size_t bytes)

@@ -47,8 +47,10 @@ int rdzv_env_detect(rdzv_env *e)
     e->local_rank = -1;
     e->local_world = -1;
     int found = 1;
+    int torchrun_style = 0;
     if (env_int("RANK", &e->rank) && env_int("WORLD_SIZE", &e->world)) {
         snprintf(e->source, sizeof e->source, "torchrun");
+        torchrun_style = 1;
         env_int("LOCAL_RANK", &e->local_rank);
         env_int("LOCAL_WORLD_SIZE", &e->local_world);
     } else if (env_int("SLURM_PROCID", &e->rank) && env_int("SLURM_NTASKS", &e->world)) {
@@ -72,7 +74,8 @@ int rdzv_env_detect(rdzv_env *e)
     }
     if (e->local_rank < 0)
         e->local_rank = e->rank;
-    if (e->local_world < 0)
+    e->local_world_known = e->local_world > 0 || torchrun_style || !found;
+    if (e->local_world <= 0)
         e->local_world = e->world;
     const char *addr = getenv("MASTER_ADDR");
     snprintf(e->master_addr, sizeof e->master_addr, "%s", addr && addr[0] ? addr : "127.0.0.1");

@@ -29,6 +29,7 @@
 /* Who this process is, from the launcher's environment. */
 typedef struct rdzv_env {
     int rank, world, local_rank, local_world;
+    int local_world_known; /* the launcher said how many ranks run on this machine */
     char master_addr[256];
     int master_port;
     char source[32]; /* "torchrun", "slurm", "openmpi", "pmi", "none" */
@@ -38,7 +39,10 @@ typedef struct rdzv_env {
  * SLURM_NTASKS/SLURM_LOCALID/SLURM_NTASKS_PER_NODE, OMPI_COMM_WORLD_RANK/SIZE/
  * LOCAL_RANK/LOCAL_SIZE, PMI_RANK/PMI_SIZE, in that order, plus MASTER_ADDR and
  * MASTER_PORT. Returns 0 when a launcher was recognised, -1 otherwise (out->source
- * is then "none" and rank/world are 0/1). */
+ * is then "none" and rank/world are 0/1). Without a local size, local_world is the
+ * world: known for torchrun-style variables (torchrun always sets LOCAL_WORLD_SIZE;
+ * stepscope-train's own launcher starts every rank on this machine), unknown for the
+ * others. */
 int rdzv_env_detect(rdzv_env *out);
 
 typedef struct rdzv_store rdzv_store;

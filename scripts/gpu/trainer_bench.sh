@@ -1,0 +1,58 @@
+#!/bin/bash
+# trainer_bench.sh — one rank, GPT-2-124M and -350M, bf16, seq 1024 on one GPU: tokens/s
+# and MFU of stepscope-train (--backend cuda) and of the PyTorch equivalent
+# (trainer_torch_gpt2.py, eager and torch.compile), same batch, same machine. Goal of
+# issue 6: >= 40 % MFU for 350M. The trainer's numbers are the medians of its --log steps
+# after the first 3; results in $OUT/bench.md and $OUT/bench.json; a traced 350M run is
+# written as a committable sample under $OUT/samples/h100-350m-1rank/.
+#   OUT=/path scripts/gpu/trainer_bench.sh [BATCH]
+source "$(dirname "$0")/trainer_lib.sh"
+provenance_header
+batch=${1:-8}
+[ -x "$trainer" ] || step build build_gpu
+
+ours() { # ours MODEL PRECISION
+  run_logged env STEPSCOPE_PRECISION=$2 "$trainer" --backend cuda --model "$1" --seq 1024 \
+    --batch "$batch" --steps 15 --log "$OUT/$1.$2.train.jsonl"
+}
+torch_eager() { run_logged python3 "$repo/scripts/gpu/trainer_torch_gpt2.py" --model "$1" --batch "$batch" --steps 15 --json "$OUT/$1.torch-eager.json"; }
+torch_compiled() { run_logged python3 "$repo/scripts/gpu/trainer_torch_gpt2.py" --model "$1" --batch "$batch" --steps 20 --compile --json "$OUT/$1.torch-compile.json"; }
+sample_350m() {
+  local d=$OUT/samples/h100-350m-1rank
+  rm -rf "$d"; mkdir -p "$d"
+  run_logged "$trainer" --backend cuda --model gpt2-350m --seq 1024 --batch "$batch" --steps 8 \
+    --profile-steps 5:6 --trace "$d/run" --log "$d/train.jsonl" &&
+  run_logged "$stepscope" analyze "$d/run" --json "$d/report.json"
+}
+for m in gpt2-124m gpt2-350m; do
+  step "$m.bf16" ours "$m" bf16
+  step "$m.torch-eager" torch_eager "$m"
+  step "$m.torch-compile" torch_compiled "$m"
+done
+step sample_350m sample_350m
+python3 - "$OUT" "$batch" > "$OUT/bench.md" <<'PY'
+import glob, json, os, sys
+out, batch = sys.argv[1], sys.argv[2]
+rows = []
+for f in sorted(glob.glob(os.path.join(out, "*.train.jsonl"))):
+    recs = [json.loads(l) for l in open(f) if l.strip()][3:]
+    if not recs:
+        continue
+    ms = sorted(r["step_ms"] for r in recs)[len(recs) // 2]
+    mfu = sorted(r["mfu"] for r in recs)[len(recs) // 2]
+    tps = sorted(r["tokens_per_s"] for r in recs)[len(recs) // 2]
+    rows.append((os.path.basename(f).replace(".train.jsonl", ""), "stepscope-train", ms, tps, mfu))
+for f in sorted(glob.glob(os.path.join(out, "*.torch-*.json"))):
+    r = json.load(open(f))
+    rows.append((os.path.basename(f)[:-5], r["framework"] + (" compile" if r["compile"] else " eager"),
+                 r["median_step_ms"], r["tokens_per_s"], r["mfu"]))
+print(f"# One-rank throughput, batch {batch} x 1024 tokens (medians)\n")
+print("| run | implementation | step ms | tokens/s | MFU |")
+print("|---|---|---|---|---|")
+for name, impl, ms, tps, mfu in rows:
+    print(f"| {name} | {impl} | {ms:.1f} | {tps:.0f} | {mfu*100:.1f} % |")
+PY
+cat "$OUT/bench.md"
+provenance_footer
+cp "$OUT/PROVENANCE.md" "$OUT/samples/h100-350m-1rank/PROVENANCE.md" 2>/dev/null
+cat "$summary"

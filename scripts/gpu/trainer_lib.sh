@@ -1,0 +1,106 @@
+#!/bin/bash
+# trainer_lib.sh — shared helpers of the CUDA trainer's GPU scripts (trainer_*.sh); sourced,
+# not run. Sets: repo, OUT, build, trainer, stepscope; defines step(), provenance(),
+# build_gpu(), pick_nccl(), run_logged().
+#
+# On the GPU machine (GPU.md): one H100/H200, CUDA 13.0, cmake, ninja, PyTorch, ncu,
+# compute-sanitizer; maybe no libzstd-dev and an NCCL older than 2.30. Bring them along
+# from a development machine with scripts/gpu/trainer_prepare.sh (fills .deps/ and .nccl/,
+# both git-ignored through .git/info/exclude).
+set -u
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+OUT=${OUT:-$PWD/gpu-evidence}
+build=${BUILD:-$repo/build-gpu-trainer}
+trainer=$build/trainer/stepscope-train
+stepscope=$build/analyzer/stepscope
+mkdir -p "$OUT"
+summary=$OUT/summary.txt
+touch "$summary"
+
+# step NAME COMMAND...: runs COMMAND with its output in $OUT/NAME.log, PASS/FAIL in summary.
+step() {
+  local name=$1; shift
+  echo "== $name: $*" | tee -a "$OUT/$name.log"
+  local t0=$(date +%s)
+  if ( "$@" ) >> "$OUT/$name.log" 2>&1; then
+    echo "PASS $name ($(( $(date +%s) - t0 )) s)" | tee -a "$summary"
+  else
+    echo "FAIL $name ($(( $(date +%s) - t0 )) s, see $name.log)" | tee -a "$summary"
+  fi
+}
+
+# Echoes a command into $OUT/commands.txt (for PROVENANCE.md), then runs it.
+run_logged() {
+  printf '%q ' "$@" >> "$OUT/commands.txt"; echo >> "$OUT/commands.txt"
+  "$@"
+}
+
+# The NCCL library to run with: $NCCL_LIB_DIR, else the first of .nccl (the PyPI wheel),
+# PyTorch's bundled NCCL and the toolkit's whose version is >= 2.30 (needed for several
+# ranks on one GPU); else the toolkit's. Prints the directory; sets NCCL_PICKED_VERSION.
+pick_nccl() {
+  local dirs=() d f v best=""
+  [ -n "${NCCL_LIB_DIR:-}" ] && dirs+=("$NCCL_LIB_DIR")
+  dirs+=("$repo/.nccl/nvidia/nccl/lib")
+  d=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null) && dirs+=("$d")
+  dirs+=(/usr/local/cuda/lib64 /usr/local/cuda/lib /usr/lib/x86_64-linux-gnu)
+  NCCL_PICKED_VERSION=""
+  for d in "${dirs[@]}"; do
+    for f in "$d"/libnccl.so.2.*; do
+      [ -e "$f" ] || continue
+      v=${f##*/libnccl.so.}
+      if [ -z "$best" ]; then best=$d; NCCL_PICKED_VERSION=$v; fi
+      local minor=$(echo "$v" | cut -d. -f2)
+      if [ "${minor:-0}" -ge 30 ]; then echo "$d"; NCCL_PICKED_VERSION=$v; return 0; fi
+    done
+  done
+  echo "$best"
+}
+
+provenance_header() {
+  {
+    echo "# Provenance"
+    echo
+    echo "- date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "- git commit: $(git -C "$repo" rev-parse HEAD 2>/dev/null) $(git -C "$repo" status --porcelain 2>/dev/null | grep -q . && echo '(working tree has changes)')"
+    echo "- host: $(hostname), $(nproc) cores"
+    echo
+    echo '```'
+    nvidia-smi 2>&1
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1
+    nvcc --version 2>&1 | tail -2
+    ls /usr/local/cuda/lib64 /usr/local/cuda/extras/CUPTI/lib64 2>/dev/null | grep -E 'cupti|nccl|cublas' | sort -u
+    python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version())' 2>&1
+    echo "NCCL used by the trainer: $(pick_nccl) (libnccl.so.${NCCL_PICKED_VERSION:-?})"
+    echo '```'
+  } > "$OUT/PROVENANCE.md"
+}
+
+# Appends the commands that ran and the step summary to PROVENANCE.md.
+provenance_footer() {
+  {
+    echo
+    echo "## Commands"
+    echo '```'
+    cat "$OUT/commands.txt" 2>/dev/null
+    echo '```'
+    echo
+    echo "## Steps"
+    echo '```'
+    cat "$summary"
+    echo '```'
+  } >> "$OUT/PROVENANCE.md"
+}
+
+# Configures and builds everything for sm_90 (once per build directory).
+build_gpu() {
+  local extra=()
+  if ! pkg-config --exists libzstd 2>/dev/null && [ -d "$repo/.deps/zstd" ]; then
+    # Debian's libzstd-dev unpacked by trainer_prepare.sh (its .pc prefix rewritten)
+    export PKG_CONFIG_PATH="$repo/.deps/zstd/usr/lib/x86_64-linux-gnu/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+    export LD_LIBRARY_PATH="$repo/.deps/zstd/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  fi
+  run_logged cmake -S "$repo" -B "$build" -G Ninja -DSTEPSCOPE_CUDA=ON \
+    -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=Release "${extra[@]}" &&
+  run_logged cmake --build "$build" -j "$(nproc)"
+}

@@ -1,0 +1,39 @@
+#!/bin/bash
+# trainer_multirank.sh — four ranks on the one GPU (issue 6): DP4, DP2xPP2 with AFAB and with
+# 1F1B, TP2xDP2, and DP4 with overlap off; each traced for a few steps (linked tracer, plus
+# CUPTI/NCCL when run under `stepscope record`), analyzed, and laid out as committable
+# samples: $OUT/samples/h100-<layout>/{run/,train.jsonl,report.json,PROVENANCE.md}.
+# Needs NCCL >= 2.30 with NCCL_MULTI_RANK_GPU_ENABLE=1 (pick_nccl finds .nccl from
+# trainer_prepare.sh, PyTorch's or the toolkit's); the trainer prints ncclGetVersion.
+#   OUT=/path scripts/gpu/trainer_multirank.sh [MODEL]
+source "$(dirname "$0")/trainer_lib.sh"
+provenance_header
+model=${1:-gpt2-124m}
+ncclDir=$(pick_nccl)
+export LD_LIBRARY_PATH="$ncclDir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export NCCL_MULTI_RANK_GPU_ENABLE=1
+echo "NCCL: $ncclDir (libnccl.so.$NCCL_PICKED_VERSION)" | tee -a "$summary"
+[ -x "$trainer" ] || step build build_gpu
+
+layout() { # layout NAME ARGS...
+  local name=$1; shift
+  local d=$OUT/samples/h100-$name
+  rm -rf "$d"; mkdir -p "$d"
+  run_logged "$stepscope" record -o "$d/run" -- "$trainer" --backend cuda --model "$model" \
+    --seq 512 --batch 16 --steps 8 --world 4 "$@" --log "$d/train.jsonl" ||
+  { echo "stepscope record failed or absent: linked tracing only";
+    run_logged "$trainer" --backend cuda --model "$model" --seq 512 --batch 16 --steps 8 \
+      --world 4 "$@" --trace "$d/run" --log "$d/train.jsonl"; } &&
+  run_logged "$stepscope" analyze "$d/run" --json "$d/report.json" &&
+  cp "$OUT/PROVENANCE.md" "$d/PROVENANCE.md"
+}
+step dp4 layout dp4 --dp 4
+step dp4-overlap-off layout dp4-overlap-off --dp 4 --overlap off
+step dp2pp2-afab layout dp2pp2-afab --dp 2 --pp 2 --schedule afab --microbatches 4
+step dp2pp2-1f1b layout dp2pp2-1f1b --dp 2 --pp 2 --schedule 1f1b --microbatches 4
+step tp2dp2 layout tp2dp2 --tp 2 --dp 2
+step tp2dp2-sp layout tp2dp2-sp --tp 2 --dp 2 --sp
+provenance_footer
+for d in "$OUT"/samples/h100-*/; do cp "$OUT/PROVENANCE.md" "$d/PROVENANCE.md"; done
+du -sh "$OUT"/samples/* 2>/dev/null
+cat "$summary"
