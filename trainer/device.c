@@ -12,16 +12,32 @@
 #include <stdio.h>
 #include <string.h>
 
+#ifdef STEPSCOPE_TRAINER_HAVE_CUDA
+#include "device_cuda.h"
+#endif
+
 static const dev_ops *ops_of(const dev_device *d) { return ((const dev_device_header *)d)->ops; }
 
 dev_device *dev_open(const char *backend, char *err, size_t errlen)
 {
-    if (!strcmp(backend, "cpu") || !strcmp(backend, "auto"))
+    if (!strcmp(backend, "cpu"))
+        return dev_cpu_open(err, errlen);
+#ifdef STEPSCOPE_TRAINER_HAVE_CUDA
+    if (!strcmp(backend, "cuda"))
+        return dev_cuda_open(-1, NULL, err, errlen);
+    if (!strcmp(backend, "auto")) {
+        char ignored[256];
+        dev_device *d = dev_cuda_open(-1, NULL, ignored, sizeof ignored);
+        return d ? d : dev_cpu_open(err, errlen); /* no GPU or driver: the CPU backend */
+    }
+#else
+    if (!strcmp(backend, "auto"))
         return dev_cpu_open(err, errlen);
     if (!strcmp(backend, "cuda")) {
         snprintf(err, errlen, "--backend cuda: the CUDA backend is not built into this binary");
         return NULL;
     }
+#endif
     snprintf(err, errlen, "--backend %s: unknown backend (cpu, cuda or auto)", backend);
     return NULL;
 }

@@ -45,6 +45,11 @@
 #include "stepscope.h"
 #include "train_data.h"
 
+#ifdef STEPSCOPE_TRAINER_HAVE_CUDA
+#include "comm_nccl.h"
+#include "device_cuda.h"
+#endif
+
 typedef struct bucket {
     size_t begin, end; /* floats */
     int ready_unit;    /* launched once this backward unit is done */
@@ -58,7 +63,11 @@ typedef struct trainer {
     dev_device *dev;
     const dev_ops *o;
     dev_stream *compute, *dp_stream, *pp_send, *pp_recv;
-    comm_job *job;
+    comm_job *job; /* the shared segment: heartbeats, abort flag, CPU collectives */
+#ifdef STEPSCOPE_TRAINER_HAVE_CUDA
+    comm_nccl_job *nccl; /* NCCL communicators when the device is a GPU */
+#endif
+    double peak_flops;   /* per rank, for MFU */
     comm *world_c, *dp_c, *tp_c, *pp_c, *embed_c;
     model m;
     int M, nslots, mb_size;
@@ -102,9 +111,19 @@ double train_hardware_flops_per_step(const train_config *c)
     return train_model_flops_per_step(c) + extra;
 }
 
-static double peak_flops(const train_config *c)
+/* --peak-tflops, else the GPU's dense bf16 peak from the CUDA backend's table
+ * (H100 SXM's 989 TFLOP/s when the name is unknown), else the CPU assumption. */
+static double peak_flops_of(const train_config *c, dev_device *d)
 {
-    return (c->peak_tflops > 0 ? c->peak_tflops : 0.1) * 1e12;
+    if (c->peak_tflops > 0)
+        return c->peak_tflops * 1e12;
+#ifdef STEPSCOPE_TRAINER_HAVE_CUDA
+    if (d && dev_is_cuda(d)) {
+        double p = dev_cuda_peak_flops_bf16(dev_name(d));
+        return p > 0 ? p : 989e12;
+    }
+#endif
+    return 0.1e12;
 }
 
 /* ---- setup ------------------------------------------------------------------------------ */
@@ -118,7 +137,13 @@ static int fail(trainer *t, const char *fmt, const char *detail)
 static comm *make_group(trainer *t, comm_kind kind, const char *name, int *ranks, int n)
 {
     char e[256];
-    comm *c = comm_group(t->job, kind, name, ranks, n, e, sizeof e);
+    comm *c;
+#ifdef STEPSCOPE_TRAINER_HAVE_CUDA
+    if (t->nccl)
+        c = comm_nccl_group(t->nccl, kind, name, ranks, n, e, sizeof e);
+    else
+#endif
+        c = comm_group(t->job, kind, name, ranks, n, e, sizeof e);
     if (!c)
         fail(t, "%s", e);
     return c;
@@ -228,6 +253,19 @@ static int setup(trainer *t)
     if (!t->job)
         return fail(t, "%s", e);
     dev_set_progress_hook(t->dev, progress_hook, t->job);
+    t->peak_flops = peak_flops_of(c, t->dev);
+#ifdef STEPSCOPE_TRAINER_HAVE_CUDA
+    if (dev_is_cuda(t->dev)) {
+        rdzv_store *store = comm_nccl_open_store(t->env.shm_path, t->env.rank,
+                                                 t->env.comm_timeout_s, e, sizeof e);
+        if (!store)
+            return fail(t, "%s", e);
+        t->nccl = comm_nccl_job_open(t->dev, store, t->env.rank, t->env.world,
+                                     t->env.comm_timeout_s, e, sizeof e);
+        if (!t->nccl)
+            return fail(t, "%s", e);
+    }
+#endif
     if (setup_groups(t) != 0)
         return -1;
     t->M = c->microbatches;
@@ -305,7 +343,7 @@ static void write_metadata(trainer *t)
              "{\"model_flops_per_step\":%.6g,\"hardware_flops_per_step\":%.6g,"
              "\"tokens_per_step\":%d,\"peak_flops_per_device\":%.6g,\"world\":%d}",
              train_model_flops_per_step(c), train_hardware_flops_per_step(c), c->batch * c->seq,
-             peak_flops(c), c->world);
+             t->peak_flops, c->world);
     stepscope_metadata_set("flops", buf);
     write_memory_metadata(t);
 }
@@ -316,13 +354,18 @@ static void write_memory_metadata(trainer *t)
     char buf[512];
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
+    long long measured = (long long)ru.ru_maxrss * 1024; /* CPU: the process's peak RSS */
+#ifdef STEPSCOPE_TRAINER_HAVE_CUDA
+    if (dev_is_cuda(t->dev))
+        measured = (long long)dev_cuda_measured_peak(t->dev);
+#endif
     size_t params = t->m.nfloats_padded * 4;
     size_t opt = (c->zero ? t->shard_len : t->m.nfloats_padded) * 8;
     size_t acts = t->m.act_bytes_total;
     snprintf(buf, sizeof buf,
              "{\"predicted\":{\"parameters\":%zu,\"gradients\":%zu,\"optimizer\":%zu,"
              "\"activations\":%zu,\"total\":%zu},\"measured_peak_bytes\":%lld}",
-             params, params, opt, acts, 2 * params + opt + acts, (long long)ru.ru_maxrss * 1024);
+             params, params, opt, acts, 2 * params + opt + acts, measured);
     stepscope_metadata_set("memory", buf);
 }
 
@@ -336,8 +379,10 @@ static void trace_start(trainer *t)
     so.world_size = t->env.world;
     so.local_rank = t->env.local_rank;
     so.producer = "stepscope-train " STEPSCOPE_VERSION_STRING;
-    so.device_name = "cpu";
-    so.device_json = "{\"backend\":\"cpu\"}";
+    char devjson[128];
+    snprintf(devjson, sizeof devjson, "{\"backend\":\"%s\"}", dev_get_ops(t->dev)->backend_name);
+    so.device_name = dev_name(t->dev);
+    so.device_json = devjson;
     so.config_json = cfg_json;
     stepscope_error e;
     memset(&e, 0, sizeof e);
@@ -627,12 +672,15 @@ static void cleanup(trainer *t)
         o->free(t->dev, t->adam_v);
         o->free(t->dev, t->stat);
     }
-    dev_close(t->dev); /* joins the stream threads */
     comm_destroy(t->world_c);
     comm_destroy(t->dp_c);
     comm_destroy(t->tp_c);
     comm_destroy(t->pp_c);
     comm_destroy(t->embed_c);
+#ifdef STEPSCOPE_TRAINER_HAVE_CUDA
+    comm_nccl_job_close(t->nccl);
+#endif
+    dev_close(t->dev); /* joins the stream threads (drained above) */
     comm_job_close(t->job);
     free(t->items);
     free(t->buckets);
@@ -716,7 +764,7 @@ int train_rank_run(const train_config *cfg_in, const rank_env *env)
             break;
         last_loss = loss;
         double tokens = (double)c->batch * c->seq;
-        double mfu = train_model_flops_per_step(c) / (dt * peak_flops(c) * c->world);
+        double mfu = train_model_flops_per_step(c) / (dt * t->peak_flops * c->world);
         if (t->tracing) {
             stepscope_counter_now("loss", 0, loss);
             stepscope_counter_now("grad_norm", 0, norm);
