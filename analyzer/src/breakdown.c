@@ -337,7 +337,7 @@ static int compute_delays(const ssa_rank *r, ssa_rank_result *rr, delay_plan *dp
   for (size_t i = 0; i < r->nops && dp->pairs; i++) {
     const ssa_op *o = &r->ops[i];
     if (o->launch == SSA_NONE) continue;
-    size_t m = ssa_step_index_stab(&dp->ix, r->apis[o->launch].start, dp->hit, rr->nsteps);
+    size_t m = ssa_step_index_stab_fast(&dp->ix, r->apis[o->launch].start, dp->hit, rr->nsteps);
     for (size_t j = 0; j < m; j++) v[cursor[dp->hit[j]]++] = launch_delay(r, o);
   }
   for (size_t s = 0; s < rr->nsteps; s++)
@@ -347,7 +347,7 @@ static int compute_delays(const ssa_rank *r, ssa_rank_result *rr, delay_plan *dp
     size_t n = 0;
     for (size_t i = 0; i < r->nops; i++) {
       const ssa_op *o = &r->ops[i];
-      if (o->launch != SSA_NONE && ssa_step_index_stab(&dp->ix, r->apis[o->launch].start, NULL, 0))
+      if (o->launch != SSA_NONE && ssa_step_index_stab_fast(&dp->ix, r->apis[o->launch].start, NULL, 0))
         v[n++] = launch_delay(r, o);
     }
   }
@@ -490,7 +490,7 @@ int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
     }
     if (o->launch != SSA_NONE) {
       if (rr->nsteps) {
-        size_t m = ssa_step_index_stab(&dp.ix, r->apis[o->launch].start, dp.hit, rr->nsteps);
+        size_t m = ssa_step_index_stab_fast(&dp.ix, r->apis[o->launch].start, dp.hit, rr->nsteps);
         for (size_t j = 0; j < m; j++) dp.count[dp.hit[j]]++;
         dp.pairs += m;
         dp.ops_in_any += m > 0;

@@ -100,7 +100,23 @@ static int lane_rehash(ssa_rank *r, uint32_t nslots) {
   return 0;
 }
 
+static uint32_t lane_lookup(ssa_rank *r, uint8_t kind, uint64_t id);
+
+/* Consecutive records mostly share their stream or thread: one remembered
+ * lane per kind answers them without hashing. */
 uint32_t ssa_rank_lane(ssa_rank *r, uint8_t kind, uint64_t id) {
+  unsigned k = kind & 3u;
+  if (r->lane_last[k] && r->lane_last_id[k] == id && r->lanes[r->lane_last[k] - 1].kind == kind)
+    return r->lane_last[k] - 1;
+  uint32_t l = lane_lookup(r, kind, id);
+  if (l != SSA_NONE) {
+    r->lane_last[k] = l + 1;
+    r->lane_last_id[k] = id;
+  }
+  return l;
+}
+
+static uint32_t lane_lookup(ssa_rank *r, uint8_t kind, uint64_t id) {
   if (r->lane_nslots) {
     uint32_t h = lane_hash(kind, id) & (r->lane_nslots - 1);
     while (r->lane_slots[h]) {

@@ -13,7 +13,14 @@
  *      kind or host-op category gave it.
  *   4. Sorting: ops by (start, longer first, lane) so that one sweep visits
  *      activity in time order with parents before children; ranges likewise;
- *      syncs by (lane, start); counters by time.
+ *      syncs by (lane, start); counters by time. Ops, API calls and ranges
+ *      are sorted in place by sort.c's radix sort (no copy of the array),
+ *      with the last ties broken by the bytes of the records so that the
+ *      order is total and does not depend on the algorithm.
+ *
+ * When correlation ids are dense (CUPTI and our tracer number them
+ * consecutively), the join indexes a plain array by id - min instead of
+ * hashing, which keeps memory accesses in order.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -58,14 +65,14 @@ static int cmp_ops(const void *pa, const void *pb) {
   if (a->start != b->start) return a->start < b->start ? -1 : 1;
   if (a->end != b->end) return a->end > b->end ? -1 : 1;
   if (a->lane != b->lane) return a->lane < b->lane ? -1 : 1;
-  return 0;
+  return memcmp(a, b, sizeof *a);
 }
 
 static int cmp_ranges(const void *pa, const void *pb) {
   const ssa_range *a = pa, *b = pb;
   if (a->start != b->start) return a->start < b->start ? -1 : 1;
   if (a->end != b->end) return a->end > b->end ? -1 : 1;
-  return 0;
+  return memcmp(a, b, sizeof *a);
 }
 
 static int cmp_syncs(const void *pa, const void *pb) {
@@ -85,7 +92,7 @@ static int cmp_apis(const void *pa, const void *pb) {
   const ssa_api *a = pa, *b = pb;
   if (a->start != b->start) return a->start < b->start ? -1 : 1;
   if (a->end != b->end) return a->end > b->end ? -1 : 1;
-  return 0;
+  return memcmp(a, b, sizeof *a);
 }
 
 static void sort_if_needed(void *base, size_t n, size_t size,
@@ -153,8 +160,46 @@ static int link_collectives(ssa_rank *r) {
   return 0;
 }
 
+/* Dense ids: a table indexed by corr - lo (api index + 1, the first call
+ * with an id wins). Returns 1 when used, 0 when the ids are too sparse,
+ * negative when out of memory. */
+static int join_dense(ssa_rank *r) {
+  uint64_t lo = UINT64_MAX, hi = 0;
+  size_t with = 0;
+  for (size_t i = 0; i < r->napis; i++) {
+    uint64_t c = r->apis[i].corr;
+    if (!c) continue;
+    with++;
+    if (c < lo) lo = c;
+    if (c > hi) hi = c;
+  }
+  if (with == 0) return 1;
+  uint64_t span = hi - lo + 1;
+  if (span > (uint64_t)with * 2 + 1024 || span > UINT32_MAX) return 0;
+  uint32_t *slot = calloc((size_t)span, sizeof *slot);
+  if (!slot) return STEPSCOPE_E_NOMEM;
+  for (size_t i = 0; i < r->napis; i++) {
+    uint64_t c = r->apis[i].corr;
+    if (c && !slot[c - lo]) slot[c - lo] = (uint32_t)i + 1;
+  }
+  for (size_t i = 0; i < r->nops; i++) {
+    ssa_op *o = &r->ops[i];
+    if (o->corr < lo || o->corr > hi) continue;
+    uint32_t ai = slot[o->corr - lo];
+    if (ai) {
+      o->launch = ai - 1;
+      r->joined_ops++;
+    }
+  }
+  free(slot);
+  return 1;
+}
+
 static int join_launches(ssa_rank *r) {
   if (r->napis == 0) return 0;
+  int dense = join_dense(r);
+  if (dense < 0) return dense;
+  if (dense) return 0;
   idx_hash h;
   if (idx_hash_init(&h, r->napis)) return STEPSCOPE_E_NOMEM;
   for (size_t i = 0; i < r->napis; i++) {
@@ -185,10 +230,28 @@ static int join_launches(ssa_rank *r) {
   return 0;
 }
 
+/* Kernels named like NCCL's and not linked to a collective record are
+ * communication by name; the name test runs once per distinct string. */
+static int classify_by_name(ssa_rank *r) {
+  uint8_t *is_nccl = calloc(r->strings.count ? r->strings.count : 1, 1); /* 0 unknown, 1 no, 2 yes */
+  if (!is_nccl) return STEPSCOPE_E_NOMEM;
+  for (size_t i = 0; i < r->nops; i++) {
+    ssa_op *o = &r->ops[i];
+    if (o->kind != SSA_OP_KERNEL || o->coll != SSA_NONE || o->name >= r->strings.count) continue;
+    if (!is_nccl[o->name]) is_nccl[o->name] = ssa_is_nccl_kernel_name(ssa_rank_str(r, o->name)) ? 2 : 1;
+    if (is_nccl[o->name] == 2) {
+      o->cls = SSA_CLS_COMM;
+      r->comm_by_name++;
+    }
+  }
+  free(is_nccl);
+  return 0;
+}
+
 int ssa_rank_finish(ssa_rank *r) {
   if (r->finished) return 0;
   /* APIs first: ops refer to them by index */
-  sort_if_needed(r->apis, r->napis, sizeof *r->apis, cmp_apis);
+  ssa_sort_by_start(r->apis, r->napis, sizeof *r->apis, cmp_apis);
   int rc = join_launches(r);
   if (rc) return rc;
   rc = link_collectives(r);
@@ -196,21 +259,15 @@ int ssa_rank_finish(ssa_rank *r) {
   free(r->oplinks);
   r->oplinks = NULL;
   r->noplinks = r->oplinks_cap = 0;
-  for (size_t i = 0; i < r->nops; i++) {
-    ssa_op *o = &r->ops[i];
-    if (o->kind == SSA_OP_KERNEL && o->coll == SSA_NONE &&
-        ssa_is_nccl_kernel_name(ssa_rank_str(r, o->name))) {
-      o->cls = SSA_CLS_COMM;
-      r->comm_by_name++;
-    }
-  }
-  sort_if_needed(r->ops, r->nops, sizeof *r->ops, cmp_ops);
+  rc = classify_by_name(r);
+  if (rc) return rc;
+  ssa_sort_by_start(r->ops, r->nops, sizeof *r->ops, cmp_ops);
   for (size_t i = 0; i < r->ncolls; i++) r->colls[i].op_index = SSA_NONE;
   for (size_t i = 0; i < r->nops; i++) {
     uint32_t c = r->ops[i].coll;
     if (c != SSA_NONE && r->colls[c].op_index == SSA_NONE) r->colls[c].op_index = (uint32_t)i;
   }
-  sort_if_needed(r->ranges, r->nranges, sizeof *r->ranges, cmp_ranges);
+  ssa_sort_by_start(r->ranges, r->nranges, sizeof *r->ranges, cmp_ranges);
   sort_if_needed(r->syncs, r->nsyncs, sizeof *r->syncs, cmp_syncs);
   sort_if_needed(r->counters, r->ncounters, sizeof *r->counters, cmp_counters);
   if (r->nops > 0 && r->napis > 0 && r->joined_ops == 0)

@@ -143,6 +143,7 @@ typedef struct ssa_rank {
 
   ssa_lane *lanes; uint32_t nlanes, lanes_cap;
   uint32_t *lane_slots; uint32_t lane_nslots;   /* hash (kind,id) -> lane+1 */
+  uint64_t lane_last_id[4]; uint32_t lane_last[4]; /* per kind: the last lane looked up, +1 */
 
   ssa_op *ops; size_t nops, ops_cap;
   ssa_api *apis; size_t napis, apis_cap;
@@ -249,6 +250,11 @@ int ssa_run_warn(ssa_run *run, const char *fmt, ...) __attribute__((format(print
 
 /* Clock alignment (clock_align.c): fills offsets, origin and warnings. */
 int ssa_run_align(ssa_run *run);
+
+/* Sorts in place (sort.c) an array whose elements start with an int64
+ * start time, in the order of `cmp` (which must order by that start time
+ * first). No extra memory; linear passes of a radix sort. */
+void ssa_sort_by_start(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
 
 /* Growth helper: ensures capacity for `need` elements. 0 or -1. */
 int ssa_grow(void **ptr, size_t *cap, size_t need, size_t elem);

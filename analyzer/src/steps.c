@@ -104,13 +104,21 @@ static void stab_node(const ssa_step_index *ix, size_t node, size_t lo, size_t w
   stab_node(ix, 2 * node + 1, lo + width / 2, width / 2, k, t, out, cap, found);
 }
 
-size_t ssa_step_index_stab(const ssa_step_index *ix, int64_t t, uint32_t *out, size_t cap) {
-  /* k = number of ranges starting at or before t */
-  size_t lo = 0, hi = ix->n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (ix->starts[mid] <= t) lo = mid + 1;
-    else hi = mid;
+size_t ssa_step_index_stab(ssa_step_index *ix, int64_t t, uint32_t *out, size_t cap) {
+  /* k = number of ranges starting at or before t; queries come mostly in
+   * time order, so the previous answer is tried first */
+  size_t lo, h = ix->hint;
+  if (h <= ix->n && (h == 0 || ix->starts[h - 1] <= t) && (h == ix->n || ix->starts[h] > t)) {
+    lo = h;
+  } else {
+    size_t hi = ix->n;
+    lo = 0;
+    while (lo < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      if (ix->starts[mid] <= t) lo = mid + 1;
+      else hi = mid;
+    }
+    ix->hint = lo;
   }
   if (lo == 0) return 0;
   if (ix->disjoint) { /* ranges never overlap: only the last one can contain t */
@@ -198,7 +206,7 @@ int ssa_find_steps(const ssa_rank *r, const char *user_name, ssa_step **out, siz
   for (size_t i = 0; i < r->nops && n; i++) {
     const ssa_op *o = &r->ops[i];
     if (o->launch == SSA_NONE) continue;
-    size_t m = ssa_step_index_stab(&ix, r->apis[o->launch].start, hit, n);
+    size_t m = ssa_step_index_stab_fast(&ix, r->apis[o->launch].start, hit, n);
     for (size_t j = 0; j < m; j++) {
       ssa_step *s = &v[hit[j]];
       if (o->start < s->start) s->start = o->start;

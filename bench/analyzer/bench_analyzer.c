@@ -3,7 +3,7 @@
  * events/s on one core and on all cores, peak memory per event, and export
  * MB/s, on generated runs of R ranks and N events in total.
  *
- * usage: bench_analyzer [--ranks R --events N]... [--keep DIR]
+ * usage: bench_analyzer [--ranks R --events N]... [--keep DIR [--reuse]]
  *   default: the grid 1/8/64 ranks x 1e5/1e6 events; bigger runs (up to
  *   1024 ranks, 1e8 events) are opt-in by arguments, e.g.
  *   bench_analyzer --ranks 1024 --events 100000000
@@ -165,6 +165,7 @@ static void measure(const char *dir, int threads, int do_export, int ranks, uint
     ssa_load_options lo = {threads, 0};
     stepscope_error err;
     if (ssa_run_load(&run, dir, &lo, &err)) { fprintf(stderr, "%s\n", err.message); _exit(1); }
+    double c_load = cpu_s() - c0;
     ssa_analysis a;
     ssa_options opt;
     ssa_options_default(&opt);
@@ -172,6 +173,8 @@ static void measure(const char *dir, int threads, int do_export, int ranks, uint
     if (ssa_analyze(&run, &opt, &a, &err)) { fprintf(stderr, "%s\n", err.message); _exit(1); }
     double t1 = now_s();
     double cpu = cpu_s() - c0;
+    if (getenv("BENCH_SPLIT"))
+      fprintf(stderr, "  [CPU: load %.3f s, analyze %.3f s]\n", c_load, cpu - c_load);
     uint64_t rec = 0;
     for (size_t i = 0; i < run.nranks; i++) rec += run.ranks[i].records;
     if (do_export) {
@@ -224,11 +227,14 @@ int main(int argc, char **argv) {
   int ranks[32], n = 0;
   uint64_t events[32];
   const char *keep = NULL;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  int reuse = 0;
+  for (int i = 1; i < argc; i += 2) {
+    if (!strcmp(argv[i], "--reuse")) { reuse = 1; i--; continue; }
+    if (i + 1 >= argc) { fprintf(stderr, "usage: bench_analyzer [--ranks R --events N]... [--keep DIR [--reuse]]\n"); return 2; }
     if (!strcmp(argv[i], "--ranks") && n < 32) ranks[n] = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--events") && n < 32) events[n++] = strtoull(argv[i + 1], NULL, 10);
     else if (!strcmp(argv[i], "--keep")) keep = argv[i + 1];
-    else { fprintf(stderr, "usage: bench_analyzer [--ranks R --events N]... [--keep DIR]\n"); return 2; }
+    else { fprintf(stderr, "usage: bench_analyzer [--ranks R --events N]... [--keep DIR [--reuse]]\n"); return 2; }
   }
   if (n == 0) {
     int r[] = {1, 8, 64, 1, 8, 64};
@@ -242,8 +248,13 @@ int main(int argc, char **argv) {
     snprintf(dir, sizeof dir, "%s/bench-analyzer-%d-%llu", keep ? keep : "/tmp", ranks[i],
              (unsigned long long)events[i]);
     double g0 = now_s();
-    if (generate(dir, ranks[i], events[i])) { fprintf(stderr, "generation failed\n"); return 1; }
-    printf("generated %d ranks, %llu events in %.2f s\n", ranks[i], (unsigned long long)events[i], now_s() - g0);
+    struct stat st;
+    if (keep && reuse && stat(dir, &st) == 0) {
+      printf("reusing %s\n", dir);
+    } else {
+      if (generate(dir, ranks[i], events[i])) { fprintf(stderr, "generation failed\n"); return 1; }
+      printf("generated %d ranks, %llu events in %.2f s\n", ranks[i], (unsigned long long)events[i], now_s() - g0);
+    }
     fflush(stdout);
     measure(dir, 1, 0, ranks[i], events[i]);
     if (cores > 1) measure(dir, (int)cores, 0, ranks[i], events[i]);

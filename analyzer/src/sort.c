@@ -1,0 +1,141 @@
+/*
+ * sort.c — in-place sorting of the model's big arrays (ops, API calls,
+ * ranges) whose first field is an int64 start time.
+ *
+ * An MSD radix sort ("American flag sort"): the start times are mapped to
+ * unsigned keys, bytes that are equal in every key are skipped, and each
+ * pass counts one key byte, computes the 256 bucket boundaries and moves
+ * every element into its bucket by cycles of swaps, then sorts each bucket
+ * by the next byte. Buckets under 32 elements are finished by insertion sort
+ * with the full comparator, and runs of equal start times by qsort, so the
+ * result is exactly the comparator's order. It needs no extra memory (the
+ * glibc qsort it replaces allocated a copy of the whole array, which set the
+ * loader's peak memory) and does a few linear passes instead of n log n
+ * comparator calls.
+ *
+ * Elements equal under the comparator keep an unspecified order; callers
+ * pass total comparators (breaking the last ties by memcmp) so the result
+ * does not depend on the algorithm.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ssa_model.h"
+
+#define SMALL 32
+#define MAX_ELEM 128
+
+static inline uint64_t key_of(const unsigned char *p) {
+  int64_t v;
+  memcpy(&v, p, sizeof v);
+  return (uint64_t)v ^ (UINT64_C(1) << 63);
+}
+
+static inline void swap_n(unsigned char *a, unsigned char *b, size_t size) {
+  unsigned char tmp[MAX_ELEM];
+  memcpy(tmp, a, size);
+  memcpy(a, b, size);
+  memcpy(b, tmp, size);
+}
+
+/* The model's record sizes get constant-size copies the compiler inlines. */
+static inline void swap_elems(unsigned char *a, unsigned char *b, size_t size) {
+  switch (size) {
+  case 32: swap_n(a, b, 32); break;
+  case 40: swap_n(a, b, 40); break;
+  case 48: swap_n(a, b, 48); break;
+  default: swap_n(a, b, size); break;
+  }
+}
+
+static void insertion_sort(unsigned char *base, size_t n, size_t size,
+                           int (*cmp)(const void *, const void *)) {
+  unsigned char tmp[MAX_ELEM];
+  for (size_t i = 1; i < n; i++) {
+    unsigned char *p = base + i * size;
+    if (cmp(p - size, p) <= 0) continue;
+    memcpy(tmp, p, size);
+    size_t j = i;
+    while (j > 0 && cmp(base + (j - 1) * size, tmp) > 0) j--;
+    memmove(base + (j + 1) * size, base + j * size, (i - j) * size);
+    memcpy(base + j * size, tmp, size);
+  }
+}
+
+/* The digit below bits [shift, shift + 8); -1 once bit 0 is done. */
+static inline int next_shift(int shift) { return shift == 0 ? -1 : shift < 8 ? 0 : shift - 8; }
+
+static void flag_sort(unsigned char *base, size_t n, size_t size, int shift,
+                      int (*cmp)(const void *, const void *)) {
+  for (;;) {
+    if (n < SMALL) {
+      insertion_sort(base, n, size, cmp);
+      return;
+    }
+    if (shift < 0) { /* equal start times: the comparator's tie-breaks */
+      qsort(base, n, size, cmp);
+      return;
+    }
+    size_t count[256] = {0};
+    for (size_t i = 0; i < n; i++) count[(key_of(base + i * size) >> shift) & 255]++;
+    int one = -1;
+    for (int b = 0; b < 256; b++)
+      if (count[b] == n) one = b;
+    if (one >= 0) { /* this byte is the same everywhere */
+      shift = next_shift(shift);
+      continue;
+    }
+    size_t next[256], end[256], at = 0;
+    for (int b = 0; b < 256; b++) {
+      next[b] = at;
+      at += count[b];
+      end[b] = at;
+    }
+    for (int b = 0; b < 256; b++) {
+      while (next[b] < end[b]) {
+        unsigned char *p = base + next[b] * size;
+        unsigned d = (unsigned)(key_of(p) >> shift) & 255;
+        if (d == (unsigned)b) {
+          next[b]++;
+        } else {
+          swap_elems(p, base + next[d] * size, size);
+          next[d]++;
+        }
+      }
+    }
+    size_t from = 0;
+    for (int b = 0; b < 256; b++) {
+      if (count[b] > 1) flag_sort(base + from * size, count[b], size, next_shift(shift), cmp);
+      from += count[b];
+    }
+    return;
+  }
+}
+
+void ssa_sort_by_start(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *)) {
+  unsigned char *p = base;
+  if (n < 2) return;
+  size_t i = 1;
+  while (i < n && cmp(p + (i - 1) * size, p + i * size) <= 0) i++;
+  if (i == n) return; /* already in order: the common case for one host thread */
+  if (size > MAX_ELEM) {
+    qsort(base, n, size, cmp);
+    return;
+  }
+  uint64_t lo = key_of(p), hi = lo;
+  for (size_t k = 1; k < n; k++) {
+    uint64_t v = key_of(p + k * size);
+    if (v < lo) lo = v;
+    if (v > hi) hi = v;
+  }
+  uint64_t diff = lo ^ hi;
+  int shift = -1;
+  if (diff) {
+    /* digits aligned on the highest differing bit, so the first pass
+     * already spreads the keys over up to 256 buckets */
+    int bit = 63 - __builtin_clzll(diff);
+    shift = bit >= 7 ? bit - 7 : 0;
+  }
+  flag_sort(p, n, size, shift, cmp);
+}
