@@ -11,7 +11,7 @@ set -u
 trainer=$1 tol=$2 ref=$3 cand=$4
 dir=$(mktemp -d "${TMPDIR:-/tmp}/ss-equiv.XXXXXX") || exit 1
 trap 'rm -rf "$dir"' EXIT
-common="--model tiny --layers 4 --hidden 32 --heads 4 --seq 16 --batch 8 --steps 5 --seed 7 --quiet --watchdog-s 30"
+common="--backend cpu --model tiny --layers 4 --hidden 32 --heads 4 --seq 16 --batch 8 --steps 5 --seed 7 --quiet --watchdog-s 30"
 # shellcheck disable=SC2086
 "$trainer" $common $ref --log "$dir/ref.jsonl" >"$dir/ref.out" 2>&1 || { echo "reference run failed: $ref"; cat "$dir/ref.out"; exit 1; }
 # shellcheck disable=SC2086

@@ -9,6 +9,6 @@ shift 5
 [ "$p2p" = none ] && p2p=
 dir=$(mktemp -d "${TMPDIR:-/tmp}/ss-trace.XXXXXX") || exit 1
 trap 'rm -rf "$dir"' EXIT
-"$trainer" --world "$world" --steps "$steps" --quiet --trace "$dir/run" "$@" || { echo "FAIL: training failed"; exit 1; }
+"$trainer" --backend cpu --world "$world" --steps "$steps" --quiet --trace "$dir/run" "$@" || { echo "FAIL: training failed"; exit 1; }
 # shellcheck disable=SC2086
 "$checker" "$dir/run" "$world" "$steps" $p2p
