@@ -1,13 +1,12 @@
 /*
- * context.cu — the kernel context: stream, cuBLASLt handle and workspace,
- * precision, and the grow-only scratch buffers (see cuda_kernels.h).
+ * context.cu — the kernel context: stream, cuBLASLt handle, precision, and the
+ * grow-only scratch buffers, the cuBLASLt workspace among them (allocated at the
+ * first GEMM, so communication streams never pay for one; see cuda_kernels.h).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "kcuda_internal.cuh"
-
-#define KCUDA_WORKSPACE_BYTES (32u << 20) /* cuBLASLt's recommendation for Hopper */
 
 int kcuda_precision_parse(const char *name, kcuda_precision *out)
 {
@@ -52,15 +51,6 @@ kcuda_ctx *kcuda_ctx_create(cudaStream_t stream, kcuda_precision precision, char
         free(k);
         return NULL;
     }
-    ce = cudaMalloc(&k->workspace, KCUDA_WORKSPACE_BYTES);
-    if (ce != cudaSuccess) {
-        snprintf(err, errlen, "cudaMalloc of the %u MiB cuBLASLt workspace: %s",
-                 KCUDA_WORKSPACE_BYTES >> 20, cudaGetErrorString(ce));
-        cublasLtDestroy(k->lt);
-        free(k);
-        return NULL;
-    }
-    k->workspace_bytes = KCUDA_WORKSPACE_BYTES;
     return k;
 }
 
@@ -72,7 +62,6 @@ void kcuda_ctx_destroy(kcuda_ctx *k)
         if (k->scratch[i])
             cudaFreeAsync(k->scratch[i], k->stream);
     cudaStreamSynchronize(k->stream);
-    cudaFree(k->workspace);
     cublasLtDestroy(k->lt);
     free(k);
 }
@@ -83,7 +72,7 @@ const char *kcuda_error(const kcuda_ctx *k) { return k->error; }
 
 size_t kcuda_ctx_bytes(const kcuda_ctx *k)
 {
-    size_t total = k->workspace_bytes;
+    size_t total = 0;
     for (int i = 0; i < KCUDA_SCRATCH_COUNT; i++)
         total += k->scratch_bytes[i];
     return total;

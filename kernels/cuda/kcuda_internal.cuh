@@ -24,10 +24,12 @@ enum kcuda_scratch_slot {
     KCUDA_SCRATCH_CAST_B,     /* bf16 copy of a GEMM's B operand */
     KCUDA_SCRATCH_ATTN,       /* attention: permuted q, k, v, y and their gradients */
     KCUDA_SCRATCH_REDUCE,     /* partial sums of the deterministic reductions */
+    KCUDA_SCRATCH_WORKSPACE,  /* cuBLASLt's workspace (only streams that run GEMMs get one) */
     KCUDA_SCRATCH_COUNT
 };
 
 #define KCUDA_ALGO_CACHE 128
+#define KCUDA_WORKSPACE_BYTES ((size_t)32 << 20) /* cuBLASLt's recommendation for Hopper */
 
 typedef struct kcuda_algo_entry {
     int valid;
@@ -39,8 +41,6 @@ struct kcuda_ctx {
     cudaStream_t stream;
     kcuda_precision precision;
     cublasLtHandle_t lt;
-    void *workspace;
-    size_t workspace_bytes;
     void *scratch[KCUDA_SCRATCH_COUNT];
     size_t scratch_bytes[KCUDA_SCRATCH_COUNT];
     kcuda_algo_entry algos[KCUDA_ALGO_CACHE];

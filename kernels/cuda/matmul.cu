@@ -67,6 +67,10 @@ static int lt_matmul(kcuda_ctx *k, cublasOperation_t opA, cublasOperation_t opB,
                      cublasComputeType_t compute)
 {
     int rc = 0;
+    void *workspace = kcuda_scratch(k, KCUDA_SCRATCH_WORKSPACE, KCUDA_WORKSPACE_BYTES);
+    if (!workspace)
+        return -1;
+    size_t workspace_bytes = k->scratch_bytes[KCUDA_SCRATCH_WORKSPACE];
     cublasLtMatmulDesc_t desc = NULL;
     cublasLtMatrixLayout_t la = NULL, lb = NULL, ld = NULL;
     cublasLtMatmulPreference_t pref = NULL;
@@ -112,7 +116,7 @@ static int lt_matmul(kcuda_ctx *k, cublasOperation_t opA, cublasOperation_t opB,
         kcuda_algo_entry *entry = algo_lookup(k, key, &found);
         if (!found) {
             LT_CHECK(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
-            size_t ws = k->workspace_bytes;
+            size_t ws = KCUDA_WORKSPACE_BYTES;
             uint32_t a32 = (uint32_t)al_a, b32 = (uint32_t)al_b, d32 = (uint32_t)al_d;
             LT_CHECK(cublasLtMatmulPreferenceSetAttribute(
                          pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
@@ -147,7 +151,7 @@ static int lt_matmul(kcuda_ctx *k, cublasOperation_t opA, cublasOperation_t opB,
             entry->valid = 1;
         }
         LT_CHECK(cublasLtMatmul(k->lt, desc, &alpha, A, la, B, lb, &beta, D, ld, D, ld,
-                                &entry->algo, k->workspace, k->workspace_bytes, k->stream),
+                                &entry->algo, workspace, workspace_bytes, k->stream),
                  "cublasLtMatmul");
     }
 done:

@@ -6,7 +6,8 @@
  *     the bytes it handed out and their peak, and samples the driver's view
  *     (cudaMemGetInfo) at every synchronization for the measured peak.
  *   - A stream is a non-blocking CUDA stream with its own kernel context
- *     (kernels/cuda: cuBLASLt handle, workspace, scratch). An event is a CUDA event
+ *     (kernels/cuda: cuBLASLt handle, workspace, scratch); streams whose name
+ *     starts with "comm" get the highest priority. An event is a CUDA event
  *     without timing; event_record / stream_wait_event are cudaEventRecord /
  *     cudaStreamWaitEvent, so compute and communication streams overlap for real.
  *   - Model operations call the kernels of kernels/cuda on the stream's context.
@@ -222,7 +223,15 @@ static dev_stream *cuda_stream_create(dev_device *d, const char *name)
         return NULL;
     s->d = d;
     snprintf(s->name, sizeof s->name, "%s", name);
-    if (!cuda_ok(d, cudaStreamCreateWithFlags(&s->s, cudaStreamNonBlocking), "cudaStreamCreate")) {
+    /* Communication streams get the highest priority: their kernels (NCCL) are scheduled
+     * as soon as they are ready instead of queueing behind compute, which is what makes
+     * the bucket all-reduce overlap backward. */
+    int least = 0, greatest = 0;
+    int prio = 0;
+    if (!strncmp(name, "comm", 4) && cudaDeviceGetStreamPriorityRange(&least, &greatest) == cudaSuccess)
+        prio = greatest;
+    if (!cuda_ok(d, cudaStreamCreateWithPriority(&s->s, cudaStreamNonBlocking, prio),
+                 "cudaStreamCreate")) {
         free(s);
         return NULL;
     }
