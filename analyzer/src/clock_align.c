@@ -108,7 +108,7 @@ static int refine(ssa_run *run) {
     g = e;
   }
   free(s);
-  qsort(pairs, npairs, sizeof *pairs, cmp_pair);
+  if (npairs > 1) qsort(pairs, npairs, sizeof *pairs, cmp_pair); /* pairs may be NULL when 0 */
   /* one edge per (a, b): the median difference, stored in the first entry */
   size_t nedges = 0;
   for (size_t g = 0; g < npairs;) {

@@ -54,7 +54,7 @@ int ssa_build_kernel_table(ssa_analysis *a) {
     }
   }
   free(row_of);
-  qsort_r(a->kernels, a->nkernels, sizeof *a->kernels, cmp_rows, a);
+  if (a->nkernels > 1) qsort_r(a->kernels, a->nkernels, sizeof *a->kernels, cmp_rows, a);
   return 0;
 nomem:
   free(row_of);
