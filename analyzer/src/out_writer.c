@@ -2,6 +2,11 @@
  * out_writer.c — the buffered writer of ssa_out.h. A 1 MiB buffer is filled
  * by hand-formatted numbers and escaped strings and handed to fwrite or
  * gzwrite (level 1: fast, since exports are large) when full.
+ *
+ * Strings from traces are untrusted bytes: JSON string literals and raw
+ * text written through ssa_out_utf8 are always valid UTF-8 — each invalid
+ * sequence (its maximal subpart) becomes U+FFFD, so reports and exports
+ * parse in strict JSON readers and Perfetto.
  */
 #include <stdarg.h>
 #include <stdlib.h>
@@ -159,17 +164,88 @@ void ssa_out_double(ssa_out *o, double v) {
   ssa_out_write(o, tmp, (size_t)n);
 }
 
+/* Length of the well-formed UTF-8 sequence at p (Unicode Table 3-7: no
+ * overlong forms, no surrogates, nothing above U+10FFFF), or 0 if it is not
+ * one; then *bad is the length of its maximal subpart (the bytes that one
+ * U+FFFD replaces, as Unicode and the WHATWG decoder do). p is
+ * NUL-terminated, and NUL is never a continuation byte, so reads stop there. */
+static size_t utf8_sequence(const unsigned char *p, size_t *bad) {
+  unsigned char c = p[0];
+  size_t need;
+  unsigned char lo = 0x80, hi = 0xBF; /* range of the second byte */
+  if (c >= 0xC2 && c <= 0xDF) need = 2;
+  else if (c >= 0xE0 && c <= 0xEF) {
+    need = 3;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    need = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    *bad = 1;
+    return 0;
+  }
+  if (p[1] < lo || p[1] > hi) {
+    *bad = 1;
+    return 0;
+  }
+  for (size_t i = 2; i < need; i++) {
+    if (p[i] < 0x80 || p[i] > 0xBF) {
+      *bad = i;
+      return 0;
+    }
+  }
+  return need;
+}
+
+void ssa_out_utf8(ssa_out *o, const char *s) {
+  const unsigned char *p = (const unsigned char *)s, *run = p;
+  while (*p) {
+    if (*p < 0x80) {
+      p++;
+      continue;
+    }
+    size_t bad, n = utf8_sequence(p, &bad);
+    if (n) {
+      p += n;
+      continue;
+    }
+    ssa_out_write(o, (const char *)run, (size_t)(p - run));
+    ssa_out_write(o, "\xEF\xBF\xBD", 3);
+    p += bad;
+    run = p;
+  }
+  ssa_out_write(o, (const char *)run, (size_t)(p - run));
+}
+
 void ssa_out_json_string(ssa_out *o, const char *s) {
   static const char hex[] = "0123456789abcdef";
   ssa_out_char(o, '"');
   if (s) {
     const unsigned char *p = (const unsigned char *)s;
     const unsigned char *run = p;
-    for (; *p; p++) {
+    while (*p) {
       unsigned char ch = *p;
-      if (ch >= 0x20 && ch != '"' && ch != '\\') continue;
+      if (ch >= 0x20 && ch < 0x80 && ch != '"' && ch != '\\') {
+        p++;
+        continue;
+      }
+      if (ch >= 0x80) { /* UTF-8: copied when well-formed, else U+FFFD */
+        size_t bad, n = utf8_sequence(p, &bad);
+        if (n) {
+          p += n;
+          continue;
+        }
+        ssa_out_write(o, (const char *)run, (size_t)(p - run));
+        ssa_out_write(o, "\xEF\xBF\xBD", 3);
+        p += bad;
+        run = p;
+        continue;
+      }
       ssa_out_write(o, (const char *)run, (size_t)(p - run));
-      run = p + 1;
+      p++;
+      run = p;
       switch (ch) {
       case '"': ssa_out_write(o, "\\\"", 2); break;
       case '\\': ssa_out_write(o, "\\\\", 2); break;

@@ -34,8 +34,11 @@ void ssa_out_u64(ssa_out *o, uint64_t v);
 void ssa_out_us(ssa_out *o, int64_t ns);
 /* a JSON number, or null for NaN/inf */
 void ssa_out_double(ssa_out *o, double v);
-/* a JSON string literal with escapes; NULL writes "" */
+/* a JSON string literal with escapes, always valid UTF-8 (invalid
+ * sequences become U+FFFD); NULL writes "" */
 void ssa_out_json_string(ssa_out *o, const char *s);
+/* raw text, with invalid UTF-8 sequences replaced by U+FFFD */
+void ssa_out_utf8(ssa_out *o, const char *s);
 
 static inline void ssa_out_char(ssa_out *o, char c) {
   if (o->len == o->cap) ssa_out_flush(o);
