@@ -2,11 +2,9 @@
  * matmul.cu — GEMMs through cuBLASLt: the model's linear layers, forward and
  * backward, and a general row-major batched GEMM used by attention.
  *
- * Layout. The trainer's matrices are row-major; cuBLASLt is column-major. A
- * row-major [R,C] matrix is the column-major [C,R] matrix with the same bytes, so
- * the row-major product C = op(A) op(B) is computed as the column-major product
- * C^T = op(B)^T op(A)^T: swap the operands, keep the transposition flags, and
- * every leading dimension is the row length of the row-major matrix.
+ * Layout. The trainer's matrices are row-major; cuBLASLt is column-major. The
+ * row-major product C = op(A) op(B) is computed as the column-major product
+ * C^T = op(B)^T op(A)^T (gemm_plan.h, tested on the CPU).
  *
  * Linear layer (weight [OC,C] as in PyTorch), with N tokens:
  *     forward    out[N,OC]  = inp[N,C] @ W^T + b      bias as the BIAS epilogue
@@ -27,6 +25,7 @@
  */
 #include <string.h>
 
+#include "gemm_plan.h"
 #include "kcuda_internal.cuh"
 
 #define LT_CHECK(call, what)                                                                       \
@@ -176,8 +175,7 @@ static int rm_gemm(kcuda_ctx *k, int transA, int transB, int M, int N, int K, fl
 {
     if (M <= 0 || N <= 0 || K <= 0 || batch <= 0)
         return kcuda_fail(k, "gemm: bad shape M=%d N=%d K=%d batch=%d", M, N, K, batch);
-    int lda = transA ? M : K; /* row length of A as stored */
-    int ldb = transB ? K : N;
+    kcuda_gemm_plan plan = kcuda_plan_row_major(transA, transB, M, N, K);
     const void *a = A, *b = B;
     cudaDataType_t type = CUDA_R_32F;
     cublasComputeType_t compute = k->precision == KCUDA_FP32   ? CUBLAS_COMPUTE_32F
@@ -197,9 +195,10 @@ static int rm_gemm(kcuda_ctx *k, int transA, int transB, int M, int N, int K, fl
         b = cb;
         type = CUDA_R_16BF;
     }
-    /* column-major: C^T[N,M] = op(B)^T op(A)^T */
-    return lt_matmul(k, transB ? CUBLAS_OP_T : CUBLAS_OP_N, transA ? CUBLAS_OP_T : CUBLAS_OP_N, N,
-                     M, K, alpha, b, ldb, strideB, a, lda, strideA, beta, C, N, strideC, batch,
+    /* column-major: C^T[N,M] = op(B)^T op(A)^T (gemm_plan.h) */
+    return lt_matmul(k, plan.trans1 ? CUBLAS_OP_T : CUBLAS_OP_N,
+                     plan.trans2 ? CUBLAS_OP_T : CUBLAS_OP_N, plan.m, plan.n, plan.k, alpha, b,
+                     plan.ld1, strideB, a, plan.ld2, strideA, beta, C, plan.ldd, strideC, batch,
                      bias, type, compute);
 }
 

@@ -2,9 +2,11 @@
  * test_cpu_side.c — the parts of the CUDA backend that need no GPU, run on every
  * machine: the peak-FLOPs table, the launcher-environment detection, the file and
  * TCP rendezvous stores (with forked "ranks"), and the NCCL policy checks (several
- * ranks per GPU, group keys).
+ * ranks per GPU, group keys), and the row-major to column-major GEMM translation
+ * (kernels/cuda/gemm_plan.h) that every cuBLASLt call goes through, checked with a
+ * naive column-major GEMM that follows cuBLAS's definition.
  *
- * Usage: test_gpu_cpu_side peak|env|file_store|tcp_store|nccl_policy
+ * Usage: test_gpu_cpu_side peak|env|file_store|tcp_store|nccl_policy|gemm_plan
  */
 #include <errno.h>
 #include <math.h>
@@ -15,6 +17,8 @@
 #include <unistd.h>
 
 #include "comm_nccl.h"
+#include "cpu_kernels.h"
+#include "gemm_plan.h"
 #include "device_cuda.h"
 #include "rendezvous.h"
 
@@ -245,10 +249,108 @@ static int test_nccl_policy(void)
     return 0;
 }
 
+/* cuBLAS's column-major GEMM: D[m,n] = alpha op1(X1)[m,k] op2(X2)[k,n] + beta D, where
+ * element (i,j) of a column-major matrix with leading dimension ld is at i + j*ld. */
+static void cm_gemm(int trans1, int trans2, int m, int n, int k, float alpha, const float *x1,
+                    int ld1, const float *x2, int ld2, float beta, float *d, int ldd)
+{
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < m; i++) {
+            double acc = 0;
+            for (int l = 0; l < k; l++) {
+                float a = trans1 ? x1[l + (size_t)i * ld1] : x1[i + (size_t)l * ld1];
+                float b = trans2 ? x2[j + (size_t)l * ld2] : x2[l + (size_t)j * ld2];
+                acc += (double)a * b;
+            }
+            d[i + (size_t)j * ldd] = (float)(alpha * acc + beta * d[i + (size_t)j * ldd]);
+        }
+}
+
+/* The row-major GEMM as the CUDA backend runs it: through the plan. */
+static void planned(int transA, int transB, int M, int N, int K, float alpha, const float *A,
+                    const float *B, float beta, float *C)
+{
+    kcuda_gemm_plan p = kcuda_plan_row_major(transA, transB, M, N, K);
+    cm_gemm(p.trans1, p.trans2, p.m, p.n, p.k, alpha, B, p.ld1, A, p.ld2, beta, C, p.ldd);
+}
+
+/* Row-major reference with explicit indexing: C = alpha op(A) op(B) + beta C. */
+static void rm_ref(int transA, int transB, int M, int N, int K, float alpha, const float *A,
+                   const float *B, float beta, float *C)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double acc = 0;
+            for (int l = 0; l < K; l++) {
+                float a = transA ? A[(size_t)l * M + i] : A[(size_t)i * K + l];
+                float b = transB ? B[(size_t)j * K + l] : B[(size_t)l * N + j];
+                acc += (double)a * b;
+            }
+            C[(size_t)i * N + j] = (float)(alpha * acc + beta * C[(size_t)i * N + j]);
+        }
+}
+
+static float *filled(size_t n, float seed)
+{
+    float *x = malloc(n * sizeof *x);
+    if (!x) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)sin(seed + 0.37 * (double)i);
+    return x;
+}
+
+static double max_diff(const float *a, const float *b, size_t n)
+{
+    double m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (fabs((double)a[i] - b[i]) > m)
+            m = fabs((double)a[i] - b[i]);
+    return m;
+}
+
+static int test_gemm_plan(void)
+{
+    /* the linear layer, as kcuda_matmul_forward/backward call the planner */
+    int N = 7, C = 5, OC = 3;
+    float *inp = filled((size_t)N * C, 1), *w = filled((size_t)OC * C, 2), *dout = filled((size_t)N * OC, 3);
+    float *ref = calloc((size_t)N * OC, 4), *got = calloc((size_t)N * OC, 4);
+    cpu_matmul_forward(ref, inp, w, NULL, N, C, OC);
+    planned(0, 1, N, OC, C, 1.0f, inp, w, 0.0f, got);
+    EXPECT(max_diff(ref, got, (size_t)N * OC) < 1e-5, "matmul forward through the plan");
+    float *dref = filled((size_t)N * C, 4), *dgot = filled((size_t)N * C, 4);
+    cpu_matmul_backward(dref, NULL, NULL, dout, inp, w, N, C, OC);
+    planned(0, 0, N, C, OC, 1.0f, dout, w, 1.0f, dgot);
+    EXPECT(max_diff(dref, dgot, (size_t)N * C) < 1e-5, "matmul dinp (accumulating) through the plan");
+    float *wref = filled((size_t)OC * C, 5), *wgot = filled((size_t)OC * C, 5);
+    cpu_matmul_backward(NULL, wref, NULL, dout, inp, w, N, C, OC);
+    planned(1, 0, OC, C, N, 1.0f, dout, inp, 1.0f, wgot);
+    EXPECT(max_diff(wref, wgot, (size_t)OC * C) < 1e-5, "matmul dweight (accumulating) through the plan");
+    /* every transposition combination and attention's shapes (T x hs, T x T), scaled */
+    int shapes[][3] = {{6, 6, 4}, {6, 4, 6}, {5, 3, 7}, {1, 9, 2}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++) {
+                int M = shapes[s][0], Nn = shapes[s][1], K = shapes[s][2];
+                float *A = filled((size_t)M * K, 6 + ta), *B = filled((size_t)K * Nn, 8 + tb);
+                float *c1 = filled((size_t)M * Nn, 9), *c2 = filled((size_t)M * Nn, 9);
+                rm_ref(ta, tb, M, Nn, K, 0.5f, A, B, 0.25f, c1);
+                planned(ta, tb, M, Nn, K, 0.5f, A, B, 0.25f, c2);
+                EXPECT(max_diff(c1, c2, (size_t)M * Nn) < 1e-5, "plan M=%d N=%d K=%d transA=%d transB=%d",
+                       M, Nn, K, ta, tb);
+                free(A); free(B); free(c1); free(c2);
+            }
+    free(inp); free(w); free(dout); free(ref); free(got); free(dref); free(dgot); free(wref);
+    free(wgot);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: %s peak|env|file_store|tcp_store|nccl_policy\n", argv[0]);
+        fprintf(stderr, "usage: %s peak|env|file_store|tcp_store|nccl_policy|gemm_plan\n", argv[0]);
         return 2;
     }
     const char *t = argv[1];
@@ -262,6 +364,8 @@ int main(int argc, char **argv)
         test_tcp_store();
     else if (!strcmp(t, "nccl_policy"))
         test_nccl_policy();
+    else if (!strcmp(t, "gemm_plan"))
+        test_gemm_plan();
     else {
         fprintf(stderr, "unknown test %s\n", t);
         return 2;
