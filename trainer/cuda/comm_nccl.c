@@ -259,6 +259,11 @@ static int watchdog_check(void *arg, char *msg, size_t msglen)
  * tracking only after waiting for it, which keeps the ring bounded. */
 static void track(comm_nccl *c, nccl_link *l, dev_stream *s, const char *op)
 {
+    /* forget what has completed (cheap queries), so the ring holds only work in flight */
+    while (l->count > 0 && cudaEventQuery(l->ring[l->head].done) == cudaSuccess) {
+        l->head = (l->head + 1) % PENDING_RING;
+        l->count--;
+    }
     if (l->count == PENDING_RING) {
         pending_op *old = &l->ring[l->head];
         cudaEventSynchronize(old->done);
