@@ -270,6 +270,8 @@ static void cases(const char *which) {
   CASE("pipeline", { sc.nranks = 4; sc.pipeline = 1; sc.flops = 1; });
   CASE("copies_syncs", { sc.copies = 1; sc.syncs = 1; sc.nlanes = 3; sc.ops_per_step = 12; });
   CASE("single_lane", { sc.nlanes = 1; sc.nranks = 2; sc.syncs = 1; sc.flops = 1; });
+  CASE("overlapping_steps", { sc.nranks = 2; sc.nsteps = 5; sc.overlap_steps = 1; sc.syncs = 1; });
+  CASE("nested_steps", { sc.nranks = 3; sc.nsteps = 4; sc.overlap_steps = 2; sc.copies = 1; sc.flops = 1; });
 #undef CASE
 }
 

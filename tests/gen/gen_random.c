@@ -249,11 +249,24 @@ int gen_build(gen_run *g, const gen_scenario *sc) {
     for (int r = 0; r < active; r++) {
       if (st[r].step_first_launch == INT64_MIN) continue;
       int64_t s = st[r].step_first_launch - rnd(rs, 0, 5) * Q;
-      if (s < st[r].prev_step_end) s = st[r].prev_step_end;
+      if (sc->overlap_steps) s -= rnd(rs, 5, 120) * Q; /* into the previous step's launches */
+      else if (s < st[r].prev_step_end) s = st[r].prev_step_end;
       int64_t e = st[r].host + rnd(rs, 1, 5) * Q;
       st[r].prev_step_end = e;
       if (gen_add_step(g, r, step, s, e)) return -1;
       st[r].host = e + rnd(rs, 0, 20) * Q;
+    }
+  }
+  if (sc->overlap_steps >= 2) { /* a step range around all the others, per rank */
+    size_t before = g->nsteps;
+    for (int r = 0; r < n; r++) {
+      int64_t s = INT64_MAX, e = INT64_MIN;
+      for (size_t i = 0; i < before; i++) {
+        if (g->steps[i].rank != r) continue;
+        if (g->steps[i].s < s) s = g->steps[i].s;
+        if (g->steps[i].e > e) e = g->steps[i].e;
+      }
+      if (s < e && gen_add_step(g, r, sc->nsteps, s - Q, e)) return -1;
     }
   }
   return 0;

@@ -14,7 +14,7 @@ static void usage(FILE *f) {
   fprintf(f, "usage: stepscope-gen OUT_DIR [--seed N] [--ranks N] [--lanes N] [--steps N] [--ops N]\n"
              "       [--no-comm] [--no-compute] [--copies] [--cpu] [--pipeline] [--syncs]\n"
              "       [--clock-spread NS] [--anchor-error NS] [--missing-member] [--empty-rank]\n"
-             "       [--name-only-nccl] [--overlap] [--flops]\n");
+             "       [--name-only-nccl] [--overlap] [--flops] [--overlap-steps N]\n");
 }
 
 int main(int argc, char **argv) {
@@ -43,6 +43,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--name-only-nccl")) sc.name_only_nccl = 1;
     else if (!strcmp(a, "--overlap")) sc.overlap_same_lane = 1;
     else if (!strcmp(a, "--flops")) sc.flops = 1;
+    else if (!strcmp(a, "--overlap-steps")) { sc.overlap_steps = (int)v; i++; }
     else if (a[0] != '-' && !out) out = a;
     else { usage(stderr); return 2; }
   }

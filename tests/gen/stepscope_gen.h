@@ -163,6 +163,8 @@ typedef struct gen_scenario {
   int name_only_nccl;         /* some comm kernels have no COLLECTIVE record */
   int syncs;
   int flops;
+  int overlap_steps;          /* 1: each step range reaches back into the previous one;
+                                 2: also one more step whose range spans all the others */
 } gen_scenario;
 
 void gen_scenario_default(gen_scenario *s);
