@@ -22,7 +22,10 @@ sample_350m() {
   rm -rf "$d"; mkdir -p "$d"
   run_logged "$trainer" --backend cuda --model gpt2-350m --seq 1024 --batch "$batch" --steps 8 \
     --profile-steps 5:6 --trace "$d/run" --log "$d/train.jsonl" &&
-  run_logged "$stepscope" analyze "$d/run" --json "$d/report.json"
+  run_logged "$stepscope" analyze "$d/run" --json "$d/report.json" &&
+  run_logged "$stepscope" record -o "$d/run-injected" -- "$trainer" --backend cuda \
+    --model gpt2-350m --seq 1024 --batch "$batch" --steps 4 --log "$d/train-injected.jsonl" &&
+  run_logged "$stepscope" analyze "$d/run-injected" --json "$d/report-injected.json"
 }
 for m in gpt2-124m gpt2-350m; do
   step "$m.bf16" ours "$m" bf16

@@ -100,6 +100,12 @@ build_gpu() {
     export PKG_CONFIG_PATH="$repo/.deps/zstd/usr/lib/x86_64-linux-gnu/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
     export LD_LIBRARY_PATH="$repo/.deps/zstd/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   fi
+  if [ ! -e /usr/local/cuda/include/nccl.h ] && [ -e "$repo/.nccl/nvidia/nccl/include/nccl.h" ]; then
+    # no NCCL in the toolkit: build against the PyPI wheel (it ships only libnccl.so.2)
+    local w=$repo/.nccl/nvidia/nccl
+    [ -e "$w/lib/libnccl.so" ] || ln -sf libnccl.so.2 "$w/lib/libnccl.so"
+    export NCCL_HOME=$w
+  fi
   run_logged cmake -S "$repo" -B "$build" -G Ninja -DSTEPSCOPE_CUDA=ON \
     -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=Release "${extra[@]}" &&
   run_logged cmake --build "$build" -j "$(nproc)"

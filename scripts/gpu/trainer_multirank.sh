@@ -1,8 +1,9 @@
 #!/bin/bash
 # trainer_multirank.sh — four ranks on the one GPU (issue 6): DP4, DP2xPP2 with AFAB and with
-# 1F1B, TP2xDP2, and DP4 with overlap off; each traced for a few steps (linked tracer, plus
-# CUPTI/NCCL when run under `stepscope record`), analyzed, and laid out as committable
-# samples: $OUT/samples/h100-<layout>/{run/,train.jsonl,report.json,PROVENANCE.md}.
+# 1F1B, TP2xDP2 (with and without SP), and DP4 with overlap off; each traced for a few steps,
+# analyzed, and laid out as committable samples:
+#   $OUT/samples/h100-<layout>/{run/,train.jsonl,report.json,run-injected/,report-injected.json,
+#   PROVENANCE.md}
 # Needs NCCL >= 2.30 with NCCL_MULTI_RANK_GPU_ENABLE=1 (pick_nccl finds .nccl from
 # trainer_prepare.sh, PyTorch's or the toolkit's); the trainer prints ncclGetVersion.
 #   OUT=/path scripts/gpu/trainer_multirank.sh [MODEL]
@@ -15,16 +16,23 @@ export NCCL_MULTI_RANK_GPU_ENABLE=1
 echo "NCCL: $ncclDir (libnccl.so.$NCCL_PICKED_VERSION)" | tee -a "$summary"
 [ -x "$trainer" ] || step build build_gpu
 
+# Two runs per layout: the linked trace (--trace: steps, layout/schedule/FLOPs/memory
+# metadata, the trainer's ranges; CUPTI only if the trainer starts it) and an injected trace
+# (`stepscope record`: CUPTI kernels and copies, NCCL collectives through the profiler plugin,
+# NVTX). The linked and injected tracers are separate copies in one process while the
+# trainer links libstepscope statically, so they write separate run directories.
 layout() { # layout NAME ARGS...
   local name=$1; shift
   local d=$OUT/samples/h100-$name
+  local args=(--backend cuda --model "$model" --seq 512 --batch 16 --world 4 "$@")
   rm -rf "$d"; mkdir -p "$d"
-  run_logged "$stepscope" record -o "$d/run" -- "$trainer" --backend cuda --model "$model" \
-    --seq 512 --batch 16 --steps 8 --world 4 "$@" --log "$d/train.jsonl" ||
-  { echo "stepscope record failed or absent: linked tracing only";
-    run_logged "$trainer" --backend cuda --model "$model" --seq 512 --batch 16 --steps 8 \
-      --world 4 "$@" --trace "$d/run" --log "$d/train.jsonl"; } &&
-  run_logged "$stepscope" analyze "$d/run" --json "$d/report.json" &&
+  run_logged "$trainer" "${args[@]}" --steps 8 --profile-steps 4:6 --trace "$d/run" \
+    --log "$d/train.jsonl" &&
+  run_logged "$stepscope" analyze "$d/run" --json "$d/report.json" || return 1
+  run_logged "$stepscope" record -o "$d/run-injected" -- "$trainer" "${args[@]}" --steps 5 \
+    --log "$d/train-injected.jsonl" &&
+  run_logged "$stepscope" analyze "$d/run-injected" --json "$d/report-injected.json" ||
+  echo "injected run failed (kept the linked one)"
   cp "$OUT/PROVENANCE.md" "$d/PROVENANCE.md"
 }
 step dp4 layout dp4 --dp 4
