@@ -153,7 +153,8 @@ static uint32_t device_lane(ssa_rank *r, uint8_t kind, uint64_t stream, uint32_t
 static int push_op(ssa_rank *r, int64_t s, int64_t e, uint64_t corr, uint64_t bytes,
                    uint32_t name, uint32_t lane, uint8_t kind, uint8_t cls) {
   if (lane == SSA_NONE) return STEPSCOPE_E_NOMEM;
-  if (ssa_grow((void **)&r->ops, &r->ops_cap, r->nops + 1, sizeof *r->ops)) return STEPSCOPE_E_NOMEM;
+  if (r->nops == r->ops_cap && ssa_grow((void **)&r->ops, &r->ops_cap, r->nops + 1, sizeof *r->ops))
+    return STEPSCOPE_E_NOMEM;
   ssa_op *o = &r->ops[r->nops++];
   o->start = s;
   o->end = e < s ? s : e;
@@ -168,8 +169,10 @@ static int push_op(ssa_rank *r, int64_t s, int64_t e, uint64_t corr, uint64_t by
   return 0;
 }
 
-#define PUSH(arr, n, cap)                                                       \
-  (ssa_grow((void **)&r->arr, &r->cap, r->n + 1, sizeof *r->arr) ? NULL : &r->arr[r->n++])
+#define PUSH(arr, n, cap)                                                                  \
+  (r->n == r->cap && ssa_grow((void **)&r->arr, &r->cap, r->n + 1, sizeof *r->arr)          \
+       ? NULL                                                                              \
+       : &r->arr[r->n++])
 
 int ssa_rank_add_record(ssa_rank *r, const stepscope_record *rec) {
   r->records++;

@@ -245,7 +245,9 @@ typedef struct ssa_step_index {
   int64_t *tree;                    /* max range_end over subtrees (heap layout) */
   size_t leaves;                    /* tree leaves (power of two) */
   int disjoint;                     /* no two ranges overlap: one candidate per query */
-  size_t hint;                      /* the last query's position (queries come in near order) */
+  size_t hint[4];                   /* recent answers' positions: queries come in near time
+                                       order per stream, streams interleaved */
+  unsigned next_hint;
 } ssa_step_index;
 
 int ssa_step_index_build(ssa_step_index *ix, const ssa_step *steps, size_t n);
@@ -257,11 +259,15 @@ size_t ssa_step_index_stab(ssa_step_index *ix, int64_t t, uint32_t *out, size_t 
 /* The same, answered inline when the ranges are disjoint and t falls in the
  * previous query's slot (the common case: launches come in time order). */
 static inline size_t ssa_step_index_stab_fast(ssa_step_index *ix, int64_t t, uint32_t *out, size_t cap) {
-  size_t h = ix->hint;
-  if (ix->disjoint && h > 0 && h <= ix->n && ix->starts[h - 1] <= t && (h == ix->n || ix->starts[h] > t)) {
-    if (t >= ix->steps[ix->order[h - 1]].range_end) return 0;
-    if (cap) out[0] = ix->order[h - 1];
-    return 1;
+  if (ix->disjoint) {
+    for (int k = 0; k < 4; k++) {
+      size_t h = ix->hint[k];
+      if (h > 0 && h <= ix->n && ix->starts[h - 1] <= t && (h == ix->n || ix->starts[h] > t)) {
+        if (t >= ix->steps[ix->order[h - 1]].range_end) return 0;
+        if (cap) out[0] = ix->order[h - 1];
+        return 1;
+      }
+    }
   }
   return ssa_step_index_stab(ix, t, out, cap);
 }

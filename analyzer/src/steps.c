@@ -105,21 +105,15 @@ static void stab_node(const ssa_step_index *ix, size_t node, size_t lo, size_t w
 }
 
 size_t ssa_step_index_stab(ssa_step_index *ix, int64_t t, uint32_t *out, size_t cap) {
-  /* k = number of ranges starting at or before t; queries come mostly in
-   * time order, so the previous answer is tried first */
-  size_t lo, h = ix->hint;
-  if (h <= ix->n && (h == 0 || ix->starts[h - 1] <= t) && (h == ix->n || ix->starts[h] > t)) {
-    lo = h;
-  } else {
-    size_t hi = ix->n;
-    lo = 0;
-    while (lo < hi) {
-      size_t mid = lo + (hi - lo) / 2;
-      if (ix->starts[mid] <= t) lo = mid + 1;
-      else hi = mid;
-    }
-    ix->hint = lo;
+  /* k = number of ranges starting at or before t (remembered as a hint for
+   * ssa_step_index_stab_fast) */
+  size_t lo = 0, hi = ix->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (ix->starts[mid] <= t) lo = mid + 1;
+    else hi = mid;
   }
+  ix->hint[ix->next_hint++ & 3] = lo;
   if (lo == 0) return 0;
   if (ix->disjoint) { /* ranges never overlap: only the last one can contain t */
     if (t >= ix->steps[ix->order[lo - 1]].range_end) return 0;

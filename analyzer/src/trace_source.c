@@ -20,8 +20,16 @@ typedef struct id_map {
   size_t cap;
 } id_map;
 
-static uint32_t map_id(id_map *m, ssa_rank *r, stepscope_reader *rd, uint32_t id, int *oom) {
+static uint32_t map_id_slow(id_map *m, ssa_rank *r, stepscope_reader *rd, uint32_t id, int *oom);
+
+/* The common case inline: an id already looked up. */
+static inline uint32_t map_id(id_map *m, ssa_rank *r, stepscope_reader *rd, uint32_t id, int *oom) {
   if (id == 0) return 0;
+  if (id < m->cap && m->ids[id]) return m->ids[id] - 1;
+  return map_id_slow(m, r, rd, id, oom);
+}
+
+static uint32_t map_id_slow(id_map *m, ssa_rank *r, stepscope_reader *rd, uint32_t id, int *oom) {
   if (id >= m->cap) {
     size_t old = m->cap;
     if (ssa_grow((void **)&m->ids, &m->cap, (size_t)id + 1, sizeof *m->ids)) {

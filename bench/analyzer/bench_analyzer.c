@@ -4,6 +4,9 @@
  * MB/s, on generated runs of R ranks and N events in total.
  *
  * usage: bench_analyzer [--ranks R --events N]... [--keep DIR [--reuse]]
+ *                       [--export-max N]
+ *   --export-max N: skip the export measurement for runs over N events
+ *   (an export of 1e8 events is ~28 GB of JSON).
  *   default: the grid 1/8/64 ranks x 1e5/1e6 events; bigger runs (up to
  *   1024 ranks, 1e8 events) are opt-in by arguments, e.g.
  *   bench_analyzer --ranks 1024 --events 100000000
@@ -228,13 +231,15 @@ int main(int argc, char **argv) {
   uint64_t events[32];
   const char *keep = NULL;
   int reuse = 0;
+  uint64_t export_max = UINT64_MAX;
   for (int i = 1; i < argc; i += 2) {
     if (!strcmp(argv[i], "--reuse")) { reuse = 1; i--; continue; }
-    if (i + 1 >= argc) { fprintf(stderr, "usage: bench_analyzer [--ranks R --events N]... [--keep DIR [--reuse]]\n"); return 2; }
+    if (i + 1 >= argc) { fprintf(stderr, "usage: bench_analyzer [--ranks R --events N]... [--keep DIR [--reuse]] [--export-max N]\n"); return 2; }
     if (!strcmp(argv[i], "--ranks") && n < 32) ranks[n] = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--events") && n < 32) events[n++] = strtoull(argv[i + 1], NULL, 10);
     else if (!strcmp(argv[i], "--keep")) keep = argv[i + 1];
-    else { fprintf(stderr, "usage: bench_analyzer [--ranks R --events N]... [--keep DIR [--reuse]]\n"); return 2; }
+    else if (!strcmp(argv[i], "--export-max")) export_max = strtoull(argv[i + 1], NULL, 10);
+    else { fprintf(stderr, "usage: bench_analyzer [--ranks R --events N]... [--keep DIR [--reuse]] [--export-max N]\n"); return 2; }
   }
   if (n == 0) {
     int r[] = {1, 8, 64, 1, 8, 64};
@@ -258,7 +263,7 @@ int main(int argc, char **argv) {
     fflush(stdout);
     measure(dir, 1, 0, ranks[i], events[i]);
     if (cores > 1) measure(dir, (int)cores, 0, ranks[i], events[i]);
-    measure(dir, (int)cores, 1, ranks[i], events[i]);
+    if (events[i] <= export_max) measure(dir, (int)cores, 1, ranks[i], events[i]);
     if (!keep) {
       char cmd[600];
       snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
