@@ -369,6 +369,18 @@ static void write_memory_metadata(trainer *t)
     stepscope_metadata_set("memory", buf);
 }
 
+#ifdef STEPSCOPE_TRAINER_GPU_TRACE
+#include "stepscope_gpu.h"
+
+/* Whether the GPU tracer records this run's CUDA activity (CUDA backend only). */
+static int gpu_trace_wanted(trainer *t)
+{
+    return strcmp(dev_get_ops(t->dev)->backend_name, "cuda") == 0;
+}
+#endif
+
+static void trace_stop(trainer *t);
+
 static void trace_start(trainer *t)
 {
     char *cfg_json = config_to_json(&t->cfg);
@@ -391,11 +403,28 @@ static void trace_start(trainer *t)
     } else {
         t->tracing = 1;
         dev_trace_started(t->dev);
+#ifdef STEPSCOPE_TRAINER_GPU_TRACE
+        if (gpu_trace_wanted(t) && stepscope_gpu_start() != 0)
+            fprintf(stderr, "rank %d: warning: GPU activity will not be traced\n", t->env.rank);
+#endif
         stepscope_stream_declare(stepscope_thread_id(), STEPSCOPE_STREAM_HOST_THREAD, 0,
                                  "host (training loop)");
         write_metadata(t);
     }
     free(cfg_json);
+}
+
+/* Writes the measured memory, flushes the GPU tracer's buffers into the
+ * trace, then closes it. */
+static void trace_stop(trainer *t)
+{
+    write_memory_metadata(t);
+#ifdef STEPSCOPE_TRAINER_GPU_TRACE
+    if (gpu_trace_wanted(t))
+        stepscope_gpu_stop();
+#endif
+    stepscope_stop();
+    t->tracing = 0;
 }
 
 static void push_mb_range(const char *name, int mb, int stage)
@@ -783,17 +812,11 @@ int train_rank_run(const train_config *cfg_in, const rank_env *env)
                     step, loss, dt * 1e3, tokens / dt, mfu, norm, lr_at(c, step));
             fflush(t->log);
         }
-        if (t->tracing && c->profile_last >= 0 && step >= c->profile_last) {
-            write_memory_metadata(t); /* the measured peak so far */
-            stepscope_stop();
-            t->tracing = 0;
-        }
+        if (t->tracing && c->profile_last >= 0 && step >= c->profile_last)
+            trace_stop(t); /* the measured peak so far goes in with it */
     }
-    if (t->tracing) {
-        write_memory_metadata(t);
-        stepscope_stop();
-        t->tracing = 0;
-    }
+    if (t->tracing)
+        trace_stop(t);
     if (rc == 0 && is_printer)
         printf("final loss %.6f\n", last_loss);
     if (rc != 0) {
