@@ -2,12 +2,14 @@
  * intern.c — string interning for the writer.
  *
  * An open-addressing hash table (linear probing, FNV-1a hashes, load factor
- * at most 1/2) of entries pointing into an append-only chain of string
- * chunks, so that stored strings never move. Ids are dense and start at 1:
+ * at most 1/2) of entries pointing into a string arena, so that stored
+ * strings never move. Ids are dense and start at 1:
  * the n-th distinct string gets id n, which lets readers keep strings in a
  * plain array indexed by id.
  */
 #include "intern.h"
+
+#include "string_arena.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -19,17 +21,11 @@ typedef struct intern_entry {
   uint32_t id;
 } intern_entry;
 
-typedef struct string_chunk {
-  struct string_chunk *next;
-  size_t used, cap;
-  char data[];
-} string_chunk;
-
 struct intern_table {
   intern_entry *slots;
   size_t nslots; /* power of two */
   uint32_t count;
-  string_chunk *chunks;
+  string_arena strings; /* the stored strings */
 };
 
 static uint64_t fnv1a(const char *s, size_t len) {
@@ -55,35 +51,12 @@ intern_table *intern_create(void) {
 
 void intern_destroy(intern_table *t) {
   if (!t) return;
-  string_chunk *c = t->chunks;
-  while (c) {
-    string_chunk *next = c->next;
-    free(c);
-    c = next;
-  }
+  string_arena_free(&t->strings);
   free(t->slots);
   free(t);
 }
 
 uint32_t intern_count(const intern_table *t) { return t->count; }
-
-static const char *store_string(intern_table *t, const char *s, size_t len) {
-  string_chunk *c = t->chunks;
-  if (!c || c->cap - c->used < len + 1) {
-    size_t cap = len + 1 > 65536 ? len + 1 : 65536;
-    string_chunk *n = malloc(sizeof *n + cap);
-    if (!n) return NULL;
-    n->next = c;
-    n->used = 0;
-    n->cap = cap;
-    t->chunks = c = n;
-  }
-  char *dst = c->data + c->used;
-  memcpy(dst, s, len);
-  dst[len] = '\0';
-  c->used += len + 1;
-  return dst;
-}
 
 static int grow(intern_table *t) {
   size_t n = t->nslots * 2;
@@ -119,7 +92,7 @@ uint32_t intern_get_or_add(intern_table *t, const char *s, size_t len, int *is_n
     i = h & mask;
     while (t->slots[i].str) i = (i + 1) & mask;
   }
-  const char *stored = store_string(t, s, len);
+  const char *stored = string_arena_store(&t->strings, s, len);
   if (!stored) return 0;
   t->slots[i] = (intern_entry){.hash = h, .str = stored, .len = (uint32_t)len, .id = ++t->count};
   *is_new = 1;

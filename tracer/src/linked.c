@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "error.h"
 #include "stepscope.h"
 #include "writer_internal.h"
 
@@ -102,19 +103,13 @@ static int make_dirs(const char *dir) {
 
 int stepscope_start(const stepscope_start_options *opt, stepscope_error *err) {
   if (!opt || !opt->run_dir) {
-    if (err) {
-      err->code = STEPSCOPE_E_ARGUMENT;
-      snprintf(err->message, sizeof err->message, "stepscope_start: run_dir is required");
-    }
+    error_set(err, STEPSCOPE_E_ARGUMENT, 0, "stepscope_start: run_dir is required");
     return STEPSCOPE_E_ARGUMENT;
   }
   pthread_mutex_lock(&g_start_mu);
   if (atomic_load(&g_writer)) {
     pthread_mutex_unlock(&g_start_mu);
-    if (err) {
-      err->code = STEPSCOPE_E_STATE;
-      snprintf(err->message, sizeof err->message, "stepscope_start: a trace is already running");
-    }
+    error_set(err, STEPSCOPE_E_STATE, 0, "stepscope_start: a trace is already running");
     return STEPSCOPE_E_STATE;
   }
   static const char *const rank_env[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID",
@@ -144,11 +139,8 @@ int stepscope_start(const stepscope_start_options *opt, stepscope_error *err) {
 
   if (make_dirs(opt->run_dir) != 0) {
     pthread_mutex_unlock(&g_start_mu);
-    if (err) {
-      err->code = STEPSCOPE_E_IO;
-      snprintf(err->message, sizeof err->message, "%s: cannot create run directory: %s",
-               opt->run_dir, strerror(errno));
-    }
+    error_set(err, STEPSCOPE_E_IO, 0, "%s: cannot create run directory: %s", opt->run_dir,
+              strerror(errno));
     return STEPSCOPE_E_IO;
   }
   snprintf(g_path, sizeof g_path, "%s/rank-%05d.trace.zst", opt->run_dir, h.rank);

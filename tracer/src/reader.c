@@ -17,8 +17,8 @@
  * returned before stay valid.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,20 +26,16 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "error.h"
 #include "record_codec.h"
 #include "stepscope.h"
+#include "string_arena.h"
 
 #define READ_CHUNK (1u << 20)
 #define MAX_FRAME_CONTENT (64u << 20)
 #define MAX_STRINGS (1u << 28)
 #define WINDOW_LOG_MAX 26 /* the writer's frames need far less; bounds decoder memory */
 #define MAX_WARNINGS 64
-
-typedef struct arena_chunk {
-  struct arena_chunk *next;
-  size_t used, cap;
-  char data[];
-} arena_chunk;
 
 struct stepscope_reader {
   char *path;
@@ -62,7 +58,7 @@ struct stepscope_reader {
   char **strings;           /* index = id; strings[0] unused */
   uint32_t nstrings;
   size_t strings_cap;
-  arena_chunk *arena;
+  string_arena arena;      /* strings and metadata values */
 
   char *warnings[MAX_WARNINGS];
   size_t nwarnings;
@@ -70,18 +66,6 @@ struct stepscope_reader {
   stepscope_error sticky;   /* code != 0 once an error happened */
   int done;
 };
-
-static void fmt_error(stepscope_error *err, int code, uint64_t offset, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void fmt_error(stepscope_error *err, int code, uint64_t offset, const char *fmt, ...) {
-  if (!err) return;
-  err->code = code;
-  err->offset = offset;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err->message, sizeof err->message, fmt, ap);
-  va_end(ap);
-}
 
 static void add_warning(stepscope_reader *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -98,22 +82,7 @@ static void add_warning(stepscope_reader *r, const char *fmt, ...) {
 
 /* Stores a NUL-terminated copy in the reader's arena (strings, metadata). */
 static const char *arena_store(void *ctx, const char *data, size_t len) {
-  stepscope_reader *r = ctx;
-  arena_chunk *c = r->arena;
-  if (!c || c->cap - c->used < len + 1) {
-    size_t cap = len + 1 > 65536 ? len + 1 : 65536;
-    arena_chunk *n = malloc(sizeof *n + cap);
-    if (!n) return NULL;
-    n->next = c;
-    n->used = 0;
-    n->cap = cap;
-    r->arena = c = n;
-  }
-  char *dst = c->data + c->used;
-  if (len) memcpy(dst, data, len);
-  dst[len] = '\0';
-  c->used += len + 1;
-  return dst;
+  return string_arena_store(&((stepscope_reader *)ctx)->arena, data, len);
 }
 
 /* Reads the next chunk of compressed input. 0 ok, 1 end of file, <0 error. */
@@ -124,7 +93,7 @@ static int fill_input(stepscope_reader *r, stepscope_error *err) {
     ssize_t k = read(r->fd, r->in, READ_CHUNK);
     if (k < 0 && errno == EINTR) continue;
     if (k < 0) {
-      fmt_error(err, STEPSCOPE_E_IO, r->in_file_offset, "%s: offset %llu: read failed: %s",
+      error_set(err, STEPSCOPE_E_IO, r->in_file_offset, "%s: offset %llu: read failed: %s",
                 r->path, (unsigned long long)r->in_file_offset, strerror(errno));
       return STEPSCOPE_E_IO;
     }
@@ -157,7 +126,7 @@ static int next_frame(stepscope_reader *r, stepscope_error *err) {
     if (r->frame_cap - r->frame_len < ZSTD_DStreamOutSize()) {
       size_t cap = r->frame_cap ? r->frame_cap * 2 : 2 * ZSTD_DStreamOutSize();
       if (cap > MAX_FRAME_CONTENT + ZSTD_DStreamOutSize()) {
-        fmt_error(err, STEPSCOPE_E_LIMIT, r->frame_offset,
+        error_set(err, STEPSCOPE_E_LIMIT, r->frame_offset,
                   "%s: offset %llu: expected a frame of at most %u bytes of records, found a "
                   "larger one",
                   r->path, (unsigned long long)r->frame_offset, MAX_FRAME_CONTENT);
@@ -165,7 +134,7 @@ static int next_frame(stepscope_reader *r, stepscope_error *err) {
       }
       uint8_t *f = realloc(r->frame, cap);
       if (!f) {
-        fmt_error(err, STEPSCOPE_E_NOMEM, r->frame_offset, "%s: offset %llu: out of memory",
+        error_set(err, STEPSCOPE_E_NOMEM, r->frame_offset, "%s: offset %llu: out of memory",
                   r->path, (unsigned long long)r->frame_offset);
         return STEPSCOPE_E_NOMEM;
       }
@@ -178,13 +147,13 @@ static int next_frame(stepscope_reader *r, stepscope_error *err) {
     r->in_pos = in.pos;
     r->frame_len = out.pos;
     if (ZSTD_isError(ret)) {
-      fmt_error(err, STEPSCOPE_E_FORMAT, r->frame_offset,
+      error_set(err, STEPSCOPE_E_FORMAT, r->frame_offset,
                 "%s: offset %llu: expected a valid zstd frame: %s", r->path,
                 (unsigned long long)r->frame_offset, ZSTD_getErrorName(ret));
       return STEPSCOPE_E_FORMAT;
     }
     if (r->frame_len > MAX_FRAME_CONTENT) {
-      fmt_error(err, STEPSCOPE_E_LIMIT, r->frame_offset,
+      error_set(err, STEPSCOPE_E_LIMIT, r->frame_offset,
                 "%s: offset %llu: expected a frame of at most %u bytes of records", r->path,
                 (unsigned long long)r->frame_offset, MAX_FRAME_CONTENT);
       return STEPSCOPE_E_LIMIT;
@@ -213,13 +182,13 @@ at_eof:
 
 static int add_string(stepscope_reader *r, const stepscope_string *s, stepscope_error *err) {
   if (s->id != r->nstrings + 1) {
-    fmt_error(err, STEPSCOPE_E_FORMAT, r->frame_offset,
+    error_set(err, STEPSCOPE_E_FORMAT, r->frame_offset,
               "%s: frame at offset %llu: expected string id %u next, found %u", r->path,
               (unsigned long long)r->frame_offset, r->nstrings + 1, s->id);
     return STEPSCOPE_E_FORMAT;
   }
   if (r->nstrings + 1 >= MAX_STRINGS) {
-    fmt_error(err, STEPSCOPE_E_LIMIT, r->frame_offset, "%s: more than %u strings", r->path,
+    error_set(err, STEPSCOPE_E_LIMIT, r->frame_offset, "%s: more than %u strings", r->path,
               MAX_STRINGS);
     return STEPSCOPE_E_LIMIT;
   }
@@ -235,7 +204,7 @@ static int add_string(stepscope_reader *r, const stepscope_string *s, stepscope_
   r->strings[++r->nstrings] = (char *)copy;
   return 0;
 nomem:
-  fmt_error(err, STEPSCOPE_E_NOMEM, r->frame_offset, "%s: out of memory for strings", r->path);
+  error_set(err, STEPSCOPE_E_NOMEM, r->frame_offset, "%s: out of memory for strings", r->path);
   return STEPSCOPE_E_NOMEM;
 }
 
@@ -257,7 +226,7 @@ static int next_record(stepscope_reader *r, stepscope_record *rec, stepscope_err
     r->frame_pos = (size_t)(p - r->frame);
     switch (cr) {
     case CODEC_ERROR:
-      fmt_error(err, STEPSCOPE_E_FORMAT, r->frame_offset,
+      error_set(err, STEPSCOPE_E_FORMAT, r->frame_offset,
                 "%s: frame at offset %llu, record at byte %zu: expected %s", r->path,
                 (unsigned long long)r->frame_offset, at, why);
       return STEPSCOPE_E_FORMAT;
@@ -269,14 +238,14 @@ static int next_record(stepscope_reader *r, stepscope_record *rec, stepscope_err
           r->header = hdr_scratch;
           return 1;
         }
-        fmt_error(err, STEPSCOPE_E_FORMAT, r->frame_offset,
+        error_set(err, STEPSCOPE_E_FORMAT, r->frame_offset,
                   "%s: frame at offset %llu, record at byte %zu: expected one header per file, "
                   "found a second",
                   r->path, (unsigned long long)r->frame_offset, at);
         return STEPSCOPE_E_FORMAT;
       }
       if (r->header.format_major == 0) {
-        fmt_error(err, STEPSCOPE_E_FORMAT, r->frame_offset,
+        error_set(err, STEPSCOPE_E_FORMAT, r->frame_offset,
                   "%s: frame at offset %llu: expected the header record first, found a %s record",
                   r->path, (unsigned long long)r->frame_offset,
                   stepscope_record_kind_name(rec->kind));
@@ -294,12 +263,12 @@ static int next_record(stepscope_reader *r, stepscope_record *rec, stepscope_err
 
 stepscope_reader *stepscope_reader_open(const char *path, stepscope_error *err) {
   if (!path) {
-    fmt_error(err, STEPSCOPE_E_ARGUMENT, 0, "stepscope_reader_open: no path");
+    error_set(err, STEPSCOPE_E_ARGUMENT, 0, "stepscope_reader_open: no path");
     return NULL;
   }
   stepscope_reader *r = calloc(1, sizeof *r);
   if (!r) {
-    fmt_error(err, STEPSCOPE_E_NOMEM, 0, "%s: out of memory", path);
+    error_set(err, STEPSCOPE_E_NOMEM, 0, "%s: out of memory", path);
     return NULL;
   }
   r->fd = -1;
@@ -307,7 +276,7 @@ stepscope_reader *stepscope_reader_open(const char *path, stepscope_error *err) 
   r->in = malloc(READ_CHUNK);
   r->dctx = ZSTD_createDCtx();
   if (!r->path || !r->in || !r->dctx) {
-    fmt_error(err, STEPSCOPE_E_NOMEM, 0, "%s: out of memory", path);
+    error_set(err, STEPSCOPE_E_NOMEM, 0, "%s: out of memory", path);
     stepscope_reader_close(r);
     return NULL;
   }
@@ -315,12 +284,12 @@ stepscope_reader *stepscope_reader_open(const char *path, stepscope_error *err) 
   r->fd = open(path, O_RDONLY | O_CLOEXEC);
   struct stat st;
   if (r->fd < 0 || fstat(r->fd, &st) != 0) {
-    fmt_error(err, STEPSCOPE_E_IO, 0, "%s: cannot open: %s", path, strerror(errno));
+    error_set(err, STEPSCOPE_E_IO, 0, "%s: cannot open: %s", path, strerror(errno));
     stepscope_reader_close(r);
     return NULL;
   }
   if (S_ISDIR(st.st_mode)) {
-    fmt_error(err, STEPSCOPE_E_ARGUMENT, 0, "%s: is a directory, expected a trace file", path);
+    error_set(err, STEPSCOPE_E_ARGUMENT, 0, "%s: is a directory, expected a trace file", path);
     stepscope_reader_close(r);
     return NULL;
   }
@@ -328,7 +297,7 @@ stepscope_reader *stepscope_reader_open(const char *path, stepscope_error *err) 
   stepscope_record rec;
   int rc = next_record(r, &rec, err);
   if (rc == 0) {
-    fmt_error(err, STEPSCOPE_E_FORMAT, 0,
+    error_set(err, STEPSCOPE_E_FORMAT, 0,
               "%s: offset 0: expected a stepscope trace (a zstd frame with a header record), "
               "found %s",
               path, r->file_size == 0 ? "an empty file" : "no complete frame");
@@ -339,13 +308,13 @@ stepscope_reader *stepscope_reader_open(const char *path, stepscope_error *err) 
       /* Not even a first zstd frame: most likely not a trace at all. */
       char inner[sizeof err->message];
       snprintf(inner, sizeof inner, "%s", err->message);
-      fmt_error(err, STEPSCOPE_E_FORMAT, 0, "%s (is this a stepscope trace file?)", inner);
+      error_set(err, STEPSCOPE_E_FORMAT, 0, "%s (is this a stepscope trace file?)", inner);
     }
     stepscope_reader_close(r);
     return NULL;
   }
   if (r->header.format_major > STEPSCOPE_FORMAT_MAJOR) {
-    fmt_error(err, STEPSCOPE_E_VERSION, 0,
+    error_set(err, STEPSCOPE_E_VERSION, 0,
               "%s: format version %u.%u is newer than this reader (%d.%d): upgrade stepscope",
               path, r->header.format_major, r->header.format_minor, STEPSCOPE_FORMAT_MAJOR,
               STEPSCOPE_FORMAT_MINOR);
@@ -410,11 +379,7 @@ void stepscope_reader_close(stepscope_reader *r) {
   free(r->in);
   free(r->frame);
   free(r->strings);
-  for (arena_chunk *c = r->arena; c;) {
-    arena_chunk *next = c->next;
-    free(c);
-    c = next;
-  }
+  string_arena_free(&r->arena);
   for (size_t i = 0; i < r->nwarnings; i++) free(r->warnings[i]);
   free(r->path);
   free(r);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "error.h"
 #include "stepscope.h"
 
 static int is_trace_name(const char *name) {
@@ -33,12 +34,7 @@ int stepscope_run_files(const char *dir, char ***paths, size_t *count, stepscope
   *count = 0;
   DIR *d = opendir(dir);
   if (!d) {
-    if (err) {
-      err->code = STEPSCOPE_E_IO;
-      err->offset = 0;
-      snprintf(err->message, sizeof err->message, "%s: cannot open run directory: %s", dir,
-               strerror(errno));
-    }
+    error_set(err, STEPSCOPE_E_IO, 0, "%s: cannot open run directory: %s", dir, strerror(errno));
     return STEPSCOPE_E_IO;
   }
   char **list = NULL;
@@ -69,10 +65,7 @@ int stepscope_run_files(const char *dir, char ***paths, size_t *count, stepscope
   closedir(d);
   if (rc) {
     stepscope_run_files_free(list, n);
-    if (err) {
-      err->code = rc;
-      snprintf(err->message, sizeof err->message, "%s: out of memory listing files", dir);
-    }
+    error_set(err, rc, 0, "%s: out of memory listing files", dir);
     return rc;
   }
   if (n) qsort(list, n, sizeof *list, cmp_str);

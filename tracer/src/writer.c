@@ -40,6 +40,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "error.h"
 #include "intern.h"
 #include "record_codec.h"
 #include "stepscope.h"
@@ -127,19 +128,6 @@ static uint64_t mono_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void set_error(stepscope_error *err, int code, uint64_t offset, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-#include <stdarg.h>
-static void set_error(stepscope_error *err, int code, uint64_t offset, const char *fmt, ...) {
-  if (!err) return;
-  err->code = code;
-  err->offset = offset;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err->message, sizeof err->message, fmt, ap);
-  va_end(ap);
-}
-
 static int buf_reserve(byte_buf *b, size_t extra) {
   if (b->cap - b->len >= extra) return 0;
   size_t cap = b->cap ? b->cap : 4096;
@@ -173,7 +161,7 @@ static int write_frame(stepscope_writer *w, const byte_buf *const *pieces, size_
   if (w->io_failed) return STEPSCOPE_E_IO;
   w->out.len = 0;
   if (buf_reserve(&w->out, ZSTD_compressBound(total))) {
-    set_error(err, STEPSCOPE_E_NOMEM, 0, "%s: out of memory for a %zu-byte frame", w->path, total);
+    error_set(err, STEPSCOPE_E_NOMEM, 0, "%s: out of memory for a %zu-byte frame", w->path, total);
     return STEPSCOPE_E_NOMEM;
   }
   ZSTD_CCtx_reset(w->cctx, ZSTD_reset_session_only);
@@ -185,14 +173,14 @@ static int write_frame(stepscope_writer *w, const byte_buf *const *pieces, size_
     for (;;) {
       size_t r = ZSTD_compressStream2(w->cctx, &out, &in, last ? ZSTD_e_end : ZSTD_e_continue);
       if (ZSTD_isError(r)) {
-        set_error(err, STEPSCOPE_E_COMPRESS, 0, "%s: zstd: %s", w->path, ZSTD_getErrorName(r));
+        error_set(err, STEPSCOPE_E_COMPRESS, 0, "%s: zstd: %s", w->path, ZSTD_getErrorName(r));
         return STEPSCOPE_E_COMPRESS;
       }
       if (last ? r == 0 : in.pos == in.size) break;
     }
   }
   if (write_all(w->fd, out.dst, out.pos)) {
-    set_error(err, STEPSCOPE_E_IO, atomic_load(&w->bytes_written), "%s: write failed: %s",
+    error_set(err, STEPSCOPE_E_IO, atomic_load(&w->bytes_written), "%s: write failed: %s",
               w->path, strerror(errno));
     w->io_failed = 1;
     return STEPSCOPE_E_IO;
@@ -286,7 +274,7 @@ static int close_frame(stepscope_writer *w, stepscope_error *err) {
   const byte_buf **pieces = malloc(n * sizeof *pieces);
   int rc = 0;
   if (!pieces) {
-    set_error(err, STEPSCOPE_E_NOMEM, 0, "%s: out of memory closing a frame", w->path);
+    error_set(err, STEPSCOPE_E_NOMEM, 0, "%s: out of memory closing a frame", w->path);
     rc = STEPSCOPE_E_NOMEM;
   } else {
     size_t k = 0;
@@ -384,12 +372,12 @@ stepscope_writer *stepscope_writer_open(const char *path, const stepscope_header
                                         const stepscope_writer_options *opt,
                                         stepscope_error *err) {
   if (!path || !header) {
-    set_error(err, STEPSCOPE_E_ARGUMENT, 0, "stepscope_writer_open: path and header are required");
+    error_set(err, STEPSCOPE_E_ARGUMENT, 0, "stepscope_writer_open: path and header are required");
     return NULL;
   }
   stepscope_writer *w = calloc(1, sizeof *w);
   if (!w) {
-    set_error(err, STEPSCOPE_E_NOMEM, 0, "%s: out of memory", path);
+    error_set(err, STEPSCOPE_E_NOMEM, 0, "%s: out of memory", path);
     return NULL;
   }
   w->fd = -1;
@@ -408,7 +396,7 @@ stepscope_writer *stepscope_writer_open(const char *path, const stepscope_header
   w->strings = intern_create();
   w->cctx = ZSTD_createCCtx();
   if (!w->path || !w->strings || !w->cctx) {
-    set_error(err, STEPSCOPE_E_NOMEM, 0, "%s: out of memory", path);
+    error_set(err, STEPSCOPE_E_NOMEM, 0, "%s: out of memory", path);
     writer_free(w);
     return NULL;
   }
@@ -418,7 +406,7 @@ stepscope_writer *stepscope_writer_open(const char *path, const stepscope_header
 
   w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (w->fd < 0) {
-    set_error(err, STEPSCOPE_E_IO, 0, "%s: cannot create: %s", path, strerror(errno));
+    error_set(err, STEPSCOPE_E_IO, 0, "%s: cannot create: %s", path, strerror(errno));
     writer_free(w);
     return NULL;
   }
@@ -431,7 +419,7 @@ stepscope_writer *stepscope_writer_open(const char *path, const stepscope_header
   int rc = STEPSCOPE_E_NOMEM;
   size_t need = codec_header_max_size(&h);
   if (need > CODEC_MAX_RECORD) {
-    set_error(err, STEPSCOPE_E_LIMIT, 0, "%s: header of %zu bytes exceeds the %u-byte limit", path,
+    error_set(err, STEPSCOPE_E_LIMIT, 0, "%s: header of %zu bytes exceeds the %u-byte limit", path,
               need, CODEC_MAX_RECORD);
     rc = STEPSCOPE_E_LIMIT;
   } else if (buf_reserve(&hb, need) == 0) {
@@ -441,7 +429,7 @@ stepscope_writer *stepscope_writer_open(const char *path, const stepscope_header
     rc = write_frame(w, pieces, 1, err);
     pthread_mutex_unlock(&w->frame_mu);
   } else {
-    set_error(err, STEPSCOPE_E_NOMEM, 0, "%s: out of memory", path);
+    error_set(err, STEPSCOPE_E_NOMEM, 0, "%s: out of memory", path);
   }
   free(hb.data);
   if (rc) {
@@ -594,7 +582,7 @@ int stepscope_writer_close(stepscope_writer *w, stepscope_error *err) {
     rc = close_frame(w, err);
   }
   if (w->fd >= 0 && close(w->fd) != 0 && rc == 0) {
-    set_error(err, STEPSCOPE_E_IO, 0, "%s: close failed: %s", w->path, strerror(errno));
+    error_set(err, STEPSCOPE_E_IO, 0, "%s: close failed: %s", w->path, strerror(errno));
     rc = STEPSCOPE_E_IO;
   }
   writer_free(w);
