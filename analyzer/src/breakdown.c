@@ -507,7 +507,8 @@ int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
     uint32_t slot = lane_slot[o->lane];
     if (slot != SSA_NONE && o->start > lane_prev[o->lane]) {
       int64_t a0 = lane_prev[o->lane];
-      uint32_t cause = classify(&c, a0, o->start, i, o->lane);
+      uint32_t cause = a0 != INT64_MIN && o->start - a0 < c.T ? SSA_IDLE_LAUNCH_GAP
+                                                              : classify(&c, a0, o->start, i, o->lane);
       rr->lanes[slot].idle_cause[cause] += clip_len(a0, o->start, t0, t1);
     }
     if (o->end > lane_prev[o->lane]) lane_prev[o->lane] = o->end;

@@ -52,7 +52,7 @@ void ssa_cover_advance(ssa_cover *c, int64_t t) {
     record_points(c);
     unsigned mask = 0;
     int64_t next = t;
-    for (int i = 0; i < c->nsets; i++) {
+    for (int i = 0; i < 4; i++) { /* unused sets keep end = INT64_MIN */
       if (c->end[i] > c->pos) {
         mask |= 1u << i;
         if (c->end[i] < next) next = c->end[i];

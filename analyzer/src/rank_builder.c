@@ -102,16 +102,16 @@ static int lane_rehash(ssa_rank *r, uint32_t nslots) {
 
 static uint32_t lane_lookup(ssa_rank *r, uint8_t kind, uint64_t id);
 
-/* Consecutive records mostly share their stream or thread: one remembered
- * lane per kind answers them without hashing. */
+/* Records come from a few streams and threads: a small direct-mapped cache
+ * of (kind, id) -> lane answers them without hashing. */
 uint32_t ssa_rank_lane(ssa_rank *r, uint8_t kind, uint64_t id) {
-  unsigned k = kind & 3u;
-  if (r->lane_last[k] && r->lane_last_id[k] == id && r->lanes[r->lane_last[k] - 1].kind == kind)
-    return r->lane_last[k] - 1;
+  unsigned k = ((unsigned)id * 4u + kind) & (SSA_LANE_CACHE - 1);
+  uint32_t c = r->lane_cache[k];
+  if (c && r->lane_cache_id[k] == id && r->lanes[c - 1].kind == kind) return c - 1;
   uint32_t l = lane_lookup(r, kind, id);
   if (l != SSA_NONE) {
-    r->lane_last[k] = l + 1;
-    r->lane_last_id[k] = id;
+    r->lane_cache[k] = l + 1;
+    r->lane_cache_id[k] = id;
   }
   return l;
 }

@@ -80,8 +80,8 @@ typedef struct ssa_lane_idle {
  * window between two points is a difference of two copies. */
 typedef struct ssa_cover {
   int64_t t0, t1, pos;              /* time before pos is accounted */
-  int64_t end[4];                   /* end of each set's open union interval */
-  int nsets;
+  int64_t end[4];                   /* end of each set's open union interval (INT64_MIN: none) */
+  int nsets;                        /* sets in use (ssa_cover_add takes set < nsets) */
   int64_t bucket[16];
   const int64_t *points;            /* sorted query points */
   size_t npoints, next_point;

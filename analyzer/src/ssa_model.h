@@ -32,6 +32,7 @@
 #include "stepscope.h"
 
 #define SSA_NONE UINT32_MAX
+#define SSA_LANE_CACHE 32   /* recent (kind, id) -> lane lookups, direct-mapped */
 
 typedef struct ssa_strtab {
   char *bytes;          /* NUL-terminated strings back to back */
@@ -143,7 +144,7 @@ typedef struct ssa_rank {
 
   ssa_lane *lanes; uint32_t nlanes, lanes_cap;
   uint32_t *lane_slots; uint32_t lane_nslots;   /* hash (kind,id) -> lane+1 */
-  uint64_t lane_last_id[4]; uint32_t lane_last[4]; /* per kind: the last lane looked up, +1 */
+  uint64_t lane_cache_id[SSA_LANE_CACHE]; uint32_t lane_cache[SSA_LANE_CACHE]; /* lane + 1 */
 
   ssa_op *ops; size_t nops, ops_cap;
   ssa_api *apis; size_t napis, apis_cap;
