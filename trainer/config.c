@@ -10,6 +10,8 @@
  */
 #include "config.h"
 
+#include "checkpoint.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -90,10 +92,22 @@ static const opt_row rows[] = {
      "a rank silent this long is a hang: the launcher stops the run; communication waits give "
      "up after twice this (once under an outside launcher) [60]", 0},
     {"quiet", OPT_FLAG, OFF(quiet), 0, NULL, "print only the final summary", 0},
+    {"checkpoint-dir", OPT_STRING, OFF(checkpoint_dir), SZ(checkpoint_dir), "DIR",
+     "write checkpoints to DIR/step-NNNNNNNN/ (a shard per rank, then manifest.json; atomic)",
+     0},
+    {"checkpoint-every", OPT_INT, OFF(checkpoint_every), 0, "N",
+     "checkpoint every N steps and after the last step (0: after the last only) [0]", 0},
+    {"checkpoint-keep", OPT_INT, OFF(checkpoint_keep), 0, "K",
+     "keep the newest K complete checkpoints [2]", 0},
+    {"resume", OPT_FLAG, OFF(resume), 0, NULL,
+     "continue from the latest complete checkpoint in --checkpoint-dir (same model shape, "
+     "world/dp/tp/pp, zero and seed; the losses are those of an uninterrupted run)", 0},
     {"debug-die-rank", OPT_INT, OFF(debug_die_rank), 0, "R", "testing: rank R kills itself", 1},
     {"debug-die-step", OPT_INT, OFF(debug_die_step), 0, "S", "testing: ... at step S", 1},
     {"debug-hang-rank", OPT_INT, OFF(debug_hang_rank), 0, "R", "testing: rank R stops", 1},
     {"debug-hang-step", OPT_INT, OFF(debug_hang_step), 0, "S", "testing: ... at step S", 1},
+    {"debug-die-in-checkpoint", OPT_SPECIAL, 0, 0, "STEP:RANK:shard|manifest",
+     "testing: rank RANK kills itself while writing the checkpoint of STEP", 1},
 };
 
 static void set_err(char *err, size_t n, const char *fmt, ...)
@@ -166,6 +180,9 @@ static void defaults(train_config *c)
     c->debug_die_step = -1;
     c->debug_hang_rank = -1;
     c->debug_hang_step = -1;
+    c->checkpoint_keep = 2;
+    c->debug_ckpt_die_step = -1;
+    c->debug_ckpt_die_rank = -1;
 }
 
 static int parse_int(const char *s, int *out)
@@ -255,6 +272,19 @@ static int parse_special(train_config *c, const char *name, const char *v, char 
             set_err(err, n, "--recompute %s: expected none, selective or full", v);
             return -1;
         }
+        return 0;
+    }
+    if (!strcmp(name, "debug-die-in-checkpoint")) {
+        int st, rk, used = 0;
+        char point[16];
+        if (sscanf(v, "%d:%d:%15[a-z]%n", &st, &rk, point, &used) != 3 || v[used] || st < 0 ||
+            rk < 0 || (strcmp(point, "shard") != 0 && strcmp(point, "manifest") != 0)) {
+            set_err(err, n, "--debug-die-in-checkpoint %s: expected STEP:RANK:shard|manifest", v);
+            return -1;
+        }
+        c->debug_ckpt_die_step = st;
+        c->debug_ckpt_die_rank = rk;
+        c->debug_ckpt_die_point = strcmp(point, "shard") == 0 ? 1 : 2;
         return 0;
     }
     if (!strcmp(name, "profile-steps")) {
@@ -474,6 +504,16 @@ int config_validate(const train_config *c, char *err, size_t n)
     REQUIRE(c->debug_die_rank < c->world, "--debug-die-rank %d: no such rank", c->debug_die_rank);
     REQUIRE(c->debug_hang_rank < c->world, "--debug-hang-rank %d: no such rank",
             c->debug_hang_rank);
+    REQUIRE(c->debug_ckpt_die_rank < c->world, "--debug-die-in-checkpoint: no rank %d",
+            c->debug_ckpt_die_rank);
+    REQUIRE(c->checkpoint_every >= 0, "--checkpoint-every %d: must not be negative",
+            c->checkpoint_every);
+    REQUIRE(c->checkpoint_keep >= 1, "--checkpoint-keep %d: must be at least 1",
+            c->checkpoint_keep);
+    REQUIRE(c->checkpoint_dir[0] || (!c->resume && !c->checkpoint_every),
+            "--resume and --checkpoint-every need --checkpoint-dir");
+    if (c->checkpoint_dir[0] && ckpt_check_config(c, err, n) != 0)
+        return -1;
     return 0;
 #undef REQUIRE
 }

@@ -49,9 +49,17 @@ typedef struct train_config {
     double peak_tflops;              /* per rank; <= 0: backend default */
     double watchdog_s;
     int quiet;
+    /* checkpoints (checkpoint.h) */
+    char checkpoint_dir[512];
+    int checkpoint_every; /* steps; 0: only after the last step */
+    int checkpoint_keep;  /* complete checkpoints kept */
+    int resume;
     /* testing aids */
     int debug_die_rank, debug_die_step;
     int debug_hang_rank, debug_hang_step;
+    /* --debug-die-in-checkpoint STEP:RANK:shard|manifest (point 1: halfway through the
+     * shard, 2: before the manifest's rename; 0: off) */
+    int debug_ckpt_die_step, debug_ckpt_die_rank, debug_ckpt_die_point;
 } train_config;
 
 /* Returns 0 on success, 1 when --help was printed (exit 0), -1 on a usage

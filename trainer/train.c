@@ -38,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "checkpoint.h"
 #include "comm.h"
 #include "device.h"
 #include "model.h"
@@ -674,6 +675,61 @@ static int run_step(trainer *t, int step, double *loss_out, double *norm_out)
     return 0;
 }
 
+/* ---- checkpoints (checkpoint.c) ------------------------------------------------------------ */
+
+static ckpt_rank_state ckpt_state_of(trainer *t)
+{
+    ckpt_rank_state s = {t->dev,
+                         t->o,
+                         t->compute,
+                         t->world_c,
+                         &t->cfg,
+                         &t->g,
+                         t->m.param,
+                         t->m.nfloats_padded,
+                         t->adam_m,
+                         t->adam_v,
+                         t->cfg.zero ? t->shard_len : t->m.nfloats_padded,
+                         t->cfg.zero ? t->shard_begin : 0};
+    return s;
+}
+
+/* After `done` completed steps (every stream idle). */
+static int save_checkpoint(trainer *t, int done)
+{
+    ckpt_rank_state s = ckpt_state_of(t);
+    size_t bytes = 0;
+    if (stepscope_active())
+        stepscope_range_push("checkpoint", NULL);
+    double t0 = now_s();
+    int rc = ckpt_save(&s, done, &bytes, t->err, sizeof t->err);
+    double dt = now_s() - t0;
+    pop_range();
+    if (rc == 0 && t->env.rank == 0 && !t->cfg.quiet) {
+        printf("checkpoint: step %d written to %s/step-%08d (rank 0's shard %.2f MiB, %.1f ms)\n",
+               done, t->cfg.checkpoint_dir, done, bytes / 1048576.0, dt * 1e3);
+        fflush(stdout);
+    }
+    return rc;
+}
+
+static int resume_checkpoint(trainer *t, int *start_step)
+{
+    ckpt_rank_state s = ckpt_state_of(t);
+    char note[512];
+    if (ckpt_load_latest(&s, start_step, note, sizeof note, t->err, sizeof t->err) != 0)
+        return -1;
+    if (t->env.rank == 0) {
+        if (note[0])
+            fprintf(stderr, "rank 0: note: %s\n", note);
+        if (!t->cfg.quiet)
+            printf("resumed from %s/step-%08d: continuing at step %d of %d\n",
+                   t->cfg.checkpoint_dir, *start_step, *start_step, t->cfg.steps);
+        fflush(stdout);
+    }
+    return 0;
+}
+
 static void cleanup(trainer *t)
 {
     if (t->o) {
@@ -768,11 +824,15 @@ int train_rank_run(const train_config *cfg_in, const rank_env *env)
             rc = -1;
         }
     }
+    int start_step = 0;
+    if (rc == 0 && c->resume)
+        rc = resume_checkpoint(t, &start_step);
     if (rc == 0 && c->trace[0] && c->profile_first < 0)
         trace_start(t);
     double last_loss = NAN;
-    for (int step = 0; rc == 0 && step < c->steps; step++) {
-        if (c->trace[0] && step == c->profile_first && !t->tracing)
+    for (int step = start_step; rc == 0 && step < c->steps; step++) {
+        int profile_from = c->profile_first > start_step ? c->profile_first : start_step;
+        if (c->trace[0] && step == profile_from && step <= c->profile_last && !t->tracing)
             trace_start(t);
         if (step == c->debug_die_step && env->rank == c->debug_die_rank) {
             fflush(stdout);
@@ -814,6 +874,10 @@ int train_rank_run(const train_config *cfg_in, const rank_env *env)
         }
         if (t->tracing && c->profile_last >= 0 && step >= c->profile_last)
             trace_stop(t); /* the measured peak so far goes in with it */
+        if (c->checkpoint_dir[0] &&
+            ((c->checkpoint_every > 0 && (step + 1) % c->checkpoint_every == 0) ||
+             step + 1 == c->steps))
+            rc = save_checkpoint(t, step + 1);
     }
     if (t->tracing)
         trace_stop(t);
