@@ -662,8 +662,8 @@ static int manifest_compare(const manifest *m, const train_config *c, int check_
     struct {
         const char *option;
         long long mine, saved;
-    } f[] = {{"--world", c->world, m->world}, {"--dp", c->dp, m->dp},
-             {"--tp", c->tp, m->tp},          {"--pp", c->pp, m->pp},
+    } f[] = {{"--world", c->world, m->world}, {"--tp", c->tp, m->tp},
+             {"--pp", c->pp, m->pp},          {"--dp", c->dp, m->dp},
              {"--zero", c->zero, m->zero},     {"--layers", c->layers, m->layers},
              {"--hidden", c->hidden, m->hidden}, {"--heads", c->heads, m->heads},
              {"--vocab", c->vocab, m->vocab}, {"--model (positions)", c->max_seq, m->max_seq}};
