@@ -1,0 +1,177 @@
+/*
+ * test_blocks.c — the analyzer's building blocks against brute force:
+ *
+ *   - ssa_sort_by_start (sort.c, in-place radix sort) on random op and API
+ *     arrays — narrow and wide time ranges, many equal start times, negative
+ *     times, already sorted and reversed input — must give exactly the
+ *     order of qsort with the same total comparator;
+ *   - ssa_step_index_stab (steps.c) on random step ranges — disjoint,
+ *     overlapping, nested, empty — must report exactly the ranges that
+ *     contain each query time, through both the plain and the inline entry
+ *     points and with queries in and out of time order.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ssa_analysis.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                                                           \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      if (failures < 20) {                                                                         \
+        fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                       \
+        fprintf(stderr, __VA_ARGS__);                                                              \
+        fprintf(stderr, "\n");                                                                     \
+      }                                                                                            \
+      failures++;                                                                                  \
+    }                                                                                              \
+  } while (0)
+
+static uint64_t rng = 0x12345678;
+static uint64_t next_u64(void) {
+  uint64_t z = (rng += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+static int cmp_ops_total(const void *pa, const void *pb) {
+  const ssa_op *a = pa, *b = pb;
+  if (a->start != b->start) return a->start < b->start ? -1 : 1;
+  if (a->end != b->end) return a->end > b->end ? -1 : 1;
+  if (a->lane != b->lane) return a->lane < b->lane ? -1 : 1;
+  return memcmp(a, b, sizeof *a);
+}
+
+static int cmp_apis_total(const void *pa, const void *pb) {
+  const ssa_api *a = pa, *b = pb;
+  if (a->start != b->start) return a->start < b->start ? -1 : 1;
+  if (a->end != b->end) return a->end > b->end ? -1 : 1;
+  return memcmp(a, b, sizeof *a);
+}
+
+static void sort_case(size_t n, int64_t base, uint64_t range, int shape) {
+  ssa_op *a = calloc(n ? n : 1, sizeof *a), *b = calloc(n ? n : 1, sizeof *b);
+  ssa_api *x = calloc(n ? n : 1, sizeof *x), *y = calloc(n ? n : 1, sizeof *y);
+  if (!a || !b || !x || !y) { failures++; goto out; }
+  for (size_t i = 0; i < n; i++) {
+    int64_t s = base + (int64_t)(range ? next_u64() % range : 0);
+    if (shape == 1) s = base + (int64_t)i * 3;               /* sorted */
+    if (shape == 2) s = base + (int64_t)(n - i) * 3;         /* reversed */
+    a[i].start = s;
+    a[i].end = s + (int64_t)(next_u64() % 4);
+    a[i].corr = next_u64() % 3;
+    a[i].name = (uint32_t)(next_u64() % 3);
+    a[i].launch = SSA_NONE;
+    a[i].coll = SSA_NONE;
+    a[i].lane = (uint16_t)(next_u64() % 3);
+    a[i].kind = 1;
+    a[i].cls = 1;
+    x[i].start = s;
+    x[i].end = s + (int64_t)(next_u64() % 3);
+    x[i].corr = next_u64() % 5;
+    x[i].lane = (uint16_t)(next_u64() % 2);
+  }
+  memcpy(b, a, n * sizeof *a);
+  memcpy(y, x, n * sizeof *x);
+  ssa_sort_by_start(a, n, sizeof *a, cmp_ops_total);
+  qsort(b, n, sizeof *b, cmp_ops_total);
+  CHECK(n == 0 || memcmp(a, b, n * sizeof *a) == 0, "ops: n %zu range %llu shape %d", n,
+        (unsigned long long)range, shape);
+  ssa_sort_by_start(x, n, sizeof *x, cmp_apis_total);
+  qsort(y, n, sizeof *y, cmp_apis_total);
+  CHECK(n == 0 || memcmp(x, y, n * sizeof *x) == 0, "apis: n %zu range %llu shape %d", n,
+        (unsigned long long)range, shape);
+out:
+  free(a);
+  free(b);
+  free(x);
+  free(y);
+}
+
+static void sort_cases(void) {
+  size_t sizes[] = {0, 1, 2, 31, 32, 33, 500, 5000};
+  uint64_t ranges[] = {0, 1, 7, 300, 1u << 20, 1ull << 40, UINT64_MAX / 4};
+  int64_t bases[] = {0, -5000000000ll, 1700000000000000000ll};
+  for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+    for (size_t j = 0; j < sizeof ranges / sizeof *ranges; j++)
+      for (size_t k = 0; k < sizeof bases / sizeof *bases; k++) {
+        if (bases[k] > 0 && ranges[j] > (1ull << 60)) continue; /* keep clear of overflow */
+        sort_case(sizes[i], bases[k], ranges[j], 0);
+      }
+  sort_case(200000, 0, 1ull << 40, 0);   /* several radix levels */
+  sort_case(200000, -5000000000ll, 300, 0); /* long runs of equal start times */
+  for (int shape = 1; shape <= 2; shape++) sort_case(100000, -7, 0, shape);
+}
+
+static void stab_case(size_t nsteps, int mode, size_t nqueries) {
+  ssa_step *s = calloc(nsteps ? nsteps : 1, sizeof *s);
+  uint32_t *out = malloc((nsteps ? nsteps : 1) * sizeof *out);
+  char *want = malloc(nsteps ? nsteps : 1), *got = malloc(nsteps ? nsteps : 1);
+  if (!s || !out || !want || !got) { failures++; goto out; }
+  int64_t t = 0;
+  for (size_t i = 0; i < nsteps; i++) {
+    s[i].number = (int64_t)i;
+    if (mode == 0) { /* disjoint, in random order of creation */
+      t += (int64_t)(next_u64() % 5);
+      s[i].range_start = t;
+      t += (int64_t)(next_u64() % 20);
+      s[i].range_end = t;
+    } else { /* overlapping, nested, empty */
+      s[i].range_start = (int64_t)(next_u64() % 1000);
+      s[i].range_end = s[i].range_start + (int64_t)(next_u64() % (mode == 2 ? 1000 : 30));
+    }
+  }
+  if (mode == 0) /* shuffle: the index must not rely on the array's order */
+    for (size_t i = nsteps; i > 1; i--) {
+      size_t j = next_u64() % i;
+      ssa_step tmp = s[i - 1];
+      s[i - 1] = s[j];
+      s[j] = tmp;
+    }
+  ssa_step_index ix;
+  if (ssa_step_index_build(&ix, s, nsteps)) { failures++; goto out; }
+  int64_t hi = mode == 0 ? t + 10 : 2100;
+  for (size_t q = 0; q < nqueries; q++) {
+    int64_t at = q % 2 ? (int64_t)(next_u64() % (uint64_t)(hi + 20)) - 10 : (int64_t)(q * (uint64_t)hi / nqueries);
+    size_t expect = 0;
+    for (size_t i = 0; i < nsteps; i++) {
+      want[i] = s[i].range_start <= at && at < s[i].range_end;
+      expect += (size_t)want[i];
+    }
+    for (int way = 0; way < 2; way++) {
+      size_t m = way ? ssa_step_index_stab_fast(&ix, at, out, nsteps) : ssa_step_index_stab(&ix, at, out, nsteps);
+      CHECK(m == expect, "mode %d t %lld: %zu steps, expected %zu", mode, (long long)at, m, expect);
+      memset(got, 0, nsteps ? nsteps : 1);
+      for (size_t k = 0; k < m && k < nsteps; k++) {
+        CHECK(!got[out[k]], "mode %d: step reported twice", mode);
+        got[out[k]] = 1;
+      }
+      CHECK(nsteps == 0 || memcmp(got, want, nsteps) == 0, "mode %d t %lld: wrong steps", mode, (long long)at);
+      CHECK(ssa_step_index_stab(&ix, at, NULL, 0) == expect, "mode %d: count without output", mode);
+    }
+  }
+  CHECK(mode != 0 || nsteps == 0 || ix.disjoint, "disjoint ranges not recognised");
+  ssa_step_index_free(&ix);
+out:
+  free(s);
+  free(out);
+  free(want);
+  free(got);
+}
+
+int main(void) {
+  sort_cases();
+  size_t counts[] = {0, 1, 2, 3, 17, 64, 300};
+  for (size_t i = 0; i < sizeof counts / sizeof *counts; i++)
+    for (int mode = 0; mode < 3; mode++) stab_case(counts[i], mode, 3000);
+  if (failures) {
+    fprintf(stderr, "%d check(s) failed\n", failures);
+    return 1;
+  }
+  printf("ok\n");
+  return 0;
+}
