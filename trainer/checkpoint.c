@@ -561,7 +561,7 @@ static int manifest_parse(const char *text, const char *path, manifest *m, char 
     if (json_str(json_get(text, "format"), format, sizeof format) != 0 ||
         strcmp(format, "stepscope-checkpoint") != 0)
         return errf(err, n, "checkpoint: %s: not a stepscope checkpoint manifest", path);
-    const char *layout = json_get(text, "layout"), *model = json_get(text, "model");
+    const char *layout = json_get(text, "layout"), *shape = json_get(text, "model");
     const char *data = json_get(text, "data"), *sched = json_get(text, "schedule");
     struct {
         const char *obj, *key;
@@ -569,9 +569,9 @@ static int manifest_parse(const char *text, const char *path, manifest *m, char 
     } ints[] = {{text, "version", &m->version},   {text, "step", &m->step},
                 {layout, "world", &m->world},     {layout, "dp", &m->dp},
                 {layout, "tp", &m->tp},           {layout, "pp", &m->pp},
-                {layout, "zero", &m->zero},       {model, "layers", &m->layers},
-                {model, "hidden", &m->hidden},    {model, "heads", &m->heads},
-                {model, "vocab", &m->vocab},      {model, "max_seq", &m->max_seq},
+                {layout, "zero", &m->zero},       {shape, "layers", &m->layers},
+                {shape, "hidden", &m->hidden},    {shape, "heads", &m->heads},
+                {shape, "vocab", &m->vocab},      {shape, "max_seq", &m->max_seq},
                 {sched, "steps", &m->steps},      {sched, "warmup", &m->warmup}};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         if (json_ll(json_get(ints[i].obj, ints[i].key), ints[i].dst) != 0)
@@ -1110,13 +1110,25 @@ int ckpt_load_latest(const ckpt_rank_state *s, int *step_out, char *note, size_t
                  "step %lld",
                  m->steps, m->warmup, m->lr, m->min_lr_ratio, step);
     free(m);
-    double failed = rc != 0;
-    if (world_sum(s, &failed, 1, err, n) != 0)
+    /* every rank's failure flag in its own slot */
+    int world = s->grid->world;
+    double *failed = calloc((size_t)world, sizeof(double));
+    if (!failed)
+        return errf(err, n, "checkpoint: out of memory");
+    failed[rank] = rc != 0;
+    if (world_sum(s, failed, (size_t)world, err, n) != 0) {
+        free(failed);
         return -1;
+    }
+    int first = -1;
+    for (int r = world - 1; r >= 0; r--)
+        if (failed[r] != 0)
+            first = r;
+    free(failed);
     if (rc != 0)
         return errf(err, n, "%s", my_err);
-    if (failed != 0)
-        return errf(err, n, "checkpoint: resuming failed on another rank (see its message)");
+    if (first >= 0)
+        return errf(err, n, "checkpoint: rank %d could not resume (see its message)", first);
     *step_out = (int)step;
     return 0;
 }
