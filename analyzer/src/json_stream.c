@@ -1,14 +1,35 @@
 /*
- * json_stream.c — see json_stream.h. A byte-at-a-time state machine over a
- * refillable input buffer (256 KiB), so memory stays constant whatever the
- * document size; only the current token is kept. The grammar state is one of
- * a few "what may come next" states plus a bit stack of open containers.
+ * json_stream.c — see json_stream.h.
+ *
+ * How it works: one input buffer (256 KiB) is refilled from the read
+ * callback, so memory stays constant whatever the document size; only the
+ * current token is kept. The grammar state is one of a few "what may come
+ * next" states plus a bit stack of open containers.
+ *
+ * Speed comes from working on the buffer in place rather than byte by byte
+ * through a function call:
+ *  - string bodies are scanned 16 bytes at a time (SSE2; 8 with plain 64-bit
+ *    words elsewhere) for the only bytes that need attention: the closing
+ *    quote, a backslash, a control character or a non-ASCII byte;
+ *  - a string without escapes that lies wholly in the buffer is handed out in
+ *    place: its closing quote is overwritten with NUL and `tok` points into
+ *    the buffer (no copy). Escapes, invalid UTF-8 and strings that cross the
+ *    end of the buffer are assembled in the token buffer instead;
+ *  - numbers are validated with a pointer loop over the buffer; a number
+ *    that reaches the end of the buffer takes the byte-wise path;
+ *  - js_skip() runs the same scanners without storing anything.
+ * Lookahead that must not be cut by a refill (a \uXXXX\uXXXX surrogate pair,
+ * a UTF-8 sequence) first makes enough bytes contiguous: the unread tail is
+ * moved to the front of the buffer and the rest is refilled (ensure()).
  */
 #include "json_stream.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #define JS_IN_CAP (256u << 10)
 
@@ -28,21 +49,23 @@ int js_init(js_stream *js, js_read_fn read, void *ctx) {
   js->ctx = ctx;
   js->in_cap = JS_IN_CAP;
   js->in = malloc(js->in_cap);
-  js->tok_cap = 256;
-  js->tok = malloc(js->tok_cap);
-  if (!js->in || !js->tok) {
+  js->buf_cap = 256;
+  js->buf = malloc(js->buf_cap);
+  if (!js->in || !js->buf) {
     js_free(js);
     return -1;
   }
-  js->tok[0] = 0;
+  js->buf[0] = 0;
+  js->tok = js->buf;
   js->state = S_VALUE;
   return 0;
 }
 
 void js_free(js_stream *js) {
   free(js->in);
-  free(js->tok);
+  free(js->buf);
   js->in = NULL;
+  js->buf = NULL;
   js->tok = NULL;
 }
 
@@ -57,35 +80,56 @@ static js_kind fail(js_stream *js, uint64_t offset, const char *fmt, const char 
 
 static uint64_t here(const js_stream *js) { return js->in_base + js->in_pos; }
 
-/* The next byte without consuming it; -1 at end, -2 on a read error. */
-static int peek(js_stream *js) {
-  if (js->in_pos < js->in_len) return js->in[js->in_pos];
-  if (js->in_eof) return -1;
-  js->in_base += js->in_len;
-  js->in_len = js->in_pos = 0;
-  long n = js->read(js->ctx, js->in, js->in_cap);
-  if (n < 0) {
-    js->in_eof = 1;
-    return -2;
+/* ---- input ---- */
+
+/* Makes at least `n` (far less than the buffer) unread bytes contiguous from
+ * in_pos, unless the input ends first: the unread tail moves to the front of
+ * the buffer and the rest of the buffer is refilled. Returns the number of
+ * unread bytes then available. */
+static size_t ensure(js_stream *js, size_t n) {
+  while (js->in_len - js->in_pos < n && !js->in_eof) {
+    size_t rem = js->in_len - js->in_pos;
+    if (js->in_pos) {
+      memmove(js->in, js->in + js->in_pos, rem);
+      js->in_base += js->in_pos;
+      js->in_len = rem;
+      js->in_pos = 0;
+    }
+    long got = js->read(js->ctx, js->in + js->in_len, js->in_cap - js->in_len);
+    if (got <= 0) {
+      js->in_eof = 1;
+      if (got < 0) js->read_error = 1;
+      break;
+    }
+    js->in_len += (size_t)got;
   }
-  if (n == 0) {
-    js->in_eof = 1;
-    return -1;
-  }
-  js->in_len = (size_t)n;
-  return js->in[0];
+  return js->in_len - js->in_pos;
 }
 
-static int tok_put(js_stream *js, char c) {
-  if (js->len + 2 > js->tok_cap) {
-    if (js->tok_cap >= JS_MAX_TOKEN) return -1;
-    size_t cap = js->tok_cap * 2;
-    char *t = realloc(js->tok, cap);
+/* The next byte without consuming it; -1 at end, -2 on a read error. */
+static inline int peek(js_stream *js) {
+  if (js->in_pos < js->in_len) return js->in[js->in_pos];
+  if (ensure(js, 1)) return js->in[js->in_pos];
+  return js->read_error ? -2 : -1;
+}
+
+/* ---- the token buffer ---- */
+
+/* Appends n bytes to the token being assembled in buf (len so far).
+ * 0, -1 when the token would exceed JS_MAX_TOKEN, -2 out of memory. */
+static int buf_append(js_stream *js, const void *src, size_t n) {
+  if (js->len + n + 1 > js->buf_cap) {
+    if (js->len + n + 1 > JS_MAX_TOKEN) return -1;
+    size_t cap = js->buf_cap;
+    while (cap < js->len + n + 1) cap *= 2;
+    if (cap > JS_MAX_TOKEN) cap = JS_MAX_TOKEN;
+    char *t = realloc(js->buf, cap);
     if (!t) return -2;
-    js->tok = t;
-    js->tok_cap = cap;
+    js->buf = t;
+    js->buf_cap = cap;
   }
-  js->tok[js->len++] = c;
+  memcpy(js->buf + js->len, src, n);
+  js->len += n;
   return 0;
 }
 
@@ -106,133 +150,232 @@ static int put_utf8(js_stream *js, uint32_t cp) {
     b[0] = (char)(0xF0 | cp >> 18); b[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
     b[2] = (char)(0x80 | ((cp >> 6) & 0x3F)); b[3] = (char)(0x80 | (cp & 0x3F)); n = 4;
   }
-  for (int i = 0; i < n; i++) {
-    int rc = tok_put(js, b[i]);
-    if (rc) return rc;
-  }
-  return 0;
+  return buf_append(js, b, (size_t)n);
 }
 
-static int replacement(js_stream *js, uint64_t offset) {
+/* Counts an invalid sequence and, when storing, writes U+FFFD. */
+static int replacement(js_stream *js, uint64_t offset, int store) {
   if (js->bad_utf8++ == 0) js->first_bad_utf8_offset = offset;
-  return put_utf8(js, 0xFFFD);
+  return store ? put_utf8(js, 0xFFFD) : 0;
 }
 
-static int hex4(js_stream *js, uint32_t *out) {
+/* ---- strings ---- */
+
+static inline int is_special(unsigned c) { return c == '"' || c == '\\' || c < 0x20 || c >= 0x80; }
+
+/* The first byte in [p, e) that a string body must look at: '"', '\\', a
+ * control character or a non-ASCII byte; e when there is none. */
+static inline unsigned char *scan_special(unsigned char *p, unsigned char *e) {
+#if defined(__SSE2__)
+  const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
+  const __m128i space = _mm_set1_epi8(0x20);
+  while (e - p >= 16) {
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+    /* signed compare: bytes >= 0x80 are negative, so one test finds both
+     * control characters and non-ASCII bytes */
+    __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)),
+                             _mm_cmplt_epi8(x, space));
+    unsigned mask = (unsigned)_mm_movemask_epi8(m);
+    if (mask) return p + __builtin_ctz(mask);
+    p += 16;
+  }
+#elif defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+  while (e - p >= 8) {
+    uint64_t x;
+    memcpy(&x, p, 8);
+    uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
+    /* exact for the lowest flagged byte: borrows only run upwards */
+    uint64_t t = (((q - ones) & ~q) | ((b - ones) & ~b) | ((x - ones * 0x20) & ~x) | x) & highs;
+    if (t) return p + (__builtin_ctzll(t) >> 3);
+    p += 8;
+  }
+#endif
+  while (p < e && !is_special(*p)) p++;
+  return p;
+}
+
+/* A UTF-8 sequence at p (avail bytes readable), per Unicode table 3-7:
+ * its length when valid, else minus the length of its maximal valid prefix
+ * (at least 1), which is what one U+FFFD replaces. */
+static int utf8_check(const unsigned char *p, size_t avail) {
+  unsigned c = p[0];
+  int need = 0;
+  unsigned lo = 0x80, hi = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) need = 1;
+  else if (c == 0xE0) { need = 2; lo = 0xA0; }
+  else if (c >= 0xE1 && c <= 0xEC) need = 2;
+  else if (c == 0xED) { need = 2; hi = 0x9F; }
+  else if (c >= 0xEE && c <= 0xEF) need = 2;
+  else if (c == 0xF0) { need = 3; lo = 0x90; }
+  else if (c >= 0xF1 && c <= 0xF3) need = 3;
+  else if (c == 0xF4) { need = 3; hi = 0x8F; }
+  if (need == 0) return -1;
+  for (int i = 1; i <= need; i++) {
+    if ((size_t)i >= avail) return -i;
+    unsigned d = p[i], l = i == 1 ? lo : 0x80, h = i == 1 ? hi : 0xBF;
+    if (d < l || d > h) return -i;
+  }
+  return need + 1;
+}
+
+static int hex4(const unsigned char *p, uint32_t *out) {
   uint32_t v = 0;
   for (int i = 0; i < 4; i++) {
-    int c = peek(js);
-    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-            : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    unsigned c = p[i];
+    int d = c >= '0' && c <= '9' ? (int)c - '0' : c >= 'a' && c <= 'f' ? (int)c - 'a' + 10
+            : c >= 'A' && c <= 'F' ? (int)c - 'A' + 10 : -1;
     if (d < 0) return -1;
-    js->in_pos++;
     v = v << 4 | (uint32_t)d;
   }
   *out = v;
   return 0;
 }
 
-/* Reads a string after its opening quote into tok. */
-static js_kind read_string(js_stream *js, js_kind kind) {
+/* One escape at in_pos (the backslash), `avail` bytes readable there (at
+ * least 12 unless the input ends). Consumes it; 0 or a buf_append code, or 1
+ * after a grammar error (already recorded). */
+static int read_escape(js_stream *js, size_t avail, uint64_t at, int store) {
+  const unsigned char *p = js->in + js->in_pos;
+  if (avail < 2) {
+    fail(js, at, "unterminated escape%s", "");
+    return 1;
+  }
+  char out;
+  switch (p[1]) {
+  case '"': case '\\': case '/': out = (char)p[1]; break;
+  case 'b': out = '\b'; break;
+  case 'f': out = '\f'; break;
+  case 'n': out = '\n'; break;
+  case 'r': out = '\r'; break;
+  case 't': out = '\t'; break;
+  case 'u': {
+    uint32_t cp, lo;
+    if (avail < 6 || hex4(p + 2, &cp)) {
+      fail(js, at, "bad \\u escape%s", "");
+      return 1;
+    }
+    js->in_pos += 6;
+    if (cp >= 0xD800 && cp < 0xDC00) {
+      /* a high surrogate must be followed by \u low surrogate */
+      if (avail >= 8 && p[6] == '\\' && p[7] == 'u') {
+        if (avail < 12 || hex4(p + 8, &lo)) {
+          fail(js, at, "bad \\u escape%s", "");
+          return 1;
+        }
+        js->in_pos += 6;
+        if (lo >= 0xDC00 && lo < 0xE000)
+          return store ? put_utf8(js, 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00)) : 0;
+        int rc = replacement(js, at, store);
+        if (rc) return rc;
+        if (lo >= 0xD800 && lo < 0xE000) return replacement(js, at, store);
+        return store ? put_utf8(js, lo) : 0;
+      }
+      return replacement(js, at, store);
+    }
+    if ((cp >= 0xDC00 && cp < 0xE000) || cp == 0) /* keep strings NUL-free */
+      return replacement(js, at, store);
+    return store ? put_utf8(js, cp) : 0;
+  }
+  default:
+    fail(js, at, "bad escape in a string%s", "");
+    return 1;
+  }
+  js->in_pos += 2;
+  return store ? buf_append(js, &out, 1) : 0;
+}
+
+/* Reads a string after its opening quote. With `store`, its decoded text
+ * becomes the token (in place when possible); without, it is only checked. */
+static js_kind read_string(js_stream *js, js_kind kind, int store) {
+  size_t start = js->in_pos; /* the pending run: bytes not yet copied to buf */
+  int assembled = 0;         /* the token is being built in buf */
   js->len = 0;
   for (;;) {
-    uint64_t at = here(js);
-    int c = peek(js);
-    if (c < 0) return fail(js, at, "unterminated string (%s)", c == -2 ? "read error" : "end of input");
-    js->in_pos++;
-    int rc = 0;
-    if (c == '"') break;
+    unsigned char *e = js->in + js->in_len;
+    unsigned char *p = scan_special(js->in + js->in_pos, e);
+    size_t pos = (size_t)(p - js->in);
+    int rc;
+    if (p == e) {
+      /* the string goes on past the buffer: keep what we have, refill */
+      if (store) {
+        if ((rc = buf_append(js, js->in + start, pos - start))) return tok_fail(js, rc);
+        assembled = 1;
+      }
+      js->in_pos = pos;
+      uint64_t at = here(js);
+      if (!ensure(js, 1))
+        return fail(js, at, "unterminated string (%s)", js->read_error ? "read error" : "end of input");
+      start = js->in_pos;
+      continue;
+    }
+    unsigned c = *p;
+    if (c == '"') {
+      if (store) {
+        if (!assembled) {
+          *p = 0; /* hand the string out in place */
+          js->tok = (char *)(js->in + start);
+          js->len = pos - start;
+        } else {
+          if ((rc = buf_append(js, js->in + start, pos - start))) return tok_fail(js, rc);
+          js->buf[js->len] = 0;
+          js->tok = js->buf;
+        }
+      }
+      js->in_pos = pos + 1;
+      return kind;
+    }
+    uint64_t at = js->in_base + pos;
     if (c < 0x20) return fail(js, at, "control character in a string%s", "");
+    if (c >= 0x80 && e - p >= 4) {
+      int n = utf8_check(p, 4);
+      if (n > 0) { /* valid: part of the run */
+        js->in_pos = pos + (size_t)n;
+        continue;
+      }
+    }
+    /* an escape, invalid UTF-8 or a sequence cut by the end of the buffer */
+    if (store) {
+      if ((rc = buf_append(js, js->in + start, pos - start))) return tok_fail(js, rc);
+      assembled = 1;
+    }
+    js->in_pos = pos;
+    size_t avail = ensure(js, c == '\\' ? 12 : 4); /* may move the buffer */
     if (c == '\\') {
-      int e = peek(js);
-      if (e < 0) return fail(js, at, "unterminated escape%s", "");
-      js->in_pos++;
-      switch (e) {
-      case '"': case '\\': case '/': rc = tok_put(js, (char)e); break;
-      case 'b': rc = tok_put(js, '\b'); break;
-      case 'f': rc = tok_put(js, '\f'); break;
-      case 'n': rc = tok_put(js, '\n'); break;
-      case 'r': rc = tok_put(js, '\r'); break;
-      case 't': rc = tok_put(js, '\t'); break;
-      case 'u': {
-        uint32_t cp;
-        if (hex4(js, &cp)) return fail(js, at, "bad \\u escape%s", "");
-        if (cp >= 0xD800 && cp < 0xDC00) {
-          /* a high surrogate must be followed by \u low surrogate */
-          uint32_t lo;
-          if (peek(js) == '\\' && js->in_pos + 1 < js->in_len && js->in[js->in_pos + 1] == 'u') {
-            js->in_pos += 2;
-            if (hex4(js, &lo)) return fail(js, at, "bad \\u escape%s", "");
-            if (lo >= 0xDC00 && lo < 0xE000) {
-              rc = put_utf8(js, 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00));
-            } else {
-              rc = replacement(js, at);
-              if (!rc) rc = lo >= 0xD800 && lo < 0xE000 ? replacement(js, at) : put_utf8(js, lo);
-            }
-          } else {
-            rc = replacement(js, at);
-          }
-        } else if (cp >= 0xDC00 && cp < 0xE000) {
-          rc = replacement(js, at);
-        } else if (cp == 0) {
-          rc = replacement(js, at); /* keep strings NUL-free */
-        } else {
-          rc = put_utf8(js, cp);
-        }
-        break;
-      }
-      default: return fail(js, at, "bad escape in a string%s", "");
-      }
-    } else if (c < 0x80) {
-      rc = tok_put(js, (char)c);
+      rc = read_escape(js, avail, at, store);
+      if (rc == 1) return JS_ERROR;
     } else {
-      /* UTF-8: validate per Unicode table 3-7; replace bad sequences */
-      int need = 0;
-      int lo = 0x80, hi = 0xBF;
-      if (c >= 0xC2 && c <= 0xDF) need = 1;
-      else if (c == 0xE0) { need = 2; lo = 0xA0; }
-      else if (c >= 0xE1 && c <= 0xEC) need = 2;
-      else if (c == 0xED) { need = 2; hi = 0x9F; }
-      else if (c >= 0xEE && c <= 0xEF) need = 2;
-      else if (c == 0xF0) { need = 3; lo = 0x90; }
-      else if (c >= 0xF1 && c <= 0xF3) need = 3;
-      else if (c == 0xF4) { need = 3; hi = 0x8F; }
-      if (need == 0) {
-        rc = replacement(js, at);
+      int n = utf8_check(js->in + js->in_pos, avail);
+      if (n > 0) {
+        rc = store ? buf_append(js, js->in + js->in_pos, (size_t)n) : 0;
+        js->in_pos += (size_t)n;
       } else {
-        unsigned char seq[4] = {(unsigned char)c};
-        int got = 1, ok = 1;
-        for (; got <= need; got++) {
-          int d = peek(js);
-          int l = got == 1 ? lo : 0x80, h = got == 1 ? hi : 0xBF;
-          if (d < l || d > h) { ok = 0; break; }
-          seq[got] = (unsigned char)d;
-          js->in_pos++;
-        }
-        if (!ok) {
-          rc = replacement(js, at);
-        } else {
-          for (int i = 0; i <= need && !rc; i++) rc = tok_put(js, (char)seq[i]);
-        }
+        rc = replacement(js, at, store);
+        js->in_pos += (size_t)-n;
       }
     }
     if (rc) return tok_fail(js, rc);
+    start = js->in_pos;
   }
-  js->tok[js->len] = 0;
-  return kind;
 }
+
+/* ---- numbers, literals ---- */
 
 static int is_digit(int c) { return c >= '0' && c <= '9'; }
 
-static js_kind read_number(js_stream *js) {
+/* The byte-wise number reader, for a number that reaches the end of the
+ * buffer (it may go on in the next read). */
+static js_kind read_number_slow(js_stream *js, int store) {
   js->len = 0;
+  js->num_plain = 0;
   int c = peek(js);
   int rc = 0;
-#define TAKE()                                  \
-  do {                                          \
-    if ((rc = tok_put(js, (char)c))) return tok_fail(js, rc); \
-    js->in_pos++;                               \
-    c = peek(js);                               \
+#define TAKE()                                                                \
+  do {                                                                        \
+    char ch = (char)c;                                                        \
+    if (store && (rc = buf_append(js, &ch, 1))) return tok_fail(js, rc);      \
+    js->in_pos++;                                                             \
+    c = peek(js);                                                             \
   } while (0)
   if (c == '-') TAKE();
   if (c == '0') {
@@ -254,7 +397,64 @@ static js_kind read_number(js_stream *js) {
     while (is_digit(c)) TAKE();
   }
 #undef TAKE
-  js->tok[js->len] = 0;
+  if (store) {
+    js->buf[js->len] = 0;
+    js->tok = js->buf;
+  }
+  return JS_NUMBER;
+}
+
+static js_kind read_number(js_stream *js, int store) {
+  const unsigned char *s = js->in + js->in_pos, *e = js->in + js->in_len, *p = s;
+  /* every test of *p is preceded by p < e; reaching e means "maybe more".
+   * On the way, the digits are accumulated for js_tok_u64/js_tok_scaled. */
+  uint64_t mant = 0;
+  const unsigned char *digits, *frac = NULL;
+  js->num_plain = 0;
+  if (p < e && *p == '-') p++;
+  if (p >= e) return read_number_slow(js, store);
+  digits = p;
+  if (*p == '0') {
+    p++;
+  } else if (is_digit(*p)) {
+    while (p < e && is_digit(*p)) mant = mant * 10 + (uint64_t)(*p++ - '0');
+  } else {
+    return fail(js, js->tok_offset, "bad number%s", "");
+  }
+  if (p < e && *p == '.') {
+    p++;
+    if (p < e && !is_digit(*p))
+      return fail(js, js->tok_offset, "bad number: digits must follow '.'%s", "");
+    frac = p;
+    while (p < e && is_digit(*p)) mant = mant * 10 + (uint64_t)(*p++ - '0');
+  }
+  int has_exp = p < e && (*p == 'e' || *p == 'E');
+  /* at most 19 digits (leading zero included): mant is exact */
+  if (!has_exp && p - digits - (frac != NULL) <= 19) {
+    js->num_plain = 1;
+    js->num_neg = *s == '-';
+    js->num_mant = mant;
+    js->num_frac = frac ? (int)(p - frac) : 0;
+  }
+  if (has_exp) {
+    p++;
+    if (p < e && (*p == '+' || *p == '-')) p++;
+    if (p < e && !is_digit(*p))
+      return fail(js, js->tok_offset, "bad number: digits must follow 'e'%s", "");
+    while (p < e && is_digit(*p)) p++;
+  }
+  if (p >= e) return read_number_slow(js, store);
+  size_t n = (size_t)(p - s);
+  if (store) {
+    /* hand the number out in place: its delimiter becomes the NUL until
+     * the next token */
+    js->saved = *p;
+    js->saved_at = js->in_pos + n + 1;
+    js->in[js->in_pos + n] = 0;
+    js->tok = (char *)(js->in + js->in_pos);
+    js->len = n;
+  }
+  js->in_pos += n;
   return JS_NUMBER;
 }
 
@@ -265,6 +465,8 @@ static js_kind read_literal(js_stream *js, const char *word, js_kind kind) {
   }
   return kind;
 }
+
+/* ---- grammar ---- */
 
 static void push(js_stream *js, int is_object) {
   if (is_object) js->stack[js->depth / 8] |= (uint8_t)(1u << (js->depth % 8));
@@ -280,63 +482,120 @@ static int top_is_object(const js_stream *js) {
 /* State after a complete value. */
 static void after_value(js_stream *js) { js->state = js->depth == 0 ? S_END : S_COMMA_OR_CLOSE; }
 
-js_kind js_next(js_stream *js) {
-  if (js->failed) return JS_ERROR;
+static inline int is_space(unsigned c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+/* The next non-blank byte, not consumed; -1 at end, -2 on a read error. */
+static inline int next_byte(js_stream *js) {
   for (;;) {
-    int c = peek(js);
-    while (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
-      js->in_pos++;
-      c = peek(js);
-    }
+    const unsigned char *p = js->in + js->in_pos, *e = js->in + js->in_len;
+    while (p < e && *p <= ' ' && is_space(*p)) p++;
+    js->in_pos = (size_t)(p - js->in);
+    if (p < e) return *p;
+    if (!ensure(js, 1)) return js->read_error ? -2 : -1;
+  }
+}
+
+/* Puts back the byte that a number handed out in place had replaced with
+ * its terminating NUL. */
+static inline void restore_delimiter(js_stream *js) {
+  if (js->saved_at) {
+    js->in[js->saved_at - 1] = js->saved;
+    js->saved_at = 0;
+  }
+}
+
+static js_kind end_of_input(js_stream *js, int c) {
+  js->tok_offset = here(js);
+  if (c == -2) return fail(js, js->tok_offset, "read error%s", "");
+  if (js->state == S_END) {
+    js->done = 1;
+    return JS_EOF;
+  }
+  return fail(js, js->tok_offset, "unexpected end of input (%s)",
+              js->depth ? "unclosed object or array" : "no value");
+}
+
+/* A value starting with byte c (not consumed). */
+static js_kind read_value(js_stream *js, int c, int store) {
+  if (c == '{' || c == '[') {
+    if (js->depth >= JS_MAX_DEPTH)
+      return fail(js, js->tok_offset, "nesting deeper than %s levels", "512");
+    js->in_pos++;
+    push(js, c == '{');
+    js->state = c == '{' ? S_KEY_OR_CLOSE : S_VALUE_OR_CLOSE;
+    return c == '{' ? JS_BEGIN_OBJECT : JS_BEGIN_ARRAY;
+  }
+  js_kind k;
+  if (c == '"') {
+    js->in_pos++;
+    k = read_string(js, JS_STRING, store);
+  } else if (c == '-' || is_digit(c)) {
+    k = read_number(js, store);
+  } else if (c == 't') {
+    k = read_literal(js, "true", JS_TRUE);
+  } else if (c == 'f') {
+    k = read_literal(js, "false", JS_FALSE);
+  } else if (c == 'n') {
+    k = read_literal(js, "null", JS_NULL);
+  } else {
+    char what[8];
+    snprintf(what, sizeof what, c >= 0x20 && c < 0x7f ? "'%c'" : "0x%02x", c);
+    return fail(js, js->tok_offset, "unexpected %s where a value was expected", what);
+  }
+  if (k != JS_ERROR) after_value(js);
+  return k;
+}
+
+/* The tokenizer; `store` says whether string and number text is wanted.
+ * Separators (',' and ':') are consumed on the way to the next token. */
+static js_kind next_token(js_stream *js, int store) {
+  restore_delimiter(js);
+  if (js->failed) return JS_ERROR;
+  js->len = 0;
+  js->buf[0] = 0;
+  js->tok = js->buf;
+  int c = next_byte(js);
+  for (;;) {
+    if (c < 0) return end_of_input(js, c);
     js->tok_offset = here(js);
-    js->len = 0;
-    js->tok[0] = 0;
-    if (c == -2) return fail(js, js->tok_offset, "read error%s", "");
-    if (c == -1) {
-      if (js->state == S_END) {
-        js->done = 1;
-        return JS_EOF;
-      }
-      return fail(js, js->tok_offset, "unexpected end of input (%s)",
-                  js->depth ? "unclosed object or array" : "no value");
-    }
     switch (js->state) {
-    case S_END:
-      return fail(js, js->tok_offset, "data after the end of the document%s", "");
     case S_COLON:
       if (c != ':') return fail(js, js->tok_offset, "expected ':' after an object key%s", "");
       js->in_pos++;
       js->state = S_VALUE;
+      c = next_byte(js);
       continue;
-    case S_COMMA_OR_CLOSE:
+    case S_COMMA_OR_CLOSE: {
+      int obj = top_is_object(js);
       if (c == ',') {
         js->in_pos++;
-        js->state = top_is_object(js) ? S_KEY : S_VALUE;
+        js->state = obj ? S_KEY : S_VALUE;
+        c = next_byte(js);
         continue;
       }
-      if (c == (top_is_object(js) ? '}' : ']')) {
+      if (c == (obj ? '}' : ']')) {
         js->in_pos++;
-        int obj = top_is_object(js);
         js->depth--;
         after_value(js);
         return obj ? JS_END_OBJECT : JS_END_ARRAY;
       }
-      return fail(js, js->tok_offset, "expected ',' or '%s'", top_is_object(js) ? "}" : "]");
+      return fail(js, js->tok_offset, "expected ',' or '%s'", obj ? "}" : "]");
+    }
     case S_KEY_OR_CLOSE:
     case S_KEY:
+      if (c == '"') {
+        js->in_pos++;
+        js_kind k = read_string(js, JS_KEY, store);
+        if (k == JS_KEY) js->state = S_COLON;
+        return k;
+      }
       if (c == '}' && js->state == S_KEY_OR_CLOSE) {
         js->in_pos++;
         js->depth--;
         after_value(js);
         return JS_END_OBJECT;
       }
-      if (c != '"') return fail(js, js->tok_offset, "expected an object key (a string)%s", "");
-      js->in_pos++;
-      {
-        js_kind k = read_string(js, JS_KEY);
-        if (k == JS_KEY) js->state = S_COLON;
-        return k;
-      }
+      return fail(js, js->tok_offset, "expected an object key (a string)%s", "");
     case S_VALUE_OR_CLOSE:
       if (c == ']') {
         js->in_pos++;
@@ -344,46 +603,24 @@ js_kind js_next(js_stream *js) {
         after_value(js);
         return JS_END_ARRAY;
       }
-      /* fall through */
+      return read_value(js, c, store);
     case S_VALUE:
+      return read_value(js, c, store);
+    case S_END:
     default:
-      if (c == '{' || c == '[') {
-        if (js->depth >= JS_MAX_DEPTH)
-          return fail(js, js->tok_offset, "nesting deeper than %s levels", "512");
-        js->in_pos++;
-        push(js, c == '{');
-        js->state = c == '{' ? S_KEY_OR_CLOSE : S_VALUE_OR_CLOSE;
-        return c == '{' ? JS_BEGIN_OBJECT : JS_BEGIN_ARRAY;
-      }
-      js_kind k;
-      if (c == '"') {
-        js->in_pos++;
-        k = read_string(js, JS_STRING);
-      } else if (c == '-' || is_digit(c)) {
-        k = read_number(js);
-      } else if (c == 't') {
-        k = read_literal(js, "true", JS_TRUE);
-      } else if (c == 'f') {
-        k = read_literal(js, "false", JS_FALSE);
-      } else if (c == 'n') {
-        k = read_literal(js, "null", JS_NULL);
-      } else {
-        char what[8];
-        snprintf(what, sizeof what, c >= 0x20 && c < 0x7f ? "'%c'" : "0x%02x", c);
-        return fail(js, js->tok_offset, "unexpected %s where a value was expected", what);
-      }
-      if (k != JS_ERROR) after_value(js);
-      return k;
+      return fail(js, js->tok_offset, "data after the end of the document%s", "");
     }
   }
 }
+
+js_kind js_next(js_stream *js) { return next_token(js, 1); }
 
 int js_skip_rest(js_stream *js, js_kind first) {
   if (first == JS_ERROR) return -1;
   if (first != JS_BEGIN_OBJECT && first != JS_BEGIN_ARRAY) return 0;
   int target = js->depth - 1;
   for (;;) {
-    js_kind k = js_next(js);
+    js_kind k = next_token(js, 0);
     if (k == JS_ERROR || k == JS_EOF) {
       if (k == JS_EOF) fail(js, here(js), "unexpected end of input%s", "");
       return -1;
@@ -392,14 +629,44 @@ int js_skip_rest(js_stream *js, js_kind first) {
   }
 }
 
-int js_skip(js_stream *js) { return js_skip_rest(js, js_next(js)); }
+int js_skip(js_stream *js) { return js_skip_rest(js, next_token(js, 0)); }
 
 /* ---- numbers ---- */
+
+/* The common case, for speed: [-]digits[.digits] without an exponent whose
+ * scaled integer part has at most 19 digits (so no overflow is possible).
+ * 1 when it applied, 0 to use the general path. */
+static int scaled_magnitude_plain(const char *t, int shift, int *neg, uint64_t *mag, int *exact) {
+  if (shift < 0 || shift > 19) return 0;
+  *neg = 0;
+  if (*t == '-') { *neg = 1; t++; }
+  const char *s = t;
+  uint64_t v = 0;
+  while (is_digit(*t)) v = v * 10 + (uint64_t)(*t++ - '0');
+  if (t == s || (t - s) + shift > 19) return 0; /* < 10^19 < 2^64 */
+  int frac_digits = 0, round_up = 0;
+  *exact = 1;
+  if (*t == '.') {
+    t++;
+    for (; is_digit(*t); t++, frac_digits++) {
+      if (frac_digits < shift) v = v * 10 + (uint64_t)(*t - '0');
+      else {
+        if (frac_digits == shift) round_up = *t >= '5';
+        if (*t != '0') *exact = 0;
+      }
+    }
+  }
+  if (*t) return 0; /* an exponent: the general path */
+  for (int i = frac_digits; i < shift; i++) v *= 10;
+  *mag = v + (uint64_t)round_up;
+  return 1;
+}
 
 /* Parses the JSON number text into sign, digit string bounds and the number
  * of digits before the decimal point after applying the exponent and
  * `shift`. Then builds the rounded integer magnitude. */
 static int scaled_magnitude(const char *t, int shift, int *neg, uint64_t *mag, int *exact) {
+  if (scaled_magnitude_plain(t, shift, neg, mag, exact)) return 1;
   *neg = 0;
   if (*t == '-') { *neg = 1; t++; }
   const char *int_s = t;
@@ -463,6 +730,29 @@ int js_number_scaled(const char *text, int shift, int64_t *out) {
     *out = (int64_t)m;
   }
   return 1;
+}
+
+int js_tok_u64(const js_stream *js, uint64_t *out) {
+  if (js->num_plain && js->num_frac == 0) {
+    if (js->num_neg && js->num_mant) return 0;
+    *out = js->num_mant;
+    return 1;
+  }
+  return js_number_u64(js->tok, out);
+}
+
+int js_tok_scaled(const js_stream *js, int shift, int64_t *out) {
+  if (js->num_plain && shift >= js->num_frac && shift - js->num_frac <= 19) {
+    uint64_t m = js->num_mant;
+    for (int i = js->num_frac; i < shift; i++) {
+      if (m > UINT64_MAX / 10) return js_number_scaled(js->tok, shift, out);
+      m *= 10;
+    }
+    if (m > (uint64_t)INT64_MAX) return js_number_scaled(js->tok, shift, out);
+    *out = js->num_neg ? -(int64_t)m : (int64_t)m;
+    return 1;
+  }
+  return js_number_scaled(js->tok, shift, out);
 }
 
 int js_number_u64(const char *text, uint64_t *out) {

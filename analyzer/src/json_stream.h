@@ -6,16 +6,19 @@
  * and one token buffer, never a tree. Each call to js_next() returns the next
  * token of the document: structural tokens, object keys (JS_KEY), strings,
  * numbers (their validated text, converted on demand by the helpers below),
- * true / false / null. The grammar is checked as it goes (a stack of open
- * containers, one bit each, up to JS_MAX_DEPTH), so a malformed document
- * yields JS_ERROR with a message naming the byte offset, never a crash.
+ * true / false / null. The token text (tok, len) stays valid only until the
+ * next call: a plain string is handed out in place, inside the input buffer.
+ * The grammar is checked as it goes (a stack of open containers, one bit
+ * each, up to JS_MAX_DEPTH), so a malformed document yields JS_ERROR with a
+ * message naming the byte offset, never a crash.
  *
  * Strings are decoded (escapes, \uXXXX with surrogate pairs) into UTF-8.
  * Invalid UTF-8 in the input and unpaired surrogates are replaced by U+FFFD
  * and counted (js->bad_utf8, js->first_bad_utf8_offset): a trace with one
  * garbled kernel name is still worth reading. Strings and numbers longer than
  * JS_MAX_TOKEN are an error. js_skip() skips the value that follows, however
- * deep, without storing it.
+ * deep, without storing it (strings and numbers are checked, not copied);
+ * callers should use it for every value they do not need.
  */
 #ifndef JSON_STREAM_H
 #define JSON_STREAM_H
@@ -51,8 +54,17 @@ typedef struct js_stream {
   size_t in_len, in_pos, in_cap;
   uint64_t in_base;            /* document offset of in[0] */
   int in_eof;
-  char *tok;                   /* current token text (NUL-terminated) */
-  size_t len, tok_cap;
+  int read_error;              /* the read callback failed */
+  char *tok;                   /* current token text (NUL-terminated): in `in` or `buf` */
+  size_t len;
+  char *buf;                   /* token buffer, for tokens that cannot be handed out in place */
+  size_t buf_cap;
+  /* the current JS_NUMBER when it is plain (no exponent, at most 19 digits):
+   * its digits as an integer and the count after the point */
+  int num_plain, num_neg, num_frac;
+  uint64_t num_mant;
+  size_t saved_at;             /* private: 1 + position of a byte replaced by a NUL, or 0 */
+  unsigned char saved;         /* private: that byte */
   uint64_t tok_offset;         /* document offset where the current token starts */
   /* grammar state */
   uint8_t stack[JS_MAX_DEPTH / 8];  /* bit set: object, clear: array */
@@ -94,5 +106,9 @@ int js_number_i64(const char *text, int64_t *out);
  * js_number_scaled("1700000000123.4567", 3) = 1700000000123457. 1 on
  * success, 0 when the result does not fit in int64. */
 int js_number_scaled(const char *text, int shift, int64_t *out);
+/* js_number_u64 and js_number_scaled on the current JS_NUMBER token, from
+ * the digits accumulated while it was read when it is plain (fast). */
+int js_tok_u64(const js_stream *js, uint64_t *out);
+int js_tok_scaled(const js_stream *js, int shift, int64_t *out);
 
 #endif

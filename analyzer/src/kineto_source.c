@@ -23,7 +23,7 @@
  *
  * Times: `ts` and `dur` are microseconds with up to three (or more)
  * decimals; they are converted to integer ns from their decimal text
- * (js_number_scaled), never through a double, so
+ * (js_tok_scaled), never through a double, so
  * 1700000000123.456 us is exactly 1700000000123456 ns.
  *
  * Collectives: comm_id is a 64-bit FNV-1a hash of the process group's name
@@ -64,11 +64,12 @@ typedef struct kevent {
   char ph[4];
   int cat;
   char name[KNAME_MAX];
+  size_t name_len;
   int has_ts, has_dur;
   int64_t ts, dur;               /* ns */
   uint64_t pid, tid;
-  int has_corr, has_stream, has_device, has_bytes;
-  uint64_t corr, stream, device, bytes;
+  int has_corr, has_stream, has_device, has_bytes, has_ext_id;
+  uint64_t corr, stream, device, bytes, ext_id;
   uint32_t grid[3], block[3];
   /* NCCL metadata */
   char coll_name[KSHORT], dtype[KSHORT], pg_name[KSHORT], pg_desc[KSHORT];
@@ -135,21 +136,31 @@ static int js_error(kimport *k) {
   return set_error(k, STEPSCOPE_E_FORMAT, k->js.error_offset, k->js.error);
 }
 
-static int cat_of(const char *s) {
-  if (!strcmp(s, "kernel") || !strcmp(s, "Kernel")) return KC_KERNEL;
-  if (!strcmp(s, "gpu_memcpy") || !strcmp(s, "Memcpy")) return KC_MEMCPY;
-  if (!strcmp(s, "gpu_memset") || !strcmp(s, "Memset")) return KC_MEMSET;
-  if (!strcmp(s, "cuda_runtime") || !strcmp(s, "Runtime")) return KC_RUNTIME;
-  if (!strcmp(s, "cuda_driver")) return KC_DRIVER;
-  if (!strcmp(s, "user_annotation")) return KC_USER_ANNOTATION;
-  if (!strcmp(s, "gpu_user_annotation")) return KC_GPU_USER_ANNOTATION;
-  if (!strcmp(s, "cpu_op") || !strcmp(s, "Operator")) return KC_CPU_OP;
+/* The event category from its text (s, n bytes). */
+static int cat_of(const char *s, size_t n) {
+#define IS(lit) (n == sizeof lit - 1 && !memcmp(s, lit, sizeof lit - 1))
+  if (IS("kernel") || IS("Kernel")) return KC_KERNEL;
+  if (IS("cpu_op") || IS("Operator")) return KC_CPU_OP;
+  if (IS("cuda_runtime") || IS("Runtime")) return KC_RUNTIME;
+  if (IS("gpu_memcpy") || IS("Memcpy")) return KC_MEMCPY;
+  if (IS("gpu_memset") || IS("Memset")) return KC_MEMSET;
+  if (IS("cuda_driver")) return KC_DRIVER;
+  if (IS("user_annotation")) return KC_USER_ANNOTATION;
+  if (IS("gpu_user_annotation")) return KC_GPU_USER_ANNOTATION;
+#undef IS
   return KC_OTHER;
+}
+
+/* Copies the current token (n bytes) into dst (cap bytes), cut to fit. */
+static void copy_tok(char *dst, size_t cap, const char *tok, size_t n) {
+  if (n >= cap) n = cap - 1;
+  memcpy(dst, tok, n);
+  dst[n] = 0;
 }
 
 /* A number token as u64 (negative or fractional: 0 returned, ok = 0). */
 static int tok_u64(kimport *k, js_kind t, uint64_t *out) {
-  if (t == JS_NUMBER) return js_number_u64(k->js.tok, out);
+  if (t == JS_NUMBER) return js_tok_u64(&k->js, out);
   if (t == JS_STRING) {
     /* some producers quote numbers */
     char *end;
@@ -167,7 +178,7 @@ static uint64_t tok_id(kimport *k, js_kind t) {
   uint64_t v = 0;
   if (t == JS_NUMBER) {
     int64_t s;
-    if (js_number_u64(k->js.tok, &v)) return v;
+    if (js_tok_u64(&k->js, &v)) return v;
     if (js_number_i64(k->js.tok, &s)) return (uint64_t)s;
     return fnv1a(0xcbf29ce484222325ull, k->js.tok);
   }
@@ -204,9 +215,39 @@ static int read_u32_triple(kimport *k, js_kind t, uint32_t out[3]) {
     if (e == JS_END_ARRAY) return 0;
     if (e == JS_ERROR) return -1;
     uint64_t v;
-    if (e == JS_NUMBER && i < 3 && js_number_u64(k->js.tok, &v)) out[i] = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+    if (e == JS_NUMBER && i < 3 && js_tok_u64(&k->js, &v)) out[i] = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
     if (js_skip_rest(&k->js, e)) return -1;
   }
+}
+
+/* The args keys the mapping uses. */
+enum akey {
+  A_NONE = 0, A_CORRELATION, A_STREAM, A_DEVICE, A_BYTES, A_GRID, A_BLOCK, A_COLL_NAME,
+  A_DTYPE, A_PG_NAME, A_PG_DESC, A_PG_RANKS, A_IN_NELEMS, A_OUT_NELEMS, A_GROUP_SIZE, A_SEQ,
+  A_EXTERNAL_ID
+};
+
+/* By length first, then the bytes: each comparison has a constant size,
+ * which compilers turn into a few word compares. */
+static int args_key(const char *s, size_t n) {
+#define IS(lit) (!memcmp(s, lit, sizeof lit - 1))
+  switch (n) {
+  case 3: return IS("Seq") || IS("seq") ? A_SEQ : A_NONE;
+  case 4: return IS("grid") ? A_GRID : A_NONE;
+  case 5: return IS("bytes") ? A_BYTES : IS("block") ? A_BLOCK : IS("dtype") ? A_DTYPE : A_NONE;
+  case 6: return IS("stream") ? A_STREAM : IS("device") ? A_DEVICE : A_NONE;
+  case 7: return IS("pg_name") ? A_PG_NAME : IS("pg_desc") ? A_PG_DESC : A_NONE;
+  case 10: return IS("Group size") ? A_GROUP_SIZE : A_NONE;
+  case 11: return IS("correlation") ? A_CORRELATION : IS("External id") ? A_EXTERNAL_ID : A_NONE;
+  case 13: return IS("In msg nelems") ? A_IN_NELEMS : A_NONE;
+  case 14: return IS("Out msg nelems") ? A_OUT_NELEMS : A_NONE;
+  case 15: return IS("Collective name") ? A_COLL_NAME : A_NONE;
+  case 18: return IS("Process Group Name") ? A_PG_NAME : A_NONE;
+  case 19: return IS("Process Group Ranks") ? A_PG_RANKS : A_NONE;
+  case 25: return IS("Process Group Description") ? A_PG_DESC : A_NONE;
+  default: return A_NONE;
+  }
+#undef IS
 }
 
 static int read_args(kimport *k) {
@@ -215,34 +256,47 @@ static int read_args(kimport *k) {
     js_kind t = js_next(&k->js);
     if (t == JS_END_OBJECT) return 0;
     if (t != JS_KEY) return -1;
-    char key[64];
-    copy_str(key, sizeof key, k->js.tok);
+    int key = args_key(k->js.tok, k->js.len); /* the key text lives until the next token */
+    if (key == A_NONE) {
+      if (js_skip(&k->js)) return -1;
+      continue;
+    }
     js_kind v = js_next(&k->js);
     if (v == JS_ERROR) return -1;
     uint64_t u;
-    if (!strcmp(key, "correlation")) {
+    switch (key) {
+    case A_CORRELATION:
       if (tok_u64(k, v, &u)) { ev->corr = u; ev->has_corr = 1; }
-    } else if (!strcmp(key, "stream")) {
+      break;
+    case A_STREAM:
       if (tok_u64(k, v, &u)) { ev->stream = u; ev->has_stream = 1; }
-    } else if (!strcmp(key, "device")) {
+      break;
+    case A_DEVICE:
       if (tok_u64(k, v, &u)) { ev->device = u; ev->has_device = 1; }
-    } else if (!strcmp(key, "bytes")) {
+      break;
+    case A_BYTES:
       if (tok_u64(k, v, &u)) { ev->bytes = u; ev->has_bytes = 1; }
-    } else if (!strcmp(key, "grid")) {
-      if (read_u32_triple(k, v, ev->grid)) return -1;
+      break;
+    case A_EXTERNAL_ID:
+      if (tok_u64(k, v, &u)) { ev->ext_id = u; ev->has_ext_id = 1; }
+      break;
+    case A_GRID:
+    case A_BLOCK:
+      if (read_u32_triple(k, v, key == A_GRID ? ev->grid : ev->block)) return -1;
       continue;
-    } else if (!strcmp(key, "block")) {
-      if (read_u32_triple(k, v, ev->block)) return -1;
-      continue;
-    } else if (!strcmp(key, "Collective name")) {
-      if (v == JS_STRING) copy_str(ev->coll_name, sizeof ev->coll_name, k->js.tok);
-    } else if (!strcmp(key, "dtype")) {
-      if (v == JS_STRING) copy_str(ev->dtype, sizeof ev->dtype, k->js.tok);
-    } else if (!strcmp(key, "Process Group Name") || !strcmp(key, "pg_name")) {
-      if (v == JS_STRING || v == JS_NUMBER) copy_str(ev->pg_name, sizeof ev->pg_name, k->js.tok);
-    } else if (!strcmp(key, "Process Group Description") || !strcmp(key, "pg_desc")) {
-      if (v == JS_STRING) copy_str(ev->pg_desc, sizeof ev->pg_desc, k->js.tok);
-    } else if (!strcmp(key, "Process Group Ranks")) {
+    case A_COLL_NAME:
+      if (v == JS_STRING) copy_tok(ev->coll_name, sizeof ev->coll_name, k->js.tok, k->js.len);
+      break;
+    case A_DTYPE:
+      if (v == JS_STRING) copy_tok(ev->dtype, sizeof ev->dtype, k->js.tok, k->js.len);
+      break;
+    case A_PG_NAME:
+      if (v == JS_STRING || v == JS_NUMBER) copy_tok(ev->pg_name, sizeof ev->pg_name, k->js.tok, k->js.len);
+      break;
+    case A_PG_DESC:
+      if (v == JS_STRING) copy_tok(ev->pg_desc, sizeof ev->pg_desc, k->js.tok, k->js.len);
+      break;
+    case A_PG_RANKS:
       ev->pg_ranks[0] = 0;
       if (v == JS_STRING) {
         ranks_append(ev, k->js.tok);
@@ -256,14 +310,21 @@ static int read_args(kimport *k) {
         }
         continue;
       }
-    } else if (!strcmp(key, "In msg nelems")) {
+      break;
+    case A_IN_NELEMS:
       if (tok_u64(k, v, &u)) { ev->in_nelems = u; ev->has_in = 1; }
-    } else if (!strcmp(key, "Out msg nelems")) {
+      break;
+    case A_OUT_NELEMS:
       if (tok_u64(k, v, &u)) { ev->out_nelems = u; ev->has_out = 1; }
-    } else if (!strcmp(key, "Group size")) {
+      break;
+    case A_GROUP_SIZE:
       if (tok_u64(k, v, &u)) { ev->group_size = u; ev->has_group_size = 1; }
-    } else if (!strcmp(key, "Seq") || !strcmp(key, "seq")) {
+      break;
+    case A_SEQ:
       if (tok_u64(k, v, &u)) { ev->seq = u; ev->has_seq = 1; }
+      break;
+    default:
+      break;
     }
     if (js_skip_rest(&k->js, v)) return -1;
   }
@@ -413,7 +474,7 @@ static int convert_event(kimport *k) {
   ssa_rank *r = k->r;
   stepscope_record rec;
   memset(&rec, 0, sizeof rec);
-  uint32_t name = ev->name[0] ? ssa_rank_intern(r, ev->name) : 0;
+  uint32_t name = ev->name[0] ? ssa_strtab_intern(&r->strings, ev->name, ev->name_len) : 0;
   if (ev->name[0] && !name) return STEPSCOPE_E_NOMEM;
   uint64_t device = ev->has_device ? ev->device : ev->pid;
   uint64_t stream = ev->has_stream ? ev->stream : ev->tid;
@@ -497,65 +558,103 @@ static int convert_event(kimport *k) {
   }
 }
 
+/* The event keys the mapping uses. */
+enum ekey { E_NONE = 0, E_PH, E_CAT, E_NAME, E_TS, E_DUR, E_PID, E_TID, E_ARGS };
+
+static int event_key(const char *s, size_t n) {
+  switch (n) {
+  case 2:
+    if (s[0] == 'p' && s[1] == 'h') return E_PH;
+    if (s[0] == 't' && s[1] == 's') return E_TS;
+    break;
+  case 3:
+    if (!memcmp(s, "cat", 3)) return E_CAT;
+    if (!memcmp(s, "dur", 3)) return E_DUR;
+    if (!memcmp(s, "pid", 3)) return E_PID;
+    if (!memcmp(s, "tid", 3)) return E_TID;
+    break;
+  case 4:
+    if (!memcmp(s, "name", 4)) return E_NAME;
+    if (!memcmp(s, "args", 4)) return E_ARGS;
+    break;
+  default:
+    break;
+  }
+  return E_NONE;
+}
+
 /* Reads one event object (its '{' already consumed) into k->ev and converts it. */
 static int read_event(kimport *k) {
   kevent *ev = &k->ev;
   ev->ph[0] = 0;
   ev->cat = KC_OTHER;
   ev->name[0] = 0;
+  ev->name_len = 0;
   ev->has_ts = ev->has_dur = 0;
   ev->pid = ev->tid = 0;
-  ev->has_corr = ev->has_stream = ev->has_device = ev->has_bytes = 0;
-  ev->corr = ev->stream = ev->device = ev->bytes = 0;
+  ev->has_corr = ev->has_stream = ev->has_device = ev->has_bytes = ev->has_ext_id = 0;
+  ev->corr = ev->stream = ev->device = ev->bytes = ev->ext_id = 0;
   memset(ev->grid, 0, sizeof ev->grid);
   memset(ev->block, 0, sizeof ev->block);
   ev->coll_name[0] = ev->dtype[0] = ev->pg_name[0] = ev->pg_desc[0] = ev->pg_ranks[0] = 0;
   ev->has_in = ev->has_out = ev->has_group_size = ev->has_seq = 0;
   ev->in_nelems = ev->out_nelems = ev->group_size = ev->seq = 0;
-  char cat[64] = "";
   for (;;) {
     js_kind t = js_next(&k->js);
     if (t == JS_END_OBJECT) break;
     if (t != JS_KEY) return js_error(k);
-    char key[16];
-    size_t klen = k->js.len;
-    copy_str(key, sizeof key, k->js.tok);
-    if (klen >= sizeof key) key[0] = 0; /* not one of ours */
+    int key = event_key(k->js.tok, k->js.len); /* the key text lives until the next token */
+    if (key == E_NONE) {
+      if (js_skip(&k->js)) return js_error(k);
+      continue;
+    }
     js_kind v = js_next(&k->js);
     if (v == JS_ERROR) return js_error(k);
-    if (!strcmp(key, "args")) {
+    switch (key) {
+    case E_ARGS:
       if (v == JS_BEGIN_OBJECT) {
         if (read_args(k)) return js_error(k);
         continue;
       }
-    } else if (!strcmp(key, "ph")) {
-      if (v == JS_STRING) copy_str(ev->ph, sizeof ev->ph, k->js.tok);
-    } else if (!strcmp(key, "cat")) {
-      if (v == JS_STRING) copy_str(cat, sizeof cat, k->js.tok);
-    } else if (!strcmp(key, "name")) {
+      break;
+    case E_PH:
+      if (v == JS_STRING) copy_tok(ev->ph, sizeof ev->ph, k->js.tok, k->js.len);
+      break;
+    case E_CAT:
+      if (v == JS_STRING) ev->cat = cat_of(k->js.tok, k->js.len);
+      break;
+    case E_NAME:
       if (v == JS_STRING) {
         if (k->js.len >= sizeof ev->name) k->truncated_names++;
-        copy_str(ev->name, sizeof ev->name, k->js.tok);
+        copy_tok(ev->name, sizeof ev->name, k->js.tok, k->js.len);
+        /* decoded strings hold no NUL (\u0000 becomes U+FFFD) */
+        ev->name_len = k->js.len < sizeof ev->name ? k->js.len : sizeof ev->name - 1;
       }
-    } else if (!strcmp(key, "ts") || !strcmp(key, "dur")) {
-      int is_ts = key[0] == 't';
+      break;
+    case E_TS:
+    case E_DUR: {
       int64_t ns;
       if (v == JS_NUMBER) {
-        if (!js_number_scaled(k->js.tok, 3, &ns))
+        if (!js_tok_scaled(&k->js, 3, &ns))
           return set_error(k, STEPSCOPE_E_FORMAT, k->js.tok_offset,
-                           is_ts ? "\"ts\" does not fit in 64-bit nanoseconds"
-                                 : "\"dur\" does not fit in 64-bit nanoseconds");
-        if (is_ts) { ev->ts = ns; ev->has_ts = 1; }
+                           key == E_TS ? "\"ts\" does not fit in 64-bit nanoseconds"
+                                       : "\"dur\" does not fit in 64-bit nanoseconds");
+        if (key == E_TS) { ev->ts = ns; ev->has_ts = 1; }
         else { ev->dur = ns; ev->has_dur = 1; }
       }
-    } else if (!strcmp(key, "pid")) {
+      break;
+    }
+    case E_PID:
       ev->pid = tok_id(k, v);
-    } else if (!strcmp(key, "tid")) {
+      break;
+    case E_TID:
       ev->tid = tok_id(k, v);
+      break;
+    default:
+      break;
     }
     if (js_skip_rest(&k->js, v)) return js_error(k);
   }
-  ev->cat = cat_of(cat);
   return convert_event(k);
 }
 
@@ -581,7 +680,7 @@ static int read_distributed_info(kimport *k) {
     int is_rank = !strcmp(k->js.tok, "rank"), is_world = !strcmp(k->js.tok, "world_size");
     js_kind v = js_next(&k->js);
     uint64_t u;
-    if ((is_rank || is_world) && v == JS_NUMBER && js_number_u64(k->js.tok, &u) && u < INT_MAX) {
+    if ((is_rank || is_world) && v == JS_NUMBER && js_tok_u64(&k->js, &u) && u < INT_MAX) {
       if (is_rank) { k->rank = (int)u; k->has_rank = 1; }
       else k->world = (int)u;
     }
@@ -606,7 +705,7 @@ static int read_device_properties(kimport *k) {
       if (kk != JS_KEY) return js_error(k);
       int is_id = !strcmp(k->js.tok, "id"), is_name = !strcmp(k->js.tok, "name");
       js_kind v = js_next(&k->js);
-      if (is_id && v == JS_NUMBER) js_number_u64(k->js.tok, &id);
+      if (is_id && v == JS_NUMBER) js_tok_u64(&k->js, &id);
       if (is_name && v == JS_STRING) copy_str(name, sizeof name, k->js.tok);
       if (js_skip_rest(&k->js, v)) return js_error(k);
     }
@@ -643,7 +742,7 @@ static int read_document(kimport *k) {
       rc = read_device_properties(k);
     } else {
       if (!strcmp(key, "baseTimeNanoseconds") && v == JS_NUMBER) {
-        if (!js_number_scaled(k->js.tok, 0, &k->base_ns))
+        if (!js_tok_scaled(&k->js, 0, &k->base_ns))
           return set_error(k, STEPSCOPE_E_FORMAT, k->js.tok_offset,
                            "\"baseTimeNanoseconds\" does not fit in 64 bits");
         k->has_base = 1;
