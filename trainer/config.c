@@ -101,7 +101,8 @@ static const opt_row rows[] = {
      "keep the newest K complete checkpoints [2]", 0},
     {"resume", OPT_FLAG, OFF(resume), 0, NULL,
      "continue from the latest complete checkpoint in --checkpoint-dir (same model shape, "
-     "world/dp/tp/pp, zero and seed; the losses are those of an uninterrupted run)", 0},
+     "world/dp/tp/pp, zero and seed; on the CPU backend the losses are bitwise those of an "
+     "uninterrupted run). Without it, a --checkpoint-dir holding checkpoints is refused", 0},
     {"debug-die-rank", OPT_INT, OFF(debug_die_rank), 0, "R", "testing: rank R kills itself", 1},
     {"debug-die-step", OPT_INT, OFF(debug_die_step), 0, "S", "testing: ... at step S", 1},
     {"debug-hang-rank", OPT_INT, OFF(debug_hang_rank), 0, "R", "testing: rank R stops", 1},

@@ -722,7 +722,10 @@ static int resume_checkpoint(trainer *t, int *start_step)
     if (t->env.rank == 0) {
         if (note[0])
             fprintf(stderr, "rank 0: note: %s\n", note);
-        if (!t->cfg.quiet)
+        if (*start_step >= t->cfg.steps)
+            printf("resumed from %s/step-%08d: already at --steps %d, nothing to do\n",
+                   t->cfg.checkpoint_dir, *start_step, t->cfg.steps);
+        else if (!t->cfg.quiet)
             printf("resumed from %s/step-%08d: continuing at step %d of %d\n",
                    t->cfg.checkpoint_dir, *start_step, *start_step, t->cfg.steps);
         fflush(stdout);
@@ -881,7 +884,7 @@ int train_rank_run(const train_config *cfg_in, const rank_env *env)
     }
     if (t->tracing)
         trace_stop(t);
-    if (rc == 0 && is_printer)
+    if (rc == 0 && is_printer && !isnan(last_loss))
         printf("final loss %.6f\n", last_loss);
     if (rc != 0) {
         const char *why = t->job ? comm_job_abort_reason(t->job) : "";
