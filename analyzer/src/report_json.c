@@ -102,9 +102,16 @@ int ssa_report_json(const ssa_analysis *a, ssa_out *o) {
   ssa_out_printf(o, ",\"world\":%d,\"ranks_loaded\":%zu,\"origin_ns\":", world, run->nranks);
   ssa_out_i64(o, run->origin);
   ssa_out_str(o, ",\"config\":");
-  ssa_out_utf8(o, run->nranks && run->ranks[0].config_json && run->ranks[0].config_json[0]
-                      ? run->ranks[0].config_json
-                      : "{}");
+  const char *config = run->nranks && run->ranks[0].config_json && run->ranks[0].config_json[0]
+                           ? run->ranks[0].config_json
+                           : "{}";
+  if (ssa_json_valid(config)) {
+    ssa_out_utf8(o, config);
+  } else { /* not JSON (a damaged or foreign header): kept as text */
+    ssa_out_str(o, "{\"unparsed\":");
+    ssa_out_json_string(o, config);
+    ssa_out_char(o, '}');
+  }
   ssa_out_str(o, ",\"devices\":[");
   for (size_t i = 0; i < run->nranks; i++) {
     const ssa_rank *r = &run->ranks[i];

@@ -39,6 +39,8 @@ void ssa_out_double(ssa_out *o, double v);
 void ssa_out_json_string(ssa_out *o, const char *s);
 /* raw text, with invalid UTF-8 sequences replaced by U+FFFD */
 void ssa_out_utf8(ssa_out *o, const char *s);
+/* Whether s is exactly one JSON value (json_valid.c). */
+int ssa_json_valid(const char *s);
 
 static inline void ssa_out_char(ssa_out *o, char c) {
   if (o->len == o->cap) ssa_out_flush(o);

@@ -11,7 +11,10 @@
  *    kernel names, range names and arguments hold invalid UTF-8 is loaded,
  *    analysed and written as the JSON report and the Chrome export; both
  *    files must be valid UTF-8 (checked here by an independent decoder) and
- *    contain U+FFFD.
+ *    contain U+FFFD. Its header configuration is damaged (not JSON): the
+ *    report keeps it as {"unparsed": "..."}; a configuration that is JSON
+ *    with invalid UTF-8 inside stays an object, sanitized.
+ * 3. ssa_json_valid on valid and invalid JSON texts.
  *
  * usage: test_utf8                 run both
  *        test_utf8 --write-run DIR only write the run (the CLI test then
@@ -108,6 +111,21 @@ static void unit_cases(void) {
   JS("q\"b\\n\x01\n", "q\\\"b\\\\n\\u0001\\n");       /* escapes still apply */
   RAW("{\"a\":\"\xFF\"}", "{\"a\":\"" R "\"}");
   RAW("ok \xC3\xA9", "ok \xC3\xA9");
+  /* the header's configuration is embedded raw only when it is JSON */
+  static const char *const valid[] = {"{}", " {\"a\": [1, -2.5e+3, true, false, null, \"x\\u00e9\\n\"]} ",
+                                      "[]", "0", "\"s\"", "{\"k\":{\"k\":{}}}", "{\"m\":\"\xFF\"}"};
+  static const char *const invalid[] = {"", "{", "{\"a\":}", "{\"a\" 1}", "[1,]", "01", "1.", "-",
+                                        "{\"a\":1} x", "\"\\x\"", "\"\\u12\"", "tru", "{a:1}",
+                                        "\"tab\there\"", "[1 2]", "{\"a\":1,}"};
+  for (size_t i = 0; i < sizeof valid / sizeof *valid; i++)
+    if (!ssa_json_valid(valid[i])) { fprintf(stderr, "FAIL valid JSON rejected: %s\n", valid[i]); failures++; }
+  for (size_t i = 0; i < sizeof invalid / sizeof *invalid; i++)
+    if (ssa_json_valid(invalid[i])) { fprintf(stderr, "FAIL invalid JSON accepted: %s\n", invalid[i]); failures++; }
+  char deep[1200];
+  memset(deep, '[', 600);
+  memset(deep + 600, ']', 600);
+  deep[1199] = 0; /* unbalanced and too deep: rejected without recursing 600 levels */
+  CHECK(!ssa_json_valid(deep));
 }
 
 /* Independent UTF-8 check of a whole file (bytes only, no JSON parsing). */
@@ -144,7 +162,7 @@ static int write_run(const char *dir) {
   h.clock_domain = STEPSCOPE_CLOCK_MONOTONIC;
   h.hostname = "host\xFF\xFE";
   h.device_name = "GPU \xC0\xAF";
-  h.config_json = "{\"model\":\"gpt\xE2\x82\"}";
+  h.config_json = "{\"model\":\"gpt\xE2\x82\""; /* damaged: not JSON, bad UTF-8 */
   stepscope_error err;
   stepscope_writer *w = stepscope_writer_open(path, &h, NULL, &err);
   if (!w) {
@@ -211,7 +229,7 @@ static int write_run(const char *dir) {
   return 0;
 }
 
-static void check_file(const char *path, const char *what) {
+static void check_file(const char *path, const char *what, const char *extra) {
   size_t n = 0;
   char *buf = read_all(path, &n);
   CHECK(buf != NULL && n > 0);
@@ -227,6 +245,10 @@ static void check_file(const char *path, const char *what) {
       fprintf(stderr, "FAIL %s lacks the sanitized name #%zu\n", what, i);
       failures++;
     }
+  }
+  if (extra && !memmem(buf, n, extra, strlen(extra))) {
+    fprintf(stderr, "FAIL %s lacks %s\n", what, extra);
+    failures++;
   }
   free(buf);
 }
@@ -256,8 +278,16 @@ static void end_to_end(void) {
   CHECK(ssa_out_close(&o) == 0);
   ssa_export_stats st;
   CHECK(ssa_export_chrome(&a, trace, &st, &e) == 0);
-  check_file(report, "JSON report");
-  check_file(trace, "Chrome export");
+  check_file(report, "JSON report", "\"config\":{\"unparsed\":\"{\\\"model\\\":\\\"gpt" R);
+  check_file(trace, "Chrome export", NULL);
+  /* a configuration that is JSON but holds invalid UTF-8 stays an object */
+  free(run.ranks[0].config_json);
+  run.ranks[0].config_json = strdup("{\"model\":\"gpt\xE2\x82\"}");
+  CHECK(run.ranks[0].config_json != NULL);
+  CHECK(ssa_out_open(&o, report) == 0);
+  ssa_report_json(&a, &o);
+  CHECK(ssa_out_close(&o) == 0);
+  check_file(report, "JSON report (JSON config)", "\"config\":{\"model\":\"gpt" R "\"}");
   ssa_analysis_free(&a);
   ssa_run_free(&run);
   unlink(report);
