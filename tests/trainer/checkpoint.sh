@@ -22,6 +22,7 @@
 #              rejected (exit 2) naming the option; --resume without a complete
 #              checkpoint and a fresh run into a directory holding checkpoints
 #              are rejected too.
+#   unwritable a rank that cannot write its shard stops every rank, naming the file.
 #   keep       --checkpoint-every 1 --checkpoint-keep 2 leaves only the newest two.
 set -u
 trainer=$1 mode=$2 grid=$3
@@ -165,6 +166,16 @@ incompatible)
   cat "$dir/v.out"
   [ "$st" -eq 2 ] || [ "$st" -eq 1 ] || fail "--vocab 300: exit status $st"
   grep -q -- "--vocab 300 differs from the checkpoint's 256" "$dir/v.out" || fail "--vocab not named"
+  ;;
+unwritable)
+  # rank 1 cannot create its shard (a directory is in the way): every rank stops, the
+  # message names the file, and the checkpoint of step 2 never becomes complete
+  mkdir -p "$dir/u/step-00000002/rank-00001.ckpt.tmp"
+  run unwritable --checkpoint-dir "$dir/u" --checkpoint-every 2 --log "$dir/u.jsonl" && fail "a failed checkpoint write did not stop the run"
+  cat "$dir/unwritable.out"
+  grep -q "cannot create .*step-00000002/rank-00001.ckpt.tmp" "$dir/unwritable.out" || fail "the message does not name the shard"
+  complete "$dir/u/step-00000002" && fail "the failed checkpoint is marked complete"
+  [ "$(curve "$dir/u.jsonl" | wc -l)" -eq 2 ] || fail "training went on after the failed checkpoint of step 2"
   ;;
 keep)
   run keep --checkpoint-dir "$dir/k" --checkpoint-every 1 --checkpoint-keep 2 || { cat "$dir/keep.out"; fail "run failed"; }
