@@ -70,7 +70,7 @@ var SS = window.SS || (window.SS = {});
       ['start', SS.formatTime(m.ts[i] - m.minTs)], ['duration', SS.formatTime(m.dur[i])],
       ['end', SS.formatTime(m.ts[i] + m.dur[i] - m.minTs)]
     ];
-    var args = m.args[i] || {};
+    var args = m.argsOf(i) || {};
     for (var k in args) rows.push(['args.' + k, typeof args[k] === 'object' ? JSON.stringify(args[k]) : String(args[k])]);
     panel.appendChild(SS.el('h3', { id: 'detail-name', text: m.names[m.nameId[i]] }));
     panel.appendChild(SS.el('table', { className: 'kv', id: 'detail-table' }, rows.map(function (r) {
@@ -237,7 +237,8 @@ var SS = window.SS || (window.SS = {});
       }
       return out;
     },
-    flowCount: function () { return app.A.model.flows.length; }
+    flowCount: function () { return app.A.model.flows.n; },
+    parseMode: function () { return SS.lastParseMode; }
   };
 
   document.addEventListener('DOMContentLoaded', async function () {

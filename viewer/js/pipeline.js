@@ -29,7 +29,7 @@ SS.pipelineData = function (model, report) {
     model.slicesOfGroup(g, function (i) {
       var p = ids[model.nameId[i]];
       if (p) {
-        var a = model.args[i] || {};
+        var a = model.argsOf(i) || {};
         if (a.microbatch === undefined) return false;
         if (a.stage !== undefined && stage === null) stage = +a.stage;
         ops.push({ phase: p, mb: +a.microbatch, ts: model.ts[i], end: model.ts[i] + model.dur[i], slice: i });

@@ -11,7 +11,8 @@
  * starting in the next pixel, so a frame costs O(rows × pixels × log n) whatever
  * the number of slices. Adjacent same-coloured columns merge into one rectangle.
  * Overlays: the rank's derived slices (exposed comm, idle, bubble) are also drawn as
- * translucent bands across the rank's device lanes. Flows: arrows from launch to
+ * bands across the rank's lanes, merged into pixel runs (coverRuns) and painted in
+ * opaque tints under the slices (cheap to rasterize without a GPU). Flows: arrows from launch to
  * kernel for the selected slice, and for all flows in view when enabled.
  * Input: drag pans, wheel scrolls (ctrl/⌘+wheel zooms, shift+wheel pans), W/S zoom,
  * A/D pan, F zooms to the selection, shift+drag selects a time range, click selects.
@@ -26,6 +27,10 @@ SS.COLORS = {
 };
 SS.OVERLAY_RGBA = { exposed: 'rgba(255,127,14,0.22)', idle: 'rgba(120,120,120,0.16)',
                     bubble: 'rgba(176,122,161,0.25)' };
+/* The same colours blended over white: overlays are drawn opaque, under the slices
+ * (large translucent fills are the most expensive thing to rasterize in software). */
+SS.OVERLAY_BG = { idle: '#e9e9e9', exposed: '#ffe3ca', bubble: '#ebdee8' };
+SS.OVERLAY_ORDER = ['idle', 'exposed', 'bubble'];
 
 SS.hashColor = function (s) {
   var h = 0;
@@ -164,15 +169,21 @@ SS.Timeline.prototype.render = function () {
   var top = this.axisH, yOff = top - this.scrollY;
   ctx.save();
   ctx.beginPath(); ctx.rect(0, top, w, h - top); ctx.clip();
-  var drawn = 0;
-  for (var k = 0; k < this.lanes.length; k++) {
-    var L = this.lanes[k], y = L.y + yOff;
+  var drawn = 0, k, L, y;
+  // backgrounds, then the overlay bands, then the slices on top of them
+  for (k = 0; k < this.lanes.length; k++) {
+    L = this.lanes[k]; y = L.y + yOff;
     if (y + L.h < top || y > h) continue;
     if (L.kind === 'group') this.drawGroupHeader(L, y);
-    else if (L.kind === 'row') drawn += this.drawRow(L, y);
-    else this.drawCounter(L, y);
+    else if (L.kind === 'row') this.drawRowBackground(L, y);
   }
   this.drawOverlays(yOff, top);
+  for (k = 0; k < this.lanes.length; k++) {
+    L = this.lanes[k]; y = L.y + yOff;
+    if (y + L.h < top || y > h) continue;
+    if (L.kind === 'row') drawn += this.drawRow(L, y);
+    else if (L.kind === 'counter') this.drawCounter(L, y);
+  }
   this.drawFlows(yOff);
   this.drawSelection(yOff, top);
   ctx.restore();
@@ -193,10 +204,8 @@ SS.Timeline.prototype.drawGroupHeader = function (L, y) {
   ctx.font = '11px system-ui, sans-serif';
 };
 
-SS.Timeline.prototype.drawRow = function (L, y) {
-  var ctx = this.ctx, m = this.model, t = L.track, row = t.rows[L.row];
-  var ts = m.ts, dur = m.dur;
-  var x0 = this.labelW, wpx = this.w - this.labelW, t0 = this.t0, scale = wpx / (this.t1 - this.t0);
+SS.Timeline.prototype.drawRowBackground = function (L, y) {
+  var ctx = this.ctx, t = L.track;
   if (L.row === 0) {
     ctx.fillStyle = '#f7f7f7';
     ctx.fillRect(0, y, this.labelW - 2, this.rowH * t.rows.length);
@@ -205,8 +214,16 @@ SS.Timeline.prototype.drawRow = function (L, y) {
     if (label.length > 34) label = label.slice(0, 33) + '…';
     ctx.fillText(label, 14, y + this.rowH / 2);
   }
-  ctx.fillStyle = L.row % 2 ? '#fbfbfb' : '#ffffff';
-  ctx.fillRect(x0, y, wpx, this.rowH);
+  if (L.row % 2) {
+    ctx.fillStyle = '#fbfbfb';
+    ctx.fillRect(this.labelW, y, this.w - this.labelW, this.rowH);
+  }
+};
+
+SS.Timeline.prototype.drawRow = function (L, y) {
+  var ctx = this.ctx, m = this.model, t = L.track, row = t.rows[L.row];
+  var ts = m.ts, dur = m.dur;
+  var x0 = this.labelW, wpx = this.w - this.labelW, t0 = this.t0, scale = wpx / (this.t1 - this.t0);
   var k = m.firstEndingAfter(row, t0), n = row.length, count = 0;
   var runX0 = -1, runX1 = -1, runColor = null, hgt = this.rowH - 2;
   var flush = function () {
@@ -270,33 +287,50 @@ SS.Timeline.prototype.drawCounter = function (L, y) {
   }
 };
 
+/*
+ * The pixel runs [x0, x1, x0, x1, ...] covered by the slices of one row in view:
+ * touching or overlapping slices merge, and slices narrower than a pixel mark their
+ * pixel column and the walk jumps to the next column (binary search), so the cost
+ * is bounded by the canvas width, not by the number of slices.
+ */
+SS.Timeline.prototype.coverRuns = function (row) {
+  var m = this.model, ts = m.ts, dur = m.dur, out = this.runBuf || (this.runBuf = []);
+  out.length = 0;
+  var x0 = this.labelW, wpx = this.w - this.labelW, t0 = this.t0, t1 = this.t1, scale = wpx / (t1 - t0);
+  var k = m.firstEndingAfter(row, t0), n = row.length, ra = -1, rb = -1;
+  while (k < n) {
+    var i = row[k], s = ts[i];
+    if (s > t1) break;
+    var xa = x0 + (s - t0) * scale, xb = xa + dur[i] * scale;
+    if (xa < x0) xa = x0;
+    if (xb > x0 + wpx) xb = x0 + wpx;
+    xa = Math.floor(xa); xb = Math.max(xa + 1, Math.round(xb));
+    if (xb - xa <= 1) {
+      var next = m.firstStartingAt(row, t0 + (xb - x0) / scale);
+      k = next > k ? next : k + 1;
+    } else {
+      k++;
+    }
+    if (ra >= 0 && xa <= rb) { if (xb > rb) rb = xb; }
+    else { if (ra >= 0) out.push(ra, rb); ra = xa; rb = xb; }
+  }
+  if (ra >= 0) out.push(ra, rb);
+  return out;
+};
+
 SS.Timeline.prototype.drawOverlays = function (yOff, top) {
   var ctx = this.ctx, m = this.model, groups = m.groupList;
   for (var gi = 0; gi < groups.length; gi++) {
     var g = groups[gi];
     if (g.collapsed) continue;
-    var ya = g.deviceY0 + yOff, yb = g.y1 + yOff;
-    if (yb < top || ya > this.h) continue;
-    for (var kind in g.overlayTracks) {
-      if (!this.overlays[kind]) continue;
-      var t = g.overlayTracks[kind];
-      ctx.fillStyle = SS.OVERLAY_RGBA[kind];
-      var row = t.rows[0], k = m.firstEndingAfter(row, this.t0), lastX = -1;
-      for (; k < row.length; k++) {
-        var i = row[k];
-        if (m.ts[i] > this.t1) break;
-        var xa = Math.max(this.labelW, this.xOf(m.ts[i])), xb = Math.min(this.w, this.xOf(m.ts[i] + m.dur[i]));
-        if (xb - xa < 1) {
-          if (Math.floor(xa) === lastX) {
-            var nk = m.firstStartingAt(row, this.tOf(lastX + 1));
-            if (nk > k) k = nk - 1;
-            continue;
-          }
-          xb = xa + 1;
-        }
-        lastX = Math.floor(xa);
-        ctx.fillRect(xa, ya, xb - xa, yb - ya);
-      }
+    var ya = Math.max(top, g.deviceY0 + yOff), yb = Math.min(this.h, g.y1 + yOff);
+    if (yb <= ya) continue;
+    for (var o = 0; o < SS.OVERLAY_ORDER.length; o++) {
+      var kind = SS.OVERLAY_ORDER[o];
+      if (!this.overlays[kind] || !g.overlayTracks[kind]) continue;
+      var t = g.overlayTracks[kind], runs = this.coverRuns(t.rows[0]);
+      ctx.fillStyle = SS.OVERLAY_BG[kind];
+      for (var k = 0; k < runs.length; k += 2) ctx.fillRect(runs[k], ya, runs[k + 1] - runs[k], yb - ya);
     }
   }
 };
@@ -322,31 +356,30 @@ SS.Timeline.prototype.drawArrow = function (a, b) {
 };
 
 SS.Timeline.prototype.flowsOf = function (i) {
-  var m = this.model, out = [];
+  var m = this.model, out = [], f = m.flows;
   if (i < 0) return out;
   var t = m.track[i], a = m.ts[i], b = a + m.dur[i];
-  for (var k = 0; k < m.flows.length; k++) {
-    var f = m.flows[k];
-    if ((f.from.track === t && f.from.ts >= a && f.from.ts <= b) ||
-        (f.to.track === t && f.to.ts >= a && f.to.ts <= b)) out.push(f);
+  for (var k = 0; k < f.n; k++) {
+    if ((f.fromTrack[k] === t && f.fromTs[k] >= a && f.fromTs[k] <= b) ||
+        (f.toTrack[k] === t && f.toTs[k] >= a && f.toTs[k] <= b)) out.push(m.flow(k));
   }
   return out;
 };
 
 SS.Timeline.prototype.drawFlows = function (yOff) {
-  var ctx = this.ctx, m = this.model, list = [];
-  if (this.showFlows && m.flows.length) {
-    var lo = 0, hi = m.flows.length, margin = (this.t1 - this.t0) * 0.05;
-    while (lo < hi) { var mid = (lo + hi) >> 1; if (m.flows[mid].from.ts < this.t0 - margin) lo = mid + 1; else hi = mid; }
-    for (var k = lo; k < m.flows.length && m.flows[k].from.ts <= this.t1; k++) {
-      list.push(m.flows[k]);
+  var ctx = this.ctx, m = this.model, f = m.flows, list = [], k;
+  if (this.showFlows && f.n) {
+    var lo = 0, hi = f.n, margin = (this.t1 - this.t0) * 0.05;
+    while (lo < hi) { var mid = (lo + hi) >> 1; if (f.fromTs[mid] < this.t0 - margin) lo = mid + 1; else hi = mid; }
+    for (k = lo; k < f.n && f.fromTs[k] <= this.t1; k++) {
+      list.push(k);
       if (list.length > 3000) break;
     }
   }
   ctx.strokeStyle = 'rgba(40,40,40,0.55)'; ctx.fillStyle = 'rgba(40,40,40,0.7)'; ctx.lineWidth = 1;
   if (list.length <= 3000) {
     for (k = 0; k < list.length; k++) {
-      var a = this.flowPoint(list[k].from, yOff), b = this.flowPoint(list[k].to, yOff);
+      var fl = m.flow(list[k]), a = this.flowPoint(fl.from, yOff), b = this.flowPoint(fl.to, yOff);
       if (a && b) this.drawArrow(a, b);
     }
   }

@@ -4,15 +4,15 @@
  * What it is for: the timeline, search, pipeline and compare views all read slices
  * by track and time. Millions of slices must fit in memory and be found fast.
  *
- * How it works: slices are stored column-wise in growable typed arrays (start and
- * duration in µs, name id into an interned string table, category code, track id);
- * only the args objects stay as JS objects. Tracks are (pid, tid) pairs grouped per
- * pid (one group per rank). finish() sorts each track's slices by (start, longest
- * first) when the file was not already in that order, then packs them into rows
- * greedily (a slice goes to the first row whose last slice has ended), which
- * reproduces the nesting of ranges and never lets two slices of a row overlap: each
- * row is sorted by start *and* by end, so binary search finds the visible ones.
- * B/E pairs, instants, counters (C) and flow events (s/t/f) are supported too.
+ * How it works: it wraps what trace_parse.js built (usually in a worker): slices are
+ * columns of typed arrays (start and duration in µs, name id into an interned string
+ * table, category code, track id, packed row, and the offset and length of the raw
+ * args JSON in a byte arena). Tracks are (pid, tid) pairs grouped per pid (one group
+ * per rank); each track's rows are Int32Array views into one index array, each row
+ * sorted by start *and* by end (the packing guarantees it), so binary search finds
+ * the visible slices. argsOf(i) parses one slice's args when asked (the detail panel,
+ * the pipeline view), keeping the last few parsed. Flows (launch → kernel) are four
+ * columns sorted by their start time.
  */
 'use strict';
 
@@ -22,198 +22,35 @@ SS.CATEGORIES = ['other', 'compute', 'comm', 'memcpy', 'memset', 'host', 'derive
 SS.CAT = { other: 0, compute: 1, comm: 2, memcpy: 3, memset: 4, host: 5, derived: 6 };
 SS.DERIVED_KINDS = { 'exposed comm': 'exposed', 'idle': 'idle', 'bubble': 'bubble' };
 
-SS.TraceModel = function () {
-  this.cap = 1 << 16;
-  this.n = 0;
-  this.ts = new Float64Array(this.cap);
-  this.dur = new Float64Array(this.cap);
-  this.nameId = new Int32Array(this.cap);
-  this.cat = new Uint8Array(this.cap);
-  this.track = new Int32Array(this.cap);
-  this.args = [];
-  this.names = [];             // id -> string
-  this.nameIndex = new Map();  // string -> id
-  this.tracks = [];            // {id, pid, tid, name, sort, kind, slices, rows, hasDerived}
-  this.trackIndex = new Map(); // "pid:tid" -> track
-  this.groups = new Map();     // pid -> {pid, name, sort, tracks, counters, collapsed}
-  this.counters = new Map();   // "pid:name:series" -> {pid, name, ts[], val[]}
-  this.flowStarts = new Map(); // id -> {track, ts}
-  this.flows = [];             // {from:{track,ts}, to:{track,ts}}
-  this.openB = new Map();      // track id -> stack of {ts, name, cat, args}
-  this.minTs = Infinity;
-  this.maxTs = -Infinity;
-  this.metadata = {};
-  this.eventCount = 0;
-  this.sortedOnInput = true;
-};
-
-SS.TraceModel.prototype.intern = function (s) {
-  var id = this.nameIndex.get(s);
-  if (id === undefined) {
-    id = this.names.length;
-    this.names.push(s);
-    this.nameIndex.set(s, id);
-  }
-  return id;
-};
-
-SS.TraceModel.prototype.group = function (pid) {
-  var g = this.groups.get(pid);
-  if (!g) {
-    g = { pid: pid, name: 'process ' + pid, sort: null, tracks: [], counters: [], collapsed: false,
-          rank: null };
-    this.groups.set(pid, g);
-  }
-  return g;
-};
-
-SS.TraceModel.prototype.getTrack = function (pid, tid) {
-  var key = pid + ':' + tid;
-  var t = this.trackIndex.get(key);
-  if (!t) {
-    t = { id: this.tracks.length, pid: pid, tid: tid, name: 'thread ' + tid, sort: null,
-          kind: 'slices', slices: [], rows: null, lastTs: -Infinity, hasDerived: false,
-          catMask: 0 };
-    this.tracks.push(t);
-    this.trackIndex.set(key, t);
-    this.group(pid).tracks.push(t);
-  }
-  return t;
-};
-
-SS.TraceModel.prototype.grow = function () {
-  var cap = this.cap * 2;
-  function g(a, T) { var b = new T(cap); b.set(a); return b; }
-  this.ts = g(this.ts, Float64Array);
-  this.dur = g(this.dur, Float64Array);
-  this.nameId = g(this.nameId, Int32Array);
-  this.cat = g(this.cat, Uint8Array);
-  this.track = g(this.track, Int32Array);
-  this.cap = cap;
-};
-
-SS.TraceModel.prototype.addSlice = function (t, ts, dur, name, catName, args) {
-  if (this.n === this.cap) this.grow();
-  var i = this.n++;
-  var c = SS.CAT[catName];
-  if (c === undefined) c = 0;
-  this.ts[i] = ts;
-  this.dur[i] = dur > 0 ? dur : 0;
-  this.nameId[i] = this.intern(name);
-  this.cat[i] = c;
-  this.track[i] = t.id;
-  this.args[i] = args;
-  t.slices.push(i);
-  t.catMask |= 1 << c;
-  if (c === SS.CAT.derived) t.hasDerived = true;
-  if (ts < t.lastTs) this.sortedOnInput = false;
-  t.lastTs = ts;
-  if (ts < this.minTs) this.minTs = ts;
-  if (ts + dur > this.maxTs) this.maxTs = ts + dur;
-};
-
-function categoryOf(ev) {
-  var a = ev.args;
-  if (a && typeof a.category === 'string') return a.category;
-  if (typeof ev.cat === 'string' && SS.CAT[ev.cat] !== undefined) return ev.cat;
-  return 'other';
-}
-
-/* Adds a batch of parsed events (any order, any phase). */
-SS.TraceModel.prototype.addEvents = function (events) {
-  for (var k = 0; k < events.length; k++) {
-    var ev = events[k];
-    if (ev === null || typeof ev !== 'object') continue;
-    this.eventCount++;
-    var ph = ev.ph, pid = ev.pid === undefined ? 0 : ev.pid, tid = ev.tid === undefined ? 0 : ev.tid;
-    var ts = +ev.ts;
-    var name = ev.name === undefined ? '' : String(ev.name);
-    if (ph === 'X') {
-      if (!isFinite(ts)) continue;
-      var dur = +ev.dur;
-      this.addSlice(this.getTrack(pid, tid), ts, isFinite(dur) ? dur : 0, name, categoryOf(ev), ev.args || null);
-    } else if (ph === 'B' || ph === 'E') {
-      if (!isFinite(ts)) continue;
-      var tr = this.getTrack(pid, tid);
-      var st = this.openB.get(tr.id);
-      if (!st) { st = []; this.openB.set(tr.id, st); }
-      if (ph === 'B') st.push({ ts: ts, name: name, cat: categoryOf(ev), args: ev.args || null });
-      else if (st.length) {
-        var b = st.pop();
-        var args = b.args;
-        if (ev.args) { args = Object.assign({}, b.args || {}, ev.args); }
-        this.addSlice(tr, b.ts, ts - b.ts, b.name, b.cat, args);
-      }
-    } else if (ph === 'i' || ph === 'I' || ph === 'R' || ph === 'n') {
-      if (!isFinite(ts)) continue;
-      this.addSlice(this.getTrack(pid, tid), ts, 0, name, categoryOf(ev), ev.args || null);
-    } else if (ph === 'M') {
-      var a = ev.args || {};
-      if (name === 'process_name') this.group(pid).name = String(a.name);
-      else if (name === 'process_sort_index') this.group(pid).sort = +a.sort_index;
-      else if (name === 'thread_name') this.getTrack(pid, tid).name = String(a.name);
-      else if (name === 'thread_sort_index') this.getTrack(pid, tid).sort = +a.sort_index;
-    } else if (ph === 'C') {
-      if (!isFinite(ts) || !ev.args) continue;
-      for (var key in ev.args) {
-        var v = +ev.args[key];
-        if (!isFinite(v)) continue;
-        var ck = pid + ':' + name + ':' + key;
-        var c = this.counters.get(ck);
-        if (!c) {
-          c = { pid: pid, name: name + (key === 'value' ? '' : ' · ' + key), ts: [], val: [], max: 0 };
-          this.counters.set(ck, c);
-          this.group(pid).counters.push(c);
-        }
-        c.ts.push(ts); c.val.push(v);
-        if (v > c.max) c.max = v;
-        if (ts < this.minTs) this.minTs = ts;
-      }
-    } else if (ph === 's' || ph === 't' || ph === 'f') {
-      if (!isFinite(ts) || ev.id === undefined) continue;
-      var fid = (ev.cat || '') + '#' + ev.id;
-      var end = { track: this.getTrack(pid, tid).id, ts: ts, enclosing: ph !== 'f' || ev.bp === 'e' };
-      if (ph === 's') this.flowStarts.set(fid, end);
-      else {
-        var s = this.flowStarts.get(fid);
-        if (s) {
-          this.flows.push({ from: s, to: end });
-          if (ph === 'f') this.flowStarts.delete(fid); else this.flowStarts.set(fid, end);
-        }
-      }
-    }
-  }
-};
-
-/* Sorts, packs rows, orders groups and tracks. Call once after the last batch. */
-SS.TraceModel.prototype.finish = function () {
-  var self = this, ts = this.ts, dur = this.dur;
-  this.args.length = this.n;
-  if (!isFinite(this.minTs)) { this.minTs = 0; this.maxTs = 1; }
-  if (this.maxTs <= this.minTs) this.maxTs = this.minTs + 1;
-  for (var ti = 0; ti < this.tracks.length; ti++) {
-    var t = this.tracks[ti];
-    var sl = t.slices;
-    var needSort = false;
-    for (var k = 1; k < sl.length; k++) {
-      var a = sl[k - 1], b = sl[k];
-      if (ts[b] < ts[a] || (ts[b] === ts[a] && dur[b] > dur[a])) { needSort = true; break; }
-    }
-    if (needSort) sl.sort(function (x, y) { return ts[x] - ts[y] || dur[y] - dur[x]; });
-    var rows = [], rowEnd = [];
-    for (k = 0; k < sl.length; k++) {
-      var i = sl[k], s = ts[i], r = 0;
-      while (r < rowEnd.length && rowEnd[r] > s + 1e-6) r++;
-      if (r === rows.length) { rows.push([]); rowEnd.push(-Infinity); }
-      rows[r].push(i);
-      rowEnd[r] = s + dur[i];
-    }
-    t.rows = rows.map(function (x) { return Int32Array.from(x); });
-    t.count = sl.length;
-    t.slices = null;
-  }
-  // flows: sorted by start time for range queries
-  this.flows.sort(function (x, y) { return x.from.ts - y.from.ts; });
+/* p: the object returned by a trace_parse.js Parser's finish(). */
+SS.TraceModel = function (p) {
+  this.n = p.n;
+  this.ts = p.ts; this.dur = p.dur; this.nameId = p.nameId; this.cat = p.cat; this.track = p.track;
+  this.rowIdx = p.rowIdx; this.argOff = p.argOff; this.argLen = p.argLen; this.arena = p.arena;
+  this.names = p.names;
+  this.nameIndex = new Map();
+  for (var k = 0; k < this.names.length; k++) this.nameIndex.set(this.names[k], k);
+  this.minTs = p.minTs; this.maxTs = p.maxTs;
+  this.metadata = p.metadata || {};
+  this.eventCount = p.eventCount;
+  this.flows = p.flows;                 // {n, fromTrack, fromTs, toTrack, toTs}, by fromTs
+  this.timing = p.timing || null;
+  this.argsCache = new Map();
+  this.decoder = new TextDecoder('utf-8');
+  var order = p.order, self = this;
+  this.order = order;             // slice indices, track by track, row by row
+  this.tracks = p.tracks.map(function (t) {
+    var rows = [];
+    for (var r = 0; r + 1 < t.rowStart.length; r++) rows.push(order.subarray(t.rowStart[r], t.rowStart[r + 1]));
+    return { id: t.id, pid: t.pid, tid: t.tid, name: t.name, sort: t.sort, kind: 'slices', rows: rows,
+             count: t.count, hasDerived: t.hasDerived, catMask: t.catMask };
+  });
+  this.groups = new Map();
+  p.groups.forEach(function (g) {
+    self.groups.set(g.pid, { pid: g.pid, name: g.name, sort: g.sort, tracks: [], counters: [], collapsed: false, rank: null });
+  });
+  this.tracks.forEach(function (t) { self.groups.get(t.pid).tracks.push(t); });
+  p.counters.forEach(function (c) { self.groups.get(c.pid).counters.push(c); });
   // groups: by sort index then pid; tracks: by sort index, derived last, then name
   var groups = Array.from(this.groups.values());
   groups.forEach(function (g) {
@@ -224,19 +61,45 @@ SS.TraceModel.prototype.finish = function () {
       return (x.hasDerived - y.hasDerived) || (sx - sy) || (x.name < y.name ? -1 : x.name > y.name ? 1 : 0);
     });
     g.tracks = g.tracks.filter(function (t) { return t.count > 0; });
-    g.counters.forEach(function (c) {
-      c.ts = Float64Array.from(c.ts);
-      c.val = Float64Array.from(c.val);
-    });
   });
   groups.sort(function (x, y) {
     var sx = x.sort === null ? x.pid : x.sort, sy = y.sort === null ? y.pid : y.sort;
-    return sx - sy || x.pid - y.pid;
+    return sx - sy || (x.pid < y.pid ? -1 : x.pid > y.pid ? 1 : 0);
   });
   this.groupList = groups.filter(function (g) { return g.tracks.length || g.counters.length; });
-  this.openB = null;
-  this.flowStarts = null;
-  void self;
+};
+
+/* Bytes held by the model's columns, rows, args arena and flows (typed arrays only). */
+SS.TraceModel.prototype.columnBytes = function () {
+  var f = this.flows, total = 0;
+  [this.ts, this.dur, this.nameId, this.cat, this.track, this.rowIdx, this.argOff, this.argLen, this.arena,
+   this.order, f.fromTrack, f.fromTs, f.toTrack, f.toTs].forEach(function (a) {
+    if (a) total += a.byteLength;
+  });
+  return total;
+};
+
+/* The args object of slice i (parsed on demand), or null. */
+SS.TraceModel.prototype.argsOf = function (i) {
+  var len = this.argLen[i];
+  if (!len) return null;
+  var a = this.argsCache.get(i);
+  if (a !== undefined) return a;
+  var off = this.argOff[i];
+  try {
+    a = JSON.parse(this.decoder.decode(this.arena.subarray(off, off + len)));
+  } catch (e) {
+    a = null;
+  }
+  if (this.argsCache.size > 4096) this.argsCache.clear();
+  this.argsCache.set(i, a);
+  return a;
+};
+
+/* Flow k as {from: {track, ts}, to: {track, ts}}. */
+SS.TraceModel.prototype.flow = function (k) {
+  var f = this.flows;
+  return { from: { track: f.fromTrack[k], ts: f.fromTs[k] }, to: { track: f.toTrack[k], ts: f.toTs[k] } };
 };
 
 /* First index in row whose end >= t (rows are sorted by start and by end). */
@@ -259,7 +122,7 @@ SS.TraceModel.prototype.firstStartingAt = function (row, t) {
   return lo;
 };
 
-/* The deepest slice of track t that contains time x (or -1), and its row. */
+/* The deepest slice of track t that contains time x (or null), and its row. */
 SS.TraceModel.prototype.sliceAt = function (t, x, slack) {
   slack = slack || 0;
   for (var r = t.rows.length - 1; r >= 0; r--) {
@@ -281,14 +144,7 @@ SS.TraceModel.prototype.sliceInRow = function (t, r, x, slack) {
   return -1;
 };
 
-SS.TraceModel.prototype.rowOf = function (i) {
-  var t = this.tracks[this.track[i]];
-  for (var r = 0; r < t.rows.length; r++) {
-    var row = t.rows[r], k = this.firstStartingAt(row, this.ts[i]);
-    for (; k < row.length && this.ts[row[k]] === this.ts[i]; k++) if (row[k] === i) return r;
-  }
-  return 0;
-};
+SS.TraceModel.prototype.rowOf = function (i) { return this.rowIdx[i]; };
 
 /* All slice indices whose name contains the query (case-insensitive), by start. */
 SS.TraceModel.prototype.search = function (query) {
@@ -304,7 +160,7 @@ SS.TraceModel.prototype.search = function (query) {
   return out;
 };
 
-/* Slices of one name set (e.g. derived kinds) of a group, for overlays and views. */
+/* Slices of a group for which predicate(i) holds, track by track, row by row. */
 SS.TraceModel.prototype.slicesOfGroup = function (g, predicate) {
   var out = [];
   for (var k = 0; k < g.tracks.length; k++) {
@@ -317,12 +173,35 @@ SS.TraceModel.prototype.slicesOfGroup = function (g, predicate) {
   return out;
 };
 
-/* Step windows [{step, start, end}] in µs, from `step` ranges of a group. */
+/* Slices of a group whose name is one of `names`. */
+SS.TraceModel.prototype.namedSlicesOfGroup = function (g, names) {
+  var ids = new Set(), self = this;
+  names.forEach(function (s) { var id = self.nameIndex.get(s); if (id !== undefined) ids.add(id); });
+  if (!ids.size) return [];
+  var nameId = this.nameId;
+  return this.slicesOfGroup(g, function (i) { return ids.has(nameId[i]); });
+};
+
+/*
+ * Step windows [{step, start, end}] in µs of a group, by start: the trainer's `step`
+ * ranges (step number in args.step, or args.payload as the exporter writes it), or
+ * else the analyzer's derived `step N` slices. step is null when unknown.
+ */
 SS.TraceModel.prototype.stepWindows = function (g) {
-  var self = this, id = this.nameIndex.get('step');
-  if (id === undefined) return [];
-  return this.slicesOfGroup(g, function (i) { return self.nameId[i] === id; }).map(function (i) {
-    var a = self.args[i] || {};
-    return { step: a.step !== undefined ? a.step : null, start: self.ts[i], end: self.ts[i] + self.dur[i] };
-  }).sort(function (a, b) { return a.start - b.start; });
+  var self = this, out = [];
+  this.namedSlicesOfGroup(g, ['step']).forEach(function (i) {
+    var a = self.argsOf(i) || {};
+    var s = a.step !== undefined ? a.step : a.payload !== undefined ? a.payload : null;
+    out.push({ step: s === null ? null : +s, start: self.ts[i], end: self.ts[i] + self.dur[i] });
+  });
+  if (!out.length) {
+    this.slicesOfGroup(g, function (i) {
+      return self.cat[i] === SS.CAT.derived && /^step \d+$/.test(self.names[self.nameId[i]]);
+    }).forEach(function (i) {
+      var a = self.argsOf(i) || {};
+      var s = a.step !== undefined ? +a.step : +self.names[self.nameId[i]].slice(5);
+      out.push({ step: s, start: self.ts[i], end: self.ts[i] + self.dur[i] });
+    });
+  }
+  return out.sort(function (a, b) { return a.start - b.start; });
 };
