@@ -46,6 +46,10 @@ def main():
             slices = d.execute_script("return stepscope.app.A.model.n")
             inter = d.execute_script("return stepscope.interactiveAt()")
             load = d.execute_script("return stepscope.loadMs()")
+            timing = d.execute_script("return stepscope.app.A.model.timing")
+            mode = d.execute_script("return stepscope.parseMode()")
+            col_bytes = d.execute_script("return stepscope.app.A.model.columnBytes()")
+            heap = d.execute_cdp_cmd("Runtime.getHeapUsage", {})
             frames = sorted(d.execute_script("return stepscope.benchFrames(%d)" % o.frames))
             errs = harness.console_errors(d)
     finally:
@@ -64,6 +68,10 @@ def main():
         "frame_ms_median": round(frames[len(frames) // 2], 2),
         "frame_ms_p95": round(frames[int(len(frames) * 0.95)], 2), "frame_ms_max": round(frames[-1], 2),
         "frames": len(frames), "console_errors": len(errs),
+        "parse_mode": mode, "worker_timing_ms": {k: round(v, 1) for k, v in (timing or {}).items()},
+        "model_column_mb": round(col_bytes / 1e6, 1),
+        "model_mb_per_1m_events": round(col_bytes / 1e6 * 1e6 / max(1, events), 1),
+        "page_js_heap_mb": round(heap["usedSize"] / 1e6, 1),
     }
     print(json.dumps(res, indent=1))
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """test_viewer.py — the viewer in a real browser (headless Chromium via Selenium).
 
-  test_viewer.py STEPSCOPE_EXE WORK_DIR CASE     CASE: timeline | chunks | pipeline | compare | html
+  test_viewer.py STEPSCOPE_EXE WORK_DIR CASE     CASE: timeline | chunks | pipeline | compare | html | parser
 
 Each case generates sample runs (tests/viewer/make_sample.py) in WORK_DIR, serves them
 with `stepscope view` on a free port (or writes `--html`), drives the page like a user
@@ -24,8 +24,8 @@ def load_json(path):
         return json.load(f)
 
 
-def js(d, code):
-    return d.execute_script(code)
+def js(d, code, *args):
+    return d.execute_script(code, *args)
 
 
 def click_at(d, x, y):
@@ -239,7 +239,98 @@ def case_real(exe, work, d):
         return srv
 
 
-CASES = {"real": case_real, "timeline": case_timeline, "chunks": case_chunks, "pipeline": case_pipeline,
+PARSER_DOCS = [
+    # object form, one event per line, metadata after the events
+    '{"traceEvents":[\n{"ph":"M","pid":1,"name":"process_name","args":{"name":"rank 0"}},\n'
+    '{"ph":"X","pid":1,"tid":2,"ts":1.5,"dur":2.25,"name":"gemm","cat":"kernel","args":{"category":"compute","correlation":7}},\n'
+    '{"ph":"X","pid":1,"tid":2,"ts":1348318.666,"dur":0.001,"name":"na\\"me \\u00e9","args":{"category":"comm","s":"}]{[\\\\"}}\n'
+    '],"displayTimeUnit":"ns","metadata":{"schedule":{"stages":2}}}',
+    # pretty-printed, keys in any order, metadata first, raw UTF-8, exponents, negatives
+    '{\n  "metadata" : {"x" : [1, {"y": "]"}]},\n  "traceEvents" : [\n    {\n      "args" : { "nested" : {"category":"memcpy"}, "v" : [1,2,{"a":"b"}] },\n'
+    '      "name" : "\u6f22\u5b57 kernel", "dur" : 1e3, "ts" : -2.5E-1, "tid" : "t1", "pid" : "p1", "ph" : "X", "cat":"memset"\n    } ,\n'
+    '    { "ph":"X", "pid":3, "tid":4, "ts":"12.5", "dur":null, "name":"s", "args":{"category":"weird"}, "cat":"comm" },\n'
+    '    { "ph":"X", "pid":3, "tid":4, "ts":12345678901234567, "dur":1.2345678901234567, "name":"long" }\n  ]\n}',
+    # array form: B/E with merged args, instants, counters, flows with numeric and string ids
+    '[{"ph":"B","pid":1,"tid":1,"ts":10,"name":"outer","args":{"a":1}},{"ph":"B","pid":1,"tid":1,"ts":11,"name":"inner"},'
+    '{"ph":"E","pid":1,"tid":1,"ts":12},{"ph":"E","pid":1,"tid":1,"ts":20,"args":{"b":2}},'
+    '{"ph":"i","pid":1,"tid":1,"ts":15,"name":"mark","s":"t"},{"ph":"C","pid":1,"name":"mem","ts":5,"args":{"value":3,"x":"4"}},'
+    '{"ph":"s","pid":1,"tid":1,"ts":10,"id":5,"cat":"launch","name":"l"},{"ph":"f","bp":"e","pid":1,"tid":2,"ts":13,"id":5,"cat":"launch","name":"l"},'
+    '{"ph":"s","pid":1,"tid":1,"ts":11,"id":"0:5","cat":"launch","name":"l"},{"ph":"f","pid":1,"tid":2,"ts":14,"id":"0:5","cat":"launch","name":"l"},'
+    '{"ph":"f","pid":1,"tid":2,"ts":14,"id":"nostart","cat":"launch","name":"l"}]',
+]
+PARSER_BAD = ['{"traceEvents":[{"ph":"X"', '{"traceEvents":[1,2]}', 'nope', '', '{"traceEvents":[{"ph":"X",}x]}']
+
+
+def case_parser(exe, work, d):
+    """The byte-level parser against JSON.parse, with chunk boundaries everywhere."""
+    run = harness.make_sample(os.path.join(work, "run_small"), "--dp", "1", "--pp", "2", "--steps", "1",
+                              "--microbatches", "2", "--layers", "1")
+    with harness.Server(exe, run) as srv:
+        d.get(srv.url)
+        harness.wait_state(d)
+        check(js(d, "return stepscope.parseMode()") == "worker", "the trace was parsed in a Web Worker")
+        res = js(d, """
+var docs = arguments[0], bad = arguments[1], F = SS.traceParserFactory(), enc = new TextEncoder(), out = [];
+var CAT = {other:0, compute:1, comm:2, memcpy:3, memset:4, host:5, derived:6};
+function viaParser(text, step) {
+  var bytes = enc.encode(text), p = new F.Parser(0);
+  for (var k = 0; k < bytes.length; k += step) p.push(bytes.subarray(k, Math.min(bytes.length, k + step)));
+  var r = p.finish(), m = new SS.TraceModel(r), sl = [];
+  for (var i = 0; i < r.n; i++) sl.push([r.ts[i], r.dur[i], r.names[r.nameId[i]], r.cat[i], JSON.stringify(m.argsOf(i)),
+                                          String(m.tracks[r.track[i]].pid) + '/' + String(m.tracks[r.track[i]].tid)].join('|'));
+  var fl = [];
+  for (var f = 0; f < r.flows.n; f++) fl.push([r.flows.fromTs[f], r.flows.toTs[f]].join('>'));
+  var cn = r.counters.map(function (c) { return c.name + '=' + Array.from(c.val).join(','); });
+  return JSON.stringify({ n: r.eventCount, sl: sl.sort(), fl: fl.sort(), cn: cn.sort(), md: r.metadata,
+                          groups: r.groups.map(function (g) { return g.name; }).sort() });
+}
+function viaJson(text) {
+  var doc = JSON.parse(text), evs = Array.isArray(doc) ? doc : doc.traceEvents, sl = [], open = {}, starts = {}, fl = [], cn = {}, groups = {};
+  evs.forEach(function (e) {
+    var cat = (e.args && typeof e.args.category === 'string') ? (CAT[e.args.category] || 0) : (CAT[e.cat] || 0);
+    var pid = e.pid === undefined || e.pid === null ? 0 : e.pid, tid = e.tid === undefined || e.tid === null ? 0 : e.tid;
+    var key = String(pid) + '/' + String(tid), ts = +e.ts;
+    groups[pid] = groups[pid] || 'process ' + pid;
+    if (e.ph === 'X' || e.ph === 'i') {
+      var dur = e.ph === 'i' ? 0 : +e.dur;
+      sl.push([ts, isFinite(dur) && dur > 0 ? dur : 0, e.name === undefined ? '' : String(e.name), cat, JSON.stringify(e.args || null), key].join('|'));
+    } else if (e.ph === 'B') { (open[key] = open[key] || []).push([e, cat]); }
+    else if (e.ph === 'E') {
+      var b = open[key].pop(), args = e.args ? Object.assign({}, b[0].args || {}, e.args) : (b[0].args || null);
+      sl.push([+b[0].ts, ts - b[0].ts, b[0].name, b[1], JSON.stringify(args), key].join('|'));
+    } else if (e.ph === 'M' && e.name === 'process_name') groups[pid] = e.args.name;
+    else if (e.ph === 'C') { for (var k in e.args) { var nm = e.name + (k === 'value' ? '' : ' · ' + k); (cn[nm] = cn[nm] || []).push(+e.args[k]); } }
+    else if (e.ph === 's') starts[e.cat + '#' + e.id] = ts;
+    else if (e.ph === 'f' && starts[e.cat + '#' + e.id] !== undefined) { fl.push(starts[e.cat + '#' + e.id] + '>' + ts); delete starts[e.cat + '#' + e.id]; }
+  });
+  return JSON.stringify({ n: evs.length, sl: sl.sort(), fl: fl.sort(), cn: Object.keys(cn).map(function (k) { return k + '=' + cn[k].join(','); }).sort(),
+                          md: Array.isArray(doc) ? {} : (doc.metadata || {}), groups: Object.keys(groups).map(function (k) { return groups[k]; }).sort() });
+}
+docs.forEach(function (text, d) {
+  var want = viaJson(text);
+  [1, 2, 3, 7, 64, 1 << 30].forEach(function (step) {
+    var got = viaParser(text, step);
+    if (got !== want) out.push('doc ' + d + ' step ' + step + ': ' + got + ' != ' + want);
+  });
+});
+bad.forEach(function (text) {
+  try { viaParser(text, 3); out.push('accepted bad input ' + text); }
+  catch (e) { if (!/^trace JSON: /.test(e.message)) out.push('bad input ' + text + ': ' + e.message); }
+});
+return out;""", PARSER_DOCS, PARSER_BAD)
+        check(res == [], "parser agrees with JSON.parse on %d documents at every chunk size, refuses %d bad ones %s" % (
+            len(PARSER_DOCS), len(PARSER_BAD), res[:3]))
+        # the same run parsed on the page (no worker) gives the same model
+        n_worker = js(d, "var m = stepscope.app.A.model; return [m.eventCount, m.n, m.flows.n, m.names.length]")
+        d.get(srv.url + "?worker=0&chunk=5")
+        harness.wait_state(d)
+        check(js(d, "return stepscope.parseMode()") == "page", "?worker=0 parses on the page")
+        check(js(d, "var m = stepscope.app.A.model; return [m.eventCount, m.n, m.flows.n, m.names.length]") == n_worker,
+              "worker and page parses agree %s" % n_worker)
+        return srv
+
+
+CASES = {"parser": case_parser, "real": case_real, "timeline": case_timeline, "chunks": case_chunks, "pipeline": case_pipeline,
          "compare": case_compare, "html": case_html}
 
 
