@@ -41,10 +41,13 @@
  */
 #include "kineto_source.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "json_stream.h"
@@ -935,35 +938,97 @@ out:
 
 /* ---- file and memory readers ---- */
 
-typedef struct gz_ctx {
-  gzFile f;
+/* A file, plain or gzip (told by its first two bytes, whatever its name).
+ * Plain files are read() straight into the tokenizer's buffer; gzip data is
+ * inflated straight into it from a 256 KiB buffer of compressed bytes, so
+ * each byte is copied once. Concatenated gzip members are read in turn;
+ * anything else after a member ends the input (as gzread does). */
+#define ZIN_CAP (256u << 10)
+
+typedef struct file_ctx {
+  int fd;
+  int gzip;
+  unsigned char *zin;            /* compressed input; for a plain file, its first bytes */
+  size_t pend_pos, pend_len;     /* plain: first bytes not yet handed over */
+  int zin_eof;                   /* no more bytes in the file */
+  z_stream z;
+  int z_ready, z_end;
   int failed;
   char msg[128];
-} gz_ctx;
+} file_ctx;
 
-static long gz_read(void *ctx, void *buf, size_t n) {
-  gz_ctx *g = ctx;
-  if (n > (1u << 30)) n = 1u << 30;
-  int got = gzread(g->f, buf, (unsigned)n);
-  if (got < 0) {
-    int errnum;
-    const char *m = gzerror(g->f, &errnum);
-    snprintf(g->msg, sizeof g->msg, "%s", m ? m : "read error");
-    g->failed = 1;
-    return -1;
+static long read_retry(int fd, void *buf, size_t n) {
+  for (;;) {
+    ssize_t got = read(fd, buf, n);
+    if (got >= 0 || errno != EINTR) return (long)got;
   }
-  return got;
+}
+
+static long file_fail(file_ctx *f, const char *what) {
+  snprintf(f->msg, sizeof f->msg, "%s", what);
+  f->failed = 1;
+  return -1;
+}
+
+/* Refills zin when it is empty; 0, or -1 on a read error. */
+static int file_fill_zin(file_ctx *f) {
+  if (f->z.avail_in > 0 || f->zin_eof) return 0;
+  long got = read_retry(f->fd, f->zin, ZIN_CAP);
+  if (got < 0) return (int)file_fail(f, strerror(errno));
+  if (got == 0) f->zin_eof = 1;
+  f->z.next_in = f->zin;
+  f->z.avail_in = (uInt)got;
+  return 0;
+}
+
+static long file_read(void *ctx, void *buf, size_t n) {
+  file_ctx *f = ctx;
+  if (n > (1u << 30)) n = 1u << 30;
+  if (!f->gzip) {
+    if (f->pend_pos < f->pend_len) {
+      size_t m = f->pend_len - f->pend_pos;
+      if (m > n) m = n;
+      memcpy(buf, f->zin + f->pend_pos, m);
+      f->pend_pos += m;
+      return (long)m;
+    }
+    long got = read_retry(f->fd, buf, n);
+    return got < 0 ? file_fail(f, strerror(errno)) : got;
+  }
+  if (f->z_end) return 0;
+  f->z.next_out = buf;
+  f->z.avail_out = (uInt)n;
+  while (f->z.avail_out > 0) {
+    if (file_fill_zin(f)) return -1;
+    if (f->z.avail_in == 0) {
+      if (f->z.avail_out < n) break; /* hand over what we have; fail on the next call */
+      return file_fail(f, "unexpected end of file");
+    }
+    int zr = inflate(&f->z, Z_NO_FLUSH);
+    if (zr == Z_STREAM_END) {
+      /* another gzip member may follow */
+      if (file_fill_zin(f)) return -1;
+      if (f->z.avail_in > 0 && f->z.next_in[0] == 0x1f && inflateReset(&f->z) == Z_OK) continue;
+      f->z_end = 1;
+      break;
+    }
+    if (zr != Z_OK && zr != Z_BUF_ERROR)
+      return file_fail(f, f->z.msg ? f->z.msg : "inflate failed");
+  }
+  return (long)(n - f->z.avail_out);
 }
 
 typedef struct mem_ctx {
   const unsigned char *p;
   size_t n, pos;
+  size_t chunk;                  /* most bytes per read */
 } mem_ctx;
 
 static long mem_read(void *ctx, void *buf, size_t n) {
   mem_ctx *m = ctx;
   size_t left = m->n - m->pos;
   if (n > left) n = left;
+  if (n > m->chunk) n = m->chunk;
   memcpy(buf, m->p + m->pos, n);
   m->pos += n;
   return (long)n;
@@ -971,34 +1036,75 @@ static long mem_read(void *ctx, void *buf, size_t n) {
 
 int ssa_kineto_load_memory(const void *data, size_t size, const char *name, ssa_rank *r,
                            stepscope_error *err) {
-  mem_ctx m = {data, size, 0};
+  return ssa_kineto_load_memory_chunked(data, size, SIZE_MAX, name, r, err);
+}
+
+int ssa_kineto_load_memory_chunked(const void *data, size_t size, size_t chunk, const char *name,
+                                   ssa_rank *r, stepscope_error *err) {
+  mem_ctx m = {data, size, 0, chunk ? chunk : 1};
   if (err) memset(err, 0, sizeof *err);
   return import(mem_read, &m, name, r, err);
 }
 
 int ssa_kineto_source_load(const char *path, ssa_rank *r, stepscope_error *err) {
   if (err) memset(err, 0, sizeof *err);
-  gz_ctx g = {0};
-  g.f = gzopen(path, "rb");
-  if (!g.f) {
+  file_ctx f;
+  memset(&f, 0, sizeof f);
+  f.fd = open(path, O_RDONLY | O_CLOEXEC);
+  f.zin = malloc(ZIN_CAP);
+  if (f.fd < 0 || !f.zin) {
+    int rc = f.fd < 0 ? STEPSCOPE_E_IO : STEPSCOPE_E_NOMEM;
     if (err) {
-      err->code = STEPSCOPE_E_IO;
-      snprintf(err->message, sizeof err->message, "%s: cannot open", path);
+      err->code = rc;
+      snprintf(err->message, sizeof err->message, "%s: %s", path,
+               f.fd < 0 ? "cannot open" : "out of memory");
     }
-    return STEPSCOPE_E_IO;
+    if (f.fd >= 0) close(f.fd);
+    free(f.zin);
+    return rc;
   }
-  gzbuffer(g.f, 256u << 10);
-  int rc = import(gz_read, &g, path, r, err);
-  if (g.failed && err) {
-    /* a decompression error: say so rather than "read error" */
-    char m[sizeof err->message];
-    snprintf(m, sizeof m, "%s: gzip data is corrupt or truncated (%s) near byte %llu of the JSON text",
-             path, g.msg, (unsigned long long)err->offset);
-    snprintf(err->message, sizeof err->message, "%s", m);
-    err->code = STEPSCOPE_E_FORMAT;
-    rc = STEPSCOPE_E_FORMAT;
+  posix_fadvise(f.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  /* the first bytes say whether it is gzip */
+  int rc = 0;
+  long got = read_retry(f.fd, f.zin, ZIN_CAP);
+  if (got < 0) {
+    rc = STEPSCOPE_E_IO;
+    if (err) {
+      err->code = rc;
+      snprintf(err->message, sizeof err->message, "%s: cannot read (%s)", path, strerror(errno));
+    }
+  } else if (got >= 2 && f.zin[0] == 0x1f && f.zin[1] == 0x8b) {
+    f.gzip = 1;
+    f.z.next_in = f.zin;
+    f.z.avail_in = (uInt)got;
+    if (inflateInit2(&f.z, 15 + 32) != Z_OK) rc = STEPSCOPE_E_NOMEM;
+    else f.z_ready = 1;
+  } else {
+    f.pend_len = (size_t)got;
+    f.zin_eof = got == 0;
   }
-  gzclose(g.f);
+  if (rc == 0) {
+    rc = import(file_read, &f, path, r, err);
+    if (f.failed && err) {
+      /* say what failed rather than "read error" */
+      char m[sizeof err->message];
+      if (f.gzip)
+        snprintf(m, sizeof m, "%s: gzip data is corrupt or truncated (%s) near byte %llu of the JSON text",
+                 path, f.msg, (unsigned long long)err->offset);
+      else
+        snprintf(m, sizeof m, "%s: read error (%s) near byte %llu", path, f.msg,
+                 (unsigned long long)err->offset);
+      snprintf(err->message, sizeof err->message, "%s", m);
+      err->code = f.gzip ? STEPSCOPE_E_FORMAT : STEPSCOPE_E_IO;
+      rc = err->code;
+    }
+  } else if (rc == STEPSCOPE_E_NOMEM && err) {
+    err->code = rc;
+    snprintf(err->message, sizeof err->message, "%s: out of memory for gzip", path);
+  }
+  if (f.z_ready) inflateEnd(&f.z);
+  close(f.fd);
+  free(f.zin);
   return rc;
 }
 

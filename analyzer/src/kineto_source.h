@@ -33,4 +33,10 @@ int ssa_kineto_source_load(const char *path, ssa_rank *r, stepscope_error *err);
 int ssa_kineto_load_memory(const void *data, size_t size, const char *name, ssa_rank *r,
                            stepscope_error *err);
 
+/* The same, the bytes handed to the tokenizer at most `chunk` (>= 1) per
+ * read, so that tokens cross input-buffer refills at every position (tests
+ * and the fuzz target check that the result does not depend on it). */
+int ssa_kineto_load_memory_chunked(const void *data, size_t size, size_t chunk, const char *name,
+                                   ssa_rank *r, stepscope_error *err);
+
 #endif

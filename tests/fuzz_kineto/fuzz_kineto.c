@@ -4,7 +4,11 @@
  * rank is finished (sort, join, classify), so the model sees whatever the
  * importer made of it. (Running the full analysis here is left out until
  * kernel_table.c / clock_align.c stop passing NULL to qsort for empty
- * arrays, which UBSan reports.) Built two ways:
+ * arrays, which UBSan reports.) Every input is imported a second time with
+ * the bytes handed over in small reads (1 to 13 bytes, from the input's
+ * size), so tokens cross the tokenizer's buffer refills everywhere; both
+ * imports must agree (same outcome, same error message, same records and
+ * strings) or the target aborts. Built two ways:
  *   - with STEPSCOPE_LIBFUZZER: LLVMFuzzerTestOneInput for libFuzzer;
  *   - without: a replay driver that runs every file of the directories
  *     given on the command line (the seed corpus and the committed
@@ -20,21 +24,59 @@
 #include "ssa_model.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* The same records from both imports (before finishing). */
+static int same_rank(const ssa_rank *a, const ssa_rank *b) {
+  if (a->nops != b->nops || a->napis != b->napis || a->nranges != b->nranges ||
+      a->ncolls != b->ncolls || a->nwarnings != b->nwarnings || a->rank != b->rank)
+    return 0;
+  for (size_t i = 0; i < a->nops; i++) {
+    const ssa_op *x = &a->ops[i], *y = &b->ops[i];
+    if (x->start != y->start || x->end != y->end || x->corr != y->corr || x->bytes != y->bytes ||
+        strcmp(ssa_rank_str(a, x->name), ssa_rank_str(b, y->name)))
+      return 0;
+  }
+  for (size_t i = 0; i < a->nranges; i++)
+    if (a->ranges[i].start != b->ranges[i].start ||
+        strcmp(ssa_rank_str(a, a->ranges[i].name), ssa_rank_str(b, b->ranges[i].name)))
+      return 0;
+  for (size_t i = 0; i < a->ncolls; i++)
+    if (a->colls[i].comm_id != b->colls[i].comm_id || a->colls[i].seq != b->colls[i].seq ||
+        a->colls[i].bytes != b->colls[i].bytes)
+      return 0;
+  for (size_t i = 0; i < a->nwarnings; i++)
+    if (strcmp(a->warnings[i], b->warnings[i])) return 0;
+  return 1;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  ssa_rank *r = calloc(1, sizeof *r);
-  if (!r || ssa_rank_init(r)) {
+  ssa_rank *r = calloc(2, sizeof *r);
+  if (!r) return 0;
+  if (ssa_rank_init(&r[0]) || ssa_rank_init(&r[1])) { /* out of memory: nothing to test */
+    ssa_rank_free(&r[0]);
+    ssa_rank_free(&r[1]);
     free(r);
     return 0;
   }
-  stepscope_error err;
-  if (ssa_kineto_load_memory(data, size, "fuzz.json", r, &err) != 0) {
+  stepscope_error err, err2;
+  int rc = ssa_kineto_load_memory(data, size, "fuzz.json", &r[0], &err);
+  int rc2 = ssa_kineto_load_memory_chunked(data, size, 1 + size % 13, "fuzz.json", &r[1], &err2);
+  if ((rc != 0) != (rc2 != 0)) abort();
+  if (rc != 0) {
     if (!err.message[0]) abort(); /* every failure must say why */
-    ssa_rank_free(r);
-    free(r);
-    return 0;
+    if (strcmp(err.message, err2.message)) {
+      fprintf(stderr, "error depends on read sizes:\n  %s\n  %s\n", err.message, err2.message);
+      abort();
+    }
+  } else {
+    if (!same_rank(&r[0], &r[1])) {
+      fprintf(stderr, "import depends on read sizes\n");
+      abort();
+    }
+    ssa_rank_finish(&r[0]);
   }
-  ssa_rank_finish(r);
-  ssa_rank_free(r);
+  ssa_rank_free(&r[0]);
+  ssa_rank_free(&r[1]);
   free(r);
   return 0;
 }

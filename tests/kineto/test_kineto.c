@@ -282,6 +282,66 @@ static void test_malformed(void) {
   ssa_rank_free(&r);
 }
 
+/* ---- token boundaries: a surrogate pair, UTF-8, numbers and escapes cut by
+ * input-buffer refills give the same result as when whole ---- */
+
+/* The name of the only op, or NULL when the import failed. */
+static char *only_op_name(const char *doc, size_t len, size_t chunk) {
+  ssa_rank r;
+  stepscope_error err;
+  char *out = NULL;
+  if (ssa_rank_init(&r)) return NULL;
+  int rc = chunk ? ssa_kineto_load_memory_chunked(doc, len, chunk, "cut.json", &r, &err)
+                 : ssa_kineto_load_memory(doc, len, "cut.json", &r, &err);
+  if (rc == 0 && r.nops == 1) out = strdup(ssa_rank_str(&r, r.ops[0].name));
+  ssa_rank_free(&r);
+  return out;
+}
+
+static void test_boundaries(void) {
+  /* every chunk size: every token boundary falls everywhere */
+  static const char doc[] =
+      "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"ts\":1700000000000001.5,\"dur\":2,"
+      "\"name\":\"a\\uD83D\\uDE00b\\u00e9\xc3\xa9\\\"\xe2\x82\xac\xf0\x9f\x98\x80\\n\"}]}";
+  static const char want[] = "a\xf0\x9f\x98\x80" "b\xc3\xa9\xc3\xa9\"\xe2\x82\xac\xf0\x9f\x98\x80\n";
+  for (size_t chunk = 1; chunk <= 24; chunk++) {
+    char *name = only_op_name(doc, sizeof doc - 1, chunk);
+    if (!name || strcmp(name, want)) {
+      fprintf(stderr, "chunk %zu: name '%s'\n", chunk, name ? name : "(import failed)");
+      failures++;
+    }
+    free(name);
+  }
+  /* a surrogate pair across the tokenizer's 256 KiB buffer, read whole: the
+   * pair starts at every position from 14 bytes before the end to the end */
+  const size_t buffer = 256u << 10;
+  const char *head = "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"ts\":1,\"dur\":1,\"pad\":\"";
+  const char *mid = "\",\"name\":\"x";
+  const char *tail = "\\uD83D\\uDE00y\"}]}";
+  size_t fixed = strlen(head) + strlen(mid);
+  char *big = malloc(buffer + 4096);
+  CHECK(big != NULL);
+  if (!big) return;
+  int bad = 0;
+  for (size_t back = 0; back <= 14; back++) {
+    size_t pad = buffer - back - fixed; /* the escape starts at buffer - back */
+    size_t n = 0;
+    memcpy(big + n, head, strlen(head)); n += strlen(head);
+    memset(big + n, 'p', pad); n += pad;
+    memcpy(big + n, mid, strlen(mid)); n += strlen(mid);
+    memcpy(big + n, tail, strlen(tail)); n += strlen(tail);
+    char *name = only_op_name(big, n, 0);
+    if (!name || strcmp(name, "x\xf0\x9f\x98\x80y")) {
+      fprintf(stderr, "pair at %zu bytes before the buffer end: name '%s'\n", back,
+              name ? name : "(import failed)");
+      bad++;
+    }
+    free(name);
+  }
+  CHECK_EQ(bad, 0);
+  free(big);
+}
+
 /* ---- gzip through the run loader, baseTimeNanoseconds ---- */
 static void test_gzip(const char *dir) {
   char path[512];
@@ -343,6 +403,7 @@ int main(int argc, char **argv) {
   test_collectives();
   test_graph_and_missing();
   test_malformed();
+  test_boundaries();
   test_gzip(dir);
   if (failures) {
     fprintf(stderr, "%d check(s) failed\n", failures);
