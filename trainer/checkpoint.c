@@ -291,9 +291,13 @@ int ckpt_latest_complete(const char *dir, long long *step, char *err, size_t n)
     return found;
 }
 
+static void debug_die(void);
+
 /* Removes one checkpoint directory: the manifest first (so a crash midway
- * leaves an incomplete checkpoint, never a complete one missing a shard). */
-static int remove_checkpoint(const char *dir, long long step, char *err, size_t n)
+ * leaves an incomplete checkpoint, never a complete one missing a shard).
+ * `die_midway`: testing, SIGKILL once the manifest is gone. */
+static int remove_checkpoint(const char *dir, long long step, int die_midway, char *err,
+                             size_t n)
 {
     char sd[1024], path[1400];
     step_dir_path(sd, sizeof sd, dir, step);
@@ -302,6 +306,8 @@ static int remove_checkpoint(const char *dir, long long step, char *err, size_t 
         return errf(err, n, "checkpoint: cannot remove %s: %s", path, strerror(errno));
     if (fsync_dir(sd, err, n) != 0)
         return -1;
+    if (die_midway)
+        debug_die();
     DIR *d = opendir(sd);
     if (!d)
         return errf(err, n, "checkpoint: cannot read %s: %s", sd, strerror(errno));
@@ -327,7 +333,7 @@ static int remove_checkpoint(const char *dir, long long step, char *err, size_t 
 /* Keeps the newest `keep` complete checkpoints; drops older complete ones and
  * incomplete ones older than the newest complete one (debris of a crash).
  * Incomplete ones newer than it may be being written and are left alone. */
-static int prune(const char *dir, int keep, char *err, size_t n)
+static int prune(const char *dir, int keep, int die_midway, char *err, size_t n)
 {
     step_entry *v;
     int count;
@@ -344,7 +350,7 @@ static int prune(const char *dir, int keep, char *err, size_t n)
         } else if (newest < 0) {
             continue;
         }
-        rc = remove_checkpoint(dir, v[i].step, err, n);
+        rc = remove_checkpoint(dir, v[i].step, die_midway, err, n);
         removed++;
     }
     free(v);
@@ -943,7 +949,8 @@ int ckpt_save(const ckpt_rank_state *s, int step, size_t *bytes_out, char *err, 
     if (rank == 0) {
         rc = write_manifest(s, sd, step, shards, my_err, sizeof my_err);
         if (rc == 0)
-            rc = prune(c->checkpoint_dir, c->checkpoint_keep, my_err, sizeof my_err);
+            rc = prune(c->checkpoint_dir, c->checkpoint_keep, debug_die_here(c, 0, step, 3),
+                       my_err, sizeof my_err);
         outcome = rc != 0;
     }
     if (world_sum(s, &outcome, 1, err, n) != 0)

@@ -107,7 +107,7 @@ static const opt_row rows[] = {
     {"debug-die-step", OPT_INT, OFF(debug_die_step), 0, "S", "testing: ... at step S", 1},
     {"debug-hang-rank", OPT_INT, OFF(debug_hang_rank), 0, "R", "testing: rank R stops", 1},
     {"debug-hang-step", OPT_INT, OFF(debug_hang_step), 0, "S", "testing: ... at step S", 1},
-    {"debug-die-in-checkpoint", OPT_SPECIAL, 0, 0, "STEP:RANK:shard|manifest",
+    {"debug-die-in-checkpoint", OPT_SPECIAL, 0, 0, "STEP:RANK:shard|manifest|prune",
      "testing: rank RANK kills itself while writing the checkpoint of STEP", 1},
 };
 
@@ -278,14 +278,21 @@ static int parse_special(train_config *c, const char *name, const char *v, char 
     if (!strcmp(name, "debug-die-in-checkpoint")) {
         int st, rk, used = 0;
         char point[16];
-        if (sscanf(v, "%d:%d:%15[a-z]%n", &st, &rk, point, &used) != 3 || v[used] || st < 0 ||
-            rk < 0 || (strcmp(point, "shard") != 0 && strcmp(point, "manifest") != 0)) {
-            set_err(err, n, "--debug-die-in-checkpoint %s: expected STEP:RANK:shard|manifest", v);
+        static const char *const points[] = {"shard", "manifest", "prune"};
+        int which = 0;
+        if (sscanf(v, "%d:%d:%15[a-z]%n", &st, &rk, point, &used) == 3 && !v[used] && st >= 0 &&
+            rk >= 0)
+            for (int k = 0; k < 3; k++)
+                if (!strcmp(point, points[k]))
+                    which = k + 1;
+        if (!which) {
+            set_err(err, n, "--debug-die-in-checkpoint %s: expected STEP:RANK:shard|manifest|prune",
+                    v);
             return -1;
         }
         c->debug_ckpt_die_step = st;
         c->debug_ckpt_die_rank = rk;
-        c->debug_ckpt_die_point = strcmp(point, "shard") == 0 ? 1 : 2;
+        c->debug_ckpt_die_point = which;
         return 0;
     }
     if (!strcmp(name, "profile-steps")) {

@@ -57,8 +57,9 @@ typedef struct train_config {
     /* testing aids */
     int debug_die_rank, debug_die_step;
     int debug_hang_rank, debug_hang_step;
-    /* --debug-die-in-checkpoint STEP:RANK:shard|manifest (point 1: halfway through the
-     * shard, 2: before the manifest's rename; 0: off) */
+    /* --debug-die-in-checkpoint STEP:RANK:shard|manifest|prune (point 1: halfway through
+     * the shard, 2: before the manifest's rename, 3: rank 0 pruning, once the first old
+     * manifest is removed; 0: off) */
     int debug_ckpt_die_step, debug_ckpt_die_rank, debug_ckpt_die_point;
 } train_config;
 

@@ -15,6 +15,9 @@
 #              renames the manifest into place). The run must fail, step 4 must
 #              be incomplete, step 2 complete and intact; resuming continues from
 #              step 2 with the uninterrupted run's losses and final shards.
+#              POINT prune (RANK 0, --checkpoint-keep 1): rank 0 dies removing step
+#              2 once step 4 is complete: step 2 must have lost its manifest first,
+#              and resuming continues from step 4.
 #   corrupt    a flipped byte in a shard, a truncated shard and a damaged manifest
 #              are each rejected with a message naming the file.
 #   incompatible
@@ -89,6 +92,23 @@ resume)
 die)
   point=$1 rank=$2
   reference 2
+  if [ "$point" = prune ]; then
+    # keep 1: the checkpoint of step 4 is complete, then rank 0 dies removing step 2's
+    run cut --checkpoint-dir "$dir/cut" --checkpoint-every 2 --checkpoint-keep 1 \
+      --debug-die-in-checkpoint "4:0:prune" && fail "the run killed while pruning did not fail"
+    complete "$dir/cut/step-00000004" || fail "the new checkpoint (step 4) is not complete"
+    complete "$dir/cut/step-00000002" && fail "step 2's manifest was not removed first"
+    ls "$dir/cut/step-00000002" | sed 's/^/  left in step-00000002: /'
+    same_shards "$dir/ref/step-00000004" "$dir/cut/step-00000004"
+    run resumed --checkpoint-dir "$dir/cut" --checkpoint-every 2 --checkpoint-keep 1 --resume \
+      --log "$dir/resumed.jsonl" || { cat "$dir/resumed.out"; fail "resuming after the crash failed"; }
+    compare_from 4 "$dir/ref.jsonl" "$dir/resumed.jsonl"
+    same_shards "$dir/ref/step-00000006" "$dir/cut/step-00000006"
+    left=$(ls "$dir/cut" | tr '\n' ' ')
+    [ "$left" = "step-00000006 " ] || fail "left after pruning: $left"
+    echo "OK: checkpoint die prune [$grid]"
+    exit 0
+  fi
   run cut --checkpoint-dir "$dir/cut" --checkpoint-every 2 --debug-die-in-checkpoint "4:$rank:$point" &&
     fail "the run killed in its checkpoint did not fail"
   case " $grid " in
