@@ -239,6 +239,76 @@ def case_real(exe, work, d):
         return srv
 
 
+def train_run(work, name, *args):
+    """A real run of the bundled trainer (CPU backend), once per work dir."""
+    import subprocess
+    train = os.environ.get("STEPSCOPE_TRAIN")
+    if not train:
+        harness.skip("STEPSCOPE_TRAIN (the stepscope-train executable) not given")
+    run = os.path.join(work, name)
+    if not os.path.isdir(run):
+        subprocess.run([train, "--backend", "cpu", "--trace", run] + list(args), check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return run
+
+
+def analyze_json(exe, run, out):
+    import subprocess
+    subprocess.run([exe, "analyze", run, "--json", out], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return load_json(out)
+
+
+def pipeline_boxes(d):
+    return js(d, """return Array.from(document.querySelectorAll('#pipeline-chart rect.op')).map(function (r) {
+        return {phase: r.classList.contains('op-F') ? 'F' : r.classList.contains('op-B') ? 'B' : 'R', mb: +r.dataset.mb,
+                rank: +r.dataset.rank, start: +r.dataset.start, end: +r.dataset.end}; })""")
+
+
+def case_pipeline_real(exe, work, d):
+    """The pipeline view on real trainer runs (DP2 x PP2, 1F1B and AFAB), exported and analyzed by stepscope."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+    mb, steps = 4, 3
+    for sched in ("1f1b", "afab"):
+        run = train_run(work, "train_" + sched, "--world", "4", "--dp", "2", "--pp", "2", "--schedule", sched,
+                        "--microbatches", str(mb), "--steps", str(steps))
+        report = analyze_json(exe, run, os.path.join(work, "train_%s_report.json" % sched))
+        with harness.Server(exe, run) as srv:
+            d.get(srv.url)
+            harness.wait_state(d)
+            d.find_element(By.CSS_SELECTOR, ".tab[data-tab=pipeline]").click()
+            labels = d.find_elements(By.CSS_SELECTOR, "#pipeline-chart text.stage-label")
+            check(sorted(int(l.get_attribute("data-stage")) for l in labels) == [0, 0, 1, 1],
+                  "%s: one row per rank, two per stage (from the report's pipeline_stage / args)" % sched)
+            opts = [o.text for o in d.find_elements(By.CSS_SELECTOR, "#pipeline-step option")]
+            check(opts == ["step %d" % k for k in range(steps)], "%s: steps by number %s" % (sched, opts))
+            for k in (0, steps - 1):
+                Select(d.find_element(By.ID, "pipeline-step")).select_by_index(k)
+                boxes = pipeline_boxes(d)
+                for rank in range(4):
+                    f = sorted(b["mb"] for b in boxes if b["rank"] == rank and b["phase"] == "F")
+                    bw = sorted(b["mb"] for b in boxes if b["rank"] == rank and b["phase"] == "B")
+                    check(f == list(range(mb)) and bw == list(range(mb)),
+                          "%s step %d rank %d: one forward and one backward box per micro-batch (F %s, B %s)" % (sched, k, rank, f, bw))
+                ratios = {int(t.get_attribute("data-rank")): t.get_attribute("data-measured")
+                          for t in d.find_elements(By.CSS_SELECTOR, "#pipeline-chart text.bubble-ratio")}
+                for r in report["ranks"]:
+                    want = [s["bubble_ratio"] for s in r["steps"] if s["step"] == k][0]
+                    check(abs(float(ratios[r["rank"]]) - want) < 1e-9,
+                          "%s step %d rank %d: measured bubble is the report's (%s)" % (sched, k, r["rank"], want))
+                texts = [t.text for t in d.find_elements(By.CSS_SELECTOR, "#pipeline-chart text.bubble-ratio")]
+                check(all("vs theory 20.0 %" in t for t in texts), "%s: theory (p-1)/(m+p-1) = 20.0 %% beside it" % sched)
+                for rank in range(4):
+                    fe = max(b["end"] for b in boxes if b["rank"] == rank and b["phase"] == "F")
+                    bs = min(b["start"] for b in boxes if b["rank"] == rank and b["phase"] == "B")
+                    if sched == "afab":
+                        check(fe <= bs, "afab step %d rank %d: all forwards before all backwards" % (k, rank))
+                    elif rank in (0, 1):
+                        check(bs < fe, "1f1b step %d rank %d (stage 0): a backward runs before the last forward" % (k, rank))
+            d.save_screenshot(os.path.join(work, "viewer-pipeline-%s.png" % sched))
+    return None
+
+
 PARSER_DOCS = [
     # object form, one event per line, metadata after the events
     '{"traceEvents":[\n{"ph":"M","pid":1,"name":"process_name","args":{"name":"rank 0"}},\n'
@@ -330,7 +400,7 @@ return out;""", PARSER_DOCS, PARSER_BAD)
         return srv
 
 
-CASES = {"parser": case_parser, "real": case_real, "timeline": case_timeline, "chunks": case_chunks, "pipeline": case_pipeline,
+CASES = {"pipeline_real": case_pipeline_real, "parser": case_parser, "real": case_real, "timeline": case_timeline, "chunks": case_chunks, "pipeline": case_pipeline,
          "compare": case_compare, "html": case_html}
 
 

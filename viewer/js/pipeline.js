@@ -1,9 +1,11 @@
 /*
  * pipeline.js — the Pipeline view: the micro-batch schedule per stage, from the trace.
  *
- * How it works: for the chosen step, every rank contributes the slices named
- * forward / backward / recompute that carry args.microbatch (their stage is
- * args.stage, else the report's rank stage, else the rank). Each rank becomes one
+ * How it works: for the chosen step (by step number: the trainer's `step` ranges,
+ * args.step or args.payload), every rank contributes the slices named forward /
+ * backward / recompute that carry a micro-batch: args.microbatch, or the JSON text in
+ * args.info that the exporter writes for the trainer's ranges (their stage is
+ * args.stage, else the report's pipeline_stage of the rank, else the rank). Each rank becomes one
  * row of an SVG chart, grouped by stage: forward boxes in a light shade and backward
  * boxes in a dark shade of the micro-batch's hue, labelled F3 / B3 as in the
  * Playbook's schedule figures; the rank's `bubble` slices are hatched. Beside each
@@ -16,9 +18,25 @@ var SS = window.SS || (window.SS = {});
 
 SS.PHASES = { forward: 'F', backward: 'B', recompute: 'R' };
 
+/* The micro-batch/stage fields of a forward/backward range's args: directly in args
+ * (`{"microbatch":3,"stage":1}`), or in the JSON text the exporter puts in args.info
+ * for NVTX/host ranges recorded with a JSON payload (the trainer's ranges). */
+SS.pipelineArgs = function (a) {
+  if (!a) return null;
+  if (a.microbatch !== undefined) return a;
+  if (typeof a.info === 'string' && a.info.charAt(0) === '{') {
+    try {
+      var inner = JSON.parse(a.info);
+      if (inner && inner.microbatch !== undefined) return inner;
+    } catch (e) { /* not JSON: no micro-batch */ }
+  }
+  return null;
+};
+
 SS.pipelineData = function (model, report) {
-  var ids = {};
-  model.names.forEach(function (n, id) { var p = SS.PHASES[n.toLowerCase()]; if (p) ids[id] = p; });
+  var phaseOf = {};
+  model.names.forEach(function (n, id) { var p = SS.PHASES[n.toLowerCase()]; if (p) phaseOf[id] = p; });
+  var names = model.names.filter(function (n) { return SS.PHASES[n.toLowerCase()]; });
   var bubbleId = model.nameIndex.get('bubble');
   var repRanks = {};
   ((report && report.ranks) || []).forEach(function (r) { repRanks[r.rank] = r; });
@@ -26,26 +44,74 @@ SS.pipelineData = function (model, report) {
   model.groupList.forEach(function (g) {
     var ops = [], bubbles = [], stage = null;
     var rank = g.rank !== null ? g.rank : g.pid;
-    model.slicesOfGroup(g, function (i) {
-      var p = ids[model.nameId[i]];
-      if (p) {
-        var a = model.argsOf(i) || {};
-        if (a.microbatch === undefined) return false;
-        if (a.stage !== undefined && stage === null) stage = +a.stage;
-        ops.push({ phase: p, mb: +a.microbatch, ts: model.ts[i], end: model.ts[i] + model.dur[i], slice: i });
-      } else if (model.nameId[i] === bubbleId && model.cat[i] === SS.CAT.derived) {
-        bubbles.push({ ts: model.ts[i], end: model.ts[i] + model.dur[i] });
-      }
-      return false;
+    model.namedSlicesOfGroup(g, names).forEach(function (i) {
+      var a = SS.pipelineArgs(model.argsOf(i));
+      if (!a) return;
+      if (a.stage !== undefined && stage === null) stage = +a.stage;
+      ops.push({ phase: phaseOf[model.nameId[i]], mb: +a.microbatch, ts: model.ts[i], end: model.ts[i] + model.dur[i], slice: i });
     });
     if (!ops.length) return;
-    if (stage === null && repRanks[rank] && repRanks[rank].stage !== undefined) stage = repRanks[rank].stage;
+    ops.forEach(function (o) { SS.projectToDevice(model, o); });
+    if (bubbleId !== undefined) {
+      model.slicesOfGroup(g, function (i) { return model.nameId[i] === bubbleId && model.cat[i] === SS.CAT.derived; }).forEach(function (i) {
+        bubbles.push({ ts: model.ts[i], end: model.ts[i] + model.dur[i] });
+      });
+    }
+    var rep = repRanks[rank] || null;
+    if (stage === null && rep) stage = rep.pipeline_stage !== undefined ? rep.pipeline_stage : rep.stage !== undefined ? rep.stage : null;
     if (stage === null) stage = rank;
-    rows.push({ group: g, rank: rank, stage: stage, ops: ops, bubbles: bubbles, steps: model.stepWindows(g),
-                report: repRanks[rank] || null });
+    ops.sort(function (x, y) { return x.ts - y.ts; });
+    rows.push({ group: g, rank: rank, stage: stage, ops: ops, bubbles: bubbles, steps: model.stepWindows(g), report: rep });
   });
   rows.sort(function (a, b) { return a.stage - b.stage || a.rank - b.rank; });
   return rows;
+};
+
+/*
+ * Where a forward/backward range's work ran: a host range (the CPU backend, or a
+ * CUDA launch loop) only enqueues; the operations it launched run later on the
+ * compute/communication streams. Following the launch flows that start inside the
+ * range gives their slices; the box is drawn over [first start, last end] of the
+ * compute among them (the pipeline sends and receives they enqueued are not part of
+ * the box) (o.ts/o.end stay the range's own, o.x0/o.x1 are what is drawn).
+ */
+SS.projectToDevice = function (model, o) {
+  var f = model.flows, track = model.track[o.slice], a = o.ts, b = o.end;
+  o.x0 = a; o.x1 = b; o.projected = false;
+  var lo = 0, hi = f.n;
+  while (lo < hi) { var mid = (lo + hi) >> 1; if (f.fromTs[mid] < a) lo = mid + 1; else hi = mid; }
+  var first = Infinity, last = -Infinity;
+  for (var k = lo; k < f.n && f.fromTs[k] <= b; k++) {
+    if (f.fromTrack[k] !== track) continue;
+    var hit = model.sliceAt(model.tracks[f.toTrack[k]], f.toTs[k], 0);
+    if (!hit) continue;
+    var i = hit.slice;
+    if (model.cat[i] !== SS.CAT.compute) continue;           // sends/receives run on their own streams
+    if (model.ts[i] < first) first = model.ts[i];
+    if (model.ts[i] + model.dur[i] > last) last = model.ts[i] + model.dur[i];
+  }
+  if (first <= last) { o.x0 = first; o.x1 = last; o.projected = true; }
+};
+
+/* The step numbers present in the rows (by first appearance in time), or positions. */
+SS.pipelineSteps = function (rows) {
+  var seen = new Map();
+  rows.forEach(function (r) {
+    r.steps.forEach(function (w, k) {
+      var key = w.step !== null ? w.step : k;
+      if (!seen.has(key) || seen.get(key) > w.start) seen.set(key, w.start);
+    });
+  });
+  return Array.from(seen.keys()).sort(function (a, b) { return seen.get(a) - seen.get(b); });
+};
+
+/* A row's window for step `step`: its step range with that number (or position). */
+SS.pipelineWindow = function (row, step, model) {
+  for (var k = 0; k < row.steps.length; k++) {
+    var w = row.steps[k];
+    if ((w.step !== null ? w.step : k) === step) return w;
+  }
+  return row.steps.length ? null : { start: model.minTs, end: model.maxTs };
 };
 
 SS.renderPipeline = function (root, model, report, stepIndex) {
@@ -55,11 +121,12 @@ SS.renderPipeline = function (root, model, report, stepIndex) {
     root.appendChild(SS.el('p', { className: 'missing', text: 'No forward/backward ranges with args.microbatch in this trace: no pipeline schedule to draw.' }));
     return;
   }
-  var nSteps = Math.max.apply(null, rows.map(function (r) { return r.steps.length; }));
-  stepIndex = Math.min(stepIndex || 0, Math.max(0, nSteps - 1));
+  var steps = SS.pipelineSteps(rows);
+  stepIndex = Math.min(stepIndex || 0, Math.max(0, steps.length - 1));
+  var step = steps.length ? steps[stepIndex] : null;
   var sel = SS.el('select', { id: 'pipeline-step' });
-  for (var k = 0; k < Math.max(1, nSteps); k++) {
-    var o = SS.el('option', { value: k, text: 'step ' + (rows[0].steps[k] && rows[0].steps[k].step !== null ? rows[0].steps[k].step : k) });
+  for (var k = 0; k < Math.max(1, steps.length); k++) {
+    var o = SS.el('option', { value: k, text: 'step ' + (steps.length ? steps[k] : k) });
     if (k === stepIndex) o.selected = true;
     sel.appendChild(o);
   }
@@ -77,9 +144,26 @@ SS.renderPipeline = function (root, model, report, stepIndex) {
   ]));
 
   // the window: the step on each row, common x axis from the earliest start
-  var wins = rows.map(function (r) { return r.steps[stepIndex] || { start: model.minTs, end: model.maxTs }; });
-  var t0 = Math.min.apply(null, wins.map(function (w) { return w.start; }));
-  var t1 = Math.max.apply(null, wins.map(function (w) { return w.end; }));
+  // a row's ops of this step: host range centred in the row's step range; the
+  // drawn window also covers the device work they launched
+  var wins = rows.map(function (r) { return SS.pipelineWindow(r, step, model); });
+  var known = wins.filter(function (w) { return w; });
+  if (!known.length) known = [{ start: model.minTs, end: model.maxTs }];
+  var t0 = Math.min.apply(null, known.map(function (w) { return w.start; }));
+  var t1 = Math.max.apply(null, known.map(function (w) { return w.end; }));
+  var stepOps = rows.map(function (r, k) {
+    var w = wins[k];
+    if (!w) return [];
+    return r.ops.filter(function (o) { var c = (o.ts + o.end) / 2; return c >= w.start && c <= w.end; });
+  });
+  stepOps.forEach(function (list) {
+    list.forEach(function (o) { if (o.x0 < t0) t0 = o.x0; if (o.x1 > t1) t1 = o.x1; });
+  });
+  wins = wins.map(function (w, k) {
+    w = w ? { start: w.start, end: w.end } : { start: t0, end: t0 };
+    stepOps[k].forEach(function (o) { if (o.x0 < w.start) w.start = o.x0; if (o.x1 > w.end) w.end = o.x1; });
+    return w;
+  });
   var labelW = 150, rightW = 190, rowH = 26, width = Math.max(900, root.clientWidth - 30), plotW = width - labelW - rightW;
   var height = rows.length * (rowH + 6) + 40;
   var svg = SS.svg('svg', { width: width, height: height, class: 'chart pipeline', id: 'pipeline-chart' });
@@ -100,14 +184,15 @@ SS.renderPipeline = function (root, model, report, stepIndex) {
       svg.appendChild(SS.svg('rect', { x: X(Math.max(b.ts, w.start)), y: y, width: Math.max(0.5, X(Math.min(b.end, w.end)) - X(Math.max(b.ts, w.start))),
                                        height: rowH, fill: 'url(#hatch)', class: 'bubble' }));
     });
-    r.ops.forEach(function (o) {
-      if (o.end < w.start || o.ts > w.end) return;
+    stepOps[k].forEach(function (o) {
       var hue = Math.round(o.mb * 360 / nMb);
       var fill = o.phase === 'F' ? 'hsl(' + hue + ',70%,72%)' : o.phase === 'B' ? 'hsl(' + hue + ',60%,42%)' : 'hsl(' + hue + ',30%,60%)';
-      var xa = X(o.ts), xb = X(o.end);
-      var rect = SS.svg('rect', { x: xa, y: y + 1, width: Math.max(1, xb - xa - 1), height: rowH - 2, fill: fill, class: 'op op-' + o.phase, 'data-mb': o.mb });
+      var xa = X(o.x0), xb = X(o.x1);
+      var rect = SS.svg('rect', { x: xa, y: y + 1, width: Math.max(1, xb - xa - 1), height: rowH - 2, fill: fill, class: 'op op-' + o.phase, 'data-mb': o.mb,
+                                  'data-rank': r.rank, 'data-start': o.x0, 'data-end': o.x1 });
       var title = SS.svg('title');
-      title.textContent = (o.phase === 'F' ? 'forward' : o.phase === 'B' ? 'backward' : 'recompute') + ' micro-batch ' + o.mb + ', ' + SS.formatTime(o.end - o.ts);
+      title.textContent = (o.phase === 'F' ? 'forward' : o.phase === 'B' ? 'backward' : 'recompute') + ' micro-batch ' + o.mb + ', ' + SS.formatTime(o.x1 - o.x0) +
+        (o.projected ? ' of launched work (the range itself: ' + SS.formatTime(o.end - o.ts) + ')' : '');
       rect.appendChild(title);
       svg.appendChild(rect);
       if (xb - xa > 18) {
@@ -117,13 +202,16 @@ SS.renderPipeline = function (root, model, report, stepIndex) {
       }
     });
     var measured = null;
-    if (r.report && r.report.steps && r.report.steps[stepIndex]) measured = r.report.steps[stepIndex].bubble_ratio;
+    var repStep = r.report && r.report.steps ? r.report.steps.filter(function (s) { return s.step === step; })[0] : null;
+    if (repStep) measured = repStep.bubble_ratio;
     if (measured === null || measured === undefined) {
       var bsum = 0;
       r.bubbles.forEach(function (b) { bsum += Math.max(0, Math.min(b.end, w.end) - Math.max(b.ts, w.start)); });
       measured = (w.end - w.start) > 0 ? bsum / (w.end - w.start) : null;
     }
     var rt = SS.svg('text', { x: labelW + plotW + 10, y: y + rowH / 2 + 4, class: 'bubble-ratio' });
+    rt.setAttribute('data-rank', r.rank);
+    rt.setAttribute('data-measured', measured === null ? '' : measured);
     rt.textContent = 'bubble ' + (measured !== null ? (measured * 100).toFixed(1) + ' %' : '—') + ' vs theory ' + (theory * 100).toFixed(1) + ' %';
     svg.appendChild(rt);
   });
@@ -135,5 +223,6 @@ SS.renderPipeline = function (root, model, report, stepIndex) {
   bt.textContent = SS.formatTime(t1 - t0);
   svg.appendChild(bt);
   root.appendChild(svg);
-  root.appendChild(SS.el('p', { className: 'note', text: 'Light boxes: forward; dark boxes: backward; hue: micro-batch; hatched: bubble (no compute and no non-pipeline collective).' }));
+  root.appendChild(SS.el('p', { className: 'note', text: 'Light boxes: forward; dark boxes: backward; hue: micro-batch; hatched: bubble (no compute and no non-pipeline collective). ' +
+    'A box spans the compute its range launched (followed through the launch flows), or the range itself when it launched none.' }));
 };
