@@ -929,7 +929,7 @@ int ckpt_save(const ckpt_rank_state *s, int step, size_t *bytes_out, char *err, 
         return -1;
     }
     int failed = 0, first_failed = -1;
-    shard_info shards[MAX_WORLD];
+    shard_info shards[MAX_WORLD] = {{0, 0}};
     for (int r = 0; r < world; r++) {
         if (rows[3 * r] != 0 && first_failed < 0)
             first_failed = r;
