@@ -89,6 +89,25 @@ typedef struct kgroup {
   uint64_t with_seq, without_seq;
 } kgroup;
 
+/* NCCL metadata seen on a `record_param_comms` CPU op (older PyTorch puts it
+ * only there, not on the kernel), kept until the whole file is read. */
+typedef struct kparam {
+  int64_t start, end;
+  uint64_t tid, ext_id;
+  int has_ext_id;
+  char coll_name[KSHORT], dtype[KSHORT], pg_name[KSHORT], pg_desc[KSHORT];
+  char *pg_ranks;                /* normalised "0,1,2,3" (owned) */
+  int has_in, has_out, has_group_size, has_seq;
+  uint64_t in_nelems, out_nelems, group_size, seq;
+} kparam;
+
+/* An NCCL kernel (by name) that carried no metadata of its own. */
+typedef struct kbare {
+  int64_t start, end;
+  uint64_t corr, ext_id, stream, device;
+  int has_corr, has_ext_id;
+} kbare;
+
 typedef struct kimport {
   js_stream js;
   ssa_rank *r;
@@ -104,6 +123,10 @@ typedef struct kimport {
   int64_t first_ts;
   kgroup *groups;
   size_t ngroups, groups_cap;
+  kparam *params;
+  size_t nparams, params_cap;
+  kbare *bares;
+  size_t nbares, bares_cap;
   uint64_t events, ignored, bad_times, truncated_names;
   uint32_t dom_user, dom_cpu, dom_gpu, id_none;
 } kimport;
@@ -456,6 +479,186 @@ static int emit_collective(kimport *k, int64_t s, int64_t e) {
   return 0;
 }
 
+/* ---- NCCL metadata on record_param_comms CPU ops ----
+ *
+ * Older PyTorch versions write the collective's metadata (name, sizes,
+ * dtype, process group) only on the `record_param_comms` CPU op that wraps
+ * the collective call, not on the NCCL kernel. Such ops and the NCCL
+ * kernels without metadata are kept while the file is read (in any order)
+ * and joined at the end: kernel -> (correlation) the runtime call that
+ * launched it -> the innermost record_param_comms op on the same host
+ * thread whose interval contains that call. When the launch call is
+ * missing, the kernel's "External id" equal to the op's is the fallback. */
+
+static int keep_param_comms(kimport *k, int64_t s, int64_t e) {
+  kevent *ev = &k->ev;
+  if (ssa_grow((void **)&k->params, &k->params_cap, k->nparams + 1, sizeof *k->params))
+    return STEPSCOPE_E_NOMEM;
+  kparam *p = &k->params[k->nparams];
+  memset(p, 0, sizeof *p);
+  p->pg_ranks = strdup(ev->pg_ranks);
+  if (!p->pg_ranks) return STEPSCOPE_E_NOMEM;
+  k->nparams++;
+  p->start = s;
+  p->end = e;
+  p->tid = ev->tid;
+  p->ext_id = ev->ext_id;
+  p->has_ext_id = ev->has_ext_id;
+  memcpy(p->coll_name, ev->coll_name, sizeof p->coll_name);
+  memcpy(p->dtype, ev->dtype, sizeof p->dtype);
+  memcpy(p->pg_name, ev->pg_name, sizeof p->pg_name);
+  memcpy(p->pg_desc, ev->pg_desc, sizeof p->pg_desc);
+  p->has_in = ev->has_in;
+  p->has_out = ev->has_out;
+  p->has_group_size = ev->has_group_size;
+  p->has_seq = ev->has_seq;
+  p->in_nelems = ev->in_nelems;
+  p->out_nelems = ev->out_nelems;
+  p->group_size = ev->group_size;
+  p->seq = ev->seq;
+  return 0;
+}
+
+static int keep_bare_nccl_kernel(kimport *k, int64_t s, int64_t e, uint64_t stream, uint64_t device) {
+  kevent *ev = &k->ev;
+  if (ssa_grow((void **)&k->bares, &k->bares_cap, k->nbares + 1, sizeof *k->bares))
+    return STEPSCOPE_E_NOMEM;
+  kbare *b = &k->bares[k->nbares++];
+  b->start = s;
+  b->end = e;
+  b->corr = ev->corr;
+  b->has_corr = ev->has_corr;
+  b->ext_id = ev->ext_id;
+  b->has_ext_id = ev->has_ext_id;
+  b->stream = stream;
+  b->device = device;
+  return 0;
+}
+
+static int cmp_param_thread_start(const void *pa, const void *pb) {
+  const kparam *a = pa, *b = pb;
+  if (a->tid != b->tid) return a->tid < b->tid ? -1 : 1;
+  if (a->start != b->start) return a->start < b->start ? -1 : 1;
+  return (a->end > b->end) - (a->end < b->end);
+}
+
+static int cmp_u32_by_api_corr(const void *pa, const void *pb, void *ctx) {
+  const ssa_api *apis = ctx;
+  uint64_t a = apis[*(const uint32_t *)pa].corr, b = apis[*(const uint32_t *)pb].corr;
+  return (a > b) - (a < b);
+}
+
+static int cmp_u32_by_param_ext(const void *pa, const void *pb, void *ctx) {
+  const kparam *params = ctx;
+  uint64_t a = params[*(const uint32_t *)pa].ext_id, b = params[*(const uint32_t *)pb].ext_id;
+  return (a > b) - (a < b);
+}
+
+/* The innermost op on thread `tid` whose interval contains time t, or NULL
+ * (params sorted by thread, then start). */
+static const kparam *param_around(const kimport *k, uint64_t tid, int64_t t) {
+  size_t lo = 0, hi = k->nparams;
+  while (lo < hi) { /* first index after (tid, t) */
+    size_t mid = lo + (hi - lo) / 2;
+    const kparam *p = &k->params[mid];
+    if (p->tid < tid || (p->tid == tid && p->start <= t)) lo = mid + 1;
+    else hi = mid;
+  }
+  /* the latest start first; nesting is shallow, so look back a little */
+  for (size_t i = lo, looked = 0; i > 0 && looked < 64; i--, looked++) {
+    const kparam *p = &k->params[i - 1];
+    if (p->tid != tid) break;
+    if (p->end >= t) return p;
+  }
+  return NULL;
+}
+
+static int join_param_comms(kimport *k) {
+  ssa_rank *r = k->r;
+  if (k->nbares == 0) return 0;
+  if (k->nparams == 0) return 0;
+  qsort(k->params, k->nparams, sizeof *k->params, cmp_param_thread_start);
+  /* launch calls by correlation */
+  uint32_t *by_corr = malloc((r->napis ? r->napis : 1) * sizeof *by_corr);
+  if (!by_corr) return STEPSCOPE_E_NOMEM;
+  size_t n = 0;
+  for (size_t i = 0; i < r->napis; i++)
+    if (r->apis[i].corr) by_corr[n++] = (uint32_t)i;
+  qsort_r(by_corr, n, sizeof *by_corr, cmp_u32_by_api_corr, r->apis);
+  /* ops by External id, for kernels whose launch call is missing */
+  uint32_t *by_ext = malloc(k->nparams * sizeof *by_ext);
+  if (!by_ext) {
+    free(by_corr);
+    return STEPSCOPE_E_NOMEM;
+  }
+  size_t next = 0;
+  for (size_t i = 0; i < k->nparams; i++)
+    if (k->params[i].has_ext_id) by_ext[next++] = (uint32_t)i;
+  qsort_r(by_ext, next, sizeof *by_ext, cmp_u32_by_param_ext, k->params);
+  uint64_t joined = 0, missed = 0;
+  int rc = 0;
+  for (size_t b = 0; b < k->nbares && rc == 0; b++) {
+    const kbare *kb = &k->bares[b];
+    const kparam *p = NULL;
+    if (kb->has_corr) {
+      size_t lo = 0, hi = n;
+      while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (r->apis[by_corr[mid]].corr < kb->corr) lo = mid + 1;
+        else hi = mid;
+      }
+      if (lo < n && r->apis[by_corr[lo]].corr == kb->corr) {
+        const ssa_api *a = &r->apis[by_corr[lo]];
+        p = param_around(k, r->lanes[a->lane].id, a->start);
+      }
+    }
+    if (!p && kb->has_ext_id) {
+      size_t lo = 0, hi = next;
+      while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (k->params[by_ext[mid]].ext_id < kb->ext_id) lo = mid + 1;
+        else hi = mid;
+      }
+      if (lo < next && k->params[by_ext[lo]].ext_id == kb->ext_id) p = &k->params[by_ext[lo]];
+    }
+    if (!p) {
+      missed++;
+      continue;
+    }
+    /* the kernel, with the op's metadata */
+    kevent *ev = &k->ev;
+    memcpy(ev->coll_name, p->coll_name, sizeof ev->coll_name);
+    memcpy(ev->dtype, p->dtype, sizeof ev->dtype);
+    memcpy(ev->pg_name, p->pg_name, sizeof ev->pg_name);
+    memcpy(ev->pg_desc, p->pg_desc, sizeof ev->pg_desc);
+    size_t len = strlen(p->pg_ranks);
+    if (len >= sizeof ev->pg_ranks) len = sizeof ev->pg_ranks - 1;
+    memcpy(ev->pg_ranks, p->pg_ranks, len);
+    ev->pg_ranks[len] = 0;
+    ev->has_in = p->has_in;
+    ev->has_out = p->has_out;
+    ev->has_group_size = p->has_group_size;
+    ev->has_seq = p->has_seq;
+    ev->in_nelems = p->in_nelems;
+    ev->out_nelems = p->out_nelems;
+    ev->group_size = p->group_size;
+    ev->seq = p->seq;
+    ev->has_stream = ev->has_device = 1;
+    ev->stream = ev->tid = kb->stream;
+    ev->device = ev->pid = kb->device;
+    ev->has_corr = kb->has_corr;
+    ev->corr = kb->corr;
+    rc = emit_collective(k, kb->start, kb->end);
+    joined++;
+  }
+  free(by_corr);
+  free(by_ext);
+  if (rc == 0 && missed)
+    ssa_rank_warn(r, "%s: %llu of %llu NCCL kernels without metadata found no record_param_comms op around their launch; classified by name",
+                  k->name, (unsigned long long)missed, (unsigned long long)(missed + joined));
+  return rc;
+}
+
 static int convert_event(kimport *k) {
   kevent *ev = &k->ev;
   k->events++;
@@ -497,6 +700,7 @@ static int convert_event(kimport *k) {
     memcpy(x->block, ev->block, sizeof x->block);
     int rc = ssa_rank_add_record(r, &rec);
     if (rc == 0 && ev->coll_name[0]) rc = emit_collective(k, s, e);
+    else if (rc == 0 && ssa_is_nccl_kernel_name(ev->name)) rc = keep_bare_nccl_kernel(k, s, e, stream, device);
     return rc;
   }
   case KC_MEMCPY: {
@@ -545,6 +749,10 @@ static int convert_event(kimport *k) {
         return 0;
       }
       thread = 0x6b00000000000000ull ^ stream; /* an annotation lane per stream */
+    }
+    if (ev->cat == KC_CPU_OP && ev->coll_name[0] && !strcmp(ev->name, "record_param_comms")) {
+      int rc = keep_param_comms(k, s, e);
+      if (rc) return rc;
     }
     rec.kind = STEPSCOPE_REC_RANGE;
     stepscope_range *x = &rec.u.range;
@@ -897,6 +1105,7 @@ static int finish_rank(kimport *k) {
   m.u.metadata.key = "layout";
   m.u.metadata.value_json = layout;
   if (k->world > 0 && (rc = ssa_rank_add_record(r, &m))) return rc;
+  if ((rc = join_param_comms(k))) return rc;
   if ((rc = finish_groups(k))) return rc;
   if (k->js.bad_utf8)
     ssa_rank_warn(r, "%s: %llu invalid UTF-8 sequences replaced by U+FFFD (first at byte %llu)", k->name,
@@ -931,6 +1140,9 @@ out:
   js_free(&k->js);
   for (size_t i = 0; i < k->ngroups; i++) free(k->groups[i].ranks);
   free(k->groups);
+  for (size_t i = 0; i < k->nparams; i++) free(k->params[i].pg_ranks);
+  free(k->params);
+  free(k->bares);
   for (int d = 0; d < KDEVICES; d++) free(k->device_names[d]);
   free(k);
   return rc;

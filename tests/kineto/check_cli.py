@@ -2,7 +2,9 @@
 """check_cli.py STEPSCOPE MAKE_KINETO WORKDIR — generates a 4-rank gzip Kineto
 run (CUDA graphs, kernels without correlation, ts relative to
 baseTimeNanoseconds) and checks `stepscope analyze --json` against the
-values the generator implies, then `stepscope export` and a single file."""
+values the generator implies, then `stepscope export`, a single file, a
+malformed rank, and NCCL metadata found only on record_param_comms CPU ops
+(the same collectives as when the kernels carry it)."""
 import json
 import os
 import shutil
@@ -57,4 +59,23 @@ with open(os.path.join(bad, "rank-1.json"), "w") as f:
     f.write('{"traceEvents": [{"ph": "X", "ts": 1.5')
 r = subprocess.run([exe, "analyze", bad], capture_output=True, text=True)
 check(r.returncode == 0 and "rank-1.json: byte " in r.stdout + r.stderr, "bad rank named with offset:\n" + r.stdout[-800:] + r.stderr)
+# NCCL metadata only on record_param_comms CPU ops (older PyTorch): joined to
+# the kernels through the launch call, the same collectives as when the
+# kernels carry it themselves
+pc = os.path.join(work, "param_comms")
+subprocess.run([sys.executable, gen, pc, "--ranks", "4", "--steps", "3", "--param-comms",
+                "--jitter-us", "0"], check=True)
+plain = os.path.join(work, "kernel_args")
+subprocess.run([sys.executable, gen, plain, "--ranks", "4", "--steps", "3", "--jitter-us", "0"], check=True)
+reps = []
+for d in (plain, pc):
+    o = os.path.join(work, os.path.basename(d) + ".json")
+    subprocess.run([exe, "analyze", d, "--json", o, "--quiet"], check=True)
+    reps.append(json.load(open(o)))
+check(reps[0]["collectives"]["summary"] and reps[0]["collectives"] == reps[1]["collectives"],
+      "collectives from record_param_comms:\n%s\n%s" % (reps[0]["collectives"], reps[1]["collectives"]))
+for a, b in zip(reps[0]["ranks"], reps[1]["ranks"]):
+    check(a["collectives"] == b["collectives"] and a["comm_ops_by_evidence"] == b["comm_ops_by_evidence"] > 0,
+          "rank %d collectives: %s vs %s" % (a["rank"], a["collectives"], b["collectives"]))
+    check(not any("record_param_comms" in w for w in b.get("warnings", [])), "no join warning: %s" % b.get("warnings"))
 sys.exit(1 if fail else 0)

@@ -20,7 +20,9 @@ What a file holds (the fields and args of torch.profiler 2.x output):
   - options: CUDA graph replay (--graphs: one cudaGraphLaunch whose kernels
     share its correlation id), kernels without correlation (--missing-corr),
     gzip output (--gzip), overlap of the gradient all-reduce with backward
-    on or off (--overlap), per-step jitter (--jitter-us, deterministic seed).
+    on or off (--overlap), per-step jitter (--jitter-us, deterministic seed),
+    NCCL metadata only on `record_param_comms` CPU ops around the launch
+    and not on the kernels, as older PyTorch writes it (--param-comms).
 
 Collective members leave together: an all-reduce ends on every member at
 max(arrival) + transfer time, as NCCL does. Everything is integer
@@ -28,7 +30,7 @@ nanoseconds internally, so expected values can be computed exactly.
 
 Usage: make_kineto.py OUT_DIR [--ranks 4] [--steps 4] [--layers 8]
        [--overlap on|off] [--gzip] [--graphs] [--missing-corr N]
-       [--jitter-us 20] [--seed 1] [--base-ns] [--scale K]
+       [--jitter-us 20] [--seed 1] [--base-ns] [--scale K] [--param-comms]
 """
 import argparse
 import gzip
@@ -119,15 +121,24 @@ def collective(ranks_objs, members, nelems, pg_name, pg_desc, ready, transfer):
     """All-reduce among `members` (rank objects); ready[r] = when rank r may start."""
     starts = {}
     launch = {}
+    args = coll_args(nelems, pg_name, pg_desc, [m.rank for m in members])
     for r in members:
+        op_start = r.host
+        if r.args.param_comms:
+            r.host += 1000  # c10d op -> record_param_comms -> nccl:all_reduce -> launch
         c, end = r.launch()
+        if r.args.param_comms:
+            ext = 900_000 + c
+            r.x("cpu_op", "record_param_comms", r.pid, r.tid, op_start, end + 500 - op_start,
+                dict(args, **{"External id": ext, "Rank": r.rank}))
+            r.x("cpu_op", "nccl:all_reduce", r.pid, r.tid, op_start + 500, end + 200 - op_start - 500,
+                {"External id": ext + 1})
         launch[r.rank] = c
         starts[r.rank] = max(ready[r.rank], end + 3000, r.free[COMM_STREAM])
     end = max(starts.values()) + transfer
-    args = coll_args(nelems, pg_name, pg_desc, [m.rank for m in members])
     for r in members:
-        r.kernel(NCCL_AR, COMM_STREAM, starts[r.rank], end - starts[r.rank], launch[r.rank], dict(args),
-                 grid=(24, 1, 1), block=(640, 1, 1))
+        r.kernel(NCCL_AR, COMM_STREAM, starts[r.rank], end - starts[r.rank], launch[r.rank],
+                 None if r.args.param_comms else dict(args), grid=(24, 1, 1), block=(640, 1, 1))
     return end
 
 
@@ -267,6 +278,8 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--base-ns", action="store_true")
     p.add_argument("--scale", type=int, default=1, help="multiplies kernel durations")
+    p.add_argument("--param-comms", action="store_true",
+                   help="NCCL metadata on record_param_comms CPU ops only (older PyTorch)")
     write(p.parse_args())
 
 

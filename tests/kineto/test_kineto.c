@@ -11,6 +11,10 @@
  *   missing     a kernel without correlation: kept, not joined
  *   malformed   truncated, deep nesting, huge integers, bad UTF-8, garbage
  *               -> clear errors naming the byte offset (or warnings)
+ *   param_comms NCCL metadata only on record_param_comms CPU ops: joined to
+ *               kernels through their launch call (or External id)
+ *   boundaries  escapes, surrogate pairs, UTF-8 and numbers cut by input
+ *               refills (every read size; a pair across the 256 KiB buffer)
  *   gzip        a .json.gz file read through the run loader, rank from
  *               distributedInfo and from the file name
  * Usage: test_kineto [SCRATCH_DIR]. Exit 0 when every check passes.
@@ -282,6 +286,63 @@ static void test_malformed(void) {
   ssa_rank_free(&r);
 }
 
+/* ---- NCCL metadata only on record_param_comms CPU ops ---- */
+static void test_param_comms(void) {
+  /* kernel 1: launched (corr 11) inside the op on thread 5 -> joined;
+   * kernel 2: no correlation, External id 77 = the second op's -> joined;
+   * kernel 3: launched (corr 13) on thread 6, no op there -> not joined.
+   * The kernels come first, as the order of a file is not guaranteed. */
+  static const char doc[] =
+      "{\"distributedInfo\":{\"rank\":1,\"world_size\":2},\"traceEvents\":["
+      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_Sum_f32_RING_LL\",\"pid\":0,\"tid\":20,"
+      "\"ts\":200,\"dur\":50,\"args\":{\"stream\":20,\"device\":0,\"correlation\":11,\"External id\":70}},"
+      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllGather_RING_LL\",\"pid\":0,\"tid\":20,"
+      "\"ts\":400,\"dur\":50,\"args\":{\"stream\":20,\"device\":0,\"External id\":77}},"
+      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_Sum_f32_RING_LL\",\"pid\":0,\"tid\":20,"
+      "\"ts\":600,\"dur\":50,\"args\":{\"stream\":20,\"device\":0,\"correlation\":13}},"
+      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"c10d::allreduce_\",\"pid\":9,\"tid\":5,\"ts\":99,\"dur\":30},"
+      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"record_param_comms\",\"pid\":9,\"tid\":5,\"ts\":100,\"dur\":20,"
+      "\"args\":{\"External id\":69,\"Collective name\":\"allreduce\",\"dtype\":\"Float\",\"In msg nelems\":256,"
+      "\"Out msg nelems\":256,\"Group size\":2,\"Process Group Name\":\"0\",\"Process Group Description\":\"default_pg\","
+      "\"Process Group Ranks\":\"[0, 1]\"}},"
+      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"nccl:all_reduce\",\"pid\":9,\"tid\":5,\"ts\":105,\"dur\":10,"
+      "\"args\":{\"External id\":70}},"
+      "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":9,\"tid\":5,\"ts\":110,\"dur\":4,"
+      "\"args\":{\"correlation\":11}},"
+      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"record_param_comms\",\"pid\":9,\"tid\":5,\"ts\":300,\"dur\":20,"
+      "\"args\":{\"External id\":77,\"Collective name\":\"_allgather_base\",\"dtype\":\"BFloat16\",\"In msg nelems\":16,"
+      "\"Out msg nelems\":32,\"Group size\":2,\"Process Group Name\":\"0\",\"Process Group Description\":\"default_pg\","
+      "\"Process Group Ranks\":\"[0, 1]\"}},"
+      "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":9,\"tid\":6,\"ts\":550,\"dur\":4,"
+      "\"args\":{\"correlation\":13}}"
+      "]}";
+  ssa_rank r;
+  stepscope_error err;
+  CHECK_EQ(load(doc, "pc.json", &r, &err), 0);
+  CHECK_EQ(r.ncolls, 2);
+  if (r.ncolls == 2) {
+    const ssa_coll *ar = r.colls[0].op == STEPSCOPE_COLL_ALLREDUCE ? &r.colls[0] : &r.colls[1];
+    const ssa_coll *ag = ar == &r.colls[0] ? &r.colls[1] : &r.colls[0];
+    CHECK_EQ(ar->op, STEPSCOPE_COLL_ALLREDUCE);
+    CHECK_EQ(ar->start, 200000);
+    CHECK_EQ(ar->end, 250000);
+    CHECK_EQ(ar->bytes, 1024);       /* 256 floats */
+    CHECK_EQ(ar->comm_size, 2);
+    CHECK_EQ(ar->comm_rank, 1);
+    CHECK_EQ(ar->corr, 11);
+    CHECK_EQ(ag->op, STEPSCOPE_COLL_ALLGATHER);
+    CHECK_EQ(ag->bytes, 64);         /* out 32 bf16 */
+    CHECK_EQ(ag->start, 400000);
+    CHECK(ar->comm_id == ag->comm_id);
+    CHECK_EQ(ar->seq, 0);            /* order within the group */
+    CHECK_EQ(ag->seq, 1);
+  }
+  int warned = 0;
+  for (size_t i = 0; i < r.nwarnings; i++) warned |= strstr(r.warnings[i], "1 of 3 NCCL kernels") != NULL;
+  CHECK(warned);
+  ssa_rank_free(&r);
+}
+
 /* ---- token boundaries: a surrogate pair, UTF-8, numbers and escapes cut by
  * input-buffer refills give the same result as when whole ---- */
 
@@ -403,6 +464,7 @@ int main(int argc, char **argv) {
   test_collectives();
   test_graph_and_missing();
   test_malformed();
+  test_param_comms();
   test_boundaries();
   test_gzip(dir);
   if (failures) {
