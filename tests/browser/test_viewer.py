@@ -309,6 +309,49 @@ def case_pipeline_real(exe, work, d):
     return None
 
 
+def case_compare_real(exe, work, d):
+    """The compare view on two real DP2 runs (overlap on vs off); B analyzed over steps 1..2 only."""
+    import subprocess
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+    a = train_run(work, "cmp_overlap_on", "--world", "2", "--dp", "2", "--overlap", "on", "--steps", "3")
+    b = train_run(work, "cmp_overlap_off", "--world", "2", "--dp", "2", "--overlap", "off", "--steps", "3")
+    # B's report covers steps 1 and 2 only: aligning by position would put B's step 1 beside A's step 0
+    subprocess.run([exe, "analyze", b, "--steps", "1:2", "--json", os.path.join(b, "report.json")], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    rb = load_json(os.path.join(b, "report.json"))
+    check(sorted({s["step"] for r in rb["ranks"] for s in r["steps"]}) == [1, 2], "B's report holds steps 1 and 2")
+    with harness.Server(exe, a, compare=b) as srv:
+        d.get(srv.url)
+        harness.wait_state(d)
+        d.find_element(By.CSS_SELECTOR, ".tab[data-tab=compare]").click()
+        labels = [t.text for t in d.find_elements(By.CSS_SELECTOR, "#compare-steps svg text") if " step " in t.text]
+        check(labels == ["A step 0", "A step 1", "B step 1", "A step 2", "B step 2"],
+              "per-step bars aligned by step number %s" % labels)
+        titles = [t.get_attribute("textContent") for t in d.find_elements(By.CSS_SELECTOR, "#compare-steps svg rect[data-series=compute] title")]
+        check(len(titles) == 5 and titles[2].startswith("B step 1") and titles[1].startswith("A step 1"), "bars carry their run and step")
+        # the lanes: every packed row of every track of rank 0 of both runs, for the step numbers
+        # both traces have (their `step` ranges: 0..2 in both)
+        opts = [o.text for o in d.find_elements(By.CSS_SELECTOR, "#compare-step option")]
+        check(opts == ["step 0", "step 1", "step 2"], "the lane view offers the step numbers both traces have %s" % opts)
+        check(js(d, "return document.getElementById('compare-canvas').dataset.step") == "0", "lanes start at step 0")
+        want = js(d, """var A = stepscope.app.A.model.groupList[0], B = stepscope.app.B.model.groupList[0], n = 0, deep = 0;
+            [A, B].forEach(function (g) { g.tracks.forEach(function (t) { n += t.rows.length; if (t.rows.length > 1) deep++; }); });
+            return [n, deep];""")
+        lanes = int(js(d, "return document.getElementById('compare-canvas').dataset.lanes"))
+        check(lanes == want[0] and want[1] > 0, "every row of every track drawn (%d lanes, %d tracks with nested rows)" % (lanes, want[1]))
+        Select(d.find_element(By.ID, "compare-step")).select_by_visible_text("step 2")
+        check(js(d, "return document.getElementById('compare-canvas').dataset.step") == "2", "choosing step 2 redraws the lanes")
+        # the step windows drawn are those of step 2 in each run: A's is the trainer's step range with payload 2
+        wa = js(d, "var m = stepscope.app.A.model; return m.stepWindows(m.groupList[0]).map(function (w) { return w.step; })")
+        check(wa == [0, 1, 2], "A's step ranges carry their numbers (args.payload) %s" % wa)
+        cells = {r.find_elements(By.TAG_NAME, "td")[0].text: [c.text for c in r.find_elements(By.TAG_NAME, "td")]
+                 for r in d.find_elements(By.CSS_SELECTOR, "#compare-table tbody tr")}
+        check(len(cells) == 10 and cells["span"][1] != "—" and cells["span"][2] != "—", "metric table filled for both runs")
+        d.save_screenshot(os.path.join(work, "viewer-compare-real.png"))
+        return srv
+
+
 PARSER_DOCS = [
     # object form, one event per line, metadata after the events
     '{"traceEvents":[\n{"ph":"M","pid":1,"name":"process_name","args":{"name":"rank 0"}},\n'
@@ -400,7 +443,7 @@ return out;""", PARSER_DOCS, PARSER_BAD)
         return srv
 
 
-CASES = {"pipeline_real": case_pipeline_real, "parser": case_parser, "real": case_real, "timeline": case_timeline, "chunks": case_chunks, "pipeline": case_pipeline,
+CASES = {"compare_real": case_compare_real, "pipeline_real": case_pipeline_real, "parser": case_parser, "real": case_real, "timeline": case_timeline, "chunks": case_chunks, "pipeline": case_pipeline,
          "compare": case_compare, "html": case_html}
 
 

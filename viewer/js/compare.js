@@ -1,14 +1,14 @@
 /*
  * compare.js — the Compare view: two runs aligned per step, with the numbers.
  *
- * How it works: steps are aligned by position (the i-th profiled step of run A
- * beside the i-th of run B). For every metric of the closed accounting, the median
+ * How it works: steps are aligned by step number (step 5 of run A beside step 5 of
+ * run B; a step only one run profiled stands alone). For every metric of the closed accounting, the median
  * over steps (mean over ranks per step) of A and B, the absolute and relative
  * change, and a verdict: a change smaller than the step-to-step spread (the larger
  * interquartile range of A and B) is marked as noise, as `stepscope diff` does.
- * Below: per-step stacked bars A vs B, and both runs' device lanes of one rank
- * for one step drawn on the same time scale from the step start, so the shapes
- * line up.
+ * Below: per-step stacked bars A vs B, and both runs' lanes of one rank for one
+ * step number (every packed row of every track) drawn on the same time scale from
+ * the step start, so the shapes line up.
  */
 'use strict';
 
@@ -17,22 +17,32 @@ var SS = window.SS || (window.SS = {});
 SS.COMPARE_METRICS = ['span_ns', 'compute_ns', 'comm_ns', 'overlap_ns', 'exposed_comm_ns', 'exposed_mem_ns',
                       'idle_ns', 'bubble_ns', 'overlap_ratio', 'bubble_ratio'];
 
-/* Per aligned step index: mean over ranks of each metric. */
+/* Per step number (in order): mean over ranks of each metric. */
 SS.stepMeans = function (report) {
-  var out = [];
+  var byStep = new Map();
   ((report && report.ranks) || []).forEach(function (r) {
     (r.steps || []).forEach(function (s, k) {
-      var o = out[k] || (out[k] = { step: s.step, n: {}, sum: {} });
+      var key = s.step !== undefined && s.step !== null ? s.step : k;
+      var o = byStep.get(key);
+      if (!o) { o = { step: key, n: {}, sum: {} }; byStep.set(key, o); }
       SS.COMPARE_METRICS.forEach(function (m) {
         if (typeof s[m] === 'number') { o.sum[m] = (o.sum[m] || 0) + s[m]; o.n[m] = (o.n[m] || 0) + 1; }
       });
     });
   });
-  return out.map(function (o) {
+  return Array.from(byStep.values()).sort(function (a, b) { return a.step - b.step; }).map(function (o) {
     var r = { step: o.step };
     SS.COMPARE_METRICS.forEach(function (m) { r[m] = o.n[m] ? o.sum[m] / o.n[m] : null; });
     return r;
   });
+};
+
+/* The step numbers of both runs, in order: [{step, a: means|null, b: means|null}]. */
+SS.alignSteps = function (sa, sb) {
+  var map = new Map();
+  sa.forEach(function (s) { map.set(s.step, { step: s.step, a: s, b: null }); });
+  sb.forEach(function (s) { var o = map.get(s.step) || { step: s.step, a: null, b: null }; o.b = s; map.set(s.step, o); });
+  return Array.from(map.values()).sort(function (x, y) { return x.step - y.step; });
 };
 
 SS.quantile = function (xs, q) {
@@ -79,68 +89,83 @@ SS.renderCompare = function (root, A, B, opts) {
       }))
     ]);
     root.appendChild(SS.section('Per-step medians, A vs B', [table]));
-    var sa = SS.stepMeans(A.report), sb = SS.stepMeans(B.report), bars = [];
-    for (var k = 0; k < Math.max(sa.length, sb.length); k++) {
-      if (sa[k]) bars.push({ label: 'A step ' + sa[k].step, values: SS.BREAKDOWN.map(function (x) { return sa[k][x.key]; }) });
-      if (sb[k]) bars.push({ label: 'B step ' + sb[k].step, values: SS.BREAKDOWN.map(function (x) { return sb[k][x.key]; }) });
-    }
+    var bars = [];
+    SS.alignSteps(SS.stepMeans(A.report), SS.stepMeans(B.report)).forEach(function (al) {
+      [['A', al.a], ['B', al.b]].forEach(function (x) {
+        if (x[1]) bars.push({ label: x[0] + ' step ' + al.step, values: SS.BREAKDOWN.map(function (b) { return x[1][b.key]; }) });
+      });
+    });
     root.appendChild(SS.section('Steps aligned (mean over ranks)', [SS.stackedBars(bars, SS.BREAKDOWN.map(function (b) { return { name: b.name, color: b.color }; }), { labelW: 110 })], 'compare-steps'));
   }
   if (A.model && B.model) SS.renderCompareLanes(root, A, B, opts);
 };
 
-/* Both runs' lanes of one rank and one step, on one time scale from the step start. */
+/* Both runs' lanes of one rank and one step number, on one time scale from the step start. */
 SS.renderCompareLanes = function (root, A, B, opts) {
   var ga = A.model.groupList, gb = B.model.groupList;
   var rankIdx = Math.min(opts.rank || 0, Math.min(ga.length, gb.length) - 1);
   if (rankIdx < 0) return;
   var wa = A.model.stepWindows(ga[rankIdx]), wb = B.model.stepWindows(gb[rankIdx]);
-  var stepIdx = Math.min(opts.step || 0, Math.max(0, Math.min(wa.length, wb.length) - 1));
-  var winA = wa[stepIdx] || { start: A.model.minTs, end: A.model.maxTs };
-  var winB = wb[stepIdx] || { start: B.model.minTs, end: B.model.maxTs };
-  var span = Math.max(winA.end - winA.start, winB.end - winB.start);
+  var numbered = function (ws) { var m = new Map(); ws.forEach(function (w, k) { m.set(w.step !== null ? w.step : k, w); }); return m; };
+  var na = numbered(wa), nb = numbered(wb);
+  var common = Array.from(na.keys()).filter(function (k) { return nb.has(k); }).sort(function (x, y) { return x - y; });
+  var step = opts.step !== undefined && common.indexOf(opts.step) >= 0 ? opts.step : (common.length ? common[0] : null);
+  var winA = step !== null ? na.get(step) : { start: A.model.minTs, end: A.model.maxTs };
+  var winB = step !== null ? nb.get(step) : { start: B.model.minTs, end: B.model.maxTs };
+  var span = Math.max(winA.end - winA.start, winB.end - winB.start) || 1;
   var rankSel = SS.el('select', { id: 'compare-rank' }), stepSel = SS.el('select', { id: 'compare-step' });
   for (var r = 0; r < Math.min(ga.length, gb.length); r++) {
     var o = SS.el('option', { value: r, text: ga[r].name }); if (r === rankIdx) o.selected = true; rankSel.appendChild(o);
   }
-  for (var s = 0; s < Math.max(1, Math.min(wa.length, wb.length)); s++) {
-    var so = SS.el('option', { value: s, text: 'step #' + s }); if (s === stepIdx) so.selected = true; stepSel.appendChild(so);
-  }
+  common.forEach(function (s) {
+    var so = SS.el('option', { value: s, text: 'step ' + s }); if (s === step) so.selected = true; stepSel.appendChild(so);
+  });
   var canvas = SS.el('canvas', { id: 'compare-canvas' });
-  function rerender() { SS.renderCompare(root, A, B, { rank: +rankSel.value, step: +stepSel.value }); }
+  function rerender() { SS.renderCompare(root, A, B, { rank: +rankSel.value, step: stepSel.value === '' ? undefined : +stepSel.value }); }
   rankSel.addEventListener('change', rerender);
   stepSel.addEventListener('change', rerender);
   root.appendChild(SS.section('One step, same scale (A above B)', [SS.el('div', { className: 'toolbar-row' }, [rankSel, stepSel,
-    SS.el('span', { className: 'note', text: '  A step ' + SS.formatTime(winA.end - winA.start) + ', B step ' + SS.formatTime(winB.end - winB.start) })]), canvas], 'compare-lanes'));
+    SS.el('span', { className: 'note', text: (common.length ? '' : '  no step number in both runs: whole runs shown;') +
+      '  A step ' + SS.formatTime(winA.end - winA.start) + ', B step ' + SS.formatTime(winB.end - winB.start) })]), canvas], 'compare-lanes'));
   var lanes = [];
   [[A, ga[rankIdx], winA, 'A'], [B, gb[rankIdx], winB, 'B']].forEach(function (x) {
     x[1].tracks.forEach(function (t) {
-      if (!(t.catMask & ((1 << SS.CAT.compute) | (1 << SS.CAT.comm) | (1 << SS.CAT.memcpy) | (1 << SS.CAT.derived)))) return;
-      lanes.push({ run: x[0], label: x[3] + ' · ' + t.name, track: t, win: x[2] });
+      for (var row = 0; row < t.rows.length; row++) {
+        var nm = t.name.length > 22 ? t.name.slice(0, 21) + '…' : t.name;
+        lanes.push({ run: x[0], label: x[3] + ' · ' + nm + (t.rows.length > 1 ? ' [' + row + ']' : ''), track: t, row: row, win: x[2] });
+      }
     });
   });
   var labelW = 200, rowH = 16, width = Math.max(900, root.clientWidth - 40), dpr = window.devicePixelRatio || 1;
   canvas.width = width * dpr; canvas.height = (lanes.length * rowH + 10) * dpr;
   canvas.style.width = width + 'px'; canvas.style.height = (lanes.length * rowH + 10) + 'px';
+  canvas.dataset.lanes = lanes.length;
+  canvas.dataset.step = step === null ? '' : step;
   var ctx = canvas.getContext('2d');
   ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
   ctx.font = '11px system-ui, sans-serif'; ctx.textBaseline = 'middle';
-  var plotW = width - labelW;
+  var plotW = width - labelW, nameColor = new Map();
   lanes.forEach(function (L, k) {
     var y = k * rowH, m = L.run.model;
     ctx.fillStyle = L.label[0] === 'A' ? '#eef3fa' : '#faf0ee';
     ctx.fillRect(0, y, width, rowH - 1);
     ctx.fillStyle = '#333';
-    ctx.fillText(L.label.slice(0, 32), 4, y + rowH / 2);
-    var row = L.track.rows[0], i0 = m.firstEndingAfter(row, L.win.start), lastPx = -1;
+    ctx.fillText(L.label, 4, y + rowH / 2);
+    var row = L.track.rows[L.row], i0 = m.firstEndingAfter(row, L.win.start), lastPx = -1;
     for (var j = i0; j < row.length; j++) {
       var i = row[j];
       if (m.ts[i] > L.win.end) break;
       var xa = labelW + (m.ts[i] - L.win.start) / span * plotW, xb = labelW + (m.ts[i] + m.dur[i] - L.win.start) / span * plotW;
       if (xb - xa < 1 && Math.floor(xa) === lastPx) continue;
       lastPx = Math.floor(xa);
-      var c = m.cat[i];
-      ctx.fillStyle = c === SS.CAT.derived ? (SS.COLORS[SS.DERIVED_KINDS[m.names[m.nameId[i]]]] || '#999') : (SS.COLORS[c] || '#999');
+      var c = m.cat[i], col;
+      if (c === SS.CAT.derived) col = SS.COLORS[SS.DERIVED_KINDS[m.names[m.nameId[i]]]] || '#999';
+      else if (c === SS.CAT.host || c === SS.CAT.other) {
+        var key = m.names[m.nameId[i]];
+        col = nameColor.get(key);
+        if (!col) { col = SS.hashColor(key); nameColor.set(key, col); }
+      } else col = SS.COLORS[c] || '#999';
+      ctx.fillStyle = col;
       ctx.fillRect(Math.max(labelW, xa), y + 1, Math.max(1, xb - Math.max(labelW, xa)), rowH - 3);
     }
   });
