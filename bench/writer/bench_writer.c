@@ -16,7 +16,8 @@
  *      thread's own cost, which is what a traced program pays, and the whole
  *      process's; compressed bytes per record of the mix;
  *   2. bytes per kernel record in a kernels-only file of the same kernels;
- *   3. records/s with several threads generating and appending at once.
+ *   3. records/s with several threads generating and appending at once;
+ * and the reader's rate on the file of part 1.
  *
  * usage: bench_writer [records (default 20000000)] [threads for part 3 (default cores)]
  *        STEPSCOPE_BENCH_ZSTD_LEVEL=N to try another zstd level
@@ -310,6 +311,23 @@ int main(int argc, char **argv) {
          "(%.0f ns/record; %.1f M/s wall)\n",
          (double)n / cpu / 1e6, cpu / (double)n * 1e9, (double)n / wall / 1e6);
   printf("  size: %.2f bytes/record\n", (double)bytes / (double)n);
+  /* the reader on the same file: decompression, validation, decoding */
+  stepscope_error rerr;
+  stepscope_reader *rd = stepscope_reader_open(path, &rerr);
+  if (rd) {
+    stepscope_record rec;
+    uint64_t nread = 0, sink = 0;
+    c0 = now_s(CLOCK_PROCESS_CPUTIME_ID);
+    while (stepscope_reader_next(rd, &rec, &rerr) == 1) {
+      nread++;
+      sink += rec.kind;
+    }
+    cpu = now_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
+    stepscope_reader_close(rd);
+    printf("reader on that file: %.1f M records/s per CPU second (%.0f ns/record, %llu records%s)\n",
+           (double)nread / cpu / 1e6, cpu / (double)nread * 1e9, (unsigned long long)nread,
+           sink ? "" : "?");
+  }
   unlink(path);
 
   w = open_writer(path, 1);

@@ -100,6 +100,96 @@ static inline uint8_t *finish_length(uint8_t *len_slot, uint8_t *end) {
     return finish_length(len_slot, p);                                                         \
   }
 
+/* Straight-line decoders from the same lists (the reader's hot path). A
+ * field missing at the end of a payload keeps 0 (an end time: the start). */
+typedef struct dec_ctx {
+  codec_state *cs;
+  uint64_t time;
+  uint32_t max_string_id;
+  char *why;
+  size_t why_len;
+} dec_ctx;
+
+static const uint8_t *dec_fail(dec_ctx *c, const char *what) {
+  if (c->why && c->why_len) snprintf(c->why, c->why_len, "%s", what);
+  return NULL;
+}
+static inline const uint8_t *dec_FT_U64(dec_ctx *c, const uint8_t *p, const uint8_t *end,
+                                        uint64_t *v) {
+  p = varint_get(p, end, v);
+  return p ? p : dec_fail(c, "a complete varint field inside the record");
+}
+static inline const uint8_t *dec_FT_U32(dec_ctx *c, const uint8_t *p, const uint8_t *end,
+                                        uint32_t *v) {
+  uint64_t x;
+  if (!(p = dec_FT_U64(c, p, end, &x))) return NULL;
+  if (x > UINT32_MAX) return dec_fail(c, "a 32-bit field value");
+  *v = (uint32_t)x;
+  return p;
+}
+static inline const uint8_t *dec_FT_STR(dec_ctx *c, const uint8_t *p, const uint8_t *end,
+                                        uint32_t *v) {
+  uint64_t x;
+  if (!(p = dec_FT_U64(c, p, end, &x))) return NULL;
+  if (x > c->max_string_id) {
+    if (c->why && c->why_len)
+      snprintf(c->why, c->why_len, "a defined string id (got %llu, %u defined)",
+               (unsigned long long)x, c->max_string_id);
+    return NULL;
+  }
+  *v = (uint32_t)x;
+  return p;
+}
+static inline const uint8_t *dec_FT_I32(dec_ctx *c, const uint8_t *p, const uint8_t *end,
+                                        int32_t *v) {
+  uint64_t x;
+  if (!(p = dec_FT_U64(c, p, end, &x))) return NULL;
+  int64_t sv = zigzag_decode(x);
+  if (sv < INT32_MIN || sv > INT32_MAX) return dec_fail(c, "a 32-bit signed field value");
+  *v = (int32_t)sv;
+  return p;
+}
+static inline const uint8_t *dec_FT_F64(dec_ctx *c, const uint8_t *p, const uint8_t *end,
+                                        double *v) {
+  p = f64_get(p, end, v);
+  return p ? p : dec_fail(c, "a complete 8-byte float field");
+}
+static inline const uint8_t *dec_FT_DUR(dec_ctx *c, const uint8_t *p, const uint8_t *end,
+                                        uint64_t *v) {
+  uint64_t x;
+  if (!(p = dec_FT_U64(c, p, end, &x))) return NULL;
+  *v = c->time + (uint64_t)zigzag_decode(x);
+  return p;
+}
+static inline const uint8_t *dec_FT_CORR(dec_ctx *c, const uint8_t *p, const uint8_t *end,
+                                         uint64_t *v) {
+  uint64_t x;
+  if (!(p = dec_FT_U64(c, p, end, &x))) return NULL;
+  c->cs->prev_corr += (uint64_t)zigzag_decode(x);
+  *v = c->cs->prev_corr;
+  return p;
+}
+static inline void missing_FT_DUR(dec_ctx *c, uint64_t *v) { *v = c->time; }
+#define missing_FT_U64(c, v) ((void)0)
+#define missing_FT_U32(c, v) ((void)0)
+#define missing_FT_STR(c, v) ((void)0)
+#define missing_FT_I32(c, v) ((void)0)
+#define missing_FT_F64(c, v) ((void)0)
+#define missing_FT_CORR(c, v) ((void)0)
+
+#define DECODE_FIELD(type, st, member)                                                          \
+  if (p < end) {                                                                               \
+    if (!(p = dec_##type(c, p, end, &b->member))) return -1;                                    \
+  } else {                                                                                     \
+    missing_##type(c, &b->member);                                                             \
+  }
+/* Decodes the payload into *b, which the caller zeroed (time already set). */
+#define DEFINE_DECODER(lower, st, KIND)                                                         \
+  static int decode_##lower(dec_ctx *c, const uint8_t *p, const uint8_t *end, st *b) {          \
+    KIND##_FIELDS(DECODE_FIELD)                                                                \
+    return 0; /* extra trailing bytes: fields of a newer minor version */                      \
+  }
+
 #define KERNEL_FIELDS(X) \
   X(FT_DUR, stepscope_kernel, end_ns) \
   X(FT_CORR, stepscope_kernel, correlation_id) \
@@ -118,6 +208,7 @@ static inline uint8_t *finish_length(uint8_t *len_slot, uint8_t *end) {
   X(FT_U64, stepscope_kernel, graph_id)
 static const kind_desc DESC_KERNEL = {T(stepscope_kernel, start_ns), {KERNEL_FIELDS(TABLE_ENTRY)}};
 DEFINE_TIMED_ENCODER(kernel, stepscope_kernel, start_ns, KERNEL)
+DEFINE_DECODER(kernel, stepscope_kernel, KERNEL)
 
 #define MEMCPY_FIELDS(X) \
   X(FT_DUR, stepscope_memcpy, end_ns) \
@@ -130,6 +221,7 @@ DEFINE_TIMED_ENCODER(kernel, stepscope_kernel, start_ns, KERNEL)
   X(FT_U32, stepscope_memcpy, dst_device)
 static const kind_desc DESC_MEMCPY = {T(stepscope_memcpy, start_ns), {MEMCPY_FIELDS(TABLE_ENTRY)}};
 DEFINE_TIMED_ENCODER(memcpy, stepscope_memcpy, start_ns, MEMCPY)
+DEFINE_DECODER(memcpy, stepscope_memcpy, MEMCPY)
 
 #define MEMSET_FIELDS(X) \
   X(FT_DUR, stepscope_memset, end_ns) \
@@ -140,6 +232,7 @@ DEFINE_TIMED_ENCODER(memcpy, stepscope_memcpy, start_ns, MEMCPY)
   X(FT_U32, stepscope_memset, value)
 static const kind_desc DESC_MEMSET = {T(stepscope_memset, start_ns), {MEMSET_FIELDS(TABLE_ENTRY)}};
 DEFINE_TIMED_ENCODER(memset, stepscope_memset, start_ns, MEMSET)
+DEFINE_DECODER(memset, stepscope_memset, MEMSET)
 
 #define SYNC_FIELDS(X) \
   X(FT_DUR, stepscope_sync, end_ns) \
@@ -150,6 +243,7 @@ DEFINE_TIMED_ENCODER(memset, stepscope_memset, start_ns, MEMSET)
   X(FT_U32, stepscope_sync, sync_kind)
 static const kind_desc DESC_SYNC = {T(stepscope_sync, start_ns), {SYNC_FIELDS(TABLE_ENTRY)}};
 DEFINE_TIMED_ENCODER(sync, stepscope_sync, start_ns, SYNC)
+DEFINE_DECODER(sync, stepscope_sync, SYNC)
 
 #define API_FIELDS(X) \
   X(FT_DUR, stepscope_api, end_ns) \
@@ -161,6 +255,7 @@ DEFINE_TIMED_ENCODER(sync, stepscope_sync, start_ns, SYNC)
   X(FT_I32, stepscope_api, return_code)
 static const kind_desc DESC_API = {T(stepscope_api, start_ns), {API_FIELDS(TABLE_ENTRY)}};
 DEFINE_TIMED_ENCODER(api, stepscope_api, start_ns, API)
+DEFINE_DECODER(api, stepscope_api, API)
 
 #define RANGE_FIELDS(X) \
   X(FT_DUR, stepscope_range, end_ns) \
@@ -174,6 +269,7 @@ DEFINE_TIMED_ENCODER(api, stepscope_api, start_ns, API)
   X(FT_STR, stepscope_range, args)
 static const kind_desc DESC_RANGE = {T(stepscope_range, start_ns), {RANGE_FIELDS(TABLE_ENTRY)}};
 DEFINE_TIMED_ENCODER(range, stepscope_range, start_ns, RANGE)
+DEFINE_DECODER(range, stepscope_range, RANGE)
 
 #define MARK_FIELDS(X) \
   X(FT_U64, stepscope_mark, thread) \
@@ -186,6 +282,7 @@ DEFINE_TIMED_ENCODER(range, stepscope_range, start_ns, RANGE)
   X(FT_STR, stepscope_mark, args)
 static const kind_desc DESC_MARK = {T(stepscope_mark, time_ns), {MARK_FIELDS(TABLE_ENTRY)}};
 DEFINE_TIMED_ENCODER(mark, stepscope_mark, time_ns, MARK)
+DEFINE_DECODER(mark, stepscope_mark, MARK)
 
 #define COLLECTIVE_FIELDS(X) \
   X(FT_DUR, stepscope_collective, end_ns) \
@@ -208,6 +305,7 @@ DEFINE_TIMED_ENCODER(mark, stepscope_mark, time_ns, MARK)
   X(FT_STR, stepscope_collective, name)
 static const kind_desc DESC_COLLECTIVE = {T(stepscope_collective, start_ns), {COLLECTIVE_FIELDS(TABLE_ENTRY)}};
 DEFINE_TIMED_ENCODER(collective, stepscope_collective, start_ns, COLLECTIVE)
+DEFINE_DECODER(collective, stepscope_collective, COLLECTIVE)
 
 #define HOST_OP_FIELDS(X) \
   X(FT_DUR, stepscope_host_op, end_ns) \
@@ -222,6 +320,7 @@ DEFINE_TIMED_ENCODER(collective, stepscope_collective, start_ns, COLLECTIVE)
   X(FT_STR, stepscope_host_op, args)
 static const kind_desc DESC_HOST_OP = {T(stepscope_host_op, start_ns), {HOST_OP_FIELDS(TABLE_ENTRY)}};
 DEFINE_TIMED_ENCODER(host_op, stepscope_host_op, start_ns, HOST_OP)
+DEFINE_DECODER(host_op, stepscope_host_op, HOST_OP)
 
 #define COUNTER_FIELDS(X) \
   X(FT_STR, stepscope_counter, name) \
@@ -229,6 +328,7 @@ DEFINE_TIMED_ENCODER(host_op, stepscope_host_op, start_ns, HOST_OP)
   X(FT_F64, stepscope_counter, value)
 static const kind_desc DESC_COUNTER = {T(stepscope_counter, time_ns), {COUNTER_FIELDS(TABLE_ENTRY)}};
 DEFINE_TIMED_ENCODER(counter, stepscope_counter, time_ns, COUNTER)
+DEFINE_DECODER(counter, stepscope_counter, COUNTER)
 
 #define MEMORY_FIELDS(X) \
   X(FT_U64, stepscope_memory, address) \
@@ -238,12 +338,14 @@ DEFINE_TIMED_ENCODER(counter, stepscope_counter, time_ns, COUNTER)
   X(FT_U32, stepscope_memory, memory_kind)
 static const kind_desc DESC_MEMORY = {T(stepscope_memory, time_ns), {MEMORY_FIELDS(TABLE_ENTRY)}};
 DEFINE_TIMED_ENCODER(memory, stepscope_memory, time_ns, MEMORY)
+DEFINE_DECODER(memory, stepscope_memory, MEMORY)
 
 #define DROPPED_FIELDS(X) \
   X(FT_U64, stepscope_dropped, count) \
   X(FT_U32, stepscope_dropped, source)
 static const kind_desc DESC_DROPPED = {T(stepscope_dropped, time_ns), {DROPPED_FIELDS(TABLE_ENTRY)}};
 DEFINE_TIMED_ENCODER(dropped, stepscope_dropped, time_ns, DROPPED)
+DEFINE_DECODER(dropped, stepscope_dropped, DROPPED)
 
 #define CLOCK_ANCHOR_FIELDS(X) \
   X(FT_U64, stepscope_clock_anchor, trace_ns) \
@@ -252,6 +354,7 @@ DEFINE_TIMED_ENCODER(dropped, stepscope_dropped, time_ns, DROPPED)
   X(FT_U64, stepscope_clock_anchor, uncertainty_ns)
 static const kind_desc DESC_CLOCK_ANCHOR = {-1, NULL, {CLOCK_ANCHOR_FIELDS(TABLE_ENTRY)}};
 DEFINE_UNTIMED_ENCODER(clock_anchor, stepscope_clock_anchor, CLOCK_ANCHOR)
+DEFINE_DECODER(clock_anchor, stepscope_clock_anchor, CLOCK_ANCHOR)
 
 #define OVERHEAD_FIELDS(X) \
   X(FT_DUR, stepscope_overhead, end_ns) \
@@ -259,6 +362,7 @@ DEFINE_UNTIMED_ENCODER(clock_anchor, stepscope_clock_anchor, CLOCK_ANCHOR)
   X(FT_STR, stepscope_overhead, name)
 static const kind_desc DESC_OVERHEAD = {T(stepscope_overhead, start_ns), {OVERHEAD_FIELDS(TABLE_ENTRY)}};
 DEFINE_TIMED_ENCODER(overhead, stepscope_overhead, start_ns, OVERHEAD)
+DEFINE_DECODER(overhead, stepscope_overhead, OVERHEAD)
 
 /* Added after the kinds above: correlations as plain u64 (no delta). */
 #define EXTERNAL_CORRELATION_FIELDS(X) \
@@ -268,6 +372,7 @@ DEFINE_TIMED_ENCODER(overhead, stepscope_overhead, start_ns, OVERHEAD)
 static const kind_desc DESC_EXTERNAL_CORRELATION = {-1, NULL,
                                                     {EXTERNAL_CORRELATION_FIELDS(TABLE_ENTRY)}};
 DEFINE_UNTIMED_ENCODER(external_correlation, stepscope_external_correlation, EXTERNAL_CORRELATION)
+DEFINE_DECODER(external_correlation, stepscope_external_correlation, EXTERNAL_CORRELATION)
 
 #define STREAM_FIELDS(X) \
   X(FT_U64, stepscope_stream, stream) \
@@ -277,6 +382,7 @@ DEFINE_UNTIMED_ENCODER(external_correlation, stepscope_external_correlation, EXT
   X(FT_I32, stepscope_stream, priority)
 static const kind_desc DESC_STREAM = {-1, NULL, {STREAM_FIELDS(TABLE_ENTRY)}};
 DEFINE_UNTIMED_ENCODER(stream, stepscope_stream, STREAM)
+DEFINE_DECODER(stream, stepscope_stream, STREAM)
 
 static const kind_desc DESC_METADATA = {
     -1, NULL, {F(FT_ISTR, stepscope_metadata, key), F(FT_ISTR, stepscope_metadata, value_json)}};
@@ -629,8 +735,28 @@ codec_result codec_decode(codec_state *st, const uint8_t **pp, const uint8_t *en
   memset(rec, 0, sizeof *rec);
   rec->kind = (uint32_t)kind;
   if (timed) AT(&rec->u, d->time_offset, uint64_t) = time;
-  if (decode_fields(st, payload, payload_end, d, &rec->u, time, max_string_id, store, store_ctx,
-                    why, why_len))
-    return CODEC_ERROR;
-  return CODEC_RECORD;
+  dec_ctx c = {st, time, max_string_id, why, why_len};
+  int rc;
+  switch (kind) {
+  case STEPSCOPE_REC_KERNEL: rc = decode_kernel(&c, payload, payload_end, &rec->u.kernel); break;
+  case STEPSCOPE_REC_MEMCPY: rc = decode_memcpy(&c, payload, payload_end, &rec->u.memcpy); break;
+  case STEPSCOPE_REC_MEMSET: rc = decode_memset(&c, payload, payload_end, &rec->u.memset); break;
+  case STEPSCOPE_REC_SYNC: rc = decode_sync(&c, payload, payload_end, &rec->u.sync); break;
+  case STEPSCOPE_REC_API: rc = decode_api(&c, payload, payload_end, &rec->u.api); break;
+  case STEPSCOPE_REC_RANGE: rc = decode_range(&c, payload, payload_end, &rec->u.range); break;
+  case STEPSCOPE_REC_MARK: rc = decode_mark(&c, payload, payload_end, &rec->u.mark); break;
+  case STEPSCOPE_REC_COLLECTIVE: rc = decode_collective(&c, payload, payload_end, &rec->u.collective); break;
+  case STEPSCOPE_REC_HOST_OP: rc = decode_host_op(&c, payload, payload_end, &rec->u.host_op); break;
+  case STEPSCOPE_REC_COUNTER: rc = decode_counter(&c, payload, payload_end, &rec->u.counter); break;
+  case STEPSCOPE_REC_MEMORY: rc = decode_memory(&c, payload, payload_end, &rec->u.memory); break;
+  case STEPSCOPE_REC_DROPPED: rc = decode_dropped(&c, payload, payload_end, &rec->u.dropped); break;
+  case STEPSCOPE_REC_OVERHEAD: rc = decode_overhead(&c, payload, payload_end, &rec->u.overhead); break;
+  case STEPSCOPE_REC_CLOCK_ANCHOR: rc = decode_clock_anchor(&c, payload, payload_end, &rec->u.clock_anchor); break;
+  case STEPSCOPE_REC_EXTERNAL_CORRELATION: rc = decode_external_correlation(&c, payload, payload_end, &rec->u.external_correlation); break;
+  case STEPSCOPE_REC_STREAM: rc = decode_stream(&c, payload, payload_end, &rec->u.stream); break;
+  default: /* METADATA (inline strings): the table-driven path */
+    rc = decode_fields(st, payload, payload_end, d, &rec->u, time, max_string_id, store,
+                       store_ctx, why, why_len);
+  }
+  return rc ? CODEC_ERROR : CODEC_RECORD;
 }
