@@ -555,6 +555,10 @@ static js_kind next_token(js_stream *js, int store) {
   js->buf[0] = 0;
   js->tok = js->buf;
   int c = next_byte(js);
+  if (js->state == S_VALUE && c >= 0) { /* after js_next_member: the common case */
+    js->tok_offset = here(js);
+    return read_value(js, c, store);
+  }
   for (;;) {
     if (c < 0) return end_of_input(js, c);
     js->tok_offset = here(js);
@@ -614,6 +618,38 @@ static js_kind next_token(js_stream *js, int store) {
 }
 
 js_kind js_next(js_stream *js) { return next_token(js, 1); }
+
+js_kind js_next_member(js_stream *js) {
+  restore_delimiter(js);
+  if (js->failed) return JS_ERROR;
+  int first = js->state == S_KEY_OR_CLOSE;
+  if ((!first && js->state != S_COMMA_OR_CLOSE) || !js->depth || !top_is_object(js))
+    return next_token(js, 1); /* not between members: the general path */
+  int c = next_byte(js);
+  if (c == ',' && !first) {
+    js->in_pos++;
+    js->state = S_KEY;
+    c = next_byte(js);
+  }
+  if (c != '"' || (first == 0 && js->state != S_KEY)) /* '}', errors, end of input */
+    return next_token(js, 1);
+  js->tok_offset = here(js);
+  js->in_pos++;
+  js_kind k = read_string(js, JS_KEY, 1);
+  if (k != JS_KEY) return k;
+  js->state = S_COLON;
+  /* the ':' and the blanks after it, when they are in the buffer (a refill
+   * would move the key handed out in place: leave them to the next call) */
+  const unsigned char *p = js->in + js->in_pos, *e = js->in + js->in_len;
+  while (p < e && *p <= ' ' && is_space(*p)) p++;
+  if (p < e && *p == ':') {
+    p++;
+    while (p < e && *p <= ' ' && is_space(*p)) p++;
+    js->in_pos = (size_t)(p - js->in);
+    js->state = S_VALUE;
+  }
+  return JS_KEY;
+}
 
 int js_skip_rest(js_stream *js, js_kind first) {
   if (first == JS_ERROR) return -1;

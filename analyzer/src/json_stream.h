@@ -85,6 +85,12 @@ void js_free(js_stream *js);
 /* The next token. After JS_ERROR every call returns JS_ERROR. */
 js_kind js_next(js_stream *js);
 
+/* Inside an object, after its JS_BEGIN_OBJECT or after one of its values:
+ * the next key (JS_KEY, text in tok/len) with the ':' that follows it
+ * consumed, so that the next call reads its value; or JS_END_OBJECT. The
+ * same tokens and errors as js_next, with less work per member. */
+js_kind js_next_member(js_stream *js);
+
 /* Skips the value whose first token is `first` (already returned by
  * js_next); for scalars this does nothing. 0, or -1 on error. */
 int js_skip_rest(js_stream *js, js_kind first);

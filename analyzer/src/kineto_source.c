@@ -279,7 +279,7 @@ static int args_key(const char *s, size_t n) {
 static int read_args(kimport *k) {
   kevent *ev = &k->ev;
   for (;;) {
-    js_kind t = js_next(&k->js);
+    js_kind t = js_next_member(&k->js);
     if (t == JS_END_OBJECT) return 0;
     if (t != JS_KEY) return -1;
     int key = args_key(k->js.tok, k->js.len); /* the key text lives until the next token */
@@ -811,7 +811,7 @@ static int read_event(kimport *k) {
   ev->has_in = ev->has_out = ev->has_group_size = ev->has_seq = 0;
   ev->in_nelems = ev->out_nelems = ev->group_size = ev->seq = 0;
   for (;;) {
-    js_kind t = js_next(&k->js);
+    js_kind t = js_next_member(&k->js);
     if (t == JS_END_OBJECT) break;
     if (t != JS_KEY) return js_error(k);
     int key = event_key(k->js.tok, k->js.len); /* the key text lives until the next token */
@@ -885,7 +885,7 @@ static int read_events(kimport *k) {
 
 static int read_distributed_info(kimport *k) {
   for (;;) {
-    js_kind t = js_next(&k->js);
+    js_kind t = js_next_member(&k->js);
     if (t == JS_END_OBJECT) return 0;
     if (t != JS_KEY) return js_error(k);
     int is_rank = !strcmp(k->js.tok, "rank"), is_world = !strcmp(k->js.tok, "world_size");
@@ -911,7 +911,7 @@ static int read_device_properties(kimport *k) {
     uint64_t id = UINT64_MAX;
     char name[KSHORT] = "";
     for (;;) {
-      js_kind kk = js_next(&k->js);
+      js_kind kk = js_next_member(&k->js);
       if (kk == JS_END_OBJECT) break;
       if (kk != JS_KEY) return js_error(k);
       int is_id = !strcmp(k->js.tok, "id"), is_name = !strcmp(k->js.tok, "name");
@@ -936,7 +936,7 @@ static int read_document(kimport *k) {
                      "not a Kineto trace (expected a JSON object or array)");
   int saw_events = 0;
   for (;;) {
-    t = js_next(&k->js);
+    t = js_next_member(&k->js);
     if (t == JS_END_OBJECT) break;
     if (t != JS_KEY) return js_error(k);
     char key[32];
