@@ -85,7 +85,10 @@ static int errf(char *err, size_t n, const char *fmt, ...)
 
 /* ---- CRC-32 -------------------------------------------------------------------------- */
 
-static uint32_t crc_table[256];
+/* Table-driven, eight bytes per step ("slicing by 8"): table[k][b] is the CRC
+ * contribution of byte b followed by k zero bytes, so eight lookups replace
+ * eight dependent single-byte steps (several times faster on large shards). */
+static uint32_t crc_table[8][256];
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
 
 static void crc_init(void)
@@ -94,8 +97,12 @@ static void crc_init(void)
         uint32_t c = i;
         for (int k = 0; k < 8; k++)
             c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-        crc_table[i] = c;
+        crc_table[0][i] = c;
     }
+    for (int k = 1; k < 8; k++)
+        for (uint32_t i = 0; i < 256; i++)
+            crc_table[k][i] =
+                crc_table[0][crc_table[k - 1][i] & 0xffu] ^ (crc_table[k - 1][i] >> 8);
 }
 
 uint32_t ckpt_crc32(uint32_t crc, const void *buf, size_t len)
@@ -103,8 +110,17 @@ uint32_t ckpt_crc32(uint32_t crc, const void *buf, size_t len)
     pthread_once(&crc_once, crc_init);
     const unsigned char *p = buf;
     crc = ~crc;
-    for (size_t i = 0; i < len; i++)
-        crc = crc_table[(crc ^ p[i]) & 0xffu] ^ (crc >> 8);
+    for (; len >= 8; p += 8, len -= 8) {
+        /* the bytes are combined explicitly, so the result does not depend on alignment
+         * or on the host's byte order */
+        uint32_t lo = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+                             (uint32_t)p[3] << 24);
+        crc = crc_table[7][lo & 0xffu] ^ crc_table[6][(lo >> 8) & 0xffu] ^
+              crc_table[5][(lo >> 16) & 0xffu] ^ crc_table[4][lo >> 24] ^
+              crc_table[3][p[4]] ^ crc_table[2][p[5]] ^ crc_table[1][p[6]] ^ crc_table[0][p[7]];
+    }
+    for (; len > 0; p++, len--)
+        crc = crc_table[0][(crc ^ *p) & 0xffu] ^ (crc >> 8);
     return ~crc;
 }
 
