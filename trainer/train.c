@@ -821,7 +821,7 @@ int train_rank_run(const train_config *cfg_in, const rank_env *env)
         fflush(stdout);
     }
     if (rc == 0 && is_printer && c->log[0]) {
-        t->log = fopen(c->log, "w");
+        t->log = fopen(c->log, c->resume ? "a" : "w"); /* a resumed run continues the log */
         if (!t->log) {
             snprintf(t->err, sizeof t->err, "--log %s: cannot open for writing", c->log);
             rc = -1;
