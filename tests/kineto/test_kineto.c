@@ -69,6 +69,63 @@ static void test_numbers(void) {
   CHECK(!js_number_u64("1.5", &u));
 }
 
+/* The tokenizer's fast conversions (digits accumulated while scanning, 8 at
+ * a time) agree with the text ones on numbers of every length and shape. */
+typedef struct text_src { const char *p; size_t n, pos; } text_src;
+static long text_read(void *ctx, void *buf, size_t n) {
+  text_src *t = ctx;
+  if (n > t->n - t->pos) n = t->n - t->pos;
+  memcpy(buf, t->p + t->pos, n);
+  t->pos += n;
+  return (long)n;
+}
+
+static void test_number_tokens(void) {
+  char *doc = malloc(1 << 20);
+  CHECK(doc != NULL);
+  if (!doc) return;
+  size_t n = 0;
+  unsigned seed = 12345;
+  doc[n++] = '[';
+  for (int i = 0; i < 4000; i++) {
+    int ndig = 1 + i % 24, nfrac = (i / 24) % 7;
+    if (i) doc[n++] = ',';
+    if (i % 5 == 0) doc[n++] = '-';
+    for (int d = 0; d < ndig; d++) {
+      seed = seed * 1103515245u + 12345u;
+      doc[n++] = (char)('0' + (d == 0 && ndig > 1 ? 1 + (seed >> 16) % 9 : (seed >> 16) % 10));
+    }
+    if (nfrac) {
+      doc[n++] = '.';
+      for (int d = 0; d < nfrac; d++) {
+        seed = seed * 1103515245u + 12345u;
+        doc[n++] = (char)('0' + (seed >> 16) % 10);
+      }
+    }
+  }
+  doc[n++] = ']';
+  text_src src = {doc, n, 0};
+  js_stream js;
+  CHECK(js_init(&js, text_read, &src) == 0);
+  int bad = 0, count = 0;
+  for (js_kind k = js_next(&js); k == JS_NUMBER || k == JS_BEGIN_ARRAY; k = js_next(&js)) {
+    if (k != JS_NUMBER) continue;
+    count++;
+    uint64_t a = 0, b = 0;
+    int64_t x = 0, y = 0;
+    int ra = js_tok_u64(&js, &a), rb = js_number_u64(js.tok, &b);
+    int rx = js_tok_scaled(&js, 3, &x), ry = js_number_scaled(js.tok, 3, &y);
+    if (ra != rb || (ra && a != b) || rx != ry || (rx && x != y)) {
+      if (bad++ < 5) fprintf(stderr, "number %s: u64 %d/%llu vs %d/%llu, scaled %d/%lld vs %d/%lld\n", js.tok,
+                             ra, (unsigned long long)a, rb, (unsigned long long)b, rx, (long long)x, ry, (long long)y);
+    }
+  }
+  CHECK_EQ(count, 4000);
+  CHECK_EQ(bad, 0);
+  js_free(&js);
+  free(doc);
+}
+
 /* ---- one step, exact metrics ----
  * Step range [0, 1000) us on thread 1, launches at 10 and 20 us.
  * compute kernel  [100.001, 300.001) us = [100001, 300001) ns
@@ -460,6 +517,7 @@ static void test_gzip(const char *dir) {
 int main(int argc, char **argv) {
   const char *dir = argc > 1 ? argv[1] : "/tmp";
   test_numbers();
+  test_number_tokens();
   test_metrics();
   test_collectives();
   test_graph_and_missing();
