@@ -725,38 +725,101 @@ codec_result codec_decode(codec_state *st, const uint8_t **pp, const uint8_t *en
     rec->kind = STEPSCOPE_REC_HEADER;
     return CODEC_RECORD;
   }
-  const kind_desc *d = codec_desc((uint32_t)kind);
-  if (!d) return CODEC_SKIPPED;
-  if ((d->time_offset >= 0) != timed) {
-    set_why(why, why_len, timed ? "no timestamp on this record kind"
-                                : "a timestamp on this record kind");
-    return CODEC_ERROR;
-  }
-  memset(rec, 0, sizeof *rec);
-  rec->kind = (uint32_t)kind;
-  if (timed) AT(&rec->u, d->time_offset, uint64_t) = time;
+  /* A kind's own decoder; the kind is set only for what decodes. */
   dec_ctx c = {st, time, max_string_id, why, why_len};
   int rc;
+  memset(rec, 0, sizeof *rec); /* no bytes of an earlier record survive in the union */
   switch (kind) {
-  case STEPSCOPE_REC_KERNEL: rc = decode_kernel(&c, payload, payload_end, &rec->u.kernel); break;
-  case STEPSCOPE_REC_MEMCPY: rc = decode_memcpy(&c, payload, payload_end, &rec->u.memcpy); break;
-  case STEPSCOPE_REC_MEMSET: rc = decode_memset(&c, payload, payload_end, &rec->u.memset); break;
-  case STEPSCOPE_REC_SYNC: rc = decode_sync(&c, payload, payload_end, &rec->u.sync); break;
-  case STEPSCOPE_REC_API: rc = decode_api(&c, payload, payload_end, &rec->u.api); break;
-  case STEPSCOPE_REC_RANGE: rc = decode_range(&c, payload, payload_end, &rec->u.range); break;
-  case STEPSCOPE_REC_MARK: rc = decode_mark(&c, payload, payload_end, &rec->u.mark); break;
-  case STEPSCOPE_REC_COLLECTIVE: rc = decode_collective(&c, payload, payload_end, &rec->u.collective); break;
-  case STEPSCOPE_REC_HOST_OP: rc = decode_host_op(&c, payload, payload_end, &rec->u.host_op); break;
-  case STEPSCOPE_REC_COUNTER: rc = decode_counter(&c, payload, payload_end, &rec->u.counter); break;
-  case STEPSCOPE_REC_MEMORY: rc = decode_memory(&c, payload, payload_end, &rec->u.memory); break;
-  case STEPSCOPE_REC_DROPPED: rc = decode_dropped(&c, payload, payload_end, &rec->u.dropped); break;
-  case STEPSCOPE_REC_OVERHEAD: rc = decode_overhead(&c, payload, payload_end, &rec->u.overhead); break;
-  case STEPSCOPE_REC_CLOCK_ANCHOR: rc = decode_clock_anchor(&c, payload, payload_end, &rec->u.clock_anchor); break;
-  case STEPSCOPE_REC_EXTERNAL_CORRELATION: rc = decode_external_correlation(&c, payload, payload_end, &rec->u.external_correlation); break;
-  case STEPSCOPE_REC_STREAM: rc = decode_stream(&c, payload, payload_end, &rec->u.stream); break;
-  default: /* METADATA (inline strings): the table-driven path */
-    rc = decode_fields(st, payload, payload_end, d, &rec->u, time, max_string_id, store,
-                       store_ctx, why, why_len);
+  case STEPSCOPE_REC_KERNEL:
+    if (!timed) goto timed_mismatch;
+    rec->u.kernel.start_ns = time;
+    rc = decode_kernel(&c, payload, payload_end, &rec->u.kernel);
+    break;
+  case STEPSCOPE_REC_MEMCPY:
+    if (!timed) goto timed_mismatch;
+    rec->u.memcpy.start_ns = time;
+    rc = decode_memcpy(&c, payload, payload_end, &rec->u.memcpy);
+    break;
+  case STEPSCOPE_REC_MEMSET:
+    if (!timed) goto timed_mismatch;
+    rec->u.memset.start_ns = time;
+    rc = decode_memset(&c, payload, payload_end, &rec->u.memset);
+    break;
+  case STEPSCOPE_REC_SYNC:
+    if (!timed) goto timed_mismatch;
+    rec->u.sync.start_ns = time;
+    rc = decode_sync(&c, payload, payload_end, &rec->u.sync);
+    break;
+  case STEPSCOPE_REC_API:
+    if (!timed) goto timed_mismatch;
+    rec->u.api.start_ns = time;
+    rc = decode_api(&c, payload, payload_end, &rec->u.api);
+    break;
+  case STEPSCOPE_REC_RANGE:
+    if (!timed) goto timed_mismatch;
+    rec->u.range.start_ns = time;
+    rc = decode_range(&c, payload, payload_end, &rec->u.range);
+    break;
+  case STEPSCOPE_REC_MARK:
+    if (!timed) goto timed_mismatch;
+    rec->u.mark.time_ns = time;
+    rc = decode_mark(&c, payload, payload_end, &rec->u.mark);
+    break;
+  case STEPSCOPE_REC_COLLECTIVE:
+    if (!timed) goto timed_mismatch;
+    rec->u.collective.start_ns = time;
+    rc = decode_collective(&c, payload, payload_end, &rec->u.collective);
+    break;
+  case STEPSCOPE_REC_HOST_OP:
+    if (!timed) goto timed_mismatch;
+    rec->u.host_op.start_ns = time;
+    rc = decode_host_op(&c, payload, payload_end, &rec->u.host_op);
+    break;
+  case STEPSCOPE_REC_COUNTER:
+    if (!timed) goto timed_mismatch;
+    rec->u.counter.time_ns = time;
+    rc = decode_counter(&c, payload, payload_end, &rec->u.counter);
+    break;
+  case STEPSCOPE_REC_MEMORY:
+    if (!timed) goto timed_mismatch;
+    rec->u.memory.time_ns = time;
+    rc = decode_memory(&c, payload, payload_end, &rec->u.memory);
+    break;
+  case STEPSCOPE_REC_DROPPED:
+    if (!timed) goto timed_mismatch;
+    rec->u.dropped.time_ns = time;
+    rc = decode_dropped(&c, payload, payload_end, &rec->u.dropped);
+    break;
+  case STEPSCOPE_REC_OVERHEAD:
+    if (!timed) goto timed_mismatch;
+    rec->u.overhead.start_ns = time;
+    rc = decode_overhead(&c, payload, payload_end, &rec->u.overhead);
+    break;
+  case STEPSCOPE_REC_CLOCK_ANCHOR:
+    if (timed) goto timed_mismatch;
+    rc = decode_clock_anchor(&c, payload, payload_end, &rec->u.clock_anchor);
+    break;
+  case STEPSCOPE_REC_EXTERNAL_CORRELATION:
+    if (timed) goto timed_mismatch;
+    rc = decode_external_correlation(&c, payload, payload_end, &rec->u.external_correlation);
+    break;
+  case STEPSCOPE_REC_STREAM:
+    if (timed) goto timed_mismatch;
+    rc = decode_stream(&c, payload, payload_end, &rec->u.stream);
+    break;
+  case STEPSCOPE_REC_METADATA: { /* inline strings: the table-driven path */
+    if (timed) goto timed_mismatch;
+    rc = decode_fields(st, payload, payload_end, &DESC_METADATA, &rec->u, time, max_string_id,
+                       store, store_ctx, why, why_len);
+    break;
   }
-  return rc ? CODEC_ERROR : CODEC_RECORD;
+  default: return CODEC_SKIPPED;
+  }
+  if (rc) return CODEC_ERROR;
+  rec->kind = (uint32_t)kind;
+  return CODEC_RECORD;
+timed_mismatch:
+  set_why(why, why_len, timed ? "no timestamp on this record kind"
+                              : "a timestamp on this record kind");
+  return CODEC_ERROR;
 }
