@@ -359,6 +359,24 @@ static js_kind read_string(js_stream *js, js_kind kind, int store) {
   }
 }
 
+/* The common case inline: no escape and no non-ASCII byte before the
+ * closing quote, all in the buffer; anything else takes read_string (from
+ * the start again: nothing has been consumed). */
+static inline js_kind read_string_quick(js_stream *js, js_kind kind, int store) {
+  unsigned char *s = js->in + js->in_pos, *e = js->in + js->in_len;
+  unsigned char *p = scan_special(s, e);
+  if (p < e && *p == '"') {
+    if (store) {
+      *p = 0;
+      js->tok = (char *)s;
+      js->len = (size_t)(p - s);
+    }
+    js->in_pos = (size_t)(p + 1 - js->in);
+    return kind;
+  }
+  return read_string(js, kind, store);
+}
+
 /* ---- numbers, literals ---- */
 
 static int is_digit(int c) { return c >= '0' && c <= '9'; }
@@ -554,7 +572,7 @@ static js_kind read_value(js_stream *js, int c, int store) {
   js_kind k;
   if (c == '"') {
     js->in_pos++;
-    k = read_string(js, JS_STRING, store);
+    k = read_string_quick(js, JS_STRING, store);
   } else if (c == '-' || is_digit(c)) {
     k = read_number(js, store);
   } else if (c == 't') {
@@ -615,7 +633,7 @@ static js_kind next_token(js_stream *js, int store) {
     case S_KEY:
       if (c == '"') {
         js->in_pos++;
-        js_kind k = read_string(js, JS_KEY, store);
+        js_kind k = read_string_quick(js, JS_KEY, store);
         if (k == JS_KEY) js->state = S_COLON;
         return k;
       }
@@ -661,7 +679,7 @@ js_kind js_next_member(js_stream *js) {
     return next_token(js, 1);
   js->tok_offset = here(js);
   js->in_pos++;
-  js_kind k = read_string(js, JS_KEY, 1);
+  js_kind k = read_string_quick(js, JS_KEY, 1);
   if (k != JS_KEY) return k;
   js->state = S_COLON;
   /* the ':' and the blanks after it, when they are in the buffer (a refill

@@ -129,6 +129,7 @@ typedef struct kimport {
   size_t nbares, bares_cap;
   uint64_t events, ignored, bad_times, truncated_names;
   uint32_t dom_user, dom_cpu, dom_gpu, id_none;
+  uint32_t name_cache[256];      /* recent event names: string id by a cheap key */
 } kimport;
 
 /* ---- small helpers ---- */
@@ -659,6 +660,22 @@ static int join_param_comms(kimport *k) {
   return rc;
 }
 
+/* The string id of an event name. A trace repeats a few thousand names
+ * millions of times: a direct-mapped cache keyed by the length and a few
+ * bytes, checked by comparing the text, saves hashing the whole name. */
+static uint32_t intern_name(kimport *k, const char *s, size_t n) {
+  unsigned key = (unsigned)n * 31u + (unsigned char)s[0] * 7u + (unsigned char)s[n / 2] * 3u +
+                 (unsigned char)s[n - 1];
+  uint32_t *slot = &k->name_cache[key & 255u];
+  if (*slot) {
+    const char *known = ssa_rank_str(k->r, *slot);
+    if (!memcmp(known, s, n) && known[n] == 0) return *slot;
+  }
+  uint32_t id = ssa_strtab_intern(&k->r->strings, s, n);
+  if (id) *slot = id;
+  return id;
+}
+
 static int convert_event(kimport *k) {
   kevent *ev = &k->ev;
   k->events++;
@@ -680,7 +697,7 @@ static int convert_event(kimport *k) {
   ssa_rank *r = k->r;
   stepscope_record rec;
   memset(&rec, 0, sizeof rec);
-  uint32_t name = ev->name[0] ? ssa_strtab_intern(&r->strings, ev->name, ev->name_len) : 0;
+  uint32_t name = ev->name[0] ? intern_name(k, ev->name, ev->name_len) : 0;
   if (ev->name[0] && !name) return STEPSCOPE_E_NOMEM;
   uint64_t device = ev->has_device ? ev->device : ev->pid;
   uint64_t stream = ev->has_stream ? ev->stream : ev->tid;
