@@ -656,6 +656,10 @@ comm_job *comm_job_open(const comm_job_options *opt, char *err, size_t errlen)
     j->base = base;
     j->bytes = bytes;
     snprintf(j->path, sizeof j->path, "%s", opt->path);
+    /* A one-rank job shares its segment with nobody: remove the name now so
+     * that a rank killed with SIGKILL leaves nothing behind in /dev/shm. */
+    if (opt->world == 1 && opt->create)
+        unlink(opt->path);
     comm_job_heartbeat(j);
     return j;
 }
