@@ -42,6 +42,23 @@ def machine():
     return "%s, %d cores, %s, %s" % (cpu, os.cpu_count(), mem, platform.platform())
 
 
+def versions_of_stepscope(exe):
+    out = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout.strip()
+    try:
+        rev = subprocess.run(["git", "-C", here, "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True).stdout.strip()
+    except OSError:
+        rev = ""
+    return out + (" (commit %s)" % rev if rev else "")
+
+
+def versions_of_hta(hta_py):
+    code = ("import importlib.metadata as m, sys; print('HolisticTraceAnalysis %s, pandas %s, numpy %s, "
+            "Python %s' % (m.version('HolisticTraceAnalysis'), m.version('pandas'), m.version('numpy'), "
+            "sys.version.split()[0]))")
+    return subprocess.run([hta_py, "-c", code], capture_output=True, text=True).stdout.strip()
+
+
 def main():
     exe, hta_py = sys.argv[1], sys.argv[2]
     args = sys.argv[3:]
@@ -55,6 +72,8 @@ def main():
     if "--work" in args:
         work = args[args.index("--work") + 1]
     print("machine:", machine())
+    print("stepscope:", versions_of_stepscope(exe))
+    print("HTA:", versions_of_hta(hta_py))
     print("%6s %6s %10s %9s | %10s %9s | %10s %9s | %8s %8s" % (
         "ranks", "steps", "MB (json)", "events", "ss wall s", "ss MiB", "hta wall s", "hta MiB",
         "speedup", "mem x"))
