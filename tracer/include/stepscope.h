@@ -346,7 +346,8 @@ typedef struct stepscope_metadata {
   const char *value_json;    /* NUL-terminated JSON text */
 } stepscope_metadata;
 
-/* One record. `kind` selects the member. */
+/* One record. `kind` selects the member; readers set every field of that
+ * member (0 for fields a file does not carry) and nothing else. */
 typedef struct stepscope_record {
   uint32_t kind;             /* stepscope_record_kind */
   union {

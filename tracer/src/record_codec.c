@@ -170,12 +170,12 @@ static inline const uint8_t *dec_FT_CORR(dec_ctx *c, const uint8_t *p, const uin
   return p;
 }
 static inline void missing_FT_DUR(dec_ctx *c, uint64_t *v) { *v = c->time; }
-#define missing_FT_U64(c, v) ((void)0)
-#define missing_FT_U32(c, v) ((void)0)
-#define missing_FT_STR(c, v) ((void)0)
-#define missing_FT_I32(c, v) ((void)0)
-#define missing_FT_F64(c, v) ((void)0)
-#define missing_FT_CORR(c, v) ((void)0)
+#define missing_FT_U64(c, v) (*(v) = 0)
+#define missing_FT_U32(c, v) (*(v) = 0)
+#define missing_FT_STR(c, v) (*(v) = 0)
+#define missing_FT_I32(c, v) (*(v) = 0)
+#define missing_FT_F64(c, v) (*(v) = 0.0)
+#define missing_FT_CORR(c, v) (*(v) = 0)
 
 #define DECODE_FIELD(type, st, member)                                                          \
   if (p < end) {                                                                               \
@@ -183,7 +183,7 @@ static inline void missing_FT_DUR(dec_ctx *c, uint64_t *v) { *v = c->time; }
   } else {                                                                                     \
     missing_##type(c, &b->member);                                                             \
   }
-/* Decodes the payload into *b, which the caller zeroed (time already set). */
+/* Decodes the payload into *b, setting every field (time already set). */
 #define DEFINE_DECODER(lower, st, KIND)                                                         \
   static int decode_##lower(dec_ctx *c, const uint8_t *p, const uint8_t *end, st *b) {          \
     KIND##_FIELDS(DECODE_FIELD)                                                                \
@@ -728,7 +728,9 @@ codec_result codec_decode(codec_state *st, const uint8_t **pp, const uint8_t *en
   /* A kind's own decoder; the kind is set only for what decodes. */
   dec_ctx c = {st, time, max_string_id, why, why_len};
   int rc;
-  memset(rec, 0, sizeof *rec); /* no bytes of an earlier record survive in the union */
+  /* Each decoder sets every field of its member (missing trailing fields to
+   * 0), so nothing is zeroed first: a memset per record was half of the
+   * decoder's time. Readers use rec->kind's member only. */
   switch (kind) {
   case STEPSCOPE_REC_KERNEL:
     if (!timed) goto timed_mismatch;
@@ -809,6 +811,7 @@ codec_result codec_decode(codec_state *st, const uint8_t **pp, const uint8_t *en
     break;
   case STEPSCOPE_REC_METADATA: { /* inline strings: the table-driven path */
     if (timed) goto timed_mismatch;
+    rec->u.metadata = (stepscope_metadata){0};
     rc = decode_fields(st, payload, payload_end, &DESC_METADATA, &rec->u, time, max_string_id,
                        store, store_ctx, why, why_len);
     break;
