@@ -669,7 +669,7 @@ static uint32_t intern_name(kimport *k, const char *s, size_t n) {
   uint32_t *slot = &k->name_cache[key & 255u];
   if (*slot) {
     const char *known = ssa_rank_str(k->r, *slot);
-    if (!memcmp(known, s, n) && known[n] == 0) return *slot;
+    if (!strncmp(known, s, n) && known[n] == 0) return *slot; /* strncmp: known may be shorter */
   }
   uint32_t id = ssa_strtab_intern(&k->r->strings, s, n);
   if (id) *slot = id;
