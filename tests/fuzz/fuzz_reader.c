@@ -4,6 +4,11 @@
  * and formatted as JSON. The reader must return data or an error, never
  * crash, hang or read out of bounds (ASan + UBSan watch).
  *
+ * Two ways in, chosen by the first byte: odd, the rest of the input is the
+ * decompressed content of a frame that follows a valid header frame (the
+ * target compresses it), so mutations reach the record decoder instead of
+ * dying at the zstd checksum; even, the input is the file as it is.
+ *
  * Built with -fsanitize=fuzzer when STEPSCOPE_FUZZ is ON (clang). Otherwise
  * the same file is built with a small main() that replays corpus files, so the
  * regression corpus runs in every build.
@@ -17,19 +22,46 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <zstd.h>
+
+#include "record_codec.h"
 #include "stepscope.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+static void write_all(int fd, const void *p, size_t n) {
+  const uint8_t *b = p;
+  while (n) {
+    ssize_t k = write(fd, b, n);
+    if (k <= 0) return;
+    b += k;
+    n -= (size_t)k;
+  }
+}
+
+/* A valid header frame, then `content` compressed as one frame. */
+static void write_framed(int fd, const uint8_t *content, size_t len) {
+  stepscope_header h = {.rank = 1, .world_size = 2, .hostname = "fuzz", .device_name = "cpu"};
+  h.format_major = STEPSCOPE_FORMAT_MAJOR;
+  uint8_t hb[1024];
+  size_t hl = (size_t)(codec_encode_header(hb, &h) - hb);
+  size_t cap = ZSTD_compressBound(len > hl ? len : hl);
+  uint8_t *cb = malloc(cap);
+  if (!cb) return;
+  size_t c = ZSTD_compress(cb, cap, hb, hl, 1);
+  if (!ZSTD_isError(c)) write_all(fd, cb, c);
+  c = ZSTD_compress(cb, cap, content, len, 1);
+  if (!ZSTD_isError(c)) write_all(fd, cb, c);
+  free(cb);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   int fd = memfd_create("fuzz-trace", 0);
   if (fd < 0) return 0;
-  size_t off = 0;
-  while (off < size) {
-    ssize_t k = write(fd, data + off, size - off);
-    if (k <= 0) break;
-    off += (size_t)k;
-  }
+  if (size > 0 && (data[0] & 1))
+    write_framed(fd, data + 1, size - 1);
+  else
+    write_all(fd, data, size);
   char path[64];
   snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
   stepscope_error err;
