@@ -33,7 +33,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -379,6 +381,26 @@ static int gpu_trace_wanted(trainer *t)
     return strcmp(dev_get_ops(t->dev)->backend_name, "cuda") == 0;
 }
 #endif
+
+/* Creates the directories leading to `path` (like mkdir -p of its dirname);
+ * failures are left to the fopen that follows, which reports them. */
+static void make_parent_dirs(const char *path)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir)
+        return;
+    *slash = '\0';
+    for (char *p = dir + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        mkdir(dir, 0755);
+        *p = '/';
+    }
+    mkdir(dir, 0755);
+}
 
 static void trace_stop(trainer *t);
 
@@ -821,9 +843,11 @@ int train_rank_run(const train_config *cfg_in, const rank_env *env)
         fflush(stdout);
     }
     if (rc == 0 && is_printer && c->log[0]) {
+        make_parent_dirs(c->log); /* e.g. --log RUN/train.jsonl beside --trace RUN */
         t->log = fopen(c->log, c->resume ? "a" : "w"); /* a resumed run continues the log */
         if (!t->log) {
-            snprintf(t->err, sizeof t->err, "--log %s: cannot open for writing", c->log);
+            snprintf(t->err, sizeof t->err, "--log %s: cannot open for writing: %s", c->log,
+                     strerror(errno));
             rc = -1;
         }
     }
