@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "record_codec.h"
 #include "stepscope.h"
 
 static void write_seed(const char *dir, int variant) {
@@ -72,11 +73,42 @@ static void write_seed(const char *dir, int variant) {
   }
 }
 
+/* A seed for the target's framed mode (odd first byte): the decompressed
+ * content of a frame — strings, a block, one record of each timed kind. */
+static void write_framed_seed(const char *dir) {
+  static uint8_t buf[8192];
+  uint8_t *p = buf;
+  *p++ = 1;
+  p = codec_encode_string(p, 1, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", 40);
+  p = codec_encode_string(p, 2, "step", 4);
+  codec_state st = {0, 0};
+  p = codec_encode_block(&st, p, 42);
+  for (uint32_t kind = STEPSCOPE_REC_KERNEL; kind <= STEPSCOPE_REC_EXTERNAL_CORRELATION; kind++) {
+    stepscope_record rec;
+    memset(&rec, 0, sizeof rec);
+    rec.kind = kind;
+    rec.u.kernel.start_ns = 1000 + kind * 10;
+    rec.u.kernel.end_ns = rec.u.kernel.start_ns + 5;
+    if (kind == STEPSCOPE_REC_KERNEL) rec.u.kernel.name = 1, rec.u.kernel.correlation_id = 7;
+    if (kind == STEPSCOPE_REC_RANGE) rec.u.range.name = 2, rec.u.range.payload = 3;
+    if (codec_max_size(&rec) == 0) continue;
+    p = codec_encode(&st, p, &rec);
+  }
+  char path[4096];
+  snprintf(path, sizeof path, "%s/seed-framed-records", dir);
+  FILE *f = fopen(path, "wb");
+  if (f) {
+    fwrite(buf, 1, (size_t)(p - buf), f);
+    fclose(f);
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: make_seeds DIR\n");
     return 2;
   }
   for (int v = 0; v < 6; v++) write_seed(argv[1], v);
+  write_framed_seed(argv[1]);
   return 0;
 }
