@@ -513,7 +513,11 @@ typedef struct stepscope_start_options {
  * message in err). Starting twice is an error. */
 int stepscope_start(const stepscope_start_options *opt, stepscope_error *err);
 
-/* Flushes and closes the process-wide trace. Safe to call when not started. */
+/* Flushes and closes the process-wide trace. Safe to call when not started.
+ * Call it once the threads that emit have gone quiet (the trainer stops at a
+ * step boundary with its streams drained; the GPU tracer's
+ * stepscope_gpu_stop flushes CUPTI first): a record emitted by another
+ * thread while stop runs may be lost or touch a closed writer. */
 int stepscope_stop(void);
 
 /* Whether a process-wide trace is running; the writer (NULL if none). */
