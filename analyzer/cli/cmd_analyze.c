@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analysis_options.h"
 #include "ssa_analysis.h"
 #include "ssa_report.h"
 
@@ -20,40 +21,11 @@ static void usage(FILE *f) {
           "usage: stepscope analyze RUN [options]\n"
           "  RUN                 run directory (rank-*.trace.zst) or one trace file\n"
           "  --json FILE         also write the JSON report (docs/report-schema.md); '-' = stdout\n"
-          "  --steps A:B         only steps A..B (inclusive; A: or :B open-ended)\n"
+          CLI_ANALYSIS_OPTIONS_HELP
           "  --rank R            report only rank R (all ranks are still loaded for\n"
           "                      clock alignment and collectives)\n"
-          "  --step-range NAME   take steps from ranges named NAME (default: 'step' ranges\n"
-          "                      of domain stepscope, else ProfilerStep#N)\n"
-          "  --launch-gap-us N   idle gaps shorter than N us are launch gaps (default 10)\n"
           "  --top N             rows in the kernel and collective tables (default 20)\n"
-          "  --threads N         loader/analysis threads (default: all cores)\n"
           "  --quiet             no text report (with --json)\n");
-}
-
-int ssa_cli_parse_steps(const char *s, int64_t *a, int64_t *b);
-int ssa_cli_parse_steps(const char *s, int64_t *a, int64_t *b) {
-  const char *colon = strchr(s, ':');
-  char *end;
-  *a = INT64_MIN;
-  *b = INT64_MAX;
-  if (!colon) {
-    long long v = strtoll(s, &end, 10);
-    if (end == s || *end) return -1;
-    *a = *b = v;
-    return 0;
-  }
-  if (colon != s) {
-    long long v = strtoll(s, &end, 10);
-    if (end != colon) return -1;
-    *a = v;
-  }
-  if (colon[1]) {
-    long long v = strtoll(colon + 1, &end, 10);
-    if (*end || end == colon + 1) return -1;
-    *b = v;
-  }
-  return *a <= *b ? 0 : -1;
 }
 
 int cmd_analyze(int argc, char **argv) {
@@ -76,30 +48,20 @@ int cmd_analyze(int argc, char **argv) {
       }
       i++;
       char *end;
-      if (!strcmp(a, "--json")) json_path = v;
-      else if (!strcmp(a, "--steps")) {
-        if (ssa_cli_parse_steps(v, &opt.step_first, &opt.step_last)) {
-          fprintf(stderr, "stepscope analyze: bad --steps '%s' (want A:B)\n", v);
-          return 2;
-        }
-        opt.has_step_filter = 1;
+      int applied = cli_apply_analysis_option("analyze", a, v, &opt);
+      if (applied < 0) return 2;
+      if (applied) continue;
+      if (!strcmp(a, "--json")) {
+        json_path = v;
       } else if (!strcmp(a, "--rank")) {
-        long r = strtol(v, &end, 10);
-        if (*end || end == v || r < 0) { fprintf(stderr, "stepscope analyze: bad --rank '%s'\n", v); return 2; }
-        opt.rank = (int)r;
-      } else if (!strcmp(a, "--step-range")) opt.step_range_name = v;
-      else if (!strcmp(a, "--launch-gap-us")) {
-        double us = strtod(v, &end);
-        if (*end || end == v || us <= 0) { fprintf(stderr, "stepscope analyze: bad --launch-gap-us '%s'\n", v); return 2; }
-        opt.launch_gap_ns = (int64_t)(us * 1000.0);
+        if (cli_apply_rank_option("analyze", v, &opt)) return 2;
       } else if (!strcmp(a, "--top")) {
         long n = strtol(v, &end, 10);
-        if (*end || end == v || n <= 0) { fprintf(stderr, "stepscope analyze: bad --top '%s'\n", v); return 2; }
+        if (*end || end == v || n <= 0 || n > 1000000) {
+          fprintf(stderr, "stepscope analyze: bad --top '%s' (want 1..1000000)\n", v);
+          return 2;
+        }
         opt.top_n = (int)n;
-      } else if (!strcmp(a, "--threads")) {
-        long n = strtol(v, &end, 10);
-        if (*end || end == v || n <= 0) { fprintf(stderr, "stepscope analyze: bad --threads '%s'\n", v); return 2; }
-        opt.threads = (int)n;
       } else {
         fprintf(stderr, "stepscope analyze: unknown option %s\n", a);
         usage(stderr);

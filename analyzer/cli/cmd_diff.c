@@ -1,6 +1,7 @@
 /*
  * cmd_diff.c — `stepscope diff RUN_A RUN_B [--json FILE] [--steps A:B]
- * [--steps-b A:B] [--step-range NAME] [--threads N] [--quiet]`: loads and
+ * [--steps-b A:B] [--step-range NAME] [--launch-gap-us N] [--threads N]
+ * [--quiet]`: loads and
  * analyses both runs with the same options (each run is any run directory
  * or file `stepscope analyze` accepts, Kineto JSON included), compares them
  * (analyzer/src/diff_runs.c) and prints the text report; --json writes the
@@ -12,10 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analysis_options.h"
 #include "diff_runs.h"
 #include "ssa_report.h"
-
-int ssa_cli_parse_steps(const char *s, int64_t *a, int64_t *b); /* cmd_analyze.c */
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -25,10 +25,8 @@ static void usage(FILE *f) {
           "collectives, and findings in plain words. Runs are run directories or files\n"
           "(rank-*.trace.zst, or PyTorch profiler rank-*.json[.gz]).\n"
           "  --json FILE         also write the JSON diff (docs/diff.md); '-' = stdout\n"
-          "  --steps A:B         only steps A..B of both runs (A: or :B open-ended)\n"
-          "  --steps-b A:B       a different step range for run B\n"
-          "  --step-range NAME   take steps from ranges named NAME\n"
-          "  --threads N         loader/analysis threads (default: all cores)\n"
+          CLI_ANALYSIS_OPTIONS_HELP
+          "  --steps-b A:B       a different step range for run B (--steps applies to both)\n"
           "  --quiet             no text report (with --json)\n");
 }
 
@@ -86,30 +84,17 @@ int cmd_diff(int argc, char **argv) {
         return 2;
       }
       i++;
-      char *end;
+      int applied = cli_apply_analysis_option("diff", a, v, &opt);
+      if (applied < 0) return 2;
+      if (applied) continue;
       if (!strcmp(a, "--json")) {
         json_path = v;
-      } else if (!strcmp(a, "--steps")) {
-        if (ssa_cli_parse_steps(v, &opt.step_first, &opt.step_last)) {
-          fprintf(stderr, "stepscope diff: bad --steps '%s' (want A:B)\n", v);
-          return 2;
-        }
-        opt.has_step_filter = 1;
       } else if (!strcmp(a, "--steps-b")) {
-        if (ssa_cli_parse_steps(v, &b_first, &b_last)) {
+        if (cli_parse_steps(v, &b_first, &b_last)) {
           fprintf(stderr, "stepscope diff: bad --steps-b '%s' (want A:B)\n", v);
           return 2;
         }
         has_b_steps = 1;
-      } else if (!strcmp(a, "--step-range")) {
-        opt.step_range_name = v;
-      } else if (!strcmp(a, "--threads")) {
-        long n = strtol(v, &end, 10);
-        if (*end || end == v || n <= 0) {
-          fprintf(stderr, "stepscope diff: bad --threads '%s'\n", v);
-          return 2;
-        }
-        opt.threads = (int)n;
       } else {
         fprintf(stderr, "stepscope diff: unknown option %s\n", a);
         usage(stderr);

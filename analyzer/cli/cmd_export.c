@@ -12,18 +12,15 @@
 #include <unistd.h>
 
 #include "ssa_analysis.h"
+#include "analysis_options.h"
 #include "ssa_report.h"
-
-int ssa_cli_parse_steps(const char *s, int64_t *a, int64_t *b);
 
 static void usage(FILE *f) {
   fprintf(f,
           "usage: stepscope export RUN -o FILE [options]\n"
           "  -o, --output FILE   trace.json, or trace.json.gz for gzip\n"
           "  --rank R            only rank R\n"
-          "  --steps A:B         derived step slices only for steps A..B\n"
-          "  --step-range NAME   take steps from ranges named NAME\n"
-          "  --threads N         loader threads (default: all cores)\n"
+          CLI_ANALYSIS_OPTIONS_HELP
           "Open the file at https://ui.perfetto.dev or with `stepscope view`.\n");
 }
 
@@ -34,7 +31,6 @@ int cmd_export(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-    char *end;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       usage(stdout);
       return 0;
@@ -45,22 +41,13 @@ int cmd_export(int argc, char **argv) {
         return 2;
       }
       i++;
-      if (!strcmp(a, "-o") || !strcmp(a, "--output")) out_path = v;
-      else if (!strcmp(a, "--rank")) {
-        long r = strtol(v, &end, 10);
-        if (*end || end == v || r < 0) { fprintf(stderr, "stepscope export: bad --rank '%s'\n", v); return 2; }
-        opt.rank = (int)r;
-      } else if (!strcmp(a, "--steps")) {
-        if (ssa_cli_parse_steps(v, &opt.step_first, &opt.step_last)) {
-          fprintf(stderr, "stepscope export: bad --steps '%s'\n", v);
-          return 2;
-        }
-        opt.has_step_filter = 1;
-      } else if (!strcmp(a, "--step-range")) opt.step_range_name = v;
-      else if (!strcmp(a, "--threads")) {
-        long n = strtol(v, &end, 10);
-        if (*end || end == v || n <= 0) { fprintf(stderr, "stepscope export: bad --threads '%s'\n", v); return 2; }
-        opt.threads = (int)n;
+      int applied = cli_apply_analysis_option("export", a, v, &opt);
+      if (applied < 0) return 2;
+      if (applied) continue;
+      if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+        out_path = v;
+      } else if (!strcmp(a, "--rank")) {
+        if (cli_apply_rank_option("export", v, &opt)) return 2;
       } else {
         fprintf(stderr, "stepscope export: unknown option %s\n", a);
         usage(stderr);

@@ -1,0 +1,36 @@
+/*
+ * analysis_options.h — the command-line options that choose *how* a run is
+ * analysed (`--steps`, `--step-range`, `--launch-gap-us`, `--threads`), parsed
+ * in one place for every command that analyses runs (`analyze`, `diff`), so
+ * that they accept the same spellings and reject bad values with the same
+ * messages.
+ */
+#ifndef STEPSCOPE_CLI_ANALYSIS_OPTIONS_H
+#define STEPSCOPE_CLI_ANALYSIS_OPTIONS_H
+
+#include <stdint.h>
+
+#include "ssa_analysis.h"
+
+/* The --help lines of the options below, for the commands' usage texts. */
+#define CLI_ANALYSIS_OPTIONS_HELP                                                                  \
+  "  --steps A:B         only steps A..B (inclusive; A: or :B open-ended)\n"                       \
+  "  --step-range NAME   take steps from ranges named NAME (default: 'step' ranges\n"              \
+  "                      of domain stepscope, else ProfilerStep#N)\n"                              \
+  "  --launch-gap-us N   idle gaps shorter than N us are launch gaps (default 10)\n"               \
+  "  --threads N         loader/analysis threads (default: all cores)\n"
+
+/* Parses "A:B", "A:", ":B" or "A" into an inclusive step range (open ends are
+ * INT64_MIN / INT64_MAX). 0 on success, -1 if malformed or A > B. */
+int cli_parse_steps(const char *s, int64_t *first, int64_t *last);
+
+/* Applies option `name` with value `value` to `opt`. Returns 1 if it was one
+ * of the options above and is valid, 0 if `name` is not one of them, and -1 if
+ * the value is bad (a message naming `command` is printed on stderr). */
+int cli_apply_analysis_option(const char *command, const char *name, const char *value,
+                              ssa_options *opt);
+
+/* Parses a `--rank R` value into opt->rank: 0, or -1 with a message. */
+int cli_apply_rank_option(const char *command, const char *value, ssa_options *opt);
+
+#endif /* STEPSCOPE_CLI_ANALYSIS_OPTIONS_H */
