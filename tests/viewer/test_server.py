@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """test_server.py — `stepscope view`'s HTTP server refuses what it must refuse.
 
-  test_server.py STEPSCOPE_EXE WORK_DIR CASE     CASE: traversal | methods | serve | cli
+  test_server.py STEPSCOPE_EXE WORK_DIR CASE
+      CASE: traversal | methods | serve | ranges | concurrent | cli
 
 Requests are written on raw sockets so that paths reach the server exactly as
 typed (no client-side normalisation of "..", "%2e%2e" or "//"). A secret file is
@@ -112,6 +113,64 @@ def case_serve(exe, work):
         check(status == 404, "unknown paths are 404")
 
 
+def case_ranges(exe, work):
+    run = setup(work)
+    with open(os.path.join(run, "trace.json"), "rb") as f:
+        whole = f.read()
+    n = len(whole)
+    with harness.Server(exe, run) as srv:
+        p = srv.port
+        status, head, body = get(p, "/run/a/trace.json")
+        check(status == 200 and "Accept-Ranges: bytes" in head and body == whole, "files announce byte ranges")
+        for rng, lo, hi in (("bytes=0-99", 0, 99), ("bytes=100-", 100, n - 1), ("bytes=-50", n - 50, n - 1),
+                            ("bytes=10-%d" % (n + 1000), 10, n - 1), ("bytes=-%d" % (n + 5), 0, n - 1)):
+            status, head, body = get(p, "/run/a/trace.json", headers="Range: %s\r\n" % rng)
+            check(status == 206 and body == whole[lo:hi + 1] and
+                  ("Content-Range: bytes %d-%d/%d" % (lo, hi, n)) in head and
+                  ("Content-Length: %d" % (hi - lo + 1)) in head, "Range %s gives bytes %d-%d (%d)" % (rng, lo, hi, status))
+        status, head, body = get(p, "/run/a/trace.json", headers="range:  bytes=5-9 \r\n")
+        check(status == 206 and body == whole[5:10], "the header name is case-insensitive")
+        status, head, _ = get(p, "/run/a/trace.json", headers="Range: bytes=%d-\r\n" % n)
+        check(status == 416 and ("Content-Range: bytes */%d" % n) in head, "a range past the end is 416")
+        for odd in ("bytes=0-1,5-9", "items=0-9", "bytes=9-1", "bytes=x-", "bytes=-", "bytes=--5"):
+            status, _, body = get(p, "/run/a/trace.json", headers="Range: %s\r\n" % odd)
+            check(status == 200 and body == whole, "Range %s is ignored: the whole file" % odd)
+        status, head, body = get(p, "/run/a/trace.json", "HEAD", "Range: bytes=0-9\r\n")
+        check(status == 206 and "Content-Length: 10" in head and body == b"", "HEAD with a range: head only")
+
+
+def case_concurrent(exe, work):
+    """A client that connects and says nothing must not hold up the others, and
+    many simultaneous downloads all complete intact."""
+    import threading
+    import time
+    run = setup(work)
+    with open(os.path.join(run, "trace.json"), "rb") as f:
+        whole = f.read()
+    with harness.Server(exe, run) as srv:
+        p = srv.port
+        silent = [socket.create_connection(("127.0.0.1", p), timeout=10) for _ in range(3)]
+        t0 = time.monotonic()
+        status, _, body = get(p, "/run/a/trace.json")
+        took = time.monotonic() - t0
+        check(status == 200 and body == whole and took < 2.0,
+              "served while 3 silent connections are open (%.2f s; the receive timeout is 5 s)" % took)
+        results = []
+
+        def fetch():
+            results.append(get(p, "/run/a/trace.json"))
+        threads = [threading.Thread(target=fetch) for _ in range(40)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        check(len(results) == 40 and all(r[0] == 200 and r[2] == whole for r in results),
+              "40 simultaneous downloads (more than the 32 served at once) all complete intact")
+        for s in silent:
+            s.close()
+        check(srv.proc.poll() is None, "the server is still up")
+
+
 def case_cli(exe, work):
     run = setup(work)
     r = subprocess.run([exe, "view", "--help"], capture_output=True, text=True)
@@ -140,7 +199,8 @@ def case_cli(exe, work):
           page.split('id="data-a-trace">')[1].split("</script>")[0], "--html writes one self-contained page")
 
 
-CASES = {"traversal": case_traversal, "methods": case_methods, "serve": case_serve, "cli": case_cli}
+CASES = {"traversal": case_traversal, "methods": case_methods, "serve": case_serve, "ranges": case_ranges,
+         "concurrent": case_concurrent, "cli": case_cli}
 
 if __name__ == "__main__":
     exe, work, case = sys.argv[1], sys.argv[2], sys.argv[3]
