@@ -53,6 +53,21 @@ void cpu_attention_forward(float *out, float *preatt, float *att, const float *q
  * function OVERWRITES (unlike the gradients, they need not be zeroed). */
 void cpu_attention_backward(float *dqkv, float *dpreatt, float *datt, const float *dout, const float *qkv, const float *att, int B, int T, int C, int NH);
 
+/* ---- attention_block.c: one (query block, key block) piece of attention, merged by ----
+ * log-sum-exp (ring attention under context parallelism) -------------------------------- */
+/* Query row (b,t) is q + (b*Tq + t)*q_stride (NH heads of hs = C/NH channels); key row (b,j)
+ * is kv + (b*Tk + j)*kv_stride and its value row follows at +C (so kv may point at the k
+ * part of a fused [.,3C] qkv buffer, stride 3C, or at a packed [.,2C] k|v buffer, stride 2C).
+ * out [B,Tq,C] and lse [B,NH,Tq] hold the running result over the key blocks merged so far
+ * (start: out = 0, lse = -INFINITY); this block is merged in exactly (online softmax).
+ * causal: query t sees keys j <= t only (a diagonal block: both blocks cover the same
+ * positions, Tq == Tk); else every key is visible. scratch: Tk floats. */
+void cpu_attention_block_forward(float *out, float *lse, const float *q, int q_stride, const float *kv, int kv_stride, int B, int Tq, int Tk, int C, int NH, int causal, float *scratch);
+/* Backward of one block, given the FINAL out and lse (every block merged) and dout [B,Tq,C]:
+ * dq (rows of dq_stride) += the block's part of dL/dq; dkv (rows of dkv_stride: dk | dv at
+ * +C) += dL/dk, dL/dv of the block's keys. Accumulates. scratch: Tk floats. */
+void cpu_attention_block_backward(float *dq, int dq_stride, float *dkv, int dkv_stride, const float *dout, const float *out, const float *lse, const float *q, int q_stride, const float *kv, int kv_stride, int B, int Tq, int Tk, int C, int NH, int causal, float *scratch);
+
 /* ---- gelu.c ---------------------------------------------------------------------- */
 void cpu_gelu_forward(float *out, const float *inp, int N);            /* tanh approximation */
 void cpu_gelu_backward(float *dinp, const float *inp, const float *dout, int N);

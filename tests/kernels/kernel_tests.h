@@ -11,6 +11,7 @@ int test_encoder(void);
 int test_layernorm(void);
 int test_matmul(void);
 int test_attention(void);
+int test_attention_block(void);
 int test_gelu(void);
 int test_residual(void);
 int test_crossentropy(void);

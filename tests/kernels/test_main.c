@@ -13,7 +13,8 @@ static const struct {
     int (*run)(void);
 } suites[] = {
     {"checker", test_checker},           {"encoder", test_encoder}, {"layernorm", test_layernorm},
-    {"matmul", test_matmul},             {"attention", test_attention}, {"gelu", test_gelu},
+    {"matmul", test_matmul},             {"attention", test_attention}, {"attention_block", test_attention_block},
+    {"gelu", test_gelu},
     {"residual", test_residual},         {"crossentropy", test_crossentropy}, {"adamw", test_adamw},
     {"grad_clip", test_grad_clip},
 };
