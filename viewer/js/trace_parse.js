@@ -23,7 +23,8 @@
  * 2^53 divided by an exact power of ten is correctly rounded, the same value JSON.parse
  * gives; longer numbers and exponents go through parseFloat); names are interned by a
  * hash of their bytes (decoded once per distinct name); escaped strings are decoded
- * with JSON.parse; `args.category` is picked out while skipping over args; only the
+ * with JSON.parse; string flow ids are given dense ids from their bytes (ByteIds), never
+ * decoded; `args.category` is picked out while skipping over args; only the
  * args of metadata (M) and counter (C) events, and of B/E pairs, are parsed at load.
  * Parser.finish() groups slices by track (counting sort), sorts a track only when it
  * was out of order, and packs each track into rows greedily (a slice goes to the
@@ -159,6 +160,60 @@ SS.traceParserFactory = function () {
     return out;
   }
 
+  /* ByteIds gives dense ids (0, 1, 2...) to byte strings without decoding them:
+   * flow ids such as "3:1042" are only ever compared, so turning each into a JS
+   * string (a TextDecoder call) and a string-keyed Map lookup would cost more
+   * than the rest of the flow event. Open addressing on an FNV-1a hash; the
+   * bytes are kept to tell hash collisions apart. */
+  function ByteIds() {
+    this.slots = new Int32Array(1 << 12);        // id + 1 per slot, 0 empty
+    this.bytes = new Uint8Array(1 << 16);
+    this.used = 0;
+    this.off = new Int32Array(1 << 10);
+    this.len = new Int32Array(1 << 10);
+    this.hash = new Int32Array(1 << 10);
+    this.count = 0;
+  }
+
+  ByteIds.prototype.id = function (buf, a, b) {
+    var h = 0x811c9dc5, len = b - a, k;
+    for (k = a; k < b; k++) h = Math.imul(h ^ buf[k], 0x01000193);
+    var slots = this.slots, mask = slots.length - 1, s = (h ^ (h >>> 15)) & mask;
+    for (;;) {
+      var v = slots[s];
+      if (v === 0) break;
+      var id = v - 1;
+      if (this.hash[id] === h && this.len[id] === len) {
+        var off = this.off[id], nb = this.bytes, j = 0;
+        while (j < len && nb[off + j] === buf[a + j]) j++;
+        if (j === len) return id;
+      }
+      s = (s + 1) & mask;
+    }
+    var nid = this.count;
+    if (nid === this.off.length) {
+      this.off = grow(this.off, nid + 1); this.len = grow(this.len, nid + 1); this.hash = grow(this.hash, nid + 1);
+    }
+    this.bytes = grow(this.bytes, this.used + len);
+    for (k = 0; k < len; k++) this.bytes[this.used + k] = buf[a + k];
+    this.off[nid] = this.used; this.len[nid] = len; this.hash[nid] = h;
+    this.used += len;
+    this.count = nid + 1;
+    slots[s] = nid + 1;
+    if (this.count * 2 > slots.length) this.rehash();
+    return nid;
+  };
+
+  ByteIds.prototype.rehash = function () {
+    var slots = new Int32Array(this.slots.length * 2), mask = slots.length - 1;
+    for (var id = 0; id < this.count; id++) {
+      var h = this.hash[id], s = (h ^ (h >>> 15)) & mask;
+      while (slots[s] !== 0) s = (s + 1) & mask;
+      slots[s] = id + 1;
+    }
+    this.slots = slots;
+  };
+
   /* sizeHint: the expected number of bytes (0 when unknown), to size the columns. */
   function Parser(sizeHint) {
     this.cap = 1 << 16;
@@ -188,7 +243,8 @@ SS.traceParserFactory = function () {
     this.groupOrder = [];
     this.counters = new Map();
     this.counterList = [];
-    this.flowStarts = new Map();
+    this.flowStarts = new Map();                 // flow category id -> {num: Map, str: Int32Array}
+    this.flowIds = new ByteIds();                // string flow ids -> dense ids
     this.pendTrack = []; this.pendTs = [];
     this.flowCap = 1 << 12; this.flowN = 0;
     this.flowFromTrack = new Int32Array(this.flowCap); this.flowFromTs = new Float64Array(this.flowCap);
@@ -424,7 +480,7 @@ SS.traceParserFactory = function () {
   Parser.prototype.parseEvent = function (buf, p, n) {
     var ph = 0, bp = 0, pid = 0, tid = 0, ts = NaN, dur = NaN, id;
     var nameA = -1, nameB = -1, catA = -1, catB = -1, argA = -1, argB = -1, argCat = -1;
-    var hasId = false, c, ke, k0, klen;
+    var hasId = false, idA = -1, idB = -1, c, ke, k0, klen;
     p++;
     for (;;) {
       while (p < n && isWs(buf[p])) p++;
@@ -485,6 +541,13 @@ SS.traceParserFactory = function () {
           if (key === 2) ts = num; else dur = num;
           break;
         case 4: case 5: case 9:
+          if (key === 9 && c === 0x22) {            // a string id: kept as bytes (see ByteIds)
+            var ie = skipString(buf, p, n);
+            if (ie < 0) return INCOMPLETE;
+            idA = p; idB = ie; hasId = true; id = undefined;
+            p = ie;
+            break;
+          }
           if (c === 0x7b || c === 0x5b) { p = skipValue(buf, p, n); if (p < 0) return INCOMPLETE; num = undefined; }
           else { p = readIdValue(buf, p, n); if (p < 0) return INCOMPLETE; }
           if (num !== num) num = undefined;        // null
@@ -542,7 +605,7 @@ SS.traceParserFactory = function () {
       }
     }
     this.eventCount++;
-    this.handleEvent(buf, ph, bp, pid, tid, ts, dur, nameA, nameB, catA, catB, argA, argB, argCat, hasId, id);
+    this.handleEvent(buf, ph, bp, pid, tid, ts, dur, nameA, nameB, catA, catB, argA, argB, argCat, hasId, id, idA, idB);
     return p;
   };
 
@@ -554,7 +617,7 @@ SS.traceParserFactory = function () {
   };
 
   Parser.prototype.handleEvent = function (buf, ph, bp, pid, tid, ts, dur, nameA, nameB, catA, catB, argA, argB,
-                                           argCat, hasId, id) {
+                                           argCat, hasId, id, idA, idB) {
     var cat = argCat >= 0 ? argCat : (catA >= 0 ? catCodeChecked(buf, catA + 1, catB - 1) : 0);
     if (ph === 0x58) {                             // X
       if (!isFinite(ts)) return;
@@ -603,23 +666,32 @@ SS.traceParserFactory = function () {
       }
     } else if (ph === 0x73 || ph === 0x74 || ph === 0x66) {   // s t f
       if (!isFinite(ts) || !hasId) return;
-      // flows are matched by (cat, id): one map of ids per flow category
+      // flows are matched by (cat, id): per flow category, numeric ids in a Map and
+      // string ids (as ByteIds) in a slot table
       var cid = catA >= 0 ? this.nameOf(buf, catA, catB) : -1;
       var starts = this.flowStarts.get(cid);
-      if (!starts) { starts = new Map(); this.flowStarts.set(cid, starts); }
-      var fkey = typeof id === 'number' ? id : 's:' + id;
-      var tr = this.getTrack(pid, tid);
-      if (ph === 0x73) {
-        var slot = starts.get(fkey);
-        if (slot === undefined) { slot = this.pendTrack.length; this.pendTrack.push(tr); this.pendTs.push(ts); starts.set(fkey, slot); }
-        else { this.pendTrack[slot] = tr; this.pendTs[slot] = ts; }
+      if (!starts) { starts = { num: new Map(), str: new Int32Array(1024) }; this.flowStarts.set(cid, starts); }
+      var tr = this.getTrack(pid, tid), fid = -1, sl;
+      if (idA >= 0) {
+        var plain = true;
+        for (var q = idA + 1; q < idB - 1; q++) if (buf[q] === 0x5c) { plain = false; break; }
+        if (plain) fid = this.flowIds.id(buf, idA + 1, idB - 1);
+        else { var eb = encoder.encode(decodeString(buf, idA, idB)); fid = this.flowIds.id(eb, 0, eb.length); }
+        if (fid >= starts.str.length) starts.str = grow(starts.str, fid + 1);
+        sl = starts.str[fid] - 1;
       } else {
-        var sl = starts.get(fkey);
-        if (sl !== undefined) {
-          this.addFlow(this.pendTrack[sl], this.pendTs[sl], tr, ts);
-          if (ph === 0x66) starts.delete(fkey);
-          else { this.pendTrack[sl] = tr; this.pendTs[sl] = ts; }
-        }
+        sl = starts.num.get(id);
+        if (sl === undefined) sl = -1;
+      }
+      if (ph === 0x73) {
+        if (sl < 0) {
+          sl = this.pendTrack.length; this.pendTrack.push(tr); this.pendTs.push(ts);
+          if (fid >= 0) starts.str[fid] = sl + 1; else starts.num.set(id, sl);
+        } else { this.pendTrack[sl] = tr; this.pendTs[sl] = ts; }
+      } else if (sl >= 0) {
+        this.addFlow(this.pendTrack[sl], this.pendTs[sl], tr, ts);
+        if (ph === 0x66) { if (fid >= 0) starts.str[fid] = 0; else starts.num.delete(id); }
+        else { this.pendTrack[sl] = tr; this.pendTs[sl] = ts; }
       }
     }
     void bp;
