@@ -255,8 +255,31 @@ static int watchdog_check(void *arg, char *msg, size_t msglen)
     return 0;
 }
 
+/* Waits for a tracked operation's event while running the watchdog (a plain
+ * cudaEventSynchronize would block forever on a hung collective, with no check running).
+ * 0 when it completed, -1 when the watchdog aborted the job or CUDA failed. */
+static int wait_tracked(comm_nccl *c, pending_op *p)
+{
+    char msg[512];
+    for (;;) {
+        cudaError_t q = cudaEventQuery(p->done);
+        if (q == cudaSuccess)
+            return 0;
+        if (q != cudaErrorNotReady) {
+            snprintf(msg, sizeof msg, "rank %d: waiting for NCCL %s on group %s: %s",
+                     c->job->rank, p->op, c->name, cudaGetErrorString(q));
+            comm_nccl_job_abort(c->job, msg);
+            return -1;
+        }
+        if (watchdog_check(c->job, msg, sizeof msg) != 0)
+            return -1; /* the check aborted the job and failed the device */
+        struct timespec ts = {0, 200 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 /* Notes an enqueued operation (for the watchdog). A full ring drops the oldest entry's
- * tracking only after waiting for it, which keeps the ring bounded. */
+ * tracking only after waiting for it (watchdog running), which keeps the ring bounded. */
 static void track(comm_nccl *c, nccl_link *l, dev_stream *s, const char *op)
 {
     /* forget what has completed (cheap queries), so the ring holds only work in flight */
@@ -265,10 +288,13 @@ static void track(comm_nccl *c, nccl_link *l, dev_stream *s, const char *op)
         l->count--;
     }
     if (l->count == PENDING_RING) {
-        pending_op *old = &l->ring[l->head];
-        cudaEventSynchronize(old->done);
-        l->head = (l->head + 1) % PENDING_RING;
-        l->count--;
+        if (wait_tracked(c, &l->ring[l->head]) != 0)
+            return;
+        /* the watchdog may already have retired it (and others): pop what is complete */
+        while (l->count > 0 && cudaEventQuery(l->ring[l->head].done) == cudaSuccess) {
+            l->head = (l->head + 1) % PENDING_RING;
+            l->count--;
+        }
     }
     pending_op *p = &l->ring[(l->head + l->count) % PENDING_RING];
     if (!p->done && cudaEventCreateWithFlags(&p->done, cudaEventDisableTiming) != cudaSuccess) {
