@@ -402,10 +402,20 @@ comm *comm_nccl_group(comm_nccl_job *job, comm_kind kind, const char *name, cons
     c->header.id = group_hash(kind, ranks, n);
     if (n == 1)
         return (comm *)c; /* nothing to communicate with: every operation is a local no-op */
+    /* The barrier's word is allocated now: allocating it at the first barrier would
+     * synchronize the device in the middle of a run (cudaMalloc), possibly behind a
+     * collective that waits for a peer. */
+    c->barrier_buf = dev_cuda_ops()->alloc(job->dev, sizeof(float));
+    if (!c->barrier_buf) {
+        snprintf(err, errlen, "rank %d: out of device memory for group %s", job->rank, name);
+        free(c);
+        return NULL;
+    }
     char key[256];
     comm_nccl_group_key(key, sizeof key, kind, ranks, n, "");
     c->main = link_create(job, key, n, me, name, err, errlen);
     if (!c->main) {
+        dev_cuda_ops()->free(job->dev, c->barrier_buf);
         free(c);
         return NULL;
     }
@@ -463,6 +473,22 @@ static void nccl_destroy(comm *cc)
 
 static cudaStream_t stream_of(dev_stream *s) { return (cudaStream_t)dev_cuda_stream_handle(s); }
 
+/* The one-member group's reduce-scatter / all-gather: a copy, checked like any operation. */
+static int local_copy(comm_nccl *c, dev_stream *s, float *out, const float *in, size_t count)
+{
+    if (out == in || count == 0)
+        return 0;
+    cudaError_t e = cudaMemcpyAsync(out, in, count * sizeof(float), cudaMemcpyDeviceToDevice,
+                                    stream_of(s));
+    if (e == cudaSuccess)
+        return 0;
+    char msg[256];
+    snprintf(msg, sizeof msg, "rank %d: copy on one-member group %s: %s", c->job->rank, c->name,
+             cudaGetErrorString(e));
+    dev_cuda_fail(c->job->dev, msg);
+    return -1;
+}
+
 static int usable(comm_nccl *c)
 {
     return !c->job->aborted;
@@ -487,11 +513,8 @@ static int nccl_allreduce(comm *cc, dev_stream *s, void *buf, size_t count, comm
 static int nccl_reduce_scatter(comm *cc, dev_stream *s, float *out, const float *in, size_t count)
 {
     comm_nccl *c = (comm_nccl *)cc;
-    if (c->size == 1) {
-        if (out != in && count)
-            cudaMemcpyAsync(out, in, count * 4, cudaMemcpyDeviceToDevice, stream_of(s));
-        return 0;
-    }
+    if (c->size == 1)
+        return local_copy(c, s, out, in, count);
     if (!usable(c))
         return -1;
     ncclResult_t r = ncclReduceScatter(in, out, count, ncclFloat32, ncclSum, c->main->comm,
@@ -506,11 +529,8 @@ static int nccl_reduce_scatter(comm *cc, dev_stream *s, float *out, const float 
 static int nccl_allgather(comm *cc, dev_stream *s, float *out, const float *in, size_t count)
 {
     comm_nccl *c = (comm_nccl *)cc;
-    if (c->size == 1) {
-        if (out != in && count)
-            cudaMemcpyAsync(out, in, count * 4, cudaMemcpyDeviceToDevice, stream_of(s));
-        return 0;
-    }
+    if (c->size == 1)
+        return local_copy(c, s, out, in, count);
     if (!usable(c))
         return -1;
     /* NCCL supports the in-place form (in == out + rank*count) directly */
@@ -596,13 +616,6 @@ static int nccl_barrier(comm *cc, dev_stream *s)
     comm_nccl *c = (comm_nccl *)cc;
     if (c->size == 1)
         return 0;
-    if (!c->barrier_buf) {
-        c->barrier_buf = dev_cuda_ops()->alloc(c->job->dev, sizeof(float));
-        if (!c->barrier_buf) {
-            dev_cuda_fail(c->job->dev, "out of device memory for a barrier");
-            return -1;
-        }
-    }
     return nccl_allreduce(cc, s, c->barrier_buf, 1, COMM_FLOAT32);
 }
 
