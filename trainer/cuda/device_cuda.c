@@ -69,6 +69,7 @@ struct dev_device {
     int nstreams;
     staging_slot staging[STAGING_SLOTS];
     int next_staging;
+    cudaStream_t alloc_stream; /* zeroes new allocations (waited for alone) */
     void (*hook)(void *);
     void *hook_arg;
     dev_cuda_wait_check checks[MAX_WAIT_CHECKS];
@@ -166,9 +167,14 @@ static void *cuda_alloc(dev_device *d, size_t bytes)
         cudaGetLastError(); /* an allocation failure is reported by returning NULL */
         return NULL;
     }
-    /* cudaMemset is ordered on the legacy stream, which our non-blocking streams do
-     * not wait for: finish it here so the memory is zero before any stream uses it. */
-    if (cudaMemset(p, 0, bytes) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) {
+    /* Zero it on the device's private stream and wait for that stream only: our
+     * non-blocking streams would not wait for a memset on the legacy stream, and a
+     * cudaDeviceSynchronize here would wait behind collectives in flight (an allocation
+     * in the middle of a run, e.g. a checkpoint's agreement buffer, could then hang on a
+     * peer that is itself waiting). */
+    if (cudaMemsetAsync(p, 0, bytes, d->alloc_stream) != cudaSuccess ||
+        cudaStreamSynchronize(d->alloc_stream) != cudaSuccess) {
+        cudaGetLastError();
         cudaFree(p);
         return NULL;
     }
@@ -715,6 +721,22 @@ dev_device *dev_cuda_open(int ordinal, const char *precision, char *err, size_t 
         return NULL;
     }
     snprintf(d->name, sizeof d->name, "%s", prop.name);
+    if ((e = cudaStreamCreateWithFlags(&d->alloc_stream, cudaStreamNonBlocking)) != cudaSuccess) {
+        snprintf(err, errlen, "--backend cuda: GPU %d: cudaStreamCreate: %s", ordinal,
+                 cudaGetErrorString(e));
+        free(d);
+        return NULL;
+    }
+    /* The kernels' scratch comes from the default memory pool (cudaMallocAsync). Keep what
+     * it frees instead of returning it to the driver at every synchronization. */
+    cudaMemPool_t pool;
+    if (cudaDeviceGetDefaultMemPool(&pool, ordinal) == cudaSuccess) {
+        uint64_t keep = UINT64_MAX;
+        if (cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep) != cudaSuccess)
+            cudaGetLastError(); /* only an optimization */
+    } else {
+        cudaGetLastError();
+    }
     size_t free_b = 0, total_b = 0;
     if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess)
         d->baseline_used = total_b - free_b;
@@ -735,6 +757,8 @@ static void dev_cuda_close(dev_device *d)
         }
     for (size_t i = 0; i < d->nallocs; i++)
         cudaFree(d->allocs[i].p);
+    if (d->alloc_stream)
+        cudaStreamDestroy(d->alloc_stream);
     free(d->allocs);
     free(d);
 }
