@@ -43,7 +43,8 @@ typedef enum comm_kind {
     COMM_KIND_TP = 2,
     COMM_KIND_PP = 3,
     COMM_KIND_EMBED = 4, /* first and last pipeline stage: tied embedding gradients */
-    COMM_KIND_COUNT = 5
+    COMM_KIND_CP = 5,    /* context parallel ring: ring-attention key/value blocks */
+    COMM_KIND_COUNT = 6
 } comm_kind;
 
 typedef struct comm_job_options {
@@ -75,7 +76,9 @@ uint64_t comm_job_heartbeat_of(comm_job *job, int r);
 int comm_job_waiting_of(comm_job *job, int r);
 
 /* Sub-communicator over world ranks `ranks[0..n)` (sorted, including this
- * rank). `name` ("dp", "tp", "pp", "embed", "world") names it in the trace. */
+ * rank). `name` ("dp", "tp", "pp", "cp", "embed", "world") names it in the trace.
+ * Groups of one kind must partition the world (the shared-memory backend finds a
+ * group's region by its kind and lowest rank). */
 comm *comm_group(comm_job *job, comm_kind kind, const char *name, const int *ranks, int n,
                  char *err, size_t errlen);
 void comm_destroy(comm *c);

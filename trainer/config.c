@@ -11,6 +11,7 @@
 #include "config.h"
 
 #include "checkpoint.h"
+#include "device.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -47,9 +48,12 @@ static const opt_row rows[] = {
      "vocabulary size [tiny: the data's vocabulary; gpt2-*: 50257]", 0},
     {"world", OPT_SPECIAL, 0, 0, "N",
      "rank processes to start on this machine (or WORLD_SIZE under an outside launcher) [1]", 0},
-    {"dp", OPT_INT, OFF(dp), 0, "D", "data-parallel degree [world/(tp*pp)]", 0},
+    {"dp", OPT_INT, OFF(dp), 0, "D", "data-parallel degree [world/(tp*pp*cp)]", 0},
     {"tp", OPT_INT, OFF(tp), 0, "T", "tensor-parallel degree (Megatron column/row) [1]", 0},
     {"pp", OPT_INT, OFF(pp), 0, "P", "pipeline-parallel stages [1]", 0},
+    {"cp", OPT_INT, OFF(cp), 0, "N",
+     "context-parallel degree: each of N ranks holds 2 of the sequence's 2N chunks (zig-zag, "
+     "balanced under the causal mask) and ring attention passes keys/values around [1]", 0},
     {"sp", OPT_FLAG, OFF(sp), 0, NULL, "sequence parallelism inside the TP group", 0},
     {"schedule", OPT_SPECIAL, 0, 0, "afab|1f1b", "pipeline schedule [1f1b]", 0},
     {"microbatches", OPT_SPECIAL, 0, 0, "M",
@@ -158,6 +162,7 @@ static void defaults(train_config *c)
     c->dp = 0; /* derived */
     c->tp = 1;
     c->pp = 1;
+    c->cp = 1;
     c->schedule = SCHED_1F1B;
     c->recompute = RECOMPUTE_NONE;
     c->bucket_mb = 1.0;
@@ -433,8 +438,8 @@ int config_parse(train_config *c, int argc, char **argv, char *err, size_t n)
         if (parse_int(ws, &w) == 0)
             c->world = w;
     }
-    if (c->dp == 0 && c->tp > 0 && c->pp > 0)
-        c->dp = c->world / (c->tp * c->pp) > 0 ? c->world / (c->tp * c->pp) : 1;
+    if (c->dp == 0 && c->tp > 0 && c->pp > 0 && c->cp > 0)
+        c->dp = c->world / (c->tp * c->pp * c->cp) > 0 ? c->world / (c->tp * c->pp * c->cp) : 1;
     if (!c->microbatches_given && c->pp > 1)
         c->microbatches = 2 * c->pp;
     if (!c->warmup_given)
@@ -463,9 +468,10 @@ int config_validate(const train_config *c, char *err, size_t n)
     REQUIRE(c->dp >= 1, "--dp %d: must be at least 1", c->dp);
     REQUIRE(c->tp >= 1, "--tp %d: must be at least 1", c->tp);
     REQUIRE(c->pp >= 1, "--pp %d: must be at least 1", c->pp);
-    REQUIRE((long)c->dp * c->tp * c->pp == c->world,
-            "--dp %d x --tp %d x --pp %d = %ld does not equal --world %d", c->dp, c->tp, c->pp,
-            (long)c->dp * c->tp * c->pp, c->world);
+    REQUIRE(c->cp >= 1, "--cp %d: must be at least 1", c->cp);
+    REQUIRE((long)c->dp * c->tp * c->pp * c->cp == c->world,
+            "--dp %d x --pp %d x --cp %d x --tp %d = %ld does not equal --world %d", c->dp, c->pp,
+            c->cp, c->tp, (long)c->dp * c->tp * c->pp * c->cp, c->world);
     REQUIRE(c->layers >= 1, "--layers %d: must be at least 1", c->layers);
     REQUIRE(c->hidden >= 1, "--hidden %d: must be at least 1", c->hidden);
     REQUIRE(c->heads >= 1, "--heads %d: must be at least 1", c->heads);
@@ -484,8 +490,13 @@ int config_validate(const train_config *c, char *err, size_t n)
             c->microbatches, c->dp * c->microbatches);
     int mb = config_micro_batch(c);
     REQUIRE(!c->sp || c->tp > 1, "--sp (sequence parallelism) needs --tp greater than 1");
-    REQUIRE(!c->sp || ((long)mb * c->seq) % c->tp == 0,
-            "--sp: the micro-batch's %d tokens are not divisible by --tp %d", mb * c->seq, c->tp);
+    REQUIRE(c->cp == 1 || c->seq % (2 * c->cp) == 0,
+            "--seq %d is not divisible by 2 x --cp %d = %d (context parallelism cuts each "
+            "sequence into 2 x cp chunks, two per rank, zig-zag)",
+            c->seq, c->cp, 2 * c->cp);
+    REQUIRE(!c->sp || ((long)mb * (c->seq / c->cp)) % c->tp == 0,
+            "--sp: the micro-batch's %d tokens%s are not divisible by --tp %d",
+            mb * (c->seq / c->cp), c->cp > 1 ? " on each CP rank" : "", c->tp);
     REQUIRE(c->zero == 0 || c->zero == 1, "--zero %d: only stages 0 and 1 are implemented",
             c->zero);
     REQUIRE(c->bucket_mb > 0, "--bucket-mb %g: must be positive", c->bucket_mb);
@@ -505,6 +516,15 @@ int config_validate(const train_config *c, char *err, size_t n)
     REQUIRE(strcmp(c->backend, "cuda") != 0,
             "--backend cuda: the CUDA backend is not built into this binary (use cpu or auto)");
 #endif
+    if (c->cp > 1 && strcmp(c->backend, "auto") != 0) {
+        /* "auto" is decided when the device opens; the trainer checks it there */
+        const dev_ops *ops = dev_backend_ops(c->backend);
+        const char *missing = NULL;
+        REQUIRE(!ops || dev_ops_support_cp(ops, &missing),
+                "--cp %d: the %s backend has no %s operation yet, so context parallelism "
+                "(ring attention) runs only on --backend cpu",
+                c->cp, c->backend, missing ? missing : "?");
+    }
     REQUIRE(c->bpe_merges >= 0 && c->bpe_merges <= 65280, "--bpe-merges %d: must be in 0..65280",
             c->bpe_merges);
     REQUIRE(!c->data[0] || access(c->data, R_OK) == 0, "--data %s: cannot read the file",
@@ -556,8 +576,8 @@ char *config_to_json(const train_config *c)
     json_string(b, n, &at, c->model);
     OUT(",\"layers\":%d,\"hidden\":%d,\"heads\":%d,\"seq\":%d,\"vocab\":%d,\"padded_vocab\":%d",
         c->layers, c->hidden, c->heads, c->seq, c->vocab, config_padded_vocab(c));
-    OUT(",\"world\":%d,\"dp\":%d,\"tp\":%d,\"pp\":%d,\"cp\":1,\"sp\":%s", c->world, c->dp, c->tp,
-        c->pp, c->sp ? "true" : "false");
+    OUT(",\"world\":%d,\"dp\":%d,\"tp\":%d,\"pp\":%d,\"cp\":%d,\"sp\":%s", c->world, c->dp,
+        c->tp, c->pp, c->cp, c->sp ? "true" : "false");
     OUT(",\"schedule\":\"%s\",\"zero\":%d,\"recompute\":\"%s\",\"bucket_mb\":%g,\"overlap\":%s",
         c->schedule == SCHED_AFAB ? "afab" : "1f1b", c->zero, rec[c->recompute], c->bucket_mb,
         c->overlap ? "true" : "false");
@@ -596,8 +616,14 @@ void config_print_help(void)
            "  MASTER_ADDR, MASTER_PORT set) each process runs one rank; the ranks meet in a\n"
            "  shared-memory segment keyed by STEPSCOPE_JOB_ID or else MASTER_PORT, so they\n"
            "  must share one machine (the CPU backend has no network communicator).\n"
-           "  The grid is world = dp x pp x tp with tp varying fastest.\n"
-           "  Embeddings, the final LayerNorm and the LM head are replicated across TP ranks.\n\n"
+           "  The grid is world = dp x pp x cp x tp with tp varying fastest, then cp, pp, dp.\n"
+           "  Embeddings, the final LayerNorm and the LM head are replicated across TP ranks.\n"
+           "  Context parallelism (--cp N): each sequence is cut into 2N chunks and CP rank r\n"
+           "  holds chunks r and 2N-1-r (balanced under the causal mask) in every layer; ring\n"
+           "  attention sends keys/values around the CP ring (and, in backward, their gradients)\n"
+           "  while attending to the block at hand, merging blocks by log-sum-exp. Weights are\n"
+           "  replicated over CP: gradients are all-reduced (and ZeRO-1 sharded) over dp x cp.\n"
+           "  --seq must be divisible by 2 x cp; the CPU backend only, for now.\n\n"
            "options:\n");
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         if (rows[i].hidden)

@@ -21,7 +21,7 @@ typedef struct train_config {
     int layers, hidden, heads, seq, vocab, max_seq;
     int vocab_given; /* --vocab on the command line (else from the data) */
     /* parallel grid */
-    int world, dp, tp, pp;
+    int world, dp, tp, pp, cp; /* world = dp x pp x cp x tp */
     int world_given;
     int sp;
     schedule_kind schedule;

@@ -16,6 +16,31 @@
 #include "device_cuda.h"
 #endif
 
+const dev_ops *dev_backend_ops(const char *backend)
+{
+    if (!strcmp(backend, "cpu"))
+        return dev_cpu_ops();
+#ifdef STEPSCOPE_TRAINER_HAVE_CUDA
+    if (!strcmp(backend, "cuda"))
+        return dev_cuda_ops();
+#endif
+    return NULL;
+}
+
+int dev_ops_support_cp(const dev_ops *ops, const char **missing)
+{
+    const char *none = NULL;
+    if (!ops->copy_2d)
+        none = "copy_2d";
+    else if (!ops->attention_block_forward)
+        none = "attention_block_forward";
+    else if (!ops->attention_block_backward)
+        none = "attention_block_backward";
+    if (missing)
+        *missing = none;
+    return none == NULL;
+}
+
 static const dev_ops *ops_of(const dev_device *d) { return ((const dev_device_header *)d)->ops; }
 
 dev_device *dev_open(const char *backend, char *err, size_t errlen)

@@ -64,6 +64,11 @@ typedef struct dev_ops {
     void (*copy_to_host)(dev_stream *s, void *host_dst, const void *src, size_t bytes);
     void (*copy)(dev_stream *s, void *dst, const void *src, size_t bytes);
     void (*zero)(dev_stream *s, void *dst, size_t bytes);
+    /* rows x width_bytes from src (rows src_pitch bytes apart) to dst (dst_pitch apart),
+     * like cudaMemcpy2DAsync: packs the k|v columns of qkv for ring attention. Optional
+     * (NULL: context parallelism is unavailable on this backend). */
+    void (*copy_2d)(dev_stream *s, void *dst, size_t dst_pitch, const void *src, size_t src_pitch,
+                    size_t width_bytes, size_t rows);
 
     /* --- model operations (see kernels/cpu/cpu_kernels.h for the math) -------- */
     void (*encoder_forward)(dev_stream *s, float *out, const int *tokens, const float *wte,
@@ -86,6 +91,21 @@ typedef struct dev_ops {
     void (*attention_backward)(dev_stream *s, float *dqkv, float *dpreatt, float *datt,
                                const float *dout, const float *qkv, const float *att, int B,
                                int T, int C, int NH);
+    /* Ring attention (context parallelism; cpu_attention_block_* in kernels/cpu/cpu_kernels.h
+     * is the math and the layouts): one block of queries against one block of keys and
+     * values, merged into the running out [B,Tq,C] / lse [B,NH,Tq] by log-sum-exp; the
+     * backward takes the final out and lse and ACCUMULATES into dq and dkv. q rows are
+     * q_stride floats apart, kv rows kv_stride apart with v at +C (the same for dq, dkv).
+     * causal: a diagonal block (Tq == Tk, query t sees keys <= t). Optional: a backend
+     * without them (NULL) cannot run --cp > 1, and the configuration is refused. */
+    void (*attention_block_forward)(dev_stream *s, float *out, float *lse, const float *q,
+                                    int q_stride, const float *kv, int kv_stride, int B, int Tq,
+                                    int Tk, int C, int NH, int causal);
+    void (*attention_block_backward)(dev_stream *s, float *dq, int dq_stride, float *dkv,
+                                     int dkv_stride, const float *dout, const float *out,
+                                     const float *lse, const float *q, int q_stride,
+                                     const float *kv, int kv_stride, int B, int Tq, int Tk, int C,
+                                     int NH, int causal);
     void (*gelu_forward)(dev_stream *s, float *out, const float *inp, int N);
     void (*gelu_backward)(dev_stream *s, float *dinp, const float *inp, const float *dout, int N);
     void (*residual_forward)(dev_stream *s, float *out, const float *a, const float *b, int N);
@@ -111,6 +131,13 @@ typedef struct dev_device_header {
     const dev_ops *ops;
 } dev_device_header;
 
+/* The operation table of a backend by name ("cpu", "cuda"), without opening a
+ * device (for configuration checks); NULL when that backend is not built in. */
+const dev_ops *dev_backend_ops(const char *backend);
+/* Whether a backend has the operations context parallelism (--cp > 1) needs;
+ * when not, *missing names the first one that is NULL. */
+int dev_ops_support_cp(const dev_ops *ops, const char **missing);
+
 /* Creates a device of the named backend: "cpu", "cuda" (when built), or
  * "auto" (cuda when built and a GPU is present, else cpu). NULL with a message
  * in err on failure (e.g. "the CUDA backend is not built into this binary"). */
@@ -133,5 +160,6 @@ void dev_abort(dev_device *d, const char *why);
 /* The CPU backend's constructor (device_cpu.c). A CUDA backend adds
  * dev_cuda_open (device_cuda.c) and a case in dev_open (device.c). */
 dev_device *dev_cpu_open(char *err, size_t errlen);
+const dev_ops *dev_cpu_ops(void);
 
 #endif /* STEPSCOPE_TRAINER_DEVICE_H */

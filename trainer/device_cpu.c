@@ -433,6 +433,33 @@ static void cpu_zero(dev_stream *s, void *dst, size_t bytes)
     cpu_stream_enqueue(s, &t);
 }
 
+static int run_copy_2d(cpu_task *t, char *err, size_t errlen)
+{
+    char *dst = t->p[0];
+    const char *src = t->p[1];
+    size_t dpitch = (size_t)t->i[0], spitch = (size_t)t->i[1], width = (size_t)t->i[2];
+    for (size_t r = 0; r < (size_t)t->i[3]; r++)
+        memcpy(dst + r * dpitch, src + r * spitch, width);
+    return 0;
+}
+
+static void cpu_copy_2d(dev_stream *s, void *dst, size_t dst_pitch, const void *src,
+                        size_t src_pitch, size_t width_bytes, size_t rows)
+{
+    cpu_task t = {0};
+    t.run = run_copy_2d;
+    t.name = "copy 2d";
+    t.category = STEPSCOPE_CAT_MEMCPY;
+    t.bytes = width_bytes * rows;
+    t.p[0] = dst;
+    t.p[1] = (void *)src;
+    t.i[0] = (int64_t)dst_pitch;
+    t.i[1] = (int64_t)src_pitch;
+    t.i[2] = (int64_t)width_bytes;
+    t.i[3] = (int64_t)rows;
+    cpu_stream_enqueue(s, &t);
+}
+
 /* ---- model operations -------------------------------------------------------------
  * Each wrapper packs its arguments into a task (pointers in p[], integers in i[],
  * scalars in f[]), states the work's flops and bytes moved, and enqueues it; the
@@ -569,6 +596,59 @@ static void cpu_op_attention_backward(dev_stream *s, float *dqkv, float *dpreatt
                   .i = {B, T, C, NH}};
     enqueue_compute(s, &t, "attention_backward", 4.0 * B * (double)T * T * C,
                     4.0 * (8.0 * B * T * C + 4.0 * B * NH * (double)T * T));
+}
+
+/* The block kernels need Tk floats of scratch (one row of scores). */
+static int run_attention_block_forward(cpu_task *t, char *e, size_t n)
+{
+    float *scratch = malloc(sizeof(float) * (size_t)(t->i[4] > 0 ? t->i[4] : 1));
+    if (!scratch) {
+        snprintf(e, n, "attention_block_forward: out of memory");
+        return -1;
+    }
+    cpu_attention_block_forward(P(0), P(1), P(2), I(0), P(3), I(1), I(2), I(3), I(4), I(5), I(6),
+                                I(7), scratch);
+    free(scratch);
+    return 0;
+}
+static void cpu_op_attention_block_forward(dev_stream *s, float *out, float *lse, const float *q,
+                                           int q_stride, const float *kv, int kv_stride, int B,
+                                           int Tq, int Tk, int C, int NH, int causal)
+{
+    cpu_task t = {.run = run_attention_block_forward,
+                  .p = {out, lse, (void *)q, (void *)kv},
+                  .i = {q_stride, kv_stride, B, Tq, Tk, C, NH, causal}};
+    /* scores and the weighted sum: 2*Tq*Tk*C each, half of it on a causal block */
+    double pairs = causal ? 0.5 * Tq * (Tk + 1.0) : (double)Tq * Tk;
+    enqueue_compute(s, &t, "attention_block_forward", 4.0 * B * pairs * C,
+                    4.0 * B * (3.0 * Tq * C + 2.0 * Tk * C + 2.0 * NH * Tq));
+}
+
+static int run_attention_block_backward(cpu_task *t, char *e, size_t n)
+{
+    float *scratch = malloc(sizeof(float) * (size_t)(t->i[7] > 0 ? t->i[7] : 1));
+    if (!scratch) {
+        snprintf(e, n, "attention_block_backward: out of memory");
+        return -1;
+    }
+    cpu_attention_block_backward(P(0), I(0), P(1), I(1), P(2), P(3), P(4), P(5), I(2), P(6), I(3),
+                                 I(4), I(5), I(6), I(7), I(8), I(9), scratch);
+    free(scratch);
+    return 0;
+}
+static void cpu_op_attention_block_backward(dev_stream *s, float *dq, int dq_stride, float *dkv,
+                                            int dkv_stride, const float *dout, const float *out,
+                                            const float *lse, const float *q, int q_stride,
+                                            const float *kv, int kv_stride, int B, int Tq, int Tk,
+                                            int C, int NH, int causal)
+{
+    cpu_task t = {.run = run_attention_block_backward,
+                  .p = {dq, dkv, (void *)dout, (void *)out, (void *)lse, (void *)q, (void *)kv},
+                  .i = {dq_stride, dkv_stride, q_stride, kv_stride, B, Tq, Tk, C, NH, causal}};
+    /* recomputed scores, dv, dp, dq and dk: 2*Tq*Tk*C each */
+    double pairs = causal ? 0.5 * Tq * (Tk + 1.0) : (double)Tq * Tk;
+    enqueue_compute(s, &t, "attention_block_backward", 10.0 * B * pairs * C,
+                    4.0 * B * (6.0 * Tq * C + 4.0 * Tk * C + NH * Tq));
 }
 
 static int run_gelu_forward(cpu_task *t, char *e, size_t n)
@@ -746,6 +826,7 @@ static const dev_ops cpu_ops = {
     .copy_to_host = cpu_copy_to_host,
     .copy = cpu_copy,
     .zero = cpu_zero,
+    .copy_2d = cpu_copy_2d,
     .encoder_forward = cpu_op_encoder_forward,
     .encoder_backward = cpu_op_encoder_backward,
     .layernorm_forward = cpu_op_layernorm_forward,
@@ -754,6 +835,8 @@ static const dev_ops cpu_ops = {
     .matmul_backward = cpu_op_matmul_backward,
     .attention_forward = cpu_op_attention_forward,
     .attention_backward = cpu_op_attention_backward,
+    .attention_block_forward = cpu_op_attention_block_forward,
+    .attention_block_backward = cpu_op_attention_block_backward,
     .gelu_forward = cpu_op_gelu_forward,
     .gelu_backward = cpu_op_gelu_backward,
     .residual_forward = cpu_op_residual_forward,
@@ -766,6 +849,8 @@ static const dev_ops cpu_ops = {
     .scale = cpu_op_scale,
     .adamw = cpu_op_adamw,
 };
+
+const dev_ops *dev_cpu_ops(void) { return &cpu_ops; }
 
 dev_device *dev_cpu_open(char *err, size_t errlen)
 {

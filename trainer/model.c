@@ -43,21 +43,23 @@
 #define BO_FCPROJW(m) (BO_FCB(m) + 4 * (size_t)(m)->Cl)
 #define BO_END(m) (BO_FCPROJW(m) + (size_t)(m)->C * 4 * (m)->Cl)
 
-void model_grid_of(model_grid *g, int world, int dp, int tp, int pp, int rank)
+void model_grid_of(model_grid *g, int world, int dp, int tp, int pp, int cp, int rank)
 {
     g->world = world;
     g->rank = rank;
     g->dp = dp;
     g->tp = tp;
     g->pp = pp;
+    g->cp = cp;
     g->tp_rank = rank % tp;
-    g->pp_rank = (rank / tp) % pp;
-    g->dp_rank = rank / (tp * pp);
+    g->cp_rank = (rank / tp) % cp;
+    g->pp_rank = (rank / (tp * cp)) % pp;
+    g->dp_rank = rank / (tp * cp * pp);
 }
 
-int model_grid_rank(const model_grid *g, int dp_rank, int pp_rank, int tp_rank)
+int model_grid_rank(const model_grid *g, int dp_rank, int pp_rank, int cp_rank, int tp_rank)
 {
-    return (dp_rank * g->pp + pp_rank) * g->tp + tp_rank;
+    return ((dp_rank * g->pp + pp_rank) * g->cp + cp_rank) * g->tp + tp_rank;
 }
 
 size_t model_total_params(const train_config *cfg)
@@ -173,6 +175,8 @@ static void layout_block(model *m, block_acts *a, char *base, size_t *at, int wi
             a->ln1_full = a->ln1;
         TAKE(qkv, (size_t)m->N * 3 * m->Cl);
         TAKE(atty, (size_t)m->N * m->Cl);
+        if (m->cp > 1)
+            TAKE(lse, (size_t)m->B * m->NHl * m->T);
         TAKE(res2, NsC);
         TAKE(ln2, NsC);
         TAKE(ln2_mean, m->Ns);
@@ -184,7 +188,7 @@ static void layout_block(model *m, block_acts *a, char *base, size_t *at, int wi
         TAKE(fch, (size_t)m->N * 4 * m->Cl);
         TAKE(fch_gelu, (size_t)m->N * 4 * m->Cl);
     }
-    if (with_att)
+    if (with_att && m->cp == 1) /* ring attention stores no attention matrix */
         TAKE(att, (size_t)m->B * m->NHl * m->T * m->T);
 #undef TAKE
 }
@@ -233,8 +237,8 @@ static void *dalloc(model *m, size_t bytes, int *fail)
 }
 
 int model_create(model *m, const train_config *cfg, const model_grid *g, dev_device *dev,
-                 dev_stream *compute, comm *tp_comm, int micro_batch, int nslots, char *err,
-                 size_t errlen)
+                 dev_stream *compute, comm *tp_comm, const model_cp_links *cp, int micro_batch,
+                 int nslots, char *err, size_t errlen)
 {
     memset(m, 0, sizeof *m);
     m->dev = dev;
@@ -249,7 +253,9 @@ int model_create(model *m, const train_config *cfg, const model_grid *g, dev_dev
     m->Vp = config_padded_vocab(cfg);
     m->maxT = cfg->max_seq;
     m->B = micro_batch;
-    m->T = cfg->seq;
+    m->cp = g->cp;
+    m->T = cfg->seq / g->cp;
+    m->Tc = g->cp > 1 ? cfg->seq / (2 * g->cp) : cfg->seq;
     m->N = m->B * m->T;
     m->sp = cfg->sp && g->tp > 1;
     m->Ns = m->sp ? m->N / g->tp : m->N;
@@ -267,7 +273,7 @@ int model_create(model *m, const train_config *cfg, const model_grid *g, dev_dev
         return -1;
     }
     int fail = 0;
-    size_t unit = (size_t)cfg->dp * 16;
+    size_t unit = (size_t)g->dp * g->cp * 16; /* ZeRO-1 shards over dp x cp */
     m->nfloats_padded = (m->nfloats + unit - 1) / unit * unit;
     size_t pbytes = m->nfloats_padded * sizeof(float);
     m->param = m->ops->alloc(dev, pbytes);
@@ -277,7 +283,7 @@ int model_create(model *m, const train_config *cfg, const model_grid *g, dev_dev
         return -1;
     }
     size_t NsC = (size_t)m->Ns * m->C, NC = (size_t)m->N * m->C;
-    size_t att = (size_t)m->B * m->NHl * m->T * m->T;
+    size_t att = m->cp > 1 ? 0 : (size_t)m->B * m->NHl * m->T * m->T;
     size_t NVp = (size_t)m->N * m->Vp;
     m->slots = calloc((size_t)nslots, sizeof(model_slot));
     if (!m->slots) {
@@ -339,6 +345,16 @@ int model_create(model *m, const train_config *cfg, const model_grid *g, dev_dev
         m->dfinal_full = dalloc(m, NC * 4, &fail);
     }
     m->loss_acc = dalloc(m, sizeof(double), &fail);
+    if (!fail && m->cp > 1) {
+        if (!cp || !cp->cp || comm_size(cp->cp) != m->cp) {
+            snprintf(err, errlen, "internal: --cp %d without a CP group", m->cp);
+            return -1;
+        }
+        if (ring_attention_create(&m->ring, dev, cp->cp, compute, cp->send, cp->recv, m->B, m->Tc,
+                                  m->Cl, m->NHl, err, errlen) != 0)
+            return -1;
+        m->act_bytes_total += m->ring.bytes;
+    }
     if (fail) {
         snprintf(err, errlen, "out of device memory for activations (%zu bytes so far)",
                  m->act_bytes_total);
@@ -381,6 +397,7 @@ void model_destroy(model *m)
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         o->free(d, bufs[i]);
     free(m->params);
+    ring_attention_destroy(&m->ring);
     memset(m, 0, sizeof *m);
 }
 
@@ -543,7 +560,10 @@ static void block_forward(model *m, const block_acts *a, int b, float *out)
                          p + BO_LN1B(m), Ns, C);
     const float *x1 = tp_gather(m, a->ln1_full, a->ln1);
     o->matmul_forward(s, a->qkv, x1, p + BO_QKVW(m), p + BO_QKVB(m), N, C, 3 * Cl);
-    o->attention_forward(s, a->atty, m->preatt, a->att, a->qkv, m->B, m->T, Cl, m->NHl);
+    if (m->cp > 1)
+        ring_attention_forward(&m->ring, a->atty, a->lse, a->qkv);
+    else
+        o->attention_forward(s, a->atty, m->preatt, a->att, a->qkv, m->B, m->T, Cl, m->NHl);
     o->matmul_forward(s, m->proj_full, a->atty, p + BO_ATTPROJW(m),
                       bias_here ? p + BO_ATTPROJB(m) : NULL, N, Cl, C);
     float *r1 = tp_reduce_out(m, m->proj_full);
@@ -590,8 +610,11 @@ static void block_backward(model *m, const block_acts *a, int b, const float *do
     o->matmul_backward(s, m->datty, g + BO_ATTPROJW(m), g + BO_ATTPROJB(m), gh, a->atty,
                        p + BO_ATTPROJW(m), N, Cl, C);
     o->zero(s, m->dqkv, (size_t)N * 3 * Cl * 4);
-    o->attention_backward(s, m->dqkv, m->dpreatt, m->datt, m->datty, a->qkv, a->att, m->B, m->T,
-                          Cl, m->NHl);
+    if (m->cp > 1)
+        ring_attention_backward(&m->ring, m->dqkv, m->datty, a->atty, a->lse, a->qkv);
+    else
+        o->attention_backward(s, m->dqkv, m->dpreatt, m->datt, m->datty, a->qkv, a->att, m->B,
+                              m->T, Cl, m->NHl);
     o->zero(s, m->dln_full, (size_t)N * C * 4);
     o->matmul_backward(s, m->dln_full, g + BO_QKVW(m), g + BO_QKVB(m), m->dqkv, a->ln1_full,
                        p + BO_QKVW(m), N, C, 3 * Cl);
@@ -601,6 +624,39 @@ static void block_backward(model *m, const block_acts *a, int b, const float *do
 }
 
 /* ---- stage forward / backward ----------------------------------------------------------- */
+
+/* Token + position embedding of the micro-batch's tokens into out [N,C]. Under
+ * --cp the tokens are this rank's two chunks of each sequence, chunk-major; each
+ * chunk of all B sequences is one call with the wpe rows of its global position. */
+static void embed(model *m, float *out, const int *tokens)
+{
+    const float *wte = m->param + m->off_wte, *wpe = m->param + m->off_wpe;
+    if (m->cp == 1) {
+        m->ops->encoder_forward(m->compute, out, tokens, wte, wpe, m->B, m->T, m->C);
+        return;
+    }
+    size_t rows = (size_t)m->B * m->Tc;
+    for (int h = 0; h < 2; h++) {
+        size_t pos = (size_t)ring_attention_chunk(m->cp, m->grid.cp_rank, h) * m->Tc;
+        m->ops->encoder_forward(m->compute, out + h * rows * m->C, tokens + h * rows, wte,
+                                wpe + pos * m->C, m->B, m->Tc, m->C);
+    }
+}
+
+static void embed_backward(model *m, const float *dout, const int *tokens)
+{
+    float *dwte = m->grad + m->off_wte, *dwpe = m->grad + m->off_wpe;
+    if (m->cp == 1) {
+        m->ops->encoder_backward(m->compute, dwte, dwpe, dout, tokens, m->B, m->T, m->C);
+        return;
+    }
+    size_t rows = (size_t)m->B * m->Tc;
+    for (int h = 0; h < 2; h++) {
+        size_t pos = (size_t)ring_attention_chunk(m->cp, m->grid.cp_rank, h) * m->Tc;
+        m->ops->encoder_backward(m->compute, dwte, dwpe + pos * m->C, dout + h * rows * m->C,
+                                 tokens + h * rows, m->B, m->Tc, m->C);
+    }
+}
 
 void model_set_loss_weight(model *m, float dloss)
 {
@@ -616,8 +672,7 @@ void model_forward(model *m, int slot, int mb)
     size_t NsC = (size_t)m->Ns * m->C;
     if (m->first_stage) {
         float *dst = m->sp ? m->enc_full : sl->stage_in;
-        o->encoder_forward(s, dst, sl->tokens, m->param + m->off_wte, m->param + m->off_wpe, m->B,
-                           m->T, m->C);
+        embed(m, dst, sl->tokens);
         if (m->sp)
             o->copy(s, sl->stage_in, m->enc_full + (size_t)m->grid.tp_rank * NsC, NsC * 4);
     }
@@ -643,7 +698,9 @@ void model_forward(model *m, int slot, int mb)
 
 static void recompute_block(model *m, int slot, int b, int mb)
 {
-    if (m->recompute == RECOMPUTE_NONE)
+    /* ring attention keeps out and lse, never an attention matrix: selective
+     * recomputation has nothing to rebuild under --cp */
+    if (m->recompute == RECOMPUTE_NONE || (m->recompute == RECOMPUTE_SELECTIVE && m->cp > 1))
         return;
     range_push_layer("recompute", mb, m->grid.pp_rank, m->first_layer + b);
     block_acts a = acts_of(m, slot, b);
@@ -697,8 +754,7 @@ void model_backward(model *m, int slot, int mb, void (*unit_done)(void *arg, int
     }
     if (m->first_stage) {
         const float *g = tp_gather(m, m->d_full, dout);
-        o->encoder_backward(s, m->grad + m->off_wte, m->grad + m->off_wpe, g, sl->tokens, m->B,
-                            m->T, m->C);
+        embed_backward(m, g, sl->tokens);
     }
     if (unit_done)
         unit_done(arg, m->nblocks + 1);

@@ -22,6 +22,11 @@
  *     gradient is summed with the first stage's over the "embed" group.
  *   - Weights are initialized from a counter-based RNG keyed by (seed, layer,
  *     tensor), so every layout gets the same model as one rank.
+ *   - Context parallelism: the rank holds 2 of the 2 cp chunks of every sequence
+ *     (zig-zag) in every layer; everything but attention is per token, and
+ *     attention is ring attention over the CP group (ring_attention.h). Weights
+ *     are replicated over CP; their gradients are partial sums (over the rank's
+ *     tokens) that the trainer all-reduces over dp x cp.
  *   - Activations live in `slots` (micro-batches in flight); with recomputation
  *     the dropped tensors live in one scratch set and are rebuilt in backward.
  */
@@ -34,16 +39,25 @@
 #include "comm.h"
 #include "config.h"
 #include "device.h"
+#include "ring_attention.h"
 
 typedef struct model_grid {
     int world, rank;
-    int dp, tp, pp;
-    int dp_rank, tp_rank, pp_rank;
+    int dp, tp, pp, cp;
+    int dp_rank, tp_rank, pp_rank, cp_rank;
 } model_grid;
 
-/* Where a rank sits in the grid (TP fastest, then PP, then DP). */
-void model_grid_of(model_grid *g, int world, int dp, int tp, int pp, int rank);
-int model_grid_rank(const model_grid *g, int dp_rank, int pp_rank, int tp_rank);
+/* Where a rank sits in the grid world = dp x pp x cp x tp: TP fastest, then CP,
+ * then PP, then DP: rank = ((dp_rank * pp + pp_rank) * cp + cp_rank) * tp + tp_rank
+ * (with cp = 1, the layout of dp x pp x tp). */
+void model_grid_of(model_grid *g, int world, int dp, int tp, int pp, int cp, int rank);
+int model_grid_rank(const model_grid *g, int dp_rank, int pp_rank, int cp_rank, int tp_rank);
+
+/* What context parallelism needs besides the compute stream (model_create). */
+typedef struct model_cp_links {
+    comm *cp;                    /* the CP group (a ring in group-rank order) */
+    dev_stream *send, *recv;     /* "comm cp send" and "comm cp recv" */
+} model_cp_links;
 
 typedef struct param_info {
     const char *name;
@@ -62,7 +76,8 @@ typedef struct block_acts {
     float *ln1_full;                    /* [N,C] (== ln1 without --sp) */
     float *qkv;                         /* [N,3C/tp] */
     float *atty;                        /* [N,C/tp] */
-    float *att;                         /* [B,NH/tp,T,T] */
+    float *att;                         /* [B,NH/tp,T,T] (not with --cp > 1) */
+    float *lse;                         /* [2,B,NH/tp,Tc] --cp > 1: ring attention's log-sum-exp */
     float *res2;                        /* [Ns,C] */
     float *ln2, *ln2_mean, *ln2_rstd;
     float *ln2_full;
@@ -88,7 +103,10 @@ typedef struct model {
     model_grid grid;
     /* shape */
     int L, C, NH, V, Vp, maxT;
-    int B, T, N, Ns;  /* micro-batch sequences, seq, tokens, tokens in the local residual stream */
+    int B, T, N, Ns;  /* micro-batch sequences, seq (this CP rank's share), tokens, tokens in the
+                       * local residual stream */
+    int cp, Tc;       /* CP degree; chunk length seq/(2 cp): a CP rank holds 2 chunks per sequence,
+                       * chunk-major ([2][B][Tc]) */
     int Cl, NHl;      /* C/tp, NH/tp */
     int sp;
     recompute_kind recompute;
@@ -114,6 +132,7 @@ typedef struct model {
     double *loss_acc; /* device double */
     /* communicators (NULL when the group has one member) */
     comm *tp_comm;
+    ring_attention ring; /* --cp > 1 */
     /* streams */
     dev_stream *compute;
     size_t act_bytes_total; /* activation bytes allocated (stored + scratch) */
@@ -122,8 +141,8 @@ typedef struct model {
 /* Builds the stage's layout and buffers. micro_batch = sequences per
  * micro-batch, nslots = micro-batches in flight. Returns 0 or -1 with err. */
 int model_create(model *m, const train_config *cfg, const model_grid *g, dev_device *dev,
-                 dev_stream *compute, comm *tp_comm, int micro_batch, int nslots, char *err,
-                 size_t errlen);
+                 dev_stream *compute, comm *tp_comm, const model_cp_links *cp, int micro_batch,
+                 int nslots, char *err, size_t errlen);
 void model_destroy(model *m);
 
 /* Initializes the parameters (GPT-2 init, layout-independent) and waits. */
@@ -132,7 +151,8 @@ int model_init_params(model *m, unsigned long long seed, char *err, size_t errle
 /* Parameter counts of the whole model (all stages, one TP replica). */
 size_t model_total_params(const train_config *cfg);
 
-/* Forward of micro-batch in `slot`: first stage: embeds slot->tokens; otherwise
+/* Forward of micro-batch in `slot`: first stage: embeds slot->tokens (with --cp,
+ * the rank's two chunks of each sequence, chunk-major, at their global positions); otherwise
  * reads slot->stage_in. Leaves slot->stage_out (or, on the last stage, adds the
  * sum of the token losses to *loss_acc). `mb` is only for trace annotations. */
 void model_forward(model *m, int slot, int mb);

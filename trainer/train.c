@@ -66,12 +66,16 @@ typedef struct trainer {
     dev_device *dev;
     const dev_ops *o;
     dev_stream *compute, *dp_stream, *pp_send, *pp_recv;
+    dev_stream *cp_send, *cp_recv; /* --cp > 1: ring attention's transfers */
     comm_job *job; /* the shared segment: heartbeats, abort flag, CPU collectives */
 #ifdef STEPSCOPE_TRAINER_HAVE_CUDA
     comm_nccl_job *nccl; /* NCCL communicators when the device is a GPU */
 #endif
     double peak_flops;   /* per rank, for MFU */
-    comm *world_c, *dp_c, *tp_c, *pp_c, *embed_c;
+    comm *world_c, *dp_c, *tp_c, *pp_c, *embed_c, *cp_c;
+    int reduce_n; /* members of dp_c, the gradient group: dp x cp (weights are replicated over
+                   * both; a CP rank's gradients cover only its tokens) */
+    int *host_seq_tokens, *host_seq_targets; /* --cp > 1: one micro-batch of whole sequences */
     model m;
     int M, nslots, mb_size;
     sched_item *items;
@@ -109,7 +113,7 @@ double train_hardware_flops_per_step(const train_config *c)
     if (c->recompute == RECOMPUTE_FULL)
         extra = 2.0 * (double)model_total_params(c) * tokens +
                 4.0 * c->layers * (double)c->hidden * c->seq * tokens;
-    else if (c->recompute == RECOMPUTE_SELECTIVE)
+    else if (c->recompute == RECOMPUTE_SELECTIVE && c->cp == 1) /* ring attention: no matrix */
         extra = 4.0 * c->layers * (double)c->hidden * c->seq * tokens;
     return train_model_flops_per_step(c) + extra;
 }
@@ -161,25 +165,36 @@ static int setup_groups(trainer *t)
         ranks[n++] = r;
     if (!(t->world_c = make_group(t, COMM_KIND_WORLD, "world", ranks, n)))
         return -1;
+    /* gradients: every replica of this (stage, TP slice), i.e. all of DP x CP, in
+     * rank order (group rank = dp_rank * cp + cp_rank, the ZeRO-1 shard index) */
     n = 0;
     for (int d = 0; d < g->dp; d++)
-        ranks[n++] = model_grid_rank(g, d, g->pp_rank, g->tp_rank);
-    if (!(t->dp_c = make_group(t, COMM_KIND_DP, "dp", ranks, n)))
+        for (int k = 0; k < g->cp; k++)
+            ranks[n++] = model_grid_rank(g, d, g->pp_rank, k, g->tp_rank);
+    if (!(t->dp_c = make_group(t, COMM_KIND_DP, g->cp > 1 ? "dp_cp" : "dp", ranks, n)))
         return -1;
+    t->reduce_n = n;
     n = 0;
     for (int k = 0; k < g->tp; k++)
-        ranks[n++] = model_grid_rank(g, g->dp_rank, g->pp_rank, k);
+        ranks[n++] = model_grid_rank(g, g->dp_rank, g->pp_rank, g->cp_rank, k);
     if (!(t->tp_c = make_group(t, COMM_KIND_TP, "tp", ranks, n)))
         return -1;
     n = 0;
     for (int p = 0; p < g->pp; p++)
-        ranks[n++] = model_grid_rank(g, g->dp_rank, p, g->tp_rank);
+        ranks[n++] = model_grid_rank(g, g->dp_rank, p, g->cp_rank, g->tp_rank);
     if (!(t->pp_c = make_group(t, COMM_KIND_PP, "pp", ranks, n)))
         return -1;
     if (g->pp > 1 && (g->pp_rank == 0 || g->pp_rank == g->pp - 1)) {
-        ranks[0] = model_grid_rank(g, g->dp_rank, 0, g->tp_rank);
-        ranks[1] = model_grid_rank(g, g->dp_rank, g->pp - 1, g->tp_rank);
+        ranks[0] = model_grid_rank(g, g->dp_rank, 0, g->cp_rank, g->tp_rank);
+        ranks[1] = model_grid_rank(g, g->dp_rank, g->pp - 1, g->cp_rank, g->tp_rank);
         if (!(t->embed_c = make_group(t, COMM_KIND_EMBED, "embed", ranks, 2)))
+            return -1;
+    }
+    if (g->cp > 1) {
+        n = 0;
+        for (int k = 0; k < g->cp; k++)
+            ranks[n++] = model_grid_rank(g, g->dp_rank, g->pp_rank, k, g->tp_rank);
+        if (!(t->cp_c = make_group(t, COMM_KIND_CP, "cp", ranks, n)))
             return -1;
     }
     return 0;
@@ -239,7 +254,7 @@ static int setup(trainer *t)
 {
     char e[512];
     train_config *c = &t->cfg;
-    model_grid_of(&t->g, c->world, c->dp, c->tp, c->pp, t->env.rank);
+    model_grid_of(&t->g, c->world, c->dp, c->tp, c->pp, c->cp, t->env.rank);
     t->dev = dev_open(c->backend, e, sizeof e);
     if (!t->dev)
         return fail(t, "%s", e);
@@ -250,6 +265,20 @@ static int setup(trainer *t)
     t->pp_recv = t->o->stream_create(t->dev, "comm pp recv");
     if (!t->compute || !t->dp_stream || !t->pp_send || !t->pp_recv)
         return fail(t, "%s", "cannot start the stream threads");
+    if (c->cp > 1) {
+        const char *missing = NULL;
+        if (!dev_ops_support_cp(t->o, &missing)) {
+            snprintf(t->err, sizeof t->err,
+                     "--cp %d: the %s backend has no %s operation yet, so context parallelism "
+                     "(ring attention) runs only on --backend cpu",
+                     c->cp, t->o->backend_name, missing);
+            return -1;
+        }
+        t->cp_send = t->o->stream_create(t->dev, "comm cp send");
+        t->cp_recv = t->o->stream_create(t->dev, "comm cp recv");
+        if (!t->cp_send || !t->cp_recv)
+            return fail(t, "%s", "cannot start the stream threads");
+    }
     comm_job_options jo = {t->env.rank, t->env.world, t->env.shm_path, t->env.create_shm,
                            t->env.comm_timeout_s, t->env.shm_not_before};
     t->job = comm_job_open(&jo, e, sizeof e);
@@ -274,8 +303,9 @@ static int setup(trainer *t)
     t->M = c->microbatches;
     t->mb_size = config_micro_batch(c);
     t->nslots = schedule_slots(c->schedule, t->g.pp_rank, c->pp, t->M);
-    if (model_create(&t->m, c, &t->g, t->dev, t->compute, t->tp_c, t->mb_size, t->nslots, e,
-                     sizeof e) != 0)
+    model_cp_links cp_links = {t->cp_c, t->cp_send, t->cp_recv};
+    if (model_create(&t->m, c, &t->g, t->dev, t->compute, t->tp_c, c->cp > 1 ? &cp_links : NULL,
+                     t->mb_size, t->nslots, e, sizeof e) != 0)
         return fail(t, "%s", e);
     if (model_init_params(&t->m, c->seed, e, sizeof e) != 0)
         return fail(t, "%s", e);
@@ -303,8 +333,8 @@ static int setup(trainer *t)
         return fail(t, "%s", "out of memory");
     /* optimizer shard */
     size_t P = t->m.nfloats_padded;
-    t->shard_len = P / (size_t)c->dp;
-    t->shard_begin = (size_t)t->g.dp_rank * t->shard_len;
+    t->shard_len = P / (size_t)t->reduce_n;
+    t->shard_begin = (size_t)comm_rank(t->dp_c) * t->shard_len;
     t->shard_end = t->shard_begin + t->shard_len;
     size_t state = c->zero ? t->shard_len : P;
     t->adam_m = t->o->alloc(t->dev, state * 4);
@@ -317,6 +347,13 @@ static int setup(trainer *t)
     t->host_targets = malloc(sizeof(int) * N * (size_t)t->M);
     if (!t->host_tokens || !t->host_targets)
         return fail(t, "%s", "out of memory");
+    if (c->cp > 1) {
+        size_t whole = (size_t)t->mb_size * c->seq;
+        t->host_seq_tokens = malloc(sizeof(int) * whole);
+        t->host_seq_targets = malloc(sizeof(int) * whole);
+        if (!t->host_seq_tokens || !t->host_seq_targets)
+            return fail(t, "%s", "out of memory");
+    }
     return 0;
 }
 
@@ -332,9 +369,10 @@ static void write_metadata(trainer *t)
     model_grid *g = &t->g;
     char buf[1024];
     snprintf(buf, sizeof buf,
-             "{\"world\":%d,\"dp\":%d,\"tp\":%d,\"pp\":%d,\"cp\":1,\"rank\":%d,\"dp_rank\":%d,"
-             "\"tp_rank\":%d,\"pp_rank\":%d,\"cp_rank\":0}",
-             g->world, g->dp, g->tp, g->pp, g->rank, g->dp_rank, g->tp_rank, g->pp_rank);
+             "{\"world\":%d,\"dp\":%d,\"tp\":%d,\"pp\":%d,\"cp\":%d,\"rank\":%d,\"dp_rank\":%d,"
+             "\"tp_rank\":%d,\"pp_rank\":%d,\"cp_rank\":%d}",
+             g->world, g->dp, g->tp, g->pp, g->cp, g->rank, g->dp_rank, g->tp_rank, g->pp_rank,
+             g->cp_rank);
     stepscope_metadata_set("layout", buf);
     snprintf(buf, sizeof buf,
              "{\"name\":\"%s\",\"stages\":%d,\"microbatches\":%d,\"virtual_stages\":1,"
@@ -495,7 +533,7 @@ static void unit_done(void *arg, int unit)
         model_unit_range(m, unit, &b, &e);
         comm_allreduce(t->tp_c, t->compute, m->grad + b, 4 * (size_t)m->C, COMM_FLOAT32);
     }
-    if (t->g.dp > 1 && t->cfg.overlap)
+    if (t->reduce_n > 1 && t->cfg.overlap)
         for (int k = 0; k < t->nbuckets; k++)
             if (t->buckets[k].ready_unit == unit)
                 launch_bucket(t, k);
@@ -580,6 +618,19 @@ static double now_s(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* This CP rank's share of whole sequences src [B,T] in the model's layout
+ * dst [2][B][Tc]: its two chunks (ring_attention_chunk) of every sequence. */
+static void take_cp_chunks(const trainer *t, int *dst, const int *src)
+{
+    int B = t->mb_size, T = t->cfg.seq, cp = t->g.cp, Tc = T / (2 * cp);
+    for (int h = 0; h < 2; h++) {
+        int pos = ring_attention_chunk(cp, t->g.cp_rank, h) * Tc;
+        for (int b = 0; b < B; b++)
+            memcpy(dst + ((size_t)h * B + b) * Tc, src + (size_t)b * T + pos,
+                   sizeof(int) * (size_t)Tc);
+    }
+}
+
 static int load_batch(trainer *t, int step)
 {
     size_t N = (size_t)t->m.N;
@@ -587,9 +638,18 @@ static int load_batch(trainer *t, int step)
     for (int mb = 0; mb < t->M; mb++) {
         int first = t->g.dp_rank * per_dp + mb * t->mb_size;
         char e[256];
-        if (train_data_batch(t->data, step, first, t->mb_size, t->host_tokens + (size_t)mb * N,
-                             t->host_targets + (size_t)mb * N, e, sizeof e) != 0)
+        int *tokens = t->host_tokens + (size_t)mb * N, *targets = t->host_targets + (size_t)mb * N;
+        if (t->g.cp > 1) {
+            /* every CP rank reads the same sequences and keeps its chunks */
+            tokens = t->host_seq_tokens;
+            targets = t->host_seq_targets;
+        }
+        if (train_data_batch(t->data, step, first, t->mb_size, tokens, targets, e, sizeof e) != 0)
             return fail(t, "%s", e);
+        if (t->g.cp > 1) {
+            take_cp_chunks(t, t->host_tokens + (size_t)mb * N, tokens);
+            take_cp_chunks(t, t->host_targets + (size_t)mb * N, targets);
+        }
     }
     return 0;
 }
@@ -600,6 +660,10 @@ static int sync_all(trainer *t)
     rc |= t->o->stream_synchronize(t->dp_stream);
     rc |= t->o->stream_synchronize(t->pp_send);
     rc |= t->o->stream_synchronize(t->pp_recv);
+    if (t->cp_send) {
+        rc |= t->o->stream_synchronize(t->cp_send);
+        rc |= t->o->stream_synchronize(t->cp_recv);
+    }
     if (rc) {
         const char *why = dev_last_error(t->dev);
         snprintf(t->err, sizeof t->err, "%s", why[0] ? why : "a stream failed");
@@ -628,7 +692,7 @@ static void optimizer(trainer *t, int step, double clip_scale, float lr)
                  t->adam_v + state_off, e - b, lr, (float)c->beta1, (float)c->beta2, (float)c->eps,
                  p->decay ? (float)c->weight_decay : 0.0f, step + 1);
     }
-    if (c->zero && t->g.dp > 1) {
+    if (c->zero && t->reduce_n > 1) {
         o->event_record(t->ev_opt_done, t->compute);
         o->stream_wait_event(t->dp_stream, t->ev_opt_done);
         comm_allgather(t->dp_c, t->dp_stream, m->param, m->param + t->shard_begin, t->shard_len);
@@ -655,7 +719,7 @@ static int run_step(trainer *t, int step, double *loss_out, double *norm_out)
         else
             backward_mb(t, t->items[i].mb);
     }
-    if (t->g.dp > 1) {
+    if (t->reduce_n > 1) {
         for (int k = 0; k < t->nbuckets; k++)
             launch_bucket(t, k); /* --overlap off, or buckets never marked ready */
         o->event_record(t->ev_dp_done, t->dp_stream);
@@ -764,6 +828,10 @@ static void cleanup(trainer *t)
             o->stream_synchronize(t->dp_stream);
             o->stream_synchronize(t->pp_send);
             o->stream_synchronize(t->pp_recv);
+            if (t->cp_send) {
+                o->stream_synchronize(t->cp_send);
+                o->stream_synchronize(t->cp_recv);
+            }
         }
         dev_event **per_slot[] = {t->ev_in_ready, t->ev_grad_ready, t->ev_out_ready,
                                   t->ev_din_ready, t->ev_slot_free, t->ev_sent};
@@ -787,6 +855,7 @@ static void cleanup(trainer *t)
     comm_destroy(t->tp_c);
     comm_destroy(t->pp_c);
     comm_destroy(t->embed_c);
+    comm_destroy(t->cp_c);
 #ifdef STEPSCOPE_TRAINER_HAVE_CUDA
     comm_nccl_job_close(t->nccl);
 #endif
@@ -796,6 +865,8 @@ static void cleanup(trainer *t)
     free(t->buckets);
     free(t->host_tokens);
     free(t->host_targets);
+    free(t->host_seq_tokens);
+    free(t->host_seq_targets);
     train_data_close(t->data);
     if (t->log)
         fclose(t->log);
@@ -833,9 +904,9 @@ int train_rank_run(const train_config *cfg_in, const rank_env *env)
                "%.3f M parameters\n",
                c->model, c->layers, c->hidden, c->heads, c->seq, c->vocab,
                model_total_params(c) / 1e6);
-        printf("stepscope-train: world %d = dp %d x pp %d x tp %d%s, schedule %s, %d "
+        printf("stepscope-train: world %d = dp %d x pp %d x cp %d x tp %d%s, schedule %s, %d "
                "micro-batches of %d, global batch %d, zero %d, recompute %s, data: %s\n",
-               c->world, c->dp, c->pp, c->tp, c->sp ? " (sp)" : "",
+               c->world, c->dp, c->pp, c->cp, c->tp, c->sp ? " (sp)" : "",
                c->schedule == SCHED_AFAB ? "afab" : "1f1b", c->microbatches, t->mb_size, c->batch,
                c->zero, c->recompute == RECOMPUTE_NONE ? "none"
                         : c->recompute == RECOMPUTE_FULL ? "full" : "selective",

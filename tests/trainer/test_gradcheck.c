@@ -70,11 +70,11 @@ static void setup(fixture *f, recompute_kind rc)
     cfg.world = cfg.dp = cfg.tp = cfg.pp = 1;
     cfg.recompute = rc;
     model_grid g;
-    model_grid_of(&g, 1, 1, 1, 1, 0);
+    model_grid_of(&g, 1, 1, 1, 1, 1, 0);
     f->dev = dev_cpu_open(err, sizeof err);
     f->o = dev_get_ops(f->dev);
     f->s = f->o->stream_create(f->dev, "compute");
-    if (model_create(&f->m, &cfg, &g, f->dev, f->s, NULL, 2, 1, err, sizeof err) != 0 ||
+    if (model_create(&f->m, &cfg, &g, f->dev, f->s, NULL, NULL, 2, 1, err, sizeof err) != 0 ||
         model_init_params(&f->m, 42, err, sizeof err) != 0) {
         printf("FAIL: setup: %s\n", err);
         exit(1);
