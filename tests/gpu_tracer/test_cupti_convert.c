@@ -131,8 +131,63 @@ int main(void) {
   CUpti_ActivityExternalCorrelation x;
   memset(&x, 0, sizeof x);
   x.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
-  CHECK(sgpu_cupti_convert(&c, (CUpti_Activity *)&x, out, 4) == 0);
+  x.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
+  x.externalId = 0x1234567890ull;
+  x.correlationId = 99;
+  n = sgpu_cupti_convert(&c, (CUpti_Activity *)&x, out, 4);
+  CHECK(n == 1 && out[0].kind == STEPSCOPE_REC_EXTERNAL_CORRELATION);
+  CHECK(out[0].u.external_correlation.correlation_id == 99);
+  CHECK(out[0].u.external_correlation.external_id == 0x1234567890ull);
+  CHECK(out[0].u.external_correlation.external_kind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0);
   CHECK(c.external_correlations == 1);
+
+  /* A kernel CUPTI could not time (start 0) is counted, not written at time 0. */
+  uint64_t ignored_before = c.ignored;
+  k.start = 0; k.end = 0;
+  CHECK(sgpu_cupti_convert(&c, (CUpti_Activity *)&k, out, 4) == 0);
+  CHECK(c.untimed == 1 && c.ignored == ignored_before + 1);
+  m.start = 0;
+  CHECK(sgpu_cupti_convert(&c, (CUpti_Activity *)&m, out, 4) == 0 && c.untimed == 2);
+
+  /* Overhead kinds added in CUDA 12/13 have names. */
+  o.overheadKind = CUPTI_ACTIVITY_OVERHEAD_LAZY_FUNCTION_LOADING;
+  n = sgpu_cupti_convert(&c, (CUpti_Activity *)&o, out, 4);
+  CHECK(n == 1 && strcmp(name_of(out[0].u.overhead.name), "lazy function loading") == 0);
+
+  /* The enumerations the converter maps are CUPTI's own numbers (a renumbering
+   * in a future toolkit must fail here, not silently in a trace). */
+  CHECK(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL == 10 && CUPTI_ACTIVITY_KIND_MEMCPY == 1 &&
+        CUPTI_ACTIVITY_KIND_MEMCPY2 == 22 && CUPTI_ACTIVITY_KIND_MEMSET == 2 &&
+        CUPTI_ACTIVITY_KIND_SYNCHRONIZATION == 38 && CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION == 39 &&
+        CUPTI_ACTIVITY_KIND_OVERHEAD == 17 && CUPTI_ACTIVITY_KIND_RUNTIME == 5 &&
+        CUPTI_ACTIVITY_KIND_DRIVER == 4 && CUPTI_ACTIVITY_KIND_CONTEXT == 9);
+  CHECK(CUPTI_ACTIVITY_MEMCPY_KIND_DTOD == 8 && CUPTI_ACTIVITY_MEMCPY_KIND_HTOH == 9 &&
+        CUPTI_ACTIVITY_MEMCPY_KIND_PTOP == 10);
+  static const struct { uint8_t cupti; uint32_t ours; } copies[] = {
+      {CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, STEPSCOPE_MEMCPY_HTOD}, {CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, STEPSCOPE_MEMCPY_DTOH},
+      {CUPTI_ACTIVITY_MEMCPY_KIND_HTOA, STEPSCOPE_MEMCPY_HTOD}, {CUPTI_ACTIVITY_MEMCPY_KIND_ATOH, STEPSCOPE_MEMCPY_DTOH},
+      {CUPTI_ACTIVITY_MEMCPY_KIND_ATOA, STEPSCOPE_MEMCPY_DTOD}, {CUPTI_ACTIVITY_MEMCPY_KIND_DTOD, STEPSCOPE_MEMCPY_DTOD},
+      {CUPTI_ACTIVITY_MEMCPY_KIND_HTOH, STEPSCOPE_MEMCPY_HTOH}, {CUPTI_ACTIVITY_MEMCPY_KIND_PTOP, STEPSCOPE_MEMCPY_PTOP},
+      {CUPTI_ACTIVITY_MEMCPY_KIND_UNKNOWN, STEPSCOPE_MEMCPY_UNKNOWN}};
+  m.start = 2000;
+  for (size_t i = 0; i < sizeof copies / sizeof copies[0]; i++) {
+    m.copyKind = copies[i].cupti;
+    n = sgpu_cupti_convert(&c, (CUpti_Activity *)&m, out, 4);
+    CHECK(n == 1 && out[0].u.memcpy.copy_kind == copies[i].ours);
+  }
+  static const struct { CUpti_ActivitySynchronizationType cupti; uint32_t ours; } syncs[] = {
+      {CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE, STEPSCOPE_SYNC_EVENT},
+      {CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT, STEPSCOPE_SYNC_STREAM_WAIT_EVENT},
+      {CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, STEPSCOPE_SYNC_STREAM},
+      {CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, STEPSCOPE_SYNC_CONTEXT},
+      {CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_UNKNOWN, STEPSCOPE_SYNC_UNKNOWN}};
+  for (size_t i = 0; i < sizeof syncs / sizeof syncs[0]; i++) {
+    y.type = syncs[i].cupti;
+    n = sgpu_cupti_convert(&c, (CUpti_Activity *)&y, out, 4);
+    CHECK(n == 1 && out[0].u.sync.sync_kind == syncs[i].ours);
+  }
+  /* "No stream / no event" is CUPTI's CUPTI_SYNCHRONIZATION_INVALID_VALUE. */
+  CHECK(CUPTI_SYNCHRONIZATION_INVALID_VALUE == UINT32_MAX);
 
   /* The API filter. */
   CHECK(sgpu_cupti_api_is_kept("cuLaunchKernelEx_ptsz"));

@@ -5,8 +5,10 @@
  * Kinds handled: CONCURRENT_KERNEL (CUpti_ActivityKernel10), MEMCPY
  * (Memcpy6), MEMCPY2 (peer-to-peer, MemcpyPtoP4), MEMSET (Memset4),
  * SYNCHRONIZATION (Synchronization2), RUNTIME and DRIVER (CUpti_ActivityAPI),
- * OVERHEAD (Overhead3), EXTERNAL_CORRELATION (counted only: the trace format
- * has no record for it yet) and CONTEXT (learns context -> device).
+ * OVERHEAD (Overhead3), EXTERNAL_CORRELATION (ExternalCorrelation: an
+ * EXTERNAL_CORRELATION record, e.g. PyTorch operator ids) and CONTEXT (learns
+ * context -> device). Kernels, copies and memsets whose start is 0 (CUPTI
+ * could not time them) are counted in `untimed` and not written.
  * Streams are keyed (context id << 32 | stream id) so that ids stay unique
  * across devices; each is declared once with a STREAM record named
  * "stream N". Synchronization records carry no device, so the device comes
@@ -103,8 +105,26 @@ static uint32_t intern(sgpu_cupti_converter *c, const char *s) {
   return c->intern && s ? c->intern(c->ctx, s) : 0;
 }
 
+/* Start of a timed GPU activity record, for the "no timing" check. */
+static uint64_t activity_start(const CUpti_Activity *a) {
+  switch (a->kind) {
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return ((const CUpti_ActivityKernel10 *)a)->start;
+    case CUPTI_ACTIVITY_KIND_MEMCPY: return ((const CUpti_ActivityMemcpy6 *)a)->start;
+    case CUPTI_ACTIVITY_KIND_MEMCPY2: return ((const CUpti_ActivityMemcpyPtoP4 *)a)->start;
+    case CUPTI_ACTIVITY_KIND_MEMSET: return ((const CUpti_ActivityMemset4 *)a)->start;
+    default: return 1;
+  }
+}
+
 int sgpu_cupti_convert(sgpu_cupti_converter *c, const CUpti_Activity *a, stepscope_record *out, int max) {
   if (!a || !out || max < 1) return 0;
+  if (activity_start(a) == 0) {
+    /* CUPTI gives 0 timestamps when it had no device memory to time the
+     * activity: it would land at time 0 of the trace. Counted, not written. */
+    c->untimed++;
+    c->ignored++;
+    return 0;
+  }
   int n = 0;
   switch (a->kind) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
@@ -231,6 +251,10 @@ int sgpu_cupti_convert(sgpu_cupti_converter *c, const CUpti_Activity *a, stepsco
         case CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH: name = "cupti buffer flush"; break;
         case CUPTI_ACTIVITY_OVERHEAD_CUPTI_INSTRUMENTATION: name = "cupti instrumentation"; break;
         case CUPTI_ACTIVITY_OVERHEAD_CUPTI_RESOURCE: name = "cupti resource"; break;
+        case CUPTI_ACTIVITY_OVERHEAD_RUNTIME_TRIGGERED_MODULE_LOADING: name = "module loading"; break;
+        case CUPTI_ACTIVITY_OVERHEAD_LAZY_FUNCTION_LOADING: name = "lazy function loading"; break;
+        case CUPTI_ACTIVITY_OVERHEAD_COMMAND_BUFFER_FULL: name = "command buffer full"; break;
+        case CUPTI_ACTIVITY_OVERHEAD_ACTIVITY_BUFFER_REQUEST: name = "cupti buffer request"; break;
         default: break;
       }
       stepscope_record *r = &out[n++];
@@ -242,9 +266,17 @@ int sgpu_cupti_convert(sgpu_cupti_converter *c, const CUpti_Activity *a, stepsco
       r->u.overhead.name = intern(c, name);
       break;
     }
-    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+      const CUpti_ActivityExternalCorrelation *x = (const CUpti_ActivityExternalCorrelation *)a;
       c->external_correlations++;
+      stepscope_record *r = &out[n++];
+      memset(r, 0, sizeof *r);
+      r->kind = STEPSCOPE_REC_EXTERNAL_CORRELATION;
+      r->u.external_correlation.correlation_id = x->correlationId;
+      r->u.external_correlation.external_id = x->externalId;
+      r->u.external_correlation.external_kind = (uint32_t)x->externalKind;
       break;
+    }
     case CUPTI_ACTIVITY_KIND_CONTEXT: {
       const CUpti_ActivityContext3 *x = (const CUpti_ActivityContext3 *)a;
       learn_context(c, x->contextId, x->deviceId);

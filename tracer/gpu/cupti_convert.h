@@ -37,6 +37,7 @@ typedef struct sgpu_cupti_converter {
   const char *last_kernel_name;       /* one-entry cache of the last kernel name */
   uint32_t last_kernel_name_id;
   uint64_t kept, ignored, external_correlations;
+  uint64_t untimed;                   /* GPU records CUPTI could not time (start 0) */
 } sgpu_cupti_converter;
 
 void sgpu_cupti_converter_init(sgpu_cupti_converter *c, sgpu_intern_fn intern,
