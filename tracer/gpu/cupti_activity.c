@@ -50,6 +50,7 @@ static int running;
 static int stopping;
 static CUpti_SubscriberHandle subscriber;
 static pthread_t flush_thread;
+static int flush_thread_started;
 static pthread_cond_t flush_wake = PTHREAD_COND_INITIALIZER;
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -62,34 +63,40 @@ static int timestamps_are_monotonic;
 static int warned_version, warned_subscriber, warned_enable, warned_start;
 
 /* ---- CUDA driver entry points ------------------------------------------------------
- * Looked up in the process (CUDA has loaded libcuda by the time we need them)
- * rather than linked, so that this library loads on machines without a
- * driver (NVTX-only and NCCL-only use, tests). The names go through cuda.h's
- * macros, so "cuCtxPushCurrent" resolves to the versioned symbol. */
+ * Looked up at run time rather than linked, so that this library loads on
+ * machines without a driver (NVTX-only and NCCL-only use, tests). They are
+ * taken from a handle on libcuda.so.1 itself: the CUDA runtime (static or
+ * shared, PyTorch's included) dlopen()s libcuda without RTLD_GLOBAL, so its
+ * symbols are usually NOT visible through RTLD_DEFAULT. RTLD_NOLOAD finds the
+ * copy already loaded (injected mode: we are called from cuInit); in linked
+ * mode, before the program's first CUDA call, we load it ourselves (the same
+ * copy the runtime will use). The names go through cuda.h's macros, so
+ * "cuCtxPushCurrent" resolves to the versioned symbol. */
 
 #define SGPU_STR2(x) #x
 #define SGPU_STR(x) SGPU_STR2(x)
 #define DRIVER_FN(name) static __typeof__(&name) p_##name
-DRIVER_FN(cuCtxPushCurrent);
-DRIVER_FN(cuCtxPopCurrent);
 DRIVER_FN(cuCtxGetDevice);
+DRIVER_FN(cuDeviceGet);
 DRIVER_FN(cuDeviceGetName);
 DRIVER_FN(cuDeviceTotalMem);
 DRIVER_FN(cuDeviceGetAttribute);
 DRIVER_FN(cuDriverGetVersion);
 DRIVER_FN(cuStreamGetCtx);
-#define LOAD_DRIVER_FN(name) (p_##name = (__typeof__(&name))dlsym(RTLD_DEFAULT, SGPU_STR(name)))
+#define LOAD_DRIVER_FN(lib, name) (p_##name = (__typeof__(&name))dlsym(lib, SGPU_STR(name)))
 
 static int load_driver(void) {
+  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (!lib) lib = dlopen("libcuda.so.1", RTLD_NOW);
+  if (!lib) return 0; /* kept open for the life of the process */
   int ok = 1;
-  ok &= LOAD_DRIVER_FN(cuCtxPushCurrent) != NULL;
-  ok &= LOAD_DRIVER_FN(cuCtxPopCurrent) != NULL;
-  ok &= LOAD_DRIVER_FN(cuCtxGetDevice) != NULL;
-  ok &= LOAD_DRIVER_FN(cuDeviceGetName) != NULL;
-  ok &= LOAD_DRIVER_FN(cuDeviceTotalMem) != NULL;
-  ok &= LOAD_DRIVER_FN(cuDeviceGetAttribute) != NULL;
-  ok &= LOAD_DRIVER_FN(cuDriverGetVersion) != NULL;
-  ok &= LOAD_DRIVER_FN(cuStreamGetCtx) != NULL;
+  ok &= LOAD_DRIVER_FN(lib, cuCtxGetDevice) != NULL;
+  ok &= LOAD_DRIVER_FN(lib, cuDeviceGet) != NULL;
+  ok &= LOAD_DRIVER_FN(lib, cuDeviceGetName) != NULL;
+  ok &= LOAD_DRIVER_FN(lib, cuDeviceTotalMem) != NULL;
+  ok &= LOAD_DRIVER_FN(lib, cuDeviceGetAttribute) != NULL;
+  ok &= LOAD_DRIVER_FN(lib, cuDriverGetVersion) != NULL;
+  ok &= LOAD_DRIVER_FN(lib, cuStreamGetCtx) != NULL;
   return ok;
 }
 
@@ -190,6 +197,7 @@ static void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uin
                                       size_t size, size_t valid) {
   CUpti_Activity *record = NULL;
   stepscope_record out[CONVERT_BATCH];
+  if (!buffer) return;
   pthread_mutex_lock(&convert_lock);
   converter.clock_offset_ns = measure_clock_offset();
   while (valid > 0 && cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
@@ -206,11 +214,12 @@ static void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uin
 /* ---- callbacks ---------------------------------------------------------------------- */
 
 static void write_device_metadata(CUcontext ctx) {
+  /* CUPTI knows the context's device; no driver call on the context is made
+   * inside CUPTI's resource callback. */
+  uint32_t ordinal = 0;
   CUdevice dev;
-  if (p_cuCtxPushCurrent(ctx) != CUDA_SUCCESS) return;
-  int ok = p_cuCtxGetDevice(&dev) == CUDA_SUCCESS;
-  p_cuCtxPopCurrent(NULL);
-  if (!ok) return;
+  if (cuptiGetDeviceId(ctx, &ordinal) != CUPTI_SUCCESS) return;
+  if (p_cuDeviceGet(&dev, (int)ordinal) != CUDA_SUCCESS) return;
   char name[128] = "", json[512];
   size_t total = 0;
   int major = 0, minor = 0, sms = 0, driver = 0;
@@ -289,13 +298,14 @@ static void flush_all_forced(void) {
   if (!was_running) return;
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   pthread_mutex_lock(&convert_lock);
-  if (converter.external_correlations) {
-    char json[96];
-    snprintf(json, sizeof json, "{\"external_correlations_seen\":%llu}",
-             (unsigned long long)converter.external_correlations);
-    stepscope_metadata_set("cupti_stats", json);
-  }
+  char json[192];
+  snprintf(json, sizeof json,
+           "{\"records_kept\":%llu,\"records_ignored\":%llu,\"untimed\":%llu,"
+           "\"external_correlations\":%llu}",
+           (unsigned long long)converter.kept, (unsigned long long)converter.ignored,
+           (unsigned long long)converter.untimed, (unsigned long long)converter.external_correlations);
   pthread_mutex_unlock(&convert_lock);
+  stepscope_metadata_set("cupti_stats", json);
 }
 
 /* ---- start / stop ---------------------------------------------------------------------- */
@@ -321,6 +331,29 @@ static void enable_kept_apis(void) {
   }
 }
 
+/* Activity structs are versioned by name (CUpti_ActivityKernel10 keeps its
+ * layout in every release), so any CUPTI of our major version will do, older
+ * updates included (13.0 GA reports 130000, our headers 130001). */
+static int cupti_version_usable(uint32_t version) {
+  return version / 10000 == (uint32_t)CUPTI_API_VERSION / 10000;
+}
+
+/* cuptiSubscribe_v2 names the tool that already holds CUPTI; it may be
+ * missing from an older CUPTI of our major version, hence the weak reference. */
+#pragma weak cuptiSubscribe_v2
+static CUptiResult subscribe(char *holder, size_t holder_size) {
+  if (cuptiSubscribe_v2) {
+    CUpti_SubscriberParams params;
+    memset(&params, 0, sizeof params);
+    params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+    params.subscriberName = "stepscope";
+    params.oldSubscriberName = holder;
+    params.oldSubscriberSize = holder_size;
+    return cuptiSubscribe_v2(&subscriber, on_callback, NULL, &params);
+  }
+  return cuptiSubscribe(&subscriber, on_callback, NULL);
+}
+
 static int start_locked(void) {
   static int warned_driver;
   if (!load_driver()) {
@@ -328,22 +361,29 @@ static int start_locked(void) {
     return -1;
   }
   uint32_t version = 0;
-  if (cuptiGetVersion(&version) != CUPTI_SUCCESS || version < CUPTI_API_VERSION ||
-      version / 10000 != CUPTI_API_VERSION / 10000) {
+  if (cuptiGetVersion(&version) != CUPTI_SUCCESS || !cupti_version_usable(version)) {
     sgpu_warn_once(&warned_version, "cupti",
-                   "CUPTI version %u does not match the %u this tracer was built for; "
-                   "GPU activity is not traced", version, (unsigned)CUPTI_API_VERSION);
+                   "CUPTI version %u is not of the major version of the %u this tracer was built "
+                   "for; GPU activity is not traced", version, (unsigned)CUPTI_API_VERSION);
     return -1;
   }
-  CUptiResult res = cuptiSubscribe(&subscriber, on_callback, NULL);
+  char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN] = "";
+  CUptiResult res = subscribe(holder, sizeof holder);
   if (res != CUPTI_SUCCESS) {
     const char *why = NULL;
     cuptiGetResultString(res, &why);
-    sgpu_warn_once(&warned_subscriber, "cupti",
-                   "CUPTI is held by another profiler (%s); stepping aside, GPU activity is not traced",
-                   why ? why : "error");
+    if (res == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
+      sgpu_warn_once(&warned_subscriber, "cupti",
+                     "CUPTI is held by another profiler (%s); stepping aside, GPU activity is not traced",
+                     holder[0] ? holder : "Nsight, Kineto, cuda-gdb or compute-sanitizer?");
+    else
+      sgpu_warn_once(&warned_subscriber, "cupti", "cannot subscribe to CUPTI (%s); GPU activity is not traced",
+                     why ? why : "error");
     return -1;
   }
+  /* API records carry the OS thread id (gettid), as every other record does,
+   * not pthread_self() (CUPTI's default), so they line up with NVTX ranges. */
+  cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
   timestamps_are_monotonic = cuptiActivityRegisterTimestampCallback(timestamp_callback) == CUPTI_SUCCESS;
   sgpu_cupti_converter_init(&converter, intern_name, api_name, NULL);
   converter.clock_offset_ns = measure_clock_offset();
@@ -370,7 +410,8 @@ static int start_locked(void) {
            version, timestamps_are_monotonic ? "monotonic-callback" : "offset-corrected", FLUSH_PERIOD_MS);
   stepscope_metadata_set("cupti", json);
   stopping = 0;
-  if (pthread_create(&flush_thread, NULL, flush_main, NULL) != 0) {
+  flush_thread_started = pthread_create(&flush_thread, NULL, flush_main, NULL) == 0;
+  if (!flush_thread_started) {
     sgpu_warn_once(&warned_start, "cupti", "cannot start the flush thread; records are flushed at exit only");
   }
   sgpu_hook_table.stream_id = hook_stream_id;
@@ -399,8 +440,10 @@ __attribute__((visibility("default"))) void stepscope_gpu_stop(void) {
   }
   stopping = 1;
   pthread_cond_signal(&flush_wake);
+  int joinable = flush_thread_started;
+  flush_thread_started = 0;
   pthread_mutex_unlock(&state_lock);
-  pthread_join(flush_thread, NULL);
+  if (joinable) pthread_join(flush_thread, NULL);
   flush_all_forced();
   pthread_mutex_lock(&state_lock);
   for (size_t i = 0; i < sizeof activity_kinds / sizeof activity_kinds[0]; i++)
