@@ -61,6 +61,8 @@ void kcuda_ctx_destroy(kcuda_ctx *k)
     for (int i = 0; i < KCUDA_SCRATCH_COUNT; i++)
         if (k->scratch[i])
             cudaFreeAsync(k->scratch[i], k->stream);
+    for (int i = 0; i < k->nweights; i++)
+        cudaFreeAsync(k->weights[i].bf16, k->stream);
     cudaStreamSynchronize(k->stream);
     cublasLtDestroy(k->lt);
     free(k);
@@ -75,7 +77,7 @@ size_t kcuda_ctx_bytes(const kcuda_ctx *k)
     size_t total = 0;
     for (int i = 0; i < KCUDA_SCRATCH_COUNT; i++)
         total += k->scratch_bytes[i];
-    return total;
+    return total + k->weight_bytes;
 }
 
 void *kcuda_scratch(kcuda_ctx *k, int slot, size_t bytes)

@@ -86,6 +86,18 @@ int kcuda_matmul_forward(kcuda_ctx *k, float *out, const float *inp, const float
 int kcuda_matmul_backward(kcuda_ctx *k, float *dinp, float *dweight, float *dbias,
                           const float *dout, const float *inp, const float *weight, int N, int C,
                           int OC);
+/* The same with bf16 weight copies kept between calls (KCUDA_BF16; see matmul.cu):
+ * `weight_version` names the current contents of weight memory — the caller bumps it
+ * after every write that may touch a weight — and 0 disables the cache for this call.
+ * Other precisions ignore it. */
+int kcuda_matmul_forward_w(kcuda_ctx *k, float *out, const float *inp, const float *weight,
+                           const float *bias, int N, int C, int OC,
+                           unsigned long long weight_version);
+int kcuda_matmul_backward_w(kcuda_ctx *k, float *dinp, float *dweight, float *dbias,
+                            const float *dout, const float *inp, const float *weight, int N,
+                            int C, int OC, unsigned long long weight_version);
+/* How many weight casts the cache has done (each entry once per version it is used in). */
+unsigned long long kcuda_weight_casts(const kcuda_ctx *k);
 /* Row-major batched GEMM: C[b] = alpha op(A[b]) op(B[b]) + beta C[b] for b < batch, where
  * op(A) is [M,K] (A stored [K,M] when transA), op(B) is [K,N] (B stored [N,K] when transB),
  * and consecutive matrices are strideA/strideB/strideC elements apart. */

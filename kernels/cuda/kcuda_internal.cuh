@@ -22,6 +22,8 @@
 enum kcuda_scratch_slot {
     KCUDA_SCRATCH_CAST_A = 0, /* bf16 copy of a GEMM's A operand */
     KCUDA_SCRATCH_CAST_B,     /* bf16 copy of a GEMM's B operand */
+    KCUDA_SCRATCH_CAST_W,     /* bf16 copy of a weight the cache could not keep */
+    KCUDA_SCRATCH_DBIAS,      /* per-row-chunk partial column sums of the bias gradient */
     KCUDA_SCRATCH_ATTN,       /* attention: permuted q, k, v, y and their gradients */
     KCUDA_SCRATCH_REDUCE,     /* partial sums of the deterministic reductions */
     KCUDA_SCRATCH_WORKSPACE,  /* cuBLASLt's workspace (only streams that run GEMMs get one) */
@@ -29,13 +31,23 @@ enum kcuda_scratch_slot {
 };
 
 #define KCUDA_ALGO_CACHE 128
+#define KCUDA_ALGO_KEY 14
 #define KCUDA_WORKSPACE_BYTES ((size_t)32 << 20) /* cuBLASLt's recommendation for Hopper */
+#define KCUDA_WEIGHT_CACHE 512 /* bf16 weight copies kept per context (4 per layer + head) */
 
 typedef struct kcuda_algo_entry {
     int valid;
-    int key[12];
+    int key[KCUDA_ALGO_KEY];
     cublasLtMatmulAlgo_t algo;
 } kcuda_algo_entry;
+
+/* A bf16 copy of an fp32 weight (src, n floats), cast under weights version `version`. */
+typedef struct kcuda_weight_entry {
+    const float *src;
+    size_t n;
+    void *bf16;
+    unsigned long long version;
+} kcuda_weight_entry;
 
 struct kcuda_ctx {
     cudaStream_t stream;
@@ -44,6 +56,10 @@ struct kcuda_ctx {
     void *scratch[KCUDA_SCRATCH_COUNT];
     size_t scratch_bytes[KCUDA_SCRATCH_COUNT];
     kcuda_algo_entry algos[KCUDA_ALGO_CACHE];
+    kcuda_weight_entry weights[KCUDA_WEIGHT_CACHE];
+    int nweights;
+    size_t weight_bytes;
+    unsigned long long weight_casts; /* how many times a weight was (re)cast: for tests */
     int sm_count;
     char error[512];
 };

@@ -14,14 +14,21 @@
  *                BGRAD epilogues overwrite instead of accumulating, and gradients
  *                accumulate over micro-batches here.
  *
- * Precision. KCUDA_BF16 casts both operands to bf16 scratch copies (round to
- * nearest even) and multiplies them on tensor cores with fp32 accumulation into
- * the fp32 output; KCUDA_TF32 and KCUDA_FP32 multiply the fp32 operands with the
+ * Precision. KCUDA_BF16 multiplies bf16 operands on tensor cores with fp32
+ * accumulation into the fp32 output. Activations are cast to bf16 scratch copies
+ * (round to nearest even) at each call — in backward dout is cast once for both
+ * GEMMs. Weights come from a cache of bf16 copies keyed by the fp32 weight's
+ * address and length (the *_w entry points): the caller passes a "weights
+ * version" that it bumps whenever weight memory may have been written (the
+ * optimizer step, a copy into the parameters, an all-gather); an entry cast under
+ * an older version is recast at its next use, in stream order, so a GEMM never
+ * reads a stale copy. Version 0 means "do not cache" (a per-call cast, as for
+ * activations). KCUDA_TF32 and KCUDA_FP32 multiply the fp32 operands with the
  * TF32 or the exact fp32 compute type.
  *
- * Algorithms. The heuristic's best algorithm is cached per (shape, layout,
- * precision, epilogue, alignment) in a small table, so steady-state calls only
- * build descriptors (cheap host work) and launch.
+ * Algorithms. The heuristic's best algorithm is cached per (shape, layout, batch
+ * strides, precision, epilogue, alignment) in a small table, so steady-state calls
+ * only build descriptors (cheap host work) and launch.
  */
 #include <string.h>
 
@@ -50,7 +57,7 @@ static int alignment_of(const void *p)
 static kcuda_algo_entry *algo_lookup(kcuda_ctx *k, const int *key, int *found)
 {
     unsigned h = 2166136261u;
-    for (int i = 0; i < 12; i++)
+    for (int i = 0; i < KCUDA_ALGO_KEY; i++)
         h = (h ^ (unsigned)key[i]) * 16777619u;
     kcuda_algo_entry *e = &k->algos[h % KCUDA_ALGO_CACHE];
     *found = e->valid && !memcmp(e->key, key, sizeof e->key);
@@ -108,9 +115,14 @@ static int lt_matmul(kcuda_ctx *k, cublasOperation_t opA, cublasOperation_t opB,
     {
         int al_a = alignment_of(A), al_b = alignment_of(B), al_d = alignment_of(D);
         int al_bias = bias ? alignment_of(bias) : 256;
-        int key[12] = {(int)opA, (int)opB, m, n, kk, lda, ldb, ldd, batch,
-                       (int)compute * 8 + (int)ab_type + (bias ? 4096 : 0) + (beta != 0.0f ? 8192 : 0),
-                       al_a * 1024 + al_b, al_d * 1024 + al_bias};
+        /* batch strides in units of 16 bytes of alignment they keep, folded with their
+         * size (an algorithm is valid for the layouts it was chosen for) */
+        int key[KCUDA_ALGO_KEY] = {(int)opA, (int)opB, m, n, kk, lda, ldb, ldd, batch,
+                                   (int)compute * 8 + (int)ab_type + (bias ? 4096 : 0) +
+                                       (beta != 0.0f ? 8192 : 0),
+                                   al_a * 1024 + al_b, al_d * 1024 + al_bias,
+                                   batch > 1 ? (int)(strideA ^ (strideA >> 31)) : 0,
+                                   batch > 1 ? (int)((strideB * 31) ^ (strideD * 7)) : 0};
         int found = 0;
         kcuda_algo_entry *entry = algo_lookup(k, key, &found);
         if (!found) {
@@ -167,40 +179,96 @@ done:
     return rc;
 }
 
-/* Row-major front end: C[M,N] = alpha op(A) op(B) + beta C (see the file comment). In bf16
- * mode the operands go through bf16 scratch copies first. */
+/* Row-major GEMM on operands already in their final type (fp32, or bf16 in KCUDA_BF16):
+ * C[M,N] = alpha op(A) op(B) + beta C (see the file comment). */
+static int rm_gemm_typed(kcuda_ctx *k, int transA, int transB, int M, int N, int K, float alpha,
+                         const void *A, long long strideA, const void *B, long long strideB,
+                         float beta, float *C, long long strideC, int batch, const float *bias,
+                         cudaDataType_t type)
+{
+    if (M <= 0 || N <= 0 || K <= 0 || batch <= 0)
+        return kcuda_fail(k, "gemm: bad shape M=%d N=%d K=%d batch=%d", M, N, K, batch);
+    kcuda_gemm_plan plan = kcuda_plan_row_major(transA, transB, M, N, K);
+    cublasComputeType_t compute = k->precision == KCUDA_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                             : CUBLAS_COMPUTE_32F;
+    /* column-major: C^T[N,M] = op(B)^T op(A)^T (gemm_plan.h) */
+    return lt_matmul(k, plan.trans1 ? CUBLAS_OP_T : CUBLAS_OP_N,
+                     plan.trans2 ? CUBLAS_OP_T : CUBLAS_OP_N, plan.m, plan.n, plan.k, alpha, B,
+                     plan.ld1, strideB, A, plan.ld2, strideA, beta, C, plan.ldd, strideC, batch,
+                     bias, type, compute);
+}
+
+/* A bf16 copy of n floats in scratch `slot` (NULL after kcuda_fail). */
+static const void *bf16_scratch_copy(kcuda_ctx *k, int slot, const float *x, size_t n)
+{
+    void *c = kcuda_scratch(k, slot, n * 2);
+    if (!c || kcuda_cast_f32_to_bf16(k, c, x, n) != 0)
+        return NULL;
+    return c;
+}
+
+/* The bf16 copy of weight w (n floats) for `version` (0: no cache, a scratch copy). The
+ * cast is enqueued on this context's stream, so it runs after everything the stream was
+ * already ordered after — in particular after the write that bumped the version, which the
+ * GEMM reading w must be ordered after anyway. */
+static const void *bf16_weight(kcuda_ctx *k, const float *w, size_t n, unsigned long long version)
+{
+    if (version == 0)
+        return bf16_scratch_copy(k, KCUDA_SCRATCH_CAST_W, w, n);
+    kcuda_weight_entry *e = NULL;
+    for (int i = 0; i < k->nweights; i++)
+        if (k->weights[i].src == w && k->weights[i].n == n) {
+            e = &k->weights[i];
+            break;
+        }
+    if (!e) {
+        if (k->nweights == KCUDA_WEIGHT_CACHE)
+            return bf16_scratch_copy(k, KCUDA_SCRATCH_CAST_W, w, n);
+        void *p = NULL;
+        cudaError_t ce = cudaMallocAsync(&p, n * 2, k->stream);
+        if (ce != cudaSuccess) {
+            kcuda_fail(k, "cudaMallocAsync of %zu bytes for a bf16 weight copy: %s", n * 2,
+                       cudaGetErrorString(ce));
+            return NULL;
+        }
+        e = &k->weights[k->nweights++];
+        e->src = w;
+        e->n = n;
+        e->bf16 = p;
+        e->version = 0; /* never cast */
+        k->weight_bytes += n * 2;
+    }
+    if (e->version != version) {
+        if (kcuda_cast_f32_to_bf16(k, e->bf16, w, n) != 0)
+            return NULL;
+        e->version = version;
+        k->weight_casts++;
+    }
+    return e->bf16;
+}
+
+/* Row-major front end on fp32 operands: in bf16 mode both go through bf16 scratch copies. */
 static int rm_gemm(kcuda_ctx *k, int transA, int transB, int M, int N, int K, float alpha,
                    const float *A, long long strideA, const float *B, long long strideB,
                    float beta, float *C, long long strideC, int batch, const float *bias)
 {
     if (M <= 0 || N <= 0 || K <= 0 || batch <= 0)
         return kcuda_fail(k, "gemm: bad shape M=%d N=%d K=%d batch=%d", M, N, K, batch);
-    kcuda_gemm_plan plan = kcuda_plan_row_major(transA, transB, M, N, K);
-    const void *a = A, *b = B;
-    cudaDataType_t type = CUDA_R_32F;
-    cublasComputeType_t compute = k->precision == KCUDA_FP32   ? CUBLAS_COMPUTE_32F
-                                  : k->precision == KCUDA_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                                               : CUBLAS_COMPUTE_32F;
-    if (k->precision == KCUDA_BF16) {
-        /* the stored extent of a strided batch: (batch-1) strides plus one matrix */
-        size_t na = (size_t)(batch - 1) * (size_t)strideA + (size_t)M * K;
-        size_t nb = (size_t)(batch - 1) * (size_t)strideB + (size_t)K * N;
-        void *ca = kcuda_scratch(k, KCUDA_SCRATCH_CAST_A, na * 2);
-        void *cb = ca ? kcuda_scratch(k, KCUDA_SCRATCH_CAST_B, nb * 2) : NULL;
-        if (!cb)
-            return -1;
-        if (kcuda_cast_f32_to_bf16(k, ca, A, na) != 0 || kcuda_cast_f32_to_bf16(k, cb, B, nb) != 0)
-            return -1;
-        a = ca;
-        b = cb;
-        type = CUDA_R_16BF;
-    }
-    /* column-major: C^T[N,M] = op(B)^T op(A)^T (gemm_plan.h) */
-    return lt_matmul(k, plan.trans1 ? CUBLAS_OP_T : CUBLAS_OP_N,
-                     plan.trans2 ? CUBLAS_OP_T : CUBLAS_OP_N, plan.m, plan.n, plan.k, alpha, b,
-                     plan.ld1, strideB, a, plan.ld2, strideA, beta, C, plan.ldd, strideC, batch,
-                     bias, type, compute);
+    if (k->precision != KCUDA_BF16)
+        return rm_gemm_typed(k, transA, transB, M, N, K, alpha, A, strideA, B, strideB, beta, C,
+                             strideC, batch, bias, CUDA_R_32F);
+    /* the stored extent of a strided batch: (batch-1) strides plus one matrix */
+    size_t na = (size_t)(batch - 1) * (size_t)strideA + (size_t)M * K;
+    size_t nb = (size_t)(batch - 1) * (size_t)strideB + (size_t)K * N;
+    const void *a = bf16_scratch_copy(k, KCUDA_SCRATCH_CAST_A, A, na);
+    const void *b = a ? bf16_scratch_copy(k, KCUDA_SCRATCH_CAST_B, B, nb) : NULL;
+    if (!b)
+        return -1;
+    return rm_gemm_typed(k, transA, transB, M, N, K, alpha, a, strideA, b, strideB, beta, C,
+                         strideC, batch, bias, CUDA_R_16BF);
 }
+
+unsigned long long kcuda_weight_casts(const kcuda_ctx *k) { return k->weight_casts; }
 
 int kcuda_gemm(kcuda_ctx *k, int transA, int transB, int M, int N, int K, float alpha,
                const float *A, const float *B, float beta, float *C, int batch, long long strideA,
@@ -210,24 +278,46 @@ int kcuda_gemm(kcuda_ctx *k, int transA, int transB, int M, int N, int K, float 
                    batch, NULL);
 }
 
-int kcuda_matmul_forward(kcuda_ctx *k, float *out, const float *inp, const float *weight,
-                         const float *bias, int N, int C, int OC)
+int kcuda_matmul_forward_w(kcuda_ctx *k, float *out, const float *inp, const float *weight,
+                           const float *bias, int N, int C, int OC,
+                           unsigned long long weight_version)
 {
     /* out[N,OC] = inp[N,C] @ weight[OC,C]^T; the bias runs along out's rows (OC), which is
      * the column-major D's first dimension: exactly cuBLASLt's BIAS epilogue. */
-    return rm_gemm(k, 0, 1, N, OC, C, 1.0f, inp, 0, weight, 0, 0.0f, out, 0, 1, bias);
+    if (N <= 0 || C <= 0 || OC <= 0)
+        return kcuda_fail(k, "matmul_forward: bad shape N=%d C=%d OC=%d", N, C, OC);
+    if (k->precision != KCUDA_BF16)
+        return rm_gemm_typed(k, 0, 1, N, OC, C, 1.0f, inp, 0, weight, 0, 0.0f, out, 0, 1, bias,
+                             CUDA_R_32F);
+    const void *a = bf16_scratch_copy(k, KCUDA_SCRATCH_CAST_A, inp, (size_t)N * C);
+    const void *w = a ? bf16_weight(k, weight, (size_t)OC * C, weight_version) : NULL;
+    if (!w)
+        return -1;
+    return rm_gemm_typed(k, 0, 1, N, OC, C, 1.0f, a, 0, w, 0, 0.0f, out, 0, 1, bias, CUDA_R_16BF);
 }
 
-/* dbias[OC] += sum over the N rows of dout[N,OC]: one thread per column, a block of
- * 32 x 8 threads covers 32 columns, each of the 8 row groups strides over rows and the
- * partial sums meet in shared memory (deterministic). */
-__global__ void dbias_kernel(float *dbias, const float *dout, int N, int OC)
+int kcuda_matmul_forward(kcuda_ctx *k, float *out, const float *inp, const float *weight,
+                         const float *bias, int N, int C, int OC)
+{
+    return kcuda_matmul_forward_w(k, out, inp, weight, bias, N, C, OC, 0);
+}
+
+/* dbias[OC] += sum over the N rows of dout[N,OC], deterministically and in parallel:
+ * pass 1, a grid of (column groups of 32) x (row chunks), each block of 32 x 8 threads
+ * sums its chunk's rows for its 32 columns (8 row lanes meeting in shared memory) and
+ * writes one partial per (chunk, column); pass 2 adds the chunks' partials in chunk
+ * order into dbias. The chunking depends only on N, OC and the GPU's SM count, so the
+ * result has the same bits on every run. */
+__global__ void dbias_partial_kernel(float *partial, const float *dout, int N, int OC,
+                                     int rows_per_chunk)
 {
     __shared__ float part[8][33];
     int col = blockIdx.x * 32 + threadIdx.x;
+    int r0 = blockIdx.y * rows_per_chunk;
+    int r1 = min(N, r0 + rows_per_chunk);
     float s = 0.0f;
     if (col < OC)
-        for (int r = threadIdx.y; r < N; r += 8)
+        for (int r = r0 + threadIdx.y; r < r1; r += 8)
             s += dout[(size_t)r * OC + col];
     part[threadIdx.y][threadIdx.x] = s;
     __syncthreads();
@@ -235,23 +325,87 @@ __global__ void dbias_kernel(float *dbias, const float *dout, int N, int OC)
         float t = 0.0f;
         for (int i = 0; i < 8; i++)
             t += part[i][threadIdx.x];
-        dbias[col] += t;
+        partial[(size_t)blockIdx.y * OC + col] = t;
     }
+}
+
+__global__ void dbias_final_kernel(float *dbias, const float *partial, int chunks, int OC)
+{
+    int col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (col >= OC)
+        return;
+    float t = 0.0f;
+    for (int c = 0; c < chunks; c++)
+        t += partial[(size_t)c * OC + col];
+    dbias[col] += t;
+}
+
+static int dbias_accumulate(kcuda_ctx *k, float *dbias, const float *dout, int N, int OC)
+{
+    int col_groups = (OC + 31) / 32;
+    int sms = k->sm_count > 0 ? k->sm_count : 132;
+    /* about 4 blocks per SM in total, each chunk at least 64 rows */
+    int chunks = (4 * sms + col_groups - 1) / col_groups;
+    int max_chunks = (N + 63) / 64;
+    if (chunks > max_chunks)
+        chunks = max_chunks;
+    if (chunks < 1)
+        chunks = 1;
+    int rows_per_chunk = (N + chunks - 1) / chunks;
+    chunks = (N + rows_per_chunk - 1) / rows_per_chunk;
+    float *partial =
+        (float *)kcuda_scratch(k, KCUDA_SCRATCH_DBIAS, (size_t)chunks * OC * sizeof(float));
+    if (!partial)
+        return -1;
+    dim3 grid(col_groups, chunks), block(32, 8);
+    dbias_partial_kernel<<<grid, block, 0, k->stream>>>(partial, dout, N, OC, rows_per_chunk);
+    if (kcuda_check_launch(k, "matmul_backward dbias (partials)") != 0)
+        return -1;
+    dbias_final_kernel<<<(OC + 255) / 256, 256, 0, k->stream>>>(dbias, partial, chunks, OC);
+    return kcuda_check_launch(k, "matmul_backward dbias");
+}
+
+int kcuda_matmul_backward_w(kcuda_ctx *k, float *dinp, float *dweight, float *dbias,
+                            const float *dout, const float *inp, const float *weight, int N,
+                            int C, int OC, unsigned long long weight_version)
+{
+    if (N <= 0 || C <= 0 || OC <= 0)
+        return kcuda_fail(k, "matmul_backward: bad shape N=%d C=%d OC=%d", N, C, OC);
+    if (k->precision != KCUDA_BF16) {
+        if (dinp && rm_gemm_typed(k, 0, 0, N, C, OC, 1.0f, dout, 0, weight, 0, 1.0f, dinp, 0, 1,
+                                  NULL, CUDA_R_32F) != 0)
+            return -1;
+        if (dweight && rm_gemm_typed(k, 1, 0, OC, C, N, 1.0f, dout, 0, inp, 0, 1.0f, dweight, 0,
+                                     1, NULL, CUDA_R_32F) != 0)
+            return -1;
+    } else if (dinp || dweight) {
+        /* dout is cast once and serves both GEMMs */
+        const void *g = bf16_scratch_copy(k, KCUDA_SCRATCH_CAST_A, dout, (size_t)N * OC);
+        if (!g)
+            return -1;
+        if (dinp) {
+            /* dinp[N,C] += dout[N,OC] @ weight[OC,C] */
+            const void *w = bf16_weight(k, weight, (size_t)OC * C, weight_version);
+            if (!w || rm_gemm_typed(k, 0, 0, N, C, OC, 1.0f, g, 0, w, 0, 1.0f, dinp, 0, 1, NULL,
+                                    CUDA_R_16BF) != 0)
+                return -1;
+        }
+        if (dweight) {
+            /* dweight[OC,C] += dout^T @ inp */
+            const void *x = bf16_scratch_copy(k, KCUDA_SCRATCH_CAST_B, inp, (size_t)N * C);
+            if (!x || rm_gemm_typed(k, 1, 0, OC, C, N, 1.0f, g, 0, x, 0, 1.0f, dweight, 0, 1, NULL,
+                                    CUDA_R_16BF) != 0)
+                return -1;
+        }
+    }
+    if (dbias)
+        return dbias_accumulate(k, dbias, dout, N, OC);
+    return 0;
 }
 
 int kcuda_matmul_backward(kcuda_ctx *k, float *dinp, float *dweight, float *dbias,
                           const float *dout, const float *inp, const float *weight, int N, int C,
                           int OC)
 {
-    if (dinp && rm_gemm(k, 0, 0, N, C, OC, 1.0f, dout, 0, weight, 0, 1.0f, dinp, 0, 1, NULL) != 0)
-        return -1;
-    if (dweight &&
-        rm_gemm(k, 1, 0, OC, C, N, 1.0f, dout, 0, inp, 0, 1.0f, dweight, 0, 1, NULL) != 0)
-        return -1;
-    if (dbias) {
-        dim3 block(32, 8);
-        dbias_kernel<<<(OC + 31) / 32, block, 0, k->stream>>>(dbias, dout, N, OC);
-        return kcuda_check_launch(k, "matmul_backward dbias");
-    }
-    return 0;
+    return kcuda_matmul_backward_w(k, dinp, dweight, dbias, dout, inp, weight, N, C, OC, 0);
 }

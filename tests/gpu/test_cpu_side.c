@@ -4,9 +4,10 @@
  * TCP rendezvous stores (with forked "ranks"), and the NCCL policy checks (several
  * ranks per GPU, group keys), and the row-major to column-major GEMM translation
  * (kernels/cuda/gemm_plan.h) that every cuBLASLt call goes through, checked with a
- * naive column-major GEMM that follows cuBLAS's definition.
+ * naive column-major GEMM that follows cuBLAS's definition, and when the bf16 weight
+ * copies go stale (trainer/cuda/weight_watch.h).
  *
- * Usage: test_gpu_cpu_side peak|env|file_store|tcp_store|nccl_policy|gemm_plan
+ * Usage: test_gpu_cpu_side peak|env|file_store|tcp_store|nccl_policy|gemm_plan|weight_watch
  */
 #include <errno.h>
 #include <math.h>
@@ -21,6 +22,7 @@
 #include "gemm_plan.h"
 #include "device_cuda.h"
 #include "rendezvous.h"
+#include "weight_watch.h"
 
 static int failures;
 
@@ -347,10 +349,61 @@ static int test_gemm_plan(void)
     return 0;
 }
 
+static int test_weight_watch(void)
+{
+    /* two fake allocations: parameters and gradients (only addresses are compared) */
+    static float params[1000], grads[1000], acts[100];
+    weight_watch w;
+    weight_watch_init(&w);
+    EXPECT(w.version == 1, "versions start at 1 (0 means no cache)");
+    /* a write before anything is watched changes nothing */
+    weight_watch_note_write(&w, params);
+    EXPECT(w.version == 1, "unwatched write");
+    /* the first GEMM on a weight watches its allocation */
+    unsigned long long v = weight_watch_version_for(&w, params + 10, params, sizeof params);
+    EXPECT(v == 1 && w.n == 1, "watch on first use");
+    EXPECT(weight_watch_version_for(&w, params + 500, params, sizeof params) == 1 && w.n == 1,
+           "a second weight of the same allocation shares the watch");
+    /* activations and gradients are written all the time: no invalidation */
+    weight_watch_note_write(&w, acts);
+    weight_watch_note_write(&w, grads);
+    weight_watch_note_write(&w, grads + 999);
+    weight_watch_note_write(&w, NULL);
+    EXPECT(w.version == 1, "writes outside the weights keep the copies");
+    /* AdamW on any parameter (start inside the allocation), a copy into it, its last float */
+    weight_watch_note_write(&w, params + 300);
+    EXPECT(w.version == 2, "a write into the weights invalidates");
+    weight_watch_note_write(&w, params + 999);
+    EXPECT(w.version == 3, "a write at the allocation's end invalidates");
+    weight_watch_note_write(&w, params + 1000); /* one past the end: another allocation */
+    EXPECT(w.version == 3, "the byte after the allocation is not in it");
+    EXPECT(weight_watch_version_for(&w, params + 10, params, sizeof params) == 3,
+           "the GEMM now sees the new version (its copy recasts)");
+    /* unknown memory: no cache */
+    EXPECT(weight_watch_version_for(&w, acts, NULL, 0) == 0, "unknown allocation: version 0");
+    /* a full watch caches nothing more, but keeps watching what it has */
+    static float more[WEIGHT_WATCH_MAX][4];
+    for (int i = 0; i < WEIGHT_WATCH_MAX - 1; i++)
+        EXPECT(weight_watch_version_for(&w, more[i], more[i], sizeof more[i]) != 0, "room %d", i);
+    EXPECT(w.n == WEIGHT_WATCH_MAX, "full");
+    EXPECT(weight_watch_version_for(&w, grads, grads, sizeof grads) == 0, "full watch: no cache");
+    unsigned long long before = w.version;
+    weight_watch_note_write(&w, more[3] + 1);
+    EXPECT(w.version == before + 1, "still watching after it filled up");
+    /* freeing a watched allocation forgets it and moves the version */
+    weight_watch_forget(&w, params);
+    EXPECT(w.n == WEIGHT_WATCH_MAX - 1 && w.version == before + 2, "forget");
+    weight_watch_note_write(&w, params + 5);
+    EXPECT(w.version == before + 2, "forgotten memory is not watched");
+    weight_watch_forget(&w, acts);
+    EXPECT(w.n == WEIGHT_WATCH_MAX - 1 && w.version == before + 2, "forgetting the unwatched");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: %s peak|env|file_store|tcp_store|nccl_policy|gemm_plan\n", argv[0]);
+        fprintf(stderr, "usage: %s peak|env|file_store|tcp_store|nccl_policy|gemm_plan|weight_watch\n", argv[0]);
         return 2;
     }
     const char *t = argv[1];
@@ -366,6 +419,8 @@ int main(int argc, char **argv)
         test_nccl_policy();
     else if (!strcmp(t, "gemm_plan"))
         test_gemm_plan();
+    else if (!strcmp(t, "weight_watch"))
+        test_weight_watch();
     else {
         fprintf(stderr, "unknown test %s\n", t);
         return 2;

@@ -242,6 +242,51 @@ static void test_matmul(kcuda_ctx *k, kcuda_precision p, int N, int C, int OC, i
     free(x); free(w); free(b); free(y); free(g); free(gx); free(gw); free(gb);
 }
 
+/* bf16 weight copies (matmul.cu): cast once per weights version, recast after a bump, and
+ * a forward/backward pair through the cache matches the reference like the uncached path. */
+static void test_weight_cache(kcuda_ctx *k)
+{
+    int N = 48, C = 64, OC = 80;
+    size_t nin = (size_t)N * C, nw = (size_t)OC * C, nout = (size_t)N * OC;
+    float *x = host_random(nin, 1), *w = host_random(nw, 1), *w2 = host_random(nw, 1);
+    float *y = malloc(nout * 4);
+    float *d_x = to_device(x, nin * 4), *d_w = to_device(w, nw * 4), *d_y = to_device(NULL, nout * 4);
+    unsigned long long casts0 = kcuda_weight_casts(k);
+    cpu_matmul_forward(y, x, w, NULL, N, C, OC);
+    ck(k, kcuda_matmul_forward_w(k, d_y, d_x, d_w, NULL, N, C, OC, 7), "forward_w");
+    ck(k, kcuda_matmul_forward_w(k, d_y, d_x, d_w, NULL, N, C, OC, 7), "forward_w again");
+    expect_close("weight cache: forward through the cached copy", from_device(d_y, nout), y, nout,
+                 gemm_tol(KCUDA_BF16));
+    int ok = kcuda_weight_casts(k) - casts0 == 1;
+    printf("%s weight cache: two GEMMs under one version cast the weight once (%llu)\n",
+           ok ? "ok  " : "FAIL", kcuda_weight_casts(k) - casts0);
+    failures += !ok;
+    /* new weights under the same version: the stale copy is (knowingly) still used */
+    check_cuda(cudaMemcpy(d_w, w2, nw * 4, cudaMemcpyHostToDevice), "new weights");
+    ck(k, kcuda_matmul_forward_w(k, d_y, d_x, d_w, NULL, N, C, OC, 7), "forward_w stale");
+    expect_close("weight cache: same version keeps the old copy", from_device(d_y, nout), y, nout,
+                 gemm_tol(KCUDA_BF16));
+    /* after a bump the copy is recast; backward's dinp GEMM reuses it */
+    cpu_matmul_forward(y, x, w2, NULL, N, C, OC);
+    ck(k, kcuda_matmul_forward_w(k, d_y, d_x, d_w, NULL, N, C, OC, 8), "forward_w bumped");
+    expect_close("weight cache: a new version recasts", from_device(d_y, nout), y, nout,
+                 gemm_tol(KCUDA_BF16));
+    float *g = host_random(nout, 1), *gx = host_random(nin, 1), *gw = host_random(nw, 1);
+    float *d_g = to_device(g, nout * 4), *d_gx = to_device(gx, nin * 4), *d_gw = to_device(gw, nw * 4);
+    cpu_matmul_backward(gx, gw, NULL, g, x, w2, N, C, OC);
+    ck(k, kcuda_matmul_backward_w(k, d_gx, d_gw, NULL, d_g, d_x, d_w, N, C, OC, 8), "backward_w");
+    expect_close("weight cache: backward dinp", from_device(d_gx, nin), gx, nin, gemm_tol(KCUDA_BF16));
+    expect_close("weight cache: backward dweight", from_device(d_gw, nw), gw, nw, gemm_tol(KCUDA_BF16));
+    ok = kcuda_weight_casts(k) - casts0 == 2;
+    printf("%s weight cache: backward under the same version did not recast (%llu casts)\n",
+           ok ? "ok  " : "FAIL", kcuda_weight_casts(k) - casts0);
+    failures += !ok;
+    void *bufs[] = {d_x, d_w, d_y, d_g, d_gx, d_gw};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        cudaFree(bufs[i]);
+    free(x); free(w); free(w2); free(y); free(g); free(gx); free(gw);
+}
+
 static void test_attention(kcuda_ctx *k, kcuda_precision p, int B, int T, int C, int NH)
 {
     double tol = gemm_tol(p);
@@ -442,6 +487,8 @@ int main(void)
         test_matmul(k, precisions[pi], 64, 768, 2304, 1);
         test_attention(k, precisions[pi], 2, 16, 64, 4);
         test_attention(k, precisions[pi], 1, 67, 96, 3);
+        if (precisions[pi] == KCUDA_BF16)
+            test_weight_cache(k);
         kcuda_ctx_destroy(k);
     }
     cudaStreamDestroy(stream);

@@ -478,6 +478,7 @@ static int local_copy(comm_nccl *c, dev_stream *s, float *out, const float *in, 
 {
     if (out == in || count == 0)
         return 0;
+    dev_cuda_note_write(c->job->dev, out);
     cudaError_t e = cudaMemcpyAsync(out, in, count * sizeof(float), cudaMemcpyDeviceToDevice,
                                     stream_of(s));
     if (e == cudaSuccess)
@@ -502,6 +503,7 @@ static int nccl_allreduce(comm *cc, dev_stream *s, void *buf, size_t count, comm
     if (!usable(c))
         return -1;
     ncclDataType_t t = dt == COMM_FLOAT64 ? ncclFloat64 : ncclFloat32;
+    dev_cuda_note_write(c->job->dev, buf);
     ncclResult_t r = ncclAllReduce(buf, buf, count, t, ncclSum, c->main->comm, stream_of(s));
     if (nccl_result(c, c->main, r, "allreduce") != 0)
         return -1;
@@ -517,6 +519,7 @@ static int nccl_reduce_scatter(comm *cc, dev_stream *s, float *out, const float 
         return local_copy(c, s, out, in, count);
     if (!usable(c))
         return -1;
+    dev_cuda_note_write(c->job->dev, out);
     ncclResult_t r = ncclReduceScatter(in, out, count, ncclFloat32, ncclSum, c->main->comm,
                                        stream_of(s));
     if (nccl_result(c, c->main, r, "reduce_scatter") != 0)
@@ -534,6 +537,7 @@ static int nccl_allgather(comm *cc, dev_stream *s, float *out, const float *in, 
     if (!usable(c))
         return -1;
     /* NCCL supports the in-place form (in == out + rank*count) directly */
+    dev_cuda_note_write(c->job->dev, out);
     ncclResult_t r = ncclAllGather(in, out, count, ncclFloat32, c->main->comm, stream_of(s));
     if (nccl_result(c, c->main, r, "allgather") != 0)
         return -1;
@@ -549,6 +553,7 @@ static int nccl_broadcast(comm *cc, dev_stream *s, void *buf, size_t bytes, int 
         return 0;
     if (!usable(c))
         return -1;
+    dev_cuda_note_write(c->job->dev, buf);
     ncclResult_t r = ncclBroadcast(buf, buf, bytes, ncclUint8, root, c->main->comm, stream_of(s));
     if (nccl_result(c, c->main, r, "broadcast") != 0)
         return -1;
@@ -603,6 +608,7 @@ static int nccl_recv(comm *cc, dev_stream *s, void *buf, size_t bytes, int peer,
         return c->size == 1 ? 0 : -1;
     int p = 0;
     nccl_link *l = p2p_link(c, peer, 0, &p);
+    dev_cuda_note_write(c->job->dev, buf);
     ncclResult_t r = ncclRecv(buf, bytes, ncclUint8, p, l->comm, stream_of(s));
     if (nccl_result(c, l, r, "recv") != 0)
         return -1;

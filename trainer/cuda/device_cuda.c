@@ -21,6 +21,11 @@
  *     copies (initial weights) use pageable memory and the driver's own staging.
  *   - stream_synchronize polls the stream instead of blocking in the driver, so
  *     that registered wait checks (the NCCL watchdog) run while it waits.
+ *   - bf16 weight copies: every operation reports where it writes (wrote()), the
+ *     NCCL communicator likewise (dev_cuda_note_write); a write into an allocation
+ *     that holds GEMM weights bumps the weights version (weight_watch.h), and the
+ *     kernels recast a weight's cached bf16 copy at its first use after that — in
+ *     practice once per optimizer step instead of at every GEMM.
  * Tracing: kernels, copies and NCCL are seen by the GPU tracer (CUPTI, NVTX, the
  * NCCL profiler plugin); the device only names its streams in the trace.
  */
@@ -35,6 +40,7 @@
 
 #include "cuda_kernels.h"
 #include "stepscope.h"
+#include "weight_watch.h"
 
 #define CUDA_MAX_STREAMS 16
 #define STAGING_SLOTS 16
@@ -74,6 +80,7 @@ struct dev_device {
     void *hook_arg;
     dev_cuda_wait_check checks[MAX_WAIT_CHECKS];
     void *check_args[MAX_WAIT_CHECKS];
+    weight_watch watch; /* when the kernels' bf16 weight copies go stale (weight_watch.h) */
 };
 
 struct dev_stream {
@@ -137,6 +144,27 @@ static void kernel_result(dev_stream *s, int rc, const char *op)
             return;                                                                                \
     } while (0)
 
+/* An operation is about to write device memory starting at p (weight_watch.h). */
+static void wrote(dev_stream *s, const void *p) { weight_watch_note_write(&s->d->watch, p); }
+
+void dev_cuda_note_write(dev_device *d, const void *p) { weight_watch_note_write(&d->watch, p); }
+
+/* The weights version a GEMM on `weight` may cache under (0: no cache). */
+static unsigned long long weights_version(dev_device *d, const float *weight)
+{
+    if (d->precision != KCUDA_BF16)
+        return 0;
+    if (weight_watch_find(&d->watch, weight) >= 0)
+        return d->watch.version;
+    for (size_t i = 0; i < d->nallocs; i++) {
+        uintptr_t lo = (uintptr_t)d->allocs[i].p, a = (uintptr_t)weight;
+        if (a >= lo && a < lo + d->allocs[i].bytes)
+            return weight_watch_version_for(&d->watch, weight, d->allocs[i].p,
+                                            d->allocs[i].bytes);
+    }
+    return 0; /* not device-API memory: cast at every call */
+}
+
 /* ---- memory ---------------------------------------------------------------------- */
 
 static void sample_driver_memory(dev_device *d)
@@ -192,6 +220,7 @@ static void cuda_free(dev_device *d, void *p)
 {
     if (!p)
         return;
+    weight_watch_forget(&d->watch, p);
     for (size_t i = 0; i < d->nallocs; i++)
         if (d->allocs[i].p == p) {
             d->in_use -= d->allocs[i].bytes;
@@ -418,6 +447,7 @@ static staging_slot *take_staging_slot(dev_device *d)
 static void cuda_copy_to_device(dev_stream *s, void *dst, const void *src, size_t bytes)
 {
     SKIP_IF_FAILED(s);
+    wrote(s, dst);
     dev_device *d = s->d;
     staging_slot *slot = bytes <= STAGING_SLOT_BYTES ? take_staging_slot(d) : NULL;
     if (!slot) {
@@ -469,6 +499,7 @@ static void cuda_copy_to_host(dev_stream *s, void *dst, const void *src, size_t 
 static void cuda_copy(dev_stream *s, void *dst, const void *src, size_t bytes)
 {
     SKIP_IF_FAILED(s);
+    wrote(s, dst);
     if (dst == src || bytes == 0)
         return;
     cuda_ok(s->d, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s->s),
@@ -478,6 +509,7 @@ static void cuda_copy(dev_stream *s, void *dst, const void *src, size_t bytes)
 static void cuda_zero(dev_stream *s, void *dst, size_t bytes)
 {
     SKIP_IF_FAILED(s);
+    wrote(s, dst);
     cuda_ok(s->d, cudaMemsetAsync(dst, 0, bytes, s->s), "cudaMemsetAsync");
 }
 
@@ -487,6 +519,7 @@ static void op_encoder_forward(dev_stream *s, float *out, const int *tokens, con
                                const float *wpe, int B, int T, int C)
 {
     SKIP_IF_FAILED(s);
+    wrote(s, out);
     kernel_result(s, kcuda_encoder_forward(s->k, out, tokens, wte, wpe, B, T, C), "encoder_forward");
 }
 
@@ -494,6 +527,8 @@ static void op_encoder_backward(dev_stream *s, float *dwte, float *dwpe, const f
                                 const int *tokens, int B, int T, int C)
 {
     SKIP_IF_FAILED(s);
+    wrote(s, dwte);
+    wrote(s, dwpe);
     kernel_result(s, kcuda_encoder_backward(s->k, dwte, dwpe, dout, tokens, B, T, C),
                   "encoder_backward");
 }
@@ -503,6 +538,9 @@ static void op_layernorm_forward(dev_stream *s, float *out, float *mean, float *
                                  int C)
 {
     SKIP_IF_FAILED(s);
+    wrote(s, out);
+    wrote(s, mean);
+    wrote(s, rstd);
     kernel_result(s, kcuda_layernorm_forward(s->k, out, mean, rstd, inp, weight, bias, N, C),
                   "layernorm_forward");
 }
@@ -512,6 +550,9 @@ static void op_layernorm_backward(dev_stream *s, float *dinp, float *dweight, fl
                                   const float *mean, const float *rstd, int N, int C)
 {
     SKIP_IF_FAILED(s);
+    wrote(s, dinp);
+    wrote(s, dweight);
+    wrote(s, dbias);
     kernel_result(s,
                   kcuda_layernorm_backward(s->k, dinp, dweight, dbias, dout, inp, weight, mean,
                                            rstd, N, C),
@@ -522,7 +563,10 @@ static void op_matmul_forward(dev_stream *s, float *out, const float *inp, const
                               const float *bias, int N, int C, int OC)
 {
     SKIP_IF_FAILED(s);
-    kernel_result(s, kcuda_matmul_forward(s->k, out, inp, weight, bias, N, C, OC),
+    wrote(s, out);
+    kernel_result(s,
+                  kcuda_matmul_forward_w(s->k, out, inp, weight, bias, N, C, OC,
+                                         weights_version(s->d, weight)),
                   "matmul_forward");
 }
 
@@ -531,7 +575,12 @@ static void op_matmul_backward(dev_stream *s, float *dinp, float *dweight, float
                                int C, int OC)
 {
     SKIP_IF_FAILED(s);
-    kernel_result(s, kcuda_matmul_backward(s->k, dinp, dweight, dbias, dout, inp, weight, N, C, OC),
+    wrote(s, dinp);
+    wrote(s, dweight);
+    wrote(s, dbias);
+    kernel_result(s,
+                  kcuda_matmul_backward_w(s->k, dinp, dweight, dbias, dout, inp, weight, N, C, OC,
+                                          weights_version(s->d, weight)),
                   "matmul_backward");
 }
 
@@ -539,6 +588,9 @@ static void op_attention_forward(dev_stream *s, float *out, float *preatt, float
                                  const float *qkv, int B, int T, int C, int NH)
 {
     SKIP_IF_FAILED(s);
+    wrote(s, out);
+    wrote(s, preatt);
+    wrote(s, att);
     kernel_result(s, kcuda_attention_forward(s->k, out, preatt, att, qkv, B, T, C, NH),
                   "attention_forward");
 }
@@ -548,6 +600,9 @@ static void op_attention_backward(dev_stream *s, float *dqkv, float *dpreatt, fl
                                   int T, int C, int NH)
 {
     SKIP_IF_FAILED(s);
+    wrote(s, dqkv);
+    wrote(s, dpreatt);
+    wrote(s, datt);
     kernel_result(s,
                   kcuda_attention_backward(s->k, dqkv, dpreatt, datt, dout, qkv, att, B, T, C, NH),
                   "attention_backward");
@@ -556,24 +611,29 @@ static void op_attention_backward(dev_stream *s, float *dqkv, float *dpreatt, fl
 static void op_gelu_forward(dev_stream *s, float *out, const float *inp, int N)
 {
     SKIP_IF_FAILED(s);
+    wrote(s, out);
     kernel_result(s, kcuda_gelu_forward(s->k, out, inp, (size_t)N), "gelu_forward");
 }
 
 static void op_gelu_backward(dev_stream *s, float *dinp, const float *inp, const float *dout, int N)
 {
     SKIP_IF_FAILED(s);
+    wrote(s, dinp);
     kernel_result(s, kcuda_gelu_backward(s->k, dinp, inp, dout, (size_t)N), "gelu_backward");
 }
 
 static void op_residual_forward(dev_stream *s, float *out, const float *a, const float *b, int N)
 {
     SKIP_IF_FAILED(s);
+    wrote(s, out);
     kernel_result(s, kcuda_residual_forward(s->k, out, a, b, (size_t)N), "residual_forward");
 }
 
 static void op_residual_backward(dev_stream *s, float *da, float *db, const float *dout, int N)
 {
     SKIP_IF_FAILED(s);
+    wrote(s, da);
+    wrote(s, db);
     kernel_result(s, kcuda_residual_backward(s->k, da, db, dout, (size_t)N), "residual_backward");
 }
 
@@ -581,6 +641,8 @@ static void op_crossentropy_forward(dev_stream *s, float *losses, float *probs,
                                     const float *logits, const int *targets, int N, int V, int Vp)
 {
     SKIP_IF_FAILED(s);
+    wrote(s, losses);
+    wrote(s, probs);
     kernel_result(s, kcuda_crossentropy_forward(s->k, losses, probs, logits, targets, N, V, Vp),
                   "crossentropy_forward");
 }
@@ -589,6 +651,7 @@ static void op_crossentropy_backward(dev_stream *s, float *dlogits, const float 
                                      const float *probs, const int *targets, int N, int V, int Vp)
 {
     SKIP_IF_FAILED(s);
+    wrote(s, dlogits);
     kernel_result(s, kcuda_crossentropy_backward(s->k, dlogits, dlosses, probs, targets, N, V, Vp),
                   "crossentropy_backward");
 }
@@ -596,24 +659,28 @@ static void op_crossentropy_backward(dev_stream *s, float *dlogits, const float 
 static void op_fill(dev_stream *s, float *x, float value, size_t n)
 {
     SKIP_IF_FAILED(s);
+    wrote(s, x);
     kernel_result(s, kcuda_fill(s->k, x, value, n), "fill");
 }
 
 static void op_sum_accumulate(dev_stream *s, double *acc, const float *x, size_t n)
 {
     SKIP_IF_FAILED(s);
+    wrote(s, acc);
     kernel_result(s, kcuda_sum_accumulate(s->k, acc, x, n), "sum");
 }
 
 static void op_sum_squares_accumulate(dev_stream *s, double *acc, const float *x, size_t n)
 {
     SKIP_IF_FAILED(s);
+    wrote(s, acc);
     kernel_result(s, kcuda_sum_squares_accumulate(s->k, acc, x, n), "sum_squares");
 }
 
 static void op_scale(dev_stream *s, float *x, float factor, size_t n)
 {
     SKIP_IF_FAILED(s);
+    wrote(s, x);
     kernel_result(s, kcuda_scale(s->k, x, factor, n), "scale");
 }
 
@@ -622,6 +689,9 @@ static void op_adamw(dev_stream *s, float *params, const float *grads, float *m,
                      int t)
 {
     SKIP_IF_FAILED(s);
+    wrote(s, params);
+    wrote(s, m);
+    wrote(s, v);
     kernel_result(s,
                   kcuda_adamw(s->k, params, grads, m, v, n, lr, beta1, beta2, eps, weight_decay, t),
                   "adamw");
@@ -711,6 +781,7 @@ dev_device *dev_cuda_open(int ordinal, const char *precision, char *err, size_t 
     }
     d->header.ops = &cuda_ops;
     d->ordinal = ordinal;
+    weight_watch_init(&d->watch);
     d->precision = prec;
     struct cudaDeviceProp prop;
     if ((e = cudaSetDevice(ordinal)) != cudaSuccess ||

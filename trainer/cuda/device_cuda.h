@@ -41,6 +41,9 @@ size_t dev_cuda_measured_peak(const dev_device *d);
  * out of this header). */
 int dev_cuda_ordinal(const dev_device *d);
 void *dev_cuda_stream_handle(dev_stream *s);
+/* Someone other than the device's operations (the NCCL communicator) is about to write
+ * device memory starting at p: the device's bf16 weight copies may become stale. */
+void dev_cuda_note_write(dev_device *d, const void *p);
 /* Records the first error on the device (sticky), as a failed operation would. */
 void dev_cuda_fail(dev_device *d, const char *msg);
 /* A check that stream_synchronize calls about every 100 ms while it waits (the NCCL
