@@ -396,8 +396,8 @@ static char *manifest_text(const train_config *c, long long step, const shard_in
     size_t at = 0;
 #define OUT(...) at += (size_t)snprintf(b + at, at < n ? n - at : 0, __VA_ARGS__)
     OUT("{\"format\":\"stepscope-checkpoint\",\"version\":%d,\"step\":%lld,\n", CKPT_VERSION, step);
-    OUT(" \"layout\":{\"world\":%d,\"dp\":%d,\"tp\":%d,\"pp\":%d,\"zero\":%d},\n", c->world, c->dp,
-        c->tp, c->pp, c->zero);
+    OUT(" \"layout\":{\"world\":%d,\"dp\":%d,\"tp\":%d,\"pp\":%d,\"cp\":%d,\"zero\":%d},\n",
+        c->world, c->dp, c->tp, c->pp, c->cp, c->zero);
     OUT(" \"model\":{\"layers\":%d,\"hidden\":%d,\"heads\":%d,\"vocab\":%d,\"max_seq\":%d},\n",
         c->layers, c->hidden, c->heads, c->vocab, c->max_seq);
     OUT(" \"data\":{\"seed\":%llu,\"next_step\":%lld,\"batch\":%d,\"seq\":%d},\n", c->seed, step,
@@ -820,6 +820,58 @@ static void debug_die(void)
     fflush(stdout);
     fflush(stderr);
     raise(SIGKILL);
+}
+
+int ckpt_read_shard_params(const char *path, float **params, size_t *count, model_grid *grid,
+                           char *err, size_t n)
+{
+    *params = NULL;
+    *count = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errf(err, n, "checkpoint: cannot open %s: %s", path, strerror(errno));
+    unsigned char header[HEADER_BYTES];
+    uint64_t h[H_WORDS];
+    struct stat st;
+    if (fstat(fd, &st) != 0 || read_all(fd, header, sizeof header) != 0 ||
+        memcmp(header, CKPT_MAGIC, 8) != 0) {
+        close(fd);
+        return errf(err, n, "checkpoint: %s is not a stepscope checkpoint shard", path);
+    }
+    memcpy(h, header + 8, sizeof h);
+    size_t floats = (size_t)h[H_PARAM_FLOATS];
+    if (h[H_VERSION] != CKPT_VERSION || h[H_PARAM_FLOATS] > ((uint64_t)1 << 40) ||
+        (uint64_t)st.st_size < HEADER_BYTES + 4 * (uint64_t)floats) {
+        close(fd);
+        return errf(err, n, "checkpoint: %s: unsupported version or truncated shard", path);
+    }
+    float *p = malloc(floats ? floats * 4 : 4);
+    if (!p) {
+        close(fd);
+        return errf(err, n, "checkpoint: out of memory reading %s", path);
+    }
+    if (read_all(fd, p, floats * 4) != 0) {
+        free(p);
+        close(fd);
+        return errf(err, n, "checkpoint: cannot read %s", path);
+    }
+    close(fd);
+    if (grid) {
+        memset(grid, 0, sizeof *grid);
+        grid->world = (int)h[H_WORLD];
+        grid->rank = (int)h[H_RANK];
+        grid->dp = (int)h[H_DP];
+        grid->tp = (int)h[H_TP];
+        grid->pp = (int)h[H_PP];
+        grid->dp_rank = (int)h[H_DP_RANK];
+        grid->tp_rank = (int)h[H_TP_RANK];
+        grid->pp_rank = (int)h[H_PP_RANK];
+        long denom = (long)grid->dp * grid->tp * grid->pp;
+        grid->cp = denom > 0 ? (int)(grid->world / denom) : 1;
+    }
+    *params = p;
+    *count = floats;
+    return 0;
 }
 
 /* Writes this rank's shard atomically into the step directory sd. */

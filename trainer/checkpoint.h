@@ -93,6 +93,15 @@ int ckpt_check_config(const train_config *cfg, char *err, size_t errlen);
  * is none, -1 with a message on an unreadable directory. */
 int ckpt_latest_complete(const char *dir, long long *step, char *err, size_t errlen);
 
+/* Reads the parameter section of one shard file (for tools and tests that
+ * compare runs): *params (malloc'd, the caller frees) gets the shard's flat
+ * parameter buffer of *count floats (its stage and TP slice, padded); *grid
+ * (may be NULL) the header's world, dp, tp, pp and this shard's ranks (cp is
+ * not in the header: cp = world / (dp x tp x pp)). Returns 0, or -1 with a
+ * message naming the file. */
+int ckpt_read_shard_params(const char *path, float **params, size_t *count, model_grid *grid,
+                           char *err, size_t errlen);
+
 /* CRC-32 (IEEE 802.3, as zlib's crc32): start with crc 0. */
 uint32_t ckpt_crc32(uint32_t crc, const void *buf, size_t len);
 
