@@ -1,7 +1,7 @@
 /*
  * check_trace_run.c — validates a run directory written by stepscope-train.
  *
- * usage: check_trace_run RUN_DIR WORLD STEPS [--p2p]
+ * usage: check_trace_run RUN_DIR WORLD STEPS [--p2p] [--cp N]
  * Reads every rank-NNNNN.trace.zst with the library reader and checks: the
  * header (rank, world size, configuration JSON); the metadata keys layout,
  * schedule, flops and memory; one `step` range per step with its number as
@@ -9,7 +9,10 @@
  * communication categories, each joined by its correlation id to a
  * HOST_ENQUEUE API record; COLLECTIVE records. Across ranks every collective
  * (comm_id, seq) is seen by exactly comm_size ranks, and every point-to-point
- * (comm_id, seq) by exactly two (the send and its receive).
+ * (comm_id, seq) by exactly two (the send and its receive). With --cp N (context
+ * parallelism): the layout metadata says "cp":N and every rank has transfers of
+ * the group "cp", all point-to-point and none marked PIPELINE (ring attention's
+ * transfers are communication that may overlap compute, not pipeline bubbles).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -57,11 +60,19 @@ static void note_collective(const stepscope_collective *c)
 
 int main(int argc, char **argv)
 {
-    if (argc != 4 && !(argc == 5 && !strcmp(argv[4], "--p2p"))) {
-        fprintf(stderr, "usage: check_trace_run RUN_DIR WORLD STEPS [--p2p]\n");
+    int want_p2p = 0, want_cp = 0;
+    for (int i = 4; i < argc; i++) {
+        if (!strcmp(argv[i], "--p2p"))
+            want_p2p = 1;
+        else if (!strcmp(argv[i], "--cp") && i + 1 < argc)
+            want_cp = atoi(argv[++i]);
+        else
+            want_cp = -1;
+    }
+    if (argc < 4 || want_cp < 0) {
+        fprintf(stderr, "usage: check_trace_run RUN_DIR WORLD STEPS [--p2p] [--cp N]\n");
         return 2;
     }
-    int want_p2p = argc == 5;
     int world = atoi(argv[2]), steps = atoi(argv[3]);
     uint64_t sends = 0, recvs = 0;
     for (int r = 0; r < world; r++) {
@@ -80,6 +91,7 @@ int main(int argc, char **argv)
         int meta_layout = 0, meta_sched = 0, meta_flops = 0, meta_mem = 0;
         int step_seen[1024] = {0};
         int nsteps = 0, nfwd = 0, nbwd = 0, ncompute = 0, ncomm = 0, ncoll = 0;
+        int cp_layout = 0, cp_p2p = 0, cp_other = 0;
         uint64_t *enq = NULL, *ops = NULL;
         size_t nenq = 0, nops = 0;
         stepscope_record rec;
@@ -88,6 +100,12 @@ int main(int argc, char **argv)
             switch (rec.kind) {
             case STEPSCOPE_REC_METADATA:
                 meta_layout |= !strcmp(rec.u.metadata.key, "layout");
+                if (want_cp && !strcmp(rec.u.metadata.key, "layout")) {
+                    char want[32];
+                    snprintf(want, sizeof want, "\"cp\":%d,", want_cp);
+                    cp_layout = strstr(rec.u.metadata.value_json, want) != NULL &&
+                                strstr(rec.u.metadata.value_json, "\"cp_rank\":") != NULL;
+                }
                 meta_sched |= !strcmp(rec.u.metadata.key, "schedule");
                 meta_flops |= !strcmp(rec.u.metadata.key, "flops");
                 meta_mem |= !strcmp(rec.u.metadata.key, "memory");
@@ -124,6 +142,16 @@ int main(int argc, char **argv)
                 CHECK(rec.u.collective.comm_id != 0 && rec.u.collective.comm_size >= 1,
                       "%s: collective without communicator", path);
                 note_collective(&rec.u.collective);
+                if (want_cp) {
+                    const char *g = stepscope_reader_string(rd, rec.u.collective.name);
+                    unsigned f = rec.u.collective.flags;
+                    if (g && !strcmp(g, "cp")) {
+                        if ((f & STEPSCOPE_COLL_F_P2P) && !(f & STEPSCOPE_COLL_F_PIPELINE))
+                            cp_p2p++;
+                        else
+                            cp_other++;
+                    }
+                }
                 sends += rec.u.collective.op == STEPSCOPE_COLL_SEND;
                 recvs += rec.u.collective.op == STEPSCOPE_COLL_RECV;
                 break;
@@ -137,6 +165,12 @@ int main(int argc, char **argv)
         CHECK(nfwd > 0 && nbwd > 0, "%s: forward %d backward %d ranges", path, nfwd, nbwd);
         CHECK(ncompute > 0 && ncomm > 0, "%s: host ops compute %d comm %d", path, ncompute, ncomm);
         CHECK(ncoll > 0, "%s: no collectives", path);
+        if (want_cp) {
+            CHECK(cp_layout, "%s: the layout metadata does not say \"cp\":%d", path, want_cp);
+            CHECK(cp_p2p > 0 && cp_other == 0,
+                  "%s: %d cp transfers (p2p, not pipeline), %d other cp records", path, cp_p2p,
+                  cp_other);
+        }
         /* every executed op has its enqueue record */
         size_t unmatched = 0;
         for (size_t i = 0; i < nops; i++) {
