@@ -465,10 +465,10 @@ int config_validate(const train_config *c, char *err, size_t n)
         }                                                                                          \
     } while (0)
     REQUIRE(c->world >= 1 && c->world <= 64, "--world %d: must be between 1 and 64", c->world);
+    REQUIRE(c->cp >= 1, "--cp %d: must be at least 1", c->cp);
     REQUIRE(c->dp >= 1, "--dp %d: must be at least 1", c->dp);
     REQUIRE(c->tp >= 1, "--tp %d: must be at least 1", c->tp);
     REQUIRE(c->pp >= 1, "--pp %d: must be at least 1", c->pp);
-    REQUIRE(c->cp >= 1, "--cp %d: must be at least 1", c->cp);
     REQUIRE((long)c->dp * c->tp * c->pp * c->cp == c->world,
             "--dp %d x --pp %d x --cp %d x --tp %d = %ld does not equal --world %d", c->dp, c->pp,
             c->cp, c->tp, (long)c->dp * c->tp * c->pp * c->cp, c->world);
