@@ -60,7 +60,7 @@ static int idx_hash_init(idx_hash *h, size_t n) {
   return h->slots ? 0 : -1;
 }
 
-static int cmp_ops(const void *pa, const void *pb) {
+int ssa_cmp_ops(const void *pa, const void *pb) {
   const ssa_op *a = pa, *b = pb;
   if (a->start != b->start) return a->start < b->start ? -1 : 1;
   if (a->end != b->end) return a->end > b->end ? -1 : 1;
@@ -261,7 +261,7 @@ int ssa_rank_finish(ssa_rank *r) {
   r->noplinks = r->oplinks_cap = 0;
   rc = classify_by_name(r);
   if (rc) return rc;
-  ssa_sort_by_start(r->ops, r->nops, sizeof *r->ops, cmp_ops);
+  ssa_sort_by_start(r->ops, r->nops, sizeof *r->ops, ssa_cmp_ops);
   for (size_t i = 0; i < r->ncolls; i++) r->colls[i].op_index = SSA_NONE;
   for (size_t i = 0; i < r->nops; i++) {
     uint32_t c = r->ops[i].coll;

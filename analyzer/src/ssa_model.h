@@ -14,7 +14,9 @@
  * trace_source.c, later a Kineto importer) creates a rank with
  * ssa_rank_init, interns its strings with ssa_rank_intern and feeds records in
  * the record model of stepscope.h through ssa_rank_add_record, whose string
- * ids must be ids returned by ssa_rank_intern. ssa_rank_finish then sorts the
+ * ids must be ids returned by ssa_rank_intern (the trace source writes its
+ * bulk records straight into the arrays instead, staging ops per lane:
+ * ssa_op_stage.h). ssa_rank_finish then sorts the
  * ops, joins them to their launch calls by correlation id, links collectives
  * to the ops that executed them and classifies every op (evidence first:
  * collective records and host-op categories, then NCCL kernel names).
@@ -257,7 +259,11 @@ int ssa_run_align(ssa_run *run);
  * first). No extra memory; linear passes of a radix sort. */
 void ssa_sort_by_start(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
 
-/* Growth helper: ensures capacity for `need` elements. 0 or -1. */
+/* The order of a finished rank's ops: by start, longer first, lane, then
+ * the record's bytes (a total order). */
+int ssa_cmp_ops(const void *a, const void *b);
+
+/* Growth helper (grow.c): ensures capacity for `need` elements. 0 or -1. */
 int ssa_grow(void **ptr, size_t *cap, size_t need, size_t elem);
 
 #endif

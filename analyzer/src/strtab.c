@@ -12,20 +12,6 @@
 
 #include "ssa_model.h"
 
-int ssa_grow(void **ptr, size_t *cap, size_t need, size_t elem) {
-  if (need <= *cap) return 0;
-  size_t n = *cap ? *cap : 16;
-  while (n < need) {
-    if (n > SIZE_MAX / 2 / elem) return -1;
-    n = n + n / 2 + 16;
-  }
-  void *p = realloc(*ptr, n * elem);
-  if (!p) return -1;
-  *ptr = p;
-  *cap = n;
-  return 0;
-}
-
 static uint32_t fnv1a(const char *s, size_t len) {
   uint32_t h = 2166136261u;
   for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;

@@ -5,7 +5,11 @@
  *
  * String ids of the file are translated to ids of the rank's string table
  * through a lazily filled array (file id -> model id), so each distinct
- * string is hashed once. Reader errors after some records keep what was read
+ * string is hashed once. The bulk records (kernels, copies, memsets, host
+ * ops, API calls) are written straight into the model here, ops staged per
+ * lane (ssa_op_stage.h) and merged in order at the end, with exactly the
+ * fields ssa_rank_add_record would give them; the other kinds go through
+ * ssa_rank_add_record. Reader errors after some records keep what was read
  * and become warnings of the rank (a truncated file is analysed up to its
  * last complete frame); an error before the header fails the rank.
  */
@@ -14,6 +18,7 @@
 #include <string.h>
 
 #include "ssa_model.h"
+#include "ssa_op_stage.h"
 
 typedef struct id_map {
   uint32_t *ids;   /* file id -> model id + 1 (0 = not yet looked up) */
@@ -49,6 +54,14 @@ static uint32_t map_id_slow(id_map *m, ssa_rank *r, stepscope_reader *rd, uint32
   return mid;
 }
 
+/* A device lane; as in rank_builder.c, a stream's device comes from its ops
+ * unless a STREAM record declared it. */
+static inline uint32_t device_lane(ssa_rank *r, uint8_t kind, uint64_t stream, uint32_t device) {
+  uint32_t l = ssa_rank_lane(r, kind, stream);
+  if (l != SSA_NONE && !r->lanes[l].declared) r->lanes[l].device = device;
+  return l;
+}
+
 int ssa_trace_source_matches(const char *name) {
   size_t n = strlen(name);
   return strncmp(name, "rank-", 5) == 0 && n > 14 && strcmp(name + n - 10, ".trace.zst") == 0;
@@ -63,6 +76,7 @@ int ssa_trace_source_load(const char *path, ssa_rank *r, stepscope_error *err) {
     return rc;
   }
   id_map m = {0};
+  ssa_op_stage st = {0};
   int oom = 0;
   stepscope_record rec;
   stepscope_error rerr;
@@ -75,8 +89,87 @@ int ssa_trace_source_load(const char *path, ssa_rank *r, stepscope_error *err) {
     }
 #define MAP(field) (field) = map_id(&m, r, rd, (field), &oom)
     switch (rec.kind) {
-    case STEPSCOPE_REC_KERNEL: MAP(rec.u.kernel.name); break;
-    case STEPSCOPE_REC_API: MAP(rec.u.api.name); break;
+    /* the bulk of a trace: straight into the model's arrays */
+    case STEPSCOPE_REC_KERNEL: {
+      const stepscope_kernel *k = &rec.u.kernel;
+      uint32_t name = map_id(&m, r, rd, k->name, &oom);
+      uint32_t lane = device_lane(r, SSA_LANE_GPU, k->stream, k->device);
+      r->records++;
+      rc = lane == SSA_NONE || oom
+               ? STEPSCOPE_E_NOMEM
+               : ssa_op_stage_push(&st, lane, (int64_t)k->start_ns, (int64_t)k->end_ns,
+                                   k->correlation_id, 0, name, SSA_OP_KERNEL, SSA_CLS_COMPUTE,
+                                   SSA_NONE);
+      if (rc) goto out;
+      continue;
+    }
+    case STEPSCOPE_REC_MEMCPY:
+    case STEPSCOPE_REC_MEMSET: {
+      int is_copy = rec.kind == STEPSCOPE_REC_MEMCPY;
+      const stepscope_memcpy *c = &rec.u.memcpy;
+      const stepscope_memset *z = &rec.u.memset;
+      uint32_t lane = is_copy ? device_lane(r, SSA_LANE_GPU, c->stream, c->device)
+                              : device_lane(r, SSA_LANE_GPU, z->stream, z->device);
+      r->records++;
+      rc = lane == SSA_NONE
+               ? STEPSCOPE_E_NOMEM
+               : is_copy ? ssa_op_stage_push(&st, lane, (int64_t)c->start_ns, (int64_t)c->end_ns,
+                                             c->correlation_id, c->bytes, 0, SSA_OP_MEMCPY,
+                                             SSA_CLS_MEMCPY, SSA_NONE)
+                         : ssa_op_stage_push(&st, lane, (int64_t)z->start_ns, (int64_t)z->end_ns,
+                                             z->correlation_id, z->bytes, 0, SSA_OP_MEMSET,
+                                             SSA_CLS_MEMSET, SSA_NONE);
+      if (rc) goto out;
+      continue;
+    }
+    case STEPSCOPE_REC_HOST_OP: {
+      const stepscope_host_op *h = &rec.u.host_op;
+      uint32_t name = map_id(&m, r, rd, h->name, &oom);
+      MAP(rec.u.host_op.args); /* interned as ssa_rank_add_record's callers do */
+      uint8_t cls = h->category == STEPSCOPE_CAT_COMM     ? SSA_CLS_COMM
+                    : h->category == STEPSCOPE_CAT_MEMCPY ? SSA_CLS_MEMCPY
+                    : h->category == STEPSCOPE_CAT_MEMSET ? SSA_CLS_MEMSET
+                                                          : SSA_CLS_COMPUTE;
+      uint32_t lane = device_lane(r, SSA_LANE_CPU, h->stream, 0);
+      uint32_t link = SSA_NONE;
+      r->records++;
+      if (lane == SSA_NONE || oom) { rc = STEPSCOPE_E_NOMEM; goto out; }
+      if (cls == SSA_CLS_COMM && (h->comm_id || h->seq)) {
+        /* joined to its COLLECTIVE record by (comm_id, seq) in finish; the
+         * op's index is filled in by the merge */
+        if (ssa_grow((void **)&r->oplinks, &r->oplinks_cap, r->noplinks + 1, sizeof *r->oplinks)) {
+          rc = STEPSCOPE_E_NOMEM;
+          goto out;
+        }
+        link = (uint32_t)r->noplinks++;
+        r->oplinks[link] = (ssa_oplink){h->comm_id, h->seq, SSA_NONE};
+      }
+      rc = ssa_op_stage_push(&st, lane, (int64_t)h->start_ns, (int64_t)h->end_ns,
+                             h->correlation_id, h->bytes, name, SSA_OP_HOST, cls, link);
+      if (rc) goto out;
+      continue;
+    }
+    case STEPSCOPE_REC_API: {
+      const stepscope_api *a = &rec.u.api;
+      uint32_t name = map_id(&m, r, rd, a->name, &oom);
+      uint32_t lane = ssa_rank_lane(r, SSA_LANE_HOST, a->thread);
+      r->records++;
+      if (lane == SSA_NONE || oom ||
+          (r->napis == r->apis_cap &&
+           ssa_grow((void **)&r->apis, &r->apis_cap, r->napis + 1, sizeof *r->apis))) {
+        rc = STEPSCOPE_E_NOMEM;
+        goto out;
+      }
+      ssa_api *x = &r->apis[r->napis++];
+      x->start = (int64_t)a->start_ns;
+      x->end = (int64_t)a->end_ns < x->start ? x->start : (int64_t)a->end_ns;
+      x->corr = a->correlation_id;
+      x->name = name;
+      x->lane = (uint16_t)lane;
+      x->api_kind = (uint8_t)a->api_kind;
+      x->pad = 0;
+      continue;
+    }
     case STEPSCOPE_REC_RANGE:
       MAP(rec.u.range.name); MAP(rec.u.range.domain); MAP(rec.u.range.args);
       break;
@@ -84,7 +177,6 @@ int ssa_trace_source_load(const char *path, ssa_rank *r, stepscope_error *err) {
       MAP(rec.u.collective.name); MAP(rec.u.collective.algorithm);
       MAP(rec.u.collective.protocol);
       break;
-    case STEPSCOPE_REC_HOST_OP: MAP(rec.u.host_op.name); MAP(rec.u.host_op.args); break;
     case STEPSCOPE_REC_COUNTER: MAP(rec.u.counter.name); break;
     case STEPSCOPE_REC_STREAM: MAP(rec.u.stream.name); break;
     case STEPSCOPE_REC_STRING: continue; /* looked up lazily by map_id */
@@ -95,6 +187,9 @@ int ssa_trace_source_load(const char *path, ssa_rank *r, stepscope_error *err) {
     rc = ssa_rank_add_record(r, &rec);
     if (rc) break;
   }
+out:
+  if (rc == 0) rc = ssa_op_stage_merge(&st, r);
+  else ssa_op_stage_free(&st);
   if (rc == 0) {
     for (size_t i = 0; i < stepscope_reader_warning_count(rd); i++)
       ssa_rank_warn(r, "%s", stepscope_reader_warning(rd, i));

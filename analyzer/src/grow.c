@@ -1,0 +1,28 @@
+/*
+ * grow.c — amortised growth of the model's arrays (ssa_grow).
+ *
+ * Capacity grows by half plus 16 elements, so appending n elements costs
+ * O(n) copies; big blocks are mmapped by the C library and grow by mremap
+ * without a copy. (Transparent huge pages were tried for the big arrays to
+ * save page faults: with this system's "defrag on madvise" setting the
+ * faults then compact memory and the loader got slower, so they are not
+ * requested.)
+ */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "ssa_model.h"
+
+int ssa_grow(void **ptr, size_t *cap, size_t need, size_t elem) {
+  if (need <= *cap) return 0;
+  size_t n = *cap ? *cap : 16;
+  while (n < need) {
+    if (n > SIZE_MAX / 2 / elem) return -1;
+    n = n + n / 2 + 16;
+  }
+  void *p = realloc(*ptr, n * elem);
+  if (!p) return -1;
+  *ptr = p;
+  *cap = n;
+  return 0;
+}
