@@ -5,7 +5,9 @@
  * COLLECTIVE records: communicator id, per-communicator sequence numbers,
  * op, datatype, count, busbw bytes, algorithm/protocol/channels, the kernel
  * launch correlation id, GPU-timed intervals from kernel-channel timers,
- * and send/recv sequence numbers per peer. Also checks that init fails
+ * and send/recv sequence numbers per peer; the event order NCCL 2.28 really
+ * uses (Coll started after its API events ended, KernelCh after the Coll
+ * stopped) with handles reused late. Also checks that init fails
  * (so NCCL disables the plugin) when no trace runs.
  */
 #include <time.h>
@@ -126,6 +128,87 @@ static void drive_v5(void) {
   CHECK(ncclProfiler_v5.finalize(ctx) == 0);
 }
 
+/* The order NCCL 2.28 really uses (src/enqueue.cc, src/plugin/profiler.cc):
+ * the API events and the kernel launch come first and all end; the Coll
+ * event is started afterwards (hostStreamPlanTask, possibly on a CUDA
+ * callback thread) naming the already-stopped CollApi as its parent, and is
+ * stopped at once ("enqueued"); its KernelCh events come later still from the
+ * proxy thread, naming the stopped Coll. The handles must stay usable, the
+ * launch correlation id must reach the record, and the GPU timers too. */
+static void drive_v5_nccl_2_28_order(void) {
+  void *ctx = NULL;
+  int mask = 0;
+  CHECK(ncclProfiler_v5.init(&ctx, 0x77ull, &mask, "tp", 1, 2, 0, NULL) == 0);
+  sgpu_nccl_descr_v5 d;
+  memset(&d, 0, sizeof d);
+  d.type = SGPU_NCCL_EV_GROUP_API;
+  d.groupApi.groupDepth = 1;
+  void *group = start(ctx, &d);
+  CHECK(group != NULL);
+  memset(&d, 0, sizeof d);
+  d.type = SGPU_NCCL_EV_COLL_API;
+  d.parentObj = group;
+  d.collApi.func = "ReduceScatter";
+  d.collApi.count = 64;
+  d.collApi.datatype = "ncclFloat32";
+  void *api = start(ctx, &d);
+  CHECK(api != NULL);
+  memset(&d, 0, sizeof d);
+  d.type = SGPU_NCCL_EV_KERNEL_LAUNCH;
+  d.parentObj = group;
+  void *launch = start(ctx, &d);
+  sgpu_nccl_note_launch_correlation(4242);
+  ncclProfiler_v5.stopEvent(launch);
+  ncclProfiler_v5.stopEvent(api);
+  ncclProfiler_v5.stopEvent(group); /* ncclGroupEnd returns: every API event has ended */
+  /* v5 also reports the legacy per-plan Group event: not followed. */
+  memset(&d, 0, sizeof d);
+  d.type = SGPU_NCCL_EV_GROUP;
+  void *legacy_group = start(ctx, &d);
+  CHECK(legacy_group == NULL);
+  memset(&d, 0, sizeof d);
+  d.type = SGPU_NCCL_EV_COLL;
+  d.parentObj = api; /* stopped already */
+  d.coll.func = "ReduceScatter";
+  d.coll.count = 64;
+  d.coll.datatype = "ncclFloat32";
+  d.coll.nChannels = 2;
+  d.coll.algo = "Ring";
+  d.coll.proto = "LL128";
+  d.coll.parentGroup = legacy_group;
+  void *coll = start(ctx, &d);
+  CHECK(coll != NULL);
+  ncclProfiler_v5.stopEvent(coll); /* enqueued */
+  sgpu_nccl_stats before;
+  sgpu_nccl_get_stats(&before);
+  CHECK(before.collectives_written == 5); /* not written yet: its channels are still due */
+  uint64_t t0 = realtime_ns();
+  for (int ch = 0; ch < 2; ch++) {
+    memset(&d, 0, sizeof d);
+    d.type = SGPU_NCCL_EV_KERNEL_CH;
+    d.parentObj = coll;
+    d.kernelCh.channelId = (uint8_t)ch;
+    d.kernelCh.pTimer = t0 + (uint64_t)ch * 500;
+    void *kch = start(ctx, &d);
+    CHECK(kch != NULL);
+    sgpu_nccl_state_args args;
+    args.kernelCh.pTimer = t0 + 30000 + (uint64_t)ch * 500;
+    ncclProfiler_v5.recordEventState(kch, SGPU_NCCL_STATE_KERNEL_CH_STOP, &args);
+    ncclProfiler_v5.stopEvent(kch);
+  }
+  /* A late call on the ended operation is ignored (its memory is still ours). */
+  ncclProfiler_v5.stopEvent(coll);
+  memset(&d, 0, sizeof d);
+  d.type = SGPU_NCCL_EV_KERNEL_CH;
+  d.parentObj = coll;
+  CHECK(start(ctx, &d) == NULL);
+  sgpu_nccl_stats after;
+  sgpu_nccl_get_stats(&after);
+  CHECK(after.collectives_written == 6);
+  CHECK(after.late_events == before.late_events + 2);
+  CHECK(ncclProfiler_v5.finalize(ctx) == 0);
+}
+
 static void drive_v4(void) {
   void *ctx = NULL;
   int mask = 0;
@@ -171,6 +254,7 @@ int main(void) {
     return 1;
   }
   drive_v5();
+  drive_v5_nccl_2_28_order();
   drive_v4();
   stepscope_stop();
 
@@ -178,8 +262,8 @@ int main(void) {
   snprintf(path, sizeof path, "%s/rank-00001.trace.zst", dir);
   loaded_trace t;
   if (load_trace(path, &t) != 0) return 1;
-  CHECK(count_kind(&t, STEPSCOPE_REC_COLLECTIVE) == 6);
-  int seen_ar = 0, seen_ag = 0, sends = 0, recvs = 0, seen_bcast = 0, marks = 0;
+  CHECK(count_kind(&t, STEPSCOPE_REC_COLLECTIVE) == 7);
+  int seen_ar = 0, seen_ag = 0, sends = 0, recvs = 0, seen_bcast = 0, seen_rs = 0, marks = 0;
   for (size_t i = 0; i < t.count; i++) {
     const stepscope_record *r = &t.records[i];
     if (r->kind == STEPSCOPE_REC_MARK && strcmp(trace_string(&t, r->u.mark.name), "ncclCommInit") == 0) {
@@ -223,6 +307,13 @@ int main(void) {
       CHECK(c->seq == 0);
       CHECK(c->peer == 2);
       recvs++;
+    } else if (c->op == STEPSCOPE_COLL_REDUCESCATTER) {
+      seen_rs++;
+      CHECK(c->comm_id == 0x77ull && c->seq == 0 && c->comm_size == 2);
+      CHECK(c->correlation_id == 4242); /* from the group that had ended before the Coll began */
+      CHECK(c->flags & STEPSCOPE_COLL_F_GPU_TIMED);
+      CHECK(c->end_ns - c->start_ns == 30500);
+      CHECK(strcmp(trace_string(&t, c->protocol), "LL128") == 0);
     } else if (c->op == STEPSCOPE_COLL_BROADCAST) {
       seen_bcast++;
       CHECK(c->comm_id == 0x1111ull);
@@ -232,8 +323,8 @@ int main(void) {
       CHECK(c->comm_size == 2);
     }
   }
-  CHECK(seen_ar == 1 && seen_ag == 1 && sends == 2 && recvs == 1 && seen_bcast == 1);
-  CHECK(marks == 2);
+  CHECK(seen_ar == 1 && seen_ag == 1 && sends == 2 && recvs == 1 && seen_bcast == 1 && seen_rs == 1);
+  CHECK(marks == 3);
   sgpu_nccl_stats stats;
   sgpu_nccl_get_stats(&stats);
   CHECK(stats.events_live == 0);

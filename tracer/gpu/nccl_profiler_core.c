@@ -4,13 +4,30 @@
  * NCCL reports a tree of events per rank: an API event per user call
  * (GroupApi > CollApi/P2pApi), a Coll or P2p event per operation, KernelCh
  * events per channel while the NCCL kernel runs (with GPU globaltimer
- * stamps), and a KernelLaunch event around the cuLaunchKernel call. Every
- * event we follow is a small heap object with a reference count: it holds a
- * reference on its parent, children hold references on it, and an operation
- * is also held by its group until the group's API call returns (so that the
- * group's kernel launch, and its CUPTI correlation id, is known before the
- * operation is written). When the last reference goes, a Coll/P2p event is
- * written as one COLLECTIVE record:
+ * stamps), and a KernelLaunch event around the cuLaunchKernel call. What
+ * NCCL 2.28 really does (src/enqueue.cc, src/plugin/profiler.cc), and what
+ * this file is built around:
+ *
+ *   - the kernel is launched (KernelLaunch start/stop, user thread) BEFORE
+ *     the Coll/P2p events start: those are started and stopped by
+ *     hostStreamPlanTask, after the launch, on the user thread or on a CUDA
+ *     host-callback thread, possibly after the CollApi and GroupApi events
+ *     have already been stopped;
+ *   - a Coll's stopEvent only means "enqueued"; its KernelCh events are
+ *     started and stopped later by NCCL's proxy thread (one per channel),
+ *     with the Coll's handle as parent, after the Coll was stopped;
+ *   - NCCL keeps the handles we returned and hands them back as parentObj
+ *     later, so a handle must stay valid memory after its event ended.
+ *
+ * Lifetime: every event is a heap object with a reference count (its own
+ * stop, one per live child, and for a Coll/P2p one per channel whose KernelCh
+ * stop is expected). At zero it is RETIRED, not freed: its magic changes and
+ * it goes into a ring of the last RETIRE_SLOTS retired events; only an event
+ * pushed out of the ring is freed. A late child naming a retired parent
+ * therefore reads valid memory: it copies what it needs (the group's launch
+ * correlation id, the API call's stream) and takes no reference. A Coll/P2p
+ * is written as one COLLECTIVE record when its count reaches zero, or at the
+ * communicator's finalize / the end of the trace if some KernelCh never came.
  *
  *   - start/end: the earliest KernelCh start and latest KernelCh stop GPU
  *     time, converted to the trace clock (flag GPU_TIMED), when NCCL gave
@@ -23,9 +40,10 @@
  *   - correlation_id: the CUPTI correlation id of the group's kernel launch
  *     (from the CUPTI driver callback), which joins the NCCL kernel record.
  *
- * Threads: API, Coll and KernelLaunch events come from the user's thread,
- * KernelCh events from NCCL's proxy thread; reference counts and GPU time
- * bounds are atomics, group hold lists take a mutex. Nothing here can make
+ * Threads: API and KernelLaunch events come from the user's thread, Coll/P2p
+ * from the user's or a CUDA callback thread, KernelCh from NCCL's proxy
+ * thread; reference counts and GPU time bounds are atomics, the retire ring
+ * and the list of unwritten operations take a mutex. Nothing here can make
  * NCCL fail: allocation failures drop the event and are counted.
  */
 #include "nccl_profiler_core.h"
@@ -40,7 +58,9 @@
 #include "nccl_names.h"
 #include "stepscope.h"
 
-#define EVENT_MAGIC 0x5354455053434f50ull /* "STEPSCOP" */
+#define EVENT_MAGIC 0x5354455053434f50ull   /* "STEPSCOP": a live event */
+#define RETIRED_MAGIC 0x5245544952454421ull /* "RETIRED!": ended, memory still valid */
+#define RETIRE_SLOTS 16384                  /* about 4 MB of retired events at most */
 
 typedef struct nccl_comm {
   uint64_t comm_id;
@@ -49,34 +69,42 @@ typedef struct nccl_comm {
   int device;
   uint64_t next_coll_seq;        /* atomic */
   uint64_t *p2p_seq;             /* [2 * nranks]: sends to peer, then recvs from peer */
+  uint64_t live_events;          /* atomic: events of this communicator not yet retired */
+  int finalized;                 /* NCCL called finalize; freed by its last event */
 } nccl_comm;
 
 typedef struct nccl_event {
   uint64_t magic;
   uint64_t type;
   nccl_comm *comm;
-  struct nccl_event *parent;     /* we hold a reference on it */
+  struct nccl_event *parent;     /* we hold a reference on it (NULL if it had ended) */
   int refs;                      /* atomic */
   uint64_t host_start, host_stop;
-  uint64_t correlation_id;       /* GroupApi/Group: first kernel launch correlation (atomic) */
+  uint64_t correlation_id;       /* GroupApi/Group: first kernel launch correlation (atomic);
+                                    Coll/P2p: copied from an ended group at start */
   uint64_t stream;               /* API events: trace stream id */
-  struct nccl_event *held;       /* GroupApi/Group: operations held until the group returns */
-  struct nccl_event *held_next;
-  int held_by_group;
-  /* Coll / P2p */
+  /* Coll / P2p / CE coll */
+  struct nccl_event *pending_prev, *pending_next; /* list of operations not yet written */
+  int written;                   /* atomic: the COLLECTIVE record is out */
   stepscope_collective rec;
   uint64_t gpu_start;            /* min KernelCh start timer (atomic), UINT64_MAX if none */
   uint64_t gpu_stop;             /* max KernelCh stop timer (atomic), 0 if none */
 } nccl_event;
 
-static pthread_mutex_t hold_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t lifetime_lock = PTHREAD_MUTEX_INITIALIZER; /* ring + pending list */
+static nccl_event *retired[RETIRE_SLOTS];
+static size_t retire_next;
+static nccl_event *pending_head;
 static __thread nccl_event *tls_launching_group;
 static sgpu_nccl_stats stats;     /* atomics */
+static int flush_registered;
 
 void sgpu_nccl_get_stats(sgpu_nccl_stats *out) {
   out->collectives_written = __atomic_load_n(&stats.collectives_written, __ATOMIC_RELAXED);
   out->events_live = __atomic_load_n(&stats.events_live, __ATOMIC_RELAXED);
   out->allocation_failures = __atomic_load_n(&stats.allocation_failures, __ATOMIC_RELAXED);
+  out->late_events = __atomic_load_n(&stats.late_events, __ATOMIC_RELAXED);
+  out->flushed_unfinished = __atomic_load_n(&stats.flushed_unfinished, __ATOMIC_RELAXED);
 }
 
 int sgpu_nccl_activation_mask(int version) {
@@ -201,33 +229,40 @@ sgpu_nccl_result sgpu_nccl_comm_init(void **context, int version, uint64_t comm_
   const char *name = comm_name && *comm_name && name_is_json_safe(comm_name) ? comm_name : NULL;
   c->name_id = name ? stepscope_intern_current(name) : 0;
   write_comm_mark(c, name);
+  if (!__atomic_exchange_n(&flush_registered, 1, __ATOMIC_ACQ_REL))
+    sgpu_session_add_flush(sgpu_nccl_flush_unfinished);
   *activation_mask = sgpu_nccl_activation_mask(version);
   *context = c;
   return SGPU_NCCL_SUCCESS;
 }
 
-sgpu_nccl_result sgpu_nccl_comm_finalize(void *context) {
-  /* Events still alive may point at the communicator; NCCL finalizes after
-   * its last event, so only a misbehaving caller would leave any. */
-  nccl_comm *c = context;
-  if (!c) return SGPU_NCCL_SUCCESS;
-  if (__atomic_load_n(&stats.events_live, __ATOMIC_ACQUIRE) == 0) {
-    free(c->p2p_seq);
-    free(c);
-  }
-  return SGPU_NCCL_SUCCESS;
-}
-
 /* ---- events ---------------------------------------------------------------- */
 
-static nccl_event *as_event(void *handle) {
+/* A live event of ours, or NULL. */
+static nccl_event *as_live(void *handle) {
   nccl_event *e = handle;
-  return e && e->magic == EVENT_MAGIC ? e : NULL;
+  return e && __atomic_load_n(&e->magic, __ATOMIC_ACQUIRE) == EVENT_MAGIC ? e : NULL;
+}
+
+/* A live or retired event of ours (retired ones are read, never changed). */
+static nccl_event *as_known(void *handle) {
+  nccl_event *e = handle;
+  if (!e) return NULL;
+  uint64_t m = __atomic_load_n(&e->magic, __ATOMIC_ACQUIRE);
+  return m == EVENT_MAGIC || m == RETIRED_MAGIC ? e : NULL;
+}
+
+static int is_group(const nccl_event *e) {
+  return e->type == SGPU_NCCL_EV_GROUP_API || e->type == SGPU_NCCL_EV_GROUP;
+}
+
+static int is_operation(const nccl_event *e) {
+  return e->type == SGPU_NCCL_EV_COLL || e->type == SGPU_NCCL_EV_P2P || e->type == SGPU_NCCL_EV_CE_COLL;
 }
 
 static nccl_event *group_of(nccl_event *e) {
   for (nccl_event *p = e ? e->parent : NULL; p; p = p->parent)
-    if (p->type == SGPU_NCCL_EV_GROUP_API || p->type == SGPU_NCCL_EV_GROUP) return p;
+    if (is_group(p)) return p;
   return NULL;
 }
 
@@ -237,8 +272,25 @@ static uint64_t stream_of(nccl_event *e) {
   return 0;
 }
 
+static void pending_add(nccl_event *e) {
+  pthread_mutex_lock(&lifetime_lock);
+  e->pending_next = pending_head;
+  if (pending_head) pending_head->pending_prev = e;
+  pending_head = e;
+  pthread_mutex_unlock(&lifetime_lock);
+}
+
+static void pending_remove_locked(nccl_event *e) {
+  if (e->pending_prev) e->pending_prev->pending_next = e->pending_next;
+  else if (pending_head == e) pending_head = e->pending_next;
+  if (e->pending_next) e->pending_next->pending_prev = e->pending_prev;
+  e->pending_prev = e->pending_next = NULL;
+}
+
+/* Writes the COLLECTIVE record of an operation, once. */
 static void write_collective(nccl_event *e) {
-  stepscope_collective *rec = &e->rec;
+  if (__atomic_exchange_n(&e->written, 1, __ATOMIC_ACQ_REL)) return;
+  stepscope_collective rec = e->rec;
   uint64_t gpu_start = __atomic_load_n(&e->gpu_start, __ATOMIC_ACQUIRE);
   uint64_t gpu_stop = __atomic_load_n(&e->gpu_stop, __ATOMIC_ACQUIRE);
   uint64_t start = 0, end = 0;
@@ -248,33 +300,57 @@ static void write_collective(nccl_event *e) {
     end = start ? gpu_timer_to_trace(gpu_stop, now, e->host_start) : 0;
   }
   if (start && end && end >= start) {
-    rec->flags |= STEPSCOPE_COLL_F_GPU_TIMED;
+    rec.flags |= STEPSCOPE_COLL_F_GPU_TIMED;
   } else {
     start = e->host_start;
     end = e->host_stop > e->host_start ? e->host_stop : e->host_start;
   }
-  rec->start_ns = start;
-  rec->end_ns = end;
+  rec.start_ns = start;
+  rec.end_ns = end;
   nccl_event *g = group_of(e);
-  if (g) rec->correlation_id = __atomic_load_n(&g->correlation_id, __ATOMIC_ACQUIRE);
-  if (!rec->stream) rec->stream = stream_of(e);
+  uint64_t corr = g ? __atomic_load_n(&g->correlation_id, __ATOMIC_ACQUIRE) : 0;
+  if (!corr) corr = e->correlation_id;
+  rec.correlation_id = corr;
+  if (!rec.stream) rec.stream = stream_of(e);
   stepscope_record r;
   memset(&r, 0, sizeof r);
   r.kind = STEPSCOPE_REC_COLLECTIVE;
-  r.u.collective = *rec;
+  r.u.collective = rec;
   stepscope_emit(&r);
   __atomic_add_fetch(&stats.collectives_written, 1, __ATOMIC_RELAXED);
+}
+
+static void comm_event_gone(nccl_comm *c) {
+  if (__atomic_sub_fetch(&c->live_events, 1, __ATOMIC_ACQ_REL) == 0 &&
+      __atomic_load_n(&c->finalized, __ATOMIC_ACQUIRE)) {
+    free(c->p2p_seq);
+    free(c);
+  }
+}
+
+/* The event ended for good: write it if it is an operation, keep its memory
+ * in the retire ring (NCCL may still name it), free the oldest retired one. */
+static void retire(nccl_event *e) {
+  if (is_operation(e)) write_collective(e);
+  nccl_comm *c = e->comm;
+  nccl_event *evicted;
+  pthread_mutex_lock(&lifetime_lock);
+  if (is_operation(e)) pending_remove_locked(e);
+  e->comm = NULL; /* a retired event never touches its communicator again */
+  __atomic_store_n(&e->magic, RETIRED_MAGIC, __ATOMIC_RELEASE);
+  evicted = retired[retire_next];
+  retired[retire_next] = e;
+  retire_next = (retire_next + 1) % RETIRE_SLOTS;
+  pthread_mutex_unlock(&lifetime_lock);
+  free(evicted);
+  __atomic_sub_fetch(&stats.events_live, 1, __ATOMIC_RELEASE);
+  comm_event_gone(c);
 }
 
 static void release(nccl_event *e) {
   while (e && __atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL) == 0) {
     nccl_event *parent = e->parent;
-    if (e->type == SGPU_NCCL_EV_COLL || e->type == SGPU_NCCL_EV_P2P ||
-        e->type == SGPU_NCCL_EV_CE_COLL)
-      write_collective(e);
-    e->magic = 0;
-    free(e);
-    __atomic_sub_fetch(&stats.events_live, 1, __ATOMIC_RELEASE);
+    retire(e);
     e = parent;
   }
 }
@@ -309,29 +385,48 @@ static void fill_operation(nccl_event *e, const sgpu_nccl_event_desc *d) {
   if (d->stream && sgpu_hook_table.stream_id) rec->stream = sgpu_hook_table.stream_id(d->stream);
 }
 
+/* A parent that has already ended (NCCL starts a Coll after its CollApi and
+ * GroupApi may have stopped): copy the launch correlation id and the stream
+ * from its chain, which stays readable in the retire ring. */
+static void inherit_from_ended(nccl_event *e, nccl_event *ended) {
+  for (nccl_event *p = ended; p; p = as_known(p->parent)) {
+    if (!e->stream && p->stream) e->stream = p->stream;
+    if (!e->correlation_id && is_group(p))
+      e->correlation_id = __atomic_load_n(&p->correlation_id, __ATOMIC_ACQUIRE);
+  }
+}
+
 void *sgpu_nccl_event_start(void *context, const sgpu_nccl_event_desc *d) {
   nccl_comm *c = context;
   if (!c || !d || !stepscope_active()) return NULL;
   switch (d->type) {
-    case SGPU_NCCL_EV_GROUP: case SGPU_NCCL_EV_GROUP_API: case SGPU_NCCL_EV_COLL_API:
+    case SGPU_NCCL_EV_GROUP:
+      /* v5+ also report the legacy per-plan Group event; its operations hang
+       * under the API events, so only v4 needs it. */
+      if (c->version >= 5) return NULL;
+      break;
+    case SGPU_NCCL_EV_GROUP_API: case SGPU_NCCL_EV_COLL_API:
     case SGPU_NCCL_EV_P2P_API: case SGPU_NCCL_EV_KERNEL_LAUNCH: case SGPU_NCCL_EV_COLL:
     case SGPU_NCCL_EV_P2P: case SGPU_NCCL_EV_KERNEL_CH: case SGPU_NCCL_EV_CE_COLL:
       break;
     default:
       return NULL;
   }
-  nccl_event *parent = as_event(d->parent);
   if (d->type == SGPU_NCCL_EV_KERNEL_CH) {
     /* A channel of a running operation: only its GPU timers matter, kept on
-     * the operation; the handle is the operation itself with one more ref. */
-    if (!parent) return NULL;
-    __atomic_add_fetch(&parent->refs, 1, __ATOMIC_ACQ_REL);
-    uint64_t cur = __atomic_load_n(&parent->gpu_start, __ATOMIC_RELAXED);
+     * the operation, which already holds a reference for this channel's stop
+     * (see event_state/stop); the handle is the operation itself. */
+    nccl_event *op = as_live(d->parent);
+    if (!op || !is_operation(op)) {
+      if (as_known(d->parent)) __atomic_add_fetch(&stats.late_events, 1, __ATOMIC_RELAXED);
+      return NULL;
+    }
+    uint64_t cur = __atomic_load_n(&op->gpu_start, __ATOMIC_RELAXED);
     while (d->ptimer && d->ptimer < cur &&
-           !__atomic_compare_exchange_n(&parent->gpu_start, &cur, d->ptimer, 1, __ATOMIC_ACQ_REL,
+           !__atomic_compare_exchange_n(&op->gpu_start, &cur, d->ptimer, 1, __ATOMIC_ACQ_REL,
                                         __ATOMIC_RELAXED)) {
     }
-    return parent;
+    return op;
   }
   nccl_event *e = calloc(1, sizeof *e);
   if (!e) {
@@ -339,66 +434,50 @@ void *sgpu_nccl_event_start(void *context, const sgpu_nccl_event_desc *d) {
     return NULL;
   }
   __atomic_add_fetch(&stats.events_live, 1, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&c->live_events, 1, __ATOMIC_RELAXED);
   e->magic = EVENT_MAGIC;
   e->type = d->type;
   e->comm = c;
   e->refs = 1;
   e->host_start = stepscope_now_ns();
   e->gpu_start = UINT64_MAX;
-  if (parent) {
-    __atomic_add_fetch(&parent->refs, 1, __ATOMIC_ACQ_REL);
-    e->parent = parent;
-  }
   if ((d->type == SGPU_NCCL_EV_COLL_API || d->type == SGPU_NCCL_EV_P2P_API) && d->stream &&
       sgpu_hook_table.stream_id)
     e->stream = sgpu_hook_table.stream_id(d->stream);
+  nccl_event *parent = as_live(d->parent);
+  if (parent) {
+    /* A parent can end between the check and the increment only if NCCL
+     * stops it concurrently with starting its child, which it does not. */
+    __atomic_add_fetch(&parent->refs, 1, __ATOMIC_ACQ_REL);
+    e->parent = parent;
+  } else if (as_known(d->parent)) {
+    inherit_from_ended(e, d->parent);
+  }
   if (d->type == SGPU_NCCL_EV_KERNEL_LAUNCH) tls_launching_group = group_of(e);
-  if (d->type == SGPU_NCCL_EV_COLL || d->type == SGPU_NCCL_EV_P2P || d->type == SGPU_NCCL_EV_CE_COLL) {
+  if (is_operation(e)) {
     fill_operation(e, d);
-    nccl_event *g = group_of(e);
-    if (g) {
-      e->refs++; /* not yet visible to other threads */
-      pthread_mutex_lock(&hold_lock);
-      e->held_next = g->held;
-      g->held = e;
-      e->held_by_group = 1;
-      pthread_mutex_unlock(&hold_lock);
-    }
+    /* One more reference per channel whose KernelCh stop NCCL's proxy thread
+     * will report (we ask for KernelCh events on every communicator). */
+    if (d->type != SGPU_NCCL_EV_CE_COLL) e->refs += (int)d->channels;
+    pending_add(e);
   }
   return e;
 }
 
-static void release_held(nccl_event *group) {
-  pthread_mutex_lock(&hold_lock);
-  nccl_event *held = group->held, *list = NULL;
-  group->held = NULL;
-  pthread_mutex_unlock(&hold_lock);
-  while (held) { /* the list was built newest first: release in issue order */
-    nccl_event *next = held->held_next;
-    held->held_next = list;
-    list = held;
-    held = next;
-  }
-  while (list) {
-    nccl_event *next = list->held_next;
-    list->held_next = NULL;
-    release(list);
-    list = next;
-  }
-}
-
 void sgpu_nccl_event_stop(void *handle) {
-  nccl_event *e = as_event(handle);
-  if (!e) return;
+  nccl_event *e = as_live(handle);
+  if (!e) {
+    if (as_known(handle)) __atomic_add_fetch(&stats.late_events, 1, __ATOMIC_RELAXED);
+    return;
+  }
   if (e->type == SGPU_NCCL_EV_KERNEL_LAUNCH && tls_launching_group == group_of(e))
     tls_launching_group = NULL;
   if (e->host_stop == 0) e->host_stop = stepscope_now_ns();
-  if (e->type == SGPU_NCCL_EV_GROUP_API || e->type == SGPU_NCCL_EV_GROUP) release_held(e);
   release(e);
 }
 
 void sgpu_nccl_event_state(void *handle, int state, const sgpu_nccl_state_args *args) {
-  nccl_event *e = as_event(handle);
+  nccl_event *e = as_live(handle);
   if (!e) return;
   if (state == SGPU_NCCL_STATE_KERNEL_CH_STOP && args && args->kernelCh.pTimer) {
     uint64_t t = args->kernelCh.pTimer;
@@ -411,6 +490,41 @@ void sgpu_nccl_event_state(void *handle, int state, const sgpu_nccl_state_args *
   } else if (state == SGPU_NCCL_STATE_CE_COLL_COMPLETE && e->type == SGPU_NCCL_EV_CE_COLL) {
     e->host_stop = stepscope_now_ns();
   }
+}
+
+/* Writes the operations of `c` (every communicator if NULL) that are still
+ * waiting for KernelCh events NCCL did not send. At a communicator's
+ * finalize (its proxy thread is gone) they are also released; at the end of
+ * the trace they stay, since NCCL may still be running. */
+static void flush_pending(nccl_comm *c) {
+  for (;;) {
+    nccl_event *found = NULL;
+    pthread_mutex_lock(&lifetime_lock);
+    for (nccl_event *e = pending_head; e; e = e->pending_next) /* newest first: keep the oldest */
+      if ((!c || e->comm == c) && !__atomic_load_n(&e->written, __ATOMIC_ACQUIRE)) found = e;
+    if (found) pending_remove_locked(found);
+    pthread_mutex_unlock(&lifetime_lock);
+    if (!found) return;
+    __atomic_add_fetch(&stats.flushed_unfinished, 1, __ATOMIC_RELAXED);
+    write_collective(found);
+    if (c) {
+      __atomic_store_n(&found->refs, 1, __ATOMIC_RELEASE);
+      release(found);
+    }
+  }
+}
+
+void sgpu_nccl_flush_unfinished(void) { flush_pending(NULL); }
+
+sgpu_nccl_result sgpu_nccl_comm_finalize(void *context) {
+  nccl_comm *c = context;
+  if (!c) return SGPU_NCCL_SUCCESS;
+  flush_pending(c);
+  /* Freed now if none of its events is alive, else by the last one. */
+  __atomic_add_fetch(&c->live_events, 1, __ATOMIC_ACQ_REL);
+  __atomic_store_n(&c->finalized, 1, __ATOMIC_RELEASE);
+  comm_event_gone(c);
+  return SGPU_NCCL_SUCCESS;
 }
 
 void sgpu_nccl_note_launch_correlation(uint64_t correlation_id) {

@@ -37,6 +37,10 @@ sgpu_nccl_result sgpu_nccl_comm_init(void **context, int version, uint64_t comm_
                                      int *activation_mask);
 sgpu_nccl_result sgpu_nccl_comm_finalize(void *context);
 
+/* Writes every operation still waiting for KernelCh events (the session's
+ * exit handler calls it before the trace is closed). */
+void sgpu_nccl_flush_unfinished(void);
+
 /* Returns the new event handle, or NULL for events we do not follow. */
 void *sgpu_nccl_event_start(void *context, const sgpu_nccl_event_desc *d);
 void sgpu_nccl_event_stop(void *handle);
@@ -47,6 +51,8 @@ typedef struct sgpu_nccl_stats {
   uint64_t collectives_written;
   uint64_t events_live;
   uint64_t allocation_failures;
+  uint64_t late_events;          /* stop/KernelCh for an event that had already ended */
+  uint64_t flushed_unfinished;   /* operations written at finalize/exit, KernelCh missing */
 } sgpu_nccl_stats;
 void sgpu_nccl_get_stats(sgpu_nccl_stats *out);
 
