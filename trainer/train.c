@@ -15,17 +15,22 @@
  *      than the mailbox would otherwise deadlock. Per-slot events order these
  *      streams with compute, so p2p overlaps compute;
  *   3. during the last micro-batch's backward, as soon as the gradients of a
- *      bucket are final, the bucket is all-reduced over the DP group on the
+ *      bucket are final, the bucket is all-reduced over the gradient group (DP,
+ *      times CP under context parallelism: weights are replicated over both) on the
  *      "comm dp" stream (overlapping the rest of backward; --overlap off issues
  *      every bucket after backward instead);
  *   4. the tied embedding's gradient is summed over the first and last stage;
  *      loss and squared gradient norm are summed over the world in one f64
  *      all-reduce; the host reads them, computes the clip factor and enqueues
  *      AdamW on the rank's shard (the whole buffer without ZeRO; with --zero 1
- *      its 1/dp slice, followed by an all-gather of the parameters over DP).
- * The gradient norm counts every parameter once: each DP rank its 1/dp slice of
- * the flat buffer, TP-replicated parameters only on TP rank 0, the last stage's
- * copy of the tied embedding not at all.
+ *      its 1/(dp x cp) slice, followed by an all-gather of the parameters over
+ *      DP x CP).
+ * The gradient norm counts every parameter once: each member of the gradient
+ * group its 1/(dp x cp) slice of the flat buffer, TP-replicated parameters only
+ * on TP rank 0, the last stage's copy of the tied embedding not at all.
+ * Context parallelism (--cp) lives in the model (ring_attention.c); here it only
+ * adds the CP group and its two streams, the dp x cp gradient group and the
+ * choice of each CP rank's chunks of the sequences it loads.
  */
 #include "train.h"
 
