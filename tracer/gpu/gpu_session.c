@@ -11,9 +11,21 @@
  * (under a mutex); an atexit handler flushes CUPTI and stops it, only in the
  * process that started it (a fork()ed child inherits the state but not the
  * file).
+ *
+ * A linked program (one that calls stepscope_start itself, like
+ * stepscope-train --trace) run under `stepscope record`: if the program
+ * exports its stepscope_* symbols (linked with ENABLE_EXPORTS /
+ * -rdynamic), the dynamic linker binds this library's stepscope_* calls to
+ * the program's own copy, so there is one process-wide trace. We then do not
+ * start a second one in $STEPSCOPE_RUN_DIR: the program starts it (in
+ * $STEPSCOPE_RUN_DIR if its tracer honours that, else in its own directory)
+ * and every GPU source writes into it once it runs. A program that links
+ * libstepscope statically without exporting it cannot be seen from here:
+ * two traces result (see docs/gpu-tracer.md).
  */
 #include "gpu_session.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -77,10 +89,23 @@ static void session_at_exit(void) {
   stepscope_stop();
 }
 
+int sgpu_session_linked_program(void) {
+  static int cached = -1;
+  int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+  if (v < 0) {
+    void *main_program = dlopen(NULL, RTLD_NOW);
+    v = main_program && dlsym(main_program, "stepscope_start") != NULL;
+    if (main_program) dlclose(main_program);
+    __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+  }
+  return v;
+}
+
 int sgpu_session_ensure(void) {
   if (stepscope_active()) return 1;
   const char *run_dir = getenv("STEPSCOPE_RUN_DIR");
   if (!run_dir || !*run_dir) return 0; /* linked mode, nothing started: stay quiet */
+  if (sgpu_session_linked_program()) return 0; /* the program starts the one trace itself */
 
   int active = 0;
   pthread_mutex_lock(&session_lock);

@@ -24,6 +24,11 @@
  * 0 otherwise. Never fails loudly: a failed start warns once. */
 int sgpu_session_ensure(void);
 
+/* 1 when the main program exports stepscope_start (a linked program built
+ * with exported symbols): our stepscope_* calls then reach its trace, and the
+ * injected library must not start a second one. */
+int sgpu_session_linked_program(void);
+
 /* Prints "stepscope: <source>: <message>" on stderr the first time it is
  * called for `once_flag` (a per-source static int), then stays quiet. */
 void sgpu_warn_once(int *once_flag, const char *source, const char *fmt, ...)
