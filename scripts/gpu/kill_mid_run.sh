@@ -1,25 +1,49 @@
 #!/bin/bash
 # kill_mid_run.sh BUILD_DIR OUT — a traced process SIGKILLed mid-run must leave a trace that
-# reads up to its last complete frame (at most ~2 s lost). Starts a long traced run, kills it
-# after 5 s, then runs `stepscope info` (which must succeed, possibly with a truncation
-# warning) and counts kernel records. Result in $OUT/kill.txt.
+# reads up to its last complete frame, losing at most ~2 s (SPEC §7). Starts a long traced
+# run, waits until its trace has grown past the header (at most 60 s), lets it run 4 s more,
+# SIGKILLs it, then checks that `stepscope info` reads the run and that the last record is
+# at most 2.5 s older than the kill (trace clock = CLOCK_MONOTONIC, read here with Python's
+# time.monotonic_ns). Result in $OUT/kill.txt; exit 0 only if both hold.
 set -u
 build=$1; OUT=$2
 stepscope=$build/analyzer/stepscope
-rm -rf "$OUT/run-kill"
+run=$OUT/run-kill
+rm -rf "$run"
 if [ -x "$build/trainer/stepscope-train" ]; then
   cmd=("$build/trainer/stepscope-train" --backend cuda --world 1 --steps 100000)
 else
-  cmd=(bash -c "while true; do $build/tests/gpu_tracer/gpu_tracer_cuda_app > /dev/null; done")
+  cmd=(bash -c "while true; do '$build/tests/gpu_tracer/gpu_tracer_cuda_app' > /dev/null; done")
   echo "trainer absent: cuda_app in a loop (each process writes and closes its own file)"
 fi
-"$stepscope" record -o "$OUT/run-kill" -- "${cmd[@]}" > /dev/null 2>&1 &
+"$stepscope" record -o "$run" -- "${cmd[@]}" > "$OUT/kill.run.log" 2>&1 &
 pid=$!
-sleep 5
+for _ in $(seq 1 120); do   # until the trace holds more than its header frame
+  size=$(stat -c %s "$run/rank-00000.trace.zst" 2>/dev/null || echo 0)
+  [ "$size" -gt 4096 ] && break
+  kill -0 $pid 2>/dev/null || break
+  sleep 0.5
+done
+sleep 4
+killed_at=$(python3 -c 'import time; print(time.monotonic_ns())')
 kill -KILL $pid
 wait $pid 2>/dev/null
 {
-  ls -la "$OUT/run-kill"
-  "$stepscope" info "$OUT/run-kill"; echo "info exit status: $?"
+  ls -la "$run"
+  "$stepscope" info "$run"; echo "info exit status: $?"
+  last=$("$stepscope" dump "$run/rank-00000.trace.zst" 2>/dev/null |
+    python3 -c 'import sys, json
+m = 0
+for line in sys.stdin:
+    try: r = json.loads(line)
+    except ValueError: continue
+    for k in ("end_ns", "start_ns", "time_ns"):
+        v = r.get(k)
+        if isinstance(v, int) and v > m: m = v
+print(m)')
+  echo "killed_at_monotonic_ns: $killed_at"
+  echo "last_record_ns: $last"
+  python3 -c "import sys; lost=($killed_at-$last)/1e9; print('lost_s: %.3f' % lost); sys.exit(0 if 0 <= $last and lost <= 2.5 else 1)"
+  echo "loss check exit status: $?"
 } 2>&1 | tee "$OUT/kill.txt"
-grep -q "info exit status: 0" "$OUT/kill.txt"
+grep -q "info exit status: 0" "$OUT/kill.txt" && grep -q "loss check exit status: 0" "$OUT/kill.txt"

@@ -15,6 +15,8 @@
 #   torchrun   stepscope record -- torchrun --nproc-per-node 2 samples/pytorch/ddp_train.py
 #   overhead   same workload traced vs untraced (scripts/gpu/overhead.sh)
 #   kill       a traced run SIGKILLed mid-run; the trace must read to its last frame
+# Every step has a time limit (STEP_TIMEOUT, default 240 s; the build 600 s) so that a hang
+# cannot eat the GPU session; a timed-out step is marked FAIL (rc 124) and the rest go on.
 set -u
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-$PWD/gpu-evidence}
@@ -22,11 +24,23 @@ build=${1:-$repo/build-gpucheck}
 mkdir -p "$OUT"
 summary=$OUT/summary.txt
 : > "$summary"
-step() { # step NAME COMMAND...
-  local name=$1; shift
-  echo "== $name: $*" | tee -a "$OUT/$name.log"
-  if ( "$@" ) >> "$OUT/$name.log" 2>&1; then echo "PASS $name" | tee -a "$summary"
-  else echo "FAIL $name (see $name.log)" | tee -a "$summary"; fi
+export repo OUT build
+step() { # step NAME LIMIT_S FUNCTION: runs FUNCTION in a subshell under `timeout`
+  local name=$1 limit=$2 fn=$3 t0 rc
+  echo "== $name: $fn (limit ${limit} s)" | tee -a "$OUT/$name.log"
+  t0=$(date +%s)
+  timeout --kill-after=10 "$limit" bash -c "$(declare -f "$fn" info_of zstd_env); $(declare -p stepscope trainer); zstd_env; $fn" \
+    >> "$OUT/$name.log" 2>&1
+  rc=$?
+  if [ $rc -eq 0 ]; then echo "PASS $name ($(( $(date +%s) - t0 )) s)" | tee -a "$summary"
+  else echo "FAIL $name (rc $rc, $(( $(date +%s) - t0 )) s, see $name.log)" | tee -a "$summary"; fi
+}
+# The GPU machine may lack libzstd-dev: use the copy scripts/gpu/trainer_prepare.sh unpacks.
+zstd_env() {
+  if ! pkg-config --exists libzstd 2>/dev/null && [ -d "$repo/.deps/zstd" ]; then
+    export PKG_CONFIG_PATH="$repo/.deps/zstd/usr/lib/x86_64-linux-gnu/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+    export LD_LIBRARY_PATH="$repo/.deps/zstd/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  fi
 }
 stepscope=$build/analyzer/stepscope
 trainer=$build/trainer/stepscope-train
@@ -39,9 +53,9 @@ env_info() {
 }
 do_build() {
   cmake -S "$repo" -B "$build" -G Ninja -DSTEPSCOPE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 &&
-  cmake --build "$build" -j 16
+  cmake --build "$build" -j "$(nproc)"
 }
-ctest_gpu() { ctest --test-dir "$build" -L gpu --output-on-failure; }
+ctest_gpu() { ctest --test-dir "$build" -L gpu --output-on-failure --timeout 120; }
 info_of() { "$stepscope" info "$1" && "$stepscope" info "$1" --json > "$OUT/$(basename "$1").info.json"; }
 one_rank() {
   rm -rf "$OUT/run-1rank"
@@ -74,12 +88,14 @@ torchrun_ddp() {
 overhead() { "$repo/scripts/gpu/overhead.sh" "$build" "$OUT"; }
 kill_mid_run() { "$repo/scripts/gpu/kill_mid_run.sh" "$build" "$OUT"; }
 
-step env env_info
-step build do_build
-step ctest_gpu ctest_gpu
-step one_rank one_rank
-step four_rank four_rank
-step torchrun torchrun_ddp
-step overhead overhead
-step kill kill_mid_run
+lim=${STEP_TIMEOUT:-240}
+step env 60 env_info
+step build 600 do_build
+if [ ! -x "$stepscope" ]; then echo "FAIL: no stepscope binary; stopping" | tee -a "$summary"; exit 1; fi
+step ctest_gpu "$lim" ctest_gpu
+step one_rank "$lim" one_rank
+step four_rank "$lim" four_rank
+step torchrun "$lim" torchrun_ddp
+step overhead "$lim" overhead
+step kill 90 kill_mid_run
 cat "$summary"
