@@ -19,9 +19,9 @@ touch "$summary"
 
 # step NAME COMMAND...: runs COMMAND with its output in $OUT/NAME.log, PASS/FAIL in summary.
 step() {
-  local name=$1; shift
+  local name=$1 t0; shift
   echo "== $name: $*" | tee -a "$OUT/$name.log"
-  local t0=$(date +%s)
+  t0=$(date +%s)
   if ( "$@" ) >> "$OUT/$name.log" 2>&1; then
     echo "PASS $name ($(( $(date +%s) - t0 )) s)" | tee -a "$summary"
   else
@@ -37,27 +37,47 @@ run_logged() {
 
 # The NCCL library to run with: $NCCL_LIB_DIR, else the first of .nccl (the PyPI wheel),
 # PyTorch's bundled NCCL and the toolkit's whose version is >= 2.30 (needed for several
-# ranks on one GPU); else the toolkit's. Prints the directory; sets NCCL_PICKED_VERSION.
+# ranks on one GPU); else the toolkit's. Sets NCCL_PICKED_DIR and NCCL_PICKED_VERSION (call
+# it directly, not in $(...): a subshell's variables would be lost, and under `set -u` a
+# later use of NCCL_PICKED_VERSION would abort the script).
+NCCL_PICKED_DIR=""
+NCCL_PICKED_VERSION=""
+# The version of a libnccl.so.2 as "2.28.9", asked from the library itself (ncclGetVersion
+# needs no GPU): the PyPI wheel and the CUDA 13 toolkit ship only libnccl.so.2, with no
+# version in the file name.
+nccl_version_of() {
+  python3 -c 'import ctypes, sys
+v = ctypes.c_int()
+ctypes.CDLL(sys.argv[1]).ncclGetVersion(ctypes.byref(v))
+print("%d.%d.%d" % (v.value // 10000, v.value // 100 % 100, v.value % 100))' "$1" 2>/dev/null
+}
 pick_nccl() {
-  local dirs=() d f v best=""
+  local dirs=() d v minor
   [ -n "${NCCL_LIB_DIR:-}" ] && dirs+=("$NCCL_LIB_DIR")
   dirs+=("$repo/.nccl/nvidia/nccl/lib")
   d=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null) && dirs+=("$d")
   dirs+=(/usr/local/cuda/lib64 /usr/local/cuda/lib /usr/lib/x86_64-linux-gnu)
+  NCCL_PICKED_DIR=""
   NCCL_PICKED_VERSION=""
   for d in "${dirs[@]}"; do
-    for f in "$d"/libnccl.so.2.*; do
-      [ -e "$f" ] || continue
-      v=${f##*/libnccl.so.}
-      if [ -z "$best" ]; then best=$d; NCCL_PICKED_VERSION=$v; fi
-      local minor=$(echo "$v" | cut -d. -f2)
-      if [ "${minor:-0}" -ge 30 ]; then echo "$d"; NCCL_PICKED_VERSION=$v; return 0; fi
-    done
+    [ -e "$d/libnccl.so.2" ] || continue
+    v=$(nccl_version_of "$d/libnccl.so.2") || continue
+    if [ -z "$NCCL_PICKED_DIR" ]; then NCCL_PICKED_DIR=$d; NCCL_PICKED_VERSION=$v; fi
+    minor=$(echo "$v" | cut -d. -f2)
+    if [ "${minor:-0}" -ge 30 ]; then NCCL_PICKED_DIR=$d; NCCL_PICKED_VERSION=$v; return 0; fi
   done
-  echo "$best"
+}
+
+# Puts the picked NCCL first on LD_LIBRARY_PATH (if one was found).
+use_picked_nccl() {
+  pick_nccl
+  if [ -n "$NCCL_PICKED_DIR" ]; then
+    export LD_LIBRARY_PATH="$NCCL_PICKED_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  fi
 }
 
 provenance_header() {
+  pick_nccl
   {
     echo "# Provenance"
     echo
@@ -71,7 +91,8 @@ provenance_header() {
     nvcc --version 2>&1 | tail -2
     ls /usr/local/cuda/lib64 /usr/local/cuda/extras/CUPTI/lib64 2>/dev/null | grep -E 'cupti|nccl|cublas' | sort -u
     python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version())' 2>&1
-    echo "NCCL used by the trainer: $(pick_nccl) (libnccl.so.${NCCL_PICKED_VERSION:-?})"
+    echo "NCCL used by the trainer: ${NCCL_PICKED_DIR:-none found} (NCCL ${NCCL_PICKED_VERSION:-?})"
+    echo "STEPSCOPE_PRECISION=${STEPSCOPE_PRECISION:-} STEPSCOPE_CUDA_ATTENTION=${STEPSCOPE_CUDA_ATTENTION:-} (per run below if set there)"
     echo '```'
   } > "$OUT/PROVENANCE.md"
 }

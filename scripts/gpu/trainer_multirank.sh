@@ -10,10 +10,9 @@
 source "$(dirname "$0")/trainer_lib.sh"
 provenance_header
 model=${1:-gpt2-124m}
-ncclDir=$(pick_nccl)
-export LD_LIBRARY_PATH="$ncclDir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+use_picked_nccl
 export NCCL_MULTI_RANK_GPU_ENABLE=1
-echo "NCCL: $ncclDir (libnccl.so.$NCCL_PICKED_VERSION)" | tee -a "$summary"
+echo "NCCL: ${NCCL_PICKED_DIR:-none found} (NCCL ${NCCL_PICKED_VERSION:-?})" | tee -a "$summary"
 [ -x "$trainer" ] || step build build_gpu
 
 # Two runs per layout: the linked trace (--trace: steps, layout/schedule/FLOPs/memory

@@ -11,8 +11,7 @@
 #   OUT=/path scripts/gpu/trainer_tests.sh
 source "$(dirname "$0")/trainer_lib.sh"
 provenance_header
-ncclDir=$(pick_nccl)
-export LD_LIBRARY_PATH="$ncclDir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+use_picked_nccl
 
 ctest_gpu() { run_logged ctest --test-dir "$build" -L gpu --output-on-failure --timeout 300; }
 ctest_cpu() { run_logged ctest --test-dir "$build" -R '^(gpu\.cpu_side|trainer)' --output-on-failure -j 8; }

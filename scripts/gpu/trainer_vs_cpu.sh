@@ -6,12 +6,11 @@
 #   fp32 GEMMs   |loss_cuda - loss_cpu| <= 1e-3 * loss_cpu at every step
 #   bf16 GEMMs   |loss_cuda - loss_cpu| <= 3e-2 * loss_cpu at every step, and the loss falls
 # Layouts: 1 rank; and 4 ranks on the one GPU (dp2 x pp2 1f1b, tp2 x dp2) when the NCCL in
-# use is >= 2.30 (NCCL_MULTI_RANK_GPU_ENABLE=1).
+# use is >= 2.30 (NCCL_MULTI_RANK_GPU_ENABLE=1); and 1 rank with the fused attention.
 #   OUT=/path scripts/gpu/trainer_vs_cpu.sh
 source "$(dirname "$0")/trainer_lib.sh"
 provenance_header
-ncclDir=$(pick_nccl)
-export LD_LIBRARY_PATH="$ncclDir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+use_picked_nccl
 export NCCL_MULTI_RANK_GPU_ENABLE=1
 common=(--model tiny --steps 30 --batch 8 --seed 1337)
 cmp=$repo/scripts/gpu/trainer_compare_losses.py
@@ -29,5 +28,9 @@ PREC=bf16 step one_rank_bf16 pair one_rank 3e-2 --world 1
 PREC=bf16 step dp2_pp2_1f1b_bf16 pair dp2pp2 3e-2 --world 4 --dp 2 --pp 2 --schedule 1f1b
 PREC=bf16 step tp2_dp2_bf16 pair tp2dp2 3e-2 --world 4 --tp 2 --dp 2
 PREC=fp32 step tp2_dp2_fp32 pair tp2dp2 1e-3 --world 4 --tp 2 --dp 2
+# the fused attention needs head size 32/64/128 and seq > head size: 2 heads of 64, seq 128
+# (the tiny model's 16-wide heads always take the GEMM path)
+PREC=bf16 STEPSCOPE_CUDA_ATTENTION=fused step one_rank_fused_bf16 pair fused 3e-2 --world 1 \
+  --hidden 128 --heads 2 --seq 128 --batch 4
 provenance_footer
 cat "$summary"
