@@ -112,6 +112,18 @@ int kcuda_attention_backward(kcuda_ctx *k, float *dqkv, float *dpreatt, float *d
                              const float *dout, const float *qkv, const float *att, int B, int T,
                              int C, int NH);
 
+/* ---- flash_attention.cu (fused, bf16 tensor cores; STEPSCOPE_CUDA_ATTENTION=fused) ---------- */
+/* 1 when the fused kernels handle this shape: head size 32, 64 or 128, T > head size (att,
+ * [B,NH,T,T], must hold the row statistics and a copy of the output), B*NH <= 65535. */
+int kcuda_attention_fused_supported(int B, int T, int C, int NH);
+/* out as kcuda_attention_forward; att receives what the fused backward needs (row
+ * log-sum-exp, then the output in [B,NH,T,hs]), not the softmax; no preatt. */
+int kcuda_attention_forward_fused(kcuda_ctx *k, float *out, float *att, const float *qkv, int B,
+                                  int T, int C, int NH);
+/* dqkv += the gradient, from the att that the fused forward wrote. */
+int kcuda_attention_backward_fused(kcuda_ctx *k, float *dqkv, const float *dout, const float *qkv,
+                                   const float *att, int B, int T, int C, int NH);
+
 /* ---- gelu.cu, residual.cu ---------------------------------------------------------------------- */
 int kcuda_gelu_forward(kcuda_ctx *k, float *out, const float *inp, size_t N);
 int kcuda_gelu_backward(kcuda_ctx *k, float *dinp, const float *inp, const float *dout, size_t N);

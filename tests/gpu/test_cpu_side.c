@@ -7,7 +7,7 @@
  * naive column-major GEMM that follows cuBLAS's definition, and when the bf16 weight
  * copies go stale (trainer/cuda/weight_watch.h).
  *
- * Usage: test_gpu_cpu_side peak|env|file_store|tcp_store|nccl_policy|gemm_plan|weight_watch
+ * Usage: test_gpu_cpu_side peak|env|file_store|tcp_store|nccl_policy|gemm_plan|weight_watch|fused_shapes
  */
 #include <errno.h>
 #include <math.h>
@@ -19,6 +19,7 @@
 
 #include "comm_nccl.h"
 #include "cpu_kernels.h"
+#include "cuda_kernels.h"
 #include "gemm_plan.h"
 #include "device_cuda.h"
 #include "rendezvous.h"
@@ -349,6 +350,23 @@ static int test_gemm_plan(void)
     return 0;
 }
 
+/* Which shapes the fused attention takes (the device falls back to the GEMM path for the
+ * others, and must make the same choice in forward and backward: a pure function). */
+static int test_fused_shapes(void)
+{
+    EXPECT(kcuda_attention_fused_supported(8, 1024, 768, 12), "GPT-2 124M");
+    EXPECT(kcuda_attention_fused_supported(8, 1024, 1024, 16), "GPT-2 350M");
+    EXPECT(kcuda_attention_fused_supported(4, 1024, 384, 6), "GPT-2 124M with TP2 (6 heads)");
+    EXPECT(kcuda_attention_fused_supported(1, 129, 256, 2), "hs 128 with T = 129");
+    EXPECT(!kcuda_attention_fused_supported(1, 128, 256, 2), "hs 128 needs T > 128");
+    EXPECT(!kcuda_attention_fused_supported(4, 64, 256, 4), "hs 64 with T = 64: att too small");
+    EXPECT(!kcuda_attention_fused_supported(4, 256, 240, 5), "hs 48 unsupported");
+    EXPECT(!kcuda_attention_fused_supported(4, 256, 250, 4), "C not a multiple of NH");
+    EXPECT(!kcuda_attention_fused_supported(0, 256, 256, 4), "no batch");
+    EXPECT(!kcuda_attention_fused_supported(70000, 256, 64, 1), "grid y limit");
+    return 0;
+}
+
 static int test_weight_watch(void)
 {
     /* two fake allocations: parameters and gradients (only addresses are compared) */
@@ -403,7 +421,7 @@ static int test_weight_watch(void)
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: %s peak|env|file_store|tcp_store|nccl_policy|gemm_plan|weight_watch\n", argv[0]);
+        fprintf(stderr, "usage: %s peak|env|file_store|tcp_store|nccl_policy|gemm_plan|weight_watch|fused_shapes\n", argv[0]);
         return 2;
     }
     const char *t = argv[1];
@@ -421,6 +439,8 @@ int main(int argc, char **argv)
         test_gemm_plan();
     else if (!strcmp(t, "weight_watch"))
         test_weight_watch();
+    else if (!strcmp(t, "fused_shapes"))
+        test_fused_shapes();
     else {
         fprintf(stderr, "unknown test %s\n", t);
         return 2;

@@ -12,7 +12,8 @@
  *     (fp32 everywhere; only the order of additions and expf/tanhf differ);
  *   - GEMM-based kernels (matmul, attention) in fp32 mode: 1e-5;
  *   - the same in bf16 mode (operands rounded to 8-bit mantissas, fp32
- *     accumulation): 2e-2; TF32 (10-bit mantissas): 5e-3.
+ *     accumulation): 2e-2; TF32 (10-bit mantissas): 5e-3;
+ *   - the fused (flash) attention, always bf16 tensor cores: 2e-2 forward, 3e-2 dqkv.
  * Exit status: 0 all passed, 1 a failure, 77 (SKIP) when no CUDA device is present.
  */
 #include <cuda_runtime_api.h>
@@ -321,6 +322,44 @@ static void test_attention(kcuda_ctx *k, kcuda_precision p, int B, int T, int C,
     free(qkv); free(out); free(pre); free(att); free(g); free(gqkv); free(dpre); free(datt);
 }
 
+/* The fused (flash) attention against the reference: forward output, and dqkv from the
+ * att that the fused forward saved (row log-sum-exp + output copy). bf16 tensor cores
+ * with fp32 accumulation and online softmax: tolerance 2e-2 on out, 3e-2 on dqkv
+ * (P and dS are rounded to bf16 as well). */
+#define TOL_FUSED_FWD 2e-2
+#define TOL_FUSED_BWD 3e-2
+static void test_attention_fused(kcuda_ctx *k, int B, int T, int C, int NH)
+{
+    if (!kcuda_attention_fused_supported(B, T, C, NH)) {
+        printf("FAIL fused attention should support B=%d T=%d C=%d NH=%d\n", B, T, C, NH);
+        failures++;
+        return;
+    }
+    size_t nqkv = (size_t)B * T * 3 * C, nout = (size_t)B * T * C, natt = (size_t)B * NH * T * T;
+    float *qkv = host_random(nqkv, 1), *out = malloc(nout * 4), *pre = malloc(natt * 4),
+          *att = malloc(natt * 4), *dpre = malloc(natt * 4), *datt = malloc(natt * 4);
+    for (size_t i = 0; i < nqkv; i++)
+        qkv[i] *= 2.0f; /* scores of a few units: a peaked softmax exercises the rescaling */
+    cpu_attention_forward(out, pre, att, qkv, B, T, C, NH);
+    float *d_qkv = to_device(qkv, nqkv * 4), *d_out = to_device(NULL, nout * 4),
+          *d_att = to_device(NULL, natt * 4);
+    ck(k, kcuda_attention_forward_fused(k, d_out, d_att, d_qkv, B, T, C, NH), "fused forward");
+    char name[128];
+    snprintf(name, sizeof name, "fused attention forward (B=%d T=%d C=%d NH=%d)", B, T, C, NH);
+    expect_close(name, from_device(d_out, nout), out, nout, TOL_FUSED_FWD);
+    float *g = host_random(nout, 1), *gqkv = host_random(nqkv, 1);
+    float *d_g = to_device(g, nout * 4), *d_gqkv = to_device(gqkv, nqkv * 4);
+    cpu_attention_backward(gqkv, dpre, datt, g, qkv, att, B, T, C, NH);
+    ck(k, kcuda_attention_backward_fused(k, d_gqkv, d_g, d_qkv, d_att, B, T, C, NH),
+       "fused backward");
+    snprintf(name, sizeof name, "fused attention backward dqkv (accumulates)");
+    expect_close(name, from_device(d_gqkv, nqkv), gqkv, nqkv, TOL_FUSED_BWD);
+    void *bufs[] = {d_qkv, d_out, d_att, d_g, d_gqkv};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        cudaFree(bufs[i]);
+    free(qkv); free(out); free(pre); free(att); free(dpre); free(datt); free(g); free(gqkv);
+}
+
 static void test_elementwise(kcuda_ctx *k)
 {
     size_t n = 10007;
@@ -487,8 +526,14 @@ int main(void)
         test_matmul(k, precisions[pi], 64, 768, 2304, 1);
         test_attention(k, precisions[pi], 2, 16, 64, 4);
         test_attention(k, precisions[pi], 1, 67, 96, 3);
-        if (precisions[pi] == KCUDA_BF16)
+        if (precisions[pi] == KCUDA_BF16) {
             test_weight_cache(k);
+            test_attention_fused(k, 2, 67, 128, 2);   /* hs 64, a partial last tile */
+            test_attention_fused(k, 1, 200, 256, 4);  /* hs 64, four tiles per row */
+            test_attention_fused(k, 2, 100, 64, 2);   /* hs 32 */
+            test_attention_fused(k, 1, 130, 256, 2);  /* hs 128 */
+            test_attention_fused(k, 1, 64, 96, 3);    /* hs 32, exactly one tile */
+        }
         kcuda_ctx_destroy(k);
     }
     cudaStreamDestroy(stream);

@@ -21,6 +21,9 @@
  *     copies (initial weights) use pageable memory and the driver's own staging.
  *   - stream_synchronize polls the stream instead of blocking in the driver, so
  *     that registered wait checks (the NCCL watchdog) run while it waits.
+ *   - Attention: batched GEMMs + softmax (attention.cu), or with
+ *     STEPSCOPE_CUDA_ATTENTION=fused the flash-style kernels (flash_attention.cu) for
+ *     the shapes they support; the device falls back to the GEMM path otherwise.
  *   - bf16 weight copies: every operation reports where it writes (wrote()), the
  *     NCCL communicator likewise (dev_cuda_note_write); a write into an allocation
  *     that holds GEMM weights bumps the weights version (weight_watch.h), and the
@@ -81,6 +84,7 @@ struct dev_device {
     dev_cuda_wait_check checks[MAX_WAIT_CHECKS];
     void *check_args[MAX_WAIT_CHECKS];
     weight_watch watch; /* when the kernels' bf16 weight copies go stale (weight_watch.h) */
+    int fused_attention; /* STEPSCOPE_CUDA_ATTENTION=fused: flash_attention.cu where it fits */
 };
 
 struct dev_stream {
@@ -591,8 +595,14 @@ static void op_attention_forward(dev_stream *s, float *out, float *preatt, float
     wrote(s, out);
     wrote(s, preatt);
     wrote(s, att);
-    kernel_result(s, kcuda_attention_forward(s->k, out, preatt, att, qkv, B, T, C, NH),
-                  "attention_forward");
+    /* the choice is a function of the device and the shape only, so backward makes the
+     * same one and finds in att what this forward saved */
+    if (s->d->fused_attention && kcuda_attention_fused_supported(B, T, C, NH))
+        kernel_result(s, kcuda_attention_forward_fused(s->k, out, att, qkv, B, T, C, NH),
+                      "attention_forward (fused)");
+    else
+        kernel_result(s, kcuda_attention_forward(s->k, out, preatt, att, qkv, B, T, C, NH),
+                      "attention_forward");
 }
 
 static void op_attention_backward(dev_stream *s, float *dqkv, float *dpreatt, float *datt,
@@ -603,9 +613,14 @@ static void op_attention_backward(dev_stream *s, float *dqkv, float *dpreatt, fl
     wrote(s, dqkv);
     wrote(s, dpreatt);
     wrote(s, datt);
-    kernel_result(s,
-                  kcuda_attention_backward(s->k, dqkv, dpreatt, datt, dout, qkv, att, B, T, C, NH),
-                  "attention_backward");
+    if (s->d->fused_attention && kcuda_attention_fused_supported(B, T, C, NH))
+        kernel_result(s, kcuda_attention_backward_fused(s->k, dqkv, dout, qkv, att, B, T, C, NH),
+                      "attention_backward (fused)");
+    else
+        kernel_result(s,
+                      kcuda_attention_backward(s->k, dqkv, dpreatt, datt, dout, qkv, att, B, T, C,
+                                               NH),
+                      "attention_backward");
 }
 
 static void op_gelu_forward(dev_stream *s, float *out, const float *inp, int N)
@@ -756,6 +771,16 @@ dev_device *dev_cuda_open(int ordinal, const char *precision, char *err, size_t 
         snprintf(err, errlen, "precision '%s': expected bf16, tf32 or fp32", precision);
         return NULL;
     }
+    const char *attention = getenv("STEPSCOPE_CUDA_ATTENTION");
+    int fused = 0;
+    if (attention && attention[0]) {
+        if (!strcmp(attention, "fused"))
+            fused = 1;
+        else if (strcmp(attention, "gemm") != 0) {
+            snprintf(err, errlen, "STEPSCOPE_CUDA_ATTENTION=%s: expected gemm or fused", attention);
+            return NULL;
+        }
+    }
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess || count == 0) {
@@ -782,6 +807,7 @@ dev_device *dev_cuda_open(int ordinal, const char *precision, char *err, size_t 
     d->header.ops = &cuda_ops;
     d->ordinal = ordinal;
     weight_watch_init(&d->watch);
+    d->fused_attention = fused;
     d->precision = prec;
     struct cudaDeviceProp prop;
     if ((e = cudaSetDevice(ordinal)) != cudaSuccess ||
