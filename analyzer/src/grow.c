@@ -10,6 +10,7 @@
  */
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include "ssa_model.h"
 
@@ -25,4 +26,16 @@ int ssa_grow(void **ptr, size_t *cap, size_t need, size_t elem) {
   *ptr = p;
   *cap = n;
   return 0;
+}
+
+void ssa_prefault_ahead(void *base, size_t elem, size_t n, size_t cap) {
+#ifdef MADV_POPULATE_WRITE
+  const uintptr_t page = 4096;
+  size_t end = n + SSA_PREFAULT_ELEMS < cap ? n + SSA_PREFAULT_ELEMS : cap;
+  uintptr_t a = ((uintptr_t)base + n * elem + page - 1) & ~(page - 1);
+  uintptr_t b = ((uintptr_t)base + end * elem) & ~(page - 1);
+  if (b > a) (void)madvise((void *)a, b - a, MADV_POPULATE_WRITE);
+#else
+  (void)base; (void)elem; (void)n; (void)cap;
+#endif
 }

@@ -132,6 +132,13 @@ int ssa_op_stage_merge(ssa_op_stage *st, ssa_rank *r) {
     return STEPSCOPE_E_NOMEM;
   }
   ssa_op *out = big->ops;
+  /* the extension is written first (the merge runs from the end): fault it
+   * in with one call */
+  size_t big_n = big->n;
+  while (big_n < total) {
+    ssa_prefault_ahead(out, sizeof *out, big_n, total);
+    big_n += SSA_PREFAULT_ELEMS;
+  }
   if (k == 1) {
     resolve_links(out, total, r);
   } else {

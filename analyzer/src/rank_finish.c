@@ -16,11 +16,14 @@
  *      syncs by (lane, start); counters by time. Ops, API calls and ranges
  *      are sorted in place by sort.c's radix sort (no copy of the array),
  *      with the last ties broken by the bytes of the records so that the
- *      order is total and does not depend on the algorithm.
+ *      order is total and does not depend on the algorithm. Ops that a
+ *      source merged in order already (ssa_op_stage.h) cost one check.
  *
- * When correlation ids are dense (CUPTI and our tracer number them
- * consecutively), the join indexes a plain array by id - min instead of
- * hashing, which keeps memory accesses in order.
+ * Steps 1-3 build their lookups first (host ops are linked through their
+ * oplinks then) and visit the ops in one pass, since each pass over the ops
+ * costs a trip through memory. When correlation ids are dense (CUPTI and
+ * our tracer number them consecutively), the join indexes a plain array by
+ * id - min instead of hashing, which keeps memory accesses in order.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -106,20 +109,103 @@ static void sort_if_needed(void *base, size_t n, size_t size,
   }
 }
 
-static int link_collectives(ssa_rank *r) {
-  if (r->ncolls == 0) return 0;
-  idx_hash by_corr, by_seq;
-  if (idx_hash_init(&by_corr, r->ncolls)) return STEPSCOPE_E_NOMEM;
-  if (idx_hash_init(&by_seq, r->ncolls)) {
-    free(by_corr.slots);
-    return STEPSCOPE_E_NOMEM;
+/* The lookups of the op pass, built first. */
+typedef struct joins {
+  /* launch calls by correlation id: dense table or hash */
+  uint32_t *slot;       /* dense: api index + 1 at corr - lo */
+  uint64_t lo, hi;
+  idx_hash api_hash;    /* sparse ids */
+  int dense, any_api;
+  /* collectives by correlation id; corr_lo > corr_hi when none has one */
+  idx_hash coll_hash;
+  uint64_t corr_lo, corr_hi;
+  /* NCCL name test per string id: 0 unknown, 1 no, 2 yes */
+  uint8_t *is_nccl;
+} joins;
+
+static void joins_free(joins *j) {
+  free(j->slot);
+  free(j->api_hash.slots);
+  free(j->coll_hash.slots);
+  free(j->is_nccl);
+}
+
+/* Dense ids: a table indexed by corr - lo (api index + 1, the first call
+ * with an id wins); sparse ids: a hash. */
+static int build_launch_index(ssa_rank *r, joins *j) {
+  uint64_t lo = UINT64_MAX, hi = 0;
+  size_t with = 0;
+  for (size_t i = 0; i < r->napis; i++) {
+    uint64_t c = r->apis[i].corr;
+    if (!c) continue;
+    with++;
+    if (c < lo) lo = c;
+    if (c > hi) hi = c;
   }
+  if (with == 0) return 0;
+  j->any_api = 1;
+  uint64_t span = hi - lo + 1;
+  if (span <= (uint64_t)with * 2 + 1024 && span <= UINT32_MAX) {
+    j->slot = calloc((size_t)span, sizeof *j->slot);
+    if (!j->slot) return STEPSCOPE_E_NOMEM;
+    j->dense = 1;
+    j->lo = lo;
+    j->hi = hi;
+    for (size_t i = 0; i < r->napis; i++) {
+      uint64_t c = r->apis[i].corr;
+      if (c && !j->slot[c - lo]) j->slot[c - lo] = (uint32_t)i + 1;
+    }
+    return 0;
+  }
+  idx_hash *h = &j->api_hash;
+  if (idx_hash_init(h, r->napis)) return STEPSCOPE_E_NOMEM;
+  for (size_t i = 0; i < r->napis; i++) {
+    if (!r->apis[i].corr) continue;
+    uint64_t s = mix64(r->apis[i].corr) & h->mask;
+    int dup = 0;
+    while (h->slots[s]) {
+      if (r->apis[h->slots[s] - 1].corr == r->apis[i].corr) { dup = 1; break; }
+      s = (s + 1) & h->mask;
+    }
+    if (!dup) h->slots[s] = (uint32_t)i + 1; /* the first call with an id wins */
+  }
+  return 0;
+}
+
+static inline uint32_t launch_of(const ssa_rank *r, const joins *j, uint64_t corr) {
+  if (j->dense) {
+    if (corr < j->lo || corr > j->hi) return SSA_NONE;
+    uint32_t ai = j->slot[corr - j->lo];
+    return ai ? ai - 1 : SSA_NONE;
+  }
+  if (!corr) return SSA_NONE;
+  const idx_hash *h = &j->api_hash;
+  uint64_t s = mix64(corr) & h->mask;
+  while (h->slots[s]) {
+    uint32_t ai = h->slots[s] - 1;
+    if (r->apis[ai].corr == corr) return ai;
+    s = (s + 1) & h->mask;
+  }
+  return SSA_NONE;
+}
+
+/* Collectives: host ops are linked by (comm_id, seq) here, from their
+ * oplinks; the index by correlation id is left for the op pass. */
+static int build_collective_index(ssa_rank *r, joins *j) {
+  j->corr_lo = UINT64_MAX;
+  j->corr_hi = 0;
+  if (r->ncolls == 0) return 0;
+  idx_hash by_seq;
+  if (idx_hash_init(&j->coll_hash, r->ncolls)) return STEPSCOPE_E_NOMEM;
+  if (idx_hash_init(&by_seq, r->ncolls)) return STEPSCOPE_E_NOMEM;
   for (size_t i = 0; i < r->ncolls; i++) {
     const ssa_coll *c = &r->colls[i];
     if (c->corr) {
-      uint64_t h = mix64(c->corr) & by_corr.mask;
-      while (by_corr.slots[h]) h = (h + 1) & by_corr.mask;
-      by_corr.slots[h] = (uint32_t)i + 1;
+      uint64_t h = mix64(c->corr) & j->coll_hash.mask;
+      while (j->coll_hash.slots[h]) h = (h + 1) & j->coll_hash.mask;
+      j->coll_hash.slots[h] = (uint32_t)i + 1;
+      if (c->corr < j->corr_lo) j->corr_lo = c->corr;
+      if (c->corr > j->corr_hi) j->corr_hi = c->corr;
     }
     uint64_t h = mix64(c->comm_id ^ mix64(c->seq + 1)) & by_seq.mask;
     while (by_seq.slots[h]) h = (h + 1) & by_seq.mask;
@@ -139,128 +225,78 @@ static int link_collectives(ssa_rank *r) {
       h = (h + 1) & by_seq.mask;
     }
   }
-  /* GPU ops by correlation id */
-  for (size_t i = 0; i < r->nops; i++) {
-    ssa_op *o = &r->ops[i];
-    if (!o->corr || o->coll != SSA_NONE || o->kind == SSA_OP_HOST) continue;
-    uint64_t h = mix64(o->corr) & by_corr.mask;
-    while (by_corr.slots[h]) {
-      uint32_t ci = by_corr.slots[h] - 1;
-      if (r->colls[ci].corr == o->corr) {
-        o->coll = ci;
-        o->cls = SSA_CLS_COMM;
-        r->comm_by_evidence++;
-        break;
-      }
-      h = (h + 1) & by_corr.mask;
-    }
-  }
-  free(by_corr.slots);
   free(by_seq.slots);
   return 0;
 }
 
-/* Dense ids: a table indexed by corr - lo (api index + 1, the first call
- * with an id wins). Returns 1 when used, 0 when the ids are too sparse,
- * negative when out of memory. */
-static int join_dense(ssa_rank *r) {
-  uint64_t lo = UINT64_MAX, hi = 0;
-  size_t with = 0;
-  for (size_t i = 0; i < r->napis; i++) {
-    uint64_t c = r->apis[i].corr;
-    if (!c) continue;
-    with++;
-    if (c < lo) lo = c;
-    if (c > hi) hi = c;
+static inline uint32_t collective_of(const ssa_rank *r, const joins *j, uint64_t corr) {
+  if (corr < j->corr_lo || corr > j->corr_hi) return SSA_NONE;
+  const idx_hash *h = &j->coll_hash;
+  uint64_t s = mix64(corr) & h->mask;
+  while (h->slots[s]) {
+    uint32_t ci = h->slots[s] - 1;
+    if (r->colls[ci].corr == corr) return ci;
+    s = (s + 1) & h->mask;
   }
-  if (with == 0) return 1;
-  uint64_t span = hi - lo + 1;
-  if (span > (uint64_t)with * 2 + 1024 || span > UINT32_MAX) return 0;
-  uint32_t *slot = calloc((size_t)span, sizeof *slot);
-  if (!slot) return STEPSCOPE_E_NOMEM;
-  for (size_t i = 0; i < r->napis; i++) {
-    uint64_t c = r->apis[i].corr;
-    if (c && !slot[c - lo]) slot[c - lo] = (uint32_t)i + 1;
-  }
-  for (size_t i = 0; i < r->nops; i++) {
-    ssa_op *o = &r->ops[i];
-    if (o->corr < lo || o->corr > hi) continue;
-    uint32_t ai = slot[o->corr - lo];
-    if (ai) {
-      o->launch = ai - 1;
-      r->joined_ops++;
-    }
-  }
-  free(slot);
-  return 1;
+  return SSA_NONE;
 }
 
-static int join_launches(ssa_rank *r) {
-  if (r->napis == 0) return 0;
-  int dense = join_dense(r);
-  if (dense < 0) return dense;
-  if (dense) return 0;
-  idx_hash h;
-  if (idx_hash_init(&h, r->napis)) return STEPSCOPE_E_NOMEM;
-  for (size_t i = 0; i < r->napis; i++) {
-    if (!r->apis[i].corr) continue;
-    uint64_t s = mix64(r->apis[i].corr) & h.mask;
-    int dup = 0;
-    while (h.slots[s]) {
-      if (r->apis[h.slots[s] - 1].corr == r->apis[i].corr) { dup = 1; break; }
-      s = (s + 1) & h.mask;
-    }
-    if (!dup) h.slots[s] = (uint32_t)i + 1; /* the first call with an id wins */
-  }
+/* One pass over the ops: the launch call, the collective by correlation id
+ * (GPU ops not already linked), and kernels named like NCCL's and not
+ * linked to a collective record are communication by name (the name test
+ * runs once per distinct string). */
+static void join_ops(ssa_rank *r, joins *j) {
+  uint32_t nstrings = r->strings.count;
   for (size_t i = 0; i < r->nops; i++) {
     ssa_op *o = &r->ops[i];
-    if (!o->corr) continue;
-    uint64_t s = mix64(o->corr) & h.mask;
-    while (h.slots[s]) {
-      uint32_t ai = h.slots[s] - 1;
-      if (r->apis[ai].corr == o->corr) {
+    if (j->any_api) {
+      uint32_t ai = launch_of(r, j, o->corr);
+      if (ai != SSA_NONE) {
         o->launch = ai;
         r->joined_ops++;
-        break;
       }
-      s = (s + 1) & h.mask;
     }
-  }
-  free(h.slots);
-  return 0;
-}
-
-/* Kernels named like NCCL's and not linked to a collective record are
- * communication by name; the name test runs once per distinct string. */
-static int classify_by_name(ssa_rank *r) {
-  uint8_t *is_nccl = calloc(r->strings.count ? r->strings.count : 1, 1); /* 0 unknown, 1 no, 2 yes */
-  if (!is_nccl) return STEPSCOPE_E_NOMEM;
-  for (size_t i = 0; i < r->nops; i++) {
-    ssa_op *o = &r->ops[i];
-    if (o->kind != SSA_OP_KERNEL || o->coll != SSA_NONE || o->name >= r->strings.count) continue;
-    if (!is_nccl[o->name]) is_nccl[o->name] = ssa_is_nccl_kernel_name(ssa_rank_str(r, o->name)) ? 2 : 1;
-    if (is_nccl[o->name] == 2) {
+    if (o->corr && o->coll == SSA_NONE && o->kind != SSA_OP_HOST) {
+      uint32_t ci = collective_of(r, j, o->corr);
+      if (ci != SSA_NONE) {
+        o->coll = ci;
+        o->cls = SSA_CLS_COMM;
+        r->comm_by_evidence++;
+      }
+    }
+    if (o->kind != SSA_OP_KERNEL || o->coll != SSA_NONE || o->name >= nstrings) continue;
+    uint8_t *t = &j->is_nccl[o->name];
+    if (!*t) *t = ssa_is_nccl_kernel_name(ssa_rank_str(r, o->name)) ? 2 : 1;
+    if (*t == 2) {
       o->cls = SSA_CLS_COMM;
       r->comm_by_name++;
     }
   }
-  free(is_nccl);
-  return 0;
+}
+
+static int join_all(ssa_rank *r) {
+  joins j;
+  memset(&j, 0, sizeof j);
+  int rc = build_launch_index(r, &j);
+  if (rc == 0) rc = build_collective_index(r, &j);
+  if (rc == 0) {
+    j.is_nccl = calloc(r->strings.count ? r->strings.count : 1, 1);
+    if (!j.is_nccl) rc = STEPSCOPE_E_NOMEM;
+  }
+  if (rc == 0) join_ops(r, &j);
+  joins_free(&j);
+  return rc;
 }
 
 int ssa_rank_finish(ssa_rank *r) {
   if (r->finished) return 0;
   /* APIs first: ops refer to them by index */
   ssa_sort_by_start(r->apis, r->napis, sizeof *r->apis, cmp_apis);
-  int rc = join_launches(r);
-  if (rc) return rc;
-  rc = link_collectives(r);
+  int rc = join_all(r);
   if (rc) return rc;
   free(r->oplinks);
   r->oplinks = NULL;
   r->noplinks = r->oplinks_cap = 0;
-  rc = classify_by_name(r);
-  if (rc) return rc;
   ssa_sort_by_start(r->ops, r->nops, sizeof *r->ops, ssa_cmp_ops);
   for (size_t i = 0; i < r->ncolls; i++) r->colls[i].op_index = SSA_NONE;
   for (size_t i = 0; i < r->nops; i++) {

@@ -265,5 +265,11 @@ int ssa_cmp_ops(const void *a, const void *b);
 
 /* Growth helper (grow.c): ensures capacity for `need` elements. 0 or -1. */
 int ssa_grow(void **ptr, size_t *cap, size_t need, size_t elem);
+/* Faults in the pages of elements [n, n + SSA_PREFAULT_ELEMS) of an array of
+ * capacity `cap` in one call (MADV_POPULATE_WRITE) instead of one page
+ * fault each; callers that append call it when n is a multiple of
+ * SSA_PREFAULT_ELEMS. Advisory: failure only costs speed. */
+#define SSA_PREFAULT_ELEMS ((size_t)1 << 16)
+void ssa_prefault_ahead(void *base, size_t elem, size_t n, size_t cap);
 
 #endif

@@ -54,6 +54,7 @@ static inline int ssa_op_stage_push(ssa_op_stage *st, uint32_t lane, int64_t s, 
   if (lane >= st->nlanes && ssa_op_stage_reserve_lane(st, lane)) return STEPSCOPE_E_NOMEM;
   ssa_lane_ops *l = &st->lanes[lane];
   if (l->n == l->cap && ssa_op_stage_grow(l)) return STEPSCOPE_E_NOMEM;
+  if ((l->n & (SSA_PREFAULT_ELEMS - 1)) == 0) ssa_prefault_ahead(l->ops, sizeof *l->ops, l->n, l->cap);
   ssa_op *o = &l->ops[l->n];
   o->start = s;
   o->end = e < s ? s : e;

@@ -54,10 +54,33 @@ static uint32_t map_id_slow(id_map *m, ssa_rank *r, stepscope_reader *rd, uint32
   return mid;
 }
 
+/* The last lanes looked up, by (kind, id), direct-mapped: a trace's records
+ * come from a few streams and threads, so most lookups end here without a
+ * call (lane indices never change once given). */
+#define MEMO 8
+typedef struct lane_memo {
+  uint64_t id[MEMO];
+  uint32_t lane[MEMO]; /* lane + 1, 0 = empty */
+  uint8_t kind[MEMO];
+} lane_memo;
+
+static inline uint32_t lane_of(lane_memo *m, ssa_rank *r, uint8_t kind, uint64_t id) {
+  unsigned k = ((unsigned)id * 4u + kind) & (MEMO - 1);
+  if (m->lane[k] && m->id[k] == id && m->kind[k] == kind) return m->lane[k] - 1;
+  uint32_t l = ssa_rank_lane(r, kind, id);
+  if (l != SSA_NONE) {
+    m->id[k] = id;
+    m->kind[k] = kind;
+    m->lane[k] = l + 1;
+  }
+  return l;
+}
+
 /* A device lane; as in rank_builder.c, a stream's device comes from its ops
  * unless a STREAM record declared it. */
-static inline uint32_t device_lane(ssa_rank *r, uint8_t kind, uint64_t stream, uint32_t device) {
-  uint32_t l = ssa_rank_lane(r, kind, stream);
+static inline uint32_t device_lane(lane_memo *m, ssa_rank *r, uint8_t kind, uint64_t stream,
+                                   uint32_t device) {
+  uint32_t l = lane_of(m, r, kind, stream);
   if (l != SSA_NONE && !r->lanes[l].declared) r->lanes[l].device = device;
   return l;
 }
@@ -77,6 +100,7 @@ int ssa_trace_source_load(const char *path, ssa_rank *r, stepscope_error *err) {
   }
   id_map m = {0};
   ssa_op_stage st = {0};
+  lane_memo memo = {0};
   int oom = 0;
   stepscope_record rec;
   stepscope_error rerr;
@@ -93,7 +117,7 @@ int ssa_trace_source_load(const char *path, ssa_rank *r, stepscope_error *err) {
     case STEPSCOPE_REC_KERNEL: {
       const stepscope_kernel *k = &rec.u.kernel;
       uint32_t name = map_id(&m, r, rd, k->name, &oom);
-      uint32_t lane = device_lane(r, SSA_LANE_GPU, k->stream, k->device);
+      uint32_t lane = device_lane(&memo, r, SSA_LANE_GPU, k->stream, k->device);
       r->records++;
       rc = lane == SSA_NONE || oom
                ? STEPSCOPE_E_NOMEM
@@ -108,8 +132,8 @@ int ssa_trace_source_load(const char *path, ssa_rank *r, stepscope_error *err) {
       int is_copy = rec.kind == STEPSCOPE_REC_MEMCPY;
       const stepscope_memcpy *c = &rec.u.memcpy;
       const stepscope_memset *z = &rec.u.memset;
-      uint32_t lane = is_copy ? device_lane(r, SSA_LANE_GPU, c->stream, c->device)
-                              : device_lane(r, SSA_LANE_GPU, z->stream, z->device);
+      uint32_t lane = is_copy ? device_lane(&memo, r, SSA_LANE_GPU, c->stream, c->device)
+                              : device_lane(&memo, r, SSA_LANE_GPU, z->stream, z->device);
       r->records++;
       rc = lane == SSA_NONE
                ? STEPSCOPE_E_NOMEM
@@ -130,7 +154,7 @@ int ssa_trace_source_load(const char *path, ssa_rank *r, stepscope_error *err) {
                     : h->category == STEPSCOPE_CAT_MEMCPY ? SSA_CLS_MEMCPY
                     : h->category == STEPSCOPE_CAT_MEMSET ? SSA_CLS_MEMSET
                                                           : SSA_CLS_COMPUTE;
-      uint32_t lane = device_lane(r, SSA_LANE_CPU, h->stream, 0);
+      uint32_t lane = device_lane(&memo, r, SSA_LANE_CPU, h->stream, 0);
       uint32_t link = SSA_NONE;
       r->records++;
       if (lane == SSA_NONE || oom) { rc = STEPSCOPE_E_NOMEM; goto out; }
@@ -152,7 +176,7 @@ int ssa_trace_source_load(const char *path, ssa_rank *r, stepscope_error *err) {
     case STEPSCOPE_REC_API: {
       const stepscope_api *a = &rec.u.api;
       uint32_t name = map_id(&m, r, rd, a->name, &oom);
-      uint32_t lane = ssa_rank_lane(r, SSA_LANE_HOST, a->thread);
+      uint32_t lane = lane_of(&memo, r, SSA_LANE_HOST, a->thread);
       r->records++;
       if (lane == SSA_NONE || oom ||
           (r->napis == r->apis_cap &&
@@ -160,6 +184,8 @@ int ssa_trace_source_load(const char *path, ssa_rank *r, stepscope_error *err) {
         rc = STEPSCOPE_E_NOMEM;
         goto out;
       }
+      if ((r->napis & (SSA_PREFAULT_ELEMS - 1)) == 0)
+        ssa_prefault_ahead(r->apis, sizeof *r->apis, r->napis, r->apis_cap);
       ssa_api *x = &r->apis[r->napis++];
       x->start = (int64_t)a->start_ns;
       x->end = (int64_t)a->end_ns < x->start ? x->start : (int64_t)a->end_ns;
