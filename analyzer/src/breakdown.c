@@ -298,6 +298,13 @@ typedef struct delay_plan {
   uint32_t *hit;                    /* scratch: steps containing a launch */
   size_t *count;                    /* per selected step */
   size_t pairs, ops_in_any;
+  /* delays gathered by the main pass, step by step: step s's segment is
+   * v[first[s], first[s] + steps[s].launched), filled up to cursor[s].
+   * Unused (v NULL) when the segments could not be sized; `overflow` set
+   * when a step got more delays than projection counted. */
+  int64_t *v;
+  size_t *first, *cursor;
+  int overflow;
 } delay_plan;
 
 static int64_t launch_delay(const ssa_rank *r, const ssa_op *o) {
@@ -322,23 +329,32 @@ static int compute_delays(const ssa_rank *r, ssa_rank_result *rr, delay_plan *dp
     return 0;
   }
   size_t total = dp->pairs > dp->ops_in_any ? dp->pairs : dp->ops_in_any;
-  int64_t *v = malloc((total ? total : 1) * sizeof *v);
+  int gathered = dp->v != NULL && !dp->overflow;
+  for (size_t s = 0; gathered && s < rr->nsteps; s++)
+    gathered = dp->cursor[s] - dp->first[s] == dp->count[s] &&
+               (s + 1 == rr->nsteps || dp->cursor[s] == dp->first[s + 1]);
+  int64_t *v = gathered ? dp->v : malloc((total ? total : 1) * sizeof *v);
   size_t *cursor = malloc((rr->nsteps + 1) * sizeof *cursor);
   if (!v || !cursor) {
-    free(v);
+    if (v != dp->v) free(v);
     free(cursor);
     return STEPSCOPE_E_NOMEM;
   }
-  size_t off = 0;
-  for (size_t s = 0; s < rr->nsteps; s++) {
-    cursor[s] = off;
-    off += dp->count[s];
-  }
-  for (size_t i = 0; i < r->nops && dp->pairs; i++) {
-    const ssa_op *o = &r->ops[i];
-    if (o->launch == SSA_NONE) continue;
-    size_t m = ssa_step_index_stab_fast(&dp->ix, r->apis[o->launch].start, dp->hit, rr->nsteps);
-    for (size_t j = 0; j < m; j++) v[cursor[dp->hit[j]]++] = launch_delay(r, o);
+  if (gathered) {
+    /* the main pass filled every segment in op order already */
+    memcpy(cursor, dp->cursor, rr->nsteps * sizeof *cursor);
+  } else {
+    size_t off = 0;
+    for (size_t s = 0; s < rr->nsteps; s++) {
+      cursor[s] = off;
+      off += dp->count[s];
+    }
+    for (size_t i = 0; i < r->nops && dp->pairs; i++) {
+      const ssa_op *o = &r->ops[i];
+      if (o->launch == SSA_NONE) continue;
+      size_t m = ssa_step_index_stab_fast(&dp->ix, r->apis[o->launch].start, dp->hit, rr->nsteps);
+      for (size_t j = 0; j < m; j++) v[cursor[dp->hit[j]]++] = launch_delay(r, o);
+    }
   }
   for (size_t s = 0; s < rr->nsteps; s++)
     delay_stats(v + cursor[s] - dp->count[s], dp->count[s], &rr->windows[s].launch);
@@ -352,7 +368,7 @@ static int compute_delays(const ssa_rank *r, ssa_rank_result *rr, delay_plan *dp
     }
   }
   delay_stats(v, dp->ops_in_any, &tw->launch);
-  free(v);
+  if (v != dp->v) free(v);
   free(cursor);
   return 0;
 }
@@ -465,6 +481,24 @@ int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
     dp.hit = malloc(rr->nsteps * sizeof *dp.hit);
     dp.count = calloc(rr->nsteps, sizeof *dp.count);
     if (!dp.hit || !dp.count) goto out;
+    /* the delays go straight into per-step segments sized by the launch
+     * counts of the projection (the same ranges, so the same counts);
+     * compute_delays checks that and gathers them again if not */
+    size_t total = 0;
+    for (size_t s = 0; s < rr->nsteps; s++) total += rr->steps[s].launched;
+    dp.first = malloc(rr->nsteps * sizeof *dp.first);
+    dp.cursor = malloc(rr->nsteps * sizeof *dp.cursor);
+    dp.v = malloc((total ? total : 1) * sizeof *dp.v);
+    if (!dp.first || !dp.cursor || !dp.v) {
+      free(dp.v);
+      dp.v = NULL;
+    } else {
+      size_t off = 0;
+      for (size_t s = 0; s < rr->nsteps; s++) {
+        dp.first[s] = dp.cursor[s] = off;
+        off += rr->steps[s].launched;
+      }
+    }
   }
 
   /* the one pass over ops (sorted by start): kernel statistics, launch
@@ -492,6 +526,14 @@ int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
       if (rr->nsteps) {
         size_t m = ssa_step_index_stab_fast(&dp.ix, r->apis[o->launch].start, dp.hit, rr->nsteps);
         for (size_t j = 0; j < m; j++) dp.count[dp.hit[j]]++;
+        if (dp.v) {
+          int64_t d = launch_delay(r, o);
+          for (size_t j = 0; j < m; j++) {
+            uint32_t s = dp.hit[j];
+            if (dp.cursor[s] < dp.first[s] + rr->steps[s].launched) dp.v[dp.cursor[s]++] = d;
+            else dp.overflow = 1;
+          }
+        }
         dp.pairs += m;
         dp.ops_in_any += m > 0;
       } else if (nall == 0 && o->start >= t0 && o->start < t1) {
@@ -556,6 +598,9 @@ out:
   ssa_step_index_free(&dp.ix);
   free(dp.hit);
   free(dp.count);
+  free(dp.v);
+  free(dp.first);
+  free(dp.cursor);
   free(lane_slot);
   free(lane_prev);
   free(all);

@@ -17,7 +17,8 @@
  *      are sorted in place by sort.c's radix sort (no copy of the array),
  *      with the last ties broken by the bytes of the records so that the
  *      order is total and does not depend on the algorithm. Ops that a
- *      source merged in order already (ssa_op_stage.h) cost one check.
+ *      source merged in order already (ssa_op_stage.h) are not sorted: the
+ *      op pass below checks their order as it goes.
  *
  * Steps 1-3 build their lookups first (host ops are linked through their
  * oplinks then) and visit the ops in one pass, since each pass over the ops
@@ -121,6 +122,9 @@ typedef struct joins {
   uint64_t corr_lo, corr_hi;
   /* NCCL name test per string id: 0 unknown, 1 no, 2 yes */
   uint8_t *is_nccl;
+  /* seen by the op pass: an op starting before its predecessor, and two
+   * equal start times (whose order needs the full comparison) */
+  int ops_unordered, check_ties;
 } joins;
 
 static void joins_free(joins *j) {
@@ -133,15 +137,24 @@ static void joins_free(joins *j) {
 /* Dense ids: a table indexed by corr - lo (api index + 1, the first call
  * with an id wins); sparse ids: a hash. */
 static int build_launch_index(ssa_rank *r, joins *j) {
+  /* one pass: the range of ids, and whether the calls are in order (then
+   * the sort has nothing to do; ids do not depend on the order) */
   uint64_t lo = UINT64_MAX, hi = 0;
   size_t with = 0;
+  int unordered = 0;
   for (size_t i = 0; i < r->napis; i++) {
-    uint64_t c = r->apis[i].corr;
+    const ssa_api *a = &r->apis[i];
+    if (i > 0 && !unordered &&
+        (a[-1].start > a->start || (a[-1].start == a->start && cmp_apis(a - 1, a) > 0)))
+      unordered = 1;
+    uint64_t c = a->corr;
     if (!c) continue;
     with++;
     if (c < lo) lo = c;
     if (c > hi) hi = c;
   }
+  /* APIs sorted first: ops refer to them by index */
+  if (unordered) ssa_sort_by_start(r->apis, r->napis, sizeof *r->apis, cmp_apis);
   if (with == 0) return 0;
   j->any_api = 1;
   uint64_t span = hi - lo + 1;
@@ -244,11 +257,20 @@ static inline uint32_t collective_of(const ssa_rank *r, const joins *j, uint64_t
 /* One pass over the ops: the launch call, the collective by correlation id
  * (GPU ops not already linked), and kernels named like NCCL's and not
  * linked to a collective record are communication by name (the name test
- * runs once per distinct string). */
+ * runs once per distinct string). It also notes each collective's first op
+ * and whether the ops are in order; when they are not, join_all sorts them
+ * and finds the first ops again. */
 static void join_ops(ssa_rank *r, joins *j) {
   uint32_t nstrings = r->strings.count;
   for (size_t i = 0; i < r->nops; i++) {
     ssa_op *o = &r->ops[i];
+    /* whether the ops (as completed by this pass) are in order, so the
+     * sort after it can be skipped */
+    if (i > 0 && !j->ops_unordered) {
+      const ssa_op *p = o - 1;
+      if (p->start > o->start) j->ops_unordered = 1;
+      else if (p->start == o->start) j->check_ties = 1;
+    }
     if (j->any_api) {
       uint32_t ai = launch_of(r, j, o->corr);
       if (ai != SSA_NONE) {
@@ -264,7 +286,11 @@ static void join_ops(ssa_rank *r, joins *j) {
         r->comm_by_evidence++;
       }
     }
-    if (o->kind != SSA_OP_KERNEL || o->coll != SSA_NONE || o->name >= nstrings) continue;
+    if (o->coll != SSA_NONE) { /* the first op of a collective, if this order stands */
+      if (r->colls[o->coll].op_index == SSA_NONE) r->colls[o->coll].op_index = (uint32_t)i;
+      continue;
+    }
+    if (o->kind != SSA_OP_KERNEL || o->name >= nstrings) continue;
     uint8_t *t = &j->is_nccl[o->name];
     if (!*t) *t = ssa_is_nccl_kernel_name(ssa_rank_str(r, o->name)) ? 2 : 1;
     if (*t == 2) {
@@ -283,26 +309,27 @@ static int join_all(ssa_rank *r) {
     j.is_nccl = calloc(r->strings.count ? r->strings.count : 1, 1);
     if (!j.is_nccl) rc = STEPSCOPE_E_NOMEM;
   }
+  for (size_t i = 0; i < r->ncolls; i++) r->colls[i].op_index = SSA_NONE;
   if (rc == 0) join_ops(r, &j);
   joins_free(&j);
+  if (rc == 0 && (j.ops_unordered || j.check_ties)) {
+    ssa_sort_by_start(r->ops, r->nops, sizeof *r->ops, ssa_cmp_ops);
+    for (size_t i = 0; i < r->ncolls; i++) r->colls[i].op_index = SSA_NONE;
+    for (size_t i = 0; i < r->nops; i++) {
+      uint32_t c = r->ops[i].coll;
+      if (c != SSA_NONE && r->colls[c].op_index == SSA_NONE) r->colls[c].op_index = (uint32_t)i;
+    }
+  }
   return rc;
 }
 
 int ssa_rank_finish(ssa_rank *r) {
   if (r->finished) return 0;
-  /* APIs first: ops refer to them by index */
-  ssa_sort_by_start(r->apis, r->napis, sizeof *r->apis, cmp_apis);
-  int rc = join_all(r);
+  int rc = join_all(r); /* sorts the API calls, joins, links, classifies, sorts the ops */
   if (rc) return rc;
   free(r->oplinks);
   r->oplinks = NULL;
   r->noplinks = r->oplinks_cap = 0;
-  ssa_sort_by_start(r->ops, r->nops, sizeof *r->ops, ssa_cmp_ops);
-  for (size_t i = 0; i < r->ncolls; i++) r->colls[i].op_index = SSA_NONE;
-  for (size_t i = 0; i < r->nops; i++) {
-    uint32_t c = r->ops[i].coll;
-    if (c != SSA_NONE && r->colls[c].op_index == SSA_NONE) r->colls[c].op_index = (uint32_t)i;
-  }
   ssa_sort_by_start(r->ranges, r->nranges, sizeof *r->ranges, cmp_ranges);
   sort_if_needed(r->syncs, r->nsyncs, sizeof *r->syncs, cmp_syncs);
   sort_if_needed(r->counters, r->ncounters, sizeof *r->counters, cmp_counters);
