@@ -491,7 +491,26 @@ static void test_truncation_and_corruption(void) {
   unlink(cut);
 }
 
+/* The writer's hot path reserves codec_bound() bytes per record: it must
+ * bound every kind's real maximum (codec_max_size), and refuse what
+ * codec_max_size refuses. */
+static void test_codec_bound(void) {
+  for (uint32_t kind = 0; kind < 80; kind++) {
+    stepscope_record rec;
+    memset(&rec, 0, sizeof rec);
+    rec.kind = kind;
+    if (kind == STEPSCOPE_REC_METADATA) {
+      rec.u.metadata.key = "k";
+      rec.u.metadata.value_json = "{\"a\":1}";
+    }
+    size_t exact = codec_max_size(&rec), bound = codec_bound(&rec);
+    CHECK_MSG(bound >= exact && (exact == 0) == (bound == 0), "kind %u: bound %zu, max %zu", kind,
+              bound, exact);
+  }
+}
+
 int main(void) {
+  test_codec_bound();
   test_every_kind_and_random();
   test_strings_and_header();
   test_forward_compatibility();

@@ -57,6 +57,18 @@ typedef const char *(*codec_store_fn)(void *ctx, const char *data, size_t len);
  * 0 if the kind cannot be encoded (unknown, STRING, HEADER, BLOCK). */
 size_t codec_max_size(const stepscope_record *rec);
 
+/* The same bound for the writer's hot path: kinds without inline strings
+ * (all but METADATA) share one constant bound (tag, time, length and at
+ * most 24 fields of at most VARINT_MAX bytes), so no table is consulted. */
+#define CODEC_FIXED_MAX (3 * 10 + 24 * 10)
+#define CODEC_FIXED_KINDS                                                                       \
+  ((1ull << STEPSCOPE_REC_STREAM) | (((1ull << (STEPSCOPE_REC_EXTERNAL_CORRELATION + 1)) - 1) &   \
+                                     ~((1ull << STEPSCOPE_REC_KERNEL) - 1)))
+static inline size_t codec_bound(const stepscope_record *rec) {
+  if (rec->kind < 64 && ((CODEC_FIXED_KINDS >> rec->kind) & 1)) return CODEC_FIXED_MAX;
+  return codec_max_size(rec);
+}
+
 /* Encodes `rec` at p (which has codec_max_size bytes free); returns the end. */
 uint8_t *codec_encode(codec_state *st, uint8_t *p, const stepscope_record *rec);
 

@@ -12,4 +12,13 @@
  * other thread uses the writer. */
 void writer_set_tick(stepscope_writer *w, void (*fn)(void *), void *arg, unsigned interval_ms);
 
+/* Closes the trace file like stepscope_writer_close but keeps the writer's
+ * shell (its locks and thread buffers, without their data) alive, so that
+ * other threads still holding `w` may go on calling stepscope_write,
+ * stepscope_intern and stepscope_writer_flush concurrently: an append that
+ * was in flight when the writer closed is in the file; later ones are no-ops
+ * (STEPSCOPE_E_STATE, not counted as dropped). The shell is never freed
+ * (a few hundred bytes per writer plus a few dozen per thread that used it). */
+int writer_retire(stepscope_writer *w, stepscope_error *err);
+
 #endif
