@@ -3,11 +3,20 @@
  * CPU backend and user code call stepscope_start/stop and the small host
  * activity API (ranges, steps, marks, counters, metadata, streams).
  *
- * One global writer, published through an atomic pointer so that every call
- * is a single load and a branch while no trace runs. Ranges use a per-thread
- * stack (pushes without pops at stop are dropped, as NVTX does). The tracer
- * never takes the process down: a failure to start returns an error to the
- * caller, later failures print one warning and the trace goes quiet.
+ * One global trace session (the writer and the ids it interned at start),
+ * published through an atomic pointer so that every call is a single load
+ * and a branch while no trace runs. Ranges use a per-thread stack (pushes
+ * without pops at stop are dropped, as NVTX does). The tracer never takes
+ * the process down: a failure to start returns an error to the caller,
+ * later failures print one warning and the trace goes quiet.
+ *
+ * Stopping while other threads emit. A thread may load the session just
+ * before stepscope_stop unpublishes it and go on using it while stop runs
+ * or after. So stop closes the writer with writer_retire, which finishes
+ * the appends in flight, writes them, and turns later appends and interns
+ * into no-ops, and a stopped session (with its writer's shell) is never
+ * freed: it is moved to a list of retired sessions (a few hundred bytes per
+ * start/stop cycle).
  *
  * Clock: the trace clock of linked mode is CLOCK_MONOTONIC; clock anchors
  * (monotonic, realtime) are written at start, about every 10 s from the
@@ -31,11 +40,21 @@
 #define RANGE_STACK_DEPTH 128
 #define ANCHOR_INTERVAL_MS 10000
 
-static _Atomic(stepscope_writer *) g_writer;
+typedef struct trace_session {
+  stepscope_writer *w;
+  uint32_t domain;    /* "stepscope" */
+  uint32_t step_name; /* "step" */
+  char path[4096];
+  struct trace_session *retired_next;
+} trace_session;
+
+static _Atomic(trace_session *) g_session;
 static pthread_mutex_t g_start_mu = PTHREAD_MUTEX_INITIALIZER;
-static char g_path[4096];
-static uint32_t g_domain; /* "stepscope" */
-static uint32_t g_step_name;
+static trace_session *g_retired; /* stopped sessions: threads may still hold them */
+
+static trace_session *current_session(void) {
+  return atomic_load_explicit(&g_session, memory_order_acquire);
+}
 
 typedef struct open_range {
   uint64_t start_ns;
@@ -107,7 +126,7 @@ int stepscope_start(const stepscope_start_options *opt, stepscope_error *err) {
     return STEPSCOPE_E_ARGUMENT;
   }
   pthread_mutex_lock(&g_start_mu);
-  if (atomic_load(&g_writer)) {
+  if (atomic_load(&g_session)) {
     pthread_mutex_unlock(&g_start_mu);
     error_set(err, STEPSCOPE_E_STATE, 0, "stepscope_start: a trace is already running");
     return STEPSCOPE_E_STATE;
@@ -143,44 +162,58 @@ int stepscope_start(const stepscope_start_options *opt, stepscope_error *err) {
               strerror(errno));
     return STEPSCOPE_E_IO;
   }
-  snprintf(g_path, sizeof g_path, "%s/rank-%05d.trace.zst", opt->run_dir, h.rank);
+  trace_session *session = calloc(1, sizeof *session);
+  if (!session) {
+    pthread_mutex_unlock(&g_start_mu);
+    error_set(err, STEPSCOPE_E_NOMEM, 0, "stepscope_start: out of memory");
+    return STEPSCOPE_E_NOMEM;
+  }
+  snprintf(session->path, sizeof session->path, "%s/rank-%05d.trace.zst", opt->run_dir, h.rank);
   stepscope_writer_options wopt = {.background_flush = 1};
   if (opt->writer) wopt = *opt->writer;
-  stepscope_writer *w = stepscope_writer_open(g_path, &h, &wopt, err);
+  stepscope_writer *w = stepscope_writer_open(session->path, &h, &wopt, err);
   if (!w) {
     pthread_mutex_unlock(&g_start_mu);
+    free(session);
     return err ? err->code : STEPSCOPE_E_IO;
   }
-  g_domain = stepscope_intern(w, "stepscope");
-  g_step_name = stepscope_intern(w, "step");
+  session->w = w;
+  session->domain = stepscope_intern(w, "stepscope");
+  session->step_name = stepscope_intern(w, "step");
   write_anchor(w);
   writer_set_tick(w, anchor_tick, w, ANCHOR_INTERVAL_MS);
-  atomic_store(&g_writer, w);
+  atomic_store_explicit(&g_session, session, memory_order_release);
   pthread_mutex_unlock(&g_start_mu);
   return 0;
 }
 
 int stepscope_stop(void) {
   pthread_mutex_lock(&g_start_mu);
-  stepscope_writer *w = atomic_exchange(&g_writer, NULL);
+  trace_session *session = atomic_exchange(&g_session, NULL);
   int rc = 0;
-  if (w) {
-    write_anchor(w);
+  if (session) {
+    write_anchor(session->w);
     stepscope_error err;
-    rc = stepscope_writer_close(w, &err);
+    rc = writer_retire(session->w, &err);
     if (rc) fprintf(stderr, "stepscope: closing the trace failed: %s\n", err.message);
+    session->retired_next = g_retired; /* other threads may still hold it: kept */
+    g_retired = session;
   }
   pthread_mutex_unlock(&g_start_mu);
   return rc;
 }
 
-int stepscope_active(void) { return atomic_load_explicit(&g_writer, memory_order_acquire) != NULL; }
+int stepscope_active(void) { return current_session() != NULL; }
 
 stepscope_writer *stepscope_current(void) {
-  return atomic_load_explicit(&g_writer, memory_order_acquire);
+  trace_session *session = current_session();
+  return session ? session->w : NULL;
 }
 
-const char *stepscope_current_path(void) { return stepscope_active() ? g_path : NULL; }
+const char *stepscope_current_path(void) {
+  trace_session *session = current_session();
+  return session ? session->path : NULL;
+}
 
 void stepscope_clock_anchor_now(void) {
   stepscope_writer *w = stepscope_current();
@@ -229,7 +262,8 @@ void stepscope_range_push(const char *name, const char *args_json) {
 }
 
 void stepscope_range_pop(void) {
-  stepscope_writer *w = stepscope_current();
+  trace_session *session = current_session();
+  stepscope_writer *w = session ? session->w : NULL;
   if (!w || tls_ranges_owner != w || tls_depth == 0) return;
   tls_depth--;
   if (tls_depth >= RANGE_STACK_DEPTH) return;
@@ -239,7 +273,7 @@ void stepscope_range_pop(void) {
   rec.u.range.end_ns = stepscope_now_ns();
   rec.u.range.thread = stepscope_thread_id();
   rec.u.range.name = o->name;
-  rec.u.range.domain = g_domain;
+  rec.u.range.domain = session->domain;
   rec.u.range.args = o->args;
   rec.u.range.payload_kind = o->payload_kind;
   rec.u.range.payload = o->payload;
@@ -247,20 +281,21 @@ void stepscope_range_pop(void) {
 }
 
 void stepscope_step_begin(uint64_t step) {
-  stepscope_writer *w = stepscope_current();
-  if (w) push_range(w, g_step_name, 0, STEPSCOPE_PAYLOAD_UINT64, step);
+  trace_session *session = current_session();
+  if (session) push_range(session->w, session->step_name, 0, STEPSCOPE_PAYLOAD_UINT64, step);
 }
 
 void stepscope_step_end(void) { stepscope_range_pop(); }
 
 void stepscope_mark_now(const char *name, const char *args_json) {
-  stepscope_writer *w = stepscope_current();
-  if (!w) return;
+  trace_session *session = current_session();
+  if (!session) return;
+  stepscope_writer *w = session->w;
   stepscope_record rec = {.kind = STEPSCOPE_REC_MARK};
   rec.u.mark.time_ns = stepscope_now_ns();
   rec.u.mark.thread = stepscope_thread_id();
   rec.u.mark.name = stepscope_intern(w, name);
-  rec.u.mark.domain = g_domain;
+  rec.u.mark.domain = session->domain;
   rec.u.mark.args = args_json ? stepscope_intern(w, args_json) : 0;
   stepscope_write(w, &rec);
 }
