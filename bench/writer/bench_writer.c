@@ -21,6 +21,9 @@
  *
  * usage: bench_writer [records (default 20000000)] [threads for part 3 (default cores)]
  *        STEPSCOPE_BENCH_ZSTD_LEVEL=N to try another zstd level
+ *        STEPSCOPE_BENCH_ONLY=inline|background to run only that measurement of part 1
+ *        (for profiling)
+ *        STEPSCOPE_BENCH_KEEP=PATH to keep the file of the first measurement there
  */
 #include <math.h>
 #include <pthread.h>
@@ -214,6 +217,11 @@ static double now_s(clockid_t c) {
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+static long minor_faults(void) {
+  struct rusage ru;
+  return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_minflt : 0;
+}
+
 static uint64_t file_size(const char *path) {
   struct stat st;
   return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
@@ -222,7 +230,7 @@ static uint64_t file_size(const char *path) {
 static stepscope_writer *open_writer(const char *path, int background) {
   stepscope_header h = {.rank = 0, .world_size = 1, .hostname = "bench", .device_name = "bench",
                         .clock_domain = STEPSCOPE_CLOCK_CUPTI};
-  const char *level = getenv("STEPSCOPE_BENCH_ZSTD_LEVEL"); /* default: the writer's (3) */
+  const char *level = getenv("STEPSCOPE_BENCH_ZSTD_LEVEL"); /* default: the writer's (-5) */
   stepscope_writer_options opt = {.background_flush = background,
                                   .compression_level = level ? atoi(level) : 0};
   stepscope_error err;
@@ -281,7 +289,7 @@ int main(int argc, char **argv) {
   print_machine();
   printf("libstepscope %s, trace format %d.%d, zstd level %s, 4 MiB frames\n\n",
          STEPSCOPE_VERSION_STRING, STEPSCOPE_FORMAT_MAJOR, STEPSCOPE_FORMAT_MINOR,
-         getenv("STEPSCOPE_BENCH_ZSTD_LEVEL") ? getenv("STEPSCOPE_BENCH_ZSTD_LEVEL") : "1 (default)");
+         getenv("STEPSCOPE_BENCH_ZSTD_LEVEL") ? getenv("STEPSCOPE_BENCH_ZSTD_LEVEL") : "-5 (default)");
 
   /* 1: the writer alone, one thread: records are generated first (untimed),
    * then appended, in the writer's two configurations. */
@@ -299,8 +307,10 @@ int main(int argc, char **argv) {
   s.capture_cap = ncap;
   sim_run(&s, ncap, UINT64_MAX);
   uint64_t kernels_in_mix = s.kernels;
+  const char *only = getenv("STEPSCOPE_BENCH_ONLY");
+  int skip_inline = only && !strcmp(only, "background");
   double c0 = now_s(CLOCK_PROCESS_CPUTIME_ID), t0 = now_s(CLOCK_MONOTONIC);
-  uint64_t n = replay(w, recs, ncap, rounds);
+  uint64_t n = skip_inline ? 1 : replay(w, recs, ncap, rounds);
   stepscope_writer_close(w, NULL);
   double cpu = now_s(CLOCK_PROCESS_CPUTIME_ID) - c0, wall = now_s(CLOCK_MONOTONIC) - t0;
   uint64_t bytes = file_size(path);
@@ -311,6 +321,11 @@ int main(int argc, char **argv) {
          "(%.0f ns/record; %.1f M/s wall)\n",
          (double)n / cpu / 1e6, cpu / (double)n * 1e9, (double)n / wall / 1e6);
   printf("  size: %.2f bytes/record\n", (double)bytes / (double)n);
+  if (only && !strcmp(only, "inline")) { /* for profiling this part alone */
+    unlink(path);
+    free(recs);
+    return 0;
+  }
   /* the reader on the same file: decompression, validation, decoding */
   stepscope_error rerr;
   stepscope_reader *rd = stepscope_reader_open(path, &rerr);
@@ -328,10 +343,12 @@ int main(int argc, char **argv) {
            (double)nread / cpu / 1e6, cpu / (double)nread * 1e9, (unsigned long long)nread,
            sink ? "" : "?");
   }
-  unlink(path);
+  const char *keep = getenv("STEPSCOPE_BENCH_KEEP"); /* to study the mix: zstd -dc, zstd -b */
+  if (!keep || rename(path, keep) != 0) unlink(path);
 
   w = open_writer(path, 1);
   sim_init(&s, w, 0);
+  long faults0 = minor_faults();
   c0 = now_s(CLOCK_PROCESS_CPUTIME_ID);
   double tc0 = now_s(CLOCK_THREAD_CPUTIME_ID);
   n = replay(w, recs, ncap, rounds);
@@ -342,9 +359,11 @@ int main(int argc, char **argv) {
   printf("    appending thread: %.1f M records/s per CPU second (%.0f ns/record: what the "
          "traced program pays)\n",
          (double)n / tcpu / 1e6, tcpu / (double)n * 1e9);
-  printf("    whole process: %.1f M records/s per CPU second\n", (double)n / cpu / 1e6);
+  printf("    whole process: %.1f M records/s per CPU second (%ld page faults)\n",
+         (double)n / cpu / 1e6, minor_faults() - faults0);
   unlink(path);
   free(recs);
+  if (skip_inline) return 0;
 
   /* 2: size of kernel records alone */
   w = open_writer(path, 0);
