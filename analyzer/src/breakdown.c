@@ -169,9 +169,68 @@ static void select_kth(int64_t *v, size_t lo, size_t hi, size_t k) {
   }
 }
 
+/* The k-th smallest of v for three ranks k at once, for big arrays: one
+ * pass counts the values in 2^16 buckets of (v - min) >> shift, the buckets
+ * holding the three ranks are found from the counts, a second pass copies
+ * those buckets' values out, and quickselect finishes inside them. Two
+ * read-only passes instead of quickselect's several passes of swaps over
+ * the whole array; v is left unchanged. Returns 0 (nothing found: the
+ * caller selects in place) when memory is short or the three buckets hold
+ * too much of the array to be worth copying. */
+#define RADIX_SELECT_MIN 65536
+#define RADIX_BITS 16
+
+static int radix_select3(const int64_t *v, size_t n, int64_t mn, int64_t mx, const size_t k[3],
+                         int64_t out[3]) {
+  if (n > UINT32_MAX) return 0;
+  uint64_t range = (uint64_t)mx - (uint64_t)mn;
+  int shift = 0;
+  while (shift < 64 && (range >> shift) >= ((uint64_t)1 << RADIX_BITS)) shift++;
+  size_t nb = (size_t)(range >> shift) + 1;
+  uint32_t *count = calloc(nb, sizeof *count);
+  if (!count) return 0;
+  for (size_t i = 0; i < n; i++) count[((uint64_t)v[i] - (uint64_t)mn) >> shift]++;
+  /* the bucket of each rank (k[] ascending) and how many values lie below it */
+  size_t bucket[3], below[3], at = 0, b = 0;
+  for (int j = 0; j < 3; j++) {
+    while (at + count[b] <= k[j]) at += count[b++];
+    bucket[j] = b;
+    below[j] = at;
+  }
+  /* the distinct buckets, their place in w and their sizes */
+  size_t ids[3], first[3], len[3], fill[3], take = 0;
+  int nd = 0;
+  for (int j = 0; j < 3; j++)
+    if (nd == 0 || ids[nd - 1] != bucket[j]) {
+      ids[nd] = bucket[j];
+      first[nd] = fill[nd] = take;
+      len[nd] = count[bucket[j]];
+      take += len[nd++];
+    }
+  free(count);
+  if (take > n / 4) return 0;
+  int64_t *w = malloc((take ? take : 1) * sizeof *w);
+  if (!w) return 0;
+  for (size_t i = 0; i < n; i++) {
+    size_t bi = (size_t)(((uint64_t)v[i] - (uint64_t)mn) >> shift);
+    if (bi == ids[0]) w[fill[0]++] = v[i];
+    else if (nd > 1 && bi == ids[1]) w[fill[1]++] = v[i];
+    else if (nd > 2 && bi == ids[2]) w[fill[2]++] = v[i];
+  }
+  for (int j = 0; j < 3; j++) {
+    int d = 0;
+    while (ids[d] != bucket[j]) d++;
+    size_t kk = first[d] + (k[j] - below[j]);
+    select_kth(w, first[d], first[d] + len[d], kk);
+    out[j] = w[kk];
+  }
+  free(w);
+  return 1;
+}
+
 /* Nearest-rank percentiles (the ceil(p n / 100)-th smallest), found by
  * selection in place: O(n), no sort and no copy. */
-static void delay_stats(int64_t *v, size_t n, ssa_delay_stats *s) {
+void ssa_delay_stats_of(int64_t *v, size_t n, ssa_delay_stats *s) {
   memset(s, 0, sizeof *s);
   s->count = n;
   if (n == 0) return;
@@ -185,6 +244,14 @@ static void delay_stats(int64_t *v, size_t n, ssa_delay_stats *s) {
   s->min = mn;
   s->max = mx;
   size_t k50 = (n * 50 + 99) / 100 - 1, k90 = (n * 90 + 99) / 100 - 1, k99 = (n * 99 + 99) / 100 - 1;
+  size_t ks[3] = {k50, k90, k99};
+  int64_t out[3];
+  if (n >= RADIX_SELECT_MIN && radix_select3(v, n, mn, mx, ks, out)) {
+    s->p50 = out[0];
+    s->p90 = out[1];
+    s->p99 = out[2];
+    return;
+  }
   select_kth(v, 0, n, k50);
   s->p50 = v[k50];
   select_kth(v, k50, n, k90);
@@ -324,7 +391,7 @@ static int compute_delays(const ssa_rank *r, ssa_rank_result *rr, delay_plan *dp
       const ssa_op *o = &r->ops[i];
       if (o->launch != SSA_NONE && o->start >= tw->start && o->start < tw->end) v[n++] = launch_delay(r, o);
     }
-    delay_stats(v, n, &tw->launch);
+    ssa_delay_stats_of(v, n, &tw->launch);
     free(v);
     return 0;
   }
@@ -357,7 +424,7 @@ static int compute_delays(const ssa_rank *r, ssa_rank_result *rr, delay_plan *dp
     }
   }
   for (size_t s = 0; s < rr->nsteps; s++)
-    delay_stats(v + cursor[s] - dp->count[s], dp->count[s], &rr->windows[s].launch);
+    ssa_delay_stats_of(v + cursor[s] - dp->count[s], dp->count[s], &rr->windows[s].launch);
   if (dp->pairs != dp->ops_in_any) {
     /* overlapping steps: the totals count each op once */
     size_t n = 0;
@@ -367,7 +434,7 @@ static int compute_delays(const ssa_rank *r, ssa_rank_result *rr, delay_plan *dp
         v[n++] = launch_delay(r, o);
     }
   }
-  delay_stats(v, dp->ops_in_any, &tw->launch);
+  ssa_delay_stats_of(v, dp->ops_in_any, &tw->launch);
   if (v != dp->v) free(v);
   free(cursor);
   return 0;

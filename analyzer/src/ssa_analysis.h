@@ -54,6 +54,10 @@ typedef struct ssa_delay_stats {
   double mean;
 } ssa_delay_stats;
 
+/* Count, mean, min, max and nearest-rank percentiles of v[0, n) (breakdown.c;
+ * v may be reordered). */
+void ssa_delay_stats_of(int64_t *v, size_t n, ssa_delay_stats *s);
+
 /* The metrics of one window W on one rank. */
 typedef struct ssa_window {
   int64_t step;                     /* step number; -1 for the totals window */

@@ -5,6 +5,9 @@
  *     arrays — narrow and wide time ranges, many equal start times, negative
  *     times, already sorted and reversed input — must give exactly the
  *     order of qsort with the same total comparator;
+ *   - ssa_delay_stats_of (breakdown.c) on small and big arrays of spread,
+ *     equal, clustered, full-range and negative values must give the
+ *     percentiles of the sorted array;
  *   - ssa_step_index_stab (steps.c) on random step ranges — disjoint,
  *     overlapping, nested, empty — must report exactly the ranges that
  *     contain each query time, through both the plain and the inline entry
@@ -31,6 +34,11 @@ static int failures;
   } while (0)
 
 static uint64_t rng = 0x12345678;
+
+static int cmp_i64_test(const void *pa, const void *pb) {
+  int64_t x = *(const int64_t *)pa, y = *(const int64_t *)pb;
+  return x < y ? -1 : x > y;
+}
 static uint64_t next_u64(void) {
   uint64_t z = (rng += 0x9E3779B97F4A7C15ull);
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -163,7 +171,41 @@ out:
   free(got);
 }
 
+/* ssa_delay_stats_of against sorting: small arrays (quickselect) and big
+ * ones (radix selection, or its fallback when the values bunch up). */
+static void delay_stats_case(size_t n, int shape) {
+  int64_t *v = malloc((n ? n : 1) * sizeof *v), *sorted = malloc((n ? n : 1) * sizeof *v);
+  for (size_t i = 0; i < n; i++) {
+    uint64_t x = next_u64();
+    switch (shape) {
+    case 0: v[i] = (int64_t)(x % 5000000); break;                      /* spread */
+    case 1: v[i] = 42; break;                                         /* all equal */
+    case 2: v[i] = (x % 100 == 0) ? (int64_t)(x >> 4) : (int64_t)(x % 1000); break; /* outliers */
+    case 3: v[i] = (int64_t)x; break;                                 /* full int64 range */
+    case 4: v[i] = -(int64_t)(x % 3000) + (x % 7 == 0 ? INT64_MIN / 2 : 0); break;
+    default: v[i] = (int64_t)(i % 3); break;                          /* few values */
+    }
+  }
+  memcpy(sorted, v, n * sizeof *v);
+  qsort(sorted, n, sizeof *sorted, cmp_i64_test);
+  ssa_delay_stats st;
+  ssa_delay_stats_of(v, n, &st);
+  CHECK(st.count == n, "count");
+  if (n) {
+    size_t k50 = (n * 50 + 99) / 100 - 1, k90 = (n * 90 + 99) / 100 - 1, k99 = (n * 99 + 99) / 100 - 1;
+    CHECK(st.min == sorted[0] && st.max == sorted[n - 1], "min/max n=%zu shape %d", n, shape);
+    CHECK(st.p50 == sorted[k50], "p50 n=%zu shape %d", n, shape);
+    CHECK(st.p90 == sorted[k90], "p90 n=%zu shape %d", n, shape);
+    CHECK(st.p99 == sorted[k99], "p99 n=%zu shape %d", n, shape);
+  }
+  free(v);
+  free(sorted);
+}
+
 int main(void) {
+  size_t sizes[] = {0, 1, 2, 100, 65535, 65536, 200001};
+  for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+    for (int shape = 0; shape < 6; shape++) delay_stats_case(sizes[i], shape);
   sort_cases();
   size_t counts[] = {0, 1, 2, 3, 17, 64, 300};
   for (size_t i = 0; i < sizeof counts / sizeof *counts; i++)
