@@ -392,6 +392,13 @@ static void *flusher_main(void *arg) {
     if (w->stopping) break;
     int wanted = w->frame_wanted;
     w->frame_wanted = 0;
+    uint64_t now = mono_ns();
+    void (*tick_fn)(void *) = NULL; /* the tick is set under wake_mu, maybe after we started */
+    void *tick_arg = w->tick_arg;
+    if (w->tick_fn && now - w->last_tick_ns >= (uint64_t)w->tick_ms * 1000000ull) {
+      w->last_tick_ns = now;
+      tick_fn = w->tick_fn;
+    }
     pthread_mutex_unlock(&w->wake_mu);
     while (wanted) { /* as many frames as the queue holds */
       close_frame(w, FRAME_QUEUED, NULL);
@@ -399,11 +406,7 @@ static void *flusher_main(void *arg) {
       wanted = w->full_bytes >= w->opt.frame_bytes;
       pthread_mutex_unlock(&w->full_mu);
     }
-    uint64_t now = mono_ns();
-    if (w->tick_fn && now - w->last_tick_ns >= (uint64_t)w->tick_ms * 1000000ull) {
-      w->last_tick_ns = now;
-      w->tick_fn(w->tick_arg);
-    }
+    if (tick_fn) tick_fn(tick_arg);
     if (now - w->last_frame_ns >= (uint64_t)w->opt.flush_interval_ms * 1000000ull)
       close_frame(w, FRAME_ALL, NULL);
     pthread_mutex_lock(&w->wake_mu);
@@ -413,10 +416,12 @@ static void *flusher_main(void *arg) {
 }
 
 void writer_set_tick(stepscope_writer *w, void (*fn)(void *), void *arg, unsigned interval_ms) {
+  pthread_mutex_lock(&w->wake_mu); /* the background thread is already running */
   w->tick_fn = fn;
   w->tick_arg = arg;
   w->tick_ms = interval_ms ? interval_ms : 1000;
   w->last_tick_ns = mono_ns();
+  pthread_mutex_unlock(&w->wake_mu);
 }
 
 static void writer_free(stepscope_writer *w) {

@@ -8,8 +8,8 @@
 #include "stepscope.h"
 
 /* Calls fn(arg) from the writer's background thread about every
- * `interval_ms` (used to write periodic clock anchors). Set before any
- * other thread uses the writer. */
+ * `interval_ms` (used to write periodic clock anchors). Call it once, before
+ * other threads use the writer (the background thread may already run). */
 void writer_set_tick(stepscope_writer *w, void (*fn)(void *), void *arg, unsigned interval_ms);
 
 /* Closes the trace file like stepscope_writer_close but keeps the writer's
