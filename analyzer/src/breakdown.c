@@ -178,7 +178,7 @@ static void select_kth(int64_t *v, size_t lo, size_t hi, size_t k) {
  * caller selects in place) when memory is short or the three buckets hold
  * too much of the array to be worth copying. */
 #define RADIX_SELECT_MIN 65536
-#define RADIX_BITS 16
+#define RADIX_BITS 11
 
 static int radix_select3(const int64_t *v, size_t n, int64_t mn, int64_t mx, const size_t k[3],
                          int64_t out[3]) {

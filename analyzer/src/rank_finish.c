@@ -117,17 +117,21 @@ typedef struct joins {
   uint64_t lo, hi;
   idx_hash api_hash;    /* sparse ids */
   int dense, any_api;
+  /* ids rising strictly along the (sorted) calls, none 0: no table, each
+   * op's call is searched from where its lane's last one was found */
+  int rising;
+  size_t *lane_hint;
   /* collectives by correlation id; corr_lo > corr_hi when none has one */
   idx_hash coll_hash;
   uint64_t corr_lo, corr_hi;
   /* NCCL name test per string id: 0 unknown, 1 no, 2 yes */
   uint8_t *is_nccl;
-  /* seen by the op pass: an op starting before its predecessor, and two
-   * equal start times (whose order needs the full comparison) */
-  int ops_unordered, check_ties;
+  /* seen by the op pass: an op that goes before its predecessor */
+  int ops_unordered;
 } joins;
 
 static void joins_free(joins *j) {
+  free(j->lane_hint);
   free(j->slot);
   free(j->api_hash.slots);
   free(j->coll_hash.slots);
@@ -141,14 +145,18 @@ static int build_launch_index(ssa_rank *r, joins *j) {
    * the sort has nothing to do; ids do not depend on the order) */
   uint64_t lo = UINT64_MAX, hi = 0;
   size_t with = 0;
-  int unordered = 0;
+  int unordered = 0, rising = 1;
   for (size_t i = 0; i < r->napis; i++) {
     const ssa_api *a = &r->apis[i];
     if (i > 0 && !unordered &&
         (a[-1].start > a->start || (a[-1].start == a->start && cmp_apis(a - 1, a) > 0)))
       unordered = 1;
     uint64_t c = a->corr;
-    if (!c) continue;
+    if (i > 0 && c <= a[-1].corr) rising = 0;
+    if (!c) {
+      rising = 0;
+      continue;
+    }
     with++;
     if (c < lo) lo = c;
     if (c > hi) hi = c;
@@ -157,6 +165,12 @@ static int build_launch_index(ssa_rank *r, joins *j) {
   if (unordered) ssa_sort_by_start(r->apis, r->napis, sizeof *r->apis, cmp_apis);
   if (with == 0) return 0;
   j->any_api = 1;
+  if (rising && !unordered) {
+    j->lane_hint = calloc(r->nlanes ? r->nlanes : 1, sizeof *j->lane_hint);
+    if (!j->lane_hint) return STEPSCOPE_E_NOMEM;
+    j->rising = 1;
+    return 0;
+  }
   uint64_t span = hi - lo + 1;
   if (span <= (uint64_t)with * 2 + 1024 && span <= UINT32_MAX) {
     j->slot = calloc((size_t)span, sizeof *j->slot);
@@ -185,7 +199,63 @@ static int build_launch_index(ssa_rank *r, joins *j) {
   return 0;
 }
 
-static inline uint32_t launch_of(const ssa_rank *r, const joins *j, uint64_t corr) {
+/* The call with id `corr` among calls whose ids rise strictly, searched by
+ * galloping from *hint (ops of a lane come in launch order, so the next
+ * one is usually the next call or close to it); *hint moves past it. */
+static uint32_t launch_rising(const ssa_rank *r, size_t *hint, uint64_t corr) {
+  const ssa_api *a = r->apis;
+  size_t n = r->napis, h = *hint < n ? *hint : n - 1;
+  size_t lo, hi; /* the call is in (lo, hi], or absent */
+  if (a[h].corr == corr) {
+    *hint = h + 1;
+    return (uint32_t)h;
+  }
+  if (a[h].corr < corr) {
+    size_t step = 1;
+    lo = h;
+    while (lo + step < n && a[lo + step].corr < corr) {
+      lo += step;
+      step *= 2;
+    }
+    hi = lo + step < n ? lo + step : n - 1;
+    if (a[hi].corr < corr) return SSA_NONE;
+  } else {
+    size_t step = 1;
+    hi = h;
+    while (hi >= step && a[hi - step].corr > corr) {
+      hi -= step;
+      step *= 2;
+    }
+    if (hi < step) { /* nothing below: search [0, hi) */
+      if (a[0].corr > corr) return SSA_NONE;
+      if (a[0].corr == corr) {
+        *hint = 1;
+        return 0;
+      }
+      lo = 0;
+    } else {
+      lo = hi - step;
+    }
+    hi--; /* a[hi + 1].corr > corr, a[lo].corr <= corr */
+    if (a[lo].corr == corr) {
+      *hint = lo + 1;
+      return (uint32_t)lo;
+    }
+  }
+  /* a[lo].corr < corr <= a[hi].corr */
+  while (hi - lo > 1) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (a[mid].corr < corr) lo = mid;
+    else hi = mid;
+  }
+  if (a[hi].corr != corr) return SSA_NONE;
+  *hint = hi + 1;
+  return (uint32_t)hi;
+}
+
+static inline uint32_t launch_of(const ssa_rank *r, const joins *j, const ssa_op *o) {
+  uint64_t corr = o->corr;
+  if (j->rising) return corr ? launch_rising(r, &j->lane_hint[o->lane], corr) : SSA_NONE;
   if (j->dense) {
     if (corr < j->lo || corr > j->hi) return SSA_NONE;
     uint32_t ai = j->slot[corr - j->lo];
@@ -260,19 +330,19 @@ static inline uint32_t collective_of(const ssa_rank *r, const joins *j, uint64_t
  * runs once per distinct string). It also notes each collective's first op
  * and whether the ops are in order; when they are not, join_all sorts them
  * and finds the first ops again. */
+static inline int ops_out_of_order(const ssa_op *a, const ssa_op *b) {
+  return a->start > b->start || (a->start == b->start && ssa_cmp_ops(a, b) > 0);
+}
+
 static void join_ops(ssa_rank *r, joins *j) {
   uint32_t nstrings = r->strings.count;
   for (size_t i = 0; i < r->nops; i++) {
     ssa_op *o = &r->ops[i];
-    /* whether the ops (as completed by this pass) are in order, so the
-     * sort after it can be skipped */
-    if (i > 0 && !j->ops_unordered) {
-      const ssa_op *p = o - 1;
-      if (p->start > o->start) j->ops_unordered = 1;
-      else if (p->start == o->start) j->check_ties = 1;
-    }
+    /* whether the ops, as completed by this pass, are in order (so the sort
+     * after it can be skipped): ops i-2 and i-1 are complete by now */
+    if (i > 1 && !j->ops_unordered && ops_out_of_order(o - 2, o - 1)) j->ops_unordered = 1;
     if (j->any_api) {
-      uint32_t ai = launch_of(r, j, o->corr);
+      uint32_t ai = launch_of(r, j, o);
       if (ai != SSA_NONE) {
         o->launch = ai;
         r->joined_ops++;
@@ -298,6 +368,8 @@ static void join_ops(ssa_rank *r, joins *j) {
       r->comm_by_name++;
     }
   }
+  if (r->nops > 1 && ops_out_of_order(&r->ops[r->nops - 2], &r->ops[r->nops - 1]))
+    j->ops_unordered = 1;
 }
 
 static int join_all(ssa_rank *r) {
@@ -312,7 +384,7 @@ static int join_all(ssa_rank *r) {
   for (size_t i = 0; i < r->ncolls; i++) r->colls[i].op_index = SSA_NONE;
   if (rc == 0) join_ops(r, &j);
   joins_free(&j);
-  if (rc == 0 && (j.ops_unordered || j.check_ties)) {
+  if (rc == 0 && j.ops_unordered) {
     ssa_sort_by_start(r->ops, r->nops, sizeof *r->ops, ssa_cmp_ops);
     for (size_t i = 0; i < r->ncolls; i++) r->colls[i].op_index = SSA_NONE;
     for (size_t i = 0; i < r->nops; i++) {

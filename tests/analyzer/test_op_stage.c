@@ -11,7 +11,9 @@
  * the same records to ssa_rank_add_record (one op array, sorted by finish).
  * After ssa_rank_finish both ranks must hold the same ops in the same order
  * (every field, names compared as strings), the same API calls and the same
- * collective-to-op links.
+ * collective-to-op links; and every op's launch call must be the call with
+ * its correlation id, or none when no call has it (some calls are left out
+ * on purpose), checked by brute force.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +52,13 @@ typedef struct scenario {
   int shuffled_lane;         /* this lane's ops come out of order (-1: none) */
   int coarse;                /* start times on a coarse grid: many ties */
 } scenario;
+
+static int jitter_apis;
+
+static int cmp_u64(const void *pa, const void *pb) {
+  uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
+  return a < b ? -1 : a > b;
+}
 
 static const char *names[] = {"gemm", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "softmax", "copy"};
 
@@ -107,7 +116,7 @@ static void run(const scenario *sc, const char *dir) {
   strs[args] = "{\"mb\":1}";
   strs[launch] = "launch";
   strs[dp] = "dp";
-  uint64_t host = 1000, corr = 1, seq = 0;
+  uint64_t host = 100000, corr = 1, seq = 0;
   int64_t lane_t[16] = {0};
   stepscope_record rec;
   for (size_t i = 0; i < sc->ops; i++) {
@@ -123,10 +132,14 @@ static void run(const scenario *sc, const char *dir) {
     lane_t[lane] = (int64_t)start;
     uint64_t c = next_u64() % 10 ? corr++ : 0;
     int thread = (int)(next_u64() % 2) + 1;
-    if (c) {
+    if (c && next_u64() % 16 == 0) {
+      /* a launch call lost: the op's id matches nothing */
+    } else if (c) {
       memset(&rec, 0, sizeof rec);
       rec.kind = STEPSCOPE_REC_API;
-      rec.u.api.start_ns = host - 50;
+      /* with jitter, calls of thread 2 start earlier: sorted by start, the
+       * ids no longer rise (the join's table path instead of its search) */
+      rec.u.api.start_ns = host - 50 - (jitter_apis && thread == 2 ? next_u64() % 3000 : 0);
       rec.u.api.end_ns = host;
       rec.u.api.correlation_id = c;
       rec.u.api.thread = (uint64_t)thread;
@@ -241,6 +254,22 @@ static void run(const scenario *sc, const char *dir) {
           "%s: lane %u", sc->what, i);
   for (size_t i = 1; i < s.nops; i++)
     CHECK(ssa_cmp_ops(&s.ops[i - 1], &s.ops[i]) <= 0, "%s: not sorted at %zu", sc->what, i);
+  /* the join against brute force: an op's launch call has its id, and an
+   * op without one has an id that no call has */
+  uint64_t *ids = malloc((s.napis ? s.napis : 1) * sizeof *ids);
+  for (size_t i = 0; i < s.napis; i++) ids[i] = s.apis[i].corr;
+  qsort(ids, s.napis, sizeof *ids, cmp_u64);
+  size_t wrong = 0;
+  for (size_t i = 0; i < s.nops; i++) {
+    const ssa_op *o = &s.ops[i];
+    if (o->launch != SSA_NONE) {
+      wrong += o->launch >= s.napis || s.apis[o->launch].corr != o->corr || !o->corr;
+    } else if (o->corr) {
+      wrong += bsearch(&o->corr, ids, s.napis, sizeof *ids, cmp_u64) != NULL;
+    }
+  }
+  CHECK(wrong == 0, "%s: %zu ops joined wrongly", sc->what, wrong);
+  free(ids);
   ssa_rank_free(&s);
   ssa_rank_free(&x.r);
   unlink(path);
@@ -263,6 +292,7 @@ int main(void) {
   };
   for (int seed = 1; seed <= 2; seed++) {
     rng = (uint64_t)seed * 1234567;
+    jitter_apis = seed == 2;
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++) run(&scenarios[i], dir);
   }
   rmdir(dir);
