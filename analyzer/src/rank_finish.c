@@ -2,8 +2,8 @@
  * rank_finish.c — turns a freshly filled rank into the form the metrics need.
  *
  *   1. Join: every op with a correlation id is joined to the API call (launch
- *      or host enqueue) with the same id, through a transient open-addressing
- *      hash of API indices (4 bytes per call, freed at the end).
+ *      or host enqueue) with the same id (the first one, if several have it;
+ *      see below for how it is found).
  *   2. Collectives: a COLLECTIVE record is linked to the op that executed it,
  *      by correlation id (NCCL kernel or copy on a GPU) or by (comm_id, seq)
  *      (CPU-backend host ops). Linked ops are communication by evidence.
@@ -22,9 +22,12 @@
  *
  * Steps 1-3 build their lookups first (host ops are linked through their
  * oplinks then) and visit the ops in one pass, since each pass over the ops
- * costs a trip through memory. When correlation ids are dense (CUPTI and
- * our tracer number them consecutively), the join indexes a plain array by
- * id - min instead of hashing, which keeps memory accesses in order.
+ * costs a trip through memory. When the ids rise strictly along the calls
+ * sorted by start (one launching thread, as CUPTI and our tracer number
+ * them), each op's call is found by a galloping search from where the
+ * previous op of its lane found its own, with no table; otherwise, when the
+ * ids are dense, the join indexes a plain array by id - min, and else it
+ * hashes.
  */
 #include <stdlib.h>
 #include <string.h>
