@@ -60,8 +60,10 @@ static const opt_row rows[] = {
      "micro-batches per DP rank (gradient accumulation; pipeline micro-batches) [1, or 2*pp "
      "with pp > 1]", 0},
     {"batch", OPT_INT, OFF(batch), 0, "B", "global batch in sequences per optimizer step [8]", 0},
-    {"zero", OPT_INT, OFF(zero), 0, "0|1",
-     "ZeRO stage: 1 shards the AdamW state over the DP group [0]", 0},
+    {"zero", OPT_INT, OFF(zero), 0, "0|1|2|3",
+     "ZeRO stage over the gradient group (dp, or dp x cp): 1 shards the AdamW state, 2 also "
+     "the gradients (bucketed reduce-scatter), 3 also the parameters (gathered per layer) [0]",
+     0},
     {"recompute", OPT_SPECIAL, 0, 0, "none|selective|full",
      "activation recomputation: selective recomputes attention, full whole blocks [none]", 0},
     {"bucket-mb", OPT_DOUBLE, OFF(bucket_mb), 0, "MB", "DP gradient bucket size in MiB [1]", 0},
@@ -497,8 +499,7 @@ int config_validate(const train_config *c, char *err, size_t n)
     REQUIRE(!c->sp || ((long)mb * (c->seq / c->cp)) % c->tp == 0,
             "--sp: the micro-batch's %d tokens%s are not divisible by --tp %d",
             mb * (c->seq / c->cp), c->cp > 1 ? " on each CP rank" : "", c->tp);
-    REQUIRE(c->zero == 0 || c->zero == 1, "--zero %d: only stages 0 and 1 are implemented",
-            c->zero);
+    REQUIRE(c->zero >= 0 && c->zero <= 3, "--zero %d: the ZeRO stage is 0, 1, 2 or 3", c->zero);
     REQUIRE(c->bucket_mb > 0, "--bucket-mb %g: must be positive", c->bucket_mb);
     REQUIRE(c->steps >= 0, "--steps %d: must not be negative", c->steps);
     REQUIRE(c->lr >= 0, "--lr %g: must not be negative", c->lr);

@@ -152,6 +152,43 @@ void model_unit_range(const model *m, int unit, size_t *begin, size_t *end)
     }
 }
 
+int model_unit_of(const model *m, size_t off)
+{
+    if (off < m->off_blocks)
+        return m->nblocks + 1;
+    if (off >= m->off_lnf)
+        return 0;
+    return m->nblocks - (int)((off - m->off_blocks) / m->block_floats);
+}
+
+void model_bind_unit(model *m, int unit, float *param, float *grad)
+{
+    if (param)
+        m->unit_param[unit] = param;
+    if (grad)
+        m->unit_grad[unit] = grad;
+}
+
+/* The parameter / gradient at flat offset `off` of unit `unit`, wherever it is bound. */
+static float *param_at(const model *m, int unit, size_t off)
+{
+    return m->unit_param[unit] + (off - m->unit_begin[unit]);
+}
+
+static float *grad_at(const model *m, int unit, size_t off)
+{
+    return m->unit_grad[unit] + (off - m->unit_begin[unit]);
+}
+
+static int unit_of_block(const model *m, int b) { return m->nblocks - b; }
+static int embed_unit(const model *m) { return m->nblocks + 1; }
+
+static void begin_unit(model *m, int unit, int backward)
+{
+    if (m->before_unit)
+        m->before_unit(m->before_unit_arg, unit, backward);
+}
+
 /* ---- activations ----------------------------------------------------------------- */
 
 /* Lays out one block's activations from base+*at (or only counts when base is NULL). */
@@ -277,10 +314,26 @@ int model_create(model *m, const train_config *cfg, const model_grid *g, dev_dev
     m->nfloats_padded = (m->nfloats + unit - 1) / unit * unit;
     size_t pbytes = m->nfloats_padded * sizeof(float);
     m->param = m->ops->alloc(dev, pbytes);
-    m->grad = m->ops->alloc(dev, pbytes);
-    if (!m->param || !m->grad) {
+    /* --zero 2/3: no full gradient buffer (the trainer binds bucket buffers to the units) */
+    m->grad = cfg->zero >= 2 ? NULL : m->ops->alloc(dev, pbytes);
+    if (!m->param || (cfg->zero < 2 && !m->grad)) {
         snprintf(err, errlen, "out of device memory for %zu parameters", m->nfloats);
         return -1;
+    }
+    int units = model_unit_count(m);
+    m->unit_param = calloc((size_t)units, sizeof(float *));
+    m->unit_grad = calloc((size_t)units, sizeof(float *));
+    m->unit_begin = calloc((size_t)units, sizeof(size_t));
+    if (!m->unit_param || !m->unit_grad || !m->unit_begin) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (int u = 0; u < units; u++) {
+        size_t b, e;
+        model_unit_range(m, u, &b, &e);
+        m->unit_begin[u] = b;
+        m->unit_param[u] = m->param + b;
+        m->unit_grad[u] = m->grad ? m->grad + b : NULL;
     }
     size_t NsC = (size_t)m->Ns * m->C, NC = (size_t)m->N * m->C;
     size_t att = m->cp > 1 ? 0 : (size_t)m->B * m->NHl * m->T * m->T;
@@ -397,6 +450,9 @@ void model_destroy(model *m)
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         o->free(d, bufs[i]);
     free(m->params);
+    free(m->unit_param);
+    free(m->unit_grad);
+    free(m->unit_begin);
     ring_attention_destroy(&m->ring);
     memset(m, 0, sizeof *m);
 }
@@ -485,7 +541,8 @@ int model_init_params(model *m, unsigned long long seed, char *err, size_t errle
             host[m->off_lnf + i] = 1.0f;
     free(full);
     m->ops->copy_to_device(m->compute, m->param, host, m->nfloats * sizeof(float));
-    m->ops->zero(m->compute, m->grad, m->nfloats_padded * sizeof(float));
+    if (m->grad)
+        m->ops->zero(m->compute, m->grad, m->nfloats_padded * sizeof(float));
     int rc = m->ops->stream_synchronize(m->compute);
     free(host);
     if (rc != 0) {
@@ -553,7 +610,7 @@ static void block_forward(model *m, const block_acts *a, int b, float *out)
 {
     const dev_ops *o = m->ops;
     dev_stream *s = m->compute;
-    float *p = m->param + m->off_blocks + (size_t)b * m->block_floats;
+    float *p = param_at(m, unit_of_block(m, b), m->off_blocks + (size_t)b * m->block_floats);
     int N = m->N, Ns = m->Ns, C = m->C, Cl = m->Cl;
     int bias_here = m->grid.tp_rank == 0;
     o->layernorm_forward(s, a->ln1, a->ln1_mean, a->ln1_rstd, a->in, p + BO_LN1W(m),
@@ -585,7 +642,8 @@ static void block_backward(model *m, const block_acts *a, int b, const float *do
     const dev_ops *o = m->ops;
     dev_stream *s = m->compute;
     size_t boff = m->off_blocks + (size_t)b * m->block_floats;
-    float *p = m->param + boff, *g = m->grad + boff;
+    int u = unit_of_block(m, b);
+    float *p = param_at(m, u, boff), *g = grad_at(m, u, boff);
     int N = m->N, Ns = m->Ns, C = m->C, Cl = m->Cl;
     size_t NsC = (size_t)Ns * C;
     float *dres2 = m->dres_a;
@@ -630,7 +688,8 @@ static void block_backward(model *m, const block_acts *a, int b, const float *do
  * chunk of all B sequences is one call with the wpe rows of its global position. */
 static void embed(model *m, float *out, const int *tokens)
 {
-    const float *wte = m->param + m->off_wte, *wpe = m->param + m->off_wpe;
+    int u = embed_unit(m);
+    const float *wte = param_at(m, u, m->off_wte), *wpe = param_at(m, u, m->off_wpe);
     if (m->cp == 1) {
         m->ops->encoder_forward(m->compute, out, tokens, wte, wpe, m->B, m->T, m->C);
         return;
@@ -645,7 +704,8 @@ static void embed(model *m, float *out, const int *tokens)
 
 static void embed_backward(model *m, const float *dout, const int *tokens)
 {
-    float *dwte = m->grad + m->off_wte, *dwpe = m->grad + m->off_wpe;
+    int u = embed_unit(m);
+    float *dwte = grad_at(m, u, m->off_wte), *dwpe = grad_at(m, u, m->off_wpe);
     if (m->cp == 1) {
         m->ops->encoder_backward(m->compute, dwte, dwpe, dout, tokens, m->B, m->T, m->C);
         return;
@@ -672,23 +732,28 @@ void model_forward(model *m, int slot, int mb)
     size_t NsC = (size_t)m->Ns * m->C;
     if (m->first_stage) {
         float *dst = m->sp ? m->enc_full : sl->stage_in;
+        begin_unit(m, embed_unit(m), 0);
         embed(m, dst, sl->tokens);
         if (m->sp)
             o->copy(s, sl->stage_in, m->enc_full + (size_t)m->grid.tp_rank * NsC, NsC * 4);
     }
     for (int b = 0; b < m->nblocks; b++) {
         range_push_layer("layer", mb, stage, m->first_layer + b);
+        begin_unit(m, unit_of_block(m, b), 0);
         block_acts a = acts_of(m, slot, b);
         block_forward(m, &a, b, block_out(m, slot, b));
         range_pop();
     }
     if (m->last_stage) {
         range_push_layer("lm_head", mb, stage, m->L);
+        begin_unit(m, 0, 0);
+        begin_unit(m, embed_unit(m), 0);
         const float *fin = tp_gather(m, sl->final_full, sl->stage_out);
-        float *pl = m->param + m->off_lnf;
+        float *pl = param_at(m, 0, m->off_lnf);
         o->layernorm_forward(s, sl->lnf, sl->lnf_mean, sl->lnf_rstd, fin, pl, pl + m->C, m->N,
                              m->C);
-        o->matmul_forward(s, m->logits, sl->lnf, m->param + m->off_wte, NULL, m->N, m->C, m->Vp);
+        o->matmul_forward(s, m->logits, sl->lnf, param_at(m, embed_unit(m), m->off_wte), NULL,
+                          m->N, m->C, m->Vp);
         o->crossentropy_forward(s, m->losses, sl->probs, m->logits, sl->targets, m->N, m->V,
                                 m->Vp);
         o->sum_accumulate(s, m->loss_acc, m->losses, (size_t)m->N);
@@ -722,14 +787,16 @@ void model_backward(model *m, int slot, int mb, void (*unit_done)(void *arg, int
     const float *dtop;
     if (m->last_stage) {
         range_push_layer("lm_head", mb, stage, m->L);
+        begin_unit(m, 0, 1);
+        begin_unit(m, embed_unit(m), 1);
         const float *fin = m->sp ? sl->final_full : sl->stage_out;
-        float *pl = m->param + m->off_lnf, *gl = m->grad + m->off_lnf;
+        float *pl = param_at(m, 0, m->off_lnf), *gl = grad_at(m, 0, m->off_lnf);
         o->zero(s, m->logits, (size_t)m->N * m->Vp * 4);
         o->crossentropy_backward(s, m->logits, m->dlosses, sl->probs, sl->targets, m->N, m->V,
                                  m->Vp);
         o->zero(s, m->dlnf, NC * 4);
-        o->matmul_backward(s, m->dlnf, m->grad + m->off_wte, NULL, m->logits, sl->lnf,
-                           m->param + m->off_wte, m->N, m->C, m->Vp);
+        o->matmul_backward(s, m->dlnf, grad_at(m, embed_unit(m), m->off_wte), NULL, m->logits,
+                           sl->lnf, param_at(m, embed_unit(m), m->off_wte), m->N, m->C, m->Vp);
         o->zero(s, m->dfinal_full, NC * 4);
         o->layernorm_backward(s, m->dfinal_full, gl, gl + m->C, m->dlnf, fin, pl, sl->lnf_mean,
                               sl->lnf_rstd, m->N, m->C);
@@ -742,6 +809,7 @@ void model_backward(model *m, int slot, int mb, void (*unit_done)(void *arg, int
         unit_done(arg, 0);
     const float *dout = dtop;
     for (int b = m->nblocks - 1; b >= 0; b--) {
+        begin_unit(m, unit_of_block(m, b), 1);
         recompute_block(m, slot, b, mb);
         range_push_layer("layer", mb, stage, m->first_layer + b);
         block_acts a = acts_of(m, slot, b);
@@ -753,6 +821,7 @@ void model_backward(model *m, int slot, int mb, void (*unit_done)(void *arg, int
             unit_done(arg, m->nblocks - b);
     }
     if (m->first_stage) {
+        begin_unit(m, embed_unit(m), 1);
         const float *g = tp_gather(m, m->d_full, dout);
         embed_backward(m, g, sl->tokens);
     }

@@ -27,6 +27,9 @@
  *     attention is ring attention over the CP group (ring_attention.h). Weights
  *     are replicated over CP; their gradients are partial sums (over the rank's
  *     tokens) that the trainer all-reduces over dp x cp.
+ *   - Units (model_unit_range) are the lnf/LM head, each block and the embeddings; the model
+ *     reaches a unit's parameters and gradients through per-unit pointers (model_bind_unit),
+ *     so that ZeRO-2/3 can keep them outside the flat buffers.
  *   - Activations live in `slots` (micro-batches in flight); with recomputation
  *     the dropped tensors live in one scratch set and are rebuilt in backward.
  */
@@ -118,7 +121,18 @@ typedef struct model {
     size_t nfloats_padded; /* allocated: a multiple of dp (ZeRO-1 shards are equal) */
     size_t block_floats; /* per block */
     size_t off_wte, off_wpe, off_blocks, off_lnf;
-    float *param, *grad;
+    float *param, *grad; /* grad is NULL under --zero 2/3 (the trainer binds per-unit buffers) */
+    /* Where each unit's parameters and gradients live (model_bind_unit): the first float of
+     * unit u (model_unit_range's begin) is at unit_param[u] / unit_grad[u]. By default they
+     * point into param/grad; ZeRO-2 binds the gradients to bucket buffers and ZeRO-3 the
+     * parameters to gathered working buffers. Read when an operation is enqueued. */
+    float **unit_param, **unit_grad;
+    size_t *unit_begin;
+    /* Optional: called (on the host, while enqueueing) before a unit's forward or backward
+     * (backward = 1) uses its parameters: ZeRO-3 gathers them there. The last stage's LM head
+     * also reads the embedding unit's wte: the hook is called for both units. */
+    void (*before_unit)(void *arg, int unit, int backward);
+    void *before_unit_arg;
     /* activations */
     model_slot *slots;
     int nslots;
@@ -166,6 +180,13 @@ void model_backward(model *m, int slot, int mb, void (*unit_done)(void *arg, int
                     void *arg);
 /* Sets the per-token loss weight used by backward. */
 void model_set_loss_weight(model *m, float dloss);
+
+/* Points unit `unit`'s parameters (NULL: keep) and gradients (NULL: keep) at buffers holding
+ * the unit's range of the flat layout from its first float on. Takes effect for operations
+ * enqueued afterwards. */
+void model_bind_unit(model *m, int unit, float *param, float *grad);
+/* The unit holding the flat offset `off` (a parameter's unit). */
+int model_unit_of(const model *m, size_t off);
 
 /* Float offset range of a unit in the flat buffers: [*begin, *end). */
 void model_unit_range(const model *m, int unit, size_t *begin, size_t *end);

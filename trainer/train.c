@@ -52,6 +52,7 @@
 #include "schedule.h"
 #include "stepscope.h"
 #include "train_data.h"
+#include "zero.h"
 
 #ifdef STEPSCOPE_TRAINER_HAVE_CUDA
 #include "comm_nccl.h"
@@ -62,7 +63,30 @@ typedef struct bucket {
     size_t begin, end; /* floats */
     int ready_unit;    /* launched once this backward unit is done */
     int launched;
+    /* --zero 2/3 */
+    int embed;  /* the embedding unit's bucket: its own buffers, reduced once per step */
+    int slot;   /* rotating gradient buffer (0/1) of the other buckets */
 } bucket;
+
+/* --zero 2/3 state (see zero.h for the cut and the README for the memory). */
+typedef struct zero_state {
+    zero_plan plan;          /* a piece of every bucket per member of the gradient group */
+    float *grad_shard;       /* [plan.shard_len] this rank's reduced gradients */
+    float *gbuf[2];          /* rotating bucket gradient buffers (each the largest padded bucket) */
+    float *gembed;           /* the embedding bucket's gradients, accumulated over micro-batches */
+    float *piece_tmp;        /* [plan.max_piece] a reduce-scatter's result before it is added */
+    dev_event *ev_gfree[2];  /* gbuf[s] reduced and zeroed: compute may write it again */
+    /* ZeRO-3 */
+    float *param_shard;      /* [plan.shard_len] the master parameters this rank owns */
+    float *pbuf[2];          /* rotating gathered parameter buffers */
+    float *pembed;           /* the embedding bucket's parameters, gathered for the whole step */
+    int resident[2];         /* bucket gathered (or being gathered) into pbuf[s], -1 none */
+    int cur;                 /* pbuf slot of the bucket compute uses now, -1 none */
+    int cur_bucket;
+    dev_event *ev_pfree, *ev_gathered[2];
+    int *bucket_of_unit;     /* unit -> bucket, -1 for an empty unit */
+    size_t gbuf_floats, pbuf_floats;
+} zero_state;
 
 typedef struct trainer {
     train_config cfg;
@@ -89,6 +113,8 @@ typedef struct trainer {
     dev_event *ev_bucket, *ev_dp_done, *ev_opt_done, *ev_gather_done;
     bucket *buckets;
     int nbuckets;
+    zero_state z;   /* --zero >= 2 */
+    int last_mb;    /* the micro-batch being walked backward is the step's last */
     float *adam_m, *adam_v; /* shard-sized */
     size_t shard_begin, shard_end, shard_len;
     double *stat;      /* device: [loss sum, grad norm^2] */
@@ -227,13 +253,18 @@ static void build_buckets(trainer *t)
     t->nbuckets = 0;
     if (!t->buckets)
         return;
-    bucket cur = {0, 0, -1, 0};
+    bucket cur = {0, 0, -1, 0, 0, 0};
     int open = 0;
     for (int u = 0; u < units; u++) {
         size_t b, e;
         model_unit_range(m, u, &b, &e);
         if (e <= b)
             continue;
+        if (t->cfg.zero >= 2 && u == units - 1 && open) {
+            /* ZeRO-2/3: the embedding unit is a bucket of its own (train.c, zero_state) */
+            t->buckets[t->nbuckets++] = cur;
+            open = 0;
+        }
         if (!open) {
             cur.begin = b;
             cur.end = e;
@@ -249,10 +280,122 @@ static void build_buckets(trainer *t)
     }
     if (open)
         t->buckets[t->nbuckets++] = cur;
+    int rotating = 0;
+    for (int k = 0; k < t->nbuckets; k++) {
+        bucket *bk = &t->buckets[k];
+        bk->embed = t->cfg.zero >= 2 && bk->ready_unit == units - 1;
+        bk->slot = bk->embed ? -1 : rotating++ % 2;
+    }
     /* the padding tail (ZeRO shards) rides with the bucket that ends at nfloats */
     for (int k = 0; k < t->nbuckets; k++)
         if (t->buckets[k].end == m->nfloats)
             t->buckets[k].end = m->nfloats_padded;
+}
+
+static void zero3_before_unit(void *arg, int unit, int backward);
+
+/* --zero 2/3: the sharding plan, the shard and bucket buffers, and the model's units bound to
+ * them; under ZeRO-3 also the rank's parameter pieces (taken from the initialized full buffer,
+ * which is then freed). */
+static int zero_setup(trainer *t)
+{
+    zero_state *z = &t->z;
+    model *m = &t->m;
+    const dev_ops *o = t->o;
+    size_t *begins = calloc((size_t)t->nbuckets + 1, sizeof(size_t));
+    size_t *ends = calloc((size_t)t->nbuckets + 1, sizeof(size_t));
+    int units = model_unit_count(m);
+    z->bucket_of_unit = malloc(sizeof(int) * (size_t)units);
+    if (!begins || !ends || !z->bucket_of_unit) {
+        free(begins);
+        free(ends);
+        return fail(t, "%s", "out of memory");
+    }
+    for (int k = 0; k < t->nbuckets; k++) {
+        begins[k] = t->buckets[k].begin;
+        ends[k] = t->buckets[k].end;
+    }
+    int rc = zero_plan_build(&z->plan, begins, ends, t->nbuckets, t->reduce_n, comm_rank(t->dp_c));
+    free(begins);
+    free(ends);
+    if (rc != 0)
+        return fail(t, "%s", "out of memory");
+    size_t rot = 0, emb = 0;
+    for (int k = 0; k < t->nbuckets; k++) {
+        size_t padded = z->plan.b[k].padded;
+        if (t->buckets[k].embed)
+            emb = padded;
+        else if (padded > rot)
+            rot = padded;
+    }
+    z->gbuf_floats = z->pbuf_floats = rot;
+    z->grad_shard = o->alloc(t->dev, z->plan.shard_len * 4);
+    z->piece_tmp = o->alloc(t->dev, (z->plan.max_piece ? z->plan.max_piece : 1) * 4);
+    int bad = !z->grad_shard || !z->piece_tmp;
+    for (int s = 0; s < 2 && rot; s++) {
+        z->gbuf[s] = o->alloc(t->dev, rot * 4);
+        z->ev_gfree[s] = o->event_create(t->dev);
+        bad |= !z->gbuf[s] || !z->ev_gfree[s];
+    }
+    if (emb) {
+        z->gembed = o->alloc(t->dev, emb * 4);
+        bad |= !z->gembed;
+    }
+    z->cur = -1;
+    z->cur_bucket = -1;
+    z->resident[0] = z->resident[1] = -1;
+    if (t->cfg.zero >= 3) {
+        z->param_shard = o->alloc(t->dev, z->plan.shard_len * 4);
+        z->ev_pfree = o->event_create(t->dev);
+        bad |= !z->param_shard || !z->ev_pfree;
+        for (int s = 0; s < 2 && rot; s++) {
+            z->pbuf[s] = o->alloc(t->dev, rot * 4);
+            z->ev_gathered[s] = o->event_create(t->dev);
+            bad |= !z->pbuf[s] || !z->ev_gathered[s];
+        }
+        if (emb) {
+            z->pembed = o->alloc(t->dev, emb * 4);
+            bad |= !z->pembed;
+        }
+    }
+    if (bad)
+        return fail(t, "%s", "out of device memory for the ZeRO shards and bucket buffers");
+    for (int u = 0; u < units; u++)
+        z->bucket_of_unit[u] = -1;
+    for (int k = 0; k < t->nbuckets; k++) {
+        bucket *bk = &t->buckets[k];
+        for (int u = 0; u < units; u++) {
+            size_t b, e;
+            model_unit_range(m, u, &b, &e);
+            if (e <= b || b < bk->begin || b >= bk->end)
+                continue;
+            z->bucket_of_unit[u] = k;
+            float *g = bk->embed ? z->gembed : z->gbuf[bk->slot];
+            float *p = bk->embed && z->pembed ? z->pembed : NULL;
+            model_bind_unit(m, u, p ? p + (b - bk->begin) : NULL, g + (b - bk->begin));
+        }
+    }
+    if (t->cfg.zero >= 3) {
+        /* take this rank's pieces of the initialized parameters; the full buffer goes */
+        int r = z->plan.rank;
+        for (int k = 0; k < t->nbuckets; k++) {
+            size_t lo, hi;
+            zero_owned(&z->plan, k, r, &lo, &hi);
+            if (hi > lo)
+                o->copy(t->compute, z->param_shard + z->plan.b[k].shard_off, m->param + lo,
+                        (hi - lo) * 4);
+        }
+        if (o->stream_synchronize(t->compute) != 0)
+            return fail(t, "%s", dev_last_error(t->dev));
+        o->free(t->dev, m->param);
+        m->param = NULL;
+        for (int u = 0; u < units; u++) /* bound by zero3_before_unit when needed */
+            if (z->bucket_of_unit[u] < 0 || !t->buckets[z->bucket_of_unit[u]].embed)
+                m->unit_param[u] = NULL;
+        m->before_unit = zero3_before_unit;
+        m->before_unit_arg = t;
+    }
+    return 0;
 }
 
 static int setup(trainer *t)
@@ -336,11 +479,18 @@ static int setup(trainer *t)
     build_buckets(t);
     if (!t->buckets)
         return fail(t, "%s", "out of memory");
-    /* optimizer shard */
+    /* optimizer shard: ZeRO-1 a contiguous 1/n slice of the flat buffer, ZeRO-2/3 a piece of
+     * every bucket (zero.h) */
     size_t P = t->m.nfloats_padded;
     t->shard_len = P / (size_t)t->reduce_n;
     t->shard_begin = (size_t)comm_rank(t->dp_c) * t->shard_len;
     t->shard_end = t->shard_begin + t->shard_len;
+    if (c->zero >= 2) {
+        if (zero_setup(t) != 0)
+            return -1;
+        t->shard_len = t->z.plan.shard_len;
+        t->shard_begin = t->shard_end = 0; /* not one slice */
+    }
     size_t state = c->zero ? t->shard_len : P;
     t->adam_m = t->o->alloc(t->dev, state * 4);
     t->adam_v = t->o->alloc(t->dev, state * 4);
@@ -394,6 +544,35 @@ static void write_metadata(trainer *t)
     write_memory_metadata(t);
 }
 
+/* The Playbook's per-stage memory (parameters, gradients, optimizer state) for our fp32
+ * training (4 bytes per parameter and per gradient, AdamW's two fp32 moments 8 bytes, no
+ * separate master copy): with Psi the stage's parameters (padded flat buffer) and N the
+ * gradient group (dp x cp),
+ *   stage 0: 4 Psi + 4 Psi + 8 Psi        stage 1: 4 Psi + 4 Psi + 8 Psi / N
+ *   stage 2: 4 Psi + 4 Psi / N + 8 Psi / N  stage 3: 4 Psi / N + 4 Psi / N + 8 Psi / N
+ * plus what bucketing needs, counted exactly as allocated: ZeRO-2/3 gradients add two
+ * rotating bucket buffers (the largest padded bucket each), the embedding bucket's buffer
+ * and one piece of scratch; ZeRO-3 parameters add two rotating gathered buffers and the
+ * embedding bucket's. The shards are Psi / N rounded up per bucket (zero.h). */
+static void train_memory_predict(const trainer *t, size_t *params, size_t *grads, size_t *opt)
+{
+    const zero_state *z = &t->z;
+    size_t P = t->m.nfloats_padded;
+    *params = P * 4;
+    *grads = P * 4;
+    *opt = (t->cfg.zero ? t->shard_len : P) * 8;
+    if (t->cfg.zero >= 2) {
+        size_t emb = 0;
+        for (int k = 0; k < t->nbuckets; k++)
+            if (t->buckets[k].embed)
+                emb = z->plan.b[k].padded;
+        size_t rot = z->gbuf[0] ? 2 * z->gbuf_floats : 0;
+        *grads = (z->plan.shard_len + rot + emb + (z->plan.max_piece ? z->plan.max_piece : 1)) * 4;
+        if (t->cfg.zero >= 3)
+            *params = (z->plan.shard_len + (z->pbuf[0] ? 2 * z->pbuf_floats : 0) + emb) * 4;
+    }
+}
+
 static void write_memory_metadata(trainer *t)
 {
     train_config *c = &t->cfg;
@@ -405,13 +584,13 @@ static void write_memory_metadata(trainer *t)
     if (dev_is_cuda(t->dev))
         measured = (long long)dev_cuda_measured_peak(t->dev);
 #endif
-    size_t params = t->m.nfloats_padded * 4;
-    size_t opt = (c->zero ? t->shard_len : t->m.nfloats_padded) * 8;
+    size_t params, grads, opt;
+    train_memory_predict(t, &params, &grads, &opt);
     size_t acts = t->m.act_bytes_total;
     snprintf(buf, sizeof buf,
              "{\"predicted\":{\"parameters\":%zu,\"gradients\":%zu,\"optimizer\":%zu,"
-             "\"activations\":%zu,\"total\":%zu},\"measured_peak_bytes\":%lld}",
-             params, params, opt, acts, 2 * params + opt + acts, measured);
+             "\"activations\":%zu,\"total\":%zu},\"zero\":%d,\"measured_peak_bytes\":%lld}",
+             params, grads, opt, acts, params + grads + opt + acts, c->zero, measured);
     stepscope_metadata_set("memory", buf);
 }
 
@@ -527,16 +706,141 @@ static void launch_bucket(trainer *t, int k)
     pop_range();
 }
 
-/* Called by model_backward on the last micro-batch after each unit. */
+/* ZeRO-2/3: reduce-scatters bucket k's gradient buffer over the gradient group on "comm
+ * dp" and adds this rank's piece into its gradient shard. A rotating buffer is then zeroed
+ * for the next bucket that uses it (and compute waits for that: ev_gfree); with --overlap off
+ * compute waits right away, so nothing of it hides under backward. */
+static void zero_reduce_bucket(trainer *t, int k)
+{
+    const dev_ops *o = t->o;
+    zero_state *z = &t->z;
+    bucket *b = &t->buckets[k];
+    const zero_bucket *zb = &z->plan.b[k];
+    float *buf = b->embed ? z->gembed : z->gbuf[b->slot];
+    if (stepscope_active()) {
+        char args[96];
+        snprintf(args, sizeof args, "{\"bucket\":%d,\"bytes\":%zu}", k, zb->padded * 4);
+        stepscope_range_push("reduce_scatter bucket", args);
+    }
+    o->event_record(t->ev_bucket, t->compute);
+    o->stream_wait_event(t->dp_stream, t->ev_bucket);
+    float *dst = z->grad_shard + zb->shard_off;
+    if (t->reduce_n > 1) {
+        comm_reduce_scatter(t->dp_c, t->dp_stream, z->piece_tmp, buf, zb->piece);
+        o->residual_forward(t->dp_stream, dst, dst, z->piece_tmp, (int)zb->piece);
+    } else {
+        o->residual_forward(t->dp_stream, dst, dst, buf, (int)zb->piece);
+    }
+    if (!b->embed) {
+        o->zero(t->dp_stream, buf, zb->padded * 4);
+        o->event_record(z->ev_gfree[b->slot], t->dp_stream);
+        if (!t->cfg.overlap)
+            o->stream_wait_event(t->compute, z->ev_gfree[b->slot]);
+    }
+    pop_range();
+}
+
+/* ZeRO-2/3: all-gathers bucket k's parameters over the gradient group into dst (k's padded
+ * size), each rank contributing its piece from `pieces` (its shard); on "comm dp". */
+static void zero_gather_bucket(trainer *t, int k, float *dst, const float *pieces)
+{
+    const dev_ops *o = t->o;
+    const zero_bucket *zb = &t->z.plan.b[k];
+    float *mine = dst + (size_t)t->z.plan.rank * zb->piece;
+    if (stepscope_active()) {
+        char args[96];
+        snprintf(args, sizeof args, "{\"bucket\":%d,\"bytes\":%zu}", k, zb->padded * 4);
+        stepscope_range_push("allgather bucket", args);
+    }
+    o->copy(t->dp_stream, mine, pieces + zb->shard_off, zb->piece * 4);
+    if (t->reduce_n > 1)
+        comm_allgather(t->dp_c, t->dp_stream, dst, mine, zb->piece);
+    pop_range();
+}
+
+/* ZeRO-3: starts gathering rotating bucket k into the parameter buffer compute is not using
+ * (once compute has enqueued everything that reads that buffer's previous bucket). */
+static int zero3_start_gather(trainer *t, int k)
+{
+    zero_state *z = &t->z;
+    int s = z->cur < 0 ? 0 : 1 - z->cur;
+    t->o->event_record(z->ev_pfree, t->compute);
+    t->o->stream_wait_event(t->dp_stream, z->ev_pfree);
+    zero_gather_bucket(t, k, z->pbuf[s], z->param_shard);
+    t->o->event_record(z->ev_gathered[s], t->dp_stream);
+    z->resident[s] = k;
+    return s;
+}
+
+/* ZeRO-3, called by the model before a unit uses its parameters: makes the unit's bucket
+ * resident in a gathered buffer (waiting for its gather), binds its units there, and
+ * prefetches the bucket that comes next in this pass (forward walks the buckets down,
+ * backward up) into the other buffer, so that its gather overlaps this bucket's compute.
+ * The embedding bucket stays gathered for the whole step (zero3_gather_embed). */
+static void zero3_before_unit(void *arg, int unit, int backward)
+{
+    trainer *t = arg;
+    zero_state *z = &t->z;
+    model *m = &t->m;
+    int k = z->bucket_of_unit[unit];
+    if (k < 0 || t->buckets[k].embed || k == z->cur_bucket)
+        return;
+    int s = z->resident[0] == k ? 0 : z->resident[1] == k ? 1 : -1;
+    if (s < 0)
+        s = zero3_start_gather(t, k);
+    t->o->stream_wait_event(t->compute, z->ev_gathered[s]);
+    z->cur = s;
+    z->cur_bucket = k;
+    const bucket *bk = &t->buckets[k];
+    for (int u = 0; u < model_unit_count(m); u++)
+        if (z->bucket_of_unit[u] == k)
+            model_bind_unit(m, u, z->pbuf[s] + (m->unit_begin[u] - bk->begin), NULL);
+    int next = backward ? k + 1 : k - 1;
+    if (next >= 0 && next < t->nbuckets && !t->buckets[next].embed && z->resident[1 - s] != next)
+        zero3_start_gather(t, next);
+}
+
+/* ZeRO-3, at the start of a step (after the previous optimizer step): the embedding bucket
+ * is gathered for the whole step (the first stage embeds at the start of forward and the
+ * last reads the tied LM head at its end and at the start of backward); the rotating
+ * buffers' contents are stale. */
+static void zero3_step_begin(trainer *t)
+{
+    zero_state *z = &t->z;
+    z->resident[0] = z->resident[1] = -1;
+    z->cur = -1;
+    z->cur_bucket = -1;
+    for (int k = 0; k < t->nbuckets; k++) {
+        if (!t->buckets[k].embed)
+            continue;
+        t->o->event_record(z->ev_pfree, t->compute);
+        t->o->stream_wait_event(t->dp_stream, z->ev_pfree);
+        zero_gather_bucket(t, k, z->pembed, z->param_shard);
+        t->o->event_record(t->ev_gather_done, t->dp_stream);
+        t->o->stream_wait_event(t->compute, t->ev_gather_done);
+    }
+}
+
+/* Called by model_backward after each unit: on the last micro-batch, or on every one under
+ * ZeRO-2/3 (whose rotating bucket buffers hold one micro-batch's gradients). */
 static void unit_done(void *arg, int unit)
 {
     trainer *t = arg;
     model *m = &t->m;
     /* sequence parallel: LayerNorm gradients of a block are partial over TP */
     if (m->sp && unit >= 1 && unit <= m->nblocks) {
-        size_t b, e;
-        model_unit_range(m, unit, &b, &e);
-        comm_allreduce(t->tp_c, t->compute, m->grad + b, 4 * (size_t)m->C, COMM_FLOAT32);
+        comm_allreduce(t->tp_c, t->compute, m->unit_grad[unit], 4 * (size_t)m->C, COMM_FLOAT32);
+    }
+    if (t->cfg.zero >= 2) {
+        for (int k = 0; k < t->nbuckets; k++) {
+            if (t->buckets[k].ready_unit != unit || t->buckets[k].embed)
+                continue;
+            zero_reduce_bucket(t, k);
+            /* the next bucket's rotating buffer must be free before backward writes it */
+            if (k + 1 < t->nbuckets && !t->buckets[k + 1].embed)
+                t->o->stream_wait_event(t->compute, t->z.ev_gfree[t->buckets[k + 1].slot]);
+        }
+        return;
     }
     if (t->reduce_n > 1 && t->cfg.overlap)
         for (int k = 0; k < t->nbuckets; k++)
@@ -591,7 +895,15 @@ static void backward_mb(trainer *t, int mb)
     if (!m->first_stage)
         o->stream_wait_event(t->compute, t->ev_sent[slot]);
     int last = mb == t->M - 1;
-    model_backward(m, slot, mb, last ? unit_done : NULL, t);
+    t->last_mb = last;
+    if (t->cfg.zero >= 2) {
+        /* every micro-batch's gradients go through the bucket buffers */
+        if (t->nbuckets > 0 && !t->buckets[0].embed)
+            o->stream_wait_event(t->compute, t->z.ev_gfree[t->buckets[0].slot]);
+        model_backward(m, slot, mb, unit_done, t);
+    } else {
+        model_backward(m, slot, mb, last ? unit_done : NULL, t);
+    }
     o->event_record(t->ev_slot_free[slot], t->compute);
     if (!m->first_stage) {
         o->event_record(t->ev_din_ready[slot], t->compute);
@@ -678,11 +990,96 @@ static int sync_all(trainer *t)
     return 0;
 }
 
+/* Calls fn for every piece of parameter `p` this rank owns under ZeRO-2/3: flat range
+ * [b, e) at shard offset `at`. */
+typedef void (*zero_piece_fn)(trainer *t, const param_info *p, size_t b, size_t e, size_t at,
+                              void *arg);
+static void zero_for_owned(trainer *t, const param_info *p, zero_piece_fn fn, void *arg)
+{
+    const zero_plan *zp = &t->z.plan;
+    for (int k = 0; k < zp->nbuckets; k++) {
+        size_t lo, hi;
+        zero_owned(zp, k, zp->rank, &lo, &hi);
+        size_t b = p->offset > lo ? p->offset : lo;
+        size_t e = p->offset + p->count < hi ? p->offset + p->count : hi;
+        if (e > b)
+            fn(t, p, b, e, zp->b[k].shard_off + (b - lo), arg);
+    }
+}
+
+static void norm_piece(trainer *t, const param_info *p, size_t b, size_t e, size_t at, void *arg)
+{
+    (void)p;
+    (void)arg;
+    t->o->sum_squares_accumulate(t->compute, t->stat + 1, t->z.grad_shard + at, e - b);
+}
+
+typedef struct adam_args {
+    int step;
+    float lr;
+} adam_args;
+
+static void adam_piece(trainer *t, const param_info *p, size_t b, size_t e, size_t at, void *arg)
+{
+    const adam_args *a = arg;
+    const train_config *c = &t->cfg;
+    /* ZeRO-2: the full parameter buffer; ZeRO-3: the rank's parameter shard */
+    float *param = t->z.param_shard ? t->z.param_shard + at : t->m.param + b;
+    t->o->adamw(t->compute, param, t->z.grad_shard + at, t->adam_m + at, t->adam_v + at, e - b,
+                a->lr, (float)c->beta1, (float)c->beta2, (float)c->eps,
+                p->decay ? (float)c->weight_decay : 0.0f, a->step + 1);
+}
+
+/* ZeRO-2/3: AdamW on the rank's pieces; ZeRO-2 then all-gathers every bucket's parameters
+ * (through a free rotating gradient buffer, zeroed again after) into the full buffer. ZeRO-3
+ * gathers on demand in the next step. */
+static void zero_optimizer(trainer *t, int step, double clip_scale, float lr)
+{
+    const dev_ops *o = t->o;
+    model *m = &t->m;
+    zero_state *z = &t->z;
+    if (clip_scale < 1.0)
+        o->scale(t->compute, z->grad_shard, (float)clip_scale, z->plan.shard_len);
+    adam_args a = {step, lr};
+    for (int k = 0; k < m->nparams; k++)
+        zero_for_owned(t, &m->params[k], adam_piece, &a);
+    if (z->param_shard || t->reduce_n == 1) /* ZeRO-3, or one rank: nothing to gather */
+        return;
+    o->event_record(t->ev_opt_done, t->compute);
+    o->stream_wait_event(t->dp_stream, t->ev_opt_done);
+    for (int k = 0; k < t->nbuckets; k++) {
+        const bucket *bk = &t->buckets[k];
+        float *staging = bk->embed ? z->gembed : z->gbuf[0];
+        /* every rank's piece, from its own updated parameters */
+        size_t lo, hi;
+        zero_owned(&z->plan, k, z->plan.rank, &lo, &hi);
+        float *mine = staging + (size_t)z->plan.rank * z->plan.b[k].piece;
+        if (stepscope_active()) {
+            char args[96];
+            snprintf(args, sizeof args, "{\"bucket\":%d,\"bytes\":%zu}", k,
+                     z->plan.b[k].padded * 4);
+            stepscope_range_push("allgather bucket", args);
+        }
+        if (hi > lo)
+            o->copy(t->dp_stream, mine, m->param + lo, (hi - lo) * 4);
+        comm_allgather(t->dp_c, t->dp_stream, staging, mine, z->plan.b[k].piece);
+        o->copy(t->dp_stream, m->param + bk->begin, staging, (bk->end - bk->begin) * 4);
+        o->zero(t->dp_stream, staging, z->plan.b[k].padded * 4);
+        pop_range();
+    }
+    o->event_record(t->ev_gather_done, t->dp_stream);
+    o->stream_wait_event(t->compute, t->ev_gather_done);
+}
+
 static void optimizer(trainer *t, int step, double clip_scale, float lr)
 {
     const dev_ops *o = t->o;
     model *m = &t->m;
     train_config *c = &t->cfg;
+    if (c->zero >= 2) {
+        zero_optimizer(t, step, clip_scale, lr);
+        return;
+    }
     size_t lo = c->zero ? t->shard_begin : 0, hi = c->zero ? t->shard_end : m->nfloats_padded;
     if (clip_scale < 1.0)
         o->scale(t->compute, m->grad + lo, (float)clip_scale, hi - lo);
@@ -713,7 +1110,16 @@ static int run_step(trainer *t, int step, double *loss_out, double *norm_out)
     train_config *c = &t->cfg;
     if (load_batch(t, step) != 0)
         return -1;
-    o->zero(t->compute, m->grad, m->nfloats_padded * 4);
+    if (c->zero >= 2) {
+        o->zero(t->compute, t->z.grad_shard, t->z.plan.shard_len * 4);
+        for (int k = 0; k < t->nbuckets; k++)
+            if (t->buckets[k].embed)
+                o->zero(t->compute, t->z.gembed, t->z.plan.b[k].padded * 4);
+        if (c->zero >= 3)
+            zero3_step_begin(t);
+    } else {
+        o->zero(t->compute, m->grad, m->nfloats_padded * 4);
+    }
     o->zero(t->compute, m->loss_acc, sizeof(double));
     model_set_loss_weight(m, 1.0f / ((float)c->batch * (float)c->seq));
     for (int k = 0; k < t->nbuckets; k++)
@@ -724,15 +1130,30 @@ static int run_step(trainer *t, int step, double *loss_out, double *norm_out)
         else
             backward_mb(t, t->items[i].mb);
     }
-    if (t->reduce_n > 1) {
-        for (int k = 0; k < t->nbuckets; k++)
-            launch_bucket(t, k); /* --overlap off, or buckets never marked ready */
+    if (c->zero >= 2) {
+        /* the embedding bucket: tied-embedding sum first (its buffer holds the full wte
+         * gradient of the step), then reduce-scattered once */
+        for (int k = 0; k < t->nbuckets; k++) {
+            if (!t->buckets[k].embed)
+                continue;
+            if (t->embed_c)
+                comm_allreduce(t->embed_c, t->compute, t->z.gembed + (m->off_wte - t->buckets[k].begin),
+                               (size_t)m->Vp * m->C, COMM_FLOAT32);
+            zero_reduce_bucket(t, k);
+        }
         o->event_record(t->ev_dp_done, t->dp_stream);
         o->stream_wait_event(t->compute, t->ev_dp_done);
+    } else {
+        if (t->reduce_n > 1) {
+            for (int k = 0; k < t->nbuckets; k++)
+                launch_bucket(t, k); /* --overlap off, or buckets never marked ready */
+            o->event_record(t->ev_dp_done, t->dp_stream);
+            o->stream_wait_event(t->compute, t->ev_dp_done);
+        }
+        if (t->embed_c)
+            comm_allreduce(t->embed_c, t->compute, m->grad + m->off_wte, (size_t)m->Vp * m->C,
+                           COMM_FLOAT32);
     }
-    if (t->embed_c)
-        comm_allreduce(t->embed_c, t->compute, m->grad + m->off_wte, (size_t)m->Vp * m->C,
-                       COMM_FLOAT32);
     /* loss and gradient norm, summed over the world */
     if (m->last_stage && t->g.tp_rank == 0)
         o->copy(t->compute, t->stat, m->loss_acc, sizeof(double));
@@ -743,6 +1164,10 @@ static int run_step(trainer *t, int step, double *loss_out, double *norm_out)
         param_info *p = &m->params[k];
         if (!p->norm_counted)
             continue;
+        if (c->zero >= 2) {
+            zero_for_owned(t, p, norm_piece, NULL);
+            continue;
+        }
         size_t b = p->offset > t->shard_begin ? p->offset : t->shard_begin;
         size_t e = p->offset + p->count < t->shard_end ? p->offset + p->count : t->shard_end;
         if (e > b)
@@ -781,14 +1206,63 @@ static ckpt_rank_state ckpt_state_of(trainer *t)
                          t->adam_m,
                          t->adam_v,
                          t->cfg.zero ? t->shard_len : t->m.nfloats_padded,
-                         t->cfg.zero ? t->shard_begin : 0};
+                         t->cfg.zero == 1 ? t->shard_begin : 0};
     return s;
+}
+
+/* ZeRO-3 checkpoints hold the same shard format as the other stages (the stage's full flat
+ * parameters, then the rank's AdamW moments), so the parameters are gathered into a
+ * temporary full buffer for saving and cut from one after loading; that buffer (4 bytes x
+ * the stage's parameters) exists only while a checkpoint is written or read. */
+static float *zero3_alloc_full(trainer *t)
+{
+    float *full = t->o->alloc(t->dev, t->m.nfloats_padded * 4);
+    if (!full)
+        fail(t, "%s", "checkpoint: out of device memory for the gathered ZeRO-3 parameters");
+    return full;
+}
+
+static int zero3_gather_all(trainer *t, float *full)
+{
+    zero_state *z = &t->z;
+    for (int k = 0; k < t->nbuckets; k++) {
+        const bucket *bk = &t->buckets[k];
+        float *staging = bk->embed ? z->pembed : z->pbuf[0];
+        zero_gather_bucket(t, k, staging, z->param_shard);
+        t->o->copy(t->dp_stream, full + bk->begin, staging, (bk->end - bk->begin) * 4);
+    }
+    z->resident[0] = z->resident[1] = -1; /* pbuf[0] was overwritten */
+    z->cur = z->cur_bucket = -1;
+    return sync_all(t);
+}
+
+static int zero3_scatter_all(trainer *t, const float *full)
+{
+    zero_state *z = &t->z;
+    for (int k = 0; k < t->nbuckets; k++) {
+        size_t lo, hi;
+        zero_owned(&z->plan, k, z->plan.rank, &lo, &hi);
+        if (hi > lo)
+            t->o->copy(t->compute, z->param_shard + z->plan.b[k].shard_off, full + lo,
+                       (hi - lo) * 4);
+    }
+    return sync_all(t);
 }
 
 /* After `done` completed steps (every stream idle). */
 static int save_checkpoint(trainer *t, int done)
 {
     ckpt_rank_state s = ckpt_state_of(t);
+    float *full = NULL;
+    if (t->cfg.zero >= 3) {
+        if (!(full = zero3_alloc_full(t)))
+            return -1;
+        if (zero3_gather_all(t, full) != 0) {
+            t->o->free(t->dev, full);
+            return -1;
+        }
+        s.param = full;
+    }
     size_t bytes = 0;
     if (stepscope_active())
         stepscope_range_push("checkpoint", NULL);
@@ -796,6 +1270,7 @@ static int save_checkpoint(trainer *t, int done)
     int rc = ckpt_save(&s, done, &bytes, t->err, sizeof t->err);
     double dt = now_s() - t0;
     pop_range();
+    t->o->free(t->dev, full);
     if (rc == 0 && t->env.rank == 0 && !t->cfg.quiet) {
         printf("checkpoint: step %d written to %s/step-%08d (rank 0's shard %.2f MiB, %.1f ms)\n",
                done, t->cfg.checkpoint_dir, done, bytes / 1048576.0, dt * 1e3);
@@ -808,7 +1283,17 @@ static int resume_checkpoint(trainer *t, int *start_step)
 {
     ckpt_rank_state s = ckpt_state_of(t);
     char note[512];
-    if (ckpt_load_latest(&s, start_step, note, sizeof note, t->err, sizeof t->err) != 0)
+    float *full = NULL;
+    if (t->cfg.zero >= 3) {
+        if (!(full = zero3_alloc_full(t)))
+            return -1;
+        s.param = full;
+    }
+    int rc = ckpt_load_latest(&s, start_step, note, sizeof note, t->err, sizeof t->err);
+    if (rc == 0 && full)
+        rc = zero3_scatter_all(t, full);
+    t->o->free(t->dev, full);
+    if (rc != 0)
         return -1;
     if (t->env.rank == 0) {
         if (note[0])
@@ -851,6 +1336,16 @@ static void cleanup(trainer *t)
             if (single[k])
                 o->event_destroy(single[k]);
         model_destroy(&t->m);
+        zero_state *z = &t->z;
+        void *zbufs[] = {z->grad_shard, z->gbuf[0], z->gbuf[1], z->gembed, z->piece_tmp,
+                         z->param_shard, z->pbuf[0], z->pbuf[1], z->pembed};
+        for (size_t k = 0; k < sizeof zbufs / sizeof zbufs[0]; k++)
+            o->free(t->dev, zbufs[k]);
+        dev_event *zev[] = {z->ev_gfree[0], z->ev_gfree[1], z->ev_pfree, z->ev_gathered[0],
+                            z->ev_gathered[1]};
+        for (size_t k = 0; k < sizeof zev / sizeof zev[0]; k++)
+            if (zev[k])
+                o->event_destroy(zev[k]);
         o->free(t->dev, t->adam_m);
         o->free(t->dev, t->adam_v);
         o->free(t->dev, t->stat);
@@ -868,6 +1363,8 @@ static void cleanup(trainer *t)
     comm_job_close(t->job);
     free(t->items);
     free(t->buckets);
+    free(t->z.bucket_of_unit);
+    zero_plan_free(&t->z.plan);
     free(t->host_tokens);
     free(t->host_targets);
     free(t->host_seq_tokens);
