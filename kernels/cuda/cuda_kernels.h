@@ -124,6 +124,26 @@ int kcuda_attention_forward_fused(kcuda_ctx *k, float *out, float *att, const fl
 int kcuda_attention_backward_fused(kcuda_ctx *k, float *dqkv, const float *dout, const float *qkv,
                                    const float *att, int B, int T, int C, int NH);
 
+/* ---- attention_block.cu (ring attention under context parallelism) ------------------------- */
+/* The math and layouts of cpu_attention_block_* (kernels/cpu/cpu_kernels.h): one block of
+ * queries (rows q_stride floats apart) against one block of keys (rows kv_stride apart, v
+ * at +C), merged into out [B,Tq,C] / lse [B,NH,Tq] by log-sum-exp (start: out = 0, lse =
+ * -inf); causal: query t sees keys j <= t. The backward takes the final out and lse and
+ * ACCUMULATES into dq (rows dq_stride apart) and dkv (dk | dv at +C, rows dkv_stride). */
+int kcuda_attention_block_forward(kcuda_ctx *k, float *out, float *lse, const float *q,
+                                  int q_stride, const float *kv, int kv_stride, int B, int Tq,
+                                  int Tk, int C, int NH, int causal);
+int kcuda_attention_block_backward(kcuda_ctx *k, float *dq, int dq_stride, float *dkv,
+                                   int dkv_stride, const float *dout, const float *out,
+                                   const float *lse, const float *q, int q_stride, const float *kv,
+                                   int kv_stride, int B, int Tq, int Tk, int C, int NH, int causal);
+/* Which kernels a context of this precision runs for the shape: bf16 tensor-core tiles
+ * (bf16/tf32 contexts, head size 16/32/64/128, B*NH <= 65535), the fp32 warp-per-row
+ * kernels (fp32 contexts and other head sizes up to 256), or -1 (not supported). */
+#define KCUDA_BLOCK_TENSOR_CORES 1
+#define KCUDA_BLOCK_FP32 2
+int kcuda_attention_block_path(kcuda_precision precision, int B, int C, int NH);
+
 /* ---- gelu.cu, residual.cu ---------------------------------------------------------------------- */
 int kcuda_gelu_forward(kcuda_ctx *k, float *out, const float *inp, size_t N);
 int kcuda_gelu_backward(kcuda_ctx *k, float *dinp, const float *inp, const float *dout, size_t N);
