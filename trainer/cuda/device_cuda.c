@@ -24,6 +24,8 @@
  *   - Attention: batched GEMMs + softmax (attention.cu), or with
  *     STEPSCOPE_CUDA_ATTENTION=fused the flash-style kernels (flash_attention.cu) for
  *     the shapes they support; the device falls back to the GEMM path otherwise.
+ *     Context parallelism's ring attention uses copy_2d (cudaMemcpy2DAsync) and the
+ *     attention block kernels (attention_block.cu).
  *   - bf16 weight copies: every operation reports where it writes (wrote()), the
  *     NCCL communicator likewise (dev_cuda_note_write); a write into an allocation
  *     that holds GEMM weights bumps the weights version (weight_watch.h), and the
@@ -517,6 +519,21 @@ static void cuda_zero(dev_stream *s, void *dst, size_t bytes)
     cuda_ok(s->d, cudaMemsetAsync(dst, 0, bytes, s->s), "cudaMemsetAsync");
 }
 
+/* rows x width bytes between pitched device buffers (ring attention packs the k|v columns
+ * of qkv with it, and unpacks the returning dk|dv) */
+static void cuda_copy_2d(dev_stream *s, void *dst, size_t dst_pitch, const void *src,
+                         size_t src_pitch, size_t width_bytes, size_t rows)
+{
+    SKIP_IF_FAILED(s);
+    wrote(s, dst);
+    if (rows == 0 || width_bytes == 0)
+        return;
+    cuda_ok(s->d,
+            cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width_bytes, rows,
+                              cudaMemcpyDeviceToDevice, s->s),
+            "cudaMemcpy2DAsync (device to device)");
+}
+
 /* ---- model operations: one call into kernels/cuda each ------------------------------ */
 
 static void op_encoder_forward(dev_stream *s, float *out, const int *tokens, const float *wte,
@@ -621,6 +638,37 @@ static void op_attention_backward(dev_stream *s, float *dqkv, float *dpreatt, fl
                       kcuda_attention_backward(s->k, dqkv, dpreatt, datt, dout, qkv, att, B, T, C,
                                                NH),
                       "attention_backward");
+}
+
+/* Ring attention's blocks (attention_block.cu): bf16 tensor-core tiles, or the fp32 kernels
+ * in fp32 precision and for head sizes the tiles do not take. */
+static void op_attention_block_forward(dev_stream *s, float *out, float *lse, const float *q,
+                                       int q_stride, const float *kv, int kv_stride, int B, int Tq,
+                                       int Tk, int C, int NH, int causal)
+{
+    SKIP_IF_FAILED(s);
+    wrote(s, out);
+    wrote(s, lse);
+    kernel_result(s,
+                  kcuda_attention_block_forward(s->k, out, lse, q, q_stride, kv, kv_stride, B, Tq,
+                                                Tk, C, NH, causal),
+                  "attention_block_forward");
+}
+
+static void op_attention_block_backward(dev_stream *s, float *dq, int dq_stride, float *dkv,
+                                        int dkv_stride, const float *dout, const float *out,
+                                        const float *lse, const float *q, int q_stride,
+                                        const float *kv, int kv_stride, int B, int Tq, int Tk,
+                                        int C, int NH, int causal)
+{
+    SKIP_IF_FAILED(s);
+    wrote(s, dq);
+    wrote(s, dkv);
+    kernel_result(s,
+                  kcuda_attention_block_backward(s->k, dq, dq_stride, dkv, dkv_stride, dout, out,
+                                                 lse, q, q_stride, kv, kv_stride, B, Tq, Tk, C, NH,
+                                                 causal),
+                  "attention_block_backward");
 }
 
 static void op_gelu_forward(dev_stream *s, float *out, const float *inp, int N)
@@ -735,6 +783,7 @@ static const dev_ops cuda_ops = {
     .copy_to_host = cuda_copy_to_host,
     .copy = cuda_copy,
     .zero = cuda_zero,
+    .copy_2d = cuda_copy_2d,
     .encoder_forward = op_encoder_forward,
     .encoder_backward = op_encoder_backward,
     .layernorm_forward = op_layernorm_forward,
@@ -743,6 +792,8 @@ static const dev_ops cuda_ops = {
     .matmul_backward = op_matmul_backward,
     .attention_forward = op_attention_forward,
     .attention_backward = op_attention_backward,
+    .attention_block_forward = op_attention_block_forward,
+    .attention_block_backward = op_attention_block_backward,
     .gelu_forward = op_gelu_forward,
     .gelu_backward = op_gelu_backward,
     .residual_forward = op_residual_forward,
