@@ -396,8 +396,9 @@ static char *manifest_text(const train_config *c, long long step, const shard_in
     size_t at = 0;
 #define OUT(...) at += (size_t)snprintf(b + at, at < n ? n - at : 0, __VA_ARGS__)
     OUT("{\"format\":\"stepscope-checkpoint\",\"version\":%d,\"step\":%lld,\n", CKPT_VERSION, step);
-    OUT(" \"layout\":{\"world\":%d,\"dp\":%d,\"tp\":%d,\"pp\":%d,\"cp\":%d,\"zero\":%d},\n",
-        c->world, c->dp, c->tp, c->pp, c->cp, c->zero);
+    OUT(" \"layout\":{\"world\":%d,\"dp\":%d,\"tp\":%d,\"pp\":%d,\"cp\":%d,\"zero\":%d,"
+        "\"bucket_mb\":%.17g},\n",
+        c->world, c->dp, c->tp, c->pp, c->cp, c->zero, c->bucket_mb);
     OUT(" \"model\":{\"layers\":%d,\"hidden\":%d,\"heads\":%d,\"vocab\":%d,\"max_seq\":%d},\n",
         c->layers, c->hidden, c->heads, c->vocab, c->max_seq);
     OUT(" \"data\":{\"seed\":%llu,\"next_step\":%lld,\"batch\":%d,\"seq\":%d},\n", c->seed, step,
@@ -572,6 +573,7 @@ typedef struct manifest {
     unsigned long long seed;
     long long steps, warmup;
     double lr, min_lr_ratio;
+    double bucket_mb; /* 0 when the manifest predates it; ZeRO-2/3 shards are cut by bucket */
     shard_info shard[MAX_WORLD];
     char file[MAX_WORLD][32];
 } manifest;
@@ -603,6 +605,8 @@ static int manifest_parse(const char *text, const char *path, manifest *m, char 
         json_double(json_get(sched, "lr"), &m->lr) != 0 ||
         json_double(json_get(sched, "min_lr_ratio"), &m->min_lr_ratio) != 0)
         return errf(err, n, "checkpoint: %s: malformed manifest (data.seed, schedule.lr)", path);
+    if (json_double(json_get(layout, "bucket_mb"), &m->bucket_mb) != 0)
+        m->bucket_mb = 0;
     if (m->version != CKPT_VERSION)
         return errf(err, n, "checkpoint: %s: format version %lld, this build reads %d", path,
                     m->version, CKPT_VERSION);
@@ -698,6 +702,11 @@ static int manifest_compare(const manifest *m, const train_config *c, int check_
                         "needs the same model shape, --world/--dp/--tp/--pp, --zero and --seed",
                         f[i].option, f[i].mine, f[i].saved, path);
     }
+    if (c->zero >= 2 && m->bucket_mb > 0 && c->bucket_mb != m->bucket_mb)
+        return errf(err, n,
+                    "--resume: --bucket-mb %g differs from the checkpoint's %g (%s); under "
+                    "--zero %d the gradient and AdamW shards are cut bucket by bucket",
+                    c->bucket_mb, m->bucket_mb, path, c->zero);
     if (c->seed != m->seed)
         return errf(err, n,
                     "--resume: --seed %llu differs from the checkpoint's %llu (%s); the data "

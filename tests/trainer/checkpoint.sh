@@ -21,7 +21,8 @@
 #   corrupt    a flipped byte in a shard, a truncated shard and a damaged manifest
 #              are each rejected with a message naming the file.
 #   incompatible
-#              --resume with a different --tp, --zero, --hidden or --seed is
+#              --resume with a different --tp, --zero, --hidden or --seed (and,
+#              under --zero 2/3, --bucket-mb) is
 #              rejected (exit 2) naming the option; --resume without a complete
 #              checkpoint and a fresh run into a directory holding checkpoints
 #              are rejected too.
@@ -193,6 +194,11 @@ incompatible)
   cat "$dir/v.out"
   [ "$st" -eq 2 ] || [ "$st" -eq 1 ] || fail "--vocab 300: exit status $st"
   grep -q -- "--vocab 300 differs from the checkpoint's 256" "$dir/v.out" || fail "--vocab not named"
+  # ZeRO-2/3 shards are cut bucket by bucket: a different --bucket-mb is refused (ZeRO-1 allows it)
+  run saved2 --dp 2 --zero 2 --bucket-mb 0.01 --checkpoint-dir "$dir/z2" --checkpoint-every 3 ||
+    { cat "$dir/saved2.out"; fail "saving ZeRO-2 run failed"; }
+  expect "--bucket-mb 0.02 differs from the checkpoint's 0.01" --dp 2 --zero 2 --bucket-mb 0.02 --checkpoint-dir "$dir/z2" --resume
+  expect "--zero 3 differs from the checkpoint's 2" --dp 2 --zero 3 --bucket-mb 0.01 --checkpoint-dir "$dir/z2" --resume
   ;;
 unwritable)
   # rank 1 cannot create its shard (a directory is in the way): every rank stops, the
