@@ -5,9 +5,12 @@
  * ranks per GPU, group keys), and the row-major to column-major GEMM translation
  * (kernels/cuda/gemm_plan.h) that every cuBLASLt call goes through, checked with a
  * naive column-major GEMM that follows cuBLAS's definition, and when the bf16 weight
- * copies go stale (trainer/cuda/weight_watch.h).
+ * copies go stale (trainer/cuda/weight_watch.h), the context-parallel ring's NCCL links
+ * (trainer/cuda/ring_links.h: pairing, and a simulation of their blocking creation that
+ * must not deadlock), and which kernels the attention blocks of ring attention choose.
  *
- * Usage: test_gpu_cpu_side peak|env|file_store|tcp_store|nccl_policy|gemm_plan|weight_watch|fused_shapes
+ * Usage: test_gpu_cpu_side peak|env|file_store|tcp_store|nccl_policy|gemm_plan|weight_watch|
+ *                          fused_shapes|ring_links|block_paths
  */
 #include <errno.h>
 #include <math.h>
@@ -23,6 +26,7 @@
 #include "gemm_plan.h"
 #include "device_cuda.h"
 #include "rendezvous.h"
+#include "ring_links.h"
 #include "weight_watch.h"
 
 static int failures;
@@ -418,10 +422,116 @@ static int test_weight_watch(void)
     return 0;
 }
 
+/* Simulates blocking communicator creation: rank r creates the links plans[r][0..count[r])
+ * in order, and a link's creation returns once both its members are at it. 1 when every
+ * rank gets through its list, 0 when they wait on each other forever. */
+static int links_created_without_deadlock(int n, ring_link_plan plans[][2], const int *count)
+{
+    int pos[16] = {0};
+    for (;;) {
+        int done = 1, progress = 0;
+        for (int r = 0; r < n; r++)
+            done &= pos[r] == count[r];
+        if (done)
+            return 1;
+        for (int i = 0; i < n; i++) {
+            int a = i, b = (i + 1) % n; /* the members of link i */
+            if (pos[a] < count[a] && pos[b] < count[b] && plans[a][pos[a]].index == i &&
+                plans[b][pos[b]].index == i) {
+                pos[a]++;
+                pos[b]++;
+                progress = 1;
+            }
+        }
+        if (!progress)
+            return 0;
+    }
+}
+
+static int test_ring_links(void)
+{
+    ring_link_plan plans[16][2];
+    int count[16];
+    /* the simulation sees a deadlock where there is one: every rank creating its send link
+     * first (n = 2: rank 0 waits on link 0 for rank 1, which waits on link 1 for rank 0) */
+    for (int n = 2; n <= 5; n++) {
+        for (int r = 0; r < n; r++) {
+            plans[r][0] = (ring_link_plan){r, r, (r + 1) % n, 0};
+            plans[r][1] = (ring_link_plan){(r + n - 1) % n, (r + n - 1) % n, r, 1};
+            count[r] = 2;
+        }
+        EXPECT(!links_created_without_deadlock(n, plans, count),
+               "n=%d: send-link-first creation should deadlock", n);
+    }
+    for (int n = 1; n <= 16; n++) {
+        for (int r = 0; r < n; r++) {
+            count[r] = ring_links_plan(n, r, plans[r]);
+            EXPECT(count[r] == (n >= 2 ? 2 : 0), "n=%d rank %d: %d links", n, r, count[r]);
+            if (count[r] == 2)
+                EXPECT(plans[r][0].index < plans[r][1].index, "n=%d rank %d: ascending", n, r);
+            for (int i = 0; i < count[r]; i++) {
+                const ring_link_plan *p = &plans[r][i];
+                EXPECT(p->to == (p->from + 1) % n && p->index == p->from,
+                       "n=%d rank %d: link %d is %d->%d", n, r, p->index, p->from, p->to);
+                EXPECT((p->link_rank == 0 && p->from == r) || (p->link_rank == 1 && p->to == r),
+                       "n=%d rank %d: link rank %d in %d->%d", n, r, p->link_rank, p->from, p->to);
+            }
+        }
+        EXPECT(links_created_without_deadlock(n, plans, count), "n=%d: creation deadlocks", n);
+        for (int r = 0; r < n && n >= 2; r++) {
+            int next = (r + 1) % n, prev = (r + n - 1) % n, pl = -1, pl2 = -1;
+            int send = ring_link_for(n, r, next, 1, &pl);
+            int recv_at_next = ring_link_for(n, next, r, 0, &pl2);
+            EXPECT(send == r && pl == 1, "n=%d rank %d sends on link %d (peer rank %d)", n, r,
+                   send, pl);
+            EXPECT(recv_at_next == send && pl2 == 0,
+                   "n=%d: rank %d's send link %d is rank %d's receive link %d", n, r, send, next,
+                   recv_at_next);
+            int recv = ring_link_for(n, r, prev, 0, &pl);
+            EXPECT(recv >= 0 && recv != send,
+                   "n=%d rank %d: send and receive on different communicators (%d, %d)", n, r,
+                   send, recv);
+            /* the send link is the plan's link rank 0, the receive link its link rank 1 */
+            for (int i = 0; i < 2; i++)
+                EXPECT(plans[r][i].index == (plans[r][i].link_rank == 0 ? send : recv),
+                       "n=%d rank %d: plan and lookup agree", n, r);
+            if (n >= 3) {
+                EXPECT(ring_link_for(n, r, prev, 1, &pl) < 0, "n=%d: a send backwards", n);
+                EXPECT(ring_link_for(n, r, next, 0, &pl) < 0, "n=%d: a receive forwards", n);
+            }
+        }
+    }
+    EXPECT(ring_link_for(1, 0, 0, 1, &(int){0}) < 0, "a ring of one has no links");
+    /* cp = 2 (next == prev): the two directions have distinct rendezvous keys */
+    int ab[2] = {4, 6}, ba[2] = {6, 4};
+    char k0[128], k1[128], km[128];
+    comm_nccl_group_key(k0, sizeof k0, COMM_KIND_CP, ab, 2, "ring0");
+    comm_nccl_group_key(k1, sizeof k1, COMM_KIND_CP, ba, 2, "ring1");
+    comm_nccl_group_key(km, sizeof km, COMM_KIND_CP, ab, 2, "");
+    EXPECT(strcmp(k0, k1) && strcmp(k0, km) && strcmp(k1, km), "keys %s %s %s", k0, k1, km);
+    return 0;
+}
+
+/* Which kernels ring attention's blocks run: a pure function of precision and shape, so
+ * forward and backward agree. */
+static int test_block_paths(void)
+{
+    EXPECT(kcuda_attention_block_path(KCUDA_BF16, 4, 768, 12) == KCUDA_BLOCK_TENSOR_CORES, "124M");
+    EXPECT(kcuda_attention_block_path(KCUDA_TF32, 4, 768, 12) == KCUDA_BLOCK_TENSOR_CORES, "tf32");
+    EXPECT(kcuda_attention_block_path(KCUDA_BF16, 4, 64, 4) == KCUDA_BLOCK_TENSOR_CORES, "hs 16");
+    EXPECT(kcuda_attention_block_path(KCUDA_BF16, 1, 256, 2) == KCUDA_BLOCK_TENSOR_CORES, "hs 128");
+    EXPECT(kcuda_attention_block_path(KCUDA_FP32, 4, 768, 12) == KCUDA_BLOCK_FP32, "fp32 mode");
+    EXPECT(kcuda_attention_block_path(KCUDA_BF16, 4, 240, 5) == KCUDA_BLOCK_FP32, "hs 48");
+    EXPECT(kcuda_attention_block_path(KCUDA_BF16, 70000, 64, 1) == KCUDA_BLOCK_FP32, "grid y");
+    EXPECT(kcuda_attention_block_path(KCUDA_BF16, 1, 512, 1) < 0, "hs 512 unsupported");
+    EXPECT(kcuda_attention_block_path(KCUDA_FP32, 1, 250, 4) < 0, "C not a multiple of NH");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: %s peak|env|file_store|tcp_store|nccl_policy|gemm_plan|weight_watch|fused_shapes\n", argv[0]);
+        fprintf(stderr, "usage: %s peak|env|file_store|tcp_store|nccl_policy|gemm_plan|weight_watch|fused_shapes|ring_links|block_paths\n", argv[0]);
         return 2;
     }
     const char *t = argv[1];
@@ -441,6 +551,10 @@ int main(int argc, char **argv)
         test_weight_watch();
     else if (!strcmp(t, "fused_shapes"))
         test_fused_shapes();
+    else if (!strcmp(t, "ring_links"))
+        test_ring_links();
+    else if (!strcmp(t, "block_paths"))
+        test_block_paths();
     else {
         fprintf(stderr, "unknown test %s\n", t);
         return 2;

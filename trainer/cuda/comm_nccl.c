@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "device_cuda.h"
+#include "ring_links.h"
 
 #define PENDING_RING 256
 #define MAX_COMMS 64
@@ -42,6 +43,9 @@ typedef struct comm_nccl {
     /* pipeline: index 0 = pair with the previous member, 1 = with the next; per pair
      * [0] carries activations (lower -> upper), [1] gradients (upper -> lower). */
     nccl_link *pair[2][2];
+    /* context-parallel ring (ring_links.h): link me -> me+1 for sends, me-1 -> me for
+     * receives; separate communicators, one stream each */
+    nccl_link *ring_send, *ring_recv;
     float *barrier_buf;
 } comm_nccl;
 
@@ -439,6 +443,27 @@ comm *comm_nccl_group(comm_nccl_job *job, comm_kind kind, const char *name, cons
             }
         }
     }
+    if (kind == COMM_KIND_CP) {
+        ring_link_plan plan[2];
+        int np = ring_links_plan(n, me, plan);
+        for (int i = 0; i < np; i++) {
+            const ring_link_plan *p = &plan[i];
+            int link_ranks[2] = {ranks[p->from], ranks[p->to]};
+            char label[96], suffix[32];
+            snprintf(label, sizeof label, "%s %d->%d", name, p->from, p->to);
+            snprintf(suffix, sizeof suffix, "ring%d", p->index);
+            comm_nccl_group_key(key, sizeof key, kind, link_ranks, 2, suffix);
+            nccl_link *l = link_create(job, key, 2, p->link_rank, label, err, errlen);
+            if (!l) {
+                nccl_destroy((comm *)c);
+                return NULL;
+            }
+            if (p->link_rank == 0)
+                c->ring_send = l;
+            else
+                c->ring_recv = l;
+        }
+    }
     return (comm *)c;
 }
 
@@ -454,11 +479,12 @@ static void nccl_destroy(comm *cc)
     comm_nccl *c = (comm_nccl *)cc;
     if (!c)
         return;
-    nccl_link *all[5] = {c->main, c->pair[0][0], c->pair[0][1], c->pair[1][0], c->pair[1][1]};
+    nccl_link *all[7] = {c->main,       c->pair[0][0], c->pair[0][1], c->pair[1][0],
+                         c->pair[1][1], c->ring_send,  c->ring_recv};
     /* after a failure peers may be gone: abort instead of finalizing (which waits) */
     const char *dev_err = dev_cuda_ops()->last_error(c->job->dev);
     int abort_it = c->job->aborted || (dev_err && dev_err[0]);
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 7; i++)
         if (all[i]) {
             unlink_from_job(c->job, all[i]);
             link_free(all[i], abort_it);
@@ -563,7 +589,8 @@ static int nccl_broadcast(comm *cc, dev_stream *s, void *buf, size_t bytes, int 
 }
 
 /* The link that carries traffic between this rank and `peer` in the given direction
- * (sending or receiving): the pair communicators of a pipeline group, else the main one. */
+ * (sending or receiving): the pair communicators of a pipeline group, the ring links of a
+ * context-parallel group (ring_links.h), else the main one. */
 static nccl_link *p2p_link(comm_nccl *c, int peer, int sending, int *peer_in_link)
 {
     if (c->kind == COMM_KIND_PP) {
@@ -576,6 +603,11 @@ static nccl_link *p2p_link(comm_nccl *c, int peer, int sending, int *peer_in_lin
             *peer_in_link = 0;
             return sending ? c->pair[0][1] : c->pair[0][0];
         }
+    }
+    if (c->kind == COMM_KIND_CP && c->ring_send) {
+        int index = ring_link_for(c->size, c->rank, peer, sending, peer_in_link);
+        if (index >= 0)
+            return sending ? c->ring_send : c->ring_recv;
     }
     *peer_in_link = peer;
     return c->main;

@@ -18,6 +18,11 @@
  *     communicator is only ever used from one stream per rank: NCCL requires the
  *     operations of a communicator to be issued in one order, and sends and
  *     receives run on different streams ("comm pp send", "comm pp recv").
+ *   - Context-parallel groups (ring attention) likewise get one two-rank
+ *     communicator per directed ring edge i -> i+1 (ring_links.h): a rank sends to
+ *     the next on its own edge's communicator ("comm cp send") and receives from the
+ *     previous on the previous edge's ("comm cp recv"), so the ring's send and receive
+ *     are in flight at once on different communicators, also for cp = 2.
  *   - Watchdog: every operation records an event; while the device waits
  *     (stream_synchronize), the job checks ncclCommGetAsyncError on each
  *     communicator and the age of the oldest unfinished operation. An error or an
