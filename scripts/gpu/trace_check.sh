@@ -29,7 +29,7 @@ step() { # step NAME LIMIT_S FUNCTION: runs FUNCTION in a subshell under `timeou
   local name=$1 limit=$2 fn=$3 t0 rc
   echo "== $name: $fn (limit ${limit} s)" | tee -a "$OUT/$name.log"
   t0=$(date +%s)
-  timeout --kill-after=10 "$limit" bash -c "$(declare -f "$fn" info_of zstd_env); $(declare -p stepscope trainer); zstd_env; $fn" \
+  timeout --kill-after=10 "$limit" bash -c "$(declare -f "$fn" info_of zstd_env newer_nccl_env); $(declare -p stepscope trainer); zstd_env; $fn" \
     >> "$OUT/$name.log" 2>&1
   rc=$?
   if [ $rc -eq 0 ]; then echo "PASS $name ($(( $(date +%s) - t0 )) s)" | tee -a "$summary"
@@ -69,9 +69,19 @@ one_rank() {
   "$stepscope" dump "$OUT/run-1rank/rank-00000.trace.zst" --kind kernel | head -5
   "$stepscope" dump "$OUT/run-1rank/rank-00000.trace.zst" --kind collective | head -5
 }
+# Several ranks on one GPU need NCCL >= 2.30: the carried sm_90-only NCCL 2.32
+# (scripts/gpu/trainer_prepare.sh), unpacked once, goes first on the library path.
+newer_nccl_env() {
+  local lib=$repo/.nccl/nvidia/nccl/lib
+  if [ -f "$repo/.deps/nccl/libnccl.so.2.xz" ] && [ ! -e "$lib/libnccl.so.2" ]; then
+    python3 "$repo/scripts/gpu/nccl_slim.py" unpack "$repo/.deps/nccl/libnccl.so.2.xz" "$lib" || rm -f "$lib/libnccl.so.2"
+  fi
+  if [ -e "$lib/libnccl.so.2" ]; then export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; fi
+}
 four_rank() {
   [ -x "$trainer" ] || { echo "trainer not built"; return 1; }
   rm -rf "$OUT/run-4rank"
+  newer_nccl_env
   NCCL_MULTI_RANK_GPU_ENABLE=1 "$stepscope" record -o "$OUT/run-4rank" -- \
     "$trainer" --backend cuda --world 4 --dp 2 --pp 2 --steps 6
   info_of "$OUT/run-4rank"
@@ -80,7 +90,8 @@ four_rank() {
 }
 torchrun_ddp() {
   rm -rf "$OUT/run-torchrun"
-  "$stepscope" record -o "$OUT/run-torchrun" -- \
+  newer_nccl_env
+  NCCL_MULTI_RANK_GPU_ENABLE=1 "$stepscope" record -o "$OUT/run-torchrun" -- \
     torchrun --nproc-per-node 2 "$repo/samples/pytorch/ddp_train.py" --steps 20
   info_of "$OUT/run-torchrun"
   "$stepscope" analyze "$OUT/run-torchrun" --json "$OUT/run-torchrun.report.json"

@@ -51,8 +51,16 @@ v = ctypes.c_int()
 ctypes.CDLL(sys.argv[1]).ncclGetVersion(ctypes.byref(v))
 print("%d.%d.%d" % (v.value // 10000, v.value // 100 % 100, v.value % 100))' "$1" 2>/dev/null
 }
+# Unpacks the carried, sm_90-only NCCL (trainer_prepare.sh) into .nccl once.
+unpack_carried_nccl() {
+  if [ -f "$repo/.deps/nccl/libnccl.so.2.xz" ] && [ ! -e "$repo/.nccl/nvidia/nccl/lib/libnccl.so.2" ]; then
+    python3 "$repo/scripts/gpu/nccl_slim.py" unpack "$repo/.deps/nccl/libnccl.so.2.xz" \
+      "$repo/.nccl/nvidia/nccl/lib" >&2 || rm -f "$repo/.nccl/nvidia/nccl/lib/libnccl.so.2"
+  fi
+}
 pick_nccl() {
   local dirs=() d v minor
+  unpack_carried_nccl
   [ -n "${NCCL_LIB_DIR:-}" ] && dirs+=("$NCCL_LIB_DIR")
   dirs+=("$repo/.nccl/nvidia/nccl/lib")
   d=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null) && dirs+=("$d")
