@@ -13,7 +13,8 @@
  * A shard holds a small header (magic, format version, completed steps, seed,
  * the layout and model shape it was written by, sizes) followed by the rank's
  * flat parameter buffer and its AdamW moments (only its 1/dp slice under
- * ZeRO-1). The manifest records the configuration, the layout, the step, the
+ * ZeRO-1, its bucket pieces under ZeRO-2/3; ZeRO-3 gathers its parameters to write
+ * them). The manifest records the configuration, the layout, the step, the
  * data and learning-rate schedule positions and, per shard, its size and CRC32.
  *
  * Atomicity: every file is written as NAME.tmp, fsync'd, renamed to NAME and
@@ -31,7 +32,8 @@
  * (step + 1) and the learning rate (lr_at(step)); so the resumed losses are
  * bitwise those of an uninterrupted run. The seed therefore must not change;
  * neither may the model shape, the world/dp/tp/pp grid or the ZeRO stage
- * (the shards are cut by them). A different --steps, --warmup or --lr is
+ * (the shards are cut by them), nor --bucket-mb under ZeRO-2/3. A different
+ * --steps, --warmup or --lr is
  * allowed (it changes the schedule from then on) and noted on stderr.
  *
  * Device memory is reached only through the device API (copies in chunks via
@@ -59,7 +61,8 @@ typedef struct ckpt_rank_state {
     const model_grid *grid;
     float *param;        /* the stage's flat parameters (padded) */
     size_t param_floats;
-    float *adam_m, *adam_v; /* AdamW moments: the whole buffer, or the ZeRO-1 slice */
+    float *adam_m, *adam_v; /* AdamW moments: the whole buffer, the ZeRO-1 slice or
+                             * the ZeRO-2/3 pieces */
     size_t state_floats;
     size_t state_offset; /* where the moments begin in the flat buffer */
 } ckpt_rank_state;

@@ -25,6 +25,11 @@
  *      AdamW on the rank's shard (the whole buffer without ZeRO; with --zero 1
  *      its 1/(dp x cp) slice, followed by an all-gather of the parameters over
  *      DP x CP).
+ * ZeRO-2/3 (--zero 2/3; zero.h for the cut): instead of step 3, every micro-batch's
+ * gradients go through two rotating bucket buffers that are reduce-scattered into the
+ * rank's gradient shard as backward finishes each bucket; AdamW runs on the shard; ZeRO-2
+ * then all-gathers the parameters, ZeRO-3 keeps only its parameter pieces and gathers a
+ * bucket before the model uses it (zero3_before_unit, with a prefetch of the next).
  * The gradient norm counts every parameter once: each member of the gradient
  * group its 1/(dp x cp) slice of the flat buffer, TP-replicated parameters only
  * on TP rank 0, the last stage's copy of the tied embedding not at all.
