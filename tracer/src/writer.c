@@ -557,7 +557,7 @@ uint32_t stepscope_intern(stepscope_writer *w, const char *s) {
 
 /* The calling thread's buffer in `w`: a thread-local cache hit, or a new
  * buffer registered with the writer (NULL when out of memory or closed). */
-static thread_buffer *thread_buffer_register(stepscope_writer *w) {
+__attribute__((noinline)) static thread_buffer *thread_buffer_register(stepscope_writer *w) {
   thread_buffer *tb = calloc(1, sizeof *tb);
   if (!tb) return NULL;
   atomic_flag_clear(&tb->busy);
@@ -623,8 +623,8 @@ static void hand_off(stepscope_writer *w, byte_buf full) {
 /* The append that does not fit the thread's buffer (or finds none): a fresh
  * buffer, which starts with a BLOCK record, replaces it, and the full one
  * goes to the frame queue. Also where a closed writer refuses the record. */
-static int write_slow(stepscope_writer *w, thread_buffer *tb, const stepscope_record *rec,
-                      size_t need) {
+__attribute__((noinline)) static int write_slow(stepscope_writer *w, thread_buffer *tb,
+                                                const stepscope_record *rec, size_t need) {
   if (atomic_load_explicit(&w->closed, memory_order_relaxed)) return STEPSCOPE_E_STATE;
   /* The fresh buffer is prepared before taking the spin flag (it may lock). */
   byte_buf fresh = {0};
