@@ -18,15 +18,31 @@ summary=$OUT/summary.txt
 touch "$summary"
 
 # step NAME COMMAND...: runs COMMAND with its output in $OUT/NAME.log, PASS/FAIL in summary.
+# Each step has a time limit (STEP_TIMEOUT seconds, default 300; the build 900) so that a
+# hang cannot eat the GPU session: the step runs in its own process group (set -m), which
+# is killed as a whole (rank processes included) when the limit passes; it is then marked
+# FAIL with rc 124 and the next step runs.
 step() {
-  local name=$1 t0; shift
-  echo "== $name: $*" | tee -a "$OUT/$name.log"
+  local name=$1 t0 pid watchdog rc limit=${STEP_TIMEOUT:-300}; shift
+  [ "$1" = build_gpu ] && limit=${BUILD_TIMEOUT:-900}
+  echo "== $name: $* (limit $limit s)" | tee -a "$OUT/$name.log"
   t0=$(date +%s)
-  if ( "$@" ) >> "$OUT/$name.log" 2>&1; then
+  set -m
+  ( "$@" ) >> "$OUT/$name.log" 2>&1 &
+  pid=$!
+  set +m
+  ( sleep "$limit"; echo "== $name: time limit of $limit s reached, killed" >> "$OUT/$name.log"
+    kill -TERM -- "-$pid" 2>/dev/null; sleep 10; kill -KILL -- "-$pid" 2>/dev/null ) &
+  watchdog=$!
+  wait "$pid"; rc=$?
+  kill "$watchdog" 2>/dev/null; wait "$watchdog" 2>/dev/null
+  [ $rc -ge 128 ] && grep -q "time limit of $limit s reached" "$OUT/$name.log" && rc=124
+  if [ $rc -eq 0 ]; then
     echo "PASS $name ($(( $(date +%s) - t0 )) s)" | tee -a "$summary"
   else
-    echo "FAIL $name ($(( $(date +%s) - t0 )) s, see $name.log)" | tee -a "$summary"
+    echo "FAIL $name (rc $rc, $(( $(date +%s) - t0 )) s, see $name.log)" | tee -a "$summary"
   fi
+  return 0
 }
 
 # Echoes a command into $OUT/commands.txt (for PROVENANCE.md), then runs it.
