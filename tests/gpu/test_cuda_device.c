@@ -1,8 +1,8 @@
 /*
  * test_cuda_device.c — the CUDA device backend (trainer/cuda/device_cuda.c) through
  * its operation table: zeroed allocations, staged and large copies, a producer and
- * a consumer stream ordered by an event, a model operation, the sticky error of a
- * failed operation, and the memory counters.
+ * a consumer stream ordered by an event, a model operation, the pitched copy of ring
+ * attention (copy_2d), the sticky error of a failed operation, and the memory counters.
  * Exit status: 0 passed, 1 failed, 77 (SKIP) without a CUDA device.
  */
 #include <cuda_runtime_api.h>
@@ -85,6 +85,28 @@ int main(void)
     for (int i = 0; i < 64 * 40; i++)
         staged_ok &= tback[i] == (i / 64) * 100 + i % 64;
     EXPECT(staged_ok, "staged copies keep their contents after the host buffer is reused");
+    /* copy_2d: the k|v columns of a [rows, 3C] qkv into a packed [rows, 2C] buffer, as ring
+     * attention packs them (x still holds tback's staged ints: overwrite it with floats) */
+    EXPECT(o->copy_2d && o->attention_block_forward && o->attention_block_backward,
+           "context-parallel operations present");
+    {
+        const size_t rows = 300, C = 24;
+        float *qkv = malloc(rows * 3 * C * 4), *kv = malloc(rows * 2 * C * 4);
+        EXPECT(qkv && kv, "alloc");
+        for (size_t i = 0; i < rows * 3 * C; i++)
+            qkv[i] = (float)i;
+        o->copy_to_device(a, x, qkv, rows * 3 * C * 4);
+        o->copy_2d(a, y, 2 * C * 4, x + C, 3 * C * 4, 2 * C * 4, rows);
+        o->copy_to_host(a, kv, y, rows * 2 * C * 4);
+        EXPECT(o->stream_synchronize(a) == 0, "sync copy_2d: %s", o->last_error(d));
+        int packed = 1;
+        for (size_t r = 0; r < rows; r++)
+            for (size_t c = 0; c < 2 * C; c++)
+                packed &= kv[r * 2 * C + c] == (float)(r * 3 * C + C + c);
+        EXPECT(packed, "copy_2d packs the k|v columns");
+        free(qkv);
+        free(kv);
+    }
     /* a failing operation: sticky error with the op's name, later work skipped */
     o->attention_forward(a, y, y, y, x, 1, 4, 10, 3);
     EXPECT(o->stream_synchronize(a) != 0, "failed op makes sync fail");
