@@ -1,6 +1,7 @@
 #!/bin/bash
 # trainer_multirank.sh — four ranks on the one GPU (issue 6): DP4, DP2xPP2 with AFAB and with
-# 1F1B, TP2xDP2 (with and without SP), and DP4 with overlap off; each traced for a few steps,
+# 1F1B, TP2xDP2 (with and without SP), DP4 with overlap off, and context parallelism (CP2xDP2
+# and a CP4 ring: ring attention on NCCL's per-edge links); each traced for a few steps,
 # analyzed, and laid out as committable samples:
 #   $OUT/samples/h100-<layout>/{run/,train.jsonl,report.json,run-injected/,report-injected.json,
 #   PROVENANCE.md}
@@ -40,6 +41,8 @@ step dp2pp2-afab layout dp2pp2-afab --dp 2 --pp 2 --schedule afab --microbatches
 step dp2pp2-1f1b layout dp2pp2-1f1b --dp 2 --pp 2 --schedule 1f1b --microbatches 4
 step tp2dp2 layout tp2dp2 --tp 2 --dp 2
 step tp2dp2-sp layout tp2dp2-sp --tp 2 --dp 2 --sp
+step cp2dp2 layout cp2dp2 --cp 2 --dp 2
+step cp4 layout cp4 --cp 4
 provenance_footer
 for d in "$OUT"/samples/h100-*/; do cp "$OUT/PROVENANCE.md" "$d/PROVENANCE.md"; done
 du -sh "$OUT"/samples/* 2>/dev/null

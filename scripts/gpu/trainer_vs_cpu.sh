@@ -7,6 +7,9 @@
 #   bf16 GEMMs   |loss_cuda - loss_cpu| <= 3e-2 * loss_cpu at every step, and the loss falls
 # Layouts: 1 rank; and 4 ranks on the one GPU (dp2 x pp2 1f1b, tp2 x dp2) when the NCCL in
 # use is >= 2.30 (NCCL_MULTI_RANK_GPU_ENABLE=1); and 1 rank with the fused attention.
+# Context parallelism (ring attention, attention_block.cu, the per-edge NCCL ring links):
+# cp2 (bf16: the tensor-core tiles with the tiny model's 16-wide heads; fp32: the fp32
+# kernels), cp2 x dp2 on 4 ranks, and cp2 with 64-wide heads and 64-token chunks.
 #   OUT=/path scripts/gpu/trainer_vs_cpu.sh
 source "$(dirname "$0")/trainer_lib.sh"
 provenance_header
@@ -32,5 +35,11 @@ PREC=fp32 step tp2_dp2_fp32 pair tp2dp2 1e-3 --world 4 --tp 2 --dp 2
 # (the tiny model's 16-wide heads always take the GEMM path)
 PREC=bf16 STEPSCOPE_CUDA_ATTENTION=fused step one_rank_fused_bf16 pair fused 3e-2 --world 1 \
   --hidden 128 --heads 2 --seq 128 --batch 4
+# context parallelism: 2 ranks on the one GPU need the same NCCL (>= 2.30) as 4
+PREC=bf16 step cp2_bf16 pair cp2 3e-2 --world 2 --cp 2
+PREC=fp32 step cp2_fp32 pair cp2 1e-3 --world 2 --cp 2
+PREC=bf16 step cp2_dp2_bf16 pair cp2dp2 3e-2 --world 4 --cp 2 --dp 2
+PREC=bf16 step cp2_hs64_bf16 pair cp2hs64 3e-2 --world 2 --cp 2 --hidden 128 --heads 2 \
+  --seq 256 --batch 4
 provenance_footer
 cat "$summary"
