@@ -401,7 +401,7 @@ static void *flusher_main(void *arg) {
     }
     pthread_mutex_unlock(&w->wake_mu);
     while (wanted) { /* as many frames as the queue holds */
-      close_frame(w, FRAME_QUEUED, NULL);
+      if (close_frame(w, FRAME_QUEUED, NULL) == STEPSCOPE_E_STATE) break;
       pthread_mutex_lock(&w->full_mu);
       wanted = w->full_bytes >= w->opt.frame_bytes;
       pthread_mutex_unlock(&w->full_mu);
