@@ -525,6 +525,10 @@ static int test_block_paths(void)
     EXPECT(kcuda_attention_block_path(KCUDA_BF16, 70000, 64, 1) == KCUDA_BLOCK_FP32, "grid y");
     EXPECT(kcuda_attention_block_path(KCUDA_BF16, 1, 512, 1) < 0, "hs 512 unsupported");
     EXPECT(kcuda_attention_block_path(KCUDA_FP32, 1, 250, 4) < 0, "C not a multiple of NH");
+    /* the device table has every operation context parallelism needs (else --cp is refused) */
+    const dev_ops *o = dev_cuda_ops();
+    EXPECT(o->copy_2d && o->attention_block_forward && o->attention_block_backward,
+           "the CUDA device table has copy_2d and the attention block operations");
     return 0;
 }
 
