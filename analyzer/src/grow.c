@@ -28,14 +28,19 @@ int ssa_grow(void **ptr, size_t *cap, size_t need, size_t elem) {
   return 0;
 }
 
-void ssa_prefault_ahead(void *base, size_t elem, size_t n, size_t cap) {
+size_t ssa_prefault_ahead(void *base, size_t elem, size_t n, size_t cap) {
+  /* ahead by an eighth of what is filled, between 4 Ki and 64 Ki elements:
+   * what is faulted in and never used stays small next to what is used */
+  size_t chunk = n / 8 < 4096 ? 4096 : n / 8 > 65536 ? 65536 : n / 8;
+  size_t end = cap - n > chunk ? n + chunk : cap;
 #ifdef MADV_POPULATE_WRITE
   const uintptr_t page = 4096;
-  size_t end = n + SSA_PREFAULT_ELEMS < cap ? n + SSA_PREFAULT_ELEMS : cap;
   uintptr_t a = ((uintptr_t)base + n * elem + page - 1) & ~(page - 1);
   uintptr_t b = ((uintptr_t)base + end * elem) & ~(page - 1);
   if (b > a) (void)madvise((void *)a, b - a, MADV_POPULATE_WRITE);
 #else
-  (void)base; (void)elem; (void)n; (void)cap;
+  (void)base;
+  (void)elem;
 #endif
+  return end;
 }

@@ -42,7 +42,10 @@ int ssa_op_stage_reserve_lane(ssa_op_stage *st, uint32_t lane) {
   return 0;
 }
 
-int ssa_op_stage_grow(ssa_lane_ops *l) {
+int ssa_op_stage_grow(ssa_lane_ops *l, size_t reserve) {
+  if (l->cap == 0 && reserve > l->n + 1 &&
+      ssa_grow((void **)&l->ops, &l->cap, reserve, sizeof *l->ops) == 0)
+    return 0; /* else (no room for the reservation) grow as usual */
   return ssa_grow((void **)&l->ops, &l->cap, l->n + 1, sizeof *l->ops) ? STEPSCOPE_E_NOMEM : 0;
 }
 
@@ -135,10 +138,7 @@ int ssa_op_stage_merge(ssa_op_stage *st, ssa_rank *r) {
   /* the extension is written first (the merge runs from the end): fault it
    * in with one call */
   size_t big_n = big->n;
-  while (big_n < total) {
-    ssa_prefault_ahead(out, sizeof *out, big_n, total);
-    big_n += SSA_PREFAULT_ELEMS;
-  }
+  while (big_n < total) big_n = ssa_prefault_ahead(out, sizeof *out, big_n, total);
   if (k == 1) {
     resolve_links(out, total, r);
   } else {

@@ -265,11 +265,11 @@ int ssa_cmp_ops(const void *a, const void *b);
 
 /* Growth helper (grow.c): ensures capacity for `need` elements. 0 or -1. */
 int ssa_grow(void **ptr, size_t *cap, size_t need, size_t elem);
-/* Faults in the pages of elements [n, n + SSA_PREFAULT_ELEMS) of an array of
- * capacity `cap` in one call (MADV_POPULATE_WRITE) instead of one page
- * fault each; callers that append call it when n is a multiple of
- * SSA_PREFAULT_ELEMS. Advisory: failure only costs speed. */
-#define SSA_PREFAULT_ELEMS ((size_t)1 << 16)
-void ssa_prefault_ahead(void *base, size_t elem, size_t n, size_t cap);
+/* Faults in, with one call (MADV_POPULATE_WRITE) instead of a page fault
+ * per page, the pages of the elements after the first n of an array of
+ * capacity `cap` that an appender is about to fill, and returns the index
+ * up to which it did: callers call it again when n reaches that index.
+ * Advisory: failure only costs speed. */
+size_t ssa_prefault_ahead(void *base, size_t elem, size_t n, size_t cap);
 
 #endif

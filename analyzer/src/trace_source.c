@@ -101,6 +101,25 @@ int ssa_trace_source_load(const char *path, ssa_rank *r, stepscope_error *err) {
   id_map m = {0};
   ssa_op_stage st = {0};
   lane_memo memo = {0};
+  /* Capacity reserved up front for the big arrays of a big file, from its
+   * size: half a record per compressed byte, more than most files hold (a
+   * record takes a few bytes). Growing an array of a few MiB by realloc
+   * copies it each time (the C library keeps such blocks on its heap once it
+   * has freed bigger ones, as the reader's buffers), which cost as much as
+   * filling it; untouched reserved pages cost no memory (what is faulted in
+   * ahead is bounded: ssa_prefault_ahead). Where the reservation fails, or
+   * the file holds more, arrays simply grow. */
+  size_t reserve = 0;
+  {
+    uint64_t est = stepscope_reader_file_size(rd) / 2;
+    if (est * sizeof(ssa_op) >= ((uint64_t)1 << 20) && est < ((uint64_t)1 << 32)) reserve = (size_t)est;
+  }
+  st.reserve = reserve;
+  size_t apis_prefaulted = 0;
+  if (reserve) {
+    size_t cap = r->apis_cap;
+    if (ssa_grow((void **)&r->apis, &cap, reserve, sizeof *r->apis) == 0) r->apis_cap = cap;
+  }
   int oom = 0;
   stepscope_record rec;
   stepscope_error rerr;
@@ -184,8 +203,8 @@ int ssa_trace_source_load(const char *path, ssa_rank *r, stepscope_error *err) {
         rc = STEPSCOPE_E_NOMEM;
         goto out;
       }
-      if ((r->napis & (SSA_PREFAULT_ELEMS - 1)) == 0)
-        ssa_prefault_ahead(r->apis, sizeof *r->apis, r->napis, r->apis_cap);
+      if (r->napis >= apis_prefaulted)
+        apis_prefaulted = ssa_prefault_ahead(r->apis, sizeof *r->apis, r->napis, r->apis_cap);
       ssa_api *x = &r->apis[r->napis++];
       x->start = (int64_t)a->start_ns;
       x->end = (int64_t)a->end_ns < x->start ? x->start : (int64_t)a->end_ns;
