@@ -29,9 +29,11 @@ int ssa_grow(void **ptr, size_t *cap, size_t need, size_t elem) {
 }
 
 size_t ssa_prefault_ahead(void *base, size_t elem, size_t n, size_t cap) {
-  /* ahead by an eighth of what is filled, between 4 Ki and 64 Ki elements:
-   * what is faulted in and never used stays small next to what is used */
-  size_t chunk = n / 8 < 4096 ? 4096 : n / 8 > 65536 ? 65536 : n / 8;
+  /* ahead by an eighth of what is filled, at most 64 Ki elements, and
+   * nothing before 16 Ki elements (small arrays fault as usual): what is
+   * faulted in and never used stays small next to what is used */
+  if (n < 16384) return 16384;
+  size_t chunk = n / 8 > 65536 ? 65536 : n / 8;
   size_t end = cap - n > chunk ? n + chunk : cap;
 #ifdef MADV_POPULATE_WRITE
   const uintptr_t page = 4096;
