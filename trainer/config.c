@@ -89,7 +89,8 @@ static const opt_row rows[] = {
     {"log", OPT_STRING, OFF(log), SZ(log), "FILE",
      "write one JSON object per step (step, loss, step_ms, tokens_per_s, mfu, ...)", 0},
     {"trace", OPT_STRING, OFF(trace), SZ(trace), "DIR",
-     "write a stepscope run directory (one rank-NNNNN.trace.zst per rank)", 0},
+     "write a stepscope run directory (one rank-NNNNN.trace.zst per rank); under "
+     "`stepscope record -o RUN` the trace goes to RUN", 0},
     {"profile-steps", OPT_SPECIAL, 0, 0, "A:B", "trace only steps A..B (inclusive) [all]", 0},
     {"peak-tflops", OPT_DOUBLE, OFF(peak_tflops), 0, "X",
      "peak TFLOP/s of one rank's device for MFU [cpu: 0.1, i.e. one core, 8-wide fp32 FMA at "
@@ -446,6 +447,21 @@ int config_parse(train_config *c, int argc, char **argv, char *err, size_t n)
         c->microbatches = 2 * c->pp;
     if (!c->warmup_given)
         c->warmup = c->steps / 10;
+    /* Under `stepscope record -o RUN` (which exports STEPSCOPE_RUN_DIR) the trainer
+     * traces into RUN: the injection library joins this program's trace rather than
+     * starting its own (docs/gpu-tracer.md), so without this `record` would get
+     * nothing, and with --trace elsewhere the GPU records would land away from RUN. */
+    const char *record_dir = getenv("STEPSCOPE_RUN_DIR");
+    if (record_dir && *record_dir && strcmp(record_dir, c->trace) != 0) {
+        if (strlen(record_dir) >= sizeof c->trace) {
+            snprintf(err, n, "STEPSCOPE_RUN_DIR is longer than %zu bytes", sizeof c->trace - 1);
+            return -1;
+        }
+        if (c->trace[0] && !getenv("RANK"))
+            fprintf(stderr, "stepscope-train: under `stepscope record`: tracing into %s, not --trace %s\n",
+                    record_dir, c->trace);
+        snprintf(c->trace, sizeof c->trace, "%s", record_dir);
+    }
     return 0;
 }
 
