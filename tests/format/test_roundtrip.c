@@ -509,8 +509,65 @@ static void test_codec_bound(void) {
   }
 }
 
+/* A record larger than a thread buffer (a 600 kB METADATA value) between
+ * small ones, with and without the background thread: each arrives whole,
+ * in order with the others of its thread. */
+static void test_record_larger_than_a_buffer(void) {
+  size_t big_len = 600u << 10;
+  char *big = malloc(big_len + 1);
+  CHECK(big != NULL);
+  if (!big) return;
+  for (size_t i = 0; i < big_len; i++) big[i] = (char)('a' + i % 26);
+  big[big_len] = '\0';
+  for (int background = 0; background < 2; background++) {
+    char path[512];
+    test_tmp_path(path, sizeof path, "bigrecord");
+    stepscope_header h = test_header(0);
+    stepscope_writer_options opt = {.background_flush = background};
+    stepscope_error err;
+    stepscope_writer *w = stepscope_writer_open(path, &h, &opt, &err);
+    CHECK_MSG(w != NULL, "%s", err.message);
+    if (!w) break;
+    for (uint64_t i = 0; i < 3000; i++) {
+      stepscope_record rec = {.kind = STEPSCOPE_REC_MEMORY};
+      rec.u.memory.time_ns = 1000 + i;
+      rec.u.memory.address = i;
+      CHECK(stepscope_write(w, &rec) == 0);
+      if (i % 1000 == 500) {
+        stepscope_record m = {.kind = STEPSCOPE_REC_METADATA};
+        m.u.metadata.key = "big";
+        m.u.metadata.value_json = big;
+        CHECK(stepscope_write(w, &m) == 0);
+      }
+    }
+    CHECK_MSG(stepscope_writer_close(w, &err) == 0, "%s", err.message);
+    stepscope_reader *r = stepscope_reader_open(path, &err);
+    CHECK_MSG(r != NULL, "%s", err.message);
+    if (!r) break;
+    stepscope_record rec;
+    uint64_t next = 0, bigs = 0;
+    int rc;
+    while ((rc = stepscope_reader_next(r, &rec, &err)) == 1) {
+      if (rec.kind == STEPSCOPE_REC_MEMORY) {
+        CHECK(rec.u.memory.address == next && rec.u.memory.time_ns == 1000 + next);
+        next++;
+      } else if (rec.kind == STEPSCOPE_REC_METADATA) {
+        CHECK(!strcmp(rec.u.metadata.key, "big") && !strcmp(rec.u.metadata.value_json, big));
+        CHECK(next % 1000 == 501);
+        bigs++;
+      }
+    }
+    CHECK_MSG(rc == 0, "%s", err.message);
+    CHECK(next == 3000 && bigs == 3);
+    stepscope_reader_close(r);
+    unlink(path);
+  }
+  free(big);
+}
+
 int main(void) {
   test_codec_bound();
+  test_record_larger_than_a_buffer();
   test_every_kind_and_random();
   test_strings_and_header();
   test_forward_compatibility();
