@@ -404,7 +404,7 @@ typedef struct stepscope_writer_options {
   size_t frame_bytes;          /* close a frame at this much raw data; 0 = 4 MiB */
   unsigned flush_interval_ms;  /* close a frame at least this often; 0 = 1000 */
   int compression_level;       /* zstd level; 0 = -5 (zstd's fast mode: ~5.5 bytes per kernel
-                                  record; 1 gives ~4.6 for ~1.6x the compression time) */
+                                  record; 1 gives ~4.6 for ~1.7x the compression time) */
   int background_flush;        /* 1: a thread compresses and closes frames (on size and time);
                                   0: the appending thread does it, on size and flush only */
 } stepscope_writer_options;
