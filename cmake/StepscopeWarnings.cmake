@@ -2,7 +2,8 @@
 #
 # Call stepscope_target_defaults(<target>) on each target; it adds
 # -Wall -Wextra (and -Werror unless STEPSCOPE_WERROR is OFF) and the
-# sanitizer flags when STEPSCOPE_SANITIZE is ON.
+# sanitizer flags when STEPSCOPE_SANITIZE (ASan + UBSan) or STEPSCOPE_TSAN
+# (ThreadSanitizer) is ON.
 
 add_compile_definitions(_GNU_SOURCE)
 
@@ -13,6 +14,13 @@ if(STEPSCOPE_SANITIZE)
     add_compile_options($<$<COMPILE_LANGUAGE:C>:${flag}>)
   endforeach()
   add_link_options(${STEPSCOPE_SANITIZER_FLAGS})
+endif()
+if(STEPSCOPE_TSAN)
+  set(STEPSCOPE_TSAN_FLAGS -fsanitize=thread -fno-omit-frame-pointer)
+  foreach(flag ${STEPSCOPE_TSAN_FLAGS})
+    add_compile_options($<$<COMPILE_LANGUAGE:C>:${flag}>)
+  endforeach()
+  add_link_options(${STEPSCOPE_TSAN_FLAGS})
 endif()
 
 function(stepscope_target_defaults target)

@@ -2,7 +2,8 @@
 # The test command (README "Quick start"): installs what is missing, builds
 # stepscope twice — a normal build (CUDA parts compiled when the toolkit is
 # present) and an ASan+UBSan build of the CPU parts with the libFuzzer targets
-# — and runs every test of both with CTest. GPU tests skip without a GPU.
+# — and runs every test of both with CTest; then a ThreadSanitizer build of the
+# tracer's concurrent writer and its threaded tests. GPU tests skip without a GPU.
 #
 #   scripts/test.sh            everything
 #   STEPSCOPE_JOBS=N           parallel build/test jobs (default: cores)
@@ -23,5 +24,14 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=cl
 cmake --build build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 900 -LE 'browser|gpu'
+
+echo "== ThreadSanitizer build (build-tsan/: the tracer's writer and its threaded tests)"
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang \
+  -DSTEPSCOPE_TSAN=ON -DSTEPSCOPE_CUDA=OFF
+cmake --build build-tsan -j "$jobs" --target test_format_threads test_format_stop_race \
+  test_format_linked
+TSAN_OPTIONS=halt_on_error=1 \
+  ctest --test-dir build-tsan --output-on-failure -j "$jobs" --timeout 600 \
+  -R '^format\.(threads|stop_race|linked)$'
 
 echo "== all tests passed"
