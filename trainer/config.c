@@ -539,7 +539,7 @@ int config_validate(const train_config *c, char *err, size_t n)
         const char *missing = NULL;
         REQUIRE(!ops || dev_ops_support_cp(ops, &missing),
                 "--cp %d: the %s backend has no %s operation yet, so context parallelism "
-                "(ring attention) runs only on --backend cpu",
+                "(ring attention) needs a backend that has it",
                 c->cp, c->backend, missing ? missing : "?");
     }
     REQUIRE(c->bpe_merges >= 0 && c->bpe_merges <= 65280, "--bpe-merges %d: must be in 0..65280",
@@ -640,7 +640,7 @@ void config_print_help(void)
            "  attention sends keys/values around the CP ring (and, in backward, their gradients)\n"
            "  while attending to the block at hand, merging blocks by log-sum-exp. Weights are\n"
            "  replicated over CP: gradients are all-reduced (and ZeRO-1 sharded) over dp x cp.\n"
-           "  --seq must be divisible by 2 x cp; the CPU backend only, for now.\n\n"
+           "  --seq must be divisible by 2 x cp.\n\n"
            "options:\n");
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         if (rows[i].hidden)

@@ -423,7 +423,7 @@ static int setup(trainer *t)
         if (!dev_ops_support_cp(t->o, &missing)) {
             snprintf(t->err, sizeof t->err,
                      "--cp %d: the %s backend has no %s operation yet, so context parallelism "
-                     "(ring attention) runs only on --backend cpu",
+                     "(ring attention) needs a backend that has it",
                      c->cp, t->o->backend_name, missing);
             return -1;
         }

@@ -17,10 +17,10 @@ echo "NCCL: ${NCCL_PICKED_DIR:-none found} (NCCL ${NCCL_PICKED_VERSION:-?})" | t
 [ -x "$trainer" ] || step build build_gpu
 
 # Two runs per layout: the linked trace (--trace: steps, layout/schedule/FLOPs/memory
-# metadata, the trainer's ranges; CUPTI only if the trainer starts it) and an injected trace
-# (`stepscope record`: CUPTI kernels and copies, NCCL collectives through the profiler plugin,
-# NVTX). The linked and injected tracers are separate copies in one process while the
-# trainer links libstepscope statically, so they write separate run directories.
+# metadata, the trainer's ranges, CUPTI started by the trainer) and the same program under
+# `stepscope record` (run-injected/: the trainer traces into record's directory and the
+# injection library adds NVTX and NCCL's profiler-plugin events to that one trace, since the
+# trainer exports its stepscope symbols; docs/gpu-tracer.md).
 layout() { # layout NAME ARGS...
   local name=$1; shift
   local d=$OUT/samples/h100-$name

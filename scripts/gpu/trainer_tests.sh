@@ -21,11 +21,14 @@ tiny_run() { # tiny_run EXTRA...: 2 steps of the tiny model on the GPU
 memcheck() {
   run_logged compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 \
     "$build/tests/gpu/test_gpu_kernels" &&
+  run_logged compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 \
+    "$build/tests/gpu/test_gpu_attention_block" &&
   run_logged compute-sanitizer --tool memcheck --error-exitcode 9 \
     "$trainer" --backend cuda --model tiny --steps 2 --batch 4
 }
 racecheck() {
-  run_logged compute-sanitizer --tool racecheck --error-exitcode 9 "$build/tests/gpu/test_gpu_kernels"
+  run_logged compute-sanitizer --tool racecheck --error-exitcode 9 "$build/tests/gpu/test_gpu_kernels" &&
+  run_logged compute-sanitizer --tool racecheck --error-exitcode 9 "$build/tests/gpu/test_gpu_attention_block"
 }
 initcheck() {
   run_logged compute-sanitizer --tool initcheck --error-exitcode 9 \
