@@ -55,7 +55,12 @@ static const opt_row rows[] = {
      "context-parallel degree: each of N ranks holds 2 of the sequence's 2N chunks (zig-zag, "
      "balanced under the causal mask) and ring attention passes keys/values around [1]", 0},
     {"sp", OPT_FLAG, OFF(sp), 0, NULL, "sequence parallelism inside the TP group", 0},
-    {"schedule", OPT_SPECIAL, 0, 0, "afab|1f1b", "pipeline schedule [1f1b]", 0},
+    {"schedule", OPT_SPECIAL, 0, 0, "afab|1f1b|interleaved",
+     "pipeline schedule; interleaved: Megatron's virtual stages, --virtual-stages chunks per "
+     "rank [1f1b]", 0},
+    {"virtual-stages", OPT_INT, OFF(virtual_stages), 0, "V",
+     "model chunks per pipeline rank with --schedule interleaved (at least 2; --layers "
+     "divisible by pp x V, --microbatches a multiple of pp) [2 with interleaved, else 1]", 0},
     {"microbatches", OPT_SPECIAL, 0, 0, "M",
      "micro-batches per DP rank (gradient accumulation; pipeline micro-batches) [1, or 2*pp "
      "with pp > 1]", 0},
@@ -167,6 +172,7 @@ static void defaults(train_config *c)
     c->pp = 1;
     c->cp = 1;
     c->schedule = SCHED_1F1B;
+    c->virtual_stages = 0; /* unset: 2 with --schedule interleaved, else 1 */
     c->recompute = RECOMPUTE_NONE;
     c->bucket_mb = 1.0;
     c->overlap = 1;
@@ -264,8 +270,10 @@ static int parse_special(train_config *c, const char *name, const char *v, char 
             c->schedule = SCHED_AFAB;
         else if (!strcmp(v, "1f1b"))
             c->schedule = SCHED_1F1B;
+        else if (!strcmp(v, "interleaved"))
+            c->schedule = SCHED_INTERLEAVED;
         else {
-            set_err(err, n, "--schedule %s: expected afab or 1f1b", v);
+            set_err(err, n, "--schedule %s: expected afab, 1f1b or interleaved", v);
             return -1;
         }
         return 0;
@@ -445,6 +453,8 @@ int config_parse(train_config *c, int argc, char **argv, char *err, size_t n)
         c->dp = c->world / (c->tp * c->pp * c->cp) > 0 ? c->world / (c->tp * c->pp * c->cp) : 1;
     if (!c->microbatches_given && c->pp > 1)
         c->microbatches = 2 * c->pp;
+    if (c->virtual_stages == 0)
+        c->virtual_stages = c->schedule == SCHED_INTERLEAVED ? 2 : 1;
     if (!c->warmup_given)
         c->warmup = c->steps / 10;
     /* Under `stepscope record -o RUN` (which exports STEPSCOPE_RUN_DIR) the trainer
@@ -497,6 +507,30 @@ int config_validate(const train_config *c, char *err, size_t n)
             c->heads);
     REQUIRE(c->heads % c->tp == 0, "--heads %d is not divisible by --tp %d", c->heads, c->tp);
     REQUIRE(c->layers % c->pp == 0, "--layers %d is not divisible by --pp %d", c->layers, c->pp);
+    if (c->schedule == SCHED_INTERLEAVED) {
+        int v = c->virtual_stages;
+        REQUIRE(c->pp >= 2, "--schedule interleaved needs --pp of at least 2 (it interleaves "
+                "model chunks across pipeline ranks)");
+        REQUIRE(v >= 2, "--virtual-stages %d: --schedule interleaved needs at least 2 model "
+                "chunks per pipeline rank", v);
+        REQUIRE(c->layers % (c->pp * v) == 0,
+                "--layers %d is not divisible by --pp %d x --virtual-stages %d = %d (each "
+                "virtual stage holds the same number of layers)",
+                c->layers, c->pp, v, c->pp * v);
+        REQUIRE(c->microbatches % c->pp == 0,
+                "--microbatches %d is not a multiple of --pp %d, as the interleaved schedule "
+                "requires (it runs micro-batches in groups of pp per model chunk)",
+                c->microbatches, c->pp);
+        REQUIRE(c->zero == 0, "--zero %d: --schedule interleaved supports only --zero 0 so far",
+                c->zero);
+        REQUIRE(c->cp == 1, "--cp %d: --schedule interleaved does not support context "
+                "parallelism yet", c->cp);
+        REQUIRE(!c->checkpoint_dir[0], "--checkpoint-dir: --schedule interleaved cannot write "
+                "or resume checkpoints yet (a rank holds several model chunks)");
+    } else {
+        REQUIRE(c->virtual_stages == 1, "--virtual-stages %d needs --schedule interleaved",
+                c->virtual_stages);
+    }
     REQUIRE(c->seq >= 1, "--seq %d: must be at least 1", c->seq);
     REQUIRE(c->seq <= c->max_seq, "--seq %d exceeds the model's %d positions", c->seq, c->max_seq);
     REQUIRE(!c->vocab_given || (c->vocab >= 2 && c->vocab <= 1 << 24),
@@ -596,8 +630,9 @@ char *config_to_json(const train_config *c)
     OUT(",\"world\":%d,\"dp\":%d,\"tp\":%d,\"pp\":%d,\"cp\":%d,\"sp\":%s", c->world, c->dp,
         c->tp, c->pp, c->cp, c->sp ? "true" : "false");
     OUT(",\"schedule\":\"%s\",\"zero\":%d,\"recompute\":\"%s\",\"bucket_mb\":%g,\"overlap\":%s",
-        c->schedule == SCHED_AFAB ? "afab" : "1f1b", c->zero, rec[c->recompute], c->bucket_mb,
-        c->overlap ? "true" : "false");
+        c->schedule == SCHED_AFAB ? "afab" : c->schedule == SCHED_1F1B ? "1f1b" : "interleaved",
+        c->zero, rec[c->recompute], c->bucket_mb, c->overlap ? "true" : "false");
+    OUT(",\"virtual_stages\":%d", c->virtual_stages);
     OUT(",\"batch\":%d,\"microbatches\":%d,\"micro_batch\":%d", c->batch, c->microbatches,
         config_micro_batch(c));
     OUT(",\"steps\":%d,\"seed\":%llu,\"lr\":%g,\"min_lr_ratio\":%g,\"warmup\":%d", c->steps,

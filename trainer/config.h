@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 
-typedef enum { SCHED_AFAB = 0, SCHED_1F1B = 1 } schedule_kind;
+typedef enum { SCHED_AFAB = 0, SCHED_1F1B = 1, SCHED_INTERLEAVED = 2 } schedule_kind;
 typedef enum { RECOMPUTE_NONE = 0, RECOMPUTE_SELECTIVE = 1, RECOMPUTE_FULL = 2 } recompute_kind;
 
 typedef struct train_config {
@@ -25,6 +25,7 @@ typedef struct train_config {
     int world_given;
     int sp;
     schedule_kind schedule;
+    int virtual_stages; /* model chunks per pipeline rank (--schedule interleaved) */
     int zero;
     recompute_kind recompute;
     double bucket_mb;

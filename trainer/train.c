@@ -33,6 +33,13 @@
  * The gradient norm counts every parameter once: each member of the gradient
  * group its 1/(dp x cp) slice of the flat buffer, TP-replicated parameters only
  * on TP rank 0, the last stage's copy of the tied embedding not at all.
+ * Interleaved 1F1B (--schedule interleaved --virtual-stages V): a rank holds V models
+ * (chunks), chunk j being the ordinary stage model of virtual stage j*pp + pp_rank in a
+ * pipeline of pp*V stages; the schedule names the chunk of every item, transfers go to the
+ * next (previous) rank for every chunk transition (rank pp-1's chunk j feeds rank 0's chunk
+ * j+1), every (chunk, micro-batch) has its own activation slot and events, and chunk 0's
+ * gradient buckets are all-reduced as usual while the other chunks' whole gradient buffers
+ * are all-reduced after the pipeline flush (ZeRO, CP and checkpoints are refused).
  * Context parallelism (--cp) lives in the model (ring_attention.c); here it only
  * adds the CP group and its two streams, the dp x cp gradient group and the
  * choice of each CP rank's chunks of the sequences it loads.
@@ -110,7 +117,12 @@ typedef struct trainer {
     int reduce_n; /* members of dp_c, the gradient group: dp x cp (weights are replicated over
                    * both; a CP rank's gradients cover only its tokens) */
     int *host_seq_tokens, *host_seq_targets; /* --cp > 1: one micro-batch of whole sequences */
-    model m;
+    model m;     /* chunk 0 (the only one without interleaving) */
+    int V;       /* model chunks (virtual stages) on this rank */
+    model *more; /* chunks 1 .. V-1 */
+    float **more_adam; /* [2 (V-1)]: AdamW moments m, v of chunks 1 .. V-1 */
+    int cur_chunk; /* the chunk whose backward is being enqueued */
+    int nevents;   /* per-slot events of each kind: nslots x V */
     int M, nslots, mb_size;
     sched_item *items;
     dev_event **ev_in_ready, **ev_grad_ready, **ev_out_ready, **ev_din_ready, **ev_slot_free,
@@ -132,6 +144,17 @@ typedef struct trainer {
 } trainer;
 
 static void progress_hook(void *arg) { comm_job_heartbeat(arg); }
+
+static model *chunk_model(trainer *t, int j) { return j == 0 ? &t->m : &t->more[j - 1]; }
+
+/* The grid a chunk's model sees: virtual stage j*pp + pp_rank of pp*V stages. */
+static model_grid chunk_grid(const trainer *t, int j)
+{
+    model_grid g = t->g;
+    g.pp_rank = j * g.pp + g.pp_rank;
+    g.pp *= t->V;
+    return g;
+}
 
 /* ---- FLOPs and memory --------------------------------------------------------------- */
 
@@ -455,18 +478,39 @@ static int setup(trainer *t)
         return -1;
     t->M = c->microbatches;
     t->mb_size = config_micro_batch(c);
-    t->nslots = schedule_slots(c->schedule, t->g.pp_rank, c->pp, t->M);
+    t->V = c->schedule == SCHED_INTERLEAVED ? c->virtual_stages : 1;
+    /* interleaved: every (chunk, micro-batch) has its own slot */
+    t->nslots = t->V > 1 ? t->M : schedule_slots(c->schedule, t->g.pp_rank, c->pp, t->M);
     model_cp_links cp_links = {t->cp_c, t->cp_send, t->cp_recv};
-    if (model_create(&t->m, c, &t->g, t->dev, t->compute, t->tp_c, c->cp > 1 ? &cp_links : NULL,
-                     t->mb_size, t->nslots, e, sizeof e) != 0)
-        return fail(t, "%s", e);
-    if (model_init_params(&t->m, c->seed, e, sizeof e) != 0)
-        return fail(t, "%s", e);
-    t->items = calloc((size_t)2 * t->M, sizeof(sched_item));
+    if (t->V > 1) {
+        t->more = calloc((size_t)t->V - 1, sizeof(model));
+        t->more_adam = calloc(2 * ((size_t)t->V - 1), sizeof(float *));
+        if (!t->more || !t->more_adam)
+            return fail(t, "%s", "out of memory");
+    }
+    for (int j = 0; j < t->V; j++) {
+        model_grid cg = chunk_grid(t, j);
+        model *mc = chunk_model(t, j);
+        if (model_create(mc, c, &cg, t->dev, t->compute, t->tp_c, c->cp > 1 ? &cp_links : NULL,
+                         t->mb_size, t->nslots, e, sizeof e) != 0)
+            return fail(t, "%s", e);
+        if (model_init_params(mc, c->seed, e, sizeof e) != 0)
+            return fail(t, "%s", e);
+        if (j > 0) {
+            for (int k = 0; k < 2; k++)
+                if (!(t->more_adam[2 * (j - 1) + k] = t->o->alloc(t->dev, mc->nfloats_padded * 4)))
+                    return fail(t, "%s", "out of device memory for the optimizer state");
+        }
+    }
+    t->items = calloc((size_t)2 * t->M * t->V, sizeof(sched_item));
     if (!t->items)
         return fail(t, "%s", "out of memory");
-    schedule_build(c->schedule, t->g.pp_rank, c->pp, t->M, t->items);
-    int S = t->nslots;
+    if (t->V > 1)
+        schedule_build_interleaved(t->g.pp_rank, c->pp, t->V, t->M, t->items);
+    else
+        schedule_build(c->schedule, t->g.pp_rank, c->pp, t->M, t->items);
+    int S = t->nslots * t->V;
+    t->nevents = S;
     t->ev_in_ready = make_events(t, S);
     t->ev_grad_ready = make_events(t, S);
     t->ev_out_ready = make_events(t, S);
@@ -534,11 +578,14 @@ static void write_metadata(trainer *t)
              g->world, g->dp, g->tp, g->pp, g->cp, g->rank, g->dp_rank, g->tp_rank, g->pp_rank,
              g->cp_rank);
     stepscope_metadata_set("layout", buf);
+    double bubble = c->pp == 1 ? 0.0
+                    : t->V > 1 ? schedule_bubble_interleaved(c->pp, t->V, c->microbatches)
+                               : schedule_bubble(c->pp, c->microbatches);
     snprintf(buf, sizeof buf,
-             "{\"name\":\"%s\",\"stages\":%d,\"microbatches\":%d,\"virtual_stages\":1,"
+             "{\"name\":\"%s\",\"stages\":%d,\"microbatches\":%d,\"virtual_stages\":%d,"
              "\"bubble_theory\":%.6f}",
-             c->pp == 1 ? "none" : c->schedule == SCHED_AFAB ? "afab" : "1f1b", c->pp,
-             c->microbatches, c->pp > 1 ? schedule_bubble(c->pp, c->microbatches) : 0.0);
+             c->pp == 1 ? "none" : t->V > 1 ? "interleaved" : c->schedule == SCHED_AFAB ? "afab" : "1f1b",
+             c->pp, c->microbatches, t->V, bubble);
     stepscope_metadata_set("schedule", buf);
     snprintf(buf, sizeof buf,
              "{\"model_flops_per_step\":%.6g,\"hardware_flops_per_step\":%.6g,"
@@ -592,6 +639,13 @@ static void write_memory_metadata(trainer *t)
     size_t params, grads, opt;
     train_memory_predict(t, &params, &grads, &opt);
     size_t acts = t->m.act_bytes_total;
+    for (int j = 1; j < t->V; j++) { /* interleaved (zero 0): the other chunks */
+        size_t P = chunk_model(t, j)->nfloats_padded;
+        params += P * 4;
+        grads += P * 4;
+        opt += P * 8;
+        acts += chunk_model(t, j)->act_bytes_total;
+    }
     snprintf(buf, sizeof buf,
              "{\"predicted\":{\"parameters\":%zu,\"gradients\":%zu,\"optimizer\":%zu,"
              "\"activations\":%zu,\"total\":%zu},\"zero\":%d,\"measured_peak_bytes\":%lld}",
@@ -677,12 +731,17 @@ static void trace_stop(trainer *t)
     t->tracing = 0;
 }
 
-static void push_mb_range(const char *name, int mb, int stage)
+/* chunk < 0: no interleaving (no "chunk" key) */
+static void push_mb_range(const char *name, int mb, int stage, int chunk)
 {
     if (!stepscope_active())
         return;
-    char args[64];
-    snprintf(args, sizeof args, "{\"microbatch\":%d,\"stage\":%d}", mb, stage);
+    char args[96];
+    if (chunk >= 0)
+        snprintf(args, sizeof args, "{\"microbatch\":%d,\"stage\":%d,\"chunk\":%d}", mb, stage,
+                 chunk);
+    else
+        snprintf(args, sizeof args, "{\"microbatch\":%d,\"stage\":%d}", mb, stage);
     stepscope_range_push(name, args);
 }
 
@@ -831,7 +890,7 @@ static void zero3_step_begin(trainer *t)
 static void unit_done(void *arg, int unit)
 {
     trainer *t = arg;
-    model *m = &t->m;
+    model *m = chunk_model(t, t->cur_chunk);
     /* sequence parallel: LayerNorm gradients of a block are partial over TP */
     if (m->sp && unit >= 1 && unit <= m->nblocks) {
         comm_allreduce(t->tp_c, t->compute, m->unit_grad[unit], 4 * (size_t)m->C, COMM_FLOAT32);
@@ -847,60 +906,66 @@ static void unit_done(void *arg, int unit)
         }
         return;
     }
-    if (t->reduce_n > 1 && t->cfg.overlap)
+    if (t->reduce_n > 1 && t->cfg.overlap && t->cur_chunk == 0) /* buckets cut chunk 0 */
         for (int k = 0; k < t->nbuckets; k++)
             if (t->buckets[k].ready_unit == unit)
                 launch_bucket(t, k);
 }
 
-static void forward_mb(trainer *t, int mb)
+/* Pipeline neighbours (group ranks of pp_c): the previous and next rank in the ring (a chunk
+ * transition wraps from rank pp-1 to rank 0). */
+static int pp_prev(const trainer *t) { return (t->g.pp_rank + t->g.pp - 1) % t->g.pp; }
+static int pp_next(const trainer *t) { return (t->g.pp_rank + 1) % t->g.pp; }
+
+static void forward_mb(trainer *t, int chunk, int mb)
 {
     const dev_ops *o = t->o;
-    model *m = &t->m;
-    int slot = mb % t->nslots;
+    model *m = chunk_model(t, chunk);
+    int slot = mb % t->nslots, ev = chunk * t->nslots + slot;
     model_slot *sl = &m->slots[slot];
     size_t N = (size_t)m->N, NsC = (size_t)m->Ns * m->C;
-    push_mb_range("forward", mb, t->g.pp_rank);
+    push_mb_range("forward", mb, t->g.pp_rank, t->V > 1 ? chunk : -1);
     if (m->first_stage)
         o->copy_to_device(t->compute, sl->tokens, t->host_tokens + (size_t)mb * N, N * 4);
     if (m->last_stage)
         o->copy_to_device(t->compute, sl->targets, t->host_targets + (size_t)mb * N, N * 4);
     if (!m->first_stage) {
-        o->stream_wait_event(t->pp_recv, t->ev_slot_free[slot]);
-        comm_recv(t->pp_c, t->pp_recv, sl->stage_in, NsC * 4, t->g.pp_rank - 1, COMM_F_PIPELINE);
-        o->event_record(t->ev_in_ready[slot], t->pp_recv);
-        o->stream_wait_event(t->compute, t->ev_in_ready[slot]);
+        o->stream_wait_event(t->pp_recv, t->ev_slot_free[ev]);
+        comm_recv(t->pp_c, t->pp_recv, sl->stage_in, NsC * 4, pp_prev(t), COMM_F_PIPELINE);
+        o->event_record(t->ev_in_ready[ev], t->pp_recv);
+        o->stream_wait_event(t->compute, t->ev_in_ready[ev]);
     }
     if (!m->last_stage)
-        o->stream_wait_event(t->compute, t->ev_sent[slot]);
+        o->stream_wait_event(t->compute, t->ev_sent[ev]);
     model_forward(m, slot, mb);
     if (!m->last_stage) {
-        o->event_record(t->ev_out_ready[slot], t->compute);
-        o->stream_wait_event(t->pp_send, t->ev_out_ready[slot]);
-        comm_send(t->pp_c, t->pp_send, sl->stage_out, NsC * 4, t->g.pp_rank + 1, COMM_F_PIPELINE);
-        o->event_record(t->ev_sent[slot], t->pp_send);
+        o->event_record(t->ev_out_ready[ev], t->compute);
+        o->stream_wait_event(t->pp_send, t->ev_out_ready[ev]);
+        comm_send(t->pp_c, t->pp_send, sl->stage_out, NsC * 4, pp_next(t), COMM_F_PIPELINE);
+        o->event_record(t->ev_sent[ev], t->pp_send);
     }
     pop_range();
 }
 
-static void backward_mb(trainer *t, int mb)
+static void backward_mb(trainer *t, int chunk, int mb)
 {
     const dev_ops *o = t->o;
-    model *m = &t->m;
-    int slot = mb % t->nslots;
+    model *m = chunk_model(t, chunk);
+    int slot = mb % t->nslots, ev = chunk * t->nslots + slot;
     model_slot *sl = &m->slots[slot];
     size_t NsC = (size_t)m->Ns * m->C;
-    push_mb_range("backward", mb, t->g.pp_rank);
+    push_mb_range("backward", mb, t->g.pp_rank, t->V > 1 ? chunk : -1);
     if (!m->last_stage) {
-        o->stream_wait_event(t->pp_recv, t->ev_slot_free[slot]);
-        comm_recv(t->pp_c, t->pp_recv, sl->grad_in, NsC * 4, t->g.pp_rank + 1, COMM_F_PIPELINE);
-        o->event_record(t->ev_grad_ready[slot], t->pp_recv);
-        o->stream_wait_event(t->compute, t->ev_grad_ready[slot]);
+        o->stream_wait_event(t->pp_recv, t->ev_slot_free[ev]);
+        comm_recv(t->pp_c, t->pp_recv, sl->grad_in, NsC * 4, pp_next(t), COMM_F_PIPELINE);
+        o->event_record(t->ev_grad_ready[ev], t->pp_recv);
+        o->stream_wait_event(t->compute, t->ev_grad_ready[ev]);
     }
     if (!m->first_stage)
-        o->stream_wait_event(t->compute, t->ev_sent[slot]);
+        o->stream_wait_event(t->compute, t->ev_sent[ev]);
     int last = mb == t->M - 1;
     t->last_mb = last;
+    t->cur_chunk = chunk;
     if (t->cfg.zero >= 2) {
         /* every micro-batch's gradients go through the bucket buffers */
         if (t->nbuckets > 0 && !t->buckets[0].embed)
@@ -909,12 +974,12 @@ static void backward_mb(trainer *t, int mb)
     } else {
         model_backward(m, slot, mb, last ? unit_done : NULL, t);
     }
-    o->event_record(t->ev_slot_free[slot], t->compute);
+    o->event_record(t->ev_slot_free[ev], t->compute);
     if (!m->first_stage) {
-        o->event_record(t->ev_din_ready[slot], t->compute);
-        o->stream_wait_event(t->pp_send, t->ev_din_ready[slot]);
-        comm_send(t->pp_c, t->pp_send, sl->grad_out, NsC * 4, t->g.pp_rank - 1, COMM_F_PIPELINE);
-        o->event_record(t->ev_sent[slot], t->pp_send);
+        o->event_record(t->ev_din_ready[ev], t->compute);
+        o->stream_wait_event(t->pp_send, t->ev_din_ready[ev]);
+        comm_send(t->pp_c, t->pp_send, sl->grad_out, NsC * 4, pp_prev(t), COMM_F_PIPELINE);
+        o->event_record(t->ev_sent[ev], t->pp_send);
     }
     pop_range();
 }
@@ -1099,6 +1164,18 @@ static void optimizer(trainer *t, int step, double clip_scale, float lr)
                  t->adam_v + state_off, e - b, lr, (float)c->beta1, (float)c->beta2, (float)c->eps,
                  p->decay ? (float)c->weight_decay : 0.0f, step + 1);
     }
+    for (int j = 1; j < t->V; j++) { /* interleaved (zero 0): the other chunks, whole */
+        model *mc = chunk_model(t, j);
+        float *am = t->more_adam[2 * (j - 1)], *av = t->more_adam[2 * (j - 1) + 1];
+        if (clip_scale < 1.0)
+            o->scale(t->compute, mc->grad, (float)clip_scale, mc->nfloats_padded);
+        for (int k = 0; k < mc->nparams; k++) {
+            param_info *p = &mc->params[k];
+            o->adamw(t->compute, mc->param + p->offset, mc->grad + p->offset, am + p->offset,
+                     av + p->offset, p->count, lr, (float)c->beta1, (float)c->beta2,
+                     (float)c->eps, p->decay ? (float)c->weight_decay : 0.0f, step + 1);
+        }
+    }
     if (c->zero && t->reduce_n > 1) {
         o->event_record(t->ev_opt_done, t->compute);
         o->stream_wait_event(t->dp_stream, t->ev_opt_done);
@@ -1123,18 +1200,31 @@ static int run_step(trainer *t, int step, double *loss_out, double *norm_out)
         if (c->zero >= 3)
             zero3_step_begin(t);
     } else {
-        o->zero(t->compute, m->grad, m->nfloats_padded * 4);
+        for (int j = 0; j < t->V; j++)
+            o->zero(t->compute, chunk_model(t, j)->grad, chunk_model(t, j)->nfloats_padded * 4);
     }
-    o->zero(t->compute, m->loss_acc, sizeof(double));
-    model_set_loss_weight(m, 1.0f / ((float)c->batch * (float)c->seq));
+    for (int j = 0; j < t->V; j++) {
+        o->zero(t->compute, chunk_model(t, j)->loss_acc, sizeof(double));
+        model_set_loss_weight(chunk_model(t, j), 1.0f / ((float)c->batch * (float)c->seq));
+    }
     for (int k = 0; k < t->nbuckets; k++)
         t->buckets[k].launched = 0;
-    for (int i = 0; i < 2 * t->M; i++) {
+    for (int i = 0; i < 2 * t->M * t->V; i++) {
         if (t->items[i].pass == 'F')
-            forward_mb(t, t->items[i].mb);
+            forward_mb(t, t->items[i].chunk, t->items[i].mb);
         else
-            backward_mb(t, t->items[i].mb);
+            backward_mb(t, t->items[i].chunk, t->items[i].mb);
     }
+    /* interleaved: the other chunks' gradients, whole, after the flush (zero 0 only) */
+    if (t->reduce_n > 1 && t->V > 1) {
+        o->event_record(t->ev_bucket, t->compute);
+        o->stream_wait_event(t->dp_stream, t->ev_bucket);
+        for (int j = 1; j < t->V; j++)
+            comm_allreduce(t->dp_c, t->dp_stream, chunk_model(t, j)->grad,
+                           chunk_model(t, j)->nfloats_padded, COMM_FLOAT32);
+    }
+    /* the chunk holding this rank's copy of the tied embedding (first or last virtual stage) */
+    model *me = t->V > 1 && t->g.pp_rank == t->g.pp - 1 ? chunk_model(t, t->V - 1) : m;
     if (c->zero >= 2) {
         /* the embedding bucket: tied-embedding sum first (its buffer holds the full wte
          * gradient of the step), then reduce-scattered once */
@@ -1156,12 +1246,13 @@ static int run_step(trainer *t, int step, double *loss_out, double *norm_out)
             o->stream_wait_event(t->compute, t->ev_dp_done);
         }
         if (t->embed_c)
-            comm_allreduce(t->embed_c, t->compute, m->grad + m->off_wte, (size_t)m->Vp * m->C,
+            comm_allreduce(t->embed_c, t->compute, me->grad + me->off_wte, (size_t)me->Vp * me->C,
                            COMM_FLOAT32);
     }
     /* loss and gradient norm, summed over the world */
-    if (m->last_stage && t->g.tp_rank == 0)
-        o->copy(t->compute, t->stat, m->loss_acc, sizeof(double));
+    model *ml = chunk_model(t, t->V - 1); /* the last virtual stage's chunk, if here */
+    if (ml->last_stage && t->g.tp_rank == 0)
+        o->copy(t->compute, t->stat, ml->loss_acc, sizeof(double));
     else
         o->zero(t->compute, t->stat, sizeof(double));
     o->zero(t->compute, t->stat + 1, sizeof(double));
@@ -1177,6 +1268,18 @@ static int run_step(trainer *t, int step, double *loss_out, double *norm_out)
         size_t e = p->offset + p->count < t->shard_end ? p->offset + p->count : t->shard_end;
         if (e > b)
             o->sum_squares_accumulate(t->compute, t->stat + 1, m->grad + b, e - b);
+    }
+    for (int j = 1; j < t->V; j++) { /* interleaved: the other chunks, this rank's 1/n slice */
+        model *mc = chunk_model(t, j);
+        size_t len = mc->nfloats_padded / (size_t)t->reduce_n;
+        size_t lo = (size_t)comm_rank(t->dp_c) * len, hi = lo + len;
+        for (int k = 0; k < mc->nparams; k++) {
+            const param_info *p = &mc->params[k];
+            size_t b = p->offset > lo ? p->offset : lo;
+            size_t e = p->offset + p->count < hi ? p->offset + p->count : hi;
+            if (p->norm_counted && e > b)
+                o->sum_squares_accumulate(t->compute, t->stat + 1, mc->grad + b, e - b);
+        }
     }
     comm_allreduce(t->world_c, t->compute, t->stat, 2, COMM_FLOAT64);
     o->copy_to_host(t->compute, t->host_stat, t->stat, sizeof t->host_stat);
@@ -1331,7 +1434,7 @@ static void cleanup(trainer *t)
         dev_event **per_slot[] = {t->ev_in_ready, t->ev_grad_ready, t->ev_out_ready,
                                   t->ev_din_ready, t->ev_slot_free, t->ev_sent};
         for (size_t k = 0; k < sizeof per_slot / sizeof per_slot[0]; k++) {
-            for (int i = 0; per_slot[k] && i < t->nslots; i++)
+            for (int i = 0; per_slot[k] && i < t->nevents; i++)
                 if (per_slot[k][i])
                     o->event_destroy(per_slot[k][i]);
             free(per_slot[k]);
@@ -1341,6 +1444,10 @@ static void cleanup(trainer *t)
             if (single[k])
                 o->event_destroy(single[k]);
         model_destroy(&t->m);
+        for (int j = 1; t->more && j < t->V; j++)
+            model_destroy(&t->more[j - 1]);
+        for (int j = 0; t->more_adam && j < 2 * (t->V - 1); j++)
+            o->free(t->dev, t->more_adam[j]);
         zero_state *z = &t->z;
         void *zbufs[] = {z->grad_shard, z->gbuf[0], z->gbuf[1], z->gembed, z->piece_tmp,
                          z->param_shard, z->pbuf[0], z->pbuf[1], z->pembed};
@@ -1367,6 +1474,8 @@ static void cleanup(trainer *t)
     dev_close(t->dev); /* joins the stream threads (drained above) */
     comm_job_close(t->job);
     free(t->items);
+    free(t->more);
+    free(t->more_adam);
     free(t->buckets);
     free(t->z.bucket_of_unit);
     zero_plan_free(&t->z.plan);
@@ -1414,7 +1523,9 @@ int train_rank_run(const train_config *cfg_in, const rank_env *env)
         printf("stepscope-train: world %d = dp %d x pp %d x cp %d x tp %d%s, schedule %s, %d "
                "micro-batches of %d, global batch %d, zero %d, recompute %s, data: %s\n",
                c->world, c->dp, c->pp, c->cp, c->tp, c->sp ? " (sp)" : "",
-               c->schedule == SCHED_AFAB ? "afab" : "1f1b", c->microbatches, t->mb_size, c->batch,
+               c->schedule == SCHED_AFAB ? "afab" : c->schedule == SCHED_1F1B ? "1f1b"
+                                                                : "interleaved",
+               c->microbatches, t->mb_size, c->batch,
                c->zero, c->recompute == RECOMPUTE_NONE ? "none"
                         : c->recompute == RECOMPUTE_FULL ? "full" : "selective",
                train_data_describe(t->data));
