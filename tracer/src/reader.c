@@ -2,11 +2,21 @@
  * reader.c — streams records out of a trace file.
  *
  * The file is a sequence of independent zstd frames. The reader feeds the
- * file through one ZSTD_DCtx in chunks of READ_CHUNK bytes and collects the
- * decompressed bytes of the current frame; only when zstd reports the frame
- * complete (its checksum verified) are its records decoded, one per
- * stepscope_reader_next call. So memory is bounded by one frame
- * (MAX_FRAME_CONTENT) plus the interned strings, whatever the file size.
+ * file through one ZSTD_DCtx from an input buffer of READER_INPUT_CAP bytes
+ * and collects the decompressed bytes of the current frame; only when zstd
+ * reports the frame complete (its checksum verified) are its records
+ * decoded, one per stepscope_reader_next call. So memory is bounded by one
+ * frame (MAX_FRAME_CONTENT) plus the interned strings, whatever the file
+ * size.
+ *
+ * Speed. Before each frame the input buffer is topped up (unread bytes moved
+ * to its start) when less than half of it is left, and the frame buffer is
+ * sized from the content size in the frame header. So a frame normally lies
+ * whole in the input with room for all of its content, and zstd decodes it
+ * in one pass straight into the frame buffer, with no window buffer and no
+ * copy; larger frames still stream. The context and both buffers come from
+ * a per-thread cache (reader_cache.h), so opening many small files does not
+ * create a zstd context or allocate buffers each time.
  *
  * Validation. Every length, varint, string id and the header are checked by
  * the codec; a frame larger than MAX_FRAME_CONTENT, a zstd error, a bad
@@ -27,11 +37,11 @@
 #include <zstd.h>
 
 #include "error.h"
+#include "reader_cache.h"
 #include "record_codec.h"
 #include "stepscope.h"
 #include "string_arena.h"
 
-#define READ_CHUNK (1u << 20)
 #define MAX_FRAME_CONTENT (64u << 20)
 #define MAX_STRINGS (1u << 28)
 #define WINDOW_LOG_MAX 26 /* the writer's frames need far less; bounds decoder memory */
@@ -41,9 +51,10 @@ struct stepscope_reader {
   char *path;
   int fd;
   uint64_t file_size;
-  ZSTD_DCtx *dctx;
+  ZSTD_DCtx *dctx;         /* from res, like in and frame */
+  reader_resources res;
 
-  uint8_t *in;              /* compressed input chunk */
+  uint8_t *in;              /* compressed input (READER_INPUT_CAP bytes) */
   size_t in_len, in_pos;
   uint64_t in_file_offset;  /* file offset of in[0] */
   int eof;
@@ -85,21 +96,40 @@ static const char *arena_store(void *ctx, const char *data, size_t len) {
   return string_arena_store(&((stepscope_reader *)ctx)->arena, data, len);
 }
 
-/* Reads the next chunk of compressed input. 0 ok, 1 end of file, <0 error. */
+/* Moves the unread input to the start of the buffer and reads until the
+ * buffer is full or the file ends. 0 ok, 1 nothing more to read (end of
+ * file), <0 error. */
 static int fill_input(stepscope_reader *r, stepscope_error *err) {
-  r->in_file_offset += r->in_len;
-  r->in_len = r->in_pos = 0;
-  for (;;) {
-    ssize_t k = read(r->fd, r->in, READ_CHUNK);
+  if (r->in_pos > 0) {
+    size_t left = r->in_len - r->in_pos;
+    if (left) memmove(r->in, r->in + r->in_pos, left);
+    r->in_file_offset += r->in_pos;
+    r->in_len = left;
+    r->in_pos = 0;
+  }
+  size_t before = r->in_len;
+  while (!r->eof && r->in_len < READER_INPUT_CAP) {
+    ssize_t k = read(r->fd, r->in + r->in_len, READER_INPUT_CAP - r->in_len);
     if (k < 0 && errno == EINTR) continue;
     if (k < 0) {
-      error_set(err, STEPSCOPE_E_IO, r->in_file_offset, "%s: offset %llu: read failed: %s",
-                r->path, (unsigned long long)r->in_file_offset, strerror(errno));
+      uint64_t at = r->in_file_offset + r->in_len;
+      error_set(err, STEPSCOPE_E_IO, at, "%s: offset %llu: read failed: %s", r->path,
+                (unsigned long long)at, strerror(errno));
       return STEPSCOPE_E_IO;
     }
-    r->in_len = (size_t)k;
-    return k == 0 ? 1 : 0;
+    if (k == 0) r->eof = 1;
+    r->in_len += (size_t)k;
   }
+  return r->in_len == before ? 1 : 0;
+}
+
+/* Makes the frame buffer hold at least `cap` bytes (its content is not kept). */
+static int reserve_frame(stepscope_reader *r, size_t cap) {
+  if (r->frame_cap >= cap) return 0;
+  free(r->frame);
+  r->frame = malloc(cap);
+  r->frame_cap = r->frame ? cap : 0;
+  return r->frame ? 0 : -1;
 }
 
 /* Decompresses the next complete frame into r->frame. Returns 1 when a frame
@@ -110,18 +140,27 @@ static int next_frame(stepscope_reader *r, stepscope_error *err) {
   r->state = (codec_state){0, 0};
   int started = 0;
   for (;;) {
+    if (!started && !r->eof && r->in_len - r->in_pos < READER_INPUT_CAP / 2) {
+      int rc = fill_input(r, err); /* top up, so that the frame is likely whole */
+      if (rc < 0) return rc;
+    }
     if (r->in_pos == r->in_len) {
       if (r->eof) goto at_eof;
       int rc = fill_input(r, err);
       if (rc < 0) return rc;
-      if (rc == 1) {
-        r->eof = 1;
-        goto at_eof;
-      }
+      if (rc == 1) goto at_eof;
     }
     if (!started) {
       r->frame_offset = r->in_file_offset + r->in_pos;
       started = 1;
+      /* room for the whole content, so that zstd can decode in one pass */
+      unsigned long long size = ZSTD_getFrameContentSize(r->in + r->in_pos, r->in_len - r->in_pos);
+      if (size <= MAX_FRAME_CONTENT &&
+          reserve_frame(r, (size_t)size + ZSTD_DStreamOutSize()) != 0) {
+        error_set(err, STEPSCOPE_E_NOMEM, r->frame_offset, "%s: offset %llu: out of memory",
+                  r->path, (unsigned long long)r->frame_offset);
+        return STEPSCOPE_E_NOMEM;
+      }
     }
     if (r->frame_cap - r->frame_len < ZSTD_DStreamOutSize()) {
       size_t cap = r->frame_cap ? r->frame_cap * 2 : 2 * ZSTD_DStreamOutSize();
@@ -273,14 +312,15 @@ stepscope_reader *stepscope_reader_open(const char *path, stepscope_error *err) 
   }
   r->fd = -1;
   r->path = strdup(path);
-  r->in = malloc(READ_CHUNK);
-  r->dctx = ZSTD_createDCtx();
-  if (!r->path || !r->in || !r->dctx) {
+  if (!r->path || reader_resources_take(&r->res, WINDOW_LOG_MAX) != 0) {
     error_set(err, STEPSCOPE_E_NOMEM, 0, "%s: out of memory", path);
     stepscope_reader_close(r);
     return NULL;
   }
-  ZSTD_DCtx_setParameter(r->dctx, ZSTD_d_windowLogMax, WINDOW_LOG_MAX);
+  r->dctx = r->res.dctx;
+  r->in = r->res.in;
+  r->frame = r->res.frame;
+  r->frame_cap = r->res.frame_cap;
   r->fd = open(path, O_RDONLY | O_CLOEXEC);
   struct stat st;
   if (r->fd < 0 || fstat(r->fd, &st) != 0) {
@@ -375,9 +415,9 @@ uint64_t stepscope_reader_file_size(const stepscope_reader *r) { return r ? r->f
 void stepscope_reader_close(stepscope_reader *r) {
   if (!r) return;
   if (r->fd >= 0) close(r->fd);
-  ZSTD_freeDCtx(r->dctx);
-  free(r->in);
-  free(r->frame);
+  r->res.frame = r->frame; /* it may have been reallocated */
+  r->res.frame_cap = r->frame_cap;
+  reader_resources_give(&r->res);
   free(r->strings);
   string_arena_free(&r->arena);
   for (size_t i = 0; i < r->nwarnings; i++) free(r->warnings[i]);
