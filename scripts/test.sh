@@ -2,7 +2,8 @@
 # The test command (README "Quick start"): installs what is missing, builds
 # stepscope twice — a normal build (CUDA parts compiled when the toolkit is
 # present) and an ASan+UBSan build of the CPU parts with the libFuzzer targets
-# — and runs every test of both with CTest; then a ThreadSanitizer build of the
+# — and runs every test of both with CTest (the sanitizer build leaves out the
+# browser tests and those labelled `heavy`, too slow unoptimised); then a ThreadSanitizer build of the
 # tracer's concurrent writer and its threaded tests. GPU tests skip without a GPU.
 #
 #   scripts/test.sh            everything
@@ -23,7 +24,7 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=cl
   -DSTEPSCOPE_SANITIZE=ON -DSTEPSCOPE_FUZZ=ON -DSTEPSCOPE_CUDA=OFF
 cmake --build build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 900 -LE 'browser|gpu'
+  ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 900 -LE 'browser|gpu|heavy'
 
 echo "== ThreadSanitizer build (build-tsan/: the tracer's writer and its threaded tests)"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang \
