@@ -115,6 +115,8 @@ static const opt_row rows[] = {
      "continue from the latest complete checkpoint in --checkpoint-dir (same model shape, "
      "world/dp/tp/pp, zero and seed; on the CPU backend the losses are bitwise those of an "
      "uninterrupted run). Without it, a --checkpoint-dir holding checkpoints is refused", 0},
+    {"debug-dump-params", OPT_STRING, OFF(debug_dump_params), SZ(debug_dump_params), "DIR",
+     "testing: after the last step each rank writes its parameters as text to DIR", 1},
     {"debug-die-rank", OPT_INT, OFF(debug_die_rank), 0, "R", "testing: rank R kills itself", 1},
     {"debug-die-step", OPT_INT, OFF(debug_die_step), 0, "S", "testing: ... at step S", 1},
     {"debug-hang-rank", OPT_INT, OFF(debug_hang_rank), 0, "R", "testing: rank R stops", 1},

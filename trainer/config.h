@@ -62,6 +62,10 @@ typedef struct train_config {
      * the shard, 2: before the manifest's rename, 3: rank 0 pruning, once the first old
      * manifest is removed; 0: off) */
     int debug_ckpt_die_step, debug_ckpt_die_rank, debug_ckpt_die_point;
+    /* --debug-dump-params DIR: after the last step each rank writes DIR/rank-RRRRR.params,
+     * one line "name layer index value" per parameter element of its chunks (tests compare
+     * final weights across layouts with it) */
+    char debug_dump_params[512];
 } train_config;
 
 /* Returns 0 on success, 1 when --help was printed (exit 0), -1 on a usage

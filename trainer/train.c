@@ -1417,6 +1417,48 @@ static int resume_checkpoint(trainer *t, int *start_step)
     return 0;
 }
 
+/* --debug-dump-params DIR: this rank's parameters (every chunk) as text lines
+ * "name layer index value", for tests that compare final weights across layouts. Under
+ * --zero 3 the rank holds only pieces, so nothing is written there. */
+static int dump_params(trainer *t)
+{
+    const char *dir = t->cfg.debug_dump_params;
+    mkdir(dir, 0755);
+    char path[600];
+    snprintf(path, sizeof path, "%s/rank-%05d.params", dir, t->env.rank);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        snprintf(t->err, sizeof t->err, "--debug-dump-params: cannot write %s: %s", path,
+                 strerror(errno));
+        return -1;
+    }
+    int rc = 0;
+    for (int j = 0; j < t->V && rc == 0; j++) {
+        model *mc = chunk_model(t, j);
+        if (!mc->param)
+            continue;
+        float *host = malloc(mc->nfloats_padded * 4);
+        if (!host) {
+            rc = fail(t, "%s", "out of memory");
+            break;
+        }
+        t->o->copy_to_host(t->compute, host, mc->param, mc->nfloats_padded * 4);
+        if (t->o->stream_synchronize(t->compute) != 0)
+            rc = fail(t, "%s", dev_last_error(t->dev));
+        for (int k = 0; k < mc->nparams && rc == 0; k++) {
+            const param_info *p = &mc->params[k];
+            for (size_t i = 0; i < p->count; i++)
+                fprintf(f, "%s %d %zu %.9g\n", p->name, p->layer, i, host[p->offset + i]);
+        }
+        free(host);
+    }
+    if (fclose(f) != 0 && rc == 0) {
+        snprintf(t->err, sizeof t->err, "--debug-dump-params: cannot write %s", path);
+        rc = -1;
+    }
+    return rc;
+}
+
 static void cleanup(trainer *t)
 {
     if (t->o) {
@@ -1597,6 +1639,8 @@ int train_rank_run(const train_config *cfg_in, const rank_env *env)
     }
     if (t->tracing)
         trace_stop(t);
+    if (rc == 0 && c->debug_dump_params[0])
+        rc = dump_params(t);
     if (rc == 0 && is_printer && !isnan(last_loss))
         printf("final loss %.6f\n", last_loss);
     if (rc != 0) {
