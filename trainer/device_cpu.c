@@ -75,7 +75,11 @@ static void device_fail(dev_device *d, const char *msg)
 {
     pthread_mutex_lock(&d->mu);
     if (!atomic_load(&d->failed)) {
-        snprintf(d->error, sizeof d->error, "%s", msg);
+        /* the first error, cut to fit (a bounded copy: snprintf here trips
+         * -Werror=format-truncation at -O3) */
+        size_t n = strnlen(msg, sizeof d->error - 1);
+        memcpy(d->error, msg, n);
+        d->error[n] = '\0';
         atomic_store(&d->failed, 1);
     }
     pthread_cond_broadcast(&d->cv);
