@@ -70,6 +70,18 @@ void kcuda_ctx_destroy(kcuda_ctx *k)
 
 cudaStream_t kcuda_stream(const kcuda_ctx *k) { return k->stream; }
 kcuda_precision kcuda_ctx_precision(const kcuda_ctx *k) { return k->precision; }
+kcuda_act_dtype kcuda_ctx_act_dtype(const kcuda_ctx *k) { return k->act; }
+
+int kcuda_ctx_set_act_dtype(kcuda_ctx *k, kcuda_act_dtype t)
+{
+    if (t != KCUDA_ACT_F32 && t != KCUDA_ACT_BF16)
+        return kcuda_fail(k, "unknown activation type %d", (int)t);
+    if (t == KCUDA_ACT_BF16 && k->precision != KCUDA_BF16)
+        return kcuda_fail(k, "bf16 activations need bf16 precision (this context is %s)",
+                          kcuda_precision_name(k->precision));
+    k->act = t;
+    return 0;
+}
 const char *kcuda_error(const kcuda_ctx *k) { return k->error; }
 
 size_t kcuda_ctx_bytes(const kcuda_ctx *k)

@@ -13,8 +13,9 @@
  *     (for bf16 operand copies, attention's permuted heads, reduction partials)
  *     allocated stream-ordered (cudaMallocAsync), so growing never syncs the
  *     device. Everything a function does is enqueued on the context's stream.
- *   - Storage is fp32 (the device API's contract). The precision of the GEMMs is
- *     a property of the context:
+ *   - Activations are stored in fp32 or bf16, a property of the context
+ *     (kcuda_act_dtype below); parameters, their gradients and the optimizer state
+ *     are always fp32. The precision of the GEMMs is a property of the context:
  *       KCUDA_BF16  operands rounded to bf16 (weights and activations, tensor
  *                   cores), fp32 accumulation and output — bf16 mixed precision
  *                   with fp32 master weights and fp32 optimizer state;
@@ -45,6 +46,15 @@ typedef enum kcuda_precision {
     KCUDA_BF16 = 2
 } kcuda_precision;
 
+/* Element type of activation storage: what the device API's activation pointers (dev_act in
+ * trainer/device.h) point to. Activation arguments of the functions below are `void *` /
+ * `const void *` of the context's activation type; parameters, gradients of parameters,
+ * optimizer state, LayerNorm mean/rstd, losses, attention's preatt/att and ring attention's
+ * lse stay fp32 (`float *`). Kernels load activations, compute in fp32 and round once when
+ * they store (round to nearest even); backward functions that accumulate into a bf16
+ * activation gradient read, add in fp32 and store rounded. */
+typedef enum kcuda_act_dtype { KCUDA_ACT_F32 = 0, KCUDA_ACT_BF16 = 1 } kcuda_act_dtype;
+
 /* Parses "fp32", "tf32", "bf16"; returns -1 for anything else. */
 int kcuda_precision_parse(const char *name, kcuda_precision *out);
 const char *kcuda_precision_name(kcuda_precision p);
@@ -56,45 +66,49 @@ kcuda_ctx *kcuda_ctx_create(cudaStream_t stream, kcuda_precision precision, char
 void kcuda_ctx_destroy(kcuda_ctx *k);
 cudaStream_t kcuda_stream(const kcuda_ctx *k);
 kcuda_precision kcuda_ctx_precision(const kcuda_ctx *k);
+/* Sets the context's activation storage type (default KCUDA_ACT_F32). KCUDA_ACT_BF16 needs a
+ * KCUDA_BF16 context (its GEMMs take bf16 operands as they are). Returns 0 or -1. */
+int kcuda_ctx_set_act_dtype(kcuda_ctx *k, kcuda_act_dtype t);
+kcuda_act_dtype kcuda_ctx_act_dtype(const kcuda_ctx *k);
 /* The message of the last failure of this context ("" if none). */
 const char *kcuda_error(const kcuda_ctx *k);
 /* Bytes of device memory the context holds now (workspace + scratch). */
 size_t kcuda_ctx_bytes(const kcuda_ctx *k);
 
 /* ---- encoder.cu ---------------------------------------------------------------------------- */
-int kcuda_encoder_forward(kcuda_ctx *k, float *out, const int *tokens, const float *wte,
+int kcuda_encoder_forward(kcuda_ctx *k, void *out, const int *tokens, const float *wte,
                           const float *wpe, int B, int T, int C);
-int kcuda_encoder_backward(kcuda_ctx *k, float *dwte, float *dwpe, const float *dout,
+int kcuda_encoder_backward(kcuda_ctx *k, float *dwte, float *dwpe, const void *dout,
                            const int *tokens, int B, int T, int C);
 
 /* ---- layernorm.cu --------------------------------------------------------------------------- */
-int kcuda_layernorm_forward(kcuda_ctx *k, float *out, float *mean, float *rstd, const float *inp,
+int kcuda_layernorm_forward(kcuda_ctx *k, void *out, float *mean, float *rstd, const void *inp,
                             const float *weight, const float *bias, int N, int C);
-int kcuda_layernorm_backward(kcuda_ctx *k, float *dinp, float *dweight, float *dbias,
-                             const float *dout, const float *inp, const float *weight,
+int kcuda_layernorm_backward(kcuda_ctx *k, void *dinp, float *dweight, float *dbias,
+                             const void *dout, const void *inp, const float *weight,
                              const float *mean, const float *rstd, int N, int C);
 /* Fused: residual_out = a + b, then LayerNorm of residual_out (one read of a and b). */
-int kcuda_residual_layernorm_forward(kcuda_ctx *k, float *residual_out, float *out, float *mean,
-                                     float *rstd, const float *a, const float *b,
+int kcuda_residual_layernorm_forward(kcuda_ctx *k, void *residual_out, void *out, float *mean,
+                                     float *rstd, const void *a, const void *b,
                                      const float *weight, const float *bias, int N, int C);
 
 /* ---- matmul.cu (cuBLASLt) ------------------------------------------------------------------- */
 /* out[N,OC] = inp[N,C] @ weight[OC,C]^T (+ bias[OC], fused as a cuBLASLt epilogue). */
-int kcuda_matmul_forward(kcuda_ctx *k, float *out, const float *inp, const float *weight,
+int kcuda_matmul_forward(kcuda_ctx *k, void *out, const void *inp, const float *weight,
                          const float *bias, int N, int C, int OC);
 /* dinp += dout @ weight; dweight += dout^T @ inp; dbias += column sums of dout (NULL skips). */
-int kcuda_matmul_backward(kcuda_ctx *k, float *dinp, float *dweight, float *dbias,
-                          const float *dout, const float *inp, const float *weight, int N, int C,
+int kcuda_matmul_backward(kcuda_ctx *k, void *dinp, float *dweight, float *dbias,
+                          const void *dout, const void *inp, const float *weight, int N, int C,
                           int OC);
 /* The same with bf16 weight copies kept between calls (KCUDA_BF16; see matmul.cu):
  * `weight_version` names the current contents of weight memory — the caller bumps it
  * after every write that may touch a weight — and 0 disables the cache for this call.
  * Other precisions ignore it. */
-int kcuda_matmul_forward_w(kcuda_ctx *k, float *out, const float *inp, const float *weight,
+int kcuda_matmul_forward_w(kcuda_ctx *k, void *out, const void *inp, const float *weight,
                            const float *bias, int N, int C, int OC,
                            unsigned long long weight_version);
-int kcuda_matmul_backward_w(kcuda_ctx *k, float *dinp, float *dweight, float *dbias,
-                            const float *dout, const float *inp, const float *weight, int N,
+int kcuda_matmul_backward_w(kcuda_ctx *k, void *dinp, float *dweight, float *dbias,
+                            const void *dout, const void *inp, const float *weight, int N,
                             int C, int OC, unsigned long long weight_version);
 /* How many weight casts the cache has done (each entry once per version it is used in). */
 unsigned long long kcuda_weight_casts(const kcuda_ctx *k);
@@ -106,10 +120,10 @@ int kcuda_gemm(kcuda_ctx *k, int transA, int transB, int M, int N, int K, float 
                long long strideB, long long strideC);
 
 /* ---- attention.cu (batched GEMMs + softmax) --------------------------------------------------- */
-int kcuda_attention_forward(kcuda_ctx *k, float *out, float *preatt, float *att, const float *qkv,
+int kcuda_attention_forward(kcuda_ctx *k, void *out, float *preatt, float *att, const void *qkv,
                             int B, int T, int C, int NH);
-int kcuda_attention_backward(kcuda_ctx *k, float *dqkv, float *dpreatt, float *datt,
-                             const float *dout, const float *qkv, const float *att, int B, int T,
+int kcuda_attention_backward(kcuda_ctx *k, void *dqkv, float *dpreatt, float *datt,
+                             const void *dout, const void *qkv, const float *att, int B, int T,
                              int C, int NH);
 
 /* ---- flash_attention.cu (fused, bf16 tensor cores; STEPSCOPE_CUDA_ATTENTION=fused) ---------- */
@@ -118,10 +132,10 @@ int kcuda_attention_backward(kcuda_ctx *k, float *dqkv, float *dpreatt, float *d
 int kcuda_attention_fused_supported(int B, int T, int C, int NH);
 /* out as kcuda_attention_forward; att receives what the fused backward needs (row
  * log-sum-exp, then the output in [B,NH,T,hs]), not the softmax; no preatt. */
-int kcuda_attention_forward_fused(kcuda_ctx *k, float *out, float *att, const float *qkv, int B,
+int kcuda_attention_forward_fused(kcuda_ctx *k, void *out, float *att, const void *qkv, int B,
                                   int T, int C, int NH);
 /* dqkv += the gradient, from the att that the fused forward wrote. */
-int kcuda_attention_backward_fused(kcuda_ctx *k, float *dqkv, const float *dout, const float *qkv,
+int kcuda_attention_backward_fused(kcuda_ctx *k, void *dqkv, const void *dout, const void *qkv,
                                    const float *att, int B, int T, int C, int NH);
 
 /* ---- attention_block.cu (ring attention under context parallelism) ------------------------- */
@@ -130,12 +144,12 @@ int kcuda_attention_backward_fused(kcuda_ctx *k, float *dqkv, const float *dout,
  * at +C), merged into out [B,Tq,C] / lse [B,NH,Tq] by log-sum-exp (start: out = 0, lse =
  * -inf); causal: query t sees keys j <= t. The backward takes the final out and lse and
  * ACCUMULATES into dq (rows dq_stride apart) and dkv (dk | dv at +C, rows dkv_stride). */
-int kcuda_attention_block_forward(kcuda_ctx *k, float *out, float *lse, const float *q,
-                                  int q_stride, const float *kv, int kv_stride, int B, int Tq,
+int kcuda_attention_block_forward(kcuda_ctx *k, void *out, float *lse, const void *q,
+                                  int q_stride, const void *kv, int kv_stride, int B, int Tq,
                                   int Tk, int C, int NH, int causal);
-int kcuda_attention_block_backward(kcuda_ctx *k, float *dq, int dq_stride, float *dkv,
-                                   int dkv_stride, const float *dout, const float *out,
-                                   const float *lse, const float *q, int q_stride, const float *kv,
+int kcuda_attention_block_backward(kcuda_ctx *k, void *dq, int dq_stride, void *dkv,
+                                   int dkv_stride, const void *dout, const void *out,
+                                   const float *lse, const void *q, int q_stride, const void *kv,
                                    int kv_stride, int B, int Tq, int Tk, int C, int NH, int causal);
 /* Which kernels a context of this precision runs for the shape: bf16 tensor-core tiles
  * (bf16/tf32 contexts, head size 16/32/64/128, B*NH <= 65535), the fp32 warp-per-row
@@ -145,16 +159,16 @@ int kcuda_attention_block_backward(kcuda_ctx *k, float *dq, int dq_stride, float
 int kcuda_attention_block_path(kcuda_precision precision, int B, int C, int NH);
 
 /* ---- gelu.cu, residual.cu ---------------------------------------------------------------------- */
-int kcuda_gelu_forward(kcuda_ctx *k, float *out, const float *inp, size_t N);
-int kcuda_gelu_backward(kcuda_ctx *k, float *dinp, const float *inp, const float *dout, size_t N);
-int kcuda_residual_forward(kcuda_ctx *k, float *out, const float *a, const float *b, size_t N);
-int kcuda_residual_backward(kcuda_ctx *k, float *da, float *db, const float *dout, size_t N);
+int kcuda_gelu_forward(kcuda_ctx *k, void *out, const void *inp, size_t N);
+int kcuda_gelu_backward(kcuda_ctx *k, void *dinp, const void *inp, const void *dout, size_t N);
+int kcuda_residual_forward(kcuda_ctx *k, void *out, const void *a, const void *b, size_t N);
+int kcuda_residual_backward(kcuda_ctx *k, void *da, void *db, const void *dout, size_t N);
 
 /* ---- crossentropy.cu ------------------------------------------------------------------------- */
-int kcuda_crossentropy_forward(kcuda_ctx *k, float *losses, float *probs, const float *logits,
+int kcuda_crossentropy_forward(kcuda_ctx *k, float *losses, void *probs, const void *logits,
                                const int *targets, int N, int V, int Vp);
-int kcuda_crossentropy_backward(kcuda_ctx *k, float *dlogits, const float *dlosses,
-                                const float *probs, const int *targets, int N, int V, int Vp);
+int kcuda_crossentropy_backward(kcuda_ctx *k, void *dlogits, const float *dlosses,
+                                const void *probs, const int *targets, int N, int V, int Vp);
 
 /* ---- adamw.cu ------------------------------------------------------------------------------- */
 int kcuda_adamw(kcuda_ctx *k, float *params, const float *grads, float *m, float *v, size_t n,

@@ -52,6 +52,7 @@ typedef struct kcuda_weight_entry {
 struct kcuda_ctx {
     cudaStream_t stream;
     kcuda_precision precision;
+    kcuda_act_dtype act; /* activation storage type (kcuda_ctx_set_act_dtype) */
     cublasLtHandle_t lt;
     void *scratch[KCUDA_SCRATCH_COUNT];
     size_t scratch_bytes[KCUDA_SCRATCH_COUNT];
@@ -95,6 +96,32 @@ static inline unsigned kcuda_grid_for(const kcuda_ctx *k, size_t n, unsigned blo
         blocks = cap;
     return blocks ? (unsigned)blocks : 1u;
 }
+
+/* Activation loads and stores for kernels templated on the storage type (float or
+ * __nv_bfloat16): compute in fp32, round once on store (nearest even). */
+__device__ __forceinline__ float kcuda_ld(const float *p, size_t i) { return p[i]; }
+__device__ __forceinline__ float kcuda_ld(const __nv_bfloat16 *p, size_t i)
+{
+    return __bfloat162float(p[i]);
+}
+__device__ __forceinline__ void kcuda_st(float *p, size_t i, float v) { p[i] = v; }
+__device__ __forceinline__ void kcuda_st(__nv_bfloat16 *p, size_t i, float v)
+{
+    p[i] = __float2bfloat16_rn(v);
+}
+
+/* Runs `body` (a lambda-free statement using the type name ACT) with ACT = float or
+ * __nv_bfloat16 according to the context's activation type. */
+#define KCUDA_WITH_ACT(k, body)                                                                    \
+    do {                                                                                           \
+        if ((k)->act == KCUDA_ACT_BF16) {                                                          \
+            typedef __nv_bfloat16 ACT;                                                             \
+            body;                                                                                  \
+        } else {                                                                                   \
+            typedef float ACT;                                                                     \
+            body;                                                                                  \
+        }                                                                                          \
+    } while (0)
 
 __device__ __forceinline__ float kcuda_warp_sum(float v)
 {
