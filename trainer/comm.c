@@ -22,14 +22,16 @@ int comm_allreduce(comm *c, dev_stream *s, void *buf, size_t count, comm_dtype d
     return ops_of(c)->allreduce(c, s, buf, count, dt);
 }
 
-int comm_reduce_scatter(comm *c, dev_stream *s, float *out, const float *in, size_t count)
+int comm_reduce_scatter(comm *c, dev_stream *s, void *out, const void *in, size_t count,
+                        comm_dtype dt)
 {
-    return ops_of(c)->reduce_scatter(c, s, out, in, count);
+    return ops_of(c)->reduce_scatter(c, s, out, in, count, dt);
 }
 
-int comm_allgather(comm *c, dev_stream *s, float *out, const float *in, size_t count)
+int comm_allgather(comm *c, dev_stream *s, void *out, const void *in, size_t count,
+                   comm_dtype dt)
 {
-    return ops_of(c)->allgather(c, s, out, in, count);
+    return ops_of(c)->allgather(c, s, out, in, count, dt);
 }
 
 int comm_broadcast(comm *c, dev_stream *s, void *buf, size_t bytes, int root)

@@ -34,7 +34,13 @@
 typedef struct comm_job comm_job;
 typedef struct comm comm;
 
-typedef enum comm_dtype { COMM_FLOAT32 = 1, COMM_FLOAT64 = 2 } comm_dtype;
+typedef enum comm_dtype { COMM_FLOAT32 = 1, COMM_FLOAT64 = 2, COMM_BFLOAT16 = 3 } comm_dtype;
+
+/* Bytes per element. bf16 sums are accumulated wider and rounded once. */
+static inline size_t comm_dtype_bytes(comm_dtype dt)
+{
+    return dt == COMM_FLOAT64 ? 8 : dt == COMM_BFLOAT16 ? 2 : 4;
+}
 
 /* Group kinds (part of the shared-memory layout key, and the trace name). */
 typedef enum comm_kind {
@@ -94,8 +100,10 @@ typedef struct comm_ops {
     const char *backend_name;
     void (*destroy)(comm *c);
     int (*allreduce)(comm *c, dev_stream *s, void *buf, size_t count, comm_dtype dt);
-    int (*reduce_scatter)(comm *c, dev_stream *s, float *out, const float *in, size_t count);
-    int (*allgather)(comm *c, dev_stream *s, float *out, const float *in, size_t count);
+    int (*reduce_scatter)(comm *c, dev_stream *s, void *out, const void *in, size_t count,
+                          comm_dtype dt);
+    int (*allgather)(comm *c, dev_stream *s, void *out, const void *in, size_t count,
+                     comm_dtype dt);
     int (*broadcast)(comm *c, dev_stream *s, void *buf, size_t bytes, int root);
     int (*send)(comm *c, dev_stream *s, const void *buf, size_t bytes, int peer, unsigned flags);
     int (*recv)(comm *c, dev_stream *s, void *buf, size_t bytes, int peer, unsigned flags);
@@ -113,10 +121,13 @@ typedef struct comm_header {
 
 /* In-place sum over the group; count elements of dtype. */
 int comm_allreduce(comm *c, dev_stream *s, void *buf, size_t count, comm_dtype dt);
-/* out[count] = sum over ranks of in[rank*count .. (rank+1)*count) (in has size*count). */
-int comm_reduce_scatter(comm *c, dev_stream *s, float *out, const float *in, size_t count);
+/* out[count] = sum over ranks of in[rank*count .. (rank+1)*count) (in has size*count),
+ * elements of dtype dt. */
+int comm_reduce_scatter(comm *c, dev_stream *s, void *out, const void *in, size_t count,
+                        comm_dtype dt);
 /* out[size*count] = concatenation of every rank's in[count] (in may alias its own slot of out). */
-int comm_allgather(comm *c, dev_stream *s, float *out, const float *in, size_t count);
+int comm_allgather(comm *c, dev_stream *s, void *out, const void *in, size_t count,
+                   comm_dtype dt);
 int comm_broadcast(comm *c, dev_stream *s, void *buf, size_t bytes, int root);
 /* Point-to-point within the group (peer is a group rank). Bytes stream through
  * a bounded mailbox per (src, dst): a send completes once the receiver has

@@ -46,6 +46,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bf16.h"
 #include "device_cpu.h"
 #include "stepscope.h"
 
@@ -253,9 +254,43 @@ static char *slot(comm *c, int k) { return c->region + REGION_HEADER + SLOT_BYTE
 
 enum { OP_ALLREDUCE, OP_REDUCE_SCATTER, OP_ALLGATHER, OP_BROADCAST, OP_SEND, OP_RECV, OP_BARRIER };
 
+/* out[i] = sum over ranks k (in rank order) of element i of slot k, from element `at` of
+ * each slot, for n elements of type dt: fp32 and fp64 sums in their own type, bf16 summed
+ * in fp32 and rounded once (as NCCL's bf16 reductions accumulate wider than bf16). */
+static void sum_slots(comm *c, int dt, void *out, size_t at, size_t n)
+{
+    if (dt == COMM_FLOAT64) {
+        double *o = out;
+        for (size_t i = 0; i < n; i++) {
+            double acc = ((const double *)slot(c, 0))[at + i];
+            for (int k = 1; k < c->n; k++)
+                acc += ((const double *)slot(c, k))[at + i];
+            o[i] = acc;
+        }
+    } else if (dt == COMM_BFLOAT16) {
+        uint16_t *o = out;
+        for (size_t i = 0; i < n; i++) {
+            float acc = bf16_to_float(((const uint16_t *)slot(c, 0))[at + i]);
+            for (int k = 1; k < c->n; k++)
+                acc += bf16_to_float(((const uint16_t *)slot(c, k))[at + i]);
+            o[i] = bf16_from_float(acc);
+        }
+    } else {
+        float *o = out;
+        const float *s0 = (const float *)slot(c, 0) + at;
+        for (size_t i = 0; i < n; i++)
+            o[i] = s0[i];
+        for (int k = 1; k < c->n; k++) {
+            const float *sk = (const float *)slot(c, k) + at;
+            for (size_t i = 0; i < n; i++)
+                o[i] += sk[i];
+        }
+    }
+}
+
 static int run_allreduce(comm *c, void *buf, size_t count, int dt, char *err, size_t errlen)
 {
-    size_t es = dt == COMM_FLOAT64 ? 8 : 4;
+    size_t es = comm_dtype_bytes((comm_dtype)dt);
     size_t chunk = SLOT_BYTES / es;
     uint64_t deadline = deadline_of(c->job);
     for (size_t off = 0; off < count; off += chunk) {
@@ -264,25 +299,7 @@ static int run_allreduce(comm *c, void *buf, size_t count, int dt, char *err, si
         int rc = region_barrier(c, deadline);
         if (rc)
             return wait_failed(c, rc, "allreduce", err, errlen);
-        if (dt == COMM_FLOAT64) {
-            double *out = (double *)buf + off;
-            for (size_t i = 0; i < n; i++) {
-                double acc = ((double *)slot(c, 0))[i];
-                for (int k = 1; k < c->n; k++)
-                    acc += ((double *)slot(c, k))[i];
-                out[i] = acc;
-            }
-        } else {
-            float *out = (float *)buf + off;
-            const float *s0 = (const float *)slot(c, 0);
-            for (size_t i = 0; i < n; i++)
-                out[i] = s0[i];
-            for (int k = 1; k < c->n; k++) {
-                const float *sk = (const float *)slot(c, k);
-                for (size_t i = 0; i < n; i++)
-                    out[i] += sk[i];
-            }
-        }
+        sum_slots(c, dt, (char *)buf + off * es, 0, n);
         rc = region_barrier(c, deadline);
         if (rc)
             return wait_failed(c, rc, "allreduce", err, errlen);
@@ -290,27 +307,22 @@ static int run_allreduce(comm *c, void *buf, size_t count, int dt, char *err, si
     return 0;
 }
 
-static int run_reduce_scatter(comm *c, float *out, const float *in, size_t count, char *err,
+static int run_reduce_scatter(comm *c, void *out, const void *in, size_t count, int dt, char *err,
                               size_t errlen)
 {
-    size_t sub = SLOT_BYTES / (4 * (size_t)c->n);
+    size_t es = comm_dtype_bytes((comm_dtype)dt);
+    size_t sub = SLOT_BYTES / (es * (size_t)c->n);
     uint64_t deadline = deadline_of(c->job);
     for (size_t off = 0; off < count; off += sub) {
         size_t n = count - off < sub ? count - off : sub;
-        float *mine = (float *)slot(c, c->me);
+        char *mine = slot(c, c->me);
         for (int r = 0; r < c->n; r++)
-            memcpy(mine + (size_t)r * sub, in + (size_t)r * count + off, n * 4);
+            memcpy(mine + (size_t)r * sub * es, (const char *)in + ((size_t)r * count + off) * es,
+                   n * es);
         int rc = region_barrier(c, deadline);
         if (rc)
             return wait_failed(c, rc, "reduce_scatter", err, errlen);
-        const float *s0 = (const float *)slot(c, 0) + (size_t)c->me * sub;
-        for (size_t i = 0; i < n; i++)
-            out[off + i] = s0[i];
-        for (int k = 1; k < c->n; k++) {
-            const float *sk = (const float *)slot(c, k) + (size_t)c->me * sub;
-            for (size_t i = 0; i < n; i++)
-                out[off + i] += sk[i];
-        }
+        sum_slots(c, dt, (char *)out + off * es, (size_t)c->me * sub, n);
         rc = region_barrier(c, deadline);
         if (rc)
             return wait_failed(c, rc, "reduce_scatter", err, errlen);
@@ -318,19 +330,20 @@ static int run_reduce_scatter(comm *c, float *out, const float *in, size_t count
     return 0;
 }
 
-static int run_allgather(comm *c, float *out, const float *in, size_t count, char *err,
+static int run_allgather(comm *c, void *out, const void *in, size_t count, int dt, char *err,
                          size_t errlen)
 {
-    size_t chunk = SLOT_BYTES / 4;
+    size_t es = comm_dtype_bytes((comm_dtype)dt);
+    size_t chunk = SLOT_BYTES / es;
     uint64_t deadline = deadline_of(c->job);
     for (size_t off = 0; off < count; off += chunk) {
         size_t n = count - off < chunk ? count - off : chunk;
-        memcpy(slot(c, c->me), in + off, n * 4);
+        memcpy(slot(c, c->me), (const char *)in + off * es, n * es);
         int rc = region_barrier(c, deadline);
         if (rc)
             return wait_failed(c, rc, "allgather", err, errlen);
         for (int k = 0; k < c->n; k++)
-            memcpy(out + (size_t)k * count + off, slot(c, k), n * 4);
+            memcpy((char *)out + ((size_t)k * count + off) * es, slot(c, k), n * es);
         rc = region_barrier(c, deadline);
         if (rc)
             return wait_failed(c, rc, "allgather", err, errlen);
@@ -422,9 +435,9 @@ static int run_comm_task(cpu_task *t, char *err, size_t errlen)
     case OP_ALLREDUCE:
         return run_allreduce(c, t->p[0], count, (int)t->i[2], err, errlen);
     case OP_REDUCE_SCATTER:
-        return run_reduce_scatter(c, t->p[0], t->p[1], count, err, errlen);
+        return run_reduce_scatter(c, t->p[0], t->p[1], count, (int)t->i[2], err, errlen);
     case OP_ALLGATHER:
-        return run_allgather(c, t->p[0], t->p[1], count, err, errlen);
+        return run_allgather(c, t->p[0], t->p[1], count, (int)t->i[2], err, errlen);
     case OP_BROADCAST:
         return run_broadcast(c, t->p[0], count, (int)t->i[3], err, errlen);
     case OP_SEND:
@@ -464,9 +477,10 @@ static void comm_task_done(cpu_task *t, uint64_t start_ns, uint64_t end_ns)
     k->stream = t->stream_trace_id;
     k->correlation_id = t->correlation;
     k->op = coll_op[op];
-    k->datatype = t->i[2] == COMM_FLOAT64 ? STEPSCOPE_DT_FLOAT64
-                  : t->i[2] == COMM_FLOAT32 ? STEPSCOPE_DT_FLOAT32
-                                            : STEPSCOPE_DT_UINT8;
+    k->datatype = t->i[2] == COMM_FLOAT64    ? STEPSCOPE_DT_FLOAT64
+                  : t->i[2] == COMM_FLOAT32  ? STEPSCOPE_DT_FLOAT32
+                  : t->i[2] == COMM_BFLOAT16 ? STEPSCOPE_DT_BFLOAT16
+                                             : STEPSCOPE_DT_UINT8;
     k->peer = (op == OP_SEND || op == OP_RECV || op == OP_BROADCAST) ? (int32_t)t->i[3] : -1;
     k->comm_rank = (uint32_t)c->me;
     k->comm_size = (uint32_t)c->n;
@@ -521,21 +535,23 @@ static int enqueue_comm(comm *c, dev_stream *s, int op, void *p0, const void *p1
 
 static int shm_allreduce(comm *c, dev_stream *s, void *buf, size_t count, comm_dtype dt)
 {
-    size_t es = dt == COMM_FLOAT64 ? 8 : 4;
-    return enqueue_comm(c, s, OP_ALLREDUCE, buf, NULL, count, dt, -1, 0, count * es);
+    return enqueue_comm(c, s, OP_ALLREDUCE, buf, NULL, count, dt, -1, 0,
+                        count * comm_dtype_bytes(dt));
 }
 
-static int shm_reduce_scatter(comm *c, dev_stream *s, float *out, const float *in, size_t count)
+static int shm_reduce_scatter(comm *c, dev_stream *s, void *out, const void *in, size_t count,
+                              comm_dtype dt)
 {
     /* bytes as in the busbw formulas: the size of the full (input) buffer */
-    return enqueue_comm(c, s, OP_REDUCE_SCATTER, out, in, count, COMM_FLOAT32, -1, 0,
-                        count * 4 * (size_t)c->n);
+    return enqueue_comm(c, s, OP_REDUCE_SCATTER, out, in, count, dt, -1, 0,
+                        count * comm_dtype_bytes(dt) * (size_t)c->n);
 }
 
-static int shm_allgather(comm *c, dev_stream *s, float *out, const float *in, size_t count)
+static int shm_allgather(comm *c, dev_stream *s, void *out, const void *in, size_t count,
+                         comm_dtype dt)
 {
-    return enqueue_comm(c, s, OP_ALLGATHER, out, in, count, COMM_FLOAT32, -1, 0,
-                        count * 4 * (size_t)c->n);
+    return enqueue_comm(c, s, OP_ALLGATHER, out, in, count, dt, -1, 0,
+                        count * comm_dtype_bytes(dt) * (size_t)c->n);
 }
 
 static int shm_broadcast(comm *c, dev_stream *s, void *buf, size_t bytes, int root)

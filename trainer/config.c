@@ -87,6 +87,9 @@ static const opt_row rows[] = {
     {"backend", OPT_STRING, OFF(backend), SZ(backend), "cpu|cuda|auto",
      "compute backend; auto: cuda when this binary has it and a GPU is usable, else cpu "
      "[auto]", 0},
+    {"activations", OPT_STRING, OFF(activations), SZ(activations), "fp32|bf16|auto",
+     "activation storage: bf16 halves activation memory and traffic (math stays fp32, one "
+     "rounding per stored value); auto: bf16 on CUDA in bf16 precision, else fp32 [auto]", 0},
     {"data", OPT_STRING, OFF(data), SZ(data), "FILE",
      "training text or token file [a small built-in corpus]", 0},
     {"bpe-merges", OPT_INT, OFF(bpe_merges), 0, "N",
@@ -190,6 +193,7 @@ static void defaults(train_config *c)
     c->beta2 = 0.95;
     c->eps = 1e-8;
     snprintf(c->backend, sizeof c->backend, "auto");
+    snprintf(c->activations, sizeof c->activations, "auto");
     c->profile_first = -1;
     c->profile_last = -1;
     c->watchdog_s = 60;
@@ -565,6 +569,9 @@ int config_validate(const train_config *c, char *err, size_t n)
     REQUIRE(!strcmp(c->backend, "cpu") || !strcmp(c->backend, "auto") ||
                 !strcmp(c->backend, "cuda"),
             "--backend %s: expected cpu, cuda or auto", c->backend);
+    REQUIRE(!strcmp(c->activations, "fp32") || !strcmp(c->activations, "bf16") ||
+                !strcmp(c->activations, "auto"),
+            "--activations %s: expected fp32, bf16 or auto", c->activations);
 #ifndef STEPSCOPE_TRAINER_HAVE_CUDA
     REQUIRE(strcmp(c->backend, "cuda") != 0,
             "--backend cuda: the CUDA backend is not built into this binary (use cpu or auto)");
@@ -643,6 +650,8 @@ char *config_to_json(const train_config *c)
         c->weight_decay, c->grad_clip, c->beta1, c->beta2, c->eps);
     OUT(",\"backend\":");
     json_string(b, n, &at, c->backend);
+    OUT(",\"activations\":");
+    json_string(b, n, &at, c->activations);
     OUT(",\"data\":");
     json_string(b, n, &at, c->data[0] ? c->data : "(built-in corpus)");
     OUT(",\"bpe_merges\":%d", c->bpe_merges);

@@ -42,6 +42,7 @@ typedef struct train_config {
     int warmup_given;
     /* run */
     char backend[16];
+    char activations[8]; /* "fp32", "bf16", "auto" (dev_dtype chosen in train.c) */
     char data[512];
     int bpe_merges; /* 0: byte tokenizer */
     char log[512];

@@ -84,3 +84,10 @@ void dev_set_progress_hook(dev_device *d, void (*hook)(void *arg), void *arg)
 size_t dev_bytes_in_use(const dev_device *d) { return ops_of(d)->bytes_in_use(d); }
 size_t dev_bytes_peak(const dev_device *d) { return ops_of(d)->bytes_peak(d); }
 void dev_abort(dev_device *d, const char *why) { ops_of(d)->abort(d, why); }
+
+dev_dtype dev_activation_dtype(const dev_device *d) { return ops_of(d)->activation_dtype(d); }
+
+int dev_set_activation_dtype(dev_device *d, dev_dtype t, char *err, size_t errlen)
+{
+    return ops_of(d)->set_activation_dtype(d, t, err, errlen);
+}

@@ -19,9 +19,14 @@
  * closures; an event is a completion counter. Communication operations (comm.h)
  * are enqueued on the same streams.
  *
- * The operations mirror kernels/cpu/cpu_kernels.h (fp32, row-major, backward
- * functions ACCUMULATE into gradients). Call them through the dev_* inline
- * wrappers below, e.g. dev_matmul_forward(stream, out, inp, w, b, N, C, OC).
+ * The operations mirror kernels/cpu/cpu_kernels.h (row-major, backward functions
+ * ACCUMULATE into gradients). Parameters, their gradients, optimizer state, LayerNorm
+ * mean/rstd, losses and the attention matrices are fp32 (`float *`). Activations and
+ * activation gradients are `dev_act *`: elements of the device's activation type
+ * (dev_activation_dtype: fp32, or bf16 with the math in fp32 and one rounding per
+ * store; backward operations that accumulate into a bf16 gradient read it, add in
+ * fp32 and store rounded). dev_act is an incomplete type, so activations cannot be
+ * indexed by mistake as floats: offsets go through dev_act_at().
  */
 #ifndef STEPSCOPE_TRAINER_DEVICE_H
 #define STEPSCOPE_TRAINER_DEVICE_H
@@ -32,6 +37,19 @@
 typedef struct dev_device dev_device;
 typedef struct dev_stream dev_stream;
 typedef struct dev_event dev_event;
+
+/* Element types of activation storage. */
+typedef enum dev_dtype { DEV_F32 = 0, DEV_BF16 = 1 } dev_dtype;
+/* Activation storage: elements of the device's activation type (never dereferenced). */
+typedef struct dev_act dev_act;
+
+static inline size_t dev_dtype_bytes(dev_dtype t) { return t == DEV_BF16 ? 2 : 4; }
+static inline const char *dev_dtype_name(dev_dtype t) { return t == DEV_BF16 ? "bf16" : "fp32"; }
+/* The activation `elems` elements of type t past p. */
+static inline dev_act *dev_act_at(const dev_act *p, dev_dtype t, size_t elems)
+{
+    return (dev_act *)((char *)(uintptr_t)p + elems * dev_dtype_bytes(t));
+}
 
 typedef struct dev_ops {
     const char *backend_name; /* "cpu", "cuda" */
@@ -45,6 +63,11 @@ typedef struct dev_ops {
     size_t (*bytes_in_use)(const dev_device *d);
     size_t (*bytes_peak)(const dev_device *d);
     void (*abort)(dev_device *d, const char *why);
+    /* The activation type (DEV_F32 until set). Set it once, before any activation is
+     * allocated or any operation enqueued: 0, or -1 with a message when the backend (or
+     * its precision) cannot store activations in that type. */
+    int (*set_activation_dtype)(dev_device *d, dev_dtype t, char *err, size_t errlen);
+    dev_dtype (*activation_dtype)(const dev_device *d);
 
     /* --- memory ------------------------------------------------------------ */
     void *(*alloc)(dev_device *d, size_t bytes); /* zeroed; NULL on failure */
@@ -71,49 +94,51 @@ typedef struct dev_ops {
                     size_t width_bytes, size_t rows);
 
     /* --- model operations (see kernels/cpu/cpu_kernels.h for the math) -------- */
-    void (*encoder_forward)(dev_stream *s, float *out, const int *tokens, const float *wte,
+    void (*encoder_forward)(dev_stream *s, dev_act *out, const int *tokens, const float *wte,
                             const float *wpe, int B, int T, int C);
-    void (*encoder_backward)(dev_stream *s, float *dwte, float *dwpe, const float *dout,
+    void (*encoder_backward)(dev_stream *s, float *dwte, float *dwpe, const dev_act *dout,
                              const int *tokens, int B, int T, int C);
-    void (*layernorm_forward)(dev_stream *s, float *out, float *mean, float *rstd,
-                              const float *inp, const float *weight, const float *bias, int N,
+    void (*layernorm_forward)(dev_stream *s, dev_act *out, float *mean, float *rstd,
+                              const dev_act *inp, const float *weight, const float *bias, int N,
                               int C);
-    void (*layernorm_backward)(dev_stream *s, float *dinp, float *dweight, float *dbias,
-                               const float *dout, const float *inp, const float *weight,
+    void (*layernorm_backward)(dev_stream *s, dev_act *dinp, float *dweight, float *dbias,
+                               const dev_act *dout, const dev_act *inp, const float *weight,
                                const float *mean, const float *rstd, int N, int C);
-    void (*matmul_forward)(dev_stream *s, float *out, const float *inp, const float *weight,
+    void (*matmul_forward)(dev_stream *s, dev_act *out, const dev_act *inp, const float *weight,
                            const float *bias, int N, int C, int OC);
-    void (*matmul_backward)(dev_stream *s, float *dinp, float *dweight, float *dbias,
-                            const float *dout, const float *inp, const float *weight, int N,
+    void (*matmul_backward)(dev_stream *s, dev_act *dinp, float *dweight, float *dbias,
+                            const dev_act *dout, const dev_act *inp, const float *weight, int N,
                             int C, int OC);
-    void (*attention_forward)(dev_stream *s, float *out, float *preatt, float *att,
-                              const float *qkv, int B, int T, int C, int NH);
-    void (*attention_backward)(dev_stream *s, float *dqkv, float *dpreatt, float *datt,
-                               const float *dout, const float *qkv, const float *att, int B,
+    void (*attention_forward)(dev_stream *s, dev_act *out, float *preatt, float *att,
+                              const dev_act *qkv, int B, int T, int C, int NH);
+    void (*attention_backward)(dev_stream *s, dev_act *dqkv, float *dpreatt, float *datt,
+                               const dev_act *dout, const dev_act *qkv, const float *att, int B,
                                int T, int C, int NH);
     /* Ring attention (context parallelism; cpu_attention_block_* in kernels/cpu/cpu_kernels.h
      * is the math and the layouts): one block of queries against one block of keys and
      * values, merged into the running out [B,Tq,C] / lse [B,NH,Tq] by log-sum-exp; the
      * backward takes the final out and lse and ACCUMULATES into dq and dkv. q rows are
-     * q_stride floats apart, kv rows kv_stride apart with v at +C (the same for dq, dkv).
+     * q_stride elements apart, kv rows kv_stride apart with v at +C (the same for dq, dkv).
      * causal: a diagonal block (Tq == Tk, query t sees keys <= t). Optional: a backend
      * without them (NULL) cannot run --cp > 1, and the configuration is refused. */
-    void (*attention_block_forward)(dev_stream *s, float *out, float *lse, const float *q,
-                                    int q_stride, const float *kv, int kv_stride, int B, int Tq,
+    void (*attention_block_forward)(dev_stream *s, dev_act *out, float *lse, const dev_act *q,
+                                    int q_stride, const dev_act *kv, int kv_stride, int B, int Tq,
                                     int Tk, int C, int NH, int causal);
-    void (*attention_block_backward)(dev_stream *s, float *dq, int dq_stride, float *dkv,
-                                     int dkv_stride, const float *dout, const float *out,
-                                     const float *lse, const float *q, int q_stride,
-                                     const float *kv, int kv_stride, int B, int Tq, int Tk, int C,
+    void (*attention_block_backward)(dev_stream *s, dev_act *dq, int dq_stride, dev_act *dkv,
+                                     int dkv_stride, const dev_act *dout, const dev_act *out,
+                                     const float *lse, const dev_act *q, int q_stride,
+                                     const dev_act *kv, int kv_stride, int B, int Tq, int Tk, int C,
                                      int NH, int causal);
-    void (*gelu_forward)(dev_stream *s, float *out, const float *inp, int N);
-    void (*gelu_backward)(dev_stream *s, float *dinp, const float *inp, const float *dout, int N);
-    void (*residual_forward)(dev_stream *s, float *out, const float *a, const float *b, int N);
-    void (*residual_backward)(dev_stream *s, float *da, float *db, const float *dout, int N);
-    void (*crossentropy_forward)(dev_stream *s, float *losses, float *probs, const float *logits,
+    void (*gelu_forward)(dev_stream *s, dev_act *out, const dev_act *inp, int N);
+    void (*gelu_backward)(dev_stream *s, dev_act *dinp, const dev_act *inp, const dev_act *dout,
+                          int N);
+    void (*residual_forward)(dev_stream *s, dev_act *out, const dev_act *a, const dev_act *b,
+                             int N);
+    void (*residual_backward)(dev_stream *s, dev_act *da, dev_act *db, const dev_act *dout, int N);
+    void (*crossentropy_forward)(dev_stream *s, float *losses, dev_act *probs, const dev_act *logits,
                                  const int *targets, int N, int V, int Vp);
-    void (*crossentropy_backward)(dev_stream *s, float *dlogits, const float *dlosses,
-                                  const float *probs, const int *targets, int N, int V, int Vp);
+    void (*crossentropy_backward)(dev_stream *s, dev_act *dlogits, const float *dlosses,
+                                  const dev_act *probs, const int *targets, int N, int V, int Vp);
     /* fills n floats with one value */
     void (*fill)(dev_stream *s, float *x, float value, size_t n);
     /* *acc (a device double) += sum(losses[0..n)) — loss bookkeeping without a host sync */
@@ -121,6 +146,8 @@ typedef struct dev_ops {
     /* *acc (a device double) += sum(x^2) — for the global gradient norm */
     void (*sum_squares_accumulate)(dev_stream *s, double *acc, const float *x, size_t n);
     void (*scale)(dev_stream *s, float *x, float factor, size_t n);
+    /* dst[i] += src[i] for n floats (fp32 buffers such as ZeRO gradient shards) */
+    void (*add)(dev_stream *s, float *dst, const float *src, size_t n);
     void (*adamw)(dev_stream *s, float *params, const float *grads, float *m, float *v, size_t n,
                   float lr, float beta1, float beta2, float eps, float weight_decay, int t);
 } dev_ops;
@@ -156,6 +183,9 @@ size_t dev_bytes_in_use(const dev_device *d);
 size_t dev_bytes_peak(const dev_device *d);
 /* Makes every blocked wait of this device fail (used when a peer rank aborts). */
 void dev_abort(dev_device *d, const char *why);
+/* The device's activation type, and setting it (see dev_ops.set_activation_dtype). */
+dev_dtype dev_activation_dtype(const dev_device *d);
+int dev_set_activation_dtype(dev_device *d, dev_dtype t, char *err, size_t errlen);
 
 /* The CPU backend's constructor (device_cpu.c). A CUDA backend adds
  * dev_cuda_open (device_cuda.c) and a case in dev_open (device.c). */

@@ -14,6 +14,9 @@
  *   - Errors are sticky: the first failing task's message becomes the device's
  *     error, later tasks of that stream are skipped, blocked waits give up, and
  *     stream_synchronize returns -1.
+ *   - Activations are fp32, or bf16 (set_activation_dtype): then each operation runs
+ *     the fp32 reference kernel on fp32 copies of its activation arguments and rounds
+ *     what it wrote back to bf16 (run_staged below).
  *   - Tracing: when a trace is active, each enqueue writes an API record of kind
  *     HOST_ENQUEUE on the host thread, and each executed task a HOST_OP record
  *     (stream, category, flops, bytes, same correlation id). Stream waits that
@@ -30,6 +33,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bf16.h"
 #include "cpu_kernels.h"
 #include "stepscope.h"
 
@@ -44,6 +48,7 @@ struct dev_device {
     atomic_size_t in_use, peak;
     dev_stream *streams[CPU_MAX_STREAMS];
     int nstreams;
+    dev_dtype act; /* activation storage (fp32, or bf16 staged through fp32) */
     void (*hook)(void *);
     void *hook_arg;
 };
@@ -466,12 +471,89 @@ static void cpu_copy_2d(dev_stream *s, void *dst, size_t dst_pitch, const void *
 
 /* ---- model operations -------------------------------------------------------------
  * Each wrapper packs its arguments into a task (pointers in p[], integers in i[],
- * scalars in f[]), states the work's flops and bytes moved, and enqueues it; the
- * matching run_* unpacks and calls the reference kernel. */
+ * scalars in f[]), names its activation arguments (act() below: which p[], how many
+ * elements, whether the kernel writes them), states the work's flops and bytes moved,
+ * and enqueues it; the matching run_* unpacks and calls the reference kernel.
+ *
+ * bf16 activations: the reference kernels are fp32, so a task whose device stores
+ * activations in bf16 runs on fp32 copies: run_staged widens every activation argument,
+ * runs the kernel, and rounds the ones it writes back into bf16 (nearest even, like
+ * __float2bfloat16_rn). That is exactly "bf16 storage, fp32 math, one rounding per store"
+ * for every operation, which is what the CUDA kernels do (their accumulation order
+ * differs), so a CPU run is the reference for a CUDA run in bf16. Accumulating backward
+ * operations read their bf16 gradient, add in fp32 and store rounded, as on the GPU. */
 
 #define P(k) (t->p[k])
 #define I(k) ((int)t->i[k])
 #define F(k) ((float)t->f[k])
+
+/* Names p[index] an activation argument of rows x width elements, stride apart. */
+static void act(cpu_task *t, int index, int written, size_t rows, size_t width, size_t stride)
+{
+    cpu_act_arg *a = &t->acts[t->nacts++];
+    a->index = index;
+    a->written = written;
+    a->rows = rows;
+    a->width = width;
+    a->stride = stride;
+}
+
+/* A contiguous activation argument of n elements. */
+static void act_n(cpu_task *t, int index, int written, size_t n) { act(t, index, written, 1, n, n); }
+
+static size_t act_span(const cpu_act_arg *a) { return a->rows ? (a->rows - 1) * a->stride + a->width : 0; }
+
+/* Runs t->staged_run on fp32 copies of the task's bf16 activation arguments. Arguments
+ * that alias (the same buffer twice) share one copy, as they would share memory. */
+static int run_staged(cpu_task *t, char *err, size_t errlen)
+{
+    void *orig[CPU_TASK_MAX_ACTS] = {0};
+    float *tmp[CPU_TASK_MAX_ACTS] = {0};
+    int owner[CPU_TASK_MAX_ACTS];
+    int rc = 0;
+    for (int k = 0; k < t->nacts; k++) {
+        const cpu_act_arg *a = &t->acts[k];
+        orig[k] = t->p[a->index];
+        owner[k] = k;
+        if (!orig[k])
+            continue;
+        for (int j = 0; j < k; j++)
+            if (orig[j] == orig[k] && tmp[j]) {
+                owner[k] = j;
+                break;
+            }
+        if (owner[k] != k) {
+            t->p[a->index] = tmp[owner[k]];
+            continue;
+        }
+        tmp[k] = malloc(act_span(a) * sizeof(float) + 1);
+        if (!tmp[k]) {
+            snprintf(err, errlen, "%s: out of memory staging bf16 activations", t->name);
+            rc = -1;
+            goto out;
+        }
+        for (size_t r = 0; r < a->rows; r++)
+            bf16_widen(tmp[k] + r * a->stride, (const uint16_t *)orig[k] + r * a->stride, a->width);
+        t->p[a->index] = tmp[k];
+    }
+    rc = t->staged_run(t, err, errlen);
+    if (rc == 0)
+        for (int k = 0; k < t->nacts; k++) {
+            const cpu_act_arg *a = &t->acts[k];
+            if (!orig[k] || !a->written)
+                continue;
+            for (size_t r = 0; r < a->rows; r++)
+                bf16_round((uint16_t *)orig[k] + r * a->stride, tmp[owner[k]] + r * a->stride,
+                           a->width);
+        }
+out:
+    for (int k = 0; k < t->nacts; k++) {
+        free(tmp[k]);
+        if (orig[k])
+            t->p[t->acts[k].index] = orig[k];
+    }
+    return rc;
+}
 
 static void enqueue_compute(dev_stream *s, cpu_task *t, const char *name, double flops, double bytes)
 {
@@ -479,6 +561,10 @@ static void enqueue_compute(dev_stream *s, cpu_task *t, const char *name, double
     t->category = STEPSCOPE_CAT_COMPUTE;
     t->flops = (uint64_t)flops;
     t->bytes = (uint64_t)bytes;
+    if (s->d->act == DEV_BF16 && t->nacts > 0) {
+        t->staged_run = t->run;
+        t->run = run_staged;
+    }
     cpu_stream_enqueue(s, t);
 }
 
@@ -487,11 +573,12 @@ static int run_encoder_forward(cpu_task *t, char *e, size_t n)
     cpu_encoder_forward(P(0), P(1), P(2), P(3), I(0), I(1), I(2));
     return 0;
 }
-static void cpu_op_encoder_forward(dev_stream *s, float *out, const int *tokens, const float *wte,
+static void cpu_op_encoder_forward(dev_stream *s, dev_act *out, const int *tokens, const float *wte,
                                    const float *wpe, int B, int T, int C)
 {
     cpu_task t = {.run = run_encoder_forward, .p = {out, (void *)tokens, (void *)wte, (void *)wpe},
                   .i = {B, T, C}};
+    act_n(&t, 0, 1, (size_t)B * T * C);
     enqueue_compute(s, &t, "encoder_forward", (double)B * T * C, 12.0 * B * T * C);
 }
 
@@ -500,11 +587,12 @@ static int run_encoder_backward(cpu_task *t, char *e, size_t n)
     cpu_encoder_backward(P(0), P(1), P(2), P(3), I(0), I(1), I(2));
     return 0;
 }
-static void cpu_op_encoder_backward(dev_stream *s, float *dwte, float *dwpe, const float *dout,
+static void cpu_op_encoder_backward(dev_stream *s, float *dwte, float *dwpe, const dev_act *dout,
                                     const int *tokens, int B, int T, int C)
 {
     cpu_task t = {.run = run_encoder_backward, .p = {dwte, dwpe, (void *)dout, (void *)tokens},
                   .i = {B, T, C}};
+    act_n(&t, 2, 0, (size_t)B * T * C);
     enqueue_compute(s, &t, "encoder_backward", 2.0 * B * T * C, 20.0 * B * T * C);
 }
 
@@ -513,13 +601,15 @@ static int run_layernorm_forward(cpu_task *t, char *e, size_t n)
     cpu_layernorm_forward(P(0), P(1), P(2), P(3), P(4), P(5), I(0), I(1));
     return 0;
 }
-static void cpu_op_layernorm_forward(dev_stream *s, float *out, float *mean, float *rstd,
-                                     const float *inp, const float *weight, const float *bias,
+static void cpu_op_layernorm_forward(dev_stream *s, dev_act *out, float *mean, float *rstd,
+                                     const dev_act *inp, const float *weight, const float *bias,
                                      int N, int C)
 {
     cpu_task t = {.run = run_layernorm_forward,
                   .p = {out, mean, rstd, (void *)inp, (void *)weight, (void *)bias},
                   .i = {N, C}};
+    act_n(&t, 0, 1, (size_t)N * C);
+    act_n(&t, 3, 0, (size_t)N * C);
     enqueue_compute(s, &t, "layernorm_forward", 8.0 * N * C, 8.0 * N * C);
 }
 
@@ -528,14 +618,17 @@ static int run_layernorm_backward(cpu_task *t, char *e, size_t n)
     cpu_layernorm_backward(P(0), P(1), P(2), P(3), P(4), P(5), P(6), P(7), I(0), I(1));
     return 0;
 }
-static void cpu_op_layernorm_backward(dev_stream *s, float *dinp, float *dweight, float *dbias,
-                                      const float *dout, const float *inp, const float *weight,
+static void cpu_op_layernorm_backward(dev_stream *s, dev_act *dinp, float *dweight, float *dbias,
+                                      const dev_act *dout, const dev_act *inp, const float *weight,
                                       const float *mean, const float *rstd, int N, int C)
 {
     cpu_task t = {.run = run_layernorm_backward,
                   .p = {dinp, dweight, dbias, (void *)dout, (void *)inp, (void *)weight,
                         (void *)mean, (void *)rstd},
                   .i = {N, C}};
+    act_n(&t, 0, 1, (size_t)N * C);
+    act_n(&t, 3, 0, (size_t)N * C);
+    act_n(&t, 4, 0, (size_t)N * C);
     enqueue_compute(s, &t, "layernorm_backward", 14.0 * N * C, 16.0 * N * C);
 }
 
@@ -544,12 +637,14 @@ static int run_matmul_forward(cpu_task *t, char *e, size_t n)
     cpu_matmul_forward(P(0), P(1), P(2), P(3), I(0), I(1), I(2));
     return 0;
 }
-static void cpu_op_matmul_forward(dev_stream *s, float *out, const float *inp, const float *weight,
-                                  const float *bias, int N, int C, int OC)
+static void cpu_op_matmul_forward(dev_stream *s, dev_act *out, const dev_act *inp,
+                                  const float *weight, const float *bias, int N, int C, int OC)
 {
     cpu_task t = {.run = run_matmul_forward,
                   .p = {out, (void *)inp, (void *)weight, (void *)bias},
                   .i = {N, C, OC}};
+    act_n(&t, 0, 1, (size_t)N * OC);
+    act_n(&t, 1, 0, (size_t)N * C);
     enqueue_compute(s, &t, "matmul_forward", 2.0 * N * C * OC,
                     4.0 * ((double)N * C + (double)OC * C + (double)N * OC));
 }
@@ -559,13 +654,16 @@ static int run_matmul_backward(cpu_task *t, char *e, size_t n)
     cpu_matmul_backward(P(0), P(1), P(2), P(3), P(4), P(5), I(0), I(1), I(2));
     return 0;
 }
-static void cpu_op_matmul_backward(dev_stream *s, float *dinp, float *dweight, float *dbias,
-                                   const float *dout, const float *inp, const float *weight, int N,
-                                   int C, int OC)
+static void cpu_op_matmul_backward(dev_stream *s, dev_act *dinp, float *dweight, float *dbias,
+                                   const dev_act *dout, const dev_act *inp, const float *weight,
+                                   int N, int C, int OC)
 {
     cpu_task t = {.run = run_matmul_backward,
                   .p = {dinp, dweight, dbias, (void *)dout, (void *)inp, (void *)weight},
                   .i = {N, C, OC}};
+    act_n(&t, 0, 1, (size_t)N * C);
+    act_n(&t, 3, 0, (size_t)N * OC);
+    act_n(&t, 4, 0, (size_t)N * C);
     double flops = (dinp ? 2.0 * N * C * OC : 0) + (dweight ? 2.0 * N * C * OC : 0);
     enqueue_compute(s, &t, "matmul_backward", flops,
                     8.0 * ((double)N * C + (double)OC * C + (double)N * OC));
@@ -576,11 +674,13 @@ static int run_attention_forward(cpu_task *t, char *e, size_t n)
     cpu_attention_forward(P(0), P(1), P(2), P(3), I(0), I(1), I(2), I(3));
     return 0;
 }
-static void cpu_op_attention_forward(dev_stream *s, float *out, float *preatt, float *att,
-                                     const float *qkv, int B, int T, int C, int NH)
+static void cpu_op_attention_forward(dev_stream *s, dev_act *out, float *preatt, float *att,
+                                     const dev_act *qkv, int B, int T, int C, int NH)
 {
     cpu_task t = {.run = run_attention_forward, .p = {out, preatt, att, (void *)qkv},
                   .i = {B, T, C, NH}};
+    act_n(&t, 0, 1, (size_t)B * T * C);
+    act_n(&t, 3, 0, (size_t)B * T * 3 * C);
     /* causal: about half of the T x T scores; QK^T and AV are 2*T*T*C each when full */
     enqueue_compute(s, &t, "attention_forward", 2.0 * B * (double)T * T * C,
                     4.0 * (4.0 * B * T * C + 2.0 * B * NH * (double)T * T));
@@ -591,13 +691,16 @@ static int run_attention_backward(cpu_task *t, char *e, size_t n)
     cpu_attention_backward(P(0), P(1), P(2), P(3), P(4), P(5), I(0), I(1), I(2), I(3));
     return 0;
 }
-static void cpu_op_attention_backward(dev_stream *s, float *dqkv, float *dpreatt, float *datt,
-                                      const float *dout, const float *qkv, const float *att, int B,
-                                      int T, int C, int NH)
+static void cpu_op_attention_backward(dev_stream *s, dev_act *dqkv, float *dpreatt, float *datt,
+                                      const dev_act *dout, const dev_act *qkv, const float *att,
+                                      int B, int T, int C, int NH)
 {
     cpu_task t = {.run = run_attention_backward,
                   .p = {dqkv, dpreatt, datt, (void *)dout, (void *)qkv, (void *)att},
                   .i = {B, T, C, NH}};
+    act_n(&t, 0, 1, (size_t)B * T * 3 * C);
+    act_n(&t, 3, 0, (size_t)B * T * C);
+    act_n(&t, 4, 0, (size_t)B * T * 3 * C);
     enqueue_compute(s, &t, "attention_backward", 4.0 * B * (double)T * T * C,
                     4.0 * (8.0 * B * T * C + 4.0 * B * NH * (double)T * T));
 }
@@ -615,13 +718,17 @@ static int run_attention_block_forward(cpu_task *t, char *e, size_t n)
     free(scratch);
     return 0;
 }
-static void cpu_op_attention_block_forward(dev_stream *s, float *out, float *lse, const float *q,
-                                           int q_stride, const float *kv, int kv_stride, int B,
-                                           int Tq, int Tk, int C, int NH, int causal)
+static void cpu_op_attention_block_forward(dev_stream *s, dev_act *out, float *lse,
+                                           const dev_act *q, int q_stride, const dev_act *kv,
+                                           int kv_stride, int B, int Tq, int Tk, int C, int NH,
+                                           int causal)
 {
     cpu_task t = {.run = run_attention_block_forward,
                   .p = {out, lse, (void *)q, (void *)kv},
                   .i = {q_stride, kv_stride, B, Tq, Tk, C, NH, causal}};
+    act_n(&t, 0, 1, (size_t)B * Tq * C);
+    act(&t, 2, 0, (size_t)B * Tq, (size_t)C, (size_t)q_stride);
+    act(&t, 3, 0, (size_t)B * Tk, 2 * (size_t)C, (size_t)kv_stride);
     /* scores and the weighted sum: 2*Tq*Tk*C each, half of it on a causal block */
     double pairs = causal ? 0.5 * Tq * (Tk + 1.0) : (double)Tq * Tk;
     enqueue_compute(s, &t, "attention_block_forward", 4.0 * B * pairs * C,
@@ -640,15 +747,21 @@ static int run_attention_block_backward(cpu_task *t, char *e, size_t n)
     free(scratch);
     return 0;
 }
-static void cpu_op_attention_block_backward(dev_stream *s, float *dq, int dq_stride, float *dkv,
-                                            int dkv_stride, const float *dout, const float *out,
-                                            const float *lse, const float *q, int q_stride,
-                                            const float *kv, int kv_stride, int B, int Tq, int Tk,
-                                            int C, int NH, int causal)
+static void cpu_op_attention_block_backward(dev_stream *s, dev_act *dq, int dq_stride,
+                                            dev_act *dkv, int dkv_stride, const dev_act *dout,
+                                            const dev_act *out, const float *lse, const dev_act *q,
+                                            int q_stride, const dev_act *kv, int kv_stride, int B,
+                                            int Tq, int Tk, int C, int NH, int causal)
 {
     cpu_task t = {.run = run_attention_block_backward,
                   .p = {dq, dkv, (void *)dout, (void *)out, (void *)lse, (void *)q, (void *)kv},
                   .i = {dq_stride, dkv_stride, q_stride, kv_stride, B, Tq, Tk, C, NH, causal}};
+    act(&t, 0, 1, (size_t)B * Tq, (size_t)C, (size_t)dq_stride);
+    act(&t, 1, 1, (size_t)B * Tk, 2 * (size_t)C, (size_t)dkv_stride);
+    act_n(&t, 2, 0, (size_t)B * Tq * C);
+    act_n(&t, 3, 0, (size_t)B * Tq * C);
+    act(&t, 5, 0, (size_t)B * Tq, (size_t)C, (size_t)q_stride);
+    act(&t, 6, 0, (size_t)B * Tk, 2 * (size_t)C, (size_t)kv_stride);
     /* recomputed scores, dv, dp, dq and dk: 2*Tq*Tk*C each */
     double pairs = causal ? 0.5 * Tq * (Tk + 1.0) : (double)Tq * Tk;
     enqueue_compute(s, &t, "attention_block_backward", 10.0 * B * pairs * C,
@@ -660,9 +773,11 @@ static int run_gelu_forward(cpu_task *t, char *e, size_t n)
     cpu_gelu_forward(P(0), P(1), I(0));
     return 0;
 }
-static void cpu_op_gelu_forward(dev_stream *s, float *out, const float *inp, int N)
+static void cpu_op_gelu_forward(dev_stream *s, dev_act *out, const dev_act *inp, int N)
 {
     cpu_task t = {.run = run_gelu_forward, .p = {out, (void *)inp}, .i = {N}};
+    act_n(&t, 0, 1, (size_t)N);
+    act_n(&t, 1, 0, (size_t)N);
     enqueue_compute(s, &t, "gelu_forward", 10.0 * N, 8.0 * N);
 }
 
@@ -671,10 +786,13 @@ static int run_gelu_backward(cpu_task *t, char *e, size_t n)
     cpu_gelu_backward(P(0), P(1), P(2), I(0));
     return 0;
 }
-static void cpu_op_gelu_backward(dev_stream *s, float *dinp, const float *inp, const float *dout,
-                                 int N)
+static void cpu_op_gelu_backward(dev_stream *s, dev_act *dinp, const dev_act *inp,
+                                 const dev_act *dout, int N)
 {
     cpu_task t = {.run = run_gelu_backward, .p = {dinp, (void *)inp, (void *)dout}, .i = {N}};
+    act_n(&t, 0, 1, (size_t)N);
+    act_n(&t, 1, 0, (size_t)N);
+    act_n(&t, 2, 0, (size_t)N);
     enqueue_compute(s, &t, "gelu_backward", 20.0 * N, 16.0 * N);
 }
 
@@ -683,9 +801,13 @@ static int run_residual_forward(cpu_task *t, char *e, size_t n)
     cpu_residual_forward(P(0), P(1), P(2), I(0));
     return 0;
 }
-static void cpu_op_residual_forward(dev_stream *s, float *out, const float *a, const float *b, int N)
+static void cpu_op_residual_forward(dev_stream *s, dev_act *out, const dev_act *a,
+                                    const dev_act *b, int N)
 {
     cpu_task t = {.run = run_residual_forward, .p = {out, (void *)a, (void *)b}, .i = {N}};
+    act_n(&t, 0, 1, (size_t)N);
+    act_n(&t, 1, 0, (size_t)N);
+    act_n(&t, 2, 0, (size_t)N);
     enqueue_compute(s, &t, "residual_forward", 1.0 * N, 12.0 * N);
 }
 
@@ -694,9 +816,13 @@ static int run_residual_backward(cpu_task *t, char *e, size_t n)
     cpu_residual_backward(P(0), P(1), P(2), I(0));
     return 0;
 }
-static void cpu_op_residual_backward(dev_stream *s, float *da, float *db, const float *dout, int N)
+static void cpu_op_residual_backward(dev_stream *s, dev_act *da, dev_act *db, const dev_act *dout,
+                                     int N)
 {
     cpu_task t = {.run = run_residual_backward, .p = {da, db, (void *)dout}, .i = {N}};
+    act_n(&t, 0, 1, (size_t)N);
+    act_n(&t, 1, 1, (size_t)N);
+    act_n(&t, 2, 0, (size_t)N);
     enqueue_compute(s, &t, "residual_backward", 2.0 * N, 20.0 * N);
 }
 
@@ -705,13 +831,15 @@ static int run_crossentropy_forward(cpu_task *t, char *e, size_t n)
     cpu_softmax_crossentropy_forward(P(0), P(1), P(2), P(3), I(0), I(1), I(2));
     return 0;
 }
-static void cpu_op_crossentropy_forward(dev_stream *s, float *losses, float *probs,
-                                        const float *logits, const int *targets, int N, int V,
+static void cpu_op_crossentropy_forward(dev_stream *s, float *losses, dev_act *probs,
+                                        const dev_act *logits, const int *targets, int N, int V,
                                         int Vp)
 {
     cpu_task t = {.run = run_crossentropy_forward,
                   .p = {losses, probs, (void *)logits, (void *)targets},
                   .i = {N, V, Vp}};
+    act_n(&t, 1, 1, (size_t)N * Vp);
+    act_n(&t, 2, 0, (size_t)N * Vp);
     enqueue_compute(s, &t, "crossentropy_forward", 5.0 * N * (double)V, 8.0 * N * (double)Vp);
 }
 
@@ -720,13 +848,15 @@ static int run_crossentropy_backward(cpu_task *t, char *e, size_t n)
     cpu_softmax_crossentropy_backward(P(0), P(1), P(2), P(3), I(0), I(1), I(2));
     return 0;
 }
-static void cpu_op_crossentropy_backward(dev_stream *s, float *dlogits, const float *dlosses,
-                                         const float *probs, const int *targets, int N, int V,
+static void cpu_op_crossentropy_backward(dev_stream *s, dev_act *dlogits, const float *dlosses,
+                                         const dev_act *probs, const int *targets, int N, int V,
                                          int Vp)
 {
     cpu_task t = {.run = run_crossentropy_backward,
                   .p = {dlogits, (void *)dlosses, (void *)probs, (void *)targets},
                   .i = {N, V, Vp}};
+    act_n(&t, 0, 1, (size_t)N * Vp);
+    act_n(&t, 2, 0, (size_t)N * Vp);
     enqueue_compute(s, &t, "crossentropy_backward", 3.0 * N * (double)V, 12.0 * N * (double)Vp);
 }
 
@@ -784,6 +914,20 @@ static void cpu_op_scale(dev_stream *s, float *x, float factor, size_t n)
     enqueue_compute(s, &t, "scale", (double)n, 8.0 * n);
 }
 
+static int run_add(cpu_task *t, char *e, size_t n)
+{
+    float *dst = P(0);
+    const float *src = P(1);
+    for (size_t k = 0; k < (size_t)t->i[0]; k++)
+        dst[k] += src[k];
+    return 0;
+}
+static void cpu_op_add(dev_stream *s, float *dst, const float *src, size_t n)
+{
+    cpu_task t = {.run = run_add, .p = {dst, (void *)src}, .i = {(int64_t)n}};
+    enqueue_compute(s, &t, "add", (double)n, 12.0 * n);
+}
+
 static int run_adamw(cpu_task *t, char *e, size_t n)
 {
     cpu_adamw_update(P(0), P(1), P(2), P(3), (size_t)t->i[0], F(0), F(1), F(2), F(3), F(4),
@@ -801,6 +945,17 @@ static void cpu_op_adamw(dev_stream *s, float *params, const float *grads, float
     enqueue_compute(s, &t, "adamw", 12.0 * n, 28.0 * n);
 }
 
+static int cpu_set_activation_dtype(dev_device *d, dev_dtype t, char *err, size_t errlen)
+{
+    if (t != DEV_F32 && t != DEV_BF16) {
+        snprintf(err, errlen, "unknown activation type %d", (int)t);
+        return -1;
+    }
+    d->act = t;
+    return 0;
+}
+static dev_dtype cpu_activation_dtype(const dev_device *d) { return d->act; }
+
 static void cpu_close(dev_device *d);
 static const char *cpu_name(const dev_device *d) { return "cpu"; }
 static const char *cpu_last_error(const dev_device *d) { return d->error; }
@@ -817,6 +972,8 @@ static const dev_ops cpu_ops = {
     .bytes_in_use = cpu_bytes_in_use,
     .bytes_peak = cpu_bytes_peak,
     .abort = cpu_abort,
+    .set_activation_dtype = cpu_set_activation_dtype,
+    .activation_dtype = cpu_activation_dtype,
     .alloc = cpu_alloc,
     .free = cpu_free,
     .stream_create = cpu_stream_create,
@@ -851,6 +1008,7 @@ static const dev_ops cpu_ops = {
     .sum_accumulate = cpu_op_sum_accumulate,
     .sum_squares_accumulate = cpu_op_sum_squares_accumulate,
     .scale = cpu_op_scale,
+    .add = cpu_op_add,
     .adamw = cpu_op_adamw,
 };
 

@@ -20,6 +20,17 @@
 
 typedef struct cpu_task cpu_task;
 
+/* An activation argument of a compute task (p[index]): rows of `width` elements,
+ * `stride` elements apart. With bf16 activations the task runs on fp32 copies of these
+ * (device_cpu.c); `written` ones are rounded back into the bf16 buffer afterwards. */
+typedef struct cpu_act_arg {
+    int index;
+    int written;
+    size_t rows, width, stride;
+} cpu_act_arg;
+
+#define CPU_TASK_MAX_ACTS 6
+
 struct cpu_task {
     /* Runs the operation; returns 0, or -1 after writing a message into err. */
     int (*run)(cpu_task *t, char *err, size_t errlen);
@@ -35,6 +46,9 @@ struct cpu_task {
     void *p[8];
     int64_t i[10];
     double f[8];
+    cpu_act_arg acts[CPU_TASK_MAX_ACTS]; /* compute tasks: the activation arguments */
+    int nacts;
+    int (*staged_run)(cpu_task *t, char *err, size_t errlen); /* run when staged in fp32 */
     cpu_task *next;     /* queue link, owned by the stream */
 };
 

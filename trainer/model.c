@@ -191,42 +191,51 @@ static void begin_unit(model *m, int unit, int backward)
 
 /* ---- activations ----------------------------------------------------------------- */
 
+/* The activation `elems` elements past p, and the bytes of `elems` activations. */
+static dev_act *at(const model *m, const dev_act *p, size_t elems) { return dev_act_at(p, m->act, elems); }
+static size_t abytes(const model *m, size_t elems) { return elems * m->act_es; }
+
 /* Lays out one block's activations from base+*at (or only counts when base is NULL). */
 static void layout_block(model *m, block_acts *a, char *base, size_t *at, int with_rest,
                          int with_att)
 {
     size_t NsC = (size_t)m->Ns * m->C, NC = (size_t)m->N * m->C;
-#define TAKE(field, nfloats)                                                                       \
+    /* TAKE: n elements of `size` bytes, 64-byte aligned, as type `type` */
+#define TAKE(field, type, n, size)                                                                 \
     do {                                                                                           \
         if (base)                                                                                  \
-            a->field = (float *)(base + *at);                                                      \
-        *at += ((size_t)(nfloats) * 4 + 63) & ~(size_t)63;                                         \
+            a->field = (type *)(base + *at);                                                       \
+        *at += ((size_t)(n) * (size) + 63) & ~(size_t)63;                                          \
     } while (0)
+#define TAKE_ACT(field, n) TAKE(field, dev_act, n, m->act_es)
+#define TAKE_F32(field, n) TAKE(field, float, n, sizeof(float))
     if (with_rest) {
-        TAKE(ln1, NsC);
-        TAKE(ln1_mean, m->Ns);
-        TAKE(ln1_rstd, m->Ns);
+        TAKE_ACT(ln1, NsC);
+        TAKE_F32(ln1_mean, m->Ns);
+        TAKE_F32(ln1_rstd, m->Ns);
         if (m->sp)
-            TAKE(ln1_full, NC);
+            TAKE_ACT(ln1_full, NC);
         else if (base)
             a->ln1_full = a->ln1;
-        TAKE(qkv, (size_t)m->N * 3 * m->Cl);
-        TAKE(atty, (size_t)m->N * m->Cl);
+        TAKE_ACT(qkv, (size_t)m->N * 3 * m->Cl);
+        TAKE_ACT(atty, (size_t)m->N * m->Cl);
         if (m->cp > 1)
-            TAKE(lse, (size_t)m->B * m->NHl * m->T);
-        TAKE(res2, NsC);
-        TAKE(ln2, NsC);
-        TAKE(ln2_mean, m->Ns);
-        TAKE(ln2_rstd, m->Ns);
+            TAKE_F32(lse, (size_t)m->B * m->NHl * m->T);
+        TAKE_ACT(res2, NsC);
+        TAKE_ACT(ln2, NsC);
+        TAKE_F32(ln2_mean, m->Ns);
+        TAKE_F32(ln2_rstd, m->Ns);
         if (m->sp)
-            TAKE(ln2_full, NC);
+            TAKE_ACT(ln2_full, NC);
         else if (base)
             a->ln2_full = a->ln2;
-        TAKE(fch, (size_t)m->N * 4 * m->Cl);
-        TAKE(fch_gelu, (size_t)m->N * 4 * m->Cl);
+        TAKE_ACT(fch, (size_t)m->N * 4 * m->Cl);
+        TAKE_ACT(fch_gelu, (size_t)m->N * 4 * m->Cl);
     }
     if (with_att && m->cp == 1) /* ring attention stores no attention matrix */
-        TAKE(att, (size_t)m->B * m->NHl * m->T * m->T);
+        TAKE_F32(att, (size_t)m->B * m->NHl * m->T * m->T);
+#undef TAKE_F32
+#undef TAKE_ACT
 #undef TAKE
 }
 
@@ -251,14 +260,14 @@ static block_acts acts_of(model *m, int slot, int b)
             a.att = m->scratch.att;
     }
     model_slot *s = &m->slots[slot];
-    a.in = b == 0 ? s->stage_in : s->block_in + (size_t)(b - 1) * m->Ns * m->C;
+    a.in = b == 0 ? s->stage_in : at(m, s->block_in, (size_t)(b - 1) * m->Ns * m->C);
     return a;
 }
 
-static float *block_out(model *m, int slot, int b)
+static dev_act *block_out(model *m, int slot, int b)
 {
     model_slot *s = &m->slots[slot];
-    return b == m->nblocks - 1 ? s->stage_out : s->block_in + (size_t)b * m->Ns * m->C;
+    return b == m->nblocks - 1 ? s->stage_out : at(m, s->block_in, (size_t)b * m->Ns * m->C);
 }
 
 static void *dalloc(model *m, size_t bytes, int *fail)
@@ -281,6 +290,8 @@ int model_create(model *m, const train_config *cfg, const model_grid *g, dev_dev
     m->dev = dev;
     m->ops = dev_get_ops(dev);
     m->grid = *g;
+    m->act = dev_activation_dtype(dev);
+    m->act_es = dev_dtype_bytes(m->act);
     m->compute = compute;
     m->tp_comm = g->tp > 1 ? tp_comm : NULL;
     m->L = cfg->layers;
@@ -349,18 +360,19 @@ int model_create(model *m, const train_config *cfg, const model_grid *g, dev_dev
         model_slot *s = &m->slots[k];
         s->tokens = dalloc(m, (size_t)m->N * sizeof(int), &fail);
         s->targets = dalloc(m, (size_t)m->N * sizeof(int), &fail);
-        s->stage_in = dalloc(m, NsC * 4, &fail);
-        s->block_in = m->nblocks > 1 ? dalloc(m, (size_t)(m->nblocks - 1) * NsC * 4, &fail) : NULL;
-        s->stage_out = dalloc(m, NsC * 4, &fail);
-        s->grad_in = dalloc(m, NsC * 4, &fail);
-        s->grad_out = dalloc(m, NsC * 4, &fail);
+        s->stage_in = dalloc(m, abytes(m, NsC), &fail);
+        s->block_in =
+            m->nblocks > 1 ? dalloc(m, abytes(m, (size_t)(m->nblocks - 1) * NsC), &fail) : NULL;
+        s->stage_out = dalloc(m, abytes(m, NsC), &fail);
+        s->grad_in = dalloc(m, abytes(m, NsC), &fail);
+        s->grad_out = dalloc(m, abytes(m, NsC), &fail);
         s->arena = dalloc(m, per_block * (size_t)m->nblocks, &fail);
         if (m->last_stage) {
-            s->final_full = m->sp ? dalloc(m, NC * 4, &fail) : s->stage_out;
-            s->lnf = dalloc(m, NC * 4, &fail);
+            s->final_full = m->sp ? dalloc(m, abytes(m, NC), &fail) : s->stage_out;
+            s->lnf = dalloc(m, abytes(m, NC), &fail);
             s->lnf_mean = dalloc(m, (size_t)m->N * 4, &fail);
             s->lnf_rstd = dalloc(m, (size_t)m->N * 4, &fail);
-            s->probs = dalloc(m, NVp * 4, &fail);
+            s->probs = dalloc(m, abytes(m, NVp), &fail);
         }
     }
     m->slot_act_bytes = nslots ? m->act_bytes_total / (size_t)nslots : 0;
@@ -378,24 +390,24 @@ int model_create(model *m, const train_config *cfg, const model_grid *g, dev_dev
     m->preatt = dalloc(m, att * 4, &fail);
     m->dpreatt = dalloc(m, att * 4, &fail);
     m->datt = dalloc(m, att * 4, &fail);
-    m->d_full = dalloc(m, NC * 4, &fail);
-    m->dres_a = dalloc(m, NsC * 4, &fail);
-    m->dres_b = dalloc(m, NsC * 4, &fail);
-    m->d_fch = dalloc(m, (size_t)m->N * 4 * m->Cl * 4, &fail);
-    m->d_fch_gelu = dalloc(m, (size_t)m->N * 4 * m->Cl * 4, &fail);
-    m->dln_full = dalloc(m, NC * 4, &fail);
-    m->dln = dalloc(m, NsC * 4, &fail);
-    m->datty = dalloc(m, (size_t)m->N * m->Cl * 4, &fail);
-    m->dqkv = dalloc(m, (size_t)m->N * 3 * m->Cl * 4, &fail);
-    m->proj_full = dalloc(m, NC * 4, &fail);
-    m->proj_red = dalloc(m, NsC * 4, &fail);
-    m->enc_full = dalloc(m, NC * 4, &fail);
+    m->d_full = dalloc(m, abytes(m, NC), &fail);
+    m->dres_a = dalloc(m, abytes(m, NsC), &fail);
+    m->dres_b = dalloc(m, abytes(m, NsC), &fail);
+    m->d_fch = dalloc(m, abytes(m, (size_t)m->N * 4 * m->Cl), &fail);
+    m->d_fch_gelu = dalloc(m, abytes(m, (size_t)m->N * 4 * m->Cl), &fail);
+    m->dln_full = dalloc(m, abytes(m, NC), &fail);
+    m->dln = dalloc(m, abytes(m, NsC), &fail);
+    m->datty = dalloc(m, abytes(m, (size_t)m->N * m->Cl), &fail);
+    m->dqkv = dalloc(m, abytes(m, (size_t)m->N * 3 * m->Cl), &fail);
+    m->proj_full = dalloc(m, abytes(m, NC), &fail);
+    m->proj_red = dalloc(m, abytes(m, NsC), &fail);
+    m->enc_full = dalloc(m, abytes(m, NC), &fail);
     m->losses = dalloc(m, (size_t)m->N * 4, &fail);
     m->dlosses = dalloc(m, (size_t)m->N * 4, &fail);
     if (m->last_stage) {
-        m->logits = dalloc(m, NVp * 4, &fail);
-        m->dlnf = dalloc(m, NC * 4, &fail);
-        m->dfinal_full = dalloc(m, NC * 4, &fail);
+        m->logits = dalloc(m, abytes(m, NVp), &fail);
+        m->dlnf = dalloc(m, abytes(m, NC), &fail);
+        m->dfinal_full = dalloc(m, abytes(m, NC), &fail);
     }
     m->loss_acc = dalloc(m, sizeof(double), &fail);
     if (!fail && m->cp > 1) {
@@ -554,38 +566,47 @@ int model_init_params(model *m, unsigned long long seed, char *err, size_t errle
 
 /* ---- TP helpers (no-ops with one TP rank) ------------------------------------------ */
 
+/* TP collectives move activations in their storage type (bf16 sums are rounded once). */
+static comm_dtype act_comm_dtype(const model *m)
+{
+    return m->act == DEV_BF16 ? COMM_BFLOAT16 : COMM_FLOAT32;
+}
+
 /* The reduction after a row-parallel matmul: returns the [Ns,C] result. */
-static float *tp_reduce_out(model *m, float *full)
+static dev_act *tp_reduce_out(model *m, dev_act *full)
 {
     if (!m->tp_comm)
         return full;
     if (m->sp) {
-        comm_reduce_scatter(m->tp_comm, m->compute, m->proj_red, full, (size_t)m->Ns * m->C);
+        comm_reduce_scatter(m->tp_comm, m->compute, m->proj_red, full, (size_t)m->Ns * m->C,
+                            act_comm_dtype(m));
         return m->proj_red;
     }
-    comm_allreduce(m->tp_comm, m->compute, full, (size_t)m->N * m->C, COMM_FLOAT32);
+    comm_allreduce(m->tp_comm, m->compute, full, (size_t)m->N * m->C, act_comm_dtype(m));
     return full;
 }
 
 /* The gathering before a column-parallel matmul (SP only): [Ns,C] -> [N,C]. */
-static const float *tp_gather(model *m, float *dst_full, const float *shard)
+static const dev_act *tp_gather(model *m, dev_act *dst_full, const dev_act *shard)
 {
     if (!m->sp)
         return shard;
-    comm_allgather(m->tp_comm, m->compute, dst_full, shard, (size_t)m->Ns * m->C);
+    comm_allgather(m->tp_comm, m->compute, dst_full, shard, (size_t)m->Ns * m->C,
+                   act_comm_dtype(m));
     return dst_full;
 }
 
 /* The gradient reduction after a column-parallel matmul's backward: [N,C] -> [Ns,C]. */
-static float *tp_reduce_grad(model *m, float *full)
+static dev_act *tp_reduce_grad(model *m, dev_act *full)
 {
     if (!m->tp_comm)
         return full;
     if (m->sp) {
-        comm_reduce_scatter(m->tp_comm, m->compute, m->dln, full, (size_t)m->Ns * m->C);
+        comm_reduce_scatter(m->tp_comm, m->compute, m->dln, full, (size_t)m->Ns * m->C,
+                            act_comm_dtype(m));
         return m->dln;
     }
-    comm_allreduce(m->tp_comm, m->compute, full, (size_t)m->N * m->C, COMM_FLOAT32);
+    comm_allreduce(m->tp_comm, m->compute, full, (size_t)m->N * m->C, act_comm_dtype(m));
     return full;
 }
 
@@ -606,7 +627,7 @@ static void range_pop(void)
         stepscope_range_pop();
 }
 
-static void block_forward(model *m, const block_acts *a, int b, float *out)
+static void block_forward(model *m, const block_acts *a, int b, dev_act *out)
 {
     const dev_ops *o = m->ops;
     dev_stream *s = m->compute;
@@ -615,7 +636,7 @@ static void block_forward(model *m, const block_acts *a, int b, float *out)
     int bias_here = m->grid.tp_rank == 0;
     o->layernorm_forward(s, a->ln1, a->ln1_mean, a->ln1_rstd, a->in, p + BO_LN1W(m),
                          p + BO_LN1B(m), Ns, C);
-    const float *x1 = tp_gather(m, a->ln1_full, a->ln1);
+    const dev_act *x1 = tp_gather(m, a->ln1_full, a->ln1);
     o->matmul_forward(s, a->qkv, x1, p + BO_QKVW(m), p + BO_QKVB(m), N, C, 3 * Cl);
     if (m->cp > 1)
         ring_attention_forward(&m->ring, a->atty, a->lse, a->qkv);
@@ -623,21 +644,22 @@ static void block_forward(model *m, const block_acts *a, int b, float *out)
         o->attention_forward(s, a->atty, m->preatt, a->att, a->qkv, m->B, m->T, Cl, m->NHl);
     o->matmul_forward(s, m->proj_full, a->atty, p + BO_ATTPROJW(m),
                       bias_here ? p + BO_ATTPROJB(m) : NULL, N, Cl, C);
-    float *r1 = tp_reduce_out(m, m->proj_full);
+    dev_act *r1 = tp_reduce_out(m, m->proj_full);
     o->residual_forward(s, a->res2, a->in, r1, Ns * C);
     o->layernorm_forward(s, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, p + BO_LN2W(m),
                          p + BO_LN2B(m), Ns, C);
-    const float *x2 = tp_gather(m, a->ln2_full, a->ln2);
+    const dev_act *x2 = tp_gather(m, a->ln2_full, a->ln2);
     o->matmul_forward(s, a->fch, x2, p + BO_FCW(m), p + BO_FCB(m), N, C, 4 * Cl);
     o->gelu_forward(s, a->fch_gelu, a->fch, N * 4 * Cl);
     o->matmul_forward(s, m->proj_full, a->fch_gelu, p + BO_FCPROJW(m),
                       bias_here ? p + BO_FCPROJB(m) : NULL, N, 4 * Cl, C);
-    float *r2 = tp_reduce_out(m, m->proj_full);
+    dev_act *r2 = tp_reduce_out(m, m->proj_full);
     o->residual_forward(s, out, a->res2, r2, Ns * C);
 }
 
 /* dout [Ns,C] -> dinp [Ns,C] (dinp may alias dout), accumulating weight gradients. */
-static void block_backward(model *m, const block_acts *a, int b, const float *dout, float *dinp)
+static void block_backward(model *m, const block_acts *a, int b, const dev_act *dout,
+                           dev_act *dinp)
 {
     const dev_ops *o = m->ops;
     dev_stream *s = m->compute;
@@ -646,37 +668,37 @@ static void block_backward(model *m, const block_acts *a, int b, const float *do
     float *p = param_at(m, u, boff), *g = grad_at(m, u, boff);
     int N = m->N, Ns = m->Ns, C = m->C, Cl = m->Cl;
     size_t NsC = (size_t)Ns * C;
-    float *dres2 = m->dres_a;
-    o->copy(s, dres2, dout, NsC * 4);
+    dev_act *dres2 = m->dres_a;
+    o->copy(s, dres2, dout, abytes(m, NsC));
     /* MLP branch */
-    const float *gy = tp_gather(m, m->d_full, dout);
-    o->zero(s, m->d_fch_gelu, (size_t)N * 4 * Cl * 4);
+    const dev_act *gy = tp_gather(m, m->d_full, dout);
+    o->zero(s, m->d_fch_gelu, abytes(m, (size_t)N * 4 * Cl));
     o->matmul_backward(s, m->d_fch_gelu, g + BO_FCPROJW(m), g + BO_FCPROJB(m), gy, a->fch_gelu,
                        p + BO_FCPROJW(m), N, 4 * Cl, C);
-    o->zero(s, m->d_fch, (size_t)N * 4 * Cl * 4);
+    o->zero(s, m->d_fch, abytes(m, (size_t)N * 4 * Cl));
     o->gelu_backward(s, m->d_fch, a->fch, m->d_fch_gelu, N * 4 * Cl);
-    o->zero(s, m->dln_full, (size_t)N * C * 4);
+    o->zero(s, m->dln_full, abytes(m, (size_t)N * C));
     o->matmul_backward(s, m->dln_full, g + BO_FCW(m), g + BO_FCB(m), m->d_fch, a->ln2_full,
                        p + BO_FCW(m), N, C, 4 * Cl);
-    float *dln2 = tp_reduce_grad(m, m->dln_full);
+    dev_act *dln2 = tp_reduce_grad(m, m->dln_full);
     o->layernorm_backward(s, dres2, g + BO_LN2W(m), g + BO_LN2B(m), dln2, a->res2, p + BO_LN2W(m),
                           a->ln2_mean, a->ln2_rstd, Ns, C);
     /* attention branch */
-    o->copy(s, dinp, dres2, NsC * 4);
-    const float *gh = tp_gather(m, m->d_full, dres2);
-    o->zero(s, m->datty, (size_t)N * Cl * 4);
+    o->copy(s, dinp, dres2, abytes(m, NsC));
+    const dev_act *gh = tp_gather(m, m->d_full, dres2);
+    o->zero(s, m->datty, abytes(m, (size_t)N * Cl));
     o->matmul_backward(s, m->datty, g + BO_ATTPROJW(m), g + BO_ATTPROJB(m), gh, a->atty,
                        p + BO_ATTPROJW(m), N, Cl, C);
-    o->zero(s, m->dqkv, (size_t)N * 3 * Cl * 4);
+    o->zero(s, m->dqkv, abytes(m, (size_t)N * 3 * Cl));
     if (m->cp > 1)
         ring_attention_backward(&m->ring, m->dqkv, m->datty, a->atty, a->lse, a->qkv);
     else
         o->attention_backward(s, m->dqkv, m->dpreatt, m->datt, m->datty, a->qkv, a->att, m->B,
                               m->T, Cl, m->NHl);
-    o->zero(s, m->dln_full, (size_t)N * C * 4);
+    o->zero(s, m->dln_full, abytes(m, (size_t)N * C));
     o->matmul_backward(s, m->dln_full, g + BO_QKVW(m), g + BO_QKVB(m), m->dqkv, a->ln1_full,
                        p + BO_QKVW(m), N, C, 3 * Cl);
-    float *dln1 = tp_reduce_grad(m, m->dln_full);
+    dev_act *dln1 = tp_reduce_grad(m, m->dln_full);
     o->layernorm_backward(s, dinp, g + BO_LN1W(m), g + BO_LN1B(m), dln1, a->in, p + BO_LN1W(m),
                           a->ln1_mean, a->ln1_rstd, Ns, C);
 }
@@ -686,7 +708,7 @@ static void block_backward(model *m, const block_acts *a, int b, const float *do
 /* Token + position embedding of the micro-batch's tokens into out [N,C]. Under
  * --cp the tokens are this rank's two chunks of each sequence, chunk-major; each
  * chunk of all B sequences is one call with the wpe rows of its global position. */
-static void embed(model *m, float *out, const int *tokens)
+static void embed(model *m, dev_act *out, const int *tokens)
 {
     int u = embed_unit(m);
     const float *wte = param_at(m, u, m->off_wte), *wpe = param_at(m, u, m->off_wpe);
@@ -697,12 +719,12 @@ static void embed(model *m, float *out, const int *tokens)
     size_t rows = (size_t)m->B * m->Tc;
     for (int h = 0; h < 2; h++) {
         size_t pos = (size_t)ring_attention_chunk(m->cp, m->grid.cp_rank, h) * m->Tc;
-        m->ops->encoder_forward(m->compute, out + h * rows * m->C, tokens + h * rows, wte,
+        m->ops->encoder_forward(m->compute, at(m, out, h * rows * m->C), tokens + h * rows, wte,
                                 wpe + pos * m->C, m->B, m->Tc, m->C);
     }
 }
 
-static void embed_backward(model *m, const float *dout, const int *tokens)
+static void embed_backward(model *m, const dev_act *dout, const int *tokens)
 {
     int u = embed_unit(m);
     float *dwte = grad_at(m, u, m->off_wte), *dwpe = grad_at(m, u, m->off_wpe);
@@ -713,7 +735,7 @@ static void embed_backward(model *m, const float *dout, const int *tokens)
     size_t rows = (size_t)m->B * m->Tc;
     for (int h = 0; h < 2; h++) {
         size_t pos = (size_t)ring_attention_chunk(m->cp, m->grid.cp_rank, h) * m->Tc;
-        m->ops->encoder_backward(m->compute, dwte, dwpe + pos * m->C, dout + h * rows * m->C,
+        m->ops->encoder_backward(m->compute, dwte, dwpe + pos * m->C, at(m, dout, h * rows * m->C),
                                  tokens + h * rows, m->B, m->Tc, m->C);
     }
 }
@@ -731,11 +753,12 @@ void model_forward(model *m, int slot, int mb)
     int stage = m->grid.pp_rank;
     size_t NsC = (size_t)m->Ns * m->C;
     if (m->first_stage) {
-        float *dst = m->sp ? m->enc_full : sl->stage_in;
+        dev_act *dst = m->sp ? m->enc_full : sl->stage_in;
         begin_unit(m, embed_unit(m), 0);
         embed(m, dst, sl->tokens);
         if (m->sp)
-            o->copy(s, sl->stage_in, m->enc_full + (size_t)m->grid.tp_rank * NsC, NsC * 4);
+            o->copy(s, sl->stage_in, at(m, m->enc_full, (size_t)m->grid.tp_rank * NsC),
+                    abytes(m, NsC));
     }
     for (int b = 0; b < m->nblocks; b++) {
         range_push_layer("layer", mb, stage, m->first_layer + b);
@@ -748,7 +771,7 @@ void model_forward(model *m, int slot, int mb)
         range_push_layer("lm_head", mb, stage, m->L);
         begin_unit(m, 0, 0);
         begin_unit(m, embed_unit(m), 0);
-        const float *fin = tp_gather(m, sl->final_full, sl->stage_out);
+        const dev_act *fin = tp_gather(m, sl->final_full, sl->stage_out);
         float *pl = param_at(m, 0, m->off_lnf);
         o->layernorm_forward(s, sl->lnf, sl->lnf_mean, sl->lnf_rstd, fin, pl, pl + m->C, m->N,
                              m->C);
@@ -784,36 +807,36 @@ void model_backward(model *m, int slot, int mb, void (*unit_done)(void *arg, int
     model_slot *sl = &m->slots[slot];
     int stage = m->grid.pp_rank;
     size_t NsC = (size_t)m->Ns * m->C, NC = (size_t)m->N * m->C;
-    const float *dtop;
+    const dev_act *dtop;
     if (m->last_stage) {
         range_push_layer("lm_head", mb, stage, m->L);
         begin_unit(m, 0, 1);
         begin_unit(m, embed_unit(m), 1);
-        const float *fin = m->sp ? sl->final_full : sl->stage_out;
+        const dev_act *fin = m->sp ? sl->final_full : sl->stage_out;
         float *pl = param_at(m, 0, m->off_lnf), *gl = grad_at(m, 0, m->off_lnf);
-        o->zero(s, m->logits, (size_t)m->N * m->Vp * 4);
+        o->zero(s, m->logits, abytes(m, (size_t)m->N * m->Vp));
         o->crossentropy_backward(s, m->logits, m->dlosses, sl->probs, sl->targets, m->N, m->V,
                                  m->Vp);
-        o->zero(s, m->dlnf, NC * 4);
+        o->zero(s, m->dlnf, abytes(m, NC));
         o->matmul_backward(s, m->dlnf, grad_at(m, embed_unit(m), m->off_wte), NULL, m->logits,
                            sl->lnf, param_at(m, embed_unit(m), m->off_wte), m->N, m->C, m->Vp);
-        o->zero(s, m->dfinal_full, NC * 4);
+        o->zero(s, m->dfinal_full, abytes(m, NC));
         o->layernorm_backward(s, m->dfinal_full, gl, gl + m->C, m->dlnf, fin, pl, sl->lnf_mean,
                               sl->lnf_rstd, m->N, m->C);
-        dtop = m->sp ? m->dfinal_full + (size_t)m->grid.tp_rank * NsC : m->dfinal_full;
+        dtop = m->sp ? at(m, m->dfinal_full, (size_t)m->grid.tp_rank * NsC) : m->dfinal_full;
         range_pop();
     } else {
         dtop = sl->grad_in;
     }
     if (unit_done)
         unit_done(arg, 0);
-    const float *dout = dtop;
+    const dev_act *dout = dtop;
     for (int b = m->nblocks - 1; b >= 0; b--) {
         begin_unit(m, unit_of_block(m, b), 1);
         recompute_block(m, slot, b, mb);
         range_push_layer("layer", mb, stage, m->first_layer + b);
         block_acts a = acts_of(m, slot, b);
-        float *dinp = (b == 0 && !m->first_stage) ? sl->grad_out : m->dres_b;
+        dev_act *dinp = (b == 0 && !m->first_stage) ? sl->grad_out : m->dres_b;
         block_backward(m, &a, b, dout, dinp);
         dout = dinp;
         range_pop();
@@ -822,7 +845,7 @@ void model_backward(model *m, int slot, int mb, void (*unit_done)(void *arg, int
     }
     if (m->first_stage) {
         begin_unit(m, embed_unit(m), 1);
-        const float *g = tp_gather(m, m->d_full, dout);
+        const dev_act *g = tp_gather(m, m->d_full, dout);
         embed_backward(m, g, sl->tokens);
     }
     if (unit_done)

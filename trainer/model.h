@@ -72,38 +72,44 @@ typedef struct param_info {
     int norm_counted; /* counted in the global gradient norm on this rank */
 } param_info;
 
-/* Activations of one block for one micro-batch. */
+/* Activations of one block for one micro-batch (dev_act: the device's activation
+ * type; statistics and attention matrices stay fp32). */
 typedef struct block_acts {
-    float *in;                          /* [Ns,C] block input (residual) */
-    float *ln1, *ln1_mean, *ln1_rstd;   /* [Ns,C],[Ns],[Ns] */
-    float *ln1_full;                    /* [N,C] (== ln1 without --sp) */
-    float *qkv;                         /* [N,3C/tp] */
-    float *atty;                        /* [N,C/tp] */
+    dev_act *in;                        /* [Ns,C] block input (residual) */
+    dev_act *ln1;                       /* [Ns,C] */
+    float *ln1_mean, *ln1_rstd;         /* [Ns],[Ns] */
+    dev_act *ln1_full;                  /* [N,C] (== ln1 without --sp) */
+    dev_act *qkv;                       /* [N,3C/tp] */
+    dev_act *atty;                      /* [N,C/tp] */
     float *att;                         /* [B,NH/tp,T,T] (not with --cp > 1) */
     float *lse;                         /* [2,B,NH/tp,Tc] --cp > 1: ring attention's log-sum-exp */
-    float *res2;                        /* [Ns,C] */
-    float *ln2, *ln2_mean, *ln2_rstd;
-    float *ln2_full;
-    float *fch, *fch_gelu;              /* [N,4C/tp] */
+    dev_act *res2;                      /* [Ns,C] */
+    dev_act *ln2;
+    float *ln2_mean, *ln2_rstd;
+    dev_act *ln2_full;
+    dev_act *fch, *fch_gelu;            /* [N,4C/tp] */
 } block_acts;
 
 typedef struct model_slot {
     int *tokens, *targets;    /* [N] device */
-    float *stage_in;          /* [Ns,C]: embedding output or received activation */
-    float *block_in;          /* [nblocks,Ns,C] inputs of blocks 1.. (block 0 uses stage_in) */
-    float *stage_out;         /* [Ns,C] */
-    float *grad_in;           /* [Ns,C] gradient received from the next stage */
-    float *grad_out;          /* [Ns,C] gradient w.r.t. stage_in (sent to the previous stage) */
+    dev_act *stage_in;        /* [Ns,C]: embedding output or received activation */
+    dev_act *block_in;        /* [nblocks,Ns,C] inputs of blocks 1.. (block 0 uses stage_in) */
+    dev_act *stage_out;       /* [Ns,C] */
+    dev_act *grad_in;         /* [Ns,C] gradient received from the next stage */
+    dev_act *grad_out;        /* [Ns,C] gradient w.r.t. stage_in (sent to the previous stage) */
     char *arena;              /* the rest of the stored activations */
-    float *final_full;        /* [N,C] last stage: input of lnf (gathered) */
-    float *lnf, *lnf_mean, *lnf_rstd; /* last stage */
-    float *probs;             /* [N,Vp] last stage */
+    dev_act *final_full;      /* [N,C] last stage: input of lnf (gathered) */
+    dev_act *lnf;             /* last stage */
+    float *lnf_mean, *lnf_rstd;
+    dev_act *probs;           /* [N,Vp] last stage */
 } model_slot;
 
 typedef struct model {
     dev_device *dev;
     const dev_ops *ops;
     model_grid grid;
+    dev_dtype act;  /* activation type (the device's) */
+    size_t act_es;  /* its bytes per element */
     /* shape */
     int L, C, NH, V, Vp, maxT;
     int B, T, N, Ns;  /* micro-batch sequences, seq (this CP rank's share), tokens, tokens in the
@@ -141,8 +147,9 @@ typedef struct model {
     char *scratch_arena;
     /* backward scratch */
     float *preatt, *dpreatt, *datt;
-    float *d_full, *dres_a, *dres_b, *d_fch, *d_fch_gelu, *dln_full, *dln, *datty, *dqkv;
-    float *proj_full, *proj_red, *enc_full, *logits, *losses, *dlosses, *dlnf, *dfinal_full;
+    dev_act *d_full, *dres_a, *dres_b, *d_fch, *d_fch_gelu, *dln_full, *dln, *datty, *dqkv;
+    dev_act *proj_full, *proj_red, *enc_full, *logits, *dlnf, *dfinal_full;
+    float *losses, *dlosses;
     double *loss_acc; /* device double */
     /* communicators (NULL when the group has one member) */
     comm *tp_comm;

@@ -52,7 +52,8 @@ int ring_attention_create(ring_attention *ra, dev_device *dev, comm *cp, dev_str
     ra->C = C;
     ra->NH = NH;
     ra->rows = (size_t)2 * B * Tc;
-    size_t bytes = ra->rows * 2 * (size_t)C * sizeof(float);
+    ra->act = dev_activation_dtype(dev);
+    size_t bytes = ra->rows * 2 * (size_t)C * dev_dtype_bytes(ra->act);
     for (int k = 0; k < 3; k++) {
         ra->kv[k] = ra->ops->alloc(dev, bytes);
         ra->dkv[k] = ra->ops->alloc(dev, bytes);
@@ -91,19 +92,26 @@ void ring_attention_destroy(ring_attention *ra)
 
 static size_t block_bytes(const ring_attention *ra)
 {
-    return ra->rows * 2 * (size_t)ra->C * sizeof(float);
+    return ra->rows * 2 * (size_t)ra->C * dev_dtype_bytes(ra->act);
+}
+
+/* The activation `elems` elements past p. */
+static dev_act *at(const ring_attention *ra, const dev_act *p, size_t elems)
+{
+    return dev_act_at(p, ra->act, elems);
 }
 
 static int next_rank(const ring_attention *ra) { return (ra->rank + 1) % ra->n; }
 static int prev_rank(const ring_attention *ra) { return (ra->rank + ra->n - 1) % ra->n; }
 
 /* Packs this rank's k|v columns of qkv into kv[0] (once its previous send is done). */
-static void pack_own_kv(ring_attention *ra, const float *qkv)
+static void pack_own_kv(ring_attention *ra, const dev_act *qkv)
 {
     const dev_ops *o = ra->ops;
-    size_t C = (size_t)ra->C;
+    size_t C = (size_t)ra->C, es = dev_dtype_bytes(ra->act);
     o->stream_wait_event(ra->compute, ra->kv_sent[0]);
-    o->copy_2d(ra->compute, ra->kv[0], 2 * C * 4, qkv + C, 3 * C * 4, 2 * C * 4, ra->rows);
+    o->copy_2d(ra->compute, ra->kv[0], 2 * C * es, at(ra, qkv, C), 3 * C * es, 2 * C * es,
+               ra->rows);
     o->event_record(ra->kv_filled[0], ra->compute);
 }
 
@@ -152,13 +160,13 @@ static int visible_pairs(const ring_attention *ra, int src, block_pair out[4])
     return k;
 }
 
-void ring_attention_forward(ring_attention *ra, float *out, float *lse, const float *qkv)
+void ring_attention_forward(ring_attention *ra, dev_act *out, float *lse, const dev_act *qkv)
 {
     const dev_ops *o = ra->ops;
     dev_stream *cs = ra->compute;
     size_t C = (size_t)ra->C, chunk_rows = (size_t)ra->B * ra->Tc;
     size_t chunk_lse = (size_t)ra->B * ra->NH * ra->Tc;
-    o->zero(cs, out, ra->rows * C * 4);
+    o->zero(cs, out, ra->rows * C * dev_dtype_bytes(ra->act));
     o->fill(cs, lse, -INFINITY, 2 * chunk_lse);
     pack_own_kv(ra, qkv);
     for (int s = 0; s < ra->n; s++) {
@@ -171,17 +179,18 @@ void ring_attention_forward(ring_attention *ra, float *out, float *lse, const fl
         int np = visible_pairs(ra, src, pairs);
         for (int i = 0; i < np; i++) {
             const block_pair *p = &pairs[i];
-            o->attention_block_forward(cs, out + p->hq * chunk_rows * C, lse + p->hq * chunk_lse,
-                                       qkv + p->hq * chunk_rows * 3 * C, 3 * ra->C,
-                                       ra->kv[cur] + p->hk * chunk_rows * 2 * C, 2 * ra->C, ra->B,
-                                       ra->Tc, ra->Tc, ra->C, ra->NH, p->causal);
+            o->attention_block_forward(cs, at(ra, out, p->hq * chunk_rows * C),
+                                       lse + p->hq * chunk_lse,
+                                       at(ra, qkv, p->hq * chunk_rows * 3 * C), 3 * ra->C,
+                                       at(ra, ra->kv[cur], p->hk * chunk_rows * 2 * C), 2 * ra->C,
+                                       ra->B, ra->Tc, ra->Tc, ra->C, ra->NH, p->causal);
         }
         o->event_record(ra->kv_used[cur], cs);
     }
 }
 
-void ring_attention_backward(ring_attention *ra, float *dqkv, const float *dout, const float *out,
-                             const float *lse, const float *qkv)
+void ring_attention_backward(ring_attention *ra, dev_act *dqkv, const dev_act *dout,
+                             const dev_act *out, const float *lse, const dev_act *qkv)
 {
     const dev_ops *o = ra->ops;
     dev_stream *cs = ra->compute;
@@ -205,12 +214,12 @@ void ring_attention_backward(ring_attention *ra, float *dqkv, const float *dout,
         for (int i = 0; i < np; i++) {
             const block_pair *p = &pairs[i];
             size_t q_off = p->hq * chunk_rows, k_off = p->hk * chunk_rows;
-            o->attention_block_backward(cs, dqkv + q_off * 3 * C, 3 * ra->C,
-                                        ra->dkv[cur] + k_off * 2 * C, 2 * ra->C,
-                                        dout + q_off * C, out + q_off * C,
-                                        lse + p->hq * chunk_lse, qkv + q_off * 3 * C, 3 * ra->C,
-                                        ra->kv[cur] + k_off * 2 * C, 2 * ra->C, ra->B, ra->Tc,
-                                        ra->Tc, ra->C, ra->NH, p->causal);
+            o->attention_block_backward(cs, at(ra, dqkv, q_off * 3 * C), 3 * ra->C,
+                                        at(ra, ra->dkv[cur], k_off * 2 * C), 2 * ra->C,
+                                        at(ra, dout, q_off * C), at(ra, out, q_off * C),
+                                        lse + p->hq * chunk_lse, at(ra, qkv, q_off * 3 * C),
+                                        3 * ra->C, at(ra, ra->kv[cur], k_off * 2 * C), 2 * ra->C,
+                                        ra->B, ra->Tc, ra->Tc, ra->C, ra->NH, p->causal);
         }
         o->event_record(ra->kv_used[cur], cs);
         o->event_record(ra->dkv_used[cur], cs);
@@ -222,6 +231,7 @@ void ring_attention_backward(ring_attention *ra, float *dqkv, const float *dout,
     int home = slot_of(ra->n);
     recv_dkv(ra, home);
     o->stream_wait_event(cs, ra->dkv_filled[home]);
-    o->copy_2d(cs, dqkv + C, 3 * C * 4, ra->dkv[home], 2 * C * 4, 2 * C * 4, ra->rows);
+    size_t es = dev_dtype_bytes(ra->act);
+    o->copy_2d(cs, at(ra, dqkv, C), 3 * C * es, ra->dkv[home], 2 * C * es, 2 * C * es, ra->rows);
     o->event_record(ra->dkv_used[home], cs);
 }

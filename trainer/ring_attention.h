@@ -45,10 +45,11 @@ typedef struct ring_attention {
     int n, rank;   /* CP degree and this rank's position */
     dev_stream *compute, *send, *recv;
     int B, Tc, C, NH; /* sequences, chunk length, channels and heads of this TP rank */
+    dev_dtype act;    /* the device's activation type (of qkv, out, the blocks) */
     size_t rows;      /* 2 * B * Tc local tokens */
     /* [rows, 2C] k|v blocks: 0 = this rank's own, 1 and 2 = received (alternating);
      * dkv: the dk|dv accumulators travelling with them in backward */
-    float *kv[3], *dkv[3];
+    dev_act *kv[3], *dkv[3];
     dev_event *kv_filled[3], *kv_used[3], *kv_sent[3];
     dev_event *dkv_filled[3], *dkv_used[3], *dkv_sent[3];
     size_t bytes; /* device memory allocated */
@@ -66,11 +67,11 @@ void ring_attention_destroy(ring_attention *ra);
 /* out [rows, C] (overwritten), lse [2, B, NH, Tc] (overwritten, kept for backward)
  * from this rank's qkv [rows, 3C]. Everything is enqueued on the compute stream
  * (and the cp streams); out and lse are ready in compute-stream order. */
-void ring_attention_forward(ring_attention *ra, float *out, float *lse, const float *qkv);
+void ring_attention_forward(ring_attention *ra, dev_act *out, float *lse, const dev_act *qkv);
 
 /* dqkv [rows, 3C] gets the gradient: q columns accumulate, k|v columns are
  * overwritten (they are complete only after the whole ring). */
-void ring_attention_backward(ring_attention *ra, float *dqkv, const float *dout, const float *out,
-                             const float *lse, const float *qkv);
+void ring_attention_backward(ring_attention *ra, dev_act *dqkv, const dev_act *dout,
+                             const dev_act *out, const float *lse, const dev_act *qkv);
 
 #endif /* STEPSCOPE_TRAINER_RING_ATTENTION_H */

@@ -426,6 +426,27 @@ static int zero_setup(trainer *t)
     return 0;
 }
 
+/* --activations: fp32 or bf16 as asked (refused when the device cannot); auto: bf16 where
+ * the device computes its GEMMs in bf16 anyway (CUDA, bf16 precision), else fp32. */
+static int set_activations(trainer *t)
+{
+    char e[256];
+    const char *want = t->cfg.activations;
+    if (!strcmp(want, "auto")) {
+        if (!strcmp(t->o->backend_name, "cuda") &&
+            dev_set_activation_dtype(t->dev, DEV_BF16, e, sizeof e) == 0)
+            return 0;
+        return dev_set_activation_dtype(t->dev, DEV_F32, e, sizeof e) == 0 ? 0 : fail(t, "%s", e);
+    }
+    dev_dtype dt = !strcmp(want, "bf16") ? DEV_BF16 : DEV_F32;
+    if (dev_set_activation_dtype(t->dev, dt, e, sizeof e) != 0) {
+        char msg[320];
+        snprintf(msg, sizeof msg, "--activations %s: %s", want, e);
+        return fail(t, "%s", msg);
+    }
+    return 0;
+}
+
 static int setup(trainer *t)
 {
     char e[512];
@@ -435,6 +456,8 @@ static int setup(trainer *t)
     if (!t->dev)
         return fail(t, "%s", e);
     t->o = dev_get_ops(t->dev);
+    if (set_activations(t) != 0)
+        return -1;
     t->compute = t->o->stream_create(t->dev, "compute");
     t->dp_stream = t->o->stream_create(t->dev, "comm dp");
     t->pp_send = t->o->stream_create(t->dev, "comm pp send");
@@ -648,8 +671,10 @@ static void write_memory_metadata(trainer *t)
     }
     snprintf(buf, sizeof buf,
              "{\"predicted\":{\"parameters\":%zu,\"gradients\":%zu,\"optimizer\":%zu,"
-             "\"activations\":%zu,\"total\":%zu},\"zero\":%d,\"measured_peak_bytes\":%lld}",
-             params, grads, opt, acts, params + grads + opt + acts, c->zero, measured);
+             "\"activations\":%zu,\"total\":%zu},\"zero\":%d,\"activation_dtype\":\"%s\","
+             "\"measured_peak_bytes\":%lld}",
+             params, grads, opt, acts, params + grads + opt + acts, c->zero,
+             dev_dtype_name(dev_activation_dtype(t->dev)), measured);
     stepscope_metadata_set("memory", buf);
 }
 
@@ -790,10 +815,10 @@ static void zero_reduce_bucket(trainer *t, int k)
     o->stream_wait_event(t->dp_stream, t->ev_bucket);
     float *dst = z->grad_shard + zb->shard_off;
     if (t->reduce_n > 1) {
-        comm_reduce_scatter(t->dp_c, t->dp_stream, z->piece_tmp, buf, zb->piece);
-        o->residual_forward(t->dp_stream, dst, dst, z->piece_tmp, (int)zb->piece);
+        comm_reduce_scatter(t->dp_c, t->dp_stream, z->piece_tmp, buf, zb->piece, COMM_FLOAT32);
+        o->add(t->dp_stream, dst, z->piece_tmp, zb->piece);
     } else {
-        o->residual_forward(t->dp_stream, dst, dst, buf, (int)zb->piece);
+        o->add(t->dp_stream, dst, buf, zb->piece);
     }
     if (!b->embed) {
         o->zero(t->dp_stream, buf, zb->padded * 4);
@@ -818,7 +843,7 @@ static void zero_gather_bucket(trainer *t, int k, float *dst, const float *piece
     }
     o->copy(t->dp_stream, mine, pieces + zb->shard_off, zb->piece * 4);
     if (t->reduce_n > 1)
-        comm_allgather(t->dp_c, t->dp_stream, dst, mine, zb->piece);
+        comm_allgather(t->dp_c, t->dp_stream, dst, mine, zb->piece, COMM_FLOAT32);
     pop_range();
 }
 
@@ -931,7 +956,7 @@ static void forward_mb(trainer *t, int chunk, int mb)
         o->copy_to_device(t->compute, sl->targets, t->host_targets + (size_t)mb * N, N * 4);
     if (!m->first_stage) {
         o->stream_wait_event(t->pp_recv, t->ev_slot_free[ev]);
-        comm_recv(t->pp_c, t->pp_recv, sl->stage_in, NsC * 4, pp_prev(t), COMM_F_PIPELINE);
+        comm_recv(t->pp_c, t->pp_recv, sl->stage_in, NsC * m->act_es, pp_prev(t), COMM_F_PIPELINE);
         o->event_record(t->ev_in_ready[ev], t->pp_recv);
         o->stream_wait_event(t->compute, t->ev_in_ready[ev]);
     }
@@ -941,7 +966,7 @@ static void forward_mb(trainer *t, int chunk, int mb)
     if (!m->last_stage) {
         o->event_record(t->ev_out_ready[ev], t->compute);
         o->stream_wait_event(t->pp_send, t->ev_out_ready[ev]);
-        comm_send(t->pp_c, t->pp_send, sl->stage_out, NsC * 4, pp_next(t), COMM_F_PIPELINE);
+        comm_send(t->pp_c, t->pp_send, sl->stage_out, NsC * m->act_es, pp_next(t), COMM_F_PIPELINE);
         o->event_record(t->ev_sent[ev], t->pp_send);
     }
     pop_range();
@@ -957,7 +982,7 @@ static void backward_mb(trainer *t, int chunk, int mb)
     push_mb_range("backward", mb, t->g.pp_rank, t->V > 1 ? chunk : -1);
     if (!m->last_stage) {
         o->stream_wait_event(t->pp_recv, t->ev_slot_free[ev]);
-        comm_recv(t->pp_c, t->pp_recv, sl->grad_in, NsC * 4, pp_next(t), COMM_F_PIPELINE);
+        comm_recv(t->pp_c, t->pp_recv, sl->grad_in, NsC * m->act_es, pp_next(t), COMM_F_PIPELINE);
         o->event_record(t->ev_grad_ready[ev], t->pp_recv);
         o->stream_wait_event(t->compute, t->ev_grad_ready[ev]);
     }
@@ -978,7 +1003,7 @@ static void backward_mb(trainer *t, int chunk, int mb)
     if (!m->first_stage) {
         o->event_record(t->ev_din_ready[ev], t->compute);
         o->stream_wait_event(t->pp_send, t->ev_din_ready[ev]);
-        comm_send(t->pp_c, t->pp_send, sl->grad_out, NsC * 4, pp_prev(t), COMM_F_PIPELINE);
+        comm_send(t->pp_c, t->pp_send, sl->grad_out, NsC * m->act_es, pp_prev(t), COMM_F_PIPELINE);
         o->event_record(t->ev_sent[ev], t->pp_send);
     }
     pop_range();
@@ -1132,7 +1157,7 @@ static void zero_optimizer(trainer *t, int step, double clip_scale, float lr)
         }
         if (hi > lo)
             o->copy(t->dp_stream, mine, m->param + lo, (hi - lo) * 4);
-        comm_allgather(t->dp_c, t->dp_stream, staging, mine, z->plan.b[k].piece);
+        comm_allgather(t->dp_c, t->dp_stream, staging, mine, z->plan.b[k].piece, COMM_FLOAT32);
         o->copy(t->dp_stream, m->param + bk->begin, staging, (bk->end - bk->begin) * 4);
         o->zero(t->dp_stream, staging, z->plan.b[k].padded * 4);
         pop_range();
@@ -1179,7 +1204,8 @@ static void optimizer(trainer *t, int step, double clip_scale, float lr)
     if (c->zero && t->reduce_n > 1) {
         o->event_record(t->ev_opt_done, t->compute);
         o->stream_wait_event(t->dp_stream, t->ev_opt_done);
-        comm_allgather(t->dp_c, t->dp_stream, m->param, m->param + t->shard_begin, t->shard_len);
+        comm_allgather(t->dp_c, t->dp_stream, m->param, m->param + t->shard_begin, t->shard_len,
+                       COMM_FLOAT32);
         o->event_record(t->ev_gather_done, t->dp_stream);
         o->stream_wait_event(t->compute, t->ev_gather_done);
     }

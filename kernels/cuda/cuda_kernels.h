@@ -177,6 +177,8 @@ int kcuda_adamw(kcuda_ctx *k, float *params, const float *grads, float *m, float
 /* ---- reduce.cu: fills, scaling, deterministic sums into a device double ----------------------- */
 int kcuda_fill(kcuda_ctx *k, float *x, float value, size_t n);
 int kcuda_scale(kcuda_ctx *k, float *x, float factor, size_t n);
+/* dst[i] += src[i] for n floats (add.cu). */
+int kcuda_add_f32(kcuda_ctx *k, float *dst, const float *src, size_t n);
 /* *acc += sum(x) / sum(x^2), accumulated in double in a fixed order (bitwise reproducible). */
 int kcuda_sum_accumulate(kcuda_ctx *k, double *acc, const float *x, size_t n);
 int kcuda_sum_squares_accumulate(kcuda_ctx *k, double *acc, const float *x, size_t n);

@@ -3,7 +3,8 @@
  *
  * Forks 3 ranks over one segment. Each runs, on a CPU stream: an fp32
  * all-reduce larger than a staging slot (chunking), an fp64 all-reduce, a
- * reduce-scatter, an all-gather, a broadcast, a send/recv ring larger than the
+ * reduce-scatter, an all-gather, bf16 all-reduce (larger than a slot),
+ * reduce-scatter and all-gather (sums in fp32, rounded once), a broadcast, a send/recv ring larger than the
  * mailbox (sends on their own stream, as the trainer does), and a barrier, checking every value against the closed form; the
  * all-reduce result must be bitwise identical on all ranks (rank 0 publishes
  * its checksum). Then a timeout case: a 2-member group where one member never
@@ -17,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bf16.h"
 #include "comm.h"
 #include "device.h"
 
@@ -53,11 +55,24 @@ static int rank_main(const char *path, int rank)
     float *in = malloc(cnt * WORLD * 4), *rs = malloc(cnt * 4), *ag = malloc(cnt * WORLD * 4);
     for (size_t i = 0; i < cnt * WORLD; i++)
         in[i] = (float)(i + rank);
-    comm_reduce_scatter(c, s, rs, in, cnt);
+    comm_reduce_scatter(c, s, rs, in, cnt, COMM_FLOAT32);
     float mine[1000];
     for (size_t i = 0; i < cnt; i++)
         mine[i] = (float)(rank * 10000 + (int)i);
-    comm_allgather(c, s, ag, mine, cnt);
+    comm_allgather(c, s, ag, mine, cnt, COMM_FLOAT32);
+    /* bf16: rank r holds 1 + r/256 + i%5 (exact in bf16); the fp32 sum is rounded once */
+    size_t bn = 600000; /* > one 512 KiB slot of bf16 */
+    uint16_t *bx = malloc(bn * 2), *brs = malloc(cnt * 2), *bag = malloc(cnt * WORLD * 2);
+    uint16_t *bin = malloc(cnt * WORLD * 2), bmine[1000];
+    for (size_t i = 0; i < bn; i++)
+        bx[i] = bf16_from_float(1.0f + (float)rank / 256.0f + (float)(i % 5));
+    comm_allreduce(c, s, bx, bn, COMM_BFLOAT16);
+    for (size_t i = 0; i < cnt * WORLD; i++)
+        bin[i] = bf16_from_float((float)(i % 97) + (float)rank / 128.0f);
+    comm_reduce_scatter(c, s, brs, bin, cnt, COMM_BFLOAT16);
+    for (size_t i = 0; i < cnt; i++)
+        bmine[i] = bf16_from_float((float)(rank * 16 + (int)(i % 16)));
+    comm_allgather(c, s, bag, bmine, cnt, COMM_BFLOAT16);
     char msg[64] = {0};
     if (rank == 1)
         strcpy(msg, "hello from rank 1");
@@ -101,6 +116,38 @@ static int rank_main(const char *path, int rank)
                 bad = 1;
                 break;
             }
+    for (size_t i = 0; i < bn && !bad; i++) {
+        float acc = 0;
+        for (int r = 0; r < WORLD; r++)
+            acc += bf16_to_float(bf16_from_float(1.0f + (float)r / 256.0f + (float)(i % 5)));
+        if (bx[i] != bf16_from_float(acc)) {
+            printf("rank %d: bf16 allreduce[%zu] = %g, want %g\n", rank, i,
+                   bf16_to_float(bx[i]), bf16_to_float(bf16_from_float(acc)));
+            bad = 1;
+        }
+    }
+    for (size_t i = 0; i < cnt && !bad; i++) {
+        size_t j = (size_t)rank * cnt + i;
+        float acc = 0;
+        for (int r = 0; r < WORLD; r++)
+            acc += bf16_to_float(bf16_from_float((float)(j % 97) + (float)r / 128.0f));
+        if (brs[i] != bf16_from_float(acc)) {
+            printf("rank %d: bf16 reduce_scatter[%zu] = %g, want %g\n", rank, i,
+                   bf16_to_float(brs[i]), acc);
+            bad = 1;
+        }
+    }
+    for (int k = 0; k < WORLD && !bad; k++)
+        for (size_t i = 0; i < cnt; i++)
+            if (bag[(size_t)k * cnt + i] != bf16_from_float((float)(k * 16 + (int)(i % 16)))) {
+                printf("rank %d: bf16 allgather wrong at %d/%zu\n", rank, k, i);
+                bad = 1;
+                break;
+            }
+    free(bx);
+    free(brs);
+    free(bag);
+    free(bin);
     if (strcmp(msg, "hello from rank 1") != 0) {
         printf("rank %d: broadcast got '%s'\n", rank, msg);
         bad = 1;
