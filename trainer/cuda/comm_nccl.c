@@ -500,13 +500,12 @@ static void nccl_destroy(comm *cc)
 static cudaStream_t stream_of(dev_stream *s) { return (cudaStream_t)dev_cuda_stream_handle(s); }
 
 /* The one-member group's reduce-scatter / all-gather: a copy, checked like any operation. */
-static int local_copy(comm_nccl *c, dev_stream *s, float *out, const float *in, size_t count)
+static int local_copy(comm_nccl *c, dev_stream *s, void *out, const void *in, size_t bytes)
 {
-    if (out == in || count == 0)
+    if (out == in || bytes == 0)
         return 0;
     dev_cuda_note_write(c->job->dev, out);
-    cudaError_t e = cudaMemcpyAsync(out, in, count * sizeof(float), cudaMemcpyDeviceToDevice,
-                                    stream_of(s));
+    cudaError_t e = cudaMemcpyAsync(out, in, bytes, cudaMemcpyDeviceToDevice, stream_of(s));
     if (e == cudaSuccess)
         return 0;
     char msg[256];
@@ -521,6 +520,11 @@ static int usable(comm_nccl *c)
     return !c->job->aborted;
 }
 
+static ncclDataType_t nccl_type(comm_dtype dt)
+{
+    return dt == COMM_FLOAT64 ? ncclFloat64 : dt == COMM_BFLOAT16 ? ncclBfloat16 : ncclFloat32;
+}
+
 static int nccl_allreduce(comm *cc, dev_stream *s, void *buf, size_t count, comm_dtype dt)
 {
     comm_nccl *c = (comm_nccl *)cc;
@@ -528,9 +532,9 @@ static int nccl_allreduce(comm *cc, dev_stream *s, void *buf, size_t count, comm
         return 0;
     if (!usable(c))
         return -1;
-    ncclDataType_t t = dt == COMM_FLOAT64 ? ncclFloat64 : ncclFloat32;
     dev_cuda_note_write(c->job->dev, buf);
-    ncclResult_t r = ncclAllReduce(buf, buf, count, t, ncclSum, c->main->comm, stream_of(s));
+    ncclResult_t r =
+        ncclAllReduce(buf, buf, count, nccl_type(dt), ncclSum, c->main->comm, stream_of(s));
     if (nccl_result(c, c->main, r, "allreduce") != 0)
         return -1;
     track(c, c->main, s, "allreduce");
@@ -538,15 +542,16 @@ static int nccl_allreduce(comm *cc, dev_stream *s, void *buf, size_t count, comm
     return 0;
 }
 
-static int nccl_reduce_scatter(comm *cc, dev_stream *s, float *out, const float *in, size_t count)
+static int nccl_reduce_scatter(comm *cc, dev_stream *s, void *out, const void *in, size_t count,
+                               comm_dtype dt)
 {
     comm_nccl *c = (comm_nccl *)cc;
     if (c->size == 1)
-        return local_copy(c, s, out, in, count);
+        return local_copy(c, s, out, in, count * comm_dtype_bytes(dt));
     if (!usable(c))
         return -1;
     dev_cuda_note_write(c->job->dev, out);
-    ncclResult_t r = ncclReduceScatter(in, out, count, ncclFloat32, ncclSum, c->main->comm,
+    ncclResult_t r = ncclReduceScatter(in, out, count, nccl_type(dt), ncclSum, c->main->comm,
                                        stream_of(s));
     if (nccl_result(c, c->main, r, "reduce_scatter") != 0)
         return -1;
@@ -555,16 +560,17 @@ static int nccl_reduce_scatter(comm *cc, dev_stream *s, float *out, const float 
     return 0;
 }
 
-static int nccl_allgather(comm *cc, dev_stream *s, float *out, const float *in, size_t count)
+static int nccl_allgather(comm *cc, dev_stream *s, void *out, const void *in, size_t count,
+                          comm_dtype dt)
 {
     comm_nccl *c = (comm_nccl *)cc;
     if (c->size == 1)
-        return local_copy(c, s, out, in, count);
+        return local_copy(c, s, out, in, count * comm_dtype_bytes(dt));
     if (!usable(c))
         return -1;
     /* NCCL supports the in-place form (in == out + rank*count) directly */
     dev_cuda_note_write(c->job->dev, out);
-    ncclResult_t r = ncclAllGather(in, out, count, ncclFloat32, c->main->comm, stream_of(s));
+    ncclResult_t r = ncclAllGather(in, out, count, nccl_type(dt), c->main->comm, stream_of(s));
     if (nccl_result(c, c->main, r, "allgather") != 0)
         return -1;
     track(c, c->main, s, "allgather");

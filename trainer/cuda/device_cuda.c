@@ -70,6 +70,7 @@ struct dev_device {
     int ordinal;
     char name[256];
     kcuda_precision precision;
+    dev_dtype act; /* activation storage; bf16 needs bf16 precision */
     atomic_int failed;
     char error[512];
     size_t in_use, peak;
@@ -121,6 +122,34 @@ void dev_cuda_fail(dev_device *d, const char *msg)
 }
 
 static void dev_cuda_abort(dev_device *d, const char *why) { dev_cuda_fail(d, why); }
+
+static kcuda_act_dtype kcuda_act_of(dev_dtype t) { return t == DEV_BF16 ? KCUDA_ACT_BF16 : KCUDA_ACT_F32; }
+
+/* bf16 activations need bf16 GEMMs (the kernels multiply the stored bf16 operands as they
+ * are); every stream's kernel context follows the device's type. */
+static int dev_cuda_set_activation_dtype(dev_device *d, dev_dtype t, char *err, size_t errlen)
+{
+    if (t != DEV_F32 && t != DEV_BF16) {
+        snprintf(err, errlen, "unknown activation type %d", (int)t);
+        return -1;
+    }
+    if (t == DEV_BF16 && d->precision != KCUDA_BF16) {
+        snprintf(err, errlen,
+                 "bf16 activations need bf16 precision (STEPSCOPE_PRECISION is %s): use "
+                 "--activations fp32 or STEPSCOPE_PRECISION=bf16",
+                 kcuda_precision_name(d->precision));
+        return -1;
+    }
+    for (int i = 0; i < d->nstreams; i++)
+        if (d->streams[i] && kcuda_ctx_set_act_dtype(d->streams[i]->k, kcuda_act_of(t)) != 0) {
+            snprintf(err, errlen, "%s", kcuda_error(d->streams[i]->k));
+            return -1;
+        }
+    d->act = t;
+    return 0;
+}
+
+static dev_dtype dev_cuda_activation_dtype(const dev_device *d) { return d->act; }
 
 static int cuda_ok(dev_device *d, cudaError_t e, const char *what)
 {
@@ -278,6 +307,11 @@ static dev_stream *cuda_stream_create(dev_device *d, const char *name)
     }
     char err[256];
     s->k = kcuda_ctx_create(s->s, d->precision, err, sizeof err);
+    if (s->k && kcuda_ctx_set_act_dtype(s->k, kcuda_act_of(d->act)) != 0) {
+        snprintf(err, sizeof err, "%s", kcuda_error(s->k));
+        kcuda_ctx_destroy(s->k);
+        s->k = NULL;
+    }
     if (!s->k) {
         dev_cuda_fail(d, err);
         cudaStreamDestroy(s->s);
@@ -536,7 +570,7 @@ static void cuda_copy_2d(dev_stream *s, void *dst, size_t dst_pitch, const void 
 
 /* ---- model operations: one call into kernels/cuda each ------------------------------ */
 
-static void op_encoder_forward(dev_stream *s, float *out, const int *tokens, const float *wte,
+static void op_encoder_forward(dev_stream *s, dev_act *out, const int *tokens, const float *wte,
                                const float *wpe, int B, int T, int C)
 {
     SKIP_IF_FAILED(s);
@@ -544,7 +578,7 @@ static void op_encoder_forward(dev_stream *s, float *out, const int *tokens, con
     kernel_result(s, kcuda_encoder_forward(s->k, out, tokens, wte, wpe, B, T, C), "encoder_forward");
 }
 
-static void op_encoder_backward(dev_stream *s, float *dwte, float *dwpe, const float *dout,
+static void op_encoder_backward(dev_stream *s, float *dwte, float *dwpe, const dev_act *dout,
                                 const int *tokens, int B, int T, int C)
 {
     SKIP_IF_FAILED(s);
@@ -554,8 +588,8 @@ static void op_encoder_backward(dev_stream *s, float *dwte, float *dwpe, const f
                   "encoder_backward");
 }
 
-static void op_layernorm_forward(dev_stream *s, float *out, float *mean, float *rstd,
-                                 const float *inp, const float *weight, const float *bias, int N,
+static void op_layernorm_forward(dev_stream *s, dev_act *out, float *mean, float *rstd,
+                                 const dev_act *inp, const float *weight, const float *bias, int N,
                                  int C)
 {
     SKIP_IF_FAILED(s);
@@ -566,8 +600,8 @@ static void op_layernorm_forward(dev_stream *s, float *out, float *mean, float *
                   "layernorm_forward");
 }
 
-static void op_layernorm_backward(dev_stream *s, float *dinp, float *dweight, float *dbias,
-                                  const float *dout, const float *inp, const float *weight,
+static void op_layernorm_backward(dev_stream *s, dev_act *dinp, float *dweight, float *dbias,
+                                  const dev_act *dout, const dev_act *inp, const float *weight,
                                   const float *mean, const float *rstd, int N, int C)
 {
     SKIP_IF_FAILED(s);
@@ -580,7 +614,7 @@ static void op_layernorm_backward(dev_stream *s, float *dinp, float *dweight, fl
                   "layernorm_backward");
 }
 
-static void op_matmul_forward(dev_stream *s, float *out, const float *inp, const float *weight,
+static void op_matmul_forward(dev_stream *s, dev_act *out, const dev_act *inp, const float *weight,
                               const float *bias, int N, int C, int OC)
 {
     SKIP_IF_FAILED(s);
@@ -591,8 +625,8 @@ static void op_matmul_forward(dev_stream *s, float *out, const float *inp, const
                   "matmul_forward");
 }
 
-static void op_matmul_backward(dev_stream *s, float *dinp, float *dweight, float *dbias,
-                               const float *dout, const float *inp, const float *weight, int N,
+static void op_matmul_backward(dev_stream *s, dev_act *dinp, float *dweight, float *dbias,
+                               const dev_act *dout, const dev_act *inp, const float *weight, int N,
                                int C, int OC)
 {
     SKIP_IF_FAILED(s);
@@ -605,8 +639,8 @@ static void op_matmul_backward(dev_stream *s, float *dinp, float *dweight, float
                   "matmul_backward");
 }
 
-static void op_attention_forward(dev_stream *s, float *out, float *preatt, float *att,
-                                 const float *qkv, int B, int T, int C, int NH)
+static void op_attention_forward(dev_stream *s, dev_act *out, float *preatt, float *att,
+                                 const dev_act *qkv, int B, int T, int C, int NH)
 {
     SKIP_IF_FAILED(s);
     wrote(s, out);
@@ -622,8 +656,8 @@ static void op_attention_forward(dev_stream *s, float *out, float *preatt, float
                       "attention_forward");
 }
 
-static void op_attention_backward(dev_stream *s, float *dqkv, float *dpreatt, float *datt,
-                                  const float *dout, const float *qkv, const float *att, int B,
+static void op_attention_backward(dev_stream *s, dev_act *dqkv, float *dpreatt, float *datt,
+                                  const dev_act *dout, const dev_act *qkv, const float *att, int B,
                                   int T, int C, int NH)
 {
     SKIP_IF_FAILED(s);
@@ -642,8 +676,8 @@ static void op_attention_backward(dev_stream *s, float *dqkv, float *dpreatt, fl
 
 /* Ring attention's blocks (attention_block.cu): bf16 tensor-core tiles, or the fp32 kernels
  * in fp32 precision and for head sizes the tiles do not take. */
-static void op_attention_block_forward(dev_stream *s, float *out, float *lse, const float *q,
-                                       int q_stride, const float *kv, int kv_stride, int B, int Tq,
+static void op_attention_block_forward(dev_stream *s, dev_act *out, float *lse, const dev_act *q,
+                                       int q_stride, const dev_act *kv, int kv_stride, int B, int Tq,
                                        int Tk, int C, int NH, int causal)
 {
     SKIP_IF_FAILED(s);
@@ -655,10 +689,10 @@ static void op_attention_block_forward(dev_stream *s, float *out, float *lse, co
                   "attention_block_forward");
 }
 
-static void op_attention_block_backward(dev_stream *s, float *dq, int dq_stride, float *dkv,
-                                        int dkv_stride, const float *dout, const float *out,
-                                        const float *lse, const float *q, int q_stride,
-                                        const float *kv, int kv_stride, int B, int Tq, int Tk,
+static void op_attention_block_backward(dev_stream *s, dev_act *dq, int dq_stride, dev_act *dkv,
+                                        int dkv_stride, const dev_act *dout, const dev_act *out,
+                                        const float *lse, const dev_act *q, int q_stride,
+                                        const dev_act *kv, int kv_stride, int B, int Tq, int Tk,
                                         int C, int NH, int causal)
 {
     SKIP_IF_FAILED(s);
@@ -671,28 +705,31 @@ static void op_attention_block_backward(dev_stream *s, float *dq, int dq_stride,
                   "attention_block_backward");
 }
 
-static void op_gelu_forward(dev_stream *s, float *out, const float *inp, int N)
+static void op_gelu_forward(dev_stream *s, dev_act *out, const dev_act *inp, int N)
 {
     SKIP_IF_FAILED(s);
     wrote(s, out);
     kernel_result(s, kcuda_gelu_forward(s->k, out, inp, (size_t)N), "gelu_forward");
 }
 
-static void op_gelu_backward(dev_stream *s, float *dinp, const float *inp, const float *dout, int N)
+static void op_gelu_backward(dev_stream *s, dev_act *dinp, const dev_act *inp,
+                            const dev_act *dout, int N)
 {
     SKIP_IF_FAILED(s);
     wrote(s, dinp);
     kernel_result(s, kcuda_gelu_backward(s->k, dinp, inp, dout, (size_t)N), "gelu_backward");
 }
 
-static void op_residual_forward(dev_stream *s, float *out, const float *a, const float *b, int N)
+static void op_residual_forward(dev_stream *s, dev_act *out, const dev_act *a, const dev_act *b,
+                                int N)
 {
     SKIP_IF_FAILED(s);
     wrote(s, out);
     kernel_result(s, kcuda_residual_forward(s->k, out, a, b, (size_t)N), "residual_forward");
 }
 
-static void op_residual_backward(dev_stream *s, float *da, float *db, const float *dout, int N)
+static void op_residual_backward(dev_stream *s, dev_act *da, dev_act *db, const dev_act *dout,
+                                 int N)
 {
     SKIP_IF_FAILED(s);
     wrote(s, da);
@@ -700,8 +737,8 @@ static void op_residual_backward(dev_stream *s, float *da, float *db, const floa
     kernel_result(s, kcuda_residual_backward(s->k, da, db, dout, (size_t)N), "residual_backward");
 }
 
-static void op_crossentropy_forward(dev_stream *s, float *losses, float *probs,
-                                    const float *logits, const int *targets, int N, int V, int Vp)
+static void op_crossentropy_forward(dev_stream *s, float *losses, dev_act *probs,
+                                    const dev_act *logits, const int *targets, int N, int V, int Vp)
 {
     SKIP_IF_FAILED(s);
     wrote(s, losses);
@@ -710,8 +747,8 @@ static void op_crossentropy_forward(dev_stream *s, float *losses, float *probs,
                   "crossentropy_forward");
 }
 
-static void op_crossentropy_backward(dev_stream *s, float *dlogits, const float *dlosses,
-                                     const float *probs, const int *targets, int N, int V, int Vp)
+static void op_crossentropy_backward(dev_stream *s, dev_act *dlogits, const float *dlosses,
+                                     const dev_act *probs, const int *targets, int N, int V, int Vp)
 {
     SKIP_IF_FAILED(s);
     wrote(s, dlogits);
@@ -747,6 +784,13 @@ static void op_scale(dev_stream *s, float *x, float factor, size_t n)
     kernel_result(s, kcuda_scale(s->k, x, factor, n), "scale");
 }
 
+static void op_add(dev_stream *s, float *dst, const float *src, size_t n)
+{
+    SKIP_IF_FAILED(s);
+    wrote(s, dst);
+    kernel_result(s, kcuda_add_f32(s->k, dst, src, n), "add");
+}
+
 static void op_adamw(dev_stream *s, float *params, const float *grads, float *m, float *v,
                      size_t n, float lr, float beta1, float beta2, float eps, float weight_decay,
                      int t)
@@ -770,6 +814,8 @@ static const dev_ops cuda_ops = {
     .bytes_in_use = dev_cuda_bytes_in_use,
     .bytes_peak = dev_cuda_bytes_peak,
     .abort = dev_cuda_abort,
+    .set_activation_dtype = dev_cuda_set_activation_dtype,
+    .activation_dtype = dev_cuda_activation_dtype,
     .alloc = cuda_alloc,
     .free = cuda_free,
     .stream_create = cuda_stream_create,
@@ -804,6 +850,7 @@ static const dev_ops cuda_ops = {
     .sum_accumulate = op_sum_accumulate,
     .sum_squares_accumulate = op_sum_squares_accumulate,
     .scale = op_scale,
+    .add = op_add,
     .adamw = op_adamw,
 };
 
