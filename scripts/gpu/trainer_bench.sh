@@ -1,7 +1,8 @@
 #!/bin/bash
 # trainer_bench.sh — one rank, GPT-2-124M and -350M, bf16, seq 1024 on one GPU: tokens/s
-# and MFU of stepscope-train (--backend cuda) with both attention paths
-# (STEPSCOPE_CUDA_ATTENTION=gemm, the default, and =fused, docs/cuda-backend.md) and of
+# and MFU of stepscope-train (--backend cuda) with bf16 activations (the default) and both
+# attention paths (STEPSCOPE_CUDA_ATTENTION=gemm, the default, and =fused), with fp32
+# activations and the GEMM attention (bf16 GEMMs on fp32 storage; docs/cuda-backend.md), and of
 # the PyTorch equivalent (trainer_torch_gpt2.py, eager and torch.compile), same batch, same
 # machine. Goal of issue 6: >= 40 % MFU for 350M. The trainer's numbers are the medians of
 # its --log steps after the first 3; results in $OUT/bench.md; a traced 350M run (with the
@@ -13,47 +14,51 @@ provenance_header
 batch=${1:-8}
 [ -x "$trainer" ] || step build build_gpu
 
-ours() { # ours MODEL PRECISION ATTENTION
-  run_logged env STEPSCOPE_PRECISION="$2" STEPSCOPE_CUDA_ATTENTION="$3" "$trainer" --backend cuda \
-    --model "$1" --seq 1024 --batch "$batch" --steps 15 --log "$OUT/$1.$2.$3.train.jsonl"
+ours() { # ours MODEL ACTIVATIONS ATTENTION   (bf16 GEMMs)
+  run_logged env STEPSCOPE_PRECISION=bf16 STEPSCOPE_CUDA_ATTENTION="$3" "$trainer" --backend cuda \
+    --model "$1" --seq 1024 --batch "$batch" --steps 15 --activations "$2" \
+    --log "$OUT/$1.bf16-$2.$3.train.jsonl"
 }
-# The attention path with the lower median step time for MODEL (gemm if unmeasured).
-faster_attention() {
+# "ACTIVATIONS ATTENTION" of the measured run of MODEL with the lowest median step time
+# ("bf16 gemm" if none was measured).
+fastest_config() {
   python3 - "$OUT" "$1" <<'PY'
 import json, os, sys
 out, model = sys.argv[1], sys.argv[2]
-best = ("gemm", float("inf"))
-for mode in ("gemm", "fused"):
-    f = os.path.join(out, f"{model}.bf16.{mode}.train.jsonl")
-    if not os.path.exists(f):
-        continue
-    recs = [json.loads(l) for l in open(f) if l.strip()][3:]
-    if recs:
-        ms = sorted(r["step_ms"] for r in recs)[len(recs) // 2]
-        if ms < best[1]:
-            best = (mode, ms)
+best = ("bf16 gemm", float("inf"))
+for act in ("bf16", "fp32"):
+    for mode in ("gemm", "fused"):
+        f = os.path.join(out, f"{model}.bf16-{act}.{mode}.train.jsonl")
+        if not os.path.exists(f):
+            continue
+        recs = [json.loads(l) for l in open(f) if l.strip()][3:]
+        if recs:
+            ms = sorted(r["step_ms"] for r in recs)[len(recs) // 2]
+            if ms < best[1]:
+                best = (f"{act} {mode}", ms)
 print(best[0])
 PY
 }
 torch_eager() { run_logged python3 "$repo/scripts/gpu/trainer_torch_gpt2.py" --model "$1" --batch "$batch" --steps 15 --json "$OUT/$1.torch-eager.json"; }
 torch_compiled() { run_logged python3 "$repo/scripts/gpu/trainer_torch_gpt2.py" --model "$1" --batch "$batch" --steps 20 --compile --json "$OUT/$1.torch-compile.json"; }
 sample_350m() {
-  local d=$OUT/samples/h100-350m-1rank attention
-  attention=$(faster_attention gpt2-350m)
+  local d=$OUT/samples/h100-350m-1rank act attention
+  read -r act attention <<<"$(fastest_config gpt2-350m)"
   rm -rf "$d"; mkdir -p "$d"
-  echo "attention path: $attention" > "$d/ATTENTION"
+  echo "activations: $act, attention path: $attention" > "$d/CONFIG"
   run_logged env STEPSCOPE_CUDA_ATTENTION="$attention" "$trainer" --backend cuda \
-    --model gpt2-350m --seq 1024 --batch "$batch" --steps 8 \
+    --model gpt2-350m --seq 1024 --batch "$batch" --steps 8 --activations "$act" \
     --profile-steps 5:6 --trace "$d/run" --log "$d/train.jsonl" &&
   run_logged "$stepscope" analyze "$d/run" --json "$d/report.json" &&
   run_logged env STEPSCOPE_CUDA_ATTENTION="$attention" "$stepscope" record -o "$d/run-injected" -- \
     "$trainer" --backend cuda --model gpt2-350m --seq 1024 --batch "$batch" --steps 4 \
-    --log "$d/train-injected.jsonl" &&
+    --activations "$act" --log "$d/train-injected.jsonl" &&
   run_logged "$stepscope" analyze "$d/run-injected" --json "$d/report-injected.json"
 }
 for m in gpt2-124m gpt2-350m; do
-  step "$m.bf16.gemm" ours "$m" bf16 gemm
-  step "$m.bf16.fused" ours "$m" bf16 fused
+  step "$m.bf16-bf16.gemm" ours "$m" bf16 gemm
+  step "$m.bf16-bf16.fused" ours "$m" bf16 fused
+  step "$m.bf16-fp32.gemm" ours "$m" fp32 gemm
   step "$m.torch-eager" torch_eager "$m"
   step "$m.torch-compile" torch_compiled "$m"
 done

@@ -5,6 +5,10 @@
 # scripts/gpu/trainer_compare_losses.py:
 #   fp32 GEMMs   |loss_cuda - loss_cpu| <= 1e-3 * loss_cpu at every step
 #   bf16 GEMMs   |loss_cuda - loss_cpu| <= 3e-2 * loss_cpu at every step, and the loss falls
+# Activation storage (ACT, --activations): bf16 GEMMs run with bf16 activations (the CUDA
+# default in bf16 precision) against the CPU backend storing bf16 too (same roundings of
+# stored values; the GPU also rounds the GEMM operands), and with fp32 activations against
+# the CPU in fp32; fp32 GEMMs always with fp32 activations.
 # Layouts: 1 rank; and 4 ranks on the one GPU (dp2 x pp2 1f1b, tp2 x dp2) when the NCCL in
 # use is >= 2.30 (NCCL_MULTI_RANK_GPU_ENABLE=1); and 1 rank with the fused attention.
 # Context parallelism (ring attention, attention_block.cu, the per-edge NCCL ring links):
@@ -18,23 +22,30 @@ export NCCL_MULTI_RANK_GPU_ENABLE=1
 common=(--model tiny --steps 30 --batch 8 --seed 1337)
 cmp=$repo/scripts/gpu/trainer_compare_losses.py
 
-pair() { # pair NAME TOL LAYOUT...
+pair() { # pair NAME TOL LAYOUT...   (PREC: GEMM precision, ACT: activation storage)
   local name=$1 tol=$2; shift 2
-  run_logged "$trainer" --backend cpu "${common[@]}" "$@" --log "$OUT/$name.cpu.jsonl" &&
-  run_logged env STEPSCOPE_PRECISION=${PREC:-bf16} "$trainer" --backend cuda "${common[@]}" "$@" \
-    --log "$OUT/$name.cuda-${PREC:-bf16}.jsonl" &&
-  run_logged python3 "$cmp" "$OUT/$name.cpu.jsonl" "$OUT/$name.cuda-${PREC:-bf16}.jsonl" "$tol"
+  local prec=${PREC:-bf16} act=${ACT:-}
+  [ -n "$act" ] || { [ "$prec" = bf16 ] && act=bf16 || act=fp32; }
+  run_logged "$trainer" --backend cpu "${common[@]}" "$@" --activations "$act" \
+    --log "$OUT/$name.cpu-$act.jsonl" &&
+  run_logged env STEPSCOPE_PRECISION=$prec "$trainer" --backend cuda "${common[@]}" "$@" \
+    --activations "$act" --log "$OUT/$name.cuda-$prec-$act.jsonl" &&
+  run_logged python3 "$cmp" "$OUT/$name.cpu-$act.jsonl" "$OUT/$name.cuda-$prec-$act.jsonl" "$tol"
 }
 [ -x "$trainer" ] || step build build_gpu
 PREC=fp32 step one_rank_fp32 pair one_rank 1e-3 --world 1
 PREC=bf16 step one_rank_bf16 pair one_rank 3e-2 --world 1
+PREC=bf16 ACT=fp32 step one_rank_bf16_fp32_acts pair one_rank 3e-2 --world 1
 PREC=bf16 step dp2_pp2_1f1b_bf16 pair dp2pp2 3e-2 --world 4 --dp 2 --pp 2 --schedule 1f1b
 PREC=bf16 step tp2_dp2_bf16 pair tp2dp2 3e-2 --world 4 --tp 2 --dp 2
+PREC=bf16 step tp2_sp_dp2_bf16 pair tp2spdp2 3e-2 --world 4 --tp 2 --sp --dp 2
 PREC=fp32 step tp2_dp2_fp32 pair tp2dp2 1e-3 --world 4 --tp 2 --dp 2
 # the fused attention needs head size 32/64/128 and seq > head size: 2 heads of 64, seq 128
 # (the tiny model's 16-wide heads always take the GEMM path)
 PREC=bf16 STEPSCOPE_CUDA_ATTENTION=fused step one_rank_fused_bf16 pair fused 3e-2 --world 1 \
   --hidden 128 --heads 2 --seq 128 --batch 4
+PREC=bf16 ACT=fp32 STEPSCOPE_CUDA_ATTENTION=fused step one_rank_fused_bf16_fp32_acts pair fused \
+  3e-2 --world 1 --hidden 128 --heads 2 --seq 128 --batch 4
 # context parallelism: 2 ranks on the one GPU need the same NCCL (>= 2.30) as 4
 PREC=bf16 step cp2_bf16 pair cp2 3e-2 --world 2 --cp 2
 PREC=fp32 step cp2_fp32 pair cp2 1e-3 --world 2 --cp 2
