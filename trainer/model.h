@@ -30,7 +30,8 @@
  *   - Units (model_unit_range) are the lnf/LM head, each block and the embeddings; the model
  *     reaches a unit's parameters and gradients through per-unit pointers (model_bind_unit),
  *     so that ZeRO-2/3 can keep them outside the flat buffers.
- *   - Activations live in `slots` (micro-batches in flight); with recomputation
+ *   - Activations (dev_act: fp32 or bf16, the device's storage type; sizes go through
+ *     act_es) live in `slots` (micro-batches in flight); with recomputation
  *     the dropped tensors live in one scratch set and are rebuilt in backward.
  */
 #ifndef STEPSCOPE_TRAINER_MODEL_H

@@ -29,6 +29,10 @@
  *
  * Every CP rank must call forward/backward in the same order (each pair of
  * neighbours shares one byte stream per direction).
+ *
+ * Activations are in the device's storage type (dev_act): with bf16, the k|v blocks and
+ * the travelling dk|dv accumulators are bf16 (half the bytes on the ring), and each
+ * block's log-sum-exp merge rounds the running output once (lse stays fp32).
  */
 #ifndef STEPSCOPE_TRAINER_RING_ATTENTION_H
 #define STEPSCOPE_TRAINER_RING_ATTENTION_H

@@ -2,14 +2,19 @@
  * test_cuda_device.c — the CUDA device backend (trainer/cuda/device_cuda.c) through
  * its operation table: zeroed allocations, staged and large copies, a producer and
  * a consumer stream ordered by an event, a model operation, the pitched copy of ring
- * attention (copy_2d), the sticky error of a failed operation, and the memory counters.
+ * attention (copy_2d), the sticky error of a failed operation, the memory counters, and
+ * bf16 activation storage (refused in fp32 precision; in bf16 precision a residual add
+ * and a GELU store exactly the bf16 rounding of the fp32 result).
  * Exit status: 0 passed, 1 failed, 77 (SKIP) without a CUDA device.
  */
 #include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../kernels/cpu/bf16.h"
 #include "device_cuda.h"
 
 static int failures;
@@ -108,7 +113,7 @@ int main(void)
         free(kv);
     }
     /* a failing operation: sticky error with the op's name, later work skipped */
-    o->attention_forward(a, y, y, y, x, 1, 4, 10, 3);
+    o->attention_forward(a, (dev_act *)y, y, y, (const dev_act *)x, 1, 4, 10, 3);
     EXPECT(o->stream_synchronize(a) != 0, "failed op makes sync fail");
     EXPECT(strstr(o->last_error(d), "attention_forward") != NULL, "error names the op: %s",
            o->last_error(d));
@@ -116,10 +121,53 @@ int main(void)
     EXPECT(o->bytes_peak(d) >= o->bytes_in_use(d), "peak >= in use");
     printf("bytes in use %zu, peak %zu, measured peak %zu\n", o->bytes_in_use(d),
            o->bytes_peak(d), dev_cuda_measured_peak(d));
+    EXPECT(o->set_activation_dtype(d, DEV_BF16, err, sizeof err) != 0 &&
+               strstr(err, "bf16 precision") != NULL,
+           "bf16 activations refused in fp32 precision: '%s'", err);
     o->free(d, x);
     o->free(d, y);
     o->event_destroy(ev);
     o->close(d);
+    /* bf16 storage: out = round(a + b), then gelu into bf16 */
+    {
+        dev_device *d2 = dev_cuda_open(0, "bf16", err, sizeof err);
+        EXPECT(d2 != NULL, "dev_cuda_open bf16: %s", err);
+        if (d2) {
+            EXPECT(o->set_activation_dtype(d2, DEV_BF16, err, sizeof err) == 0, "bf16: %s", err);
+            EXPECT(o->activation_dtype(d2) == DEV_BF16, "activation type reads back");
+            dev_stream *s2 = o->stream_create(d2, "compute");
+            const int m = 1000;
+            uint16_t ha[1000], hb[1000], hout[1000], hg[1000];
+            for (int i = 0; i < m; i++) {
+                ha[i] = bf16_from_float(0.37f * (float)(i % 97) - 11.0f);
+                hb[i] = bf16_from_float(1.0f / (float)(i + 3));
+            }
+            dev_act *da = o->alloc(d2, m * 2), *db = o->alloc(d2, m * 2), *dout = o->alloc(d2, m * 2),
+                    *dg = o->alloc(d2, m * 2);
+            o->copy_to_device(s2, da, ha, sizeof ha);
+            o->copy_to_device(s2, db, hb, sizeof hb);
+            o->residual_forward(s2, dout, da, db, m);
+            o->gelu_forward(s2, dg, dout, m);
+            o->copy_to_host(s2, hout, dout, sizeof hout);
+            o->copy_to_host(s2, hg, dg, sizeof hg);
+            EXPECT(o->stream_synchronize(s2) == 0, "sync bf16: %s", o->last_error(d2));
+            int exact = 1, close = 1;
+            for (int i = 0; i < m; i++) {
+                float sum = bf16_to_float(ha[i]) + bf16_to_float(hb[i]);
+                exact &= hout[i] == bf16_from_float(sum);
+                float x0 = bf16_to_float(hout[i]);
+                float g = 0.5f * x0 * (1.0f + tanhf(0.7978845608f * (x0 + 0.044715f * x0 * x0 * x0)));
+                close &= fabsf(bf16_to_float(hg[i]) - g) <= 1e-2f * (fabsf(g) + 1e-3f);
+            }
+            EXPECT(exact, "bf16 residual add stores round(a + b)");
+            EXPECT(close, "bf16 gelu within one bf16 rounding of the fp32 formula");
+            o->free(d2, da);
+            o->free(d2, db);
+            o->free(d2, dout);
+            o->free(d2, dg);
+            o->close(d2);
+        }
+    }
     free(host);
     free(back);
     printf("%s: %d failure(s)\n", failures ? "FAILED" : "PASSED", failures);
