@@ -3,7 +3,7 @@
  * merged into a running (out, lse) by log-sum-exp, forward and backward: the device
  * operations of ring attention (context parallelism) on CUDA. The specification is
  * kernels/cpu/attention_block.c (cpu_attention_block_*): same arguments, layouts and
- * rules — q rows q_stride floats apart, k rows kv_stride apart with v at +C, out
+ * rules — q rows q_stride elements apart, k rows kv_stride apart with v at +C, out
  * [B,Tq,C] and lse [B,NH,Tq] hold the result over the key blocks merged so far (start:
  * out = 0, lse = -inf), `causal` lets query t see keys j <= t only, the backward takes
  * the FINAL out and lse and ACCUMULATES into dq and dkv (dk | dv at +C).
@@ -37,6 +37,13 @@
  * shared memory. Backward likewise, dq in registers, dk/dv with atomicAdd (the
  * order of those adds varies between runs). Simple and exact to fp32 rounding, not
  * fast: it is the reference-like mode and the fallback for odd head sizes.
+ *
+ * Storage: q, kv, out, dout, dq, dkv are activations of the context's type (k->act: fp32
+ * or bf16, loaded and computed in fp32, stored rounded); lse is fp32. The merge into out
+ * reads, merges in fp32 and stores rounded. Where blocks accumulate with atomicAdd (dq of
+ * the tiles, dk/dv of the fp32 kernels), fp32 storage takes the atomics directly; bf16
+ * storage accumulates into zeroed fp32 scratch (KCUDA_SCRATCH_ATTN, after Dv) and one
+ * kernel adds it into the activation at the end.
  *
  * The device code lives in attention_block_kernels.cuh (so that a CPU emulation of the
  * CUDA API in tests/gpu runs exactly it); this file holds the host wrappers.
@@ -79,134 +86,177 @@ static int block_args(kcuda_ctx *k, const char *what, int q_stride, int kv_strid
     return B == 0 || Tq == 0 || Tk == 0 ? 1 : 0;
 }
 
-template <int HS>
-static int tc_forward(kcuda_ctx *k, float *out, float *lse, const float *q, int q_stride,
-                      const float *kv, int kv_stride, int B, int Tq, int Tk, int NH, int causal)
+/* Scratch (KCUDA_SCRATCH_ATTN) for `head` floats and then, when acc_floats > 0, a zeroed
+ * fp32 accumulator of acc_floats at *acc (256-byte aligned). NULL after kcuda_fail. */
+static float *attn_scratch(kcuda_ctx *k, size_t head, size_t acc_floats, float **acc)
+{
+    size_t head_pad = (head + 63) / 64 * 64;
+    float *s = (float *)kcuda_scratch(k, KCUDA_SCRATCH_ATTN,
+                                      (head_pad + acc_floats) * sizeof(float) + 1);
+    if (!s)
+        return NULL;
+    *acc = NULL;
+    if (acc_floats > 0) {
+        *acc = s + head_pad;
+        cudaError_t e = cudaMemsetAsync(*acc, 0, acc_floats * sizeof(float), k->stream);
+        if (e != cudaSuccess) {
+            kcuda_fail(k, "attention block: clearing %zu bytes of scratch: %s",
+                       acc_floats * sizeof(float), cudaGetErrorString(e));
+            return NULL;
+        }
+    }
+    return s;
+}
+
+/* dst (rows x width activations, rows dst_stride apart) += src (fp32, packed). */
+template <class ACT>
+static int add_rows_into(kcuda_ctx *k, ACT *dst, int dst_stride, const float *src, size_t rows,
+                         int width, const char *what)
+{
+    ab_add_rows_kernel<ACT><<<kcuda_grid_for(k, rows * (size_t)width, 256), 256, 0,
+                              k->stream>>>(dst, dst_stride, src, rows, width);
+    return kcuda_check_launch(k, what);
+}
+
+template <int HS, class ACT>
+static int tc_forward(kcuda_ctx *k, ACT *out, float *lse, const ACT *q, int q_stride,
+                      const ACT *kv, int kv_stride, int B, int Tq, int Tk, int NH, int causal)
 {
     typedef ab_dims<HS> D;
-    cudaError_t e = cudaFuncSetAttribute(ab_forward_kernel<HS>,
+    cudaError_t e = cudaFuncSetAttribute(ab_forward_kernel<HS, ACT>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          (int)D::FWD_SMEM);
     if (e != cudaSuccess)
         return kcuda_fail(k, "attention block forward: %zu bytes of shared memory: %s",
                           D::FWD_SMEM, cudaGetErrorString(e));
     dim3 grid((Tq + AB_BR - 1) / AB_BR, B * NH);
-    ab_forward_kernel<HS><<<grid, AB_THREADS, D::FWD_SMEM, k->stream>>>(
+    ab_forward_kernel<HS, ACT><<<grid, AB_THREADS, D::FWD_SMEM, k->stream>>>(
         out, lse, q, q_stride, kv, kv_stride, Tq, Tk, NH, causal, 1.0f / sqrtf((float)HS));
     return kcuda_check_launch(k, "attention block forward");
 }
 
-template <int HS>
-static int tc_backward(kcuda_ctx *k, float *dq, int dq_stride, float *dkv, int dkv_stride,
-                       const float *dout, const float *out, const float *lse, const float *q,
-                       int q_stride, const float *kv, int kv_stride, int B, int Tq, int Tk,
+template <int HS, class ACT>
+static int tc_backward(kcuda_ctx *k, ACT *dq, int dq_stride, ACT *dkv, int dkv_stride,
+                       const ACT *dout, const ACT *out, const float *lse, const ACT *q,
+                       int q_stride, const ACT *kv, int kv_stride, int B, int Tq, int Tk,
                        int NH, int causal)
 {
     typedef ab_dims<HS> D;
-    int rows = B * NH * Tq;
-    float *Dv = (float *)kcuda_scratch(k, KCUDA_SCRATCH_ATTN, (size_t)rows * sizeof(float));
+    const int C = NH * HS, rows = B * NH * Tq;
+    const bool f32 = sizeof(ACT) == sizeof(float);
+    /* dq's atomics: into dq itself (fp32 storage) or into zeroed fp32 scratch [B*Tq, C] */
+    float *dq_acc = NULL;
+    float *Dv = attn_scratch(k, (size_t)rows, f32 ? 0 : (size_t)B * Tq * C, &dq_acc);
     if (!Dv)
         return -1;
-    ab_dot_kernel<<<(rows + 7) / 8, 256, 0, k->stream>>>(Dv, dout, out, rows, Tq, NH, HS);
+    ab_dot_kernel<ACT><<<(rows + 7) / 8, 256, 0, k->stream>>>(Dv, dout, out, rows, Tq, NH, HS);
     if (kcuda_check_launch(k, "attention block backward (dout . out)") != 0)
         return -1;
-    cudaError_t e = cudaFuncSetAttribute(ab_backward_kernel<HS>,
+    cudaError_t e = cudaFuncSetAttribute(ab_backward_kernel<HS, ACT>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          (int)D::BWD_SMEM);
     if (e != cudaSuccess)
         return kcuda_fail(k, "attention block backward: %zu bytes of shared memory: %s",
                           D::BWD_SMEM, cudaGetErrorString(e));
     dim3 grid((Tk + AB_BC - 1) / AB_BC, B * NH);
-    ab_backward_kernel<HS><<<grid, AB_THREADS, D::BWD_SMEM, k->stream>>>(
-        dq, dq_stride, dkv, dkv_stride, dout, lse, Dv, q, q_stride, kv, kv_stride, Tq, Tk, NH,
-        causal, 1.0f / sqrtf((float)HS));
-    return kcuda_check_launch(k, "attention block backward");
+    ab_backward_kernel<HS, ACT><<<grid, AB_THREADS, D::BWD_SMEM, k->stream>>>(
+        f32 ? (float *)(void *)dq : dq_acc, f32 ? dq_stride : C, dkv, dkv_stride, dout, lse, Dv,
+        q, q_stride, kv, kv_stride, Tq, Tk, NH, causal, 1.0f / sqrtf((float)HS));
+    if (kcuda_check_launch(k, "attention block backward") != 0)
+        return -1;
+    if (f32)
+        return 0;
+    return add_rows_into(k, dq, dq_stride, dq_acc, (size_t)B * Tq, C,
+                         "attention block backward (dq into bf16)");
 }
 
-template <int U>
-static int f32_forward(kcuda_ctx *k, float *out, float *lse, const float *q, int q_stride,
-                       const float *kv, int kv_stride, int B, int Tq, int Tk, int C, int NH,
+template <int U, class ACT>
+static int f32_forward(kcuda_ctx *k, ACT *out, float *lse, const ACT *q, int q_stride,
+                       const ACT *kv, int kv_stride, int B, int Tq, int Tk, int C, int NH,
                        int causal)
 {
     size_t rows = (size_t)B * NH * Tq, per_block = AB_F32_THREADS / 32;
     int hs = C / NH;
-    ab_forward_f32_kernel<U><<<(unsigned)((rows + per_block - 1) / per_block), AB_F32_THREADS, 0,
-                               k->stream>>>(out, lse, q, q_stride, kv, kv_stride, B, Tq, Tk, NH,
-                                            hs, causal, 1.0f / sqrtf((float)hs));
+    ab_forward_f32_kernel<U, ACT><<<(unsigned)((rows + per_block - 1) / per_block),
+                                    AB_F32_THREADS, 0, k->stream>>>(
+        out, lse, q, q_stride, kv, kv_stride, B, Tq, Tk, NH, hs, causal, 1.0f / sqrtf((float)hs));
     return kcuda_check_launch(k, "attention block forward (fp32)");
 }
 
-template <int U>
-static int f32_backward(kcuda_ctx *k, float *dq, int dq_stride, float *dkv, int dkv_stride,
-                        const float *dout, const float *out, const float *lse, const float *q,
-                        int q_stride, const float *kv, int kv_stride, int B, int Tq, int Tk,
+template <int U, class ACT>
+static int f32_backward(kcuda_ctx *k, ACT *dq, int dq_stride, ACT *dkv, int dkv_stride,
+                        const ACT *dout, const ACT *out, const float *lse, const ACT *q,
+                        int q_stride, const ACT *kv, int kv_stride, int B, int Tq, int Tk,
                         int C, int NH, int causal)
 {
     size_t rows = (size_t)B * NH * Tq, per_block = AB_F32_THREADS / 32;
     int hs = C / NH;
-    ab_backward_f32_kernel<U><<<(unsigned)((rows + per_block - 1) / per_block), AB_F32_THREADS,
-                                0, k->stream>>>(dq, dq_stride, dkv, dkv_stride, dout, out, lse, q,
-                                                q_stride, kv, kv_stride, B, Tq, Tk, NH, hs,
-                                                causal, 1.0f / sqrtf((float)hs));
-    return kcuda_check_launch(k, "attention block backward (fp32)");
+    const bool f32 = sizeof(ACT) == sizeof(float);
+    /* dk/dv's atomics: into dkv itself (fp32 storage) or into zeroed fp32 scratch [B*Tk, 2C] */
+    float *dkv_acc = NULL;
+    if (!f32 && !attn_scratch(k, 0, (size_t)B * Tk * 2 * C, &dkv_acc))
+        return -1;
+    ab_backward_f32_kernel<U, ACT><<<(unsigned)((rows + per_block - 1) / per_block),
+                                     AB_F32_THREADS, 0, k->stream>>>(
+        dq, dq_stride, f32 ? (float *)(void *)dkv : dkv_acc, f32 ? dkv_stride : 2 * C, dout, out,
+        lse, q, q_stride, kv, kv_stride, B, Tq, Tk, NH, hs, causal, 1.0f / sqrtf((float)hs));
+    if (kcuda_check_launch(k, "attention block backward (fp32)") != 0)
+        return -1;
+    if (f32)
+        return 0;
+    return add_rows_into(k, dkv, dkv_stride, dkv_acc, (size_t)B * Tk, 2 * C,
+                         "attention block backward (dkv into bf16)");
 }
 
-int kcuda_attention_block_forward(kcuda_ctx *k, float *out, float *lse, const float *q,
-                                  int q_stride, const float *kv, int kv_stride, int B, int Tq,
-                                  int Tk, int C, int NH, int causal)
+template <class ACT>
+static int block_forward(kcuda_ctx *k, ACT *out, float *lse, const ACT *q, int q_stride,
+                         const ACT *kv, int kv_stride, int B, int Tq, int Tk, int C, int NH,
+                         int causal)
 {
-    int rc = block_args(k, "attention block forward", q_stride, kv_stride, B, Tq, Tk, C, NH);
-    if (rc != 0)
-        return rc < 0 ? -1 : 0;
     int hs = C / NH;
     if (kcuda_attention_block_path(k->precision, B, C, NH) == KCUDA_BLOCK_TENSOR_CORES) {
+#define AB_TC_FWD(HS) tc_forward<HS, ACT>(k, out, lse, q, q_stride, kv, kv_stride, B, Tq, Tk, NH, causal)
         switch (hs) {
-        case 16: return tc_forward<16>(k, out, lse, q, q_stride, kv, kv_stride, B, Tq, Tk, NH, causal);
-        case 32: return tc_forward<32>(k, out, lse, q, q_stride, kv, kv_stride, B, Tq, Tk, NH, causal);
-        case 64: return tc_forward<64>(k, out, lse, q, q_stride, kv, kv_stride, B, Tq, Tk, NH, causal);
-        default: return tc_forward<128>(k, out, lse, q, q_stride, kv, kv_stride, B, Tq, Tk, NH, causal);
+        case 16: return AB_TC_FWD(16);
+        case 32: return AB_TC_FWD(32);
+        case 64: return AB_TC_FWD(64);
+        default: return AB_TC_FWD(128);
         }
+#undef AB_TC_FWD
     }
+#define AB_F32_FWD(U) f32_forward<U, ACT>(k, out, lse, q, q_stride, kv, kv_stride, B, Tq, Tk, C, NH, causal)
     if (hs <= 32)
-        return f32_forward<1>(k, out, lse, q, q_stride, kv, kv_stride, B, Tq, Tk, C, NH, causal);
+        return AB_F32_FWD(1);
     if (hs <= 64)
-        return f32_forward<2>(k, out, lse, q, q_stride, kv, kv_stride, B, Tq, Tk, C, NH, causal);
+        return AB_F32_FWD(2);
     if (hs <= 128)
-        return f32_forward<4>(k, out, lse, q, q_stride, kv, kv_stride, B, Tq, Tk, C, NH, causal);
-    return f32_forward<8>(k, out, lse, q, q_stride, kv, kv_stride, B, Tq, Tk, C, NH, causal);
+        return AB_F32_FWD(4);
+    return AB_F32_FWD(8);
+#undef AB_F32_FWD
 }
 
-int kcuda_attention_block_backward(kcuda_ctx *k, float *dq, int dq_stride, float *dkv,
-                                   int dkv_stride, const float *dout, const float *out,
-                                   const float *lse, const float *q, int q_stride, const float *kv,
-                                   int kv_stride, int B, int Tq, int Tk, int C, int NH, int causal)
+template <class ACT>
+static int block_backward(kcuda_ctx *k, ACT *dq, int dq_stride, ACT *dkv, int dkv_stride,
+                          const ACT *dout, const ACT *out, const float *lse, const ACT *q,
+                          int q_stride, const ACT *kv, int kv_stride, int B, int Tq, int Tk,
+                          int C, int NH, int causal)
 {
-    int rc = block_args(k, "attention block backward", q_stride, kv_stride, B, Tq, Tk, C, NH);
-    if (rc != 0)
-        return rc < 0 ? -1 : 0;
-    if (dq_stride < C || dkv_stride < 2 * C)
-        return kcuda_fail(k, "attention block backward: row strides dq %d, dkv %d too small for "
-                             "C=%d", dq_stride, dkv_stride, C);
     int hs = C / NH;
     if (kcuda_attention_block_path(k->precision, B, C, NH) == KCUDA_BLOCK_TENSOR_CORES) {
+#define AB_TC_BWD(HS)                                                                              \
+    tc_backward<HS, ACT>(k, dq, dq_stride, dkv, dkv_stride, dout, out, lse, q, q_stride, kv,       \
+                         kv_stride, B, Tq, Tk, NH, causal)
         switch (hs) {
-        case 16:
-            return tc_backward<16>(k, dq, dq_stride, dkv, dkv_stride, dout, out, lse, q, q_stride,
-                                   kv, kv_stride, B, Tq, Tk, NH, causal);
-        case 32:
-            return tc_backward<32>(k, dq, dq_stride, dkv, dkv_stride, dout, out, lse, q, q_stride,
-                                   kv, kv_stride, B, Tq, Tk, NH, causal);
-        case 64:
-            return tc_backward<64>(k, dq, dq_stride, dkv, dkv_stride, dout, out, lse, q, q_stride,
-                                   kv, kv_stride, B, Tq, Tk, NH, causal);
-        default:
-            return tc_backward<128>(k, dq, dq_stride, dkv, dkv_stride, dout, out, lse, q, q_stride,
-                                    kv, kv_stride, B, Tq, Tk, NH, causal);
+        case 16: return AB_TC_BWD(16);
+        case 32: return AB_TC_BWD(32);
+        case 64: return AB_TC_BWD(64);
+        default: return AB_TC_BWD(128);
         }
+#undef AB_TC_BWD
     }
-#define AB_F32_BWD(U)                                                                             \
-    f32_backward<U>(k, dq, dq_stride, dkv, dkv_stride, dout, out, lse, q, q_stride, kv, kv_stride, \
-                    B, Tq, Tk, C, NH, causal)
+#define AB_F32_BWD(U)                                                                              \
+    f32_backward<U, ACT>(k, dq, dq_stride, dkv, dkv_stride, dout, out, lse, q, q_stride, kv,       \
+                         kv_stride, B, Tq, Tk, C, NH, causal)
     if (hs <= 32)
         return AB_F32_BWD(1);
     if (hs <= 64)
@@ -215,4 +265,35 @@ int kcuda_attention_block_backward(kcuda_ctx *k, float *dq, int dq_stride, float
         return AB_F32_BWD(4);
     return AB_F32_BWD(8);
 #undef AB_F32_BWD
+}
+
+int kcuda_attention_block_forward(kcuda_ctx *k, void *out, float *lse, const void *q,
+                                  int q_stride, const void *kv, int kv_stride, int B, int Tq,
+                                  int Tk, int C, int NH, int causal)
+{
+    int rc = block_args(k, "attention block forward", q_stride, kv_stride, B, Tq, Tk, C, NH);
+    if (rc != 0)
+        return rc < 0 ? -1 : 0;
+    KCUDA_WITH_ACT(k, rc = block_forward<ACT>(k, (ACT *)out, lse, (const ACT *)q, q_stride,
+                                              (const ACT *)kv, kv_stride, B, Tq, Tk, C, NH,
+                                              causal));
+    return rc;
+}
+
+int kcuda_attention_block_backward(kcuda_ctx *k, void *dq, int dq_stride, void *dkv,
+                                   int dkv_stride, const void *dout, const void *out,
+                                   const float *lse, const void *q, int q_stride, const void *kv,
+                                   int kv_stride, int B, int Tq, int Tk, int C, int NH, int causal)
+{
+    int rc = block_args(k, "attention block backward", q_stride, kv_stride, B, Tq, Tk, C, NH);
+    if (rc != 0)
+        return rc < 0 ? -1 : 0;
+    if (dq_stride < C || dkv_stride < 2 * C)
+        return kcuda_fail(k, "attention block backward: row strides dq %d, dkv %d too small for "
+                             "C=%d", dq_stride, dkv_stride, C);
+    KCUDA_WITH_ACT(k, rc = block_backward<ACT>(k, (ACT *)dq, dq_stride, (ACT *)dkv, dkv_stride,
+                                               (const ACT *)dout, (const ACT *)out, lse,
+                                               (const ACT *)q, q_stride, (const ACT *)kv,
+                                               kv_stride, B, Tq, Tk, C, NH, causal));
+    return rc;
 }

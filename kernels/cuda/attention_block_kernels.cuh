@@ -3,10 +3,19 @@
  * the kernels compute and how): tile sizes, shared-memory layout, the bf16 WMMA tile
  * kernels and the fp32 warp-per-row kernels, as templates and __global__ functions.
  *
+ * Activations (q, kv, out, dout, dq, dkv) are of the storage type ACT (float or
+ * __nv_bfloat16, a template parameter): loaded with kcuda_ld (or straight into the bf16
+ * tiles), computed in fp32, stored rounded with kcuda_st; lse and the statistics are fp32.
+ * Accumulations that several thread blocks make into one element (dq of the tiles, dk/dv
+ * of the fp32 kernels) use fp32 atomicAdd, so their kernels take an fp32 destination:
+ * the activation itself when ACT is float, else fp32 scratch that ab_add_rows_kernel adds
+ * into the bf16 activation at the end (one rounding per call, none per atomic).
+ *
  * Why a separate header: the kernels use only a small part of CUDA's device API
  * (threadIdx/blockIdx/gridDim/blockDim, __syncthreads, __syncwarp, __shfl_sync,
- * __shfl_xor_sync, atomicAdd on float, __float2bfloat16_rn, nvcuda::wmma 16x16x16 bf16
- * fragments, dynamic shared memory, kcuda_warp_sum/kcuda_warp_max), so a CPU emulation of
+ * __shfl_xor_sync, atomicAdd on float, __float2bfloat16_rn, __bfloat162float,
+ * nvcuda::wmma 16x16x16 bf16 fragments, dynamic shared memory, kcuda_warp_sum/
+ * kcuda_warp_max, kcuda_ld/kcuda_st), so a CPU emulation of
  * that API (tests/gpu/cuda_emu.h) can run exactly this code on a machine without a GPU
  * (tests/gpu/test_attention_block_emu.cpp). The includer provides the API first:
  * attention_block.cu includes <mma.h> and kcuda_internal.cuh; the emulation its own.
@@ -46,24 +55,46 @@ typedef wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::col_majo
 typedef wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::row_major> ab_b_row;
 typedef wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> ab_b_col;
 
-/* Rows [r0, r0+64) of a strided fp32 matrix (row r at base + r*stride, HS channels) into
- * a bf16 tile; rows at or past nrows are zero. */
-template <int HS>
-__device__ __forceinline__ void ab_load_tile(__nv_bfloat16 *tile, const float *base,
+/* An activation as a bf16 tensor-core operand: fp32 rounds (nearest even), bf16 is taken
+ * as it is. */
+__device__ __forceinline__ __nv_bfloat16 ab_bf16(const float *p, size_t i)
+{
+    return __float2bfloat16_rn(p[i]);
+}
+__device__ __forceinline__ __nv_bfloat16 ab_bf16(const __nv_bfloat16 *p, size_t i) { return p[i]; }
+
+/* Rows [r0, r0+64) of a strided activation matrix (row r at base + r*stride, HS channels)
+ * into a bf16 tile; rows at or past nrows are zero. */
+template <int HS, class ACT>
+__device__ __forceinline__ void ab_load_tile(__nv_bfloat16 *tile, const ACT *base,
                                              size_t stride, int r0, int nrows)
 {
     for (int idx = threadIdx.x; idx < AB_BR * HS; idx += AB_THREADS) {
         int r = idx / HS, d = idx % HS, t = r0 + r;
-        float v = t < nrows ? base[(size_t)t * stride + d] : 0.0f;
-        tile[r * ab_dims<HS>::LDH + d] = __float2bfloat16_rn(v);
+        tile[r * ab_dims<HS>::LDH + d] =
+            t < nrows ? ab_bf16(base, (size_t)t * stride + d) : __float2bfloat16_rn(0.0f);
+    }
+}
+
+/* dst[r*dst_stride + c] += src[r*width + c] for r < rows, c < width: adds an fp32
+ * accumulation (scratch) into an activation, rounding once (grid-stride). */
+template <class ACT>
+__global__ void ab_add_rows_kernel(ACT *dst, int dst_stride, const float *src, size_t rows,
+                                   int width)
+{
+    size_t total = rows * (size_t)width;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
+         i += (size_t)gridDim.x * blockDim.x) {
+        size_t r = i / (size_t)width, at = r * (size_t)dst_stride + i % (size_t)width;
+        kcuda_st(dst, at, kcuda_ld(dst, at) + src[i]);
     }
 }
 
 /* ---- tensor-core path: forward ------------------------------------------------------------ */
 
-template <int HS>
+template <int HS, class ACT>
 __global__ void __launch_bounds__(AB_THREADS, 2)
-    ab_forward_kernel(float *out, float *lse, const float *q, int q_stride, const float *kv,
+    ab_forward_kernel(ACT *out, float *lse, const ACT *q, int q_stride, const ACT *kv,
                       int kv_stride, int Tq, int Tk, int NH, int causal, float scale)
 {
     typedef ab_dims<HS> D;
@@ -81,8 +112,8 @@ __global__ void __launch_bounds__(AB_THREADS, 2)
     float *Ow = (float *)(mine + (size_t)16 * D::WF * 4 + (size_t)16 * D::LDP * 2); /* [16][LDO] */
     float *mrow = Ow + 16 * D::LDO, *lrow = mrow + 16, *arow = lrow + 16, *trow = arow + 16;
 
-    const float *qb = q + (size_t)b * Tq * q_stride + (size_t)h * HS;
-    const float *kb = kv + (size_t)b * Tk * kv_stride + (size_t)h * HS;
+    const ACT *qb = q + (size_t)b * Tq * q_stride + (size_t)h * HS;
+    const ACT *kb = kv + (size_t)b * Tk * kv_stride + (size_t)h * HS;
     ab_load_tile<HS>(Qs, qb, (size_t)q_stride, q0, Tq);
     for (int e = lane; e < 16 * HS; e += 32)
         Ow[(e / HS) * D::LDO + e % HS] = 0.0f;
@@ -188,8 +219,8 @@ __global__ void __launch_bounds__(AB_THREADS, 2)
     for (int e = lane; e < 16 * HS; e += 32) {
         int rr = e / HS, d = e % HS, t = q0 + warp * 16 + rr;
         if (t < Tq) {
-            float *o = out + ((size_t)b * Tq + t) * C + (size_t)h * HS + d;
-            *o = *o * arow[rr] + Ow[rr * D::LDO + d] * trow[rr];
+            size_t at = ((size_t)b * Tq + t) * C + (size_t)h * HS + d;
+            kcuda_st(out, at, kcuda_ld(out, at) * arow[rr] + Ow[rr * D::LDO + d] * trow[rr]);
         }
     }
 }
@@ -197,7 +228,8 @@ __global__ void __launch_bounds__(AB_THREADS, 2)
 /* ---- tensor-core path: backward ----------------------------------------------------------- */
 
 /* Dv[bh*Tq + t] = dout . out over head h's channels of row (b, t): one warp per row. */
-__global__ void ab_dot_kernel(float *Dv, const float *dout, const float *out, int rows, int Tq,
+template <class ACT>
+__global__ void ab_dot_kernel(float *Dv, const ACT *dout, const ACT *out, int rows, int Tq,
                               int NH, int hs)
 {
     int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
@@ -207,17 +239,20 @@ __global__ void ab_dot_kernel(float *Dv, const float *dout, const float *out, in
     size_t at = ((size_t)b * Tq + t) * NH * hs + (size_t)h * hs;
     float s = 0.0f;
     for (int d = lane; d < hs; d += 32)
-        s += dout[at + d] * out[at + d];
+        s += kcuda_ld(dout, at + d) * kcuda_ld(out, at + d);
     s = kcuda_warp_sum(s);
     if (lane == 0)
         Dv[row] = s;
 }
 
-template <int HS>
+/* dq: fp32 (the activation itself, or scratch that is added into a bf16 one afterwards),
+ * rows dq_stride apart; it receives atomicAdds. dkv: the activation (plain read-add-store:
+ * each key row of a head belongs to one thread block). */
+template <int HS, class ACT>
 __global__ void __launch_bounds__(AB_THREADS)
-    ab_backward_kernel(float *dq, int dq_stride, float *dkv, int dkv_stride, const float *dout,
-                       const float *lse, const float *Dv, const float *q, int q_stride,
-                       const float *kv, int kv_stride, int Tq, int Tk, int NH, int causal,
+    ab_backward_kernel(float *dq, int dq_stride, ACT *dkv, int dkv_stride, const ACT *dout,
+                       const float *lse, const float *Dv, const ACT *q, int q_stride,
+                       const ACT *kv, int kv_stride, int Tq, int Tk, int NH, int causal,
                        float scale)
 {
     typedef ab_dims<HS> D;
@@ -239,9 +274,9 @@ __global__ void __launch_bounds__(AB_THREADS)
     float *Sw = (float *)mine;    /* [16][WF] */
     float *dPw = Sw + 16 * D::WF; /* [16][WF] */
 
-    const float *qb = q + (size_t)b * Tq * q_stride + (size_t)h * HS;
-    const float *gb = dout + (size_t)b * Tq * C + (size_t)h * HS;
-    const float *kb = kv + (size_t)b * Tk * kv_stride + (size_t)h * HS;
+    const ACT *qb = q + (size_t)b * Tq * q_stride + (size_t)h * HS;
+    const ACT *gb = dout + (size_t)b * Tq * C + (size_t)h * HS;
+    const ACT *kb = kv + (size_t)b * Tk * kv_stride + (size_t)h * HS;
     ab_load_tile<HS>(Ks, kb, (size_t)kv_stride, k0, Tk);
     ab_load_tile<HS>(Vs, kb + C, (size_t)kv_stride, k0, Tk);
     ab_acc dK[HS / 16], dV[HS / 16];
@@ -339,8 +374,8 @@ __global__ void __launch_bounds__(AB_THREADS)
         int rr = e / HS, d = e % HS, j = k0 + r0 + rr;
         if (j < Tk) {
             size_t at = ((size_t)b * Tk + j) * dkv_stride + (size_t)h * HS + d;
-            dkv[at] += scale * Sw[rr * D::WF + d];
-            dkv[at + C] += dPw[rr * D::WF + d];
+            kcuda_st(dkv, at, kcuda_ld(dkv, at) + scale * Sw[rr * D::WF + d]);
+            kcuda_st(dkv, at + C, kcuda_ld(dkv, at + C) + dPw[rr * D::WF + d]);
         }
     }
 }
@@ -348,9 +383,9 @@ __global__ void __launch_bounds__(AB_THREADS)
 /* ---- fp32 path: one warp per query row ------------------------------------------------------ */
 
 /* U channels per lane (hs <= 32 U): lane L holds channels L, L+32, ... */
-template <int U>
+template <int U, class ACT>
 __global__ void __launch_bounds__(AB_F32_THREADS, 2)
-    ab_forward_f32_kernel(float *out, float *lse, const float *q, int q_stride, const float *kv,
+    ab_forward_f32_kernel(ACT *out, float *lse, const ACT *q, int q_stride, const ACT *kv,
                           int kv_stride, int B, int Tq, int Tk, int NH, int hs, int causal,
                           float scale)
 {
@@ -361,8 +396,8 @@ __global__ void __launch_bounds__(AB_F32_THREADS, 2)
     const int t = (int)(row % Tq);
     const size_t bh = row / Tq;
     const int b = (int)(bh / NH), h = (int)(bh % NH), C = NH * hs;
-    const float *qr = q + ((size_t)b * Tq + t) * q_stride + (size_t)h * hs;
-    const float *kb = kv + (size_t)b * Tk * kv_stride + (size_t)h * hs;
+    const ACT *qr = q + ((size_t)b * Tq + t) * q_stride + (size_t)h * hs;
+    const ACT *kb = kv + (size_t)b * Tk * kv_stride + (size_t)h * hs;
     const int n = causal ? (t + 1 < Tk ? t + 1 : Tk) : Tk; /* visible keys 0 .. n-1 */
     if (n <= 0)
         return; /* nothing to merge (the reference skips the row) */
@@ -375,10 +410,10 @@ __global__ void __launch_bounds__(AB_F32_THREADS, 2)
         const int j = j0 + lane;
         float s = -INFINITY;
         if (j < n) {
-            const float *kr = kb + (size_t)j * kv_stride;
+            const ACT *kr = kb + (size_t)j * kv_stride;
             float dot = 0.0f;
             for (int d = 0; d < hs; d++)
-                dot += qr[d] * kr[d];
+                dot += kcuda_ld(qr, d) * kcuda_ld(kr, d);
             s = dot * scale;
         }
         const float m_new = fmaxf(m, kcuda_warp_max(s)); /* finite: key j0 is visible */
@@ -391,12 +426,12 @@ __global__ void __launch_bounds__(AB_F32_THREADS, 2)
         const int cnt = n - j0 < 32 ? n - j0 : 32;
         for (int c = 0; c < cnt; c++) {
             const float pc = __shfl_sync(0xffffffffu, p, c);
-            const float *vr = kb + (size_t)(j0 + c) * kv_stride + C;
+            const ACT *vr = kb + (size_t)(j0 + c) * kv_stride + C;
 #pragma unroll
             for (int u = 0; u < U; u++) {
                 int d = lane + 32 * u;
                 if (d < hs)
-                    acc[u] += pc * vr[d];
+                    acc[u] += pc * kcuda_ld(vr, d);
             }
         }
         m = m_new;
@@ -407,24 +442,27 @@ __global__ void __launch_bounds__(AB_F32_THREADS, 2)
     const float M = fmaxf(old, blk);
     const float merged = M + logf(expf(old - M) + expf(blk - M));
     const float keep = expf(old - merged), take = expf(blk - merged) / l;
-    float *o = out + ((size_t)b * Tq + t) * C + (size_t)h * hs;
+    ACT *o = out + ((size_t)b * Tq + t) * C + (size_t)h * hs;
 #pragma unroll
     for (int u = 0; u < U; u++) {
         int d = lane + 32 * u;
         if (d < hs)
-            o[d] = o[d] * keep + acc[u] * take;
+            kcuda_st(o, d, kcuda_ld(o, d) * keep + acc[u] * take);
     }
     __syncwarp(); /* every lane has read the old lse */
     if (lane == 0)
         *lp = merged;
 }
 
-template <int U>
+/* dq: the activation (each row's head belongs to one warp: read-add-store). dkv: fp32,
+ * rows dkv_stride apart (the activation itself, or scratch added into a bf16 one
+ * afterwards); it receives atomicAdds. */
+template <int U, class ACT>
 __global__ void __launch_bounds__(AB_F32_THREADS, 2)
-    ab_backward_f32_kernel(float *dq, int dq_stride, float *dkv, int dkv_stride,
-                           const float *dout, const float *out, const float *lse, const float *q,
-                           int q_stride, const float *kv, int kv_stride, int B, int Tq, int Tk,
-                           int NH, int hs, int causal, float scale)
+    ab_backward_f32_kernel(ACT *dq, int dq_stride, float *dkv, int dkv_stride, const ACT *dout,
+                           const ACT *out, const float *lse, const ACT *q, int q_stride,
+                           const ACT *kv, int kv_stride, int B, int Tq, int Tk, int NH, int hs,
+                           int causal, float scale)
 {
     const size_t row = (size_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     const int lane = threadIdx.x & 31;
@@ -433,10 +471,10 @@ __global__ void __launch_bounds__(AB_F32_THREADS, 2)
     const int t = (int)(row % Tq);
     const size_t bh = row / Tq;
     const int b = (int)(bh / NH), h = (int)(bh % NH), C = NH * hs;
-    const float *qr = q + ((size_t)b * Tq + t) * q_stride + (size_t)h * hs;
-    const float *gr = dout + ((size_t)b * Tq + t) * C + (size_t)h * hs;
-    const float *orow = out + ((size_t)b * Tq + t) * C + (size_t)h * hs;
-    const float *kb = kv + (size_t)b * Tk * kv_stride + (size_t)h * hs;
+    const ACT *qr = q + ((size_t)b * Tq + t) * q_stride + (size_t)h * hs;
+    const ACT *gr = dout + ((size_t)b * Tq + t) * C + (size_t)h * hs;
+    const ACT *orow = out + ((size_t)b * Tq + t) * C + (size_t)h * hs;
+    const ACT *kb = kv + (size_t)b * Tk * kv_stride + (size_t)h * hs;
     float *dkb = dkv + (size_t)b * Tk * dkv_stride + (size_t)h * hs;
     const int n = causal ? (t + 1 < Tk ? t + 1 : Tk) : Tk;
     if (n <= 0)
@@ -445,9 +483,9 @@ __global__ void __launch_bounds__(AB_F32_THREADS, 2)
 #pragma unroll
     for (int u = 0; u < U; u++) {
         int d = lane + 32 * u;
-        qv[u] = d < hs ? qr[d] : 0.0f;
-        gv[u] = d < hs ? gr[d] : 0.0f;
-        Dp += d < hs ? gv[u] * orow[d] : 0.0f;
+        qv[u] = d < hs ? kcuda_ld(qr, d) : 0.0f;
+        gv[u] = d < hs ? kcuda_ld(gr, d) : 0.0f;
+        Dp += d < hs ? gv[u] * kcuda_ld(orow, d) : 0.0f;
         dqa[u] = 0.0f;
     }
     Dp = kcuda_warp_sum(Dp);
@@ -456,11 +494,11 @@ __global__ void __launch_bounds__(AB_F32_THREADS, 2)
         const int j = j0 + lane;
         float p = 0.0f, ds = 0.0f;
         if (j < n) {
-            const float *kr = kb + (size_t)j * kv_stride, *vr = kr + C;
+            const ACT *kr = kb + (size_t)j * kv_stride, *vr = kr + C;
             float dot = 0.0f, dp = 0.0f;
             for (int d = 0; d < hs; d++) {
-                dot += qr[d] * kr[d];
-                dp += gr[d] * vr[d];
+                dot += kcuda_ld(qr, d) * kcuda_ld(kr, d);
+                dp += kcuda_ld(gr, d) * kcuda_ld(vr, d);
             }
             p = expf(dot * scale - L);
             ds = p * (dp - Dp) * scale;
@@ -469,25 +507,25 @@ __global__ void __launch_bounds__(AB_F32_THREADS, 2)
         for (int c = 0; c < cnt; c++) {
             const float dsc = __shfl_sync(0xffffffffu, ds, c);
             const float pc = __shfl_sync(0xffffffffu, p, c);
-            const float *kr = kb + (size_t)(j0 + c) * kv_stride;
+            const ACT *kr = kb + (size_t)(j0 + c) * kv_stride;
             float *dkr = dkb + (size_t)(j0 + c) * dkv_stride;
 #pragma unroll
             for (int u = 0; u < U; u++) {
                 int d = lane + 32 * u;
                 if (d < hs) {
-                    dqa[u] += dsc * kr[d];
+                    dqa[u] += dsc * kcuda_ld(kr, d);
                     atomicAdd(&dkr[d], dsc * qv[u]);
                     atomicAdd(&dkr[C + d], pc * gv[u]);
                 }
             }
         }
     }
-    float *dqr = dq + ((size_t)b * Tq + t) * dq_stride + (size_t)h * hs;
+    ACT *dqr = dq + ((size_t)b * Tq + t) * dq_stride + (size_t)h * hs;
 #pragma unroll
     for (int u = 0; u < U; u++) {
         int d = lane + 32 * u;
         if (d < hs)
-            dqr[d] += dqa[u];
+            kcuda_st(dqr, d, kcuda_ld(dqr, d) + dqa[u]);
     }
 }
 

@@ -15,6 +15,17 @@
  * are compared. Error: max |emu - ref| / max |ref|. Tolerances: tile kernels (bf16
  * operands) 2e-2 forward, 3e-2 backward; fp32 kernels 1e-4.
  *
+ * Every case runs for both activation storage types (the kernels' ACT): fp32, and bf16,
+ * whose inputs (q, k, v, dout, the backward's out and the start values of dq/dkv) are the
+ * reference's inputs rounded to bf16, so the reference computes exactly on what the
+ * kernels read. bf16 storage rounds out at every merge and dq/dkv at every backward call
+ * (read, add in fp32, store rounded); a rounding changes a value x by at most 2^-8 |x|,
+ * so each element's difference is first reduced by 2^-8 x the sum of the magnitudes
+ * stored into it along the reference's chain of calls, and the remainder is held to the
+ * same tolerances (the raw error, without that allowance, is printed beside it). Bugs of
+ * the bf16 code (a missing accumulation, a wrong stride) move values by whole increments,
+ * far beyond the allowance.
+ *
  * The tile kernels run under two schedules (the lowest warp runs ahead of the others, and
  * the highest), so that a missing __syncthreads between warps changes the result; the
  * fp32 kernels (no block barriers) run round-robin.
@@ -41,6 +52,13 @@ extern "C" {
 emu_dim3 threadIdx, blockIdx, gridDim, blockDim;
 emu_block *emu_current;
 alignas(128) unsigned char ab_smem[256 * 1024];
+
+/* What kcuda_internal.cuh gives the kernels for activations of either storage type. */
+static inline float __bfloat162float(__nv_bfloat16 b) { return emu_bf16_to_float(b); }
+static inline float kcuda_ld(const float *p, size_t i) { return p[i]; }
+static inline float kcuda_ld(const __nv_bfloat16 *p, size_t i) { return emu_bf16_to_float(p[i]); }
+static inline void kcuda_st(float *p, size_t i, float v) { p[i] = v; }
+static inline void kcuda_st(__nv_bfloat16 *p, size_t i, float v) { p[i] = __float2bfloat16_rn(v); }
 
 float atomicAdd(float *p, float v)
 {
@@ -141,57 +159,80 @@ int emu_launch(emu_dim3 grid, emu_dim3 block, const std::function<void()> &body)
 
 #include "attention_block_kernels.cuh"
 
-/* The host side of attention_block.cu, restated: grids and the two paths. */
-static void launch_forward(int tiles, float *out, float *lse, const float *q, int qs,
-                           const float *kv, int ks, int B, int Tq, int Tk, int C, int NH,
-                           int causal)
+typedef __nv_bfloat16 bf16;
+
+/* The host side of attention_block.cu, restated: grids, the two paths, and the fp32
+ * accumulators (zeroed scratch + ab_add_rows_kernel) that bf16 storage uses for the
+ * atomics. */
+template <class ACT>
+static void launch_forward(int tiles, ACT *out, float *lse, const ACT *q, int qs, const ACT *kv,
+                           int ks, int B, int Tq, int Tk, int C, int NH, int causal)
 {
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
     if (tiles) {
         emu_dim3 grid = {(unsigned)((Tq + AB_BR - 1) / AB_BR), (unsigned)(B * NH), 1};
         emu_launch(grid, {AB_THREADS, 1, 1}, [&] {
+#define AB_EMU_FWD(HS) ab_forward_kernel<HS, ACT>(out, lse, q, qs, kv, ks, Tq, Tk, NH, causal, scale)
             switch (hs) {
-            case 16: ab_forward_kernel<16>(out, lse, q, qs, kv, ks, Tq, Tk, NH, causal, scale); break;
-            case 32: ab_forward_kernel<32>(out, lse, q, qs, kv, ks, Tq, Tk, NH, causal, scale); break;
-            case 64: ab_forward_kernel<64>(out, lse, q, qs, kv, ks, Tq, Tk, NH, causal, scale); break;
-            default: ab_forward_kernel<128>(out, lse, q, qs, kv, ks, Tq, Tk, NH, causal, scale);
+            case 16: AB_EMU_FWD(16); break;
+            case 32: AB_EMU_FWD(32); break;
+            case 64: AB_EMU_FWD(64); break;
+            default: AB_EMU_FWD(128);
             }
+#undef AB_EMU_FWD
         });
         return;
     }
     size_t rows = (size_t)B * NH * Tq, per = AB_F32_THREADS / 32;
     emu_dim3 grid = {(unsigned)((rows + per - 1) / per), 1, 1};
     emu_launch(grid, {AB_F32_THREADS, 1, 1}, [&] {
+#define AB_EMU_FWD32(U)                                                                            \
+    ab_forward_f32_kernel<U, ACT>(out, lse, q, qs, kv, ks, B, Tq, Tk, NH, hs, causal, scale)
         if (hs <= 32)
-            ab_forward_f32_kernel<1>(out, lse, q, qs, kv, ks, B, Tq, Tk, NH, hs, causal, scale);
+            AB_EMU_FWD32(1);
         else if (hs <= 64)
-            ab_forward_f32_kernel<2>(out, lse, q, qs, kv, ks, B, Tq, Tk, NH, hs, causal, scale);
+            AB_EMU_FWD32(2);
         else if (hs <= 128)
-            ab_forward_f32_kernel<4>(out, lse, q, qs, kv, ks, B, Tq, Tk, NH, hs, causal, scale);
+            AB_EMU_FWD32(4);
         else
-            ab_forward_f32_kernel<8>(out, lse, q, qs, kv, ks, B, Tq, Tk, NH, hs, causal, scale);
+            AB_EMU_FWD32(8);
+#undef AB_EMU_FWD32
     });
 }
 
-static void launch_backward(int tiles, float *dq, int dqs, float *dkv, int dkvs,
-                            const float *dout, const float *out, const float *lse,
-                            const float *q, int qs, const float *kv, int ks, int B, int Tq,
-                            int Tk, int C, int NH, int causal)
+/* dst (rows x width, rows dst_stride apart) += src (fp32, packed), as attention_block.cu */
+template <class ACT>
+static void launch_add_rows(ACT *dst, int dst_stride, const float *src, size_t rows, int width)
+{
+    size_t n = rows * (size_t)width, blocks = (n + 255) / 256;
+    if (blocks > 64)
+        blocks = 64; /* a grid-stride loop, like the capped grid of kcuda_grid_for */
+    emu_launch({(unsigned)blocks, 1, 1}, {256, 1, 1},
+               [&] { ab_add_rows_kernel<ACT>(dst, dst_stride, src, rows, width); });
+}
+
+template <class ACT>
+static void launch_backward(int tiles, ACT *dq, int dqs, ACT *dkv, int dkvs, const ACT *dout,
+                            const ACT *out, const float *lse, const ACT *q, int qs, const ACT *kv,
+                            int ks, int B, int Tq, int Tk, int C, int NH, int causal)
 {
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
+    const bool f32 = sizeof(ACT) == sizeof(float);
     if (tiles) {
         int rows = B * NH * Tq;
-        std::vector<float> Dv((size_t)rows);
+        std::vector<float> Dv((size_t)rows), dq_acc(f32 ? 0 : (size_t)B * Tq * C, 0.0f);
         float *dv = Dv.data();
+        float *dqa = f32 ? (float *)(void *)dq : dq_acc.data();
+        int dqa_stride = f32 ? dqs : C;
         emu_launch({(unsigned)((rows + 7) / 8), 1, 1}, {256, 1, 1},
-                   [&] { ab_dot_kernel(dv, dout, out, rows, Tq, NH, hs); });
+                   [&] { ab_dot_kernel<ACT>(dv, dout, out, rows, Tq, NH, hs); });
         emu_dim3 grid = {(unsigned)((Tk + AB_BC - 1) / AB_BC), (unsigned)(B * NH), 1};
         emu_launch(grid, {AB_THREADS, 1, 1}, [&] {
 #define AB_EMU_BWD(HS)                                                                             \
-    ab_backward_kernel<HS>(dq, dqs, dkv, dkvs, dout, lse, dv, q, qs, kv, ks, Tq, Tk, NH, causal,  \
-                           scale)
+    ab_backward_kernel<HS, ACT>(dqa, dqa_stride, dkv, dkvs, dout, lse, dv, q, qs, kv, ks, Tq, Tk, \
+                                NH, causal, scale)
             switch (hs) {
             case 16: AB_EMU_BWD(16); break;
             case 32: AB_EMU_BWD(32); break;
@@ -200,14 +241,19 @@ static void launch_backward(int tiles, float *dq, int dqs, float *dkv, int dkvs,
             }
 #undef AB_EMU_BWD
         });
+        if (!f32)
+            launch_add_rows(dq, dqs, dq_acc.data(), (size_t)B * Tq, C);
         return;
     }
     size_t rows = (size_t)B * NH * Tq, per = AB_F32_THREADS / 32;
+    std::vector<float> dkv_acc(f32 ? 0 : (size_t)B * Tk * 2 * C, 0.0f);
+    float *dka = f32 ? (float *)(void *)dkv : dkv_acc.data();
+    int dka_stride = f32 ? dkvs : 2 * C;
     emu_dim3 grid = {(unsigned)((rows + per - 1) / per), 1, 1};
     emu_launch(grid, {AB_F32_THREADS, 1, 1}, [&] {
 #define AB_EMU_BWD32(U)                                                                            \
-    ab_backward_f32_kernel<U>(dq, dqs, dkv, dkvs, dout, out, lse, q, qs, kv, ks, B, Tq, Tk, NH,   \
-                              hs, causal, scale)
+    ab_backward_f32_kernel<U, ACT>(dq, dqs, dka, dka_stride, dout, out, lse, q, qs, kv, ks, B, Tq, \
+                                   Tk, NH, hs, causal, scale)
         if (hs <= 32)
             AB_EMU_BWD32(1);
         else if (hs <= 64)
@@ -218,11 +264,44 @@ static void launch_backward(int tiles, float *dq, int dqs, float *dkv, int dkvs,
             AB_EMU_BWD32(8);
 #undef AB_EMU_BWD32
     });
+    if (!f32)
+        launch_add_rows(dkv, dkvs, dkv_acc.data(), (size_t)B * Tk, 2 * C);
+}
+
+/* ---- storage types ------------------------------------------------------------------- */
+
+static float act_to_float(float x) { return x; }
+static float act_to_float(bf16 x) { return emu_bf16_to_float(x); }
+template <class ACT> static ACT act_from_float(float x);
+template <> float act_from_float<float>(float x) { return x; }
+template <> bf16 act_from_float<bf16>(float x) { return __float2bfloat16_rn(x); }
+
+template <class ACT> static std::vector<ACT> to_act(const std::vector<float> &v)
+{
+    std::vector<ACT> r(v.size());
+    for (size_t i = 0; i < v.size(); i++)
+        r[i] = act_from_float<ACT>(v[i]);
+    return r;
+}
+template <class ACT> static std::vector<float> to_float(const std::vector<ACT> &v)
+{
+    std::vector<float> r(v.size());
+    for (size_t i = 0; i < v.size(); i++)
+        r[i] = act_to_float(v[i]);
+    return r;
+}
+/* the values the storage type can hold: rounded for bf16, unchanged for fp32 */
+template <class ACT> static void round_to_act(std::vector<float> &v)
+{
+    for (auto &x : v)
+        x = act_to_float(act_from_float<ACT>(x));
 }
 
 /* ---- the comparison ------------------------------------------------------------------- */
 
 static int failures;
+static double worst_err[2][2][2]; /* [tiles][bf16][backward]: the largest error seen */
+static double worst_raw[2];       /* [backward]: the largest bf16 error before the allowance */
 static unsigned long long rng_state = 0x9E3779B97F4A7C15ull;
 
 static float frand()
@@ -241,37 +320,53 @@ static std::vector<float> random_vec(size_t n, float scale)
     return v;
 }
 
-static void expect_close(const char *what, const std::vector<float> &got,
-                         const std::vector<float> &ref, const std::vector<float> *base,
-                         double tol)
+/* Normalized max error of (got - base) against (ref - base) (base NULL: plain values);
+ * prints, counts a failure, returns the error. `stored` (bf16 storage): got was
+ * accumulated onto the base by read-add-store roundings, and stored[i] is the sum of
+ * |value| over those stores (taken from the reference's chain of calls); each element's
+ * difference is first reduced by what the roundings alone can cause, 2^-8 x stored[i]
+ * (bf16's unit roundoff is 2^-8), so that the measure sees the kernel's error, not the
+ * storage's. The error without that allowance is printed too ("raw"). */
+static double expect_close(const char *what, const std::vector<float> &got,
+                           const std::vector<float> &ref, const std::vector<float> *base,
+                           double tol, const std::vector<double> *stored = NULL)
 {
-    double maxref = 0, maxdiff = 0;
+    double maxref = 0, maxdiff = 0, maxraw = 0;
     size_t worst = 0;
     bool nonfinite = false;
     for (size_t i = 0; i < ref.size(); i++) {
         double b = base ? (*base)[i] : 0.0, g = got[i] - b, r = ref[i] - b;
+        double allowance = stored ? ldexp((*stored)[i], -8) : 0.0;
         if (!isfinite(got[i]))
             nonfinite = true;
         if (fabs(r) > maxref)
             maxref = fabs(r);
-        if (fabs(g - r) > maxdiff) {
-            maxdiff = fabs(g - r);
+        maxraw = fabs(g - r) > maxraw ? fabs(g - r) : maxraw;
+        double d = fabs(g - r) - allowance;
+        if (d > maxdiff) {
+            maxdiff = d;
             worst = i;
         }
     }
-    double err = maxdiff / (maxref > 1e-6 ? maxref : 1e-6);
+    double norm = maxref > 1e-6 ? maxref : 1e-6, err = maxdiff / norm;
     bool ok = !nonfinite && err <= tol;
-    printf("%s %-62s err %.3e (tol %.0e)%s\n", ok ? "ok  " : "FAIL", what, err, tol,
+    char raw[48] = "";
+    if (stored) {
+        snprintf(raw, sizeof raw, " (raw %.3e)", maxraw / norm);
+        worst_raw[base != NULL] = fmax(worst_raw[base != NULL], maxraw / norm);
+    }
+    printf("%s %-62s err %.3e%s (tol %.0e)%s\n", ok ? "ok  " : "FAIL", what, err, raw, tol,
            nonfinite ? " non-finite values" : "");
     if (!ok) {
         printf("     worst at %zu: emulated %.8g reference %.8g\n", worst, got[worst], ref[worst]);
         failures++;
     }
+    return nonfinite ? INFINITY : err;
 }
 
 struct key_block {
     int Tk, causal, in_qkv;
-    std::vector<float> kv, dkv0, dkv_ref, dkv_emu;
+    std::vector<float> kv, dkv0, dkv_ref;
 };
 
 static void scrambled(int *order, int nb, int salt)
@@ -285,67 +380,108 @@ static void scrambled(int *order, int nb, int salt)
     }
 }
 
+template <class ACT>
 static void test_blocks(int tiles, int B, int Tq, int C, int NH, int full, int extra_tk)
 {
+    const bool is_bf16 = sizeof(ACT) == 2;
+    /* bf16 storage keeps the tolerances: expect_close allows for the storage's roundings */
     const double tol_f = tiles ? 2e-2 : 1e-4, tol_b = tiles ? 3e-2 : 1e-4;
+    double *worst = worst_err[tiles][is_bf16];
     const int C3 = 3 * C, C2 = 2 * C;
     const size_t nq = (size_t)B * Tq, nl = (size_t)B * NH * Tq;
     std::vector<key_block> blk;
     for (int i = 0; i < full; i++)
-        blk.push_back({Tq, 0, 0, {}, {}, {}, {}});
-    blk.push_back({Tq, 1, 1, {}, {}, {}, {}});
+        blk.push_back({Tq, 0, 0, {}, {}, {}});
+    blk.push_back({Tq, 1, 1, {}, {}, {}});
     if (extra_tk > 0)
-        blk.push_back({extra_tk, 0, 0, {}, {}, {}, {}});
+        blk.push_back({extra_tk, 0, 0, {}, {}, {}});
     const int nb = (int)blk.size();
+    /* inputs: what the storage type holds, so both sides compute on the same values */
     std::vector<float> qkv = random_vec(nq * C3, 1.0f);
+    round_to_act<ACT>(qkv);
     int maxTk = Tq;
     for (auto &k : blk) {
         size_t n = (size_t)B * k.Tk * C2;
-        if (!k.in_qkv)
+        if (!k.in_qkv) {
             k.kv = random_vec(n, 1.0f);
+            round_to_act<ACT>(k.kv);
+        }
         k.dkv0 = random_vec(n, 0.5f);
+        round_to_act<ACT>(k.dkv0);
         k.dkv_ref = k.dkv0;
-        k.dkv_emu = k.dkv0;
         maxTk = k.Tk > maxTk ? k.Tk : maxTk;
     }
+    std::vector<ACT> qkv_a = to_act<ACT>(qkv);
+    std::vector<std::vector<ACT>> kv_a(nb), dkv_a(nb);
+    for (int i = 0; i < nb; i++) {
+        kv_a[i] = to_act<ACT>(blk[i].kv);
+        dkv_a[i] = to_act<ACT>(blk[i].dkv0);
+    }
     std::vector<float> scratch((size_t)maxTk);
-    std::vector<float> out_ref(nq * C, 0.0f), lse_ref(nl, -INFINITY);
-    std::vector<float> out_emu(nq * C, 0.0f), lse_emu(nl, -INFINITY);
+    std::vector<float> out_ref(nq * C, 0.0f), lse_ref(nl, -INFINITY), lse_emu(nl, -INFINITY);
+    std::vector<ACT> out_emu = to_act<ACT>(out_ref);
+    std::vector<double> out_stored(nq * C, 0.0); /* bf16 storage rounds out at every merge */
     int order[8];
     scrambled(order, nb, B + Tq);
     for (int oi = 0; oi < nb; oi++) {
         key_block &k = blk[order[oi]];
         const float *kv = k.in_qkv ? qkv.data() + C : k.kv.data();
+        const ACT *kv_e = k.in_qkv ? qkv_a.data() + C : kv_a[order[oi]].data();
         int ks = k.in_qkv ? C3 : C2;
         cpu_attention_block_forward(out_ref.data(), lse_ref.data(), qkv.data(), C3, kv, ks, B, Tq,
                                     k.Tk, C, NH, k.causal, scratch.data());
-        launch_forward(tiles, out_emu.data(), lse_emu.data(), qkv.data(), C3, kv, ks, B, Tq, k.Tk,
-                       C, NH, k.causal);
+        for (size_t i = 0; i < out_stored.size(); i++)
+            out_stored[i] += fabs(out_ref[i]);
+        launch_forward<ACT>(tiles, out_emu.data(), lse_emu.data(), qkv_a.data(), C3, kv_e, ks, B,
+                            Tq, k.Tk, C, NH, k.causal);
     }
     char name[160];
     const char *path = tiles ? "tiles" : "fp32 ";
-    snprintf(name, sizeof name, "%s fwd out B=%d Tq=%d C=%d NH=%d blocks=%d", path, B, Tq, C, NH,
-             nb);
-    expect_close(name, out_emu, out_ref, NULL, tol_f);
-    snprintf(name, sizeof name, "%s fwd lse B=%d Tq=%d C=%d NH=%d", path, B, Tq, C, NH);
-    expect_close(name, lse_emu, lse_ref, NULL, tol_f);
+    const char *st = is_bf16 ? "bf16" : "f32 ";
+    double e;
+    snprintf(name, sizeof name, "%s %s fwd out B=%d Tq=%d C=%d NH=%d blocks=%d", path, st, B, Tq,
+             C, NH, nb);
+    e = expect_close(name, to_float(out_emu), out_ref, NULL, tol_f, is_bf16 ? &out_stored : NULL);
+    worst[0] = e > worst[0] ? e : worst[0];
+    snprintf(name, sizeof name, "%s %s fwd lse B=%d Tq=%d C=%d NH=%d", path, st, B, Tq, C, NH);
+    e = expect_close(name, lse_emu, lse_ref, NULL, tol_f);
+    worst[0] = e > worst[0] ? e : worst[0];
 
+    /* backward from the reference's final out (as stored) and lse */
+    std::vector<float> out_fin = out_ref;
+    round_to_act<ACT>(out_fin);
+    std::vector<ACT> out_a = to_act<ACT>(out_fin);
     std::vector<float> dout = random_vec(nq * C, 1.0f), dqkv0 = random_vec(nq * C3, 0.5f);
-    std::vector<float> dqkv_ref = dqkv0, dqkv_emu = dqkv0;
+    round_to_act<ACT>(dout);
+    round_to_act<ACT>(dqkv0);
+    std::vector<ACT> dout_a = to_act<ACT>(dout), dqkv_a = to_act<ACT>(dqkv0);
+    std::vector<float> dqkv_ref = dqkv0;
+    /* bf16 storage rounds dq at every block call and each dkv once: the sums of the
+     * magnitudes stored, for expect_close's allowance */
+    std::vector<double> dq_stored(nq * C3, 0.0);
+    std::vector<std::vector<double>> dkv_stored(nb);
     scrambled(order, nb, B * 5 + Tq + 1);
     for (int oi = 0; oi < nb; oi++) {
         key_block &k = blk[order[oi]];
         const float *kv = k.in_qkv ? qkv.data() + C : k.kv.data();
+        const ACT *kv_e = k.in_qkv ? qkv_a.data() + C : kv_a[order[oi]].data();
         int ks = k.in_qkv ? C3 : C2;
         cpu_attention_block_backward(dqkv_ref.data(), C3, k.dkv_ref.data(), C2, dout.data(),
-                                     out_ref.data(), lse_ref.data(), qkv.data(), C3, kv, ks, B,
+                                     out_fin.data(), lse_ref.data(), qkv.data(), C3, kv, ks, B,
                                      Tq, k.Tk, C, NH, k.causal, scratch.data());
-        launch_backward(tiles, dqkv_emu.data(), C3, k.dkv_emu.data(), C2, dout.data(),
-                        out_ref.data(), lse_ref.data(), qkv.data(), C3, kv, ks, B, Tq, k.Tk, C,
-                        NH, k.causal);
+        for (size_t i = 0; i < dq_stored.size(); i++)
+            dq_stored[i] += fabs(dqkv_ref[i]);
+        dkv_stored[order[oi]].resize(k.dkv_ref.size());
+        for (size_t i = 0; i < k.dkv_ref.size(); i++)
+            dkv_stored[order[oi]][i] = fabs(k.dkv_ref[i]);
+        launch_backward<ACT>(tiles, dqkv_a.data(), C3, dkv_a[order[oi]].data(), C2, dout_a.data(),
+                             out_a.data(), lse_ref.data(), qkv_a.data(), C3, kv_e, ks, B, Tq,
+                             k.Tk, C, NH, k.causal);
     }
-    snprintf(name, sizeof name, "%s bwd dq (accumulates) B=%d Tq=%d", path, B, Tq);
-    expect_close(name, dqkv_emu, dqkv_ref, &dqkv0, tol_b);
+    snprintf(name, sizeof name, "%s %s bwd dq (accumulates) B=%d Tq=%d", path, st, B, Tq);
+    std::vector<float> dqkv_emu = to_float(dqkv_a);
+    e = expect_close(name, dqkv_emu, dqkv_ref, &dqkv0, tol_b, is_bf16 ? &dq_stored : NULL);
+    worst[1] = e > worst[1] ? e : worst[1];
     bool untouched = true;
     for (size_t r = 0; r < nq; r++)
         for (int c = C; c < C3; c++)
@@ -355,9 +491,11 @@ static void test_blocks(int tiles, int B, int Tq, int C, int NH, int full, int e
         failures++;
     }
     for (int i = 0; i < nb; i++) {
-        snprintf(name, sizeof name, "%s bwd dkv block %d (Tk=%d%s, accumulates)", path, i,
+        snprintf(name, sizeof name, "%s %s bwd dkv block %d (Tk=%d%s, accumulates)", path, st, i,
                  blk[i].Tk, blk[i].causal ? ", causal" : "");
-        expect_close(name, blk[i].dkv_emu, blk[i].dkv_ref, &blk[i].dkv0, tol_b);
+        e = expect_close(name, to_float(dkv_a[i]), blk[i].dkv_ref, &blk[i].dkv0, tol_b,
+                         is_bf16 ? &dkv_stored[i] : NULL);
+        worst[1] = e > worst[1] ? e : worst[1];
     }
 }
 
@@ -370,17 +508,27 @@ int main(int argc, char **argv)
     int tiles = !strcmp(argv[1], "tiles");
     for (int sched = tiles ? 1 : 0; sched <= (tiles ? 2 : 0); sched++) {
         emu_schedule = sched;
-        printf("-- %s kernels, schedule %s\n", tiles ? "tile" : "fp32",
-               sched == 0 ? "round-robin" : sched == 1 ? "lowest warp first" : "highest warp first");
-        /*             B  Tq    C  NH full extra_tk */
-        test_blocks(tiles, 2, 40, 32, 2, 1, 0);   /* hs 16, a partial tile */
-        test_blocks(tiles, 1, 67, 128, 2, 1, 21); /* hs 64, two query tiles, Tk 21 */
-        test_blocks(tiles, 1, 20, 64, 2, 2, 70);  /* hs 32, Tk 70: two key tiles */
-        test_blocks(tiles, 1, 9, 128, 1, 1, 0);   /* hs 128 */
-        test_blocks(tiles, 1, 1, 32, 2, 1, 3);    /* one query row */
-        if (!tiles)
-            test_blocks(tiles, 2, 7, 400, 2, 1, 5); /* hs 200: 7 channels per lane */
+        for (int bf = 0; bf < 2; bf++) {
+            printf("-- %s kernels, %s storage, schedule %s\n", tiles ? "tile" : "fp32",
+                   bf ? "bf16" : "fp32",
+                   sched == 0 ? "round-robin" : sched == 1 ? "lowest warp first" : "highest warp first");
+            void (*run)(int, int, int, int, int, int, int) =
+                bf ? test_blocks<bf16> : test_blocks<float>;
+            /*     B  Tq    C  NH full extra_tk */
+            run(tiles, 2, 40, 32, 2, 1, 0);   /* hs 16, a partial tile */
+            run(tiles, 1, 67, 128, 2, 1, 21); /* hs 64, two query tiles, Tk 21 */
+            run(tiles, 1, 20, 64, 2, 2, 70);  /* hs 32, Tk 70: two key tiles */
+            run(tiles, 1, 9, 128, 1, 1, 0);   /* hs 128 */
+            run(tiles, 1, 1, 32, 2, 1, 3);    /* one query row */
+            if (!tiles)
+                run(tiles, 2, 7, 400, 2, 1, 5); /* hs 200: 7 channels per lane */
+        }
     }
+    for (int bf = 0; bf < 2; bf++)
+        printf("largest error, %s storage: forward %.3e, backward %.3e\n", bf ? "bf16" : "fp32",
+               worst_err[tiles][bf][0], worst_err[tiles][bf][1]);
+    printf("largest bf16 error before the rounding allowance: out %.3e, dq/dkv %.3e\n",
+           worst_raw[0], worst_raw[1]);
     printf("%s: %d failure(s)\n", failures ? "FAILED" : "PASSED", failures);
     return failures ? 1 : 0;
 }
