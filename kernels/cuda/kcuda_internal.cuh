@@ -87,6 +87,17 @@ static inline int kcuda_check_launch(kcuda_ctx *k, const char *what)
 /* A scratch buffer of at least `bytes` in `slot` (NULL after kcuda_fail). */
 void *kcuda_scratch(kcuda_ctx *k, int slot, size_t bytes);
 
+/* matmul.cu: the row-major batched GEMM of kcuda_gemm with the operand and output types
+ * given. A and B are both of type `ab_type`: CUDA_R_32F (cast to bf16 scratch copies in a
+ * KCUDA_BF16 context, used as they are otherwise) or CUDA_R_16BF (used as they are; KCUDA_BF16
+ * contexts only). C (read when beta != 0, then written) is CUDA_R_32F or CUDA_R_16BF (bf16:
+ * KCUDA_BF16 contexts only; fp32 accumulation, rounded once). For kernels whose GEMM operands
+ * are bf16 activations (e.g. attention with bf16 activation storage). */
+int kcuda_gemm_ex(kcuda_ctx *k, int transA, int transB, int M, int N, int K, float alpha,
+                  const void *A, const void *B, cudaDataType_t ab_type, float beta, void *C,
+                  cudaDataType_t c_type, int batch, long long strideA, long long strideB,
+                  long long strideC);
+
 /* Launch sizes for element-wise kernels over n elements (grid-stride loops). */
 static inline unsigned kcuda_grid_for(const kcuda_ctx *k, size_t n, unsigned block)
 {

@@ -15,25 +15,37 @@
  *                accumulate over micro-batches here.
  *
  * Precision. KCUDA_BF16 multiplies bf16 operands on tensor cores with fp32
- * accumulation into the fp32 output. Activations are cast to bf16 scratch copies
- * (round to nearest even) at each call — in backward dout is cast once for both
- * GEMMs. Weights come from a cache of bf16 copies keyed by the fp32 weight's
- * address and length (the *_w entry points): the caller passes a "weights
- * version" that it bumps whenever weight memory may have been written (the
- * optimizer step, a copy into the parameters, an all-gather); an entry cast under
- * an older version is recast at its next use, in stream order, so a GEMM never
- * reads a stale copy. Version 0 means "do not cache" (a per-call cast, as for
- * activations). KCUDA_TF32 and KCUDA_FP32 multiply the fp32 operands with the
- * TF32 or the exact fp32 compute type.
+ * accumulation. With fp32 activation storage (the default), activations are cast to
+ * bf16 scratch copies (round to nearest even) at each call — in backward dout is cast
+ * once for both GEMMs — and every output is fp32. With bf16 activation storage
+ * (kcuda_ctx_set_act_dtype) the activation operands are used as they are (no cast):
+ * the forward writes bf16 out (fp32 accumulation, rounded once, the fp32 bias added in
+ * the epilogue: CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE = CUDA_R_32F; should cuBLASLt offer
+ * no algorithm for that, the GEMM runs without the epilogue and a kernel adds the bias,
+ * which rounds twice — see lt_matmul), dinp accumulates into bf16
+ * (beta = 1, C = D bf16: fp32 sum of the old value and the product, rounded once), and
+ * dweight stays fp32 (bf16 A/B, fp32 C = D, beta = 1). Weights come from a cache of bf16
+ * copies keyed by the fp32 weight's address and length (the *_w entry points): the
+ * caller passes a "weights version" that it bumps whenever weight memory may have been
+ * written (the optimizer step, a copy into the parameters, an all-gather); an entry cast
+ * under an older version is recast at its next use, in stream order, so a GEMM never
+ * reads a stale copy. Version 0 means "do not cache" (a per-call cast, as for fp32
+ * activations). KCUDA_TF32 and KCUDA_FP32 (fp32 activations only) multiply the fp32
+ * operands with the TF32 or the exact fp32 compute type.
  *
  * Algorithms. The heuristic's best algorithm is cached per (shape, layout, batch
- * strides, precision, epilogue, alignment) in a small table, so steady-state calls
- * only build descriptors (cheap host work) and launch.
+ * strides, compute type, operand and output types, epilogue, alignment) in a small
+ * table, so steady-state calls only build descriptors (cheap host work) and launch.
+ *
+ * The bias gradient and the fallback bias add are kernels templated on the activation
+ * type (act_kernels.cuh).
  */
 #include <string.h>
 
 #include "gemm_plan.h"
 #include "kcuda_internal.cuh"
+
+#include "act_kernels.cuh"
 
 #define LT_CHECK(call, what)                                                                       \
     do {                                                                                           \
@@ -64,12 +76,25 @@ static kcuda_algo_entry *algo_lookup(kcuda_ctx *k, const int *key, int *found)
     return e;
 }
 
-/* Column-major D[m,n] = alpha op(A) op(B) + beta D, batched, with an optional bias
- * (per row of D) epilogue. A and B are fp32 or bf16 per `ab_type`. */
+/* The bias gradient's and the fallback bias add's launches (act_kernels.cuh). */
+template <class T>
+static int bias_add(kcuda_ctx *k, T *out, const float *bias, int rows, int cols)
+{
+    bias_add_kernel<T><<<kcuda_grid_for(k, (size_t)rows * cols, 256), 256, 0, k->stream>>>(
+        out, bias, rows, cols);
+    return kcuda_check_launch(k, "matmul bias add");
+}
+
+/* Column-major D[m,n] = alpha op(A) op(B) + beta D, batched, with an optional fp32 bias
+ * (per row of D) epilogue. A and B are of type `ab_type`, D (which is also C) of `d_type`
+ * (CUDA_R_32F or CUDA_R_16BF). A bias on a bf16 D is declared fp32
+ * (CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE); if the heuristic has no algorithm with that
+ * epilogue, the cache entry remembers it (valid = 2) and such calls run the GEMM without
+ * the epilogue, then bias_add_kernel. */
 static int lt_matmul(kcuda_ctx *k, cublasOperation_t opA, cublasOperation_t opB, int m, int n,
                      int kk, float alpha, const void *A, int lda, long long strideA, const void *B,
-                     int ldb, long long strideB, float beta, float *D, int ldd, long long strideD,
-                     int batch, const float *bias, cudaDataType_t ab_type,
+                     int ldb, long long strideB, float beta, void *D, int ldd, long long strideD,
+                     int batch, const float *bias, cudaDataType_t ab_type, cudaDataType_t d_type,
                      cublasComputeType_t compute)
 {
     int rc = 0;
@@ -82,6 +107,28 @@ static int lt_matmul(kcuda_ctx *k, cublasOperation_t opA, cublasOperation_t opB,
     cublasLtMatmulPreference_t pref = NULL;
     int a_rows = opA == CUBLAS_OP_N ? m : kk, a_cols = opA == CUBLAS_OP_N ? kk : m;
     int b_rows = opB == CUBLAS_OP_N ? kk : n, b_cols = opB == CUBLAS_OP_N ? n : kk;
+    int al_a = alignment_of(A), al_b = alignment_of(B), al_d = alignment_of(D);
+    int al_bias = bias ? alignment_of(bias) : 256;
+    /* batch strides in units of 16 bytes of alignment they keep, folded with their size (an
+     * algorithm is valid for the layouts it was chosen for); compute type, operand and output
+     * types and the epilogue/beta flags packed in one word (each type < 64, compute < 128) */
+    int key[KCUDA_ALGO_KEY] = {(int)opA, (int)opB, m, n, kk, lda, ldb, ldd, batch,
+                               (((int)compute * 64 + (int)ab_type) * 64 + (int)d_type) * 4 +
+                                   (bias ? 1 : 0) + (beta != 0.0f ? 2 : 0),
+                               al_a * 1024 + al_b, al_d * 1024 + al_bias,
+                               batch > 1 ? (int)(strideA ^ (strideA >> 31)) : 0,
+                               batch > 1 ? (int)((strideB * 31) ^ (strideD * 7)) : 0};
+    int found = 0;
+    kcuda_algo_entry *entry = algo_lookup(k, key, &found);
+    if (found && entry->valid == 2) {
+        /* no BIAS epilogue for these types: GEMM, then the bias kernel */
+        rc = lt_matmul(k, opA, opB, m, n, kk, alpha, A, lda, strideA, B, ldb, strideB, beta, D,
+                       ldd, strideD, batch, NULL, ab_type, d_type, compute);
+        if (rc == 0)
+            rc = d_type == CUDA_R_16BF ? bias_add(k, (__nv_bfloat16 *)D, bias, n, m)
+                                       : bias_add(k, (float *)D, bias, n, m);
+        return rc;
+    }
     LT_CHECK(cublasLtMatmulDescCreate(&desc, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
     LT_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &opA, sizeof opA),
              "set TRANSA");
@@ -95,10 +142,16 @@ static int lt_matmul(kcuda_ctx *k, cublasOperation_t opA, cublasOperation_t opB,
         LT_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                                 sizeof bias),
                  "set BIAS_POINTER");
+        if (d_type != CUDA_R_32F) {
+            int32_t bias_type = CUDA_R_32F; /* the default is D's type */
+            LT_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                                                    &bias_type, sizeof bias_type),
+                     "set BIAS_DATA_TYPE");
+        }
     }
     LT_CHECK(cublasLtMatrixLayoutCreate(&la, ab_type, a_rows, a_cols, lda), "layout A");
     LT_CHECK(cublasLtMatrixLayoutCreate(&lb, ab_type, b_rows, b_cols, ldb), "layout B");
-    LT_CHECK(cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, m, n, ldd), "layout D");
+    LT_CHECK(cublasLtMatrixLayoutCreate(&ld, d_type, m, n, ldd), "layout D");
     if (batch > 1) {
         cublasLtMatrixLayout_t ls[3] = {la, lb, ld};
         long long strides[3] = {strideA, strideB, strideD};
@@ -112,59 +165,58 @@ static int lt_matmul(kcuda_ctx *k, cublasOperation_t opA, cublasOperation_t opB,
                      "set STRIDED_BATCH_OFFSET");
         }
     }
-    {
-        int al_a = alignment_of(A), al_b = alignment_of(B), al_d = alignment_of(D);
-        int al_bias = bias ? alignment_of(bias) : 256;
-        /* batch strides in units of 16 bytes of alignment they keep, folded with their
-         * size (an algorithm is valid for the layouts it was chosen for) */
-        int key[KCUDA_ALGO_KEY] = {(int)opA, (int)opB, m, n, kk, lda, ldb, ldd, batch,
-                                   (int)compute * 8 + (int)ab_type + (bias ? 4096 : 0) +
-                                       (beta != 0.0f ? 8192 : 0),
-                                   al_a * 1024 + al_b, al_d * 1024 + al_bias,
-                                   batch > 1 ? (int)(strideA ^ (strideA >> 31)) : 0,
-                                   batch > 1 ? (int)((strideB * 31) ^ (strideD * 7)) : 0};
-        int found = 0;
-        kcuda_algo_entry *entry = algo_lookup(k, key, &found);
-        if (!found) {
-            LT_CHECK(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
-            size_t ws = KCUDA_WORKSPACE_BYTES;
-            uint32_t a32 = (uint32_t)al_a, b32 = (uint32_t)al_b, d32 = (uint32_t)al_d;
-            LT_CHECK(cublasLtMatmulPreferenceSetAttribute(
-                         pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
-                     "set MAX_WORKSPACE_BYTES");
-            LT_CHECK(cublasLtMatmulPreferenceSetAttribute(
-                         pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &a32, sizeof a32),
-                     "set MIN_ALIGNMENT_A");
-            LT_CHECK(cublasLtMatmulPreferenceSetAttribute(
-                         pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &b32, sizeof b32),
-                     "set MIN_ALIGNMENT_B");
-            LT_CHECK(cublasLtMatmulPreferenceSetAttribute(
-                         pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &d32, sizeof d32),
-                     "set MIN_ALIGNMENT_C");
-            LT_CHECK(cublasLtMatmulPreferenceSetAttribute(
-                         pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &d32, sizeof d32),
-                     "set MIN_ALIGNMENT_D");
-            cublasLtMatmulHeuristicResult_t result;
-            int nresults = 0;
-            LT_CHECK(cublasLtMatmulAlgoGetHeuristic(k->lt, desc, la, lb, ld, ld, pref, 1, &result,
-                                                    &nresults),
-                     "cublasLtMatmulAlgoGetHeuristic");
-            if (nresults < 1) {
-                rc = kcuda_fail(k,
-                                "cuBLASLt has no algorithm for m=%d n=%d k=%d batch=%d (ops %d,%d, "
-                                "%s%s)",
-                                m, n, kk, batch, (int)opA, (int)opB,
-                                kcuda_precision_name(k->precision), bias ? ", bias" : "");
+    if (!found) {
+        LT_CHECK(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
+        size_t ws = KCUDA_WORKSPACE_BYTES;
+        uint32_t a32 = (uint32_t)al_a, b32 = (uint32_t)al_b, d32 = (uint32_t)al_d;
+        LT_CHECK(cublasLtMatmulPreferenceSetAttribute(
+                     pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
+                 "set MAX_WORKSPACE_BYTES");
+        LT_CHECK(cublasLtMatmulPreferenceSetAttribute(
+                     pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &a32, sizeof a32),
+                 "set MIN_ALIGNMENT_A");
+        LT_CHECK(cublasLtMatmulPreferenceSetAttribute(
+                     pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &b32, sizeof b32),
+                 "set MIN_ALIGNMENT_B");
+        LT_CHECK(cublasLtMatmulPreferenceSetAttribute(
+                     pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &d32, sizeof d32),
+                 "set MIN_ALIGNMENT_C");
+        LT_CHECK(cublasLtMatmulPreferenceSetAttribute(
+                     pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &d32, sizeof d32),
+                 "set MIN_ALIGNMENT_D");
+        cublasLtMatmulHeuristicResult_t result;
+        int nresults = 0;
+        cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(k->lt, desc, la, lb, ld, ld, pref, 1,
+                                                           &result, &nresults);
+        if (hs != CUBLAS_STATUS_SUCCESS && hs != CUBLAS_STATUS_NOT_SUPPORTED) {
+            rc = kcuda_fail(k, "cublasLtMatmulAlgoGetHeuristic: %s", cublasGetStatusString(hs));
+            goto done;
+        }
+        if (hs != CUBLAS_STATUS_SUCCESS || nresults < 1) {
+            if (bias && d_type != CUDA_R_32F && batch == 1 && ldd == m) {
+                /* fp32 bias on a bf16 D not offered: remember, and take the fallback */
+                memcpy(entry->key, key, sizeof key);
+                entry->valid = 2;
+                rc = lt_matmul(k, opA, opB, m, n, kk, alpha, A, lda, strideA, B, ldb, strideB,
+                               beta, D, ldd, strideD, batch, bias, ab_type, d_type, compute);
                 goto done;
             }
-            memcpy(entry->key, key, sizeof key);
-            entry->algo = result.algo;
-            entry->valid = 1;
+            rc = kcuda_fail(k,
+                            "cuBLASLt has no algorithm for m=%d n=%d k=%d batch=%d (ops %d,%d, "
+                            "%s, %s operands, %s output%s)",
+                            m, n, kk, batch, (int)opA, (int)opB,
+                            kcuda_precision_name(k->precision),
+                            ab_type == CUDA_R_16BF ? "bf16" : "fp32",
+                            d_type == CUDA_R_16BF ? "bf16" : "fp32", bias ? ", bias" : "");
+            goto done;
         }
-        LT_CHECK(cublasLtMatmul(k->lt, desc, &alpha, A, la, B, lb, &beta, D, ld, D, ld,
-                                &entry->algo, workspace, workspace_bytes, k->stream),
-                 "cublasLtMatmul");
+        memcpy(entry->key, key, sizeof key);
+        entry->algo = result.algo;
+        entry->valid = 1;
     }
+    LT_CHECK(cublasLtMatmul(k->lt, desc, &alpha, A, la, B, lb, &beta, D, ld, D, ld, &entry->algo,
+                            workspace, workspace_bytes, k->stream),
+             "cublasLtMatmul");
 done:
     if (pref)
         cublasLtMatmulPreferenceDestroy(pref);
@@ -180,11 +232,11 @@ done:
 }
 
 /* Row-major GEMM on operands already in their final type (fp32, or bf16 in KCUDA_BF16):
- * C[M,N] = alpha op(A) op(B) + beta C (see the file comment). */
+ * C[M,N] = alpha op(A) op(B) + beta C (see the file comment), C of type c_type. */
 static int rm_gemm_typed(kcuda_ctx *k, int transA, int transB, int M, int N, int K, float alpha,
                          const void *A, long long strideA, const void *B, long long strideB,
-                         float beta, float *C, long long strideC, int batch, const float *bias,
-                         cudaDataType_t type)
+                         float beta, void *C, long long strideC, int batch, const float *bias,
+                         cudaDataType_t type, cudaDataType_t c_type)
 {
     if (M <= 0 || N <= 0 || K <= 0 || batch <= 0)
         return kcuda_fail(k, "gemm: bad shape M=%d N=%d K=%d batch=%d", M, N, K, batch);
@@ -195,7 +247,7 @@ static int rm_gemm_typed(kcuda_ctx *k, int transA, int transB, int M, int N, int
     return lt_matmul(k, plan.trans1 ? CUBLAS_OP_T : CUBLAS_OP_N,
                      plan.trans2 ? CUBLAS_OP_T : CUBLAS_OP_N, plan.m, plan.n, plan.k, alpha, B,
                      plan.ld1, strideB, A, plan.ld2, strideA, beta, C, plan.ldd, strideC, batch,
-                     bias, type, compute);
+                     bias, type, c_type, compute);
 }
 
 /* A bf16 copy of n floats in scratch `slot` (NULL after kcuda_fail). */
@@ -247,25 +299,37 @@ static const void *bf16_weight(kcuda_ctx *k, const float *w, size_t n, unsigned 
     return e->bf16;
 }
 
-/* Row-major front end on fp32 operands: in bf16 mode both go through bf16 scratch copies. */
-static int rm_gemm(kcuda_ctx *k, int transA, int transB, int M, int N, int K, float alpha,
-                   const float *A, long long strideA, const float *B, long long strideB,
-                   float beta, float *C, long long strideC, int batch, const float *bias)
+static const char *type_name(cudaDataType_t t)
+{
+    return t == CUDA_R_16BF ? "bf16" : t == CUDA_R_32F ? "fp32" : "unsupported";
+}
+
+int kcuda_gemm_ex(kcuda_ctx *k, int transA, int transB, int M, int N, int K, float alpha,
+                  const void *A, const void *B, cudaDataType_t ab_type, float beta, void *C,
+                  cudaDataType_t c_type, int batch, long long strideA, long long strideB,
+                  long long strideC)
 {
     if (M <= 0 || N <= 0 || K <= 0 || batch <= 0)
         return kcuda_fail(k, "gemm: bad shape M=%d N=%d K=%d batch=%d", M, N, K, batch);
-    if (k->precision != KCUDA_BF16)
+    if ((ab_type != CUDA_R_32F && ab_type != CUDA_R_16BF) ||
+        (c_type != CUDA_R_32F && c_type != CUDA_R_16BF) ||
+        (k->precision != KCUDA_BF16 && (ab_type != CUDA_R_32F || c_type != CUDA_R_32F)))
+        return kcuda_fail(k, "gemm: %s operands with %s output in a %s context are not supported",
+                          type_name(ab_type), type_name(c_type),
+                          kcuda_precision_name(k->precision));
+    if (k->precision != KCUDA_BF16 || ab_type == CUDA_R_16BF)
         return rm_gemm_typed(k, transA, transB, M, N, K, alpha, A, strideA, B, strideB, beta, C,
-                             strideC, batch, bias, CUDA_R_32F);
-    /* the stored extent of a strided batch: (batch-1) strides plus one matrix */
+                             strideC, batch, NULL, ab_type, c_type);
+    /* fp32 operands in bf16 mode: bf16 scratch copies of the stored extent of each strided
+     * batch ((batch-1) strides plus one matrix) */
     size_t na = (size_t)(batch - 1) * (size_t)strideA + (size_t)M * K;
     size_t nb = (size_t)(batch - 1) * (size_t)strideB + (size_t)K * N;
-    const void *a = bf16_scratch_copy(k, KCUDA_SCRATCH_CAST_A, A, na);
-    const void *b = a ? bf16_scratch_copy(k, KCUDA_SCRATCH_CAST_B, B, nb) : NULL;
+    const void *a = bf16_scratch_copy(k, KCUDA_SCRATCH_CAST_A, (const float *)A, na);
+    const void *b = a ? bf16_scratch_copy(k, KCUDA_SCRATCH_CAST_B, (const float *)B, nb) : NULL;
     if (!b)
         return -1;
     return rm_gemm_typed(k, transA, transB, M, N, K, alpha, a, strideA, b, strideB, beta, C,
-                         strideC, batch, bias, CUDA_R_16BF);
+                         strideC, batch, NULL, CUDA_R_16BF, c_type);
 }
 
 unsigned long long kcuda_weight_casts(const kcuda_ctx *k) { return k->weight_casts; }
@@ -274,11 +338,21 @@ int kcuda_gemm(kcuda_ctx *k, int transA, int transB, int M, int N, int K, float 
                const float *A, const float *B, float beta, float *C, int batch, long long strideA,
                long long strideB, long long strideC)
 {
-    return rm_gemm(k, transA, transB, M, N, K, alpha, A, strideA, B, strideB, beta, C, strideC,
-                   batch, NULL);
+    return kcuda_gemm_ex(k, transA, transB, M, N, K, alpha, A, B, CUDA_R_32F, beta, C, CUDA_R_32F,
+                         batch, strideA, strideB, strideC);
 }
 
-int kcuda_matmul_forward_w(kcuda_ctx *k, float *out, const float *inp, const float *weight,
+/* Activation storage the GEMMs can take: bf16 storage needs bf16 precision (also refused
+ * by kcuda_ctx_set_act_dtype; checked again because the context's fields are visible). */
+static int act_bf16(kcuda_ctx *k, const char *what, int *bf16)
+{
+    *bf16 = k->act == KCUDA_ACT_BF16;
+    if (*bf16 && k->precision != KCUDA_BF16)
+        return kcuda_fail(k, "%s: bf16 activations need a bf16-precision context", what);
+    return 0;
+}
+
+int kcuda_matmul_forward_w(kcuda_ctx *k, void *out, const void *inp, const float *weight,
                            const float *bias, int N, int C, int OC,
                            unsigned long long weight_version)
 {
@@ -286,17 +360,23 @@ int kcuda_matmul_forward_w(kcuda_ctx *k, float *out, const float *inp, const flo
      * the column-major D's first dimension: exactly cuBLASLt's BIAS epilogue. */
     if (N <= 0 || C <= 0 || OC <= 0)
         return kcuda_fail(k, "matmul_forward: bad shape N=%d C=%d OC=%d", N, C, OC);
+    int bf16_act;
+    if (act_bf16(k, "matmul_forward", &bf16_act) != 0)
+        return -1;
     if (k->precision != KCUDA_BF16)
         return rm_gemm_typed(k, 0, 1, N, OC, C, 1.0f, inp, 0, weight, 0, 0.0f, out, 0, 1, bias,
-                             CUDA_R_32F);
-    const void *a = bf16_scratch_copy(k, KCUDA_SCRATCH_CAST_A, inp, (size_t)N * C);
+                             CUDA_R_32F, CUDA_R_32F);
+    const void *a = bf16_act ? inp
+                             : bf16_scratch_copy(k, KCUDA_SCRATCH_CAST_A, (const float *)inp,
+                                                 (size_t)N * C);
     const void *w = a ? bf16_weight(k, weight, (size_t)OC * C, weight_version) : NULL;
     if (!w)
         return -1;
-    return rm_gemm_typed(k, 0, 1, N, OC, C, 1.0f, a, 0, w, 0, 0.0f, out, 0, 1, bias, CUDA_R_16BF);
+    return rm_gemm_typed(k, 0, 1, N, OC, C, 1.0f, a, 0, w, 0, 0.0f, out, 0, 1, bias, CUDA_R_16BF,
+                         bf16_act ? CUDA_R_16BF : CUDA_R_32F);
 }
 
-int kcuda_matmul_forward(kcuda_ctx *k, float *out, const float *inp, const float *weight,
+int kcuda_matmul_forward(kcuda_ctx *k, void *out, const void *inp, const float *weight,
                          const float *bias, int N, int C, int OC)
 {
     return kcuda_matmul_forward_w(k, out, inp, weight, bias, N, C, OC, 0);
@@ -307,40 +387,9 @@ int kcuda_matmul_forward(kcuda_ctx *k, float *out, const float *inp, const float
  * sums its chunk's rows for its 32 columns (8 row lanes meeting in shared memory) and
  * writes one partial per (chunk, column); pass 2 adds the chunks' partials in chunk
  * order into dbias. The chunking depends only on N, OC and the GPU's SM count, so the
- * result has the same bits on every run. */
-__global__ void dbias_partial_kernel(float *partial, const float *dout, int N, int OC,
-                                     int rows_per_chunk)
-{
-    __shared__ float part[8][33];
-    int col = blockIdx.x * 32 + threadIdx.x;
-    int r0 = blockIdx.y * rows_per_chunk;
-    int r1 = min(N, r0 + rows_per_chunk);
-    float s = 0.0f;
-    if (col < OC)
-        for (int r = r0 + threadIdx.y; r < r1; r += 8)
-            s += dout[(size_t)r * OC + col];
-    part[threadIdx.y][threadIdx.x] = s;
-    __syncthreads();
-    if (threadIdx.y == 0 && col < OC) {
-        float t = 0.0f;
-        for (int i = 0; i < 8; i++)
-            t += part[i][threadIdx.x];
-        partial[(size_t)blockIdx.y * OC + col] = t;
-    }
-}
-
-__global__ void dbias_final_kernel(float *dbias, const float *partial, int chunks, int OC)
-{
-    int col = blockIdx.x * blockDim.x + threadIdx.x;
-    if (col >= OC)
-        return;
-    float t = 0.0f;
-    for (int c = 0; c < chunks; c++)
-        t += partial[(size_t)c * OC + col];
-    dbias[col] += t;
-}
-
-static int dbias_accumulate(kcuda_ctx *k, float *dbias, const float *dout, int N, int OC)
+ * result has the same bits on every run. dout is an activation (fp32 or bf16). */
+template <class T>
+static int dbias_accumulate(kcuda_ctx *k, float *dbias, const T *dout, int N, int OC)
 {
     int col_groups = (OC + 31) / 32;
     int sms = k->sm_count > 0 ? k->sm_count : 132;
@@ -357,54 +406,64 @@ static int dbias_accumulate(kcuda_ctx *k, float *dbias, const float *dout, int N
         (float *)kcuda_scratch(k, KCUDA_SCRATCH_DBIAS, (size_t)chunks * OC * sizeof(float));
     if (!partial)
         return -1;
-    dim3 grid(col_groups, chunks), block(32, 8);
-    dbias_partial_kernel<<<grid, block, 0, k->stream>>>(partial, dout, N, OC, rows_per_chunk);
+    dim3 grid(col_groups, chunks);
+    dbias_partial_kernel<T><<<grid, ACT_DBIAS_THREADS, 0, k->stream>>>(partial, dout, N, OC,
+                                                                         rows_per_chunk);
     if (kcuda_check_launch(k, "matmul_backward dbias (partials)") != 0)
         return -1;
-    dbias_final_kernel<<<(OC + 255) / 256, 256, 0, k->stream>>>(dbias, partial, chunks, OC);
+    dbias_final_kernel<><<<(OC + 255) / 256, 256, 0, k->stream>>>(dbias, partial, chunks, OC);
     return kcuda_check_launch(k, "matmul_backward dbias");
 }
 
-int kcuda_matmul_backward_w(kcuda_ctx *k, float *dinp, float *dweight, float *dbias,
-                            const float *dout, const float *inp, const float *weight, int N,
+int kcuda_matmul_backward_w(kcuda_ctx *k, void *dinp, float *dweight, float *dbias,
+                            const void *dout, const void *inp, const float *weight, int N,
                             int C, int OC, unsigned long long weight_version)
 {
     if (N <= 0 || C <= 0 || OC <= 0)
         return kcuda_fail(k, "matmul_backward: bad shape N=%d C=%d OC=%d", N, C, OC);
+    int bf16_act;
+    if (act_bf16(k, "matmul_backward", &bf16_act) != 0)
+        return -1;
     if (k->precision != KCUDA_BF16) {
         if (dinp && rm_gemm_typed(k, 0, 0, N, C, OC, 1.0f, dout, 0, weight, 0, 1.0f, dinp, 0, 1,
-                                  NULL, CUDA_R_32F) != 0)
+                                  NULL, CUDA_R_32F, CUDA_R_32F) != 0)
             return -1;
         if (dweight && rm_gemm_typed(k, 1, 0, OC, C, N, 1.0f, dout, 0, inp, 0, 1.0f, dweight, 0,
-                                     1, NULL, CUDA_R_32F) != 0)
+                                     1, NULL, CUDA_R_32F, CUDA_R_32F) != 0)
             return -1;
     } else if (dinp || dweight) {
-        /* dout is cast once and serves both GEMMs */
-        const void *g = bf16_scratch_copy(k, KCUDA_SCRATCH_CAST_A, dout, (size_t)N * OC);
+        /* fp32 storage: dout is cast once and serves both GEMMs; bf16 storage: used as is */
+        const void *g = bf16_act ? dout
+                                 : bf16_scratch_copy(k, KCUDA_SCRATCH_CAST_A, (const float *)dout,
+                                                     (size_t)N * OC);
         if (!g)
             return -1;
         if (dinp) {
-            /* dinp[N,C] += dout[N,OC] @ weight[OC,C] */
+            /* dinp[N,C] += dout[N,OC] @ weight[OC,C] (a bf16 dinp: C = D bf16, fp32 sum) */
             const void *w = bf16_weight(k, weight, (size_t)OC * C, weight_version);
             if (!w || rm_gemm_typed(k, 0, 0, N, C, OC, 1.0f, g, 0, w, 0, 1.0f, dinp, 0, 1, NULL,
-                                    CUDA_R_16BF) != 0)
+                                    CUDA_R_16BF, bf16_act ? CUDA_R_16BF : CUDA_R_32F) != 0)
                 return -1;
         }
         if (dweight) {
-            /* dweight[OC,C] += dout^T @ inp */
-            const void *x = bf16_scratch_copy(k, KCUDA_SCRATCH_CAST_B, inp, (size_t)N * C);
+            /* dweight[OC,C] += dout^T @ inp (fp32 parameter gradient) */
+            const void *x = bf16_act ? inp
+                                     : bf16_scratch_copy(k, KCUDA_SCRATCH_CAST_B,
+                                                         (const float *)inp, (size_t)N * C);
             if (!x || rm_gemm_typed(k, 1, 0, OC, C, N, 1.0f, g, 0, x, 0, 1.0f, dweight, 0, 1, NULL,
-                                    CUDA_R_16BF) != 0)
+                                    CUDA_R_16BF, CUDA_R_32F) != 0)
                 return -1;
         }
     }
-    if (dbias)
-        return dbias_accumulate(k, dbias, dout, N, OC);
-    return 0;
+    if (!dbias)
+        return 0;
+    int rc;
+    KCUDA_WITH_ACT(k, rc = dbias_accumulate<ACT>(k, dbias, (const ACT *)dout, N, OC));
+    return rc;
 }
 
-int kcuda_matmul_backward(kcuda_ctx *k, float *dinp, float *dweight, float *dbias,
-                          const float *dout, const float *inp, const float *weight, int N, int C,
+int kcuda_matmul_backward(kcuda_ctx *k, void *dinp, float *dweight, float *dbias,
+                          const void *dout, const void *inp, const float *weight, int N, int C,
                           int OC)
 {
     return kcuda_matmul_backward_w(k, dinp, dweight, dbias, dout, inp, weight, N, C, OC, 0);

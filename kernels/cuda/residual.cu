@@ -1,34 +1,45 @@
 /*
  * residual.cu — the residual add, forward (out = a + b) and backward (da += dout,
- * db += dout), element-wise. The fused residual + LayerNorm lives in layernorm.cu.
+ * db += dout), element-wise in fp32 with activations stored in the context's type (host
+ * side; the kernels are in act_kernels.cuh). The fused residual + LayerNorm lives in
+ * layernorm.cu.
  */
 #include "kcuda_internal.cuh"
 
-__global__ void residual_forward_kernel(float *out, const float *a, const float *b, size_t n)
+#include "act_kernels.cuh"
+
+template <class T> static unsigned residual_grid(const kcuda_ctx *k, size_t n)
 {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x)
-        out[i] = a[i] + b[i];
+    size_t w = (size_t)act_width<T>::value;
+    return kcuda_grid_for(k, (n + w - 1) / w, 256);
 }
 
-__global__ void residual_backward_kernel(float *da, float *db, const float *dout, size_t n)
+template <class T> static int residual_forward(kcuda_ctx *k, T *out, const T *a, const T *b, size_t n)
 {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x) {
-        float d = dout[i];
-        da[i] += d;
-        db[i] += d;
-    }
-}
-
-int kcuda_residual_forward(kcuda_ctx *k, float *out, const float *a, const float *b, size_t N)
-{
-    residual_forward_kernel<<<kcuda_grid_for(k, N, 256), 256, 0, k->stream>>>(out, a, b, N);
+    residual_forward_kernel<T><<<residual_grid<T>(k, n), 256, 0, k->stream>>>(out, a, b, n);
     return kcuda_check_launch(k, "residual_forward");
 }
 
-int kcuda_residual_backward(kcuda_ctx *k, float *da, float *db, const float *dout, size_t N)
+template <class T> static int residual_backward(kcuda_ctx *k, T *da, T *db, const T *dout, size_t n)
 {
-    residual_backward_kernel<<<kcuda_grid_for(k, N, 256), 256, 0, k->stream>>>(da, db, dout, N);
+    residual_backward_kernel<T><<<residual_grid<T>(k, n), 256, 0, k->stream>>>(da, db, dout, n);
     return kcuda_check_launch(k, "residual_backward");
+}
+
+int kcuda_residual_forward(kcuda_ctx *k, void *out, const void *a, const void *b, size_t N)
+{
+    if (N == 0)
+        return 0;
+    int rc;
+    KCUDA_WITH_ACT(k, rc = residual_forward<ACT>(k, (ACT *)out, (const ACT *)a, (const ACT *)b, N));
+    return rc;
+}
+
+int kcuda_residual_backward(kcuda_ctx *k, void *da, void *db, const void *dout, size_t N)
+{
+    if (N == 0)
+        return 0;
+    int rc;
+    KCUDA_WITH_ACT(k, rc = residual_backward<ACT>(k, (ACT *)da, (ACT *)db, (const ACT *)dout, N));
+    return rc;
 }
