@@ -14,6 +14,15 @@
  *   - the same in bf16 mode (operands rounded to 8-bit mantissas, fp32
  *     accumulation): 2e-2; TF32 (10-bit mantissas): 5e-3;
  *   - the fused (flash) attention, always bf16 tensor cores: 2e-2 forward, 3e-2 dqkv.
+ * Activation storage: every kernel of act_kernels.cuh and the linear layers run again in a
+ * bf16-precision context with bf16 activations (kcuda_ctx_set_act_dtype). Their
+ * activation inputs are the reference's inputs rounded to bf16 (so the reference sees what
+ * the kernel sees) and every buffer is read back widened to fp32. Tolerances: outputs
+ * stored in bf16 by element-wise, LayerNorm, encoder and cross-entropy kernels 1e-2 (one
+ * rounding: at most 2^-9 of the value); fp32 outputs computed from bf16 inputs (losses,
+ * mean/rstd, parameter gradients) as in fp32 storage; GEMMs 2e-2 as in bf16 precision.
+ * Element-wise kernels also run on device pointers one element past an allocation's start
+ * (the kernels' scalar path instead of 16-byte vectors).
  * Exit status: 0 all passed, 1 a failure, 77 (SKIP) when no CUDA device is present.
  */
 #include <cuda_runtime_api.h>
@@ -133,26 +142,102 @@ static void ck(kcuda_ctx *k, int rc, const char *what)
     }
 }
 
+/* ---- activation storage (fp32 or bf16, the context's type) ------------------------------- */
+
+static int act_bf16; /* the storage type of the context under test */
+
+static unsigned short bf16_bits(float f) /* round to nearest even, like __float2bfloat16_rn */
+{
+    unsigned u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (unsigned short)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (unsigned short)(u >> 16);
+}
+
+static float bf16_value(unsigned short h)
+{
+    unsigned u = (unsigned)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static size_t act_bytes(size_t n) { return n * (act_bf16 ? 2 : 4); }
+
+/* Rounds host values in place to what the activation type stores (the reference's inputs). */
+static float *act_round(float *x, size_t n)
+{
+    if (act_bf16)
+        for (size_t i = 0; i < n; i++)
+            x[i] = bf16_value(bf16_bits(x[i]));
+    return x;
+}
+
+/* A device activation buffer holding x (n values; NULL: zeros) in the context's type. */
+static void *act_to_device(const float *x, size_t n)
+{
+    if (!act_bf16 || !x)
+        return to_device(x, act_bytes(n));
+    unsigned short *h = malloc(n * 2 + 2);
+    if (!h) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    for (size_t i = 0; i < n; i++)
+        h[i] = bf16_bits(x[i]);
+    void *d = to_device(h, n * 2);
+    free(h);
+    return d;
+}
+
+/* n activations from the device, widened to fp32 (caller frees). */
+static float *act_from_device(const void *dev, size_t n)
+{
+    if (!act_bf16)
+        return from_device(dev, n);
+    unsigned short *h = malloc(n * 2 + 2);
+    float *f = malloc(n * sizeof *f + 4);
+    if (!h || !f) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    check_cuda(cudaDeviceSynchronize(), "kernel execution");
+    check_cuda(cudaMemcpy(h, dev, n * 2, cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
+    for (size_t i = 0; i < n; i++)
+        f[i] = bf16_value(h[i]);
+    free(h);
+    return f;
+}
+
+/* Tolerance of an activation output stored by a non-GEMM kernel. */
+static double act_tol(void) { return act_bf16 ? 1e-2 : TOL_EXACT; }
+
+static const char *act_name(void) { return act_bf16 ? "bf16 act" : "fp32 act"; }
+
 /* ---- cases ------------------------------------------------------------------------------ */
 
-static void test_encoder(kcuda_ctx *k)
+static void test_encoder(kcuda_ctx *k, int C)
 {
-    int B = 3, T = 7, C = 40, V = 11;
+    int B = 3, T = 7, V = 11;
     int tokens[21];
     for (int i = 0; i < B * T; i++)
         tokens[i] = (i * 7 + 3) % V; /* repeats, so dwte rows get several contributions */
+    size_t n = (size_t)B * T * C;
     float *wte = host_random((size_t)V * C, 1), *wpe = host_random((size_t)T * C, 1);
-    float *out = malloc(sizeof(float) * B * T * C);
+    float *out = malloc(sizeof(float) * n);
     cpu_encoder_forward(out, tokens, wte, wpe, B, T, C);
     int *dtok = to_device(tokens, sizeof tokens);
     float *dwte_w = to_device(wte, sizeof(float) * V * C), *dwpe_w = to_device(wpe, sizeof(float) * T * C);
-    float *dout = to_device(NULL, sizeof(float) * B * T * C);
+    void *dout = act_to_device(NULL, n);
     ck(k, kcuda_encoder_forward(k, dout, dtok, dwte_w, dwpe_w, B, T, C), "encoder_forward");
-    expect_close("encoder_forward", from_device(dout, (size_t)B * T * C), out, (size_t)B * T * C,
-                 TOL_EXACT);
-    float *g = host_random((size_t)B * T * C, 1);
+    char name[96];
+    snprintf(name, sizeof name, "encoder_forward %s C=%d", act_name(), C);
+    expect_close(name, act_from_device(dout, n), out, n, act_tol());
+    float *g = act_round(host_random(n, 1), n);
     float *gw = host_random((size_t)V * C, 1), *gp = host_random((size_t)T * C, 1);
-    float *d_g = to_device(g, sizeof(float) * B * T * C);
+    void *d_g = act_to_device(g, n);
     float *d_gw = to_device(gw, sizeof(float) * V * C), *d_gp = to_device(gp, sizeof(float) * T * C);
     cpu_encoder_backward(gw, gp, g, tokens, B, T, C);
     ck(k, kcuda_encoder_backward(k, d_gw, d_gp, d_g, dtok, B, T, C), "encoder_backward");
@@ -171,37 +256,41 @@ static void test_layernorm(kcuda_ctx *k, int N, int C)
     float *x = host_random(n, 2), *w = host_random((size_t)C, 1), *b = host_random((size_t)C, 1);
     for (size_t i = 0; i < n; i++)
         x[i] += 0.5f; /* a non-zero mean */
+    act_round(x, n);
     float *y = malloc(n * 4), *mean = malloc((size_t)N * 4), *rstd = malloc((size_t)N * 4);
     cpu_layernorm_forward(y, mean, rstd, x, w, b, N, C);
-    float *dx_ = to_device(x, n * 4), *dw = to_device(w, (size_t)C * 4), *db = to_device(b, (size_t)C * 4);
-    float *dy = to_device(NULL, n * 4), *dm = to_device(NULL, (size_t)N * 4), *dr = to_device(NULL, (size_t)N * 4);
+    void *dx_ = act_to_device(x, n), *dy = act_to_device(NULL, n);
+    float *dw = to_device(w, (size_t)C * 4), *db = to_device(b, (size_t)C * 4);
+    float *dm = to_device(NULL, (size_t)N * 4), *dr = to_device(NULL, (size_t)N * 4);
     ck(k, kcuda_layernorm_forward(k, dy, dm, dr, dx_, dw, db, N, C), "layernorm_forward");
     char name[96];
-    snprintf(name, sizeof name, "layernorm_forward out (N=%d C=%d)", N, C);
-    expect_close(name, from_device(dy, n), y, n, TOL_EXACT);
+    snprintf(name, sizeof name, "layernorm_forward %s out (N=%d C=%d)", act_name(), N, C);
+    expect_close(name, act_from_device(dy, n), y, n, act_tol());
     expect_close("layernorm_forward mean", from_device(dm, (size_t)N), mean, (size_t)N, TOL_EXACT);
     expect_close("layernorm_forward rstd", from_device(dr, (size_t)N), rstd, (size_t)N, TOL_EXACT);
-    /* fused residual + layernorm: a + b then normalize */
-    float *a = host_random(n, 1), *bb = host_random(n, 1), *res = malloc(n * 4);
+    /* fused residual + layernorm: a + b (stored in the activation type) then normalize it */
+    float *a = act_round(host_random(n, 1), n), *bb = act_round(host_random(n, 1), n),
+          *res = malloc(n * 4);
     cpu_residual_forward(res, a, bb, (int)n);
+    act_round(res, n);
     cpu_layernorm_forward(y, mean, rstd, res, w, b, N, C);
-    float *da = to_device(a, n * 4), *dbb = to_device(bb, n * 4), *dres = to_device(NULL, n * 4);
+    void *da = act_to_device(a, n), *dbb = act_to_device(bb, n), *dres = act_to_device(NULL, n);
     ck(k, kcuda_residual_layernorm_forward(k, dres, dy, dm, dr, da, dbb, dw, db, N, C),
        "residual_layernorm_forward");
-    expect_close("residual_layernorm_forward residual", from_device(dres, n), res, n, TOL_EXACT);
-    expect_close("residual_layernorm_forward out", from_device(dy, n), y, n, TOL_EXACT);
+    expect_close("residual_layernorm_forward residual", act_from_device(dres, n), res, n, act_tol());
+    expect_close("residual_layernorm_forward out", act_from_device(dy, n), y, n, act_tol());
     /* backward from the forward of x */
     cpu_layernorm_forward(y, mean, rstd, x, w, b, N, C);
     check_cuda(cudaMemcpy(dm, mean, (size_t)N * 4, cudaMemcpyHostToDevice), "copy mean");
     check_cuda(cudaMemcpy(dr, rstd, (size_t)N * 4, cudaMemcpyHostToDevice), "copy rstd");
-    float *g = host_random(n, 1), *gx = host_random(n, 1), *gw = host_random((size_t)C, 1),
-          *gb = host_random((size_t)C, 1);
-    float *d_g = to_device(g, n * 4), *d_gx = to_device(gx, n * 4), *d_gw = to_device(gw, (size_t)C * 4),
-          *d_gb = to_device(gb, (size_t)C * 4);
+    float *g = act_round(host_random(n, 1), n), *gx = act_round(host_random(n, 1), n),
+          *gw = host_random((size_t)C, 1), *gb = host_random((size_t)C, 1);
+    void *d_g = act_to_device(g, n), *d_gx = act_to_device(gx, n);
+    float *d_gw = to_device(gw, (size_t)C * 4), *d_gb = to_device(gb, (size_t)C * 4);
     cpu_layernorm_backward(gx, gw, gb, g, x, w, mean, rstd, N, C);
     ck(k, kcuda_layernorm_backward(k, d_gx, d_gw, d_gb, d_g, dx_, dw, dm, dr, N, C),
        "layernorm_backward");
-    expect_close("layernorm_backward dinp", from_device(d_gx, n), gx, n, TOL_EXACT);
+    expect_close("layernorm_backward dinp (accumulates)", act_from_device(d_gx, n), gx, n, act_tol());
     expect_close("layernorm_backward dweight", from_device(d_gw, (size_t)C), gw, (size_t)C, 1e-4);
     expect_close("layernorm_backward dbias", from_device(d_gb, (size_t)C), gb, (size_t)C, 1e-4);
     void *bufs[] = {dx_, dw, db, dy, dm, dr, da, dbb, dres, d_g, d_gx, d_gw, d_gb};
@@ -215,25 +304,26 @@ static void test_matmul(kcuda_ctx *k, kcuda_precision p, int N, int C, int OC, i
 {
     double tol = gemm_tol(p);
     size_t nin = (size_t)N * C, nw = (size_t)OC * C, nout = (size_t)N * OC;
-    float *x = host_random(nin, 1), *w = host_random(nw, 1), *b = host_random((size_t)OC, 1);
+    float *x = act_round(host_random(nin, 1), nin), *w = host_random(nw, 1),
+          *b = host_random((size_t)OC, 1);
     float *y = malloc(nout * 4);
     cpu_matmul_forward(y, x, w, with_bias ? b : NULL, N, C, OC);
-    float *dx_ = to_device(x, nin * 4), *dw = to_device(w, nw * 4), *db = to_device(b, (size_t)OC * 4);
-    float *dy = to_device(NULL, nout * 4);
+    void *dx_ = act_to_device(x, nin), *dy = act_to_device(NULL, nout);
+    float *dw = to_device(w, nw * 4), *db = to_device(b, (size_t)OC * 4);
     ck(k, kcuda_matmul_forward(k, dy, dx_, dw, with_bias ? db : NULL, N, C, OC), "matmul_forward");
     char name[128];
-    snprintf(name, sizeof name, "matmul_forward %s N=%d C=%d OC=%d%s", kcuda_precision_name(p), N,
-             C, OC, with_bias ? " +bias" : "");
-    expect_close(name, from_device(dy, nout), y, nout, tol);
-    float *g = host_random(nout, 1), *gx = host_random(nin, 1), *gw = host_random(nw, 1),
-          *gb = host_random((size_t)OC, 1);
-    float *d_g = to_device(g, nout * 4), *d_gx = to_device(gx, nin * 4), *d_gw = to_device(gw, nw * 4),
-          *d_gb = to_device(gb, (size_t)OC * 4);
+    snprintf(name, sizeof name, "matmul_forward %s %s N=%d C=%d OC=%d%s", kcuda_precision_name(p),
+             act_name(), N, C, OC, with_bias ? " +bias" : "");
+    expect_close(name, act_from_device(dy, nout), y, nout, tol);
+    float *g = act_round(host_random(nout, 1), nout), *gx = act_round(host_random(nin, 1), nin),
+          *gw = host_random(nw, 1), *gb = host_random((size_t)OC, 1);
+    void *d_g = act_to_device(g, nout), *d_gx = act_to_device(gx, nin);
+    float *d_gw = to_device(gw, nw * 4), *d_gb = to_device(gb, (size_t)OC * 4);
     cpu_matmul_backward(gx, gw, gb, g, x, w, N, C, OC);
     ck(k, kcuda_matmul_backward(k, d_gx, d_gw, d_gb, d_g, dx_, dw, N, C, OC), "matmul_backward");
-    snprintf(name, sizeof name, "matmul_backward %s dinp", kcuda_precision_name(p));
-    expect_close(name, from_device(d_gx, nin), gx, nin, tol);
-    snprintf(name, sizeof name, "matmul_backward %s dweight", kcuda_precision_name(p));
+    snprintf(name, sizeof name, "matmul_backward %s %s dinp", kcuda_precision_name(p), act_name());
+    expect_close(name, act_from_device(d_gx, nin), gx, nin, tol);
+    snprintf(name, sizeof name, "matmul_backward %s %s dweight", kcuda_precision_name(p), act_name());
     expect_close(name, from_device(d_gw, nw), gw, nw, tol);
     expect_close("matmul_backward dbias (fp32 column sums)", from_device(d_gb, (size_t)OC), gb,
                  (size_t)OC, TOL_EXACT);
@@ -249,15 +339,16 @@ static void test_weight_cache(kcuda_ctx *k)
 {
     int N = 48, C = 64, OC = 80;
     size_t nin = (size_t)N * C, nw = (size_t)OC * C, nout = (size_t)N * OC;
-    float *x = host_random(nin, 1), *w = host_random(nw, 1), *w2 = host_random(nw, 1);
+    float *x = act_round(host_random(nin, 1), nin), *w = host_random(nw, 1), *w2 = host_random(nw, 1);
     float *y = malloc(nout * 4);
-    float *d_x = to_device(x, nin * 4), *d_w = to_device(w, nw * 4), *d_y = to_device(NULL, nout * 4);
+    void *d_x = act_to_device(x, nin), *d_y = act_to_device(NULL, nout);
+    float *d_w = to_device(w, nw * 4);
     unsigned long long casts0 = kcuda_weight_casts(k);
     cpu_matmul_forward(y, x, w, NULL, N, C, OC);
     ck(k, kcuda_matmul_forward_w(k, d_y, d_x, d_w, NULL, N, C, OC, 7), "forward_w");
     ck(k, kcuda_matmul_forward_w(k, d_y, d_x, d_w, NULL, N, C, OC, 7), "forward_w again");
-    expect_close("weight cache: forward through the cached copy", from_device(d_y, nout), y, nout,
-                 gemm_tol(KCUDA_BF16));
+    expect_close("weight cache: forward through the cached copy", act_from_device(d_y, nout), y,
+                 nout, gemm_tol(KCUDA_BF16));
     int ok = kcuda_weight_casts(k) - casts0 == 1;
     printf("%s weight cache: two GEMMs under one version cast the weight once (%llu)\n",
            ok ? "ok  " : "FAIL", kcuda_weight_casts(k) - casts0);
@@ -265,18 +356,21 @@ static void test_weight_cache(kcuda_ctx *k)
     /* new weights under the same version: the stale copy is (knowingly) still used */
     check_cuda(cudaMemcpy(d_w, w2, nw * 4, cudaMemcpyHostToDevice), "new weights");
     ck(k, kcuda_matmul_forward_w(k, d_y, d_x, d_w, NULL, N, C, OC, 7), "forward_w stale");
-    expect_close("weight cache: same version keeps the old copy", from_device(d_y, nout), y, nout,
-                 gemm_tol(KCUDA_BF16));
+    expect_close("weight cache: same version keeps the old copy", act_from_device(d_y, nout), y,
+                 nout, gemm_tol(KCUDA_BF16));
     /* after a bump the copy is recast; backward's dinp GEMM reuses it */
     cpu_matmul_forward(y, x, w2, NULL, N, C, OC);
     ck(k, kcuda_matmul_forward_w(k, d_y, d_x, d_w, NULL, N, C, OC, 8), "forward_w bumped");
-    expect_close("weight cache: a new version recasts", from_device(d_y, nout), y, nout,
+    expect_close("weight cache: a new version recasts", act_from_device(d_y, nout), y, nout,
                  gemm_tol(KCUDA_BF16));
-    float *g = host_random(nout, 1), *gx = host_random(nin, 1), *gw = host_random(nw, 1);
-    float *d_g = to_device(g, nout * 4), *d_gx = to_device(gx, nin * 4), *d_gw = to_device(gw, nw * 4);
+    float *g = act_round(host_random(nout, 1), nout), *gx = act_round(host_random(nin, 1), nin),
+          *gw = host_random(nw, 1);
+    void *d_g = act_to_device(g, nout), *d_gx = act_to_device(gx, nin);
+    float *d_gw = to_device(gw, nw * 4);
     cpu_matmul_backward(gx, gw, NULL, g, x, w2, N, C, OC);
     ck(k, kcuda_matmul_backward_w(k, d_gx, d_gw, NULL, d_g, d_x, d_w, N, C, OC, 8), "backward_w");
-    expect_close("weight cache: backward dinp", from_device(d_gx, nin), gx, nin, gemm_tol(KCUDA_BF16));
+    expect_close("weight cache: backward dinp", act_from_device(d_gx, nin), gx, nin,
+                 gemm_tol(KCUDA_BF16));
     expect_close("weight cache: backward dweight", from_device(d_gw, nw), gw, nw, gemm_tol(KCUDA_BF16));
     ok = kcuda_weight_casts(k) - casts0 == 2;
     printf("%s weight cache: backward under the same version did not recast (%llu casts)\n",
@@ -360,28 +454,55 @@ static void test_attention_fused(kcuda_ctx *k, int B, int T, int C, int NH)
     free(qkv); free(out); free(pre); free(att); free(dpre); free(datt); free(g); free(gqkv);
 }
 
-static void test_elementwise(kcuda_ctx *k)
+/* The activation element-wise kernels on n values, `off` elements past the start of their
+ * allocations (off = 1: not 16-byte aligned, the kernels' scalar path). */
+static void test_act_elementwise(kcuda_ctx *k, size_t n, size_t off)
 {
-    size_t n = 10007;
-    float *x = host_random(n, 3), *y = malloc(n * 4), *b = host_random(n, 1);
-    float *d_x = to_device(x, n * 4), *d_y = to_device(NULL, n * 4), *d_b = to_device(b, n * 4);
+    float *x = act_round(host_random(n, 3), n), *y = malloc(n * 4), *b = act_round(host_random(n, 1), n);
+    char *bx = act_to_device(NULL, n + off), *by = act_to_device(NULL, n + off),
+         *bb = act_to_device(NULL, n + off);
+    void *tmp = act_to_device(x, n);
+    size_t sh = act_bytes(off);
+    void *d_x = bx + sh, *d_y = by + sh, *d_b = bb + sh;
+    check_cuda(cudaMemcpy(d_x, tmp, act_bytes(n), cudaMemcpyDeviceToDevice), "place x");
+    cudaFree(tmp);
+    tmp = act_to_device(b, n);
+    check_cuda(cudaMemcpy(d_b, tmp, act_bytes(n), cudaMemcpyDeviceToDevice), "place b");
+    cudaFree(tmp);
+    char name[96];
     cpu_gelu_forward(y, x, (int)n);
     ck(k, kcuda_gelu_forward(k, d_y, d_x, n), "gelu_forward");
-    expect_close("gelu_forward", from_device(d_y, n), y, n, TOL_EXACT);
-    float *g = host_random(n, 1), *gx = host_random(n, 1);
-    float *d_g = to_device(g, n * 4), *d_gx = to_device(gx, n * 4);
+    snprintf(name, sizeof name, "gelu_forward %s n=%zu offset %zu", act_name(), n, off);
+    expect_close(name, act_from_device(d_y, n), y, n, act_tol());
+    float *g = act_round(host_random(n, 1), n), *gx = act_round(host_random(n, 1), n);
+    void *d_g = act_to_device(g, n), *d_gx = act_to_device(gx, n); /* aligned */
     cpu_gelu_backward(gx, x, g, (int)n);
     ck(k, kcuda_gelu_backward(k, d_gx, d_x, d_g, n), "gelu_backward");
-    expect_close("gelu_backward (accumulates)", from_device(d_gx, n), gx, n, TOL_EXACT);
+    snprintf(name, sizeof name, "gelu_backward (accumulates) %s offset %zu", act_name(), off);
+    expect_close(name, act_from_device(d_gx, n), gx, n, act_tol());
     cpu_residual_forward(y, x, b, (int)n);
     ck(k, kcuda_residual_forward(k, d_y, d_x, d_b, n), "residual_forward");
-    expect_close("residual_forward", from_device(d_y, n), y, n, TOL_EXACT);
+    snprintf(name, sizeof name, "residual_forward %s offset %zu", act_name(), off);
+    expect_close(name, act_from_device(d_y, n), y, n, act_tol());
     float *da = host_copy(x, n), *db = host_copy(b, n);
     cpu_residual_backward(da, db, g, (int)n);
     ck(k, kcuda_residual_backward(k, d_x, d_b, d_g, n), "residual_backward");
-    expect_close("residual_backward da", from_device(d_x, n), da, n, TOL_EXACT);
-    expect_close("residual_backward db", from_device(d_b, n), db, n, TOL_EXACT);
-    /* scale, fill, casts */
+    snprintf(name, sizeof name, "residual_backward da %s offset %zu", act_name(), off);
+    expect_close(name, act_from_device(d_x, n), da, n, act_tol());
+    snprintf(name, sizeof name, "residual_backward db %s offset %zu", act_name(), off);
+    expect_close(name, act_from_device(d_b, n), db, n, act_tol());
+    void *bufs[] = {bx, by, bb, d_g, d_gx};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        cudaFree(bufs[i]);
+    free(x); free(y); free(b); free(g); free(gx); free(da); free(db);
+}
+
+/* fp32-only helpers: scale, fill, casts. */
+static void test_fp32_elementwise(kcuda_ctx *k)
+{
+    size_t n = 10007;
+    float *x = host_random(n, 3), *g = host_random(n, 1);
+    float *d_x = to_device(x, n * 4), *d_y = to_device(NULL, n * 4), *d_g = to_device(g, n * 4);
     float *s = host_copy(g, n);
     cpu_scale(s, 0.37f, n);
     ck(k, kcuda_scale(k, d_g, 0.37f, n), "scale");
@@ -393,45 +514,50 @@ static void test_elementwise(kcuda_ctx *k)
     void *bf = to_device(NULL, n * 2);
     ck(k, kcuda_cast_f32_to_bf16(k, bf, d_x, n), "cast to bf16");
     ck(k, kcuda_cast_bf16_to_f32(k, d_y, bf, n), "cast to fp32");
-    expect_close("cast fp32 -> bf16 -> fp32 (bf16 rounding)", from_device(d_y, n), da, n,
-                 1.0 / 256);
+    expect_close("cast fp32 -> bf16 -> fp32 (bf16 rounding)", from_device(d_y, n), x, n, 1.0 / 256);
+    /* and exactly the host's round-to-nearest-even */
+    float *r = host_copy(x, n);
+    for (size_t i = 0; i < n; i++)
+        r[i] = bf16_value(bf16_bits(r[i]));
+    expect_close("cast fp32 -> bf16 rounds to nearest even", from_device(d_y, n), r, n, 0.0);
     cudaFree(bf);
-    void *bufs[] = {d_x, d_y, d_b, d_g, d_gx};
+    void *bufs[] = {d_x, d_y, d_g};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         cudaFree(bufs[i]);
-    free(x); free(y); free(b); free(g); free(gx); free(da); free(db); free(s);
+    free(x); free(g); free(s); free(r);
 }
 
-static void test_crossentropy(kcuda_ctx *k)
+static void test_crossentropy(kcuda_ctx *k, int N, int V, int Vp)
 {
-    int N = 13, V = 1000, Vp = 1024;
     size_t n = (size_t)N * Vp;
-    float *logits = host_random(n, 4), *probs = malloc(n * 4), *losses = malloc((size_t)N * 4);
-    int targets[13];
+    float *logits = act_round(host_random(n, 4), n), *probs = malloc(n * 4),
+          *losses = malloc((size_t)N * 4);
+    int *targets = malloc((size_t)N * sizeof *targets);
     for (int i = 0; i < N; i++)
         targets[i] = (i * 131 + 7) % V;
     cpu_softmax_crossentropy_forward(losses, probs, logits, targets, N, V, Vp);
-    float *d_logits = to_device(logits, n * 4), *d_probs = to_device(NULL, n * 4),
-          *d_losses = to_device(NULL, (size_t)N * 4);
-    int *d_t = to_device(targets, sizeof targets);
+    void *d_logits = act_to_device(logits, n), *d_probs = act_to_device(NULL, n);
+    float *d_losses = to_device(NULL, (size_t)N * 4);
+    int *d_t = to_device(targets, (size_t)N * sizeof *targets);
     ck(k, kcuda_crossentropy_forward(k, d_losses, d_probs, d_logits, d_t, N, V, Vp),
        "crossentropy_forward");
-    expect_close("crossentropy_forward losses", from_device(d_losses, (size_t)N), losses,
-                 (size_t)N, TOL_EXACT);
-    expect_close("crossentropy_forward probs (padded = 0)", from_device(d_probs, n), probs, n,
-                 TOL_EXACT);
-    float *dl = host_random((size_t)N, 1), *dlog = host_random(n, 1);
-    float *d_dl = to_device(dl, (size_t)N * 4), *d_dlog = to_device(dlog, n * 4);
-    check_cuda(cudaMemcpy(d_probs, probs, n * 4, cudaMemcpyHostToDevice), "copy probs");
+    char name[96];
+    snprintf(name, sizeof name, "crossentropy_forward %s losses (V=%d Vp=%d)", act_name(), V, Vp);
+    expect_close(name, from_device(d_losses, (size_t)N), losses, (size_t)N, TOL_EXACT);
+    expect_close("crossentropy_forward probs (padded = 0)", act_from_device(d_probs, n), probs, n,
+                 act_tol());
+    act_round(probs, n);
+    float *dl = host_random((size_t)N, 1), *dlog = act_round(host_random(n, 1), n);
+    float *d_dl = to_device(dl, (size_t)N * 4);
+    void *d_dlog = act_to_device(dlog, n), *d_p = act_to_device(probs, n);
     cpu_softmax_crossentropy_backward(dlog, dl, probs, targets, N, V, Vp);
-    ck(k, kcuda_crossentropy_backward(k, d_dlog, d_dl, d_probs, d_t, N, V, Vp),
-       "crossentropy_backward");
-    expect_close("crossentropy_backward (accumulates, pad untouched)", from_device(d_dlog, n), dlog,
-                 n, TOL_EXACT);
-    void *bufs[] = {d_logits, d_probs, d_losses, d_t, d_dl, d_dlog};
+    ck(k, kcuda_crossentropy_backward(k, d_dlog, d_dl, d_p, d_t, N, V, Vp), "crossentropy_backward");
+    expect_close("crossentropy_backward (accumulates, pad untouched)", act_from_device(d_dlog, n),
+                 dlog, n, act_tol());
+    void *bufs[] = {d_logits, d_probs, d_losses, d_t, d_dl, d_dlog, d_p};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         cudaFree(bufs[i]);
-    free(logits); free(probs); free(losses); free(dl); free(dlog);
+    free(logits); free(probs); free(losses); free(targets); free(dl); free(dlog);
 }
 
 static void test_adamw_and_sums(kcuda_ctx *k)
@@ -488,6 +614,28 @@ static void test_errors(kcuda_ctx *k)
     int ok = rc != 0 && strstr(kcuda_error(k), "multiple") != NULL;
     printf("%s attention with C %% NH != 0 is refused: %s\n", ok ? "ok  " : "FAIL", kcuda_error(k));
     failures += !ok;
+    /* bf16 activations need a bf16-precision context (k is fp32) */
+    rc = kcuda_ctx_set_act_dtype(k, KCUDA_ACT_BF16);
+    ok = rc != 0 && kcuda_ctx_act_dtype(k) == KCUDA_ACT_F32;
+    printf("%s bf16 activations refused in a %s context: %s\n", ok ? "ok  " : "FAIL",
+           kcuda_precision_name(kcuda_ctx_precision(k)), kcuda_error(k));
+    failures += !ok;
+}
+
+/* Every kernel whose activations follow the context's storage type. */
+static void test_act_kernels(kcuda_ctx *k)
+{
+    test_encoder(k, 40);  /* 16-byte vectors for fp32 and bf16 */
+    test_encoder(k, 36);  /* fp32 vectors, bf16 scalar (36 % 8 != 0) */
+    test_encoder(k, 13);  /* scalar */
+    test_layernorm(k, 37, 64);
+    test_layernorm(k, 16, 100);
+    test_layernorm(k, 5, 13);
+    test_layernorm(k, 8, 768);
+    test_act_elementwise(k, 10007, 0);
+    test_act_elementwise(k, 10007, 1);
+    test_crossentropy(k, 13, 1000, 1024);
+    test_crossentropy(k, 3, 37, 37);
 }
 
 int main(void)
@@ -503,31 +651,39 @@ int main(void)
     printf("device: %s (sm_%d%d)\n", prop.name, prop.major, prop.minor);
     cudaStream_t stream;
     check_cuda(cudaStreamCreate(&stream), "cudaStreamCreate");
-    kcuda_precision precisions[3] = {KCUDA_FP32, KCUDA_TF32, KCUDA_BF16};
-    for (int pi = 0; pi < 3; pi++) {
+    /* fp32 activations in fp32, tf32 and bf16 precision; then bf16 activations (bf16 only) */
+    kcuda_precision precisions[4] = {KCUDA_FP32, KCUDA_TF32, KCUDA_BF16, KCUDA_BF16};
+    for (int pi = 0; pi < 4; pi++) {
         char err[256];
         kcuda_ctx *k = kcuda_ctx_create(stream, precisions[pi], err, sizeof err);
         if (!k) {
             printf("FAIL kcuda_ctx_create: %s\n", err);
             return 1;
         }
-        printf("-- precision %s\n", kcuda_precision_name(precisions[pi]));
+        act_bf16 = pi == 3;
+        if (act_bf16 && kcuda_ctx_set_act_dtype(k, KCUDA_ACT_BF16) != 0) {
+            printf("FAIL kcuda_ctx_set_act_dtype(bf16): %s\n", kcuda_error(k));
+            return 1;
+        }
+        printf("-- precision %s, %s\n", kcuda_precision_name(precisions[pi]), act_name());
+        if (pi == 0 || act_bf16)
+            test_act_kernels(k);
         if (pi == 0) {
-            test_encoder(k);
-            test_layernorm(k, 37, 64);
-            test_layernorm(k, 16, 100);
-            test_elementwise(k);
-            test_crossentropy(k);
+            test_fp32_elementwise(k);
             test_adamw_and_sums(k);
             test_errors(k);
         }
         test_matmul(k, precisions[pi], 32, 64, 96, 1);
         test_matmul(k, precisions[pi], 30, 50, 77, 0); /* odd sizes: unaligned rows */
+        test_matmul(k, precisions[pi], 30, 50, 77, 1); /* odd sizes with the bias epilogue */
         test_matmul(k, precisions[pi], 64, 768, 2304, 1);
-        test_attention(k, precisions[pi], 2, 16, 64, 4);
-        test_attention(k, precisions[pi], 1, 67, 96, 3);
-        if (precisions[pi] == KCUDA_BF16) {
+        if (precisions[pi] == KCUDA_BF16)
             test_weight_cache(k);
+        if (!act_bf16) { /* attention (attention*.cu) is tested with fp32 activations here */
+            test_attention(k, precisions[pi], 2, 16, 64, 4);
+            test_attention(k, precisions[pi], 1, 67, 96, 3);
+        }
+        if (precisions[pi] == KCUDA_BF16 && !act_bf16) {
             test_attention_fused(k, 2, 67, 128, 2);   /* hs 64, a partial last tile */
             test_attention_fused(k, 1, 200, 256, 4);  /* hs 64, four tiles per row */
             test_attention_fused(k, 2, 100, 64, 2);   /* hs 32 */
