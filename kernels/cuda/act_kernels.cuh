@@ -31,6 +31,11 @@
 #ifndef ACT_SHARED
 #define ACT_SHARED __shared__
 #endif
+/* Called with every vector access's address and required alignment: nothing on the GPU
+ * (a misaligned vector access faults there); the emulation counts misaligned ones. */
+#ifndef ACT_VEC_CHECK
+#define ACT_VEC_CHECK(ptr, align)
+#endif
 
 #define ACT_GELU_SCALE 0.7978845608028654f
 #define ACT_GELU_CUBIC 0.044715f
@@ -61,6 +66,7 @@ __device__ __forceinline__ bool act_aligned16(const P *p, const Rest *...rest)
 template <class T, int W>
 __device__ __forceinline__ void act_load(float (&f)[W], const T *p, size_t i)
 {
+    ACT_VEC_CHECK(p + i, alignof(act_vec<T, W>));
     act_vec<T, W> v = *reinterpret_cast<const act_vec<T, W> *>(p + i);
     for (int e = 0; e < W; e++)
         f[e] = kcuda_ld(v.v, (size_t)e);
@@ -70,6 +76,7 @@ __device__ __forceinline__ void act_load(float (&f)[W], const T *p, size_t i)
 template <class T, int W>
 __device__ __forceinline__ void act_store(T *p, size_t i, const float (&f)[W])
 {
+    ACT_VEC_CHECK(p + i, alignof(act_vec<T, W>));
     act_vec<T, W> v;
     for (int e = 0; e < W; e++)
         kcuda_st(v.v, (size_t)e, f[e]);

@@ -24,9 +24,11 @@
  * barriers run under two schedules (round-robin, and the lowest warp running ahead of the
  * others) so that a missing __syncthreads changes the result.
  *
- * What it cannot check: the CUDA compiler, alignment faults (a misaligned vector access
- * simply works on the CPU: the path choice is checked by the results of the one-off
- * buffers only in so far as both paths are correct), timing. Usage: test_act_kernels_emu
+ * Alignment: every vector access reports its address (ACT_VEC_CHECK) and the test fails
+ * if any is not aligned to its vector (on the GPU that access would fault), so the
+ * choice between the vector and the scalar path is checked, not only the results.
+ *
+ * What it cannot check: the CUDA compiler, timing. Usage: test_act_kernels_emu
  */
 #include <math.h>
 #include <stdint.h>
@@ -178,6 +180,10 @@ static inline float kcuda_block_max(float v, float *shared)
 
 /* blocks run one at a time, so a static is the block's shared memory */
 #define ACT_SHARED static
+/* every vector access must be aligned to its vector (a fault on the GPU): count those
+ * that are not */
+static unsigned long misaligned_vector_accesses;
+#define ACT_VEC_CHECK(ptr, align) (misaligned_vector_accesses += ((uintptr_t)(ptr) % (align)) != 0)
 #include "act_kernels.cuh"
 
 /* ---- buffers, rounding, comparison ------------------------------------------------------ */
@@ -507,6 +513,10 @@ int main(int argc, char **argv)
         run_all<float>();
         run_all<__nv_bfloat16>();
     }
+    bool aligned = misaligned_vector_accesses == 0;
+    printf("%s every 16-byte vector access was aligned (%lu misaligned)\n", aligned ? "ok  " : "FAIL",
+           misaligned_vector_accesses);
+    failures += !aligned;
     printf("%s: %d failure(s)\n", failures ? "FAILED" : "PASSED", failures);
     return failures ? 1 : 0;
 }
