@@ -30,7 +30,13 @@
  * the highest), so that a missing __syncthreads between warps changes the result; the
  * fp32 kernels (no block barriers) run round-robin.
  *
- * Usage: test_gpu_attention_block_emu tiles|fp32
+ * `fused`: the fused causal attention of flash_attention.cu (flash_attention_kernels.cuh)
+ * the same way, against kernels/cpu/attention.c: forward out, and dqkv's increment from
+ * the att (lse + output copy) that the emulated forward saved, both storage types, both
+ * schedules, head sizes 32/64/128 with partial tiles; tolerances of the GPU test, 2e-2
+ * forward, 3e-2 dqkv.
+ *
+ * Usage: test_gpu_attention_block_emu tiles|fp32|fused
  */
 #include <math.h>
 #include <stdio.h>
@@ -52,6 +58,7 @@ extern "C" {
 emu_dim3 threadIdx, blockIdx, gridDim, blockDim;
 emu_block *emu_current;
 alignas(128) unsigned char ab_smem[256 * 1024];
+alignas(128) unsigned char fa_smem[256 * 1024]; /* flash_attention_kernels.cuh's */
 
 /* What kcuda_internal.cuh gives the kernels for activations of either storage type. */
 static inline float __bfloat162float(__nv_bfloat16 b) { return emu_bf16_to_float(b); }
@@ -158,6 +165,7 @@ int emu_launch(emu_dim3 grid, emu_dim3 block, const std::function<void()> &body)
 /* ---- the kernels under test ----------------------------------------------------------- */
 
 #include "attention_block_kernels.cuh"
+#include "flash_attention_kernels.cuh"
 
 typedef __nv_bfloat16 bf16;
 
@@ -499,11 +507,132 @@ static void test_blocks(int tiles, int B, int Tq, int C, int NH, int full, int e
     }
 }
 
+/* ---- the fused causal attention (flash_attention_kernels.cuh) ------------------------- */
+
+/* The host side of flash_attention.cu, restated: att = lse [B*NH*T] then the output copy;
+ * the backward's Dv, and dq's fp32 accumulator (bf16 storage) added into dqkv at the end. */
+template <class ACT>
+static void launch_fused_forward(ACT *out, float *att, const ACT *qkv, int B, int T, int C, int NH)
+{
+    int hs = C / NH;
+    float scale = 1.0f / sqrtf((float)hs);
+    size_t rows = (size_t)B * NH * T;
+    emu_dim3 grid = {(unsigned)((T + FA_BR - 1) / FA_BR), (unsigned)(B * NH), 1};
+    emu_launch(grid, {FA_THREADS, 1, 1}, [&] {
+#define FA_EMU_FWD(HS) flash_forward_kernel<HS, ACT>(out, att, att + rows, qkv, T, NH, scale)
+        switch (hs) {
+        case 32: FA_EMU_FWD(32); break;
+        case 64: FA_EMU_FWD(64); break;
+        default: FA_EMU_FWD(128);
+        }
+#undef FA_EMU_FWD
+    });
+}
+
+template <class ACT>
+static void launch_fused_backward(ACT *dqkv, const ACT *dout, const ACT *qkv, const float *att,
+                                  int B, int T, int C, int NH)
+{
+    int hs = C / NH, rows = B * NH * T;
+    float scale = 1.0f / sqrtf((float)hs);
+    const bool f32 = sizeof(ACT) == sizeof(float);
+    std::vector<float> Dv((size_t)rows), dq_acc(f32 ? 0 : (size_t)B * T * C, 0.0f);
+    float *dv = Dv.data();
+    float *dqa = f32 ? (float *)(void *)dqkv : dq_acc.data();
+    int dqa_stride = f32 ? 3 * C : C;
+    emu_launch({(unsigned)((rows + 7) / 8), 1, 1}, {256, 1, 1},
+               [&] { flash_backward_dot_kernel<ACT>(dv, dout, att + rows, rows, T, NH, hs); });
+    emu_dim3 grid = {(unsigned)((T + FA_BC - 1) / FA_BC), (unsigned)(B * NH), 1};
+    emu_launch(grid, {FA_THREADS, 1, 1}, [&] {
+#define FA_EMU_BWD(HS)                                                                             \
+    flash_backward_kernel<HS, ACT>(dqa, dqa_stride, dqkv, dout, qkv, att, dv, T, NH, scale)
+        switch (hs) {
+        case 32: FA_EMU_BWD(32); break;
+        case 64: FA_EMU_BWD(64); break;
+        default: FA_EMU_BWD(128);
+        }
+#undef FA_EMU_BWD
+    });
+    if (!f32) {
+        size_t n = (size_t)B * T * C, blocks = (n + 255) / 256;
+        emu_launch({(unsigned)(blocks > 64 ? 64 : blocks), 1, 1}, {256, 1, 1}, [&] {
+            fa_add_rows_kernel<ACT>(dqkv, 3 * C, dq_acc.data(), (size_t)B * T, C);
+        });
+    }
+}
+
+/* Forward out against cpu_attention_forward; dqkv's increment (from the att the emulated
+ * forward saved) against cpu_attention_backward's, onto non-zero start values. Tolerances
+ * of the GPU test (test_cuda_kernels.c): 2e-2 forward, 3e-2 dqkv; bf16 storage rounds out
+ * and each dqkv element once (allowed for as in the block tests). */
+template <class ACT> static void test_fused(int B, int T, int C, int NH)
+{
+    const bool is_bf16 = sizeof(ACT) == 2;
+    const size_t nqkv = (size_t)B * T * 3 * C, nout = (size_t)B * T * C;
+    const size_t natt = (size_t)B * NH * T * T;
+    std::vector<float> qkv = random_vec(nqkv, 2.0f); /* scores of a few units: peaked */
+    round_to_act<ACT>(qkv);
+    std::vector<float> out(nout), pre(natt), att(natt), dpre(natt), datt(natt);
+    cpu_attention_forward(out.data(), pre.data(), att.data(), qkv.data(), B, T, C, NH);
+    std::vector<ACT> qkv_a = to_act<ACT>(qkv), out_a(nout, act_from_float<ACT>(7.0f));
+    std::vector<float> att_emu(natt, 0.0f);
+    launch_fused_forward<ACT>(out_a.data(), att_emu.data(), qkv_a.data(), B, T, C, NH);
+    std::vector<double> out_stored(nout);
+    for (size_t i = 0; i < nout; i++)
+        out_stored[i] = fabs(out[i]);
+    char name[160];
+    const char *st = is_bf16 ? "bf16" : "f32 ";
+    double e;
+    snprintf(name, sizeof name, "fused %s fwd out B=%d T=%d C=%d NH=%d", st, B, T, C, NH);
+    e = expect_close(name, to_float(out_a), out, NULL, 2e-2, is_bf16 ? &out_stored : NULL);
+    worst_err[1][is_bf16][0] = fmax(worst_err[1][is_bf16][0], e);
+
+    std::vector<float> dout = random_vec(nout, 1.0f), dqkv0 = random_vec(nqkv, 0.5f);
+    round_to_act<ACT>(dout);
+    round_to_act<ACT>(dqkv0);
+    std::vector<float> dqkv_ref = dqkv0;
+    cpu_attention_backward(dqkv_ref.data(), dpre.data(), datt.data(), dout.data(), qkv.data(),
+                           att.data(), B, T, C, NH);
+    std::vector<ACT> dout_a = to_act<ACT>(dout), dqkv_a = to_act<ACT>(dqkv0);
+    launch_fused_backward<ACT>(dqkv_a.data(), dout_a.data(), qkv_a.data(), att_emu.data(), B, T,
+                               C, NH);
+    std::vector<double> dqkv_stored(nqkv);
+    for (size_t i = 0; i < nqkv; i++)
+        dqkv_stored[i] = fabs(dqkv_ref[i]);
+    snprintf(name, sizeof name, "fused %s bwd dqkv (accumulates) B=%d T=%d C=%d NH=%d", st, B, T,
+             C, NH);
+    e = expect_close(name, to_float(dqkv_a), dqkv_ref, &dqkv0, 3e-2,
+                     is_bf16 ? &dqkv_stored : NULL);
+    worst_err[1][is_bf16][1] = fmax(worst_err[1][is_bf16][1], e);
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 2 || (strcmp(argv[1], "tiles") && strcmp(argv[1], "fp32"))) {
-        fprintf(stderr, "usage: %s tiles|fp32\n", argv[0]);
+    if (argc != 2 || (strcmp(argv[1], "tiles") && strcmp(argv[1], "fp32") &&
+                      strcmp(argv[1], "fused"))) {
+        fprintf(stderr, "usage: %s tiles|fp32|fused\n", argv[0]);
         return 2;
+    }
+    if (!strcmp(argv[1], "fused")) {
+        for (int sched = 1; sched <= 2; sched++) {
+            emu_schedule = sched;
+            for (int bf = 0; bf < 2; bf++) {
+                printf("-- fused causal attention, %s storage, schedule %s\n",
+                       bf ? "bf16" : "fp32", sched == 1 ? "lowest warp first" : "highest warp first");
+                void (*run)(int, int, int, int) = bf ? test_fused<bf16> : test_fused<float>;
+                /*  B    T    C  NH */
+                run(1, 67, 128, 2); /* hs 64, two query tiles, the last partial */
+                run(2, 40, 64, 2);  /* hs 32, one partial tile */
+                run(1, 129, 128, 1); /* hs 128, three tiles */
+            }
+        }
+        for (int bf = 0; bf < 2; bf++)
+            printf("largest error, %s storage: forward %.3e, backward %.3e\n",
+                   bf ? "bf16" : "fp32", worst_err[1][bf][0], worst_err[1][bf][1]);
+        printf("largest bf16 error before the rounding allowance: out %.3e, dqkv %.3e\n",
+               worst_raw[0], worst_raw[1]);
+        printf("%s: %d failure(s)\n", failures ? "FAILED" : "PASSED", failures);
+        return failures ? 1 : 0;
     }
     int tiles = !strcmp(argv[1], "tiles");
     for (int sched = tiles ? 1 : 0; sched <= (tiles ? 2 : 0); sched++) {
