@@ -14,9 +14,10 @@
  *   - the same in bf16 mode (operands rounded to 8-bit mantissas, fp32
  *     accumulation): 2e-2; TF32 (10-bit mantissas): 5e-3;
  *   - the fused (flash) attention, always bf16 tensor cores: 2e-2 forward, 3e-2 dqkv.
- * Activation storage: every kernel of act_kernels.cuh and the linear layers run again in a
- * bf16-precision context with bf16 activations (kcuda_ctx_set_act_dtype). Their
- * activation inputs are the reference's inputs rounded to bf16 (so the reference sees what
+ * Activation storage: every kernel of act_kernels.cuh, the linear layers and both
+ * attention paths (GEMM and fused; ring attention's blocks are in test_attention_block.c)
+ * run again in a bf16-precision context with bf16 activations (kcuda_ctx_set_act_dtype).
+ * Their activation inputs are the reference's inputs rounded to bf16 (so the reference sees what
  * the kernel sees) and every buffer is read back widened to fp32. Tolerances: outputs
  * stored in bf16 by element-wise, LayerNorm, encoder and cross-entropy kernels 1e-2 (one
  * rounding: at most 2^-9 of the value); fp32 outputs computed from bf16 inputs (losses,
@@ -386,29 +387,30 @@ static void test_attention(kcuda_ctx *k, kcuda_precision p, int B, int T, int C,
 {
     double tol = gemm_tol(p);
     size_t nqkv = (size_t)B * T * 3 * C, nout = (size_t)B * T * C, natt = (size_t)B * NH * T * T;
-    float *qkv = host_random(nqkv, 1), *out = malloc(nout * 4), *pre = malloc(natt * 4),
-          *att = malloc(natt * 4);
+    float *qkv = act_round(host_random(nqkv, 1), nqkv), *out = malloc(nout * 4),
+          *pre = malloc(natt * 4), *att = malloc(natt * 4);
     cpu_attention_forward(out, pre, att, qkv, B, T, C, NH);
-    float *d_qkv = to_device(qkv, nqkv * 4), *d_out = to_device(NULL, nout * 4),
-          *d_pre = to_device(NULL, natt * 4), *d_att = to_device(NULL, natt * 4);
+    void *d_qkv = act_to_device(qkv, nqkv), *d_out = act_to_device(NULL, nout);
+    float *d_pre = to_device(NULL, natt * 4), *d_att = to_device(NULL, natt * 4);
     ck(k, kcuda_attention_forward(k, d_out, d_pre, d_att, d_qkv, B, T, C, NH), "attention_forward");
     char name[128];
-    snprintf(name, sizeof name, "attention_forward %s out (B=%d T=%d C=%d NH=%d)",
-             kcuda_precision_name(p), B, T, C, NH);
-    expect_close(name, from_device(d_out, nout), out, nout, tol);
+    snprintf(name, sizeof name, "attention_forward %s %s out (B=%d T=%d C=%d NH=%d)",
+             kcuda_precision_name(p), act_name(), B, T, C, NH);
+    expect_close(name, act_from_device(d_out, nout), out, nout, tol);
     expect_close("attention_forward preatt", from_device(d_pre, natt), pre, natt, tol);
     expect_close("attention_forward att", from_device(d_att, natt), att, natt, tol);
     /* backward from the reference's att, so that only backward's error is measured */
     check_cuda(cudaMemcpy(d_att, att, natt * 4, cudaMemcpyHostToDevice), "copy att");
-    float *g = host_random(nout, 1), *gqkv = host_random(nqkv, 1), *dpre = malloc(natt * 4),
-          *datt = malloc(natt * 4);
-    float *d_g = to_device(g, nout * 4), *d_gqkv = to_device(gqkv, nqkv * 4),
-          *d_dpre = to_device(NULL, natt * 4), *d_datt = to_device(NULL, natt * 4);
+    float *g = act_round(host_random(nout, 1), nout), *gqkv = act_round(host_random(nqkv, 1), nqkv),
+          *dpre = malloc(natt * 4), *datt = malloc(natt * 4);
+    void *d_g = act_to_device(g, nout), *d_gqkv = act_to_device(gqkv, nqkv);
+    float *d_dpre = to_device(NULL, natt * 4), *d_datt = to_device(NULL, natt * 4);
     cpu_attention_backward(gqkv, dpre, datt, g, qkv, att, B, T, C, NH);
     ck(k, kcuda_attention_backward(k, d_gqkv, d_dpre, d_datt, d_g, d_qkv, d_att, B, T, C, NH),
        "attention_backward");
-    snprintf(name, sizeof name, "attention_backward %s dqkv (accumulates)", kcuda_precision_name(p));
-    expect_close(name, from_device(d_gqkv, nqkv), gqkv, nqkv, tol);
+    snprintf(name, sizeof name, "attention_backward %s %s dqkv (accumulates)",
+             kcuda_precision_name(p), act_name());
+    expect_close(name, act_from_device(d_gqkv, nqkv), gqkv, nqkv, tol);
     expect_close("attention_backward dpreatt", from_device(d_dpre, natt), dpre, natt, tol);
     void *bufs[] = {d_qkv, d_out, d_pre, d_att, d_g, d_gqkv, d_dpre, d_datt};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
@@ -419,7 +421,7 @@ static void test_attention(kcuda_ctx *k, kcuda_precision p, int B, int T, int C,
 /* The fused (flash) attention against the reference: forward output, and dqkv from the
  * att that the fused forward saved (row log-sum-exp + output copy). bf16 tensor cores
  * with fp32 accumulation and online softmax: tolerance 2e-2 on out, 3e-2 on dqkv
- * (P and dS are rounded to bf16 as well). */
+ * (P and dS are rounded to bf16 as well), for either activation storage. */
 #define TOL_FUSED_FWD 2e-2
 #define TOL_FUSED_BWD 3e-2
 static void test_attention_fused(kcuda_ctx *k, int B, int T, int C, int NH)
@@ -434,20 +436,22 @@ static void test_attention_fused(kcuda_ctx *k, int B, int T, int C, int NH)
           *att = malloc(natt * 4), *dpre = malloc(natt * 4), *datt = malloc(natt * 4);
     for (size_t i = 0; i < nqkv; i++)
         qkv[i] *= 2.0f; /* scores of a few units: a peaked softmax exercises the rescaling */
+    act_round(qkv, nqkv);
     cpu_attention_forward(out, pre, att, qkv, B, T, C, NH);
-    float *d_qkv = to_device(qkv, nqkv * 4), *d_out = to_device(NULL, nout * 4),
-          *d_att = to_device(NULL, natt * 4);
+    void *d_qkv = act_to_device(qkv, nqkv), *d_out = act_to_device(NULL, nout);
+    float *d_att = to_device(NULL, natt * 4);
     ck(k, kcuda_attention_forward_fused(k, d_out, d_att, d_qkv, B, T, C, NH), "fused forward");
     char name[128];
-    snprintf(name, sizeof name, "fused attention forward (B=%d T=%d C=%d NH=%d)", B, T, C, NH);
-    expect_close(name, from_device(d_out, nout), out, nout, TOL_FUSED_FWD);
-    float *g = host_random(nout, 1), *gqkv = host_random(nqkv, 1);
-    float *d_g = to_device(g, nout * 4), *d_gqkv = to_device(gqkv, nqkv * 4);
+    snprintf(name, sizeof name, "fused attention forward %s (B=%d T=%d C=%d NH=%d)", act_name(), B,
+             T, C, NH);
+    expect_close(name, act_from_device(d_out, nout), out, nout, TOL_FUSED_FWD);
+    float *g = act_round(host_random(nout, 1), nout), *gqkv = act_round(host_random(nqkv, 1), nqkv);
+    void *d_g = act_to_device(g, nout), *d_gqkv = act_to_device(gqkv, nqkv);
     cpu_attention_backward(gqkv, dpre, datt, g, qkv, att, B, T, C, NH);
     ck(k, kcuda_attention_backward_fused(k, d_gqkv, d_g, d_qkv, d_att, B, T, C, NH),
        "fused backward");
-    snprintf(name, sizeof name, "fused attention backward dqkv (accumulates)");
-    expect_close(name, from_device(d_gqkv, nqkv), gqkv, nqkv, TOL_FUSED_BWD);
+    snprintf(name, sizeof name, "fused attention backward %s dqkv (accumulates)", act_name());
+    expect_close(name, act_from_device(d_gqkv, nqkv), gqkv, nqkv, TOL_FUSED_BWD);
     void *bufs[] = {d_qkv, d_out, d_att, d_g, d_gqkv};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         cudaFree(bufs[i]);
@@ -679,11 +683,9 @@ int main(void)
         test_matmul(k, precisions[pi], 64, 768, 2304, 1);
         if (precisions[pi] == KCUDA_BF16)
             test_weight_cache(k);
-        if (!act_bf16) { /* attention (attention*.cu) is tested with fp32 activations here */
-            test_attention(k, precisions[pi], 2, 16, 64, 4);
-            test_attention(k, precisions[pi], 1, 67, 96, 3);
-        }
-        if (precisions[pi] == KCUDA_BF16 && !act_bf16) {
+        test_attention(k, precisions[pi], 2, 16, 64, 4);
+        test_attention(k, precisions[pi], 1, 67, 96, 3);
+        if (precisions[pi] == KCUDA_BF16) {
             test_attention_fused(k, 2, 67, 128, 2);   /* hs 64, a partial last tile */
             test_attention_fused(k, 1, 200, 256, 4);  /* hs 64, four tiles per row */
             test_attention_fused(k, 2, 100, 64, 2);   /* hs 32 */
