@@ -16,9 +16,11 @@
  *   - Activations are stored in fp32 or bf16, a property of the context
  *     (kcuda_act_dtype below); parameters, their gradients and the optimizer state
  *     are always fp32. The precision of the GEMMs is a property of the context:
- *       KCUDA_BF16  operands rounded to bf16 (weights and activations, tensor
- *                   cores), fp32 accumulation and output — bf16 mixed precision
- *                   with fp32 master weights and fp32 optimizer state;
+ *       KCUDA_BF16  bf16 operands on tensor cores (bf16 activations as stored,
+ *                   fp32 activations rounded per call, weights from the bf16
+ *                   weight cache), fp32 accumulation, output in the activation
+ *                   type (weight gradients fp32) — bf16 mixed precision with fp32
+ *                   master weights and fp32 optimizer state;
  *       KCUDA_TF32  fp32 operands on TF32 tensor cores;
  *       KCUDA_FP32  exact fp32 GEMMs (the reference-like mode).
  *     Element-wise kernels, LayerNorm, softmax and AdamW always compute in fp32.
