@@ -65,8 +65,10 @@ __device__ __forceinline__ void fa_load_qkv_tile(__nv_bfloat16 *tile, const ACT 
     }
 }
 
+/* A minimum of 2 blocks per SM in the launch bounds: with the block size alone, ptxas (CUDA
+ * 13) capped the hs-64 fp32-storage instance at 64 registers and spilled 4 bytes. */
 template <int HS, class ACT>
-__global__ void __launch_bounds__(FA_THREADS)
+__global__ void __launch_bounds__(FA_THREADS, 2)
     flash_forward_kernel(ACT *out, float *lse, float *ocopy, const ACT *qkv, int T, int NH,
                          float scale)
 {
