@@ -13,11 +13,10 @@
  *
  * Why a separate header: the kernels use only a small part of CUDA's device API
  * (threadIdx/blockIdx/gridDim/blockDim, __syncthreads, __syncwarp, __shfl_sync,
- * __shfl_xor_sync, atomicAdd on float, __float2bfloat16_rn, __bfloat162float,
- * nvcuda::wmma 16x16x16 bf16 fragments, dynamic shared memory, kcuda_warp_sum/
- * kcuda_warp_max, kcuda_ld/kcuda_st), so a CPU emulation of
- * that API (tests/gpu/cuda_emu.h) can run exactly this code on a machine without a GPU
- * (tests/gpu/test_attention_block_emu.cpp). The includer provides the API first:
+ * __shfl_xor_sync, atomicAdd on float, __float2bfloat16_rn, nvcuda::wmma 16x16x16 bf16
+ * fragments, dynamic shared memory, kcuda_warp_sum/kcuda_warp_max, kcuda_ld/kcuda_st), so a
+ * CPU emulation of that API (tests/gpu/cuda_emu.h) can run exactly this code on a machine
+ * without a GPU (tests/gpu/test_attention_block_emu.cpp). The includer provides the API first:
  * attention_block.cu includes <mma.h> and kcuda_internal.cuh; the emulation its own.
  */
 #ifndef STEPSCOPE_ATTENTION_BLOCK_KERNELS_CUH

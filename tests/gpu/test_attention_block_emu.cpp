@@ -61,7 +61,6 @@ alignas(128) unsigned char ab_smem[256 * 1024];
 alignas(128) unsigned char fa_smem[256 * 1024]; /* flash_attention_kernels.cuh's */
 
 /* What kcuda_internal.cuh gives the kernels for activations of either storage type. */
-static inline float __bfloat162float(__nv_bfloat16 b) { return emu_bf16_to_float(b); }
 static inline float kcuda_ld(const float *p, size_t i) { return p[i]; }
 static inline float kcuda_ld(const __nv_bfloat16 *p, size_t i) { return emu_bf16_to_float(p[i]); }
 static inline void kcuda_st(float *p, size_t i, float v) { p[i] = v; }
