@@ -18,6 +18,8 @@
  * barrier after another lane's write sees the old value and the result goes wrong (for
  * the orders this schedule produces: an emulation, not a race detector).
  *
+ * The runtime (indices, barriers, the scheduler) is cuda_emu.cpp, linked into each test.
+ *
  * What it cannot check: the CUDA compiler, the real fragment layouts, shared-memory
  * limits and bank conflicts, timing. Plain C++17, no CUDA headers.
  */
@@ -192,5 +194,14 @@ inline void store_matrix_sync(float *p, const fragment<accumulator, 16, 16, 16, 
 /* Runs body() as every thread of every block of the grid; returns 0, or -1 for a block
  * shape it cannot run (not a multiple of 32 threads, or more than 1024) or no memory. */
 int emu_launch(emu_dim3 grid, emu_dim3 block, const std::function<void()> &body);
+/* The order in which emu_launch runs a block's threads (cuda_emu.cpp): 0 round-robin,
+ * 1 lowest warp first until it blocks, 2 highest warp first. */
+extern int emu_schedule;
+
+/* What kcuda_internal.cuh gives the kernels for activations of either storage type. */
+static inline float kcuda_ld(const float *p, size_t i) { return p[i]; }
+static inline float kcuda_ld(const __nv_bfloat16 *p, size_t i) { return emu_bf16_to_float(p[i]); }
+static inline void kcuda_st(float *p, size_t i, float v) { p[i] = v; }
+static inline void kcuda_st(__nv_bfloat16 *p, size_t i, float v) { p[i] = __float2bfloat16_rn(v); }
 
 #endif /* STEPSCOPE_TESTS_CUDA_EMU_H */
