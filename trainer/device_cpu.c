@@ -522,6 +522,11 @@ static int run_staged(cpu_task *t, char *err, size_t errlen)
                 owner[k] = j;
                 break;
             }
+        if (owner[k] != k && act_span(a) > act_span(&t->acts[owner[k]])) {
+            snprintf(err, errlen, "%s: aliased activation arguments of different extents", t->name);
+            rc = -1;
+            goto out;
+        }
         if (owner[k] != k) {
             t->p[a->index] = tmp[owner[k]];
             continue;
