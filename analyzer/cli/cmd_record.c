@@ -2,8 +2,7 @@
  * cmd_record.c — `stepscope record -o RUN [options] -- COMMAND...`: traces
  * any CUDA program (PyTorch under torchrun included) without code changes.
  *
- * It only prepares the environment and exec()s the command, so the command
- * keeps record's pid, its exit status and its signals:
+ * It prepares the environment, runs the command as its child and waits:
  *   CUDA_INJECTION64_PATH  libstepscope_inject.so: CUDA calls its
  *                          InitializeInjection at cuInit (CUPTI activity)
  *   NVTX_INJECTION64_PATH  the same library: NVTX ranges, marks, payloads
@@ -12,22 +11,41 @@
  *                          writes rank-%05d.trace.zst there, its rank taken
  *                          from RANK / OMPI_COMM_WORLD_RANK / SLURM_PROCID /
  *                          PMI_RANK (0 for a lone process)
- *   STEPSCOPE_RECORD_PID   our pid: descendants without a rank are not traced
+ *   STEPSCOPE_RECORD_PID   the command's pid: descendants without a rank
+ *                          are not traced
  *   STEPSCOPE_CONFIG_JSON  {"command": [...]} for the trace header
  * A variable already set to another library (another profiler) is left as it
  * is, with a warning: that source steps aside. The injection library is found
  * next to the executable (build tree: ../tracer/gpu/, install: ../lib/), or
  * given with --inject-lib. The run directory is created; one that already
  * holds traces is refused unless --force.
+ *
+ * Why a child and not exec(): when the command ends, record says what it
+ * got (how many rank files, their ranks and size, any file that cannot be
+ * read, e.g. a rank killed before its first flush) or, when nothing was
+ * written, why that usually happens. A command that never touches CUDA,
+ * NVTX or NCCL would otherwise leave an empty directory and no word. The
+ * command's exit status is passed through, and a command killed by a signal
+ * makes record die of the same signal, so shells and launchers see what they
+ * would have seen without record. Like system(), record ignores SIGINT and
+ * SIGQUIT while it waits (the terminal sends them to the command too) and
+ * forwards SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 sent to it alone (a job
+ * scheduler's) to the command. A failed exec is reported through a
+ * close-on-exec pipe, so "not found" is still exit 127 with no summary.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include "stepscope.h"
 
 #define INJECT_LIB_NAME "libstepscope_inject.so"
 
@@ -48,9 +66,15 @@ static void usage(FILE *out) {
           "  --no-nvtx            do not capture NVTX\n"
           "  --no-nccl            do not load the NCCL profiler plugin\n"
           "  --force              write into a run directory that already holds traces\n"
+          "  -q, --quiet          no summary of the rank files written when COMMAND ends\n"
           "  -h, --help           this help\n"
           "\n"
-          "Exit status: COMMAND's own; 2 usage error; 1 set-up error; 127 COMMAND not found.\n");
+          "When COMMAND ends, record prints (on stderr) the rank files written, their size,\n"
+          "and any that cannot be read. Signals: Ctrl-C reaches COMMAND directly; SIGTERM,\n"
+          "SIGHUP, SIGUSR1 and SIGUSR2 sent to record are passed on to COMMAND.\n"
+          "\n"
+          "Exit status: COMMAND's own (record dies of the same signal if COMMAND did);\n"
+          "2 usage error; 1 set-up error; 127 COMMAND not found; 126 COMMAND not runnable.\n");
 }
 
 static int file_exists(const char *path) {
@@ -135,9 +159,191 @@ static char *command_json(char **cmd) {
   return json;
 }
 
+/* Where the signals we forward go (the command's pid once it runs). */
+static volatile sig_atomic_t command_pid;
+
+static void forward_signal(int sig) {
+  if (command_pid > 0) kill((pid_t)command_pid, sig);
+}
+
+/* Runs `command` as a child with STEPSCOPE_RECORD_PID set to its own pid and
+ * waits for it, forwarding signals (see the top of the file). 0 with the
+ * wait status in *status; 126/127 when it could not be run (said why); 1 when
+ * no child could be made. */
+static int run_command(char **command, int *status) {
+  int report[2]; /* exec failure: the child writes its errno here */
+  if (pipe2(report, O_CLOEXEC) != 0) {
+    fprintf(stderr, "stepscope record: cannot create a pipe: %s\n", strerror(errno));
+    return 1;
+  }
+  fflush(NULL);
+  struct sigaction ignore = {0}, forward = {0}, old_int, old_quit;
+  ignore.sa_handler = SIG_IGN;
+  forward.sa_handler = forward_signal;
+  sigemptyset(&ignore.sa_mask);
+  sigemptyset(&forward.sa_mask);
+  forward.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &ignore, &old_int);
+  sigaction(SIGQUIT, &ignore, &old_quit);
+  pid_t pid = fork();
+  if (pid < 0) {
+    fprintf(stderr, "stepscope record: cannot start %s: %s\n", command[0], strerror(errno));
+    return 1;
+  }
+  if (pid == 0) {
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGQUIT, &old_quit, NULL);
+    char self[32];
+    snprintf(self, sizeof self, "%ld", (long)getpid());
+    setenv("STEPSCOPE_RECORD_PID", self, 1);
+    close(report[0]);
+    execvp(command[0], command);
+    int e = errno;
+    ssize_t unused = write(report[1], &e, sizeof e);
+    (void)unused;
+    _exit(e == ENOENT ? 127 : 126);
+  }
+  command_pid = pid;
+  static const int forwarded[] = {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
+  for (size_t k = 0; k < sizeof forwarded / sizeof forwarded[0]; k++)
+    sigaction(forwarded[k], &forward, NULL);
+  close(report[1]);
+  int exec_errno = 0;
+  ssize_t got;
+  do got = read(report[0], &exec_errno, sizeof exec_errno);
+  while (got < 0 && errno == EINTR);
+  close(report[0]);
+  pid_t w;
+  do w = waitpid(pid, status, 0);
+  while (w < 0 && errno == EINTR);
+  if (got == (ssize_t)sizeof exec_errno) {
+    fprintf(stderr, "stepscope record: cannot run %s: %s\n", command[0], strerror(exec_errno));
+    return exec_errno == ENOENT ? 127 : 126;
+  }
+  if (w < 0) {
+    fprintf(stderr, "stepscope record: lost track of %s: %s\n", command[0], strerror(errno));
+    return 1;
+  }
+  return 0;
+}
+
+/* Exits the way the command did: its exit code, or death by its signal. */
+static int pass_status_on(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    fflush(NULL);
+    signal(sig, SIG_DFL);
+    sigset_t only;
+    sigemptyset(&only);
+    sigaddset(&only, sig);
+    sigprocmask(SIG_UNBLOCK, &only, NULL);
+    raise(sig);
+    return 128 + sig; /* a signal that does not terminate (cannot happen here) */
+  }
+  return 1;
+}
+
+/* What a rank file looked like before the command ran (--force into a run
+ * directory that already holds traces): a file that still looks the same
+ * afterwards was not written by this command. Compared by identity, size and
+ * modification time, not by clocks (file times are coarser than ours). */
+typedef struct file_snapshot {
+  char **paths;
+  struct stat *st;
+  size_t count;
+} file_snapshot;
+
+static void snapshot_take(const char *run, file_snapshot *snap) {
+  stepscope_error err;
+  memset(snap, 0, sizeof *snap);
+  if (stepscope_run_files(run, &snap->paths, &snap->count, &err) != 0 || snap->count == 0) return;
+  snap->st = calloc(snap->count, sizeof *snap->st);
+  if (!snap->st) return;
+  for (size_t k = 0; k < snap->count; k++)
+    if (stat(snap->paths[k], &snap->st[k]) != 0) snap->st[k].st_ino = 0;
+}
+
+static int snapshot_unchanged(const file_snapshot *snap, const char *path, const struct stat *now) {
+  if (!snap->st) return 0;
+  for (size_t k = 0; k < snap->count; k++) {
+    if (strcmp(snap->paths[k], path) != 0) continue;
+    const struct stat *was = &snap->st[k];
+    return was->st_ino == now->st_ino && was->st_dev == now->st_dev &&
+           was->st_size == now->st_size && was->st_mtim.tv_sec == now->st_mtim.tv_sec &&
+           was->st_mtim.tv_nsec == now->st_mtim.tv_nsec;
+  }
+  return 0;
+}
+
+static void snapshot_free(file_snapshot *snap) {
+  stepscope_run_files_free(snap->paths, snap->count);
+  free(snap->st);
+}
+
+/* Prints what the command wrote to the run directory: rank files, their ranks
+ * and total size, and every file that cannot be opened as a trace (a rank
+ * killed before its first flush, a disk that filled). Files the command left
+ * as they were in `before` (an earlier run's, under --force) are only
+ * counted. Only each file's first frame is read. */
+static void summarize_run(const char *run, const char *command, const file_snapshot *before) {
+  stepscope_error err;
+  char **paths = NULL;
+  size_t count = 0;
+  if (stepscope_run_files(run, &paths, &count, &err) != 0) {
+    fprintf(stderr, "stepscope record: cannot list %s: %s\n", run, err.message);
+    return;
+  }
+  uint64_t bytes = 0;
+  size_t readable = 0, stale = 0;
+  int32_t lo = INT32_MAX, hi = INT32_MIN;
+  for (size_t k = 0; k < count; k++) {
+    struct stat st;
+    if (stat(paths[k], &st) != 0) continue;
+    if (snapshot_unchanged(before, paths[k], &st)) {
+      stale++;
+      continue;
+    }
+    bytes += (uint64_t)st.st_size;
+    stepscope_reader *r = stepscope_reader_open(paths[k], &err);
+    if (!r) {
+      fprintf(stderr, "stepscope record: warning: %s\n", err.message);
+      continue;
+    }
+    int32_t rank = (int32_t)stepscope_reader_header(r)->rank;
+    lo = rank < lo ? rank : lo;
+    hi = rank > hi ? rank : hi;
+    readable++;
+    stepscope_reader_close(r);
+  }
+  char ranks[64] = "";
+  if (readable) {
+    if (lo == hi) snprintf(ranks, sizeof ranks, ", rank %d", (int)lo);
+    else snprintf(ranks, sizeof ranks, ", ranks %d-%d", (int)lo, (int)hi);
+  }
+  size_t written = count - stale;
+  if (written == 0) {
+    fprintf(stderr,
+            "stepscope record: no trace was written to %s. A process is traced once it calls\n"
+            "  CUDA, NVTX or NCCL, if it has a rank variable (RANK, OMPI_COMM_WORLD_RANK,\n"
+            "  SLURM_PROCID, PMI_RANK) or is %s itself; did it use the GPU?\n",
+            run, command);
+    stepscope_run_files_free(paths, count);
+    return;
+  }
+  fprintf(stderr, "stepscope record: %zu trace file%s written to %s (%.*f %s%s)", written,
+          written == 1 ? "" : "s", run, bytes < 1000000 ? 0 : 1,
+          bytes < 1000000 ? (double)bytes / 1e3 : (double)bytes / 1e6,
+          bytes < 1000000 ? "kB" : "MB", ranks);
+  if (readable < written) fprintf(stderr, "; %zu cannot be read (above)", written - readable);
+  if (stale) fprintf(stderr, "; %zu older file%s left from an earlier run", stale, stale == 1 ? "" : "s");
+  fprintf(stderr, "\n  next: stepscope analyze %s\n", run);
+  stepscope_run_files_free(paths, count);
+}
+
 int cmd_record(int argc, char **argv) {
   const char *run = NULL, *lib_arg = NULL;
-  int no_cuda = 0, no_nvtx = 0, no_nccl = 0, force = 0, i = 1;
+  int no_cuda = 0, no_nvtx = 0, no_nccl = 0, force = 0, quiet = 0, i = 1;
   for (; i < argc; i++) {
     const char *a = argv[i];
     if (strcmp(a, "--") == 0) { i++; break; }
@@ -148,6 +354,7 @@ int cmd_record(int argc, char **argv) {
     else if (strcmp(a, "--no-nvtx") == 0) no_nvtx = 1;
     else if (strcmp(a, "--no-nccl") == 0) no_nccl = 1;
     else if (strcmp(a, "--force") == 0) force = 1;
+    else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) quiet = 1;
     else if (a[0] == '-') { fprintf(stderr, "stepscope record: unknown option %s\n", a); usage(stderr); return 2; }
     else break; /* the command starts here (no "--") */
   }
@@ -186,16 +393,16 @@ int cmd_record(int argc, char **argv) {
   if (!no_nvtx) set_injection_var("NVTX_INJECTION64_PATH", lib);
   if (!no_nccl) set_injection_var("NCCL_PROFILER_PLUGIN", lib);
   setenv("STEPSCOPE_RUN_DIR", run_abs, 1);
-  char pid[32];
-  snprintf(pid, sizeof pid, "%ld", (long)getpid());
-  setenv("STEPSCOPE_RECORD_PID", pid, 1);
   char *config = command_json(command);
   if (config) {
     setenv("STEPSCOPE_CONFIG_JSON", config, 1);
     free(config);
   }
-  fflush(NULL);
-  execvp(command[0], command);
-  fprintf(stderr, "stepscope record: cannot run %s: %s\n", command[0], strerror(errno));
-  return errno == ENOENT ? 127 : 126;
+  file_snapshot before = {0};
+  if (!quiet) snapshot_take(run_abs, &before);
+  int status;
+  int rc = run_command(command, &status);
+  if (rc == 0 && !quiet) summarize_run(run_abs, command[0], &before);
+  snapshot_free(&before);
+  return rc ? rc /* could not start it (said why) */ : pass_status_on(status);
 }

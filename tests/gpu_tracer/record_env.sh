@@ -1,7 +1,11 @@
 #!/bin/sh
 # record_env.sh — `stepscope record`'s environment set-up, without a GPU:
 # runs `stepscope record -o RUN -- env` and checks the injection variables,
-# the run directory, the usage errors and the refusal to overwrite a run.
+# the run directory, the usage errors and the refusal to overwrite a run;
+# then the summary printed when the command ends (no trace, rank files
+# written, a file that cannot be read, an earlier run's files under --force,
+# --quiet) and how exit statuses and signals pass between record and the
+# command.
 # Usage: record_env.sh STEPSCOPE INJECT_LIB
 set -u
 stepscope=$1
@@ -52,5 +56,46 @@ check '[ $? -eq 127 ]'
 check '[ $? -eq 1 ]'
 "$stepscope" record -o "$tmp/run/a" --force --inject-lib "$lib" -- true
 check '[ $? -eq 0 ]'
+
+# The command runs as record's child: STEPSCOPE_RECORD_PID is the command's own pid.
+"$stepscope" record -q -o "$tmp/run/g" --inject-lib "$lib" -- sh -c 'echo "$$ $STEPSCOPE_RECORD_PID"' > "$tmp/pid.txt"
+check '[ "$(cut -d" " -f1 "$tmp/pid.txt")" = "$(cut -d" " -f2 "$tmp/pid.txt")" ]'
+
+# Summaries. Nothing written: record says so and why that usually happens.
+"$stepscope" record -o "$tmp/run/h" --inject-lib "$lib" -- true 2> "$tmp/sum1.txt"
+check 'grep -q "no trace was written to $tmp/run/h" "$tmp/sum1.txt"'
+# A readable rank file and an empty one written by the command.
+sample=$(dirname "$0")/../../samples/cpu-dp2pp2-1f1b/rank-00001.trace.zst
+"$stepscope" record -o "$tmp/run/h" --inject-lib "$lib" -- \
+  sh -c "cp '$sample' \"\$STEPSCOPE_RUN_DIR/rank-00001.trace.zst\"; : > \"\$STEPSCOPE_RUN_DIR/rank-00002.trace.zst\"" \
+  2> "$tmp/sum2.txt"
+check '[ $? -eq 0 ]'
+check 'grep -q "2 trace files written to $tmp/run/h (.* kB, rank 1); 1 cannot be read" "$tmp/sum2.txt"'
+check 'grep -q "warning: .*rank-00002.trace.zst: .*empty file" "$tmp/sum2.txt"'
+check 'grep -q "next: stepscope analyze $tmp/run/h" "$tmp/sum2.txt"'
+# Under --force, files the command did not touch are an earlier run's.
+"$stepscope" record -o "$tmp/run/h" --force --inject-lib "$lib" -- \
+  sh -c "cp '$sample' \"\$STEPSCOPE_RUN_DIR/rank-00003.trace.zst\"" 2> "$tmp/sum3.txt"
+check 'grep -q "1 trace file written to .*; 2 older files left from an earlier run" "$tmp/sum3.txt"'
+"$stepscope" record -q -o "$tmp/run/h" --force --inject-lib "$lib" -- true 2> "$tmp/sum4.txt"
+check '[ ! -s "$tmp/sum4.txt" ]'
+
+# A file that exists but cannot be executed: 126, no summary.
+"$stepscope" record -o "$tmp/run/i" --inject-lib "$lib" -- "$tmp/env.txt" 2> "$tmp/err5.txt"
+check '[ $? -eq 126 ]'
+check '! grep -q "no trace" "$tmp/err5.txt"'
+
+# A command killed by a signal: record dies of the same signal (the shell sees 128+15).
+"$stepscope" record -q -o "$tmp/run/j" --inject-lib "$lib" -- sh -c 'kill -TERM $$'
+check '[ $? -eq 143 ]'
+# SIGTERM sent to record alone reaches the command, and record ends with it.
+"$stepscope" record -q -o "$tmp/run/k" --inject-lib "$lib" -- sleep 30 &
+rec=$!
+sleep 0.5
+kill -TERM $rec
+start=$(date +%s)
+wait $rec
+check '[ $? -eq 143 ]'
+check '[ $(( $(date +%s) - start )) -lt 10 ]'
 
 exit $fail

@@ -2,9 +2,8 @@
  * gpu_session.c — starts and ends the process-wide trace in injected mode.
  *
  * `stepscope record` exports STEPSCOPE_RUN_DIR (where rank files go) and
- * STEPSCOPE_RECORD_PID (its own pid, which the traced command keeps because
- * record exec()s it). A process traces when it has a rank in its
- * environment (RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID, PMI_RANK), or when
+ * STEPSCOPE_RECORD_PID (the pid of the command it runs as its child). A
+ * process traces when it has a rank in its environment (RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID, PMI_RANK), or when
  * it is the recorded command itself; other descendants without a rank (a
  * compiler worker, a data-loader helper) are left alone so that they cannot
  * overwrite rank 0's file. The first GPU source to need the trace starts it
