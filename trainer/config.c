@@ -527,10 +527,8 @@ int config_validate(const train_config *c, char *err, size_t n)
                 "--microbatches %d is not a multiple of --pp %d, as the interleaved schedule "
                 "requires (it runs micro-batches in groups of pp per model chunk)",
                 c->microbatches, c->pp);
-        REQUIRE(c->zero == 0, "--zero %d: --schedule interleaved supports only --zero 0 so far",
-                c->zero);
-        REQUIRE(c->cp == 1, "--cp %d: --schedule interleaved does not support context "
-                "parallelism yet", c->cp);
+        REQUIRE(c->zero <= 1, "--zero %d: --schedule interleaved supports --zero 0 and 1 so far "
+                "(ZeRO-2/3 bucket one model chunk's gradients)", c->zero);
         REQUIRE(!c->checkpoint_dir[0], "--checkpoint-dir: --schedule interleaved cannot write "
                 "or resume checkpoints yet (a rank holds several model chunks)");
     } else {

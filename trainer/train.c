@@ -120,7 +120,8 @@ typedef struct trainer {
     model m;     /* chunk 0 (the only one without interleaving) */
     int V;       /* model chunks (virtual stages) on this rank */
     model *more; /* chunks 1 .. V-1 */
-    float **more_adam; /* [2 (V-1)]: AdamW moments m, v of chunks 1 .. V-1 */
+    float **more_adam; /* [2 (V-1)]: AdamW moments m, v of chunks 1 .. V-1 (ZeRO-1: of this
+                        * rank's slice of each, chunk_slice) */
     int cur_chunk; /* the chunk whose backward is being enqueued */
     int nevents;   /* per-slot events of each kind: nslots x V */
     int M, nslots, mb_size;
@@ -146,6 +147,17 @@ typedef struct trainer {
 static void progress_hook(void *arg) { comm_job_heartbeat(arg); }
 
 static model *chunk_model(trainer *t, int j) { return j == 0 ? &t->m : &t->more[j - 1]; }
+
+/* Interleaved chunks 1 .. V-1: this rank's 1/n slice [*lo, *hi) of chunk j's flat buffer over
+ * the gradient group, the same cut as chunk 0's ZeRO-1 shard (every chunk is padded to a
+ * multiple of dp x cp x 16). Its gradient norm is summed over this slice, and under ZeRO-1 the
+ * rank updates only this slice and keeps AdamW moments for it alone. */
+static void chunk_slice(trainer *t, int j, size_t *lo, size_t *hi)
+{
+    size_t len = chunk_model(t, j)->nfloats_padded / (size_t)t->reduce_n;
+    *lo = (size_t)comm_rank(t->dp_c) * len;
+    *hi = *lo + len;
+}
 
 /* The grid a chunk's model sees: virtual stage j*pp + pp_rank of pp*V stages. */
 static model_grid chunk_grid(const trainer *t, int j)
@@ -520,8 +532,9 @@ static int setup(trainer *t)
         if (model_init_params(mc, c->seed, e, sizeof e) != 0)
             return fail(t, "%s", e);
         if (j > 0) {
+            size_t state = c->zero ? mc->nfloats_padded / (size_t)t->reduce_n : mc->nfloats_padded;
             for (int k = 0; k < 2; k++)
-                if (!(t->more_adam[2 * (j - 1) + k] = t->o->alloc(t->dev, mc->nfloats_padded * 4)))
+                if (!(t->more_adam[2 * (j - 1) + k] = t->o->alloc(t->dev, state * 4)))
                     return fail(t, "%s", "out of device memory for the optimizer state");
         }
     }
@@ -662,11 +675,11 @@ static void write_memory_metadata(trainer *t)
     size_t params, grads, opt;
     train_memory_predict(t, &params, &grads, &opt);
     size_t acts = t->m.act_bytes_total;
-    for (int j = 1; j < t->V; j++) { /* interleaved (zero 0): the other chunks */
+    for (int j = 1; j < t->V; j++) { /* interleaved (zero 0 or 1): the other chunks */
         size_t P = chunk_model(t, j)->nfloats_padded;
         params += P * 4;
         grads += P * 4;
-        opt += P * 8;
+        opt += (c->zero ? P / (size_t)t->reduce_n : P) * 8;
         acts += chunk_model(t, j)->act_bytes_total;
     }
     snprintf(buf, sizeof buf,
@@ -1189,16 +1202,24 @@ static void optimizer(trainer *t, int step, double clip_scale, float lr)
                  t->adam_v + state_off, e - b, lr, (float)c->beta1, (float)c->beta2, (float)c->eps,
                  p->decay ? (float)c->weight_decay : 0.0f, step + 1);
     }
-    for (int j = 1; j < t->V; j++) { /* interleaved (zero 0): the other chunks, whole */
+    /* interleaved: the other chunks, whole (zero 0) or this rank's slice of each (zero 1) */
+    for (int j = 1; j < t->V; j++) {
         model *mc = chunk_model(t, j);
         float *am = t->more_adam[2 * (j - 1)], *av = t->more_adam[2 * (j - 1) + 1];
+        size_t clo = 0, chi = mc->nfloats_padded;
+        if (c->zero)
+            chunk_slice(t, j, &clo, &chi);
         if (clip_scale < 1.0)
-            o->scale(t->compute, mc->grad, (float)clip_scale, mc->nfloats_padded);
+            o->scale(t->compute, mc->grad + clo, (float)clip_scale, chi - clo);
         for (int k = 0; k < mc->nparams; k++) {
             param_info *p = &mc->params[k];
-            o->adamw(t->compute, mc->param + p->offset, mc->grad + p->offset, am + p->offset,
-                     av + p->offset, p->count, lr, (float)c->beta1, (float)c->beta2,
-                     (float)c->eps, p->decay ? (float)c->weight_decay : 0.0f, step + 1);
+            size_t b = p->offset > clo ? p->offset : clo;
+            size_t e = p->offset + p->count < chi ? p->offset + p->count : chi;
+            if (e <= b)
+                continue;
+            o->adamw(t->compute, mc->param + b, mc->grad + b, am + (b - clo), av + (b - clo),
+                     e - b, lr, (float)c->beta1, (float)c->beta2, (float)c->eps,
+                     p->decay ? (float)c->weight_decay : 0.0f, step + 1);
         }
     }
     if (c->zero && t->reduce_n > 1) {
@@ -1206,6 +1227,13 @@ static void optimizer(trainer *t, int step, double clip_scale, float lr)
         o->stream_wait_event(t->dp_stream, t->ev_opt_done);
         comm_allgather(t->dp_c, t->dp_stream, m->param, m->param + t->shard_begin, t->shard_len,
                        COMM_FLOAT32);
+        for (int j = 1; j < t->V; j++) {
+            model *mc = chunk_model(t, j);
+            size_t clo, chi;
+            chunk_slice(t, j, &clo, &chi);
+            comm_allgather(t->dp_c, t->dp_stream, mc->param, mc->param + clo, chi - clo,
+                           COMM_FLOAT32);
+        }
         o->event_record(t->ev_gather_done, t->dp_stream);
         o->stream_wait_event(t->compute, t->ev_gather_done);
     }
@@ -1297,8 +1325,8 @@ static int run_step(trainer *t, int step, double *loss_out, double *norm_out)
     }
     for (int j = 1; j < t->V; j++) { /* interleaved: the other chunks, this rank's 1/n slice */
         model *mc = chunk_model(t, j);
-        size_t len = mc->nfloats_padded / (size_t)t->reduce_n;
-        size_t lo = (size_t)comm_rank(t->dp_c) * len, hi = lo + len;
+        size_t lo, hi;
+        chunk_slice(t, j, &lo, &hi);
         for (int k = 0; k < mc->nparams; k++) {
             const param_info *p = &mc->params[k];
             size_t b = p->offset > lo ? p->offset : lo;
