@@ -214,8 +214,22 @@ SS.traceParserFactory = function () {
     this.slots = slots;
   };
 
-  /* sizeHint: the expected number of bytes (0 when unknown), to size the columns. */
-  function Parser(sizeHint) {
+  /* The key that names one flow across the parts of a split file: its category's
+   * name (null: none) and its id, numeric, or as the bytes kept by a ByteIds. */
+  function flowKey(catName, byteIds, fid, numId) {
+    var k = catName === null ? '\u0001' : 'c' + catName;
+    if (!byteIds) return k + '\u0000n' + numId;
+    var off = byteIds.off[fid], len = byteIds.len[fid], bytes = byteIds.bytes, parts = [];
+    for (var j = 0; j < len; j += 4096) {
+      parts.push(String.fromCharCode.apply(null, bytes.subarray(off + j, off + Math.min(len, j + 4096))));
+    }
+    return k + '\u0000s' + parts.join('');
+  }
+
+  /* sizeHint: the expected number of bytes (0 when unknown), to size the columns.
+   * opts.tail: this parser reads the second part of a split file, starting at an
+   * event of the traceEvents array at file offset opts.base (see finishTail). */
+  function Parser(sizeHint, opts) {
     this.cap = 1 << 16;
     while (sizeHint && this.cap * 160 < sizeHint && this.cap < (1 << 26)) this.cap *= 2;
     this.n = 0;
@@ -256,8 +270,19 @@ SS.traceParserFactory = function () {
     // reading state
     this.carry = null;
     this.base = 0;                               // file offset of the carried bytes
-    this.mode = 0;                               // 0 start, 1 object members, 2 event array, 3 done
+    this.mode = 0;                               // 0 start, 1 object members, 2 event array, 3 done,
+                                                 // 4 after the array, form not yet known (tail)
     this.form = null;
+    // a tail parser: what it cannot decide alone, because it depends on the part before it
+    this.tail = !!(opts && opts.tail);
+    if (this.tail) {
+      this.mode = 2;
+      this.base = opts.base || 0;
+      this.pendCond = [];                        // per pending flow start: its condition, or -1
+      this.conds = [];                           // flow keys first met as t/f (no start here)
+      this.condFlows = [];                       // flow index, condition: flows that hold only if it holds
+      this.orphanE = [];                         // tracks where an E found no B of this part
+    }
   }
 
   Parser.prototype.error = function (msg, p) {
@@ -321,7 +346,7 @@ SS.traceParserFactory = function () {
   Parser.prototype.group = function (pid) {
     var g = this.groups.get(pid);
     if (!g) {
-      g = { pid: pid, name: 'process ' + pid, sort: null };
+      g = { pid: pid, name: 'process ' + pid, sort: null, nameSet: false, sortSet: false };
       this.groups.set(pid, g);
       this.groupOrder.push(g);
     }
@@ -348,7 +373,7 @@ SS.traceParserFactory = function () {
   Parser.prototype.newTrack = function (pid, tid) {
     var id = this.tracks.length;
     this.tracks.push({ id: id, pid: pid, tid: tid, name: 'thread ' + tid, sort: null, count: 0,
-                       hasDerived: false, catMask: 0, lastTs: -Infinity, sorted: true });
+                       hasDerived: false, catMask: 0, lastTs: -Infinity, sorted: true, nameSet: false, sortSet: false });
     this.group(pid);
     return id;
   };
@@ -434,7 +459,7 @@ SS.traceParserFactory = function () {
       var c = buf[p];
       if (this.mode === 2) {                        // inside the event array
         if (c === 0x2c) { p++; continue; }
-        if (c === 0x5d) { p++; this.mode = this.form === 'object' ? 1 : 3; continue; }
+        if (c === 0x5d) { p++; this.mode = this.form === 'object' ? 1 : this.form === null ? 4 : 3; continue; }
         if (c !== 0x7b) { pos = p; throw new ParseError('an event is not an object'); }
         var e = this.parseEvent(buf, p, n);
         if (e < 0) return unit;
@@ -447,6 +472,11 @@ SS.traceParserFactory = function () {
         pos = p; throw new ParseError('not a JSON object or array');
       }
       if (this.mode === 3) { pos = p; throw new ParseError('unexpected data after the document'); }
+      if (this.mode === 4) {                        // tail: what follows the array tells the form
+        if (c === 0x2c) { this.form = 'object'; this.mode = 1; p++; continue; }
+        if (c === 0x7d) { this.form = 'object'; this.mode = 3; p++; continue; }
+        pos = p; throw new ParseError('unexpected data after the event array');
+      }
       // mode 1: members of the top-level object
       if (c === 0x2c) { p++; continue; }
       if (c === 0x7d) { p++; this.mode = 3; continue; }
@@ -635,6 +665,8 @@ SS.traceParserFactory = function () {
           args = encoder.encode(JSON.stringify(merged));
         }
         this.addSlice(t, b.ts, ts - b.ts, b.nameId, b.cat, args || buf, args ? 0 : 0, args ? args.length : 0);
+      } else if (this.tail) {
+        this.orphanE.push(t);                      // it may close a B of the part before
       }
     } else if (ph === 0x69 || ph === 0x49 || ph === 0x52 || ph === 0x6e) {   // i I R n
       if (!isFinite(ts)) return;
@@ -642,10 +674,12 @@ SS.traceParserFactory = function () {
     } else if (ph === 0x4d) {                      // M
       var a = argA >= 0 ? JSON.parse(decoder.decode(buf.subarray(argA, argB))) : {};
       var name = nameA >= 0 ? this.names[this.nameOf(buf, nameA, nameB)] : '';
-      if (name === 'process_name') this.group(pid).name = String(a.name);
-      else if (name === 'process_sort_index') this.group(pid).sort = +a.sort_index;
-      else if (name === 'thread_name') this.tracks[this.getTrack(pid, tid)].name = String(a.name);
-      else if (name === 'thread_sort_index') this.tracks[this.getTrack(pid, tid)].sort = +a.sort_index;
+      // (nameSet/sortSet: a tail's values replace the head's when its parts are joined)
+      var named;
+      if (name === 'process_name') { named = this.group(pid); named.name = String(a.name); named.nameSet = true; }
+      else if (name === 'process_sort_index') { named = this.group(pid); named.sort = +a.sort_index; named.sortSet = true; }
+      else if (name === 'thread_name') { named = this.tracks[this.getTrack(pid, tid)]; named.name = String(a.name); named.nameSet = true; }
+      else if (name === 'thread_sort_index') { named = this.tracks[this.getTrack(pid, tid)]; named.sort = +a.sort_index; named.sortSet = true; }
     } else if (ph === 0x43) {                      // C
       if (!isFinite(ts) || argA < 0) return;
       var ca = JSON.parse(decoder.decode(buf.subarray(argA, argB)));
@@ -671,34 +705,80 @@ SS.traceParserFactory = function () {
       var cid = catA >= 0 ? this.nameOf(buf, catA, catB) : -1;
       var starts = this.flowStarts.get(cid);
       if (!starts) { starts = { num: new Map(), str: new Int32Array(1024) }; this.flowStarts.set(cid, starts); }
-      var tr = this.getTrack(pid, tid), fid = -1, sl;
+      var tr = this.getTrack(pid, tid), fid = -1, sl, seen, tail = this.tail;
       if (idA >= 0) {
         var plain = true;
         for (var q = idA + 1; q < idB - 1; q++) if (buf[q] === 0x5c) { plain = false; break; }
         if (plain) fid = this.flowIds.id(buf, idA + 1, idB - 1);
         else { var eb = encoder.encode(decodeString(buf, idA, idB)); fid = this.flowIds.id(eb, 0, eb.length); }
         if (fid >= starts.str.length) starts.str = grow(starts.str, fid + 1);
-        sl = starts.str[fid] - 1;
+        sl = starts.str[fid] - 1;                 // -1: never met, -2: met, no start pending
+        seen = sl !== -1;
       } else {
-        sl = starts.num.get(id);
+        sl = starts.num.get(id);                  // undefined: never met, -2 (tail only): met, none pending
+        seen = sl !== undefined;
         if (sl === undefined) sl = -1;
       }
       if (ph === 0x73) {
         if (sl < 0) {
           sl = this.pendTrack.length; this.pendTrack.push(tr); this.pendTs.push(ts);
+          if (tail) this.pendCond.push(-1);
           if (fid >= 0) starts.str[fid] = sl + 1; else starts.num.set(id, sl);
-        } else { this.pendTrack[sl] = tr; this.pendTs[sl] = ts; }
+        } else {
+          this.pendTrack[sl] = tr; this.pendTs[sl] = ts;
+          if (tail) this.pendCond[sl] = -1;
+        }
       } else if (sl >= 0) {
+        if (tail && this.pendCond[sl] >= 0) this.condFlows.push(this.flowN, this.pendCond[sl]);
         this.addFlow(this.pendTrack[sl], this.pendTs[sl], tr, ts);
-        if (ph === 0x66) { if (fid >= 0) starts.str[fid] = 0; else starts.num.delete(id); }
-        else { this.pendTrack[sl] = tr; this.pendTs[sl] = ts; }
+        if (ph === 0x66) {
+          if (fid >= 0) starts.str[fid] = -1;
+          else if (tail) starts.num.set(id, -2); else starts.num.delete(id);
+        } else { this.pendTrack[sl] = tr; this.pendTs[sl] = ts; }
+      } else if (tail && !seen) {
+        // the first event of this flow in a tail, and not its start: the start may be in
+        // the part before. The flow is kept with a placeholder source (-1 - condition)
+        // and resolved, or dropped, when the parts are joined (absorb).
+        var cond = this.conds.length;
+        this.conds.push(flowKey(cid >= 0 ? this.names[cid] : null, fid >= 0 ? this.flowIds : null, fid, id));
+        this.addFlow(-1 - cond, NaN, tr, ts);
+        if (ph === 0x74) {
+          sl = this.pendTrack.length; this.pendTrack.push(tr); this.pendTs.push(ts); this.pendCond.push(cond);
+          if (fid >= 0) starts.str[fid] = sl + 1; else starts.num.set(id, sl);
+        } else if (fid >= 0) starts.str[fid] = -1;
+        else starts.num.set(id, -2);
       }
     }
     void bp;
   };
 
-  /* Call after the last chunk; throws when the document is incomplete. */
-  Parser.prototype.finish = function () {
+  /* The track of (pid, tid), or -1; creates nothing. */
+  Parser.prototype.findTrack = function (pid, tid) {
+    var t;
+    if (typeof pid === 'number' && typeof tid === 'number' && pid >= 0 && tid >= 0 &&
+        pid < 67108864 && tid < 67108864 && (pid | 0) === pid && (tid | 0) === tid) {
+      t = this.trackByNum.get(pid * 67108864 + tid);
+    } else {
+      t = this.trackByStr.get(typeof pid + ':' + pid + ':' + typeof tid + ':' + tid);
+    }
+    return t === undefined ? -1 : t;
+  };
+
+  /* Flow starts still pending at the end of what was read: flowKey -> slot. */
+  Parser.prototype.pendingFlowStarts = function () {
+    var out = new Map(), self = this;
+    this.flowStarts.forEach(function (starts, cid) {
+      var catName = cid >= 0 ? self.names[cid] : null;
+      starts.num.forEach(function (sl, id) { if (sl >= 0) out.set(flowKey(catName, null, -1, id), sl); });
+      for (var fid = 0; fid < starts.str.length; fid++) {
+        if (starts.str[fid] > 0) out.set(flowKey(catName, self.flowIds, fid, 0), starts.str[fid] - 1);
+      }
+    });
+    return out;
+  };
+
+  /* Ends the document: the carried bytes, then checks that it is complete. */
+  Parser.prototype.endDocument = function () {
     if (this.carry && this.carry.length) {
       var buf = this.carry, used;
       try { used = this.consume(buf, true); } catch (e) {
@@ -710,8 +790,168 @@ SS.traceParserFactory = function () {
       }
       this.carry = null;
     }
+    if (this.mode === 4) { this.form = 'array'; this.mode = 3; }
     if (this.form === null) throw this.error('empty document', 0);
     if (this.mode !== 3) throw this.error('truncated document (' + this.eventCount + ' complete events read)', 0);
+  };
+
+  /*
+   * Splitting a file over two parsers. A head parser reads bytes [0, cut) as usual; a
+   * tail parser (opts.tail) reads [cut, end) as if an event of the traceEvents array
+   * began at `cut`. finishTail() gives the tail's raw columns and what it could not
+   * decide alone; head.absorb(tail) joins them into exactly the state one parser
+   * reading the whole file would have reached, or refuses (returns a reason) when
+   * that cannot be guaranteed: when the head did not end between two events of the
+   * array (the cut was not an event boundary: then the head goes on reading the rest
+   * itself), when the tail's form differs, or when an E of the tail would close a B
+   * of the head. What is joined: string ids (the tail's table in its order of first
+   * use, appended), groups, tracks and counters (created in the tail's order, names
+   * and sort indices set by the tail win, counts and masks added, a track stays
+   * "sorted" only if the tail's first slice does not start before the head's last),
+   * slices (ids remapped, args appended to the arena), flows (a flow the tail met
+   * first as t/f takes its source from the head's pending start with the same
+   * category and id, or is dropped with the flows that followed from it, as one
+   * parser would have ignored it), time bounds, event counts and top-level members.
+   */
+
+  /* Tail parsers: the end of the document, and the state absorb() needs. */
+  Parser.prototype.finishTail = function () {
+    this.endDocument();
+    var n = this.n, counters = [];
+    this.counters.forEach(function (c, key) {
+      counters.push({ key: key, pid: c.pid, name: c.name, ts: Float64Array.from(c.ts), val: Float64Array.from(c.val), max: c.max });
+    });
+    return {
+      n: n, ts: this.ts, dur: this.dur, nameId: this.nameId, cat: this.cat, track: this.track,
+      argOff: this.argOff, argLen: this.argLen, arena: this.arena, arenaLen: this.arenaLen,
+      names: this.names,
+      tracks: this.tracks.map(function (t) {
+        return { pid: t.pid, tid: t.tid, name: t.name, nameSet: t.nameSet, sort: t.sort, sortSet: t.sortSet,
+                 count: t.count, catMask: t.catMask, hasDerived: t.hasDerived, lastTs: t.lastTs, sorted: t.sorted };
+      }),
+      groups: this.groupOrder.map(function (g) {
+        return { pid: g.pid, name: g.name, nameSet: g.nameSet, sort: g.sort, sortSet: g.sortSet };
+      }),
+      counters: counters,
+      flows: { n: this.flowN, fromTrack: this.flowFromTrack, fromTs: this.flowFromTs, toTrack: this.flowToTrack, toTs: this.flowToTs },
+      conds: this.conds, condFlows: Int32Array.from(this.condFlows), orphanE: Int32Array.from(this.orphanE),
+      minTs: this.minTs, maxTs: this.maxTs, eventCount: this.eventCount, topLevel: this.topLevel,
+      form: this.form, mode: this.mode, base: this.base
+    };
+  };
+
+  /* The buffers of a finishTail() result, for postMessage's transfer list. */
+  function tailTransferList(t) {
+    var list = [t.ts, t.dur, t.nameId, t.cat, t.track, t.argOff, t.argLen, t.arena,
+                t.flows.fromTrack, t.flows.fromTs, t.flows.toTrack, t.flows.toTs, t.condFlows, t.orphanE];
+    t.counters.forEach(function (c) { list.push(c.ts, c.val); });
+    return list.map(function (a) { return a.buffer; });
+  }
+
+  /* Joins a tail (finishTail()) read from where this head stopped; returns null when
+   * joined, or the reason it refused (then this parser is unchanged). */
+  Parser.prototype.absorb = function (t) {
+    if (this.mode !== 2 || (this.carry && this.carry.length)) return 'the cut is not between two events';
+    if (t.form !== this.form) return 'the parts disagree on the form of the document';
+    for (var k = 0; k < t.orphanE.length; k++) {
+      var tt = t.tracks[t.orphanE[k]], mine = this.findTrack(tt.pid, tt.tid), st = mine >= 0 ? this.openB.get(mine) : null;
+      if (st && st.length) return 'an E event of the tail closes a B event of the head';
+    }
+    var self = this, i;
+    // string ids, groups, tracks (creation order of the tail), counters
+    var nameMap = new Int32Array(t.names.length);
+    for (k = 0; k < t.names.length; k++) nameMap[k] = this.internString(t.names[k]);
+    t.groups.forEach(function (g) {
+      var mg = self.group(g.pid);
+      if (g.nameSet) { mg.name = g.name; mg.nameSet = true; }
+      if (g.sortSet) { mg.sort = g.sort; mg.sortSet = true; }
+    });
+    var nt = t.tracks.length, trackMap = new Int32Array(nt), headLast = new Float64Array(nt);
+    for (k = 0; k < nt; k++) {
+      tt = t.tracks[k];
+      var id = this.getTrack(tt.pid, tt.tid), mt = this.tracks[id];
+      trackMap[k] = id;
+      headLast[k] = mt.lastTs;
+      if (tt.nameSet) { mt.name = tt.name; mt.nameSet = true; }
+      if (tt.sortSet) { mt.sort = tt.sort; mt.sortSet = true; }
+      mt.count += tt.count;
+      mt.catMask |= tt.catMask;
+      mt.hasDerived = mt.hasDerived || tt.hasDerived;
+      if (!tt.sorted) mt.sorted = false;
+      if (tt.count) mt.lastTs = tt.lastTs;
+    }
+    t.counters.forEach(function (c) {
+      var mc = self.counters.get(c.key);
+      if (!mc) {
+        mc = { pid: c.pid, name: c.name, ts: [], val: [], max: 0 };
+        self.counters.set(c.key, mc);
+        self.counterList.push(mc);
+        self.group(c.pid);
+      }
+      for (var j = 0; j < c.ts.length; j++) { mc.ts.push(c.ts[j]); mc.val.push(c.val[j]); }
+      if (c.max > mc.max) mc.max = c.max;
+    });
+    // slices
+    var n1 = this.n, n2 = t.n;
+    while (this.cap < n1 + n2) this.growSlices();
+    var at = this.arenaLen;
+    if (t.arenaLen) {
+      if (at + t.arenaLen > this.arena.length) this.arena = grow(this.arena, at + t.arenaLen);
+      this.arena.set(t.arena.subarray(0, t.arenaLen), at);
+      this.arenaLen = at + t.arenaLen;
+    }
+    this.ts.set(t.ts.subarray(0, n2), n1);
+    this.dur.set(t.dur.subarray(0, n2), n1);
+    this.cat.set(t.cat.subarray(0, n2), n1);
+    this.argLen.set(t.argLen.subarray(0, n2), n1);
+    var firstSeen = new Uint8Array(nt), nameId = this.nameId, track = this.track, argOff = this.argOff;
+    var tNameId = t.nameId, tTrack = t.track, tArgOff = t.argOff, tArgLen = t.argLen, tTs = t.ts;
+    for (i = 0; i < n2; i++) {
+      var tk = tTrack[i];
+      nameId[n1 + i] = nameMap[tNameId[i]];
+      track[n1 + i] = trackMap[tk];
+      argOff[n1 + i] = tArgLen[i] ? tArgOff[i] + at : 0;
+      if (!firstSeen[tk]) {
+        firstSeen[tk] = 1;
+        if (tTs[i] < headLast[tk]) this.tracks[trackMap[tk]].sorted = false;
+      }
+    }
+    this.n = n1 + n2;
+    // flows
+    var f = t.flows, resolved = null, drop = null;
+    if (t.conds.length) {
+      var pending = this.pendingFlowStarts();
+      resolved = new Int32Array(t.conds.length);
+      for (k = 0; k < t.conds.length; k++) {
+        var sl = pending.get(t.conds[k]);
+        resolved[k] = sl === undefined ? -1 : sl;
+      }
+      drop = new Uint8Array(f.n);
+      for (k = 0; k < t.condFlows.length; k += 2) if (resolved[t.condFlows[k + 1]] < 0) drop[t.condFlows[k]] = 1;
+    }
+    for (k = 0; k < f.n; k++) {
+      if (drop && drop[k]) continue;
+      var from = f.fromTrack[k];
+      if (from < 0) {
+        var psl = resolved[-1 - from];
+        if (psl < 0) continue;
+        this.addFlow(this.pendTrack[psl], this.pendTs[psl], trackMap[f.toTrack[k]], f.toTs[k]);
+      } else {
+        this.addFlow(trackMap[from], f.fromTs[k], trackMap[f.toTrack[k]], f.toTs[k]);
+      }
+    }
+    if (t.minTs < this.minTs) this.minTs = t.minTs;
+    if (t.maxTs > this.maxTs) this.maxTs = t.maxTs;
+    this.eventCount += t.eventCount;
+    Object.keys(t.topLevel).forEach(function (key) { self.topLevel[key] = t.topLevel[key]; });
+    this.mode = t.mode;
+    this.lastPid = NaN; this.lastTid = NaN; this.lastTrack = -1;
+    return null;
+  };
+
+  /* Call after the last chunk; throws when the document is incomplete. */
+  Parser.prototype.finish = function () {
+    this.endDocument();
     return this.build();
   };
 
@@ -782,7 +1022,7 @@ SS.traceParserFactory = function () {
       n: n, ts: ts.slice(0, n), dur: dur.slice(0, n), nameId: this.nameId.slice(0, n), cat: this.cat.slice(0, n),
       track: track.slice(0, n), rowIdx: rowIdx, argOff: argOff, argLen: this.argLen.slice(0, n),
       arena: this.arena.slice(0, this.arenaLen), order: order, names: this.names, tracks: tracksOut,
-      groups: this.groupOrder, counters: counters,
+      groups: this.groupOrder.map(function (g) { return { pid: g.pid, name: g.name, sort: g.sort }; }), counters: counters,
       flows: { n: fn, fromTrack: ff, fromTs: fft, toTrack: ft, toTs: ftt },
       minTs: this.minTs, maxTs: this.maxTs, eventCount: this.eventCount, metadata: this.topLevel.metadata || {},
       topLevelKeys: Object.keys(this.topLevel)
@@ -798,5 +1038,30 @@ SS.traceParserFactory = function () {
     return list.map(function (a) { return a.buffer; });
   }
 
-  return { Parser: Parser, transferList: transferList, CAT_NAMES: CAT_NAMES };
+  /*
+   * Where a file may be cut for two parsers: in bytes (a window read at file offset
+   * `at`), the first `{` that follows `}`, a comma and whitespace holding a newline
+   * (how `stepscope export` separates events: "},\n{"), else the first that follows
+   * `},` without a newline. Returns a file offset or -1. Only a candidate: the head
+   * parser's state at the cut decides (absorb), so a cut inside a string or a nested
+   * object costs time, never correctness.
+   */
+  function findEventCut(bytes, at) {
+    var n = bytes.length, fallback = -1;
+    for (var p = 0; p < n; p++) {
+      if (bytes[p] !== 0x7b) continue;
+      var q = p - 1, newline = false;
+      while (q >= 0 && isWs(bytes[q])) { if (bytes[q] === 0x0a) newline = true; q--; }
+      if (q < 0 || bytes[q] !== 0x2c) continue;
+      q--;
+      while (q >= 0 && isWs(bytes[q])) { if (bytes[q] === 0x0a) newline = true; q--; }
+      if (q < 0 || bytes[q] !== 0x7d) continue;
+      if (newline) return at + p;
+      if (fallback < 0) fallback = at + p;
+    }
+    return fallback;
+  }
+
+  return { Parser: Parser, transferList: transferList, tailTransferList: tailTransferList,
+           findEventCut: findEventCut, CAT_NAMES: CAT_NAMES };
 };
