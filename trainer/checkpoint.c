@@ -397,8 +397,8 @@ static char *manifest_text(const train_config *c, long long step, const shard_in
 #define OUT(...) at += (size_t)snprintf(b + at, at < n ? n - at : 0, __VA_ARGS__)
     OUT("{\"format\":\"stepscope-checkpoint\",\"version\":%d,\"step\":%lld,\n", CKPT_VERSION, step);
     OUT(" \"layout\":{\"world\":%d,\"dp\":%d,\"tp\":%d,\"pp\":%d,\"cp\":%d,\"zero\":%d,"
-        "\"bucket_mb\":%.17g},\n",
-        c->world, c->dp, c->tp, c->pp, c->cp, c->zero, c->bucket_mb);
+        "\"bucket_mb\":%.17g,\"virtual_stages\":%d},\n",
+        c->world, c->dp, c->tp, c->pp, c->cp, c->zero, c->bucket_mb, c->virtual_stages);
     OUT(" \"model\":{\"layers\":%d,\"hidden\":%d,\"heads\":%d,\"vocab\":%d,\"max_seq\":%d},\n",
         c->layers, c->hidden, c->heads, c->vocab, c->max_seq);
     OUT(" \"data\":{\"seed\":%llu,\"next_step\":%lld,\"batch\":%d,\"seq\":%d},\n", c->seed, step,
@@ -574,6 +574,7 @@ typedef struct manifest {
     long long steps, warmup;
     double lr, min_lr_ratio;
     double bucket_mb; /* 0 when the manifest predates it; ZeRO-2/3 shards are cut by bucket */
+    long long virtual_stages; /* model chunks per rank; 1 when the manifest predates it */
     shard_info shard[MAX_WORLD];
     char file[MAX_WORLD][32];
 } manifest;
@@ -607,6 +608,8 @@ static int manifest_parse(const char *text, const char *path, manifest *m, char 
         return errf(err, n, "checkpoint: %s: malformed manifest (data.seed, schedule.lr)", path);
     if (json_double(json_get(layout, "bucket_mb"), &m->bucket_mb) != 0)
         m->bucket_mb = 0;
+    if (json_ll(json_get(layout, "virtual_stages"), &m->virtual_stages) != 0)
+        m->virtual_stages = 1;
     if (m->version != CKPT_VERSION)
         return errf(err, n, "checkpoint: %s: format version %lld, this build reads %d", path,
                     m->version, CKPT_VERSION);
@@ -692,14 +695,16 @@ static int manifest_compare(const manifest *m, const train_config *c, int check_
              {"--pp", c->pp, m->pp},          {"--dp", c->dp, m->dp},
              {"--zero", c->zero, m->zero},     {"--layers", c->layers, m->layers},
              {"--hidden", c->hidden, m->hidden}, {"--heads", c->heads, m->heads},
-             {"--vocab", c->vocab, m->vocab}, {"--model (positions)", c->max_seq, m->max_seq}};
+             {"--vocab", c->vocab, m->vocab}, {"--model (positions)", c->max_seq, m->max_seq},
+             {"--virtual-stages", c->virtual_stages, m->virtual_stages}};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
         if (!check_vocab && !strcmp(f[i].option, "--vocab"))
             continue;
         if (f[i].mine != f[i].saved)
             return errf(err, n,
                         "--resume: %s %lld differs from the checkpoint's %lld (%s); resuming "
-                        "needs the same model shape, --world/--dp/--tp/--pp, --zero and --seed",
+                        "needs the same model shape, --world/--dp/--tp/--pp, --virtual-stages, "
+                        "--zero and --seed",
                         f[i].option, f[i].mine, f[i].saved, path);
     }
     if (c->zero >= 2 && m->bucket_mb > 0 && c->bucket_mb != m->bucket_mb)
@@ -772,16 +777,31 @@ static int world_sum(const ckpt_rank_state *s, double *host, size_t count, char 
 
 /* ---- shards ------------------------------------------------------------------------------- */
 
+/* A shard after its header is a list of segments: device floats, or (before each extra
+ * chunk of an interleaved rank) CHUNK_WORDS 64-bit words describing that chunk. */
+#define CHUNK_WORDS 3
 typedef struct segment {
-    float *dev;
+    float *dev; /* NULL: the host words below */
     size_t floats;
+    uint64_t words[CHUNK_WORDS];
 } segment;
 
-static void segments_of(const ckpt_rank_state *s, segment seg[3])
+static int segment_count(const ckpt_rank_state *s) { return 3 + 4 * s->nmore; }
+
+/* Fills seg[segment_count(s)]. */
+static void segments_of(const ckpt_rank_state *s, segment *seg)
 {
-    seg[0] = (segment){s->param, s->param_floats};
-    seg[1] = (segment){s->adam_m, s->state_floats};
-    seg[2] = (segment){s->adam_v, s->state_floats};
+    seg[0] = (segment){s->param, s->param_floats, {0}};
+    seg[1] = (segment){s->adam_m, s->state_floats, {0}};
+    seg[2] = (segment){s->adam_v, s->state_floats, {0}};
+    for (int j = 0; j < s->nmore; j++) {
+        const ckpt_chunk *ch = &s->more[j];
+        segment *g = seg + 3 + 4 * j;
+        g[0] = (segment){NULL, 0, {ch->param_floats, ch->state_floats, ch->state_offset}};
+        g[1] = (segment){ch->param, ch->param_floats, {0}};
+        g[2] = (segment){ch->adam_m, ch->state_floats, {0}};
+        g[3] = (segment){ch->adam_v, ch->state_floats, {0}};
+    }
 }
 
 static void header_of(const ckpt_rank_state *s, long long step, unsigned char *out)
@@ -815,7 +835,10 @@ static void header_of(const ckpt_rank_state *s, long long step, unsigned char *o
 
 static size_t shard_bytes_of(const ckpt_rank_state *s)
 {
-    return HEADER_BYTES + 4 * (s->param_floats + 2 * s->state_floats);
+    size_t bytes = HEADER_BYTES + 4 * (s->param_floats + 2 * s->state_floats);
+    for (int j = 0; j < s->nmore; j++)
+        bytes += 8 * CHUNK_WORDS + 4 * (s->more[j].param_floats + 2 * s->more[j].state_floats);
+    return bytes;
 }
 
 static int debug_die_here(const train_config *c, int rank, long long step, int point)
@@ -850,6 +873,7 @@ int ckpt_read_shard_params(const char *path, float **params, size_t *count, mode
     memcpy(h, header + 8, sizeof h);
     size_t floats = (size_t)h[H_PARAM_FLOATS];
     if (h[H_VERSION] != CKPT_VERSION || h[H_PARAM_FLOATS] > ((uint64_t)1 << 40) ||
+        h[H_STATE_FLOATS] > ((uint64_t)1 << 40) ||
         (uint64_t)st.st_size < HEADER_BYTES + 4 * (uint64_t)floats) {
         close(fd);
         return errf(err, n, "checkpoint: %s: unsupported version or truncated shard", path);
@@ -863,6 +887,34 @@ int ckpt_read_shard_params(const char *path, float **params, size_t *count, mode
         free(p);
         close(fd);
         return errf(err, n, "checkpoint: cannot read %s", path);
+    }
+    /* an interleaved rank's further chunks: their parameters follow chunk 0's */
+    uint64_t at = HEADER_BYTES + 4 * ((uint64_t)floats + 2 * h[H_STATE_FLOATS]);
+    while (at < (uint64_t)st.st_size) {
+        uint64_t w[CHUNK_WORDS];
+        uint64_t left = (uint64_t)st.st_size - at;
+        if (left < sizeof w || pread(fd, w, sizeof w, (off_t)at) != (ssize_t)sizeof w ||
+            w[0] > ((uint64_t)1 << 40) || w[1] > ((uint64_t)1 << 40) ||
+            left - sizeof w < 4 * (w[0] + 2 * w[1])) {
+            free(p);
+            close(fd);
+            return errf(err, n, "checkpoint: %s: a model chunk's section is truncated", path);
+        }
+        float *grown = realloc(p, (floats + w[0]) * 4 + 4);
+        if (!grown) {
+            free(p);
+            close(fd);
+            return errf(err, n, "checkpoint: out of memory reading %s", path);
+        }
+        p = grown;
+        if (lseek(fd, (off_t)(at + sizeof w), SEEK_SET) < 0 ||
+            read_all(fd, p + floats, w[0] * 4) != 0) {
+            free(p);
+            close(fd);
+            return errf(err, n, "checkpoint: cannot read %s", path);
+        }
+        floats += (size_t)w[0];
+        at += sizeof w + 4 * (w[0] + 2 * w[1]);
     }
     close(fd);
     if (grid) {
@@ -905,10 +957,21 @@ static int write_shard(const ckpt_rank_state *s, const char *sd, long long step,
     uint32_t crc = ckpt_crc32(0, header, sizeof header);
     if (write_all(fd, header, sizeof header) != 0)
         rc = errf(err, n, "checkpoint: writing %s failed: %s", tmp, strerror(errno));
-    segment seg[3];
-    segments_of(s, seg);
-    size_t total = s->param_floats + 2 * s->state_floats, done = 0;
-    for (int k = 0; k < 3 && rc == 0; k++) {
+    int nseg = segment_count(s);
+    segment *seg = malloc((size_t)nseg * sizeof *seg);
+    if (!seg && rc == 0)
+        rc = errf(err, n, "checkpoint: out of memory");
+    if (seg)
+        segments_of(s, seg);
+    size_t total = shard_bytes_of(s) - HEADER_BYTES, done = 0;
+    for (int k = 0; k < nseg && rc == 0; k++) {
+        if (!seg[k].dev) { /* an extra chunk's description */
+            crc = ckpt_crc32(crc, seg[k].words, sizeof seg[k].words);
+            if (write_all(fd, seg[k].words, sizeof seg[k].words) != 0)
+                rc = errf(err, n, "checkpoint: writing %s failed: %s", tmp, strerror(errno));
+            done += sizeof seg[k].words;
+            continue;
+        }
         for (size_t at = 0; at < seg[k].floats && rc == 0;) {
             size_t cnt = seg[k].floats - at;
             if (cnt > STAGING_BYTES / 4)
@@ -925,11 +988,12 @@ static int write_shard(const ckpt_rank_state *s, const char *sd, long long step,
                 break;
             }
             at += cnt;
-            done += cnt;
+            done += cnt * 4;
             if (2 * done >= total && debug_die_here(s->cfg, s->grid->rank, step, 1))
                 debug_die(); /* testing: killed halfway through the shard */
         }
     }
+    free(seg);
     free(staging);
     if (rc == 0 && fsync(fd) != 0)
         rc = errf(err, n, "checkpoint: fsync of %s failed: %s", tmp, strerror(errno));
@@ -1088,9 +1152,30 @@ static int read_shard(const ckpt_rank_state *s, const char *sd, const manifest *
                  ? 0
                  : errf(err, n, "checkpoint: cannot read %s", path);
     uint32_t crc = ckpt_crc32(0, header, sizeof header);
-    segment seg[3];
-    segments_of(s, seg);
-    for (int k = 0; k < 3 && rc == 0; k++) {
+    int nseg = segment_count(s);
+    segment *seg = malloc((size_t)nseg * sizeof *seg);
+    if (!seg && rc == 0)
+        rc = errf(err, n, "checkpoint: out of memory");
+    if (seg)
+        segments_of(s, seg);
+    for (int k = 0; k < nseg && rc == 0; k++) {
+        if (!seg[k].dev) { /* an extra chunk's description: must be this rank's */
+            uint64_t got[CHUNK_WORDS];
+            if (read_all(fd, got, sizeof got) != 0) {
+                rc = errf(err, n, "checkpoint: cannot read %s", path);
+                break;
+            }
+            crc = ckpt_crc32(crc, got, sizeof got);
+            if (memcmp(got, seg[k].words, sizeof got) != 0)
+                rc = errf(err, n,
+                          "checkpoint: %s: model chunk %d holds %llu parameters and %llu optimizer "
+                          "values at %llu, expected %llu, %llu at %llu for rank %d of this run",
+                          path, 1 + (k - 3) / 4, (unsigned long long)got[0],
+                          (unsigned long long)got[1], (unsigned long long)got[2],
+                          (unsigned long long)seg[k].words[0], (unsigned long long)seg[k].words[1],
+                          (unsigned long long)seg[k].words[2], rank);
+            continue;
+        }
         for (size_t at = 0; at < seg[k].floats;) {
             size_t cnt = seg[k].floats - at;
             if (cnt > STAGING_BYTES / 4)
@@ -1109,6 +1194,7 @@ static int read_shard(const ckpt_rank_state *s, const char *sd, const manifest *
             at += cnt;
         }
     }
+    free(seg);
     free(staging);
     close(fd);
     if (rc != 0)

@@ -14,7 +14,10 @@
  * the layout and model shape it was written by, sizes) followed by the rank's
  * flat parameter buffer and its AdamW moments (only its 1/dp slice under
  * ZeRO-1, its bucket pieces under ZeRO-2/3; ZeRO-3 gathers its parameters to write
- * them). The manifest records the configuration, the layout, the step, the
+ * them). A rank of an interleaved pipeline holds V model chunks: its shard goes
+ * on, for each chunk 1 .. V-1, with three 64-bit words (the chunk's parameter
+ * count, optimizer state size and offset) and that chunk's parameters and
+ * moments; one-chunk shards are unchanged. The manifest records the configuration, the layout, the step, the
  * data and learning-rate schedule positions and, per shard, its size and CRC32.
  *
  * Atomicity: every file is written as NAME.tmp, fsync'd, renamed to NAME and
@@ -31,8 +34,8 @@
  * order (train_data_batch is keyed by seed and step), AdamW's bias correction
  * (step + 1) and the learning rate (lr_at(step)); so the resumed losses are
  * bitwise those of an uninterrupted run. The seed therefore must not change;
- * neither may the model shape, the world/dp/tp/pp grid or the ZeRO stage
- * (the shards are cut by them), nor --bucket-mb under ZeRO-2/3. A different
+ * neither may the model shape, the world/dp/tp/pp grid, --virtual-stages or the
+ * ZeRO stage (the shards are cut by them), nor --bucket-mb under ZeRO-2/3. A different
  * --steps, --warmup or --lr is
  * allowed (it changes the schedule from then on) and noted on stderr.
  *
@@ -51,6 +54,16 @@
 #include "device.h"
 #include "model.h"
 
+/* One more model chunk of an interleaved pipeline rank (chunks 1 .. V-1): its flat
+ * parameters and AdamW moments (the whole chunk, or its ZeRO-1 slice at state_offset). */
+typedef struct ckpt_chunk {
+    float *param;
+    size_t param_floats;
+    float *adam_m, *adam_v;
+    size_t state_floats;
+    size_t state_offset;
+} ckpt_chunk;
+
 /* What one rank saves and restores (device pointers), and how to reach it. */
 typedef struct ckpt_rank_state {
     dev_device *dev;
@@ -65,6 +78,8 @@ typedef struct ckpt_rank_state {
                              * the ZeRO-2/3 pieces */
     size_t state_floats;
     size_t state_offset; /* where the moments begin in the flat buffer */
+    const ckpt_chunk *more; /* interleaved: chunks 1 .. V-1 (NULL, 0 otherwise) */
+    int nmore;
 } ckpt_rank_state;
 
 /* Writes the checkpoint of `step` completed steps into
@@ -98,7 +113,8 @@ int ckpt_latest_complete(const char *dir, long long *step, char *err, size_t err
 
 /* Reads the parameter section of one shard file (for tools and tests that
  * compare runs): *params (malloc'd, the caller frees) gets the shard's flat
- * parameter buffer of *count floats (its stage and TP slice, padded); *grid
+ * parameter buffer of *count floats (its stage and TP slice, padded; an
+ * interleaved rank's chunks one after the other); *grid
  * (may be NULL) the header's world, dp, tp, pp and this shard's ranks (cp is
  * not in the header: cp = world / (dp x tp x pp)). Returns 0, or -1 with a
  * message naming the file. */

@@ -529,8 +529,6 @@ int config_validate(const train_config *c, char *err, size_t n)
                 c->microbatches, c->pp);
         REQUIRE(c->zero <= 1, "--zero %d: --schedule interleaved supports --zero 0 and 1 so far "
                 "(ZeRO-2/3 bucket one model chunk's gradients)", c->zero);
-        REQUIRE(!c->checkpoint_dir[0], "--checkpoint-dir: --schedule interleaved cannot write "
-                "or resume checkpoints yet (a rank holds several model chunks)");
     } else {
         REQUIRE(c->virtual_stages == 1, "--virtual-stages %d needs --schedule interleaved",
                 c->virtual_stages);

@@ -122,6 +122,7 @@ typedef struct trainer {
     model *more; /* chunks 1 .. V-1 */
     float **more_adam; /* [2 (V-1)]: AdamW moments m, v of chunks 1 .. V-1 (ZeRO-1: of this
                         * rank's slice of each, chunk_slice) */
+    ckpt_chunk *ckpt_more; /* [V-1]: chunks 1 .. V-1 as checkpoints see them (ckpt_state_of) */
     int cur_chunk; /* the chunk whose backward is being enqueued */
     int nevents;   /* per-slot events of each kind: nslots x V */
     int M, nslots, mb_size;
@@ -520,7 +521,8 @@ static int setup(trainer *t)
     if (t->V > 1) {
         t->more = calloc((size_t)t->V - 1, sizeof(model));
         t->more_adam = calloc(2 * ((size_t)t->V - 1), sizeof(float *));
-        if (!t->more || !t->more_adam)
+        t->ckpt_more = calloc((size_t)t->V - 1, sizeof(ckpt_chunk));
+        if (!t->more || !t->more_adam || !t->ckpt_more)
             return fail(t, "%s", "out of memory");
     }
     for (int j = 0; j < t->V; j++) {
@@ -1368,7 +1370,18 @@ static ckpt_rank_state ckpt_state_of(trainer *t)
                          t->adam_m,
                          t->adam_v,
                          t->cfg.zero ? t->shard_len : t->m.nfloats_padded,
-                         t->cfg.zero == 1 ? t->shard_begin : 0};
+                         t->cfg.zero == 1 ? t->shard_begin : 0,
+                         t->ckpt_more,
+                         t->V - 1};
+    for (int j = 1; j < t->V; j++) { /* interleaved: the other chunks (zero 0 or 1) */
+        model *mc = chunk_model(t, j);
+        size_t lo = 0, hi = mc->nfloats_padded;
+        if (t->cfg.zero)
+            chunk_slice(t, j, &lo, &hi);
+        t->ckpt_more[j - 1] = (ckpt_chunk){mc->param, mc->nfloats_padded,
+                                           t->more_adam[2 * (j - 1)], t->more_adam[2 * (j - 1) + 1],
+                                           hi - lo, lo};
+    }
     return s;
 }
 
@@ -1572,6 +1585,7 @@ static void cleanup(trainer *t)
     free(t->items);
     free(t->more);
     free(t->more_adam);
+    free(t->ckpt_more);
     free(t->buckets);
     free(t->z.bucket_of_unit);
     zero_plan_free(&t->z.plan);

@@ -22,7 +22,7 @@
 #              are each rejected with a message naming the file.
 #   incompatible
 #              --resume with a different --tp, --zero, --hidden or --seed (and,
-#              under --zero 2/3, --bucket-mb) is
+#              under --zero 2/3, --bucket-mb; interleaved, --virtual-stages) is
 #              rejected (exit 2) naming the option; --resume without a complete
 #              checkpoint and a fresh run into a directory holding checkpoints
 #              are rejected too.
@@ -199,6 +199,11 @@ incompatible)
     { cat "$dir/saved2.out"; fail "saving ZeRO-2 run failed"; }
   expect "--bucket-mb 0.02 differs from the checkpoint's 0.01" --dp 2 --zero 2 --bucket-mb 0.02 --checkpoint-dir "$dir/z2" --resume
   expect "--zero 3 differs from the checkpoint's 2" --dp 2 --zero 3 --bucket-mb 0.01 --checkpoint-dir "$dir/z2" --resume
+  # an interleaved rank's shard holds V model chunks: a different --virtual-stages is refused
+  grid=""
+  run saved3 --pp 2 --schedule interleaved --microbatches 4 --checkpoint-dir "$dir/v2" --checkpoint-every 3 ||
+    { cat "$dir/saved3.out"; fail "saving the interleaved run failed"; }
+  expect "--virtual-stages 1 differs from the checkpoint's 2" --pp 2 --schedule 1f1b --microbatches 4 --checkpoint-dir "$dir/v2" --resume
   ;;
 unwritable)
   # rank 1 cannot create its shard (a directory is in the way): every rank stops, the
