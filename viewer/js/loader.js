@@ -9,11 +9,15 @@
  * trace_parse.js Parser. The parser runs in a Web Worker made from a Blob URL of its
  * own source text (no network, works in the single-file page too): the worker fetches
  * URLs and streams files itself; inlined text is encoded and handed over in slices.
- * It reports progress while reading and transfers the finished columns back. When no
+ * It reports progress while reading and transfers the finished columns back. A big
+ * uncompressed trace served with byte ranges (or a picked file) is split over two
+ * workers, each parsing about half of the bytes at the same time; the first joins
+ * the second's columns into exactly the model one worker would have built (see
+ * Parser.absorb) or, when it cannot guarantee that, reads the rest itself. When no
  * worker can be started (a policy forbids it), the same parser runs on the page,
  * yielding to the browser between chunks. `?chunk=N` in the page URL re-cuts every
  * chunk to N bytes (tests use it to put chunk boundaries everywhere); `?worker=0`
- * forces parsing on the page.
+ * forces parsing on the page; `?split=0` keeps to one worker (planSplit).
  */
 'use strict';
 
@@ -31,10 +35,23 @@ function yieldToBrowser() {
 
 function isGzipName(name) { return /\.gz$/i.test(name || ''); }
 
-/* Runs in the worker (stringified): F is SS.traceParserFactory(). */
+/*
+ * Runs in the worker (stringified): F is SS.traceParserFactory(). The 'start' message
+ * names the source (url, or file: a File/Blob; else the page posts 'chunk's and
+ * 'end') and the worker's role:
+ *   whole  reads everything and posts 'done' with the model;
+ *   head   reads [0, cut), then posts 'head-ready' (it stopped between two events)
+ *          and waits for 'tail' (the other worker's finishTail() state: absorbed, then
+ *          'done') or 'continue'; when it did not stop between two events, or absorb
+ *          refuses, it posts 'head-alone' and reads [cut, end) itself ('done');
+ *   tail   reads [cut, end) as a tail parser and posts 'tail' with its state
+ *          (transferred), or 'tail-failed'.
+ * Byte ranges are HTTP Range requests (a 206 for exactly that range, else the worker
+ * fails with rangeFailed) or Blob slices.
+ */
 SS.traceWorkerMain = function (F) {
-  var parser = null, chunk = 0, done = 0, total = 0, lastPost = 0;
-  var t0 = performance.now(), firstByte = -1, parseMs = 0;   // timings, for the bench
+  var parser = null, chunk = 0, done = 0, total = 0, lastPost = 0, src = null, cut = 0, role = 'whole';
+  var t0 = performance.now(), firstByte = -1, parseMs = 0, waitFrom = 0, extra = {};   // timings, for the bench
   function progress(force) {
     var now = Date.now();
     if (force || now - lastPost > 80) { lastPost = now; self.postMessage({ type: 'progress', done: done, total: total }); }
@@ -52,9 +69,12 @@ SS.traceWorkerMain = function (F) {
     progress(true);
     var a = performance.now(), out = parser.finish();
     out.timing = { firstByteMs: firstByte, parseMs: parseMs, buildMs: performance.now() - a, workerMs: performance.now() - t0 };
+    for (var k in extra) out.timing[k] = extra[k];
     self.postMessage({ type: 'done', result: out }, F.transferList(out));
   }
-  function fail(e) { self.postMessage({ type: 'error', message: String(e && e.message ? e.message : e) }); }
+  function fail(e) {
+    self.postMessage({ type: 'error', message: String(e && e.message ? e.message : e), rangeFailed: !!(e && e.rangeFailed) });
+  }
   async function pump(stream) {
     var reader = stream.getReader();
     for (;;) {
@@ -62,35 +82,96 @@ SS.traceWorkerMain = function (F) {
       if (r.done) break;
       feed(r.value);
     }
+  }
+  /* The bytes [a, b) of the source as a stream (b = null: to the end, the whole source when a = 0). */
+  async function open(a, b) {
+    if (src.file) {
+      var blob = (a || b !== null) ? src.file.slice(a, b === null ? src.file.size : b) : src.file;
+      var s = blob.stream();
+      return src.gzip ? s.pipeThrough(new DecompressionStream('gzip')) : s;
+    }
+    var ranged = a > 0 || b !== null;
+    var resp = await fetch(src.url, ranged ? { headers: { Range: 'bytes=' + a + '-' + (b === null ? '' : b - 1) } } : undefined);
+    if (!resp.ok) throw new Error(src.label + ': HTTP ' + resp.status);
+    if (ranged) {
+      var cr = resp.headers.get('Content-Range') || '';
+      if (resp.status !== 206 || cr.indexOf('bytes ' + a + '-') !== 0) {
+        if (resp.body) resp.body.cancel();
+        var e = new Error(src.label + ': the server did not answer the byte range ' + a + '-' + (b === null ? '' : b - 1));
+        e.rangeFailed = true;
+        throw e;
+      }
+    }
+    if (!total && !src.gzip) total = +(resp.headers.get('Content-Length') || 0);
+    var body = resp.body;
+    return src.gzip ? body.pipeThrough(new DecompressionStream('gzip')) : body;
+  }
+  async function readAlone(from) {
+    var stream = await open(from, null);
+    if (!parser) parser = new F.Parser(total);        // (sized once the response gives the length)
+    await pump(stream);
     finish();
+  }
+  async function runHead() {
+    await pump(await open(0, cut));
+    extra.headMs = performance.now() - t0;
+    if (parser.mode === 2 && !(parser.carry && parser.carry.length)) {
+      waitFrom = performance.now();
+      self.postMessage({ type: 'head-ready' });
+    } else {
+      extra.splitRefused = 1;
+      self.postMessage({ type: 'head-alone', why: 'the cut is not between two events' });
+      await readAlone(cut);
+    }
+  }
+  async function runTail() {
+    await pump(await open(cut, null));
+    var a = performance.now(), state = parser.finishTail();
+    state.timing = { tailParseMs: parseMs, tailFirstByteMs: firstByte, tailFinishMs: performance.now() - a, tailWorkerMs: performance.now() - t0,
+                     tailCrossFlows: state.conds.length };   // flows the tail met first by their end
+    self.postMessage({ type: 'tail', state: state }, F.tailTransferList(state));
   }
   self.onmessage = function (ev) {
     var m = ev.data;
     try {
       if (m.type === 'start') {
         chunk = m.chunk || 0;
-        if (m.url) {
-          fetch(m.url).then(function (resp) {
-            if (!resp.ok) throw new Error(m.label + ': HTTP ' + resp.status);
-            var body = resp.body;
-            total = m.gzip ? 0 : +(resp.headers.get('Content-Length') || 0);
-            if (m.gzip) body = body.pipeThrough(new DecompressionStream('gzip'));
-            parser = new F.Parser(total);
-            return pump(body);
-          }).catch(fail);
-        } else if (m.file) {
-          total = m.gzip ? 0 : m.file.size;
+        role = m.role || 'whole';
+        cut = m.cut || 0;
+        src = { url: m.url, file: m.file, gzip: !!m.gzip, label: m.label };
+        total = m.total || (m.file && !m.gzip ? m.file.size : 0);
+        if (role === 'head') {
           parser = new F.Parser(total);
-          var s = m.file.stream();
-          pump(m.gzip ? s.pipeThrough(new DecompressionStream('gzip')) : s).catch(fail);
+          runHead().catch(fail);
+        } else if (role === 'tail') {
+          parser = new F.Parser(total - cut, { tail: true, base: cut });
+          runTail().catch(function (e) { self.postMessage({ type: 'tail-failed', message: String(e && e.message ? e.message : e) }); });
+        } else if (m.url || m.file) {
+          readAlone(0).catch(fail);
         } else {
-          total = m.total || 0;
           parser = new F.Parser(total);
         }
       } else if (m.type === 'chunk') {
         feed(m.bytes);
       } else if (m.type === 'end') {
         finish();
+      } else if (m.type === 'tail') {
+        var a = performance.now();
+        extra.waitForTailMs = a - waitFrom;
+        for (var k in m.state.timing) extra[k] = m.state.timing[k];
+        var why = parser.absorb(m.state);
+        extra.absorbMs = performance.now() - a;
+        if (why) {
+          extra.splitRefused = 1;
+          self.postMessage({ type: 'head-alone', why: why });
+          readAlone(cut).catch(fail);
+        } else {
+          extra.split = 1;
+          finish();
+        }
+      } else if (m.type === 'continue') {
+        extra.splitRefused = 1;
+        readAlone(cut).catch(fail);
       }
     } catch (e) {
       fail(e);
@@ -220,9 +301,141 @@ SS.traceParser = function () {
   return SS.parserModule;
 };
 
+/*
+ * Whether and where to split src over two workers: {cut, total}, or null (one
+ * worker). Only uncompressed URLs whose server answers byte ranges (a one-byte
+ * probe gets a 206 with the size) and picked files, of at least SS.splitMinBytes;
+ * the cut is the first event boundary found (findEventCut) in 64 KiB read at
+ * SS.splitFraction of the file. `?split=0` turns splitting off, `?split=F` puts the
+ * cut at fraction F, `?splitmin=N` splits files from N bytes on (tests).
+ */
+SS.splitFraction = (function () {
+  var m = /[?&]split=([0-9.]+)/.exec(location.search);
+  return m ? +m[1] : 0.5;
+})();
+SS.splitMinBytes = (function () {
+  var m = /[?&]splitmin=(\d+)/.exec(location.search);
+  return m ? +m[1] : 16 << 20;
+})();
+
+SS.planSplit = async function (src) {
+  if (!SS.useWorker || !(SS.splitFraction > 0 && SS.splitFraction < 1)) return null;
+  var total, span = 65536, bytes, at;
+  if (src.kind === 'url' && !isGzipName(src.url)) {
+    var probe = await fetch(src.url, { headers: { Range: 'bytes=0-0' } });
+    var m = /^bytes 0-0\/(\d+)$/.exec(probe.headers.get('Content-Range') || '');
+    if (probe.body) probe.body.cancel();
+    if (probe.status !== 206 || !m) return null;
+    total = +m[1];
+    if (total < SS.splitMinBytes) return null;
+    at = Math.floor(total * SS.splitFraction);
+    var resp = await fetch(src.url, { headers: { Range: 'bytes=' + at + '-' + (at + span - 1) } });
+    if (resp.status !== 206 || (resp.headers.get('Content-Range') || '').indexOf('bytes ' + at + '-') !== 0) {
+      if (resp.body) resp.body.cancel();
+      return null;
+    }
+    bytes = new Uint8Array(await resp.arrayBuffer());
+  } else if (src.kind === 'file' && !isGzipName(src.file.name)) {
+    total = src.file.size;
+    if (total < SS.splitMinBytes) return null;
+    at = Math.floor(total * SS.splitFraction);
+    bytes = new Uint8Array(await src.file.slice(at, at + span).arrayBuffer());
+  } else {
+    return null;
+  }
+  var cut = SS.traceParser().findEventCut(bytes, at);
+  return cut > 0 && cut < total ? { cut: cut, total: total } : null;
+};
+
+/*
+ * Parses src in two workers (a head [0, cut) and a tail [cut, end), see
+ * traceWorkerMain): the head absorbs the tail's state and builds the model, or
+ * reads on alone when the split cannot give the one-worker result. Resolves with
+ * the model data; rejects with .workerFailed (no workers here) or .rangeFailed (the
+ * server stopped answering ranges), after which loadTrace reads with one worker.
+ */
+SS.parseSplit = function (src, plan, onProgress) {
+  var head = SS.makeParserWorker(), tail = head && SS.makeParserWorker();
+  if (!head || !tail) {
+    if (head) { head.terminate(); URL.revokeObjectURL(head.blobUrl); }
+    return Promise.resolve(null);
+  }
+  return new Promise(function (resolve, reject) {
+    var doneHead = 0, doneTail = 0, headReady = false, tailState = null, tailGone = false, tailFailed = false, settled = false;
+    function stop(w) { w.terminate(); URL.revokeObjectURL(w.blobUrl); }
+    function dropTail() { if (!tailGone) { tailGone = true; stop(tail); } }
+    function end() { settled = true; stop(head); dropTail(); }
+    function progress() { onProgress(Math.min(plan.total, doneHead + doneTail), plan.total); }
+    function join() {
+      if (!headReady) return;
+      if (tailState) {
+        head.postMessage({ type: 'tail', state: tailState }, SS.traceParser().tailTransferList(tailState));
+        tailState = null;
+      } else if (tailFailed) {
+        head.postMessage({ type: 'continue' });
+      }
+    }
+    function failed(e, flag) {
+      if (settled) return;
+      end();
+      var err = new Error(e);
+      err[flag] = true;
+      reject(err);
+    }
+    head.onmessage = function (ev) {
+      var m = ev.data;
+      if (m.type === 'progress') { doneHead = m.done; progress(); }
+      else if (m.type === 'head-ready') { headReady = true; join(); }
+      else if (m.type === 'head-alone') { SS.lastSplitNote = m.why; dropTail(); doneTail = 0; }
+      else if (m.type === 'done') {
+        end();
+        SS.lastParseMode = m.result.timing && m.result.timing.split ? 'split' : 'worker';
+        resolve(m.result);
+      } else if (m.type === 'error') {
+        if (m.rangeFailed) failed(m.message, 'rangeFailed');
+        else { end(); reject(new Error(m.message)); }
+      }
+    };
+    tail.onmessage = function (ev) {
+      var m = ev.data;
+      if (m.type === 'progress') { doneTail = m.done; progress(); }
+      else if (m.type === 'tail') { tailState = m.state; dropTail(); join(); }
+      else if (m.type === 'tail-failed') { SS.lastSplitNote = 'tail: ' + m.message; tailFailed = true; dropTail(); join(); }
+    };
+    head.onerror = function (ev) {
+      if (ev && ev.preventDefault) ev.preventDefault();
+      failed('parser worker failed: ' + (ev && ev.message), 'workerFailed');
+    };
+    tail.onerror = function (ev) {
+      if (ev && ev.preventDefault) ev.preventDefault();
+      if (settled || tailGone) return;
+      SS.lastSplitNote = 'tail worker failed';
+      tailFailed = true; dropTail(); join();
+    };
+    var start = { type: 'start', chunk: SS.chunkOverride, label: src.url || src.name || 'trace', total: plan.total, cut: plan.cut };
+    if (src.kind === 'url') start.url = new URL(src.url, location.href).href;
+    else start.file = src.file;
+    head.postMessage(Object.assign({ role: 'head' }, start));
+    tail.postMessage(Object.assign({ role: 'tail' }, start));
+  });
+};
+
 SS.loadTrace = async function (src, onProgress) {
-  var parsed = null, w = SS.makeParserWorker();
+  var parsed = null, plan = null;
   SS.lastParseMode = 'page';
+  SS.lastSplitNote = '';
+  try { plan = await SS.planSplit(src); } catch (e) { plan = null; }
+  if (plan) {
+    try {
+      parsed = await SS.parseSplit(src, plan, onProgress);
+    } catch (e) {
+      if (!e.workerFailed && !e.rangeFailed) throw e;
+      SS.lastSplitNote = e.message;
+      parsed = null;
+    }
+  }
+  if (parsed) return new SS.TraceModel(parsed);
+  var w = SS.makeParserWorker();
   if (w) {
     try {
       parsed = await SS.parseInWorker(w, src, onProgress);
