@@ -113,7 +113,7 @@ template <class ACT>
 static int add_rows_into(kcuda_ctx *k, ACT *dst, int dst_stride, const float *src, size_t rows,
                          int width, const char *what)
 {
-    ab_add_rows_kernel<ACT><<<kcuda_grid_for(k, rows * (size_t)width, 256), 256, 0,
+    at_add_rows_kernel<ACT><<<kcuda_grid_for(k, rows * (size_t)width, 256), 256, 0,
                               k->stream>>>(dst, dst_stride, src, rows, width);
     return kcuda_check_launch(k, what);
 }
@@ -122,15 +122,15 @@ template <int HS, class ACT>
 static int tc_forward(kcuda_ctx *k, ACT *out, float *lse, const ACT *q, int q_stride,
                       const ACT *kv, int kv_stride, int B, int Tq, int Tk, int NH, int causal)
 {
-    typedef ab_dims<HS> D;
+    typedef at_dims<HS> D;
     cudaError_t e = cudaFuncSetAttribute(ab_forward_kernel<HS, ACT>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          (int)D::FWD_SMEM);
     if (e != cudaSuccess)
         return kcuda_fail(k, "attention block forward: %zu bytes of shared memory: %s",
                           D::FWD_SMEM, cudaGetErrorString(e));
-    dim3 grid((Tq + AB_BR - 1) / AB_BR, B * NH);
-    ab_forward_kernel<HS, ACT><<<grid, AB_THREADS, D::FWD_SMEM, k->stream>>>(
+    dim3 grid((Tq + AT_BR - 1) / AT_BR, B * NH);
+    ab_forward_kernel<HS, ACT><<<grid, AT_THREADS, D::FWD_SMEM, k->stream>>>(
         out, lse, q, q_stride, kv, kv_stride, Tq, Tk, NH, causal, 1.0f / sqrtf((float)HS));
     return kcuda_check_launch(k, "attention block forward");
 }
@@ -141,7 +141,7 @@ static int tc_backward(kcuda_ctx *k, ACT *dq, int dq_stride, ACT *dkv, int dkv_s
                        int q_stride, const ACT *kv, int kv_stride, int B, int Tq, int Tk,
                        int NH, int causal)
 {
-    typedef ab_dims<HS> D;
+    typedef at_dims<HS> D;
     const int C = NH * HS, rows = B * NH * Tq;
     const bool f32 = sizeof(ACT) == sizeof(float);
     /* dq's atomics: into dq itself (fp32 storage) or into zeroed fp32 scratch [B*Tq, C] */
@@ -158,8 +158,8 @@ static int tc_backward(kcuda_ctx *k, ACT *dq, int dq_stride, ACT *dkv, int dkv_s
     if (e != cudaSuccess)
         return kcuda_fail(k, "attention block backward: %zu bytes of shared memory: %s",
                           D::BWD_SMEM, cudaGetErrorString(e));
-    dim3 grid((Tk + AB_BC - 1) / AB_BC, B * NH);
-    ab_backward_kernel<HS, ACT><<<grid, AB_THREADS, D::BWD_SMEM, k->stream>>>(
+    dim3 grid((Tk + AT_BC - 1) / AT_BC, B * NH);
+    ab_backward_kernel<HS, ACT><<<grid, AT_THREADS, D::BWD_SMEM, k->stream>>>(
         f32 ? (float *)(void *)dq : dq_acc, f32 ? dq_stride : C, dkv, dkv_stride, dout, lse, Dv,
         q, q_stride, kv, kv_stride, Tq, Tk, NH, causal, 1.0f / sqrtf((float)HS));
     if (kcuda_check_launch(k, "attention block backward") != 0)

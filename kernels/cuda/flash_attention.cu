@@ -66,7 +66,7 @@ int kcuda_attention_fused_supported(int B, int T, int C, int NH)
 template <int HS, class ACT>
 static int fused_forward(kcuda_ctx *k, ACT *out, float *att, const ACT *qkv, int B, int T, int NH)
 {
-    typedef fa_dims<HS> D;
+    typedef at_dims<HS> D;
     cudaError_t e = cudaFuncSetAttribute(flash_forward_kernel<HS, ACT>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          (int)D::FWD_SMEM);
@@ -74,8 +74,8 @@ static int fused_forward(kcuda_ctx *k, ACT *out, float *att, const ACT *qkv, int
         return kcuda_fail(k, "fused attention forward: %zu bytes of shared memory: %s",
                           D::FWD_SMEM, cudaGetErrorString(e));
     size_t rows = (size_t)B * NH * T;
-    dim3 grid((T + FA_BR - 1) / FA_BR, B * NH);
-    flash_forward_kernel<HS, ACT><<<grid, FA_THREADS, D::FWD_SMEM, k->stream>>>(
+    dim3 grid((T + AT_BR - 1) / AT_BR, B * NH);
+    flash_forward_kernel<HS, ACT><<<grid, AT_THREADS, D::FWD_SMEM, k->stream>>>(
         out, att, att + rows, qkv, T, NH, 1.0f / sqrtf((float)HS));
     return kcuda_check_launch(k, "fused attention forward");
 }
@@ -84,7 +84,7 @@ template <int HS, class ACT>
 static int fused_backward(kcuda_ctx *k, ACT *dqkv, const ACT *dout, const ACT *qkv,
                           const float *att, int B, int T, int NH)
 {
-    typedef fa_dims<HS> D;
+    typedef at_dims<HS> D;
     const int C = NH * HS, rows = B * NH * T;
     const bool f32 = sizeof(ACT) == sizeof(float);
     /* scratch: Dv [rows], then (bf16 storage) dq's fp32 accumulator [B*T, C], zeroed */
@@ -109,8 +109,8 @@ static int fused_backward(kcuda_ctx *k, ACT *dqkv, const ACT *dout, const ACT *q
     if (e != cudaSuccess)
         return kcuda_fail(k, "fused attention backward: %zu bytes of shared memory: %s",
                           D::BWD_SMEM, cudaGetErrorString(e));
-    dim3 grid((T + FA_BC - 1) / FA_BC, B * NH);
-    flash_backward_kernel<HS, ACT><<<grid, FA_THREADS, D::BWD_SMEM, k->stream>>>(
+    dim3 grid((T + AT_BC - 1) / AT_BC, B * NH);
+    flash_backward_kernel<HS, ACT><<<grid, AT_THREADS, D::BWD_SMEM, k->stream>>>(
         f32 ? (float *)(void *)dqkv : dq_acc, f32 ? 3 * C : C, dqkv, dout, qkv, att, Dv, T, NH,
         1.0f / sqrtf((float)HS));
     if (kcuda_check_launch(k, "fused attention backward") != 0)
@@ -118,7 +118,7 @@ static int fused_backward(kcuda_ctx *k, ACT *dqkv, const ACT *dout, const ACT *q
     if (f32)
         return 0;
     size_t n = (size_t)B * T * C;
-    fa_add_rows_kernel<ACT><<<kcuda_grid_for(k, n, 256), 256, 0, k->stream>>>(
+    at_add_rows_kernel<ACT><<<kcuda_grid_for(k, n, 256), 256, 0, k->stream>>>(
         dqkv, 3 * C, dq_acc, (size_t)B * T, C);
     return kcuda_check_launch(k, "fused attention backward (dq into bf16)");
 }

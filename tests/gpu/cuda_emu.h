@@ -13,9 +13,10 @@
  * observe); load/mma/store are warp-collective like the real *_sync operations (a warp
  * barrier first), each lane computing the same product in fp32 from bf16 inputs. bf16 is
  * round-to-nearest-even on the float's bits, like __float2bfloat16_rn. atomicAdd is a
- * plain add (one OS thread). Dynamic shared memory is the global `ab_smem` (blocks run
- * one at a time). Lanes run one after another between barriers, so a read that lacks the
- * barrier after another lane's write sees the old value and the result goes wrong (for
+ * plain add (one OS thread). Dynamic shared memory is a global array that the test defines
+ * under the kernels' name for it (`at_smem` for the attention tiles; blocks run one at a
+ * time). Lanes run one after another between barriers, so a read that lacks the barrier
+ * after another lane's write sees the old value and the result goes wrong (for
  * the orders this schedule produces: an emulation, not a race detector).
  *
  * The runtime (indices, barriers, the scheduler) is cuda_emu.cpp, linked into each test.

@@ -55,8 +55,7 @@ extern "C" {
 
 /* ---- dynamic shared memory of the kernels under test (blocks run one at a time) -------- */
 
-alignas(128) unsigned char ab_smem[256 * 1024];
-alignas(128) unsigned char fa_smem[256 * 1024]; /* flash_attention_kernels.cuh's */
+alignas(128) unsigned char at_smem[256 * 1024]; /* `extern __shared__ at_smem[]` of every kernel */
 
 /* ---- the kernels under test ----------------------------------------------------------- */
 
@@ -66,7 +65,7 @@ alignas(128) unsigned char fa_smem[256 * 1024]; /* flash_attention_kernels.cuh's
 typedef __nv_bfloat16 bf16;
 
 /* The host side of attention_block.cu, restated: grids, the two paths, and the fp32
- * accumulators (zeroed scratch + ab_add_rows_kernel) that bf16 storage uses for the
+ * accumulators (zeroed scratch + at_add_rows_kernel) that bf16 storage uses for the
  * atomics. */
 template <class ACT>
 static void launch_forward(int tiles, ACT *out, float *lse, const ACT *q, int qs, const ACT *kv,
@@ -75,8 +74,8 @@ static void launch_forward(int tiles, ACT *out, float *lse, const ACT *q, int qs
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
     if (tiles) {
-        emu_dim3 grid = {(unsigned)((Tq + AB_BR - 1) / AB_BR), (unsigned)(B * NH), 1};
-        emu_launch(grid, {AB_THREADS, 1, 1}, [&] {
+        emu_dim3 grid = {(unsigned)((Tq + AT_BR - 1) / AT_BR), (unsigned)(B * NH), 1};
+        emu_launch(grid, {AT_THREADS, 1, 1}, [&] {
 #define AB_EMU_FWD(HS) ab_forward_kernel<HS, ACT>(out, lse, q, qs, kv, ks, Tq, Tk, NH, causal, scale)
             switch (hs) {
             case 16: AB_EMU_FWD(16); break;
@@ -113,7 +112,7 @@ static void launch_add_rows(ACT *dst, int dst_stride, const float *src, size_t r
     if (blocks > 64)
         blocks = 64; /* a grid-stride loop, like the capped grid of kcuda_grid_for */
     emu_launch({(unsigned)blocks, 1, 1}, {256, 1, 1},
-               [&] { ab_add_rows_kernel<ACT>(dst, dst_stride, src, rows, width); });
+               [&] { at_add_rows_kernel<ACT>(dst, dst_stride, src, rows, width); });
 }
 
 template <class ACT>
@@ -132,8 +131,8 @@ static void launch_backward(int tiles, ACT *dq, int dqs, ACT *dkv, int dkvs, con
         int dqa_stride = f32 ? dqs : C;
         emu_launch({(unsigned)((rows + 7) / 8), 1, 1}, {256, 1, 1},
                    [&] { ab_dot_kernel<ACT>(dv, dout, out, rows, Tq, NH, hs); });
-        emu_dim3 grid = {(unsigned)((Tk + AB_BC - 1) / AB_BC), (unsigned)(B * NH), 1};
-        emu_launch(grid, {AB_THREADS, 1, 1}, [&] {
+        emu_dim3 grid = {(unsigned)((Tk + AT_BC - 1) / AT_BC), (unsigned)(B * NH), 1};
+        emu_launch(grid, {AT_THREADS, 1, 1}, [&] {
 #define AB_EMU_BWD(HS)                                                                             \
     ab_backward_kernel<HS, ACT>(dqa, dqa_stride, dkv, dkvs, dout, lse, dv, q, qs, kv, ks, Tq, Tk, \
                                 NH, causal, scale)
@@ -413,8 +412,8 @@ static void launch_fused_forward(ACT *out, float *att, const ACT *qkv, int B, in
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
     size_t rows = (size_t)B * NH * T;
-    emu_dim3 grid = {(unsigned)((T + FA_BR - 1) / FA_BR), (unsigned)(B * NH), 1};
-    emu_launch(grid, {FA_THREADS, 1, 1}, [&] {
+    emu_dim3 grid = {(unsigned)((T + AT_BR - 1) / AT_BR), (unsigned)(B * NH), 1};
+    emu_launch(grid, {AT_THREADS, 1, 1}, [&] {
 #define FA_EMU_FWD(HS) flash_forward_kernel<HS, ACT>(out, att, att + rows, qkv, T, NH, scale)
         switch (hs) {
         case 32: FA_EMU_FWD(32); break;
@@ -438,8 +437,8 @@ static void launch_fused_backward(ACT *dqkv, const ACT *dout, const ACT *qkv, co
     int dqa_stride = f32 ? 3 * C : C;
     emu_launch({(unsigned)((rows + 7) / 8), 1, 1}, {256, 1, 1},
                [&] { flash_backward_dot_kernel<ACT>(dv, dout, att + rows, rows, T, NH, hs); });
-    emu_dim3 grid = {(unsigned)((T + FA_BC - 1) / FA_BC), (unsigned)(B * NH), 1};
-    emu_launch(grid, {FA_THREADS, 1, 1}, [&] {
+    emu_dim3 grid = {(unsigned)((T + AT_BC - 1) / AT_BC), (unsigned)(B * NH), 1};
+    emu_launch(grid, {AT_THREADS, 1, 1}, [&] {
 #define FA_EMU_BWD(HS)                                                                             \
     flash_backward_kernel<HS, ACT>(dqa, dqa_stride, dqkv, dout, qkv, att, dv, T, NH, scale)
         switch (hs) {
@@ -452,7 +451,7 @@ static void launch_fused_backward(ACT *dqkv, const ACT *dout, const ACT *qkv, co
     if (!f32) {
         size_t n = (size_t)B * T * C, blocks = (n + 255) / 256;
         emu_launch({(unsigned)(blocks > 64 ? 64 : blocks), 1, 1}, {256, 1, 1}, [&] {
-            fa_add_rows_kernel<ACT>(dqkv, 3 * C, dq_acc.data(), (size_t)B * T, C);
+            at_add_rows_kernel<ACT>(dqkv, 3 * C, dq_acc.data(), (size_t)B * T, C);
         });
     }
 }
