@@ -180,11 +180,12 @@ __device__ __forceinline__ void at_softmax_step(const float *Sw, __nv_bfloat16 *
     __syncwarp();
 }
 
-/* PV[16 x HS] = P_w V into the scratch Sw (S is consumed), then O = arow O + PV. */
+/* X_w[16 x 64] Y[64 x HS] into the warp's scratch Sw: X_w the warp's 16 rows of a bf16
+ * [.][LDP] tile (P or dS), Y a bf16 [64][LDH] tile (V or K). P V in the forward, dS K
+ * (dQ) in the backward. */
 template <int HS>
-__device__ __forceinline__ void at_pv_update(float *Ow, float *Sw, const __nv_bfloat16 *Pw,
-                                             const __nv_bfloat16 *Vs, const float *arow,
-                                             int lane)
+__device__ __forceinline__ void at_rows_times_tile(float *Sw, const __nv_bfloat16 *Xw,
+                                                   const __nv_bfloat16 *Ys)
 {
     typedef at_dims<HS> D;
     for (int n = 0; n < HS / 16; n++) {
@@ -192,14 +193,24 @@ __device__ __forceinline__ void at_pv_update(float *Ow, float *Sw, const __nv_bf
         wmma::fill_fragment(acc, 0.0f);
         for (int kk = 0; kk < AT_BC; kk += 16) {
             at_a_row a;
-            at_b_row bv;
-            wmma::load_matrix_sync(a, Pw + kk, D::LDP);
-            wmma::load_matrix_sync(bv, Vs + kk * D::LDH + n * 16, D::LDH);
-            wmma::mma_sync(acc, a, bv, acc);
+            at_b_row b;
+            wmma::load_matrix_sync(a, Xw + kk, D::LDP);
+            wmma::load_matrix_sync(b, Ys + kk * D::LDH + n * 16, D::LDH);
+            wmma::mma_sync(acc, a, b, acc);
         }
         wmma::store_matrix_sync(Sw + n * 16, acc, D::WF, wmma::mem_row_major);
     }
     __syncwarp();
+}
+
+/* PV[16 x HS] = P_w V into the scratch Sw (S is consumed), then O = arow O + PV. */
+template <int HS>
+__device__ __forceinline__ void at_pv_update(float *Ow, float *Sw, const __nv_bfloat16 *Pw,
+                                             const __nv_bfloat16 *Vs, const float *arow,
+                                             int lane)
+{
+    typedef at_dims<HS> D;
+    at_rows_times_tile<HS>(Sw, Pw, Vs);
     for (int e = lane; e < 16 * HS; e += 32) {
         int rr = e / HS, d = e % HS;
         Ow[rr * D::LDO + d] = Ow[rr * D::LDO + d] * arow[rr] + Sw[rr * D::WF + d];
@@ -326,24 +337,12 @@ __device__ __forceinline__ void at_dv_dk(at_acc (&dV)[HS / 16], at_acc (&dK)[HS 
  * channel d at dq[(row0 + t) * dq_stride + col0 + d]; rows at or past nrows are skipped. */
 template <int HS>
 __device__ __forceinline__ void at_dq_atomic(float *dq, size_t row0, int dq_stride, size_t col0,
-                                             float *Sw,
-                                             const __nv_bfloat16 *dSw, const __nv_bfloat16 *Ks,
-                                             int lane, int t0, int nrows, float scale)
+                                             float *Sw, const __nv_bfloat16 *dSw,
+                                             const __nv_bfloat16 *Ks, int lane, int t0,
+                                             int nrows, float scale)
 {
     typedef at_dims<HS> D;
-    for (int n = 0; n < HS / 16; n++) {
-        at_acc acc;
-        wmma::fill_fragment(acc, 0.0f);
-        for (int kk = 0; kk < AT_BC; kk += 16) {
-            at_a_row a;
-            at_b_row bm;
-            wmma::load_matrix_sync(a, dSw + kk, D::LDP);
-            wmma::load_matrix_sync(bm, Ks + kk * D::LDH + n * 16, D::LDH);
-            wmma::mma_sync(acc, a, bm, acc);
-        }
-        wmma::store_matrix_sync(Sw + n * 16, acc, D::WF, wmma::mem_row_major);
-    }
-    __syncwarp();
+    at_rows_times_tile<HS>(Sw, dSw, Ks);
     for (int e = lane; e < 16 * HS; e += 32) {
         int rr = e / HS, d = e % HS, t = t0 + rr;
         if (t < nrows)

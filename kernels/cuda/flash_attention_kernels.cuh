@@ -22,6 +22,16 @@
 
 #include "attention_tiles.cuh"
 
+/* Offset of row t of head h in a [B, T, parts x C] activation, part p: qkv (parts 3; q 0,
+ * k 1, v 2) or dout (parts 1, part 0). For at_load_tile. */
+struct fa_row {
+    int b, T, parts, part, C, h, HS;
+    __device__ __forceinline__ size_t operator()(int t) const
+    {
+        return ((size_t)b * T + t) * parts * C + (size_t)part * C + (size_t)h * HS;
+    }
+};
+
 /* A minimum of 2 blocks per SM in the launch bounds: with the block size alone, ptxas (CUDA
  * 13) capped the hs-64 fp32-storage instance at 64 registers and spilled 4 bytes. */
 template <int HS, class ACT>
@@ -35,10 +45,8 @@ __global__ void __launch_bounds__(AT_THREADS, 2)
     const int bh = blockIdx.y, b = bh / NH, h = bh % NH, C = NH * HS;
     const int q0 = qt * AT_BR, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const at_fwd_smem<HS> sm = at_fwd_layout<HS>(at_smem, warp);
-    /* row t of q (part 0), k (1), v (2) of head h in qkv */
-    auto q_row = [=](int t) { return ((size_t)b * T + t) * 3 * C + (size_t)h * HS; };
-    auto k_row = [=](int t) { return ((size_t)b * T + t) * 3 * C + (size_t)C + (size_t)h * HS; };
-    auto v_row = [=](int t) { return ((size_t)b * T + t) * 3 * C + (size_t)2 * C + (size_t)h * HS; };
+    const fa_row q_row = {b, T, 3, 0, C, h, HS}, k_row = {b, T, 3, 1, C, h, HS},
+                 v_row = {b, T, 3, 2, C, h, HS};
 
     at_load_tile<HS>(sm.Qs, qkv, q_row, q0, T);
     at_fwd_start<HS>(sm.Ow, sm.mrow, sm.lrow, lane);
@@ -109,11 +117,8 @@ __global__ void __launch_bounds__(AT_THREADS)
     const int k0 = kt * AT_BC, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const size_t C3 = (size_t)3 * C;
     const at_bwd_smem<HS> sm = at_bwd_layout<HS>(at_smem, warp);
-    /* row t of q (part 0), k (1), v (2) of head h in qkv, and of dout */
-    auto q_row = [=](int t) { return ((size_t)b * T + t) * 3 * C + (size_t)h * HS; };
-    auto k_row = [=](int t) { return ((size_t)b * T + t) * 3 * C + (size_t)C + (size_t)h * HS; };
-    auto v_row = [=](int t) { return ((size_t)b * T + t) * 3 * C + (size_t)2 * C + (size_t)h * HS; };
-    auto g_row = [=](int t) { return ((size_t)b * T + t) * C + (size_t)h * HS; };
+    const fa_row q_row = {b, T, 3, 0, C, h, HS}, k_row = {b, T, 3, 1, C, h, HS},
+                 v_row = {b, T, 3, 2, C, h, HS}, g_row = {b, T, 1, 0, C, h, HS};
 
     at_load_tile<HS>(sm.Ks, qkv, k_row, k0, T);
     at_load_tile<HS>(sm.Vs, qkv, v_row, k0, T);
