@@ -421,10 +421,11 @@ SS.parseSplit = function (src, plan, onProgress) {
 };
 
 SS.loadTrace = async function (src, onProgress) {
-  var parsed = null, plan = null;
+  var parsed = null, plan = null, marks = { loadStartAt: performance.now() };   // (page clock, for the bench)
   SS.lastParseMode = 'page';
   SS.lastSplitNote = '';
   try { plan = await SS.planSplit(src); } catch (e) { plan = null; }
+  marks.planDoneAt = performance.now();
   if (plan) {
     try {
       parsed = await SS.parseSplit(src, plan, onProgress);
@@ -434,7 +435,7 @@ SS.loadTrace = async function (src, onProgress) {
       parsed = null;
     }
   }
-  if (parsed) return new SS.TraceModel(parsed);
+  if (parsed) return SS.modelWithMarks(parsed, marks);
   var w = SS.makeParserWorker();
   if (w) {
     try {
@@ -446,7 +447,17 @@ SS.loadTrace = async function (src, onProgress) {
     }
   }
   if (!parsed) parsed = await SS.parseOnPage(src, onProgress);
-  return new SS.TraceModel(parsed);
+  return SS.modelWithMarks(parsed, marks);
+};
+
+/* The model of parsed; its timing gets the page-clock marks of the load (ms since navigation). */
+SS.modelWithMarks = function (parsed, marks) {
+  marks.parsedAt = performance.now();
+  var m = new SS.TraceModel(parsed);
+  marks.modelAt = performance.now();
+  if (!m.timing) m.timing = {};
+  for (var k in marks) m.timing[k] = marks[k];
+  return m;
 };
 
 /* The report is small (per rank, per step): read as a stream, parsed once. */

@@ -896,7 +896,11 @@ SS.traceParserFactory = function () {
     while (this.cap < n1 + n2) this.growSlices();
     var at = this.arenaLen;
     if (t.arenaLen) {
-      if (at + t.arenaLen > this.arena.length) this.arena = grow(this.arena, at + t.arenaLen);
+      if (at + t.arenaLen > this.arena.length) {           // exactly what is needed: no doubling, no later copy
+        var arena = new Uint8Array(at + t.arenaLen);
+        arena.set(this.arena.subarray(0, at));
+        this.arena = arena;
+      }
       this.arena.set(t.arena.subarray(0, t.arenaLen), at);
       this.arenaLen = at + t.arenaLen;
     }
@@ -1021,7 +1025,7 @@ SS.traceParserFactory = function () {
     var out = {
       n: n, ts: ts.slice(0, n), dur: dur.slice(0, n), nameId: this.nameId.slice(0, n), cat: this.cat.slice(0, n),
       track: track.slice(0, n), rowIdx: rowIdx, argOff: argOff, argLen: this.argLen.slice(0, n),
-      arena: this.arena.slice(0, this.arenaLen), order: order, names: this.names, tracks: tracksOut,
+      arena: this.arena.length === this.arenaLen ? this.arena : this.arena.slice(0, this.arenaLen), order: order, names: this.names, tracks: tracksOut,
       groups: this.groupOrder.map(function (g) { return { pid: g.pid, name: g.name, sort: g.sort }; }), counters: counters,
       flows: { n: fn, fromTrack: ff, fromTs: fft, toTrack: ft, toTs: ftt },
       minTs: this.minTs, maxTs: this.maxTs, eventCount: this.eventCount, metadata: this.topLevel.metadata || {},
