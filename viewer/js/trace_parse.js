@@ -959,6 +959,40 @@ SS.traceParserFactory = function () {
     return this.build();
   };
 
+  /*
+   * Greedy row packing of one track (seg: its slice indices by start, longest first):
+   * each slice goes to the first row whose last slice has ended (1e-6 µs of slack).
+   * Sets rowIdx[slice]; returns the number of rows, with scratch.count[r] the slices
+   * of row r. Its own function on typed arrays, so it is optimized after a few tracks
+   * (a fresh worker runs build() once: a loop inside it stayed slow).
+   */
+  function packRows(seg, ts, dur, rowIdx, scratch) {
+    var rowEnd = scratch.end, rowCount = scratch.count, rows = 0, len = seg.length;
+    for (var k = 0; k < len; k++) {
+      var i = seg[k], s = ts[i] + 1e-6, r = 0;
+      while (r < rows && rowEnd[r] > s) r++;
+      if (r === rows) {
+        if (rows === rowEnd.length) {
+          rowEnd = scratch.end = grow(rowEnd, rows + 1);
+          rowCount = scratch.count = grow(rowCount, rows + 1);
+        }
+        rowCount[r] = 0;
+        rows++;
+      }
+      rowEnd[r] = ts[i] + dur[i];
+      rowCount[r]++;
+      rowIdx[i] = r;
+    }
+    return rows;
+  }
+
+  /* Reorders seg row by row, stably (at[r]: where row r starts in seg; tmp: scratch). */
+  function regroup(seg, rowIdx, at, tmp) {
+    var len = seg.length;
+    for (var k = 0; k < len; k++) { var i = seg[k]; tmp[at[rowIdx[i]]++] = i; }
+    seg.set(tmp.subarray(0, len));
+  }
+
   /* Groups slices by track, sorts where needed, packs rows; returns transferable data. */
   Parser.prototype.build = function () {
     var n = this.n, ts = this.ts, dur = this.dur, track = this.track, nt = this.tracks.length;
@@ -969,7 +1003,7 @@ SS.traceParserFactory = function () {
     for (k = 0; k < nt; k++) start[k + 1] += start[k];
     var fill = start.slice(0, nt), order = new Int32Array(n);
     for (i = 0; i < n; i++) order[fill[track[i]]++] = i;
-    var rowIdx = new Int32Array(n), tmp = new Int32Array(64);
+    var rowIdx = new Int32Array(n), tmp = new Int32Array(64), scratch = { end: new Float64Array(16), count: new Int32Array(16) };
     var byStartLongest = function (x, y) { return ts[x] - ts[y] || dur[y] - dur[x]; };
     var tracksOut = [];
     for (var ti = 0; ti < nt; ti++) {
@@ -982,25 +1016,14 @@ SS.traceParserFactory = function () {
         }
       }
       if (needSort) seg.sort(byStartLongest);
-      // greedy row packing: the first row whose last slice has ended
-      var rowEnd = [], rowCount = [];
-      for (k = 0; k < seg.length; k++) {
-        i = seg[k];
-        var s = ts[i], r = 0;
-        while (r < rowEnd.length && rowEnd[r] > s + 1e-6) r++;
-        if (r === rowEnd.length) { rowEnd.push(-Infinity); rowCount.push(0); }
-        rowEnd[r] = s + dur[i];
-        rowCount[r]++;
-        rowIdx[i] = r;
-      }
+      var rows = packRows(seg, ts, dur, rowIdx, scratch), rowCount = scratch.count;
       // regroup the segment row by row (stable: each row stays sorted by start)
       var rowStart = [a];
-      for (var r2 = 0; r2 < rowCount.length; r2++) rowStart.push(rowStart[r2] + rowCount[r2]);
-      if (rowCount.length > 1) {
+      for (var r2 = 0; r2 < rows; r2++) rowStart.push(rowStart[r2] + rowCount[r2]);
+      if (rows > 1) {
         if (tmp.length < seg.length) tmp = new Int32Array(seg.length);
-        var at = rowStart.slice(0, rowCount.length).map(function (v) { return v - a; });
-        for (k = 0; k < seg.length; k++) { i = seg[k]; tmp[at[rowIdx[i]]++] = i; }
-        seg.set(tmp.subarray(0, seg.length));
+        var at = rowStart.slice(0, rows).map(function (v) { return v - a; });
+        regroup(seg, rowIdx, at, tmp);
       }
       tracksOut.push({ id: t.id, pid: t.pid, tid: t.tid, name: t.name, sort: t.sort, count: t.count,
                        hasDerived: t.hasDerived, catMask: t.catMask, rowStart: rowStart });
@@ -1021,7 +1044,8 @@ SS.traceParserFactory = function () {
       return { pid: c.pid, name: c.name, ts: Float64Array.from(c.ts), val: Float64Array.from(c.val), max: c.max };
     });
     // argOff fits Uint32 unless the arena passed 4 GB
-    var argOff = this.arenaLen < 4294967296 ? Uint32Array.from(this.argOff.subarray(0, n)) : this.argOff.slice(0, n);
+    var argOff = this.arenaLen < 4294967296 ? new Uint32Array(n) : this.argOff.slice(0, n);
+    if (argOff.constructor === Uint32Array) argOff.set(this.argOff.subarray(0, n));        // (converted natively)
     var out = {
       n: n, ts: ts.slice(0, n), dur: dur.slice(0, n), nameId: this.nameId.slice(0, n), cat: this.cat.slice(0, n),
       track: track.slice(0, n), rowIdx: rowIdx, argOff: argOff, argLen: this.argLen.slice(0, n),
