@@ -1,6 +1,7 @@
 /*
  * test_attention_block_emu.cpp — the device code of ring attention's CUDA block kernels
- * (kernels/cuda/attention_block_kernels.cuh), run on the CPU through a CUDA emulation
+ * (kernels/cuda/attention_block_kernels.cuh, with the tile steps it shares with the fused
+ * attention in attention_tiles.cuh), run on the CPU through a CUDA emulation
  * (cuda_emu.h), against the CPU reference (kernels/cpu/attention_block.c). Runs on every
  * machine with the CUDA parts built (no GPU needed): the index math, masks, online
  * softmax, log-sum-exp merge, accumulation and barriers of exactly the kernel source
