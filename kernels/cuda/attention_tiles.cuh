@@ -8,12 +8,19 @@
  * How it is used: a block of 4 warps works on a 64 x 64 tile, each warp owning 16 rows
  * (forward: 16 queries; backward: 16 keys of the block's key tile, and 16 queries of the
  * current query tile for the row-wise steps). The kernels keep what differs between the two
- * families — which tiles a block visits, where rows live in global memory (the functions take
- * a base pointer and a row stride), which keys a query sees (the functions take a predicate
- * `visible(j)` / `visible(t, j)`), and how results leave the block (out = O/l and lse for the
- * fused forward, a log-sum-exp merge into (out, lse) for the ring's blocks). Everything else
- * is here, once: every step does the same floating-point operations in the same order as
- * when each kernel spelled it out, so results are bit for bit what they were.
+ * families — which tiles a block visits, where rows live in global memory (at_load_tile takes
+ * a row-offset functor, the other functions a row base and stride), which keys a query sees
+ * (the forward's masking loop is in the kernels; at_p_ds takes a predicate visible(t, j)),
+ * and how results leave the block (out = O/l and lse for the fused forward, a log-sum-exp
+ * merge into (out, lse) for the ring's blocks). Everything else is here, once: every step
+ * does the same floating-point operations in the same order as when each kernel spelled it
+ * out, so results are bit for bit what they were.
+ *
+ * Generated code: the index expressions are the ones the kernels had, and the split keeps
+ * the compiler's loop decisions (a masking loop inside a shared function got unswitched on
+ * the ring's `causal` flag and unrolled differently; at_p_ds pins the unroll factor both
+ * kernels had), so `ptxas -v` reports the registers, stack and spills of before for every
+ * instance (docs/cuda-backend.md, "Attention"). Check that again after changing this file.
  *
  * Numerics: Q, K, V, dO, P and dS are bf16 tensor-core operands (WMMA 16x16x16, fp32
  * accumulation); scores, softmax statistics, O and the gradients' accumulators are fp32.
@@ -299,6 +306,8 @@ __device__ __forceinline__ void at_p_ds(__nv_bfloat16 *Ps, __nv_bfloat16 *dSs, c
     const int r = lane >> 1, c0 = (lane & 1) * (AT_BC / 2);
     const int t = q0 + r0 + r;
     const float l = lse_s[r0 + r], dv = D_s[r0 + r];
+    /* 4: the factor the compiler chose when each kernel had this loop; unpinned, it unrolled
+     * the fused backward's fully (more registers, a 4-byte spill at hs 128) */
 #pragma unroll 4
     for (int c = 0; c < AT_BC / 2; c++) {
         int j = k0 + c0 + c;
