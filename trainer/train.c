@@ -39,7 +39,9 @@
  * next (previous) rank for every chunk transition (rank pp-1's chunk j feeds rank 0's chunk
  * j+1), every (chunk, micro-batch) has its own activation slot and events, and chunk 0's
  * gradient buckets are all-reduced as usual while the other chunks' whole gradient buffers
- * are all-reduced after the pipeline flush (ZeRO, CP and checkpoints are refused).
+ * are all-reduced after the pipeline flush. With --zero 1 each chunk's AdamW state is this
+ * rank's slice of it (chunk_slice) and every chunk is all-gathered after the optimizer;
+ * CP and checkpoints (every chunk in the shard) work as for one chunk; ZeRO-2/3 are refused.
  * Context parallelism (--cp) lives in the model (ring_attention.c); here it only
  * adds the CP group and its two streams, the dp x cp gradient group and the
  * choice of each CP rank's chunks of the sequences it loads.
