@@ -38,6 +38,7 @@
 
 #include "cupti_convert.h"
 #include "gpu_session.h"
+#include "nccl_profiler_core.h"
 #include "stepscope_gpu.h"
 
 #define BUFFER_BYTES (4u << 20)
@@ -445,6 +446,9 @@ __attribute__((visibility("default"))) void stepscope_gpu_stop(void) {
   pthread_mutex_unlock(&state_lock);
   if (joinable) pthread_join(flush_thread, NULL);
   flush_all_forced();
+  /* NCCL operations still waiting for their channels' stop events go out
+   * with their host times now, while the program's trace is still open. */
+  sgpu_nccl_flush_unfinished();
   pthread_mutex_lock(&state_lock);
   for (size_t i = 0; i < sizeof activity_kinds / sizeof activity_kinds[0]; i++)
     cuptiActivityDisable(activity_kinds[i]);

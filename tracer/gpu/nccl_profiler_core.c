@@ -64,7 +64,9 @@
 
 typedef struct nccl_comm {
   uint64_t comm_id;
-  uint32_t name_id;
+  uint32_t name_id;              /* `name` interned in the trace `marked_in` */
+  char *name;                    /* NULL when NCCL gave none (or not JSON-safe) */
+  stepscope_writer *marked_in;   /* atomic: trace that holds this comm's init MARK */
   int rank, nranks, nnodes, version;
   int device;
   uint64_t next_coll_seq;        /* atomic */
@@ -205,11 +207,28 @@ static int name_is_json_safe(const char *s) {
   return 1;
 }
 
+/* Writes the communicator's init MARK and interns its name in the running
+ * trace, once per trace: at init when a trace runs, else at the first event
+ * seen while one runs (a linked program creates its communicators before it
+ * starts its trace, and may stop and start it again around a profiling window). */
+static void comm_mark_in_current_trace(nccl_comm *c) {
+  stepscope_writer *w = stepscope_current();
+  stepscope_writer *seen = __atomic_load_n(&c->marked_in, __ATOMIC_ACQUIRE);
+  if (!w || seen == w) return;
+  if (!__atomic_compare_exchange_n(&c->marked_in, &seen, w, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    return; /* another thread is writing it */
+  __atomic_store_n(&c->name_id, c->name ? stepscope_intern_current(c->name) : 0, __ATOMIC_RELEASE);
+  write_comm_mark(c, c->name);
+}
+
 sgpu_nccl_result sgpu_nccl_comm_init(void **context, int version, uint64_t comm_id,
                                      const char *comm_name, int nnodes, int nranks, int rank,
                                      int *activation_mask) {
   *context = NULL;
-  if (!sgpu_session_ensure()) return SGPU_NCCL_INTERNAL_ERROR; /* NCCL disables the plugin */
+  /* No trace yet: in a linked program (it calls stepscope_start itself, maybe
+   * after creating its communicators) the plugin stays and drops events until
+   * the trace runs; anywhere else NCCL disables the plugin. */
+  if (!sgpu_session_ensure() && !sgpu_session_linked_program()) return SGPU_NCCL_INTERNAL_ERROR;
   nccl_comm *c = calloc(1, sizeof *c);
   if (!c) return SGPU_NCCL_INTERNAL_ERROR;
   c->comm_id = comm_id;
@@ -226,9 +245,8 @@ sgpu_nccl_result sgpu_nccl_comm_init(void **context, int version, uint64_t comm_
       return SGPU_NCCL_INTERNAL_ERROR;
     }
   }
-  const char *name = comm_name && *comm_name && name_is_json_safe(comm_name) ? comm_name : NULL;
-  c->name_id = name ? stepscope_intern_current(name) : 0;
-  write_comm_mark(c, name);
+  if (comm_name && *comm_name && name_is_json_safe(comm_name)) c->name = strdup(comm_name);
+  comm_mark_in_current_trace(c);
   if (!__atomic_exchange_n(&flush_registered, 1, __ATOMIC_ACQ_REL))
     sgpu_session_add_flush(sgpu_nccl_flush_unfinished);
   *activation_mask = sgpu_nccl_activation_mask(version);
@@ -311,7 +329,9 @@ static void write_collective(nccl_event *e) {
   uint64_t corr = g ? __atomic_load_n(&g->correlation_id, __ATOMIC_ACQUIRE) : 0;
   if (!corr) corr = e->correlation_id;
   rec.correlation_id = corr;
-  if (!rec.stream) rec.stream = stream_of(e);
+  /* The stream: the operation's own (inherited at start from an API call
+   * that had already ended, NCCL 2.28's order), else a live ancestor's. */
+  if (!rec.stream) rec.stream = e->stream ? e->stream : stream_of(e);
   stepscope_record r;
   memset(&r, 0, sizeof r);
   r.kind = STEPSCOPE_REC_COLLECTIVE;
@@ -324,6 +344,7 @@ static void comm_event_gone(nccl_comm *c) {
   if (__atomic_sub_fetch(&c->live_events, 1, __ATOMIC_ACQ_REL) == 0 &&
       __atomic_load_n(&c->finalized, __ATOMIC_ACQUIRE)) {
     free(c->p2p_seq);
+    free(c->name);
     free(c);
   }
 }
@@ -367,7 +388,7 @@ static void fill_operation(nccl_event *e, const sgpu_nccl_event_desc *d) {
   rec->comm_size = (uint32_t)(c->nranks > 0 ? c->nranks : 0);
   rec->channels = d->channels;
   rec->device = (uint32_t)c->device;
-  rec->name = c->name_id;
+  rec->name = __atomic_load_n(&c->name_id, __ATOMIC_ACQUIRE);
   rec->peer = -1;
   if (d->type == SGPU_NCCL_EV_P2P) {
     rec->flags |= STEPSCOPE_COLL_F_P2P;
@@ -399,6 +420,7 @@ static void inherit_from_ended(nccl_event *e, nccl_event *ended) {
 void *sgpu_nccl_event_start(void *context, const sgpu_nccl_event_desc *d) {
   nccl_comm *c = context;
   if (!c || !d || !stepscope_active()) return NULL;
+  comm_mark_in_current_trace(c);
   switch (d->type) {
     case SGPU_NCCL_EV_GROUP:
       /* v5+ also report the legacy per-plan Group event; its operations hang
@@ -534,3 +556,12 @@ void sgpu_nccl_note_launch_correlation(uint64_t correlation_id) {
   __atomic_compare_exchange_n(&g->correlation_id, &expected, correlation_id, 0, __ATOMIC_ACQ_REL,
                               __ATOMIC_RELAXED);
 }
+
+/* This binary's own core (hidden: a reference to it never leaves the binary)
+ * and the same table under the exported name other binaries look up. */
+const sgpu_nccl_core_api sgpu_nccl_core_local = {
+    SGPU_NCCL_CORE_ABI,     sizeof(sgpu_nccl_event_desc), sgpu_nccl_comm_init,
+    sgpu_nccl_comm_finalize, sgpu_nccl_event_start,        sgpu_nccl_event_stop,
+    sgpu_nccl_event_state};
+extern const sgpu_nccl_core_api stepscope_nccl_core_v1
+    __attribute__((visibility("default"), alias("sgpu_nccl_core_local")));

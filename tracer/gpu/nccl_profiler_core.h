@@ -46,6 +46,30 @@ void *sgpu_nccl_event_start(void *context, const sgpu_nccl_event_desc *d);
 void sgpu_nccl_event_stop(void *handle);
 void sgpu_nccl_event_state(void *handle, int state, const sgpu_nccl_state_args *args);
 
+/* The core's entry points as one table, exported from every binary that
+ * holds the core (default visibility) so that a process has ONE core: the
+ * injected plugin (libstepscope_inject.so, loaded by NCCL) routes NCCL's
+ * calls to the table of the main program when that program links the GPU
+ * tracer itself and exports its symbols (stepscope-train: -rdynamic). The
+ * program's CUPTI source then feeds the same core the launch correlation ids
+ * and stream ids the plugin's records need; two private copies never would.
+ * `abi` and `desc_size` guard against a program built from other sources. */
+#define SGPU_NCCL_CORE_ABI 1u
+typedef struct sgpu_nccl_core_api {
+  unsigned abi;
+  unsigned desc_size; /* sizeof(sgpu_nccl_event_desc) */
+  sgpu_nccl_result (*comm_init)(void **context, int version, uint64_t comm_id,
+                                const char *comm_name, int nnodes, int nranks, int rank,
+                                int *activation_mask);
+  sgpu_nccl_result (*comm_finalize)(void *context);
+  void *(*event_start)(void *context, const sgpu_nccl_event_desc *d);
+  void (*event_stop)(void *handle);
+  void (*event_state)(void *handle, int state, const sgpu_nccl_state_args *args);
+} sgpu_nccl_core_api;
+
+#define SGPU_NCCL_CORE_SYMBOL "stepscope_nccl_core_v1"
+extern const sgpu_nccl_core_api sgpu_nccl_core_local; /* this binary's; exported as the symbol above */
+
 /* Counters for tests and the exit summary. */
 typedef struct sgpu_nccl_stats {
   uint64_t collectives_written;

@@ -4,10 +4,13 @@
  * 2.27–2.28 take v5, 2.25–2.26 take v4).
  *
  * Each adapter copies its version's descriptor into the version-neutral
- * sgpu_nccl_event_desc and calls nccl_profiler_core.c. Every entry point
- * returns success except init without a running trace, which makes NCCL
- * disable the plugin: the plugin never makes an NCCL call fail.
+ * sgpu_nccl_event_desc and calls the process's one NCCL core (core(), below:
+ * the main program's when it links the GPU tracer itself, else this
+ * library's). Every entry point returns success except init when no trace
+ * runs and none will (not a linked program), which makes NCCL disable the
+ * plugin: the plugin never makes an NCCL call fail.
  */
+#include <dlfcn.h>
 #include <string.h>
 
 #include "nccl_profiler_core.h"
@@ -77,25 +80,43 @@ static void desc_init(sgpu_nccl_event_desc *out, uint64_t type, void *parent, in
   out->peer = -1;
 }
 
+/* ---- the one core of the process ------------------------------------------ */
+
+/* The core NCCL's calls go to, looked up once: the first definition of
+ * SGPU_NCCL_CORE_SYMBOL in the process's global scope (the main program
+ * comes first; a plain program has none, and NCCL loads this library
+ * RTLD_LOCAL), if it was built from these sources; else our own copy. */
+static const sgpu_nccl_core_api *core(void) {
+  static const sgpu_nccl_core_api *chosen;
+  const sgpu_nccl_core_api *c = __atomic_load_n(&chosen, __ATOMIC_ACQUIRE);
+  if (c) return c;
+  c = &sgpu_nccl_core_local;
+  const sgpu_nccl_core_api *found = dlsym(RTLD_DEFAULT, SGPU_NCCL_CORE_SYMBOL);
+  if (found && found->abi == SGPU_NCCL_CORE_ABI && found->desc_size == sizeof(sgpu_nccl_event_desc))
+    c = found;
+  __atomic_store_n(&chosen, c, __ATOMIC_RELEASE);
+  return c;
+}
+
 /* ---- shared by all versions ------------------------------------------------ */
 
 static sgpu_nccl_result stop_event(void *handle) {
-  sgpu_nccl_event_stop(handle);
+  core()->event_stop(handle);
   return SGPU_NCCL_SUCCESS;
 }
 
 static sgpu_nccl_result record_state(void *handle, int state, sgpu_nccl_state_args *args) {
-  sgpu_nccl_event_state(handle, state, args);
+  core()->event_state(handle, state, args);
   return SGPU_NCCL_SUCCESS;
 }
 
-static sgpu_nccl_result finalize(void *context) { return sgpu_nccl_comm_finalize(context); }
+static sgpu_nccl_result finalize(void *context) { return core()->comm_finalize(context); }
 
 /* ---- v6 ---------------------------------------------------------------------- */
 
 static sgpu_nccl_result init_v6(void **context, uint64_t comm_id, int *mask, const char *name,
                                 int nnodes, int nranks, int rank, sgpu_nccl_logger log) {
-  return sgpu_nccl_comm_init(context, 6, comm_id, name, nnodes, nranks, rank, mask);
+  return core()->comm_init(context, 6, comm_id, name, nnodes, nranks, rank, mask);
 }
 
 static sgpu_nccl_result start_v6(void *context, void **handle, sgpu_nccl_descr_v6 *d) {
@@ -113,7 +134,7 @@ static sgpu_nccl_result start_v6(void *context, void **handle, sgpu_nccl_descr_v
     e.stream = d->ceColl.stream;
     e.algo = "CE";
   }
-  *handle = sgpu_nccl_event_start(context, &e);
+  *handle = core()->event_start(context, &e);
   return SGPU_NCCL_SUCCESS;
 }
 
@@ -124,7 +145,7 @@ SGPU_EXPORT const sgpu_nccl_profiler_v6 ncclProfiler_v6 = {
 
 static sgpu_nccl_result init_v5(void **context, uint64_t comm_id, int *mask, const char *name,
                                 int nnodes, int nranks, int rank, sgpu_nccl_logger log) {
-  return sgpu_nccl_comm_init(context, 5, comm_id, name, nnodes, nranks, rank, mask);
+  return core()->comm_init(context, 5, comm_id, name, nnodes, nranks, rank, mask);
 }
 
 static sgpu_nccl_result start_v5(void *context, void **handle, sgpu_nccl_descr_v5 *d) {
@@ -133,7 +154,7 @@ static sgpu_nccl_result start_v5(void *context, void **handle, sgpu_nccl_descr_v
   sgpu_nccl_event_desc e;
   desc_init(&e, d->type, d->parentObj, d->rank);
   FILL_FROM_V5_UNION(&e, d);
-  *handle = sgpu_nccl_event_start(context, &e);
+  *handle = core()->event_start(context, &e);
   return SGPU_NCCL_SUCCESS;
 }
 
@@ -144,7 +165,7 @@ SGPU_EXPORT const sgpu_nccl_profiler_v5 ncclProfiler_v5 = {
 
 static sgpu_nccl_result init_v4(void **context, int *mask, const char *name, uint64_t comm_hash,
                                 int nnodes, int nranks, int rank, sgpu_nccl_logger log) {
-  return sgpu_nccl_comm_init(context, 4, comm_hash, name, nnodes, nranks, rank, mask);
+  return core()->comm_init(context, 4, comm_hash, name, nnodes, nranks, rank, mask);
 }
 
 static sgpu_nccl_result start_v4(void *context, void **handle, sgpu_nccl_descr_v4 *d) {
@@ -177,7 +198,7 @@ static sgpu_nccl_result start_v4(void *context, void **handle, sgpu_nccl_descr_v
     default:
       break;
   }
-  *handle = sgpu_nccl_event_start(context, &e);
+  *handle = core()->event_start(context, &e);
   return SGPU_NCCL_SUCCESS;
 }
 
