@@ -140,6 +140,7 @@ int launcher_run(const train_config *cfg)
             setenv("LOCAL_RANK", v, 1);
             snprintf(v, sizeof v, "%d", n);
             setenv("WORLD_SIZE", v, 1);
+            setenv("LOCAL_WORLD_SIZE", v, 1); /* every rank is on this machine */
             rank_env env = {r, n, r, path, 0, 0, 2 * cfg->watchdog_s, 0};
             int rc = train_rank_run(cfg, &env);
             fflush(stdout);

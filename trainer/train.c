@@ -672,9 +672,10 @@ static void write_memory_metadata(trainer *t)
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     long long measured = (long long)ru.ru_maxrss * 1024; /* CPU: the process's peak RSS */
+    const char *measured_source = "process-peak-rss";
 #ifdef STEPSCOPE_TRAINER_HAVE_CUDA
     if (dev_is_cuda(t->dev))
-        measured = (long long)dev_cuda_measured_peak(t->dev);
+        measured = (long long)dev_cuda_measured_peak(t->dev, &measured_source);
 #endif
     size_t params, grads, opt;
     train_memory_predict(t, &params, &grads, &opt);
@@ -689,9 +690,9 @@ static void write_memory_metadata(trainer *t)
     snprintf(buf, sizeof buf,
              "{\"predicted\":{\"parameters\":%zu,\"gradients\":%zu,\"optimizer\":%zu,"
              "\"activations\":%zu,\"total\":%zu},\"zero\":%d,\"activation_dtype\":\"%s\","
-             "\"measured_peak_bytes\":%lld}",
+             "\"measured_peak_bytes\":%lld,\"measured_source\":\"%s\"}",
              params, grads, opt, acts, params + grads + opt + acts, c->zero,
-             dev_dtype_name(dev_activation_dtype(t->dev)), measured);
+             dev_dtype_name(dev_activation_dtype(t->dev)), measured, measured_source);
     stepscope_metadata_set("memory", buf);
 }
 
@@ -748,11 +749,12 @@ static void trace_start(trainer *t)
         fprintf(stderr, "rank %d: warning: tracing disabled: %s\n", t->env.rank, e.message);
     } else {
         t->tracing = 1;
-        dev_trace_started(t->dev);
 #ifdef STEPSCOPE_TRAINER_GPU_TRACE
+        /* CUPTI first: the device names its streams under CUPTI's stream ids. */
         if (gpu_trace_wanted(t) && stepscope_gpu_start() != 0)
             fprintf(stderr, "rank %d: warning: GPU activity will not be traced\n", t->env.rank);
 #endif
+        dev_trace_started(t->dev);
         stepscope_stream_declare(stepscope_thread_id(), STEPSCOPE_STREAM_HOST_THREAD, 0,
                                  "host (training loop)");
         write_metadata(t);
@@ -766,8 +768,11 @@ static void trace_stop(trainer *t)
 {
     write_memory_metadata(t);
 #ifdef STEPSCOPE_TRAINER_GPU_TRACE
-    if (gpu_trace_wanted(t))
+    if (gpu_trace_wanted(t)) {
         stepscope_gpu_stop();
+        /* CUPTI's last buffers declared their streams as "stream N": name them again. */
+        dev_trace_started(t->dev);
+    }
 #endif
     stepscope_stop();
     t->tracing = 0;

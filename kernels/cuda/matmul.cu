@@ -88,9 +88,9 @@ static int bias_add(kcuda_ctx *k, T *out, const float *bias, int rows, int cols)
 /* Column-major D[m,n] = alpha op(A) op(B) + beta D, batched, with an optional fp32 bias
  * (per row of D) epilogue. A and B are of type `ab_type`, D (which is also C) of `d_type`
  * (CUDA_R_32F or CUDA_R_16BF). A bias on a bf16 D is declared fp32
- * (CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE); if the heuristic has no algorithm with that
- * epilogue, the cache entry remembers it (valid = 2) and such calls run the GEMM without
- * the epilogue, then bias_add_kernel. */
+ * (CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE); if cuBLASLt refuses that anywhere (setting the
+ * attribute, the heuristic, or cublasLtMatmul's own checks), the cache entry remembers it
+ * (valid = 2) and such calls run the GEMM without the epilogue, then bias_add_kernel. */
 static int lt_matmul(kcuda_ctx *k, cublasOperation_t opA, cublasOperation_t opB, int m, int n,
                      int kk, float alpha, const void *A, int lda, long long strideA, const void *B,
                      int ldb, long long strideB, float beta, void *D, int ldd, long long strideD,
@@ -120,6 +120,9 @@ static int lt_matmul(kcuda_ctx *k, cublasOperation_t opA, cublasOperation_t opB,
                                batch > 1 ? (int)((strideB * 31) ^ (strideD * 7)) : 0};
     int found = 0;
     kcuda_algo_entry *entry = algo_lookup(k, key, &found);
+    /* An fp32 bias on a bf16 D that cuBLASLt refuses at any point (the attribute, the
+     * heuristic, or the call itself) is added by bias_add_kernel after a plain GEMM. */
+    const int bias_fallback = bias && d_type != CUDA_R_32F && batch == 1 && ldd == m;
     if (found && entry->valid == 2) {
         /* no BIAS epilogue for these types: GEMM, then the bias kernel */
         rc = lt_matmul(k, opA, opB, m, n, kk, alpha, A, lda, strideA, B, ldb, strideB, beta, D,
@@ -144,9 +147,11 @@ static int lt_matmul(kcuda_ctx *k, cublasOperation_t opA, cublasOperation_t opB,
                  "set BIAS_POINTER");
         if (d_type != CUDA_R_32F) {
             int32_t bias_type = CUDA_R_32F; /* the default is D's type */
-            LT_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
-                                                    &bias_type, sizeof bias_type),
-                     "set BIAS_DATA_TYPE");
+            cublasStatus_t st = cublasLtMatmulDescSetAttribute(
+                desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type);
+            if (st != CUBLAS_STATUS_SUCCESS && bias_fallback)
+                goto take_fallback;
+            LT_CHECK(st, "set BIAS_DATA_TYPE");
         }
     }
     LT_CHECK(cublasLtMatrixLayoutCreate(&la, ab_type, a_rows, a_cols, lda), "layout A");
@@ -188,19 +193,13 @@ static int lt_matmul(kcuda_ctx *k, cublasOperation_t opA, cublasOperation_t opB,
         int nresults = 0;
         cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(k->lt, desc, la, lb, ld, ld, pref, 1,
                                                            &result, &nresults);
+        if ((hs != CUBLAS_STATUS_SUCCESS || nresults < 1) && bias_fallback)
+            goto take_fallback; /* whatever the status: an fp32 bias on bf16 D refused */
         if (hs != CUBLAS_STATUS_SUCCESS && hs != CUBLAS_STATUS_NOT_SUPPORTED) {
             rc = kcuda_fail(k, "cublasLtMatmulAlgoGetHeuristic: %s", cublasGetStatusString(hs));
             goto done;
         }
         if (hs != CUBLAS_STATUS_SUCCESS || nresults < 1) {
-            if (bias && d_type != CUDA_R_32F && batch == 1 && ldd == m) {
-                /* fp32 bias on a bf16 D not offered: remember, and take the fallback */
-                memcpy(entry->key, key, sizeof key);
-                entry->valid = 2;
-                rc = lt_matmul(k, opA, opB, m, n, kk, alpha, A, lda, strideA, B, ldb, strideB,
-                               beta, D, ldd, strideD, batch, bias, ab_type, d_type, compute);
-                goto done;
-            }
             rc = kcuda_fail(k,
                             "cuBLASLt has no algorithm for m=%d n=%d k=%d batch=%d (ops %d,%d, "
                             "%s, %s operands, %s output%s)",
@@ -214,9 +213,23 @@ static int lt_matmul(kcuda_ctx *k, cublasOperation_t opA, cublasOperation_t opB,
         entry->algo = result.algo;
         entry->valid = 1;
     }
-    LT_CHECK(cublasLtMatmul(k->lt, desc, &alpha, A, la, B, lb, &beta, D, ld, D, ld, &entry->algo,
-                            workspace, workspace_bytes, k->stream),
-             "cublasLtMatmul");
+    {
+        cublasStatus_t st = cublasLtMatmul(k->lt, desc, &alpha, A, la, B, lb, &beta, D, ld, D, ld,
+                                           &entry->algo, workspace, workspace_bytes, k->stream);
+        /* The heuristic offered an algorithm, but the call refused the fp32 bias on bf16 D
+         * (cuBLASLt checks some combinations only here): nothing was launched, so the
+         * fallback computes the whole product. */
+        if (st != CUBLAS_STATUS_SUCCESS && bias_fallback)
+            goto take_fallback;
+        LT_CHECK(st, "cublasLtMatmul");
+    }
+    goto done;
+take_fallback:
+    /* fp32 bias on a bf16 D not offered: remember (valid = 2), GEMM then bias kernel */
+    memcpy(entry->key, key, sizeof key);
+    entry->valid = 2;
+    rc = lt_matmul(k, opA, opB, m, n, kk, alpha, A, lda, strideA, B, ldb, strideB, beta, D, ldd,
+                   strideD, batch, bias, ab_type, d_type, compute);
 done:
     if (pref)
         cublasLtMatmulPreferenceDestroy(pref);

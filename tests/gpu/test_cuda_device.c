@@ -119,8 +119,11 @@ int main(void)
            o->last_error(d));
     printf("error message: %s\n", o->last_error(d));
     EXPECT(o->bytes_peak(d) >= o->bytes_in_use(d), "peak >= in use");
-    printf("bytes in use %zu, peak %zu, measured peak %zu\n", o->bytes_in_use(d),
-           o->bytes_peak(d), dev_cuda_measured_peak(d));
+    const char *source = NULL;
+    size_t measured = dev_cuda_measured_peak(d, &source);
+    printf("bytes in use %zu, peak %zu, measured peak %zu (%s)\n", o->bytes_in_use(d),
+           o->bytes_peak(d), measured, source);
+    EXPECT(source != NULL, "the measured peak names its source");
     EXPECT(o->set_activation_dtype(d, DEV_BF16, err, sizeof err) != 0 &&
                strstr(err, "bf16 precision") != NULL,
            "bf16 activations refused in fp32 precision: '%s'", err);

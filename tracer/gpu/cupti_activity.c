@@ -433,6 +433,13 @@ __attribute__((visibility("default"))) int stepscope_gpu_start(void) {
   return rc;
 }
 
+__attribute__((visibility("default"))) unsigned long long stepscope_gpu_stream_id(void *cuda_stream) {
+  pthread_mutex_lock(&state_lock);
+  int on = running;
+  pthread_mutex_unlock(&state_lock);
+  return on && cuda_stream ? hook_stream_id(cuda_stream) : 0;
+}
+
 __attribute__((visibility("default"))) void stepscope_gpu_stop(void) {
   pthread_mutex_lock(&state_lock);
   if (!running) {

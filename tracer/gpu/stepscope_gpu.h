@@ -29,6 +29,13 @@ int stepscope_gpu_start(void);
 /* Flushes every CUPTI buffer into the trace and stops recording. */
 void stepscope_gpu_stop(void);
 
+/* The trace's stream id of a CUDA stream (cudaStream_t): the key CUPTI's
+ * records of that stream carry ((CUPTI context id << 32) | CUPTI stream id),
+ * so that a program's STREAM declaration (its name for the stream) attaches
+ * to the kernels recorded on it. 0 when recording is off or CUPTI cannot
+ * tell. (cudaStreamGetId is NOT this id.) */
+unsigned long long stepscope_gpu_stream_id(void *cuda_stream);
+
 #ifdef __cplusplus
 }
 #endif

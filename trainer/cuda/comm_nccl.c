@@ -586,7 +586,7 @@ static int nccl_broadcast(comm *cc, dev_stream *s, void *buf, size_t bytes, int 
     if (!usable(c))
         return -1;
     dev_cuda_note_write(c->job->dev, buf);
-    ncclResult_t r = ncclBroadcast(buf, buf, bytes, ncclUint8, root, c->main->comm, stream_of(s));
+    ncclResult_t r = ncclBroadcast(buf, buf, bytes, ncclInt8, root, c->main->comm, stream_of(s));
     if (nccl_result(c, c->main, r, "broadcast") != 0)
         return -1;
     track(c, c->main, s, "broadcast");
@@ -629,7 +629,7 @@ static int nccl_send(comm *cc, dev_stream *s, const void *buf, size_t bytes, int
         return c->size == 1 ? 0 : -1;
     int p = 0;
     nccl_link *l = p2p_link(c, peer, 1, &p);
-    ncclResult_t r = ncclSend(buf, bytes, ncclUint8, p, l->comm, stream_of(s));
+    ncclResult_t r = ncclSend(buf, bytes, ncclInt8, p, l->comm, stream_of(s));
     if (nccl_result(c, l, r, "send") != 0)
         return -1;
     track(c, l, s, "send");
@@ -647,7 +647,7 @@ static int nccl_recv(comm *cc, dev_stream *s, void *buf, size_t bytes, int peer,
     int p = 0;
     nccl_link *l = p2p_link(c, peer, 0, &p);
     dev_cuda_note_write(c->job->dev, buf);
-    ncclResult_t r = ncclRecv(buf, bytes, ncclUint8, p, l->comm, stream_of(s));
+    ncclResult_t r = ncclRecv(buf, bytes, ncclInt8, p, l->comm, stream_of(s));
     if (nccl_result(c, l, r, "recv") != 0)
         return -1;
     track(c, l, s, "recv");

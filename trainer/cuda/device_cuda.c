@@ -35,6 +35,9 @@
  * NCCL profiler plugin); the device only names its streams in the trace.
  */
 #include "device_cuda.h"
+#ifdef STEPSCOPE_TRAINER_GPU_TRACE
+#include "stepscope_gpu.h"
+#endif
 
 #include <cuda_runtime.h>
 #include <stdatomic.h>
@@ -77,6 +80,7 @@ struct dev_device {
     allocation *allocs;
     size_t nallocs, cap_allocs;
     size_t baseline_used, measured_peak;
+    int shared_by;         /* ranks of this machine per visible GPU (> 1: the GPU is shared) */
     dev_stream *streams[CUDA_MAX_STREAMS];
     int nstreams;
     staging_slot staging[STAGING_SLOTS];
@@ -280,7 +284,37 @@ static size_t dev_cuda_bytes_peak(const dev_device *d)
     return d->peak + scratch;
 }
 
-size_t dev_cuda_measured_peak(const dev_device *d) { return d->measured_peak; }
+/* The measured peak: the driver's used memory above what it was when the device
+ * opened, when this process is alone on its GPU. When several ranks share the GPU the
+ * driver's figure holds the others' memory too, so the device API's own peak (every
+ * allocation and kernel scratch) is the measurement instead; *source says which. */
+size_t dev_cuda_measured_peak(const dev_device *d, const char **source)
+{
+    if (d->shared_by > 1) {
+        if (source)
+            *source = "device-allocations (GPU shared by several ranks)";
+        return dev_cuda_bytes_peak(d);
+    }
+    if (source)
+        *source = "driver-used-memory";
+    return d->measured_peak;
+}
+
+/* How many ranks of this machine share one GPU: the launcher's local world size over
+ * the GPUs visible (the built-in launcher and torchrun set LOCAL_WORLD_SIZE; mpirun and
+ * Slurm name it otherwise). 1 when unknown. */
+static int ranks_per_gpu(int gpus)
+{
+    static const char *const names[] = {"LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE",
+                                        "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *v = getenv(names[i]);
+        int n = v ? atoi(v) : 0;
+        if (n > 0)
+            return gpus > 0 ? (n + gpus - 1) / gpus : n;
+    }
+    return 1;
+}
 
 /* ---- streams and events ------------------------------------------------------------ */
 
@@ -321,6 +355,11 @@ static dev_stream *cuda_stream_create(dev_device *d, const char *name)
     unsigned long long id = 0;
     s->trace_id = cudaStreamGetId(s->s, &id) == cudaSuccess ? (uint64_t)id
                                                             : (uint64_t)d->nstreams + 1;
+#ifdef STEPSCOPE_TRAINER_GPU_TRACE
+    unsigned long long key = stepscope_gpu_stream_id((void *)s->s); /* CUPTI's id, when recording */
+    if (key)
+        s->trace_id = key;
+#endif
     d->streams[d->nstreams++] = s;
     if (stepscope_active())
         stepscope_stream_declare(s->trace_id, STEPSCOPE_STREAM_GPU, (uint32_t)d->ordinal, s->name);
@@ -904,6 +943,7 @@ dev_device *dev_cuda_open(int ordinal, const char *precision, char *err, size_t 
     }
     d->header.ops = &cuda_ops;
     d->ordinal = ordinal;
+    d->shared_by = ranks_per_gpu(count);
     weight_watch_init(&d->watch);
     d->fused_attention = fused;
     d->precision = prec;
@@ -964,12 +1004,24 @@ int dev_cuda_ordinal(const dev_device *d) { return d->ordinal; }
 void *dev_cuda_stream_handle(dev_stream *s) { return (void *)s->s; }
 dev_device *dev_cuda_stream_device(dev_stream *s) { return s->d; }
 
+/* Names the device's streams in the running trace, under the ids CUPTI's records
+ * of those streams carry (the GPU tracer must be recording: train.c starts it first).
+ * The trainer calls this when its trace starts and again just before it stops: the
+ * analyzer keeps a stream's last declaration, and CUPTI's converter declares each
+ * stream it meets as "stream N" while the trace runs. */
 static void dev_cuda_trace_started(dev_device *d)
 {
-    for (int i = 0; i < d->nstreams; i++)
-        if (d->streams[i])
-            stepscope_stream_declare(d->streams[i]->trace_id, STEPSCOPE_STREAM_GPU,
-                                     (uint32_t)d->ordinal, d->streams[i]->name);
+    for (int i = 0; i < d->nstreams; i++) {
+        dev_stream *s = d->streams[i];
+        if (!s)
+            continue;
+#ifdef STEPSCOPE_TRAINER_GPU_TRACE
+        unsigned long long key = stepscope_gpu_stream_id((void *)s->s);
+        if (key)
+            s->trace_id = key;
+#endif
+        stepscope_stream_declare(s->trace_id, STEPSCOPE_STREAM_GPU, (uint32_t)d->ordinal, s->name);
+    }
 }
 
 static void dev_cuda_set_progress_hook(dev_device *d, void (*hook)(void *), void *arg)

@@ -34,9 +34,12 @@ int dev_is_cuda(const dev_device *d);
 
 dev_device *dev_cuda_stream_device(dev_stream *s);
 
-/* The device's peak memory as the driver saw it: the largest (total - free) sampled
- * at synchronizations, minus what was in use when the device was opened. */
-size_t dev_cuda_measured_peak(const dev_device *d);
+/* The device's measured peak memory. Alone on its GPU: the largest (total - free) the
+ * driver reported at synchronizations, minus what was in use when the device opened.
+ * GPU shared by several ranks (LOCAL_WORLD_SIZE > GPUs): the device API's own peak,
+ * since the driver's figure counts the other ranks' memory. *source (if not NULL)
+ * names which, for the run metadata. */
+size_t dev_cuda_measured_peak(const dev_device *d, const char **source);
 /* The device ordinal, and the stream's cudaStream_t (as void * to keep CUDA headers
  * out of this header). */
 int dev_cuda_ordinal(const dev_device *d);
