@@ -107,6 +107,9 @@ static const opt_row rows[] = {
      "a rank silent this long is a hang: the launcher stops the run; communication waits give "
      "up after twice this (once under an outside launcher) [60]", 0},
     {"quiet", OPT_FLAG, OFF(quiet), 0, NULL, "print only the final summary", 0},
+    {"check-config", OPT_FLAG, OFF(check_config), 0, NULL,
+     "validate the configuration, print it as JSON and exit (0 valid, 2 not); nothing is "
+     "allocated, no device is opened", 0},
     {"checkpoint-dir", OPT_STRING, OFF(checkpoint_dir), SZ(checkpoint_dir), "DIR",
      "write checkpoints to DIR/step-NNNNNNNN/ (a shard per rank, then manifest.json; atomic)",
      0},

@@ -51,6 +51,7 @@ typedef struct train_config {
     double peak_tflops;              /* per rank; <= 0: backend default */
     double watchdog_s;
     int quiet;
+    int check_config; /* --check-config: validate, print, exit */
     /* checkpoints (checkpoint.h) */
     char checkpoint_dir[512];
     int checkpoint_every; /* steps; 0: only after the last step */

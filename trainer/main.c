@@ -31,6 +31,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "stepscope-train: invalid configuration: %s\n", err);
         return 2;
     }
+    if (cfg.check_config) { /* scripts check their layouts on machines without a GPU */
+        char *json = config_to_json(&cfg);
+        printf("%s\n", json ? json : "{}");
+        free(json);
+        return json ? 0 : 1;
+    }
     const char *rank_s = getenv("RANK"), *world_s = getenv("WORLD_SIZE");
     if (rank_s && world_s) {
         int rank = atoi(rank_s);
