@@ -104,8 +104,9 @@ export WINDOW_CALL=$CALL
 export -f window_pack
 
 # Kills what an earlier call left on the GPU (torchrun workers run in their own session).
-kill_leftovers() {
+kill_leftovers() { # (WINDOW_NO_KILL=1: a rehearsal on a shared development machine)
   local p
+  [ "${WINDOW_NO_KILL:-0}" = 1 ] && return 0
   for p in $(nvidia-smi --query-compute-apps=pid --format=csv,noheader 2>/dev/null); do
     [ "$p" != $$ ] && kill -KILL "$p" 2>/dev/null && echo "killed leftover GPU process $p"
   done
