@@ -39,8 +39,17 @@ step() {
   ( "$@" ) >> "$OUT/$name.log" 2>&1 &
   pid=$!
   set +m
-  ( sleep "$limit"; echo "== $name: time limit of $limit s reached, killed" >> "$OUT/$name.log"
-    kill -TERM -- "-$pid" 2>/dev/null; sleep 10; kill -KILL -- "-$pid" 2>/dev/null ) &
+  # The watchdog must not outlive the step: its sleep is killed with it (an orphaned sleep
+  # would hold the caller's stdout open, and the device tool waits for that), and it never
+  # writes to stdout.
+  ( trap 'kill "$sp" 2>/dev/null; exit 0' TERM
+    sleep "$limit" & sp=$!
+    wait "$sp" || exit 0
+    echo "== $name: time limit of $limit s reached, killed" >> "$OUT/$name.log"
+    kill -TERM -- "-$pid" 2>/dev/null
+    sleep 10 & sp=$!
+    wait "$sp" || exit 0
+    kill -KILL -- "-$pid" 2>/dev/null ) > /dev/null 2>&1 &
   watchdog=$!
   wait "$pid"; rc=$?
   kill "$watchdog" 2>/dev/null; wait "$watchdog" 2>/dev/null
