@@ -14,10 +14,10 @@
 #                          unpacked with dpkg -x (never into /), .pc files made relocatable
 #   deps/nccl/include/     nccl.h of NCCL 2.32 (the GPU machine's toolkit may have no nccl.h)
 #   deps/nccl/libnccl.so.2.xz  NCCL 2.32 from PyPI, device code for sm_90 only (nccl_slim.py)
-#   prebuilt/              stepscope, stepscope-train, libstepscope*.so, the GPU test programs
-#                          and tests/gpu_tracer's CUDA app, built here for sm_90 (Release,
-#                          stripped), in the build tree's layout; window.sh uses them when the
-#                          on-device build fails
+#   prebuilt.tar.xz        prebuilt/: stepscope, stepscope-train, libstepscope*.so, the GPU
+#                          test programs and tests/gpu_tracer's CUDA app, built here for sm_90
+#                          (Release, stripped), in the build tree's layout; window.sh unpacks
+#                          and uses them when the on-device build fails
 #
 # Run it from anywhere; the kit runs from anywhere too (window.sh finds its own folder), so a
 # copy can travel in any repository's ignored folder. Carry it with the device tool:
@@ -103,19 +103,22 @@ if [ "${SKIP_PREBUILT:-0}" != 1 ]; then
   cmake --build "$b" -j "$jobs" --target stepscope stepscope-train stepscope_inject \
     test_gpu_kernels test_gpu_attention_block test_gpu_device gpu_tracer_cuda_app > "$tmp/build.log" 2>&1 ||
     { tail -40 "$tmp/build.log" >&2; exit 1; }
-  rm -rf "$kit/prebuilt"
-  # the build tree's layout, so that every script runs with BUILD=prebuilt and `stepscope
-  # record` finds ../tracer/gpu/libstepscope_inject.so next to itself
+  rm -rf "$kit/prebuilt" "$kit/prebuilt.tar.xz" "$tmp/prebuilt"
+  # the build tree's layout, so that every script runs with BUILD=<unpacked prebuilt> and
+  # `stepscope record` finds ../tracer/gpu/libstepscope_inject.so next to itself
+  p=$tmp/prebuilt
   for f in analyzer/stepscope trainer/stepscope-train tests/gpu/test_gpu_kernels \
            tests/gpu/test_gpu_attention_block tests/gpu/test_gpu_device \
            tests/gpu_tracer/gpu_tracer_cuda_app tracer/gpu/libstepscope_inject.so; do
-    mkdir -p "$kit/prebuilt/$(dirname "$f")"
-    cp "$b/$f" "$kit/prebuilt/$f"
-    strip --strip-unneeded "$kit/prebuilt/$f"
+    mkdir -p "$p/$(dirname "$f")"
+    cp "$b/$f" "$p/$f"
+    strip --strip-unneeded "$p/$f"
   done
-  cp -P "$b"/tracer/libstepscope.so* "$kit/prebuilt/tracer/"
-  strip --strip-unneeded "$kit"/prebuilt/tracer/libstepscope.so.*.* 2>/dev/null || true
-  echo "$commit $dirty" > "$kit/prebuilt/COMMIT"
+  cp -P "$b"/tracer/libstepscope.so* "$p/tracer/"
+  strip --strip-unneeded "$p"/tracer/libstepscope.so.*.* 2>/dev/null || true
+  echo "$commit $dirty" > "$p/COMMIT"
+  # xz: the binaries are mostly device code and compress about 4x (the kit must stay small)
+  tar -C "$tmp" -cf - prebuilt | xz -9 -T"$jobs" > "$kit/prebuilt.tar.xz"
 fi
 
 # --- size

@@ -139,9 +139,11 @@ cd "$OUT"
 # The binaries this window runs: $BUILD when it holds them, else the kit's prebuilt ones.
 use_binaries() {
   if [ "$DRY" != 1 ] && { [ ! -x "$build/analyzer/stepscope" ] || [ ! -x "$build/trainer/stepscope-train" ]; } &&
-     [ -x "$KIT/prebuilt/trainer/stepscope-train" ]; then
-    build=$KIT/prebuilt
-    export WINDOW_BINARIES="prebuilt in the kit ($(cat "$KIT/prebuilt/COMMIT" 2>/dev/null))"
+     [ -f "$KIT/prebuilt.tar.xz" ]; then
+    [ -x "$WINDOW_EV/prebuilt/trainer/stepscope-train" ] ||
+      xz -dc "$KIT/prebuilt.tar.xz" | tar -x -C "$WINDOW_EV"
+    build=$WINDOW_EV/prebuilt
+    export WINDOW_BINARIES="prebuilt in the kit ($(cat "$build/COMMIT" 2>/dev/null))"
     export LD_LIBRARY_PATH="$build/tracer:/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   fi
   export BUILD=$build
@@ -169,7 +171,7 @@ probe() {
   return 0
 }
 gpu_tests() {
-  if [ "$build" = "$KIT/prebuilt" ]; then  # no CTest tree: the same programs directly
+  if [ "$build" = "$WINDOW_EV/prebuilt" ]; then  # no CTest tree: the same programs directly
     run_logged "$build/tests/gpu/test_gpu_kernels" && run_logged "$build/tests/gpu/test_gpu_attention_block" &&
     run_logged "$build/tests/gpu/test_gpu_device" &&
     run_logged "$repo/tests/gpu_tracer/cuda_record.sh" "$stepscope" "$build/tests/gpu_tracer/gpu_tracer_cuda_app"
