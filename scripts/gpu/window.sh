@@ -18,7 +18,8 @@
 #                remains), one traced 350M sample
 #   multirank    dp4, dp2 x pp2 1F1B, tp2 x dp2, cp2 x dp2, 5 steps each, traced and analyzed
 #
-# Every call: bounded by `timeout -k 10 $WINDOW_LIMIT` (540 s: under the device tool's 600 s);
+# Every call: bounded by `timeout -k 10 $WINDOW_LIMIT` (330/360/300/330 s, under the device
+# tool's 600 s, 22 minutes for the four);
 # leftover GPU processes killed at its start and end; its evidence (logs, summary.txt,
 # PROVENANCE.md with the kit's commit, traces, reports) packed into $OUT/<call>.tgz after
 # EVERY step (<= 15 MiB: traces are left out of the archive if it would be larger), so a
@@ -28,7 +29,9 @@ set -u
 self=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")
 here=$(dirname "$self")
 export WINDOW_EV=${WINDOW_EV:-/tmp/stepscope-window}
-export WINDOW_LIMIT=${WINDOW_LIMIT:-540}
+# Each call's bound (WINDOW_LIMIT overrides): 330 + 360 + 300 + 330 s = 22 min, with one or
+# two machine starts within the 25 minutes the plan allows of the session's 30.
+declare -A CALL_LIMIT=([smoke]=330 [correctness]=360 [numbers]=300 [multirank]=330)
 CALLS="smoke correctness numbers multirank"
 
 usage() { sed -n 2,30p "$self" | sed 's/^# \{0,1\}//'; }
@@ -87,6 +90,7 @@ fi
 
 CALL=${1:-}
 case " $CALLS " in *" $CALL "*) ;; *) usage >&2; echo "window.sh: unknown call '$CALL'" >&2; exit 2 ;; esac
+export WINDOW_LIMIT=${WINDOW_LIMIT:-${CALL_LIMIT[$CALL]}}
 export RET=${RET:-${OUT:-$PWD/window-out}}  # the device tool's $OUT: what comes back
 mkdir -p "$RET" "$WINDOW_EV/$CALL"
 
@@ -154,7 +158,7 @@ use_binaries() {
 }
 ensure_built() { # builds unless this machine already did (a warm machine keeps $BUILD)
   if [ "$DRY" = 1 ] || [ ! -x "$build/trainer/stepscope-train" ]; then
-    BUILD_TIMEOUT=${BUILD_TIMEOUT:-240} step build build_gpu
+    BUILD_TIMEOUT=${BUILD_TIMEOUT:-150} step build build_gpu   # slower: the prebuilt binaries
   fi
   use_binaries
 }
@@ -231,18 +235,18 @@ sub() { # sub NAME SCRIPT: a script of scripts/gpu with its own steps, evidence 
 provenance_header
 case $CALL in
   smoke)
-    STEP_TIMEOUT=45 step probe probe
+    STEP_TIMEOUT=30 step probe probe
     ensure_built
-    STEP_TIMEOUT=90 step gpu_tests gpu_tests
-    STEP_TIMEOUT=60 step tiny_1rank tiny_1rank
-    STEP_TIMEOUT=90 step dp2_nccl nccl_run 2
-    STEP_TIMEOUT=90 step dp4_nccl nccl_run 4
+    STEP_TIMEOUT=60 step gpu_tests gpu_tests
+    STEP_TIMEOUT=45 step tiny_1rank tiny_1rank
+    STEP_TIMEOUT=60 step dp2_nccl nccl_run 2
+    STEP_TIMEOUT=60 step dp4_nccl nccl_run 4
     ;;
   correctness)
     ensure_built
     export SKIP_MULTIRANK=1; multirank_ok && SKIP_MULTIRANK=0
     echo "multi-rank pairs: $([ $SKIP_MULTIRANK = 0 ] && echo run || echo skipped: the smoke call dp4 did not pass)" | tee -a "$summary"
-    STEP_TIMEOUT=200 step vs_cpu sub vs_cpu trainer_vs_cpu.sh
+    SUB_STEP_TIMEOUT=60 STEP_TIMEOUT=150 step vs_cpu sub vs_cpu trainer_vs_cpu.sh
     STEP_TIMEOUT=60 step trace_1rank tracer_one_rank
     [ "$SKIP_MULTIRANK" = 0 ] && STEP_TIMEOUT=90 step torchrun_ddp torchrun_ddp
     STEP_TIMEOUT=90 step overhead run_logged bash "$gpu/overhead.sh" "$build" "$OUT"
@@ -251,11 +255,11 @@ case $CALL in
     ;;
   numbers)
     ensure_built
-    STEP_TIMEOUT=480 step bench sub bench trainer_bench.sh
+    STEP_TIMEOUT=290 step bench sub bench trainer_bench.sh
     ;;
   multirank)
     ensure_built
-    STEP_TIMEOUT=480 step layouts sub layouts trainer_multirank.sh
+    STEP_TIMEOUT=300 step layouts sub layouts trainer_multirank.sh
     ;;
 esac
 provenance_footer
