@@ -62,6 +62,7 @@
 #include "checkpoint.h"
 #include "comm.h"
 #include "device.h"
+#include "memory_model.h"
 #include "model.h"
 #include "schedule.h"
 #include "stepscope.h"
@@ -144,6 +145,7 @@ typedef struct trainer {
     train_data *data;
     FILE *log;
     int tracing;
+    size_t rss_baseline; /* resident bytes before set-up allocated anything */
     char err[1024];
 } trainer;
 
@@ -462,10 +464,13 @@ static int set_activations(trainer *t)
     return 0;
 }
 
+static size_t rss_now(void);
+
 static int setup(trainer *t)
 {
     char e[512];
     train_config *c = &t->cfg;
+    t->rss_baseline = rss_now();
     model_grid_of(&t->g, c->world, c->dp, c->tp, c->pp, c->cp, t->env.rank);
     t->dev = dev_open(c->backend, e, sizeof e);
     if (!t->dev)
@@ -636,63 +641,85 @@ static void write_metadata(trainer *t)
     write_memory_metadata(t);
 }
 
-/* The Playbook's per-stage memory (parameters, gradients, optimizer state) for our fp32
- * training (4 bytes per parameter and per gradient, AdamW's two fp32 moments 8 bytes, no
- * separate master copy): with Psi the stage's parameters (padded flat buffer) and N the
- * gradient group (dp x cp),
- *   stage 0: 4 Psi + 4 Psi + 8 Psi        stage 1: 4 Psi + 4 Psi + 8 Psi / N
- *   stage 2: 4 Psi + 4 Psi / N + 8 Psi / N  stage 3: 4 Psi / N + 4 Psi / N + 8 Psi / N
- * plus what bucketing needs, counted exactly as allocated: ZeRO-2/3 gradients add two
- * rotating bucket buffers (the largest padded bucket each), the embedding bucket's buffer
- * and one piece of scratch; ZeRO-3 parameters add two rotating gathered buffers and the
- * embedding bucket's. The shards are Psi / N rounded up per bucket (zero.h). */
-static void train_memory_predict(const trainer *t, size_t *params, size_t *grads, size_t *opt)
+/* This rank's layout as the memory model takes it (memory_model.h). */
+static mm_layout memory_layout_of(const trainer *t)
 {
-    const zero_state *z = &t->z;
-    size_t P = t->m.nfloats_padded;
-    *params = P * 4;
-    *grads = P * 4;
-    *opt = (t->cfg.zero ? t->shard_len : P) * 8;
-    if (t->cfg.zero >= 2) {
-        size_t emb = 0;
-        for (int k = 0; k < t->nbuckets; k++)
-            if (t->buckets[k].embed)
-                emb = z->plan.b[k].padded;
-        size_t rot = z->gbuf[0] ? 2 * z->gbuf_floats : 0;
-        *grads = (z->plan.shard_len + rot + emb + (z->plan.max_piece ? z->plan.max_piece : 1)) * 4;
-        if (t->cfg.zero >= 3)
-            *params = (z->plan.shard_len + (z->pbuf[0] ? 2 * z->pbuf_floats : 0) + emb) * 4;
-    }
+    const train_config *c = &t->cfg;
+    mm_layout l;
+    memset(&l, 0, sizeof l);
+    l.layers = c->layers;
+    l.hidden = c->hidden;
+    l.heads = c->heads;
+    l.vocab = c->vocab;
+    l.max_seq = c->max_seq;
+    l.seq = c->seq;
+    l.dp = c->dp;
+    l.tp = c->tp;
+    l.pp = c->pp;
+    l.cp = c->cp;
+    l.sp = c->sp;
+    l.schedule = t->V > 1                      ? MM_SCHED_INTERLEAVED
+                 : c->schedule == SCHED_AFAB ? MM_SCHED_AFAB
+                                             : MM_SCHED_1F1B;
+    l.virtual_stages = t->V;
+    l.microbatches = c->microbatches;
+    l.micro_batch = config_micro_batch(c);
+    l.zero = c->zero;
+    l.recompute = c->recompute == RECOMPUTE_FULL        ? MM_RECOMPUTE_FULL
+                  : c->recompute == RECOMPUTE_SELECTIVE ? MM_RECOMPUTE_SELECTIVE
+                                                        : MM_RECOMPUTE_NONE;
+    l.act_bytes = (int)dev_dtype_bytes(dev_activation_dtype(t->dev));
+    l.bucket_mb = c->bucket_mb;
+    return l;
 }
 
+/* The process's resident memory now (Linux /proc/self/statm), 0 if unknown. */
+static size_t rss_now(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long size = 0, resident = 0;
+    if (f) {
+        if (fscanf(f, "%lu %lu", &size, &resident) != 2)
+            resident = 0;
+        fclose(f);
+    }
+    return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+/* "memory": the memory model's prediction for this rank (memory_model.c: the one
+ * implementation the planner uses too) beside what was measured: the device API's peak of
+ * live allocations (the same buffers, counted as they are made; on CUDA the driver's view,
+ * device_cuda.h), the process's peak RSS and its RSS before the trainer allocated anything
+ * (the runtime baseline: program, libraries, the communicator's shared segment mapping,
+ * thread stacks, the data). */
 static void write_memory_metadata(trainer *t)
 {
     train_config *c = &t->cfg;
-    char buf[512];
+    char buf[768];
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    long long measured = (long long)ru.ru_maxrss * 1024; /* CPU: the process's peak RSS */
-    const char *measured_source = "process-peak-rss";
+    long long rss_peak = (long long)ru.ru_maxrss * 1024;
+    long long measured = (long long)dev_bytes_peak(t->dev);
+    const char *measured_source = "device-allocations";
 #ifdef STEPSCOPE_TRAINER_HAVE_CUDA
     if (dev_is_cuda(t->dev))
         measured = (long long)dev_cuda_measured_peak(t->dev, &measured_source);
 #endif
-    size_t params, grads, opt;
-    train_memory_predict(t, &params, &grads, &opt);
-    size_t acts = t->m.act_bytes_total;
-    for (int j = 1; j < t->V; j++) { /* interleaved (zero 0 or 1): the other chunks */
-        size_t P = chunk_model(t, j)->nfloats_padded;
-        params += P * 4;
-        grads += P * 4;
-        opt += (c->zero ? P / (size_t)t->reduce_n : P) * 8;
-        acts += chunk_model(t, j)->act_bytes_total;
+    mm_layout l = memory_layout_of(t);
+    mm_breakdown p;
+    char err[160];
+    if (mm_rank_memory(&l, t->g.pp_rank, &p, err, sizeof err) != 0) {
+        fprintf(stderr, "rank %d: warning: no memory prediction: %s\n", t->env.rank, err);
+        memset(&p, 0, sizeof p);
     }
     snprintf(buf, sizeof buf,
              "{\"predicted\":{\"parameters\":%zu,\"gradients\":%zu,\"optimizer\":%zu,"
-             "\"activations\":%zu,\"total\":%zu},\"zero\":%d,\"activation_dtype\":\"%s\","
-             "\"measured_peak_bytes\":%lld,\"measured_source\":\"%s\"}",
-             params, grads, opt, acts, params + grads + opt + acts, c->zero,
-             dev_dtype_name(dev_activation_dtype(t->dev)), measured, measured_source);
+             "\"activations\":%zu,\"other\":%zu,\"steady\":%zu,\"total\":%zu},"
+             "\"zero\":%d,\"activation_dtype\":\"%s\",\"measured_peak_bytes\":%lld,"
+             "\"measured_source\":\"%s\",\"rss_peak_bytes\":%lld,\"runtime_baseline_bytes\":%zu}",
+             p.parameters, p.gradients, p.optimizer, p.activations, p.other, p.steady, p.peak,
+             c->zero, dev_dtype_name(dev_activation_dtype(t->dev)), measured, measured_source,
+             rss_peak, t->rss_baseline);
     stepscope_metadata_set("memory", buf);
 }
 

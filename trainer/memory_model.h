@@ -1,0 +1,68 @@
+/*
+ * memory_model.h — the bundled trainer's per-rank memory, in closed form.
+ *
+ * What it is for: ONE implementation of the memory formulas, used both by stepscope-train
+ * (the predicted breakdown it writes into its trace's "memory" metadata) and by the planner
+ * (`stepscope plan`), which predicts every layout of a model without allocating anything.
+ * The formulas follow what the trainer allocates through its device API, buffer by buffer
+ * (model.c: parameters, gradients, per-slot activations, recomputation scratch, backward
+ * scratch, ring attention blocks; train.c: AdamW moments, ZeRO shards and bucket buffers),
+ * so that the prediction can be checked exactly against the device API's own peak of live
+ * allocations (tests/trainer: trainer.memory_model), and per component they reduce to the
+ * Ultra-Scale Playbook's formulas (fp32 master weights: 4 bytes per parameter for the
+ * weights, 4 for the gradients, 8 for the two Adam moments; divided per ZeRO stage;
+ * activations per layer and micro-batch in flight, less with recomputation).
+ *
+ * It depends on nothing but the C library: the analyzer links it for the planner.
+ */
+#ifndef STEPSCOPE_TRAINER_MEMORY_MODEL_H
+#define STEPSCOPE_TRAINER_MEMORY_MODEL_H
+
+#include <stddef.h>
+
+typedef enum { MM_SCHED_AFAB = 0, MM_SCHED_1F1B = 1, MM_SCHED_INTERLEAVED = 2 } mm_schedule;
+typedef enum { MM_RECOMPUTE_NONE = 0, MM_RECOMPUTE_SELECTIVE = 1, MM_RECOMPUTE_FULL = 2 } mm_recompute;
+
+/* A model and its parallel layout, as stepscope-train takes them (config.h). */
+typedef struct mm_layout {
+    int layers, hidden, heads, vocab; /* vocab: the real one (padded to 64 inside) */
+    int max_seq;                      /* position table rows (1024 for the GPT-2 presets) */
+    int seq;                          /* sequence length trained */
+    int dp, tp, pp, cp, sp;           /* sp: sequence parallelism inside TP (tp > 1) */
+    mm_schedule schedule;
+    int virtual_stages;               /* interleaved: chunks per pipeline rank; else 1 */
+    int microbatches;                 /* per DP rank and step */
+    int micro_batch;                  /* sequences per micro-batch */
+    int zero;                         /* 0..3 */
+    mm_recompute recompute;
+    int act_bytes;                    /* activation storage: 4 (fp32) or 2 (bf16) */
+    double bucket_mb;                 /* DP gradient bucket size */
+} mm_layout;
+
+/* One rank's device memory in bytes, by component (every field a sum of allocations). */
+typedef struct mm_breakdown {
+    size_t parameters;  /* fp32 weights (ZeRO-3: the shard and two gathered buckets) */
+    size_t gradients;   /* fp32 gradients (ZeRO-2/3: the shard and the bucket buffers) */
+    size_t optimizer;   /* AdamW moments m and v, fp32, sharded from ZeRO-1 on */
+    size_t activations; /* stored activations of the micro-batches in flight + scratch */
+    size_t other;       /* small optimizer statistics */
+    size_t steady;      /* the sum of the above: what the rank holds while it trains */
+    size_t init_peak;   /* ZeRO-3 only: the full parameter buffer held during set-up,
+                           before it is cut into shards; else = steady */
+    size_t peak;        /* max(steady, init_peak): the device API's peak of live bytes */
+} mm_breakdown;
+
+/* The padded vocabulary (a multiple of 64), as the trainer lays out its embeddings. */
+int mm_padded_vocab(int vocab);
+
+/* The micro-batches whose activations pipeline rank `stage` keeps at once (slots). */
+int mm_slots(const mm_layout *l, int stage);
+
+/* Rank memory of pipeline rank `stage` (0..pp-1; every DP/TP/CP rank of a stage holds the
+ * same). Returns 0, or -1 with a reason in err when the layout is not one the trainer runs. */
+int mm_rank_memory(const mm_layout *l, int stage, mm_breakdown *out, char *err, size_t errlen);
+
+/* The stage with the largest peak, and its breakdown. */
+int mm_max_memory(const mm_layout *l, mm_breakdown *out, int *stage, char *err, size_t errlen);
+
+#endif /* STEPSCOPE_TRAINER_MEMORY_MODEL_H */
