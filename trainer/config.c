@@ -633,8 +633,9 @@ char *config_to_json(const train_config *c)
 #define OUT(...) at += (size_t)snprintf(b + at, at < n ? n - at : 0, __VA_ARGS__)
     OUT("{\"model\":");
     json_string(b, n, &at, c->model);
-    OUT(",\"layers\":%d,\"hidden\":%d,\"heads\":%d,\"seq\":%d,\"vocab\":%d,\"padded_vocab\":%d",
-        c->layers, c->hidden, c->heads, c->seq, c->vocab, config_padded_vocab(c));
+    OUT(",\"layers\":%d,\"hidden\":%d,\"heads\":%d,\"seq\":%d,\"max_seq\":%d,\"vocab\":%d,"
+        "\"padded_vocab\":%d",
+        c->layers, c->hidden, c->heads, c->seq, c->max_seq, c->vocab, config_padded_vocab(c));
     OUT(",\"world\":%d,\"dp\":%d,\"tp\":%d,\"pp\":%d,\"cp\":%d,\"sp\":%s", c->world, c->dp,
         c->tp, c->pp, c->cp, c->sp ? "true" : "false");
     OUT(",\"schedule\":\"%s\",\"zero\":%d,\"recompute\":\"%s\",\"bucket_mb\":%g,\"overlap\":%s",

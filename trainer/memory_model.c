@@ -28,7 +28,7 @@ int mm_slots(const mm_layout *l, int stage)
 
 /* One model chunk's shape on a rank (model.c: model_create's derived sizes). */
 typedef struct chunk_shape {
-    size_t C, Cl, NHl, Vp, maxT, B, T, Tc, N, Ns, es;
+    size_t C, Cl, Fl, NHl, Vp, maxT, B, T, Tc, N, Ns, es;
     int sp, cp, nblocks, first, last;
     size_t nfloats, nfloats_padded;
     size_t off_blocks, block_floats, off_lnf;
@@ -42,6 +42,7 @@ static chunk_shape shape_of(const mm_layout *l, int stage, int chunk)
     int pp_c = l->pp * V, rank_c = chunk * l->pp + stage; /* train.c: chunk_grid */
     s.C = (size_t)l->hidden;
     s.Cl = s.C / (size_t)l->tp;
+    s.Fl = (l->ffn > 0 ? (size_t)l->ffn : 4 * s.C) / (size_t)l->tp; /* MLP width per TP rank */
     s.NHl = (size_t)(l->heads / l->tp);
     s.Vp = (size_t)mm_padded_vocab(l->vocab);
     s.maxT = (size_t)l->max_seq;
@@ -63,8 +64,8 @@ static chunk_shape shape_of(const mm_layout *l, int stage, int chunk)
     if (s.first)
         at += s.maxT * s.C; /* wpe */
     s.off_blocks = at;
-    s.block_floats = 6 * s.C + 3 * s.Cl * s.C + 3 * s.Cl + s.C * s.Cl + 4 * s.Cl * s.C +
-                     4 * s.Cl + s.C * 4 * s.Cl;
+    s.block_floats = 6 * s.C + 3 * s.Cl * s.C + 3 * s.Cl + s.C * s.Cl + s.Fl * s.C + s.Fl +
+                     s.C * s.Fl;
     at += (size_t)s.nblocks * s.block_floats;
     s.off_lnf = at;
     if (s.last)
@@ -91,7 +92,7 @@ static size_t block_bytes(const chunk_shape *s, int with_rest, int with_att)
         at += take(NsC, s->es) + take(NsC, s->es) + 2 * take(s->Ns, 4);
         if (s->sp)
             at += take(NC, s->es);
-        at += 2 * take(s->N * 4 * s->Cl, s->es);
+        at += 2 * take(s->N * s->Fl, s->es);
     }
     if (with_att && s->cp == 1)
         at += take(s->B * s->NHl * s->T * s->T, 4);
@@ -118,7 +119,7 @@ static size_t activation_bytes(const chunk_shape *s, const mm_layout *l, int nsl
     size_t att = s->cp > 1 ? 0 : s->B * s->NHl * s->T * s->T;
     total += 3 * att * 4;                                    /* preatt, dpreatt, datt */
     total += NC * es + 2 * NsC * es                          /* d_full, dres_a, dres_b */
-             + 2 * s->N * 4 * s->Cl * es                     /* d_fch, d_fch_gelu */
+             + 2 * s->N * s->Fl * es                         /* d_fch, d_fch_gelu */
              + NC * es + NsC * es                            /* dln_full, dln */
              + s->N * s->Cl * es + s->N * 3 * s->Cl * es     /* datty, dqkv */
              + NC * es + NsC * es + NC * es                  /* proj_full, proj_red, enc_full */
@@ -209,8 +210,9 @@ int mm_rank_memory(const mm_layout *l, int stage, mm_breakdown *out, char *err, 
         REFUSE("every size and degree must be at least 1");
     if (stage < 0 || stage >= l->pp)
         REFUSE("pipeline rank %d is outside --pp %d", stage, l->pp);
-    if (l->hidden % l->tp || l->heads % l->tp)
-        REFUSE("--hidden %d and --heads %d must be divisible by --tp %d", l->hidden, l->heads, l->tp);
+    if (l->hidden % l->tp || l->heads % l->tp || (l->ffn > 0 && l->ffn % l->tp))
+        REFUSE("--hidden %d, --heads %d and the MLP width must be divisible by --tp %d", l->hidden,
+               l->heads, l->tp);
     if (l->layers % (l->pp * V))
         REFUSE("--layers %d is not divisible by pp x virtual stages = %d", l->layers, l->pp * V);
     if (l->seq % (l->cp > 1 ? 2 * l->cp : 1))
@@ -230,6 +232,8 @@ int mm_rank_memory(const mm_layout *l, int stage, mm_breakdown *out, char *err, 
             full_param0 = P;
         if (l->zero < 3)
             out->parameters += P;
+        if (l->bf16_weight_copies) /* ZeRO-3: copies of the gathered pieces only, one 1/n each */
+            out->parameters += (l->zero >= 3 ? s.nfloats_padded / n : s.nfloats_padded) * 2;
         if (l->zero < 2)
             out->gradients += P;
         out->activations += activation_bytes(&s, l, nslots);

@@ -26,6 +26,7 @@ typedef enum { MM_RECOMPUTE_NONE = 0, MM_RECOMPUTE_SELECTIVE = 1, MM_RECOMPUTE_F
 /* A model and its parallel layout, as stepscope-train takes them (config.h). */
 typedef struct mm_layout {
     int layers, hidden, heads, vocab; /* vocab: the real one (padded to 64 inside) */
+    int ffn;                          /* MLP width; 0: 4 x hidden (the trainer's) */
     int max_seq;                      /* position table rows (1024 for the GPT-2 presets) */
     int seq;                          /* sequence length trained */
     int dp, tp, pp, cp, sp;           /* sp: sequence parallelism inside TP (tp > 1) */
@@ -37,11 +38,15 @@ typedef struct mm_layout {
     mm_recompute recompute;
     int act_bytes;                    /* activation storage: 4 (fp32) or 2 (bf16) */
     double bucket_mb;                 /* DP gradient bucket size */
+    int bf16_weight_copies;           /* the CUDA backend in bf16 keeps a bf16 copy of every
+                                         weight it multiplies (2 bytes per parameter; the
+                                         Playbook's "2 Psi"); the CPU backend none */
 } mm_layout;
 
 /* One rank's device memory in bytes, by component (every field a sum of allocations). */
 typedef struct mm_breakdown {
-    size_t parameters;  /* fp32 weights (ZeRO-3: the shard and two gathered buckets) */
+    size_t parameters;  /* fp32 weights (ZeRO-3: the shard and two gathered buckets), plus
+                           their bf16 copies when bf16_weight_copies */
     size_t gradients;   /* fp32 gradients (ZeRO-2/3: the shard and the bucket buffers) */
     size_t optimizer;   /* AdamW moments m and v, fp32, sharded from ZeRO-1 on */
     size_t activations; /* stored activations of the micro-batches in flight + scratch */

@@ -23,6 +23,7 @@ DECLARE_COMMAND(export);
 DECLARE_COMMAND(diff);
 DECLARE_COMMAND(view);
 DECLARE_COMMAND(record);
+DECLARE_COMMAND(plan);
 
 typedef struct command {
   const char *name;
@@ -55,6 +56,7 @@ int main(int argc, char **argv) {
       {"diff", cmd_diff, "compare two runs"},
       {"view", cmd_view, "serve the offline viewer for a run on 127.0.0.1"},
       {"record", cmd_record, "trace any CUDA program (PyTorch included) by injection"},
+      {"plan", cmd_plan, "memory and step time of every parallel layout, before booking GPUs"},
   };
   const size_t n = sizeof cmds / sizeof cmds[0];
   if (argc < 2) {

@@ -1,0 +1,187 @@
+/*
+ * plan_calibrate.c — what a measured run of the bundled trainer teaches the planner
+ * (`stepscope plan --from RUN`): the layout it ran (its configuration in the trace header),
+ * the FLOP rate its ranks achieved on the model's math, the bus bandwidth each
+ * communicator group reached, the smallest collective time (latency), the step time that
+ * nothing in the model explains (host overhead, per micro-batch), how far its pipeline
+ * bubble exceeded the schedule's theory, and its runtime memory baseline.
+ *
+ * Every figure is a median or a bytes-weighted mean over ranks and collectives of the
+ * analysis that `stepscope analyze` prints (analyze.c); docs/plan.md says which.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan_model.h"
+#include "ssa_analysis.h"
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, size_t n)
+{
+    if (!n)
+        return 0;
+    qsort(v, n, sizeof *v, cmp_double);
+    return v[(n - 1) / 2];
+}
+
+static int json_int(const char *json, const char *key, int fallback)
+{
+    double v;
+    return ssa_json_number(json, key, &v) ? (int)v : fallback;
+}
+
+/* The layout of the run from rank 0's configuration (trainer/config.c: config_to_json). */
+static int layout_of_config(const char *json, mm_layout *l, char *err, size_t errlen)
+{
+    memset(l, 0, sizeof *l);
+    l->layers = json_int(json, "layers", 0);
+    l->hidden = json_int(json, "hidden", 0);
+    l->heads = json_int(json, "heads", 0);
+    l->seq = json_int(json, "seq", 0);
+    l->max_seq = json_int(json, "max_seq", 1024);
+    l->vocab = json_int(json, "vocab", 0);
+    l->dp = json_int(json, "dp", 1);
+    l->tp = json_int(json, "tp", 1);
+    l->pp = json_int(json, "pp", 1);
+    l->cp = json_int(json, "cp", 1);
+    l->zero = json_int(json, "zero", 0);
+    l->microbatches = json_int(json, "microbatches", 1);
+    l->micro_batch = json_int(json, "micro_batch", 1);
+    l->virtual_stages = json_int(json, "virtual_stages", 1);
+    double mb;
+    l->bucket_mb = ssa_json_number(json, "bucket_mb", &mb) ? mb : 1;
+    char s[32] = "";
+    ssa_json_string(json, "schedule", s, sizeof s);
+    l->schedule = !strcmp(s, "afab") ? MM_SCHED_AFAB
+                  : !strcmp(s, "interleaved") ? MM_SCHED_INTERLEAVED
+                                              : MM_SCHED_1F1B;
+    ssa_json_string(json, "recompute", s, sizeof s);
+    l->recompute = !strcmp(s, "full") ? MM_RECOMPUTE_FULL
+                   : !strcmp(s, "selective") ? MM_RECOMPUTE_SELECTIVE
+                                             : MM_RECOMPUTE_NONE;
+    l->sp = strstr(json, "\"sp\":true") != NULL;
+    ssa_json_string(json, "activations", s, sizeof s);
+    l->act_bytes = !strcmp(s, "bf16") ? 2 : 4;
+    if (l->layers < 1 || l->hidden < 1 || l->heads < 1 || l->seq < 1 || l->vocab < 1) {
+        snprintf(err, errlen, "the run's configuration does not describe the model (layers, "
+                              "hidden, heads, seq, vocab): is it a stepscope-train run?");
+        return -1;
+    }
+    return 0;
+}
+
+int plan_calibrate_from_run(const char *run_dir, int threads, plan_calibration *cal,
+                            char *err, size_t errlen)
+{
+    memset(cal, 0, sizeof *cal);
+    ssa_load_options lo = {threads, 0};
+    ssa_run run;
+    stepscope_error e;
+    memset(&e, 0, sizeof e);
+    if (ssa_run_load(&run, run_dir, &lo, &e)) {
+        snprintf(err, errlen, "%s", e.message[0] ? e.message : "cannot load the run");
+        ssa_run_free(&run);
+        return -1;
+    }
+    int rc = -1;
+    ssa_options opt;
+    ssa_options_default(&opt);
+    opt.threads = threads;
+    ssa_analysis an;
+    memset(&an, 0, sizeof an);
+    if (run.nranks == 0 || !run.ranks[0].config_json) {
+        snprintf(err, errlen, "%s: no rank carries the trainer's configuration (a stepscope-train "
+                              "run traced with --trace or under stepscope record is needed)",
+                 run_dir);
+        goto out;
+    }
+    if (layout_of_config(run.ranks[0].config_json, &cal->layout, err, errlen) != 0)
+        goto out;
+    if (ssa_analyze(&run, &opt, &an, &e)) {
+        snprintf(err, errlen, "%s", e.message[0] ? e.message : "analysis failed");
+        goto out;
+    }
+    const mm_layout *l = &cal->layout;
+    double *rates = calloc(an.nranks + 1, sizeof *rates);
+    double *hosts = calloc(an.nranks + 1, sizeof *hosts);
+    double *excess = calloc(an.nranks + 1, sizeof *excess);
+    if (!rates || !hosts || !excess) {
+        free(rates);
+        free(hosts);
+        free(excess);
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    size_t nr = 0, nh = 0, ne = 0;
+    for (size_t i = 0; i < an.nranks; i++) {
+        const ssa_rank_result *rr = &an.ranks[i];
+        if (rr->error || rr->nsteps == 0 || rr->totals.compute <= 0)
+            continue;
+        int stage = rr->stage >= 0 && rr->stage < l->pp ? rr->stage : 0;
+        double steps = (double)rr->nsteps;
+        double compute_s = rr->totals.compute / steps / 1e9;
+        rates[nr++] = plan_stage_flops_per_microbatch(l, stage) * l->microbatches / compute_s;
+        double span = rr->totals.span / steps, bubble = rr->pipeline ? rr->totals.bubble / steps : 0;
+        double rest = span - rr->totals.compute / steps - rr->totals.exposed_comm / steps -
+                      rr->totals.exposed_mem / steps - bubble;
+        hosts[nh++] = fmax(0.0, rest) / 1e9;
+        if (rr->pipeline && isfinite(rr->bubble_theory) && span > 0)
+            excess[ne++] = bubble / span - rr->bubble_theory;
+    }
+    if (!nr) {
+        free(rates);
+        free(hosts);
+        free(excess);
+        snprintf(err, errlen, "%s: no rank has steps with compute to calibrate on", run_dir);
+        goto out;
+    }
+    cal->flops_rate = median(rates, nr);
+    cal->host_s_per_step = median(hosts, nh);
+    cal->bubble_excess = ne ? fmax(0.0, median(excess, ne)) : 0;
+    free(rates);
+    free(hosts);
+    free(excess);
+    /* bandwidths by communicator group, bytes-weighted over op summaries; latency = the
+     * smallest transfer of any collective */
+    double bytes[4] = {0}, time[4] = {0}, lat = 0;
+    for (size_t i = 0; i < an.ncoll_summaries; i++) {
+        const ssa_coll_summary *s = &an.coll_summaries[i];
+        const char *g = ssa_name(&an, s->group);
+        int k = !g ? -1 : !strncmp(g, "tp", 2) ? 0 : !strncmp(g, "dp", 2) ? 1 : !strncmp(g, "pp", 2) ? 2
+                : !strncmp(g, "cp", 2) ? 3 : -1;
+        if (s->transfer_min > 0 && (lat == 0 || s->transfer_min / 1e9 < lat))
+            lat = s->transfer_min / 1e9;
+        if (k < 0 || s->busbw <= 0 || s->transfer_total <= 0)
+            continue;
+        double b = s->busbw * (double)s->transfer_total; /* bus bytes */
+        bytes[k] += b;
+        time[k] += (double)s->transfer_total;
+    }
+    cal->tp_bw = time[0] > 0 ? bytes[0] / time[0] * 1e9 : 0;
+    cal->dp_bw = time[1] > 0 ? bytes[1] / time[1] * 1e9 : 0;
+    cal->pp_bw = time[2] > 0 ? bytes[2] / time[2] * 1e9 : 0;
+    cal->cp_bw = time[3] > 0 ? bytes[3] / time[3] * 1e9 : 0;
+    cal->latency_s = lat;
+    cal->measured_step_s = an.step_time_median > 0 ? an.step_time_median / 1e9 : 0;
+    for (size_t m = 0; m < run.ranks[0].nmeta; m++) {
+        double v;
+        if (!strcmp(run.ranks[0].meta[m].key, "memory") &&
+            ssa_json_number(run.ranks[0].meta[m].value, "runtime_baseline_bytes", &v) && v > 0)
+            cal->baseline_bytes = v;
+    }
+    snprintf(cal->source, sizeof cal->source, "%s", run_dir);
+    snprintf(cal->device_name, sizeof cal->device_name, "%s",
+             run.ranks[0].device_name ? run.ranks[0].device_name : "");
+    cal->present = 1;
+    rc = 0;
+out:
+    ssa_analysis_free(&an);
+    ssa_run_free(&run);
+    return rc;
+}

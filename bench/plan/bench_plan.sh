@@ -1,0 +1,125 @@
+#!/bin/bash
+# bench_plan.sh [BUILD] [OUTDIR] — how right is `stepscope plan` on the CPU trainer?
+#
+# Calibrates on one measured run (dp4), predicts 14 other layouts of the same model on the
+# same 4 ranks (DP, ZeRO 1-3, TP, TP+SP, PP AFAB/1F1B/interleaved, CP, recomputation,
+# micro-batch counts), runs each with stepscope-train, and prints per layout the predicted
+# and measured step time (median of steps 2..N from the trainer's log) and memory (the
+# device API's peak, max over ranks, against the planner's worst-stage prediction; and the
+# peak RSS against prediction + runtime baseline), the median and worst errors, and whether
+# the predicted best layout is within 10 % of the measured best. Goals (issue 18): memory
+# median error <= 5 %, step time median error <= 15 %. Quiet machine wanted; prints load.
+set -u
+build=${1:-build}
+out=${2:-$(mktemp -d /tmp/bench-plan.XXXXXX)}
+trainer=$build/trainer/stepscope-train
+stepscope=$build/analyzer/stepscope
+model=(--layers 4 --hidden 128 --heads 4 --seq 128 --batch 16)
+steps=${STEPS:-8}
+mkdir -p "$out"
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "model: ${model[*]}, 4 ranks, $steps steps; work in $out"
+
+run() { # run NAME ARGS...: trains, leaves $out/NAME/{run,train.jsonl}
+  local name=$1; shift
+  rm -rf "$out/$name"; mkdir -p "$out/$name"
+  "$trainer" --quiet --world 4 "${model[@]}" --steps "$steps" --trace "$out/$name/run" \
+    --log "$out/$name/train.jsonl" "$@" > "$out/$name/log" 2>&1
+}
+run calib --dp 4 || { echo "calibration run failed"; cat "$out/calib/log"; exit 1; }
+
+layouts=(
+  "dp4-zero1|--dp 4 --zero 1"
+  "dp4-zero2|--dp 4 --zero 2"
+  "dp4-zero3|--dp 4 --zero 3"
+  "dp4-mb4|--dp 4 --microbatches 4"
+  "dp4-recompute-full|--dp 4 --recompute full"
+  "dp4-recompute-selective|--dp 4 --recompute selective"
+  "tp2-dp2|--tp 2 --dp 2"
+  "tp2-sp-dp2|--tp 2 --sp --dp 2"
+  "tp4|--tp 4"
+  "pp2-dp2-1f1b|--pp 2 --dp 2 --schedule 1f1b --microbatches 4"
+  "pp2-dp2-afab|--pp 2 --dp 2 --schedule afab --microbatches 4"
+  "pp2-dp2-interleaved|--pp 2 --dp 2 --schedule interleaved --virtual-stages 2 --microbatches 4"
+  "pp4-1f1b|--pp 4 --schedule 1f1b --microbatches 8"
+  "cp2-dp2|--cp 2 --dp 2"
+)
+# the planner's options for a trainer layout (defaults filled in as the trainer does)
+plan_args() {
+  python3 - "$@" <<'PY'
+import sys
+a = sys.argv[1:]
+o = {"dp": "1", "tp": "1", "pp": "1", "cp": "1", "zero": "0", "recompute": "none",
+     "schedule": "1f1b", "microbatches": None, "virtual-stages": None}
+sp = False
+i = 0
+while i < len(a):
+    k = a[i][2:]
+    if k == "sp":
+        sp = True; i += 1; continue
+    o[k] = a[i + 1]; i += 2
+pp = int(o["pp"])
+if o["microbatches"] is None:
+    o["microbatches"] = str(2 * pp if pp > 1 else 1)
+out = ["--dp", o["dp"], "--tp", o["tp"], "--pp", o["pp"], "--cp", o["cp"], "--zero", o["zero"],
+       "--recompute", o["recompute"], "--microbatches", o["microbatches"], "--schedule", o["schedule"]]
+if o["virtual-stages"]:
+    out += ["--virtual-stages", o["virtual-stages"]]
+out += ["--sp"] if sp else ["--no-sp"]
+print(" ".join(out))
+PY
+}
+echo
+for entry in "${layouts[@]}"; do
+  name=${entry%%|*}; args=${entry#*|}
+  # shellcheck disable=SC2086
+  run "$name" $args || { echo "$name: the run failed"; tail -3 "$out/$name/log"; continue; }
+  # shellcheck disable=SC2086,SC2046
+  "$stepscope" plan --from "$out/calib/run" $(plan_args $args) --json "$out/$name/plan.json" \
+    > "$out/$name/plan.txt" 2>&1 || { echo "$name: plan failed"; cat "$out/$name/plan.txt"; }
+done
+python3 - "$out" "$stepscope" "${layouts[@]}" <<'PY'
+import json, os, statistics, subprocess, sys
+out, stepscope, entries = sys.argv[1], sys.argv[2], sys.argv[3:]
+def measured_step(d):
+    recs = [json.loads(l) for l in open(os.path.join(d, "train.jsonl")) if l.strip()][1:]
+    return statistics.median(r["step_ms"] for r in recs) / 1e3
+def measured_memory(d):
+    dev = rss = 0
+    run = os.path.join(d, "run")
+    for f in sorted(os.listdir(run)):
+        lines = subprocess.run([stepscope, "dump", os.path.join(run, f), "--kind", "metadata"],
+                               capture_output=True, text=True).stdout.splitlines()
+        mem = [json.loads(json.loads(l)["value_json"]) for l in lines if '"key":"memory"' in l]
+        if mem:
+            dev = max(dev, mem[-1]["measured_peak_bytes"]); rss = max(rss, mem[-1]["rss_peak_bytes"])
+    return dev, rss
+rows = []
+for e in entries:
+    name = e.split("|")[0]
+    d = os.path.join(out, name)
+    try:
+        p = json.load(open(os.path.join(d, "plan.json")))["layouts"][0]
+        step = measured_step(d)
+        dev, rss = measured_memory(d)
+    except (OSError, ValueError, KeyError, IndexError) as ex:
+        print(f"{name}: no result ({ex})"); continue
+    mb = p["memory_bytes"]
+    pred_dev = mb["total"] - mb["runtime_baseline"]
+    rows.append((name, p["step_time_s"], step, pred_dev, dev, mb["total"], rss))
+print(f"{'layout':<26} {'step pred s':>11} {'measured':>9} {'err':>7}   {'mem pred':>10} {'measured':>10} {'err':>6}   {'+baseline':>10} {'RSS':>10} {'err':>6}")
+se, me, re_ = [], [], []
+for n, ps, ms, pd, md, pt, rss in rows:
+    e1 = (ps - ms) / ms; e2 = (pd - md) / md if md else float("nan"); e3 = (pt - rss) / rss if rss else float("nan")
+    se.append(abs(e1)); me.append(abs(e2)); re_.append(abs(e3))
+    print(f"{n:<26} {ps:11.4f} {ms:9.4f} {100*e1:+6.1f}%   {pd:10d} {md:10d} {100*e2:+5.1f}%   {pt:10.0f} {rss:10d} {100*e3:+5.1f}%")
+if rows:
+    print(f"\nstep time: median |error| {100*statistics.median(se):.1f} %, worst {100*max(se):.1f} %  (goal: median <= 15 %)")
+    print(f"memory (device allocations): median |error| {100*statistics.median(me):.2f} %, worst {100*max(me):.2f} %  (goal: median <= 5 %)")
+    print(f"memory + runtime baseline vs peak RSS: median |error| {100*statistics.median(re_):.1f} %, worst {100*max(re_):.1f} %")
+    best_pred = min(rows, key=lambda r: r[1]); best_meas = min(rows, key=lambda r: r[2])
+    gap = (best_pred[2] - best_meas[2]) / best_meas[2]
+    print(f"predicted best: {best_pred[0]} (measured {best_pred[2]:.4f} s); measured best: {best_meas[0]} "
+          f"({best_meas[2]:.4f} s): {100*gap:.1f} % slower {'(within 10 %)' if gap <= 0.10 else '(NOT within 10 %)'}")
+PY
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,0 +1,71 @@
+#!/bin/bash
+# plan_cli.sh STEPSCOPE TRAINER — `stepscope plan` end to end:
+#   - a real run of the trainer (dp2 x pp2, 1F1B), then `plan --from RUN` with that run's own
+#     layout: the predicted device memory (total - runtime baseline) equals the largest
+#     measured peak of the run's ranks (one implementation of the formulas), and the
+#     calibrated model reproduces the run's median step time;
+#   - --what-if names the changed layout; --json/--csv carry every layout; a ranked table;
+#   - bad input: unknown option / bad value (exit 2), an impossible layout (exit 1 with the
+#     reason), a model that fits nowhere (the table says so).
+set -u
+stepscope=$1 trainer=$2
+dir=$(mktemp -d "${TMPDIR:-/tmp}/ss-plan.XXXXXX") || exit 1
+trap 'rm -rf "$dir"' EXIT
+fail=0
+no() { echo "FAILED: $*"; fail=1; }
+
+"$trainer" --quiet --world 4 --dp 2 --pp 2 --schedule 1f1b --steps 4 --trace "$dir/run" \
+  --log "$dir/train.jsonl" > "$dir/train.log" 2>&1 || { cat "$dir/train.log"; exit 1; }
+"$stepscope" plan --from "$dir/run" --dp 2 --tp 1 --pp 2 --cp 1 --zero 0 --recompute none \
+  --microbatches 4 --schedule 1f1b --json "$dir/self.json" > "$dir/self.txt" 2>&1 ||
+  { cat "$dir/self.txt"; no "plan --from RUN on its own layout"; }
+measured=0
+for f in "$dir"/run/rank-*.trace.zst; do
+  m=$("$stepscope" dump "$f" --kind metadata | grep '"key":"memory"' | tail -1 |
+      python3 -c 'import json,sys; print(json.loads(json.loads(sys.stdin.read())["value_json"])["measured_peak_bytes"])')
+  [ "$m" -gt "$measured" ] && measured=$m
+done
+python3 - "$dir/self.json" "$measured" <<'PY' || no "self prediction"
+import json, sys
+d = json.load(open(sys.argv[1])); measured = int(sys.argv[2])
+l = d["layouts"][0]; mb = l["memory_bytes"]
+dev = mb["total"] - mb["runtime_baseline"]
+ok = dev == measured
+print("device memory predicted %d, measured %d: %s" % (dev, measured, "equal" if ok else "DIFFERENT"))
+cal = d["calibration"]
+rel = abs(l["step_time_s"] - cal["measured_step_s"]) / cal["measured_step_s"]
+print("step time predicted %.6f s, measured %.6f s (relative %.2e)" % (l["step_time_s"], cal["measured_step_s"], rel))
+sys.exit(0 if ok and rel < 1e-6 and cal["flops_rate"] > 0 and mb["runtime_baseline"] > 0 else 1)
+PY
+"$stepscope" plan --from "$dir/run" --what-if "microbatches=2,schedule=afab" > "$dir/whatif.txt" 2>&1 ||
+  no "--what-if"
+grep -q "what if dp2 tp1 pp2 cp1 zero0 afab m2 x 2" "$dir/whatif.txt" || { cat "$dir/whatif.txt"; no "--what-if layout"; }
+"$stepscope" plan --model gpt2-124m --gpus 8 --global-batch 32 --json "$dir/all.json" \
+  --csv "$dir/all.csv" > "$dir/table.txt" || no "enumeration"
+grep -q "^1 " "$dir/table.txt" || no "ranked table"
+python3 - "$dir/all.json" "$dir/all.csv" <<'PY' || no "json/csv"
+import csv, json, sys
+d = json.load(open(sys.argv[1])); rows = list(csv.DictReader(open(sys.argv[2])))
+assert d["schema_version"] == 1 and d["calibration"] is None and "assumed" in d
+assert len(d["layouts"]) == len(rows) > 100
+for l, r in zip(d["layouts"], rows):
+    assert l["layout"]["dp"] * l["layout"]["tp"] * l["layout"]["pp"] * l["layout"]["cp"] == 8
+    assert abs(float(r["step_time_s"]) - l["step_time_s"]) <= 1e-6 * l["step_time_s"]
+    for k in ("parameters", "gradients", "optimizer", "activations", "total"):
+        assert k in l["memory_bytes"]
+    assert l["binding"] in ("memory", "compute", "exposed communication", "bubble", "host")
+print("json/csv: %d layouts" % len(rows))
+PY
+"$stepscope" plan --model gpt2-124m --gpus 8 --global-batch 32 --frobnicate > /dev/null 2>&1
+[ $? = 2 ] || no "unknown option: exit 2"
+"$stepscope" plan --model gpt2-124m --gpus 8 --global-batch 32 --zero 5 > /dev/null 2>&1
+[ $? = 2 ] || no "--zero 5: exit 2"
+"$stepscope" plan --model gpt2-124m --gpus 8 --global-batch 32 --dp 2 --tp 5 --pp 1 --cp 1 \
+  --zero 0 --recompute none --microbatches 1 > /dev/null 2> "$dir/bad.txt"
+[ $? = 1 ] && grep -q "cannot run" "$dir/bad.txt" || { cat "$dir/bad.txt"; no "impossible layout: exit 1 with the reason"; }
+"$stepscope" plan --layers 96 --hidden 12288 --heads 96 --vocab 50257 --seq 2048 --max-seq 2048 \
+  --gpus 1 --global-batch 1 > "$dir/huge.txt" 2>&1
+grep -q "nothing fits" "$dir/huge.txt" || { cat "$dir/huge.txt"; no "a model that fits nowhere"; }
+"$stepscope" plan --gpus 8 --global-batch 32 > /dev/null 2> "$dir/nomodel.txt"
+[ $? = 2 ] && grep -q "describe the model" "$dir/nomodel.txt" || no "no model: exit 2"
+exit $fail

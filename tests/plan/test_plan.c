@@ -1,0 +1,237 @@
+/*
+ * test_plan.c — the planner's memory formulas against hand-computed cases, and its cost
+ * model and enumeration against their documented rules (docs/plan.md).
+ *
+ * Memory (trainer/memory_model.c) for a small GPT (L=2, C=64, H=4, V=256, 1024 positions,
+ * seq 64): the flat parameter count by hand is
+ *   wte 256x64 = 16384, wpe 1024x64 = 65536,
+ *   per block 6C + 12C^2 + 7C = 384 + 49152 + 448 = 49984, two blocks 99968, final LN 128,
+ *   Psi = 182016 (a multiple of dp x cp x 16 = 32 already).
+ * The Playbook's fp32 training: parameters 4 Psi, gradients 4 Psi, Adam 8 Psi; ZeRO-1 the
+ * moments / N, ZeRO-2 also the gradients (+ bucket buffers), ZeRO-3 also the parameters;
+ * bf16 GEMMs on GPUs add the 2 Psi bf16 weight copies. Activations: full recomputation <
+ * selective < none; 1F1B keeps min(pp - stage, m) micro-batches, AFAB all m.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memory_model.h"
+#include "plan_model.h"
+
+static int failures;
+#define CHECK(cond)                                                                     \
+    do {                                                                                \
+        if (!(cond)) {                                                                  \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);    \
+            failures++;                                                                 \
+        }                                                                               \
+    } while (0)
+
+static mm_layout small(void)
+{
+    mm_layout l;
+    memset(&l, 0, sizeof l);
+    l.layers = 2;
+    l.hidden = 64;
+    l.heads = 4;
+    l.vocab = 256;
+    l.max_seq = 1024;
+    l.seq = 64;
+    l.dp = l.tp = l.pp = l.cp = 1;
+    l.schedule = MM_SCHED_1F1B;
+    l.virtual_stages = 1;
+    l.microbatches = 1;
+    l.micro_batch = 4;
+    l.act_bytes = 4;
+    l.bucket_mb = 1;
+    return l;
+}
+
+static mm_breakdown mem(const mm_layout *l, int stage)
+{
+    mm_breakdown b;
+    char err[200];
+    if (mm_rank_memory(l, stage, &b, err, sizeof err) != 0) {
+        fprintf(stderr, "unexpected refusal: %s\n", err);
+        failures++;
+        memset(&b, 0, sizeof b);
+    }
+    return b;
+}
+
+static void memory_formulas(void)
+{
+    const size_t psi = 182016;
+    mm_layout l = small();
+    l.dp = 2;
+    mm_breakdown z0 = mem(&l, 0);
+    CHECK(z0.parameters == 4 * psi);
+    CHECK(z0.gradients == 4 * psi);
+    CHECK(z0.optimizer == 8 * psi);
+    CHECK(z0.other == 16);
+    CHECK(z0.steady == z0.parameters + z0.gradients + z0.optimizer + z0.activations + z0.other);
+    CHECK(z0.peak == z0.steady);
+    l.zero = 1;
+    mm_breakdown z1 = mem(&l, 0);
+    CHECK(z1.parameters == 4 * psi && z1.gradients == 4 * psi);
+    CHECK(z1.optimizer == 8 * psi / 2);
+    /* ZeRO-2/3 by hand: with 1 MiB buckets the embedding unit is a bucket of its own,
+     * B = [0, 81920), and the final LN and both blocks make A = [81920, 182016) (100096
+     * floats). n = 2: pieces 50048 and 40960 (multiples of 16), shard 91008 floats, largest
+     * piece 50048; rotating bucket buffers of A's padded 100096, the embedding's 81920. */
+    l.zero = 2;
+    mm_breakdown z2 = mem(&l, 0);
+    CHECK(z2.optimizer == 2 * 91008 * 4);                                   /* = 8 Psi / 2 */
+    CHECK(z2.gradients == (91008 + 50048 + 2 * 100096 + 81920) * 4);        /* shard, scratch, buffers */
+    CHECK(z2.parameters == 4 * psi);
+    l.zero = 3;
+    mm_breakdown z3 = mem(&l, 0);
+    CHECK(z3.parameters == (91008 + 2 * 100096 + 81920) * 4);               /* shard + gathered buffers */
+    /* set-up holds the full weights before the moments and statistics exist */
+    CHECK(z3.init_peak == z3.steady - z3.optimizer - z3.other + 4 * psi);
+    CHECK(z3.peak == (z3.init_peak > z3.steady ? z3.init_peak : z3.steady));
+    /* bf16 weight copies (GPUs): + 2 Psi */
+    l = small();
+    l.bf16_weight_copies = 1;
+    CHECK(mem(&l, 0).parameters == 6 * psi);
+    /* activations: none > selective > full; bf16 halves the activation tensors */
+    l = small();
+    size_t none = mem(&l, 0).activations;
+    l.recompute = MM_RECOMPUTE_SELECTIVE;
+    size_t sel = mem(&l, 0).activations;
+    l.recompute = MM_RECOMPUTE_FULL;
+    size_t full = mem(&l, 0).activations;
+    CHECK(none > sel && sel > full);
+    l = small();
+    l.act_bytes = 2;
+    CHECK(mem(&l, 0).activations < none && mem(&l, 0).activations > none / 4);
+    /* schedules: micro-batches in flight */
+    l = small();
+    l.pp = 4;
+    l.layers = 4;
+    l.microbatches = 8;
+    CHECK(mm_slots(&l, 0) == 4 && mm_slots(&l, 3) == 1);
+    l.schedule = MM_SCHED_AFAB;
+    CHECK(mm_slots(&l, 0) == 8 && mm_slots(&l, 3) == 8);
+    mm_breakdown afab0 = mem(&l, 0);
+    l.schedule = MM_SCHED_1F1B;
+    CHECK(mem(&l, 0).activations < afab0.activations);
+    /* refusals name their reason */
+    char err[200] = "";
+    l = small();
+    l.tp = 3;
+    mm_breakdown b;
+    CHECK(mm_rank_memory(&l, 0, &b, err, sizeof err) != 0 && strstr(err, "--tp 3"));
+    l = small();
+    l.pp = 2;
+    l.layers = 4;
+    l.schedule = MM_SCHED_INTERLEAVED;
+    l.virtual_stages = 2;
+    l.dp = 2;
+    l.zero = 2;
+    CHECK(mm_rank_memory(&l, 0, &b, err, sizeof err) != 0 && strstr(err, "interleaved"));
+}
+
+static plan_job job_of(int gpus, int batch, const char *device)
+{
+    plan_job j;
+    memset(&j, 0, sizeof j);
+    j.model = small();
+    j.gpus = gpus;
+    j.gpus_per_node = 8;
+    j.global_batch = batch;
+    j.dev = *plan_device_find(device);
+    j.overlap = 1;
+    return j;
+}
+
+static void cost_model(void)
+{
+    plan_job j = job_of(4, 16, "h100-sxm");
+    mm_layout l = small();
+    l.dp = 4;
+    l.microbatches = 1;
+    l.micro_batch = 4;
+    plan_result r;
+    char err[200];
+    CHECK(plan_predict(&j, &l, &r, err, sizeof err) == 0);
+    /* the parts add up to the step; no pipeline: no bubble; DP only: no TP/CP/PP time */
+    CHECK(fabs(r.compute_s + r.bubble_s + r.tp_s + r.cp_s + r.pp_s + r.grad_sync_s + r.host_s -
+               r.step_s) < 1e-12);
+    CHECK(r.bubble_s == 0 && r.tp_s == 0 && r.cp_s == 0 && r.pp_s == 0);
+    CHECK(fabs(r.tokens_per_s - 16.0 * 64 / r.step_s) < 1e-6 * r.tokens_per_s);
+    CHECK(r.memory_total == (double)r.mem.peak + j.dev.baseline_bytes);
+    /* compute: the stage's FLOPs at peak x efficiency (one micro-batch of 4 x 64 tokens) */
+    double flops = plan_stage_flops_per_microbatch(&r.layout, 0);
+    CHECK(fabs(r.compute_s - flops / (j.dev.peak_flops * j.dev.efficiency)) < 1e-15);
+    /* a pipeline's bubble is (p - 1) micro-batch times: theory (p-1)/(m+p-1) of compute+bubble */
+    j = job_of(4, 16, "h100-sxm");
+    l = small();
+    l.pp = 2;
+    l.dp = 2;
+    l.microbatches = 4;
+    l.micro_batch = 2;
+    CHECK(plan_predict(&j, &l, &r, err, sizeof err) == 0);
+    CHECK(fabs(r.bubble_theory - 1.0 / 5.0) < 1e-12);
+    CHECK(fabs(r.bubble_s / (r.compute_s + r.bubble_s) - 1.0 / 5.0) < 1e-9);
+    /* a layout of the wrong size is refused with the reason */
+    l.dp = 3;
+    CHECK(plan_predict(&j, &l, &r, err, sizeof err) != 0 && strstr(err, "devices"));
+}
+
+static void enumeration(void)
+{
+    plan_job j = job_of(4, 16, "cpu");
+    j.model.layers = 4; /* pp 2 x 2 virtual stages possible */
+    plan_filter f;
+    plan_filter_any(&f);
+    plan_result *r = NULL;
+    char why[200];
+    long n = plan_enumerate(&j, &f, &r, why, sizeof why);
+    CHECK(n > 50);
+    for (long i = 1; i < n; i++) {
+        CHECK(r[i - 1].fits >= r[i].fits);
+        if (r[i - 1].fits && r[i].fits)
+            CHECK(r[i - 1].tokens_per_s >= r[i].tokens_per_s);
+    }
+    int seen_tp4 = 0, seen_interleaved = 0;
+    for (long i = 0; i < n; i++) {
+        const mm_layout *l = &r[i].layout;
+        CHECK(l->dp * l->tp * l->pp * l->cp == 4);
+        CHECK(l->dp * l->microbatches * l->micro_batch == 16);
+        CHECK(!(l->zero >= 2 && l->schedule == MM_SCHED_INTERLEAVED));
+        seen_tp4 |= l->tp == 4;
+        seen_interleaved |= l->schedule == MM_SCHED_INTERLEAVED;
+    }
+    CHECK(seen_tp4 && seen_interleaved);
+    free(r);
+    /* a filter fixes choices */
+    f.tp = 2;
+    f.zero = 1;
+    n = plan_enumerate(&j, &f, &r, why, sizeof why);
+    CHECK(n > 0);
+    for (long i = 0; i < n; i++)
+        CHECK(r[i].layout.tp == 2 && r[i].layout.zero == 1);
+    free(r);
+    /* nothing fits: still ranked, smallest memory first */
+    j = job_of(1, 1, "h100-sxm");
+    j.dev.memory_bytes = 1e6;
+    plan_filter_any(&f);
+    n = plan_enumerate(&j, &f, &r, why, sizeof why);
+    CHECK(n > 0 && !r[0].fits && !strcmp(r[0].binding, "memory"));
+    for (long i = 1; i < n; i++)
+        CHECK(r[i - 1].memory_total <= r[i].memory_total);
+    free(r);
+}
+
+int main(void)
+{
+    memory_formulas();
+    cost_model();
+    enumeration();
+    if (failures)
+        fprintf(stderr, "%d check(s) failed\n", failures);
+    return failures ? 1 : 0;
+}
