@@ -56,6 +56,7 @@ var SS = window.SS || (window.SS = {});
       app.pipelineDone = true;
     }
     if (name === 'compare') renderCompare();
+    if (name === 'plan') SS.renderPlanView($('view-plan'), null);
     document.body.dataset.tab = name;
   }
 

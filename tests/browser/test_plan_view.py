@@ -1,0 +1,86 @@
+"""test_plan_view.py STEPSCOPE WORKDIR — the viewer's Plan view in headless Chromium.
+
+A real `stepscope plan --json` document (gpt2-124m on 8 H100s) is opened in the Plan tab of
+a self-contained viewer page (`stepscope view RUN --html`), through the tab's file input as
+a user would. Checks: the headline names the job and the best layout; the table holds the
+planner's ranking (row 1 = the JSON's first layout); clicking "tokens/s" sorts largest first
+and clicking again smallest first; the memory chart stacks five components for 40 layouts
+with the device's memory as its scale; a file that is not a plan is refused with a message;
+no console errors. Exits 77 (SKIP) without Chromium/Selenium.
+"""
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import check  # noqa: E402
+
+
+def main():
+    exe, work = sys.argv[1], sys.argv[2]
+    os.makedirs(work, exist_ok=True)
+    plan = os.path.join(work, "plan.json")
+    subprocess.run([exe, "plan", "--model", "gpt2-124m", "--gpus", "8", "--global-batch", "32",
+                    "--json", plan], check=True, stdout=subprocess.DEVNULL)
+    doc = json.load(open(plan))
+    run = harness.make_sample(os.path.join(work, "run_plan"), "--dp", "2", "--steps", "2")
+    page = os.path.join(work, "viewer-plan.html")
+    subprocess.run([exe, "view", run, "--html", page], check=True, stdout=subprocess.DEVNULL)
+    d = harness.browser()
+    try:
+        d.get("file://" + os.path.abspath(page))
+        harness.wait_state(d)
+        d.find_element("css selector", ".tab[data-tab=plan]").click()
+        d.find_element("id", "pick-plan").send_keys(os.path.abspath(plan))
+        rows = []
+        for _ in range(100):
+            rows = d.find_elements("css selector", "#plan-table tbody tr")
+            if rows:
+                break
+            harness.time.sleep(0.05)
+        n = len(doc["layouts"])
+        check(len(rows) == min(200, n), "table rows: %d of %d layouts" % (len(rows), n))
+        head = d.find_element("id", "plan-headline").text
+        check("8 × h100-sxm" in head and doc["layouts"][0]["layout"]["name"] in head,
+              "headline names the job and the best layout")
+        first = rows[0].find_elements("css selector", "td")
+        check(first[1].text == doc["layouts"][0]["layout"]["name"], "row 1 is the planner's best")
+
+        def column(k):
+            return [float(r.find_elements("css selector", "td")[k].text)
+                    for r in d.find_elements("css selector", "#plan-table tbody tr")]
+        th = [t for t in d.find_elements("css selector", "#plan-table th") if t.text.startswith("tokens/s")][0]
+        k = int(th.get_attribute("data-col"))
+        th.click()
+        v = column(k)
+        check(all(v[i] >= v[i + 1] for i in range(len(v) - 1)), "tokens/s sorted largest first")
+        th = [t for t in d.find_elements("css selector", "#plan-table th") if t.text.startswith("tokens/s")][0]
+        th.click()
+        v = column(k)
+        check(all(v[i] <= v[i + 1] for i in range(len(v) - 1)), "clicked again: smallest first")
+        rects = d.find_elements("css selector", "#plan-memory rect[data-series]")
+        series = {r.get_attribute("data-series") for r in rects}
+        check(len(rects) == 5 * min(40, n) and series == {"parameters", "gradients", "optimizer",
+              "activations", "runtime baseline"}, "memory chart: 5 stacked components x 40 layouts")
+        bad = os.path.join(work, "not-a-plan.json")
+        with open(bad, "w") as f:
+            f.write('{"traceEvents": []}')
+        d.find_element("id", "pick-plan").send_keys(os.path.abspath(bad))
+        for _ in range(100):
+            if d.find_element("id", "plan-error").text:
+                break
+            harness.time.sleep(0.05)
+        check("not a stepscope plan" in d.find_element("id", "plan-error").text, "a non-plan file is refused")
+        errs = harness.console_errors(d)
+        check(not errs, "no console errors %s" % errs)
+    except Exception:
+        d.save_screenshot(os.path.join(work, "viewer-plan-failure.png"))
+        raise
+    finally:
+        d.quit()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+/*
+ * plan_view.js — the Plan view: a `stepscope plan --json` document (docs/plan.md) as a
+ * sortable table of layouts and stacked memory bars per layout.
+ *
+ * How it works: the view works without a run. It shows a file input (and accepts a
+ * dropped file) for the plan JSON, or takes one the page was opened with (a run folder's
+ * plan.json found by the loader, SS.planDoc). The table starts in the planner's ranking;
+ * clicking a column header sorts by it (again: the other way). The memory chart stacks
+ * parameters, gradients, optimizer state, activations and the runtime baseline for the
+ * first 40 rows in the table's order, against the device's memory.
+ */
+'use strict';
+
+var SS = window.SS || (window.SS = {});
+
+(function () {
+  var MEMORY = [
+    { key: 'parameters', name: 'parameters', color: '#4e79a7' },
+    { key: 'gradients', name: 'gradients', color: '#f28e2b' },
+    { key: 'optimizer', name: 'optimizer', color: '#e15759' },
+    { key: 'activations', name: 'activations', color: '#76b7b2' },
+    { key: 'runtime_baseline', name: 'runtime baseline', color: '#bab0ac' }
+  ];
+  var COLUMNS = [
+    { name: '#', get: function (l) { return l._rank; }, num: true },
+    { name: 'layout', get: function (l) { return l.layout.name; } },
+    { name: 'memory GiB', get: function (l) { return l.memory_bytes.total / 1073741824; }, num: true, digits: 2 },
+    { name: 'fits', get: function (l) { return l.fits ? 'yes' : 'NO'; } },
+    { name: 'step s', get: function (l) { return l.step_time_s; }, num: true, digits: 4 },
+    { name: 'tokens/s', get: function (l) { return l.tokens_per_s; }, num: true, digits: 0 },
+    { name: 'MFU %', get: function (l) { return l.mfu * 100; }, num: true, digits: 1 },
+    { name: 'bubble s', get: function (l) { return l.breakdown_s.bubble; }, num: true, digits: 4 },
+    { name: 'exposed comm s', get: function (l) { var b = l.breakdown_s; return b.tp + b.cp + b.pp + b.grad_sync; }, num: true, digits: 4 },
+    { name: 'binding', get: function (l) { return l.binding; } }
+  ];
+
+  function gib(b) { return (b / 1073741824).toFixed(2) + ' GiB'; }
+
+  function render(root, doc, state) {
+    var body = root.querySelector('#plan-body');
+    body.textContent = '';
+    if (!doc) {
+      body.appendChild(SS.el('p', { className: 'note', text: 'Open a plan: `stepscope plan ... --json plan.json`, then pick or drop plan.json here.' }));
+      return;
+    }
+    if (!doc.layouts || !doc.job || !doc.device) throw new Error('not a stepscope plan JSON (no layouts/job/device)');
+    var layouts = doc.layouts.map(function (l, i) { l._rank = i + 1; return l; });
+    var col = COLUMNS[state.sort], dir = state.dir;
+    var rows = layouts.slice().sort(function (a, b) {
+      var x = col.get(a), y = col.get(b);
+      return (x < y ? -1 : x > y ? 1 : a._rank - b._rank) * dir;
+    });
+    var job = doc.job, dev = doc.device, cal = doc.calibration;
+    var fitting = layouts.filter(function (l) { return l.fits; }).length;
+    body.appendChild(SS.el('div', { className: 'cards', id: 'plan-headline' }, [
+      ['model', job.layers + ' layers × ' + job.hidden + ' (' + job.heads + ' heads), seq ' + job.seq],
+      ['job', job.gpus + ' × ' + dev.name + ', batch ' + job.global_batch],
+      ['layouts', layouts.length + ' (' + fitting + ' fit)'],
+      ['best', layouts.length ? layouts[0].layout.name : 'none'],
+      ['calibration', cal ? cal.source : 'none (assumed figures)']
+    ].map(function (c) {
+      return SS.el('div', { className: 'kpi' }, [SS.el('div', { className: 'kpi-label', text: c[0] }), SS.el('div', { className: 'kpi-value', text: c[1] })]);
+    })));
+    var head = SS.el('tr', {}, COLUMNS.map(function (c, k) {
+      var th = SS.el('th', { text: c.name + (k === state.sort ? (dir > 0 ? ' ▲' : ' ▼') : ''), className: 'sortable' });
+      th.dataset.col = String(k);
+      th.addEventListener('click', function () {
+        if (state.sort === k) state.dir = -state.dir;             /* the same column: flip */
+        else { state.sort = k; state.dir = c.num && k !== 0 ? -1 : 1; } /* numbers: largest first */
+        render(root, doc, state);
+      });
+      return th;
+    }));
+    var limit = 200, trs = rows.slice(0, limit).map(function (l) {
+      var tr = SS.el('tr', { className: l.fits ? '' : 'noise' }, COLUMNS.map(function (c) {
+        var v = c.get(l);
+        return SS.el('td', { className: c.num ? 'num' : '', text: c.num && typeof v === 'number' ? v.toFixed(c.digits || 0) : String(v) });
+      }));
+      return tr;
+    });
+    var table = SS.el('table', { className: 'data', id: 'plan-table' }, [SS.el('thead', {}, [head]), SS.el('tbody', {}, trs)]);
+    var note = rows.length > limit ? SS.el('p', { className: 'note', text: 'first ' + limit + ' of ' + rows.length + ' layouts (sort to see others; the JSON has all)' }) : null;
+    body.appendChild(SS.section('Layouts (click a column to sort)', [table].concat(note ? [note] : []), 'plan-layouts'));
+    var bars = rows.slice(0, 40).map(function (l) {
+      var m = l.memory_bytes;
+      return { label: l.layout.name, values: MEMORY.map(function (s) { return m[s.key]; }) };
+    });
+    var chart = SS.stackedBars(bars, MEMORY, { labelW: 330, width: 980, format: gib, max: Math.max(dev.memory_bytes, 1) });
+    chart.id = 'plan-memory';
+    body.appendChild(SS.section('Memory per device by component (first 40 rows; the scale ends at the device\'s ' + gib(dev.memory_bytes) + ')', [chart]));
+  }
+
+  SS.renderPlanView = function (root, doc) {
+    var state = root._planState || (root._planState = { sort: 0, dir: 1 });
+    if (!root.querySelector('#plan-body')) {
+      var input = SS.el('input', { type: 'file', id: 'pick-plan', accept: '.json' });
+      var err = SS.el('div', { id: 'plan-error', className: 'missing' });
+      input.addEventListener('change', function () {
+        var f = input.files[0];
+        if (!f) return;
+        f.text().then(function (t) {
+          err.textContent = '';
+          var d = JSON.parse(t);
+          root._planDoc = d;
+          state.sort = 0; state.dir = 1;
+          render(root, d, state);
+        }).catch(function (e) { err.textContent = 'cannot show ' + f.name + ': ' + e.message; });
+      });
+      root.appendChild(SS.el('p', {}, [document.createTextNode('Plan JSON (stepscope plan --json): '), input]));
+      root.appendChild(err);
+      root.appendChild(SS.el('div', { id: 'plan-body' }));
+    }
+    if (doc) root._planDoc = doc;
+    try {
+      render(root, root._planDoc || null, state);
+    } catch (e) {
+      root.querySelector('#plan-error').textContent = e.message;
+    }
+  };
+})();
