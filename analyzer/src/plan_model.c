@@ -246,6 +246,18 @@ void plan_calibration_fit_host(plan_job *job)
     if (plan_predict(&base, l, &r, err, sizeof err) != 0)
         return;
     double rest = c->measured_step_s - r.step_s;
+    if (rest < 0 && r.compute_s + r.bubble_s > -rest) {
+        /* the parts already exceed the measured step (the median rank's rate is slower
+         * than the critical path's): take the rate that makes compute + bubble fit */
+        double pace = r.compute_s + r.bubble_s;
+        c->flops_rate = (c->flops_rate > 0 ? c->flops_rate : job->dev.peak_flops * job->dev.efficiency) *
+                        pace / (pace + rest);
+        base.cal = *c;
+        base.cal.host_s_per_step = 0;
+        if (plan_predict(&base, l, &r, err, sizeof err) != 0)
+            return;
+        rest = c->measured_step_s - r.step_s;
+    }
     c->host_s_per_step = rest > 0 ? rest : 0;
 }
 
