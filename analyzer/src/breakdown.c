@@ -356,13 +356,15 @@ typedef struct kstat {
 } kstat;
 
 /* Launch delays (kernel start - launch call end) by selected step: every op
- * counts in each selected step whose host range contains its launch (steps.c
- * ssa_step_index), and once in the totals. Counted during the op pass, then
- * written into one array grouped by step, so memory is 8 bytes per
- * (op, step) pair and each step's statistics come from its own slice. */
+ * counts in the step it belongs to (steps.c ssa_step_index_owner, over all
+ * steps so that membership does not depend on the selection), when that
+ * step is selected, and in the totals. Counted during the op pass, then
+ * written into one array grouped by step, so memory is 8 bytes per op and
+ * each step's statistics come from its own slice. */
 typedef struct delay_plan {
-  ssa_step_index ix;
-  uint32_t *hit;                    /* scratch: steps containing a launch */
+  ssa_step_index ix;                /* over all steps */
+  uint32_t *sel;                    /* all-step index -> selected index, SSA_NONE */
+  uint32_t *hit;                    /* scratch: the selected step of a launch */
   size_t *count;                    /* per selected step */
   size_t pairs, ops_in_any;
   /* delays gathered by the main pass, step by step: step s's segment is
@@ -376,6 +378,15 @@ typedef struct delay_plan {
 
 static int64_t launch_delay(const ssa_rank *r, const ssa_op *o) {
   return o->start - r->apis[o->launch].end;
+}
+
+/* The selected step an op launched at t belongs to, written to hit[0]:
+ * 1, or 0 when it belongs to none or to one not selected. */
+static size_t selected_owner(delay_plan *dp, int64_t t, uint32_t *hit) {
+  uint32_t k = ssa_step_index_owner(&dp->ix, t);
+  if (k == SSA_NONE || dp->sel[k] == SSA_NONE) return 0;
+  if (hit) hit[0] = dp->sel[k];
+  return 1;
 }
 
 static int compute_delays(const ssa_rank *r, ssa_rank_result *rr, delay_plan *dp, size_t nall) {
@@ -419,7 +430,7 @@ static int compute_delays(const ssa_rank *r, ssa_rank_result *rr, delay_plan *dp
     for (size_t i = 0; i < r->nops && dp->pairs; i++) {
       const ssa_op *o = &r->ops[i];
       if (o->launch == SSA_NONE) continue;
-      size_t m = ssa_step_index_stab_fast(&dp->ix, r->apis[o->launch].start, dp->hit, rr->nsteps);
+      size_t m = selected_owner(dp, r->apis[o->launch].start, dp->hit);
       for (size_t j = 0; j < m; j++) v[cursor[dp->hit[j]]++] = launch_delay(r, o);
     }
   }
@@ -430,7 +441,7 @@ static int compute_delays(const ssa_rank *r, ssa_rank_result *rr, delay_plan *dp
     size_t n = 0;
     for (size_t i = 0; i < r->nops; i++) {
       const ssa_op *o = &r->ops[i];
-      if (o->launch != SSA_NONE && ssa_step_index_stab_fast(&dp->ix, r->apis[o->launch].start, NULL, 0))
+      if (o->launch != SSA_NONE && selected_owner(dp, r->apis[o->launch].start, NULL))
         v[n++] = launch_delay(r, o);
     }
   }
@@ -471,6 +482,7 @@ int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
   ssa_window *tw = &rr->totals;
   memset(tw, 0, sizeof *tw);
   tw->step = -1;
+  tw->device_latency = -1;
   if (rr->nsteps) {
     tw->start = INT64_MAX;
     tw->end = INT64_MIN;
@@ -495,6 +507,7 @@ int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
     w->start = rr->steps[i].start;
     w->end = rr->steps[i].end;
     w->projected = rr->steps[i].projected;
+    w->device_latency = w->projected ? rr->steps[i].dev_end - rr->steps[i].dev_start : -1;
   }
 
   /* sync prefix maxima */
@@ -544,7 +557,15 @@ int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
 
   /* launch delays: the selected steps' index */
   if (rr->nsteps) {
-    if (ssa_step_index_build(&dp.ix, rr->steps, rr->nsteps)) goto out;
+    /* the index over all steps (the same order as rr->steps: by number) */
+    if (ssa_step_index_build(&dp.ix, all, nall)) goto out;
+    dp.sel = malloc(nall * sizeof *dp.sel);
+    if (!dp.sel) goto out;
+    for (size_t i = 0, j = 0; i < nall; i++)
+      dp.sel[i] = j < rr->nsteps && all[i].number == rr->steps[j].number &&
+                          all[i].range_start == rr->steps[j].range_start
+                      ? (uint32_t)j++
+                      : SSA_NONE;
     dp.hit = malloc(rr->nsteps * sizeof *dp.hit);
     dp.count = calloc(rr->nsteps, sizeof *dp.count);
     if (!dp.hit || !dp.count) goto out;
@@ -591,7 +612,7 @@ int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
     }
     if (o->launch != SSA_NONE) {
       if (rr->nsteps) {
-        size_t m = ssa_step_index_stab_fast(&dp.ix, r->apis[o->launch].start, dp.hit, rr->nsteps);
+        size_t m = selected_owner(&dp, r->apis[o->launch].start, dp.hit);
         for (size_t j = 0; j < m; j++) dp.count[dp.hit[j]]++;
         if (dp.v) {
           int64_t d = launch_delay(r, o);
@@ -663,6 +684,7 @@ out:
   free(cov_at);
   free(idle_at);
   ssa_step_index_free(&dp.ix);
+  free(dp.sel);
   free(dp.hit);
   free(dp.count);
   free(dp.v);

@@ -63,6 +63,9 @@ static void window_obj(const ssa_analysis *a, const ssa_rank_result *rr, const s
   FIELD("pipeline_comm_only_ns", w->pipeline_comm_only);
   ssa_out_str(o, ",\"projected\":");
   ssa_out_str(o, w->projected ? "true" : "false");
+  ssa_out_str(o, ",\"device_latency_ns\":");
+  if (w->device_latency >= 0) ssa_out_i64(o, w->device_latency);
+  else ssa_out_str(o, "null");
   ssa_out_str(o, ",\"idle_breakdown\":");
   idle_obj(o, w->idle_cause);
   ssa_out_str(o, ",\"launch\":{\"count\":");
@@ -128,6 +131,9 @@ int ssa_report_json(const ssa_analysis *a, ssa_out *o) {
   ssa_out_str(o, "],\"step_time_ns\":");
   if (a->step_time_median >= 0) ssa_out_i64(o, a->step_time_median);
   else ssa_out_str(o, "null");
+  ssa_out_str(o, ",\"device_latency_ns\":");
+  if (a->device_latency_median >= 0) ssa_out_i64(o, a->device_latency_median);
+  else ssa_out_str(o, "null");
   ssa_out_str(o, ",\"steps\":[");
   for (size_t i = 0; i < a->nsteps; i++) {
     const ssa_run_step *s = &a->steps[i];
@@ -139,6 +145,9 @@ int ssa_report_json(const ssa_analysis *a, ssa_out *o) {
     ssa_out_i64(o, s->end_rel);
     ssa_out_str(o, ",\"time_ns\":");
     ssa_out_i64(o, s->time);
+    ssa_out_str(o, ",\"device_latency_ns\":");
+    if (s->device_latency >= 0) ssa_out_i64(o, s->device_latency);
+    else ssa_out_str(o, "null");
     ssa_out_str(o, ",\"mfu\":");
     ssa_out_double(o, s->mfu);
     ssa_out_str(o, ",\"hfu\":");

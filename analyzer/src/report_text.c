@@ -48,9 +48,13 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
   fprintf(f, "stepscope analyze: %s\n", run->dir ? run->dir : "");
   fprintf(f, "ranks loaded: %zu, steps analysed: %zu\n\n", run->nranks, a->nsteps);
   fprintf(f, "== headline ==\n");
-  if (a->step_time_median >= 0)
-    fprintf(f, "step time (median, slowest rank): %s\n", fmt_ns(a->step_time_median, b1, sizeof b1));
-  else
+  if (a->step_time_median >= 0) {
+    fprintf(f, "step time (iteration period, median, slowest rank): %s\n",
+            fmt_ns(a->step_time_median, b1, sizeof b1));
+    if (a->device_latency_median >= 0)
+      fprintf(f, "device latency of a step (first to last op it launched, median): %s\n",
+              fmt_ns(a->device_latency_median, b1, sizeof b1));
+  } else
     fprintf(f, "step time: no steps found\n");
   if (!isnan(a->mfu)) fprintf(f, "MFU %.1f %%   HFU %.1f %%\n", 100 * a->mfu, 100 * a->hfu);
   else fprintf(f, "MFU: no FLOPs metadata\n");
@@ -103,15 +107,17 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
     else fprintf(f, "%8s\n", "-");
   }
   fprintf(f, "\n== per step ==\n");
-  fprintf(f, "%6s %5s %12s %10s %10s %10s %10s %6s\n", "step", "rank", "span", "compute", "exp.comm",
-          "idle", "launch p50", "cpu");
+  fprintf(f, "%6s %5s %12s %12s %10s %10s %10s %10s %6s\n", "step", "rank", "span", "dev.latency", "compute",
+          "exp.comm", "idle", "launch p50", "cpu");
   for (size_t i = 0; i < a->nranks; i++) {
     const ssa_rank_result *rr = &a->ranks[i];
     if (!selected(a, rr)) continue;
     for (size_t s = 0; s < rr->nsteps; s++) {
       const ssa_window *w = &rr->windows[s];
-      fprintf(f, "%6lld %5d %12s %10s %10s %10s %10s %6s\n", (long long)w->step, rr->rank->rank,
-              fmt_ns(w->span, b1, sizeof b1), fmt_ns(w->compute, b2, sizeof b2),
+      char b6[32];
+      fprintf(f, "%6lld %5d %12s %12s %10s %10s %10s %10s %6s\n", (long long)w->step, rr->rank->rank,
+              fmt_ns(w->span, b1, sizeof b1), w->device_latency >= 0 ? fmt_ns(w->device_latency, b6, sizeof b6) : "-",
+              fmt_ns(w->compute, b2, sizeof b2),
               fmt_ns(w->exposed_comm, b3, sizeof b3), fmt_ns(w->idle, b4, sizeof b4),
               w->launch.count ? fmt_ns(w->launch.p50, b5, sizeof b5) : "-", w->cpu_bound ? "BOUND" : "");
     }

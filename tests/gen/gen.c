@@ -154,19 +154,28 @@ static int write_rank(const gen_run *g, int r, const char *dir, char *errbuf, si
     EMIT();
   }
   uint32_t s_launch = stepscope_intern(w, gr->cpu_backend ? "enqueue" : "cudaLaunchKernel");
+  uint32_t s_graph = stepscope_intern(w, "cudaGraphLaunch");
   for (size_t i = 0; i < g->nops; i++) {
     const gen_op *o = &g->ops[i];
     if (o->rank != r) continue;
     uint64_t corr = 1 + i;
     const gen_coll *c = o->coll >= 0 ? &g->colls[o->coll] : NULL;
-    if (o->has_launch) {
+    int first_of_graph = 1;
+    if (o->graph) { /* a graph replay: one launch call, its id on every kernel */
+      for (size_t j = 0; j < i && first_of_graph; j++)
+        if (g->ops[j].rank == r && g->ops[j].graph == o->graph) {
+          corr = 1 + j;
+          first_of_graph = 0;
+        }
+    }
+    if (o->has_launch && first_of_graph) {
       memset(&rec, 0, sizeof rec);
       rec.kind = STEPSCOPE_REC_API;
       rec.u.api.start_ns = (uint64_t)o->launch_s + off;
       rec.u.api.end_ns = (uint64_t)o->launch_e + off;
       rec.u.api.correlation_id = corr;
       rec.u.api.thread = thread;
-      rec.u.api.name = s_launch;
+      rec.u.api.name = o->graph ? s_graph : s_launch;
       rec.u.api.api_kind = gr->cpu_backend ? STEPSCOPE_API_HOST_ENQUEUE : STEPSCOPE_API_RUNTIME;
       EMIT();
     }
