@@ -134,6 +134,7 @@ int ssa_report_json(const ssa_analysis *a, ssa_out *o) {
   ssa_out_str(o, ",\"device_latency_ns\":");
   if (a->device_latency_median >= 0) ssa_out_i64(o, a->device_latency_median);
   else ssa_out_str(o, "null");
+  ssa_out_str(o, ",\"step_windows\":\"iteration\"");
   ssa_out_str(o, ",\"steps\":[");
   for (size_t i = 0; i < a->nsteps; i++) {
     const ssa_run_step *s = &a->steps[i];
