@@ -224,6 +224,9 @@ typedef struct ssa_analysis {
 
 int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *out, stepscope_error *err);
 void ssa_analysis_free(ssa_analysis *a);
+/* Whether a rank of that number was loaded (a --rank that is not is a usage
+ * error; other analysis errors are not). */
+int ssa_run_has_rank(const ssa_run *run, int rank);
 int ssa_analysis_warn(ssa_analysis *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* A name of the analysis string table (kernel and communicator names). */
