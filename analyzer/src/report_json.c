@@ -253,6 +253,7 @@ int ssa_report_json(const ssa_analysis *a, ssa_out *o) {
     uint64_t dropped = 0;
     for (int k = 0; k < 8; k++) dropped += r->dropped[k];
     ssa_out_printf(o, ",\"dropped_records\":%llu", (unsigned long long)dropped);
+    ssa_out_str(o, r->host_timeline ? ",\"host_timeline\":true" : ",\"host_timeline\":false");
     ssa_out_str(o, ",\"totals\":");
     window_obj(a, rr, &rr->totals, o);
     for (int k = 0; k < SSA_IDLE_N; k++) agg[k] += rr->totals.idle_cause[k];

@@ -169,6 +169,24 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
             fmt_ns(worst->coll_caused, b1, sizeof b1));
     findings++;
   }
+  {
+    size_t nhost = 0, nnone = 0;
+    for (size_t i = 0; i < a->nranks; i++) {
+      if (!selected(a, &a->ranks[i])) continue;
+      nhost += a->ranks[i].rank->host_timeline != 0;
+      nnone += a->ranks[i].rank->nops == 0;
+    }
+    if (nhost) {
+      fprintf(f, "- %zu of %zu ranks have no device activity in the trace: their numbers are the host's timeline "
+                 "(CPU ops as compute, host collectives as communication; see the warnings)\n", nhost, nsel);
+      findings++;
+    }
+    if (nnone) {
+      fprintf(f, "- %zu of %zu ranks have no activity at all in the trace: nothing to measure there (see the warnings)\n",
+              nnone, nsel);
+      findings++;
+    }
+  }
   if (!findings) fprintf(f, "- nothing stands out\n");
   size_t nw = run->nwarnings + a->nwarnings;
   for (size_t i = 0; i < run->nranks; i++) nw += run->ranks[i].nwarnings;

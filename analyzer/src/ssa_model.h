@@ -173,6 +173,8 @@ typedef struct ssa_rank {
   /* filled by clock alignment */
   int64_t offset_ns;            /* aligned = trace time + offset_ns (before origin) */
 
+  int host_timeline;            /* no device activity: its ops are the host's timeline
+                                   (Kineto import, kineto_host.c) */
   int failed;                   /* the source could not load it at all */
   char error[512];
 } ssa_rank;
