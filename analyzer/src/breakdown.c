@@ -508,6 +508,7 @@ int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
     w->end = rr->steps[i].end;
     w->projected = rr->steps[i].projected;
     w->device_latency = w->projected ? rr->steps[i].dev_end - rr->steps[i].dev_start : -1;
+    w->cut = rr->steps[i].cut;
   }
 
   /* sync prefix maxima */

@@ -691,6 +691,12 @@ static int convert_event(kimport *k) {
   }
   if (ev->cat == KC_OTHER || !ev->has_ts) {
     if (ev->cat == KC_OTHER && ev->cat_text[0]) ssa_kineto_unimported_add(&k->unimported, ev->cat_text);
+    if (ev->cat == KC_OTHER && ev->has_ts && ev->has_dur && ev->ts >= 0 && ev->dur >= 0 &&
+        !strcmp(ev->cat_text, "Trace") && ev->dur <= INT64_MAX - ev->ts) {
+      /* the profiling session: where it ends, a step range still open was cut */
+      if (!k->r->has_trace_stop || ev->ts + ev->dur > k->r->trace_stop) k->r->trace_stop = ev->ts + ev->dur;
+      k->r->has_trace_stop = 1;
+    }
     k->ignored++;
     return 0;
   }

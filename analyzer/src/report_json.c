@@ -66,6 +66,7 @@ static void window_obj(const ssa_analysis *a, const ssa_rank_result *rr, const s
   ssa_out_str(o, ",\"device_latency_ns\":");
   if (w->device_latency >= 0) ssa_out_i64(o, w->device_latency);
   else ssa_out_str(o, "null");
+  ssa_out_str(o, w->cut ? ",\"cut_by_trace_end\":true" : ",\"cut_by_trace_end\":false");
   ssa_out_str(o, ",\"idle_breakdown\":");
   idle_obj(o, w->idle_cause);
   ssa_out_str(o, ",\"launch\":{\"count\":");
@@ -149,6 +150,7 @@ int ssa_report_json(const ssa_analysis *a, ssa_out *o) {
     ssa_out_str(o, ",\"device_latency_ns\":");
     if (s->device_latency >= 0) ssa_out_i64(o, s->device_latency);
     else ssa_out_str(o, "null");
+    ssa_out_str(o, s->cut ? ",\"cut_by_trace_end\":true" : ",\"cut_by_trace_end\":false");
     ssa_out_str(o, ",\"mfu\":");
     ssa_out_double(o, s->mfu);
     ssa_out_str(o, ",\"hfu\":");

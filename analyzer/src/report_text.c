@@ -119,7 +119,8 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
               fmt_ns(w->span, b1, sizeof b1), w->device_latency >= 0 ? fmt_ns(w->device_latency, b6, sizeof b6) : "-",
               fmt_ns(w->compute, b2, sizeof b2),
               fmt_ns(w->exposed_comm, b3, sizeof b3), fmt_ns(w->idle, b4, sizeof b4),
-              w->launch.count ? fmt_ns(w->launch.p50, b5, sizeof b5) : "-", w->cpu_bound ? "BOUND" : "");
+              w->launch.count ? fmt_ns(w->launch.p50, b5, sizeof b5) : "-",
+              w->cut ? "cut" : w->cpu_bound ? "BOUND" : "");
     }
   }
   fprintf(f, "\n== top kernels ==\n");

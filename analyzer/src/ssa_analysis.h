@@ -45,6 +45,7 @@ typedef struct ssa_step {
   int64_t start, end;               /* the window (steps.c: windows never overlap) */
   int64_t dev_start, dev_end;       /* first start, last end of its ops (if projected) */
   int projected;                    /* 1 if it launched work */
+  int cut;                          /* its range ends after every other event: cut by the trace's end */
   uint64_t launched;                /* ops that belong to it (launched inside its range) */
 } ssa_step;
 
@@ -65,6 +66,7 @@ typedef struct ssa_window {
   int64_t start, end;               /* W in trace clock */
   int projected;
   int64_t device_latency;           /* first start to last end of the step's ops; -1 none */
+  int cut;                          /* the step was cut by the trace's end */
   int64_t span, busy, idle, compute, comm, overlap, exposed_comm, exposed_mem;
   int64_t bubble;                   /* no compute and no non-pipeline comm */
   int64_t pipeline_comm_only;       /* part of bubble covered by pipeline send/recv */
@@ -185,6 +187,7 @@ typedef struct ssa_run_step {
   int64_t start_rel, end_rel;       /* across ranks, aligned */
   int64_t time;                     /* max over ranks of span (the iteration period) */
   int64_t device_latency;           /* max over ranks of device latency; -1 none */
+  int cut;                          /* cut by the trace's end on some rank */
   double mfu, hfu;                  /* NaN if unknown */
 } ssa_run_step;
 

@@ -22,6 +22,9 @@
  * has finished the previous iterations' work); it ends where step k+1's
  * window starts; the last one ends at the later of its host range end and
  * its last op's end. Both terms only grow with k, so windows never overlap.
+ * A step range that ends after the profiling session stopped (when the
+ * source knows where: Kineto's `Trace` span) was cut by the trace's end
+ * (`cut`): it counts only up to the stop.
  * A host running ahead does not stretch windows (they follow the device's
  * completions), and the device idling while the host prepares the next
  * iteration (data loading, Python) lies inside the next step's window.
@@ -206,17 +209,19 @@ int ssa_find_steps(const ssa_rank *r, const char *user_name, ssa_step **out, siz
   for (size_t i = 0; i < r->nranges; i++) {
     const ssa_range *g = &r->ranges[i];
     int64_t number = 0;
+    int step;
     if (mode == 1) {
-      if (g->name != id_user) continue;
+      step = g->name == id_user;
       number = g->payload_kind == STEPSCOPE_PAYLOAD_UINT64 || g->payload_kind == STEPSCOPE_PAYLOAD_INT64
                    ? (int64_t)g->payload
                    : (int64_t)n;
     } else if (mode == 2) {
-      if (g->name != id_step || g->domain != id_domain) continue;
+      step = g->name == id_step && g->domain == id_domain;
       number = (int64_t)g->payload;
-    } else if (!parse_profiler_step(ssa_rank_str(r, g->name), &number)) {
-      continue;
+    } else {
+      step = parse_profiler_step(ssa_rank_str(r, g->name), &number);
     }
+    if (!step) continue;
     if (ssa_grow((void **)&v, &cap, n + 1, sizeof *v)) {
       free(v);
       return STEPSCOPE_E_NOMEM;
@@ -262,9 +267,14 @@ int ssa_find_steps(const ssa_rank *r, const char *user_name, ssa_step **out, siz
     if (s->projected && s->dev_end > device_done) device_done = s->dev_end;
     if (i > 0) v[i - 1].end = a;
   }
+  /* a range that ends after the profiling session stopped (when the
+   * source knows where) was cut by the trace's end: it counts only up to
+   * there */
+  for (size_t i = 0; i < n && r->has_trace_stop; i++)
+    if (v[i].range_end > r->trace_stop) v[i].cut = 1;
   if (n) {
     ssa_step *last = &v[n - 1];
-    last->end = last->range_end;
+    last->end = last->cut ? r->trace_stop : last->range_end;
     if (last->projected && last->dev_end > last->end) last->end = last->dev_end;
     if (last->end < last->start) last->end = last->start;
   }

@@ -157,6 +157,10 @@ int gen_expect_compute(const gen_run *g, gen_expect *x) {
         order[j] = order[j - 1];
         order[j - 1] = t;
       }
+    /* the trace format does not record where the profiling session
+     * stopped, so no step range is known to be cut by the trace's end
+     * (Kineto's `Trace` event tells; tests/kineto covers it) */
+    int64_t trace_end = INT64_MIN;
     int64_t done = INT64_MIN;
     for (size_t i = 0; i < ns; i++) {
       const gen_step *st = &g->steps[order[i]];
@@ -175,8 +179,9 @@ int gen_expect_compute(const gen_run *g, gen_expect *x) {
       w->device_latency = w->projected ? last - first : -1;
       if (w->projected && last > done) done = last;
       if (i > 0) re->steps[i - 1].end = a;
+      w->cut = trace_end != INT64_MIN && st->e > trace_end;
       if (i + 1 == ns) {
-        w->end = st->e;
+        w->end = w->cut ? trace_end : st->e;
         if (w->projected && last > w->end) w->end = last;
         if (w->end < w->start) w->end = w->start;
       }
@@ -269,16 +274,31 @@ int gen_expect_compute(const gen_run *g, gen_expect *x) {
   /* step time and MFU */
   int64_t times[256], lats[256];
   size_t nt = 0, nl = 0;
-  for (int64_t num = -1000; num < 1000 && nt < 256; num++) {
+  /* by step number: the longest over ranks; steps cut by the trace's end
+   * (on any rank) are left out unless every step is */
+  int64_t tall[256], lall[256];
+  int cut[256];
+  size_t na = 0, ncut = 0;
+  for (int64_t num = -1000; num < 1000 && na < 256; num++) {
     int64_t tmax = -1, lmax = -1;
+    int c = 0;
     for (int k = 0; k < x->nranks; k++)
       for (size_t s = 0; s < x->ranks[k].nsteps; s++)
         if (x->ranks[k].steps[s].step == num) {
           if (x->ranks[k].steps[s].span > tmax) tmax = x->ranks[k].steps[s].span;
           if (x->ranks[k].steps[s].device_latency > lmax) lmax = x->ranks[k].steps[s].device_latency;
+          c |= x->ranks[k].steps[s].cut;
         }
-    if (tmax >= 0) times[nt++] = tmax;
-    if (lmax >= 0) lats[nl++] = lmax;
+    if (tmax < 0) continue;
+    tall[na] = tmax;
+    lall[na] = lmax;
+    cut[na++] = c;
+    ncut += (size_t)c;
+  }
+  for (size_t i = 0; i < na; i++) {
+    if (cut[i] && ncut < na) continue;
+    times[nt++] = tall[i];
+    if (lall[i] >= 0) lats[nl++] = lall[i];
   }
   x->device_latency_median = -1;
   if (nl) {

@@ -106,6 +106,7 @@ typedef struct gen_window {
   int64_t start, end;         /* true time */
   int projected;
   int64_t device_latency;     /* first start to last end of its ops; -1 none */
+  int cut;                    /* its range ends after the rank's last op, launch or sync */
   int64_t span, busy, idle, compute, comm, overlap, exposed_comm, exposed_mem, bubble;
   int64_t idle_cause[GEN_IDLE_N];
   uint64_t launches;

@@ -16,6 +16,9 @@
  *                  warning naming the categories; host_name read
  *   absurd_times   a negative ts and an event three days later: left out,
  *                  counted, the span unchanged; host_name in distributedInfo
+ *   cut_by_stop    the last ProfilerStep range runs 13 s past the end of the
+ *                  profiling session (the `Trace` span): cut there, flagged,
+ *                  left out of the step time
  * Usage: test_kineto_limits TRACES_DIR. Exit 0 when every check passes.
  */
 #include <stdio.h>
@@ -204,6 +207,28 @@ static void test_absurd_times(const char *dir) {
   unload(&l);
 }
 
+/* Steps [0,100) [100,200) us and a third whose range runs to 13 s while
+ * the session (`Trace`) stops at 250 us; kernels [s+10, s+60) (the third
+ * [210,240)). Windows [0,100) [100,200) [200,250); the third is cut and
+ * left out of the medians: step time 100 us, device latency 50 us. */
+static void test_cut_by_stop(const char *dir) {
+  loaded l;
+  if (load(dir, "cut_by_stop.json", &l)) return;
+  const ssa_rank_result *rr = &l.an.ranks[0];
+  CHECK_EQ(rr->nsteps, 3);
+  if (rr->nsteps != 3) goto out;
+  CHECK_EQ(rr->windows[0].cut, 0);
+  CHECK_EQ(rr->windows[1].cut, 0);
+  CHECK_EQ(rr->windows[2].cut, 1);
+  CHECK_EQ(rel(&l, rr, rr->windows[2].start), 200000);
+  CHECK_EQ(rel(&l, rr, rr->windows[2].end), 250000);
+  CHECK_EQ(rr->totals.span, 250000);
+  CHECK_EQ(l.an.step_time_median, 100000);
+  CHECK_EQ(l.an.device_latency_median, 50000);
+out:
+  unload(&l);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: test_kineto_limits TRACES_DIR\n");
@@ -214,6 +239,7 @@ int main(int argc, char **argv) {
   test_cpu_ddp(argv[1]);
   test_mtia_like(argv[1]);
   test_absurd_times(argv[1]);
+  test_cut_by_stop(argv[1]);
   if (failures) {
     fprintf(stderr, "%d check(s) failed\n", failures);
     return 1;
