@@ -61,8 +61,11 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
   if (comm > 0)
     fprintf(f, "comm/compute overlap: %.1f %% of communication hidden; exposed comm %.1f %% of the time\n",
             pct(overlap, comm), pct(xcomm, span));
-  else
-    fprintf(f, "communication: none on the device\n");
+  else {
+    int host = 0;
+    for (size_t i = 0; i < a->nranks; i++) host |= selected(a, &a->ranks[i]) && a->ranks[i].rank->host_timeline;
+    fprintf(f, "communication: none %s\n", host ? "on the host timeline" : "on the device");
+  }
   fprintf(f, "time split: compute %.1f %%, exposed comm %.1f %%, exposed copies %.1f %%, idle %.1f %%\n",
           pct(compute, span), pct(xcomm, span), pct(xmem, span), pct(idle, span));
   if (npipe) {
