@@ -78,7 +78,8 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
   }
   if (idle > 0) {
     fprintf(f, "idle causes:");
-    int order[SSA_IDLE_N] = {0, 1, 2, 3};
+    int order[SSA_IDLE_N];
+    for (int k = 0; k < SSA_IDLE_N; k++) order[k] = k;
     for (int i = 0; i < SSA_IDLE_N; i++)
       for (int j = i + 1; j < SSA_IDLE_N; j++)
         if (causes[order[j]] > causes[order[i]]) { int t = order[i]; order[i] = order[j]; order[j] = t; }
@@ -151,6 +152,11 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
   if (comm > 0 && pct(xcomm, span) >= 5.0) {
     fprintf(f, "- exposed communication is %.1f %% of the time (%.1f %% of communication is not hidden under compute)\n",
             pct(xcomm, span), 100.0 - pct(overlap, comm));
+    findings++;
+  }
+  if (pct(causes[SSA_IDLE_DATA_LOADING], span) >= 10.0) {
+    fprintf(f, "- the device waits for data loading %.1f %% of the time (data_loading): the job is input bound\n",
+            pct(causes[SSA_IDLE_DATA_LOADING], span));
     findings++;
   }
   if (pct(causes[SSA_IDLE_HOST_WAIT], span) >= 10.0) {

@@ -20,7 +20,7 @@
 #include "ssa_model.h"
 
 #define SSA_DEFAULT_LAUNCH_GAP_NS 10000 /* gaps shorter than 10 us are launch gaps */
-#define SSA_CPU_BOUND_FRACTION 0.10     /* host_wait >= 10 % of the step: CPU-bound */
+#define SSA_CPU_BOUND_FRACTION 0.10     /* host_wait + data_loading >= 10 % of the step: CPU-bound */
 
 typedef struct ssa_options {
   int has_step_filter;
@@ -34,8 +34,16 @@ typedef struct ssa_options {
 
 void ssa_options_default(ssa_options *o);
 
-/* Idle causes (per stream or per device). */
-enum { SSA_IDLE_HOST_WAIT, SSA_IDLE_LAUNCH_GAP, SSA_IDLE_SYNC_WAIT, SSA_IDLE_OTHER, SSA_IDLE_N };
+/* Idle causes (per stream or per device). data_loading is the part of
+ * host_wait during which the host was in a data loader range. */
+enum {
+  SSA_IDLE_HOST_WAIT, SSA_IDLE_LAUNCH_GAP, SSA_IDLE_SYNC_WAIT, SSA_IDLE_OTHER, SSA_IDLE_DATA_LOADING,
+  SSA_IDLE_N
+};
+
+/* Whether a host range is data loading: its name contains "DataLoader"
+ * (PyTorch's `enumerate(DataLoader)#...__next__`). */
+int ssa_is_data_loader_range(const char *name);
 extern const char *const ssa_idle_cause_names[SSA_IDLE_N];
 
 /* One step found on a rank. */

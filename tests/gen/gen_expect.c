@@ -49,7 +49,11 @@ static int cell_cause(const gen_run *g, int r, int64_t t, int lane) {
     if (o->s >= t + GEN_Q && o->s < b) b = o->s;
   }
   if (b == INT64_MAX) return GEN_IDLE_OTHER;
-  return cause_of(g, r, a, b, lane);
+  int cause = cause_of(g, r, a, b, lane);
+  /* waiting for the host while it loads data: data_loading */
+  for (size_t i = 0; cause == GEN_IDLE_HOST_WAIT && i < g->nloads; i++)
+    if (g->loads[i].rank == r && g->loads[i].s <= t && g->loads[i].e >= t + GEN_Q) cause = GEN_IDLE_DATA_LOADING;
+  return cause;
 }
 
 static void measure(const gen_run *g, int r, gen_window *w) {

@@ -52,6 +52,7 @@ int gen_iter_build(gen_run *g, gen_iter *it) {
     int64_t range_start[GEN_MAX_RANKS];
     for (int r = 0; r < n; r++) {
       range_start[r] = host[r];
+      if (it->load_ns && gen_add_load(g, r, host[r], host[r] + it->load_ns)) return -1;
       host[r] += it->load_ns; /* data loading: nothing launched */
       if (it->prefetch) { /* the batch's host-to-device copy, on its own stream */
         gen_op c;

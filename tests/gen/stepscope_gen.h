@@ -26,7 +26,8 @@
 #define GEN_LAUNCH_GAP_NS 10000
 
 enum { GEN_COMPUTE = 1, GEN_COMM = 2, GEN_MEMCPY = 3, GEN_MEMSET = 4 };
-enum { GEN_IDLE_HOST_WAIT, GEN_IDLE_LAUNCH_GAP, GEN_IDLE_SYNC_WAIT, GEN_IDLE_OTHER, GEN_IDLE_N };
+enum { GEN_IDLE_HOST_WAIT, GEN_IDLE_LAUNCH_GAP, GEN_IDLE_SYNC_WAIT, GEN_IDLE_OTHER, GEN_IDLE_DATA_LOADING,
+       GEN_IDLE_N };
 
 typedef struct gen_op {
   int rank, lane;
@@ -63,6 +64,12 @@ typedef struct gen_sync {
   int64_t s, e;
 } gen_sync;
 
+/* A data loader range on the rank's host thread (named like PyTorch's). */
+typedef struct gen_load {
+  int rank;
+  int64_t s, e;
+} gen_load;
+
 typedef struct gen_rank {
   int64_t clock_offset;       /* trace clock = true + clock_offset (>= 0) */
   int64_t anchor_error;       /* error of its REALTIME anchors */
@@ -80,6 +87,7 @@ typedef struct gen_run {
   gen_coll *colls; size_t ncolls, colls_cap;
   gen_step *steps; size_t nsteps, steps_cap;
   gen_sync *syncs; size_t nsyncs, syncs_cap;
+  gen_load *loads; size_t nloads, loads_cap;
   /* metadata (optional) */
   int pp, microbatches;       /* schedule when pp > 1 */
   double model_flops, hardware_flops, peak_flops;
@@ -95,6 +103,7 @@ int gen_add_op(gen_run *g, const gen_op *op);
 int gen_add_coll(gen_run *g, const gen_coll *c);
 int gen_add_step(gen_run *g, int rank, int64_t number, int64_t s, int64_t e);
 int gen_add_sync(gen_run *g, int rank, int lane, int64_t s, int64_t e);
+int gen_add_load(gen_run *g, int rank, int64_t s, int64_t e);
 
 /* Writes DIR/rank-%05d.trace.zst for every present rank. 0 or -1 (message
  * in errbuf). */

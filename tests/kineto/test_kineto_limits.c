@@ -8,7 +8,7 @@
  *                  device (step time = the 100 us device period), device
  *                  latency is the separate, longer figure
  *   loader_bound   200 us of data loading per 300 us iteration: step time =
- *                  the iteration, the loader's wait is host_wait in the step
+ *                  the iteration, the loader's wait is data_loading in the step
  *   cpu_ddp        a CPU-only DDP run with gloo (two ranks): the host
  *                  timeline is analysed (CPU ops compute, gloo:* and
  *                  record_param_comms communication), with its overlap
@@ -126,8 +126,11 @@ static void test_host_ahead(const char *dir) {
  * us kernel [s+205, s+285) launched at s+201, a sync until it ends. The
  * device finished the previous step before each range starts, so windows
  * are the ranges: step time 300 us, device latency 80 us, idle 220 us per
- * step: the gap before each kernel is host_wait (its launch began after
- * the gap did), the 15 us after the last kernel is `other`. */
+ * step: the gap before each kernel is the device waiting for the host (its
+ * launch began after the gap did): data_loading while the loader range is
+ * open (200 us), host_wait for the rest (5 us before the kernel, and the 15
+ * us after the previous step's kernel); the 15 us after the last kernel is
+ * `other`. */
 static void test_loader_bound(const char *dir) {
   loaded l;
   if (load(dir, "loader_bound.json", &l)) return;
@@ -139,7 +142,8 @@ static void test_loader_bound(const char *dir) {
     CHECK_EQ(rel(&l, rr, rr->windows[s].start), 300000 * (int64_t)s);
     CHECK_EQ(rr->windows[s].span, 300000);
     CHECK_EQ(rr->windows[s].idle, 220000);
-    CHECK_EQ(rr->windows[s].idle_cause[SSA_IDLE_HOST_WAIT], s < 2 ? 220000 : 205000);
+    CHECK_EQ(rr->windows[s].idle_cause[SSA_IDLE_DATA_LOADING], 200000);
+    CHECK_EQ(rr->windows[s].idle_cause[SSA_IDLE_HOST_WAIT], s < 2 ? 20000 : 5000);
     CHECK_EQ(rr->windows[s].idle_cause[SSA_IDLE_OTHER], s < 2 ? 0 : 15000);
   }
   unload(&l);
