@@ -108,9 +108,6 @@ int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, ste
       return rc;
     }
   }
-  if ((rc = ssa_match_collectives(a)) != 0) goto fail;
-  if ((rc = ssa_build_kernel_table(a)) != 0) goto fail;
-  if ((rc = ssa_read_run_metadata(a)) != 0) goto fail;
   if (a->opt.has_step_filter) {
     /* a selection that keeps nothing is an error, not a report of nothing */
     int any = 0;
@@ -140,6 +137,9 @@ int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, ste
       return rc;
     }
   }
+  if ((rc = ssa_match_collectives(a)) != 0) goto fail;
+  if ((rc = ssa_build_kernel_table(a)) != 0) goto fail;
+  if ((rc = ssa_read_run_metadata(a)) != 0) goto fail;
   return 0;
 fail:
   if (err) {
