@@ -92,7 +92,7 @@ int cmd_analyze(int argc, char **argv) {
     fprintf(stderr, "stepscope analyze: %s\n", err.message);
     ssa_analysis_free(&an);
     ssa_run_free(&run);
-    return opt.rank >= 0 && err.code == STEPSCOPE_E_ARGUMENT ? 2 : 1;
+    return opt.rank >= 0 && !ssa_run_has_rank(&run, opt.rank) ? 2 : 1;
   }
   int rc = 0;
   if (json_path) {

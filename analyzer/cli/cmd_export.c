@@ -79,7 +79,7 @@ int cmd_export(int argc, char **argv) {
     fprintf(stderr, "stepscope export: %s\n", err.message);
     ssa_analysis_free(&an);
     ssa_run_free(&run);
-    return opt.rank >= 0 && err.code == STEPSCOPE_E_ARGUMENT ? 2 : 1;
+    return opt.rank >= 0 && !ssa_run_has_rank(&run, opt.rank) ? 2 : 1;
   }
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);

@@ -108,16 +108,38 @@ int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, ste
       return rc;
     }
   }
+  if (a->opt.has_step_filter) {
+    /* a selection that keeps nothing is an error, not a report of nothing */
+    int any = 0;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (size_t i = 0; i < a->nranks; i++) {
+      any |= a->ranks[i].nsteps > 0;
+      ssa_step *all = NULL;
+      size_t n = 0;
+      if (!any && ssa_find_steps(a->ranks[i].rank, a->opt.step_range_name, &all, &n) == 0)
+        for (size_t s = 0; s < n; s++) {
+          if (all[s].number < lo) lo = all[s].number;
+          if (all[s].number > hi) hi = all[s].number;
+        }
+      free(all);
+    }
+    if (!any) {
+      rc = STEPSCOPE_E_ARGUMENT;
+      if (err) {
+        err->code = rc;
+        if (lo <= hi)
+          snprintf(err->message, sizeof err->message, "--steps %lld:%lld matches no step (the run's steps are %lld..%lld)",
+                   (long long)a->opt.step_first, (long long)a->opt.step_last, (long long)lo, (long long)hi);
+        else
+          snprintf(err->message, sizeof err->message, "--steps %lld:%lld matches no step (the run has no step ranges)",
+                   (long long)a->opt.step_first, (long long)a->opt.step_last);
+      }
+      return rc;
+    }
+  }
   if ((rc = ssa_match_collectives(a)) != 0) goto fail;
   if ((rc = ssa_build_kernel_table(a)) != 0) goto fail;
   if ((rc = ssa_read_run_metadata(a)) != 0) goto fail;
-  if (a->opt.has_step_filter) {
-    int any = 0;
-    for (size_t i = 0; i < a->nranks; i++) any |= a->ranks[i].nsteps > 0;
-    if (!any)
-      ssa_analysis_warn(a, "no step in %lld:%lld was found", (long long)a->opt.step_first,
-                        (long long)a->opt.step_last);
-  }
   return 0;
 fail:
   if (err) {
@@ -125,6 +147,12 @@ fail:
     snprintf(err->message, sizeof err->message, "analysis failed: %s", stepscope_status_name(rc));
   }
   return rc;
+}
+
+int ssa_run_has_rank(const ssa_run *run, int rank) {
+  for (size_t i = 0; i < run->nranks; i++)
+    if (run->ranks[i].rank == rank) return 1;
+  return 0;
 }
 
 void ssa_analysis_free(ssa_analysis *a) {

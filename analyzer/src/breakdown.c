@@ -21,7 +21,9 @@
  *   other       otherwise, and for the gap after the last op.
  * When several ops start at b the first cause in the order host_wait,
  * sync_wait, other that applies to any of them wins. The gap before the first
- * op is open (a = -inf). Zero-length ops are not activity.
+ * op is open (a = -inf). Zero-length ops are not activity. The parts of a
+ * host_wait gap during which a data loader range was open on the host
+ * (ssa_is_data_loader_range) are data_loading instead.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -30,7 +32,9 @@
 #include "ssa_analysis.h"
 
 const char *const ssa_idle_cause_names[SSA_IDLE_N] = {"host_wait", "launch_gap", "sync_wait",
-                                                      "other"};
+                                                      "other", "data_loading"};
+
+int ssa_is_data_loader_range(const char *name) { return strstr(name, "DataLoader") != NULL; }
 
 typedef struct rank_ctx {
   ssa_analysis *a;
@@ -40,6 +44,8 @@ typedef struct rank_ctx {
   int64_t *sync_prefix_end;     /* running max of sync ends, in (lane, start) order */
   uint32_t *by_end;             /* op indices sorted by end (built on demand) */
   int by_end_failed;
+  int64_t (*dl)[2];             /* data loader ranges: merged, in time order */
+  size_t ndl;
 } rank_ctx;
 
 static int cmp_by_end(const void *pa, const void *pb, void *arg) {
@@ -282,6 +288,82 @@ static void gap_add(gap_acc *g, int64_t a, int64_t b, uint32_t cause) {
   if (cb > ca) g->acc[cause] += cb - ca;
 }
 
+static int cmp_interval(const void *pa, const void *pb) {
+  const int64_t *a = pa, *b = pb;
+  return a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : (a[1] < b[1] ? -1 : a[1] > b[1]);
+}
+
+/* The rank's data loader ranges, merged into disjoint intervals. */
+static int collect_data_loading(rank_ctx *c) {
+  const ssa_rank *r = c->r;
+  size_t n = 0;
+  for (size_t i = 0; i < r->nranges; i++)
+    n += r->ranges[i].end > r->ranges[i].start && ssa_is_data_loader_range(ssa_rank_str(r, r->ranges[i].name));
+  if (n == 0) return 0;
+  c->dl = malloc(n * sizeof *c->dl);
+  if (!c->dl) return STEPSCOPE_E_NOMEM;
+  for (size_t i = 0; i < r->nranges; i++) {
+    const ssa_range *g = &r->ranges[i];
+    if (g->end > g->start && ssa_is_data_loader_range(ssa_rank_str(r, g->name))) {
+      c->dl[c->ndl][0] = g->start;
+      c->dl[c->ndl++][1] = g->end;
+    }
+  }
+  qsort(c->dl, c->ndl, sizeof *c->dl, cmp_interval);
+  size_t m = 0;
+  for (size_t i = 0; i < c->ndl; i++) {
+    if (m && c->dl[i][0] <= c->dl[m - 1][1]) {
+      if (c->dl[i][1] > c->dl[m - 1][1]) c->dl[m - 1][1] = c->dl[i][1];
+    } else {
+      c->dl[m][0] = c->dl[i][0];
+      c->dl[m++][1] = c->dl[i][1];
+    }
+  }
+  c->ndl = m;
+  return 0;
+}
+
+/* Calls emit on the pieces of gap [a, b) of cause `cause` in time order:
+ * a host_wait gap is cut where data loader ranges were open (those pieces
+ * are data_loading). */
+typedef void (*idle_piece_fn)(void *ctx, int64_t a, int64_t b, uint32_t cause);
+
+static void split_idle(const rank_ctx *c, int64_t a, int64_t b, uint32_t cause, idle_piece_fn emit, void *ctx) {
+  if (cause != SSA_IDLE_HOST_WAIT || c->ndl == 0) {
+    emit(ctx, a, b, cause);
+    return;
+  }
+  /* first interval ending after a */
+  size_t lo = 0, hi = c->ndl;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (c->dl[mid][1] <= a) lo = mid + 1;
+    else hi = mid;
+  }
+  int64_t pos = a;
+  for (size_t i = lo; i < c->ndl && c->dl[i][0] < b; i++) {
+    int64_t s = c->dl[i][0] > pos ? c->dl[i][0] : pos, e = c->dl[i][1] < b ? c->dl[i][1] : b;
+    if (s > pos) emit(ctx, pos, s, SSA_IDLE_HOST_WAIT);
+    if (e > s) emit(ctx, s, e, SSA_IDLE_DATA_LOADING);
+    pos = e;
+  }
+  if (b > pos) emit(ctx, pos, b, SSA_IDLE_HOST_WAIT);
+}
+
+static void emit_device_gap(void *ctx, int64_t a, int64_t b, uint32_t cause) { gap_add(ctx, a, b, cause); }
+
+typedef struct lane_gap_ctx {
+  ssa_lane_idle *li;
+  int64_t t0, t1;
+} lane_gap_ctx;
+
+static int64_t clip_len(int64_t a, int64_t b, int64_t t0, int64_t t1);
+
+static void emit_lane_gap(void *ctx, int64_t a, int64_t b, uint32_t cause) {
+  lane_gap_ctx *l = ctx;
+  l->li->idle_cause[cause] += clip_len(a, b, l->t0, l->t1);
+}
+
 static size_t point_index(const int64_t *points, size_t n, int64_t t) {
   size_t lo = 0, hi = n;
   while (lo < hi) {
@@ -316,8 +398,8 @@ static void measure_window(ssa_window *w, const int64_t *points, size_t np,
   }
   w->exposed_comm = w->comm - w->overlap;
   w->idle = w->span - w->busy;
-  w->cpu_bound = w->span > 0 &&
-                 (double)w->idle_cause[SSA_IDLE_HOST_WAIT] >= SSA_CPU_BOUND_FRACTION * (double)w->span;
+  w->cpu_bound = w->span > 0 && (double)(w->idle_cause[SSA_IDLE_HOST_WAIT] + w->idle_cause[SSA_IDLE_DATA_LOADING]) >=
+                                    SSA_CPU_BOUND_FRACTION * (double)w->span;
 }
 
 static void read_pipeline_info(rank_ctx *c) {
@@ -356,13 +438,15 @@ typedef struct kstat {
 } kstat;
 
 /* Launch delays (kernel start - launch call end) by selected step: every op
- * counts in each selected step whose host range contains its launch (steps.c
- * ssa_step_index), and once in the totals. Counted during the op pass, then
- * written into one array grouped by step, so memory is 8 bytes per
- * (op, step) pair and each step's statistics come from its own slice. */
+ * counts in the step it belongs to (steps.c ssa_step_index_owner, over all
+ * steps so that membership does not depend on the selection), when that
+ * step is selected, and in the totals. Counted during the op pass, then
+ * written into one array grouped by step, so memory is 8 bytes per op and
+ * each step's statistics come from its own slice. */
 typedef struct delay_plan {
-  ssa_step_index ix;
-  uint32_t *hit;                    /* scratch: steps containing a launch */
+  ssa_step_index ix;                /* over all steps */
+  uint32_t *sel;                    /* all-step index -> selected index, SSA_NONE */
+  uint32_t *hit;                    /* scratch: the selected step of a launch */
   size_t *count;                    /* per selected step */
   size_t pairs, ops_in_any;
   /* delays gathered by the main pass, step by step: step s's segment is
@@ -376,6 +460,15 @@ typedef struct delay_plan {
 
 static int64_t launch_delay(const ssa_rank *r, const ssa_op *o) {
   return o->start - r->apis[o->launch].end;
+}
+
+/* The selected step an op launched at t belongs to, written to hit[0]:
+ * 1, or 0 when it belongs to none or to one not selected. */
+static size_t selected_owner(delay_plan *dp, int64_t t, uint32_t *hit) {
+  uint32_t k = ssa_step_index_owner(&dp->ix, t);
+  if (k == SSA_NONE || dp->sel[k] == SSA_NONE) return 0;
+  if (hit) hit[0] = dp->sel[k];
+  return 1;
 }
 
 static int compute_delays(const ssa_rank *r, ssa_rank_result *rr, delay_plan *dp, size_t nall) {
@@ -419,7 +512,7 @@ static int compute_delays(const ssa_rank *r, ssa_rank_result *rr, delay_plan *dp
     for (size_t i = 0; i < r->nops && dp->pairs; i++) {
       const ssa_op *o = &r->ops[i];
       if (o->launch == SSA_NONE) continue;
-      size_t m = ssa_step_index_stab_fast(&dp->ix, r->apis[o->launch].start, dp->hit, rr->nsteps);
+      size_t m = selected_owner(dp, r->apis[o->launch].start, dp->hit);
       for (size_t j = 0; j < m; j++) v[cursor[dp->hit[j]]++] = launch_delay(r, o);
     }
   }
@@ -430,7 +523,7 @@ static int compute_delays(const ssa_rank *r, ssa_rank_result *rr, delay_plan *dp
     size_t n = 0;
     for (size_t i = 0; i < r->nops; i++) {
       const ssa_op *o = &r->ops[i];
-      if (o->launch != SSA_NONE && ssa_step_index_stab_fast(&dp->ix, r->apis[o->launch].start, NULL, 0))
+      if (o->launch != SSA_NONE && selected_owner(dp, r->apis[o->launch].start, NULL))
         v[n++] = launch_delay(r, o);
     }
   }
@@ -442,7 +535,7 @@ static int compute_delays(const ssa_rank *r, ssa_rank_result *rr, delay_plan *dp
 
 int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
   const ssa_rank *r = rr->rank;
-  rank_ctx c = {a, rr, r, a->launch_gap_ns, NULL, NULL, 0};
+  rank_ctx c = {a, rr, r, a->launch_gap_ns, NULL, NULL, 0, NULL, 0};
   int rc = STEPSCOPE_E_NOMEM;
   uint32_t *lane_slot = NULL;
   int64_t *lane_prev = NULL;
@@ -456,6 +549,7 @@ int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
   memset(&dp, 0, sizeof dp);
 
   read_pipeline_info(&c);
+  if (collect_data_loading(&c)) goto out;
   if (ssa_find_steps(r, a->opt.step_range_name, &all, &nall)) goto out;
   /* select steps */
   rr->steps = malloc((nall ? nall : 1) * sizeof *rr->steps);
@@ -471,6 +565,7 @@ int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
   ssa_window *tw = &rr->totals;
   memset(tw, 0, sizeof *tw);
   tw->step = -1;
+  tw->device_latency = -1;
   if (rr->nsteps) {
     tw->start = INT64_MAX;
     tw->end = INT64_MIN;
@@ -495,6 +590,8 @@ int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
     w->start = rr->steps[i].start;
     w->end = rr->steps[i].end;
     w->projected = rr->steps[i].projected;
+    w->device_latency = w->projected ? rr->steps[i].dev_end - rr->steps[i].dev_start : -1;
+    w->cut = rr->steps[i].cut;
   }
 
   /* sync prefix maxima */
@@ -544,7 +641,15 @@ int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
 
   /* launch delays: the selected steps' index */
   if (rr->nsteps) {
-    if (ssa_step_index_build(&dp.ix, rr->steps, rr->nsteps)) goto out;
+    /* the index over all steps (the same order as rr->steps: by number) */
+    if (ssa_step_index_build(&dp.ix, all, nall)) goto out;
+    dp.sel = malloc(nall * sizeof *dp.sel);
+    if (!dp.sel) goto out;
+    for (size_t i = 0, j = 0; i < nall; i++)
+      dp.sel[i] = j < rr->nsteps && all[i].number == rr->steps[j].number &&
+                          all[i].range_start == rr->steps[j].range_start
+                      ? (uint32_t)j++
+                      : SSA_NONE;
     dp.hit = malloc(rr->nsteps * sizeof *dp.hit);
     dp.count = calloc(rr->nsteps, sizeof *dp.count);
     if (!dp.hit || !dp.count) goto out;
@@ -591,7 +696,7 @@ int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
     }
     if (o->launch != SSA_NONE) {
       if (rr->nsteps) {
-        size_t m = ssa_step_index_stab_fast(&dp.ix, r->apis[o->launch].start, dp.hit, rr->nsteps);
+        size_t m = selected_owner(&dp, r->apis[o->launch].start, dp.hit);
         for (size_t j = 0; j < m; j++) dp.count[dp.hit[j]]++;
         if (dp.v) {
           int64_t d = launch_delay(r, o);
@@ -609,16 +714,16 @@ int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
     }
     if (o->end <= o->start) continue; /* zero-length: not activity */
     ssa_cover_op(&cov, r, o, rr->pipeline);
-    if (o->start > dev_end) {
-      gap_add(&ga, dev_end, o->start, classify(&c, dev_end, o->start, i, SSA_NONE));
-    }
+    if (o->start > dev_end) split_idle(&c, dev_end, o->start, classify(&c, dev_end, o->start, i, SSA_NONE),
+                                       emit_device_gap, &ga);
     if (o->end > dev_end) dev_end = o->end;
     uint32_t slot = lane_slot[o->lane];
     if (slot != SSA_NONE && o->start > lane_prev[o->lane]) {
       int64_t a0 = lane_prev[o->lane];
       uint32_t cause = a0 != INT64_MIN && o->start - a0 < c.T ? SSA_IDLE_LAUNCH_GAP
                                                               : classify(&c, a0, o->start, i, o->lane);
-      rr->lanes[slot].idle_cause[cause] += clip_len(a0, o->start, t0, t1);
+      lane_gap_ctx lg = {&rr->lanes[slot], t0, t1};
+      split_idle(&c, a0, o->start, cause, emit_lane_gap, &lg);
     }
     if (o->end > lane_prev[o->lane]) lane_prev[o->lane] = o->end;
   }
@@ -663,6 +768,7 @@ out:
   free(cov_at);
   free(idle_at);
   ssa_step_index_free(&dp.ix);
+  free(dp.sel);
   free(dp.hit);
   free(dp.count);
   free(dp.v);
@@ -673,6 +779,7 @@ out:
   free(all);
   free(c.sync_prefix_end);
   free(c.by_end);
+  free(c.dl);
   if (rc) rr->error = rc;
   return rc;
 }

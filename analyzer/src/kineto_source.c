@@ -51,11 +51,13 @@
 #include <zlib.h>
 
 #include "json_stream.h"
+#include "kineto_host.h"
 
 #define KNAME_MAX 4096      /* event names longer than this are cut */
 #define KSHORT 128
 #define KRANKS_MAX 8192     /* process group member list text kept for hashing */
 #define KDEVICES 64
+#define KCAT_TEXT 48        /* an unimported category's name, cut to fit */
 
 enum kcat {
   KC_OTHER = 0, KC_KERNEL, KC_MEMCPY, KC_MEMSET, KC_RUNTIME, KC_DRIVER,
@@ -66,6 +68,7 @@ enum kcat {
 typedef struct kevent {
   char ph[4];
   int cat;
+  char cat_text[KCAT_TEXT];      /* the category's text when it is not imported */
   char name[KNAME_MAX];
   size_t name_len;
   int has_ts, has_dur;
@@ -128,6 +131,9 @@ typedef struct kimport {
   kbare *bares;
   size_t nbares, bares_cap;
   uint64_t events, ignored, bad_times, truncated_names;
+  uint64_t negative_ts;          /* events with ts < 0: left out */
+  ssa_kineto_unimported unimported; /* categories of complete events not imported */
+  char host_name[KSHORT];        /* top-level or distributedInfo host_name */
   uint32_t dom_user, dom_cpu, dom_gpu, id_none;
   uint32_t name_cache[256];      /* recent event names: string id by a cheap key */
 } kimport;
@@ -684,10 +690,21 @@ static int convert_event(kimport *k) {
     return 0;
   }
   if (ev->cat == KC_OTHER || !ev->has_ts) {
+    if (ev->cat == KC_OTHER && ev->cat_text[0]) ssa_kineto_unimported_add(&k->unimported, ev->cat_text);
+    if (ev->cat == KC_OTHER && ev->has_ts && ev->has_dur && ev->ts >= 0 && ev->dur >= 0 &&
+        !strcmp(ev->cat_text, "Trace") && ev->dur <= INT64_MAX - ev->ts) {
+      /* the profiling session: where it ends, a step range still open was cut */
+      if (!k->r->has_trace_stop || ev->ts + ev->dur > k->r->trace_stop) k->r->trace_stop = ev->ts + ev->dur;
+      k->r->has_trace_stop = 1;
+    }
     k->ignored++;
     return 0;
   }
   int64_t s = ev->ts, d = ev->has_dur ? ev->dur : 0;
+  if (s < 0) { /* absurd: left out, counted (docs/kineto-import.md) */
+    k->negative_ts++;
+    return 0;
+  }
   if (d < 0 || (s > 0 && d > INT64_MAX - s)) {
     k->bad_times++;
     return 0;
@@ -816,6 +833,7 @@ static int read_event(kimport *k) {
   kevent *ev = &k->ev;
   ev->ph[0] = 0;
   ev->cat = KC_OTHER;
+  ev->cat_text[0] = 0;
   ev->name[0] = 0;
   ev->name_len = 0;
   ev->has_ts = ev->has_dur = 0;
@@ -849,7 +867,10 @@ static int read_event(kimport *k) {
       if (v == JS_STRING) copy_tok(ev->ph, sizeof ev->ph, k->js.tok, k->js.len);
       break;
     case E_CAT:
-      if (v == JS_STRING) ev->cat = cat_of(k->js.tok, k->js.len);
+      if (v == JS_STRING) {
+        ev->cat = cat_of(k->js.tok, k->js.len);
+        if (ev->cat == KC_OTHER) copy_tok(ev->cat_text, sizeof ev->cat_text, k->js.tok, k->js.len);
+      }
       break;
     case E_NAME:
       if (v == JS_STRING) {
@@ -906,7 +927,9 @@ static int read_distributed_info(kimport *k) {
     if (t == JS_END_OBJECT) return 0;
     if (t != JS_KEY) return js_error(k);
     int is_rank = !strcmp(k->js.tok, "rank"), is_world = !strcmp(k->js.tok, "world_size");
+    int is_host = !strcmp(k->js.tok, "host_name") || !strcmp(k->js.tok, "hostname");
     js_kind v = js_next(&k->js);
+    if (is_host && v == JS_STRING && !k->host_name[0]) copy_str(k->host_name, sizeof k->host_name, k->js.tok);
     uint64_t u;
     if ((is_rank || is_world) && v == JS_NUMBER && js_tok_u64(&k->js, &u) && u < INT_MAX) {
       if (is_rank) { k->rank = (int)u; k->has_rank = 1; }
@@ -969,6 +992,8 @@ static int read_document(kimport *k) {
     } else if (!strcmp(key, "deviceProperties") && v == JS_BEGIN_ARRAY) {
       rc = read_device_properties(k);
     } else {
+      if ((!strcmp(key, "host_name") || !strcmp(key, "hostname")) && v == JS_STRING && !k->host_name[0])
+        copy_str(k->host_name, sizeof k->host_name, k->js.tok);
       if (!strcmp(key, "baseTimeNanoseconds") && v == JS_NUMBER) {
         if (!js_tok_scaled(&k->js, 0, &k->base_ns))
           return set_error(k, STEPSCOPE_E_FORMAT, k->js.tok_offset,
@@ -1097,7 +1122,7 @@ static int finish_rank(kimport *k) {
   h.local_rank = dev >= 0 ? dev : 0;
   h.clock_domain = STEPSCOPE_CLOCK_REALTIME;
   h.start_ns = (uint64_t)(k->first_ts == INT64_MAX ? 0 : k->first_ts);
-  h.hostname = "";
+  h.hostname = k->host_name;
   h.producer = "PyTorch profiler (Kineto JSON)";
   h.device_name = dname;
   h.config_json = "{}";
@@ -1124,6 +1149,16 @@ static int finish_rank(kimport *k) {
   if (k->world > 0 && (rc = ssa_rank_add_record(r, &m))) return rc;
   if ((rc = join_param_comms(k))) return rc;
   if ((rc = finish_groups(k))) return rc;
+  /* what the trace cannot show (kineto_host.c): absurd times, no device */
+  uint64_t far = ssa_kineto_drop_far_times(r, SSA_KINETO_FAR_NS);
+  if (k->negative_ts || far) {
+    ssa_rank_warn(r, "%s: %llu events with absurd timestamps left out (%llu with a negative ts, %llu more "
+                  "than a day from the trace's median time)", k->name,
+                  (unsigned long long)(k->negative_ts + far), (unsigned long long)k->negative_ts,
+                  (unsigned long long)far);
+    if (far) r->header_start = ssa_kineto_first_time(r);
+  }
+  if (r->nops == 0 && (rc = ssa_kineto_host_timeline(r, k->name, &k->unimported))) return rc;
   if (k->js.bad_utf8)
     ssa_rank_warn(r, "%s: %llu invalid UTF-8 sequences replaced by U+FFFD (first at byte %llu)", k->name,
                   (unsigned long long)k->js.bad_utf8, (unsigned long long)k->js.first_bad_utf8_offset);

@@ -63,6 +63,10 @@ static void window_obj(const ssa_analysis *a, const ssa_rank_result *rr, const s
   FIELD("pipeline_comm_only_ns", w->pipeline_comm_only);
   ssa_out_str(o, ",\"projected\":");
   ssa_out_str(o, w->projected ? "true" : "false");
+  ssa_out_str(o, ",\"device_latency_ns\":");
+  if (w->device_latency >= 0) ssa_out_i64(o, w->device_latency);
+  else ssa_out_str(o, "null");
+  ssa_out_str(o, w->cut ? ",\"cut_by_trace_end\":true" : ",\"cut_by_trace_end\":false");
   ssa_out_str(o, ",\"idle_breakdown\":");
   idle_obj(o, w->idle_cause);
   ssa_out_str(o, ",\"launch\":{\"count\":");
@@ -128,6 +132,10 @@ int ssa_report_json(const ssa_analysis *a, ssa_out *o) {
   ssa_out_str(o, "],\"step_time_ns\":");
   if (a->step_time_median >= 0) ssa_out_i64(o, a->step_time_median);
   else ssa_out_str(o, "null");
+  ssa_out_str(o, ",\"device_latency_ns\":");
+  if (a->device_latency_median >= 0) ssa_out_i64(o, a->device_latency_median);
+  else ssa_out_str(o, "null");
+  ssa_out_str(o, ",\"step_windows\":\"iteration\"");
   ssa_out_str(o, ",\"steps\":[");
   for (size_t i = 0; i < a->nsteps; i++) {
     const ssa_run_step *s = &a->steps[i];
@@ -139,6 +147,10 @@ int ssa_report_json(const ssa_analysis *a, ssa_out *o) {
     ssa_out_i64(o, s->end_rel);
     ssa_out_str(o, ",\"time_ns\":");
     ssa_out_i64(o, s->time);
+    ssa_out_str(o, ",\"device_latency_ns\":");
+    if (s->device_latency >= 0) ssa_out_i64(o, s->device_latency);
+    else ssa_out_str(o, "null");
+    ssa_out_str(o, s->cut ? ",\"cut_by_trace_end\":true" : ",\"cut_by_trace_end\":false");
     ssa_out_str(o, ",\"mfu\":");
     ssa_out_double(o, s->mfu);
     ssa_out_str(o, ",\"hfu\":");
@@ -243,6 +255,7 @@ int ssa_report_json(const ssa_analysis *a, ssa_out *o) {
     uint64_t dropped = 0;
     for (int k = 0; k < 8; k++) dropped += r->dropped[k];
     ssa_out_printf(o, ",\"dropped_records\":%llu", (unsigned long long)dropped);
+    ssa_out_str(o, r->host_timeline ? ",\"host_timeline\":true" : ",\"host_timeline\":false");
     ssa_out_str(o, ",\"totals\":");
     window_obj(a, rr, &rr->totals, o);
     for (int k = 0; k < SSA_IDLE_N; k++) agg[k] += rr->totals.idle_cause[k];

@@ -48,17 +48,24 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
   fprintf(f, "stepscope analyze: %s\n", run->dir ? run->dir : "");
   fprintf(f, "ranks loaded: %zu, steps analysed: %zu\n\n", run->nranks, a->nsteps);
   fprintf(f, "== headline ==\n");
-  if (a->step_time_median >= 0)
-    fprintf(f, "step time (median, slowest rank): %s\n", fmt_ns(a->step_time_median, b1, sizeof b1));
-  else
+  if (a->step_time_median >= 0) {
+    fprintf(f, "step time (iteration period, median, slowest rank): %s\n",
+            fmt_ns(a->step_time_median, b1, sizeof b1));
+    if (a->device_latency_median >= 0)
+      fprintf(f, "device latency of a step (first to last op it launched, median): %s\n",
+              fmt_ns(a->device_latency_median, b1, sizeof b1));
+  } else
     fprintf(f, "step time: no steps found\n");
   if (!isnan(a->mfu)) fprintf(f, "MFU %.1f %%   HFU %.1f %%\n", 100 * a->mfu, 100 * a->hfu);
   else fprintf(f, "MFU: no FLOPs metadata\n");
   if (comm > 0)
     fprintf(f, "comm/compute overlap: %.1f %% of communication hidden; exposed comm %.1f %% of the time\n",
             pct(overlap, comm), pct(xcomm, span));
-  else
-    fprintf(f, "communication: none on the device\n");
+  else {
+    int host = 0;
+    for (size_t i = 0; i < a->nranks; i++) host |= selected(a, &a->ranks[i]) && a->ranks[i].rank->host_timeline;
+    fprintf(f, "communication: none %s\n", host ? "on the host timeline" : "on the device");
+  }
   fprintf(f, "time split: compute %.1f %%, exposed comm %.1f %%, exposed copies %.1f %%, idle %.1f %%\n",
           pct(compute, span), pct(xcomm, span), pct(xmem, span), pct(idle, span));
   if (npipe) {
@@ -71,7 +78,8 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
   }
   if (idle > 0) {
     fprintf(f, "idle causes:");
-    int order[SSA_IDLE_N] = {0, 1, 2, 3};
+    int order[SSA_IDLE_N];
+    for (int k = 0; k < SSA_IDLE_N; k++) order[k] = k;
     for (int i = 0; i < SSA_IDLE_N; i++)
       for (int j = i + 1; j < SSA_IDLE_N; j++)
         if (causes[order[j]] > causes[order[i]]) { int t = order[i]; order[i] = order[j]; order[j] = t; }
@@ -103,17 +111,20 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
     else fprintf(f, "%8s\n", "-");
   }
   fprintf(f, "\n== per step ==\n");
-  fprintf(f, "%6s %5s %12s %10s %10s %10s %10s %6s\n", "step", "rank", "span", "compute", "exp.comm",
-          "idle", "launch p50", "cpu");
+  fprintf(f, "%6s %5s %12s %12s %10s %10s %10s %10s %6s\n", "step", "rank", "span", "dev.latency", "compute",
+          "exp.comm", "idle", "launch p50", "cpu");
   for (size_t i = 0; i < a->nranks; i++) {
     const ssa_rank_result *rr = &a->ranks[i];
     if (!selected(a, rr)) continue;
     for (size_t s = 0; s < rr->nsteps; s++) {
       const ssa_window *w = &rr->windows[s];
-      fprintf(f, "%6lld %5d %12s %10s %10s %10s %10s %6s\n", (long long)w->step, rr->rank->rank,
-              fmt_ns(w->span, b1, sizeof b1), fmt_ns(w->compute, b2, sizeof b2),
+      char b6[32];
+      fprintf(f, "%6lld %5d %12s %12s %10s %10s %10s %10s %6s\n", (long long)w->step, rr->rank->rank,
+              fmt_ns(w->span, b1, sizeof b1), w->device_latency >= 0 ? fmt_ns(w->device_latency, b6, sizeof b6) : "-",
+              fmt_ns(w->compute, b2, sizeof b2),
               fmt_ns(w->exposed_comm, b3, sizeof b3), fmt_ns(w->idle, b4, sizeof b4),
-              w->launch.count ? fmt_ns(w->launch.p50, b5, sizeof b5) : "-", w->cpu_bound ? "BOUND" : "");
+              w->launch.count ? fmt_ns(w->launch.p50, b5, sizeof b5) : "-",
+              w->cut ? "cut" : w->cpu_bound ? "BOUND" : "");
     }
   }
   fprintf(f, "\n== top kernels ==\n");
@@ -143,6 +154,11 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
             pct(xcomm, span), 100.0 - pct(overlap, comm));
     findings++;
   }
+  if (pct(causes[SSA_IDLE_DATA_LOADING], span) >= 10.0) {
+    fprintf(f, "- the device waits for data loading %.1f %% of the time (data_loading): the job is input bound\n",
+            pct(causes[SSA_IDLE_DATA_LOADING], span));
+    findings++;
+  }
   if (pct(causes[SSA_IDLE_HOST_WAIT], span) >= 10.0) {
     fprintf(f, "- the device waits for the CPU %.1f %% of the time (host_wait): the job is CPU/launch bound\n",
             pct(causes[SSA_IDLE_HOST_WAIT], span));
@@ -162,6 +178,24 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
     fprintf(f, "- rank %d is the worst straggler: others waited %s for it\n", worst->rank->rank,
             fmt_ns(worst->coll_caused, b1, sizeof b1));
     findings++;
+  }
+  {
+    size_t nhost = 0, nnone = 0;
+    for (size_t i = 0; i < a->nranks; i++) {
+      if (!selected(a, &a->ranks[i])) continue;
+      nhost += a->ranks[i].rank->host_timeline != 0;
+      nnone += a->ranks[i].rank->nops == 0;
+    }
+    if (nhost) {
+      fprintf(f, "- %zu of %zu ranks have no device activity in the trace: their numbers are the host's timeline "
+                 "(CPU ops as compute, host collectives as communication; see the warnings)\n", nhost, nsel);
+      findings++;
+    }
+    if (nnone) {
+      fprintf(f, "- %zu of %zu ranks have no activity at all in the trace: nothing to measure there (see the warnings)\n",
+              nnone, nsel);
+      findings++;
+    }
   }
   if (!findings) fprintf(f, "- nothing stands out\n");
   size_t nw = run->nwarnings + a->nwarnings;

@@ -289,6 +289,26 @@ int ssa_run_load(ssa_run *run, const char *path, const ssa_load_options *opt,
     }
     free(t->path);
   }
+  if (rc == 0 && run->nranks == 0 && err) {
+    /* nothing loaded: say why for each file, as many as the message holds */
+    err->code = STEPSCOPE_E_FORMAT;
+    err->offset = 0;
+    size_t len = (size_t)snprintf(err->message, sizeof err->message, "%s: no rank file could be read", path);
+    size_t shown = 0;
+    for (size_t i = 0; i < nfiles && len < sizeof err->message; i++) {
+      const char *why = p.tasks[i].err.message[0] ? p.tasks[i].err.message : "unreadable";
+      size_t need = 2 + strlen(why) + (i + 1 < nfiles ? 80 + strlen(path) : 0); /* room for "and more" */
+      if (shown && len + need >= sizeof err->message) {
+        snprintf(err->message + len, sizeof err->message - len, "; and %zu more (`stepscope info %s` names each)",
+                 nfiles - i, path);
+        break;
+      }
+      len += (size_t)snprintf(err->message + len, sizeof err->message - len, "%s %s", shown ? ";" : ":", why);
+      shown++;
+    }
+    free(p.tasks);
+    return STEPSCOPE_E_FORMAT;
+  }
   free(p.tasks);
   if (rc) return rc;
   if (run->nranks == 0) {

@@ -4,9 +4,13 @@
  * versus measured memory from `memory`, and the theoretical pipeline bubble
  * of the `schedule`.
  *
- * Step time of step S = the longest span of S over the ranks (the slowest
- * rank sets the pace); the run's step time is the median over the selected
- * steps (lower middle for an even count).
+ * Step time of step S = the longest span of S's window over the ranks (the
+ * slowest rank sets the pace; windows partition the timeline, so a span is
+ * an iteration period); the run's step time is the median over the selected
+ * steps (lower middle for an even count). Device latency of S (first start
+ * to last end of the work S launched) likewise: longest over ranks, median
+ * over the steps that launched work. Steps cut by the trace's end are left
+ * out of both medians unless every step is.
  * MFU = model_flops_per_step / (step_seconds x peak_flops_per_device x world);
  * HFU the same with hardware_flops_per_step. Bubble theory: (p-1)/(m+p-1)
  * for AFAB and 1F1B, (p-1)/(v m+p-1) interleaved (v > 1).
@@ -27,7 +31,8 @@ double ssa_bubble_theory(const char *name, int p, int m, int v) {
 }
 
 typedef struct step_ref {
-  int64_t step, start_rel, end_rel, span;
+  int64_t step, start_rel, end_rel, span, latency;
+  int cut;
 } step_ref;
 
 static int cmp_ref(const void *pa, const void *pb) {
@@ -56,6 +61,7 @@ int ssa_read_run_metadata(ssa_analysis *a) {
   a->mem_predicted_optimizer = a->mem_predicted_activations = a->mem_measured_peak = -1;
   a->bubble_theory = NAN;
   a->step_time_median = -1;
+  a->device_latency_median = -1;
 
   /* step times */
   size_t n = 0;
@@ -68,15 +74,18 @@ int ssa_read_run_metadata(ssa_analysis *a) {
     for (size_t s = 0; s < rr->nsteps; s++) {
       const ssa_window *w = &rr->windows[s];
       v[k++] = (step_ref){w->step, ssa_rel_time(a->run, rr->rank, w->start),
-                          ssa_rel_time(a->run, rr->rank, w->end), w->span};
+                          ssa_rel_time(a->run, rr->rank, w->end), w->span, w->device_latency, w->cut};
     }
   }
   qsort(v, n, sizeof *v, cmp_ref);
   a->steps = malloc((n ? n : 1) * sizeof *a->steps);
   int64_t *times = malloc((n ? n : 1) * sizeof *times);
-  if (!a->steps || !times) {
+  int64_t *lat = malloc((n ? n : 1) * sizeof *lat);
+  size_t nlat = 0;
+  if (!a->steps || !times || !lat) {
     free(v);
     free(times);
+    free(lat);
     return STEPSCOPE_E_NOMEM;
   }
   for (size_t g = 0; g < n;) {
@@ -87,21 +96,37 @@ int ssa_read_run_metadata(ssa_analysis *a) {
     s->start_rel = v[g].start_rel;
     s->end_rel = v[g].end_rel;
     s->time = v[g].span;
+    s->device_latency = -1;
+    s->cut = 0;
     for (size_t x = g; x < e; x++) {
       if (v[x].start_rel < s->start_rel) s->start_rel = v[x].start_rel;
       if (v[x].end_rel > s->end_rel) s->end_rel = v[x].end_rel;
       if (v[x].span > s->time) s->time = v[x].span;
+      if (v[x].latency > s->device_latency) s->device_latency = v[x].latency;
+      s->cut |= v[x].cut;
     }
     s->mfu = s->hfu = NAN;
-    times[a->nsteps - 1] = s->time;
     g = e;
   }
   free(v);
-  if (a->nsteps) {
-    qsort(times, a->nsteps, sizeof *times, cmp_i64);
-    a->step_time_median = times[(a->nsteps - 1) / 2];
+  /* the medians leave out steps cut by the trace's end, unless all are */
+  size_t ncut = 0, nt = 0;
+  for (size_t i = 0; i < a->nsteps; i++) ncut += a->steps[i].cut != 0;
+  for (size_t i = 0; i < a->nsteps; i++) {
+    if (a->steps[i].cut && ncut < a->nsteps) continue;
+    times[nt++] = a->steps[i].time;
+    if (a->steps[i].device_latency >= 0) lat[nlat++] = a->steps[i].device_latency;
+  }
+  if (nt) {
+    qsort(times, nt, sizeof *times, cmp_i64);
+    a->step_time_median = times[(nt - 1) / 2];
+  }
+  if (nlat) {
+    qsort(lat, nlat, sizeof *lat, cmp_i64);
+    a->device_latency_median = lat[(nlat - 1) / 2];
   }
   free(times);
+  free(lat);
 
   /* flops */
   const char *flops = meta_any(a, "flops");

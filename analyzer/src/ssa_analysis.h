@@ -20,7 +20,7 @@
 #include "ssa_model.h"
 
 #define SSA_DEFAULT_LAUNCH_GAP_NS 10000 /* gaps shorter than 10 us are launch gaps */
-#define SSA_CPU_BOUND_FRACTION 0.10     /* host_wait >= 10 % of the step: CPU-bound */
+#define SSA_CPU_BOUND_FRACTION 0.10     /* host_wait + data_loading >= 10 % of the step: CPU-bound */
 
 typedef struct ssa_options {
   int has_step_filter;
@@ -34,17 +34,27 @@ typedef struct ssa_options {
 
 void ssa_options_default(ssa_options *o);
 
-/* Idle causes (per stream or per device). */
-enum { SSA_IDLE_HOST_WAIT, SSA_IDLE_LAUNCH_GAP, SSA_IDLE_SYNC_WAIT, SSA_IDLE_OTHER, SSA_IDLE_N };
+/* Idle causes (per stream or per device). data_loading is the part of
+ * host_wait during which the host was in a data loader range. */
+enum {
+  SSA_IDLE_HOST_WAIT, SSA_IDLE_LAUNCH_GAP, SSA_IDLE_SYNC_WAIT, SSA_IDLE_OTHER, SSA_IDLE_DATA_LOADING,
+  SSA_IDLE_N
+};
+
+/* Whether a host range is data loading: its name contains "DataLoader"
+ * (PyTorch's `enumerate(DataLoader)#...__next__`). */
+int ssa_is_data_loader_range(const char *name);
 extern const char *const ssa_idle_cause_names[SSA_IDLE_N];
 
 /* One step found on a rank. */
 typedef struct ssa_step {
   int64_t number;
   int64_t range_start, range_end;   /* the host range */
-  int64_t start, end;               /* the window: projected to launched work */
-  int projected;                    /* 1 if launched work was found */
-  uint64_t launched;                /* ops launched inside the range */
+  int64_t start, end;               /* the window (steps.c: windows never overlap) */
+  int64_t dev_start, dev_end;       /* first start, last end of its ops (if projected) */
+  int projected;                    /* 1 if it launched work */
+  int cut;                          /* its range ends after every other event: cut by the trace's end */
+  uint64_t launched;                /* ops that belong to it (launched inside its range) */
 } ssa_step;
 
 /* Launch delay distribution: kernel start - launch call end. */
@@ -63,6 +73,8 @@ typedef struct ssa_window {
   int64_t step;                     /* step number; -1 for the totals window */
   int64_t start, end;               /* W in trace clock */
   int projected;
+  int64_t device_latency;           /* first start to last end of the step's ops; -1 none */
+  int cut;                          /* the step was cut by the trace's end */
   int64_t span, busy, idle, compute, comm, overlap, exposed_comm, exposed_mem;
   int64_t bubble;                   /* no compute and no non-pipeline comm */
   int64_t pipeline_comm_only;       /* part of bubble covered by pipeline send/recv */
@@ -181,7 +193,9 @@ typedef struct ssa_coll_summary {
 typedef struct ssa_run_step {
   int64_t step;
   int64_t start_rel, end_rel;       /* across ranks, aligned */
-  int64_t time;                     /* max over ranks of span */
+  int64_t time;                     /* max over ranks of span (the iteration period) */
+  int64_t device_latency;           /* max over ranks of device latency; -1 none */
+  int cut;                          /* cut by the trace's end on some rank */
   double mfu, hfu;                  /* NaN if unknown */
 } ssa_run_step;
 
@@ -202,6 +216,7 @@ typedef struct ssa_analysis {
   ssa_run_step *steps;
   size_t nsteps;
   int64_t step_time_median;         /* -1 if no steps */
+  int64_t device_latency_median;    /* median over steps with launched work; -1 none */
   /* MFU / HFU (NaN when the metadata is absent) */
   double model_flops_per_step, hardware_flops_per_step, peak_flops_per_device, tokens_per_step;
   int flops_world;
@@ -220,6 +235,9 @@ typedef struct ssa_analysis {
 
 int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *out, stepscope_error *err);
 void ssa_analysis_free(ssa_analysis *a);
+/* Whether a rank of that number was loaded (a --rank that is not is a usage
+ * error; other analysis errors are not). */
+int ssa_run_has_rank(const ssa_run *run, int rank);
 int ssa_analysis_warn(ssa_analysis *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* A name of the analysis string table (kernel and communicator names). */
@@ -234,7 +252,8 @@ static inline int64_t ssa_rel_time(const ssa_run *run, const ssa_rank *r, int64_
 
 /* ---- building blocks (exposed for tests) ---- */
 
-/* Finds the steps of a rank (all of them, unfiltered), sorted by number. */
+/* Finds the steps of a rank (all of them, unfiltered), sorted by number,
+ * with their windows (a partition of the timeline) and device latencies. */
 int ssa_find_steps(const ssa_rank *r, const char *user_range_name, ssa_step **out, size_t *n);
 
 /* Which steps' host ranges contain a time (steps.c): an op belongs to every
@@ -275,6 +294,11 @@ static inline size_t ssa_step_index_stab_fast(ssa_step_index *ix, int64_t t, uin
   }
   return ssa_step_index_stab(ix, t, out, cap);
 }
+
+/* The step an op launched at t belongs to: among the ranges containing t,
+ * the one that started last (ties: the higher position in the index's
+ * order). SSA_NONE if none. */
+uint32_t ssa_step_index_owner(ssa_step_index *ix, int64_t t);
 
 /* Per-rank metrics (breakdown.c). */
 int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr);

@@ -173,6 +173,10 @@ typedef struct ssa_rank {
   /* filled by clock alignment */
   int64_t offset_ns;            /* aligned = trace time + offset_ns (before origin) */
 
+  int has_trace_stop;           /* the source knows where the profiling session ended */
+  int64_t trace_stop;           /* ... there (Kineto: the end of the `Trace` span) */
+  int host_timeline;            /* no device activity: its ops are the host's timeline
+                                   (Kineto import, kineto_host.c) */
   int failed;                   /* the source could not load it at all */
   char error[512];
 } ssa_rank;

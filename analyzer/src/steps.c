@@ -1,5 +1,6 @@
 /*
- * steps.c — finds a rank's training steps and projects them onto the device.
+ * steps.c — finds a rank's training steps, gives each op to one step and
+ * cuts the rank's timeline into step windows that never overlap.
  *
  * Step ranges, in order of preference:
  *   1. ranges named by the user (--step-range NAME): step number = payload if
@@ -8,13 +9,25 @@
  *      stepscope_step_begin): step number = payload;
  *   3. ranges named `ProfilerStep#N` (PyTorch): step number = N.
  *
- * Projection (docs/metrics.md "Steps"): an op belongs to step S when the
- * API call that launched it (joined by correlation id) *started* inside S's
- * host range [range_start, range_end). Ranges may overlap or nest: an op
- * then belongs to every step whose range contains its launch. The step
- * window is [earliest start, latest end] of the ops that belong to it. A
- * step that launched nothing keeps its host range as its window
- * (projected = 0).
+ * Membership (docs/metrics.md "Steps"): an op belongs to the step whose host
+ * range [range_start, range_end) contains the *start* of the API call that
+ * launched it (joined by correlation id); when several ranges contain it
+ * (overlapping or nested ranges) to the one that started last. Each step
+ * keeps the first start and last end of its ops (its device latency).
+ *
+ * Windows (the partition): steps in iteration order (range start, then
+ * number); step k's window starts at its anchor
+ *     a_k = max(range_start_k, D_k),
+ * where D_k is the latest end of the ops of the steps before it (the device
+ * has finished the previous iterations' work); it ends where step k+1's
+ * window starts; the last one ends at the later of its host range end and
+ * its last op's end. Both terms only grow with k, so windows never overlap.
+ * A step range that ends after the profiling session stopped (when the
+ * source knows where: Kineto's `Trace` span) was cut by the trace's end
+ * (`cut`): it counts only up to the stop.
+ * A host running ahead does not stretch windows (they follow the device's
+ * completions), and the device idling while the host prepares the next
+ * iteration (data loading, Python) lies inside the next step's window.
  *
  * The step index answers "which ranges contain t" in O(log n + matches):
  * ranges sorted by start, and a max-tree of their ends over that order; the
@@ -125,6 +138,36 @@ size_t ssa_step_index_stab(ssa_step_index *ix, int64_t t, uint32_t *out, size_t 
   return found;
 }
 
+/* The rightmost position < k under `node` whose range ends after t, or
+ * SIZE_MAX. */
+static size_t owner_node(const ssa_step_index *ix, size_t node, size_t lo, size_t width, size_t k,
+                         int64_t t) {
+  if (lo >= k || ix->tree[node] <= t) return SIZE_MAX;
+  if (width == 1) return lo;
+  size_t p = owner_node(ix, 2 * node + 1, lo + width / 2, width / 2, k, t);
+  return p != SIZE_MAX ? p : owner_node(ix, 2 * node, lo, width / 2, k, t);
+}
+
+uint32_t ssa_step_index_owner(ssa_step_index *ix, int64_t t) {
+  uint32_t one;
+  if (ix->disjoint) return ssa_step_index_stab_fast(ix, t, &one, 1) ? one : SSA_NONE;
+  size_t lo = 0, hi = ix->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (ix->starts[mid] <= t) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo == 0) return SSA_NONE;
+  size_t p = owner_node(ix, 1, 0, ix->leaves, lo, t);
+  return p == SIZE_MAX ? SSA_NONE : ix->order[p];
+}
+
+static int cmp_step_range(const void *pa, const void *pb) {
+  const ssa_step *a = pa, *b = pb;
+  if (a->range_start != b->range_start) return a->range_start < b->range_start ? -1 : 1;
+  return a->number < b->number ? -1 : a->number > b->number;
+}
+
 static int cmp_step_number(const void *pa, const void *pb) {
   const ssa_step *a = pa, *b = pb;
   if (a->number != b->number) return a->number < b->number ? -1 : 1;
@@ -166,17 +209,19 @@ int ssa_find_steps(const ssa_rank *r, const char *user_name, ssa_step **out, siz
   for (size_t i = 0; i < r->nranges; i++) {
     const ssa_range *g = &r->ranges[i];
     int64_t number = 0;
+    int step;
     if (mode == 1) {
-      if (g->name != id_user) continue;
+      step = g->name == id_user;
       number = g->payload_kind == STEPSCOPE_PAYLOAD_UINT64 || g->payload_kind == STEPSCOPE_PAYLOAD_INT64
                    ? (int64_t)g->payload
                    : (int64_t)n;
     } else if (mode == 2) {
-      if (g->name != id_step || g->domain != id_domain) continue;
+      step = g->name == id_step && g->domain == id_domain;
       number = (int64_t)g->payload;
-    } else if (!parse_profiler_step(ssa_rank_str(r, g->name), &number)) {
-      continue;
+    } else {
+      step = parse_profiler_step(ssa_rank_str(r, g->name), &number);
     }
+    if (!step) continue;
     if (ssa_grow((void **)&v, &cap, n + 1, sizeof *v)) {
       free(v);
       return STEPSCOPE_E_NOMEM;
@@ -186,37 +231,52 @@ int ssa_find_steps(const ssa_rank *r, const char *user_name, ssa_step **out, siz
     s->number = number;
     s->range_start = g->start;
     s->range_end = g->end;
-    s->start = INT64_MAX;
-    s->end = INT64_MIN;
+    s->dev_start = INT64_MAX;
+    s->dev_end = INT64_MIN;
   }
-  /* project: every op onto every step whose range contains its launch */
+  /* iteration order: the index's ties (equal range starts) then fall to
+   * the higher step number */
+  if (n > 1) qsort(v, n, sizeof *v, cmp_step_range);
+  /* membership: every op to the latest-starting step range that contains
+   * its launch */
   ssa_step_index ix;
-  uint32_t *hit = malloc((n ? n : 1) * sizeof *hit);
-  if (!hit || ssa_step_index_build(&ix, v, n)) {
-    free(hit);
+  if (ssa_step_index_build(&ix, v, n)) {
     free(v);
     return STEPSCOPE_E_NOMEM;
   }
   for (size_t i = 0; i < r->nops && n; i++) {
     const ssa_op *o = &r->ops[i];
     if (o->launch == SSA_NONE) continue;
-    size_t m = ssa_step_index_stab_fast(&ix, r->apis[o->launch].start, hit, n);
-    for (size_t j = 0; j < m; j++) {
-      ssa_step *s = &v[hit[j]];
-      if (o->start < s->start) s->start = o->start;
-      if (o->end > s->end) s->end = o->end;
-      s->launched++;
-    }
+    uint32_t k = ssa_step_index_owner(&ix, r->apis[o->launch].start);
+    if (k == SSA_NONE) continue;
+    ssa_step *s = &v[k];
+    if (o->start < s->dev_start) s->dev_start = o->start;
+    if (o->end > s->dev_end) s->dev_end = o->end;
+    s->launched++;
   }
   ssa_step_index_free(&ix);
-  free(hit);
+  /* windows: anchors in iteration order, each window up to the next anchor */
+  int64_t device_done = INT64_MIN, prev = INT64_MIN;
   for (size_t i = 0; i < n; i++) {
-    if (v[i].launched) {
-      v[i].projected = 1;
-    } else {
-      v[i].start = v[i].range_start;
-      v[i].end = v[i].range_end;
-    }
+    ssa_step *s = &v[i];
+    s->projected = s->launched > 0;
+    if (!s->projected) s->dev_start = s->dev_end = 0;
+    int64_t a = s->range_start > device_done ? s->range_start : device_done;
+    if (a < prev) a = prev; /* cannot happen (both terms only grow): kept as a guard */
+    s->start = prev = a;
+    if (s->projected && s->dev_end > device_done) device_done = s->dev_end;
+    if (i > 0) v[i - 1].end = a;
+  }
+  /* a range that ends after the profiling session stopped (when the
+   * source knows where) was cut by the trace's end: it counts only up to
+   * there */
+  for (size_t i = 0; i < n && r->has_trace_stop; i++)
+    if (v[i].range_end > r->trace_stop) v[i].cut = 1;
+  if (n) {
+    ssa_step *last = &v[n - 1];
+    last->end = last->cut ? r->trace_stop : last->range_end;
+    if (last->projected && last->dev_end > last->end) last->end = last->dev_end;
+    if (last->end < last->start) last->end = last->start;
   }
   if (n > 1) qsort(v, n, sizeof *v, cmp_step_number);
   *out = v;

@@ -11,7 +11,8 @@
  *   - ssa_step_index_stab (steps.c) on random step ranges — disjoint,
  *     overlapping, nested, empty — must report exactly the ranges that
  *     contain each query time, through both the plain and the inline entry
- *     points and with queries in and out of time order.
+ *     points and with queries in and out of time order, and
+ *     ssa_step_index_owner the one of them that started last.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,6 +151,13 @@ static void stab_case(size_t nsteps, int mode, size_t nqueries) {
       want[i] = s[i].range_start <= at && at < s[i].range_end;
       expect += (size_t)want[i];
     }
+    /* the owner: the containing range that started last (ties: the later
+     * one in the array) */
+    uint32_t owner = SSA_NONE;
+    for (size_t i = 0; i < nsteps; i++)
+      if (want[i] && (owner == SSA_NONE || s[i].range_start >= s[owner].range_start)) owner = (uint32_t)i;
+    CHECK(ssa_step_index_owner(&ix, at) == owner, "mode %d t %lld: owner %u, expected %u", mode, (long long)at,
+          ssa_step_index_owner(&ix, at), owner);
     for (int way = 0; way < 2; way++) {
       size_t m = way ? ssa_step_index_stab_fast(&ix, at, out, nsteps) : ssa_step_index_stab(&ix, at, out, nsteps);
       CHECK(m == expect, "mode %d t %lld: %zu steps, expected %zu", mode, (long long)at, m, expect);

@@ -61,6 +61,8 @@ static void check_window(const ssa_analysis *a, const ssa_rank_result *rr, const
   W(exposed_mem, e->exposed_mem);
   W(bubble, e->bubble);
   if (e->step >= 0) W(projected, e->projected);
+  if (e->step >= 0) W(device_latency, e->device_latency);
+  if (e->step >= 0) W(cut, e->cut);
   for (int k = 0; k < SSA_IDLE_N; k++) {
     snprintf(n, sizeof n, "rank %d %s idle %s", rr->rank->rank, label, ssa_idle_cause_names[k]);
     CHECK_EQ(n, w->idle_cause[k], e->idle_cause[k]);
@@ -153,6 +155,26 @@ static void compare(const gen_run *g, const gen_expect *x, const ssa_analysis *a
     CHECK_NEAR(n, in->busbw, e->busbw);
   }
   CHECK_EQ("step time median", a->step_time_median, x->step_time_median);
+  CHECK_EQ("device latency median", a->device_latency_median, x->device_latency_median);
+  /* the windows of a rank partition its timeline: in time order, each one
+   * ends where the next begins */
+  for (size_t k = 0; k < a->nranks; k++) {
+    const ssa_rank_result *rr = &a->ranks[k];
+    for (size_t i = 0; i < rr->nsteps; i++) {
+      const ssa_window *w = &rr->windows[i];
+      size_t after = 0, ends_at_next = 0;
+      for (size_t j = 0; j < rr->nsteps; j++) {
+        const ssa_window *q = &rr->windows[j];
+        if (j == i) continue;
+        if (q->start < w->end && w->start < q->end) CHECK_EQ("step windows overlap", 1, 0);
+        if (q->start >= w->end) after++;
+        if (q->start == w->end) ends_at_next++;
+      }
+      snprintf(n, sizeof n, "rank %d step %lld ends where a later window begins", rr->rank->rank,
+               (long long)w->step);
+      if (after) CHECK_EQ(n, ends_at_next > 0, 1);
+    }
+  }
   if (g->with_flops) {
     CHECK_NEAR("mfu", a->mfu, x->mfu);
     CHECK_NEAR("hfu", a->hfu, x->hfu);
@@ -179,27 +201,25 @@ static void compare(const gen_run *g, const gen_expect *x, const ssa_analysis *a
   CHECK_EQ("kernel table total", total, a->kernel_time_total);
 }
 
-static int run_case(const char *name, const gen_scenario *sc) {
+/* Checks of what an iteration scenario means, beyond the exact truth. */
+typedef void (*iter_check)(const gen_iter *it, const gen_run *g, const ssa_analysis *a);
+
+static int run_built(const char *name, gen_run *g, uint64_t seed, const gen_iter *it, iter_check check) {
   cur_case = name;
   int before = failures;
-  gen_run g;
-  if (gen_build(&g, sc)) {
-    fprintf(stderr, "FAIL %s: generator out of memory\n", name);
-    return ++failures;
-  }
   char dir[] = "/tmp/ssa-truth-XXXXXX";
   if (!mkdtemp(dir)) {
     perror("mkdtemp");
-    gen_free(&g);
+    gen_free(g);
     return ++failures;
   }
   char err[600];
-  if (gen_write(&g, dir, err, sizeof err)) {
+  if (gen_write(g, dir, err, sizeof err)) {
     fprintf(stderr, "FAIL %s: write: %s\n", name, err);
     failures++;
   } else {
     gen_expect x;
-    gen_expect_compute(&g, &x);
+    gen_expect_compute(g, &x);
     ssa_run run;
     stepscope_error e;
     ssa_load_options lo = {2, 0};
@@ -214,7 +234,8 @@ static int run_case(const char *name, const gen_scenario *sc) {
         fprintf(stderr, "FAIL %s: analyze: %s\n", name, e.message);
         failures++;
       } else {
-        compare(&g, &x, &an);
+        if (check) check(it, g, &an); /* first: its messages are the telling ones */
+        compare(g, &x, &an);
         /* the JSON report must be writable */
         char path[600];
         snprintf(path, sizeof path, "%s/report.json", dir);
@@ -235,15 +256,147 @@ static int run_case(const char *name, const gen_scenario *sc) {
     ssa_run_free(&run);
     gen_expect_free(&x);
   }
-  for (int r = 0; r < g.nranks; r++) {
+  for (int r = 0; r < g->nranks; r++) {
     char p[600];
     snprintf(p, sizeof p, "%s/rank-%05d.trace.zst", dir, r);
     unlink(p);
   }
   rmdir(dir);
-  gen_free(&g);
-  printf("%-28s seed %-3llu %s\n", name, (unsigned long long)sc->seed, failures == before ? "ok" : "FAILED");
+  gen_free(g);
+  printf("%-28s seed %-3llu %s\n", name, (unsigned long long)seed, failures == before ? "ok" : "FAILED");
   return failures - before;
+}
+
+static int run_case(const char *name, const gen_scenario *sc) {
+  gen_run g;
+  if (gen_build(&g, sc)) {
+    cur_case = name;
+    fprintf(stderr, "FAIL %s: generator out of memory\n", name);
+    return ++failures;
+  }
+  return run_built(name, &g, sc->seed, NULL, NULL);
+}
+
+/* ---- iteration scenarios: what a step's time means ---- */
+
+/* The host iteration period of rank 0 between steps k and k + 1. */
+static int64_t host_period(const gen_run *g, int64_t k) {
+  int64_t a = -1, b = -1;
+  for (size_t i = 0; i < g->nsteps; i++)
+    if (g->steps[i].rank == 0) {
+      if (g->steps[i].number == k) a = g->steps[i].s;
+      if (g->steps[i].number == k + 1) b = g->steps[i].s;
+    }
+  return b - a;
+}
+
+/* Data loading bound: the step time is the host's iteration period, and
+ * the device's wait for the loader is inside every step, as data_loading. */
+static void check_loading(const gen_iter *it, const gen_run *g, const ssa_analysis *a) {
+  CHECK_EQ("loading: step time = host iteration period", a->step_time_median, host_period(g, 2));
+  CHECK_EQ("loading: device latency = one step's kernels", a->device_latency_median, it->device_work_ns);
+  const ssa_rank_result *rr = &a->ranks[0];
+  for (size_t s = 0; s < rr->nsteps; s++)
+    CHECK_EQ("loading: the loader's time is data_loading in the step",
+             rr->windows[s].idle_cause[SSA_IDLE_DATA_LOADING], it->load_ns);
+}
+
+/* Device bound with the host ahead: the step time is the device's period
+ * (one step's kernels back to back), not the longer host-range or
+ * launch-to-completion span. */
+static void check_ahead(const gen_iter *it, const gen_run *g, const ssa_analysis *a) {
+  (void)g;
+  CHECK_EQ("ahead: step time = device period", a->step_time_median, it->device_work_ns);
+  if (it->prefetch) /* the batch copy runs early: the work a step launched spans more */
+    CHECK_EQ("ahead: device latency > step time", a->device_latency_median > a->step_time_median, 1);
+  const ssa_rank_result *rr = &a->ranks[0];
+  for (size_t s = 1; s + 1 < rr->nsteps; s++) {
+    CHECK_EQ("ahead: steady-state window = device period", rr->windows[s].span, it->device_work_ns);
+    CHECK_EQ("ahead: steady-state window has no idle", rr->windows[s].idle, 0);
+  }
+}
+
+static void check_graphs(const gen_iter *it, const gen_run *g, const ssa_analysis *a) {
+  check_ahead(it, g, a);
+  const ssa_rank_result *rr = &a->ranks[0];
+  for (size_t s = 0; s < rr->nsteps; s++) {
+    CHECK_EQ("graphs: every replayed kernel (and the copy) belongs to its step", rr->steps[s].launched,
+             (uint64_t)it->kernels + (it->prefetch ? 1 : 0));
+  }
+}
+
+/* The last step is cut by the trace's end (its later kernels are missing,
+ * its range ends where the trace stops): its window ends there, shorter
+ * than a period; the median step time stays the period of whole steps. */
+static void check_cut(const gen_iter *it, const gen_run *g, const ssa_analysis *a) {
+  (void)it;
+  const ssa_rank_result *rr = &a->ranks[0];
+  const ssa_window *last = &rr->windows[rr->nsteps - 1];
+  int64_t stop = 0;
+  for (size_t i = 0; i < g->nsteps; i++)
+    if (g->steps[i].rank == 0 && g->steps[i].number == (int64_t)rr->nsteps - 1) stop = g->steps[i].e;
+  CHECK_EQ("cut: the last window ends at the trace's end",
+           ssa_rel_time(a->run, rr->rank, last->end) - ssa_rel_time(a->run, rr->rank, rr->windows[0].start),
+           stop - g->steps[0].s);
+  CHECK_EQ("cut: the last window is shorter than a period", last->span < a->step_time_median, 1);
+  CHECK_EQ("cut: the step time is that of the whole steps", a->step_time_median, host_period(g, 1));
+}
+
+static void iter_case(const char *which, int all, const char *label, gen_iter *it, iter_check check) {
+  if (!all && strcmp(which, label)) return;
+  gen_run g;
+  if (gen_iter_build(&g, it)) {
+    cur_case = label;
+    fprintf(stderr, "FAIL %s: generator out of memory\n", label);
+    failures++;
+    return;
+  }
+  run_built(label, &g, 0, it, check);
+}
+
+static void iter_cases(const char *which) {
+  int all = !strcmp(which, "all");
+  gen_iter it;
+  gen_iter_default(&it);
+  it.load_ns = 300 * GEN_Q;
+  iter_case(which, all, "iter_loading", &it, check_loading);
+  gen_iter_default(&it);
+  it.load_ns = 300 * GEN_Q;
+  it.nranks = 2;
+  it.comm = 1;
+  iter_case(which, all, "iter_loading_comm", &it, NULL);
+  for (int h = 1; h <= 3; h++) {
+    char label[32];
+    snprintf(label, sizeof label, "iter_ahead_%d", h);
+    gen_iter_default(&it);
+    it.host_ahead = h;
+    it.nsteps = 8;
+    it.load_ns = 10 * GEN_Q;
+    it.prefetch = 1;
+    iter_case(which, all, label, &it, check_ahead);
+  }
+  gen_iter_default(&it);
+  it.host_ahead = 2;
+  it.nranks = 2;
+  it.comm = 1;
+  it.nsteps = 8;
+  iter_case(which, all, "iter_ahead_comm", &it, NULL);
+  gen_iter_default(&it);
+  it.graphs = 1;
+  it.host_ahead = 2;
+  it.nsteps = 8;
+  it.prefetch = 1;
+  iter_case(which, all, "iter_graphs", &it, check_graphs);
+  gen_iter_default(&it);
+  it.cut_last = 1;
+  it.load_ns = 50 * GEN_Q;
+  iter_case(which, all, "iter_cut_last", &it, check_cut);
+  gen_iter_default(&it);
+  it.cut_last = 1;
+  it.host_ahead = 1;
+  it.nranks = 2;
+  it.comm = 1;
+  iter_case(which, all, "iter_cut_last_comm", &it, NULL);
 }
 
 static void cases(const char *which) {
@@ -273,6 +426,7 @@ static void cases(const char *which) {
   CASE("overlapping_steps", { sc.nranks = 2; sc.nsteps = 5; sc.overlap_steps = 1; sc.syncs = 1; });
   CASE("nested_steps", { sc.nranks = 3; sc.nsteps = 4; sc.overlap_steps = 2; sc.copies = 1; sc.flops = 1; });
 #undef CASE
+  iter_cases(which);
 }
 
 int main(int argc, char **argv) {

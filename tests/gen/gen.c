@@ -43,6 +43,7 @@ void gen_free(gen_run *g) {
   free(g->colls);
   free(g->steps);
   free(g->syncs);
+  free(g->loads);
   memset(g, 0, sizeof *g);
 }
 
@@ -68,6 +69,12 @@ int gen_add_coll(gen_run *g, const gen_coll *c) {
 int gen_add_step(gen_run *g, int rank, int64_t number, int64_t s, int64_t e) {
   if (grow((void **)&g->steps, &g->steps_cap, g->nsteps + 1, sizeof *g->steps)) return -1;
   g->steps[g->nsteps++] = (gen_step){rank, number, s, e};
+  return 0;
+}
+
+int gen_add_load(gen_run *g, int rank, int64_t s, int64_t e) {
+  if (grow((void **)&g->loads, &g->loads_cap, g->nloads + 1, sizeof *g->loads)) return -1;
+  g->loads[g->nloads++] = (gen_load){rank, s, e};
   return 0;
 }
 
@@ -141,6 +148,20 @@ static int write_rank(const gen_run *g, int r, const char *dir, char *errbuf, si
     rec.u.range.payload = (uint64_t)st->number;
     EMIT();
   }
+  uint32_t s_load = stepscope_intern(w, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__");
+  uint32_t s_py = stepscope_intern(w, "user_annotation");
+  for (size_t i = 0; i < g->nloads; i++) {
+    const gen_load *ld = &g->loads[i];
+    if (ld->rank != r) continue;
+    memset(&rec, 0, sizeof rec);
+    rec.kind = STEPSCOPE_REC_RANGE;
+    rec.u.range.start_ns = (uint64_t)ld->s + off;
+    rec.u.range.end_ns = (uint64_t)ld->e + off;
+    rec.u.range.thread = thread;
+    rec.u.range.name = s_load;
+    rec.u.range.domain = s_py;
+    EMIT();
+  }
   for (size_t i = 0; i < g->nsyncs; i++) {
     const gen_sync *sy = &g->syncs[i];
     if (sy->rank != r) continue;
@@ -154,19 +175,28 @@ static int write_rank(const gen_run *g, int r, const char *dir, char *errbuf, si
     EMIT();
   }
   uint32_t s_launch = stepscope_intern(w, gr->cpu_backend ? "enqueue" : "cudaLaunchKernel");
+  uint32_t s_graph = stepscope_intern(w, "cudaGraphLaunch");
   for (size_t i = 0; i < g->nops; i++) {
     const gen_op *o = &g->ops[i];
     if (o->rank != r) continue;
     uint64_t corr = 1 + i;
     const gen_coll *c = o->coll >= 0 ? &g->colls[o->coll] : NULL;
-    if (o->has_launch) {
+    int first_of_graph = 1;
+    if (o->graph) { /* a graph replay: one launch call, its id on every kernel */
+      for (size_t j = 0; j < i && first_of_graph; j++)
+        if (g->ops[j].rank == r && g->ops[j].graph == o->graph) {
+          corr = 1 + j;
+          first_of_graph = 0;
+        }
+    }
+    if (o->has_launch && first_of_graph) {
       memset(&rec, 0, sizeof rec);
       rec.kind = STEPSCOPE_REC_API;
       rec.u.api.start_ns = (uint64_t)o->launch_s + off;
       rec.u.api.end_ns = (uint64_t)o->launch_e + off;
       rec.u.api.correlation_id = corr;
       rec.u.api.thread = thread;
-      rec.u.api.name = s_launch;
+      rec.u.api.name = o->graph ? s_graph : s_launch;
       rec.u.api.api_kind = gr->cpu_backend ? STEPSCOPE_API_HOST_ENQUEUE : STEPSCOPE_API_RUNTIME;
       EMIT();
     }

@@ -49,7 +49,11 @@ static int cell_cause(const gen_run *g, int r, int64_t t, int lane) {
     if (o->s >= t + GEN_Q && o->s < b) b = o->s;
   }
   if (b == INT64_MAX) return GEN_IDLE_OTHER;
-  return cause_of(g, r, a, b, lane);
+  int cause = cause_of(g, r, a, b, lane);
+  /* waiting for the host while it loads data: data_loading */
+  for (size_t i = 0; cause == GEN_IDLE_HOST_WAIT && i < g->nloads; i++)
+    if (g->loads[i].rank == r && g->loads[i].s <= t && g->loads[i].e >= t + GEN_Q) cause = GEN_IDLE_DATA_LOADING;
+  return cause;
 }
 
 static void measure(const gen_run *g, int r, gen_window *w) {
@@ -75,20 +79,31 @@ static void measure(const gen_run *g, int r, gen_window *w) {
   w->exposed_comm = w->comm - w->overlap;
 }
 
-static void delays(const gen_run *g, int r, int64_t s0, int64_t s1, int all, gen_window *w) {
+/* The step (index into g->steps) an op belongs to: of the ranges of its
+ * rank that contain its launch's start, the one that started last (ties:
+ * the higher step number); -1 if none or no launch. */
+static long owner_of(const gen_run *g, const gen_op *o) {
+  long best = -1;
+  if (!o->has_launch) return -1;
+  for (size_t k = 0; k < g->nsteps; k++) {
+    const gen_step *st = &g->steps[k];
+    if (st->rank != o->rank || o->launch_s < st->s || o->launch_s >= st->e) continue;
+    if (best < 0 || st->s > g->steps[best].s || (st->s == g->steps[best].s && st->number > g->steps[best].number))
+      best = (long)k;
+  }
+  return best;
+}
+
+/* Launch delays of the ops of step `step` (index into g->steps), or of every
+ * op that belongs to some step (step < 0). */
+static void delays(const gen_run *g, int r, long step, gen_window *w) {
   int64_t *v = malloc((g->nops + 1) * sizeof *v);
   size_t n = 0;
   for (size_t i = 0; v && i < g->nops; i++) {
     const gen_op *o = &g->ops[i];
     if (o->rank != r || !o->has_launch) continue;
-    int in = 0;
-    if (all) {
-      for (size_t k = 0; k < g->nsteps; k++)
-        if (g->steps[k].rank == r && o->launch_s >= g->steps[k].s && o->launch_s < g->steps[k].e) in = 1;
-    } else {
-      in = o->launch_s >= s0 && o->launch_s < s1;
-    }
-    if (in) v[n++] = o->s - o->launch_e;
+    long k = owner_of(g, o);
+    if (k >= 0 && (step < 0 || k == step)) v[n++] = o->s - o->launch_e;
   }
   w->launches = n;
   if (n) {
@@ -132,27 +147,52 @@ int gen_expect_compute(const gen_run *g, gen_expect *x) {
     x->offset_rel[r] = g->ranks[ref].clock_offset - g->ranks[r].clock_offset;
     gen_rank_expect *re = &x->ranks[x->nranks++];
     re->rank = r;
-    /* steps, by number */
-    for (size_t i = 0; i < g->nsteps; i++) {
-      const gen_step *st = &g->steps[i];
-      if (st->rank != r) continue;
+    /* steps in iteration order (range start, then number): their ops, their
+     * anchors and windows (docs/metrics.md "Steps") */
+    long order[64];
+    size_t ns = 0;
+    for (size_t i = 0; i < g->nsteps && ns < 64; i++)
+      if (g->steps[i].rank == r) order[ns++] = (long)i;
+    for (size_t i = 1; i < ns; i++)
+      for (size_t j = i; j > 0; j--) {
+        const gen_step *p = &g->steps[order[j - 1]], *q = &g->steps[order[j]];
+        if (p->s < q->s || (p->s == q->s && p->number <= q->number)) break;
+        long t = order[j];
+        order[j] = order[j - 1];
+        order[j - 1] = t;
+      }
+    /* the trace format does not record where the profiling session
+     * stopped, so no step range is known to be cut by the trace's end
+     * (Kineto's `Trace` event tells; tests/kineto covers it) */
+    int64_t trace_end = INT64_MIN;
+    int64_t done = INT64_MIN;
+    for (size_t i = 0; i < ns; i++) {
+      const gen_step *st = &g->steps[order[i]];
       gen_window *w = &re->steps[re->nsteps++];
       w->step = st->number;
-      w->start = INT64_MAX;
-      w->end = INT64_MIN;
+      int64_t first = INT64_MAX, last = INT64_MIN;
       for (size_t k = 0; k < g->nops; k++) {
         const gen_op *o = &g->ops[k];
-        if (o->rank != r || !o->has_launch || o->launch_s < st->s || o->launch_s >= st->e) continue;
-        if (o->s < w->start) w->start = o->s;
-        if (o->e > w->end) w->end = o->e;
+        if (o->rank != r || owner_of(g, o) != order[i]) continue;
+        if (o->s < first) first = o->s;
+        if (o->e > last) last = o->e;
         w->projected = 1;
       }
-      if (!w->projected) {
-        w->start = st->s;
-        w->end = st->e;
+      int64_t a = st->s > done ? st->s : done;
+      w->start = a;
+      w->device_latency = w->projected ? last - first : -1;
+      if (w->projected && last > done) done = last;
+      if (i > 0) re->steps[i - 1].end = a;
+      w->cut = trace_end != INT64_MIN && st->e > trace_end;
+      if (i + 1 == ns) {
+        w->end = w->cut ? trace_end : st->e;
+        if (w->projected && last > w->end) w->end = last;
+        if (w->end < w->start) w->end = w->start;
       }
-      measure(g, r, w);
-      delays(g, r, st->s, st->e, 0, w);
+    }
+    for (size_t i = 0; i < ns; i++) {
+      measure(g, r, &re->steps[i]);
+      delays(g, r, order[i], &re->steps[i]);
     }
     for (size_t i = 1; i < re->nsteps; i++) /* sort by number */
       for (size_t j = i; j > 0 && re->steps[j - 1].step > re->steps[j].step; j--) {
@@ -170,7 +210,7 @@ int gen_expect_compute(const gen_run *g, gen_expect *x) {
         if (re->steps[i].end > tw->end) tw->end = re->steps[i].end;
       }
       measure(g, r, tw);
-      delays(g, r, 0, 0, 1, tw);
+      delays(g, r, -1, tw);
     }
     for (int l = 0; l < g->ranks[r].nlanes; l++) {
       for (int64_t t = tw->start; t < tw->end; t += GEN_Q) {
@@ -236,14 +276,38 @@ int gen_expect_compute(const gen_run *g, gen_expect *x) {
     if ((uint32_t)gc->nmembers < gc->comm_size) x->colls_incomplete++;
   }
   /* step time and MFU */
-  int64_t times[256];
-  size_t nt = 0;
-  for (int64_t num = -1000; num < 1000 && nt < 256; num++) {
-    int64_t tmax = -1;
+  int64_t times[256], lats[256];
+  size_t nt = 0, nl = 0;
+  /* by step number: the longest over ranks; steps cut by the trace's end
+   * (on any rank) are left out unless every step is */
+  int64_t tall[256], lall[256];
+  int cut[256];
+  size_t na = 0, ncut = 0;
+  for (int64_t num = -1000; num < 1000 && na < 256; num++) {
+    int64_t tmax = -1, lmax = -1;
+    int c = 0;
     for (int k = 0; k < x->nranks; k++)
       for (size_t s = 0; s < x->ranks[k].nsteps; s++)
-        if (x->ranks[k].steps[s].step == num && x->ranks[k].steps[s].span > tmax) tmax = x->ranks[k].steps[s].span;
-    if (tmax >= 0) times[nt++] = tmax;
+        if (x->ranks[k].steps[s].step == num) {
+          if (x->ranks[k].steps[s].span > tmax) tmax = x->ranks[k].steps[s].span;
+          if (x->ranks[k].steps[s].device_latency > lmax) lmax = x->ranks[k].steps[s].device_latency;
+          c |= x->ranks[k].steps[s].cut;
+        }
+    if (tmax < 0) continue;
+    tall[na] = tmax;
+    lall[na] = lmax;
+    cut[na++] = c;
+    ncut += (size_t)c;
+  }
+  for (size_t i = 0; i < na; i++) {
+    if (cut[i] && ncut < na) continue;
+    times[nt++] = tall[i];
+    if (lall[i] >= 0) lats[nl++] = lall[i];
+  }
+  x->device_latency_median = -1;
+  if (nl) {
+    qsort(lats, nl, sizeof *lats, cmp_i64);
+    x->device_latency_median = lats[(nl - 1) / 2];
   }
   x->step_time_median = -1;
   x->mfu = x->hfu = -1;

@@ -14,12 +14,17 @@ static void usage(FILE *f) {
   fprintf(f, "usage: stepscope-gen OUT_DIR [--seed N] [--ranks N] [--lanes N] [--steps N] [--ops N]\n"
              "       [--no-comm] [--no-compute] [--copies] [--cpu] [--pipeline] [--syncs]\n"
              "       [--clock-spread NS] [--anchor-error NS] [--missing-member] [--empty-rank]\n"
-             "       [--name-only-nccl] [--overlap] [--flops] [--overlap-steps N]\n");
+             "       [--name-only-nccl] [--overlap] [--flops] [--overlap-steps N]\n"
+             "   or: stepscope-gen OUT_DIR --iter [--ranks N] [--steps N] [--load-us N] [--host-ahead N]\n"
+             "       [--graphs] [--prefetch] [--cut-last] [--iter-comm]   (a training loop, gen_iter.c)\n");
 }
 
 int main(int argc, char **argv) {
   gen_scenario sc;
   gen_scenario_default(&sc);
+  gen_iter it;
+  gen_iter_default(&it);
+  int iter = 0;
   const char *out = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -44,12 +49,24 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--overlap")) sc.overlap_same_lane = 1;
     else if (!strcmp(a, "--flops")) sc.flops = 1;
     else if (!strcmp(a, "--overlap-steps")) { sc.overlap_steps = (int)v; i++; }
+    else if (!strcmp(a, "--iter")) iter = 1;
+    else if (!strcmp(a, "--load-us")) { it.load_ns = v * 1000; i++; }
+    else if (!strcmp(a, "--host-ahead")) { it.host_ahead = (int)v; i++; }
+    else if (!strcmp(a, "--graphs")) it.graphs = 1;
+    else if (!strcmp(a, "--prefetch")) it.prefetch = 1;
+    else if (!strcmp(a, "--cut-last")) it.cut_last = 1;
+    else if (!strcmp(a, "--iter-comm")) it.comm = 1;
     else if (a[0] != '-' && !out) out = a;
     else { usage(stderr); return 2; }
   }
   if (!out || sc.nranks < 1 || sc.nranks > GEN_MAX_RANKS || sc.nsteps > 64) { usage(stderr); return 2; }
   gen_run g;
-  if (gen_build(&g, &sc)) { fprintf(stderr, "stepscope-gen: out of memory\n"); return 1; }
+  it.nranks = sc.nranks;
+  if (iter) it.nsteps = sc.nsteps;
+  if (iter ? gen_iter_build(&g, &it) : gen_build(&g, &sc)) {
+    fprintf(stderr, "stepscope-gen: out of memory\n");
+    return 1;
+  }
   char err[600];
   if (gen_write(&g, out, err, sizeof err)) { fprintf(stderr, "stepscope-gen: %s\n", err); gen_free(&g); return 1; }
   gen_expect x;
@@ -61,6 +78,8 @@ int main(int argc, char **argv) {
              (long long)w->overlap, (long long)w->exposed_comm, (long long)w->exposed_mem,
              (long long)w->idle, (long long)w->bubble);
     }
+    printf("step_time_median %lld device_latency_median %lld\n", (long long)x.step_time_median,
+           (long long)x.device_latency_median);
     gen_expect_free(&x);
   }
   gen_free(&g);

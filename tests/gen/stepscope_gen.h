@@ -26,7 +26,8 @@
 #define GEN_LAUNCH_GAP_NS 10000
 
 enum { GEN_COMPUTE = 1, GEN_COMM = 2, GEN_MEMCPY = 3, GEN_MEMSET = 4 };
-enum { GEN_IDLE_HOST_WAIT, GEN_IDLE_LAUNCH_GAP, GEN_IDLE_SYNC_WAIT, GEN_IDLE_OTHER, GEN_IDLE_N };
+enum { GEN_IDLE_HOST_WAIT, GEN_IDLE_LAUNCH_GAP, GEN_IDLE_SYNC_WAIT, GEN_IDLE_OTHER, GEN_IDLE_DATA_LOADING,
+       GEN_IDLE_N };
 
 typedef struct gen_op {
   int rank, lane;
@@ -38,6 +39,8 @@ typedef struct gen_op {
   int pipeline;               /* pipeline p2p */
   const char *name;           /* kernel / host-op name (static string) */
   uint64_t bytes;
+  int graph;                  /* > 0: a CUDA-graph replay id; the ops of one replay share one
+                                 launch call (same launch_s/launch_e), written once */
 } gen_op;
 
 typedef struct gen_coll {
@@ -61,6 +64,12 @@ typedef struct gen_sync {
   int64_t s, e;
 } gen_sync;
 
+/* A data loader range on the rank's host thread (named like PyTorch's). */
+typedef struct gen_load {
+  int rank;
+  int64_t s, e;
+} gen_load;
+
 typedef struct gen_rank {
   int64_t clock_offset;       /* trace clock = true + clock_offset (>= 0) */
   int64_t anchor_error;       /* error of its REALTIME anchors */
@@ -78,6 +87,7 @@ typedef struct gen_run {
   gen_coll *colls; size_t ncolls, colls_cap;
   gen_step *steps; size_t nsteps, steps_cap;
   gen_sync *syncs; size_t nsyncs, syncs_cap;
+  gen_load *loads; size_t nloads, loads_cap;
   /* metadata (optional) */
   int pp, microbatches;       /* schedule when pp > 1 */
   double model_flops, hardware_flops, peak_flops;
@@ -93,6 +103,7 @@ int gen_add_op(gen_run *g, const gen_op *op);
 int gen_add_coll(gen_run *g, const gen_coll *c);
 int gen_add_step(gen_run *g, int rank, int64_t number, int64_t s, int64_t e);
 int gen_add_sync(gen_run *g, int rank, int lane, int64_t s, int64_t e);
+int gen_add_load(gen_run *g, int rank, int64_t s, int64_t e);
 
 /* Writes DIR/rank-%05d.trace.zst for every present rank. 0 or -1 (message
  * in errbuf). */
@@ -103,6 +114,8 @@ typedef struct gen_window {
   int64_t step;               /* -1 totals */
   int64_t start, end;         /* true time */
   int projected;
+  int64_t device_latency;     /* first start to last end of its ops; -1 none */
+  int cut;                    /* its range ends after the rank's last op, launch or sync */
   int64_t span, busy, idle, compute, comm, overlap, exposed_comm, exposed_mem, bubble;
   int64_t idle_cause[GEN_IDLE_N];
   uint64_t launches;
@@ -138,6 +151,7 @@ typedef struct gen_expect {
   int64_t offset_rel[GEN_MAX_RANKS];  /* expected alignment offset vs rank 0 */
   double mfu, hfu;
   int64_t step_time_median;
+  int64_t device_latency_median;
 } gen_expect;
 
 int gen_expect_compute(const gen_run *g, gen_expect *x);
@@ -170,5 +184,30 @@ typedef struct gen_scenario {
 void gen_scenario_default(gen_scenario *s);
 /* Builds a random scenario. 0 or -1. */
 int gen_build(gen_run *g, const gen_scenario *s);
+
+/* ---- iteration scenarios (gen_iter.c): the host/device relation of a
+ * training loop, deterministic, with contiguous step ranges as PyTorch's
+ * ProfilerStep writes them ---- */
+typedef struct gen_iter {
+  int nranks, nsteps;
+  int kernels;                /* compute kernels per step (lane 0, one after another) */
+  int64_t kernel_ns;          /* duration of each */
+  int64_t load_ns;            /* host data loading at the start of each iteration */
+  int64_t python_ns;          /* host time after the launches, before the iteration ends */
+  int host_ahead;             /* 0: the host waits for the step's device work before it ends
+                                 the iteration; h >= 1: it waits only for the work of the
+                                 step h iterations back (runs up to h steps ahead) */
+  int graphs;                 /* each step's kernels are one CUDA-graph replay */
+  int comm;                   /* an all-reduce per step (lane 1) after the first half */
+  int prefetch;               /* each step first copies its batch to the device on its own
+                                 stream (lane 2): with the host ahead it runs steps early */
+  int cut_last;               /* the trace ends in the middle of the last step's device work:
+                                 its later kernels are missing, its range ends there */
+  /* filled by gen_iter_build: */
+  int64_t device_work_ns;     /* device time of one step's kernels (lane 0) */
+} gen_iter;
+
+void gen_iter_default(gen_iter *it);
+int gen_iter_build(gen_run *g, gen_iter *it);
 
 #endif

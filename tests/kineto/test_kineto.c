@@ -130,8 +130,10 @@ static void test_number_tokens(void) {
  * Step range [0, 1000) us on thread 1, launches at 10 and 20 us.
  * compute kernel  [100.001, 300.001) us = [100001, 300001) ns
  * nccl kernel     [200.001, 400.001) us = [200001, 400001) ns
- * window = [100001, 400001): span 300000, compute 200000, comm 200000,
- * overlap 100000, exposed comm 100000, idle 0.
+ * window = the iteration [0, 1000000) ns (the only step: from its range's
+ * start to the later of its range's end and its last op's end): span
+ * 1000000, compute 200000, comm 200000, overlap 100000, exposed comm
+ * 100000, idle 700000; device latency [100001, 400001) = 300000.
  */
 static const char *doc_metrics =
     "{\"distributedInfo\":{\"rank\":0,\"world_size\":1},\"traceEvents\":["
@@ -162,12 +164,13 @@ static void test_metrics(void) {
   CHECK_EQ(a.ranks[0].nsteps, 1);
   const ssa_window *w = &a.ranks[0].windows[0];
   CHECK_EQ(w->step, 7);
-  CHECK_EQ(w->span, 300000);     /* [100.001, 400.001) us */
+  CHECK_EQ(w->span, 1000000);    /* [0, 1000) us: the iteration */
+  CHECK_EQ(w->device_latency, 300000); /* [100.001, 400.001) us */
   CHECK_EQ(w->compute, 200000);
   CHECK_EQ(w->comm, 200000);     /* ncclDevKernel_ by name */
   CHECK_EQ(w->overlap, 100000);
   CHECK_EQ(w->exposed_comm, 100000);
-  CHECK_EQ(w->idle, 0);
+  CHECK_EQ(w->idle, 700000);
   CHECK_EQ(w->compute + w->exposed_comm + w->exposed_mem + w->idle, w->span);
   ssa_analysis_free(&a);
   ssa_run_free(&run);

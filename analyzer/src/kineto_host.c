@@ -1,0 +1,180 @@
+/*
+ * kineto_host.c — the parts of a Kineto import that deal with what the trace
+ * cannot show (docs/kineto-import.md "What the trace cannot show"):
+ *
+ *   - the categories of events that are not imported (an accelerator whose
+ *     events stepscope does not know, e.g. MTIA's `mtia_runtime`), counted
+ *     while the file is read and named in the warning below;
+ *   - absurd times: an event more than a day from the median time of the
+ *     rank's events (one such event would stretch the run's span by days)
+ *     is left out and counted (negative `ts` are left out while reading);
+ *   - no device activity (CPU-only training, or an accelerator not
+ *     imported): instead of a device that is "idle 100 %", the host
+ *     timeline is analysed — each host thread becomes a CPU lane whose
+ *     top-level `cpu_op` events are compute and whose host collectives
+ *     (gloo `gloo:*` ranges, `c10d::*`, `nccl:*`, `record_param_comms`)
+ *     are communication, so a CPU DDP run shows its all-reduces and how
+ *     much of them the computation hides.
+ */
+#include "kineto_host.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void ssa_kineto_unimported_add(ssa_kineto_unimported *u, const char *cat) {
+  if (!strcmp(cat, "Trace") || !strcmp(cat, "python_function")) return;
+  if (u->n > 0 && !strcmp(u->name[u->last], cat)) {
+    u->count[u->last]++;
+    return;
+  }
+  for (int i = 0; i < u->n; i++)
+    if (!strcmp(u->name[i], cat)) {
+      u->count[i]++;
+      u->last = i;
+      return;
+    }
+  if (u->n == SSA_KINETO_UNIMPORTED_MAX) {
+    u->more++;
+    return;
+  }
+  snprintf(u->name[u->n], sizeof u->name[u->n], "%s", cat);
+  u->count[u->n] = 1;
+  u->last = u->n++;
+}
+
+static int cmp_i64(const void *pa, const void *pb) {
+  int64_t x = *(const int64_t *)pa, y = *(const int64_t *)pb;
+  return x < y ? -1 : x > y;
+}
+
+int64_t ssa_kineto_first_time(const ssa_rank *r) {
+  int64_t t = INT64_MAX;
+  for (size_t i = 0; i < r->nops; i++) if (r->ops[i].start < t) t = r->ops[i].start;
+  for (size_t i = 0; i < r->napis; i++) if (r->apis[i].start < t) t = r->apis[i].start;
+  for (size_t i = 0; i < r->nranges; i++) if (r->ranges[i].start < t) t = r->ranges[i].start;
+  return t == INT64_MAX ? 0 : t;
+}
+
+uint64_t ssa_kineto_drop_far_times(ssa_rank *r, int64_t far) {
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+#define SPAN(arr, n)                                                                               \
+  for (size_t i = 0; i < r->n; i++) {                                                              \
+    if (r->arr[i].start < lo) lo = r->arr[i].start;                                                \
+    if (r->arr[i].end > hi) hi = r->arr[i].end;                                                    \
+  }
+  SPAN(ops, nops)
+  SPAN(apis, napis)
+  SPAN(ranges, nranges)
+#undef SPAN
+  if (lo > hi || hi - lo <= far) return 0; /* the usual case: nothing to look for */
+  size_t n = r->nops + r->napis + r->nranges, k = 0;
+  int64_t *v = malloc(n * sizeof *v);
+  if (!v) return 0; /* advisory: without memory the events stay */
+  for (size_t i = 0; i < r->nops; i++) v[k++] = r->ops[i].start;
+  for (size_t i = 0; i < r->napis; i++) v[k++] = r->apis[i].start;
+  for (size_t i = 0; i < r->nranges; i++) v[k++] = r->ranges[i].start;
+  qsort(v, n, sizeof *v, cmp_i64);
+  int64_t med = v[(n - 1) / 2];
+  free(v);
+  int64_t from = med - far, to = med + far;
+  uint64_t dropped = 0;
+#define KEEP(arr, n, counted)                                                                      \
+  do {                                                                                             \
+    size_t kept = 0;                                                                               \
+    for (size_t i = 0; i < r->n; i++) {                                                            \
+      if (r->arr[i].start < from || r->arr[i].end > to) {                                          \
+        if (counted) dropped++;                                                                    \
+        continue;                                                                                  \
+      }                                                                                            \
+      r->arr[kept++] = r->arr[i];                                                                  \
+    }                                                                                              \
+    r->n = kept;                                                                                   \
+  } while (0)
+  KEEP(ops, nops, 1);
+  KEEP(apis, napis, 1);
+  KEEP(ranges, nranges, 1);
+  KEEP(colls, ncolls, 0); /* records of kernels (counted as ops); not linked before finish */
+#undef KEEP
+  return dropped;
+}
+
+int ssa_kineto_is_host_collective(const char *n) {
+  return !strncmp(n, "gloo:", 5) || !strncmp(n, "c10d::", 6) || !strncmp(n, "nccl:", 5) ||
+         !strcmp(n, "record_param_comms");
+}
+
+typedef struct host_range {
+  uint64_t thread;
+  int64_t start, end;
+  uint32_t name;
+  int comm;
+} host_range;
+
+static int cmp_host_range(const void *pa, const void *pb) {
+  const host_range *a = pa, *b = pb;
+  if (a->thread != b->thread) return a->thread < b->thread ? -1 : 1;
+  if (a->start != b->start) return a->start < b->start ? -1 : 1;
+  if (a->end != b->end) return a->end > b->end ? -1 : 1; /* parents first */
+  return a->name < b->name ? -1 : a->name > b->name;
+}
+
+int ssa_kineto_host_timeline(ssa_rank *r, const char *file_name, const ssa_kineto_unimported *u) {
+  char cats[600] = "";
+  size_t len = 0;
+  for (int i = 0; i < u->n && len < sizeof cats; i++)
+    len += (size_t)snprintf(cats + len, sizeof cats - len, "%s%s (%llu events)", i ? ", " : "", u->name[i],
+                            (unsigned long long)u->count[i]);
+  if (u->more && len < sizeof cats)
+    snprintf(cats + len, sizeof cats - len, ", and %llu events of other categories", (unsigned long long)u->more);
+  uint32_t dom_cpu = ssa_rank_intern(r, "cpu_op");
+  if (!dom_cpu) return STEPSCOPE_E_NOMEM;
+  /* the host ranges that become ops */
+  host_range *v = malloc((r->nranges ? r->nranges : 1) * sizeof *v);
+  if (!v) return STEPSCOPE_E_NOMEM;
+  size_t n = 0;
+  for (size_t i = 0; i < r->nranges; i++) {
+    const ssa_range *g = &r->ranges[i];
+    int comm = ssa_kineto_is_host_collective(ssa_rank_str(r, g->name));
+    if (g->domain != dom_cpu && !comm) continue;
+    if (g->end <= g->start) continue;
+    v[n++] = (host_range){r->lanes[g->lane].id, g->start, g->end, g->name, comm};
+  }
+  if (u->n || u->more)
+    ssa_rank_warn(r, "%s: no device activity in the trace (no kernel, gpu_memcpy or gpu_memset events); event "
+                  "categories not imported: %s. %s", file_name, cats,
+                  n ? "The host timeline is analysed instead: CPU ops are compute, host collectives "
+                      "(gloo:*, c10d::*, record_param_comms) are communication"
+                    : "There is no host activity to analyse either");
+  else
+    ssa_rank_warn(r, "%s: no device activity in the trace (CPU-only). %s", file_name,
+                  n ? "The host timeline is analysed instead: CPU ops are compute, host collectives "
+                      "(gloo:*, c10d::*, record_param_comms) are communication"
+                    : "There is no host activity to analyse either");
+  qsort(v, n, sizeof *v, cmp_host_range);
+  r->host_timeline = n > 0;
+  int rc = 0;
+  uint64_t thread = 0;
+  int64_t top_end = INT64_MIN;
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    const host_range *h = &v[i];
+    if (i == 0 || h->thread != thread) {
+      thread = h->thread;
+      top_end = INT64_MIN;
+    }
+    int top = h->start >= top_end; /* not inside an earlier op of its thread */
+    if (top && h->end > top_end) top_end = h->end;
+    if (!top && !h->comm) continue;  /* nested compute: its parent covers it */
+    stepscope_record rec;
+    memset(&rec, 0, sizeof rec);
+    rec.kind = STEPSCOPE_REC_HOST_OP;
+    rec.u.host_op.start_ns = (uint64_t)h->start;
+    rec.u.host_op.end_ns = (uint64_t)h->end;
+    rec.u.host_op.stream = h->thread;
+    rec.u.host_op.name = h->name;
+    rec.u.host_op.category = h->comm ? STEPSCOPE_CAT_COMM : STEPSCOPE_CAT_COMPUTE;
+    rc = ssa_rank_add_record(r, &rec);
+  }
+  free(v);
+  return rc;
+}
