@@ -76,6 +76,7 @@ int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, ste
     a->ranks[i].rank_index = i;
     a->ranks[i].stage = -1;
   }
+  if ((rc = ssa_find_pipeline_waits(a)) != 0) goto fail;
   rank_pool pool;
   pool.a = a;
   atomic_init(&pool.next, 0);
@@ -134,6 +135,7 @@ void ssa_analysis_free(ssa_analysis *a) {
     free(rr->windows);
     free(rr->lanes);
     free(rr->kstats);
+    free(rr->coll_wait_end);
   }
   free(a->ranks);
   ssa_strtab_free(&a->names);

@@ -77,6 +77,8 @@ typedef struct ssa_lane_idle {
   int64_t idle_cause[SSA_IDLE_N];   /* sums to span - busy of the totals window */
 } ssa_lane_idle;
 
+#define SSA_COVER_PENDING 32        /* deferred set-3 starts held at once (more: not deferred) */
+
 /* Streaming coverage of up to 4 activity sets over [t0, t1) (coverage.c):
  * feed ops in non-decreasing start order; bucket[mask] accumulates the time
  * covered by exactly the sets in mask (bit i = set i). Query points (sorted)
@@ -92,6 +94,13 @@ typedef struct ssa_cover {
   int64_t (*at)[16];                /* at[k] = buckets over [t0, points[k]) */
   void (*emit)(void *ctx, int64_t s, int64_t e, unsigned mask); /* each piece, or NULL */
   void *ctx;
+  /* pipeline waits (pipeline_waits.c): per collective index of the rank, the
+   * time until which its executing op waits for another stage (INT64_MIN:
+   * none), or NULL. Such an op joins set 3 only from that time on; the
+   * later starts wait here, sorted, until the sweep reaches them. */
+  const int64_t *wait_end;
+  int64_t pend_s[SSA_COVER_PENDING], pend_e[SSA_COVER_PENDING];
+  int npend;
 } ssa_cover;
 
 void ssa_cover_init(ssa_cover *c, int nsets, int64_t t0, int64_t t1);
@@ -110,13 +119,24 @@ static inline void ssa_cover_add(ssa_cover *c, int set, int64_t s, int64_t e) {
 /* Whether a communication op is pipeline send/recv (SPEC §4 bubble). */
 int ssa_op_is_pipeline_comm(const ssa_rank *r, const ssa_op *o, int pipeline);
 
+/* Feeds the deferred set-3 intervals that start at or before t. */
+void ssa_cover_flush_pending(ssa_cover *c, int64_t t);
+/* Holds [s, e) of set 3 until the sweep reaches s (s > the current op's start). */
+void ssa_cover_defer(ssa_cover *c, int64_t s, int64_t e);
+
 /* The four sets of the metrics: 0 compute, 1 comm, 2 copies/memsets,
- * 3 non-pipeline comm. Zero-length ops are not activity. */
+ * 3 non-pipeline comm (a collective's op from the end of its wait for
+ * another pipeline stage on). Zero-length ops are not activity. */
 static inline void ssa_cover_op(ssa_cover *c, const ssa_rank *r, const ssa_op *o, int pipeline) {
   if (o->end <= o->start) return;
+  if (c->npend && c->pend_s[0] <= o->start) ssa_cover_flush_pending(c, o->start);
   int set = o->cls == SSA_CLS_COMPUTE ? 0 : o->cls == SSA_CLS_COMM ? 1 : 2;
   ssa_cover_add(c, set, o->start, o->end);
-  if (set == 1 && o->end > c->end[3] && !ssa_op_is_pipeline_comm(r, o, pipeline)) c->end[3] = o->end;
+  if (set == 1 && o->end > c->end[3] && !ssa_op_is_pipeline_comm(r, o, pipeline)) {
+    int64_t we = c->wait_end && o->coll != SSA_NONE ? c->wait_end[o->coll] : INT64_MIN;
+    if (we <= o->start) c->end[3] = o->end;
+    else if (we < o->end) ssa_cover_defer(c, we, o->end);
+  }
 }
 
 /* Feeds every op of a rank (sorted by start) and finishes. */
@@ -141,6 +161,9 @@ typedef struct ssa_rank_result {
   ssa_rank_kstat *kstats;           /* kernels starting in the totals window */
   size_t nkstats;
   int pipeline;                     /* this rank is in a pipeline (pp > 1) */
+  int stage_of_waits;               /* ssa_rank_pipeline_stage (-1: not in a pipeline) */
+  int64_t *coll_wait_end;           /* per collective record: end of its wait for another
+                                       stage, trace clock (INT64_MIN none); NULL if none */
   int stage;                        /* pp_rank, -1 if unknown */
   double bubble_theory;             /* NaN if unknown */
   /* collectives, per rank */
@@ -275,6 +298,11 @@ static inline size_t ssa_step_index_stab_fast(ssa_step_index *ix, int64_t t, uin
   }
   return ssa_step_index_stab(ix, t, out, cap);
 }
+
+/* Pipeline waits inside collectives (pipeline_waits.c): fills every
+ * rank's stage_of_waits and coll_wait_end; runs before the per-rank metrics. */
+int ssa_rank_pipeline_stage(const ssa_rank *r);
+int ssa_find_pipeline_waits(ssa_analysis *a);
 
 /* Per-rank metrics (breakdown.c). */
 int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr);

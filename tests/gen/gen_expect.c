@@ -52,6 +52,39 @@ static int cell_cause(const gen_run *g, int r, int64_t t, int lane) {
   return cause_of(g, r, a, b, lane);
 }
 
+/* Pipeline waits (docs/metrics.md "Pipeline bubble"): per op, the true time
+ * until which a non-pipeline collective's member waits for a member on
+ * another pipeline stage (INT64_MIN: none). Set by gen_expect_compute. */
+static int64_t *wait_end_of_op;
+
+static int stage_of(const gen_run *g, int r) {
+  if (g->pp <= 1) return -1; /* the generator's pipelines all set pp */
+  return g->ranks[r].stage >= 0 ? g->ranks[r].stage : 0;
+}
+
+static int pipeline_waits(const gen_run *g) {
+  wait_end_of_op = malloc((g->nops + 1) * sizeof *wait_end_of_op);
+  if (!wait_end_of_op) return -1;
+  for (size_t i = 0; i < g->nops; i++) wait_end_of_op[i] = INT64_MIN;
+  for (size_t c = 0; c < g->ncolls; c++) {
+    const gen_coll *gc = &g->colls[c];
+    if (!gc->record || (gc->flags & STEPSCOPE_COLL_F_PIPELINE)) continue;
+    for (int m = 0; m < gc->nmembers; m++) {
+      const gen_op *o = &g->ops[gc->member_op[m]];
+      int sm = stage_of(g, o->rank);
+      if (sm < 0 || !g->ranks[o->rank].present) continue;
+      int64_t latest = INT64_MIN;
+      for (int k = 0; k < gc->nmembers; k++) {
+        const gen_op *p = &g->ops[gc->member_op[k]];
+        int sk = stage_of(g, p->rank);
+        if (g->ranks[p->rank].present && sk >= 0 && sk != sm && p->s > latest) latest = p->s;
+      }
+      if (latest > o->s) wait_end_of_op[gc->member_op[m]] = latest;
+    }
+  }
+  return 0;
+}
+
 static void measure(const gen_run *g, int r, gen_window *w) {
   w->span = w->end - w->start;
   for (int64_t t = w->start; t < w->end; t += GEN_Q) {
@@ -60,7 +93,10 @@ static void measure(const gen_run *g, int r, gen_window *w) {
       const gen_op *o = &g->ops[i];
       if (o->rank != r || !(o->s <= t && o->e >= t + GEN_Q)) continue;
       if (o->cls == GEN_COMPUTE) comp = 1;
-      else if (o->cls == GEN_COMM) { comm = 1; if (!o->pipeline) np = 1; }
+      else if (o->cls == GEN_COMM) {
+        comm = 1;
+        if (!o->pipeline && t >= wait_end_of_op[i]) np = 1;
+      }
       else mem = 1;
     }
     if (comp) w->compute += GEN_Q;
@@ -125,6 +161,7 @@ int gen_expect_compute(const gen_run *g, gen_expect *x) {
   for (size_t i = 0; i < g->nsyncs; i++)
     if (g->ranks[g->syncs[i].rank].present && g->syncs[i].s < x->origin) x->origin = g->syncs[i].s;
 
+  if (pipeline_waits(g)) return -1;
   int ref = -1;
   for (int r = 0; r < g->nranks; r++) {
     if (!g->ranks[r].present) continue;
@@ -260,6 +297,8 @@ int gen_expect_compute(const gen_run *g, gen_expect *x) {
 }
 
 void gen_expect_free(gen_expect *x) {
+  free(wait_end_of_op);
+  wait_end_of_op = NULL;
   free(x->colls);
   x->colls = NULL;
 }
