@@ -110,6 +110,7 @@ int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, ste
     }
   }
   if ((rc = ssa_match_collectives(a)) != 0) goto fail;
+  if ((rc = ssa_find_culprits(a)) != 0) goto fail;
   if ((rc = ssa_build_kernel_table(a)) != 0) goto fail;
   if ((rc = ssa_read_run_metadata(a)) != 0) goto fail;
   if (a->opt.has_step_filter) {
@@ -142,6 +143,8 @@ void ssa_analysis_free(ssa_analysis *a) {
   free(a->kernels);
   free(a->colls);
   free(a->coll_summaries);
+  free(a->lates);
+  free(a->culprits);
   free(a->steps);
   for (size_t i = 0; i < a->nwarnings; i++) free(a->warnings[i]);
   free(a->warnings);

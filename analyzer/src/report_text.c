@@ -89,9 +89,16 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
   for (size_t i = 0; i < a->nranks; i++)
     if (a->ranks[i].coll_caused > 0 && (!worst || a->ranks[i].coll_caused > worst->coll_caused))
       worst = &a->ranks[i];
-  if (worst)
-    fprintf(f, "worst straggler: rank %d arrived last in %llu collectives, making others wait %s in total\n",
+  if (worst && a->nculprits) {
+    const ssa_culprit *c = &a->culprits[0];
+    fprintf(f, "worst straggler (beyond the schedule): rank %d made others wait %s in total; "
+               "late in phase %s in %llu step(s) (%s)\n",
+            worst->rank->rank, fmt_ns(worst->coll_caused, b1, sizeof b1), ssa_phase_names[c->phase],
+            (unsigned long long)c->steps, fmt_ns(c->caused, b2, sizeof b2));
+  } else if (worst) {
+    fprintf(f, "worst straggler (beyond the schedule): rank %d arrived last in %llu collectives, making others wait %s in total\n",
             worst->rank->rank, (unsigned long long)worst->coll_last, fmt_ns(worst->coll_caused, b1, sizeof b1));
+  }
 
   fprintf(f, "\n== per rank (analysed window) ==\n");
   fprintf(f, "%5s %12s %8s %8s %8s %8s %8s %8s %8s\n", "rank", "span", "compute", "comm", "overlap",
@@ -129,8 +136,22 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
             fmt_ns(k->total, b1, sizeof b1), fmt_ns(k->count ? k->total / (int64_t)k->count : 0, b2, sizeof b2),
             pct(k->total, a->kernel_time_total), ssa_name(a, k->name));
   }
+  if (a->nculprits) {
+    fprintf(f, "\n== stragglers beyond the schedule (culprit phase vs peers in the same step) ==\n");
+    fprintf(f, "%5s %-11s %14s %14s %6s %10s\n", "rank", "phase", "caused wait", "phase excess",
+            "steps", "instances");
+    for (size_t i = 0; i < a->nculprits && i < (size_t)a->opt.top_n; i++) {
+      const ssa_culprit *c = &a->culprits[i];
+      fprintf(f, "%5d %-11s %14s %14s %6llu %10llu\n", c->rank, ssa_phase_names[c->phase],
+              fmt_ns(c->caused, b1, sizeof b1), fmt_ns(c->excess, b2, sizeof b2),
+              (unsigned long long)c->steps, (unsigned long long)c->instances);
+    }
+  }
   if (a->ncoll_summaries) {
     fprintf(f, "\n== collectives ==\n");
+    if (a->colls_incomplete)
+      fprintf(f, "(%llu incomplete instances, with a member missing from the traces, are left out)\n",
+              (unsigned long long)a->colls_incomplete);
     fprintf(f, "%-15s %-6s %12s %6s %12s %12s %10s %10s\n", "op", "group", "bytes", "count",
             "transfer", "skew max", "algbw", "busbw");
     for (size_t i = 0; i < a->ncoll_summaries && i < (size_t)a->opt.top_n; i++) {
@@ -164,8 +185,15 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
     }
   }
   if (worst && span > 0 && nsel > 1) {
-    fprintf(f, "- rank %d is the worst straggler: others waited %s for it\n", worst->rank->rank,
-            fmt_ns(worst->coll_caused, b1, sizeof b1));
+    fprintf(f, "- rank %d is the worst straggler beyond what the schedule implies: others waited %s for it",
+            worst->rank->rank, fmt_ns(worst->coll_caused, b1, sizeof b1));
+    for (size_t i = 0; i < a->nculprits; i++)
+      if (a->culprits[i].rank == worst->rank->rank) {
+        fprintf(f, "; it was late in %s in %llu of %zu steps", ssa_phase_names[a->culprits[i].phase],
+                (unsigned long long)a->culprits[i].steps, a->nsteps);
+        break;
+      }
+    fprintf(f, "\n");
     findings++;
   }
   if (!findings) fprintf(f, "- nothing stands out\n");

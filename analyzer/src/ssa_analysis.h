@@ -171,6 +171,7 @@ typedef struct ssa_rank_result {
   int64_t coll_wait;                /* sum of this rank's waits */
   int64_t coll_caused;              /* waits of others when this rank arrived last */
   uint64_t coll_last;               /* instances where it arrived last */
+  int64_t coll_schedule_wait;       /* part of coll_wait the pipeline schedule implies */
   int error;
 } ssa_rank_result;
 
@@ -190,7 +191,33 @@ typedef struct ssa_coll_instance {
   int64_t skew, transfer, max_wait, total_wait;
   int last_rank;                    /* the rank that arrived last */
   double algbw, busbw;              /* GB/s (bytes per ns) */
+  int complete;                     /* every member present (2 for p2p) */
+  int64_t schedule_wait;            /* waits the pipeline schedule implies */
+  int64_t caused_wait;              /* waits charged to last_rank as a straggler */
 } ssa_coll_instance;
+
+/* A late arrival that made others wait beyond the schedule (collectives.c),
+ * with the arrivals of up to SSA_LATE_PEERS other members. */
+#define SSA_LATE_PEERS 16
+typedef struct ssa_late {
+  uint32_t rank_idx, npeers;
+  int64_t arrival_rel, caused;
+  uint32_t peer_idx[SSA_LATE_PEERS];
+  int64_t peer_arrival_rel[SSA_LATE_PEERS];
+} ssa_late;
+
+/* Phases a late rank's time is split into (culprits.c). */
+enum { SSA_PHASE_FORWARD, SSA_PHASE_BACKWARD, SSA_PHASE_OPTIMIZER, SSA_PHASE_HOST, SSA_PHASE_COPY,
+       SSA_PHASE_COLLECTIVE, SSA_PHASE_OTHER, SSA_PHASE_N };
+extern const char *const ssa_phase_names[SSA_PHASE_N];
+
+/* Per straggler rank and phase: the waits it caused, in how many steps. */
+typedef struct ssa_culprit {
+  int rank, phase;
+  int64_t caused;                   /* waits of others it caused */
+  int64_t excess;                   /* sum over steps of its phase time minus the peers' median */
+  uint64_t steps, instances;
+} ssa_culprit;
 
 typedef struct ssa_coll_summary {
   uint32_t op;
@@ -221,7 +248,12 @@ typedef struct ssa_analysis {
   size_t ncolls;
   ssa_coll_summary *coll_summaries;
   size_t ncoll_summaries;
-  uint64_t colls_incomplete;
+  uint64_t colls_incomplete;        /* instances with missing members: left out of statistics */
+  ssa_late *lates;                  /* late arrivals beyond the schedule (collectives.c) */
+  size_t nlates;
+  ssa_culprit *culprits;            /* by caused wait, descending (culprits.c) */
+  size_t nculprits;
+  uint64_t culprit_steps_total;     /* (rank, step) pairs walked back */
   ssa_run_step *steps;
   size_t nsteps;
   int64_t step_time_median;         /* -1 if no steps */
@@ -309,6 +341,8 @@ int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr);
 
 /* Cross-rank parts. */
 int ssa_match_collectives(ssa_analysis *a);
+/* Walks each late arrival back to the phase that made it late (culprits.c). */
+int ssa_find_culprits(ssa_analysis *a);
 int ssa_build_kernel_table(ssa_analysis *a);
 int ssa_read_run_metadata(ssa_analysis *a);
 

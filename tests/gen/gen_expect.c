@@ -254,23 +254,35 @@ int gen_expect_compute(const gen_run *g, gen_expect *x) {
     e->last_rank = last_rank;
     e->algbw = (double)gc->bytes / (double)transfer;
     e->busbw = e->algbw * busbw_factor(gc->op, gc->comm_size);
+    /* complete: every member (two for p2p); only complete instances count
+     * per rank; stragglers: not pipeline transfers, and without the part of
+     * a wait until the last member of another stage arrived */
+    uint32_t expected = (gc->flags & STEPSCOPE_COLL_F_P2P) && gc->comm_size > 2 ? 2 : gc->comm_size;
+    int complete = (uint32_t)gc->nmembers >= expected;
+    int straggling = complete && !(gc->flags & STEPSCOPE_COLL_F_PIPELINE);
     int64_t caused = 0;
     for (int m = 0; m < gc->nmembers; m++) {
       const gen_op *o = &g->ops[gc->member_op[m]];
       int64_t wait = o->e - o->s - transfer;
       e->total_wait += wait;
       if (wait > e->max_wait) e->max_wait = wait;
+      int64_t sched = 0, we = wait_end_of_op[gc->member_op[m]];
+      if (we != INT64_MIN) sched = we - o->s < wait ? we - o->s : wait;
+      if (!complete) continue;
       for (int k = 0; k < x->nranks; k++)
         if (x->ranks[k].rank == o->rank) {
           x->ranks[k].coll_wait += wait;
           x->ranks[k].coll_count++;
-          if (o->rank == last_rank) x->ranks[k].coll_last++;
+          if (o->rank == last_rank && straggling) x->ranks[k].coll_last++;
         }
-      if (o->rank != last_rank) caused += wait;
+      if (o->rank != last_rank) {
+        int64_t late = last - o->s < wait ? last - o->s : wait;
+        if (late > sched) caused += late - sched;
+      }
     }
-    for (int k = 0; k < x->nranks; k++)
+    for (int k = 0; k < x->nranks && straggling; k++)
       if (x->ranks[k].rank == last_rank) x->ranks[k].coll_caused += caused;
-    if ((uint32_t)gc->nmembers < gc->comm_size) x->colls_incomplete++;
+    if (!complete) x->colls_incomplete++;
   }
   /* step time and MFU */
   int64_t times[256];

@@ -208,7 +208,7 @@ int gen_build(gen_run *g, const gen_scenario *sc) {
           p.seq = (uint64_t)step;
           p.op = STEPSCOPE_COLL_SEND;
           p.bytes = 1u << 20;
-          p.comm_size = 2;
+          p.comm_size = (uint32_t)n; /* a pair of a bigger pp communicator: complete with two */
           p.flags = STEPSCOPE_COLL_F_P2P | STEPSCOPE_COLL_F_PIPELINE;
           p.group = "pp";
           p.record = 1;
