@@ -68,6 +68,18 @@ static void member_times(const ssa_analysis *a, const member *m, int64_t *s, int
   *e = ssa_rel_time(a->run, r, ce);
 }
 
+/* When a rank left the previous instance of the communicator (members [b, e) of the
+ * sorted array; aligned end), INT64_MIN when it was not in it. */
+static int64_t since_of(const ssa_analysis *a, const member *m, size_t b, size_t e, uint32_t rank_idx) {
+  for (size_t y = b; y < e; y++)
+    if (m[y].rank_idx == rank_idx) {
+      int64_t s, en;
+      member_times(a, &m[y], &s, &en);
+      return en;
+    }
+  return INT64_MIN;
+}
+
 static int in_window(const ssa_rank_result *rr, const ssa_rank *r, const ssa_coll *c) {
   int64_t s = c->op_index != SSA_NONE ? r->ops[c->op_index].start : c->start;
   return s >= rr->totals.start && s < rr->totals.end;
@@ -113,6 +125,7 @@ int ssa_match_collectives(ssa_analysis *a) {
   int rc = 0;
   uint64_t warned = 0;
   size_t late_cap = 0;
+  size_t pg = 0, pg_end = 0; /* the previous group of members */
   for (size_t g = 0; g < n;) {
     size_t e = g + 1;
     while (e < n && m[e].comm_id == m[g].comm_id && m[e].seq == m[g].seq) e++;
@@ -123,6 +136,8 @@ int ssa_match_collectives(ssa_analysis *a) {
       keep = in_window(rr, rr->rank, &rr->rank->colls[m[x].coll_idx]);
     }
     if (!keep) {
+      pg = g;
+      pg_end = e;
       g = e;
       continue;
     }
@@ -215,9 +230,13 @@ int ssa_match_collectives(ssa_analysis *a) {
         lt->rank_idx = m[last_i].rank_idx;
         lt->arrival_rel = last;
         lt->caused = caused;
+        int has_prev = pg_end == g && pg < pg_end && m[pg].comm_id == m[g].comm_id &&
+                       m[pg].seq + 1 == m[g].seq;
+        lt->since_rel = since_of(a, m, has_prev ? pg : 0, has_prev ? pg_end : 0, m[last_i].rank_idx);
         for (size_t x = g; x < e && lt->npeers < SSA_LATE_PEERS; x++) {
           if (x == last_i) continue;
           lt->peer_idx[lt->npeers] = m[x].rank_idx;
+          lt->peer_since_rel[lt->npeers] = since_of(a, m, has_prev ? pg : 0, has_prev ? pg_end : 0, m[x].rank_idx);
           lt->peer_arrival_rel[lt->npeers++] = starts[x - g];
         }
       }
@@ -245,6 +264,8 @@ int ssa_match_collectives(ssa_analysis *a) {
       }
     }
     a->ncolls++;
+    pg = g;
+    pg_end = e;
     g = e;
   }
   free(m);

@@ -4,8 +4,9 @@
  * back on the late rank to the phase that made it late compared with its
  * peers in the same step (docs/metrics.md "Collectives").
  *
- * A rank's device time from the start of its step window to its arrival at
- * the collective is cut into phases, in one walk over its ops by start:
+ * A rank's device time since the members last met (when it left the
+ * communicator's previous instance; else from the start of its step
+ * window) to its arrival at the collective is cut into phases, in one walk over its ops by start:
  * time an op covers goes to the op's phase (communication ops: "collective",
  * an earlier collective; copies and memsets: "copy"; others: the host range
  * forward / backward / optimizer that contains the op's launch call, else
@@ -14,6 +15,9 @@
  * time slice counts once, for the op that started first. The culprit phase
  * is the one where the late rank spent the most time beyond the median of
  * its peers (the other members, in their own windows of the same step).
+ * Time before a member's step window starts, counted from the earliest
+ * aligned window start among the members compared, is "host" too (the
+ * host had not launched the step yet: data loading, host work).
  * Late arrivals are grouped per (late rank, step): the group's largest
  * caused wait picks the instance that is walked back, and the group's whole
  * caused wait is charged to (rank, phase); per (rank, phase) the report
@@ -77,7 +81,8 @@ static int op_phase(const ssa_rank *r, const rank_phases *p, const ssa_op *o) {
   return phase_at(p, r->apis[o->launch].start);
 }
 
-/* Device time of [t0, t1) (rank clock) by phase; out sums to t1 - t0. */
+/* Device time of [t0, t1) (rank clock) by phase; out sums to t1 - t0. An op that
+ * started before t0 covers its part after t0. */
 static void partition(const ssa_rank *r, const rank_phases *p, int64_t t0, int64_t t1,
                       int64_t out[SSA_PHASE_N]) {
   memset(out, 0, SSA_PHASE_N * sizeof *out);
@@ -89,6 +94,17 @@ static void partition(const ssa_rank *r, const rank_phases *p, int64_t t0, int64
     else hi = mid;
   }
   int64_t cur = t0;
+  /* ops already running at t0 (a few back: ops are sorted by start, not end) */
+  for (size_t i = lo, k = 0; i-- > 0 && k < 64; k++) {
+    const ssa_op *o = &r->ops[i];
+    if (o->end <= cur) continue;
+    int64_t e = o->end < t1 ? o->end : t1;
+    int ph = op_phase(r, p, o);
+    out[o->cls == SSA_CLS_COMM ? SSA_PHASE_COLLECTIVE
+        : o->cls == SSA_CLS_MEMCPY || o->cls == SSA_CLS_MEMSET ? SSA_PHASE_COPY
+        : ph >= 0 ? ph : SSA_PHASE_OTHER] += e - cur;
+    cur = e;
+  }
   for (size_t i = lo; i < r->nops && r->ops[i].start < t1; i++) {
     const ssa_op *o = &r->ops[i];
     if (o->end <= o->start) continue;
@@ -178,16 +194,29 @@ int ssa_find_culprits(ssa_analysis *a) {
       int64_t mine[SSA_PHASE_N], peers[SSA_LATE_PEERS][SSA_PHASE_N];
       if (!ph[lt->rank_idx].built && build_phases(lr->rank, &ph[lt->rank_idx])) goto out;
       const ssa_window *w = &lr->windows[keys[g].step];
-      partition(lr->rank, &ph[lt->rank_idx], w->start, to_rank(a, lr->rank, lt->arrival_rel), mine);
+      /* from the previous meeting on this communicator when every member was in it, else
+       * from each member's step window start */
+      int since = lt->since_rel != INT64_MIN;
+      for (uint32_t k = 0; k < lt->npeers && since; k++) since = lt->peer_since_rel[k] != INT64_MIN;
+      int64_t my_start = since ? lt->since_rel : ssa_rel_time(a->run, lr->rank, w->start), t0 = my_start;
+      partition(lr->rank, &ph[lt->rank_idx], to_rank(a, lr->rank, my_start),
+                to_rank(a, lr->rank, lt->arrival_rel), mine);
+      int64_t peer_start[SSA_LATE_PEERS];
       size_t np = 0;
       for (uint32_t k = 0; k < lt->npeers; k++) {
         const ssa_rank_result *pr = &a->ranks[lt->peer_idx[k]];
         long ps = step_number_index(pr, w->step);
-        if (ps < 0) continue;
+        if (!since && ps < 0) continue;
         if (!ph[lt->peer_idx[k]].built && build_phases(pr->rank, &ph[lt->peer_idx[k]])) goto out;
-        partition(pr->rank, &ph[lt->peer_idx[k]], pr->windows[ps].start,
-                  to_rank(a, pr->rank, lt->peer_arrival_rel[k]), peers[np++]);
+        peer_start[np] = since ? lt->peer_since_rel[k] : ssa_rel_time(a->run, pr->rank, pr->windows[ps].start);
+        partition(pr->rank, &ph[lt->peer_idx[k]], to_rank(a, pr->rank, peer_start[np]),
+                  to_rank(a, pr->rank, lt->peer_arrival_rel[k]), peers[np]);
+        if (peer_start[np] < t0) t0 = peer_start[np];
+        np++;
       }
+      /* a step started later than the others' (aligned): host time before its first op */
+      mine[SSA_PHASE_HOST] += my_start - t0;
+      for (size_t k = 0; k < np; k++) peers[k][SSA_PHASE_HOST] += peer_start[k] - t0;
       int64_t best = INT64_MIN;
       for (int p = 0; p < SSA_PHASE_N; p++) {
         int64_t med = 0;

@@ -202,8 +202,10 @@ typedef struct ssa_coll_instance {
 typedef struct ssa_late {
   uint32_t rank_idx, npeers;
   int64_t arrival_rel, caused;
+  int64_t since_rel;                /* when it left the communicator's previous instance
+                                       (INT64_MIN: not known) */
   uint32_t peer_idx[SSA_LATE_PEERS];
-  int64_t peer_arrival_rel[SSA_LATE_PEERS];
+  int64_t peer_arrival_rel[SSA_LATE_PEERS], peer_since_rel[SSA_LATE_PEERS];
 } ssa_late;
 
 /* Phases a late rank's time is split into (culprits.c). */

@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""check_attribution.py — checks what `stepscope analyze --json` says about a
+traced trainer run whose causes are known (tests/trainer/traced_attribution.sh).
+
+usage: check_attribution.py REPORT CHECK [ARGS...]
+  bubble_near_theory LOW HIGH  every pipeline rank's bubble_ratio in [theory - LOW,
+                           theory + HIGH] (a loaded machine only adds bubble: HIGH is wider),
+                           and its exposed communication outside the bubble under 5 %
+  no_straggler             no straggler, no culprit, no incomplete collective
+  straggler RANK PHASE     the top culprit is RANK late in PHASE in most analysed steps
+"""
+import json
+import sys
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+def main():
+    report = json.load(open(sys.argv[1]))
+    check, args = sys.argv[2], sys.argv[3:]
+    colls = report["collectives"]
+    if check == "bubble_near_theory":
+        low, high = float(args[0]), float(args[1])
+        stages = [r for r in report["ranks"] if r["pipeline_stage"] is not None]
+        if not stages:
+            fail("no pipeline rank")
+        for r in stages:
+            t = r["totals"]
+            print("rank %d stage %d: bubble %.3f, theory %.3f" % (r["rank"], r["pipeline_stage"],
+                                                               t["bubble_ratio"], t["bubble_theory_ratio"]))
+            # waiting for the other stage inside the end-of-step all-reduce is bubble: the
+            # exposed communication left outside the bubble is the transfers' own time
+            outside = (t["exposed_comm_ns"] - t["pipeline_comm_only_ns"]) / t["span_ns"]
+            print("rank %d: exposed comm outside the bubble %.3f of the time" % (r["rank"], outside))
+            if outside > 0.05:
+                fail("rank %d: exposed communication outside the bubble is %.3f of the time"
+                     % (r["rank"], outside))
+            d = t["bubble_ratio"] - t["bubble_theory_ratio"]
+            if d < -low or d > high:
+                fail("rank %d: bubble %.3f is not in [theory - %.2f, theory + %.2f], theory %.3f"
+                     % (r["rank"], t["bubble_ratio"], low, high, t["bubble_theory_ratio"]))
+    elif check == "no_straggler":
+        if colls["stragglers"] or colls["culprits"]:
+            fail("stragglers named: %s %s" % (colls["stragglers"], colls["culprits"]))
+        if colls["incomplete"]:
+            fail("%d incomplete collectives" % colls["incomplete"])
+        if any("ranks present" in w or "of its two ranks" in w for w in report["warnings"]):
+            fail("a warning about an incomplete collective")
+        print("no straggler, %d collective instances, none incomplete" % len(colls["instances"]))
+    elif check == "straggler":
+        rank, phase = int(args[0]), args[1]
+        steps = len(report["run"]["steps"])
+        if not colls["culprits"]:
+            fail("no culprit")
+        top = colls["culprits"][0]
+        print("top culprit: %s (of %d steps)" % (top, steps))
+        if top["rank"] != rank or top["phase"] != phase:
+            fail("expected rank %d late in %s" % (rank, phase))
+        if 2 * top["steps"] <= steps:
+            fail("found in %d of %d steps only" % (top["steps"], steps))
+    else:
+        fail("unknown check " + check)
+    print("OK: " + check)
+
+
+main()
