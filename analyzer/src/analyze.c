@@ -113,6 +113,7 @@ int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, ste
   if ((rc = ssa_find_culprits(a)) != 0) goto fail;
   if ((rc = ssa_build_kernel_table(a)) != 0) goto fail;
   if ((rc = ssa_read_run_metadata(a)) != 0) goto fail;
+  if ((rc = ssa_bubble_causes(a)) != 0) goto fail; /* needs the schedule */
   if (a->opt.has_step_filter) {
     int any = 0;
     for (size_t i = 0; i < a->nranks; i++) any |= a->ranks[i].nsteps > 0;
@@ -137,6 +138,7 @@ void ssa_analysis_free(ssa_analysis *a) {
     free(rr->lanes);
     free(rr->kstats);
     free(rr->coll_wait_end);
+    free(rr->coll_transfer);
   }
   free(a->ranks);
   ssa_strtab_free(&a->names);

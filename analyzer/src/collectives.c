@@ -119,6 +119,16 @@ int ssa_match_collectives(ssa_analysis *a) {
       m[k++] = (member){r->colls[j].comm_id, r->colls[j].seq, (uint32_t)i, (uint32_t)j};
   }
   qsort(m, n, sizeof *m, cmp_member);
+  for (size_t i = 0; i < a->nranks; i++) { /* pipeline ranks: each record's transfer */
+    ssa_rank_result *rr = &a->ranks[i];
+    if (rr->stage_of_waits < 0 || rr->rank->ncolls == 0) continue;
+    rr->coll_transfer = malloc(rr->rank->ncolls * sizeof *rr->coll_transfer);
+    if (!rr->coll_transfer) {
+      free(m);
+      return STEPSCOPE_E_NOMEM;
+    }
+    for (size_t j = 0; j < rr->rank->ncolls; j++) rr->coll_transfer[j] = -1;
+  }
   size_t cap = 0;
   int64_t *starts = NULL, *ends = NULL;
   size_t scap = 0;
@@ -206,6 +216,7 @@ int ssa_match_collectives(ssa_analysis *a) {
       }
       in->schedule_wait += sched;
       if (!in->complete) continue;
+      if (rr->coll_transfer) rr->coll_transfer[m[x].coll_idx] = transfer;
       rr->coll_count++;
       rr->coll_wait += w;
       rr->coll_schedule_wait += sched;

@@ -61,6 +61,24 @@ static void window_obj(const ssa_analysis *a, const ssa_rank_result *rr, const s
   else
     ssa_out_str(o, "null");
   FIELD("pipeline_comm_only_ns", w->pipeline_comm_only);
+  if (rr->pipeline && w->has_bubble_causes) {
+    ssa_out_str(o, ",\"bubble_causes\":{");
+    for (int k = 0; k < SSA_BUBBLE_N; k++) {
+      ssa_out_printf(o, "%s\"%s_ns\":", k ? "," : "", ssa_bubble_cause_names[k]);
+      ssa_out_i64(o, w->bubble_cause[k]);
+    }
+    ssa_out_str(o, "},\"imbalance_stage\":");
+    if (w->imbalance_stage >= 0) ssa_out_i64(o, w->imbalance_stage);
+    else ssa_out_str(o, "null");
+    ssa_out_str(o, ",\"schedule_idle_ns\":");
+    if (w->schedule_idle >= 0) ssa_out_i64(o, w->schedule_idle);
+    else ssa_out_str(o, "null");
+    ssa_out_str(o, ",\"schedule_idle_balanced_ns\":");
+    if (w->schedule_idle_balanced >= 0) ssa_out_i64(o, w->schedule_idle_balanced);
+    else ssa_out_str(o, "null");
+  } else if (rr->pipeline) {
+    ssa_out_str(o, ",\"bubble_causes\":null,\"imbalance_stage\":null");
+  }
   ssa_out_str(o, ",\"projected\":");
   ssa_out_str(o, w->projected ? "true" : "false");
   ssa_out_str(o, ",\"idle_breakdown\":");

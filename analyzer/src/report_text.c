@@ -114,6 +114,31 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
     if (rr->pipeline) fprintf(f, "%7.1f%%\n", pct(w->bubble, w->span));
     else fprintf(f, "%8s\n", "-");
   }
+  if (npipe) {
+    fprintf(f, "\n== pipeline bubble by cause (per stage; %% of the rank's span) ==\n");
+    fprintf(f, "%5s %5s %8s %9s %13s %9s %9s %9s %9s\n", "rank", "stage", "bubble", "schedule",
+            "imbalance(of)", "transfer", "late up", "host", "unattr.");
+    for (size_t i = 0; i < a->nranks; i++) {
+      const ssa_rank_result *rr = &a->ranks[i];
+      const ssa_window *w = &rr->totals;
+      if (!selected(a, rr) || !rr->pipeline) continue;
+      fprintf(f, "%5d %5d %7.1f%%", rr->rank->rank, rr->stage, pct(w->bubble, w->span));
+      if (!w->has_bubble_causes) {
+        fprintf(f, "  (causes not measured)\n");
+        continue;
+      }
+      for (int k = 0; k < SSA_BUBBLE_N; k++) {
+        if (k == SSA_BUBBLE_IMBALANCE) {
+          char of[16] = "";
+          if (w->imbalance_stage >= 0) snprintf(of, sizeof of, "(%d)", w->imbalance_stage);
+          fprintf(f, " %7.1f%%%-5s", pct(w->bubble_cause[k], w->span), of);
+        } else {
+          fprintf(f, " %8.1f%%", pct(w->bubble_cause[k], w->span));
+        }
+      }
+      fprintf(f, "\n");
+    }
+  }
   fprintf(f, "\n== per step ==\n");
   fprintf(f, "%6s %5s %12s %10s %10s %10s %10s %6s\n", "step", "rank", "span", "compute", "exp.comm",
           "idle", "launch p50", "cpu");

@@ -58,6 +58,11 @@ typedef struct ssa_delay_stats {
  * v may be reordered). */
 void ssa_delay_stats_of(int64_t *v, size_t n, ssa_delay_stats *s);
 
+/* Causes of a pipeline rank's bubble (bubble_causes.c); they sum to the bubble. */
+enum { SSA_BUBBLE_SCHEDULE, SSA_BUBBLE_IMBALANCE, SSA_BUBBLE_TRANSFER, SSA_BUBBLE_LATE,
+       SSA_BUBBLE_HOST, SSA_BUBBLE_UNATTRIBUTED, SSA_BUBBLE_N };
+extern const char *const ssa_bubble_cause_names[SSA_BUBBLE_N];
+
 /* The metrics of one window W on one rank. */
 typedef struct ssa_window {
   int64_t step;                     /* step number; -1 for the totals window */
@@ -67,6 +72,10 @@ typedef struct ssa_window {
   int64_t bubble;                   /* no compute and no non-pipeline comm */
   int64_t pipeline_comm_only;       /* part of bubble covered by pipeline send/recv */
   int64_t idle_cause[SSA_IDLE_N];   /* device level; sums to idle */
+  int has_bubble_causes;            /* pipeline rank: bubble_cause filled */
+  int64_t bubble_cause[SSA_BUBBLE_N]; /* sums to bubble */
+  int imbalance_stage;              /* the slowest stage of the step(s), -1 unknown */
+  int64_t schedule_idle, schedule_idle_balanced; /* simulated idle (measured / balanced op times), -1 */
   ssa_delay_stats launch;
   int cpu_bound;
 } ssa_window;
@@ -96,10 +105,11 @@ typedef struct ssa_cover {
   void *ctx;
   /* pipeline waits (pipeline_waits.c): per collective index of the rank, the
    * time until which its executing op waits for another stage (INT64_MIN:
-   * none), or NULL. Such an op joins set 3 only from that time on; the
-   * later starts wait here, sorted, until the sweep reaches them. */
+   * none), or NULL. Such an op joins set 3 only from that time on; such
+   * later starts (of any set) wait here, sorted, until the sweep reaches them. */
   const int64_t *wait_end;
   int64_t pend_s[SSA_COVER_PENDING], pend_e[SSA_COVER_PENDING];
+  int pend_set[SSA_COVER_PENDING];
   int npend;
 } ssa_cover;
 
@@ -121,8 +131,8 @@ int ssa_op_is_pipeline_comm(const ssa_rank *r, const ssa_op *o, int pipeline);
 
 /* Feeds the deferred set-3 intervals that start at or before t. */
 void ssa_cover_flush_pending(ssa_cover *c, int64_t t);
-/* Holds [s, e) of set 3 until the sweep reaches s (s > the current op's start). */
-void ssa_cover_defer(ssa_cover *c, int64_t s, int64_t e);
+/* Holds [s, e) of `set` until the sweep reaches s (s > the current op's start). */
+void ssa_cover_defer(ssa_cover *c, int set, int64_t s, int64_t e);
 
 /* The four sets of the metrics: 0 compute, 1 comm, 2 copies/memsets,
  * 3 non-pipeline comm (a collective's op from the end of its wait for
@@ -135,7 +145,7 @@ static inline void ssa_cover_op(ssa_cover *c, const ssa_rank *r, const ssa_op *o
   if (set == 1 && o->end > c->end[3] && !ssa_op_is_pipeline_comm(r, o, pipeline)) {
     int64_t we = c->wait_end && o->coll != SSA_NONE ? c->wait_end[o->coll] : INT64_MIN;
     if (we <= o->start) c->end[3] = o->end;
-    else if (we < o->end) ssa_cover_defer(c, we, o->end);
+    else if (we < o->end) ssa_cover_defer(c, 3, we, o->end);
   }
 }
 
@@ -162,6 +172,8 @@ typedef struct ssa_rank_result {
   size_t nkstats;
   int pipeline;                     /* this rank is in a pipeline (pp > 1) */
   int stage_of_waits;               /* ssa_rank_pipeline_stage (-1: not in a pipeline) */
+  int64_t *coll_transfer;           /* pipeline ranks: per collective record, its complete
+                                       instance's transfer time (-1 none); else NULL */
   int64_t *coll_wait_end;           /* per collective record: end of its wait for another
                                        stage, trace clock (INT64_MIN none); NULL if none */
   int stage;                        /* pp_rank, -1 if unknown */
@@ -343,6 +355,8 @@ int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr);
 
 /* Cross-rank parts. */
 int ssa_match_collectives(ssa_analysis *a);
+/* Splits every pipeline rank's bubble by cause (bubble_causes.c). */
+int ssa_bubble_causes(ssa_analysis *a);
 /* Walks each late arrival back to the phase that made it late (culprits.c). */
 int ssa_find_culprits(ssa_analysis *a);
 int ssa_build_kernel_table(ssa_analysis *a);

@@ -8,6 +8,10 @@ usage: check_attribution.py REPORT CHECK [ARGS...]
                            and its exposed communication outside the bubble under 5 %
   no_straggler             no straggler, no culprit, no incomplete collective
   straggler RANK PHASE     the top culprit is RANK late in PHASE in most analysed steps
+  imbalance TOL            the run's one --debug-delay on a pipeline stage's forward or
+                           backward (MS per micro-batch) is, on every other stage, the
+                           bubble's imbalance part naming that stage, within TOL x the
+                           injected time (steps x micro-batches x MS)
 """
 import json
 import sys
@@ -61,6 +65,32 @@ def main():
             fail("expected rank %d late in %s" % (rank, phase))
         if 2 * top["steps"] <= steps:
             fail("found in %d of %d steps only" % (top["steps"], steps))
+    elif check == "imbalance":
+        tol = float(args[0])
+        delays = report["run"]["config"].get("debug_delays", [])
+        if len(delays) != 1 or delays[0]["phase"] not in ("forward", "backward"):
+            fail("expected one forward/backward --debug-delay in the configuration")
+        d = delays[0]
+        ranks = {r["rank"]: r for r in report["ranks"]}
+        stage = ranks[d["rank"]]["pipeline_stage"]
+        m = report["run"]["schedule"]["microbatches"] * report["run"]["schedule"]["virtual_stages"]
+        steps = len(report["run"]["steps"])
+        injected = steps * m * d["ms"] * 1e6
+        for r in report["ranks"]:
+            if r["pipeline_stage"] == stage:
+                continue
+            t = r["totals"]
+            got = t["bubble_causes"]["imbalance_ns"]
+            print("rank %d stage %d: imbalance %.0f ms naming stage %s, injected %.0f ms"
+                  % (r["rank"], r["pipeline_stage"], got / 1e6, t["imbalance_stage"], injected / 1e6))
+            if t["imbalance_stage"] != stage:
+                fail("rank %d: imbalance names stage %s, not %d" % (r["rank"], t["imbalance_stage"], stage))
+            if abs(got - injected) > tol * injected:
+                fail("rank %d: imbalance %.0f ms is not within %.0f %% of the injected %.0f ms"
+                     % (r["rank"], got / 1e6, 100 * tol, injected / 1e6))
+            causes = sum(t["bubble_causes"].values())
+            if causes != t["bubble_ns"]:
+                fail("rank %d: causes sum to %d, bubble %d" % (r["rank"], causes, t["bubble_ns"]))
     else:
         fail("unknown check " + check)
     print("OK: " + check)
