@@ -732,7 +732,8 @@ void config_print_help(void)
     }
     printf("  %-26s %s\n", "--help", "this text");
     printf("\nPer step, rank 0 prints loss, step time, tokens/s and MFU = model FLOPs per step /\n"
-           "(step time x peak x world), model FLOPs = 6 x parameters x tokens + 12 x layers x\n"
-           "hidden x seq x tokens. Exit status: 0 success, 1 a run-time failure (a rank died,\n"
-           "hung or failed), 2 a bad configuration or usage.\n");
+           "(step time x peak x world), model FLOPs = 6 x parameters (without the position\n"
+           "embedding, a lookup) x tokens + 12 x layers x hidden x seq x tokens; HFU adds\n"
+           "recomputed FLOPs (full: the blocks' forward again). Exit status: 0 success, 1 a\n"
+           "run-time failure (a rank died, hung or failed), 2 a bad configuration or usage.\n");
 }

@@ -173,20 +173,30 @@ static model_grid chunk_grid(const trainer *t, int j)
 
 /* ---- FLOPs and memory --------------------------------------------------------------- */
 
+/* Parameters behind the FLOPs: all of them but the position embedding, a lookup that does
+ * no multiply-add (nanoGPT's estimate_mfu leaves it out the same way; the token embedding
+ * stays because, tied, it is the LM head's matmul; Megatron's formula counts the blocks and
+ * the LM head's V x h and no embedding lookup either). */
+static double flop_params(const train_config *c)
+{
+    return (double)model_total_params(c) - (double)c->max_seq * c->hidden;
+}
+
 double train_model_flops_per_step(const train_config *c)
 {
     double tokens = (double)c->batch * c->seq;
-    double n = (double)model_total_params(c);
-    return 6.0 * n * tokens + 12.0 * c->layers * (double)c->hidden * c->seq * tokens;
+    return 6.0 * flop_params(c) * tokens + 12.0 * c->layers * (double)c->hidden * c->seq * tokens;
 }
 
 double train_hardware_flops_per_step(const train_config *c)
 {
     double tokens = (double)c->batch * c->seq;
     double extra = 0;
-    if (c->recompute == RECOMPUTE_FULL)
-        extra = 2.0 * (double)model_total_params(c) * tokens +
-                4.0 * c->layers * (double)c->hidden * c->seq * tokens;
+    double C = c->hidden;
+    if (c->recompute == RECOMPUTE_FULL) /* one more forward of the blocks only (not the LM
+                                         * head, embeddings or final LayerNorm) */
+        extra = 2.0 * c->layers * (12.0 * C * C + 13.0 * C) * tokens +
+                4.0 * c->layers * C * c->seq * tokens;
     else if (c->recompute == RECOMPUTE_SELECTIVE && c->cp == 1) /* ring attention: no matrix */
         extra = 4.0 * c->layers * (double)c->hidden * c->seq * tokens;
     return train_model_flops_per_step(c) + extra;

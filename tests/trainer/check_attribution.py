@@ -8,6 +8,9 @@ usage: check_attribution.py REPORT CHECK [ARGS...]
                            and its exposed communication outside the bubble under 5 %
   no_straggler             no straggler, no culprit, no incomplete collective
   straggler RANK PHASE     the top culprit is RANK late in PHASE in most analysed steps
+  flops                    model and hardware FLOPs per step from the configuration: 6 x
+                           parameters without the position embedding x tokens + attention;
+                           full recomputation adds the blocks' forward only
   imbalance TOL            the run's one --debug-delay on a pipeline stage's forward or
                            backward (MS per micro-batch) is, on every other stage, the
                            bubble's imbalance part naming that stage, within TOL x the
@@ -65,6 +68,20 @@ def main():
             fail("expected rank %d late in %s" % (rank, phase))
         if 2 * top["steps"] <= steps:
             fail("found in %d of %d steps only" % (top["steps"], steps))
+    elif check == "flops":
+        c = report["run"]["config"]
+        L, C, T, V, tokens = c["layers"], c["hidden"], c["seq"], c["vocab"], c["batch"] * c["seq"]
+        blocks = L * (12 * C * C + 13 * C)
+        params = V * C + blocks + 2 * C  # no position embedding: a lookup
+        model = 6.0 * params * tokens + 12.0 * L * C * T * tokens
+        extra = 0.0
+        if c["recompute"] == "full":
+            extra = 2.0 * blocks * tokens + 4.0 * L * C * T * tokens
+        got_m, got_h = report["mfu"]["model_flops_per_step"], report["mfu"]["hardware_flops_per_step"]
+        print("model FLOPs %.6g (expected %.6g), hardware %.6g (expected %.6g)"
+              % (got_m, model, got_h, model + extra))
+        if abs(got_m - model) > 1e-5 * model or abs(got_h - model - extra) > 1e-5 * (model + extra):
+            fail("FLOPs differ")
     elif check == "imbalance":
         tol = float(args[0])
         delays = report["run"]["config"].get("debug_delays", [])
