@@ -89,15 +89,21 @@ static int build_items(const ssa_analysis *a, const ssa_rank_result *rr, rank_it
   }
   ri->it = malloc((n ? n : 1) * sizeof *ri->it);
   if (!ri->it) return STEPSCOPE_E_NOMEM;
+  size_t cursor = 0;
   for (size_t i = 0; i < r->nranges; i++) {
     const ssa_range *g = &r->ranges[i];
     const char *nm = ssa_rank_str(r, g->name);
     int pass = !strcmp(nm, "forward") ? 0 : !strcmp(nm, "backward") ? 1 : -1;
     if (pass < 0) continue;
-    size_t s = 0;
-    while (s < rr->nsteps && !(rr->steps[s].range_start <= g->start && g->start < rr->steps[s].range_end))
-      s++;
-    if (s == rr->nsteps) continue;
+    /* the step whose host range holds the item: usually the last one found, or the next */
+    size_t s = cursor;
+    if (!(s < rr->nsteps && rr->steps[s].range_start <= g->start && g->start < rr->steps[s].range_end)) {
+      s = 0;
+      while (s < rr->nsteps && !(rr->steps[s].range_start <= g->start && g->start < rr->steps[s].range_end))
+        s++;
+      if (s == rr->nsteps) continue;
+      cursor = s;
+    }
     double mb = -1, chunk = 0;
     const char *args = ssa_rank_str(r, g->args);
     if (!ssa_json_number(args, "microbatch", &mb) || mb < 0 || mb > 1e6) continue;
@@ -304,11 +310,12 @@ int ssa_bubble_causes(ssa_analysis *a) {
     layout_key(rr->rank, &key[3 * i], &key[3 * i + 1], &key[3 * i + 2]);
   }
   /* pipelines: ranks with the same (dp, cp, tp) rank, one per stage */
-  int p = a->schedule_stages, V = a->schedule_virtual > 0 ? a->schedule_virtual : 1,
-      M = a->schedule_microbatches;
-  slow_votes = calloc(p > 0 ? (size_t)p : 1, sizeof *slow_votes);
+  /* the schedule's stage count from the metadata; micro-batches and chunks from the items
+   * themselves (metadata is not trusted with sizes) */
+  int p = a->schedule_stages;
+  slow_votes = calloc(p > 0 && p <= 64 ? (size_t)p : 1, sizeof *slow_votes);
   if (!slow_votes) goto out;
-  for (size_t i = 0; i < n && p > 1 && M > 0; i++) {
+  for (size_t i = 0; i < n && p > 1 && p <= 64; i++) {
     if (done[i] || !a->ranks[i].pipeline || a->ranks[i].stage < 0) continue;
     size_t nm = 0;
     for (size_t j = i; j < n; j++)
@@ -331,14 +338,14 @@ int ssa_bubble_causes(ssa_analysis *a) {
     if (!ok) continue;
     /* per step number of stage 0 */
     const ssa_rank_result *r0 = &a->ranks[by_stage[0]];
-    size_t cells = (size_t)p * 2 * (size_t)V * (size_t)M;
-    int64_t *ends = malloc(cells * sizeof *ends);
+    size_t ends_cap = 0;
+    int64_t *ends = NULL;
     item **st = calloc((size_t)p, sizeof *st);
     size_t *nst = calloc((size_t)p, sizeof *nst), *ptr = calloc((size_t)p, sizeof *ptr);
     long *widx = calloc((size_t)p, sizeof *widx);
     int64_t *idle = calloc((size_t)p, sizeof *idle), *idle_bal = calloc((size_t)p, sizeof *idle_bal),
             *free_at = calloc((size_t)p, sizeof *free_at), *busy = calloc((size_t)p, sizeof *busy);
-    int fail = !ends || !st || !nst || !ptr || !widx || !idle || !idle_bal || !free_at || !busy;
+    int fail = !st || !nst || !ptr || !widx || !idle || !idle_bal || !free_at || !busy;
     for (size_t s0 = 0; s0 < r0->nsteps && !fail; s0++) {
       int64_t number = r0->windows[s0].step;
       int have = 1;
@@ -359,6 +366,20 @@ int ssa_bubble_causes(ssa_analysis *a) {
         if (nst[s] == 0) have = 0;
       }
       if (!have) continue;
+      int M = 0, V = 0;
+      for (int s = 0; s < p; s++)
+        for (size_t k = 0; k < nst[s]; k++) {
+          if (st[s][k].mb + 1 > M) M = st[s][k].mb + 1;
+          if (st[s][k].chunk + 1 > V) V = st[s][k].chunk + 1;
+        }
+      size_t cells = (size_t)p * 2 * (size_t)V * (size_t)M;
+      if (cells > ((size_t)1 << 22)) continue; /* implausible items: not simulated */
+      if (cells > ends_cap) {
+        int64_t *e2 = realloc(ends, cells * sizeof *ends);
+        if (!e2) { fail = 1; break; }
+        ends = e2;
+        ends_cap = cells;
+      }
       /* balanced: every stage as fast as the median stage (lower median of the stages'
        * mean forward, and backward, times) */
       int64_t mf[64], mb[64];
