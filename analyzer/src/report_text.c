@@ -205,7 +205,35 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
       if (selected(a, &a->ranks[i]) && a->ranks[i].pipeline) pspan += a->ranks[i].totals.span;
     double excess = pct(bubble, pspan) - 100 * a->bubble_theory;
     if (excess >= 5.0) {
-      fprintf(f, "- the pipeline bubble exceeds the schedule's theory by %.1f points\n", excess);
+      fprintf(f, "- the pipeline bubble exceeds the schedule's theory by %.1f points", excess);
+      /* the largest cause beyond the schedule's fill and drain, over the pipeline ranks */
+      int64_t by[SSA_BUBBLE_N] = {0};
+      int stage_votes[64] = {0}, any = 0;
+      for (size_t i = 0; i < a->nranks; i++) {
+        const ssa_rank_result *rr = &a->ranks[i];
+        if (!selected(a, rr) || !rr->pipeline || !rr->totals.has_bubble_causes) continue;
+        for (int k = 0; k < SSA_BUBBLE_N; k++) by[k] += rr->totals.bubble_cause[k];
+        if (rr->totals.imbalance_stage >= 0 && rr->totals.imbalance_stage < 64) stage_votes[rr->totals.imbalance_stage]++;
+        any = 1;
+      }
+      int best = -1;
+      for (int k = 0; k < SSA_BUBBLE_N; k++)
+        if (k != SSA_BUBBLE_SCHEDULE && by[k] > 0 && (best < 0 || by[k] > by[best])) best = k;
+      if (any && best >= 0) {
+        static const char *const words[SSA_BUBBLE_N] = {
+            "the schedule", "stage imbalance", "p2p transfer time", "waiting on a late upstream rank beyond the schedule",
+            "host/launch gaps", "waiting that could not be attributed"};
+        fprintf(f, "; the largest cause beyond the schedule is %s (%.1f %% of the pipeline ranks' time", words[best],
+                pct(by[best], pspan));
+        if (best == SSA_BUBBLE_IMBALANCE) {
+          int st = 0;
+          for (int k = 1; k < 64; k++)
+            if (stage_votes[k] > stage_votes[st]) st = k;
+          fprintf(f, ", stage %d the slowest", st);
+        }
+        fprintf(f, ")");
+      }
+      fprintf(f, "\n");
       findings++;
     }
   }
