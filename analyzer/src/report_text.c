@@ -89,6 +89,9 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
   for (size_t i = 0; i < a->nranks; i++)
     if (a->ranks[i].coll_caused > 0 && (!worst || a->ranks[i].coll_caused > worst->coll_caused))
       worst = &a->ranks[i];
+  if (a->colls_incomplete)
+    fprintf(f, "collectives: %llu incomplete instances (a member missing from the traces) left out of the statistics\n",
+            (unsigned long long)a->colls_incomplete);
   if (worst && a->nculprits) {
     const ssa_culprit *c = &a->culprits[0];
     fprintf(f, "worst straggler (beyond the schedule): rank %d made others wait %s in total; "
