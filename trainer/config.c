@@ -127,6 +127,10 @@ static const opt_row rows[] = {
     {"debug-die-step", OPT_INT, OFF(debug_die_step), 0, "S", "testing: ... at step S", 1},
     {"debug-hang-rank", OPT_INT, OFF(debug_hang_rank), 0, "R", "testing: rank R stops", 1},
     {"debug-hang-step", OPT_INT, OFF(debug_hang_step), 0, "S", "testing: ... at step S", 1},
+    {"debug-delay", OPT_SPECIAL, 0, 0, "RANK:PHASE:MS",
+     "testing the analyzer: rank RANK stops its device for MS ms at PHASE (forward, backward: "
+     "every micro-batch's pass; optimizer, data: once per step) in every step, by waiting for "
+     "its compute stream and sleeping on the host; repeatable", 0},
     {"debug-die-in-checkpoint", OPT_SPECIAL, 0, 0, "STEP:RANK:shard|manifest|prune",
      "testing: rank RANK kills itself while writing the checkpoint of STEP", 1},
 };
@@ -318,6 +322,29 @@ static int parse_special(train_config *c, const char *name, const char *v, char 
         c->debug_ckpt_die_step = st;
         c->debug_ckpt_die_rank = rk;
         c->debug_ckpt_die_point = which;
+        return 0;
+    }
+    if (!strcmp(name, "debug-delay")) {
+        static const char *const phases[] = {"forward", "backward", "optimizer", "data"};
+        int rk, ms, used = 0, which = -1;
+        char phase[16];
+        if (sscanf(v, "%d:%15[a-z]:%d%n", &rk, phase, &ms, &used) == 3 && !v[used] && rk >= 0 &&
+            ms > 0 && ms <= 600000)
+            for (int k = 0; k < 4; k++)
+                if (!strcmp(phase, phases[k]))
+                    which = k;
+        if (which < 0) {
+            set_err(err, n, "--debug-delay %s: expected RANK:forward|backward|optimizer|data:MS "
+                            "with 0 < MS <= 600000", v);
+            return -1;
+        }
+        if (c->ndebug_delays == CONFIG_MAX_DELAYS) {
+            set_err(err, n, "--debug-delay: at most %d of them", CONFIG_MAX_DELAYS);
+            return -1;
+        }
+        c->debug_delay[c->ndebug_delays].rank = rk;
+        c->debug_delay[c->ndebug_delays].phase = which;
+        c->debug_delay[c->ndebug_delays++].ms = ms;
         return 0;
     }
     if (!strcmp(name, "profile-steps")) {
@@ -591,6 +618,9 @@ int config_validate(const train_config *c, char *err, size_t n)
     REQUIRE(c->debug_die_rank < c->world, "--debug-die-rank %d: no such rank", c->debug_die_rank);
     REQUIRE(c->debug_hang_rank < c->world, "--debug-hang-rank %d: no such rank",
             c->debug_hang_rank);
+    for (int k = 0; k < c->ndebug_delays; k++)
+        REQUIRE(c->debug_delay[k].rank < c->world, "--debug-delay %d:...: no such rank",
+                c->debug_delay[k].rank);
     REQUIRE(c->debug_ckpt_die_rank < c->world, "--debug-die-in-checkpoint: no rank %d",
             c->debug_ckpt_die_rank);
     REQUIRE(c->checkpoint_every >= 0, "--checkpoint-every %d: must not be negative",
@@ -660,6 +690,14 @@ char *config_to_json(const train_config *c)
         OUT("[%d,%d]", c->profile_first, c->profile_last);
     else
         OUT("null");
+    if (c->ndebug_delays) {
+        static const char *const ph[] = {"forward", "backward", "optimizer", "data"};
+        OUT(",\"debug_delays\":[");
+        for (int k = 0; k < c->ndebug_delays; k++)
+            OUT("%s{\"rank\":%d,\"phase\":\"%s\",\"ms\":%d}", k ? "," : "", c->debug_delay[k].rank,
+                ph[c->debug_delay[k].phase], c->debug_delay[k].ms);
+        OUT("]");
+    }
     OUT(",\"peak_tflops\":%g,\"watchdog_s\":%g}", c->peak_tflops, c->watchdog_s);
 #undef OUT
     if (at >= n) {
@@ -698,7 +736,8 @@ void config_print_help(void)
     }
     printf("  %-26s %s\n", "--help", "this text");
     printf("\nPer step, rank 0 prints loss, step time, tokens/s and MFU = model FLOPs per step /\n"
-           "(step time x peak x world), model FLOPs = 6 x parameters x tokens + 12 x layers x\n"
-           "hidden x seq x tokens. Exit status: 0 success, 1 a run-time failure (a rank died,\n"
-           "hung or failed), 2 a bad configuration or usage.\n");
+           "(step time x peak x world), model FLOPs = 6 x parameters (without the position\n"
+           "embedding, a lookup) x tokens + 12 x layers x hidden x seq x tokens; HFU adds\n"
+           "recomputed FLOPs (full: the blocks' forward again). Exit status: 0 success, 1 a\n"
+           "run-time failure (a rank died, hung or failed), 2 a bad configuration or usage.\n");
 }

@@ -15,6 +15,8 @@
 typedef enum { SCHED_AFAB = 0, SCHED_1F1B = 1, SCHED_INTERLEAVED = 2 } schedule_kind;
 typedef enum { RECOMPUTE_NONE = 0, RECOMPUTE_SELECTIVE = 1, RECOMPUTE_FULL = 2 } recompute_kind;
 
+#define CONFIG_MAX_DELAYS 16 /* --debug-delay given at most this often */
+
 typedef struct train_config {
     /* model */
     char model[32];
@@ -68,7 +70,14 @@ typedef struct train_config {
      * one line "name layer index value" per parameter element of its chunks (tests compare
      * final weights across layouts with it) */
     char debug_dump_params[512];
+    /* --debug-delay RANK:PHASE:MS (repeatable): rank RANK idles its device MS ms at PHASE,
+     * every step (train.c debug_delay) — known causes for validating the analyzer */
+    struct { int rank, phase, ms; } debug_delay[CONFIG_MAX_DELAYS];
+    int ndebug_delays;
 } train_config;
+
+/* Phases of --debug-delay. */
+enum { DELAY_FORWARD, DELAY_BACKWARD, DELAY_OPTIMIZER, DELAY_DATA };
 
 /* Returns 0 on success, 1 when --help was printed (exit 0), -1 on a usage
  * error (message in err; exit 2). */

@@ -175,20 +175,30 @@ static model_grid chunk_grid(const trainer *t, int j)
 
 /* ---- FLOPs and memory --------------------------------------------------------------- */
 
+/* Parameters behind the FLOPs: all of them but the position embedding, a lookup that does
+ * no multiply-add (nanoGPT's estimate_mfu leaves it out the same way; the token embedding
+ * stays because, tied, it is the LM head's matmul; Megatron's formula counts the blocks and
+ * the LM head's V x h and no embedding lookup either). */
+static double flop_params(const train_config *c)
+{
+    return (double)model_total_params(c) - (double)c->max_seq * c->hidden;
+}
+
 double train_model_flops_per_step(const train_config *c)
 {
     double tokens = (double)c->batch * c->seq;
-    double n = (double)model_total_params(c);
-    return 6.0 * n * tokens + 12.0 * c->layers * (double)c->hidden * c->seq * tokens;
+    return 6.0 * flop_params(c) * tokens + 12.0 * c->layers * (double)c->hidden * c->seq * tokens;
 }
 
 double train_hardware_flops_per_step(const train_config *c)
 {
     double tokens = (double)c->batch * c->seq;
     double extra = 0;
-    if (c->recompute == RECOMPUTE_FULL)
-        extra = 2.0 * (double)model_total_params(c) * tokens +
-                4.0 * c->layers * (double)c->hidden * c->seq * tokens;
+    double C = c->hidden;
+    if (c->recompute == RECOMPUTE_FULL) /* one more forward of the blocks only (not the LM
+                                         * head, embeddings or final LayerNorm) */
+        extra = 2.0 * c->layers * (12.0 * C * C + 13.0 * C) * tokens +
+                4.0 * c->layers * C * c->seq * tokens;
     else if (c->recompute == RECOMPUTE_SELECTIVE && c->cp == 1) /* ring attention: no matrix */
         extra = 4.0 * c->layers * (double)c->hidden * c->seq * tokens;
     return train_model_flops_per_step(c) + extra;
@@ -827,6 +837,23 @@ static void pop_range(void)
 
 /* ---- the step ---------------------------------------------------------------------------------- */
 
+/* --debug-delay: this rank's device stops for the delays given for `phase`. The host waits
+ * for the compute stream, then sleeps, so the device idles for the delay before the phase's
+ * next operation whatever the backend (a host-side sleep alone would hide while the host
+ * runs ahead of the device). */
+static void debug_delay(trainer *t, int phase)
+{
+    const train_config *c = &t->cfg;
+    for (int k = 0; k < c->ndebug_delays; k++) {
+        if (c->debug_delay[k].rank != t->env.rank || c->debug_delay[k].phase != phase)
+            continue;
+        t->o->stream_synchronize(t->compute); /* an error is sticky: the step's sync reports it */
+        struct timespec ts = {c->debug_delay[k].ms / 1000, (long)(c->debug_delay[k].ms % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+            ;
+    }
+}
+
 static void launch_bucket(trainer *t, int k)
 {
     bucket *b = &t->buckets[k];
@@ -999,6 +1026,7 @@ static void forward_mb(trainer *t, int chunk, int mb)
     model_slot *sl = &m->slots[slot];
     size_t N = (size_t)m->N, NsC = (size_t)m->Ns * m->C;
     push_mb_range("forward", mb, t->g.pp_rank, t->V > 1 ? chunk : -1);
+    debug_delay(t, DELAY_FORWARD);
     if (m->first_stage)
         o->copy_to_device(t->compute, sl->tokens, t->host_tokens + (size_t)mb * N, N * 4);
     if (m->last_stage)
@@ -1029,6 +1057,7 @@ static void backward_mb(trainer *t, int chunk, int mb)
     model_slot *sl = &m->slots[slot];
     size_t NsC = (size_t)m->Ns * m->C;
     push_mb_range("backward", mb, t->g.pp_rank, t->V > 1 ? chunk : -1);
+    debug_delay(t, DELAY_BACKWARD);
     if (!m->last_stage) {
         o->stream_wait_event(t->pp_recv, t->ev_slot_free[ev]);
         comm_recv(t->pp_c, t->pp_recv, sl->grad_in, NsC * m->act_es, pp_next(t), COMM_F_PIPELINE);
@@ -1280,6 +1309,7 @@ static int run_step(trainer *t, int step, double *loss_out, double *norm_out)
     const dev_ops *o = t->o;
     model *m = &t->m;
     train_config *c = &t->cfg;
+    debug_delay(t, DELAY_DATA);
     if (load_batch(t, step) != 0)
         return -1;
     if (c->zero >= 2) {
@@ -1380,6 +1410,7 @@ static int run_step(trainer *t, int step, double *loss_out, double *norm_out)
     double scale = c->grad_clip > 0 && norm > c->grad_clip ? c->grad_clip / norm : 1.0;
     if (stepscope_active())
         stepscope_range_push("optimizer", NULL);
+    debug_delay(t, DELAY_OPTIMIZER);
     optimizer(t, step, scale, (float)lr_at(c, step));
     pop_range();
     if (sync_all(t) != 0)

@@ -23,7 +23,8 @@ static void usage(FILE *f) {
         "and report.json (stepscope analyze --json); when only rank-*.trace.zst files are\n"
         "there, both are generated first into a temporary directory.\n"
         "\n"
-        "  --compare RUN_B   a second run for the Compare view\n"
+        "  --compare RUN_B   a second run for the Compare view (which shows `stepscope diff\n"
+        "                    RUN RUN_B`'s findings and verdicts when both have rank traces)\n"
         "  --port P          TCP port (default 8642, 0 = any free port)\n"
         "  --bind ADDR       numeric address to listen on (default 127.0.0.1; anything else\n"
         "                    exposes the run's files to the network)\n"
@@ -97,6 +98,7 @@ int cmd_view(int argc, char **argv) {
     }
     nruns++;
   }
+  if (nruns == 2) view_run_diff(&runs[1], &runs[0], n > 0 ? self_exe : NULL);
 
   int rc;
   if (html) {

@@ -27,6 +27,7 @@ typedef struct view_run {
   char gen_dir[PATH_MAX];     /* where generated files went ("" when none) */
   char trace_name[256];       /* file name of the export ("" when none) */
   char report_name[256];      /* file name of the report ("" when none) */
+  char diff_name[64];         /* run "b": the `stepscope diff A B --json` file ("" when none) */
   char missing[512];          /* human-readable list of what is missing */
   char notes[1024];           /* what was generated, or why not */
 } view_run;
@@ -35,6 +36,10 @@ typedef struct view_run {
  * and the report. Returns 0, or -1 with a message in err when RUN is unusable. */
 int view_run_open(view_run *run, const char *id, const char *arg, const char *self_exe,
                   char *err, size_t errlen);
+
+/* Run b of a comparison: writes `stepscope diff A B --json` into b's generated files
+ * (the Compare view shows its findings and verdicts); notes why when it cannot. */
+void view_run_diff(view_run *b, const view_run *a, const char *self_exe);
 
 /* Removes generated files. */
 void view_run_close(view_run *run);

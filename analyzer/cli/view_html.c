@@ -53,9 +53,9 @@ static int write_data(FILE *out, const view_run *runs, int nruns, char *err, siz
   fprintf(out, "<script>window.STEPSCOPE_INLINE = %s;</script>\n", listing);
   free(listing);
   for (int i = 0; i < nruns; i++) {
-    const char *names[2] = {runs[i].trace_name, runs[i].report_name};
-    const char *kinds[2] = {"trace", "report"};
-    for (int k = 0; k < 2; k++) {
+    const char *names[3] = {runs[i].trace_name, runs[i].report_name, runs[i].diff_name};
+    const char *kinds[3] = {"trace", "report", "diff"};
+    for (int k = 0; k < 3; k++) {
       if (!names[k][0]) continue;
       char path[PATH_MAX];
       if (view_run_file(&runs[i], names[k], path, sizeof path) != 0) {

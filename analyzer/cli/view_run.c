@@ -163,6 +163,27 @@ int view_run_open(view_run *run, const char *id, const char *arg, const char *se
   return 0;
 }
 
+void view_run_diff(view_run *b, const view_run *a, const char *self_exe) {
+  if (!self_exe || !has_raw_traces(a->dir) || !has_raw_traces(b->dir)) {
+    append(b->notes, sizeof b->notes, "no `stepscope diff` (it needs both runs' rank traces)");
+    return;
+  }
+  if (ensure_gen_dir(b) != 0) return;
+  char out[PATH_MAX + 32], adir[PATH_MAX], bdir[PATH_MAX], msg[128];
+  snprintf(out, sizeof out, "%s/diff.json", b->gen_dir);
+  copy_text(adir, sizeof adir, a->dir);
+  copy_text(bdir, sizeof bdir, b->dir);
+  char *argv[] = {(char *)"stepscope", (char *)"diff", adir, bdir, (char *)"--json", out, (char *)"--quiet", NULL};
+  fprintf(stderr, "stepscope view: comparing %s with %s ...\n", a->dir, b->dir);
+  int rc = run_self(self_exe, argv);
+  if (rc == 0) {
+    snprintf(b->diff_name, sizeof b->diff_name, "diff.json");
+  } else {
+    snprintf(msg, sizeof msg, "`stepscope diff --json` failed (exit %d)", rc);
+    append(b->notes, sizeof b->notes, msg);
+  }
+}
+
 void view_run_close(view_run *run) {
   if (!run->gen_dir[0]) return;
   DIR *d = opendir(run->gen_dir);
@@ -244,6 +265,12 @@ char *view_runs_json(const view_run *runs, int nruns, int for_inline) {
     if (r->report_name[0]) {
       if (for_inline) snprintf(ref, sizeof ref, "data-%s-report", r->id);
       else snprintf(ref, sizeof ref, "run/%s/%s", r->id, r->report_name);
+      sb_json_string(&b, ref);
+    } else sb_str(&b, "null");
+    sb_str(&b, ",\"diff\":");
+    if (r->diff_name[0]) {
+      if (for_inline) snprintf(ref, sizeof ref, "data-%s-diff", r->id);
+      else snprintf(ref, sizeof ref, "run/%s/%s", r->id, r->diff_name);
       sb_json_string(&b, ref);
     } else sb_str(&b, "null");
     sb_str(&b, ",\"missing\":");

@@ -76,6 +76,7 @@ int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, ste
     a->ranks[i].rank_index = i;
     a->ranks[i].stage = -1;
   }
+  if ((rc = ssa_find_pipeline_waits(a)) != 0) goto fail;
   rank_pool pool;
   pool.a = a;
   atomic_init(&pool.next, 0);
@@ -138,8 +139,10 @@ int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, ste
     }
   }
   if ((rc = ssa_match_collectives(a)) != 0) goto fail;
+  if ((rc = ssa_find_culprits(a)) != 0) goto fail;
   if ((rc = ssa_build_kernel_table(a)) != 0) goto fail;
   if ((rc = ssa_read_run_metadata(a)) != 0) goto fail;
+  if ((rc = ssa_bubble_causes(a)) != 0) goto fail; /* needs the schedule */
   return 0;
 fail:
   if (err) {
@@ -162,12 +165,16 @@ void ssa_analysis_free(ssa_analysis *a) {
     free(rr->windows);
     free(rr->lanes);
     free(rr->kstats);
+    free(rr->coll_wait_end);
+    free(rr->coll_transfer);
   }
   free(a->ranks);
   ssa_strtab_free(&a->names);
   free(a->kernels);
   free(a->colls);
   free(a->coll_summaries);
+  free(a->lates);
+  free(a->culprits);
   free(a->steps);
   for (size_t i = 0; i < a->nwarnings; i++) free(a->warnings[i]);
   free(a->warnings);

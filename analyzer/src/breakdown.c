@@ -4,7 +4,8 @@
  * breakdown per device and per stream, pipeline bubble, launch delays and the
  * per-rank kernel statistics. One pass over the rank's ops (sorted by start)
  * builds four interval sets — U(COMP), U(COMM), U(MEM) and U(non-pipeline
- * COMM) — and the device and stream idle gaps with their causes; each window
+ * COMM, less the waits for other pipeline stages found by pipeline_waits.c)
+ * — and the device and stream idle gaps with their causes; each window
  * (a step, or the envelope of the selected steps) is then measured with one
  * sweep of the four sets (intervals.c), so every number is an exact integer
  * sum and compute + exposed_comm + exposed_mem + idle = span by
@@ -679,6 +680,7 @@ int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
   int64_t t0 = tw->start, t1 = tw->end;
   ssa_cover cov;
   ssa_cover_init(&cov, 4, t0, t1);
+  cov.wait_end = rr->coll_wait_end; /* drain waits inside collectives are bubble */
   ssa_cover_points(&cov, points, np, cov_at);
   gap_acc ga = {t0, t1 > t0 ? t1 : t0, {0}, points, np, 0, idle_at};
   for (size_t i = 0; i < r->nops; i++) {

@@ -217,6 +217,7 @@ static void export_rank(exporter *x, const ssa_rank_result *rr, long tid_base) {
     ssa_cover_init(&cov, 4, rr->totals.start, rr->totals.end);
     cov.emit = on_segment;
     cov.ctx = &d;
+    cov.wait_end = rr->coll_wait_end;
     ssa_cover_rank(&cov, r, rr->pipeline);
   }
   for (int k = 0; k < 3; k++) flush_derived(&d, k);

@@ -11,12 +11,21 @@
  *   algbw        = bytes / transfer (bytes per ns = GB/s)
  *   busbw        = algbw x 2(n-1)/n all-reduce, x (n-1)/n all-gather and
  *                  reduce-scatter, x 1 broadcast, reduce, p2p (n = comm_size)
- * The rank that arrived last "caused" the waits of the others: the straggler
- * ranking sums them per rank. An instance with fewer members than comm_size
- * is incomplete (a rank missing from the collective) and warned about; its
- * present members are still measured. Instances are kept when at least one
- * member starts inside its rank's analysed window. Summaries group
- * instances by (op, communicator name, bytes).
+ * An instance is complete when all its members are present: comm_size of
+ * them, two for a p2p transfer (a send/recv pair of a bigger communicator).
+ * An incomplete instance (a rank missing, a trace cut short) is warned about
+ * and listed, but left out of everything that compares members: per-rank
+ * counts and waits, the straggler ranking and the summaries' counts and
+ * bandwidths (a->colls_incomplete says how many were left out).
+ * Stragglers: the rank that arrived last "caused" the waits of the others,
+ * except what the pipeline schedule implies: pipeline send/recv waits are
+ * never straggling, and in other collectives the part of a member's wait
+ * until the last member of another pipeline stage arrived (pipeline_waits.c)
+ * is the drain, not the straggler's doing. Each late arrival that caused a
+ * wait is noted (ssa_late) for the culprit walk-back (culprits.c).
+ * Instances are kept when at least one member starts inside its rank's
+ * analysed window. Summaries group instances by (op, communicator name,
+ * bytes).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +68,18 @@ static void member_times(const ssa_analysis *a, const member *m, int64_t *s, int
   *e = ssa_rel_time(a->run, r, ce);
 }
 
+/* When a rank left the previous instance of the communicator (members [b, e) of the
+ * sorted array; aligned end), INT64_MIN when it was not in it. */
+static int64_t since_of(const ssa_analysis *a, const member *m, size_t b, size_t e, uint32_t rank_idx) {
+  for (size_t y = b; y < e; y++)
+    if (m[y].rank_idx == rank_idx) {
+      int64_t s, en;
+      member_times(a, &m[y], &s, &en);
+      return en;
+    }
+  return INT64_MIN;
+}
+
 static int in_window(const ssa_rank_result *rr, const ssa_rank *r, const ssa_coll *c) {
   int64_t s = c->op_index != SSA_NONE ? r->ops[c->op_index].start : c->start;
   return s >= rr->totals.start && s < rr->totals.end;
@@ -98,11 +119,23 @@ int ssa_match_collectives(ssa_analysis *a) {
       m[k++] = (member){r->colls[j].comm_id, r->colls[j].seq, (uint32_t)i, (uint32_t)j};
   }
   qsort(m, n, sizeof *m, cmp_member);
+  for (size_t i = 0; i < a->nranks; i++) { /* pipeline ranks: each record's transfer */
+    ssa_rank_result *rr = &a->ranks[i];
+    if (rr->stage_of_waits < 0 || rr->rank->ncolls == 0) continue;
+    rr->coll_transfer = malloc(rr->rank->ncolls * sizeof *rr->coll_transfer);
+    if (!rr->coll_transfer) {
+      free(m);
+      return STEPSCOPE_E_NOMEM;
+    }
+    for (size_t j = 0; j < rr->rank->ncolls; j++) rr->coll_transfer[j] = -1;
+  }
   size_t cap = 0;
   int64_t *starts = NULL, *ends = NULL;
   size_t scap = 0;
   int rc = 0;
   uint64_t warned = 0;
+  size_t late_cap = 0;
+  size_t pg = 0, pg_end = 0; /* the previous group of members */
   for (size_t g = 0; g < n;) {
     size_t e = g + 1;
     while (e < n && m[e].comm_id == m[g].comm_id && m[e].seq == m[g].seq) e++;
@@ -113,6 +146,8 @@ int ssa_match_collectives(ssa_analysis *a) {
       keep = in_window(rr, rr->rank, &rr->rank->colls[m[x].coll_idx]);
     }
     if (!keep) {
+      pg = g;
+      pg_end = e;
       g = e;
       continue;
     }
@@ -151,6 +186,8 @@ int ssa_match_collectives(ssa_analysis *a) {
       if (cx->comm_size > in->comm_size) in->comm_size = cx->comm_size;
     }
     in->present = (uint32_t)cnt;
+    uint32_t expected = (in->flags & STEPSCOPE_COLL_F_P2P) && in->comm_size > 2 ? 2 : in->comm_size;
+    in->complete = cnt >= expected;
     in->first_start_rel = first;
     in->last_start_rel = last;
     in->end_rel = end;
@@ -160,35 +197,86 @@ int ssa_match_collectives(ssa_analysis *a) {
     in->algbw = transfer > 0 ? (double)in->bytes / (double)transfer : 0.0;
     in->busbw = in->algbw * ssa_busbw_factor(in->op, in->comm_size);
     int64_t caused = 0;
+    int straggling = in->complete && !(in->flags & STEPSCOPE_COLL_F_PIPELINE);
     for (size_t x = g; x < e; x++) {
       int64_t w = ends[x - g] - starts[x - g] - transfer;
       ssa_rank_result *rr = &a->ranks[m[x].rank_idx];
-      rr->coll_count++;
-      rr->coll_wait += w;
       in->total_wait += w;
       if (w > in->max_wait) in->max_wait = w;
-      if (x != last_i) caused += w;
+      /* the schedule's part: the whole wait of a pipeline transfer, else the
+       * wait for the last member of another stage */
+      int64_t sched = w;
+      if (!(in->flags & STEPSCOPE_COLL_F_PIPELINE)) {
+        sched = 0;
+        if (rr->coll_wait_end && rr->coll_wait_end[m[x].coll_idx] != INT64_MIN) {
+          sched = ssa_rel_time(a->run, rr->rank, rr->coll_wait_end[m[x].coll_idx]) - starts[x - g];
+          if (sched > w) sched = w;
+          if (sched < 0) sched = 0;
+        }
+      }
+      in->schedule_wait += sched;
+      if (!in->complete) continue;
+      if (rr->coll_transfer) rr->coll_transfer[m[x].coll_idx] = transfer;
+      rr->coll_count++;
+      rr->coll_wait += w;
+      rr->coll_schedule_wait += sched;
+      if (straggling && x != last_i) { /* the wait for the late arrival, beyond the schedule */
+        int64_t late = last - starts[x - g] < w ? last - starts[x - g] : w;
+        if (late > sched) caused += late - sched;
+      }
     }
-    a->ranks[m[last_i].rank_idx].coll_caused += caused;
-    a->ranks[m[last_i].rank_idx].coll_last++;
-    if (in->comm_size > cnt) {
+    if (straggling) {
+      ssa_rank_result *lr = &a->ranks[m[last_i].rank_idx];
+      lr->coll_caused += caused;
+      lr->coll_last++;
+      in->caused_wait = caused;
+      if (caused > 0) {
+        /* the late arrival and up to SSA_LATE_PEERS peers, for the walk-back */
+        if (ssa_grow((void **)&a->lates, &late_cap, a->nlates + 1, sizeof *a->lates)) {
+          rc = STEPSCOPE_E_NOMEM;
+          break;
+        }
+        ssa_late *lt = &a->lates[a->nlates++];
+        memset(lt, 0, sizeof *lt);
+        lt->rank_idx = m[last_i].rank_idx;
+        lt->arrival_rel = last;
+        lt->caused = caused;
+        int has_prev = pg_end == g && pg < pg_end && m[pg].comm_id == m[g].comm_id &&
+                       m[pg].seq + 1 == m[g].seq;
+        lt->since_rel = since_of(a, m, has_prev ? pg : 0, has_prev ? pg_end : 0, m[last_i].rank_idx);
+        for (size_t x = g; x < e && lt->npeers < SSA_LATE_PEERS; x++) {
+          if (x == last_i) continue;
+          lt->peer_idx[lt->npeers] = m[x].rank_idx;
+          lt->peer_since_rel[lt->npeers] = since_of(a, m, has_prev ? pg : 0, has_prev ? pg_end : 0, m[x].rank_idx);
+          lt->peer_arrival_rel[lt->npeers++] = starts[x - g];
+        }
+      }
+    }
+    if (!in->complete) {
       a->colls_incomplete++;
       if (warned++ < 5) {
         /* name the missing communicator ranks */
         char list[200] = "";
         size_t len = 0;
-        for (uint32_t cr = 0; cr < in->comm_size && len < sizeof list - 16; cr++) {
+        for (uint32_t cr = 0; cr < in->comm_size && len < sizeof list - 16 && expected == in->comm_size; cr++) {
           int found = 0;
           for (size_t x = g; x < e && !found; x++)
             found = a->ranks[m[x].rank_idx].rank->colls[m[x].coll_idx].comm_rank == cr;
           if (!found) len += (size_t)snprintf(list + len, sizeof list - len, "%s%u", len ? "," : "", cr);
         }
-        ssa_analysis_warn(a, "collective %s comm %016llx seq %llu: %zu of %u ranks present (missing communicator ranks: %s)",
-                          stepscope_collective_op_name(in->op), (unsigned long long)in->comm_id,
-                          (unsigned long long)in->seq, cnt, in->comm_size, list);
+        if (expected == in->comm_size)
+          ssa_analysis_warn(a, "collective %s comm %016llx seq %llu: %zu of %u ranks present (missing communicator ranks: %s); left out of the statistics",
+                            stepscope_collective_op_name(in->op), (unsigned long long)in->comm_id,
+                            (unsigned long long)in->seq, cnt, in->comm_size, list);
+        else
+          ssa_analysis_warn(a, "p2p %s comm %016llx seq %llu: only one of its two ranks present; left out of the statistics",
+                            stepscope_collective_op_name(in->op), (unsigned long long)in->comm_id,
+                            (unsigned long long)in->seq);
       }
     }
     a->ncolls++;
+    pg = g;
+    pg_end = e;
     g = e;
   }
   free(m);
@@ -196,14 +284,21 @@ int ssa_match_collectives(ssa_analysis *a) {
   free(ends);
   if (rc) return rc;
   if (a->colls_incomplete > 5)
-    ssa_analysis_warn(a, "%llu collective instances in all had missing ranks",
+    ssa_analysis_warn(a, "%llu collective instances in all had missing ranks (left out of the statistics)",
                       (unsigned long long)a->colls_incomplete);
-  /* summaries by (op, group, bytes) */
+  /* summaries by (op, group, bytes), of the complete instances (sorted
+   * first within each key) */
   if (a->ncolls > 1) qsort(a->colls, a->ncolls, sizeof *a->colls, cmp_instance);
   size_t scap2 = 0;
   for (size_t g = 0; g < a->ncolls;) {
     size_t e = g + 1;
     while (e < a->ncolls && cmp_summary_key(&a->colls[g], &a->colls[e]) == 0) e++;
+    size_t first_complete = g;
+    while (first_complete < e && !a->colls[first_complete].complete) first_complete++;
+    if (first_complete == e) {
+      g = e;
+      continue;
+    }
     if (ssa_grow((void **)&a->coll_summaries, &scap2, a->ncoll_summaries + 1,
                  sizeof *a->coll_summaries))
       return STEPSCOPE_E_NOMEM;
@@ -216,6 +311,7 @@ int ssa_match_collectives(ssa_analysis *a) {
     double bytes_total = 0;
     for (size_t x = g; x < e; x++) {
       const ssa_coll_instance *in = &a->colls[x];
+      if (!in->complete) continue;
       s->count++;
       s->transfer_total += in->transfer;
       if (in->transfer < s->transfer_min) s->transfer_min = in->transfer;

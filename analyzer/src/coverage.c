@@ -66,7 +66,38 @@ void ssa_cover_advance(ssa_cover *c, int64_t t) {
   }
 }
 
+void ssa_cover_flush_pending(ssa_cover *c, int64_t t) {
+  int k = 0;
+  while (k < c->npend && c->pend_s[k] <= t) {
+    ssa_cover_add(c, c->pend_set[k], c->pend_s[k], c->pend_e[k]);
+    k++;
+  }
+  if (k == 0) return;
+  memmove(c->pend_s, c->pend_s + k, (size_t)(c->npend - k) * sizeof *c->pend_s);
+  memmove(c->pend_e, c->pend_e + k, (size_t)(c->npend - k) * sizeof *c->pend_e);
+  memmove(c->pend_set, c->pend_set + k, (size_t)(c->npend - k) * sizeof *c->pend_set);
+  c->npend -= k;
+}
+
+void ssa_cover_defer(ssa_cover *c, int set, int64_t s, int64_t e) {
+  if (c->npend == SSA_COVER_PENDING) { /* full (not seen in practice): from the op's start */
+    if (e > c->end[set]) c->end[set] = e;
+    return;
+  }
+  int k = c->npend++;
+  while (k > 0 && c->pend_s[k - 1] > s) {
+    c->pend_s[k] = c->pend_s[k - 1];
+    c->pend_e[k] = c->pend_e[k - 1];
+    c->pend_set[k] = c->pend_set[k - 1];
+    k--;
+  }
+  c->pend_s[k] = s;
+  c->pend_e[k] = e;
+  c->pend_set[k] = set;
+}
+
 void ssa_cover_finish(ssa_cover *c) {
+  ssa_cover_flush_pending(c, INT64_MAX);
   ssa_cover_advance(c, c->t1);
   while (c->next_point < c->npoints) { /* points at or beyond t1 */
     memcpy(c->at[c->next_point], c->bucket, sizeof c->bucket);

@@ -405,7 +405,7 @@ static void fmt_value(char *buf, size_t n, int k, double v) {
 static const char *const metric_words[SSA_DM_N] = {
     "step time", "compute time per step", "communication time per step",
     "exposed communication", "the overlap ratio (communication hidden under compute)",
-    "exposed copies and memsets", "GPU idle time", "the pipeline bubble", "MFU"};
+    "exposed copies and memsets", "device idle time", "the pipeline bubble", "MFU"};
 
 /* How many ranks moved in the direction of the run-level change, beyond noise. */
 static void rank_agreement(const ssa_diff *d, int k, size_t *agree, size_t *total) {

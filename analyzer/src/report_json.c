@@ -61,6 +61,24 @@ static void window_obj(const ssa_analysis *a, const ssa_rank_result *rr, const s
   else
     ssa_out_str(o, "null");
   FIELD("pipeline_comm_only_ns", w->pipeline_comm_only);
+  if (rr->pipeline && w->has_bubble_causes) {
+    ssa_out_str(o, ",\"bubble_causes\":{");
+    for (int k = 0; k < SSA_BUBBLE_N; k++) {
+      ssa_out_printf(o, "%s\"%s_ns\":", k ? "," : "", ssa_bubble_cause_names[k]);
+      ssa_out_i64(o, w->bubble_cause[k]);
+    }
+    ssa_out_str(o, "},\"imbalance_stage\":");
+    if (w->imbalance_stage >= 0) ssa_out_i64(o, w->imbalance_stage);
+    else ssa_out_str(o, "null");
+    ssa_out_str(o, ",\"schedule_idle_ns\":");
+    if (w->schedule_idle >= 0) ssa_out_i64(o, w->schedule_idle);
+    else ssa_out_str(o, "null");
+    ssa_out_str(o, ",\"schedule_idle_balanced_ns\":");
+    if (w->schedule_idle_balanced >= 0) ssa_out_i64(o, w->schedule_idle_balanced);
+    else ssa_out_str(o, "null");
+  } else if (rr->pipeline) {
+    ssa_out_str(o, ",\"bubble_causes\":null,\"imbalance_stage\":null");
+  }
   ssa_out_str(o, ",\"projected\":");
   ssa_out_str(o, w->projected ? "true" : "false");
   ssa_out_str(o, ",\"device_latency_ns\":");
@@ -287,6 +305,8 @@ int ssa_report_json(const ssa_analysis *a, ssa_out *o) {
     ssa_out_i64(o, rr->coll_caused);
     ssa_out_str(o, ",\"arrived_last\":");
     ssa_out_u64(o, rr->coll_last);
+    ssa_out_str(o, ",\"schedule_wait_ns\":");
+    ssa_out_i64(o, rr->coll_schedule_wait);
     ssa_out_str(o, "},\"warnings\":[");
     for (size_t w = 0; w < r->nwarnings; w++) {
       if (w) ssa_out_char(o, ',');
@@ -299,6 +319,8 @@ int ssa_report_json(const ssa_analysis *a, ssa_out *o) {
 
   /* collectives */
   ssa_out_str(o, ",\"collectives\":{\"incomplete\":");
+  ssa_out_u64(o, a->colls_incomplete);
+  ssa_out_str(o, ",\"left_out_of_statistics\":");
   ssa_out_u64(o, a->colls_incomplete);
   ssa_out_str(o, ",\"summary\":[");
   for (size_t i = 0; i < a->ncoll_summaries; i++) {
@@ -335,7 +357,7 @@ int ssa_report_json(const ssa_analysis *a, ssa_out *o) {
       size_t best = n;
       for (size_t i = 0; i < n; i++)
         if (!done[i] && (best == n || a->ranks[i].coll_caused > a->ranks[best].coll_caused)) best = i;
-      if (best == n || a->ranks[best].coll_count == 0) break;
+      if (best == n || a->ranks[best].coll_caused <= 0) break; /* only ranks that made others wait */
       done[best] = 1;
       const ssa_rank_result *rr = &a->ranks[best];
       ssa_out_printf(o, "%s{\"rank\":%d,\"caused_wait_ns\":", printed++ ? "," : "", rr->rank->rank);
@@ -347,6 +369,17 @@ int ssa_report_json(const ssa_analysis *a, ssa_out *o) {
       ssa_out_char(o, '}');
     }
     free(done);
+  }
+  ssa_out_str(o, "],\"culprits\":[");
+  for (size_t i = 0; i < a->nculprits; i++) {
+    const ssa_culprit *c = &a->culprits[i];
+    ssa_out_printf(o, "%s{\"rank\":%d,\"phase\":\"%s\",\"caused_wait_ns\":", i ? "," : "", c->rank,
+                   ssa_phase_names[c->phase]);
+    ssa_out_i64(o, c->caused);
+    ssa_out_str(o, ",\"phase_excess_ns\":");
+    ssa_out_i64(o, c->excess);
+    ssa_out_printf(o, ",\"steps\":%llu,\"instances\":%llu}", (unsigned long long)c->steps,
+                   (unsigned long long)c->instances);
   }
   ssa_out_str(o, "],\"instances\":[");
   for (size_t i = 0; i < a->ncolls; i++) {
@@ -370,6 +403,11 @@ int ssa_report_json(const ssa_analysis *a, ssa_out *o) {
     ssa_out_i64(o, c->max_wait);
     ssa_out_str(o, ",\"total_wait_ns\":");
     ssa_out_i64(o, c->total_wait);
+    ssa_out_str(o, ",\"schedule_wait_ns\":");
+    ssa_out_i64(o, c->schedule_wait);
+    ssa_out_str(o, ",\"caused_wait_ns\":");
+    ssa_out_i64(o, c->caused_wait);
+    ssa_out_printf(o, ",\"complete\":%s", c->complete ? "true" : "false");
     ssa_out_printf(o, ",\"last_rank\":%d,\"algbw_gbps\":", c->last_rank);
     ssa_out_double(o, c->algbw);
     ssa_out_str(o, ",\"busbw_gbps\":");

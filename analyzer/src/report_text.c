@@ -33,6 +33,7 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
   char b1[32], b2[32], b3[32], b4[32], b5[32];
   /* aggregates over selected ranks */
   int64_t span = 0, compute = 0, comm = 0, overlap = 0, xcomm = 0, xmem = 0, idle = 0, bubble = 0;
+  int64_t pipe_comm = 0; /* exposed comm that is pipeline waiting (inside the bubble) */
   int64_t causes[SSA_IDLE_N] = {0};
   size_t nsel = 0, npipe = 0;
   for (size_t i = 0; i < a->nranks; i++) {
@@ -42,7 +43,7 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
     const ssa_window *w = &rr->totals;
     span += w->span; compute += w->compute; comm += w->comm; overlap += w->overlap;
     xcomm += w->exposed_comm; xmem += w->exposed_mem; idle += w->idle;
-    if (rr->pipeline) { bubble += w->bubble; npipe++; }
+    if (rr->pipeline) { bubble += w->bubble; pipe_comm += w->pipeline_comm_only; npipe++; }
     for (int k = 0; k < SSA_IDLE_N; k++) causes[k] += w->idle_cause[k];
   }
   fprintf(f, "stepscope analyze: %s\n", run->dir ? run->dir : "");
@@ -58,7 +59,11 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
     fprintf(f, "step time: no steps found\n");
   if (!isnan(a->mfu)) fprintf(f, "MFU %.1f %%   HFU %.1f %%\n", 100 * a->mfu, 100 * a->hfu);
   else fprintf(f, "MFU: no FLOPs metadata\n");
-  if (comm > 0)
+  if (comm > 0 && pipe_comm > 0)
+    fprintf(f, "comm/compute overlap: %.1f %% of communication hidden; exposed comm %.1f %% of the time "
+               "(%.1f %% outside the pipeline bubble)\n",
+            pct(overlap, comm), pct(xcomm, span), pct(xcomm - pipe_comm, span));
+  else if (comm > 0)
     fprintf(f, "comm/compute overlap: %.1f %% of communication hidden; exposed comm %.1f %% of the time\n",
             pct(overlap, comm), pct(xcomm, span));
   else {
@@ -92,9 +97,19 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
   for (size_t i = 0; i < a->nranks; i++)
     if (a->ranks[i].coll_caused > 0 && (!worst || a->ranks[i].coll_caused > worst->coll_caused))
       worst = &a->ranks[i];
-  if (worst)
-    fprintf(f, "worst straggler: rank %d arrived last in %llu collectives, making others wait %s in total\n",
+  if (a->colls_incomplete)
+    fprintf(f, "collectives: %llu incomplete instances (a member missing from the traces) left out of the statistics\n",
+            (unsigned long long)a->colls_incomplete);
+  if (worst && a->nculprits) {
+    const ssa_culprit *c = &a->culprits[0];
+    fprintf(f, "worst straggler (beyond the schedule): rank %d made others wait %s in total; "
+               "late in phase %s in %llu step(s) (%s)\n",
+            worst->rank->rank, fmt_ns(worst->coll_caused, b1, sizeof b1), ssa_phase_names[c->phase],
+            (unsigned long long)c->steps, fmt_ns(c->caused, b2, sizeof b2));
+  } else if (worst) {
+    fprintf(f, "worst straggler (beyond the schedule): rank %d arrived last in %llu collectives, making others wait %s in total\n",
             worst->rank->rank, (unsigned long long)worst->coll_last, fmt_ns(worst->coll_caused, b1, sizeof b1));
+  }
 
   fprintf(f, "\n== per rank (analysed window) ==\n");
   fprintf(f, "%5s %12s %8s %8s %8s %8s %8s %8s %8s\n", "rank", "span", "compute", "comm", "overlap",
@@ -109,6 +124,31 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
             pct(w->idle, w->span));
     if (rr->pipeline) fprintf(f, "%7.1f%%\n", pct(w->bubble, w->span));
     else fprintf(f, "%8s\n", "-");
+  }
+  if (npipe) {
+    fprintf(f, "\n== pipeline bubble by cause (per stage; %% of the rank's span) ==\n");
+    fprintf(f, "%5s %5s %8s %9s %13s %9s %9s %9s %9s\n", "rank", "stage", "bubble", "schedule",
+            "imbalance(of)", "transfer", "late up", "host", "unattr.");
+    for (size_t i = 0; i < a->nranks; i++) {
+      const ssa_rank_result *rr = &a->ranks[i];
+      const ssa_window *w = &rr->totals;
+      if (!selected(a, rr) || !rr->pipeline) continue;
+      fprintf(f, "%5d %5d %7.1f%%", rr->rank->rank, rr->stage, pct(w->bubble, w->span));
+      if (!w->has_bubble_causes) {
+        fprintf(f, "  (causes not measured)\n");
+        continue;
+      }
+      for (int k = 0; k < SSA_BUBBLE_N; k++) {
+        if (k == SSA_BUBBLE_IMBALANCE) {
+          char of[16] = "";
+          if (w->imbalance_stage >= 0) snprintf(of, sizeof of, "(%d)", w->imbalance_stage);
+          fprintf(f, " %7.1f%%%-5s", pct(w->bubble_cause[k], w->span), of);
+        } else {
+          fprintf(f, " %8.1f%%", pct(w->bubble_cause[k], w->span));
+        }
+      }
+      fprintf(f, "\n");
+    }
   }
   fprintf(f, "\n== per step ==\n");
   fprintf(f, "%6s %5s %12s %12s %10s %10s %10s %10s %6s\n", "step", "rank", "span", "dev.latency", "compute",
@@ -135,8 +175,22 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
             fmt_ns(k->total, b1, sizeof b1), fmt_ns(k->count ? k->total / (int64_t)k->count : 0, b2, sizeof b2),
             pct(k->total, a->kernel_time_total), ssa_name(a, k->name));
   }
+  if (a->nculprits) {
+    fprintf(f, "\n== stragglers beyond the schedule (culprit phase vs peers in the same step) ==\n");
+    fprintf(f, "%5s %-11s %14s %14s %6s %10s\n", "rank", "phase", "caused wait", "phase excess",
+            "steps", "instances");
+    for (size_t i = 0; i < a->nculprits && i < (size_t)a->opt.top_n; i++) {
+      const ssa_culprit *c = &a->culprits[i];
+      fprintf(f, "%5d %-11s %14s %14s %6llu %10llu\n", c->rank, ssa_phase_names[c->phase],
+              fmt_ns(c->caused, b1, sizeof b1), fmt_ns(c->excess, b2, sizeof b2),
+              (unsigned long long)c->steps, (unsigned long long)c->instances);
+    }
+  }
   if (a->ncoll_summaries) {
     fprintf(f, "\n== collectives ==\n");
+    if (a->colls_incomplete)
+      fprintf(f, "(%llu incomplete instances, with a member missing from the traces, are left out)\n",
+              (unsigned long long)a->colls_incomplete);
     fprintf(f, "%-15s %-6s %12s %6s %12s %12s %10s %10s\n", "op", "group", "bytes", "count",
             "transfer", "skew max", "algbw", "busbw");
     for (size_t i = 0; i < a->ncoll_summaries && i < (size_t)a->opt.top_n; i++) {
@@ -149,9 +203,9 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
   }
   fprintf(f, "\n== findings ==\n");
   int findings = 0;
-  if (comm > 0 && pct(xcomm, span) >= 5.0) {
-    fprintf(f, "- exposed communication is %.1f %% of the time (%.1f %% of communication is not hidden under compute)\n",
-            pct(xcomm, span), 100.0 - pct(overlap, comm));
+  if (comm > 0 && pct(xcomm - pipe_comm, span) >= 5.0) {
+    fprintf(f, "- exposed communication is %.1f %% of the time outside the pipeline bubble (%.1f %% of communication is not hidden under compute)\n",
+            pct(xcomm - pipe_comm, span), 100.0 - pct(overlap, comm));
     findings++;
   }
   if (pct(causes[SSA_IDLE_DATA_LOADING], span) >= 10.0) {
@@ -170,13 +224,48 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
       if (selected(a, &a->ranks[i]) && a->ranks[i].pipeline) pspan += a->ranks[i].totals.span;
     double excess = pct(bubble, pspan) - 100 * a->bubble_theory;
     if (excess >= 5.0) {
-      fprintf(f, "- the pipeline bubble exceeds the schedule's theory by %.1f points\n", excess);
+      fprintf(f, "- the pipeline bubble exceeds the schedule's theory by %.1f points", excess);
+      /* the largest cause beyond the schedule's fill and drain, over the pipeline ranks */
+      int64_t by[SSA_BUBBLE_N] = {0};
+      int stage_votes[64] = {0}, any = 0;
+      for (size_t i = 0; i < a->nranks; i++) {
+        const ssa_rank_result *rr = &a->ranks[i];
+        if (!selected(a, rr) || !rr->pipeline || !rr->totals.has_bubble_causes) continue;
+        for (int k = 0; k < SSA_BUBBLE_N; k++) by[k] += rr->totals.bubble_cause[k];
+        if (rr->totals.imbalance_stage >= 0 && rr->totals.imbalance_stage < 64) stage_votes[rr->totals.imbalance_stage]++;
+        any = 1;
+      }
+      int best = -1;
+      for (int k = 0; k < SSA_BUBBLE_N; k++)
+        if (k != SSA_BUBBLE_SCHEDULE && by[k] > 0 && (best < 0 || by[k] > by[best])) best = k;
+      if (any && best >= 0) {
+        static const char *const words[SSA_BUBBLE_N] = {
+            "the schedule", "stage imbalance", "p2p transfer time", "waiting on a late upstream rank beyond the schedule",
+            "host/launch gaps", "waiting that could not be attributed"};
+        fprintf(f, "; the largest cause beyond the schedule is %s (%.1f %% of the pipeline ranks' time", words[best],
+                pct(by[best], pspan));
+        if (best == SSA_BUBBLE_IMBALANCE) {
+          int st = 0;
+          for (int k = 1; k < 64; k++)
+            if (stage_votes[k] > stage_votes[st]) st = k;
+          fprintf(f, ", stage %d the slowest", st);
+        }
+        fprintf(f, ")");
+      }
+      fprintf(f, "\n");
       findings++;
     }
   }
   if (worst && span > 0 && nsel > 1) {
-    fprintf(f, "- rank %d is the worst straggler: others waited %s for it\n", worst->rank->rank,
-            fmt_ns(worst->coll_caused, b1, sizeof b1));
+    fprintf(f, "- rank %d is the worst straggler beyond what the schedule implies: others waited %s for it",
+            worst->rank->rank, fmt_ns(worst->coll_caused, b1, sizeof b1));
+    for (size_t i = 0; i < a->nculprits; i++)
+      if (a->culprits[i].rank == worst->rank->rank) {
+        fprintf(f, "; it was late in %s in %llu of %zu steps", ssa_phase_names[a->culprits[i].phase],
+                (unsigned long long)a->culprits[i].steps, a->nsteps);
+        break;
+      }
+    fprintf(f, "\n");
     findings++;
   }
   {

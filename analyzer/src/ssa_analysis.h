@@ -68,6 +68,11 @@ typedef struct ssa_delay_stats {
  * v may be reordered). */
 void ssa_delay_stats_of(int64_t *v, size_t n, ssa_delay_stats *s);
 
+/* Causes of a pipeline rank's bubble (bubble_causes.c); they sum to the bubble. */
+enum { SSA_BUBBLE_SCHEDULE, SSA_BUBBLE_IMBALANCE, SSA_BUBBLE_TRANSFER, SSA_BUBBLE_LATE,
+       SSA_BUBBLE_HOST, SSA_BUBBLE_UNATTRIBUTED, SSA_BUBBLE_N };
+extern const char *const ssa_bubble_cause_names[SSA_BUBBLE_N];
+
 /* The metrics of one window W on one rank. */
 typedef struct ssa_window {
   int64_t step;                     /* step number; -1 for the totals window */
@@ -79,6 +84,10 @@ typedef struct ssa_window {
   int64_t bubble;                   /* no compute and no non-pipeline comm */
   int64_t pipeline_comm_only;       /* part of bubble covered by pipeline send/recv */
   int64_t idle_cause[SSA_IDLE_N];   /* device level; sums to idle */
+  int has_bubble_causes;            /* pipeline rank: bubble_cause filled */
+  int64_t bubble_cause[SSA_BUBBLE_N]; /* sums to bubble */
+  int imbalance_stage;              /* the slowest stage of the step(s), -1 unknown */
+  int64_t schedule_idle, schedule_idle_balanced; /* simulated idle (measured / balanced op times), -1 */
   ssa_delay_stats launch;
   int cpu_bound;
 } ssa_window;
@@ -88,6 +97,8 @@ typedef struct ssa_lane_idle {
   int64_t busy;
   int64_t idle_cause[SSA_IDLE_N];   /* sums to span - busy of the totals window */
 } ssa_lane_idle;
+
+#define SSA_COVER_PENDING 32        /* deferred set-3 starts held at once (more: not deferred) */
 
 /* Streaming coverage of up to 4 activity sets over [t0, t1) (coverage.c):
  * feed ops in non-decreasing start order; bucket[mask] accumulates the time
@@ -104,6 +115,14 @@ typedef struct ssa_cover {
   int64_t (*at)[16];                /* at[k] = buckets over [t0, points[k]) */
   void (*emit)(void *ctx, int64_t s, int64_t e, unsigned mask); /* each piece, or NULL */
   void *ctx;
+  /* pipeline waits (pipeline_waits.c): per collective index of the rank, the
+   * time until which its executing op waits for another stage (INT64_MIN:
+   * none), or NULL. Such an op joins set 3 only from that time on; such
+   * later starts (of any set) wait here, sorted, until the sweep reaches them. */
+  const int64_t *wait_end;
+  int64_t pend_s[SSA_COVER_PENDING], pend_e[SSA_COVER_PENDING];
+  int pend_set[SSA_COVER_PENDING];
+  int npend;
 } ssa_cover;
 
 void ssa_cover_init(ssa_cover *c, int nsets, int64_t t0, int64_t t1);
@@ -122,13 +141,24 @@ static inline void ssa_cover_add(ssa_cover *c, int set, int64_t s, int64_t e) {
 /* Whether a communication op is pipeline send/recv (SPEC §4 bubble). */
 int ssa_op_is_pipeline_comm(const ssa_rank *r, const ssa_op *o, int pipeline);
 
+/* Feeds the deferred set-3 intervals that start at or before t. */
+void ssa_cover_flush_pending(ssa_cover *c, int64_t t);
+/* Holds [s, e) of `set` until the sweep reaches s (s > the current op's start). */
+void ssa_cover_defer(ssa_cover *c, int set, int64_t s, int64_t e);
+
 /* The four sets of the metrics: 0 compute, 1 comm, 2 copies/memsets,
- * 3 non-pipeline comm. Zero-length ops are not activity. */
+ * 3 non-pipeline comm (a collective's op from the end of its wait for
+ * another pipeline stage on). Zero-length ops are not activity. */
 static inline void ssa_cover_op(ssa_cover *c, const ssa_rank *r, const ssa_op *o, int pipeline) {
   if (o->end <= o->start) return;
+  if (c->npend && c->pend_s[0] <= o->start) ssa_cover_flush_pending(c, o->start);
   int set = o->cls == SSA_CLS_COMPUTE ? 0 : o->cls == SSA_CLS_COMM ? 1 : 2;
   ssa_cover_add(c, set, o->start, o->end);
-  if (set == 1 && o->end > c->end[3] && !ssa_op_is_pipeline_comm(r, o, pipeline)) c->end[3] = o->end;
+  if (set == 1 && o->end > c->end[3] && !ssa_op_is_pipeline_comm(r, o, pipeline)) {
+    int64_t we = c->wait_end && o->coll != SSA_NONE ? c->wait_end[o->coll] : INT64_MIN;
+    if (we <= o->start) c->end[3] = o->end;
+    else if (we < o->end) ssa_cover_defer(c, 3, we, o->end);
+  }
 }
 
 /* Feeds every op of a rank (sorted by start) and finishes. */
@@ -153,6 +183,11 @@ typedef struct ssa_rank_result {
   ssa_rank_kstat *kstats;           /* kernels starting in the totals window */
   size_t nkstats;
   int pipeline;                     /* this rank is in a pipeline (pp > 1) */
+  int stage_of_waits;               /* ssa_rank_pipeline_stage (-1: not in a pipeline) */
+  int64_t *coll_transfer;           /* pipeline ranks: per collective record, its complete
+                                       instance's transfer time (-1 none); else NULL */
+  int64_t *coll_wait_end;           /* per collective record: end of its wait for another
+                                       stage, trace clock (INT64_MIN none); NULL if none */
   int stage;                        /* pp_rank, -1 if unknown */
   double bubble_theory;             /* NaN if unknown */
   /* collectives, per rank */
@@ -160,6 +195,7 @@ typedef struct ssa_rank_result {
   int64_t coll_wait;                /* sum of this rank's waits */
   int64_t coll_caused;              /* waits of others when this rank arrived last */
   uint64_t coll_last;               /* instances where it arrived last */
+  int64_t coll_schedule_wait;       /* part of coll_wait the pipeline schedule implies */
   int error;
 } ssa_rank_result;
 
@@ -179,7 +215,35 @@ typedef struct ssa_coll_instance {
   int64_t skew, transfer, max_wait, total_wait;
   int last_rank;                    /* the rank that arrived last */
   double algbw, busbw;              /* GB/s (bytes per ns) */
+  int complete;                     /* every member present (2 for p2p) */
+  int64_t schedule_wait;            /* waits the pipeline schedule implies */
+  int64_t caused_wait;              /* waits charged to last_rank as a straggler */
 } ssa_coll_instance;
+
+/* A late arrival that made others wait beyond the schedule (collectives.c),
+ * with the arrivals of up to SSA_LATE_PEERS other members. */
+#define SSA_LATE_PEERS 16
+typedef struct ssa_late {
+  uint32_t rank_idx, npeers;
+  int64_t arrival_rel, caused;
+  int64_t since_rel;                /* when it left the communicator's previous instance
+                                       (INT64_MIN: not known) */
+  uint32_t peer_idx[SSA_LATE_PEERS];
+  int64_t peer_arrival_rel[SSA_LATE_PEERS], peer_since_rel[SSA_LATE_PEERS];
+} ssa_late;
+
+/* Phases a late rank's time is split into (culprits.c). */
+enum { SSA_PHASE_FORWARD, SSA_PHASE_BACKWARD, SSA_PHASE_OPTIMIZER, SSA_PHASE_HOST, SSA_PHASE_COPY,
+       SSA_PHASE_COLLECTIVE, SSA_PHASE_OTHER, SSA_PHASE_N };
+extern const char *const ssa_phase_names[SSA_PHASE_N];
+
+/* Per straggler rank and phase: the waits it caused, in how many steps. */
+typedef struct ssa_culprit {
+  int rank, phase;
+  int64_t caused;                   /* waits of others it caused */
+  int64_t excess;                   /* sum over steps of its phase time minus the peers' median */
+  uint64_t steps, instances;
+} ssa_culprit;
 
 typedef struct ssa_coll_summary {
   uint32_t op;
@@ -212,7 +276,12 @@ typedef struct ssa_analysis {
   size_t ncolls;
   ssa_coll_summary *coll_summaries;
   size_t ncoll_summaries;
-  uint64_t colls_incomplete;
+  uint64_t colls_incomplete;        /* instances with missing members: left out of statistics */
+  ssa_late *lates;                  /* late arrivals beyond the schedule (collectives.c) */
+  size_t nlates;
+  ssa_culprit *culprits;            /* by caused wait, descending (culprits.c) */
+  size_t nculprits;
+  uint64_t culprit_steps_total;     /* (rank, step) pairs walked back */
   ssa_run_step *steps;
   size_t nsteps;
   int64_t step_time_median;         /* -1 if no steps */
@@ -299,12 +368,20 @@ static inline size_t ssa_step_index_stab_fast(ssa_step_index *ix, int64_t t, uin
  * the one that started last (ties: the higher position in the index's
  * order). SSA_NONE if none. */
 uint32_t ssa_step_index_owner(ssa_step_index *ix, int64_t t);
+/* Pipeline waits inside collectives (pipeline_waits.c): fills every
+ * rank's stage_of_waits and coll_wait_end; runs before the per-rank metrics. */
+int ssa_rank_pipeline_stage(const ssa_rank *r);
+int ssa_find_pipeline_waits(ssa_analysis *a);
 
 /* Per-rank metrics (breakdown.c). */
 int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr);
 
 /* Cross-rank parts. */
 int ssa_match_collectives(ssa_analysis *a);
+/* Splits every pipeline rank's bubble by cause (bubble_causes.c). */
+int ssa_bubble_causes(ssa_analysis *a);
+/* Walks each late arrival back to the phase that made it late (culprits.c). */
+int ssa_find_culprits(ssa_analysis *a);
 int ssa_build_kernel_table(ssa_analysis *a);
 int ssa_read_run_metadata(ssa_analysis *a);
 

@@ -67,6 +67,19 @@ static void check_window(const ssa_analysis *a, const ssa_rank_result *rr, const
     snprintf(n, sizeof n, "rank %d %s idle %s", rr->rank->rank, label, ssa_idle_cause_names[k]);
     CHECK_EQ(n, w->idle_cause[k], e->idle_cause[k]);
   }
+  if (rr->pipeline) { /* bubble causes: measured, and split by the simulated schedule */
+    snprintf(n, sizeof n, "rank %d %s bubble causes measured", rr->rank->rank, label);
+    CHECK_EQ(n, w->has_bubble_causes, 1);
+    int64_t sum = 0;
+    for (int k = 0; k < SSA_BUBBLE_N; k++) {
+      snprintf(n, sizeof n, "rank %d %s bubble %s", rr->rank->rank, label, ssa_bubble_cause_names[k]);
+      CHECK_EQ(n, w->bubble_cause[k], e->bubble_cause[k]);
+      sum += w->bubble_cause[k];
+    }
+    snprintf(n, sizeof n, "rank %d %s bubble causes sum", rr->rank->rank, label);
+    CHECK_EQ(n, sum, w->bubble);
+    W(imbalance_stage, e->imbalance_stage);
+  }
   W(launch.count, e->launches);
   if (e->launches) {
     W(launch.min, e->delay_min);
@@ -425,6 +438,9 @@ static void cases(const char *which) {
   CASE("single_lane", { sc.nlanes = 1; sc.nranks = 2; sc.syncs = 1; sc.flops = 1; });
   CASE("overlapping_steps", { sc.nranks = 2; sc.nsteps = 5; sc.overlap_steps = 1; sc.syncs = 1; });
   CASE("nested_steps", { sc.nranks = 3; sc.nsteps = 4; sc.overlap_steps = 2; sc.copies = 1; sc.flops = 1; });
+  CASE("pipeline_1f1b", { sc.nranks = 3; sc.pipeline_schedule = 1; sc.nsteps = 3; });
+  CASE("pipeline_afab_cpu", { sc.nranks = 2; sc.pipeline_schedule = 2; sc.nsteps = 2; sc.cpu_backend = 1; });
+  CASE("pipeline_1f1b_pp4", { sc.nranks = 4; sc.pipeline_schedule = 1; sc.nsteps = 2; sc.cpu_backend = 2; });
 #undef CASE
   iter_cases(which);
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """test_viewer.py — the viewer in a real browser (headless Chromium via Selenium).
 
-  test_viewer.py STEPSCOPE_EXE WORK_DIR CASE     CASE: timeline | chunks | pipeline | compare | html | parser
+  test_viewer.py STEPSCOPE_EXE WORK_DIR CASE     CASE: timeline | chunks | pipeline | compare | html | parser |
+                                                 html_compare_hint | pipeline_real | compare_real | attribution_real
 
 Each case generates sample runs (tests/viewer/make_sample.py) in WORK_DIR, serves them
 with `stepscope view` on a free port (or writes `--html`), drives the page like a user
@@ -347,7 +348,23 @@ def case_compare_real(exe, work, d):
         check(wa == [0, 1, 2], "A's step ranges carry their numbers (args.payload) %s" % wa)
         cells = {r.find_elements(By.TAG_NAME, "td")[0].text: [c.text for c in r.find_elements(By.TAG_NAME, "td")]
                  for r in d.find_elements(By.CSS_SELECTOR, "#compare-table tbody tr")}
-        check(len(cells) == 10 and cells["span"][1] != "—" and cells["span"][2] != "—", "metric table filled for both runs")
+        check(len(cells) == 8 and "bubble" not in cells and "bubble_ratio" not in cells
+              and cells["span"][1] != "—" and cells["span"][2] != "—",
+              "metric table filled for both runs, no bubble rows without a pipeline (%s)" % sorted(cells))
+        # the CLI diff's findings and verdicts (stepscope view ran `stepscope diff A B --json`)
+        findings = [li.text for li in d.find_elements(By.CSS_SELECTOR, "#compare-findings li")]
+        check(len(findings) > 0, "the diff's findings are shown (%d)" % len(findings))
+        diff = js(d, "return stepscope.app.B.diff")
+        check(findings == diff["findings"], "the findings are the diff's own")
+        src = {r.find_elements(By.TAG_NAME, "td")[0].text: r.find_elements(By.TAG_NAME, "td")[6].get_attribute("data-source")
+               for r in d.find_elements(By.CSS_SELECTOR, "#compare-table tbody tr")}
+        check(src["exposed_comm"] == "diff" and src["idle"] == "diff", "verdicts come from the diff where it has the metric %s" % src)
+        for name, key in (("exposed_comm", "exposed_comm"), ("idle", "idle")):
+            h = diff["headline"][key]
+            want = "noise" if h["noise"] else ("lower in B" if h["abs_change"] < 0 else "higher in B")
+            check(cells[name][6] == want, "%s verdict is the diff's (%s)" % (name, want))
+        status = d.find_element(By.ID, "status").text
+        check("B:" in status and "events" in status.split("B:")[1], "the status bar reports run B once loaded (%s)" % status)
         d.save_screenshot(os.path.join(work, "viewer-compare-real.png"))
         return srv
 
@@ -443,7 +460,70 @@ return out;""", PARSER_DOCS, PARSER_BAD)
         return srv
 
 
-CASES = {"compare_real": case_compare_real, "pipeline_real": case_pipeline_real, "parser": case_parser, "real": case_real, "timeline": case_timeline, "chunks": case_chunks, "pipeline": case_pipeline,
+def case_attribution_real(exe, work, d):
+    """Bubble causes, interleaved chunk labels, per-op collective charts and the ruler, on real runs."""
+    from selenium.webdriver.common.by import By
+    run = train_run(work, "train_interleaved", "--world", "2", "--pp", "2", "--schedule", "interleaved",
+                    "--virtual-stages", "2", "--microbatches", "4", "--layers", "4", "--steps", "2")
+    report = analyze_json(exe, run, os.path.join(run, "report.json"))
+    with harness.Server(exe, run) as srv:
+        d.get(srv.url)
+        harness.wait_state(d)
+        # the ruler: zoomed far in, tick labels do not overlap and stay right of the label column
+        for _ in range(3):
+            ticks = js(d, """var t = stepscope.app.timeline, c = (t.t0 + t.t1) / 2, s = (t.t1 - t.t0) / 50;
+                t.setWindow(c - s, c + s); t.render(); return {ticks: t.axisTicks, labelW: t.labelW};""")
+            xs = ticks["ticks"]
+            check(len(xs) >= 2, "ticks drawn when zoomed (%d)" % len(xs))
+            check(all(xs[k]["x"] + xs[k]["w"] + 3 <= xs[k + 1]["x"] for k in range(len(xs) - 1)),
+                  "ruler labels do not overlap %s" % xs[:3])
+            check(all(x["x"] >= ticks["labelW"] for x in xs), "no tick label over the label column")
+        d.find_element(By.CSS_SELECTOR, ".tab[data-tab=pipeline]").click()
+        rows = js(d, """var out = {}; document.querySelectorAll('#pipeline-chart rect.op').forEach(function (r) {
+            (out[r.dataset.rank] = out[r.dataset.rank] || []).push(r.dataset.label); }); return out;""")
+        for rank, labels in rows.items():
+            check(len(labels) == 2 * 2 * 4 and len(set(labels)) == len(labels),
+                  "rank %s: every (pass, micro-batch, chunk) box has its own label (%s)" % (rank, sorted(labels)[:6]))
+            check("F0c0" in labels and "F0c1" in labels, "rank %s: chunk 0 and chunk 1 of micro-batch 0 told apart" % rank)
+        segs = js(d, """return Array.from(document.querySelectorAll('#pipeline-chart rect.bubble-cause')).map(function (r) {
+            return {rank: +r.dataset.rank, cause: r.dataset.cause, ns: +r.dataset.ns}; })""")
+        for r in report["ranks"]:
+            st = [s for s in r["steps"] if s["step"] == 0][0]
+            got = sum(x["ns"] for x in segs if x["rank"] == r["rank"])
+            check(got == st["bubble_ns"] and st["bubble_causes"] is not None,
+                  "rank %d: the cause bar covers the step's bubble exactly (%d of %d ns)" % (r["rank"], got, st["bubble_ns"]))
+            want = {k[:-3] for k, v in st["bubble_causes"].items() if v > 0}
+            check({x["cause"] for x in segs if x["rank"] == r["rank"]} == want, "rank %d: one segment per cause present" % r["rank"])
+        check(len(d.find_elements(By.CSS_SELECTOR, "#bubble-cause-legend .swatch")) == 6, "a legend entry per cause")
+        d.save_screenshot(os.path.join(work, "viewer-bubble-causes.png"))
+        # the summary: one labelled chart per collective op, and what "incomplete" means
+        d.find_element(By.CSS_SELECTOR, ".tab[data-tab=summary]").click()
+        ops = {"%s %s" % (c["op"], c["group"]) for c in report["collectives"]["instances"]}
+        charts = [c.get_attribute("data-op") for c in d.find_elements(By.CSS_SELECTOR, "#collective-instance-charts svg.instance-chart")]
+        check(sorted(charts) == sorted(ops), "one chart per op and group %s" % charts)
+        check(all(len(c.find_elements(By.TAG_NAME, "text")) >= 2 for c in d.find_elements(By.CSS_SELECTOR, "svg.instance-chart")),
+              "each chart is labelled")
+        note = d.find_element(By.ID, "collectives-incomplete").text
+        check("incomplete" in note and "left out" in note and "two ranks" in note, "incomplete is explained (%s)" % note[:60])
+        return srv
+
+
+def case_html_compare_hint(exe, work, d):
+    """A one-run --html page does not point to a file picker it does not have."""
+    import subprocess
+    from selenium.webdriver.common.by import By
+    run = harness.make_sample(os.path.join(work, "run_html"), "--dp", "2", "--pp", "2", "--steps", "2")
+    out = os.path.join(work, "viewer-one-run.html")
+    subprocess.run([exe, "view", run, "--html", out], check=True, stdout=subprocess.DEVNULL)
+    d.get("file://" + os.path.abspath(out))
+    harness.wait_state(d)
+    d.find_element(By.CSS_SELECTOR, ".tab[data-tab=compare]").click()
+    text = d.find_element(By.ID, "compare-missing").text
+    check("--compare" in text and "--html" in text and "picker" not in text and "below" not in text,
+          "the hint names --compare with --html, no file picker (%s)" % text)
+
+
+CASES = {"attribution_real": case_attribution_real, "html_compare_hint": case_html_compare_hint, "compare_real": case_compare_real, "pipeline_real": case_pipeline_real, "parser": case_parser, "real": case_real, "timeline": case_timeline, "chunks": case_chunks, "pipeline": case_pipeline,
          "compare": case_compare, "html": case_html}
 
 

@@ -44,6 +44,7 @@ void gen_free(gen_run *g) {
   free(g->steps);
   free(g->syncs);
   free(g->loads);
+  free(g->ranges);
   memset(g, 0, sizeof *g);
 }
 
@@ -81,6 +82,12 @@ int gen_add_load(gen_run *g, int rank, int64_t s, int64_t e) {
 int gen_add_sync(gen_run *g, int rank, int lane, int64_t s, int64_t e) {
   if (grow((void **)&g->syncs, &g->syncs_cap, g->nsyncs + 1, sizeof *g->syncs)) return -1;
   g->syncs[g->nsyncs++] = (gen_sync){rank, lane, s, e};
+  return 0;
+}
+
+int gen_add_range(gen_run *g, int rank, const char *name, int mb, int64_t s, int64_t e) {
+  if (grow((void **)&g->ranges, &g->ranges_cap, g->nranges + 1, sizeof *g->ranges)) return -1;
+  g->ranges[g->nranges++] = (gen_range){rank, name, mb, s, e};
   return 0;
 }
 
@@ -160,6 +167,20 @@ static int write_rank(const gen_run *g, int r, const char *dir, char *errbuf, si
     rec.u.range.thread = thread;
     rec.u.range.name = s_load;
     rec.u.range.domain = s_py;
+    EMIT();
+  }
+  for (size_t i = 0; i < g->nranges; i++) {
+    const gen_range *gr2 = &g->ranges[i];
+    if (gr2->rank != r) continue;
+    char args[64];
+    snprintf(args, sizeof args, "{\"microbatch\":%d,\"stage\":%d}", gr2->mb, gr->stage);
+    memset(&rec, 0, sizeof rec);
+    rec.kind = STEPSCOPE_REC_RANGE;
+    rec.u.range.start_ns = (uint64_t)gr2->s + off;
+    rec.u.range.end_ns = (uint64_t)gr2->e + off;
+    rec.u.range.thread = thread;
+    rec.u.range.name = stepscope_intern(w, gr2->name);
+    rec.u.range.args = stepscope_intern(w, args);
     EMIT();
   }
   for (size_t i = 0; i < g->nsyncs; i++) {

@@ -56,25 +56,92 @@ static int cell_cause(const gen_run *g, int r, int64_t t, int lane) {
   return cause;
 }
 
+/* Pipeline waits (docs/metrics.md "Pipeline bubble"): per op, the true time
+ * until which a non-pipeline collective's member waits for a member on
+ * another pipeline stage (INT64_MIN: none). Set by gen_expect_compute. */
+static int64_t *wait_end_of_op;
+
+static int stage_of(const gen_run *g, int r) {
+  if (g->pp <= 1) return -1; /* the generator's pipelines all set pp */
+  return g->ranks[r].stage >= 0 ? g->ranks[r].stage : 0;
+}
+
+static int pipeline_waits(const gen_run *g) {
+  wait_end_of_op = malloc((g->nops + 1) * sizeof *wait_end_of_op);
+  if (!wait_end_of_op) return -1;
+  for (size_t i = 0; i < g->nops; i++) wait_end_of_op[i] = INT64_MIN;
+  for (size_t c = 0; c < g->ncolls; c++) {
+    const gen_coll *gc = &g->colls[c];
+    if (!gc->record || (gc->flags & STEPSCOPE_COLL_F_PIPELINE)) continue;
+    for (int m = 0; m < gc->nmembers; m++) {
+      const gen_op *o = &g->ops[gc->member_op[m]];
+      int sm = stage_of(g, o->rank);
+      if (sm < 0 || !g->ranks[o->rank].present) continue;
+      int64_t latest = INT64_MIN;
+      for (int k = 0; k < gc->nmembers; k++) {
+        const gen_op *p = &g->ops[gc->member_op[k]];
+        int sk = stage_of(g, p->rank);
+        if (g->ranks[p->rank].present && sk >= 0 && sk != sm && p->s > latest) latest = p->s;
+      }
+      if (latest > o->s) wait_end_of_op[gc->member_op[m]] = latest;
+    }
+  }
+  return 0;
+}
+
+/* Per op: the transfer of its complete pipeline instance (its last `transfer`
+ * ns are transfer, the rest waiting), 0 for others. Set by gen_expect_compute. */
+static int64_t *transfer_of_op;
+
+static void transfers(const gen_run *g) {
+  for (size_t c = 0; c < g->ncolls; c++) {
+    const gen_coll *gc = &g->colls[c];
+    if (!gc->record || !(gc->flags & STEPSCOPE_COLL_F_PIPELINE)) continue;
+    uint32_t expected = (gc->flags & STEPSCOPE_COLL_F_P2P) && gc->comm_size > 2 ? 2 : gc->comm_size;
+    int present = 0;
+    int64_t tr = INT64_MAX;
+    for (int m = 0; m < gc->nmembers; m++) {
+      const gen_op *o = &g->ops[gc->member_op[m]];
+      if (!g->ranks[o->rank].present) continue;
+      present++;
+      if (o->e - o->s < tr) tr = o->e - o->s;
+    }
+    if ((uint32_t)present < expected) continue;
+    for (int m = 0; m < gc->nmembers; m++) transfer_of_op[gc->member_op[m]] = tr;
+  }
+}
+
 static void measure(const gen_run *g, int r, gen_window *w) {
   w->span = w->end - w->start;
+  w->imbalance_stage = -1;
   for (int64_t t = w->start; t < w->end; t += GEN_Q) {
-    int comp = 0, comm = 0, mem = 0, np = 0;
+    int comp = 0, comm = 0, mem = 0, np = 0, xfer = 0;
     for (size_t i = 0; i < g->nops; i++) {
       const gen_op *o = &g->ops[i];
       if (o->rank != r || !(o->s <= t && o->e >= t + GEN_Q)) continue;
       if (o->cls == GEN_COMPUTE) comp = 1;
-      else if (o->cls == GEN_COMM) { comm = 1; if (!o->pipeline) np = 1; }
+      else if (o->cls == GEN_COMM) {
+        comm = 1;
+        if (!o->pipeline && t >= wait_end_of_op[i]) np = 1;
+        if (o->pipeline && t >= o->e - transfer_of_op[i]) xfer = 1;
+      }
       else mem = 1;
     }
+    if (!comp && !np && xfer) w->bubble_cause[2] += GEN_Q;
     if (comp) w->compute += GEN_Q;
     if (comm) w->comm += GEN_Q;
     if (comp && comm) w->overlap += GEN_Q;
     if (comp || comm || mem) w->busy += GEN_Q;
     if (mem && !comp && !comm) w->exposed_mem += GEN_Q;
     if (!comp && !np) w->bubble += GEN_Q;
-    if (!comp && !comm && !mem) w->idle_cause[cell_cause(g, r, t, -1)] += GEN_Q;
+    if (!comp && !comm && !mem) {
+      int cause = cell_cause(g, r, t, -1);
+      w->idle_cause[cause] += GEN_Q;
+      if (cause == GEN_IDLE_HOST_WAIT || cause == GEN_IDLE_LAUNCH_GAP) w->bubble_cause[4] += GEN_Q;
+    }
   }
+  /* what is left of the bubble is waiting: unattributed until a schedule splits it */
+  w->bubble_cause[5] = w->bubble - w->bubble_cause[2] - w->bubble_cause[4];
   w->idle = w->span - w->busy;
   w->exposed_comm = w->comm - w->overlap;
 }
@@ -125,6 +192,183 @@ static double busbw_factor(uint32_t op, uint32_t n) {
   return 1.0;
 }
 
+/* ---- bubble causes: the schedule simulated from the forward/backward ranges ---- */
+
+/* An op's time toward its item: the device gap just before it when the op is the
+ * first (longest, then lowest lane) to start at that instant and the gap was a host
+ * gap (launch at or after the gap's start, or shorter than the launch-gap threshold). */
+static int64_t host_gap_before(const gen_run *g, size_t i) {
+  const gen_op *o = &g->ops[i];
+  int64_t a = INT64_MIN;
+  for (size_t k = 0; k < g->nops; k++) {
+    const gen_op *q = &g->ops[k];
+    if (q->rank != o->rank || q->e <= q->s) continue;
+    if (q->s == o->s && k != i && (q->e > o->e || (q->e == o->e && q->lane < o->lane))) return 0;
+    if (q->s < o->s && q->e > a) a = q->e;
+  }
+  if (a == INT64_MIN || a >= o->s) return 0;
+  return o->s - a < GEN_LAUNCH_GAP_NS || o->launch_s >= a ? o->s - a : 0;
+}
+
+/* Item time: cells covered by its compute ops, plus its ops' host gaps. */
+static int64_t item_time(const gen_run *g, const gen_range *it) {
+  int64_t lo = INT64_MAX, hi = INT64_MIN, t = 0;
+  for (size_t i = 0; i < g->nops; i++) {
+    const gen_op *o = &g->ops[i];
+    if (o->rank != it->rank || !o->has_launch || o->launch_s < it->s || o->launch_s >= it->e) continue;
+    t += host_gap_before(g, i);
+    if (o->cls == GEN_COMPUTE) {
+      if (o->s < lo) lo = o->s;
+      if (o->e > hi) hi = o->e;
+    }
+  }
+  for (int64_t c = lo; c < hi; c += GEN_Q)
+    for (size_t i = 0; i < g->nops; i++) {
+      const gen_op *o = &g->ops[i];
+      if (o->rank == it->rank && o->cls == GEN_COMPUTE && o->has_launch && o->launch_s >= it->s &&
+          o->launch_s < it->e && o->s <= c && o->e >= c + GEN_Q) {
+        t += GEN_Q;
+        break;
+      }
+    }
+  return t;
+}
+
+/* Idle per stage when every stage runs its items (in their order) as soon as the
+ * input exists; dur NULL: every forward takes bf, every backward bb. */
+static int sim(int p, const gen_range *const *items, const int *n, const int64_t *const *dur,
+               int64_t bf, int64_t bb, int64_t *idle, int64_t *busy) {
+  int64_t endf[4][8], endb[4][8], at[4] = {0};
+  int done[4] = {0};
+  for (int s = 0; s < p; s++)
+    for (int k = 0; k < 8; k++) endf[s][k] = endb[s][k] = -1;
+  for (int s = 0; s < p; s++) busy[s] = 0;
+  int left = 0;
+  for (int s = 0; s < p; s++) left += n[s];
+  while (left > 0) {
+    int moved = 0;
+    for (int s = 0; s < p; s++) {
+      if (done[s] == n[s]) continue;
+      const gen_range *it = &items[s][done[s]];
+      int bwd = it->name[0] == 'b';
+      int64_t dep = 0;
+      if (!bwd && s > 0) dep = endf[s - 1][it->mb];
+      if (bwd && s < p - 1) dep = endb[s + 1][it->mb];
+      if (dep < 0) continue;
+      int64_t d = dur ? dur[s][done[s]] : bwd ? bb : bf;
+      int64_t st = at[s] > dep ? at[s] : dep;
+      at[s] = st + d;
+      busy[s] += d;
+      if (bwd) endb[s][it->mb] = at[s];
+      else endf[s][it->mb] = at[s];
+      done[s]++;
+      left--;
+      moved = 1;
+    }
+    if (!moved) return -1;
+  }
+  int64_t span = 0;
+  for (int s = 0; s < p; s++)
+    if (at[s] > span) span = at[s];
+  for (int s = 0; s < p; s++) idle[s] = span - busy[s];
+  return 0;
+}
+
+static void split(gen_window *w, int64_t sched, int64_t imb) {
+  int64_t W = w->bubble_cause[5];
+  if (sched < 0) sched = 0;
+  if (imb < 0) imb = 0;
+  if (sched > W) sched = W;
+  if (imb > W - sched) imb = W - sched;
+  w->bubble_cause[0] = sched;
+  w->bubble_cause[1] = imb;
+  w->bubble_cause[3] = W - sched - imb;
+  w->bubble_cause[5] = 0;
+}
+
+/* The generator's pipelines: ranks 0 .. pp-1 are its stages (one pipeline). */
+static void schedule_causes(const gen_run *g, gen_expect *x) {
+  int p = g->pp;
+  if (p < 2 || p > 4 || x->nranks != p) return;
+  int64_t sum_sched[4] = {0}, sum_imb[4] = {0};
+  int votes[4] = {0}, any = 0;
+  for (size_t si = 0; si < x->ranks[0].nsteps; si++) {
+    int64_t number = x->ranks[0].steps[si].step;
+    gen_range *items[4];
+    const gen_range *citems[4];
+    int64_t *dur[4];
+    const int64_t *cdur[4];
+    int n[4] = {0}, ok = 1;
+    gen_window *ws[4];
+    for (int s = 0; s < p; s++) {
+      items[s] = calloc(g->nranges + 1, sizeof *items[s]);
+      dur[s] = calloc(g->nranges + 1, sizeof *dur[s]);
+      ws[s] = NULL;
+      for (size_t k = 0; k < x->ranks[s].nsteps; k++)
+        if (x->ranks[s].steps[k].step == number) ws[s] = &x->ranks[s].steps[k];
+      const gen_step *hs = NULL;
+      for (size_t k = 0; k < g->nsteps; k++)
+        if (g->steps[k].rank == s && g->steps[k].number == number) hs = &g->steps[k];
+      if (!items[s] || !dur[s] || !ws[s] || !hs || g->ranks[s].stage != s) { ok = 0; continue; }
+      for (size_t k = 0; k < g->nranges; k++)
+        if (g->ranges[k].rank == s && g->ranges[k].s >= hs->s && g->ranges[k].s < hs->e)
+          items[s][n[s]++] = g->ranges[k];
+      for (int a = 1; a < n[s]; a++) /* by start */
+        for (int b = a; b > 0 && items[s][b - 1].s > items[s][b].s; b--) {
+          gen_range t = items[s][b];
+          items[s][b] = items[s][b - 1];
+          items[s][b - 1] = t;
+        }
+      for (int k = 0; k < n[s]; k++) dur[s][k] = item_time(g, &items[s][k]);
+      if (n[s] == 0) ok = 0;
+      citems[s] = items[s];
+      cdur[s] = dur[s];
+    }
+    int64_t idle[4], idle_bal[4], busy[4], busy_bal[4];
+    if (ok && sim(p, citems, n, cdur, 0, 0, idle, busy) == 0) {
+      int slow = 0;
+      for (int s = 1; s < p; s++)
+        if (busy[s] > busy[slow]) slow = s;
+      int64_t mf[4], mb[4];
+      int nf = 0, nb = 0;
+      for (int s = 0; s < p; s++) {
+        int64_t f = 0, b = 0, cf = 0, cb = 0;
+        for (int k = 0; k < n[s]; k++) {
+          if (items[s][k].name[0] == 'b') b += dur[s][k], cb++;
+          else f += dur[s][k], cf++;
+        }
+        if (cf) mf[nf++] = f / cf;
+        if (cb) mb[nb++] = b / cb;
+      }
+      qsort(mf, (size_t)nf, sizeof *mf, cmp_i64);
+      qsort(mb, (size_t)nb, sizeof *mb, cmp_i64);
+      if (sim(p, citems, n, NULL, nf ? mf[(nf - 1) / 2] : 0, nb ? mb[(nb - 1) / 2] : 0, idle_bal,
+              busy_bal) == 0) {
+        for (int s = 0; s < p; s++) {
+          split(ws[s], idle_bal[s], idle[s] - idle_bal[s]);
+          ws[s]->imbalance_stage = ws[s]->bubble_cause[1] > 0 ? slow : -1;
+          sum_sched[s] += ws[s]->bubble_cause[0];
+          sum_imb[s] += ws[s]->bubble_cause[1];
+        }
+        votes[slow]++;
+        any = 1;
+      }
+    }
+    for (int s = 0; s < p; s++) {
+      free(items[s]);
+      free(dur[s]);
+    }
+  }
+  if (!any) return;
+  int slowest = -1;
+  for (int s = 0; s < p; s++)
+    if (votes[s] > 0 && (slowest < 0 || votes[s] > votes[slowest])) slowest = s;
+  for (int s = 0; s < p; s++) {
+    split(&x->ranks[s].totals, sum_sched[s], sum_imb[s]);
+    x->ranks[s].totals.imbalance_stage = x->ranks[s].totals.bubble_cause[1] > 0 ? slowest : -1;
+  }
+}
+
 int gen_expect_compute(const gen_run *g, gen_expect *x) {
   memset(x, 0, sizeof *x);
   /* origin */
@@ -140,6 +384,10 @@ int gen_expect_compute(const gen_run *g, gen_expect *x) {
   for (size_t i = 0; i < g->nsyncs; i++)
     if (g->ranks[g->syncs[i].rank].present && g->syncs[i].s < x->origin) x->origin = g->syncs[i].s;
 
+  if (pipeline_waits(g)) return -1;
+  transfer_of_op = calloc(g->nops + 1, sizeof *transfer_of_op);
+  if (!transfer_of_op) return -1;
+  transfers(g);
   int ref = -1;
   for (int r = 0; r < g->nranks; r++) {
     if (!g->ranks[r].present) continue;
@@ -224,6 +472,7 @@ int gen_expect_compute(const gen_run *g, gen_expect *x) {
       }
     }
   }
+  schedule_causes(g, x);
   /* collectives */
   x->colls = calloc(g->ncolls + 1, sizeof *x->colls);
   if (!x->colls) return -1;
@@ -257,23 +506,35 @@ int gen_expect_compute(const gen_run *g, gen_expect *x) {
     e->last_rank = last_rank;
     e->algbw = (double)gc->bytes / (double)transfer;
     e->busbw = e->algbw * busbw_factor(gc->op, gc->comm_size);
+    /* complete: every member (two for p2p); only complete instances count
+     * per rank; stragglers: not pipeline transfers, and without the part of
+     * a wait until the last member of another stage arrived */
+    uint32_t expected = (gc->flags & STEPSCOPE_COLL_F_P2P) && gc->comm_size > 2 ? 2 : gc->comm_size;
+    int complete = (uint32_t)gc->nmembers >= expected;
+    int straggling = complete && !(gc->flags & STEPSCOPE_COLL_F_PIPELINE);
     int64_t caused = 0;
     for (int m = 0; m < gc->nmembers; m++) {
       const gen_op *o = &g->ops[gc->member_op[m]];
       int64_t wait = o->e - o->s - transfer;
       e->total_wait += wait;
       if (wait > e->max_wait) e->max_wait = wait;
+      int64_t sched = 0, we = wait_end_of_op[gc->member_op[m]];
+      if (we != INT64_MIN) sched = we - o->s < wait ? we - o->s : wait;
+      if (!complete) continue;
       for (int k = 0; k < x->nranks; k++)
         if (x->ranks[k].rank == o->rank) {
           x->ranks[k].coll_wait += wait;
           x->ranks[k].coll_count++;
-          if (o->rank == last_rank) x->ranks[k].coll_last++;
+          if (o->rank == last_rank && straggling) x->ranks[k].coll_last++;
         }
-      if (o->rank != last_rank) caused += wait;
+      if (o->rank != last_rank) {
+        int64_t late = last - o->s < wait ? last - o->s : wait;
+        if (late > sched) caused += late - sched;
+      }
     }
-    for (int k = 0; k < x->nranks; k++)
+    for (int k = 0; k < x->nranks && straggling; k++)
       if (x->ranks[k].rank == last_rank) x->ranks[k].coll_caused += caused;
-    if ((uint32_t)gc->nmembers < gc->comm_size) x->colls_incomplete++;
+    if (!complete) x->colls_incomplete++;
   }
   /* step time and MFU */
   int64_t times[256], lats[256];
@@ -324,6 +585,10 @@ int gen_expect_compute(const gen_run *g, gen_expect *x) {
 }
 
 void gen_expect_free(gen_expect *x) {
+  free(wait_end_of_op);
+  wait_end_of_op = NULL;
+  free(transfer_of_op);
+  transfer_of_op = NULL;
   free(x->colls);
   x->colls = NULL;
 }

@@ -84,8 +84,226 @@ static int add_device_op(gen_run *g, uint64_t *rs, rank_state *st, int r, int la
   return gen_add_op(g, &o);
 }
 
+/* ---- a pipeline schedule (sc->pipeline_schedule) ----
+ * The ranks are the p stages of one pipeline running m = 4 micro-batches in
+ * 1F1B (or AFAB) order, each rank with a compute lane, a send lane and a
+ * recv lane. Per item the host opens a "forward"/"backward" range and
+ * launches a recv of its input (after the previous stage's item: its send
+ * and this recv end together, a transfer after both started), one to three
+ * compute ops (sometimes after a host stall: host gaps) and, unless it is
+ * the last hop, the send of its output. Items run as soon as their input
+ * exists (a stage's items are placed in dependency order); one stage is
+ * slower than the others; each step ends with an all-reduce over all stages
+ * (the drain reaches it) and an optimizer op. */
+typedef struct pp_send {
+  int64_t ls, le, start;            /* launch and start of the send, -1: none yet */
+} pp_send;
+
+static int build_pipeline(gen_run *g, const gen_scenario *sc, uint64_t *rs) {
+  int p = sc->nranks < 2 ? 2 : sc->nranks > 4 ? 4 : sc->nranks, m = 4;
+  gen_init(g, p);
+  g->pp = p;
+  g->microbatches = m;
+  rank_state st[4];
+  int slow = (int)rnd(rs, 0, p - 1);
+  uint64_t pair_seq[2][4] = {{0}};
+  uint64_t world_seq = 0;
+  for (int r = 0; r < p; r++) {
+    gen_rank *gr = &g->ranks[r];
+    gr->nlanes = 3;
+    gr->lane_name[0] = "compute";
+    gr->lane_name[1] = "pp send";
+    gr->lane_name[2] = "pp recv";
+    gr->cpu_backend = sc->cpu_backend == 1 || (sc->cpu_backend == 2 && r % 2 == 0);
+    gr->clock_offset = 1000000000ll + rnd(rs, 0, 999);
+    gr->stage = r;
+    memset(&st[r], 0, sizeof st[r]);
+    st[r].host = 1000 * Q + rnd(rs, 0, 20) * Q;
+    for (int l = 0; l < 3; l++) st[r].lane[l] = st[r].host;
+  }
+  for (int step = 0; step < sc->nsteps; step++) {
+    /* each stage's items: pass 0/1, micro-batch */
+    int items[4][8][2], nit[4], next[4];
+    for (int s = 0; s < p; s++) {
+      int k = 0;
+      if (sc->pipeline_schedule == 2) {
+        for (int i = 0; i < m; i++) items[s][k][0] = 0, items[s][k++][1] = i;
+        for (int i = 0; i < m; i++) items[s][k][0] = 1, items[s][k++][1] = i;
+      } else {
+        int warm = p - s - 1 < m ? p - s - 1 : m, f = 0, b = 0;
+        for (; f < warm; f++) items[s][k][0] = 0, items[s][k++][1] = f;
+        while (f < m) {
+          items[s][k][0] = 0, items[s][k++][1] = f++;
+          items[s][k][0] = 1, items[s][k++][1] = b++;
+        }
+        while (b < m) items[s][k][0] = 1, items[s][k++][1] = b++;
+      }
+      nit[s] = k;
+      next[s] = 0;
+    }
+    pp_send sends[2][4][4]; /* [pass][from stage][mb] */
+    for (int a = 0; a < 2; a++)
+      for (int b = 0; b < 4; b++)
+        for (int c = 0; c < 4; c++) sends[a][b][c].start = -1;
+    int64_t step_start[4];
+    for (int r = 0; r < p; r++) step_start[r] = st[r].host;
+    for (int progress = 1; progress;) {
+      progress = 0;
+      for (int s = 0; s < p; s++) {
+        while (next[s] < nit[s]) {
+          int pass = items[s][next[s]][0], mb = items[s][next[s]][1];
+          int from = pass == 0 ? s - 1 : s + 1; /* the stage whose output this item takes */
+          int has_in = from >= 0 && from < p;
+          if (has_in && sends[pass][from][mb].start < 0) break; /* input not produced yet */
+          rank_state *R = &st[s];
+          int64_t range_s = R->host;
+          R->host += rnd(rs, 1, 3) * Q;
+          int64_t ready = INT64_MIN;
+          if (has_in) { /* the recv, and the pair's end */
+            gen_op o;
+            memset(&o, 0, sizeof o);
+            o.rank = s;
+            o.lane = 2;
+            o.cls = GEN_COMM;
+            o.name = g->ranks[s].cpu_backend ? "recv" : "ncclDevKernel_SendRecv";
+            o.has_launch = 1;
+            launch(rs, R, &o.launch_s, &o.launch_e);
+            o.s = o.launch_e + rnd(rs, 0, 2) * Q;
+            if (o.s < R->lane[2]) o.s = R->lane[2];
+            pp_send *sd = &sends[pass][from][mb];
+            int64_t both = o.s > sd->start ? o.s : sd->start;
+            o.e = both + rnd(rs, 2, 6) * Q;
+            R->lane[2] = o.e;
+            ready = o.e;
+            int ri = gen_add_op(g, &o);
+            gen_op so = o;
+            so.rank = from;
+            so.lane = 1;
+            so.name = g->ranks[from].cpu_backend ? "send" : "ncclDevKernel_SendRecv";
+            so.launch_s = sd->ls;
+            so.launch_e = sd->le;
+            so.s = sd->start;
+            int si = gen_add_op(g, &so);
+            if (ri < 0 || si < 0) return -1;
+            gen_coll c;
+            memset(&c, 0, sizeof c);
+            int dir = pass; /* one communicator per direction and pair */
+            int lo = s < from ? s : from;
+            c.comm_id = 0x7000 + (uint64_t)(dir * 16 + lo);
+            c.seq = pair_seq[dir][lo]++;
+            c.op = pass == 0 ? STEPSCOPE_COLL_SEND : STEPSCOPE_COLL_RECV;
+            c.bytes = 1u << 20;
+            c.comm_size = (uint32_t)p;
+            c.flags = STEPSCOPE_COLL_F_P2P | STEPSCOPE_COLL_F_PIPELINE;
+            c.group = "pp";
+            c.record = 1;
+            c.nmembers = 2;
+            c.member_rank[0] = from;
+            c.member_op[0] = si;
+            c.member_comm_rank[0] = (uint32_t)from;
+            c.member_rank[1] = s;
+            c.member_op[1] = ri;
+            c.member_comm_rank[1] = (uint32_t)s;
+            if (gen_add_coll(g, &c) < 0) return -1;
+          }
+          int nops = (int)rnd(rs, 1, 3);
+          int64_t done = R->lane[0];
+          for (int k = 0; k < nops; k++) {
+            gen_op o;
+            memset(&o, 0, sizeof o);
+            o.rank = s;
+            o.lane = 0;
+            o.cls = GEN_COMPUTE;
+            o.name = pass ? "gemm_bwd" : "gemm_fwd";
+            o.has_launch = 1;
+            launch(rs, R, &o.launch_s, &o.launch_e);
+            o.s = o.launch_e + rnd(rs, 0, 2) * Q;
+            if (o.s < R->lane[0]) o.s = R->lane[0];
+            if (k == 0 && ready > o.s) o.s = ready;
+            o.e = o.s + (rnd(rs, 5, 30) + (s == slow ? 12 : 0)) * Q;
+            R->lane[0] = done = o.e;
+            if (gen_add_op(g, &o) < 0) return -1;
+          }
+          int to = pass == 0 ? s + 1 : s - 1;
+          if (to >= 0 && to < p) { /* the send's launch; its op is written with the recv */
+            pp_send *sd = &sends[pass][s][mb];
+            launch(rs, R, &sd->ls, &sd->le);
+            sd->start = sd->le > done ? sd->le : done;
+            sd->start += rnd(rs, 0, 2) * Q;
+          }
+          if (gen_add_range(g, s, pass ? "backward" : "forward", mb, range_s, R->host + Q)) return -1;
+          R->host += 2 * Q;
+          next[s]++;
+          progress = 1;
+        }
+      }
+    }
+    /* the end-of-step all-reduce over all stages (members end together), then the optimizer */
+    gen_coll c;
+    memset(&c, 0, sizeof c);
+    c.comm_id = 0xC0FFEE0000000002ull;
+    c.seq = world_seq++;
+    c.op = STEPSCOPE_COLL_ALLREDUCE;
+    c.bytes = 16;
+    c.comm_size = (uint32_t)p;
+    c.group = "world";
+    c.record = 1;
+    int64_t start[4], ls[4], le[4], latest = INT64_MIN;
+    for (int r = 0; r < p; r++) {
+      launch(rs, &st[r], &ls[r], &le[r]);
+      start[r] = le[r] > st[r].lane[0] ? le[r] : st[r].lane[0];
+      if (start[r] > latest) latest = start[r];
+    }
+    int64_t end = latest + rnd(rs, 2, 6) * Q;
+    for (int r = 0; r < p; r++) {
+      gen_op o;
+      memset(&o, 0, sizeof o);
+      o.rank = r;
+      o.lane = 0;
+      o.cls = GEN_COMM;
+      o.name = g->ranks[r].cpu_backend ? "allreduce" : "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
+      o.has_launch = 1;
+      o.launch_s = ls[r];
+      o.launch_e = le[r];
+      o.s = start[r];
+      o.e = end;
+      int idx = gen_add_op(g, &o);
+      if (idx < 0) return -1;
+      c.member_rank[c.nmembers] = r;
+      c.member_comm_rank[c.nmembers] = (uint32_t)r;
+      c.member_op[c.nmembers++] = idx;
+      st[r].lane[0] = end;
+      gen_op opt;
+      memset(&opt, 0, sizeof opt);
+      opt.rank = r;
+      opt.lane = 0;
+      opt.cls = GEN_COMPUTE;
+      opt.name = "adamw_step";
+      opt.has_launch = 1;
+      launch(rs, &st[r], &opt.launch_s, &opt.launch_e);
+      opt.s = opt.launch_e > end ? opt.launch_e : end;
+      opt.s += Q;
+      opt.e = opt.s + rnd(rs, 3, 8) * Q;
+      st[r].lane[0] = opt.e;
+      if (gen_add_op(g, &opt) < 0) return -1;
+    }
+    if (gen_add_coll(g, &c) < 0) return -1;
+    for (int r = 0; r < p; r++) {
+      int64_t e = st[r].host + rnd(rs, 1, 3) * Q;
+      if (gen_add_step(g, r, step, step_start[r], e)) return -1;
+      /* the host waits for the step's end (it reads the loss) */
+      int64_t dev_done = st[r].lane[0] > st[r].lane[1] ? st[r].lane[0] : st[r].lane[1];
+      st[r].host = (e > dev_done ? e : dev_done) + rnd(rs, 1, 10) * Q;
+      for (int l = 0; l < 3; l++)
+        if (st[r].lane[l] < st[r].host) st[r].lane[l] = st[r].host;
+    }
+  }
+  return 0;
+}
+
 int gen_build(gen_run *g, const gen_scenario *sc) {
   uint64_t seed = sc->seed * 0x2545F4914F6CDD1Dull + 7;
+  if (sc->pipeline_schedule) return build_pipeline(g, sc, &seed);
   uint64_t *rs = &seed;
   int n = sc->nranks;
   gen_init(g, n);
@@ -208,7 +426,7 @@ int gen_build(gen_run *g, const gen_scenario *sc) {
           p.seq = (uint64_t)step;
           p.op = STEPSCOPE_COLL_SEND;
           p.bytes = 1u << 20;
-          p.comm_size = 2;
+          p.comm_size = (uint32_t)n; /* a pair of a bigger pp communicator: complete with two */
           p.flags = STEPSCOPE_COLL_F_P2P | STEPSCOPE_COLL_F_PIPELINE;
           p.group = "pp";
           p.record = 1;

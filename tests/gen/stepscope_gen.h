@@ -69,6 +69,14 @@ typedef struct gen_load {
   int rank;
   int64_t s, e;
 } gen_load;
+/* A host range of a pipeline item: "forward" or "backward" with args
+ * {"microbatch":mb} (analyzer: bubble causes and culprit phases). */
+typedef struct gen_range {
+  int rank;
+  const char *name;           /* static string */
+  int mb;
+  int64_t s, e;
+} gen_range;
 
 typedef struct gen_rank {
   int64_t clock_offset;       /* trace clock = true + clock_offset (>= 0) */
@@ -88,6 +96,7 @@ typedef struct gen_run {
   gen_step *steps; size_t nsteps, steps_cap;
   gen_sync *syncs; size_t nsyncs, syncs_cap;
   gen_load *loads; size_t nloads, loads_cap;
+  gen_range *ranges; size_t nranges, ranges_cap;
   /* metadata (optional) */
   int pp, microbatches;       /* schedule when pp > 1 */
   double model_flops, hardware_flops, peak_flops;
@@ -104,6 +113,7 @@ int gen_add_coll(gen_run *g, const gen_coll *c);
 int gen_add_step(gen_run *g, int rank, int64_t number, int64_t s, int64_t e);
 int gen_add_sync(gen_run *g, int rank, int lane, int64_t s, int64_t e);
 int gen_add_load(gen_run *g, int rank, int64_t s, int64_t e);
+int gen_add_range(gen_run *g, int rank, const char *name, int mb, int64_t s, int64_t e);
 
 /* Writes DIR/rank-%05d.trace.zst for every present rank. 0 or -1 (message
  * in errbuf). */
@@ -118,6 +128,10 @@ typedef struct gen_window {
   int cut;                    /* its range ends after the rank's last op, launch or sync */
   int64_t span, busy, idle, compute, comm, overlap, exposed_comm, exposed_mem, bubble;
   int64_t idle_cause[GEN_IDLE_N];
+  /* pipeline ranks: bubble causes in the analyzer's order (schedule, imbalance,
+   * p2p_transfer, late_upstream, host_gaps, unattributed) and the slow stage */
+  int64_t bubble_cause[6];
+  int imbalance_stage;
   uint64_t launches;
   int64_t delay_min, delay_p50, delay_p90, delay_p99, delay_max;
 } gen_window;
@@ -177,6 +191,10 @@ typedef struct gen_scenario {
   int name_only_nccl;         /* some comm kernels have no COLLECTIVE record */
   int syncs;
   int flops;
+  int pipeline_schedule;      /* 1: the ranks are the stages of a 1F1B pipeline (2: AFAB)
+                                 with forward/backward ranges, send/recv pairs and an
+                                 end-of-step all-reduce; other knobs but seed, nsteps and
+                                 cpu_backend are ignored */
   int overlap_steps;          /* 1: each step range reaches back into the previous one;
                                  2: also one more step whose range spans all the others */
 } gen_scenario;

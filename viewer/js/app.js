@@ -43,6 +43,9 @@ var SS = window.SS || (window.SS = {});
     if (run.report) {
       try { r.report = await SS.loadReport(run.report); } catch (e) { run.notes.push('report.json: ' + e.message); }
     }
+    if (run.diff) { /* `stepscope diff A B --json`, written by `stepscope view --compare` */
+      try { r.diff = await SS.loadReport(run.diff); } catch (e) { run.notes.push('diff.json: ' + e.message); }
+    }
     if (trace) r.model = await trace;
     return r;
   }
@@ -61,7 +64,7 @@ var SS = window.SS || (window.SS = {});
   }
 
   function renderCompare() {
-    if (app.A) SS.renderCompare($('compare-body'), app.A, app.B);
+    if (app.A) SS.renderCompare($('compare-body'), app.A, app.B, { source: app.runs[0] && app.runs[0].source, loadingB: app.loadingB });
   }
 
   function describeSlice(i, flows) {
@@ -193,8 +196,15 @@ var SS = window.SS || (window.SS = {});
       showTab(document.body.dataset.tab || 'timeline');
       if (runs[1]) {
         setState('loading-b');
+        app.loadingB = true;
+        if (document.body.dataset.tab === 'compare') renderCompare();
+        var tb = performance.now();
         app.B = await loadRun(runs[1], runs[1].name);
+        app.loadingB = false;
         $('progress').hidden = true;
+        setStatus('A: ' + SS.formatNumber(app.A.model.eventCount) + ' events, ' + app.A.model.groupList.length + ' ranks, loaded in ' + (app.loadMs / 1000).toFixed(2) + ' s · B: ' +
+                  (app.B.model ? SS.formatNumber(app.B.model.eventCount) + ' events, ' + app.B.model.groupList.length + ' ranks' : 'no trace') +
+                  ', loaded in ' + ((performance.now() - tb) / 1000).toFixed(2) + ' s');
         if (document.body.dataset.tab === 'compare') renderCompare();
       }
       setState('ready');

@@ -6,7 +6,11 @@
  * over steps (mean over ranks per step) of A and B, the absolute and relative
  * change, and a verdict: a change smaller than the step-to-step spread (the larger
  * interquartile range of A and B) is marked as noise, as `stepscope diff` does.
- * Below: per-step stacked bars A vs B, and both runs' lanes of one rank for one
+ * When `stepscope view --compare` could run `stepscope diff A B --json` (both runs have
+ * their rank traces), its findings are shown first and its verdicts (noise, and the
+ * direction of a change beyond noise) replace this view's own in the table, so the
+ * page and the CLI say the same thing. Bubble rows appear only when a run has a
+ * pipeline. Below: per-step stacked bars A vs B, and both runs' lanes of one rank for one
  * step number (every packed row of every track) drawn on the same time scale from
  * the step start, so the shapes line up.
  */
@@ -64,19 +68,48 @@ SS.compareRows = function (repA, repB) {
   });
 };
 
+/* Whether a report has a pipeline: a schedule of more than one stage, or a pipeline rank
+ * (only those carry bubble_causes). */
+SS.hasPipeline = function (report) {
+  if (!report) return false;
+  if (report.run && report.run.schedule && report.run.schedule.stages > 1) return true;
+  return (report.ranks || []).some(function (r) { return r.totals && r.totals.bubble_causes !== undefined; });
+};
+
+/* The table's metrics as `stepscope diff` names them in its headline. */
+SS.DIFF_METRIC = { compute_ns: 'compute', comm_ns: 'comm', exposed_comm_ns: 'exposed_comm', exposed_mem_ns: 'exposed_mem',
+                   idle_ns: 'idle', overlap_ratio: 'overlap_ratio', bubble_ratio: 'bubble_ratio' };
+
 SS.renderCompare = function (root, A, B, opts) {
   root.textContent = '';
   opts = opts || {};
   if (!B) {
-    root.appendChild(SS.el('p', { className: 'missing', text: 'No second run. Start the viewer with `stepscope view RUN_A --compare RUN_B`, or open run B\'s files below.' }));
+    var how = opts.loadingB ? 'Run B is still loading…'
+      : opts.source === 'inline' ? 'This page holds one run. To compare, write it with `stepscope view RUN_A --compare RUN_B --html FILE`.'
+      : opts.source === 'files' ? 'No second run: open run B\'s files with the picker (Run B), or start the viewer with `stepscope view RUN_A --compare RUN_B`.'
+      : 'No second run. Start the viewer with `stepscope view RUN_A --compare RUN_B`.';
+    root.appendChild(SS.el('p', { className: 'missing', id: 'compare-missing', text: how }));
     return;
   }
   root.appendChild(SS.el('p', { id: 'compare-runs', text: 'A: ' + A.name + '    B: ' + B.name }));
+  var diff = B.diff && B.diff.kind === 'stepscope.diff' ? B.diff : null;
+  if (diff && diff.findings && diff.findings.length) {
+    root.appendChild(SS.section('Findings (stepscope diff A B)', [SS.el('ul', { id: 'compare-findings' }, diff.findings.map(function (f) {
+      return SS.el('li', { text: f });
+    }))], 'compare-diff'));
+  }
   if (!A.report || !B.report) {
     root.appendChild(SS.el('p', { className: 'missing', text: 'Both runs need report.json for the numbers (missing: ' +
       (!A.report ? 'A ' : '') + (!B.report ? 'B' : '') + ').' }));
   } else {
-    var rows = SS.compareRows(A.report, B.report);
+    var pipeline = SS.hasPipeline(A.report) || SS.hasPipeline(B.report);
+    var rows = SS.compareRows(A.report, B.report).filter(function (r) { return pipeline || !/^bubble/.test(r.metric); });
+    rows.forEach(function (r) {
+      var h = diff && diff.headline && diff.headline[SS.DIFF_METRIC[r.metric]];
+      if (!h || h.noise === null || h.noise === undefined) return;
+      r.verdict = h.noise ? 'noise' : h.abs_change < 0 ? 'lower in B' : 'higher in B';
+      r.fromDiff = true;
+    });
     var table = SS.el('table', { className: 'data', id: 'compare-table' }, [
       SS.el('thead', {}, [SS.el('tr', {}, ['metric (median over steps)', 'A', 'B', 'B − A', 'change', 'spread', ''].map(function (h) { return SS.el('th', { text: h }); }))]),
       SS.el('tbody', {}, rows.map(function (r) {
@@ -85,7 +118,9 @@ SS.renderCompare = function (root, A, B, opts) {
           SS.el('td', { text: r.metric.replace(/_ns$/, '') }), SS.el('td', { className: 'num', text: f(r.a) }),
           SS.el('td', { className: 'num', text: f(r.b) }), SS.el('td', { className: 'num', text: f(r.delta) }),
           SS.el('td', { className: 'num', text: r.rel === null ? '—' : (r.rel * 100).toFixed(1) + ' %' }),
-          SS.el('td', { className: 'num', text: f(r.spread) }), SS.el('td', { text: r.verdict })]);
+          SS.el('td', { className: 'num', text: f(r.spread) }),
+          SS.el('td', { text: r.verdict, title: r.fromDiff ? 'verdict of stepscope diff (its noise test over the same steps)' : 'this view\'s own verdict (change vs step-to-step spread)',
+                        'data-source': r.fromDiff ? 'diff' : 'viewer' })]);
       }))
     ]);
     root.appendChild(SS.section('Per-step medians, A vs B', [table]));

@@ -479,7 +479,8 @@ SS.discoverRuns = async function () {
     return window.STEPSCOPE_INLINE.runs.map(function (r) {
       return { id: r.id, name: r.name, missing: r.missing || [], notes: r.notes || [],
                trace: r.trace ? { kind: 'inline', elementId: r.trace, name: 'trace.json' } : null,
-               report: r.report ? { kind: 'inline', elementId: r.report, name: 'report.json' } : null };
+               report: r.report ? { kind: 'inline', elementId: r.report, name: 'report.json' } : null,
+               diff: r.diff ? { kind: 'inline', elementId: r.diff, name: 'diff.json' } : null, source: 'inline' };
     });
   }
   if (location.protocol === 'http:' || location.protocol === 'https:') {
@@ -490,7 +491,8 @@ SS.discoverRuns = async function () {
         return j.runs.map(function (r) {
           return { id: r.id, name: r.name, missing: r.missing || [], notes: r.notes || [],
                    trace: r.trace ? { kind: 'url', url: r.trace } : null,
-                   report: r.report ? { kind: 'url', url: r.report } : null };
+                   report: r.report ? { kind: 'url', url: r.report } : null,
+                   diff: r.diff ? { kind: 'url', url: r.diff } : null, source: 'server' };
         });
       }
     } catch (e) { /* not served by stepscope view: fall through to the file picker */ }
@@ -500,7 +502,7 @@ SS.discoverRuns = async function () {
 
 /* Runs from picked/dropped files: trace*.json[.gz] and report*.json, by name. */
 SS.runFromFiles = function (files, id) {
-  var run = { id: id, name: '', trace: null, report: null, missing: [], notes: [] };
+  var run = { id: id, name: '', trace: null, report: null, diff: null, missing: [], notes: [], source: 'files' };
   Array.prototype.forEach.call(files, function (f) {
     if (/report.*\.json$/i.test(f.name)) run.report = { kind: 'file', file: f };
     else if (/\.json(\.gz)?$/i.test(f.name)) run.trace = { kind: 'file', file: f };

@@ -8,15 +8,33 @@
  * args.stage, else the report's pipeline_stage of the rank, else the rank). Each rank becomes one
  * row of an SVG chart, grouped by stage: forward boxes in a light shade and backward
  * boxes in a dark shade of the micro-batch's hue, labelled F3 / B3 as in the
- * Playbook's schedule figures; the rank's `bubble` slices are hatched. Beside each
+ * Playbook's schedule figures (interleaved schedules: F3c1 for chunk 1, each chunk of
+ * a micro-batch its own label); the rank's `bubble` slices are hatched. Beside each
  * row: the measured bubble fraction of that step (from the report, or from the
- * bubble slices) and the schedule's theoretical fraction.
+ * bubble slices), the schedule's theoretical fraction, and, when the report has
+ * them, the step's bubble causes (docs/metrics.md "Bubble causes") as one bar
+ * coloured per cause, sized by share of the bubble, explained in the legend.
  */
 'use strict';
 
 var SS = window.SS || (window.SS = {});
 
 SS.PHASES = { forward: 'F', backward: 'B', recompute: 'R' };
+
+/* Bubble causes of the report (bubble_causes), in drawing order, with their colours. */
+SS.BUBBLE_CAUSES = [
+  { key: 'schedule_ns', name: 'schedule fill/drain', color: '#9aa5b1' },
+  { key: 'imbalance_ns', name: 'stage imbalance', color: '#e15759' },
+  { key: 'p2p_transfer_ns', name: 'p2p transfer', color: '#4e79a7' },
+  { key: 'late_upstream_ns', name: 'late upstream (beyond the schedule)', color: '#f28e2b' },
+  { key: 'host_gaps_ns', name: 'host/launch gaps', color: '#edc948' },
+  { key: 'unattributed_ns', name: 'waiting, not attributed', color: '#d4cec9' }
+];
+
+/* A box's label: F3, or F3c1 for chunk 1 of an interleaved schedule. */
+SS.pipelineLabel = function (o) {
+  return o.phase + o.mb + (o.chunk !== null && o.chunk !== undefined ? 'c' + o.chunk : '');
+};
 
 /* The micro-batch/stage fields of a forward/backward range's args: directly in args
  * (`{"microbatch":3,"stage":1}`), or in the JSON text the exporter puts in args.info
@@ -48,7 +66,8 @@ SS.pipelineData = function (model, report) {
       var a = SS.pipelineArgs(model.argsOf(i));
       if (!a) return;
       if (a.stage !== undefined && stage === null) stage = +a.stage;
-      ops.push({ phase: phaseOf[model.nameId[i]], mb: +a.microbatch, ts: model.ts[i], end: model.ts[i] + model.dur[i], slice: i });
+      ops.push({ phase: phaseOf[model.nameId[i]], mb: +a.microbatch, chunk: a.chunk !== undefined ? +a.chunk : null,
+                 ts: model.ts[i], end: model.ts[i] + model.dur[i], slice: i });
     });
     if (!ops.length) return;
     ops.forEach(function (o) { SS.projectToDevice(model, o); });
@@ -164,7 +183,7 @@ SS.renderPipeline = function (root, model, report, stepIndex) {
     stepOps[k].forEach(function (o) { if (o.x0 < w.start) w.start = o.x0; if (o.x1 > w.end) w.end = o.x1; });
     return w;
   });
-  var labelW = 150, rightW = 190, rowH = 26, width = Math.max(900, root.clientWidth - 30), plotW = width - labelW - rightW;
+  var labelW = 150, rightW = 200, rowH = 30, width = Math.max(900, root.clientWidth - 30), plotW = width - labelW - rightW;
   var height = rows.length * (rowH + 6) + 40;
   var svg = SS.svg('svg', { width: width, height: height, class: 'chart pipeline', id: 'pipeline-chart' });
   var defs = SS.svg('defs'), pat = SS.svg('pattern', { id: 'hatch', width: 6, height: 6, patternUnits: 'userSpaceOnUse', patternTransform: 'rotate(45)' });
@@ -189,15 +208,18 @@ SS.renderPipeline = function (root, model, report, stepIndex) {
       var fill = o.phase === 'F' ? 'hsl(' + hue + ',70%,72%)' : o.phase === 'B' ? 'hsl(' + hue + ',60%,42%)' : 'hsl(' + hue + ',30%,60%)';
       var xa = X(o.x0), xb = X(o.x1);
       var rect = SS.svg('rect', { x: xa, y: y + 1, width: Math.max(1, xb - xa - 1), height: rowH - 2, fill: fill, class: 'op op-' + o.phase, 'data-mb': o.mb,
-                                  'data-rank': r.rank, 'data-start': o.x0, 'data-end': o.x1 });
+                                  'data-rank': r.rank, 'data-start': o.x0, 'data-end': o.x1, 'data-label': SS.pipelineLabel(o) });
+      if (o.chunk !== null) rect.setAttribute('data-chunk', o.chunk);
       var title = SS.svg('title');
-      title.textContent = (o.phase === 'F' ? 'forward' : o.phase === 'B' ? 'backward' : 'recompute') + ' micro-batch ' + o.mb + ', ' + SS.formatTime(o.x1 - o.x0) +
+      title.textContent = (o.phase === 'F' ? 'forward' : o.phase === 'B' ? 'backward' : 'recompute') + ' micro-batch ' + o.mb +
+        (o.chunk !== null ? ', model chunk ' + o.chunk : '') + ', ' + SS.formatTime(o.x1 - o.x0) +
         (o.projected ? ' of launched work (the range itself: ' + SS.formatTime(o.end - o.ts) + ')' : '');
       rect.appendChild(title);
       svg.appendChild(rect);
-      if (xb - xa > 18) {
-        var t = SS.svg('text', { x: (xa + xb) / 2, y: y + rowH / 2 + 4, 'text-anchor': 'middle', fill: o.phase === 'B' ? '#fff' : '#111' });
-        t.textContent = o.phase + o.mb;
+      var label = SS.pipelineLabel(o);
+      if (xb - xa > 7 * label.length + 4) {
+        var t = SS.svg('text', { x: (xa + xb) / 2, y: y + rowH / 2 + 4, 'text-anchor': 'middle', fill: o.phase === 'B' ? '#fff' : '#111', class: 'op-label' });
+        t.textContent = label;
         svg.appendChild(t);
       }
     });
@@ -209,11 +231,28 @@ SS.renderPipeline = function (root, model, report, stepIndex) {
       r.bubbles.forEach(function (b) { bsum += Math.max(0, Math.min(b.end, w.end) - Math.max(b.ts, w.start)); });
       measured = (w.end - w.start) > 0 ? bsum / (w.end - w.start) : null;
     }
-    var rt = SS.svg('text', { x: labelW + plotW + 10, y: y + rowH / 2 + 4, class: 'bubble-ratio' });
+    var rt = SS.svg('text', { x: labelW + plotW + 10, y: y + rowH / 2, class: 'bubble-ratio' });
     rt.setAttribute('data-rank', r.rank);
     rt.setAttribute('data-measured', measured === null ? '' : measured);
     rt.textContent = 'bubble ' + (measured !== null ? (measured * 100).toFixed(1) + ' %' : '—') + ' vs theory ' + (theory * 100).toFixed(1) + ' %';
     svg.appendChild(rt);
+    // the step's bubble causes: one bar, a segment per cause sized by its share of the bubble
+    var causes = repStep && repStep.bubble_causes, bub = repStep && repStep.bubble_ns;
+    if (causes && bub > 0) {
+      var bx = labelW + plotW + 10, bw = rightW - 20, cx = bx;
+      SS.BUBBLE_CAUSES.forEach(function (c) {
+        var v = causes[c.key] || 0;
+        if (v <= 0) return;
+        var seg = SS.svg('rect', { x: cx, y: y + rowH - 9, width: Math.max(0.5, v / bub * bw), height: 7, fill: c.color, class: 'bubble-cause',
+                                   'data-rank': r.rank, 'data-cause': c.key.replace(/_ns$/, ''), 'data-ns': v });
+        var tt = SS.svg('title');
+        tt.textContent = c.name + ': ' + SS.formatNs(v) + ' (' + (v / bub * 100).toFixed(1) + ' % of the bubble)' +
+          (c.key === 'imbalance_ns' && repStep.imbalance_stage !== null && repStep.imbalance_stage !== undefined ? ', slowest stage ' + repStep.imbalance_stage : '');
+        seg.appendChild(tt);
+        svg.appendChild(seg);
+        cx += v / bub * bw;
+      });
+    }
   });
   var ay = rows.length * (rowH + 6) + 20;
   var at = SS.svg('text', { x: labelW, y: ay });
@@ -223,6 +262,15 @@ SS.renderPipeline = function (root, model, report, stepIndex) {
   bt.textContent = SS.formatTime(t1 - t0);
   svg.appendChild(bt);
   root.appendChild(svg);
-  root.appendChild(SS.el('p', { className: 'note', text: 'Light boxes: forward; dark boxes: backward; hue: micro-batch; hatched: bubble (no compute and no non-pipeline collective). ' +
+  root.appendChild(SS.el('p', { className: 'note', text: 'Light boxes: forward; dark boxes: backward; hue: micro-batch; F3c1: micro-batch 3 of model chunk 1 (interleaved schedules); ' +
+    'hatched: bubble (no compute and no non-pipeline collective; a wait inside an end-of-step collective for another stage counts as bubble). ' +
     'A box spans the compute its range launched (followed through the launch flows), or the range itself when it launched none.' }));
+  var legend = SS.el('p', { className: 'note', id: 'bubble-cause-legend' }, [SS.el('span', { text: 'The bar under each bubble figure splits that step\'s bubble by cause (from the report): ' })]);
+  SS.BUBBLE_CAUSES.forEach(function (c) {
+    legend.appendChild(SS.el('span', { className: 'swatch', style: 'display:inline-block;width:10px;height:10px;margin:0 4px 0 10px;background:' + c.color }));
+    legend.appendChild(SS.el('span', { text: c.name }));
+  });
+  legend.appendChild(SS.el('span', { text: '. Schedule: the idle the schedule implies with every stage as fast as the median stage; imbalance: the extra because a stage was slower (the tooltip names it); ' +
+    'late upstream: waiting beyond what schedule and measured times imply.' }));
+  root.appendChild(legend);
 };

@@ -23,6 +23,42 @@ SS.sumField = function (rows, key) {
   return rows.reduce(function (a, r) { return a + (r[key] || 0); }, 0);
 };
 
+/* Collective instances as one small chart per (op, group): a bar per instance in
+ * time order, height = bus bandwidth; incomplete instances in grey. */
+SS.instanceCharts = function (rows, bwKey) {
+  var groups = new Map();
+  rows.forEach(function (r) {
+    var key = String(r.op || '') + ' ' + String(r.group || '');
+    if (!groups.has(key)) groups.set(key, []);
+    groups.get(key).push(r);
+  });
+  var box = SS.el('div', { className: 'instance-charts', id: 'collective-instance-charts' });
+  groups.forEach(function (list, key) {
+    var W = 520, H = 70, left = 44, max = 0;
+    list.forEach(function (r) { if (r[bwKey] > max) max = r[bwKey]; });
+    var svg = SS.svg('svg', { width: W, height: H + 18, class: 'chart instance-chart', 'data-op': key });
+    var bw = (W - left) / list.length;
+    list.forEach(function (r, k) {
+      var h = max > 0 ? r[bwKey] / max * H : 0;
+      var rect = SS.svg('rect', { x: left + k * bw, y: H - h, width: Math.max(0.5, bw - (bw > 3 ? 1 : 0)), height: Math.max(0.5, h),
+                                  fill: r.complete === false ? '#bab0ac' : SS.COLORS[2] });
+      var t = SS.svg('title');
+      t.textContent = key + ' seq ' + r.seq + ': ' + (r[bwKey] || 0).toFixed(2) + ' GB/s, transfer ' + SS.formatNs(r.transfer_ns) +
+        ', skew ' + SS.formatNs(r.skew_ns) + (r.complete === false ? ' (incomplete: left out of the statistics)' : '');
+      rect.appendChild(t);
+      svg.appendChild(rect);
+    });
+    var yl = SS.svg('text', { x: 2, y: 10 });
+    yl.textContent = max.toFixed(1);
+    svg.appendChild(yl);
+    var xl = SS.svg('text', { x: left, y: H + 14 });
+    xl.textContent = key + ' · ' + list.length + ' instances, GB/s (bus) in time order';
+    svg.appendChild(xl);
+    box.appendChild(svg);
+  });
+  return box;
+};
+
 SS.renderSummary = function (root, report, runName) {
   root.textContent = '';
   if (!report) {
@@ -79,10 +115,20 @@ SS.renderSummary = function (root, report, runName) {
   // collectives
   var coll = SS.arraysIn(report.collectives, 'collectives');
   var collChildren = [];
+  var rc = report.collectives || {};
+  if (rc.incomplete !== undefined)
+    collChildren.push(SS.el('p', { className: 'note', id: 'collectives-incomplete', text:
+      rc.incomplete + ' incomplete instance' + (rc.incomplete === 1 ? '' : 's') + '. An instance is incomplete when a member is missing from the loaded traces ' +
+      '(a trace cut short, a rank not loaded); a p2p send/recv is complete with its two ranks. Incomplete instances are listed (complete: no) ' +
+      'but left out of the counts, bandwidths and straggler rankings.' }));
   coll.forEach(function (c) {
     var bwKey = null;
     if (c.rows.length) for (var k in c.rows[0]) if (/busbw/i.test(k)) bwKey = k;
-    if (bwKey) {
+    if (bwKey && /instances$/.test(c.title)) {
+      // one labelled chart per op (and group): bus bandwidth of each instance in time order
+      collChildren.push(SS.el('h4', { text: c.title + ': bus bandwidth per instance, one chart per op' }));
+      collChildren.push(SS.instanceCharts(c.rows, bwKey));
+    } else if (bwKey) {
       collChildren.push(SS.el('h4', { text: c.title + ': bus bandwidth (' + bwKey + ')' }));
       collChildren.push(SS.stackedBars(c.rows.map(function (r) {
         return { label: String(r.op || r.name || '') + ' ' + (r.comm || r.group || '') + ' ' + (r.bytes !== undefined ? SS.formatNumber(r.bytes) + 'B' : ''),

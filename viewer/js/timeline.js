@@ -184,7 +184,11 @@ SS.Timeline.prototype.render = function () {
     if (L.kind === 'row') drawn += this.drawRow(L, y);
     else if (L.kind === 'counter') this.drawCounter(L, y);
   }
+  // arrows stay in the plot: never over the label column (the next rank's name and lanes)
+  ctx.save();
+  ctx.beginPath(); ctx.rect(this.labelW, top, w - this.labelW, h - top); ctx.clip();
   this.drawFlows(yOff);
+  ctx.restore();
   this.drawSelection(yOff, top);
   ctx.restore();
   this.drawAxis();
@@ -420,14 +424,28 @@ SS.Timeline.prototype.drawAxis = function () {
   ctx.fillStyle = '#333';
   var span = this.t1 - this.t0, target = span / 10, p = Math.pow(10, Math.floor(Math.log10(target)));
   var step = p * (target / p >= 5 ? 5 : target / p >= 2 ? 2 : 1);
+  var wpx = w - this.labelW, minTs = this.model.minTs;
+  // ticks far enough apart for their labels (long when zoomed far into a long run): the
+  // next 1-2-5 step until the widest label of the view fits between two ticks
+  var widest = Math.max(ctx.measureText(SS.formatTime(this.t1 - minTs)).width,
+                        ctx.measureText(SS.formatTime(Math.max(0, this.t0 - minTs))).width);
+  for (var guard = 0; guard < 60 && step / span * wpx < widest + 12; guard++) {
+    var e10 = Math.pow(10, Math.floor(Math.log10(step) + 1e-9)), mant = Math.round(step / e10);
+    step = mant < 2 ? 2 * e10 : mant < 5 ? 5 * e10 : 10 * e10;
+  }
   ctx.strokeStyle = '#c8ccd2';
-  var first = Math.ceil((this.t0 - this.model.minTs) / step) * step + this.model.minTs;
+  var spanText = 'span ' + SS.formatTime(span), spanEnd = 6 + ctx.measureText(spanText).width + 8;
+  var first = Math.ceil((this.t0 - minTs) / step) * step + minTs;
+  this.axisTicks = []; /* drawn tick labels (x, width): for tests */
   for (var t = first; t <= this.t1; t += step) {
     var x = Math.round(this.xOf(t)) + 0.5;
+    if (x < Math.max(this.labelW, spanEnd)) continue; /* the label column holds the span */
     ctx.beginPath(); ctx.moveTo(x, this.axisH - 6); ctx.lineTo(x, this.axisH); ctx.stroke();
-    ctx.fillText(SS.formatTime(t - this.model.minTs), x + 3, 10);
+    var tickText = SS.formatTime(t - minTs);
+    ctx.fillText(tickText, x + 3, 10);
+    this.axisTicks.push({ x: x + 3, w: ctx.measureText(tickText).width });
   }
-  ctx.fillText('span ' + SS.formatTime(span), 6, 10);
+  ctx.fillText(spanText, 6, 10);
 };
 
 /* ---------------------------------------------------------------- navigation */
