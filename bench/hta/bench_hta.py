@@ -1,10 +1,17 @@
 #!/usr/bin/env python3
 """bench_hta.py STEPSCOPE HTA_PYTHON [--sizes 4,16,64] [--ranks 4] [--work DIR]
+   bench_hta.py STEPSCOPE HTA_PYTHON --traces DIR [--min-kb N]
 — times `stepscope analyze` against HTA (TraceAnalysis + temporal breakdown
-+ comm/comp overlap + idle time breakdown, bench/hta/hta_metrics.py) on the
-same generated Kineto runs (tests/kineto/make_kineto.py, N steps each), same
-machine, one after the other. Prints wall time and peak RSS of each, the
-ratios and the machine. Not a test: run it by hand (docs/hta-comparison.md)."""
++ comm/comp overlap + idle time breakdown, bench/hta/hta_metrics.py), whole
+process, same machine, one after the other. Without --traces: on generated
+Kineto runs (tests/kineto/make_kineto.py, N steps each). With --traces: on
+every *.json / *.json.gz file under DIR (real traces, e.g. /work/realtraces),
+each alone in a directory of its own (HTA reads directories), skipping files
+smaller than --min-kb (default 100). Prints per trace the size (gz and JSON),
+wall time and peak RSS of each tool, the ratios and the machine. A trace one
+tool cannot read is reported as failed. Not a test: run it by hand
+(docs/hta-comparison.md)."""
+import gzip
 import os
 import platform
 import subprocess
@@ -15,14 +22,60 @@ here = os.path.dirname(os.path.abspath(__file__))
 gen = os.path.join(here, "..", "..", "tests", "kineto", "make_kineto.py")
 
 
-def measure(cmd):
+def measure(cmd, must_succeed=True):
     t0 = time.perf_counter()
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t0
     if status != 0:
-        raise SystemExit("failed: %s" % " ".join(cmd))
+        if must_succeed:
+            raise SystemExit("failed: %s" % " ".join(cmd))
+        return None
     return wall, ru.ru_maxrss / 1024.0  # MiB
+
+
+def json_size(path):
+    """Bytes of JSON text in a trace file (decompressed size for .gz)."""
+    if not path.endswith(".gz"):
+        return os.path.getsize(path)
+    n = 0
+    with gzip.open(path, "rb") as fh:
+        while True:
+            chunk = fh.read(1 << 20)
+            if not chunk:
+                return n
+            n += len(chunk)
+
+
+def bench_real(exe, hta_py, root, work, min_kb):
+    """One row per real trace file under root; each is linked alone into a
+    directory of its own so that HTA sees one rank, as stepscope does."""
+    traces = []
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            path = os.path.join(dirpath, name)
+            if (name.endswith(".json") or name.endswith(".json.gz")) and \
+                    os.path.getsize(path) >= min_kb * 1024:
+                traces.append(path)
+    traces.sort()
+    print("%-60s %8s %8s | %8s %8s | %8s %8s | %8s %6s" % (
+        "trace", "gz MB", "JSON MB", "ss s", "ss MiB", "hta s", "hta MiB", "speedup", "mem x"))
+    for i, path in enumerate(traces):
+        d = os.path.join(work, "real%03d" % i)
+        os.makedirs(d, exist_ok=True)
+        for old in os.listdir(d):
+            os.unlink(os.path.join(d, old))
+        os.symlink(os.path.abspath(path), os.path.join(d, os.path.basename(path)))
+        gz = os.path.getsize(path) / 1e6 if path.endswith(".gz") else float("nan")
+        js = json_size(path) / 1e6
+        runs = [measure([exe, "analyze", path, "--json", "/dev/null", "--quiet"], False) for _ in range(3)]
+        ss = None if None in runs else min(runs)
+        hta = measure([hta_py, os.path.join(here, "hta_metrics.py"), d, "--json", "/dev/null"], False)
+        name = os.path.relpath(path, root)[-60:]
+        ss_cell = "%8.3f %8.1f" % ss if ss else "%17s" % "failed"
+        hta_cell = "%8.3f %8.1f" % hta if hta else "%17s" % "failed"
+        ratio = "%7.0fx %5.1fx" % (hta[0] / ss[0], hta[1] / ss[1]) if ss and hta else ""
+        print("%-60s %8.2f %8.1f | %s | %s | %s" % (name, gz, js, ss_cell, hta_cell, ratio))
 
 
 def machine():
@@ -74,6 +127,10 @@ def main():
     print("machine:", machine())
     print("stepscope:", versions_of_stepscope(exe))
     print("HTA:", versions_of_hta(hta_py))
+    if "--traces" in args:
+        min_kb = int(args[args.index("--min-kb") + 1]) if "--min-kb" in args else 100
+        bench_real(exe, hta_py, args[args.index("--traces") + 1], work, min_kb)
+        return
     print("%6s %6s %10s %9s | %10s %9s | %10s %9s | %8s %8s" % (
         "ranks", "steps", "MB (json)", "events", "ss wall s", "ss MiB", "hta wall s", "hta MiB",
         "speedup", "mem x"))
