@@ -88,10 +88,13 @@ double ssa_diff_mann_whitney(const double *a, size_t na, const double *b, size_t
     }
 #define CNT(j, s) cnt[(size_t)(j) * (maxs + 1) + (size_t)(s)]
     CNT(0, 0) = 1;
+    size_t reach = 0; /* largest sum reachable so far */
     for (size_t i = 0; i < n; i++) {
       size_t top = i + 1 < na ? i + 1 : na;
+      reach += (size_t)r2[i];
+      size_t hi = reach < maxs ? reach : maxs;
       for (size_t j = top; j >= 1; j--) {
-        for (size_t s = maxs; s >= (size_t)r2[i]; s--) CNT(j, s) += CNT(j - 1, s - (size_t)r2[i]);
+        for (size_t s = hi; s >= (size_t)r2[i]; s--) CNT(j, s) += CNT(j - 1, s - (size_t)r2[i]);
       }
     }
     double total = 0, tail = 0;
