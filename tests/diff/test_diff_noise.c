@@ -20,7 +20,11 @@
  * given fraction), a linear within-run drift, or preemption: some launches
  * of every kernel stretched (mean up, shortest launch unchanged).
  *
- * usage: test_diff_noise CASE   (unknown, aa, regression, loader, load, series)
+ * Also the --fail-on parser on 200000 mutated specs (random edits of valid
+ * ones; run under the sanitizer build): every spec is either accepted with
+ * 1..9 rules or refused with a message, never read past its end.
+ *
+ * usage: test_diff_noise CASE   (unknown, aa, regression, loader, load, series, gate_parse)
  */
 #include <math.h>
 #include <stdio.h>
@@ -28,7 +32,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "diff_runs.h"
+#include "diff_gate.h"
 #include "stepscope_gen.h"
 
 static int failures;
@@ -425,6 +429,54 @@ static void case_series(void) {
   CHECK(real < 40, "iid A/A false positives %d of 4000", real);
 }
 
+static void case_gate_parse(void) {
+  static const char *const valid[] = {"step_time:+3%,exposed_comm:+10%,mfu:-2%,bubble:+2pt",
+                                      "idle:+1.5ms, overlap:-5pt", "comm:+1s,exposed_mem:+10ns,compute:2us"};
+  static const char alphabet[] = "stepimu_:+-%.,0123456789 ptmsnx\t";
+  uint64_t rs = 7;
+  size_t accepted = 0;
+  for (int i = 0; i < 200000; i++) {
+    char buf[96];
+    const char *v = valid[rng_next(&rs) % 3];
+    size_t n = strlen(v);
+    if (n >= sizeof buf) n = sizeof buf - 1;
+    memcpy(buf, v, n);
+    int edits = 1 + (int)(rng_next(&rs) % 4);
+    for (int e = 0; e < edits; e++) {
+      size_t at = n ? rng_next(&rs) % n : 0;
+      int op = (int)(rng_next(&rs) % 3);
+      char c = alphabet[rng_next(&rs) % (sizeof alphabet - 1)];
+      if (op == 0 && n) buf[at] = c;                                   /* replace */
+      else if (op == 1 && n) memmove(buf + at, buf + at + 1, n-- - at - 1); /* delete */
+      else if (n + 1 < sizeof buf) {                                   /* insert */
+        memmove(buf + at + 1, buf + at, n - at);
+        buf[at] = c;
+        n++;
+      }
+    }
+    buf[n] = 0;
+    /* an exact-size heap copy, so that the sanitizer sees any read past the end */
+    char *spec = malloc(n + 1);
+    if (!spec) return;
+    memcpy(spec, buf, n + 1);
+    ssa_gate g;
+    char err[256] = "";
+    int rc = ssa_gate_parse(spec, &g, err, sizeof err);
+    if (rc == 0) {
+      accepted++;
+      CHECK(g.n >= 1 && g.n <= SSA_DM_N, "spec '%s': %zu rules", spec, g.n);
+      for (size_t r = 0; r < g.n; r++)
+        CHECK(g.rules[r].threshold >= 0 && isfinite(g.rules[r].threshold), "spec '%s': threshold", spec);
+    } else {
+      CHECK(rc == -1 && strstr(err, "--fail-on") != NULL, "spec '%s': rc %d, message '%s'", spec, rc, err);
+    }
+    free(spec);
+    if (failures > 20) return;
+  }
+  printf("mutated --fail-on specs: %zu of 200000 accepted\n", accepted);
+  CHECK(accepted > 1000 && accepted < 190000, "both outcomes exercised (%zu accepted)", accepted);
+}
+
 int main(int argc, char **argv) {
   const char *c = argc > 1 ? argv[1] : "all";
   int all = !strcmp(c, "all");
@@ -434,6 +486,7 @@ int main(int argc, char **argv) {
   if (all || !strcmp(c, "loader")) case_loader();
   if (all || !strcmp(c, "load")) case_load();
   if (all || !strcmp(c, "series")) case_series();
+  if (all || !strcmp(c, "gate_parse")) case_gate_parse();
   if (failures) fprintf(stderr, "%d failure(s)\n", failures);
   return failures ? 1 : 0;
 }
