@@ -63,8 +63,12 @@ int ssa_diff_report_text(const ssa_diff *d, FILE *f) {
     tchange(c, sizeof c, t, m);
     tfmt(sa, sizeof sa, t, m->a.known, m->a.spread);
     tfmt(sb, sizeof sb, t, m->b.known, m->b.spread);
-    fprintf(f, "%-14s %12s %12s %22s %11s %11s  %s\n", ssa_diff_metric_names[k], a, b, c, sa, sb,
-            ssa_diff_verdict_word(m, k));
+    char v[48];
+    if (m->comparable && m->verdict == SSA_DV_NOISE && m->noise_reason != SSA_DN_NONE)
+      snprintf(v, sizeof v, "noise (%s)", ssa_diff_noise_reason_names[m->noise_reason]);
+    else
+      snprintf(v, sizeof v, "%s", ssa_diff_verdict_word(m, k));
+    fprintf(f, "%-14s %12s %12s %22s %11s %11s  %s\n", ssa_diff_metric_names[k], a, b, c, sa, sb, v);
   }
   fprintf(f, "\n== findings ==\n");
   for (size_t i = 0; i < d->nfindings; i++) fprintf(f, "- %s\n", d->findings[i]);

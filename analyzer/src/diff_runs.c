@@ -556,7 +556,8 @@ static int build_findings(ssa_diff *d) {
     rc |= finding(d, "%s %s from %s to %s%s%s%s; %s (step-to-step spread %s)", metric_words[k], verb, va,
                   vb, per_step, rel, where, better ? "better" : "worse", sp);
   }
-  if (ulen) rc |= finding(d, "unchanged within step-to-step noise: %s", unchanged);
+  if (ulen && d->load_differs) rc |= finding(d, "not judged (the load differs between the runs): %s", unchanged);
+  else if (ulen) rc |= finding(d, "unchanged within step-to-step noise: %s", unchanged);
   if (klen)
     rc |= finding(d, "cannot tell with %zu and %zu steps (at least %d per side, and enough for the rank test): %s",
                   d->a->nsteps, d->b->nsteps, SSA_DIFF_MIN_STEPS, unknown);
