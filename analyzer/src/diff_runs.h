@@ -47,7 +47,7 @@ extern const int ssa_diff_metric_better[SSA_DM_N];
 /* The noise test's constants (docs/diff.md "Noise test"). */
 #define SSA_DIFF_ALPHA 0.05            /* Mann-Whitney U, two-sided */
 #define SSA_DIFF_MIN_STEPS 3           /* fewer values on a side: unknown */
-#define SSA_DIFF_EXACT_MAX 60          /* exact U distribution up to nA + nB values */
+#define SSA_DIFF_EXACT_MAX 24          /* exact U distribution up to nA + nB values (cost ~N^3 per test) */
 #define SSA_DIFF_MIN_EFFECT_REL 0.01   /* times: 1 % of A's step time; MFU: 1 % of A */
 #define SSA_DIFF_MIN_EFFECT_PT 0.01    /* overlap and bubble ratios: 1 point */
 #define SSA_DIFF_LOAD_PT 0.05          /* queued-idle shares 5 points apart: load differs */
