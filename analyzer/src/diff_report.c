@@ -228,6 +228,10 @@ int ssa_diff_report_json(const ssa_diff *d, ssa_out *o) {
   jnum(o, 0, d->queued_idle_a);
   ssa_out_str(o, ",\"queued_idle_b\":");
   jnum(o, 0, d->queued_idle_b);
+  ssa_out_str(o, ",\"queued_idle_a_p75\":");
+  jnum(o, 0, d->queued_idle_a_p75);
+  ssa_out_str(o, ",\"queued_idle_b_p75\":");
+  jnum(o, 0, d->queued_idle_b_p75);
   ssa_out_str(o, ",\"kernel_stretch\":");
   jnum(o, 0, d->kernel_stretch);
   ssa_out_printf(o, ",\"stretch_kernels\":%zu", d->stretch_kernels);

@@ -149,8 +149,10 @@ static double queued_share(const ssa_window *w) {
   return w->span > 0 ? (double)w->idle_cause[SSA_IDLE_OTHER] / (double)w->span : NAN;
 }
 
-/* Median over steps of the mean over the selected ranks of queued_share. */
-static double run_queued_idle(const ssa_analysis *a) {
+/* Median (and in *p75 the upper quartile) over steps of the mean over the
+ * selected ranks of queued_share; NaN without steps. */
+static double run_queued_idle(const ssa_analysis *a, double *p75) {
+  *p75 = NAN;
   if (a->nsteps == 0) return NAN;
   double *v = malloc(a->nsteps * sizeof *v);
   if (!v) return NAN;
@@ -176,10 +178,12 @@ static double run_queued_idle(const ssa_analysis *a) {
   ssa_diff_stat st;
   ssa_diff_stats(v, m, &st);
   free(v);
+  if (st.known) *p75 = st.p75;
   return st.known ? st.median : NAN;
 }
 
-static double rank_queued_idle(const ssa_rank_result *rr) {
+static double rank_queued_idle(const ssa_rank_result *rr, double *p75) {
+  *p75 = NAN;
   if (rr->nsteps == 0) return NAN;
   double *v = malloc(rr->nsteps * sizeof *v);
   if (!v) return NAN;
@@ -191,11 +195,16 @@ static double rank_queued_idle(const ssa_rank_result *rr) {
   ssa_diff_stat st;
   ssa_diff_stats(v, m, &st);
   free(v);
+  if (st.known) *p75 = st.p75;
   return st.known ? st.median : NAN;
 }
 
-static int load_differs(double qa, double qb) {
-  return !isnan(qa) && !isnan(qb) && fabs(qa - qb) > SSA_DIFF_LOAD_PT;
+/* Queued-idle shares (median and upper quartile of each run) more than
+ * SSA_DIFF_LOAD_PT apart: one run shared the machine (all of it, or in a
+ * quarter of its steps or more). */
+static int load_differs(double qa, double qa75, double qb, double qb75) {
+  if (!isnan(qa) && !isnan(qb) && fabs(qa - qb) > SSA_DIFF_LOAD_PT) return 1;
+  return !isnan(qa75) && !isnan(qb75) && fabs(qa75 - qb75) > SSA_DIFF_LOAD_PT;
 }
 
 /* d->kernel_stretch from the matched kernels (build_kernels first). */
@@ -295,7 +304,9 @@ static int build_ranks(ssa_diff *d) {
     x->in_b = rb != NULL;
     x->coll_wait_a = ra->coll_wait;
     x->coll_wait_b = rb ? rb->coll_wait : 0;
-    int load = d->load_differs || (rb && load_differs(rank_queued_idle(ra), rank_queued_idle(rb)));
+    double qa75, qb75;
+    double qa = rank_queued_idle(ra, &qa75), qb = rb ? rank_queued_idle(rb, &qb75) : NAN;
+    int load = d->load_differs || (rb && load_differs(qa, qa75, qb, qb75));
     double step_a = NAN;
     for (int k = 0; k < SSA_DM_N; k++) { /* step span first: the minimum effect needs it */
       if (k == SSA_DM_MFU) continue;
@@ -610,9 +621,9 @@ int ssa_diff_runs(const ssa_analysis *a, const ssa_analysis *b, const char *path
   d->path_a = path_a;
   d->path_b = path_b;
   if (build_kernels(d) || kernel_stretch(d)) return STEPSCOPE_E_NOMEM;
-  d->queued_idle_a = run_queued_idle(a);
-  d->queued_idle_b = run_queued_idle(b);
-  d->load_differs = load_differs(d->queued_idle_a, d->queued_idle_b) ||
+  d->queued_idle_a = run_queued_idle(a, &d->queued_idle_a_p75);
+  d->queued_idle_b = run_queued_idle(b, &d->queued_idle_b_p75);
+  d->load_differs = load_differs(d->queued_idle_a, d->queued_idle_a_p75, d->queued_idle_b, d->queued_idle_b_p75) ||
                     (!isnan(d->kernel_stretch) && (d->kernel_stretch > SSA_DIFF_LOAD_STRETCH ||
                                                    d->kernel_stretch < 1.0 / SSA_DIFF_LOAD_STRETCH));
   double step_a = NAN;

@@ -121,9 +121,10 @@ typedef struct ssa_diff {
   int same_layout;        /* same rank set (and world); per-rank comparison done */
   char layout_note[256];  /* why not, when not */
   /* load: median share of a step during which the devices sat idle although
-   * work was already launched (idle cause `other`), mean over ranks; NaN
-   * without steps. Shares SSA_DIFF_LOAD_PT apart: verdicts are withheld. */
-  double queued_idle_a, queued_idle_b;
+   * work was already launched (idle cause `other`), mean over ranks, and its
+   * upper quartile over steps; NaN without steps. Medians or upper quartiles
+   * SSA_DIFF_LOAD_PT apart: verdicts are withheld. */
+  double queued_idle_a, queued_idle_b, queued_idle_a_p75, queued_idle_b_p75;
   /* load, second sign: median over the compute kernels launched equally often
    * in both runs of (mean/min duration in B) / (mean/min in A). Preemption
    * stretches some launches of a kernel (mean up, min not); a kernel that

@@ -58,6 +58,7 @@ typedef struct shape {
   double stretch;         /* every 3rd step: every kernel takes (1 + stretch) x as long */
   double late;            /* the last quarter of the steps: f and b (1 + late) x as long */
   double level;           /* f and b (1 + level) x as long in every step */
+  int stall_some;         /* the stall G only in every 3rd step (k % 3 == 0) */
   uint64_t seed;
 } shape;
 
@@ -102,7 +103,7 @@ static int build(gen_run *g, const shape *sh) {
     int64_t prep_s = t + Q, prep_e = prep_s + a;
     int64_t fwd_launch = prep_e + sh->L;
     int64_t fwd_s = fwd_launch + Q, fwd_e = fwd_s + f;
-    int64_t bwd_s = fwd_e + sh->G, bwd_e = bwd_s + b;
+    int64_t bwd_s = fwd_e + (sh->stall_some && k % 3 ? 0 : sh->G), bwd_e = bwd_s + b;
     int64_t next = bwd_e - Q;
     if (add_kernel(g, "prep", t, prep_s, prep_e) || add_kernel(g, "fwd", fwd_launch, fwd_s, fwd_e) ||
         add_kernel(g, "bwd", fwd_launch + Q, bwd_s, bwd_e) || gen_add_step(g, 0, k, t, next) < 0)
@@ -360,14 +361,21 @@ static void expect_load(const ssa_diff *d, void *ctx) {
 
 static void case_load(void) {
   /* A/A where run B shared the machine: the device idles 6 ms a step with
-   * work queued (step +75 %), or every 3rd step's kernels are preempted to
-   * 3x (mean up, shortest launch unchanged). Both are between-run drift. */
+   * work queued (step +75 %), or 20 ms in every 3rd step only, or every 3rd
+   * step's kernels are preempted to 3x (mean up, shortest launch unchanged).
+   * All are between-run drift. */
   shape a = base_shape(), b = base_shape();
   a.jitter = b.jitter = 0.02;
   b.seed = 2;
   b.G = 6 * MS;
   with_diff(&a, &b, expect_load, NULL);
+  /* stalls in a third of B's steps only (20 ms each): B's median step and
+   * median queued idle are A's, its upper quartile is not */
+  b.G = 20 * MS;
+  b.stall_some = 1;
+  with_diff(&a, &b, expect_load, NULL);
   b.G = 0;
+  b.stall_some = 0;
   b.stretch = 2.0;
   with_diff(&a, &b, expect_load, NULL);
 }
