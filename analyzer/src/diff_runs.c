@@ -144,8 +144,10 @@ static int rank_series(const ssa_rank_result *rr, int k, double **v, size_t *m) 
 
 /* Share of a window during which the device sat idle with work already
  * launched (idle cause `other`): on a shared machine, the time other
- * processes held the CPU or GPU. */
+ * processes held the CPU or GPU. NaN for steps that launched nothing. */
 static double queued_share(const ssa_window *w) {
+  /* a step that launched nothing is its host range, idle through: no sign of load */
+  if (!w->projected) return NAN;
   return w->span > 0 ? (double)w->idle_cause[SSA_IDLE_OTHER] / (double)w->span : NAN;
 }
 
