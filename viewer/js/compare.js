@@ -5,10 +5,7 @@
  * run B; a step only one run profiled stands alone). For every metric of the closed accounting, the median
  * over steps (mean over ranks per step) of A and B, the absolute and relative
  * change, and a verdict: a change smaller than the step-to-step spread (the larger
- * interquartile range of A and B) is marked as noise. That is a quick screen only:
- * `stepscope diff` applies the full noise test (docs/diff.md: enough steps, load,
- * rank test, spread, within-run drift, minimum effect), and its verdicts are the
- * ones to trust.
+ * interquartile range of A and B) is marked as noise, as `stepscope diff` does.
  * Below: per-step stacked bars A vs B, and both runs' lanes of one rank for one
  * step number (every packed row of every track) drawn on the same time scale from
  * the step start, so the shapes line up.
