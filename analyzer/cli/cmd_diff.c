@@ -1,12 +1,14 @@
 /*
- * cmd_diff.c — `stepscope diff RUN_A RUN_B [--json FILE] [--steps A:B]
- * [--steps-b A:B] [--step-range NAME] [--launch-gap-us N] [--threads N]
- * [--quiet]`: loads and
+ * cmd_diff.c — `stepscope diff RUN_A RUN_B [--json FILE] [--markdown FILE]
+ * [--fail-on SPEC] [--steps A:B] [--steps-b A:B] [--step-range NAME]
+ * [--launch-gap-us N] [--threads N] [--quiet]`: loads and
  * analyses both runs with the same options (each run is any run directory
  * or file `stepscope analyze` accepts, Kineto JSON included), compares them
  * (analyzer/src/diff_runs.c) and prints the text report; --json writes the
- * document of docs/diff.md. Exit codes: 0 ok, 1 a run could not be loaded
- * or analysed, 2 usage error.
+ * document of docs/diff.md, --markdown a short summary for a CI comment;
+ * --fail-on is the regression gate (analyzer/src/diff_gate.c). Exit codes:
+ * 0 ok, 1 a run could not be loaded or analysed, 2 usage error, 3 a
+ * --fail-on threshold was crossed by a real change.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +16,7 @@
 #include <unistd.h>
 
 #include "analysis_options.h"
-#include "diff_runs.h"
+#include "diff_gate.h"
 #include "ssa_report.h"
 
 static void usage(FILE *f) {
@@ -25,9 +27,38 @@ static void usage(FILE *f) {
           "collectives, and findings in plain words. Runs are run directories or files\n"
           "(rank-*.trace.zst, or PyTorch profiler rank-*.json[.gz]).\n"
           "  --json FILE         also write the JSON diff (docs/diff.md); '-' = stdout\n"
+          "  --fail-on SPEC      regression gate: exit 3 when a metric moved past its threshold in\n"
+          "                      the bad direction and the noise test calls the change real, e.g.\n"
+          "                      \"step_time:+3%%,exposed_comm:+10%%,mfu:-2%%,bubble:+2pt\" (units: %% of\n"
+          "                      run A, pt for ratios, ns/us/ms/s for times)\n"
+          "  --markdown FILE     write a short Markdown summary for a CI comment (verdicts, gate,\n"
+          "                      top causes, the command to reproduce); '-' = stdout\n"
           CLI_ANALYSIS_OPTIONS_HELP
           "  --steps-b A:B       a different step range for run B (--steps applies to both)\n"
-          "  --quiet             no text report (with --json)\n");
+          "  --quiet             no text report\n"
+          "Verdicts: better/WORSE only when the change passes the noise test (docs/diff.md):\n"
+          "noise, same, or unknown (too few steps) otherwise. Exit: 0 ok, 1 a run could not be\n"
+          "loaded, 2 usage, 3 a --fail-on threshold crossed.\n");
+}
+
+/* Appends arg to buf, quoted for a POSIX shell when it needs it. */
+static void append_quoted(char *buf, size_t cap, const char *arg) {
+  size_t len = strlen(buf);
+  int plain = *arg != 0;
+  for (const char *p = arg; *p; p++)
+    if (!strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:=@%+,-", *p)) plain = 0;
+  if (len + 1 < cap) buf[len++] = ' ';
+  if (!plain && len + 1 < cap) buf[len++] = '\'';
+  for (const char *p = arg; *p && len + 5 < cap; p++) {
+    if (*p == '\'' && !plain) {
+      memcpy(buf + len, "'\\''", 4);
+      len += 4;
+    } else {
+      buf[len++] = *p;
+    }
+  }
+  if (!plain && len + 1 < cap) buf[len++] = '\'';
+  buf[len < cap ? len : cap - 1] = 0;
 }
 
 typedef struct loaded {
@@ -68,8 +99,11 @@ int cmd_diff(int argc, char **argv) {
   int has_b_steps = 0;
   int64_t b_first = 0, b_last = 0;
   const char *paths[2] = {NULL, NULL};
-  const char *json_path = NULL;
+  const char *json_path = NULL, *markdown_path = NULL;
+  ssa_gate gate;
+  int has_gate = 0;
   int quiet = 0;
+  char command[2048] = "stepscope diff";
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -86,9 +120,22 @@ int cmd_diff(int argc, char **argv) {
       i++;
       int applied = cli_apply_analysis_option("diff", a, v, &opt);
       if (applied < 0) return 2;
+      if (strcmp(a, "--json") && strcmp(a, "--markdown") && strcmp(a, "--threads")) {
+        append_quoted(command, sizeof command, a); /* the reproduce line keeps what decides the result */
+        append_quoted(command, sizeof command, v);
+      }
       if (applied) continue;
       if (!strcmp(a, "--json")) {
         json_path = v;
+      } else if (!strcmp(a, "--markdown")) {
+        markdown_path = v;
+      } else if (!strcmp(a, "--fail-on")) {
+        char err[256];
+        if (ssa_gate_parse(v, &gate, err, sizeof err)) {
+          fprintf(stderr, "stepscope diff: %s\n", err);
+          return 2;
+        }
+        has_gate = 1;
       } else if (!strcmp(a, "--steps-b")) {
         if (cli_parse_steps(v, &b_first, &b_last)) {
           fprintf(stderr, "stepscope diff: bad --steps-b '%s' (want A:B)\n", v);
@@ -102,8 +149,10 @@ int cmd_diff(int argc, char **argv) {
       }
     } else if (!paths[0]) {
       paths[0] = a;
+      append_quoted(command, sizeof command, a);
     } else if (!paths[1]) {
       paths[1] = a;
+      append_quoted(command, sizeof command, a);
     } else {
       fprintf(stderr, "stepscope diff: unexpected argument %s\n", a);
       return 2;
@@ -145,7 +194,38 @@ int cmd_diff(int argc, char **argv) {
       }
     }
   }
-  if (!rc && !quiet && !(json_path && !strcmp(json_path, "-"))) ssa_diff_report_text(&d, stdout);
+  ssa_gate_outcome outcome[SSA_DM_N];
+  size_t failed = !rc && has_gate ? ssa_gate_check(&d, &gate, outcome) : 0;
+  if (!rc && markdown_path) {
+    ssa_out o;
+    if (ssa_out_open(&o, markdown_path)) {
+      fprintf(stderr, "stepscope diff: cannot write %s\n", markdown_path);
+      rc = 1;
+    } else {
+      ssa_diff_report_markdown(&d, has_gate ? &gate : NULL, outcome, command, &o);
+      if (ssa_out_close(&o)) {
+        fprintf(stderr, "stepscope diff: write error on %s\n", markdown_path);
+        rc = 1;
+      }
+    }
+  }
+  int to_stdout = (json_path && !strcmp(json_path, "-")) || (markdown_path && !strcmp(markdown_path, "-"));
+  if (!rc && !quiet && !to_stdout) ssa_diff_report_text(&d, stdout);
+  if (!rc && has_gate) {
+    /* the gate's outcome goes to stderr, so that it is seen whatever stdout holds */
+    for (size_t i = 0; i < gate.n; i++) {
+      const ssa_gate_rule *r = &gate.rules[i];
+      char t[32];
+      ssa_gate_rule_text(r, t, sizeof t);
+      const ssa_diff_metric *m = &d.m[r->metric];
+      fprintf(stderr, "stepscope diff: gate %s %s: %s (%s)\n", ssa_diff_metric_names[r->metric], t,
+              ssa_gate_status_names[outcome[i].status], m->comparable ? ssa_diff_verdict_word(m, r->metric) : "-");
+    }
+    if (failed) {
+      fprintf(stderr, "stepscope diff: %zu of %zu thresholds crossed\n", failed, gate.n);
+      rc = 3;
+    }
+  }
   ssa_diff_free(&d);
   unload(&l[0]);
   unload(&l[1]);

@@ -43,19 +43,15 @@ static void tchange(char *buf, size_t n, int is_time, const ssa_diff_metric *m) 
   }
 }
 
-static const char *verdict(const ssa_diff_metric *m, int k) {
-  if (!m->comparable) return "";
-  if (m->abs_change == 0) return "same";
-  if (m->noise) return "noise";
-  return (m->abs_change > 0 ? 1 : -1) == ssa_diff_metric_better[k] ? "better" : "WORSE";
-}
-
 int ssa_diff_report_text(const ssa_diff *d, FILE *f) {
   fprintf(f, "stepscope diff\n  A: %s (%zu ranks, %zu steps)\n  B: %s (%zu ranks, %zu steps)\n",
           d->path_a ? d->path_a : "A", d->a->nranks, d->a->nsteps, d->path_b ? d->path_b : "B",
           d->b->nranks, d->b->nsteps);
   if (!d->same_layout) fprintf(f, "  note: %s\n", d->layout_note);
-  fprintf(f, "\n== headline (median over steps; spread = IQR, or max-min under 4 steps) ==\n");
+  if (d->load_differs)
+    fprintf(f, "  note: load differs (devices idle with work queued %.1f%% of a step in A, %.1f%% in B; kernel stretch "
+            "B/A %.2fx): no verdicts\n", d->queued_idle_a * 100.0, d->queued_idle_b * 100.0, d->kernel_stretch);
+  fprintf(f, "\n== headline (median over steps; spread = IQR, or max-min under 4 steps; noise test: docs/diff.md) ==\n");
   fprintf(f, "%-14s %12s %12s %22s %11s %11s  %s\n", "metric", "A", "B", "change", "spread A",
           "spread B", "verdict");
   for (int k = 0; k < SSA_DM_N; k++) {
@@ -67,8 +63,12 @@ int ssa_diff_report_text(const ssa_diff *d, FILE *f) {
     tchange(c, sizeof c, t, m);
     tfmt(sa, sizeof sa, t, m->a.known, m->a.spread);
     tfmt(sb, sizeof sb, t, m->b.known, m->b.spread);
-    fprintf(f, "%-14s %12s %12s %22s %11s %11s  %s\n", ssa_diff_metric_names[k], a, b, c, sa, sb,
-            verdict(m, k));
+    char v[48];
+    if (m->comparable && m->verdict == SSA_DV_NOISE && m->noise_reason != SSA_DN_NONE)
+      snprintf(v, sizeof v, "noise (%s)", ssa_diff_noise_reason_names[m->noise_reason]);
+    else
+      snprintf(v, sizeof v, "%s", ssa_diff_verdict_word(m, k));
+    fprintf(f, "%-14s %12s %12s %22s %11s %11s  %s\n", ssa_diff_metric_names[k], a, b, c, sa, sb, v);
   }
   fprintf(f, "\n== findings ==\n");
   for (size_t i = 0; i < d->nfindings; i++) fprintf(f, "- %s\n", d->findings[i]);
@@ -85,7 +85,7 @@ int ssa_diff_report_text(const ssa_diff *d, FILE *f) {
         char a[24], b[24];
         tfmt(a, sizeof a, t, m->a.known, m->a.median);
         tfmt(b, sizeof b, t, m->b.known, m->b.median);
-        snprintf(cell[j], sizeof cell[j], "%s -> %s%s", a, b, m->comparable && m->noise ? "~" : "");
+        snprintf(cell[j], sizeof cell[j], "%s -> %s%s", a, b, m->comparable && m->verdict != SSA_DV_REAL ? "~" : "");
       }
       fprintf(f, "%5d %24s %24s %24s %16s\n", r->rank, cell[0], cell[1], cell[2], cell[3]);
     }
@@ -166,6 +166,8 @@ static void jstat(ssa_out *o, int is_time, const ssa_diff_stat *s) {
   jnum(o, is_time, s->max);
   ssa_out_str(o, ",\"spread\":");
   jnum(o, is_time, s->spread);
+  ssa_out_str(o, ",\"drift\":");
+  jnum(o, is_time, s->drift);
   ssa_out_str(o, ",\"values\":");
   ssa_out_u64(o, s->n);
   ssa_out_char(o, '}');
@@ -183,7 +185,20 @@ static void jmetric(ssa_out *o, int k, const ssa_diff_metric *m) {
   ssa_out_str(o, ",\"rel_change\":");
   jnum(o, 0, m->comparable ? m->rel_change : NAN);
   ssa_out_str(o, ",\"noise\":");
-  ssa_out_str(o, !m->comparable ? "null" : m->noise ? "true" : "false");
+  ssa_out_str(o, !m->comparable || m->verdict == SSA_DV_UNKNOWN ? "null" : m->noise ? "true" : "false");
+  static const char *const words[] = {"unknown", "same", "noise", "better", "worse"};
+  int w = m->verdict == SSA_DV_REAL ? ((m->abs_change > 0 ? 1 : -1) == ssa_diff_metric_better[k] ? 3 : 4)
+                                    : m->verdict;
+  ssa_out_str(o, ",\"verdict\":");
+  if (m->comparable) ssa_out_json_string(o, words[w]);
+  else ssa_out_str(o, "null");
+  ssa_out_str(o, ",\"why\":");
+  if (m->comparable && m->noise_reason != SSA_DN_NONE) ssa_out_json_string(o, ssa_diff_noise_reason_names[m->noise_reason]);
+  else ssa_out_str(o, "null");
+  ssa_out_str(o, ",\"p_value\":");
+  jnum(o, 0, m->p_value);
+  ssa_out_str(o, ",\"min_effect\":");
+  jnum(o, t, m->min_effect);
   ssa_out_char(o, '}');
 }
 
@@ -209,6 +224,18 @@ int ssa_diff_report_json(const ssa_diff *d, ssa_out *o) {
   ssa_out_str(o, ",\"layout_note\":");
   if (d->same_layout) ssa_out_str(o, "null");
   else ssa_out_json_string(o, d->layout_note);
+  ssa_out_str(o, ",\"load\":{\"queued_idle_a\":");
+  jnum(o, 0, d->queued_idle_a);
+  ssa_out_str(o, ",\"queued_idle_b\":");
+  jnum(o, 0, d->queued_idle_b);
+  ssa_out_str(o, ",\"queued_idle_a_p75\":");
+  jnum(o, 0, d->queued_idle_a_p75);
+  ssa_out_str(o, ",\"queued_idle_b_p75\":");
+  jnum(o, 0, d->queued_idle_b_p75);
+  ssa_out_str(o, ",\"kernel_stretch\":");
+  jnum(o, 0, d->kernel_stretch);
+  ssa_out_printf(o, ",\"stretch_kernels\":%zu", d->stretch_kernels);
+  ssa_out_str(o, d->load_differs ? ",\"differs\":true}" : ",\"differs\":false}");
   ssa_out_str(o, ",\"headline\":{");
   for (int k = 0; k < SSA_DM_N; k++) {
     if (k) ssa_out_char(o, ',');

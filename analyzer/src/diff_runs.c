@@ -53,18 +53,6 @@ void ssa_diff_stats(double *v, size_t n, ssa_diff_stat *s) {
   s->spread = n >= 4 ? s->p75 - s->p25 : s->max - s->min;
 }
 
-static void compare(ssa_diff_metric *m) {
-  m->comparable = m->a.known && m->b.known;
-  m->abs_change = NAN;
-  m->rel_change = NAN;
-  m->noise = 0;
-  if (!m->comparable) return;
-  m->abs_change = m->b.median - m->a.median;
-  if (m->a.median != 0) m->rel_change = m->abs_change / fabs(m->a.median);
-  double spread = m->a.spread > m->b.spread ? m->a.spread : m->b.spread;
-  m->noise = fabs(m->abs_change) <= spread;
-}
-
 /* The value of metric k for one window; NaN when undefined. */
 static double window_value(const ssa_rank_result *rr, const ssa_window *w, int k) {
   switch (k) {
@@ -116,45 +104,138 @@ static double run_step_value(const ssa_analysis *a, int64_t step, int k) {
   return n ? sum / (double)n : NAN;
 }
 
-static int run_stat(const ssa_analysis *a, int k, ssa_diff_stat *out) {
+/* Metric k's per-step series of a run, in step order (*v malloc'd; NaN values left out). */
+static int run_series(const ssa_analysis *a, int k, double **v, size_t *m) {
   size_t n = a->nsteps ? a->nsteps : 1;
-  double *v = malloc(n * sizeof *v);
-  if (!v) return STEPSCOPE_E_NOMEM;
-  size_t m = 0;
+  *m = 0;
+  *v = malloc(n * sizeof **v);
+  if (!*v) return STEPSCOPE_E_NOMEM;
   if (a->nsteps == 0) {
     double x = k == SSA_DM_MFU ? a->mfu : run_step_value(a, INT64_MIN, k);
-    if (!isnan(x)) v[m++] = x;
+    if (!isnan(x)) (*v)[(*m)++] = x;
   } else {
     for (size_t i = 0; i < a->nsteps; i++) {
       double x;
       if (k == SSA_DM_STEP_TIME) x = (double)a->steps[i].time;
       else if (k == SSA_DM_MFU) x = a->steps[i].mfu;
       else x = run_step_value(a, a->steps[i].step, k);
-      if (!isnan(x)) v[m++] = x;
+      if (!isnan(x)) (*v)[(*m)++] = x;
     }
   }
-  ssa_diff_stats(v, m, out);
-  free(v);
   return 0;
 }
 
-static int rank_stat(const ssa_rank_result *rr, int k, ssa_diff_stat *out) {
+static int rank_series(const ssa_rank_result *rr, int k, double **v, size_t *m) {
   size_t n = rr->nsteps ? rr->nsteps : 1;
-  double *v = malloc(n * sizeof *v);
-  if (!v) return STEPSCOPE_E_NOMEM;
-  size_t m = 0;
+  *m = 0;
+  *v = malloc(n * sizeof **v);
+  if (!*v) return STEPSCOPE_E_NOMEM;
   if (rr->nsteps == 0) {
     double x = window_value(rr, &rr->totals, k);
-    if (!isnan(x)) v[m++] = x;
+    if (!isnan(x)) (*v)[(*m)++] = x;
   } else {
     for (size_t i = 0; i < rr->nsteps; i++) {
       double x = window_value(rr, &rr->windows[i], k);
-      if (!isnan(x)) v[m++] = x;
+      if (!isnan(x)) (*v)[(*m)++] = x;
     }
   }
-  ssa_diff_stats(v, m, out);
-  free(v);
   return 0;
+}
+
+/* Share of a window during which the device sat idle with work already
+ * launched (idle cause `other`): on a shared machine, the time other
+ * processes held the CPU or GPU. NaN for steps that launched nothing. */
+static double queued_share(const ssa_window *w) {
+  /* a step that launched nothing is its host range, idle through: no sign of load */
+  if (!w->projected) return NAN;
+  return w->span > 0 ? (double)w->idle_cause[SSA_IDLE_OTHER] / (double)w->span : NAN;
+}
+
+/* Median (and in *p75 the upper quartile) over steps of the mean over the
+ * selected ranks of queued_share; NaN without steps. */
+static double run_queued_idle(const ssa_analysis *a, double *p75) {
+  *p75 = NAN;
+  if (a->nsteps == 0) return NAN;
+  double *v = malloc(a->nsteps * sizeof *v);
+  if (!v) return NAN;
+  size_t m = 0;
+  for (size_t i = 0; i < a->nsteps; i++) {
+    double sum = 0;
+    size_t n = 0;
+    for (size_t r = 0; r < a->nranks; r++) {
+      const ssa_rank_result *rr = &a->ranks[r];
+      if (a->opt.rank >= 0 && rr->rank->rank != a->opt.rank) continue;
+      for (size_t s = 0; s < rr->nsteps; s++) {
+        if (rr->windows[s].step != a->steps[i].step) continue;
+        double q = queued_share(&rr->windows[s]);
+        if (!isnan(q)) {
+          sum += q;
+          n++;
+        }
+        break;
+      }
+    }
+    if (n) v[m++] = sum / (double)n;
+  }
+  ssa_diff_stat st;
+  ssa_diff_stats(v, m, &st);
+  free(v);
+  if (st.known) *p75 = st.p75;
+  return st.known ? st.median : NAN;
+}
+
+static double rank_queued_idle(const ssa_rank_result *rr, double *p75) {
+  *p75 = NAN;
+  if (rr->nsteps == 0) return NAN;
+  double *v = malloc(rr->nsteps * sizeof *v);
+  if (!v) return NAN;
+  size_t m = 0;
+  for (size_t i = 0; i < rr->nsteps; i++) {
+    double q = queued_share(&rr->windows[i]);
+    if (!isnan(q)) v[m++] = q;
+  }
+  ssa_diff_stat st;
+  ssa_diff_stats(v, m, &st);
+  free(v);
+  if (st.known) *p75 = st.p75;
+  return st.known ? st.median : NAN;
+}
+
+/* Queued-idle shares (median and upper quartile of each run) more than
+ * SSA_DIFF_LOAD_PT apart: one run shared the machine (all of it, or in a
+ * quarter of its steps or more). */
+static int load_differs(double qa, double qa75, double qb, double qb75) {
+  if (!isnan(qa) && !isnan(qb) && fabs(qa - qb) > SSA_DIFF_LOAD_PT) return 1;
+  return !isnan(qa75) && !isnan(qb75) && fabs(qa75 - qb75) > SSA_DIFF_LOAD_PT;
+}
+
+/* d->kernel_stretch from the matched kernels (build_kernels first). */
+static int kernel_stretch(ssa_diff *d) {
+  double *v = malloc((d->nkernels ? d->nkernels : 1) * sizeof *v);
+  if (!v) return STEPSCOPE_E_NOMEM;
+  size_t m = 0;
+  for (size_t i = 0; i < d->nkernels; i++) {
+    const ssa_diff_kernel *k = &d->kernels[i];
+    if (k->comm || !k->in_a || !k->in_b || k->launches_a != k->launches_b ||
+        k->launches_a < SSA_DIFF_STRETCH_MIN_LAUNCHES || !(k->min_a > 0) || !(k->min_b > 0))
+      continue;
+    v[m++] = (k->mean_b / k->min_b) / (k->mean_a / k->min_a);
+  }
+  ssa_diff_stat st;
+  ssa_diff_stats(v, m, &st);
+  free(v);
+  d->stretch_kernels = m;
+  d->kernel_stretch = m >= 3 ? st.median : NAN;
+  return 0;
+}
+
+/* Compares metric k of two series sources. */
+static int compare_metric(double *va, size_t na, double *vb, size_t nb, int k, double step_a, int load,
+                          ssa_diff_metric *m) {
+  int rc = ssa_diff_compare_series(va, na, vb, nb, k, step_a, load, m);
+  free(va);
+  free(vb);
+  return rc;
 }
 
 static const ssa_rank_result *find_rank(const ssa_analysis *a, int rank) {
@@ -225,11 +306,21 @@ static int build_ranks(ssa_diff *d) {
     x->in_b = rb != NULL;
     x->coll_wait_a = ra->coll_wait;
     x->coll_wait_b = rb ? rb->coll_wait : 0;
-    for (int k = 0; k < SSA_DM_N; k++) {
+    double qa75, qb75;
+    double qa = rank_queued_idle(ra, &qa75), qb = rb ? rank_queued_idle(rb, &qb75) : NAN;
+    int load = d->load_differs || (rb && load_differs(qa, qa75, qb, qb75));
+    double step_a = NAN;
+    for (int k = 0; k < SSA_DM_N; k++) { /* step span first: the minimum effect needs it */
       if (k == SSA_DM_MFU) continue;
-      if (rank_stat(ra, k, &x->m[k].a)) return STEPSCOPE_E_NOMEM;
-      if (rb && rank_stat(rb, k, &x->m[k].b)) return STEPSCOPE_E_NOMEM;
-      compare(&x->m[k]);
+      double *va, *vb = NULL;
+      size_t na, nb = 0;
+      if (rank_series(ra, k, &va, &na)) return STEPSCOPE_E_NOMEM;
+      if (rb && rank_series(rb, k, &vb, &nb)) {
+        free(va);
+        return STEPSCOPE_E_NOMEM;
+      }
+      if (compare_metric(va, na, vb, nb, k, step_a, load, &x->m[k])) return STEPSCOPE_E_NOMEM;
+      if (k == SSA_DM_STEP_TIME) step_a = x->m[k].a.known ? x->m[k].a.median : NAN;
     }
   }
   return 0;
@@ -297,6 +388,7 @@ static int build_kernels(ssa_diff *d) {
         slot[id] = (uint32_t)d->nkernels;
         k->name = name;
         k->mean_a = k->mean_b = NAN;
+        k->min_a = k->min_b = NAN;
       }
       k->comm |= row->comm;
       double mean = row->count ? (double)row->total / (double)row->count : NAN;
@@ -305,11 +397,15 @@ static int build_kernels(ssa_diff *d) {
         k->count_b = (double)row->count / sb;
         k->time_b = (double)row->total / sb;
         k->mean_b = mean;
+        k->launches_b = row->count;
+        k->min_b = (double)row->min;
       } else {
         k->in_a = 1;
         k->count_a = (double)row->count / sa;
         k->time_a = (double)row->total / sa;
         k->mean_a = mean;
+        k->launches_a = row->count;
+        k->min_a = (double)row->min;
       }
     }
   }
@@ -416,7 +512,7 @@ static void rank_agreement(const ssa_diff *d, int k, size_t *agree, size_t *tota
     const ssa_diff_metric *m = &d->ranks[i].m[k];
     if (!m->comparable) continue;
     (*total)++;
-    if (!m->noise && m->abs_change * dir > 0) (*agree)++;
+    if (m->verdict == SSA_DV_REAL && m->abs_change * dir > 0) (*agree)++;
   }
 }
 
@@ -426,13 +522,30 @@ static int build_findings(ssa_diff *d) {
   static const int order[] = {SSA_DM_STEP_TIME, SSA_DM_EXPOSED_COMM, SSA_DM_OVERLAP_RATIO, SSA_DM_IDLE,
                               SSA_DM_BUBBLE_RATIO, SSA_DM_MFU, SSA_DM_COMPUTE, SSA_DM_COMM,
                               SSA_DM_EXPOSED_MEM};
-  char unchanged[300] = "";
-  size_t ulen = 0;
+  if (d->load_differs) {
+    char stretch[96] = "";
+    if (!isnan(d->kernel_stretch))
+      snprintf(stretch, sizeof stretch, "; the same kernels' launches stretched %.2fx as much in B as in A",
+               d->kernel_stretch);
+    rc |= finding(d,
+                  "no verdicts: the machine was busier during one run (other processes held the CPU or GPU): "
+                  "devices idle with work already launched %.1f %% of a step in A, %.1f %% in B%s; measure both "
+                  "runs on a quiet machine",
+                  d->queued_idle_a * 100.0, d->queued_idle_b * 100.0, stretch);
+  }
+  char unchanged[300] = "", unknown[300] = "";
+  size_t ulen = 0, klen = 0;
   for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
     int k = order[i];
     const ssa_diff_metric *m = &d->m[k];
     if (!m->comparable) continue;
-    if (m->noise) {
+    if (m->verdict == SSA_DV_UNKNOWN) {
+      klen += (size_t)snprintf(unknown + klen, klen < sizeof unknown ? sizeof unknown - klen : 0, "%s%s",
+                               klen ? ", " : "", ssa_diff_metric_names[k]);
+      if (klen >= sizeof unknown) klen = sizeof unknown - 1;
+      continue;
+    }
+    if (m->verdict != SSA_DV_REAL) {
       ulen += (size_t)snprintf(unchanged + ulen, ulen < sizeof unchanged ? sizeof unchanged - ulen : 0,
                                "%s%s", ulen ? ", " : "", ssa_diff_metric_names[k]);
       if (ulen >= sizeof unchanged) ulen = sizeof unchanged - 1;
@@ -456,7 +569,11 @@ static int build_findings(ssa_diff *d) {
     rc |= finding(d, "%s %s from %s to %s%s%s%s; %s (step-to-step spread %s)", metric_words[k], verb, va,
                   vb, per_step, rel, where, better ? "better" : "worse", sp);
   }
-  if (ulen) rc |= finding(d, "unchanged within step-to-step noise: %s", unchanged);
+  if (ulen && d->load_differs) rc |= finding(d, "not judged (the load differs between the runs): %s", unchanged);
+  else if (ulen) rc |= finding(d, "unchanged within step-to-step noise: %s", unchanged);
+  if (klen)
+    rc |= finding(d, "cannot tell with %zu and %zu steps (at least %d per side, and enough for the rank test): %s",
+                  d->a->nsteps, d->b->nsteps, SSA_DIFF_MIN_STEPS, unknown);
   /* the kernel that moved most, when it matters (>= 1 % of step time) */
   double step_a = d->m[SSA_DM_STEP_TIME].a.known ? d->m[SSA_DM_STEP_TIME].a.median : 0;
   int shown = 0;
@@ -505,15 +622,28 @@ int ssa_diff_runs(const ssa_analysis *a, const ssa_analysis *b, const char *path
   d->b = b;
   d->path_a = path_a;
   d->path_b = path_b;
-  for (int k = 0; k < SSA_DM_N; k++) {
-    if (run_stat(a, k, &d->m[k].a) || run_stat(b, k, &d->m[k].b)) return STEPSCOPE_E_NOMEM;
-    compare(&d->m[k]);
+  if (build_kernels(d) || kernel_stretch(d)) return STEPSCOPE_E_NOMEM;
+  d->queued_idle_a = run_queued_idle(a, &d->queued_idle_a_p75);
+  d->queued_idle_b = run_queued_idle(b, &d->queued_idle_b_p75);
+  d->load_differs = load_differs(d->queued_idle_a, d->queued_idle_a_p75, d->queued_idle_b, d->queued_idle_b_p75) ||
+                    (!isnan(d->kernel_stretch) && (d->kernel_stretch > SSA_DIFF_LOAD_STRETCH ||
+                                                   d->kernel_stretch < 1.0 / SSA_DIFF_LOAD_STRETCH));
+  double step_a = NAN;
+  for (int k = 0; k < SSA_DM_N; k++) { /* step time first: the minimum effect needs it */
+    double *va, *vb;
+    size_t na, nb;
+    if (run_series(a, k, &va, &na)) return STEPSCOPE_E_NOMEM;
+    if (run_series(b, k, &vb, &nb)) {
+      free(va);
+      return STEPSCOPE_E_NOMEM;
+    }
+    if (compare_metric(va, na, vb, nb, k, step_a, d->load_differs, &d->m[k])) return STEPSCOPE_E_NOMEM;
+    if (k == SSA_DM_STEP_TIME) step_a = d->m[k].a.known ? d->m[k].a.median : NAN;
   }
   d->same_layout = check_layout(d);
   int rc = 0;
   if (d->same_layout) rc = build_ranks(d);
   if (!rc) rc = build_steps(d);
-  if (!rc) rc = build_kernels(d);
   if (!rc) rc = build_colls(d);
   if (!rc) rc = build_findings(d);
   return rc;

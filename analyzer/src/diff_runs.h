@@ -8,9 +8,10 @@
  * value over the ranks (mean of the ranks' windows for times, sum-ratio for
  * ratios, the run's step time for step time). A run's value is the median of
  * its series, its spread the interquartile range (max - min when it has
- * fewer than 4 steps). A change |B - A| not larger than the larger of the two
- * spreads is noise. A run without steps contributes its totals window as a
- * single value (spread 0).
+ * fewer than 4 steps). Whether a change is real is the noise test of
+ * diff_verdict.c (rank test over steps, spread, within-run drift, minimum
+ * effect, comparable load); too few steps give "unknown". A run without
+ * steps contributes its totals window as a single value (so: unknown).
  */
 #ifndef DIFF_RUNS_H
 #define DIFF_RUNS_H
@@ -43,9 +44,27 @@ extern const int ssa_diff_metric_is_time[SSA_DM_N];
 /* +1 when larger is better, -1 when smaller is better */
 extern const int ssa_diff_metric_better[SSA_DM_N];
 
+/* The noise test's constants (docs/diff.md "Noise test"). */
+#define SSA_DIFF_ALPHA 0.05            /* Mann-Whitney U, two-sided */
+#define SSA_DIFF_MIN_STEPS 3           /* fewer values on a side: unknown */
+#define SSA_DIFF_EXACT_MAX 24          /* exact U distribution up to nA + nB values (cost ~N^3 per test) */
+#define SSA_DIFF_MIN_EFFECT_REL 0.01   /* times: 1 % of A's step time; MFU: 1 % of A */
+#define SSA_DIFF_MIN_EFFECT_PT 0.01    /* overlap and bubble ratios: 1 point */
+#define SSA_DIFF_LOAD_PT 0.05          /* queued-idle shares 5 points apart: load differs */
+#define SSA_DIFF_LOAD_STRETCH 1.3      /* kernels stretched 1.3x more in one run: load differs */
+#define SSA_DIFF_STRETCH_MIN_LAUNCHES 8 /* kernels with fewer launches do not count for stretch */
+
+/* Verdicts. */
+enum { SSA_DV_UNKNOWN, SSA_DV_SAME, SSA_DV_NOISE, SSA_DV_REAL };
+/* Why a change is not called real (the first test that failed). */
+enum { SSA_DN_NONE, SSA_DN_TOO_FEW, SSA_DN_LOAD, SSA_DN_RANK_TEST, SSA_DN_SPREAD, SSA_DN_DRIFT,
+       SSA_DN_MIN_EFFECT, SSA_DN_N };
+extern const char *const ssa_diff_noise_reason_names[SSA_DN_N];
+
 typedef struct ssa_diff_stat {
   int known;              /* 0: the run has no value (no comm, no pipeline, no FLOPs) */
   double median, p25, p75, min, max, spread;
+  double drift;           /* |median of the second half - median of the first half| */
   size_t n;               /* values (steps) */
 } ssa_diff_stat;
 
@@ -53,7 +72,11 @@ typedef struct ssa_diff_metric {
   ssa_diff_stat a, b;
   double abs_change;      /* b - a (medians) */
   double rel_change;      /* (b - a) / |a|, NaN when a is 0 or unknown */
-  int noise;              /* |b - a| <= max(spread a, spread b) */
+  int verdict;            /* SSA_DV_* */
+  int noise_reason;       /* SSA_DN_*: why not real (SSA_DN_TOO_FEW with unknown) */
+  double p_value;         /* Mann-Whitney two-sided; NaN when not computed */
+  double min_effect;      /* smallest change that counts, in the metric's unit; NaN when not computed */
+  int noise;              /* verdict is same or noise */
   int comparable;         /* both known */
 } ssa_diff_metric;
 
@@ -77,6 +100,8 @@ typedef struct ssa_diff_kernel {
   double count_a, count_b;        /* per step */
   double time_a, time_b;          /* ns per step */
   double mean_a, mean_b;          /* ns per launch, NaN when absent */
+  uint64_t launches_a, launches_b; /* launches in the analysed window, all ranks */
+  double min_a, min_b;            /* shortest launch (ns), NaN when absent */
 } ssa_diff_kernel;
 
 typedef struct ssa_diff_coll {
@@ -95,6 +120,18 @@ typedef struct ssa_diff {
   const char *path_a, *path_b;
   int same_layout;        /* same rank set (and world); per-rank comparison done */
   char layout_note[256];  /* why not, when not */
+  /* load: median share of a step during which the devices sat idle although
+   * work was already launched (idle cause `other`), mean over ranks, and its
+   * upper quartile over steps; NaN without steps. Medians or upper quartiles
+   * SSA_DIFF_LOAD_PT apart: verdicts are withheld. */
+  double queued_idle_a, queued_idle_b, queued_idle_a_p75, queued_idle_b_p75;
+  /* load, second sign: median over the compute kernels launched equally often
+   * in both runs of (mean/min duration in B) / (mean/min in A). Preemption
+   * stretches some launches of a kernel (mean up, min not); a kernel that
+   * really got slower moves both. NaN with fewer than 3 such kernels. */
+  double kernel_stretch;
+  size_t stretch_kernels;
+  int load_differs;
   int world_a, world_b;
   ssa_diff_metric m[SSA_DM_N];
   ssa_diff_rank *ranks; size_t nranks;
@@ -110,8 +147,23 @@ int ssa_diff_runs(const ssa_analysis *a, const ssa_analysis *b, const char *path
                   const char *path_b, ssa_diff *out);
 void ssa_diff_free(ssa_diff *d);
 
-/* Statistics of n values (sorted in place). */
+/* Statistics of n values (sorted in place; drift is left 0). */
 void ssa_diff_stats(double *v, size_t n, ssa_diff_stat *out);
+
+/* ---- the noise test (diff_verdict.c) ---- */
+/* Two-sided p-value of the Mann-Whitney U test; NaN on allocation failure. */
+double ssa_diff_mann_whitney(const double *a, size_t na, const double *b, size_t nb);
+/* The smallest p-value the test can reach with these sample sizes (no ties). */
+double ssa_diff_min_p(size_t na, size_t nb);
+/* |median of the second half - median of the first half| of a series in time order. */
+double ssa_diff_drift(const double *v, size_t n);
+/* Fills m from metric k's per-step series of both runs (time order; not
+ * modified). step_a: run A's median step time (for the minimum effect).
+ * 0 or STEPSCOPE_E_NOMEM. */
+int ssa_diff_compare_series(const double *va, size_t na, const double *vb, size_t nb, int k,
+                            double step_a, int load_differs, ssa_diff_metric *m);
+/* "better", "WORSE", "noise", "same", "unknown" ("" when not comparable). */
+const char *ssa_diff_verdict_word(const ssa_diff_metric *m, int k);
 
 /* The readable report and the JSON document (docs/diff.md). */
 int ssa_diff_report_text(const ssa_diff *d, FILE *f);

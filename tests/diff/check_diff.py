@@ -20,10 +20,23 @@ def check(cond, what):
         fail += 1
 
 
-def make(name, *args):
+def make(name, *args, steps="4", jitter="0"):
     path = work + "/" + name
-    subprocess.run([sys.executable, gen, path, "--steps", "4", "--jitter-us", "0"] + list(args), check=True)
+    subprocess.run([sys.executable, gen, path, "--steps", steps, "--jitter-us", jitter] + list(args), check=True,
+                   stdout=subprocess.DEVNULL)
     return path
+
+
+GATE = "step_time:+3%,exposed_comm:+10%,mfu:-2%,bubble:+2pt"
+
+
+def gate(a, b, spec=GATE, *extra):
+    """runs the gate; returns (exit code, stderr, markdown text)"""
+    md = work + "/summary.md"
+    r = subprocess.run([exe, "diff", a, b, "--fail-on", spec, "--markdown", md, "--quiet"] + list(extra),
+                       capture_output=True, text=True)
+    text = open(md).read() if r.returncode in (0, 3) else ""
+    return r.returncode, r.stderr, text
 
 
 def diff(a, b, *extra):
@@ -87,4 +100,59 @@ elif case == "usage":
     check(r.returncode == 0 and "--json" in r.stdout, "--help")
     r = subprocess.run([exe, "diff", work + "/nope", work + "/nope2"], capture_output=True, text=True)
     check(r.returncode == 1 and "nope" in r.stderr, "missing run -> 1")
+elif case == "gate":
+    # A/A: the same configuration generated twice with different jitter seeds
+    a1 = make("a1", "--seed", "1", steps="8", jitter="20")
+    a2 = make("a2", "--seed", "2", steps="8", jitter="20")
+    rc, err, md = gate(a1, a2)
+    check(rc == 0, "A/A passes the gate: exit %d %s" % (rc, err))
+    check("### stepscope diff: pass (0 of 4 thresholds crossed)" in md, "markdown says pass: %s" % md[:200])
+    d, _ = diff(a1, a2)
+    check(all(m["verdict"] in ("noise", "same", None) for m in d["headline"].values()),
+          "A/A verdicts: %s" % {k: m["verdict"] for k, m in d["headline"].items()})
+    # an injected regression: overlap turned off (+17 % step time, exposed comm x2.8)
+    off = make("off", "--seed", "3", "--overlap", "off", steps="8", jitter="20")
+    rc, err, md = gate(a1, off)
+    check(rc == 3, "regression fails the gate with 3: exit %d" % rc)
+    check("2 of 4 thresholds crossed" in err and "gate step_time +3%: FAIL" in err, "stderr: %s" % err)
+    check("### stepscope diff: FAIL (2 of 4 thresholds crossed)" in md, "markdown headline")
+    check("| step_time |" in md and "**FAIL** (+3%)" in md and "**WORSE**" in md, "markdown table")
+    check("every rank alike (4 ranks): step span" in md, "markdown top causes")
+    check("**Reproduce**" in md and "stepscope diff %s %s --fail-on %s" % (a1, off, GATE) in md,
+          "markdown reproduce line")
+    # real but within the thresholds, absolute units, and the other direction: pass
+    rc, err, _ = gate(a1, off, "step_time:+20%,exposed_comm:+2ms")
+    check(rc == 0, "within thresholds: exit %d %s" % (rc, err))
+    rc, err, _ = gate(a1, off, "exposed_comm:+1.4ms")
+    check(rc == 3, "absolute threshold crossed (+1.5 ms > 1.4 ms): exit %d" % rc)
+    rc, err, _ = gate(off, a1)
+    check(rc == 0, "an improvement passes: exit %d" % rc)
+    # ratio thresholds in points: overlap fell by 64.6 points
+    rc, err, _ = gate(a1, off, "overlap:-60pt")
+    check(rc == 3, "overlap -60pt crossed: exit %d %s" % (rc, err))
+    rc, err, _ = gate(a1, off, "overlap:-70pt")
+    check(rc == 0, "overlap -70pt not crossed: exit %d" % rc)
+    # too few steps: unknown, never a failure
+    one_a = make("one_a", "--seed", "1", steps="1")
+    one_b = make("one_b", "--seed", "3", "--overlap", "off", steps="1")
+    rc, err, md = gate(one_a, one_b)
+    check(rc == 0 and "gate step_time +3%: unknown" in err, "one step per side: exit %d %s" % (rc, err))
+    check("| step_time |" in md and "| unknown |" in md, "markdown says unknown")
+elif case == "gate_parse":
+    a = make("a")
+    bad = {
+        "step_time": "step_time", "step_time:3": "step_time:3", "step_time:+3": "step_time:+3",
+        "steptime:+3%": "steptime:+3%", "step_time:-3%": "step_time:-3%", "mfu:+2%": "mfu:+2%",
+        "step_time:+3pt": "step_time:+3pt", "overlap:-1ms": "overlap:-1ms", "step_time:+x%": "step_time:+x%",
+        "step_time:+3.%": "step_time:+3.%", "step_time:+3 %": "step_time:+3 %", "step_time:0x10%": "step_time:0x10%",
+        "step_time:nan%": "step_time:nan%", "step_time:+3%,step_time:+4%": "step_time:+4%",
+        "step_time:+3%,,idle:+1ms": ",,", "idle:+1ms,": "idle:+1ms,", "": "--fail-on", "idle:+1mss": "idle:+1mss",
+    }
+    for spec, token in bad.items():
+        r = subprocess.run([exe, "diff", a, a, "--fail-on", spec], capture_output=True, text=True)
+        check(r.returncode == 2 and token in r.stderr, "--fail-on %r: exit %d, stderr %r" % (spec, r.returncode, r.stderr))
+    for spec in ("step_time:3%", "idle:+1.5ms,overlap:-5pt", "exposed_comm:+250us,bubble:+2pt,mfu:-0.5pt",
+                 "comm:+1s, exposed_mem:+10ns", "overlap_ratio:-1%,bubble_ratio:+0pt"):
+        r = subprocess.run([exe, "diff", a, a, "--fail-on", spec, "--quiet"], capture_output=True, text=True)
+        check(r.returncode == 0, "--fail-on %r accepted: exit %d %s" % (spec, r.returncode, r.stderr))
 sys.exit(1 if fail else 0)

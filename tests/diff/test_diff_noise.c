@@ -1,0 +1,500 @@
+/*
+ * test_diff_noise.c — the diff's noise test (analyzer/src/diff_verdict.c,
+ * docs/diff.md "Noise test") on runs with exact, controlled noise.
+ *
+ * Runs are written by the ground-truth generator (tests/gen) and go through
+ * the library path `stepscope diff` uses (ssa_run_load, ssa_analyze,
+ * ssa_diff_runs). One rank, one GPU stream; every step k has a host range
+ * [S_k, S_k+1) and, on the device:
+ *   prep  [S_k + Q, + a)                 launched at S_k
+ *   (the host loads the next batch for L: the device waits, host_wait)
+ *   fwd   [.., + f)                      launched when the host is done
+ *   (stall G: bwd was launched with fwd, the device sits idle with work
+ *    queued — what a machine shared with other processes shows)
+ *   bwd   [.., + b) ending where the next step's prep starts.
+ * So the step windows are unambiguous: the device span of a step's work and
+ * the iteration period are the same (up to one Q on the last step), under
+ * either definition of a step window. Step time = a + L + Q + f + G + b.
+ *
+ * Noise is a deterministic pseudo-random jitter on f and b (uniform, ± a
+ * given fraction), a linear within-run drift, or preemption: some launches
+ * of every kernel stretched (mean up, shortest launch unchanged).
+ *
+ * Also the --fail-on parser on 200000 mutated specs (random edits of valid
+ * ones; run under the sanitizer build): every spec is either accepted with
+ * 1..9 rules or refused with a message, never read past its end.
+ *
+ * usage: test_diff_noise CASE   (unknown, aa, regression, loader, load, series, gate_parse)
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "diff_gate.h"
+#include "stepscope_gen.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                                                           \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      fprintf(stderr, "FAIL line %d: ", __LINE__);                                                 \
+      fprintf(stderr, __VA_ARGS__);                                                                \
+      fprintf(stderr, "\n");                                                                       \
+      failures++;                                                                                  \
+    }                                                                                              \
+  } while (0)
+
+#define Q GEN_Q
+#define MS 1000000ll
+
+typedef struct shape {
+  int steps;
+  int64_t a, L, f, b, G;  /* ns, multiples of Q */
+  double jitter;          /* f and b: uniform in [1 - jitter, 1 + jitter] */
+  double drift;           /* f and b grow linearly by this fraction over the run */
+  double stretch;         /* every 3rd step: every kernel takes (1 + stretch) x as long */
+  double late;            /* the last quarter of the steps: f and b (1 + late) x as long */
+  double level;           /* f and b (1 + level) x as long in every step */
+  int stall_some;         /* the stall G only in every 3rd step (k % 3 == 0) */
+  uint64_t seed;
+} shape;
+
+static uint64_t rng_next(uint64_t *s) {
+  *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+  return *s >> 11;
+}
+
+/* uniform in [-1, 1] */
+static double rng_sym(uint64_t *s) { return (double)rng_next(s) / (double)(1ull << 53) * 2.0 - 1.0; }
+
+static int64_t quant(double ns) { return (int64_t)llround(ns / Q) * Q; }
+
+static int add_kernel(gen_run *g, const char *name, int64_t launch, int64_t s, int64_t e) {
+  gen_op o;
+  memset(&o, 0, sizeof o);
+  o.rank = 0;
+  o.lane = 0;
+  o.s = s;
+  o.e = e;
+  o.cls = GEN_COMPUTE;
+  o.has_launch = 1;
+  o.launch_s = launch;
+  o.launch_e = launch + Q;
+  o.name = name;
+  return gen_add_op(g, &o) < 0;
+}
+
+/* Builds the run of `sh`. */
+static int build(gen_run *g, const shape *sh) {
+  gen_init(g, 1);
+  g->ranks[0].clock_offset = 1000000000ll;
+  uint64_t rs = sh->seed * 2654435761ull + 12345;
+  int64_t t = 10 * MS;
+  for (int k = 0; k < sh->steps; k++) {
+    double grow = sh->steps > 1 ? 1.0 + sh->drift * (double)k / (double)(sh->steps - 1) : 1.0;
+    double st = sh->stretch > 0 && k % 3 == 1 ? 1.0 + sh->stretch : 1.0;
+    grow *= 1.0 + sh->level + (4 * k >= 3 * sh->steps ? sh->late : 0.0);
+    int64_t a = quant((double)sh->a * st);
+    int64_t f = quant((double)sh->f * grow * (1.0 + sh->jitter * rng_sym(&rs)) * st);
+    int64_t b = quant((double)sh->b * grow * (1.0 + sh->jitter * rng_sym(&rs)) * st);
+    int64_t prep_s = t + Q, prep_e = prep_s + a;
+    int64_t fwd_launch = prep_e + sh->L;
+    int64_t fwd_s = fwd_launch + Q, fwd_e = fwd_s + f;
+    int64_t bwd_s = fwd_e + (sh->stall_some && k % 3 ? 0 : sh->G), bwd_e = bwd_s + b;
+    int64_t next = bwd_e - Q;
+    if (add_kernel(g, "prep", t, prep_s, prep_e) || add_kernel(g, "fwd", fwd_launch, fwd_s, fwd_e) ||
+        add_kernel(g, "bwd", fwd_launch + Q, bwd_s, bwd_e) || gen_add_step(g, 0, k, t, next) < 0)
+      return -1;
+    t = next;
+  }
+  return 0;
+}
+
+typedef struct loaded {
+  ssa_run run;
+  ssa_analysis an;
+  int ok;
+} loaded;
+
+static int load(const shape *sh, loaded *l) {
+  memset(l, 0, sizeof *l);
+  gen_run g;
+  if (build(&g, sh)) {
+    fprintf(stderr, "generator out of memory\n");
+    return -1;
+  }
+  char dir[] = "/tmp/ssa-diffnoise-XXXXXX";
+  if (!mkdtemp(dir)) {
+    perror("mkdtemp");
+    gen_free(&g);
+    return -1;
+  }
+  char err[600];
+  int rc = gen_write(&g, dir, err, sizeof err);
+  gen_free(&g);
+  stepscope_error e;
+  memset(&e, 0, sizeof e);
+  ssa_load_options lo = {1, 0};
+  if (!rc && ssa_run_load(&l->run, dir, &lo, &e) == 0) {
+    ssa_options opt;
+    ssa_options_default(&opt);
+    opt.threads = 1;
+    if (ssa_analyze(&l->run, &opt, &l->an, &e) == 0) l->ok = 1;
+    else ssa_run_free(&l->run);
+  }
+  char p[600];
+  snprintf(p, sizeof p, "%s/rank-%05d.trace.zst", dir, 0);
+  unlink(p);
+  rmdir(dir);
+  if (!l->ok) fprintf(stderr, "load/analyze failed: %s %s\n", err, e.message);
+  return l->ok ? 0 : -1;
+}
+
+static void unload(loaded *l) {
+  if (!l->ok) return;
+  ssa_analysis_free(&l->an);
+  ssa_run_free(&l->run);
+}
+
+/* Diffs the runs of two shapes; calls fn(diff, ctx). */
+static void with_diff(const shape *sa, const shape *sb, void (*fn)(const ssa_diff *, void *), void *ctx) {
+  loaded la, lb;
+  if (load(sa, &la)) {
+    failures++;
+    return;
+  }
+  if (load(sb, &lb)) {
+    unload(&la);
+    failures++;
+    return;
+  }
+  ssa_diff d;
+  if (ssa_diff_runs(&la.an, &lb.an, "A", "B", &d)) {
+    failures++;
+  } else {
+    fn(&d, ctx);
+    ssa_diff_free(&d);
+  }
+  unload(&la);
+  unload(&lb);
+}
+
+static shape base_shape(void) {
+  shape s;
+  memset(&s, 0, sizeof s);
+  s.steps = 16;
+  s.a = 200 * Q;
+  s.L = 0;
+  s.f = 3 * MS;
+  s.b = 5 * MS;
+  s.seed = 1;
+  return s;
+}
+
+static const char *word(const ssa_diff *d, int k) { return ssa_diff_verdict_word(&d->m[k], k); }
+
+/* ---------------------------------------------------------------- cases */
+
+static void expect_unknown(const ssa_diff *d, void *ctx) {
+  (void)ctx;
+  CHECK(d->m[SSA_DM_STEP_TIME].verdict == SSA_DV_UNKNOWN, "step_time with %zu/%zu steps: %s", d->a->nsteps,
+        d->b->nsteps, word(d, SSA_DM_STEP_TIME));
+  CHECK(d->m[SSA_DM_STEP_TIME].noise_reason == SSA_DN_TOO_FEW, "reason too few");
+  CHECK(fabs(d->m[SSA_DM_STEP_TIME].rel_change - 0.5) < 0.01, "the change is still reported: %.3f",
+        d->m[SSA_DM_STEP_TIME].rel_change);
+  for (int k = 0; k < SSA_DM_N; k++)
+    CHECK(d->m[k].verdict != SSA_DV_REAL, "%s is %s with %zu/%zu steps", ssa_diff_metric_names[k], word(d, k),
+          d->a->nsteps, d->b->nsteps);
+}
+
+static void case_unknown(void) {
+  /* B 50 % slower, no noise at all: still nothing can be said with one or
+   * two steps per side, or one step against many */
+  static const int sizes[][2] = {{1, 1}, {2, 2}, {1, 20}, {2, 3}, {3, 3}};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    shape a = base_shape(), b = base_shape();
+    a.steps = sizes[i][0];
+    b.steps = sizes[i][1];
+    b.f = a.f * 3 / 2;
+    b.b = a.b * 3 / 2;
+    b.a = a.a * 3 / 2;
+    b.L = a.L;
+    with_diff(&a, &b, expect_unknown, NULL);
+  }
+}
+
+typedef struct aa_count {
+  int real[SSA_DM_N];
+  int pairs;
+} aa_count;
+
+static void count_real(const ssa_diff *d, void *ctx) {
+  aa_count *c = ctx;
+  c->pairs++;
+  for (int k = 0; k < SSA_DM_N; k++) c->real[k] += d->m[k].verdict == SSA_DV_REAL;
+}
+
+static void case_aa(void) {
+  /* identical configurations measured twice with 10 % step-to-step jitter,
+   * with and without a within-run drift of 15 %, and preemption in both;
+   * and with between-run drift: the machine slowed down by 30 % for the
+   * last quarter of run A and ran 10 % slower through run B (1 % jitter).
+   * Never better/WORSE. */
+  aa_count c;
+  memset(&c, 0, sizeof c);
+  for (int pair = 0; pair < 40; pair++) {
+    shape a = base_shape(), b = base_shape();
+    a.jitter = b.jitter = 0.10;
+    a.seed = (uint64_t)(2 * pair + 1);
+    b.seed = (uint64_t)(2 * pair + 2);
+    if (pair % 4 == 1) a.drift = b.drift = 0.15;
+    if (pair % 4 == 2) a.stretch = b.stretch = 0.8;
+    if (pair % 4 == 3) {
+      a.jitter = b.jitter = 0.01;
+      a.late = 0.30;
+      b.level = 0.10;
+    }
+    with_diff(&a, &b, count_real, &c);
+  }
+  CHECK(c.pairs == 40, "pairs compared: %d", c.pairs);
+  for (int k = 0; k < SSA_DM_N; k++)
+    CHECK(c.real[k] == 0, "A/A: %s called better/WORSE in %d of %d pairs", ssa_diff_metric_names[k], c.real[k],
+          c.pairs);
+}
+
+static void expect_worse_step(const ssa_diff *d, void *ctx) {
+  double want = *(const double *)ctx;
+  const ssa_diff_metric *m = &d->m[SSA_DM_STEP_TIME];
+  CHECK(m->verdict == SSA_DV_REAL && !strcmp(word(d, SSA_DM_STEP_TIME), "WORSE"),
+        "step_time +%.1f %%: %s (reason %d, p %.4f, load %d)", want * 100, word(d, SSA_DM_STEP_TIME),
+        m->noise_reason, m->p_value, d->load_differs);
+  CHECK(fabs(m->rel_change - want) < 0.01 * want + 0.002, "step_time change %.4f, expected about %.4f",
+        m->rel_change, want);
+}
+
+static void expect_noise_step(const ssa_diff *d, void *ctx) {
+  int reason = *(const int *)ctx;
+  const ssa_diff_metric *m = &d->m[SSA_DM_STEP_TIME];
+  CHECK(m->verdict == SSA_DV_NOISE && (reason < 0 || m->noise_reason == reason),
+        "step_time %+.2f %%: %s, reason %d (want %d)",
+        m->rel_change * 100, word(d, SSA_DM_STEP_TIME), m->noise_reason, reason);
+}
+
+static void case_regression(void) {
+  /* a genuine change, +50 % on every kernel, 2 % jitter: WORSE */
+  shape a = base_shape(), b = base_shape();
+  a.jitter = b.jitter = 0.02;
+  b.seed = 7;
+  b.a = a.a * 3 / 2;
+  b.f = a.f * 3 / 2;
+  b.b = a.b * 3 / 2;
+  double want = 0.5;
+  with_diff(&a, &b, expect_worse_step, &want);
+  /* +3 % with 0.5 % jitter on 20 steps: small but real, WORSE */
+  a = base_shape();
+  b = base_shape();
+  a.steps = b.steps = 20;
+  a.jitter = b.jitter = 0.005;
+  b.seed = 9;
+  b.f = a.f + quant(0.03 * (double)(a.a + a.f + a.b + Q));
+  want = 0.03;
+  with_diff(&a, &b, expect_worse_step, &want);
+  /* +0.5 %, no jitter: below the minimum effect, noise */
+  a = base_shape();
+  b = base_shape();
+  b.f = a.f + 42 * Q; /* 0.5 % of 8.201 ms */
+  int reason = SSA_DN_MIN_EFFECT;
+  with_diff(&a, &b, expect_noise_step, &reason);
+  /* +5 % under 20 % jitter on 16 steps: within the step-to-step scatter */
+  a = base_shape();
+  b = base_shape();
+  a.jitter = b.jitter = 0.20;
+  b.seed = 3;
+  b.f = a.f + quant(0.05 * 8.2 * MS);
+  reason = -1;
+  with_diff(&a, &b, expect_noise_step, &reason);
+}
+
+static void expect_loader(const ssa_diff *d, void *ctx) {
+  (void)ctx;
+  const ssa_diff_metric *m = &d->m[SSA_DM_STEP_TIME];
+  /* step = a + L + Q + f + b: 0.2 + 4 + 0.001 + 3 + 5 -> 0.2 + 1 + 0.001 + 3 + 5 ms */
+  double a_ms = 0.2 + 4 + 0.001 + 3 + 5, b_ms = a_ms - 3;
+  CHECK(!strcmp(word(d, SSA_DM_STEP_TIME), "better"), "loader: step_time %s", word(d, SSA_DM_STEP_TIME));
+  /* the same jitter pattern in both runs: the medians are 3 ms apart exactly */
+  CHECK(fabs(m->abs_change + 3e6) <= Q, "loader: step time change %.0f ns, expected -3 ms", m->abs_change);
+  CHECK(fabs(m->a.median - a_ms * 1e6) < 0.01 * a_ms * 1e6, "loader: step time A %.0f ns, expected about %.0f",
+        m->a.median, a_ms * 1e6);
+  CHECK(fabs(m->rel_change - (b_ms - a_ms) / a_ms) < 0.005, "loader: step change %.4f, expected about %.4f",
+        m->rel_change, (b_ms - a_ms) / a_ms);
+  const ssa_diff_metric *idle = &d->m[SSA_DM_IDLE];
+  CHECK(!strcmp(word(d, SSA_DM_IDLE), "better") && fabs(idle->abs_change + 3e6) <= Q,
+        "loader: idle %s, change %.0f ns (expected -3 ms)", word(d, SSA_DM_IDLE), idle->abs_change);
+  CHECK(d->m[SSA_DM_COMPUTE].verdict == SSA_DV_SAME, "loader: compute %s", word(d, SSA_DM_COMPUTE));
+}
+
+static void case_loader(void) {
+  /* only the host's batch loading changes (4 ms -> 1 ms): the device waits
+   * for the host inside each step; same kernels, same jitter pattern */
+  shape a = base_shape(), b = base_shape();
+  a.jitter = b.jitter = 0.01;
+  a.seed = b.seed = 5;
+  a.L = 4 * MS;
+  b.L = 1 * MS;
+  with_diff(&a, &b, expect_loader, NULL);
+}
+
+static void expect_load(const ssa_diff *d, void *ctx) {
+  (void)ctx;
+  CHECK(d->load_differs, "load differs (queued idle %.3f vs %.3f, stretch %.2f)", d->queued_idle_a,
+        d->queued_idle_b, d->kernel_stretch);
+  for (int k = 0; k < SSA_DM_N; k++)
+    CHECK(d->m[k].verdict != SSA_DV_REAL, "busy machine: %s is %s", ssa_diff_metric_names[k], word(d, k));
+  CHECK(d->m[SSA_DM_STEP_TIME].noise_reason == SSA_DN_LOAD, "reason: load");
+  int said = 0;
+  for (size_t i = 0; i < d->nfindings; i++) said |= strstr(d->findings[i], "busier during one run") != NULL;
+  CHECK(said, "a finding says why");
+}
+
+static void case_load(void) {
+  /* A/A where run B shared the machine: the device idles 6 ms a step with
+   * work queued (step +75 %), or 20 ms in every 3rd step only, or every 3rd
+   * step's kernels are preempted to 3x (mean up, shortest launch unchanged).
+   * All are between-run drift. */
+  shape a = base_shape(), b = base_shape();
+  a.jitter = b.jitter = 0.02;
+  b.seed = 2;
+  b.G = 6 * MS;
+  with_diff(&a, &b, expect_load, NULL);
+  /* stalls in a third of B's steps only (20 ms each): B's median step and
+   * median queued idle are A's, its upper quartile is not */
+  b.G = 20 * MS;
+  b.stall_some = 1;
+  with_diff(&a, &b, expect_load, NULL);
+  b.G = 0;
+  b.stall_some = 0;
+  b.stretch = 2.0;
+  with_diff(&a, &b, expect_load, NULL);
+}
+
+/* The statistics on plain series. */
+static void case_series(void) {
+  /* exact Mann-Whitney p-values: complete separation of 4 and 4 is 2/70;
+   * of 3 and 5 is 2/56; identical samples 1 */
+  double a4[] = {1, 2, 3, 4}, b4[] = {5, 6, 7, 8};
+  CHECK(fabs(ssa_diff_mann_whitney(a4, 4, b4, 4) - 2.0 / 70) < 1e-12, "p 4/4 = %.6f",
+        ssa_diff_mann_whitney(a4, 4, b4, 4));
+  double b5x[] = {5, 6, 7, 8, 9};
+  CHECK(fabs(ssa_diff_mann_whitney(a4, 3, b5x, 5) - 2.0 / 56) < 1e-12, "p 3/5");
+  CHECK(fabs(ssa_diff_mann_whitney(a4, 4, a4, 4) - 1.0) < 1e-12, "p same");
+  /* ties within each side (zero jitter): still 2/70 */
+  double t4[] = {3, 3, 3, 3}, u4[] = {4, 4, 4, 4};
+  CHECK(fabs(ssa_diff_mann_whitney(t4, 4, u4, 4) - 2.0 / 70) < 1e-12, "p ties");
+  /* U = 1 of 4x4 (one inversion): two-sided 4/70 */
+  double a5[] = {1, 2, 3, 6}, b5[] = {4.5, 7, 8, 9};
+  CHECK(fabs(ssa_diff_mann_whitney(a5, 4, b5, 4) - 4.0 / 70) < 1e-12, "p one inversion = %.6f",
+        ssa_diff_mann_whitney(a5, 4, b5, 4));
+  /* normal approximation beyond the exact limit agrees with the exact one near it */
+  double x[80], y[80];
+  for (int i = 0; i < 80; i++) {
+    x[i] = i;
+    y[i] = i + 3.5;
+  }
+  double pe = ssa_diff_mann_whitney(x, 12, y, 12), pn = ssa_diff_mann_whitney(x, 13, y, 13);
+  CHECK(fabs(pe - pn) < 0.3 * pe, "p exact (12/12) %.4f, normal (13/13) %.4f", pe, pn);
+  CHECK(ssa_diff_min_p(3, 3) >= SSA_DIFF_ALPHA && ssa_diff_min_p(3, 5) < SSA_DIFF_ALPHA, "min p");
+  /* drift: the last quarter of A moved by 30 %; B sits 10 % above A's
+   * usual level with no scatter: beyond A's IQR, within A's own drift */
+  double va[16], vb[16];
+  for (int i = 0; i < 16; i++) {
+    va[i] = i < 12 ? 100 : 130;
+    vb[i] = 110;
+  }
+  ssa_diff_metric m;
+  CHECK(ssa_diff_compare_series(va, 16, vb, 16, SSA_DM_STEP_TIME, NAN, 0, &m) == 0, "compare");
+  CHECK(m.verdict == SSA_DV_NOISE && m.noise_reason == SSA_DN_DRIFT, "drift: verdict %d reason %d (drift %.1f)",
+        m.verdict, m.noise_reason, m.a.drift);
+  /* the same with a flat A: real */
+  for (int i = 12; i < 16; i++) va[i] = 100;
+  CHECK(ssa_diff_compare_series(va, 16, vb, 16, SSA_DM_STEP_TIME, NAN, 0, &m) == 0 && m.verdict == SSA_DV_REAL,
+        "flat A: verdict %d reason %d", m.verdict, m.noise_reason);
+  /* iid noise: the false-positive rate of the whole test on A/A series of
+   * 16 steps (uniform jitter), over 4000 pairs, stays under 1 % */
+  uint64_t rs = 99;
+  int real = 0;
+  for (int pair = 0; pair < 4000; pair++) {
+    for (int i = 0; i < 16; i++) {
+      va[i] = 100 * (1 + 0.1 * rng_sym(&rs));
+      vb[i] = 100 * (1 + 0.1 * rng_sym(&rs));
+    }
+    ssa_diff_compare_series(va, 16, vb, 16, SSA_DM_STEP_TIME, NAN, 0, &m);
+    real += m.verdict == SSA_DV_REAL;
+  }
+  printf("iid A/A series (16 steps, +-10 %%): %d of 4000 pairs called real\n", real);
+  CHECK(real < 40, "iid A/A false positives %d of 4000", real);
+}
+
+static void case_gate_parse(void) {
+  static const char *const valid[] = {"step_time:+3%,exposed_comm:+10%,mfu:-2%,bubble:+2pt",
+                                      "idle:+1.5ms, overlap:-5pt", "comm:+1s,exposed_mem:+10ns,compute:2us"};
+  static const char alphabet[] = "stepimu_:+-%.,0123456789 ptmsnx\t";
+  uint64_t rs = 7;
+  size_t accepted = 0;
+  for (int i = 0; i < 200000; i++) {
+    char buf[96];
+    const char *v = valid[rng_next(&rs) % 3];
+    size_t n = strlen(v);
+    if (n >= sizeof buf) n = sizeof buf - 1;
+    memcpy(buf, v, n);
+    int edits = 1 + (int)(rng_next(&rs) % 4);
+    for (int e = 0; e < edits; e++) {
+      size_t at = n ? rng_next(&rs) % n : 0;
+      int op = (int)(rng_next(&rs) % 3);
+      char c = alphabet[rng_next(&rs) % (sizeof alphabet - 1)];
+      if (op == 0 && n) buf[at] = c;                                   /* replace */
+      else if (op == 1 && n) memmove(buf + at, buf + at + 1, n-- - at - 1); /* delete */
+      else if (n + 1 < sizeof buf) {                                   /* insert */
+        memmove(buf + at + 1, buf + at, n - at);
+        buf[at] = c;
+        n++;
+      }
+    }
+    buf[n] = 0;
+    /* an exact-size heap copy, so that the sanitizer sees any read past the end */
+    char *spec = malloc(n + 1);
+    if (!spec) return;
+    memcpy(spec, buf, n + 1);
+    ssa_gate g;
+    char err[256] = "";
+    int rc = ssa_gate_parse(spec, &g, err, sizeof err);
+    if (rc == 0) {
+      accepted++;
+      CHECK(g.n >= 1 && g.n <= SSA_DM_N, "spec '%s': %zu rules", spec, g.n);
+      for (size_t r = 0; r < g.n; r++)
+        CHECK(g.rules[r].threshold >= 0 && isfinite(g.rules[r].threshold), "spec '%s': threshold", spec);
+    } else {
+      CHECK(rc == -1 && strstr(err, "--fail-on") != NULL, "spec '%s': rc %d, message '%s'", spec, rc, err);
+    }
+    free(spec);
+    if (failures > 20) return;
+  }
+  printf("mutated --fail-on specs: %zu of 200000 accepted\n", accepted);
+  CHECK(accepted > 1000 && accepted < 190000, "both outcomes exercised (%zu accepted)", accepted);
+}
+
+int main(int argc, char **argv) {
+  const char *c = argc > 1 ? argv[1] : "all";
+  int all = !strcmp(c, "all");
+  if (all || !strcmp(c, "unknown")) case_unknown();
+  if (all || !strcmp(c, "aa")) case_aa();
+  if (all || !strcmp(c, "regression")) case_regression();
+  if (all || !strcmp(c, "loader")) case_loader();
+  if (all || !strcmp(c, "load")) case_load();
+  if (all || !strcmp(c, "series")) case_series();
+  if (all || !strcmp(c, "gate_parse")) case_gate_parse();
+  if (failures) fprintf(stderr, "%d failure(s)\n", failures);
+  return failures ? 1 : 0;
+}
