@@ -135,12 +135,12 @@ int cmd_diff(int argc, char **argv) {
   if (!rc && json_path) {
     ssa_out o;
     if (ssa_out_open(&o, json_path)) {
-      fprintf(stderr, "stepscope diff: cannot write %s\n", json_path);
+      fprintf(stderr, "stepscope diff: %s\n", o.why);
       rc = 1;
     } else {
       ssa_diff_report_json(&d, &o);
       if (ssa_out_close(&o)) {
-        fprintf(stderr, "stepscope diff: write error on %s\n", json_path);
+        fprintf(stderr, "stepscope diff: %s\n", o.why);
         rc = 1;
       }
     }

@@ -199,7 +199,7 @@ int ssa_match_collectives(ssa_analysis *a) {
     ssa_analysis_warn(a, "%llu collective instances in all had missing ranks",
                       (unsigned long long)a->colls_incomplete);
   /* summaries by (op, group, bytes) */
-  qsort(a->colls, a->ncolls, sizeof *a->colls, cmp_instance);
+  if (a->ncolls > 1) qsort(a->colls, a->ncolls, sizeof *a->colls, cmp_instance);
   size_t scap2 = 0;
   for (size_t g = 0; g < a->ncolls;) {
     size_t e = g + 1;
@@ -229,6 +229,6 @@ int ssa_match_collectives(ssa_analysis *a) {
     s->busbw = s->algbw * ssa_busbw_factor(s->op, a->colls[g].comm_size);
     g = e;
   }
-  qsort(a->colls, a->ncolls, sizeof *a->colls, cmp_instance_time);
+  if (a->ncolls > 1) qsort(a->colls, a->ncolls, sizeof *a->colls, cmp_instance_time);
   return 0;
 }
