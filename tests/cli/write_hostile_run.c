@@ -11,6 +11,8 @@
  *   bigtime DIR  1 rank whose kernels lie near 2^63 ns
  *   memory DIR   2 ranks: rank 0 holds only its header, rank 1 the memory
  *                metadata and MEMORY records
+ *   layout1 DIR, layout2 DIR   1 rank each with a long layout metadata that
+ *                differs in tp and pp (for `diff`'s layout note)
  *
  * usage: write_hostile_run MODE DIR
  */
@@ -135,9 +137,27 @@ static int write_memory(const char *dir) {
   return close_rank(w);
 }
 
+static int write_layout(const char *dir, int variant) {
+  stepscope_writer *w = open_rank(dir, 0, 4, 0);
+  if (!w) return 1;
+  stepscope_record r;
+  memset(&r, 0, sizeof r);
+  r.kind = STEPSCOPE_REC_METADATA;
+  r.u.metadata.key = "layout";
+  r.u.metadata.value_json =
+      variant == 1 ? "{\"rank\":0,\"dp_rank\":0,\"tp_rank\":0,\"pp_rank\":0,\"cp_rank\":0,"
+                     "\"world\":4,\"dp\":1,\"tp\":2,\"pp\":2,\"cp\":1}"
+                   : "{\"rank\":0,\"dp_rank\":0,\"tp_rank\":0,\"pp_rank\":0,\"cp_rank\":0,"
+                     "\"world\":4,\"dp\":1,\"tp\":1,\"pp\":4,\"cp\":1}";
+  stepscope_write(w, &r);
+  step(w, stepscope_intern(w, "step"), 10000, 90000, 0);
+  kernel(w, stepscope_intern(w, "gemm"), 20000, 30000, 0);
+  return close_rank(w);
+}
+
 int main(int argc, char **argv) {
   if (argc != 3) {
-    fprintf(stderr, "usage: write_hostile_run escape|frames|world|bigtime|memory DIR\n");
+    fprintf(stderr, "usage: write_hostile_run escape|frames|world|bigtime|memory|layout1|layout2 DIR\n");
     return 2;
   }
   const char *mode = argv[1], *dir = argv[2];
@@ -147,6 +167,8 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "world")) return write_world(dir);
   if (!strcmp(mode, "bigtime")) return write_bigtime(dir);
   if (!strcmp(mode, "memory")) return write_memory(dir);
+  if (!strcmp(mode, "layout1")) return write_layout(dir, 1);
+  if (!strcmp(mode, "layout2")) return write_layout(dir, 2);
   fprintf(stderr, "write_hostile_run: unknown mode %s\n", mode);
   return 2;
 }
