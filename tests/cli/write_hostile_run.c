@@ -2,7 +2,7 @@
  * write_hostile_run.c — writes the small runs of the hardening tests
  * (test_hardening.sh): traces that a damaged disk or an attacker could
  * hand to stepscope. One mode per run:
- *   escape DIR   1 rank whose kernel and step names hold terminal escapes
+ *   escape DIR   1 rank whose kernel name and hostname hold terminal escapes
  *   frames DIR   1 rank of 10 frames of 20 kernels after the header frame
  *                (kernel_000..kernel_199, each a new string, except that
  *                the first kernel of a frame is named like the last one of
@@ -23,12 +23,14 @@
 
 #include "stepscope.h"
 
+static const char *hostname = "node-a";
+
 static stepscope_writer *open_rank(const char *dir, int rank, int world, size_t frame_bytes) {
   char path[4096];
   snprintf(path, sizeof path, "%s/rank-%05d.trace.zst", dir, rank);
   stepscope_header h = {.rank = rank, .world_size = world, .pid = 100 + rank,
                         .clock_domain = STEPSCOPE_CLOCK_MONOTONIC, .start_ns = 1000,
-                        .hostname = "node-a", .producer = "write_hostile_run",
+                        .hostname = hostname, .producer = "write_hostile_run",
                         .device_name = "cpu", .config_json = "{}"};
   stepscope_writer_options opt = {.frame_bytes = frame_bytes, .flush_interval_ms = 1000000};
   stepscope_error err;
@@ -67,6 +69,7 @@ static void kernel(stepscope_writer *w, uint32_t name, uint64_t start, uint64_t 
 }
 
 static int write_escape(const char *dir) {
+  hostname = "node\x1b]0;title\x07-a";
   stepscope_writer *w = open_rank(dir, 0, 1, 0);
   if (!w) return 1;
   uint32_t evil = stepscope_intern(w, "gemm\x1b]0;pwned\x07\x1b[2J\nFAKE LINE\r\x7f\x9b" "31m");
