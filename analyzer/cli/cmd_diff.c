@@ -46,6 +46,7 @@ static int load_and_analyse(const char *path, const ssa_options *opt, loaded *l)
     fprintf(stderr, "stepscope diff: %s\n", err.message);
     return 1;
   }
+  ssa_run_print_losses(&l->run, stderr, "stepscope diff: "); /* damage first, never silent */
   l->have_an = 1;
   if (ssa_analyze(&l->run, opt, &l->an, &err)) {
     fprintf(stderr, "stepscope diff: %s: %s\n", path, err.message);

@@ -148,6 +148,12 @@ check "export is not silent about the loss" grep -q "DATA LOST: rank 0" "$tmp/er
 "$stepscope" dump "$tmp/frames/rank-00000.trace.zst" >"$tmp/dump" 2>"$tmp/err"
 check "dump resumes after the damage" test "$(grep -c '"kind":"kernel"' "$tmp/dump")" -eq 180
 check "dump warns about the damage" grep -q "damaged data" "$tmp/err"
+both=$("$stepscope" dump "$tmp/frames/rank-00000.trace.zst" 2>&1)
+w=$(grep -n "damaged data" <<<"$both" | head -1 | cut -d: -f1)
+k=$(grep -n '"kind":"kernel"' <<<"$both" | tail -1 | cut -d: -f1)
+check "dump says it when it happens, not after the last record ($w < $k)" test "${w:-0}" -gt 0 -a "${w:-0}" -lt "${k:-0}"
+"$stepscope" diff "$tmp/frames" "$tmp/escape" >/dev/null 2>"$tmp/err"
+check "diff is not silent about the loss" grep -q "DATA LOST: rank 0" "$tmp/err"
 
 # ---- world size 2^31-1 in a header
 out=$(timeout 2 "$stepscope" analyze "$tmp/world" 2>&1); rc=$?  # the loop over the world took 6 s
