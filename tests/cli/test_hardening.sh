@@ -76,6 +76,13 @@ check "diff --json onto a symlink to an input exits 1" test $rc -eq 1
 check "the input is still intact" test "$(md5sum <"$tmp/own/rank-00000.trace.zst")" = "$sum"
 check "and the symlink is still a symlink" test -L "$tmp/own/sym.json"
 
+fresh_own
+"$stepscope" export "$tmp/own" -o "$tmp/own/trace.json" 2>/dev/null
+tsum=$(md5sum <"$tmp/own/trace.json")
+"$stepscope" view "$tmp/own" --html "$tmp/own/trace.json" 2>"$tmp/err"; rc=$?
+check "view --html onto the run's own export exits 1" test $rc -eq 1
+check "and leaves the export intact" test "$(md5sum <"$tmp/own/trace.json")" = "$tsum"
+
 # ---- outputs: whole or not at all
 "$stepscope" export "$tmp/escape" -o "$tmp/out.json" || fail=1
 good=$(md5sum <"$tmp/out.json")
