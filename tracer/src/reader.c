@@ -58,7 +58,7 @@
 #define MAX_STRINGS (1u << 28)
 #define WINDOW_LOG_MAX 26 /* the writer's frames need far less; bounds decoder memory */
 #define MAX_WARNINGS 64
-#define MAX_LOST_STRING_IDS (1u << 22) /* ids one damaged region may skip */
+#define MAX_LOST_STRING_IDS (1u << 22) /* string ids all damage together may skip */
 #define PLACEHOLDERS 8
 
 struct stepscope_reader {
@@ -97,6 +97,7 @@ struct stepscope_reader {
   uint64_t damage_start;    /* file offset where the current damaged region began */
   char damage_why[160];     /* what was wrong at its start */
   uint64_t damaged_regions, damaged_bytes; /* bytes: of the file (estimated for frame tails) */
+  uint32_t lost_string_ids; /* ids skipped by STRING records after damage (bounded) */
   char placeholder[PLACEHOLDERS][16]; /* "?<id>" answers of stepscope_reader_string */
   unsigned next_placeholder;
 };
@@ -340,9 +341,10 @@ at_eof:
 
 static int add_string(stepscope_reader *r, const stepscope_string *s, stepscope_error *err) {
   uint32_t lost = 0; /* ids of strings defined in skipped frames */
-  if (r->damaged && s->id > r->nstrings + 1 && s->id - r->nstrings - 1 <= MAX_LOST_STRING_IDS &&
-      s->id < MAX_STRINGS)
+  if (r->damaged && s->id > r->nstrings + 1 &&
+      s->id - r->nstrings - 1 <= MAX_LOST_STRING_IDS - r->lost_string_ids && s->id < MAX_STRINGS)
     lost = s->id - r->nstrings - 1;
+  r->lost_string_ids += lost;
   if (s->id != r->nstrings + 1 + lost) {
     error_set(err, STEPSCOPE_E_FORMAT, r->frame_offset,
               "%s: frame at offset %llu: expected string id %u next, found %u", r->path,
