@@ -54,6 +54,9 @@ check "analyze prints no raw control character" \
 check "no faked line" bash -c '! grep -q "^FAKE LINE" <<<"$1"' _ "$out"
 out=$("$stepscope" info "$tmp/escape")
 check "info prints the hostname escaped" grep -qF 'node\x1b]0;titl' <<<"$out"
+out2=$("$stepscope" diff "$tmp/escape" "$tmp/memory" 2>&1)
+check "diff prints kernel names escaped" grep -qF 'gemm\x1b]0;pwned' <<<"$out2"
+check "diff prints no raw ESC" bash -c '! grep -q $'"'"'\x1b'"'"' <<<"$1"' _ "$out2"
 check "info prints no raw ESC" bash -c '! grep -q $'"'"'\x1b'"'"' <<<"$1"' _ "$out"
 
 # ---- never write over an input (each case on a fresh copy of the run)
