@@ -98,12 +98,12 @@ int cmd_analyze(int argc, char **argv) {
   if (json_path) {
     ssa_out o;
     if (ssa_out_open(&o, json_path)) {
-      fprintf(stderr, "stepscope analyze: cannot write %s\n", json_path);
+      fprintf(stderr, "stepscope analyze: %s\n", o.why);
       rc = 1;
     } else {
       ssa_report_json(&an, &o);
       if (ssa_out_close(&o)) {
-        fprintf(stderr, "stepscope analyze: write error on %s\n", json_path);
+        fprintf(stderr, "stepscope analyze: %s\n", o.why);
         rc = 1;
       }
     }

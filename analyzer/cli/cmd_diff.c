@@ -77,6 +77,7 @@ static int load_and_analyse(const char *path, const ssa_options *opt, loaded *l)
     fprintf(stderr, "stepscope diff: %s\n", err.message);
     return 1;
   }
+  ssa_run_print_losses(&l->run, stderr, "stepscope diff: "); /* damage first, never silent */
   l->have_an = 1;
   if (ssa_analyze(&l->run, opt, &l->an, &err)) {
     fprintf(stderr, "stepscope diff: %s: %s\n", path, err.message);
@@ -184,12 +185,12 @@ int cmd_diff(int argc, char **argv) {
   if (!rc && json_path) {
     ssa_out o;
     if (ssa_out_open(&o, json_path)) {
-      fprintf(stderr, "stepscope diff: cannot write %s\n", json_path);
+      fprintf(stderr, "stepscope diff: %s\n", o.why);
       rc = 1;
     } else {
       ssa_diff_report_json(&d, &o);
       if (ssa_out_close(&o)) {
-        fprintf(stderr, "stepscope diff: write error on %s\n", json_path);
+        fprintf(stderr, "stepscope diff: %s\n", o.why);
         rc = 1;
       }
     }

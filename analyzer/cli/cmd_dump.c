@@ -71,7 +71,12 @@ int cmd_dump(int argc, char **argv) {
   }
   stepscope_record rec;
   int rc;
+  size_t warned = 0; /* reader warnings (damage skipped) are said when they happen */
   while ((rc = stepscope_reader_next(r, &rec, &err)) == 1) {
+    for (; warned < stepscope_reader_warning_count(r); warned++) {
+      fflush(stdout);
+      fprintf(stderr, "stepscope dump: warning: %s\n", stepscope_reader_warning(r, warned));
+    }
     if (rec.kind == STEPSCOPE_REC_HEADER) continue;
     if (only && strcmp(only, stepscope_record_kind_name(rec.kind))) continue;
     size_t need = stepscope_record_to_json(&rec, r, buf, cap);
@@ -88,8 +93,8 @@ int cmd_dump(int argc, char **argv) {
     }
     if (fputs(buf, stdout) == EOF || fputc('\n', stdout) == EOF) break; /* e.g. closed pipe */
   }
-  for (size_t i = 0; i < stepscope_reader_warning_count(r); i++)
-    fprintf(stderr, "stepscope dump: warning: %s\n", stepscope_reader_warning(r, i));
+  for (; warned < stepscope_reader_warning_count(r); warned++)
+    fprintf(stderr, "stepscope dump: warning: %s\n", stepscope_reader_warning(r, warned));
   if (rc < 0 && err.code) fprintf(stderr, "stepscope dump: %s\n", err.message);
   free(buf);
   stepscope_reader_close(r);

@@ -74,6 +74,13 @@ int cmd_export(int argc, char **argv) {
     ssa_run_free(&run);
     return 1;
   }
+  /* what was lost to damage comes first, never in silence */
+  ssa_run_print_losses(&run, stderr, "stepscope export: ");
+  for (size_t i = 0; i < run.nwarnings; i++) { /* skipped ranks, missing ranks */
+    char safe[1024];
+    fprintf(stderr, "stepscope export: warning: %s\n",
+            ssa_text_safe(run.warnings[i], safe, sizeof safe));
+  }
   ssa_analysis an;
   if (ssa_analyze(&run, &opt, &an, &err)) {
     fprintf(stderr, "stepscope export: %s\n", err.message);

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "kineto_source.h"
+#include "ssa_out.h"
 #include "stepscope.h"
 #include "trace_summary.h"
 
@@ -84,6 +85,11 @@ static void print_json(const char *target, const trace_summary *s, size_t n) {
     const trace_summary *t = &s[i];
     printf("%s{\"file\":", i ? "," : "");
     json_string(stdout, t->path);
+    printf(",\"duplicate_of\":");
+    if (t->duplicate_of) json_string(stdout, t->duplicate_of);
+    else printf("null");
+    printf(",\"damaged_regions\":%" PRIu64 ",\"damaged_bytes\":%" PRIu64, t->damaged_regions,
+           t->damaged_bytes);
     if (t->ok) {
       char hbuf[65536];
       size_t len = stepscope_header_to_json(&t->header, hbuf, sizeof hbuf);
@@ -95,7 +101,7 @@ static void print_json(const char *target, const trace_summary *s, size_t n) {
         if (!name || k == STEPSCOPE_REC_HEADER || k == STEPSCOPE_REC_BLOCK) continue;
         printf("%s\"%s\":%" PRIu64, first ? "" : ",", name, t->counts[k]);
         first = 0;
-        totals[k] += t->counts[k];
+        if (!t->duplicate_of) totals[k] += t->counts[k];
       }
       printf("},\"unknown_records\":%" PRIu64, t->unknown);
       if (t->first_ns <= t->last_ns)
@@ -108,8 +114,10 @@ static void print_json(const char *target, const trace_summary *s, size_t n) {
         json_string(stdout, t->metadata_keys[m]);
       }
       printf("]");
-      dropped += t->dropped;
-      records += t->records;
+      if (!t->duplicate_of) {
+        dropped += t->dropped;
+        records += t->records;
+      }
     }
     printf(",\"warnings\":[");
     for (size_t w = 0; w < t->nwarnings; w++) {
@@ -140,7 +148,7 @@ static void print_text(const char *target, const trace_summary *s, size_t n) {
   int world = -1, world_mismatch = 0;
   size_t readable = 0;
   for (size_t i = 0; i < n; i++) {
-    if (!s[i].ok) continue;
+    if (!s[i].ok || s[i].duplicate_of) continue;
     readable++;
     if (world < 0) world = s[i].header.world_size;
     else if (world != s[i].header.world_size) world_mismatch = 1;
@@ -149,11 +157,18 @@ static void print_text(const char *target, const trace_summary *s, size_t n) {
     records += s[i].records;
     bytes += s[i].file_bytes;
   }
-  printf("%s: %zu trace file%s", target, n, n == 1 ? "" : "s");
+  char safe[1024], safe2[1024];
+  printf("%s: %zu trace file%s", ssa_text_safe(target, safe, sizeof safe), n, n == 1 ? "" : "s");
   if (world >= 0) printf(", world size %d%s", world, world_mismatch ? " (ranks disagree!)" : "");
   printf(", %" PRIu64 " records, %.2f MiB", records, (double)bytes / (1 << 20));
   if (readable && bytes) printf(" (%.2f bytes/record)", records ? (double)bytes / (double)records : 0.0);
   printf("\n");
+  for (size_t i = 0; i < n; i++) /* lost records first: nobody reads the end */
+    if (s[i].damaged_regions)
+      printf("DATA LOST: %s: %" PRIu64 " damaged part%s skipped (%" PRIu64 " of %" PRIu64
+             " bytes); their records are not counted below\n",
+             ssa_text_safe(s[i].path, safe, sizeof safe), s[i].damaged_regions,
+             s[i].damaged_regions == 1 ? "" : "s", s[i].damaged_bytes, s[i].file_bytes);
   if (world > 0 && (size_t)world != readable && n > 1)
     printf("note: world size is %d but %zu rank files were readable\n", world, readable);
   if (readable) {
@@ -161,31 +176,39 @@ static void print_text(const char *target, const trace_summary *s, size_t n) {
     for (size_t i = 0; i < n && !f; i++)
       if (s[i].ok) f = &s[i];
     if (f->header.format_major)
-      printf("producer: %s; format %u.%u\n", f->header.producer, f->header.format_major,
-             f->header.format_minor);
+      printf("producer: %s; format %u.%u\n", ssa_text_safe(f->header.producer, safe, sizeof safe),
+             f->header.format_major, f->header.format_minor);
     else
-      printf("producer: %s\n", f->header.producer);
+      printf("producer: %s\n", ssa_text_safe(f->header.producer, safe, sizeof safe));
     if (f->header.config_json[0]) {
       size_t len = strlen(f->header.config_json);
-      printf("config: %.*s%s\n", len > 300 ? 300 : (int)len, f->header.config_json,
+      printf("config: %s%s\n", ssa_text_safe(f->header.config_json, safe, 301),
              len > 300 ? "..." : "");
     }
-    if (f->header.cuda_version[0] || f->header.nccl_version[0])
-      printf("versions: driver %s, CUDA %s, NCCL %s, CUPTI %s\n", f->header.driver_version,
-             f->header.cuda_version, f->header.nccl_version, f->header.cupti_version);
+    if (f->header.cuda_version[0] || f->header.nccl_version[0]) {
+      char safe3[128], safe4[128];
+      printf("versions: driver %s, CUDA %s, NCCL %s, CUPTI %s\n",
+             ssa_text_safe(f->header.driver_version, safe, 128),
+             ssa_text_safe(f->header.cuda_version, safe2, 128),
+             ssa_text_safe(f->header.nccl_version, safe3, sizeof safe3),
+             ssa_text_safe(f->header.cupti_version, safe4, sizeof safe4));
+    }
   }
   printf("\n%-5s %-16s %-24s %8s %10s %10s %8s %s\n", "rank", "host", "device", "pid", "records",
          "span_s", "dropped", "file");
   for (size_t i = 0; i < n; i++) {
     const trace_summary *t = &s[i];
     if (!t->ok) {
-      printf("%-5s %-16s %-24s %8s %10s %10s %8s %s\n", "?", "-", "-", "-", "-", "-", "-", t->path);
+      printf("%-5s %-16s %-24s %8s %10s %10s %8s %s\n", "?", "-", "-", "-", "-", "-", "-",
+             ssa_text_safe(t->path, safe, sizeof safe));
       continue;
     }
+    if (t->duplicate_of) continue; /* warned about below, not listed twice */
     double span = t->first_ns <= t->last_ns ? (double)(t->last_ns - t->first_ns) / 1e9 : 0.0;
-    printf("%-5d %-16.16s %-24.24s %8" PRId64 " %10" PRIu64 " %10.3f %8" PRIu64 " %s\n",
-           t->header.rank, t->header.hostname, t->header.device_name, t->header.pid, t->records,
-           span, t->dropped, t->path);
+    printf("%-5d %-16s %-24s %8" PRId64 " %10" PRIu64 " %10.3f %8" PRIu64 " %s\n",
+           t->header.rank, ssa_text_safe(t->header.hostname, safe, 17),
+           ssa_text_safe(t->header.device_name, safe2, 25), t->header.pid, t->records, span,
+           t->dropped, ssa_text_safe(t->path, safe2 + 32, sizeof safe2 - 32));
   }
   printf("\nrecords by kind (all ranks):\n");
   for (uint32_t k = 0; k < STEPSCOPE_REC_KIND_MAX; k++) {
@@ -199,7 +222,8 @@ static void print_text(const char *target, const trace_summary *s, size_t n) {
       if (s[i].ok) f = &s[i];
     if (f->nmetadata) {
       printf("metadata:");
-      for (size_t m = 0; m < f->nmetadata; m++) printf(" %s", f->metadata_keys[m]);
+      for (size_t m = 0; m < f->nmetadata; m++)
+        printf(" %s", ssa_text_safe(f->metadata_keys[m], safe, sizeof safe));
       printf("\n");
     }
   }
@@ -207,18 +231,25 @@ static void print_text(const char *target, const trace_summary *s, size_t n) {
          dropped ? " (the tracer lost records: metrics may be incomplete)" : "");
   int problems = 0;
   for (size_t i = 0; i < n; i++) {
+    if (s[i].duplicate_of) {
+      if (!problems++) printf("\n");
+      printf("warning: %s: rank %d again (also in %s): files from different runs? this one is "
+             "not counted (analyze ignores it too)\n",
+             ssa_text_safe(s[i].path, safe, sizeof safe), s[i].header.rank,
+             ssa_text_safe(s[i].duplicate_of, safe2, sizeof safe2));
+    }
     for (size_t w = 0; w < s[i].nwarnings; w++) {
       if (!problems++) printf("\n");
-      printf("warning: %s\n", s[i].warnings[w]);
+      printf("warning: %s\n", ssa_text_safe(s[i].warnings[w], safe, sizeof safe));
     }
     if (s[i].unknown) {
       if (!problems++) printf("\n");
       printf("warning: %s: %" PRIu64 " records of kinds unknown to this version were skipped\n",
-             s[i].path, s[i].unknown);
+             ssa_text_safe(s[i].path, safe, sizeof safe), s[i].unknown);
     }
     if (s[i].error.code) {
       if (!problems++) printf("\n");
-      printf("error: %s\n", s[i].error.message);
+      printf("error: %s\n", ssa_text_safe(s[i].error.message, safe, sizeof safe));
     }
   }
 }
@@ -283,6 +314,10 @@ int cmd_info(int argc, char **argv) {
     return 1;
   }
   trace_summary_scan((const char *const *)(paths ? paths : single), n, 0, s);
+  for (size_t i = 0; i < n; i++) /* the same rank in two files: the first one counts */
+    for (size_t j = 0; j < i && s[i].ok && !s[i].duplicate_of; j++)
+      if (s[j].ok && !s[j].duplicate_of && s[j].header.rank == s[i].header.rank)
+        s[i].duplicate_of = s[j].path;
   if (json)
     print_json(target, s, n);
   else

@@ -1,9 +1,9 @@
 /*
  * cmd_view.c — `stepscope view RUN [--compare RUN_B] [--port P] [--bind ADDR] [--html OUT]`.
  *
- * Serves the bundled viewer (embedded in the binary) and the run's files on
- * http://127.0.0.1:P/ (read-only; see view_http.c for what is served and what is
- * refused), or with --html writes one self-contained page and exits. RUN is a run
+ * Serves the bundled viewer (embedded in the binary) and the run's export and
+ * report on http://127.0.0.1:P/?token=... (read-only, behind a random access
+ * token; see view_http.c for what is served and what is refused), or with --html writes one self-contained page and exits. RUN is a run
  * directory holding trace.json (or trace.json.gz) and report.json as written by
  * `stepscope export` and `stepscope analyze --json`; when only the per-rank traces
  * are there, they are generated into a temporary directory first (view_run.c).
@@ -31,8 +31,12 @@ static void usage(FILE *f) {
         "  --html OUT.html   write one self-contained page (viewer + data) and exit\n"
         "  --help            this text\n"
         "\n"
-        "Only GET and HEAD are served, only the viewer's files and the runs' files;\n"
-        "paths with '..', encoded or not, and links leaving the run are refused.\n",
+        "The printed URL carries a random access token (as Jupyter's does): the browser\n"
+        "that opens it gets a cookie, and any request without it is refused (403), so\n"
+        "other users of this machine cannot read the run. Only GET and HEAD are served,\n"
+        "and only the viewer's own files and each run's export and report, nothing else\n"
+        "of the run directory. An export or report found in RUN that is cut short (a full\n"
+        "disk, a killed writer) is not served: it is regenerated from the rank traces.\n",
         f);
 }
 

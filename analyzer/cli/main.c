@@ -10,6 +10,7 @@
  *
  * Exit codes: 0 success, 1 failure of the operation, 2 usage error.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -78,7 +79,15 @@ int main(int argc, char **argv) {
       fprintf(stderr, "stepscope: '%s' is not part of this build\n", cmds[i].name);
       return 1;
     }
-    return cmds[i].run(argc - 1, argv + 1);
+    int rc = cmds[i].run(argc - 1, argv + 1);
+    /* text output that could not be written (a full disk, /dev/full) is a
+     * failure: exit 1, never 0 with a cut report */
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+      fprintf(stderr, "stepscope %s: write error on the standard output: %s\n", cmds[i].name,
+              strerror(errno));
+      if (rc == 0) rc = 1;
+    }
+    return rc;
   }
   fprintf(stderr, "stepscope: unknown command '%s' (see stepscope --help)\n", argv[1]);
   return 2;

@@ -20,6 +20,8 @@ typedef struct trace_summary {
   uint64_t first_ns, last_ns; /* trace clock; first_ns > last_ns when no timed record */
   uint64_t dropped;           /* sum of DROPPED notices */
   uint64_t file_bytes;
+  uint64_t damaged_regions, damaged_bytes; /* skipped damage: records lost */
+  const char *duplicate_of;   /* set by `info`: an earlier file holds the same rank */
   char **warnings;
   size_t nwarnings;
   char **metadata_keys;       /* distinct metadata keys, in order of appearance */

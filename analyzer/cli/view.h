@@ -3,6 +3,7 @@
  *
  *   view_run.c    what a run is for the viewer: its directory, its trace export
  *                 and report, generated on demand by `stepscope export/analyze`
+ *   view_validate.c  whether an export or report found in a run is whole
  *   view_paths.c  request-path decoding and the checks that keep requests inside
  *                 the viewer's assets and the run directories
  *   view_http.c   the small read-only HTTP/1.1 server (GET and HEAD only)
@@ -28,6 +29,8 @@ typedef struct view_run {
   char trace_name[256];       /* file name of the export ("" when none) */
   char report_name[256];      /* file name of the report ("" when none) */
   char diff_name[64];         /* run "b": the `stepscope diff A B --json` file ("" when none) */
+  int trace_generated;        /* trace_name / report_name lie in gen_dir, not in dir */
+  int report_generated;
   char missing[512];          /* human-readable list of what is missing */
   char notes[1024];           /* what was generated, or why not */
 } view_run;
@@ -41,6 +44,9 @@ int view_run_open(view_run *run, const char *id, const char *arg, const char *se
  * (the Compare view shows its findings and verdicts); notes why when it cannot. */
 void view_run_diff(view_run *b, const view_run *a, const char *self_exe);
 
+/* Whether an export (is_report 0) or a report (1) at path is whole; if not,
+ * 0 with the reason in why ("is empty ...", "is not valid JSON ..."). */
+int view_file_is_whole(const char *path, int is_report, char *why, size_t n);
 /* Removes generated files. */
 void view_run_close(view_run *run);
 

@@ -12,6 +12,8 @@
  */
 #include "view.h"
 #include "stepscope_viewer_assets.h"
+#include "ssa_out.h"
+#include "stepscope.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -106,9 +108,28 @@ int view_write_html(const view_run *runs, int nruns, const char *path, char *err
   }
   memcpy(page, index->data, index->size);
   page[index->size] = '\0';
-  FILE *out = fopen(path, "wb");
+  /* written like every output (ssa_out.h): under a temporary name, renamed
+   * when whole, never over one of the run's files that the page is made of */
+  for (int i = 0; i < nruns; i++) {
+    char in[PATH_MAX + 300];
+    snprintf(in, sizeof in, "%s/%s", runs[i].trace_generated ? runs[i].gen_dir : runs[i].dir,
+             runs[i].trace_name);
+    if (runs[i].trace_name[0]) ssa_out_protect_input(in);
+    snprintf(in, sizeof in, "%s/%s", runs[i].report_generated ? runs[i].gen_dir : runs[i].dir,
+             runs[i].report_name);
+    if (runs[i].report_name[0]) ssa_out_protect_input(in);
+  }
+  ssa_out o;
+  if (ssa_out_open(&o, path) != 0) {
+    snprintf(err, errlen, "%s", o.why);
+    free(page);
+    return -1;
+  }
+  FILE *out = o.gz ? NULL : o.file;
   if (!out) {
-    snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    o.error = STEPSCOPE_E_ARGUMENT; /* a .gz name: not for a page */
+    ssa_out_close(&o);
+    snprintf(err, errlen, "%s: write the page to an .html file", path);
     free(page);
     return -1;
   }
@@ -153,8 +174,9 @@ int view_write_html(const view_run *runs, int nruns, const char *path, char *err
     }
   }
   free(page);
-  if (fclose(out) != 0 && rc == 0) {
-    snprintf(err, errlen, "%s: write error", path);
+  if (rc != 0 || ferror(out)) o.error = o.error ? o.error : STEPSCOPE_E_IO; /* nothing renamed */
+  if (ssa_out_close(&o) != 0 && rc == 0) {
+    snprintf(err, errlen, "%s", o.why);
     rc = -1;
   }
   return rc;

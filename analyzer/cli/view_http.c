@@ -1,15 +1,38 @@
 /*
  * view_http.c — the read-only HTTP/1.1 server behind `stepscope view`.
  *
- * How it works: one listening socket (127.0.0.1 unless --bind says otherwise);
- * each connection is served by its own detached thread (at most
- * VIEW_MAX_CONNECTIONS at once; beyond that new connections wait in the listen
- * queue), one request per connection (Connection: close), with send and receive
- * timeouts so a silent client holds only its own thread. A browser loading the
- * viewer opens several connections at once, and a slow download of a big trace
- * no longer stalls the page's other requests. Everything the threads share (the
- * runs, the embedded assets) is read-only once serving starts. Only GET and HEAD
- * are answered (405 otherwise). Files are sent with `Accept-Ranges: bytes`; a
+ * How it works: one listening socket (127.0.0.1 unless --bind says otherwise).
+ * The accepting thread reads every request head itself, from non-blocking
+ * sockets in one poll() loop: each head must arrive whole within
+ * VIEW_HEAD_DEADLINE_S of the connection (408 otherwise), however its bytes
+ * trickle in, and at most VIEW_MAX_PENDING connections wait for their head;
+ * beyond that the oldest waiting one is closed. So clients that send a byte
+ * every few seconds (slowloris) hold no thread and can never keep a new
+ * client out. A complete head goes to its own detached thread (at most
+ * VIEW_MAX_CONNECTIONS at once; complete heads beyond that wait in the loop),
+ * one request per connection (Connection: close), with a send timeout. A
+ * browser loading the viewer opens several connections at once, and a slow
+ * download of a big trace does not stall the page's other requests.
+ * Everything the threads share (the runs, the embedded assets, the token) is
+ * read-only once serving starts. Only GET and HEAD are answered (405
+ * otherwise).
+ *
+ * Access: a random token (128 bits from getrandom) is printed in the URL
+ * (`/?token=...`), as Jupyter does. A request carrying it in its query is
+ * answered with a cookie (`stepscope-<port>`, HttpOnly, SameSite=Strict) and
+ * a redirect to the same URL without the token; every other request needs the
+ * cookie (403 without). So other local users, who can reach the port but not
+ * read the terminal, get nothing. Only the files the viewer needs are served:
+ * its embedded assets, the run listing, and each run's export and report (by
+ * their exact names), never any other file of the run directory.
+ *
+ * Heads are refused early: a NUL byte at once (400), a head over
+ * VIEW_HEAD_MAX bytes with 431, folded header lines (obs-fold) and a missing,
+ * repeated or empty Host header with 400. Every response carries a
+ * Content-Security-Policy (scripts, workers and connections only from this
+ * origin, blob: workers for the viewer's parser, frame-ancestors 'none') and
+ * X-Frame-Options: DENY; the "open in Perfetto" button uses window.open and
+ * postMessage, which the policy does not restrict. Files are sent with `Accept-Ranges: bytes`; a
  * single `Range: bytes=A-B` (or `A-`, `-N`) gets 206 with Content-Range, an
  * unsatisfiable one 416, and several ranges in one header the whole file (200),
  * which RFC 9110 allows. Routes:
@@ -31,8 +54,10 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <poll.h>
 #include <stdint.h>
 #include <signal.h>
+#include <sys/random.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -42,8 +67,23 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Connections served at the same time; more wait in the kernel's listen queue. */
+/* Requests served at the same time (threads); complete heads beyond wait. */
 #define VIEW_MAX_CONNECTIONS 32
+/* Connections still sending their head; beyond this the oldest is closed. */
+#define VIEW_MAX_PENDING 256
+/* Seconds a connection has to send its whole request head. */
+#define VIEW_HEAD_DEADLINE_S 10
+/* Largest request head accepted (431 beyond). */
+#define VIEW_HEAD_MAX 8192
+
+#define VIEW_CSP                                                                                   \
+  "default-src 'self'; script-src 'self' blob:; worker-src 'self' blob:; "                         \
+  "style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; connect-src 'self'; "             \
+  "object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+/* The access token (hex) and the name of the cookie that carries it. */
+static char view_token[33];
+static char cookie_name[32];
 
 static volatile sig_atomic_t stop_requested = 0;
 static void on_signal(int sig) { (void)sig; stop_requested = 1; }
@@ -65,10 +105,12 @@ static int send_all(int fd, const void *data, size_t len) {
 /* `extra` is further header lines, each ending in CRLF ("" for none). */
 static void send_head_extra(int fd, int code, const char *reason, const char *type,
                             unsigned long long length, const char *extra) {
-  char h[768];
+  char h[4096];
   int n = snprintf(h, sizeof h,
                    "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %llu\r\n"
                    "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n"
+                   "Content-Security-Policy: " VIEW_CSP "\r\nX-Frame-Options: DENY\r\n"
+                   "Referrer-Policy: no-referrer\r\nCross-Origin-Resource-Policy: same-origin\r\n"
                    "%sConnection: close\r\n\r\n",
                    code, reason, type, length, extra);
   if (n > 0 && (size_t)n < sizeof h) send_all(fd, h, (size_t)n);
@@ -207,44 +249,109 @@ static void send_file(int fd, const char *path, const char *name, const char *re
   close(f);
 }
 
-/* Reads the request head (up to the blank line). Returns its length or -1. */
-static int read_head(int fd, char *buf, size_t cap) {
-  size_t n = 0;
-  while (n + 1 < cap) {
-    ssize_t r = recv(fd, buf + n, cap - 1 - n, 0);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return -1;
-    n += (size_t)r;
-    buf[n] = '\0';
-    if (strstr(buf, "\r\n\r\n") || strstr(buf, "\n\n")) return (int)n;
-  }
-  return -1;
+/* The Host header of a head already checked by head_problem (exactly one). */
+static int host_is_loopback(const char *head) {
+  char host[256];
+  if (header_value(head, "Host", host, sizeof host) != 0) return 1; /* HTTP/1.0 without one */
+  char *end = host[0] == '[' ? strchr(host, ']') : strchr(host, ':');
+  if (end && host[0] == '[') end++;
+  if (end) *end = '\0';
+  return strcmp(host, "127.0.0.1") == 0 || strcasecmp(host, "localhost") == 0 || strcmp(host, "[::1]") == 0;
 }
 
-/* The Host header's host part is loopback (or there is no Host header). */
-static int host_is_loopback(const char *head) {
+/* What is wrong with a complete head, as an HTTP status (0: nothing). Folded
+ * lines (a line starting with a space or tab) are refused, as RFC 9112 allows;
+ * HTTP/1.1 needs exactly one non-empty Host header. */
+static int head_problem(const char *head, const char *version) {
+  int hosts = 0;
   const char *h = head;
   while ((h = strchr(h, '\n')) != NULL) {
     h++;
-    if (strncasecmp(h, "Host:", 5) != 0) continue;
-    h += 5;
-    while (*h == ' ' || *h == '\t') h++;
-    size_t len = strcspn(h, "\r\n");
-    char host[256];
-    if (len >= sizeof host) return 0;
-    memcpy(host, h, len);
-    host[len] = '\0';
-    char *end = host[0] == '[' ? strchr(host, ']') : strchr(host, ':');
-    if (end && host[0] == '[') end++;
-    if (end) *end = '\0';
-    return strcmp(host, "127.0.0.1") == 0 || strcasecmp(host, "localhost") == 0 || strcmp(host, "[::1]") == 0;
+    if (*h == '\r' || *h == '\n' || !*h) break; /* the blank line */
+    if (*h == ' ' || *h == '\t') return 400;     /* obs-fold */
+    if (strncasecmp(h, "Host:", 5) == 0) {
+      const char *v = h + 5;
+      while (*v == ' ' || *v == '\t') v++;
+      if (*v == '\r' || *v == '\n') return 400; /* empty */
+      hosts++;
+    }
   }
-  return 1;
+  if (hosts > 1) return 400;
+  if (hosts == 0 && strcmp(version, "HTTP/1.0") != 0) return 400;
+  return 0;
 }
 
-static void handle(int fd, view_run *runs, int nruns, int loopback) {
-  char head[8192], method[16], target[4096], version[16], path[4096];
-  if (read_head(fd, head, sizeof head) < 0) return;
+/* Constant-time comparison of `len` bytes at v with the token. */
+static int token_matches(const char *v, size_t len) {
+  size_t n = strlen(view_token);
+  if (len != n || n == 0) return 0;
+  unsigned diff = 0;
+  for (size_t i = 0; i < n; i++) diff |= (unsigned)(unsigned char)(v[i] ^ view_token[i]);
+  return diff == 0;
+}
+
+/* Whether the query of `target` carries token=<the token>; if so, writes
+ * the target without that parameter into rest (for the redirect). */
+static int query_has_token(const char *target, char *rest, size_t cap) {
+  const char *q = strchr(target, '?');
+  if (!q) return 0;
+  const char *hash = strchr(q, '#');
+  size_t qend = hash ? (size_t)(hash - target) : strlen(target);
+  int found = 0;
+  size_t n = (size_t)(q - target);
+  if (n + 2 >= cap) return 0;
+  memcpy(rest, target, n);
+  size_t keep_at = n;
+  rest[n++] = '?';
+  for (const char *p = q + 1; p < target + qend;) {
+    const char *amp = memchr(p, '&', (size_t)(target + qend - p));
+    size_t len = amp ? (size_t)(amp - p) : (size_t)(target + qend - p);
+    if (len > 6 && strncmp(p, "token=", 6) == 0 && token_matches(p + 6, len - 6)) {
+      found = 1;
+    } else if (len) {
+      if (n + len + 2 >= cap) return 0;
+      if (rest[n - 1] != '?') rest[n++] = '&';
+      memcpy(rest + n, p, len);
+      n += len;
+    }
+    p += len + (amp ? 1 : 0);
+  }
+  if (rest[n - 1] == '?') n = keep_at; /* nothing else in the query */
+  rest[n] = '\0';
+  return found;
+}
+
+/* Whether a Cookie header carries our cookie with the token. */
+static int cookie_has_token(const char *head) {
+  size_t cl = strlen(cookie_name);
+  const char *h = head;
+  while ((h = strchr(h, '\n')) != NULL) {
+    h++;
+    if (strncasecmp(h, "Cookie:", 7) != 0) continue;
+    const char *p = h + 7, *eol = p + strcspn(p, "\r\n");
+    while (p < eol) {
+      while (p < eol && (*p == ' ' || *p == '\t' || *p == ';')) p++;
+      const char *semi = memchr(p, ';', (size_t)(eol - p));
+      const char *pe = semi ? semi : eol;
+      if ((size_t)(pe - p) > cl && strncmp(p, cookie_name, cl) == 0 && p[cl] == '=' &&
+          token_matches(p + cl + 1, (size_t)(pe - p) - cl - 1))
+        return 1;
+      p = pe;
+    }
+  }
+  return 0;
+}
+
+/* The run file `name` is one the viewer needs: the run's export or report, or the diff
+ * generated for a comparison's run b. */
+static int run_file_is_served(const view_run *run, const char *name) {
+  return (run->trace_name[0] && strcmp(name, run->trace_name) == 0) ||
+         (run->report_name[0] && strcmp(name, run->report_name) == 0) ||
+         (run->diff_name[0] && strcmp(name, run->diff_name) == 0);
+}
+
+static void handle(int fd, const char *head, view_run *runs, int nruns, int loopback) {
+  char method[16], target[4096], version[16], path[4096];
   if (sscanf(head, "%15s %4095s %15s", method, target, version) != 3 || strncmp(version, "HTTP/1.", 7) != 0) {
     send_error(fd, 400, "Bad Request", 0);
     return;
@@ -252,6 +359,10 @@ static void handle(int fd, view_run *runs, int nruns, int loopback) {
   int head_only = strcmp(method, "HEAD") == 0;
   if (!head_only && strcmp(method, "GET") != 0) {
     send_error(fd, 405, "Method Not Allowed", 0);
+    return;
+  }
+  if (head_problem(head, version)) {
+    send_error(fd, 400, "Bad Request", head_only);
     return;
   }
   if (loopback && !host_is_loopback(head)) {
@@ -262,6 +373,24 @@ static void handle(int fd, view_run *runs, int nruns, int loopback) {
     send_error(fd, 400, "Bad Request", head_only);
     return;
   }
+  char rest[1024]; /* a longer target with a token gets no cookie */
+  if (query_has_token(target, rest, sizeof rest)) { /* the printed URL: trade it for a cookie */
+    char extra[1400];
+    snprintf(extra, sizeof extra,
+             "Set-Cookie: %s=%s; Path=/; HttpOnly; SameSite=Strict\r\nLocation: %s\r\n",
+             cookie_name, view_token, rest);
+    const char *body = "303 See Other\n";
+    send_head_extra(fd, 303, "See Other", "text/plain; charset=utf-8", strlen(body), extra);
+    if (!head_only) send_all(fd, body, strlen(body));
+    return;
+  }
+  if (!cookie_has_token(head)) {
+    const char *body = "403 Forbidden: open the URL that `stepscope view` printed (it carries the "
+                       "access token)\n";
+    send_head(fd, 403, "Forbidden", "text/plain; charset=utf-8", strlen(body));
+    if (!head_only) send_all(fd, body, strlen(body));
+    return;
+  }
   if (strcmp(path, "/") == 0) snprintf(path, sizeof path, "/index.html");
   if (strncmp(path, "/run/", 5) == 0) {
     const char *id = path + 5, *slash = strchr(id, '/');
@@ -270,7 +399,8 @@ static void handle(int fd, view_run *runs, int nruns, int loopback) {
         size_t idl = strlen(runs[i].id);
         if ((size_t)(slash - id) != idl || strncmp(id, runs[i].id, idl) != 0) continue;
         char resolved[PATH_MAX];
-        if (view_run_file(&runs[i], slash + 1, resolved, sizeof resolved) == 0) {
+        if (run_file_is_served(&runs[i], slash + 1) &&
+            view_run_file(&runs[i], slash + 1, resolved, sizeof resolved) == 0) {
           send_file(fd, resolved, slash + 1, head, head_only);
           return;
         }
@@ -296,6 +426,7 @@ static void handle(int fd, view_run *runs, int nruns, int loopback) {
 
 typedef struct connection {
   int fd;
+  char *head;            /* the complete request head (owned) */
   view_run *runs;
   int nruns, loopback;
 } connection;
@@ -306,11 +437,14 @@ static int active_connections = 0;
 
 static void serve_connection(connection *c) {
   struct timeval tv = {5, 0};
+  int fl = fcntl(c->fd, F_GETFL);
+  if (fl >= 0) fcntl(c->fd, F_SETFL, fl & ~O_NONBLOCK); /* read non-blocking, written blocking */
   setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  handle(c->fd, c->runs, c->nruns, c->loopback);
+  handle(c->fd, c->head, c->runs, c->nruns, c->loopback);
   shutdown(c->fd, SHUT_WR);
   close(c->fd);
+  free(c->head);
 }
 
 static void *connection_thread(void *arg) {
@@ -324,21 +458,27 @@ static void *connection_thread(void *arg) {
   return NULL;
 }
 
-/* Serves the accepted connection on a new thread once fewer than
- * VIEW_MAX_CONNECTIONS are active; on the calling thread if no thread can be made. */
-static void dispatch(int fd, view_run *runs, int nruns, int loopback) {
-  connection local = {fd, runs, nruns, loopback};
+/* Serves a connection whose head is complete on a new thread, if fewer than
+ * VIEW_MAX_CONNECTIONS are active (returns 1; `head` is taken), else returns 0
+ * (try again later). On the calling thread if no thread can be made. */
+static int dispatch(int fd, char *head, view_run *runs, int nruns, int loopback) {
+  pthread_mutex_lock(&active_lock);
+  if (active_connections >= VIEW_MAX_CONNECTIONS) {
+    pthread_mutex_unlock(&active_lock);
+    return 0;
+  }
+  active_connections++;
+  pthread_mutex_unlock(&active_lock);
+  connection local = {fd, head, runs, nruns, loopback};
   connection *c = malloc(sizeof *c);
   if (!c) {
     serve_connection(&local);
-    return;
+    pthread_mutex_lock(&active_lock);
+    active_connections--;
+    pthread_mutex_unlock(&active_lock);
+    return 1;
   }
   *c = local;
-  pthread_mutex_lock(&active_lock);
-  while (active_connections >= VIEW_MAX_CONNECTIONS && !stop_requested)
-    pthread_cond_wait(&active_changed, &active_lock);
-  active_connections++;
-  pthread_mutex_unlock(&active_lock);
   pthread_attr_t attr;
   pthread_t t;
   int made = pthread_attr_init(&attr) == 0;
@@ -361,6 +501,94 @@ static void dispatch(int fd, view_run *runs, int nruns, int loopback) {
     pthread_mutex_lock(&active_lock);
     active_connections--;
     pthread_mutex_unlock(&active_lock);
+  }
+  return 1;
+}
+
+/* ---- reading request heads: one poll() loop on the accepting thread */
+
+typedef struct pending {
+  int fd;
+  size_t len;
+  struct timespec since;   /* accepted at (CLOCK_MONOTONIC) */
+  int complete;            /* head read whole, waiting for a free thread */
+  int closing;             /* refused: answered, input drained until EOF or the linger */
+  char *buf;               /* VIEW_HEAD_MAX + 1 bytes */
+} pending;
+
+static double seconds_since(const struct timespec *t) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (double)(now.tv_sec - t->tv_sec) + 1e-9 * (double)(now.tv_nsec - t->tv_nsec);
+}
+
+/* A short answer to a client whose head is refused; never blocks. */
+static void refuse_now(int fd, int code, const char *reason) {
+  char msg[512];
+  int n = snprintf(msg, sizeof msg,
+                   "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                   "Content-Length: %zu\r\nContent-Security-Policy: " VIEW_CSP "\r\n"
+                   "Connection: close\r\n\r\n%d %s\n",
+                   code, reason, strlen(reason) + 5, code, reason);
+  if (n > 0 && (size_t)n < sizeof msg) {
+    ssize_t w = send(fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    (void)w;
+  }
+}
+
+/* Seconds a refused connection is drained before it is closed: closing a
+ * socket with unread input resets it, and the client could lose the answer. */
+#define VIEW_LINGER_S 2
+
+static void drop_pending(pending *v, size_t *n, size_t i) {
+  close(v[i].fd);
+  free(v[i].buf);
+  v[i] = v[--*n];
+}
+
+/* Answers pending connection i with an error and lets it drain. */
+static void refuse_pending(pending *v, size_t i, int code, const char *reason) {
+  refuse_now(v[i].fd, code, reason);
+  shutdown(v[i].fd, SHUT_WR);
+  v[i].closing = 1;
+  clock_gettime(CLOCK_MONOTONIC, &v[i].since);
+}
+
+/* Reads what arrived on pending connection i. Returns 1 when its head is
+ * complete, 0 to keep waiting, -1 when the connection was closed. */
+static int read_pending(pending *v, size_t *n, size_t i) {
+  pending *p = &v[i];
+  if (p->closing) { /* drain and forget */
+    char sink[4096];
+    ssize_t r;
+    while ((r = recv(p->fd, sink, sizeof sink, 0)) > 0) {
+    }
+    if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+      drop_pending(v, n, i);
+      return -1;
+    }
+    return 0;
+  }
+  for (;;) {
+    ssize_t r = recv(p->fd, p->buf + p->len, VIEW_HEAD_MAX - p->len, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+    if (r <= 0) {
+      drop_pending(v, n, i);
+      return -1;
+    }
+    if (memchr(p->buf + p->len, '\0', (size_t)r)) { /* no NUL belongs in a head */
+      refuse_pending(v, i, 400, "Bad Request");
+      return 0;
+    }
+    p->len += (size_t)r;
+    p->buf[p->len] = '\0';
+    size_t from = p->len > (size_t)r + 3 ? p->len - (size_t)r - 3 : 0;
+    if (strstr(p->buf + from, "\r\n\r\n") || strstr(p->buf + from, "\n\n")) return 1;
+    if (p->len >= VIEW_HEAD_MAX) {
+      refuse_pending(v, i, 431, "Request Header Fields Too Large");
+      return 0;
+    }
   }
 }
 
@@ -410,13 +638,28 @@ int view_serve(view_run *runs, int nruns, const char *bind_addr, int port, FILE 
   socklen_t sl = sizeof sa;
   getsockname(ls, (struct sockaddr *)&sa, &sl);
   int actual = ntohs(v6 ? ((struct sockaddr_in6 *)&sa)->sin6_port : ((struct sockaddr_in *)&sa)->sin_port);
-  fprintf(out, "stepscope view: serving %s%s%s at http://%s%s%s:%d/\n", runs[0].name, nruns > 1 ? " vs " : "",
-          nruns > 1 ? runs[1].name : "", v6 ? "[" : "", bind_addr, v6 ? "]" : "", actual);
+  unsigned char rnd[16];
+  size_t got = 0;
+  while (got < sizeof rnd) {
+    ssize_t k = getrandom(rnd + got, sizeof rnd - got, 0);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) {
+      fprintf(stderr, "stepscope view: no random bytes for the access token: %s\n", strerror(errno));
+      close(ls);
+      return 1;
+    }
+    got += (size_t)k;
+  }
+  for (size_t i = 0; i < sizeof rnd; i++) snprintf(view_token + 2 * i, 3, "%02x", rnd[i]);
+  snprintf(cookie_name, sizeof cookie_name, "stepscope-%d", actual);
+  fprintf(out, "stepscope view: serving %s%s%s at http://%s%s%s:%d/?token=%s\n", runs[0].name,
+          nruns > 1 ? " vs " : "", nruns > 1 ? runs[1].name : "", v6 ? "[" : "", bind_addr,
+          v6 ? "]" : "", actual, view_token);
   for (int i = 0; i < nruns; i++) {
     if (runs[i].missing[0]) fprintf(out, "stepscope view: %s: missing %s\n", runs[i].name, runs[i].missing);
     if (runs[i].notes[0]) fprintf(out, "stepscope view: %s: %s\n", runs[i].name, runs[i].notes);
   }
-  if (!loopback) fprintf(out, "stepscope view: warning: listening beyond this machine (%s); the run's files are readable by anyone who can reach it\n", bind_addr);
+  if (!loopback) fprintf(out, "stepscope view: warning: listening beyond this machine (%s) over plain HTTP; anyone who sees the URL's token can read the run's export and report\n", bind_addr);
   fprintf(out, "stepscope view: press Ctrl+C to stop\n");
   fflush(out);
 
@@ -427,15 +670,101 @@ int view_serve(view_run *runs, int nruns, const char *bind_addr, int port, FILE 
   sigaction(SIGTERM, &act, NULL);
   signal(SIGPIPE, SIG_IGN);
 
+  pending *pend = calloc(VIEW_MAX_PENDING, sizeof *pend);
+  struct pollfd *pfd = calloc(VIEW_MAX_PENDING + 1, sizeof *pfd);
+  size_t npend = 0;
+  if (!pend || !pfd) {
+    fprintf(stderr, "stepscope view: out of memory\n");
+    stop_requested = 1;
+  }
   while (!stop_requested) {
-    int fd = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
-    if (fd < 0) {
-      if (errno == EINTR || errno == ECONNABORTED) continue;
-      fprintf(stderr, "stepscope view: accept: %s\n", strerror(errno));
+    /* complete heads first: to a thread when one is free */
+    int waiting = 0;
+    for (size_t i = 0; i < npend;) {
+      if (pend[i].complete) {
+        if (dispatch(pend[i].fd, pend[i].buf, runs, nruns, loopback)) {
+          pend[i] = pend[--npend]; /* fd and buffer now belong to the thread */
+          continue;
+        }
+        waiting = 1;
+      }
+      i++;
+    }
+    /* heads past their deadline: 408 */
+    int next_ms = 1000;
+    for (size_t i = 0; i < npend;) {
+      double age = seconds_since(&pend[i].since);
+      if (pend[i].closing && age >= VIEW_LINGER_S) {
+        drop_pending(pend, &npend, i);
+        continue;
+      }
+      if (!pend[i].complete && !pend[i].closing && age >= VIEW_HEAD_DEADLINE_S) {
+        refuse_pending(pend, i, 408, "Request Timeout");
+        age = 0;
+      }
+      if (!pend[i].complete) {
+        int ms = (int)(((pend[i].closing ? VIEW_LINGER_S : VIEW_HEAD_DEADLINE_S) - age) * 1000) + 1;
+        if (ms < next_ms) next_ms = ms;
+      }
+      i++;
+    }
+    if (waiting && next_ms > 20) next_ms = 20; /* a thread may free up */
+    size_t np = 0;
+    pfd[np++] = (struct pollfd){ls, POLLIN, 0};
+    for (size_t i = 0; i < npend; i++)
+      pfd[np++] = (struct pollfd){pend[i].fd, (short)(pend[i].complete ? 0 : POLLIN), 0};
+    int pr = poll(pfd, np, next_ms);
+    if (pr < 0) {
+      if (errno == EINTR) continue;
+      fprintf(stderr, "stepscope view: poll: %s\n", strerror(errno));
       break;
     }
-    dispatch(fd, runs, nruns, loopback);
+    /* the pending connections, from the end (drop_pending moves the last one) */
+    for (size_t k = np; k-- > 1;) {
+      size_t i = k - 1;
+      if (i >= npend || pend[i].fd != pfd[k].fd || !pfd[k].revents) continue;
+      if (read_pending(pend, &npend, i) == 1) pend[i].complete = 1;
+    }
+    if (pfd[0].revents & POLLIN) {
+      int fd = accept4(ls, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd < 0) {
+        if (errno == EINTR || errno == ECONNABORTED || errno == EAGAIN || errno == EMFILE ||
+            errno == ENFILE)
+          continue;
+        fprintf(stderr, "stepscope view: accept: %s\n", strerror(errno));
+        break;
+      }
+      if (npend == VIEW_MAX_PENDING) { /* full: a draining one, else the oldest head goes */
+        size_t oldest = npend;
+        for (size_t i = 0; i < npend && oldest == npend; i++)
+          if (pend[i].closing) oldest = i;
+        for (size_t i = 0; i < npend && (oldest == npend || !pend[oldest].closing); i++)
+          if (!pend[i].complete &&
+              (oldest == npend || seconds_since(&pend[i].since) > seconds_since(&pend[oldest].since)))
+            oldest = i;
+        if (oldest == npend) { /* all complete and waiting for threads: refuse the new one */
+          refuse_now(fd, 503, "Service Unavailable");
+          close(fd);
+          continue;
+        }
+        if (!pend[oldest].closing) refuse_now(pend[oldest].fd, 408, "Request Timeout");
+        drop_pending(pend, &npend, oldest);
+      }
+      char *buf = malloc(VIEW_HEAD_MAX + 1);
+      if (!buf) {
+        close(fd);
+        continue;
+      }
+      pending *p = &pend[npend++];
+      memset(p, 0, sizeof *p);
+      p->fd = fd;
+      p->buf = buf;
+      clock_gettime(CLOCK_MONOTONIC, &p->since);
+    }
   }
+  while (npend) drop_pending(pend, &npend, 0);
+  free(pend);
+  free(pfd);
   close(ls);
   wait_for_connections();
   return 0;

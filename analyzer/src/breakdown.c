@@ -102,10 +102,17 @@ static int other_lane_ended(rank_ctx *c, uint32_t lane, int64_t lo_t, int64_t hi
   return 0;
 }
 
+/* a - b, saturated to the int64 range (trace times may lie anywhere in it). */
+static int64_t sat_sub(int64_t a, int64_t b) {
+  int64_t d;
+  if (__builtin_sub_overflow(a, b, &d)) return b < 0 ? INT64_MAX : INT64_MIN;
+  return d;
+}
+
 /* Cause of gap [a, b) ending at the ops starting at b from index `first`;
  * lane = SSA_NONE for the device level. */
 static uint32_t classify(rank_ctx *c, int64_t a, int64_t b, size_t first, uint32_t lane) {
-  if (a != INT64_MIN && b - a < c->T) return SSA_IDLE_LAUNCH_GAP;
+  if (a != INT64_MIN && sat_sub(b, a) < c->T) return SSA_IDLE_LAUNCH_GAP;
   const ssa_rank *r = c->r;
   uint32_t best = SSA_IDLE_OTHER;
   for (size_t j = first; j < r->nops && r->ops[j].start == b; j++) {
@@ -114,7 +121,7 @@ static uint32_t classify(rank_ctx *c, int64_t a, int64_t b, size_t first, uint32
     if (lane != SSA_NONE && o->lane != lane) continue;
     if (o->launch != SSA_NONE && r->apis[o->launch].start >= a) return SSA_IDLE_HOST_WAIT;
     if (best != SSA_IDLE_SYNC_WAIT &&
-        (sync_overlaps(c, o->lane, a, b) || other_lane_ended(c, o->lane, b - c->T, b)))
+        (sync_overlaps(c, o->lane, a, b) || other_lane_ended(c, o->lane, sat_sub(b, c->T), b)))
       best = SSA_IDLE_SYNC_WAIT;
   }
   return best;
@@ -722,7 +729,7 @@ int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
     uint32_t slot = lane_slot[o->lane];
     if (slot != SSA_NONE && o->start > lane_prev[o->lane]) {
       int64_t a0 = lane_prev[o->lane];
-      uint32_t cause = a0 != INT64_MIN && o->start - a0 < c.T ? SSA_IDLE_LAUNCH_GAP
+      uint32_t cause = a0 != INT64_MIN && sat_sub(o->start, a0) < c.T ? SSA_IDLE_LAUNCH_GAP
                                                               : classify(&c, a0, o->start, i, o->lane);
       lane_gap_ctx lg = {&rr->lanes[slot], t0, t1};
       split_idle(&c, a0, o->start, cause, emit_lane_gap, &lg);

@@ -257,7 +257,7 @@ int ssa_export_chrome(const ssa_analysis *a, const char *path, ssa_export_stats 
   if (rc) {
     if (err) {
       err->code = rc;
-      snprintf(err->message, sizeof err->message, "%s: cannot open for writing", path);
+      snprintf(err->message, sizeof err->message, "%s", o.why);
     }
     return rc;
   }
@@ -265,6 +265,7 @@ int ssa_export_chrome(const ssa_analysis *a, const char *path, ssa_export_stats 
   ssa_out_str(&o, "{\"traceEvents\":[\n");
   long *tid_base = calloc(a->nranks ? a->nranks : 1, sizeof *tid_base);
   if (!tid_base) {
+    o.error = STEPSCOPE_E_NOMEM; /* the partial file is removed, not renamed into place */
     ssa_out_close(&o);
     return STEPSCOPE_E_NOMEM;
   }
@@ -327,7 +328,7 @@ int ssa_export_chrome(const ssa_analysis *a, const char *path, ssa_export_stats 
   }
   if (rc && err) {
     err->code = rc;
-    snprintf(err->message, sizeof err->message, "%s: write failed", path);
+    snprintf(err->message, sizeof err->message, "%s", o.why);
   }
   return rc;
 }

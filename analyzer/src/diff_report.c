@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "diff_runs.h"
+#include "ssa_out.h"
 
 /* ---------------------------------------------------------------- text */
 
@@ -44,9 +45,11 @@ static void tchange(char *buf, size_t n, int is_time, const ssa_diff_metric *m) 
 }
 
 int ssa_diff_report_text(const ssa_diff *d, FILE *f) {
+  char safe[1024], safe2[1024]; /* trace strings and paths, terminal-safe (text_escape.c) */
   fprintf(f, "stepscope diff\n  A: %s (%zu ranks, %zu steps)\n  B: %s (%zu ranks, %zu steps)\n",
-          d->path_a ? d->path_a : "A", d->a->nranks, d->a->nsteps, d->path_b ? d->path_b : "B",
-          d->b->nranks, d->b->nsteps);
+          ssa_text_safe(d->path_a ? d->path_a : "A", safe, sizeof safe), d->a->nranks, d->a->nsteps,
+          ssa_text_safe(d->path_b ? d->path_b : "B", safe2, sizeof safe2), d->b->nranks,
+          d->b->nsteps);
   if (!d->same_layout) fprintf(f, "  note: %s\n", d->layout_note);
   if (d->load_differs)
     fprintf(f, "  note: load differs (devices idle with work queued %.1f%% of a step in A, %.1f%% in B; kernel stretch "
@@ -71,7 +74,8 @@ int ssa_diff_report_text(const ssa_diff *d, FILE *f) {
     fprintf(f, "%-14s %12s %12s %22s %11s %11s  %s\n", ssa_diff_metric_names[k], a, b, c, sa, sb, v);
   }
   fprintf(f, "\n== findings ==\n");
-  for (size_t i = 0; i < d->nfindings; i++) fprintf(f, "- %s\n", d->findings[i]);
+  for (size_t i = 0; i < d->nfindings; i++)
+    fprintf(f, "- %s\n", ssa_text_safe(d->findings[i], safe, sizeof safe));
   if (d->same_layout && d->nranks) {
     fprintf(f, "\n== per rank (median over steps: A -> B) ==\n");
     fprintf(f, "%5s %24s %24s %24s %16s\n", "rank", "step span", "exposed comm", "idle", "overlap");
@@ -113,7 +117,7 @@ int ssa_diff_report_text(const ssa_diff *d, FILE *f) {
       tfmt(a, sizeof a, 1, k->in_a, k->time_a);
       tfmt(b, sizeof b, 1, k->in_b, k->time_b);
       tfmt(c, sizeof c, 1, 1, k->time_b - k->time_a);
-      fprintf(f, "%12s %12s %12s  %.70s\n", a, b, c, k->name);
+      fprintf(f, "%12s %12s %12s  %s\n", a, b, c, ssa_text_safe(k->name, safe, 71));
     }
   }
   if (d->ncolls) {
@@ -132,7 +136,8 @@ int ssa_diff_report_text(const ssa_diff *d, FILE *f) {
       char tr[64], wt[64];
       snprintf(tr, sizeof tr, "%s -> %s", ta, tb);
       snprintf(wt, sizeof wt, "%s -> %s", wa, wb);
-      fprintf(f, "%-14s %-12.12s %12llu %13s %21s %21s\n", op ? op : "?", c->group,
+      fprintf(f, "%-14s %-12s %12llu %13s %21s %21s\n", op ? op : "?",
+              ssa_text_safe(c->group, safe, 13),
               (unsigned long long)c->bytes, cnt, tr, wt);
     }
   }

@@ -255,6 +255,34 @@ static int world_of(const ssa_analysis *a) {
   return w ? w : (int)a->nranks;
 }
 
+/* "parallel layout differs (rank R: dp 2 vs 4, pp 2 vs 1): ..." from the
+ * members of the layout metadata that differ; never a JSON text cut in the
+ * middle (the whole layouts do not fit in the note). */
+static void describe_layout_change(char *note, size_t cap, int rank, const char *la,
+                                   const char *lb) {
+  static const char *const keys[] = {"world", "dp", "tp", "pp", "cp", "ep", "virtual_stages",
+                                     "microbatches", "zero"};
+  char list[160] = "";
+  size_t len = 0;
+  for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+    double va = NAN, vb = NAN;
+    int ha = ssa_json_number(la, keys[k], &va), hb = ssa_json_number(lb, keys[k], &vb);
+    if (ha == hb && (!ha || va == vb)) continue;
+    char item[64], xa[24], xb[24];
+    snprintf(xa, sizeof xa, ha ? "%g" : "-", va);
+    snprintf(xb, sizeof xb, hb ? "%g" : "-", vb);
+    int n = snprintf(item, sizeof item, "%s%s %s vs %s", len ? ", " : "", keys[k], xa, xb);
+    if (n < 0 || len + (size_t)n + 5 >= sizeof list) {
+      if (len + 5 < sizeof list) len += (size_t)snprintf(list + len, sizeof list - len, ", ...");
+      break;
+    }
+    memcpy(list + len, item, (size_t)n + 1);
+    len += (size_t)n;
+  }
+  snprintf(note, cap, "parallel layout differs (rank %d: %s): compared on aggregates only", rank,
+           len ? list : "the layout metadata differs");
+}
+
 static int check_layout(ssa_diff *d) {
   const ssa_analysis *a = d->a, *b = d->b;
   d->world_a = world_of(a);
@@ -283,9 +311,7 @@ static int check_layout(ssa_diff *d) {
     const char *la = ssa_rank_meta(a->ranks[i].rank, "layout");
     const char *lb = ssa_rank_meta(o->rank, "layout");
     if (la && lb && strcmp(la, lb) != 0) {
-      snprintf(d->layout_note, sizeof d->layout_note,
-               "parallel layout differs (rank %d: %.80s vs %.80s): compared on aggregates only",
-               a->ranks[i].rank->rank, la, lb);
+      describe_layout_change(d->layout_note, sizeof d->layout_note, a->ranks[i].rank->rank, la, lb);
       return 0;
     }
   }

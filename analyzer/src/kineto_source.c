@@ -47,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -1314,14 +1315,22 @@ int ssa_kineto_source_load(const char *path, ssa_rank *r, stepscope_error *err) 
   if (err) memset(err, 0, sizeof *err);
   file_ctx f;
   memset(&f, 0, sizeof f);
-  f.fd = open(path, O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK, then fstat: a FIFO (or device, socket) is refused at once
+   * instead of blocking the open or the first read forever. */
+  f.fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  struct stat st;
+  int not_regular = f.fd >= 0 && (fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode));
+  if (f.fd >= 0 && !not_regular) fcntl(f.fd, F_SETFL, fcntl(f.fd, F_GETFL) & ~O_NONBLOCK);
   f.zin = malloc(ZIN_CAP);
-  if (f.fd < 0 || !f.zin) {
-    int rc = f.fd < 0 ? STEPSCOPE_E_IO : STEPSCOPE_E_NOMEM;
+  if (f.fd < 0 || not_regular || !f.zin) {
+    int rc = f.fd < 0 ? STEPSCOPE_E_IO : not_regular ? STEPSCOPE_E_ARGUMENT : STEPSCOPE_E_NOMEM;
     if (err) {
       err->code = rc;
       snprintf(err->message, sizeof err->message, "%s: %s", path,
-               f.fd < 0 ? "cannot open" : "out of memory");
+               f.fd < 0      ? "cannot open"
+               : not_regular ? "is not a regular file (a FIFO, device or socket?), expected a "
+                               "Kineto trace"
+                             : "out of memory");
     }
     if (f.fd >= 0) close(f.fd);
     free(f.zin);

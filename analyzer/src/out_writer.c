@@ -7,10 +7,20 @@
  * text written through ssa_out_utf8 are always valid UTF-8 — each invalid
  * sequence (its maximal subpart) becomes U+FFFD, so reports and exports
  * parse in strict JSON readers and Perfetto.
+ *
+ * Files are written to "<dir>/.<name>.tmp-XXXXXX" and renamed into place by
+ * ssa_out_close (see ssa_out.h); inputs registered with
+ * ssa_out_protect_input (device, inode) are never opened for writing.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "ssa_out.h"
@@ -23,6 +33,43 @@ static int ends_with(const char *s, const char *suffix) {
   return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
+/* ---- inputs that must not be written over */
+
+typedef struct file_id { dev_t dev; ino_t ino; } file_id;
+static pthread_mutex_t inputs_lock = PTHREAD_MUTEX_INITIALIZER;
+static file_id *inputs;
+static size_t ninputs, inputs_cap;
+
+void ssa_out_protect_input(const char *path) {
+  struct stat st;
+  if (!path || stat(path, &st) != 0) return;
+  pthread_mutex_lock(&inputs_lock);
+  if (ninputs == inputs_cap) {
+    size_t cap = inputs_cap ? inputs_cap * 2 : 64;
+    file_id *n = realloc(inputs, cap * sizeof *n);
+    if (n) inputs = n, inputs_cap = cap;
+  }
+  if (ninputs < inputs_cap) inputs[ninputs++] = (file_id){st.st_dev, st.st_ino};
+  pthread_mutex_unlock(&inputs_lock);
+}
+
+int ssa_out_check_target(const char *path, char *why, size_t n) {
+  struct stat st;
+  if (!path || strcmp(path, "-") == 0 || stat(path, &st) != 0) return 0;
+  int hit = 0;
+  pthread_mutex_lock(&inputs_lock);
+  for (size_t i = 0; i < ninputs && !hit; i++)
+    hit = inputs[i].dev == st.st_dev && inputs[i].ino == st.st_ino;
+  pthread_mutex_unlock(&inputs_lock);
+  if (!hit) return 0;
+  if (why && n)
+    snprintf(why, n, "%s is one of this command's inputs (the same file): refusing to write over it",
+             path);
+  return STEPSCOPE_E_ARGUMENT;
+}
+
+/* ---- opening and closing */
+
 int ssa_out_open_file(ssa_out *o, FILE *f) {
   memset(o, 0, sizeof *o);
   o->buf = malloc(OUT_BUF);
@@ -32,27 +79,71 @@ int ssa_out_open_file(ssa_out *o, FILE *f) {
   return 0;
 }
 
+/* Creates the temporary file beside `path`: its fd, or -1 (errno set). */
+static int open_temporary(ssa_out *o, const char *path) {
+  const char *slash = strrchr(path, '/');
+  size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
+  const char *base = slash ? slash + 1 : path;
+  size_t len = dirlen + strlen(base) + 16;
+  o->tmp_path = malloc(len);
+  o->final_path = strdup(path);
+  if (!o->tmp_path || !o->final_path) {
+    errno = ENOMEM;
+    return -1;
+  }
+  snprintf(o->tmp_path, len, "%.*s.%s.tmp-XXXXXX", (int)dirlen, path, base);
+  int fd = mkostemp(o->tmp_path, O_CLOEXEC);
+  if (fd < 0) return -1;
+  mode_t mask = umask(0); /* as fopen would create it: 0666 less the umask */
+  umask(mask);
+  if (fchmod(fd, 0666 & ~mask) != 0) { /* not fatal: the file stays private */
+  }
+  return fd;
+}
+
+static void drop_paths(ssa_out *o) {
+  free(o->tmp_path);
+  free(o->final_path);
+  o->tmp_path = o->final_path = NULL;
+}
+
 int ssa_out_open(ssa_out *o, const char *path) {
   if (strcmp(path, "-") == 0) return ssa_out_open_file(o, stdout);
   memset(o, 0, sizeof *o);
+  int rc = ssa_out_check_target(path, o->why, sizeof o->why);
+  if (rc) return rc;
+  struct stat st;
+  int direct = stat(path, &st) == 0 && !S_ISREG(st.st_mode); /* /dev/null, a pipe */
+  int fd = direct ? open(path, O_WRONLY | O_CLOEXEC) : open_temporary(o, path);
+  if (direct && !(o->final_path = strdup(path))) {
+    if (fd >= 0) close(fd);
+    fd = -1;
+    errno = ENOMEM;
+  }
+  if (fd < 0) {
+    snprintf(o->why, sizeof o->why, "cannot write %s: %s", path, strerror(errno));
+    if (o->tmp_path && errno != ENOMEM) unlink(o->tmp_path);
+    drop_paths(o);
+    return errno == ENOMEM ? STEPSCOPE_E_NOMEM : STEPSCOPE_E_IO;
+  }
   o->buf = malloc(OUT_BUF);
-  if (!o->buf) return STEPSCOPE_E_NOMEM;
-  o->cap = OUT_BUF;
   if (ends_with(path, ".gz")) {
-    o->gz = gzopen(path, "wb1");
-    if (!o->gz) {
-      free(o->buf);
-      return STEPSCOPE_E_IO;
-    }
-    gzbuffer(o->gz, 1u << 18);
+    o->gz = o->buf ? gzdopen(fd, "wb1") : NULL;
+    if (o->gz) gzbuffer(o->gz, 1u << 18);
   } else {
-    o->file = fopen(path, "wb");
-    if (!o->file) {
-      free(o->buf);
-      return STEPSCOPE_E_IO;
-    }
+    o->file = o->buf ? fdopen(fd, "wb") : NULL;
     o->owns_file = 1;
   }
+  if (!o->gz && !o->file) {
+    close(fd);
+    if (o->tmp_path) unlink(o->tmp_path);
+    drop_paths(o);
+    free(o->buf);
+    o->buf = NULL;
+    snprintf(o->why, sizeof o->why, "cannot write %s: out of memory", path);
+    return STEPSCOPE_E_NOMEM;
+  }
+  o->cap = OUT_BUF;
   return 0;
 }
 
@@ -64,6 +155,7 @@ void ssa_out_flush(ssa_out *o) {
     } else if (fwrite(o->buf, 1, o->len, o->file) != o->len) {
       o->error = STEPSCOPE_E_IO;
     }
+    if (o->error) o->flush_errno = errno;
   }
   o->bytes += o->len;
   o->len = 0;
@@ -71,12 +163,24 @@ void ssa_out_flush(ssa_out *o) {
 
 int ssa_out_close(ssa_out *o) {
   ssa_out_flush(o);
+  int err_no = o->flush_errno;
   if (o->gz) {
-    if (gzclose(o->gz) != Z_OK && !o->error) o->error = STEPSCOPE_E_IO;
+    if (gzclose(o->gz) != Z_OK && !o->error) o->error = STEPSCOPE_E_IO, err_no = errno;
   } else if (o->file) {
-    if (fflush(o->file) != 0 && !o->error) o->error = STEPSCOPE_E_IO;
-    if (o->owns_file && fclose(o->file) != 0 && !o->error) o->error = STEPSCOPE_E_IO;
+    if (fflush(o->file) != 0 && !o->error) o->error = STEPSCOPE_E_IO, err_no = errno;
+    if (o->tmp_path && !o->error && fsync(fileno(o->file)) != 0 && errno != EINVAL)
+      o->error = STEPSCOPE_E_IO, err_no = errno;
+    if (o->owns_file && fclose(o->file) != 0 && !o->error) o->error = STEPSCOPE_E_IO, err_no = errno;
   }
+  if (o->tmp_path) {
+    if (!o->error && rename(o->tmp_path, o->final_path) != 0)
+      o->error = STEPSCOPE_E_IO, err_no = errno;
+    if (o->error) unlink(o->tmp_path); /* the final name keeps what it had */
+  }
+  if (o->error)
+    snprintf(o->why, sizeof o->why, "write error on %s%s%s", o->final_path ? o->final_path : "output",
+             err_no ? ": " : "", err_no ? strerror(err_no) : "");
+  drop_paths(o);
   free(o->buf);
   o->buf = NULL;
   o->gz = NULL;

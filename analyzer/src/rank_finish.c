@@ -400,7 +400,9 @@ static int join_all(ssa_rank *r) {
 
 int ssa_rank_finish(ssa_rank *r) {
   if (r->finished) return 0;
-  int rc = join_all(r); /* sorts the API calls, joins, links, classifies, sorts the ops */
+  int rc = ssa_rank_bound_times(r);
+  if (rc) return rc;
+  rc = join_all(r); /* sorts the API calls, joins, links, classifies, sorts the ops */
   if (rc) return rc;
   free(r->oplinks);
   r->oplinks = NULL;

@@ -46,8 +46,11 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
     if (rr->pipeline) { bubble += w->bubble; pipe_comm += w->pipeline_comm_only; npipe++; }
     for (int k = 0; k < SSA_IDLE_N; k++) causes[k] += w->idle_cause[k];
   }
-  fprintf(f, "stepscope analyze: %s\n", run->dir ? run->dir : "");
-  fprintf(f, "ranks loaded: %zu, steps analysed: %zu\n\n", run->nranks, a->nsteps);
+  char safe[1024];
+  fprintf(f, "stepscope analyze: %s\n", ssa_text_safe(run->dir, safe, sizeof safe));
+  fprintf(f, "ranks loaded: %zu, steps analysed: %zu\n", run->nranks, a->nsteps);
+  ssa_run_print_losses(run, f, "");
+  fprintf(f, "\n");
   fprintf(f, "== headline ==\n");
   if (a->step_time_median >= 0) {
     fprintf(f, "step time (iteration period, median, slowest rank): %s\n",
@@ -78,7 +81,9 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
     for (size_t i = 0; i < a->nranks; i++)
       if (selected(a, &a->ranks[i]) && a->ranks[i].pipeline) pspan += a->ranks[i].totals.span;
     fprintf(f, "pipeline bubble: %.1f %% measured vs %.1f %% theory (%s, p=%d, m=%d)\n", pct(bubble, pspan),
-            100 * a->bubble_theory, a->schedule_name[0] ? a->schedule_name : "?", a->schedule_stages,
+            100 * a->bubble_theory,
+            a->schedule_name[0] ? ssa_text_safe(a->schedule_name, safe, sizeof safe) : "?",
+            a->schedule_stages,
             a->schedule_microbatches);
   }
   if (idle > 0) {
@@ -171,9 +176,9 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
   fprintf(f, "%8s %12s %12s %7s  %s\n", "count", "total", "mean", "share", "name");
   for (size_t i = 0; i < a->nkernels && i < (size_t)a->opt.top_n; i++) {
     const ssa_kernel_row *k = &a->kernels[i];
-    fprintf(f, "%8llu %12s %12s %6.1f%%  %.80s\n", (unsigned long long)k->count,
+    fprintf(f, "%8llu %12s %12s %6.1f%%  %s\n", (unsigned long long)k->count,
             fmt_ns(k->total, b1, sizeof b1), fmt_ns(k->count ? k->total / (int64_t)k->count : 0, b2, sizeof b2),
-            pct(k->total, a->kernel_time_total), ssa_name(a, k->name));
+            pct(k->total, a->kernel_time_total), ssa_text_safe(ssa_name(a, k->name), safe, 81));
   }
   if (a->nculprits) {
     fprintf(f, "\n== stragglers beyond the schedule (culprit phase vs peers in the same step) ==\n");
@@ -196,7 +201,7 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
     for (size_t i = 0; i < a->ncoll_summaries && i < (size_t)a->opt.top_n; i++) {
       const ssa_coll_summary *s = &a->coll_summaries[i];
       fprintf(f, "%-15s %-6s %12llu %6llu %12s %12s %7.2f GB/s %6.2f GB/s\n", stepscope_collective_op_name(s->op),
-              ssa_name(a, s->group), (unsigned long long)s->bytes, (unsigned long long)s->count,
+              ssa_text_safe(ssa_name(a, s->group), safe, sizeof safe), (unsigned long long)s->bytes, (unsigned long long)s->count,
               fmt_ns(s->count ? s->transfer_total / (int64_t)s->count : 0, b1, sizeof b1),
               fmt_ns(s->skew_max, b2, sizeof b2), s->algbw, s->busbw);
     }
@@ -291,10 +296,11 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
   for (size_t i = 0; i < run->nranks; i++) nw += run->ranks[i].nwarnings;
   if (nw) {
     fprintf(f, "\n== warnings (%zu) ==\n", nw);
-    for (size_t i = 0; i < run->nwarnings; i++) fprintf(f, "- %s\n", run->warnings[i]);
+    for (size_t i = 0; i < run->nwarnings; i++) fprintf(f, "- %s\n", ssa_text_safe(run->warnings[i], safe, sizeof safe));
     for (size_t i = 0; i < run->nranks; i++)
-      for (size_t w = 0; w < run->ranks[i].nwarnings; w++) fprintf(f, "- %s\n", run->ranks[i].warnings[w]);
-    for (size_t i = 0; i < a->nwarnings; i++) fprintf(f, "- %s\n", a->warnings[i]);
+      for (size_t w = 0; w < run->ranks[i].nwarnings; w++)
+        fprintf(f, "- %s\n", ssa_text_safe(run->ranks[i].warnings[w], safe, sizeof safe));
+    for (size_t i = 0; i < a->nwarnings; i++) fprintf(f, "- %s\n", ssa_text_safe(a->warnings[i], safe, sizeof safe));
   }
   return ferror(f) ? STEPSCOPE_E_IO : 0;
 }

@@ -23,6 +23,7 @@
 
 #include "kineto_source.h"
 #include "ssa_model.h"
+#include "ssa_out.h"
 
 static const ssa_source ssa_sources[] = {
     {"stepscope trace", ssa_trace_source_matches, ssa_trace_source_load},
@@ -195,13 +196,19 @@ static int check_rank_set(ssa_run *run) {
   if (world > 0 && run->nranks < (size_t)world) {
     char list[300] = "";
     size_t j = 0, len = 0;
-    int missing = 0;
-    for (int r = 0; r < world; r++) {
+    /* counted from the ranks present and listed until the list is full: a
+     * header may declare any world size (up to 2^31 - 1), so no loop over
+     * the world */
+    int missing = world, listed = 0;
+    for (size_t i = 0; i < run->nranks; i++)
+      if (run->ranks[i].rank >= 0 && run->ranks[i].rank < world) missing--;
+    for (int r = 0; r < world && len < sizeof list - 16; r++) {
       while (j < run->nranks && run->ranks[j].rank < r) j++;
       if (j < run->nranks && run->ranks[j].rank == r) continue;
-      missing++;
-      if (len < sizeof list - 16) len += (size_t)snprintf(list + len, sizeof list - len, "%s%d", missing > 1 ? ", " : "", r);
+      listed++;
+      len += (size_t)snprintf(list + len, sizeof list - len, "%s%d", listed > 1 ? ", " : "", r);
     }
+    if (listed == missing) len = 0; /* all listed: no ", ..." */
     if (missing)
       ssa_run_warn(run, "%d of %d ranks have no trace file (missing: %s%s)", missing, world, list,
                    len >= sizeof list - 16 ? ", ..." : "");
@@ -235,6 +242,7 @@ int ssa_run_load(ssa_run *run, const char *path, const ssa_load_options *opt,
   size_t nfiles;
   int rc = list_files(path, &files, &nfiles, err);
   if (rc) return rc;
+  for (size_t i = 0; i < nfiles; i++) ssa_out_protect_input(files[i]); /* never written over */
   if (nfiles == 0) {
     set_err(err, STEPSCOPE_E_ARGUMENT, "%s: no rank files (rank-*.trace.zst) found", path);
     free(files);
@@ -312,7 +320,11 @@ int ssa_run_load(ssa_run *run, const char *path, const ssa_load_options *opt,
   free(p.tasks);
   if (rc) return rc;
   if (run->nranks == 0) {
-    set_err(err, STEPSCOPE_E_FORMAT, "%s: no rank file could be read", path);
+    if (err) { /* say why, with the first file's reason */
+      err->code = STEPSCOPE_E_FORMAT;
+      snprintf(err->message, sizeof err->message, "%s: no rank file could be read (%s)", path,
+               run->nwarnings ? run->warnings[0] : "?");
+    }
     return STEPSCOPE_E_FORMAT;
   }
   qsort(run->ranks, run->nranks, sizeof *run->ranks, cmp_rank);

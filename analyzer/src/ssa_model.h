@@ -30,6 +30,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "stepscope.h"
 
@@ -162,6 +163,8 @@ typedef struct ssa_rank {
   uint64_t dropped[8];          /* by stepscope_drop_source */
   uint64_t memory_peak_bytes;   /* max in_use_bytes of MEMORY records */
   uint64_t records;             /* records fed */
+  uint64_t damaged_regions;     /* damaged parts of the file skipped (their records lost) */
+  uint64_t damaged_bytes, file_bytes;
 
   char **warnings; size_t nwarnings, warnings_cap;
 
@@ -203,6 +206,9 @@ int ssa_rank_add_record(ssa_rank *r, const stepscope_record *rec);
 int ssa_rank_warn(ssa_rank *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Sorts, joins by correlation, links collectives, classifies. */
 int ssa_rank_finish(ssa_rank *r);
+/* Clamps every time to +-(2^62 - 1) ns with a warning (time_bounds.c), so
+ * that differences of times never overflow; called by ssa_rank_finish. */
+int ssa_rank_bound_times(ssa_rank *r);
 /* Lane index for (kind, id), created on demand; SSA_NONE on failure. */
 uint32_t ssa_rank_lane(ssa_rank *r, uint8_t kind, uint64_t id);
 /* Metadata value for a key (the last one set), or NULL. */
@@ -253,6 +259,9 @@ int ssa_run_load(ssa_run *run, const char *path, const ssa_load_options *opt,
  * ownership of `ranks`, finishes them and aligns clocks. */
 int ssa_run_from_ranks(ssa_run *run, ssa_rank *ranks, size_t nranks, stepscope_error *err);
 void ssa_run_free(ssa_run *run);
+/* Prints one line per rank whose file had damaged parts skipped (records
+ * lost), each starting with `prefix` (run_losses.c); returns the count. */
+size_t ssa_run_print_losses(const ssa_run *run, FILE *f, const char *prefix);
 int ssa_run_warn(ssa_run *run, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Clock alignment (clock_align.c): fills offsets, origin and warnings. */

@@ -3,6 +3,14 @@
  * Chrome export: plain file, stdout ("-") or gzip (zlib) when the name ends
  * in ".gz". Numbers are formatted by hand (no printf on the hot path); the
  * first I/O error sticks and is returned by ssa_out_close.
+ *
+ * A file is written under a temporary name in its directory and renamed to
+ * its name by ssa_out_close only when every write succeeded, so a full disk
+ * or a crash never leaves a truncated output under the final name (and an
+ * earlier good file stays). Outputs that are not regular files (/dev/null,
+ * a pipe, /dev/stdout) are written directly. An output that is the same
+ * file (same inode) as an input registered with ssa_out_protect_input is
+ * refused: a command never writes over what it reads.
  */
 #ifndef SSA_OUT_H
 #define SSA_OUT_H
@@ -19,11 +27,26 @@ typedef struct ssa_out {
   int error;
   int owns_file;
   uint64_t bytes;        /* uncompressed bytes written */
+  char *tmp_path;        /* written here, renamed to final_path on success */
+  char *final_path;
+  int flush_errno;       /* errno of the first failed write */
+  char why[320];         /* why ssa_out_open or ssa_out_close failed */
 } ssa_out;
+
+/* Registers a file this process reads (a trace, a report): ssa_out_open
+ * refuses to write over it. Thread-safe; paths that do not exist are
+ * ignored. */
+void ssa_out_protect_input(const char *path);
+/* 0 when writing `path` would not touch a registered input; otherwise
+ * STEPSCOPE_E_ARGUMENT with a message in why[n]. */
+int ssa_out_check_target(const char *path, char *why, size_t n);
 
 int ssa_out_open(ssa_out *o, const char *path);      /* 0 or STEPSCOPE_E_IO/NOMEM */
 int ssa_out_open_file(ssa_out *o, FILE *f);          /* does not close f */
-int ssa_out_close(ssa_out *o);                       /* flushes; 0 or the first error */
+/* Flushes and closes; on success renames the temporary file to its name,
+ * on any error removes it (the final name is left untouched). 0 or the
+ * first error (o->why says what). */
+int ssa_out_close(ssa_out *o);
 void ssa_out_flush(ssa_out *o);
 void ssa_out_write(ssa_out *o, const char *s, size_t n);
 void ssa_out_str(ssa_out *o, const char *s);
@@ -39,6 +62,12 @@ void ssa_out_double(ssa_out *o, double v);
 void ssa_out_json_string(ssa_out *o, const char *s);
 /* raw text, with invalid UTF-8 sequences replaced by U+FFFD */
 void ssa_out_utf8(ssa_out *o, const char *s);
+/* Terminal-safe text (text_escape.c): control characters (C0, DEL, C1) and
+ * bytes that are not UTF-8 as \xNN, \n \r \t \\ escaped; valid UTF-8 kept.
+ * ssa_text_safe writes into buf (n bytes, cut at a character boundary) and
+ * returns it; ssa_fputs_safe writes any length to f. */
+const char *ssa_text_safe(const char *s, char *buf, size_t n);
+void ssa_fputs_safe(const char *s, FILE *f);
 /* Whether s is exactly one JSON value (json_valid.c). */
 int ssa_json_valid(const char *s);
 

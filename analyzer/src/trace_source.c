@@ -239,6 +239,9 @@ out:
     for (size_t i = 0; i < stepscope_reader_warning_count(rd); i++)
       ssa_rank_warn(r, "%s", stepscope_reader_warning(rd, i));
     r->unknown_records += stepscope_reader_unknown_records(rd);
+    r->damaged_regions = stepscope_reader_damaged_regions(rd);
+    r->damaged_bytes = stepscope_reader_damaged_bytes(rd);
+    r->file_bytes = stepscope_reader_file_size(rd);
   } else if (err) {
     err->code = rc;
     snprintf(err->message, sizeof err->message, "%s: %s while loading", path,

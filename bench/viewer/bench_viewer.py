@@ -79,7 +79,7 @@ def main():
             load_before = os.getloadavg()
             browser_pid = d.service.process.pid
             cpu0 = (tree_cpu_s(browser_pid), tree_cpu_s(srv.proc.pid), busy_cpu_s())
-            d.get(srv.url + o.query)
+            d.get(srv.page(o.query))
             harness.wait_state(d, timeout=300)
             cpu1 = (tree_cpu_s(browser_pid), tree_cpu_s(srv.proc.pid), busy_cpu_s())
             events = d.execute_script("return stepscope.app.A.model.eventCount")

@@ -5,7 +5,8 @@ through Selenium (Debian's chromium + chromium-driver + python3-selenium), wait 
 the page to become interactive, and collect console errors.
 
 How it works: the server is started with --port 0 and its first stdout line gives
-the URL. Chromium runs with --headless=new --no-sandbox --disable-gpu (it runs as
+the URL with its access token (Server.page() builds page URLs with it; raw HTTP
+clients send Server.cookie). Chromium runs with --headless=new --no-sandbox --disable-gpu (it runs as
 root in CI) and browser logging enabled, so console errors can be asserted on.
 Missing Chromium or Selenium makes the tests exit 77 (CTest SKIP), never pass.
 """
@@ -41,13 +42,21 @@ class Server:
             cmd += ["--compare", compare]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()
-        m = re.search(r"(http://[^ ]+/)", line)
+        m = re.search(r"(http://[^ ]+/)\?token=([0-9a-f]+)", line)
         if not m:
             err = self.proc.stderr.read() if self.proc.poll() is not None else ""
-            raise RuntimeError("stepscope view printed no URL: %r %s" % (line, err))
-        self.url = m.group(1)
+            raise RuntimeError("stepscope view printed no URL with a token: %r %s" % (line, err))
+        self.url = m.group(1)      # the server's root, without the token
+        self.token = m.group(2)    # the access token printed in the URL
         self.port = int(re.search(r":(\d+)/", self.url).group(1))
+        self.cookie = "stepscope-%d=%s" % (self.port, self.token)
         self.banner = [line]
+
+    def page(self, query=""):
+        """The viewer's URL with the access token (as printed) and an optional
+        query ("chunk=7" or "?chunk=7"): the server trades the token for a cookie."""
+        query = query.lstrip("?")
+        return self.url + "?token=" + self.token + ("&" + query if query else "")
 
     def close(self):
         if self.proc.poll() is None:

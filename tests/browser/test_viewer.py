@@ -46,7 +46,7 @@ def case_timeline(exe, work, d):
     trace = load_json(os.path.join(run, "trace.json"))
     world = report["run"]["world"]
     with harness.Server(exe, run) as srv:
-        d.get(srv.url)
+        d.get(srv.page())
         harness.wait_state(d)
         groups = js(d, "return stepscope.groups()")
         check(len(groups) == world, "one group per rank (%d groups, world %d)" % (len(groups), world))
@@ -127,7 +127,7 @@ def case_chunks(exe, work, d):
                               "--microbatches", "2", "--layers", "1")
     trace = load_json(os.path.join(run, "trace.json"))
     with harness.Server(exe, run) as srv:
-        d.get(srv.url + "?chunk=7")
+        d.get(srv.page("?chunk=7"))
         harness.wait_state(d)
         n = js(d, "return stepscope.app.A.model.eventCount")
         check(n == len(trace["traceEvents"]), "7-byte chunks: all %d events read" % n)
@@ -144,7 +144,7 @@ def case_pipeline(exe, work, d):
     run = harness.make_sample(os.path.join(work, "run_pp4"), "--dp", str(dp), "--pp", str(pp), "--microbatches", str(mb),
                               "--steps", "2", "--seed", "3")
     with harness.Server(exe, run) as srv:
-        d.get(srv.url)
+        d.get(srv.page())
         harness.wait_state(d)
         d.find_element(By.CSS_SELECTOR, ".tab[data-tab=pipeline]").click()
         labels = d.find_elements(By.CSS_SELECTOR, "#pipeline-chart text.stage-label")
@@ -172,7 +172,7 @@ def case_compare(exe, work, d):
     a = harness.make_sample(os.path.join(work, "cmp_a"), "--dp", "2", "--pp", "2", "--microbatches", "4", "--steps", "3")
     b = harness.make_sample(os.path.join(work, "cmp_b"), "--dp", "2", "--pp", "2", "--microbatches", "8", "--steps", "3")
     with harness.Server(exe, a, compare=b) as srv:
-        d.get(srv.url)
+        d.get(srv.page())
         harness.wait_state(d)
         d.find_element(By.CSS_SELECTOR, ".tab[data-tab=compare]").click()
         runs = d.find_element(By.ID, "compare-runs").text
@@ -224,7 +224,7 @@ def case_real(exe, work, d):
         subprocess.run([gen, run, "--ranks", "4", "--steps", "3", "--pipeline", "--overlap", "--flops"],
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     with harness.Server(exe, run) as srv:
-        d.get(srv.url)
+        d.get(srv.page())
         harness.wait_state(d)
         groups = js(d, "return stepscope.groups()")
         check(len(groups) == 4 and all(g["name"].startswith("rank %d (" % k) for k, g in enumerate(groups)),
@@ -275,7 +275,7 @@ def case_pipeline_real(exe, work, d):
                         "--microbatches", str(mb), "--steps", str(steps))
         report = analyze_json(exe, run, os.path.join(work, "train_%s_report.json" % sched))
         with harness.Server(exe, run) as srv:
-            d.get(srv.url)
+            d.get(srv.page())
             harness.wait_state(d)
             d.find_element(By.CSS_SELECTOR, ".tab[data-tab=pipeline]").click()
             labels = d.find_elements(By.CSS_SELECTOR, "#pipeline-chart text.stage-label")
@@ -323,7 +323,7 @@ def case_compare_real(exe, work, d):
     rb = load_json(os.path.join(b, "report.json"))
     check(sorted({s["step"] for r in rb["ranks"] for s in r["steps"]}) == [1, 2], "B's report holds steps 1 and 2")
     with harness.Server(exe, a, compare=b) as srv:
-        d.get(srv.url)
+        d.get(srv.page())
         harness.wait_state(d)
         d.find_element(By.CSS_SELECTOR, ".tab[data-tab=compare]").click()
         labels = [t.text for t in d.find_elements(By.CSS_SELECTOR, "#compare-steps svg text") if " step " in t.text]
@@ -361,7 +361,9 @@ def case_compare_real(exe, work, d):
         check(src["exposed_comm"] == "diff" and src["idle"] == "diff", "verdicts come from the diff where it has the metric %s" % src)
         for name, key in (("exposed_comm", "exposed_comm"), ("idle", "idle")):
             h = diff["headline"][key]
-            want = "noise" if h["noise"] else ("lower in B" if h["abs_change"] < 0 else "higher in B")
+            v = h.get("verdict")
+            want = (("lower in B" if h["abs_change"] < 0 else "higher in B") + " (%s)" % v
+                    if v in ("better", "worse") else v)
             check(cells[name][6] == want, "%s verdict is the diff's (%s)" % (name, want))
         status = d.find_element(By.ID, "status").text
         check("B:" in status and "events" in status.split("B:")[1], "the status bar reports run B once loaded (%s)" % status)
@@ -396,7 +398,7 @@ def case_parser(exe, work, d):
     run = harness.make_sample(os.path.join(work, "run_small"), "--dp", "1", "--pp", "2", "--steps", "1",
                               "--microbatches", "2", "--layers", "1")
     with harness.Server(exe, run) as srv:
-        d.get(srv.url)
+        d.get(srv.page())
         harness.wait_state(d)
         check(js(d, "return stepscope.parseMode()") == "worker", "the trace was parsed in a Web Worker")
         res = js(d, """
@@ -452,7 +454,7 @@ return out;""", PARSER_DOCS, PARSER_BAD)
             len(PARSER_DOCS), len(PARSER_BAD), res[:3]))
         # the same run parsed on the page (no worker) gives the same model
         n_worker = js(d, "var m = stepscope.app.A.model; return [m.eventCount, m.n, m.flows.n, m.names.length]")
-        d.get(srv.url + "?worker=0&chunk=5")
+        d.get(srv.page("?worker=0&chunk=5"))
         harness.wait_state(d)
         check(js(d, "return stepscope.parseMode()") == "page", "?worker=0 parses on the page")
         check(js(d, "var m = stepscope.app.A.model; return [m.eventCount, m.n, m.flows.n, m.names.length]") == n_worker,

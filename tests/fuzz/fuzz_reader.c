@@ -1,8 +1,10 @@
 /*
  * fuzz_reader.c — libFuzzer target for the trace reader: any byte string is
  * given to the reader as a file; every record is read, its strings resolved
- * and formatted as JSON. The reader must return data or an error, never
- * crash, hang or read out of bounds (ASan + UBSan watch).
+ * and formatted as JSON; then the file is loaded as a rank of a run and
+ * the full analysis and every output run on it (fuzz_analyse.h). The reader
+ * and the analysis must return data or an error, never crash, hang or read
+ * out of bounds (ASan + UBSan watch).
  *
  * Two ways in, chosen by the first byte: odd, the rest of the input is the
  * decompressed content of a frame that follows a valid header frame (the
@@ -24,6 +26,7 @@
 
 #include <zstd.h>
 
+#include "fuzz_analyse.h"
 #include "record_codec.h"
 #include "stepscope.h"
 
@@ -78,6 +81,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     stepscope_reader_close(r);
   } else if (err.message[0] == '\0') {
     abort(); /* every failure must say why */
+  }
+  if (r) { /* the same file through the analyzer's loader, then analysed */
+    ssa_rank *rank = calloc(1, sizeof *rank);
+    if (rank && ssa_rank_init(rank) == 0 && ssa_trace_source_load(path, rank, &err) == 0) {
+      fuzz_analyse_ranks(rank, 1);
+    } else if (rank) {
+      ssa_rank_free(rank);
+      free(rank);
+    }
   }
   close(fd);
   return 0;

@@ -2,12 +2,15 @@
 """test_server.py — `stepscope view`'s HTTP server refuses what it must refuse.
 
   test_server.py STEPSCOPE_EXE WORK_DIR CASE
-      CASE: traversal | methods | serve | ranges | concurrent | cli
+      CASE: traversal | methods | serve | ranges | concurrent | cli | token | heads |
+            slowloris
 
 Requests are written on raw sockets so that paths reach the server exactly as
 typed (no client-side normalisation of "..", "%2e%2e" or "//"). A secret file is
 placed next to the run directory and a symbolic link to it inside the run: no
-request may return its content. Exit 0 pass, 1 fail.
+request may return its content. Every request carries the access cookie
+(COOKIE, set from the URL the server printed) unless a case says otherwise.
+Exit 0 pass, 1 fail.
 """
 
 import os
@@ -20,6 +23,14 @@ import harness  # noqa: E402
 from harness import check  # noqa: E402
 
 SECRET = b"TOP-SECRET-do-not-serve"
+COOKIE = ""  # "Cookie: stepscope-<port>=<token>\r\n" of the server under test
+
+
+def start(exe, run, **kw):
+    global COOKIE
+    srv = harness.Server(exe, run, **kw)
+    COOKIE = "Cookie: %s\r\n" % srv.cookie
+    return srv
 
 
 def raw(port, request, host="127.0.0.1"):
@@ -37,8 +48,10 @@ def raw(port, request, host="127.0.0.1"):
     return status, head.decode("latin-1"), body
 
 
-def get(port, path, method="GET", headers=""):
-    return raw(port, ("%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n%s\r\n" % (method, path, port, headers)).encode("latin-1"))
+def get(port, path, method="GET", headers="", cookie=None):
+    cookie = COOKIE if cookie is None else cookie
+    return raw(port, ("%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n%s%s\r\n" %
+                      (method, path, port, cookie, headers)).encode("latin-1"))
 
 
 def setup(work):
@@ -57,7 +70,7 @@ def setup(work):
 
 def case_traversal(exe, work):
     run = setup(work)
-    with harness.Server(exe, run) as srv:
+    with start(exe, run) as srv:
         p = srv.port
         attacks = ["/run/a/../../secret.txt", "/run/a/..%2f..%2fsecret.txt", "/run/a/%2e%2e/%2e%2e/secret.txt",
                    "/run/a/%2E%2E/secret.txt", "/run/a/%2e%2e%2f%2e%2e%2fsecret.txt", "/run/a/leak.json",
@@ -70,13 +83,13 @@ def case_traversal(exe, work):
             status, head, body = get(p, a)
             check(status in (400, 404) and SECRET not in body, "%s refused (%d)" % (a[:60], status))
         status, _, body = get(p, "/run/a/inner-link.json")
-        check(status == 200 and b"schema_version" in body, "a link staying inside the run is served")
+        check(status == 404, "a link inside the run is not served either: only the export and report are")
         check(srv.proc.poll() is None, "the server survived every attempt")
 
 
 def case_methods(exe, work):
     run = setup(work)
-    with harness.Server(exe, run) as srv:
+    with start(exe, run) as srv:
         p = srv.port
         for m in ("POST", "PUT", "DELETE", "OPTIONS", "PATCH", "TRACE"):
             status, _, _ = get(p, "/run/a/trace.json", method=m)
@@ -84,7 +97,7 @@ def case_methods(exe, work):
         status, head, body = get(p, "/run/a/trace.json", method="HEAD")
         size = os.path.getsize(os.path.join(run, "trace.json"))
         check(status == 200 and ("Content-Length: %d" % size) in head and body == b"", "HEAD gives the length, no body")
-        status, _, _ = raw(p, b"GET /index.html HTTP/1.1\r\nHost: evil.example.com\r\n\r\n")
+        status, _, _ = raw(p, ("GET /index.html HTTP/1.1\r\nHost: evil.example.com\r\n%s\r\n" % COOKIE).encode())
         check(status == 403, "a foreign Host header is refused (DNS rebinding)")
         status, _, _ = raw(p, b"garbage\r\n\r\n")
         check(status == 400, "a malformed request line is refused")
@@ -97,7 +110,7 @@ def case_methods(exe, work):
 
 def case_serve(exe, work):
     run = setup(work)
-    with harness.Server(exe, run) as srv:
+    with start(exe, run) as srv:
         p = srv.port
         check(srv.url.startswith("http://127.0.0.1:"), "prints the URL (%s)" % srv.url.strip())
         status, head, body = get(p, "/")
@@ -109,6 +122,12 @@ def case_serve(exe, work):
             check(status == 200 and body == f.read(), "the run's export is served byte for byte")
         status, _, body = get(p, "/api/runs")
         check(status == 200 and b'"trace":"run/a/trace.json"' in body, "the run listing names the files")
+        status, head, _ = get(p, "/")
+        check("Content-Security-Policy: " in head and "frame-ancestors 'none'" in head and
+              "X-Frame-Options: DENY" in head, "a Content-Security-Policy with frame-ancestors 'none'")
+        csp = [l for l in head.split("\r\n") if l.startswith("Content-Security-Policy:")][0]
+        check("script-src 'self' blob:" in csp and "connect-src 'self'" in csp and "'unsafe-eval'" not in csp,
+              "scripts and workers from this origin (and blob: workers), connections to it only")
         status, _, _ = get(p, "/nothing-here")
         check(status == 404, "unknown paths are 404")
 
@@ -118,7 +137,7 @@ def case_ranges(exe, work):
     with open(os.path.join(run, "trace.json"), "rb") as f:
         whole = f.read()
     n = len(whole)
-    with harness.Server(exe, run) as srv:
+    with start(exe, run) as srv:
         p = srv.port
         status, head, body = get(p, "/run/a/trace.json")
         check(status == 200 and "Accept-Ranges: bytes" in head and body == whole, "files announce byte ranges")
@@ -147,7 +166,7 @@ def case_concurrent(exe, work):
     run = setup(work)
     with open(os.path.join(run, "trace.json"), "rb") as f:
         whole = f.read()
-    with harness.Server(exe, run) as srv:
+    with start(exe, run) as srv:
         p = srv.port
         silent = [socket.create_connection(("127.0.0.1", p), timeout=10) for _ in range(3)]
         t0 = time.monotonic()
@@ -189,7 +208,7 @@ def case_cli(exe, work):
     os.makedirs(only, exist_ok=True)
     with open(os.path.join(run, "trace.json"), "rb") as f, open(os.path.join(only, "trace.json"), "wb") as g:
         g.write(f.read())
-    with harness.Server(exe, only) as srv:
+    with start(exe, only) as srv:
         status, _, body = get(srv.port, "/api/runs")
         check(b'"report":null' in body and b"report.json" in body, "a run without report.json is served and the gap is named")
     out = os.path.join(work, "page.html")
@@ -199,8 +218,110 @@ def case_cli(exe, work):
           page.split('id="data-a-trace">')[1].split("</script>")[0], "--html writes one self-contained page")
 
 
+def case_token(exe, work):
+    """Without the token nothing is served; the printed URL trades it for an
+    HttpOnly SameSite=Strict cookie; only the export and report of a run are
+    served, not other files lying in the run directory."""
+    run = setup(work)
+    with open(os.path.join(run, "notes.txt"), "wb") as f:
+        f.write(SECRET)
+    with open(os.path.join(run, "other.json"), "wb") as f:
+        f.write(SECRET)
+    with start(exe, run) as srv:
+        p = srv.port
+        check(len(srv.token) == 32, "the printed URL carries a 128-bit token")
+        for path in ("/", "/index.html", "/js/app.js", "/api/runs", "/run/a/trace.json", "/run/a/report.json"):
+            status, _, body = get(p, path, cookie="")
+            check(status == 403 and SECRET not in body and b"traceEvents" not in body, "%s without the token: 403" % path)
+            status, _, _ = get(p, path, cookie="Cookie: %s=%s\r\n" % (srv.cookie.split("=")[0], "0" * 32))
+            check(status == 403, "%s with a wrong token: 403" % path)
+        status, _, _ = get(p, "/?token=" + "0" * 32, cookie="")
+        check(status == 403, "a wrong token in the URL: 403")
+        status, head, _ = get(p, "/?token=%s&chunk=7" % srv.token, cookie="")
+        check(status == 303 and "Location: /?chunk=7\r\n" in head, "the token URL redirects, keeping the rest of the query")
+        setc = [l for l in head.split("\r\n") if l.startswith("Set-Cookie:")]
+        check(setc and srv.cookie in setc[0] and "HttpOnly" in setc[0] and "SameSite=Strict" in setc[0],
+              "and sets an HttpOnly, SameSite=Strict cookie (%s)" % (setc[0] if setc else None))
+        status, head, _ = get(p, "/?token=%s" % srv.token, cookie="")
+        check(status == 303 and "Location: /\r\n" in head, "the bare token URL redirects to /")
+        status, _, body = get(p, "/run/a/trace.json")
+        check(status == 200 and b"traceEvents" in body, "with the cookie the export is served")
+        for name in ("notes.txt", "other.json", "rank-00000.trace.zst", "inner-link.json"):
+            status, _, body = get(p, "/run/a/" + name)
+            check(status == 404 and SECRET not in body, "%s in the run directory is not served (%d)" % (name, status))
+
+
+def case_heads(exe, work):
+    """Malformed heads are refused at once: NUL 400, oversized 431, duplicate,
+    empty or folded Host 400."""
+    import time
+    run = setup(work)
+    with start(exe, run) as srv:
+        p = srv.port
+        s = socket.create_connection(("127.0.0.1", p), timeout=5)
+        t0 = time.monotonic()
+        s.sendall(b"GET / HT\x00")  # no end of head: the NUL alone must end it
+        data = s.recv(4096)
+        s.close()
+        check(data.startswith(b"HTTP/1.1 400") and time.monotonic() - t0 < 2, "a NUL byte: 400 at once")
+        status, _, _ = raw(p, b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: " + b"a" * 9000 + b"\r\n\r\n")
+        check(status == 431, "an oversized head: 431 (%d)" % status)
+        status, _, _ = raw(p, ("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example.com\r\n%s\r\n" % COOKIE).encode())
+        check(status == 400, "two Host headers: 400 (%d)" % status)
+        status, _, _ = raw(p, ("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n evil.example.com\r\n%s\r\n" % COOKIE).encode())
+        check(status == 400, "a folded Host header: 400 (%d)" % status)
+        status, _, _ = raw(p, ("GET / HTTP/1.1\r\nX-A: 1\r\n\tfolded\r\nHost: 127.0.0.1\r\n%s\r\n" % COOKIE).encode())
+        check(status == 400, "any folded line: 400 (%d)" % status)
+        status, _, _ = raw(p, ("GET / HTTP/1.1\r\n%s\r\n" % COOKIE).encode())
+        check(status == 400, "HTTP/1.1 without Host: 400 (%d)" % status)
+        status, _, _ = get(p, "/")
+        check(status == 200, "a well-formed request still works")
+        check(srv.proc.poll() is None, "the server is still up")
+
+
+def case_slowloris(exe, work):
+    """32 (and 300) connections trickling their heads a byte at a time do not
+    keep other clients out, and each gets 408 once its head deadline passes."""
+    import time
+    run = setup(work)
+    with start(exe, run) as srv:
+        p = srv.port
+        slow = []
+        for _ in range(300):
+            c = socket.create_connection(("127.0.0.1", p), timeout=15)
+            c.sendall(b"G")
+            slow.append(c)
+        t0 = time.monotonic()
+        for i in range(5):
+            for c in slow:
+                try:
+                    c.sendall(b"E")
+                except OSError:
+                    pass
+            status, _, body = get(p, "/api/runs")
+            check(status == 200 and b"runs" in body, "request %d served beside 300 trickling connections" % i)
+            time.sleep(0.5)
+        check(time.monotonic() - t0 < 6, "five requests in %.1f s" % (time.monotonic() - t0))
+        # the 32 newest still trickle; past the deadline each is answered 408 and closed
+        live = slow[-32:]
+        deadline = time.monotonic() + 14
+        answered = 0
+        for c in live:
+            c.settimeout(max(0.1, deadline - time.monotonic()))
+            try:
+                data = c.recv(100)
+                answered += data.startswith(b"HTTP/1.1 408")
+            except OSError:
+                pass
+        check(answered == 32, "each trickling head ends with 408 after its deadline (%d of 32)" % answered)
+        for c in slow:
+            c.close()
+        check(srv.proc.poll() is None, "the server is still up")
+
+
 CASES = {"traversal": case_traversal, "methods": case_methods, "serve": case_serve, "ranges": case_ranges,
-         "concurrent": case_concurrent, "cli": case_cli}
+         "concurrent": case_concurrent, "cli": case_cli, "token": case_token, "heads": case_heads,
+         "slowloris": case_slowloris}
 
 if __name__ == "__main__":
     exe, work, case = sys.argv[1], sys.argv[2], sys.argv[3]

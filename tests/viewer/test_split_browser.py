@@ -71,21 +71,21 @@ def sample(work):
 def case_served(exe, work, d):
     run = sample(work)
     with harness.Server(exe, run) as srv:
-        one = load(d, srv.url + "?split=0")
+        one = load(d, srv.page("?split=0"))
         check(one["mode"] == "worker" and one["flows"] > 100, "?split=0: one worker, %d slices, %d flows" % (one["n"], one["flows"]))
-        two = load(d, srv.url + "?splitmin=1")
+        two = load(d, srv.page("?splitmin=1"))
         check(two["mode"] == "split", "?splitmin=1: the trace was split over two workers (%s %s)" % (two["mode"], two["note"]))
         check(same_model(two, one), "two workers give the one-worker model %s" % two)
-        page = load(d, srv.url + "?worker=0&chunk=7")
+        page = load(d, srv.page("?worker=0&chunk=7"))
         check(page["mode"] == "page" and same_model(page, one), "the page parse in 7-byte chunks gives the same model")
         cross = two["cross"]
         for q in ("?splitmin=1&split=0.2", "?splitmin=1&split=0.8", "?splitmin=1&chunk=7"):
-            r = load(d, srv.url + q)
+            r = load(d, srv.page(q))
             check(r["mode"] == "split" and same_model(r, one), "%s: split, same model (%d flows ended in the tail)" % (q, r["cross"]))
             cross += r["cross"]
         check(cross > 0, "some of these cuts had flows starting in the head and ending in the tail (%d)" % cross)
         # the default threshold keeps a small file on one worker
-        r = load(d, srv.url)
+        r = load(d, srv.page())
         check(r["mode"] == "worker" and same_model(r, one), "a %d-byte file stays on one worker by default" % os.path.getsize(os.path.join(run, "trace.json")))
 
 
@@ -108,8 +108,8 @@ def case_refused(exe, work, d):
     with open(os.path.join(run, "report.json"), "w") as f:
         json.dump({}, f)
     with harness.Server(exe, run) as srv:
-        one = load(d, srv.url + "?split=0")
-        r = load(d, srv.url + "?splitmin=1")
+        one = load(d, srv.page("?split=0"))
+        r = load(d, srv.page("?splitmin=1"))
         check(r["mode"] == "worker" and "not between two events" in r["note"],
               "a cut inside an event is refused and the head reads on alone (%s: %s)" % (r["mode"], r["note"]))
         check(same_model(r, one) and one["n"] == 2001, "same model as one worker (%d slices)" % r["n"])
@@ -139,7 +139,7 @@ def case_noranges(exe, work, d):
         r = load(d, url + "?splitmin=1")
         check(r["mode"] == "worker", "a server without byte ranges: one worker (%s)" % r["mode"])
         with harness.Server(exe, run) as srv:
-            two = load(d, srv.url + "?splitmin=1")
+            two = load(d, srv.page("?splitmin=1"))
         check(two["mode"] == "split" and same_model(r, two), "same model as the split parse from stepscope view")
     finally:
         httpd.shutdown()

@@ -471,6 +471,12 @@ const char *stepscope_reader_warning(const stepscope_reader *r, size_t i);
 /* Records of unknown kinds skipped so far. */
 uint64_t stepscope_reader_unknown_records(const stepscope_reader *r);
 
+/* Damage skipped so far: regions of the file (damaged frames, or the bad
+ * tail of a frame) whose records were lost, and their bytes in the file
+ * (estimated for a frame's tail). Reading goes on after each. */
+uint64_t stepscope_reader_damaged_regions(const stepscope_reader *r);
+uint64_t stepscope_reader_damaged_bytes(const stepscope_reader *r);
+
 /* Compressed bytes consumed so far (for progress). */
 uint64_t stepscope_reader_offset(const stepscope_reader *r);
 uint64_t stepscope_reader_file_size(const stepscope_reader *r);

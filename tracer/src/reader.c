@@ -25,6 +25,18 @@
  * a truncation: that frame is dropped with a warning and reading ends
  * normally. After an error the reader stays in the error state; records
  * returned before stay valid.
+ *
+ * Damage. Frames are independent (the time and correlation deltas restart
+ * in each), so once the header is read a damaged frame costs only its own
+ * records: a frame that zstd rejects (bad checksum, bad block, too large)
+ * is skipped, the reader searches the following bytes for the next zstd
+ * frame magic and goes on from there; a frame whose content holds a bad
+ * record keeps the records before it and drops the rest. Each damaged
+ * region becomes one warning (offsets, bytes), and a last warning sums up
+ * what was lost. Strings are defined once per file (docs/trace-format.md
+ * §3), so strings defined in a skipped frame are gone: after damage, ids
+ * not defined are accepted and read as "?<id>" (stepscope_reader_string),
+ * and the next STRING record may jump over the lost ids.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -46,6 +58,8 @@
 #define MAX_STRINGS (1u << 28)
 #define WINDOW_LOG_MAX 26 /* the writer's frames need far less; bounds decoder memory */
 #define MAX_WARNINGS 64
+#define MAX_LOST_STRING_IDS (1u << 22) /* string ids all damage together may skip */
+#define PLACEHOLDERS 8
 
 struct stepscope_reader {
   char *path;
@@ -71,17 +85,27 @@ struct stepscope_reader {
   size_t strings_cap;
   string_arena arena;      /* strings and metadata values */
 
-  char *warnings[MAX_WARNINGS];
+  char *warnings[MAX_WARNINGS + 1]; /* the last slot: the summary of damage */
   size_t nwarnings;
   uint64_t unknown;
   stepscope_error sticky;   /* code != 0 once an error happened */
   int done;
+
+  /* damage (see the header comment) */
+  int damaged;              /* a frame was skipped: undefined string ids allowed */
+  int in_damage;            /* searching or skipping: damage_start..here is lost */
+  uint64_t damage_start;    /* file offset where the current damaged region began */
+  char damage_why[160];     /* what was wrong at its start */
+  uint64_t damaged_regions, damaged_bytes; /* bytes: of the file (estimated for frame tails) */
+  uint32_t lost_string_ids; /* ids skipped by STRING records after damage (bounded) */
+  char placeholder[PLACEHOLDERS][16]; /* "?<id>" answers of stepscope_reader_string */
+  unsigned next_placeholder;
 };
 
 static void add_warning(stepscope_reader *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void add_warning(stepscope_reader *r, const char *fmt, ...) {
-  if (r->nwarnings >= MAX_WARNINGS) return;
+  if (r->nwarnings >= MAX_WARNINGS && !(r->done && r->nwarnings == MAX_WARNINGS)) return;
   char buf[512];
   va_list ap;
   va_start(ap, fmt);
@@ -132,6 +156,77 @@ static int reserve_frame(stepscope_reader *r, size_t cap) {
   return r->frame ? 0 : -1;
 }
 
+/* Ends the damaged region (if any) at file offset `to`: one warning. */
+static void end_damage(stepscope_reader *r, uint64_t to) {
+  if (!r->in_damage) return;
+  r->in_damage = 0;
+  uint64_t n = to > r->damage_start ? to - r->damage_start : 0;
+  r->damaged_regions++;
+  r->damaged_bytes += n;
+  add_warning(r,
+              "%s: offset %llu: damaged data (%s); %llu bytes skipped, their records are lost; "
+              "reading %s",
+              r->path, (unsigned long long)r->damage_start, r->damage_why, (unsigned long long)n,
+              to >= r->file_size ? "ended there (no later frame)" : "resumed at the next frame");
+}
+
+/* A bad record at byte `at` of the current (intact) frame: the rest of the
+ * frame is dropped; its share of the frame's file bytes counts as lost. */
+static void drop_frame_tail(stepscope_reader *r, size_t at) {
+  uint64_t frame_bytes = r->in_file_offset + r->in_pos - r->frame_offset;
+  r->damaged = 1;
+  r->damaged_regions++;
+  if (r->frame_len)
+    r->damaged_bytes += (uint64_t)((double)frame_bytes * (double)(r->frame_len - at) /
+                                   (double)r->frame_len);
+  r->frame_pos = r->frame_len;
+}
+
+/* The frame at r->frame_offset is damaged: starts (or extends) a damaged
+ * region and positions the input at the next zstd frame magic after it.
+ * 1: positioned, 0: none before the end of the file, <0: read error. */
+static int resync(stepscope_reader *r, const char *why, stepscope_error *err) {
+  static const uint8_t magic[4] = {0x28, 0xb5, 0x2f, 0xfd};
+  if (!r->in_damage) {
+    r->in_damage = 1;
+    r->damage_start = r->frame_offset;
+    snprintf(r->damage_why, sizeof r->damage_why, "%s", why);
+  }
+  r->damaged = 1;
+  ZSTD_DCtx_reset(r->dctx, ZSTD_reset_session_only);
+  r->frame_len = r->frame_pos = 0;
+  r->frame_ready = 0;
+  uint64_t from = r->frame_offset + 1;
+  if (from >= r->in_file_offset && from <= r->in_file_offset + r->in_len) {
+    r->in_pos = (size_t)(from - r->in_file_offset);
+  } else { /* the frame streamed past the buffer: read again from there */
+    if (lseek(r->fd, (off_t)from, SEEK_SET) < 0) {
+      error_set(err, STEPSCOPE_E_IO, from, "%s: offset %llu: seek failed: %s", r->path,
+                (unsigned long long)from, strerror(errno));
+      return STEPSCOPE_E_IO;
+    }
+    r->in_file_offset = from;
+    r->in_len = r->in_pos = 0;
+    r->eof = 0;
+  }
+  for (;;) {
+    size_t left = r->in_len - r->in_pos;
+    const uint8_t *hit = left >= 4 ? memmem(r->in + r->in_pos, left, magic, 4) : NULL;
+    if (hit) {
+      r->in_pos = (size_t)(hit - r->in);
+      return 1;
+    }
+    if (left > 3) r->in_pos = r->in_len - 3; /* the magic may straddle the refill */
+    int rc = r->eof ? 1 : fill_input(r, err);
+    if (rc < 0) return rc;
+    if (rc == 1) {
+      end_damage(r, r->file_size);
+      r->in_pos = r->in_len;
+      return 0;
+    }
+  }
+}
+
 /* Decompresses the next complete frame into r->frame. Returns 1 when a frame
  * is ready, 0 at the (clean or truncated) end, <0 on error. */
 static int next_frame(stepscope_reader *r, stepscope_error *err) {
@@ -164,6 +259,12 @@ static int next_frame(stepscope_reader *r, stepscope_error *err) {
     }
     if (r->frame_cap - r->frame_len < ZSTD_DStreamOutSize()) {
       size_t cap = r->frame_cap ? r->frame_cap * 2 : 2 * ZSTD_DStreamOutSize();
+      if (cap > MAX_FRAME_CONTENT + ZSTD_DStreamOutSize() && r->header.format_major) {
+        int rc = resync(r, "a frame larger than 64 MiB of records", err);
+        if (rc <= 0) return rc;
+        started = 0;
+        continue;
+      }
       if (cap > MAX_FRAME_CONTENT + ZSTD_DStreamOutSize()) {
         error_set(err, STEPSCOPE_E_LIMIT, r->frame_offset,
                   "%s: offset %llu: expected a frame of at most %u bytes of records, found a "
@@ -185,6 +286,14 @@ static int next_frame(stepscope_reader *r, stepscope_error *err) {
     size_t ret = ZSTD_decompressStream(r->dctx, &out, &in);
     r->in_pos = in.pos;
     r->frame_len = out.pos;
+    if (ZSTD_isError(ret) && r->header.format_major) { /* after the header: skip it */
+      char why[128];
+      snprintf(why, sizeof why, "not a valid zstd frame: %s", ZSTD_getErrorName(ret));
+      int rc = resync(r, why, err);
+      if (rc <= 0) return rc;
+      started = 0;
+      continue;
+    }
     if (ZSTD_isError(ret)) {
       error_set(err, STEPSCOPE_E_FORMAT, r->frame_offset,
                 "%s: offset %llu: expected a valid zstd frame: %s", r->path,
@@ -192,12 +301,19 @@ static int next_frame(stepscope_reader *r, stepscope_error *err) {
       return STEPSCOPE_E_FORMAT;
     }
     if (r->frame_len > MAX_FRAME_CONTENT) {
+      if (r->header.format_major) {
+        int rc = resync(r, "a frame larger than 64 MiB of records", err);
+        if (rc <= 0) return rc;
+        started = 0;
+        continue;
+      }
       error_set(err, STEPSCOPE_E_LIMIT, r->frame_offset,
                 "%s: offset %llu: expected a frame of at most %u bytes of records", r->path,
                 (unsigned long long)r->frame_offset, MAX_FRAME_CONTENT);
       return STEPSCOPE_E_LIMIT;
     }
     if (ret == 0) { /* frame complete and checksum verified */
+      end_damage(r, r->frame_offset);
       if (r->frame_len == 0) { /* e.g. a skippable frame: nothing to read */
         started = 0;
         continue;
@@ -207,6 +323,10 @@ static int next_frame(stepscope_reader *r, stepscope_error *err) {
     }
   }
 at_eof:
+  if (r->in_damage) { /* the region runs to the end (with any last partial frame) */
+    end_damage(r, r->file_size);
+    return 0;
+  }
   if (started && (r->frame_len > 0 || r->in_file_offset + r->in_len > r->frame_offset)) {
     add_warning(r,
                 "%s: offset %llu: truncated: the last frame is incomplete (%llu bytes); it was "
@@ -220,7 +340,12 @@ at_eof:
 }
 
 static int add_string(stepscope_reader *r, const stepscope_string *s, stepscope_error *err) {
-  if (s->id != r->nstrings + 1) {
+  uint32_t lost = 0; /* ids of strings defined in skipped frames */
+  if (r->damaged && s->id > r->nstrings + 1 &&
+      s->id - r->nstrings - 1 <= MAX_LOST_STRING_IDS - r->lost_string_ids && s->id < MAX_STRINGS)
+    lost = s->id - r->nstrings - 1;
+  r->lost_string_ids += lost;
+  if (s->id != r->nstrings + 1 + lost) {
     error_set(err, STEPSCOPE_E_FORMAT, r->frame_offset,
               "%s: frame at offset %llu: expected string id %u next, found %u", r->path,
               (unsigned long long)r->frame_offset, r->nstrings + 1, s->id);
@@ -231,8 +356,9 @@ static int add_string(stepscope_reader *r, const stepscope_string *s, stepscope_
               MAX_STRINGS);
     return STEPSCOPE_E_LIMIT;
   }
-  if (r->nstrings + 2 > r->strings_cap) {
+  if (r->nstrings + 2 + lost > r->strings_cap) {
     size_t cap = r->strings_cap ? r->strings_cap * 2 : 1024;
+    while (cap < r->nstrings + 2 + lost) cap *= 2;
     char **n = realloc(r->strings, cap * sizeof *n);
     if (!n) goto nomem;
     r->strings = n;
@@ -240,6 +366,7 @@ static int add_string(stepscope_reader *r, const stepscope_string *s, stepscope_
   }
   const char *copy = arena_store(r, s->data, s->length);
   if (!copy) goto nomem;
+  while (lost--) r->strings[++r->nstrings] = NULL; /* read as "?<id>" */
   r->strings[++r->nstrings] = (char *)copy;
   return 0;
 nomem:
@@ -259,12 +386,21 @@ static int next_record(stepscope_reader *r, stepscope_record *rec, stepscope_err
     const uint8_t *end = r->frame + r->frame_len;
     char why[256];
     stepscope_header hdr_scratch;
-    codec_result cr = codec_decode(&r->state, &p, end, r->nstrings, rec, &hdr_scratch, arena_store,
+    uint32_t max_id = r->damaged ? MAX_STRINGS - 1 : r->nstrings; /* lost ids: "?<id>" */
+    codec_result cr = codec_decode(&r->state, &p, end, max_id, rec, &hdr_scratch, arena_store,
                                    r, why, sizeof why);
     size_t at = r->frame_pos;
     r->frame_pos = (size_t)(p - r->frame);
     switch (cr) {
     case CODEC_ERROR:
+      if (r->header.format_major) { /* keep the records before it, drop the rest */
+        add_warning(r,
+                    "%s: frame at offset %llu, record at byte %zu: expected %s; the rest of the "
+                    "frame (%zu bytes of records) was skipped",
+                    r->path, (unsigned long long)r->frame_offset, at, why, r->frame_len - at);
+        drop_frame_tail(r, at);
+        continue;
+      }
       error_set(err, STEPSCOPE_E_FORMAT, r->frame_offset,
                 "%s: frame at offset %llu, record at byte %zu: expected %s", r->path,
                 (unsigned long long)r->frame_offset, at, why);
@@ -292,6 +428,11 @@ static int next_record(stepscope_reader *r, stepscope_record *rec, stepscope_err
       }
       if (rec->kind == STEPSCOPE_REC_STRING) {
         int rc = add_string(r, &rec->u.string, err);
+        if (rc == STEPSCOPE_E_FORMAT && r->header.format_major) { /* as a bad record */
+          add_warning(r, "%s; the rest of the frame was skipped", err ? err->message : "bad string");
+          drop_frame_tail(r, at);
+          continue;
+        }
         if (rc) return rc;
         rec->u.string.data = r->strings[rec->u.string.id];
       }
@@ -321,7 +462,10 @@ stepscope_reader *stepscope_reader_open(const char *path, stepscope_error *err) 
   r->in = r->res.in;
   r->frame = r->res.frame;
   r->frame_cap = r->res.frame_cap;
-  r->fd = open(path, O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK: opening a FIFO must not wait for a writer; anything but a
+   * regular file is refused before the first read (a FIFO, a device or a
+   * socket would block it forever). */
+  r->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   struct stat st;
   if (r->fd < 0 || fstat(r->fd, &st) != 0) {
     error_set(err, STEPSCOPE_E_IO, 0, "%s: cannot open: %s", path, strerror(errno));
@@ -333,6 +477,14 @@ stepscope_reader *stepscope_reader_open(const char *path, stepscope_error *err) 
     stepscope_reader_close(r);
     return NULL;
   }
+  if (!S_ISREG(st.st_mode)) {
+    error_set(err, STEPSCOPE_E_ARGUMENT, 0,
+              "%s: is not a regular file (a FIFO, device or socket), expected a trace file", path);
+    stepscope_reader_close(r);
+    return NULL;
+  }
+  int fl = fcntl(r->fd, F_GETFL);
+  if (fl >= 0) fcntl(r->fd, F_SETFL, fl & ~O_NONBLOCK);
   r->file_size = (uint64_t)st.st_size;
   stepscope_record rec;
   int rc = next_record(r, &rec, err);
@@ -389,13 +541,31 @@ int stepscope_reader_next(stepscope_reader *r, stepscope_record *rec, stepscope_
     return rc;
   }
   r->sticky.code = 0;
-  if (rc == 0) r->done = 1;
+  if (rc == 0) {
+    r->done = 1;
+    if (r->damaged_regions)
+      add_warning(r,
+                  "%s: %llu damaged region%s skipped (%llu of %llu bytes, %.1f %% of the file): "
+                  "their records are lost%s",
+                  r->path, (unsigned long long)r->damaged_regions,
+                  r->damaged_regions == 1 ? "" : "s", (unsigned long long)r->damaged_bytes,
+                  (unsigned long long)r->file_size,
+                  r->file_size ? 100.0 * (double)r->damaged_bytes / (double)r->file_size : 0.0,
+                  r->damaged ? "; names defined there show as ?<id>" : "");
+  }
   return rc;
 }
 
 const char *stepscope_reader_string(const stepscope_reader *r, uint32_t id) {
-  if (!r || id == 0 || id > r->nstrings) return NULL;
-  return r->strings[id];
+  if (!r || id == 0) return NULL;
+  if (id <= r->nstrings && r->strings[id]) return r->strings[id];
+  if (!r->damaged) return NULL;
+  /* a string lost with a damaged frame: "?<id>", from a small ring so that a
+   * few answers stay valid together (the reader is used by one thread) */
+  stepscope_reader *m = (stepscope_reader *)r;
+  char *p = m->placeholder[m->next_placeholder++ % PLACEHOLDERS];
+  snprintf(p, sizeof m->placeholder[0], "?%u", id);
+  return p;
 }
 
 size_t stepscope_reader_warning_count(const stepscope_reader *r) { return r ? r->nwarnings : 0; }
@@ -405,6 +575,14 @@ const char *stepscope_reader_warning(const stepscope_reader *r, size_t i) {
 }
 
 uint64_t stepscope_reader_unknown_records(const stepscope_reader *r) { return r ? r->unknown : 0; }
+
+uint64_t stepscope_reader_damaged_regions(const stepscope_reader *r) {
+  return r ? r->damaged_regions : 0;
+}
+
+uint64_t stepscope_reader_damaged_bytes(const stepscope_reader *r) {
+  return r ? r->damaged_bytes : 0;
+}
 
 uint64_t stepscope_reader_offset(const stepscope_reader *r) {
   return r ? r->in_file_offset + r->in_pos : 0;

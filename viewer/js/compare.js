@@ -106,7 +106,15 @@ SS.renderCompare = function (root, A, B, opts) {
     var rows = SS.compareRows(A.report, B.report).filter(function (r) { return pipeline || !/^bubble/.test(r.metric); });
     rows.forEach(function (r) {
       var h = diff && diff.headline && diff.headline[SS.DIFF_METRIC[r.metric]];
-      if (!h || h.noise === null || h.noise === undefined) return;
+      if (!h) return;
+      if (typeof h.verdict === 'string') {
+        /* the diff's noise test: unknown (too few steps), same, noise, better, worse */
+        r.verdict = h.verdict === 'better' || h.verdict === 'worse'
+          ? (h.abs_change < 0 ? 'lower in B' : 'higher in B') + ' (' + h.verdict + ')' : h.verdict;
+        r.fromDiff = true;
+        return;
+      }
+      if (h.noise === null || h.noise === undefined) return;
       r.verdict = h.noise ? 'noise' : h.abs_change < 0 ? 'lower in B' : 'higher in B';
       r.fromDiff = true;
     });

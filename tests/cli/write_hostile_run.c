@@ -1,0 +1,177 @@
+/*
+ * write_hostile_run.c — writes the small runs of the hardening tests
+ * (test_hardening.sh): traces that a damaged disk or an attacker could
+ * hand to stepscope. One mode per run:
+ *   escape DIR   1 rank whose kernel name and hostname hold terminal escapes
+ *   frames DIR   1 rank of 10 frames of 20 kernels after the header frame
+ *                (kernel_000..kernel_199, each a new string, except that
+ *                the first kernel of a frame is named like the last one of
+ *                the frame before), for the tests that damage one frame
+ *   world DIR    1 rank whose header declares world size 2^31 - 1
+ *   bigtime DIR  1 rank whose kernels lie near 2^63 ns
+ *   memory DIR   2 ranks: rank 0 holds only its header, rank 1 the memory
+ *                metadata and MEMORY records
+ *   layout1 DIR, layout2 DIR   1 rank each with a long layout metadata that
+ *                differs in tp and pp (for `diff`'s layout note)
+ *
+ * usage: write_hostile_run MODE DIR
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "stepscope.h"
+
+static const char *hostname = "node-a";
+
+static stepscope_writer *open_rank(const char *dir, int rank, int world, size_t frame_bytes) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/rank-%05d.trace.zst", dir, rank);
+  stepscope_header h = {.rank = rank, .world_size = world, .pid = 100 + rank,
+                        .clock_domain = STEPSCOPE_CLOCK_MONOTONIC, .start_ns = 1000,
+                        .hostname = hostname, .producer = "write_hostile_run",
+                        .device_name = "cpu", .config_json = "{}"};
+  stepscope_writer_options opt = {.frame_bytes = frame_bytes, .flush_interval_ms = 1000000};
+  stepscope_error err;
+  stepscope_writer *w = stepscope_writer_open(path, &h, &opt, &err);
+  if (!w) fprintf(stderr, "%s\n", err.message);
+  return w;
+}
+
+static int close_rank(stepscope_writer *w) {
+  stepscope_error err;
+  if (stepscope_writer_close(w, &err) != 0) {
+    fprintf(stderr, "%s\n", err.message);
+    return 1;
+  }
+  return 0;
+}
+
+static void step(stepscope_writer *w, uint32_t name, uint64_t start, uint64_t end, uint64_t n) {
+  stepscope_record r;
+  memset(&r, 0, sizeof r);
+  r.kind = STEPSCOPE_REC_RANGE;
+  r.u.range.start_ns = start, r.u.range.end_ns = end;
+  r.u.range.name = name, r.u.range.domain = stepscope_intern(w, "stepscope");
+  r.u.range.payload_kind = STEPSCOPE_PAYLOAD_UINT64, r.u.range.payload = n;
+  stepscope_write(w, &r);
+}
+
+static void kernel(stepscope_writer *w, uint32_t name, uint64_t start, uint64_t end,
+                   uint64_t corr) {
+  stepscope_record r;
+  memset(&r, 0, sizeof r);
+  r.kind = STEPSCOPE_REC_KERNEL;
+  r.u.kernel.start_ns = start, r.u.kernel.end_ns = end;
+  r.u.kernel.correlation_id = corr, r.u.kernel.name = name, r.u.kernel.stream = 7;
+  stepscope_write(w, &r);
+}
+
+static int write_escape(const char *dir) {
+  hostname = "node\x1b]0;title\x07-a";
+  stepscope_writer *w = open_rank(dir, 0, 1, 0);
+  if (!w) return 1;
+  uint32_t evil = stepscope_intern(w, "gemm\x1b]0;pwned\x07\x1b[2J\nFAKE LINE\r\x7f\x9b" "31m");
+  step(w, stepscope_intern(w, "step"), 10000, 90000, 0);
+  for (int i = 0; i < 10; i++) kernel(w, evil, 10000 + i * 5000u, 13000 + i * 5000u, 0);
+  return close_rank(w);
+}
+
+static int write_frames(const char *dir) {
+  stepscope_writer *w = open_rank(dir, 0, 1, 512);
+  if (!w) return 1;
+  uint32_t s = stepscope_intern(w, "step");
+  for (int n = 0; n < 4; n++) step(w, s, 10000 + n * 250000u, 10000 + (n + 1) * 250000u - 1, (uint64_t)n);
+  uint32_t ids[200];
+  for (int i = 0; i < 200; i++) {
+    char name[64];
+    snprintf(name, sizeof name, "kernel_%03d", i);
+    /* the first kernel of each frame is named like the last of the frame
+     * before: its string lives there */
+    ids[i] = i % 20 == 0 && i > 0 ? ids[i - 1] : stepscope_intern(w, name);
+    kernel(w, ids[i], 10000 + i * 5000u, 12000 + i * 5000u, 0);
+    if (i % 20 == 19) stepscope_writer_flush(w, NULL);
+  }
+  return close_rank(w);
+}
+
+static int write_world(const char *dir) {
+  stepscope_writer *w = open_rank(dir, 0, INT32_MAX, 0);
+  if (!w) return 1;
+  uint32_t k = stepscope_intern(w, "gemm");
+  step(w, stepscope_intern(w, "step"), 10000, 90000, 0);
+  for (int i = 0; i < 10; i++) kernel(w, k, 10000 + i * 5000u, 13000 + i * 5000u, 0);
+  return close_rank(w);
+}
+
+static int write_bigtime(const char *dir) {
+  stepscope_writer *w = open_rank(dir, 0, 1, 0);
+  if (!w) return 1;
+  uint32_t k = stepscope_intern(w, "gemm");
+  uint64_t top = UINT64_C(1) << 63;
+  step(w, stepscope_intern(w, "step"), 10000, top + 90000, 0);
+  kernel(w, k, 10000, 20000, 0);
+  kernel(w, k, top - 50000, top - 40000, 0);
+  kernel(w, k, top + 10000, top + 20000, 0);
+  kernel(w, k, UINT64_MAX - 100, UINT64_MAX - 10, 0);
+  return close_rank(w);
+}
+
+static int write_memory(const char *dir) {
+  stepscope_writer *w = open_rank(dir, 0, 2, 0);
+  if (!w || close_rank(w)) return 1;
+  w = open_rank(dir, 1, 2, 0);
+  if (!w) return 1;
+  stepscope_record r;
+  memset(&r, 0, sizeof r);
+  r.kind = STEPSCOPE_REC_METADATA;
+  r.u.metadata.key = "memory";
+  r.u.metadata.value_json = "{\"predicted\":{\"parameters\":1000,\"gradients\":1000,"
+                            "\"optimizer\":2000,\"activations\":4000,\"total\":8000},"
+                            "\"measured_peak_bytes\":9000}";
+  stepscope_write(w, &r);
+  step(w, stepscope_intern(w, "step"), 10000, 90000, 0);
+  kernel(w, stepscope_intern(w, "gemm"), 20000, 30000, 0);
+  memset(&r, 0, sizeof r);
+  r.kind = STEPSCOPE_REC_MEMORY;
+  r.u.memory.time_ns = 25000, r.u.memory.bytes = 9000, r.u.memory.in_use_bytes = 9000;
+  stepscope_write(w, &r);
+  return close_rank(w);
+}
+
+static int write_layout(const char *dir, int variant) {
+  stepscope_writer *w = open_rank(dir, 0, 4, 0);
+  if (!w) return 1;
+  stepscope_record r;
+  memset(&r, 0, sizeof r);
+  r.kind = STEPSCOPE_REC_METADATA;
+  r.u.metadata.key = "layout";
+  r.u.metadata.value_json =
+      variant == 1 ? "{\"rank\":0,\"dp_rank\":0,\"tp_rank\":0,\"pp_rank\":0,\"cp_rank\":0,"
+                     "\"world\":4,\"dp\":1,\"tp\":2,\"pp\":2,\"cp\":1}"
+                   : "{\"rank\":0,\"dp_rank\":0,\"tp_rank\":0,\"pp_rank\":0,\"cp_rank\":0,"
+                     "\"world\":4,\"dp\":1,\"tp\":1,\"pp\":4,\"cp\":1}";
+  stepscope_write(w, &r);
+  step(w, stepscope_intern(w, "step"), 10000, 90000, 0);
+  kernel(w, stepscope_intern(w, "gemm"), 20000, 30000, 0);
+  return close_rank(w);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 3) {
+    fprintf(stderr, "usage: write_hostile_run escape|frames|world|bigtime|memory|layout1|layout2 DIR\n");
+    return 2;
+  }
+  const char *mode = argv[1], *dir = argv[2];
+  mkdir(dir, 0755);
+  if (!strcmp(mode, "escape")) return write_escape(dir);
+  if (!strcmp(mode, "frames")) return write_frames(dir);
+  if (!strcmp(mode, "world")) return write_world(dir);
+  if (!strcmp(mode, "bigtime")) return write_bigtime(dir);
+  if (!strcmp(mode, "memory")) return write_memory(dir);
+  if (!strcmp(mode, "layout1")) return write_layout(dir, 1);
+  if (!strcmp(mode, "layout2")) return write_layout(dir, 2);
+  fprintf(stderr, "write_hostile_run: unknown mode %s\n", mode);
+  return 2;
+}
