@@ -74,6 +74,10 @@ int cmd_export(int argc, char **argv) {
     ssa_run_free(&run);
     return 1;
   }
+  /* run warnings (a rank whose trace was not closed, missing ranks...):
+   * the export is still written, but not in silence */
+  for (size_t i = 0; i < run.nwarnings; i++)
+    fprintf(stderr, "stepscope export: warning: %s\n", run.warnings[i]);
   ssa_analysis an;
   if (ssa_analyze(&run, &opt, &an, &err)) {
     fprintf(stderr, "stepscope export: %s\n", err.message);

@@ -159,6 +159,7 @@ static void scan_one(const char *path, trace_summary *s) {
   }
   if (rc == 0) s->error.code = 0;
   s->unknown = stepscope_reader_unknown_records(r);
+  s->close_state = stepscope_reader_close_state(r, &s->close_signal);
   size_t nw = stepscope_reader_warning_count(r);
   s->warnings = nw ? calloc(nw, sizeof *s->warnings) : NULL;
   for (size_t i = 0; s->warnings && i < nw; i++)

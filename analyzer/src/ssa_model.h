@@ -173,6 +173,9 @@ typedef struct ssa_rank {
   /* filled by clock alignment */
   int64_t offset_ns;            /* aligned = trace time + offset_ns (before origin) */
 
+  int close_state;              /* stepscope_close_state of its file (0: unknown) */
+  int close_signal;             /* the signal, for STEPSCOPE_CLOSE_SIGNAL */
+
   int failed;                   /* the source could not load it at all */
   char error[512];
 } ssa_rank;
@@ -250,6 +253,10 @@ int ssa_run_load(ssa_run *run, const char *path, const ssa_load_options *opt,
 int ssa_run_from_ranks(ssa_run *run, ssa_rank *ranks, size_t nranks, stepscope_error *err);
 void ssa_run_free(ssa_run *run);
 int ssa_run_warn(ssa_run *run, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Run warnings for ranks whose trace was not closed by its writer (crash or
+ * kill) or was closed on a signal (trace_closed.c); after alignment. */
+void ssa_run_note_unclosed(ssa_run *run);
 
 /* Clock alignment (clock_align.c): fills offsets, origin and warnings. */
 int ssa_run_align(ssa_run *run);

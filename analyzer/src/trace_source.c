@@ -225,6 +225,7 @@ int ssa_trace_source_load(const char *path, ssa_rank *r, stepscope_error *err) {
     case STEPSCOPE_REC_COUNTER: MAP(rec.u.counter.name); break;
     case STEPSCOPE_REC_STREAM: MAP(rec.u.stream.name); break;
     case STEPSCOPE_REC_STRING: continue; /* looked up lazily by map_id */
+    case STEPSCOPE_REC_END: continue;    /* the clean-close marker: read below */
     default: break;
     }
 #undef MAP
@@ -239,6 +240,7 @@ out:
     for (size_t i = 0; i < stepscope_reader_warning_count(rd); i++)
       ssa_rank_warn(r, "%s", stepscope_reader_warning(rd, i));
     r->unknown_records += stepscope_reader_unknown_records(rd);
+    r->close_state = stepscope_reader_close_state(rd, &r->close_signal);
   } else if (err) {
     err->code = rc;
     snprintf(err->message, sizeof err->message, "%s: %s while loading", path,
