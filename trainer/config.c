@@ -99,6 +99,9 @@ static const opt_row rows[] = {
     {"trace", OPT_STRING, OFF(trace), SZ(trace), "DIR",
      "write a stepscope run directory (one rank-NNNNN.trace.zst per rank); under "
      "`stepscope record -o RUN` the trace goes to RUN", 0},
+    {"force", OPT_FLAG, OFF(force), 0, NULL,
+     "let --trace write into a directory that already holds traces (an earlier run's rank "
+     "files beyond this run's world are removed); without it such a directory is refused", 0},
     {"profile-steps", OPT_SPECIAL, 0, 0, "A:B", "trace only steps A..B (inclusive) [all]", 0},
     {"peak-tflops", OPT_DOUBLE, OFF(peak_tflops), 0, "X",
      "peak TFLOP/s of one rank's device for MFU [cpu: 0.1, i.e. one core, 8-wide fp32 FMA at "

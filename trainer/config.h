@@ -56,6 +56,7 @@ typedef struct train_config {
     int checkpoint_every; /* steps; 0: only after the last step */
     int checkpoint_keep;  /* complete checkpoints kept */
     int resume;
+    int force;                       /* --force: --trace may write over an earlier run */
     /* testing aids */
     int debug_die_rank, debug_die_step;
     int debug_hang_rank, debug_hang_step;
