@@ -49,6 +49,7 @@ typedef struct train_config {
     char trace[512];
     int profile_first, profile_last; /* steps traced (inclusive), -1: all */
     double peak_tflops;              /* per rank; <= 0: backend default */
+    int peak_tflops_given;           /* --peak-tflops on the command line (then > 0) */
     double watchdog_s;
     int quiet;
     /* checkpoints (checkpoint.h) */

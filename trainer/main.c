@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "data_check.h"
 #include "launcher.h"
 #include "trace_dir.h"
 #include "train.h"
@@ -29,7 +30,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "stepscope-train: %s\n", err);
         return 2;
     }
-    if (config_validate(&cfg, err, sizeof err) != 0) {
+    if (config_validate(&cfg, err, sizeof err) != 0 || data_check(&cfg, err, sizeof err) != 0) {
         fprintf(stderr, "stepscope-train: invalid configuration: %s\n", err);
         return 2;
     }
