@@ -5,7 +5,7 @@ what their traces lost.
 Modes (each run --trials times, at a random moment --min-s..--max-s after
 the process is up):
 
-  victim-kill   kill_victim (a steady 200,000 records/s in linked mode) gets
+  victim-kill   kill_victim (a steady --rate records/s in linked mode) gets
                 SIGKILL; records lost = records it had appended (it publishes
                 the count in a shared file) minus records in the trace; time
                 lost = the kill's time minus the trace's last record.
@@ -86,7 +86,7 @@ def victim_trial(args, sig, rng):
     try:
         counter = os.path.join(d, "counter")
         p = subprocess.Popen([os.path.join(args.build, "bench/kill/kill_victim"),
-                              os.path.join(d, "run"), counter],
+                              os.path.join(d, "run"), counter, str(args.rate)],
                              stdout=subprocess.PIPE, text=True)
         p.stdout.readline()  # "ready"
         time.sleep(rng.uniform(args.min_s, args.max_s))
@@ -187,12 +187,13 @@ def main():
     ap.add_argument("--min-s", type=float, default=0.3)
     ap.add_argument("--max-s", type=float, default=2.0)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--rate", type=float, default=50000, help="kill_victim's records/s")
     args = ap.parse_args()
     args.stepscope = os.path.join(args.build, "analyzer/stepscope")
     rng = random.Random(args.seed)
     print("machine: " + machine())
     print(f"trials: {args.trials} per mode, killed {args.min_s}-{args.max_s} s after start-up, "
-          f"seed {args.seed}")
+          f"seed {args.seed}, kill_victim at {args.rate:.0f} records/s")
     runs = {"victim-kill": (victim_trial, signal.SIGKILL),
             "victim-term": (victim_trial, signal.SIGTERM),
             "train-kill": (train_trial, signal.SIGKILL),
