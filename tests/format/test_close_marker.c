@@ -6,10 +6,10 @@
  *   - a file of format 1.0 (before END records) reads as UNKNOWN, not as
  *     "not closed";
  *   - a process killed with SIGKILL leaves a file whose state is MISSING;
- *   - SIGTERM to a process tracing in linked mode with a 10-minute flush
- *     interval: every record emitted before the signal is in the file, which
- *     ends with END(reason signal, SIGTERM), and the process still dies of
- *     SIGTERM;
+ *   - SIGTERM (and SIGINT, SIGHUP) to a process tracing in linked mode with
+ *     a 10-minute flush interval: every record emitted before the signal is
+ *     in the file, which ends with END(reason signal, the signal), and the
+ *     process still dies of that signal;
  *   - a program with its own SIGTERM handler: the trace is flushed (not
  *     closed) before that handler runs, and the program goes on.
  */
@@ -121,12 +121,13 @@ static void test_sigkill(const char *dir) {
   CHECK_MSG(marks == MARKS && ends == 0, "%d marks, %d ends", marks, ends);
 }
 
-static void test_sigterm(const char *dir) {
+static void test_terminating_signal(const char *dir, int signo) {
   int ready[2];
   CHECK(pipe(ready) == 0);
   pid_t pid = fork();
   if (pid == 0) {
     close(ready[0]);
+    signal(signo, SIG_DFL); /* a background shell may have left SIGINT ignored */
     start_linked(dir, 600000); /* nothing is flushed by time: only the signal can */
     for (int i = 0; i < MARKS; i++) stepscope_mark_now("m", NULL);
     char c = 1;
@@ -137,15 +138,16 @@ static void test_sigterm(const char *dir) {
   char c;
   CHECK(read(ready[0], &c, 1) == 1);
   close(ready[0]);
-  kill(pid, SIGTERM);
+  kill(pid, signo);
   int status;
   waitpid(pid, &status, 0);
-  CHECK_MSG(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM, "status 0x%x", status);
+  CHECK_MSG(WIFSIGNALED(status) && WTERMSIG(status) == signo, "signal %d: status 0x%x", signo,
+            status);
   char path[600];
   snprintf(path, sizeof path, "%s/rank-00000.trace.zst", dir);
   int marks, ends, sig;
   CHECK(read_all(path, &marks, &ends, &sig) == STEPSCOPE_CLOSE_SIGNAL);
-  CHECK_MSG(marks == MARKS && ends == 0 && sig == SIGTERM, "%d marks, %d ends, signal %d", marks,
+  CHECK_MSG(marks == MARKS && ends == 0 && sig == signo, "%d marks, %d ends, signal %d", marks,
             ends, sig);
 }
 
@@ -204,7 +206,9 @@ int main(void) {
   snprintf(dir, sizeof dir, "%s/stepscope-close-%ld", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
            (long)getpid());
   test_sigkill(dir);
-  test_sigterm(dir);
+  test_terminating_signal(dir, SIGTERM);
+  test_terminating_signal(dir, SIGINT);
+  test_terminating_signal(dir, SIGHUP);
   test_chained_handler(dir);
   char path[600];
   snprintf(path, sizeof path, "%s/rank-00000.trace.zst", dir);
