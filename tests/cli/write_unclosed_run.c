@@ -85,5 +85,8 @@ int main(int argc, char **argv) {
   if (!w2) return 1;
   write_records(w2, 1990000000);
   if (writer_retire_reason(w2, STEPSCOPE_END_SIGNAL, SIGTERM, &err) != 0) return 1;
+  /* retire keeps the writer's shell (for late appenders); free it (no
+   * background thread here, so the second retire inside close is a no-op) */
+  stepscope_writer_close(w2, NULL);
   return 0;
 }
