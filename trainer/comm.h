@@ -60,6 +60,7 @@ typedef struct comm_job_options {
     double timeout_s;     /* every wait gives up after this long */
     long long not_before; /* ignore a segment file created before this time (s since
                            * the epoch; 0: accept any) — a stale one of an earlier job */
+    int observer;         /* 1: the launcher's view (reads heartbeats; not a member) */
 } comm_job_options;
 
 /* Size of the shared segment a job of `world` ranks needs (for the creator). */
@@ -69,6 +70,8 @@ size_t comm_shm_segment_bytes(int world);
 int comm_shm_create(const char *path, int world, char *err, size_t errlen);
 
 comm_job *comm_job_open(const comm_job_options *opt, char *err, size_t errlen);
+/* Changes how long this process's waits give up after (later operations). */
+void comm_job_set_timeout(comm_job *job, double timeout_s);
 void comm_job_close(comm_job *job);
 /* Marks the job aborted (every member's blocked wait fails quickly). */
 void comm_job_abort(comm_job *job, const char *why);

@@ -19,7 +19,16 @@
  *
  * The header also holds, per rank, a heartbeat and the number of its threads
  * blocked waiting for peers, which the launcher's watchdog reads to tell the
- * hung rank from the ranks waiting for it.
+ * hung rank from the ranks waiting for it, and its pid: a blocked wait checks
+ * every 200 ms that the group's members still run, and names a dead one at
+ * once (under an outside launcher nobody else would).
+ *
+ * Job identity. The segment records its creator's pid (the launcher, or rank
+ * 0 under an outside launcher) and how many members attached. A process
+ * never joins a segment whose creator is gone, that was aborted or whose
+ * members are all attached: it belongs to an earlier job. The last member
+ * to attach removes the segment's name, so no job leaves a file behind in
+ * /dev/shm once it has started, however it dies.
  *
  * Waiting uses futexes on 32-bit words in the shared mapping (no PRIVATE flag,
  * so they work across processes), after a short spin, in slices of at most
@@ -36,6 +45,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,7 +61,7 @@
 #include "stepscope.h"
 
 #define SHM_MAGIC 0x4d48535043535453ull /* "STSCPSHM" */
-#define SHM_VERSION 1u
+#define SHM_VERSION 2u /* 2: creator pid, attach count and member pids */
 #define SLOT_BYTES ((size_t)512 * 1024)
 #define RING_BYTES ((size_t)1024 * 1024)
 #define REGION_HEADER 128
@@ -65,7 +75,9 @@ typedef struct shm_header {
     atomic_uint ready;
     atomic_uint abort;
     char abort_msg[480];
-    /* heartbeats follow at HEARTBEAT_OFFSET */
+    int32_t creator_pid;  /* the job's identity: a segment whose creator is gone is stale */
+    atomic_uint attached; /* members that have mapped it (observers not counted) */
+    /* heartbeats, waiting counts and member pids follow at HEARTBEAT_OFFSET */
 } shm_header;
 
 #define HEARTBEAT_OFFSET 1024
@@ -106,7 +118,7 @@ struct comm {
 
 static size_t header_bytes(int world)
 {
-    size_t b = HEARTBEAT_OFFSET + 16 * (size_t)world;
+    size_t b = HEARTBEAT_OFFSET + 24 * (size_t)world;
     return (b + 4095) & ~(size_t)4095;
 }
 static size_t region_bytes(int world) { return REGION_HEADER + SLOT_BYTES * (size_t)world; }
@@ -142,6 +154,32 @@ static _Atomic uint64_t *waiting_slot(comm_job *j, int r)
     return (_Atomic uint64_t *)(j->base + HEARTBEAT_OFFSET + 8 * (size_t)j->world + 8 * (size_t)r);
 }
 
+/* Rank r's pid, stored when it attaches (0 before). */
+static _Atomic int64_t *pid_slot(comm_job *j, int r)
+{
+    return (_Atomic int64_t *)(j->base + HEARTBEAT_OFFSET + 16 * (size_t)j->world + 8 * (size_t)r);
+}
+
+/* Whether process `pid` has ended: gone, or a zombie its parent has not
+ * reaped yet (an outside launcher may take seconds to). */
+static int pid_gone(pid_t pid)
+{
+    if (pid <= 0)
+        return 0;
+    if (kill(pid, 0) != 0 && errno == ESRCH)
+        return 1;
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0; /* no /proc: liveness by kill() alone */
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *paren = strrchr(buf, ')'); /* the command name may hold spaces */
+    return paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+}
+
 /* ---- waiting ----------------------------------------------------------------- */
 
 static uint64_t now_ns(void)
@@ -169,8 +207,11 @@ typedef int (*wait_cond)(void *arg);
 
 /* Waits until cond(arg) holds. `word` changes whenever the condition may have.
  * Returns 0, -1 on timeout, -2 when the job was aborted. */
-static int wait_until(comm_job *j, atomic_uint *word, wait_cond cond, void *arg, uint64_t deadline)
+static int check_members(comm_job *job, const int *ranks, int n);
+
+static int wait_until(comm *c, atomic_uint *word, wait_cond cond, void *arg, uint64_t deadline)
 {
+    comm_job *j = c->job;
     for (int spin = 0; spin < 64; spin++) {
         if (cond(arg))
             return 0;
@@ -178,6 +219,7 @@ static int wait_until(comm_job *j, atomic_uint *word, wait_cond cond, void *arg,
     }
     atomic_fetch_add(waiting_slot(j, j->rank), 1);
     int rc;
+    uint64_t next_check = now_ns() + 200000000ull;
     for (;;) {
         uint32_t seen = atomic_load(word);
         if (cond(arg)) {
@@ -192,6 +234,13 @@ static int wait_until(comm_job *j, atomic_uint *word, wait_cond cond, void *arg,
         if (now >= deadline) {
             rc = -1;
             break;
+        }
+        if (now >= next_check) { /* a member that died cannot be waited for: say who */
+            next_check = now + 200000000ull;
+            if (check_members(j, c->ranks, c->n) != 0) {
+                rc = -2;
+                break;
+            }
         }
         uint64_t slice = deadline - now;
         if (slice > 20000000ull)
@@ -245,7 +294,7 @@ static int region_barrier(comm *c, uint64_t deadline)
         return 0;
     }
     gen_wait w = {&r->gen, g};
-    return wait_until(c->job, &r->gen, gen_changed, &w, deadline);
+    return wait_until(c, &r->gen, gen_changed, &w, deadline);
 }
 
 static char *slot(comm *c, int k) { return c->region + REGION_HEADER + SLOT_BYTES * (size_t)k; }
@@ -394,7 +443,7 @@ static int run_p2p(comm *c, void *buf, size_t bytes, int peer, int sending, char
     ring_wait w = {r, sending};
     size_t done = 0;
     while (done < bytes) {
-        int rc = wait_until(c->job, &r->signal, ring_ready, &w, deadline);
+        int rc = wait_until(c, &r->signal, ring_ready, &w, deadline);
         if (rc) {
             char what[64];
             snprintf(what, sizeof what, "%s world rank %d", sending ? "send to" : "recv from",
@@ -604,6 +653,7 @@ int comm_shm_create(const char *path, int world, char *err, size_t errlen)
     h.magic = SHM_MAGIC;
     h.version = SHM_VERSION;
     h.world = (uint32_t)world;
+    h.creator_pid = (int32_t)getpid();
     atomic_store(&h.ready, 1);
     if (pwrite(fd, &h, sizeof h, 0) != (ssize_t)sizeof h) {
         snprintf(err, errlen, "cannot write shared segment %s: %s", tmp, strerror(errno));
@@ -620,46 +670,82 @@ int comm_shm_create(const char *path, int world, char *err, size_t errlen)
     return 0;
 }
 
+/* Why a mapped segment is not this job's (NULL: it is). A stale segment is
+ * one an earlier job left behind (it crashed before every member attached):
+ * its creator is gone, it was aborted, or all its members are there. */
+static const char *segment_stale(const shm_header *h, const comm_job_options *opt)
+{
+    if (pid_gone((pid_t)h->creator_pid))
+        return "its creator is gone";
+    if (opt->observer)
+        return NULL;
+    if (atomic_load(&h->abort))
+        return "it was aborted";
+    if (atomic_load(&h->attached) >= h->world)
+        return "all its members are attached";
+    return NULL;
+}
+
 comm_job *comm_job_open(const comm_job_options *opt, char *err, size_t errlen)
 {
     if (opt->create && comm_shm_create(opt->path, opt->world, err, errlen) != 0)
         return NULL;
     size_t bytes = comm_shm_segment_bytes(opt->world);
     uint64_t deadline = now_ns() + (uint64_t)(opt->timeout_s * 1e9);
-    int fd = -1;
+    void *base = MAP_FAILED;
+    const char *stale = NULL;
+    struct stat mine;
     for (;;) {
-        fd = open(opt->path, O_RDWR);
+        int fd = open(opt->path, O_RDWR);
         if (fd >= 0) {
             struct stat st;
             /* a segment older than not_before is a stale one from an earlier job */
             if (fstat(fd, &st) == 0 && (size_t)st.st_size == bytes &&
-                (opt->not_before == 0 || st.st_ctime >= opt->not_before))
-                break;
+                (opt->not_before == 0 || st.st_ctime >= opt->not_before)) {
+                base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+                if (base == MAP_FAILED) {
+                    snprintf(err, errlen, "cannot map shared segment %s: %s", opt->path,
+                             strerror(errno));
+                    close(fd);
+                    return NULL;
+                }
+                shm_header *h = base;
+                if (h->magic != SHM_MAGIC || h->version != SHM_VERSION ||
+                    h->world != (uint32_t)opt->world) {
+                    snprintf(err, errlen, "shared segment %s is not a stepscope segment for world %d",
+                             opt->path, opt->world);
+                    munmap(base, bytes);
+                    close(fd);
+                    return NULL;
+                }
+                /* never join an earlier job's segment: wait for this job's */
+                stale = opt->create ? NULL : segment_stale(h, opt);
+                if (!stale) {
+                    mine = st;
+                    close(fd);
+                    break;
+                }
+                munmap(base, bytes);
+                base = MAP_FAILED;
+            }
             close(fd);
-            fd = -1;
         }
         if (now_ns() > deadline) {
-            snprintf(err, errlen,
-                     "rank %d: shared segment %s did not appear (or has the wrong size for "
-                     "world %d) within %.0f s",
-                     opt->rank, opt->path, opt->world, opt->timeout_s);
+            if (stale)
+                snprintf(err, errlen,
+                         "rank %d: shared segment %s belongs to an earlier job (%s), and this "
+                         "job's did not appear within %.0f s",
+                         opt->rank, opt->path, stale, opt->timeout_s);
+            else
+                snprintf(err, errlen,
+                         "rank %d: shared segment %s did not appear (or has the wrong size for "
+                         "world %d) within %.0f s",
+                         opt->rank, opt->path, opt->world, opt->timeout_s);
             return NULL;
         }
         usleep(10000);
     }
-    void *base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (base == MAP_FAILED) {
-        snprintf(err, errlen, "cannot map shared segment %s: %s", opt->path, strerror(errno));
-        return NULL;
-    }
     shm_header *h = base;
-    if (h->magic != SHM_MAGIC || h->version != SHM_VERSION || h->world != (uint32_t)opt->world) {
-        snprintf(err, errlen, "shared segment %s is not a stepscope segment for world %d",
-                 opt->path, opt->world);
-        munmap(base, bytes);
-        return NULL;
-    }
     comm_job *j = calloc(1, sizeof *j);
     if (!j) {
         snprintf(err, errlen, "out of memory");
@@ -672,13 +758,23 @@ comm_job *comm_job_open(const comm_job_options *opt, char *err, size_t errlen)
     j->base = base;
     j->bytes = bytes;
     snprintf(j->path, sizeof j->path, "%s", opt->path);
-    /* A one-rank job shares its segment with nobody: remove the name now so
-     * that a rank killed with SIGKILL leaves nothing behind in /dev/shm. */
-    if (opt->world == 1 && opt->create)
-        unlink(opt->path);
+    if (opt->observer)
+        return j;
+    atomic_store(pid_slot(j, opt->rank), (int64_t)getpid());
     comm_job_heartbeat(j);
+    /* Once every member has mapped the segment, nobody needs its name: the
+     * last to attach removes it, so that no job killed from then on (even
+     * with SIGKILL) leaves it in /dev/shm, and no later job can find it.
+     * Only if the name still is this segment (not a newer job's). */
+    if (atomic_fetch_add(&h->attached, 1) + 1 == (unsigned)opt->world) {
+        struct stat now;
+        if (stat(opt->path, &now) == 0 && now.st_ino == mine.st_ino && now.st_dev == mine.st_dev)
+            unlink(opt->path);
+    }
     return j;
 }
+
+void comm_job_set_timeout(comm_job *job, double timeout_s) { job->timeout_s = timeout_s; }
 
 void comm_job_close(comm_job *job)
 {
@@ -701,6 +797,31 @@ void comm_job_abort(comm_job *job, const char *why)
 const char *comm_job_abort_reason(comm_job *job)
 {
     return atomic_load(&hdr(job)->abort) == 1 ? hdr(job)->abort_msg : "";
+}
+
+/* Whether the members `ranks` of a group that attached are still running
+ * (pid liveness; a zombie counts as gone). If one is gone, aborts the job
+ * with a message naming it and returns -1; also -1 when the job was
+ * already aborted; else 0. A member that is gone cannot be waited for:
+ * waits check every 200 ms, so an outside launcher's killed rank is named
+ * at once instead of after the whole timeout. */
+static int check_members(comm_job *job, const int *ranks, int n)
+{
+    if (atomic_load(&hdr(job)->abort))
+        return -1;
+    for (int i = 0; i < n; i++) {
+        int r = ranks[i];
+        pid_t pid = (pid_t)atomic_load(pid_slot(job, r));
+        if (r == job->rank || pid <= 0 || !pid_gone(pid))
+            continue;
+        char why[200];
+        snprintf(why, sizeof why,
+                 "rank %d (pid %d) is no longer running (killed, crashed or exited early)", r,
+                 (int)pid);
+        comm_job_abort(job, why);
+        return -1;
+    }
+    return 0;
 }
 
 void comm_job_heartbeat(comm_job *job) { atomic_store(heartbeat_slot(job, job->rank), now_ns()); }

@@ -45,7 +45,7 @@ static const opt_row rows[] = {
     {"seq", OPT_INT, OFF(seq), 0, "T",
      "sequence length, at most the model's 1024 positions [tiny: 64, gpt2-*: 1024]", 0},
     {"vocab", OPT_SPECIAL, 0, 0, "V",
-     "vocabulary size [tiny: the data's vocabulary; gpt2-*: 50257]", 0},
+     "vocabulary size, at least the data's [tiny: the data's vocabulary; gpt2-*: 50257]", 0},
     {"world", OPT_SPECIAL, 0, 0, "N",
      "rank processes to start on this machine (or WORLD_SIZE under an outside launcher) [1]", 0},
     {"dp", OPT_INT, OFF(dp), 0, "D", "data-parallel degree [world/(tp*pp*cp)]", 0},
@@ -91,7 +91,9 @@ static const opt_row rows[] = {
      "activation storage: bf16 halves activation memory and traffic (math stays fp32, one "
      "rounding per stored value); auto: bf16 on CUDA in bf16 precision, else fp32 [auto]", 0},
     {"data", OPT_STRING, OFF(data), SZ(data), "FILE",
-     "training text or token file [a small built-in corpus]", 0},
+     "training text or token file (SSTOKENS or llm.c .bin); a file that is neither (a NUL "
+     "byte or many control characters in its first 64 KiB) is refused [a small built-in "
+     "corpus]", 0},
     {"bpe-merges", OPT_INT, OFF(bpe_merges), 0, "N",
      "tokenize text --data with N BPE merges learned from it (0: bytes) [0]", 0},
     {"log", OPT_STRING, OFF(log), SZ(log), "FILE",
@@ -99,10 +101,14 @@ static const opt_row rows[] = {
     {"trace", OPT_STRING, OFF(trace), SZ(trace), "DIR",
      "write a stepscope run directory (one rank-NNNNN.trace.zst per rank); under "
      "`stepscope record -o RUN` the trace goes to RUN", 0},
+    {"force", OPT_FLAG, OFF(force), 0, NULL,
+     "let --trace write into a directory that already holds traces (an earlier run's rank "
+     "files beyond this run's world are removed); without it such a directory is refused", 0},
     {"profile-steps", OPT_SPECIAL, 0, 0, "A:B", "trace only steps A..B (inclusive) [all]", 0},
-    {"peak-tflops", OPT_DOUBLE, OFF(peak_tflops), 0, "X",
+    {"peak-tflops", OPT_SPECIAL, 0, 0, "X",
      "peak TFLOP/s of one rank's device for MFU [cpu: 0.1, i.e. one core, 8-wide fp32 FMA at "
-     "~3 GHz; cuda: dense bf16 peak from a table by GPU name, 989 for H100 SXM]", 0},
+     "~3 GHz; cuda: dense bf16 peak from a table by GPU name, 989 for H100 SXM]; must be "
+     "positive", 0},
     {"watchdog-s", OPT_DOUBLE, OFF(watchdog_s), 0, "S",
      "a rank silent this long is a hang: the launcher stops the run; communication waits give "
      "up after twice this (once under an outside launcher) [60]", 0},
@@ -252,6 +258,14 @@ static int parse_special(train_config *c, const char *name, const char *v, char 
             return -1;
         }
         c->vocab_given = 1;
+        return 0;
+    }
+    if (!strcmp(name, "peak-tflops")) { /* given: it must be a peak (0 is not the default) */
+        if (parse_double(v, &c->peak_tflops) != 0) {
+            set_err(err, n, "--peak-tflops %s: not a number", v);
+            return -1;
+        }
+        c->peak_tflops_given = 1;
         return 0;
     }
     if (!strcmp(name, "world")) {
@@ -591,7 +605,9 @@ int config_validate(const train_config *c, char *err, size_t n)
     REQUIRE(c->weight_decay >= 0, "--weight-decay %g: must not be negative", c->weight_decay);
     REQUIRE(c->grad_clip >= 0, "--grad-clip %g: must not be negative", c->grad_clip);
     REQUIRE(c->watchdog_s > 0, "--watchdog-s %g: must be positive", c->watchdog_s);
-    REQUIRE(c->peak_tflops >= 0, "--peak-tflops %g: must not be negative", c->peak_tflops);
+    REQUIRE(!c->peak_tflops_given || c->peak_tflops > 0,
+            "--peak-tflops %g: must be positive (leave it out for the backend's default)",
+            c->peak_tflops);
     REQUIRE(!strcmp(c->backend, "cpu") || !strcmp(c->backend, "auto") ||
                 !strcmp(c->backend, "cuda"),
             "--backend %s: expected cpu, cuda or auto", c->backend);

@@ -51,6 +51,7 @@ typedef struct train_config {
     char trace[512];
     int profile_first, profile_last; /* steps traced (inclusive), -1: all */
     double peak_tflops;              /* per rank; <= 0: backend default */
+    int peak_tflops_given;           /* --peak-tflops on the command line (then > 0) */
     double watchdog_s;
     int quiet;
     int check_config; /* --check-config: validate, print, exit */
@@ -59,6 +60,7 @@ typedef struct train_config {
     int checkpoint_every; /* steps; 0: only after the last step */
     int checkpoint_keep;  /* complete checkpoints kept */
     int resume;
+    int force;                       /* --force: --trace may write over an earlier run */
     /* testing aids */
     int debug_die_rank, debug_die_step;
     int debug_hang_rank, debug_hang_step;

@@ -11,7 +11,12 @@
  * job aborted (so blocked collectives fail at once), sends SIGTERM to the
  * survivors, SIGKILL two seconds later, reports "rank R: <cause>" and returns 1.
  * SIGINT or SIGTERM to the launcher stops the ranks the same way and removes
- * the segment.
+ * the segment. A launcher that dies otherwise (SIGKILL, SIGPIPE of `| head`)
+ * takes its ranks with it: each rank asks for SIGTERM at its parent's death
+ * (PR_SET_PDEATHSIG, then checks that the parent had not died already). The
+ * segment's name is removed as soon as every rank has mapped it (the last
+ * rank to attach unlinks it, comm_shm.c), so nothing is left in /dev/shm
+ * whatever kills the job after that.
  * Communication waits inside ranks time out at twice the watchdog, so a hang
  * is reported by the watchdog, naming a silent rank that is not itself
  * waiting for its peers (or, in a deadlock, the one silent the longest).
@@ -23,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -96,7 +102,7 @@ int launcher_run(const train_config *cfg)
         fprintf(stderr, "stepscope-train: %s\n", err);
         return 1;
     }
-    comm_job_options jo = {0, n, path, 0, cfg->watchdog_s, 0};
+    comm_job_options jo = {0, n, path, 0, cfg->watchdog_s, 0, 1}; /* an observer, not a rank */
     comm_job *job = comm_job_open(&jo, err, sizeof err); /* the launcher's view, for heartbeats */
     if (!job) {
         fprintf(stderr, "stepscope-train: %s\n", err);
@@ -122,6 +128,7 @@ int launcher_run(const train_config *cfg)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
+    pid_t launcher_pid = getpid();
     for (int r = 0; r < n; r++) {
         pid_t p = fork();
         if (p < 0) {
@@ -134,6 +141,11 @@ int launcher_run(const train_config *cfg)
         if (p == 0) {
             sigaction(SIGINT, &old_int, NULL);
             sigaction(SIGTERM, &old_term, NULL);
+            /* die with the launcher, however it dies (SIGKILL, SIGPIPE...): SIGTERM,
+             * so the rank's trace is flushed; and if it died before this line */
+            prctl(PR_SET_PDEATHSIG, SIGTERM);
+            if (getppid() != launcher_pid)
+                _exit(1);
             char v[32];
             snprintf(v, sizeof v, "%d", r);
             setenv("RANK", v, 1);

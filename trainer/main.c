@@ -4,8 +4,9 @@
  * How it decides how to run: under an outside launcher (RANK and WORLD_SIZE in
  * the environment) this process is one rank; otherwise --world N > 1 starts the
  * built-in launcher, and --world 1 trains in this process. The configuration is
- * validated before any process, thread or buffer exists; exit status 2 means a
- * bad configuration or usage, 1 a run-time failure, 0 success.
+ * validated before any process, thread or buffer exists (a --trace directory
+ * holding an earlier run's traces is refused unless --force); exit status 2
+ * means a bad configuration or usage, 1 a run-time failure, 0 success.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +14,9 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "data_check.h"
 #include "launcher.h"
+#include "trace_dir.h"
 #include "train.h"
 
 int main(int argc, char **argv)
@@ -27,7 +30,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "stepscope-train: %s\n", err);
         return 2;
     }
-    if (config_validate(&cfg, err, sizeof err) != 0) {
+    if (config_validate(&cfg, err, sizeof err) != 0 || data_check(&cfg, err, sizeof err) != 0) {
         fprintf(stderr, "stepscope-train: invalid configuration: %s\n", err);
         return 2;
     }
@@ -38,6 +41,15 @@ int main(int argc, char **argv)
         return json ? 0 : 1;
     }
     const char *rank_s = getenv("RANK"), *world_s = getenv("WORLD_SIZE");
+    /* --trace over an earlier run: refused unless --force (`stepscope record`
+     * checked its run directory itself: STEPSCOPE_RUN_DIR) */
+    const char *record_dir = getenv("STEPSCOPE_RUN_DIR");
+    if (cfg.trace[0] && !(record_dir && *record_dir) &&
+        trace_dir_check(cfg.trace, cfg.world, rank_s && world_s ? atoi(rank_s) : -1, cfg.force,
+                        err, sizeof err) != 0) {
+        fprintf(stderr, "stepscope-train: %s\n", err);
+        return 2;
+    }
     if (rank_s && world_s) {
         int rank = atoi(rank_s);
         const char *lr = getenv("LOCAL_RANK");

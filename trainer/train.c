@@ -509,7 +509,7 @@ static int setup(trainer *t)
             return fail(t, "%s", "cannot start the stream threads");
     }
     comm_job_options jo = {t->env.rank, t->env.world, t->env.shm_path, t->env.create_shm,
-                           t->env.comm_timeout_s, t->env.shm_not_before};
+                           t->env.comm_timeout_s, t->env.shm_not_before, 0};
     t->job = comm_job_open(&jo, e, sizeof e);
     if (!t->job)
         return fail(t, "%s", e);

@@ -5,6 +5,7 @@
  * allowed), 1 when a file could not be read, 2 on a usage error.
  */
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +77,49 @@ static void json_string(FILE *f, const char *s) {
   fputc('"', f);
 }
 
+/* Whether file i was closed by its writer, as a warning (0: nothing to
+ * say). "Ends N s before the run's last record" compares trace clocks, so
+ * only with files of the same host and clock domain. */
+static int close_note(const trace_summary *s, size_t n, size_t i, char *buf, size_t cap) {
+  const trace_summary *t = &s[i];
+  if (!t->ok) return 0;
+  if (t->close_state == STEPSCOPE_CLOSE_SIGNAL) {
+    int sig = t->close_signal;
+    snprintf(buf, cap, "rank %d was stopped by %s (signal %d); its trace was flushed and closed",
+             t->header.rank,
+             sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : sig == SIGHUP ? "SIGHUP" : "a signal",
+             sig);
+    return 1;
+  }
+  if (t->close_state != STEPSCOPE_CLOSE_MISSING) return 0;
+  uint64_t run_last = 0;
+  int comparable = 0;
+  for (size_t j = 0; j < n; j++)
+    if (s[j].ok && s[j].first_ns <= s[j].last_ns &&
+        s[j].header.clock_domain == t->header.clock_domain &&
+        !strcmp(s[j].header.hostname, t->header.hostname)) {
+      if (s[j].last_ns > run_last) run_last = s[j].last_ns;
+      comparable++;
+    }
+  if (t->first_ns <= t->last_ns && comparable > 1)
+    snprintf(buf, cap,
+             "rank %d's trace was not closed (crash or kill?); it ends %.2f s before the run's "
+             "last record",
+             t->header.rank, (double)(run_last - t->last_ns) / 1e9);
+  else
+    snprintf(buf, cap, "rank %d's trace was not closed (crash or kill?)", t->header.rank);
+  return 1;
+}
+
+static const char *close_state_name(int state) {
+  switch (state) {
+  case STEPSCOPE_CLOSE_CLEAN: return "closed";
+  case STEPSCOPE_CLOSE_SIGNAL: return "closed_on_signal";
+  case STEPSCOPE_CLOSE_MISSING: return "not_closed";
+  default: return "unknown";
+  }
+}
+
 static void print_json(const char *target, const trace_summary *s, size_t n) {
   printf("{\"path\":");
   json_string(stdout, target);
@@ -108,6 +152,7 @@ static void print_json(const char *target, const trace_summary *s, size_t n) {
         printf(",\"first_ns\":%" PRIu64 ",\"last_ns\":%" PRIu64 ",\"span_ns\":%" PRIu64,
                t->first_ns, t->last_ns, t->last_ns - t->first_ns);
       printf(",\"dropped\":%" PRIu64 ",\"file_bytes\":%" PRIu64, t->dropped, t->file_bytes);
+      printf(",\"closed\":\"%s\"", close_state_name(t->close_state));
       printf(",\"metadata_keys\":[");
       for (size_t m = 0; m < t->nmetadata; m++) {
         if (m) printf(",");
@@ -123,6 +168,11 @@ static void print_json(const char *target, const trace_summary *s, size_t n) {
     for (size_t w = 0; w < t->nwarnings; w++) {
       if (w) printf(",");
       json_string(stdout, t->warnings[w]);
+    }
+    char note[300];
+    if (close_note(s, n, i, note, sizeof note)) {
+      if (t->nwarnings) printf(",");
+      json_string(stdout, note);
     }
     printf("],\"error\":");
     if (t->error.code)
@@ -241,6 +291,11 @@ static void print_text(const char *target, const trace_summary *s, size_t n) {
     for (size_t w = 0; w < s[i].nwarnings; w++) {
       if (!problems++) printf("\n");
       printf("warning: %s\n", ssa_text_safe(s[i].warnings[w], safe, sizeof safe));
+    }
+    char note[300];
+    if (close_note(s, n, i, note, sizeof note)) {
+      if (!problems++) printf("\n");
+      printf("warning: %s\n", note);
     }
     if (s[i].unknown) {
       if (!problems++) printf("\n");

@@ -161,6 +161,7 @@ static void scan_one(const char *path, trace_summary *s) {
   s->unknown = stepscope_reader_unknown_records(r);
   s->damaged_regions = stepscope_reader_damaged_regions(r);
   s->damaged_bytes = stepscope_reader_damaged_bytes(r);
+  s->close_state = stepscope_reader_close_state(r, &s->close_signal);
   size_t nw = stepscope_reader_warning_count(r);
   s->warnings = nw ? calloc(nw, sizeof *s->warnings) : NULL;
   for (size_t i = 0; s->warnings && i < nw; i++)

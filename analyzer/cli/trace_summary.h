@@ -19,6 +19,8 @@ typedef struct trace_summary {
   uint64_t records, unknown;
   uint64_t first_ns, last_ns; /* trace clock; first_ns > last_ns when no timed record */
   uint64_t dropped;           /* sum of DROPPED notices */
+  int close_state;            /* stepscope_close_state: closed by its writer or not */
+  int close_signal;           /* the signal, for STEPSCOPE_CLOSE_SIGNAL */
   uint64_t file_bytes;
   uint64_t damaged_regions, damaged_bytes; /* skipped damage: records lost */
   const char *duplicate_of;   /* set by `info`: an earlier file holds the same rank */

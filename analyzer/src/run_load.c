@@ -9,7 +9,8 @@
  * classify), so the heavy work is parallel across ranks. Files that fail
  * become run warnings; duplicate rank numbers and ranks missing from
  * 0..world-1 (files from different runs, lost ranks) are reported. Clock
- * alignment runs last, on the loaded ranks.
+ * alignment runs last, on the loaded ranks; then ranks whose trace was not
+ * closed (trace_closed.c) are reported.
  */
 #include <dirent.h>
 #include <pthread.h>
@@ -230,6 +231,7 @@ int ssa_run_from_ranks(ssa_run *run, ssa_rank *ranks, size_t nranks, stepscope_e
   check_rank_set(run);
   int rc = ssa_run_align(run);
   if (rc) set_err(err, rc, "%s while aligning clocks", stepscope_status_name(rc));
+  else ssa_run_note_unclosed(run);
   return rc;
 }
 
@@ -331,5 +333,6 @@ int ssa_run_load(ssa_run *run, const char *path, const ssa_load_options *opt,
   check_rank_set(run);
   rc = ssa_run_align(run);
   if (rc) set_err(err, rc, "%s while aligning clocks", stepscope_status_name(rc));
+  else ssa_run_note_unclosed(run);
   return rc;
 }

@@ -180,6 +180,9 @@ typedef struct ssa_rank {
   int64_t trace_stop;           /* ... there (Kineto: the end of the `Trace` span) */
   int host_timeline;            /* no device activity: its ops are the host's timeline
                                    (Kineto import, kineto_host.c) */
+  int close_state;              /* stepscope_close_state of its file (0: unknown) */
+  int close_signal;             /* the signal, for STEPSCOPE_CLOSE_SIGNAL */
+
   int failed;                   /* the source could not load it at all */
   char error[512];
 } ssa_rank;
@@ -263,6 +266,10 @@ void ssa_run_free(ssa_run *run);
  * lost), each starting with `prefix` (run_losses.c); returns the count. */
 size_t ssa_run_print_losses(const ssa_run *run, FILE *f, const char *prefix);
 int ssa_run_warn(ssa_run *run, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Run warnings for ranks whose trace was not closed by its writer (crash or
+ * kill) or was closed on a signal (trace_closed.c); after alignment. */
+void ssa_run_note_unclosed(ssa_run *run);
 
 /* Clock alignment (clock_align.c): fills offsets, origin and warnings. */
 int ssa_run_align(ssa_run *run);

@@ -225,6 +225,7 @@ int ssa_trace_source_load(const char *path, ssa_rank *r, stepscope_error *err) {
     case STEPSCOPE_REC_COUNTER: MAP(rec.u.counter.name); break;
     case STEPSCOPE_REC_STREAM: MAP(rec.u.stream.name); break;
     case STEPSCOPE_REC_STRING: continue; /* looked up lazily by map_id */
+    case STEPSCOPE_REC_END: continue;    /* the clean-close marker: read below */
     default: break;
     }
 #undef MAP
@@ -242,6 +243,7 @@ out:
     r->damaged_regions = stepscope_reader_damaged_regions(rd);
     r->damaged_bytes = stepscope_reader_damaged_bytes(rd);
     r->file_bytes = stepscope_reader_file_size(rd);
+    r->close_state = stepscope_reader_close_state(rd, &r->close_signal);
   } else if (err) {
     err->code = rc;
     snprintf(err->message, sizeof err->message, "%s: %s while loading", path,

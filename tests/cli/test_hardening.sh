@@ -129,7 +129,7 @@ p = sys.argv[1]
 d = bytearray(open(p, "rb").read())
 magic = b"\x28\xb5\x2f\xfd"
 offs = [i for i in range(len(d) - 3) if d[i:i + 4] == magic]
-assert len(offs) == 11, offs              # header frame + 10 frames of 20 kernels
+assert len(offs) in (11, 12), offs        # header frame + 10 frames of 20 kernels (+ the END frame)
 a, b = offs[3], offs[4]                   # frame 3: kernels 40..59
 d[(a + b) // 2] ^= 0x10                   # one bit flipped
 open(p, "wb").write(d)

@@ -35,7 +35,10 @@ assert r0["counts"]["collective"] == 4 and r0["counts"]["range"] == 2, r0["count
 assert r1["dropped"] == 5 and d["totals"]["dropped"] == 5
 assert r0["header"]["hostname"] == "node-a" and r0["header"]["world_size"] == 3
 assert r0["warnings"] == [] and r0["error"] is None
-assert len(r2["warnings"]) == 1 and "truncated" in r2["warnings"][0]
+# the cut lost the last frame and its END record: not closed
+assert len(r2["warnings"]) == 2 and "truncated" in r2["warnings"][0], r2["warnings"]
+assert "rank 2's trace was not closed" in r2["warnings"][1], r2["warnings"]
+assert r0["closed"] == "closed" and r2["closed"] == "not_closed"
 assert r2["counts"]["kernel"] < 100  # the lost frame held kernels
 assert r0["first_ns"] == 10000, r0["first_ns"]
 PY

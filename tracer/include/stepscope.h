@@ -9,9 +9,10 @@
  *      tagged union `stepscope_record`. Writers fill it, readers return it.
  *   2. A writer (`stepscope_writer_*`): thread-safe appends from many threads
  *      without a global lock on the hot path; independent zstd frames closed
- *      every few MB or about every second; a crash loses at most the
- *      unfinished frame (plus what was still in per-thread buffers, at most
- *      `flush_interval_ms` of activity).
+ *      every few MB or every 200 ms; a crash loses at most the unfinished
+ *      frame (plus what was still in per-thread buffers, at most about
+ *      `flush_interval_ms` of activity). A closed file ends with an END
+ *      record, so readers tell it from the file of a process that died.
  *   3. A streaming reader (`stepscope_reader_*`): validates every length,
  *      index and string id, skips unknown record kinds, reads a truncated
  *      file up to its last complete frame with a warning. Errors name the
@@ -20,7 +21,8 @@
  *      ranges, marks, counters, metadata, host operations): what the trainer,
  *      the CPU backend and user code call. Every call is a cheap no-op while
  *      no trace is started, and the tracer never takes the process down: on
- *      failure it warns once on stderr and goes quiet.
+ *      failure it warns once on stderr and goes quiet. SIGTERM, SIGINT and
+ *      SIGHUP flush the trace before the program's own handling of them.
  *
  * Conventions
  *   - Times are unsigned 64-bit nanoseconds in the file's *trace clock*
@@ -42,7 +44,7 @@ extern "C" {
 #endif
 
 #define STEPSCOPE_FORMAT_MAJOR 1
-#define STEPSCOPE_FORMAT_MINOR 0
+#define STEPSCOPE_FORMAT_MINOR 1 /* 1.1: writers end a closed file with an END record */
 #define STEPSCOPE_VERSION_STRING "0.1.0"
 
 /* ------------------------------------------------------------------------ */
@@ -95,7 +97,8 @@ typedef enum stepscope_record_kind {
   STEPSCOPE_REC_DROPPED = 27,     /* records lost by a source */
   STEPSCOPE_REC_CLOCK_ANCHOR = 28,
   STEPSCOPE_REC_OVERHEAD = 29,    /* time the tracer itself cost (CUPTI overhead records) */
-  STEPSCOPE_REC_EXTERNAL_CORRELATION = 30 /* a correlation id tied to an outside id (CUPTI) */
+  STEPSCOPE_REC_EXTERNAL_CORRELATION = 30, /* a correlation id tied to an outside id (CUPTI) */
+  STEPSCOPE_REC_END = 31          /* the last record of a file whose writer was closed (1.1) */
 } stepscope_record_kind;
 
 #define STEPSCOPE_REC_KIND_MAX 64 /* kinds are < this; readers skip unknown ones */
@@ -175,6 +178,13 @@ typedef enum stepscope_drop_source {
   STEPSCOPE_DROP_NVTX = 3,
   STEPSCOPE_DROP_NCCL = 4
 } stepscope_drop_source;
+
+/* Why a writer closed its file (END records). */
+typedef enum stepscope_end_reason {
+  STEPSCOPE_END_CLOSED = 1,  /* the program closed the trace (stepscope_stop, writer close) */
+  STEPSCOPE_END_SIGNAL = 2   /* a terminating signal stopped the program; the trace was
+                                flushed and closed on its way out */
+} stepscope_end_reason;
 
 typedef enum stepscope_clock_domain {
   STEPSCOPE_CLOCK_MONOTONIC = 1,  /* CLOCK_MONOTONIC of the host */
@@ -327,6 +337,14 @@ typedef struct stepscope_external_correlation {
   uint32_t external_kind;    /* CUpti_ExternalCorrelationKind */
 } stepscope_external_correlation;
 
+/* Written by the writer alone, as the last record of a closed file: a file
+ * of format 1.1 or later that ends without one was not closed (its process
+ * crashed or was killed). stepscope_write refuses this kind. */
+typedef struct stepscope_end {
+  uint32_t reason;           /* stepscope_end_reason */
+  uint32_t signal;           /* the signal, for STEPSCOPE_END_SIGNAL; else 0 */
+} stepscope_end;
+
 typedef struct stepscope_stream {
   uint64_t stream;           /* id used by records */
   uint32_t device;
@@ -366,6 +384,7 @@ typedef struct stepscope_record {
     stepscope_clock_anchor clock_anchor;
     stepscope_overhead overhead;
     stepscope_external_correlation external_correlation;
+    stepscope_end end;
     stepscope_stream stream;
     stepscope_string string;
     stepscope_metadata metadata;
@@ -402,7 +421,7 @@ typedef struct stepscope_writer stepscope_writer;
 
 typedef struct stepscope_writer_options {
   size_t frame_bytes;          /* close a frame at this much raw data; 0 = 4 MiB */
-  unsigned flush_interval_ms;  /* close a frame at least this often; 0 = 1000 */
+  unsigned flush_interval_ms;  /* close a frame at least this often; 0 = 200 */
   int compression_level;       /* zstd level; 0 = -5 (zstd's fast mode: ~5.5 bytes per kernel
                                   record; 1 gives ~4.6 for ~1.7x the compression time) */
   int background_flush;        /* 1: a thread compresses and closes frames (on size and time);
@@ -457,7 +476,8 @@ const stepscope_header *stepscope_reader_header(const stepscope_reader *r);
  * file, or a negative status on an error (err names file, offset and what
  * was expected; the records returned before stay valid). STRING and
  * METADATA records are returned too (string/metadata pointers stay valid
- * until close); BLOCK records are consumed. Unknown kinds are skipped and
+ * until close); BLOCK and END records are consumed (see
+ * stepscope_reader_close_state). Unknown kinds are skipped and
  * counted. A truncated final frame ends the file with a warning. */
 int stepscope_reader_next(stepscope_reader *r, stepscope_record *rec, stepscope_error *err);
 
@@ -467,6 +487,23 @@ const char *stepscope_reader_string(const stepscope_reader *r, uint32_t id);
 /* Warnings collected so far (truncated final frame, ...). */
 size_t stepscope_reader_warning_count(const stepscope_reader *r);
 const char *stepscope_reader_warning(const stepscope_reader *r, size_t i);
+
+/* Whether the file was closed by its writer, known once stepscope_reader_next
+ * has returned 0 (the end of the file). */
+typedef enum stepscope_close_state {
+  STEPSCOPE_CLOSE_UNKNOWN = 0, /* not read to its end yet, or a file older than format 1.1
+                                  (written before END records existed) */
+  STEPSCOPE_CLOSE_CLEAN = 1,   /* ends with an END record (reason STEPSCOPE_END_CLOSED) */
+  STEPSCOPE_CLOSE_SIGNAL = 2,  /* ends with an END record written when a terminating signal
+                                  stopped the program (flushed: nothing was lost) */
+  STEPSCOPE_CLOSE_MISSING = 3  /* format 1.1 or later, read to its end, no END record: the
+                                  writer never closed it (crash or kill); records still in its
+                                  buffers were lost */
+} stepscope_close_state;
+
+/* The close state, and for STEPSCOPE_CLOSE_SIGNAL the signal (else 0) in
+ * *signal_out when it is not NULL. */
+int stepscope_reader_close_state(const stepscope_reader *r, int *signal_out);
 
 /* Records of unknown kinds skipped so far. */
 uint64_t stepscope_reader_unknown_records(const stepscope_reader *r);
@@ -518,7 +555,18 @@ typedef struct stepscope_start_options {
 } stepscope_start_options;
 
 /* Starts the process-wide trace. Returns 0, or a negative status (with a
- * message in err). Starting twice is an error. */
+ * message in err). Starting twice is an error.
+ *
+ * Signals. The first start installs handlers for SIGTERM, SIGINT and SIGHUP
+ * (not for a signal the program ignores; not at all when the environment
+ * sets STEPSCOPE_SIGNALS=0). On such a signal the handler hands the work to
+ * a tracer thread (a pipe: async-signal-safe) and waits for it, at most 2 s:
+ * when the signal's earlier action was the default (termination), the trace
+ * is flushed and closed with an END record naming the signal, then the
+ * signal is raised again with its default action, so the process dies as it
+ * would have; when the program had its own handler, the trace is flushed
+ * (not closed) and that handler is called. A handler the program installs
+ * later replaces the tracer's (then nothing is flushed). */
 int stepscope_start(const stepscope_start_options *opt, stepscope_error *err);
 
 /* Flushes and closes the process-wide trace. Safe to call when not started,

@@ -18,6 +18,12 @@
  * freed: it is moved to a list of retired sessions (a few hundred bytes per
  * start/stop cycle).
  *
+ * Signals and failures. stepscope_start installs (once) the handlers of
+ * signal_flush.c: SIGTERM, SIGINT and SIGHUP close the trace with an END
+ * record naming the signal before the process dies of it (or flush it when
+ * the program handles the signal itself). A write failure (a full disk)
+ * is reported once by the writer, when it happens; stop does not repeat it.
+ *
  * Clock: the trace clock of linked mode is CLOCK_MONOTONIC; clock anchors
  * (monotonic, realtime) are written at start, about every 10 s from the
  * writer's background thread, and at stop.
@@ -34,6 +40,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "signal_flush.h"
 #include "stepscope.h"
 #include "writer_internal.h"
 
@@ -120,6 +127,31 @@ static int make_dirs(const char *dir) {
   return 0;
 }
 
+/* On the signal thread (signal_flush.c): `final` closes the trace for good,
+ * the process is about to die of `sig`; otherwise the program handles the
+ * signal and the trace is only flushed. Races with stepscope_stop like any
+ * emitter: whoever takes the session from g_session closes it, and a
+ * session is never freed. */
+static void flush_for_signal(int sig, int final) {
+  if (!final) {
+    trace_session *session = current_session();
+    if (session) writer_flush_on_signal(session->w);
+    return;
+  }
+  trace_session *session = atomic_exchange(&g_session, NULL);
+  if (!session) return;
+  write_anchor(session->w);
+  stepscope_error err;
+  err.message[0] = '\0';
+  if (writer_retire_reason(session->w, STEPSCOPE_END_SIGNAL, sig, &err) &&
+      !writer_io_failed(session->w)) {
+    static const char msg[] = "stepscope: closing the trace on a signal failed\n";
+    (void)!write(2, msg, sizeof msg - 1);
+  }
+  /* not put on g_retired (that takes g_start_mu, which the interrupted
+   * thread may hold): the process is about to end */
+}
+
 int stepscope_start(const stepscope_start_options *opt, stepscope_error *err) {
   if (!opt || !opt->run_dir) {
     error_set(err, STEPSCOPE_E_ARGUMENT, 0, "stepscope_start: run_dir is required");
@@ -182,6 +214,7 @@ int stepscope_start(const stepscope_start_options *opt, stepscope_error *err) {
   session->step_name = stepscope_intern(w, "step");
   write_anchor(w);
   writer_set_tick(w, anchor_tick, w, ANCHOR_INTERVAL_MS);
+  signal_flush_install(flush_for_signal); /* once per process; failure: no flush on signals */
   atomic_store_explicit(&g_session, session, memory_order_release);
   pthread_mutex_unlock(&g_start_mu);
   return 0;
@@ -194,8 +227,12 @@ int stepscope_stop(void) {
   if (session) {
     write_anchor(session->w);
     stepscope_error err;
+    err.message[0] = '\0';
     rc = writer_retire(session->w, &err);
-    if (rc) fprintf(stderr, "stepscope: closing the trace failed: %s\n", err.message);
+    /* a failed write was reported when it happened: said once, not again */
+    if (rc && !writer_io_failed(session->w))
+      fprintf(stderr, "stepscope: closing the trace failed: %s\n",
+              err.message[0] ? err.message : stepscope_status_name(rc));
     session->retired_next = g_retired; /* other threads may still hold it: kept */
     g_retired = session;
   }

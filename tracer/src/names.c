@@ -42,6 +42,7 @@ const char *stepscope_record_kind_name(uint32_t kind) {
   case STEPSCOPE_REC_CLOCK_ANCHOR: return "clock_anchor";
   case STEPSCOPE_REC_OVERHEAD: return "overhead";
   case STEPSCOPE_REC_EXTERNAL_CORRELATION: return "external_correlation";
+  case STEPSCOPE_REC_END: return "end";
   default: return NULL;
   }
 }

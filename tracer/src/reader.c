@@ -37,6 +37,10 @@
  * §3), so strings defined in a skipped frame are gone: after damage, ids
  * not defined are accepted and read as "?<id>" (stepscope_reader_string),
  * and the next STRING record may jump over the lost ids.
+ * Closed or not. The END record a writer puts last when it closes the file
+ * is consumed here (like BLOCK records) and kept for
+ * stepscope_reader_close_state: once the whole file is read, a file of
+ * format 1.1 or later without one was not closed (crash or kill).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -88,6 +92,8 @@ struct stepscope_reader {
   char *warnings[MAX_WARNINGS + 1]; /* the last slot: the summary of damage */
   size_t nwarnings;
   uint64_t unknown;
+  int at_end;          /* next_record returned 0: the whole file was read */
+  stepscope_end end;   /* the END record, if one was read (reason 0: none) */
   stepscope_error sticky;   /* code != 0 once an error happened */
   int done;
 
@@ -380,6 +386,7 @@ static int next_record(stepscope_reader *r, stepscope_record *rec, stepscope_err
   for (;;) {
     if (!r->frame_ready || r->frame_pos >= r->frame_len) {
       int rc = next_frame(r, err);
+      if (rc == 0) r->at_end = 1;
       if (rc <= 0) return rc;
     }
     const uint8_t *p = r->frame + r->frame_pos;
@@ -425,6 +432,10 @@ static int next_record(stepscope_reader *r, stepscope_record *rec, stepscope_err
                   r->path, (unsigned long long)r->frame_offset,
                   stepscope_record_kind_name(rec->kind));
         return STEPSCOPE_E_FORMAT;
+      }
+      if (rec->kind == STEPSCOPE_REC_END) { /* the clean-close marker: consumed, like BLOCK */
+        r->end = rec->u.end;
+        continue;
       }
       if (rec->kind == STEPSCOPE_REC_STRING) {
         int rc = add_string(r, &rec->u.string, err);
@@ -572,6 +583,20 @@ size_t stepscope_reader_warning_count(const stepscope_reader *r) { return r ? r-
 
 const char *stepscope_reader_warning(const stepscope_reader *r, size_t i) {
   return r && i < r->nwarnings ? r->warnings[i] : NULL;
+}
+
+int stepscope_reader_close_state(const stepscope_reader *r, int *signal_out) {
+  if (signal_out) *signal_out = 0;
+  if (!r) return STEPSCOPE_CLOSE_UNKNOWN;
+  if (r->end.reason == STEPSCOPE_END_SIGNAL) {
+    if (signal_out) *signal_out = (int)r->end.signal;
+    return STEPSCOPE_CLOSE_SIGNAL;
+  }
+  if (r->end.reason) return STEPSCOPE_CLOSE_CLEAN; /* closed (reasons added later read as closed) */
+  /* files written before END records existed say nothing either way */
+  if (!r->at_end || (r->header.format_major == 1 && r->header.format_minor < 1))
+    return STEPSCOPE_CLOSE_UNKNOWN;
+  return STEPSCOPE_CLOSE_MISSING;
 }
 
 uint64_t stepscope_reader_unknown_records(const stepscope_reader *r) { return r ? r->unknown : 0; }

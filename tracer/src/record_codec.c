@@ -374,6 +374,14 @@ static const kind_desc DESC_EXTERNAL_CORRELATION = {-1, NULL,
 DEFINE_UNTIMED_ENCODER(external_correlation, stepscope_external_correlation, EXTERNAL_CORRELATION)
 DEFINE_DECODER(external_correlation, stepscope_external_correlation, EXTERNAL_CORRELATION)
 
+/* Added in 1.1, written by the writer alone as a closed file's last record. */
+#define END_FIELDS(X) \
+  X(FT_U32, stepscope_end, reason) \
+  X(FT_U32, stepscope_end, signal)
+static const kind_desc DESC_END = {-1, NULL, {END_FIELDS(TABLE_ENTRY)}};
+DEFINE_UNTIMED_ENCODER(end, stepscope_end, END)
+DEFINE_DECODER(end, stepscope_end, END)
+
 #define STREAM_FIELDS(X) \
   X(FT_U64, stepscope_stream, stream) \
   X(FT_U32, stepscope_stream, device) \
@@ -420,6 +428,7 @@ const kind_desc *codec_desc(uint32_t kind) {
   case STEPSCOPE_REC_OVERHEAD: return &DESC_OVERHEAD;
   case STEPSCOPE_REC_STREAM: return &DESC_STREAM;
   case STEPSCOPE_REC_EXTERNAL_CORRELATION: return &DESC_EXTERNAL_CORRELATION;
+  case STEPSCOPE_REC_END: return &DESC_END;
   case STEPSCOPE_REC_METADATA: return &DESC_METADATA;
   default: return NULL;
   }
@@ -443,6 +452,7 @@ size_t codec_max_size(const stepscope_record *rec) {
   /* Fixed-size kinds: a per-kind bound computed once (this runs per append). */
   static _Atomic size_t fixed_max[STEPSCOPE_REC_KIND_MAX];
   uint32_t kind = rec->kind;
+  if (kind == STEPSCOPE_REC_END) return 0; /* the writer's own, not appendable */
   if (kind < STEPSCOPE_REC_KIND_MAX) {
     size_t cached = atomic_load_explicit(&fixed_max[kind], memory_order_relaxed);
     if (cached) return cached;
@@ -535,6 +545,7 @@ uint8_t *codec_encode(codec_state *st, uint8_t *p, const stepscope_record *rec) 
   case STEPSCOPE_REC_STREAM: return encode_stream(st, p, &rec->u.stream);
   case STEPSCOPE_REC_EXTERNAL_CORRELATION:
     return encode_external_correlation(st, p, &rec->u.external_correlation);
+  case STEPSCOPE_REC_END: return encode_end(st, p, &rec->u.end);
   default: /* METADATA (inline strings): the table-driven path */
     return encode_with_desc(st, p, rec->kind, codec_desc(rec->kind), &rec->u);
   }
@@ -804,6 +815,10 @@ codec_result codec_decode(codec_state *st, const uint8_t **pp, const uint8_t *en
   case STEPSCOPE_REC_EXTERNAL_CORRELATION:
     if (timed) goto timed_mismatch;
     rc = decode_external_correlation(&c, payload, payload_end, &rec->u.external_correlation);
+    break;
+  case STEPSCOPE_REC_END:
+    if (timed) goto timed_mismatch;
+    rc = decode_end(&c, payload, payload_end, &rec->u.end);
     break;
   case STEPSCOPE_REC_STREAM:
     if (timed) goto timed_mismatch;

@@ -33,8 +33,14 @@
  *
  * Crash safety. A process killed at any instant leaves a file of complete
  * frames plus at most one partial frame, which readers drop with a warning.
- * What was still in buffers (at most about flush_interval_ms of activity) is
- * lost.
+ * What was still in buffers (at most about flush_interval_ms of activity,
+ * 200 ms by default) is lost. Closing writes a last frame ending with an END
+ * record, so a reader tells a closed file from one whose process died.
+ *
+ * Write failures (a full disk). The first failed write prints one warning
+ * on stderr; from then on frames are dropped and their records counted,
+ * quietly, and the program goes on. Closing returns the error with a
+ * message; the linked tracer does not repeat the warning.
  *
  * Lock order: frame_mu -> registry_mu -> a buffer's spin flag; full_mu and
  * intern_mu are leaves. An appending thread never holds its spin flag while
@@ -44,6 +50,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,7 +67,11 @@
 #include "writer_internal.h"
 
 #define DEFAULT_FRAME_BYTES (4u << 20)
-#define DEFAULT_FLUSH_MS 1000u
+/* A process killed with SIGKILL loses what its buffers held since the last
+ * frame: at most about DEFAULT_FLUSH_MS plus one wake-up period of the
+ * background thread (a quarter of it), plus the frame being written
+ * (measured by bench/kill/run_kill_trials.py). */
+#define DEFAULT_FLUSH_MS 200u
 #define DEFAULT_LEVEL (-5)
 #define BUFFER_BYTES (256u << 10)
 #define TLS_CACHE_WAYS 4
@@ -116,6 +127,8 @@ struct stepscope_writer {
   byte_buf out;
   _Atomic uint64_t last_frame_ns;
   int io_failed; /* after a write error, further frames are dropped and counted */
+  int io_errno;  /* the first failed write's errno */
+  atomic_int on_signal; /* a flush or close for a signal: waits on threads are bounded */
 
   atomic_uint_fast64_t dropped;
   atomic_uint_fast64_t bytes_written;
@@ -178,7 +191,12 @@ static int write_frame(stepscope_writer *w, const byte_buf *const *pieces, size_
   size_t total = 0;
   for (size_t i = 0; i < npieces; i++) total += pieces[i]->len;
   if (total == 0) return 0;
-  if (w->io_failed) return STEPSCOPE_E_IO;
+  if (w->io_failed) {
+    error_set(err, STEPSCOPE_E_IO, atomic_load(&w->bytes_written),
+              "%s: writing failed earlier (%s); the records after that were dropped", w->path,
+              strerror(w->io_errno));
+    return STEPSCOPE_E_IO;
+  }
   w->out.len = 0;
   if (buf_reserve(&w->out, ZSTD_compressBound(total))) {
     error_set(err, STEPSCOPE_E_NOMEM, 0, "%s: out of memory for a %zu-byte frame", w->path, total);
@@ -200,9 +218,16 @@ static int write_frame(stepscope_writer *w, const byte_buf *const *pieces, size_
     }
   }
   if (write_all(w->fd, out.dst, out.pos)) {
+    int e = errno;
     error_set(err, STEPSCOPE_E_IO, atomic_load(&w->bytes_written), "%s: write failed: %s",
-              w->path, strerror(errno));
+              w->path, strerror(e));
     w->io_failed = 1;
+    w->io_errno = e;
+    /* the one warning: the background thread's failures have no caller to tell */
+    fprintf(stderr,
+            "stepscope: writing the trace %s failed: %s; the program goes on, and the trace "
+            "keeps only what was written before (later records are counted as dropped)\n",
+            w->path, strerror(e));
     return STEPSCOPE_E_IO;
   }
   atomic_fetch_add(&w->bytes_written, out.pos);
@@ -262,6 +287,19 @@ static void lock_buffer_patiently(thread_buffer *tb) {
     if (++spins % 64 == 0) sched_yield();
 }
 
+/* The same with a deadline, for flushes on a signal: the thread holding the
+ * flag may be the one the signal interrupted, waiting for this very flush.
+ * Returns 0 when locked, -1 when the deadline passed. */
+static int lock_buffer_until(thread_buffer *tb, uint64_t deadline_ns) {
+  unsigned spins = 0;
+  while (atomic_flag_test_and_set_explicit(&tb->busy, memory_order_acquire))
+    if (++spins % 64 == 0) {
+      if (mono_ns() > deadline_ns) return -1;
+      sched_yield();
+    }
+  return 0;
+}
+
 typedef enum frame_mode {
   FRAME_QUEUED, /* about frame_bytes of the queued full buffers (size-triggered) */
   FRAME_ALL,    /* everything appended so far, threads' current buffers too */
@@ -275,6 +313,9 @@ typedef enum frame_mode {
  * waits for full buffers that appending threads took out before that. */
 static int close_frame(stepscope_writer *w, frame_mode mode, stepscope_error *err) {
   pthread_mutex_lock(&w->frame_mu);
+  /* on a signal, a thread stuck in the handler mid-append is given 100 ms,
+   * then its current buffer stays behind (lost if the process dies) */
+  uint64_t deadline = atomic_load(&w->on_signal) ? mono_ns() + 100000000ull : 0;
   if (w->fd < 0) { /* retired */
     pthread_mutex_unlock(&w->frame_mu);
     return STEPSCOPE_E_STATE;
@@ -287,7 +328,10 @@ static int close_frame(stepscope_writer *w, frame_mode mode, stepscope_error *er
     pthread_mutex_lock(&w->registry_mu);
     if (final) atomic_store(&w->closed, 1);
     for (thread_buffer *tb = w->buffers; tb; tb = tb->next) {
-      lock_buffer_patiently(tb);
+      if (!deadline)
+        lock_buffer_patiently(tb);
+      else if (lock_buffer_until(tb, deadline) != 0)
+        continue;
       if (tb->buf.len > 0) {
         full_block *fb = malloc(sizeof *fb);
         if (fb) {
@@ -311,7 +355,8 @@ static int close_frame(stepscope_writer *w, frame_mode mode, stepscope_error *er
     }
     pthread_mutex_unlock(&w->registry_mu);
     if (final) /* appends that took a full buffer out before they saw `closed` */
-      while (atomic_load(&w->handoffs_in_flight) > 0) sched_yield();
+      while (atomic_load(&w->handoffs_in_flight) > 0 && (!deadline || mono_ns() < deadline))
+        sched_yield();
   }
 
   /* 2. Take the full list: all of it, or about a frame's worth. */
@@ -380,7 +425,9 @@ static int close_frame(stepscope_writer *w, frame_mode mode, stepscope_error *er
 
 static void *flusher_main(void *arg) {
   stepscope_writer *w = arg;
-  unsigned period = w->opt.flush_interval_ms < 200 ? w->opt.flush_interval_ms : 200;
+  /* woken 4 times per interval, so a frame is at most a quarter late */
+  unsigned period = w->opt.flush_interval_ms / 4 < 200 ? w->opt.flush_interval_ms / 4 : 200;
+  if (period == 0) period = 1;
   pthread_mutex_lock(&w->wake_mu);
   while (!w->stopping) {
     struct timespec ts;
@@ -525,7 +572,16 @@ stepscope_writer *stepscope_writer_open(const char *path, const stepscope_header
     return NULL;
   }
   if (w->opt.background_flush) {
+    /* The background thread never runs a signal handler of the linked
+     * tracer (which waits for a flush that may need this thread). */
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &block, &old);
     if (pthread_create(&w->flusher, NULL, flusher_main, w) == 0) w->flusher_running = 1;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
   }
   return w;
 }
@@ -696,18 +752,24 @@ int stepscope_writer_flush(stepscope_writer *w, stepscope_error *err) {
   return close_frame(w, FRAME_ALL, err);
 }
 
-/* Writes a final DROPPED record saying how much this writer lost. */
-static int write_dropped_notice(stepscope_writer *w, stepscope_error *err) {
-  uint64_t dropped = atomic_load(&w->dropped);
-  if (!dropped) return 0;
-  stepscope_record d = {.kind = STEPSCOPE_REC_DROPPED};
-  d.u.dropped.time_ns = mono_ns();
-  d.u.dropped.count = dropped;
-  d.u.dropped.source = STEPSCOPE_DROP_WRITER;
-  uint8_t bytes[BLOCK_MAX + CODEC_FIXED_MAX];
+/* Writes the last frame: a DROPPED record saying how much this writer lost
+ * (if anything), then the END record that marks the file closed. */
+static int write_end_frame(stepscope_writer *w, uint32_t reason, int sig, stepscope_error *err) {
+  uint8_t bytes[BLOCK_MAX + 2 * CODEC_FIXED_MAX];
   codec_state st = {0, 0};
   uint8_t *p = codec_encode_block(&st, bytes, stepscope_thread_id());
-  p = codec_encode(&st, p, &d);
+  uint64_t dropped = atomic_load(&w->dropped);
+  if (dropped) {
+    stepscope_record d = {.kind = STEPSCOPE_REC_DROPPED};
+    d.u.dropped.time_ns = mono_ns();
+    d.u.dropped.count = dropped;
+    d.u.dropped.source = STEPSCOPE_DROP_WRITER;
+    p = codec_encode(&st, p, &d);
+  }
+  stepscope_record end = {.kind = STEPSCOPE_REC_END};
+  end.u.end.reason = reason;
+  end.u.end.signal = (uint32_t)sig;
+  p = codec_encode(&st, p, &end);
   byte_buf b = {bytes, (size_t)(p - bytes), sizeof bytes};
   const byte_buf *pieces[1] = {&b};
   pthread_mutex_lock(&w->frame_mu);
@@ -717,7 +779,12 @@ static int write_dropped_notice(stepscope_writer *w, stepscope_error *err) {
 }
 
 int writer_retire(stepscope_writer *w, stepscope_error *err) {
+  return writer_retire_reason(w, STEPSCOPE_END_CLOSED, 0, err);
+}
+
+int writer_retire_reason(stepscope_writer *w, uint32_t reason, int sig, stepscope_error *err) {
   if (!w) return STEPSCOPE_E_ARGUMENT;
+  if (reason == STEPSCOPE_END_SIGNAL) atomic_store(&w->on_signal, 1);
   if (w->flusher_running) {
     pthread_mutex_lock(&w->wake_mu);
     w->stopping = 1;
@@ -726,7 +793,7 @@ int writer_retire(stepscope_writer *w, stepscope_error *err) {
     pthread_join(w->flusher, NULL);
   }
   int rc = close_frame(w, FRAME_FINAL, err);
-  if (rc == 0) rc = write_dropped_notice(w, err);
+  if (rc == 0) rc = write_end_frame(w, reason, sig, err);
   pthread_mutex_lock(&w->frame_mu);
   if (w->fd >= 0 && close(w->fd) != 0 && rc == 0) {
     error_set(err, STEPSCOPE_E_IO, 0, "%s: close failed: %s", w->path, strerror(errno));
@@ -749,6 +816,20 @@ int writer_retire(stepscope_writer *w, stepscope_error *err) {
   w->nspare = 0;
   pthread_mutex_unlock(&w->full_mu);
   return rc;
+}
+
+int writer_flush_on_signal(stepscope_writer *w) {
+  atomic_store(&w->on_signal, 1);
+  int rc = close_frame(w, FRAME_ALL, NULL);
+  atomic_store(&w->on_signal, 0);
+  return rc;
+}
+
+int writer_io_failed(stepscope_writer *w) {
+  pthread_mutex_lock(&w->frame_mu);
+  int failed = w->io_failed;
+  pthread_mutex_unlock(&w->frame_mu);
+  return failed;
 }
 
 int stepscope_writer_close(stepscope_writer *w, stepscope_error *err) {

@@ -21,4 +21,16 @@ void writer_set_tick(stepscope_writer *w, void (*fn)(void *), void *arg, unsigne
  * (a few hundred bytes per writer plus a few dozen per thread that used it). */
 int writer_retire(stepscope_writer *w, stepscope_error *err);
 
+/* writer_retire with the END record's reason (stepscope_end_reason) and,
+ * for STEPSCOPE_END_SIGNAL, the signal that is stopping the program. */
+int writer_retire_reason(stepscope_writer *w, uint32_t reason, int sig, stepscope_error *err);
+
+/* stepscope_writer_flush for a signal handler's flush (on another thread):
+ * a thread buffer whose owner does not let go within 100 ms (it may be the
+ * thread the signal interrupted) is left for the next frame. */
+int writer_flush_on_signal(stepscope_writer *w);
+
+/* Whether a write to the file failed (the writer has warned once already). */
+int writer_io_failed(stepscope_writer *w);
+
 #endif

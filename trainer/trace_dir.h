@@ -1,0 +1,16 @@
+/*
+ * trace_dir.h — the check that --trace does not write over an earlier run.
+ */
+#ifndef STEPSCOPE_TRAINER_TRACE_DIR_H
+#define STEPSCOPE_TRAINER_TRACE_DIR_H
+
+#include <stddef.h>
+
+/* 0 when `dir` holds no rank-*.trace.zst this run could mix with; else -1
+ * with a message. rank < 0: the whole job checks at once (before forking
+ * ranks); rank >= 0: one rank under an outside launcher (its own file, and
+ * for rank 0 the files of ranks >= world). With `force`, nothing is refused
+ * and rank files >= world (an earlier, larger run's) are removed. */
+int trace_dir_check(const char *dir, int world, int rank, int force, char *err, size_t n);
+
+#endif
