@@ -77,6 +77,17 @@ static void reference(const host_in *in, result *r)
     cpu_matmul_backward(r->dx, r->dwr, NULL, dlogits, in->x, in->wr, N, C, E);
 }
 
+/* Device buffers of one run, freed at its end. */
+static void *bufs[64];
+static int nbufs;
+static void *dalloc(const dev_ops *o, dev_device *d, size_t bytes)
+{
+    void *p = o->alloc(d, bytes);
+    if (p && nbufs < 64)
+        bufs[nbufs++] = p;
+    return p;
+}
+
 /* The layer through the device API; activations in the device's type. */
 static int through_device(const host_in *in, dev_dtype act, result *r)
 {
@@ -89,8 +100,8 @@ static int through_device(const host_in *in, dev_dtype act, result *r)
     const dev_ops *o = dev_get_ops(d);
     dev_stream *s = o->stream_create(d, "compute");
     size_t es = dev_dtype_bytes(act);
-#define ACT(n) o->alloc(d, (size_t)(n) * es)
-#define F32(n) o->alloc(d, (size_t)(n) * 4)
+#define ACT(n) dalloc(o, d, (size_t)(n) * es)
+#define F32(n) dalloc(o, d, (size_t)(n) * 4)
     void *x = ACT(N * C), *logits = ACT(N * E), *xp = ACT(N * K * C), *h = ACT(N * K * H),
          *a = ACT(N * K * H), *yp = ACT(N * K * C), *out = ACT(N * C), *dout = ACT(N * C);
     void *dyp = ACT(N * K * C), *da = ACT(N * K * H), *dh = ACT(N * K * H), *dxp = ACT(N * K * C),
@@ -99,10 +110,11 @@ static int through_device(const host_in *in, dev_dtype act, result *r)
           *b2 = F32(E * C), *probs = F32(N * E), *gate = F32(N * K), *dgate = F32(N * K);
     float *dwr = F32(E * C), *dw1 = F32(E * H * C), *db1 = F32(E * H), *dw2 = F32(E * C * H),
           *db2 = F32(E * C);
-    int *expert = o->alloc(d, sizeof(int) * N * K), *counts = o->alloc(d, sizeof(int) * E),
-        *offsets = o->alloc(d, sizeof(int) * (E + 1)), *row_token = o->alloc(d, sizeof(int) * N * K),
-        *row_of = o->alloc(d, sizeof(int) * N * K), *dropped = o->alloc(d, sizeof(int));
-    double *aux = o->alloc(d, sizeof(double));
+    int *expert = dalloc(o, d, sizeof(int) * N * K), *counts = dalloc(o, d, sizeof(int) * E),
+        *offsets = dalloc(o, d, sizeof(int) * (E + 1)),
+        *row_token = dalloc(o, d, sizeof(int) * N * K), *row_of = dalloc(o, d, sizeof(int) * N * K),
+        *dropped = dalloc(o, d, sizeof(int));
+    double *aux = dalloc(o, d, sizeof(double));
     /* activations in: x and dout in the device's type */
     static uint16_t tmp16[N * C];
     if (act == DEV_BF16) {
@@ -160,7 +172,10 @@ static int through_device(const host_in *in, dev_dtype act, result *r)
         bf16_widen(r->out, o16, N * C);
         bf16_widen(r->dx, dx16, N * C);
     }
-    dev_close(d); /* the test ends here: its allocations go with the process */
+    for (int k = 0; k < nbufs; k++)
+        o->free(d, bufs[k]);
+    nbufs = 0;
+    dev_close(d);
     return rc;
 }
 
