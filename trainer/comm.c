@@ -50,3 +50,11 @@ int comm_recv(comm *c, dev_stream *s, void *buf, size_t bytes, int peer, unsigne
 }
 
 int comm_barrier(comm *c, dev_stream *s) { return ops_of(c)->barrier(c, s); }
+
+int comm_alltoallv(comm *c, dev_stream *s, void *out, const uint64_t *recv_counts,
+                   const void *in, const uint64_t *send_counts, comm_dtype dt)
+{
+    if (!ops_of(c)->alltoallv)
+        return -1;
+    return ops_of(c)->alltoallv(c, s, out, recv_counts, in, send_counts, dt);
+}

@@ -111,6 +111,9 @@ typedef struct comm_ops {
     int (*send)(comm *c, dev_stream *s, const void *buf, size_t bytes, int peer, unsigned flags);
     int (*recv)(comm *c, dev_stream *s, void *buf, size_t bytes, int peer, unsigned flags);
     int (*barrier)(comm *c, dev_stream *s);
+    /* Optional (NULL: the backend has no all-to-all; comm_alltoallv fails). */
+    int (*alltoallv)(comm *c, dev_stream *s, void *out, const uint64_t *recv_counts,
+                     const void *in, const uint64_t *send_counts, comm_dtype dt);
 } comm_ops;
 
 typedef struct comm_header {
@@ -141,5 +144,18 @@ int comm_broadcast(comm *c, dev_stream *s, void *buf, size_t bytes, int root);
 int comm_send(comm *c, dev_stream *s, const void *buf, size_t bytes, int peer, unsigned flags);
 int comm_recv(comm *c, dev_stream *s, void *buf, size_t bytes, int peer, unsigned flags);
 int comm_barrier(comm *c, dev_stream *s);
+/* All-to-all with uneven splits (MPI_Alltoallv, the token dispatch and combine of expert
+ * parallelism): this member sends send_counts[p] elements to group rank p, taken from `in`
+ * packed by destination (p's elements start after those for ranks 0..p-1), and receives
+ * recv_counts[k] elements from group rank k into `out` packed by source the same way
+ * (its own part included: a copy). Elements are only moved, never combined: any dtype of
+ * the right size will do (COMM_FLOAT64 moves 8-byte integers). Both count arrays (group-size
+ * long) are read when the operation runs, not when it is enqueued, so an earlier operation
+ * on the same stream may compute them (routing on the device, without a host sync);
+ * recv_counts[k] must equal member k's send_counts[me] (checked: a mismatch fails the
+ * operation, naming both ranks, and aborts the job). Returns -1 when the backend has no
+ * all-to-all. */
+int comm_alltoallv(comm *c, dev_stream *s, void *out, const uint64_t *recv_counts,
+                   const void *in, const uint64_t *send_counts, comm_dtype dt);
 
 #endif /* STEPSCOPE_TRAINER_COMM_H */

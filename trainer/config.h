@@ -73,7 +73,7 @@ typedef struct train_config {
      * final weights across layouts with it) */
     char debug_dump_params[512];
     /* --debug-delay RANK:PHASE:MS (repeatable): rank RANK idles its device MS ms at PHASE,
-     * every step (train.c debug_delay) — known causes for validating the analyzer */
+     * every step (train_step.c: train_debug_delay) — known causes for validating the analyzer */
     struct { int rank, phase, ms; } debug_delay[CONFIG_MAX_DELAYS];
     int ndebug_delays;
 } train_config;

@@ -129,6 +129,45 @@ typedef struct dev_ops {
                                      const float *lse, const dev_act *q, int q_stride,
                                      const dev_act *kv, int kv_stride, int B, int Tq, int Tk, int C,
                                      int NH, int causal);
+    /* Mixture of experts (cpu_moe_* in kernels/cpu/cpu_kernels.h is the math and the layouts).
+     * Optional: a backend without them (NULL) cannot run experts. What depends on the
+     * routing is read on the device when the operation runs, never on the host: the number
+     * of rows R of the expert-grouped buffers is offsets[E] of the dispatch plan (offsets
+     * [E+1]); those buffers are allocated for the dropless bound N x K rows (the staging
+     * of bf16 activations covers that many; rows past R are left as they were). Integer
+     * buffers (expert [N,K], counts [E], offsets, row_token [N K], row_of [N,K]) and the
+     * router's probs [N,E] and gate [N,K] are device allocations in fp32 / int. */
+    void (*moe_router_forward)(dev_stream *s, int *expert, float *gate, float *probs,
+                               const dev_act *logits, int N, int E, int K, int renorm);
+    /* counts: [E] scratch (the routing decisions per expert are recounted) */
+    void (*moe_router_backward)(dev_stream *s, dev_act *dlogits, const float *dgate,
+                                const float *probs, const int *expert, int *counts, int N, int E,
+                                int K, int renorm, float aux_scale);
+    /* *acc (a device double) += the load-balancing loss; counts: [E] scratch */
+    void (*moe_aux_loss_accumulate)(dev_stream *s, double *acc, const float *probs,
+                                    const int *expert, int *counts, int N, int E, int K);
+    /* *dropped_acc (a device int) += the assignments dropped by the capacity (< 0: none) */
+    void (*moe_dispatch_plan)(dev_stream *s, int *counts, int *offsets, int *row_token,
+                              int *row_of, int *dropped_acc, const int *expert, int N, int E,
+                              int K, int capacity);
+    void (*moe_permute_forward)(dev_stream *s, dev_act *xp, const dev_act *x, const int *row_token,
+                                const int *offsets, int N, int E, int K, int C);
+    void (*moe_permute_backward)(dev_stream *s, dev_act *dx, const dev_act *dxp,
+                                 const int *row_token, const int *offsets, int N, int E, int K,
+                                 int C);
+    void (*moe_unpermute_forward)(dev_stream *s, dev_act *out, const dev_act *yp,
+                                  const float *gate, const int *row_of, int N, int K, int C);
+    void (*moe_unpermute_backward)(dev_stream *s, dev_act *dyp, float *dgate, const dev_act *dout,
+                                   const dev_act *yp, const float *gate, const int *row_of, int N,
+                                   int K, int C);
+    /* the experts' grouped GEMM over Rmax = N x K rows at most: weight [E,OC,C], bias [E,OC] */
+    void (*moe_expert_matmul_forward)(dev_stream *s, dev_act *out, const dev_act *inp,
+                                      const float *weight, const float *bias, const int *offsets,
+                                      int Rmax, int E, int C, int OC);
+    void (*moe_expert_matmul_backward)(dev_stream *s, dev_act *dinp, float *dweight, float *dbias,
+                                       const dev_act *dout, const dev_act *inp,
+                                       const float *weight, const int *offsets, int Rmax, int E,
+                                       int C, int OC);
     void (*gelu_forward)(dev_stream *s, dev_act *out, const dev_act *inp, int N);
     void (*gelu_backward)(dev_stream *s, dev_act *dinp, const dev_act *inp, const dev_act *dout,
                           int N);

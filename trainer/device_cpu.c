@@ -773,6 +773,185 @@ static void cpu_op_attention_block_backward(dev_stream *s, dev_act *dq, int dq_s
                     4.0 * B * (6.0 * Tq * C + 4.0 * Tk * C + NH * Tq));
 }
 
+/* ---- mixture of experts (kernels/cpu/moe_*.c) --------------------------------------------
+ * The routing-dependent row count R is offsets[E], read when the task runs; activation
+ * arguments in the expert-grouped layout are staged for their bound Rmax = N x K rows. */
+
+static int run_moe_router_forward(cpu_task *t, char *e, size_t n)
+{
+    cpu_moe_router_forward(P(0), P(1), P(2), P(3), I(0), I(1), I(2), I(3));
+    return 0;
+}
+static void cpu_op_moe_router_forward(dev_stream *s, int *expert, float *gate, float *probs,
+                                      const dev_act *logits, int N, int E, int K, int renorm)
+{
+    cpu_task t = {.run = run_moe_router_forward,
+                  .p = {expert, gate, probs, (void *)logits},
+                  .i = {N, E, K, renorm}};
+    act_n(&t, 3, 0, (size_t)N * E);
+    enqueue_compute(s, &t, "moe_router_forward", 5.0 * N * E + (double)N * E * K,
+                    8.0 * N * E + 8.0 * N * K);
+}
+
+static int run_moe_router_backward(cpu_task *t, char *e, size_t n)
+{
+    cpu_moe_router_backward(P(0), P(1), P(2), P(3), I(0), I(1), I(2), I(3), F(0), P(4));
+    return 0;
+}
+static void cpu_op_moe_router_backward(dev_stream *s, dev_act *dlogits, const float *dgate,
+                                       const float *probs, const int *expert, int *counts, int N,
+                                       int E, int K, int renorm, float aux_scale)
+{
+    cpu_task t = {.run = run_moe_router_backward,
+                  .p = {dlogits, (void *)dgate, (void *)probs, (void *)expert, counts},
+                  .i = {N, E, K, renorm},
+                  .f = {aux_scale}};
+    act_n(&t, 0, 1, (size_t)N * E);
+    enqueue_compute(s, &t, "moe_router_backward", 6.0 * N * E + 4.0 * N * E * K,
+                    12.0 * N * E + 8.0 * N * K);
+}
+
+static int run_moe_aux_loss(cpu_task *t, char *e, size_t n)
+{
+    *(double *)P(0) += cpu_moe_aux_loss(P(1), P(2), I(0), I(1), I(2), P(3));
+    return 0;
+}
+static void cpu_op_moe_aux_loss_accumulate(dev_stream *s, double *acc, const float *probs,
+                                           const int *expert, int *counts, int N, int E, int K)
+{
+    cpu_task t = {.run = run_moe_aux_loss,
+                  .p = {acc, (void *)probs, (void *)expert, counts},
+                  .i = {N, E, K}};
+    enqueue_compute(s, &t, "moe_aux_loss", 2.0 * N * E, 4.0 * N * E + 4.0 * N * K);
+}
+
+static int run_moe_dispatch_plan(cpu_task *t, char *e, size_t n)
+{
+    int dropped = cpu_moe_dispatch_plan(P(0), P(1), P(2), P(3), P(5), I(0), I(1), I(2), I(3));
+    if (P(4))
+        *(int *)P(4) += dropped;
+    return 0;
+}
+static void cpu_op_moe_dispatch_plan(dev_stream *s, int *counts, int *offsets, int *row_token,
+                                     int *row_of, int *dropped_acc, const int *expert, int N,
+                                     int E, int K, int capacity)
+{
+    cpu_task t = {.run = run_moe_dispatch_plan,
+                  .p = {counts, offsets, row_token, row_of, dropped_acc, (void *)expert},
+                  .i = {N, E, K, capacity}};
+    enqueue_compute(s, &t, "moe_dispatch_plan", 0, 16.0 * N * K);
+}
+
+static int run_moe_permute_forward(cpu_task *t, char *e, size_t n)
+{
+    const int *offsets = P(3);
+    cpu_moe_permute_forward(P(0), P(1), P(2), offsets[I(0)], I(1));
+    return 0;
+}
+static void cpu_op_moe_permute_forward(dev_stream *s, dev_act *xp, const dev_act *x,
+                                       const int *row_token, const int *offsets, int N, int E,
+                                       int K, int C)
+{
+    cpu_task t = {.run = run_moe_permute_forward,
+                  .p = {xp, (void *)x, (void *)row_token, (void *)offsets},
+                  .i = {E, C}};
+    act_n(&t, 0, 1, (size_t)N * K * C);
+    act_n(&t, 1, 0, (size_t)N * C);
+    enqueue_compute(s, &t, "moe_permute_forward", 0, 8.0 * N * K * C);
+}
+
+static int run_moe_permute_backward(cpu_task *t, char *e, size_t n)
+{
+    const int *offsets = P(3);
+    cpu_moe_permute_backward(P(0), P(1), P(2), offsets[I(0)], I(1));
+    return 0;
+}
+static void cpu_op_moe_permute_backward(dev_stream *s, dev_act *dx, const dev_act *dxp,
+                                        const int *row_token, const int *offsets, int N, int E,
+                                        int K, int C)
+{
+    cpu_task t = {.run = run_moe_permute_backward,
+                  .p = {dx, (void *)dxp, (void *)row_token, (void *)offsets},
+                  .i = {E, C}};
+    act_n(&t, 0, 1, (size_t)N * C);
+    act_n(&t, 1, 0, (size_t)N * K * C);
+    enqueue_compute(s, &t, "moe_permute_backward", (double)N * K * C, 12.0 * N * K * C);
+}
+
+static int run_moe_unpermute_forward(cpu_task *t, char *e, size_t n)
+{
+    cpu_moe_unpermute_forward(P(0), P(1), P(2), P(3), I(0), I(1), I(2));
+    return 0;
+}
+static void cpu_op_moe_unpermute_forward(dev_stream *s, dev_act *out, const dev_act *yp,
+                                         const float *gate, const int *row_of, int N, int K, int C)
+{
+    cpu_task t = {.run = run_moe_unpermute_forward,
+                  .p = {out, (void *)yp, (void *)gate, (void *)row_of},
+                  .i = {N, K, C}};
+    act_n(&t, 0, 1, (size_t)N * C);
+    act_n(&t, 1, 0, (size_t)N * K * C);
+    enqueue_compute(s, &t, "moe_unpermute_forward", 2.0 * N * K * C, 4.0 * N * C + 4.0 * N * K * C);
+}
+
+static int run_moe_unpermute_backward(cpu_task *t, char *e, size_t n)
+{
+    cpu_moe_unpermute_backward(P(0), P(1), P(2), P(3), P(4), P(5), I(0), I(1), I(2));
+    return 0;
+}
+static void cpu_op_moe_unpermute_backward(dev_stream *s, dev_act *dyp, float *dgate,
+                                          const dev_act *dout, const dev_act *yp, const float *gate,
+                                          const int *row_of, int N, int K, int C)
+{
+    cpu_task t = {.run = run_moe_unpermute_backward,
+                  .p = {dyp, dgate, (void *)dout, (void *)yp, (void *)gate, (void *)row_of},
+                  .i = {N, K, C}};
+    act_n(&t, 0, 1, (size_t)N * K * C);
+    act_n(&t, 2, 0, (size_t)N * C);
+    act_n(&t, 3, 0, (size_t)N * K * C);
+    enqueue_compute(s, &t, "moe_unpermute_backward", 4.0 * N * K * C, 4.0 * N * C + 12.0 * N * K * C);
+}
+
+static int run_moe_expert_matmul_forward(cpu_task *t, char *e, size_t n)
+{
+    cpu_moe_expert_matmul_forward(P(0), P(1), P(2), P(3), P(4), I(0), I(1), I(2));
+    return 0;
+}
+static void cpu_op_moe_expert_matmul_forward(dev_stream *s, dev_act *out, const dev_act *inp,
+                                             const float *weight, const float *bias,
+                                             const int *offsets, int Rmax, int E, int C, int OC)
+{
+    cpu_task t = {.run = run_moe_expert_matmul_forward,
+                  .p = {out, (void *)inp, (void *)weight, (void *)bias, (void *)offsets},
+                  .i = {E, C, OC}};
+    act_n(&t, 0, 1, (size_t)Rmax * OC);
+    act_n(&t, 1, 0, (size_t)Rmax * C);
+    /* the bound: the rows actually multiplied are offsets[E] <= Rmax */
+    enqueue_compute(s, &t, "moe_expert_matmul_forward", 2.0 * Rmax * C * OC,
+                    4.0 * ((double)Rmax * (C + OC) + (double)E * OC * C));
+}
+
+static int run_moe_expert_matmul_backward(cpu_task *t, char *e, size_t n)
+{
+    cpu_moe_expert_matmul_backward(P(0), P(1), P(2), P(3), P(4), P(5), P(6), I(0), I(1), I(2));
+    return 0;
+}
+static void cpu_op_moe_expert_matmul_backward(dev_stream *s, dev_act *dinp, float *dweight,
+                                              float *dbias, const dev_act *dout, const dev_act *inp,
+                                              const float *weight, const int *offsets, int Rmax,
+                                              int E, int C, int OC)
+{
+    cpu_task t = {.run = run_moe_expert_matmul_backward,
+                  .p = {dinp, dweight, dbias, (void *)dout, (void *)inp, (void *)weight,
+                        (void *)offsets},
+                  .i = {E, C, OC}};
+    act_n(&t, 0, 1, (size_t)Rmax * C);
+    act_n(&t, 3, 0, (size_t)Rmax * OC);
+    act_n(&t, 4, 0, (size_t)Rmax * C);
+    enqueue_compute(s, &t, "moe_expert_matmul_backward", 4.0 * Rmax * C * OC,
+                    8.0 * ((double)Rmax * (C + OC) + (double)E * OC * C));
+}
+
 static int run_gelu_forward(cpu_task *t, char *e, size_t n)
 {
     cpu_gelu_forward(P(0), P(1), I(0));
@@ -1003,6 +1182,16 @@ static const dev_ops cpu_ops = {
     .attention_backward = cpu_op_attention_backward,
     .attention_block_forward = cpu_op_attention_block_forward,
     .attention_block_backward = cpu_op_attention_block_backward,
+    .moe_router_forward = cpu_op_moe_router_forward,
+    .moe_router_backward = cpu_op_moe_router_backward,
+    .moe_aux_loss_accumulate = cpu_op_moe_aux_loss_accumulate,
+    .moe_dispatch_plan = cpu_op_moe_dispatch_plan,
+    .moe_permute_forward = cpu_op_moe_permute_forward,
+    .moe_permute_backward = cpu_op_moe_permute_backward,
+    .moe_unpermute_forward = cpu_op_moe_unpermute_forward,
+    .moe_unpermute_backward = cpu_op_moe_unpermute_backward,
+    .moe_expert_matmul_forward = cpu_op_moe_expert_matmul_forward,
+    .moe_expert_matmul_backward = cpu_op_moe_expert_matmul_backward,
     .gelu_forward = cpu_op_gelu_forward,
     .gelu_backward = cpu_op_gelu_backward,
     .residual_forward = cpu_op_residual_forward,

@@ -6,7 +6,7 @@
  * (`stepscope plan`), which predicts every layout of a model without allocating anything.
  * The formulas follow what the trainer allocates through its device API, buffer by buffer
  * (model.c: parameters, gradients, per-slot activations, recomputation scratch, backward
- * scratch, ring attention blocks; train.c: AdamW moments, ZeRO shards and bucket buffers),
+ * scratch, ring attention blocks; train.c and grad_sync.c: AdamW moments, ZeRO shards and bucket buffers),
  * so that the prediction can be checked exactly against the device API's own peak of live
  * allocations (tests/trainer: trainer.memory_model), and per component they reduce to the
  * Ultra-Scale Playbook's formulas (fp32 master weights: 4 bytes per parameter for the

@@ -1,52 +1,28 @@
 /*
- * train.c — one rank's training loop (see train.h).
+ * train.c — one rank's training run (see train.h): set-up (device, streams, communicator
+ * groups, the model chunks, events, optimizer and host buffers), the loop over the steps
+ * (printing, the JSON log, MFU, checkpoints, the --debug-die/--debug-hang test hooks),
+ * tracing (metadata, the memory prediction beside the measured peak), the checkpoint glue,
+ * --debug-dump-params and clean-up.
  *
- * How a step runs on a rank (all of it enqueued on streams; the host waits once
- * per step, to read the loss and the gradient norm):
- *   1. zero the gradients and the loss accumulator; load this DP rank's share of
- *      the global batch into host buffers (one per micro-batch);
- *   2. walk the stage's pipeline schedule (schedule.c). A forward receives its
- *      input activation from the previous stage on the "comm pp recv" stream (or
- *      embeds the tokens on the first stage) and sends its output to the next on
- *      "comm pp send"; a backward receives the output gradient from the next
- *      stage (or starts from the loss on the last stage) and sends the input
- *      gradient back. Sends and receives sit on separate streams because they
- *      cross (activations one way, gradients the other) and a transfer larger
- *      than the mailbox would otherwise deadlock. Per-slot events order these
- *      streams with compute, so p2p overlaps compute;
- *   3. during the last micro-batch's backward, as soon as the gradients of a
- *      bucket are final, the bucket is all-reduced over the gradient group (DP,
- *      times CP under context parallelism: weights are replicated over both) on the
- *      "comm dp" stream (overlapping the rest of backward; --overlap off issues
- *      every bucket after backward instead);
- *   4. the tied embedding's gradient is summed over the first and last stage;
- *      loss and squared gradient norm are summed over the world in one f64
- *      all-reduce; the host reads them, computes the clip factor and enqueues
- *      AdamW on the rank's shard (the whole buffer without ZeRO; with --zero 1
- *      its 1/(dp x cp) slice, followed by an all-gather of the parameters over
- *      DP x CP).
- * ZeRO-2/3 (--zero 2/3; zero.h for the cut): instead of step 3, every micro-batch's
- * gradients go through two rotating bucket buffers that are reduce-scattered into the
- * rank's gradient shard as backward finishes each bucket; AdamW runs on the shard; ZeRO-2
- * then all-gathers the parameters, ZeRO-3 keeps only its parameter pieces and gathers a
- * bucket before the model uses it (zero3_before_unit, with a prefetch of the next).
- * The gradient norm counts every parameter once: each member of the gradient
- * group its 1/(dp x cp) slice of the flat buffer, TP-replicated parameters only
- * on TP rank 0, the last stage's copy of the tied embedding not at all.
+ * The rest of a rank's run lives beside it, one concern per file, over the trainer state of
+ * train_internal.h:
+ *   train_step.c     one optimizer step: the batch, the pipeline walk, the end-of-step
+ *                    gradient sums, loss and gradient norm, clipping and AdamW
+ *   pipeline_exec.c  the pipeline executor: the schedule walk and each (chunk, micro-batch)
+ *                    forward or backward with its p2p transfers (AFAB, 1F1B, interleaved)
+ *   grad_sync.c      gradient synchronisation: DP buckets, ZeRO-2/3 reduce-scatter into
+ *                    shards, ZeRO-2 parameter all-gather, ZeRO-3 gathers before each unit
  * Interleaved 1F1B (--schedule interleaved --virtual-stages V): a rank holds V models
  * (chunks), chunk j being the ordinary stage model of virtual stage j*pp + pp_rank in a
- * pipeline of pp*V stages; the schedule names the chunk of every item, transfers go to the
- * next (previous) rank for every chunk transition (rank pp-1's chunk j feeds rank 0's chunk
- * j+1), every (chunk, micro-batch) has its own activation slot and events, and chunk 0's
- * gradient buckets are all-reduced as usual while the other chunks' whole gradient buffers
- * are all-reduced after the pipeline flush. With --zero 1 each chunk's AdamW state is this
- * rank's slice of it (chunk_slice) and every chunk is all-gathered after the optimizer;
- * CP and checkpoints (every chunk in the shard) work as for one chunk; ZeRO-2/3 are refused.
+ * pipeline of pp*V stages (chunk_grid); set-up creates them all, and checkpoints hold every
+ * chunk in the shard.
  * Context parallelism (--cp) lives in the model (ring_attention.c); here it only
  * adds the CP group and its two streams, the dp x cp gradient group and the
- * choice of each CP rank's chunks of the sequences it loads.
+ * choice of each CP rank's chunks of the sequences it loads (train_step.c).
  */
 #include "train.h"
+#include "train_internal.h"
 
 #include <math.h>
 #include <signal.h>
@@ -74,95 +50,7 @@
 #include "device_cuda.h"
 #endif
 
-typedef struct bucket {
-    size_t begin, end; /* floats */
-    int ready_unit;    /* launched once this backward unit is done */
-    int launched;
-    /* --zero 2/3 */
-    int embed;  /* the embedding unit's bucket: its own buffers, reduced once per step */
-    int slot;   /* rotating gradient buffer (0/1) of the other buckets */
-} bucket;
-
-/* --zero 2/3 state (see zero.h for the cut and the README for the memory). */
-typedef struct zero_state {
-    zero_plan plan;          /* a piece of every bucket per member of the gradient group */
-    float *grad_shard;       /* [plan.shard_len] this rank's reduced gradients */
-    float *gbuf[2];          /* rotating bucket gradient buffers (each the largest padded bucket) */
-    float *gembed;           /* the embedding bucket's gradients, accumulated over micro-batches */
-    float *piece_tmp;        /* [plan.max_piece] a reduce-scatter's result before it is added */
-    dev_event *ev_gfree[2];  /* gbuf[s] reduced and zeroed: compute may write it again */
-    /* ZeRO-3 */
-    float *param_shard;      /* [plan.shard_len] the master parameters this rank owns */
-    float *pbuf[2];          /* rotating gathered parameter buffers */
-    float *pembed;           /* the embedding bucket's parameters, gathered for the whole step */
-    int resident[2];         /* bucket gathered (or being gathered) into pbuf[s], -1 none */
-    int cur;                 /* pbuf slot of the bucket compute uses now, -1 none */
-    int cur_bucket;
-    dev_event *ev_pfree, *ev_gathered[2];
-    int *bucket_of_unit;     /* unit -> bucket, -1 for an empty unit */
-    size_t gbuf_floats, pbuf_floats;
-} zero_state;
-
-typedef struct trainer {
-    train_config cfg;
-    rank_env env;
-    model_grid g;
-    dev_device *dev;
-    const dev_ops *o;
-    dev_stream *compute, *dp_stream, *pp_send, *pp_recv;
-    dev_stream *cp_send, *cp_recv; /* --cp > 1: ring attention's transfers */
-    comm_job *job; /* the shared segment: heartbeats, abort flag, CPU collectives */
-#ifdef STEPSCOPE_TRAINER_HAVE_CUDA
-    comm_nccl_job *nccl; /* NCCL communicators when the device is a GPU */
-#endif
-    double peak_flops;   /* per rank, for MFU */
-    comm *world_c, *dp_c, *tp_c, *pp_c, *embed_c, *cp_c;
-    int reduce_n; /* members of dp_c, the gradient group: dp x cp (weights are replicated over
-                   * both; a CP rank's gradients cover only its tokens) */
-    int *host_seq_tokens, *host_seq_targets; /* --cp > 1: one micro-batch of whole sequences */
-    model m;     /* chunk 0 (the only one without interleaving) */
-    int V;       /* model chunks (virtual stages) on this rank */
-    model *more; /* chunks 1 .. V-1 */
-    float **more_adam; /* [2 (V-1)]: AdamW moments m, v of chunks 1 .. V-1 (ZeRO-1: of this
-                        * rank's slice of each, chunk_slice) */
-    ckpt_chunk *ckpt_more; /* [V-1]: chunks 1 .. V-1 as checkpoints see them (ckpt_state_of) */
-    int cur_chunk; /* the chunk whose backward is being enqueued */
-    int nevents;   /* per-slot events of each kind: nslots x V */
-    int M, nslots, mb_size;
-    sched_item *items;
-    dev_event **ev_in_ready, **ev_grad_ready, **ev_out_ready, **ev_din_ready, **ev_slot_free,
-        **ev_sent;
-    dev_event *ev_bucket, *ev_dp_done, *ev_opt_done, *ev_gather_done;
-    bucket *buckets;
-    int nbuckets;
-    zero_state z;   /* --zero >= 2 */
-    int last_mb;    /* the micro-batch being walked backward is the step's last */
-    float *adam_m, *adam_v; /* shard-sized */
-    size_t shard_begin, shard_end, shard_len;
-    double *stat;      /* device: [loss sum, grad norm^2] */
-    double host_stat[2];
-    int *host_tokens, *host_targets; /* [M][N] */
-    train_data *data;
-    FILE *log;
-    int tracing;
-    size_t rss_baseline; /* resident bytes before set-up allocated anything */
-    char err[1024];
-} trainer;
-
 static void progress_hook(void *arg) { comm_job_heartbeat(arg); }
-
-static model *chunk_model(trainer *t, int j) { return j == 0 ? &t->m : &t->more[j - 1]; }
-
-/* Interleaved chunks 1 .. V-1: this rank's 1/n slice [*lo, *hi) of chunk j's flat buffer over
- * the gradient group, the same cut as chunk 0's ZeRO-1 shard (every chunk is padded to a
- * multiple of dp x cp x 16). Its gradient norm is summed over this slice, and under ZeRO-1 the
- * rank updates only this slice and keeps AdamW moments for it alone. */
-static void chunk_slice(trainer *t, int j, size_t *lo, size_t *hi)
-{
-    size_t len = chunk_model(t, j)->nfloats_padded / (size_t)t->reduce_n;
-    *lo = (size_t)comm_rank(t->dp_c) * len;
-    *hi = *lo + len;
-}
 
 /* The grid a chunk's model sees: virtual stage j*pp + pp_rank of pp*V stages. */
 static model_grid chunk_grid(const trainer *t, int j)
@@ -220,12 +108,6 @@ static double peak_flops_of(const train_config *c, dev_device *d)
 }
 
 /* ---- setup ------------------------------------------------------------------------------ */
-
-static int fail(trainer *t, const char *fmt, const char *detail)
-{
-    snprintf(t->err, sizeof t->err, fmt, detail);
-    return -1;
-}
 
 static comm *make_group(trainer *t, comm_kind kind, const char *name, int *ranks, int n)
 {
@@ -295,162 +177,6 @@ static dev_event **make_events(trainer *t, int n)
         if (!(e[i] = t->o->event_create(t->dev)))
             return NULL;
     return e;
-}
-
-static void build_buckets(trainer *t)
-{
-    model *m = &t->m;
-    int units = model_unit_count(m);
-    size_t limit = (size_t)(t->cfg.bucket_mb * 1024 * 1024 / 4);
-    if (limit < 1)
-        limit = 1;
-    t->buckets = calloc((size_t)units, sizeof(bucket));
-    t->nbuckets = 0;
-    if (!t->buckets)
-        return;
-    bucket cur = {0, 0, -1, 0, 0, 0};
-    int open = 0;
-    for (int u = 0; u < units; u++) {
-        size_t b, e;
-        model_unit_range(m, u, &b, &e);
-        if (e <= b)
-            continue;
-        if (t->cfg.zero >= 2 && u == units - 1 && open) {
-            /* ZeRO-2/3: the embedding unit is a bucket of its own (train.c, zero_state) */
-            t->buckets[t->nbuckets++] = cur;
-            open = 0;
-        }
-        if (!open) {
-            cur.begin = b;
-            cur.end = e;
-            open = 1;
-        } else {
-            cur.begin = b; /* units are laid out in reverse backward order */
-        }
-        cur.ready_unit = u;
-        if (cur.end - cur.begin >= limit) {
-            t->buckets[t->nbuckets++] = cur;
-            open = 0;
-        }
-    }
-    if (open)
-        t->buckets[t->nbuckets++] = cur;
-    int rotating = 0;
-    for (int k = 0; k < t->nbuckets; k++) {
-        bucket *bk = &t->buckets[k];
-        bk->embed = t->cfg.zero >= 2 && bk->ready_unit == units - 1;
-        bk->slot = bk->embed ? -1 : rotating++ % 2;
-    }
-    /* the padding tail (ZeRO shards) rides with the bucket that ends at nfloats */
-    for (int k = 0; k < t->nbuckets; k++)
-        if (t->buckets[k].end == m->nfloats)
-            t->buckets[k].end = m->nfloats_padded;
-}
-
-static void zero3_before_unit(void *arg, int unit, int backward);
-
-/* --zero 2/3: the sharding plan, the shard and bucket buffers, and the model's units bound to
- * them; under ZeRO-3 also the rank's parameter pieces (taken from the initialized full buffer,
- * which is then freed). */
-static int zero_setup(trainer *t)
-{
-    zero_state *z = &t->z;
-    model *m = &t->m;
-    const dev_ops *o = t->o;
-    size_t *begins = calloc((size_t)t->nbuckets + 1, sizeof(size_t));
-    size_t *ends = calloc((size_t)t->nbuckets + 1, sizeof(size_t));
-    int units = model_unit_count(m);
-    z->bucket_of_unit = malloc(sizeof(int) * (size_t)units);
-    if (!begins || !ends || !z->bucket_of_unit) {
-        free(begins);
-        free(ends);
-        return fail(t, "%s", "out of memory");
-    }
-    for (int k = 0; k < t->nbuckets; k++) {
-        begins[k] = t->buckets[k].begin;
-        ends[k] = t->buckets[k].end;
-    }
-    int rc = zero_plan_build(&z->plan, begins, ends, t->nbuckets, t->reduce_n, comm_rank(t->dp_c));
-    free(begins);
-    free(ends);
-    if (rc != 0)
-        return fail(t, "%s", "out of memory");
-    size_t rot = 0, emb = 0;
-    for (int k = 0; k < t->nbuckets; k++) {
-        size_t padded = z->plan.b[k].padded;
-        if (t->buckets[k].embed)
-            emb = padded;
-        else if (padded > rot)
-            rot = padded;
-    }
-    z->gbuf_floats = z->pbuf_floats = rot;
-    z->grad_shard = o->alloc(t->dev, z->plan.shard_len * 4);
-    z->piece_tmp = o->alloc(t->dev, (z->plan.max_piece ? z->plan.max_piece : 1) * 4);
-    int bad = !z->grad_shard || !z->piece_tmp;
-    for (int s = 0; s < 2 && rot; s++) {
-        z->gbuf[s] = o->alloc(t->dev, rot * 4);
-        z->ev_gfree[s] = o->event_create(t->dev);
-        bad |= !z->gbuf[s] || !z->ev_gfree[s];
-    }
-    if (emb) {
-        z->gembed = o->alloc(t->dev, emb * 4);
-        bad |= !z->gembed;
-    }
-    z->cur = -1;
-    z->cur_bucket = -1;
-    z->resident[0] = z->resident[1] = -1;
-    if (t->cfg.zero >= 3) {
-        z->param_shard = o->alloc(t->dev, z->plan.shard_len * 4);
-        z->ev_pfree = o->event_create(t->dev);
-        bad |= !z->param_shard || !z->ev_pfree;
-        for (int s = 0; s < 2 && rot; s++) {
-            z->pbuf[s] = o->alloc(t->dev, rot * 4);
-            z->ev_gathered[s] = o->event_create(t->dev);
-            bad |= !z->pbuf[s] || !z->ev_gathered[s];
-        }
-        if (emb) {
-            z->pembed = o->alloc(t->dev, emb * 4);
-            bad |= !z->pembed;
-        }
-    }
-    if (bad)
-        return fail(t, "%s", "out of device memory for the ZeRO shards and bucket buffers");
-    for (int u = 0; u < units; u++)
-        z->bucket_of_unit[u] = -1;
-    for (int k = 0; k < t->nbuckets; k++) {
-        bucket *bk = &t->buckets[k];
-        for (int u = 0; u < units; u++) {
-            size_t b, e;
-            model_unit_range(m, u, &b, &e);
-            if (e <= b || b < bk->begin || b >= bk->end)
-                continue;
-            z->bucket_of_unit[u] = k;
-            float *g = bk->embed ? z->gembed : z->gbuf[bk->slot];
-            float *p = bk->embed && z->pembed ? z->pembed : NULL;
-            model_bind_unit(m, u, p ? p + (b - bk->begin) : NULL, g + (b - bk->begin));
-        }
-    }
-    if (t->cfg.zero >= 3) {
-        /* take this rank's pieces of the initialized parameters; the full buffer goes */
-        int r = z->plan.rank;
-        for (int k = 0; k < t->nbuckets; k++) {
-            size_t lo, hi;
-            zero_owned(&z->plan, k, r, &lo, &hi);
-            if (hi > lo)
-                o->copy(t->compute, z->param_shard + z->plan.b[k].shard_off, m->param + lo,
-                        (hi - lo) * 4);
-        }
-        if (o->stream_synchronize(t->compute) != 0)
-            return fail(t, "%s", dev_last_error(t->dev));
-        o->free(t->dev, m->param);
-        m->param = NULL;
-        for (int u = 0; u < units; u++) /* bound by zero3_before_unit when needed */
-            if (z->bucket_of_unit[u] < 0 || !t->buckets[z->bucket_of_unit[u]].embed)
-                m->unit_param[u] = NULL;
-        m->before_unit = zero3_before_unit;
-        m->before_unit_arg = t;
-    }
-    return 0;
 }
 
 /* --activations: fp32 or bf16 as asked (refused when the device cannot); auto: bf16 where
@@ -580,7 +306,7 @@ static int setup(trainer *t)
         !t->ev_slot_free || !t->ev_sent || !t->ev_bucket || !t->ev_dp_done || !t->ev_opt_done ||
         !t->ev_gather_done)
         return fail(t, "%s", "out of memory creating events");
-    build_buckets(t);
+    train_build_buckets(t);
     if (!t->buckets)
         return fail(t, "%s", "out of memory");
     /* optimizer shard: ZeRO-1 a contiguous 1/n slice of the flat buffer, ZeRO-2/3 a piece of
@@ -590,7 +316,7 @@ static int setup(trainer *t)
     t->shard_begin = (size_t)comm_rank(t->dp_c) * t->shard_len;
     t->shard_end = t->shard_begin + t->shard_len;
     if (c->zero >= 2) {
-        if (zero_setup(t) != 0)
+        if (train_zero_setup(t) != 0)
             return -1;
         t->shard_len = t->z.plan.shard_len;
         t->shard_begin = t->shard_end = 0; /* not one slice */
@@ -815,611 +541,6 @@ static void trace_stop(trainer *t)
     t->tracing = 0;
 }
 
-/* chunk < 0: no interleaving (no "chunk" key) */
-static void push_mb_range(const char *name, int mb, int stage, int chunk)
-{
-    if (!stepscope_active())
-        return;
-    char args[96];
-    if (chunk >= 0)
-        snprintf(args, sizeof args, "{\"microbatch\":%d,\"stage\":%d,\"chunk\":%d}", mb, stage,
-                 chunk);
-    else
-        snprintf(args, sizeof args, "{\"microbatch\":%d,\"stage\":%d}", mb, stage);
-    stepscope_range_push(name, args);
-}
-
-static void pop_range(void)
-{
-    if (stepscope_active())
-        stepscope_range_pop();
-}
-
-/* ---- the step ---------------------------------------------------------------------------------- */
-
-/* --debug-delay: this rank's device stops for the delays given for `phase`. The host waits
- * for the compute stream, then sleeps, so the device idles for the delay before the phase's
- * next operation whatever the backend (a host-side sleep alone would hide while the host
- * runs ahead of the device). */
-static void debug_delay(trainer *t, int phase)
-{
-    const train_config *c = &t->cfg;
-    for (int k = 0; k < c->ndebug_delays; k++) {
-        if (c->debug_delay[k].rank != t->env.rank || c->debug_delay[k].phase != phase)
-            continue;
-        t->o->stream_synchronize(t->compute); /* an error is sticky: the step's sync reports it */
-        struct timespec ts = {c->debug_delay[k].ms / 1000, (long)(c->debug_delay[k].ms % 1000) * 1000000L};
-        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-            ;
-    }
-}
-
-static void launch_bucket(trainer *t, int k)
-{
-    bucket *b = &t->buckets[k];
-    if (b->launched)
-        return;
-    b->launched = 1;
-    if (stepscope_active()) {
-        char args[96];
-        snprintf(args, sizeof args, "{\"bucket\":%d,\"bytes\":%zu}", k, (b->end - b->begin) * 4);
-        stepscope_range_push("allreduce bucket", args);
-    }
-    t->o->event_record(t->ev_bucket, t->compute);
-    t->o->stream_wait_event(t->dp_stream, t->ev_bucket);
-    comm_allreduce(t->dp_c, t->dp_stream, t->m.grad + b->begin, b->end - b->begin, COMM_FLOAT32);
-    pop_range();
-}
-
-/* ZeRO-2/3: reduce-scatters bucket k's gradient buffer over the gradient group on "comm
- * dp" and adds this rank's piece into its gradient shard. A rotating buffer is then zeroed
- * for the next bucket that uses it (and compute waits for that: ev_gfree); with --overlap off
- * compute waits right away, so nothing of it hides under backward. */
-static void zero_reduce_bucket(trainer *t, int k)
-{
-    const dev_ops *o = t->o;
-    zero_state *z = &t->z;
-    bucket *b = &t->buckets[k];
-    const zero_bucket *zb = &z->plan.b[k];
-    float *buf = b->embed ? z->gembed : z->gbuf[b->slot];
-    if (stepscope_active()) {
-        char args[96];
-        snprintf(args, sizeof args, "{\"bucket\":%d,\"bytes\":%zu}", k, zb->padded * 4);
-        stepscope_range_push("reduce_scatter bucket", args);
-    }
-    o->event_record(t->ev_bucket, t->compute);
-    o->stream_wait_event(t->dp_stream, t->ev_bucket);
-    float *dst = z->grad_shard + zb->shard_off;
-    if (t->reduce_n > 1) {
-        comm_reduce_scatter(t->dp_c, t->dp_stream, z->piece_tmp, buf, zb->piece, COMM_FLOAT32);
-        o->add(t->dp_stream, dst, z->piece_tmp, zb->piece);
-    } else {
-        o->add(t->dp_stream, dst, buf, zb->piece);
-    }
-    if (!b->embed) {
-        o->zero(t->dp_stream, buf, zb->padded * 4);
-        o->event_record(z->ev_gfree[b->slot], t->dp_stream);
-        if (!t->cfg.overlap)
-            o->stream_wait_event(t->compute, z->ev_gfree[b->slot]);
-    }
-    pop_range();
-}
-
-/* ZeRO-2/3: all-gathers bucket k's parameters over the gradient group into dst (k's padded
- * size), each rank contributing its piece from `pieces` (its shard); on "comm dp". */
-static void zero_gather_bucket(trainer *t, int k, float *dst, const float *pieces)
-{
-    const dev_ops *o = t->o;
-    const zero_bucket *zb = &t->z.plan.b[k];
-    float *mine = dst + (size_t)t->z.plan.rank * zb->piece;
-    if (stepscope_active()) {
-        char args[96];
-        snprintf(args, sizeof args, "{\"bucket\":%d,\"bytes\":%zu}", k, zb->padded * 4);
-        stepscope_range_push("allgather bucket", args);
-    }
-    o->copy(t->dp_stream, mine, pieces + zb->shard_off, zb->piece * 4);
-    if (t->reduce_n > 1)
-        comm_allgather(t->dp_c, t->dp_stream, dst, mine, zb->piece, COMM_FLOAT32);
-    pop_range();
-}
-
-/* ZeRO-3: starts gathering rotating bucket k into the parameter buffer compute is not using
- * (once compute has enqueued everything that reads that buffer's previous bucket). */
-static int zero3_start_gather(trainer *t, int k)
-{
-    zero_state *z = &t->z;
-    int s = z->cur < 0 ? 0 : 1 - z->cur;
-    t->o->event_record(z->ev_pfree, t->compute);
-    t->o->stream_wait_event(t->dp_stream, z->ev_pfree);
-    zero_gather_bucket(t, k, z->pbuf[s], z->param_shard);
-    t->o->event_record(z->ev_gathered[s], t->dp_stream);
-    z->resident[s] = k;
-    return s;
-}
-
-/* ZeRO-3, called by the model before a unit uses its parameters: makes the unit's bucket
- * resident in a gathered buffer (waiting for its gather), binds its units there, and
- * prefetches the bucket that comes next in this pass (forward walks the buckets down,
- * backward up) into the other buffer, so that its gather overlaps this bucket's compute.
- * The embedding bucket stays gathered for the whole step (zero3_gather_embed). */
-static void zero3_before_unit(void *arg, int unit, int backward)
-{
-    trainer *t = arg;
-    zero_state *z = &t->z;
-    model *m = &t->m;
-    int k = z->bucket_of_unit[unit];
-    if (k < 0 || t->buckets[k].embed || k == z->cur_bucket)
-        return;
-    int s = z->resident[0] == k ? 0 : z->resident[1] == k ? 1 : -1;
-    if (s < 0)
-        s = zero3_start_gather(t, k);
-    t->o->stream_wait_event(t->compute, z->ev_gathered[s]);
-    z->cur = s;
-    z->cur_bucket = k;
-    const bucket *bk = &t->buckets[k];
-    for (int u = 0; u < model_unit_count(m); u++)
-        if (z->bucket_of_unit[u] == k)
-            model_bind_unit(m, u, z->pbuf[s] + (m->unit_begin[u] - bk->begin), NULL);
-    int next = backward ? k + 1 : k - 1;
-    if (next >= 0 && next < t->nbuckets && !t->buckets[next].embed && z->resident[1 - s] != next)
-        zero3_start_gather(t, next);
-}
-
-/* ZeRO-3, at the start of a step (after the previous optimizer step): the embedding bucket
- * is gathered for the whole step (the first stage embeds at the start of forward and the
- * last reads the tied LM head at its end and at the start of backward); the rotating
- * buffers' contents are stale. */
-static void zero3_step_begin(trainer *t)
-{
-    zero_state *z = &t->z;
-    z->resident[0] = z->resident[1] = -1;
-    z->cur = -1;
-    z->cur_bucket = -1;
-    for (int k = 0; k < t->nbuckets; k++) {
-        if (!t->buckets[k].embed)
-            continue;
-        t->o->event_record(z->ev_pfree, t->compute);
-        t->o->stream_wait_event(t->dp_stream, z->ev_pfree);
-        zero_gather_bucket(t, k, z->pembed, z->param_shard);
-        t->o->event_record(t->ev_gather_done, t->dp_stream);
-        t->o->stream_wait_event(t->compute, t->ev_gather_done);
-    }
-}
-
-/* Called by model_backward after each unit: on the last micro-batch, or on every one under
- * ZeRO-2/3 (whose rotating bucket buffers hold one micro-batch's gradients). */
-static void unit_done(void *arg, int unit)
-{
-    trainer *t = arg;
-    model *m = chunk_model(t, t->cur_chunk);
-    /* sequence parallel: LayerNorm gradients of a block are partial over TP */
-    if (m->sp && unit >= 1 && unit <= m->nblocks) {
-        comm_allreduce(t->tp_c, t->compute, m->unit_grad[unit], 4 * (size_t)m->C, COMM_FLOAT32);
-    }
-    if (t->cfg.zero >= 2) {
-        for (int k = 0; k < t->nbuckets; k++) {
-            if (t->buckets[k].ready_unit != unit || t->buckets[k].embed)
-                continue;
-            zero_reduce_bucket(t, k);
-            /* the next bucket's rotating buffer must be free before backward writes it */
-            if (k + 1 < t->nbuckets && !t->buckets[k + 1].embed)
-                t->o->stream_wait_event(t->compute, t->z.ev_gfree[t->buckets[k + 1].slot]);
-        }
-        return;
-    }
-    if (t->reduce_n > 1 && t->cfg.overlap && t->cur_chunk == 0) /* buckets cut chunk 0 */
-        for (int k = 0; k < t->nbuckets; k++)
-            if (t->buckets[k].ready_unit == unit)
-                launch_bucket(t, k);
-}
-
-/* Pipeline neighbours (group ranks of pp_c): the previous and next rank in the ring (a chunk
- * transition wraps from rank pp-1 to rank 0). */
-static int pp_prev(const trainer *t) { return (t->g.pp_rank + t->g.pp - 1) % t->g.pp; }
-static int pp_next(const trainer *t) { return (t->g.pp_rank + 1) % t->g.pp; }
-
-static void forward_mb(trainer *t, int chunk, int mb)
-{
-    const dev_ops *o = t->o;
-    model *m = chunk_model(t, chunk);
-    int slot = mb % t->nslots, ev = chunk * t->nslots + slot;
-    model_slot *sl = &m->slots[slot];
-    size_t N = (size_t)m->N, NsC = (size_t)m->Ns * m->C;
-    push_mb_range("forward", mb, t->g.pp_rank, t->V > 1 ? chunk : -1);
-    debug_delay(t, DELAY_FORWARD);
-    if (m->first_stage)
-        o->copy_to_device(t->compute, sl->tokens, t->host_tokens + (size_t)mb * N, N * 4);
-    if (m->last_stage)
-        o->copy_to_device(t->compute, sl->targets, t->host_targets + (size_t)mb * N, N * 4);
-    if (!m->first_stage) {
-        o->stream_wait_event(t->pp_recv, t->ev_slot_free[ev]);
-        comm_recv(t->pp_c, t->pp_recv, sl->stage_in, NsC * m->act_es, pp_prev(t), COMM_F_PIPELINE);
-        o->event_record(t->ev_in_ready[ev], t->pp_recv);
-        o->stream_wait_event(t->compute, t->ev_in_ready[ev]);
-    }
-    if (!m->last_stage)
-        o->stream_wait_event(t->compute, t->ev_sent[ev]);
-    model_forward(m, slot, mb);
-    if (!m->last_stage) {
-        o->event_record(t->ev_out_ready[ev], t->compute);
-        o->stream_wait_event(t->pp_send, t->ev_out_ready[ev]);
-        comm_send(t->pp_c, t->pp_send, sl->stage_out, NsC * m->act_es, pp_next(t), COMM_F_PIPELINE);
-        o->event_record(t->ev_sent[ev], t->pp_send);
-    }
-    pop_range();
-}
-
-static void backward_mb(trainer *t, int chunk, int mb)
-{
-    const dev_ops *o = t->o;
-    model *m = chunk_model(t, chunk);
-    int slot = mb % t->nslots, ev = chunk * t->nslots + slot;
-    model_slot *sl = &m->slots[slot];
-    size_t NsC = (size_t)m->Ns * m->C;
-    push_mb_range("backward", mb, t->g.pp_rank, t->V > 1 ? chunk : -1);
-    debug_delay(t, DELAY_BACKWARD);
-    if (!m->last_stage) {
-        o->stream_wait_event(t->pp_recv, t->ev_slot_free[ev]);
-        comm_recv(t->pp_c, t->pp_recv, sl->grad_in, NsC * m->act_es, pp_next(t), COMM_F_PIPELINE);
-        o->event_record(t->ev_grad_ready[ev], t->pp_recv);
-        o->stream_wait_event(t->compute, t->ev_grad_ready[ev]);
-    }
-    if (!m->first_stage)
-        o->stream_wait_event(t->compute, t->ev_sent[ev]);
-    int last = mb == t->M - 1;
-    t->last_mb = last;
-    t->cur_chunk = chunk;
-    if (t->cfg.zero >= 2) {
-        /* every micro-batch's gradients go through the bucket buffers */
-        if (t->nbuckets > 0 && !t->buckets[0].embed)
-            o->stream_wait_event(t->compute, t->z.ev_gfree[t->buckets[0].slot]);
-        model_backward(m, slot, mb, unit_done, t);
-    } else {
-        model_backward(m, slot, mb, last ? unit_done : NULL, t);
-    }
-    o->event_record(t->ev_slot_free[ev], t->compute);
-    if (!m->first_stage) {
-        o->event_record(t->ev_din_ready[ev], t->compute);
-        o->stream_wait_event(t->pp_send, t->ev_din_ready[ev]);
-        comm_send(t->pp_c, t->pp_send, sl->grad_out, NsC * m->act_es, pp_prev(t), COMM_F_PIPELINE);
-        o->event_record(t->ev_sent[ev], t->pp_send);
-    }
-    pop_range();
-}
-
-static double lr_at(const train_config *c, int step)
-{
-    if (c->warmup > 0 && step < c->warmup)
-        return c->lr * (step + 1) / c->warmup;
-    int decay_steps = c->steps - c->warmup;
-    if (decay_steps <= 1)
-        return c->lr;
-    double progress = (double)(step - c->warmup) / (decay_steps - 1);
-    if (progress > 1)
-        progress = 1;
-    double min_lr = c->lr * c->min_lr_ratio;
-    return min_lr + 0.5 * (c->lr - min_lr) * (1 + cos(M_PI * progress));
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* This CP rank's share of whole sequences src [B,T] in the model's layout
- * dst [2][B][Tc]: its two chunks (ring_attention_chunk) of every sequence. */
-static void take_cp_chunks(const trainer *t, int *dst, const int *src)
-{
-    int B = t->mb_size, T = t->cfg.seq, cp = t->g.cp, Tc = T / (2 * cp);
-    for (int h = 0; h < 2; h++) {
-        int pos = ring_attention_chunk(cp, t->g.cp_rank, h) * Tc;
-        for (int b = 0; b < B; b++)
-            memcpy(dst + ((size_t)h * B + b) * Tc, src + (size_t)b * T + pos,
-                   sizeof(int) * (size_t)Tc);
-    }
-}
-
-static int load_batch(trainer *t, int step)
-{
-    size_t N = (size_t)t->m.N;
-    int per_dp = t->cfg.batch / t->cfg.dp;
-    for (int mb = 0; mb < t->M; mb++) {
-        int first = t->g.dp_rank * per_dp + mb * t->mb_size;
-        char e[256];
-        int *tokens = t->host_tokens + (size_t)mb * N, *targets = t->host_targets + (size_t)mb * N;
-        if (t->g.cp > 1) {
-            /* every CP rank reads the same sequences and keeps its chunks */
-            tokens = t->host_seq_tokens;
-            targets = t->host_seq_targets;
-        }
-        if (train_data_batch(t->data, step, first, t->mb_size, tokens, targets, e, sizeof e) != 0)
-            return fail(t, "%s", e);
-        if (t->g.cp > 1) {
-            take_cp_chunks(t, t->host_tokens + (size_t)mb * N, tokens);
-            take_cp_chunks(t, t->host_targets + (size_t)mb * N, targets);
-        }
-    }
-    return 0;
-}
-
-static int sync_all(trainer *t)
-{
-    int rc = t->o->stream_synchronize(t->compute);
-    rc |= t->o->stream_synchronize(t->dp_stream);
-    rc |= t->o->stream_synchronize(t->pp_send);
-    rc |= t->o->stream_synchronize(t->pp_recv);
-    if (t->cp_send) {
-        rc |= t->o->stream_synchronize(t->cp_send);
-        rc |= t->o->stream_synchronize(t->cp_recv);
-    }
-    if (rc) {
-        const char *why = dev_last_error(t->dev);
-        snprintf(t->err, sizeof t->err, "%s", why[0] ? why : "a stream failed");
-        comm_job_abort(t->job, t->err);
-        return -1;
-    }
-    return 0;
-}
-
-/* Calls fn for every piece of parameter `p` this rank owns under ZeRO-2/3: flat range
- * [b, e) at shard offset `at`. */
-typedef void (*zero_piece_fn)(trainer *t, const param_info *p, size_t b, size_t e, size_t at,
-                              void *arg);
-static void zero_for_owned(trainer *t, const param_info *p, zero_piece_fn fn, void *arg)
-{
-    const zero_plan *zp = &t->z.plan;
-    for (int k = 0; k < zp->nbuckets; k++) {
-        size_t lo, hi;
-        zero_owned(zp, k, zp->rank, &lo, &hi);
-        size_t b = p->offset > lo ? p->offset : lo;
-        size_t e = p->offset + p->count < hi ? p->offset + p->count : hi;
-        if (e > b)
-            fn(t, p, b, e, zp->b[k].shard_off + (b - lo), arg);
-    }
-}
-
-static void norm_piece(trainer *t, const param_info *p, size_t b, size_t e, size_t at, void *arg)
-{
-    (void)p;
-    (void)arg;
-    t->o->sum_squares_accumulate(t->compute, t->stat + 1, t->z.grad_shard + at, e - b);
-}
-
-typedef struct adam_args {
-    int step;
-    float lr;
-} adam_args;
-
-static void adam_piece(trainer *t, const param_info *p, size_t b, size_t e, size_t at, void *arg)
-{
-    const adam_args *a = arg;
-    const train_config *c = &t->cfg;
-    /* ZeRO-2: the full parameter buffer; ZeRO-3: the rank's parameter shard */
-    float *param = t->z.param_shard ? t->z.param_shard + at : t->m.param + b;
-    t->o->adamw(t->compute, param, t->z.grad_shard + at, t->adam_m + at, t->adam_v + at, e - b,
-                a->lr, (float)c->beta1, (float)c->beta2, (float)c->eps,
-                p->decay ? (float)c->weight_decay : 0.0f, a->step + 1);
-}
-
-/* ZeRO-2/3: AdamW on the rank's pieces; ZeRO-2 then all-gathers every bucket's parameters
- * (through a free rotating gradient buffer, zeroed again after) into the full buffer. ZeRO-3
- * gathers on demand in the next step. */
-static void zero_optimizer(trainer *t, int step, double clip_scale, float lr)
-{
-    const dev_ops *o = t->o;
-    model *m = &t->m;
-    zero_state *z = &t->z;
-    if (clip_scale < 1.0)
-        o->scale(t->compute, z->grad_shard, (float)clip_scale, z->plan.shard_len);
-    adam_args a = {step, lr};
-    for (int k = 0; k < m->nparams; k++)
-        zero_for_owned(t, &m->params[k], adam_piece, &a);
-    if (z->param_shard || t->reduce_n == 1) /* ZeRO-3, or one rank: nothing to gather */
-        return;
-    o->event_record(t->ev_opt_done, t->compute);
-    o->stream_wait_event(t->dp_stream, t->ev_opt_done);
-    for (int k = 0; k < t->nbuckets; k++) {
-        const bucket *bk = &t->buckets[k];
-        float *staging = bk->embed ? z->gembed : z->gbuf[0];
-        /* every rank's piece, from its own updated parameters */
-        size_t lo, hi;
-        zero_owned(&z->plan, k, z->plan.rank, &lo, &hi);
-        float *mine = staging + (size_t)z->plan.rank * z->plan.b[k].piece;
-        if (stepscope_active()) {
-            char args[96];
-            snprintf(args, sizeof args, "{\"bucket\":%d,\"bytes\":%zu}", k,
-                     z->plan.b[k].padded * 4);
-            stepscope_range_push("allgather bucket", args);
-        }
-        if (hi > lo)
-            o->copy(t->dp_stream, mine, m->param + lo, (hi - lo) * 4);
-        comm_allgather(t->dp_c, t->dp_stream, staging, mine, z->plan.b[k].piece, COMM_FLOAT32);
-        o->copy(t->dp_stream, m->param + bk->begin, staging, (bk->end - bk->begin) * 4);
-        o->zero(t->dp_stream, staging, z->plan.b[k].padded * 4);
-        pop_range();
-    }
-    o->event_record(t->ev_gather_done, t->dp_stream);
-    o->stream_wait_event(t->compute, t->ev_gather_done);
-}
-
-static void optimizer(trainer *t, int step, double clip_scale, float lr)
-{
-    const dev_ops *o = t->o;
-    model *m = &t->m;
-    train_config *c = &t->cfg;
-    if (c->zero >= 2) {
-        zero_optimizer(t, step, clip_scale, lr);
-        return;
-    }
-    size_t lo = c->zero ? t->shard_begin : 0, hi = c->zero ? t->shard_end : m->nfloats_padded;
-    if (clip_scale < 1.0)
-        o->scale(t->compute, m->grad + lo, (float)clip_scale, hi - lo);
-    for (int k = 0; k < m->nparams; k++) {
-        param_info *p = &m->params[k];
-        size_t b = p->offset > lo ? p->offset : lo;
-        size_t e = p->offset + p->count < hi ? p->offset + p->count : hi;
-        if (e <= b)
-            continue;
-        size_t state_off = b - (c->zero ? t->shard_begin : 0);
-        o->adamw(t->compute, m->param + b, m->grad + b, t->adam_m + state_off,
-                 t->adam_v + state_off, e - b, lr, (float)c->beta1, (float)c->beta2, (float)c->eps,
-                 p->decay ? (float)c->weight_decay : 0.0f, step + 1);
-    }
-    /* interleaved: the other chunks, whole (zero 0) or this rank's slice of each (zero 1) */
-    for (int j = 1; j < t->V; j++) {
-        model *mc = chunk_model(t, j);
-        float *am = t->more_adam[2 * (j - 1)], *av = t->more_adam[2 * (j - 1) + 1];
-        size_t clo = 0, chi = mc->nfloats_padded;
-        if (c->zero)
-            chunk_slice(t, j, &clo, &chi);
-        if (clip_scale < 1.0)
-            o->scale(t->compute, mc->grad + clo, (float)clip_scale, chi - clo);
-        for (int k = 0; k < mc->nparams; k++) {
-            param_info *p = &mc->params[k];
-            size_t b = p->offset > clo ? p->offset : clo;
-            size_t e = p->offset + p->count < chi ? p->offset + p->count : chi;
-            if (e <= b)
-                continue;
-            o->adamw(t->compute, mc->param + b, mc->grad + b, am + (b - clo), av + (b - clo),
-                     e - b, lr, (float)c->beta1, (float)c->beta2, (float)c->eps,
-                     p->decay ? (float)c->weight_decay : 0.0f, step + 1);
-        }
-    }
-    if (c->zero && t->reduce_n > 1) {
-        o->event_record(t->ev_opt_done, t->compute);
-        o->stream_wait_event(t->dp_stream, t->ev_opt_done);
-        comm_allgather(t->dp_c, t->dp_stream, m->param, m->param + t->shard_begin, t->shard_len,
-                       COMM_FLOAT32);
-        for (int j = 1; j < t->V; j++) {
-            model *mc = chunk_model(t, j);
-            size_t clo, chi;
-            chunk_slice(t, j, &clo, &chi);
-            comm_allgather(t->dp_c, t->dp_stream, mc->param, mc->param + clo, chi - clo,
-                           COMM_FLOAT32);
-        }
-        o->event_record(t->ev_gather_done, t->dp_stream);
-        o->stream_wait_event(t->compute, t->ev_gather_done);
-    }
-}
-
-static int run_step(trainer *t, int step, double *loss_out, double *norm_out)
-{
-    const dev_ops *o = t->o;
-    model *m = &t->m;
-    train_config *c = &t->cfg;
-    debug_delay(t, DELAY_DATA);
-    if (load_batch(t, step) != 0)
-        return -1;
-    if (c->zero >= 2) {
-        o->zero(t->compute, t->z.grad_shard, t->z.plan.shard_len * 4);
-        for (int k = 0; k < t->nbuckets; k++)
-            if (t->buckets[k].embed)
-                o->zero(t->compute, t->z.gembed, t->z.plan.b[k].padded * 4);
-        if (c->zero >= 3)
-            zero3_step_begin(t);
-    } else {
-        for (int j = 0; j < t->V; j++)
-            o->zero(t->compute, chunk_model(t, j)->grad, chunk_model(t, j)->nfloats_padded * 4);
-    }
-    for (int j = 0; j < t->V; j++) {
-        o->zero(t->compute, chunk_model(t, j)->loss_acc, sizeof(double));
-        model_set_loss_weight(chunk_model(t, j), 1.0f / ((float)c->batch * (float)c->seq));
-    }
-    for (int k = 0; k < t->nbuckets; k++)
-        t->buckets[k].launched = 0;
-    for (int i = 0; i < 2 * t->M * t->V; i++) {
-        if (t->items[i].pass == 'F')
-            forward_mb(t, t->items[i].chunk, t->items[i].mb);
-        else
-            backward_mb(t, t->items[i].chunk, t->items[i].mb);
-    }
-    /* interleaved: the other chunks' gradients, whole, after the flush (zero 0 only) */
-    if (t->reduce_n > 1 && t->V > 1) {
-        o->event_record(t->ev_bucket, t->compute);
-        o->stream_wait_event(t->dp_stream, t->ev_bucket);
-        for (int j = 1; j < t->V; j++)
-            comm_allreduce(t->dp_c, t->dp_stream, chunk_model(t, j)->grad,
-                           chunk_model(t, j)->nfloats_padded, COMM_FLOAT32);
-    }
-    /* the chunk holding this rank's copy of the tied embedding (first or last virtual stage) */
-    model *me = t->V > 1 && t->g.pp_rank == t->g.pp - 1 ? chunk_model(t, t->V - 1) : m;
-    if (c->zero >= 2) {
-        /* the embedding bucket: tied-embedding sum first (its buffer holds the full wte
-         * gradient of the step), then reduce-scattered once */
-        for (int k = 0; k < t->nbuckets; k++) {
-            if (!t->buckets[k].embed)
-                continue;
-            if (t->embed_c)
-                comm_allreduce(t->embed_c, t->compute, t->z.gembed + (m->off_wte - t->buckets[k].begin),
-                               (size_t)m->Vp * m->C, COMM_FLOAT32);
-            zero_reduce_bucket(t, k);
-        }
-        o->event_record(t->ev_dp_done, t->dp_stream);
-        o->stream_wait_event(t->compute, t->ev_dp_done);
-    } else {
-        if (t->reduce_n > 1) {
-            for (int k = 0; k < t->nbuckets; k++)
-                launch_bucket(t, k); /* --overlap off, or buckets never marked ready */
-            o->event_record(t->ev_dp_done, t->dp_stream);
-            o->stream_wait_event(t->compute, t->ev_dp_done);
-        }
-        if (t->embed_c)
-            comm_allreduce(t->embed_c, t->compute, me->grad + me->off_wte, (size_t)me->Vp * me->C,
-                           COMM_FLOAT32);
-    }
-    /* loss and gradient norm, summed over the world */
-    model *ml = chunk_model(t, t->V - 1); /* the last virtual stage's chunk, if here */
-    if (ml->last_stage && t->g.tp_rank == 0)
-        o->copy(t->compute, t->stat, ml->loss_acc, sizeof(double));
-    else
-        o->zero(t->compute, t->stat, sizeof(double));
-    o->zero(t->compute, t->stat + 1, sizeof(double));
-    for (int k = 0; k < m->nparams; k++) {
-        param_info *p = &m->params[k];
-        if (!p->norm_counted)
-            continue;
-        if (c->zero >= 2) {
-            zero_for_owned(t, p, norm_piece, NULL);
-            continue;
-        }
-        size_t b = p->offset > t->shard_begin ? p->offset : t->shard_begin;
-        size_t e = p->offset + p->count < t->shard_end ? p->offset + p->count : t->shard_end;
-        if (e > b)
-            o->sum_squares_accumulate(t->compute, t->stat + 1, m->grad + b, e - b);
-    }
-    for (int j = 1; j < t->V; j++) { /* interleaved: the other chunks, this rank's 1/n slice */
-        model *mc = chunk_model(t, j);
-        size_t lo, hi;
-        chunk_slice(t, j, &lo, &hi);
-        for (int k = 0; k < mc->nparams; k++) {
-            const param_info *p = &mc->params[k];
-            size_t b = p->offset > lo ? p->offset : lo;
-            size_t e = p->offset + p->count < hi ? p->offset + p->count : hi;
-            if (p->norm_counted && e > b)
-                o->sum_squares_accumulate(t->compute, t->stat + 1, mc->grad + b, e - b);
-        }
-    }
-    comm_allreduce(t->world_c, t->compute, t->stat, 2, COMM_FLOAT64);
-    o->copy_to_host(t->compute, t->host_stat, t->stat, sizeof t->host_stat);
-    if (sync_all(t) != 0)
-        return -1;
-    double loss = t->host_stat[0] / ((double)c->batch * c->seq);
-    double norm = sqrt(t->host_stat[1]);
-    double scale = c->grad_clip > 0 && norm > c->grad_clip ? c->grad_clip / norm : 1.0;
-    if (stepscope_active())
-        stepscope_range_push("optimizer", NULL);
-    debug_delay(t, DELAY_OPTIMIZER);
-    optimizer(t, step, scale, (float)lr_at(c, step));
-    pop_range();
-    if (sync_all(t) != 0)
-        return -1;
-    *loss_out = loss;
-    *norm_out = norm;
-    return 0;
-}
-
 /* ---- checkpoints (checkpoint.c) ------------------------------------------------------------ */
 
 static ckpt_rank_state ckpt_state_of(trainer *t)
@@ -1450,54 +571,15 @@ static ckpt_rank_state ckpt_state_of(trainer *t)
     return s;
 }
 
-/* ZeRO-3 checkpoints hold the same shard format as the other stages (the stage's full flat
- * parameters, then the rank's AdamW moments), so the parameters are gathered into a
- * temporary full buffer for saving and cut from one after loading; that buffer (4 bytes x
- * the stage's parameters) exists only while a checkpoint is written or read. */
-static float *zero3_alloc_full(trainer *t)
-{
-    float *full = t->o->alloc(t->dev, t->m.nfloats_padded * 4);
-    if (!full)
-        fail(t, "%s", "checkpoint: out of device memory for the gathered ZeRO-3 parameters");
-    return full;
-}
-
-static int zero3_gather_all(trainer *t, float *full)
-{
-    zero_state *z = &t->z;
-    for (int k = 0; k < t->nbuckets; k++) {
-        const bucket *bk = &t->buckets[k];
-        float *staging = bk->embed ? z->pembed : z->pbuf[0];
-        zero_gather_bucket(t, k, staging, z->param_shard);
-        t->o->copy(t->dp_stream, full + bk->begin, staging, (bk->end - bk->begin) * 4);
-    }
-    z->resident[0] = z->resident[1] = -1; /* pbuf[0] was overwritten */
-    z->cur = z->cur_bucket = -1;
-    return sync_all(t);
-}
-
-static int zero3_scatter_all(trainer *t, const float *full)
-{
-    zero_state *z = &t->z;
-    for (int k = 0; k < t->nbuckets; k++) {
-        size_t lo, hi;
-        zero_owned(&z->plan, k, z->plan.rank, &lo, &hi);
-        if (hi > lo)
-            t->o->copy(t->compute, z->param_shard + z->plan.b[k].shard_off, full + lo,
-                       (hi - lo) * 4);
-    }
-    return sync_all(t);
-}
-
 /* After `done` completed steps (every stream idle). */
 static int save_checkpoint(trainer *t, int done)
 {
     ckpt_rank_state s = ckpt_state_of(t);
     float *full = NULL;
     if (t->cfg.zero >= 3) {
-        if (!(full = zero3_alloc_full(t)))
+        if (!(full = train_zero3_alloc_full(t)))
             return -1;
-        if (zero3_gather_all(t, full) != 0) {
+        if (train_zero3_gather_all(t, full) != 0) {
             t->o->free(t->dev, full);
             return -1;
         }
@@ -1525,13 +607,13 @@ static int resume_checkpoint(trainer *t, int *start_step)
     char note[512];
     float *full = NULL;
     if (t->cfg.zero >= 3) {
-        if (!(full = zero3_alloc_full(t)))
+        if (!(full = train_zero3_alloc_full(t)))
             return -1;
         s.param = full;
     }
     int rc = ckpt_load_latest(&s, start_step, note, sizeof note, t->err, sizeof t->err);
     if (rc == 0 && full)
-        rc = zero3_scatter_all(t, full);
+        rc = train_zero3_scatter_all(t, full);
     t->o->free(t->dev, full);
     if (rc != 0)
         return -1;
@@ -1736,7 +818,7 @@ int train_rank_run(const train_config *cfg_in, const rank_env *env)
         if (t->tracing)
             stepscope_step_begin((uint64_t)step);
         double t0 = now_s(), loss = 0, norm = 0;
-        rc = run_step(t, step, &loss, &norm);
+        rc = train_run_step(t, step, &loss, &norm);
         double dt = now_s() - t0;
         if (t->tracing)
             stepscope_step_end();
@@ -1753,14 +835,14 @@ int train_rank_run(const train_config *cfg_in, const rank_env *env)
         if (is_printer && !c->quiet) {
             printf("step %4d | loss %.6f | norm %.4f | lr %.3e | %8.1f ms | %9.0f tok/s | MFU "
                    "%.2f%%\n",
-                   step, loss, norm, lr_at(c, step), dt * 1e3, tokens / dt, mfu * 100);
+                   step, loss, norm, train_lr_at(c, step), dt * 1e3, tokens / dt, mfu * 100);
             fflush(stdout);
         }
         if (t->log) {
             fprintf(t->log,
                     "{\"step\":%d,\"loss\":%.9g,\"step_ms\":%.3f,\"tokens_per_s\":%.1f,\"mfu\":%.6g,"
                     "\"grad_norm\":%.6g,\"lr\":%.6g}\n",
-                    step, loss, dt * 1e3, tokens / dt, mfu, norm, lr_at(c, step));
+                    step, loss, dt * 1e3, tokens / dt, mfu, norm, train_lr_at(c, step));
             fflush(t->log);
         }
         if (t->tracing && c->profile_last >= 0 && step >= c->profile_last)

@@ -12,7 +12,7 @@
  * n pieces is `padded` = n x piece floats. Group rank r owns [begin + r x piece,
  * begin + (r + 1) x piece) clipped to end (the clipped part, and possibly a whole
  * piece of a small bucket, is padding that holds zeros). Its piece sits at `shard_off`
- * in the shard. ZeRO-1 keeps its own contiguous 1/n slice of the flat buffer (train.c).
+ * in the shard. ZeRO-1 keeps its own contiguous 1/n slice of the flat buffer (train.c, train_step.c).
  */
 #ifndef STEPSCOPE_TRAINER_ZERO_H
 #define STEPSCOPE_TRAINER_ZERO_H

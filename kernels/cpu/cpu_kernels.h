@@ -3,7 +3,8 @@
  *
  * What it is for: every operation the GPT-2-style model needs (token and position
  * embedding, LayerNorm, matmul, causal multi-head attention, GELU, residual add,
- * fused softmax + cross-entropy, AdamW, gradient-norm helpers), forward and backward.
+ * fused softmax + cross-entropy, AdamW, gradient-norm helpers, and the mixture-of-experts
+ * router, dispatch/combine and grouped expert GEMM), forward and backward.
  * The CPU backend of stepscope-train runs these directly; the CUDA kernels in
  * kernels/<op>.cu are tested against them, so they are also the specification.
  *
@@ -90,6 +91,39 @@ void cpu_softmax_crossentropy_backward(float *dlogits, const float *dlosses, con
 void cpu_adamw_update(float *params, const float *grads, float *m, float *v, size_t n, float lr, float beta1, float beta2, float eps, float weight_decay, int t);
 double cpu_sum_squares(const float *x, size_t n);   /* for global-norm gradient clipping */
 void cpu_scale(float *x, float s, size_t n);
+
+/* ---- moe_router.c: mixture-of-experts router (softmax over E experts, top K) ---------
+ * logits/probs [N,E]; expert [N,K] the chosen experts by decreasing probability (ties: the
+ * lower index, so routing is deterministic); gate [N,K] their probabilities, renormalized
+ * over the K when renorm != 0. counts [E] is filled with the routing decisions per expert. */
+void cpu_moe_router_forward(int *expert, float *gate, float *probs, const float *logits, int N, int E, int K, int renorm);
+/* Switch/GShard load-balancing loss E * sum_i f_i P_i (f_i = counts_i / (N K), P_i = mean
+ * probability of expert i); 1 when perfectly balanced. */
+double cpu_moe_aux_loss(const float *probs, const int *expert, int N, int E, int K, int *counts);
+/* dlogits [N,E] += gradient of sum dgate * gate + aux_scale * aux (the choice of experts has
+ * no gradient). */
+void cpu_moe_router_backward(float *dlogits, const float *dgate, const float *probs, const int *expert, int N, int E, int K, int renorm, float aux_scale, int *counts);
+
+/* ---- moe_dispatch.c: token dispatch (permute) and combine (weighted unpermute) --------
+ * Plan: the N*K assignments grouped by expert in token order; expert e's rows are
+ * [offsets[e], offsets[e+1]) (offsets [E+1]), counts [E] rows kept per expert, row_token [R]
+ * the token of each row (R = offsets[E]), row_of [N*K] the row of assignment (t,k) or -1 if
+ * dropped (capacity >= 0: at most capacity rows per expert; < 0: dropless). Returns the
+ * number of dropped assignments. */
+int cpu_moe_dispatch_plan(int *counts, int *offsets, int *row_token, int *row_of, const int *expert, int N, int E, int K, int capacity);
+/* xp [R,C] = x [N,C] rows by row_token; backward: dx += (scatter-add of dxp). */
+void cpu_moe_permute_forward(float *xp, const float *x, const int *row_token, int R, int C);
+void cpu_moe_permute_backward(float *dx, const float *dxp, const int *row_token, int R, int C);
+/* out [N,C] = sum_k gate[t,k] yp[row_of[t,k]] (OVERWRITES); backward accumulates dyp [R,C]
+ * and dgate [N,K]. */
+void cpu_moe_unpermute_forward(float *out, const float *yp, const float *gate, const int *row_of, int N, int K, int C);
+void cpu_moe_unpermute_backward(float *dyp, float *dgate, const float *dout, const float *yp, const float *gate, const int *row_of, int N, int K, int C);
+
+/* ---- moe_expert_matmul.c: the experts' grouped GEMM ---------------------------------
+ * Rows [offsets[e], offsets[e+1]) of inp [R,C] times expert e's weight [OC,C] (weight
+ * [E,OC,C], bias [E,OC] or NULL) into out [R,OC]; backward as cpu_matmul_backward, per expert. */
+void cpu_moe_expert_matmul_forward(float *out, const float *inp, const float *weight, const float *bias, const int *offsets, int E, int C, int OC);
+void cpu_moe_expert_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp, const float *weight, const int *offsets, int E, int C, int OC);
 
 #ifdef __cplusplus
 }

@@ -17,5 +17,8 @@ int test_residual(void);
 int test_crossentropy(void);
 int test_adamw(void);
 int test_grad_clip(void);
+int test_moe_router(void);
+int test_moe_dispatch(void);
+int test_moe_layer(void);
 
 #endif

@@ -17,6 +17,8 @@ static const struct {
     {"gelu", test_gelu},
     {"residual", test_residual},         {"crossentropy", test_crossentropy}, {"adamw", test_adamw},
     {"grad_clip", test_grad_clip},
+    {"moe_router", test_moe_router},     {"moe_dispatch", test_moe_dispatch},
+    {"moe_layer", test_moe_layer},
 };
 
 int main(int argc, char **argv)
