@@ -41,7 +41,7 @@ static uint64_t part2_count(int r, int p) { return (uint64_t)(((r + 2 * p) % 4) 
 static int rank_main(const char *path, int rank)
 {
     char err[512];
-    comm_job_options jo = {rank, WORLD, path, 0, 20.0, 0};
+    comm_job_options jo = {rank, WORLD, path, 0, 20.0, 0, 0};
     comm_job *job = comm_job_open(&jo, err, sizeof err);
     if (!job) {
         printf("rank %d: %s\n", rank, err);
