@@ -469,7 +469,7 @@ def case_attribution_real(exe, work, d):
                     "--virtual-stages", "2", "--microbatches", "4", "--layers", "4", "--steps", "2")
     report = analyze_json(exe, run, os.path.join(run, "report.json"))
     with harness.Server(exe, run) as srv:
-        d.get(srv.url)
+        d.get(srv.page())
         harness.wait_state(d)
         # the ruler: zoomed far in, tick labels do not overlap and stay right of the label column
         for _ in range(3):
