@@ -71,11 +71,12 @@ double plan_stage_flops_per_microbatch(const mm_layout *l, int stage)
     return flops;
 }
 
-/* The trainer's MFU numerator (trainer/train.c: train_model_flops_per_step). */
+/* The trainer's MFU numerator (trainer/train.c: train_model_flops_per_step): the
+ * parameters less the position-embedding lookup, which is no multiply-add. */
 static double model_flops_per_step(const mm_layout *l, int global_batch)
 {
     double C = l->hidden, F = ffn_of(l);
-    double params = (double)l->vocab * C + (double)l->max_seq * C +
+    double params = (double)l->vocab * C +
                     (double)l->layers * (4.0 * C * C + 2.0 * C * F + 9.0 * C + F) + 2.0 * C;
     double tokens = (double)global_batch * l->seq;
     return 6.0 * params * tokens + 12.0 * l->layers * C * l->seq * tokens;
