@@ -50,7 +50,9 @@ typedef enum comm_kind {
     COMM_KIND_PP = 3,
     COMM_KIND_EMBED = 4, /* first and last pipeline stage: tied embedding gradients */
     COMM_KIND_CP = 5,    /* context parallel ring: ring-attention key/value blocks */
-    COMM_KIND_COUNT = 6
+    COMM_KIND_EP = 6,    /* expert parallel: the token all-to-alls of MoE layers */
+    COMM_KIND_EDP = 7,   /* expert data parallel: sums the experts' gradients */
+    COMM_KIND_COUNT = 8
 } comm_kind;
 
 typedef struct comm_job_options {

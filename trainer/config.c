@@ -55,6 +55,24 @@ static const opt_row rows[] = {
      "context-parallel degree: each of N ranks holds 2 of the sequence's 2N chunks (zig-zag, "
      "balanced under the causal mask) and ring attention passes keys/values around [1]", 0},
     {"sp", OPT_FLAG, OFF(sp), 0, NULL, "sequence parallelism inside the TP group", 0},
+    {"experts", OPT_INT, OFF(experts), 0, "E",
+     "mixture of experts: replace the MLP of every (--moe-every) block with E expert MLPs "
+     "and a softmax top-k router (0: dense) [0]", 0},
+    {"top-k", OPT_INT, OFF(top_k), 0, "K",
+     "experts per token (gates: the router's probability with K = 1, as Switch; renormalized "
+     "over the K with K > 1, as Mixtral) [2, at most E]", 0},
+    {"moe-every", OPT_INT, OFF(moe_every), 0, "N",
+     "every N-th block is a mixture of experts (layers N-1, 2N-1, ...) [1]", 0},
+    {"aux-loss-coef", OPT_DOUBLE, OFF(aux_loss_coef), 0, "C",
+     "load-balancing loss weight: C x E x sum_i f_i P_i per MoE layer and micro-batch "
+     "(Switch/GShard), averaged over micro-batches [0.01]", 0},
+    {"capacity-factor", OPT_DOUBLE, OFF(capacity_factor), 0, "F",
+     "expert capacity ceil(F x tokens x K / E) per micro-batch; assignments beyond it are "
+     "dropped (counted) and the token keeps its residual (0: dropless) [0]", 0},
+    {"ep", OPT_INT, OFF(ep), 0, "N",
+     "expert-parallel degree: experts sharded over N data-parallel ranks (consecutive DP "
+     "ranks form an EP group; N divides --dp and --experts), tokens dispatched and combined "
+     "by all-to-all [1]", 0},
     {"schedule", OPT_SPECIAL, 0, 0, "afab|1f1b|interleaved",
      "pipeline schedule; interleaved: Megatron's virtual stages, --virtual-stages chunks per "
      "rank [1f1b]", 0},
@@ -189,6 +207,10 @@ static void defaults(train_config *c)
     c->tp = 1;
     c->pp = 1;
     c->cp = 1;
+    c->top_k = 2;
+    c->moe_every = 1;
+    c->aux_loss_coef = 0.01;
+    c->ep = 1;
     c->schedule = SCHED_1F1B;
     c->virtual_stages = 0; /* unset: 2 with --schedule interleaved, else 1 */
     c->recompute = RECOMPUTE_NONE;
@@ -533,6 +555,11 @@ int config_micro_batch(const train_config *c)
 
 int config_padded_vocab(const train_config *c) { return (c->vocab + 63) / 64 * 64; }
 
+int config_layer_is_moe(const train_config *c, int layer)
+{
+    return c->experts > 0 && c->moe_every >= 1 && (layer + 1) % c->moe_every == 0;
+}
+
 int config_validate(const train_config *c, char *err, size_t n)
 {
 #define REQUIRE(cond, ...)                                                                         \
@@ -643,6 +670,45 @@ int config_validate(const train_config *c, char *err, size_t n)
             c->checkpoint_every);
     REQUIRE(c->checkpoint_keep >= 1, "--checkpoint-keep %d: must be at least 1",
             c->checkpoint_keep);
+    REQUIRE(c->experts >= 0 && c->experts <= 1024, "--experts %d: must be between 0 and 1024",
+            c->experts);
+    REQUIRE(c->ep >= 1, "--ep %d: must be at least 1", c->ep);
+    REQUIRE(c->experts > 0 || c->ep == 1, "--ep %d needs --experts (expert parallelism shards "
+            "the experts of mixture-of-experts layers)", c->ep);
+    if (c->experts > 0) {
+        REQUIRE(c->top_k >= 1 && c->top_k <= c->experts,
+                "--top-k %d: must be between 1 and --experts %d", c->top_k, c->experts);
+        REQUIRE(c->moe_every >= 1 && c->moe_every <= c->layers,
+                "--moe-every %d: must be between 1 and --layers %d", c->moe_every, c->layers);
+        REQUIRE(c->aux_loss_coef >= 0, "--aux-loss-coef %g: must not be negative",
+                c->aux_loss_coef);
+        REQUIRE(c->capacity_factor >= 0, "--capacity-factor %g: must not be negative (0: "
+                "dropless)", c->capacity_factor);
+        REQUIRE(c->dp % c->ep == 0, "--ep %d does not divide --dp %d (expert parallelism is "
+                "carved out of the data-parallel ranks)", c->ep, c->dp);
+        REQUIRE(c->experts % c->ep == 0, "--experts %d is not divisible by --ep %d (each EP "
+                "rank holds the same number of experts)", c->experts, c->ep);
+        REQUIRE(c->cp == 1, "--experts with --cp %d: not supported (the load-balancing loss "
+                "would need the routing counts of whole sequences all-reduced over CP)", c->cp);
+        REQUIRE(!c->sp, "--experts with --sp: not supported (the experts are replicated over "
+                "TP and run on the whole micro-batch; use --tp without --sp)");
+        REQUIRE(c->zero <= 1, "--experts with --zero %d: only --zero 0 and 1 (ZeRO-1 shards the "
+                "dense AdamW state; the experts keep theirs whole)", c->zero);
+        REQUIRE(c->schedule != SCHED_INTERLEAVED, "--experts with --schedule interleaved: not "
+                "supported yet (use afab or 1f1b)");
+        REQUIRE(c->recompute != RECOMPUTE_FULL, "--experts with --recompute full: not supported "
+                "(recomputing a block would repeat its token all-to-alls; use none or "
+                "selective)");
+        REQUIRE(!c->checkpoint_dir[0], "--experts with --checkpoint-dir: not supported yet "
+                "(checkpoints do not hold the experts' weights)");
+        if (strcmp(c->backend, "auto") != 0) {
+            const dev_ops *ops = dev_backend_ops(c->backend);
+            REQUIRE(!ops || (ops->moe_router_forward && ops->moe_dispatch_plan &&
+                             ops->moe_expert_matmul_forward),
+                    "--experts: the %s backend has no mixture-of-experts operations yet",
+                    c->backend);
+        }
+    }
     REQUIRE(c->checkpoint_dir[0] || (!c->resume && !c->checkpoint_every),
             "--resume and --checkpoint-every need --checkpoint-dir");
     if (c->checkpoint_dir[0] && ckpt_check_config(c, err, n) != 0)
@@ -688,6 +754,10 @@ char *config_to_json(const train_config *c)
         c->schedule == SCHED_AFAB ? "afab" : c->schedule == SCHED_1F1B ? "1f1b" : "interleaved",
         c->zero, rec[c->recompute], c->bucket_mb, c->overlap ? "true" : "false");
     OUT(",\"virtual_stages\":%d", c->virtual_stages);
+    if (c->experts > 0)
+        OUT(",\"experts\":%d,\"top_k\":%d,\"moe_every\":%d,\"aux_loss_coef\":%g,"
+            "\"capacity_factor\":%g,\"ep\":%d",
+            c->experts, c->top_k, c->moe_every, c->aux_loss_coef, c->capacity_factor, c->ep);
     OUT(",\"batch\":%d,\"microbatches\":%d,\"micro_batch\":%d", c->batch, c->microbatches,
         config_micro_batch(c));
     OUT(",\"steps\":%d,\"seed\":%llu,\"lr\":%g,\"min_lr_ratio\":%g,\"warmup\":%d", c->steps,

@@ -26,6 +26,11 @@ typedef struct train_config {
     int world, dp, tp, pp, cp; /* world = dp x pp x cp x tp */
     int world_given;
     int sp;
+    /* mixture of experts (moe.h): experts 0 = a dense MLP in every block */
+    int experts, top_k, moe_every; /* E experts, top-K routing, every N-th block is MoE */
+    double aux_loss_coef;          /* load-balancing loss weight (Switch/GShard) */
+    double capacity_factor;        /* 0: dropless; else capacity ceil(F x N x K / E) per expert */
+    int ep;                        /* expert-parallel degree, carved out of dp (divides dp) */
     schedule_kind schedule;
     int virtual_stages; /* model chunks per pipeline rank (--schedule interleaved) */
     int zero;
@@ -91,6 +96,10 @@ int config_validate(const train_config *cfg, char *err, size_t errlen);
 /* Derived sizes. */
 int config_micro_batch(const train_config *cfg); /* sequences per micro-batch */
 int config_padded_vocab(const train_config *cfg);
+/* Whether (global) layer `layer` holds a mixture of experts instead of the dense MLP: with
+ * --experts, every --moe-every-th block, counting from the last of each group (layers
+ * N-1, 2N-1, ...; every block when N = 1). */
+int config_layer_is_moe(const train_config *cfg, int layer);
 
 /* The configuration as a JSON object (malloc'd; NULL when out of memory). */
 char *config_to_json(const train_config *cfg);

@@ -55,6 +55,9 @@ void model_grid_of(model_grid *g, int world, int dp, int tp, int pp, int cp, int
     g->cp_rank = (rank / tp) % cp;
     g->pp_rank = (rank / (tp * cp)) % pp;
     g->dp_rank = rank / (tp * cp * pp);
+    g->ep = 1;
+    g->ep_rank = 0;
+    g->edp_rank = g->dp_rank;
 }
 
 int model_grid_rank(const model_grid *g, int dp_rank, int pp_rank, int cp_rank, int tp_rank)
@@ -62,11 +65,33 @@ int model_grid_rank(const model_grid *g, int dp_rank, int pp_rank, int cp_rank, 
     return ((dp_rank * g->pp + pp_rank) * g->cp + cp_rank) * g->tp + tp_rank;
 }
 
+/* What MoE layers add to a dense model when a token uses `experts_used` of the experts: per
+ * MoE layer, the router [E,C] plus (experts_used - 1) more MLPs (8C^2 + 5C each). */
+static size_t moe_extra_params(const train_config *cfg, int experts_used)
+{
+    if (cfg->experts <= 0)
+        return 0;
+    size_t C = (size_t)cfg->hidden, per_mlp = 8 * C * C + 5 * C, n = 0;
+    for (int l = 0; l < cfg->layers; l++)
+        if (config_layer_is_moe(cfg, l))
+            n += (size_t)cfg->experts * C + ((size_t)experts_used - 1) * per_mlp;
+    return n;
+}
+
 size_t model_total_params(const train_config *cfg)
 {
     size_t C = (size_t)cfg->hidden;
     return (size_t)cfg->vocab * C + (size_t)cfg->max_seq * C +
-           (size_t)cfg->layers * (12 * C * C + 13 * C) + 2 * C;
+           (size_t)cfg->layers * (12 * C * C + 13 * C) + 2 * C +
+           moe_extra_params(cfg, cfg->experts);
+}
+
+size_t model_active_params(const train_config *cfg)
+{
+    size_t C = (size_t)cfg->hidden;
+    return (size_t)cfg->vocab * C + (size_t)cfg->max_seq * C +
+           (size_t)cfg->layers * (12 * C * C + 13 * C) + 2 * C +
+           moe_extra_params(cfg, cfg->top_k);
 }
 
 /* ---- parameter layout ---------------------------------------------------------- */
@@ -85,12 +110,21 @@ static int add_param(model *m, const char *name, int layer, size_t offset, size_
     return 0;
 }
 
-static int build_layout(model *m)
+static int build_layout(model *m, const train_config *cfg)
 {
     m->block_floats = BO_END(m);
     m->params = calloc((size_t)m->nblocks * 12 + 8, sizeof(param_info));
-    if (!m->params)
+    m->block_off = calloc((size_t)m->nblocks + 1, sizeof(size_t));
+    m->block_moe = calloc((size_t)m->nblocks + 1, sizeof(int));
+    if (!m->params || !m->block_off || !m->block_moe)
         return -1;
+    int nmoe = 0;
+    for (int b = 0; b < m->nblocks; b++) {
+        int moe = config_layer_is_moe(cfg, m->first_layer + b);
+        m->block_moe[b] = moe ? nmoe++ : -1;
+        m->block_off[b + 1] =
+            m->block_off[b] + (moe ? BO_FCW(m) + (size_t)cfg->experts * m->C : BO_END(m));
+    }
     size_t at = 0;
     size_t C = (size_t)m->C;
     m->off_wte = m->off_wpe = (size_t)-1;
@@ -110,21 +144,27 @@ static int build_layout(model *m)
     m->off_blocks = at;
     for (int b = 0; b < m->nblocks; b++) {
         int layer = m->first_layer + b;
-        size_t base = at + (size_t)b * m->block_floats;
+        size_t base = at + m->block_off[b];
         add_param(m, "ln1w", layer, base + BO_LN1W(m), C, 0, 1);
         add_param(m, "ln1b", layer, base + BO_LN1B(m), C, 0, 1);
         add_param(m, "ln2w", layer, base + BO_LN2W(m), C, 0, 1);
         add_param(m, "ln2b", layer, base + BO_LN2B(m), C, 0, 1);
         add_param(m, "attprojb", layer, base + BO_ATTPROJB(m), C, 0, 1);
-        add_param(m, "fcprojb", layer, base + BO_FCPROJB(m), C, 0, 1);
+        if (m->block_moe[b] < 0)
+            add_param(m, "fcprojb", layer, base + BO_FCPROJB(m), C, 0, 1);
         add_param(m, "qkvw", layer, base + BO_QKVW(m), 3 * (size_t)m->Cl * C, 1, 0);
         add_param(m, "qkvb", layer, base + BO_QKVB(m), 3 * (size_t)m->Cl, 0, 0);
         add_param(m, "attprojw", layer, base + BO_ATTPROJW(m), C * m->Cl, 1, 0);
+        if (m->block_moe[b] >= 0) { /* the router, replicated over TP; the experts: moe.c */
+            add_param(m, "routerw", layer, base + BO_FCW(m),
+                      m->block_off[b + 1] - m->block_off[b] - BO_FCW(m), 1, 1);
+            continue;
+        }
         add_param(m, "fcw", layer, base + BO_FCW(m), 4 * (size_t)m->Cl * C, 1, 0);
         add_param(m, "fcb", layer, base + BO_FCB(m), 4 * (size_t)m->Cl, 0, 0);
         add_param(m, "fcprojw", layer, base + BO_FCPROJW(m), C * 4 * m->Cl, 1, 0);
     }
-    at += (size_t)m->nblocks * m->block_floats;
+    at += m->block_off[m->nblocks];
     m->off_lnf = at;
     if (m->last_stage) {
         add_param(m, "lnfw", -2, at, C, 0, 1);
@@ -144,8 +184,8 @@ void model_unit_range(const model *m, int unit, size_t *begin, size_t *end)
         *end = m->nfloats;
     } else if (unit <= m->nblocks) {
         int b = m->nblocks - unit;
-        *begin = m->off_blocks + (size_t)b * m->block_floats;
-        *end = *begin + m->block_floats;
+        *begin = m->off_blocks + m->block_off[b];
+        *end = m->off_blocks + m->block_off[b + 1];
     } else {
         *begin = 0;
         *end = m->off_blocks;
@@ -158,7 +198,10 @@ int model_unit_of(const model *m, size_t off)
         return m->nblocks + 1;
     if (off >= m->off_lnf)
         return 0;
-    return m->nblocks - (int)((off - m->off_blocks) / m->block_floats);
+    int b = 0;
+    while (b + 1 < m->nblocks && off - m->off_blocks >= m->block_off[b + 1])
+        b++;
+    return m->nblocks - b;
 }
 
 void model_bind_unit(model *m, int unit, float *param, float *grad)
@@ -283,8 +326,8 @@ static void *dalloc(model *m, size_t bytes, int *fail)
 }
 
 int model_create(model *m, const train_config *cfg, const model_grid *g, dev_device *dev,
-                 dev_stream *compute, comm *tp_comm, const model_cp_links *cp, int micro_batch,
-                 int nslots, char *err, size_t errlen)
+                 dev_stream *compute, comm *tp_comm, const model_cp_links *cp, comm *ep_comm,
+                 int micro_batch, int nslots, char *err, size_t errlen)
 {
     memset(m, 0, sizeof *m);
     m->dev = dev;
@@ -316,7 +359,7 @@ int model_create(model *m, const train_config *cfg, const model_grid *g, dev_dev
     m->last_stage = g->pp_rank == g->pp - 1;
     m->has_wte = m->first_stage || m->last_stage;
     m->nslots = nslots;
-    if (build_layout(m) != 0) {
+    if (build_layout(m, cfg) != 0) {
         snprintf(err, errlen, "out of memory building the parameter layout");
         return -1;
     }
@@ -425,6 +468,12 @@ int model_create(model *m, const train_config *cfg, const model_grid *g, dev_dev
                  m->act_bytes_total);
         return -1;
     }
+    if (cfg->experts > 0) {
+        if (moe_create(m, cfg->experts, cfg->top_k, cfg->capacity_factor,
+                       g->ep > 1 ? ep_comm : NULL, err, errlen) != 0)
+            return -1;
+        m->act_bytes_total += m->moe.act_bytes;
+    }
     return 0;
 }
 
@@ -466,6 +515,9 @@ void model_destroy(model *m)
     free(m->unit_grad);
     free(m->unit_begin);
     ring_attention_destroy(&m->ring);
+    moe_destroy(m);
+    free(m->block_off);
+    free(m->block_moe);
     memset(m, 0, sizeof *m);
 }
 
@@ -485,7 +537,8 @@ static uint64_t rng_next(rng *r)
 
 static double rng_uniform(rng *r) { return ((double)(rng_next(r) >> 11) + 0.5) / 9007199254740992.0; }
 
-static void fill_normal(float *x, size_t n, double std, unsigned long long seed, int layer, int tensor)
+void model_fill_normal(float *x, size_t n, double std, unsigned long long seed, int layer,
+                       int tensor)
 {
     rng r = {seed * 0x100000001b3ull ^ ((uint64_t)(layer + 7) << 20) ^ (uint64_t)tensor * 0x9e37ull};
     for (int k = 0; k < 4; k++)
@@ -527,25 +580,30 @@ int model_init_params(model *m, unsigned long long seed, char *err, size_t errle
     }
     const double std = 0.02, proj_std = 0.02 / sqrt(2.0 * m->L);
     if (m->has_wte)
-        fill_normal(host + m->off_wte, (size_t)m->V * C, std, seed, -1, 0); /* pad rows stay 0 */
+        model_fill_normal(host + m->off_wte, (size_t)m->V * C, std, seed, -1, 0); /* pad rows stay 0 */
     if (m->first_stage)
-        fill_normal(host + m->off_wpe, (size_t)m->maxT * C, std, seed, -1, 1);
+        model_fill_normal(host + m->off_wpe, (size_t)m->maxT * C, std, seed, -1, 1);
     for (int b = 0; b < m->nblocks; b++) {
         int layer = m->first_layer + b;
-        float *blk = host + m->off_blocks + (size_t)b * m->block_floats;
+        float *blk = host + m->off_blocks + m->block_off[b];
         for (size_t i = 0; i < C; i++) {
             blk[BO_LN1W(m) + i] = 1.0f;
             blk[BO_LN2W(m) + i] = 1.0f;
         }
         /* biases start at zero (already) */
-        fill_normal(full, 3 * C * C, std, seed, layer, 2); /* qkv [3C, C] */
+        model_fill_normal(full, 3 * C * C, std, seed, layer, 2); /* qkv [3C, C] */
         for (int part = 0; part < 3; part++)
             take_rows(blk + BO_QKVW(m) + (size_t)part * Cl * C, full, C, part * C + tr * Cl, Cl);
-        fill_normal(full, C * C, proj_std, seed, layer, 3); /* attproj [C, C] */
+        model_fill_normal(full, C * C, proj_std, seed, layer, 3); /* attproj [C, C] */
         take_cols(blk + BO_ATTPROJW(m), full, C, C, tr * Cl, Cl);
-        fill_normal(full, 4 * C * C, std, seed, layer, 4); /* fc [4C, C] */
+        if (m->block_moe[b] >= 0) { /* the router [E,C]; the experts: moe_init_params */
+            model_fill_normal(blk + BO_FCW(m), m->block_off[b + 1] - m->block_off[b] - BO_FCW(m),
+                              std, seed, layer, 6);
+            continue;
+        }
+        model_fill_normal(full, 4 * C * C, std, seed, layer, 4); /* fc [4C, C] */
         take_rows(blk + BO_FCW(m), full, C, tr * 4 * Cl, 4 * Cl);
-        fill_normal(full, 4 * C * C, proj_std, seed, layer, 5); /* fcproj [C, 4C] */
+        model_fill_normal(full, 4 * C * C, proj_std, seed, layer, 5); /* fcproj [C, 4C] */
         take_cols(blk + BO_FCPROJW(m), full, C, 4 * C, tr * 4 * Cl, 4 * Cl);
     }
     if (m->last_stage)
@@ -557,6 +615,10 @@ int model_init_params(model *m, unsigned long long seed, char *err, size_t errle
         m->ops->zero(m->compute, m->grad, m->nfloats_padded * sizeof(float));
     int rc = m->ops->stream_synchronize(m->compute);
     free(host);
+    if (rc == 0 && moe_init_params(m, seed) != 0)
+        rc = -1;
+    if (m->moe.grad)
+        m->ops->zero(m->compute, m->moe.grad, m->moe.nfloats * sizeof(float));
     if (rc != 0) {
         snprintf(err, errlen, "initializing parameters: %s", dev_last_error(m->dev));
         return -1;
@@ -627,11 +689,11 @@ static void range_pop(void)
         stepscope_range_pop();
 }
 
-static void block_forward(model *m, const block_acts *a, int b, dev_act *out)
+static void block_forward(model *m, const block_acts *a, int slot, int b, dev_act *out)
 {
     const dev_ops *o = m->ops;
     dev_stream *s = m->compute;
-    float *p = param_at(m, unit_of_block(m, b), m->off_blocks + (size_t)b * m->block_floats);
+    float *p = param_at(m, unit_of_block(m, b), m->off_blocks + m->block_off[b]);
     int N = m->N, Ns = m->Ns, C = m->C, Cl = m->Cl;
     int bias_here = m->grid.tp_rank == 0;
     o->layernorm_forward(s, a->ln1, a->ln1_mean, a->ln1_rstd, a->in, p + BO_LN1W(m),
@@ -649,6 +711,12 @@ static void block_forward(model *m, const block_acts *a, int b, dev_act *out)
     o->layernorm_forward(s, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, p + BO_LN2W(m),
                          p + BO_LN2B(m), Ns, C);
     const dev_act *x2 = tp_gather(m, a->ln2_full, a->ln2);
+    if (m->block_moe[b] >= 0) {
+        /* replicated over TP: the whole output on every TP rank, no reduction (no --sp) */
+        moe_forward(m, slot, m->block_moe[b], p + BO_FCW(m), x2, m->proj_full);
+        o->residual_forward(s, out, a->res2, m->proj_full, Ns * C);
+        return;
+    }
     o->matmul_forward(s, a->fch, x2, p + BO_FCW(m), p + BO_FCB(m), N, C, 4 * Cl);
     o->gelu_forward(s, a->fch_gelu, a->fch, N * 4 * Cl);
     o->matmul_forward(s, m->proj_full, a->fch_gelu, p + BO_FCPROJW(m),
@@ -658,12 +726,12 @@ static void block_forward(model *m, const block_acts *a, int b, dev_act *out)
 }
 
 /* dout [Ns,C] -> dinp [Ns,C] (dinp may alias dout), accumulating weight gradients. */
-static void block_backward(model *m, const block_acts *a, int b, const dev_act *dout,
+static void block_backward(model *m, const block_acts *a, int slot, int b, const dev_act *dout,
                            dev_act *dinp)
 {
     const dev_ops *o = m->ops;
     dev_stream *s = m->compute;
-    size_t boff = m->off_blocks + (size_t)b * m->block_floats;
+    size_t boff = m->off_blocks + m->block_off[b];
     int u = unit_of_block(m, b);
     float *p = param_at(m, u, boff), *g = grad_at(m, u, boff);
     int N = m->N, Ns = m->Ns, C = m->C, Cl = m->Cl;
@@ -672,15 +740,24 @@ static void block_backward(model *m, const block_acts *a, int b, const dev_act *
     o->copy(s, dres2, dout, abytes(m, NsC));
     /* MLP branch */
     const dev_act *gy = tp_gather(m, m->d_full, dout);
-    o->zero(s, m->d_fch_gelu, abytes(m, (size_t)N * 4 * Cl));
-    o->matmul_backward(s, m->d_fch_gelu, g + BO_FCPROJW(m), g + BO_FCPROJB(m), gy, a->fch_gelu,
-                       p + BO_FCPROJW(m), N, 4 * Cl, C);
-    o->zero(s, m->d_fch, abytes(m, (size_t)N * 4 * Cl));
-    o->gelu_backward(s, m->d_fch, a->fch, m->d_fch_gelu, N * 4 * Cl);
-    o->zero(s, m->dln_full, abytes(m, (size_t)N * C));
-    o->matmul_backward(s, m->dln_full, g + BO_FCW(m), g + BO_FCB(m), m->d_fch, a->ln2_full,
-                       p + BO_FCW(m), N, C, 4 * Cl);
-    dev_act *dln2 = tp_reduce_grad(m, m->dln_full);
+    dev_act *dln2;
+    if (m->block_moe[b] >= 0) {
+        /* the MoE's input gradient is whole on every TP rank: no reduction */
+        o->zero(s, m->dln_full, abytes(m, (size_t)N * C));
+        moe_backward(m, slot, m->block_moe[b], p + BO_FCW(m), g + BO_FCW(m), a->ln2_full, gy,
+                     m->dln_full);
+        dln2 = m->dln_full;
+    } else {
+        o->zero(s, m->d_fch_gelu, abytes(m, (size_t)N * 4 * Cl));
+        o->matmul_backward(s, m->d_fch_gelu, g + BO_FCPROJW(m), g + BO_FCPROJB(m), gy,
+                           a->fch_gelu, p + BO_FCPROJW(m), N, 4 * Cl, C);
+        o->zero(s, m->d_fch, abytes(m, (size_t)N * 4 * Cl));
+        o->gelu_backward(s, m->d_fch, a->fch, m->d_fch_gelu, N * 4 * Cl);
+        o->zero(s, m->dln_full, abytes(m, (size_t)N * C));
+        o->matmul_backward(s, m->dln_full, g + BO_FCW(m), g + BO_FCB(m), m->d_fch, a->ln2_full,
+                           p + BO_FCW(m), N, C, 4 * Cl);
+        dln2 = tp_reduce_grad(m, m->dln_full);
+    }
     o->layernorm_backward(s, dres2, g + BO_LN2W(m), g + BO_LN2B(m), dln2, a->res2, p + BO_LN2W(m),
                           a->ln2_mean, a->ln2_rstd, Ns, C);
     /* attention branch */
@@ -752,6 +829,7 @@ void model_forward(model *m, int slot, int mb)
     model_slot *sl = &m->slots[slot];
     int stage = m->grid.pp_rank;
     size_t NsC = (size_t)m->Ns * m->C;
+    m->cur_mb = mb;
     if (m->first_stage) {
         dev_act *dst = m->sp ? m->enc_full : sl->stage_in;
         begin_unit(m, embed_unit(m), 0);
@@ -764,7 +842,7 @@ void model_forward(model *m, int slot, int mb)
         range_push_layer("layer", mb, stage, m->first_layer + b);
         begin_unit(m, unit_of_block(m, b), 0);
         block_acts a = acts_of(m, slot, b);
-        block_forward(m, &a, b, block_out(m, slot, b));
+        block_forward(m, &a, slot, b, block_out(m, slot, b));
         range_pop();
     }
     if (m->last_stage) {
@@ -793,7 +871,7 @@ static void recompute_block(model *m, int slot, int b, int mb)
     range_push_layer("recompute", mb, m->grid.pp_rank, m->first_layer + b);
     block_acts a = acts_of(m, slot, b);
     if (m->recompute == RECOMPUTE_FULL)
-        block_forward(m, &a, b, m->dln); /* the output is not needed again */
+        block_forward(m, &a, slot, b, m->dln); /* the output is not needed again */
     else
         m->ops->attention_forward(m->compute, a.atty, m->preatt, a.att, a.qkv, m->B, m->T, m->Cl,
                                   m->NHl);
@@ -837,7 +915,7 @@ void model_backward(model *m, int slot, int mb, void (*unit_done)(void *arg, int
         range_push_layer("layer", mb, stage, m->first_layer + b);
         block_acts a = acts_of(m, slot, b);
         dev_act *dinp = (b == 0 && !m->first_stage) ? sl->grad_out : m->dres_b;
-        block_backward(m, &a, b, dout, dinp);
+        block_backward(m, &a, slot, b, dout, dinp);
         dout = dinp;
         range_pop();
         if (unit_done)

@@ -43,12 +43,17 @@
 #include "comm.h"
 #include "config.h"
 #include "device.h"
+#include "moe.h"
 #include "ring_attention.h"
 
 typedef struct model_grid {
     int world, rank;
     int dp, tp, pp, cp;
     int dp_rank, tp_rank, pp_rank, cp_rank;
+    /* expert parallelism, carved out of DP: consecutive DP ranks form an EP group
+     * (ep_rank = dp_rank % ep); ranks with the same ep_rank form the expert-data-parallel
+     * group (edp_rank = dp_rank / ep, dp/ep members) that reduces the experts' gradients */
+    int ep, ep_rank, edp_rank;
 } model_grid;
 
 /* Where a rank sits in the grid world = dp x pp x cp x tp: TP fastest, then CP,
@@ -126,7 +131,16 @@ typedef struct model {
     int nparams;
     size_t nfloats;      /* stage parameter count */
     size_t nfloats_padded; /* allocated: a multiple of dp (ZeRO-1 shards are equal) */
-    size_t block_floats; /* per block */
+    size_t block_floats; /* per dense block */
+    /* Blocks are dense or mixture-of-experts (--experts; config_layer_is_moe): block b's
+     * floats are [off_blocks + block_off[b], off_blocks + block_off[b+1]); block_moe[b] is
+     * its index among the stage's MoE blocks, or -1. A MoE block has the dense block's
+     * layout up to qkv/attproj, its fcprojb slot unused, then the router Wr [E,C] where the
+     * dense block has fcw; its experts live in moe.param (moe.h). */
+    size_t *block_off;
+    int *block_moe;
+    moe_state moe;
+    int cur_mb; /* the micro-batch being enqueued (trace annotations, MoE statistics) */
     size_t off_wte, off_wpe, off_blocks, off_lnf;
     float *param, *grad; /* grad is NULL under --zero 2/3 (the trainer binds per-unit buffers) */
     /* Where each unit's parameters and gradients live (model_bind_unit): the first float of
@@ -163,8 +177,12 @@ typedef struct model {
 /* Builds the stage's layout and buffers. micro_batch = sequences per
  * micro-batch, nslots = micro-batches in flight. Returns 0 or -1 with err. */
 int model_create(model *m, const train_config *cfg, const model_grid *g, dev_device *dev,
-                 dev_stream *compute, comm *tp_comm, const model_cp_links *cp, int micro_batch,
-                 int nslots, char *err, size_t errlen);
+                 dev_stream *compute, comm *tp_comm, const model_cp_links *cp, comm *ep_comm,
+                 int micro_batch, int nslots, char *err, size_t errlen);
+/* Counter-based normal draws keyed by (seed, layer, tensor): the same values on every
+ * layout (model_init_params, moe_init_params). */
+void model_fill_normal(float *x, size_t n, double std, unsigned long long seed, int layer,
+                       int tensor);
 void model_destroy(model *m);
 
 /* Initializes the parameters (GPT-2 init, layout-independent) and waits. */
@@ -172,6 +190,9 @@ int model_init_params(model *m, unsigned long long seed, char *err, size_t errle
 
 /* Parameter counts of the whole model (all stages, one TP replica). */
 size_t model_total_params(const train_config *cfg);
+/* Of those, the ones a token's forward multiplies with (with experts: K of the E experts
+ * per MoE layer, plus the router). Equal to model_total_params for a dense model. */
+size_t model_active_params(const train_config *cfg);
 
 /* Forward of micro-batch in `slot`: first stage: embeds slot->tokens (with --cp,
  * the rank's two chunks of each sequence, chunk-major, at their global positions); otherwise

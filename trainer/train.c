@@ -69,7 +69,9 @@ static model_grid chunk_grid(const trainer *t, int j)
  * the LM head's V x h and no embedding lookup either). */
 static double flop_params(const train_config *c)
 {
-    return (double)model_total_params(c) - (double)c->max_seq * c->hidden;
+    /* with experts: the parameters a token is multiplied with (K of the E experts per MoE
+     * layer, and the router), not all of them — MFU counts the FLOPs a step really needs */
+    return (double)model_active_params(c) - (double)c->max_seq * c->hidden;
 }
 
 double train_model_flops_per_step(const train_config *c)
@@ -165,6 +167,24 @@ static int setup_groups(trainer *t)
         if (!(t->cp_c = make_group(t, COMM_KIND_CP, "cp", ranks, n)))
             return -1;
     }
+    /* experts: EP groups of consecutive DP ranks, EDP groups of the DP ranks with the same
+     * place in their EP group (README: the rank grid) */
+    if (t->cfg.experts > 0 && g->ep > 1) {
+        n = 0;
+        for (int k = 0; k < g->ep; k++)
+            ranks[n++] = model_grid_rank(g, g->edp_rank * g->ep + k, g->pp_rank, g->cp_rank,
+                                         g->tp_rank);
+        if (!(t->ep_c = make_group(t, COMM_KIND_EP, "ep", ranks, n)))
+            return -1;
+    }
+    if (t->cfg.experts > 0 && g->dp / g->ep > 1) {
+        n = 0;
+        for (int k = 0; k < g->dp / g->ep; k++)
+            ranks[n++] = model_grid_rank(g, k * g->ep + g->ep_rank, g->pp_rank, g->cp_rank,
+                                         g->tp_rank);
+        if (!(t->edp_c = make_group(t, COMM_KIND_EDP, "edp", ranks, n)))
+            return -1;
+    }
     return 0;
 }
 
@@ -208,6 +228,11 @@ static int setup(trainer *t)
     train_config *c = &t->cfg;
     t->rss_baseline = rss_now();
     model_grid_of(&t->g, c->world, c->dp, c->tp, c->pp, c->cp, t->env.rank);
+    if (c->experts > 0) {
+        t->g.ep = c->ep;
+        t->g.ep_rank = t->g.dp_rank % c->ep;
+        t->g.edp_rank = t->g.dp_rank / c->ep;
+    }
     t->dev = dev_open(c->backend, e, sizeof e);
     if (!t->dev)
         return fail(t, "%s", e);
@@ -272,6 +297,7 @@ static int setup(trainer *t)
         model_grid cg = chunk_grid(t, j);
         model *mc = chunk_model(t, j);
         if (model_create(mc, c, &cg, t->dev, t->compute, t->tp_c, c->cp > 1 ? &cp_links : NULL,
+                         t->ep_c,
                          t->mb_size, t->nslots, e, sizeof e) != 0)
             return fail(t, "%s", e);
         if (model_init_params(mc, c->seed, e, sizeof e) != 0)
@@ -324,7 +350,9 @@ static int setup(trainer *t)
     size_t state = c->zero ? t->shard_len : P;
     t->adam_m = t->o->alloc(t->dev, state * 4);
     t->adam_v = t->o->alloc(t->dev, state * 4);
-    t->stat = t->o->alloc(t->dev, 2 * sizeof(double));
+    t->stat = t->o->alloc(t->dev, 4 * sizeof(double));
+    if (train_moe_setup(t) != 0)
+        return -1;
     if (!t->adam_m || !t->adam_v || !t->stat)
         return fail(t, "%s", "out of device memory for the optimizer state");
     size_t N = (size_t)t->m.N;
@@ -665,6 +693,25 @@ static int dump_params(trainer *t)
                 fprintf(f, "%s %d %zu %.9g\n", p->name, p->layer, i, host[p->offset + i]);
         }
         free(host);
+        /* the experts this rank holds, indexed in the layer's whole [E,...] tensors (all TP
+         * ranks hold the same copy) */
+        const moe_state *q = &mc->moe;
+        if (rc != 0 || q->nmoe == 0 || t->g.tp_rank != 0)
+            continue;
+        if (!(host = malloc(q->nfloats * 4))) {
+            rc = fail(t, "%s", "out of memory");
+            break;
+        }
+        t->o->copy_to_host(t->compute, host, q->param, q->nfloats * 4);
+        if (t->o->stream_synchronize(t->compute) != 0)
+            rc = fail(t, "%s", dev_last_error(t->dev));
+        for (int k = 0; k < q->nparams && rc == 0; k++) {
+            const moe_param *p = &q->params[k];
+            for (size_t i = 0; i < p->count; i++)
+                fprintf(f, "%s %d %zu %.9g\n", p->name, p->layer, p->global_first + i,
+                        host[p->offset + i]);
+        }
+        free(host);
     }
     if (fclose(f) != 0 && rc == 0) {
         snprintf(t->err, sizeof t->err, "--debug-dump-params: cannot write %s", path);
@@ -717,6 +764,8 @@ static void cleanup(trainer *t)
         o->free(t->dev, t->adam_m);
         o->free(t->dev, t->adam_v);
         o->free(t->dev, t->stat);
+        o->free(t->dev, t->moe_adam_m);
+        o->free(t->dev, t->moe_adam_v);
     }
     comm_destroy(t->world_c);
     comm_destroy(t->dp_c);
@@ -724,6 +773,8 @@ static void cleanup(trainer *t)
     comm_destroy(t->pp_c);
     comm_destroy(t->embed_c);
     comm_destroy(t->cp_c);
+    comm_destroy(t->ep_c);
+    comm_destroy(t->edp_c);
 #ifdef STEPSCOPE_TRAINER_HAVE_CUDA
     comm_nccl_job_close(t->nccl);
 #endif
@@ -841,8 +892,11 @@ int train_rank_run(const train_config *cfg_in, const rank_env *env)
         if (t->log) {
             fprintf(t->log,
                     "{\"step\":%d,\"loss\":%.9g,\"step_ms\":%.3f,\"tokens_per_s\":%.1f,\"mfu\":%.6g,"
-                    "\"grad_norm\":%.6g,\"lr\":%.6g}\n",
+                    "\"grad_norm\":%.6g,\"lr\":%.6g",
                     step, loss, dt * 1e3, tokens / dt, mfu, norm, train_lr_at(c, step));
+            if (c->experts > 0)
+                fprintf(t->log, ",\"aux_loss\":%.9g", t->aux_loss);
+            fprintf(t->log, "}\n");
             fflush(t->log);
         }
         if (t->tracing && c->profile_last >= 0 && step >= c->profile_last)

@@ -68,6 +68,9 @@ typedef struct trainer {
 #endif
     double peak_flops;   /* per rank, for MFU */
     comm *world_c, *dp_c, *tp_c, *pp_c, *embed_c, *cp_c;
+    comm *ep_c, *edp_c; /* --experts: the EP group (--ep > 1) and the expert-data-parallel group
+                         * (dp/ep > 1) that sums the experts' gradients */
+    float *moe_adam_m, *moe_adam_v; /* AdamW moments of the expert buffer (whole) */
     int reduce_n; /* members of dp_c, the gradient group: dp x cp (weights are replicated over
                    * both; a CP rank's gradients cover only its tokens) */
     int *host_seq_tokens, *host_seq_targets; /* --cp > 1: one micro-batch of whole sequences */
@@ -90,8 +93,9 @@ typedef struct trainer {
     int last_mb;    /* the micro-batch being walked backward is the step's last */
     float *adam_m, *adam_v; /* shard-sized */
     size_t shard_begin, shard_end, shard_len;
-    double *stat;      /* device: [loss sum, grad norm^2] */
-    double host_stat[2];
+    double *stat;      /* device: [loss sum, grad norm^2, MoE aux-loss sum, unused] */
+    double host_stat[4];
+    double aux_loss; /* the last step's load-balancing loss (train_run_step) */
     int *host_tokens, *host_targets; /* [M][N] */
     train_data *data;
     FILE *log;
@@ -145,6 +149,15 @@ double train_lr_at(const train_config *c, int step);
 void train_debug_delay(trainer *t, int phase);
 /* Waits for every stream; on an error sets t->err, aborts the job and returns -1. */
 int train_sync_all(trainer *t);
+
+/* ---- expert_step.c: the mixture-of-experts layers' share of a step (in call order) -------- */
+
+int train_moe_setup(trainer *t);
+void train_moe_step_begin(trainer *t);
+void train_moe_reduce_grads(trainer *t);
+void train_moe_stats(trainer *t);
+void train_moe_optimizer(trainer *t, int step, double clip_scale, float lr);
+void train_moe_trace_step(trainer *t, int step);
 
 /* ---- pipeline_exec.c ---------------------------------------------------------------------- */
 

@@ -207,7 +207,9 @@ int train_run_step(trainer *t, int step, double *loss_out, double *norm_out)
     }
     for (int k = 0; k < t->nbuckets; k++)
         t->buckets[k].launched = 0;
+    train_moe_step_begin(t);
     train_pipeline_walk(t);
+    train_moe_reduce_grads(t);
     /* interleaved: the other chunks' gradients, whole, after the flush (zero 0 only) */
     if (t->reduce_n > 1 && t->V > 1) {
         o->event_record(t->ev_bucket, t->compute);
@@ -248,7 +250,8 @@ int train_run_step(trainer *t, int step, double *loss_out, double *norm_out)
         o->copy(t->compute, t->stat, ml->loss_acc, sizeof(double));
     else
         o->zero(t->compute, t->stat, sizeof(double));
-    o->zero(t->compute, t->stat + 1, sizeof(double));
+    o->zero(t->compute, t->stat + 1, 3 * sizeof(double));
+    train_moe_stats(t);
     for (int k = 0; k < m->nparams; k++) {
         param_info *p = &m->params[k];
         if (!p->norm_counted)
@@ -274,7 +277,7 @@ int train_run_step(trainer *t, int step, double *loss_out, double *norm_out)
                 o->sum_squares_accumulate(t->compute, t->stat + 1, mc->grad + b, e - b);
         }
     }
-    comm_allreduce(t->world_c, t->compute, t->stat, 2, COMM_FLOAT64);
+    comm_allreduce(t->world_c, t->compute, t->stat, 4, COMM_FLOAT64);
     o->copy_to_host(t->compute, t->host_stat, t->stat, sizeof t->host_stat);
     if (train_sync_all(t) != 0)
         return -1;
@@ -285,10 +288,15 @@ int train_run_step(trainer *t, int step, double *loss_out, double *norm_out)
         stepscope_range_push("optimizer", NULL);
     train_debug_delay(t, DELAY_OPTIMIZER);
     optimizer(t, step, scale, (float)train_lr_at(c, step));
+    train_moe_optimizer(t, step, scale, (float)train_lr_at(c, step));
     pop_range();
     if (train_sync_all(t) != 0)
         return -1;
     *loss_out = loss;
     *norm_out = norm;
+    /* the load-balancing loss of the step: coef x (sum over MoE layers of the mean over the
+     * global batch's micro-batches of aux) */
+    t->aux_loss = c->aux_loss_coef * t->host_stat[2] / ((double)t->M * c->dp);
+    train_moe_trace_step(t, step);
     return 0;
 }
