@@ -1,16 +1,18 @@
 #!/bin/sh
 # params_equivalence.sh — final-weight equivalence of two layouts of stepscope-train.
 #
-# usage: params_equivalence.sh TRAINER MAX_ABS_DIFF "REFERENCE ARGS" "CANDIDATE ARGS"
+# usage: params_equivalence.sh TRAINER MAX_ABS_DIFF "REFERENCE ARGS" "CANDIDATE ARGS" [NAMES]
 # Runs the trainer twice (the tiny configuration of equivalence.sh plus each argument
 # set) with --debug-dump-params, which makes every rank write each of its parameter
 # elements as "name layer index value". Every element the candidate's ranks hold (DP
 # replicas and the tied embedding's two copies included) must exist in the reference
 # and agree within MAX_ABS_DIFF, and every reference element must be held by some
 # candidate rank. Exits 0 when so, 1 otherwise (naming the worst element, on stderr). The
-# layouts must not cut parameters differently (no --tp: its slices are not compared).
+# layouts must not cut parameters differently (no --tp: its slices are not compared), unless
+# NAMES (an extended regular expression on the parameter name, e.g. '^(exp|router)') limits the
+# comparison to parameters no layout cuts (the experts and routers, replicated over TP).
 set -u
-trainer=$1 tol=$2 ref=$3 cand=$4
+trainer=$1 tol=$2 ref=$3 cand=$4 names=${5:-.}
 dir=$(mktemp -d "${TMPDIR:-/tmp}/ss-params.XXXXXX") || exit 1
 trap 'rm -rf "$dir"' EXIT
 common="--backend cpu --model tiny --layers 4 --hidden 32 --heads 4 --seq 16 --batch 8 --steps 5 --seed 7 --quiet --watchdog-s 30"
@@ -18,8 +20,8 @@ common="--backend cpu --model tiny --layers 4 --hidden 32 --heads 4 --seq 16 --b
 "$trainer" $common $ref --debug-dump-params "$dir/ref" >"$dir/ref.out" 2>&1 || { echo "reference run failed: $ref"; cat "$dir/ref.out"; exit 1; }
 # shellcheck disable=SC2086
 "$trainer" $common $cand --debug-dump-params "$dir/cand" >"$dir/cand.out" 2>&1 || { echo "candidate run failed: $cand"; cat "$dir/cand.out"; exit 1; }
-cat "$dir"/ref/*.params >"$dir/ref.txt"
-cat "$dir"/cand/*.params >"$dir/cand.txt"
+cat "$dir"/ref/*.params | awk -v re="$names" '$1 ~ re' >"$dir/ref.txt"
+cat "$dir"/cand/*.params | awk -v re="$names" '$1 ~ re' >"$dir/cand.txt"
 awk -v tol="$tol" '
   NR == FNR { ref[$1 " " $2 " " $3] = $4; n++; next }
   { k = $1 " " $2 " " $3
