@@ -118,12 +118,30 @@ static void regroup(ep_ctx *x, const ep_route *r, dev_act *em, dev_act *sm, int 
     }
 }
 
-static void range_push(const char *name, const ep_route *r)
+/* The splits in rows, "[a,b,...]" (at most 64 ranks). */
+static size_t rows_json(char *b, size_t cap, const uint64_t *el, int n, int C)
+{
+    size_t at = 0;
+    for (int k = 0; k < n && at < cap; k++)
+        at += (size_t)snprintf(b + at, cap - at, "%s%llu", k ? "," : "[",
+                               (unsigned long long)(el[k] / (uint64_t)C));
+    if (at < cap)
+        at += (size_t)snprintf(b + at, cap - at, "]");
+    return at;
+}
+
+/* A range whose arguments are the all-to-all's splits: rows this rank sends to and receives
+ * from each EP group rank (send_rows / recv_rows; bytes = rows x C x the activation size). */
+static void range_push(const ep_ctx *x, const char *name, const ep_route *r, int backward)
 {
     if (!stepscope_active())
         return;
-    char args[96];
-    snprintf(args, sizeof args, "{\"rows_in\":%d}", r->rows);
+    char args[1400], a[640], b[640];
+    rows_json(a, sizeof a, backward ? r->recv_el : r->send_el, x->ep, x->C);
+    rows_json(b, sizeof b, backward ? r->send_el : r->recv_el, x->ep, x->C);
+    snprintf(args, sizeof args,
+             "{\"send_rows\":%s,\"recv_rows\":%s,\"row_bytes\":%zu,\"ep_rank\":%d}", a, b,
+             (size_t)x->C * x->act_es, x->rank);
     stepscope_range_push(name, args);
 }
 
@@ -169,16 +187,18 @@ int ep_dispatch_forward(ep_ctx *x, ep_route *r, dev_act *xe, const dev_act *xp,
     r->rows = r->off[El];
     x->tokens_in += r->rows;
     x->o->copy_to_device(x->s, r->off_dev, r->off, sizeof(int) * ((size_t)El + 1));
-    /* 3. the tokens */
+    /* 3. the tokens (a nested range carries the splits, known only now) */
+    range_push(x, "moe.dispatch.tokens", r, 0);
     comm_alltoallv(x->c, x->s, x->stage, r->recv_el, xp, r->send_el, act_comm(x));
     regroup(x, r, xe, x->stage, 1);
+    range_pop();
     range_pop();
     return 0;
 }
 
 void ep_send_to_experts(ep_ctx *x, const ep_route *r, dev_act *xe, const dev_act *xp)
 {
-    range_push("moe.dispatch", r);
+    range_push(x, "moe.dispatch", r, 0);
     comm_alltoallv(x->c, x->s, x->stage, r->recv_el, xp, r->send_el, act_comm(x));
     regroup(x, r, xe, x->stage, 1);
     range_pop();
@@ -186,7 +206,7 @@ void ep_send_to_experts(ep_ctx *x, const ep_route *r, dev_act *xe, const dev_act
 
 void ep_return_from_experts(ep_ctx *x, const ep_route *r, dev_act *yp, const dev_act *ye)
 {
-    range_push("moe.combine", r);
+    range_push(x, "moe.combine", r, 1);
     regroup(x, r, (dev_act *)ye, x->stage, 0);
     comm_alltoallv(x->c, x->s, yp, r->send_el, x->stage, r->recv_el, act_comm(x));
     range_pop();

@@ -30,6 +30,8 @@ int mm_slots(const mm_layout *l, int stage)
 typedef struct chunk_shape {
     size_t C, Cl, Fl, NHl, Vp, maxT, B, T, Tc, N, Ns, es;
     int sp, cp, nblocks, first, last;
+    int nmoe;             /* MoE blocks on this chunk */
+    size_t expert_floats; /* the chunk's expert buffer (moe.c) */
     size_t nfloats, nfloats_padded;
     size_t off_blocks, block_floats, off_lnf;
 } chunk_shape;
@@ -66,7 +68,16 @@ static chunk_shape shape_of(const mm_layout *l, int stage, int chunk)
     s.off_blocks = at;
     s.block_floats = 6 * s.C + 3 * s.Cl * s.C + 3 * s.Cl + s.C * s.Cl + s.Fl * s.C + s.Fl +
                      s.C * s.Fl;
-    at += (size_t)s.nblocks * s.block_floats;
+    /* a MoE block: the dense layout up to the MLP, then the router [E,C] (model.c) */
+    size_t moe_block = 6 * s.C + 3 * s.Cl * s.C + 3 * s.Cl + s.C * s.Cl + (size_t)l->experts * s.C;
+    int ep = l->ep > 0 ? l->ep : 1;
+    for (int b = 0; b < s.nblocks; b++) {
+        int layer = rank_c * s.nblocks + b;
+        int moe = l->experts > 0 && l->moe_every > 0 && (layer + 1) % l->moe_every == 0;
+        at += moe ? moe_block : s.block_floats;
+        s.nmoe += moe;
+    }
+    s.expert_floats = (size_t)s.nmoe * (size_t)(l->experts / ep) * (8 * s.C * s.C + 5 * s.C);
     s.off_lnf = at;
     if (s.last)
         at += 2 * s.C;
@@ -129,6 +140,20 @@ static size_t activation_bytes(const chunk_shape *s, const mm_layout *l, int nsl
     total += sizeof(double);                                 /* loss_acc */
     if (s->cp > 1)
         total += 6 * (2 * s->B * s->Tc) * 2 * s->Cl * es;    /* ring: kv[3], dkv[3] */
+    if (s->nmoe > 0) { /* moe.c: moe_create; expert_parallel.c: ep_create, ep_route_init */
+        size_t E = (size_t)l->experts, K = (size_t)l->top_k, N = s->N, C = s->C, NK = N * K;
+        size_t ep = l->ep > 1 ? (size_t)l->ep : 1, El = E / ep;
+        size_t Rmax = ep > 1 ? ep * N * (K < El ? K : El) : NK;
+        size_t per = N * E * es + N * E * 4 + NK * 4 + NK * 4 + E * 4 + (E + 1) * 4 + 2 * NK * 4 +
+                     2 * NK * C * es + 2 * Rmax * 4 * C * es;
+        if (ep > 1)
+            per += 2 * Rmax * C * es + (El + 1) * 4;
+        total += per * (size_t)s->nmoe * (size_t)nslots;
+        total += N * E * es + NK * 4 + 2 * NK * C * es + 2 * Rmax * 4 * C * es +
+                 sizeof(double) + sizeof(int) + E * 4;
+        if (ep > 1)
+            total += 2 * Rmax * C * es + ep * El * 4 + Rmax * C * es;
+    }
     return total;
 }
 
@@ -247,8 +272,12 @@ int mm_rank_memory(const mm_layout *l, int stage, mm_breakdown *out, char *err, 
             state = shard_len;
         }
         out->optimizer += 2 * state * 4;
+        /* the experts: their own buffer, gradients and (never sharded) AdamW moments */
+        out->parameters += s.expert_floats * 4;
+        out->gradients += s.expert_floats * 4;
+        out->optimizer += 2 * s.expert_floats * 4;
     }
-    out->other = 2 * sizeof(double); /* train.c: t->stat */
+    out->other = 4 * sizeof(double); /* train.c: t->stat */
     out->steady = out->parameters + out->gradients + out->optimizer + out->activations + out->other;
     out->init_peak = out->steady;
     if (l->zero >= 3) {

@@ -41,6 +41,10 @@ typedef struct mm_layout {
     int bf16_weight_copies;           /* the CUDA backend in bf16 keeps a bf16 copy of every
                                          weight it multiplies (2 bytes per parameter; the
                                          Playbook's "2 Psi"); the CPU backend none */
+    /* mixture of experts (0 experts: dense; zero-initialized layouts stay dense): every
+     * moe_every-th block (layers moe_every-1, 2 moe_every-1, ...) has `experts` expert MLPs,
+     * top_k per token, sharded over ep ranks of DP (moe.h, expert_parallel.h) */
+    int experts, top_k, moe_every, ep;
 } mm_layout;
 
 /* One rank's device memory in bytes, by component (every field a sum of allocations). */

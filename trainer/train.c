@@ -434,6 +434,10 @@ static mm_layout memory_layout_of(const trainer *t)
                                                         : MM_RECOMPUTE_NONE;
     l.act_bytes = (int)dev_dtype_bytes(dev_activation_dtype(t->dev));
     l.bucket_mb = c->bucket_mb;
+    l.experts = c->experts;
+    l.top_k = c->top_k;
+    l.moe_every = c->moe_every;
+    l.ep = c->ep;
     return l;
 }
 

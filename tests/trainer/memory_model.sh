@@ -21,6 +21,9 @@ layouts=(
   "--world 4 --dp 2 --cp 2 --zero 3 --bucket-mb 0.05"
   "--world 2 --pp 2 --schedule interleaved --layers 4 --zero 1"
   "--world 4 --pp 4 --layers 4 --microbatches 8"
+  "--world 1 --experts 4 --top-k 2 --layers 4 --moe-every 2"
+  "--world 4 --dp 4 --ep 2 --experts 4 --top-k 2 --zero 1"
+  "--world 4 --dp 2 --pp 2 --ep 2 --experts 8 --top-k 2 --layers 4 --activations bf16"
 )
 for args in "${layouts[@]}"; do
   run=$dir/run
