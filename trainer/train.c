@@ -351,10 +351,10 @@ static int setup(trainer *t)
     t->adam_m = t->o->alloc(t->dev, state * 4);
     t->adam_v = t->o->alloc(t->dev, state * 4);
     t->stat = t->o->alloc(t->dev, 4 * sizeof(double));
-    if (train_moe_setup(t) != 0)
-        return -1;
     if (!t->adam_m || !t->adam_v || !t->stat)
         return fail(t, "%s", "out of device memory for the optimizer state");
+    if (train_moe_setup(t) != 0)
+        return -1;
     size_t N = (size_t)t->m.N;
     t->host_tokens = malloc(sizeof(int) * N * (size_t)t->M);
     t->host_targets = malloc(sizeof(int) * N * (size_t)t->M);
@@ -387,6 +387,17 @@ static void write_metadata(trainer *t)
              g->world, g->dp, g->tp, g->pp, g->cp, g->rank, g->dp_rank, g->tp_rank, g->pp_rank,
              g->cp_rank);
     stepscope_metadata_set("layout", buf);
+    if (c->experts > 0) {
+        /* the expert-parallel place of this rank (README: the rank grid) */
+        snprintf(buf, sizeof buf,
+                 "{\"experts\":%d,\"top_k\":%d,\"moe_every\":%d,\"ep\":%d,\"ep_rank\":%d,"
+                 "\"edp\":%d,\"edp_rank\":%d,\"experts_per_rank\":%d,\"capacity\":%d,"
+                 "\"aux_loss_coef\":%g,\"total_params\":%zu,\"active_params\":%zu}",
+                 c->experts, c->top_k, c->moe_every, g->ep, g->ep_rank, g->dp / g->ep,
+                 g->edp_rank, c->experts / g->ep, t->m.moe.capacity, c->aux_loss_coef,
+                 model_total_params(c), model_active_params(c));
+        stepscope_metadata_set("moe", buf);
+    }
     double bubble = c->pp == 1 ? 0.0
                     : t->V > 1 ? schedule_bubble_interleaved(c->pp, t->V, c->microbatches)
                                : schedule_bubble(c->pp, c->microbatches);
@@ -398,9 +409,11 @@ static void write_metadata(trainer *t)
     stepscope_metadata_set("schedule", buf);
     snprintf(buf, sizeof buf,
              "{\"model_flops_per_step\":%.6g,\"hardware_flops_per_step\":%.6g,"
+             "\"total_params\":%zu,\"active_params\":%zu,"
              "\"tokens_per_step\":%d,\"peak_flops_per_device\":%.6g,\"world\":%d}",
-             train_model_flops_per_step(c), train_hardware_flops_per_step(c), c->batch * c->seq,
-             t->peak_flops, c->world);
+             train_model_flops_per_step(c), train_hardware_flops_per_step(c),
+             model_total_params(c), model_active_params(c), c->batch * c->seq, t->peak_flops,
+             c->world);
     stepscope_metadata_set("flops", buf);
     write_memory_metadata(t);
 }
