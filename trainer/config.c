@@ -810,7 +810,14 @@ void config_print_help(void)
            "  attention sends keys/values around the CP ring (and, in backward, their gradients)\n"
            "  while attending to the block at hand, merging blocks by log-sum-exp. Weights are\n"
            "  replicated over CP: gradients are all-reduced (and ZeRO-1 sharded) over dp x cp.\n"
-           "  --seq must be divisible by 2 x cp.\n\n"
+           "  --seq must be divisible by 2 x cp.\n"
+           "  Mixture of experts (--experts E --top-k K): expert parallelism (--ep N) is carved\n"
+           "  out of DP: consecutive DP ranks form an EP group (ep_rank = dp_rank %% N) and\n"
+           "  share the E experts, E/N each; tokens go to their experts' ranks and back by\n"
+           "  all-to-all. Expert gradients are summed over the dp/N ranks holding the same\n"
+           "  experts, dense ones over all of DP. Experts are replicated over TP. The layout\n"
+           "  equals one rank running the same micro-batch size (the load-balancing loss is\n"
+           "  per micro-batch).\n\n"
            "options:\n");
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         if (rows[i].hidden)
