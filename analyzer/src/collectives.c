@@ -9,8 +9,13 @@
  *   transfer     = shortest member duration
  *   wait(rank)   = its duration - transfer
  *   algbw        = bytes / transfer (bytes per ns = GB/s)
- *   busbw        = algbw x 2(n-1)/n all-reduce, x (n-1)/n all-gather and
- *                  reduce-scatter, x 1 broadcast, reduce, p2p (n = comm_size)
+ *   busbw        = algbw x 2(n-1)/n all-reduce, x (n-1)/n all-gather,
+ *                  reduce-scatter and all-to-all, x 1 broadcast, reduce, p2p
+ *                  (n = comm_size)
+ * An all-to-all's members send different amounts (uneven splits: expert
+ * parallelism's token dispatch); its bytes are the largest any member sent
+ * (the busiest member bounds the transfer), and its summary is one row per
+ * (op, communicator) whose bytes are the mean over its instances.
  * An instance is complete when all its members are present: comm_size of
  * them, two for a p2p transfer (a send/recv pair of a bigger communicator).
  * An incomplete instance (a rank missing, a trace cut short) is warned about
@@ -51,7 +56,8 @@ double ssa_busbw_factor(uint32_t op, uint32_t n) {
   switch (op) {
   case STEPSCOPE_COLL_ALLREDUCE: return 2.0 * (double)(n - 1) / (double)n;
   case STEPSCOPE_COLL_ALLGATHER:
-  case STEPSCOPE_COLL_REDUCESCATTER: return (double)(n - 1) / (double)n;
+  case STEPSCOPE_COLL_REDUCESCATTER:
+  case STEPSCOPE_COLL_ALLTOALL: return (double)(n - 1) / (double)n;
   default: return 1.0;
   }
 }
@@ -88,6 +94,7 @@ static int in_window(const ssa_rank_result *rr, const ssa_rank *r, const ssa_col
 static int cmp_summary_key(const ssa_coll_instance *a, const ssa_coll_instance *b) {
   if (a->op != b->op) return a->op < b->op ? -1 : 1;
   if (a->group != b->group) return a->group < b->group ? -1 : 1;
+  if (a->op == STEPSCOPE_COLL_ALLTOALL) return 0; /* uneven: one row per communicator */
   if (a->bytes != b->bytes) return a->bytes < b->bytes ? -1 : 1;
   return 0;
 }
@@ -184,6 +191,7 @@ int ssa_match_collectives(ssa_analysis *a) {
       if (d < transfer) transfer = d;
       const ssa_coll *cx = &a->ranks[m[x].rank_idx].rank->colls[m[x].coll_idx];
       if (cx->comm_size > in->comm_size) in->comm_size = cx->comm_size;
+      if (in->op == STEPSCOPE_COLL_ALLTOALL && cx->bytes > in->bytes) in->bytes = cx->bytes;
     }
     in->present = (uint32_t)cnt;
     uint32_t expected = (in->flags & STEPSCOPE_COLL_F_P2P) && in->comm_size > 2 ? 2 : in->comm_size;
@@ -321,6 +329,8 @@ int ssa_match_collectives(ssa_analysis *a) {
       s->wait_total += in->total_wait;
       bytes_total += (double)in->bytes;
     }
+    if (s->op == STEPSCOPE_COLL_ALLTOALL && s->count > 0)
+      s->bytes = (uint64_t)(bytes_total / (double)s->count + 0.5);
     s->algbw = s->transfer_total > 0 ? bytes_total / (double)s->transfer_total : 0.0;
     s->busbw = s->algbw * ssa_busbw_factor(s->op, a->colls[g].comm_size);
     g = e;

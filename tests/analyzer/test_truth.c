@@ -441,6 +441,8 @@ static void cases(const char *which) {
   CASE("pipeline_1f1b", { sc.nranks = 3; sc.pipeline_schedule = 1; sc.nsteps = 3; });
   CASE("pipeline_afab_cpu", { sc.nranks = 2; sc.pipeline_schedule = 2; sc.nsteps = 2; sc.cpu_backend = 1; });
   CASE("pipeline_1f1b_pp4", { sc.nranks = 4; sc.pipeline_schedule = 1; sc.nsteps = 2; sc.cpu_backend = 2; });
+  CASE("alltoall_uneven", { sc.nranks = 4; sc.alltoall = 1; });
+  CASE("alltoall_uneven_cpu", { sc.nranks = 3; sc.alltoall = 1; sc.cpu_backend = 1; sc.missing_member = 1; });
 #undef CASE
   iter_cases(which);
 }

@@ -275,8 +275,8 @@ static int write_rank(const gen_run *g, int r, const char *dir, char *errbuf, si
       x->end_ns = (uint64_t)o->e + off;
       x->comm_id = c->comm_id;
       x->seq = c->seq;
-      x->bytes = c->bytes;
-      x->count = c->bytes / 4;
+      x->bytes = m < c->nmembers && c->member_bytes[m] ? c->member_bytes[m] : c->bytes;
+      x->count = x->bytes / 4;
       x->datatype = STEPSCOPE_DT_FLOAT32;
       x->stream = stream_id(o->lane);
       x->correlation_id = gr->cpu_backend ? 0 : corr;

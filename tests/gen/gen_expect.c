@@ -188,7 +188,9 @@ static void delays(const gen_run *g, int r, long step, gen_window *w) {
 
 static double busbw_factor(uint32_t op, uint32_t n) {
   if (op == STEPSCOPE_COLL_ALLREDUCE) return 2.0 * (n - 1) / n;
-  if (op == STEPSCOPE_COLL_ALLGATHER || op == STEPSCOPE_COLL_REDUCESCATTER) return (double)(n - 1) / n;
+  if (op == STEPSCOPE_COLL_ALLGATHER || op == STEPSCOPE_COLL_REDUCESCATTER ||
+      op == STEPSCOPE_COLL_ALLTOALL)
+    return (double)(n - 1) / n;
   return 1.0;
 }
 
@@ -504,7 +506,15 @@ int gen_expect_compute(const gen_run *g, gen_expect *x) {
     e->skew = last - first;
     e->transfer = transfer;
     e->last_rank = last_rank;
-    e->algbw = (double)gc->bytes / (double)transfer;
+    uint64_t bytes = gc->bytes; /* an all-to-all: the most any member sent */
+    if (gc->op == STEPSCOPE_COLL_ALLTOALL) {
+      bytes = 0;
+      for (int m = 0; m < gc->nmembers; m++) {
+        uint64_t mb = gc->member_bytes[m] ? gc->member_bytes[m] : gc->bytes;
+        if (mb > bytes) bytes = mb;
+      }
+    }
+    e->algbw = (double)bytes / (double)transfer;
     e->busbw = e->algbw * busbw_factor(gc->op, gc->comm_size);
     /* complete: every member (two for p2p); only complete instances count
      * per rank; stragglers: not pipeline transfers, and without the part of

@@ -363,7 +363,7 @@ int gen_build(gen_run *g, const gen_scenario *sc) {
       memset(&c, 0, sizeof c);
       c.comm_id = world_comm;
       c.seq = seq++;
-      c.op = STEPSCOPE_COLL_ALLREDUCE;
+      c.op = sc->alltoall ? STEPSCOPE_COLL_ALLTOALL : STEPSCOPE_COLL_ALLREDUCE;
       c.bytes = (uint64_t)rnd(rs, 1, 32) << 20;
       c.comm_size = (uint32_t)active;
       c.group = "world";
@@ -387,6 +387,8 @@ int gen_build(gen_run *g, const gen_scenario *sc) {
         o.lane = comm_lane;
         o.cls = GEN_COMM;
         o.name = g->ranks[r].cpu_backend ? "allreduce" : "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
+        if (sc->alltoall) /* uneven splits: each member sends its own amount */
+          o.name = g->ranks[r].cpu_backend ? "alltoallv" : "ncclDevKernel_SendRecv";
         o.has_launch = 1;
         o.launch_s = ls[r];
         o.launch_e = le[r];
@@ -394,6 +396,7 @@ int gen_build(gen_run *g, const gen_scenario *sc) {
         o.e = end;
         int idx = gen_add_op(g, &o);
         if (idx < 0) return -1;
+        if (sc->alltoall) c.member_bytes[c.nmembers] = (uint64_t)rnd(rs, 1, 32) << 16;
         c.member_rank[c.nmembers] = r;
         c.member_comm_rank[c.nmembers] = (uint32_t)r;
         c.member_op[c.nmembers++] = idx;

@@ -52,6 +52,7 @@ typedef struct gen_coll {
   int member_op[GEN_MAX_RANKS];
   uint32_t member_comm_rank[GEN_MAX_RANKS];
   int record;                 /* 0: no COLLECTIVE record (NCCL kernel known by name only) */
+  uint64_t member_bytes[GEN_MAX_RANKS]; /* all-to-all: what each member sent (0: bytes) */
 } gen_coll;
 
 typedef struct gen_step {
@@ -190,6 +191,7 @@ typedef struct gen_scenario {
   int pipeline;               /* pp = 2 with pipeline send/recv */
   int name_only_nccl;         /* some comm kernels have no COLLECTIVE record */
   int syncs;
+  int alltoall;               /* the mid-step collectives are all-to-alls with uneven splits */
   int flops;
   int pipeline_schedule;      /* 1: the ranks are the stages of a 1F1B pipeline (2: AFAB)
                                  with forward/backward ranges, send/recv pairs and an
