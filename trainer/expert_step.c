@@ -113,8 +113,10 @@ void train_moe_trace_step(trainer *t, int step)
         size_t at = 0;
         at += (size_t)snprintf(args + at, cap - at,
                                "{\"step\":%d,\"layer\":%d,\"experts\":%d,\"top_k\":%d,\"ep\":%d,"
-                               "\"ep_rank\":%d,\"tokens_per_expert\":[",
-                               step, m->first_layer + b, q->E, q->K, q->ep, q->ep_rank);
+                               "\"ep_rank\":%d,\"edp_rank\":%d,\"tp_rank\":%d,"
+                               "\"tokens_per_expert\":[",
+                               step, m->first_layer + b, q->E, q->K, q->ep, q->ep_rank,
+                               t->g.edp_rank, t->g.tp_rank);
         for (int e = 0; e < q->E && at < cap; e++) {
             long long n = 0;
             for (int mb = 0; mb < q->host_counts_mb; mb++)

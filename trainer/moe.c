@@ -214,11 +214,12 @@ int moe_forward(struct model *m, int slot, int mi, const float *router, const de
     o->matmul_forward(s, a->logits, x, router, NULL, N, C, E);
     o->moe_router_forward(s, a->expert, a->gate, a->probs, a->logits, N, E, K, q->renorm);
     o->moe_aux_loss_accumulate(s, q->aux_acc, a->probs, a->expert, q->counts_scratch, N, E, K);
+    /* the routing decisions per expert (before any capacity drop), for the trace */
+    if (q->host_counts && m->cur_mb >= 0 && m->cur_mb < q->host_counts_mb)
+        o->copy_to_host(s, q->host_counts + ((size_t)m->cur_mb * q->nmoe + mi) * E,
+                        q->counts_scratch, (size_t)E * sizeof(int));
     o->moe_dispatch_plan(s, a->counts, a->offsets, a->row_token, a->row_of, q->dropped_acc,
                          a->expert, N, E, K, q->capacity);
-    if (q->host_counts && m->cur_mb >= 0 && m->cur_mb < q->host_counts_mb)
-        o->copy_to_host(s, q->host_counts + ((size_t)m->cur_mb * q->nmoe + mi) * E, a->counts,
-                        (size_t)E * sizeof(int));
     o->moe_permute_forward(s, a->xp, x, a->row_token, a->offsets, N, E, K, C);
     const int *off = a->offsets;
     int ne = E;

@@ -75,7 +75,8 @@ typedef struct moe_state {
     double *aux_acc;      /* device: sum of aux over this step's MoE forwards */
     int *dropped_acc;     /* device: assignments dropped this step */
     int *counts_scratch;  /* [E] */
-    int *host_counts;     /* [host_counts_mb x nmoe x E] rows routed to each expert by each
+    int *host_counts;     /* [host_counts_mb x nmoe x E] assignments routed to each expert
+                           * (before capacity drops; the aux loss's counts) by each
                            * micro-batch of the step (copied to the host in forward; valid after
                            * the step's sync; allocated by the trainer, may be NULL) */
     int host_counts_mb;

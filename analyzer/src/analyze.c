@@ -143,6 +143,7 @@ int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, ste
   if ((rc = ssa_build_kernel_table(a)) != 0) goto fail;
   if ((rc = ssa_read_run_metadata(a)) != 0) goto fail;
   if ((rc = ssa_bubble_causes(a)) != 0) goto fail; /* needs the schedule */
+  if ((rc = ssa_moe_load(a)) != 0) goto fail;
   return 0;
 fail:
   if (err) {
@@ -176,6 +177,8 @@ void ssa_analysis_free(ssa_analysis *a) {
   free(a->lates);
   free(a->culprits);
   free(a->steps);
+  free(a->moe_steps);
+  free(a->moe_expert_tokens);
   for (size_t i = 0; i < a->nwarnings; i++) free(a->warnings[i]);
   free(a->warnings);
   memset(a, 0, sizeof *a);

@@ -38,6 +38,7 @@ void ssa_rank_free(ssa_rank *r) {
   free(r->counters); free(r->anchors); free(r->oplinks);
   for (size_t i = 0; i < r->nmeta; i++) { free(r->meta[i].key); free(r->meta[i].value); }
   free(r->meta);
+  free(r->moe_marks);
   for (size_t i = 0; i < r->nwarnings; i++) free(r->warnings[i]);
   free(r->warnings);
   memset(r, 0, sizeof *r);
@@ -330,7 +331,17 @@ int ssa_rank_add_record(ssa_rank *r, const stepscope_record *rec) {
   case STEPSCOPE_REC_DROPPED:
     r->dropped[rec->u.dropped.source < 8 ? rec->u.dropped.source : 0] += rec->u.dropped.count;
     return 0;
-  case STEPSCOPE_REC_MARK: r->marks++; return 0;
+  case STEPSCOPE_REC_MARK: {
+    r->marks++;
+    const char *name = ssa_rank_str(r, rec->u.mark.name);
+    if (rec->u.mark.args && !strcmp(name, "moe.load")) {
+      ssa_mark *x = PUSH(moe_marks, nmoe_marks, moe_marks_cap);
+      if (!x) return STEPSCOPE_E_NOMEM;
+      x->time = (int64_t)rec->u.mark.time_ns;
+      x->args = rec->u.mark.args;
+    }
+    return 0;
+  }
   case STEPSCOPE_REC_OVERHEAD: r->overheads++; return 0;
   case STEPSCOPE_REC_STRING:
   case STEPSCOPE_REC_HEADER:

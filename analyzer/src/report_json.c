@@ -438,6 +438,35 @@ int ssa_report_json(const ssa_analysis *a, ssa_out *o) {
   }
   ssa_out_str(o, "]}");
 
+  /* mixture of experts: expert load per step (moe_load.c), null without moe.load marks */
+  ssa_out_str(o, ",\"moe\":");
+  if (!a->nmoe_steps) {
+    ssa_out_str(o, "null");
+  } else {
+    ssa_out_printf(o, "{\"experts\":%d,\"ep\":%d,\"expert_imbalance_mean\":", a->moe_experts,
+                   a->moe_ep);
+    ssa_out_double(o, a->moe_expert_imbalance_mean);
+    ssa_out_str(o, ",\"ep_rank_imbalance_mean\":");
+    ssa_out_double(o, a->moe_rank_imbalance_mean);
+    ssa_out_str(o, ",\"tokens_per_expert\":[");
+    for (int e = 0; e < a->moe_experts; e++)
+      ssa_out_printf(o, "%s%lld", e ? "," : "", (long long)a->moe_expert_tokens[e]);
+    ssa_out_str(o, "],\"steps\":[");
+    for (size_t i = 0; i < a->nmoe_steps; i++) {
+      const ssa_moe_step *s = &a->moe_steps[i];
+      ssa_out_printf(o, "%s{\"step\":%lld,\"tokens\":%lld,\"expert_imbalance\":", i ? "," : "",
+                     (long long)s->step, (long long)s->tokens);
+      ssa_out_double(o, s->expert_imbalance);
+      ssa_out_str(o, ",\"ep_rank_imbalance\":");
+      ssa_out_double(o, s->rank_imbalance);
+      ssa_out_printf(o, ",\"layer\":%d,\"edp_rank\":%d,\"busiest_expert\":%d,"
+                        "\"busiest_expert_tokens\":%lld,\"mean_expert_tokens\":",
+                     s->layer, s->edp_rank, s->busiest_expert, (long long)s->busiest_expert_tokens);
+      ssa_out_double(o, s->mean_expert_tokens);
+      ssa_out_printf(o, ",\"busiest_ep_rank\":%d}", s->busiest_ep_rank);
+    }
+    ssa_out_str(o, "]}");
+  }
   /* warnings: run, ranks (also per rank above), analysis */
   ssa_out_str(o, ",\"warnings\":[");
   int any = 0;

@@ -206,6 +206,21 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
               fmt_ns(s->skew_max, b2, sizeof b2), s->algbw, s->busbw);
     }
   }
+  if (a->nmoe_steps) {
+    fprintf(f, "\n== expert load (mixture of experts: %d experts, EP %d) ==\n", a->moe_experts,
+            a->moe_ep);
+    fprintf(f, "max/mean tokens per expert, per EP rank (1.00 = balanced; the worst MoE layer and EP group of each step)\n");
+    fprintf(f, "%6s %10s %10s %10s %6s %15s\n", "step", "tokens", "expert", "EP rank", "layer",
+            "busiest expert");
+    for (size_t i = 0; i < a->nmoe_steps && i < (size_t)a->opt.top_n; i++) {
+      const ssa_moe_step *s = &a->moe_steps[i];
+      fprintf(f, "%6lld %10lld %10.2f %10.2f %6d %8d (%lld)\n", (long long)s->step,
+              (long long)s->tokens, s->expert_imbalance, s->rank_imbalance, s->layer,
+              s->busiest_expert, (long long)s->busiest_expert_tokens);
+    }
+    fprintf(f, "mean over %zu steps: expert %.2f, EP rank %.2f\n", a->nmoe_steps,
+            a->moe_expert_imbalance_mean, a->moe_rank_imbalance_mean);
+  }
   fprintf(f, "\n== findings ==\n");
   int findings = 0;
   if (comm > 0 && pct(xcomm - pipe_comm, span) >= 5.0) {

@@ -263,6 +263,18 @@ typedef struct ssa_run_step {
   double mfu, hfu;                  /* NaN if unknown */
 } ssa_run_step;
 
+/* Expert load of a step (moe_load.c): the worst (MoE layer, EP group) of the step. */
+typedef struct ssa_moe_step {
+  int64_t step;
+  int64_t tokens;                   /* assignments routed, all layers and EP groups */
+  double expert_imbalance;          /* max over (layer, group) of max/mean tokens per expert */
+  double rank_imbalance;            /* max over (layer, group) of max/mean tokens per EP rank */
+  int layer, edp_rank, busiest_expert; /* where the expert imbalance peaked */
+  int busiest_ep_rank;              /* the EP rank (in its group) of the worst rank imbalance */
+  int64_t busiest_expert_tokens;
+  double mean_expert_tokens;
+} ssa_moe_step;
+
 typedef struct ssa_analysis {
   const ssa_run *run;
   ssa_options opt;
@@ -298,6 +310,12 @@ typedef struct ssa_analysis {
   int schedule_stages, schedule_microbatches, schedule_virtual;
   double bubble_theory;
   int64_t launch_gap_ns;
+  /* mixture of experts (moe_load.c; nmoe_steps 0 when the run has no moe.load marks) */
+  ssa_moe_step *moe_steps;
+  size_t nmoe_steps;
+  int moe_experts, moe_ep;
+  int64_t *moe_expert_tokens;       /* [moe_experts] over the selected steps, layers, groups */
+  double moe_expert_imbalance_mean, moe_rank_imbalance_mean;
   char **warnings;
   size_t nwarnings, warnings_cap;
 } ssa_analysis;
@@ -384,6 +402,8 @@ int ssa_bubble_causes(ssa_analysis *a);
 int ssa_find_culprits(ssa_analysis *a);
 int ssa_build_kernel_table(ssa_analysis *a);
 int ssa_read_run_metadata(ssa_analysis *a);
+/* Expert load imbalance per step from the trainer's moe.load marks (moe_load.c). */
+int ssa_moe_load(ssa_analysis *a);
 
 /* Theoretical bubble fraction of a schedule; NaN if unknown. */
 double ssa_bubble_theory(const char *name, int stages, int microbatches, int virtual_stages);

@@ -135,6 +135,12 @@ typedef struct ssa_meta {
   char *key, *value;
 } ssa_meta;
 
+/* A MARK the analysis reads (now only the trainer's per-step expert load, `moe.load`). */
+typedef struct ssa_mark {
+  int64_t time;
+  uint32_t args;                /* string id of its JSON args */
+} ssa_mark;
+
 typedef struct ssa_rank {
   /* identity (from the source's header) */
   int rank, world_size, local_rank;
@@ -157,6 +163,7 @@ typedef struct ssa_rank {
   ssa_counter *counters; size_t ncounters, counters_cap;
   stepscope_clock_anchor *anchors; size_t nanchors, anchors_cap;
   ssa_meta *meta; size_t nmeta, meta_cap;
+  ssa_mark *moe_marks; size_t nmoe_marks, moe_marks_cap; /* `moe.load` marks (moe_load.c) */
   ssa_oplink *oplinks; size_t noplinks, oplinks_cap;  /* freed by finish */
 
   uint64_t marks, memory_events, overheads, unknown_records;

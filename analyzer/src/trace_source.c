@@ -223,6 +223,7 @@ int ssa_trace_source_load(const char *path, ssa_rank *r, stepscope_error *err) {
       MAP(rec.u.collective.protocol);
       break;
     case STEPSCOPE_REC_COUNTER: MAP(rec.u.counter.name); break;
+    case STEPSCOPE_REC_MARK: MAP(rec.u.mark.name); MAP(rec.u.mark.args); break;
     case STEPSCOPE_REC_STREAM: MAP(rec.u.stream.name); break;
     case STEPSCOPE_REC_STRING: continue; /* looked up lazily by map_id */
     case STEPSCOPE_REC_END: continue;    /* the clean-close marker: read below */
