@@ -24,6 +24,12 @@ int ep_create(ep_ctx *x, comm *c, dev_device *dev, dev_stream *s, int E, int C, 
               char *err, size_t errlen)
 {
     memset(x, 0, sizeof *x);
+    const comm_header *h = (const comm_header *)c;
+    if (!h->ops->alltoallv) {
+        snprintf(err, errlen, "--ep %d: the %s communicator has no all-to-all yet", comm_size(c),
+                 h->ops->backend_name);
+        return -1;
+    }
     x->c = c;
     x->ep = comm_size(c);
     x->rank = comm_rank(c);

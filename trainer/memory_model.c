@@ -247,6 +247,17 @@ int mm_rank_memory(const mm_layout *l, int stage, mm_breakdown *out, char *err, 
         REFUSE("ZeRO-%d with an interleaved schedule is not supported by the trainer", l->zero);
     if (l->act_bytes != 2 && l->act_bytes != 4)
         REFUSE("activation storage must be 2 (bf16) or 4 (fp32) bytes");
+    if (l->experts > 0) {
+        int ep = l->ep > 0 ? l->ep : 1;
+        if (l->dp % ep || l->experts % ep)
+            REFUSE("--ep %d must divide --dp %d and --experts %d", ep, l->dp, l->experts);
+        if (l->top_k < 1 || l->top_k > l->experts || l->moe_every < 1)
+            REFUSE("--top-k %d / --moe-every %d: not a mixture of experts the trainer runs",
+                   l->top_k, l->moe_every);
+        if (l->cp > 1 || l->sp || l->zero >= 2 || V > 1 || l->recompute == MM_RECOMPUTE_FULL)
+            REFUSE("experts with cp, sp, ZeRO-2/3, interleaving or full recomputation are not "
+                   "supported by the trainer");
+    }
 #undef REFUSE
     int nslots = mm_slots(l, stage);
     size_t n = (size_t)l->dp * (size_t)l->cp;

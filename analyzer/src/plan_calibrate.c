@@ -68,6 +68,11 @@ static int layout_of_config(const char *json, mm_layout *l, char *err, size_t er
     l->sp = strstr(json, "\"sp\":true") != NULL;
     ssa_json_string(json, "activations", s, sizeof s);
     l->act_bytes = !strcmp(s, "bf16") ? 2 : 4;
+    /* mixture of experts (absent: dense) */
+    l->experts = json_int(json, "experts", 0);
+    l->top_k = json_int(json, "top_k", 2);
+    l->moe_every = json_int(json, "moe_every", 1);
+    l->ep = json_int(json, "ep", 1);
     if (l->layers < 1 || l->hidden < 1 || l->heads < 1 || l->seq < 1 || l->vocab < 1) {
         snprintf(err, errlen, "the run's configuration does not describe the model (layers, "
                               "hidden, heads, seq, vocab): is it a stepscope-train run?");
