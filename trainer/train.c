@@ -845,6 +845,10 @@ int train_rank_run(const train_config *cfg_in, const rank_env *env)
                "%.3f M parameters\n",
                c->model, c->layers, c->hidden, c->heads, c->seq, c->vocab,
                model_total_params(c) / 1e6);
+        if (c->experts > 0)
+            printf("stepscope-train: %d experts, top-%d, every %d block(s), ep %d: %.3f M "
+                   "parameters active per token (MFU counts these)\n",
+                   c->experts, c->top_k, c->moe_every, c->ep, model_active_params(c) / 1e6);
         printf("stepscope-train: world %d = dp %d x pp %d x cp %d x tp %d%s, schedule %s, %d "
                "micro-batches of %d, global batch %d, zero %d, recompute %s, data: %s\n",
                c->world, c->dp, c->pp, c->cp, c->tp, c->sp ? " (sp)" : "",
