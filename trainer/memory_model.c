@@ -89,8 +89,8 @@ static chunk_shape shape_of(const mm_layout *l, int stage, int chunk)
 
 static size_t take(size_t n, size_t size) { return (n * size + 63) & ~(size_t)63; }
 
-/* model.c: layout_block, counting only. */
-static size_t block_bytes(const chunk_shape *s, int with_rest, int with_att)
+/* model.c: layout_block, counting only (moe: a MoE block, without the dense MLP's). */
+static size_t block_bytes(const chunk_shape *s, int with_rest, int with_att, int moe)
 {
     size_t NsC = s->Ns * s->C, NC = s->N * s->C, at = 0;
     if (with_rest) {
@@ -103,7 +103,8 @@ static size_t block_bytes(const chunk_shape *s, int with_rest, int with_att)
         at += take(NsC, s->es) + take(NsC, s->es) + 2 * take(s->Ns, 4);
         if (s->sp)
             at += take(NC, s->es);
-        at += 2 * take(s->N * s->Fl, s->es);
+        if (!moe)
+            at += 2 * take(s->N * s->Fl, s->es);
     }
     if (with_att && s->cp == 1)
         at += take(s->B * s->NHl * s->T * s->T, 4);
@@ -116,21 +117,24 @@ static size_t activation_bytes(const chunk_shape *s, const mm_layout *l, int nsl
 {
     size_t NsC = s->Ns * s->C, NC = s->N * s->C, NVp = s->N * s->Vp, es = s->es;
     size_t per_block = block_bytes(s, l->recompute != MM_RECOMPUTE_FULL,
-                                   l->recompute == MM_RECOMPUTE_NONE);
+                                   l->recompute == MM_RECOMPUTE_NONE, 0);
+    size_t per_moe_block = block_bytes(s, l->recompute != MM_RECOMPUTE_FULL,
+                                       l->recompute == MM_RECOMPUTE_NONE, 1);
     size_t slot = 2 * s->N * 4                              /* tokens, targets */
                   + NsC * es                                /* stage_in */
                   + (s->nblocks > 1 ? (size_t)(s->nblocks - 1) * NsC * es : 0) /* block_in */
                   + 3 * NsC * es                            /* stage_out, grad_in, grad_out */
-                  + per_block * (size_t)s->nblocks;         /* the blocks' arena */
+                  + per_block * (size_t)(s->nblocks - s->nmoe)  /* the blocks' arena */
+                  + per_moe_block * (size_t)s->nmoe;
     if (s->last)
         slot += (s->sp ? NC * es : 0) + NC * es + 2 * s->N * 4 + NVp * es;
     size_t total = slot * (size_t)nslots;
     if (l->recompute != MM_RECOMPUTE_NONE)
-        total += block_bytes(s, l->recompute == MM_RECOMPUTE_FULL, 1);
+        total += block_bytes(s, l->recompute == MM_RECOMPUTE_FULL, 1, 0);
     size_t att = s->cp > 1 ? 0 : s->B * s->NHl * s->T * s->T;
     total += 3 * att * 4;                                    /* preatt, dpreatt, datt */
     total += NC * es + 2 * NsC * es                          /* d_full, dres_a, dres_b */
-             + 2 * s->N * s->Fl * es                         /* d_fch, d_fch_gelu */
+             + (s->nblocks > s->nmoe ? 2 * s->N * s->Fl * es : 0) /* d_fch, d_fch_gelu */
              + NC * es + NsC * es                            /* dln_full, dln */
              + s->N * s->Cl * es + s->N * 3 * s->Cl * es     /* datty, dqkv */
              + NC * es + NsC * es + NC * es                  /* proj_full, proj_red, enc_full */

@@ -238,9 +238,10 @@ static void begin_unit(model *m, int unit, int backward)
 static dev_act *at(const model *m, const dev_act *p, size_t elems) { return dev_act_at(p, m->act, elems); }
 static size_t abytes(const model *m, size_t elems) { return elems * m->act_es; }
 
-/* Lays out one block's activations from base+*at (or only counts when base is NULL). */
+/* Lays out one block's activations from base+*at (or only counts when base is NULL). A MoE
+ * block (moe) has no dense MLP activations: its own are in moe.acts. */
 static void layout_block(model *m, block_acts *a, char *base, size_t *at, int with_rest,
-                         int with_att)
+                         int with_att, int moe)
 {
     size_t NsC = (size_t)m->Ns * m->C, NC = (size_t)m->N * m->C;
     /* TAKE: n elements of `size` bytes, 64-byte aligned, as type `type` */
@@ -272,8 +273,10 @@ static void layout_block(model *m, block_acts *a, char *base, size_t *at, int wi
             TAKE_ACT(ln2_full, NC);
         else if (base)
             a->ln2_full = a->ln2;
-        TAKE_ACT(fch, (size_t)m->N * 4 * m->Cl);
-        TAKE_ACT(fch_gelu, (size_t)m->N * 4 * m->Cl);
+        if (!moe) {
+            TAKE_ACT(fch, (size_t)m->N * 4 * m->Cl);
+            TAKE_ACT(fch_gelu, (size_t)m->N * 4 * m->Cl);
+        }
     }
     if (with_att && m->cp == 1) /* ring attention stores no attention matrix */
         TAKE_F32(att, (size_t)m->B * m->NHl * m->T * m->T);
@@ -282,11 +285,21 @@ static void layout_block(model *m, block_acts *a, char *base, size_t *at, int wi
 #undef TAKE
 }
 
-static size_t stored_block_bytes(model *m)
+static size_t stored_block_bytes(model *m, int moe)
 {
     block_acts a;
     size_t at = 0;
-    layout_block(m, &a, NULL, &at, m->recompute != RECOMPUTE_FULL, m->recompute == RECOMPUTE_NONE);
+    layout_block(m, &a, NULL, &at, m->recompute != RECOMPUTE_FULL, m->recompute == RECOMPUTE_NONE,
+                 moe);
+    return at;
+}
+
+/* Where block b's stored activations start in a slot's arena (blocks differ: MoE or dense). */
+static size_t block_arena_offset(model *m, int b)
+{
+    size_t at = 0;
+    for (int k = 0; k < b; k++)
+        at += stored_block_bytes(m, m->block_moe[k] >= 0);
     return at;
 }
 
@@ -296,9 +309,10 @@ static block_acts acts_of(model *m, int slot, int b)
     if (m->recompute == RECOMPUTE_FULL) {
         a = m->scratch;
     } else {
-        size_t at = (size_t)b * stored_block_bytes(m);
+        size_t at = block_arena_offset(m, b);
         memset(&a, 0, sizeof a);
-        layout_block(m, &a, m->slots[slot].arena, &at, 1, m->recompute == RECOMPUTE_NONE);
+        layout_block(m, &a, m->slots[slot].arena, &at, 1, m->recompute == RECOMPUTE_NONE,
+                     m->block_moe[b] >= 0);
         if (m->recompute == RECOMPUTE_SELECTIVE)
             a.att = m->scratch.att;
     }
@@ -397,7 +411,10 @@ int model_create(model *m, const train_config *cfg, const model_grid *g, dev_dev
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    size_t per_block = stored_block_bytes(m);
+    size_t arena_bytes = block_arena_offset(m, m->nblocks);
+    int dense_blocks = 0;
+    for (int b = 0; b < m->nblocks; b++)
+        dense_blocks += m->block_moe[b] < 0;
     m->act_bytes_total = 0;
     for (int k = 0; k < nslots; k++) {
         model_slot *s = &m->slots[k];
@@ -409,7 +426,7 @@ int model_create(model *m, const train_config *cfg, const model_grid *g, dev_dev
         s->stage_out = dalloc(m, abytes(m, NsC), &fail);
         s->grad_in = dalloc(m, abytes(m, NsC), &fail);
         s->grad_out = dalloc(m, abytes(m, NsC), &fail);
-        s->arena = dalloc(m, per_block * (size_t)m->nblocks, &fail);
+        s->arena = dalloc(m, arena_bytes, &fail);
         if (m->last_stage) {
             s->final_full = m->sp ? dalloc(m, abytes(m, NC), &fail) : s->stage_out;
             s->lnf = dalloc(m, abytes(m, NC), &fail);
@@ -423,11 +440,11 @@ int model_create(model *m, const train_config *cfg, const model_grid *g, dev_dev
     if (m->recompute != RECOMPUTE_NONE) {
         size_t at = 0;
         int rest = m->recompute == RECOMPUTE_FULL;
-        layout_block(m, &m->scratch, NULL, &at, rest, 1);
+        layout_block(m, &m->scratch, NULL, &at, rest, 1, 0);
         m->scratch_arena = dalloc(m, at, &fail);
         if (m->scratch_arena) {
             at = 0;
-            layout_block(m, &m->scratch, m->scratch_arena, &at, rest, 1);
+            layout_block(m, &m->scratch, m->scratch_arena, &at, rest, 1, 0);
         }
     }
     m->preatt = dalloc(m, att * 4, &fail);
@@ -436,8 +453,10 @@ int model_create(model *m, const train_config *cfg, const model_grid *g, dev_dev
     m->d_full = dalloc(m, abytes(m, NC), &fail);
     m->dres_a = dalloc(m, abytes(m, NsC), &fail);
     m->dres_b = dalloc(m, abytes(m, NsC), &fail);
-    m->d_fch = dalloc(m, abytes(m, (size_t)m->N * 4 * m->Cl), &fail);
-    m->d_fch_gelu = dalloc(m, abytes(m, (size_t)m->N * 4 * m->Cl), &fail);
+    if (dense_blocks) { /* the dense MLP's backward scratch */
+        m->d_fch = dalloc(m, abytes(m, (size_t)m->N * 4 * m->Cl), &fail);
+        m->d_fch_gelu = dalloc(m, abytes(m, (size_t)m->N * 4 * m->Cl), &fail);
+    }
     m->dln_full = dalloc(m, abytes(m, NC), &fail);
     m->dln = dalloc(m, abytes(m, NsC), &fail);
     m->datty = dalloc(m, abytes(m, (size_t)m->N * m->Cl), &fail);
