@@ -692,8 +692,9 @@ int config_validate(const train_config *c, char *err, size_t n)
                 "would need the routing counts of whole sequences all-reduced over CP)", c->cp);
         REQUIRE(!c->sp, "--experts with --sp: not supported (the experts are replicated over "
                 "TP and run on the whole micro-batch; use --tp without --sp)");
-        REQUIRE(c->zero <= 1, "--experts with --zero %d: only --zero 0 and 1 (ZeRO-1 shards the "
-                "dense AdamW state; the experts keep theirs whole)", c->zero);
+        REQUIRE(c->zero <= 1, "--experts with --zero %d: only --zero 0 and 1 so far (ZeRO-1 "
+                "shards the dense AdamW state over DP and the experts' over the ranks holding "
+                "the same experts)", c->zero);
         REQUIRE(c->schedule != SCHED_INTERLEAVED, "--experts with --schedule interleaved: not "
                 "supported yet (use afab or 1f1b)");
         REQUIRE(c->recompute != RECOMPUTE_FULL, "--experts with --recompute full: not supported "

@@ -14,8 +14,9 @@
  *   3. train_moe_stats: squared expert gradients into the step's norm (each expert counted
  *      once: on TP rank 0 of EDP rank 0) and the aux loss sum (TP rank 0) into the
  *      world-reduced statistics;
- *   4. train_moe_optimizer: clipping and AdamW on the whole expert buffer (its moments are
- *      not sharded under ZeRO-1, which shards the dense state only);
+ *   4. train_moe_optimizer: clipping and AdamW on the expert buffer: whole, or with --zero 1
+ *      this rank's 1/edp slice (AdamW moments for it alone), then an all-gather of the
+ *      parameters over the EDP group (ZeRO-1 over the ranks that hold the same experts);
  *   5. train_moe_trace_step: after the step's sync, one `moe.load` mark per MoE layer with
  *      this rank's tokens per expert (summed over the step's micro-batches), the dropped
  *      assignments and the rows its experts received (docs/trace-format.md).
@@ -25,14 +26,31 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The part of the expert buffer whose AdamW state this rank keeps: everything, or with
+ * --zero 1 and an EDP group its 1/edp slice of the padded buffer. */
+void train_moe_slice(const trainer *t, size_t *lo, size_t *hi)
+{
+    const moe_state *q = &t->m.moe;
+    if (t->cfg.zero >= 1 && t->edp_c) {
+        size_t len = q->nfloats_padded / (size_t)comm_size(t->edp_c);
+        *lo = (size_t)comm_rank(t->edp_c) * len;
+        *hi = *lo + len;
+    } else {
+        *lo = 0;
+        *hi = q->nfloats_padded;
+    }
+}
+
 int train_moe_setup(trainer *t)
 {
     model *m = &t->m;
     moe_state *q = &m->moe;
     if (q->nmoe == 0)
         return 0;
-    t->moe_adam_m = t->o->alloc(t->dev, q->nfloats * sizeof(float));
-    t->moe_adam_v = t->o->alloc(t->dev, q->nfloats * sizeof(float));
+    size_t lo, hi;
+    train_moe_slice(t, &lo, &hi);
+    t->moe_adam_m = t->o->alloc(t->dev, (hi - lo) * sizeof(float));
+    t->moe_adam_v = t->o->alloc(t->dev, (hi - lo) * sizeof(float));
     q->host_counts = calloc((size_t)t->M * q->nmoe * q->E, sizeof(int));
     q->host_counts_mb = t->M;
     if (!t->moe_adam_m || !t->moe_adam_v || !q->host_counts)
@@ -47,7 +65,7 @@ void train_moe_step_begin(trainer *t)
     if (q->nmoe == 0)
         return;
     const dev_ops *o = t->o;
-    o->zero(t->compute, q->grad, q->nfloats * sizeof(float));
+    o->zero(t->compute, q->grad, q->nfloats_padded * sizeof(float));
     o->zero(t->compute, q->aux_acc, sizeof(double));
     o->zero(t->compute, q->dropped_acc, sizeof(int));
     q->aux_scale = (float)(t->cfg.aux_loss_coef / ((double)t->M * t->cfg.dp));
@@ -60,7 +78,7 @@ void train_moe_reduce_grads(trainer *t)
     moe_state *q = &t->m.moe;
     if (q->nmoe == 0 || !t->edp_c)
         return;
-    comm_allreduce(t->edp_c, t->compute, q->grad, q->nfloats, COMM_FLOAT32);
+    comm_allreduce(t->edp_c, t->compute, q->grad, q->nfloats_padded, COMM_FLOAT32);
 }
 
 void train_moe_stats(trainer *t)
@@ -81,14 +99,22 @@ void train_moe_optimizer(trainer *t, int step, double clip_scale, float lr)
         return;
     const dev_ops *o = t->o;
     const train_config *c = &t->cfg;
+    size_t lo, hi;
+    train_moe_slice(t, &lo, &hi);
     if (clip_scale < 1.0)
-        o->scale(t->compute, q->grad, (float)clip_scale, q->nfloats);
+        o->scale(t->compute, q->grad + lo, (float)clip_scale, hi - lo);
     for (int k = 0; k < q->nparams; k++) {
         const moe_param *p = &q->params[k];
-        o->adamw(t->compute, q->param + p->offset, q->grad + p->offset, t->moe_adam_m + p->offset,
-                 t->moe_adam_v + p->offset, p->count, lr, (float)c->beta1, (float)c->beta2,
+        size_t b = p->offset > lo ? p->offset : lo;
+        size_t e = p->offset + p->count < hi ? p->offset + p->count : hi;
+        if (e <= b)
+            continue;
+        o->adamw(t->compute, q->param + b, q->grad + b, t->moe_adam_m + (b - lo),
+                 t->moe_adam_v + (b - lo), e - b, lr, (float)c->beta1, (float)c->beta2,
                  (float)c->eps, p->decay ? (float)c->weight_decay : 0.0f, step + 1);
     }
+    if (hi - lo < q->nfloats_padded) /* ZeRO-1: every EDP member's slice to every member */
+        comm_allgather(t->edp_c, t->compute, q->param, q->param + lo, hi - lo, COMM_FLOAT32);
 }
 
 /* After the step's sync: the routing statistics of this rank's MoE layers. */

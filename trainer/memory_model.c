@@ -78,6 +78,8 @@ static chunk_shape shape_of(const mm_layout *l, int stage, int chunk)
         s.nmoe += moe;
     }
     s.expert_floats = (size_t)s.nmoe * (size_t)(l->experts / ep) * (8 * s.C * s.C + 5 * s.C);
+    size_t eunit = (size_t)(l->dp / ep) * 16; /* moe.c: padded to edp x 16 */
+    s.expert_floats = (s.expert_floats + eunit - 1) / eunit * eunit;
     s.off_lnf = at;
     if (s.last)
         at += 2 * s.C;
@@ -290,7 +292,9 @@ int mm_rank_memory(const mm_layout *l, int stage, mm_breakdown *out, char *err, 
         /* the experts: their own buffer, gradients and (never sharded) AdamW moments */
         out->parameters += s.expert_floats * 4;
         out->gradients += s.expert_floats * 4;
-        out->optimizer += 2 * s.expert_floats * 4;
+        int edp = l->experts > 0 ? l->dp / (l->ep > 0 ? l->ep : 1) : 1;
+        out->optimizer += 2 * (l->zero >= 1 && edp > 1 ? s.expert_floats / (size_t)edp
+                                                       : s.expert_floats) * 4;
     }
     out->other = 4 * sizeof(double); /* train.c: t->stat */
     out->steady = out->parameters + out->gradients + out->optimizer + out->activations + out->other;

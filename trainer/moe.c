@@ -75,8 +75,10 @@ int moe_create(struct model *m, int E, int K, double capacity_factor, comm *ep_c
     q->Rmax = q->ep > 1 ? q->ep_x.rows_max : (size_t)N * K;
     q->expert_floats = (size_t)4 * C * C + 4 * (size_t)C + (size_t)C * 4 * C + (size_t)C;
     q->nfloats = (size_t)q->nmoe * q->El * q->expert_floats;
-    q->param = o->alloc(m->dev, q->nfloats * sizeof(float));
-    q->grad = o->alloc(m->dev, q->nfloats * sizeof(float));
+    size_t unit = (size_t)(m->grid.dp / (m->grid.ep > 0 ? m->grid.ep : 1)) * 16; /* edp x 16 */
+    q->nfloats_padded = (q->nfloats + unit - 1) / unit * unit;
+    q->param = o->alloc(m->dev, q->nfloats_padded * sizeof(float));
+    q->grad = o->alloc(m->dev, q->nfloats_padded * sizeof(float));
     q->params = calloc((size_t)q->nmoe * 4, sizeof(moe_param));
     q->acts = calloc((size_t)m->nslots * q->nmoe, sizeof(moe_acts));
     if (!q->param || !q->grad || !q->params || !q->acts) {

@@ -66,6 +66,7 @@ typedef struct moe_state {
     float aux_scale;
     float *param, *grad;  /* the expert buffer */
     size_t nfloats;
+    size_t nfloats_padded; /* allocated: a multiple of edp x 16 (ZeRO-1 slices are equal) */
     moe_param *params;
     int nparams;
     moe_acts *acts;       /* [nslots x nmoe] */

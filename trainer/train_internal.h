@@ -153,6 +153,7 @@ int train_sync_all(trainer *t);
 /* ---- expert_step.c: the mixture-of-experts layers' share of a step (in call order) -------- */
 
 int train_moe_setup(trainer *t);
+void train_moe_slice(const trainer *t, size_t *lo, size_t *hi);
 void train_moe_step_begin(trainer *t);
 void train_moe_reduce_grads(trainer *t);
 void train_moe_stats(trainer *t);
