@@ -397,8 +397,10 @@ static char *manifest_text(const train_config *c, long long step, const shard_in
 #define OUT(...) at += (size_t)snprintf(b + at, at < n ? n - at : 0, __VA_ARGS__)
     OUT("{\"format\":\"stepscope-checkpoint\",\"version\":%d,\"step\":%lld,\n", CKPT_VERSION, step);
     OUT(" \"layout\":{\"world\":%d,\"dp\":%d,\"tp\":%d,\"pp\":%d,\"cp\":%d,\"zero\":%d,"
-        "\"bucket_mb\":%.17g,\"virtual_stages\":%d},\n",
-        c->world, c->dp, c->tp, c->pp, c->cp, c->zero, c->bucket_mb, c->virtual_stages);
+        "\"bucket_mb\":%.17g,\"virtual_stages\":%d,\"experts\":%d,\"top_k\":%d,"
+        "\"moe_every\":%d,\"ep\":%d},\n",
+        c->world, c->dp, c->tp, c->pp, c->cp, c->zero, c->bucket_mb, c->virtual_stages,
+        c->experts, c->top_k, c->moe_every, c->ep);
     OUT(" \"model\":{\"layers\":%d,\"hidden\":%d,\"heads\":%d,\"vocab\":%d,\"max_seq\":%d},\n",
         c->layers, c->hidden, c->heads, c->vocab, c->max_seq);
     OUT(" \"data\":{\"seed\":%llu,\"next_step\":%lld,\"batch\":%d,\"seq\":%d},\n", c->seed, step,
@@ -575,6 +577,7 @@ typedef struct manifest {
     double lr, min_lr_ratio;
     double bucket_mb; /* 0 when the manifest predates it; ZeRO-2/3 shards are cut by bucket */
     long long virtual_stages; /* model chunks per rank; 1 when the manifest predates it */
+    long long experts, top_k, moe_every, ep; /* 0 experts (dense) when it predates them */
     shard_info shard[MAX_WORLD];
     char file[MAX_WORLD][32];
 } manifest;
@@ -610,6 +613,14 @@ static int manifest_parse(const char *text, const char *path, manifest *m, char 
         m->bucket_mb = 0;
     if (json_ll(json_get(layout, "virtual_stages"), &m->virtual_stages) != 0)
         m->virtual_stages = 1;
+    if (json_ll(json_get(layout, "experts"), &m->experts) != 0)
+        m->experts = 0;
+    if (json_ll(json_get(layout, "top_k"), &m->top_k) != 0)
+        m->top_k = 2;
+    if (json_ll(json_get(layout, "moe_every"), &m->moe_every) != 0)
+        m->moe_every = 1;
+    if (json_ll(json_get(layout, "ep"), &m->ep) != 0)
+        m->ep = 1;
     if (m->version != CKPT_VERSION)
         return errf(err, n, "checkpoint: %s: format version %lld, this build reads %d", path,
                     m->version, CKPT_VERSION);
@@ -696,15 +707,22 @@ static int manifest_compare(const manifest *m, const train_config *c, int check_
              {"--zero", c->zero, m->zero},     {"--layers", c->layers, m->layers},
              {"--hidden", c->hidden, m->hidden}, {"--heads", c->heads, m->heads},
              {"--vocab", c->vocab, m->vocab}, {"--model (positions)", c->max_seq, m->max_seq},
-             {"--virtual-stages", c->virtual_stages, m->virtual_stages}};
+             {"--virtual-stages", c->virtual_stages, m->virtual_stages},
+             {"--experts", c->experts, m->experts}, {"--top-k", c->top_k, m->top_k},
+             {"--moe-every", c->moe_every, m->moe_every}, {"--ep", c->ep, m->ep}};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
         if (!check_vocab && !strcmp(f[i].option, "--vocab"))
             continue;
+        if (c->experts == 0 && m->experts == 0 && strncmp(f[i].option, "--experts", 9) != 0 &&
+            (!strcmp(f[i].option, "--top-k") || !strcmp(f[i].option, "--moe-every") ||
+             !strcmp(f[i].option, "--ep")))
+            continue; /* a dense model: the MoE options have no effect */
         if (f[i].mine != f[i].saved)
             return errf(err, n,
                         "--resume: %s %lld differs from the checkpoint's %lld (%s); resuming "
-                        "needs the same model shape, --world/--dp/--tp/--pp, --virtual-stages, "
-                        "--zero and --seed",
+                        "needs the same model shape (with experts: --experts, --top-k, "
+                        "--moe-every, --ep), --world/--dp/--tp/--pp, --virtual-stages, --zero "
+                        "and --seed",
                         f[i].option, f[i].mine, f[i].saved, path);
     }
     if (c->zero >= 2 && m->bucket_mb > 0 && c->bucket_mb != m->bucket_mb)

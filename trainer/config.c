@@ -700,8 +700,6 @@ int config_validate(const train_config *c, char *err, size_t n)
         REQUIRE(c->recompute != RECOMPUTE_FULL, "--experts with --recompute full: not supported "
                 "(recomputing a block would repeat its token all-to-alls; use none or "
                 "selective)");
-        REQUIRE(!c->checkpoint_dir[0], "--experts with --checkpoint-dir: not supported yet "
-                "(checkpoints do not hold the experts' weights)");
         if (strcmp(c->backend, "auto") != 0) {
             const dev_ops *ops = dev_backend_ops(c->backend);
             REQUIRE(!ops || (ops->moe_router_forward && ops->moe_dispatch_plan &&

@@ -53,7 +53,11 @@ int train_moe_setup(trainer *t)
     t->moe_adam_v = t->o->alloc(t->dev, (hi - lo) * sizeof(float));
     q->host_counts = calloc((size_t)t->M * q->nmoe * q->E, sizeof(int));
     q->host_counts_mb = t->M;
-    if (!t->moe_adam_m || !t->moe_adam_v || !q->host_counts)
+    /* checkpoints carry the expert buffer as one extra chunk (experts refuse interleaving, so
+     * there are no others) */
+    if (!t->ckpt_more && t->V == 1)
+        t->ckpt_more = calloc(1, sizeof(ckpt_chunk));
+    if (!t->moe_adam_m || !t->moe_adam_v || !q->host_counts || !t->ckpt_more)
         return fail(t, "%s", "out of memory for the experts' optimizer state");
     return 0;
 }

@@ -604,6 +604,14 @@ static ckpt_rank_state ckpt_state_of(trainer *t)
                          t->cfg.zero == 1 ? t->shard_begin : 0,
                          t->ckpt_more,
                          t->V - 1};
+    const moe_state *q = &t->m.moe;
+    if (q->nmoe > 0) { /* the expert buffer rides as one more chunk (train_moe_setup: V == 1) */
+        size_t lo, hi;
+        train_moe_slice(t, &lo, &hi);
+        t->ckpt_more[0] = (ckpt_chunk){q->param, q->nfloats_padded, t->moe_adam_m, t->moe_adam_v,
+                                       hi - lo, lo};
+        s.nmore = 1;
+    }
     for (int j = 1; j < t->V; j++) { /* interleaved: the other chunks (zero 0 or 1) */
         model *mc = chunk_model(t, j);
         size_t lo = 0, hi = mc->nfloats_padded;

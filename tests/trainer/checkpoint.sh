@@ -188,6 +188,7 @@ incompatible)
   expect "--resume: no complete checkpoint" --dp 2 --zero 1 --checkpoint-dir "$dir/empty" --resume
   expect "already holds checkpoints \(latest: step 6\)" --dp 2 --zero 1 --checkpoint-dir "$dir/c"
   expect "--resume and --checkpoint-every need --checkpoint-dir" --dp 2 --resume
+  expect "--experts 4 differs from the checkpoint's 0" --dp 2 --zero 1 --experts 4 --checkpoint-dir "$dir/c" --resume
   # --vocab is known only once the data is read: checked when loading (exit 1, naming it)
   timeout 120 "$trainer" $common --dp 2 --zero 1 --vocab 300 --checkpoint-dir "$dir/c" --resume >"$dir/v.out" 2>&1
   st=$?
