@@ -77,7 +77,8 @@ static chunk_shape shape_of(const mm_layout *l, int stage, int chunk)
         at += moe ? moe_block : s.block_floats;
         s.nmoe += moe;
     }
-    s.expert_floats = (size_t)s.nmoe * (size_t)(l->experts / ep) * (8 * s.C * s.C + 5 * s.C);
+    size_t F = l->ffn > 0 ? (size_t)l->ffn : 4 * s.C; /* an expert is a whole MLP (not TP-cut) */
+    s.expert_floats = (size_t)s.nmoe * (size_t)(l->experts / ep) * (2 * s.C * F + F + s.C);
     size_t eunit = (size_t)(l->dp / ep) * 16; /* moe.c: padded to edp x 16 */
     s.expert_floats = (s.expert_floats + eunit - 1) / eunit * eunit;
     s.off_lnf = at;
@@ -148,14 +149,15 @@ static size_t activation_bytes(const chunk_shape *s, const mm_layout *l, int nsl
         total += 6 * (2 * s->B * s->Tc) * 2 * s->Cl * es;    /* ring: kv[3], dkv[3] */
     if (s->nmoe > 0) { /* moe.c: moe_create; expert_parallel.c: ep_create, ep_route_init */
         size_t E = (size_t)l->experts, K = (size_t)l->top_k, N = s->N, C = s->C, NK = N * K;
+        size_t F = l->ffn > 0 ? (size_t)l->ffn : 4 * C;
         size_t ep = l->ep > 1 ? (size_t)l->ep : 1, El = E / ep;
         size_t Rmax = ep > 1 ? ep * N * (K < El ? K : El) : NK;
         size_t per = N * E * es + N * E * 4 + NK * 4 + NK * 4 + E * 4 + (E + 1) * 4 + 2 * NK * 4 +
-                     2 * NK * C * es + 2 * Rmax * 4 * C * es;
+                     2 * NK * C * es + 2 * Rmax * F * es;
         if (ep > 1)
             per += 2 * Rmax * C * es + (El + 1) * 4;
         total += per * (size_t)s->nmoe * (size_t)nslots;
-        total += N * E * es + NK * 4 + 2 * NK * C * es + 2 * Rmax * 4 * C * es +
+        total += N * E * es + NK * 4 + 2 * NK * C * es + 2 * Rmax * F * es +
                  sizeof(double) + sizeof(int) + E * 4;
         if (ep > 1)
             total += 2 * Rmax * C * es + ep * El * 4 + Rmax * C * es;

@@ -30,6 +30,8 @@ static void usage(FILE *f)
             "  --seq T               sequence length [preset's; 1024 for gpt2-*]\n"
             "  --ffn F               MLP width [4 x hidden]\n"
             "  --max-seq N           position table rows [1024]\n"
+            "  --experts E --top-k K --moe-every N   mixture of experts (stepscope-train's;\n"
+            "                        layouts then also vary --ep, FLOPs count active parameters)\n"
             "job:\n"
             "  --gpus N              devices [the run's world with --from]\n"
             "  --gpus-per-node G     devices per node (groups inside a node use its links) [8]\n"
@@ -40,7 +42,8 @@ static void usage(FILE *f)
             "layout (each fixes that choice; all of them: predict one layout):\n"
             "  --dp --tp --pp --cp N, --sp | --no-sp, --zero 0..3,\n"
             "  --recompute none|selective|full, --microbatches M,\n"
-            "  --schedule afab|1f1b|interleaved, --virtual-stages V, --bucket-mb MB [1]\n"
+            "  --schedule afab|1f1b|interleaved, --virtual-stages V, --bucket-mb MB [1],\n"
+            "  --ep N (with --experts: expert parallelism carved out of dp)\n"
             "calibration:\n"
             "  --from RUN            a traced stepscope-train run: achieved FLOP rate, measured\n"
             "                        bandwidths and latency, host overhead, bubble excess, memory\n"
@@ -215,6 +218,7 @@ int cmd_plan(int argc, char **argv)
     const char *model = NULL, *device = NULL, *from = NULL, *json_path = NULL, *csv_path = NULL;
     char *what_if = NULL;
     int layers = 0, hidden = 0, heads = 0, vocab = 0, seq = 0, ffn = 0, max_seq = 0;
+    int experts = -1, top_k = 2, moe_every = 1;
     int top = 20, threads = 0;
     double mem_gib = 0, bucket_mb = 1;
     for (int i = 1; i < argc; i++) {
@@ -239,6 +243,14 @@ int cmd_plan(int argc, char **argv)
             rc = parse_int(a, v, 1, 1 << 24, &ffn);
         } else if (!strcmp(a, "--max-seq")) {
             rc = parse_int(a, v, 1, 1 << 24, &max_seq);
+        } else if (!strcmp(a, "--experts")) {
+            rc = parse_int(a, v, 0, 1024, &experts);
+        } else if (!strcmp(a, "--top-k")) {
+            rc = parse_int(a, v, 1, 1024, &top_k);
+        } else if (!strcmp(a, "--moe-every")) {
+            rc = parse_int(a, v, 1, 100000, &moe_every);
+        } else if (!strcmp(a, "--ep")) {
+            rc = parse_int(a, v, 1, 1 << 12, &f.ep);
         } else if (!strcmp(a, "--gpus")) {
             rc = parse_int(a, v, 1, 1 << 20, &job.gpus);
         } else if (!strcmp(a, "--gpus-per-node")) {
@@ -328,6 +340,9 @@ int cmd_plan(int argc, char **argv)
         m->vocab = c->vocab;
         m->seq = c->seq;
         m->max_seq = c->max_seq;
+        m->experts = c->experts;
+        m->top_k = c->top_k;
+        m->moe_every = c->moe_every;
         m->bucket_mb = c->bucket_mb;
         if (!job.gpus)
             job.gpus = c->dp * c->tp * c->pp * c->cp;
@@ -367,6 +382,20 @@ int cmd_plan(int argc, char **argv)
         m->ffn = ffn;
     if (max_seq)
         m->max_seq = max_seq;
+    if (experts >= 0) {
+        m->experts = experts;
+        m->top_k = top_k;
+        m->moe_every = moe_every;
+    }
+    if (m->experts > 0 && (m->top_k > m->experts || m->moe_every > (m->layers ? m->layers : 1))) {
+        fprintf(stderr, "stepscope plan: --top-k %d must be at most --experts %d and --moe-every "
+                        "%d at most the layers\n", m->top_k, m->experts, m->moe_every);
+        goto done;
+    }
+    if (m->experts <= 0 && f.ep > 1) {
+        fprintf(stderr, "stepscope plan: --ep %d needs --experts\n", f.ep);
+        goto done;
+    }
     if (!m->layers || !m->hidden || !m->heads || !m->vocab || !m->seq) {
         fprintf(stderr, "stepscope plan: describe the model: --model NAME, or --layers --hidden "
                         "--heads --vocab --seq (or --from RUN)\n");

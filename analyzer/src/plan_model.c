@@ -35,7 +35,13 @@ const char *plan_device_names(void) { return "h100-sxm|h200|a100-80g|cpu"; }
 void plan_filter_any(plan_filter *f)
 {
     f->dp = f->tp = f->pp = f->cp = f->zero = f->recompute = f->microbatches = -1;
-    f->schedule = f->virtual_stages = f->sp = -1;
+    f->schedule = f->virtual_stages = f->sp = f->ep = -1;
+}
+
+/* Whether global layer `layer` is a mixture of experts (trainer/config.c: config_layer_is_moe). */
+static int layer_is_moe(const mm_layout *l, int layer)
+{
+    return l->experts > 0 && l->moe_every > 0 && (layer + 1) % l->moe_every == 0;
 }
 
 /* ---- FLOPs ---------------------------------------------------------------------------------- */
@@ -45,10 +51,13 @@ static double ffn_of(const mm_layout *l) { return l->ffn > 0 ? l->ffn : 4.0 * l-
 /* Forward FLOPs of one layer for `tokens` tokens on one TP rank: the GEMMs (qkv, projection,
  * the two MLP matrices) and attention (QK^T and PV over the whole sequence, as the trainer's
  * MFU formula counts it). */
-static double layer_fwd_flops(const mm_layout *l, double tokens, double *attention)
+static double layer_fwd_flops(const mm_layout *l, double tokens, double *attention, int moe)
 {
     double C = l->hidden, F = ffn_of(l);
     double gemm = 2.0 * (4.0 * C * C + 2.0 * C * F) * tokens / l->tp;
+    if (moe) /* the router and K whole experts per token, replicated over TP (moe.h) */
+        gemm = 2.0 * 4.0 * C * C * tokens / l->tp +
+               2.0 * (l->top_k * 2.0 * C * F + l->experts * C) * tokens;
     double att = 4.0 * C * l->seq * tokens / l->tp;
     if (attention)
         *attention = att;
@@ -58,14 +67,17 @@ static double layer_fwd_flops(const mm_layout *l, double tokens, double *attenti
 double plan_stage_flops_per_microbatch(const mm_layout *l, int stage)
 {
     double tokens = (double)l->micro_batch * l->seq / l->cp, att;
-    double fwd = layer_fwd_flops(l, tokens, &att);
     int layers = l->layers / l->pp;
-    double per_layer = 3.0 * fwd; /* forward + backward (2x forward) */
-    if (l->recompute == MM_RECOMPUTE_FULL)
-        per_layer += fwd;
-    else if (l->recompute == MM_RECOMPUTE_SELECTIVE)
-        per_layer += att;
-    double flops = layers * per_layer;
+    double flops = 0;
+    for (int k = 0; k < layers; k++) {
+        double fwd = layer_fwd_flops(l, tokens, &att, layer_is_moe(l, stage * layers + k));
+        double per_layer = 3.0 * fwd; /* forward + backward (2x forward) */
+        if (l->recompute == MM_RECOMPUTE_FULL)
+            per_layer += fwd;
+        else if (l->recompute == MM_RECOMPUTE_SELECTIVE)
+            per_layer += att;
+        flops += per_layer;
+    }
     if (stage == l->pp - 1) /* the LM head (replicated over TP), forward + backward */
         flops += 3.0 * 2.0 * l->hidden * (double)mm_padded_vocab(l->vocab) * tokens;
     return flops;
@@ -78,6 +90,9 @@ static double model_flops_per_step(const mm_layout *l, int global_batch)
     double C = l->hidden, F = ffn_of(l);
     double params = (double)l->vocab * C +
                     (double)l->layers * (4.0 * C * C + 2.0 * C * F + 9.0 * C + F) + 2.0 * C;
+    for (int k = 0; k < l->layers; k++) /* active parameters: the router, K - 1 more MLPs */
+        if (layer_is_moe(l, k))
+            params += (double)l->experts * C + (l->top_k - 1.0) * (2.0 * C * F + F + C);
     double tokens = (double)global_batch * l->seq;
     return 6.0 * params * tokens + 12.0 * l->layers * C * l->seq * tokens;
 }
@@ -102,6 +117,11 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
     l.ffn = job->model.ffn;
     l.seq = job->model.seq;
     l.max_seq = job->model.max_seq;
+    l.experts = job->model.experts;
+    l.top_k = job->model.top_k;
+    l.moe_every = job->model.moe_every;
+    if (l.experts <= 0 || l.ep < 1)
+        l.ep = 1;
     l.act_bytes = job->dev.act_bytes;
     l.bf16_weight_copies = job->dev.act_bytes == 2; /* GPUs: bf16 GEMMs on cached bf16 weights */
     if (l.bucket_mb <= 0)
@@ -184,7 +204,7 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
         double kv = 2.0 * tokens * (l.hidden / (double)l.tp) * es; /* K and V of the rank's chunks */
         double comm = 3.0 * (l.cp - 1) * (lat + kv / bw);          /* forward, and kv + dkv back */
         double att;
-        layer_fwd_flops(&l, tokens, &att);
+        layer_fwd_flops(&l, tokens, &att, 0);
         double hidden_by = 3.0 * att / rate;
         out->cp_s = (double)M * layers_stage * (comm > hidden_by ? comm - hidden_by : 0);
     }
@@ -192,6 +212,31 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
         double bw = BW(l.tp * l.cp * l.pp <= G, job->cal.pp_bw);
         double t = lat + tokens * l.hidden * es / bw;
         out->pp_s = 2.0 * (l.pp * V - 1) * t; /* fill and drain cross every boundary */
+    }
+    /* experts: per MoE layer and micro-batch, four token all-to-alls (dispatch and combine,
+     * forward and backward; each rank sends its tokens x K rows, (ep-1)/ep of them away) and
+     * the counts exchange (latency), on the critical path; EP groups are consecutive DP ranks */
+    double expert_grad_bytes = 0;
+    int nmoe_stage = 0;
+    for (int k = 0; k < layers_stage; k++)
+        nmoe_stage += layer_is_moe(&l, out->mem_stage * layers_stage + k);
+    if (l.experts > 0) {
+        double F = ffn_of(&l), C = l.hidden;
+        expert_grad_bytes = 4.0 * nmoe_stage * (l.experts / l.ep) * (2.0 * C * F + F + C);
+        if (l.ep > 1) {
+            double bw = BW(l.ep * l.tp * l.cp * l.pp <= G, job->cal.dp_bw);
+            double rows = tokens * l.top_k;
+            double t = 4.0 * (lat + rows * C * es * (l.ep - 1) / l.ep / bw) + lat;
+            int most = 0; /* the stage with the most MoE layers sets the pace */
+            for (int s = 0; s < l.pp; s++) {
+                int c = 0;
+                for (int k = 0; k < layers_stage; k++)
+                    c += layer_is_moe(&l, s * layers_stage + k);
+                if (c > most)
+                    most = c;
+            }
+            out->ep_s = (double)M * most * t;
+        }
     }
     int n = l.dp * l.cp;
     if (n > 1) {
@@ -201,7 +246,8 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
         mm_breakdown u;
         if (mm_rank_memory(&unsharded, out->mem_stage, &u, err, errlen) != 0)
             return -1;
-        double grad_bytes = (double)u.gradients; /* fp32 gradients of the stage */
+        /* fp32 gradients of the stage's dense weights (the experts' go over EDP, below) */
+        double grad_bytes = (double)u.gradients - expert_grad_bytes;
         double buckets = fmax(1.0, grad_bytes / (l.bucket_mb * 1048576.0));
         double sync = buckets * lat + grad_bytes * 2.0 * (n - 1) / n / bw; /* RS + AG = AR */
         double exposed = sync;
@@ -211,14 +257,19 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
             exposed += fmax(0.0, grad_bytes * (n - 1) / n / bw - (1.0 / 3.0) * t_mb * M);
         out->grad_sync_s = exposed;
     }
+    int edp = l.experts > 0 ? l.dp / l.ep : 1;
+    if (edp > 1 && expert_grad_bytes > 0) { /* after backward, on the compute stream */
+        double bw = BW(N <= G, job->cal.dp_bw);
+        out->grad_sync_s += lat + expert_grad_bytes * 2.0 * (edp - 1) / edp / bw;
+    }
 #undef BW
     out->host_s = job->cal.host_s_per_step > 0 ? job->cal.host_s_per_step : 0;
     out->step_s = out->compute_s + out->bubble_s + out->tp_s + out->cp_s + out->pp_s +
-                  out->grad_sync_s + out->host_s;
+                  out->ep_s + out->grad_sync_s + out->host_s;
     out->tokens_per_s = (double)job->global_batch * l.seq / out->step_s;
     out->mfu = model_flops_per_step(&l, job->global_batch) /
                (out->step_s * job->dev.peak_flops * job->gpus);
-    double comm = out->tp_s + out->cp_s + out->pp_s + out->grad_sync_s;
+    double comm = out->tp_s + out->cp_s + out->pp_s + out->ep_s + out->grad_sync_s;
     if (!out->fits)
         out->binding = "memory";
     else if (out->compute_s >= comm && out->compute_s >= out->bubble_s && out->compute_s >= out->host_s)
@@ -359,6 +410,12 @@ long plan_enumerate(const plan_job *job, const plan_filter *f, plan_result **out
                                         l.zero = zero;
                                         l.recompute = (mm_recompute)rc;
                                         l.bucket_mb = m->bucket_mb > 0 ? m->bucket_mb : 1;
+                                        /* experts: every EP degree dividing dp and E */
+                                        for (int ep = 1; ep <= (m->experts > 0 ? dp : 1); ep++) {
+                                        if (m->experts > 0 &&
+                                            (dp % ep || m->experts % ep || !allowed(f->ep, ep)))
+                                            continue;
+                                        l.ep = ep;
                                         plan_result r;
                                         if (plan_predict(job, &l, &r, err, sizeof err) != 0) {
                                             if (why_none && why_size)
@@ -370,6 +427,7 @@ long plan_enumerate(const plan_job *job, const plan_filter *f, plan_result **out
                                             if (why_none && why_size)
                                                 snprintf(why_none, why_size, "out of memory");
                                             return -1;
+                                        }
                                         }
                                     }
                                 }
@@ -409,7 +467,10 @@ void plan_layout_name(const mm_layout *l, char *buf, size_t size)
         snprintf(sched, sizeof sched, "interleaved v%d", l->virtual_stages);
     else
         snprintf(sched, sizeof sched, "%s", schedule_name(l));
-    snprintf(buf, size, "dp%d tp%d%s pp%d cp%d zero%d %s m%d x %d rc=%s", l->dp, l->tp,
+    char ep[16] = "";
+    if (l->experts > 0)
+        snprintf(ep, sizeof ep, " ep%d", l->ep > 0 ? l->ep : 1);
+    snprintf(buf, size, "dp%d%s tp%d%s pp%d cp%d zero%d %s m%d x %d rc=%s", l->dp, ep, l->tp,
              l->sp ? "+sp" : "", l->pp, l->cp, l->zero, sched, l->microbatches, l->micro_batch,
              recompute_name(l->recompute));
 }
@@ -449,11 +510,11 @@ void plan_print_table(FILE *f, const plan_job *job, const plan_result *r, long n
                 "\nbest: %s\n  memory per device (stage %d): parameters %.2f, gradients %.2f, "
                 "optimizer %.2f, activations %.2f, runtime baseline %.2f GiB = %.2f GiB\n"
                 "  step %.4g s = compute %.4g + bubble %.4g + TP %.4g + CP %.4g + PP %.4g + "
-                "gradient sync %.4g + host %.4g\n",
+                "EP %.4g + gradient sync %.4g + host %.4g\n",
                 b->fits ? "fits" : "does NOT fit", b->mem_stage, gib(b->mem.parameters),
                 gib(b->mem.gradients), gib(b->mem.optimizer), gib(b->mem.activations),
                 gib(b->memory_total - b->mem.peak), gib(b->memory_total), b->step_s, b->compute_s,
-                b->bubble_s, b->tp_s, b->cp_s, b->pp_s, b->grad_sync_s, b->host_s);
+                b->bubble_s, b->tp_s, b->cp_s, b->pp_s, b->ep_s, b->grad_sync_s, b->host_s);
     }
 }
 
@@ -465,10 +526,11 @@ static void json_layout(FILE *f, const plan_result *r)
     fprintf(f,
             "{\"layout\":{\"name\":\"%s\",\"dp\":%d,\"tp\":%d,\"pp\":%d,\"cp\":%d,\"sp\":%s,"
             "\"zero\":%d,\"recompute\":\"%s\",\"microbatches\":%d,\"micro_batch\":%d,"
-            "\"schedule\":\"%s\",\"virtual_stages\":%d,\"bucket_mb\":%g},",
+            "\"schedule\":\"%s\",\"virtual_stages\":%d,\"bucket_mb\":%g,\"ep\":%d},",
             name, l->dp, l->tp, l->pp, l->cp, l->sp ? "true" : "false", l->zero,
             recompute_name(l->recompute), l->microbatches, l->micro_batch, schedule_name(l),
-            l->schedule == MM_SCHED_INTERLEAVED ? l->virtual_stages : 1, l->bucket_mb);
+            l->schedule == MM_SCHED_INTERLEAVED ? l->virtual_stages : 1, l->bucket_mb,
+            l->ep > 0 ? l->ep : 1);
     fprintf(f,
             "\"memory_bytes\":{\"parameters\":%zu,\"gradients\":%zu,\"optimizer\":%zu,"
             "\"activations\":%zu,\"other\":%zu,\"runtime_baseline\":%.0f,\"total\":%.0f},"
@@ -479,9 +541,9 @@ static void json_layout(FILE *f, const plan_result *r)
     fprintf(f,
             "\"step_time_s\":%.9g,\"tokens_per_s\":%.9g,\"mfu\":%.6f,\"bubble_theory\":%.6f,"
             "\"breakdown_s\":{\"compute\":%.9g,\"bubble\":%.9g,\"tp\":%.9g,\"cp\":%.9g,\"pp\":%.9g,"
-            "\"grad_sync\":%.9g,\"host\":%.9g},\"binding\":\"%s\"}",
+            "\"ep\":%.9g,\"grad_sync\":%.9g,\"host\":%.9g},\"binding\":\"%s\"}",
             r->step_s, r->tokens_per_s, r->mfu, r->bubble_theory, r->compute_s, r->bubble_s, r->tp_s,
-            r->cp_s, r->pp_s, r->grad_sync_s, r->host_s, r->binding);
+            r->cp_s, r->pp_s, r->ep_s, r->grad_sync_s, r->host_s, r->binding);
 }
 
 int plan_write_json(FILE *f, const plan_job *job, const plan_result *r, long n)
@@ -490,10 +552,11 @@ int plan_write_json(FILE *f, const plan_job *job, const plan_result *r, long n)
     fprintf(f,
             "{\"schema_version\":1,\"job\":{\"layers\":%d,\"hidden\":%d,\"heads\":%d,\"vocab\":%d,"
             "\"ffn\":%d,\"seq\":%d,\"max_seq\":%d,\"gpus\":%d,\"gpus_per_node\":%d,"
-            "\"global_batch\":%d,\"overlap\":%s},",
+            "\"global_batch\":%d,\"overlap\":%s,\"experts\":%d,\"top_k\":%d,\"moe_every\":%d},",
             m->layers, m->hidden, m->heads, m->vocab, m->ffn > 0 ? m->ffn : 4 * m->hidden, m->seq,
             m->max_seq, job->gpus, job->gpus_per_node, job->global_batch,
-            job->overlap ? "true" : "false");
+            job->overlap ? "true" : "false", m->experts, m->experts > 0 ? m->top_k : 0,
+            m->experts > 0 ? m->moe_every : 0);
     const plan_device *d = &job->dev;
     fprintf(f,
             "\"device\":{\"name\":\"%s\",\"peak_flops\":%.6g,\"memory_bytes\":%.0f,"
@@ -529,18 +592,18 @@ int plan_write_csv(FILE *f, const plan_result *r, long n)
     fprintf(f, "rank,dp,tp,pp,cp,sp,zero,recompute,microbatches,micro_batch,schedule,"
                "virtual_stages,parameters_bytes,gradients_bytes,optimizer_bytes,activations_bytes,"
                "memory_total_bytes,fits,step_time_s,tokens_per_s,mfu,compute_s,bubble_s,tp_s,cp_s,"
-               "pp_s,grad_sync_s,host_s,binding\n");
+               "pp_s,grad_sync_s,host_s,binding,ep,ep_s\n");
     for (long i = 0; i < n; i++) {
         const plan_result *x = &r[i];
         const mm_layout *l = &x->layout;
         fprintf(f, "%ld,%d,%d,%d,%d,%d,%d,%s,%d,%d,%s,%d,%zu,%zu,%zu,%zu,%.0f,%d,%.9g,%.9g,%.6f,"
-                   "%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%s\n",
+                   "%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%s,%d,%.9g\n",
                 i + 1, l->dp, l->tp, l->pp, l->cp, l->sp, l->zero, recompute_name(l->recompute),
                 l->microbatches, l->micro_batch, schedule_name(l),
                 l->schedule == MM_SCHED_INTERLEAVED ? l->virtual_stages : 1, x->mem.parameters,
                 x->mem.gradients, x->mem.optimizer, x->mem.activations, x->memory_total, x->fits,
                 x->step_s, x->tokens_per_s, x->mfu, x->compute_s, x->bubble_s, x->tp_s, x->cp_s,
-                x->pp_s, x->grad_sync_s, x->host_s, x->binding);
+                x->pp_s, x->grad_sync_s, x->host_s, x->binding, l->ep > 0 ? l->ep : 1, x->ep_s);
     }
     return ferror(f) ? -1 : 0;
 }

@@ -78,6 +78,7 @@ typedef struct plan_result {
     int fits;
     double step_s, tokens_per_s, mfu;
     double compute_s, bubble_s, tp_s, cp_s, pp_s, grad_sync_s, host_s;
+    double ep_s;            /* expert parallelism: the token all-to-alls (dispatch, combine) */
     double bubble_theory;   /* the schedule's fraction */
     const char *binding;    /* "memory", "compute", "exposed communication", "bubble", "host" */
 } plan_result;
@@ -85,6 +86,7 @@ typedef struct plan_result {
 /* Which layout options to enumerate: a field < 0 means "every value". */
 typedef struct plan_filter {
     int dp, tp, pp, cp, zero, recompute, microbatches, schedule, virtual_stages, sp;
+    int ep;                 /* with experts (job->model.experts > 0) */
 } plan_filter;
 void plan_filter_any(plan_filter *f);
 

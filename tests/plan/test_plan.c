@@ -226,11 +226,97 @@ static void enumeration(void)
     free(r);
 }
 
+/* Mixture of experts: the memory of the experts, active FLOPs, EP time, the enumeration. */
+static void experts(void)
+{
+    /* memory: 4 experts of 2 (E/ep) per MoE layer, every layer, dp 4, ep 2: the expert buffer
+     * (padded to edp x 16 floats) with gradients, AdamW sharded over edp 2 under ZeRO-1 */
+    mm_layout l = small();
+    l.dp = 4;
+    l.zero = 1;
+    mm_breakdown dense = mem(&l, 0);
+    l.experts = 4;
+    l.top_k = 2;
+    l.moe_every = 1;
+    l.ep = 2;
+    mm_breakdown moe = mem(&l, 0);
+    size_t C = 64, F = 256, per_expert = 2 * C * F + F + C;
+    size_t experts = 2 * 2 * per_expert; /* 2 layers x 2 local experts */
+    experts = (experts + 31) / 32 * 32;  /* edp 2 x 16 */
+    /* dense flat buffer: each layer's fc/fcproj weights and fc bias (2CF + F) replaced by the
+     * router (E C); the block's fcprojb slot stays (unused) */
+    long dense_floats = (long)(dense.parameters / 4), moe_flat = (long)(moe.parameters / 4) -
+                                                                 (long)experts;
+    long expect = dense_floats - 2 * (long)(2 * C * F + F) + 2 * 4 * 64;
+    CHECK(labs(moe_flat - expect) <= 4 * 16); /* the flat buffer's padding to dp x 16 */
+    CHECK(moe.gradients - experts * 4 == moe.parameters - experts * 4);
+    CHECK(moe.optimizer == (size_t)(moe_flat * 8 / 4) + experts * 8 / 2);
+    char err[200];
+    mm_breakdown b;
+    l.ep = 3;
+    CHECK(mm_rank_memory(&l, 0, &b, err, sizeof err) != 0 && strstr(err, "--ep 3"));
+    l.ep = 2;
+    l.cp = 2;
+    CHECK(mm_rank_memory(&l, 0, &b, err, sizeof err) != 0 && strstr(err, "experts"));
+    /* FLOPs: one expert, top-1, is the dense model plus the router's E x C per token */
+    plan_job j = job_of(4, 16, "h100-sxm");
+    l = small();
+    l.dp = 4;
+    l.micro_batch = 4;
+    plan_result rd, rm;
+    CHECK(plan_predict(&j, &l, &rd, err, sizeof err) == 0);
+    j.model.experts = 1;
+    j.model.top_k = 1;
+    j.model.moe_every = 1;
+    CHECK(plan_predict(&j, &l, &rm, err, sizeof err) == 0);
+    double tokens = 4.0 * 64, rate = j.dev.peak_flops * j.dev.efficiency;
+    CHECK(fabs(rm.compute_s - rd.compute_s - 2 * 3 * 2.0 * 64 * tokens / rate) < 1e-15);
+    CHECK(rm.ep_s == 0);
+    /* the MFU numerator: 6 x (router parameters 2 x E x C more) x the step's 16 x 64 tokens */
+    double scale = j.dev.peak_flops * j.gpus;
+    CHECK(fabs((rm.mfu * rm.step_s - rd.mfu * rd.step_s) * scale - 6.0 * 2 * 64 * 16 * 64) <
+          1e-6 * 6.0 * 2 * 64 * 16 * 64);
+    /* top-2 of 4 experts: twice the MLP FLOPs; EP 4 adds all-to-all time, EP 1 none */
+    j.model.experts = 4;
+    j.model.top_k = 2;
+    l.ep = 1;
+    plan_result r1, r4;
+    CHECK(plan_predict(&j, &l, &r1, err, sizeof err) == 0);
+    l.ep = 4;
+    CHECK(plan_predict(&j, &l, &r4, err, sizeof err) == 0);
+    CHECK(r1.ep_s == 0 && r4.ep_s > 0 && r4.compute_s == r1.compute_s);
+    CHECK(fabs(r4.compute_s + r4.bubble_s + r4.tp_s + r4.cp_s + r4.pp_s + r4.ep_s +
+               r4.grad_sync_s + r4.host_s - r4.step_s) < 1e-12);
+    CHECK(r4.mem.parameters < r1.mem.parameters); /* a quarter of the experts per rank */
+    /* the enumeration varies ep over the divisors of dp that divide E */
+    j = job_of(4, 16, "cpu");
+    j.model.experts = 4;
+    j.model.top_k = 2;
+    j.model.moe_every = 2;
+    plan_filter f;
+    plan_filter_any(&f);
+    plan_result *r = NULL;
+    char why[200];
+    long n = plan_enumerate(&j, &f, &r, why, sizeof why);
+    int seen[5] = {0};
+    for (long i = 0; i < n; i++) {
+        const mm_layout *x = &r[i].layout;
+        CHECK(x->ep >= 1 && x->dp % x->ep == 0 && 4 % x->ep == 0);
+        CHECK(x->cp == 1 && !x->sp && x->zero <= 1);
+        CHECK((x->ep > 1) == (r[i].ep_s > 0));
+        if (x->ep <= 4)
+            seen[x->ep] = 1;
+    }
+    CHECK(n > 0 && seen[1] && seen[2] && seen[4]);
+    free(r);
+}
+
 int main(void)
 {
     memory_formulas();
     cost_model();
     enumeration();
+    experts();
     if (failures)
         fprintf(stderr, "%d check(s) failed\n", failures);
     return failures ? 1 : 0;
