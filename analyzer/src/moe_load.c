@@ -13,8 +13,10 @@
  * the worst (layer, group) of each and where the expert imbalance peaked; the run reports
  * the mean over the selected steps of those worsts and the load of every expert summed over
  * the selected steps, layers and groups.
- * The time ranks spend waiting for an overloaded EP rank in the all-to-alls is in the
- * collectives' waits and skew (collectives.c); it is not yet attributed to the expert load.
+ * Beside the load, each step reports the waits of its all-to-alls (collectives of group `ep`
+ * whose first member started in the step's window: from its start to the next step's) and the
+ * rank whose late arrivals caused most of them (collectives.c's straggler rule), next to the
+ * global rank of the busiest EP rank: when they agree, the imbalance made the others wait.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -29,6 +31,7 @@ typedef struct load_group {
   int layer, edp;
   int E, ep;
   int64_t *tokens; /* [E] */
+  int *rank_of;    /* [ep] global rank of each EP rank (-1 unknown) */
 } load_group;
 
 static int step_selected(const ssa_analysis *a, int64_t step) {
@@ -62,6 +65,46 @@ static int cmp_group(const void *pa, const void *pb) {
   return a->edp < b->edp ? -1 : a->edp > b->edp;
 }
 
+/* The waits of each MoE step's `ep` all-to-alls and who caused them. */
+static int a2a_waits(ssa_analysis *a) {
+  if (!a->nmoe_steps || !a->nsteps) return 0;
+  size_t nr = a->nranks;
+  int64_t *caused = calloc(nr ? nr : 1, sizeof *caused);
+  int *rank_no = malloc((nr ? nr : 1) * sizeof *rank_no);
+  if (!caused || !rank_no) {
+    free(caused);
+    free(rank_no);
+    return STEPSCOPE_E_NOMEM;
+  }
+  for (size_t i = 0; i < nr; i++) rank_no[i] = a->ranks[i].rank->rank;
+  for (size_t k = 0; k < a->nmoe_steps; k++) {
+    ssa_moe_step *s = &a->moe_steps[k];
+    size_t w = 0;
+    while (w < a->nsteps && a->steps[w].step != s->step) w++;
+    if (w == a->nsteps) continue;
+    int64_t lo = a->steps[w].start_rel;
+    int64_t hi = w + 1 < a->nsteps ? a->steps[w + 1].start_rel : a->steps[w].end_rel;
+    memset(caused, 0, nr * sizeof *caused);
+    for (size_t c = 0; c < a->ncolls; c++) {
+      const ssa_coll_instance *in = &a->colls[c];
+      if (!in->complete || in->first_start_rel < lo || in->first_start_rel >= hi ||
+          strcmp(ssa_name(a, in->group), "ep") != 0)
+        continue;
+      s->a2a_wait += in->total_wait;
+      for (size_t i = 0; i < nr; i++)
+        if (rank_no[i] == in->last_rank) caused[i] += in->caused_wait;
+    }
+    for (size_t i = 0; i < nr; i++)
+      if (caused[i] > 0 && (s->a2a_caused_rank < 0 || caused[i] > s->a2a_caused)) {
+        s->a2a_caused = caused[i];
+        s->a2a_caused_rank = rank_no[i];
+      }
+  }
+  free(caused);
+  free(rank_no);
+  return 0;
+}
+
 int ssa_moe_load(ssa_analysis *a) {
   load_group *g = NULL;
   size_t ng = 0, cap = 0;
@@ -72,7 +115,7 @@ int ssa_moe_load(ssa_analysis *a) {
     const ssa_rank *r = a->ranks[i].rank;
     for (size_t k = 0; k < r->nmoe_marks; k++) {
       const char *args = ssa_rank_str(r, r->moe_marks[k].args);
-      double step, layer, E, ep, edp = 0, tp = 0;
+      double step, layer, E, ep, edp = 0, tp = 0, ep_rank = -1;
       if (!ssa_json_number(args, "step", &step) || !ssa_json_number(args, "layer", &layer) ||
           !ssa_json_number(args, "experts", &E) || !ssa_json_number(args, "ep", &ep) || E < 1 ||
           E > MOE_MAX_EXPERTS || ep < 1 || fmod(E, ep) != 0) {
@@ -81,13 +124,14 @@ int ssa_moe_load(ssa_analysis *a) {
       }
       ssa_json_number(args, "edp_rank", &edp);
       ssa_json_number(args, "tp_rank", &tp);
+      ssa_json_number(args, "ep_rank", &ep_rank);
       if (tp != 0 || !step_selected(a, (int64_t)step)) continue;
       int n = parse_tokens(args, tmp, MOE_MAX_EXPERTS);
       if (n != (int)E) {
         bad++;
         continue;
       }
-      load_group key = {(int64_t)step, (int)layer, (int)edp, (int)E, (int)ep, NULL};
+      load_group key = {(int64_t)step, (int)layer, (int)edp, (int)E, (int)ep, NULL, NULL};
       load_group *x = NULL;
       for (size_t j = ng; j-- > 0;) /* marks of one rank arrive in step order: search back */
         if (cmp_group(&g[j], &key) == 0) {
@@ -103,8 +147,11 @@ int ssa_moe_load(ssa_analysis *a) {
         x = &g[ng++];
         *x = key;
         x->tokens = calloc((size_t)key.E, sizeof *x->tokens);
-        if (!x->tokens) { rc = STEPSCOPE_E_NOMEM; break; }
+        x->rank_of = malloc((size_t)key.ep * sizeof *x->rank_of);
+        if (!x->tokens || !x->rank_of) { rc = STEPSCOPE_E_NOMEM; break; }
+        for (int q = 0; q < key.ep; q++) x->rank_of[q] = -1;
       }
+      if (ep_rank >= 0 && ep_rank < x->ep) x->rank_of[(int)ep_rank] = r->rank;
       for (int e = 0; e < n; e++) x->tokens[e] += tmp[e];
     }
   }
@@ -129,6 +176,7 @@ int ssa_moe_load(ssa_analysis *a) {
       memset(s, 0, sizeof *s);
       s->step = g[b].step;
       s->layer = s->busiest_expert = s->busiest_ep_rank = s->edp_rank = -1;
+      s->busiest_rank = s->a2a_caused_rank = -1;
       for (size_t x = b; x < e; x++) {
         const load_group *lg = &g[x];
         int64_t total = 0, emax = -1, rmax = -1;
@@ -158,6 +206,7 @@ int ssa_moe_load(ssa_analysis *a) {
         if (ri > s->rank_imbalance) {
           s->rank_imbalance = ri;
           s->busiest_ep_rank = rbest;
+          s->busiest_rank = lg->rank_of[rbest];
         }
       }
       sum_e += s->expert_imbalance;
@@ -169,7 +218,11 @@ int ssa_moe_load(ssa_analysis *a) {
       a->moe_rank_imbalance_mean = sum_r / (double)a->nmoe_steps;
     }
   }
-  for (size_t i = 0; i < ng; i++) free(g[i].tokens);
+  for (size_t i = 0; i < ng; i++) {
+    free(g[i].tokens);
+    free(g[i].rank_of);
+  }
   free(g);
+  if (rc == 0) rc = a2a_waits(a);
   return rc;
 }

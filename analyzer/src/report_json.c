@@ -463,7 +463,13 @@ int ssa_report_json(const ssa_analysis *a, ssa_out *o) {
                         "\"busiest_expert_tokens\":%lld,\"mean_expert_tokens\":",
                      s->layer, s->edp_rank, s->busiest_expert, (long long)s->busiest_expert_tokens);
       ssa_out_double(o, s->mean_expert_tokens);
-      ssa_out_printf(o, ",\"busiest_ep_rank\":%d}", s->busiest_ep_rank);
+      ssa_out_printf(o, ",\"busiest_ep_rank\":%d,\"busiest_rank\":%d,\"a2a_wait_ns\":",
+                     s->busiest_ep_rank, s->busiest_rank);
+      ssa_out_i64(o, s->a2a_wait);
+      ssa_out_printf(o, ",\"a2a_wait_caused_by_rank\":%d,\"a2a_wait_caused_ns\":",
+                     s->a2a_caused_rank);
+      ssa_out_i64(o, s->a2a_caused_rank >= 0 ? s->a2a_caused : 0);
+      ssa_out_char(o, '}');
     }
     ssa_out_str(o, "]}");
   }

@@ -210,13 +210,17 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
     fprintf(f, "\n== expert load (mixture of experts: %d experts, EP %d) ==\n", a->moe_experts,
             a->moe_ep);
     fprintf(f, "max/mean tokens per expert, per EP rank (1.00 = balanced; the worst MoE layer and EP group of each step)\n");
-    fprintf(f, "%6s %10s %10s %10s %6s %15s\n", "step", "tokens", "expert", "EP rank", "layer",
-            "busiest expert");
+    fprintf(f, "%6s %10s %8s %6s %15s %8s %12s %12s %9s\n", "step", "tokens", "expert",
+            "layer", "busiest expert", "EP rank", "busiest rank", "a2a wait", "caused by");
     for (size_t i = 0; i < a->nmoe_steps && i < (size_t)a->opt.top_n; i++) {
       const ssa_moe_step *s = &a->moe_steps[i];
-      fprintf(f, "%6lld %10lld %10.2f %10.2f %6d %8d (%lld)\n", (long long)s->step,
-              (long long)s->tokens, s->expert_imbalance, s->rank_imbalance, s->layer,
-              s->busiest_expert, (long long)s->busiest_expert_tokens);
+      char w[32], who[16] = "-", rk[16] = "-";
+      if (s->a2a_caused_rank >= 0) snprintf(who, sizeof who, "rank %d", s->a2a_caused_rank);
+      if (s->busiest_rank >= 0) snprintf(rk, sizeof rk, "rank %d", s->busiest_rank);
+      fprintf(f, "%6lld %10lld %8.2f %6d %8d (%4lld) %8.2f %12s %12s %9s\n", (long long)s->step,
+              (long long)s->tokens, s->expert_imbalance, s->layer, s->busiest_expert,
+              (long long)s->busiest_expert_tokens, s->rank_imbalance, rk,
+              fmt_ns(s->a2a_wait, w, sizeof w), who);
     }
     fprintf(f, "mean over %zu steps: expert %.2f, EP rank %.2f\n", a->nmoe_steps,
             a->moe_expert_imbalance_mean, a->moe_rank_imbalance_mean);

@@ -273,6 +273,10 @@ typedef struct ssa_moe_step {
   int busiest_ep_rank;              /* the EP rank (in its group) of the worst rank imbalance */
   int64_t busiest_expert_tokens;
   double mean_expert_tokens;
+  int busiest_rank;                 /* the global rank of busiest_ep_rank (-1 unknown) */
+  int64_t a2a_wait;                 /* waits in the step's `ep` all-to-alls, all members */
+  int a2a_caused_rank;              /* the rank whose late arrivals caused the most of them */
+  int64_t a2a_caused;               /* ... how much (beyond the schedule), -1 rank: none */
 } ssa_moe_step;
 
 typedef struct ssa_analysis {

@@ -91,6 +91,24 @@ else:
     if m["tokens_per_expert"] != totals: bad.append("tokens_per_expert %s != %s" % (m["tokens_per_expert"], totals))
     print("expert imbalance per step:", ["%.2f" % s["expert_imbalance"] for s in m["steps"]],
           "EP rank:", ["%.2f" % s["ep_rank_imbalance"] for s in m["steps"]])
+# the all-to-all waits per step: ep instances starting in [this step's start, the next's)
+steps_run = rep["run"]["steps"]
+for k, st in enumerate(steps_run):
+    lo = st["start_ns"]; hi = steps_run[k + 1]["start_ns"] if k + 1 < len(steps_run) else st["end_ns"]
+    ins = [i for i in inst if i["complete"] and lo <= i["start_ns"] < hi]
+    wait = sum(i["total_wait_ns"] for i in ins)
+    caused = {}
+    for i in ins:
+        caused[i["last_rank"]] = caused.get(i["last_rank"], 0) + i["caused_wait_ns"]
+    ms = [s for s in (m["steps"] if m else []) if s["step"] == st["step"]]
+    if not ms: continue
+    if ms[0]["a2a_wait_ns"] != wait:
+        bad.append("step %d: a2a_wait_ns %d, instances sum to %d" % (st["step"], ms[0]["a2a_wait_ns"], wait))
+    pos = {r: c for r, c in caused.items() if c > 0}
+    want = max(pos, key=lambda r: (pos[r], -r)) if pos else -1
+    if ms[0]["a2a_wait_caused_by_rank"] != want:
+        bad.append("step %d: a2a wait caused by %d, instances say %d" % (st["step"], ms[0]["a2a_wait_caused_by_rank"], want))
+    if ms[0]["busiest_rank"] < 0: bad.append("step %d: busiest rank unknown" % st["step"])
 if capacity > 0 and dropped <= 0: bad.append("--capacity-factor %g but no dropped assignments" % capacity)
 if capacity == 0 and dropped != 0: bad.append("dropless but %g dropped" % dropped)
 for b in bad: print("FAIL:", b)
