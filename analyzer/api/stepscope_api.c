@@ -356,7 +356,7 @@ static int build_ops_table(const ssa_run *run, const api_options *ao, void **tab
   int64_t *end = (int64_t *)(table + h.column_offset[SS_OPS_END_NS]);
   int64_t *stream = (int64_t *)(table + h.column_offset[SS_OPS_STREAM]);
   int64_t *bytes = (int64_t *)(table + h.column_offset[SS_OPS_BYTES]);
-  int64_t *comm_id = (int64_t *)(table + h.column_offset[SS_OPS_COMM_ID]);
+  uint64_t *comm_id = (uint64_t *)(table + h.column_offset[SS_OPS_COMM_ID]);
   int64_t *seq = (int64_t *)(table + h.column_offset[SS_OPS_COLL_SEQ]);
   int64_t *step = (int64_t *)(table + h.column_offset[SS_OPS_STEP]);
   int32_t *rank = (int32_t *)(table + h.column_offset[SS_OPS_RANK]);
@@ -389,7 +389,7 @@ static int build_ops_table(const ssa_run *run, const api_options *ao, void **tab
       stream[j] = (int64_t)r->lanes[o->lane].id;
       bytes[j] = (int64_t)o->bytes;
       if (o->coll != SSA_NONE) {
-        comm_id[j] = (int64_t)r->colls[o->coll].comm_id;
+        comm_id[j] = r->colls[o->coll].comm_id;
         seq[j] = (int64_t)r->colls[o->coll].seq;
       } else {
         comm_id[j] = 0;

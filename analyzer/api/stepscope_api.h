@@ -67,7 +67,7 @@ enum {
   SS_OPS_END_NS,     /* int64: end, same clock */
   SS_OPS_STREAM,     /* int64: the stream id (GPU/CPU-backend stream) the op ran on */
   SS_OPS_BYTES,      /* int64: bytes of a copy, memset or host op; 0 otherwise */
-  SS_OPS_COMM_ID,    /* int64: communicator id of the collective it executed (0: none) */
+  SS_OPS_COMM_ID,    /* uint64: communicator id of the collective it executed (0: none) */
   SS_OPS_COLL_SEQ,   /* int64: sequence number of that collective in its communicator (-1: none) */
   SS_OPS_STEP,       /* int64: the step it belongs to (docs/metrics.md "Steps"; -1: none) */
   SS_OPS_RANK,       /* int32: rank number */

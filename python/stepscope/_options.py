@@ -51,7 +51,7 @@ def analysis_options(steps=None, comm_kernels=None, compute_kernels=None, step_r
     if step_range is not None:
         argv += ["--step-range", str(step_range)]
     if launch_gap_us is not None:
-        argv += ["--launch-gap-us", repr(float(launch_gap_us))]
+        argv += ["--launch-gap-us", str(launch_gap_us)]
     if threads is not None:
         argv += ["--threads", str(int(threads))]
     if isinstance(options, str):

@@ -17,7 +17,7 @@ CATEGORIES = ["compute", "comm", "memcpy", "memset"]     # codes 1..4 of ssa_cla
 # numpy types and the DataFrame column each one becomes.
 COLUMNS = [
     ("start_ns", "=i8"), ("end_ns", "=i8"), ("stream", "=i8"), ("bytes", "=i8"),
-    ("comm_id", "=i8"), ("coll_seq", "=i8"), ("step", "=i8"), ("rank", "=i4"),
+    ("comm_id", "=u8"), ("coll_seq", "=i8"), ("step", "=i8"), ("rank", "=i4"),
     ("name", "=i4"), ("kind", "u1"), ("category", "u1"),
 ]
 ORDER = ["rank", "stream", "kind", "category", "name", "start_ns", "end_ns", "step", "comm_id",

@@ -1,0 +1,269 @@
+"""test_api.py — the Python package against the `stepscope` command, on the
+committed sample and Kineto traces and on generated runs:
+  - analyze() returns byte for byte the JSON of `stepscope analyze --json -`,
+    and diff() that of `stepscope diff --json -`;
+  - every DataFrame holds exactly the JSON's rows and values;
+  - ops() agrees with the report computed independently from it: op counts
+    per rank, the kernel table (count and total time per name), the members
+    of each collective instance, ops per step, and the compute and
+    communication time of each rank (the union of its ops' intervals);
+  - bad input raises StepscopeError with the command's message and code;
+  - without pandas, .json works and DataFrames raise a clear ImportError."""
+
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import stepscope
+from conftest import COMMITTED, GENERATED, ROOT, run_cli
+
+RUN_IDS = [os.path.relpath(p, ROOT) for p in COMMITTED] + sorted(list(GENERATED) + ["kineto"])
+
+
+@pytest.fixture(params=RUN_IDS)
+def run(request, generated_runs):
+    return generated_runs.get(request.param) or os.path.join(ROOT, request.param)
+
+
+def same(a, b):
+    """JSON value b equals DataFrame cell a (null is NaN or None there)."""
+    if b is None:
+        return a is None or (isinstance(a, float) and math.isnan(a))
+    if isinstance(b, float) and isinstance(a, (float, np.floating)) and math.isnan(b):
+        return math.isnan(a)
+    if isinstance(b, list):
+        return list(a) == b
+    return a == b
+
+
+def check_rows(frame, rows):
+    """Each row of frame equals the flat dict of the same position."""
+    assert len(frame) == len(rows)
+    records = frame.to_dict("records")
+    for got, want in zip(records, rows):
+        for k, v in want.items():
+            assert k in got, "column %s missing" % k
+            assert same(got[k], v), "%s: %r != %r" % (k, got[k], v)
+
+
+def flat(d, prefix=""):
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(flat(v, prefix + k + "."))
+        else:
+            out[prefix + k] = v
+    return out
+
+
+def test_report_is_the_cli_json(run, cli):
+    rc, out, err = run_cli(cli, "analyze", run, "--json", "-")
+    assert rc == 0, err
+    r = stepscope.analyze(run)
+    assert r.text == out
+    assert r.json["schema_version"] == 1
+
+
+def test_options_reach_the_library(cli, generated_runs):
+    run = generated_runs["pipeline"]
+    for kwargs, argv in [({"steps": (1, 2)}, ["--steps", "1:2"]),
+                         ({"steps": range(0, 2), "rank": 1, "top": 3},
+                          ["--steps", "0:1", "--rank", "1", "--top", "3"]),
+                         ({"launch_gap_us": 2.5, "threads": 1}, ["--launch-gap-us", "2.5",
+                                                                  "--threads", "1"])]:
+        rc, out, err = run_cli(cli, "analyze", run, "--json", "-", *argv)
+        assert rc == 0, err
+        assert stepscope.analyze(run, **kwargs).text == out
+
+
+def test_kernel_class_options_match_the_cli(cli, generated_runs):
+    """--comm-kernel / --compute-kernel: whatever the command does with them
+    (a report, or a usage error while the build lacks them), the package
+    does the same."""
+    run = generated_runs["plain"]
+    for kwargs, argv in [({"comm_kernels": "gemm"}, ["--comm-kernel", "gemm"]),
+                         ({"compute_kernels": ["nccl", "x"]},
+                          ["--compute-kernel", "nccl", "--compute-kernel", "x"])]:
+        rc, out, err = run_cli(cli, "analyze", run, "--json", "-", *argv)
+        if rc == 0:
+            assert stepscope.analyze(run, **kwargs).text == out
+        else:
+            with pytest.raises(stepscope.StepscopeError) as e:
+                stepscope.analyze(run, **kwargs)
+            assert e.value.code == rc
+            assert str(e.value) in err
+
+
+def test_frames_are_the_json(run):
+    r = stepscope.analyze(run)
+    j = r.json
+    ranks = []
+    for jr in j["ranks"]:
+        row = {k: v for k, v in jr.items()
+               if k not in ("totals", "steps", "idle_breakdown", "collectives")}
+        row.update({k: v for k, v in flat(jr["totals"]).items() if k != "step"})
+        row.update(flat(jr["collectives"], "collectives."))
+        ranks.append(row)
+    check_rows(r.ranks(), ranks)
+    check_rows(r.steps(), [dict(flat(s), rank=jr["rank"]) for jr in j["ranks"] for s in jr["steps"]])
+    check_rows(r.run_steps(), [flat(s) for s in j["run"]["steps"]])
+    check_rows(r.kernels(), [flat(k) for k in j["kernels"]["rows"]])
+    check_rows(r.collectives(), [flat(c) for c in j["collectives"]["instances"]])
+    check_rows(r.collective_summary(), [flat(c) for c in j["collectives"]["summary"]])
+    idle = []
+    for jr in j["ranks"]:
+        for s in jr["idle_breakdown"]["streams"]:
+            row = {k: v for k, v in s.items() if k != "idle"}
+            row.update(s["idle"], rank=jr["rank"])
+            idle.append(row)
+    check_rows(r.idle(), idle)
+
+
+def union_ns(starts, ends, lo, hi):
+    """Length of the union of [s, e) clipped to [lo, hi)."""
+    total, cur_s, cur_e = 0, None, None
+    for s, e in sorted(zip(starts, ends)):
+        s, e = max(s, lo), min(e, hi)
+        if e <= s:
+            continue
+        if cur_e is None or s > cur_e:
+            if cur_e is not None:
+                total += cur_e - cur_s
+            cur_s, cur_e = s, e
+        else:
+            cur_e = max(cur_e, e)
+    if cur_e is not None:
+        total += cur_e - cur_s
+    return total
+
+
+def test_ops_agree_with_the_report(run):
+    r = stepscope.analyze(run)
+    o = stepscope.ops(run)
+    j = r.json
+    assert list(o.columns) == ["rank", "stream", "kind", "category", "name", "start_ns", "end_ns",
+                               "step", "comm_id", "coll_seq", "bytes"]
+    assert len(o) == sum(jr["ops"] for jr in j["ranks"])
+    per_rank = o.groupby("rank").size()
+    for jr in j["ranks"]:
+        assert per_rank.get(jr["rank"], 0) == jr["ops"]
+    # the kernel table: count and total time of every name
+    by_name = o.assign(d=o.end_ns - o.start_ns).groupby("name", observed=True).d.agg(["size", "sum"])
+    for k in j["kernels"]["rows"]:
+        assert by_name.loc[k["name"], "size"] == k["count"], k["name"]
+        assert by_name.loc[k["name"], "sum"] == k["total_ns"], k["name"]
+    # every collective instance: its members are the ranks whose ops executed it
+    members = o[o.coll_seq >= 0].groupby(["comm_id", "coll_seq"])["rank"].nunique()
+    for c in j["collectives"]["instances"]:
+        assert members.get((int(c["comm_id"], 16), c["seq"]), 0) == c["present"]
+    # ops per step (each launched op's step) are the launches each step window counts
+    per_step = o[o.step >= 0].groupby(["rank", "step"]).size()
+    for jr in j["ranks"]:
+        for s in jr["steps"]:
+            assert per_step.get((jr["rank"], s["step"]), 0) == s["launch"]["count"]
+    # compute and communication time of each rank: the union of its ops
+    for jr in j["ranks"]:
+        t = jr["totals"]
+        mine = o[o["rank"] == jr["rank"]]
+        for cat, key in (("compute", "compute_ns"), ("comm", "comm_ns")):
+            sel = mine[mine.category == cat]
+            assert union_ns(sel.start_ns, sel.end_ns, t["start_ns"], t["end_ns"]) == t[key], key
+
+
+def test_ops_filters(generated_runs):
+    run = generated_runs["pipeline"]
+    o = stepscope.ops(run)
+    assert set(stepscope.ops(run, rank=1)["rank"]) == {1}
+    assert len(stepscope.ops(run, rank=1)) == (o["rank"] == 1).sum()
+    some = stepscope.ops(run, steps=(1, 2))
+    assert len(some) == o.step.isin([1, 2]).sum() > 0
+    assert (o.kind.cat.categories == ["kernel", "memcpy", "memset", "host"]).all()
+    assert o.kind.notna().all() and o.category.notna().all()
+
+
+def test_diff_is_the_cli_json(cli, generated_runs):
+    a, b = generated_runs["plain"], generated_runs["overlap"]
+    rc, out, err = run_cli(cli, "diff", a, b, "--json", "-")
+    assert rc == 0, err
+    d = stepscope.diff(a, b)
+    assert d.text == out
+    f = d.frame()
+    assert list(f.index) == list(d.json["headline"])
+    for name, m in d.json["headline"].items():
+        for k, v in flat(m).items():
+            assert same(f.loc[name, k], v), (name, k)
+    check_rows(d.kernels(), [flat(k) for k in d.json["kernels"]])
+    check_rows(d.collectives(), [flat(c) for c in d.json["collectives"]])
+    check_rows(d.steps(), [flat(s) for s in d.json["steps"]])
+    rc, out, err = run_cli(cli, "diff", a, a, "--json", "-", "--steps", "1:3", "--steps-b", "0:2")
+    assert stepscope.diff(a, a, steps="1:3", steps_b="0:2").text == out
+
+
+@pytest.mark.parametrize("args,kwargs", [
+    (["analyze", "{run}", "--steps", "x"], {"steps": "x"}),
+    (["analyze", "{run}", "--steps", "5:1"], {"steps": (5, 1)}),
+    (["analyze", "{run}", "--steps", "100:200"], {"steps": "100:200"}),
+    (["analyze", "{run}", "--launch-gap-us", "-1"], {"launch_gap_us": -1}),
+    (["analyze", "{run}", "--threads", "0"], {"threads": 0}),
+    (["analyze", "{run}", "--rank", "99"], {"rank": 99}),
+    (["analyze", "{run}", "--top", "0"], {"top": 0}),
+    (["analyze", "{run}", "--bogus", "1"], {"options": ["--bogus", "1"]}),
+    (["analyze", "/nonexistent/run"], {"run": "/nonexistent/run"}),
+])
+def test_bad_input_raises_like_the_cli(cli, generated_runs, args, kwargs):
+    run = generated_runs["plain"]
+    rc, out, err = run_cli(cli, *[a.replace("{run}", run) for a in args], "--json", "-")
+    assert rc in (1, 2)
+    kwargs = dict(kwargs)
+    target = kwargs.pop("run", run)
+    with pytest.raises(stepscope.StepscopeError) as e:
+        stepscope.analyze(target, **kwargs)
+    assert e.value.code == rc
+    assert str(e.value), "empty message"
+    assert str(e.value) in err, (str(e.value), err)
+
+
+def test_bad_input_other_calls(tmp_path, generated_runs):
+    bad = tmp_path / "rank-00000.trace.zst"
+    bad.write_bytes(b"not a trace at all" * 10)
+    for call in (lambda: stepscope.analyze(str(tmp_path)), lambda: stepscope.ops(str(tmp_path)),
+                 lambda: stepscope.diff(str(tmp_path), generated_runs["plain"])):
+        with pytest.raises(stepscope.StepscopeError) as e:
+            call()
+        assert e.value.code == 1 and "stepscope" in str(e.value)
+    with pytest.raises(stepscope.StepscopeError) as e:
+        stepscope.ops(generated_runs["plain"], rank=42)
+    assert e.value.code == 2 and "42" in str(e.value)
+    with pytest.raises(stepscope.StepscopeError) as e:
+        stepscope.diff(generated_runs["plain"], generated_runs["plain"], steps_b="q")
+    assert e.value.code == 2 and "--steps-b" in str(e.value)
+    with pytest.raises(TypeError):
+        stepscope.analyze(42)
+    with pytest.raises(TypeError):
+        stepscope.analyze(generated_runs["plain"], steps=1.5)
+
+
+def test_json_without_pandas(generated_runs):
+    """pandas blocked: the report's dict works, a DataFrame raises ImportError."""
+    code = ("import sys; sys.modules['pandas'] = None; sys.modules['numpy'] = None\n"
+            "import stepscope\n"
+            "r = stepscope.analyze(sys.argv[1]); assert r.json['ranks']\n"
+            "try:\n    r.ranks()\nexcept ImportError as e:\n    print('IMPORTERROR', e)\n")
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    p = subprocess.run([sys.executable, "-c", code, generated_runs["plain"]], capture_output=True,
+                       text=True, env=env)
+    assert p.returncode == 0, p.stderr
+    assert "IMPORTERROR stepscope: DataFrames need pandas" in p.stdout
+
+
+def test_missing_library_is_a_clear_error(tmp_path):
+    code = "import stepscope\nstepscope.analyze('x')\n"
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"),
+               STEPSCOPE_LIB=str(tmp_path / "nothing.so"))
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert p.returncode != 0
+    assert "StepscopeError" in p.stderr and "nothing.so was not found" in p.stderr
