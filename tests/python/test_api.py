@@ -267,3 +267,37 @@ def test_missing_library_is_a_clear_error(tmp_path):
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert p.returncode != 0
     assert "StepscopeError" in p.stderr and "nothing.so was not found" in p.stderr
+
+
+def test_wheel_bundles_the_library(tmp_path, generated_runs):
+    """The wheel built from python/ with STEPSCOPE_LIB set carries the library
+    and works without STEPSCOPE_LIB (what scripts/build-wheel.sh does, with
+    this environment's setuptools, offline)."""
+    lib = os.environ["STEPSCOPE_LIB"]
+    pytest.importorskip("setuptools")
+    pytest.importorskip("wheel")
+    import shutil
+    src = tmp_path / "src"
+    shutil.copytree(os.path.join(ROOT, "python"), src,
+                    ignore=shutil.ignore_patterns("*.so", "build", "*.egg-info", "__pycache__"))
+    env = dict(os.environ, STEPSCOPE_LIB=lib)
+    p = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
+                        "--no-build-isolation", "-w", str(tmp_path / "dist"), str(src)],
+                       capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr
+    wheels = os.listdir(tmp_path / "dist")
+    assert len(wheels) == 1 and wheels[0].endswith("-py3-none-linux_x86_64.whl"), wheels
+    p = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",
+                        str(tmp_path / "site"), str(tmp_path / "dist" / wheels[0])],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    env = {k: v for k, v in os.environ.items() if k not in ("STEPSCOPE_LIB", "PYTHONPATH")}
+    env["PYTHONPATH"] = str(tmp_path / "site")
+    code = ("import stepscope, sys\n"
+            "print(stepscope.library_path())\n"
+            "print(len(stepscope.analyze(sys.argv[1]).json['ranks']))\n")
+    p = subprocess.run([sys.executable, "-c", code, generated_runs["plain"]], capture_output=True,
+                       text=True, env=env, cwd=str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    path, nranks = p.stdout.split()
+    assert path.startswith(str(tmp_path / "site")) and nranks == "2"
