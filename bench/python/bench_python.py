@@ -60,14 +60,18 @@ def machine():
         platform.python_version())
 
 
-def best_of(n, fn):
+def best_of(n, fn, cpu=None):
+    """Best and median wall seconds of n calls (and, in cpu, the CPU seconds
+    of this process, all threads, of each call), and the last result."""
     times, result = [], None
     for _ in range(n):
         result = None
         gc.collect()
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         result = fn()
         times.append(time.perf_counter() - t0)
+        if cpu is not None:
+            cpu.append(time.process_time() - c0)
     return min(times), sorted(times)[len(times) // 2], result
 
 
@@ -93,15 +97,18 @@ def bench_ops(args):
     def whole():
         return stepscope.ops(run)
 
-    c_best, c_med, _ = best_of(args.repeat, c_call)
-    w_best, w_med, df = best_of(args.repeat, whole)
+    c_cpu, w_cpu = [], []
+    c_best, c_med, _ = best_of(args.repeat, c_call, c_cpu)
+    w_best, w_med, df = best_of(args.repeat, whole, w_cpu)
     n = len(df)
     mem = df.memory_usage(deep=False).sum()
     print("stepscope.ops(): %d ops, %d columns, %.0f MiB DataFrame" % (n, df.shape[1], mem / 2**20))
     print("  whole call     best %.3f s  median %.3f s  -> %.2f M ops/s (best), %.2f M ops/s (median)"
           % (w_best, w_med, n / w_best / 1e6, n / w_med / 1e6))
-    print("  C library      best %.3f s  median %.3f s  (load the run, build the op table)"
-          % (c_best, c_med))
+    print("  whole call     CPU (all threads) best %.3f s -> %.2f M ops per CPU second"
+          % (min(w_cpu), n / min(w_cpu) / 1e6))
+    print("  C library      best %.3f s  median %.3f s  CPU best %.3f s  (load the run, build the "
+          "op table)" % (c_best, c_med, min(c_cpu)))
     with _lib.ops_table(run, []) as t:
         f_best, f_med, _ = best_of(args.repeat, lambda: frame_of_table(t.buffer))
     print("  DataFrame only best %.3f s  median %.3f s  -> %.2f M ops/s" % (f_best, f_med,
