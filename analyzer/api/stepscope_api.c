@@ -18,9 +18,11 @@
 
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "analysis_options.h"
 #include "diff_runs.h"
@@ -275,7 +277,49 @@ API_EXPORT int ss_api_diff(const char *run_a, const char *run_b, int argc,
   return rc;
 }
 
-/* The step of every op of a rank (-1: none), as steps.c assigns them. */
+/* ---- the op table ----
+ *
+ * ss_api_ops_open loads the run and, for every selected rank in parallel
+ * (a worker per core, ranks taken in turn), finds the step of each op and
+ * which names its ops use; then, serially, gives each rank its slice of the
+ * table and interns the used names into the run's string table. The table
+ * is then written, again a rank per worker, into memory the caller owns
+ * (ss_api_ops_write), so that a binding can hand it to its arrays without
+ * a copy. */
+
+struct ss_api_ops_handle {
+  ssa_run run;
+  api_options ao;
+  int have_run;
+  int64_t **steps;     /* per rank: the step of every op (-1 none); NULL: rank not selected */
+  uint8_t **used;      /* per rank: which of its string ids name a selected op */
+  uint32_t **remap;    /* per rank: its string id -> the run's string id */
+  size_t *first;       /* per rank: its first row in the table */
+  size_t nops;
+  ssa_strtab names;
+  ss_api_ops_header h;
+  size_t size;
+  /* the write in progress */
+  char *out;
+  int error;
+  _Atomic size_t next;
+};
+
+static const size_t column_size[SS_OPS_NCOLUMNS] = {8, 8, 8, 8, 8, 8, 8, 4, 4, 1, 1};
+
+static size_t align8(size_t n) { return (n + 7) & ~(size_t)7; }
+
+static int rank_selected(const api_options *ao, const ssa_rank *r) {
+  return !r->failed && (ao->opt.rank < 0 || r->rank == ao->opt.rank);
+}
+
+static int op_selected(const api_options *ao, int64_t step) {
+  return !ao->opt.has_step_filter ||
+         (step >= 0 && step >= ao->opt.step_first && step <= ao->opt.step_last);
+}
+
+/* The step of every op of a rank (-1: none), as steps.c assigns them: the
+ * step range that contains the start of the op's launch call. */
 static int rank_op_steps(const ssa_rank *r, const char *range_name, int64_t *step_of) {
   ssa_step *steps = NULL;
   size_t nsteps = 0;
@@ -298,94 +342,75 @@ static int rank_op_steps(const ssa_rank *r, const char *range_name, int64_t *ste
   return 0;
 }
 
-static const size_t column_size[SS_OPS_NCOLUMNS] = {8, 8, 8, 8, 8, 8, 8, 4, 4, 1, 1};
-
-static size_t align8(size_t n) { return (n + 7) & ~(size_t)7; }
-
-static int rank_selected(const api_options *ao, const ssa_rank *r) {
-  return !r->failed && (ao->opt.rank < 0 || r->rank == ao->opt.rank);
+/* Runs fn(t, rank index) for every selected rank on up to opt.threads
+ * workers (0: one per core). */
+static void for_each_rank(struct ss_api_ops_handle *t, void *(*worker)(void *)) {
+  atomic_store(&t->next, 0);
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  size_t nth = t->ao.opt.threads > 0 ? (size_t)t->ao.opt.threads : (size_t)(cores > 0 ? cores : 1);
+  if (nth > t->run.nranks) nth = t->run.nranks;
+  pthread_t th[64];
+  if (nth > 64) nth = 64;
+  size_t started = 0;
+  for (; nth > 1 && started < nth - 1; started++)
+    if (pthread_create(&th[started], NULL, worker, t) != 0) break;
+  worker(t);
+  for (size_t i = 0; i < started; i++) pthread_join(th[i], NULL);
 }
 
-static int op_selected(const api_options *ao, int64_t step) {
-  return !ao->opt.has_step_filter || (step >= ao->opt.step_first && step <= ao->opt.step_last && step >= 0);
-}
-
-/* Builds the table once the run is loaded. */
-static int build_ops_table(const ssa_run *run, const api_options *ao, void **table_out,
-                           size_t *size_out, char **err_out) {
-  int rc = 1;
-  int64_t **steps = calloc(run->nranks ? run->nranks : 1, sizeof *steps);
-  uint32_t *remap = NULL;
-  char *table = NULL;
-  ssa_strtab names;
-  ssa_strtab_init(&names);
-  if (!steps) goto nomem;
-  /* pass 1: steps and the number of selected ops */
-  size_t nops = 0;
-  int any_rank = 0;
-  for (size_t k = 0; k < run->nranks; k++) {
-    const ssa_rank *r = &run->ranks[k];
-    if (!rank_selected(ao, r)) continue;
-    any_rank = 1;
-    if (!(steps[k] = malloc((r->nops ? r->nops : 1) * sizeof **steps))) goto nomem;
-    if (rank_op_steps(r, ao->opt.step_range_name, steps[k])) goto nomem;
-    for (size_t i = 0; i < r->nops; i++) nops += op_selected(ao, steps[k][i]);
-  }
-  if (!any_rank) {
-    rc = fail(err_out, 2, "stepscope ops: rank %d is not in the run", ao->opt.rank);
-    goto out;
-  }
-  /* the run's string table: every selected rank's op names, interned once */
-  ssa_strtab_intern(&names, "", 0); /* reserves id 0 = "" */
-  if (names.count == 0) goto nomem;
-  /* the layout */
-  ss_api_ops_header h;
-  memset(&h, 0, sizeof h);
-  memcpy(h.magic, SS_API_OPS_MAGIC, 8);
-  h.header_bytes = sizeof h;
-  h.nops = nops;
-  h.ncolumns = SS_OPS_NCOLUMNS;
-  size_t at = align8(sizeof h);
-  for (int c = 0; c < SS_OPS_NCOLUMNS; c++) {
-    h.column_offset[c] = at;
-    at = align8(at + column_size[c] * nops);
-  }
-  table = malloc(at ? at : 8);
-  if (!table) goto nomem;
-  int64_t *start = (int64_t *)(table + h.column_offset[SS_OPS_START_NS]);
-  int64_t *end = (int64_t *)(table + h.column_offset[SS_OPS_END_NS]);
-  int64_t *stream = (int64_t *)(table + h.column_offset[SS_OPS_STREAM]);
-  int64_t *bytes = (int64_t *)(table + h.column_offset[SS_OPS_BYTES]);
-  uint64_t *comm_id = (uint64_t *)(table + h.column_offset[SS_OPS_COMM_ID]);
-  int64_t *seq = (int64_t *)(table + h.column_offset[SS_OPS_COLL_SEQ]);
-  int64_t *step = (int64_t *)(table + h.column_offset[SS_OPS_STEP]);
-  int32_t *rank = (int32_t *)(table + h.column_offset[SS_OPS_RANK]);
-  int32_t *name = (int32_t *)(table + h.column_offset[SS_OPS_NAME]);
-  uint8_t *kind = (uint8_t *)(table + h.column_offset[SS_OPS_KIND]);
-  uint8_t *cat = (uint8_t *)(table + h.column_offset[SS_OPS_CATEGORY]);
-  /* pass 2: fill */
-  size_t j = 0;
-  for (size_t k = 0; k < run->nranks; k++) {
-    const ssa_rank *r = &run->ranks[k];
-    if (!rank_selected(ao, r)) continue;
-    /* remap[id] = the id in the run's table + 1 (0: not interned yet) */
-    free(remap);
-    if (!(remap = calloc(r->strings.count ? r->strings.count : 1, sizeof *remap))) goto nomem;
+/* Worker of ss_api_ops_open: steps and used names of each rank. */
+static void *scan_worker(void *arg) {
+  struct ss_api_ops_handle *t = arg;
+  for (;;) {
+    size_t k = atomic_fetch_add(&t->next, 1);
+    if (k >= t->run.nranks) return NULL;
+    const ssa_rank *r = &t->run.ranks[k];
+    if (!t->steps[k]) continue;
+    if (!(t->used[k] = calloc(r->strings.count ? r->strings.count : 1, 1)) ||
+        rank_op_steps(r, t->ao.opt.step_range_name, t->steps[k])) {
+      t->error = 1;
+      continue;
+    }
+    size_t n = 0;
     for (size_t i = 0; i < r->nops; i++) {
-      if (!op_selected(ao, steps[k][i])) continue;
+      if (!op_selected(&t->ao, t->steps[k][i])) continue;
+      n++;
+      if (r->ops[i].name < r->strings.count) t->used[k][r->ops[i].name] = 1;
+    }
+    t->first[k] = n; /* the count, until open turns counts into offsets */
+  }
+}
+
+/* Worker of ss_api_ops_write: each rank's rows. */
+static void *fill_worker(void *arg) {
+  struct ss_api_ops_handle *t = arg;
+  const ss_api_ops_header *h = &t->h;
+  char *b = t->out;
+  int64_t *start = (int64_t *)(b + h->column_offset[SS_OPS_START_NS]);
+  int64_t *end = (int64_t *)(b + h->column_offset[SS_OPS_END_NS]);
+  int64_t *stream = (int64_t *)(b + h->column_offset[SS_OPS_STREAM]);
+  int64_t *bytes = (int64_t *)(b + h->column_offset[SS_OPS_BYTES]);
+  uint64_t *comm_id = (uint64_t *)(b + h->column_offset[SS_OPS_COMM_ID]);
+  int64_t *seq = (int64_t *)(b + h->column_offset[SS_OPS_COLL_SEQ]);
+  int64_t *step = (int64_t *)(b + h->column_offset[SS_OPS_STEP]);
+  int32_t *rank = (int32_t *)(b + h->column_offset[SS_OPS_RANK]);
+  int32_t *name = (int32_t *)(b + h->column_offset[SS_OPS_NAME]);
+  uint8_t *kind = (uint8_t *)(b + h->column_offset[SS_OPS_KIND]);
+  uint8_t *cat = (uint8_t *)(b + h->column_offset[SS_OPS_CATEGORY]);
+  for (;;) {
+    size_t k = atomic_fetch_add(&t->next, 1);
+    if (k >= t->run.nranks) return NULL;
+    const ssa_rank *r = &t->run.ranks[k];
+    if (!t->steps[k]) continue;
+    const int64_t *step_of = t->steps[k];
+    const uint32_t *remap = t->remap[k];
+    int64_t shift = r->offset_ns - t->run.origin; /* ssa_rel_time */
+    size_t j = t->first[k];
+    for (size_t i = 0; i < r->nops; i++) {
+      if (!op_selected(&t->ao, step_of[i])) continue;
       const ssa_op *o = &r->ops[i];
-      uint32_t nid = 0;
-      if (o->name && o->name < r->strings.count) {
-        if (!remap[o->name]) {
-          const char *s = ssa_rank_str(r, o->name);
-          uint32_t id = ssa_strtab_intern(&names, s, strlen(s));
-          if (!id && *s) goto nomem;
-          remap[o->name] = id + 1;
-        }
-        nid = remap[o->name] - 1;
-      }
-      start[j] = ssa_rel_time(run, r, o->start);
-      end[j] = ssa_rel_time(run, r, o->end);
+      start[j] = o->start + shift;
+      end[j] = o->end + shift;
       stream[j] = (int64_t)r->lanes[o->lane].id;
       bytes[j] = (int64_t)o->bytes;
       if (o->coll != SSA_NONE) {
@@ -395,39 +420,130 @@ static int build_ops_table(const ssa_run *run, const api_options *ao, void **tab
         comm_id[j] = 0;
         seq[j] = -1;
       }
-      step[j] = steps[k][i];
+      step[j] = step_of[i];
       rank[j] = r->rank;
-      name[j] = (int32_t)nid;
+      name[j] = o->name < r->strings.count ? (int32_t)remap[o->name] : 0;
       kind[j] = o->kind;
       cat[j] = o->cls;
       j++;
     }
   }
-  /* the string table goes after the columns */
-  h.nstrings = names.count;
-  h.strings_offset = at;
-  h.strings_bytes = names.bytes_len;
-  char *grown = realloc(table, at + names.bytes_len + 1);
-  if (!grown) goto nomem;
-  table = grown;
-  if (names.bytes_len) memcpy(table + at, names.bytes, names.bytes_len);
-  table[at + names.bytes_len] = 0;
-  memcpy(table, &h, sizeof h);
-  *table_out = table;
-  *size_out = at + names.bytes_len;
-  table = NULL;
-  rc = 0;
-  goto out;
+}
+
+API_EXPORT void ss_api_ops_close(ss_api_ops_handle *t) {
+  if (!t) return;
+  for (size_t k = 0; k < t->run.nranks; k++) {
+    if (t->steps) free(t->steps[k]);
+    if (t->used) free(t->used[k]);
+    if (t->remap) free(t->remap[k]);
+  }
+  free(t->steps);
+  free(t->used);
+  free(t->remap);
+  free(t->first);
+  ssa_strtab_free(&t->names);
+  if (t->have_run) ssa_run_free(&t->run);
+  free(t);
+}
+
+API_EXPORT int ss_api_ops_open(const char *run_path, int argc, const char *const *argv,
+                               ss_api_ops_handle **ops_out, size_t *size_out, char **err_out) {
+  if (err_out) *err_out = NULL;
+  if (!ops_out || !size_out) return fail(err_out, 2, "stepscope ops: no place for the table");
+  *ops_out = NULL;
+  *size_out = 0;
+  struct ss_api_ops_handle *t = calloc(1, sizeof *t);
+  if (!t) return fail(err_out, 1, "stepscope ops: out of memory");
+  ssa_strtab_init(&t->names);
+  int rc = parse_options("ops", argc, argv, ALLOW_RANK, &t->ao, err_out);
+  if (!rc && !(rc = load_run("ops", run_path, &t->ao.opt, &t->run, err_out))) t->have_run = 1;
+  if (rc) {
+    ss_api_ops_close(t);
+    return rc;
+  }
+  size_t n = t->run.nranks ? t->run.nranks : 1;
+  t->steps = calloc(n, sizeof *t->steps);
+  t->used = calloc(n, sizeof *t->used);
+  t->remap = calloc(n, sizeof *t->remap);
+  t->first = calloc(n, sizeof *t->first);
+  if (!t->steps || !t->used || !t->remap || !t->first) goto nomem;
+  int any_rank = 0;
+  for (size_t k = 0; k < t->run.nranks; k++) {
+    const ssa_rank *r = &t->run.ranks[k];
+    if (!rank_selected(&t->ao, r)) continue;
+    any_rank = 1;
+    if (!(t->steps[k] = malloc((r->nops ? r->nops : 1) * sizeof **t->steps))) goto nomem;
+  }
+  if (!any_rank) {
+    rc = fail(err_out, 2, "stepscope ops: rank %d is not in the run", t->ao.opt.rank);
+    ss_api_ops_close(t);
+    return rc;
+  }
+  for_each_rank(t, scan_worker);
+  if (t->error) goto nomem;
+  /* counts to offsets; the used names into the run's table */
+  ssa_strtab_intern(&t->names, "", 0); /* reserves id 0 = "" */
+  if (t->names.count == 0) goto nomem;
+  for (size_t k = 0; k < t->run.nranks; k++) {
+    if (!t->steps[k]) continue;
+    const ssa_rank *r = &t->run.ranks[k];
+    size_t count = t->first[k];
+    t->first[k] = t->nops;
+    t->nops += count;
+    if (!(t->remap[k] = calloc(r->strings.count ? r->strings.count : 1, sizeof **t->remap))) goto nomem;
+    for (uint32_t id = 1; id < r->strings.count; id++) {
+      if (!t->used[k][id]) continue;
+      const char *s = ssa_rank_str(r, id);
+      uint32_t rid = ssa_strtab_intern(&t->names, s, strlen(s));
+      if (!rid && *s) goto nomem;
+      t->remap[k][id] = rid;
+    }
+    free(t->used[k]);
+    t->used[k] = NULL;
+  }
+  /* the layout: header, columns (8-byte aligned), strings */
+  ss_api_ops_header *h = &t->h;
+  memcpy(h->magic, SS_API_OPS_MAGIC, 8);
+  h->header_bytes = sizeof *h;
+  h->nops = t->nops;
+  h->ncolumns = SS_OPS_NCOLUMNS;
+  size_t at = align8(sizeof *h);
+  for (int c = 0; c < SS_OPS_NCOLUMNS; c++) {
+    h->column_offset[c] = at;
+    at = align8(at + column_size[c] * t->nops);
+  }
+  h->nstrings = t->names.count;
+  h->strings_offset = at;
+  h->strings_bytes = t->names.bytes_len;
+  t->size = at + t->names.bytes_len;
+  *ops_out = t;
+  *size_out = t->size;
+  return 0;
 nomem:
-  rc = fail(err_out, 1, "stepscope ops: out of memory");
-out:
-  free(table);
-  if (steps)
-    for (size_t k = 0; k < run->nranks; k++) free(steps[k]);
-  free(steps);
-  free(remap);
-  ssa_strtab_free(&names);
-  return rc;
+  ss_api_ops_close(t);
+  return fail(err_out, 1, "stepscope ops: out of memory");
+}
+
+API_EXPORT int ss_api_ops_write(ss_api_ops_handle *t, void *buf, size_t size, char **err_out) {
+  if (err_out) *err_out = NULL;
+  if (!t || !buf) return fail(err_out, 2, "stepscope ops: no table or no buffer");
+  if (size < t->size)
+    return fail(err_out, 2, "stepscope ops: the buffer holds %zu bytes, the table needs %zu", size,
+                t->size);
+  t->out = buf;
+  for_each_rank(t, fill_worker);
+  t->out = NULL;
+  memcpy(buf, &t->h, sizeof t->h);
+  /* the padding after the header and the columns, so no byte is left undefined */
+  char *b = buf;
+  size_t at = sizeof t->h;
+  for (int c = 0; c < SS_OPS_NCOLUMNS; c++) {
+    memset(b + at, 0, t->h.column_offset[c] - at);
+    at = t->h.column_offset[c] + column_size[c] * t->nops;
+  }
+  memset(b + at, 0, t->h.strings_offset - at);
+  if (t->names.bytes_len) memcpy(b + t->h.strings_offset, t->names.bytes, t->names.bytes_len);
+  return 0;
 }
 
 API_EXPORT int ss_api_ops(const char *run_path, int argc, const char *const *argv,
@@ -436,12 +552,22 @@ API_EXPORT int ss_api_ops(const char *run_path, int argc, const char *const *arg
   if (!table_out || !size_out) return fail(err_out, 2, "stepscope ops: no place for the table");
   *table_out = NULL;
   *size_out = 0;
-  api_options ao;
-  int rc = parse_options("ops", argc, argv, ALLOW_RANK, &ao, err_out);
+  ss_api_ops_handle *t;
+  size_t size;
+  int rc = ss_api_ops_open(run_path, argc, argv, &t, &size, err_out);
   if (rc) return rc;
-  ssa_run run;
-  if ((rc = load_run("ops", run_path, &ao.opt, &run, err_out))) return rc;
-  rc = build_ops_table(&run, &ao, table_out, size_out, err_out);
-  ssa_run_free(&run);
-  return rc;
+  void *buf = malloc(size ? size : 1);
+  if (!buf) {
+    ss_api_ops_close(t);
+    return fail(err_out, 1, "stepscope ops: out of memory");
+  }
+  rc = ss_api_ops_write(t, buf, size, err_out);
+  ss_api_ops_close(t);
+  if (rc) {
+    free(buf);
+    return rc;
+  }
+  *table_out = buf;
+  *size_out = size;
+  return 0;
 }

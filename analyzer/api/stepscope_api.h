@@ -100,6 +100,19 @@ typedef struct ss_api_ops_header {
 int ss_api_ops(const char *run, int argc, const char *const *argv, void **table_out,
                size_t *size_out, char **err_out);
 
+/* The same in three calls, for a binding that wants the table in memory it
+ * owns (no copy): ss_api_ops_open loads the run with the same options and
+ * returns a handle and the table's size in bytes; ss_api_ops_write writes
+ * the table into buf (at least that size; any alignment suffices for the
+ * header, and the columns are 8-byte aligned when buf is); ss_api_ops_close
+ * frees the handle (NULL is ignored). A handle may be written more than once,
+ * but not from two threads at a time. */
+typedef struct ss_api_ops_handle ss_api_ops_handle;
+int ss_api_ops_open(const char *run, int argc, const char *const *argv, ss_api_ops_handle **ops_out,
+                    size_t *size_out, char **err_out);
+int ss_api_ops_write(ss_api_ops_handle *ops, void *buf, size_t size, char **err_out);
+void ss_api_ops_close(ss_api_ops_handle *ops);
+
 #ifdef __cplusplus
 }
 #endif

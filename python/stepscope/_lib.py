@@ -1,6 +1,6 @@
 """_lib.py — finds and loads libstepscope_analyzer.so with ctypes and wraps
 its C API (analyzer/api/stepscope_api.h) in three calls that return Python
-values: analyze_json, diff_json and ops_table. The C library does all the
+values: analyze_json, diff_json and ops_buffer. The C library does all the
 work; this file only converts arguments and results and turns the C error
 message into a StepscopeError.
 
@@ -68,9 +68,13 @@ def _load():
         lib.ss_api_diff.restype = ctypes.c_int
         lib.ss_api_diff.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int, argv_t, out_t,
                                     out_t]
-        lib.ss_api_ops.restype = ctypes.c_int
-        lib.ss_api_ops.argtypes = [ctypes.c_char_p, ctypes.c_int, argv_t, out_t,
-                                   ctypes.POINTER(ctypes.c_size_t), out_t]
+        lib.ss_api_ops_open.restype = ctypes.c_int
+        lib.ss_api_ops_open.argtypes = [ctypes.c_char_p, ctypes.c_int, argv_t, out_t,
+                                        ctypes.POINTER(ctypes.c_size_t), out_t]
+        lib.ss_api_ops_write.restype = ctypes.c_int
+        lib.ss_api_ops_write.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, out_t]
+        lib.ss_api_ops_close.restype = None
+        lib.ss_api_ops_close.argtypes = [ctypes.c_void_p]
         _lib = lib
         return lib
 
@@ -129,37 +133,25 @@ def diff_json(run_a, run_b, options):
     return _take_string(lib, out.value)
 
 
-class OpsTable:
-    """The op table of ss_api_ops, owned until close(): `buffer` is a ctypes
-    array over the C memory (no copy)."""
-
-    def __init__(self, lib, ptr, size):
-        self._lib, self._ptr, self.size = lib, ptr, size
-        self.buffer = (ctypes.c_char * size).from_address(ptr) if size else b""
-
-    def close(self):
-        if self._ptr:
-            self.buffer = b""
-            self._lib.ss_api_free(self._ptr)
-            self._ptr = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        self.close()
-
-
-def ops_table(run, options):
-    """The columnar op table of every op of the run (see stepscope_api.h)."""
+def ops_buffer(run, options):
+    """The columnar op table of every op of the run (see stepscope_api.h) in
+    a numpy uint8 array that the library writes directly (ss_api_ops_open,
+    ss_api_ops_write): the DataFrame's columns can then be views of it, with
+    no copy."""
+    import numpy as np
     lib = _load()
     n, argv = _argv(options)
-    out, err = ctypes.c_void_p(), ctypes.c_void_p()
+    handle, err = ctypes.c_void_p(), ctypes.c_void_p()
     size = ctypes.c_size_t()
-    rc = lib.ss_api_ops(_path_bytes(run), n, argv, ctypes.byref(out), ctypes.byref(size),
-                        ctypes.byref(err))
+    rc = lib.ss_api_ops_open(_path_bytes(run), n, argv, ctypes.byref(handle), ctypes.byref(size),
+                             ctypes.byref(err))
     _check(lib, rc, err)
-    return OpsTable(lib, out.value, size.value)
+    try:
+        buf = np.empty(max(size.value, 8), dtype=np.uint8)
+        err = ctypes.c_void_p()
+        rc = lib.ss_api_ops_write(handle, buf.ctypes.data_as(ctypes.c_void_p), buf.size,
+                                  ctypes.byref(err))
+        _check(lib, rc, err)
+    finally:
+        lib.ss_api_ops_close(handle)
+    return buf[:size.value]

@@ -1,9 +1,10 @@
 """ops.py — stepscope.ops(): every op of a run as one pandas DataFrame, for
 analyses the report does not make. The C library returns the ops as a
-columnar binary table (stepscope_api.h, ss_api_ops); this file views its
-columns with numpy.frombuffer (no parsing, no per-op Python work) and copies
-them into the DataFrame once, names and kinds as pandas Categoricals over
-the table's strings."""
+columnar binary table (stepscope_api.h, ss_api_ops_open/_write), written
+straight into a numpy array; this file views its columns with
+numpy.frombuffer (no parsing, no copy, no per-op Python work) and hands the
+views to the DataFrame, names and kinds as pandas Categoricals over the
+table's strings."""
 
 from . import _lib
 from ._frames import pandas
@@ -34,7 +35,8 @@ def _codes(np, values, n):
 
 
 def frame_of_table(buf):
-    """The DataFrame of an op table (any object with the buffer protocol)."""
+    """The DataFrame of an op table (any object with the buffer protocol; its
+    columns are views of it, so it must not change afterwards)."""
     pd = pandas()
     import numpy as np  # pandas needs it, so it is there
     mv = memoryview(buf).cast("B")
@@ -52,15 +54,16 @@ def frame_of_table(buf):
     raw = bytes(mv[str_off:str_off + str_len]).split(b"\x00")[:nstrings]
     names = [s.decode("utf-8", "surrogateescape") for s in raw]
     data = {
-        "rank": cols["rank"].copy(),
-        "stream": cols["stream"].copy(),
+        "rank": cols["rank"],
+        "stream": cols["stream"],
         "kind": pd.Categorical.from_codes(_codes(np, cols["kind"], len(KINDS)), KINDS),
         "category": pd.Categorical.from_codes(_codes(np, cols["category"], len(CATEGORIES)),
                                               CATEGORIES),
         "name": pd.Categorical.from_codes(cols["name"], names, validate=False),
     }
     for name in ORDER[5:]:
-        data[name] = cols[name].copy()
+        data[name] = cols[name]
+    # copy=False: one block per column, each a view of the table (no copy)
     return pd.DataFrame(data, columns=ORDER, copy=False)
 
 
@@ -78,5 +81,4 @@ def ops(run, steps=None, *, rank=None, step_range=None, threads=None, options=()
     argv = analysis_options(steps, None, None, step_range, None, threads, options)
     if rank is not None:
         argv += ["--rank", str(int(rank))]
-    with _lib.ops_table(run, argv) as table:
-        return frame_of_table(table.buffer)
+    return frame_of_table(_lib.ops_buffer(run, argv))

@@ -129,7 +129,7 @@ int main(int argc, char **argv) {
 
   /* ops: every op, as many as the report counts; filters */
   void *table = NULL;
-  size_t size = 0;
+  size_t size = 0, all_size = 0;
   CHECK(ss_api_ops(run, 0, NULL, &table, &size, &err) == 0);
   CHECK(table != NULL && size >= sizeof(ss_api_ops_header));
   uint64_t all = 0;
@@ -169,6 +169,31 @@ int main(int argc, char **argv) {
   expect_error(ss_api_ops(run, 2, rank42, &table, &size, &err), 2, &err, "rank 42");
   CHECK(table == NULL && size == 0);
   expect_error(ss_api_ops(run, 2, bad_steps, &table, &size, &err), 2, &err, "bad --steps 'x'");
+
+  /* the three-call form: the same table, written into the caller's memory */
+  ss_api_ops_handle *h = NULL;
+  CHECK(ss_api_ops_open(run, 0, NULL, &h, &size, &err) == 0);
+  if (h) {
+    CHECK(ss_api_ops(run, 0, NULL, &table, &all_size, &err) == 0);
+    CHECK(all_size == size);
+    char *mine = malloc(size + 16);
+    CHECK(mine != NULL);
+    if (mine && table) {
+      expect_error(ss_api_ops_write(h, mine, size - 1, &err), 2, &err, "the table needs");
+      CHECK(ss_api_ops_write(h, mine, size + 16, &err) == 0);
+      CHECK(memcmp(mine, table, size) == 0);
+      memset(mine, 0xff, size);
+      CHECK(ss_api_ops_write(h, mine, size, &err) == 0); /* a handle writes again */
+      CHECK(memcmp(mine, table, size) == 0);
+    }
+    free(mine);
+    ss_api_free(table);
+    ss_api_ops_close(h);
+  }
+  ss_api_ops_close(NULL);
+  h = (ss_api_ops_handle *)1;
+  expect_error(ss_api_ops_open(run, 2, rank42, &h, &size, &err), 2, &err, "rank 42");
+  CHECK(h == NULL);
 
   if (failures) fprintf(stderr, "%d checks failed\n", failures);
   else printf("stepscope C API: all checks passed (%llu ops)\n", (unsigned long long)all);
