@@ -12,7 +12,8 @@ by hand, never by the tests (docs/python.md "Speed" has the numbers):
            TraceAnalysis + temporal breakdown + comm/comp overlap + idle
            time breakdown, as bench/hta/hta_metrics.py) on the same Kineto
            traces: every *.json[.gz] file of --traces DIR of at least
-           --min-kb, each alone in a directory (HTA reads directories), and
+           --min-kb, each alone in a directory (HTA reads directories), every
+           directory there holding several rank files as one run, and
            generated multi-rank runs (tests/kineto/make_kineto.py). Both in
            this interpreter, imports done, best of --repeat.
 
@@ -137,17 +138,26 @@ def bench_hta(args):
     except Exception as e:  # noqa: BLE001
         raise SystemExit("hta: this python has no HolisticTraceAnalysis (%s)" % e)
     work = tempfile.mkdtemp(prefix="bench-python-hta-")
-    cases = []
-    for dirpath, _dirs, files in os.walk(args.traces):
-        for name in sorted(files):
+    cases, seen = [], set()
+    for dirpath, _dirs, files in sorted(os.walk(args.traces)):
+        traces = [f for f in sorted(files) if f.endswith(".json") or f.endswith(".json.gz")]
+        for name in traces:
             path = os.path.join(dirpath, name)
-            if (name.endswith(".json") or name.endswith(".json.gz")) and \
-                    os.path.getsize(path) >= args.min_kb * 1024:
-                d = os.path.join(work, "real-%d" % len(cases))
-                os.makedirs(d)
-                os.symlink(path, os.path.join(d, "rank-0" + (".json.gz" if name.endswith(".gz")
-                                                             else ".json")))
-                cases.append((name, d))
+            if os.path.getsize(path) < args.min_kb * 1024:
+                continue
+            with open(path, "rb") as fh:  # the same file copied twice under DIR counts once
+                key = (os.path.getsize(path), fh.read(4096))
+            if key in seen:
+                continue
+            seen.add(key)
+            d = os.path.join(work, "real-%d" % len(cases))
+            os.makedirs(d)
+            os.symlink(path, os.path.join(d, "rank-0" + (".json.gz" if name.endswith(".gz")
+                                                         else ".json")))
+            cases.append((os.path.relpath(path, args.traces), d))
+        if len(traces) >= 2 and any("rank" in t for t in traces):  # a multi-rank run
+            cases.append((os.path.relpath(dirpath, args.traces) + "/ (%d ranks)" % len(traces),
+                          dirpath))
     for ranks, steps in ((4, 16), (4, 64), (8, 64)):
         d = os.path.join(work, "gen-%dx%d" % (ranks, steps))
         subprocess.run([sys.executable, os.path.join(ROOT, "tests", "kineto", "make_kineto.py"), d,
@@ -156,7 +166,7 @@ def bench_hta(args):
         cases.append(("make_kineto %d ranks x %d steps" % (ranks, steps), d))
     print("HolisticTraceAnalysis %s; stepscope.analyze(); best of %d, in-process wall seconds"
           % (hta_version, args.repeat))
-    print("%-62s %9s %10s %10s %8s" % ("trace", "JSON MiB", "stepscope", "HTA", "HTA/ss"))
+    print("%-62s %9s %10s %10s %8s" % ("trace", "file MiB", "stepscope", "HTA", "HTA/ss"))
     for label, d in cases:
         mib = sum(os.path.getsize(os.path.realpath(os.path.join(d, f))) for f in os.listdir(d)) / 2**20
         try:
