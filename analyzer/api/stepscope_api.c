@@ -342,8 +342,9 @@ static int rank_op_steps(const ssa_rank *r, const char *range_name, int64_t *ste
   return 0;
 }
 
-/* Runs fn(t, rank index) for every selected rank on up to opt.threads
- * workers (0: one per core). */
+/* Runs `worker` on up to opt.threads threads (0: one per core, at most one
+ * per rank, this thread included); the workers take ranks in turn through
+ * t->next until none is left. */
 static void for_each_rank(struct ss_api_ops_handle *t, void *(*worker)(void *)) {
   atomic_store(&t->next, 0);
   long cores = sysconf(_SC_NPROCESSORS_ONLN);

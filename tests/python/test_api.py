@@ -301,3 +301,27 @@ def test_wheel_bundles_the_library(tmp_path, generated_runs):
     assert p.returncode == 0, p.stderr
     path, nranks = p.stdout.split()
     assert path.startswith(str(tmp_path / "site")) and nranks == "2"
+
+
+def test_threads_analyse_concurrently(generated_runs):
+    """ctypes releases the GIL during the calls: runs analysed from several
+    threads at once give the same results as one after the other."""
+    from concurrent.futures import ThreadPoolExecutor
+    runs = [generated_runs[k] for k in ("plain", "pipeline", "overlap", "iter")] * 2
+    alone = [stepscope.analyze(r).text for r in runs]
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(lambda r: stepscope.analyze(r).text, runs))
+        ops = list(pool.map(lambda r: len(stepscope.ops(r)), runs))
+    assert together == alone
+    assert ops == [sum(j["ops"] for j in stepscope.analyze(r).json["ranks"]) for r in runs]
+    with ThreadPoolExecutor(4) as pool:  # bad options (parsed under the stderr capture) too
+        errors = list(pool.map(lambda s: _error_of(generated_runs["plain"], s), ["x", "y", "z"] * 3))
+    assert errors == ["stepscope analyze: bad --steps '%s' (want A:B)" % s for s in ["x", "y", "z"] * 3]
+
+
+def _error_of(run, steps):
+    try:
+        stepscope.analyze(run, steps=steps)
+    except stepscope.StepscopeError as e:
+        return str(e)
+    return None
