@@ -155,9 +155,16 @@ def bench_hta(args):
             os.symlink(path, os.path.join(d, "rank-0" + (".json.gz" if name.endswith(".gz")
                                                          else ".json")))
             cases.append((os.path.relpath(path, args.traces), d))
-        if len(traces) >= 2 and any("rank" in t for t in traces):  # a multi-rank run
-            cases.append((os.path.relpath(dirpath, args.traces) + "/ (%d ranks)" % len(traces),
-                          dirpath))
+        if dirpath != args.traces and len(traces) >= 2 and all("rank" in t for t in traces):
+            # a multi-rank run, its files linked as rank-N (the names stepscope looks for;
+            # HTA reads any names)
+            d = os.path.join(work, "real-%d" % len(cases))
+            os.makedirs(d)
+            for i, name in enumerate(traces):
+                os.symlink(os.path.join(dirpath, name),
+                           os.path.join(d, "rank-%d" % i + (".json.gz" if name.endswith(".gz")
+                                                            else ".json")))
+            cases.append((os.path.relpath(dirpath, args.traces) + "/ (%d ranks)" % len(traces), d))
     for ranks, steps in ((4, 16), (4, 64), (8, 64)):
         d = os.path.join(work, "gen-%dx%d" % (ranks, steps))
         subprocess.run([sys.executable, os.path.join(ROOT, "tests", "kineto", "make_kineto.py"), d,
