@@ -70,8 +70,8 @@ static void capture_begin(capture *c) {
   if (c->mem) stderr = c->mem; /* without memory the messages go to the real stderr */
 }
 
-/* Restores stderr; returns what was captured (without the trailing newline
- * and the "stepscope <command>: " prefix), malloc'd, or NULL if nothing. */
+/* Restores stderr; returns what was captured (without trailing newlines),
+ * malloc'd, or NULL if nothing. */
 static char *capture_end(capture *c) {
   stderr = c->saved;
   pthread_mutex_unlock(&capture_lock);
@@ -95,7 +95,8 @@ typedef struct api_options {
 
 enum { ALLOW_RANK = 1, ALLOW_TOP = 2, ALLOW_STEPS_B = 4 };
 
-/* Parses argv like the command's loop does; 0 or 2 with *err_out set.
+/* Parses argv like the command's loop does: 0, or 2 with the message in
+ * why (or, for the shared analysis options, on the captured stderr).
  * `command` names the command in messages ("analyze", "diff", "ops"). */
 static int parse_options_captured(const char *command, int argc, const char *const *argv,
                                   unsigned allow, api_options *ao, char *why, size_t why_n) {
