@@ -65,11 +65,12 @@ int cmd_export(int argc, char **argv) {
     return 2;
   }
   int tty = isatty(2);
+  if (cli_finish_analysis_options("export", &opt)) return 2;
   ssa_load_options lo = {opt.threads, tty};
   ssa_run run;
   stepscope_error err;
   memset(&err, 0, sizeof err);
-  if (ssa_run_load(&run, run_path, &lo, &err)) {
+  if (ssa_run_load_with_rules(&run, run_path, &lo, opt.comm_rules, &err)) {
     fprintf(stderr, "stepscope export: %s\n", err.message);
     ssa_run_free(&run);
     return 1;
