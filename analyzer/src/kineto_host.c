@@ -101,10 +101,14 @@ uint64_t ssa_kineto_drop_far_times(ssa_rank *r, int64_t far) {
   return dropped;
 }
 
-int ssa_kineto_is_host_collective(const ssa_rank *r, const char *n) {
-  int u = ssa_comm_rules_match(r->comm_rules, n); /* the order of comm_rules.h */
-  if (u >= 0) return r->comm_rules->rule[u].comm;
-  return ssa_comm_family_of(n, SSA_COMM_SCOPE_HOST) >= 0;
+/* What a host range is, in the order of comm_rules.h: a user rule decides,
+ * else the host-scope built-in families (comm_families.c). 2: communication;
+ * 3: compute because a user rule says so (a range of any domain that the
+ * user named becomes an op); 1: neither. */
+static uint8_t host_range_class(const ssa_rank *r, const char *n) {
+  int u = ssa_comm_rules_match(r->comm_rules, n);
+  if (u >= 0) return r->comm_rules->rule[u].comm ? 2 : 3;
+  return ssa_comm_family_of(n, SSA_COMM_SCOPE_HOST) >= 0 ? 2 : 1;
 }
 
 typedef struct host_range {
@@ -134,7 +138,7 @@ int ssa_kineto_host_timeline(ssa_rank *r, const char *file_name, const ssa_kinet
   if (!dom_cpu) return STEPSCOPE_E_NOMEM;
   /* the host ranges that become ops */
   host_range *v = malloc((r->nranges ? r->nranges : 1) * sizeof *v);
-  /* the answer per name (string id): 0 not asked yet, 1 no, 2 yes */
+  /* host_range_class per name (string id), 0 not asked yet */
   uint8_t *is_comm = calloc(r->strings.count ? r->strings.count : 1, 1);
   if (!v || !is_comm) {
     free(v);
@@ -144,13 +148,13 @@ int ssa_kineto_host_timeline(ssa_rank *r, const char *file_name, const ssa_kinet
   size_t n = 0;
   for (size_t i = 0; i < r->nranges; i++) {
     const ssa_range *g = &r->ranges[i];
-    int comm = 0;
+    uint8_t c = 1;
     if (g->name < r->strings.count) {
-      uint8_t *c = &is_comm[g->name];
-      if (!*c) *c = ssa_kineto_is_host_collective(r, ssa_rank_str(r, g->name)) ? 2 : 1;
-      comm = *c == 2;
+      if (!is_comm[g->name]) is_comm[g->name] = host_range_class(r, ssa_rank_str(r, g->name));
+      c = is_comm[g->name];
     }
-    if (g->domain != dom_cpu && !comm) continue;
+    int comm = c == 2;
+    if (g->domain != dom_cpu && c == 1) continue; /* only cpu_op ranges, unless named */
     if (g->end <= g->start) continue;
     v[n++] = (host_range){r->lanes[g->lane].id, g->start, g->end, g->name, comm};
   }

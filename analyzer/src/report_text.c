@@ -43,12 +43,15 @@ static void print_tally(FILE *f, const char *who, const ssa_comm_tally *t, const
   for (size_t u = 0; u < t->nuser && rules && u < rules->n; u++) {
     const ssa_comm_rule *r = &rules->rule[u];
     snprintf(pat, sizeof pat, "%s", ssa_text_safe(r->pattern, safe, sizeof safe));
-    snprintf(label, sizeof label, "%s '%s'%s", ssa_comm_rule_option(r), pat, r->comm ? "" : " (compute)");
+    snprintf(label, sizeof label, "%s '%s'%s",
+             strcmp(r->origin, "command line") ? r->origin : ssa_comm_rule_option(r), pat,
+             r->comm ? "" : " (compute)");
     fprintf(f, "%6s  %-52s %8llu %12s\n", who, label, (unsigned long long)t->user[u].ops,
             fmt_ns(t->user[u].time_ns, b1, sizeof b1));
   }
   int any = 0;
-  for (int k = 0; k < SSA_COMM_KIND_N; k++) {
+  for (int i = 1; i <= SSA_COMM_KIND_N; i++) {
+    int k = i % SSA_COMM_KIND_N; /* unknown last */
     if (!t->kind[k].ops) continue;
     fprintf(f, "%s %s %llu (%s)", any ? "," : "        communication by op kind:", ssa_comm_kind_name(k),
             (unsigned long long)t->kind[k].ops, fmt_ns(t->kind[k].time_ns, b1, sizeof b1));
