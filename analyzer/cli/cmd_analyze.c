@@ -1,7 +1,7 @@
 /*
  * cmd_analyze.c — `stepscope analyze RUN [--json FILE] [--steps A:B]
  * [--rank R] [--step-range NAME] [--launch-gap-us N] [--top N]
- * [--threads N]`: loads the run (all ranks in parallel), computes the
+ * [--threads N] [--comm-kernel RE] [--compute-kernel RE]`: loads the run (all ranks in parallel), computes the
  * metrics of docs/metrics.md and prints the readable report; --json also
  * writes the versioned JSON report (docs/report-schema.md). A thin layer
  * over libstepscope_analysis. Exit codes: 0 ok, 1 the run could not be

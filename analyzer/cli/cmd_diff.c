@@ -1,7 +1,8 @@
 /*
  * cmd_diff.c — `stepscope diff RUN_A RUN_B [--json FILE] [--markdown FILE]
  * [--fail-on SPEC] [--steps A:B] [--steps-b A:B] [--step-range NAME]
- * [--launch-gap-us N] [--threads N] [--quiet]`: loads and
+ * [--launch-gap-us N] [--threads N] [--comm-kernel RE] [--compute-kernel RE]
+ * [--quiet]`: loads and
  * analyses both runs with the same options (each run is any run directory
  * or file `stepscope analyze` accepts, Kineto JSON included), compares them
  * (analyzer/src/diff_runs.c) and prints the text report; --json writes the

@@ -1,6 +1,7 @@
 /*
  * cmd_export.c — `stepscope export RUN -o trace.json[.gz] [--rank R]
- * [--steps A:B] [--step-range NAME]`: writes the Chrome-trace JSON of SPEC
+ * [--steps A:B] [--step-range NAME] [--comm-kernel RE] [--compute-kernel RE]`:
+ * writes the Chrome-trace JSON of SPEC
  * §5 (docs/metrics.md for the derived tracks), gzip-compressed when the name
  * ends in .gz. Streams: the document is never held in memory. Exit codes:
  * 0 ok, 1 failure, 2 usage error.
