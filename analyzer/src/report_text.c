@@ -152,7 +152,8 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
   else {
     int host = 0;
     for (size_t i = 0; i < a->nranks; i++) host |= selected(a, &a->ranks[i]) && a->ranks[i].rank->host_timeline;
-    fprintf(f, "communication: none %s\n", host ? "on the host timeline" : "on the device");
+    fprintf(f, "communication: none %s (no collective metadata, no op of a built-in communication "
+               "family; --comm-kernel REGEX names others)\n", host ? "on the host timeline" : "on the device");
   }
   fprintf(f, "time split: compute %.1f %%, exposed comm %.1f %%, exposed copies %.1f %%, idle %.1f %%\n",
           pct(compute, span), pct(xcomm, span), pct(xmem, span), pct(idle, span));
