@@ -324,7 +324,9 @@ ssa_file_kind ssa_classify_file(const char *path, int explicit_file, int *gzip, 
     } else if (marker < 0) {
       snprintf(why, whylen, "damaged or cut gzip data");
     } else if (export_head) {
+      /* a cut export: the export where one is expected (view says it is cut), else no rank */
       snprintf(why, whylen, "begins like a stepscope export but lacks the marker at its end: cut short?");
+      kind = kind == SSA_FILE_EXPORT || explicit_file ? SSA_FILE_EXPORT : SSA_FILE_SKIPPED;
     } else if (kind == SSA_FILE_EXPORT || kind == SSA_FILE_REPORT) {
       snprintf(why, whylen, "no mark of Kineto nor of stepscope: taken as %s by its name",
                kind == SSA_FILE_EXPORT ? "the export" : "the report");
