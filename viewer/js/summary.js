@@ -71,15 +71,21 @@ SS.headlineStepNs = function (report) {
   return SS.median(spans);
 };
 
-/* A pipeline rank: the report gives bubble causes (possibly null) only for those. */
-SS.isPipelineRank = function (r) {
-  return !!(r && r.totals && r.totals.bubble_causes !== undefined);
+/* A pipeline rank: the report gives bubble causes (possibly null) only for those;
+ * reports written before bubble causes: a rank with a stage of a schedule of more
+ * than one stage. */
+SS.isPipelineRank = function (r, report) {
+  if (!r || !r.totals) return false;
+  if (r.totals.bubble_causes !== undefined) return true;
+  var ranks = (report && report.ranks) || [], sched = report && report.run && report.run.schedule;
+  if (ranks.some(function (x) { return x.totals && x.totals.bubble_causes !== undefined; })) return false;
+  return !!(sched && sched.stages > 1 && r.pipeline_stage !== null && r.pipeline_stage !== undefined);
 };
 
 /* A row of a rank's window without the bubble fields when the rank has no pipeline:
  * the bubble of a rank without stages is only its idle time under another name. */
-SS.withoutBubble = function (rank, row) {
-  if (SS.isPipelineRank(rank)) return row;
+SS.withoutBubble = function (rank, row, report) {
+  if (SS.isPipelineRank(rank, report)) return row;
   var out = {};
   for (var k in row) if (!/^bubble|^pipeline_comm_only/.test(k)) out[k] = row[k];
   return out;
@@ -116,7 +122,7 @@ SS.renderSummary = function (root, report, runName) {
   if (run.device_latency_ns !== undefined && run.device_latency_ns !== null)
     cards.splice(3, 0, ['device latency of a step', SS.formatNs(run.device_latency_ns), run.device_latency_ns, 'kpi-device-latency']);
   // bubble only where there is a pipeline: over the pipeline ranks, as the text report
-  var pipeRanks = ranks.filter(SS.isPipelineRank);
+  var pipeRanks = ranks.filter(function (r) { return SS.isPipelineRank(r, report); });
   if (SS.hasPipeline(report) && pipeRanks.length) {
     var pb = SS.sumField(pipeRanks.map(function (r) { return r.totals || {}; }), 'bubble_ns');
     var ps = SS.sumField(pipeRanks.map(function (r) { return r.totals || {}; }), 'span_ns');
@@ -137,7 +143,7 @@ SS.renderSummary = function (root, report, runName) {
       var t = r.totals || {};
       return { label: 'rank ' + r.rank, values: SS.BREAKDOWN.map(function (b) { return t[b.key]; }) };
     }), series),
-    SS.table(ranks.map(function (r) { return SS.withoutBubble(r, Object.assign({ rank: r.rank }, r.totals || {})); }))
+    SS.table(ranks.map(function (r) { return SS.withoutBubble(r, Object.assign({ rank: r.rank }, r.totals || {}), report); }))
   ], 'summary-ranks'));
 
   // per step: one chart per rank, bars per step
