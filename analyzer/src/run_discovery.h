@@ -12,14 +12,19 @@
  *                          distributedInfo, traceName or baseTimeNanoseconds, or
  *                          events of Kineto categories such as kernel, cpu_op,
  *                          cuda_runtime), whatever its name — trace.json.gz
- *                          included; also, without such marks, a Chrome trace
- *                          named like a rank file: rank-*, rank_*, worker*,
+ *                          included; also, without such marks, a file named
+ *                          like a rank file: rank-*, rank_*, worker*,
  *                          *.pt.trace.json[.gz] (tensorboard_trace_handler)
  *   stepscope export       the Chrome JSON `stepscope export` writes, told by
  *                          its marker "metadata":{"stepscope":{"exporter":
  *                          "stepscope export ..."} (at the end of the file)
  *   stepscope report       the JSON of `stepscope analyze --json` (its
  *                          "generator":"stepscope analyze ..." at the start)
+ *   by name, last         a file without any of these marks named
+ *                          trace.json[.gz] / report.json is taken as the
+ *                          export / report (so that `view` can say it is cut
+ *                          or empty and regenerate it); one named like a
+ *                          rank file, or given explicitly, as Kineto
  *   skipped                anything else with one of those extensions, with
  *                          the reason (not JSON, a Chrome trace of unknown
  *                          origin, a cut export, another stepscope output...)
