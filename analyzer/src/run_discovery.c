@@ -253,9 +253,9 @@ ssa_file_kind ssa_classify_file(const char *path, int explicit_file, int *gzip, 
   *gzip = 0;
   struct stat st;
   if (stat(path, &st) != 0) {
-    snprintf(why, whylen, "cannot be read (%s)", strerror(errno));
-    return explicit_file || trace_name(base) || rank_like_json_name(base) ? SSA_FILE_TRACE
-                                                                          : SSA_FILE_SKIPPED;
+    snprintf(why, whylen, "cannot be read (%s)", strerror(errno)); /* a dangling link... */
+    if (rank_like_json_name(base) || (explicit_file && is_json_name(base))) return SSA_FILE_KINETO;
+    return explicit_file || trace_name(base) ? SSA_FILE_TRACE : SSA_FILE_SKIPPED;
   }
   if (!S_ISREG(st.st_mode)) {
     /* never opened (a FIFO would block): the loader names the problem */
@@ -282,8 +282,10 @@ ssa_file_kind ssa_classify_file(const char *path, int explicit_file, int *gzip, 
   if (zstd || (!*gzip && !is_json_name(base) && m >= 1 && magic[0] != '{' && magic[0] != '[' &&
                magic[0] != ' ' && magic[0] != '\n')) {
     close(fd);
-    snprintf(why, whylen, zstd ? "zstd data (a stepscope trace)" : "not JSON");
-    return explicit_file ? SSA_FILE_TRACE : SSA_FILE_SKIPPED;
+    /* stepscope traces are zstd frames; one renamed from rank-N.trace.zst still is one */
+    int trace = zstd && (explicit_file || ends_with(base, ".trace.zst"));
+    snprintf(why, whylen, trace ? "zstd data named *.trace.zst" : zstd ? "zstd data" : "not JSON");
+    return trace || explicit_file ? SSA_FILE_TRACE : SSA_FILE_SKIPPED;
   }
   unsigned char *head = malloc(HEAD_BYTES);
   long n = head ? read_head(fd, *gzip, head) : -1;
@@ -291,7 +293,7 @@ ssa_file_kind ssa_classify_file(const char *path, int explicit_file, int *gzip, 
   char cat[32];
   const char *key = NULL;
   size_t first = n > 0 ? skip_ws(head, (size_t)n, 0) : 0;
-  size_t start = (size_t)n < 512 ? (size_t)(n > 0 ? n : 0) : 512;
+  size_t start = n <= 0 ? 0 : (size_t)n < 512 ? (size_t)n : 512; /* where a report's generator is */
   if (n < 0) {
     snprintf(why, whylen, "%s", *gzip ? "damaged gzip data" : "cannot be read");
     kind = by_name(base, explicit_file);

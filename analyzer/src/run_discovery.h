@@ -6,7 +6,8 @@
  * plan --from) calls ssa_run_discover, so they all accept the same names and
  * tell files apart the same way:
  *
- *   stepscope rank trace   rank-*.trace.zst (by name; the reader validates)
+ *   stepscope rank trace   rank-*.trace.zst (by name; the reader validates),
+ *                          or another *.trace.zst that holds zstd data
  *   Kineto trace (a rank)  a *.json / *.json.gz whose content says PyTorch
  *                          profiler (top-level schemaVersion, deviceProperties,
  *                          distributedInfo, traceName or baseTimeNanoseconds, or

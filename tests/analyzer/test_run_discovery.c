@@ -137,6 +137,10 @@ int main(void) {
   write_plain("worker0.json", "{\"traceEvents\":[]}");
   write_plain("host_1.1700000000.pt.trace.json", "{\"traceEvents\":[]}");
   write_plain("report.txt", "text");
+  write_plain("renamed.trace.zst", "\x28\xb5\x2f\xfd rest of a zstd frame");
+  write_plain("notes.trace.zst", "plain text");
+  CHECK(kind_of("renamed.trace.zst", 0) == SSA_FILE_TRACE);
+  CHECK(kind_of("notes.trace.zst", 0) == SSA_FILE_SKIPPED);
   CHECK(kind_of("report.json", 0) == SSA_FILE_REPORT);
   CHECK(kind_of("r2.json", 0) == SSA_FILE_REPORT);
   CHECK(kind_of("diff.json", 0) == SSA_FILE_SKIPPED);
@@ -166,8 +170,8 @@ int main(void) {
     if (i) CHECK(strcmp(files.files[i - 1].name, files.files[i].name) < 0);
   }
   /* trace.json.gz trace.json foo.json rank_9.json worker0.json
-   * host_1...pt.trace.json rank-1.json (FIFO) */
-  CHECK(files.nranks == 7 && ranks == 7);
+   * host_1...pt.trace.json rank-1.json (FIFO) renamed.trace.zst */
+  CHECK(files.nranks == 8 && ranks == 8);
   CHECK(!files.single);
   const ssa_found_file *e = ssa_run_files_find(&files, SSA_FILE_EXPORT, "trace.json");
   CHECK(e && strcmp(e->name, "exported.json.gz") == 0); /* trace.json here is Kineto's */
