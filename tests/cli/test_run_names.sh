@@ -75,6 +75,12 @@ sys.exit(0 if [x["rank"] for x in r["ranks"]] == [0, 1] else 1)' "$tmp/$form.rep
     out=$("$stepscope" info "$tmp/$f" 2>&1); rc=$?
     check "info one file $f: exit 0 (rc $rc)" test $rc -eq 0
   done
+  # view of one rank file, and a comparison of two runs named differently
+  "$stepscope" view "$tmp/form-tensorboard/node2_4243.1700000000002.pt.trace.json.gz" --html "$tmp/one.html" >"$tmp/out" 2>"$tmp/err"; rc=$?
+  check "view --html of one tensorboard file: one rank (rc $rc)" grep -q ": 1 rank, step time" "$tmp/out"
+  "$stepscope" view "$tmp/form-worker" --compare "$tmp/form-tracejson" --html "$tmp/cmp.html" >"$tmp/out" 2>"$tmp/err"; rc=$?
+  check "view --compare worker* with a Kineto trace.json.gz run: one line (rc $rc)" test $rc -eq 0 -a "$(wc -l <"$tmp/out")" -eq 1
+  check "and the diff of the two is in the page" grep -q 'id="data-b-diff"' "$tmp/cmp.html"
   # export, diff and plan --from take the same names (they load through the same discovery)
   "$stepscope" export "$tmp/form-tensorboard" -o "$tmp/tb-export.json" >/dev/null 2>&1
   check "export of a tensorboard_trace_handler run" grep -q '"exporter":"stepscope export' "$tmp/tb-export.json"
