@@ -12,7 +12,8 @@
  * launch/counter), then — only when neither was found — the export's marker,
  * which chrome_export.c writes after the last event, in the file's last
  * 4 MiB (or, for gzip, anywhere in the inflated stream, which must then be
- * read to its end). The marks are looked for as raw bytes: inside a JSON
+ * read to its end; a gzip file that begins with the exporter's first bytes
+ * is taken as an export without that read: it is no rank either way). The marks are looked for as raw bytes: inside a JSON
  * string every quote is escaped, so a kernel name cannot fake a key.
  */
 #include "run_discovery.h"
@@ -316,11 +317,17 @@ ssa_file_kind ssa_classify_file(const char *path, int explicit_file, int *gzip, 
     snprintf(why, whylen, "has events of Kineto's category \"%s\"", cat);
     kind = SSA_FILE_KINETO;
   } else {
-    int marker = *gzip ? gzip_stream_has_marker(path) : plain_tail_has_marker(fd);
     int chrome = find(head, (size_t)n, "\"traceEvents\"") != NULL || head[first] == '[';
     int export_head = find(head, (size_t)n < 64 ? (size_t)n : 64, "{\"traceEvents\":[\n{\"ph\":\"M\"") != NULL;
+    /* a gzip file that begins as the exporter writes is not inflated to its end
+     * (an export of a large run is gigabytes): it is no rank either way, and view
+     * reads it whole before using it (view_validate.c) */
+    int marker = *gzip && export_head ? 2 : *gzip ? gzip_stream_has_marker(path) : plain_tail_has_marker(fd);
     kind = by_name(base, explicit_file);
-    if (marker > 0) {
+    if (marker == 2) {
+      snprintf(why, whylen, "begins as `stepscope export` writes (gzip: its end not read)");
+      kind = SSA_FILE_EXPORT;
+    } else if (marker > 0) {
       snprintf(why, whylen, "has the marker of `stepscope export`");
       kind = SSA_FILE_EXPORT;
     } else if (marker < 0) {

@@ -33,7 +33,7 @@
  * Files are told apart by content, never by name alone: only the first 64 KiB
  * (decompressed) are read, except when a file has no Kineto mark, where the
  * export marker is looked for at its end (a gzip file is then decompressed
- * to its end). Non-regular files (FIFOs...) are never opened: those named
+ * to its end, unless it begins with the exporter's own first bytes). Non-regular files (FIFOs...) are never opened: those named
  * like rank files are listed as ranks so that the loader names them in its
  * error, the others are skipped.
  */

@@ -77,6 +77,7 @@ static ssa_file_kind kind_of(const char *name, int explicit_file) {
 #define KINETO_EVENT "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm\",\"pid\":0,\"tid\":7,\"ts\":1,\"dur\":2}"
 #define EXPORT_HEAD "{\"traceEvents\":[\n{\"ph\":\"M\",\"pid\":1,\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":\"rank 0 (h, cpu)\"}}"
 #define EXPORT_TAIL "\n],\"displayTimeUnit\":\"ns\",\"metadata\":{\"stepscope\":{\"exporter\":\"stepscope export 0.1.0\",\"origin_ns\":5,\"ranks\":[]}}}"
+#define OTHER_HEAD "{\"traceEvents\":[{\"ph\":\"X\",\"pid\":1,\"tid\":1,\"name\":\"k\",\"ts\":1,\"dur\":1}"
 #define EXPORT_CUT "\n],\"displayTimeUnit\":\"ns\""
 
 int main(void) {
@@ -97,16 +98,22 @@ int main(void) {
   write_plain("my-export.json", EXPORT_HEAD EXPORT_TAIL);
   CHECK(kind_of("my-export.json", 0) == SSA_FILE_EXPORT);
   CHECK(kind_of("my-export.json", 1) == SSA_FILE_EXPORT);
-  /* gzip, the marker's key cut by the 256 KiB read boundary of the inflated stream */
-  size_t boundary = 256u << 10, head_len = strlen(EXPORT_HEAD);
+  /* gzip, the marker's key cut by the 256 KiB read boundary of the inflated stream
+   * (a head other than today's exporter's, so that the stream is searched) */
+  size_t boundary = 256u << 10, head_len = strlen(OTHER_HEAD);
   size_t marker_at = strlen("\n],\"displayTimeUnit\":\"ns\",\"metadata\":{\"stepscope\":{");
   size_t pad = boundary - head_len - marker_at - 4; /* "exporter" starts 4 bytes before it */
   char *padding = malloc(pad + 1);
   memset(padding, ' ', pad);
   padding[pad] = '\0';
-  write_gz("exported.json.gz", EXPORT_HEAD, padding, EXPORT_TAIL);
+  write_gz("exported.json.gz", OTHER_HEAD, padding, EXPORT_TAIL);
   CHECK(kind_of("exported.json.gz", 0) == SSA_FILE_EXPORT);
+  write_gz("nomarker.json.gz", OTHER_HEAD, padding, EXPORT_CUT "}");
+  CHECK(kind_of("nomarker.json.gz", 0) == SSA_FILE_SKIPPED);
   free(padding);
+  /* gzip with today's exporter's first bytes: an export without reading its end */
+  write_gz("fast.json.gz", EXPORT_HEAD, EXPORT_TAIL, NULL);
+  CHECK(kind_of("fast.json.gz", 0) == SSA_FILE_EXPORT);
 
   /* no marker: a cut export */
   write_plain("cut.json", EXPORT_HEAD EXPORT_CUT);
