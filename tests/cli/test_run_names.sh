@@ -106,8 +106,8 @@ detection)
   out=$("$stepscope" info "$tmp/s" 2>&1); rc=$?
   check "info on the stepscope run: exit 0 (rc $rc)" test $rc -eq 0
   check "info: 4 rank files" grep -q "4 trace files" <<<"$out"
-  check "info: the gzip export is told by its marker" grep -q "not a rank: exported-by-me.json.gz: stepscope export (has the marker" <<<"$out"
-  check "info: the plain export too" grep -q "not a rank: plain-export.json: stepscope export" <<<"$out"
+  check "info: the gzip export is told by its content" grep -q "not a rank: exported-by-me.json.gz: stepscope export (begins as .stepscope export. writes" <<<"$out"
+  check "info: the plain export by its marker" grep -q "not a rank: plain-export.json: stepscope export (has the marker of .stepscope export.)" <<<"$out"
   check "info: the report is told by its generator" grep -q "not a rank: report.json: stepscope report" <<<"$out"
   out=$("$stepscope" analyze "$tmp/s" 2>&1)
   check "analyze: the exports are not ranks" grep -q "ranks loaded: 4" <<<"$out"
