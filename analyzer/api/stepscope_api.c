@@ -91,7 +91,35 @@ typedef struct api_options {
   ssa_options opt;
   int has_b_steps;
   int64_t b_first, b_last;
+  ssa_comm_rules rules;  /* this call's --comm-kernel/--compute-kernel and environment rules;
+                            opt.comm_rules points here (free with api_options_free) */
 } api_options;
+
+static void api_options_free(api_options *ao) {
+  ssa_comm_rules_free(&ao->rules);
+  memset(&ao->rules, 0, sizeof ao->rules);
+  ao->opt.comm_rules = NULL;
+}
+
+/* Copies the rules the option parser collected (a process-wide set, made
+ * for a command that parses one command line) into this call's own set,
+ * and resets the parser's, so that calls neither share nor inherit rules.
+ * Under the capture lock. 0, or -1 with the reason in why. */
+static int take_rules(api_options *ao, char *why, size_t why_n) {
+  const ssa_comm_rules *parsed = cli_comm_rules();
+  int rc = 0;
+  for (size_t i = 0; i < parsed->n && !rc; i++) {
+    const ssa_comm_rule *r = &parsed->rule[i];
+    char reason[256];
+    if (ssa_comm_rules_add(&ao->rules, r->pattern, r->comm, r->origin, reason, sizeof reason)) {
+      snprintf(why, why_n, "stepscope: cannot keep the rule '%s': %s", r->pattern, reason);
+      rc = -1;
+    }
+  }
+  cli_reset_analysis_options();
+  ao->opt.comm_rules = ao->rules.n ? &ao->rules : NULL;
+  return rc;
+}
 
 enum { ALLOW_RANK = 1, ALLOW_TOP = 2, ALLOW_STEPS_B = 4 };
 
@@ -148,12 +176,20 @@ static int parse_options(const char *command, int argc, const char *const *argv,
   capture c;
   capture_begin(&c);
   int rc = parse_options_captured(command, argc, argv, allow, ao, why, sizeof why);
+  /* then the environment's rules, as the command does after its command line */
+  if (!rc && cli_finish_analysis_options(command, &ao->opt)) rc = 2;
+  char keep_why[320] = "";
+  if (take_rules(ao, keep_why, sizeof keep_why) && !rc) {
+    snprintf(why, sizeof why, "%s", keep_why);
+    rc = 1;
+  }
   char *captured = capture_end(&c);
   if (rc && err_out) {
     *err_out = why[0] ? dup_message(why) : captured ? captured : dup_message("bad option");
     if (*err_out == captured) captured = NULL;
   }
   free(captured);
+  if (rc) api_options_free(ao);
   return rc;
 }
 
@@ -166,7 +202,7 @@ static int load_run(const char *command, const char *path, const ssa_options *op
   ssa_load_options lo = {opt->threads, 0};
   stepscope_error err;
   memset(&err, 0, sizeof err);
-  if (ssa_run_load(run, path, &lo, &err)) {
+  if (ssa_run_load_with_rules(run, path, &lo, opt->comm_rules, &err)) {
     ssa_run_free(run);
     memset(run, 0, sizeof *run);
     return fail(err_out, 1, "stepscope %s: %s", command, err.message);
@@ -230,13 +266,17 @@ API_EXPORT int ss_api_analyze(const char *run_path, int argc, const char *const 
   int rc = parse_options("analyze", argc, argv, ALLOW_RANK | ALLOW_TOP, &ao, err_out);
   if (rc) return rc;
   ssa_run run;
-  if ((rc = load_run("analyze", run_path, &ao.opt, &run, err_out))) return rc;
+  if ((rc = load_run("analyze", run_path, &ao.opt, &run, err_out))) {
+    api_options_free(&ao);
+    return rc;
+  }
   ssa_analysis an;
   if (!(rc = analyse_run("analyze", NULL, &run, &ao.opt, &an, err_out))) {
     rc = json_to_memory("analyze", write_report, &an, json_out, err_out);
     ssa_analysis_free(&an);
   }
   ssa_run_free(&run);
+  api_options_free(&ao);
   return rc;
 }
 
@@ -258,7 +298,10 @@ API_EXPORT int ss_api_diff(const char *run_a, const char *run_b, int argc,
   ssa_analysis aa, ab;
   int have_rb = 0, have_aa = 0, have_ab = 0;
   rc = load_run("diff", run_a, &ao.opt, &ra, err_out);
-  if (rc) return rc;
+  if (rc) {
+    api_options_free(&ao);
+    return rc;
+  }
   if (!(rc = analyse_run("diff", run_a, &ra, &ao.opt, &aa, err_out))) have_aa = 1;
   if (!rc && !(rc = load_run("diff", run_b, &opt_b, &rb, err_out))) have_rb = 1;
   if (!rc && !(rc = analyse_run("diff", run_b, &rb, &opt_b, &ab, err_out))) have_ab = 1;
@@ -275,6 +318,7 @@ API_EXPORT int ss_api_diff(const char *run_a, const char *run_b, int argc,
   if (have_rb) ssa_run_free(&rb);
   if (have_aa) ssa_analysis_free(&aa);
   ssa_run_free(&ra);
+  api_options_free(&ao);
   return rc;
 }
 
@@ -445,6 +489,7 @@ API_EXPORT void ss_api_ops_close(ss_api_ops_handle *t) {
   free(t->first);
   ssa_strtab_free(&t->names);
   if (t->have_run) ssa_run_free(&t->run);
+  api_options_free(&t->ao);
   free(t);
 }
 

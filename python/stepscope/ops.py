@@ -67,7 +67,8 @@ def frame_of_table(buf):
     return pd.DataFrame(data, columns=ORDER, copy=False)
 
 
-def ops(run, steps=None, *, rank=None, step_range=None, threads=None, options=()):
+def ops(run, steps=None, comm_kernels=None, compute_kernels=None, *, rank=None, step_range=None,
+        threads=None, options=()):
     """Every op of a run (kernels, copies, memsets, CPU-backend host ops), one
     row each, ordered by rank then start: rank, stream (stream id), kind
     (kernel/memcpy/memset/host), category (compute/comm/memcpy/memset, as the
@@ -77,8 +78,11 @@ def ops(run, steps=None, *, rank=None, step_range=None, threads=None, options=()
     executed: 0 and -1 if none) and bytes (copies, memsets, host ops).
 
     steps keeps only the ops of those steps (as analyze's steps); rank only
-    that rank's; step_range names the step ranges. Raises StepscopeError."""
-    argv = analysis_options(steps, None, None, step_range, None, threads, options)
+    that rank's; step_range names the step ranges; comm_kernels and
+    compute_kernels (regular expressions) change the category as they change
+    analyze's. Raises StepscopeError."""
+    argv = analysis_options(steps, comm_kernels, compute_kernels, step_range, None, threads,
+                            options)
     if rank is not None:
         argv += ["--rank", str(int(rank))]
     return frame_of_table(_lib.ops_buffer(run, argv))

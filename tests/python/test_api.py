@@ -81,21 +81,54 @@ def test_options_reach_the_library(cli, generated_runs):
 
 
 def test_kernel_class_options_match_the_cli(cli, generated_runs):
-    """--comm-kernel / --compute-kernel: whatever the command does with them
-    (a report, or a usage error while the build lacks them), the package
-    does the same."""
+    """--comm-kernel / --compute-kernel: the package gives the command's
+    report, bad patterns its message, and rules never leak into later calls."""
     run = generated_runs["plain"]
-    for kwargs, argv in [({"comm_kernels": "gemm"}, ["--comm-kernel", "gemm"]),
-                         ({"compute_kernels": ["nccl", "x"]},
-                          ["--compute-kernel", "nccl", "--compute-kernel", "x"])]:
+    plain = stepscope.analyze(run).text
+    names = [k["name"] for k in stepscope.analyze(run).json["kernels"]["rows"]]
+    compute = [n for n in names if "nccl" not in n.lower()]
+    assert compute, names
+    for kwargs, argv in [({"comm_kernels": "^" + compute[0] + "$"},
+                          ["--comm-kernel", "^" + compute[0] + "$"]),
+                         ({"comm_kernels": [".*"], "compute_kernels": ["nccl", "x"]},
+                          ["--comm-kernel", ".*", "--compute-kernel", "nccl", "--compute-kernel", "x"])]:
         rc, out, err = run_cli(cli, "analyze", run, "--json", "-", *argv)
-        if rc == 0:
-            assert stepscope.analyze(run, **kwargs).text == out
-        else:
-            with pytest.raises(stepscope.StepscopeError) as e:
-                stepscope.analyze(run, **kwargs)
-            assert e.value.code == rc
-            assert str(e.value) in err
+        assert rc == 0, err
+        got = stepscope.analyze(run, **kwargs).text
+        assert got == out
+        assert got != plain  # the rules changed the classification
+        assert stepscope.analyze(run).text == plain  # and are gone in the next call
+    rc, out, err = run_cli(cli, "analyze", run, "--json", "-", "--comm-kernel", "(")
+    assert rc == 2
+    with pytest.raises(stepscope.StepscopeError) as e:
+        stepscope.analyze(run, comm_kernels="(")
+    assert e.value.code == 2 and str(e.value) in err
+    assert stepscope.analyze(run).text == plain
+
+
+def test_kernel_rules_from_the_environment(cli, generated_runs, monkeypatch):
+    run = generated_runs["plain"]
+    plain = stepscope.analyze(run).text
+    monkeypatch.setenv("STEPSCOPE_COMM_KERNELS", ".*")
+    rc, out, err = run_cli(cli, "analyze", run, "--json", "-")
+    assert rc == 0, err
+    assert stepscope.analyze(run).text == out != plain
+    monkeypatch.delenv("STEPSCOPE_COMM_KERNELS")
+    assert stepscope.analyze(run).text == plain
+
+
+def test_ops_follow_the_kernel_rules(generated_runs):
+    run = generated_runs["plain"]
+    o = stepscope.ops(run)
+    assert (o[o.kind == "kernel"].category == "compute").any()
+    all_comm = stepscope.ops(run, comm_kernels=".*")
+    assert (all_comm[all_comm.kind == "kernel"].category == "comm").all()
+    r = stepscope.analyze(run, comm_kernels=".*")
+    for jr in r.json["ranks"]:
+        mine = all_comm[all_comm["rank"] == jr["rank"]]
+        sel = mine[mine.category == "comm"]
+        t = jr["totals"]
+        assert union_ns(sel.start_ns, sel.end_ns, t["start_ns"], t["end_ns"]) == t["comm_ns"]
 
 
 def test_frames_are_the_json(run):
@@ -103,8 +136,14 @@ def test_frames_are_the_json(run):
     j = r.json
     ranks = []
     for jr in j["ranks"]:
-        row = {k: v for k, v in jr.items()
-               if k not in ("totals", "steps", "idle_breakdown", "collectives")}
+        row = {}
+        for k, v in jr.items():
+            if k in ("totals", "steps", "idle_breakdown", "collectives"):
+                continue
+            if isinstance(v, dict):
+                row.update(flat(v, k + "."))
+            else:
+                row[k] = v
         row.update({k: v for k, v in flat(jr["totals"]).items() if k != "step"})
         row.update(flat(jr["collectives"], "collectives."))
         ranks.append(row)

@@ -27,10 +27,15 @@ static int failures;
     }                                                                                              \
   } while (0)
 
-/* Sum of the "ops": N fields of the ranks in a report. */
+/* Sum of the ranks' "ops": N fields in a report (those followed by
+ * "ops_joined_to_launch"; other objects have "ops" fields too). */
 static long long sum_ops(const char *json) {
   long long n = 0;
-  for (const char *p = json; (p = strstr(p, "\"ops\":")) != NULL; p += 6) n += atoll(p + 6);
+  for (const char *p = json; (p = strstr(p, "\"ops\":")) != NULL; p += 6) {
+    char *end;
+    long long v = strtoll(p + 6, &end, 10);
+    if (!strncmp(end, ",\"ops_joined_to_launch\"", 23)) n += v;
+  }
   return n;
 }
 
@@ -111,6 +116,15 @@ int main(int argc, char **argv) {
   expect_error(ss_api_analyze(run, 2, unknown, &json, &err), 2, &err, "unknown option --quiet");
   const char *rank99[] = {"--rank", "99"};
   expect_error(ss_api_analyze(run, 2, rank99, &json, &err), 2, &err, "rank");
+  const char *bad_rule[] = {"--comm-kernel", "("};
+  expect_error(ss_api_analyze(run, 2, bad_rule, &json, &err), 2, &err, "bad --comm-kernel '('");
+  const char *rule[] = {"--comm-kernel", ".*", "--compute-kernel", "x"};
+  CHECK(ss_api_analyze(run, 4, rule, &json, &err) == 0); /* rules live for the call only */
+  CHECK(json && strstr(json, "\"user_rules\":[{"));
+  ss_api_free(json);
+  CHECK(ss_api_analyze(run, 0, NULL, &json, &err) == 0);
+  CHECK(json && strstr(json, "\"user_rules\":[]"));
+  ss_api_free(json);
   const char *far[] = {"--steps", "1000:2000"};
   expect_error(ss_api_analyze(run, 2, far, &json, &err), 1, &err, "matches no step");
   expect_error(ss_api_analyze("/nonexistent/run", 0, NULL, &json, &err), 1, &err, "/nonexistent/run");
