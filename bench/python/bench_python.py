@@ -156,8 +156,8 @@ def bench_hta(args):
                                                          else ".json")))
             cases.append((os.path.relpath(path, args.traces), d))
         if dirpath != args.traces and len(traces) >= 2 and all("rank" in t for t in traces):
-            # a multi-rank run, its files linked as rank-N (the names stepscope looks for;
-            # HTA reads any names)
+            # a multi-rank run, its files linked as rank-N (names every stepscope version
+            # reads; HTA reads any names)
             d = os.path.join(work, "real-%d" % len(cases))
             os.makedirs(d)
             for i, name in enumerate(traces):
