@@ -61,8 +61,31 @@ int js_init(js_stream *js, js_read_fn read, void *ctx) {
   return 0;
 }
 
+static long no_more_input(void *ctx, void *buf, size_t n) {
+  (void)ctx;
+  (void)buf;
+  (void)n;
+  return 0;
+}
+
+int js_init_buffer(js_stream *js, void *doc, size_t len) {
+  memset(js, 0, sizeof *js);
+  js->read = no_more_input;
+  js->in = doc;
+  js->in_len = js->in_cap = len;
+  js->in_eof = 1; /* ensure() never moves or refills the caller's bytes */
+  js->in_borrowed = 1;
+  js->buf_cap = 256;
+  js->buf = malloc(js->buf_cap);
+  if (!js->buf) return -1;
+  js->buf[0] = 0;
+  js->tok = js->buf;
+  js->state = S_VALUE;
+  return 0;
+}
+
 void js_free(js_stream *js) {
-  free(js->in);
+  if (!js->in_borrowed) free(js->in);
   free(js->buf);
   js->in = NULL;
   js->buf = NULL;
