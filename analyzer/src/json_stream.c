@@ -718,11 +718,125 @@ js_kind js_next_member(js_stream *js) {
   return JS_KEY;
 }
 
-int js_skip_rest(js_stream *js, js_kind first) {
-  if (first == JS_ERROR) return -1;
-  if (first != JS_BEGIN_OBJECT && first != JS_BEGIN_ARRAY) return 0;
-  int target = js->depth - 1;
+/* The end of a JSON number that starts at p, when it lies wholly before e
+ * (its grammar checked); NULL when it may go on past e or is malformed (the
+ * general reader then takes it, with its messages). */
+static inline const unsigned char *number_end(const unsigned char *p, const unsigned char *e) {
+  if (*p == '-' && ++p >= e) return NULL;
+  if (*p == '0') p++;
+  else if (is_digit(*p)) while (++p < e && is_digit(*p)) {}
+  else return NULL;
+  if (p < e && *p == '.') {
+    if (++p >= e || !is_digit(*p)) return NULL;
+    while (++p < e && is_digit(*p)) {}
+  }
+  if (p < e && (*p == 'e' || *p == 'E')) {
+    if (++p < e && (*p == '+' || *p == '-')) p++;
+    if (p >= e || !is_digit(*p)) return NULL;
+    while (++p < e && is_digit(*p)) {}
+  }
+  return p < e ? p : NULL;
+}
+
+/* Skipping without the per-token overhead of next_token: the grammar of
+ * next_token, checked the same way, but over the buffer with the state in
+ * locals. It consumes tokens that are plain (strings without escapes or
+ * non-ASCII bytes, numbers and literals that end inside the buffer,
+ * structure) and stops before anything else: an escape, a non-ASCII byte,
+ * the end of the buffer, an error. The state is then exactly what
+ * next_token would have left, so next_token takes that one token (with its
+ * checks, UTF-8 counting and messages) and skipping goes on here. Returns 1
+ * when the container being skipped closed (depth back to `target`). */
+static int skip_run(js_stream *js, int target) {
+  restore_delimiter(js);
+  if (js->failed) return 0;
+  const unsigned char *p = js->in + js->in_pos, *e = js->in + js->in_len, *q;
+  int state = js->state, depth = js->depth, closed = 0;
   for (;;) {
+    while (p < e && *p <= ' ' && is_space(*p)) p++;
+    if (p >= e) break;
+    unsigned c = *p;
+    switch (state) {
+    case S_COLON:
+      if (c != ':') goto stop;
+      p++;
+      state = S_VALUE;
+      continue;
+    case S_COMMA_OR_CLOSE: {
+      int obj = (js->stack[(depth - 1) / 8] >> ((depth - 1) % 8)) & 1;
+      if (c == ',') {
+        p++;
+        state = obj ? S_KEY : S_VALUE;
+        continue;
+      }
+      if (c != (obj ? '}' : ']')) goto stop;
+      goto close;
+    }
+    case S_KEY_OR_CLOSE:
+    case S_KEY:
+      if (c == '"') {
+        q = scan_special((unsigned char *)p + 1, (unsigned char *)e);
+        if (q >= e || *q != '"') goto stop;
+        p = q + 1;
+        state = S_COLON;
+        continue;
+      }
+      if (c == '}' && state == S_KEY_OR_CLOSE) goto close;
+      goto stop;
+    case S_VALUE_OR_CLOSE:
+      if (c == ']') goto close;
+      /* fall through */
+    case S_VALUE:
+      if (c == '{' || c == '[') {
+        if (depth >= JS_MAX_DEPTH) goto stop;
+        if (c == '{') js->stack[depth / 8] |= (uint8_t)(1u << (depth % 8));
+        else js->stack[depth / 8] &= (uint8_t)~(1u << (depth % 8));
+        depth++;
+        p++;
+        state = c == '{' ? S_KEY_OR_CLOSE : S_VALUE_OR_CLOSE;
+        continue;
+      }
+      if (c == '"') {
+        q = scan_special((unsigned char *)p + 1, (unsigned char *)e);
+        if (q >= e || *q != '"') goto stop;
+        p = q + 1;
+      } else if (c == '-' || is_digit((int)c)) {
+        if (!(q = number_end(p, e))) goto stop;
+        p = q;
+      } else if (c == 't' && e - p > 4 && !memcmp(p, "true", 4)) {
+        p += 4;
+      } else if (c == 'f' && e - p > 5 && !memcmp(p, "false", 5)) {
+        p += 5;
+      } else if (c == 'n' && e - p > 4 && !memcmp(p, "null", 4)) {
+        p += 4;
+      } else {
+        goto stop;
+      }
+      state = depth == 0 ? S_END : S_COMMA_OR_CLOSE;
+      continue;
+    default:
+      goto stop;
+    }
+  close:
+    p++;
+    depth--;
+    state = depth == 0 ? S_END : S_COMMA_OR_CLOSE;
+    if (depth == target) {
+      closed = 1;
+      break;
+    }
+  }
+stop:
+  js->in_pos = (size_t)(p - js->in);
+  js->state = state;
+  js->depth = depth;
+  return closed;
+}
+
+/* Skips tokens until the container open at depth target + 1 closes. */
+static int skip_to(js_stream *js, int target) {
+  for (;;) {
+    if (skip_run(js, target)) return 0;
     js_kind k = next_token(js, 0);
     if (k == JS_ERROR || k == JS_EOF) {
       if (k == JS_EOF) fail(js, here(js), "unexpected end of input%s", "");
@@ -732,7 +846,21 @@ int js_skip_rest(js_stream *js, js_kind first) {
   }
 }
 
+int js_skip_rest(js_stream *js, js_kind first) {
+  if (first == JS_ERROR) return -1;
+  if (first != JS_BEGIN_OBJECT && first != JS_BEGIN_ARRAY) return 0;
+  return skip_to(js, js->depth - 1);
+}
+
 int js_skip(js_stream *js) { return js_skip_rest(js, next_token(js, 0)); }
+
+int js_skip_object_rest(js_stream *js) {
+  restore_delimiter(js);
+  if (js->failed) return -1;
+  if (!js->depth || !top_is_object(js) || (js->state != S_KEY_OR_CLOSE && js->state != S_COMMA_OR_CLOSE))
+    return fail(js, here(js), "js_skip_object_rest outside an object%s", ""), -1;
+  return skip_to(js, js->depth - 1);
+}
 
 /* ---- numbers ---- */
 

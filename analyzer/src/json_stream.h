@@ -103,6 +103,10 @@ js_kind js_next_member(js_stream *js);
 int js_skip_rest(js_stream *js, js_kind first);
 /* Reads and skips the next value. 0, or -1 on error. */
 int js_skip(js_stream *js);
+/* Inside an object, right after its JS_BEGIN_OBJECT or after one of its
+ * values: skips its remaining members and its closing '}' (checked as
+ * js_skip checks). 0, or -1 on error. */
+int js_skip_object_rest(js_stream *js);
 
 /* Current depth of open containers. */
 static inline int js_depth(const js_stream *js) { return js->depth; }

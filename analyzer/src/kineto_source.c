@@ -830,6 +830,18 @@ static int event_key(const char *s, size_t n) {
   return E_NONE;
 }
 
+/* Whether the rest of an event, once its `ph` and `cat` are read, can be
+ * skipped unread (checked, not stored): a complete event of a category that
+ * is not imported, other than the profiling session's `Trace` span, is only
+ * counted by convert_event (ph and the category's text). Most events of a
+ * real trace are such (python_function: two thirds of them), and skipping
+ * them saves converting their names, times and args. Kineto writes `ph` and
+ * `cat` first and never repeats a key; in a document that repeats `cat`
+ * after such a category, the repetition is not seen. */
+static int skip_unimported(const kevent *ev) {
+  return ev->cat == KC_OTHER && ev->ph[0] && ev->cat_text[0] && strcmp(ev->cat_text, "Trace") != 0;
+}
+
 /* Reads one event object (its '{' already consumed) into k->ev and converts it. */
 static int read_event(kimport *k) {
   kevent *ev = &k->ev;
@@ -905,6 +917,8 @@ static int read_event(kimport *k) {
       break;
     }
     if (js_skip_rest(&k->js, v)) return js_error(k);
+    if (key == E_CAT && skip_unimported(ev) && js_skip_object_rest(&k->js)) return js_error(k);
+    if (key == E_CAT && skip_unimported(ev)) break;
   }
   return convert_event(k);
 }
