@@ -551,11 +551,33 @@ static void after_value(js_stream *js) { js->state = js->depth == 0 ? S_END : S_
 
 static inline int is_space(unsigned c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
+/* The first non-blank byte in [p, e), or e. Blanks come as one space
+ * (", " and ": ") or as a newline and an indentation: the first is checked
+ * at once, a longer run 16 bytes at a time. */
+static inline const unsigned char *skip_blank(const unsigned char *p, const unsigned char *e) {
+  if (p >= e || *p > ' ') return p;
+  if (*p == ' ' && e - p > 1 && p[1] > ' ') return p + 1;
+#if defined(__SSE2__)
+  const __m128i sp = _mm_set1_epi8(' '), nl = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r'),
+                tab = _mm_set1_epi8('\t');
+  while (e - p >= 16) {
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+    __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, sp), _mm_cmpeq_epi8(x, nl)),
+                             _mm_or_si128(_mm_cmpeq_epi8(x, cr), _mm_cmpeq_epi8(x, tab)));
+    unsigned other = ~(unsigned)_mm_movemask_epi8(m) & 0xFFFFu;
+    if (other) return p + __builtin_ctz(other);
+    p += 16;
+  }
+#endif
+  while (p < e && *p <= ' ' && is_space(*p)) p++;
+  return p;
+}
+
 /* The next non-blank byte, not consumed; -1 at end, -2 on a read error. */
 static inline int next_byte(js_stream *js) {
   for (;;) {
     const unsigned char *p = js->in + js->in_pos, *e = js->in + js->in_len;
-    while (p < e && *p <= ' ' && is_space(*p)) p++;
+    p = skip_blank(p, e);
     js->in_pos = (size_t)(p - js->in);
     if (p < e) return *p;
     if (!ensure(js, 1)) return js->read_error ? -2 : -1;
@@ -708,10 +730,10 @@ js_kind js_next_member(js_stream *js) {
   /* the ':' and the blanks after it, when they are in the buffer (a refill
    * would move the key handed out in place: leave them to the next call) */
   const unsigned char *p = js->in + js->in_pos, *e = js->in + js->in_len;
-  while (p < e && *p <= ' ' && is_space(*p)) p++;
+  p = skip_blank(p, e);
   if (p < e && *p == ':') {
     p++;
-    while (p < e && *p <= ' ' && is_space(*p)) p++;
+    p = skip_blank(p, e);
     js->in_pos = (size_t)(p - js->in);
     js->state = S_VALUE;
   }
@@ -746,14 +768,15 @@ static inline const unsigned char *number_end(const unsigned char *p, const unsi
  * the end of the buffer, an error. The state is then exactly what
  * next_token would have left, so next_token takes that one token (with its
  * checks, UTF-8 counting and messages) and skipping goes on here. Returns 1
- * when the container being skipped closed (depth back to `target`). */
+ * when the value being skipped is complete: a container closed with the
+ * depth back to `target`, or a scalar read at depth `target`. */
 static int skip_run(js_stream *js, int target) {
   restore_delimiter(js);
   if (js->failed) return 0;
   const unsigned char *p = js->in + js->in_pos, *e = js->in + js->in_len, *q;
   int state = js->state, depth = js->depth, closed = 0;
   for (;;) {
-    while (p < e && *p <= ' ' && is_space(*p)) p++;
+    p = skip_blank(p, e);
     if (p >= e) break;
     unsigned c = *p;
     switch (state) {
@@ -813,6 +836,10 @@ static int skip_run(js_stream *js, int target) {
         goto stop;
       }
       state = depth == 0 ? S_END : S_COMMA_OR_CLOSE;
+      if (depth == target) { /* js_skip of a scalar */
+        closed = 1;
+        goto stop;
+      }
       continue;
     default:
       goto stop;
@@ -833,7 +860,8 @@ stop:
   return closed;
 }
 
-/* Skips tokens until the container open at depth target + 1 closes. */
+/* Skips tokens until a value completes at depth `target`: the container open
+ * at depth target + 1 closes, or (js_skip) a scalar is read at that depth. */
 static int skip_to(js_stream *js, int target) {
   for (;;) {
     if (skip_run(js, target)) return 0;
@@ -842,7 +870,7 @@ static int skip_to(js_stream *js, int target) {
       if (k == JS_EOF) fail(js, here(js), "unexpected end of input%s", "");
       return -1;
     }
-    if ((k == JS_END_OBJECT || k == JS_END_ARRAY) && js->depth == target) return 0;
+    if (js->depth == target && k != JS_KEY && k != JS_BEGIN_OBJECT && k != JS_BEGIN_ARRAY) return 0;
   }
 }
 
@@ -852,7 +880,12 @@ int js_skip_rest(js_stream *js, js_kind first) {
   return skip_to(js, js->depth - 1);
 }
 
-int js_skip(js_stream *js) { return js_skip_rest(js, next_token(js, 0)); }
+int js_skip(js_stream *js) {
+  restore_delimiter(js);
+  /* where a value must come (after js_next_member): skipped in one run */
+  if (js->state == S_VALUE && !js->failed) return skip_to(js, js->depth);
+  return js_skip_rest(js, next_token(js, 0));
+}
 
 int js_skip_object_rest(js_stream *js) {
   restore_delimiter(js);
