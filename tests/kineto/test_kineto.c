@@ -312,6 +312,21 @@ static void test_malformed(void) {
   expect_error("{\"traceEvents\":[nul]}", "expected null");
   expect_error("[1,]", "where a value was expected");
   expect_error("{\"schemaVersion\":1}", "no \"traceEvents\"");
+  /* errors inside skipped values (args not used, events of an unimported
+   * category): found by the skipping scanner, reported by the tokenizer */
+  expect_error("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"args\":{\"x\":[1,]}}]}",
+               "byte 56 of the JSON text: unexpected ']' where a value was expected");
+  expect_error("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"args\":{\"x\":{\"a\" 1}}}]}",
+               "expected ':' after an object key");
+  expect_error("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"python_function\",\"name\":\"f\",\"args\":{\"x\":01}}]}",
+               "expected ',' or '}'");
+  expect_error("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"args\":{\"x\":tru}}]}", "expected true");
+  expect_error("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"args\":{\"x\":-}}]}", "bad number");
+  expect_error("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"other\",\"args\":{\"x\":1.}}]}",
+               "digits must follow '.'");
+  expect_error("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"other\",\"args\":{\"x\":\"a\tb\"}}]}",
+               "control character");
+  expect_error("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"other\",\"x\":[[[1]]}]}", "expected ',' or ']'");
   expect_error("", "no value");
   /* deep nesting */
   size_t depth = 100000;
