@@ -47,6 +47,14 @@ static unsigned char *map_out(size_t len) {
 
 #endif
 
+size_t ssa_gzip_whole_bound(void) {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE), cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (pages <= 0 || page <= 0) return SSA_GZIP_WHOLE_MAX;
+  if (cores < 1) cores = 1;
+  uint64_t share = (uint64_t)pages * (uint64_t)page / 8 / (uint64_t)cores;
+  return share < SSA_GZIP_WHOLE_MAX ? (size_t)share : SSA_GZIP_WHOLE_MAX;
+}
+
 void ssa_gzip_whole_free(unsigned char *buf, size_t len) {
   if (buf) munmap(buf, len);
 }

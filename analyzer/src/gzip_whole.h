@@ -17,9 +17,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Default bound on the decompressed size of a file decompressed whole:
+/* Upper bound on the decompressed size of a file decompressed whole:
  * 512 MiB (real traces of 4 MB of gzip hold 60-90 MB of JSON). */
 #define SSA_GZIP_WHOLE_MAX ((size_t)512 << 20)
+
+/* The bound used by default: SSA_GZIP_WHOLE_MAX, lowered to an eighth of
+ * the physical memory shared by one file per core (the loader reads one
+ * file per core at a time), so that whole buffers never take more than an
+ * eighth of the machine. */
+size_t ssa_gzip_whole_bound(void);
 
 /* Decompresses the gzip file open on `fd` (`file_size` bytes, read with
  * pread: the file position is not moved) into a new buffer of *len bytes,

@@ -1339,7 +1339,7 @@ int ssa_kineto_load_memory_chunked(const void *data, size_t size, size_t chunk, 
 }
 
 int ssa_kineto_source_load(const char *path, ssa_rank *r, stepscope_error *err) {
-  return ssa_kineto_source_load_whole_max(path, SSA_GZIP_WHOLE_MAX, r, err);
+  return ssa_kineto_source_load_whole_max(path, ssa_gzip_whole_bound(), r, err);
 }
 
 int ssa_kineto_source_load_whole_max(const char *path, size_t whole_max, ssa_rank *r,

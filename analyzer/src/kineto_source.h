@@ -30,7 +30,7 @@ int ssa_kineto_source_load(const char *path, ssa_rank *r, stepscope_error *err);
 
 /* The same, a gzip file decompressed whole (libdeflate, gzip_whole.h) only
  * when it holds at most `whole_max` bytes of JSON, else streamed with zlib;
- * ssa_kineto_source_load uses SSA_GZIP_WHOLE_MAX. Tests pass 0 to check that
+ * ssa_kineto_source_load uses ssa_gzip_whole_bound(). Tests pass 0 to check that
  * both paths give the same rank. */
 int ssa_kineto_source_load_whole_max(const char *path, size_t whole_max, ssa_rank *r,
                                      stepscope_error *err);
