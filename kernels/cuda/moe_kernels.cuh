@@ -119,7 +119,7 @@ __global__ void moe_router_forward_kernel(int *expert, float *gate, float *probs
 }
 
 /* counts[e] = assignments to expert e; one block per expert (grid-stride), a fixed-order
- * shared-memory tree. blockDim.x == MOE_THREADS. */
+ * shared-memory tree. blockDim.x: a power of two <= MOE_THREADS (as in every tree below). */
 __global__ void moe_count_kernel(int *counts, const int *expert, int NK, int E)
 {
     MOE_SHARED int part[MOE_THREADS];
@@ -129,7 +129,7 @@ __global__ void moe_count_kernel(int *counts, const int *expert, int NK, int E)
             c += expert[a] == e;
         part[threadIdx.x] = c;
         __syncthreads();
-        for (int w = MOE_THREADS / 2; w > 0; w >>= 1) {
+        for (int w = (int)blockDim.x / 2; w > 0; w >>= 1) {
             if ((int)threadIdx.x < w)
                 part[threadIdx.x] += part[threadIdx.x + w];
             __syncthreads();
@@ -184,7 +184,7 @@ __global__ void moe_prob_sum_kernel(double *P, const float *probs, int N, int E)
             s += probs[(size_t)t * E + e];
         part[threadIdx.x] = s;
         __syncthreads();
-        for (int w = MOE_THREADS / 2; w > 0; w >>= 1) {
+        for (int w = (int)blockDim.x / 2; w > 0; w >>= 1) {
             if ((int)threadIdx.x < w)
                 part[threadIdx.x] += part[threadIdx.x + w];
             __syncthreads();
@@ -363,7 +363,7 @@ __global__ void moe_unpermute_forward_kernel(T *out, const T *yp, const float *g
 }
 
 /* dyp[row,:] += gate dout[t,:]; dgate[t,k] += <dout[t,:], yp[row,:]> (double, fixed-order
- * tree); one block per token, blockDim.x == MOE_THREADS. */
+ * tree); one block per token. */
 template <class T>
 __global__ void moe_unpermute_backward_kernel(T *dyp, float *dgate, const T *dout, const T *yp,
                                               const float *gate, const int *row_of, int N, int K,
@@ -386,7 +386,7 @@ __global__ void moe_unpermute_backward_kernel(T *dyp, float *dgate, const T *dou
             }
             part[threadIdx.x] = dot;
             __syncthreads();
-            for (int w = MOE_THREADS / 2; w > 0; w >>= 1) {
+            for (int w = (int)blockDim.x / 2; w > 0; w >>= 1) {
                 if ((int)threadIdx.x < w)
                     part[threadIdx.x] += part[threadIdx.x + w];
                 __syncthreads();
