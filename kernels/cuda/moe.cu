@@ -8,7 +8,13 @@
  * tiles) and the kernels read offsets[E] themselves. Scratch (the plan's ranks and
  * per-chunk histograms; the aux loss's counts and per-expert sums) lives in the context's
  * KCUDA_SCRATCH_MOE slot, stream-ordered like every other scratch buffer.
+ *
+ * The grouped GEMM runs on bf16 tensor cores (moe_grouped_gemm_tc_kernel) in a KCUDA_BF16
+ * context, like the dense GEMMs there (bf16 operands, weights rounded as they are loaded,
+ * fp32 accumulation), and as fp32 SIMT tiles in fp32 and TF32 contexts (exact fp32 math).
  */
+#include <mma.h>
+
 #include "kcuda_internal.cuh"
 
 #include "moe_kernels.cuh"
@@ -258,6 +264,14 @@ static void gemm_dbias(kcuda_ctx *k, unsigned blocks, float *dbias, const T *dou
     moe_grouped_dbias_kernel<T><<<blocks, 256, 0, k->stream>>>(dbias, dout, offsets, E, OC);
 }
 
+template <class T, int MODE>
+static void gemm_tc(kcuda_ctx *k, dim3 grid, void *Y, const T *A, const T *Bact, const float *W,
+                    const float *bias, const int *offsets, int E, int Kd, int Nout, int Mtot)
+{
+    moe_grouped_gemm_tc_kernel<T, MODE><<<grid, MOE_TC_THREADS, 0, k->stream>>>(
+        Y, A, Bact, W, bias, offsets, E, Kd, Nout, Mtot);
+}
+
 static int gemm_shape(kcuda_ctx *k, const char *what, int Rmax, int E, int C, int OC,
                       unsigned *row_tiles)
 {
@@ -284,8 +298,13 @@ int kcuda_moe_expert_matmul_forward(kcuda_ctx *k, void *out, const void *inp,
     if (Rmax == 0)
         return 0;
     dim3 grid((unsigned)((OC + MOE_TN - 1) / MOE_TN), tiles);
-    KCUDA_WITH_ACT(k, gemm_rows<ACT>(k, grid, (ACT *)out, (const ACT *)inp, weight, bias, offsets,
-                                     E, C, OC, 0, 0));
+    if (k->precision == KCUDA_BF16)
+        KCUDA_WITH_ACT(k, (gemm_tc<ACT, MOE_TC_FWD>(k, grid, out, (const ACT *)inp,
+                                                    (const ACT *)0, weight, bias, offsets, E, C,
+                                                    OC, 0)));
+    else
+        KCUDA_WITH_ACT(k, gemm_rows<ACT>(k, grid, (ACT *)out, (const ACT *)inp, weight, bias,
+                                         offsets, E, C, OC, 0, 0));
     return kcuda_check_launch(k, "moe_expert_matmul_forward");
 }
 
@@ -300,8 +319,13 @@ int kcuda_moe_expert_matmul_backward(kcuda_ctx *k, void *dinp, float *dweight, f
         return 0;
     if (dinp) {
         dim3 grid((unsigned)((C + MOE_TN - 1) / MOE_TN), tiles);
-        KCUDA_WITH_ACT(k, gemm_rows<ACT>(k, grid, (ACT *)dinp, (const ACT *)dout, weight,
-                                         (const float *)0, offsets, E, OC, C, 1, 1));
+        if (k->precision == KCUDA_BF16)
+            KCUDA_WITH_ACT(k, (gemm_tc<ACT, MOE_TC_DINP>(k, grid, dinp, (const ACT *)dout,
+                                                         (const ACT *)0, weight, (const float *)0,
+                                                         offsets, E, OC, C, 0)));
+        else
+            KCUDA_WITH_ACT(k, gemm_rows<ACT>(k, grid, (ACT *)dinp, (const ACT *)dout, weight,
+                                             (const float *)0, offsets, E, OC, C, 1, 1));
         if (kcuda_check_launch(k, "moe_expert_matmul_backward (dinp)"))
             return -1;
     }
@@ -310,8 +334,13 @@ int kcuda_moe_expert_matmul_backward(kcuda_ctx *k, void *dinp, float *dweight, f
             return kcuda_fail(k, "moe_expert_matmul_backward: OC=%d too large for the grid", OC);
         dim3 grid((unsigned)((C + MOE_TN - 1) / MOE_TN), (unsigned)((OC + MOE_TM - 1) / MOE_TM),
                   (unsigned)E);
-        KCUDA_WITH_ACT(k, gemm_dweight<ACT>(k, grid, dweight, (const ACT *)dout, (const ACT *)inp,
-                                            offsets, C, OC));
+        if (k->precision == KCUDA_BF16)
+            KCUDA_WITH_ACT(k, (gemm_tc<ACT, MOE_TC_DW>(k, grid, dweight, (const ACT *)dout,
+                                                       (const ACT *)inp, (const float *)0,
+                                                       (const float *)0, offsets, E, 0, C, OC)));
+        else
+            KCUDA_WITH_ACT(k, gemm_dweight<ACT>(k, grid, dweight, (const ACT *)dout,
+                                                (const ACT *)inp, offsets, C, OC));
         if (kcuda_check_launch(k, "moe_expert_matmul_backward (dweight)"))
             return -1;
     }

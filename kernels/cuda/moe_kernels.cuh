@@ -44,19 +44,22 @@
  * out (and which would stall the host's run-ahead). cuBLASLt 13.1 has no grouped matmul
  * with device-side shapes (only strided or pointer-array batches of one shape), and a
  * fixed-shape batch cannot express dweight's per-expert reduction length without E times
- * the work. So the expert GEMMs are a tiled SIMT kernel here that reads offsets on the
- * device: row tiles of MOE_TM rows never cross an expert boundary (tile j -> expert e and
- * its first row, found from offsets; grids sized for ceil(Rmax/MOE_TM) + E tiles, unused
- * ones return), MOE_TM x MOE_TN outputs per block of 256 threads (4 x 4 each), MOE_TK-deep
- * fp32 shared-memory slabs, fp32 accumulation. dweight runs one block per (expert, OC tile,
- * C tile) over that expert's rows; dbias one thread per (expert, output), rows in order
- * (the CPU's order: bitwise equal in fp32). This is far from tensor-core speed (fp32 SIMT);
- * a tensor-core (WMMA/bf16) variant is the next step if the expert GEMMs show up in the
- * profile.
+ * the work. So the expert GEMMs are kernels here that read offsets on the device: row
+ * tiles of 64 rows never cross an expert boundary (tile j -> expert e and its first row,
+ * found from offsets; grids sized for ceil(Rmax/64) + E tiles, unused ones return); dweight
+ * runs one block per (expert, OC tile, C tile) over that expert's rows; dbias one thread per
+ * (expert, output), rows in order (the CPU's order: bitwise equal in fp32). Two variants:
+ *   - fp32 SIMT tiles (fp32 and TF32 contexts): 64 x 64 outputs per block of 256 threads
+ *     (4 x 4 each), 16-deep fp32 shared-memory slabs, fp32 math throughout;
+ *   - bf16 tensor cores (KCUDA_BF16 contexts, like the dense GEMMs there): WMMA 16x16x16
+ *     fragments, 64 x 64 per block of 4 warps, 32-deep bf16 slabs, weights rounded to bf16
+ *     as they are staged, fp32 accumulation (moe_grouped_gemm_tc_kernel below).
+ * Neither is tuned (no double buffering, no async copies, no swizzling): cuBLAS-class speed
+ * is not claimed; measure before trusting it in a profile.
  *
  * Why a separate header: the kernels use only threadIdx/blockIdx/gridDim/blockDim,
- * __syncthreads, static shared arrays (MOE_SHARED), expf, __fmul_rn/__dmul_rn and
- * kcuda_ld/kcuda_st, so the CPU emulation of CUDA (tests/gpu/cuda_emu.h) runs exactly this
+ * __syncthreads, static shared arrays (MOE_SHARED), expf, __fmul_rn/__dmul_rn, nvcuda::wmma
+ * bf16 fragments, __float2bfloat16_rn and kcuda_ld/kcuda_st, so the CPU emulation of CUDA (tests/gpu/cuda_emu.h) runs exactly this
  * code (tests/gpu/test_moe_kernels_emu.cpp). The includer provides that API first.
  */
 #ifndef STEPSCOPE_MOE_KERNELS_CUH
@@ -569,6 +572,141 @@ __global__ void moe_grouped_dbias_kernel(float *dbias, const T *dout, const int 
         for (int r = offsets[e]; r < offsets[e + 1]; r++)
             s += kcuda_ld(dout, (size_t)r * OC + o);
         dbias[i] = s;
+    }
+}
+
+/* ---- the grouped GEMM on bf16 tensor cores (bf16 precision contexts) ---------------------
+ * The same three products as above with bf16 operands (activations as stored or rounded,
+ * fp32 weights rounded to bf16 as they are loaded: what the dense GEMMs of a KCUDA_BF16
+ * context do) and fp32 accumulation, through WMMA 16x16x16 fragments. A block of 128
+ * threads (4 warps, 2 x 2, each 32 x 32 outputs = 2 x 2 fragments) computes a 64 x 64 tile
+ * over 32-deep slabs staged in shared memory: A as [m][k] (row_major), B as [n][k]
+ * (col_major), so every mode loads into the same layout and runs the same fragment loop;
+ * the accumulators go through shared memory (Cs) to the bounds-checked, bias-adding,
+ * accumulating stores. Row ldm 40 bf16 (80 bytes) and 68 floats keep every fragment
+ * pointer 32-byte aligned as load/store_matrix_sync require.
+ *   MOE_TC_FWD:  Y[r, n] = sum_k A[r, k] W_e[n, k] (+ bias)   rows: expert-aligned tiles
+ *   MOE_TC_DINP: Y[r, n] += sum_k A[r, k] W_e[k, n]           (A = dout, Y = dinp)
+ *   MOE_TC_DW:   dW_e[m, n] += sum_r dout[r, m] inp[r, n]      (grid z = expert) */
+#define MOE_TC_FWD 0
+#define MOE_TC_DINP 1
+#define MOE_TC_DW 2
+#define MOE_TC_THREADS 128
+#define MOE_TC_K 32
+#define MOE_TC_LD 40 /* bf16 row stride of the staged operands */
+#define MOE_TC_LDC 68 /* float row stride of the staged accumulators */
+
+template <class T, int MODE>
+__global__ void moe_grouped_gemm_tc_kernel(void *Yv, const T *A, const T *Bact, const float *W,
+                                           const float *bias, const int *offsets, int E, int Kd,
+                                           int Nout, int Mtot)
+{
+    MOE_SHARED __align__(32) __nv_bfloat16 As[64 * MOE_TC_LD];
+    MOE_SHARED __align__(32) __nv_bfloat16 Bs[64 * MOE_TC_LD];
+    MOE_SHARED __align__(32) float Cs[64 * MOE_TC_LDC];
+    int e, m0, m1, k_begin, k_end;
+    if (MODE == MOE_TC_DW) { /* m: output features of dout, k: the expert's rows */
+        e = (int)blockIdx.z;
+        k_begin = offsets[e];
+        k_end = offsets[e + 1];
+        if (k_end <= k_begin)
+            return; /* an expert with no rows gets nothing added */
+        m0 = (int)blockIdx.y * 64;
+        m1 = m0 + 64 < Mtot ? m0 + 64 : Mtot;
+    } else { /* m: rows of one expert's tile, k: the reduction over Kd */
+        moe_tile_rows(offsets, E, (int)blockIdx.y, &e, &m0, &m1);
+        if (e < 0)
+            return;
+        k_begin = 0;
+        k_end = Kd;
+    }
+    int n0 = (int)blockIdx.x * 64;
+    const float *We = W ? W + (size_t)e * Kd * Nout : (const float *)0;
+    int warp = (int)threadIdx.x / 32, wm = warp / 2, wn = warp % 2;
+    nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> acc[2][2];
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++)
+            nvcuda::wmma::fill_fragment(acc[i][j], 0.0f);
+    for (int k0 = k_begin; k0 < k_end; k0 += MOE_TC_K) {
+        for (int i = threadIdx.x; i < 64 * MOE_TC_K; i += blockDim.x) {
+            int m, kk;
+            float v = 0.0f;
+            if (MODE == MOE_TC_DW) { /* dout[r, m]: consecutive threads, consecutive m */
+                m = i % 64;
+                kk = i / 64;
+                int r = k0 + kk, mm = m0 + m;
+                if (r < k_end && mm < m1)
+                    v = kcuda_ld(A, (size_t)r * Mtot + mm);
+            } else { /* A[r, k]: consecutive threads, consecutive k */
+                m = i / MOE_TC_K;
+                kk = i % MOE_TC_K;
+                int r = m0 + m, k = k0 + kk;
+                if (r < m1 && k < k_end)
+                    v = kcuda_ld(A, (size_t)r * Kd + k);
+            }
+            As[m * MOE_TC_LD + kk] = __float2bfloat16_rn(v);
+        }
+        for (int i = threadIdx.x; i < 64 * MOE_TC_K; i += blockDim.x) {
+            int n, kk;
+            float v = 0.0f;
+            if (MODE == MOE_TC_FWD) { /* W_e[n, k]: consecutive k */
+                n = i / MOE_TC_K;
+                kk = i % MOE_TC_K;
+                int nn = n0 + n, k = k0 + kk;
+                if (nn < Nout && k < k_end)
+                    v = We[(size_t)nn * Kd + k];
+            } else { /* W_e[k, n] or inp[r, n]: consecutive n */
+                n = i % 64;
+                kk = i / 64;
+                int nn = n0 + n, k = k0 + kk;
+                if (nn < Nout && k < k_end)
+                    v = MODE == MOE_TC_DINP ? We[(size_t)k * Nout + nn]
+                                            : kcuda_ld(Bact, (size_t)k * Nout + nn);
+            }
+            Bs[n * MOE_TC_LD + kk] = __float2bfloat16_rn(v);
+        }
+        __syncthreads();
+        for (int kk = 0; kk < MOE_TC_K; kk += 16) {
+            nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 16, __nv_bfloat16,
+                                   nvcuda::wmma::row_major>
+                a[2];
+            nvcuda::wmma::fragment<nvcuda::wmma::matrix_b, 16, 16, 16, __nv_bfloat16,
+                                   nvcuda::wmma::col_major>
+                b[2];
+            for (int i = 0; i < 2; i++)
+                nvcuda::wmma::load_matrix_sync(a[i], As + (wm * 32 + i * 16) * MOE_TC_LD + kk,
+                                               MOE_TC_LD);
+            for (int j = 0; j < 2; j++)
+                nvcuda::wmma::load_matrix_sync(b[j], Bs + (wn * 32 + j * 16) * MOE_TC_LD + kk,
+                                               MOE_TC_LD);
+            for (int i = 0; i < 2; i++)
+                for (int j = 0; j < 2; j++)
+                    nvcuda::wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
+        }
+        __syncthreads();
+    }
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++)
+            nvcuda::wmma::store_matrix_sync(Cs + (wm * 32 + i * 16) * MOE_TC_LDC + wn * 32 + j * 16,
+                                            acc[i][j], MOE_TC_LDC, nvcuda::wmma::mem_row_major);
+    __syncthreads();
+    for (int i = threadIdx.x; i < 64 * 64; i += blockDim.x) {
+        int m = i / 64, n = i % 64, mm = m0 + m, nn = n0 + n;
+        if (mm >= m1 || nn >= Nout)
+            continue;
+        float v = Cs[m * MOE_TC_LDC + n];
+        if (MODE == MOE_TC_DW) {
+            float *dW = (float *)Yv + (size_t)e * Mtot * Nout;
+            dW[(size_t)mm * Nout + nn] += v;
+        } else {
+            T *Y = (T *)Yv;
+            size_t at = (size_t)mm * Nout + nn;
+            if (MODE == MOE_TC_FWD && bias)
+                v += bias[(size_t)e * Nout + nn];
+            if (MODE == MOE_TC_DINP)
+                v += kcuda_ld(Y, at);
+            kcuda_st(Y, at, v);
+        }
     }
 }
 

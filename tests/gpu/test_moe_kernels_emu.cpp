@@ -2,7 +2,8 @@
  * test_moe_kernels_emu.cpp — the device code of the mixture-of-experts kernels
  * (kernels/cuda/moe_kernels.cuh: router forward/backward, assignment counts, the aux loss,
  * the three-kernel dispatch plan, permute/unpermute forward/backward, the grouped expert
- * GEMM forward, dinp, dweight and dbias), run on the CPU through the CUDA emulation of
+ * GEMM forward, dinp, dweight and dbias, as fp32 SIMT tiles and on bf16 tensor cores
+ * through WMMA), run on the CPU through the CUDA emulation of
  * tests/gpu/cuda_emu.h, for fp32 and bf16 activation storage, against the CPU reference
  * (kernels/cpu/moe_*.c). No GPU needed; the launch sequences of moe.cu are restated here
  * a line each (the real ones run on a GPU in gpu.moe).
@@ -16,7 +17,8 @@
  * for bf16 are rounded to bf16 first with the reference run on the rounded values, so any
  * difference is a bug. With tolerances: the aux loss (1e-12 relative: a double tree instead
  * of a sequential sum), dgate (1e-6: the same), the GEMMs (fp32 storage 1e-5 relative to the
- * largest value; bf16-stored outputs 1e-2, one rounding; fp32 dweight 1e-5).
+ * largest value; bf16-stored outputs 1e-2, one rounding; fp32 dweight 1e-5; the tensor-core
+ * kernel against the reference on bf16-rounded operands, the same tolerances).
  * Rows of the expert-grouped buffers past R must be left as they were (sentinels), an
  * expert with no rows must get nothing, and tiles crossing no expert boundary is checked
  * by expert row counts around and above the 64-row tile (0, 1, 5, 64, 70, 130). Every case
@@ -398,6 +400,73 @@ template <class T> static void test_expert_matmul(int C, int OC)
     expect_same(name, gb_emu, gb_ref);
 }
 
+/* the same on bf16 tensor cores (WMMA): the reference runs on the bf16-rounded operands
+ * (weights and, for fp32 storage, activations: what the kernel feeds the tensor cores), so
+ * what remains is fp32 accumulation in another order */
+template <class T> static void test_expert_matmul_tc(int C, int OC)
+{
+    char name[160];
+    const int E = 7, rows[E] = {70, 0, 130, 5, 64, 1, 0};
+    std::vector<int> offsets(E + 1, 0);
+    for (int e = 0; e < E; e++)
+        offsets[e + 1] = offsets[e] + rows[e];
+    const int R = offsets[E], Rmax = R + 23;
+    std::vector<float> inp = stored<T>(random_vec((size_t)Rmax * C, 1.0f)), inp16 = stored<__nv_bfloat16>(inp);
+    std::vector<float> w = random_vec((size_t)E * OC * C, 0.5f), w16 = stored<__nv_bfloat16>(w);
+    std::vector<float> b = random_vec((size_t)E * OC, 0.5f);
+    unsigned tiles = (unsigned)((Rmax + MOE_TM - 1) / MOE_TM + E);
+    std::vector<float> ref((size_t)Rmax * OC, 5.0f);
+    cpu_moe_expert_matmul_forward(ref.data(), inp16.data(), w16.data(), b.data(), offsets.data(), E, C, OC);
+    act_buf<T> din(inp), dout(std::vector<float>((size_t)Rmax * OC, 5.0f));
+    emu_launch({(unsigned)((OC + 63) / 64), tiles, 1}, d1(MOE_TC_THREADS), [&] {
+        moe_grouped_gemm_tc_kernel<T, MOE_TC_FWD>(dout.p(), din.p(), (const T *)NULL, w.data(),
+                                                  b.data(), offsets.data(), E, C, OC, 0);
+    });
+    std::vector<float> got = dout.get();
+    snprintf(name, sizeof name, "%s expert_matmul_forward tensor cores C=%d OC=%d (R=%d of %d)",
+             tname<T>(), C, OC, R, Rmax);
+    expect_close(name, got, stored<T>(ref), tol_act<T>());
+    bool tail = true;
+    for (size_t i = (size_t)R * OC; i < got.size(); i++)
+        tail &= got[i] == 5.0f;
+    snprintf(name, sizeof name, "%s expert_matmul_forward tensor cores: rows past R alone", tname<T>());
+    expect_true(name, tail);
+
+    std::vector<float> g = stored<T>(random_vec((size_t)Rmax * OC, 1.0f)), g16 = stored<__nv_bfloat16>(g);
+    std::vector<float> gi0 = stored<T>(random_vec((size_t)Rmax * C, 1.0f)), gi_ref = gi0;
+    std::vector<float> gw0 = random_vec((size_t)E * OC * C, 1.0f), gw_ref = gw0, gw_emu = gw0;
+    cpu_moe_expert_matmul_backward(gi_ref.data(), gw_ref.data(), NULL, g16.data(), inp16.data(),
+                                   w16.data(), offsets.data(), E, C, OC);
+    act_buf<T> dg(g), dgi(gi0);
+    emu_launch({(unsigned)((C + 63) / 64), tiles, 1}, d1(MOE_TC_THREADS), [&] {
+        moe_grouped_gemm_tc_kernel<T, MOE_TC_DINP>(dgi.p(), dg.p(), (const T *)NULL, w.data(), NULL,
+                                                   offsets.data(), E, OC, C, 0);
+    });
+    emu_launch({(unsigned)((C + 63) / 64), (unsigned)((OC + 63) / 64), (unsigned)E},
+               d1(MOE_TC_THREADS), [&] {
+                   moe_grouped_gemm_tc_kernel<T, MOE_TC_DW>(gw_emu.data(), dg.p(), din.p(), NULL,
+                                                            NULL, offsets.data(), E, 0, C, OC);
+               });
+    std::vector<float> gi = dgi.get();
+    snprintf(name, sizeof name, "%s expert_matmul_backward tensor cores dinp (accumulates)", tname<T>());
+    expect_close(name, gi, stored<T>(gi_ref), tol_act<T>());
+    tail = true;
+    for (size_t i = (size_t)R * C; i < gi.size(); i++)
+        tail &= gi[i] == gi0[i];
+    snprintf(name, sizeof name, "%s expert_matmul_backward tensor cores: dinp rows past R alone", tname<T>());
+    expect_true(name, tail);
+    snprintf(name, sizeof name, "%s expert_matmul_backward tensor cores dweight (fp32, accumulates)",
+             tname<T>());
+    expect_close(name, gw_emu, gw_ref, 1e-5);
+    bool empty_untouched = true;
+    for (int e = 0; e < E; e++)
+        if (rows[e] == 0)
+            for (size_t i = 0; i < (size_t)OC * C; i++)
+                empty_untouched &= gw_emu[(size_t)e * OC * C + i] == gw0[(size_t)e * OC * C + i];
+    snprintf(name, sizeof name, "%s tensor cores: experts with no rows get nothing", tname<T>());
+    expect_true(name, empty_untouched);
+}
+
 int main(void)
 {
     for (emu_schedule = 0; emu_schedule < 3; emu_schedule++) {
@@ -410,6 +479,9 @@ int main(void)
         test_expert_matmul<float>(40, 72);
         test_expert_matmul<__nv_bfloat16>(40, 72);
         test_expert_matmul<float>(19, 130);
+        test_expert_matmul_tc<float>(40, 72);
+        test_expert_matmul_tc<__nv_bfloat16>(40, 72);
+        test_expert_matmul_tc<__nv_bfloat16>(19, 130);
     }
     printf("%s: %d failure(s)\n", failures ? "FAILED" : "passed", failures);
     return failures ? 1 : 0;

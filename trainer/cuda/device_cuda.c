@@ -841,8 +841,8 @@ static void op_moe_unpermute_backward(dev_stream *s, dev_act *dyp, float *dgate,
                   "moe_unpermute_backward");
 }
 
-/* The experts' grouped GEMM reads the fp32 weights directly (fp32 tiles, no bf16 weight
- * copies: see moe_kernels.cuh for why it is not cuBLAS). */
+/* The experts' grouped GEMM reads the fp32 weights directly (bf16 tensor cores round them as
+ * they are staged, no cached bf16 copies; see moe_kernels.cuh for why it is not cuBLAS). */
 static void op_moe_expert_matmul_forward(dev_stream *s, dev_act *out, const dev_act *inp,
                                          const float *weight, const float *bias,
                                          const int *offsets, int Rmax, int E, int C, int OC)
