@@ -32,7 +32,8 @@
  *     them in expert order = row order, in fp32, one rounding at the store.
  *   - products that the CPU rounds before adding are written __fmul_rn / __dmul_rn so the
  *     CUDA compiler does not contract them into FMAs (which round once): the un-permutation
- *     and the router backward then match the CPU bitwise on a GPU too.
+ *     is then meant to match the CPU bitwise on a GPU too (gpu.moe checks it; the router
+ *     backward is checked there within 1e-6).
  *   - the reductions that run in parallel (the aux loss's mean probabilities, dgate's dot
  *     products, the expert GEMMs) use a fixed order (shared-memory trees, fixed tiles): the
  *     same bits every run, within rounding of the CPU's order.
@@ -59,8 +60,9 @@
  *
  * Why a separate header: the kernels use only threadIdx/blockIdx/gridDim/blockDim,
  * __syncthreads, static shared arrays (MOE_SHARED), expf, __fmul_rn/__dmul_rn, nvcuda::wmma
- * bf16 fragments, __float2bfloat16_rn and kcuda_ld/kcuda_st, so the CPU emulation of CUDA (tests/gpu/cuda_emu.h) runs exactly this
- * code (tests/gpu/test_moe_kernels_emu.cpp). The includer provides that API first.
+ * bf16 fragments, __float2bfloat16_rn and kcuda_ld/kcuda_st, so the CPU emulation of CUDA
+ * (tests/gpu/cuda_emu.h) runs exactly this code (tests/gpu/test_moe_kernels_emu.cpp). The
+ * includer provides that API first (moe.cu: <mma.h> and kcuda_internal.cuh).
  */
 #ifndef STEPSCOPE_MOE_KERNELS_CUH
 #define STEPSCOPE_MOE_KERNELS_CUH
