@@ -41,6 +41,7 @@ void ssa_rank_free(ssa_rank *r) {
   free(r->moe_marks);
   for (size_t i = 0; i < r->nwarnings; i++) free(r->warnings[i]);
   free(r->warnings);
+  free(r->tally.user);
   memset(r, 0, sizeof *r);
 }
 
