@@ -15,10 +15,16 @@
  *   Slices that overlap without nesting go to extra tracks "... (lane N)"
  *   (ssa_lanes.h), described when first used.
  * - times: the JSON's (aligned, relative to the run origin, in ns).
- * - flows: launch call -> op with the JSON's ids (rank * 2^36 + op index +
- *   1), and one flow per collective instance through its members' ops on
- *   every rank (id: bit 63 set, a hash of (communicator, sequence number)),
- *   written only when at least two members have an op.
+ * - flows: launch call -> op, and one flow per collective instance through
+ *   its members' ops on every rank, written only when at least two members
+ *   have an op. Ids are dense so that they are short varints: a launch flow
+ *   is the op's index in the whole run (ranks in order) + 1, a collective's
+ *   is past every op's (the total op count + 1 + its slot in the table of
+ *   instances). They go in TrackEvent.flow_ids_old / terminating_flow_ids_old
+ *   (fields 36 and 42, varints): the proto marks them deprecated only in
+ *   favour of fixed64 twins that are cheaper for the C++ SDK to patch in
+ *   place; trace processor reads either with the same meaning
+ *   (track_event_event_importer.h), and the varints save 5-7 bytes a flow end.
  *
  * Size: every track is its own packet sequence (trusted_packet_sequence_id),
  * written in time order, so
@@ -61,8 +67,8 @@ enum {
   TP_FIRST_ON_SEQ = 87,
   /* TrackEvent */
   TE_CATEGORY_IIDS = 3, TE_DEBUG = 4, TE_TYPE = 9, TE_NAME_IID = 10, TE_TRACK_UUID = 11,
-  TE_NAME = 23, TE_COUNTER = 30, TE_DOUBLE_COUNTER = 44, TE_FLOW_IDS = 47, TE_TERMINATING_FLOWS = 48,
-  TE_CORRELATION = 52,
+  TE_NAME = 23, TE_COUNTER = 30, TE_DOUBLE_COUNTER = 44, TE_FLOW_IDS_VARINT = 36,
+  TE_TERMINATING_FLOWS_VARINT = 42, TE_CORRELATION = 52,
   /* DebugAnnotation */
   DA_NAME_IID = 1, DA_UINT = 3, DA_INT = 4, DA_DOUBLE = 5, DA_STRING_IID = 17,
   /* InternedData */
@@ -157,6 +163,7 @@ typedef struct pf_writer {
   int npend;
   uint64_t packets, slices, flows;
   int failed;                       /* STEPSCOPE_E_NOMEM */
+  uint64_t total_ops;                /* flow ids of collectives start past these */
   /* collective instances: (comm_id, seq) -> members with an op */
   uint64_t *coll_keys;              /* pairs, 0/0 = empty */
   uint32_t *coll_count;
@@ -393,10 +400,6 @@ static void lane_label(const ssa_rank *r, const ssa_lane *l, char *buf, size_t n
 }
 
 /* ---- collective instances ---- */
-static uint64_t coll_flow_id(uint64_t comm_id, uint64_t seq) {
-  return (1ull << 63) | (mix64(comm_id ^ mix64(seq + 0x9e3779b97f4a7c15ull)) >> 1);
-}
-
 static uint32_t *coll_slot(pf_writer *w, uint64_t comm_id, uint64_t seq, int insert) {
   if (!w->coll_cap) return NULL;
   size_t h = (size_t)mix64(comm_id ^ mix64(seq)) & (w->coll_cap - 1);
@@ -613,7 +616,7 @@ static void write_slice(pf_writer *w, lane_out *lo, const ssa_slice *sl, const l
     if (p->corr) pb_uint(b, TE_CORRELATION, p->corr);
     if (ll->first)
       for (uint32_t j = ll->first[sl->index]; j < ll->first[sl->index + 1]; j++) {
-        pb_fixed64(b, TE_FLOW_IDS, flow_base + ll->ops[j] + 1);
+        pb_uint(b, TE_FLOW_IDS_VARINT, flow_base + ll->ops[j] + 1);
         w->flows++;
       }
     event_close(w);
@@ -652,11 +655,11 @@ static void write_slice(pf_writer *w, lane_out *lo, const ssa_slice *sl, const l
       debug_uint(b, bn2, c->bytes);
       debug_string(b, gn, gv);
       if (members && *members >= 2) {
-        pb_fixed64(b, TE_FLOW_IDS, coll_flow_id(c->comm_id, c->seq));
+        pb_uint(b, TE_FLOW_IDS_VARINT, w->total_ops + 1 + (uint64_t)(members - w->coll_count));
         w->flows++;
       }
     }
-    if (p->launch != SSA_NONE && p->launch < r->napis) pb_fixed64(b, TE_TERMINATING_FLOWS, flow_base + sl->index + 1);
+    if (p->launch != SSA_NONE && p->launch < r->napis) pb_uint(b, TE_TERMINATING_FLOWS_VARINT, flow_base + sl->index + 1);
     event_close(w);
   }
   w->slices++;
@@ -670,7 +673,7 @@ static void counter_value(pf_writer *w, pf_seq *q, int64_t t, double v) {
   event_close(w);
 }
 
-static int export_rank(pf_writer *w, const ssa_rank_result *rr, long tid_base) {
+static int export_rank(pf_writer *w, const ssa_rank_result *rr, long tid_base, uint64_t flow_base) {
   const ssa_analysis *a = w->a;
   const ssa_run *run = a->run;
   const ssa_rank *r = rr->rank;
@@ -728,7 +731,6 @@ static int export_rank(pf_writer *w, const ssa_rank_result *rr, long tid_base) {
 
   /* host ranges, API calls and ops */
   if (r->napis && build_launch_lists(r, &ll)) goto out;
-  uint64_t flow_base = ((uint64_t)(uint32_t)r->rank << 36);
   ssa_slice_iter it;
   ssa_slice sl;
   ssa_slice_iter_init(&it, r);
@@ -830,14 +832,18 @@ int ssa_export_perfetto(const ssa_analysis *a, const char *path, ssa_export_stat
     return rc;
   }
   pb_init(&w.b);
+  for (size_t i = 0; i < a->nranks; i++) w.total_ops += a->ranks[i].rank->nops;
   rc = count_collectives(&w);
   long tid_base = 0;
+  uint64_t op_base = 0;
   for (size_t i = 0; !rc && i < a->nranks; i++) {
     const ssa_rank_result *rr = &a->ranks[i];
     long base = tid_base;
+    uint64_t flow_base = op_base;
     tid_base += (long)rr->rank->nlanes + 4; /* the JSON export's tids */
+    op_base += rr->rank->nops;
     if (!selected(a, rr->rank)) continue;
-    rc = export_rank(&w, rr, base);
+    rc = export_rank(&w, rr, base, flow_base);
   }
   if (!rc && (w.failed || w.b.failed)) rc = STEPSCOPE_E_NOMEM;
   if (!rc) ssa_out_write(&w.o, (const char *)w.b.p, w.b.len);

@@ -20,7 +20,8 @@ Checks:
 - per track, timestamps never go back and slice begins and ends balance (so
   slices nest the way Perfetto will rebuild them);
 - launch flows pair up (each id once on a call and once terminating on an
-  op); each collective flow links at least two ops;
+  op, in flow_ids or its varint twin flow_ids_old); each collective flow
+  links at least two ops;
 - the host and device slices are exactly those of the JSON export (same
   category, name, start and duration in ns, as a multiset), the exposed
   comm, bubble and step slices too, there are as many launch flows as JSON
@@ -112,7 +113,7 @@ def main():
     slices = Counter()           # (cat, name, ts, dur) of host/device slices
     derived = Counter()          # (track name, name, ts, dur) of exposed/bubble/steps
     idle = defaultdict(Counter)  # pid -> cause -> ns
-    flow_out, flow_in, coll_flow = Counter(), Counter(), Counter()
+    flow_any, flow_in = Counter(), Counter()
     counters = 0
     npackets = 0
     for n, p in packets(raw):
@@ -197,9 +198,9 @@ def main():
                 lookup("debug_annotation_names", a.name_iid)
                 if a.HasField("string_value_iid"):
                     lookup("strings", a.string_value_iid)
-            for f in te.flow_ids:
-                (coll_flow if f >> 63 else flow_out)[f] += 1
-            for f in te.terminating_flow_ids:
+            for f in list(te.flow_ids) + list(te.flow_ids_old):
+                flow_any[f] += 1
+            for f in list(te.terminating_flow_ids) + list(te.terminating_flow_ids_old):
                 flow_in[f] += 1
             stacks[track].append((ts, name, cats[0] if cats else ""))
         elif te.type == END:
@@ -223,12 +224,13 @@ def main():
     for track, st in stacks.items():
         if st:
             fail(f"track {track_name[track]!r}: {len(st)} slices never end")
-    for f, c in flow_out.items():
-        if c != 1 or flow_in[f] != 1:
-            fail(f"launch flow {f}: {c} starts, {flow_in[f]} ends")
+    # a flow that terminates is a launch flow: one start, one end; the others
+    # (collectives) pass through every member and must link at least two
+    flow_out = {f: c for f, c in flow_any.items() if f in flow_in}
+    coll_flow = {f: c for f, c in flow_any.items() if f not in flow_in}
     for f, c in flow_in.items():
-        if flow_out[f] != 1:
-            fail(f"flow {f} ends without a start")
+        if c != 1 or flow_any[f] != 1:
+            fail(f"launch flow {f}: {flow_any[f]} starts, {c} ends")
     for f, c in coll_flow.items():
         if c < 2:
             fail(f"collective flow {f} links {c} op")
