@@ -673,6 +673,12 @@ static void counter_value(pf_writer *w, pf_seq *q, int64_t t, double v) {
   event_close(w);
 }
 
+static int cmp_window_start(const void *pa, const void *pb, void *arg) {
+  const ssa_window *w = arg, *a = &w[*(const uint32_t *)pa], *b = &w[*(const uint32_t *)pb];
+  if (a->start != b->start) return a->start < b->start ? -1 : 1;
+  return a->end < b->end ? -1 : a->end > b->end; /* an empty window first: written before the next */
+}
+
 static int export_rank(pf_writer *w, const ssa_rank_result *rr, long tid_base, uint64_t flow_base) {
   const ssa_analysis *a = w->a;
   const ssa_run *run = a->run;
@@ -684,6 +690,7 @@ static int export_rank(pf_writer *w, const ssa_rank_result *rr, long tid_base, u
   pf_seq *cseq = NULL;
   uint32_t *cname = NULL;
   size_t ncnames = 0;
+  uint32_t *order = NULL;
   derived_out d;
   memset(&d, 0, sizeof d);
 
@@ -749,8 +756,14 @@ static int export_rank(pf_writer *w, const ssa_rank_result *rr, long tid_base, u
     if (ssa_device_idle_gaps(a, rr, on_idle, &d)) goto out;
   }
   for (int k = 0; k < D_STEPS; k++) flush_derived(&d, k);
+  /* step windows partition the timeline (never overlap) but come by step
+   * number: written by time, each ended before the next begins */
+  order = malloc((rr->nsteps ? rr->nsteps : 1) * sizeof *order);
+  if (!order) goto out;
+  for (size_t s = 0; s < rr->nsteps; s++) order[s] = (uint32_t)s;
+  qsort_r(order, rr->nsteps, sizeof *order, cmp_window_start, rr->windows);
   for (size_t s = 0; s < rr->nsteps && !w->failed; s++) {
-    const ssa_window *win = &rr->windows[s];
+    const ssa_window *win = &rr->windows[order[s]];
     pf_seq *q = &d.seq[D_STEPS];
     event_prepare(w, q);
     uint64_t cat = intern(w, q, SP_CATEGORY, SRC_CONST, K_DERIVED, NULL);
@@ -808,6 +821,7 @@ out:
   for (size_t k = 0; k < ncnames; k++) tab_free(&cseq[k].tab);
   free(cseq);
   free(cname);
+  free(order);
   free(ll.first);
   free(ll.ops);
   return rc;

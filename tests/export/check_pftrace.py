@@ -4,7 +4,11 @@ with Perfetto's own compiled proto (the `perfetto` package's
 perfetto_trace_pb2), against the JSON export and the JSON report of the same
 run.
 
-usage: check_pftrace.py TRACE.pftrace TRACE.json REPORT.json
+usage: check_pftrace.py TRACE.pftrace TRACE.json REPORT.json [--min-resets N]
+
+--min-resets N: at least N packets must clear a sequence's incremental state
+after its first (the intern-table limit was reached and the tables started
+over).
 
 Checks:
 - every top-level field is a TracePacket (field 1) that parses, and no
@@ -26,7 +30,8 @@ Checks:
   category, name, start and duration in ns, as a multiset), the exposed
   comm, bubble and step slices too, there are as many launch flows as JSON
   flow pairs, and the idle slices of each rank add up, cause by cause, to
-  the report's totals idle breakdown.
+  the report's totals idle breakdown; each rank has as many device slices
+  as the report counts ops.
 """
 import gzip
 import json
@@ -103,6 +108,8 @@ class Seq:
 
 def main():
     pf_path, json_path, report_path = sys.argv[1:4]
+    min_resets = int(sys.argv[5]) if len(sys.argv) > 5 and sys.argv[4] == "--min-resets" else 0
+    resets = 0
     raw = open(pf_path, "rb").read()
     seqs = defaultdict(Seq)
     described, parents = {}, {}
@@ -116,6 +123,7 @@ def main():
     flow_any, flow_in = Counter(), Counter()
     counters = 0
     npackets = 0
+    device_ops = Counter()       # pid -> device slices
     for n, p in packets(raw):
         npackets += 1
         if p.HasField("track_descriptor"):
@@ -137,6 +145,7 @@ def main():
             fail(f"packet {n}: no trusted_packet_sequence_id")
         s = seqs[sid]
         if p.sequence_flags & CLEARED:
+            resets += s.valid
             s.valid, s.tables, s.clock, s.defaults = True, {}, None, None
         elif not s.valid:
             fail(f"packet {n}: sequence {sid} used before its incremental state was cleared")
@@ -215,6 +224,8 @@ def main():
                     derived[(tn, name, t0, ts - t0)] += 1
             else:
                 slices[(cat, name, t0, ts - t0)] += 1
+                if cat != "host":
+                    device_ops[process_of[track]] += 1
         elif te.type == COUNTER:
             if not described[track].HasField("counter"):
                 fail(f"packet {n}: counter value on a track that is not a counter track")
@@ -265,11 +276,15 @@ def main():
     # idle by cause = the report's idle breakdown
     report = json.load(open(report_path))
     for r in report["ranks"]:
+        if device_ops[r["rank"] + 1] != r["ops"]:
+            fail(f"rank {r['rank']}: {device_ops[r['rank'] + 1]} device slices, the report counts {r['ops']} ops")
         want = {k[:-3]: v for k, v in r["totals"]["idle_breakdown"].items() if v}
         got = {k: v for k, v in idle.get(r["rank"] + 1, {}).items() if v}
         if want != got:
             fail(f"rank {r['rank']}: idle overlay by cause {got} != the report's {want}")
-    print(f"ok: {npackets} packets on {len(seqs)} sequences, {len(described)} tracks, "
+    if resets < min_resets:
+        fail(f"{resets} incremental-state resets, expected at least {min_resets}")
+    print(f"ok: {npackets} packets, {resets} resets on {len(seqs)} sequences, {len(described)} tracks, "
           f"{sum(slices.values())} host/device slices, {sum(derived.values())} derived, "
           f"{len(flow_out)} launch flows, {len(coll_flow)} collective flows, {counters} counter values, "
           f"{sum(sum(c.values()) for c in idle.values())} ns idle by cause")
