@@ -87,6 +87,44 @@ enum { CLOCK_BOOTTIME = 6, CLOCK_SEQ = 64 };
 enum { ORDER_EXPLICIT = 3 };
 enum { UNIT_BYTES = 3 };
 
+/* A string field, always valid UTF-8 as in the JSON export: each invalid
+ * sequence (its maximal subpart) becomes U+FFFD. */
+static void pb_text(pb_buf *b, uint32_t field, const char *s) {
+  const char *p = s;
+  size_t bad;
+  while (*p) {
+    size_t k = (unsigned char)*p < 0x80 ? 1 : ssa_utf8_sequence(p, &bad);
+    if (!k) break;
+    p += k;
+  }
+  if (!*p) { /* all valid: as is */
+    pb_bytes(b, field, s, (size_t)(p - s));
+    return;
+  }
+  /* the cleaned length first, then the bytes */
+  size_t n = 0;
+  for (p = s; *p;) {
+    size_t k = (unsigned char)*p < 0x80 ? 1 : ssa_utf8_sequence(p, &bad);
+    if (k) n += k, p += k;
+    else n += 3, p += bad;
+  }
+  if (pb_reserve(b, 15 + n)) return;
+  pb_put_varint(b, ((uint64_t)field << 3) | PB_LEN);
+  pb_put_varint(b, n);
+  for (p = s; *p;) {
+    size_t k = (unsigned char)*p < 0x80 ? 1 : ssa_utf8_sequence(p, &bad);
+    if (k) {
+      memcpy(b->p + b->len, p, k);
+      b->len += k;
+      p += k;
+    } else {
+      memcpy(b->p + b->len, "\xEF\xBF\xBD", 3);
+      b->len += 3;
+      p += bad;
+    }
+  }
+}
+
 /* ---- interned strings ---- */
 enum { SP_CATEGORY, SP_NAME, SP_DEBUG, SP_STRING, SP_N };
 enum { SRC_CONST, SRC_RANK, SRC_COMM };
@@ -314,7 +352,7 @@ static void event_open(pf_writer *w, pf_seq *s, int64_t t, int type) {
     for (int i = 0; i < w->npend; i++) {
       pb_begin(b, space_field[w->pend[i].space]);
       pb_uint(b, 1, w->pend[i].iid);
-      pb_string(b, 2, w->pend[i].str);
+      pb_text(b, 2, w->pend[i].str);
       pb_end(b);
     }
     pb_end(b);
@@ -364,7 +402,7 @@ static uint64_t named_track(pf_writer *w, uint64_t parent, const char *name, int
   uint64_t uuid = w->next_uuid++;
   descriptor_begin(w, uuid);
   pb_uint(&w->b, TD_PARENT, parent);
-  pb_string(&w->b, TD_NAME, name);
+  pb_text(&w->b, TD_NAME, name);
   pb_int(&w->b, TD_SIBLING_RANK, order);
   if (counter_unit >= 0) {
     pb_begin(&w->b, TD_COUNTER);
@@ -383,7 +421,7 @@ static uint64_t thread_track(pf_writer *w, uint64_t parent, int pid, long tid, c
   pb_begin(&w->b, TD_THREAD);
   pb_int(&w->b, 1, pid);
   pb_int(&w->b, 2, tid);
-  pb_string(&w->b, 5, name);
+  pb_text(&w->b, 5, name);
   pb_end(&w->b);
   descriptor_end(w);
   return uuid;
@@ -706,7 +744,7 @@ static int export_rank(pf_writer *w, const ssa_rank_result *rr, long tid_base, u
   pb_uint(&w->b, TD_CHILD_ORDERING, ORDER_EXPLICIT);
   pb_begin(&w->b, TD_PROCESS);
   pb_int(&w->b, 1, pid);
-  pb_string(&w->b, 6, label);
+  pb_text(&w->b, 6, label);
   pb_end(&w->b);
   descriptor_end(w);
 
@@ -771,7 +809,7 @@ static int export_rank(pf_writer *w, const ssa_rank_result *rr, long tid_base, u
     char name[32];
     snprintf(name, sizeof name, "step %lld", (long long)win->step);
     event_open(w, q, ssa_rel_time(run, r, win->start), TYPE_BEGIN);
-    pb_string(&w->b, TE_NAME, name);
+    pb_text(&w->b, TE_NAME, name);
     pb_uint(&w->b, TE_CATEGORY_IIDS, cat);
     pb_begin(&w->b, TE_DEBUG);
     pb_uint(&w->b, DA_NAME_IID, sn);

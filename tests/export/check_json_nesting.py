@@ -10,17 +10,18 @@ decimals). With MIN_EXTRA_LANES, at least that many extra lanes must exist
 (a run built with overlapping slices must have needed them).
 """
 import gzip, json, re, sys
+from decimal import Decimal
 from collections import defaultdict
 
 
 def ns(v):
-    return round(float(v) * 1000)
+    return int(Decimal(v) * 1000)
 
 
 path = sys.argv[1]
 min_extra = int(sys.argv[2]) if len(sys.argv) > 2 else 0
 raw = gzip.open(path, "rb").read() if path.endswith(".gz") else open(path, "rb").read()
-ev = json.loads(raw)["traceEvents"]
+ev = json.loads(raw, parse_float=Decimal)["traceEvents"]  # exact: times near 2^62 ns
 names = {}
 slices = defaultdict(list)
 for e in ev:

@@ -36,6 +36,7 @@ Checks:
 import gzip
 import json
 import sys
+from decimal import Decimal
 from collections import Counter, defaultdict
 
 try:
@@ -248,13 +249,13 @@ def main():
 
     # the same content as the JSON export
     rawj = gzip.open(json_path, "rb").read() if json_path.endswith(".gz") else open(json_path, "rb").read()
-    ev = json.loads(rawj)["traceEvents"]
+    ev = json.loads(rawj, parse_float=Decimal)["traceEvents"]  # exact: times near 2^62 ns
     tname = {(e["pid"], e["tid"]): e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
     jslices, jderived = Counter(), Counter()
     jflows = 0
     for e in ev:
         if e["ph"] == "X":
-            t, d = round(e["ts"] * 1000), round(e["dur"] * 1000)
+            t, d = int(e["ts"] * 1000), int(e["dur"] * 1000)
             cat = e["args"]["category"]
             if cat == "derived":
                 tn = tname[(e["pid"], e["tid"])]

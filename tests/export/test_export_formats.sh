@@ -11,11 +11,16 @@
 # plus the intern-table reset path (a tiny table limit), --rank, --format,
 # and a usage error.
 #
+# Also the hostile runs of the hardening tests (terminal escapes, damaged
+# frames, a huge world size, times near 2^63 ns, memory records) and a run
+# with names that are not UTF-8 (both formats write U+FFFD for them).
+#
 # usage: test_export_formats.sh STEPSCOPE STEPSCOPE_GEN PYTHON3 SOURCE_DIR VENV_DIR
+#                               WRITE_HOSTILE_RUN TEST_ANALYZER_UTF8
 # Perfetto's proto comes from PyPI (tests/export/requirements.txt) into
 # VENV_DIR; the test exits 77 (skipped) only when PyPI cannot be reached.
 set -euo pipefail
-stepscope=$1 gen=$2 py=$3 src=$4 venv=$5
+stepscope=$1 gen=$2 py=$3 src=$4 venv=$5 hostile=$6 utf8=$7
 here=$src/tests/export
 
 if ! "$venv/bin/python" -c 'import perfetto.protos.perfetto.trace.perfetto_trace_pb2' 2>/dev/null; then
@@ -63,6 +68,13 @@ check "$d/g4" gen_cpu_missing_member
 check "$d/g5" gen_iter_graphs
 "$py" "$src/tests/kineto/make_kineto.py" "$d/k1" --ranks 2 --steps 3 --graphs --gzip >/dev/null
 check "$d/k1" kineto_graphs
+# hostile and odd runs
+for mode in escape frames world bigtime memory; do
+  "$hostile" $mode "$d/h_$mode" >/dev/null
+  check "$d/h_$mode" hostile_$mode
+done
+"$utf8" --write-run "$d/u8" >/dev/null
+check "$d/u8" utf8_names
 # selection options are honoured by both formats alike
 check "$src/samples/cpu-dp2pp2-1f1b" sample_rank1 0 --rank 1 --steps 1:2
 
