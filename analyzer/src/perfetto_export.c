@@ -413,10 +413,10 @@ static uint64_t named_track(pf_writer *w, uint64_t parent, const char *name, int
   return uuid;
 }
 
-static uint64_t thread_track(pf_writer *w, uint64_t parent, int pid, long tid, const char *name, int64_t order) {
+/* A thread track: Perfetto puts it under its process by pid (no parent). */
+static uint64_t thread_track(pf_writer *w, int pid, long tid, const char *name, int64_t order) {
   uint64_t uuid = w->next_uuid++;
   descriptor_begin(w, uuid);
-  pb_uint(&w->b, TD_PARENT, parent);
   pb_int(&w->b, TD_SIBLING_RANK, order);
   pb_begin(&w->b, TD_THREAD);
   pb_int(&w->b, 1, pid);
@@ -761,7 +761,7 @@ static int export_rank(pf_writer *w, const ssa_rank_result *rr, long tid_base, u
     lo->lanes.ctx = lo;
     lane_label(r, &r->lanes[l], lo->label, sizeof lo->label);
     uint64_t uuid = r->lanes[l].kind == SSA_LANE_HOST
-                        ? thread_track(w, process, pid, tid_base + l + 1, lo->label, 2000 + (int64_t)l * 64)
+                        ? thread_track(w, pid, tid_base + l + 1, lo->label, 2000 + (int64_t)l * 64)
                         : named_track(w, process, lo->label, (int64_t)l * 64, -1);
     seq_init(w, &lo->seq, uuid);
   }

@@ -138,6 +138,8 @@ def main():
             track_name[td.uuid] = name
             if td.HasField("process"):
                 process_of[td.uuid] = td.process.pid
+            elif td.HasField("thread"):
+                process_of[td.uuid] = td.thread.pid
             else:
                 process_of[td.uuid] = process_of.get(td.parent_uuid)
             continue
