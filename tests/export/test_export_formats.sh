@@ -55,6 +55,13 @@ check() {
 # committed runs
 check "$src/samples/cpu-dp2pp2-1f1b" sample
 check "$src/tests/kineto/traces/cpu_ddp" kineto_cpu_ddp
+for f in "$src"/tests/kineto/traces/*.json; do
+  n=$(basename "$f" .json)
+  check "$f" "kineto_$n"
+done
+# a launch call and kernels that overlap without nesting: extra lanes, and
+# the call's flow starts on its lane
+check "$src/tests/export/traces/overlapping_calls" overlapping_calls 2
 # generated runs
 "$gen" "$d/g1" --ranks 3 --lanes 3 --pipeline --copies --syncs >/dev/null
 check "$d/g1" gen_pipeline
