@@ -1380,18 +1380,3 @@ int ssa_kineto_source_load(const char *path, ssa_rank *r, stepscope_error *err) 
   free(f.zin);
   return rc;
 }
-
-static int ends_with(const char *s, const char *suffix) {
-  size_t n = strlen(s), m = strlen(suffix);
-  return n >= m && strcmp(s + n - m, suffix) == 0;
-}
-
-int ssa_kineto_path_looks_like(const char *path) {
-  return ends_with(path, ".json") || ends_with(path, ".json.gz");
-}
-
-int ssa_kineto_source_matches(const char *name) {
-  if (!ssa_kineto_path_looks_like(name)) return 0;
-  return strncmp(name, "rank-", 5) == 0 || strncmp(name, "rank_", 5) == 0 ||
-         ends_with(name, ".pt.trace.json") || ends_with(name, ".pt.trace.json.gz");
-}

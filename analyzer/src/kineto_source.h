@@ -15,14 +15,7 @@
 
 #include "ssa_model.h"
 
-/* File names taken as Kineto traces in a run directory: rank-*.json,
- * rank-*.json.gz, and PyTorch's tensorboard_trace_handler names
- * *.pt.trace.json[.gz]. */
-int ssa_kineto_source_matches(const char *file_name);
-
-/* Whether an explicitly given file looks like a Kineto trace: its name ends
- * in .json or .json.gz. */
-int ssa_kineto_path_looks_like(const char *path);
+/* Which files are Kineto traces is decided by run_discovery.c (by content). */
 
 /* Fills `r` from one Kineto file (plain or gzip). Errors name the file and
  * the byte offset in the uncompressed JSON. */
