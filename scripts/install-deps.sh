@@ -11,6 +11,7 @@ packages=(
   clang libclang-rt-14-dev                       # sanitizer build and libFuzzer
   python3                                        # test helpers (JSON checks)
   chromium chromium-driver python3-selenium      # viewer tests in a real browser
+  python3-venv                                   # export.formats: Perfetto's proto from PyPI in a venv
 )
 
 missing=()

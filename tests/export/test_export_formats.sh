@@ -25,7 +25,7 @@ here=$src/tests/export
 
 if ! "$venv/bin/python" -c 'import perfetto.protos.perfetto.trace.perfetto_trace_pb2' 2>/dev/null; then
   rm -rf "$venv"
-  "$py" -m venv "$venv"
+  "$py" -m venv "$venv" || { echo "FAIL: cannot create a virtual environment (python3-venv, scripts/install-deps.sh)" >&2; exit 1; }
   if ! "$venv/bin/pip" install -q --disable-pip-version-check -r "$here/requirements.txt"; then
     if ! "$py" -c 'import urllib.request; urllib.request.urlopen("https://pypi.org/simple/perfetto/", timeout=10)' 2>/dev/null; then
       echo "SKIP: PyPI is unreachable, so Perfetto's compiled proto (tests/export/requirements.txt) cannot be installed"
