@@ -7,7 +7,9 @@
 
 #include "pb_encode.h"
 
-void pb_init(pb_buf *b) { memset(b, 0, sizeof *b); }
+void pb_init(pb_buf *b) {
+  memset(b, 0, sizeof *b);
+}
 
 void pb_free(pb_buf *b) {
   free(b->p);
@@ -17,7 +19,8 @@ void pb_free(pb_buf *b) {
 int pb_reserve_slow(pb_buf *b, size_t n) {
   if (b->failed) return -1;
   size_t cap = b->cap ? b->cap : 4096;
-  while (cap < b->len + n) cap *= 2;
+  while (cap < b->len + n)
+    cap *= 2;
   uint8_t *p = realloc(b->p, cap);
   if (!p) {
     b->failed = 1;

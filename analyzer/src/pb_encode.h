@@ -33,7 +33,7 @@ enum { PB_VARINT = 0, PB_FIXED64 = 1, PB_LEN = 2 };
 typedef struct pb_buf {
   uint8_t *p;
   size_t len, cap;
-  size_t open[PB_MAX_DEPTH];        /* offsets of the reserved length bytes */
+  size_t open[PB_MAX_DEPTH]; /* offsets of the reserved length bytes */
   int depth;
   int failed;
 } pb_buf;
@@ -48,7 +48,8 @@ static inline int pb_reserve(pb_buf *b, size_t n) {
 
 static inline size_t pb_varint_size(uint64_t v) {
   size_t n = 1;
-  while (v >= 0x80) v >>= 7, n++;
+  while (v >= 0x80)
+    v >>= 7, n++;
   return n;
 }
 
@@ -80,12 +81,15 @@ static inline void pb_uint(pb_buf *b, uint32_t field, uint64_t v) {
 }
 
 /* int32/int64 fields: two's complement as a varint (10 bytes if negative) */
-static inline void pb_int(pb_buf *b, uint32_t field, int64_t v) { pb_uint(b, field, (uint64_t)v); }
+static inline void pb_int(pb_buf *b, uint32_t field, int64_t v) {
+  pb_uint(b, field, (uint64_t)v);
+}
 
 static inline void pb_fixed64(pb_buf *b, uint32_t field, uint64_t v) {
   if (pb_reserve(b, 13)) return;
   pb_put_varint(b, ((uint64_t)field << 3) | PB_FIXED64);
-  for (int i = 0; i < 8; i++) b->p[b->len++] = (uint8_t)(v >> (8 * i)); /* little-endian */
+  for (int i = 0; i < 8; i++)
+    b->p[b->len++] = (uint8_t)(v >> (8 * i)); /* little-endian */
 }
 
 static inline void pb_double(pb_buf *b, uint32_t field, double v) {
@@ -102,7 +106,9 @@ static inline void pb_bytes(pb_buf *b, uint32_t field, const void *s, size_t n) 
   b->len += n;
 }
 
-static inline void pb_string(pb_buf *b, uint32_t field, const char *s) { pb_bytes(b, field, s, strlen(s)); }
+static inline void pb_string(pb_buf *b, uint32_t field, const char *s) {
+  pb_bytes(b, field, s, strlen(s));
+}
 
 /* Opens a nested message (field of wire type LEN); close with pb_end. */
 static inline void pb_begin(pb_buf *b, uint32_t field) {
@@ -121,8 +127,10 @@ static inline void pb_end(pb_buf *b) {
   if (b->failed || b->depth == 0) return;
   size_t at = b->open[--b->depth];
   size_t body = b->len - at - 1;
-  if (body < 0x80) b->p[at] = (uint8_t)body;
-  else pb_end_slow(b, at, body);
+  if (body < 0x80)
+    b->p[at] = (uint8_t)body;
+  else
+    pb_end_slow(b, at, body);
 }
 
 #endif

@@ -62,24 +62,57 @@
 enum {
   F_TRACE_PACKET = 1,
   /* TracePacket */
-  TP_TIMESTAMP = 8, TP_SEQ_ID = 10, TP_TRACK_EVENT = 11, TP_INTERNED = 12, TP_SEQ_FLAGS = 13,
-  TP_CLOCK_SNAPSHOT = 6, TP_CLOCK_ID = 58, TP_DEFAULTS = 59, TP_TRACK_DESCRIPTOR = 60,
+  TP_TIMESTAMP = 8,
+  TP_SEQ_ID = 10,
+  TP_TRACK_EVENT = 11,
+  TP_INTERNED = 12,
+  TP_SEQ_FLAGS = 13,
+  TP_CLOCK_SNAPSHOT = 6,
+  TP_CLOCK_ID = 58,
+  TP_DEFAULTS = 59,
+  TP_TRACK_DESCRIPTOR = 60,
   TP_FIRST_ON_SEQ = 87,
   /* TrackEvent */
-  TE_CATEGORY_IIDS = 3, TE_DEBUG = 4, TE_TYPE = 9, TE_NAME_IID = 10, TE_TRACK_UUID = 11,
-  TE_NAME = 23, TE_COUNTER = 30, TE_DOUBLE_COUNTER = 44, TE_FLOW_IDS_VARINT = 36,
-  TE_TERMINATING_FLOWS_VARINT = 42, TE_CORRELATION = 52,
+  TE_CATEGORY_IIDS = 3,
+  TE_DEBUG = 4,
+  TE_TYPE = 9,
+  TE_NAME_IID = 10,
+  TE_TRACK_UUID = 11,
+  TE_NAME = 23,
+  TE_COUNTER = 30,
+  TE_DOUBLE_COUNTER = 44,
+  TE_FLOW_IDS_VARINT = 36,
+  TE_TERMINATING_FLOWS_VARINT = 42,
+  TE_CORRELATION = 52,
   /* DebugAnnotation */
-  DA_NAME_IID = 1, DA_UINT = 3, DA_INT = 4, DA_DOUBLE = 5, DA_STRING_IID = 17,
+  DA_NAME_IID = 1,
+  DA_UINT = 3,
+  DA_INT = 4,
+  DA_DOUBLE = 5,
+  DA_STRING_IID = 17,
   /* InternedData */
-  ID_CATEGORIES = 1, ID_NAMES = 2, ID_DEBUG_NAMES = 3, ID_STRINGS = 29,
+  ID_CATEGORIES = 1,
+  ID_NAMES = 2,
+  ID_DEBUG_NAMES = 3,
+  ID_STRINGS = 29,
   /* TrackDescriptor */
-  TD_UUID = 1, TD_NAME = 2, TD_PROCESS = 3, TD_THREAD = 4, TD_PARENT = 5, TD_COUNTER = 8,
-  TD_CHILD_ORDERING = 11, TD_SIBLING_RANK = 12,
+  TD_UUID = 1,
+  TD_NAME = 2,
+  TD_PROCESS = 3,
+  TD_THREAD = 4,
+  TD_PARENT = 5,
+  TD_COUNTER = 8,
+  TD_CHILD_ORDERING = 11,
+  TD_SIBLING_RANK = 12,
   /* ClockSnapshot / Clock */
-  CS_CLOCKS = 1, CK_ID = 1, CK_TIMESTAMP = 2, CK_INCREMENTAL = 3,
+  CS_CLOCKS = 1,
+  CK_ID = 1,
+  CK_TIMESTAMP = 2,
+  CK_INCREMENTAL = 3,
   /* TracePacketDefaults / TrackEventDefaults */
-  PD_CLOCK_ID = 58, PD_TRACK_EVENT = 11, TD_DEFAULT_TRACK = 11
+  PD_CLOCK_ID = 58,
+  PD_TRACK_EVENT = 11,
+  TD_DEFAULT_TRACK = 11
 };
 enum { TYPE_BEGIN = 1, TYPE_END = 2, TYPE_COUNTER = 4 };
 enum { SEQ_CLEARED = 1 };
@@ -105,8 +138,10 @@ static void pb_text(pb_buf *b, uint32_t field, const char *s) {
   size_t n = 0;
   for (p = s; *p;) {
     size_t k = (unsigned char)*p < 0x80 ? 1 : ssa_utf8_sequence(p, &bad);
-    if (k) n += k, p += k;
-    else n += 3, p += bad;
+    if (k)
+      n += k, p += k;
+    else
+      n += 3, p += bad;
   }
   if (pb_reserve(b, 15 + n)) return;
   pb_put_varint(b, ((uint64_t)field << 3) | PB_LEN);
@@ -132,19 +167,37 @@ static const uint32_t space_field[SP_N] = {ID_CATEGORIES, ID_NAMES, ID_DEBUG_NAM
 
 /* constant strings (SRC_CONST keys index this table) */
 enum {
-  K_COMPUTE, K_COMM, K_MEMCPY, K_MEMSET, K_HOST, K_DERIVED, /* categories, by ssa_class - 1 first */
-  K_API, K_OP, K_EXPOSED, K_IDLE, K_BUBBLE,
-  K_BYTES, K_COLLECTIVE, K_COMM_ID, K_SEQ, K_COLL_BYTES, K_GROUP, K_DOMAIN, K_PAYLOAD, K_INFO, K_STEP,
-  K_IDLE_CAUSE0, /* + ssa idle cause */
+  K_COMPUTE,
+  K_COMM,
+  K_MEMCPY,
+  K_MEMSET,
+  K_HOST,
+  K_DERIVED, /* categories, by ssa_class - 1 first */
+  K_API,
+  K_OP,
+  K_EXPOSED,
+  K_IDLE,
+  K_BUBBLE,
+  K_BYTES,
+  K_COLLECTIVE,
+  K_COMM_ID,
+  K_SEQ,
+  K_COLL_BYTES,
+  K_GROUP,
+  K_DOMAIN,
+  K_PAYLOAD,
+  K_INFO,
+  K_STEP,
+  K_IDLE_CAUSE0,                           /* + ssa idle cause */
   K_COLL_OP0 = K_IDLE_CAUSE0 + SSA_IDLE_N, /* + collective op */
   K_N = K_COLL_OP0 + 64
 };
 
 static const char *const_name(uint32_t k, char *buf, size_t n) {
   static const char *const names[K_IDLE_CAUSE0] = {
-      "compute", "comm", "memcpy", "memset", "host", "derived", "api", "op", "exposed comm", "idle",
-      "bubble", "bytes", "collective", "comm_id", "seq", "coll_bytes", "group", "domain", "payload",
-      "info", "step"};
+      "compute", "comm",         "memcpy", "memset", "host",    "derived",    "api",
+      "op",      "exposed comm", "idle",   "bubble", "bytes",   "collective", "comm_id",
+      "seq",     "coll_bytes",   "group",  "domain", "payload", "info",       "step"};
   if (k < K_IDLE_CAUSE0) return names[k];
   if (k < K_COLL_OP0) return ssa_idle_cause_names[k - K_IDLE_CAUSE0];
   snprintf(buf, n, "%s", stepscope_collective_op_name(k - K_COLL_OP0));
@@ -152,7 +205,7 @@ static const char *const_name(uint32_t k, char *buf, size_t n) {
 }
 
 typedef struct intern_slot {
-  uint64_t key;                     /* 0 = empty */
+  uint64_t key; /* 0 = empty */
   uint64_t value;
   uint32_t iid;
 } intern_slot;
@@ -175,10 +228,10 @@ static uint64_t mix64(uint64_t x) {
 /* ---- one packet sequence: one track (and its extra lanes) ---- */
 typedef struct pf_seq {
   uint32_t id;
-  uint64_t track;                   /* default track uuid */
-  int64_t last;                     /* the incremental clock's value */
-  int started;                      /* a state packet was written */
-  int cleared_pending;              /* the next packet must start over */
+  uint64_t track;      /* default track uuid */
+  int64_t last;        /* the incremental clock's value */
+  int started;         /* a state packet was written */
+  int cleared_pending; /* the next packet must start over */
   intern_tab tab;
 } pf_seq;
 
@@ -200,10 +253,10 @@ typedef struct pf_writer {
   pending pend[16];
   int npend;
   uint64_t packets, slices, flows;
-  int failed;                       /* STEPSCOPE_E_NOMEM */
-  uint64_t total_ops;                /* flow ids of collectives start past these */
+  int failed;         /* STEPSCOPE_E_NOMEM */
+  uint64_t total_ops; /* flow ids of collectives start past these */
   /* collective instances: (comm_id, seq) -> members with an op */
-  uint64_t *coll_keys;              /* pairs, 0/0 = empty */
+  uint64_t *coll_keys; /* pairs, 0/0 = empty */
   uint32_t *coll_count;
   size_t coll_cap;
 } pf_writer;
@@ -236,7 +289,8 @@ static intern_slot *tab_find(intern_tab *t, uint64_t key, uint64_t value, int *f
       intern_slot *s = &t->slots[i];
       if (!s->key) continue;
       uint32_t h = (uint32_t)mix64(s->key ^ mix64(s->value)) & (cap - 1);
-      while (n[h].key) h = (h + 1) & (cap - 1);
+      while (n[h].key)
+        h = (h + 1) & (cap - 1);
       n[h] = *s;
     }
     free(t->slots);
@@ -278,8 +332,10 @@ static uint64_t intern(pf_writer *w, pf_seq *s, uint32_t space, uint32_t src, ui
   pending *p = &w->pend[w->npend++];
   p->space = space;
   p->iid = slot->iid;
-  if (src == SRC_CONST) p->str = const_name((uint32_t)value, p->buf, sizeof p->buf);
-  else if (src == SRC_RANK) p->str = ssa_rank_str(r, (uint32_t)value);
+  if (src == SRC_CONST)
+    p->str = const_name((uint32_t)value, p->buf, sizeof p->buf);
+  else if (src == SRC_RANK)
+    p->str = ssa_rank_str(r, (uint32_t)value);
   else {
     snprintf(p->buf, sizeof p->buf, "%016llx", (unsigned long long)value);
     p->str = p->buf;
@@ -398,7 +454,8 @@ static void descriptor_end(pf_writer *w) {
 }
 
 /* A named track under a process, in the process' explicit order. */
-static uint64_t named_track(pf_writer *w, uint64_t parent, const char *name, int64_t order, int counter_unit) {
+static uint64_t named_track(pf_writer *w, uint64_t parent, const char *name, int64_t order,
+                            int counter_unit) {
   uint64_t uuid = w->next_uuid++;
   descriptor_begin(w, uuid);
   pb_uint(&w->b, TD_PARENT, parent);
@@ -432,7 +489,8 @@ static void lane_label(const ssa_rank *r, const ssa_lane *l, char *buf, size_t n
   if (l->kind == SSA_LANE_HOST)
     snprintf(buf, n, name[0] ? "thread %llu (%s)" : "thread %llu", (unsigned long long)l->id, name);
   else if (l->kind == SSA_LANE_CPU)
-    snprintf(buf, n, name[0] ? "cpu stream %llu (%s)" : "cpu stream %llu", (unsigned long long)l->id, name);
+    snprintf(buf, n, name[0] ? "cpu stream %llu (%s)" : "cpu stream %llu",
+             (unsigned long long)l->id, name);
   else
     snprintf(buf, n, name[0] ? "stream %llu (%s)" : "stream %llu", (unsigned long long)l->id, name);
 }
@@ -454,7 +512,9 @@ static uint32_t *coll_slot(pf_writer *w, uint64_t comm_id, uint64_t seq, int ins
   }
 }
 
-static int selected(const ssa_analysis *a, const ssa_rank *r) { return a->opt.rank < 0 || r->rank == a->opt.rank; }
+static int selected(const ssa_analysis *a, const ssa_rank *r) {
+  return a->opt.rank < 0 || r->rank == a->opt.rank;
+}
 
 /* Counts, per (communicator, sequence number), the members that have an op
  * on the selected ranks. */
@@ -465,7 +525,8 @@ static int count_collectives(pf_writer *w) {
     if (selected(a, a->ranks[i].rank)) n += a->ranks[i].rank->ncolls;
   if (!n) return 0;
   size_t cap = 16;
-  while (cap < 2 * n) cap *= 2;
+  while (cap < 2 * n)
+    cap *= 2;
   w->coll_keys = calloc(2 * cap, sizeof *w->coll_keys);
   w->coll_count = calloc(cap, sizeof *w->coll_count);
   if (!w->coll_keys || !w->coll_count) return STEPSCOPE_E_NOMEM;
@@ -487,7 +548,7 @@ typedef struct lane_out {
   pf_writer *w;
   pf_seq seq;
   ssa_lanes lanes;
-  uint64_t *extra;                  /* track uuids of the extra lanes */
+  uint64_t *extra; /* track uuids of the extra lanes */
   uint32_t nextra;
   uint64_t process;
   const ssa_rank *r;
@@ -495,7 +556,9 @@ typedef struct lane_out {
   char label[256];
 } lane_out;
 
-static uint64_t sub_track(lane_out *lo, uint32_t sub) { return sub == 0 ? lo->seq.track : lo->extra[sub - 1]; }
+static uint64_t sub_track(lane_out *lo, uint32_t sub) {
+  return sub == 0 ? lo->seq.track : lo->extra[sub - 1];
+}
 
 static void on_close(void *ctx, uint32_t sub, int64_t end) {
   lane_out *lo = ctx;
@@ -525,7 +588,8 @@ static uint32_t place(lane_out *lo, int64_t s, int64_t e) {
     char name[300];
     snprintf(name, sizeof name, "%s (lane %d)", lo->label, k + 1);
     int host = lo->r->lanes[lo->lane].kind == SSA_LANE_HOST;
-    lo->extra[k - 1] = named_track(w, lo->process, name, (host ? 2000 : 0) + (int64_t)lo->lane * 64 + k, -1);
+    lo->extra[k - 1] =
+        named_track(w, lo->process, name, (host ? 2000 : 0) + (int64_t)lo->lane * 64 + k, -1);
     lo->nextra = (uint32_t)k;
   }
   return (uint32_t)k;
@@ -595,7 +659,7 @@ static int gpu_device(const ssa_rank *r) {
 
 /* The ops each API call launched, as lists (CSR) by call index. */
 typedef struct launch_lists {
-  uint32_t *first;                  /* napis + 1 */
+  uint32_t *first; /* napis + 1 */
   uint32_t *ops;
 } launch_lists;
 
@@ -604,8 +668,10 @@ static int build_launch_lists(const ssa_rank *r, launch_lists *ll) {
   if (!ll->first) return STEPSCOPE_E_NOMEM;
   size_t n = 0;
   for (size_t i = 0; i < r->nops; i++)
-    if (r->ops[i].launch != SSA_NONE && r->ops[i].launch < r->napis) ll->first[r->ops[i].launch + 1]++, n++;
-  for (size_t i = 0; i < r->napis; i++) ll->first[i + 1] += ll->first[i];
+    if (r->ops[i].launch != SSA_NONE && r->ops[i].launch < r->napis)
+      ll->first[r->ops[i].launch + 1]++, n++;
+  for (size_t i = 0; i < r->napis; i++)
+    ll->first[i + 1] += ll->first[i];
   ll->ops = malloc((n ? n : 1) * sizeof *ll->ops);
   uint32_t *fill = malloc((r->napis ? r->napis : 1) * sizeof *fill);
   if (!ll->ops || !fill) {
@@ -614,12 +680,14 @@ static int build_launch_lists(const ssa_rank *r, launch_lists *ll) {
   }
   memcpy(fill, ll->first, r->napis * sizeof *fill);
   for (size_t i = 0; i < r->nops; i++)
-    if (r->ops[i].launch != SSA_NONE && r->ops[i].launch < r->napis) ll->ops[fill[r->ops[i].launch]++] = (uint32_t)i;
+    if (r->ops[i].launch != SSA_NONE && r->ops[i].launch < r->napis)
+      ll->ops[fill[r->ops[i].launch]++] = (uint32_t)i;
   free(fill);
   return 0;
 }
 
-static void write_slice(pf_writer *w, lane_out *lo, const ssa_slice *sl, const launch_lists *ll, uint64_t flow_base) {
+static void write_slice(pf_writer *w, lane_out *lo, const ssa_slice *sl, const launch_lists *ll,
+                        uint64_t flow_base) {
   const ssa_rank *r = lo->r;
   const ssa_run *run = w->a->run;
   pf_seq *q = &lo->seq;
@@ -645,7 +713,8 @@ static void write_slice(pf_writer *w, lane_out *lo, const ssa_slice *sl, const l
     event_close(w);
   } else if (sl->kind == SSA_SLICE_API) {
     const ssa_api *p = &r->apis[sl->index];
-    uint64_t nm = p->name ? intern(w, q, SP_NAME, SRC_RANK, p->name, r) : intern(w, q, SP_NAME, SRC_CONST, K_API, NULL);
+    uint64_t nm = p->name ? intern(w, q, SP_NAME, SRC_RANK, p->name, r)
+                          : intern(w, q, SP_NAME, SRC_CONST, K_API, NULL);
     uint64_t cat = intern(w, q, SP_CATEGORY, SRC_CONST, K_HOST, NULL);
     event_open(w, q, ssa_rel_time(run, r, p->start), TYPE_BEGIN);
     if (sub) pb_uint(b, TE_TRACK_UUID, sub_track(lo, sub));
@@ -662,8 +731,14 @@ static void write_slice(pf_writer *w, lane_out *lo, const ssa_slice *sl, const l
     const ssa_op *p = &r->ops[sl->index];
     uint32_t cls = p->cls >= SSA_CLS_COMPUTE && p->cls <= SSA_CLS_MEMSET ? p->cls - 1u : K_COMPUTE;
     uint64_t nm;
-    if (p->name && ssa_rank_str(r, p->name)[0]) nm = intern(w, q, SP_NAME, SRC_RANK, p->name, r);
-    else nm = intern(w, q, SP_NAME, SRC_CONST, p->kind == SSA_OP_MEMCPY ? K_MEMCPY : p->kind == SSA_OP_MEMSET ? K_MEMSET : K_OP, NULL);
+    if (p->name && ssa_rank_str(r, p->name)[0])
+      nm = intern(w, q, SP_NAME, SRC_RANK, p->name, r);
+    else
+      nm = intern(w, q, SP_NAME, SRC_CONST,
+                  p->kind == SSA_OP_MEMCPY   ? K_MEMCPY
+                  : p->kind == SSA_OP_MEMSET ? K_MEMSET
+                                             : K_OP,
+                  NULL);
     uint64_t cat = intern(w, q, SP_CATEGORY, SRC_CONST, cls, NULL);
     uint64_t bn = p->bytes ? intern(w, q, SP_DEBUG, SRC_CONST, K_BYTES, NULL) : 0;
     const ssa_coll *c = p->coll != SSA_NONE && p->coll < r->ncolls ? &r->colls[p->coll] : NULL;
@@ -697,7 +772,8 @@ static void write_slice(pf_writer *w, lane_out *lo, const ssa_slice *sl, const l
         w->flows++;
       }
     }
-    if (p->launch != SSA_NONE && p->launch < r->napis) pb_uint(b, TE_TERMINATING_FLOWS_VARINT, flow_base + sl->index + 1);
+    if (p->launch != SSA_NONE && p->launch < r->napis)
+      pb_uint(b, TE_TERMINATING_FLOWS_VARINT, flow_base + sl->index + 1);
     event_close(w);
   }
   w->slices++;
@@ -706,15 +782,18 @@ static void write_slice(pf_writer *w, lane_out *lo, const ssa_slice *sl, const l
 static void counter_value(pf_writer *w, pf_seq *q, int64_t t, double v) {
   event_prepare(w, q);
   event_open(w, q, t, TYPE_COUNTER);
-  if (v == floor(v) && fabs(v) < 9007199254740992.0) pb_int(&w->b, TE_COUNTER, (int64_t)v);
-  else pb_double(&w->b, TE_DOUBLE_COUNTER, v);
+  if (v == floor(v) && fabs(v) < 9007199254740992.0)
+    pb_int(&w->b, TE_COUNTER, (int64_t)v);
+  else
+    pb_double(&w->b, TE_DOUBLE_COUNTER, v);
   event_close(w);
 }
 
 static int cmp_window_start(const void *pa, const void *pb, void *arg) {
   const ssa_window *w = arg, *a = &w[*(const uint32_t *)pa], *b = &w[*(const uint32_t *)pb];
   if (a->start != b->start) return a->start < b->start ? -1 : 1;
-  return a->end < b->end ? -1 : a->end > b->end; /* an empty window first: written before the next */
+  return a->end < b->end ? -1
+                         : a->end > b->end; /* an empty window first: written before the next */
 }
 
 static int export_rank(pf_writer *w, const ssa_rank_result *rr, long tid_base, uint64_t flow_base) {
@@ -736,7 +815,8 @@ static int export_rank(pf_writer *w, const ssa_rank_result *rr, long tid_base, u
   char label[512];
   int dev = gpu_device(r);
   if (dev >= 0)
-    snprintf(label, sizeof label, "rank %d (%s, GPU %d)", r->rank, r->hostname ? r->hostname : "", dev);
+    snprintf(label, sizeof label, "rank %d (%s, GPU %d)", r->rank, r->hostname ? r->hostname : "",
+             dev);
   else
     snprintf(label, sizeof label, "rank %d (%s, cpu)", r->rank, r->hostname ? r->hostname : "");
   uint64_t process = w->next_uuid++;
@@ -779,8 +859,10 @@ static int export_rank(pf_writer *w, const ssa_rank_result *rr, long tid_base, u
   ssa_slice_iter it;
   ssa_slice sl;
   ssa_slice_iter_init(&it, r);
-  while (!w->failed && ssa_slice_next(&it, &sl)) write_slice(w, &lanes[sl.lane], &sl, &ll, flow_base);
-  for (uint32_t l = 0; l < r->nlanes; l++) ssa_lanes_finish(&lanes[l].lanes);
+  while (!w->failed && ssa_slice_next(&it, &sl))
+    write_slice(w, &lanes[sl.lane], &sl, &ll, flow_base);
+  for (uint32_t l = 0; l < r->nlanes; l++)
+    ssa_lanes_finish(&lanes[l].lanes);
 
   /* overlays: exposed comm and bubble from the analysis' coverage pass,
    * idle by cause from its gap classification, the step windows */
@@ -793,12 +875,14 @@ static int export_rank(pf_writer *w, const ssa_rank_result *rr, long tid_base, u
     ssa_cover_rank(&cov, r, rr->pipeline);
     if (ssa_device_idle_gaps(a, rr, on_idle, &d)) goto out;
   }
-  for (int k = 0; k < D_STEPS; k++) flush_derived(&d, k);
+  for (int k = 0; k < D_STEPS; k++)
+    flush_derived(&d, k);
   /* step windows partition the timeline (never overlap) but come by step
    * number: written by time, each ended before the next begins */
   order = malloc((rr->nsteps ? rr->nsteps : 1) * sizeof *order);
   if (!order) goto out;
-  for (size_t s = 0; s < rr->nsteps; s++) order[s] = (uint32_t)s;
+  for (size_t s = 0; s < rr->nsteps; s++)
+    order[s] = (uint32_t)s;
   qsort_r(order, rr->nsteps, sizeof *order, cmp_window_start, rr->windows);
   for (size_t s = 0; s < rr->nsteps && !w->failed; s++) {
     const ssa_window *win = &rr->windows[order[s]];
@@ -829,11 +913,14 @@ static int export_rank(pf_writer *w, const ssa_rank_result *rr, long tid_base, u
   for (size_t i = 0; i < r->ncounters && !w->failed; i++) {
     const ssa_counter *c = &r->counters[i];
     size_t k = 0;
-    while (k < ncnames && cname[k] != c->name) k++;
+    while (k < ncnames && cname[k] != c->name)
+      k++;
     if (k == ncnames) {
       const char *nm = ssa_rank_str(r, c->name);
       int bytes = strstr(nm, "bytes") || strstr(nm, "memory");
-      seq_init(w, &cseq[k], named_track(w, process, nm[0] ? nm : "counter", 1100 + (int64_t)k, bytes ? UNIT_BYTES : 0));
+      seq_init(w, &cseq[k],
+               named_track(w, process, nm[0] ? nm : "counter", 1100 + (int64_t)k,
+                           bytes ? UNIT_BYTES : 0));
       cname[ncnames++] = c->name;
     }
     counter_value(w, &cseq[k], ssa_rel_time(run, r, c->time), c->value);
@@ -843,7 +930,9 @@ static int export_rank(pf_writer *w, const ssa_rank_result *rr, long tid_base, u
     seq_init(w, &q, named_track(w, process, "overlap ratio", 1099, 0));
     for (size_t s = 0; s < rr->nsteps && !w->failed; s++) {
       const ssa_window *win = &rr->windows[s];
-      if (win->comm > 0) counter_value(w, &q, ssa_rel_time(run, r, win->start), (double)win->overlap / (double)win->comm);
+      if (win->comm > 0)
+        counter_value(w, &q, ssa_rel_time(run, r, win->start),
+                      (double)win->overlap / (double)win->comm);
     }
     tab_free(&q.tab);
   }
@@ -855,8 +944,10 @@ out:
     tab_free(&lanes[l].seq.tab);
   }
   free(lanes);
-  for (int k = 0; k < D_N; k++) tab_free(&d.seq[k].tab);
-  for (size_t k = 0; k < ncnames; k++) tab_free(&cseq[k].tab);
+  for (int k = 0; k < D_N; k++)
+    tab_free(&d.seq[k].tab);
+  for (size_t k = 0; k < ncnames; k++)
+    tab_free(&cseq[k].tab);
   free(cseq);
   free(cname);
   free(order);
@@ -884,7 +975,8 @@ int ssa_export_perfetto(const ssa_analysis *a, const char *path, ssa_export_stat
     return rc;
   }
   pb_init(&w.b);
-  for (size_t i = 0; i < a->nranks; i++) w.total_ops += a->ranks[i].rank->nops;
+  for (size_t i = 0; i < a->nranks; i++)
+    w.total_ops += a->ranks[i].rank->nops;
   rc = count_collectives(&w);
   long tid_base = 0;
   uint64_t op_base = 0;
@@ -898,8 +990,10 @@ int ssa_export_perfetto(const ssa_analysis *a, const char *path, ssa_export_stat
     rc = export_rank(&w, rr, base, flow_base);
   }
   if (!rc && (w.failed || w.b.failed)) rc = STEPSCOPE_E_NOMEM;
-  if (!rc) ssa_out_write(&w.o, (const char *)w.b.p, w.b.len);
-  else if (!w.o.error) w.o.error = rc; /* the partial file is removed, not renamed into place */
+  if (!rc)
+    ssa_out_write(&w.o, (const char *)w.b.p, w.b.len);
+  else if (!w.o.error)
+    w.o.error = rc; /* the partial file is removed, not renamed into place */
   pb_free(&w.b);
   free(w.coll_keys);
   free(w.coll_count);
@@ -915,8 +1009,10 @@ int ssa_export_perfetto(const ssa_analysis *a, const char *path, ssa_export_stat
   if (!rc) rc = crc;
   if (rc && err) {
     err->code = rc;
-    if (crc) snprintf(err->message, sizeof err->message, "%s", w.o.why);
-    else snprintf(err->message, sizeof err->message, "out of memory writing %s", path);
+    if (crc)
+      snprintf(err->message, sizeof err->message, "%s", w.o.why);
+    else
+      snprintf(err->message, sizeof err->message, "out of memory writing %s", path);
   }
   return rc;
 }

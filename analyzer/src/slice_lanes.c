@@ -15,7 +15,8 @@ void ssa_lanes_init(ssa_lanes *l) {
 }
 
 void ssa_lanes_free(ssa_lanes *l) {
-  for (uint32_t k = 0; k < l->nsub; k++) free(l->sub[k].ends);
+  for (uint32_t k = 0; k < l->nsub; k++)
+    free(l->sub[k].ends);
   free(l->sub);
   l->sub = NULL;
   l->nsub = l->cap = 0;
@@ -29,7 +30,8 @@ void ssa_lanes_close_until(ssa_lanes *l, int64_t t) {
     int64_t best_end = INT64_MAX;
     for (uint32_t k = 0; k < l->nsub; k++) {
       const ssa_lane_stack *st = &l->sub[k];
-      if (st->n && st->ends[st->n - 1] <= t && (best == UINT32_MAX || st->ends[st->n - 1] < best_end)) {
+      if (st->n && st->ends[st->n - 1] <= t &&
+          (best == UINT32_MAX || st->ends[st->n - 1] < best_end)) {
         best = k;
         best_end = st->ends[st->n - 1];
       }
@@ -98,8 +100,11 @@ int ssa_slice_next(ssa_slice_iter *it, ssa_slice *out) {
     }
   }
   if (!have) return 0;
-  if (out->kind == SSA_SLICE_RANGE) it->ir++;
-  else if (out->kind == SSA_SLICE_API) it->ia++;
-  else it->io++;
+  if (out->kind == SSA_SLICE_RANGE)
+    it->ir++;
+  else if (out->kind == SSA_SLICE_API)
+    it->ia++;
+  else
+    it->io++;
   return 1;
 }

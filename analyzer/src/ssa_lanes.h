@@ -23,12 +23,12 @@
 #include "ssa_model.h"
 
 typedef struct ssa_lane_stack {
-  int64_t *ends;                    /* ends of the open slices, outermost first */
+  int64_t *ends; /* ends of the open slices, outermost first */
   uint32_t n, cap;
 } ssa_lane_stack;
 
 typedef struct ssa_lanes {
-  ssa_lane_stack *sub;              /* sub[0] is the track itself, sub[k] its lane k+1 */
+  ssa_lane_stack *sub; /* sub[0] is the track itself, sub[k] its lane k+1 */
   uint32_t nsub, cap;
   /* called for every slice that closes, in time order (inner first on ties) */
   void (*on_close)(void *ctx, uint32_t sub, int64_t end);
@@ -44,16 +44,18 @@ void ssa_lanes_close_until(ssa_lanes *l, int64_t t);
  * of memory. Calls must come in non-decreasing s, longer first on ties. */
 int ssa_lanes_place(ssa_lanes *l, int64_t s, int64_t e);
 /* Closes every open slice. */
-static inline void ssa_lanes_finish(ssa_lanes *l) { ssa_lanes_close_until(l, INT64_MAX); }
+static inline void ssa_lanes_finish(ssa_lanes *l) {
+  ssa_lanes_close_until(l, INT64_MAX);
+}
 
 /* ---- a rank's slices in start order ---- */
 typedef enum ssa_slice_kind { SSA_SLICE_RANGE, SSA_SLICE_API, SSA_SLICE_OP } ssa_slice_kind;
 
 typedef struct ssa_slice {
   ssa_slice_kind kind;
-  size_t index;                     /* into ranges, apis or ops */
+  size_t index; /* into ranges, apis or ops */
   int64_t start, end;
-  uint32_t lane;                    /* the rank's lane */
+  uint32_t lane; /* the rank's lane */
 } ssa_slice;
 
 typedef struct ssa_slice_iter {

@@ -62,8 +62,8 @@ static void machine(void) {
     if (fscanf(f, "%lf %lf %lf", &load[0], &load[1], &load[2]) != 3) load[0] = -1;
     fclose(f);
   }
-  printf("machine: %s %s %s, CPU %s, %ld cores, load average %.2f\n", u.sysname, u.release, u.machine,
-         model, sysconf(_SC_NPROCESSORS_ONLN), load[0]);
+  printf("machine: %s %s %s, CPU %s, %ld cores, load average %.2f\n", u.sysname, u.release,
+         u.machine, model, sysconf(_SC_NPROCESSORS_ONLN), load[0]);
 }
 
 static int write_rank(const char *dir, int rank, int world, uint64_t kernels) {
@@ -88,13 +88,21 @@ static int write_rank(const char *dir, int rank, int world, uint64_t kernels) {
   r.u.clock_anchor.trace_ns = 1000;
   r.u.clock_anchor.realtime_ns = 1700000000000000000ull + (uint64_t)rank * 1000;
   stepscope_write(w, &r);
-  static const char *const names[12] = {
-      "ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_tn", "ampere_bf16_s16816gemm_bf16_256x128_nn",
-      "layernorm_forward_kernel", "layernorm_backward_kernel", "softmax_forward_kernel",
-      "flash_attention_fwd", "flash_attention_bwd", "gelu_forward_kernel", "gelu_backward_kernel",
-      "residual_add_kernel", "adamw_update_kernel", "cast_bf16_to_fp32_kernel"};
+  static const char *const names[12] = {"ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_tn",
+                                        "ampere_bf16_s16816gemm_bf16_256x128_nn",
+                                        "layernorm_forward_kernel",
+                                        "layernorm_backward_kernel",
+                                        "softmax_forward_kernel",
+                                        "flash_attention_fwd",
+                                        "flash_attention_bwd",
+                                        "gelu_forward_kernel",
+                                        "gelu_backward_kernel",
+                                        "residual_add_kernel",
+                                        "adamw_update_kernel",
+                                        "cast_bf16_to_fp32_kernel"};
   uint32_t ids[12];
-  for (int i = 0; i < 12; i++) ids[i] = stepscope_intern(w, names[i]);
+  for (int i = 0; i < 12; i++)
+    ids[i] = stepscope_intern(w, names[i]);
   uint32_t nccl = stepscope_intern(w, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL");
   uint32_t launch = stepscope_intern(w, "cudaLaunchKernel");
   uint32_t memcpy_api = stepscope_intern(w, "cudaMemcpyAsync");
@@ -219,7 +227,7 @@ static double cpu_now(void) {
 }
 
 typedef struct result {
-  double seconds, cpu;              /* fastest wall time (with the final fsync), its CPU time */
+  double seconds, cpu; /* fastest wall time (with the final fsync), its CPU time */
   uint64_t bytes;
 } result;
 
@@ -231,7 +239,8 @@ static int run_export(const ssa_analysis *a, const char *path, int perfetto, res
     stepscope_error err;
     memset(&err, 0, sizeof err);
     double t0 = now_s(), c0 = cpu_now();
-    int rc = perfetto ? ssa_export_perfetto(a, path, &st, &err) : ssa_export_chrome(a, path, &st, &err);
+    int rc =
+        perfetto ? ssa_export_perfetto(a, path, &st, &err) : ssa_export_chrome(a, path, &st, &err);
     double t = now_s() - t0, c = cpu_now() - c0;
     if (rc) {
       fprintf(stderr, "export failed: %s\n", err.message);
@@ -277,14 +286,15 @@ static int measure(const char *run_path, const char *tmp) {
     double ratio = (double)j.bytes / (double)p.bytes;
     printf("run %s: %zu ranks, %llu ops, %llu API calls, %llu ranges\n", run_path, run.nranks,
            (unsigned long long)ops, (unsigned long long)apis, (unsigned long long)ranges);
-    printf("  json     %10.1f MB in %6.3f s (%6.3f s CPU): %7.1f MB/s\n", (double)j.bytes / 1e6, j.seconds,
-           j.cpu, (double)j.bytes / 1e6 / j.seconds);
+    printf("  json     %10.1f MB in %6.3f s (%6.3f s CPU): %7.1f MB/s\n", (double)j.bytes / 1e6,
+           j.seconds, j.cpu, (double)j.bytes / 1e6 / j.seconds);
     printf("  pftrace  %10.1f MB in %6.3f s (%6.3f s CPU): %7.1f MB/s of protobuf, %7.1f MB/s "
            "JSON-equivalent (%.1f per CPU second)\n",
            (double)p.bytes / 1e6, p.seconds, p.cpu, (double)p.bytes / 1e6 / p.seconds,
            (double)j.bytes / 1e6 / p.seconds, (double)j.bytes / 1e6 / p.cpu);
-    printf("  size ratio json/pftrace %.2fx (goal >= 5x); bytes per op: json %.1f, pftrace %.1f\n", ratio,
-           (double)j.bytes / (double)(ops ? ops : 1), (double)p.bytes / (double)(ops ? ops : 1));
+    printf("  size ratio json/pftrace %.2fx (goal >= 5x); bytes per op: json %.1f, pftrace %.1f\n",
+           ratio, (double)j.bytes / (double)(ops ? ops : 1),
+           (double)p.bytes / (double)(ops ? ops : 1));
   }
   unlink(jpath);
   unlink(ppath);
@@ -300,13 +310,17 @@ int main(int argc, char **argv) {
   const char *runs[64];
   int nruns = 0;
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--ranks") && i + 1 < argc) ranks = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--kernels") && i + 1 < argc) kernels = strtoull(argv[++i], NULL, 10);
-    else if (!strcmp(argv[i], "--keep") && i + 1 < argc) keep = argv[++i];
+    if (!strcmp(argv[i], "--ranks") && i + 1 < argc)
+      ranks = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--kernels") && i + 1 < argc)
+      kernels = strtoull(argv[++i], NULL, 10);
+    else if (!strcmp(argv[i], "--keep") && i + 1 < argc)
+      keep = argv[++i];
     else if (argv[i][0] == '-') {
       fprintf(stderr, "usage: bench_export [--ranks R] [--kernels N] [--keep DIR] [RUN...]\n");
       return 2;
-    } else if (nruns < 64) runs[nruns++] = argv[i];
+    } else if (nruns < 64)
+      runs[nruns++] = argv[i];
   }
   if (ranks < 1 || ranks > 1024) {
     fprintf(stderr, "bench_export: --ranks must be 1..1024\n");
@@ -328,9 +342,10 @@ int main(int argc, char **argv) {
     snprintf(first, sizeof first, "%s/rank-00000.trace.zst", gen);
     if (!keep || stat(first, &st) != 0) {
       double t0 = now_s();
-      for (int r = 0; r < ranks && !rc; r++) rc = write_rank(gen, r, ranks, kernels);
-      fprintf(stderr, "generated %d ranks x %llu kernels in %.1f s\n", ranks, (unsigned long long)kernels,
-              now_s() - t0);
+      for (int r = 0; r < ranks && !rc; r++)
+        rc = write_rank(gen, r, ranks, kernels);
+      fprintf(stderr, "generated %d ranks x %llu kernels in %.1f s\n", ranks,
+              (unsigned long long)kernels, now_s() - t0);
     }
     if (!rc) rc = measure(gen, tmp);
     if (!keep) {
@@ -341,7 +356,8 @@ int main(int argc, char **argv) {
       }
     }
   }
-  for (int i = 0; i < nruns && !rc; i++) rc = measure(runs[i], tmp);
+  for (int i = 0; i < nruns && !rc; i++)
+    rc = measure(runs[i], tmp);
   rmdir(tmp);
   return rc ? 1 : 0;
 }

@@ -102,7 +102,8 @@ static int check_round(unsigned seed) {
     int depth = 0;
     for (int i = 0; i < N; i++) {
       if (v[i].lane != (int)k) continue;
-      while (depth && stack[depth - 1] <= v[i].s) depth--;
+      while (depth && stack[depth - 1] <= v[i].s)
+        depth--;
       if (depth && v[i].e > stack[depth - 1]) {
         fprintf(stderr, "seed %u: lane %u: slice %d overlaps without nesting\n", seed, k, i);
         return 1;
@@ -118,7 +119,8 @@ static int check_round(unsigned seed) {
 static int check_walk(void) {
   ssa_rank r;
   memset(&r, 0, sizeof r);
-  ssa_range ranges[3] = {{0, 100, 0, 0, 0, 0, 0, 0, 0}, {10, 20, 0, 0, 0, 0, 0, 0, 0}, {50, 60, 0, 0, 0, 0, 0, 0, 0}};
+  ssa_range ranges[3] = {
+      {0, 100, 0, 0, 0, 0, 0, 0, 0}, {10, 20, 0, 0, 0, 0, 0, 0, 0}, {50, 60, 0, 0, 0, 0, 0, 0, 0}};
   ssa_api apis[2] = {{10, 30, 1, 0, 0, 0, 0}, {55, 56, 2, 0, 0, 0, 0}};
   ssa_op ops[2];
   memset(ops, 0, sizeof ops);
@@ -132,8 +134,8 @@ static int check_walk(void) {
   ssa_slice_iter_init(&it, &r);
   /* expected: range 0, op 0, api 0 (10-30 longer than range 10-20), range 1,
    * op 1 (50-70 longer than range 50-60), range 2, api 1 */
-  const int want_kind[7] = {SSA_SLICE_RANGE, SSA_SLICE_OP, SSA_SLICE_API, SSA_SLICE_RANGE, SSA_SLICE_OP,
-                            SSA_SLICE_RANGE, SSA_SLICE_API};
+  const int want_kind[7] = {SSA_SLICE_RANGE, SSA_SLICE_OP,    SSA_SLICE_API, SSA_SLICE_RANGE,
+                            SSA_SLICE_OP,    SSA_SLICE_RANGE, SSA_SLICE_API};
   const size_t want_index[7] = {0, 0, 0, 1, 1, 2, 1};
   int n = 0;
   while (ssa_slice_next(&it, &s)) {
