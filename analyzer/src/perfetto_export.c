@@ -41,7 +41,8 @@
  *   The limit is 16384 entries (STEPSCOPE_PFTRACE_INTERN_LIMIT overrides it:
  *   a test knob).
  * - correlation ids use TrackEvent.correlation_id, categories category_iids;
- *   only the arguments a slice has are written.
+ *   only the arguments a slice has are written (an empty NVTX domain is
+ *   left out, where the JSON writes "domain":"").
  * Packets do not set SEQ_NEEDS_INCREMENTAL_STATE: the file has no loss, so
  * nothing needs dropping (it saves two bytes a packet).
  *
@@ -698,8 +699,10 @@ static void write_slice(pf_writer *w, lane_out *lo, const ssa_slice *sl, const l
     const ssa_range *g = &r->ranges[sl->index];
     uint64_t nm = intern(w, q, SP_NAME, SRC_RANK, g->name, r);
     uint64_t cat = intern(w, q, SP_CATEGORY, SRC_CONST, K_HOST, NULL);
-    uint64_t dn = intern(w, q, SP_DEBUG, SRC_CONST, K_DOMAIN, NULL);
-    uint64_t dv = intern(w, q, SP_STRING, SRC_RANK, g->domain, r);
+    /* an empty domain (Kineto ranges have none) is left out */
+    int has_domain = ssa_rank_str(r, g->domain)[0] != 0;
+    uint64_t dn = has_domain ? intern(w, q, SP_DEBUG, SRC_CONST, K_DOMAIN, NULL) : 0;
+    uint64_t dv = has_domain ? intern(w, q, SP_STRING, SRC_RANK, g->domain, r) : 0;
     uint64_t pn = g->payload_kind ? intern(w, q, SP_DEBUG, SRC_CONST, K_PAYLOAD, NULL) : 0;
     uint64_t in = g->args ? intern(w, q, SP_DEBUG, SRC_CONST, K_INFO, NULL) : 0;
     uint64_t iv = g->args ? intern(w, q, SP_STRING, SRC_RANK, g->args, r) : 0;
@@ -707,7 +710,7 @@ static void write_slice(pf_writer *w, lane_out *lo, const ssa_slice *sl, const l
     if (sub) pb_uint(b, TE_TRACK_UUID, sub_track(lo, sub));
     pb_uint(b, TE_NAME_IID, nm);
     pb_uint(b, TE_CATEGORY_IIDS, cat);
-    debug_string(b, dn, dv);
+    if (has_domain) debug_string(b, dn, dv);
     if (g->payload_kind) debug_uint(b, pn, g->payload);
     if (g->args) debug_string(b, in, iv);
     event_close(w);
