@@ -7,11 +7,12 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config   # build
   libzstd-dev zlib1g-dev zstd                    # trace compression, .json.gz export, zstd CLI
+  libdeflate-dev                                 # fast whole-file gzip inflate of Kineto traces
   libcmocka-dev                                  # unit tests
   clang libclang-rt-14-dev                       # sanitizer build and libFuzzer
   python3                                        # test helpers (JSON checks)
   chromium chromium-driver python3-selenium      # viewer tests in a real browser
-  python3-venv                                   # export.formats: Perfetto's proto from PyPI in a venv
+  python3-venv                                   # build/pyenv for the Python package tests; export.formats' venv
 )
 
 missing=()

@@ -17,6 +17,9 @@ jobs=${STEPSCOPE_JOBS:-$(nproc)}
 echo "== normal build (build/)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build -j "$jobs"
+echo "== Python environment (build/pyenv: pandas, numpy, pytest from PyPI, for python.api)"
+[ -x build/pyenv/bin/python ] || python3 -m venv build/pyenv
+build/pyenv/bin/pip install -q pandas numpy pytest setuptools wheel
 ctest --test-dir build --output-on-failure -j "$jobs" --timeout 600
 
 echo "== sanitizer build (build-asan/: ASan + UBSan, libFuzzer targets, no CUDA)"

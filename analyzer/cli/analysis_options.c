@@ -15,6 +15,7 @@
 #include <string.h>
 
 static ssa_comm_rules rules; /* --comm-kernel, --compute-kernel, then the environment */
+static int env_read;         /* the environment is read once (until cli_reset_analysis_options) */
 
 int cli_parse_steps(const char *s, int64_t *first, int64_t *last) {
   const char *colon = strchr(s, ':');
@@ -100,8 +101,7 @@ int cli_apply_rank_option(const char *command, const char *value, ssa_options *o
 
 int cli_finish_analysis_options(const char *command, ssa_options *opt) {
   static const char *const env[2] = {SSA_COMM_ENV, SSA_COMPUTE_ENV};
-  static int done; /* the environment is read once per process */
-  for (int k = 0; k < 2 && !done; k++) {
+  for (int k = 0; k < 2 && !env_read; k++) {
     const char *list = getenv(env[k]);
     if (!list) continue;
     char *bad = NULL, why[256];
@@ -112,9 +112,15 @@ int cli_finish_analysis_options(const char *command, ssa_options *opt) {
       return -1;
     }
   }
-  done = 1;
+  env_read = 1;
   opt->comm_rules = rules.n ? &rules : NULL;
   return 0;
 }
 
 const ssa_comm_rules *cli_comm_rules(void) { return &rules; }
+
+void cli_reset_analysis_options(void) {
+  ssa_comm_rules_free(&rules);
+  memset(&rules, 0, sizeof rules);
+  env_read = 0;
+}

@@ -53,6 +53,11 @@ int cli_finish_analysis_options(const char *command, ssa_options *opt);
  * environment), for commands that pass them on (`view`). */
 const ssa_comm_rules *cli_comm_rules(void);
 
+/* Forgets the rules given so far and that the environment was read, so that
+ * the next command line starts afresh: for the library (analyzer/api), where
+ * one process parses the options of many calls. */
+void cli_reset_analysis_options(void);
+
 /* Parses a `--rank R` value into opt->rank: 0, or -1 with a message. */
 int cli_apply_rank_option(const char *command, const char *value, ssa_options *opt);
 

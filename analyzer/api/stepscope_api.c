@@ -1,0 +1,620 @@
+/*
+ * stepscope_api.c — the stable C API of libstepscope_analyzer.so
+ * (stepscope_api.h): a thin layer over the analyzer library, like the
+ * `stepscope` command, that returns what the command would print instead of
+ * printing it.
+ *
+ * Options are parsed by the command's own parser (analyzer/cli/
+ * analysis_options.c), which reports bad values on stderr; to hand those
+ * messages back as values, stderr is pointed at a memory stream while the
+ * options are parsed (glibc lets programs assign stderr), under a lock.
+ * JSON reports are written by the same writers as the command
+ * (report_json.c, diff_report.c) into a memory stream (open_memstream).
+ * The op table is built here: every rank's ops with their names re-interned
+ * into one string table for the run, and their step found as steps.c
+ * defines membership (the step range containing the launch call's start).
+ */
+#include "stepscope_api.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analysis_options.h"
+#include "diff_runs.h"
+#include "ssa_analysis.h"
+#include "ssa_report.h"
+
+#define API_EXPORT __attribute__((visibility("default")))
+
+/* ---- errors ---- */
+
+static char *dup_message(const char *s) {
+  size_t n = strlen(s);
+  char *p = malloc(n + 1);
+  if (p) memcpy(p, s, n + 1);
+  return p;
+}
+
+static int fail(char **err_out, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char **err_out, int code, const char *fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  if (err_out) *err_out = dup_message(buf);
+  return code;
+}
+
+/* ---- stderr capture around the CLI's option parser ---- */
+
+static pthread_mutex_t capture_lock = PTHREAD_MUTEX_INITIALIZER;
+
+typedef struct capture {
+  FILE *saved, *mem;
+  char *text;
+  size_t len;
+} capture;
+
+static void capture_begin(capture *c) {
+  pthread_mutex_lock(&capture_lock);
+  c->saved = stderr;
+  c->text = NULL;
+  c->len = 0;
+  c->mem = open_memstream(&c->text, &c->len);
+  if (c->mem) stderr = c->mem; /* without memory the messages go to the real stderr */
+}
+
+/* Restores stderr; returns what was captured (without trailing newlines),
+ * malloc'd, or NULL if nothing. */
+static char *capture_end(capture *c) {
+  stderr = c->saved;
+  pthread_mutex_unlock(&capture_lock);
+  if (!c->mem) return NULL;
+  fclose(c->mem);
+  if (c->text && c->len == 0) {
+    free(c->text);
+    return NULL;
+  }
+  while (c->len && c->text[c->len - 1] == '\n') c->text[--c->len] = 0;
+  return c->text;
+}
+
+/* ---- options ---- */
+
+typedef struct api_options {
+  ssa_options opt;
+  int has_b_steps;
+  int64_t b_first, b_last;
+  ssa_comm_rules rules;  /* this call's --comm-kernel/--compute-kernel and environment rules;
+                            opt.comm_rules points here (free with api_options_free) */
+} api_options;
+
+static void api_options_free(api_options *ao) {
+  ssa_comm_rules_free(&ao->rules);
+  memset(&ao->rules, 0, sizeof ao->rules);
+  ao->opt.comm_rules = NULL;
+}
+
+/* Copies the rules the option parser collected (a process-wide set, made
+ * for a command that parses one command line) into this call's own set,
+ * and resets the parser's, so that calls neither share nor inherit rules.
+ * Under the capture lock. 0, or -1 with the reason in why. */
+static int take_rules(api_options *ao, char *why, size_t why_n) {
+  const ssa_comm_rules *parsed = cli_comm_rules();
+  int rc = 0;
+  for (size_t i = 0; i < parsed->n && !rc; i++) {
+    const ssa_comm_rule *r = &parsed->rule[i];
+    char reason[256];
+    if (ssa_comm_rules_add(&ao->rules, r->pattern, r->comm, r->origin, reason, sizeof reason)) {
+      snprintf(why, why_n, "stepscope: cannot keep the rule '%s': %s", r->pattern, reason);
+      rc = -1;
+    }
+  }
+  cli_reset_analysis_options();
+  ao->opt.comm_rules = ao->rules.n ? &ao->rules : NULL;
+  return rc;
+}
+
+enum { ALLOW_RANK = 1, ALLOW_TOP = 2, ALLOW_STEPS_B = 4 };
+
+/* Parses argv like the command's loop does: 0, or 2 with the message in
+ * why (or, for the shared analysis options, on the captured stderr).
+ * `command` names the command in messages ("analyze", "diff", "ops"). */
+static int parse_options_captured(const char *command, int argc, const char *const *argv,
+                                  unsigned allow, api_options *ao, char *why, size_t why_n) {
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!a || a[0] != '-' || a[1] != '-') {
+      snprintf(why, why_n, "stepscope %s: unexpected argument %s", command, a ? a : "(null)");
+      return 2;
+    }
+    if (!v) {
+      snprintf(why, why_n, "stepscope %s: %s needs a value", command, a);
+      return 2;
+    }
+    i++;
+    int applied = cli_apply_analysis_option(command, a, v, &ao->opt);
+    if (applied < 0) return 2; /* the message went to the captured stderr */
+    if (applied) continue;
+    char *end;
+    if ((allow & ALLOW_RANK) && !strcmp(a, "--rank")) {
+      if (cli_apply_rank_option(command, v, &ao->opt)) return 2;
+    } else if ((allow & ALLOW_TOP) && !strcmp(a, "--top")) {
+      long n = strtol(v, &end, 10);
+      if (*end || end == v || n <= 0 || n > 1000000) {
+        snprintf(why, why_n, "stepscope %s: bad --top '%s' (want 1..1000000)", command, v);
+        return 2;
+      }
+      ao->opt.top_n = (int)n;
+    } else if ((allow & ALLOW_STEPS_B) && !strcmp(a, "--steps-b")) {
+      if (cli_parse_steps(v, &ao->b_first, &ao->b_last)) {
+        snprintf(why, why_n, "stepscope %s: bad --steps-b '%s' (want A:B)", command, v);
+        return 2;
+      }
+      ao->has_b_steps = 1;
+    } else {
+      snprintf(why, why_n, "stepscope %s: unknown option %s", command, a);
+      return 2;
+    }
+  }
+  return 0;
+}
+
+static int parse_options(const char *command, int argc, const char *const *argv, unsigned allow,
+                         api_options *ao, char **err_out) {
+  memset(ao, 0, sizeof *ao);
+  ssa_options_default(&ao->opt);
+  if (argc < 0 || (argc > 0 && !argv)) return fail(err_out, 2, "stepscope %s: bad argument list", command);
+  char why[512] = "";
+  capture c;
+  capture_begin(&c);
+  int rc = parse_options_captured(command, argc, argv, allow, ao, why, sizeof why);
+  /* then the environment's rules, as the command does after its command line */
+  if (!rc && cli_finish_analysis_options(command, &ao->opt)) rc = 2;
+  char keep_why[320] = "";
+  if (take_rules(ao, keep_why, sizeof keep_why) && !rc) {
+    snprintf(why, sizeof why, "%s", keep_why);
+    rc = 1;
+  }
+  char *captured = capture_end(&c);
+  if (rc && err_out) {
+    *err_out = why[0] ? dup_message(why) : captured ? captured : dup_message("bad option");
+    if (*err_out == captured) captured = NULL;
+  }
+  free(captured);
+  if (rc) api_options_free(ao);
+  return rc;
+}
+
+/* ---- loading and analysing ---- */
+
+static int load_run(const char *command, const char *path, const ssa_options *opt, ssa_run *run,
+                    char **err_out) {
+  memset(run, 0, sizeof *run);
+  if (!path || !*path) return fail(err_out, 2, "stepscope %s: no run given", command);
+  ssa_load_options lo = {opt->threads, 0};
+  stepscope_error err;
+  memset(&err, 0, sizeof err);
+  if (ssa_run_load_with_rules(run, path, &lo, opt->comm_rules, &err)) {
+    ssa_run_free(run);
+    memset(run, 0, sizeof *run);
+    return fail(err_out, 1, "stepscope %s: %s", command, err.message);
+  }
+  return 0;
+}
+
+static int analyse_run(const char *command, const char *path, const ssa_run *run,
+                       const ssa_options *opt, ssa_analysis *an, char **err_out) {
+  stepscope_error err;
+  memset(&err, 0, sizeof err);
+  if (ssa_analyze(run, opt, an, &err)) {
+    ssa_analysis_free(an);
+    int code = opt->rank >= 0 && !ssa_run_has_rank(run, opt->rank) ? 2 : 1;
+    return path ? fail(err_out, code, "stepscope %s: %s: %s", command, path, err.message)
+                : fail(err_out, code, "stepscope %s: %s", command, err.message);
+  }
+  return 0;
+}
+
+/* ---- JSON into memory ---- */
+
+typedef int (*json_writer)(const void *what, ssa_out *o);
+
+static int write_report(const void *an, ssa_out *o) { return ssa_report_json(an, o); }
+static int write_diff(const void *d, ssa_out *o) { return ssa_diff_report_json(d, o); }
+
+static int json_to_memory(const char *command, json_writer w, const void *what, char **json_out,
+                          char **err_out) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&text, &len);
+  if (!mem) return fail(err_out, 1, "stepscope %s: out of memory", command);
+  ssa_out o;
+  int rc = ssa_out_open_file(&o, mem);
+  if (!rc) {
+    w(what, &o);
+    rc = ssa_out_close(&o);
+  }
+  if (fclose(mem) || rc) {
+    free(text);
+    return fail(err_out, 1, "stepscope %s: could not write the JSON in memory", command);
+  }
+  /* `--json -` ends the document with a newline: kept, for byte equality */
+  *json_out = text;
+  return 0;
+}
+
+/* ---- the API ---- */
+
+API_EXPORT int ss_api_version(void) { return SS_API_VERSION; }
+
+API_EXPORT void ss_api_free(void *p) { free(p); }
+
+API_EXPORT int ss_api_analyze(const char *run_path, int argc, const char *const *argv,
+                              char **json_out, char **err_out) {
+  if (err_out) *err_out = NULL;
+  if (!json_out) return fail(err_out, 2, "stepscope analyze: no place for the report");
+  *json_out = NULL;
+  api_options ao;
+  int rc = parse_options("analyze", argc, argv, ALLOW_RANK | ALLOW_TOP, &ao, err_out);
+  if (rc) return rc;
+  ssa_run run;
+  if ((rc = load_run("analyze", run_path, &ao.opt, &run, err_out))) {
+    api_options_free(&ao);
+    return rc;
+  }
+  ssa_analysis an;
+  if (!(rc = analyse_run("analyze", NULL, &run, &ao.opt, &an, err_out))) {
+    rc = json_to_memory("analyze", write_report, &an, json_out, err_out);
+    ssa_analysis_free(&an);
+  }
+  ssa_run_free(&run);
+  api_options_free(&ao);
+  return rc;
+}
+
+API_EXPORT int ss_api_diff(const char *run_a, const char *run_b, int argc,
+                           const char *const *argv, char **json_out, char **err_out) {
+  if (err_out) *err_out = NULL;
+  if (!json_out) return fail(err_out, 2, "stepscope diff: no place for the diff");
+  *json_out = NULL;
+  api_options ao;
+  int rc = parse_options("diff", argc, argv, ALLOW_STEPS_B, &ao, err_out);
+  if (rc) return rc;
+  ssa_options opt_b = ao.opt;
+  if (ao.has_b_steps) {
+    opt_b.has_step_filter = 1;
+    opt_b.step_first = ao.b_first;
+    opt_b.step_last = ao.b_last;
+  }
+  ssa_run ra, rb;
+  ssa_analysis aa, ab;
+  int have_rb = 0, have_aa = 0, have_ab = 0;
+  rc = load_run("diff", run_a, &ao.opt, &ra, err_out);
+  if (rc) {
+    api_options_free(&ao);
+    return rc;
+  }
+  if (!(rc = analyse_run("diff", run_a, &ra, &ao.opt, &aa, err_out))) have_aa = 1;
+  if (!rc && !(rc = load_run("diff", run_b, &opt_b, &rb, err_out))) have_rb = 1;
+  if (!rc && !(rc = analyse_run("diff", run_b, &rb, &opt_b, &ab, err_out))) have_ab = 1;
+  if (!rc) {
+    ssa_diff d;
+    memset(&d, 0, sizeof d);
+    if (ssa_diff_runs(&aa, &ab, run_a, run_b, &d))
+      rc = fail(err_out, 1, "stepscope diff: out of memory while comparing");
+    else
+      rc = json_to_memory("diff", write_diff, &d, json_out, err_out);
+    ssa_diff_free(&d);
+  }
+  if (have_ab) ssa_analysis_free(&ab);
+  if (have_rb) ssa_run_free(&rb);
+  if (have_aa) ssa_analysis_free(&aa);
+  ssa_run_free(&ra);
+  api_options_free(&ao);
+  return rc;
+}
+
+/* ---- the op table ----
+ *
+ * ss_api_ops_open loads the run and, for every selected rank in parallel
+ * (a worker per core, ranks taken in turn), finds the step of each op and
+ * which names its ops use; then, serially, gives each rank its slice of the
+ * table and interns the used names into the run's string table. The table
+ * is then written, again a rank per worker, into memory the caller owns
+ * (ss_api_ops_write), so that a binding can hand it to its arrays without
+ * a copy. */
+
+struct ss_api_ops_handle {
+  ssa_run run;
+  api_options ao;
+  int have_run;
+  int64_t **steps;     /* per rank: the step of every op (-1 none); NULL: rank not selected */
+  uint8_t **used;      /* per rank: which of its string ids name a selected op */
+  uint32_t **remap;    /* per rank: its string id -> the run's string id */
+  size_t *first;       /* per rank: its first row in the table */
+  size_t nops;
+  ssa_strtab names;
+  ss_api_ops_header h;
+  size_t size;
+  /* the write in progress */
+  char *out;
+  int error;
+  _Atomic size_t next;
+};
+
+static const size_t column_size[SS_OPS_NCOLUMNS] = {8, 8, 8, 8, 8, 8, 8, 4, 4, 1, 1};
+
+static size_t align8(size_t n) { return (n + 7) & ~(size_t)7; }
+
+static int rank_selected(const api_options *ao, const ssa_rank *r) {
+  return !r->failed && (ao->opt.rank < 0 || r->rank == ao->opt.rank);
+}
+
+static int op_selected(const api_options *ao, int64_t step) {
+  return !ao->opt.has_step_filter ||
+         (step >= 0 && step >= ao->opt.step_first && step <= ao->opt.step_last);
+}
+
+/* The step of every op of a rank (-1: none), as steps.c assigns them: the
+ * step range that contains the start of the op's launch call. */
+static int rank_op_steps(const ssa_rank *r, const char *range_name, int64_t *step_of) {
+  ssa_step *steps = NULL;
+  size_t nsteps = 0;
+  for (size_t i = 0; i < r->nops; i++) step_of[i] = -1;
+  if (ssa_find_steps(r, range_name, &steps, &nsteps)) return -1;
+  if (!nsteps) return 0;
+  ssa_step_index ix;
+  if (ssa_step_index_build(&ix, steps, nsteps)) {
+    free(steps);
+    return -1;
+  }
+  for (size_t i = 0; i < r->nops; i++) {
+    const ssa_op *o = &r->ops[i];
+    if (o->launch == SSA_NONE) continue;
+    uint32_t k = ssa_step_index_owner(&ix, r->apis[o->launch].start);
+    if (k != SSA_NONE) step_of[i] = steps[k].number;
+  }
+  ssa_step_index_free(&ix);
+  free(steps);
+  return 0;
+}
+
+/* Runs `worker` on up to opt.threads threads (0: one per core, at most one
+ * per rank, this thread included); the workers take ranks in turn through
+ * t->next until none is left. */
+static void for_each_rank(struct ss_api_ops_handle *t, void *(*worker)(void *)) {
+  atomic_store(&t->next, 0);
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  size_t nth = t->ao.opt.threads > 0 ? (size_t)t->ao.opt.threads : (size_t)(cores > 0 ? cores : 1);
+  if (nth > t->run.nranks) nth = t->run.nranks;
+  pthread_t th[64];
+  if (nth > 64) nth = 64;
+  size_t started = 0;
+  for (; nth > 1 && started < nth - 1; started++)
+    if (pthread_create(&th[started], NULL, worker, t) != 0) break;
+  worker(t);
+  for (size_t i = 0; i < started; i++) pthread_join(th[i], NULL);
+}
+
+/* Worker of ss_api_ops_open: steps and used names of each rank. */
+static void *scan_worker(void *arg) {
+  struct ss_api_ops_handle *t = arg;
+  for (;;) {
+    size_t k = atomic_fetch_add(&t->next, 1);
+    if (k >= t->run.nranks) return NULL;
+    const ssa_rank *r = &t->run.ranks[k];
+    if (!t->steps[k]) continue;
+    if (!(t->used[k] = calloc(r->strings.count ? r->strings.count : 1, 1)) ||
+        rank_op_steps(r, t->ao.opt.step_range_name, t->steps[k])) {
+      t->error = 1;
+      continue;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < r->nops; i++) {
+      if (!op_selected(&t->ao, t->steps[k][i])) continue;
+      n++;
+      if (r->ops[i].name < r->strings.count) t->used[k][r->ops[i].name] = 1;
+    }
+    t->first[k] = n; /* the count, until open turns counts into offsets */
+  }
+}
+
+/* Worker of ss_api_ops_write: each rank's rows. */
+static void *fill_worker(void *arg) {
+  struct ss_api_ops_handle *t = arg;
+  const ss_api_ops_header *h = &t->h;
+  char *b = t->out;
+  int64_t *start = (int64_t *)(b + h->column_offset[SS_OPS_START_NS]);
+  int64_t *end = (int64_t *)(b + h->column_offset[SS_OPS_END_NS]);
+  int64_t *stream = (int64_t *)(b + h->column_offset[SS_OPS_STREAM]);
+  int64_t *bytes = (int64_t *)(b + h->column_offset[SS_OPS_BYTES]);
+  uint64_t *comm_id = (uint64_t *)(b + h->column_offset[SS_OPS_COMM_ID]);
+  int64_t *seq = (int64_t *)(b + h->column_offset[SS_OPS_COLL_SEQ]);
+  int64_t *step = (int64_t *)(b + h->column_offset[SS_OPS_STEP]);
+  int32_t *rank = (int32_t *)(b + h->column_offset[SS_OPS_RANK]);
+  int32_t *name = (int32_t *)(b + h->column_offset[SS_OPS_NAME]);
+  uint8_t *kind = (uint8_t *)(b + h->column_offset[SS_OPS_KIND]);
+  uint8_t *cat = (uint8_t *)(b + h->column_offset[SS_OPS_CATEGORY]);
+  for (;;) {
+    size_t k = atomic_fetch_add(&t->next, 1);
+    if (k >= t->run.nranks) return NULL;
+    const ssa_rank *r = &t->run.ranks[k];
+    if (!t->steps[k]) continue;
+    const int64_t *step_of = t->steps[k];
+    const uint32_t *remap = t->remap[k];
+    int64_t shift = r->offset_ns - t->run.origin; /* ssa_rel_time */
+    size_t j = t->first[k];
+    for (size_t i = 0; i < r->nops; i++) {
+      if (!op_selected(&t->ao, step_of[i])) continue;
+      const ssa_op *o = &r->ops[i];
+      start[j] = o->start + shift;
+      end[j] = o->end + shift;
+      stream[j] = (int64_t)r->lanes[o->lane].id;
+      bytes[j] = (int64_t)o->bytes;
+      if (o->coll != SSA_NONE) {
+        comm_id[j] = r->colls[o->coll].comm_id;
+        seq[j] = (int64_t)r->colls[o->coll].seq;
+      } else {
+        comm_id[j] = 0;
+        seq[j] = -1;
+      }
+      step[j] = step_of[i];
+      rank[j] = r->rank;
+      name[j] = o->name < r->strings.count ? (int32_t)remap[o->name] : 0;
+      kind[j] = o->kind;
+      cat[j] = o->cls;
+      j++;
+    }
+  }
+}
+
+API_EXPORT void ss_api_ops_close(ss_api_ops_handle *t) {
+  if (!t) return;
+  for (size_t k = 0; k < t->run.nranks; k++) {
+    if (t->steps) free(t->steps[k]);
+    if (t->used) free(t->used[k]);
+    if (t->remap) free(t->remap[k]);
+  }
+  free(t->steps);
+  free(t->used);
+  free(t->remap);
+  free(t->first);
+  ssa_strtab_free(&t->names);
+  if (t->have_run) ssa_run_free(&t->run);
+  api_options_free(&t->ao);
+  free(t);
+}
+
+API_EXPORT int ss_api_ops_open(const char *run_path, int argc, const char *const *argv,
+                               ss_api_ops_handle **ops_out, size_t *size_out, char **err_out) {
+  if (err_out) *err_out = NULL;
+  if (!ops_out || !size_out) return fail(err_out, 2, "stepscope ops: no place for the table");
+  *ops_out = NULL;
+  *size_out = 0;
+  struct ss_api_ops_handle *t = calloc(1, sizeof *t);
+  if (!t) return fail(err_out, 1, "stepscope ops: out of memory");
+  ssa_strtab_init(&t->names);
+  int rc = parse_options("ops", argc, argv, ALLOW_RANK, &t->ao, err_out);
+  if (!rc && !(rc = load_run("ops", run_path, &t->ao.opt, &t->run, err_out))) t->have_run = 1;
+  if (rc) {
+    ss_api_ops_close(t);
+    return rc;
+  }
+  size_t n = t->run.nranks ? t->run.nranks : 1;
+  t->steps = calloc(n, sizeof *t->steps);
+  t->used = calloc(n, sizeof *t->used);
+  t->remap = calloc(n, sizeof *t->remap);
+  t->first = calloc(n, sizeof *t->first);
+  if (!t->steps || !t->used || !t->remap || !t->first) goto nomem;
+  int any_rank = 0;
+  for (size_t k = 0; k < t->run.nranks; k++) {
+    const ssa_rank *r = &t->run.ranks[k];
+    if (!rank_selected(&t->ao, r)) continue;
+    any_rank = 1;
+    if (!(t->steps[k] = malloc((r->nops ? r->nops : 1) * sizeof **t->steps))) goto nomem;
+  }
+  if (!any_rank) {
+    rc = fail(err_out, 2, "stepscope ops: rank %d is not in the run", t->ao.opt.rank);
+    ss_api_ops_close(t);
+    return rc;
+  }
+  for_each_rank(t, scan_worker);
+  if (t->error) goto nomem;
+  /* counts to offsets; the used names into the run's table */
+  ssa_strtab_intern(&t->names, "", 0); /* reserves id 0 = "" */
+  if (t->names.count == 0) goto nomem;
+  for (size_t k = 0; k < t->run.nranks; k++) {
+    if (!t->steps[k]) continue;
+    const ssa_rank *r = &t->run.ranks[k];
+    size_t count = t->first[k];
+    t->first[k] = t->nops;
+    t->nops += count;
+    if (!(t->remap[k] = calloc(r->strings.count ? r->strings.count : 1, sizeof **t->remap))) goto nomem;
+    for (uint32_t id = 1; id < r->strings.count; id++) {
+      if (!t->used[k][id]) continue;
+      const char *s = ssa_rank_str(r, id);
+      uint32_t rid = ssa_strtab_intern(&t->names, s, strlen(s));
+      if (!rid && *s) goto nomem;
+      t->remap[k][id] = rid;
+    }
+    free(t->used[k]);
+    t->used[k] = NULL;
+  }
+  /* the layout: header, columns (8-byte aligned), strings */
+  ss_api_ops_header *h = &t->h;
+  memcpy(h->magic, SS_API_OPS_MAGIC, 8);
+  h->header_bytes = sizeof *h;
+  h->nops = t->nops;
+  h->ncolumns = SS_OPS_NCOLUMNS;
+  size_t at = align8(sizeof *h);
+  for (int c = 0; c < SS_OPS_NCOLUMNS; c++) {
+    h->column_offset[c] = at;
+    at = align8(at + column_size[c] * t->nops);
+  }
+  h->nstrings = t->names.count;
+  h->strings_offset = at;
+  h->strings_bytes = t->names.bytes_len;
+  t->size = at + t->names.bytes_len;
+  *ops_out = t;
+  *size_out = t->size;
+  return 0;
+nomem:
+  ss_api_ops_close(t);
+  return fail(err_out, 1, "stepscope ops: out of memory");
+}
+
+API_EXPORT int ss_api_ops_write(ss_api_ops_handle *t, void *buf, size_t size, char **err_out) {
+  if (err_out) *err_out = NULL;
+  if (!t || !buf) return fail(err_out, 2, "stepscope ops: no table or no buffer");
+  if (size < t->size)
+    return fail(err_out, 2, "stepscope ops: the buffer holds %zu bytes, the table needs %zu", size,
+                t->size);
+  t->out = buf;
+  for_each_rank(t, fill_worker);
+  t->out = NULL;
+  memcpy(buf, &t->h, sizeof t->h);
+  /* the padding after the header and the columns, so no byte is left undefined */
+  char *b = buf;
+  size_t at = sizeof t->h;
+  for (int c = 0; c < SS_OPS_NCOLUMNS; c++) {
+    memset(b + at, 0, t->h.column_offset[c] - at);
+    at = t->h.column_offset[c] + column_size[c] * t->nops;
+  }
+  memset(b + at, 0, t->h.strings_offset - at);
+  if (t->names.bytes_len) memcpy(b + t->h.strings_offset, t->names.bytes, t->names.bytes_len);
+  return 0;
+}
+
+API_EXPORT int ss_api_ops(const char *run_path, int argc, const char *const *argv,
+                          void **table_out, size_t *size_out, char **err_out) {
+  if (err_out) *err_out = NULL;
+  if (!table_out || !size_out) return fail(err_out, 2, "stepscope ops: no place for the table");
+  *table_out = NULL;
+  *size_out = 0;
+  ss_api_ops_handle *t;
+  size_t size;
+  int rc = ss_api_ops_open(run_path, argc, argv, &t, &size, err_out);
+  if (rc) return rc;
+  void *buf = malloc(size ? size : 1);
+  if (!buf) {
+    ss_api_ops_close(t);
+    return fail(err_out, 1, "stepscope ops: out of memory");
+  }
+  rc = ss_api_ops_write(t, buf, size, err_out);
+  ss_api_ops_close(t);
+  if (rc) {
+    free(buf);
+    return rc;
+  }
+  *table_out = buf;
+  *size_out = size;
+  return 0;
+}

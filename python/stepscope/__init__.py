@@ -1,0 +1,23 @@
+"""stepscope — the stepscope analyzer from Python, for notebooks.
+
+    import stepscope
+    r = stepscope.analyze("runs/after")          # the report of `stepscope analyze --json`
+    r.json["ranks"][0]["totals"]["exposed_comm_ns"]
+    r.ranks(); r.steps(); r.kernels(); r.collectives(); r.idle()   # pandas DataFrames
+    ops = stepscope.ops("runs/after")            # every op, one row each
+    d = stepscope.diff("runs/before", "runs/after")
+    d.json["findings"]; d.frame()
+
+A thin layer over the C library libstepscope_analyzer.so (loaded with
+ctypes; found next to this package or through STEPSCOPE_LIB), which does all
+the work: the numbers are those of the `stepscope` command. Errors raise
+StepscopeError with the library's message. pandas is needed only for the
+DataFrames. docs/python.md is the guide."""
+
+from ._lib import StepscopeError, library_path
+from .diff import Diff, diff
+from .ops import ops
+from .report import Report, analyze
+
+__version__ = "0.1.0"
+__all__ = ["analyze", "ops", "diff", "Report", "Diff", "StepscopeError", "library_path"]

@@ -1,0 +1,157 @@
+"""_lib.py — finds and loads libstepscope_analyzer.so with ctypes and wraps
+its C API (analyzer/api/stepscope_api.h) in three calls that return Python
+values: analyze_json, diff_json and ops_buffer. The C library does all the
+work; this file only converts arguments and results and turns the C error
+message into a StepscopeError.
+
+The library is looked for, in order: the file named by the environment
+variable STEPSCOPE_LIB, then libstepscope_analyzer.so next to this file (the
+wheel bundles it there)."""
+
+import ctypes
+import os
+import threading
+
+LIBRARY_NAME = "libstepscope_analyzer.so"
+API_VERSION = 1
+
+
+class StepscopeError(Exception):
+    """An error reported by the stepscope library. `code` is the command
+    line's exit code for it: 1 the run could not be loaded or analysed, 2 a
+    usage error (a bad option or argument)."""
+
+    def __init__(self, message, code=1):
+        super().__init__(message)
+        self.code = code
+
+
+_lib = None
+_lib_lock = threading.Lock()
+
+
+def library_path():
+    """The path of the library that is (or would be) loaded."""
+    env = os.environ.get("STEPSCOPE_LIB")
+    if env:
+        return env
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), LIBRARY_NAME)
+
+
+def _load():
+    global _lib
+    with _lib_lock:
+        if _lib is not None:
+            return _lib
+        path = library_path()
+        if not os.path.exists(path):
+            raise StepscopeError(
+                "stepscope: the analyzer library %s was not found: build it (cmake --build build "
+                "--target stepscope_analyzer) and set STEPSCOPE_LIB to its path, or install the "
+                "wheel of scripts/build-wheel.sh, which bundles it" % path, 2)
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError as e:
+            raise StepscopeError("stepscope: cannot load %s: %s" % (path, e), 1) from e
+        lib.ss_api_version.restype = ctypes.c_int
+        lib.ss_api_version.argtypes = []
+        version = lib.ss_api_version()
+        if version != API_VERSION:
+            raise StepscopeError("stepscope: %s has API version %d, this package wants %d"
+                                 % (path, version, API_VERSION), 1)
+        lib.ss_api_free.restype = None
+        lib.ss_api_free.argtypes = [ctypes.c_void_p]
+        argv_t = ctypes.POINTER(ctypes.c_char_p)
+        out_t = ctypes.POINTER(ctypes.c_void_p)
+        lib.ss_api_analyze.restype = ctypes.c_int
+        lib.ss_api_analyze.argtypes = [ctypes.c_char_p, ctypes.c_int, argv_t, out_t, out_t]
+        lib.ss_api_diff.restype = ctypes.c_int
+        lib.ss_api_diff.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int, argv_t, out_t,
+                                    out_t]
+        lib.ss_api_ops_open.restype = ctypes.c_int
+        lib.ss_api_ops_open.argtypes = [ctypes.c_char_p, ctypes.c_int, argv_t, out_t,
+                                        ctypes.POINTER(ctypes.c_size_t), out_t]
+        lib.ss_api_ops_write.restype = ctypes.c_int
+        lib.ss_api_ops_write.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, out_t]
+        lib.ss_api_ops_close.restype = None
+        lib.ss_api_ops_close.argtypes = [ctypes.c_void_p]
+        _lib = lib
+        return lib
+
+
+def _path_bytes(p):
+    if not isinstance(p, (str, bytes, os.PathLike)):
+        raise TypeError("a run is a path (str or os.PathLike), not %s" % type(p).__name__)
+    return os.fsencode(p)
+
+
+def _argv(options):
+    """A C array of the option strings (and the Python bytes it points to)."""
+    items = []
+    for o in options:
+        if not isinstance(o, str):
+            raise TypeError("options are strings, not %s" % type(o).__name__)
+        items.append(o.encode("utf-8"))
+    arr = (ctypes.c_char_p * (len(items) + 1))(*items, None)
+    return len(items), arr
+
+
+def _take_string(lib, ptr):
+    """The C string at ptr, decoded, and the memory freed."""
+    if not ptr:
+        return None
+    try:
+        return ctypes.string_at(ptr).decode("utf-8", "replace")
+    finally:
+        lib.ss_api_free(ptr)
+
+
+def _check(lib, rc, err):
+    message = _take_string(lib, err.value)
+    if rc != 0:
+        raise StepscopeError(message or "stepscope: error %d" % rc, rc)
+
+
+def analyze_json(run, options):
+    """The text of `stepscope analyze RUN OPTIONS --json -`."""
+    lib = _load()
+    n, argv = _argv(options)
+    out, err = ctypes.c_void_p(), ctypes.c_void_p()
+    rc = lib.ss_api_analyze(_path_bytes(run), n, argv, ctypes.byref(out), ctypes.byref(err))
+    _check(lib, rc, err)
+    return _take_string(lib, out.value)
+
+
+def diff_json(run_a, run_b, options):
+    """The text of `stepscope diff A B OPTIONS --json -`."""
+    lib = _load()
+    n, argv = _argv(options)
+    out, err = ctypes.c_void_p(), ctypes.c_void_p()
+    rc = lib.ss_api_diff(_path_bytes(run_a), _path_bytes(run_b), n, argv, ctypes.byref(out),
+                         ctypes.byref(err))
+    _check(lib, rc, err)
+    return _take_string(lib, out.value)
+
+
+def ops_buffer(run, options):
+    """The columnar op table of every op of the run (see stepscope_api.h) in
+    a numpy uint8 array that the library writes directly (ss_api_ops_open,
+    ss_api_ops_write): the DataFrame's columns can then be views of it, with
+    no copy."""
+    import numpy as np
+    lib = _load()
+    n, argv = _argv(options)
+    handle, err = ctypes.c_void_p(), ctypes.c_void_p()
+    size = ctypes.c_size_t()
+    rc = lib.ss_api_ops_open(_path_bytes(run), n, argv, ctypes.byref(handle), ctypes.byref(size),
+                             ctypes.byref(err))
+    _check(lib, rc, err)
+    try:
+        buf = np.empty(max(size.value, 8), dtype=np.uint8)
+        err = ctypes.c_void_p()
+        rc = lib.ss_api_ops_write(handle, buf.ctypes.data_as(ctypes.c_void_p), buf.size,
+                                  ctypes.byref(err))
+        _check(lib, rc, err)
+    finally:
+        lib.ss_api_ops_close(handle)
+    return buf[:size.value]

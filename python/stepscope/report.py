@@ -1,0 +1,102 @@
+"""report.py — stepscope.analyze(): the analyzer's report of a run
+(`stepscope analyze --json`, docs/report-schema.md) as a dict, with pandas
+views of its tables. Every number comes from the C library's JSON; the
+DataFrames only reshape it (one row per rank, per rank and step, per kernel,
+per collective instance, per rank and stream)."""
+
+import json as _json
+
+from . import _lib
+from ._frames import flatten, frame
+from ._options import analysis_options
+
+
+class Report:
+    """The report of one run. `json` is the report as a dict (the schema of
+    `stepscope analyze --json`); `text` the JSON text itself."""
+
+    def __init__(self, text, run, options):
+        self.text = text
+        self.json = _json.loads(text)
+        self.run = run
+        self.options = list(options)
+
+    def __repr__(self):
+        r = self.json.get("run", {})
+        return "<stepscope.Report %s: %d ranks, %d steps>" % (
+            self.run, len(self.json.get("ranks", [])), len(r.get("steps", [])))
+
+    def ranks(self):
+        """One row per analysed rank: its identity and counts, the metrics of
+        its totals window (span_ns, compute_ns, exposed_comm_ns,
+        overlap_ratio, idle_breakdown.*, launch.* ...) and its collective
+        counts (collectives.*)."""
+        rows = []
+        for r in self.json["ranks"]:
+            row = flatten(r, skip=("totals", "steps", "idle_breakdown", "collectives"))
+            flatten(r.get("totals", {}), "", row, skip=("step",))
+            flatten(r.get("collectives", {}), "collectives.", row)
+            rows.append(row)
+        return frame(rows, ["rank"])
+
+    def steps(self):
+        """One row per rank and analysed step: that step window's metrics."""
+        rows = []
+        for r in self.json["ranks"]:
+            for s in r.get("steps", []):
+                row = {"rank": r["rank"]}
+                flatten(s, "", row)
+                rows.append(row)
+        return frame(rows, ["rank", "step"])
+
+    def run_steps(self):
+        """One row per step of the run (across ranks): time, MFU, HFU."""
+        return frame([flatten(s) for s in self.json["run"].get("steps", [])], ["step"])
+
+    def kernels(self):
+        """The kernel table: one row per kernel name, by total time."""
+        return frame([flatten(k) for k in self.json["kernels"]["rows"]], ["name"])
+
+    def collectives(self):
+        """One row per collective instance (op, group, comm_id, seq, skew,
+        transfer, waits, bandwidths, last rank)."""
+        return frame([flatten(c) for c in self.json["collectives"]["instances"]], ["op"])
+
+    def collective_summary(self):
+        """One row per (op, group, bytes): counts, transfer, skew, bandwidth."""
+        return frame([flatten(c) for c in self.json["collectives"]["summary"]], ["op"])
+
+    def idle(self):
+        """One row per rank and device stream: busy time and idle time by
+        cause (host_wait_ns, launch_gap_ns, sync_wait_ns, other_ns, and
+        data_loading_ns where present). The device-level split of each rank
+        is in ranks() as idle_breakdown.*."""
+        rows = []
+        for r in self.json["ranks"]:
+            for s in r.get("idle_breakdown", {}).get("streams", []):
+                row = {"rank": r["rank"]}
+                row.update(flatten(s, skip=("idle",)))
+                row.update(s.get("idle", {}))
+                rows.append(row)
+        return frame(rows, ["rank", "stream"])
+
+
+def analyze(run, steps=None, comm_kernels=None, compute_kernels=None, *, rank=None,
+            step_range=None, launch_gap_us=None, threads=None, top=None, options=()):
+    """Loads and analyses a run (a run directory of rank-*.trace.zst or
+    PyTorch rank-*.json[.gz] files, or one such file) as `stepscope analyze`
+    does, and returns its Report.
+
+    steps: an int, "A:B", (A, B) (None for an open end) or a range.
+    comm_kernels / compute_kernels: regular expressions (str or list) passed
+    as --comm-kernel / --compute-kernel. rank, step_range, launch_gap_us,
+    threads, top: --rank, --step-range, --launch-gap-us, --threads, --top.
+    options: further command-line options, as strings.
+    Raises StepscopeError (with the library's message) on bad input."""
+    argv = analysis_options(steps, comm_kernels, compute_kernels, step_range, launch_gap_us,
+                            threads, options)
+    if rank is not None:
+        argv += ["--rank", str(int(rank))]
+    if top is not None:
+        argv += ["--top", str(int(top))]
+    return Report(_lib.analyze_json(run, argv), run, argv)
