@@ -12,7 +12,7 @@ packages=(
   clang libclang-rt-14-dev                       # sanitizer build and libFuzzer
   python3                                        # test helpers (JSON checks)
   chromium chromium-driver python3-selenium      # viewer tests in a real browser
-  python3-venv                                   # build/pyenv for the Python package tests
+  python3-venv                                   # build/pyenv for the Python package tests; export.formats' venv
 )
 
 missing=()

@@ -792,3 +792,53 @@ out:
   if (rc) rr->error = rc;
   return rc;
 }
+
+/* ---- the device's idle gaps with their causes, for the exports ---- */
+
+typedef struct idle_clip {
+  int64_t t0, t1;
+  void (*emit)(void *ctx, int64_t a, int64_t b, uint32_t cause);
+  void *ctx;
+} idle_clip;
+
+static void emit_clipped(void *ctx, int64_t a, int64_t b, uint32_t cause) {
+  idle_clip *k = ctx;
+  if (a < k->t0) a = k->t0;
+  if (b > k->t1) b = k->t1;
+  if (b > a) k->emit(k->ctx, a, b, cause);
+}
+
+int ssa_device_idle_gaps(const ssa_analysis *a, const ssa_rank_result *rr,
+                         void (*emit)(void *ctx, int64_t s, int64_t e, uint32_t cause), void *ctx) {
+  const ssa_rank *r = rr->rank;
+  /* classify() reads only the rank, the threshold and the sync/loader tables */
+  rank_ctx c = {(ssa_analysis *)a, (ssa_rank_result *)rr, r, a->launch_gap_ns, NULL, NULL, 0, NULL, 0};
+  int rc = STEPSCOPE_E_NOMEM;
+  if (collect_data_loading(&c)) goto out;
+  if (r->nsyncs) {
+    c.sync_prefix_end = malloc(r->nsyncs * sizeof *c.sync_prefix_end);
+    if (!c.sync_prefix_end) goto out;
+    for (size_t i = 0; i < r->nsyncs; i++) {
+      int64_t e = r->syncs[i].end;
+      if (i > 0 && r->syncs[i - 1].lane == r->syncs[i].lane && c.sync_prefix_end[i - 1] > e)
+        e = c.sync_prefix_end[i - 1];
+      c.sync_prefix_end[i] = e;
+    }
+  }
+  idle_clip k = {rr->totals.start, rr->totals.end, emit, ctx};
+  int64_t dev_end = INT64_MIN;
+  for (size_t i = 0; i < r->nops && dev_end < k.t1; i++) {
+    const ssa_op *o = &r->ops[i];
+    if (o->end <= o->start) continue;
+    if (o->start > dev_end && o->start > k.t0)
+      split_idle(&c, dev_end, o->start, classify(&c, dev_end, o->start, i, SSA_NONE), emit_clipped, &k);
+    if (o->end > dev_end) dev_end = o->end;
+  }
+  if (dev_end < k.t1) emit_clipped(&k, dev_end == INT64_MIN ? k.t0 : dev_end, k.t1, SSA_IDLE_OTHER);
+  rc = 0;
+out:
+  free(c.sync_prefix_end);
+  free(c.by_end);
+  free(c.dl);
+  return rc;
+}

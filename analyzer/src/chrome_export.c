@@ -17,7 +17,10 @@
  *   their ids (correlation, collective comm/seq/op, bytes); host events
  *   carry "host"; derived slices carry "derived".
  * - events of one tid are emitted by start time, longer first, so parents
- *   come before children.
+ *   come before children; slices on one tid nest: one that overlaps a slice
+ *   without nesting in it goes to an extra lane of its track (ssa_lanes.h),
+ *   a tid of its own named "stream 7 (compute) (lane 2)", numbered after
+ *   every rank's own tids and named where first used.
  * - flows: "s" on the launch call, "f" (binding point "e") on the op, with
  *   id = rank * 2^36 + op index + 1 (namespaced per rank).
  * - derived tracks over the analysed window: "exposed comm" (comm not under
@@ -27,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ssa_lanes.h"
 #include "ssa_report.h"
 
 typedef struct exporter {
@@ -34,6 +38,7 @@ typedef struct exporter {
   ssa_out *o;
   uint64_t events;
   int first;
+  long next_extra_tid;              /* tids of extra lanes (ssa_lanes.h) */
 } exporter;
 
 static void begin_event(exporter *x) {
@@ -124,6 +129,86 @@ static void lane_label(const ssa_rank *r, const ssa_lane *l, char *buf, size_t n
     snprintf(buf, n, name[0] ? "stream %llu (%s)" : "stream %llu", (unsigned long long)l->id, name);
 }
 
+/* The tids of a rank's lanes and their extra lanes (ssa_lanes.h): lane l is
+ * tid_base + l + 1; its extra lane k gets a tid from the exporter's counter
+ * of tids after every rank's own, named when first used. */
+typedef struct rank_tracks {
+  exporter *x;
+  const ssa_rank *r;
+  int pid;
+  long tid_base;
+  ssa_lanes *lanes;                 /* one per rank lane */
+  long **extra;                     /* per rank lane: tids of lanes 1.. */
+  uint32_t *nextra;
+  /* API calls placed on extra lanes (rare), in index order: their flows
+   * start there */
+  size_t *moved_api;
+  long *moved_tid;
+  size_t nmoved, moved_cap;
+  int failed;
+} rank_tracks;
+
+static void note_moved_api(rank_tracks *t, size_t api, long tid) {
+  if (t->nmoved == t->moved_cap) {
+    size_t cap = t->moved_cap ? t->moved_cap * 2 : 16;
+    size_t *a = realloc(t->moved_api, cap * sizeof *a);
+    if (!a) {
+      t->failed = 1;
+      return;
+    }
+    t->moved_api = a;
+    long *b = realloc(t->moved_tid, cap * sizeof *b);
+    if (!b) {
+      t->failed = 1;
+      return;
+    }
+    t->moved_tid = b;
+    t->moved_cap = cap;
+  }
+  t->moved_api[t->nmoved] = api;
+  t->moved_tid[t->nmoved++] = tid;
+}
+
+/* The tid an API call was placed on. */
+static long api_tid(const rank_tracks *t, size_t api) {
+  size_t lo = 0, hi = t->nmoved;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (t->moved_api[mid] < api) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo < t->nmoved && t->moved_api[lo] == api) return t->moved_tid[lo];
+  return t->tid_base + t->r->apis[api].lane + 1;
+}
+
+static long slice_tid(rank_tracks *t, const ssa_slice *sl) {
+  int k = ssa_lanes_place(&t->lanes[sl->lane], sl->start, sl->end);
+  if (k <= 0) {
+    if (k < 0) t->failed = 1;
+    return t->tid_base + sl->lane + 1;
+  }
+  uint32_t idx = (uint32_t)k - 1;
+  if (idx >= t->nextra[sl->lane]) { /* a new extra lane: name it first */
+    long *n = realloc(t->extra[sl->lane], (idx + 1) * sizeof *n);
+    if (!n) {
+      t->failed = 1;
+      return t->tid_base + sl->lane + 1;
+    }
+    t->extra[sl->lane] = n;
+    exporter *x = t->x;
+    n[idx] = x->next_extra_tid++;
+    t->nextra[sl->lane] = idx + 1;
+    char label[512], named[600];
+    const ssa_lane *lane = &t->r->lanes[sl->lane];
+    lane_label(t->r, lane, label, sizeof label);
+    snprintf(named, sizeof named, "%s (lane %d)", label, k + 1);
+    meta_event(x, "thread_name", t->pid, n[idx], named, 0);
+    meta_event(x, "thread_sort_index", t->pid, n[idx], NULL,
+               (lane->kind == SSA_LANE_HOST ? 2000 : 0) + (int64_t)sl->lane * 64 + k);
+  }
+  return t->extra[sl->lane][idx];
+}
+
 static void export_rank(exporter *x, const ssa_rank_result *rr, long tid_base) {
   const ssa_analysis *a = x->a;
   const ssa_run *run = a->run;
@@ -131,41 +216,60 @@ static void export_rank(exporter *x, const ssa_rank_result *rr, long tid_base) {
   ssa_out *o = x->o;
   int pid = r->rank + 1;
   long tid_derived = tid_base + (long)r->nlanes + 1;
-  /* host ranges */
-  for (size_t i = 0; i < r->nranges; i++) {
-    const ssa_range *g = &r->ranges[i];
-    x_head(x, pid, tid_base + g->lane + 1, ssa_rel_time(run, r, g->start), g->end - g->start);
-    ssa_out_str(o, ",\"name\":");
-    ssa_out_json_string(o, ssa_rank_str(r, g->name));
-    ssa_out_str(o, ",\"cat\":\"host\",\"args\":{\"category\":\"host\",\"domain\":");
-    ssa_out_json_string(o, ssa_rank_str(r, g->domain));
-    if (g->payload_kind) {
-      ssa_out_str(o, ",\"payload\":");
-      ssa_out_u64(o, g->payload);
-    }
-    if (g->args) {
-      ssa_out_str(o, ",\"info\":");
-      ssa_out_json_string(o, ssa_rank_str(r, g->args));
-    }
-    ssa_out_str(o, "}}");
-  }
-  /* host API calls */
-  for (size_t i = 0; i < r->napis; i++) {
-    const ssa_api *p = &r->apis[i];
-    x_head(x, pid, tid_base + p->lane + 1, ssa_rel_time(run, r, p->start), p->end - p->start);
-    ssa_out_str(o, ",\"name\":");
-    ssa_out_json_string(o, p->name ? ssa_rank_str(r, p->name) : "api");
-    ssa_out_str(o, ",\"cat\":\"host\",\"args\":{\"category\":\"host\",\"correlation\":");
-    ssa_out_u64(o, p->corr);
-    ssa_out_str(o, "}}");
-  }
-  /* device ops and their flows */
+  rank_tracks t;
+  memset(&t, 0, sizeof t);
+  t.x = x;
+  t.r = r;
+  t.pid = pid;
+  t.tid_base = tid_base;
+  uint32_t nl = r->nlanes ? r->nlanes : 1;
+  t.lanes = calloc(nl, sizeof *t.lanes);
+  t.extra = calloc(nl, sizeof *t.extra);
+  t.nextra = calloc(nl, sizeof *t.nextra);
+  if (!t.lanes || !t.extra || !t.nextra) t.failed = 1;
+  for (uint32_t l = 0; t.lanes && l < r->nlanes; l++) ssa_lanes_init(&t.lanes[l]);
+  /* host ranges, host API calls and device ops in start order, each on its
+   * lane's tid or, where it overlaps a slice without nesting, on an extra one */
   uint64_t flow_base = ((uint64_t)(uint32_t)r->rank << 36);
-  for (size_t i = 0; i < r->nops; i++) {
+  ssa_slice_iter it;
+  ssa_slice sl;
+  ssa_slice_iter_init(&it, r);
+  while (!t.failed && ssa_slice_next(&it, &sl)) {
+    long tid = slice_tid(&t, &sl);
+    if (sl.kind == SSA_SLICE_RANGE) {
+      const ssa_range *g = &r->ranges[sl.index];
+      x_head(x, pid, tid, ssa_rel_time(run, r, g->start), g->end - g->start);
+      ssa_out_str(o, ",\"name\":");
+      ssa_out_json_string(o, ssa_rank_str(r, g->name));
+      ssa_out_str(o, ",\"cat\":\"host\",\"args\":{\"category\":\"host\",\"domain\":");
+      ssa_out_json_string(o, ssa_rank_str(r, g->domain));
+      if (g->payload_kind) {
+        ssa_out_str(o, ",\"payload\":");
+        ssa_out_u64(o, g->payload);
+      }
+      if (g->args) {
+        ssa_out_str(o, ",\"info\":");
+        ssa_out_json_string(o, ssa_rank_str(r, g->args));
+      }
+      ssa_out_str(o, "}}");
+      continue;
+    }
+    if (sl.kind == SSA_SLICE_API) {
+      const ssa_api *p = &r->apis[sl.index];
+      if (tid != tid_base + p->lane + 1) note_moved_api(&t, sl.index, tid);
+      x_head(x, pid, tid, ssa_rel_time(run, r, p->start), p->end - p->start);
+      ssa_out_str(o, ",\"name\":");
+      ssa_out_json_string(o, p->name ? ssa_rank_str(r, p->name) : "api");
+      ssa_out_str(o, ",\"cat\":\"host\",\"args\":{\"category\":\"host\",\"correlation\":");
+      ssa_out_u64(o, p->corr);
+      ssa_out_str(o, "}}");
+      continue;
+    }
+    size_t i = sl.index;
     const ssa_op *p = &r->ops[i];
     const char *cat = cls_name(p->cls);
     int64_t ts = ssa_rel_time(run, r, p->start);
-    x_head(x, pid, tid_base + p->lane + 1, ts, p->end - p->start);
+    x_head(x, pid, tid, ts, p->end - p->start);
     ssa_out_str(o, ",\"name\":");
     const char *name = ssa_rank_str(r, p->name);
     if (!name[0]) name = p->kind == SSA_OP_MEMCPY ? "memcpy" : p->kind == SSA_OP_MEMSET ? "memset" : "op";
@@ -185,23 +289,32 @@ static void export_rank(exporter *x, const ssa_rank_result *rr, long tid_base) {
     }
     ssa_out_str(o, "}}");
     if (p->launch != SSA_NONE) {
+      /* on the tid where its launch call was placed (placed already when it
+       * starts no later than the op, as launches do) */
       const ssa_api *l = &r->apis[p->launch];
       uint64_t id = flow_base + i + 1;
       begin_event(x);
-      ssa_out_printf(o, "{\"ph\":\"s\",\"pid\":%d,\"tid\":%ld,\"ts\":", pid, tid_base + l->lane + 1);
+      ssa_out_printf(o, "{\"ph\":\"s\",\"pid\":%d,\"tid\":%ld,\"ts\":", pid, api_tid(&t, p->launch));
       ssa_out_us(o, ssa_rel_time(run, r, l->start));
       ssa_out_str(o, ",\"id\":");
       ssa_out_u64(o, id);
       ssa_out_str(o, ",\"name\":\"launch\",\"cat\":\"launch\"}");
       begin_event(x);
-      ssa_out_printf(o, "{\"ph\":\"f\",\"bp\":\"e\",\"pid\":%d,\"tid\":%ld,\"ts\":", pid,
-                     tid_base + p->lane + 1);
+      ssa_out_printf(o, "{\"ph\":\"f\",\"bp\":\"e\",\"pid\":%d,\"tid\":%ld,\"ts\":", pid, tid);
       ssa_out_us(o, ts);
       ssa_out_str(o, ",\"id\":");
       ssa_out_u64(o, id);
       ssa_out_str(o, ",\"name\":\"launch\",\"cat\":\"launch\"}");
     }
   }
+  if (t.failed && !o->error) o->error = STEPSCOPE_E_NOMEM; /* the partial file is removed */
+  for (uint32_t l = 0; t.lanes && l < r->nlanes; l++) ssa_lanes_free(&t.lanes[l]);
+  for (uint32_t l = 0; t.extra && l < r->nlanes; l++) free(t.extra[l]);
+  free(t.lanes);
+  free(t.extra);
+  free(t.nextra);
+  free(t.moved_api);
+  free(t.moved_tid);
   /* derived tracks */
   derived_ctx d;
   memset(&d, 0, sizeof d);
@@ -261,7 +374,7 @@ int ssa_export_chrome(const ssa_analysis *a, const char *path, ssa_export_stats 
     }
     return rc;
   }
-  exporter x = {a, &o, 0, 1};
+  exporter x = {a, &o, 0, 1, 0};
   ssa_out_str(&o, "{\"traceEvents\":[\n");
   long *tid_base = calloc(a->nranks ? a->nranks : 1, sizeof *tid_base);
   if (!tid_base) {
@@ -274,6 +387,7 @@ int ssa_export_chrome(const ssa_analysis *a, const char *path, ssa_export_stats 
     tid_base[i] = next_tid - 1;
     next_tid += (long)a->ranks[i].rank->nlanes + 4;
   }
+  x.next_extra_tid = next_tid;
   /* metadata first */
   for (size_t i = 0; i < a->nranks; i++) {
     const ssa_rank_result *rr = &a->ranks[i];

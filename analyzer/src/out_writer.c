@@ -366,3 +366,5 @@ void ssa_out_json_string(ssa_out *o, const char *s) {
   }
   ssa_out_char(o, '"');
 }
+
+size_t ssa_utf8_sequence(const char *p, size_t *bad) { return utf8_sequence((const unsigned char *)p, bad); }

@@ -399,6 +399,12 @@ int ssa_find_pipeline_waits(ssa_analysis *a);
 
 /* Per-rank metrics (breakdown.c). */
 int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr);
+/* The device-level idle gaps of an analysed rank inside its totals window,
+ * in time order, each with its cause (SSA_IDLE_*; the classification of the
+ * idle breakdown), for the exports' idle overlay (breakdown.c). 0 or
+ * STEPSCOPE_E_NOMEM. */
+int ssa_device_idle_gaps(const ssa_analysis *a, const ssa_rank_result *rr,
+                         void (*emit)(void *ctx, int64_t s, int64_t e, uint32_t cause), void *ctx);
 
 /* Cross-rank parts. */
 int ssa_match_collectives(ssa_analysis *a);

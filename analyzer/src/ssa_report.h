@@ -17,13 +17,19 @@ int ssa_report_json(const ssa_analysis *a, ssa_out *o);
 int ssa_report_text(const ssa_analysis *a, FILE *f);
 
 typedef struct ssa_export_stats {
-  uint64_t events;
+  uint64_t events;                  /* JSON: events; Perfetto: packets */
   uint64_t bytes;
+  uint64_t slices, flows;           /* Perfetto only */
 } ssa_export_stats;
 
 /* Writes the Chrome-trace JSON of an analysed run to `path` (".gz": gzip).
  * Only ranks selected by the analysis options are written. */
 int ssa_export_chrome(const ssa_analysis *a, const char *path, ssa_export_stats *stats,
                       stepscope_error *err);
+
+/* Writes the same run as a Perfetto protobuf trace (perfetto_export.c):
+ * TrackEvent slices, flows, counters and the derived overlays. */
+int ssa_export_perfetto(const ssa_analysis *a, const char *path, ssa_export_stats *stats,
+                        stepscope_error *err);
 
 #endif
