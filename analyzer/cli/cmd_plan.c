@@ -169,20 +169,6 @@ static int apply_what_if(char *kv, mm_layout *l, int *global_batch)
     return -1;
 }
 
-/* The device kind of a run's device name (header), e.g. "NVIDIA H100 80GB HBM3" -> h100-sxm. */
-static const char *device_of_name(const char *name)
-{
-    if (!name)
-        return "cpu";
-    if (strstr(name, "H200"))
-        return "h200";
-    if (strstr(name, "H100"))
-        return "h100-sxm";
-    if (strstr(name, "A100"))
-        return "a100-80g";
-    return "cpu";
-}
-
 static FILE *open_out(const char *path)
 {
     if (!strcmp(path, "-"))
@@ -334,7 +320,7 @@ int cmd_plan(int argc, char **argv)
         if (!job.global_batch)
             job.global_batch = c->dp * c->microbatches * c->micro_batch;
         if (!device)
-            device = device_of_name(job.cal.device_name);
+            device = plan_device_kind_of_name(job.cal.device_name);
     }
     if (model) {
         const preset *p = NULL;

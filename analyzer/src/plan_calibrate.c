@@ -37,7 +37,7 @@ static int json_int(const char *json, const char *key, int fallback)
 }
 
 /* The layout of the run from rank 0's configuration (trainer/config.c: config_to_json). */
-static int layout_of_config(const char *json, mm_layout *l, char *err, size_t errlen)
+int plan_layout_of_config(const char *json, mm_layout *l, char *err, size_t errlen)
 {
     memset(l, 0, sizeof *l);
     l->layers = json_int(json, "layers", 0);
@@ -101,7 +101,7 @@ int plan_calibrate_from_run(const char *run_dir, int threads, plan_calibration *
                  run_dir);
         goto out;
     }
-    if (layout_of_config(run.ranks[0].config_json, &cal->layout, err, errlen) != 0)
+    if (plan_layout_of_config(run.ranks[0].config_json, &cal->layout, err, errlen) != 0)
         goto out;
     if (ssa_analyze(&run, &opt, &an, &e)) {
         snprintf(err, errlen, "%s", e.message[0] ? e.message : "analysis failed");

@@ -32,6 +32,19 @@ const plan_device *plan_device_find(const char *name)
 
 const char *plan_device_names(void) { return "h100-sxm|h200|a100-80g|cpu"; }
 
+const char *plan_device_kind_of_name(const char *name)
+{
+    if (!name)
+        return "cpu";
+    if (strstr(name, "H200"))
+        return "h200";
+    if (strstr(name, "H100"))
+        return "h100-sxm";
+    if (strstr(name, "A100"))
+        return "a100-80g";
+    return "cpu";
+}
+
 void plan_filter_any(plan_filter *f)
 {
     f->dp = f->tp = f->pp = f->cp = f->zero = f->recompute = f->microbatches = -1;
@@ -457,6 +470,22 @@ void plan_print_table(FILE *f, const plan_job *job, const plan_result *r, long n
     }
 }
 
+/* A JSON string literal: quotes, backslashes and control characters escaped (a run's path
+ * is whatever the user named it). */
+static void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
 static void json_layout(FILE *f, const plan_result *r)
 {
     const mm_layout *l = &r->layout;
@@ -488,7 +517,7 @@ int plan_write_json(FILE *f, const plan_job *job, const plan_result *r, long n)
 {
     const mm_layout *m = &job->model;
     fprintf(f,
-            "{\"schema_version\":1,\"job\":{\"layers\":%d,\"hidden\":%d,\"heads\":%d,\"vocab\":%d,"
+            "{\"schema_version\":1,\"kind\":\"stepscope.plan\",\"job\":{\"layers\":%d,\"hidden\":%d,\"heads\":%d,\"vocab\":%d,"
             "\"ffn\":%d,\"seq\":%d,\"max_seq\":%d,\"gpus\":%d,\"gpus_per_node\":%d,"
             "\"global_batch\":%d,\"overlap\":%s},",
             m->layers, m->hidden, m->heads, m->vocab, m->ffn > 0 ? m->ffn : 4 * m->hidden, m->seq,
@@ -503,12 +532,14 @@ int plan_write_json(FILE *f, const plan_job *job, const plan_result *r, long n)
             d->efficiency, d->baseline_bytes, d->act_bytes);
     const plan_calibration *c = &job->cal;
     if (c->present) {
+        fputs("\"calibration\":{\"source\":", f);
+        json_string(f, c->source);
         fprintf(f,
-                "\"calibration\":{\"source\":\"%s\",\"flops_rate\":%.6g,\"tp_bw\":%.6g,"
+                ",\"flops_rate\":%.6g,\"tp_bw\":%.6g,"
                 "\"dp_bw\":%.6g,\"pp_bw\":%.6g,\"cp_bw\":%.6g,\"latency_s\":%.6g,"
                 "\"host_s_per_step\":%.6g,\"bubble_excess\":%.6f,"
                 "\"runtime_baseline_bytes\":%.0f,\"measured_step_s\":%.6g},",
-                c->source, c->flops_rate, c->tp_bw, c->dp_bw, c->pp_bw, c->cp_bw, c->latency_s,
+                c->flops_rate, c->tp_bw, c->dp_bw, c->pp_bw, c->cp_bw, c->latency_s,
                 c->host_s_per_step, c->bubble_excess, c->baseline_bytes, c->measured_step_s);
     } else {
         fprintf(f, "\"calibration\":null,\"assumed\":[\"flops_rate\",\"bandwidths\",\"latency\","
