@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "diff_prediction.h"
+#include "model_config.h"
 #include "plan_model.h"
 
 static void warn(ssa_pred_diff *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -52,14 +53,6 @@ static void differs(char *buf, size_t size, const char *what, int run, int pred)
   snprintf(buf + n, size - n, "%s%s %d (predicted %d)", n ? ", " : "", what, run, pred);
 }
 
-static const char *sched_word(mm_schedule s) {
-  return s == MM_SCHED_AFAB ? "afab" : s == MM_SCHED_1F1B ? "1f1b" : "interleaved";
-}
-
-static const char *recompute_word(mm_recompute r) {
-  return r == MM_RECOMPUTE_FULL ? "full" : r == MM_RECOMPUTE_SELECTIVE ? "selective" : "none";
-}
-
 /* What differs between the run's layout and a predicted one ("" when nothing). */
 static void layout_differences(const mm_layout *run, const mm_layout *p, char *buf, size_t size) {
   buf[0] = '\0';
@@ -74,11 +67,11 @@ static void layout_differences(const mm_layout *run, const mm_layout *p, char *b
   size_t n = strlen(buf);
   if (run->recompute != p->recompute)
     snprintf(buf + n, size - n, "%srecompute %s (predicted %s)", n ? ", " : "",
-             recompute_word(run->recompute), recompute_word(p->recompute));
+             mm_recompute_name(run->recompute), mm_recompute_name(p->recompute));
   n = strlen(buf);
   if (run->pp > 1 && p->pp > 1 && run->schedule != p->schedule)
     snprintf(buf + n, size - n, "%sschedule %s (predicted %s)", n ? ", " : "",
-             sched_word(run->schedule), sched_word(p->schedule));
+             mm_schedule_name(run->schedule), mm_schedule_name(p->schedule));
   if (run->pp > 1 && p->pp > 1 && run->schedule == MM_SCHED_INTERLEAVED &&
       p->schedule == MM_SCHED_INTERLEAVED)
     differs(buf, size, "virtual_stages", run->virtual_stages, p->virtual_stages);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model_config.h"
 #include "plan_model.h"
 #include "ssa_analysis.h"
 
@@ -30,50 +31,23 @@ static double median(double *v, size_t n)
     return v[(n - 1) / 2];
 }
 
-static int json_int(const char *json, const char *key, int fallback)
+/* The trainer's configuration JSON read through the metadata lookups (json_lookup.c). */
+static int config_number(void *ctx, const char *key, double *out)
 {
-    double v;
-    return ssa_json_number(json, key, &v) ? (int)v : fallback;
+    return ssa_json_number(ctx, key, out);
 }
 
-/* The layout of the run from rank 0's configuration (trainer/config.c: config_to_json). */
+static int config_string(void *ctx, const char *key, char *buf, size_t size)
+{
+    return ssa_json_string(ctx, key, buf, size);
+}
+
+static int config_bool(void *ctx, const char *key, int *out) { return ssa_json_bool(ctx, key, out); }
+
 int plan_layout_of_config(const char *json, mm_layout *l, char *err, size_t errlen)
 {
-    memset(l, 0, sizeof *l);
-    l->layers = json_int(json, "layers", 0);
-    l->hidden = json_int(json, "hidden", 0);
-    l->heads = json_int(json, "heads", 0);
-    l->seq = json_int(json, "seq", 0);
-    l->max_seq = json_int(json, "max_seq", 1024);
-    l->vocab = json_int(json, "vocab", 0);
-    l->dp = json_int(json, "dp", 1);
-    l->tp = json_int(json, "tp", 1);
-    l->pp = json_int(json, "pp", 1);
-    l->cp = json_int(json, "cp", 1);
-    l->zero = json_int(json, "zero", 0);
-    l->microbatches = json_int(json, "microbatches", 1);
-    l->micro_batch = json_int(json, "micro_batch", 1);
-    l->virtual_stages = json_int(json, "virtual_stages", 1);
-    double mb;
-    l->bucket_mb = ssa_json_number(json, "bucket_mb", &mb) ? mb : 1;
-    char s[32] = "";
-    ssa_json_string(json, "schedule", s, sizeof s);
-    l->schedule = !strcmp(s, "afab") ? MM_SCHED_AFAB
-                  : !strcmp(s, "interleaved") ? MM_SCHED_INTERLEAVED
-                                              : MM_SCHED_1F1B;
-    ssa_json_string(json, "recompute", s, sizeof s);
-    l->recompute = !strcmp(s, "full") ? MM_RECOMPUTE_FULL
-                   : !strcmp(s, "selective") ? MM_RECOMPUTE_SELECTIVE
-                                             : MM_RECOMPUTE_NONE;
-    l->sp = strstr(json, "\"sp\":true") != NULL;
-    ssa_json_string(json, "activations", s, sizeof s);
-    l->act_bytes = !strcmp(s, "bf16") ? 2 : 4;
-    if (l->layers < 1 || l->hidden < 1 || l->heads < 1 || l->seq < 1 || l->vocab < 1) {
-        snprintf(err, errlen, "the run's configuration does not describe the model (layers, "
-                              "hidden, heads, seq, vocab): is it a stepscope-train run?");
-        return -1;
-    }
-    return 0;
+    mm_config_reader r = {config_number, config_string, config_bool, (void *)json};
+    return mm_layout_from_config(&r, l, err, errlen);
 }
 
 int plan_calibrate_from_run(const char *run_dir, int threads, plan_calibration *cal,

@@ -5,6 +5,9 @@
 #include "plan_model.h"
 
 #include <math.h>
+
+#include "model_config.h"
+#include "model_flops.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,17 +85,6 @@ double plan_stage_flops_per_microbatch(const mm_layout *l, int stage)
     if (stage == l->pp - 1) /* the LM head (replicated over TP), forward + backward */
         flops += 3.0 * 2.0 * l->hidden * (double)mm_padded_vocab(l->vocab) * tokens;
     return flops;
-}
-
-/* The trainer's MFU numerator (trainer/train.c: train_model_flops_per_step): the
- * parameters less the position-embedding lookup, which is no multiply-add. */
-static double model_flops_per_step(const mm_layout *l, int global_batch)
-{
-    double C = l->hidden, F = ffn_of(l);
-    double params = (double)l->vocab * C +
-                    (double)l->layers * (4.0 * C * C + 2.0 * C * F + 9.0 * C + F) + 2.0 * C;
-    double tokens = (double)global_batch * l->seq;
-    return 6.0 * params * tokens + 12.0 * l->layers * C * l->seq * tokens;
 }
 
 /* ---- one layout ---------------------------------------------------------------------------- */
@@ -229,7 +221,7 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
     out->step_s = out->compute_s + out->bubble_s + out->tp_s + out->cp_s + out->pp_s +
                   out->grad_sync_s + out->host_s;
     out->tokens_per_s = (double)job->global_batch * l.seq / out->step_s;
-    out->mfu = model_flops_per_step(&l, job->global_batch) /
+    out->mfu = mf_model_flops_per_step(&l, job->global_batch) / /* the trainer's MFU numerator */
                (out->step_s * job->dev.peak_flops * job->gpus);
     double comm = out->tp_s + out->cp_s + out->pp_s + out->grad_sync_s;
     if (!out->fits)
@@ -403,15 +395,10 @@ long plan_enumerate(const plan_job *job, const plan_filter *f, plan_result **out
 
 static const char *schedule_name(const mm_layout *l)
 {
-    if (l->pp == 1)
-        return "none";
-    return l->schedule == MM_SCHED_AFAB ? "afab" : l->schedule == MM_SCHED_1F1B ? "1f1b" : "interleaved";
+    return l->pp == 1 ? "none" : mm_schedule_name(l->schedule);
 }
 
-static const char *recompute_name(mm_recompute r)
-{
-    return r == MM_RECOMPUTE_FULL ? "full" : r == MM_RECOMPUTE_SELECTIVE ? "selective" : "none";
-}
+static const char *recompute_name(mm_recompute r) { return mm_recompute_name(r); }
 
 void plan_layout_name(const mm_layout *l, char *buf, size_t size)
 {

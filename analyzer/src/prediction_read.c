@@ -19,6 +19,7 @@
 
 #include "diff_prediction.h"
 #include "json_stream.h"
+#include "model_config.h"
 
 typedef struct file_ctx {
   int fd;
@@ -292,12 +293,10 @@ static int read_layout(reader *r, ssa_pred_layout *out, size_t index) {
   l->micro_batch = lt.micro_batch;
   l->virtual_stages = lt.virtual_stages > 0 ? lt.virtual_stages : 1;
   l->bucket_mb = lt.bucket_mb;
-  l->schedule = !strcmp(lt.schedule, "afab")          ? MM_SCHED_AFAB
-                : !strcmp(lt.schedule, "interleaved") ? MM_SCHED_INTERLEAVED
-                                                      : MM_SCHED_1F1B;
-  l->recompute = !strcmp(lt.recompute, "full")        ? MM_RECOMPUTE_FULL
-                 : !strcmp(lt.recompute, "selective") ? MM_RECOMPUTE_SELECTIVE
-                                                      : MM_RECOMPUTE_NONE;
+  l->schedule = MM_SCHED_1F1B; /* also for "none" (one stage) */
+  mm_schedule_from_name(lt.schedule, &l->schedule);
+  l->recompute = MM_RECOMPUTE_NONE;
+  mm_recompute_from_name(lt.recompute, &l->recompute);
   snprintf(out->name, sizeof out->name, "%s", lt.name);
   if (!have_layout || l->dp < 1 || l->tp < 1 || l->pp < 1 || l->cp < 1 || l->microbatches < 1 ||
       l->micro_batch < 1 || !isfinite(out->step_time_s)) {
