@@ -50,6 +50,65 @@ int plan_layout_of_config(const char *json, mm_layout *l, char *err, size_t errl
     return mm_layout_from_config(&r, l, err, errlen);
 }
 
+/* A host range the trainer opens around a phase of each micro-batch. */
+typedef struct phase_span {
+    int64_t start, end;
+    int backward;
+} phase_span;
+
+/* The rank's compute time inside its analysed window by the phase whose host range
+ * ("forward" / "backward") holds the op's launch: forward, backward, and attention's forward
+ * (ops named "attention..."). Returns 0, or -1 when the rank has no such ranges or memory. */
+static int phase_times(const ssa_rank *r, int64_t t0, int64_t t1, double *fwd, double *bwd,
+                       double *att_fwd)
+{
+    *fwd = *bwd = *att_fwd = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < r->nranges; i++) {
+        const char *name = ssa_rank_str(r, r->ranges[i].name);
+        n += name && (!strcmp(name, "forward") || !strcmp(name, "backward"));
+    }
+    if (!n)
+        return -1;
+    phase_span *p = malloc(n * sizeof *p);
+    if (!p)
+        return -1;
+    n = 0;
+    for (size_t i = 0; i < r->nranges; i++) { /* sorted by start (rank_finish.c) */
+        const char *name = ssa_rank_str(r, r->ranges[i].name);
+        if (name && (!strcmp(name, "forward") || !strcmp(name, "backward")))
+            p[n++] = (phase_span){r->ranges[i].start, r->ranges[i].end, name[0] == 'b'};
+    }
+    for (size_t i = 0; i < r->nops; i++) {
+        const ssa_op *o = &r->ops[i];
+        if (o->cls != SSA_CLS_COMPUTE || o->launch == SSA_NONE || o->end <= o->start ||
+            o->start < t0 || o->start >= t1)
+            continue;
+        int64_t t = r->apis[o->launch].start;
+        size_t lo = 0, hi = n; /* the last span starting at or before t */
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (p[mid].start <= t)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo == 0 || p[lo - 1].end <= t)
+            continue;
+        double d = (double)(o->end - o->start);
+        if (p[lo - 1].backward) {
+            *bwd += d;
+        } else {
+            *fwd += d;
+            const char *name = ssa_rank_str(r, o->name);
+            if (name && !strncmp(name, "attention", 9))
+                *att_fwd += d;
+        }
+    }
+    free(p);
+    return *fwd + *bwd > 0 ? 0 : -1;
+}
+
 int plan_calibrate_from_run(const char *run_dir, int threads, plan_calibration *cal,
                             char *err, size_t errlen)
 {
@@ -85,14 +144,18 @@ int plan_calibrate_from_run(const char *run_dir, int threads, plan_calibration *
     double *rates = calloc(an.nranks + 1, sizeof *rates);
     double *hosts = calloc(an.nranks + 1, sizeof *hosts);
     double *excess = calloc(an.nranks + 1, sizeof *excess);
-    if (!rates || !hosts || !excess) {
+    double *fshare = calloc(an.nranks + 1, sizeof *fshare);
+    double *ashare = calloc(an.nranks + 1, sizeof *ashare);
+    if (!rates || !hosts || !excess || !fshare || !ashare) {
+        free(fshare);
+        free(ashare);
         free(rates);
         free(hosts);
         free(excess);
         snprintf(err, errlen, "out of memory");
         goto out;
     }
-    size_t nr = 0, nh = 0, ne = 0;
+    size_t nr = 0, nh = 0, ne = 0, nf = 0;
     for (size_t i = 0; i < an.nranks; i++) {
         const ssa_rank_result *rr = &an.ranks[i];
         if (rr->error || rr->nsteps == 0 || rr->totals.compute <= 0)
@@ -107,7 +170,19 @@ int plan_calibrate_from_run(const char *run_dir, int threads, plan_calibration *
         hosts[nh++] = fmax(0.0, rest) / 1e9;
         if (rr->pipeline && isfinite(rr->bubble_theory) && span > 0)
             excess[ne++] = bubble / span - rr->bubble_theory;
+        double f, b, a;
+        if (l->recompute == MM_RECOMPUTE_NONE && /* else backward holds forwards again */
+            phase_times(rr->rank, rr->totals.start, rr->totals.end, &f, &b, &a) == 0) {
+            fshare[nf] = f / (f + b);
+            ashare[nf++] = a / (f + b);
+        }
     }
+    if (nf) {
+        cal->forward_share = median(fshare, nf);
+        cal->attention_forward_share = median(ashare, nf);
+    }
+    free(fshare);
+    free(ashare);
     if (!nr) {
         free(rates);
         free(hosts);

@@ -87,6 +87,29 @@ double plan_stage_flops_per_microbatch(const mm_layout *l, int stage)
     return flops;
 }
 
+/* The work of one micro-batch on `stage` in FLOP-equivalents at the calibrated rate: its
+ * FLOPs, but recomputation charged at the time share of what it repeats, when a run measured
+ * it (plan_calibration.forward_share): on the CPU backend the forward is 42-47 % of the
+ * compute time, not the third its FLOPs say (GELU's tanh, the T x T softmax and the other
+ * element-wise ops cost far more than their FLOPs), so repeating it costs more. */
+static double stage_work(const plan_job *job, const mm_layout *l, int stage)
+{
+    double phi = job->cal.forward_share, alpha = job->cal.attention_forward_share;
+    if (l->recompute == MM_RECOMPUTE_NONE || !(phi > 0))
+        return plan_stage_flops_per_microbatch(l, stage);
+    mm_layout plain = *l;
+    plain.recompute = MM_RECOMPUTE_NONE;
+    double work = plan_stage_flops_per_microbatch(&plain, stage), att;
+    double fwd = layer_fwd_flops(l, (double)l->micro_batch * l->seq / l->cp, &att);
+    double layer = 3.0 * fwd; /* a layer's forward + backward */
+    int layers = l->layers / l->pp;
+    if (l->recompute == MM_RECOMPUTE_FULL)
+        work += layers * phi * layer;
+    else
+        work += layers * (alpha > 0 ? alpha * layer : att);
+    return work;
+}
+
 /* ---- one layout ---------------------------------------------------------------------------- */
 
 /* A collective of `bytes` on a group of n ranks: latency + bus bytes / bandwidth. */
@@ -157,7 +180,7 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
                                            : job->dev.peak_flops * job->dev.efficiency;
     double t_mb = 0;
     for (int s = 0; s < l.pp; s += (l.pp > 2 && s == 0) ? l.pp - 1 : 1) {
-        double t = plan_stage_flops_per_microbatch(&l, s) / rate;
+        double t = stage_work(job, &l, s) / rate;
         if (t > t_mb)
             t_mb = t;
     }
@@ -525,9 +548,11 @@ int plan_write_json(FILE *f, const plan_job *job, const plan_result *r, long n)
                 ",\"flops_rate\":%.6g,\"tp_bw\":%.6g,"
                 "\"dp_bw\":%.6g,\"pp_bw\":%.6g,\"cp_bw\":%.6g,\"latency_s\":%.6g,"
                 "\"host_s_per_step\":%.6g,\"bubble_excess\":%.6f,"
-                "\"runtime_baseline_bytes\":%.0f,\"measured_step_s\":%.6g},",
+                "\"runtime_baseline_bytes\":%.0f,\"measured_step_s\":%.6g,"
+                "\"forward_share\":%.4f,\"attention_forward_share\":%.4f},",
                 c->flops_rate, c->tp_bw, c->dp_bw, c->pp_bw, c->cp_bw, c->latency_s,
-                c->host_s_per_step, c->bubble_excess, c->baseline_bytes, c->measured_step_s);
+                c->host_s_per_step, c->bubble_excess, c->baseline_bytes, c->measured_step_s,
+                c->forward_share, c->attention_forward_share);
     } else {
         fprintf(f, "\"calibration\":null,\"assumed\":[\"flops_rate\",\"bandwidths\",\"latency\","
                    "\"runtime_baseline\",\"host_overhead\"],");

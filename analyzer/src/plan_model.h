@@ -58,6 +58,10 @@ typedef struct plan_calibration {
     double host_s_per_step; /* step time no part of the model explains (host, launches, waits) */
     double bubble_excess;   /* measured bubble fraction - theory (pipelined runs) */
     double baseline_bytes;  /* measured runtime baseline per rank */
+    double forward_share;   /* forward compute time / (forward + backward), measured (a run
+                               without recomputation); what full recomputation repeats */
+    double attention_forward_share; /* attention's forward / (forward + backward): what
+                               selective recomputation repeats */
     mm_layout layout;       /* the layout the run had */
     double measured_step_s; /* its median step time */
 } plan_calibration;

@@ -35,7 +35,7 @@ run() { # run NAME ARGS...: trains, leaves $out/NAME/{run,train.jsonl}
     --log "$out/$name/train.jsonl" "$@" > "$out/$name/log" 2>&1
 }
 run calib --dp 4 || { echo "calibration run failed"; cat "$out/calib/log"; exit 1; }
-echo "calibration: ${PAIRED:+one dp4 run before every layout (PAIRED=1)}${PAIRED:-one dp4 run for all layouts}"
+if [ -n "${PAIRED:-}" ]; then echo "calibration: a dp4 run before every layout (PAIRED=1)"; else echo "calibration: one dp4 run for all layouts"; fi
 
 layouts=(
   "dp4-repeat|--dp 4"
