@@ -1,13 +1,20 @@
 /*
  * analysis_options.c — parsing of the options shared by the commands that
  * analyse runs (see analysis_options.h). Values are checked strictly: the
- * whole string must be a number, counts must be positive.
+ * whole string must be a number, counts must be positive; a classification
+ * rule must be a valid POSIX extended regex (compiled when given).
+ *
+ * The classification rules are kept in one process-wide set (a command
+ * analyses with one set of rules; `diff` applies it to both runs), which
+ * lives until the process exits.
  */
 #include "analysis_options.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+static ssa_comm_rules rules; /* --comm-kernel, --compute-kernel, then the environment */
 
 int cli_parse_steps(const char *s, int64_t *first, int64_t *last) {
   const char *colon = strchr(s, ':');
@@ -58,6 +65,16 @@ int cli_apply_analysis_option(const char *command, const char *name, const char 
     opt->launch_gap_ns = (int64_t)(us * 1000.0);
     return 1;
   }
+  if (!strcmp(name, "--comm-kernel") || !strcmp(name, "--compute-kernel")) {
+    char why[256];
+    int comm = !strcmp(name, "--comm-kernel");
+    if (ssa_comm_rules_add(&rules, value, comm, "command line", why, sizeof why)) {
+      fprintf(stderr, "stepscope %s: bad %s '%s': %s\n", command, name, value, why);
+      return -1;
+    }
+    opt->comm_rules = &rules;
+    return 1;
+  }
   if (!strcmp(name, "--threads")) {
     long n = strtol(value, &end, 10);
     if (*end || end == value || n <= 0 || n > 4096) {
@@ -80,3 +97,24 @@ int cli_apply_rank_option(const char *command, const char *value, ssa_options *o
   opt->rank = (int)r;
   return 0;
 }
+
+int cli_finish_analysis_options(const char *command, ssa_options *opt) {
+  static const char *const env[2] = {SSA_COMM_ENV, SSA_COMPUTE_ENV};
+  static int done; /* the environment is read once per process */
+  for (int k = 0; k < 2 && !done; k++) {
+    const char *list = getenv(env[k]);
+    if (!list) continue;
+    char *bad = NULL, why[256];
+    if (ssa_comm_rules_add_list(&rules, list, k == 0, env[k], &bad, why, sizeof why)) {
+      fprintf(stderr, "stepscope %s: bad pattern '%s' in %s: %s\n", command, bad ? bad : "", env[k],
+              why);
+      free(bad);
+      return -1;
+    }
+  }
+  done = 1;
+  opt->comm_rules = rules.n ? &rules : NULL;
+  return 0;
+}
+
+const ssa_comm_rules *cli_comm_rules(void) { return &rules; }

@@ -1,7 +1,7 @@
 /*
  * cmd_analyze.c — `stepscope analyze RUN [--json FILE] [--steps A:B]
  * [--rank R] [--step-range NAME] [--launch-gap-us N] [--top N]
- * [--threads N]`: loads the run (all ranks in parallel), computes the
+ * [--threads N] [--comm-kernel RE] [--compute-kernel RE]`: loads the run (all ranks in parallel), computes the
  * metrics of docs/metrics.md and prints the readable report; --json also
  * writes the versioned JSON report (docs/report-schema.md). A thin layer
  * over libstepscope_analysis. Exit codes: 0 ok, 1 the run could not be
@@ -78,11 +78,12 @@ int cmd_analyze(int argc, char **argv) {
     usage(stderr);
     return 2;
   }
+  if (cli_finish_analysis_options("analyze", &opt)) return 2;
   ssa_load_options lo = {opt.threads, isatty(2)};
   ssa_run run;
   stepscope_error err;
   memset(&err, 0, sizeof err);
-  if (ssa_run_load(&run, run_path, &lo, &err)) {
+  if (ssa_run_load_with_rules(&run, run_path, &lo, opt.comm_rules, &err)) {
     fprintf(stderr, "stepscope analyze: %s\n", err.message);
     ssa_run_free(&run);
     return 1;

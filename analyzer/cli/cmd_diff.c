@@ -1,7 +1,8 @@
 /*
  * cmd_diff.c — `stepscope diff RUN_A RUN_B [--json FILE] [--markdown FILE]
  * [--fail-on SPEC] [--steps A:B] [--steps-b A:B] [--step-range NAME]
- * [--launch-gap-us N] [--threads N] [--quiet]`: loads and
+ * [--launch-gap-us N] [--threads N] [--comm-kernel RE] [--compute-kernel RE]
+ * [--quiet]`: loads and
  * analyses both runs with the same options (each run is any run directory
  * or file `stepscope analyze` accepts, Kineto JSON included), compares them
  * (analyzer/src/diff_runs.c) and prints the text report; --json writes the
@@ -76,7 +77,7 @@ static int load_and_analyse(const char *path, const ssa_options *opt, loaded *l)
   stepscope_error err;
   memset(&err, 0, sizeof err);
   l->have_run = 1;
-  if (ssa_run_load(&l->run, path, &lo, &err)) {
+  if (ssa_run_load_with_rules(&l->run, path, &lo, opt->comm_rules, &err)) {
     fprintf(stderr, "stepscope diff: %s\n", err.message);
     return 1;
   }
@@ -166,6 +167,7 @@ int cmd_diff(int argc, char **argv) {
     usage(stderr);
     return 2;
   }
+  if (cli_finish_analysis_options("diff", &opt)) return 2;
   int prediction = cli_diff_which_is_prediction(paths[0], paths[1]); /* RUN PREDICTION.json */
   if (prediction >= 0)
     return cli_diff_prediction(paths[1 - prediction], paths[prediction], &opt, json_path, quiet,

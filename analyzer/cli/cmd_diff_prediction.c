@@ -44,7 +44,7 @@ int cli_diff_prediction(const char *run_path, const char *prediction_path, const
   ssa_analysis an;
   memset(&an, 0, sizeof an);
   int have_an = 0, rc = 1;
-  if (ssa_run_load(&run, run_path, &lo, &e)) {
+  if (ssa_run_load_with_rules(&run, run_path, &lo, opt->comm_rules, &e)) {
     fprintf(stderr, "stepscope diff: %s\n", e.message);
     goto out;
   }

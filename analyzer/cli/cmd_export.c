@@ -1,6 +1,7 @@
 /*
  * cmd_export.c — `stepscope export RUN -o trace.json[.gz] [--rank R]
- * [--steps A:B] [--step-range NAME]`: writes the Chrome-trace JSON of SPEC
+ * [--steps A:B] [--step-range NAME] [--comm-kernel RE] [--compute-kernel RE]`:
+ * writes the Chrome-trace JSON of SPEC
  * §5 (docs/metrics.md for the derived tracks), gzip-compressed when the name
  * ends in .gz. Streams: the document is never held in memory. Exit codes:
  * 0 ok, 1 failure, 2 usage error.
@@ -65,11 +66,12 @@ int cmd_export(int argc, char **argv) {
     return 2;
   }
   int tty = isatty(2);
+  if (cli_finish_analysis_options("export", &opt)) return 2;
   ssa_load_options lo = {opt.threads, tty};
   ssa_run run;
   stepscope_error err;
   memset(&err, 0, sizeof err);
-  if (ssa_run_load(&run, run_path, &lo, &err)) {
+  if (ssa_run_load_with_rules(&run, run_path, &lo, opt.comm_rules, &err)) {
     fprintf(stderr, "stepscope export: %s\n", err.message);
     ssa_run_free(&run);
     return 1;

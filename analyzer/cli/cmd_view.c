@@ -7,6 +7,9 @@
  * directory holding trace.json (or trace.json.gz) and report.json as written by
  * `stepscope export` and `stepscope analyze --json`; when only the per-rank traces
  * are there, they are generated into a temporary directory first (view_run.c).
+ * --comm-kernel / --compute-kernel are checked here (analysis_options.c) and
+ * passed on to the `export`, `analyze` and `diff` commands it runs through
+ * the environment (STEPSCOPE_COMM_KERNELS, STEPSCOPE_COMPUTE_KERNELS).
  * Exit codes: 0 done, 1 error, 2 usage.
  */
 #include "view.h"
@@ -14,6 +17,46 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "analysis_options.h"
+
+/* Appends the command line's rules of one class to the environment variable
+ * the commands that view runs read (after what it held already). 0, or -1
+ * (a pattern with ';', which the variable cannot carry; or no memory). */
+static int pass_rules_on(int comm) {
+  const char *var = comm ? SSA_COMM_ENV : SSA_COMPUTE_ENV;
+  const ssa_comm_rules *rules = cli_comm_rules();
+  const char *old = getenv(var);
+  size_t len = old ? strlen(old) : 0;
+  for (size_t i = 0; i < rules->n; i++) len += strlen(rules->rule[i].pattern) + 1;
+  char *v = malloc(len + 1);
+  if (!v) return -1;
+  size_t k = 0;
+  if (old) {
+    memcpy(v, old, strlen(old));
+    k = strlen(old);
+  }
+  int any = 0;
+  for (size_t i = 0; i < rules->n; i++) {
+    const ssa_comm_rule *r = &rules->rule[i];
+    if (r->comm != comm || strcmp(r->origin, "command line")) continue;
+    if (strchr(r->pattern, ';')) {
+      fprintf(stderr, "stepscope view: %s '%s': view passes rules on in %s, which separates "
+              "patterns with ';' (write it as [;] in the regex)\n", ssa_comm_rule_option(r),
+              r->pattern, var);
+      free(v);
+      return -1;
+    }
+    if (k) v[k++] = ';';
+    memcpy(v + k, r->pattern, strlen(r->pattern));
+    k += strlen(r->pattern);
+    any = 1;
+  }
+  v[k] = 0;
+  int rc = any ? setenv(var, v, 1) : 0;
+  free(v);
+  return rc ? -1 : 0;
+}
 
 static void usage(FILE *f) {
   fputs("usage: stepscope view RUN [--compare RUN_B] [--port P] [--bind ADDR] [--html OUT.html]\n"
@@ -29,6 +72,9 @@ static void usage(FILE *f) {
         "  --bind ADDR       numeric address to listen on (default 127.0.0.1; anything else\n"
         "                    exposes the run's files to the network)\n"
         "  --html OUT.html   write one self-contained page (viewer + data) and exit\n"
+        CLI_CLASSIFY_OPTIONS_HELP
+        "                      (they apply to what view generates, not to an export or\n"
+        "                      report already in RUN)\n"
         "  --help            this text\n"
         "\n"
         "The printed URL carries a random access token (as Jupyter's does): the browser\n"
@@ -43,6 +89,8 @@ static void usage(FILE *f) {
 int cmd_view(int argc, char **argv) {
   const char *run_a = NULL, *run_b = NULL, *html = NULL, *bind_addr = "127.0.0.1";
   int port = 8642;
+  ssa_options rule_opt; /* only the classification rules are used */
+  memset(&rule_opt, 0, sizeof rule_opt);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -69,6 +117,12 @@ int cmd_view(int argc, char **argv) {
         }
         port = (int)p;
       }
+    } else if (strcmp(a, "--comm-kernel") == 0 || strcmp(a, "--compute-kernel") == 0) {
+      if (i + 1 >= argc) {
+        fprintf(stderr, "stepscope view: %s needs a value\n", a);
+        return 2;
+      }
+      if (cli_apply_analysis_option("view", a, argv[++i], &rule_opt) < 0) return 2;
     } else if (a[0] == '-' && a[1]) {
       fprintf(stderr, "stepscope view: unknown option %s\n", a);
       usage(stderr);
@@ -84,6 +138,8 @@ int cmd_view(int argc, char **argv) {
     usage(stderr);
     return 2;
   }
+  if (cli_finish_analysis_options("view", &rule_opt) || pass_rules_on(1) || pass_rules_on(0))
+    return 2;
 
   char self_exe[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", self_exe, sizeof self_exe - 1);
@@ -103,6 +159,11 @@ int cmd_view(int argc, char **argv) {
     nruns++;
   }
   if (nruns == 2) view_run_diff(&runs[1], &runs[0], n > 0 ? self_exe : NULL);
+  for (int k = 0; k < nruns && rule_opt.comm_rules; k++)
+    if (!runs[k].trace_generated || !runs[k].report_generated)
+      fprintf(stderr, "stepscope view: note: %s holds its own export or report, made without "
+              "these --comm-kernel/--compute-kernel rules; they apply only to what view "
+              "generates\n", runs[k].dir);
 
   int rc;
   if (html) {

@@ -12,9 +12,11 @@
  *     imported): instead of a device that is "idle 100 %", the host
  *     timeline is analysed — each host thread becomes a CPU lane whose
  *     top-level `cpu_op` events are compute and whose host collectives
- *     (gloo `gloo:*` ranges, `c10d::*`, `nccl:*`, `record_param_comms`)
- *     are communication, so a CPU DDP run shows its all-reduces and how
- *     much of them the computation hides.
+ *     (the host-scope rows of the built-in family table, comm_families.c:
+ *     gloo `gloo:*` ranges, `c10d::*`, `nccl:*`, `record_param_comms`,
+ *     HCCL, oneCCL; and the user's --comm-kernel rules) are communication,
+ *     so a CPU DDP run shows its all-reduces and how much of them the
+ *     computation hides.
  */
 #include "kineto_host.h"
 
@@ -99,9 +101,14 @@ uint64_t ssa_kineto_drop_far_times(ssa_rank *r, int64_t far) {
   return dropped;
 }
 
-int ssa_kineto_is_host_collective(const char *n) {
-  return !strncmp(n, "gloo:", 5) || !strncmp(n, "c10d::", 6) || !strncmp(n, "nccl:", 5) ||
-         !strcmp(n, "record_param_comms");
+/* What a host range is, in the order of comm_rules.h: a user rule decides,
+ * else the host-scope built-in families (comm_families.c). 2: communication;
+ * 3: compute because a user rule says so (a range of any domain that the
+ * user named becomes an op); 1: neither. */
+static uint8_t host_range_class(const ssa_rank *r, const char *n) {
+  int u = ssa_comm_rules_match(r->comm_rules, n);
+  if (u >= 0) return r->comm_rules->rule[u].comm ? 2 : 3;
+  return ssa_comm_family_of(n, SSA_COMM_SCOPE_HOST) >= 0 ? 2 : 1;
 }
 
 typedef struct host_range {
@@ -131,25 +138,39 @@ int ssa_kineto_host_timeline(ssa_rank *r, const char *file_name, const ssa_kinet
   if (!dom_cpu) return STEPSCOPE_E_NOMEM;
   /* the host ranges that become ops */
   host_range *v = malloc((r->nranges ? r->nranges : 1) * sizeof *v);
-  if (!v) return STEPSCOPE_E_NOMEM;
+  /* host_range_class per name (string id), 0 not asked yet */
+  uint8_t *is_comm = calloc(r->strings.count ? r->strings.count : 1, 1);
+  if (!v || !is_comm) {
+    free(v);
+    free(is_comm);
+    return STEPSCOPE_E_NOMEM;
+  }
   size_t n = 0;
   for (size_t i = 0; i < r->nranges; i++) {
     const ssa_range *g = &r->ranges[i];
-    int comm = ssa_kineto_is_host_collective(ssa_rank_str(r, g->name));
-    if (g->domain != dom_cpu && !comm) continue;
+    uint8_t c = 1;
+    if (g->name < r->strings.count) {
+      if (!is_comm[g->name]) is_comm[g->name] = host_range_class(r, ssa_rank_str(r, g->name));
+      c = is_comm[g->name];
+    }
+    int comm = c == 2;
+    if (g->domain != dom_cpu && c == 1) continue; /* only cpu_op ranges, unless named */
     if (g->end <= g->start) continue;
     v[n++] = (host_range){r->lanes[g->lane].id, g->start, g->end, g->name, comm};
   }
+  free(is_comm);
   if (u->n || u->more)
     ssa_rank_warn(r, "%s: no device activity in the trace (no kernel, gpu_memcpy or gpu_memset events); event "
                   "categories not imported: %s. %s", file_name, cats,
                   n ? "The host timeline is analysed instead: CPU ops are compute, host collectives "
-                      "(gloo:*, c10d::*, record_param_comms) are communication"
+                      "(gloo:*, c10d::*, nccl:*, record_param_comms, HCCL, oneCCL, --comm-kernel "
+                      "rules) are communication"
                     : "There is no host activity to analyse either");
   else
     ssa_rank_warn(r, "%s: no device activity in the trace (CPU-only). %s", file_name,
                   n ? "The host timeline is analysed instead: CPU ops are compute, host collectives "
-                      "(gloo:*, c10d::*, record_param_comms) are communication"
+                      "(gloo:*, c10d::*, nccl:*, record_param_comms, HCCL, oneCCL, --comm-kernel "
+                      "rules) are communication"
                     : "There is no host activity to analyse either");
   qsort(v, n, sizeof *v, cmp_host_range);
   r->host_timeline = n > 0;

@@ -39,11 +39,11 @@ int64_t ssa_kineto_first_time(const ssa_rank *r);
 /* For a rank without device ops: warns once (naming the unimported
  * categories) and turns its host timeline into ops on CPU lanes, one per
  * host thread: top-level `cpu_op` events are compute, host collectives
- * (`gloo:*`, `c10d::*`, `nccl:*`, `record_param_comms`, as `cpu_op` or
- * `user_annotation`, at any depth) are communication. 0 or a status. */
+ * (the host-scope built-in families of comm_families.h — `gloo:*`,
+ * `c10d::*`, `nccl:*`, `record_param_comms`, ... — and the user's
+ * --comm-kernel rules in r->comm_rules, as `cpu_op` or `user_annotation`, at
+ * any depth) are communication; a range a --compute-kernel rule names is
+ * compute whatever its domain. 0 or a status. */
 int ssa_kineto_host_timeline(ssa_rank *r, const char *file_name, const ssa_kineto_unimported *u);
-
-/* Whether a host range's name is a host-side collective. */
-int ssa_kineto_is_host_collective(const char *name);
 
 #endif

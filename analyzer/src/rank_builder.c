@@ -40,6 +40,7 @@ void ssa_rank_free(ssa_rank *r) {
   free(r->meta);
   for (size_t i = 0; i < r->nwarnings; i++) free(r->warnings[i]);
   free(r->warnings);
+  free(r->tally.user);
   memset(r, 0, sizeof *r);
 }
 

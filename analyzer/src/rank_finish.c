@@ -7,10 +7,14 @@
  *   2. Collectives: a COLLECTIVE record is linked to the op that executed it,
  *      by correlation id (NCCL kernel or copy on a GPU) or by (comm_id, seq)
  *      (CPU-backend host ops). Linked ops are communication by evidence.
- *   3. Classification: kernels not linked to a collective but named like an
- *      NCCL kernel (ncclKernel_*, ncclDevKernel_*, ncclSymkDevKernel_*) are
- *      communication by name; everything else keeps the class its record
- *      kind or host-op category gave it.
+ *   3. Classification, in the order of comm_rules.h: a user rule
+ *      (--compute-kernel, --comm-kernel) that matches the op's name; else
+ *      evidence (a linked collective record, a host op's category); else a
+ *      built-in communication family (comm_families.h: NCCL/RCCL, DeepEP,
+ *      symmetric memory, ...; for a Kineto trace without device activity,
+ *      host collectives such as gloo:*); else compute. Copies and memsets
+ *      stay copies. Each op is credited to the rule that decided it, and
+ *      communication ops are counted by op kind (r->tally).
  *   4. Sorting: ops by (start, longer first, lane) so that one sweep visits
  *      activity in time order with parents before children; ranges likewise;
  *      syncs by (lane, start); counters by time. Ops, API calls and ranges
@@ -113,6 +117,17 @@ static void sort_if_needed(void *base, size_t n, size_t size,
   }
 }
 
+/* What the rules say about one name (string id), computed on first use:
+ * the deciding user rule, the built-in family for kernels and for host ops,
+ * and the op kind the name tells. */
+enum { NC_USER = 1, NC_FAMILY_KERNEL = 2, NC_FAMILY_HOST = 4, NC_KIND = 8 };
+typedef struct name_class {
+  int32_t user;         /* rule index, -1 none */
+  int8_t family[2];     /* [0] kernels, [1] host ops: family index, -1 none */
+  uint8_t kind;         /* ssa_comm_kind of the name */
+  uint8_t known;        /* NC_* bits: which fields are computed */
+} name_class;
+
 /* The lookups of the op pass, built first. */
 typedef struct joins {
   /* launch calls by correlation id: dense table or hash */
@@ -127,8 +142,8 @@ typedef struct joins {
   /* collectives by correlation id; corr_lo > corr_hi when none has one */
   idx_hash coll_hash;
   uint64_t corr_lo, corr_hi;
-  /* NCCL name test per string id: 0 unknown, 1 no, 2 yes */
-  uint8_t *is_nccl;
+  /* the rules' answers per string id, computed on first use */
+  name_class *names;
   /* seen by the op pass: an op that goes before its predecessor */
   int ops_unordered;
 } joins;
@@ -138,7 +153,7 @@ static void joins_free(joins *j) {
   free(j->slot);
   free(j->api_hash.slots);
   free(j->coll_hash.slots);
-  free(j->is_nccl);
+  free(j->names);
 }
 
 /* Dense ids: a table indexed by corr - lo (api index + 1, the first call
@@ -329,12 +344,80 @@ static inline uint32_t collective_of(const ssa_rank *r, const joins *j, uint64_t
 
 /* One pass over the ops: the launch call, the collective by correlation id
  * (GPU ops not already linked), and kernels named like NCCL's and not
- * linked to a collective record are communication by name (the name test
- * runs once per distinct string). It also notes each collective's first op
+ * classifies each op (classify_op; the name tests run once per distinct
+ * string). It also notes each collective's first op
  * and whether the ops are in order; when they are not, join_all sorts them
  * and finds the first ops again. */
 static inline int ops_out_of_order(const ssa_op *a, const ssa_op *b) {
   return a->start > b->start || (a->start == b->start && ssa_cmp_ops(a, b) > 0);
+}
+
+static name_class *name_class_of(const ssa_rank *r, joins *j, uint32_t name, int want) {
+  name_class *c = &j->names[name];
+  if ((c->known & want) == want) return c;
+  const char *s = ssa_rank_str(r, name);
+  if ((want & NC_USER) && !(c->known & NC_USER)) c->user = ssa_comm_rules_match(r->comm_rules, s);
+  if ((want & NC_FAMILY_KERNEL) && !(c->known & NC_FAMILY_KERNEL)) {
+    int f = ssa_comm_family_of(s, SSA_COMM_SCOPE_KERNEL);
+    c->family[0] = (int8_t)(f >= 0 ? f : -1);
+  }
+  if ((want & NC_FAMILY_HOST) && !(c->known & NC_FAMILY_HOST)) {
+    int f = ssa_comm_family_of(s, SSA_COMM_SCOPE_HOST);
+    c->family[1] = (int8_t)(f >= 0 ? f : -1);
+  }
+  if ((want & NC_KIND) && !(c->known & NC_KIND)) c->kind = (uint8_t)ssa_comm_kind_of_name(s);
+  c->known |= (uint8_t)want;
+  return c;
+}
+
+/* The op kind of a communication op: its collective record's op when linked
+ * (and known), else what its name tells. */
+static int comm_kind_of(const ssa_rank *r, joins *j, const ssa_op *o, uint32_t nstrings) {
+  if (o->coll != SSA_NONE) {
+    int k = ssa_comm_kind_of_collective(r->colls[o->coll].op);
+    if (k != SSA_COMM_KIND_UNKNOWN) return k;
+  }
+  if (!o->name || o->name >= nstrings) return SSA_COMM_KIND_UNKNOWN;
+  return name_class_of(r, j, o->name, NC_KIND)->kind;
+}
+
+/* Classifies one op in the order of comm_rules.h and credits the rule. */
+static void classify_op(ssa_rank *r, joins *j, ssa_op *o, uint32_t nstrings) {
+  if (o->kind != SSA_OP_KERNEL && o->kind != SSA_OP_HOST) return; /* copies stay copies */
+  ssa_comm_tally *t = &r->tally;
+  int named = o->name && o->name < nstrings;
+  /* host ops of a Kineto trace without device activity were classified by
+   * name (kineto_host.c), not by evidence: they go through the families */
+  int evidence_host = o->kind == SSA_OP_HOST && !r->host_timeline;
+  if (named && r->comm_rules && r->comm_rules->n) {
+    int u = name_class_of(r, j, o->name, NC_USER)->user;
+    if (u >= 0 && (size_t)u < t->nuser) {
+      o->cls = r->comm_rules->rule[u].comm ? SSA_CLS_COMM : SSA_CLS_COMPUTE;
+      ssa_class_count_add(&t->user[u], o->start, o->end);
+      if (o->cls == SSA_CLS_COMM) ssa_class_count_add(&t->kind[comm_kind_of(r, j, o, nstrings)], o->start, o->end);
+      return;
+    }
+  }
+  if (o->coll != SSA_NONE || (evidence_host && o->cls == SSA_CLS_COMM)) {
+    o->cls = SSA_CLS_COMM;
+    ssa_class_count_add(&t->evidence, o->start, o->end);
+    ssa_class_count_add(&t->kind[comm_kind_of(r, j, o, nstrings)], o->start, o->end);
+    return;
+  }
+  if (evidence_host) return; /* its category decided (compute, copy) */
+  int host = o->kind == SSA_OP_HOST;
+  int f = named ? name_class_of(r, j, o->name, host ? NC_FAMILY_HOST : NC_FAMILY_KERNEL)->family[host]
+                : -1;
+  if (f >= 0) {
+    o->cls = SSA_CLS_COMM;
+    r->comm_by_name++;
+    ssa_class_count_add(&t->family[f], o->start, o->end);
+    int k = ssa_comm_families[f].kind;
+    if (k < 0) k = comm_kind_of(r, j, o, nstrings);
+    ssa_class_count_add(&t->kind[k], o->start, o->end);
+    return;
+  }
+  o->cls = SSA_CLS_COMPUTE;
 }
 
 static void join_ops(ssa_rank *r, joins *j) {
@@ -361,15 +444,8 @@ static void join_ops(ssa_rank *r, joins *j) {
     }
     if (o->coll != SSA_NONE) { /* the first op of a collective, if this order stands */
       if (r->colls[o->coll].op_index == SSA_NONE) r->colls[o->coll].op_index = (uint32_t)i;
-      continue;
     }
-    if (o->kind != SSA_OP_KERNEL || o->name >= nstrings) continue;
-    uint8_t *t = &j->is_nccl[o->name];
-    if (!*t) *t = ssa_is_nccl_kernel_name(ssa_rank_str(r, o->name)) ? 2 : 1;
-    if (*t == 2) {
-      o->cls = SSA_CLS_COMM;
-      r->comm_by_name++;
-    }
+    classify_op(r, j, o, nstrings);
   }
   if (r->nops > 1 && ops_out_of_order(&r->ops[r->nops - 2], &r->ops[r->nops - 1]))
     j->ops_unordered = 1;
@@ -381,8 +457,14 @@ static int join_all(ssa_rank *r) {
   int rc = build_launch_index(r, &j);
   if (rc == 0) rc = build_collective_index(r, &j);
   if (rc == 0) {
-    j.is_nccl = calloc(r->strings.count ? r->strings.count : 1, 1);
-    if (!j.is_nccl) rc = STEPSCOPE_E_NOMEM;
+    j.names = calloc(r->strings.count ? r->strings.count : 1, sizeof *j.names);
+    if (!j.names) rc = STEPSCOPE_E_NOMEM;
+  }
+  memset(&r->tally, 0, sizeof r->tally);
+  if (rc == 0 && r->comm_rules && r->comm_rules->n) {
+    r->tally.user = calloc(r->comm_rules->n, sizeof *r->tally.user);
+    if (!r->tally.user) rc = STEPSCOPE_E_NOMEM;
+    else r->tally.nuser = r->comm_rules->n;
   }
   for (size_t i = 0; i < r->ncolls; i++) r->colls[i].op_index = SSA_NONE;
   if (rc == 0) join_ops(r, &j);

@@ -112,6 +112,51 @@ static const char *lane_kind_name(uint8_t k) {
   return k == SSA_LANE_GPU ? "gpu" : k == SSA_LANE_CPU ? "cpu" : "host";
 }
 
+/* How the rank's ops were classified (comm_rules.h): by evidence, per
+ * built-in family that classified any op, per user rule (every rule, so that
+ * a rule that matched nothing shows 0), and its communication by op kind. */
+static void class_count(ssa_out *o, const ssa_class_count *c) {
+  ssa_out_printf(o, "\"ops\":%llu,\"time_ns\":", (unsigned long long)c->ops);
+  ssa_out_i64(o, c->time_ns);
+}
+
+static void classification_obj(const ssa_rank *r, ssa_out *o) {
+  const ssa_comm_tally *t = &r->tally;
+  ssa_out_str(o, ",\"classification\":{\"evidence\":{");
+  class_count(o, &t->evidence);
+  ssa_out_str(o, "},\"families\":[");
+  int first = 1;
+  for (int f = 0; f < ssa_comm_nfamilies; f++) {
+    if (!t->family[f].ops) continue;
+    ssa_out_printf(o, "%s{\"family\":\"%s\",", first ? "" : ",", ssa_comm_families[f].id);
+    class_count(o, &t->family[f]);
+    ssa_out_char(o, '}');
+    first = 0;
+  }
+  ssa_out_str(o, "],\"user_rules\":[");
+  for (size_t u = 0; u < t->nuser && r->comm_rules && u < r->comm_rules->n; u++) {
+    const ssa_comm_rule *rule = &r->comm_rules->rule[u];
+    ssa_out_printf(o, "%s{\"option\":\"%s\",\"class\":\"%s\",\"pattern\":", u ? "," : "",
+                   ssa_comm_rule_option(rule), rule->comm ? "comm" : "compute");
+    ssa_out_json_string(o, rule->pattern);
+    ssa_out_str(o, ",\"origin\":");
+    ssa_out_json_string(o, rule->origin);
+    ssa_out_char(o, ',');
+    class_count(o, &t->user[u]);
+    ssa_out_char(o, '}');
+  }
+  ssa_out_str(o, "],\"comm_op_kinds\":[");
+  first = 1;
+  for (int k = 0; k < SSA_COMM_KIND_N; k++) {
+    if (!t->kind[k].ops) continue;
+    ssa_out_printf(o, "%s{\"op\":\"%s\",", first ? "" : ",", ssa_comm_kind_name(k));
+    class_count(o, &t->kind[k]);
+    ssa_out_char(o, '}');
+    first = 0;
+  }
+  ssa_out_str(o, "]}");
+}
+
 int ssa_report_json(const ssa_analysis *a, ssa_out *o) {
   const ssa_run *run = a->run;
   ssa_out_str(o, "{\"schema_version\":1,\"generator\":\"stepscope analyze " STEPSCOPE_VERSION_STRING "\"");
@@ -274,6 +319,7 @@ int ssa_report_json(const ssa_analysis *a, ssa_out *o) {
     for (int k = 0; k < 8; k++) dropped += r->dropped[k];
     ssa_out_printf(o, ",\"dropped_records\":%llu", (unsigned long long)dropped);
     ssa_out_str(o, r->host_timeline ? ",\"host_timeline\":true" : ",\"host_timeline\":false");
+    classification_obj(r, o);
     ssa_out_str(o, ",\"totals\":");
     window_obj(a, rr, &rr->totals, o);
     for (int k = 0; k < SSA_IDLE_N; k++) agg[k] += rr->totals.idle_cause[k];

@@ -28,6 +28,86 @@ static int selected(const ssa_analysis *a, const ssa_rank_result *rr) {
   return a->opt.rank < 0 || rr->rank->rank == a->opt.rank;
 }
 
+/* Prints what one tally (one rank's, or the sum over ranks) classified. */
+static void print_tally(FILE *f, const char *who, const ssa_comm_tally *t, const ssa_comm_rules *rules) {
+  char b1[32], pat[80], label[160], safe[200];
+  if (t->evidence.ops)
+    fprintf(f, "%6s  %-52s %8llu %12s\n", who, "collective record (NCCL metadata, tracer)",
+            (unsigned long long)t->evidence.ops, fmt_ns(t->evidence.time_ns, b1, sizeof b1));
+  for (int k = 0; k < ssa_comm_nfamilies; k++) {
+    if (!t->family[k].ops) continue;
+    snprintf(label, sizeof label, "built-in family %s", ssa_comm_families[k].id);
+    fprintf(f, "%6s  %-52s %8llu %12s\n", who, label, (unsigned long long)t->family[k].ops,
+            fmt_ns(t->family[k].time_ns, b1, sizeof b1));
+  }
+  for (size_t u = 0; u < t->nuser && rules && u < rules->n; u++) {
+    const ssa_comm_rule *r = &rules->rule[u];
+    snprintf(pat, sizeof pat, "%s", ssa_text_safe(r->pattern, safe, sizeof safe));
+    snprintf(label, sizeof label, "%s '%s'%s",
+             strcmp(r->origin, "command line") ? r->origin : ssa_comm_rule_option(r), pat,
+             r->comm ? "" : " (compute)");
+    fprintf(f, "%6s  %-52s %8llu %12s\n", who, label, (unsigned long long)t->user[u].ops,
+            fmt_ns(t->user[u].time_ns, b1, sizeof b1));
+  }
+  int any = 0;
+  for (int i = 1; i <= SSA_COMM_KIND_N; i++) {
+    int k = i % SSA_COMM_KIND_N; /* unknown last */
+    if (!t->kind[k].ops) continue;
+    fprintf(f, "%s %s %llu (%s)", any ? "," : "        communication by op kind:", ssa_comm_kind_name(k),
+            (unsigned long long)t->kind[k].ops, fmt_ns(t->kind[k].time_ns, b1, sizeof b1));
+    any = 1;
+  }
+  if (any) fprintf(f, "\n");
+}
+
+static void tally_add(ssa_comm_tally *sum, const ssa_comm_tally *t) {
+#define ADD(x, y) do { (x).ops += (y).ops; (x).time_ns += (y).time_ns; } while (0)
+  ADD(sum->evidence, t->evidence);
+  for (int k = 0; k < SSA_COMM_FAMILY_MAX; k++) ADD(sum->family[k], t->family[k]);
+  for (int k = 0; k < SSA_COMM_KIND_N; k++) ADD(sum->kind[k], t->kind[k]);
+  for (size_t u = 0; u < t->nuser && u < sum->nuser; u++) ADD(sum->user[u], t->user[u]);
+#undef ADD
+}
+
+/* "== communication: what classified it ==": per rank (the sum over ranks
+ * when more than 16 are reported), the ops each source classified over the
+ * whole trace — evidence, each built-in family, each user rule — and the
+ * communication by op kind (docs/kineto-import.md "Communication
+ * families"). Left out when nothing was communication and there are no
+ * user rules. */
+static void print_classification(const ssa_analysis *a, FILE *f, size_t nsel) {
+  const ssa_comm_rules *rules = NULL;
+  int show = 0;
+  for (size_t i = 0; i < a->nranks; i++) {
+    const ssa_rank *r = a->ranks[i].rank;
+    if (!selected(a, &a->ranks[i])) continue;
+    if (r->tally.nuser) { rules = r->comm_rules; show = 1; }
+    for (int k = 0; k < SSA_COMM_KIND_N; k++) show |= r->tally.kind[k].ops > 0;
+  }
+  if (!show) return;
+  fprintf(f, "\n== communication: what classified it (ops over the whole trace) ==\n");
+  fprintf(f, "%6s  %-52s %8s %12s\n", "rank", "rule", "ops", "time");
+  if (nsel <= 16) {
+    for (size_t i = 0; i < a->nranks; i++) {
+      if (!selected(a, &a->ranks[i])) continue;
+      char who[16];
+      snprintf(who, sizeof who, "%d", a->ranks[i].rank->rank);
+      print_tally(f, who, &a->ranks[i].rank->tally, a->ranks[i].rank->comm_rules);
+    }
+    return;
+  }
+  ssa_comm_tally sum;
+  memset(&sum, 0, sizeof sum);
+  ssa_class_count user[64];
+  memset(user, 0, sizeof user);
+  sum.user = user;
+  sum.nuser = rules ? (rules->n < 64 ? rules->n : 64) : 0;
+  for (size_t i = 0; i < a->nranks; i++)
+    if (selected(a, &a->ranks[i])) tally_add(&sum, &a->ranks[i].rank->tally);
+  print_tally(f, "all", &sum, rules);
+  fprintf(f, "        (summed over %zu ranks; per rank in analyze --json, ranks[].classification)\n", nsel);
+}
+
 int ssa_report_text(const ssa_analysis *a, FILE *f) {
   const ssa_run *run = a->run;
   char b1[32], b2[32], b3[32], b4[32], b5[32];
@@ -72,7 +152,8 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
   else {
     int host = 0;
     for (size_t i = 0; i < a->nranks; i++) host |= selected(a, &a->ranks[i]) && a->ranks[i].rank->host_timeline;
-    fprintf(f, "communication: none %s\n", host ? "on the host timeline" : "on the device");
+    fprintf(f, "communication: none %s (no collective metadata, no op of a built-in communication "
+               "family; --comm-kernel REGEX names others)\n", host ? "on the host timeline" : "on the device");
   }
   fprintf(f, "time split: compute %.1f %%, exposed comm %.1f %%, exposed copies %.1f %%, idle %.1f %%\n",
           pct(compute, span), pct(xcomm, span), pct(xmem, span), pct(idle, span));
@@ -130,6 +211,7 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
     if (rr->pipeline) fprintf(f, "%7.1f%%\n", pct(w->bubble, w->span));
     else fprintf(f, "%8s\n", "-");
   }
+  print_classification(a, f, nsel);
   if (npipe) {
     fprintf(f, "\n== pipeline bubble by cause (per stage; %% of the rank's span) ==\n");
     fprintf(f, "%5s %5s %8s %9s %13s %9s %9s %9s %9s\n", "rank", "stage", "bubble", "schedule",

@@ -71,6 +71,7 @@ typedef struct pool {
   size_t ntasks;
   atomic_size_t next, done;
   int progress;
+  const ssa_comm_rules *comm_rules; /* the user's classification rules, or NULL */
   pthread_mutex_t print_lock;
 } pool;
 
@@ -82,6 +83,7 @@ static void *worker(void *arg) {
     file_task *t = &p->tasks[i];
     memset(&t->err, 0, sizeof t->err);
     t->rc = ssa_rank_init(&t->rank);
+    t->rank.comm_rules = p->comm_rules;
     if (t->rc == 0) t->rc = t->source->load(t->path, &t->rank, &t->err);
     if (t->rc == 0) t->rc = ssa_rank_finish(&t->rank);
     if (t->rc && !t->err.message[0])
@@ -237,6 +239,11 @@ int ssa_run_from_ranks(ssa_run *run, ssa_rank *ranks, size_t nranks, stepscope_e
 
 int ssa_run_load(ssa_run *run, const char *path, const ssa_load_options *opt,
                  stepscope_error *err) {
+  return ssa_run_load_with_rules(run, path, opt, NULL, err);
+}
+
+int ssa_run_load_with_rules(ssa_run *run, const char *path, const ssa_load_options *opt,
+                            const ssa_comm_rules *rules, stepscope_error *err) {
   memset(run, 0, sizeof *run);
   run->dir = strdup(path);
   if (!run->dir) return STEPSCOPE_E_NOMEM;
@@ -270,6 +277,7 @@ int ssa_run_load(ssa_run *run, const char *path, const ssa_load_options *opt,
   atomic_init(&p.next, 0);
   atomic_init(&p.done, 0);
   p.progress = opt && opt->progress;
+  p.comm_rules = rules;
   pthread_mutex_init(&p.print_lock, NULL);
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   size_t nthreads = opt && opt->threads > 0 ? (size_t)opt->threads : (size_t)(cores > 0 ? cores : 1);

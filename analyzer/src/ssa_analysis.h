@@ -30,6 +30,8 @@ typedef struct ssa_options {
   int64_t launch_gap_ns;            /* 0: SSA_DEFAULT_LAUNCH_GAP_NS */
   int top_n;                        /* 0: 20 */
   int threads;                      /* 0: cores */
+  const ssa_comm_rules *comm_rules; /* the user's classification rules (comm_rules.h), or NULL;
+                                       applied when the run is loaded (ssa_load_options) */
 } ssa_options;
 
 void ssa_options_default(ssa_options *o);

@@ -32,6 +32,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "comm_rules.h"
 #include "stepscope.h"
 
 #define SSA_NONE UINT32_MAX
@@ -168,10 +169,16 @@ typedef struct ssa_rank {
 
   char **warnings; size_t nwarnings, warnings_cap;
 
+  /* set before the source fills the rank (the loader does): the user's
+   * classification rules (comm_rules.h), NULL for none; not owned */
+  const ssa_comm_rules *comm_rules;
+
   /* filled by ssa_rank_finish */
   int finished;
   uint64_t joined_ops;          /* ops joined to a launch call */
-  uint64_t comm_by_evidence, comm_by_name;
+  uint64_t comm_by_evidence;    /* ops linked to a collective record by correlation id */
+  uint64_t comm_by_name;        /* ops that are communication by a built-in family */
+  ssa_comm_tally tally;         /* what each rule classified (comm_rules.h) */
 
   /* filled by clock alignment */
   int64_t offset_ns;            /* aligned = trace time + offset_ns (before origin) */
@@ -258,6 +265,10 @@ int ssa_trace_source_load(const char *path, ssa_rank *r, stepscope_error *err);
  * failed ranks; an error is returned only when nothing can be loaded. */
 int ssa_run_load(ssa_run *run, const char *path, const ssa_load_options *opt,
                  stepscope_error *err);
+/* The same, classifying ops with the user's rules (comm_rules.h; NULL: the
+ * built-in rules only). The rules must outlive the run. */
+int ssa_run_load_with_rules(ssa_run *run, const char *path, const ssa_load_options *opt,
+                            const ssa_comm_rules *rules, stepscope_error *err);
 /* Builds a run from ranks filled by the caller (tests, generators): takes
  * ownership of `ranks`, finishes them and aligns clocks. */
 int ssa_run_from_ranks(ssa_run *run, ssa_rank *ranks, size_t nranks, stepscope_error *err);

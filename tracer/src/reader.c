@@ -99,6 +99,7 @@ struct stepscope_reader {
 
   /* damage (see the header comment) */
   int damaged;              /* a frame was skipped: undefined string ids allowed */
+  int header_frame_checksum; /* the header frame's checksum flag (1, 0, -1 unknown) */
   int in_damage;            /* searching or skipping: damage_start..here is lost */
   uint64_t damage_start;    /* file offset where the current damaged region began */
   char damage_why[160];     /* what was wrong at its start */
@@ -233,6 +234,24 @@ static int resync(stepscope_reader *r, const char *why, stepscope_error *err) {
   }
 }
 
+/* The content-checksum flag of the zstd frame starting at `p`: 1 or 0, or -1
+ * for a skippable frame, something not zstd, or fewer than 5 bytes (zstd
+ * decides those). A frame whose flag is clear is not checked by zstd, so a
+ * flipped bit that clears it would let the rest of the frame's damage go
+ * unseen: once the header frame had a checksum (this implementation's
+ * writer checksums every frame, trace-format.md §1), a later frame without
+ * one is damage. A header frame without one (another writer) is accepted
+ * and sets no expectation. RFC 8878 §3.1.1.1: the 4-byte little-endian magic
+ * 0xFD2FB528, then the frame header descriptor whose bit 2 is
+ * Content_Checksum_flag; zstd's own header parser (ZSTD_getFrameHeader) is
+ * in its static-linking-only API, so the two bytes are read here. */
+static int frame_checksum_flag(const uint8_t *p, size_t n) {
+  if (n < 5) return -1;
+  uint32_t magic = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+  if (magic != ZSTD_MAGICNUMBER) return -1;
+  return (p[4] & 0x04) != 0;
+}
+
 /* Decompresses the next complete frame into r->frame. Returns 1 when a frame
  * is ready, 0 at the (clean or truncated) end, <0 on error. */
 static int next_frame(stepscope_reader *r, stepscope_error *err) {
@@ -254,6 +273,16 @@ static int next_frame(stepscope_reader *r, stepscope_error *err) {
     if (!started) {
       r->frame_offset = r->in_file_offset + r->in_pos;
       started = 1;
+      int checksum = frame_checksum_flag(r->in + r->in_pos, r->in_len - r->in_pos);
+      if (!r->header.format_major) {
+        r->header_frame_checksum = checksum;
+      } else if (checksum == 0 && r->header_frame_checksum == 1) {
+        /* the writer checksums every frame: this frame's flag was damaged */
+        int rc = resync(r, "a zstd frame without a content checksum", err);
+        if (rc <= 0) return rc;
+        started = 0;
+        continue;
+      }
       /* room for the whole content, so that zstd can decode in one pass */
       unsigned long long size = ZSTD_getFrameContentSize(r->in + r->in_pos, r->in_len - r->in_pos);
       if (size <= MAX_FRAME_CONTENT &&
