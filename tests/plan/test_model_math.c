@@ -145,8 +145,8 @@ static void config_roundtrip(void)
         "--world 4 --dp 2 --tp 2 --sp --recompute selective --vocab 256",
         "--world 4 --dp 2 --pp 2 --schedule afab --microbatches 4 --vocab 256",
         "--world 4 --pp 4 --layers 4 --schedule 1f1b --microbatches 8 --recompute full --vocab 256",
-        "--world 4 --dp 2 --pp 2 --layers 4 --schedule interleaved --virtual-stages 2 "
-        "--microbatches 4 --vocab 300",
+        ("--world 4 --dp 2 --pp 2 --layers 4 --schedule interleaved --virtual-stages 2 "
+         "--microbatches 4 --vocab 300"),
         "--world 4 --dp 2 --cp 2 --zero 2 --batch 4 --vocab 256 --activations bf16",
         "--world 2 --dp 2 --zero 3 --model gpt2-124m --seq 128 --batch 2",
     };
