@@ -7,6 +7,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config   # build
   libzstd-dev zlib1g-dev zstd                    # trace compression, .json.gz export, zstd CLI
+  libdeflate-dev                                 # fast whole-file gzip inflate of Kineto traces
   libcmocka-dev                                  # unit tests
   clang libclang-rt-14-dev                       # sanitizer build and libFuzzer
   python3                                        # test helpers (JSON checks)

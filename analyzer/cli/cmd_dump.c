@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "run_discovery.h"
 #include "stepscope.h"
 
 static void usage(FILE *out) {
@@ -43,6 +44,15 @@ int cmd_dump(int argc, char **argv) {
   if (!path) {
     usage(stderr);
     return 2;
+  }
+  int gz = 0;
+  char why[200];
+  ssa_file_kind kind = ssa_classify_file(path, 1, &gz, why, sizeof why);
+  if (kind != SSA_FILE_TRACE) { /* run_discovery.c: the same judgement as every command */
+    fprintf(stderr, "stepscope dump: %s is a %s (%s); dump reads stepscope rank traces "
+            "(.trace.zst)%s\n", path, ssa_file_kind_name(kind), why,
+            kind == SSA_FILE_KINETO ? ": `stepscope info` and `stepscope export` read it" : "");
+    return 1;
   }
   stepscope_error err = {0};
   stepscope_reader *r = stepscope_reader_open(path, &err);

@@ -9,10 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
 #include <sys/stat.h>
 
-#include "kineto_source.h"
+#include "run_discovery.h"
 #include "ssa_out.h"
 #include "stepscope.h"
 #include "trace_summary.h"
@@ -25,43 +24,15 @@ static void usage(FILE *out) {
           "records of each kind, the time span, dropped records (tracer losses), warnings\n"
           "(e.g. a truncated last frame) and errors.\n"
           "\n"
-          "  RUN      a run directory holding rank-*.trace.zst files (or PyTorch profiler\n"
-          "           traces rank-*.json[.gz]: counts are given in stepscope's record kinds)\n"
+          "  RUN      a run directory holding rank-*.trace.zst files, or PyTorch profiler\n"
+          "           traces (*.json[.gz]: rank-*, rank_*, worker*, *.pt.trace.json from\n"
+          "           tensorboard_trace_handler, or any name when the content is Kineto's;\n"
+          "           counts are given in stepscope's record kinds). Other files that\n"
+          "           stepscope knows (its export, its report) are listed, not read.\n"
           "  FILE     one trace file (.trace.zst, or .json / .json.gz from PyTorch)\n"
           "  --json   print one JSON object instead of text\n"
           "\n"
           "Exit status: 0 all files read, 1 a file could not be read, 2 usage error.\n");
-}
-
-static int cmp_path(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* A directory of PyTorch profiler traces (rank-*.json[.gz], *.pt.trace.json). */
-static int list_kineto_files(const char *dir, char ***paths, size_t *count) {
-  *paths = NULL;
-  *count = 0;
-  DIR *d = opendir(dir);
-  if (!d) return -1;
-  struct dirent *e;
-  size_t cap = 0;
-  while ((e = readdir(d))) {
-    if (!ssa_kineto_source_matches(e->d_name)) continue;
-    if (*count == cap) {
-      cap = cap ? cap * 2 : 16;
-      char **n = realloc(*paths, cap * sizeof *n);
-      if (!n) break;
-      *paths = n;
-    }
-    size_t len = strlen(dir) + strlen(e->d_name) + 2;
-    char *p = malloc(len);
-    if (!p) break;
-    snprintf(p, len, "%s/%s", dir, e->d_name);
-    (*paths)[(*count)++] = p;
-  }
-  closedir(d);
-  if (*count) qsort(*paths, *count, sizeof **paths, cmp_path);
-  return 0;
 }
 
 static void json_string(FILE *f, const char *s) {
@@ -120,10 +91,24 @@ static const char *close_state_name(int state) {
   }
 }
 
-static void print_json(const char *target, const trace_summary *s, size_t n) {
+static void print_json(const char *target, const trace_summary *s, size_t n,
+                       const ssa_run_files *found) {
   printf("{\"path\":");
   json_string(stdout, target);
-  printf(",\"files\":%zu,\"ranks\":[", n);
+  printf(",\"files\":%zu,\"other_files\":[", n);
+  int other = 0;
+  for (size_t i = 0; i < found->nfiles; i++) {
+    const ssa_found_file *f = &found->files[i];
+    if (ssa_file_kind_is_rank(f->kind)) continue;
+    printf("%s{\"file\":", other++ ? "," : "");
+    json_string(stdout, f->path);
+    printf(",\"kind\":");
+    json_string(stdout, ssa_file_kind_name(f->kind));
+    printf(",\"why\":");
+    json_string(stdout, f->why);
+    printf("}");
+  }
+  printf("],\"ranks\":[");
   uint64_t totals[STEPSCOPE_REC_KIND_MAX] = {0}, dropped = 0, records = 0;
   for (size_t i = 0; i < n; i++) {
     const trace_summary *t = &s[i];
@@ -193,7 +178,8 @@ static void print_json(const char *target, const trace_summary *s, size_t n) {
   printf("}}}\n");
 }
 
-static void print_text(const char *target, const trace_summary *s, size_t n) {
+static void print_text(const char *target, const trace_summary *s, size_t n,
+                       const ssa_run_files *found) {
   uint64_t totals[STEPSCOPE_REC_KIND_MAX] = {0}, dropped = 0, records = 0, bytes = 0;
   int world = -1, world_mismatch = 0;
   size_t readable = 0;
@@ -219,6 +205,12 @@ static void print_text(const char *target, const trace_summary *s, size_t n) {
              " bytes); their records are not counted below\n",
              ssa_text_safe(s[i].path, safe, sizeof safe), s[i].damaged_regions,
              s[i].damaged_regions == 1 ? "" : "s", s[i].damaged_bytes, s[i].file_bytes);
+  for (size_t i = 0; i < found->nfiles; i++) { /* what else the directory holds, and why not read */
+    const ssa_found_file *f = &found->files[i];
+    if (ssa_file_kind_is_rank(f->kind)) continue;
+    printf("not a rank: %s: %s (%s)\n", ssa_text_safe(f->name, safe, sizeof safe),
+           ssa_file_kind_name(f->kind), ssa_text_safe(f->why, safe2, sizeof safe2));
+  }
   if (world > 0 && (size_t)world != readable && n > 1)
     printf("note: world size is %d but %zu rank files were readable\n", world, readable);
   if (readable) {
@@ -333,56 +325,61 @@ int cmd_info(int argc, char **argv) {
     usage(stderr);
     return 2;
   }
-  struct stat st;
-  if (stat(target, &st) != 0) {
-    fprintf(stderr, "stepscope info: %s: no such file or directory\n", target);
+  ssa_run_files found;
+  stepscope_error err = {0};
+  if (ssa_run_discover(target, &found, &err) != 0) {
+    fprintf(stderr, "stepscope info: %s\n", err.message);
     return 1;
   }
-  char **paths = NULL;
-  size_t n = 0;
-  char *single[1] = {(char *)target};
-  if (S_ISDIR(st.st_mode)) {
-    stepscope_error err = {0};
-    if (stepscope_run_files(target, &paths, &n, &err) != 0) {
-      fprintf(stderr, "stepscope info: %s\n", err.message);
-      return 1;
-    }
-    if (n == 0) {
-      stepscope_run_files_free(paths, n);
-      list_kineto_files(target, &paths, &n);
-    }
-    if (n == 0) {
-      fprintf(stderr,
-              "stepscope info: %s: no rank-*.trace.zst files (nor PyTorch rank-*.json[.gz]) in "
-              "this directory\n",
-              target);
-      stepscope_run_files_free(paths, n);
-      return 1;
-    }
-  } else {
-    n = 1;
+  char safe[1024];
+  if (found.single && !ssa_file_kind_is_rank(found.files[0].kind)) {
+    fprintf(stderr, "stepscope info: %s is a %s (%s), not a trace\n",
+            ssa_text_safe(target, safe, sizeof safe), ssa_file_kind_name(found.files[0].kind),
+            found.files[0].why);
+    ssa_run_files_free(&found);
+    return 1;
   }
+  if (found.nranks == 0) {
+    char why[900];
+    ssa_run_files_why_none(&found, why, sizeof why);
+    fprintf(stderr, "stepscope info: %s: %s\n", ssa_text_safe(target, safe, sizeof safe), why);
+    ssa_run_files_free(&found);
+    return 1;
+  }
+  size_t n = found.nranks;
+  const char **paths = calloc(n, sizeof *paths);
+  unsigned char *kineto = calloc(n, 1);
   trace_summary *s = calloc(n, sizeof *s);
-  if (!s) {
+  if (!paths || !kineto || !s) {
     fprintf(stderr, "stepscope info: out of memory\n");
-    stepscope_run_files_free(paths, n);
+    free(paths);
+    free(kineto);
+    free(s);
+    ssa_run_files_free(&found);
     return 1;
   }
-  trace_summary_scan((const char *const *)(paths ? paths : single), n, 0, s);
+  for (size_t i = 0, k = 0; i < found.nfiles; i++) {
+    if (!ssa_file_kind_is_rank(found.files[i].kind)) continue;
+    kineto[k] = found.files[i].kind == SSA_FILE_KINETO;
+    paths[k++] = found.files[i].path;
+  }
+  trace_summary_scan(paths, kineto, n, 0, s);
   for (size_t i = 0; i < n; i++) /* the same rank in two files: the first one counts */
     for (size_t j = 0; j < i && s[i].ok && !s[i].duplicate_of; j++)
       if (s[j].ok && !s[j].duplicate_of && s[j].header.rank == s[i].header.rank)
         s[i].duplicate_of = s[j].path;
   if (json)
-    print_json(target, s, n);
+    print_json(target, s, n, &found);
   else
-    print_text(target, s, n);
+    print_text(target, s, n, &found);
   int failed = 0;
   for (size_t i = 0; i < n; i++) {
     if (s[i].error.code) failed = 1;
     trace_summary_free(&s[i]);
   }
   free(s);
-  if (paths) stepscope_run_files_free(paths, n);
+  free(paths);
+  free(kineto);
+  ssa_run_files_free(&found);
   return failed;
 }

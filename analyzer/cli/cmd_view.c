@@ -3,10 +3,12 @@
  *
  * Serves the bundled viewer (embedded in the binary) and the run's export and
  * report on http://127.0.0.1:P/?token=... (read-only, behind a random access
- * token; see view_http.c for what is served and what is refused), or with --html writes one self-contained page and exits. RUN is a run
- * directory holding trace.json (or trace.json.gz) and report.json as written by
- * `stepscope export` and `stepscope analyze --json`; when only the per-rank traces
- * are there, they are generated into a temporary directory first (view_run.c).
+ * token; see view_http.c for what is served and what is refused), or with
+ * --html writes one self-contained page, prints one line and exits. RUN is
+ * what every command takes (run_discovery.c): its export and report, written
+ * by `stepscope export` and `stepscope analyze --json`, are used when there and
+ * generated into a temporary directory from the rank traces when not
+ * (view_run.c).
  * --comm-kernel / --compute-kernel are checked here (analysis_options.c) and
  * passed on to the `export`, `analyze` and `diff` commands it runs through
  * the environment (STEPSCOPE_COMM_KERNELS, STEPSCOPE_COMPUTE_KERNELS).
@@ -62,16 +64,20 @@ static void usage(FILE *f) {
   fputs("usage: stepscope view RUN [--compare RUN_B] [--port P] [--bind ADDR] [--html OUT.html]\n"
         "\n"
         "Serve the bundled offline viewer for a run on http://127.0.0.1:P/ (default port 8642;\n"
-        "0 picks a free port). RUN is a run directory with trace.json[.gz] (stepscope export)\n"
-        "and report.json (stepscope analyze --json); when only rank-*.trace.zst files are\n"
-        "there, both are generated first into a temporary directory.\n"
+        "0 picks a free port). RUN is a run directory (or one file of it) as every command\n"
+        "takes it: stepscope rank-*.trace.zst files, or PyTorch profiler traces (rank-*,\n"
+        "rank_*, worker*, *.pt.trace.json[.gz], or any *.json[.gz] whose content is Kineto's,\n"
+        "trace.json.gz included), with or without the export of `stepscope export` (told by\n"
+        "its marker) and the report of `stepscope analyze --json`; what is missing is\n"
+        "generated first into a temporary directory.\n"
         "\n"
         "  --compare RUN_B   a second run for the Compare view (which shows `stepscope diff\n"
         "                    RUN RUN_B`'s findings and verdicts when both have rank traces)\n"
         "  --port P          TCP port (default 8642, 0 = any free port)\n"
         "  --bind ADDR       numeric address to listen on (default 127.0.0.1; anything else\n"
         "                    exposes the run's files to the network)\n"
-        "  --html OUT.html   write one self-contained page (viewer + data) and exit\n"
+        "  --html OUT.html   write one self-contained page (viewer + data) and exit; prints\n"
+        "                    one line: what was written, from what, and the headline\n"
         CLI_CLASSIFY_OPTIONS_HELP
         "                      (they apply to what view generates, not to an export or\n"
         "                      report already in RUN)\n"
@@ -151,7 +157,8 @@ int cmd_view(int argc, char **argv) {
   const char *args[2] = {run_a, run_b};
   for (int i = 0; i < 2; i++) {
     if (!args[i]) continue;
-    if (view_run_open(&runs[nruns], i == 0 ? "a" : "b", args[i], n > 0 ? self_exe : NULL, err, sizeof err) != 0) {
+    if (view_run_open(&runs[nruns], i == 0 ? "a" : "b", args[i], n > 0 ? self_exe : NULL, html != NULL,
+                      err, sizeof err) != 0) {
       fprintf(stderr, "stepscope view: %s\n", err);
       for (int k = 0; k < nruns; k++) view_run_close(&runs[k]);
       return 1;
@@ -167,9 +174,10 @@ int cmd_view(int argc, char **argv) {
 
   int rc;
   if (html) {
-    rc = view_write_html(runs, nruns, html, err, sizeof err) == 0 ? 0 : 1;
+    char summary[1024];
+    rc = view_write_html(runs, nruns, html, summary, sizeof summary, err, sizeof err) == 0 ? 0 : 1;
     if (rc) fprintf(stderr, "stepscope view: %s\n", err);
-    else printf("stepscope view: wrote %s\n", html);
+    else printf("stepscope view: wrote %s (%s)\n", html, summary); /* one line */
   } else {
     rc = view_serve(runs, nruns, bind_addr, port, stdout);
   }

@@ -17,6 +17,7 @@
 
 typedef struct scan_job {
   const char *const *paths;
+  const unsigned char *kineto;
   size_t n;
   trace_summary *out;
   atomic_size_t next;
@@ -117,9 +118,9 @@ static void scan_kineto(const char *path, trace_summary *s) {
   ssa_rank_free(&r);
 }
 
-static void scan_one(const char *path, trace_summary *s) {
+static void scan_one(const char *path, int kineto, trace_summary *s) {
   memset(s, 0, sizeof *s);
-  if (ssa_kineto_path_looks_like(path)) {
+  if (kineto) {
     s->path = path;
     s->first_ns = UINT64_MAX;
     scan_kineto(path, s);
@@ -174,14 +175,15 @@ static void *scan_worker(void *arg) {
   for (;;) {
     size_t i = atomic_fetch_add(&job->next, 1);
     if (i >= job->n) break;
-    scan_one(job->paths[i], &job->out[i]);
+    scan_one(job->paths[i], job->kineto && job->kineto[i], &job->out[i]);
     atomic_fetch_add(&job->done, 1);
   }
   return NULL;
 }
 
-void trace_summary_scan(const char *const *paths, size_t n, unsigned threads, trace_summary *out) {
-  scan_job job = {.paths = paths, .n = n, .out = out};
+void trace_summary_scan(const char *const *paths, const unsigned char *kineto, size_t n,
+                        unsigned threads, trace_summary *out) {
+  scan_job job = {.paths = paths, .kineto = kineto, .n = n, .out = out};
   atomic_init(&job.next, 0);
   atomic_init(&job.done, 0);
   if (threads == 0) {

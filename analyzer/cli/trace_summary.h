@@ -30,9 +30,12 @@ typedef struct trace_summary {
   size_t nmetadata;
 } trace_summary;
 
-/* Scans `n` files with up to `threads` threads (0: number of cores). Shows
- * progress on stderr when it is a terminal. Results in out[0..n). */
-void trace_summary_scan(const char *const *paths, size_t n, unsigned threads, trace_summary *out);
+/* Scans `n` files with up to `threads` threads (0: number of cores); file i
+ * is a Kineto trace when kineto[i] is nonzero (run_discovery.c decides; NULL:
+ * all are stepscope traces). Shows progress on stderr when it is a terminal.
+ * Results in out[0..n). */
+void trace_summary_scan(const char *const *paths, const unsigned char *kineto, size_t n,
+                        unsigned threads, trace_summary *out);
 
 void trace_summary_free(trace_summary *s);
 

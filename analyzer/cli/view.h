@@ -29,15 +29,19 @@ typedef struct view_run {
   char trace_name[256];       /* file name of the export ("" when none) */
   char report_name[256];      /* file name of the report ("" when none) */
   char diff_name[64];         /* run "b": the `stepscope diff A B --json` file ("" when none) */
+  char source[PATH_MAX];      /* what `export`/`analyze`/`diff` read: the run directory, the
+                                 one rank file given, or "" when there are no rank traces */
+  int quiet;                  /* no progress lines; generated commands' stdout dropped */
   int trace_generated;        /* trace_name / report_name lie in gen_dir, not in dir */
   int report_generated;
   char missing[512];          /* human-readable list of what is missing */
   char notes[1024];           /* what was generated, or why not */
 } view_run;
 
-/* Opens RUN (a run directory, or a trace.json file): finds or generates the export
- * and the report. Returns 0, or -1 with a message in err when RUN is unusable. */
-int view_run_open(view_run *run, const char *id, const char *arg, const char *self_exe,
+/* Opens RUN (a run directory, a stepscope export, or one rank file): finds or
+ * generates the export and the report. quiet: no progress lines on stderr.
+ * Returns 0, or -1 with a message in err when RUN is unusable. */
+int view_run_open(view_run *run, const char *id, const char *arg, const char *self_exe, int quiet,
                   char *err, size_t errlen);
 
 /* Run b of a comparison: writes `stepscope diff A B --json` into b's generated files
@@ -68,8 +72,11 @@ int view_run_file(const view_run *run, const char *name, char *resolved, size_t 
 /* Serves until SIGINT/SIGTERM. Prints the URL on out. Returns 0 or 1 (error on stderr). */
 int view_serve(view_run *runs, int nruns, const char *bind_addr, int port, FILE *out);
 
-/* Writes the self-contained page. Returns 0, or -1 with a message in err. */
-int view_write_html(const view_run *runs, int nruns, const char *path, char *err, size_t errlen);
+/* Writes the self-contained page (a .json.gz export is inflated into it).
+ * Returns 0 with one line saying what was written (files used, ranks and step
+ * time from the report) in summary, or -1 with a message in err. */
+int view_write_html(const view_run *runs, int nruns, const char *path, char *summary,
+                    size_t summary_len, char *err, size_t errlen);
 
 /* The JSON listing of runs served at /api/runs (malloc'ed; NULL on allocation failure). */
 char *view_runs_json(const view_run *runs, int nruns, int for_inline);

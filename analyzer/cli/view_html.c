@@ -7,8 +7,10 @@
  * <script type="application/json"> element per file holding the trace export and
  * the report. The data is streamed from disk, never loaded whole; every '<' byte
  * is written as \u003c, which is only legal (and means the same) inside JSON
- * strings, so no "</script>" can end the element early. Compressed exports
- * (.json.gz) cannot be inlined as text and are refused with a message.
+ * strings, so no "</script>" can end the element early. A compressed export
+ * (.json.gz) is inflated on the way (zlib's gzread, which passes plain files
+ * through unchanged). What was written is summed up in one line for the
+ * command to print: the files used, and the report's ranks and step time.
  */
 #include "view.h"
 #include "stepscope_viewer_assets.h"
@@ -18,16 +20,23 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
 
 static int copy_json_escaped(FILE *out, const char *path, char *err, size_t errlen) {
-  FILE *in = fopen(path, "rb");
+  FILE *plain = fopen(path, "rb"); /* opened first: a FIFO or a missing file fails here, not in zlib */
+  gzFile in = plain ? gzdopen(dup(fileno(plain)), "rb") : NULL;
+  if (plain) fclose(plain);
   if (!in) {
-    snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    snprintf(err, errlen, "%s: %s", path, strerror(errno ? errno : ENOMEM));
     return -1;
   }
+  gzbuffer(in, 1 << 17);
   static unsigned char buf[1 << 16];
-  size_t r;
-  while ((r = fread(buf, 1, sizeof buf, in)) > 0) {
+  int got;
+  while ((got = gzread(in, buf, sizeof buf)) > 0) {
+    size_t r = (size_t)got;
     size_t start = 0;
     for (size_t i = 0; i < r; i++) {
       if (buf[i] != '<') continue;
@@ -37,13 +46,67 @@ static int copy_json_escaped(FILE *out, const char *path, char *err, size_t errl
     }
     fwrite(buf + start, 1, r - start, out);
   }
-  int bad = ferror(in);
-  fclose(in);
-  if (bad) {
-    snprintf(err, errlen, "%s: read error", path);
-    return -1;
+  int zerr = Z_OK;
+  const char *msg = gzerror(in, &zerr);
+  int bad = got < 0 || (zerr != Z_OK && zerr != Z_STREAM_END);
+  if (bad) snprintf(err, errlen, "%s: read error (%s)", path, msg ? msg : "?");
+  gzclose(in);
+  return bad ? -1 : 0;
+}
+
+/* The report's "ranks_loaded" and first "step_time_ns" (the run's: "run" is
+ * the report's first member), found by reading its start; -1 when absent
+ * or null. */
+static void report_headline(const char *path, long long *ranks, long long *step_ns) {
+  *ranks = *step_ns = -1;
+  FILE *f = fopen(path, "rb");
+  if (!f) return;
+  size_t cap = 1 << 20, len = 0;
+  char *text = malloc(cap + 1);
+  while (text && (*ranks < 0 || *step_ns < 0) && len < (16u << 20)) {
+    if (len == cap) {
+      char *t = realloc(text, cap * 2 + 1);
+      if (!t) break;
+      text = t;
+      cap *= 2;
+    }
+    size_t r = fread(text + len, 1, cap - len, f);
+    if (r == 0) break;
+    len += r;
+    text[len] = '\0';
+    const char *k = strstr(text, "\"ranks_loaded\":");
+    if (k) *ranks = strtoll(k + strlen("\"ranks_loaded\":"), NULL, 10);
+    k = strstr(text, "\"step_time_ns\":");
+    if (k && k[strlen("\"step_time_ns\":")] != 'n') *step_ns = strtoll(k + strlen("\"step_time_ns\":"), NULL, 10);
+    else if (k) break; /* null: no steps */
   }
-  return 0;
+  free(text);
+  fclose(f);
+}
+
+static void summarize(const view_run *runs, int nruns, const char *page, char *summary, size_t n) {
+  size_t used = 0;
+  summary[0] = '\0';
+  for (int i = 0; i < nruns && used < n; i++) {
+    const view_run *r = &runs[i];
+    char path[PATH_MAX], step[64] = "no steps";
+    long long ranks = -1, step_ns = -1;
+    if (r->report_name[0] && view_run_file(r, r->report_name, path, sizeof path) == 0)
+      report_headline(path, &ranks, &step_ns);
+    if (step_ns >= 0) snprintf(step, sizeof step, "step time %.3f ms", (double)step_ns / 1e6);
+    char ranks_text[32] = "";
+    if (ranks >= 0) snprintf(ranks_text, sizeof ranks_text, "%lld rank%s, ", ranks, ranks == 1 ? "" : "s");
+    used += (size_t)snprintf(summary + used, n - used, "%s%s: %s%s; export %s%s, report %s%s",
+                             i ? "; compared with " : "", r->name, r->report_name[0] ? ranks_text : "",
+                             r->report_name[0] ? step : "no report",
+                             r->trace_name[0] ? r->trace_name : "none",
+                             r->trace_generated ? " (generated)" : "",
+                             r->report_name[0] ? r->report_name : "none",
+                             r->report_generated ? " (generated)" : "");
+  }
+  struct stat st;
+  if (used < n && stat(page, &st) == 0)
+    snprintf(summary + used, n - used, "; %.1f MiB", (double)st.st_size / (1 << 20));
 }
 
 static int write_data(FILE *out, const view_run *runs, int nruns, char *err, size_t errlen) {
@@ -87,15 +150,8 @@ static int write_asset(FILE *out, const char *path, const char *closing, char *e
   return 0;
 }
 
-int view_write_html(const view_run *runs, int nruns, const char *path, char *err, size_t errlen) {
-  for (int i = 0; i < nruns; i++) {
-    size_t l = strlen(runs[i].trace_name);
-    if (l > 3 && strcmp(runs[i].trace_name + l - 3, ".gz") == 0) {
-      snprintf(err, errlen, "%s: the export is compressed (%s); --html needs trace.json (stepscope export RUN -o trace.json)",
-               runs[i].name, runs[i].trace_name);
-      return -1;
-    }
-  }
+int view_write_html(const view_run *runs, int nruns, const char *path, char *summary,
+                    size_t summary_len, char *err, size_t errlen) {
   const stepscope_viewer_asset *index = stepscope_viewer_asset_find("index.html");
   if (!index) {
     snprintf(err, errlen, "viewer asset index.html is not in this build");
@@ -179,5 +235,6 @@ int view_write_html(const view_run *runs, int nruns, const char *path, char *err
     snprintf(err, errlen, "%s", o.why);
     rc = -1;
   }
+  if (rc == 0) summarize(runs, nruns, path, summary, summary_len);
   return rc;
 }

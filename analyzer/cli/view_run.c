@@ -1,19 +1,25 @@
 /*
  * view_run.c — what one run is for the viewer.
  *
- * A run is a directory (or a trace export file, whose directory is used). The
- * viewer needs the Chrome-trace export (trace.json or trace.json.gz) and the JSON
- * report (report.json). When the directory holds only the raw per-rank traces
- * (rank-*.trace.zst, or Kineto rank-*.json[.gz]), the missing files are produced
- * by running this same executable's `export` and `analyze --json` commands into a
- * private temporary directory (the run directory is never written). When that is
- * not possible, `missing` and `notes` say what is absent and why, and the page
- * shows it.
+ * A run is a directory, or one file of it: a stepscope export (whose directory
+ * is used for the report), or one rank trace. What the directory holds is
+ * decided by run_discovery.c, as for every other command: the viewer needs the
+ * Chrome-trace export (`stepscope export`'s, told by its marker, preferably
+ * trace.json) and the JSON report (preferably report.json). When only the raw
+ * per-rank traces are there (rank-*.trace.zst, or PyTorch profiler traces of
+ * any name run_discovery.c accepts — a Kineto trace.json.gz among them), the
+ * missing files are produced by running this same executable's `export` and
+ * `analyze --json` commands into a private temporary directory (the run
+ * directory is never written). When that is not possible, `missing` and
+ * `notes` say what is absent and why, and the page shows it.
  */
 #include "view.h"
 
+#include "run_discovery.h"
+
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -34,37 +40,38 @@ static void copy_text(char *dst, size_t cap, const char *src) {
   dst[l] = '\0';
 }
 
-static int has_raw_traces(const char *dir) {
-  DIR *d = opendir(dir);
-  if (!d) return 0;
-  int found = 0;
-  struct dirent *e;
-  while (!found && (e = readdir(d)) != NULL) {
-    const char *n = e->d_name;
-    size_t l = strlen(n);
-    if (strncmp(n, "rank-", 5) != 0) continue;
-    if ((l > 10 && strcmp(n + l - 10, ".trace.zst") == 0) || (l > 5 && strcmp(n + l - 5, ".json") == 0) ||
-        (l > 8 && strcmp(n + l - 8, ".json.gz") == 0))
-      found = 1;
-  }
-  closedir(d);
-  return found;
-}
-
-/* Runs `self_exe argv...` (its stdout sent to stderr), returns its exit status (or -1). */
-static int run_self(const char *self_exe, char *const argv[]) {
+/* Runs `self_exe argv...`, returns its exit status (or -1). Its stdout goes to
+ * stderr (our stdout carries the URL); for a quiet run (view --html) both go
+ * to a log in the private directory, shown on stderr only when it fails. */
+static int run_self(const view_run *run, const char *self_exe, char *const argv[]) {
+  char log[PATH_MAX + 32];
+  snprintf(log, sizeof log, "%s/%s.log", run->gen_dir, argv[1]);
+  int logfd = run->quiet ? open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600) : -1;
   pid_t pid = fork();
-  if (pid < 0) return -1;
+  if (pid < 0) {
+    if (logfd >= 0) close(logfd);
+    return -1;
+  }
   if (pid == 0) {
-    dup2(2, 1); /* the child's output goes to stderr: our stdout carries the URL */
+    dup2(logfd >= 0 ? logfd : 2, 1);
+    if (logfd >= 0) dup2(logfd, 2);
     execv(self_exe, argv);
     _exit(127);
   }
+  if (logfd >= 0) close(logfd);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) return -1;
   }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  int rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (run->quiet) {
+    FILE *f = rc != 0 ? fopen(log, "r") : NULL;
+    char line[1024];
+    while (f && fgets(line, sizeof line, f)) fputs(line, stderr);
+    if (f) fclose(f);
+    unlink(log);
+  }
+  return rc;
 }
 
 static int ensure_gen_dir(view_run *run) {
@@ -85,9 +92,9 @@ static void generate(view_run *run, const char *self_exe, int want_trace, int wa
   }
   if (want_trace) {
     snprintf(out, sizeof out, "%s/trace.json", run->gen_dir);
-    char *argv[] = {(char *)"stepscope", (char *)"export", run->dir, (char *)"-o", out, NULL};
-    fprintf(stderr, "stepscope view: exporting %s ...\n", run->dir);
-    int rc = run_self(self_exe, argv);
+    char *argv[] = {(char *)"stepscope", (char *)"export", run->source, (char *)"-o", out, NULL};
+    if (!run->quiet) fprintf(stderr, "stepscope view: exporting %s ...\n", run->source);
+    int rc = run_self(run, self_exe, argv);
     if (rc == 0) {
       snprintf(run->trace_name, sizeof run->trace_name, "trace.json");
       run->trace_generated = 1;
@@ -99,9 +106,10 @@ static void generate(view_run *run, const char *self_exe, int want_trace, int wa
   }
   if (want_report) {
     snprintf(out, sizeof out, "%s/report.json", run->gen_dir);
-    char *argv[] = {(char *)"stepscope", (char *)"analyze", run->dir, (char *)"--json", out, NULL};
-    fprintf(stderr, "stepscope view: analyzing %s ...\n", run->dir);
-    int rc = run_self(self_exe, argv);
+    char *argv[] = {(char *)"stepscope", (char *)"analyze", run->source, (char *)"--json", out,
+                    (char *)"--quiet", NULL};
+    if (!run->quiet) fprintf(stderr, "stepscope view: analyzing %s ...\n", run->source);
+    int rc = run_self(run, self_exe, argv);
     if (rc == 0) {
       snprintf(run->report_name, sizeof run->report_name, "report.json");
       run->report_generated = 1;
@@ -113,10 +121,19 @@ static void generate(view_run *run, const char *self_exe, int want_trace, int wa
   }
 }
 
-int view_run_open(view_run *run, const char *id, const char *arg, const char *self_exe, char *err,
-                  size_t errlen) {
+/* Notes a file of the run directory that is not used, and why, once. */
+static void note_unused(view_run *run, const char *name, const char *why) {
+  char msg[512];
+  snprintf(msg, sizeof msg, "%s in the run directory %s: not used", name, why);
+  append(run->notes, sizeof run->notes, msg);
+  if (!run->quiet) fprintf(stderr, "stepscope view: %s: %s\n", run->dir, msg);
+}
+
+int view_run_open(view_run *run, const char *id, const char *arg, const char *self_exe, int quiet,
+                  char *err, size_t errlen) {
   memset(run, 0, sizeof *run);
   snprintf(run->id, sizeof run->id, "%s", id);
+  run->quiet = quiet;
   char real[PATH_MAX];
   struct stat st;
   if (!realpath(arg, real) || stat(real, &st) != 0) {
@@ -124,15 +141,25 @@ int view_run_open(view_run *run, const char *id, const char *arg, const char *se
     return -1;
   }
   const char *file = NULL;
+  ssa_file_kind file_kind = SSA_FILE_SKIPPED;
+  char file_why[200] = "";
   if (S_ISDIR(st.st_mode)) {
     copy_text(run->dir, sizeof run->dir, real);
   } else if (S_ISREG(st.st_mode)) {
+    int gz;
+    file_kind = ssa_classify_file(real, 1, &gz, file_why, sizeof file_why);
     char *slash = strrchr(real, '/');
     file = slash + 1;
-    if (!view_name_is_safe(file)) {
+    if (!view_name_is_safe(file) && !ssa_file_kind_is_rank(file_kind)) {
       snprintf(err, errlen, "%s: unusual file name; give the run directory instead", arg);
       return -1;
     }
+    if (file_kind == SSA_FILE_SKIPPED) {
+      snprintf(err, errlen, "%s: %s; give a run directory, a rank trace or a stepscope export", arg,
+               file_why);
+      return -1;
+    }
+    if (ssa_file_kind_is_rank(file_kind)) copy_text(run->source, sizeof run->source, real);
     *slash = '\0';
     copy_text(run->dir, sizeof run->dir, real[0] ? real : "/");
   } else {
@@ -142,44 +169,68 @@ int view_run_open(view_run *run, const char *id, const char *arg, const char *se
   const char *base = strrchr(run->dir, '/');
   copy_text(run->name, sizeof run->name, base && base[1] ? base + 1 : run->dir);
 
-  char found[PATH_MAX];
-  if (file) copy_text(run->trace_name, sizeof run->trace_name, file);
-  else if (view_file_inside(run->dir, "trace.json", found, sizeof found) == 0)
-    snprintf(run->trace_name, sizeof run->trace_name, "trace.json");
-  else if (view_file_inside(run->dir, "trace.json.gz", found, sizeof found) == 0)
-    snprintf(run->trace_name, sizeof run->trace_name, "trace.json.gz");
-  if (view_file_inside(run->dir, "report.json", found, sizeof found) == 0)
-    snprintf(run->report_name, sizeof run->report_name, "report.json");
+  /* what the directory holds: run_discovery.c, the same judgement as every command */
+  ssa_run_files found;
+  stepscope_error derr;
+  memset(&derr, 0, sizeof derr);
+  if (ssa_run_discover(run->dir, &found, &derr) != 0) {
+    snprintf(err, errlen, "%s", derr.message);
+    return -1;
+  }
+  if (!file && found.nranks) copy_text(run->source, sizeof run->source, run->dir);
+  if (file && file_kind == SSA_FILE_EXPORT) copy_text(run->trace_name, sizeof run->trace_name, file);
+  if (file && file_kind == SSA_FILE_REPORT) copy_text(run->report_name, sizeof run->report_name, file);
+  if (!file || !ssa_file_kind_is_rank(file_kind)) {
+    /* one rank file given: its export and report are generated from it alone,
+     * never taken from the directory (they may cover other ranks) */
+    const ssa_found_file *e = ssa_run_files_find(&found, SSA_FILE_EXPORT, "trace.json");
+    const ssa_found_file *r = ssa_run_files_find(&found, SSA_FILE_REPORT, "report.json");
+    if (!run->trace_name[0] && e && view_name_is_safe(e->name))
+      copy_text(run->trace_name, sizeof run->trace_name, e->name);
+    if (!run->report_name[0] && r && view_name_is_safe(r->name))
+      copy_text(run->report_name, sizeof run->report_name, r->name);
+    if (!file) /* a file named like an export that is not one: say so */
+      for (size_t i = 0; i < found.nfiles; i++) {
+        const ssa_found_file *f = &found.files[i];
+        if (strcmp(f->name, "trace.json") && strcmp(f->name, "trace.json.gz")) continue;
+        if (f->kind == SSA_FILE_KINETO && !run->trace_name[0]) {
+          char msg[300];
+          snprintf(msg, sizeof msg, "%s is a PyTorch profiler trace (%s): read as a rank", f->name,
+                   f->why);
+          append(run->notes, sizeof run->notes, msg);
+        } else if (f->kind == SSA_FILE_SKIPPED) {
+          note_unused(run, f->name, f->why);
+        }
+      }
+  }
+  ssa_run_files_free(&found);
   /* what was found must be whole: a cut export or an empty report is
    * dropped (and regenerated below when the raw traces are there) */
-  char why[160], msg[512];
-  if (run->trace_name[0] && view_file_inside(run->dir, run->trace_name, found, sizeof found) == 0 &&
-      !view_file_is_whole(found, 0, why, sizeof why)) {
-    if (file) {
+  char why[160], found_path[PATH_MAX];
+  if (run->trace_name[0] && view_file_inside(run->dir, run->trace_name, found_path, sizeof found_path) == 0 &&
+      !view_file_is_whole(found_path, 0, why, sizeof why)) {
+    if (file && file_kind == SSA_FILE_EXPORT) {
       snprintf(err, errlen, "%s %s", arg, why);
       return -1;
     }
-    snprintf(msg, sizeof msg, "%s in the run directory %s: not used", run->trace_name, why);
-    append(run->notes, sizeof run->notes, msg);
-    fprintf(stderr, "stepscope view: %s: %s\n", run->dir, msg);
+    note_unused(run, run->trace_name, why);
     run->trace_name[0] = '\0';
   }
-  if (run->report_name[0] && view_file_inside(run->dir, run->report_name, found, sizeof found) == 0 &&
-      !view_file_is_whole(found, 1, why, sizeof why)) {
-    snprintf(msg, sizeof msg, "%s in the run directory %s: not used", run->report_name, why);
-    append(run->notes, sizeof run->notes, msg);
-    fprintf(stderr, "stepscope view: %s: %s\n", run->dir, msg);
+  if (run->report_name[0] && view_file_inside(run->dir, run->report_name, found_path, sizeof found_path) == 0 &&
+      !view_file_is_whole(found_path, 1, why, sizeof why)) {
+    note_unused(run, run->report_name, why);
     run->report_name[0] = '\0';
   }
 
-  if ((!run->trace_name[0] || !run->report_name[0]) && has_raw_traces(run->dir)) {
+  if ((!run->trace_name[0] || !run->report_name[0]) && run->source[0]) {
     if (self_exe) generate(run, self_exe, !run->trace_name[0], !run->report_name[0]);
   }
   if (!run->trace_name[0]) append(run->missing, sizeof run->missing, "trace.json (run `stepscope export RUN -o RUN/trace.json`)");
   if (!run->report_name[0]) append(run->missing, sizeof run->missing, "report.json (run `stepscope analyze RUN --json RUN/report.json`)");
   if (!run->trace_name[0] && !run->report_name[0]) {
-    snprintf(err, errlen, "%s: no trace.json, trace.json.gz or report.json%s%s", arg,
-             run->notes[0] ? ": " : " (and no rank-*.trace.zst to generate them from)", run->notes);
+    snprintf(err, errlen, "%s: no stepscope export (trace.json[.gz]) or report (report.json)%s%s", arg,
+             run->notes[0] ? ": " : ", and no rank traces to make them from (rank-*.trace.zst, or PyTorch profiler traces *.json[.gz])",
+             run->notes);
     view_run_close(run);
     return -1;
   }
@@ -187,18 +238,18 @@ int view_run_open(view_run *run, const char *id, const char *arg, const char *se
 }
 
 void view_run_diff(view_run *b, const view_run *a, const char *self_exe) {
-  if (!self_exe || !has_raw_traces(a->dir) || !has_raw_traces(b->dir)) {
+  if (!self_exe || !a->source[0] || !b->source[0]) {
     append(b->notes, sizeof b->notes, "no `stepscope diff` (it needs both runs' rank traces)");
     return;
   }
   if (ensure_gen_dir(b) != 0) return;
   char out[PATH_MAX + 32], adir[PATH_MAX], bdir[PATH_MAX], msg[128];
   snprintf(out, sizeof out, "%s/diff.json", b->gen_dir);
-  copy_text(adir, sizeof adir, a->dir);
-  copy_text(bdir, sizeof bdir, b->dir);
+  copy_text(adir, sizeof adir, a->source);
+  copy_text(bdir, sizeof bdir, b->source);
   char *argv[] = {(char *)"stepscope", (char *)"diff", adir, bdir, (char *)"--json", out, (char *)"--quiet", NULL};
-  fprintf(stderr, "stepscope view: comparing %s with %s ...\n", a->dir, b->dir);
-  int rc = run_self(self_exe, argv);
+  if (!b->quiet) fprintf(stderr, "stepscope view: comparing %s with %s ...\n", adir, bdir);
+  int rc = run_self(b, self_exe, argv);
   if (rc == 0) {
     snprintf(b->diff_name, sizeof b->diff_name, "diff.json");
   } else {

@@ -61,8 +61,31 @@ int js_init(js_stream *js, js_read_fn read, void *ctx) {
   return 0;
 }
 
+static long no_more_input(void *ctx, void *buf, size_t n) {
+  (void)ctx;
+  (void)buf;
+  (void)n;
+  return 0;
+}
+
+int js_init_buffer(js_stream *js, void *doc, size_t len) {
+  memset(js, 0, sizeof *js);
+  js->read = no_more_input;
+  js->in = doc;
+  js->in_len = js->in_cap = len;
+  js->in_eof = 1; /* ensure() never moves or refills the caller's bytes */
+  js->in_borrowed = 1;
+  js->buf_cap = 256;
+  js->buf = malloc(js->buf_cap);
+  if (!js->buf) return -1;
+  js->buf[0] = 0;
+  js->tok = js->buf;
+  js->state = S_VALUE;
+  return 0;
+}
+
 void js_free(js_stream *js) {
-  free(js->in);
+  if (!js->in_borrowed) free(js->in);
   free(js->buf);
   js->in = NULL;
   js->buf = NULL;
@@ -528,11 +551,33 @@ static void after_value(js_stream *js) { js->state = js->depth == 0 ? S_END : S_
 
 static inline int is_space(unsigned c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
+/* The first non-blank byte in [p, e), or e. Blanks come as one space
+ * (", " and ": ") or as a newline and an indentation: the first is checked
+ * at once, a longer run 16 bytes at a time. */
+static inline const unsigned char *skip_blank(const unsigned char *p, const unsigned char *e) {
+  if (p >= e || *p > ' ') return p;
+  if (*p == ' ' && e - p > 1 && p[1] > ' ') return p + 1;
+#if defined(__SSE2__)
+  const __m128i sp = _mm_set1_epi8(' '), nl = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r'),
+                tab = _mm_set1_epi8('\t');
+  while (e - p >= 16) {
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+    __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, sp), _mm_cmpeq_epi8(x, nl)),
+                             _mm_or_si128(_mm_cmpeq_epi8(x, cr), _mm_cmpeq_epi8(x, tab)));
+    unsigned other = ~(unsigned)_mm_movemask_epi8(m) & 0xFFFFu;
+    if (other) return p + __builtin_ctz(other);
+    p += 16;
+  }
+#endif
+  while (p < e && *p <= ' ' && is_space(*p)) p++;
+  return p;
+}
+
 /* The next non-blank byte, not consumed; -1 at end, -2 on a read error. */
 static inline int next_byte(js_stream *js) {
   for (;;) {
     const unsigned char *p = js->in + js->in_pos, *e = js->in + js->in_len;
-    while (p < e && *p <= ' ' && is_space(*p)) p++;
+    p = skip_blank(p, e);
     js->in_pos = (size_t)(p - js->in);
     if (p < e) return *p;
     if (!ensure(js, 1)) return js->read_error ? -2 : -1;
@@ -685,31 +730,170 @@ js_kind js_next_member(js_stream *js) {
   /* the ':' and the blanks after it, when they are in the buffer (a refill
    * would move the key handed out in place: leave them to the next call) */
   const unsigned char *p = js->in + js->in_pos, *e = js->in + js->in_len;
-  while (p < e && *p <= ' ' && is_space(*p)) p++;
+  p = skip_blank(p, e);
   if (p < e && *p == ':') {
     p++;
-    while (p < e && *p <= ' ' && is_space(*p)) p++;
+    p = skip_blank(p, e);
     js->in_pos = (size_t)(p - js->in);
     js->state = S_VALUE;
   }
   return JS_KEY;
 }
 
-int js_skip_rest(js_stream *js, js_kind first) {
-  if (first == JS_ERROR) return -1;
-  if (first != JS_BEGIN_OBJECT && first != JS_BEGIN_ARRAY) return 0;
-  int target = js->depth - 1;
+/* The end of a JSON number that starts at p, when it lies wholly before e
+ * (its grammar checked); NULL when it may go on past e or is malformed (the
+ * general reader then takes it, with its messages). */
+static inline const unsigned char *number_end(const unsigned char *p, const unsigned char *e) {
+  if (*p == '-' && ++p >= e) return NULL;
+  if (*p == '0') p++;
+  else if (is_digit(*p)) while (++p < e && is_digit(*p)) {}
+  else return NULL;
+  if (p < e && *p == '.') {
+    if (++p >= e || !is_digit(*p)) return NULL;
+    while (++p < e && is_digit(*p)) {}
+  }
+  if (p < e && (*p == 'e' || *p == 'E')) {
+    if (++p < e && (*p == '+' || *p == '-')) p++;
+    if (p >= e || !is_digit(*p)) return NULL;
+    while (++p < e && is_digit(*p)) {}
+  }
+  return p < e ? p : NULL;
+}
+
+/* Skipping without the per-token overhead of next_token: the grammar of
+ * next_token, checked the same way, but over the buffer with the state in
+ * locals. It consumes tokens that are plain (strings without escapes or
+ * non-ASCII bytes, numbers and literals that end inside the buffer,
+ * structure) and stops before anything else: an escape, a non-ASCII byte,
+ * the end of the buffer, an error. The state is then exactly what
+ * next_token would have left, so next_token takes that one token (with its
+ * checks, UTF-8 counting and messages) and skipping goes on here. Returns 1
+ * when the value being skipped is complete: a container closed with the
+ * depth back to `target`, or a scalar read at depth `target`. */
+static int skip_run(js_stream *js, int target) {
+  restore_delimiter(js);
+  if (js->failed) return 0;
+  const unsigned char *p = js->in + js->in_pos, *e = js->in + js->in_len, *q;
+  int state = js->state, depth = js->depth, closed = 0;
   for (;;) {
+    p = skip_blank(p, e);
+    if (p >= e) break;
+    unsigned c = *p;
+    switch (state) {
+    case S_COLON:
+      if (c != ':') goto stop;
+      p++;
+      state = S_VALUE;
+      continue;
+    case S_COMMA_OR_CLOSE: {
+      int obj = (js->stack[(depth - 1) / 8] >> ((depth - 1) % 8)) & 1;
+      if (c == ',') {
+        p++;
+        state = obj ? S_KEY : S_VALUE;
+        continue;
+      }
+      if (c != (obj ? '}' : ']')) goto stop;
+      goto close;
+    }
+    case S_KEY_OR_CLOSE:
+    case S_KEY:
+      if (c == '"') {
+        q = scan_special((unsigned char *)p + 1, (unsigned char *)e);
+        if (q >= e || *q != '"') goto stop;
+        p = q + 1;
+        state = S_COLON;
+        continue;
+      }
+      if (c == '}' && state == S_KEY_OR_CLOSE) goto close;
+      goto stop;
+    case S_VALUE_OR_CLOSE:
+      if (c == ']') goto close;
+      /* fall through */
+    case S_VALUE:
+      if (c == '{' || c == '[') {
+        if (depth >= JS_MAX_DEPTH) goto stop;
+        if (c == '{') js->stack[depth / 8] |= (uint8_t)(1u << (depth % 8));
+        else js->stack[depth / 8] &= (uint8_t)~(1u << (depth % 8));
+        depth++;
+        p++;
+        state = c == '{' ? S_KEY_OR_CLOSE : S_VALUE_OR_CLOSE;
+        continue;
+      }
+      if (c == '"') {
+        q = scan_special((unsigned char *)p + 1, (unsigned char *)e);
+        if (q >= e || *q != '"') goto stop;
+        p = q + 1;
+      } else if (c == '-' || is_digit((int)c)) {
+        if (!(q = number_end(p, e))) goto stop;
+        p = q;
+      } else if (c == 't' && e - p > 4 && !memcmp(p, "true", 4)) {
+        p += 4;
+      } else if (c == 'f' && e - p > 5 && !memcmp(p, "false", 5)) {
+        p += 5;
+      } else if (c == 'n' && e - p > 4 && !memcmp(p, "null", 4)) {
+        p += 4;
+      } else {
+        goto stop;
+      }
+      state = depth == 0 ? S_END : S_COMMA_OR_CLOSE;
+      if (depth == target) { /* js_skip of a scalar */
+        closed = 1;
+        goto stop;
+      }
+      continue;
+    default:
+      goto stop;
+    }
+  close:
+    p++;
+    depth--;
+    state = depth == 0 ? S_END : S_COMMA_OR_CLOSE;
+    if (depth == target) {
+      closed = 1;
+      break;
+    }
+  }
+stop:
+  js->in_pos = (size_t)(p - js->in);
+  js->state = state;
+  js->depth = depth;
+  return closed;
+}
+
+/* Skips tokens until a value completes at depth `target`: the container open
+ * at depth target + 1 closes, or (js_skip) a scalar is read at that depth. */
+static int skip_to(js_stream *js, int target) {
+  for (;;) {
+    if (skip_run(js, target)) return 0;
     js_kind k = next_token(js, 0);
     if (k == JS_ERROR || k == JS_EOF) {
       if (k == JS_EOF) fail(js, here(js), "unexpected end of input%s", "");
       return -1;
     }
-    if ((k == JS_END_OBJECT || k == JS_END_ARRAY) && js->depth == target) return 0;
+    if (js->depth == target && k != JS_KEY && k != JS_BEGIN_OBJECT && k != JS_BEGIN_ARRAY) return 0;
   }
 }
 
-int js_skip(js_stream *js) { return js_skip_rest(js, next_token(js, 0)); }
+int js_skip_rest(js_stream *js, js_kind first) {
+  if (first == JS_ERROR) return -1;
+  if (first != JS_BEGIN_OBJECT && first != JS_BEGIN_ARRAY) return 0;
+  return skip_to(js, js->depth - 1);
+}
+
+int js_skip(js_stream *js) {
+  restore_delimiter(js);
+  /* where a value must come (after js_next_member): skipped in one run */
+  if (js->state == S_VALUE && !js->failed) return skip_to(js, js->depth);
+  return js_skip_rest(js, next_token(js, 0));
+}
+
+int js_skip_object_rest(js_stream *js) {
+  restore_delimiter(js);
+  if (js->failed) return -1;
+  if (!js->depth || !top_is_object(js) || (js->state != S_KEY_OR_CLOSE && js->state != S_COMMA_OR_CLOSE))
+    return fail(js, here(js), "js_skip_object_rest outside an object%s", ""), -1;
+  return skip_to(js, js->depth - 1);
+}
 
 /* ---- numbers ---- */
 

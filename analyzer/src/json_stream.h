@@ -76,11 +76,18 @@ typedef struct js_stream {
   int failed;
   uint64_t error_offset;
   char error[160];
+  int in_borrowed;             /* private: `in` is the caller's (js_init_buffer) */
 } js_stream;
 
 /* 0, or -1 when the buffers cannot be allocated. */
 int js_init(js_stream *js, js_read_fn read, void *ctx);
 void js_free(js_stream *js);
+/* Tokenizes a whole document already in memory, in place: no read callback,
+ * no input buffer of its own. The tokenizer writes into `doc` (it hands
+ * strings and numbers out in place by putting a NUL after them, and puts the
+ * byte back afterwards), so `doc` must be writable and must outlive the
+ * stream; js_free leaves it to the caller. 0, or -1 out of memory. */
+int js_init_buffer(js_stream *js, void *doc, size_t len);
 
 /* The next token. After JS_ERROR every call returns JS_ERROR. */
 js_kind js_next(js_stream *js);
@@ -96,6 +103,10 @@ js_kind js_next_member(js_stream *js);
 int js_skip_rest(js_stream *js, js_kind first);
 /* Reads and skips the next value. 0, or -1 on error. */
 int js_skip(js_stream *js);
+/* Inside an object, right after its JS_BEGIN_OBJECT or after one of its
+ * values: skips its remaining members and its closing '}' (checked as
+ * js_skip checks). 0, or -1 on error. */
+int js_skip_object_rest(js_stream *js);
 
 /* Current depth of open containers. */
 static inline int js_depth(const js_stream *js) { return js->depth; }

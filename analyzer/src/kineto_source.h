@@ -15,21 +15,22 @@
 
 #include "ssa_model.h"
 
-/* File names taken as Kineto traces in a run directory: rank-*.json,
- * rank-*.json.gz, and PyTorch's tensorboard_trace_handler names
- * *.pt.trace.json[.gz]. */
-int ssa_kineto_source_matches(const char *file_name);
-
-/* Whether an explicitly given file looks like a Kineto trace: its name ends
- * in .json or .json.gz. */
-int ssa_kineto_path_looks_like(const char *path);
+/* Which files are Kineto traces is decided by run_discovery.c (by content). */
 
 /* Fills `r` from one Kineto file (plain or gzip). Errors name the file and
  * the byte offset in the uncompressed JSON. */
 int ssa_kineto_source_load(const char *path, ssa_rank *r, stepscope_error *err);
 
-/* The same from bytes in memory (tests and the fuzz target); `name` is used
- * in messages and for the rank-from-file-name fallback. */
+/* The same, a gzip file decompressed whole (libdeflate, gzip_whole.h) only
+ * when it holds at most `whole_max` bytes of JSON, else streamed with zlib;
+ * ssa_kineto_source_load uses ssa_gzip_whole_bound(). Tests pass 0 to check that
+ * both paths give the same rank. */
+int ssa_kineto_source_load_whole_max(const char *path, size_t whole_max, ssa_rank *r,
+                                     stepscope_error *err);
+
+/* The same from bytes in memory (tests and the fuzz target), tokenized
+ * whole in place on a copy (the path of a gzip file inflated whole); `name`
+ * is used in messages and for the rank-from-file-name fallback. */
 int ssa_kineto_load_memory(const void *data, size_t size, const char *name, ssa_rank *r,
                            stepscope_error *err);
 

@@ -1,8 +1,9 @@
 /*
  * run_load.c — loads a run: every rank file of a directory, in parallel.
  *
- * The directory is scanned for files that a registered source recognises
- * (ssa_sources: our `rank-*.trace.zst` reader; importers add entries). One
+ * run_discovery.c decides which files of the directory are ranks and of
+ * which kind; each kind has its source (ssa_sources: our
+ * `rank-*.trace.zst` reader, the Kineto importer). One
  * task per file goes to a pool of pthreads sized to the cores (or
  * --threads); a worker takes the next file index from an atomic counter,
  * fills a rank with the file's source and finishes it (sort, join,
@@ -12,23 +13,22 @@
  * alignment runs last, on the loaded ranks; then ranks whose trace was not
  * closed (trace_closed.c) are reported.
  */
-#include <dirent.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "kineto_source.h"
+#include "run_discovery.h"
 #include "ssa_model.h"
 #include "ssa_out.h"
 
 static const ssa_source ssa_sources[] = {
-    {"stepscope trace", ssa_trace_source_matches, ssa_trace_source_load},
-    {"kineto json", ssa_kineto_source_matches, ssa_kineto_source_load},
+    {"stepscope trace", ssa_trace_source_load},
+    {"kineto json", ssa_kineto_source_load},
 };
 #define NSOURCES (sizeof ssa_sources / sizeof ssa_sources[0])
 
@@ -100,19 +100,9 @@ static void *worker(void *arg) {
   return NULL;
 }
 
-static int cmp_str(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 static int cmp_rank(const void *a, const void *b) {
   const ssa_rank *x = a, *y = b;
   return x->rank < y->rank ? -1 : x->rank > y->rank;
-}
-
-static const ssa_source *source_for(const char *name) {
-  for (size_t s = 0; s < NSOURCES; s++)
-    if (ssa_sources[s].matches(name)) return &ssa_sources[s];
-  return NULL;
 }
 
 static void set_err(stepscope_error *err, int code, const char *fmt, const char *arg) {
@@ -122,54 +112,57 @@ static void set_err(stepscope_error *err, int code, const char *fmt, const char 
   snprintf(err->message, sizeof err->message, fmt, arg);
 }
 
-/* Lists the rank files of `path` (a directory or one file). */
-static int list_files(const char *path, char ***out, size_t *n, stepscope_error *err) {
-  struct stat st;
+/* Lists the rank files of `path` (a directory or one file) as run_discovery.c
+ * decides them, each with the source that reads it. A single file that is a
+ * stepscope export or report is an error that says so. */
+static int list_files(const char *path, char ***out, const ssa_source ***sources, size_t *n,
+                      stepscope_error *err) {
+  ssa_run_files found;
   *out = NULL;
+  *sources = NULL;
   *n = 0;
-  if (stat(path, &st) != 0) {
-    set_err(err, STEPSCOPE_E_IO, "%s: no such file or directory", path);
-    return STEPSCOPE_E_IO;
-  }
-  if (!S_ISDIR(st.st_mode)) {
-    char **v = malloc(sizeof *v);
-    if (!v || !(v[0] = strdup(path))) {
-      free(v);
-      return STEPSCOPE_E_NOMEM;
+  int rc = ssa_run_discover(path, &found, err);
+  if (rc) return rc;
+  if (found.single && !ssa_file_kind_is_rank(found.files[0].kind)) {
+    if (err) {
+      err->code = STEPSCOPE_E_ARGUMENT;
+      err->offset = 0;
+      snprintf(err->message, sizeof err->message,
+               "%s is a %s (%s), not a trace: give the run directory or its rank files", path,
+               ssa_file_kind_name(found.files[0].kind), found.files[0].why);
     }
-    *out = v;
-    *n = 1;
-    return 0;
+    ssa_run_files_free(&found);
+    return STEPSCOPE_E_ARGUMENT;
   }
-  DIR *d = opendir(path);
-  if (!d) {
-    set_err(err, STEPSCOPE_E_IO, "%s: cannot open directory", path);
-    return STEPSCOPE_E_IO;
-  }
-  char **v = NULL;
-  size_t cap = 0, cnt = 0;
-  struct dirent *e;
-  int rc = 0;
-  while ((e = readdir(d)) != NULL) {
-    if (!source_for(e->d_name)) continue;
-    size_t len = strlen(path) + strlen(e->d_name) + 2;
-    char *full = malloc(len);
-    if (!full || ssa_grow((void **)&v, &cap, cnt + 1, sizeof *v)) {
-      free(full);
-      rc = STEPSCOPE_E_NOMEM;
-      break;
+  if (found.nranks == 0) {
+    if (err) {
+      err->code = STEPSCOPE_E_ARGUMENT;
+      err->offset = 0;
+      size_t l = (size_t)snprintf(err->message, sizeof err->message, "%s: ", path);
+      if (l < sizeof err->message) ssa_run_files_why_none(&found, err->message + l, sizeof err->message - l);
     }
-    snprintf(full, len, "%s/%s", path, e->d_name);
-    v[cnt++] = full;
+    ssa_run_files_free(&found);
+    return STEPSCOPE_E_ARGUMENT;
   }
-  closedir(d);
-  if (rc) {
-    for (size_t i = 0; i < cnt; i++) free(v[i]);
+  char **v = calloc(found.nranks, sizeof *v);
+  const ssa_source **s = calloc(found.nranks, sizeof *s);
+  if (!v || !s) {
     free(v);
-    return rc;
+    free(s);
+    ssa_run_files_free(&found);
+    return STEPSCOPE_E_NOMEM;
   }
-  qsort(v, cnt, sizeof *v, cmp_str);
+  size_t cnt = 0;
+  for (size_t i = 0; i < found.nfiles; i++) {
+    ssa_found_file *f = &found.files[i];
+    if (!ssa_file_kind_is_rank(f->kind)) continue;
+    s[cnt] = f->kind == SSA_FILE_KINETO ? &ssa_sources[1] : &ssa_sources[0];
+    v[cnt++] = f->path;
+    f->path = NULL; /* now owned by the list */
+  }
+  ssa_run_files_free(&found);
   *out = v;
+  *sources = s;
   *n = cnt;
   return 0;
 }
@@ -248,32 +241,27 @@ int ssa_run_load_with_rules(ssa_run *run, const char *path, const ssa_load_optio
   run->dir = strdup(path);
   if (!run->dir) return STEPSCOPE_E_NOMEM;
   char **files;
+  const ssa_source **sources;
   size_t nfiles;
-  int rc = list_files(path, &files, &nfiles, err);
+  int rc = list_files(path, &files, &sources, &nfiles, err);
   if (rc) return rc;
   for (size_t i = 0; i < nfiles; i++) ssa_out_protect_input(files[i]); /* never written over */
-  if (nfiles == 0) {
-    set_err(err, STEPSCOPE_E_ARGUMENT, "%s: no rank files (rank-*.trace.zst) found", path);
-    free(files);
-    return STEPSCOPE_E_ARGUMENT;
-  }
   pool p;
   memset(&p, 0, sizeof p);
   p.tasks = calloc(nfiles, sizeof *p.tasks);
   if (!p.tasks) {
     for (size_t i = 0; i < nfiles; i++) free(files[i]);
     free(files);
+    free(sources);
     return STEPSCOPE_E_NOMEM;
   }
   p.ntasks = nfiles;
   for (size_t i = 0; i < nfiles; i++) {
     p.tasks[i].path = files[i];
-    const char *base = strrchr(files[i], '/');
-    p.tasks[i].source = source_for(base ? base + 1 : files[i]);
-    if (!p.tasks[i].source) /* an explicit single file */
-      p.tasks[i].source = ssa_kineto_path_looks_like(files[i]) ? &ssa_sources[1] : &ssa_sources[0];
+    p.tasks[i].source = sources[i];
   }
   free(files);
+  free(sources);
   atomic_init(&p.next, 0);
   atomic_init(&p.done, 0);
   p.progress = opt && opt->progress;

@@ -249,15 +249,14 @@ typedef struct ssa_load_options {
   int progress;                 /* print progress on stderr */
 } ssa_load_options;
 
-/* A loader source: recognises a file name and fills a rank from it. Our
- * trace reader is one; importers add themselves to ssa_sources (load.c). */
+/* A loader source: fills a rank from one file of a kind that
+ * run_discovery.c recognised. Our trace reader is one; importers add
+ * themselves to ssa_sources (run_load.c). */
 typedef struct ssa_source {
   const char *name;
-  int (*matches)(const char *file_name);
   int (*load)(const char *path, ssa_rank *r, stepscope_error *err);
 } ssa_source;
 
-int ssa_trace_source_matches(const char *file_name);
 int ssa_trace_source_load(const char *path, ssa_rank *r, stepscope_error *err);
 
 /* Loads every rank file of a run directory (or a single file) in parallel,

@@ -85,11 +85,6 @@ static inline uint32_t device_lane(lane_memo *m, ssa_rank *r, uint8_t kind, uint
   return l;
 }
 
-int ssa_trace_source_matches(const char *name) {
-  size_t n = strlen(name);
-  return strncmp(name, "rank-", 5) == 0 && n > 14 && strcmp(name + n - 10, ".trace.zst") == 0;
-}
-
 int ssa_trace_source_load(const char *path, ssa_rank *r, stepscope_error *err) {
   stepscope_reader *rd = stepscope_reader_open(path, err);
   if (!rd) return err ? err->code : STEPSCOPE_E_IO;

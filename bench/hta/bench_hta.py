@@ -8,7 +8,8 @@ Kineto runs (tests/kineto/make_kineto.py, N steps each). With --traces: on
 every *.json / *.json.gz file under DIR (real traces, e.g. /work/realtraces),
 each alone in a directory of its own (HTA reads directories), skipping files
 smaller than --min-kb (default 100). Prints per trace the size (gz and JSON),
-wall time and peak RSS of each tool, the ratios and the machine. A trace one
+wall time, CPU time (user + system) and peak RSS of each tool, the ratios
+and the machine. On a loaded machine the CPU-time ratio is the steadier one. A trace one
 tool cannot read is reported as failed. Not a test: run it by hand
 (docs/hta-comparison.md)."""
 import gzip
@@ -31,7 +32,9 @@ def measure(cmd, must_succeed=True):
         if must_succeed:
             raise SystemExit("failed: %s" % " ".join(cmd))
         return None
-    return wall, ru.ru_maxrss / 1024.0  # MiB
+    # MiB; and CPU seconds (user + system): on a machine loaded by other work,
+    # wall time also counts the waits for a core, CPU time does not
+    return wall, ru.ru_maxrss / 1024.0, ru.ru_utime + ru.ru_stime
 
 
 def json_size(path):
@@ -58,8 +61,9 @@ def bench_real(exe, hta_py, root, work, min_kb):
                     os.path.getsize(path) >= min_kb * 1024:
                 traces.append(path)
     traces.sort()
-    print("%-60s %8s %8s | %8s %8s | %8s %8s | %8s %6s" % (
-        "trace", "gz MB", "JSON MB", "ss s", "ss MiB", "hta s", "hta MiB", "speedup", "mem x"))
+    print("%-60s %8s %8s | %8s %8s %8s | %8s %8s %8s | %8s %8s %6s" % (
+        "trace", "gz MB", "JSON MB", "ss s", "ss cpu s", "ss MiB", "hta s", "hta cpu s", "hta MiB",
+        "speedup", "cpu x", "mem x"))
     for i, path in enumerate(traces):
         d = os.path.join(work, "real%03d" % i)
         os.makedirs(d, exist_ok=True)
@@ -69,12 +73,14 @@ def bench_real(exe, hta_py, root, work, min_kb):
         gz = os.path.getsize(path) / 1e6 if path.endswith(".gz") else float("nan")
         js = json_size(path) / 1e6
         runs = [measure([exe, "analyze", path, "--json", "/dev/null", "--quiet"], False) for _ in range(3)]
-        ss = None if None in runs else min(runs)
+        ss = None if None in runs else (min(r[0] for r in runs), max(r[1] for r in runs),
+                                        min(r[2] for r in runs))
         hta = measure([hta_py, os.path.join(here, "hta_metrics.py"), d, "--json", "/dev/null"], False)
         name = os.path.relpath(path, root)[-60:]
-        ss_cell = "%8.3f %8.1f" % ss if ss else "%17s" % "failed"
-        hta_cell = "%8.3f %8.1f" % hta if hta else "%17s" % "failed"
-        ratio = "%7.0fx %5.1fx" % (hta[0] / ss[0], hta[1] / ss[1]) if ss and hta else ""
+        ss_cell = "%8.3f %8.3f %8.1f" % (ss[0], ss[2], ss[1]) if ss else "%26s" % "failed"
+        hta_cell = "%8.3f %8.3f %8.1f" % (hta[0], hta[2], hta[1]) if hta else "%26s" % "failed"
+        ratio = "%7.0fx %7.0fx %5.1fx" % (hta[0] / ss[0], hta[2] / ss[2], hta[1] / ss[1]) \
+            if ss and hta else ""
         print("%-60s %8.2f %8.1f | %s | %s | %s" % (name, gz, js, ss_cell, hta_cell, ratio))
 
 

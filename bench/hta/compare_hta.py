@@ -46,6 +46,19 @@ def main():
                 ms(non_compute), ms(hr["non_compute_time(us)"] * 1000),
                 "-" if ovl is None else "%.2f%%" % (100 * ovl),
                 "%.2f%%" % (100 * hover.get(r["rank"], float("nan")))))
+        # the same as shares of each tool's own window, which is what compares
+        print("%4s | %11s %11s | %11s %11s | %13s %13s" % (
+            "rank", "compute% ss", "compute% hta", "idle% ss", "idle% hta", "nonComp% ss", "nonComp% hta"))
+        for r in s["ranks"]:
+            t = r["totals"]
+            hr = htb.get(r["rank"])
+            if hr is None or not t["span_ns"] or not hr["kernel_time(us)"]:
+                continue
+            sp, hk = float(t["span_ns"]), float(hr["kernel_time(us)"])
+            print("%4d | %10.2f%% %10.2f%% | %10.2f%% %10.2f%% | %12.2f%% %12.2f%%" % (
+                r["rank"], 100 * t["compute_ns"] / sp, 100 * hr["compute_time(us)"] / hk,
+                100 * t["idle_ns"] / sp, 100 * hr["idle_time(us)"] / hk,
+                100 * (t["busy_ns"] - t["compute_ns"]) / sp, 100 * hr["non_compute_time(us)"] / hk))
         # idle breakdown: stepscope per device (and per stream), HTA per stream
         hidle = {}
         for row in h["idle"]:

@@ -185,6 +185,45 @@ int kcuda_add_f32(kcuda_ctx *k, float *dst, const float *src, size_t n);
 int kcuda_sum_accumulate(kcuda_ctx *k, double *acc, const float *x, size_t n);
 int kcuda_sum_squares_accumulate(kcuda_ctx *k, double *acc, const float *x, size_t n);
 
+/* ---- moe.cu: mixture of experts (router, dispatch plan, permutations, grouped expert GEMM) ---
+ * The math, the layouts and the accumulation rules of cpu_moe_* (kernels/cpu/cpu_kernels.h);
+ * routing-dependent sizes are read on the device (R = offsets[E]; the expert-grouped
+ * buffers hold Rmax = N x K rows), never on the host. logits/dlogits, x/dx, xp/dxp, yp/dyp,
+ * out/dout and the GEMM's inp/out/dinp/dout are activations (the context's type); probs,
+ * gate, dgate, weights, biases and their gradients fp32; expert, counts, offsets, row_token
+ * and row_of int. At most 1024 experts. Routing, the plan and the permutations reproduce the
+ * CPU exactly (see moe_kernels.cuh); the GEMMs accumulate in fp32 in their own order. */
+int kcuda_moe_router_forward(kcuda_ctx *k, int *expert, float *gate, float *probs,
+                             const void *logits, int N, int E, int K, int renorm);
+/* counts [E]: scratch, refilled with the routing decisions per expert */
+int kcuda_moe_router_backward(kcuda_ctx *k, void *dlogits, const float *dgate,
+                              const float *probs, const int *expert, int *counts, int N, int E,
+                              int K, int renorm, float aux_scale);
+/* *acc (device double) += the load-balancing loss; counts [E] scratch as above */
+int kcuda_moe_aux_loss_accumulate(kcuda_ctx *k, double *acc, const float *probs,
+                                  const int *expert, int *counts, int N, int E, int K);
+/* *dropped_acc (device int, may be NULL) += assignments dropped by capacity (< 0: none) */
+int kcuda_moe_dispatch_plan(kcuda_ctx *k, int *counts, int *offsets, int *row_token, int *row_of,
+                            int *dropped_acc, const int *expert, int N, int E, int K,
+                            int capacity);
+int kcuda_moe_permute_forward(kcuda_ctx *k, void *xp, const void *x, const int *row_token,
+                              const int *offsets, int N, int E, int K, int C);
+/* needs row_token as moe_dispatch_plan writes it (increasing within each expert's rows) */
+int kcuda_moe_permute_backward(kcuda_ctx *k, void *dx, const void *dxp, const int *row_token,
+                               const int *offsets, int N, int E, int K, int C);
+int kcuda_moe_unpermute_forward(kcuda_ctx *k, void *out, const void *yp, const float *gate,
+                                const int *row_of, int N, int K, int C);
+int kcuda_moe_unpermute_backward(kcuda_ctx *k, void *dyp, float *dgate, const void *dout,
+                                 const void *yp, const float *gate, const int *row_of, int N,
+                                 int K, int C);
+/* weight [E,OC,C], bias [E,OC] or NULL; backward: dinp, dweight, dbias may each be NULL */
+int kcuda_moe_expert_matmul_forward(kcuda_ctx *k, void *out, const void *inp,
+                                    const float *weight, const float *bias, const int *offsets,
+                                    int Rmax, int E, int C, int OC);
+int kcuda_moe_expert_matmul_backward(kcuda_ctx *k, void *dinp, float *dweight, float *dbias,
+                                     const void *dout, const void *inp, const float *weight,
+                                     const int *offsets, int Rmax, int E, int C, int OC);
+
 /* ---- cast.cu: fp32 <-> bf16 (round to nearest even) ------------------------------------------- */
 /* dst holds n bf16 values (2 bytes each). */
 int kcuda_cast_f32_to_bf16(kcuda_ctx *k, void *dst, const float *src, size_t n);

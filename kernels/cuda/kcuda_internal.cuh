@@ -27,6 +27,8 @@ enum kcuda_scratch_slot {
     KCUDA_SCRATCH_ATTN,       /* attention: permuted q, k, v, y and their gradients */
     KCUDA_SCRATCH_REDUCE,     /* partial sums of the deterministic reductions */
     KCUDA_SCRATCH_WORKSPACE,  /* cuBLASLt's workspace (only streams that run GEMMs get one) */
+    KCUDA_SCRATCH_MOE,        /* mixture of experts: the dispatch plan's ranks and histograms,
+                                 the aux loss's per-expert sums and counts */
     KCUDA_SCRATCH_COUNT
 };
 

@@ -101,14 +101,14 @@ if [ "${SKIP_PREBUILT:-0}" != 1 ]; then
     -DCMAKE_BUILD_TYPE=Release -DSTEPSCOPE_WERROR=OFF > "$tmp/cmake.log" 2>&1 ||
     { cat "$tmp/cmake.log" >&2; exit 1; }
   cmake --build "$b" -j "$jobs" --target stepscope stepscope-train stepscope_inject \
-    test_gpu_kernels test_gpu_attention_block test_gpu_device gpu_tracer_cuda_app > "$tmp/build.log" 2>&1 ||
+    test_gpu_kernels test_gpu_attention_block test_gpu_device test_gpu_moe gpu_tracer_cuda_app > "$tmp/build.log" 2>&1 ||
     { tail -40 "$tmp/build.log" >&2; exit 1; }
   rm -rf "$kit/prebuilt" "$kit/prebuilt.tar.xz" "$tmp/prebuilt"
   # the build tree's layout, so that every script runs with BUILD=<unpacked prebuilt> and
   # `stepscope record` finds ../tracer/gpu/libstepscope_inject.so next to itself
   p=$tmp/prebuilt
   for f in analyzer/stepscope trainer/stepscope-train tests/gpu/test_gpu_kernels \
-           tests/gpu/test_gpu_attention_block tests/gpu/test_gpu_device \
+           tests/gpu/test_gpu_attention_block tests/gpu/test_gpu_device tests/gpu/test_gpu_moe \
            tests/gpu_tracer/gpu_tracer_cuda_app tracer/gpu/libstepscope_inject.so; do
     mkdir -p "$p/$(dirname "$f")"
     cp "$b/$f" "$p/$f"

@@ -12,8 +12,9 @@
 #                run, then 2- and 4-rank NCCL runs under `stepscope record` with collectives
 #                asserted
 #   correctness  CUDA vs CPU losses (1 rank; multi-rank only if smoke's 4-rank run passed),
-#                the tracer's checks (kernels, collectives matched to NCCL kernels, named
-#                streams), tracer overhead, a rank SIGKILLed mid-run, memcheck on the kernel tests
+#                the MoE operations vs the CPU reference (test_gpu_moe), the tracer's checks
+#                (kernels, collectives matched to NCCL kernels, named streams), tracer
+#                overhead, a rank SIGKILLed mid-run, memcheck on the kernel tests and the MoE test
 #   numbers      GPT-2 124M and 350M tokens/s and MFU beside PyTorch eager (compiled if time
 #                remains), one traced 350M sample
 #   multirank    dp4, dp2 x pp2 1F1B, tp2 x dp2, cp2 x dp2, 5 steps each, traced and analyzed
@@ -177,7 +178,7 @@ probe() {
 gpu_tests() {
   if [ "$build" = "$WINDOW_EV/prebuilt" ]; then  # no CTest tree: the same programs directly
     run_logged "$build/tests/gpu/test_gpu_kernels" && run_logged "$build/tests/gpu/test_gpu_attention_block" &&
-    run_logged "$build/tests/gpu/test_gpu_device" &&
+    run_logged "$build/tests/gpu/test_gpu_device" && run_logged "$build/tests/gpu/test_gpu_moe" &&
     run_logged "$repo/tests/gpu_tracer/cuda_record.sh" "$stepscope" "$build/tests/gpu_tracer/gpu_tracer_cuda_app"
   else
     # a GPU test that skips (exit 77: no usable device) is a failure here
@@ -225,6 +226,12 @@ memcheck_kernels() {
   run_logged compute-sanitizer --tool memcheck --error-exitcode 9 "$build/tests/gpu/test_gpu_kernels" &&
   run_logged compute-sanitizer --tool memcheck --error-exitcode 9 "$build/tests/gpu/test_gpu_attention_block"
 }
+moe_kernels() { # the MoE operations (router, plan, permutations, grouped GEMM) vs the CPU reference
+  run_logged "$build/tests/gpu/test_gpu_moe"
+}
+memcheck_moe() {
+  run_logged compute-sanitizer --tool memcheck --error-exitcode 9 "$build/tests/gpu/test_gpu_moe"
+}
 sub() { # sub NAME SCRIPT: a script of scripts/gpu with its own steps, evidence in $OUT/NAME
   local name=$1 script=$2; shift 2
   echo "bash $gpu/$script $*  (OUT=$OUT/$name)" >> "$OUT/commands.txt"
@@ -247,11 +254,13 @@ case $CALL in
     export SKIP_MULTIRANK=1; multirank_ok && SKIP_MULTIRANK=0
     echo "multi-rank pairs: $([ $SKIP_MULTIRANK = 0 ] && echo run || echo skipped: the smoke call dp4 did not pass)" | tee -a "$summary"
     SUB_STEP_TIMEOUT=60 STEP_TIMEOUT=150 step vs_cpu sub vs_cpu trainer_vs_cpu.sh
+    STEP_TIMEOUT=30 step moe_kernels moe_kernels
     STEP_TIMEOUT=60 step trace_1rank tracer_one_rank
     [ "$SKIP_MULTIRANK" = 0 ] && STEP_TIMEOUT=90 step torchrun_ddp torchrun_ddp
     STEP_TIMEOUT=90 step overhead run_logged bash "$gpu/overhead.sh" "$build" "$OUT"
     STEP_TIMEOUT=60 step kill run_logged bash "$gpu/kill_mid_run.sh" "$build" "$OUT"
     STEP_TIMEOUT=90 step memcheck memcheck_kernels
+    STEP_TIMEOUT=60 step memcheck_moe memcheck_moe
     ;;
   numbers)
     ensure_built

@@ -70,7 +70,7 @@ check "and says so" grep -q "no such file" "$tmp/err"
 mkdir "$tmp/empty"
 "$stepscope" info "$tmp/empty" 2>"$tmp/err"; rc=$?
 check "info on an empty directory exits 1" test $rc -eq 1
-check "and says what is missing" grep -q "no rank-\*.trace.zst files" "$tmp/err"
+check "and says what is missing" grep -q "no rank files (stepscope rank-\*.trace.zst, or PyTorch" "$tmp/err"
 printf 'garbage that is not zstd' >"$tmp/run/rank-00009.trace.zst"
 "$stepscope" info "$tmp/run" >"$tmp/out"; rc=$?
 check "info with a corrupt file exits 1" test $rc -eq 1

@@ -17,6 +17,9 @@
  *               refills (every read size; a pair across the 256 KiB buffer)
  *   gzip        a .json.gz file read through the run loader, rank from
  *               distributedInfo and from the file name
+ *   gzip_paths  the same gzip files decompressed whole (libdeflate) and
+ *               streamed (zlib) give identical ranks; several members, a
+ *               bad CRC or a wrong ISIZE fall back to the stream (its errors)
  * Usage: test_kineto [SCRATCH_DIR]. Exit 0 when every check passes.
  */
 #include <stdio.h>
@@ -25,6 +28,9 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <fcntl.h>
+
+#include "gzip_whole.h"
 #include "json_stream.h"
 #include "kineto_source.h"
 #include "ssa_analysis.h"
@@ -306,6 +312,21 @@ static void test_malformed(void) {
   expect_error("{\"traceEvents\":[nul]}", "expected null");
   expect_error("[1,]", "where a value was expected");
   expect_error("{\"schemaVersion\":1}", "no \"traceEvents\"");
+  /* errors inside skipped values (args not used, events of an unimported
+   * category): found by the skipping scanner, reported by the tokenizer */
+  expect_error("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"args\":{\"x\":[1,]}}]}",
+               "byte 56 of the JSON text: unexpected ']' where a value was expected");
+  expect_error("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"args\":{\"x\":{\"a\" 1}}}]}",
+               "expected ':' after an object key");
+  expect_error("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"python_function\",\"name\":\"f\",\"args\":{\"x\":01}}]}",
+               "expected ',' or '}'");
+  expect_error("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"args\":{\"x\":tru}}]}", "expected true");
+  expect_error("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"args\":{\"x\":-}}]}", "bad number");
+  expect_error("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"other\",\"args\":{\"x\":1.}}]}",
+               "digits must follow '.'");
+  expect_error("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"other\",\"args\":{\"x\":\"a\tb\"}}]}",
+               "control character");
+  expect_error("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"other\",\"x\":[[[1]]}]}", "expected ',' or ']'");
   expect_error("", "no value");
   /* deep nesting */
   size_t depth = 100000;
@@ -517,6 +538,125 @@ static void test_gzip(const char *dir) {
   ssa_rank_free(&r);
 }
 
+/* ---- gzip: whole-buffer (libdeflate) and streaming (zlib) paths ---- */
+static void write_gz(const char *file, const char *doc, int members) {
+  size_t n = strlen(doc), cut = members > 1 ? n / 2 : n;
+  gzFile g = gzopen(file, "wb");
+  CHECK(g != NULL);
+  if (!g) return;
+  CHECK_EQ(gzwrite(g, doc, (unsigned)cut), (long long)cut);
+  gzclose(g);
+  if (members > 1) { /* appended: a second gzip member */
+    g = gzopen(file, "ab");
+    CHECK(g != NULL);
+    if (!g) return;
+    CHECK_EQ(gzwrite(g, doc + cut, (unsigned)(n - cut)), (long long)(n - cut));
+    gzclose(g);
+  }
+}
+
+/* Loads `file` both ways; the ranks must be identical. Returns the load's
+ * status (the same both ways). */
+static int same_both_ways(const char *file, stepscope_error *err_out) {
+  ssa_rank a, b;
+  stepscope_error ea, eb;
+  ssa_rank_init(&a);
+  ssa_rank_init(&b);
+  int ra = ssa_kineto_source_load_whole_max(file, SSA_GZIP_WHOLE_MAX, &a, &ea);
+  int rb = ssa_kineto_source_load_whole_max(file, 0, &b, &eb);
+  CHECK_EQ(ra, rb);
+  if (ra == 0 && rb == 0) {
+    CHECK_EQ(a.nops, b.nops);
+    CHECK_EQ(a.napis, b.napis);
+    CHECK_EQ(a.nranges, b.nranges);
+    CHECK_EQ(a.ncolls, b.ncolls);
+    CHECK_EQ(a.nwarnings, b.nwarnings);
+    if (a.nops == b.nops) CHECK(memcmp(a.ops, b.ops, a.nops * sizeof *a.ops) == 0);
+    for (size_t i = 0; i < a.nops && a.nops == b.nops; i++)
+      CHECK(strcmp(ssa_rank_str(&a, a.ops[i].name), ssa_rank_str(&b, b.ops[i].name)) == 0);
+    for (size_t i = 0; i < a.nwarnings && a.nwarnings == b.nwarnings; i++)
+      CHECK(strcmp(a.warnings[i], b.warnings[i]) == 0);
+  } else {
+    CHECK(strcmp(ea.message, eb.message) == 0);
+  }
+  if (err_out) *err_out = eb;
+  ssa_rank_free(&a);
+  ssa_rank_free(&b);
+  return rb;
+}
+
+/* Whether the whole-buffer path takes the file (1), so that the comparison
+ * above compares two different paths. */
+#ifdef STEPSCOPE_HAVE_LIBDEFLATE
+#define WHOLE_EXPECTED 1
+#else
+#define WHOLE_EXPECTED 0
+#endif
+static int whole_taken(const char *file) {
+  int fd = open(file, O_RDONLY);
+  CHECK(fd >= 0);
+  if (fd < 0) return -1;
+  off_t size = lseek(fd, 0, SEEK_END);
+  unsigned char *buf;
+  size_t len;
+  int took = ssa_gzip_whole(fd, (uint64_t)size, SSA_GZIP_WHOLE_MAX, &buf, &len);
+  if (took) ssa_gzip_whole_free(buf, len);
+  close(fd);
+  return took;
+}
+
+static void test_gzip_paths(const char *dir) {
+  char path[512], file[640];
+  snprintf(path, sizeof path, "%s/kineto_gz_paths", dir);
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", path, path);
+  CHECK_EQ(system(cmd), 0);
+  /* escapes, a surrogate pair, bad UTF-8 (a warning), skipped args of every
+   * kind, a collective, numbers with and without fractions, a number last */
+  const char *doc =
+      "{\"traceEvents\":["
+      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\\\"1\\u00e9\\ud83d\\ude00\",\"pid\":0,\"tid\":7,"
+      "\"ts\":1.5,\"dur\":2.25,\"args\":{\"stream\":7,\"correlation\":11,\"grid\":[1,2,3],"
+      "\"x\":[[1,-2.5e3],{\"a\":null,\"b\":true,\"c\":false}],\"y\":\"bad\xff\"}},"
+      "{\"ph\":\"X\",\"cat\":\"python_function\",\"name\":\"f\",\"pid\":1,\"tid\":1,\"ts\":0.5,"
+      "\"dur\":9,\"args\":{\"Python id\":3}},"
+      "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,"
+      "\"ts\":1,\"dur\":0.5,\"args\":{\"correlation\":11}},"
+      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_Sum_f32\",\"pid\":0,"
+      "\"tid\":8,\"ts\":2,\"dur\":3,\"args\":{\"stream\":8,\"Collective name\":\"allreduce\","
+      "\"dtype\":\"Float\",\"In msg nelems\":1024,\"Out msg nelems\":1024,\"Group size\":2,"
+      "\"Process Group Name\":\"0\",\"Process Group Ranks\":\"[0, 1]\"}},"
+      "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#1\",\"pid\":1,\"tid\":1,"
+      "\"ts\":0,\"dur\":10}"
+      "],\"distributedInfo\":{\"rank\":0,\"world_size\":2},\"baseTimeNanoseconds\":0}";
+  snprintf(file, sizeof file, "%s/rank-0.json.gz", path);
+  write_gz(file, doc, 1);
+  CHECK_EQ(same_both_ways(file, NULL), 0);
+  CHECK_EQ(whole_taken(file), WHOLE_EXPECTED);
+  /* two gzip members: ISIZE is the last member's, so the whole path declines */
+  snprintf(file, sizeof file, "%s/rank-1.json.gz", path);
+  write_gz(file, doc, 2);
+  CHECK_EQ(same_both_ways(file, NULL), 0);
+  CHECK_EQ(whole_taken(file), 0);
+  /* a damaged CRC-32 or ISIZE: declined, and the stream reports the damage */
+  for (int which = 0; which < 2; which++) {
+    snprintf(file, sizeof file, "%s/rank-%d.json.gz", path, 2 + which);
+    write_gz(file, doc, 1);
+    FILE *f = fopen(file, "r+b");
+    CHECK(f != NULL);
+    if (!f) continue;
+    fseek(f, which == 0 ? -8 : -4, SEEK_END); /* CRC-32, then ISIZE */
+    int c = fgetc(f);
+    fseek(f, which == 0 ? -8 : -4, SEEK_END);
+    fputc(c ^ 0x01, f);
+    fclose(f);
+    stepscope_error err;
+    CHECK_EQ(whole_taken(file), 0);
+    CHECK(same_both_ways(file, &err) != 0);
+    CHECK(strstr(err.message, "gzip data is corrupt") != NULL);
+  }
+}
+
 int main(int argc, char **argv) {
   const char *dir = argc > 1 ? argv[1] : "/tmp";
   test_numbers();
@@ -528,6 +668,7 @@ int main(int argc, char **argv) {
   test_param_comms();
   test_boundaries();
   test_gzip(dir);
+  test_gzip_paths(dir);
   if (failures) {
     fprintf(stderr, "%d check(s) failed\n", failures);
     return 1;

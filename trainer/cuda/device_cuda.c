@@ -26,6 +26,9 @@
  *     the shapes they support; the device falls back to the GEMM path otherwise.
  *     Context parallelism's ring attention uses copy_2d (cudaMemcpy2DAsync) and the
  *     attention block kernels (attention_block.cu).
+ *   - Mixture of experts: the router, dispatch plan, permutations and grouped expert GEMM
+ *     of moe.cu, which read the routing-dependent sizes on the GPU (the host never waits
+ *     for the router).
  *   - bf16 weight copies: every operation reports where it writes (wrote()), the
  *     NCCL communicator likewise (dev_cuda_note_write); a write into an allocation
  *     that holds GEMM weights bumps the weights version (weight_watch.h), and the
@@ -744,6 +747,132 @@ static void op_attention_block_backward(dev_stream *s, dev_act *dq, int dq_strid
                   "attention_block_backward");
 }
 
+/* Mixture of experts (moe.cu): routing, the plan and the permutations as the CPU computes
+ * them; the routing-dependent row count is read by the kernels, never here. */
+static void op_moe_router_forward(dev_stream *s, int *expert, float *gate, float *probs,
+                                  const dev_act *logits, int N, int E, int K, int renorm)
+{
+    SKIP_IF_FAILED(s);
+    wrote(s, expert);
+    wrote(s, gate);
+    wrote(s, probs);
+    kernel_result(s, kcuda_moe_router_forward(s->k, expert, gate, probs, logits, N, E, K, renorm),
+                  "moe_router_forward");
+}
+
+static void op_moe_router_backward(dev_stream *s, dev_act *dlogits, const float *dgate,
+                                   const float *probs, const int *expert, int *counts, int N,
+                                   int E, int K, int renorm, float aux_scale)
+{
+    SKIP_IF_FAILED(s);
+    wrote(s, dlogits);
+    wrote(s, counts);
+    kernel_result(s,
+                  kcuda_moe_router_backward(s->k, dlogits, dgate, probs, expert, counts, N, E, K,
+                                            renorm, aux_scale),
+                  "moe_router_backward");
+}
+
+static void op_moe_aux_loss_accumulate(dev_stream *s, double *acc, const float *probs,
+                                       const int *expert, int *counts, int N, int E, int K)
+{
+    SKIP_IF_FAILED(s);
+    wrote(s, acc);
+    wrote(s, counts);
+    kernel_result(s, kcuda_moe_aux_loss_accumulate(s->k, acc, probs, expert, counts, N, E, K),
+                  "moe_aux_loss");
+}
+
+static void op_moe_dispatch_plan(dev_stream *s, int *counts, int *offsets, int *row_token,
+                                 int *row_of, int *dropped_acc, const int *expert, int N, int E,
+                                 int K, int capacity)
+{
+    SKIP_IF_FAILED(s);
+    wrote(s, counts);
+    wrote(s, offsets);
+    wrote(s, row_token);
+    wrote(s, row_of);
+    if (dropped_acc)
+        wrote(s, dropped_acc);
+    kernel_result(s,
+                  kcuda_moe_dispatch_plan(s->k, counts, offsets, row_token, row_of, dropped_acc,
+                                          expert, N, E, K, capacity),
+                  "moe_dispatch_plan");
+}
+
+static void op_moe_permute_forward(dev_stream *s, dev_act *xp, const dev_act *x,
+                                   const int *row_token, const int *offsets, int N, int E, int K,
+                                   int C)
+{
+    SKIP_IF_FAILED(s);
+    wrote(s, xp);
+    kernel_result(s, kcuda_moe_permute_forward(s->k, xp, x, row_token, offsets, N, E, K, C),
+                  "moe_permute_forward");
+}
+
+static void op_moe_permute_backward(dev_stream *s, dev_act *dx, const dev_act *dxp,
+                                    const int *row_token, const int *offsets, int N, int E, int K,
+                                    int C)
+{
+    SKIP_IF_FAILED(s);
+    wrote(s, dx);
+    kernel_result(s, kcuda_moe_permute_backward(s->k, dx, dxp, row_token, offsets, N, E, K, C),
+                  "moe_permute_backward");
+}
+
+static void op_moe_unpermute_forward(dev_stream *s, dev_act *out, const dev_act *yp,
+                                     const float *gate, const int *row_of, int N, int K, int C)
+{
+    SKIP_IF_FAILED(s);
+    wrote(s, out);
+    kernel_result(s, kcuda_moe_unpermute_forward(s->k, out, yp, gate, row_of, N, K, C),
+                  "moe_unpermute_forward");
+}
+
+static void op_moe_unpermute_backward(dev_stream *s, dev_act *dyp, float *dgate,
+                                      const dev_act *dout, const dev_act *yp, const float *gate,
+                                      const int *row_of, int N, int K, int C)
+{
+    SKIP_IF_FAILED(s);
+    wrote(s, dyp);
+    wrote(s, dgate);
+    kernel_result(s,
+                  kcuda_moe_unpermute_backward(s->k, dyp, dgate, dout, yp, gate, row_of, N, K, C),
+                  "moe_unpermute_backward");
+}
+
+/* The experts' grouped GEMM reads the fp32 weights directly (bf16 tensor cores round them as
+ * they are staged, no cached bf16 copies; see moe_kernels.cuh for why it is not cuBLAS). */
+static void op_moe_expert_matmul_forward(dev_stream *s, dev_act *out, const dev_act *inp,
+                                         const float *weight, const float *bias,
+                                         const int *offsets, int Rmax, int E, int C, int OC)
+{
+    SKIP_IF_FAILED(s);
+    wrote(s, out);
+    kernel_result(s,
+                  kcuda_moe_expert_matmul_forward(s->k, out, inp, weight, bias, offsets, Rmax, E,
+                                                  C, OC),
+                  "moe_expert_matmul_forward");
+}
+
+static void op_moe_expert_matmul_backward(dev_stream *s, dev_act *dinp, float *dweight,
+                                          float *dbias, const dev_act *dout, const dev_act *inp,
+                                          const float *weight, const int *offsets, int Rmax,
+                                          int E, int C, int OC)
+{
+    SKIP_IF_FAILED(s);
+    if (dinp)
+        wrote(s, dinp);
+    if (dweight)
+        wrote(s, dweight);
+    if (dbias)
+        wrote(s, dbias);
+    kernel_result(s,
+                  kcuda_moe_expert_matmul_backward(s->k, dinp, dweight, dbias, dout, inp, weight,
+                                                   offsets, Rmax, E, C, OC),
+                  "moe_expert_matmul_backward");
+}
+
 static void op_gelu_forward(dev_stream *s, dev_act *out, const dev_act *inp, int N)
 {
     SKIP_IF_FAILED(s);
@@ -879,6 +1008,16 @@ static const dev_ops cuda_ops = {
     .attention_backward = op_attention_backward,
     .attention_block_forward = op_attention_block_forward,
     .attention_block_backward = op_attention_block_backward,
+    .moe_router_forward = op_moe_router_forward,
+    .moe_router_backward = op_moe_router_backward,
+    .moe_aux_loss_accumulate = op_moe_aux_loss_accumulate,
+    .moe_dispatch_plan = op_moe_dispatch_plan,
+    .moe_permute_forward = op_moe_permute_forward,
+    .moe_permute_backward = op_moe_permute_backward,
+    .moe_unpermute_forward = op_moe_unpermute_forward,
+    .moe_unpermute_backward = op_moe_unpermute_backward,
+    .moe_expert_matmul_forward = op_moe_expert_matmul_forward,
+    .moe_expert_matmul_backward = op_moe_expert_matmul_backward,
     .gelu_forward = op_gelu_forward,
     .gelu_backward = op_gelu_backward,
     .residual_forward = op_residual_forward,

@@ -78,7 +78,7 @@ var SS = window.SS || (window.SS = {});
       ['end', SS.formatTime(m.ts[i] + m.dur[i] - m.minTs)]
     ];
     var args = m.argsOf(i) || {};
-    for (var k in args) rows.push(['args.' + k, typeof args[k] === 'object' ? JSON.stringify(args[k]) : String(args[k])]);
+    for (var k in args) rows.push(['args.' + k, Array.isArray(args[k]) && !args[k].length ? 'none' : typeof args[k] === 'object' ? JSON.stringify(args[k]) : String(args[k])]);
     panel.appendChild(SS.el('h3', { id: 'detail-name', text: m.names[m.nameId[i]] }));
     panel.appendChild(SS.el('table', { className: 'kv', id: 'detail-table' }, rows.map(function (r) {
       return SS.el('tr', {}, [SS.el('th', { text: r[0] }), SS.el('td', { text: r[1] })]);
@@ -125,6 +125,7 @@ var SS = window.SS || (window.SS = {});
       var cb = $('ov-' + k);
       cb.checked = true;
       cb.parentNode.title = tl.overlayCount[k] + ' slices';
+      if (k === 'bubble') cb.parentNode.hidden = !tl.overlayCount[k]; // bubble only where there is a pipeline
       cb.addEventListener('change', function () { tl.overlays[k] = cb.checked; tl.request(); });
     });
     $('ov-flows').addEventListener('change', function () { tl.showFlows = $('ov-flows').checked; tl.request(); });

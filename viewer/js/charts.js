@@ -38,6 +38,10 @@ SS.formatNs = function (ns) {
 SS.formatField = function (key, v) {
   if (v === null || v === undefined) return '—';
   if (typeof v === 'boolean') return v ? 'yes' : 'no';
+  if (Array.isArray(v)) {
+    if (!v.length) return 'none';
+    if (v.every(function (x) { return x === null || typeof x !== 'object'; })) return v.join(', ');
+  }
   if (typeof v !== 'number') return typeof v === 'object' ? JSON.stringify(v) : String(v);
   if (/_ns$/.test(key)) return SS.formatNs(v);
   if (/ratio|share|^mfu$|^hfu$|fraction/.test(key)) return (v * 100).toFixed(1) + ' %';

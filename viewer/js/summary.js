@@ -1,8 +1,9 @@
 /*
  * summary.js — the Summary view: the report's headline, tables and charts.
  *
- * How it works: reads report.json (SPEC §4) and builds DOM: headline cards (mean
- * step time, MFU/HFU, shares of compute / exposed comm / idle, bubble vs theory),
+ * How it works: reads report.json (SPEC §4) and builds DOM: headline cards with the
+ * report's own figures (run.step_time_ns, the device latency, MFU/HFU, shares of
+ * compute / exposed comm / idle, and bubble vs theory only when the run has a pipeline),
  * a stacked bar per rank and per step of the closed accounting (compute, exposed
  * comm, exposed mem, idle = span), the collective table and a bus-bandwidth chart,
  * idle causes per rank, the top kernels, clock alignment and warnings. Members it
@@ -59,6 +60,37 @@ SS.instanceCharts = function (rows, bwKey) {
   return box;
 };
 
+/* The run's step time of the report (run.step_time_ns: the median iteration period of
+ * the slowest rank); reports written before that field: the median of the steps'
+ * spans. null when there are no steps. */
+SS.headlineStepNs = function (report) {
+  var run = (report && report.run) || {};
+  if (run.step_time_ns !== undefined) return typeof run.step_time_ns === 'number' ? run.step_time_ns : null;
+  var spans = [];
+  ((report && report.ranks) || []).forEach(function (r) { (r.steps || []).forEach(function (s) { spans.push(s.span_ns); }); });
+  return SS.median(spans);
+};
+
+/* A pipeline rank: the report gives bubble causes (possibly null) only for those;
+ * reports written before bubble causes: a rank with a stage of a schedule of more
+ * than one stage. */
+SS.isPipelineRank = function (r, report) {
+  if (!r || !r.totals) return false;
+  if (r.totals.bubble_causes !== undefined) return true;
+  var ranks = (report && report.ranks) || [], sched = report && report.run && report.run.schedule;
+  if (ranks.some(function (x) { return x.totals && x.totals.bubble_causes !== undefined; })) return false;
+  return !!(sched && sched.stages > 1 && r.pipeline_stage !== null && r.pipeline_stage !== undefined);
+};
+
+/* A row of a rank's window without the bubble fields when the rank has no pipeline:
+ * the bubble of a rank without stages is only its idle time under another name. */
+SS.withoutBubble = function (rank, row, report) {
+  if (SS.isPipelineRank(rank, report)) return row;
+  var out = {};
+  for (var k in row) if (!/^bubble|^pipeline_comm_only/.test(k)) out[k] = row[k];
+  return out;
+};
+
 SS.renderSummary = function (root, report, runName) {
   root.textContent = '';
   if (!report) {
@@ -67,29 +99,42 @@ SS.renderSummary = function (root, report, runName) {
   }
   var ranks = report.ranks || [];
   var tot = { span_ns: 0 };
-  ['span_ns', 'compute_ns', 'exposed_comm_ns', 'exposed_mem_ns', 'idle_ns', 'comm_ns', 'overlap_ns', 'bubble_ns'].forEach(function (k) {
+  ['span_ns', 'compute_ns', 'exposed_comm_ns', 'exposed_mem_ns', 'idle_ns', 'comm_ns', 'overlap_ns'].forEach(function (k) {
     tot[k] = SS.sumField(ranks.map(function (r) { return r.totals || {}; }), k);
   });
-  var stepSpans = [];
-  ranks.forEach(function (r) { (r.steps || []).forEach(function (s) { stepSpans.push(s.span_ns); }); });
   var mfu = report.mfu || {};
-  var theory = null;
-  ranks.forEach(function (r) { if (r.totals && r.totals.bubble_theory_ratio !== undefined) theory = r.totals.bubble_theory_ratio; });
-  function pct(a) { return tot.span_ns ? (a / tot.span_ns * 100).toFixed(1) + ' %' : '—'; }
+  var run = report.run || {};
+  function pct(a, of) { of = of === undefined ? tot.span_ns : of; return of ? (a / of * 100).toFixed(1) + ' %' : '—'; }
+  // the headline is the report's (report_text.c "headline"): the run's step time as
+  // analyze computed it (median iteration period of the slowest rank), never recomputed here
+  var stepNs = SS.headlineStepNs(report);
   var cards = [
-    ['run', runName || (report.run && report.run.name) || ''],
-    ['ranks', String(ranks.length)],
-    ['median step', SS.formatNs(SS.median(stepSpans))],
-    ['MFU', mfu.mfu !== undefined && mfu.mfu !== null ? (mfu.mfu * 100).toFixed(1) + ' %' : '—'],
-    ['HFU', mfu.hfu !== undefined && mfu.hfu !== null ? (mfu.hfu * 100).toFixed(1) + ' %' : '—'],
-    ['compute', pct(tot.compute_ns)],
-    ['exposed comm', pct(tot.exposed_comm_ns)],
-    ['idle', pct(tot.idle_ns)],
-    ['overlap ratio', tot.comm_ns ? (tot.overlap_ns / tot.comm_ns * 100).toFixed(1) + ' %' : '—'],
-    ['bubble / theory', pct(tot.bubble_ns) + ' / ' + (theory !== null ? (theory * 100).toFixed(1) + ' %' : '—')]
+    ['run', runName || run.name || '', null],
+    ['ranks', String(ranks.length), null],
+    ['step time (median)', stepNs !== null ? SS.formatNs(stepNs) : 'no steps', stepNs, 'kpi-step-time'],
+    ['MFU', mfu.mfu !== undefined && mfu.mfu !== null ? (mfu.mfu * 100).toFixed(1) + ' %' : '—', null],
+    ['HFU', mfu.hfu !== undefined && mfu.hfu !== null ? (mfu.hfu * 100).toFixed(1) + ' %' : '—', null],
+    ['compute', pct(tot.compute_ns), null],
+    ['exposed comm', pct(tot.exposed_comm_ns), null],
+    ['idle', pct(tot.idle_ns), null],
+    ['overlap ratio', tot.comm_ns ? (tot.overlap_ns / tot.comm_ns * 100).toFixed(1) + ' %' : 'no communication', null]
   ];
+  if (run.device_latency_ns !== undefined && run.device_latency_ns !== null)
+    cards.splice(3, 0, ['device latency of a step', SS.formatNs(run.device_latency_ns), run.device_latency_ns, 'kpi-device-latency']);
+  // bubble only where there is a pipeline: over the pipeline ranks, as the text report
+  var pipeRanks = ranks.filter(function (r) { return SS.isPipelineRank(r, report); });
+  if (SS.hasPipeline(report) && pipeRanks.length) {
+    var pb = SS.sumField(pipeRanks.map(function (r) { return r.totals || {}; }), 'bubble_ns');
+    var ps = SS.sumField(pipeRanks.map(function (r) { return r.totals || {}; }), 'span_ns');
+    var theory = run.schedule && run.schedule.bubble_theory_ratio !== undefined ? run.schedule.bubble_theory_ratio : null;
+    if (theory === null) pipeRanks.forEach(function (r) { if (typeof r.totals.bubble_theory_ratio === 'number') theory = r.totals.bubble_theory_ratio; });
+    cards.push(['bubble / theory', pct(pb, ps) + ' / ' + (theory !== null ? (theory * 100).toFixed(1) + ' %' : '—'), null, 'kpi-bubble']);
+  }
   root.appendChild(SS.el('div', { className: 'cards', id: 'headline' }, cards.map(function (c) {
-    return SS.el('div', { className: 'kpi' }, [SS.el('div', { className: 'kpi-label', text: c[0] }), SS.el('div', { className: 'kpi-value', text: c[1] })]);
+    var card = SS.el('div', { className: 'kpi' }, [SS.el('div', { className: 'kpi-label', text: c[0] }), SS.el('div', { className: 'kpi-value', text: c[1] })]);
+    if (c[3]) card.id = c[3];
+    if (typeof c[2] === 'number') card.dataset.value = String(c[2]);
+    return card;
   })));
 
   var series = SS.BREAKDOWN.map(function (b) { return { name: b.name, color: b.color }; });
@@ -98,7 +143,7 @@ SS.renderSummary = function (root, report, runName) {
       var t = r.totals || {};
       return { label: 'rank ' + r.rank, values: SS.BREAKDOWN.map(function (b) { return t[b.key]; }) };
     }), series),
-    SS.table(ranks.map(function (r) { return Object.assign({ rank: r.rank }, r.totals || {}); }))
+    SS.table(ranks.map(function (r) { return SS.withoutBubble(r, Object.assign({ rank: r.rank }, r.totals || {}), report); }))
   ], 'summary-ranks'));
 
   // per step: one chart per rank, bars per step
@@ -158,14 +203,14 @@ SS.renderSummary = function (root, report, runName) {
   root.appendChild(SS.section('Idle causes', idleChildren.length ? idleChildren : [SS.el('p', { text: 'none reported' })], 'summary-idle'));
 
   var kern = SS.arraysIn(report.kernels, 'kernels');
-  root.appendChild(SS.section('Kernels', kern.map(function (c) { return SS.table(c.rows, null, 50); }), 'summary-kernels'));
+  root.appendChild(SS.section('Kernels', kern.length ? kern.map(function (c) { return SS.table(c.rows, null, 50); }) : [SS.el('p', { className: 'none', text: 'none' })], 'summary-kernels'));
   var extra = [];
   ['mfu', 'alignment', 'run'].forEach(function (k) {
     if (report[k]) SS.arraysIn(report[k], k).forEach(function (c) { extra.push(SS.el('h4', { text: c.title }), SS.table(c.rows, null, 64)); });
   });
   root.appendChild(SS.section('Run, MFU and clock alignment', extra, 'summary-run'));
   var warns = report.warnings || [];
-  root.appendChild(SS.section('Warnings (' + warns.length + ')', [SS.el('ul', {}, warns.map(function (w) {
+  root.appendChild(SS.section('Warnings (' + warns.length + ')', [warns.length ? SS.el('ul', {}, warns.map(function (w) {
     return SS.el('li', { text: typeof w === 'string' ? w : JSON.stringify(w) });
-  }))], 'summary-warnings'));
+  })) : SS.el('p', { className: 'none', text: 'none' })], 'summary-warnings'));
 };
