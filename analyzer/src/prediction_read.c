@@ -140,8 +140,12 @@ static int read_field(reader *r, const field *fl, void *base, js_kind v) {
     double x = NAN;
     if (v == JS_NUMBER) x = strtod(r->js.tok, NULL);
     else if (v != JS_NULL) return js_skip_rest(&r->js, v);
-    if (fl->type == 'd') *(double *)at = x;
-    else if (isfinite(x) && fabs(x) < 2e9) *(int *)at = (int)x;
+    if (fl->type == 'd') {
+      memcpy(at, &x, sizeof x); /* the field at its offsetof: copied, not cast */
+    } else if (isfinite(x) && fabs(x) < 2e9) {
+      int i = (int)x;
+      memcpy(at, &i, sizeof i);
+    }
     return 0;
   }
   case 's':
@@ -149,8 +153,9 @@ static int read_field(reader *r, const field *fl, void *base, js_kind v) {
     else return js_skip_rest(&r->js, v);
     return 0;
   case 'b':
-    if (v == JS_TRUE || v == JS_FALSE) *(int *)at = v == JS_TRUE;
-    else return js_skip_rest(&r->js, v);
+    if (v != JS_TRUE && v != JS_FALSE) return js_skip_rest(&r->js, v);
+    int b = v == JS_TRUE;
+    memcpy(at, &b, sizeof b);
     return 0;
   }
   return 0;
