@@ -12,6 +12,8 @@
 
 #include "checkpoint.h"
 #include "device.h"
+#include "model_config.h"
+#include "model_presets.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -167,35 +169,30 @@ static void set_err(char *err, size_t n, const char *fmt, ...)
     va_end(ap);
 }
 
-typedef struct preset {
-    const char *name;
-    int layers, hidden, heads, seq, vocab;
-} preset;
-
-static const preset presets[] = {
-    {"tiny", 2, 64, 4, 64, 0}, /* 1024 positions, like GPT-2 */
-    {"gpt2-124m", 12, 768, 12, 1024, 50257},
-    {"gpt2-350m", 24, 1024, 16, 1024, 50257},
-    {"gpt2-774m", 36, 1280, 20, 1024, 50257},
-    {"gpt2-1.5b", 48, 1600, 25, 1024, 50257},
-};
+/* The trainer and the planner name the same shapes (model_presets.c); the layout words are
+ * shared too (model_config.c), so the enums must agree with the model library's. */
+_Static_assert((int)SCHED_AFAB == (int)MM_SCHED_AFAB && (int)SCHED_1F1B == (int)MM_SCHED_1F1B &&
+                   (int)SCHED_INTERLEAVED == (int)MM_SCHED_INTERLEAVED,
+               "schedule_kind and mm_schedule agree");
+_Static_assert((int)RECOMPUTE_NONE == (int)MM_RECOMPUTE_NONE &&
+                   (int)RECOMPUTE_SELECTIVE == (int)MM_RECOMPUTE_SELECTIVE &&
+                   (int)RECOMPUTE_FULL == (int)MM_RECOMPUTE_FULL,
+               "recompute_kind and mm_recompute agree");
 
 static int apply_preset(train_config *c, const char *name)
 {
-    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
-        if (!strcmp(presets[i].name, name)) {
-            snprintf(c->model, sizeof c->model, "%s", name);
-            c->layers = presets[i].layers;
-            c->hidden = presets[i].hidden;
-            c->heads = presets[i].heads;
-            c->seq = presets[i].seq;
-            c->max_seq = 1024;
-            c->vocab = presets[i].vocab;
-            c->vocab_given = presets[i].vocab > 0;
-            return 0;
-        }
-    }
-    return -1;
+    const mp_preset *p = mp_preset_find(name);
+    if (!p)
+        return -1;
+    snprintf(c->model, sizeof c->model, "%s", name);
+    c->layers = p->layers;
+    c->hidden = p->hidden;
+    c->heads = p->heads;
+    c->seq = p->seq;
+    c->max_seq = p->max_seq;
+    c->vocab = p->vocab;
+    c->vocab_given = p->vocab > 0;
+    return 0;
 }
 
 static void defaults(train_config *c)
@@ -269,7 +266,7 @@ static int parse_special(train_config *c, const char *name, const char *v, char 
         /* the shape of the preset; explicit shape options given earlier are re-applied by
          * the caller's second pass */
         if (apply_preset(c, v) != 0) {
-            set_err(err, n, "--model %s: unknown preset (tiny, gpt2-124m, gpt2-350m, gpt2-774m, gpt2-1.5b)", v);
+            set_err(err, n, "--model %s: unknown preset (%s)", v, mp_preset_names());
             return -1;
         }
         return 0;
@@ -315,29 +312,21 @@ static int parse_special(train_config *c, const char *name, const char *v, char 
         return 0;
     }
     if (!strcmp(name, "schedule")) {
-        if (!strcmp(v, "afab"))
-            c->schedule = SCHED_AFAB;
-        else if (!strcmp(v, "1f1b"))
-            c->schedule = SCHED_1F1B;
-        else if (!strcmp(v, "interleaved"))
-            c->schedule = SCHED_INTERLEAVED;
-        else {
+        mm_schedule k;
+        if (mm_schedule_from_name(v, &k) != 0) {
             set_err(err, n, "--schedule %s: expected afab, 1f1b or interleaved", v);
             return -1;
         }
+        c->schedule = (schedule_kind)k;
         return 0;
     }
     if (!strcmp(name, "recompute")) {
-        if (!strcmp(v, "none"))
-            c->recompute = RECOMPUTE_NONE;
-        else if (!strcmp(v, "selective"))
-            c->recompute = RECOMPUTE_SELECTIVE;
-        else if (!strcmp(v, "full"))
-            c->recompute = RECOMPUTE_FULL;
-        else {
+        mm_recompute k;
+        if (mm_recompute_from_name(v, &k) != 0) {
             set_err(err, n, "--recompute %s: expected none, selective or full", v);
             return -1;
         }
+        c->recompute = (recompute_kind)k;
         return 0;
     }
     if (!strcmp(name, "debug-die-in-checkpoint")) {
@@ -740,7 +729,6 @@ char *config_to_json(const train_config *c)
     if (!b)
         return NULL;
     size_t at = 0;
-    static const char *rec[] = {"none", "selective", "full"};
 #define OUT(...) at += (size_t)snprintf(b + at, at < n ? n - at : 0, __VA_ARGS__)
     OUT("{\"model\":");
     json_string(b, n, &at, c->model);
@@ -750,8 +738,8 @@ char *config_to_json(const train_config *c)
     OUT(",\"world\":%d,\"dp\":%d,\"tp\":%d,\"pp\":%d,\"cp\":%d,\"sp\":%s", c->world, c->dp,
         c->tp, c->pp, c->cp, c->sp ? "true" : "false");
     OUT(",\"schedule\":\"%s\",\"zero\":%d,\"recompute\":\"%s\",\"bucket_mb\":%g,\"overlap\":%s",
-        c->schedule == SCHED_AFAB ? "afab" : c->schedule == SCHED_1F1B ? "1f1b" : "interleaved",
-        c->zero, rec[c->recompute], c->bucket_mb, c->overlap ? "true" : "false");
+        mm_schedule_name((mm_schedule)c->schedule), c->zero,
+        mm_recompute_name((mm_recompute)c->recompute), c->bucket_mb, c->overlap ? "true" : "false");
     OUT(",\"virtual_stages\":%d", c->virtual_stages);
     if (c->experts > 0)
         OUT(",\"experts\":%d,\"top_k\":%d,\"moe_every\":%d,\"aux_loss_coef\":%g,"

@@ -40,6 +40,7 @@
 #include "device.h"
 #include "memory_model.h"
 #include "model.h"
+#include "model_flops.h"
 #include "schedule.h"
 #include "stepscope.h"
 #include "train_data.h"
@@ -63,35 +64,36 @@ static model_grid chunk_grid(const trainer *t, int j)
 
 /* ---- FLOPs and memory --------------------------------------------------------------- */
 
-/* Parameters behind the FLOPs: all of them but the position embedding, a lookup that does
- * no multiply-add (nanoGPT's estimate_mfu leaves it out the same way; the token embedding
- * stays because, tied, it is the LM head's matmul; Megatron's formula counts the blocks and
- * the LM head's V x h and no embedding lookup either). */
-static double flop_params(const train_config *c)
+/* The model's shape as the FLOPs count takes it (model_flops.c: the one implementation the
+ * planner's MFU uses too). */
+static mm_layout flops_shape(const train_config *c)
 {
-    /* with experts: the parameters a token is multiplied with (K of the E experts per MoE
-     * layer, and the router), not all of them — MFU counts the FLOPs a step really needs */
-    return (double)model_active_params(c) - (double)c->max_seq * c->hidden;
+    mm_layout s;
+    memset(&s, 0, sizeof s);
+    s.layers = c->layers;
+    s.hidden = c->hidden;
+    s.heads = c->heads;
+    s.vocab = c->vocab;
+    s.max_seq = c->max_seq;
+    s.seq = c->seq;
+    s.cp = c->cp;
+    s.recompute = (mm_recompute)c->recompute;
+    s.experts = c->experts; /* with experts: the parameters a token is multiplied with */
+    s.top_k = c->top_k;
+    s.moe_every = c->moe_every;
+    return s;
 }
 
 double train_model_flops_per_step(const train_config *c)
 {
-    double tokens = (double)c->batch * c->seq;
-    return 6.0 * flop_params(c) * tokens + 12.0 * c->layers * (double)c->hidden * c->seq * tokens;
+    mm_layout s = flops_shape(c);
+    return mf_model_flops_per_step(&s, c->batch);
 }
 
 double train_hardware_flops_per_step(const train_config *c)
 {
-    double tokens = (double)c->batch * c->seq;
-    double extra = 0;
-    double C = c->hidden;
-    if (c->recompute == RECOMPUTE_FULL) /* one more forward of the blocks only (not the LM
-                                         * head, embeddings or final LayerNorm) */
-        extra = 2.0 * c->layers * (12.0 * C * C + 13.0 * C) * tokens +
-                4.0 * c->layers * C * c->seq * tokens;
-    else if (c->recompute == RECOMPUTE_SELECTIVE && c->cp == 1) /* ring attention: no matrix */
-        extra = 4.0 * c->layers * (double)c->hidden * c->seq * tokens;
-    return train_model_flops_per_step(c) + extra;
+    mm_layout s = flops_shape(c);
+    return mf_hardware_flops_per_step(&s, c->batch);
 }
 
 /* --peak-tflops, else the GPU's dense bf16 peak from the CUDA backend's table

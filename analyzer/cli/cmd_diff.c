@@ -17,12 +17,15 @@
 #include <unistd.h>
 
 #include "analysis_options.h"
+#include "cmd_diff_prediction.h"
 #include "diff_gate.h"
 #include "ssa_report.h"
 
 static void usage(FILE *f) {
   fprintf(f,
           "usage: stepscope diff RUN_A RUN_B [options]\n"
+          "       stepscope diff RUN PREDICTION.json [--json FILE] [--quiet]   (a run against\n"
+          "       `stepscope plan --json`: step time, bubble, memory, MFU, tokens/s; docs/plan.md)\n"
           "Compares two runs (before/after tuning): step time, overlap, exposed comm,\n"
           "bubble, idle, MFU with a noise verdict, per rank and per step, kernels and\n"
           "collectives, and findings in plain words. Runs are run directories or files\n"
@@ -165,6 +168,11 @@ int cmd_diff(int argc, char **argv) {
     return 2;
   }
   if (cli_finish_analysis_options("diff", &opt)) return 2;
+  int prediction = cli_diff_which_is_prediction(paths[0], paths[1]); /* RUN PREDICTION.json */
+  if (prediction >= 0)
+    return cli_diff_prediction(paths[1 - prediction], paths[prediction], &opt, json_path, quiet,
+                               has_gate ? "--fail-on" : markdown_path ? "--markdown"
+                                                      : has_b_steps ? "--steps-b" : NULL);
   opt_b = opt;
   if (has_b_steps) {
     opt_b.has_step_filter = 1;

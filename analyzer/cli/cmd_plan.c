@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model_config.h"
+#include "model_presets.h"
 #include "plan_model.h"
 
 static void usage(FILE *f)
@@ -59,18 +61,6 @@ static void usage(FILE *f)
             plan_device_names());
 }
 
-typedef struct preset {
-    const char *name;
-    int layers, hidden, heads, seq, vocab;
-} preset;
-
-/* trainer/config.c's presets (tiny's vocabulary is its byte corpus's) */
-static const preset presets[] = {
-    {"tiny", 2, 64, 4, 64, 256},          {"gpt2-124m", 12, 768, 12, 1024, 50257},
-    {"gpt2-350m", 24, 1024, 16, 1024, 50257}, {"gpt2-774m", 36, 1280, 20, 1024, 50257},
-    {"gpt2-1.5b", 48, 1600, 25, 1024, 50257},
-};
-
 static int parse_int(const char *opt, const char *v, int lo, int hi, int *out)
 {
     char *end;
@@ -100,33 +90,25 @@ static int parse_double(const char *opt, const char *v, double lo, double *out)
 
 static int parse_schedule(const char *v, int *out)
 {
-    if (v && !strcmp(v, "afab"))
-        *out = MM_SCHED_AFAB;
-    else if (v && !strcmp(v, "1f1b"))
-        *out = MM_SCHED_1F1B;
-    else if (v && !strcmp(v, "interleaved"))
-        *out = MM_SCHED_INTERLEAVED;
-    else {
+    mm_schedule k;
+    if (mm_schedule_from_name(v, &k) != 0) {
         fprintf(stderr, "stepscope plan: --schedule takes afab, 1f1b or interleaved, not '%s'\n",
                 v ? v : "");
         return -1;
     }
+    *out = (int)k;
     return 0;
 }
 
 static int parse_recompute(const char *v, int *out)
 {
-    if (v && !strcmp(v, "none"))
-        *out = MM_RECOMPUTE_NONE;
-    else if (v && !strcmp(v, "selective"))
-        *out = MM_RECOMPUTE_SELECTIVE;
-    else if (v && !strcmp(v, "full"))
-        *out = MM_RECOMPUTE_FULL;
-    else {
+    mm_recompute k;
+    if (mm_recompute_from_name(v, &k) != 0) {
         fprintf(stderr, "stepscope plan: --recompute takes none, selective or full, not '%s'\n",
                 v ? v : "");
         return -1;
     }
+    *out = (int)k;
     return 0;
 }
 
@@ -170,20 +152,6 @@ static int apply_what_if(char *kv, mm_layout *l, int *global_batch)
         }
     fprintf(stderr, "stepscope plan: --what-if: unknown key '%s'\n", k);
     return -1;
-}
-
-/* The device kind of a run's device name (header), e.g. "NVIDIA H100 80GB HBM3" -> h100-sxm. */
-static const char *device_of_name(const char *name)
-{
-    if (!name)
-        return "cpu";
-    if (strstr(name, "H200"))
-        return "h200";
-    if (strstr(name, "H100"))
-        return "h100-sxm";
-    if (strstr(name, "A100"))
-        return "a100-80g";
-    return "cpu";
 }
 
 static FILE *open_out(const char *path)
@@ -349,24 +317,23 @@ int cmd_plan(int argc, char **argv)
         if (!job.global_batch)
             job.global_batch = c->dp * c->microbatches * c->micro_batch;
         if (!device)
-            device = device_of_name(job.cal.device_name);
+            device = plan_device_kind_of_name(job.cal.device_name);
     }
     if (model) {
-        const preset *p = NULL;
-        for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
-            if (!strcmp(presets[i].name, model))
-                p = &presets[i];
+        const mp_preset *p = mp_preset_find(model);
         if (!p) {
-            fprintf(stderr, "stepscope plan: unknown --model '%s' (tiny, gpt2-124m, gpt2-350m, "
-                            "gpt2-774m, gpt2-1.5b; or give --layers --hidden --heads --vocab)\n",
-                    model);
+            fprintf(stderr, "stepscope plan: unknown --model '%s' (%s; or give --layers --hidden "
+                            "--heads --vocab)\n",
+                    model, mp_preset_names());
             goto done;
         }
         m->layers = p->layers;
         m->hidden = p->hidden;
         m->heads = p->heads;
         m->seq = p->seq;
-        m->vocab = p->vocab;
+        m->vocab = p->vocab > 0 ? p->vocab : MP_BUILTIN_CORPUS_VOCAB; /* tiny: the trainer's
+                                                                          built-in corpus */
+        m->max_seq = p->max_seq;
     }
     if (layers)
         m->layers = layers;

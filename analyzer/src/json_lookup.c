@@ -110,3 +110,13 @@ int ssa_json_string(const char *json, const char *path, char *buf, size_t size) 
   buf[n] = 0;
   return 1;
 }
+
+int ssa_json_bool(const char *json, const char *path, int *out) {
+  if (!json) return 0;
+  const char *p = find_path(json, path);
+  if (!p) return 0;
+  if (!strncmp(p, "true", 4)) *out = 1;
+  else if (!strncmp(p, "false", 5)) *out = 0;
+  else return 0;
+  return 1;
+}

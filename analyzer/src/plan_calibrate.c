@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model_config.h"
 #include "plan_model.h"
 #include "ssa_analysis.h"
 
@@ -30,55 +31,82 @@ static double median(double *v, size_t n)
     return v[(n - 1) / 2];
 }
 
-static int json_int(const char *json, const char *key, int fallback)
+/* The trainer's configuration JSON read through the metadata lookups (json_lookup.c). */
+static int config_number(void *ctx, const char *key, double *out)
 {
-    double v;
-    return ssa_json_number(json, key, &v) ? (int)v : fallback;
+    return ssa_json_number(ctx, key, out);
 }
 
-/* The layout of the run from rank 0's configuration (trainer/config.c: config_to_json). */
-static int layout_of_config(const char *json, mm_layout *l, char *err, size_t errlen)
+static int config_string(void *ctx, const char *key, char *buf, size_t size)
 {
-    memset(l, 0, sizeof *l);
-    l->layers = json_int(json, "layers", 0);
-    l->hidden = json_int(json, "hidden", 0);
-    l->heads = json_int(json, "heads", 0);
-    l->seq = json_int(json, "seq", 0);
-    l->max_seq = json_int(json, "max_seq", 1024);
-    l->vocab = json_int(json, "vocab", 0);
-    l->dp = json_int(json, "dp", 1);
-    l->tp = json_int(json, "tp", 1);
-    l->pp = json_int(json, "pp", 1);
-    l->cp = json_int(json, "cp", 1);
-    l->zero = json_int(json, "zero", 0);
-    l->microbatches = json_int(json, "microbatches", 1);
-    l->micro_batch = json_int(json, "micro_batch", 1);
-    l->virtual_stages = json_int(json, "virtual_stages", 1);
-    double mb;
-    l->bucket_mb = ssa_json_number(json, "bucket_mb", &mb) ? mb : 1;
-    char s[32] = "";
-    ssa_json_string(json, "schedule", s, sizeof s);
-    l->schedule = !strcmp(s, "afab") ? MM_SCHED_AFAB
-                  : !strcmp(s, "interleaved") ? MM_SCHED_INTERLEAVED
-                                              : MM_SCHED_1F1B;
-    ssa_json_string(json, "recompute", s, sizeof s);
-    l->recompute = !strcmp(s, "full") ? MM_RECOMPUTE_FULL
-                   : !strcmp(s, "selective") ? MM_RECOMPUTE_SELECTIVE
-                                             : MM_RECOMPUTE_NONE;
-    l->sp = strstr(json, "\"sp\":true") != NULL;
-    ssa_json_string(json, "activations", s, sizeof s);
-    l->act_bytes = !strcmp(s, "bf16") ? 2 : 4;
-    /* mixture of experts (absent: dense) */
-    l->experts = json_int(json, "experts", 0);
-    l->top_k = json_int(json, "top_k", 2);
-    l->moe_every = json_int(json, "moe_every", 1);
-    l->ep = json_int(json, "ep", 1);
-    if (l->layers < 1 || l->hidden < 1 || l->heads < 1 || l->seq < 1 || l->vocab < 1) {
-        snprintf(err, errlen, "the run's configuration does not describe the model (layers, "
-                              "hidden, heads, seq, vocab): is it a stepscope-train run?");
-        return -1;
+    return ssa_json_string(ctx, key, buf, size);
+}
+
+static int config_bool(void *ctx, const char *key, int *out) { return ssa_json_bool(ctx, key, out); }
+
+int plan_layout_of_config(const char *json, mm_layout *l, char *err, size_t errlen)
+{
+    mm_config_reader r = {config_number, config_string, config_bool, (void *)json};
+    return mm_layout_from_config(&r, l, err, errlen);
+}
+
+/* A host range the trainer opens around a phase of each micro-batch. */
+typedef struct phase_span {
+    int64_t start, end;
+    int backward;
+} phase_span;
+
+/* The rank's compute time inside its analysed window by the phase whose host range
+ * ("forward" / "backward") holds the op's launch: forward, backward, and attention's forward
+ * (ops named "attention..."). Returns 0, or -1 when the rank has no such ranges or memory. */
+static int phase_times(const ssa_rank *r, int64_t t0, int64_t t1, double *fwd, double *bwd,
+                       double *att_fwd)
+{
+    *fwd = *bwd = *att_fwd = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < r->nranges; i++) {
+        const char *name = ssa_rank_str(r, r->ranges[i].name);
+        n += name && (!strcmp(name, "forward") || !strcmp(name, "backward"));
     }
-    return 0;
+    if (!n)
+        return -1;
+    phase_span *p = malloc(n * sizeof *p);
+    if (!p)
+        return -1;
+    n = 0;
+    for (size_t i = 0; i < r->nranges; i++) { /* sorted by start (rank_finish.c) */
+        const char *name = ssa_rank_str(r, r->ranges[i].name);
+        if (name && (!strcmp(name, "forward") || !strcmp(name, "backward")))
+            p[n++] = (phase_span){r->ranges[i].start, r->ranges[i].end, name[0] == 'b'};
+    }
+    for (size_t i = 0; i < r->nops; i++) {
+        const ssa_op *o = &r->ops[i];
+        if (o->cls != SSA_CLS_COMPUTE || o->launch == SSA_NONE || o->end <= o->start ||
+            o->start < t0 || o->start >= t1)
+            continue;
+        int64_t t = r->apis[o->launch].start;
+        size_t lo = 0, hi = n; /* the last span starting at or before t */
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (p[mid].start <= t)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo == 0 || p[lo - 1].end <= t)
+            continue;
+        double d = (double)(o->end - o->start);
+        if (p[lo - 1].backward) {
+            *bwd += d;
+        } else {
+            *fwd += d;
+            const char *name = ssa_rank_str(r, o->name);
+            if (name && !strncmp(name, "attention", 9))
+                *att_fwd += d;
+        }
+    }
+    free(p);
+    return *fwd + *bwd > 0 ? 0 : -1;
 }
 
 int plan_calibrate_from_run(const char *run_dir, int threads, plan_calibration *cal,
@@ -106,7 +134,7 @@ int plan_calibrate_from_run(const char *run_dir, int threads, plan_calibration *
                  run_dir);
         goto out;
     }
-    if (layout_of_config(run.ranks[0].config_json, &cal->layout, err, errlen) != 0)
+    if (plan_layout_of_config(run.ranks[0].config_json, &cal->layout, err, errlen) != 0)
         goto out;
     if (ssa_analyze(&run, &opt, &an, &e)) {
         snprintf(err, errlen, "%s", e.message[0] ? e.message : "analysis failed");
@@ -116,14 +144,18 @@ int plan_calibrate_from_run(const char *run_dir, int threads, plan_calibration *
     double *rates = calloc(an.nranks + 1, sizeof *rates);
     double *hosts = calloc(an.nranks + 1, sizeof *hosts);
     double *excess = calloc(an.nranks + 1, sizeof *excess);
-    if (!rates || !hosts || !excess) {
+    double *fshare = calloc(an.nranks + 1, sizeof *fshare);
+    double *ashare = calloc(an.nranks + 1, sizeof *ashare);
+    if (!rates || !hosts || !excess || !fshare || !ashare) {
+        free(fshare);
+        free(ashare);
         free(rates);
         free(hosts);
         free(excess);
         snprintf(err, errlen, "out of memory");
         goto out;
     }
-    size_t nr = 0, nh = 0, ne = 0;
+    size_t nr = 0, nh = 0, ne = 0, nf = 0;
     for (size_t i = 0; i < an.nranks; i++) {
         const ssa_rank_result *rr = &an.ranks[i];
         if (rr->error || rr->nsteps == 0 || rr->totals.compute <= 0)
@@ -138,7 +170,19 @@ int plan_calibrate_from_run(const char *run_dir, int threads, plan_calibration *
         hosts[nh++] = fmax(0.0, rest) / 1e9;
         if (rr->pipeline && isfinite(rr->bubble_theory) && span > 0)
             excess[ne++] = bubble / span - rr->bubble_theory;
+        double f, b, a;
+        if (l->recompute == MM_RECOMPUTE_NONE && /* else backward holds forwards again */
+            phase_times(rr->rank, rr->totals.start, rr->totals.end, &f, &b, &a) == 0) {
+            fshare[nf] = f / (f + b);
+            ashare[nf++] = a / (f + b);
+        }
     }
+    if (nf) {
+        cal->forward_share = median(fshare, nf);
+        cal->attention_forward_share = median(ashare, nf);
+    }
+    free(fshare);
+    free(ashare);
     if (!nr) {
         free(rates);
         free(hosts);

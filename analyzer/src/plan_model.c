@@ -5,6 +5,9 @@
 #include "plan_model.h"
 
 #include <math.h>
+
+#include "model_config.h"
+#include "model_flops.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +34,19 @@ const plan_device *plan_device_find(const char *name)
 }
 
 const char *plan_device_names(void) { return "h100-sxm|h200|a100-80g|cpu"; }
+
+const char *plan_device_kind_of_name(const char *name)
+{
+    if (!name)
+        return "cpu";
+    if (strstr(name, "H200"))
+        return "h200";
+    if (strstr(name, "H100"))
+        return "h100-sxm";
+    if (strstr(name, "A100"))
+        return "a100-80g";
+    return "cpu";
+}
 
 void plan_filter_any(plan_filter *f)
 {
@@ -83,18 +99,30 @@ double plan_stage_flops_per_microbatch(const mm_layout *l, int stage)
     return flops;
 }
 
-/* The trainer's MFU numerator (trainer/train.c: train_model_flops_per_step): the
- * parameters less the position-embedding lookup, which is no multiply-add. */
-static double model_flops_per_step(const mm_layout *l, int global_batch)
+/* The work of one micro-batch on `stage` in FLOP-equivalents at the calibrated rate: its
+ * FLOPs, but recomputation charged at the time share of what it repeats, when a run measured
+ * it (plan_calibration.forward_share): on the CPU backend the forward is 42-47 % of the
+ * compute time, not the third its FLOPs say (GELU's tanh, the T x T softmax and the other
+ * element-wise ops cost far more than their FLOPs), so repeating it costs more. */
+static double stage_work(const plan_job *job, const mm_layout *l, int stage)
 {
-    double C = l->hidden, F = ffn_of(l);
-    double params = (double)l->vocab * C +
-                    (double)l->layers * (4.0 * C * C + 2.0 * C * F + 9.0 * C + F) + 2.0 * C;
-    for (int k = 0; k < l->layers; k++) /* active parameters: the router, K - 1 more MLPs */
-        if (layer_is_moe(l, k))
-            params += (double)l->experts * C + (l->top_k - 1.0) * (2.0 * C * F + F + C);
-    double tokens = (double)global_batch * l->seq;
-    return 6.0 * params * tokens + 12.0 * l->layers * C * l->seq * tokens;
+    double phi = job->cal.forward_share, alpha = job->cal.attention_forward_share;
+    if (l->recompute == MM_RECOMPUTE_NONE || !(phi > 0))
+        return plan_stage_flops_per_microbatch(l, stage);
+    mm_layout plain = *l;
+    plain.recompute = MM_RECOMPUTE_NONE;
+    double work = plan_stage_flops_per_microbatch(&plain, stage), att;
+    int layers = l->layers / l->pp;
+    for (int k = 0; k < layers; k++) {
+        double fwd = layer_fwd_flops(l, (double)l->micro_batch * l->seq / l->cp, &att,
+                                     layer_is_moe(l, stage * layers + k));
+        double layer = 3.0 * fwd; /* a layer's forward + backward */
+        if (l->recompute == MM_RECOMPUTE_FULL)
+            work += phi * layer;
+        else
+            work += alpha > 0 ? alpha * layer : att;
+    }
+    return work;
 }
 
 /* ---- one layout ---------------------------------------------------------------------------- */
@@ -172,7 +200,7 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
                                            : job->dev.peak_flops * job->dev.efficiency;
     double t_mb = 0;
     for (int s = 0; s < l.pp; s += (l.pp > 2 && s == 0) ? l.pp - 1 : 1) {
-        double t = plan_stage_flops_per_microbatch(&l, s) / rate;
+        double t = stage_work(job, &l, s) / rate;
         if (t > t_mb)
             t_mb = t;
     }
@@ -267,7 +295,7 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
     out->step_s = out->compute_s + out->bubble_s + out->tp_s + out->cp_s + out->pp_s +
                   out->ep_s + out->grad_sync_s + out->host_s;
     out->tokens_per_s = (double)job->global_batch * l.seq / out->step_s;
-    out->mfu = model_flops_per_step(&l, job->global_batch) /
+    out->mfu = mf_model_flops_per_step(&l, job->global_batch) / /* the trainer's MFU numerator */
                (out->step_s * job->dev.peak_flops * job->gpus);
     double comm = out->tp_s + out->cp_s + out->pp_s + out->ep_s + out->grad_sync_s;
     if (!out->fits)
@@ -448,15 +476,10 @@ long plan_enumerate(const plan_job *job, const plan_filter *f, plan_result **out
 
 static const char *schedule_name(const mm_layout *l)
 {
-    if (l->pp == 1)
-        return "none";
-    return l->schedule == MM_SCHED_AFAB ? "afab" : l->schedule == MM_SCHED_1F1B ? "1f1b" : "interleaved";
+    return l->pp == 1 ? "none" : mm_schedule_name(l->schedule);
 }
 
-static const char *recompute_name(mm_recompute r)
-{
-    return r == MM_RECOMPUTE_FULL ? "full" : r == MM_RECOMPUTE_SELECTIVE ? "selective" : "none";
-}
+static const char *recompute_name(mm_recompute r) { return mm_recompute_name(r); }
 
 void plan_layout_name(const mm_layout *l, char *buf, size_t size)
 {
@@ -518,6 +541,22 @@ void plan_print_table(FILE *f, const plan_job *job, const plan_result *r, long n
     }
 }
 
+/* A JSON string literal: quotes, backslashes and control characters escaped (a run's path
+ * is whatever the user named it). */
+static void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
 static void json_layout(FILE *f, const plan_result *r)
 {
     const mm_layout *l = &r->layout;
@@ -550,7 +589,7 @@ int plan_write_json(FILE *f, const plan_job *job, const plan_result *r, long n)
 {
     const mm_layout *m = &job->model;
     fprintf(f,
-            "{\"schema_version\":1,\"job\":{\"layers\":%d,\"hidden\":%d,\"heads\":%d,\"vocab\":%d,"
+            "{\"schema_version\":1,\"kind\":\"stepscope.plan\",\"job\":{\"layers\":%d,\"hidden\":%d,\"heads\":%d,\"vocab\":%d,"
             "\"ffn\":%d,\"seq\":%d,\"max_seq\":%d,\"gpus\":%d,\"gpus_per_node\":%d,"
             "\"global_batch\":%d,\"overlap\":%s,\"experts\":%d,\"top_k\":%d,\"moe_every\":%d},",
             m->layers, m->hidden, m->heads, m->vocab, m->ffn > 0 ? m->ffn : 4 * m->hidden, m->seq,
@@ -566,13 +605,17 @@ int plan_write_json(FILE *f, const plan_job *job, const plan_result *r, long n)
             d->efficiency, d->baseline_bytes, d->act_bytes);
     const plan_calibration *c = &job->cal;
     if (c->present) {
+        fputs("\"calibration\":{\"source\":", f);
+        json_string(f, c->source);
         fprintf(f,
-                "\"calibration\":{\"source\":\"%s\",\"flops_rate\":%.6g,\"tp_bw\":%.6g,"
+                ",\"flops_rate\":%.6g,\"tp_bw\":%.6g,"
                 "\"dp_bw\":%.6g,\"pp_bw\":%.6g,\"cp_bw\":%.6g,\"latency_s\":%.6g,"
                 "\"host_s_per_step\":%.6g,\"bubble_excess\":%.6f,"
-                "\"runtime_baseline_bytes\":%.0f,\"measured_step_s\":%.6g},",
-                c->source, c->flops_rate, c->tp_bw, c->dp_bw, c->pp_bw, c->cp_bw, c->latency_s,
-                c->host_s_per_step, c->bubble_excess, c->baseline_bytes, c->measured_step_s);
+                "\"runtime_baseline_bytes\":%.0f,\"measured_step_s\":%.6g,"
+                "\"forward_share\":%.4f,\"attention_forward_share\":%.4f},",
+                c->flops_rate, c->tp_bw, c->dp_bw, c->pp_bw, c->cp_bw, c->latency_s,
+                c->host_s_per_step, c->bubble_excess, c->baseline_bytes, c->measured_step_s,
+                c->forward_share, c->attention_forward_share);
     } else {
         fprintf(f, "\"calibration\":null,\"assumed\":[\"flops_rate\",\"bandwidths\",\"latency\","
                    "\"runtime_baseline\",\"host_overhead\"],");

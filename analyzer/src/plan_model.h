@@ -43,6 +43,9 @@ typedef struct plan_device {
 /* The known devices (docs/plan.md), NULL-terminated by name; NULL if `name` is unknown. */
 const plan_device *plan_device_find(const char *name);
 const char *plan_device_names(void); /* "h100-sxm|h200|a100-80g|cpu" */
+/* The device kind of a run's device name (its trace header), e.g. "NVIDIA H100 80GB HBM3" ->
+ * "h100-sxm"; "cpu" for anything else, NULL included. */
+const char *plan_device_kind_of_name(const char *device_name);
 
 /* What a measured run taught (plan_calibrate.c); a field <= 0 keeps the default. */
 typedef struct plan_calibration {
@@ -55,6 +58,10 @@ typedef struct plan_calibration {
     double host_s_per_step; /* step time no part of the model explains (host, launches, waits) */
     double bubble_excess;   /* measured bubble fraction - theory (pipelined runs) */
     double baseline_bytes;  /* measured runtime baseline per rank */
+    double forward_share;   /* forward compute time / (forward + backward), measured (a run
+                               without recomputation); what full recomputation repeats */
+    double attention_forward_share; /* attention's forward / (forward + backward): what
+                               selective recomputation repeats */
     mm_layout layout;       /* the layout the run had */
     double measured_step_s; /* its median step time */
 } plan_calibration;
@@ -114,6 +121,11 @@ void plan_layout_name(const mm_layout *l, char *buf, size_t size);
  * with `threads` threads. Returns 0, or -1 with a message. */
 int plan_calibrate_from_run(const char *run_dir, int threads, plan_calibration *cal,
                             char *err, size_t errlen);
+
+/* The layout of a stepscope-train run from its configuration JSON (the trace header's,
+ * trainer/config.c: config_to_json): 0, or -1 with a reason when the JSON does not describe
+ * a model (plan_calibrate.c). */
+int plan_layout_of_config(const char *json, mm_layout *l, char *err, size_t errlen);
 
 /* Completes a calibration for the job's device: the step time of the measured layout that
  * no modelled part explains becomes host overhead per micro-batch, so that the model

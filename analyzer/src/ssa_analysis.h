@@ -427,5 +427,6 @@ double ssa_busbw_factor(uint32_t op, uint32_t n);
  * Return 1 when found. */
 int ssa_json_number(const char *json, const char *path, double *out);
 int ssa_json_string(const char *json, const char *path, char *buf, size_t size);
+int ssa_json_bool(const char *json, const char *path, int *out); /* true / false */
 
 #endif

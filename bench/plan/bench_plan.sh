@@ -1,7 +1,8 @@
 #!/bin/bash
 # bench_plan.sh [BUILD] [OUTDIR] — how right is `stepscope plan` on the CPU trainer?
 #
-# Calibrates on one measured run (dp4), predicts 14 other layouts of the same model on the
+# Calibrates on one measured run (dp4), runs that layout again (dp4-repeat: its error is the
+# run-to-run noise alone), predicts 14 other layouts of the same model on the
 # same 4 ranks (DP, ZeRO 1-3, TP, TP+SP, PP AFAB/1F1B/interleaved, CP, recomputation,
 # micro-batch counts), runs each with stepscope-train, and prints per layout the predicted
 # and measured step time (median of steps 2..N from the trainer's log) and memory (the
@@ -9,6 +10,13 @@
 # peak RSS against prediction + runtime baseline), the median and worst errors, and whether
 # the predicted best layout is within 10 % of the measured best. Goals (issue 18): memory
 # median error <= 5 %, step time median error <= 15 %. Quiet machine wanted; prints load.
+# LAYOUTS="dp4-zero1 tp4 ..." runs only those layouts (names below); every layout's run is
+# also set against its prediction by `stepscope diff RUN PREDICTION.json`, and a second table
+# shows predicted vs measured compute, exposed collectives and bubble per layout (where the
+# model's step time goes wrong).
+# PAIRED=1 calibrates every layout on its own dp4 run made just before it (on a shared machine
+# whose speed drifts between minutes, this sets each prediction against a calibration made
+# under the same load; the dp4-repeat row then shows the noise of two adjacent runs).
 set -u
 build=${1:-build}
 out=${2:-$(mktemp -d /tmp/bench-plan.XXXXXX)}
@@ -27,8 +35,10 @@ run() { # run NAME ARGS...: trains, leaves $out/NAME/{run,train.jsonl}
     --log "$out/$name/train.jsonl" "$@" > "$out/$name/log" 2>&1
 }
 run calib --dp 4 || { echo "calibration run failed"; cat "$out/calib/log"; exit 1; }
+if [ -n "${PAIRED:-}" ]; then echo "calibration: a dp4 run before every layout (PAIRED=1)"; else echo "calibration: one dp4 run for all layouts"; fi
 
 layouts=(
+  "dp4-repeat|--dp 4"
   "dp4-zero1|--dp 4 --zero 1"
   "dp4-zero2|--dp 4 --zero 2"
   "dp4-zero3|--dp 4 --zero 3"
@@ -69,14 +79,28 @@ out += ["--sp"] if sp else ["--no-sp"]
 print(" ".join(out))
 PY
 }
+if [ -n "${LAYOUTS:-}" ]; then
+  chosen=()
+  for entry in "${layouts[@]}"; do
+    case " $LAYOUTS " in *" ${entry%%|*} "*) chosen+=("$entry");; esac
+  done
+  layouts=("${chosen[@]}")
+fi
 echo
 for entry in "${layouts[@]}"; do
   name=${entry%%|*}; args=${entry#*|}
+  calib=calib
+  if [ -n "${PAIRED:-}" ]; then
+    calib=$name-calib
+    run "$calib" --dp 4 || { echo "$calib: the run failed"; tail -3 "$out/$calib/log"; continue; }
+  fi
   # shellcheck disable=SC2086
   run "$name" $args || { echo "$name: the run failed"; tail -3 "$out/$name/log"; continue; }
   # shellcheck disable=SC2086,SC2046
-  "$stepscope" plan --from "$out/calib/run" $(plan_args $args) --json "$out/$name/plan.json" \
+  "$stepscope" plan --from "$out/$calib/run" $(plan_args $args) --json "$out/$name/plan.json" \
     > "$out/$name/plan.txt" 2>&1 || { echo "$name: plan failed"; cat "$out/$name/plan.txt"; }
+  "$stepscope" diff "$out/$name/run" "$out/$name/plan.json" --json "$out/$name/diff.json" --quiet \
+    2> "$out/$name/diff.err" || { echo "$name: diff failed"; cat "$out/$name/diff.err"; }
 done
 python3 - "$out" "$stepscope" "${layouts[@]}" <<'PY'
 import json, os, statistics, subprocess, sys
@@ -117,6 +141,17 @@ if rows:
     print(f"\nstep time: median |error| {100*statistics.median(se):.1f} %, worst {100*max(se):.1f} %  (goal: median <= 15 %)")
     print(f"memory (device allocations): median |error| {100*statistics.median(me):.2f} %, worst {100*max(me):.2f} %  (goal: median <= 5 %)")
     print(f"memory + runtime baseline vs peak RSS: median |error| {100*statistics.median(re_):.1f} %, worst {100*max(re_):.1f} %")
+    print(f"\nwhere the time goes, per step (stepscope diff RUN PREDICTION.json; measured: the trace)")
+    print(f"{'layout':<26} {'compute pred':>12} {'meas':>8} {'err':>7}   {'collectives pred':>16} {'meas':>8}   {'bubble pred':>11} {'meas':>8}   {'host pred':>9}")
+    for n, *_ in rows:
+        try:
+            d = json.load(open(os.path.join(out, n, "diff.json")))
+            m = d["metrics"]; p = json.load(open(os.path.join(out, n, "plan.json")))["layouts"][0]
+        except (OSError, ValueError, KeyError, IndexError):
+            print(f"{n}: no diff"); continue
+        c, x, b = m["compute_s"], m["exposed_comm_s"], m["bubble_s"]
+        ce = "%+6.1f%%" % (100 * c["rel_error"]) if c["rel_error"] is not None else "-"
+        print(f"{n:<26} {c['predicted']:12.4f} {c['measured']:8.4f} {ce:>7}   {x['predicted']:16.4f} {x['measured']:8.4f}   {b['predicted']:11.4f} {b['measured']:8.4f}   {p['breakdown_s']['host']:9.4f}")
     best_pred = min(rows, key=lambda r: r[1]); best_meas = min(rows, key=lambda r: r[2])
     gap = (best_pred[2] - best_meas[2]) / best_meas[2]
     print(f"predicted best: {best_pred[0]} (measured {best_pred[2]:.4f} s); measured best: {best_meas[0]} "

@@ -35,7 +35,9 @@ print("device memory predicted %d, measured %d: %s" % (dev, measured, "equal" if
 cal = d["calibration"]
 rel = abs(l["step_time_s"] - cal["measured_step_s"]) / cal["measured_step_s"]
 print("step time predicted %.6f s, measured %.6f s (relative %.2e)" % (l["step_time_s"], cal["measured_step_s"], rel))
-sys.exit(0 if ok and rel < 1e-3 and cal["flops_rate"] > 0 and mb["runtime_baseline"] > 0 else 1)
+print("forward share %.3f, attention forward share %.3f" % (cal["forward_share"], cal["attention_forward_share"]))
+shares = 0.2 < cal["forward_share"] < 0.8 and 0 < cal["attention_forward_share"] < cal["forward_share"]
+sys.exit(0 if ok and rel < 1e-3 and cal["flops_rate"] > 0 and mb["runtime_baseline"] > 0 and shares else 1)
 PY
 "$stepscope" plan --from "$dir/run" --what-if "microbatches=2,schedule=afab" > "$dir/whatif.txt" 2>&1 ||
   no "--what-if"

@@ -179,6 +179,30 @@ static void cost_model(void)
     /* a layout of the wrong size is refused with the reason */
     l.dp = 3;
     CHECK(plan_predict(&j, &l, &r, err, sizeof err) != 0 && strstr(err, "devices"));
+
+    /* recomputation: uncalibrated, its FLOPs (full: one more forward of the blocks = 1/3 of
+     * their forward + backward); calibrated with a measured forward share phi, phi of the
+     * blocks' time (and selective the attention-forward share alpha). Small model, dp4, one
+     * micro-batch of 4 x 64 tokens, C = 64: per layer forward 2(12C^2)x256 + 4C x 64 x 256 =
+     * 25165824 + 4194304 = 29360128 FLOPs, forward + backward 88080384, two layers. */
+    j = job_of(4, 16, "cpu");
+    l = small();
+    l.dp = 4;
+    l.microbatches = 1;
+    l.micro_batch = 4;
+    plan_result none, full, sel;
+    CHECK(plan_predict(&j, &l, &none, err, sizeof err) == 0);
+    l.recompute = MM_RECOMPUTE_FULL;
+    CHECK(plan_predict(&j, &l, &full, err, sizeof err) == 0);
+    double rate = j.dev.peak_flops * j.dev.efficiency;
+    CHECK(fabs((full.compute_s - none.compute_s) * rate - 2 * 29360128.0) < 1e-3);
+    j.cal.forward_share = 0.45;
+    j.cal.attention_forward_share = 0.12;
+    CHECK(plan_predict(&j, &l, &full, err, sizeof err) == 0);
+    CHECK(fabs((full.compute_s - none.compute_s) * rate - 2 * 0.45 * 88080384.0) < 1e-3);
+    l.recompute = MM_RECOMPUTE_SELECTIVE;
+    CHECK(plan_predict(&j, &l, &sel, err, sizeof err) == 0);
+    CHECK(fabs((sel.compute_s - none.compute_s) * rate - 2 * 0.12 * 88080384.0) < 1e-3);
 }
 
 static void enumeration(void)
