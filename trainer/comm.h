@@ -156,7 +156,10 @@ int comm_barrier(comm *c, dev_stream *s);
  * on the same stream may compute them (routing on the device, without a host sync);
  * recv_counts[k] must equal member k's send_counts[me] (checked: a mismatch fails the
  * operation, naming both ranks, and aborts the job). Returns -1 when the backend has no
- * all-to-all. */
+ * all-to-all. The NCCL communicator (trainer/cuda/comm_nccl.c) differs in two ways: it reads
+ * both count arrays when the operation is enqueued (NCCL takes them in its calls), so they
+ * must be final on the host by then, and it checks only a member's own part (recv_counts[me]
+ * against send_counts[me]), not the other members' counts. */
 int comm_alltoallv(comm *c, dev_stream *s, void *out, const uint64_t *recv_counts,
                    const void *in, const uint64_t *send_counts, comm_dtype dt);
 

@@ -17,10 +17,11 @@
 #                overhead, a rank SIGKILLed mid-run, memcheck on the kernel tests and the MoE test
 #   numbers      GPT-2 124M and 350M tokens/s and MFU beside PyTorch eager (compiled if time
 #                remains), one traced 350M sample
-#   multirank    dp4, dp2 x pp2 1F1B, tp2 x dp2, cp2 x dp2, 5 steps each, traced and analyzed
+#   multirank    MoE expert parallelism on NCCL first: dp2 x ep2 against one rank (moe_ep);
+#                then dp4, dp2 x pp2 1F1B, tp2 x dp2, cp2 x dp2, 5 steps each, traced and analyzed
 #
-# Every call: bounded by `timeout -k 10 $WINDOW_LIMIT` (330/360/300/330 s, under the device
-# tool's 600 s, 22 minutes for the four);
+# Every call: bounded by `timeout -k 10 $WINDOW_LIMIT` (330/360/300/390 s, under the device
+# tool's 600 s, 23 minutes for the four);
 # leftover GPU processes killed at its start and end; its evidence (logs, summary.txt,
 # PROVENANCE.md with the kit's commit, traces, reports) packed into $OUT/<call>.tgz after
 # EVERY step (<= 15 MiB: traces are left out of the archive if it would be larger), so a
@@ -30,12 +31,12 @@ set -u
 self=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")
 here=$(dirname "$self")
 export WINDOW_EV=${WINDOW_EV:-/tmp/stepscope-window}
-# Each call's bound (WINDOW_LIMIT overrides): 330 + 360 + 300 + 330 s = 22 min, with one or
+# Each call's bound (WINDOW_LIMIT overrides): 330 + 360 + 300 + 390 s = 23 min, with one or
 # two machine starts within the 25 minutes the plan allows of the session's 30.
-declare -A CALL_LIMIT=([smoke]=330 [correctness]=360 [numbers]=300 [multirank]=330)
+declare -A CALL_LIMIT=([smoke]=330 [correctness]=360 [numbers]=300 [multirank]=390)
 CALLS="smoke correctness numbers multirank"
 
-usage() { sed -n 2,30p "$self" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n 2,29p "$self" | sed 's/^# \{0,1\}//'; }
 
 # --- where things are: a kit (window.sh next to COMMIT and src.tar.zst) or a repository
 if [ -f "$here/COMMIT" ] && [ -f "$here/src.tar.zst" ]; then
@@ -181,7 +182,9 @@ gpu_tests() {
     run_logged "$build/tests/gpu/test_gpu_device" && run_logged "$build/tests/gpu/test_gpu_moe" &&
     run_logged "$repo/tests/gpu_tracer/cuda_record.sh" "$stepscope" "$build/tests/gpu_tracer/gpu_tracer_cuda_app"
   else
-    # a GPU test that skips (exit 77: no usable device) is a failure here
+    # a GPU test that skips (exit 77: no usable device) is a failure here; the picked NCCL
+    # (>= 2.30) lets gpu.trainer_moe_ep put its two ranks on the one GPU
+    use_picked_nccl
     run_logged ctest --test-dir "$build" -L gpu --output-on-failure --timeout 100 | tee "$OUT/ctest-gpu.txt"
     [ "${PIPESTATUS[0]}" = 0 ] && { [ "$DRY" = 1 ] || ! grep -q 'Skipped\|Not Run' "$OUT/ctest-gpu.txt"; }
   fi
@@ -232,6 +235,15 @@ moe_kernels() { # the MoE operations (router, plan, permutations, grouped GEMM) 
 memcheck_moe() {
   run_logged compute-sanitizer --tool memcheck --error-exitcode 9 "$build/tests/gpu/test_gpu_moe"
 }
+moe_ep() { # expert parallelism on NCCL (the all-to-all of comm_nccl.c): dp2 x ep2 vs 1 rank
+  use_picked_nccl
+  local t=$repo/tests/gpu/trainer_moe_ep.sh
+  echo "sh $t $trainer $OUT/moe-ep" >> "$OUT/commands.txt"
+  if [ "$DRY" = 1 ]; then  # its trainer configurations, each with --check-config
+    sh -n "$t" && STEPSCOPE_DRY_RUN=1 sh "$t" "$trainer"; return
+  fi
+  sh "$t" "$trainer" "$OUT/moe-ep"  # exit 77 (no GPU, NCCL < 2.30) is a failure here
+}
 sub() { # sub NAME SCRIPT: a script of scripts/gpu with its own steps, evidence in $OUT/NAME
   local name=$1 script=$2; shift 2
   echo "bash $gpu/$script $*  (OUT=$OUT/$name)" >> "$OUT/commands.txt"
@@ -268,6 +280,7 @@ case $CALL in
     ;;
   multirank)
     ensure_built
+    STEP_TIMEOUT=90 step moe_ep moe_ep
     STEP_TIMEOUT=300 step layouts sub layouts trainer_multirank.sh
     ;;
 esac

@@ -12,6 +12,7 @@
 
 #include "device_cuda.h"
 #include "ring_links.h"
+#include "stepscope.h"
 
 #define PENDING_RING 256
 #define MAX_COMMS 64
@@ -663,6 +664,150 @@ static int nccl_barrier(comm *cc, dev_stream *s)
     return nccl_allreduce(cc, s, c->barrier_buf, 1, COMM_FLOAT32);
 }
 
+
+/* ---- all-to-all with uneven splits (comm_alltoallv) ---------------------------------------
+ *
+ * NCCL has no all-to-all with uneven splits, so this is the usual composition (as PyTorch's
+ * all_to_all_single does): between ncclGroupStart and ncclGroupEnd, one ncclSend of what goes
+ * to each other member and one ncclRecv of what comes from it, on the group's communicator
+ * and the caller's stream. NCCL runs the whole group as one operation in which every pair's
+ * transfer progresses together, so no order of the calls can deadlock, whatever the sizes.
+ * This member's own part is a device-to-device copy on the same stream. Elements are only
+ * moved, never combined: bytes as ncclInt8, like the other byte transfers here.
+ *
+ * The counts are read on the host when the operation is enqueued (NCCL needs them in the
+ * calls). comm.h lets the CPU backend read them when the operation runs; the expert-parallel
+ * code (expert_parallel.c) has them on the host before it calls (the fixed counts of the
+ * counts exchange; the token splits after its one host synchronisation per route), so both
+ * readings are the same there. A receive count that differs from the peer's send count is
+ * not detected across ranks (that would take another exchange and a host synchronisation per
+ * call; NCCL requires them equal); this member's own part is checked (recv_counts[me] must
+ * equal send_counts[me]).
+ *
+ * Trace: while a trace is recording, one COLLECTIVE record per call (op all_to_all, count and
+ * bytes what this member sent, as the CPU backend writes it; comm_id and seq of the group;
+ * the group's name, `ep`; algorithm "nccl-p2p"), timed by two host functions on the stream
+ * around the group: start when the stream reached the all-to-all, end when it had completed
+ * (each includes a host callback's latency, microseconds; the record is not GPU_TIMED). The
+ * NCCL profiler plugin, when loaded, sees the same operation as its sends and receives. */
+
+typedef struct a2a_trace {
+    stepscope_record r;
+} a2a_trace;
+
+static void CUDART_CB a2a_trace_start(void *arg)
+{
+    a2a_trace *t = arg;
+    t->r.u.collective.start_ns = stepscope_now_ns();
+}
+
+static void CUDART_CB a2a_trace_end(void *arg)
+{
+    a2a_trace *t = arg;
+    t->r.u.collective.end_ns = stepscope_now_ns();
+    if (stepscope_active())
+        stepscope_emit(&t->r);
+    free(t);
+}
+
+static uint32_t trace_datatype(comm_dtype dt)
+{
+    return dt == COMM_FLOAT64    ? STEPSCOPE_DT_FLOAT64
+           : dt == COMM_FLOAT32  ? STEPSCOPE_DT_FLOAT32
+           : dt == COMM_BFLOAT16 ? STEPSCOPE_DT_BFLOAT16
+                                 : STEPSCOPE_DT_UINT8;
+}
+
+/* The byte offset of member p's part in a buffer packed by rank (counts[0..p) before it). */
+static size_t packed_offset(const uint64_t *counts, int p, size_t es)
+{
+    uint64_t el = 0;
+    for (int q = 0; q < p; q++)
+        el += counts[q];
+    return (size_t)el * es;
+}
+
+static int nccl_alltoallv(comm *cc, dev_stream *s, void *out, const uint64_t *recv_counts,
+                          const void *in, const uint64_t *send_counts, comm_dtype dt)
+{
+    comm_nccl *c = (comm_nccl *)cc;
+    size_t es = comm_dtype_bytes(dt);
+    int n = c->size, me = c->rank;
+    if (recv_counts[me] != send_counts[me]) {
+        char msg[256];
+        snprintf(msg, sizeof msg,
+                 "rank %d: alltoallv on group %s: sends %llu elements to itself but expects %llu",
+                 c->job->rank, c->name, (unsigned long long)send_counts[me],
+                 (unsigned long long)recv_counts[me]);
+        comm_nccl_job_abort(c->job, msg);
+        return -1;
+    }
+    const char *src = in;
+    char *dst = out;
+    size_t own = (size_t)send_counts[me] * es;
+    if (n == 1)
+        return local_copy(c, s, dst + packed_offset(recv_counts, me, es),
+                          src + packed_offset(send_counts, me, es), own);
+    if (!usable(c))
+        return -1;
+    a2a_trace *t = NULL;
+    if (stepscope_active() && (t = calloc(1, sizeof *t)) != NULL) {
+        uint64_t sent = 0;
+        for (int p = 0; p < n; p++)
+            sent += send_counts[p];
+        stepscope_collective *k = &t->r.u.collective;
+        t->r.kind = STEPSCOPE_REC_COLLECTIVE;
+        k->comm_id = c->header.id;
+        k->seq = c->seq;
+        k->count = sent;
+        k->bytes = sent * es;
+        k->stream = dev_cuda_stream_trace_id(s);
+        k->op = STEPSCOPE_COLL_ALLTOALL;
+        k->datatype = trace_datatype(dt);
+        k->peer = -1;
+        k->comm_rank = (uint32_t)me;
+        k->comm_size = (uint32_t)n;
+        k->algorithm = stepscope_intern_current("nccl-p2p");
+        k->device = (uint32_t)dev_cuda_ordinal(c->job->dev);
+        k->name = stepscope_intern_current(c->name);
+        if (cudaLaunchHostFunc(stream_of(s), a2a_trace_start, t) != cudaSuccess) {
+            free(t); /* tracing only: the all-to-all goes on without its record */
+            t = NULL;
+        }
+    }
+    dev_cuda_note_write(c->job->dev, out);
+    if (own > 0 && local_copy(c, s, dst + packed_offset(recv_counts, me, es),
+                              src + packed_offset(send_counts, me, es), own) != 0)
+        return -1; /* t (if any) is lost with the failed device (its start function may
+                    * still run, so it cannot be freed here) */
+    ncclComm_t nc = c->main->comm;
+    cudaStream_t st = stream_of(s);
+    ncclResult_t r = ncclGroupStart();
+    if (r == ncclSuccess) {
+        for (int d = 1; d < n && r == ncclSuccess; d++) {
+            int to = (me + d) % n, from = (me - d + n) % n;
+            if (send_counts[to] > 0)
+                r = ncclSend(src + packed_offset(send_counts, to, es),
+                             (size_t)send_counts[to] * es, ncclInt8, to, nc, st);
+            if (r == ncclSuccess && recv_counts[from] > 0)
+                r = ncclRecv(dst + packed_offset(recv_counts, from, es),
+                             (size_t)recv_counts[from] * es, ncclInt8, from, nc, st);
+        }
+        ncclResult_t e = ncclGroupEnd(); /* always closes the group it opened */
+        if (r == ncclSuccess)
+            r = e;
+    }
+    if (nccl_result(c, c->main, r, "alltoallv") != 0)
+        return -1;
+    /* a failure here means a failed stream: the record (one small allocation) is lost; it
+     * cannot be freed, the start function may still run */
+    if (t)
+        (void)cudaLaunchHostFunc(st, a2a_trace_end, t);
+    track(c, c->main, s, "alltoallv");
+    c->seq++;
+    return 0;
+}
+
 static const comm_ops nccl_comm_ops = {
     .backend_name = "nccl",
     .destroy = nccl_destroy,
@@ -673,6 +818,7 @@ static const comm_ops nccl_comm_ops = {
     .send = nccl_send,
     .recv = nccl_recv,
     .barrier = nccl_barrier,
+    .alltoallv = nccl_alltoallv,
 };
 
 rdzv_store *comm_nccl_open_store(const char *shm_path, int world_rank, double timeout_s, char *err,

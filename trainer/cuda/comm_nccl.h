@@ -3,8 +3,9 @@
  *
  * What it is for: the same collectives and point-to-point operations as the
  * shared-memory communicator (comm.h: in-place sum all-reduce, reduce-scatter,
- * all-gather, broadcast, send/recv, barrier), enqueued on the CUDA streams of a
- * CUDA device, so that the model and the schedules run unchanged on GPUs.
+ * all-gather, broadcast, send/recv, barrier, all-to-all with uneven splits), enqueued
+ * on the CUDA streams of a CUDA device, so that the model and the schedules run
+ * unchanged on GPUs.
  *
  * How it works:
  *   - A `comm_nccl_job` holds the rendezvous store (rendezvous.h) and every
@@ -23,6 +24,10 @@
  *     the next on its own edge's communicator ("comm cp send") and receives from the
  *     previous on the previous edge's ("comm cp recv"), so the ring's send and receive
  *     are in flight at once on different communicators, also for cp = 2.
+ *   - All-to-all with uneven splits (comm_alltoallv, expert parallelism's token dispatch
+ *     and combine): ncclSend/ncclRecv to and from every other member inside one
+ *     ncclGroupStart/End on the group's communicator, the own part a device copy; the
+ *     counts are read on the host when it is enqueued (see comm_nccl.c).
  *   - Watchdog: every operation records an event; while the device waits
  *     (stream_synchronize), the job checks ncclCommGetAsyncError on each
  *     communicator and the age of the oldest unfinished operation. An error or an

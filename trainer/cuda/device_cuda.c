@@ -1141,6 +1141,7 @@ const char *dev_cuda_name(const dev_device *d) { return d->name; }
 const char *dev_cuda_last_error(const dev_device *d) { return d->error; }
 int dev_cuda_ordinal(const dev_device *d) { return d->ordinal; }
 void *dev_cuda_stream_handle(dev_stream *s) { return (void *)s->s; }
+uint64_t dev_cuda_stream_trace_id(dev_stream *s) { return s->trace_id; }
 dev_device *dev_cuda_stream_device(dev_stream *s) { return s->d; }
 
 /* Names the device's streams in the running trace, under the ids CUPTI's records

@@ -44,6 +44,9 @@ size_t dev_cuda_measured_peak(const dev_device *d, const char **source);
  * out of this header). */
 int dev_cuda_ordinal(const dev_device *d);
 void *dev_cuda_stream_handle(dev_stream *s);
+/* The stream's id in the trace (CUPTI's key for it while the GPU tracer records, else the
+ * CUDA stream id): what records of work on this stream carry as their `stream`. */
+uint64_t dev_cuda_stream_trace_id(dev_stream *s);
 /* Someone other than the device's operations (the NCCL communicator) is about to write
  * device memory starting at p: the device's bf16 weight copies may become stale. */
 void dev_cuda_note_write(dev_device *d, const void *p);
