@@ -7,10 +7,13 @@
  * naive column-major GEMM that follows cuBLAS's definition, and when the bf16 weight
  * copies go stale (trainer/cuda/weight_watch.h), the context-parallel ring's NCCL links
  * (trainer/cuda/ring_links.h: pairing, and a simulation of their blocking creation that
- * must not deadlock), and which kernels the attention blocks of ring attention choose.
+ * must not deadlock), and which kernels the attention blocks of ring attention choose,
+ * and the NCCL all-to-all's plan of sends and receives (trainer/cuda/alltoallv_plan.h),
+ * simulated against the result comm.h defines, with the MoE operations the trainer needs
+ * present in the CUDA device table.
  *
  * Usage: test_gpu_cpu_side peak|env|file_store|tcp_store|nccl_policy|gemm_plan|weight_watch|
- *                          fused_shapes|ring_links|block_paths
+ *                          fused_shapes|ring_links|block_paths|alltoallv_plan
  */
 #include <errno.h>
 #include <math.h>
@@ -20,6 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "alltoallv_plan.h"
 #include "comm_nccl.h"
 #include "cpu_kernels.h"
 #include "cuda_kernels.h"
@@ -532,10 +536,165 @@ static int test_block_paths(void)
     return 0;
 }
 
+
+/* ---- alltoallv_plan: NCCL's grouped sends and receives, simulated -------------------------- */
+
+#define A2A_MAX 9
+
+/* Runs every member's plan (alltoallv_plan.h) for a group of n with C[i][j] elements of es
+ * bytes from i to j: every send must meet exactly one receive of the same size on the other
+ * side (zero-sized ones issued by neither), and the received buffers must equal comm.h's
+ * definition, computed here independently. `broken` places received parts by the send counts
+ * (a plausible slip) to show that the simulation notices. 0: all correct; else the number of
+ * problems found. */
+static int a2a_simulate(int n, size_t es, uint64_t C[A2A_MAX][A2A_MAX], unsigned seed, int broken,
+                        int report)
+{
+    unsigned char *in[A2A_MAX], *out[A2A_MAX], *want[A2A_MAX];
+    uint64_t sc[A2A_MAX][A2A_MAX], rc[A2A_MAX][A2A_MAX];
+    size_t in_b[A2A_MAX] = {0}, out_b[A2A_MAX] = {0};
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            sc[i][j] = C[i][j]; /* member i sends C[i][j] to j */
+            rc[i][j] = C[j][i]; /* member i receives C[j][i] from j */
+            in_b[i] += (size_t)C[i][j] * es;
+            out_b[i] += (size_t)C[j][i] * es;
+        }
+    for (int i = 0; i < n; i++) {
+        in[i] = malloc(in_b[i] + 1);
+        out[i] = calloc(1, out_b[i] + 1);
+        want[i] = calloc(1, out_b[i] + 1);
+        for (size_t b = 0; b < in_b[i]; b++)
+            in[i][b] = (unsigned char)(rand_r(&seed) & 0xff);
+    }
+    /* comm.h's definition: out[j] = concatenation over k of the part of in[k] addressed to j */
+    for (int j = 0; j < n; j++) {
+        size_t at = 0;
+        for (int k = 0; k < n; k++) {
+            size_t from = 0;
+            for (int q = 0; q < j; q++)
+                from += (size_t)C[k][q] * es;
+            memcpy(want[j] + at, in[k] + from, (size_t)C[k][j] * es);
+            at += (size_t)C[k][j] * es;
+        }
+    }
+    int bad = 0;
+    /* every member's calls: sends[i][j] (issued by i) and recvs[i][j] (issued by j) describe
+     * the transfer i -> j; nsend/nrecv count them, so that a duplicate or a missing call
+     * shows */
+    a2a_transfer sends[A2A_MAX][A2A_MAX], recvs[A2A_MAX][A2A_MAX];
+    int nsend[A2A_MAX][A2A_MAX] = {{0}}, nrecv[A2A_MAX][A2A_MAX] = {{0}};
+    for (int me = 0; me < n; me++) {
+        a2a_transfer s_own, r_own;
+        a2a_plan_own(me, sc[me], broken ? sc[me] : rc[me], es, &s_own, &r_own);
+        if (s_own.bytes != r_own.bytes || s_own.offset + s_own.bytes > in_b[me] ||
+            r_own.offset + r_own.bytes > out_b[me]) {
+            bad++;
+        } else {
+            memcpy(out[me] + r_own.offset, in[me] + s_own.offset, s_own.bytes);
+        }
+        for (int d = 1; d < n; d++) {
+            a2a_transfer snd, rcv;
+            a2a_plan_step(n, me, d, sc[me], broken ? sc[me] : rc[me], es, &snd, &rcv);
+            if (snd.bytes > 0) { /* what comm_nccl.c issues: ncclSend only when bytes > 0 */
+                sends[me][snd.peer] = snd;
+                nsend[me][snd.peer]++;
+            }
+            if (rcv.bytes > 0) {
+                recvs[rcv.peer][me] = rcv;
+                nrecv[rcv.peer][me]++;
+            }
+        }
+    }
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            if (i == j) {
+                if (nsend[i][j] || nrecv[i][j]) {
+                    bad++;
+                    if (report)
+                        printf("  member %d sends to or receives from itself over NCCL\n", i);
+                }
+                continue;
+            }
+            int expect = C[i][j] > 0;
+            if (nsend[i][j] != expect || nrecv[i][j] != expect) {
+                bad++;
+                if (report)
+                    printf("  %d -> %d: %d sends, %d receives, %llu elements\n", i, j,
+                           nsend[i][j], nrecv[i][j], (unsigned long long)C[i][j]);
+                continue;
+            }
+            if (!expect)
+                continue;
+            if (sends[i][j].bytes != recvs[i][j].bytes ||
+                recvs[i][j].offset + recvs[i][j].bytes > out_b[j] ||
+                sends[i][j].offset + sends[i][j].bytes > in_b[i]) {
+                bad++;
+                continue;
+            }
+            memcpy(out[j] + recvs[i][j].offset, in[i] + sends[i][j].offset, sends[i][j].bytes);
+        }
+    for (int j = 0; j < n; j++)
+        if (memcmp(out[j], want[j], out_b[j]) != 0) {
+            bad++;
+            if (report)
+                printf("  member %d received the wrong bytes\n", j);
+        }
+    for (int i = 0; i < n; i++) {
+        free(in[i]);
+        free(out[i]);
+        free(want[i]);
+    }
+    return bad;
+}
+
+static int test_alltoallv_plan(void)
+{
+    unsigned seed = 20;
+    uint64_t C[A2A_MAX][A2A_MAX];
+    int caught = 0, trials = 0;
+    for (int n = 1; n <= A2A_MAX; n++)
+        for (int trial = 0; trial < 40; trial++) {
+            size_t es = trial % 3 == 0 ? 2 : trial % 3 == 1 ? 4 : 8;
+            for (int i = 0; i < n; i++)
+                for (int j = 0; j < n; j++) /* about a third of the splits empty */
+                    C[i][j] = rand_r(&seed) % 3 == 0 ? 0 : 1 + rand_r(&seed) % 17;
+            if (trial == 0) /* the expert-parallel counts exchange: fixed splits */
+                for (int i = 0; i < n; i++)
+                    for (int j = 0; j < n; j++)
+                        C[i][j] = 2;
+            if (trial == 1) /* nothing at all moves */
+                for (int i = 0; i < n; i++)
+                    for (int j = 0; j < n; j++)
+                        C[i][j] = 0;
+            int bad = a2a_simulate(n, es, C, seed + (unsigned)trial, 0, 1);
+            EXPECT(bad == 0, "n=%d trial %d (%zu-byte elements): %d problems", n, trial, es, bad);
+            if (n >= 2) {
+                trials++;
+                caught += a2a_simulate(n, es, C, seed + (unsigned)trial, 1, 0) != 0;
+            }
+        }
+    /* the simulation notices a plan that places received parts by the send counts, wherever
+     * the two differ (all but the symmetric trials) */
+    EXPECT(caught >= trials * 3 / 4, "the broken plan was caught in only %d of %d trials",
+           caught, trials);
+    /* the trainer's MoE path (moe.c, expert_parallel.c, expert_step.c) calls only operations
+     * the CUDA device table has */
+    const dev_ops *o = dev_cuda_ops();
+    EXPECT(o->moe_router_forward && o->moe_router_backward && o->moe_aux_loss_accumulate &&
+               o->moe_dispatch_plan && o->moe_permute_forward && o->moe_permute_backward &&
+               o->moe_unpermute_forward && o->moe_unpermute_backward &&
+               o->moe_expert_matmul_forward && o->moe_expert_matmul_backward,
+           "the CUDA device table has every moe_* operation");
+    EXPECT(o->copy && o->copy_to_host && o->copy_to_device && o->zero && o->stream_synchronize,
+           "the CUDA device table has the copies expert parallelism uses");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: %s peak|env|file_store|tcp_store|nccl_policy|gemm_plan|weight_watch|fused_shapes|ring_links|block_paths\n", argv[0]);
+        fprintf(stderr, "usage: %s peak|env|file_store|tcp_store|nccl_policy|gemm_plan|weight_watch|fused_shapes|ring_links|block_paths|alltoallv_plan\n", argv[0]);
         return 2;
     }
     const char *t = argv[1];
@@ -557,6 +716,8 @@ int main(int argc, char **argv)
         test_fused_shapes();
     else if (!strcmp(t, "ring_links"))
         test_ring_links();
+    else if (!strcmp(t, "alltoallv_plan"))
+        test_alltoallv_plan();
     else if (!strcmp(t, "block_paths"))
         test_block_paths();
     else {

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "alltoallv_plan.h"
 #include "device_cuda.h"
 #include "ring_links.h"
 #include "stepscope.h"
@@ -673,7 +674,8 @@ static int nccl_barrier(comm *cc, dev_stream *s)
  * and the caller's stream. NCCL runs the whole group as one operation in which every pair's
  * transfer progresses together, so no order of the calls can deadlock, whatever the sizes.
  * This member's own part is a device-to-device copy on the same stream. Elements are only
- * moved, never combined: bytes as ncclInt8, like the other byte transfers here.
+ * moved, never combined: bytes as ncclInt8, like the other byte transfers here. The plan
+ * (peers, offsets, sizes) is alltoallv_plan.h, checked without a GPU by gpu.cpu_side.alltoallv_plan.
  *
  * The counts are read on the host when the operation is enqueued (NCCL needs them in the
  * calls). comm.h lets the CPU backend read them when the operation runs; the expert-parallel
@@ -718,15 +720,6 @@ static uint32_t trace_datatype(comm_dtype dt)
                                  : STEPSCOPE_DT_UINT8;
 }
 
-/* The byte offset of member p's part in a buffer packed by rank (counts[0..p) before it). */
-static size_t packed_offset(const uint64_t *counts, int p, size_t es)
-{
-    uint64_t el = 0;
-    for (int q = 0; q < p; q++)
-        el += counts[q];
-    return (size_t)el * es;
-}
-
 static int nccl_alltoallv(comm *cc, dev_stream *s, void *out, const uint64_t *recv_counts,
                           const void *in, const uint64_t *send_counts, comm_dtype dt)
 {
@@ -744,10 +737,10 @@ static int nccl_alltoallv(comm *cc, dev_stream *s, void *out, const uint64_t *re
     }
     const char *src = in;
     char *dst = out;
-    size_t own = (size_t)send_counts[me] * es;
+    a2a_transfer own_send, own_recv; /* the plan: alltoallv_plan.h */
+    a2a_plan_own(me, send_counts, recv_counts, es, &own_send, &own_recv);
     if (n == 1)
-        return local_copy(c, s, dst + packed_offset(recv_counts, me, es),
-                          src + packed_offset(send_counts, me, es), own);
+        return local_copy(c, s, dst + own_recv.offset, src + own_send.offset, own_send.bytes);
     if (!usable(c))
         return -1;
     a2a_trace *t = NULL;
@@ -776,8 +769,8 @@ static int nccl_alltoallv(comm *cc, dev_stream *s, void *out, const uint64_t *re
         }
     }
     dev_cuda_note_write(c->job->dev, out);
-    if (own > 0 && local_copy(c, s, dst + packed_offset(recv_counts, me, es),
-                              src + packed_offset(send_counts, me, es), own) != 0)
+    if (own_send.bytes > 0 &&
+        local_copy(c, s, dst + own_recv.offset, src + own_send.offset, own_send.bytes) != 0)
         return -1; /* t (if any) is lost with the failed device (its start function may
                     * still run, so it cannot be freed here) */
     ncclComm_t nc = c->main->comm;
@@ -785,13 +778,12 @@ static int nccl_alltoallv(comm *cc, dev_stream *s, void *out, const uint64_t *re
     ncclResult_t r = ncclGroupStart();
     if (r == ncclSuccess) {
         for (int d = 1; d < n && r == ncclSuccess; d++) {
-            int to = (me + d) % n, from = (me - d + n) % n;
-            if (send_counts[to] > 0)
-                r = ncclSend(src + packed_offset(send_counts, to, es),
-                             (size_t)send_counts[to] * es, ncclInt8, to, nc, st);
-            if (r == ncclSuccess && recv_counts[from] > 0)
-                r = ncclRecv(dst + packed_offset(recv_counts, from, es),
-                             (size_t)recv_counts[from] * es, ncclInt8, from, nc, st);
+            a2a_transfer snd, rcv;
+            a2a_plan_step(n, me, d, send_counts, recv_counts, es, &snd, &rcv);
+            if (snd.bytes > 0)
+                r = ncclSend(src + snd.offset, snd.bytes, ncclInt8, snd.peer, nc, st);
+            if (r == ncclSuccess && rcv.bytes > 0)
+                r = ncclRecv(dst + rcv.offset, rcv.bytes, ncclInt8, rcv.peer, nc, st);
         }
         ncclResult_t e = ncclGroupEnd(); /* always closes the group it opened */
         if (r == ncclSuccess)
