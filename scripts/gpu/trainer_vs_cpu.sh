@@ -13,7 +13,8 @@
 # use is >= 2.30 (NCCL_MULTI_RANK_GPU_ENABLE=1); and 1 rank with the fused attention.
 # Context parallelism (ring attention, attention_block.cu, the per-edge NCCL ring links):
 # cp2 (bf16: the tensor-core tiles with the tiny model's 16-wide heads; fp32: the fp32
-# kernels), cp2 x dp2 on 4 ranks, and cp2 with 64-wide heads and 64-token chunks.
+# kernels), cp2 x dp2 on 4 ranks, and cp2 with 64-wide heads and 64-token chunks. Last, MoE
+# with expert parallelism (dp2 x ep2, 4 experts, top-2) in fp32.
 #   OUT=/path scripts/gpu/trainer_vs_cpu.sh
 source "$(dirname "$0")/trainer_lib.sh"
 provenance_header
@@ -56,5 +57,9 @@ PREC=fp32 step cp2_fp32 pair cp2 1e-3 --world 2 --cp 2
 PREC=bf16 step cp2_dp2_bf16 pair cp2dp2 3e-2 --world 4 --cp 2 --dp 2
 PREC=bf16 step cp2_hs64_bf16 pair cp2hs64 3e-2 --world 2 --cp 2 --hidden 128 --heads 2 \
   --seq 256 --batch 4
+# mixture of experts with expert parallelism (moe.cu, the NCCL all-to-all) against the CPU's
+# MoE on the same layout: last, the lowest priority (window.sh multirank's moe_ep checks EP
+# against one CUDA rank)
+PREC=fp32 step moe_ep2_fp32 pair moe_ep2 1e-3 --world 2 --dp 2 --ep 2 --experts 4 --top-k 2
 provenance_footer
 cat "$summary"
