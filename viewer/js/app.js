@@ -129,6 +129,18 @@ var SS = window.SS || (window.SS = {});
       cb.addEventListener('change', function () { tl.overlays[k] = cb.checked; tl.request(); });
     });
     $('ov-flows').addEventListener('change', function () { tl.showFlows = $('ov-flows').checked; tl.request(); });
+    // legend of the categories with colours of their own (expert parallelism's all-to-all phases)
+    var mask = 0, legend = $('phase-legend');
+    m.tracks.forEach(function (t) { mask |= t.catMask; });
+    legend.textContent = '';
+    SS.PHASE_LEGEND.forEach(function (e) {
+      if (!(mask & (1 << e.cat))) return;
+      var item = SS.el('span', { className: 'legend-item', 'data-category': SS.CATEGORIES[e.cat] }, [
+        SS.el('span', { className: 'swatch', style: 'background:' + SS.COLORS[e.cat] }), e.name]);
+      legend.appendChild(item);
+    });
+    legend.hidden = !legend.childNodes.length;
+    if (!legend.hidden) legend.insertBefore(document.createTextNode('Expert parallelism:'), legend.firstChild);
     describeSlice(-1, []);
   }
 
@@ -257,6 +269,15 @@ var SS = window.SS || (window.SS = {});
       return out;
     },
     flowCount: function () { return app.A.model.flows.n; },
+    /* Slices per category name of run A (categories with none left out). */
+    categoryCounts: function () {
+      var m = app.A.model, n = new Array(SS.CATEGORIES.length).fill(0), out = {};
+      for (var i = 0; i < m.n; i++) n[m.cat[i]]++;
+      n.forEach(function (c, k) { if (c) out[SS.CATEGORIES[k]] = c; });
+      return out;
+    },
+    /* The colour the timeline draws slice i in. */
+    colorOf: function (i) { return app.timeline.colorOf(i); },
     parseMode: function () { return SS.lastParseMode; }
   };
 
