@@ -1,5 +1,6 @@
 /*
  * app.js — wires the viewer together: loading, tabs, toolbar, detail panel, search.
+ * The Experts tab (experts.js) is shown only when run A's report has a `moe` section.
  *
  * How it works: on load it discovers the runs (SS.discoverRuns), streams run A's
  * trace and report with a progress bar, builds the timeline, and then loads run B
@@ -200,6 +201,12 @@ var SS = window.SS || (window.SS = {});
       app.A = await loadRun(a, a.name);
       if (!app.A.model) throw new Error(a.name + ': no trace.json to show (' + (a.missing.join(', ') || 'not found') + ')');
       SS.renderSummary($('view-summary'), app.A.report, a.name);
+      // the Experts tab only for a run whose report has expert load (a `moe` section)
+      var moe = SS.hasMoe(app.A.report);
+      $('tab-experts').hidden = !moe;
+      if (moe) SS.renderExperts($('view-experts'), app.A.report);
+      else $('view-experts').textContent = '';
+      if (!moe && document.body.dataset.tab === 'experts') document.body.dataset.tab = 'timeline';
       buildTimeline();
       app.timeline.render();
       app.interactiveAt = performance.now();   // navigation start -> first frame drawn
