@@ -83,8 +83,10 @@ static void x_head(exporter *x, int pid, long tid, int64_t ts, int64_t dur) {
  * all-to-all (stepscope-train's `moe.dispatch`, `moe.combine` and the ranges nested in
  * them, docs/trace-format.md): ",moe_dispatch" or ",moe_combine", else "". */
 static const char *moe_phase_tag(const char *name) {
-  if (!strncmp(name, "moe.dispatch", 12) && (name[12] == 0 || name[12] == '.')) return ",moe_dispatch";
-  if (!strncmp(name, "moe.combine", 11) && (name[11] == 0 || name[11] == '.')) return ",moe_combine";
+  if (!strncmp(name, "moe.dispatch", 12) && (name[12] == 0 || name[12] == '.'))
+    return ",moe_dispatch";
+  if (!strncmp(name, "moe.combine", 11) && (name[11] == 0 || name[11] == '.'))
+    return ",moe_combine";
   return "";
 }
 
@@ -289,8 +291,10 @@ static void export_rank(exporter *x, const ssa_rank_result *rr, long tid_base) {
     if (!name[0]) name = p->kind == SSA_OP_MEMCPY ? "memcpy" : p->kind == SSA_OP_MEMSET ? "memset" : "op";
     ssa_out_json_string(o, name);
     /* an all-to-all collective (expert parallelism's token exchange): tagged in cat */
-    const char *tag = p->coll != SSA_NONE && r->colls[p->coll].op == STEPSCOPE_COLL_ALLTOALL ? ",all_to_all" : "";
-    ssa_out_printf(o, ",\"cat\":\"%s%s\",\"args\":{\"category\":\"%s\",\"correlation\":", cat, tag, cat);
+    const char *tag =
+        p->coll != SSA_NONE && r->colls[p->coll].op == STEPSCOPE_COLL_ALLTOALL ? ",all_to_all" : "";
+    ssa_out_printf(o, ",\"cat\":\"%s%s\",\"args\":{\"category\":\"%s\",\"correlation\":", cat, tag,
+                   cat);
     ssa_out_u64(o, p->corr);
     if (p->bytes) {
       ssa_out_str(o, ",\"bytes\":");

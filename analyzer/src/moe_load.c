@@ -164,7 +164,8 @@ int ssa_moe_load(ssa_analysis *a) {
     a->moe_ep = g[0].ep;
     a->moe_expert_tokens = calloc((size_t)a->moe_experts, sizeof *a->moe_expert_tokens);
     /* at most one step per group */
-    a->moe_step_expert_tokens = calloc(ng * (size_t)a->moe_experts, sizeof *a->moe_step_expert_tokens);
+    a->moe_step_expert_tokens =
+        calloc(ng * (size_t)a->moe_experts, sizeof *a->moe_step_expert_tokens);
     if (!a->moe_expert_tokens || !a->moe_step_expert_tokens) rc = STEPSCOPE_E_NOMEM;
     size_t scap = 0;
     double sum_e = 0, sum_r = 0;
