@@ -15,7 +15,11 @@
  *   alignment (the JSON report's origin), so nanoseconds survive.
  * - device ops carry args.category in {compute, comm, memcpy, memset} and
  *   their ids (correlation, collective comm/seq/op, bytes); host events
- *   carry "host"; derived slices carry "derived".
+ *   carry "host"; derived slices carry "derived". `cat` is the same, with a
+ *   second, comma-separated category (Chrome's convention) for the phases of
+ *   expert parallelism: "comm,all_to_all" on all-to-all collectives,
+ *   "host,moe_dispatch" / "host,moe_combine" on the trainer's dispatch and
+ *   combine ranges.
  * - events of one tid are emitted by start time, longer first, so parents
  *   come before children; slices on one tid nest: one that overlaps a slice
  *   without nesting in it goes to an extra lane of its track (ssa_lanes.h),
@@ -73,6 +77,17 @@ static void x_head(exporter *x, int pid, long tid, int64_t ts, int64_t dur) {
   ssa_out_us(o, ts);
   ssa_out_str(o, ",\"dur\":");
   ssa_out_us(o, dur);
+}
+
+/* The second category of a host range that is a phase of expert parallelism's token
+ * all-to-all (stepscope-train's `moe.dispatch`, `moe.combine` and the ranges nested in
+ * them, docs/trace-format.md): ",moe_dispatch" or ",moe_combine", else "". */
+static const char *moe_phase_tag(const char *name) {
+  if (!strncmp(name, "moe.dispatch", 12) && (name[12] == 0 || name[12] == '.'))
+    return ",moe_dispatch";
+  if (!strncmp(name, "moe.combine", 11) && (name[11] == 0 || name[11] == '.'))
+    return ",moe_combine";
+  return "";
 }
 
 static const char *cls_name(uint8_t cls) {
@@ -241,7 +256,8 @@ static void export_rank(exporter *x, const ssa_rank_result *rr, long tid_base) {
       x_head(x, pid, tid, ssa_rel_time(run, r, g->start), g->end - g->start);
       ssa_out_str(o, ",\"name\":");
       ssa_out_json_string(o, ssa_rank_str(r, g->name));
-      ssa_out_str(o, ",\"cat\":\"host\",\"args\":{\"category\":\"host\",\"domain\":");
+      ssa_out_printf(o, ",\"cat\":\"host%s\",\"args\":{\"category\":\"host\",\"domain\":",
+                     moe_phase_tag(ssa_rank_str(r, g->name)));
       ssa_out_json_string(o, ssa_rank_str(r, g->domain));
       if (g->payload_kind) {
         ssa_out_str(o, ",\"payload\":");
@@ -274,7 +290,11 @@ static void export_rank(exporter *x, const ssa_rank_result *rr, long tid_base) {
     const char *name = ssa_rank_str(r, p->name);
     if (!name[0]) name = p->kind == SSA_OP_MEMCPY ? "memcpy" : p->kind == SSA_OP_MEMSET ? "memset" : "op";
     ssa_out_json_string(o, name);
-    ssa_out_printf(o, ",\"cat\":\"%s\",\"args\":{\"category\":\"%s\",\"correlation\":", cat, cat);
+    /* an all-to-all collective (expert parallelism's token exchange): tagged in cat */
+    const char *tag =
+        p->coll != SSA_NONE && r->colls[p->coll].op == STEPSCOPE_COLL_ALLTOALL ? ",all_to_all" : "";
+    ssa_out_printf(o, ",\"cat\":\"%s%s\",\"args\":{\"category\":\"%s\",\"correlation\":", cat, tag,
+                   cat);
     ssa_out_u64(o, p->corr);
     if (p->bytes) {
       ssa_out_str(o, ",\"bytes\":");

@@ -12,7 +12,8 @@
  * (1.0 is perfect balance; with top-k routing the mean is tokens x K / E). A step reports
  * the worst (layer, group) of each and where the expert imbalance peaked; the run reports
  * the mean over the selected steps of those worsts and the load of every expert summed over
- * the selected steps, layers and groups.
+ * the selected steps, layers and groups; each step also keeps the load of every expert summed
+ * over its layers and groups (the viewer's steps x experts map).
  * Beside the load, each step reports the waits of its all-to-alls (collectives of group `ep`
  * whose first member started in the step's window: from its start to the next step's) and the
  * rank whose late arrivals caused most of them (collectives.c's straggler rule), next to the
@@ -162,7 +163,10 @@ int ssa_moe_load(ssa_analysis *a) {
     a->moe_experts = g[0].E;
     a->moe_ep = g[0].ep;
     a->moe_expert_tokens = calloc((size_t)a->moe_experts, sizeof *a->moe_expert_tokens);
-    if (!a->moe_expert_tokens) rc = STEPSCOPE_E_NOMEM;
+    /* at most one step per group */
+    a->moe_step_expert_tokens =
+        calloc(ng * (size_t)a->moe_experts, sizeof *a->moe_step_expert_tokens);
+    if (!a->moe_expert_tokens || !a->moe_step_expert_tokens) rc = STEPSCOPE_E_NOMEM;
     size_t scap = 0;
     double sum_e = 0, sum_r = 0;
     for (size_t b = 0; rc == 0 && b < ng;) {
@@ -172,6 +176,7 @@ int ssa_moe_load(ssa_analysis *a) {
         rc = STEPSCOPE_E_NOMEM;
         break;
       }
+      int64_t *step_tokens = a->moe_step_expert_tokens + a->nmoe_steps * (size_t)a->moe_experts;
       ssa_moe_step *s = &a->moe_steps[a->nmoe_steps++];
       memset(s, 0, sizeof *s);
       s->step = g[b].step;
@@ -184,7 +189,10 @@ int ssa_moe_load(ssa_analysis *a) {
         for (int k = 0; k < lg->E; k++) {
           total += lg->tokens[k];
           if (lg->tokens[k] > emax) { emax = lg->tokens[k]; ebest = k; }
-          if (lg->E == a->moe_experts) a->moe_expert_tokens[k] += lg->tokens[k];
+          if (lg->E == a->moe_experts) {
+            a->moe_expert_tokens[k] += lg->tokens[k];
+            step_tokens[k] += lg->tokens[k];
+          }
         }
         for (int q = 0; q < lg->ep; q++) {
           int64_t rl = 0;

@@ -515,7 +515,21 @@ int ssa_report_json(const ssa_analysis *a, ssa_out *o) {
       ssa_out_printf(o, ",\"a2a_wait_caused_by_rank\":%d,\"a2a_wait_caused_ns\":",
                      s->a2a_caused_rank);
       ssa_out_i64(o, s->a2a_caused_rank >= 0 ? s->a2a_caused : 0);
-      ssa_out_char(o, '}');
+      /* the step's load per expert and per EP rank (expert e on EP rank e / (E / ep)),
+       * summed over its MoE layers and EP groups */
+      const int64_t *st = a->moe_step_expert_tokens + i * (size_t)a->moe_experts;
+      ssa_out_str(o, ",\"tokens_per_expert\":[");
+      for (int e = 0; e < a->moe_experts; e++)
+        ssa_out_printf(o, "%s%lld", e ? "," : "", (long long)st[e]);
+      ssa_out_str(o, "],\"tokens_per_ep_rank\":[");
+      int per_rank = a->moe_ep > 0 ? a->moe_experts / a->moe_ep : a->moe_experts;
+      for (int q = 0; q < a->moe_ep; q++) {
+        int64_t t = 0;
+        for (int e = q * per_rank; e < (q + 1) * per_rank; e++)
+          t += st[e];
+        ssa_out_printf(o, "%s%lld", q ? "," : "", (long long)t);
+      }
+      ssa_out_str(o, "]}");
     }
     ssa_out_str(o, "]}");
   }

@@ -321,6 +321,7 @@ typedef struct ssa_analysis {
   size_t nmoe_steps;
   int moe_experts, moe_ep;
   int64_t *moe_expert_tokens;       /* [moe_experts] over the selected steps, layers, groups */
+  int64_t *moe_step_expert_tokens;  /* [nmoe_steps][moe_experts]: each step's, all layers, groups */
   double moe_expert_imbalance_mean, moe_rank_imbalance_mean;
   char **warnings;
   size_t nwarnings, warnings_cap;

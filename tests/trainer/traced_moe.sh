@@ -90,6 +90,13 @@ else:
     for v in groups.values():
         for e in range(E): totals[e] += v[e]
     if m["tokens_per_expert"] != totals: bad.append("tokens_per_expert %s != %s" % (m["tokens_per_expert"], totals))
+    # each step's load per expert (all layers and groups) and per EP rank, from the marks
+    for s in m["steps"]:
+        want = [sum(v[e] for (st, l, g), v in groups.items() if st == s["step"]) for e in range(E)]
+        if s["tokens_per_expert"] != want: bad.append("step %d: tokens_per_expert %s, marks %s" % (s["step"], s["tokens_per_expert"], want))
+        El = E // ep
+        want_r = [sum(want[q * El:(q + 1) * El]) for q in range(ep)]
+        if s["tokens_per_ep_rank"] != want_r: bad.append("step %d: tokens_per_ep_rank %s, marks %s" % (s["step"], s["tokens_per_ep_rank"], want_r))
     print("expert imbalance per step:", ["%.2f" % s["expert_imbalance"] for s in m["steps"]],
           "EP rank:", ["%.2f" % s["ep_rank_imbalance"] for s in m["steps"]])
 # the all-to-all waits per step: ep instances starting in [this step's start, the next's)

@@ -1,5 +1,6 @@
 /*
  * app.js — wires the viewer together: loading, tabs, toolbar, detail panel, search.
+ * The Experts tab (experts.js) is shown only when run A's report has a `moe` section.
  *
  * How it works: on load it discovers the runs (SS.discoverRuns), streams run A's
  * trace and report with a progress bar, builds the timeline, and then loads run B
@@ -129,6 +130,18 @@ var SS = window.SS || (window.SS = {});
       cb.addEventListener('change', function () { tl.overlays[k] = cb.checked; tl.request(); });
     });
     $('ov-flows').addEventListener('change', function () { tl.showFlows = $('ov-flows').checked; tl.request(); });
+    // legend of the categories with colours of their own (expert parallelism's all-to-all phases)
+    var mask = 0, legend = $('phase-legend');
+    m.tracks.forEach(function (t) { mask |= t.catMask; });
+    legend.textContent = '';
+    SS.PHASE_LEGEND.forEach(function (e) {
+      if (!(mask & (1 << e.cat))) return;
+      var item = SS.el('span', { className: 'legend-item', 'data-category': SS.CATEGORIES[e.cat] }, [
+        SS.el('span', { className: 'swatch', style: 'background:' + SS.COLORS[e.cat] }), e.name]);
+      legend.appendChild(item);
+    });
+    legend.hidden = !legend.childNodes.length;
+    if (!legend.hidden) legend.insertBefore(document.createTextNode('Expert parallelism:'), legend.firstChild);
     describeSlice(-1, []);
   }
 
@@ -188,6 +201,12 @@ var SS = window.SS || (window.SS = {});
       app.A = await loadRun(a, a.name);
       if (!app.A.model) throw new Error(a.name + ': no trace.json to show (' + (a.missing.join(', ') || 'not found') + ')');
       SS.renderSummary($('view-summary'), app.A.report, a.name);
+      // the Experts tab only for a run whose report has expert load (a `moe` section)
+      var moe = SS.hasMoe(app.A.report);
+      $('tab-experts').hidden = !moe;
+      if (moe) SS.renderExperts($('view-experts'), app.A.report);
+      else $('view-experts').textContent = '';
+      if (!moe && document.body.dataset.tab === 'experts') document.body.dataset.tab = 'timeline';
       buildTimeline();
       app.timeline.render();
       app.interactiveAt = performance.now();   // navigation start -> first frame drawn
@@ -257,6 +276,15 @@ var SS = window.SS || (window.SS = {});
       return out;
     },
     flowCount: function () { return app.A.model.flows.n; },
+    /* Slices per category name of run A (categories with none left out). */
+    categoryCounts: function () {
+      var m = app.A.model, n = new Array(SS.CATEGORIES.length).fill(0), out = {};
+      for (var i = 0; i < m.n; i++) n[m.cat[i]]++;
+      n.forEach(function (c, k) { if (c) out[SS.CATEGORIES[k]] = c; });
+      return out;
+    },
+    /* The colour the timeline draws slice i in. */
+    colorOf: function (i) { return app.timeline.colorOf(i); },
     parseMode: function () { return SS.lastParseMode; }
   };
 

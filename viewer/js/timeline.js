@@ -10,6 +10,8 @@
  * one pixel column and the walk jumps (binary search again) to the first slice
  * starting in the next pixel, so a frame costs O(rows × pixels × log n) whatever
  * the number of slices. Adjacent same-coloured columns merge into one rectangle.
+ * Host ranges are coloured by name, device ops by category; the all-to-all phases of
+ * expert parallelism (SS.CAT 7-9) have colours of their own and a legend entry.
  * Overlays: the rank's derived slices (exposed comm, idle, bubble) are also drawn as
  * bands across the rank's lanes, merged into pixel runs (coverRuns) and painted in
  * opaque tints under the slices (cheap to rasterize without a GPU). Flows: arrows from launch to
@@ -23,6 +25,7 @@ var SS = window.SS || (window.SS = {});
 
 SS.COLORS = {
   1: '#4e79a7', 2: '#e15759', 3: '#59a14f', 4: '#8cd17d', 0: '#9d9d9d',
+  7: '#b8329e', 8: '#17becf', 9: '#bcbd22',      // all-to-all, moe.dispatch, moe.combine
   exposed: '#ff7f0e', idle: '#9aa0a6', bubble: '#b07aa1'
 };
 SS.OVERLAY_RGBA = { exposed: 'rgba(255,127,14,0.22)', idle: 'rgba(120,120,120,0.16)',
@@ -31,6 +34,13 @@ SS.OVERLAY_RGBA = { exposed: 'rgba(255,127,14,0.22)', idle: 'rgba(120,120,120,0.
  * (large translucent fills are the most expensive thing to rasterize in software). */
 SS.OVERLAY_BG = { idle: '#e9e9e9', exposed: '#ffe3ca', bubble: '#ebdee8' };
 SS.OVERLAY_ORDER = ['idle', 'exposed', 'bubble'];
+/* Legend entries of the categories drawn in a colour of their own (the toolbar shows
+ * those present in the trace): expert parallelism's all-to-all phases. */
+SS.PHASE_LEGEND = [
+  { cat: 7, name: 'all-to-all (group ep)' },
+  { cat: 8, name: 'moe.dispatch' },
+  { cat: 9, name: 'moe.combine' }
+];
 
 SS.hashColor = function (s) {
   var h = 0;

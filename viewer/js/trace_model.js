@@ -18,8 +18,11 @@
 
 var SS = window.SS || (window.SS = {});
 
-SS.CATEGORIES = ['other', 'compute', 'comm', 'memcpy', 'memset', 'host', 'derived'];
-SS.CAT = { other: 0, compute: 1, comm: 2, memcpy: 3, memset: 4, host: 5, derived: 6 };
+/* Codes 7-9 are the phases of expert parallelism's token exchange, told by the export's
+ * second category (chrome_export.c): the all-to-all collectives (comm) and the trainer's
+ * moe.dispatch / moe.combine ranges (host). */
+SS.CATEGORIES = ['other', 'compute', 'comm', 'memcpy', 'memset', 'host', 'derived', 'all_to_all', 'moe_dispatch', 'moe_combine'];
+SS.CAT = { other: 0, compute: 1, comm: 2, memcpy: 3, memset: 4, host: 5, derived: 6, all_to_all: 7, moe_dispatch: 8, moe_combine: 9 };
 SS.DERIVED_KINDS = { 'exposed comm': 'exposed', 'idle': 'idle', 'bubble': 'bubble' };
 
 /* p: the object returned by a trace_parse.js Parser's finish(). */

@@ -24,7 +24,9 @@
  * gives; longer numbers and exponents go through parseFloat); names are interned by a
  * hash of their bytes (decoded once per distinct name); escaped strings are decoded
  * with JSON.parse; string flow ids are given dense ids from their bytes (ByteIds), never
- * decoded; `args.category` is picked out while skipping over args; only the
+ * decoded; `args.category` is picked out while skipping over args (a second,
+ * comma-separated category in `cat` naming an all-to-all phase, catTag, overrides
+ * it: such slices get their own code); only the
  * args of metadata (M) and counter (C) events, and of B/E pairs, are parsed at load.
  * Parser.finish() groups slices by track (counting sort), sorts a track only when it
  * was out of order, and packs each track into rows greedily (a slice goes to the
@@ -38,7 +40,9 @@ var SS = (typeof window !== 'undefined') ? (window.SS || (window.SS = {})) : {};
 
 SS.traceParserFactory = function () {
   'use strict';
-  var CAT_NAMES = ['other', 'compute', 'comm', 'memcpy', 'memset', 'host', 'derived'];
+  var CAT_NAMES = ['other', 'compute', 'comm', 'memcpy', 'memset', 'host', 'derived',
+                   'all_to_all', 'moe_dispatch', 'moe_combine'];
+  var FIRST_TAG = 7;    // codes from here on come from a second category in `cat` (catTag)
   var POW10 = [];
   for (var e = 0; e <= 22; e++) POW10.push(Math.pow(10, e));
   var decoder = new TextDecoder('utf-8');
@@ -149,6 +153,22 @@ SS.traceParserFactory = function () {
     var name = CAT_BYTES[code];
     for (var k = 1; k < name.length; k++) if (buf[a + k] !== name[k]) return 0;
     return code;
+  }
+
+  /* The code of a second, comma-separated category in the `cat` bytes buf[a..b)
+   * (without quotes) that names a phase of expert parallelism ("comm,all_to_all",
+   * "host,moe_dispatch", "host,moe_combine", as chrome_export.c writes them), or 0. */
+  function catTag(buf, a, b) {
+    var c = b - 1;
+    while (c > a && buf[c] !== 0x2c) c--;
+    if (c <= a) return 0;
+    for (var code = FIRST_TAG; code < CAT_NAMES.length; code++) {
+      var name = CAT_BYTES[code], k = 0;
+      if (name.length !== b - c - 1) continue;
+      while (k < name.length && buf[c + 1 + k] === name[k]) k++;
+      if (k === name.length) return code;
+    }
+    return 0;
   }
 
   function grow(arr, need) {
@@ -649,6 +669,7 @@ SS.traceParserFactory = function () {
   Parser.prototype.handleEvent = function (buf, ph, bp, pid, tid, ts, dur, nameA, nameB, catA, catB, argA, argB,
                                            argCat, hasId, id, idA, idB) {
     var cat = argCat >= 0 ? argCat : (catA >= 0 ? catCodeChecked(buf, catA + 1, catB - 1) : 0);
+    if (catA >= 0) { var tag = catTag(buf, catA + 1, catB - 1); if (tag) cat = tag; }
     if (ph === 0x58) {                             // X
       if (!isFinite(ts)) return;
       this.addSlice(this.getTrack(pid, tid), ts, isFinite(dur) ? dur : 0, this.nameOf(buf, nameA, nameB), cat, buf, argA, argB);
