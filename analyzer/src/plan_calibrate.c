@@ -149,7 +149,9 @@ int plan_calibrate_from_run(const char *run_dir, int threads, plan_calibration *
     double *fshare = calloc(an.nranks + 1, sizeof *fshare);
     double *ashare = calloc(an.nranks + 1, sizeof *ashare);
     double *exposed = calloc(an.nranks + 1, sizeof *exposed);
-    if (!rates || !hosts || !excess || !fshare || !ashare || !exposed) {
+    double *bfrac = calloc(an.nranks + 1, sizeof *bfrac);
+    if (!rates || !hosts || !excess || !fshare || !ashare || !exposed || !bfrac) {
+        free(bfrac);
         free(exposed);
         free(fshare);
         free(ashare);
@@ -173,8 +175,10 @@ int plan_calibrate_from_run(const char *run_dir, int threads, plan_calibration *
                       rr->totals.exposed_mem / steps - bubble;
         hosts[nh++] = fmax(0.0, rest) / 1e9;
         exposed[nr - 1] = rr->totals.exposed_comm / steps / 1e9;
-        if (rr->pipeline && isfinite(rr->bubble_theory) && span > 0)
+        if (rr->pipeline && isfinite(rr->bubble_theory) && span > 0) {
+            bfrac[ne] = bubble / span;
             excess[ne++] = bubble / span - rr->bubble_theory;
+        }
         double f, b, a;
         if (l->recompute == MM_RECOMPUTE_NONE && /* else backward holds forwards again */
             phase_times(rr->rank, rr->totals.start, rr->totals.end, &f, &b, &a) == 0) {
@@ -193,6 +197,7 @@ int plan_calibrate_from_run(const char *run_dir, int threads, plan_calibration *
         free(hosts);
         free(excess);
         free(exposed);
+        free(bfrac);
         snprintf(err, errlen, "%s: no rank has steps with compute to calibrate on", run_dir);
         goto out;
     }
@@ -201,6 +206,8 @@ int plan_calibrate_from_run(const char *run_dir, int threads, plan_calibration *
     free(exposed);
     cal->host_s_per_step = median(hosts, nh);
     cal->bubble_excess = ne ? fmax(0.0, median(excess, ne)) : 0;
+    cal->bubble_fraction = ne ? median(bfrac, ne) : 0; /* fit_host: excess over shared cores' */
+    free(bfrac);
     free(rates);
     free(hosts);
     free(excess);

@@ -386,6 +386,18 @@ void plan_calibration_fit_host(plan_job *job)
         if (plan_predict(&base, l, &r, err, sizeof err) != 0)
             return;
     }
+    /* a pipelined run on shared cores: its bubble's excess is over what the slot model gives
+     * (less than the one-device theory the analysis compares with) */
+    if (share < 1 && l->pp > 1 && c->bubble_fraction > 0) {
+        base.cal.bubble_excess = 0;
+        if (plan_predict(&base, l, &r, err, sizeof err) != 0)
+            return;
+        double slots = r.compute_s + r.bubble_s > 0 ? r.bubble_s / (r.compute_s + r.bubble_s) : 0;
+        c->bubble_excess = fmax(0.0, c->bubble_fraction - slots);
+        base.cal.bubble_excess = c->bubble_excess;
+        if (plan_predict(&base, l, &r, err, sizeof err) != 0)
+            return;
+    }
     double rest = c->measured_step_s - r.step_s;
     /* the parts already exceed the measured step (the median rank's rate is slower than the
      * critical path's): take the rate that makes them fit. Compute, bubble and waits scale
@@ -683,10 +695,11 @@ int plan_write_json(FILE *f, const plan_job *job, const plan_result *r, long n)
                 "\"host_s_per_step\":%.6g,\"bubble_excess\":%.6f,"
                 "\"runtime_baseline_bytes\":%.0f,\"measured_step_s\":%.6g,"
                 "\"forward_share\":%.4f,\"attention_forward_share\":%.4f,"
-                "\"exposed_comm_s\":%.6g,\"wait_share\":%.6g},",
+                "\"exposed_comm_s\":%.6g,\"wait_share\":%.6g,\"bubble_fraction\":%.6f},",
                 c->flops_rate, c->tp_bw, c->dp_bw, c->pp_bw, c->cp_bw, c->latency_s,
                 c->host_s_per_step, c->bubble_excess, c->baseline_bytes, c->measured_step_s,
-                c->forward_share, c->attention_forward_share, c->exposed_comm_s, c->wait_share);
+                c->forward_share, c->attention_forward_share, c->exposed_comm_s, c->wait_share,
+                c->bubble_fraction);
     } else {
         fprintf(f, "\"calibration\":null,\"assumed\":[\"flops_rate\",\"bandwidths\",\"latency\","
                    "\"runtime_baseline\",\"host_overhead\"],");

@@ -70,7 +70,9 @@ typedef struct plan_calibration {
                                collectives) / compute on the run's layout, per unit of the
                                time a rank is off a core (1 - core share); 0 unless the run's
                                ranks outnumbered the cores and it had no pipeline */
-    double bubble_excess;   /* measured bubble fraction - theory (pipelined runs) */
+    double bubble_excess;   /* measured bubble fraction - theory (pipelined runs); with ranks
+                               sharing cores, - the shared cores' slot model (fit_host) */
+    double bubble_fraction; /* measured bubble / span, median over a pipelined run's ranks */
     double baseline_bytes;  /* measured runtime baseline per rank */
     double forward_share;   /* forward compute time / (forward + backward), measured (a run
                                without recomputation); what full recomputation repeats */

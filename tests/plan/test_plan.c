@@ -445,6 +445,30 @@ static void shared_cores(void)
     l.microbatches = 1;
     CHECK(plan_predict(&j, &l, &q, err, sizeof err) == 0);
     CHECK(q.wait_s == 0 && fabs(q.compute_s - flops / 1e9) < 1e-12);
+
+    /* a pipelined calibration (pp2 x dp2, 4 micro-batches) on 2 cores measured a bubble of
+     * 0.2 of its span (0.2 - 1/5 = 0 over the one-device theory): the slot model gives no
+     * bubble there, so the excess is the whole 0.2; with a core per rank it stays the
+     * theory's 0 */
+    j = job_of(4, 16, "cpu");
+    j.dev.cores = 2;
+    l = small();
+    l.pp = 2;
+    l.dp = 2;
+    l.microbatches = 4;
+    l.micro_batch = 2;
+    j.cal.present = 1;
+    j.cal.layout = l;
+    j.cal.flops_rate = 1e9;
+    j.cal.measured_step_s = 10; /* long: no rate fitting */
+    j.cal.bubble_fraction = 0.2;
+    j.cal.bubble_excess = 0;
+    plan_job k = j;
+    plan_calibration_fit_host(&j);
+    CHECK(fabs(j.cal.bubble_excess - 0.2) < 1e-12 && j.cal.wait_share == 0);
+    k.dev.cores = 4;
+    plan_calibration_fit_host(&k);
+    CHECK(k.cal.bubble_excess == 0);
 }
 
 int main(void)
