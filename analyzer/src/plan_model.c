@@ -408,6 +408,7 @@ void plan_calibration_fit_host(plan_job *job)
             break;
         c->flops_rate = (c->flops_rate > 0 ? c->flops_rate : job->dev.peak_flops * job->dev.efficiency) *
                         pace / (pace + rest);
+        c->rate_raised = 1;
         base.cal = *c;
         base.cal.host_s_per_step = 0;
         if (plan_predict(&base, l, &r, err, sizeof err) != 0)
@@ -695,11 +696,12 @@ int plan_write_json(FILE *f, const plan_job *job, const plan_result *r, long n)
                 "\"host_s_per_step\":%.6g,\"bubble_excess\":%.6f,"
                 "\"runtime_baseline_bytes\":%.0f,\"measured_step_s\":%.6g,"
                 "\"forward_share\":%.4f,\"attention_forward_share\":%.4f,"
-                "\"exposed_comm_s\":%.6g,\"wait_share\":%.6g,\"bubble_fraction\":%.6f},",
+                "\"exposed_comm_s\":%.6g,\"wait_share\":%.6g,\"bubble_fraction\":%.6f,"
+                "\"rate_raised\":%s},",
                 c->flops_rate, c->tp_bw, c->dp_bw, c->pp_bw, c->cp_bw, c->latency_s,
                 c->host_s_per_step, c->bubble_excess, c->baseline_bytes, c->measured_step_s,
                 c->forward_share, c->attention_forward_share, c->exposed_comm_s, c->wait_share,
-                c->bubble_fraction);
+                c->bubble_fraction, c->rate_raised ? "true" : "false");
     } else {
         fprintf(f, "\"calibration\":null,\"assumed\":[\"flops_rate\",\"bandwidths\",\"latency\","
                    "\"runtime_baseline\",\"host_overhead\"],");

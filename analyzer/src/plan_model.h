@@ -73,6 +73,7 @@ typedef struct plan_calibration {
     double bubble_excess;   /* measured bubble fraction - theory (pipelined runs); with ranks
                                sharing cores, - the shared cores' slot model (fit_host) */
     double bubble_fraction; /* measured bubble / span, median over a pipelined run's ranks */
+    int rate_raised;        /* fit_host raised flops_rate: the modelled parts exceeded the step */
     double baseline_bytes;  /* measured runtime baseline per rank */
     double forward_share;   /* forward compute time / (forward + backward), measured (a run
                                without recomputation); what full recomputation repeats */

@@ -58,13 +58,13 @@ assert own["device"]["cores"] >= 1 and own["device"]["cores_assumed"] is True
 rel = abs(l["step_time_s"] - cal["measured_step_s"]) / cal["measured_step_s"]
 # the measured exposed collectives are the modelled ones plus the waits, unless the modelled
 # ones alone exceed them (then no waits), or the modelled parts exceeded the measured step
-# (host 0: the rate was raised, which shortens the waits with the compute); the calibration's
-# figures are written to 6 digits
+# (rate_raised: the rate was raised, which shortens the waits with the compute); the
+# calibration's figures are written to 6 digits
 e = cal["exposed_comm_s"]
 coll = b["grad_sync"] + b["tp"] + b["cp"] + b["wait"]
 if b["wait"] == 0:
     split = b["grad_sync"] >= e - 1e-9
-elif b["host"] > 0:
+elif not cal["rate_raised"]:
     split = abs(coll - e) <= 1e-5 * e
 else:
     split = coll <= e * (1 + 1e-5)
