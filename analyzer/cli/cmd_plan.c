@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "model_config.h"
 #include "model_presets.h"
@@ -40,6 +41,8 @@ static void usage(FILE *f)
             "  --global-batch B      sequences per optimizer step [the run's with --from]\n"
             "  --device D            %s [h100-sxm; the run's device with --from]\n"
             "  --device-memory-gib X memory per device instead of the table's\n"
+            "  --cores N             cpu: the cores the ranks of a node share (their rate is\n"
+            "                        min(1, cores / ranks) of a core's) [this machine's, assumed]\n"
             "  --no-overlap          gradient all-reduce not overlapped with backward\n"
             "layout (each fixes that choice; all of them: predict one layout):\n"
             "  --dp --tp --pp --cp N, --sp | --no-sp, --zero 0..3,\n"
@@ -189,6 +192,7 @@ int cmd_plan(int argc, char **argv)
     int experts = -1, top_k = 2, moe_every = 1;
     int top = 20, threads = 0;
     double mem_gib = 0, bucket_mb = 1;
+    int cores = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int rc = 0, consumed = 1;
@@ -229,6 +233,8 @@ int cmd_plan(int argc, char **argv)
             device = v;
         } else if (!strcmp(a, "--device-memory-gib")) {
             rc = parse_double(a, v, 0.001, &mem_gib);
+        } else if (!strcmp(a, "--cores")) {
+            rc = parse_int(a, v, 1, 1 << 20, &cores);
         } else if (!strcmp(a, "--no-overlap")) {
             job.overlap = 0;
             consumed = 0;
@@ -387,6 +393,13 @@ int cmd_plan(int argc, char **argv)
     job.dev = *d;
     if (mem_gib > 0)
         job.dev.memory_bytes = mem_gib * (double)(1u << 30);
+    if (!strcmp(job.dev.name, "cpu")) {
+        /* the trainer's traces do not record the machine's cores: --cores, else this
+         * machine's (assumed to be the one the ranks ran or will run on) */
+        long online = sysconf(_SC_NPROCESSORS_ONLN);
+        job.dev.cores = cores > 0 ? cores : online > 0 ? (int)online : 1;
+        job.dev.cores_assumed = cores <= 0;
+    }
     plan_calibration_fit_host(&job);
 
     char err[256];

@@ -205,7 +205,9 @@ int ssa_prediction_diff(const ssa_run *run, const ssa_analysis *an, const char *
     warn(d, "the run's MFU uses a peak of %.4g FLOP/s per device, the prediction's %.4g: the "
             "predicted MFU is rescaled to the run's peak", an->peak_flops_per_device, p->peak_flops);
   }
-  double pred_exposed = pl->tp_s + pl->cp_s + pl->grad_sync_s;
+  /* descheduled waits (an oversubscribed CPU, docs/plan.md) are waits in collectives: the
+   * trace counts them as exposed; predictions older than the term have none */
+  double pred_exposed = pl->tp_s + pl->cp_s + pl->grad_sync_s + (isfinite(pl->wait_s) ? pl->wait_s : 0);
   double pred_bubble = pl->bubble_s + pl->pp_s;
   metric(d, SSA_PM_STEP_TIME, "step_time_s", "step time (s)", pl->step_time_s, step, 0);
   metric(d, SSA_PM_COMPUTE, "compute_s", "compute per step, slowest rank (s)", pl->compute_s,

@@ -29,6 +29,7 @@ typedef struct ssa_pred_layout {
   int memory_stage, fits;
   double step_time_s, tokens_per_s, mfu, bubble_theory;
   double compute_s, bubble_s, tp_s, cp_s, pp_s, grad_sync_s, host_s;
+  double wait_s;                    /* descheduled waits (0 when the plan has none) */
   char binding[32];
 } ssa_pred_layout;
 

@@ -3,7 +3,9 @@
  * (`stepscope plan --from RUN`): the layout it ran (its configuration in the trace header),
  * the FLOP rate its ranks achieved on the model's math, the bus bandwidth each
  * communicator group reached, the smallest collective time (latency), the step time that
- * nothing in the model explains (host overhead, per micro-batch), how far its pipeline
+ * nothing in the model explains (host overhead, per step), the collective time its ranks
+ * spent exposed (split by plan_calibration_fit_host into the waits of ranks descheduled on
+ * an oversubscribed CPU and the rest), how far its pipeline
  * bubble exceeded the schedule's theory, and its runtime memory baseline.
  *
  * Every figure is a median or a bytes-weighted mean over ranks and collectives of the
@@ -146,7 +148,11 @@ int plan_calibrate_from_run(const char *run_dir, int threads, plan_calibration *
     double *excess = calloc(an.nranks + 1, sizeof *excess);
     double *fshare = calloc(an.nranks + 1, sizeof *fshare);
     double *ashare = calloc(an.nranks + 1, sizeof *ashare);
-    if (!rates || !hosts || !excess || !fshare || !ashare) {
+    double *exposed = calloc(an.nranks + 1, sizeof *exposed);
+    double *bfrac = calloc(an.nranks + 1, sizeof *bfrac);
+    if (!rates || !hosts || !excess || !fshare || !ashare || !exposed || !bfrac) {
+        free(bfrac);
+        free(exposed);
         free(fshare);
         free(ashare);
         free(rates);
@@ -168,8 +174,11 @@ int plan_calibrate_from_run(const char *run_dir, int threads, plan_calibration *
         double rest = span - rr->totals.compute / steps - rr->totals.exposed_comm / steps -
                       rr->totals.exposed_mem / steps - bubble;
         hosts[nh++] = fmax(0.0, rest) / 1e9;
-        if (rr->pipeline && isfinite(rr->bubble_theory) && span > 0)
+        exposed[nr - 1] = rr->totals.exposed_comm / steps / 1e9;
+        if (rr->pipeline && isfinite(rr->bubble_theory) && span > 0) {
+            bfrac[ne] = bubble / span;
             excess[ne++] = bubble / span - rr->bubble_theory;
+        }
         double f, b, a;
         if (l->recompute == MM_RECOMPUTE_NONE && /* else backward holds forwards again */
             phase_times(rr->rank, rr->totals.start, rr->totals.end, &f, &b, &a) == 0) {
@@ -187,12 +196,18 @@ int plan_calibrate_from_run(const char *run_dir, int threads, plan_calibration *
         free(rates);
         free(hosts);
         free(excess);
+        free(exposed);
+        free(bfrac);
         snprintf(err, errlen, "%s: no rank has steps with compute to calibrate on", run_dir);
         goto out;
     }
     cal->flops_rate = median(rates, nr);
+    cal->exposed_comm_s = median(exposed, nr); /* split into waits and host by fit_host */
+    free(exposed);
     cal->host_s_per_step = median(hosts, nh);
     cal->bubble_excess = ne ? fmax(0.0, median(excess, ne)) : 0;
+    cal->bubble_fraction = ne ? median(bfrac, ne) : 0; /* fit_host: excess over shared cores' */
+    free(bfrac);
     free(rates);
     free(hosts);
     free(excess);

@@ -17,12 +17,14 @@
  * bandwidth a ring all-reduce can use (NVLink 4: 900 GB/s both ways), the network as one
  * 400 Gb/s NIC per GPU; efficiency is a typical share of peak for GPT GEMM mixes (MFU
  * reports of Megatron-class trainers); baselines: CUDA context, cuBLAS workspace and NCCL
- * buffers on GPUs, the measured CPU trainer's process (trainer.memory_model) on cpu. */
+ * buffers on GPUs, the measured CPU trainer's process (trainer.memory_model) on cpu. The cpu
+ * entry's peak and efficiency are per core; its core count is the machine's, set at run time
+ * (cmd_plan.c), so it is 0 here. */
 static const plan_device devices[] = {
-    {"h100-sxm", 989e12, 80.0 * (1u << 30), 450e9, 50e9, 20e-6, 0.45, 1.5 * (1u << 30), 2},
-    {"h200", 989e12, 141.0 * (1u << 30), 450e9, 50e9, 20e-6, 0.45, 1.5 * (1u << 30), 2},
-    {"a100-80g", 312e12, 80.0 * (1u << 30), 300e9, 25e9, 25e-6, 0.50, 1.3 * (1u << 30), 2},
-    {"cpu", 0.1e12, 4.0 * (1u << 30), 5e9, 1e9, 50e-6, 0.30, 96.0 * (1u << 20), 4},
+    {"h100-sxm", 989e12, 80.0 * (1u << 30), 450e9, 50e9, 20e-6, 0.45, 1.5 * (1u << 30), 2, 0, 0},
+    {"h200", 989e12, 141.0 * (1u << 30), 450e9, 50e9, 20e-6, 0.45, 1.5 * (1u << 30), 2, 0, 0},
+    {"a100-80g", 312e12, 80.0 * (1u << 30), 300e9, 25e9, 25e-6, 0.50, 1.3 * (1u << 30), 2, 0, 0},
+    {"cpu", 0.1e12, 4.0 * (1u << 30), 5e9, 1e9, 50e-6, 0.30, 96.0 * (1u << 20), 4, 0, 0},
 };
 
 const plan_device *plan_device_find(const char *name)
@@ -46,6 +48,13 @@ const char *plan_device_kind_of_name(const char *name)
     if (strstr(name, "A100"))
         return "a100-80g";
     return "cpu";
+}
+
+double plan_core_share(const plan_device *dev, int ranks)
+{
+    if (dev->cores <= 0 || ranks <= dev->cores)
+        return 1.0;
+    return (double)dev->cores / ranks;
 }
 
 void plan_filter_any(plan_filter *f)
@@ -195,9 +204,19 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
     out->memory_total = (double)out->mem.peak + baseline;
     out->fits = out->memory_total <= job->dev.memory_bytes;
 
-    /* compute: the slowest stage's micro-batch sets the pace */
-    double rate = job->cal.flops_rate > 0 ? job->cal.flops_rate
-                                           : job->dev.peak_flops * job->dev.efficiency;
+    /* compute: the slowest stage's micro-batch sets the pace. On the CPU backend the ranks of
+     * a node share its cores: each gets min(1, cores / ranks) of a core's rate (a calibrated
+     * rate is first brought back to one core's by the calibration run's own share). */
+    int G = job->gpus_per_node > 0 ? job->gpus_per_node : 8;
+    int ranks_node = N < G ? N : G;
+    double share = plan_core_share(&job->dev, ranks_node);
+    double core_rate = job->dev.peak_flops * job->dev.efficiency;
+    if (job->cal.flops_rate > 0) {
+        const mm_layout *cl = &job->cal.layout;
+        int cn = cl->dp * cl->tp * cl->pp * cl->cp;
+        core_rate = job->cal.flops_rate / plan_core_share(&job->dev, cn < G ? cn : G);
+    }
+    double rate = core_rate * share;
     double t_mb = 0;
     for (int s = 0; s < l.pp; s += (l.pp > 2 && s == 0) ? l.pp - 1 : 1) {
         double t = stage_work(job, &l, s) / rate;
@@ -209,12 +228,33 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
     if (l.pp > 1) {
         out->bubble_theory = (double)(l.pp - 1) / ((double)V * M + l.pp - 1);
         out->bubble_s = (l.pp - 1) * t_mb / V;
+        if (share < 1) {
+            /* ranks outnumber cores: a stage idle in the fill or drain leaves its core to
+             * the others. The schedule is V*M + p - 1 slots of one chunk (t_mb / V at the
+             * shared rate); in slot k, a_k = min(k + 1, p, V*M, V*M + p - 1 - k) of the p
+             * stages work, i.e. ranks_node * a_k / p ranks of the node, each at
+             * min(1, cores / active) of a core, so the slot lasts the chunk's one-core time
+             * times max(1, active / cores). The bubble is what the slots take beyond M * t_mb. */
+            int S = V * M, K = S + l.pp - 1;
+            double chunk_core = t_mb / V * share, sched = 0;
+            for (int k = 0; k < K; k++) {
+                int a = k + 1;
+                if (a > l.pp)
+                    a = l.pp;
+                if (a > S)
+                    a = S;
+                if (a > K - k)
+                    a = K - k;
+                double active = (double)ranks_node * a / l.pp;
+                sched += chunk_core * fmax(1.0, active / job->dev.cores);
+            }
+            out->bubble_s = fmax(0.0, sched - out->compute_s);
+        }
         if (job->cal.bubble_excess > 0)
             out->bubble_s += job->cal.bubble_excess * (out->compute_s + out->bubble_s);
     }
 
     /* communication, group by group (ranks are laid out tp fastest, then cp, pp, dp) */
-    int G = job->gpus_per_node > 0 ? job->gpus_per_node : 8;
     double lat = job->cal.latency_s > 0 ? job->cal.latency_s : job->dev.latency_s;
 #define BW(fits_node, calibrated)                                                                  \
     ((calibrated) > 0 ? (calibrated) : (fits_node) ? job->dev.intra_bw : job->dev.inter_bw)
@@ -291,13 +331,19 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
         out->grad_sync_s += lat + expert_grad_bytes * 2.0 * (edp - 1) / edp / bw;
     }
 #undef BW
+    /* descheduled waits: ranks outnumbering cores reach each collective at times as
+     * different as their turns on the cores; the waits are the calibrated share of the
+     * compute, scaled by the time a rank is off a core, 1 - share (a pipeline's stages wait
+     * in the schedule instead: its bubble above gives their cores back) */
+    if (share < 1 && l.pp == 1 && job->cal.wait_share > 0)
+        out->wait_s = job->cal.wait_share * (1.0 - share) * out->compute_s;
     out->host_s = job->cal.host_s_per_step > 0 ? job->cal.host_s_per_step : 0;
     out->step_s = out->compute_s + out->bubble_s + out->tp_s + out->cp_s + out->pp_s +
-                  out->ep_s + out->grad_sync_s + out->host_s;
+                  out->ep_s + out->grad_sync_s + out->wait_s + out->host_s;
     out->tokens_per_s = (double)job->global_batch * l.seq / out->step_s;
     out->mfu = mf_model_flops_per_step(&l, job->global_batch) / /* the trainer's MFU numerator */
                (out->step_s * job->dev.peak_flops * job->gpus);
-    double comm = out->tp_s + out->cp_s + out->pp_s + out->ep_s + out->grad_sync_s;
+    double comm = out->tp_s + out->cp_s + out->pp_s + out->ep_s + out->grad_sync_s + out->wait_s;
     if (!out->fits)
         out->binding = "memory";
     else if (out->compute_s >= comm && out->compute_s >= out->bubble_s && out->compute_s >= out->host_s)
@@ -321,17 +367,48 @@ void plan_calibration_fit_host(plan_job *job)
     base.gpus = l->dp * l->tp * l->pp * l->cp;
     base.global_batch = l->dp * l->microbatches * l->micro_batch;
     base.cal.host_s_per_step = 0;
+    base.cal.wait_share = 0;
     plan_result r;
     char err[256];
     if (plan_predict(&base, l, &r, err, sizeof err) != 0)
         return;
+    /* descheduled waits: the run's exposed collective time beyond what the modelled
+     * collectives take, as a share of its compute per unit of time off a core (only a run
+     * whose ranks outnumbered the cores, without a pipeline: a pipeline's waits are its
+     * schedule's) */
+    int G = job->gpus_per_node > 0 ? job->gpus_per_node : 8;
+    double share = plan_core_share(&job->dev, base.gpus < G ? base.gpus : G);
+    c->wait_share = 0;
+    if (share < 1 && l->pp == 1 && r.compute_s > 0) {
+        double modelled = r.tp_s + r.cp_s + r.pp_s + r.ep_s + r.grad_sync_s;
+        c->wait_share = fmax(0.0, c->exposed_comm_s - modelled) / ((1.0 - share) * r.compute_s);
+        base.cal.wait_share = c->wait_share;
+        if (plan_predict(&base, l, &r, err, sizeof err) != 0)
+            return;
+    }
+    /* a pipelined run on shared cores: its bubble's excess is over what the slot model gives
+     * (less than the one-device theory the analysis compares with) */
+    if (share < 1 && l->pp > 1 && c->bubble_fraction > 0) {
+        base.cal.bubble_excess = 0;
+        if (plan_predict(&base, l, &r, err, sizeof err) != 0)
+            return;
+        double slots = r.compute_s + r.bubble_s > 0 ? r.bubble_s / (r.compute_s + r.bubble_s) : 0;
+        c->bubble_excess = fmax(0.0, c->bubble_fraction - slots);
+        base.cal.bubble_excess = c->bubble_excess;
+        if (plan_predict(&base, l, &r, err, sizeof err) != 0)
+            return;
+    }
     double rest = c->measured_step_s - r.step_s;
-    if (rest < 0 && r.compute_s + r.bubble_s > -rest) {
-        /* the parts already exceed the measured step (the median rank's rate is slower
-         * than the critical path's): take the rate that makes compute + bubble fit */
-        double pace = r.compute_s + r.bubble_s;
+    /* the parts already exceed the measured step (the median rank's rate is slower than the
+     * critical path's): take the rate that makes them fit. Compute, bubble and waits scale
+     * with 1 / rate, the overlap of the gradient sync does not quite, so a few rounds. */
+    for (int round = 0; round < 8 && rest < -1e-9 * c->measured_step_s; round++) {
+        double pace = r.compute_s + r.bubble_s + r.wait_s;
+        if (pace <= -rest)
+            break;
         c->flops_rate = (c->flops_rate > 0 ? c->flops_rate : job->dev.peak_flops * job->dev.efficiency) *
                         pace / (pace + rest);
+        c->rate_raised = 1;
         base.cal = *c;
         base.cal.host_s_per_step = 0;
         if (plan_predict(&base, l, &r, err, sizeof err) != 0)
@@ -516,6 +593,10 @@ void plan_print_table(FILE *f, const plan_job *job, const plan_result *r, long n
                    "in / between nodes, %.0f us per collective (docs/plan.md)\n",
                 100 * job->dev.efficiency, job->dev.peak_flops, job->dev.intra_bw / 1e9,
                 job->dev.inter_bw / 1e9, job->dev.latency_s * 1e6);
+    if (job->dev.cores > 0)
+        fprintf(f, "the ranks of a node share %d cores%s: each gets min(1, cores / ranks) of a "
+                   "core's rate\n", job->dev.cores,
+                job->dev.cores_assumed ? " (assumed: this machine's; --cores N)" : "");
     fprintf(f, "\n%-4s %-52s %9s %4s %10s %11s %6s  %s\n", "#", "layout", "mem GiB", "fits",
             "step s", "tokens/s", "MFU", "binding");
     for (long i = 0; i < n && i < top; i++) {
@@ -533,11 +614,11 @@ void plan_print_table(FILE *f, const plan_job *job, const plan_result *r, long n
                 "\nbest: %s\n  memory per device (stage %d): parameters %.2f, gradients %.2f, "
                 "optimizer %.2f, activations %.2f, runtime baseline %.2f GiB = %.2f GiB\n"
                 "  step %.4g s = compute %.4g + bubble %.4g + TP %.4g + CP %.4g + PP %.4g + "
-                "EP %.4g + gradient sync %.4g + host %.4g\n",
+                "EP %.4g + gradient sync %.4g + descheduled waits %.4g + host %.4g\n",
                 b->fits ? "fits" : "does NOT fit", b->mem_stage, gib(b->mem.parameters),
                 gib(b->mem.gradients), gib(b->mem.optimizer), gib(b->mem.activations),
                 gib(b->memory_total - b->mem.peak), gib(b->memory_total), b->step_s, b->compute_s,
-                b->bubble_s, b->tp_s, b->cp_s, b->pp_s, b->ep_s, b->grad_sync_s, b->host_s);
+                b->bubble_s, b->tp_s, b->cp_s, b->pp_s, b->ep_s, b->grad_sync_s, b->wait_s, b->host_s);
     }
 }
 
@@ -580,9 +661,9 @@ static void json_layout(FILE *f, const plan_result *r)
     fprintf(f,
             "\"step_time_s\":%.9g,\"tokens_per_s\":%.9g,\"mfu\":%.6f,\"bubble_theory\":%.6f,"
             "\"breakdown_s\":{\"compute\":%.9g,\"bubble\":%.9g,\"tp\":%.9g,\"cp\":%.9g,\"pp\":%.9g,"
-            "\"ep\":%.9g,\"grad_sync\":%.9g,\"host\":%.9g},\"binding\":\"%s\"}",
+            "\"ep\":%.9g,\"grad_sync\":%.9g,\"wait\":%.9g,\"host\":%.9g},\"binding\":\"%s\"}",
             r->step_s, r->tokens_per_s, r->mfu, r->bubble_theory, r->compute_s, r->bubble_s, r->tp_s,
-            r->cp_s, r->pp_s, r->ep_s, r->grad_sync_s, r->host_s, r->binding);
+            r->cp_s, r->pp_s, r->ep_s, r->grad_sync_s, r->wait_s, r->host_s, r->binding);
 }
 
 int plan_write_json(FILE *f, const plan_job *job, const plan_result *r, long n)
@@ -600,9 +681,11 @@ int plan_write_json(FILE *f, const plan_job *job, const plan_result *r, long n)
     fprintf(f,
             "\"device\":{\"name\":\"%s\",\"peak_flops\":%.6g,\"memory_bytes\":%.0f,"
             "\"intra_node_bw\":%.6g,\"inter_node_bw\":%.6g,\"latency_s\":%.6g,\"efficiency\":%.4f,"
-            "\"runtime_baseline_bytes\":%.0f,\"activation_bytes\":%d},",
+            "\"runtime_baseline_bytes\":%.0f,\"activation_bytes\":%d,\"cores\":%d,"
+            "\"cores_assumed\":%s},",
             d->name, d->peak_flops, d->memory_bytes, d->intra_bw, d->inter_bw, d->latency_s,
-            d->efficiency, d->baseline_bytes, d->act_bytes);
+            d->efficiency, d->baseline_bytes, d->act_bytes, d->cores,
+            d->cores_assumed ? "true" : "false");
     const plan_calibration *c = &job->cal;
     if (c->present) {
         fputs("\"calibration\":{\"source\":", f);
@@ -612,10 +695,13 @@ int plan_write_json(FILE *f, const plan_job *job, const plan_result *r, long n)
                 "\"dp_bw\":%.6g,\"pp_bw\":%.6g,\"cp_bw\":%.6g,\"latency_s\":%.6g,"
                 "\"host_s_per_step\":%.6g,\"bubble_excess\":%.6f,"
                 "\"runtime_baseline_bytes\":%.0f,\"measured_step_s\":%.6g,"
-                "\"forward_share\":%.4f,\"attention_forward_share\":%.4f},",
+                "\"forward_share\":%.4f,\"attention_forward_share\":%.4f,"
+                "\"exposed_comm_s\":%.6g,\"wait_share\":%.6g,\"bubble_fraction\":%.6f,"
+                "\"rate_raised\":%s},",
                 c->flops_rate, c->tp_bw, c->dp_bw, c->pp_bw, c->cp_bw, c->latency_s,
                 c->host_s_per_step, c->bubble_excess, c->baseline_bytes, c->measured_step_s,
-                c->forward_share, c->attention_forward_share);
+                c->forward_share, c->attention_forward_share, c->exposed_comm_s, c->wait_share,
+                c->bubble_fraction, c->rate_raised ? "true" : "false");
     } else {
         fprintf(f, "\"calibration\":null,\"assumed\":[\"flops_rate\",\"bandwidths\",\"latency\","
                    "\"runtime_baseline\",\"host_overhead\"],");
@@ -635,18 +721,19 @@ int plan_write_csv(FILE *f, const plan_result *r, long n)
     fprintf(f, "rank,dp,tp,pp,cp,sp,zero,recompute,microbatches,micro_batch,schedule,"
                "virtual_stages,parameters_bytes,gradients_bytes,optimizer_bytes,activations_bytes,"
                "memory_total_bytes,fits,step_time_s,tokens_per_s,mfu,compute_s,bubble_s,tp_s,cp_s,"
-               "pp_s,grad_sync_s,host_s,binding,ep,ep_s\n");
+               "pp_s,grad_sync_s,host_s,binding,ep,ep_s,wait_s\n");
     for (long i = 0; i < n; i++) {
         const plan_result *x = &r[i];
         const mm_layout *l = &x->layout;
         fprintf(f, "%ld,%d,%d,%d,%d,%d,%d,%s,%d,%d,%s,%d,%zu,%zu,%zu,%zu,%.0f,%d,%.9g,%.9g,%.6f,"
-                   "%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%s,%d,%.9g\n",
+                   "%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%s,%d,%.9g,%.9g\n",
                 i + 1, l->dp, l->tp, l->pp, l->cp, l->sp, l->zero, recompute_name(l->recompute),
                 l->microbatches, l->micro_batch, schedule_name(l),
                 l->schedule == MM_SCHED_INTERLEAVED ? l->virtual_stages : 1, x->mem.parameters,
                 x->mem.gradients, x->mem.optimizer, x->mem.activations, x->memory_total, x->fits,
                 x->step_s, x->tokens_per_s, x->mfu, x->compute_s, x->bubble_s, x->tp_s, x->cp_s,
-                x->pp_s, x->grad_sync_s, x->host_s, x->binding, l->ep > 0 ? l->ep : 1, x->ep_s);
+                x->pp_s, x->grad_sync_s, x->host_s, x->binding, l->ep > 0 ? l->ep : 1, x->ep_s,
+                x->wait_s);
     }
     return ferror(f) ? -1 : 0;
 }

@@ -38,7 +38,15 @@ typedef struct plan_device {
     double efficiency;     /* achieved / peak FLOP rate assumed without calibration */
     double baseline_bytes; /* runtime baseline per rank: context, libraries, comm buffers */
     int act_bytes;         /* activation storage the trainer uses there: 2 bf16, 4 fp32 */
+    int cores;             /* CPU backend: cores of the machine the ranks share (0 for GPUs:
+                              one device per rank, never shared); set at run time (--cores,
+                              else the planning machine's, assumed) */
+    int cores_assumed;     /* 1 when `cores` is the planning machine's, not given */
 } plan_device;
+
+/* The share of a core each rank gets when `ranks` ranks share the device's cores:
+ * min(1, cores / ranks); 1 when the device has no cores to share (GPUs). */
+double plan_core_share(const plan_device *dev, int ranks);
 
 /* The known devices (docs/plan.md), NULL-terminated by name; NULL if `name` is unknown. */
 const plan_device *plan_device_find(const char *name);
@@ -52,11 +60,20 @@ typedef struct plan_calibration {
     int present;
     char source[256];       /* the run directory */
     char device_name[128];  /* rank 0's device, as its trace header names it */
-    double flops_rate;      /* achieved FLOP/s per rank on the model's math */
+    double flops_rate;      /* achieved FLOP/s per rank on the model's math (in the run: with
+                               the run's core share, plan_core_share of its ranks per node) */
     double tp_bw, dp_bw, pp_bw, cp_bw; /* measured bus bandwidth per group, bytes/s */
     double latency_s;       /* smallest collective transfer seen */
-    double host_s_per_step; /* step time no part of the model explains (host, launches, waits) */
-    double bubble_excess;   /* measured bubble fraction - theory (pipelined runs) */
+    double host_s_per_step; /* step time no part of the model explains (host, launches) */
+    double exposed_comm_s;  /* measured exposed collective time per step, median over ranks */
+    double wait_share;      /* descheduled waits: (measured exposed collectives - modelled
+                               collectives) / compute on the run's layout, per unit of the
+                               time a rank is off a core (1 - core share); 0 unless the run's
+                               ranks outnumbered the cores and it had no pipeline */
+    double bubble_excess;   /* measured bubble fraction - theory (pipelined runs); with ranks
+                               sharing cores, - the shared cores' slot model (fit_host) */
+    double bubble_fraction; /* measured bubble / span, median over a pipelined run's ranks */
+    int rate_raised;        /* fit_host raised flops_rate: the modelled parts exceeded the step */
     double baseline_bytes;  /* measured runtime baseline per rank */
     double forward_share;   /* forward compute time / (forward + backward), measured (a run
                                without recomputation); what full recomputation repeats */
@@ -86,6 +103,8 @@ typedef struct plan_result {
     double step_s, tokens_per_s, mfu;
     double compute_s, bubble_s, tp_s, cp_s, pp_s, grad_sync_s, host_s;
     double ep_s;            /* expert parallelism: the token all-to-alls (dispatch, combine) */
+    double wait_s;          /* CPU ranks outnumbering cores: waits in collectives for ranks
+                               that are descheduled (docs/plan.md) */
     double bubble_theory;   /* the schedule's fraction */
     const char *binding;    /* "memory", "compute", "exposed communication", "bubble", "host" */
 } plan_result;

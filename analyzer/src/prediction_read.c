@@ -230,7 +230,7 @@ static const field breakdown_fields[] = {
     F(ssa_pred_layout, "compute", compute_s, 'd'), F(ssa_pred_layout, "bubble", bubble_s, 'd'),
     F(ssa_pred_layout, "tp", tp_s, 'd'),           F(ssa_pred_layout, "cp", cp_s, 'd'),
     F(ssa_pred_layout, "pp", pp_s, 'd'),           F(ssa_pred_layout, "grad_sync", grad_sync_s, 'd'),
-    F(ssa_pred_layout, "host", host_s, 'd'),
+    F(ssa_pred_layout, "host", host_s, 'd'),       F(ssa_pred_layout, "wait", wait_s, 'd'),
 };
 static const field result_fields[] = {
     F(ssa_pred_layout, "memory_stage", memory_stage, 'i'),

@@ -12,7 +12,8 @@
 # median error <= 5 %, step time median error <= 15 %. Quiet machine wanted; prints load.
 # LAYOUTS="dp4-zero1 tp4 ..." runs only those layouts (names below); every layout's run is
 # also set against its prediction by `stepscope diff RUN PREDICTION.json`, and a second table
-# shows predicted vs measured compute, exposed collectives and bubble per layout (where the
+# shows predicted vs measured compute, exposed collectives (the predicted ones include the
+# descheduled waits of ranks sharing cores, also shown alone) and bubble per layout (where the
 # model's step time goes wrong).
 # PAIRED=1 calibrates every layout on its own dp4 run made just before it (on a shared machine
 # whose speed drifts between minutes, this sets each prediction against a calibration made
@@ -142,7 +143,7 @@ if rows:
     print(f"memory (device allocations): median |error| {100*statistics.median(me):.2f} %, worst {100*max(me):.2f} %  (goal: median <= 5 %)")
     print(f"memory + runtime baseline vs peak RSS: median |error| {100*statistics.median(re_):.1f} %, worst {100*max(re_):.1f} %")
     print(f"\nwhere the time goes, per step (stepscope diff RUN PREDICTION.json; measured: the trace)")
-    print(f"{'layout':<26} {'compute pred':>12} {'meas':>8} {'err':>7}   {'collectives pred':>16} {'meas':>8}   {'bubble pred':>11} {'meas':>8}   {'host pred':>9}")
+    print(f"{'layout':<26} {'compute pred':>12} {'meas':>8} {'err':>7}   {'collectives pred':>16} {'meas':>8}   {'bubble pred':>11} {'meas':>8}   {'host pred':>9}   {'waits pred':>10}")
     for n, *_ in rows:
         try:
             d = json.load(open(os.path.join(out, n, "diff.json")))
@@ -151,7 +152,7 @@ if rows:
             print(f"{n}: no diff"); continue
         c, x, b = m["compute_s"], m["exposed_comm_s"], m["bubble_s"]
         ce = "%+6.1f%%" % (100 * c["rel_error"]) if c["rel_error"] is not None else "-"
-        print(f"{n:<26} {c['predicted']:12.4f} {c['measured']:8.4f} {ce:>7}   {x['predicted']:16.4f} {x['measured']:8.4f}   {b['predicted']:11.4f} {b['measured']:8.4f}   {p['breakdown_s']['host']:9.4f}")
+        print(f"{n:<26} {c['predicted']:12.4f} {c['measured']:8.4f} {ce:>7}   {x['predicted']:16.4f} {x['measured']:8.4f}   {b['predicted']:11.4f} {b['measured']:8.4f}   {p['breakdown_s']['host']:9.4f}   {p['breakdown_s'].get('wait', 0):10.4f}")
     best_pred = min(rows, key=lambda r: r[1]); best_meas = min(rows, key=lambda r: r[2])
     gap = (best_pred[2] - best_meas[2]) / best_meas[2]
     print(f"predicted best: {best_pred[0]} (measured {best_pred[2]:.4f} s); measured best: {best_meas[0]} "

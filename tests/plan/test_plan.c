@@ -335,12 +335,149 @@ static void experts(void)
     free(r);
 }
 
+/* The CPU backend's shared cores (docs/plan.md, "Ranks sharing cores"): rate per rank
+ * min(1, cores / ranks); a pipeline's idle stages give their cores back; descheduled waits
+ * are a calibrated share of the compute; GPUs unaffected. Hand-computed cases. */
+static void shared_cores(void)
+{
+    plan_device cpu = *plan_device_find("cpu"), gpu = *plan_device_find("h100-sxm");
+    CHECK(gpu.cores == 0 && plan_core_share(&gpu, 64) == 1.0);
+    cpu.cores = 2;
+    CHECK(plan_core_share(&cpu, 4) == 0.5 && plan_core_share(&cpu, 2) == 1.0 &&
+          plan_core_share(&cpu, 1) == 1.0 && fabs(plan_core_share(&cpu, 3) - 2.0 / 3) < 1e-15);
+
+    /* dp4 on 2 cores: each rank at half a core's rate, so compute = FLOPs / (rate / 2) */
+    plan_job j = job_of(4, 16, "cpu");
+    j.dev.cores = 2;
+    mm_layout l = small();
+    l.dp = 4;
+    l.microbatches = 1;
+    l.micro_batch = 4;
+    plan_result r, q;
+    char err[200];
+    double rate = j.dev.peak_flops * j.dev.efficiency;
+    CHECK(plan_predict(&j, &l, &r, err, sizeof err) == 0);
+    CHECK(fabs(r.compute_s - plan_stage_flops_per_microbatch(&r.layout, 0) / (0.5 * rate)) <
+          1e-12 * r.compute_s);
+    CHECK(r.wait_s == 0); /* no calibrated waits */
+    j.dev.cores = 4;
+    CHECK(plan_predict(&j, &l, &q, err, sizeof err) == 0);
+    CHECK(fabs(r.compute_s - 2 * q.compute_s) < 1e-12 * r.compute_s);
+
+    /* pp4 1F1B, 8 micro-batches, 4 ranks on 2 cores (4 layers): 11 slots with 1,2,3,4,4,4,4,4,
+     * 3,2,1 stages working, each lasting a chunk's one-core time c = t_mb / 2 times
+     * max(1, active / 2): 1,1,1.5,2,2,2,2,2,1.5,1,1 = 17 c = 8.5 t_mb; compute 8 t_mb, so the
+     * bubble is 0.5 t_mb = compute / 16 (the one-device-per-rank theory: 3 t_mb) */
+    j = job_of(4, 8, "cpu");
+    j.model.layers = 4;
+    j.dev.cores = 2;
+    l = small();
+    l.layers = 4;
+    l.pp = 4;
+    l.microbatches = 8;
+    l.micro_batch = 1;
+    CHECK(plan_predict(&j, &l, &r, err, sizeof err) == 0);
+    CHECK(fabs(r.bubble_s - r.compute_s / 16) < 1e-12 * r.compute_s);
+    CHECK(fabs(r.bubble_theory - 3.0 / 11) < 1e-12);
+    j.dev.cores = 4; /* one core per rank: the theory, (p - 1) micro-batch times */
+    CHECK(plan_predict(&j, &l, &q, err, sizeof err) == 0);
+    CHECK(fabs(q.bubble_s - 3 * q.compute_s / 8) < 1e-12 * q.compute_s);
+    CHECK(fabs(r.compute_s - 2 * q.compute_s) < 1e-12 * r.compute_s);
+    j.dev = *plan_device_find("h100-sxm"); /* GPUs: the theory */
+    CHECK(plan_predict(&j, &l, &q, err, sizeof err) == 0);
+    CHECK(fabs(q.bubble_s - 3 * q.compute_s / 8) < 1e-12 * q.compute_s);
+
+    /* pp2 x dp2, 4 micro-batches, 4 ranks on 2 cores: 5 slots with 2,4,4,4,2 ranks working,
+     * max(1, active / 2) = 1,2,2,2,1 = 8 c = 4 t_mb = the compute: the two pipelines' fill
+     * and drain use the cores the other stages leave, no bubble */
+    j = job_of(4, 8, "cpu");
+    j.dev.cores = 2;
+    l = small();
+    l.pp = 2;
+    l.dp = 2;
+    l.microbatches = 4;
+    l.micro_batch = 1;
+    CHECK(plan_predict(&j, &l, &r, err, sizeof err) == 0);
+    CHECK(fabs(r.bubble_s) < 1e-12 * r.compute_s);
+
+    /* a calibration on dp4 with 4 ranks on 2 cores: its rate is half a core's, its exposed
+     * collectives beyond the modelled ones are descheduled waits, the rest of its step host.
+     * Measured: 1e9 FLOP/s per rank, 0.05 s exposed collectives, 0.6 s per step. */
+    j = job_of(4, 16, "cpu");
+    j.dev.cores = 2;
+    l = small();
+    l.dp = 4;
+    l.microbatches = 1;
+    l.micro_batch = 4;
+    j.cal.present = 1;
+    j.cal.layout = l;
+    j.cal.flops_rate = 1e9;
+    j.cal.dp_bw = 1e9;
+    j.cal.latency_s = 1e-5;
+    j.cal.exposed_comm_s = 0.05;
+    j.cal.measured_step_s = 0.6;
+    plan_calibration_fit_host(&j);
+    CHECK(plan_predict(&j, &l, &r, err, sizeof err) == 0);
+    double flops = plan_stage_flops_per_microbatch(&r.layout, 0);
+    CHECK(fabs(r.compute_s - flops / 1e9) < 1e-12);       /* the run's own rate on its layout */
+    CHECK(fabs(r.grad_sync_s + r.wait_s - 0.05) < 1e-12); /* the measured exposed collectives */
+    CHECK(r.wait_s > 0 && fabs(j.cal.wait_share - r.wait_s / (0.5 * r.compute_s)) < 1e-12);
+    CHECK(fabs(r.step_s - 0.6) < 1e-12 && fabs(r.host_s - (0.6 - r.compute_s - 0.05)) < 1e-12);
+    /* the same model on 2 ranks (2 cores): a whole core each, twice the rate, no waits */
+    j.gpus = 2;
+    j.global_batch = 8;
+    l.dp = 2;
+    CHECK(plan_predict(&j, &l, &q, err, sizeof err) == 0);
+    CHECK(fabs(q.compute_s - flops / 2e9) < 1e-12 && q.wait_s == 0);
+    /* a pipeline on 4 ranks: no waits added (its stages wait in the schedule) */
+    j.gpus = 4;
+    j.global_batch = 16;
+    l.dp = 2;
+    l.pp = 2;
+    l.microbatches = 2;
+    l.micro_batch = 4;
+    CHECK(plan_predict(&j, &l, &q, err, sizeof err) == 0);
+    CHECK(q.wait_s == 0);
+    /* a GPU job with the same calibration: no core sharing, no waits */
+    j.dev = *plan_device_find("h100-sxm");
+    l.pp = 1;
+    l.dp = 4;
+    l.microbatches = 1;
+    CHECK(plan_predict(&j, &l, &q, err, sizeof err) == 0);
+    CHECK(q.wait_s == 0 && fabs(q.compute_s - flops / 1e9) < 1e-12);
+
+    /* a pipelined calibration (pp2 x dp2, 4 micro-batches) on 2 cores measured a bubble of
+     * 0.2 of its span (0.2 - 1/5 = 0 over the one-device theory): the slot model gives no
+     * bubble there, so the excess is the whole 0.2; with a core per rank it stays the
+     * theory's 0 */
+    j = job_of(4, 16, "cpu");
+    j.dev.cores = 2;
+    l = small();
+    l.pp = 2;
+    l.dp = 2;
+    l.microbatches = 4;
+    l.micro_batch = 2;
+    j.cal.present = 1;
+    j.cal.layout = l;
+    j.cal.flops_rate = 1e9;
+    j.cal.measured_step_s = 10; /* long: no rate fitting */
+    j.cal.bubble_fraction = 0.2;
+    j.cal.bubble_excess = 0;
+    plan_job k = j;
+    plan_calibration_fit_host(&j);
+    CHECK(fabs(j.cal.bubble_excess - 0.2) < 1e-12 && j.cal.wait_share == 0);
+    k.dev.cores = 4;
+    plan_calibration_fit_host(&k);
+    CHECK(k.cal.bubble_excess == 0);
+}
+
 int main(void)
 {
     memory_formulas();
     cost_model();
     enumeration();
     experts();
+    shared_cores();
     if (failures)
         fprintf(stderr, "%d check(s) failed\n", failures);
     return failures ? 1 : 0;
