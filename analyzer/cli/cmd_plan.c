@@ -472,6 +472,13 @@ int cmd_plan(int argc, char **argv)
         l.microbatches = f.microbatches;
         l.schedule = f.pp == 1 ? MM_SCHED_1F1B : (mm_schedule)f.schedule;
         l.virtual_stages = l.schedule == MM_SCHED_INTERLEAVED ? (f.virtual_stages > 0 ? f.virtual_stages : 2) : 1;
+        l.ep = m->experts > 0 && f.ep > 0 ? f.ep : 1; /* --ep, else no expert parallelism */
+        if (m->experts > 0 && (l.dp % l.ep || m->experts % l.ep)) {
+            fprintf(stderr, "stepscope plan: --ep %d must divide --dp %d and the %d experts\n",
+                    l.ep, l.dp, m->experts);
+            status = 1;
+            goto done;
+        }
         if (job.global_batch % (l.dp * l.microbatches)) {
             fprintf(stderr, "stepscope plan: the global batch %d is not divisible by dp %d x "
                             "micro-batches %d\n", job.global_batch, l.dp, l.microbatches);

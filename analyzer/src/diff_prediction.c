@@ -64,6 +64,7 @@ static void layout_differences(const mm_layout *run, const mm_layout *p, char *b
   differs(buf, size, "zero", run->zero, p->zero);
   differs(buf, size, "microbatches", run->microbatches, p->microbatches);
   differs(buf, size, "micro_batch", run->micro_batch, p->micro_batch);
+  differs(buf, size, "ep", run->ep > 0 ? run->ep : 1, p->ep > 0 ? p->ep : 1);
   size_t n = strlen(buf);
   if (run->recompute != p->recompute)
     snprintf(buf + n, size - n, "%srecompute %s (predicted %s)", n ? ", " : "",
@@ -207,7 +208,8 @@ int ssa_prediction_diff(const ssa_run *run, const ssa_analysis *an, const char *
   }
   /* descheduled waits (an oversubscribed CPU, docs/plan.md) are waits in collectives: the
    * trace counts them as exposed; predictions older than the term have none */
-  double pred_exposed = pl->tp_s + pl->cp_s + pl->grad_sync_s + (isfinite(pl->wait_s) ? pl->wait_s : 0);
+  double pred_exposed = pl->tp_s + pl->cp_s + pl->grad_sync_s + (isfinite(pl->wait_s) ? pl->wait_s : 0) +
+                        (isfinite(pl->ep_s) ? pl->ep_s : 0);
   double pred_bubble = pl->bubble_s + pl->pp_s;
   metric(d, SSA_PM_STEP_TIME, "step_time_s", "step time (s)", pl->step_time_s, step, 0);
   metric(d, SSA_PM_COMPUTE, "compute_s", "compute per step, slowest rank (s)", pl->compute_s,

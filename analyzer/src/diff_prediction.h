@@ -30,6 +30,7 @@ typedef struct ssa_pred_layout {
   double step_time_s, tokens_per_s, mfu, bubble_theory;
   double compute_s, bubble_s, tp_s, cp_s, pp_s, grad_sync_s, host_s;
   double wait_s;                    /* descheduled waits (0 when the plan has none) */
+  double ep_s;                      /* expert-parallel all-to-alls (0 when the plan has none) */
   char binding[32];
 } ssa_pred_layout;
 

@@ -202,7 +202,7 @@ static const field calibration_fields[] = {
 
 /* The "layout" object's fields go through a staging struct (strings for the enums). */
 typedef struct layout_text {
-  int dp, tp, pp, cp, sp, zero, microbatches, micro_batch, virtual_stages;
+  int dp, tp, pp, cp, sp, zero, microbatches, micro_batch, virtual_stages, ep;
   double bucket_mb;
   char name[160], schedule[32], recompute[32];
 } layout_text;
@@ -215,7 +215,7 @@ static const field layout_fields[] = {
     F(layout_text, "microbatches", microbatches, 'i'),
     F(layout_text, "micro_batch", micro_batch, 'i'),
     F(layout_text, "schedule", schedule, 's'), F(layout_text, "virtual_stages", virtual_stages, 'i'),
-    F(layout_text, "bucket_mb", bucket_mb, 'd'),
+    F(layout_text, "bucket_mb", bucket_mb, 'd'), F(layout_text, "ep", ep, 'i'),
 };
 static const field memory_fields[] = {
     F(ssa_pred_layout, "parameters", mem_parameters, 'd'),
@@ -231,6 +231,7 @@ static const field breakdown_fields[] = {
     F(ssa_pred_layout, "tp", tp_s, 'd'),           F(ssa_pred_layout, "cp", cp_s, 'd'),
     F(ssa_pred_layout, "pp", pp_s, 'd'),           F(ssa_pred_layout, "grad_sync", grad_sync_s, 'd'),
     F(ssa_pred_layout, "host", host_s, 'd'),       F(ssa_pred_layout, "wait", wait_s, 'd'),
+    F(ssa_pred_layout, "ep", ep_s, 'd'),
 };
 static const field result_fields[] = {
     F(ssa_pred_layout, "memory_stage", memory_stage, 'i'),
@@ -298,6 +299,7 @@ static int read_layout(reader *r, ssa_pred_layout *out, size_t index) {
   l->micro_batch = lt.micro_batch;
   l->virtual_stages = lt.virtual_stages > 0 ? lt.virtual_stages : 1;
   l->bucket_mb = lt.bucket_mb;
+  l->ep = lt.ep > 0 ? lt.ep : 1; /* absent: a plan without experts */
   l->schedule = MM_SCHED_1F1B; /* also for "none" (one stage) */
   mm_schedule_from_name(lt.schedule, &l->schedule);
   l->recompute = MM_RECOMPUTE_NONE;

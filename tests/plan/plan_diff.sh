@@ -90,4 +90,35 @@ done
 "$stepscope" diff "$dir/run_b" "$dir/report.json" > /dev/null 2> "$dir/report.err"
 rc=$?
 [ $rc != 0 ] && ! grep -q "plan prediction" "$dir/report.err" || { cat "$dir/report.err"; no "an analyze report is no prediction"; }
+# experts: a single-layout prediction keeps --ep (it once fell back to ep 1), the run's own
+# layout matches it without a warning and its all-to-alls count in the predicted exposed
+# collectives; another --ep is named in the warning; an --ep that does not divide is exit 1
+"$trainer" --quiet --world 4 --dp 4 --ep 4 --experts 8 --top-k 2 --layers 2 --hidden 32 --heads 4 \
+  --seq 16 --batch 8 --steps 4 --trace "$dir/run_moe" > "$dir/train_moe.log" 2>&1 ||
+  { cat "$dir/train_moe.log"; exit 1; }
+moe=(--dp 4 --tp 1 --pp 1 --cp 1 --zero 0 --recompute none --microbatches 1)
+"$stepscope" plan --from "$dir/run_moe" "${moe[@]}" --ep 4 --json "$dir/moe.json" > /dev/null 2>&1 ||
+  no "plan --from a MoE run"
+"$stepscope" diff "$dir/run_moe" "$dir/moe.json" --json "$dir/moe_diff.json" > "$dir/moe.txt" 2>&1 ||
+  { cat "$dir/moe.txt"; no "diff of a MoE run"; }
+grep -q "^warning" "$dir/moe.txt" && { cat "$dir/moe.txt"; no "MoE run against its own layout warns"; }
+python3 - "$dir/moe.json" "$dir/moe_diff.json" <<'PY' || no "MoE prediction keeps ep and counts its all-to-alls"
+import json, sys
+plan, d = (json.load(open(p)) for p in sys.argv[1:3])
+lay = plan["layouts"][0]
+assert lay["layout"]["ep"] == 4, lay["layout"]
+ep = lay["breakdown_s"]["ep"]
+assert ep > 0, lay["breakdown_s"]
+b = lay["breakdown_s"]
+want = b["tp"] + b["cp"] + b["ep"] + b["grad_sync"] + b.get("wait", 0)
+got = d["metrics"]["exposed_comm_s"]["predicted"]
+assert abs(got - want) <= 1e-9 * max(1, want), (got, want)
+PY
+"$stepscope" plan --from "$dir/run_moe" "${moe[@]}" --ep 2 --json "$dir/moe2.json" > /dev/null 2>&1 ||
+  no "plan --ep 2"
+"$stepscope" diff "$dir/run_moe" "$dir/moe2.json" > "$dir/moe2.txt" 2>&1
+grep -q "warning: the run's layout is not the predicted one: ep 4 (predicted 2)" "$dir/moe2.txt" ||
+  { cat "$dir/moe2.txt"; no "another ep named in the warning"; }
+"$stepscope" plan --from "$dir/run_moe" "${moe[@]}" --ep 3 > /dev/null 2> "$dir/ep3.err"
+[ $? = 1 ] && grep -q "must divide" "$dir/ep3.err" || { cat "$dir/ep3.err"; no "--ep 3: exit 1"; }
 exit $fail
