@@ -17,7 +17,8 @@
  *   their ids (correlation, collective comm/seq/op, bytes); host events
  *   carry "host"; derived slices carry "derived". `cat` is the same, with a
  *   second, comma-separated category (Chrome's convention) for the phases of
- *   expert parallelism: "comm,all_to_all" on all-to-all collectives,
+ *   expert parallelism: "comm,all_to_all" on all-to-all collectives and on
+ *   communication kernels named as all-to-all/dispatch/combine (DeepEP),
  *   "host,moe_dispatch" / "host,moe_combine" on the trainer's dispatch and
  *   combine ranges.
  * - events of one tid are emitted by start time, longer first, so parents
@@ -34,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comm_families.h"
 #include "ssa_lanes.h"
 #include "ssa_report.h"
 
@@ -97,6 +99,20 @@ static const char *cls_name(uint8_t cls) {
   case SSA_CLS_MEMSET: return "memset";
   default: return "compute";
   }
+}
+
+/* ",all_to_all" for an all-to-all (expert parallelism's token exchange), tagged in the
+ * slice's cat so the viewer can colour it: an op executing an all-to-all collective record
+ * (the trainer's, NCCL's), or a communication op without a record whose name says
+ * all-to-all, dispatch or combine (DeepEP's kernels in a PyTorch trace:
+ * comm_families.c's keywords); "" otherwise. */
+static const char *all_to_all_tag(const ssa_rank *r, const ssa_op *p) {
+  if (p->coll != SSA_NONE) return r->colls[p->coll].op == STEPSCOPE_COLL_ALLTOALL ? ",all_to_all" : "";
+  if (p->cls != SSA_CLS_COMM || !p->name) return "";
+  ssa_comm_kind k = ssa_comm_kind_of_name(ssa_rank_str(r, p->name));
+  return k == SSA_COMM_KIND_ALL_TO_ALL || k == SSA_COMM_KIND_DISPATCH || k == SSA_COMM_KIND_COMBINE
+             ? ",all_to_all"
+             : "";
 }
 
 typedef struct derived_ctx {
@@ -290,9 +306,7 @@ static void export_rank(exporter *x, const ssa_rank_result *rr, long tid_base) {
     const char *name = ssa_rank_str(r, p->name);
     if (!name[0]) name = p->kind == SSA_OP_MEMCPY ? "memcpy" : p->kind == SSA_OP_MEMSET ? "memset" : "op";
     ssa_out_json_string(o, name);
-    /* an all-to-all collective (expert parallelism's token exchange): tagged in cat */
-    const char *tag =
-        p->coll != SSA_NONE && r->colls[p->coll].op == STEPSCOPE_COLL_ALLTOALL ? ",all_to_all" : "";
+    const char *tag = all_to_all_tag(r, p);
     ssa_out_printf(o, ",\"cat\":\"%s%s\",\"args\":{\"category\":\"%s\",\"correlation\":", cat, tag,
                    cat);
     ssa_out_u64(o, p->corr);

@@ -129,7 +129,24 @@ def cats(name):
             if e.get("ph") == "X" and ("nccl" in e.get("name", "") or "my_custom" in e.get("name", ""))}
 c0, c1 = cats("e0"), cats("e1")
 assert c0 == {"my_custom_alltoall": "compute", "ncclDevKernel_AllR": "comm", "ncclDevKernel_AllG": "comm"}, c0
-assert c1 == {"my_custom_alltoall": "comm", "ncclDevKernel_AllR": "compute", "ncclDevKernel_AllG": "compute"}, c1
+# a communication kernel named all-to-all is tagged as one (the viewer colours it)
+assert c1 == {"my_custom_alltoall": "comm,all_to_all", "ncclDevKernel_AllR": "compute", "ncclDevKernel_AllG": "compute"}, c1
+PY
+# DeepEP's dispatch/combine/notify kernels are all-to-alls in the export; its layout kernel
+# (local computation) stays compute
+"$stepscope" export "$traces/deepep_like.json" -o "$tmp/deepep.json" || { echo "FAIL: export deepep"; fail=1; }
+python3 - "$tmp/deepep.json" <<'PY' || { echo "FAIL: DeepEP kernels tagged all_to_all"; fail=1; }
+import json, sys
+d = json.load(open(sys.argv[1]))
+cats = {}
+for e in d["traceEvents"]:
+    if e.get("ph") == "X" and "deep_ep" in e.get("name", ""):
+        fn = e["name"].split("(")[0].split("<")[0].split("::")[-1]
+        cats.setdefault(fn, set()).add(e.get("cat"))
+want = {"dispatch": {"comm,all_to_all"}, "combine": {"comm,all_to_all"},
+        "notify_dispatch": {"comm,all_to_all"}, "cached_notify_combine": {"comm,all_to_all"},
+        "get_dispatch_layout": {"compute"}}
+assert cats == want, cats
 PY
 
 # diff: both runs analysed with the rules (exposed comm 70 us without, 0 with)
