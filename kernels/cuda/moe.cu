@@ -292,7 +292,7 @@ int kcuda_moe_expert_matmul_forward(kcuda_ctx *k, void *out, const void *inp,
                                     const float *weight, const float *bias, const int *offsets,
                                     int Rmax, int E, int C, int OC)
 {
-    unsigned tiles;
+    unsigned tiles = 0; /* set by gemm_shape (-O3 cannot see it on every path) */
     if (gemm_shape(k, "moe_expert_matmul_forward", Rmax, E, C, OC, &tiles))
         return -1;
     if (Rmax == 0)
@@ -312,7 +312,7 @@ int kcuda_moe_expert_matmul_backward(kcuda_ctx *k, void *dinp, float *dweight, f
                                      const void *dout, const void *inp, const float *weight,
                                      const int *offsets, int Rmax, int E, int C, int OC)
 {
-    unsigned tiles;
+    unsigned tiles = 0; /* set by gemm_shape (-O3 cannot see it on every path) */
     if (gemm_shape(k, "moe_expert_matmul_backward", Rmax, E, C, OC, &tiles))
         return -1;
     if (Rmax == 0)
