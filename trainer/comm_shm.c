@@ -502,17 +502,12 @@ static int run_comm_task(cpu_task *t, char *err, size_t errlen)
     return -1;
 }
 
-static void comm_task_done(cpu_task *t, uint64_t start_ns, uint64_t end_ns)
+/* The COLLECTIVE record of a finished task: count, bytes and datatype from the task's
+ * arguments (i[1], i[5], i[2]), the op, peer, algorithm and flags as given. */
+static void emit_collective_record(const cpu_task *t, uint64_t start_ns, uint64_t end_ns,
+                                   uint32_t op, int32_t peer, const char *algorithm, uint32_t flags)
 {
-    comm *c = t->ctx;
-    comm_job_heartbeat(c->job);
-    if (!stepscope_active())
-        return;
-    static const uint32_t coll_op[] = {STEPSCOPE_COLL_ALLREDUCE, STEPSCOPE_COLL_REDUCESCATTER,
-                                       STEPSCOPE_COLL_ALLGATHER, STEPSCOPE_COLL_BROADCAST,
-                                       STEPSCOPE_COLL_SEND,      STEPSCOPE_COLL_RECV,
-                                       STEPSCOPE_COLL_BARRIER};
-    int op = (int)t->i[0];
+    const comm *c = t->ctx;
     stepscope_record r;
     memset(&r, 0, sizeof r);
     r.kind = STEPSCOPE_REC_COLLECTIVE;
@@ -525,19 +520,35 @@ static void comm_task_done(cpu_task *t, uint64_t start_ns, uint64_t end_ns)
     k->bytes = (uint64_t)t->i[5];
     k->stream = t->stream_trace_id;
     k->correlation_id = t->correlation;
-    k->op = coll_op[op];
+    k->op = op;
     k->datatype = t->i[2] == COMM_FLOAT64    ? STEPSCOPE_DT_FLOAT64
                   : t->i[2] == COMM_FLOAT32  ? STEPSCOPE_DT_FLOAT32
                   : t->i[2] == COMM_BFLOAT16 ? STEPSCOPE_DT_BFLOAT16
                                              : STEPSCOPE_DT_UINT8;
-    k->peer = (op == OP_SEND || op == OP_RECV || op == OP_BROADCAST) ? (int32_t)t->i[3] : -1;
+    k->peer = peer;
     k->comm_rank = (uint32_t)c->me;
     k->comm_size = (uint32_t)c->n;
-    k->algorithm = stepscope_intern_current(op == OP_SEND || op == OP_RECV ? "shm-ring"
-                                                                           : "shm-slots");
-    k->flags = (uint32_t)t->i[4];
+    k->algorithm = stepscope_intern_current(algorithm);
+    k->flags = flags;
     k->name = stepscope_intern_current(c->name);
     stepscope_emit(&r);
+}
+
+static void comm_task_done(cpu_task *t, uint64_t start_ns, uint64_t end_ns)
+{
+    comm *c = t->ctx;
+    comm_job_heartbeat(c->job);
+    if (!stepscope_active())
+        return;
+    static const uint32_t coll_op[] = {STEPSCOPE_COLL_ALLREDUCE, STEPSCOPE_COLL_REDUCESCATTER,
+                                       STEPSCOPE_COLL_ALLGATHER, STEPSCOPE_COLL_BROADCAST,
+                                       STEPSCOPE_COLL_SEND,      STEPSCOPE_COLL_RECV,
+                                       STEPSCOPE_COLL_BARRIER};
+    int op = (int)t->i[0];
+    int p2p = op == OP_SEND || op == OP_RECV;
+    emit_collective_record(t, start_ns, end_ns, coll_op[op],
+                           p2p || op == OP_BROADCAST ? (int32_t)t->i[3] : -1,
+                           p2p ? "shm-ring" : "shm-slots", (uint32_t)t->i[4]);
 }
 
 static uint64_t fnv1a(uint64_t h, const void *p, size_t n);
@@ -739,29 +750,7 @@ static void alltoallv_done(cpu_task *t, uint64_t start_ns, uint64_t end_ns)
     comm_job_heartbeat(c->job);
     if (!stepscope_active())
         return;
-    stepscope_record r;
-    memset(&r, 0, sizeof r);
-    r.kind = STEPSCOPE_REC_COLLECTIVE;
-    stepscope_collective *k = &r.u.collective;
-    k->start_ns = start_ns;
-    k->end_ns = end_ns;
-    k->comm_id = t->comm_id;
-    k->seq = t->seq;
-    k->count = (uint64_t)t->i[1];
-    k->bytes = (uint64_t)t->i[5];
-    k->stream = t->stream_trace_id;
-    k->correlation_id = t->correlation;
-    k->op = STEPSCOPE_COLL_ALLTOALL;
-    k->datatype = t->i[2] == COMM_FLOAT64    ? STEPSCOPE_DT_FLOAT64
-                  : t->i[2] == COMM_FLOAT32  ? STEPSCOPE_DT_FLOAT32
-                  : t->i[2] == COMM_BFLOAT16 ? STEPSCOPE_DT_BFLOAT16
-                                             : STEPSCOPE_DT_UINT8;
-    k->peer = -1;
-    k->comm_rank = (uint32_t)c->me;
-    k->comm_size = (uint32_t)c->n;
-    k->algorithm = stepscope_intern_current("shm-slots");
-    k->name = stepscope_intern_current(c->name);
-    stepscope_emit(&r);
+    emit_collective_record(t, start_ns, end_ns, STEPSCOPE_COLL_ALLTOALL, -1, "shm-slots", 0);
 }
 
 static int shm_alltoallv(comm *c, dev_stream *s, void *out, const uint64_t *recv_counts,

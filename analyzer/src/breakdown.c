@@ -541,6 +541,24 @@ static int compute_delays(const ssa_rank *r, ssa_rank_result *rr, delay_plan *dp
   return 0;
 }
 
+/* c->sync_prefix_end[i]: the latest end among the rank's syncs 0..i of the same lane (the
+ * syncs are sorted by lane, then start), so that the scan back from a gap stops at the first
+ * sync before which none ends inside it. Used by the breakdown and by the exports' idle gaps.
+ * 0, or -1 out of memory. */
+static int build_sync_prefix(rank_ctx *c) {
+  const ssa_rank *r = c->r;
+  if (!r->nsyncs) return 0;
+  c->sync_prefix_end = malloc(r->nsyncs * sizeof *c->sync_prefix_end);
+  if (!c->sync_prefix_end) return -1;
+  for (size_t i = 0; i < r->nsyncs; i++) {
+    int64_t e = r->syncs[i].end;
+    if (i > 0 && r->syncs[i - 1].lane == r->syncs[i].lane && c->sync_prefix_end[i - 1] > e)
+      e = c->sync_prefix_end[i - 1];
+    c->sync_prefix_end[i] = e;
+  }
+  return 0;
+}
+
 int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
   const ssa_rank *r = rr->rank;
   rank_ctx c = {a, rr, r, a->launch_gap_ns, NULL, NULL, 0, NULL, 0};
@@ -602,17 +620,7 @@ int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
     w->cut = rr->steps[i].cut;
   }
 
-  /* sync prefix maxima */
-  if (r->nsyncs) {
-    c.sync_prefix_end = malloc(r->nsyncs * sizeof *c.sync_prefix_end);
-    if (!c.sync_prefix_end) goto out;
-    for (size_t i = 0; i < r->nsyncs; i++) {
-      int64_t e = r->syncs[i].end;
-      if (i > 0 && r->syncs[i - 1].lane == r->syncs[i].lane && c.sync_prefix_end[i - 1] > e)
-        e = c.sync_prefix_end[i - 1];
-      c.sync_prefix_end[i] = e;
-    }
-  }
+  if (build_sync_prefix(&c)) goto out;
   /* device lanes */
   lane_slot = malloc((r->nlanes ? r->nlanes : 1) * sizeof *lane_slot);
   lane_prev = malloc((r->nlanes ? r->nlanes : 1) * sizeof *lane_prev);
@@ -815,16 +823,7 @@ int ssa_device_idle_gaps(const ssa_analysis *a, const ssa_rank_result *rr,
   rank_ctx c = {(ssa_analysis *)a, (ssa_rank_result *)rr, r, a->launch_gap_ns, NULL, NULL, 0, NULL, 0};
   int rc = STEPSCOPE_E_NOMEM;
   if (collect_data_loading(&c)) goto out;
-  if (r->nsyncs) {
-    c.sync_prefix_end = malloc(r->nsyncs * sizeof *c.sync_prefix_end);
-    if (!c.sync_prefix_end) goto out;
-    for (size_t i = 0; i < r->nsyncs; i++) {
-      int64_t e = r->syncs[i].end;
-      if (i > 0 && r->syncs[i - 1].lane == r->syncs[i].lane && c.sync_prefix_end[i - 1] > e)
-        e = c.sync_prefix_end[i - 1];
-      c.sync_prefix_end[i] = e;
-    }
-  }
+  if (build_sync_prefix(&c)) goto out;
   idle_clip k = {rr->totals.start, rr->totals.end, emit, ctx};
   int64_t dev_end = INT64_MIN;
   for (size_t i = 0; i < r->nops && dev_end < k.t1; i++) {

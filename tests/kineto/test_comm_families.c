@@ -28,22 +28,7 @@
 
 #include "ssa_analysis.h"
 
-static int failures;
-#define CHECK(cond)                                                                \
-  do {                                                                             \
-    if (!(cond)) {                                                                 \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);     \
-      failures++;                                                                  \
-    }                                                                              \
-  } while (0)
-#define CHECK_EQ(a, b)                                                                        \
-  do {                                                                                        \
-    long long va_ = (long long)(a), vb_ = (long long)(b);                                     \
-    if (va_ != vb_) {                                                                         \
-      fprintf(stderr, "%s:%d: %s = %lld, expected %lld\n", __FILE__, __LINE__, #a, va_, vb_); \
-      failures++;                                                                             \
-    }                                                                                         \
-  } while (0)
+#include "kineto_check.h"
 
 static int family(const char *id) {
   for (int i = 0; i < ssa_comm_nfamilies; i++)
@@ -180,42 +165,6 @@ static void test_names(void) {
   ssa_comm_rules_free(&rules);
 }
 
-typedef struct loaded {
-  ssa_run run;
-  ssa_analysis an;
-  int ok;
-} loaded;
-
-static int load(const char *dir, const char *name, const ssa_comm_rules *rules, loaded *l) {
-  char path[1024];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  memset(l, 0, sizeof *l);
-  stepscope_error err;
-  memset(&err, 0, sizeof err);
-  ssa_load_options lo = {1, 0};
-  if (ssa_run_load_with_rules(&l->run, path, &lo, rules, &err)) {
-    fprintf(stderr, "%s: load failed: %s\n", name, err.message);
-    failures++;
-    ssa_run_free(&l->run);
-    return -1;
-  }
-  if (ssa_analyze(&l->run, NULL, &l->an, &err)) {
-    fprintf(stderr, "%s: analysis failed: %s\n", name, err.message);
-    failures++;
-    ssa_analysis_free(&l->an);
-    ssa_run_free(&l->run);
-    return -1;
-  }
-  l->ok = 1;
-  return 0;
-}
-
-static void unload(loaded *l) {
-  if (!l->ok) return;
-  ssa_analysis_free(&l->an);
-  ssa_run_free(&l->run);
-}
-
 static void check_window(const ssa_window *w, int64_t span, int64_t compute, int64_t comm, int64_t overlap,
                          int64_t idle, int line) {
   if (w->span != span || w->compute != compute || w->comm != comm || w->overlap != overlap ||
@@ -238,7 +187,7 @@ static void check_window(const ssa_window *w, int64_t span, int64_t compute, int
  * = 780, idle 220. Before the family table: comm 0. */
 static void test_deepep(const char *dir) {
   loaded l;
-  if (load(dir, "deepep_like.json", NULL, &l)) return;
+  if (load_trace(dir, "deepep_like.json", NULL, &l)) return;
   const ssa_rank_result *rr = &l.an.ranks[0];
   const ssa_rank *r = rr->rank;
   CHECK_EQ(rr->nsteps, 1);
@@ -266,7 +215,7 @@ static void test_deepep(const char *dir) {
  * [200,290) 90 = 140; overlap [200,250) = 50; idle 0. */
 static void test_symm_mem(const char *dir) {
   loaded l;
-  if (load(dir, "symm_mem.json", NULL, &l)) return;
+  if (load_trace(dir, "symm_mem.json", NULL, &l)) return;
   const ssa_rank *r = l.an.ranks[0].rank;
   check_window(&l.an.ranks[0].totals, 290000, 200000, 140000, 50000, 0, __LINE__);
   int f = family("symm_mem");
@@ -284,7 +233,7 @@ static void test_symm_mem(const char *dir) {
  * comm = [400,700) = 300; overlap [500,700) = 200; exposed 100; idle 200. */
 static void test_gloo(const char *dir) {
   loaded l;
-  if (load(dir, "gloo_cpu.json", NULL, &l)) return;
+  if (load_trace(dir, "gloo_cpu.json", NULL, &l)) return;
   const ssa_rank *r = l.an.ranks[0].rank;
   CHECK(r->host_timeline);
   check_window(&l.an.ranks[0].totals, 1000000, 700000, 300000, 200000, 200000, __LINE__);
@@ -304,7 +253,7 @@ static void test_gloo(const char *dir) {
   memset(&rules, 0, sizeof rules);
   char why[128];
   CHECK_EQ(ssa_comm_rules_add(&rules, "^gloo:", 0, "command line", why, sizeof why), 0);
-  if (load(dir, "gloo_cpu.json", &rules, &l) == 0) {
+  if (load_trace(dir, "gloo_cpu.json", &rules, &l) == 0) {
     /* compute = [0,400) + gloo [410,700) + [500,800) = 400 + 390; comm =
      * [400,420) = 20, overlap [410,420) = 10 */
     check_window(&l.an.ranks[0].totals, 1000000, 790000, 20000, 10000, 200000, __LINE__);
@@ -328,7 +277,7 @@ static void test_gloo(const char *dir) {
  *             compute 230, overlap 150 + 30 = 180. */
 static void test_rules(const char *dir) {
   loaded l;
-  if (load(dir, "rules.json", NULL, &l) == 0) {
+  if (load_trace(dir, "rules.json", NULL, &l) == 0) {
     const ssa_rank *r = l.an.ranks[0].rank;
     check_window(&l.an.ranks[0].totals, 300000, 230000, 150000, 80000, 0, __LINE__);
     CHECK_EQ(r->tally.evidence.ops, 1);
@@ -344,7 +293,7 @@ static void test_rules(const char *dir) {
   memset(&rules, 0, sizeof rules);
   CHECK_EQ(ssa_comm_rules_add(&rules, "my_custom", 1, "command line", why, sizeof why), 0);
   CHECK_EQ(ssa_comm_rules_add(&rules, "ncclDevKernel", 0, "command line", why, sizeof why), 0);
-  if (load(dir, "rules.json", &rules, &l) == 0) {
+  if (load_trace(dir, "rules.json", &rules, &l) == 0) {
     const ssa_rank *r = l.an.ranks[0].rank;
     check_window(&l.an.ranks[0].totals, 300000, 300000, 100000, 100000, 0, __LINE__);
     CHECK_EQ(r->tally.nuser, 2);
@@ -362,7 +311,7 @@ static void test_rules(const char *dir) {
   ssa_comm_rules_free(&rules);
   CHECK_EQ(ssa_comm_rules_add(&rules, "ncclDev", 1, "command line", why, sizeof why), 0);
   CHECK_EQ(ssa_comm_rules_add(&rules, "AllGather", 0, "command line", why, sizeof why), 0);
-  if (load(dir, "rules.json", &rules, &l) == 0) {
+  if (load_trace(dir, "rules.json", &rules, &l) == 0) {
     const ssa_rank *r = l.an.ranks[0].rank;
     check_window(&l.an.ranks[0].totals, 300000, 250000, 100000, 50000, 0, __LINE__);
     CHECK_EQ(r->tally.user[0].ops, 1);
@@ -372,7 +321,7 @@ static void test_rules(const char *dir) {
   ssa_comm_rules_free(&rules);
   CHECK_EQ(ssa_comm_rules_add(&rules, "my_custom", 1, "command line", why, sizeof why), 0);
   CHECK_EQ(ssa_comm_rules_add(&rules, "nothing_matches", 1, "command line", why, sizeof why), 0);
-  if (load(dir, "rules.json", &rules, &l) == 0) {
+  if (load_trace(dir, "rules.json", &rules, &l) == 0) {
     const ssa_rank *r = l.an.ranks[0].rank;
     check_window(&l.an.ranks[0].totals, 300000, 230000, 250000, 180000, 0, __LINE__);
     CHECK_EQ(r->tally.user[0].ops, 1);

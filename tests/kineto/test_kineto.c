@@ -35,22 +35,7 @@
 #include "kineto_source.h"
 #include "ssa_analysis.h"
 
-static int failures;
-#define CHECK(cond)                                                        \
-  do {                                                                     \
-    if (!(cond)) {                                                         \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      failures++;                                                          \
-    }                                                                      \
-  } while (0)
-#define CHECK_EQ(a, b)                                                                    \
-  do {                                                                                    \
-    long long va_ = (long long)(a), vb_ = (long long)(b);                                 \
-    if (va_ != vb_) {                                                                     \
-      fprintf(stderr, "%s:%d: %s = %lld, expected %lld\n", __FILE__, __LINE__, #a, va_, vb_); \
-      failures++;                                                                         \
-    }                                                                                     \
-  } while (0)
+#include "kineto_check.h"
 
 static int load(const char *doc, const char *name, ssa_rank *r, stepscope_error *err) {
   if (ssa_rank_init(r)) return -1;

@@ -27,58 +27,7 @@
 
 #include "ssa_analysis.h"
 
-static int failures;
-#define CHECK(cond)                                                        \
-  do {                                                                     \
-    if (!(cond)) {                                                         \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      failures++;                                                          \
-    }                                                                      \
-  } while (0)
-#define CHECK_EQ(a, b)                                                                    \
-  do {                                                                                    \
-    long long va_ = (long long)(a), vb_ = (long long)(b);                                 \
-    if (va_ != vb_) {                                                                     \
-      fprintf(stderr, "%s:%d: %s = %lld, expected %lld\n", __FILE__, __LINE__, #a, va_, vb_); \
-      failures++;                                                                         \
-    }                                                                                     \
-  } while (0)
-
-typedef struct loaded {
-  ssa_run run;
-  ssa_analysis an;
-  int ok;
-} loaded;
-
-static int load(const char *dir, const char *name, loaded *l) {
-  char path[1024];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  memset(l, 0, sizeof *l);
-  stepscope_error err;
-  memset(&err, 0, sizeof err);
-  ssa_load_options lo = {1, 0};
-  if (ssa_run_load(&l->run, path, &lo, &err)) {
-    fprintf(stderr, "%s: load failed: %s\n", name, err.message);
-    failures++;
-    ssa_run_free(&l->run);
-    return -1;
-  }
-  if (ssa_analyze(&l->run, NULL, &l->an, &err)) {
-    fprintf(stderr, "%s: analysis failed: %s\n", name, err.message);
-    failures++;
-    ssa_analysis_free(&l->an);
-    ssa_run_free(&l->run);
-    return -1;
-  }
-  l->ok = 1;
-  return 0;
-}
-
-static void unload(loaded *l) {
-  if (!l->ok) return;
-  ssa_analysis_free(&l->an);
-  ssa_run_free(&l->run);
-}
+#include "kineto_check.h"
 
 /* How many warnings of rank i contain `text`. */
 static int rank_warnings(const ssa_rank *r, const char *text) {
@@ -102,7 +51,7 @@ static int64_t rel(const loaded *l, const ssa_rank_result *rr, int64_t t) {
  * under kernels. */
 static void test_host_ahead(const char *dir) {
   loaded l;
-  if (load(dir, "host_ahead.json", &l)) return;
+  if (load_trace(dir, "host_ahead.json", NULL, &l)) return;
   const ssa_rank_result *rr = &l.an.ranks[0];
   CHECK_EQ(l.an.step_time_median, 100000);
   CHECK_EQ(l.an.device_latency_median, 186000);
@@ -133,7 +82,7 @@ static void test_host_ahead(const char *dir) {
  * `other`. */
 static void test_loader_bound(const char *dir) {
   loaded l;
-  if (load(dir, "loader_bound.json", &l)) return;
+  if (load_trace(dir, "loader_bound.json", NULL, &l)) return;
   const ssa_rank_result *rr = &l.an.ranks[0];
   CHECK_EQ(l.an.step_time_median, 300000);
   CHECK_EQ(l.an.device_latency_median, 80000);
@@ -157,7 +106,7 @@ static void test_loader_bound(const char *dir) {
  * exposed comm 100 (80) us; idle = 1000 - 900 (880) = 100 (120) us. */
 static void test_cpu_ddp(const char *dir) {
   loaded l;
-  if (load(dir, "cpu_ddp", &l)) return;
+  if (load_trace(dir, "cpu_ddp", NULL, &l)) return;
   CHECK_EQ(l.an.nranks, 2);
   for (size_t i = 0; i < l.an.nranks; i++) {
     const ssa_rank_result *rr = &l.an.ranks[i];
@@ -182,7 +131,7 @@ static void test_cpu_ddp(const char *dir) {
  * 100 us in a 500 us step. */
 static void test_mtia_like(const char *dir) {
   loaded l;
-  if (load(dir, "mtia_like.json", &l)) return;
+  if (load_trace(dir, "mtia_like.json", NULL, &l)) return;
   const ssa_rank *r = l.an.ranks[0].rank;
   CHECK_EQ(rank_warnings(r, "no device activity"), 1);
   CHECK_EQ(rank_warnings(r, "mtia_runtime (2 events)"), 1);
@@ -200,7 +149,7 @@ static void test_mtia_like(const char *dir) {
  * and spans 1 ms. */
 static void test_absurd_times(const char *dir) {
   loaded l;
-  if (load(dir, "absurd_times.json", &l)) return;
+  if (load_trace(dir, "absurd_times.json", NULL, &l)) return;
   const ssa_rank_result *rr = &l.an.ranks[0];
   CHECK_EQ(rank_warnings(rr->rank, "2 events with absurd timestamps left out (1 with a negative ts, 1 more"), 1);
   CHECK_EQ(rr->rank->nranges, 1);
@@ -217,7 +166,7 @@ static void test_absurd_times(const char *dir) {
  * left out of the medians: step time 100 us, device latency 50 us. */
 static void test_cut_by_stop(const char *dir) {
   loaded l;
-  if (load(dir, "cut_by_stop.json", &l)) return;
+  if (load_trace(dir, "cut_by_stop.json", NULL, &l)) return;
   const ssa_rank_result *rr = &l.an.ranks[0];
   CHECK_EQ(rr->nsteps, 3);
   if (rr->nsteps != 3) goto out;
