@@ -91,6 +91,8 @@ typedef struct api_options {
   ssa_options opt;
   int has_b_steps;
   int64_t b_first, b_last;
+  const char *repeats[2][SSA_DIFF_MAX_RUNS]; /* diff: [side][i], [side][0] set by the caller */
+  size_t nrep[2];
   ssa_comm_rules rules;  /* this call's --comm-kernel/--compute-kernel and environment rules;
                             opt.comm_rules points here (free with api_options_free) */
 } api_options;
@@ -121,7 +123,7 @@ static int take_rules(api_options *ao, char *why, size_t why_n) {
   return rc;
 }
 
-enum { ALLOW_RANK = 1, ALLOW_TOP = 2, ALLOW_STEPS_B = 4 };
+enum { ALLOW_RANK = 1, ALLOW_TOP = 2, ALLOW_STEPS_B = 4, ALLOW_REPEATS = 8 };
 
 /* Parses argv like the command's loop does: 0, or 2 with the message in
  * why (or, for the shared analysis options, on the captured stderr).
@@ -159,6 +161,13 @@ static int parse_options_captured(const char *command, int argc, const char *con
         return 2;
       }
       ao->has_b_steps = 1;
+    } else if ((allow & ALLOW_REPEATS) && (!strcmp(a, "--repeat-a") || !strcmp(a, "--repeat-b"))) {
+      int side = a[9] == 'b';
+      if (ao->nrep[side] + 1 >= SSA_DIFF_MAX_RUNS) {
+        snprintf(why, why_n, "stepscope %s: at most %d runs per side (%s)", command, SSA_DIFF_MAX_RUNS, a);
+        return 2;
+      }
+      ao->repeats[side][1 + ao->nrep[side]++] = v;
     } else {
       snprintf(why, why_n, "stepscope %s: unknown option %s", command, a);
       return 2;
@@ -286,7 +295,7 @@ API_EXPORT int ss_api_diff(const char *run_a, const char *run_b, int argc,
   if (!json_out) return fail(err_out, 2, "stepscope diff: no place for the diff");
   *json_out = NULL;
   api_options ao;
-  int rc = parse_options("diff", argc, argv, ALLOW_STEPS_B, &ao, err_out);
+  int rc = parse_options("diff", argc, argv, ALLOW_STEPS_B | ALLOW_REPEATS, &ao, err_out);
   if (rc) return rc;
   ssa_options opt_b = ao.opt;
   if (ao.has_b_steps) {
@@ -294,30 +303,43 @@ API_EXPORT int ss_api_diff(const char *run_a, const char *run_b, int argc,
     opt_b.step_first = ao.b_first;
     opt_b.step_last = ao.b_last;
   }
-  ssa_run ra, rb;
-  ssa_analysis aa, ab;
-  int have_rb = 0, have_aa = 0, have_ab = 0;
-  rc = load_run("diff", run_a, &ao.opt, &ra, err_out);
-  if (rc) {
-    api_options_free(&ao);
-    return rc;
+  ao.repeats[0][0] = run_a;
+  ao.repeats[1][0] = run_b;
+  size_t nrun[2] = {1 + ao.nrep[0], 1 + ao.nrep[1]};
+  ssa_run *runs = calloc(2 * SSA_DIFF_MAX_RUNS, sizeof *runs);
+  ssa_analysis *an = calloc(2 * SSA_DIFF_MAX_RUNS, sizeof *an);
+  const ssa_analysis *side_an[2][SSA_DIFF_MAX_RUNS];
+  int have_run[2 * SSA_DIFF_MAX_RUNS] = {0}, have_an[2 * SSA_DIFF_MAX_RUNS] = {0};
+  if (!runs || !an) rc = fail(err_out, 1, "stepscope diff: out of memory");
+  for (int side = 0; side < 2 && !rc; side++) {
+    const ssa_options *o = side ? &opt_b : &ao.opt;
+    for (size_t i = 0; i < nrun[side] && !rc; i++) {
+      size_t x = (size_t)side * SSA_DIFF_MAX_RUNS + i;
+      const char *path = ao.repeats[side][i];
+      if (!(rc = load_run("diff", path, o, &runs[x], err_out))) have_run[x] = 1;
+      if (!rc && !(rc = analyse_run("diff", path, &runs[x], o, &an[x], err_out))) have_an[x] = 1;
+      side_an[side][i] = &an[x];
+      char note[256];
+      if (!rc && i > 0 && !ssa_diff_same_layout(side_an[side][0], side_an[side][i], note, sizeof note))
+        rc = fail(err_out, 2, "stepscope diff: --repeat-%c %s is not a run of %s's configuration: %s",
+                  side ? 'b' : 'a', path, ao.repeats[side][0], note);
+    }
   }
-  if (!(rc = analyse_run("diff", run_a, &ra, &ao.opt, &aa, err_out))) have_aa = 1;
-  if (!rc && !(rc = load_run("diff", run_b, &opt_b, &rb, err_out))) have_rb = 1;
-  if (!rc && !(rc = analyse_run("diff", run_b, &rb, &opt_b, &ab, err_out))) have_ab = 1;
   if (!rc) {
     ssa_diff d;
     memset(&d, 0, sizeof d);
-    if (ssa_diff_runs(&aa, &ab, run_a, run_b, &d))
+    if (ssa_diff_runs_repeated(side_an[0], nrun[0], side_an[1], nrun[1], run_a, run_b, &d))
       rc = fail(err_out, 1, "stepscope diff: out of memory while comparing");
     else
       rc = json_to_memory("diff", write_diff, &d, json_out, err_out);
     ssa_diff_free(&d);
   }
-  if (have_ab) ssa_analysis_free(&ab);
-  if (have_rb) ssa_run_free(&rb);
-  if (have_aa) ssa_analysis_free(&aa);
-  ssa_run_free(&ra);
+  for (size_t x = 0; x < 2 * SSA_DIFF_MAX_RUNS; x++) {
+    if (have_an[x]) ssa_analysis_free(&an[x]);
+    if (have_run[x]) ssa_run_free(&runs[x]);
+  }
+  free(runs);
+  free(an);
   api_options_free(&ao);
   return rc;
 }

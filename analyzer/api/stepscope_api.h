@@ -53,7 +53,8 @@ int ss_api_analyze(const char *run, int argc, const char *const *argv, char **js
                    char **err_out);
 
 /* Loads and analyses runs A and B with the same options (the analysis
- * options, plus --steps-b A:B for run B) and returns in *json_out the diff,
+ * options, plus --steps-b A:B for run B, and --repeat-a RUN / --repeat-b RUN,
+ * repeatable, for more runs of either configuration) and returns in *json_out the diff,
  * byte for byte what `stepscope diff A B OPTIONS --json -` prints. */
 int ss_api_diff(const char *run_a, const char *run_b, int argc, const char *const *argv,
                 char **json_out, char **err_out);

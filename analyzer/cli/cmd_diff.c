@@ -2,10 +2,12 @@
  * cmd_diff.c — `stepscope diff RUN_A RUN_B [--json FILE] [--markdown FILE]
  * [--fail-on SPEC] [--steps A:B] [--steps-b A:B] [--step-range NAME]
  * [--launch-gap-us N] [--threads N] [--comm-kernel RE] [--compute-kernel RE]
- * [--quiet]`: loads and
+ * [--repeat-a RUN]... [--repeat-b RUN]... [--quiet]`: loads and
  * analyses both runs with the same options (each run is any run directory
  * or file `stepscope analyze` accepts, Kineto JSON included), compares them
- * (analyzer/src/diff_runs.c) and prints the text report; --json writes the
+ * (analyzer/src/diff_runs.c) and prints the text report. --repeat-a/-b add
+ * more runs of the same configuration to a side: their steps are pooled and
+ * the runs' spread is part of the noise test. --json writes the
  * document of docs/diff.md, --markdown a short summary for a CI comment;
  * --fail-on is the regression gate (analyzer/src/diff_gate.c). Exit codes:
  * 0 ok, 1 a run could not be loaded or analysed, 2 usage error, 3 a
@@ -39,6 +41,10 @@ static void usage(FILE *f) {
           "                      top causes, the command to reproduce); '-' = stdout\n"
           CLI_ANALYSIS_OPTIONS_HELP
           "  --steps-b A:B       a different step range for run B (--steps applies to both)\n"
+          "  --repeat-a RUN      another run of A's configuration (repeatable, up to 15): steps are\n"
+          "                      pooled, and a change must exceed how far A's runs lie apart\n"
+          "  --repeat-b RUN      the same for B. With one run per side, verdicts assume separate runs\n"
+          "                      of one configuration differ no more than their steps do\n"
           "  --quiet             no text report\n"
           "Verdicts: better/WORSE only when the change passes the noise test (docs/diff.md):\n"
           "noise, same, or unknown (too few steps) otherwise. Exit: 0 ok, 1 a run could not be\n"
@@ -105,6 +111,8 @@ int cmd_diff(int argc, char **argv) {
   int64_t b_first = 0, b_last = 0;
   const char *paths[2] = {NULL, NULL};
   const char *json_path = NULL, *markdown_path = NULL;
+  const char *repeats[2][SSA_DIFF_MAX_RUNS]; /* [side][i]: repeats[s][0] is the side's run */
+  size_t nrep[2] = {1, 1};
   ssa_gate gate;
   int has_gate = 0;
   int quiet = 0;
@@ -147,6 +155,13 @@ int cmd_diff(int argc, char **argv) {
           return 2;
         }
         has_b_steps = 1;
+      } else if (!strcmp(a, "--repeat-a") || !strcmp(a, "--repeat-b")) {
+        int side = a[9] == 'b';
+        if (nrep[side] >= SSA_DIFF_MAX_RUNS) {
+          fprintf(stderr, "stepscope diff: at most %d runs per side (%s)\n", SSA_DIFF_MAX_RUNS, a);
+          return 2;
+        }
+        repeats[side][nrep[side]++] = v;
       } else {
         fprintf(stderr, "stepscope diff: unknown option %s\n", a);
         usage(stderr);
@@ -172,23 +187,39 @@ int cmd_diff(int argc, char **argv) {
   if (prediction >= 0)
     return cli_diff_prediction(paths[1 - prediction], paths[prediction], &opt, json_path, quiet,
                                has_gate ? "--fail-on" : markdown_path ? "--markdown"
-                                                      : has_b_steps ? "--steps-b" : NULL);
+                                                      : has_b_steps ? "--steps-b"
+                               : nrep[0] > 1 ? "--repeat-a" : nrep[1] > 1 ? "--repeat-b" : NULL);
   opt_b = opt;
   if (has_b_steps) {
     opt_b.has_step_filter = 1;
     opt_b.step_first = b_first;
     opt_b.step_last = b_last;
   }
-  loaded *l = calloc(2, sizeof *l);
+  repeats[0][0] = paths[0];
+  repeats[1][0] = paths[1];
+  loaded *l = calloc(2 * SSA_DIFF_MAX_RUNS, sizeof *l); /* side s, run i: l[s * MAX + i] */
   if (!l) {
     fprintf(stderr, "stepscope diff: out of memory\n");
     return 1;
   }
-  int rc = load_and_analyse(paths[0], &opt, &l[0]);
-  if (!rc) rc = load_and_analyse(paths[1], &opt_b, &l[1]);
+  const ssa_analysis *an[2][SSA_DIFF_MAX_RUNS];
+  int rc = 0;
+  for (int side = 0; side < 2 && !rc; side++) {
+    for (size_t i = 0; i < nrep[side] && !rc; i++) {
+      loaded *x = &l[side * SSA_DIFF_MAX_RUNS + i];
+      rc = load_and_analyse(repeats[side][i], side ? &opt_b : &opt, x);
+      an[side][i] = &x->an;
+      char note[256];
+      if (!rc && i > 0 && !ssa_diff_same_layout(an[side][0], an[side][i], note, sizeof note)) {
+        fprintf(stderr, "stepscope diff: --repeat-%c %s is not a run of %s's configuration: %s\n",
+                side ? 'b' : 'a', repeats[side][i], repeats[side][0], note);
+        rc = 2;
+      }
+    }
+  }
   ssa_diff d;
   memset(&d, 0, sizeof d);
-  if (!rc && ssa_diff_runs(&l[0].an, &l[1].an, paths[0], paths[1], &d)) {
+  if (!rc && ssa_diff_runs_repeated(an[0], nrep[0], an[1], nrep[1], paths[0], paths[1], &d)) {
     fprintf(stderr, "stepscope diff: out of memory while comparing\n");
     rc = 1;
   }
@@ -238,8 +269,7 @@ int cmd_diff(int argc, char **argv) {
     }
   }
   ssa_diff_free(&d);
-  unload(&l[0]);
-  unload(&l[1]);
+  for (size_t i = 0; i < 2 * SSA_DIFF_MAX_RUNS; i++) unload(&l[i]);
   free(l);
   return rc;
 }

@@ -94,9 +94,13 @@ int ssa_diff_report_markdown(const ssa_diff *d, const ssa_gate *g, const ssa_gat
     ssa_out_str(o, "### stepscope diff\n\n");
   ssa_out_str(o, "A: ");
   code(o, d->path_a ? d->path_a : "A", 120);
-  ssa_out_printf(o, " (%zu ranks, %zu steps) → B: ", d->a->nranks, d->a->nsteps);
+  ssa_out_printf(o, " (%zu ranks, %zu steps", d->a->nranks, d->a->nsteps);
+  if (d->nruns_a > 1) ssa_out_printf(o, "; %zu runs", d->nruns_a);
+  ssa_out_str(o, ") → B: ");
   code(o, d->path_b ? d->path_b : "B", 120);
-  ssa_out_printf(o, " (%zu ranks, %zu steps)\n\n", d->b->nranks, d->b->nsteps);
+  ssa_out_printf(o, " (%zu ranks, %zu steps", d->b->nranks, d->b->nsteps);
+  if (d->nruns_b > 1) ssa_out_printf(o, "; %zu runs", d->nruns_b);
+  ssa_out_str(o, ")\n\n");
   if (d->load_differs)
     ssa_out_printf(o,
                    "> **No verdicts:** the machine was busier during one run (devices idle with work queued "

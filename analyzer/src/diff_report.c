@@ -46,10 +46,13 @@ static void tchange(char *buf, size_t n, int is_time, const ssa_diff_metric *m) 
 
 int ssa_diff_report_text(const ssa_diff *d, FILE *f) {
   char safe[1024], safe2[1024]; /* trace strings and paths, terminal-safe (text_escape.c) */
-  fprintf(f, "stepscope diff\n  A: %s (%zu ranks, %zu steps)\n  B: %s (%zu ranks, %zu steps)\n",
-          ssa_text_safe(d->path_a ? d->path_a : "A", safe, sizeof safe), d->a->nranks, d->a->nsteps,
-          ssa_text_safe(d->path_b ? d->path_b : "B", safe2, sizeof safe2), d->b->nranks,
-          d->b->nsteps);
+  fprintf(f, "stepscope diff\n  A: %s (%zu ranks, %zu steps", ssa_text_safe(d->path_a ? d->path_a : "A", safe, sizeof safe),
+          d->a->nranks, d->a->nsteps);
+  if (d->nruns_a > 1) fprintf(f, "; %zu runs, %zu steps in all", d->nruns_a, d->m[SSA_DM_STEP_TIME].a.n);
+  fprintf(f, ")\n  B: %s (%zu ranks, %zu steps", ssa_text_safe(d->path_b ? d->path_b : "B", safe2, sizeof safe2),
+          d->b->nranks, d->b->nsteps);
+  if (d->nruns_b > 1) fprintf(f, "; %zu runs, %zu steps in all", d->nruns_b, d->m[SSA_DM_STEP_TIME].b.n);
+  fprintf(f, ")\n");
   if (!d->same_layout) fprintf(f, "  note: %s\n", d->layout_note);
   if (d->load_differs)
     fprintf(f, "  note: load differs (devices idle with work queued %.1f%% of a step in A, %.1f%% in B; kernel stretch "
@@ -72,6 +75,21 @@ int ssa_diff_report_text(const ssa_diff *d, FILE *f) {
     else
       snprintf(v, sizeof v, "%s", ssa_diff_verdict_word(m, k));
     fprintf(f, "%-14s %12s %12s %22s %11s %11s  %s\n", ssa_diff_metric_names[k], a, b, c, sa, sb, v);
+  }
+  if (d->nruns_a > 1 || d->nruns_b > 1) {
+    fprintf(f, "\n== between runs (each run's median; range = how far one side's runs lie apart) ==\n");
+    fprintf(f, "%-14s %12s %12s %12s\n", "metric", "range A", "range B", "gap A->B");
+    for (int k = 0; k < SSA_DM_N; k++) {
+      const ssa_diff_metric *m = &d->m[k];
+      if (!m->comparable) continue;
+      int t = ssa_diff_metric_is_time[k];
+      char ra[32], rb[32], g[32];
+      tfmt(ra, sizeof ra, t, !isnan(m->a.between), m->a.between);
+      tfmt(rb, sizeof rb, t, !isnan(m->b.between), m->b.between);
+      tfmt(g, sizeof g, t, !isnan(m->run_gap), m->run_gap);
+      fprintf(f, "%-14s %12s %12s %12s\n", ssa_diff_metric_names[k], ra, rb, g);
+    }
+    fprintf(f, "  (gap: distance between the nearest runs of A and B, negative when they interleave)\n");
   }
   fprintf(f, "\n== findings ==\n");
   for (size_t i = 0; i < d->nfindings; i++)
@@ -175,6 +193,15 @@ static void jstat(ssa_out *o, int is_time, const ssa_diff_stat *s) {
   jnum(o, is_time, s->drift);
   ssa_out_str(o, ",\"values\":");
   ssa_out_u64(o, s->n);
+  ssa_out_str(o, ",\"runs\":");
+  ssa_out_u64(o, s->runs);
+  ssa_out_str(o, ",\"run_medians\":[");
+  for (size_t i = 0; i < s->runs; i++) {
+    if (i) ssa_out_char(o, ',');
+    jnum(o, is_time, s->run_median[i]);
+  }
+  ssa_out_str(o, "],\"between_runs\":");
+  jnum(o, is_time, s->between);
   ssa_out_char(o, '}');
 }
 
@@ -204,10 +231,12 @@ static void jmetric(ssa_out *o, int k, const ssa_diff_metric *m) {
   jnum(o, 0, m->p_value);
   ssa_out_str(o, ",\"min_effect\":");
   jnum(o, t, m->min_effect);
+  ssa_out_str(o, ",\"run_gap\":");
+  jnum(o, t, m->run_gap);
   ssa_out_char(o, '}');
 }
 
-static void jrun(ssa_out *o, const char *path, const ssa_analysis *a, int world) {
+static void jrun(ssa_out *o, const char *path, const ssa_analysis *a, int world, size_t runs) {
   ssa_out_str(o, "{\"path\":");
   ssa_out_json_string(o, path);
   ssa_out_str(o, ",\"world\":");
@@ -216,14 +245,16 @@ static void jrun(ssa_out *o, const char *path, const ssa_analysis *a, int world)
   ssa_out_u64(o, a->nranks);
   ssa_out_str(o, ",\"steps\":");
   ssa_out_u64(o, a->nsteps);
+  ssa_out_str(o, ",\"runs\":");
+  ssa_out_u64(o, runs);
   ssa_out_char(o, '}');
 }
 
 int ssa_diff_report_json(const ssa_diff *d, ssa_out *o) {
   ssa_out_printf(o, "{\"schema_version\":%d,\"kind\":\"stepscope.diff\",\"a\":", SSA_DIFF_SCHEMA_VERSION);
-  jrun(o, d->path_a, d->a, d->world_a);
+  jrun(o, d->path_a, d->a, d->world_a, d->nruns_a);
   ssa_out_str(o, ",\"b\":");
-  jrun(o, d->path_b, d->b, d->world_b);
+  jrun(o, d->path_b, d->b, d->world_b, d->nruns_b);
   ssa_out_str(o, ",\"same_layout\":");
   ssa_out_str(o, d->same_layout ? "true" : "false");
   ssa_out_str(o, ",\"layout_note\":");

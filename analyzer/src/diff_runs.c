@@ -151,14 +151,9 @@ static double queued_share(const ssa_window *w) {
   return w->span > 0 ? (double)w->idle_cause[SSA_IDLE_OTHER] / (double)w->span : NAN;
 }
 
-/* Median (and in *p75 the upper quartile) over steps of the mean over the
- * selected ranks of queued_share; NaN without steps. */
-static double run_queued_idle(const ssa_analysis *a, double *p75) {
-  *p75 = NAN;
-  if (a->nsteps == 0) return NAN;
-  double *v = malloc(a->nsteps * sizeof *v);
-  if (!v) return NAN;
-  size_t m = 0;
+/* Appends to v, for each step of a, the mean over the selected ranks of
+ * queued_share (steps where no rank has a value are left out). */
+static void collect_queued(const ssa_analysis *a, double *v, size_t *m) {
   for (size_t i = 0; i < a->nsteps; i++) {
     double sum = 0;
     size_t n = 0;
@@ -175,8 +170,21 @@ static double run_queued_idle(const ssa_analysis *a, double *p75) {
         break;
       }
     }
-    if (n) v[m++] = sum / (double)n;
+    if (n) v[(*m)++] = sum / (double)n;
   }
+}
+
+/* Median (and in *p75 the upper quartile) over the steps of every run of a
+ * side of the mean over the selected ranks of queued_share; NaN without steps. */
+static double side_queued_idle(const ssa_analysis *const *runs, size_t nruns, double *p75) {
+  *p75 = NAN;
+  size_t total = 0;
+  for (size_t i = 0; i < nruns; i++) total += runs[i]->nsteps;
+  if (total == 0) return NAN;
+  double *v = malloc(total * sizeof *v);
+  if (!v) return NAN;
+  size_t m = 0;
+  for (size_t i = 0; i < nruns; i++) collect_queued(runs[i], v, &m);
   ssa_diff_stat st;
   ssa_diff_stats(v, m, &st);
   free(v);
@@ -229,13 +237,61 @@ static int kernel_stretch(ssa_diff *d) {
   return 0;
 }
 
-/* Compares metric k of two series sources. */
-static int compare_metric(double *va, size_t na, double *vb, size_t nb, int k, double step_a, int load,
-                          ssa_diff_metric *m) {
-  int rc = ssa_diff_compare_series(va, na, vb, nb, k, step_a, load, m);
+/* Concatenates the series of a side's runs: *v (malloc'd) holds them in
+ * run order, seg[i] how many values run i gave. series(i) fills one run's. */
+typedef int (*series_fn)(const void *ctx, size_t run, int k, double **v, size_t *n);
+
+static int side_series(series_fn series, const void *ctx, size_t nruns, int k, double **v, size_t *seg) {
+  double *all = NULL;
+  size_t n = 0, cap = 0;
+  *v = NULL;
+  for (size_t i = 0; i < nruns; i++) {
+    double *one;
+    if (series(ctx, i, k, &one, &seg[i])) {
+      free(all);
+      return STEPSCOPE_E_NOMEM;
+    }
+    if (seg[i] && ssa_grow((void **)&all, &cap, n + seg[i], sizeof *all)) {
+      free(one);
+      free(all);
+      return STEPSCOPE_E_NOMEM;
+    }
+    if (seg[i]) memcpy(all + n, one, seg[i] * sizeof *all);
+    n += seg[i];
+    free(one);
+  }
+  *v = all ? all : malloc(sizeof *all);
+  return *v ? 0 : STEPSCOPE_E_NOMEM;
+}
+
+/* Compares metric k of the two sides (series freed). */
+static int compare_metric(double *va, const size_t *seg_a, size_t ka, double *vb, const size_t *seg_b,
+                          size_t kb, int k, double step_a, int load, ssa_diff_metric *m) {
+  int rc = ssa_diff_compare_runs(va, seg_a, ka, vb, seg_b, kb, k, step_a, load, m);
   free(va);
   free(vb);
   return rc;
+}
+
+static int run_series_of(const void *ctx, size_t run, int k, double **v, size_t *n) {
+  return run_series(((const ssa_analysis *const *)ctx)[run], k, v, n);
+}
+
+typedef struct rank_ctx {
+  const ssa_analysis *const *runs;
+  int rank;
+} rank_ctx;
+
+static const ssa_rank_result *find_rank(const ssa_analysis *a, int rank);
+
+/* One rank's series in one run of a side: empty when that run lacks the rank. */
+static int rank_series_of(const void *ctx, size_t run, int k, double **v, size_t *n) {
+  const rank_ctx *c = ctx;
+  const ssa_rank_result *rr = find_rank(c->runs[run], c->rank);
+  if (rr) return rank_series(rr, k, v, n);
+  *n = 0;
+  *v = malloc(sizeof **v);
+  return *v ? 0 : STEPSCOPE_E_NOMEM;
 }
 
 static const ssa_rank_result *find_rank(const ssa_analysis *a, int rank) {
@@ -279,43 +335,49 @@ static void describe_layout_change(char *note, size_t cap, int rank, const char 
     memcpy(list + len, item, (size_t)n + 1);
     len += (size_t)n;
   }
-  snprintf(note, cap, "parallel layout differs (rank %d: %s): compared on aggregates only", rank,
+  snprintf(note, cap, "parallel layout differs (rank %d: %s)", rank,
            len ? list : "the layout metadata differs");
 }
 
-static int check_layout(ssa_diff *d) {
-  const ssa_analysis *a = d->a, *b = d->b;
-  d->world_a = world_of(a);
-  d->world_b = world_of(b);
-  if (d->world_a != d->world_b) {
-    snprintf(d->layout_note, sizeof d->layout_note,
-             "world size differs (%d vs %d): compared on aggregates only", d->world_a, d->world_b);
+int ssa_diff_same_layout(const ssa_analysis *a, const ssa_analysis *b, char *note, size_t cap) {
+  int wa = world_of(a), wb = world_of(b);
+  if (wa != wb) {
+    snprintf(note, cap, "world size differs (%d vs %d)", wa, wb);
     return 0;
   }
   size_t na = 0, nb = 0;
   for (size_t i = 0; i < a->nranks; i++) na += selected(a, &a->ranks[i]);
   for (size_t i = 0; i < b->nranks; i++) nb += selected(b, &b->ranks[i]);
   if (na != nb) {
-    snprintf(d->layout_note, sizeof d->layout_note,
-             "different ranks were analysed (%zu vs %zu): compared on aggregates only", na, nb);
+    snprintf(note, cap,
+             "different ranks were analysed (%zu vs %zu)", na, nb);
     return 0;
   }
   for (size_t i = 0; i < a->nranks; i++) {
     if (!selected(a, &a->ranks[i])) continue;
     const ssa_rank_result *o = find_rank(b, a->ranks[i].rank->rank);
     if (!o || !selected(b, o)) {
-      snprintf(d->layout_note, sizeof d->layout_note,
-               "rank %d is only in run A: compared on aggregates only", a->ranks[i].rank->rank);
+      snprintf(note, cap,
+               "rank %d is only in run A", a->ranks[i].rank->rank);
       return 0;
     }
     const char *la = ssa_rank_meta(a->ranks[i].rank, "layout");
     const char *lb = ssa_rank_meta(o->rank, "layout");
     if (la && lb && strcmp(la, lb) != 0) {
-      describe_layout_change(d->layout_note, sizeof d->layout_note, a->ranks[i].rank->rank, la, lb);
+      describe_layout_change(note, cap, a->ranks[i].rank->rank, la, lb);
       return 0;
     }
   }
   return 1;
+}
+
+static int check_layout(ssa_diff *d) {
+  d->world_a = world_of(d->a);
+  d->world_b = world_of(d->b);
+  char why[200];
+  if (ssa_diff_same_layout(d->a, d->b, why, sizeof why)) return 1;
+  snprintf(d->layout_note, sizeof d->layout_note, "%s: compared on aggregates only", why);
+  return 0;
 }
 
 static int build_ranks(ssa_diff *d) {
@@ -335,17 +397,19 @@ static int build_ranks(ssa_diff *d) {
     double qa75, qb75;
     double qa = rank_queued_idle(ra, &qa75), qb = rb ? rank_queued_idle(rb, &qb75) : NAN;
     int load = d->load_differs || (rb && load_differs(qa, qa75, qb, qb75));
+    rank_ctx ca = {d->runs_a, x->rank}, cb = {d->runs_b, x->rank};
     double step_a = NAN;
     for (int k = 0; k < SSA_DM_N; k++) { /* step span first: the minimum effect needs it */
       if (k == SSA_DM_MFU) continue;
-      double *va, *vb = NULL;
-      size_t na, nb = 0;
-      if (rank_series(ra, k, &va, &na)) return STEPSCOPE_E_NOMEM;
-      if (rb && rank_series(rb, k, &vb, &nb)) {
+      double *va, *vb;
+      size_t seg_a[SSA_DIFF_MAX_RUNS], seg_b[SSA_DIFF_MAX_RUNS];
+      if (side_series(rank_series_of, &ca, d->nruns_a, k, &va, seg_a)) return STEPSCOPE_E_NOMEM;
+      if (side_series(rank_series_of, &cb, d->nruns_b, k, &vb, seg_b)) {
         free(va);
         return STEPSCOPE_E_NOMEM;
       }
-      if (compare_metric(va, na, vb, nb, k, step_a, load, &x->m[k])) return STEPSCOPE_E_NOMEM;
+      if (compare_metric(va, seg_a, d->nruns_a, vb, seg_b, d->nruns_b, k, step_a, load, &x->m[k]))
+        return STEPSCOPE_E_NOMEM;
       if (k == SSA_DM_STEP_TIME) step_a = x->m[k].a.known ? x->m[k].a.median : NAN;
     }
   }
@@ -595,8 +659,15 @@ static int build_findings(ssa_diff *d) {
     rc |= finding(d, "%s %s from %s to %s%s%s%s; %s (step-to-step spread %s)", metric_words[k], verb, va,
                   vb, per_step, rel, where, better ? "better" : "worse", sp);
   }
+  int any_real = 0;
+  for (int k = 0; k < SSA_DM_N; k++) any_real |= d->m[k].comparable && d->m[k].verdict == SSA_DV_REAL;
+  if (any_real && d->nruns_a == 1 && d->nruns_b == 1)
+    rc |= finding(d, "one run per side: these verdicts assume that separate runs of one configuration differ "
+                     "no more than their steps scatter; repeat each run (--repeat-a, --repeat-b) to measure it");
   if (ulen && d->load_differs) rc |= finding(d, "not judged (the load differs between the runs): %s", unchanged);
-  else if (ulen) rc |= finding(d, "unchanged within step-to-step noise: %s", unchanged);
+  else if (ulen)
+    rc |= finding(d, "unchanged within %s noise: %s",
+                  d->nruns_a > 1 || d->nruns_b > 1 ? "step-to-step and run-to-run" : "step-to-step", unchanged);
   if (klen)
     rc |= finding(d, "cannot tell with %zu and %zu steps (at least %d per side, and enough for the rank test): %s",
                   d->a->nsteps, d->b->nsteps, SSA_DIFF_MIN_STEPS, unknown);
@@ -641,29 +712,35 @@ static int build_findings(ssa_diff *d) {
   return rc ? STEPSCOPE_E_NOMEM : 0;
 }
 
-int ssa_diff_runs(const ssa_analysis *a, const ssa_analysis *b, const char *path_a,
-                  const char *path_b, ssa_diff *d) {
+int ssa_diff_runs_repeated(const ssa_analysis *const *a, size_t na, const ssa_analysis *const *b, size_t nb,
+                           const char *path_a, const char *path_b, ssa_diff *d) {
   memset(d, 0, sizeof *d);
-  d->a = a;
-  d->b = b;
+  if (na < 1 || nb < 1 || na > SSA_DIFF_MAX_RUNS || nb > SSA_DIFF_MAX_RUNS) return STEPSCOPE_E_ARGUMENT;
+  d->a = a[0];
+  d->b = b[0];
+  memcpy(d->runs_a, a, na * sizeof *a);
+  memcpy(d->runs_b, b, nb * sizeof *b);
+  d->nruns_a = na;
+  d->nruns_b = nb;
   d->path_a = path_a;
   d->path_b = path_b;
   if (build_kernels(d) || kernel_stretch(d)) return STEPSCOPE_E_NOMEM;
-  d->queued_idle_a = run_queued_idle(a, &d->queued_idle_a_p75);
-  d->queued_idle_b = run_queued_idle(b, &d->queued_idle_b_p75);
+  d->queued_idle_a = side_queued_idle(d->runs_a, na, &d->queued_idle_a_p75);
+  d->queued_idle_b = side_queued_idle(d->runs_b, nb, &d->queued_idle_b_p75);
   d->load_differs = load_differs(d->queued_idle_a, d->queued_idle_a_p75, d->queued_idle_b, d->queued_idle_b_p75) ||
                     (!isnan(d->kernel_stretch) && (d->kernel_stretch > SSA_DIFF_LOAD_STRETCH ||
                                                    d->kernel_stretch < 1.0 / SSA_DIFF_LOAD_STRETCH));
   double step_a = NAN;
   for (int k = 0; k < SSA_DM_N; k++) { /* step time first: the minimum effect needs it */
     double *va, *vb;
-    size_t na, nb;
-    if (run_series(a, k, &va, &na)) return STEPSCOPE_E_NOMEM;
-    if (run_series(b, k, &vb, &nb)) {
+    size_t seg_a[SSA_DIFF_MAX_RUNS], seg_b[SSA_DIFF_MAX_RUNS];
+    if (side_series(run_series_of, d->runs_a, na, k, &va, seg_a)) return STEPSCOPE_E_NOMEM;
+    if (side_series(run_series_of, d->runs_b, nb, k, &vb, seg_b)) {
       free(va);
       return STEPSCOPE_E_NOMEM;
     }
-    if (compare_metric(va, na, vb, nb, k, step_a, d->load_differs, &d->m[k])) return STEPSCOPE_E_NOMEM;
+    if (compare_metric(va, seg_a, na, vb, seg_b, nb, k, step_a, d->load_differs, &d->m[k]))
+      return STEPSCOPE_E_NOMEM;
     if (k == SSA_DM_STEP_TIME) step_a = d->m[k].a.known ? d->m[k].a.median : NAN;
   }
   d->same_layout = check_layout(d);
@@ -673,6 +750,11 @@ int ssa_diff_runs(const ssa_analysis *a, const ssa_analysis *b, const char *path
   if (!rc) rc = build_colls(d);
   if (!rc) rc = build_findings(d);
   return rc;
+}
+
+int ssa_diff_runs(const ssa_analysis *a, const ssa_analysis *b, const char *path_a,
+                  const char *path_b, ssa_diff *d) {
+  return ssa_diff_runs_repeated(&a, 1, &b, 1, path_a, path_b, d);
 }
 
 void ssa_diff_free(ssa_diff *d) {

@@ -12,6 +12,15 @@
  * diff_verdict.c (rank test over steps, spread, within-run drift, minimum
  * effect, comparable load); too few steps give "unknown". A run without
  * steps contributes its totals window as a single value (so: unknown).
+ *
+ * Repeated runs: each side may hold several runs of its configuration (the
+ * same command measured again: `--repeat-a`, `--repeat-b`). Their steps are
+ * pooled for the medians, spreads and the rank test, and the runs' own
+ * medians measure how much separate runs of one configuration differ: the
+ * noise test then also asks that the two sides' runs be further apart than
+ * the runs of either side are from each other (docs/diff.md, test 3).
+ * Kernels, collectives, steps and the kernel-stretch load sign come from
+ * the first run of each side.
  */
 #ifndef DIFF_RUNS_H
 #define DIFF_RUNS_H
@@ -53,19 +62,24 @@ extern const int ssa_diff_metric_better[SSA_DM_N];
 #define SSA_DIFF_LOAD_PT 0.05          /* queued-idle shares 5 points apart: load differs */
 #define SSA_DIFF_LOAD_STRETCH 1.3      /* kernels stretched 1.3x more in one run: load differs */
 #define SSA_DIFF_STRETCH_MIN_LAUNCHES 8 /* kernels with fewer launches do not count for stretch */
+#define SSA_DIFF_MAX_RUNS 16           /* runs per side (a run and its repeats) */
 
 /* Verdicts. */
 enum { SSA_DV_UNKNOWN, SSA_DV_SAME, SSA_DV_NOISE, SSA_DV_REAL };
 /* Why a change is not called real (the first test that failed). */
-enum { SSA_DN_NONE, SSA_DN_TOO_FEW, SSA_DN_LOAD, SSA_DN_RANK_TEST, SSA_DN_SPREAD, SSA_DN_DRIFT,
-       SSA_DN_MIN_EFFECT, SSA_DN_N };
+enum { SSA_DN_NONE, SSA_DN_TOO_FEW, SSA_DN_LOAD, SSA_DN_BETWEEN_RUNS, SSA_DN_RANK_TEST, SSA_DN_SPREAD,
+       SSA_DN_DRIFT, SSA_DN_MIN_EFFECT, SSA_DN_N };
 extern const char *const ssa_diff_noise_reason_names[SSA_DN_N];
 
 typedef struct ssa_diff_stat {
   int known;              /* 0: the run has no value (no comm, no pipeline, no FLOPs) */
   double median, p25, p75, min, max, spread;
-  double drift;           /* |median of the second half - median of the first half| */
-  size_t n;               /* values (steps) */
+  double drift;           /* |median of the second half - median of the first half|
+                             (the largest of the runs' own, with repeated runs) */
+  size_t n;               /* values (steps, of all the side's runs) */
+  size_t runs;            /* runs with at least one value */
+  double run_median[SSA_DIFF_MAX_RUNS]; /* each run's own median, in the order given */
+  double between;         /* max - min of run_median; NaN with fewer than 2 runs */
 } ssa_diff_stat;
 
 typedef struct ssa_diff_metric {
@@ -76,6 +90,8 @@ typedef struct ssa_diff_metric {
   int noise_reason;       /* SSA_DN_*: why not real (SSA_DN_TOO_FEW with unknown) */
   double p_value;         /* Mann-Whitney two-sided; NaN when not computed */
   double min_effect;      /* smallest change that counts, in the metric's unit; NaN when not computed */
+  double run_gap;         /* distance between the nearest runs of A and B (negative when their
+                             medians interleave); NaN unless a side has repeated runs */
   int noise;              /* verdict is same or noise */
   int comparable;         /* both known */
 } ssa_diff_metric;
@@ -116,8 +132,10 @@ typedef struct ssa_diff_coll {
 } ssa_diff_coll;
 
 typedef struct ssa_diff {
-  const ssa_analysis *a, *b;
+  const ssa_analysis *a, *b;          /* the first run of each side */
   const char *path_a, *path_b;
+  const ssa_analysis *runs_a[SSA_DIFF_MAX_RUNS], *runs_b[SSA_DIFF_MAX_RUNS]; /* [0] = a, b */
+  size_t nruns_a, nruns_b;
   int same_layout;        /* same rank set (and world); per-rank comparison done */
   char layout_note[256];  /* why not, when not */
   /* load: median share of a step during which the devices sat idle although
@@ -145,7 +163,14 @@ typedef struct ssa_diff {
  * stepscope status (allocation failure). */
 int ssa_diff_runs(const ssa_analysis *a, const ssa_analysis *b, const char *path_a,
                   const char *path_b, ssa_diff *out);
+/* The same with repeated runs: na runs of A's configuration (a[0] first)
+ * and nb of B's, 1..SSA_DIFF_MAX_RUNS each. */
+int ssa_diff_runs_repeated(const ssa_analysis *const *a, size_t na, const ssa_analysis *const *b, size_t nb,
+                           const char *path_a, const char *path_b, ssa_diff *out);
 void ssa_diff_free(ssa_diff *d);
+/* 1 when two analyses have the same rank set, world size and layout
+ * metadata (so they compare rank by rank); else 0 with the reason in note. */
+int ssa_diff_same_layout(const ssa_analysis *a, const ssa_analysis *b, char *note, size_t cap);
 
 /* Statistics of n values (sorted in place; drift is left 0). */
 void ssa_diff_stats(double *v, size_t n, ssa_diff_stat *out);
@@ -162,6 +187,12 @@ double ssa_diff_drift(const double *v, size_t n);
  * 0 or STEPSCOPE_E_NOMEM. */
 int ssa_diff_compare_series(const double *va, size_t na, const double *vb, size_t nb, int k,
                             double step_a, int load_differs, ssa_diff_metric *m);
+/* The same for sides of repeated runs: va is the concatenation of the runs'
+ * series (each in time order), seg_a[i] the number of values of run i
+ * (ka runs, at most SSA_DIFF_MAX_RUNS); likewise for B. */
+int ssa_diff_compare_runs(const double *va, const size_t *seg_a, size_t ka, const double *vb,
+                          const size_t *seg_b, size_t kb, int k, double step_a, int load_differs,
+                          ssa_diff_metric *m);
 /* "better", "WORSE", "noise", "same", "unknown" ("" when not comparable). */
 const char *ssa_diff_verdict_word(const ssa_diff_metric *m, int k);
 

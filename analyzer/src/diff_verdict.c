@@ -19,7 +19,14 @@
  *   5. it reaches a minimum effect (1 % of run A's step time for times, 1 %
  *      of A for MFU, 1 point for overlap and bubble ratios);
  *   6. the two runs were measured under comparable load (the caller's
- *      load_differs flag, from the devices' queued idle: diff_runs.c).
+ *      load_differs flag, from the devices' queued idle: diff_runs.c);
+ *   7. with repeated runs on a side (the same configuration measured again),
+ *      every run of B lies beyond every run of A by more than the runs of
+ *      either side lie apart (their medians' range): runs of one
+ *      configuration can differ by more than their steps scatter, and only
+ *      repeats measure by how much.
+ * The checks run in the order load, 7, 2, 3, 4, 5; the first that fails is
+ * the reason given.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -147,8 +154,54 @@ static double min_effect(int k, double a_median, double step_a) {
   return SSA_DIFF_MIN_EFFECT_REL * (step_a > 0 ? step_a : fabs(a_median));
 }
 
-int ssa_diff_compare_series(const double *va, size_t na, const double *vb, size_t nb, int k,
-                            double step_a, int load_differs, ssa_diff_metric *m) {
+/* Each run's own median into st->run_median, their range into st->between,
+ * and the largest of the runs' drifts into st->drift. */
+static int per_run(const double *v, const size_t *seg, size_t k, ssa_diff_stat *st) {
+  st->runs = 0;
+  st->between = NAN;
+  st->drift = 0;
+  size_t off = 0, most = 0;
+  for (size_t i = 0; i < k; i++) most = seg[i] > most ? seg[i] : most;
+  double *c = malloc((most ? most : 1) * sizeof *c);
+  if (!c) return STEPSCOPE_E_NOMEM;
+  double lo = INFINITY, hi = -INFINITY;
+  for (size_t i = 0; i < k; off += seg[i], i++) {
+    if (!seg[i]) continue;
+    double drift = ssa_diff_drift(v + off, seg[i]);
+    if (isnan(drift) || drift > st->drift) st->drift = drift;
+    memcpy(c, v + off, seg[i] * sizeof *c);
+    double med = median_of(c, seg[i]);
+    st->run_median[st->runs++] = med;
+    lo = fmin(lo, med);
+    hi = fmax(hi, med);
+  }
+  free(c);
+  if (st->runs >= 2) st->between = hi - lo;
+  return 0;
+}
+
+/* Distance between the nearest runs of the two sides, in the direction of
+ * the change: positive when every run of B lies beyond every run of A. */
+static double run_gap(const ssa_diff_stat *a, const ssa_diff_stat *b, double change) {
+  double amin = INFINITY, amax = -INFINITY, bmin = INFINITY, bmax = -INFINITY;
+  for (size_t i = 0; i < a->runs; i++) {
+    amin = fmin(amin, a->run_median[i]);
+    amax = fmax(amax, a->run_median[i]);
+  }
+  for (size_t i = 0; i < b->runs; i++) {
+    bmin = fmin(bmin, b->run_median[i]);
+    bmax = fmax(bmax, b->run_median[i]);
+  }
+  return change > 0 ? bmin - amax : amin - bmax;
+}
+
+int ssa_diff_compare_runs(const double *va, const size_t *seg_a, size_t ka, const double *vb,
+                          const size_t *seg_b, size_t kb, int k, double step_a, int load_differs,
+                          ssa_diff_metric *m) {
+  if (ka > SSA_DIFF_MAX_RUNS || kb > SSA_DIFF_MAX_RUNS) return STEPSCOPE_E_ARGUMENT;
+  size_t na = 0, nb = 0;
+  for (size_t i = 0; i < ka; i++) na += seg_a[i];
+  for (size_t i = 0; i < kb; i++) nb += seg_b[i];
   double *sa = malloc((na ? na : 1) * sizeof *sa), *sb = malloc((nb ? nb : 1) * sizeof *sb);
   if (!sa || !sb) {
     free(sa);
@@ -161,10 +214,9 @@ int ssa_diff_compare_series(const double *va, size_t na, const double *vb, size_
   ssa_diff_stats(sb, nb, &m->b);
   free(sa);
   free(sb);
-  m->a.drift = ssa_diff_drift(va, na);
-  m->b.drift = ssa_diff_drift(vb, nb);
+  if (per_run(va, seg_a, ka, &m->a) || per_run(vb, seg_b, kb, &m->b)) return STEPSCOPE_E_NOMEM;
   m->comparable = m->a.known && m->b.known;
-  m->abs_change = m->rel_change = m->p_value = m->min_effect = NAN;
+  m->abs_change = m->rel_change = m->p_value = m->min_effect = m->run_gap = NAN;
   m->noise = 0;
   m->verdict = SSA_DV_UNKNOWN;
   m->noise_reason = SSA_DN_NONE;
@@ -180,10 +232,17 @@ int ssa_diff_compare_series(const double *va, size_t na, const double *vb, size_
   double change = fabs(m->abs_change);
   double spread = fmax(m->a.spread, m->b.spread);
   double drift = fmax(m->a.drift, m->b.drift);
+  /* with repeated runs: how far apart the sides' runs are, against how far
+   * apart the runs of one side are (a side of one run has no range: 0) */
+  int repeated = m->a.runs >= 2 || m->b.runs >= 2;
+  double between = fmax(isnan(m->a.between) ? 0 : m->a.between, isnan(m->b.between) ? 0 : m->b.between);
+  if (repeated) m->run_gap = run_gap(&m->a, &m->b, m->abs_change);
   if (change == 0) {
     m->verdict = SSA_DV_SAME;
   } else if (load_differs) {
     m->noise_reason = SSA_DN_LOAD;
+  } else if (repeated && !(m->run_gap > between)) {
+    m->noise_reason = SSA_DN_BETWEEN_RUNS;
   } else if (!(m->p_value < SSA_DIFF_ALPHA)) {
     m->noise_reason = SSA_DN_RANK_TEST;
   } else if (change <= spread) {
@@ -200,6 +259,11 @@ int ssa_diff_compare_series(const double *va, size_t na, const double *vb, size_
   return 0;
 }
 
+int ssa_diff_compare_series(const double *va, size_t na, const double *vb, size_t nb, int k,
+                            double step_a, int load_differs, ssa_diff_metric *m) {
+  return ssa_diff_compare_runs(va, &na, 1, vb, &nb, 1, k, step_a, load_differs, m);
+}
+
 const char *ssa_diff_verdict_word(const ssa_diff_metric *m, int k) {
   if (!m->comparable) return "";
   switch (m->verdict) {
@@ -211,4 +275,4 @@ const char *ssa_diff_verdict_word(const ssa_diff_metric *m, int k) {
 }
 
 const char *const ssa_diff_noise_reason_names[SSA_DN_N] = {
-    NULL, "too_few_steps", "load_differs", "rank_test", "spread", "drift", "min_effect"};
+    NULL, "too_few_steps", "load_differs", "between_runs", "rank_test", "spread", "drift", "min_effect"};

@@ -63,13 +63,21 @@ class Diff:
 
 
 def diff(run_a, run_b, steps=None, comm_kernels=None, compute_kernels=None, *, steps_b=None,
-         step_range=None, launch_gap_us=None, threads=None, options=()):
+         step_range=None, launch_gap_us=None, threads=None, repeats_a=(), repeats_b=(), options=()):
     """Loads, analyses and compares two runs as `stepscope diff A B` does
-    (same analysis options for both; steps_b: a different step range for B)
-    and returns the Diff. Raises StepscopeError on bad input."""
+    (same analysis options for both; steps_b: a different step range for B;
+    repeats_a / repeats_b: more runs of A's / B's configuration, as
+    --repeat-a / --repeat-b: their steps are pooled and a change must exceed
+    how far one side's runs lie apart) and returns the Diff. Raises
+    StepscopeError on bad input."""
     argv = analysis_options(steps, comm_kernels, compute_kernels, step_range, launch_gap_us,
                             threads, options)
     sb = steps_option(steps_b)
     if sb is not None:
         argv += ["--steps-b", sb]
+    for flag, runs in (("--repeat-a", repeats_a), ("--repeat-b", repeats_b)):
+        if isinstance(runs, (str, bytes)) or hasattr(runs, "__fspath__"):
+            runs = [runs]
+        for run in runs:
+            argv += [flag, str(run)]
     return Diff(_lib.diff_json(run_a, run_b, argv), run_a, run_b, argv)

@@ -24,7 +24,10 @@
  * ones; run under the sanitizer build): every spec is either accepted with
  * 1..9 rules or refused with a message, never read past its end.
  *
- * usage: test_diff_noise CASE   (unknown, aa, regression, loader, load, series, gate_parse)
+ * Repeated runs (--repeat-a/-b): series and generated runs whose levels
+ * differ from run to run by more than their steps scatter.
+ *
+ * usage: test_diff_noise CASE   (unknown, aa, regression, loader, load, series, repeats, gate_parse)
  */
 #include <math.h>
 #include <stdio.h>
@@ -437,6 +440,125 @@ static void case_series(void) {
   CHECK(real < 40, "iid A/A false positives %d of 4000", real);
 }
 
+/* Series of `runs` runs of 16 steps each: run r's level is 100 x (1 +
+ * offset_r) x (1 + shift), offset_r uniform in [-between, between]; steps
+ * jitter uniformly by +-1 % around it. */
+static void repeated_series(double *v, size_t *seg, int runs, double between, double shift, uint64_t *rs) {
+  for (int r = 0; r < runs; r++) {
+    double level = 100 * (1 + between * rng_sym(rs)) * (1 + shift);
+    for (int i = 0; i < 16; i++) v[r * 16 + i] = level * (1 + 0.01 * rng_sym(rs));
+    seg[r] = 16;
+  }
+}
+
+/* Share of 2000 comparisons called real, with `runs` runs per side. */
+static double repeated_real_rate(int runs, double between, double shift, uint64_t seed) {
+  double va[64], vb[64];
+  size_t sa[4], sb[4];
+  uint64_t rs = seed;
+  int real = 0;
+  for (int pair = 0; pair < 2000; pair++) {
+    repeated_series(va, sa, runs, between, 0, &rs);
+    repeated_series(vb, sb, runs, between, shift, &rs);
+    ssa_diff_metric m;
+    if (ssa_diff_compare_runs(va, sa, (size_t)runs, vb, sb, (size_t)runs, SSA_DM_STEP_TIME, NAN, 0, &m)) return NAN;
+    real += m.verdict == SSA_DV_REAL;
+  }
+  return real / 2000.0;
+}
+
+typedef struct level_run {
+  double levels[2][3]; /* [side][run]: each run's level (shape.level) */
+  int runs;
+  double want; /* expected step-time change of B (0: an A/A, must be noise) */
+} level_run;
+
+/* Loads side A's and side B's runs with the levels of lr and diffs them as
+ * repeated runs; checks the step-time verdict. */
+static void check_levels(const level_run *lr) {
+  loaded l[2][3];
+  const ssa_analysis *an[2][3];
+  int ok = 1;
+  memset(l, 0, sizeof l);
+  for (int side = 0; side < 2; side++)
+    for (int r = 0; r < lr->runs; r++) {
+      shape sh = base_shape();
+      sh.jitter = 0.005;
+      sh.seed = (uint64_t)(10 * side + r + 1);
+      sh.level = lr->levels[side][r];
+      if (load(&sh, &l[side][r])) ok = 0;
+      an[side][r] = &l[side][r].an;
+    }
+  ssa_diff d;
+  if (ok && ssa_diff_runs_repeated(an[0], (size_t)lr->runs, an[1], (size_t)lr->runs, "A", "B", &d) == 0) {
+    const ssa_diff_metric *m = &d.m[SSA_DM_STEP_TIME];
+    if (lr->want == 0)
+      CHECK(m->verdict != SSA_DV_REAL && (lr->runs == 1 || m->noise_reason == SSA_DN_BETWEEN_RUNS),
+            "A/A with %d runs per side: step_time %+.1f %% %s (reason %d, gap %.0f, ranges %.0f %.0f)", lr->runs,
+            m->rel_change * 100, word(&d, SSA_DM_STEP_TIME), m->noise_reason, m->run_gap, m->a.between,
+            m->b.between);
+    else
+      CHECK(m->verdict == SSA_DV_REAL && fabs(m->rel_change - lr->want) < 0.3 * lr->want,
+            "real %+.0f %% with %d runs per side: %s %+.1f %% (reason %d)", lr->want * 100, lr->runs,
+            word(&d, SSA_DM_STEP_TIME), m->rel_change * 100, m->noise_reason);
+    CHECK(d.nruns_a == (size_t)lr->runs && m->a.runs == (size_t)lr->runs && m->a.n == (size_t)(16 * lr->runs),
+          "runs %zu, run medians %zu, values %zu", d.nruns_a, m->a.runs, m->a.n);
+    ssa_diff_free(&d);
+  } else {
+    CHECK(0, "repeated diff failed");
+  }
+  for (int side = 0; side < 2; side++)
+    for (int r = 0; r < lr->runs; r++) unload(&l[side][r]);
+}
+
+static void case_repeats(void) {
+  /* exact: A's runs sit at 100, 101, 102 and B's at 105, 106, 107 (4 equal
+   * steps each): B's nearest run is 3 beyond A's, more than either side's
+   * runs lie apart (2): real. At 103.5, 104, 104.5 the gap (1.5) is not. */
+  double va[12], vb[12];
+  size_t seg[3] = {4, 4, 4};
+  for (int i = 0; i < 12; i++) {
+    va[i] = 100 + i / 4;
+    vb[i] = 105 + i / 4;
+  }
+  ssa_diff_metric m;
+  CHECK(ssa_diff_compare_runs(va, seg, 3, vb, seg, 3, SSA_DM_STEP_TIME, NAN, 0, &m) == 0, "compare runs");
+  CHECK(m.a.runs == 3 && m.a.between == 2 && m.b.between == 2 && m.run_gap == 3 && m.a.run_median[2] == 102,
+        "runs %zu, between %.2f %.2f, gap %.2f", m.a.runs, m.a.between, m.b.between, m.run_gap);
+  CHECK(m.verdict == SSA_DV_REAL, "gap 3 > ranges 2: verdict %d reason %d", m.verdict, m.noise_reason);
+  for (int i = 0; i < 12; i++) vb[i] = 103.5 + 0.5 * (i / 4);
+  CHECK(ssa_diff_compare_runs(va, seg, 3, vb, seg, 3, SSA_DM_STEP_TIME, NAN, 0, &m) == 0, "compare runs");
+  CHECK(m.verdict == SSA_DV_NOISE && m.noise_reason == SSA_DN_BETWEEN_RUNS && m.run_gap == 1.5,
+        "gap 1.5 < ranges 2: verdict %d reason %d gap %.2f", m.verdict, m.noise_reason, m.run_gap);
+  /* a decrease: the gap is measured downwards */
+  for (int i = 0; i < 12; i++) vb[i] = 95 + i / 4;
+  ssa_diff_compare_runs(va, seg, 3, vb, seg, 3, SSA_DM_STEP_TIME, NAN, 0, &m);
+  CHECK(m.verdict == SSA_DV_REAL && m.run_gap == 3, "decrease: verdict %d gap %.2f", m.verdict, m.run_gap);
+  /* one run per side: no between-run test, no gap */
+  size_t one = 12;
+  ssa_diff_compare_runs(va, &one, 1, vb, &one, 1, SSA_DM_STEP_TIME, NAN, 0, &m);
+  CHECK(isnan(m.run_gap) && isnan(m.a.between) && m.a.runs == 1, "one run: gap %.2f", m.run_gap);
+
+  /* generated: runs differ by up to +-4 % (uniform), steps by +-1 % */
+  double one_run = repeated_real_rate(1, 0.04, 0, 5), two = repeated_real_rate(2, 0.04, 0, 6),
+         three = repeated_real_rate(3, 0.04, 0, 7), power = repeated_real_rate(3, 0.04, 0.15, 8);
+  printf("A/A, runs +-4 %% apart, steps +-1 %%: called real in %.1f %% with 1 run per side, %.1f %% with 2, "
+         "%.1f %% with 3; a +15 %% change with 3 runs: %.1f %%\n",
+         one_run * 100, two * 100, three * 100, power * 100);
+  CHECK(one_run > 0.3, "one run per side cannot see run-to-run differences: %.3f", one_run);
+  CHECK(two < 0.12 && three < 0.02, "A/A with repeats called real: %.3f (2 runs), %.3f (3 runs)", two, three);
+  CHECK(power > 0.9, "+15 %% with 3 runs detected in %.3f", power);
+
+  /* end to end (generated traces, ssa_diff_runs_repeated): run levels move
+   * by up to 4 %; one run per side calls B's +4 % WORSE, three runs do not */
+  level_run aa1 = {{{0}, {0.04}}, 1, 0.04};
+  check_levels(&aa1);
+  level_run aa3 = {{{0, 0.03, -0.01}, {0.04, 0.0, 0.02}}, 3, 0};
+  check_levels(&aa3);
+  level_run real3 = {{{0, 0.03, -0.01}, {0.24, 0.20, 0.22}}, 3, 0.22};
+  check_levels(&real3);
+}
+
 static void case_gate_parse(void) {
   static const char *const valid[] = {"step_time:+3%,exposed_comm:+10%,mfu:-2%,bubble:+2pt",
                                       "idle:+1.5ms, overlap:-5pt", "comm:+1s,exposed_mem:+10ns,compute:2us"};
@@ -494,6 +616,7 @@ int main(int argc, char **argv) {
   if (all || !strcmp(c, "loader")) case_loader();
   if (all || !strcmp(c, "load")) case_load();
   if (all || !strcmp(c, "series")) case_series();
+  if (all || !strcmp(c, "repeats")) case_repeats();
   if (all || !strcmp(c, "gate_parse")) case_gate_parse();
   if (failures) fprintf(stderr, "%d failure(s)\n", failures);
   return failures ? 1 : 0;

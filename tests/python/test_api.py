@@ -242,6 +242,24 @@ def test_diff_is_the_cli_json(cli, generated_runs):
     assert stepscope.diff(a, a, steps="1:3", steps_b="0:2").text == out
 
 
+def test_diff_repeats_are_the_cli_json(cli, generated_runs):
+    """repeats_a / repeats_b are --repeat-a / --repeat-b: the same JSON, with
+    the runs counted and every run's median listed."""
+    a, b = generated_runs["plain"], generated_runs["overlap"]
+    rc, out, err = run_cli(cli, "diff", a, b, "--json", "-", "--repeat-a", a, "--repeat-b", b,
+                           "--repeat-b", b)
+    assert rc == 0, err
+    d = stepscope.diff(a, b, repeats_a=a, repeats_b=[b, b])
+    assert d.text == out
+    assert d.json["a"]["runs"] == 2 and d.json["b"]["runs"] == 3
+    st = d.json["headline"]["step_time"]
+    assert len(st["a"]["run_medians"]) == 2 and len(st["b"]["run_medians"]) == 3
+    # the same run twice: its repeats lie 0 apart
+    assert st["a"]["between_runs"] == 0 and st["b"]["between_runs"] == 0
+    with pytest.raises(stepscope.StepscopeError):
+        stepscope.diff(a, b, repeats_a=["/nonexistent/run"])
+
+
 @pytest.mark.parametrize("args,kwargs", [
     (["analyze", "{run}", "--steps", "x"], {"steps": "x"}),
     (["analyze", "{run}", "--steps", "5:1"], {"steps": (5, 1)}),
