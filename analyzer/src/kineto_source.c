@@ -1348,14 +1348,15 @@ int ssa_kineto_load_memory_chunked(const void *data, size_t size, size_t chunk, 
  * stream: inflated with zlib on this thread as the tokenizer reads.
  * The automatic choice, from measurements on 21 real gzip traces of
  * 0.75-4 MB (docs/hta-comparison.md, "Reading gzip"): with ISA-L, the pipe,
- * always: its wall time was 0.66-0.95 of the whole buffer's with a core free
- * for it, and 0.87-0.97 on one core (taskset), where its CPU time is lower
- * too (ISA-L inflates about as fast as libdeflate, and no page of a 15-90 MB
- * buffer is zeroed), so a run of several files loaded on every core
- * (run_load.c) gains as well. With zlib in the pipe, the pipe was 1.07-1.43
- * times slower on one core and slower on most files with a core free: the
- * whole buffer then, when the file is small enough (ssa_gzip_whole_bound),
- * else the stream. */
+ * always: its median wall time was 0.64-0.77 of the whole buffer's where the
+ * second core was free, and 0.87-0.96 on one core (taskset), where its CPU
+ * time is lower too (ISA-L streams about as fast as libdeflate inflates
+ * whole, and no page of a 15-90 MB buffer is zeroed); 6 files loaded 2 at a
+ * time on 2 cores (run_load.c), a pipe thread each: 0.20 s against 0.23 s,
+ * less CPU, so no thread budget across files. With zlib in the pipe, the
+ * pipe was 1.06-1.29 times slower on one core and slower on most files with
+ * two: the whole buffer then, when the file is small enough
+ * (ssa_gzip_whole_bound), else the stream. */
 #ifdef STEPSCOPE_HAVE_ISAL
 #define GZIP_AUTO_PIPE 1
 #else
