@@ -694,6 +694,15 @@ static void test_gzip_paths(const char *dir) {
         CHECK_EQ(r.napis, 40000); /* launches */
         ssa_rank_free(&r);
       }
+      /* a JSON error a third of the way in: the tokenizer stops while the
+       * pipe thread still has most of the file to inflate; the same error
+       * every way */
+      big[n / 3] = '\x01';
+      snprintf(file, sizeof file, "%s/big-bad.json.gz", path);
+      write_gz(file, big, 1);
+      stepscope_error e;
+      CHECK(same_both_ways(file, &e) != 0);
+      CHECK(strstr(e.message, "of the JSON text") != NULL && strstr(e.message, "gzip") == NULL);
       free(big);
     }
   }
