@@ -285,6 +285,7 @@ static void *produce(void *arg) {
   ssa_inflate_pipe *p = arg;
   int c = next_byte(p);
   if (c == -1) fail(p, "unexpected end of file");
+  else if (c >= 0 && c != 0x1f) fail(p, "incorrect header check"); /* not gzip at all */
   /* members follow one another while the next byte is 0x1f */
   while (c == 0x1f) {
     if (read_header(p) || inflate_member(p)) break;

@@ -5,7 +5,8 @@
  * that every framing case is built exactly:
  *   round_trip   sizes 0..2 MB, ring geometries from 2 x 1 byte to
  *                4 x 256 KiB, read sizes 1..64 KiB: the bytes come back
- *                exactly and the read ends with 0
+ *                exactly and the read ends with 0; a file that is not gzip
+ *                or empty is an error
  *   members      three members with FEXTRA, FNAME, FCOMMENT, FHCRC, an empty
  *                member; trailing bytes that are not a member are ignored,
  *                a trailing 0x1f that starts no member is an error
@@ -225,6 +226,13 @@ static void test_round_trip(void) {
     free(gz.p);
     free(text);
   }
+  /* not gzip at all, and an empty file: errors, not empty documents */
+  result r = pipe_all((const unsigned char *)"{}", 2, 64, 2, 100);
+  CHECK(r.read_failed && r.n == 0 && strstr(r.msg, "incorrect header check"));
+  free(r.data);
+  r = pipe_all((const unsigned char *)"", 0, 64, 2, 100);
+  CHECK(r.read_failed && r.n == 0 && strstr(r.msg, "unexpected end of file"));
+  free(r.data);
   CHECK(ssa_inflate_pipe_open(-1, 0, 4) == NULL); /* no chunk */
   CHECK(ssa_inflate_pipe_open(-1, 16, 1) == NULL); /* one chunk */
 }
