@@ -16,9 +16,9 @@
  * input buffer, parses each member's gzip header (RFC 1952: FEXTRA, FNAME,
  * FCOMMENT, FHCRC checked) and inflates the member's deflate data with one
  * of two decoders, chosen when built: ISA-L's isal_inflate (Debian
- * libisal-dev; about twice zlib's speed on these traces), which also reads
- * and checks the member's trailer (ISAL_GZIP_NO_HDR_VER: CRC-32 and ISIZE);
- * or zlib's raw inflate (windowBits -15), the trailer then checked here:
+ * libisal-dev; 3 times zlib's speed on real traces, docs/hta-comparison.md),
+ * which also reads and checks the member's trailer (ISAL_GZIP_NO_HDR_VER:
+ * CRC-32 and ISIZE); or zlib's raw inflate (windowBits -15), the trailer then checked here:
  * CRC-32 (libdeflate_crc32 when the build has libdeflate, several times
  * faster than zlib's crc32) and ISIZE (the length mod 2^32). Both decoders
  * are called with whatever input is left, even none at the end of the file,
