@@ -1351,9 +1351,9 @@ int ssa_kineto_load_memory_chunked(const void *data, size_t size, size_t chunk, 
  * always: its median wall time was 0.64-0.77 of the whole buffer's where the
  * second core was free, and 0.87-0.96 on one core (taskset), where its CPU
  * time is lower too (ISA-L streams 1.5-1.9 times faster than libdeflate
- * inflates whole with the page faults of its 15-90 MB buffer); 6 files loaded 2 at a
- * time on 2 cores (run_load.c), a pipe thread each: 0.20 s against 0.23 s,
- * less CPU, so no thread budget across files. With zlib in the pipe, the
+ * inflates whole with the page faults of its 15-90 MB buffer); 6 files
+ * loaded 2 at a time on 2 cores (run_load.c), a pipe thread each: 0.20 s
+ * against 0.23 s, less CPU, so no thread budget across files. With zlib in the pipe, the
  * pipe was 1.06-1.29 times slower on one core and slower on most files with
  * two: the whole buffer then, when the file is small enough
  * (ssa_gzip_whole_bound), else the stream. */
