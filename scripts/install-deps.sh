@@ -8,6 +8,7 @@ packages=(
   build-essential cmake ninja-build pkg-config   # build
   libzstd-dev zlib1g-dev zstd                    # trace compression, .json.gz export, zstd CLI
   libdeflate-dev                                 # fast whole-file gzip inflate of Kineto traces
+  libisal-dev                                    # fast streaming gzip inflate of Kineto traces (pipe thread)
   libcmocka-dev                                  # unit tests
   clang libclang-rt-14-dev                       # sanitizer build and libFuzzer
   python3                                        # test helpers (JSON checks)

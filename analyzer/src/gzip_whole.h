@@ -9,7 +9,10 @@
  * (ISIZE) is at most a bound the caller gives; anything else (a larger file,
  * several gzip members, a size that wrapped past 4 GiB, corrupt data) is
  * declined and the caller streams the file with zlib as before, with bounded
- * memory and its precise error messages. See docs/kineto-import.md.
+ * memory and its precise error messages. A build with ISA-L reads gzip
+ * through a second thread instead (inflate_pipe.h), which measured faster;
+ * this path is then used only when asked for (STEPSCOPE_KINETO_GZIP=whole)
+ * or when the thread cannot be had. See docs/kineto-import.md.
  */
 #ifndef GZIP_WHOLE_H
 #define GZIP_WHOLE_H

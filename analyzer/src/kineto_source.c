@@ -52,6 +52,7 @@
 #include <zlib.h>
 
 #include "gzip_whole.h"
+#include "inflate_pipe.h"
 #include "json_stream.h"
 #include "kineto_host.h"
 
@@ -1338,13 +1339,77 @@ int ssa_kineto_load_memory_chunked(const void *data, size_t size, size_t chunk, 
   return import(mem_read, &m, NULL, 0, name, r, err);
 }
 
+/* ---- which way a gzip file is read ----
+ *
+ * whole:  inflated in one piece with libdeflate (gzip_whole.c), then
+ *         tokenized in place; one thread.
+ * pipe:   inflated on a second thread (ISA-L, else zlib) into a small ring
+ *         of buffers while this thread tokenizes (inflate_pipe.c).
+ * stream: inflated with zlib on this thread as the tokenizer reads.
+ * The automatic choice, from measurements on 21 real gzip traces of
+ * 0.75-4 MB (docs/hta-comparison.md, "Reading gzip"): with ISA-L, the pipe,
+ * always: its median wall time was 0.64-0.77 of the whole buffer's where the
+ * second core was free, and 0.87-0.96 on one core (taskset), where its CPU
+ * time is lower too (ISA-L streams 1.5-1.9 times faster than libdeflate
+ * inflates whole with the page faults of its 15-90 MB buffer); 6 files
+ * loaded 2 at a time on 2 cores (run_load.c), a pipe thread each: 0.20 s
+ * against 0.23 s, less CPU, so no thread budget across files. With zlib in the pipe, the
+ * pipe was 1.06-1.29 times slower on one core and slower on most files with
+ * two: the whole buffer then, when the file is small enough
+ * (ssa_gzip_whole_bound), else the stream. */
+#ifdef STEPSCOPE_HAVE_ISAL
+#define GZIP_AUTO_PIPE 1
+#else
+#define GZIP_AUTO_PIPE 0
+#endif
+
+static int gzip_mode_from_env(void) {
+  const char *v = getenv("STEPSCOPE_KINETO_GZIP");
+  if (!v) return SSA_GZIP_AUTO;
+  if (!strcmp(v, "whole")) return SSA_GZIP_WHOLE;
+  if (!strcmp(v, "pipe")) return SSA_GZIP_PIPE;
+  if (!strcmp(v, "stream")) return SSA_GZIP_STREAM;
+  return SSA_GZIP_AUTO;
+}
+
+static int load_file(const char *path, int mode, size_t whole_max, ssa_rank *r, stepscope_error *err);
+
 int ssa_kineto_source_load(const char *path, ssa_rank *r, stepscope_error *err) {
-  return ssa_kineto_source_load_whole_max(path, ssa_gzip_whole_bound(), r, err);
+  return load_file(path, gzip_mode_from_env(), ssa_gzip_whole_bound(), r, err);
 }
 
 int ssa_kineto_source_load_whole_max(const char *path, size_t whole_max, ssa_rank *r,
                                      stepscope_error *err) {
+  return load_file(path, whole_max ? SSA_GZIP_WHOLE : SSA_GZIP_STREAM, whole_max, r, err);
+}
+
+int ssa_kineto_source_load_gzip(const char *path, ssa_gzip_mode mode, ssa_rank *r, stepscope_error *err) {
+  return load_file(path, (int)mode, ssa_gzip_whole_bound(), r, err);
+}
+
+/* Imports the gzip file on `fd` through a pipe: 1 and the import's status
+ * in *rc_out, or 0 when the pipe cannot be had (read the file another way). */
+static int import_piped(int fd, const char *path, ssa_rank *r, stepscope_error *err, int *rc_out) {
+  ssa_inflate_pipe *p = ssa_inflate_pipe_open(fd, SSA_PIPE_CHUNK, SSA_PIPE_NCHUNKS);
+  if (!p) return 0;
+  int rc = import(ssa_inflate_pipe_read, p, NULL, 0, path, r, err);
+  char msg[128];
+  if (ssa_inflate_pipe_close(p, msg, sizeof msg) && err) {
+    /* say what failed rather than "read error" */
+    char m[sizeof err->message];
+    snprintf(m, sizeof m, "%s: gzip data is corrupt or truncated (%s) near byte %llu of the JSON text", path,
+             msg, (unsigned long long)err->offset);
+    snprintf(err->message, sizeof err->message, "%s", m);
+    err->code = STEPSCOPE_E_FORMAT;
+    rc = err->code;
+  }
+  *rc_out = rc;
+  return 1;
+}
+
+static int load_file(const char *path, int mode, size_t whole_max, ssa_rank *r, stepscope_error *err) {
   if (err) memset(err, 0, sizeof *err);
+  int rc = 0;
   file_ctx f;
   memset(&f, 0, sizeof f);
   /* O_NONBLOCK, then fstat: a FIFO (or device, socket) is refused at once
@@ -1355,7 +1420,7 @@ int ssa_kineto_source_load_whole_max(const char *path, size_t whole_max, ssa_ran
   if (f.fd >= 0 && !not_regular) fcntl(f.fd, F_SETFL, fcntl(f.fd, F_GETFL) & ~O_NONBLOCK);
   f.zin = malloc(ZIN_CAP);
   if (f.fd < 0 || not_regular || !f.zin) {
-    int rc = f.fd < 0 ? STEPSCOPE_E_IO : not_regular ? STEPSCOPE_E_ARGUMENT : STEPSCOPE_E_NOMEM;
+    rc = f.fd < 0 ? STEPSCOPE_E_IO : not_regular ? STEPSCOPE_E_ARGUMENT : STEPSCOPE_E_NOMEM;
     if (err) {
       err->code = rc;
       snprintf(err->message, sizeof err->message, "%s: %s", path,
@@ -1364,13 +1429,10 @@ int ssa_kineto_source_load_whole_max(const char *path, size_t whole_max, ssa_ran
                                "Kineto trace"
                              : "out of memory");
     }
-    if (f.fd >= 0) close(f.fd);
-    free(f.zin);
-    return rc;
+    goto done;
   }
   posix_fadvise(f.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   /* the first bytes say whether it is gzip */
-  int rc = 0;
   long got = read_retry(f.fd, f.zin, ZIN_CAP);
   if (got < 0) {
     rc = STEPSCOPE_E_IO;
@@ -1378,17 +1440,19 @@ int ssa_kineto_source_load_whole_max(const char *path, size_t whole_max, ssa_ran
       err->code = rc;
       snprintf(err->message, sizeof err->message, "%s: cannot read (%s)", path, strerror(errno));
     }
+    goto done;
   } else if (got >= 2 && f.zin[0] == 0x1f && f.zin[1] == 0x8b) {
+    if ((mode == SSA_GZIP_PIPE || (mode == SSA_GZIP_AUTO && GZIP_AUTO_PIPE)) &&
+        import_piped(f.fd, path, r, err, &rc))
+      goto done;
     /* moderate and well-formed: inflated whole with libdeflate, which is
      * three times faster (gzip_whole.h); else streamed with zlib below */
     unsigned char *doc;
     size_t doc_len;
-    if (ssa_gzip_whole(f.fd, (uint64_t)st.st_size, whole_max, &doc, &doc_len)) {
+    if (mode != SSA_GZIP_STREAM && ssa_gzip_whole(f.fd, (uint64_t)st.st_size, whole_max, &doc, &doc_len)) {
       rc = import(NULL, NULL, doc, doc_len, path, r, err);
       ssa_gzip_whole_free(doc, doc_len);
-      close(f.fd);
-      free(f.zin);
-      return rc;
+      goto done;
     }
     f.gzip = 1;
     f.z.next_in = f.zin;
@@ -1418,8 +1482,9 @@ int ssa_kineto_source_load_whole_max(const char *path, size_t whole_max, ssa_ran
     err->code = rc;
     snprintf(err->message, sizeof err->message, "%s: out of memory for gzip", path);
   }
+done:
   if (f.z_ready) inflateEnd(&f.z);
-  close(f.fd);
+  if (f.fd >= 0) close(f.fd);
   free(f.zin);
   return rc;
 }

@@ -22,11 +22,22 @@
 int ssa_kineto_source_load(const char *path, ssa_rank *r, stepscope_error *err);
 
 /* The same, a gzip file decompressed whole (libdeflate, gzip_whole.h) only
- * when it holds at most `whole_max` bytes of JSON, else streamed with zlib;
- * ssa_kineto_source_load uses ssa_gzip_whole_bound(). Tests pass 0 to check that
+ * when it holds at most `whole_max` bytes of JSON, else streamed with zlib
+ * on the calling thread (never through a pipe). Tests pass 0 to check that
  * both paths give the same rank. */
 int ssa_kineto_source_load_whole_max(const char *path, size_t whole_max, ssa_rank *r,
                                      stepscope_error *err);
+
+/* How a gzip file is read: AUTO as ssa_kineto_source_load does (a pipe
+ * when the build has ISA-L, else whole when moderate, else streamed); WHOLE
+ * (libdeflate in one piece, gzip_whole.h; streamed when it declines);
+ * PIPE (zlib on a second thread, inflate_pipe.h; whole or streamed when the
+ * thread cannot be had); STREAM (zlib on the calling thread). Plain files
+ * are read the same way whatever the mode. ssa_kineto_source_load takes
+ * the mode from the environment variable STEPSCOPE_KINETO_GZIP (auto,
+ * whole, pipe or stream; for measurements), AUTO when unset. */
+typedef enum ssa_gzip_mode { SSA_GZIP_AUTO, SSA_GZIP_WHOLE, SSA_GZIP_PIPE, SSA_GZIP_STREAM } ssa_gzip_mode;
+int ssa_kineto_source_load_gzip(const char *path, ssa_gzip_mode mode, ssa_rank *r, stepscope_error *err);
 
 /* The same from bytes in memory (tests and the fuzz target), tokenized
  * whole in place on a copy (the path of a gzip file inflated whole); `name`

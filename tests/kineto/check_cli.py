@@ -3,8 +3,9 @@
 run (CUDA graphs, kernels without correlation, ts relative to
 baseTimeNanoseconds) and checks `stepscope analyze --json` against the
 values the generator implies, then `stepscope export`, a single file, a
-malformed rank, and NCCL metadata found only on record_param_comms CPU ops
-(the same collectives as when the kernels carry it)."""
+malformed rank, NCCL metadata found only on record_param_comms CPU ops
+(the same collectives as when the kernels carry it), and the same report
+whichever way gzip is read (STEPSCOPE_KINETO_GZIP)."""
 import json
 import os
 import shutil
@@ -78,4 +79,21 @@ for a, b in zip(reps[0]["ranks"], reps[1]["ranks"]):
     check(a["collectives"] == b["collectives"] and a["comm_ops_by_evidence"] == b["comm_ops_by_evidence"] > 0,
           "rank %d collectives: %s vs %s" % (a["rank"], a["collectives"], b["collectives"]))
     check(not any("record_param_comms" in w for w in b.get("warnings", [])), "no join warning: %s" % b.get("warnings"))
+# every way of reading gzip (STEPSCOPE_KINETO_GZIP: whole buffer, zlib
+# stream, pipe thread, automatic) gives the same report, on a run whose files
+# span many of the pipe's chunks, loaded one file at a time and all at once
+many = os.path.join(work, "many")
+subprocess.run([sys.executable, gen, many, "--ranks", "4", "--steps", "12", "--layers", "24", "--gzip",
+                "--param-comms", "--base-ns"], check=True)
+outs = {}
+for mode in ("whole", "stream", "pipe", "auto"):
+    for threads in ("1", "4"):
+        o = os.path.join(work, "many_%s_%s.json" % (mode, threads))
+        env = dict(os.environ, STEPSCOPE_KINETO_GZIP=mode)
+        subprocess.run([exe, "analyze", many, "--threads", threads, "--json", o, "--quiet"], check=True, env=env)
+        outs[(mode, threads)] = open(o).read()
+base = outs[("whole", "1")]
+check(json.loads(base)["ranks"] and len(json.loads(base)["ranks"]) == 4, "4 ranks read")
+for k, v in outs.items():
+    check(v == base, "gzip read %s with %s threads: a different report" % k)
 sys.exit(1 if fail else 0)

@@ -17,9 +17,12 @@
  *               refills (every read size; a pair across the 256 KiB buffer)
  *   gzip        a .json.gz file read through the run loader, rank from
  *               distributedInfo and from the file name
- *   gzip_paths  the same gzip files decompressed whole (libdeflate) and
- *               streamed (zlib) give identical ranks; several members, a
- *               bad CRC or a wrong ISIZE fall back to the stream (its errors)
+ *   gzip_paths  the same gzip files decompressed whole (libdeflate),
+ *               streamed (zlib) and through the pipe thread (inflate_pipe.c)
+ *               give identical ranks, also on a 40000-kernel document of
+ *               one and two members; several members, a bad CRC or a wrong
+ *               ISIZE fall back to the stream (its errors; the pipe reports
+ *               the damage too)
  * Usage: test_kineto [SCRATCH_DIR]. Exit 0 when every check passes.
  */
 #include <stdio.h>
@@ -540,33 +543,47 @@ static void write_gz(const char *file, const char *doc, int members) {
   }
 }
 
-/* Loads `file` both ways; the ranks must be identical. Returns the load's
- * status (the same both ways). */
+static void same_ranks(const ssa_rank *a, const ssa_rank *b) {
+  CHECK_EQ(a->nops, b->nops);
+  CHECK_EQ(a->napis, b->napis);
+  CHECK_EQ(a->nranges, b->nranges);
+  CHECK_EQ(a->ncolls, b->ncolls);
+  CHECK_EQ(a->nwarnings, b->nwarnings);
+  if (a->nops == b->nops) CHECK(memcmp(a->ops, b->ops, a->nops * sizeof *a->ops) == 0);
+  if (a->napis == b->napis) CHECK(memcmp(a->apis, b->apis, a->napis * sizeof *a->apis) == 0);
+  if (a->nranges == b->nranges) CHECK(memcmp(a->ranges, b->ranges, a->nranges * sizeof *a->ranges) == 0);
+  if (a->ncolls == b->ncolls) CHECK(memcmp(a->colls, b->colls, a->ncolls * sizeof *a->colls) == 0);
+  for (size_t i = 0; i < a->nops && a->nops == b->nops; i++)
+    CHECK(strcmp(ssa_rank_str(a, a->ops[i].name), ssa_rank_str(b, b->ops[i].name)) == 0);
+  for (size_t i = 0; i < a->nwarnings && a->nwarnings == b->nwarnings; i++)
+    CHECK(strcmp(a->warnings[i], b->warnings[i]) == 0);
+}
+
+/* Loads `file` three ways: whole (libdeflate), streamed (zlib) and through
+ * the pipe thread (inflate_pipe.c); the ranks must be identical. Returns
+ * the load's status (the same every way). An error is the stream's message
+ * when whole (the whole path declines a damaged file); the pipe's may word
+ * the damage differently (ISA-L), but says the same kind of thing. */
 static int same_both_ways(const char *file, stepscope_error *err_out) {
-  ssa_rank a, b;
-  stepscope_error ea, eb;
+  ssa_rank a, b, c;
+  stepscope_error ea, eb, ec;
   ssa_rank_init(&a);
   ssa_rank_init(&b);
+  ssa_rank_init(&c);
   int ra = ssa_kineto_source_load_whole_max(file, SSA_GZIP_WHOLE_MAX, &a, &ea);
   int rb = ssa_kineto_source_load_whole_max(file, 0, &b, &eb);
+  int rc = ssa_kineto_source_load_gzip(file, SSA_GZIP_PIPE, &c, &ec);
   CHECK_EQ(ra, rb);
-  if (ra == 0 && rb == 0) {
-    CHECK_EQ(a.nops, b.nops);
-    CHECK_EQ(a.napis, b.napis);
-    CHECK_EQ(a.nranges, b.nranges);
-    CHECK_EQ(a.ncolls, b.ncolls);
-    CHECK_EQ(a.nwarnings, b.nwarnings);
-    if (a.nops == b.nops) CHECK(memcmp(a.ops, b.ops, a.nops * sizeof *a.ops) == 0);
-    for (size_t i = 0; i < a.nops && a.nops == b.nops; i++)
-      CHECK(strcmp(ssa_rank_str(&a, a.ops[i].name), ssa_rank_str(&b, b.ops[i].name)) == 0);
-    for (size_t i = 0; i < a.nwarnings && a.nwarnings == b.nwarnings; i++)
-      CHECK(strcmp(a.warnings[i], b.warnings[i]) == 0);
-  } else {
-    CHECK(strcmp(ea.message, eb.message) == 0);
-  }
+  CHECK_EQ(rc, rb);
+  if (ra == 0 && rb == 0) same_ranks(&a, &b);
+  else CHECK(strcmp(ea.message, eb.message) == 0);
+  if (rc == 0 && rb == 0) same_ranks(&c, &b);
+  else if (strstr(eb.message, "gzip data is corrupt")) CHECK(strstr(ec.message, "gzip data is corrupt") != NULL);
+  else CHECK(strcmp(ec.message, eb.message) == 0);
   if (err_out) *err_out = eb;
   ssa_rank_free(&a);
   ssa_rank_free(&b);
+  ssa_rank_free(&c);
   return rb;
 }
 
@@ -623,6 +640,72 @@ static void test_gzip_paths(const char *dir) {
   write_gz(file, doc, 2);
   CHECK_EQ(same_both_ways(file, NULL), 0);
   CHECK_EQ(whole_taken(file), 0);
+  /* a larger document, many times the pipe's ring (4 x 256 KiB) and the
+   * tokenizer's buffer: steps, launches, kernels, collectives, skipped
+   * python events; one member and two */
+  {
+    size_t cap = 24u << 20, n = 0;
+    char *big = malloc(cap);
+    CHECK(big != NULL);
+    if (big) {
+      n += (size_t)snprintf(big + n, cap - n, "{\"traceEvents\":[");
+      for (int i = 0; i < 40000 && n + 2048 < cap; i++) {
+        long long t = 1000LL * i;
+        if (i % 1000 == 0)
+          n += (size_t)snprintf(big + n, cap - n,
+                                "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#%d\",\"pid\":1,"
+                                "\"tid\":1,\"ts\":%lld.250,\"dur\":999000},",
+                                i / 1000, t);
+        n += (size_t)snprintf(big + n, cap - n,
+                              "{\"ph\":\"X\",\"cat\":\"python_function\",\"name\":\"torch/nn/%d.py(1): f\","
+                              "\"pid\":1,\"tid\":1,\"ts\":%lld.5,\"dur\":3,\"args\":{\"Python id\":%d}},"
+                              "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,"
+                              "\"tid\":1,\"ts\":%lld.125,\"dur\":4.5,\"args\":{\"correlation\":%d}},",
+                              i % 97, t, i, t + 1, i + 1);
+        if (i % 50 == 7)
+          n += (size_t)snprintf(big + n, cap - n,
+                                "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_Sum_f32\","
+                                "\"pid\":0,\"tid\":8,\"ts\":%lld,\"dur\":30,\"args\":{\"stream\":8,"
+                                "\"correlation\":%d,\"Collective name\":\"allreduce\",\"dtype\":\"Float\","
+                                "\"In msg nelems\":%d,\"Out msg nelems\":%d,\"Group size\":2,"
+                                "\"Process Group Name\":\"0\",\"Process Group Ranks\":\"[0, 1]\"}},",
+                                t + 10, i + 1, 1024 + i, 1024 + i);
+        else
+          n += (size_t)snprintf(big + n, cap - n,
+                                "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm_%d\\u00e9\",\"pid\":0,\"tid\":7,"
+                                "\"ts\":%lld.%03d,\"dur\":%d.5,\"args\":{\"stream\":7,\"correlation\":%d,"
+                                "\"grid\":[%d,1,1],\"block\":[256,1,1]}},",
+                                i % 13, t + 10, i % 1000, 100 + i % 300, i + 1, 1 + i % 108);
+      }
+      n += (size_t)snprintf(big + n, cap - n,
+                            "{\"ph\":\"i\",\"name\":\"end\",\"pid\":1,\"tid\":1,\"ts\":0}],"
+                            "\"distributedInfo\":{\"rank\":0,\"world_size\":2}}");
+      CHECK(n + 16 < cap);
+      for (int members = 1; members <= 2; members++) {
+        snprintf(file, sizeof file, "%s/big-%d.json.gz", path, members);
+        write_gz(file, big, members);
+        CHECK_EQ(same_both_ways(file, NULL), 0);
+        ssa_rank r;
+        stepscope_error e;
+        ssa_rank_init(&r);
+        CHECK_EQ(ssa_kineto_source_load_gzip(file, SSA_GZIP_PIPE, &r, &e), 0);
+        CHECK_EQ(r.nops, 40000);  /* kernels */
+        CHECK_EQ(r.ncolls, 800);  /* one in 50 */
+        CHECK_EQ(r.napis, 40000); /* launches */
+        ssa_rank_free(&r);
+      }
+      /* a JSON error a third of the way in: the tokenizer stops while the
+       * pipe thread still has most of the file to inflate; the same error
+       * every way */
+      big[n / 3] = '\x01';
+      snprintf(file, sizeof file, "%s/big-bad.json.gz", path);
+      write_gz(file, big, 1);
+      stepscope_error e;
+      CHECK(same_both_ways(file, &e) != 0);
+      CHECK(strstr(e.message, "of the JSON text") != NULL && strstr(e.message, "gzip") == NULL);
+      free(big);
+    }
+  }
   /* a damaged CRC-32 or ISIZE: declined, and the stream reports the damage */
   for (int which = 0; which < 2; which++) {
     snprintf(file, sizeof file, "%s/rank-%d.json.gz", path, 2 + which);
