@@ -27,12 +27,13 @@
  * short and in a repeating order, are scanned byte by byte (scan_key). Tried
  * on 4-5 real traces (import from memory, min of 20 runs, alternating) and
  * left out, as no faster or slower: skipping whole values by recursive
- * descent instead of skip_run's state loop (+-1 %); skipping unwanted args
- * members inside skip_run through a key filter (0 to +6 %); reading a
- * member's scalar value in the js_next_member call (+2 to +5 %); digit runs
- * 16 at a time (SSE2) in number_end (+3 to +6 %); byte loops for value
- * strings or blank runs (0 to +20 %: skip_blank is inlined everywhere and
- * any growth of it costs); -O3 instead of -O2 (-2 to +1 %).
+ * descent instead of skip_run's state loop (-1 to +3 %); skipping unwanted
+ * args members inside skip_run through a key filter (+1 to +6 %); reading a
+ * member's scalar value in the js_next_member call (0 to +5 %); digit runs
+ * 16 at a time (SSE2) in number_end (+2 to +6 %); a byte loop before the
+ * 16-byte scan for value strings (-2 to +3 %) or for blank runs (+10 to
+ * +21 %: skip_blank is inlined everywhere and any growth of it costs); -O3
+ * instead of -O2 (-2.5 to +0.6 %).
  */
 #include "json_stream.h"
 
