@@ -30,6 +30,12 @@
  * early (a JSON error) is never left waiting in close; every path of the
  * producer ends in `done`, so it is always joinable. The producer blocks
  * every signal: handlers run on the caller's threads.
+ *
+ * ISA-L's inflate is more lenient than zlib's in one known way: it accepts a
+ * dynamic block whose code lengths form an incomplete prefix code, which
+ * zlib refuses as "invalid literal/lengths set" (found by
+ * tests/fuzz_inflate_pipe). No compressor writes such a block; what the pipe
+ * hands over from one still passed the member's CRC-32 and ISIZE checks.
  */
 #include "inflate_pipe.h"
 
