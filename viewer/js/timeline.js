@@ -255,9 +255,11 @@ SS.Timeline.prototype.drawRow = function (L, y) {
       var px = Math.floor(xa);
       if (runColor === col && px <= runX1) { if (px + 1 > runX1) runX1 = px + 1; }
       else { flush(); runColor = col; runX0 = px; runX1 = px + 1; }
-      // jump to the first slice starting in the next pixel column
+      // jump over the slices that start in this pixel column; slices of a row never
+      // overlap, so all of them but the last end inside it too: the last one may be
+      // wide (a long collective right after a burst of tiny kernels) and is drawn
       var next = m.firstStartingAt(row, t0 + (px + 1 - x0) / scale);
-      k = next > k ? next : k + 1;
+      k = next > k + 1 ? next - 1 : k + 1;
       continue;
     }
     flush();
@@ -321,7 +323,7 @@ SS.Timeline.prototype.coverRuns = function (row) {
     xa = Math.floor(xa); xb = Math.max(xa + 1, Math.round(xb));
     if (xb - xa <= 1) {
       var next = m.firstStartingAt(row, t0 + (xb - x0) / scale);
-      k = next > k ? next : k + 1;
+      k = next > k + 1 ? next - 1 : k + 1; /* the column's last slice may be wide: see drawRow */
     } else {
       k++;
     }
