@@ -676,8 +676,14 @@ static uint32_t intern_name(kimport *k, const char *s, size_t n) {
                  (unsigned char)s[n - 1];
   uint32_t *slot = &k->name_cache[key & 255u];
   if (*slot) {
-    const char *known = ssa_rank_str(k->r, *slot);
-    if (!strncmp(known, s, n) && known[n] == 0) return *slot; /* strncmp: known may be shorter */
+    /* the known string's length from where the next one starts (strings
+     * lie back to back, each NUL-terminated): then one memcmp of n bytes,
+     * which costs less than strncmp through the PLT (measured: ~1 % of the
+     * import of tracelens xdit_sd_3.5) */
+    const ssa_strtab *t = &k->r->strings;
+    uint32_t id = *slot;
+    size_t end = id + 1 < t->count ? t->offsets[id + 1] : t->bytes_len;
+    if (end - t->offsets[id] - 1 == n && !memcmp(t->bytes + t->offsets[id], s, n)) return id;
   }
   uint32_t id = ssa_strtab_intern(&k->r->strings, s, n);
   if (id) *slot = id;
@@ -694,7 +700,7 @@ static int convert_event(kimport *k) {
   if (ev->cat == KC_OTHER || !ev->has_ts) {
     if (ev->cat == KC_OTHER && ev->cat_text[0]) ssa_kineto_unimported_add(&k->unimported, ev->cat_text);
     if (ev->cat == KC_OTHER && ev->has_ts && ev->has_dur && ev->ts >= 0 && ev->dur >= 0 &&
-        !strcmp(ev->cat_text, "Trace") && ev->dur <= INT64_MAX - ev->ts) {
+        !memcmp(ev->cat_text, "Trace", sizeof "Trace") && ev->dur <= INT64_MAX - ev->ts) {
       /* the profiling session: where it ends, a step range still open was cut */
       if (!k->r->has_trace_stop || ev->ts + ev->dur > k->r->trace_stop) k->r->trace_stop = ev->ts + ev->dur;
       k->r->has_trace_stop = 1;
@@ -839,7 +845,7 @@ static int event_key(const char *s, size_t n) {
  * `cat` first and never repeats a key; in a document that repeats `cat`
  * after such a category, the repetition is not seen. */
 static int skip_unimported(const kevent *ev) {
-  return ev->cat == KC_OTHER && ev->ph[0] && ev->cat_text[0] && strcmp(ev->cat_text, "Trace") != 0;
+  return ev->cat == KC_OTHER && ev->ph[0] && ev->cat_text[0] && memcmp(ev->cat_text, "Trace", sizeof "Trace") != 0;
 }
 
 /* Likewise once `ph` says the event is not a complete one ("X"): convert_event
