@@ -858,6 +858,19 @@ static int skip_unimported(const kevent *ev) {
  * `ts` after it is not an error (the rest is still checked as JSON). */
 static int skip_not_complete(const kevent *ev) { return ev->ph[0] && (ev->ph[0] != 'X' || ev->ph[1]); }
 
+/* Whether the event's args cannot matter, once its category and name are
+ * known (Kineto writes both before the args): convert_event reads nothing
+ * from the args of a CPU op or a host annotation except the NCCL metadata
+ * of a `record_param_comms` op (the stream, device and correlation serve
+ * GPU events, API calls and GPU annotations only). Such args (input shapes,
+ * types, ids: most of a CPU op's text) are then skipped as one value
+ * instead of member by member. When the name comes after the args, they are
+ * read as before. */
+static int args_unused(const kevent *ev) {
+  return (ev->cat == KC_CPU_OP || ev->cat == KC_USER_ANNOTATION) && ev->name[0] &&
+         strcmp(ev->name, "record_param_comms") != 0;
+}
+
 /* Reads one event object (its '{' already consumed) into k->ev and converts it. */
 static int read_event(kimport *k) {
   kevent *ev = &k->ev;
@@ -888,11 +901,11 @@ static int read_event(kimport *k) {
     if (v == JS_ERROR) return js_error(k);
     switch (key) {
     case E_ARGS:
-      if (v == JS_BEGIN_OBJECT) {
+      if (v == JS_BEGIN_OBJECT && !args_unused(ev)) {
         if (read_args(k)) return js_error(k);
         continue;
       }
-      break;
+      break; /* skipped whole below (checked) */
     case E_PH:
       if (v == JS_STRING) copy_tok(ev->ph, sizeof ev->ph, k->js.tok, k->js.len);
       break;
