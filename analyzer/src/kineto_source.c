@@ -853,7 +853,8 @@ static int skip_unimported(const kevent *ev) {
  * indices) are two thirds of some traces (hta mtia_trace_single_rank: 310
  * thousand of 456 thousand events, each with ts, pid, tid and an args
  * object after its `ph`); skipping their rest took that trace's import from
- * about 125 to XXX ms (perf stat -r 5, whole process). The same caveat as
+ * about 125 to 105 ms (perf stat -r 5, whole process,
+ * alternating with the previous binary). The same caveat as
  * above: a repeated `ph` after such a value is not seen, and a malformed
  * `ts` after it is not an error (the rest is still checked as JSON). */
 static int skip_not_complete(const kevent *ev) { return ev->ph[0] && (ev->ph[0] != 'X' || ev->ph[1]); }
