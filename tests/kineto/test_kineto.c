@@ -15,6 +15,8 @@
  *               kernels through their launch call (or External id)
  *   skipped     parts of events skipped unread (not-complete events after
  *               ph, unused CPU-op args) are still checked, whole = chunked
+ *   host_order  a CPU-only trace's host ops in (thread, start) order from
+ *               CPU ops written in 1 to 300 sorted runs
  *   boundaries  escapes, surrogate pairs, UTF-8 and numbers cut by input
  *               refills (every read size; a pair across the 256 KiB buffer)
  *   gzip        a .json.gz file read through the run loader, rank from
@@ -505,6 +507,66 @@ static void test_skipped_parts(void) {
   }
 }
 
+/* ---- the host timeline of a CPU-only trace: its CPU ops sorted by thread
+ * and time whatever their order in the file (kineto_host.c merges the
+ * sorted runs Kineto writes, or falls back to qsort past 64 runs) ---- */
+static void test_host_order(void) {
+  /* children before parents, threads interleaved: only the top-level ops
+   * of each thread become host ops, in (thread, start) order: A, B, C */
+  static const char doc[] =
+      "{\"traceEvents\":["
+      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"B.child\",\"pid\":1,\"tid\":1,\"ts\":210,\"dur\":10},"
+      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"B\",\"pid\":1,\"tid\":1,\"ts\":200,\"dur\":100},"
+      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"C.child\",\"pid\":1,\"tid\":2,\"ts\":60,\"dur\":10},"
+      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"A\",\"pid\":1,\"tid\":1,\"ts\":0,\"dur\":100},"
+      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"C\",\"pid\":1,\"tid\":2,\"ts\":50,\"dur\":100},"
+      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"A.child\",\"pid\":1,\"tid\":1,\"ts\":10,\"dur\":10}"
+      "]}";
+  ssa_rank r;
+  stepscope_error err;
+  CHECK_EQ(load(doc, "host.json", &r, &err), 0);
+  CHECK_EQ(r.nops, 3);
+  if (r.nops == 3) {
+    CHECK(!strcmp(ssa_rank_str(&r, r.ops[0].name), "A"));
+    CHECK(!strcmp(ssa_rank_str(&r, r.ops[1].name), "B"));
+    CHECK(!strcmp(ssa_rank_str(&r, r.ops[2].name), "C"));
+  }
+  ssa_rank_free(&r);
+  /* 300 disjoint ops on 3 threads, written as `runs` sorted runs (the
+   * sorted list cut in pieces, the pieces in reverse order): every op is a
+   * host op, in (thread, start) order */
+  static const size_t run_counts[] = {1, 2, 3, 7, 64, 65, 300};
+  const size_t n = 300;
+  char *big = malloc(n * 128 + 64);
+  CHECK(big != NULL);
+  if (!big) return;
+  for (size_t c = 0; c < sizeof run_counts / sizeof run_counts[0]; c++) {
+    size_t runs = run_counts[c], len = 0;
+    len += (size_t)sprintf(big + len, "{\"traceEvents\":[");
+    for (size_t piece = runs; piece-- > 0;) {
+      for (size_t i = piece * n / runs; i < (piece + 1) * n / runs; i++) /* sorted: thread, then time */
+        len += (size_t)sprintf(big + len, "%s{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"op%zu\",\"pid\":1,"
+                               "\"tid\":%zu,\"ts\":%zu,\"dur\":5}", len > 20 ? "," : "", i, 1 + i / 100,
+                               (i % 100) * 10);
+    }
+    sprintf(big + len, "]}");
+    CHECK_EQ(load(big, "host.json", &r, &err), 0);
+    CHECK_EQ(r.nops, n);
+    int bad = 0;
+    for (size_t i = 0; i < r.nops && i < n; i++) {
+      char want[16];
+      snprintf(want, sizeof want, "op%zu", i);
+      bad += strcmp(ssa_rank_str(&r, r.ops[i].name), want) != 0;
+    }
+    if (bad) {
+      fprintf(stderr, "%zu runs: %d host ops out of order\n", runs, bad);
+      failures++;
+    }
+    ssa_rank_free(&r);
+  }
+  free(big);
+}
+
 /* ---- token boundaries: a surrogate pair, UTF-8, numbers and escapes cut by
  * input-buffer refills give the same result as when whole ---- */
 
@@ -748,6 +810,7 @@ int main(int argc, char **argv) {
   test_malformed();
   test_param_comms();
   test_skipped_parts();
+  test_host_order();
   test_boundaries();
   test_gzip(dir);
   test_gzip_paths(dir);
