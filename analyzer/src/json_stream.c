@@ -387,7 +387,17 @@ static js_kind read_string(js_stream *js, js_kind kind, int store) {
  * the start again: nothing has been consumed). */
 static inline js_kind read_string_quick(js_stream *js, js_kind kind, int store) {
   unsigned char *s = js->in + js->in_pos, *e = js->in + js->in_len;
-  unsigned char *p = scan_special(s, e);
+  unsigned char *p = s;
+  if (kind == JS_KEY) {
+    /* keys are short and come in a repeating order (ph, cat, name, ...):
+     * a byte loop, whose exits the branch predictor learns, is faster on
+     * them than the 16-byte scan's latency */
+    unsigned char *lim = e - s > 24 ? s + 24 : e;
+    while (p < lim && !is_special(*p)) p++;
+    if (p == lim) p = scan_special(p, e);
+  } else {
+    p = scan_special(s, e);
+  }
   if (p < e && *p == '"') {
     if (store) {
       *p = 0;
