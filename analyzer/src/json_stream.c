@@ -218,6 +218,19 @@ static inline unsigned char *scan_special(unsigned char *p, unsigned char *e) {
   return p;
 }
 
+/* scan_special for an object key. Keys are short and come in a repeating
+ * order (ph, cat, name, pid, ...): a byte loop, whose exits the branch
+ * predictor learns, beats the latency of the 16-byte scan on them (the
+ * tokenizer is a chain of dependent scans); longer keys go on 16 at a time.
+ * Measured: the import of 4 real traces 1 to 4 % faster. Not in skip_run,
+ * whose keys are mostly args keys ("Record function id"): 3-5 % slower
+ * there on 2 of 4 traces. */
+static inline unsigned char *scan_key(unsigned char *p, unsigned char *e) {
+  unsigned char *lim = e - p > 24 ? p + 24 : e;
+  while (p < lim && !is_special(*p)) p++;
+  return p == lim ? scan_special(p, e) : p;
+}
+
 /* A UTF-8 sequence at p (avail bytes readable), per Unicode table 3-7:
  * its length when valid, else minus the length of its maximal valid prefix
  * (at least 1), which is what one U+FFFD replaces. */
@@ -387,7 +400,7 @@ static js_kind read_string(js_stream *js, js_kind kind, int store) {
  * the start again: nothing has been consumed). */
 static inline js_kind read_string_quick(js_stream *js, js_kind kind, int store) {
   unsigned char *s = js->in + js->in_pos, *e = js->in + js->in_len;
-  unsigned char *p = scan_special(s, e);
+  unsigned char *p = kind == JS_KEY ? scan_key(s, e) : scan_special(s, e);
   if (p < e && *p == '"') {
     if (store) {
       *p = 0;
@@ -798,7 +811,7 @@ static int skip_run(js_stream *js, int target) {
     case S_KEY_OR_CLOSE:
     case S_KEY:
       if (c == '"') {
-        q = scan_special((unsigned char *)p + 1, (unsigned char *)e);
+        q = scan_special((unsigned char *)p + 1, (unsigned char *)e); /* args keys: long */
         if (q >= e || *q != '"') goto stop;
         p = q + 1;
         state = S_COLON;

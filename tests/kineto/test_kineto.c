@@ -13,6 +13,10 @@
  *               -> clear errors naming the byte offset (or warnings)
  *   param_comms NCCL metadata only on record_param_comms CPU ops: joined to
  *               kernels through their launch call (or External id)
+ *   skipped     parts of events skipped unread (not-complete events after
+ *               ph, unused CPU-op args) are still checked, whole = chunked
+ *   host_order  a CPU-only trace's host ops in (thread, start) order from
+ *               CPU ops written in 1 to 300 sorted runs
  *   boundaries  escapes, surrogate pairs, UTF-8 and numbers cut by input
  *               refills (every read size; a pair across the 256 KiB buffer)
  *   gzip        a .json.gz file read through the run loader, rank from
@@ -412,6 +416,160 @@ static void test_param_comms(void) {
   ssa_rank_free(&r);
 }
 
+/* ---- parts of events skipped unread: the rest of an event that is not
+ * complete (ph other than "X": metadata, flows, instants) and the args of a
+ * CPU op or host annotation named before them (except record_param_comms).
+ * They are still checked as JSON, with the same messages whole and in
+ * chunks; what the mapping uses is still read. ---- */
+
+/* Imports doc whole and in reads of 1 to 24 bytes: the same outcome, error
+ * message and record counts every time. Returns the whole import's code;
+ * *nranges / *ncolls / *nops get its counts, msg its error message. */
+static int import_every_way(const char *doc, size_t *nops, size_t *nranges, size_t *ncolls, char *msg,
+                            size_t msg_cap) {
+  ssa_rank r;
+  stepscope_error err;
+  memset(&err, 0, sizeof err);
+  int rc = ssa_rank_init(&r) ? -1 : ssa_kineto_load_memory(doc, strlen(doc), "skip.json", &r, &err);
+  *nops = r.nops;
+  *nranges = r.nranges;
+  *ncolls = r.ncolls;
+  snprintf(msg, msg_cap, "%s", rc ? err.message : "");
+  ssa_rank_free(&r);
+  for (size_t chunk = 1; chunk <= 24; chunk++) {
+    stepscope_error e2;
+    memset(&e2, 0, sizeof e2);
+    int rc2 = ssa_rank_init(&r) ? -1 : ssa_kineto_load_memory_chunked(doc, strlen(doc), chunk, "skip.json", &r, &e2);
+    if ((rc != 0) != (rc2 != 0) || r.nops != *nops || r.nranges != *nranges || r.ncolls != *ncolls ||
+        (rc && strcmp(err.message, e2.message))) {
+      fprintf(stderr, "chunk %zu differs from the whole import: rc %d/%d, '%s' / '%s'\n", chunk, rc, rc2,
+              err.message, e2.message);
+      failures++;
+    }
+    ssa_rank_free(&r);
+  }
+  return rc;
+}
+
+static void test_skipped_parts(void) {
+  size_t nops, nranges, ncolls;
+  char msg[512];
+  /* metadata and flow events around a kernel and a CPU op: only those two
+   * are imported; an absurd ts after a metadata event's ph is not looked at */
+  static const char ok[] =
+      "{\"traceEvents\":["
+      "{\"name\":\"process_name\",\"ph\":\"M\",\"ts\":1e30,\"pid\":9,\"tid\":0,\"args\":{\"name\":\"MTIA 9\"}},"
+      "{\"ph\":\"f\",\"id\":1,\"pid\":9,\"tid\":5,\"ts\":1,\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\"},"
+      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":1,\"dur\":2,"
+      "\"args\":{\"stream\":7,\"correlation\":3}},"
+      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm\",\"pid\":9,\"tid\":5,\"ts\":0.5,\"dur\":3,"
+      "\"args\":{\"External id\":3,\"Input Dims\":[[1, 77, 3072], []],\"Concrete Inputs\":[\"\", \"a\\\"\\u00e9\\ud83d\\ude00\"],"
+      "\"x\":{\"y\":[true,false,null,-1.5e-3]}}},"
+      "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":9,\"tid\":5,\"args\":{\"name\":\"thread 5 \\u00e9\"}}"
+      "]}";
+  CHECK_EQ(import_every_way(ok, &nops, &nranges, &ncolls, msg, sizeof msg), 0);
+  CHECK_EQ(nops, 1);
+  CHECK_EQ(nranges, 1);
+  /* errors in skipped parts are found and reported as ever */
+  static const struct { const char *doc, *needle; } bad[] = {
+      {"{\"traceEvents\":[{\"name\":\"n\",\"ph\":\"M\",\"args\":{\"x\":01}}]}", "expected ',' or '}'"},
+      {"{\"traceEvents\":[{\"ph\":\"s\",\"id\":[1,]}]}", "unexpected ']' where a value was expected"},
+      {"{\"traceEvents\":[{\"ph\":\"i\",\"s\":\"a\tb\"}]}", "control character"},
+      {"{\"traceEvents\":[{\"ph\":\"M\",\"args\":{\"name\":\"x\"}]}", "expected ',' or '}'"},
+      {"{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm\",\"args\":{\"x\":[1,]}}]}",
+       "byte 74 of the JSON text: unexpected ']' where a value was expected"},
+      {"{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"a\",\"args\":{\"x\" 1}}]}",
+       "expected ':' after an object key"},
+      {"{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm\",\"args\":{\"x\":\"\\q\"}}]}",
+       "bad escape"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    if (import_every_way(bad[i].doc, &nops, &nranges, &ncolls, msg, sizeof msg) == 0 || !strstr(msg, bad[i].needle)) {
+      fprintf(stderr, "bad[%zu]: message '%s' lacks '%s'\n", i, msg, bad[i].needle);
+      failures++;
+    }
+  }
+  /* record_param_comms: its args are read, whether its name comes before or
+   * after them; the NCCL kernel without metadata is joined to it */
+  for (int name_last = 0; name_last < 2; name_last++) {
+    char doc[2048];
+    const char *args = "\"args\":{\"External id\":69,\"Collective name\":\"allreduce\",\"dtype\":\"Float\","
+                       "\"In msg nelems\":256,\"Out msg nelems\":256,\"Group size\":2,"
+                       "\"Process Group Name\":\"0\",\"Process Group Ranks\":\"[0, 1]\"}";
+    snprintf(doc, sizeof doc,
+             "{\"traceEvents\":["
+             "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_Sum_f32_RING_LL\",\"pid\":0,"
+             "\"tid\":20,\"ts\":200,\"dur\":50,\"args\":{\"stream\":20,\"device\":0,\"correlation\":11}},"
+             "{\"ph\":\"X\",\"cat\":\"cpu_op\",%s%s\"pid\":9,\"tid\":5,\"ts\":100,\"dur\":20,%s%s},"
+             "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":9,\"tid\":5,"
+             "\"ts\":110,\"dur\":4,\"args\":{\"correlation\":11}}]}",
+             name_last ? "" : "\"name\":\"record_param_comms\",", name_last ? "" : "", args,
+             name_last ? ",\"name\":\"record_param_comms\"" : "");
+    CHECK_EQ(import_every_way(doc, &nops, &nranges, &ncolls, msg, sizeof msg), 0);
+    CHECK_EQ(ncolls, 1);
+  }
+}
+
+/* ---- the host timeline of a CPU-only trace: its CPU ops sorted by thread
+ * and time whatever their order in the file (kineto_host.c merges the
+ * sorted runs Kineto writes, or falls back to qsort past 64 runs) ---- */
+static void test_host_order(void) {
+  /* children before parents, threads interleaved: only the top-level ops
+   * of each thread become host ops, in (thread, start) order: A, B, C */
+  static const char doc[] =
+      "{\"traceEvents\":["
+      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"B.child\",\"pid\":1,\"tid\":1,\"ts\":210,\"dur\":10},"
+      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"B\",\"pid\":1,\"tid\":1,\"ts\":200,\"dur\":100},"
+      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"C.child\",\"pid\":1,\"tid\":2,\"ts\":60,\"dur\":10},"
+      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"A\",\"pid\":1,\"tid\":1,\"ts\":0,\"dur\":100},"
+      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"C\",\"pid\":1,\"tid\":2,\"ts\":50,\"dur\":100},"
+      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"A.child\",\"pid\":1,\"tid\":1,\"ts\":10,\"dur\":10}"
+      "]}";
+  ssa_rank r;
+  stepscope_error err;
+  CHECK_EQ(load(doc, "host.json", &r, &err), 0);
+  CHECK_EQ(r.nops, 3);
+  if (r.nops == 3) {
+    CHECK(!strcmp(ssa_rank_str(&r, r.ops[0].name), "A"));
+    CHECK(!strcmp(ssa_rank_str(&r, r.ops[1].name), "B"));
+    CHECK(!strcmp(ssa_rank_str(&r, r.ops[2].name), "C"));
+  }
+  ssa_rank_free(&r);
+  /* 300 disjoint ops on 3 threads, written as `runs` sorted runs (the
+   * sorted list cut in pieces, the pieces in reverse order): every op is a
+   * host op, in (thread, start) order */
+  static const size_t run_counts[] = {1, 2, 3, 7, 64, 65, 300};
+  const size_t n = 300;
+  char *big = malloc(n * 128 + 64);
+  CHECK(big != NULL);
+  if (!big) return;
+  for (size_t c = 0; c < sizeof run_counts / sizeof run_counts[0]; c++) {
+    size_t runs = run_counts[c], len = 0;
+    len += (size_t)sprintf(big + len, "{\"traceEvents\":[");
+    for (size_t piece = runs; piece-- > 0;) {
+      for (size_t i = piece * n / runs; i < (piece + 1) * n / runs; i++) /* sorted: thread, then time */
+        len += (size_t)sprintf(big + len, "%s{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"op%zu\",\"pid\":1,"
+                               "\"tid\":%zu,\"ts\":%zu,\"dur\":5}", len > 20 ? "," : "", i, 1 + i / 100,
+                               (i % 100) * 10);
+    }
+    sprintf(big + len, "]}");
+    CHECK_EQ(load(big, "host.json", &r, &err), 0);
+    CHECK_EQ(r.nops, n);
+    int bad = 0;
+    for (size_t i = 0; i < r.nops && i < n; i++) {
+      char want[16];
+      snprintf(want, sizeof want, "op%zu", i);
+      bad += strcmp(ssa_rank_str(&r, r.ops[i].name), want) != 0;
+    }
+    if (bad) {
+      fprintf(stderr, "%zu runs: %d host ops out of order\n", runs, bad);
+      failures++;
+    }
+    ssa_rank_free(&r);
+  }
+  free(big);
+}
+
 /* ---- token boundaries: a surrogate pair, UTF-8, numbers and escapes cut by
  * input-buffer refills give the same result as when whole ---- */
 
@@ -734,6 +892,8 @@ int main(int argc, char **argv) {
   test_graph_and_missing();
   test_malformed();
   test_param_comms();
+  test_skipped_parts();
+  test_host_order();
   test_boundaries();
   test_gzip(dir);
   test_gzip_paths(dir);
