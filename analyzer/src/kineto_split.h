@@ -1,0 +1,101 @@
+/*
+ * kineto_split.h — one large Kineto trace tokenized on two threads, for the
+ * importer (kineto_source.c).
+ *
+ * Why: on a 2-core machine, importing one real trace left the second core
+ * mostly idle: the tokenizer was the whole wall time (82 % of the samples),
+ * the gzip pipe's inflate thread only 15-24 %. So the whole JSON text is
+ * held in one buffer, and a second thread tokenizes the second half of the
+ * `traceEvents` array while the calling thread tokenizes the first.
+ *
+ * How: a helper thread fills one buffer with the document (a plain file read
+ * with pread, a gzip file pulled through the inflate pipe of inflate_pipe.c,
+ * so gzip framing, errors and messages are the pipe's), publishing how far
+ * it has written; the calling thread tokenizes from the start in place,
+ * following it (js_init_buffer_grow with ssa_split_grow as its grow hook).
+ * Once the whole text is there, the helper picks a split point S: the first
+ * newline followed by blanks and '{' at or after a fraction of the text (a
+ * raw newline cannot be inside a JSON string, so S is between tokens; where
+ * it is, is still verified, not assumed). It then runs the importer's work
+ * function on the text from S (kineto_source.c: events read and stored, not
+ * converted). Until S is known the calling thread sees no byte past the
+ * fraction, afterwards none past S, so the two threads never touch the same
+ * bytes: the helper only reads the text from S (through its own streaming
+ * buffer), the caller writes NULs into the part before S only.
+ *
+ * The calling thread, arriving at S, either finds itself exactly inside the
+ * events array after a ',' (the importer checks) and calls ssa_split_finish,
+ * which waits for the helper (the importer then converts the stored events
+ * and resumes after them); or it needs a byte at S in any other state, and
+ * the grow hook itself cancels the helper, waits for it and makes the rest
+ * of the text visible: the caller goes on sequentially, as if there had
+ * been no split. Either way every byte is tokenized once by the caller or
+ * by a helper whose result the caller checked, so the result and every
+ * error are the sequential path's.
+ *
+ * STEPSCOPE_KINETO_SPLIT=on|off forces the split on (any size, any core
+ * count) or off; otherwise a document of at least SSA_SPLIT_MIN bytes is
+ * split when at least two cores are usable and no other import is running.
+ */
+#ifndef KINETO_SPLIT_H
+#define KINETO_SPLIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ssa_split ssa_split;
+
+/* The work run on the helper thread once the text is whole: `doc` of `len`
+ * bytes, the split point `at`. It reads doc[at, len) only and checks
+ * ssa_split_cancelled now and then. */
+typedef void (*ssa_split_work)(void *arg, const ssa_split *sp, const unsigned char *doc, size_t len,
+                               size_t at);
+
+/* Documents smaller than this are not split by default (measured, see
+ * kineto_split.c). */
+#define SSA_SPLIT_MIN ((size_t)8 << 20)
+
+/* Whether a document of about `len` bytes of JSON should be split (the
+ * environment, its size, the cores, other imports running). */
+int ssa_split_wanted(uint64_t len);
+
+/* Starts the helper on the file open on `fd`: plain (`size` bytes) or, with
+ * `gzip`, a gzip file whose trailer says `size` bytes of text. NULL when the
+ * memory or the thread cannot be had (read the file another way). */
+ssa_split *ssa_split_open(int fd, int gzip, size_t size, ssa_split_work work, void *arg);
+
+/* The buffer the text is written into, and its capacity. */
+unsigned char *ssa_split_doc(const ssa_split *sp);
+size_t ssa_split_cap(const ssa_split *sp);
+
+/* The grow hook for js_init_buffer_grow (ctx: the ssa_split). */
+long ssa_split_grow(void *ctx, size_t visible);
+
+/* The split point once the caller's tokenizer has been shown the bytes up
+ * to it (its visible length is then S), else SIZE_MAX. Caller's thread. */
+size_t ssa_split_point(const ssa_split *sp);
+
+/* At the split point, in the expected state: waits for the helper; from
+ * then on, everything is visible. Returns the visible length. */
+size_t ssa_split_finish(ssa_split *sp);
+
+/* Whether the caller gave up on the helper's work (helper's thread). */
+int ssa_split_cancelled(const ssa_split *sp);
+
+/* Stops and joins the helper, frees everything. -1 when the file could not
+ * be read whole (message in msg: the pipe's or the read's), else 0. */
+int ssa_split_close(ssa_split *sp, char *msg, size_t cap);
+
+/* Counts since the process started, for tests and measurements: splits
+ * whose helper's events were used, splits abandoned (the caller met the
+ * point in another state), and splits whose helper failed or found no
+ * point (the caller read on alone). With STEPSCOPE_KINETO_SPLIT_TRACE set,
+ * each import says on stderr which of these it was. */
+typedef struct ssa_split_counts {
+  uint64_t used, abandoned, alone;
+} ssa_split_counts;
+ssa_split_counts ssa_split_counts_get(void);
+/* The caller's verdict, counted by ssa_split_close: 1 used, 0 otherwise. */
+void ssa_split_used(ssa_split *sp);
+
+#endif
