@@ -1562,7 +1562,7 @@ static const unsigned char *split_load(kimport *k, const unsigned char *p) {
 
 /* The helper's work: the events from `at` to the ']' that closes their
  * array, stored in the ksplit_out `arg`. */
-static void split_work(void *arg, const ssa_split *sp, const unsigned char *doc, size_t len, size_t at) {
+static void split_work(void *arg, ssa_split *sp, const unsigned char *doc, size_t at) {
   ksplit_out *o = arg;
   /* the events array is at depth 2 in the object form, 1 in the array
    * form (the first byte that is not blank says which: the caller never
@@ -1572,9 +1572,8 @@ static void split_work(void *arg, const ssa_split *sp, const unsigned char *doc,
   if (i >= at || (doc[i] != '{' && doc[i] != '[')) return;
   int depth = doc[i] == '{' ? 2 : 1;
   kimport *w = calloc(1, sizeof *w);
-  mem_ctx m = {doc + at, len - at, 0, SIZE_MAX};
   if (!w) return;
-  if (js_init(&w->js, mem_read, &m)) {
+  if (js_init(&w->js, ssa_split_read, sp)) {
     free(w);
     return;
   }

@@ -45,11 +45,15 @@
 
 typedef struct ssa_split ssa_split;
 
-/* The work run on the helper thread once the text is whole: `doc` of `len`
- * bytes, the split point `at`. It reads doc[at, len) only and checks
- * ssa_split_cancelled now and then. */
-typedef void (*ssa_split_work)(void *arg, const ssa_split *sp, const unsigned char *doc, size_t len,
-                               size_t at);
+/* The work run on the helper thread: the events from the split point `at`
+ * of the text in `doc` (whose first bytes, up to `at`, are written), read
+ * with ssa_split_read (ctx: sp), which follows the text as it is written.
+ * It checks ssa_split_cancelled now and then. */
+typedef void (*ssa_split_work)(void *arg, ssa_split *sp, const unsigned char *doc, size_t at);
+
+/* A js_read_fn for the work: the text from the split point on, waiting
+ * for it to be written; 0 at its end, -1 when it could not be read. */
+long ssa_split_read(void *ctx, void *buf, size_t n);
 
 /* Documents smaller than this are not split by default (measured, see
  * kineto_split.c). */
