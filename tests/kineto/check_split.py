@@ -159,6 +159,16 @@ for gz in (False, True):
     esc = text[:j] + '\n  {"ph": "X", "cat": "kernel", "name": "k\\u00e9\\"q\\n", "ts": 1, "dur": 2, "pid": 0, ' \
                      '"tid": 7, "args": {"stream": 7, "device": 0}},' + text[j:]
     same(write(os.path.join(work, "escapes.json" + sfx), esc, gz), "used", what="escapes")
+# the last event of the array is the helper's last: a kernel long enough
+# to lead the kernel table, which must be there
+end = text.index("\n  ],\n  \"traceName\"")
+j = second_half(text, '"ts": ')
+ts = text[j + 6:text.index(",", j)]
+last = text[:end] + ',\n  {"ph": "X", "cat": "kernel", "name": "the_last_kernel", "ts": %s, "dur": 900000, ' \
+                    '"pid": 0, "tid": 7, "args": {"stream": 7, "device": 0, "correlation": 1}}' % ts + text[end:]
+for gz in (False, True):
+    r = same(write(os.path.join(work, "last.json" + (".gz" if gz else "")), last, gz), "used", what="last event")
+    check(r[2] is not None and "the_last_kernel" in r[2], "the last event is in the report")
 # a truncated or damaged gzip file (its last 4 bytes still the text's
 # length, so that the split is tried): the pipe's message, at the same offset
 raw = open(os.path.join(work, "s20_l16_gz", "rank-0.json.gz"), "rb").read()
