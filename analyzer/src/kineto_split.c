@@ -3,22 +3,24 @@
  * document's buffer and tokenizes its second half, and the grow hook that
  * lets the calling thread follow it.
  *
- * Synchronisation: one mutex and one condition variable guard `filled`
- * (bytes written), the split point and the flags; the bytes themselves are
- * written by the helper before it publishes them under the mutex, and read
- * by the caller only after it has seen them published (the grow hook takes
- * the mutex), so the mutex orders every hand-over. The caller's tokenizer
- * sees at most `lo` bytes (a fraction of the expected length) until the
- * point is chosen at or after `lo`, then at most the point until the split
- * is over (finished or abandoned): the helper's work reads only from the
- * point on, the caller's tokenizer writes only before it, and after
- * ssa_split_finish or an abandon the helper's work has ended.
+ * Synchronisation: how far the text is written is published under a
+ * mutex (the pipe's for gzip, this one's for a plain file) and waited for
+ * with its condition variable (wait_filled), so every byte is written
+ * before a thread that waited for it reads it. The split point and the
+ * flags are under this mutex. The caller's tokenizer sees at most `lo`
+ * bytes (a little before the fraction of the expected length) until the
+ * point is chosen at or after the fraction, then at most the point until
+ * the split is over (finished or abandoned, both after the helper's work
+ * has ended): the helper reads only from the point on, the caller's
+ * tokenizer writes only before it.
  *
- * The buffer is an anonymous private mapping of the expected length (the
- * plain file's size, the gzip trailer's ISIZE): pages are faulted in as the
- * text is written. Text beyond it (a file that grew, gzip members before
- * the last one) is an error ("more text than expected"), the one case where
- * this path does not read what the sequential one would.
+ * The buffer is an anonymous mapping with huge pages asked for (madvise);
+ * only the pages written cost memory. A plain file gets its size when
+ * opened; a gzip file twice the bound on texts inflated whole
+ * (gzip_whole.h) or more, since its trailer's ISIZE is only the last
+ * member's length mod 2^32. A text that does not fit (a plain file that
+ * grew while read, a gzip text past that room) is an error here where the
+ * sequential path would read on: the one difference between the two.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

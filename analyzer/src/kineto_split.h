@@ -8,20 +8,22 @@
  * held in one buffer, and a second thread tokenizes the second half of the
  * `traceEvents` array while the calling thread tokenizes the first.
  *
- * How: a helper thread fills one buffer with the document (a plain file read
- * with pread, a gzip file pulled through the inflate pipe of inflate_pipe.c,
- * so gzip framing, errors and messages are the pipe's), publishing how far
- * it has written; the calling thread tokenizes from the start in place,
- * following it (js_init_buffer_grow with ssa_split_grow as its grow hook).
- * Once the whole text is there, the helper picks a split point S: the first
- * newline followed by blanks and '{' at or after a fraction of the text (a
- * raw newline cannot be inside a JSON string, so S is between tokens; where
- * it is, is still verified, not assumed). It then runs the importer's work
- * function on the text from S (kineto_source.c: events read and stored, not
+ * How: the whole text goes into one buffer (an anonymous mapping), written
+ * progressively: a gzip file by the inflate pipe's thread straight into it
+ * (inflate_pipe.h, linear mode: its framing, checks and messages), a plain
+ * file by a helper thread with pread. The calling thread tokenizes from the
+ * start in place, following what is written (js_init_buffer_grow with
+ * ssa_split_grow as its grow hook). The helper thread picks a split point
+ * S as soon as the text gets there: the first newline followed by blanks
+ * and '{' at or after a fraction of the expected length (a raw newline
+ * cannot be inside a JSON string, so S is between tokens; what it is
+ * between is still verified, not assumed). It then runs the importer's
+ * work function on the text from S, following what is written too
+ * (kineto_source.c: the events read with the same code and stored, not
  * converted). Until S is known the calling thread sees no byte past the
- * fraction, afterwards none past S, so the two threads never touch the same
- * bytes: the helper only reads the text from S (through its own streaming
- * buffer), the caller writes NULs into the part before S only.
+ * fraction, afterwards none past S, so the two never touch the same bytes:
+ * the helper copies the text from S into its own streaming buffer, the
+ * caller writes NULs into the part before S only.
  *
  * The calling thread, arriving at S, either finds itself exactly inside the
  * events array after a ',' (the importer checks) and calls ssa_split_finish,
