@@ -82,6 +82,7 @@ static double now_ms(void) {
 }
 
 static atomic_int active_splits;
+static atomic_int loader_threads = 1;
 static atomic_ulong count_used, count_abandoned, count_alone;
 
 static double split_fraction(int gzip) {
@@ -110,8 +111,11 @@ int ssa_split_wanted(uint64_t len) {
   cpu_set_t set;
   int cores = 1;
   if (sched_getaffinity(0, sizeof set, &set) == 0) cores = CPU_COUNT(&set);
-  return cores >= 2 && atomic_load(&active_splits) == 0;
+  int loaders = atomic_load(&loader_threads), splits = atomic_load(&active_splits) + 1;
+  return cores >= 2 * (loaders > splits ? loaders : splits);
 }
+
+void ssa_split_loaders(int n) { atomic_store(&loader_threads, n > 1 ? n : 1); }
 
 unsigned char *ssa_split_doc(const ssa_split *sp) { return sp->doc; }
 size_t ssa_split_cap(const ssa_split *sp) { return sp->cap; }
