@@ -83,7 +83,6 @@ static double now_ms(void) {
 
 static atomic_int active_splits;
 static atomic_int loader_threads = 1;
-static atomic_ulong count_used, count_abandoned, count_alone;
 
 static double split_fraction(int gzip) {
   const char *v = getenv("STEPSCOPE_KINETO_SPLIT_AT");
@@ -348,16 +347,10 @@ size_t ssa_split_finish(ssa_split *sp) {
 
 void ssa_split_used(ssa_split *sp) { sp->used = 1; }
 
-ssa_split_counts ssa_split_counts_get(void) {
-  ssa_split_counts c = {atomic_load(&count_used), atomic_load(&count_abandoned), atomic_load(&count_alone)};
-  return c;
-}
-
 int ssa_split_close(ssa_split *sp, char *msg, size_t cap) {
   atomic_store(&sp->cancel, 1);
   pthread_join(sp->th, NULL);
   const char *verdict = sp->used ? "used" : sp->abandoned ? "abandoned" : "alone";
-  atomic_fetch_add(sp->used ? &count_used : sp->abandoned ? &count_abandoned : &count_alone, 1);
   if (getenv("STEPSCOPE_KINETO_SPLIT_TRACE"))
     fprintf(stderr,
             "kineto split: %s (point %zu, lo %zu; ms: point chosen %.1f, caller at it %.1f, helper done %.1f, "

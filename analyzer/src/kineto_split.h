@@ -102,16 +102,12 @@ int ssa_split_cancelled(const ssa_split *sp);
  * be read whole (message in msg: the pipe's or the read's), else 0. */
 int ssa_split_close(ssa_split *sp, char *msg, size_t cap);
 
-/* Counts since the process started, for tests and measurements: splits
- * whose helper's events were used, splits abandoned (the caller met the
- * point in another state), and splits whose helper failed or found no
- * point (the caller read on alone). With STEPSCOPE_KINETO_SPLIT_TRACE set,
- * each import says on stderr which of these it was. */
-typedef struct ssa_split_counts {
-  uint64_t used, abandoned, alone;
-} ssa_split_counts;
-ssa_split_counts ssa_split_counts_get(void);
-/* The caller's verdict, counted by ssa_split_close: 1 used, 0 otherwise. */
+/* With STEPSCOPE_KINETO_SPLIT_TRACE set, ssa_split_close says on stderr
+ * what the split did: "used" (the helper's events were converted),
+ * "abandoned" (the caller met the point in another state and read on
+ * alone), "alone" (no point, or the helper failed), and when each stage
+ * happened. */
+/* The caller used the helper's events (for that message). */
 void ssa_split_used(ssa_split *sp);
 
 #endif
