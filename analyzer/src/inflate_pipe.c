@@ -40,6 +40,7 @@
 #include "inflate_pipe.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -84,6 +85,8 @@ struct ssa_inflate_pipe {
   /* guarded by mu */
   int head, count;     /* published slots */
   int done;            /* the producer has published its last slot */
+  int linear;          /* the slots are consecutive windows of the caller's buffer */
+  size_t published;    /* bytes published so far (linear) */
   int failed;          /* ... and it ended on an error (msg) */
   int stop;            /* the consumer asks the producer to stop */
   char msg[128];
@@ -189,7 +192,9 @@ static void publish(ssa_inflate_pipe *p) {
   pthread_mutex_lock(&p->mu);
   p->lens[p->slot] = p->fill;
   p->count++;
-  pthread_cond_signal(&p->can_read);
+  p->published += p->fill;
+  if (p->linear) pthread_cond_broadcast(&p->can_read);
+  else pthread_cond_signal(&p->can_read);
   pthread_mutex_unlock(&p->mu);
   p->slot = -1;
   p->fill = 0;
@@ -198,6 +203,13 @@ static void publish(ssa_inflate_pipe *p) {
 /* Takes a free slot to fill; -1 when the consumer asked to stop. */
 static int take_slot(ssa_inflate_pipe *p) {
   pthread_mutex_lock(&p->mu);
+  if (p->linear && p->count == p->nchunks && !p->stop) {
+    /* linear: the caller's buffer is full and there is more text */
+    snprintf(p->msg, sizeof p->msg, "more inflated text than the buffer holds");
+    p->failed = 1;
+    pthread_mutex_unlock(&p->mu);
+    return -1;
+  }
   while (p->count == p->nchunks && !p->stop) pthread_cond_wait(&p->can_write, &p->mu);
   int stop = p->stop;
   if (!stop) p->slot = (p->head + p->count) % p->nchunks;
@@ -352,7 +364,7 @@ long ssa_inflate_pipe_read(void *ctx, void *buf, size_t n) {
 /* ---- life cycle ---- */
 
 static void destroy(ssa_inflate_pipe *p) {
-  if (p->bufs)
+  if (p->bufs && !p->linear)
     for (int i = 0; i < p->nchunks; i++) free(p->bufs[i]);
   free(p->bufs);
   free(p->lens);
@@ -365,11 +377,12 @@ static void destroy(ssa_inflate_pipe *p) {
   free(p);
 }
 
-ssa_inflate_pipe *ssa_inflate_pipe_open(int fd, size_t chunk, int nchunks) {
-  if (chunk == 0 || nchunks < 2) return NULL;
+static ssa_inflate_pipe *open_pipe(int fd, size_t chunk, int nchunks, unsigned char *linear) {
+  if (chunk == 0 || nchunks < (linear ? 1 : 2)) return NULL;
   ssa_inflate_pipe *p = calloc(1, sizeof *p);
   if (!p) return NULL;
   p->fd = fd;
+  p->linear = linear != NULL;
   p->chunk = chunk;
   p->nchunks = nchunks;
   p->slot = -1;
@@ -377,7 +390,7 @@ ssa_inflate_pipe *ssa_inflate_pipe_open(int fd, size_t chunk, int nchunks) {
   p->lens = calloc((size_t)nchunks, sizeof *p->lens);
   p->zin = malloc(ZIN_CAP);
   int ok = p->bufs && p->lens && p->zin;
-  for (int i = 0; ok && i < nchunks; i++) ok = (p->bufs[i] = malloc(chunk)) != NULL;
+  for (int i = 0; ok && i < nchunks; i++) ok = (p->bufs[i] = linear ? linear + (size_t)i * chunk : malloc(chunk)) != NULL;
 #ifdef STEPSCOPE_HAVE_ISAL
   if (ok && (p->isal = malloc(sizeof *p->isal)) != NULL) isal_inflate_init(p->isal);
   ok = ok && p->isal;
@@ -406,6 +419,25 @@ ssa_inflate_pipe *ssa_inflate_pipe_open(int fd, size_t chunk, int nchunks) {
     return NULL;
   }
   return p;
+}
+
+ssa_inflate_pipe *ssa_inflate_pipe_open(int fd, size_t chunk, int nchunks) {
+  return open_pipe(fd, chunk, nchunks, NULL);
+}
+
+ssa_inflate_pipe *ssa_inflate_pipe_open_linear(int fd, unsigned char *buf, size_t cap, size_t chunk) {
+  if (chunk == 0 || cap % chunk || cap / chunk > INT_MAX) return NULL;
+  return open_pipe(fd, chunk, (int)(cap / chunk), buf);
+}
+
+long ssa_inflate_pipe_wait(ssa_inflate_pipe *p, size_t have) {
+  pthread_mutex_lock(&p->mu);
+  while (p->published <= have && !p->done) pthread_cond_wait(&p->can_read, &p->mu);
+  long r = p->published > have ? (long)p->published : p->failed ? -1 : (long)have;
+  if (r < 0) p->outcome = 2;
+  else if (p->published <= have) p->outcome = 1;
+  pthread_mutex_unlock(&p->mu);
+  return r;
 }
 
 int ssa_inflate_pipe_close(ssa_inflate_pipe *p, char *msg, size_t cap) {

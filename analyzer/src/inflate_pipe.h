@@ -48,6 +48,18 @@ ssa_inflate_pipe *ssa_inflate_pipe_open(int fd, size_t chunk, int nchunks);
  * good byte was returned). */
 long ssa_inflate_pipe_read(void *pipe, void *buf, size_t n);
 
+/* Linear mode, for the split import (kineto_split.c): the text is written
+ * into the caller's buffer `buf` of `cap` bytes (a multiple of `chunk`),
+ * chunk after chunk, never reused; more text than fits is an error ("more
+ * inflated text than the buffer holds"). The bytes are not read with
+ * ssa_inflate_pipe_read but waited for with ssa_inflate_pipe_wait, from any
+ * number of threads. */
+ssa_inflate_pipe *ssa_inflate_pipe_open_linear(int fd, unsigned char *buf, size_t cap, size_t chunk);
+/* Linear mode: waits until more than `have` bytes are written and returns
+ * how many are; `have` when the text ended there (all checked), -1 on an
+ * error (every good byte written before it was returned first). */
+long ssa_inflate_pipe_wait(ssa_inflate_pipe *p, size_t have);
+
 /* Stops the producer if it is still running, joins it, frees the pipe.
  * -1 when ssa_inflate_pipe_read returned -1, with the error in msg; else 0
  * (msg empty), whether the input was read to its end or the consumer gave

@@ -122,7 +122,10 @@ static uint64_t here(const js_stream *js) { return js->in_base + js->in_pos; }
  * in_pos, unless the input ends first: the unread tail moves to the front of
  * the buffer and the rest of the buffer is refilled. Returns the number of
  * unread bytes then available. */
+static size_t ensure_grow(js_stream *js, size_t n);
+
 static size_t ensure(js_stream *js, size_t n) {
+  if (js->grow) return ensure_grow(js, n);
   while (js->in_len - js->in_pos < n && !js->in_eof) {
     size_t rem = js->in_len - js->in_pos;
     if (js->in_pos) {
@@ -1059,4 +1062,55 @@ int js_number_i64(const char *text, int64_t *out) {
   uint64_t m;
   if (!scaled_magnitude(text, 0, &neg, &m, &exact) || !exact) return 0;
   return js_number_scaled(text, 0, out);
+}
+
+/* ---- one document on two threads ---- */
+
+/* ensure() for js_init_buffer_grow: more of the same buffer made visible,
+ * nothing moved. */
+static size_t ensure_grow(js_stream *js, size_t n) {
+  while (js->in_len - js->in_pos < n && !js->in_eof) {
+    long v = js->grow(js->ctx, js->in_len);
+    if (v < 0 || (size_t)v <= js->in_len) {
+      js->in_eof = 1;
+      if (v < 0) js->read_error = 1;
+      break;
+    }
+    js->in_len = (size_t)v < js->in_cap ? (size_t)v : js->in_cap;
+  }
+  return js->in_len - js->in_pos;
+}
+
+int js_init_buffer_grow(js_stream *js, void *doc, size_t cap, size_t visible,
+                        long (*grow)(void *ctx, size_t visible), void *ctx) {
+  if (js_init_buffer(js, doc, cap)) return -1;
+  js->in_len = visible < cap ? visible : cap;
+  js->in_eof = 0;
+  js->grow = grow;
+  js->ctx = ctx;
+  return 0;
+}
+
+void js_enter_array(js_stream *js, uint64_t base, int depth) {
+  js->in_base = base;
+  js->depth = 0;
+  for (int d = 0; d < depth && d < JS_MAX_DEPTH; d++) push(js, d + 1 < depth);
+  js->state = S_VALUE;
+}
+
+int js_at_array_gap(const js_stream *js) {
+  if (js->failed || js->state != S_COMMA_OR_CLOSE || !js->depth || top_is_object(js)) return 0;
+  const unsigned char *p = js->in + js->in_pos, *e = js->in + js->in_len;
+  p = skip_blank(p, e);
+  if (p >= e || *p != ',') return 0;
+  return skip_blank(p + 1, e) == e;
+}
+
+void js_resume_at(js_stream *js, uint64_t at, size_t visible) {
+  restore_delimiter(js);
+  js->in_pos = (size_t)(at - js->in_base);
+  if (visible > js->in_cap) visible = js->in_cap;
+  if (visible > js->in_len) js->in_len = visible;
+  if (js->in_pos > js->in_len) js->in_len = js->in_pos;
+  js->in_eof = 0;
 }

@@ -77,6 +77,8 @@ typedef struct js_stream {
   uint64_t error_offset;
   char error[160];
   int in_borrowed;             /* private: `in` is the caller's (js_init_buffer) */
+  /* private (js_init_buffer_grow): makes more of the caller's buffer visible */
+  long (*grow)(void *ctx, size_t visible);
 } js_stream;
 
 /* 0, or -1 when the buffers cannot be allocated. */
@@ -88,6 +90,31 @@ void js_free(js_stream *js);
  * byte back afterwards), so `doc` must be writable and must outlive the
  * stream; js_free leaves it to the caller. 0, or -1 out of memory. */
 int js_init_buffer(js_stream *js, void *doc, size_t len);
+
+/* ---- one document on two threads (kineto_split.c) ---- */
+
+/* Like js_init_buffer over `cap` bytes of which only the first `visible`
+ * are there yet: when the tokenizer needs bytes past the visible ones it
+ * calls grow(ctx, visible), which returns the count visible now (more than
+ * before), the same count when the document ends there, or -1 on a read
+ * error (then "read error" as with a read callback). Visible bytes never
+ * move, so tokens handed out in place stay valid. 0, or -1 out of memory. */
+int js_init_buffer_grow(js_stream *js, void *doc, size_t cap, size_t visible,
+                        long (*grow)(void *ctx, size_t visible), void *ctx);
+/* On a stream just made by js_init: its input is taken to start at
+ * document offset `base`, inside `depth` (>= 1) open containers whose
+ * innermost is an array (the others objects), where a value must come (as
+ * after a ',' in that array). Offsets in messages are the document's. */
+void js_enter_array(js_stream *js, uint64_t base, int depth);
+/* Right after a value inside an array: whether every visible byte left is
+ * blank but for one ',' (so the next token starts where the visible bytes
+ * end). */
+int js_at_array_gap(const js_stream *js);
+/* On a js_init_buffer_grow stream right after a value inside an array:
+ * goes on at document offset `at` (the bytes before it taken as read) with
+ * `visible` bytes visible, in the same state (a ',' or the array's ']'
+ * must come). */
+void js_resume_at(js_stream *js, uint64_t at, size_t visible);
 
 /* The next token. After JS_ERROR every call returns JS_ERROR. */
 js_kind js_next(js_stream *js);

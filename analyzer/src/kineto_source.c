@@ -55,6 +55,7 @@
 #include "inflate_pipe.h"
 #include "json_stream.h"
 #include "kineto_host.h"
+#include "kineto_split.h"
 
 #define KNAME_MAX 4096      /* event names longer than this are cut */
 #define KSHORT 128
@@ -139,6 +140,10 @@ typedef struct kimport {
   char host_name[KSHORT];        /* top-level or distributedInfo host_name */
   uint32_t dom_user, dom_cpu, dom_gpu, id_none;
   uint32_t name_cache[256];      /* recent event names: string id by a cheap key */
+  /* one document on two threads (kineto_split.h) */
+  struct ksplit_out *store;      /* the helper's import: events stored here, not converted */
+  ssa_split *split;              /* the caller's import: the helper */
+  struct ksplit_out *split_res;  /* the caller's import: what the helper stored */
 } kimport;
 
 /* ---- small helpers ---- */
@@ -873,7 +878,10 @@ static int args_unused(const kevent *ev) {
          strcmp(ev->name, "record_param_comms") != 0;
 }
 
-/* Reads one event object (its '{' already consumed) into k->ev and converts it. */
+static int split_store(kimport *k);
+
+/* Reads one event object (its '{' already consumed) into k->ev and converts
+ * it (or, on the split helper's thread, stores it: kineto_split.h). */
 static int read_event(kimport *k) {
   kevent *ev = &k->ev;
   ev->ph[0] = 0;
@@ -953,8 +961,10 @@ static int read_event(kimport *k) {
       break;
     }
   }
-  return convert_event(k);
+  return k->store ? split_store(k) : convert_event(k);
 }
+
+static int split_handoff(kimport *k);
 
 static int read_events(kimport *k) {
   for (;;) {
@@ -964,6 +974,7 @@ static int read_events(kimport *k) {
     if (t == JS_BEGIN_OBJECT) {
       int rc = read_event(k);
       if (rc) return rc;
+      if (k->split && k->js.in_len == ssa_split_point(k->split) && (rc = split_handoff(k))) return rc;
     } else if (js_skip_rest(&k->js, t)) {
       return js_error(k);
     }
@@ -1222,16 +1233,20 @@ static int finish_rank(kimport *k) {
 
 /* Imports from the read callback, or, when `doc` is not NULL, from the
  * whole document in memory (tokenized in place: doc must be writable). */
-static int import(js_read_fn read, void *ctx, void *doc, size_t doc_len, const char *name, ssa_rank *r,
-                  stepscope_error *err) {
+static int import_with(js_read_fn read, void *ctx, void *doc, size_t doc_len, ssa_split *sp,
+                       struct ksplit_out *res, const char *name, ssa_rank *r, stepscope_error *err) {
   kimport *k = calloc(1, sizeof *k);
   if (!k) return STEPSCOPE_E_NOMEM;
   k->r = r;
   k->name = name;
   k->err = err;
   k->first_ts = INT64_MAX;
+  k->split = sp;
+  k->split_res = res;
   int rc = STEPSCOPE_E_NOMEM;
-  if (doc ? js_init_buffer(&k->js, doc, doc_len) : js_init(&k->js, read, ctx)) goto out;
+  if (sp ? js_init_buffer_grow(&k->js, ssa_split_doc(sp), ssa_split_cap(sp), 0, ssa_split_grow, sp)
+      : doc ? js_init_buffer(&k->js, doc, doc_len) : js_init(&k->js, read, ctx))
+    goto out;
   k->dom_user = ssa_rank_intern(r, "user_annotation");
   k->dom_cpu = ssa_rank_intern(r, "cpu_op");
   k->dom_gpu = ssa_rank_intern(r, "gpu_user_annotation");
@@ -1250,6 +1265,11 @@ out:
   for (int d = 0; d < KDEVICES; d++) free(k->device_names[d]);
   free(k);
   return rc;
+}
+
+static int import(js_read_fn read, void *ctx, void *doc, size_t doc_len, const char *name, ssa_rank *r,
+                  stepscope_error *err) {
+  return import_with(read, ctx, doc, doc_len, NULL, NULL, name, r, err);
 }
 
 /* ---- file and memory readers ---- */
@@ -1371,6 +1391,268 @@ int ssa_kineto_load_memory_chunked(const void *data, size_t size, size_t chunk, 
   return import(mem_read, &m, NULL, 0, name, r, err);
 }
 
+/* ---- one document on two threads (kineto_split.h) ----
+ *
+ * The helper's import (split_work) reads the events from the split point
+ * with the same read_event as the caller's, into a kimport of its own whose
+ * `store` is set: each event is then appended to an arena in a compact form
+ * (split_store: the numbers, the name and category text, the NCCL fields
+ * only when there are some) instead of being converted. The caller, at the
+ * split point inside the events array (split_handoff), converts them in
+ * order with convert_event, so records, names and collectives come in the
+ * sequential order, and resumes at the ']' where the helper stopped. */
+
+typedef struct ksplit_out {
+  unsigned char *arena;
+  size_t len, cap;
+  int ok;                        /* the helper reached the array's ']' with no error */
+  int depth;                     /* the events array's depth it assumed */
+  uint64_t end;                  /* document offset of that ']' */
+  uint64_t truncated_names, bad_utf8, first_bad_utf8;
+} ksplit_out;
+
+enum {
+  KS_TS = 1, KS_DUR = 2, KS_CORR = 4, KS_STREAM = 8, KS_DEVICE = 16, KS_BYTES = 32, KS_EXT = 64,
+  KS_NCCL = 128
+};
+
+typedef struct ksrec {
+  int64_t ts, dur;
+  uint64_t pid, tid, corr, stream, device, bytes, ext_id;
+  uint32_t grid[3], block[3];
+  uint32_t name_len;
+  uint8_t flags, cat, cat_text_len;
+  char ph[4];
+} ksrec;
+
+typedef struct ksnccl {
+  uint64_t in_nelems, out_nelems, group_size, seq;
+  uint8_t has_in, has_out, has_group_size, has_seq;
+  char coll_name[KSHORT], dtype[KSHORT], pg_name[KSHORT], pg_desc[KSHORT];
+  uint32_t ranks_len;
+} ksnccl;
+
+static int split_put(ksplit_out *o, const void *p, size_t n) {
+  if (o->len + n > o->cap) {
+    size_t cap = o->cap ? o->cap : (size_t)1 << 20;
+    while (cap < o->len + n) cap *= 2;
+    unsigned char *a = realloc(o->arena, cap);
+    if (!a) return -1;
+    o->arena = a;
+    o->cap = cap;
+  }
+  memcpy(o->arena + o->len, p, n);
+  o->len += n;
+  return 0;
+}
+
+static int split_store(kimport *k) {
+  const kevent *ev = &k->ev;
+  ksplit_out *o = k->store;
+  ksrec h;
+  memset(&h, 0, sizeof h);
+  h.ts = ev->ts;
+  h.dur = ev->dur;
+  h.pid = ev->pid;
+  h.tid = ev->tid;
+  h.corr = ev->corr;
+  h.stream = ev->stream;
+  h.device = ev->device;
+  h.bytes = ev->bytes;
+  h.ext_id = ev->ext_id;
+  memcpy(h.grid, ev->grid, sizeof h.grid);
+  memcpy(h.block, ev->block, sizeof h.block);
+  h.name_len = (uint32_t)ev->name_len;
+  h.flags = (uint8_t)((ev->has_ts ? KS_TS : 0) | (ev->has_dur ? KS_DUR : 0) | (ev->has_corr ? KS_CORR : 0) |
+                      (ev->has_stream ? KS_STREAM : 0) | (ev->has_device ? KS_DEVICE : 0) |
+                      (ev->has_bytes ? KS_BYTES : 0) | (ev->has_ext_id ? KS_EXT : 0));
+  int nccl = ev->coll_name[0] || ev->dtype[0] || ev->pg_name[0] || ev->pg_desc[0] || ev->pg_ranks[0] ||
+             ev->has_in || ev->has_out || ev->has_group_size || ev->has_seq;
+  if (nccl) h.flags |= KS_NCCL;
+  h.cat = (uint8_t)ev->cat;
+  h.cat_text_len = (uint8_t)strlen(ev->cat_text);
+  memcpy(h.ph, ev->ph, sizeof h.ph);
+  size_t ranks_len = nccl ? strlen(ev->pg_ranks) : 0;
+  if (split_put(o, &h, sizeof h) || split_put(o, ev->name, h.name_len) ||
+      split_put(o, ev->cat_text, h.cat_text_len))
+    return STEPSCOPE_E_NOMEM;
+  if (nccl) {
+    ksnccl n;
+    memset(&n, 0, sizeof n);
+    n.in_nelems = ev->in_nelems;
+    n.out_nelems = ev->out_nelems;
+    n.group_size = ev->group_size;
+    n.seq = ev->seq;
+    n.has_in = (uint8_t)ev->has_in;
+    n.has_out = (uint8_t)ev->has_out;
+    n.has_group_size = (uint8_t)ev->has_group_size;
+    n.has_seq = (uint8_t)ev->has_seq;
+    memcpy(n.coll_name, ev->coll_name, sizeof n.coll_name);
+    memcpy(n.dtype, ev->dtype, sizeof n.dtype);
+    memcpy(n.pg_name, ev->pg_name, sizeof n.pg_name);
+    memcpy(n.pg_desc, ev->pg_desc, sizeof n.pg_desc);
+    n.ranks_len = (uint32_t)ranks_len;
+    if (split_put(o, &n, sizeof n) || split_put(o, ev->pg_ranks, ranks_len)) return STEPSCOPE_E_NOMEM;
+  }
+  static const unsigned char zero[8];
+  return split_put(o, zero, (8 - o->len % 8) % 8) ? STEPSCOPE_E_NOMEM : 0;
+}
+
+/* The stored event at `p` into k->ev; returns the next one. */
+static const unsigned char *split_load(kimport *k, const unsigned char *p) {
+  kevent *ev = &k->ev;
+  const unsigned char *start = p;
+  ksrec h;
+  memcpy(&h, p, sizeof h);
+  p += sizeof h;
+  ev->ts = h.ts;
+  ev->dur = h.dur;
+  ev->pid = h.pid;
+  ev->tid = h.tid;
+  ev->corr = h.corr;
+  ev->stream = h.stream;
+  ev->device = h.device;
+  ev->bytes = h.bytes;
+  ev->ext_id = h.ext_id;
+  memcpy(ev->grid, h.grid, sizeof ev->grid);
+  memcpy(ev->block, h.block, sizeof ev->block);
+  ev->has_ts = (h.flags & KS_TS) != 0;
+  ev->has_dur = (h.flags & KS_DUR) != 0;
+  ev->has_corr = (h.flags & KS_CORR) != 0;
+  ev->has_stream = (h.flags & KS_STREAM) != 0;
+  ev->has_device = (h.flags & KS_DEVICE) != 0;
+  ev->has_bytes = (h.flags & KS_BYTES) != 0;
+  ev->has_ext_id = (h.flags & KS_EXT) != 0;
+  ev->cat = h.cat;
+  memcpy(ev->ph, h.ph, sizeof ev->ph);
+  ev->name_len = h.name_len;
+  memcpy(ev->name, p, h.name_len);
+  ev->name[h.name_len] = 0;
+  p += h.name_len;
+  memcpy(ev->cat_text, p, h.cat_text_len);
+  ev->cat_text[h.cat_text_len] = 0;
+  p += h.cat_text_len;
+  if (h.flags & KS_NCCL) {
+    ksnccl n;
+    memcpy(&n, p, sizeof n);
+    p += sizeof n;
+    ev->in_nelems = n.in_nelems;
+    ev->out_nelems = n.out_nelems;
+    ev->group_size = n.group_size;
+    ev->seq = n.seq;
+    ev->has_in = n.has_in;
+    ev->has_out = n.has_out;
+    ev->has_group_size = n.has_group_size;
+    ev->has_seq = n.has_seq;
+    memcpy(ev->coll_name, n.coll_name, sizeof ev->coll_name);
+    memcpy(ev->dtype, n.dtype, sizeof ev->dtype);
+    memcpy(ev->pg_name, n.pg_name, sizeof ev->pg_name);
+    memcpy(ev->pg_desc, n.pg_desc, sizeof ev->pg_desc);
+    memcpy(ev->pg_ranks, p, n.ranks_len);
+    ev->pg_ranks[n.ranks_len] = 0;
+    p += n.ranks_len;
+  } else {
+    ev->coll_name[0] = ev->dtype[0] = ev->pg_name[0] = ev->pg_desc[0] = ev->pg_ranks[0] = 0;
+    ev->has_in = ev->has_out = ev->has_group_size = ev->has_seq = 0;
+    ev->in_nelems = ev->out_nelems = ev->group_size = ev->seq = 0;
+  }
+  size_t used = (size_t)(p - start);
+  return start + used + (8 - used % 8) % 8;
+}
+
+/* The helper's work: the events from `at` to the ']' that closes their
+ * array, stored in the ksplit_out `arg`. */
+static void split_work(void *arg, ssa_split *sp, const unsigned char *doc, size_t at) {
+  ksplit_out *o = arg;
+  /* the events array is at depth 2 in the object form, 1 in the array
+   * form (the first byte that is not blank says which: the caller never
+   * writes to it) */
+  size_t i = 0;
+  while (i < at && (doc[i] == ' ' || doc[i] == '\n' || doc[i] == '\r' || doc[i] == '\t')) i++;
+  if (i >= at || (doc[i] != '{' && doc[i] != '[')) return;
+  int depth = doc[i] == '{' ? 2 : 1;
+  kimport *w = calloc(1, sizeof *w);
+  if (!w) return;
+  if (js_init(&w->js, ssa_split_read, sp)) {
+    free(w);
+    return;
+  }
+  js_enter_array(&w->js, at, depth);
+  w->name = "";
+  w->store = o;
+  for (uint64_t n = 0;; n++) {
+    if ((n & 255) == 0 && ssa_split_cancelled(sp)) break;
+    js_kind t = js_next(&w->js);
+    if (t == JS_END_ARRAY) {
+      o->ok = w->js.depth == depth - 1;
+      o->end = w->js.tok_offset;
+      break;
+    }
+    if (t == JS_ERROR) break;
+    if (t == JS_BEGIN_OBJECT ? read_event(w) != 0 : js_skip_rest(&w->js, t) != 0) break;
+  }
+  o->depth = depth;
+  o->truncated_names = w->truncated_names;
+  o->bad_utf8 = w->js.bad_utf8;
+  o->first_bad_utf8 = w->js.first_bad_utf8_offset;
+  js_free(&w->js);
+  free(w);
+}
+
+/* After an event, with the caller's view ending at the split point: when
+ * only a ',' and blanks lie before it inside the events array, the helper's
+ * events are converted here and the tokenizer goes on at their ']'. */
+static int split_handoff(kimport *k) {
+  if (!js_at_array_gap(&k->js)) return 0;
+  size_t visible = ssa_split_finish(k->split);
+  const ksplit_out *o = k->split_res;
+  if (!o->ok || o->depth != js_depth(&k->js)) return 0; /* read sequentially from here */
+  for (const unsigned char *p = o->arena, *e = o->arena + o->len; p < e;) {
+    p = split_load(k, p);
+    int rc = convert_event(k);
+    if (rc) return rc;
+  }
+  k->truncated_names += o->truncated_names;
+  if (o->bad_utf8) {
+    if (!k->js.bad_utf8) k->js.first_bad_utf8_offset = o->first_bad_utf8;
+    k->js.bad_utf8 += o->bad_utf8;
+  }
+  js_resume_at(&k->js, o->end, visible);
+  ssa_split_used(k->split);
+  return 0;
+}
+
+/* Imports the file on `fd` (plain, or gzip with `size` bytes of text per its
+ * trailer) through the split: 1 and the import's status in *rc_out, or 0
+ * when the helper cannot be had (read the file another way). */
+static int import_split(int fd, int gzip, size_t size, const char *path, ssa_rank *r, stepscope_error *err,
+                        int *rc_out) {
+  ksplit_out *o = calloc(1, sizeof *o);
+  if (!o) return 0;
+  ssa_split *sp = ssa_split_open(fd, gzip, size, split_work, o);
+  if (!sp) {
+    free(o);
+    return 0;
+  }
+  int rc = import_with(NULL, NULL, NULL, 0, sp, o, path, r, err);
+  char msg[128];
+  if (ssa_split_close(sp, msg, sizeof msg) && err) {
+    char m[sizeof err->message];
+    if (gzip)
+      snprintf(m, sizeof m, "%s: gzip data is corrupt or truncated (%s) near byte %llu of the JSON text", path,
+               msg, (unsigned long long)err->offset);
+    else
+      snprintf(m, sizeof m, "%s: read error (%s) near byte %llu", path, msg, (unsigned long long)err->offset);
+    snprintf(err->message, sizeof err->message, "%s", m);
+    err->code = gzip ? STEPSCOPE_E_FORMAT : STEPSCOPE_E_IO;
+    rc = err->code;
+  }
+  free(o->arena);
+  free(o);
+  *rc_out = rc;
+  return 1;
+}
+
 /* ---- which way a gzip file is read ----
  *
  * whole:  inflated in one piece with libdeflate (gzip_whole.c), then
@@ -1439,6 +1721,15 @@ static int import_piped(int fd, const char *path, ssa_rank *r, stepscope_error *
   return 1;
 }
 
+/* The text length a gzip file's trailer states (ISIZE, the last member's
+ * length mod 2^32): 1, or 0 when it cannot be read or is 0. */
+static int gzip_isize(int fd, uint64_t file_size, size_t *out) {
+  unsigned char t[4];
+  if (file_size < 18 || pread(fd, t, 4, (off_t)(file_size - 4)) != 4) return 0;
+  *out = (size_t)t[0] | (size_t)t[1] << 8 | (size_t)t[2] << 16 | (size_t)t[3] << 24;
+  return *out != 0;
+}
+
 static int load_file(const char *path, int mode, size_t whole_max, ssa_rank *r, stepscope_error *err) {
   if (err) memset(err, 0, sizeof *err);
   int rc = 0;
@@ -1474,6 +1765,12 @@ static int load_file(const char *path, int mode, size_t whole_max, ssa_rank *r, 
     }
     goto done;
   } else if (got >= 2 && f.zin[0] == 0x1f && f.zin[1] == 0x8b) {
+    /* large enough: tokenized on two threads (kineto_split.h), its text
+     * pulled through the same pipe */
+    size_t isize;
+    if ((mode == SSA_GZIP_PIPE || mode == SSA_GZIP_AUTO) && gzip_isize(f.fd, (uint64_t)st.st_size, &isize) &&
+        isize <= ssa_gzip_whole_bound() && ssa_split_wanted(isize) && import_split(f.fd, 1, isize, path, r, err, &rc))
+      goto done;
     if ((mode == SSA_GZIP_PIPE || (mode == SSA_GZIP_AUTO && GZIP_AUTO_PIPE)) &&
         import_piped(f.fd, path, r, err, &rc))
       goto done;
@@ -1491,6 +1788,9 @@ static int load_file(const char *path, int mode, size_t whole_max, ssa_rank *r, 
     f.z.avail_in = (uInt)got;
     if (inflateInit2(&f.z, 15 + 32) != Z_OK) rc = STEPSCOPE_E_NOMEM;
     else f.z_ready = 1;
+  } else if ((uint64_t)st.st_size <= ssa_gzip_whole_bound() && ssa_split_wanted((uint64_t)st.st_size) &&
+             import_split(f.fd, 0, (size_t)st.st_size, path, r, err, &rc)) {
+    goto done;
   } else {
     f.pend_len = (size_t)got;
     f.zin_eof = got == 0;

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "kineto_source.h"
+#include "kineto_split.h"
 #include "run_discovery.h"
 #include "ssa_model.h"
 #include "ssa_out.h"
@@ -272,12 +273,14 @@ int ssa_run_load_with_rules(ssa_run *run, const char *path, const ssa_load_optio
   if (nthreads > nfiles) nthreads = nfiles;
   pthread_t *th = calloc(nthreads, sizeof *th);
   size_t started = 0;
+  ssa_split_loaders(th ? (int)nthreads : 1); /* one file on two threads only where cores are left */
   if (th) {
     for (; started < nthreads; started++)
       if (pthread_create(&th[started], NULL, worker, &p) != 0) break;
   }
   if (started == 0) worker(&p); /* no threads: load on this one */
   for (size_t i = 0; i < started; i++) pthread_join(th[i], NULL);
+  ssa_split_loaders(1);
   free(th);
   pthread_mutex_destroy(&p.print_lock);
 
