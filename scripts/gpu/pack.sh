@@ -10,7 +10,9 @@
 #   src.tar.zst            the source tree of that commit (git archive, plus uncommitted changes
 #                          when dirty): the kit builds without the repository
 #   window.sh, gpu/        the entry point and the scripts it runs (copies of scripts/gpu)
-#   deps/root/             Debian's libzstd-dev, zlib1g-dev, pkgconf (+ their runtime libraries)
+#   deps/root/             Debian's libzstd-dev, zlib1g-dev, libdeflate-dev, libisal-dev, pkgconf
+#                          (+ their runtime libraries: the prebuilt stepscope links libdeflate
+#                          and libisal, which the GPU machine may lack)
 #                          unpacked with dpkg -x (never into /), .pc files made relocatable
 #   deps/nccl/include/     nccl.h of NCCL 2.32 (the GPU machine's toolkit may have no nccl.h)
 #   deps/nccl/libnccl.so.2.xz  NCCL 2.32 from PyPI, device code for sm_90 only (nccl_slim.py)
@@ -60,7 +62,7 @@ if [ ! -f "$kit/deps/root/.complete" ]; then
   rm -rf "$kit/deps/root"
   mkdir -p "$kit/deps/root" "$tmp/debs"
   (cd "$tmp/debs" && apt-get download -q libzstd-dev libzstd1 zlib1g-dev zlib1g \
-     pkgconf pkgconf-bin libpkgconf3 >/dev/null)
+     libdeflate-dev libdeflate0 libisal-dev libisal2 pkgconf pkgconf-bin libpkgconf3 >/dev/null)
   for deb in "$tmp"/debs/*.deb; do dpkg -x "$deb" "$kit/deps/root"; done
   # .pc files relative to themselves: prefix AND libdir/includedir follow the unpacked tree
   for pc in "$kit"/deps/root/usr/lib/x86_64-linux-gnu/pkgconfig/*.pc \
