@@ -12,16 +12,14 @@
  * dying at the zstd checksum; even, the input is the file as it is.
  *
  * Built with -fsanitize=fuzzer when STEPSCOPE_FUZZ is ON (clang). Otherwise
- * the same file is built with a small main() that replays corpus files, so the
+ * the same file is linked with the shared replay driver (fuzz_replay.c), so the
  * regression corpus runs in every build.
  */
-#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <zstd.h>
@@ -94,47 +92,3 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   close(fd);
   return 0;
 }
-
-#ifndef STEPSCOPE_LIBFUZZER
-static int replay_file(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return -1;
-  fseek(f, 0, SEEK_END);
-  long len = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  uint8_t *buf = malloc(len > 0 ? (size_t)len : 1);
-  size_t got = buf ? fread(buf, 1, (size_t)len, f) : 0;
-  fclose(f);
-  if (!buf) return -1;
-  LLVMFuzzerTestOneInput(buf, got);
-  free(buf);
-  return 0;
-}
-
-/* Replays every file given, or every file of every directory given. */
-int main(int argc, char **argv) {
-  int files = 0;
-  for (int i = 1; i < argc; i++) {
-    struct stat st;
-    if (stat(argv[i], &st) != 0) {
-      fprintf(stderr, "fuzz_reader: %s: not found\n", argv[i]);
-      return 1;
-    }
-    if (!S_ISDIR(st.st_mode)) {
-      files += replay_file(argv[i]) == 0;
-      continue;
-    }
-    DIR *d = opendir(argv[i]);
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-      if (e->d_name[0] == '.') continue;
-      char p[4096];
-      snprintf(p, sizeof p, "%s/%s", argv[i], e->d_name);
-      files += replay_file(p) == 0;
-    }
-    if (d) closedir(d);
-  }
-  printf("replayed %d inputs without a crash\n", files);
-  return files > 0 ? 0 : 1;
-}
-#endif

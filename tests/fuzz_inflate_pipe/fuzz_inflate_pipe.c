@@ -16,10 +16,10 @@
  * the member's CRC-32 and ISIZE checks, which the pipe always makes. The file
  * is a memfd, so nothing touches the disk. Built two ways:
  *   - with STEPSCOPE_LIBFUZZER: LLVMFuzzerTestOneInput for libFuzzer;
- *   - without: a replay driver over the files of the directories given
- *     (the seeds), used by the fuzz_inflate_pipe.replay test in every build.
+ *   - without: linked with the shared replay driver (tests/fuzz/fuzz_replay.c)
+ *     over the files of the directories given (the seeds), used by the
+ *     fuzz_inflate_pipe.replay test in every build.
  */
-#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,44 +129,3 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   free(b.p);
   return 0;
 }
-
-#ifndef STEPSCOPE_LIBFUZZER
-static int run_file(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return -1;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  uint8_t *buf = malloc(n > 0 ? (size_t)n : 1);
-  if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
-    fclose(f);
-    free(buf);
-    return -1;
-  }
-  fclose(f);
-  LLVMFuzzerTestOneInput(buf, (size_t)n);
-  free(buf);
-  return 0;
-}
-
-int main(int argc, char **argv) {
-  int files = 0;
-  for (int i = 1; i < argc; i++) {
-    DIR *d = opendir(argv[i]);
-    if (!d) {
-      if (run_file(argv[i]) == 0) files++;
-      continue;
-    }
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-      if (e->d_name[0] == '.') continue;
-      char path[4096];
-      snprintf(path, sizeof path, "%s/%s", argv[i], e->d_name);
-      if (run_file(path) == 0) files++;
-    }
-    closedir(d);
-  }
-  printf("fuzz_inflate_pipe: %d file(s) replayed\n", files);
-  return files > 0 ? 0 : 1;
-}
-#endif
