@@ -6,13 +6,13 @@
  * demands); a read that succeeds must have at least one layout with a finite step time, and
  * the reader must leave nothing allocated when it fails. Built two ways:
  *   - with STEPSCOPE_LIBFUZZER: LLVMFuzzerTestOneInput for libFuzzer;
- *   - without: a replay driver over the files of the directories on its command line (the
- *     committed seeds), run by the plan.fuzz_prediction_replay test in every build.
+ *   - without: linked with the shared replay driver (tests/fuzz/fuzz_replay.c) over the files
+ *     of the directories on its command line (the committed seeds), run by the
+ *     plan.fuzz_prediction_replay test in every build.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <dirent.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -51,33 +51,3 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   close(fd);
   return 0;
 }
-
-#ifndef STEPSCOPE_LIBFUZZER
-int main(int argc, char **argv) {
-  int files = 0;
-  for (int i = 1; i < argc; i++) {
-    DIR *d = opendir(argv[i]);
-    if (!d) {
-      fprintf(stderr, "%s: cannot open\n", argv[i]);
-      return 1;
-    }
-    struct dirent *e;
-    while ((e = readdir(d))) {
-      if (e->d_name[0] == '.') continue;
-      char path[4096];
-      snprintf(path, sizeof path, "%s/%s", argv[i], e->d_name);
-      FILE *f = fopen(path, "rb");
-      if (!f) continue;
-      uint8_t *buf = malloc(1 << 20);
-      size_t n = buf ? fread(buf, 1, 1 << 20, f) : 0;
-      fclose(f);
-      if (buf) LLVMFuzzerTestOneInput(buf, n);
-      free(buf);
-      files++;
-    }
-    closedir(d);
-  }
-  printf("replayed %d inputs\n", files);
-  return files ? 0 : 1;
-}
-#endif
