@@ -106,6 +106,21 @@ int js_init_buffer_grow(js_stream *js, void *doc, size_t cap, size_t visible,
  * innermost is an array (the others objects), where a value must come (as
  * after a ',' in that array). Offsets in messages are the document's. */
 void js_enter_array(js_stream *js, uint64_t base, int depth);
+/* ---- whole values parsed over the buffer (kineto_fast.c) ---- */
+
+/* Inside an array, before its next element (after its '[' or after an
+ * element): consumes the ',' and the blanks before the element as js_next
+ * would, then, when the element's first byte is buffered, returns 1 with *p
+ * at it and *e at the end of the buffered bytes. 0 otherwise (at the
+ * array's end, at the end of input, not in an array, after an error): then
+ * js_next goes on as usual. The bytes in [*p, *e) may be read, not written,
+ * until the next call on the stream. */
+int js_array_peek(js_stream *js, const unsigned char **p, const unsigned char **e);
+/* After js_array_peek returned 1: the caller has read one whole element,
+ * valid JSON, that ends just before `end` (<= *e); the stream goes on after
+ * it, as if js_next had read it. */
+void js_array_took(js_stream *js, const unsigned char *end);
+
 /* Right after a value inside an array: whether every visible byte left is
  * blank but for one ',' (so the next token starts where the visible bytes
  * end). */

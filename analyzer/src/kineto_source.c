@@ -54,39 +54,14 @@
 #include "gzip_whole.h"
 #include "inflate_pipe.h"
 #include "json_stream.h"
+#include "kineto_event.h"
+#include "kineto_fast.h"
 #include "kineto_host.h"
 #include "kineto_split.h"
 
-#define KNAME_MAX 4096      /* event names longer than this are cut */
-#define KSHORT 128
-#define KRANKS_MAX 8192     /* process group member list text kept for hashing */
 #define KDEVICES 64
-#define KCAT_TEXT 48        /* an unimported category's name, cut to fit */
 
-enum kcat {
-  KC_OTHER = 0, KC_KERNEL, KC_MEMCPY, KC_MEMSET, KC_RUNTIME, KC_DRIVER,
-  KC_USER_ANNOTATION, KC_GPU_USER_ANNOTATION, KC_CPU_OP
-};
 
-/* One event, with only the fields the mapping needs. */
-typedef struct kevent {
-  char ph[4];
-  int cat;
-  char cat_text[KCAT_TEXT];      /* the category's text when it is not imported */
-  char name[KNAME_MAX];
-  size_t name_len;
-  int has_ts, has_dur;
-  int64_t ts, dur;               /* ns */
-  uint64_t pid, tid;
-  int has_corr, has_stream, has_device, has_bytes, has_ext_id;
-  uint64_t corr, stream, device, bytes, ext_id;
-  uint32_t grid[3], block[3];
-  /* NCCL metadata */
-  char coll_name[KSHORT], dtype[KSHORT], pg_name[KSHORT], pg_desc[KSHORT];
-  char pg_ranks[KRANKS_MAX];     /* normalised "0,1,2,3" */
-  int has_in, has_out, has_group_size, has_seq;
-  uint64_t in_nelems, out_nelems, group_size, seq;
-} kevent;
 
 /* A process group seen on this rank. */
 typedef struct kgroup {
@@ -143,18 +118,12 @@ typedef struct kimport {
   /* one document on two threads (kineto_split.h) */
   struct ksplit_out *store;      /* the helper's import: events stored here, not converted */
   ssa_split *split;              /* the caller's import: the helper */
+  int fast;                      /* events read whole when they can be (kineto_fast.c) */
   struct ksplit_out *split_res;  /* the caller's import: what the helper stored */
 } kimport;
 
 /* ---- small helpers ---- */
 
-static uint64_t fnv1a(uint64_t h, const char *s) {
-  for (; *s; s++) {
-    h ^= (unsigned char)*s;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
 
 static void copy_str(char *dst, size_t cap, const char *src) {
   size_t n = strlen(src);
@@ -177,27 +146,7 @@ static int js_error(kimport *k) {
   return set_error(k, STEPSCOPE_E_FORMAT, k->js.error_offset, k->js.error);
 }
 
-/* The event category from its text (s, n bytes). */
-static int cat_of(const char *s, size_t n) {
-#define IS(lit) (n == sizeof lit - 1 && !memcmp(s, lit, sizeof lit - 1))
-  if (IS("kernel") || IS("Kernel")) return KC_KERNEL;
-  if (IS("cpu_op") || IS("Operator")) return KC_CPU_OP;
-  if (IS("cuda_runtime") || IS("Runtime")) return KC_RUNTIME;
-  if (IS("gpu_memcpy") || IS("Memcpy")) return KC_MEMCPY;
-  if (IS("gpu_memset") || IS("Memset")) return KC_MEMSET;
-  if (IS("cuda_driver")) return KC_DRIVER;
-  if (IS("user_annotation")) return KC_USER_ANNOTATION;
-  if (IS("gpu_user_annotation")) return KC_GPU_USER_ANNOTATION;
-#undef IS
-  return KC_OTHER;
-}
 
-/* Copies the current token (n bytes) into dst (cap bytes), cut to fit. */
-static void copy_tok(char *dst, size_t cap, const char *tok, size_t n) {
-  if (n >= cap) n = cap - 1;
-  memcpy(dst, tok, n);
-  dst[n] = 0;
-}
 
 /* A number token as u64 (negative or fractional: 0 returned, ok = 0). */
 static int tok_u64(kimport *k, js_kind t, uint64_t *out) {
@@ -261,35 +210,6 @@ static int read_u32_triple(kimport *k, js_kind t, uint32_t out[3]) {
   }
 }
 
-/* The args keys the mapping uses. */
-enum akey {
-  A_NONE = 0, A_CORRELATION, A_STREAM, A_DEVICE, A_BYTES, A_GRID, A_BLOCK, A_COLL_NAME,
-  A_DTYPE, A_PG_NAME, A_PG_DESC, A_PG_RANKS, A_IN_NELEMS, A_OUT_NELEMS, A_GROUP_SIZE, A_SEQ,
-  A_EXTERNAL_ID
-};
-
-/* By length first, then the bytes: each comparison has a constant size,
- * which compilers turn into a few word compares. */
-static int args_key(const char *s, size_t n) {
-#define IS(lit) (!memcmp(s, lit, sizeof lit - 1))
-  switch (n) {
-  case 3: return IS("Seq") || IS("seq") ? A_SEQ : A_NONE;
-  case 4: return IS("grid") ? A_GRID : A_NONE;
-  case 5: return IS("bytes") ? A_BYTES : IS("block") ? A_BLOCK : IS("dtype") ? A_DTYPE : A_NONE;
-  case 6: return IS("stream") ? A_STREAM : IS("device") ? A_DEVICE : A_NONE;
-  case 7: return IS("pg_name") ? A_PG_NAME : IS("pg_desc") ? A_PG_DESC : A_NONE;
-  case 10: return IS("Group size") ? A_GROUP_SIZE : A_NONE;
-  case 11: return IS("correlation") ? A_CORRELATION : IS("External id") ? A_EXTERNAL_ID : A_NONE;
-  case 13: return IS("In msg nelems") ? A_IN_NELEMS : A_NONE;
-  case 14: return IS("Out msg nelems") ? A_OUT_NELEMS : A_NONE;
-  case 15: return IS("Collective name") ? A_COLL_NAME : A_NONE;
-  case 18: return IS("Process Group Name") ? A_PG_NAME : A_NONE;
-  case 19: return IS("Process Group Ranks") ? A_PG_RANKS : A_NONE;
-  case 25: return IS("Process Group Description") ? A_PG_DESC : A_NONE;
-  default: return A_NONE;
-  }
-#undef IS
-}
 
 static int read_args(kimport *k) {
   kevent *ev = &k->ev;
@@ -817,66 +737,7 @@ static int convert_event(kimport *k) {
   }
 }
 
-/* The event keys the mapping uses. */
-enum ekey { E_NONE = 0, E_PH, E_CAT, E_NAME, E_TS, E_DUR, E_PID, E_TID, E_ARGS };
 
-static int event_key(const char *s, size_t n) {
-  switch (n) {
-  case 2:
-    if (s[0] == 'p' && s[1] == 'h') return E_PH;
-    if (s[0] == 't' && s[1] == 's') return E_TS;
-    break;
-  case 3:
-    if (!memcmp(s, "cat", 3)) return E_CAT;
-    if (!memcmp(s, "dur", 3)) return E_DUR;
-    if (!memcmp(s, "pid", 3)) return E_PID;
-    if (!memcmp(s, "tid", 3)) return E_TID;
-    break;
-  case 4:
-    if (!memcmp(s, "name", 4)) return E_NAME;
-    if (!memcmp(s, "args", 4)) return E_ARGS;
-    break;
-  default:
-    break;
-  }
-  return E_NONE;
-}
-
-/* Whether the rest of an event, once its `ph` and `cat` are read, can be
- * skipped unread (checked, not stored): a complete event of a category that
- * is not imported, other than the profiling session's `Trace` span, is only
- * counted by convert_event (ph and the category's text). Most events of a
- * real trace are such (python_function: two thirds of them), and skipping
- * them saves converting their names, times and args. Kineto writes `ph` and
- * `cat` first and never repeats a key; in a document that repeats `cat`
- * after such a category, the repetition is not seen. */
-static int skip_unimported(const kevent *ev) {
-  return ev->cat == KC_OTHER && ev->ph[0] && ev->cat_text[0] && memcmp(ev->cat_text, "Trace", sizeof "Trace") != 0;
-}
-
-/* Likewise once `ph` says the event is not a complete one ("X"): convert_event
- * only counts it. Metadata events ("M": process and thread names, sort
- * indices) are two thirds of some traces (hta mtia_trace_single_rank: 310
- * thousand of 456 thousand events, each with ts, pid, tid and an args
- * object after its `ph`); skipping their rest took that trace's import from
- * about 125 to 105 ms (perf stat -r 5, whole process,
- * alternating with the previous binary). The same caveat as
- * above: a repeated `ph` after such a value is not seen, and a malformed
- * `ts` after it is not an error (the rest is still checked as JSON). */
-static int skip_not_complete(const kevent *ev) { return ev->ph[0] && (ev->ph[0] != 'X' || ev->ph[1]); }
-
-/* Whether the event's args cannot matter, once its category and name are
- * known (Kineto writes both before the args): convert_event reads nothing
- * from the args of a CPU op or a host annotation except the NCCL metadata
- * of a `record_param_comms` op (the stream, device and correlation serve
- * GPU events, API calls and GPU annotations only). Such args (input shapes,
- * types, ids: most of a CPU op's text) are then skipped as one value
- * instead of member by member. When the name comes after the args, they are
- * read as before. */
-static int args_unused(const kevent *ev) {
-  return (ev->cat == KC_CPU_OP || ev->cat == KC_USER_ANNOTATION) && ev->name[0] &&
-         strcmp(ev->name, "record_param_comms") != 0;
-}
 
 static int split_store(kimport *k);
 
@@ -884,20 +745,7 @@ static int split_store(kimport *k);
  * it (or, on the split helper's thread, stores it: kineto_split.h). */
 static int read_event(kimport *k) {
   kevent *ev = &k->ev;
-  ev->ph[0] = 0;
-  ev->cat = KC_OTHER;
-  ev->cat_text[0] = 0;
-  ev->name[0] = 0;
-  ev->name_len = 0;
-  ev->has_ts = ev->has_dur = 0;
-  ev->pid = ev->tid = 0;
-  ev->has_corr = ev->has_stream = ev->has_device = ev->has_bytes = ev->has_ext_id = 0;
-  ev->corr = ev->stream = ev->device = ev->bytes = ev->ext_id = 0;
-  memset(ev->grid, 0, sizeof ev->grid);
-  memset(ev->block, 0, sizeof ev->block);
-  ev->coll_name[0] = ev->dtype[0] = ev->pg_name[0] = ev->pg_desc[0] = ev->pg_ranks[0] = 0;
-  ev->has_in = ev->has_out = ev->has_group_size = ev->has_seq = 0;
-  ev->in_nelems = ev->out_nelems = ev->group_size = ev->seq = 0;
+  kevent_clear(ev);
   for (;;) {
     js_kind t = js_next_member(&k->js);
     if (t == JS_END_OBJECT) break;
@@ -966,18 +814,36 @@ static int read_event(kimport *k) {
 
 static int split_handoff(kimport *k);
 
+/* The next element of the events array: an event is read (whole over the
+ * buffer by kineto_fast.c when it can be, else token by token) and
+ * converted, or stored on the split helper's thread; anything else is
+ * skipped. *t says what came: JS_BEGIN_OBJECT (an event), JS_END_ARRAY (the
+ * array's ']', its offset in tok_offset), another value, or JS_ERROR.
+ * Returns 0 or an error code. */
+static int next_element(kimport *k, js_kind *t) {
+  const unsigned char *p, *e, *end;
+  if (k->fast && js_array_peek(&k->js, &p, &e) && *p == '{' &&
+      (end = ssa_kineto_fast_event(&k->ev, p, e, &k->truncated_names))) {
+    js_array_took(&k->js, end);
+    *t = JS_BEGIN_OBJECT;
+    return k->store ? split_store(k) : convert_event(k);
+  }
+  *t = js_next(&k->js);
+  if (*t == JS_ERROR) return js_error(k);
+  if (*t == JS_BEGIN_OBJECT) return read_event(k);
+  if (*t == JS_END_ARRAY) return 0;
+  return js_skip_rest(&k->js, *t) ? js_error(k) : 0;
+}
+
 static int read_events(kimport *k) {
   for (;;) {
-    js_kind t = js_next(&k->js);
+    js_kind t;
+    int rc = next_element(k, &t);
+    if (rc) return rc;
     if (t == JS_END_ARRAY) return 0;
-    if (t == JS_ERROR) return js_error(k);
-    if (t == JS_BEGIN_OBJECT) {
-      int rc = read_event(k);
-      if (rc) return rc;
-      if (k->split && k->js.in_len == ssa_split_point(k->split) && (rc = split_handoff(k))) return rc;
-    } else if (js_skip_rest(&k->js, t)) {
-      return js_error(k);
-    }
+    if (t == JS_BEGIN_OBJECT && k->split && k->js.in_len == ssa_split_point(k->split) &&
+        (rc = split_handoff(k)))
+      return rc;
   }
 }
 
@@ -1231,6 +1097,13 @@ static int finish_rank(kimport *k) {
   return 0;
 }
 
+/* STEPSCOPE_KINETO_FAST=off reads every event token by token (for tests
+ * and measurements: the result must not change). */
+static int fast_reader_wanted(void) {
+  const char *v = getenv("STEPSCOPE_KINETO_FAST");
+  return !(v && !strcmp(v, "off"));
+}
+
 /* Imports from the read callback, or, when `doc` is not NULL, from the
  * whole document in memory (tokenized in place: doc must be writable). */
 static int import_with(js_read_fn read, void *ctx, void *doc, size_t doc_len, ssa_split *sp,
@@ -1243,6 +1116,7 @@ static int import_with(js_read_fn read, void *ctx, void *doc, size_t doc_len, ss
   k->first_ts = INT64_MAX;
   k->split = sp;
   k->split_res = res;
+  k->fast = fast_reader_wanted();
   int rc = STEPSCOPE_E_NOMEM;
   if (sp ? js_init_buffer_grow(&k->js, ssa_split_doc(sp), ssa_split_cap(sp), 0, ssa_split_grow, sp)
       : doc ? js_init_buffer(&k->js, doc, doc_len) : js_init(&k->js, read, ctx))
@@ -1580,16 +1454,16 @@ static void split_work(void *arg, ssa_split *sp, const unsigned char *doc, size_
   js_enter_array(&w->js, at, depth);
   w->name = "";
   w->store = o;
+  w->fast = fast_reader_wanted();
   for (uint64_t n = 0;; n++) {
     if ((n & 255) == 0 && ssa_split_cancelled(sp)) break;
-    js_kind t = js_next(&w->js);
+    js_kind t;
+    if (next_element(w, &t)) break;
     if (t == JS_END_ARRAY) {
       o->ok = w->js.depth == depth - 1;
       o->end = w->js.tok_offset;
       break;
     }
-    if (t == JS_ERROR) break;
-    if (t == JS_BEGIN_OBJECT ? read_event(w) != 0 : js_skip_rest(&w->js, t) != 0) break;
   }
   o->depth = depth;
   o->truncated_names = w->truncated_names;

@@ -4,7 +4,10 @@
  * what the importer made of it goes through the full analysis and every
  * output (tests/fuzz/fuzz_analyse.h). Every input is imported a second time with
  * the bytes handed over in small reads (1 to 13 bytes, from the input's
- * size), so tokens cross the tokenizer's buffer refills everywhere; both
+ * size), so tokens cross the tokenizer's buffer refills everywhere, and a
+ * third time from memory with the events' fast path off
+ * (STEPSCOPE_KINETO_FAST=off: every event token by token; the first import
+ * takes kineto_fast.c wherever it can, the small reads hardly ever). All
  * imports must agree (same outcome, same error message, same records and
  * strings) or the target aborts. Built two ways:
  *   - with STEPSCOPE_LIBFUZZER: LLVMFuzzerTestOneInput for libFuzzer;
@@ -32,11 +35,18 @@ static int same_rank(const ssa_rank *a, const ssa_rank *b) {
   for (size_t i = 0; i < a->nops; i++) {
     const ssa_op *x = &a->ops[i], *y = &b->ops[i];
     if (x->start != y->start || x->end != y->end || x->corr != y->corr || x->bytes != y->bytes ||
+        x->lane != y->lane || x->kind != y->kind || strcmp(ssa_rank_str(a, x->name), ssa_rank_str(b, y->name)))
+      return 0;
+  }
+  for (size_t i = 0; i < a->napis; i++) {
+    const ssa_api *x = &a->apis[i], *y = &b->apis[i];
+    if (x->start != y->start || x->end != y->end || x->corr != y->corr || x->lane != y->lane ||
         strcmp(ssa_rank_str(a, x->name), ssa_rank_str(b, y->name)))
       return 0;
   }
   for (size_t i = 0; i < a->nranges; i++)
-    if (a->ranges[i].start != b->ranges[i].start ||
+    if (a->ranges[i].start != b->ranges[i].start || a->ranges[i].end != b->ranges[i].end ||
+        a->ranges[i].lane != b->ranges[i].lane ||
         strcmp(ssa_rank_str(a, a->ranges[i].name), ssa_rank_str(b, b->ranges[i].name)))
       return 0;
   for (size_t i = 0; i < a->ncolls; i++)
@@ -57,7 +67,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     free(r);
     return 0;
   }
-  stepscope_error err, err2;
+  stepscope_error err, err2, err3;
   int rc = ssa_kineto_load_memory(data, size, "fuzz.json", &r[0], &err);
   int rc2 = ssa_kineto_load_memory_chunked(data, size, 1 + size % 13, "fuzz.json", &r[1], &err2);
   if ((rc != 0) != (rc2 != 0)) abort();
@@ -67,11 +77,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       fprintf(stderr, "error depends on read sizes:\n  %s\n  %s\n", err.message, err2.message);
       abort();
     }
-  } else {
-    if (!same_rank(&r[0], &r[1])) {
-      fprintf(stderr, "import depends on read sizes\n");
-      abort();
-    }
+  } else if (!same_rank(&r[0], &r[1])) {
+    fprintf(stderr, "import depends on read sizes\n");
+    abort();
+  }
+  /* the same document with every event read token by token */
+  ssa_rank_free(&r[1]);
+  if (ssa_rank_init(&r[1])) {
+    ssa_rank_free(&r[0]);
+    free(r);
+    return 0;
+  }
+  setenv("STEPSCOPE_KINETO_FAST", "off", 1);
+  int rc3 = ssa_kineto_load_memory(data, size, "fuzz.json", &r[1], &err3);
+  unsetenv("STEPSCOPE_KINETO_FAST");
+  if ((rc != 0) != (rc3 != 0) || (rc != 0 && strcmp(err.message, err3.message)) ||
+      (rc == 0 && !same_rank(&r[0], &r[1]))) {
+    fprintf(stderr, "the events' fast path changed the import:\n  %s\n  %s\n", rc ? err.message : "ok",
+            rc3 ? err3.message : "ok");
+    abort();
+  }
+  if (rc == 0) {
     ssa_rank_free(&r[1]);
     fuzz_analyse_ranks(r, 1); /* takes r */
     return 0;

@@ -1,0 +1,334 @@
+/*
+ * kineto_fast.c — see kineto_fast.h: one Kineto event object parsed whole,
+ * straight over the buffer, into a kevent.
+ *
+ * Why: the token-by-token reader (json_stream.c driven by kineto_source.c's
+ * read_event) pays for its generality on every token: a call per token,
+ * the grammar state and the token kept in the stream, numbers and strings
+ * handed out through it, key lookups by text. A Kineto trace is hundreds of
+ * thousands of small objects of one shape ({"ph": "X", "cat": ..., "name":
+ * ..., "pid": ..., "tid": ..., "ts": ..., "dur": ..., "args": {...}}), and
+ * on real traces that per-token cost was most of the import (perf on HTA's
+ * df_index_resolver trace: 73 % of the CPU in the tokenizer, ~550 cycles an
+ * event). Here one event is one pass of a pointer over the bytes, with the
+ * grammar in the control flow and nothing stored but the kevent's fields.
+ *
+ * Strictness is kept by taking less, not by checking less: everything
+ * this reader accepts is valid JSON (checked here: the grammar, the string
+ * bodies, the numbers) that the general reader would turn into the same
+ * kevent, and anything else makes it give up (NULL) before the caller has
+ * consumed a byte. The caller then reads that event token by token, with
+ * its messages and byte offsets. What it gives up on: a string with an
+ * escape, a control character or a non-ASCII byte; a value of a kind that
+ * a key does not usually have (a quoted number, a fractional id, a pid
+ * that is an object); `ts`/`dur` with an exponent, more than 3 decimals or
+ * 20 digits; process group member lists; nesting deeper than FAST_DEPTH;
+ * and an event that reaches the end of the buffered bytes. The fuzz target
+ * fuzz_kineto imports every input both ways and requires the same result.
+ *
+ * The field semantics mirror read_event and read_args in kineto_source.c
+ * (members in document order, a repeated key overwrites, the same early
+ * exits for unimported categories and non-complete events); the decisions
+ * themselves (which key, which category, what may be skipped) are shared
+ * through kineto_event.h.
+ */
+#include "kineto_fast.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#include "json_scan.h"
+
+#define FAST_DEPTH 32 /* deeper values are left to the general reader */
+
+typedef const unsigned char *cp;
+
+/* After the opening quote: the closing quote of a plain string body (no
+ * escape, control or non-ASCII byte) that ends before e; NULL otherwise.
+ * The key form scans short keys byte by byte (json_scan.h). */
+static inline cp string_end(cp p, cp e) {
+  cp q = scan_special((unsigned char *)p, (unsigned char *)e);
+  return q < e && *q == '"' ? q : NULL;
+}
+
+static inline cp key_end(cp p, cp e) {
+  cp q = scan_key((unsigned char *)p, (unsigned char *)e);
+  return q < e && *q == '"' ? q : NULL;
+}
+
+/* A number that is a plain unsigned integer of at most 19 digits (so exact
+ * in 64 bits): its value and its end. NULL for any other form, or when it
+ * may go on past e. */
+static inline cp uint_value(cp p, cp e, uint64_t *out) {
+  cp s = p;
+  uint64_t v = 0;
+  if (*p == '0') {
+    p++;
+  } else if (*p >= '1' && *p <= '9') {
+    while (p < e && scan_is_digit(*p)) v = v * 10 + (uint64_t)(*p++ - '0');
+  } else {
+    return NULL;
+  }
+  if (p >= e || p - s > 19 || scan_is_digit(*p) || *p == '.' || *p == 'e' || *p == 'E') return NULL;
+  *out = v;
+  return p;
+}
+
+/* `ts` / `dur`: a decimal number of microseconds, as integer nanoseconds,
+ * when it has no exponent, at most 3 decimals and at most 19 digits, and
+ * the result fits in int64 (js_tok_scaled gives the same value then). */
+static inline cp ns_value(cp p, cp e, int64_t *out) {
+  int neg = *p == '-';
+  if (neg && ++p >= e) return NULL;
+  cp s = p;
+  uint64_t m = 0;
+  if (*p == '0') {
+    p++;
+  } else if (*p >= '1' && *p <= '9') {
+    while (p < e && scan_is_digit(*p)) m = m * 10 + (uint64_t)(*p++ - '0');
+  } else {
+    return NULL;
+  }
+  ptrdiff_t digits = p - s, frac = 0;
+  if (p < e && *p == '.') {
+    cp f = ++p;
+    while (p < e && scan_is_digit(*p)) m = m * 10 + (uint64_t)(*p++ - '0');
+    frac = p - f;
+    if (frac == 0) return NULL;
+    digits += frac;
+  }
+  if (p >= e || digits > 19 || frac > 3 || scan_is_digit(*p) || *p == 'e' || *p == 'E') return NULL;
+  for (ptrdiff_t i = frac; i < 3; i++) {
+    if (m > UINT64_MAX / 10) return NULL;
+    m *= 10;
+  }
+  if (m > (uint64_t)INT64_MAX) return NULL;
+  *out = neg ? -(int64_t)m : (int64_t)m;
+  return p;
+}
+
+static cp skip_value(cp p, cp e, int depth);
+
+/* Object members from a key's opening quote (p < e) to after the '}'. */
+static cp skip_members(cp p, cp e, int depth) {
+  for (;;) {
+    cp q;
+    if (*p != '"' || !(q = string_end(p + 1, e))) return NULL;
+    p = skip_blank(q + 1, e);
+    if (p >= e || *p != ':') return NULL;
+    p = skip_blank(p + 1, e);
+    if (p >= e || !(p = skip_value(p, e, depth))) return NULL;
+    p = skip_blank(p, e);
+    if (p >= e) return NULL;
+    if (*p == '}') return p + 1;
+    if (*p != ',') return NULL;
+    p = skip_blank(p + 1, e);
+    if (p >= e) return NULL;
+  }
+}
+
+/* The rest of an object after one of its values (p: blanks skipped, < e):
+ * its other members and its '}'. */
+static cp skip_after_member(cp p, cp e, int depth) {
+  if (*p == '}') return p + 1;
+  if (*p != ',') return NULL;
+  p = skip_blank(p + 1, e);
+  return p < e ? skip_members(p, e, depth) : NULL;
+}
+
+/* Any value starting at p (< e), checked and skipped: its end. */
+static cp skip_value(cp p, cp e, int depth) {
+  cp q;
+  switch (*p) {
+  case '"':
+    q = string_end(p + 1, e);
+    return q ? q + 1 : NULL;
+  case '{':
+    if (depth >= FAST_DEPTH) return NULL;
+    p = skip_blank(p + 1, e);
+    if (p >= e) return NULL;
+    return *p == '}' ? p + 1 : skip_members(p, e, depth + 1);
+  case '[':
+    if (depth >= FAST_DEPTH) return NULL;
+    p = skip_blank(p + 1, e);
+    if (p >= e) return NULL;
+    if (*p == ']') return p + 1;
+    for (;;) {
+      if (!(p = skip_value(p, e, depth + 1))) return NULL;
+      p = skip_blank(p, e);
+      if (p >= e) return NULL;
+      if (*p == ']') return p + 1;
+      if (*p != ',') return NULL;
+      p = skip_blank(p + 1, e);
+      if (p >= e) return NULL;
+    }
+  case 't':
+    return e - p > 4 && !memcmp(p, "true", 4) ? p + 4 : NULL;
+  case 'f':
+    return e - p > 5 && !memcmp(p, "false", 5) ? p + 5 : NULL;
+  case 'n':
+    return e - p > 4 && !memcmp(p, "null", 4) ? p + 4 : NULL;
+  default:
+    return number_end(p, e);
+  }
+}
+
+/* grid / block: an array of plain unsigned integers, the first three kept
+ * (capped at UINT32_MAX) as read_u32_triple keeps them. */
+static cp u32_triple(cp p, cp e, uint32_t out[3]) {
+  if (*p != '[') return NULL;
+  p = skip_blank(p + 1, e);
+  if (p >= e) return NULL;
+  if (*p == ']') return p + 1;
+  for (int i = 0;; i++) {
+    uint64_t v;
+    if (!(p = uint_value(p, e, &v))) return NULL;
+    if (i < 3) out[i] = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+    p = skip_blank(p, e);
+    if (p >= e) return NULL;
+    if (*p == ']') return p + 1;
+    if (*p != ',') return NULL;
+    p = skip_blank(p + 1, e);
+    if (p >= e) return NULL;
+  }
+}
+
+/* A plain string value copied into dst (cap bytes, cut to fit). */
+static cp short_string(cp p, cp e, char *dst, size_t cap) {
+  cp q;
+  if (*p != '"' || !(q = string_end(p + 1, e))) return NULL;
+  copy_tok(dst, cap, (const char *)p + 1, (size_t)(q - p - 1));
+  return q + 1;
+}
+
+/* The args object (p at its '{'), as read_args reads it. */
+static cp read_args(kevent *ev, cp p, cp e) {
+  p = skip_blank(p + 1, e);
+  if (p >= e) return NULL;
+  if (*p == '}') return p + 1;
+  for (;;) {
+    cp ks = p + 1, ke;
+    if (*p != '"' || !(ke = string_end(ks, e))) return NULL; /* args keys: often long */
+    p = skip_blank(ke + 1, e);
+    if (p >= e || *p != ':') return NULL;
+    p = skip_blank(p + 1, e);
+    if (p >= e) return NULL;
+    uint64_t u = 0;
+    int key = args_key((const char *)ks, (size_t)(ke - ks));
+    switch (key) {
+    case A_NONE: p = skip_value(p, e, 2); break;
+    case A_GRID: p = u32_triple(p, e, ev->grid); break;
+    case A_BLOCK: p = u32_triple(p, e, ev->block); break;
+    case A_COLL_NAME: p = short_string(p, e, ev->coll_name, sizeof ev->coll_name); break;
+    case A_DTYPE: p = short_string(p, e, ev->dtype, sizeof ev->dtype); break;
+    case A_PG_NAME: p = short_string(p, e, ev->pg_name, sizeof ev->pg_name); break;
+    case A_PG_DESC: p = short_string(p, e, ev->pg_desc, sizeof ev->pg_desc); break;
+    case A_PG_RANKS: return NULL; /* member lists: the general reader */
+    default: p = uint_value(p, e, &u); break;
+    }
+    if (!p) return NULL;
+    switch (key) {
+    case A_CORRELATION: ev->corr = u; ev->has_corr = 1; break;
+    case A_STREAM: ev->stream = u; ev->has_stream = 1; break;
+    case A_DEVICE: ev->device = u; ev->has_device = 1; break;
+    case A_BYTES: ev->bytes = u; ev->has_bytes = 1; break;
+    case A_EXTERNAL_ID: ev->ext_id = u; ev->has_ext_id = 1; break;
+    case A_IN_NELEMS: ev->in_nelems = u; ev->has_in = 1; break;
+    case A_OUT_NELEMS: ev->out_nelems = u; ev->has_out = 1; break;
+    case A_GROUP_SIZE: ev->group_size = u; ev->has_group_size = 1; break;
+    case A_SEQ: ev->seq = u; ev->has_seq = 1; break;
+    default: break;
+    }
+    p = skip_blank(p, e);
+    if (p >= e) return NULL;
+    if (*p == '}') return p + 1;
+    if (*p != ',') return NULL;
+    p = skip_blank(p + 1, e);
+    if (p >= e) return NULL;
+  }
+}
+
+const unsigned char *ssa_kineto_fast_event(kevent *ev, const unsigned char *p, const unsigned char *e,
+                                           uint64_t *truncated_names) {
+  if (p >= e || *p != '{') return NULL;
+  kevent_clear(ev);
+  uint64_t truncated = 0;
+  p = skip_blank(p + 1, e);
+  if (p >= e) return NULL;
+  if (*p == '}') return p + 1;
+  for (;;) {
+    cp ks = p + 1, ke, q;
+    if (*p != '"' || !(ke = key_end(ks, e))) return NULL;
+    p = skip_blank(ke + 1, e);
+    if (p >= e || *p != ':') return NULL;
+    p = skip_blank(p + 1, e);
+    if (p >= e) return NULL;
+    int key = event_key((const char *)ks, (size_t)(ke - ks));
+    switch (key) {
+    case E_PH:
+    case E_CAT:
+    case E_NAME: {
+      if (*p != '"' || !(q = string_end(p + 1, e))) return NULL;
+      const char *s = (const char *)p + 1;
+      size_t n = (size_t)(q - p - 1);
+      if (key == E_PH) {
+        copy_tok(ev->ph, sizeof ev->ph, s, n);
+      } else if (key == E_CAT) {
+        ev->cat = cat_of(s, n);
+        if (ev->cat == KC_OTHER) copy_tok(ev->cat_text, sizeof ev->cat_text, s, n);
+      } else {
+        if (n >= sizeof ev->name) truncated++;
+        copy_tok(ev->name, sizeof ev->name, s, n);
+        ev->name_len = n < sizeof ev->name ? n : sizeof ev->name - 1;
+      }
+      p = q + 1;
+      break;
+    }
+    case E_TS:
+      if (!(p = ns_value(p, e, &ev->ts))) return NULL;
+      ev->has_ts = 1;
+      break;
+    case E_DUR:
+      if (!(p = ns_value(p, e, &ev->dur))) return NULL;
+      ev->has_dur = 1;
+      break;
+    case E_PID:
+    case E_TID: {
+      uint64_t id;
+      if (*p == '"') { /* "Spans", "PyTorch Profiler": hashed as tok_id does */
+        if (!(q = string_end(p + 1, e))) return NULL;
+        id = fnv1a_n(0xcbf29ce484222325ull, (const char *)p + 1, (size_t)(q - p - 1));
+        p = q + 1;
+      } else if (!(p = uint_value(p, e, &id))) {
+        return NULL;
+      }
+      if (key == E_PID) ev->pid = id;
+      else ev->tid = id;
+      break;
+    }
+    case E_ARGS:
+      if (*p != '{') return NULL;
+      p = args_unused(ev) ? skip_value(p, e, 1) : read_args(ev, p, e);
+      break;
+    default:
+      p = skip_value(p, e, 1);
+      break;
+    }
+    if (!p) return NULL;
+    p = skip_blank(p, e);
+    if (p >= e) return NULL;
+    if ((key == E_CAT && skip_unimported(ev)) || (key == E_PH && skip_not_complete(ev))) {
+      p = skip_after_member(p, e, 1);
+      break;
+    }
+    if (*p == '}') {
+      p++;
+      break;
+    }
+    if (*p != ',') return NULL;
+    p = skip_blank(p + 1, e);
+    if (p >= e) return NULL;
+  }
+  if (p) *truncated_names += truncated;
+  return p;
+}
