@@ -79,6 +79,27 @@ static inline uint64_t fnv1a_n(uint64_t h, const char *s, size_t n) {
   return h;
 }
 
+/* Appends the integers of a member list (a JSON array's numbers one by
+ * one, or a string such as "[0, 1, 2, 3]": n bytes of text) to
+ * ev->pg_ranks as "0,1,2,3". */
+static inline void kevent_ranks_append(kevent *ev, const char *text, size_t len) {
+  size_t n = strlen(ev->pg_ranks);
+  for (const char *p = text, *e = text + len; p < e;) {
+    if (*p >= '0' && *p <= '9') {
+      const char *s = p;
+      while (p < e && *p >= '0' && *p <= '9') p++;
+      size_t digits = (size_t)(p - s);
+      if (n + digits + 2 >= sizeof ev->pg_ranks) return;
+      if (n) ev->pg_ranks[n++] = ',';
+      memcpy(ev->pg_ranks + n, s, digits);
+      n += digits;
+      ev->pg_ranks[n] = 0;
+    } else {
+      p++;
+    }
+  }
+}
+
 /* The event category from its text (s, n bytes). */
 static inline int cat_of(const char *s, size_t n) {
 #define IS(lit) (n == sizeof lit - 1 && !memcmp(s, lit, sizeof lit - 1))

@@ -22,7 +22,7 @@
  * escape, a control character or a non-ASCII byte; a value of a kind that
  * a key does not usually have (a quoted number, a fractional id, a pid
  * that is an object); `ts`/`dur` with an exponent, more than 3 decimals or
- * 20 digits; process group member lists; nesting deeper than FAST_DEPTH;
+ * 20 digits; nesting deeper than FAST_DEPTH;
  * and an event that reaches the end of the buffered bytes. The fuzz target
  * fuzz_kineto imports every input both ways and requires the same result.
  *
@@ -201,6 +201,34 @@ static cp short_string(cp p, cp e, char *dst, size_t cap) {
   return q + 1;
 }
 
+/* "Process Group Ranks": a string ("[0, 1, 2, 3]") or an array of plain
+ * integers, kept as read_args keeps them. */
+static cp member_list(kevent *ev, cp p, cp e) {
+  ev->pg_ranks[0] = 0;
+  if (*p == '"') {
+    cp q = string_end(p + 1, e);
+    if (!q) return NULL;
+    kevent_ranks_append(ev, (const char *)p + 1, (size_t)(q - p - 1));
+    return q + 1;
+  }
+  if (*p != '[') return NULL;
+  p = skip_blank(p + 1, e);
+  if (p >= e) return NULL;
+  if (*p == ']') return p + 1;
+  for (;;) {
+    uint64_t v;
+    cp s = p;
+    if (!(p = uint_value(p, e, &v))) return NULL;
+    kevent_ranks_append(ev, (const char *)s, (size_t)(p - s));
+    p = skip_blank(p, e);
+    if (p >= e) return NULL;
+    if (*p == ']') return p + 1;
+    if (*p != ',') return NULL;
+    p = skip_blank(p + 1, e);
+    if (p >= e) return NULL;
+  }
+}
+
 /* The args object (p at its '{'), as read_args reads it. */
 static cp read_args(kevent *ev, cp p, cp e) {
   p = skip_blank(p + 1, e);
@@ -223,7 +251,7 @@ static cp read_args(kevent *ev, cp p, cp e) {
     case A_DTYPE: p = short_string(p, e, ev->dtype, sizeof ev->dtype); break;
     case A_PG_NAME: p = short_string(p, e, ev->pg_name, sizeof ev->pg_name); break;
     case A_PG_DESC: p = short_string(p, e, ev->pg_desc, sizeof ev->pg_desc); break;
-    case A_PG_RANKS: return NULL; /* member lists: the general reader */
+    case A_PG_RANKS: p = member_list(ev, p, e); break;
     default: p = uint_value(p, e, &u); break;
     }
     if (!p) return NULL;
