@@ -276,6 +276,36 @@ static cp read_args(kevent *ev, cp p, cp e) {
   }
 }
 
+/* Kineto writes an event's keys in one order: ph, cat, name, pid, tid, ts,
+ * dur, args. The key expected next is checked by comparing the bytes at p
+ * with its quoted text (a few word compares) instead of scanning for the
+ * closing quote and looking the text up: the key when it is there (its
+ * text then ends at p + key_len[key]), else 0 (scanned and looked up). */
+static const unsigned char key_after[] = {
+    [E_NONE] = E_NONE, [E_PH] = E_CAT, [E_CAT] = E_NAME, [E_NAME] = E_PID, [E_PID] = E_TID,
+    [E_TID] = E_TS, [E_TS] = E_DUR, [E_DUR] = E_ARGS, [E_ARGS] = E_NONE,
+};
+static const unsigned char key_len[] = {
+    [E_NONE] = 0, [E_PH] = 4, [E_CAT] = 5, [E_NAME] = 6, [E_PID] = 5,
+    [E_TID] = 5, [E_TS] = 4, [E_DUR] = 5, [E_ARGS] = 6,
+};
+
+static inline int expected_key(cp p, cp e, int expect) {
+#define IS(text) (e - p > (ptrdiff_t)sizeof text && !memcmp(p, text, sizeof text - 1))
+  switch (expect) {
+  case E_PH: return IS("\"ph\"") ? E_PH : 0;
+  case E_CAT: return IS("\"cat\"") ? E_CAT : 0;
+  case E_NAME: return IS("\"name\"") ? E_NAME : 0;
+  case E_PID: return IS("\"pid\"") ? E_PID : 0;
+  case E_TID: return IS("\"tid\"") ? E_TID : 0;
+  case E_TS: return IS("\"ts\"") ? E_TS : 0;
+  case E_DUR: return IS("\"dur\"") ? E_DUR : 0;
+  case E_ARGS: return IS("\"args\"") ? E_ARGS : 0;
+  default: return 0;
+  }
+#undef IS
+}
+
 const unsigned char *ssa_kineto_fast_event(kevent *ev, const unsigned char *p, const unsigned char *e,
                                            uint64_t *truncated_names) {
   if (p >= e || *p != '{') return NULL;
@@ -284,14 +314,23 @@ const unsigned char *ssa_kineto_fast_event(kevent *ev, const unsigned char *p, c
   p = skip_blank(p + 1, e);
   if (p >= e) return NULL;
   if (*p == '}') return p + 1;
+  int expect = E_PH;
   for (;;) {
-    cp ks = p + 1, ke, q;
-    if (*p != '"' || !(ke = key_end(ks, e))) return NULL;
-    p = skip_blank(ke + 1, e);
+    cp q;
+    int key = expected_key(p, e, expect);
+    if (key) {
+      p += key_len[key];
+    } else {
+      cp ks = p + 1, ke;
+      if (*p != '"' || !(ke = key_end(ks, e))) return NULL;
+      key = event_key((const char *)ks, (size_t)(ke - ks));
+      p = ke + 1;
+    }
+    expect = key_after[key];
+    p = skip_blank(p, e);
     if (p >= e || *p != ':') return NULL;
     p = skip_blank(p + 1, e);
     if (p >= e) return NULL;
-    int key = event_key((const char *)ks, (size_t)(ke - ks));
     switch (key) {
     case E_PH:
     case E_CAT:

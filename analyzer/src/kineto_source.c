@@ -1264,7 +1264,10 @@ int ssa_kineto_load_memory_chunked(const void *data, size_t size, size_t chunk, 
  * only when there are some) instead of being converted. The caller, at the
  * split point inside the events array (split_handoff), converts them in
  * order with convert_event, so records, names and collectives come in the
- * sequential order, and resumes at the ']' where the helper stopped. */
+ * sequential order, and resumes at the ']' where the helper stopped.
+ * Events that are not complete ones (ph other than "X": flows, instants,
+ * metadata; two thirds of some traces) are only counted by convert_event,
+ * so the helper counts them instead of storing them. */
 
 typedef struct ksplit_out {
   unsigned char *arena;
@@ -1274,6 +1277,7 @@ typedef struct ksplit_out {
   uint64_t end;                  /* document offset of that ']' */
   uint64_t truncated_names, bad_utf8, first_bad_utf8;
   uint64_t events_whole, events_by_token;
+  uint64_t not_complete;         /* events whose ph is not "X": counted, not stored */
 } ksplit_out;
 
 enum {
@@ -1314,6 +1318,10 @@ static int split_put(ksplit_out *o, const void *p, size_t n) {
 static int split_store(kimport *k) {
   const kevent *ev = &k->ev;
   ksplit_out *o = k->store;
+  if (ev->ph[0] != 'X' || ev->ph[1]) { /* all convert_event does with them: count */
+    o->not_complete++;
+    return 0;
+  }
   ksrec h;
   memset(&h, 0, sizeof h);
   h.ts = ev->ts;
@@ -1480,6 +1488,8 @@ static int split_handoff(kimport *k) {
     if (rc) return rc;
   }
   k->truncated_names += o->truncated_names;
+  k->events += o->not_complete;
+  k->ignored += o->not_complete;
   k->events_whole += o->events_whole;
   k->events_by_token += o->events_by_token;
   if (o->bad_utf8) {
