@@ -31,6 +31,7 @@
 #define HEAD_BYTES (64u << 10)
 #define TAIL_BYTES (4u << 20)
 #define GZ_CHUNK (256u << 10)
+#define HEAD_GZ_CHUNK (16u << 10) /* compressed bytes read at a time for the head: one or two reads */
 
 /* chrome_export.c writes "metadata":{"stepscope":{"exporter":"stepscope export X.Y.Z",...}} */
 static int has_export_marker(const unsigned char *h, size_t n);
@@ -90,7 +91,7 @@ static long read_full(int fd, unsigned char *buf, size_t cap) {
  * length, or -1 when the file cannot be read or its gzip is damaged at once. */
 static long read_head(int fd, int gz, unsigned char *head) {
   if (!gz) return read_full(fd, head, HEAD_BYTES);
-  unsigned char *in = malloc(GZ_CHUNK);
+  unsigned char *in = malloc(HEAD_GZ_CHUNK);
   if (!in) return -1;
   z_stream z;
   memset(&z, 0, sizeof z);
@@ -103,7 +104,7 @@ static long read_head(int fd, int gz, unsigned char *head) {
   int zr = Z_OK;
   while (z.avail_out > 0 && zr != Z_STREAM_END) {
     if (z.avail_in == 0) {
-      long r = read_full(fd, in, GZ_CHUNK);
+      long r = read_full(fd, in, HEAD_GZ_CHUNK);
       if (r <= 0) break;
       z.next_in = in;
       z.avail_in = (uInt)r;
