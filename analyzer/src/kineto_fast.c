@@ -56,21 +56,25 @@ static inline cp key_end(cp p, cp e) {
   return q < e && *q == '"' ? q : NULL;
 }
 
+/* The integer part of a number at p, without its sign, as JSON writes it
+ * (no leading zero): its digits accumulated in *v (wrapping past 19 digits:
+ * callers count them) and its end; NULL when p does not start one. */
+static inline cp int_part(cp p, cp e, uint64_t *v) {
+  uint64_t x = 0;
+  if (*p == '0') p++;
+  else if (*p >= '1' && *p <= '9') while (p < e && scan_is_digit(*p)) x = x * 10 + (uint64_t)(*p++ - '0');
+  else return NULL;
+  *v = x;
+  return p;
+}
+
 /* A number that is a plain unsigned integer of at most 19 digits (so exact
  * in 64 bits): its value and its end. NULL for any other form, or when it
  * may go on past e. */
 static inline cp uint_value(cp p, cp e, uint64_t *out) {
   cp s = p;
-  uint64_t v = 0;
-  if (*p == '0') {
-    p++;
-  } else if (*p >= '1' && *p <= '9') {
-    while (p < e && scan_is_digit(*p)) v = v * 10 + (uint64_t)(*p++ - '0');
-  } else {
-    return NULL;
-  }
+  if (!(p = int_part(p, e, out))) return NULL;
   if (p >= e || p - s > 19 || scan_is_digit(*p) || *p == '.' || *p == 'e' || *p == 'E') return NULL;
-  *out = v;
   return p;
 }
 
@@ -81,14 +85,8 @@ static inline cp ns_value(cp p, cp e, int64_t *out) {
   int neg = *p == '-';
   if (neg && ++p >= e) return NULL;
   cp s = p;
-  uint64_t m = 0;
-  if (*p == '0') {
-    p++;
-  } else if (*p >= '1' && *p <= '9') {
-    while (p < e && scan_is_digit(*p)) m = m * 10 + (uint64_t)(*p++ - '0');
-  } else {
-    return NULL;
-  }
+  uint64_t m;
+  if (!(p = int_part(p, e, &m))) return NULL;
   ptrdiff_t digits = p - s, frac = 0;
   if (p < e && *p == '.') {
     cp f = ++p;
@@ -107,61 +105,64 @@ static inline cp ns_value(cp p, cp e, int64_t *out) {
   return p;
 }
 
-static cp skip_value(cp p, cp e, int depth);
+/* ---- structure ---- */
 
-/* Object members from a key's opening quote (p < e) to after the '}'. */
-static cp skip_members(cp p, cp e, int depth) {
-  for (;;) {
-    cp q;
-    if (*p != '"' || !(q = string_end(p + 1, e))) return NULL;
-    p = skip_blank(q + 1, e);
-    if (p >= e || *p != ':') return NULL;
-    p = skip_blank(p + 1, e);
-    if (p >= e || !(p = skip_value(p, e, depth))) return NULL;
-    p = skip_blank(p, e);
-    if (p >= e) return NULL;
-    if (*p == '}') return p + 1;
+/* Inside a container that ends with `close`, p just past its opening
+ * bracket (after = 0) or just past one of its elements (after = 1): the
+ * next element's first byte, with *closed = 0, or the byte after `close`,
+ * with *closed = 1; NULL when neither is there before e. */
+static inline cp next_in(cp p, cp e, int after, unsigned char close, int *closed) {
+  p = skip_blank(p, e);
+  if (p >= e) return NULL;
+  *closed = *p == close;
+  if (*closed) return p + 1;
+  if (after) {
     if (*p != ',') return NULL;
     p = skip_blank(p + 1, e);
     if (p >= e) return NULL;
   }
+  return p;
 }
 
-/* The rest of an object after one of its values (p: blanks skipped, < e):
- * its other members and its '}'. */
-static cp skip_after_member(cp p, cp e, int depth) {
-  if (*p == '}') return p + 1;
-  if (*p != ',') return NULL;
+/* Just past a key's closing quote: the ':' and the blanks around it; the
+ * value's first byte, or NULL. */
+static inline cp after_key(cp p, cp e) {
+  p = skip_blank(p, e);
+  if (p >= e || *p != ':') return NULL;
   p = skip_blank(p + 1, e);
-  return p < e ? skip_members(p, e, depth) : NULL;
+  return p < e ? p : NULL;
+}
+
+static cp skip_value(cp p, cp e, int depth);
+
+/* An object's members, checked and skipped, from just past its '{' (after
+ * = 0) or just past one of its values (after = 1): the byte after its '}'. */
+static cp skip_members(cp p, cp e, int depth, int after) {
+  int closed;
+  for (; (p = next_in(p, e, after, '}', &closed)) && !closed; after = 1) {
+    cp q;
+    if (*p != '"' || !(q = string_end(p + 1, e)) || !(p = after_key(q + 1, e)) || !(p = skip_value(p, e, depth)))
+      return NULL;
+  }
+  return p;
 }
 
 /* Any value starting at p (< e), checked and skipped: its end. */
 static cp skip_value(cp p, cp e, int depth) {
   cp q;
+  int closed;
   switch (*p) {
   case '"':
     q = string_end(p + 1, e);
     return q ? q + 1 : NULL;
   case '{':
-    if (depth >= FAST_DEPTH) return NULL;
-    p = skip_blank(p + 1, e);
-    if (p >= e) return NULL;
-    return *p == '}' ? p + 1 : skip_members(p, e, depth + 1);
+    return depth < FAST_DEPTH ? skip_members(p + 1, e, depth + 1, 0) : NULL;
   case '[':
     if (depth >= FAST_DEPTH) return NULL;
-    p = skip_blank(p + 1, e);
-    if (p >= e) return NULL;
-    if (*p == ']') return p + 1;
-    for (;;) {
+    p++;
+    for (int after = 0; (p = next_in(p, e, after, ']', &closed)) && !closed; after = 1)
       if (!(p = skip_value(p, e, depth + 1))) return NULL;
-      p = skip_blank(p, e);
-      if (p >= e) return NULL;
-      if (*p == ']') return p + 1;
-      if (*p != ',') return NULL;
-      p = skip_blank(p + 1, e);
-      if (p >= e) return NULL;
-    }
+    return p;
   case 't':
     return e - p > 4 && !memcmp(p, "true", 4) ? p + 4 : NULL;
   case 'f':
@@ -173,24 +174,42 @@ static cp skip_value(cp p, cp e, int depth) {
   }
 }
 
+/* ---- the args ---- */
+
 /* grid / block: an array of plain unsigned integers, the first three kept
  * (capped at UINT32_MAX) as read_u32_triple keeps them. */
 static cp u32_triple(cp p, cp e, uint32_t out[3]) {
+  int closed;
   if (*p != '[') return NULL;
-  p = skip_blank(p + 1, e);
-  if (p >= e) return NULL;
-  if (*p == ']') return p + 1;
-  for (int i = 0;; i++) {
+  p++;
+  for (int i = 0; (p = next_in(p, e, i > 0, ']', &closed)) && !closed; i++) {
     uint64_t v;
     if (!(p = uint_value(p, e, &v))) return NULL;
     if (i < 3) out[i] = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
-    p = skip_blank(p, e);
-    if (p >= e) return NULL;
-    if (*p == ']') return p + 1;
-    if (*p != ',') return NULL;
-    p = skip_blank(p + 1, e);
-    if (p >= e) return NULL;
   }
+  return p;
+}
+
+/* "Process Group Ranks": a string ("[0, 1, 2, 3]") or an array of plain
+ * integers, kept as read_args keeps them. */
+static cp member_list(kevent *ev, cp p, cp e) {
+  int closed;
+  ev->pg_ranks[0] = 0;
+  if (*p == '"') {
+    cp q = string_end(p + 1, e);
+    if (!q) return NULL;
+    kevent_ranks_append(ev, (const char *)p + 1, (size_t)(q - p - 1));
+    return q + 1;
+  }
+  if (*p != '[') return NULL;
+  p++;
+  for (int after = 0; (p = next_in(p, e, after, ']', &closed)) && !closed; after = 1) {
+    uint64_t v;
+    cp s = p;
+    if (!(p = uint_value(p, e, &v))) return NULL;
+    kevent_ranks_append(ev, (const char *)s, (size_t)(p - s));
+  }
+  return p;
 }
 
 /* A plain string value copied into dst (cap bytes, cut to fit). */
@@ -201,46 +220,14 @@ static cp short_string(cp p, cp e, char *dst, size_t cap) {
   return q + 1;
 }
 
-/* "Process Group Ranks": a string ("[0, 1, 2, 3]") or an array of plain
- * integers, kept as read_args keeps them. */
-static cp member_list(kevent *ev, cp p, cp e) {
-  ev->pg_ranks[0] = 0;
-  if (*p == '"') {
-    cp q = string_end(p + 1, e);
-    if (!q) return NULL;
-    kevent_ranks_append(ev, (const char *)p + 1, (size_t)(q - p - 1));
-    return q + 1;
-  }
-  if (*p != '[') return NULL;
-  p = skip_blank(p + 1, e);
-  if (p >= e) return NULL;
-  if (*p == ']') return p + 1;
-  for (;;) {
-    uint64_t v;
-    cp s = p;
-    if (!(p = uint_value(p, e, &v))) return NULL;
-    kevent_ranks_append(ev, (const char *)s, (size_t)(p - s));
-    p = skip_blank(p, e);
-    if (p >= e) return NULL;
-    if (*p == ']') return p + 1;
-    if (*p != ',') return NULL;
-    p = skip_blank(p + 1, e);
-    if (p >= e) return NULL;
-  }
-}
-
 /* The args object (p at its '{'), as read_args reads it. */
 static cp read_args(kevent *ev, cp p, cp e) {
-  p = skip_blank(p + 1, e);
-  if (p >= e) return NULL;
-  if (*p == '}') return p + 1;
-  for (;;) {
+  int closed;
+  p++;
+  for (int after = 0; (p = next_in(p, e, after, '}', &closed)) && !closed; after = 1) {
     cp ks = p + 1, ke;
-    if (*p != '"' || !(ke = string_end(ks, e))) return NULL; /* args keys: often long */
-    p = skip_blank(ke + 1, e);
-    if (p >= e || *p != ':') return NULL;
-    p = skip_blank(p + 1, e);
-    if (p >= e) return NULL;
+    if (*p != '"' || !(ke = string_end(ks, e)) || !(p = after_key(ke + 1, e))) /* args keys: often long */
+      return NULL;
     uint64_t u = 0;
     int key = args_key((const char *)ks, (size_t)(ke - ks));
     switch (key) {
@@ -267,14 +254,11 @@ static cp read_args(kevent *ev, cp p, cp e) {
     case A_SEQ: ev->seq = u; ev->has_seq = 1; break;
     default: break;
     }
-    p = skip_blank(p, e);
-    if (p >= e) return NULL;
-    if (*p == '}') return p + 1;
-    if (*p != ',') return NULL;
-    p = skip_blank(p + 1, e);
-    if (p >= e) return NULL;
   }
+  return p;
 }
+
+/* ---- the event ---- */
 
 /* Kineto writes an event's keys in one order: ph, cat, name, pid, tid, ts,
  * dur, args. The key expected next is checked by comparing the bytes at p
@@ -306,16 +290,15 @@ static inline int expected_key(cp p, cp e, int expect) {
 #undef IS
 }
 
+
 const unsigned char *ssa_kineto_fast_event(kevent *ev, const unsigned char *p, const unsigned char *e,
                                            uint64_t *truncated_names) {
   if (p >= e || *p != '{') return NULL;
   kevent_clear(ev);
   uint64_t truncated = 0;
-  p = skip_blank(p + 1, e);
-  if (p >= e) return NULL;
-  if (*p == '}') return p + 1;
-  int expect = E_PH;
-  for (;;) {
+  int closed, expect = E_PH;
+  p++;
+  for (int after = 0; (p = next_in(p, e, after, '}', &closed)) && !closed; after = 1) {
     cp q;
     int key = expected_key(p, e, expect);
     if (key) {
@@ -327,10 +310,7 @@ const unsigned char *ssa_kineto_fast_event(kevent *ev, const unsigned char *p, c
       p = ke + 1;
     }
     expect = key_after[key];
-    p = skip_blank(p, e);
-    if (p >= e || *p != ':') return NULL;
-    p = skip_blank(p + 1, e);
-    if (p >= e) return NULL;
+    if (!(p = after_key(p, e))) return NULL;
     switch (key) {
     case E_PH:
     case E_CAT:
@@ -382,19 +362,10 @@ const unsigned char *ssa_kineto_fast_event(kevent *ev, const unsigned char *p, c
       break;
     }
     if (!p) return NULL;
-    p = skip_blank(p, e);
-    if (p >= e) return NULL;
     if ((key == E_CAT && skip_unimported(ev)) || (key == E_PH && skip_not_complete(ev))) {
-      p = skip_after_member(p, e, 1);
+      p = skip_members(p, e, 1, 1); /* the rest, checked, not read */
       break;
     }
-    if (*p == '}') {
-      p++;
-      break;
-    }
-    if (*p != ',') return NULL;
-    p = skip_blank(p + 1, e);
-    if (p >= e) return NULL;
   }
   if (p) *truncated_names += truncated;
   return p;
