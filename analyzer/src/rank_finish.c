@@ -487,8 +487,10 @@ static int join_all(ssa_rank *r) {
 /* The ranges, syncs and counters are sorted apart from the join, which
  * neither reads nor writes them: on a rank with many ranges, on a second
  * thread while the join runs (a Kineto trace's CPU ops are ranges: 59
- * thousand on HTA's df_index_resolver trace, sorted in 1.35 ms while the
- * join took 1.67 ms, one after the other before). The order is the
+ * thousand on HTA's df_index_resolver trace, radix-sorted in 1.35 ms while
+ * the join took 1.67 ms, one after the other before; sort.c's merge of a
+ * few sorted runs has since made both sorts there ~9x faster, and the
+ * thread serves ranks whose ranges are many runs). The order is the
  * comparators' total order either way. */
 #define SIDE_SORT_THREAD_MIN 16384
 

@@ -1,10 +1,11 @@
 /*
  * test_blocks.c — the analyzer's building blocks against brute force:
  *
- *   - ssa_sort_by_start (sort.c, in-place radix sort) on random op and API
- *     arrays — narrow and wide time ranges, many equal start times, negative
- *     times, already sorted and reversed input — must give exactly the
- *     order of qsort with the same total comparator;
+ *   - ssa_sort_by_start (sort.c, in-place radix sort, or a merge of a few
+ *     sorted runs) on random op and API arrays — narrow and wide time
+ *     ranges, many equal start times, negative times, already sorted and
+ *     reversed input, 2 to 9 sorted runs with equal starts across them —
+ *     must give exactly the order of qsort with the same total comparator;
  *   - ssa_delay_stats_of (breakdown.c) on small and big arrays of spread,
  *     equal, clustered, wide-range and negative values must give the
  *     percentiles of the sorted array;
@@ -70,6 +71,10 @@ static void sort_case(size_t n, int64_t base, uint64_t range, int shape) {
     int64_t s = base + (int64_t)(range ? next_u64() % range : 0);
     if (shape == 1) s = base + (int64_t)i * 3;               /* sorted */
     if (shape == 2) s = base + (int64_t)(n - i) * 3;         /* reversed */
+    if (shape >= 3) { /* shape - 1 sorted runs one after the other (the merge) */
+      size_t runs = (size_t)shape - 1, len = (n + runs - 1) / runs;
+      s = base + (int64_t)(i % len) * 3 + (int64_t)(i / len % 2); /* runs overlap, some starts equal */
+    }
     a[i].start = s;
     a[i].end = s + (int64_t)(next_u64() % 4);
     a[i].corr = next_u64() % 3;
@@ -114,6 +119,12 @@ static void sort_cases(void) {
   sort_case(200000, 0, 1ull << 40, 0);   /* several radix levels */
   sort_case(200000, -5000000000ll, 300, 0); /* long runs of equal start times */
   for (int shape = 1; shape <= 2; shape++) sort_case(100000, -7, 0, shape);
+  /* 2 to 9 sorted runs: merged (up to 8) or radix-sorted (9) */
+  for (int shape = 3; shape <= 10; shape++) {
+    sort_case(100000, -7, 0, shape);
+    sort_case(33, 5, 0, shape);
+    sort_case(1000, 1700000000000000000ll, 0, shape);
+  }
 }
 
 static void stab_case(size_t nsteps, int mode, size_t nqueries) {
