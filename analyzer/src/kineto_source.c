@@ -60,6 +60,7 @@
 #include "kineto_split.h"
 
 #define KDEVICES 64
+#define NAME_CACHE 1024  /* slots of kimport.name_cache (a power of two) */
 
 
 
@@ -115,7 +116,7 @@ typedef struct kimport {
   ssa_kineto_unimported unimported; /* categories of complete events not imported */
   char host_name[KSHORT];        /* top-level or distributedInfo host_name */
   uint32_t dom_user, dom_cpu, dom_gpu, id_none;
-  uint32_t name_cache[256];      /* recent event names: string id by a cheap key */
+  uint32_t name_cache[NAME_CACHE]; /* recent event names: string id by a cheap key */
   /* one document on two threads (kineto_split.h) */
   struct ksplit_out *store;      /* the helper's import: events stored here, not converted */
   ssa_split *split;              /* the caller's import: the helper */
@@ -579,10 +580,27 @@ static int join_param_comms(kimport *k) {
 /* The string id of an event name. A trace repeats a few thousand names
  * millions of times: a direct-mapped cache keyed by the length and a few
  * bytes, checked by comparing the text, saves hashing the whole name. */
+/* The cache slot of a name: its length and three of its 8-byte words
+ * (start, middle, end), mixed by multiplies. Kernel names are long and
+ * differ anywhere (template arguments): on HTA's df_index_resolver trace
+ * (119 names, 123 thousand named events) 99.1 % of the lookups find their
+ * name here, against 92.6 % with the 256 slots and four bytes of before. */
+static inline unsigned name_slot(const char *s, size_t n) {
+  uint64_t a = 0, b = 0, c = 0;
+  if (n >= 8) {
+    memcpy(&a, s, 8);
+    memcpy(&b, s + (n - 8) / 2, 8);
+    memcpy(&c, s + n - 8, 8);
+  } else {
+    memcpy(&a, s, n & 7); /* n < 8 */
+  }
+  uint64_t h = (a * 0x9E3779B97F4A7C15ull) ^ (b * 0xC2B2AE3D27D4EB4Full) ^ (c * 0x165667B19E3779F9ull);
+  h = (h ^ n) * 0x9E3779B97F4A7C15ull;
+  return (unsigned)(h >> 54) & (NAME_CACHE - 1);
+}
+
 static uint32_t intern_name(kimport *k, const char *s, size_t n) {
-  unsigned key = (unsigned)n * 31u + (unsigned char)s[0] * 7u + (unsigned char)s[n / 2] * 3u +
-                 (unsigned char)s[n - 1];
-  uint32_t *slot = &k->name_cache[key & 255u];
+  uint32_t *slot = &k->name_cache[name_slot(s, n)];
   if (*slot) {
     /* the known string's length from where the next one starts (strings
      * lie back to back, each NUL-terminated): then one memcmp of n bytes,
