@@ -7,8 +7,11 @@
  * `deviceProperties` (device names), `baseTimeNanoseconds` (newer Kineto
  * writes `ts` relative to it) and `traceEvents`; a top-level array is taken
  * as the event list itself. Each event object is read into one fixed-size
- * `kevent` (only the fields and args the mapping uses; everything else is
- * skipped without being stored) and converted at once:
+ * `kevent` (kineto_event.h: only the fields and args the mapping uses;
+ * everything else is skipped without being stored) and converted at once.
+ * An event is first offered to kineto_fast.c, which reads the common case
+ * whole over the buffer; what it does not take is read here token by
+ * token, with every check and message (next_element). The mapping:
  *
  *   cat kernel              -> KERNEL (stream, device, correlation, grid, block)
  *                              + COLLECTIVE when the args carry NCCL metadata
@@ -61,8 +64,6 @@
 
 #define KDEVICES 64
 #define NAME_CACHE 1024  /* slots of kimport.name_cache (a power of two) */
-
-
 
 /* A process group seen on this rank. */
 typedef struct kgroup {
@@ -126,7 +127,6 @@ typedef struct kimport {
 
 /* ---- small helpers ---- */
 
-
 static void copy_str(char *dst, size_t cap, const char *src) {
   size_t n = strlen(src);
   if (n >= cap) n = cap - 1;
@@ -147,8 +147,6 @@ static int set_error(kimport *k, int code, uint64_t offset, const char *what) {
 static int js_error(kimport *k) {
   return set_error(k, STEPSCOPE_E_FORMAT, k->js.error_offset, k->js.error);
 }
-
-
 
 /* A number token as u64 (negative or fractional: 0 returned, ok = 0). */
 static int tok_u64(kimport *k, js_kind t, uint64_t *out) {
@@ -178,7 +176,6 @@ static uint64_t tok_id(kimport *k, js_kind t) {
   return 0;
 }
 
-
 /* ---- args ---- */
 
 static int read_u32_triple(kimport *k, js_kind t, uint32_t out[3]) {
@@ -192,7 +189,6 @@ static int read_u32_triple(kimport *k, js_kind t, uint32_t out[3]) {
     if (js_skip_rest(&k->js, e)) return -1;
   }
 }
-
 
 static int read_args(kimport *k) {
   kevent *ev = &k->ev;
@@ -736,8 +732,6 @@ static int convert_event(kimport *k) {
     return 0;
   }
 }
-
-
 
 static int split_store(kimport *k);
 
