@@ -290,7 +290,6 @@ static inline int expected_key(cp p, cp e, int expect) {
 #undef IS
 }
 
-
 const unsigned char *ssa_kineto_fast_event(kevent *ev, const unsigned char *p, const unsigned char *e,
                                            uint64_t *truncated_names) {
   if (p >= e || *p != '{') return NULL;
