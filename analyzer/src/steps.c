@@ -175,7 +175,8 @@ static int cmp_step_number(const void *pa, const void *pb) {
 }
 
 static int parse_profiler_step(const char *name, int64_t *n) {
-  if (strncmp(name, "ProfilerStep#", 13) != 0) return 0;
+  /* the first byte first: called on every range (a Kineto trace's CPU ops) */
+  if (name[0] != 'P' || strncmp(name, "ProfilerStep#", 13) != 0) return 0;
   char *end;
   long long v = strtoll(name + 13, &end, 10);
   if (end == name + 13 || *end) return 0;
