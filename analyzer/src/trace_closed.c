@@ -38,7 +38,9 @@ static int64_t last_event(const ssa_rank *r) {
 
 void ssa_run_note_unclosed(ssa_run *run) {
   int64_t run_last = INT64_MIN;
-  for (size_t i = 0; i < run->nranks; i++) {
+  int unclosed = 0; /* the run's last record is needed only then (a pass over every record) */
+  for (size_t i = 0; i < run->nranks; i++) unclosed |= run->ranks[i].close_state == STEPSCOPE_CLOSE_MISSING;
+  for (size_t i = 0; unclosed && i < run->nranks; i++) {
     int64_t t = last_event(&run->ranks[i]);
     if (t > run_last) run_last = t;
   }
