@@ -87,8 +87,6 @@ struct ssa_inflate_pipe {
   int done;            /* the producer has published its last slot */
   int linear;          /* the slots are consecutive windows of the caller's buffer */
   size_t published;    /* bytes published so far (linear) */
-  size_t wake_above;   /* linear: wake the waiters once published exceeds this
-                        * (the least a waiter waits for; SIZE_MAX: none waits) */
   int failed;          /* ... and it ended on an error (msg) */
   int stop;            /* the consumer asks the producer to stop */
   char msg[128];
@@ -195,15 +193,8 @@ static void publish(ssa_inflate_pipe *p) {
   p->lens[p->slot] = p->fill;
   p->count++;
   p->published += p->fill;
-  if (!p->linear) {
-    pthread_cond_signal(&p->can_read);
-  } else if (p->published > p->wake_above) {
-    /* only when a waiter has what it waits for: waking a thread that
-     * follows close behind on every 256 KiB window cost ~300 futex waits
-     * and as many context switches an import (df_index_resolver) */
-    p->wake_above = SIZE_MAX;
-    pthread_cond_broadcast(&p->can_read);
-  }
+  if (p->linear) pthread_cond_broadcast(&p->can_read);
+  else pthread_cond_signal(&p->can_read);
   pthread_mutex_unlock(&p->mu);
   p->slot = -1;
   p->fill = 0;
@@ -392,7 +383,6 @@ static ssa_inflate_pipe *open_pipe(int fd, size_t chunk, int nchunks, unsigned c
   if (!p) return NULL;
   p->fd = fd;
   p->linear = linear != NULL;
-  p->wake_above = SIZE_MAX;
   p->chunk = chunk;
   p->nchunks = nchunks;
   p->slot = -1;
@@ -442,10 +432,7 @@ ssa_inflate_pipe *ssa_inflate_pipe_open_linear(int fd, unsigned char *buf, size_
 
 long ssa_inflate_pipe_wait(ssa_inflate_pipe *p, size_t have) {
   pthread_mutex_lock(&p->mu);
-  while (p->published <= have && !p->done) {
-    if (have < p->wake_above) p->wake_above = have;
-    pthread_cond_wait(&p->can_read, &p->mu);
-  }
+  while (p->published <= have && !p->done) pthread_cond_wait(&p->can_read, &p->mu);
   long r = p->published > have ? (long)p->published : p->failed ? -1 : (long)have;
   if (r < 0) p->outcome = 2;
   else if (p->published <= have) p->outcome = 1;
