@@ -7,7 +7,8 @@ process, same machine, one after the other. Without --traces: on generated
 Kineto runs (tests/kineto/make_kineto.py, N steps each). With --traces: on
 every *.json / *.json.gz file under DIR (real traces, e.g. /work/realtraces),
 each alone in a directory of its own (HTA reads directories), skipping files
-smaller than --min-kb (default 100). Prints per trace the size (gz and JSON),
+smaller than --min-kb (default 100), stepscope's best of 5 runs against HTA's
+best of 2. Prints per trace the size (gz and JSON),
 wall time, CPU time (user + system) and peak RSS of each tool, the ratios
 and the machine. On a loaded machine the CPU-time ratio is the steadier one. A trace one
 tool cannot read is reported as failed. Not a test: run it by hand
@@ -72,10 +73,15 @@ def bench_real(exe, hta_py, root, work, min_kb):
         os.symlink(os.path.abspath(path), os.path.join(d, os.path.basename(path)))
         gz = os.path.getsize(path) / 1e6 if path.endswith(".gz") else float("nan")
         js = json_size(path) / 1e6
-        runs = [measure([exe, "analyze", path, "--json", "/dev/null", "--quiet"], False) for _ in range(3)]
+        # best of 5 stepscope runs (each ~10-50 ms: a burst of noise on a
+        # shared machine moves one by 20 %), best of 2 HTA runs (1-5 s)
+        runs = [measure([exe, "analyze", path, "--json", "/dev/null", "--quiet"], False) for _ in range(5)]
         ss = None if None in runs else (min(r[0] for r in runs), max(r[1] for r in runs),
                                         min(r[2] for r in runs))
-        hta = measure([hta_py, os.path.join(here, "hta_metrics.py"), d, "--json", "/dev/null"], False)
+        hruns = [measure([hta_py, os.path.join(here, "hta_metrics.py"), d, "--json", "/dev/null"], False)
+                 for _ in range(2)]
+        hta = None if None in hruns else (min(r[0] for r in hruns), max(r[1] for r in hruns),
+                                          min(r[2] for r in hruns))
         name = os.path.relpath(path, root)[-60:]
         ss_cell = "%8.3f %8.3f %8.1f" % (ss[0], ss[2], ss[1]) if ss else "%26s" % "failed"
         hta_cell = "%8.3f %8.3f %8.1f" % (hta[0], hta[2], hta[1]) if hta else "%26s" % "failed"
