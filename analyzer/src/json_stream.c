@@ -315,7 +315,7 @@ static js_kind read_string(js_stream *js, js_kind kind, int store) {
     unsigned c = *p;
     if (c == '"') {
       if (store) {
-        if (!assembled) {
+        if (!assembled && !js->in_readonly) {
           *p = 0; /* hand the string out in place */
           js->tok = (char *)(js->in + start);
           js->len = pos - start;
@@ -366,6 +366,7 @@ static js_kind read_string(js_stream *js, js_kind kind, int store) {
  * closing quote, all in the buffer; anything else takes read_string (from
  * the start again: nothing has been consumed). */
 static inline js_kind read_string_quick(js_stream *js, js_kind kind, int store) {
+  if (store && js->in_readonly) return read_string(js, kind, store); /* copied, not in place */
   unsigned char *s = js->in + js->in_pos, *e = js->in + js->in_len;
   unsigned char *p = kind == JS_KEY ? scan_key(s, e) : scan_special(s, e);
   if (p < e && *p == '"') {
@@ -492,7 +493,13 @@ static js_kind read_number(js_stream *js, int store) {
   }
   if (p >= e) return read_number_slow(js, store);
   size_t n = (size_t)(p - s);
-  if (store) {
+  if (store && js->in_readonly) { /* copied into the token buffer */
+    js->len = 0;
+    int rc = buf_append(js, js->in + js->in_pos, n);
+    if (rc) return tok_fail(js, rc);
+    js->buf[n] = 0;
+    js->tok = js->buf;
+  } else if (store) {
     /* hand the number out in place: its delimiter becomes the NUL until
      * the next token */
     js->saved = *p;
@@ -996,6 +1003,14 @@ int js_init_buffer_grow(js_stream *js, void *doc, size_t cap, size_t visible,
   js->grow = grow;
   js->ctx = ctx;
   return 0;
+}
+
+void js_set_readonly(js_stream *js) { js->in_readonly = 1; }
+
+void js_enter_array_in_place(js_stream *js, size_t at, int depth) {
+  js_enter_array(js, 0, depth);
+  js->in_pos = at;
+  if (js->in_len < at) js->in_len = at;
 }
 
 void js_enter_array(js_stream *js, uint64_t base, int depth) {

@@ -77,6 +77,7 @@ typedef struct js_stream {
   uint64_t error_offset;
   char error[160];
   int in_borrowed;             /* private: `in` is the caller's (js_init_buffer) */
+  int in_readonly;             /* private: `in` is never written (js_set_readonly) */
   /* private (js_init_buffer_grow): makes more of the caller's buffer visible */
   long (*grow)(void *ctx, size_t visible);
 } js_stream;
@@ -106,6 +107,13 @@ int js_init_buffer_grow(js_stream *js, void *doc, size_t cap, size_t visible,
  * innermost is an array (the others objects), where a value must come (as
  * after a ',' in that array). Offsets in messages are the document's. */
 void js_enter_array(js_stream *js, uint64_t base, int depth);
+/* The same on a js_init_buffer_grow stream over a whole document, read in
+ * place: reading starts at byte `at` of it (made visible if it was not). */
+void js_enter_array_in_place(js_stream *js, size_t at, int depth);
+/* The input buffer is never written: strings and numbers are copied into
+ * the token buffer instead of being handed out in place (for a buffer that
+ * another thread may read after this one: kineto_split.c's helper). */
+void js_set_readonly(js_stream *js);
 /* ---- whole values parsed over the buffer (kineto_fast.c) ---- */
 
 /* Inside an array, before its next element (after its '[' or after an

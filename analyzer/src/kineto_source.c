@@ -1458,11 +1458,14 @@ static void split_work(void *arg, ssa_split *sp, const unsigned char *doc, size_
   int depth = doc[i] == '{' ? 2 : 1;
   kimport *w = calloc(1, sizeof *w);
   if (!w) return;
-  if (js_init(&w->js, ssa_split_read, sp)) {
+  /* in place from `at` over the document's buffer, which is not written
+   * (the caller reads it again when it abandons the split) */
+  if (js_init_buffer_grow(&w->js, (void *)doc, ssa_split_cap(sp), at, ssa_split_follow, sp)) {
     free(w);
     return;
   }
-  js_enter_array(&w->js, at, depth);
+  js_set_readonly(&w->js);
+  js_enter_array_in_place(&w->js, at, depth);
   w->name = "";
   w->store = o;
   w->fast = fast_reader_wanted();

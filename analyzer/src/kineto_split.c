@@ -209,15 +209,13 @@ static size_t find_point(ssa_split *sp, size_t from) {
   }
 }
 
-long ssa_split_read(void *ctx, void *buf, size_t n) {
+long ssa_split_follow(void *ctx, size_t visible) {
   ssa_split *sp = ctx;
-  long f = wait_filled(sp, sp->read_pos);
+  if (ssa_split_cancelled(sp)) return (long)visible; /* the end, as far as the work goes */
+  long f = wait_filled(sp, visible);
   if (f < 0) return -1;
-  size_t m = (size_t)f - sp->read_pos;
-  if (m > n) m = n;
-  memcpy(buf, sp->doc + sp->read_pos, m);
-  sp->read_pos += m;
-  return (long)m;
+  sp->read_pos = (size_t)f;
+  return f;
 }
 
 static void *helper(void *arg) {

@@ -50,13 +50,16 @@ typedef struct ssa_split ssa_split;
 
 /* The work run on the helper thread: the events from the split point `at`
  * of the text in `doc` (whose first bytes, up to `at`, are written), read
- * with ssa_split_read (ctx: sp), which follows the text as it is written.
- * It checks ssa_split_cancelled now and then. */
+ * in place (never written: the caller may read the same bytes after an
+ * abandoned split) with ssa_split_follow as the tokenizer's grow hook
+ * (ctx: sp), which follows the text as it is written. It checks
+ * ssa_split_cancelled now and then. */
 typedef void (*ssa_split_work)(void *arg, ssa_split *sp, const unsigned char *doc, size_t at);
 
-/* A js_read_fn for the work: the text from the split point on, waiting
- * for it to be written; 0 at its end, -1 when it could not be read. */
-long ssa_split_read(void *ctx, void *buf, size_t n);
+/* A grow hook (js_init_buffer_grow) for the work: more of the text visible
+ * as it is written; `visible` at its end (or once the split is cancelled),
+ * -1 when it could not be read. */
+long ssa_split_follow(void *ctx, size_t visible);
 
 /* Documents smaller than this are not split by default. Measured (perf
  * stat -r 9, 2 cores, split off / on): 0.9-1.8 MB of text neither gains nor
