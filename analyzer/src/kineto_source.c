@@ -612,6 +612,15 @@ static uint32_t intern_name(kimport *k, const char *s, size_t n) {
   return id;
 }
 
+/* Whether convert_event only counts the event (k->events, k->ignored):
+ * not a complete one, or a complete one of the host's Python functions
+ * (not imported, and not listed among the unimported categories:
+ * ssa_kineto_unimported_add). Keep in step with convert_event. */
+static int only_counted(const kevent *ev) {
+  return ev->ph[0] != 'X' || ev->ph[1] ||
+         (ev->cat == KC_OTHER && !memcmp(ev->cat_text, "python_function", sizeof "python_function"));
+}
+
 static int convert_event(kimport *k) {
   kevent *ev = &k->ev;
   k->events++;
@@ -1277,9 +1286,10 @@ int ssa_kineto_load_memory_chunked(const void *data, size_t size, size_t chunk, 
  * split point inside the events array (split_handoff), converts them in
  * order with convert_event, so records, names and collectives come in the
  * sequential order, and resumes at the ']' where the helper stopped.
- * Events that are not complete ones (ph other than "X": flows, instants,
- * metadata; two thirds of some traces) are only counted by convert_event,
- * so the helper counts them instead of storing them. */
+ * Events that convert_event only counts (only_counted: ph other than "X",
+ * i.e. flows, instants, metadata, two thirds of some traces; Python
+ * functions, nine tenths of vLLM's capture traces) are counted by the
+ * helper instead of stored. */
 
 typedef struct ksplit_out {
   unsigned char *arena;
@@ -1289,7 +1299,7 @@ typedef struct ksplit_out {
   uint64_t end;                  /* document offset of that ']' */
   uint64_t truncated_names, bad_utf8, first_bad_utf8;
   uint64_t events_whole, events_by_token;
-  uint64_t not_complete;         /* events whose ph is not "X": counted, not stored */
+  uint64_t only_counted;         /* events convert_event only counts (only_counted): not stored */
 } ksplit_out;
 
 enum {
@@ -1330,8 +1340,8 @@ static int split_put(ksplit_out *o, const void *p, size_t n) {
 static int split_store(kimport *k) {
   const kevent *ev = &k->ev;
   ksplit_out *o = k->store;
-  if (ev->ph[0] != 'X' || ev->ph[1]) { /* all convert_event does with them: count */
-    o->not_complete++;
+  if (only_counted(ev)) { /* all convert_event does with them: count */
+    o->only_counted++;
     return 0;
   }
   ksrec h;
@@ -1503,8 +1513,8 @@ static int split_handoff(kimport *k) {
     if (rc) return rc;
   }
   k->truncated_names += o->truncated_names;
-  k->events += o->not_complete;
-  k->ignored += o->not_complete;
+  k->events += o->only_counted;
+  k->ignored += o->only_counted;
   k->events_whole += o->events_whole;
   k->events_by_token += o->events_by_token;
   if (o->bad_utf8) {
