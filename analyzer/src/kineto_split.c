@@ -97,7 +97,15 @@ static double split_fraction(int gzip) {
    * point: hta mtia_rank_0.json.gz 77 / 68 / 61-64 / 66 ms, the same text
    * plain 67 / 61 / 66 (0.6 / 0.7 / 0.8), tracelens xdit_flux.1
    * capture_trace_rank_0.json.gz 39 / 36 / 32-33 / 30 ms, plain 27 / 25 /
-   * 29 ms (0.6 / 0.7 / 0.8) */
+   * 29 ms (0.6 / 0.7 / 0.8). Again with events read whole (kineto_fast.c)
+   * and the helper in place (2026-11-28, 12 runs each, min wall, 0.65 /
+   * 0.7 / 0.75 / 0.8): mtia 43.2 / 45.1 / 47.7 / 50.5 ms, df_index_resolver
+   * 30.4 / 28.7 / 28.2 / 29.2, vLLM graph_capture 17.5 / 15.8 / 15.9 /
+   * 15.2, trace_diff control 21.2 / 19.7 / 19.9 / 20.5, negative_queue 16.0
+   * / 15.5 / 16.1 / 16.7: still 0.7. A point placed from the caller's
+   * progress when the text reaches 0.6 (half the rest each, plus 0.05) was
+   * tried and was slower on three of seven traces, no faster on the rest:
+   * the helper, sharing a core with the inflater, goes slower per byte. */
   (void)gzip;
   return 0.7;
 }
