@@ -111,7 +111,7 @@ static inline cp ns_value(cp p, cp e, int64_t *out) {
  * bracket (after = 0) or just past one of its elements (after = 1): the
  * next element's first byte, with *closed = 0, or the byte after `close`,
  * with *closed = 1; NULL when neither is there before e. */
-static inline cp next_in(cp p, cp e, int after, unsigned char close, int *closed) {
+__attribute__((always_inline)) static inline cp next_in(cp p, cp e, int after, unsigned char close, int *closed) {
   p = skip_blank(p, e);
   if (p >= e) return NULL;
   *closed = *p == close;
@@ -126,7 +126,7 @@ static inline cp next_in(cp p, cp e, int after, unsigned char close, int *closed
 
 /* Just past a key's closing quote: the ':' and the blanks around it; the
  * value's first byte, or NULL. */
-static inline cp after_key(cp p, cp e) {
+__attribute__((always_inline)) static inline cp after_key(cp p, cp e) {
   p = skip_blank(p, e);
   if (p >= e || *p != ':') return NULL;
   p = skip_blank(p + 1, e);
