@@ -163,6 +163,20 @@ for what, index, text, general in cases:
     elif rc == 0:
         check(by_token == 0, "%s: taken by the fast path (%d token by token)" % (what, by_token))
 
+# blanks: a newline and an indentation (skipped with one word compare) that
+# hide a control character must still be an error at that byte, both ways
+for blanks in ("\n      \x01", "\n  \t\x01", "\n" + " " * 9 + "\x01", "\n\x01"):
+    text = event_text(events[cpu_op]).replace(', "dur"', "," + blanks + ' "dur"', 1)
+    doc_text = document(cpu_op, text)
+    path = os.path.join(work, "blanks.json")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(doc_text)
+    rc, _ = same(path, "control character after %r" % blanks)
+    err = analyze(path, "on")[1]
+    at = len(doc_text.encode("utf-8")[:doc_text.index("\x01")])
+    check(rc == 1 and ("byte %d of the JSON text" % at) in err,
+          "control character after %r: an error at byte %d (%s)" % (blanks, at, err.strip()[-120:]))
+
 # gzip of an edited document (the pipe's buffers: events across refills)
 path = os.path.join(work, "edited.json.gz")
 with gzip.open(path, "wt", encoding="utf-8") as f:
