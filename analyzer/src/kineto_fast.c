@@ -274,8 +274,8 @@ static const unsigned char key_len[] = {
     [E_TID] = 5, [E_TS] = 4, [E_DUR] = 5, [E_ARGS] = 6,
 };
 
-static inline int expected_key(cp p, cp e, int expect) {
 #define IS(text) (e - p > (ptrdiff_t)sizeof text && !memcmp(p, text, sizeof text - 1))
+static inline int expected_key(cp p, cp e, int expect) {
   switch (expect) {
   case E_PH: return IS("\"ph\"") ? E_PH : 0;
   case E_CAT: return IS("\"cat\"") ? E_CAT : 0;
@@ -287,8 +287,24 @@ static inline int expected_key(cp p, cp e, int expect) {
   case E_ARGS: return IS("\"args\"") ? E_ARGS : 0;
   default: return 0;
   }
-#undef IS
 }
+
+/* The same for keys out of that order (metadata events begin with "name",
+ * flows put "cat" after "ts"): the key told by its first letter, then
+ * compared whole; 0 for any other key (scanned and looked up). */
+static inline int known_key(cp p, cp e) {
+  if (e - p < 2) return 0;
+  switch (p[1]) {
+  case 'p': return IS("\"ph\"") ? E_PH : IS("\"pid\"") ? E_PID : 0;
+  case 'c': return IS("\"cat\"") ? E_CAT : 0;
+  case 'n': return IS("\"name\"") ? E_NAME : 0;
+  case 't': return IS("\"tid\"") ? E_TID : IS("\"ts\"") ? E_TS : 0;
+  case 'd': return IS("\"dur\"") ? E_DUR : 0;
+  case 'a': return IS("\"args\"") ? E_ARGS : 0;
+  default: return 0;
+  }
+}
+#undef IS
 
 const unsigned char *ssa_kineto_fast_event(kevent *ev, const unsigned char *p, const unsigned char *e,
                                            uint64_t *truncated_names) {
@@ -300,6 +316,7 @@ const unsigned char *ssa_kineto_fast_event(kevent *ev, const unsigned char *p, c
   for (int after = 0; (p = next_in(p, e, after, '}', &closed)) && !closed; after = 1) {
     cp q;
     int key = expected_key(p, e, expect);
+    if (!key) key = known_key(p, e);
     if (key) {
       p += key_len[key];
     } else {
