@@ -56,6 +56,7 @@
 
 #include "gzip_whole.h"
 #include "inflate_pipe.h"
+#include "json_scan.h"
 #include "json_stream.h"
 #include "kineto_event.h"
 #include "kineto_fast.h"
@@ -122,6 +123,7 @@ typedef struct kimport {
   struct ksplit_out *store;      /* the helper's import: events stored here, not converted */
   ssa_split *split;              /* the caller's import: the helper */
   int fast;                      /* events read whole when they can be (kineto_fast.c) */
+  const unsigned char *fast_next; /* the end of the event just read whole, or NULL */
   struct ksplit_out *split_res;  /* the caller's import: what the helper stored */
 } kimport;
 
@@ -824,10 +826,24 @@ static int split_handoff(kimport *k);
  * array's ']', its offset in tok_offset), another value, or JS_ERROR.
  * Returns 0 or an error code. */
 static int next_element(kimport *k, js_kind *t) {
-  const unsigned char *p, *e, *end;
-  if (k->fast && js_array_peek(&k->js, &p, &e) && *p == '{' &&
+  const unsigned char *p = NULL, *e, *end;
+  int have = 0;
+  if (k->fast_next) {
+    /* right after an event read whole: its ',' and the next element's
+     * first byte found here, without the stream's bookkeeping (which
+     * js_array_took then brings up to date) */
+    e = k->js.in + k->js.in_len;
+    p = skip_blank(k->fast_next, e);
+    if (p < e && *p == ',') {
+      p = skip_blank(p + 1, e);
+      have = p < e;
+    }
+    k->fast_next = NULL;
+  }
+  if (k->fast && (have || js_array_peek(&k->js, &p, &e)) && *p == '{' &&
       (end = ssa_kineto_fast_event(&k->ev, p, e, &k->truncated_names))) {
     js_array_took(&k->js, end);
+    k->fast_next = end;
     k->events_whole++;
     *t = JS_BEGIN_OBJECT;
     return k->store ? split_store(k) : convert_event(k);
@@ -1503,6 +1519,7 @@ static void split_work(void *arg, ssa_split *sp, const unsigned char *doc, size_
  * only a ',' and blanks lie before it inside the events array, the helper's
  * events are converted here and the tokenizer goes on at their ']'. */
 static int split_handoff(kimport *k) {
+  k->fast_next = NULL; /* the stream may go on elsewhere */
   if (!js_at_array_gap(&k->js)) return 0;
   size_t visible = ssa_split_finish(k->split);
   const ksplit_out *o = k->split_res;
