@@ -213,4 +213,11 @@ static inline int args_unused(const kevent *ev) {
          strcmp(ev->name, "record_param_comms") != 0;
 }
 
+/* The same with the name given as its n bytes (kineto_fast.c holds it in
+ * the buffer until the event is read). */
+static inline int args_unused_named(int cat, const char *name, size_t n) {
+  return (cat == KC_CPU_OP || cat == KC_USER_ANNOTATION) && n > 0 &&
+         !(n == sizeof "record_param_comms" - 1 && !memcmp(name, "record_param_comms", n));
+}
+
 #endif
