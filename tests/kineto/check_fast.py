@@ -103,6 +103,7 @@ def first(cat):
 
 
 kernel, runtime, cpu_op = first("kernel"), first("cuda_runtime"), first("user_annotation")
+meta = next(i for i, e in enumerate(events) if e.get("ph") == "M")
 
 
 def event_text(e):
@@ -146,6 +147,8 @@ cases = [
      False),
     ("a pid string", runtime, event_text(edited(runtime, pid="PyTorch Profiler")), False),
     ("grid of four", kernel, event_text(edited(kernel, args_grid=[1, 2, 3, 4])), False),
+    ("a name too long on a metadata event", meta, event_text(dict(events[meta], name="m" * 5000)), False),
+    ("a name too long on a kernel", kernel, event_text(edited(kernel, name="k" * 5000)), False),
     ("missing colon", cpu_op, event_text(events[cpu_op]).replace('"dur": ', '"dur" ', 1), True),
     ("trailing comma", cpu_op, event_text(events[cpu_op])[:-1] + ",}", True),
     ("bad literal", runtime, event_text(edited(runtime, args_flag=True)).replace("true", "tru", 1), True),
