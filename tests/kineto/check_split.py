@@ -108,8 +108,9 @@ doc = json.loads(text)
 n = len(text)
 
 
-def second_half(s, needle, frac=0.75):
-    """The first `needle` after frac of s."""
+def second_half(s, needle, frac=0.85):
+    """The first `needle` after frac of s (past the split point, which is at
+    0.65-0.75 of the text by default)."""
     i = s.index(needle, int(len(s) * frac))
     return i
 
