@@ -85,7 +85,7 @@ static double now_ms(void) {
 static atomic_int active_splits;
 static atomic_int loader_threads = 1;
 
-static double split_fraction(int gzip, double ratio) {
+static double split_fraction(int gzip, double ratio, size_t size) {
   const char *v = getenv("STEPSCOPE_KINETO_SPLIT_AT");
   if (v) {
     double f = atof(v);
@@ -114,8 +114,15 @@ static double split_fraction(int gzip, double ratio) {
    * 7.5 vs 7.1 / 7.3, owlv2 25.4 / 25.9 vs 24.4 / 24.9, df_index_resolver
    * 27.5 / 28.3 vs 27.0 / 27.3, ...), while mtia, 29 times, wants 0.65
    * (37.4 / 39.2 at 0.65, 39.6 / 40.5 at 0.7, 42.6 / 43.6 at 0.75): text that
-   * inflates faster reaches the point sooner, so the helper can take more. */
-  if (gzip) return ratio >= 24.0 ? 0.65 : 0.75;
+   * inflates faster reaches the point sooner, so the helper can take more.
+   * And texts under 20 MiB want 0.8 (15 runs each, min / median, 0.75 vs
+   * 0.8): b200 (14 MB) 6.48 / 7.12 vs 6.23 / 6.62 ms, nccl_data (9.8 MB)
+   * 6.70 / 7.52 vs 6.57 / 7.07, ns_resolution (15 MB) 9.90 / 10.57 vs 9.73 /
+   * 10.14, sglang bs_32 (17 MB) 8.73 / 9.54 vs 8.32 / 9.14; larger ones
+   * 0.75 (negative_queue, 26 MB: 15.38 / 15.64 vs 15.50 / 15.95;
+   * df_index_resolver, 54 MB: 26.53 / 27.96 vs 27.55 / 29.15): the helper's
+   * start costs the same whatever the size. */
+  if (gzip) return ratio >= 24.0 ? 0.65 : size < ((size_t)20 << 20) ? 0.8 : 0.75;
   return 0.7;
 }
 
@@ -278,7 +285,7 @@ ssa_split *ssa_split_open(int fd, int gzip, size_t size, ssa_split_work work, vo
    * the tokenizer, not between two events, and abandon the split) */
   struct stat st;
   double ratio = fstat(fd, &st) == 0 && st.st_size > 0 ? (double)size / (double)st.st_size : 0.0;
-  sp->lo = (size_t)((double)size * split_fraction(gzip, ratio));
+  sp->lo = (size_t)((double)size * split_fraction(gzip, ratio, size));
   sp->lo = sp->lo > LO_MARGIN ? sp->lo - LO_MARGIN : 0;
   sp->work = work;
   sp->arg = arg;
