@@ -1332,6 +1332,18 @@ typedef struct ksrec {
   char ph[4];
 } ksrec;
 
+/* The fields copied as they are between a kevent and its stored form, in
+ * one list each for split_store and split_load (X-macros): the numbers, the
+ * has_ flags (one bit each in ksrec.flags) and, for NCCL metadata, the
+ * numbers, flags and short texts of ksnccl. */
+#define KSREC_NUMBERS(X) X(ts) X(dur) X(pid) X(tid) X(corr) X(stream) X(device) X(bytes) X(ext_id)
+#define KSREC_FLAGS(X) \
+  X(has_ts, KS_TS) X(has_dur, KS_DUR) X(has_corr, KS_CORR) X(has_stream, KS_STREAM) X(has_device, KS_DEVICE) \
+  X(has_bytes, KS_BYTES) X(has_ext_id, KS_EXT)
+#define KSNCCL_SCALARS(X) \
+  X(in_nelems) X(out_nelems) X(group_size) X(seq) X(has_in) X(has_out) X(has_group_size) X(has_seq)
+#define KSNCCL_TEXTS(X) X(coll_name) X(dtype) X(pg_name) X(pg_desc)
+
 typedef struct ksnccl {
   uint64_t in_nelems, out_nelems, group_size, seq;
   uint8_t has_in, has_out, has_group_size, has_seq;
@@ -1362,21 +1374,15 @@ static int split_store(kimport *k) {
   }
   ksrec h;
   memset(&h, 0, sizeof h);
-  h.ts = ev->ts;
-  h.dur = ev->dur;
-  h.pid = ev->pid;
-  h.tid = ev->tid;
-  h.corr = ev->corr;
-  h.stream = ev->stream;
-  h.device = ev->device;
-  h.bytes = ev->bytes;
-  h.ext_id = ev->ext_id;
+#define PUT(f) h.f = ev->f;
+#define PUT_FLAG(f, bit) h.flags |= ev->f ? bit : 0;
+  KSREC_NUMBERS(PUT)
+  KSREC_FLAGS(PUT_FLAG)
+#undef PUT_FLAG
+#undef PUT
   memcpy(h.grid, ev->grid, sizeof h.grid);
   memcpy(h.block, ev->block, sizeof h.block);
   h.name_len = (uint32_t)ev->name_len;
-  h.flags = (uint8_t)((ev->has_ts ? KS_TS : 0) | (ev->has_dur ? KS_DUR : 0) | (ev->has_corr ? KS_CORR : 0) |
-                      (ev->has_stream ? KS_STREAM : 0) | (ev->has_device ? KS_DEVICE : 0) |
-                      (ev->has_bytes ? KS_BYTES : 0) | (ev->has_ext_id ? KS_EXT : 0));
   int nccl = ev->coll_name[0] || ev->dtype[0] || ev->pg_name[0] || ev->pg_desc[0] || ev->pg_ranks[0] ||
              ev->has_in || ev->has_out || ev->has_group_size || ev->has_seq;
   if (nccl) h.flags |= KS_NCCL;
@@ -1390,18 +1396,12 @@ static int split_store(kimport *k) {
   if (nccl) {
     ksnccl n;
     memset(&n, 0, sizeof n);
-    n.in_nelems = ev->in_nelems;
-    n.out_nelems = ev->out_nelems;
-    n.group_size = ev->group_size;
-    n.seq = ev->seq;
-    n.has_in = (uint8_t)ev->has_in;
-    n.has_out = (uint8_t)ev->has_out;
-    n.has_group_size = (uint8_t)ev->has_group_size;
-    n.has_seq = (uint8_t)ev->has_seq;
-    memcpy(n.coll_name, ev->coll_name, sizeof n.coll_name);
-    memcpy(n.dtype, ev->dtype, sizeof n.dtype);
-    memcpy(n.pg_name, ev->pg_name, sizeof n.pg_name);
-    memcpy(n.pg_desc, ev->pg_desc, sizeof n.pg_desc);
+#define PUT(f) n.f = ev->f;
+#define PUT_TEXT(f) memcpy(n.f, ev->f, sizeof n.f);
+    KSNCCL_SCALARS(PUT)
+    KSNCCL_TEXTS(PUT_TEXT)
+#undef PUT_TEXT
+#undef PUT
     n.ranks_len = (uint32_t)ranks_len;
     if (split_put(o, &n, sizeof n) || split_put(o, ev->pg_ranks, ranks_len)) return STEPSCOPE_E_NOMEM;
   }
@@ -1416,24 +1416,14 @@ static const unsigned char *split_load(kimport *k, const unsigned char *p) {
   ksrec h;
   memcpy(&h, p, sizeof h);
   p += sizeof h;
-  ev->ts = h.ts;
-  ev->dur = h.dur;
-  ev->pid = h.pid;
-  ev->tid = h.tid;
-  ev->corr = h.corr;
-  ev->stream = h.stream;
-  ev->device = h.device;
-  ev->bytes = h.bytes;
-  ev->ext_id = h.ext_id;
+#define GET(f) ev->f = h.f;
+#define GET_FLAG(f, bit) ev->f = (h.flags & bit) != 0;
+  KSREC_NUMBERS(GET)
+  KSREC_FLAGS(GET_FLAG)
+#undef GET_FLAG
+#undef GET
   memcpy(ev->grid, h.grid, sizeof ev->grid);
   memcpy(ev->block, h.block, sizeof ev->block);
-  ev->has_ts = (h.flags & KS_TS) != 0;
-  ev->has_dur = (h.flags & KS_DUR) != 0;
-  ev->has_corr = (h.flags & KS_CORR) != 0;
-  ev->has_stream = (h.flags & KS_STREAM) != 0;
-  ev->has_device = (h.flags & KS_DEVICE) != 0;
-  ev->has_bytes = (h.flags & KS_BYTES) != 0;
-  ev->has_ext_id = (h.flags & KS_EXT) != 0;
   ev->cat = h.cat;
   memcpy(ev->ph, h.ph, sizeof ev->ph);
   ev->name_len = h.name_len;
@@ -1447,18 +1437,12 @@ static const unsigned char *split_load(kimport *k, const unsigned char *p) {
     ksnccl n;
     memcpy(&n, p, sizeof n);
     p += sizeof n;
-    ev->in_nelems = n.in_nelems;
-    ev->out_nelems = n.out_nelems;
-    ev->group_size = n.group_size;
-    ev->seq = n.seq;
-    ev->has_in = n.has_in;
-    ev->has_out = n.has_out;
-    ev->has_group_size = n.has_group_size;
-    ev->has_seq = n.has_seq;
-    memcpy(ev->coll_name, n.coll_name, sizeof ev->coll_name);
-    memcpy(ev->dtype, n.dtype, sizeof ev->dtype);
-    memcpy(ev->pg_name, n.pg_name, sizeof ev->pg_name);
-    memcpy(ev->pg_desc, n.pg_desc, sizeof ev->pg_desc);
+#define GET(f) ev->f = n.f;
+#define GET_TEXT(f) memcpy(ev->f, n.f, sizeof ev->f);
+    KSNCCL_SCALARS(GET)
+    KSNCCL_TEXTS(GET_TEXT)
+#undef GET_TEXT
+#undef GET
     memcpy(ev->pg_ranks, p, n.ranks_len);
     ev->pg_ranks[n.ranks_len] = 0;
     p += n.ranks_len;
