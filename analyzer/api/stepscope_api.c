@@ -319,10 +319,10 @@ API_EXPORT int ss_api_diff(const char *run_a, const char *run_b, int argc,
       if (!(rc = load_run("diff", path, o, &runs[x], err_out))) have_run[x] = 1;
       if (!rc && !(rc = analyse_run("diff", path, &runs[x], o, &an[x], err_out))) have_an[x] = 1;
       side_an[side][i] = &an[x];
-      char note[256];
-      if (!rc && i > 0 && !ssa_diff_same_layout(side_an[side][0], side_an[side][i], note, sizeof note))
-        rc = fail(err_out, 2, "stepscope diff: --repeat-%c %s is not a run of %s's configuration: %s",
-                  side ? 'b' : 'a', path, ao.repeats[side][0], note);
+      char msg[1024];
+      if (!rc && i > 0 &&
+          !ssa_diff_repeat_fits(side_an[side][0], side_an[side][i], side, ao.repeats[side][0], path, msg, sizeof msg))
+        rc = fail(err_out, 2, "%s", msg);
     }
   }
   if (!rc) {

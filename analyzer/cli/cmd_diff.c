@@ -209,10 +209,10 @@ int cmd_diff(int argc, char **argv) {
       loaded *x = &l[side * SSA_DIFF_MAX_RUNS + i];
       rc = load_and_analyse(repeats[side][i], side ? &opt_b : &opt, x);
       an[side][i] = &x->an;
-      char note[256];
-      if (!rc && i > 0 && !ssa_diff_same_layout(an[side][0], an[side][i], note, sizeof note)) {
-        fprintf(stderr, "stepscope diff: --repeat-%c %s is not a run of %s's configuration: %s\n",
-                side ? 'b' : 'a', repeats[side][i], repeats[side][0], note);
+      char msg[1024];
+      if (!rc && i > 0 &&
+          !ssa_diff_repeat_fits(an[side][0], an[side][i], side, repeats[side][0], repeats[side][i], msg, sizeof msg)) {
+        fprintf(stderr, "%s\n", msg);
         rc = 2;
       }
     }

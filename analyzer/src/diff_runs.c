@@ -339,6 +339,15 @@ static void describe_layout_change(char *note, size_t cap, int rank, const char 
            len ? list : "the layout metadata differs");
 }
 
+int ssa_diff_repeat_fits(const ssa_analysis *first, const ssa_analysis *rep, int side, const char *first_path,
+                         const char *rep_path, char *msg, size_t cap) {
+  char note[256];
+  if (ssa_diff_same_layout(first, rep, note, sizeof note)) return 1;
+  snprintf(msg, cap, "stepscope diff: --repeat-%c %s is not a run of %s's configuration: %s", side ? 'b' : 'a',
+           rep_path, first_path, note);
+  return 0;
+}
+
 int ssa_diff_same_layout(const ssa_analysis *a, const ssa_analysis *b, char *note, size_t cap) {
   int wa = world_of(a), wb = world_of(b);
   if (wa != wb) {

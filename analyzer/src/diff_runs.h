@@ -171,6 +171,12 @@ void ssa_diff_free(ssa_diff *d);
 /* 1 when two analyses have the same rank set, world size and layout
  * metadata (so they compare rank by rank); else 0 with the reason in note. */
 int ssa_diff_same_layout(const ssa_analysis *a, const ssa_analysis *b, char *note, size_t cap);
+/* For `diff --repeat-a/-b` (the CLI and the C API): 1 when the repeat
+ * `rep` (run `rep_path`) of side `side` (0: A, 1: B) has the layout of the
+ * side's first run `first` (`first_path`); else 0 with the whole message in
+ * msg ("stepscope diff: --repeat-a RUN is not a run of ...'s configuration: ..."). */
+int ssa_diff_repeat_fits(const ssa_analysis *first, const ssa_analysis *rep, int side, const char *first_path,
+                         const char *rep_path, char *msg, size_t cap);
 
 /* Statistics of n values (sorted in place; drift is left 0). */
 void ssa_diff_stats(double *v, size_t n, ssa_diff_stat *out);
