@@ -93,6 +93,11 @@ elif case == "layout":
     check(d["same_layout"] is False and "world size differs (4 vs 2)" in d["layout_note"], "layout note")
     check(d["ranks"] == [] and d["headline"]["step_time"]["a"] is not None, "aggregates only")
     check("aggregates only" in text, "said in the text")
+    # a repeat of another layout than its side's first run: exit 2, said
+    r = subprocess.run([exe, "diff", a, a, "--repeat-b", b, "--quiet", "--json", work + "/rep.json"],
+                       capture_output=True, text=True)
+    check(r.returncode == 2 and "--repeat-b %s is not a run of %s's configuration: world size differs (4 vs 2)"
+          % (b, a) in r.stderr, "repeat of another layout: exit %d, %s" % (r.returncode, r.stderr.strip()))
 elif case == "usage":
     check(subprocess.run([exe, "diff"], capture_output=True).returncode == 2, "no args -> 2")
     check(subprocess.run([exe, "diff", "a", "b", "--bogus", "1"], capture_output=True).returncode == 2, "bad option")
