@@ -4,8 +4,8 @@
  *   - ssa_sort_by_start (sort.c, in-place radix sort, or a merge of a few
  *     sorted runs) on random op and API arrays — narrow and wide time
  *     ranges, many equal start times, negative times, already sorted and
- *     reversed input, 2 to 65 sorted runs with equal starts across them,
- *     runs overlapping by a few elements —
+ *     reversed input, 2 to 1000 sorted runs with equal starts across them,
+ *     40 to 3200 runs overlapping by a few elements —
  *     must give exactly the order of qsort with the same total comparator;
  *   - ssa_delay_stats_of (breakdown.c) on small and big arrays of spread,
  *     equal, clustered, wide-range and negative values must give the
@@ -72,7 +72,13 @@ static void sort_case(size_t n, int64_t base, uint64_t range, int shape) {
     int64_t s = base + (int64_t)(range ? next_u64() % range : 0);
     if (shape == 1) s = base + (int64_t)i * 3;               /* sorted */
     if (shape == 2) s = base + (int64_t)(n - i) * 3;         /* reversed */
-    if (shape >= 100) { /* 40 runs, each overlapping the next by shape - 99 elements */
+    if (shape >= 200000) { /* shape - 200000 sorted runs one after the other, each spanning it all */
+      size_t runs = (size_t)shape - 200000, len = (n + runs - 1) / runs;
+      s = base + (int64_t)(i % len) * 3 + (int64_t)(i / len % 2);
+    } else if (shape >= 100000) { /* shape - 100000 runs, each overlapping the next by 2 elements */
+      size_t len = n / (size_t)(shape - 100000), run = i / len, at = i % len;
+      s = base + (int64_t)(run * len + at) * 3 - (int64_t)(2 * 3 * (run > 0 && at < 2));
+    } else if (shape >= 100) { /* 40 runs, each overlapping the next by shape - 99 elements */
       size_t len = n / 40, run = i / len, at = i % len;
       s = base + (int64_t)(run * len + at) * 3 - (int64_t)((shape - 99) * 3 * (run > 0 && at < (size_t)(shape - 99)));
     } else if (shape >= 3) { /* shape - 1 sorted runs one after the other (the merge) */
@@ -123,8 +129,9 @@ static void sort_cases(void) {
   sort_case(200000, 0, 1ull << 40, 0);   /* several radix levels */
   sort_case(200000, -5000000000ll, 300, 0); /* long runs of equal start times */
   for (int shape = 1; shape <= 2; shape++) sort_case(100000, -7, 0, shape);
-  /* 2 to 9, 40, 64 and 65 sorted runs: merged (up to 64) or radix-sorted */
-  int runs[] = {3, 4, 5, 6, 7, 8, 9, 10, 41, 65, 66};
+  /* 2 to 9, 40, 64 and 65, 200 and 1000 sorted runs, each spanning the
+   * whole range: merged (up to 64) or radix-sorted */
+  int runs[] = {3, 4, 5, 6, 7, 8, 9, 10, 41, 65, 66, 200000 + 200, 200000 + 1000};
   for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
     sort_case(100000, -7, 0, runs[i]);
     sort_case(33, 5, 0, runs[i]);
@@ -132,6 +139,10 @@ static void sort_cases(void) {
   }
   /* runs that overlap by a few elements only (interleaved threads) */
   for (int shape = 100; shape <= 102; shape++) sort_case(50000, 1000, 0, shape);
+  /* more than 64 such runs (merged while they overlap little), and as many
+   * as the merge counts before it gives up (fewer than 16 elements each) */
+  int many[] = {65, 146, 1000, 3124, 3200};
+  for (size_t i = 0; i < sizeof many / sizeof *many; i++) sort_case(50000, -3, 0, 100000 + many[i]);
 }
 
 static void stab_case(size_t nsteps, int mode, size_t nqueries) {
