@@ -199,37 +199,47 @@ static void fill_plain(ssa_split *sp) {
   pthread_mutex_unlock(&sp->mu);
 }
 
-/* The first '{' that follows a newline and blanks at or after `from`,
- * before from + POINT_SEARCH, following the text as it is written;
- * SIZE_MAX when there is none. */
+static int is_blank_byte(unsigned char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
+/* Whether the '{' at j (> 0) may open an element of an array of objects:
+ * it follows a newline and blanks (Kineto writes one event per line, and a
+ * raw newline is never inside a JSON string), or, on one line (a trace
+ * written again by json.dump: TraceLens' xdit and sglang traces), a ','
+ * that follows a '}' (an object's end, then the next: "}, {" or "},{"),
+ * blanks allowed between. Only a likely place: the caller still checks what
+ * is really there when it arrives (a string holding "}, {" makes it read on
+ * alone). */
+static int opens_element(const unsigned char *doc, size_t j) {
+  size_t i = j;
+  int newline = 0;
+  while (i > 0 && is_blank_byte(doc[i - 1])) newline |= doc[--i] == '\n';
+  if (newline) return 1;
+  if (i == 0 || doc[--i] != ',') return 0;
+  while (i > 0 && is_blank_byte(doc[i - 1])) i--;
+  return i > 0 && doc[i - 1] == '}';
+}
+
+/* The first '{' at or after `from` that may open an element of an array
+ * of objects (opens_element), before from + POINT_SEARCH, following the
+ * text as it is written; SIZE_MAX when there is none. */
 static size_t find_point(ssa_split *sp, size_t from) {
   size_t stop = from + POINT_SEARCH, i = from, avail = from;
   for (;;) {
     if (ssa_split_cancelled(sp) || i >= stop) return SIZE_MAX;
-    if (i >= avail || avail - i < 64) {
+    if (i >= avail) {
       long f = wait_filled(sp, avail);
-      if (f < 0 || (size_t)f <= avail) { /* the end: what is there */
-        if (f < 0 || i >= avail) return SIZE_MAX;
-      } else {
-        avail = (size_t)f;
-        continue;
-      }
-    }
-    const unsigned char *nl = memchr(sp->doc + i, '\n', avail - i);
-    if (!nl) {
-      i = avail;
-      continue;
-    }
-    size_t j = (size_t)(nl - sp->doc) + 1;
-    while (j < avail && (sp->doc[j] == ' ' || sp->doc[j] == '\t' || sp->doc[j] == '\r')) j++;
-    if (j >= avail) { /* cut by what is written: look again when there is more */
-      long f = wait_filled(sp, avail);
-      if (f < 0 || (size_t)f <= avail) return SIZE_MAX;
+      if (f < 0 || (size_t)f <= avail) return SIZE_MAX; /* the end, or an error */
       avail = (size_t)f;
       continue;
     }
-    if (sp->doc[j] == '{') return j;
-    i = j;
+    const unsigned char *b = memchr(sp->doc + i, '{', avail - i);
+    if (!b) {
+      i = avail;
+      continue;
+    }
+    size_t j = (size_t)(b - sp->doc);
+    if (j > 0 && opens_element(sp->doc, j)) return j;
+    i = j + 1;
   }
 }
 

@@ -14,10 +14,11 @@
  * file by a helper thread with pread. The calling thread tokenizes from the
  * start in place, following what is written (js_init_buffer_grow with
  * ssa_split_grow as its grow hook). The helper thread picks a split point
- * S as soon as the text gets there: the first newline followed by blanks
- * and '{' at or after a fraction of the expected length (a raw newline
- * cannot be inside a JSON string, so S is between tokens; what it is
- * between is still verified, not assumed). It then runs the importer's
+ * S as soon as the text gets there: the first '{' at or after a fraction
+ * of the expected length that follows a newline and blanks (Kineto writes
+ * one event per line, and a raw newline cannot be inside a JSON string) or,
+ * in a text on one line, a '}' and a ',' (one object's end, the next's
+ * start); what S is between is verified, not assumed. It then runs the importer's
  * work function on the text from S, following what is written too
  * (kineto_source.c: the events read with the same code and stored, not
  * converted). Until S is known the calling thread sees no byte past the

@@ -12,8 +12,9 @@ cannot pass by never splitting.
 
 Documents: generated runs (make_kineto.py) of several sizes, plain and
 gzip, NCCL metadata on kernels or on record_param_comms ops, keys after
-`traceEvents`; the array form; one compact line (no newline: no split
-point); pretty-printed events whose args hold arrays of objects (lines that
+`traceEvents`; the array form; one line, compact or not (the point after
+"}," instead of a newline), and one where that falls inside a string;
+pretty-printed events whose args hold arrays of objects (lines that
 start with '{' inside events: the point may fall inside an event); and in
 the second half: a JSON error, a truncated text, a `ts` that overflows,
 invalid UTF-8, a name longer than the import keeps, a non-object element; a
@@ -119,8 +120,28 @@ def second_half(s, needle, frac=0.85):
 events = doc["traceEvents"]
 arr = "[\n" + ",\n".join("  " + json.dumps(e) for e in events) + "\n]\n"
 same(write(os.path.join(work, "array.json"), arr), "used")
-# one compact line: no newline, no split point
-same(write(os.path.join(work, "compact.json"), json.dumps(doc, separators=(",", ":"))), "alone")
+# one line (no newline: json.dump's output, as in TraceLens' xdit and sglang
+# traces), compact and with blanks: the point is a '{' after "}," or "}, "
+for name, sep in (("compact.json", (",", ":")), ("one_line.json", (", ", ": "))):
+    for gz in (False, True):
+        one = json.dumps(doc, separators=sep)
+        same(write(os.path.join(work, name + (".gz" if gz else "")), one, gz), "used")
+# ... and where the first such '{' after the point's fraction is inside a
+# string (an event name holding "}, {"): the caller meets the point inside
+# that string and reads on alone
+trap = dict(doc)
+trap["traceEvents"] = list(events)
+mid = len(events) // 2
+trap["traceEvents"][mid] = dict(events[mid], name="trap}, {not an event")
+one = json.dumps(trap)
+t = one.index("trap}, {") + len("trap}, ")
+for gz in (False, True):
+    same(write(os.path.join(work, "trap.json" + (".gz" if gz else "")), one, gz), "abandoned",
+         at=repr((t - 1.5) / len(one)), what="'}, {' in a string")
+# no '{' after the point's fraction (a long string closes the document): no
+# split point, the caller reads alone
+tail = dict(doc, zzz="x" * (len(text) // 3))
+same(write(os.path.join(work, "no_point.json"), json.dumps(tail, separators=(",", ":"))), "alone", at="0.9")
 # pretty-printed events whose args hold arrays of objects: lines starting
 # with '{' inside events, where the point may fall
 pretty = dict(doc)
