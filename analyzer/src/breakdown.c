@@ -316,40 +316,54 @@ static int cmp_interval(const void *pa, const void *pb) {
 }
 
 /* The rank's data loader ranges, merged into disjoint intervals. */
-/* Whether range i is a data loader range with a duration; the name test
- * once per distinct name (`seen`: 0 not yet, 1 no, 2 yes; the ranges of a
- * Kineto trace are its CPU ops, tens of thousands over a few hundred names). */
-static int data_loader_range(const ssa_rank *r, size_t i, uint8_t *seen) {
+/* Whether range i is a data loader range with a duration, by its name's
+ * entry in `loader` (data_loader_names). */
+static int data_loader_range(const ssa_rank *r, size_t i, const uint8_t *loader) {
   const ssa_range *g = &r->ranges[i];
-  if (g->end <= g->start) return 0;
-  uint8_t *s = &seen[g->name < r->strings.count ? g->name : 0];
-  if (!*s) *s = ssa_is_data_loader_range(ssa_rank_str(r, g->name)) ? 2 : 1;
-  return *s == 2;
+  return g->end > g->start && loader[g->name < r->strings.count ? g->name : 0];
+}
+
+/* Which names are data loader names: tested once per distinct name (the
+ * ranges of a Kineto trace are its CPU ops, tens of thousands over a few
+ * thousand names), so that the ranges are not visited at all when none is
+ * (HTA's negative_queue trace, 26 thousand ranges: ~0.1 -> ~0.02 ms), and
+ * once when some is (trace_diff control, 41 thousand ranges, one DataLoader
+ * name: 0.17 -> ~0.08 ms, one pass instead of two). NULL when none is, or
+ * on no memory (*failed). */
+static uint8_t *data_loader_names(const ssa_rank *r, int *failed) {
+  uint32_t count = r->strings.count ? r->strings.count : 1;
+  uint8_t *loader = NULL;
+  *failed = 0;
+  for (uint32_t id = 0; id < count; id++) {
+    if (!ssa_is_data_loader_range(ssa_rank_str(r, id))) continue;
+    if (!loader && !(loader = calloc(count, 1))) {
+      *failed = 1;
+      return NULL;
+    }
+    loader[id] = 1;
+  }
+  return loader;
 }
 
 static int collect_data_loading(rank_ctx *c) {
   const ssa_rank *r = c->r;
-  size_t n = 0;
-  uint8_t *seen = calloc(r->strings.count ? r->strings.count : 1, 1);
-  if (!seen) return STEPSCOPE_E_NOMEM;
-  for (size_t i = 0; i < r->nranges; i++) n += data_loader_range(r, i, seen);
-  if (n == 0) {
-    free(seen);
-    return 0;
-  }
-  c->dl = malloc(n * sizeof *c->dl);
-  if (!c->dl) {
-    free(seen);
-    return STEPSCOPE_E_NOMEM;
-  }
+  int failed;
+  uint8_t *loader = data_loader_names(r, &failed);
+  if (failed) return STEPSCOPE_E_NOMEM;
+  if (!loader) return 0;
+  size_t cap = 0;
   for (size_t i = 0; i < r->nranges; i++) {
     const ssa_range *g = &r->ranges[i];
-    if (data_loader_range(r, i, seen)) {
-      c->dl[c->ndl][0] = g->start;
-      c->dl[c->ndl++][1] = g->end;
+    if (!data_loader_range(r, i, loader)) continue;
+    if (ssa_grow((void **)&c->dl, &cap, c->ndl + 1, sizeof *c->dl)) {
+      free(loader);
+      return STEPSCOPE_E_NOMEM;
     }
+    c->dl[c->ndl][0] = g->start;
+    c->dl[c->ndl++][1] = g->end;
   }
-  free(seen);
+  free(loader);
+  if (c->ndl == 0) return 0;
   qsort(c->dl, c->ndl, sizeof *c->dl, cmp_interval);
   size_t m = 0;
   for (size_t i = 0; i < c->ndl; i++) {
