@@ -64,7 +64,7 @@
 #include "kineto_split.h"
 
 #define KDEVICES 64
-#define NAME_CACHE 1024  /* slots of kimport.name_cache (a power of two) */
+#define NAME_CACHE 1024  /* sets of kimport.name_cache, two names each (a power of two) */
 
 /* A process group seen on this rank. */
 typedef struct kgroup {
@@ -118,7 +118,7 @@ typedef struct kimport {
   ssa_kineto_unimported unimported; /* categories of complete events not imported */
   char host_name[KSHORT];        /* top-level or distributedInfo host_name */
   uint32_t dom_user, dom_cpu, dom_gpu, id_none;
-  uint32_t name_cache[NAME_CACHE]; /* recent event names: string id by a cheap key */
+  uint32_t name_cache[NAME_CACHE][2]; /* recent event names: string id by a cheap key */
   /* one document on two threads (kineto_split.h) */
   struct ksplit_out *store;      /* the helper's import: events stored here, not converted */
   ssa_split *split;              /* the caller's import: the helper */
@@ -576,41 +576,57 @@ static int join_param_comms(kimport *k) {
 }
 
 /* The string id of an event name. A trace repeats a few thousand names
- * millions of times: a direct-mapped cache keyed by the length and a few
- * bytes, checked by comparing the text, saves hashing the whole name. */
-/* The cache slot of a name: its length and three of its 8-byte words
- * (start, middle, end), mixed by multiplies. Kernel names are long and
- * differ anywhere (template arguments): on HTA's df_index_resolver trace
- * (119 names, 123 thousand named events) 99.1 % of the lookups find their
- * name here, against 92.6 % with the 256 slots and four bytes of before. */
+ * millions of times: a cache keyed by the length and a few bytes, checked
+ * by comparing the text, saves hashing the whole name. */
+/* The cache set of a name: its length and five of its 8-byte words (start,
+ * quarters, middle, end), mixed by multiplies. Kernel names are long and
+ * differ anywhere (template arguments; CUTLASS kernels of one length differ
+ * only in a tile shape a quarter of the way in). Each set holds two names,
+ * the most recent first. Misses (names interned through the string
+ * table's hash) on HTA's df_index_resolver trace, 119 names in 123 thousand
+ * named events: 5394 with one name a set and three words, 243 now; on
+ * trace_diff control (407 names): 2066, now 805. */
 static inline unsigned name_slot(const char *s, size_t n) {
-  uint64_t a = 0, b = 0, c = 0;
+  uint64_t a = 0, b = 0, c = 0, d = 0, f = 0;
   if (n >= 8) {
     memcpy(&a, s, 8);
-    memcpy(&b, s + (n - 8) / 2, 8);
-    memcpy(&c, s + n - 8, 8);
+    memcpy(&b, s + (n - 8) / 4, 8);
+    memcpy(&c, s + (n - 8) / 2, 8);
+    memcpy(&d, s + (n - 8) / 4 * 3, 8);
+    memcpy(&f, s + n - 8, 8);
   } else {
     memcpy(&a, s, n & 7); /* n < 8 */
   }
-  uint64_t h = (a * 0x9E3779B97F4A7C15ull) ^ (b * 0xC2B2AE3D27D4EB4Full) ^ (c * 0x165667B19E3779F9ull);
+  uint64_t h = (a * 0x9E3779B97F4A7C15ull) ^ (b * 0xD6E8FEB86659FD93ull) ^ (c * 0xC2B2AE3D27D4EB4Full) ^
+               (d * 0xFF51AFD7ED558CCDull) ^ (f * 0x165667B19E3779F9ull);
   h = (h ^ n) * 0x9E3779B97F4A7C15ull;
   return (unsigned)(h >> 54) & (NAME_CACHE - 1);
 }
 
+/* Whether string `id` of t is the n bytes at s: its length from where the
+ * next string starts (strings lie back to back, each NUL-terminated), then
+ * one memcmp of n bytes, which costs less than strncmp through the PLT
+ * (measured: ~1 % of the import of tracelens xdit_sd_3.5). */
+static inline int same_name(const ssa_strtab *t, uint32_t id, const char *s, size_t n) {
+  size_t end = id + 1 < t->count ? t->offsets[id + 1] : t->bytes_len;
+  return end - t->offsets[id] - 1 == n && !memcmp(t->bytes + t->offsets[id], s, n);
+}
+
 static uint32_t intern_name(kimport *k, const char *s, size_t n) {
-  uint32_t *slot = &k->name_cache[name_slot(s, n)];
-  if (*slot) {
-    /* the known string's length from where the next one starts (strings
-     * lie back to back, each NUL-terminated): then one memcmp of n bytes,
-     * which costs less than strncmp through the PLT (measured: ~1 % of the
-     * import of tracelens xdit_sd_3.5) */
-    const ssa_strtab *t = &k->r->strings;
-    uint32_t id = *slot;
-    size_t end = id + 1 < t->count ? t->offsets[id + 1] : t->bytes_len;
-    if (end - t->offsets[id] - 1 == n && !memcmp(t->bytes + t->offsets[id], s, n)) return id;
+  uint32_t *set = k->name_cache[name_slot(s, n)];
+  const ssa_strtab *t = &k->r->strings;
+  if (set[0] && same_name(t, set[0], s, n)) return set[0];
+  if (set[1] && same_name(t, set[1], s, n)) { /* the most recent first */
+    uint32_t id = set[1];
+    set[1] = set[0];
+    set[0] = id;
+    return id;
   }
   uint32_t id = ssa_strtab_intern(&k->r->strings, s, n);
-  if (id) *slot = id;
+  if (id) {
+    set[1] = set[0];
+    set[0] = id;
+  }
   return id;
 }
 
