@@ -35,7 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm_families.h"
+#include "ssa_expert_tags.h"
 #include "ssa_lanes.h"
 #include "ssa_report.h"
 
@@ -81,17 +81,6 @@ static void x_head(exporter *x, int pid, long tid, int64_t ts, int64_t dur) {
   ssa_out_us(o, dur);
 }
 
-/* The second category of a host range that is a phase of expert parallelism's token
- * all-to-all (stepscope-train's `moe.dispatch`, `moe.combine` and the ranges nested in
- * them, docs/trace-format.md): ",moe_dispatch" or ",moe_combine", else "". */
-static const char *moe_phase_tag(const char *name) {
-  if (!strncmp(name, "moe.dispatch", 12) && (name[12] == 0 || name[12] == '.'))
-    return ",moe_dispatch";
-  if (!strncmp(name, "moe.combine", 11) && (name[11] == 0 || name[11] == '.'))
-    return ",moe_combine";
-  return "";
-}
-
 static const char *cls_name(uint8_t cls) {
   switch (cls) {
   case SSA_CLS_COMM: return "comm";
@@ -101,18 +90,11 @@ static const char *cls_name(uint8_t cls) {
   }
 }
 
-/* ",all_to_all" for an all-to-all (expert parallelism's token exchange), tagged in the
- * slice's cat so the viewer can colour it: an op executing an all-to-all collective record
- * (the trainer's, NCCL's), or a communication op without a record whose name says
- * all-to-all, dispatch or combine (DeepEP's kernels in a PyTorch trace:
- * comm_families.c's keywords); "" otherwise. */
-static const char *all_to_all_tag(const ssa_rank *r, const ssa_op *p) {
-  if (p->coll != SSA_NONE) return r->colls[p->coll].op == STEPSCOPE_COLL_ALLTOALL ? ",all_to_all" : "";
-  if (p->cls != SSA_CLS_COMM || !p->name) return "";
-  ssa_comm_kind k = ssa_comm_kind_of_name(ssa_rank_str(r, p->name));
-  return k == SSA_COMM_KIND_ALL_TO_ALL || k == SSA_COMM_KIND_DISPATCH || k == SSA_COMM_KIND_COMBINE
-             ? ",all_to_all"
-             : "";
+/* ",all_to_all"... for a second category (ssa_expert_tags.h), "" for none */
+static const char *second_cat(char *buf, size_t n, ssa_expert_tag t) {
+  if (t == SSA_EXPERT_NONE) return "";
+  snprintf(buf, n, ",%s", ssa_expert_tag_name(t));
+  return buf;
 }
 
 typedef struct derived_ctx {
@@ -272,8 +254,9 @@ static void export_rank(exporter *x, const ssa_rank_result *rr, long tid_base) {
       x_head(x, pid, tid, ssa_rel_time(run, r, g->start), g->end - g->start);
       ssa_out_str(o, ",\"name\":");
       ssa_out_json_string(o, ssa_rank_str(r, g->name));
+      char tag[32];
       ssa_out_printf(o, ",\"cat\":\"host%s\",\"args\":{\"category\":\"host\",\"domain\":",
-                     moe_phase_tag(ssa_rank_str(r, g->name)));
+                     second_cat(tag, sizeof tag, ssa_range_expert_tag(ssa_rank_str(r, g->name))));
       ssa_out_json_string(o, ssa_rank_str(r, g->domain));
       if (g->payload_kind) {
         ssa_out_str(o, ",\"payload\":");
@@ -306,9 +289,9 @@ static void export_rank(exporter *x, const ssa_rank_result *rr, long tid_base) {
     const char *name = ssa_rank_str(r, p->name);
     if (!name[0]) name = p->kind == SSA_OP_MEMCPY ? "memcpy" : p->kind == SSA_OP_MEMSET ? "memset" : "op";
     ssa_out_json_string(o, name);
-    const char *tag = all_to_all_tag(r, p);
-    ssa_out_printf(o, ",\"cat\":\"%s%s\",\"args\":{\"category\":\"%s\",\"correlation\":", cat, tag,
-                   cat);
+    char tag[32];
+    ssa_out_printf(o, ",\"cat\":\"%s%s\",\"args\":{\"category\":\"%s\",\"correlation\":", cat,
+                   second_cat(tag, sizeof tag, ssa_op_expert_tag(r, p)), cat);
     ssa_out_u64(o, p->corr);
     if (p->bytes) {
       ssa_out_str(o, ",\"bytes\":");

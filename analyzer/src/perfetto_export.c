@@ -56,6 +56,7 @@
 #include <string.h>
 
 #include "pb_encode.h"
+#include "ssa_expert_tags.h"
 #include "ssa_lanes.h"
 #include "ssa_report.h"
 
@@ -189,6 +190,9 @@ enum {
   K_PAYLOAD,
   K_INFO,
   K_STEP,
+  K_ALL_TO_ALL, /* second categories, in ssa_expert_tag's order */
+  K_MOE_DISPATCH,
+  K_MOE_COMBINE,
   K_IDLE_CAUSE0,                           /* + ssa idle cause */
   K_COLL_OP0 = K_IDLE_CAUSE0 + SSA_IDLE_N, /* + collective op */
   K_N = K_COLL_OP0 + 64
@@ -198,7 +202,8 @@ static const char *const_name(uint32_t k, char *buf, size_t n) {
   static const char *const names[K_IDLE_CAUSE0] = {
       "compute", "comm",         "memcpy", "memset", "host",    "derived",    "api",
       "op",      "exposed comm", "idle",   "bubble", "bytes",   "collective", "comm_id",
-      "seq",     "coll_bytes",   "group",  "domain", "payload", "info",       "step"};
+      "seq",     "coll_bytes",   "group",  "domain", "payload", "info",       "step",
+      "all_to_all", "moe_dispatch", "moe_combine"};
   if (k < K_IDLE_CAUSE0) return names[k];
   if (k < K_COLL_OP0) return ssa_idle_cause_names[k - K_IDLE_CAUSE0];
   snprintf(buf, n, "%s", stepscope_collective_op_name(k - K_COLL_OP0));
@@ -687,6 +692,13 @@ static int build_launch_lists(const ssa_rank *r, launch_lists *ll) {
   return 0;
 }
 
+/* The interned id of a second category (ssa_expert_tags.h: the JSON
+ * export's "comm,all_to_all", "host,moe_dispatch"...), 0 for none. */
+static uint64_t second_category(pf_writer *w, pf_seq *q, ssa_expert_tag t) {
+  if (t == SSA_EXPERT_NONE) return 0;
+  return intern(w, q, SP_CATEGORY, SRC_CONST, K_ALL_TO_ALL + (uint32_t)(t - SSA_EXPERT_ALL_TO_ALL), NULL);
+}
+
 static void write_slice(pf_writer *w, lane_out *lo, const ssa_slice *sl, const launch_lists *ll,
                         uint64_t flow_base) {
   const ssa_rank *r = lo->r;
@@ -699,6 +711,7 @@ static void write_slice(pf_writer *w, lane_out *lo, const ssa_slice *sl, const l
     const ssa_range *g = &r->ranges[sl->index];
     uint64_t nm = intern(w, q, SP_NAME, SRC_RANK, g->name, r);
     uint64_t cat = intern(w, q, SP_CATEGORY, SRC_CONST, K_HOST, NULL);
+    uint64_t cat2 = second_category(w, q, ssa_range_expert_tag(ssa_rank_str(r, g->name)));
     /* an empty domain (Kineto ranges have none) is left out */
     int has_domain = ssa_rank_str(r, g->domain)[0] != 0;
     uint64_t dn = has_domain ? intern(w, q, SP_DEBUG, SRC_CONST, K_DOMAIN, NULL) : 0;
@@ -710,6 +723,7 @@ static void write_slice(pf_writer *w, lane_out *lo, const ssa_slice *sl, const l
     if (sub) pb_uint(b, TE_TRACK_UUID, sub_track(lo, sub));
     pb_uint(b, TE_NAME_IID, nm);
     pb_uint(b, TE_CATEGORY_IIDS, cat);
+    if (cat2) pb_uint(b, TE_CATEGORY_IIDS, cat2);
     if (has_domain) debug_string(b, dn, dv);
     if (g->payload_kind) debug_uint(b, pn, g->payload);
     if (g->args) debug_string(b, in, iv);
@@ -743,6 +757,7 @@ static void write_slice(pf_writer *w, lane_out *lo, const ssa_slice *sl, const l
                                              : K_OP,
                   NULL);
     uint64_t cat = intern(w, q, SP_CATEGORY, SRC_CONST, cls, NULL);
+    uint64_t cat2 = second_category(w, q, ssa_op_expert_tag(r, p));
     uint64_t bn = p->bytes ? intern(w, q, SP_DEBUG, SRC_CONST, K_BYTES, NULL) : 0;
     const ssa_coll *c = p->coll != SSA_NONE && p->coll < r->ncolls ? &r->colls[p->coll] : NULL;
     uint64_t cn = 0, cv = 0, in = 0, iv = 0, sn = 0, bn2 = 0, gn = 0, gv = 0;
@@ -762,6 +777,7 @@ static void write_slice(pf_writer *w, lane_out *lo, const ssa_slice *sl, const l
     if (sub) pb_uint(b, TE_TRACK_UUID, sub_track(lo, sub));
     pb_uint(b, TE_NAME_IID, nm);
     pb_uint(b, TE_CATEGORY_IIDS, cat);
+    if (cat2) pb_uint(b, TE_CATEGORY_IIDS, cat2);
     if (p->corr) pb_uint(b, TE_CORRELATION, p->corr);
     if (p->bytes) debug_uint(b, bn, p->bytes);
     if (c) {

@@ -27,7 +27,9 @@ Checks:
   op, in flow_ids or its varint twin flow_ids_old); each collective flow
   links at least two ops;
 - the host and device slices are exactly those of the JSON export (same
-  category, name, start and duration in ns, as a multiset), the exposed
+  category, name, start and duration in ns, as a multiset; and the same
+  list of categories as the JSON's `cat`: "comm,all_to_all",
+  "host,moe_dispatch"... for expert parallelism's phases), the exposed
   comm, bubble and step slices too, there are as many launch flows as JSON
   flow pairs, and the idle slices of each rank add up, cause by cause, to
   the report's totals idle breakdown; each rank has as many device slices
@@ -119,6 +121,7 @@ def main():
     last_ts = {}
     stacks = defaultdict(list)
     slices = Counter()           # (cat, name, ts, dur) of host/device slices
+    cat_lists = Counter()        # (categories joined by ',', name, ts, dur) of the same
     derived = Counter()          # (track name, name, ts, dur) of exposed/bubble/steps
     idle = defaultdict(Counter)  # pid -> cause -> ns
     flow_any, flow_in = Counter(), Counter()
@@ -214,11 +217,11 @@ def main():
                 flow_any[f] += 1
             for f in list(te.terminating_flow_ids) + list(te.terminating_flow_ids_old):
                 flow_in[f] += 1
-            stacks[track].append((ts, name, cats[0] if cats else ""))
+            stacks[track].append((ts, name, cats[0] if cats else "", ",".join(cats)))
         elif te.type == END:
             if not stacks[track]:
                 fail(f"packet {n}: slice end without a begin on track {track_name[track]!r}")
-            t0, name, cat = stacks[track].pop()
+            t0, name, cat, all_cats = stacks[track].pop()
             tn = track_name[track]
             if cat == "derived":
                 if tn == "idle":
@@ -227,6 +230,7 @@ def main():
                     derived[(tn, name, t0, ts - t0)] += 1
             else:
                 slices[(cat, name, t0, ts - t0)] += 1
+                cat_lists[(all_cats, name, t0, ts - t0)] += 1
                 if cat != "host":
                     device_ops[process_of[track]] += 1
         elif te.type == COUNTER:
@@ -253,7 +257,7 @@ def main():
     rawj = gzip.open(json_path, "rb").read() if json_path.endswith(".gz") else open(json_path, "rb").read()
     ev = json.loads(rawj, parse_float=Decimal)["traceEvents"]  # exact: times near 2^62 ns
     tname = {(e["pid"], e["tid"]): e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
-    jslices, jderived = Counter(), Counter()
+    jslices, jderived, jcat_lists = Counter(), Counter(), Counter()
     jflows = 0
     for e in ev:
         if e["ph"] == "X":
@@ -265,12 +269,16 @@ def main():
                     jderived[(tn, e["name"], t, d)] += 1
             else:
                 jslices[(cat, e["name"], t, d)] += 1
+                jcat_lists[(e["cat"], e["name"], t, d)] += 1
         elif e["ph"] == "s":
             jflows += 1
     if slices != jslices:
         diff = list((slices - jslices).items())[:3] + list((jslices - slices).items())[:3]
         fail(f"host/device slices differ from the JSON export ({sum(slices.values())} vs "
              f"{sum(jslices.values())}), e.g. {diff}")
+    if cat_lists != jcat_lists:  # second categories: expert parallelism's phases
+        diff = list((cat_lists - jcat_lists).items())[:3] + list((jcat_lists - cat_lists).items())[:3]
+        fail(f"host/device slices' categories differ from the JSON export's cat, e.g. {diff}")
     if derived != jderived:
         diff = list((derived - jderived).items())[:3] + list((jderived - derived).items())[:3]
         fail(f"exposed comm/bubble/step slices differ from the JSON export, e.g. {diff}")

@@ -62,6 +62,14 @@ done
 # a launch call and kernels that overlap without nesting: extra lanes, and
 # the call's flow starts on its lane
 check "$src/tests/export/traces/overlapping_calls" overlapping_calls 2
+# communication families (DeepEP kernels: "comm,all_to_all"; symmetric
+# memory, gloo on the host, user rules' trace) and the trainer's MoE phases
+# (host ranges moe.dispatch*, moe.combine*: "host,moe_dispatch"...): the
+# same second categories in both formats
+for f in "$src"/tests/kineto/traces/comm/*.json; do
+  check "$f" "kineto_comm_$(basename "$f" .json)"
+done
+check "$src/tests/export/traces/moe_phases" moe_phases
 # generated runs
 "$gen" "$d/g1" --ranks 3 --lanes 3 --pipeline --copies --syncs >/dev/null
 check "$d/g1" gen_pipeline
