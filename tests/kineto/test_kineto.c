@@ -511,8 +511,9 @@ static void test_skipped_parts(void) {
 }
 
 /* ---- the host timeline of a CPU-only trace: its CPU ops sorted by thread
- * and time whatever their order in the file (kineto_host.c merges the
- * sorted runs Kineto writes, or falls back to qsort past 64 runs) ---- */
+ * and time whatever their order in the file (kineto_host.c keys them by the
+ * thread's rank and the start, and sort.c merges the sorted runs Kineto
+ * writes or radix-sorts) ---- */
 static void test_host_order(void) {
   /* children before parents, threads interleaved: only the top-level ops
    * of each thread become host ops, in (thread, start) order: A, B, C */
@@ -533,6 +534,22 @@ static void test_host_order(void) {
     CHECK(!strcmp(ssa_rank_str(&r, r.ops[0].name), "A"));
     CHECK(!strcmp(ssa_rank_str(&r, r.ops[1].name), "B"));
     CHECK(!strcmp(ssa_rank_str(&r, r.ops[2].name), "C"));
+  }
+  ssa_rank_free(&r);
+  /* thread ids far apart (a 64-bit OS thread id beside small ones): ordered
+   * by id, whatever the file's order */
+  static const char ids[] =
+      "{\"traceEvents\":["
+      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"T3\",\"pid\":1,\"tid\":18446744073709551000,\"ts\":5,\"dur\":10},"
+      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"T1\",\"pid\":1,\"tid\":5,\"ts\":50,\"dur\":10},"
+      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"T2\",\"pid\":1,\"tid\":4000000000000,\"ts\":0,\"dur\":10},"
+      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"T1b\",\"pid\":1,\"tid\":5,\"ts\":70,\"dur\":10}"
+      "]}";
+  CHECK_EQ(load(ids, "host.json", &r, &err), 0);
+  CHECK_EQ(r.nops, 4);
+  if (r.nops == 4) {
+    const char *want[] = {"T1", "T1b", "T2", "T3"};
+    for (size_t i = 0; i < 4; i++) CHECK(!strcmp(ssa_rank_str(&r, r.ops[i].name), want[i]));
   }
   ssa_rank_free(&r);
   /* 300 disjoint ops on 3 threads, written as `runs` sorted runs (the
