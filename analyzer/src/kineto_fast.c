@@ -306,8 +306,19 @@ static inline int known_key(cp p, cp e) {
 }
 #undef IS
 
+/* The rest of an event that is skipped (p just past one of its values):
+ * matched against the template of its kind when there is one, else
+ * checked member by member and learned (skip_template.c). */
+static cp skip_rest(ssa_skip_templates *t, unsigned key, cp p, cp e) {
+  cp q;
+  if (t && (q = ssa_skip_template_match(t, key, p, e))) return q;
+  q = skip_members(p, e, 1, 1);
+  if (t && q) ssa_skip_template_learn(t, key, p, q);
+  return q;
+}
+
 const unsigned char *ssa_kineto_fast_event(kevent *ev, const unsigned char *p, const unsigned char *e,
-                                           uint64_t *truncated_names) {
+                                           uint64_t *truncated_names, ssa_skip_templates *templates) {
   if (p >= e || *p != '{') return NULL;
   kevent_clear(ev);
   uint64_t truncated = 0;
@@ -386,7 +397,9 @@ const unsigned char *ssa_kineto_fast_event(kevent *ev, const unsigned char *p, c
     }
     if (!p) return NULL;
     if ((key == E_CAT && skip_unimported(ev)) || (key == E_PH && skip_not_complete(ev))) {
-      p = skip_members(p, e, 1, 1); /* the rest, checked, not read */
+      /* the rest, checked, not read; keyed by ph (and whether the
+       * category decided it), so flows "s" and "f" each have their own */
+      p = skip_rest(templates, (unsigned char)ev->ph[0] | (key == E_CAT ? 0x100u : 0u), p, e);
       break;
     }
   }

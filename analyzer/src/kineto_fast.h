@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "kineto_event.h"
+#include "skip_template.h"
 
 /* Reads the event object that starts at p (its '{') and lies wholly before
  * e into *ev, exactly as kineto_source.c's read_event would (the same
@@ -17,8 +18,10 @@
  * anything it does not take: an escape or a non-ASCII byte in a string, a
  * number or value of an unusual form, deep nesting, an event that reaches
  * e, any JSON error. The caller then reads the same event token by token,
- * which has every case and every message; *ev may have been written. */
+ * which has every case and every message; *ev may have been written.
+ * `templates` (may be NULL): the reader's own skip templates
+ * (skip_template.h), tried for the rest of an event that is skipped. */
 const unsigned char *ssa_kineto_fast_event(kevent *ev, const unsigned char *p, const unsigned char *e,
-                                           uint64_t *truncated_names);
+                                           uint64_t *truncated_names, ssa_skip_templates *templates);
 
 #endif

@@ -124,6 +124,7 @@ typedef struct kimport {
   ssa_split *split;              /* the caller's import: the helper */
   int fast;                      /* events read whole when they can be (kineto_fast.c) */
   const unsigned char *fast_next; /* the end of the event just read whole, or NULL */
+  ssa_skip_templates templates;  /* the fast path's: the rests of skipped events (skip_template.h) */
   struct ksplit_out *split_res;  /* the caller's import: what the helper stored */
 } kimport;
 
@@ -857,7 +858,7 @@ static int next_element(kimport *k, js_kind *t) {
     k->fast_next = NULL;
   }
   if (k->fast && (have || js_array_peek(&k->js, &p, &e)) && *p == '{' &&
-      (end = ssa_kineto_fast_event(&k->ev, p, e, &k->truncated_names))) {
+      (end = ssa_kineto_fast_event(&k->ev, p, e, &k->truncated_names, &k->templates))) {
     js_array_took(&k->js, end);
     k->fast_next = end;
     k->events_whole++;

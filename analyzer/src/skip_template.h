@@ -1,0 +1,50 @@
+/*
+ * skip_template.h — the learned shape of the part of an event object that
+ * the Kineto reader skips, so that the next event of that shape is checked
+ * by comparing bytes instead of being tokenized. See skip_template.c.
+ */
+#ifndef SKIP_TEMPLATE_H
+#define SKIP_TEMPLATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SSA_SKIP_TEMPLATE_TEXT 512 /* longer rests are not learned */
+#define SSA_SKIP_TEMPLATE_SEGS 48  /* nor rests with more numbers than this */
+#define SSA_SKIP_TEMPLATES 8       /* one per kind of event (slot by key & 7) */
+
+/* One literal run of the text, then what must follow it: a number's
+ * integer part, a run of digits (a fraction or an exponent), or nothing
+ * (the end: the literal ends with the object's '}'). */
+typedef struct {
+  uint16_t off, len;
+  uint8_t then;
+} ssa_skip_seg;
+
+typedef struct {
+  unsigned key;                 /* what it was learned for (0: empty) */
+  uint32_t hits, misses;
+  uint16_t nsegs;
+  ssa_skip_seg seg[SSA_SKIP_TEMPLATE_SEGS];
+  unsigned char text[SSA_SKIP_TEMPLATE_TEXT];
+} ssa_skip_template;
+
+typedef struct {
+  ssa_skip_template slot[SSA_SKIP_TEMPLATES];
+} ssa_skip_templates;
+
+/* All empty. */
+void ssa_skip_templates_init(ssa_skip_templates *t);
+
+/* When the bytes at p (before e) are the template learned for `key` with
+ * other numbers in it: the byte after the template's end, else NULL. Only
+ * valid JSON with the same structure matches (see skip_template.c). */
+const unsigned char *ssa_skip_template_match(ssa_skip_templates *t, unsigned key, const unsigned char *p,
+                                             const unsigned char *e);
+
+/* Learns [p, end) for `key`: text the caller has checked to be the valid
+ * rest of an object (members, then its '}'), strings without escapes. */
+void ssa_skip_template_learn(ssa_skip_templates *t, unsigned key, const unsigned char *p,
+                             const unsigned char *end);
+
+#endif
