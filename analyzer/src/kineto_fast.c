@@ -307,14 +307,27 @@ static inline int known_key(cp p, cp e) {
 #undef IS
 
 /* The rest of an event that is skipped (p just past one of its values):
- * matched against the template of its kind when there is one, else
+ * matched against the template learned for `key` when there is one, else
  * checked member by member and learned (skip_template.c). */
-static cp skip_rest(ssa_skip_templates *t, unsigned key, cp p, cp e) {
+static cp skip_known(ssa_skip_templates *t, unsigned key, cp p, cp e) {
   cp q;
   if (t && (q = ssa_skip_template_match(t, key, p, e))) return q;
   q = skip_members(p, e, 1, 1);
   if (t && q) ssa_skip_template_learn(t, key, p, q);
   return q;
+}
+
+/* A template key for events named name[0..n) (the name came before the
+ * part skipped: metadata events, whose rests differ by name): the length
+ * and the first and last 8 bytes mixed (names that share them share a
+ * template, which costs only misses); never a key of an event without a
+ * name (< 0x200). */
+static unsigned name_key_of(const char *name, size_t n) {
+  uint64_t a = 0, b = 0;
+  memcpy(&a, name, n < 8 ? n : 8);
+  if (n > 8) memcpy(&b, name + n - 8, 8);
+  uint64_t h = (a ^ (b * 0x9e3779b97f4a7c15ull) ^ n) * 0xff51afd7ed558ccdull;
+  return (unsigned)(h >> 40) | 0x1000000u;
 }
 
 const unsigned char *ssa_kineto_fast_event(kevent *ev, const unsigned char *p, const unsigned char *e,
@@ -399,7 +412,8 @@ const unsigned char *ssa_kineto_fast_event(kevent *ev, const unsigned char *p, c
     if ((key == E_CAT && skip_unimported(ev)) || (key == E_PH && skip_not_complete(ev))) {
       /* the rest, checked, not read; keyed by ph (and whether the
        * category decided it), so flows "s" and "f" each have their own */
-      p = skip_rest(templates, (unsigned char)ev->ph[0] | (key == E_CAT ? 0x100u : 0u), p, e);
+      unsigned kind = (unsigned char)ev->ph[0] | (key == E_CAT ? 0x100u : 0u);
+      p = skip_known(templates, name ? name_key_of(name, name_n) ^ kind : kind, p, e);
       break;
     }
   }

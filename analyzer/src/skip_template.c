@@ -28,6 +28,10 @@
  * new rest. A template that keeps missing (events of one kind whose strings
  * vary) stops being relearned, so it costs one failed comparison.
  *
+ * The same serves the `args` of CPU ops, skipped whole (nothing in them is
+ * used) and keyed by the op's name: ops of one name mostly have args of one
+ * shape ("Input Dims", "Input type", ...) with other numbers.
+ *
  * Correctness does not depend on which template is tried: the key only
  * picks a likely one.
  */
@@ -101,6 +105,10 @@ void ssa_skip_template_learn(ssa_skip_templates *ts, unsigned key, const unsigne
                              const unsigned char *end) {
   ssa_skip_template *t = &ts->slot[key & (SSA_SKIP_TEMPLATES - 1)];
   if (t->key != key) {
+    if (t->nsegs && t->hits > t->misses) {
+      t->misses++; /* another kind's, and useful: kept until it is not */
+      return;
+    }
     t->key = key;
     t->hits = t->misses = 0;
   } else if (t->misses > 8 && t->misses > t->hits) {

@@ -9,9 +9,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SSA_SKIP_TEMPLATE_TEXT 512 /* longer rests are not learned */
-#define SSA_SKIP_TEMPLATE_SEGS 48  /* nor rests with more numbers than this */
-#define SSA_SKIP_TEMPLATES 8       /* one per kind of event (slot by key & 7) */
+#define SSA_SKIP_TEMPLATE_TEXT 768 /* longer texts are not learned */
+#define SSA_SKIP_TEMPLATE_SEGS 64  /* nor texts with more numbers than this */
+#define SSA_SKIP_TEMPLATES 64      /* slots, by key & 63 */
 
 /* One literal run of the text, then what must follow it: a number's
  * integer part, a run of digits (a fraction or an exponent), or nothing
@@ -42,8 +42,11 @@ void ssa_skip_templates_init(ssa_skip_templates *t);
 const unsigned char *ssa_skip_template_match(ssa_skip_templates *t, unsigned key, const unsigned char *p,
                                              const unsigned char *e);
 
-/* Learns [p, end) for `key`: text the caller has checked to be the valid
- * rest of an object (members, then its '}'), strings without escapes. */
+/* Learns [p, end) for `key`: text the caller has checked to be valid JSON
+ * that ends with a '}' — the rest of an object (its members, then its '}')
+ * or a whole object — with no escape in its strings. A slot whose template
+ * of another key hits more than it misses is kept (this try counts as one
+ * of its misses). */
 void ssa_skip_template_learn(ssa_skip_templates *t, unsigned key, const unsigned char *p,
                              const unsigned char *end);
 
