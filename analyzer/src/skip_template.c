@@ -104,20 +104,24 @@ miss:
 void ssa_skip_template_learn(ssa_skip_templates *ts, unsigned key, const unsigned char *p,
                              const unsigned char *end) {
   ssa_skip_template *t = &ts->slot[key & (SSA_SKIP_TEMPLATES - 1)];
+  size_t n = (size_t)(end - p);
+  int fits = n > 0 && n <= SSA_SKIP_TEMPLATE_TEXT && end[-1] == '}';
   if (t->key != key) {
     if (t->nsegs && t->hits > t->misses) {
       t->misses++; /* another kind's, and useful: kept until it is not */
       return;
     }
+    if (!fits) return;
     t->key = key;
     t->hits = t->misses = 0;
   } else if (t->misses > 8 && t->misses > t->hits) {
     return; /* it keeps missing: the rests of this kind differ in more than numbers */
+  } else if (!fits) {
+    t->misses++; /* too long to learn: the template there is kept, the miss counted */
+    return;
   }
   t->nsegs = 0;
-  t->misses++; /* until it is learned: a rest that cannot be (too long) counts as a miss */
-  size_t n = (size_t)(end - p);
-  if (n == 0 || n > SSA_SKIP_TEMPLATE_TEXT || end[-1] != '}') return;
+  t->misses++; /* undone once learned: a text with too many numbers counts as a miss */
   memcpy(t->text, p, n);
   const unsigned char *x = t->text;
   unsigned nsegs = 0;
