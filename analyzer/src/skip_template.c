@@ -39,7 +39,9 @@
 
 #include <string.h>
 
-enum { THEN_END = 0, THEN_INT, THEN_DIGITS };
+#include "json_scan.h"
+
+enum { THEN_END = 0, THEN_INT, THEN_DIGITS, THEN_STRING };
 
 void ssa_skip_templates_init(ssa_skip_templates *t) {
   for (int i = 0; i < SSA_SKIP_TEMPLATES; i++) {
@@ -88,6 +90,18 @@ const unsigned char *ssa_skip_template_match(ssa_skip_templates *ts, unsigned ke
       t->hits++;
       return p;
     }
+    if (s->then == THEN_STRING) { /* the string learned, quotes and all, or any plain string */
+      size_t quoted = (size_t)s->slen + 2;
+      if ((size_t)(e - p) >= quoted && same_bytes(p, t->text + s->off + s->len, quoted)) {
+        p += quoted;
+        continue;
+      }
+      const unsigned char *q;
+      if (p >= e || *p != '"' || (q = scan_special((unsigned char *)p + 1, (unsigned char *)e)) >= e || *q != '"')
+        goto miss;
+      p = q + 1;
+      continue;
+    }
     if (s->then == THEN_INT && p < e && *p == '-') p++;
     if (p >= e || !is_digit(*p)) goto miss;
     if (s->then == THEN_INT && *p == '0') {
@@ -126,14 +140,23 @@ void ssa_skip_template_learn(ssa_skip_templates *ts, unsigned key, const unsigne
   const unsigned char *x = t->text;
   unsigned nsegs = 0;
   size_t lit = 0; /* where the current literal began */
-  int in_string = 0;
   for (size_t i = 0; i < n; i++) {
     unsigned c = x[i];
-    if (c == '"') {
-      in_string = !in_string;
+    if (c == '"') { /* a string (no escapes in a checked text): a key stays literal, a value is any */
+      size_t close = i + 1;
+      while (close < n && x[close] != '"') close++;
+      if (close >= n) return;
+      size_t after = close + 1;
+      while (after < n && (x[after] == ' ' || x[after] == '\n' || x[after] == '\r' || x[after] == '\t')) after++;
+      if (after >= n || x[after] != ':') {
+        if (nsegs + 1 >= SSA_SKIP_TEMPLATE_SEGS) return;
+        t->seg[nsegs++] = (ssa_skip_seg){(uint16_t)lit, (uint16_t)(i - lit), (uint16_t)(close - i - 1), THEN_STRING};
+        lit = close + 1;
+      }
+      i = close;
       continue;
     }
-    if (in_string || !is_digit(c)) continue;
+    if (!is_digit(c)) continue;
     if (i == 0) return; /* a rest starts with ',', '}' or a blank */
     size_t run = i;
     while (i < n && is_digit(x[i])) i++;
@@ -142,12 +165,11 @@ void ssa_skip_template_learn(ssa_skip_templates *ts, unsigned key, const unsigne
     uint8_t then = prev == '.' || prev == 'e' || prev == 'E' || exponent_sign ? THEN_DIGITS : THEN_INT;
     size_t lit_end = then == THEN_INT && prev == '-' ? run - 1 : run; /* the sign is the match's to take */
     if (nsegs + 1 >= SSA_SKIP_TEMPLATE_SEGS) return;
-    t->seg[nsegs++] = (ssa_skip_seg){(uint16_t)lit, (uint16_t)(lit_end - lit), then};
+    t->seg[nsegs++] = (ssa_skip_seg){(uint16_t)lit, (uint16_t)(lit_end - lit), 0, then};
     lit = i;
     i--; /* x[i] is the byte after the run: the loop looks at it next */
   }
-  if (in_string) return;
-  t->seg[nsegs++] = (ssa_skip_seg){(uint16_t)lit, (uint16_t)(n - lit), THEN_END};
+  t->seg[nsegs++] = (ssa_skip_seg){(uint16_t)lit, (uint16_t)(n - lit), 0, THEN_END};
   t->misses--;
   t->nsegs = (uint16_t)nsegs;
 }

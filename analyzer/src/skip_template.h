@@ -14,10 +14,12 @@
 #define SSA_SKIP_TEMPLATES 64      /* slots, by key & 63 */
 
 /* One literal run of the text, then what must follow it: a number's
- * integer part, a run of digits (a fraction or an exponent), or nothing
- * (the end: the literal ends with the object's '}'). */
+ * integer part, a run of digits (a fraction or an exponent), a value
+ * string (the one learned, slen bytes between its quotes, right after the
+ * literal in the text), or nothing (the end: the literal ends with the
+ * object's '}'). */
 typedef struct {
-  uint16_t off, len;
+  uint16_t off, len, slen;
   uint8_t then;
 } ssa_skip_seg;
 

@@ -5,10 +5,11 @@
  * object ends; rests that differ only in their numbers do match.
  *
  * Hand-written cases (the numbers' forms: "0", leading zeros, signs,
- * fractions, exponents; digits inside strings; the end of the buffer; the
- * learning rules), then random rests learned and matched against random
- * edits of themselves, every answer checked with the general tokenizer
- * (json_stream.c) on the whole object.
+ * fractions, exponents; value strings of any plain text, keys as they are,
+ * strings with an escape, a control or a non-ASCII byte; the end of the
+ * buffer; the learning rules), then random rests learned and matched
+ * against random edits of themselves, every answer checked with the
+ * general tokenizer (json_stream.c) on the whole object.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -77,6 +78,8 @@ static void hand_cases(void) {
       ", \"id\": 0, \"pid\": 1, \"tid\": 99999999999, \"ts\": 5.000,\n    \"cat\": \"ac2g\", \"name\": \"ac2g\"\n  }",
       ", \"id\": -5, \"pid\": -0, \"tid\": 7, \"ts\": -12.0,\n    \"cat\": \"ac2g\", \"name\": \"ac2g\"\n  }",
       ", \"id\": 10, \"pid\": 20, \"tid\": 30, \"ts\": 0.0001,\n    \"cat\": \"ac2g\", \"name\": \"ac2g\"\n  }",
+      /* value strings: any plain text */
+      ", \"id\": 1, \"pid\": 1, \"tid\": 1, \"ts\": 5.1,\n    \"cat\": \"\", \"name\": \"a longer name: 12, {}[]\"\n  }",
   };
   for (size_t i = 0; i < sizeof same / sizeof *same; i++) {
     CHECK_FULL(&t, same[i]);
@@ -92,7 +95,12 @@ static void hand_cases(void) {
       ", \"id\": 1, \"pid\": 1, \"tid\": 1, \"ts\": 5,\n    \"cat\": \"ac2g\", \"name\": \"ac2g\"\n  }",
       ", \"id\": 1, \"pid\": 1, \"tid\": 1, \"ts\": 5.1e3,\n    \"cat\": \"ac2g\", \"name\": \"ac2g\"\n  }",
       ", \"id\": 1, \"pid\": 1, \"tid\": 1, \"ts\": 5.-1,\n    \"cat\": \"ac2g\", \"name\": \"ac2g\"\n  }",
-      ", \"id\": 1, \"pid\": 1, \"tid\": 1, \"ts\": 5.1,\n    \"cat\": \"ac2g\", \"name\": \"ac2h\"\n  }",
+      ", \"id\": 1, \"pid\": 1, \"tid\": 1, \"ts\": 5.1,\n    \"cat\": \"ac2g\", \"nome\": \"ac2g\"\n  }",
+      ", \"id\": 1, \"pid\": 1, \"tid\": 1, \"ts\": 5.1,\n    \"cat\": \"ac\\\"g\", \"name\": \"ac2g\"\n  }",
+      ", \"id\": 1, \"pid\": 1, \"tid\": 1, \"ts\": 5.1,\n    \"cat\": \"ac\tg\", \"name\": \"ac2g\"\n  }",
+      ", \"id\": 1, \"pid\": 1, \"tid\": 1, \"ts\": 5.1,\n    \"cat\": \"ac\xc3\xa9g\", \"name\": \"ac2g\"\n  }",
+      ", \"id\": 1, \"pid\": 1, \"tid\": 1, \"ts\": 5.1,\n    \"cat\": 7, \"name\": \"ac2g\"\n  }",
+      ", \"id\": \"1\", \"pid\": 1, \"tid\": 1, \"ts\": 5.1,\n    \"cat\": \"ac2g\", \"name\": \"ac2g\"\n  }",
       ", \"id\": 1, \"pid\": 1, \"tid\": 1, \"ts\": 5.1,\n    \"cat\": \"ac2g\", \"name\": \"ac2g\"\n  ]",
       ", \"id\": 1, \"pid\": 1, \"tid\": 1, \"ts\": 5.1,\n    \"cat\": \"ac2g\", \"name\": \"ac2g\" \n  }",
   };
@@ -118,7 +126,9 @@ static void hand_cases(void) {
   ssa_skip_templates_init(&n);
   learn(&n, 's', ", \"args\": {\"a\": [1, -2, 3.5, [0]], \"b\": \"x1\", \"c\": true, \"d\": null}}");
   CHECK_FULL(&n, ", \"args\": {\"a\": [7, 8, -3.25, [90]], \"b\": \"x1\", \"c\": true, \"d\": null}}");
-  CHECK_EQ(try_match(&n, ", \"args\": {\"a\": [7, 8, -3.25, [90]], \"b\": \"x2\", \"c\": true, \"d\": null}}", 0), -1);
+  CHECK_FULL(&n, ", \"args\": {\"a\": [7, 8, -3.25, [90]], \"b\": \"x2\", \"c\": true, \"d\": null}}");
+  CHECK_EQ(try_match(&n, ", \"args\": {\"a\": [7, 8, -3.25, [90]], \"b2\": \"x1\", \"c\": true, \"d\": null}}", 0), -1);
+  CHECK_EQ(try_match(&n, ", \"args\": {\"a\": [7, 8, -3.25, [\"90\"]], \"b\": \"x1\", \"c\": true, \"d\": null}}", 0), -1);
   CHECK_EQ(try_match(&n, ", \"args\": {\"a\": [7, 8, -3.25, [90]], \"b\": \"x1\", \"c\": true, \"d\": nul}}", 0), -1);
 
   /* another key has no template; a template that keeps missing is not
@@ -126,15 +136,15 @@ static void hand_cases(void) {
   CHECK_EQ(try_key(&t, 'f', FLOW), -1);
   ssa_skip_templates m;
   ssa_skip_templates_init(&m);
-  learn(&m, 's', ", \"name\": \"a\"}");
-  for (int i = 0; i < 12; i++) {
+  learn(&m, 's', ", \"a\": 1}");
+  for (int i = 0; i < 12; i++) { /* other keys each time */
     char text[64];
-    snprintf(text, sizeof text, ", \"name\": \"b%c\"}", 'a' + i);
+    snprintf(text, sizeof text, ", \"b%c\": 1}", 'a' + i);
     CHECK_EQ(try_match(&m, text, 0), -1);
     learn(&m, 's', text);
   }
-  CHECK_EQ(try_match(&m, ", \"name\": \"bl\"}", 0), -1); /* the last text learned, had it still been */
-  CHECK_FULL(&m, ", \"name\": \"bh\"}"); /* the last one learned before it stopped */
+  CHECK_EQ(try_match(&m, ", \"bl\": 1}", 0), -1); /* the last text learned, had it still been */
+  CHECK_FULL(&m, ", \"bh\": 1}"); /* the last one learned before it stopped */
   /* a slot's template that matches more than it misses is kept against
    * another key's text; one that does not is replaced */
   ssa_skip_templates k;
@@ -255,11 +265,11 @@ static void rest(buf *b) {
 }
 
 /* A random edit of b: a digit run outside strings rewritten (to a valid or
- * invalid form), or a byte changed, inserted or removed; 1 when the edit
- * keeps it valid by construction (a digit run that remains a valid piece
- * of its number). */
+ * invalid form), a value string's text rewritten, or a byte changed or
+ * removed; 1 when the edit keeps it valid by construction (a digit run
+ * that remains a valid piece of its number, a value string of plain text). */
 static int edit(buf *b) {
-  unsigned what = rnd(4);
+  unsigned what = rnd(5);
   if (what == 0 && b->n > 0) { /* a byte changed */
     static const char bytes[] = "0123456789-+.eE \",:{}[]\nxtn";
     b->s[rnd((unsigned)b->n)] = bytes[rnd(sizeof bytes - 1)];
@@ -270,6 +280,33 @@ static int edit(buf *b) {
     memmove(b->s + at, b->s + at + 1, b->n - at);
     b->n--;
     return 0;
+  }
+  if (what == 2) { /* a value string's text rewritten: plain text, so still valid */
+    size_t starts[64], ends[64], nstr = 0;
+    for (size_t i = 0; i < b->n && nstr < 64; i++) {
+      if (b->s[i] != '"') continue;
+      size_t close = i + 1;
+      while (close < b->n && b->s[close] != '"') close++;
+      size_t after = close + 1;
+      while (after < b->n && (b->s[after] == ' ' || b->s[after] == '\n' || b->s[after] == '\r' || b->s[after] == '\t'))
+        after++;
+      if (after < b->n && b->s[after] != ':') {
+        starts[nstr] = i + 1;
+        ends[nstr++] = close;
+      }
+      i = close;
+    }
+    if (nstr > 0) {
+      unsigned k = rnd((unsigned)nstr), len = rnd(12);
+      char text[16];
+      for (unsigned i = 0; i < len; i++) text[i] = "ab 1,:{}[]xyz"[rnd(13)];
+      size_t at = starts[k], end = ends[k];
+      if (b->n - (end - at) + len >= sizeof b->s) return 0;
+      memmove(b->s + at + len, b->s + end, b->n - end + 1);
+      memcpy(b->s + at, text, len);
+      b->n = b->n - (end - at) + len;
+      return 1;
+    }
   }
   /* a digit run outside strings rewritten */
   size_t runs[64], nruns = 0;
