@@ -39,16 +39,18 @@ typedef struct {
 void ssa_skip_templates_init(ssa_skip_templates *t);
 
 /* When the bytes at p (before e) are the template learned for `key` with
- * other numbers in it: the byte after the template's end, else NULL. Only
- * valid JSON with the same structure matches (see skip_template.c). */
+ * other numbers or value strings in it: the byte after the template's end,
+ * else NULL. Only valid JSON with the same structure matches (see
+ * skip_template.c). */
 const unsigned char *ssa_skip_template_match(ssa_skip_templates *t, unsigned key, const unsigned char *p,
                                              const unsigned char *e);
 
 /* Learns [p, end) for `key`: text the caller has checked to be valid JSON
  * that ends with a '}' — the rest of an object (its members, then its '}')
- * or a whole object — with no escape in its strings. A slot whose template
- * of another key hits more than it misses is kept (this try counts as one
- * of its misses). */
+ * or a whole object — with no escape, control or non-ASCII byte in its
+ * strings. A slot whose template of another key hits more than it misses
+ * is kept (this try counts as one of its misses); a text too long to learn
+ * leaves the slot as it is. */
 void ssa_skip_template_learn(ssa_skip_templates *t, unsigned key, const unsigned char *p,
                              const unsigned char *end);
 
