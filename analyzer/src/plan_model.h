@@ -4,7 +4,7 @@
  *
  * What it answers: for a model on N devices, every layout (dp x tp x pp x cp, ZeRO 0-3,
  * recomputation, micro-batches, schedule, sequence parallelism) with its per-device memory
- * by component (trainer/memory_model.c: the formulas the trainer's own metadata uses and
+ * by component (model/memory_model.c: the formulas the trainer's own metadata uses and
  * that equal what it allocates), whether it fits, and its predicted step time, tokens/s
  * and MFU, broken down into compute, pipeline bubble, exposed communication (TP, CP, PP,
  * gradient synchronization) and host overhead, with the constraint that binds.

@@ -1,6 +1,6 @@
 /*
  * test_model_math.c — the model arithmetic the trainer and the planner share
- * (trainer/model_presets.c, model_flops.c, model_config.c; the stepscope_model_math library),
+ * (model/model_presets.c, model_flops.c, model_config.c; the stepscope_model_math library),
  * checked from both sides:
  *   - presets: GPT-2's published shapes, and the trainer's `--model NAME` resolves to them;
  *   - FLOPs per step by hand for a small model, equal to what the trainer writes in its

@@ -2,7 +2,7 @@
  * test_plan.c — the planner's memory formulas against hand-computed cases, and its cost
  * model and enumeration against their documented rules (docs/plan.md).
  *
- * Memory (trainer/memory_model.c) for a small GPT (L=2, C=64, H=4, V=256, 1024 positions,
+ * Memory (model/memory_model.c) for a small GPT (L=2, C=64, H=4, V=256, 1024 positions,
  * seq 64): the flat parameter count by hand is
  *   wte 256x64 = 16384, wpe 1024x64 = 65536,
  *   per block 6C + 12C^2 + 7C = 384 + 49152 + 448 = 49984, two blocks 99968, final LN 128,

@@ -1,5 +1,5 @@
 #!/bin/bash
-# memory_model.sh TRAINER STEPSCOPE — the memory model (trainer/memory_model.c, the one
+# memory_model.sh TRAINER STEPSCOPE — the memory model (model/memory_model.c, the one
 # implementation the planner shares) against what the trainer really allocates: for layouts
 # covering DP, TP+SP, PP (AFAB, 1F1B, interleaved), CP, ZeRO 1-3, recomputation, bf16
 # activations and bucket sizes, every rank's predicted total must EQUAL the device API's
