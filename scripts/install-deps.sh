@@ -11,6 +11,7 @@ packages=(
   libisal-dev                                    # fast streaming gzip inflate of Kineto traces (pipe thread)
   libcmocka-dev                                  # unit tests
   clang libclang-rt-14-dev                       # sanitizer build and libFuzzer
+  clang-format                                   # the format check (scripts/check-format.sh; Debian 12: version 14)
   python3                                        # test helpers (JSON checks)
   chromium chromium-driver python3-selenium      # viewer tests in a real browser
   python3-venv                                   # build/pyenv for the Python package tests; export.formats' venv

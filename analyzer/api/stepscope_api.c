@@ -25,9 +25,10 @@
 #include <unistd.h>
 
 #include "analysis_options.h"
-#include "diff_runs.h"
-#include "ssa_analysis.h"
+#include "ssa_diff.h"
+#include "ssa_metrics.h"
 #include "ssa_report.h"
+#include "ssa_import.h"
 
 #define API_EXPORT __attribute__((visibility("default")))
 

@@ -11,7 +11,7 @@
 
 #include <stdint.h>
 
-#include "ssa_analysis.h"
+#include "ssa_metrics.h"
 
 /* The --help lines of the classification options (also `view`'s). */
 #define CLI_CLASSIFY_OPTIONS_HELP                                                                  \

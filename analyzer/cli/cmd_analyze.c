@@ -13,8 +13,9 @@
 #include <unistd.h>
 
 #include "analysis_options.h"
-#include "ssa_analysis.h"
+#include "ssa_metrics.h"
 #include "ssa_report.h"
+#include "ssa_import.h"
 
 static void usage(FILE *f) {
   fprintf(f,

@@ -5,11 +5,11 @@
  * [--repeat-a RUN]... [--repeat-b RUN]... [--quiet]`: loads and
  * analyses both runs with the same options (each run is any run directory
  * or file `stepscope analyze` accepts, Kineto JSON included), compares them
- * (analyzer/src/diff_runs.c) and prints the text report. --repeat-a/-b add
+ * (analyzer/src/diff/diff_runs.c) and prints the text report. --repeat-a/-b add
  * more runs of the same configuration to a side: their steps are pooled and
  * the runs' spread is part of the noise test. --json writes the
  * document of docs/diff.md, --markdown a short summary for a CI comment;
- * --fail-on is the regression gate (analyzer/src/diff_gate.c). Exit codes:
+ * --fail-on is the regression gate (analyzer/src/diff/diff_gate.c). Exit codes:
  * 0 ok, 1 a run could not be loaded or analysed, 2 usage error, 3 a
  * --fail-on threshold was crossed by a real change.
  */
@@ -20,8 +20,9 @@
 
 #include "analysis_options.h"
 #include "cmd_diff_prediction.h"
-#include "diff_gate.h"
+#include "ssa_diff.h"
 #include "ssa_report.h"
+#include "ssa_import.h"
 
 static void usage(FILE *f) {
   fprintf(f,

@@ -1,7 +1,7 @@
 /*
  * cmd_diff_prediction.c — `stepscope diff RUN PREDICTION.json`: the part of `stepscope diff`
  * that sets a measured run against what `stepscope plan --json` predicted for it
- * (analyzer/src/diff_prediction.c does the work; docs/diff.md, "Run against a prediction").
+ * (analyzer/src/diff/diff_prediction.c does the work; docs/diff.md, "Run against a prediction").
  * cmd_diff.c hands over here when one of its two arguments is a plan's JSON by content.
  *
  * Exit codes: 0 ok, 1 the run could not be loaded or analysed or has none of the predicted
@@ -14,8 +14,9 @@
 #include <unistd.h>
 
 #include "cmd_diff_prediction.h"
-#include "diff_prediction.h"
+#include "ssa_diff.h"
 #include "ssa_report.h"
+#include "ssa_import.h"
 
 int cli_diff_which_is_prediction(const char *a, const char *b) {
   if (ssa_prediction_sniff(b)) return 1;

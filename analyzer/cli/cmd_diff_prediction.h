@@ -5,7 +5,7 @@
 #ifndef STEPSCOPE_CLI_DIFF_PREDICTION_H
 #define STEPSCOPE_CLI_DIFF_PREDICTION_H
 
-#include "ssa_analysis.h"
+#include "ssa_metrics.h"
 
 /* Which of the two arguments is a plan's JSON by its content: 1 (b), 0 (a), -1 neither. */
 int cli_diff_which_is_prediction(const char *a, const char *b);

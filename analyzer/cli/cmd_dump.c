@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "run_discovery.h"
+#include "ssa_import.h"
 #include "stepscope.h"
 
 static void usage(FILE *out) {

@@ -13,9 +13,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ssa_analysis.h"
+#include "ssa_metrics.h"
 #include "analysis_options.h"
 #include "ssa_report.h"
+#include "ssa_import.h"
+#include "ssa_export.h"
 
 static void usage(FILE *f) {
   fprintf(f,

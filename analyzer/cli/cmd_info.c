@@ -11,10 +11,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "run_discovery.h"
-#include "ssa_out.h"
+#include "ssa_import.h"
+#include "ssa_io.h"
 #include "stepscope.h"
 #include "trace_summary.h"
+#include "sc_json.h"
 
 static void usage(FILE *out) {
   fprintf(out,
@@ -35,18 +36,7 @@ static void usage(FILE *out) {
           "Exit status: 0 all files read, 1 a file could not be read, 2 usage error.\n");
 }
 
-static void json_string(FILE *f, const char *s) {
-  fputc('"', f);
-  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-    if (*p == '"' || *p == '\\')
-      fprintf(f, "\\%c", *p);
-    else if (*p < 0x20)
-      fprintf(f, "\\u%04x", *p);
-    else
-      fputc(*p, f);
-  }
-  fputc('"', f);
-}
+static void json_string(FILE *f, const char *s) { sc_json_string_file(f, s, 0); }
 
 /* Whether file i was closed by its writer, as a warning (0: nothing to
  * say). "Ends N s before the run's last record" compares trace clocks, so

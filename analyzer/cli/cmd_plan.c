@@ -1,6 +1,6 @@
 /*
  * cmd_plan.c — `stepscope plan`: which layout for this model on N devices, and how much
- * memory and time will it take (analyzer/src/plan_model.h; docs/plan.md).
+ * memory and time will it take (analyzer/src/plan/ssa_plan.h; docs/plan.md).
  *
  * Parses the model, the job and the layout options, optionally calibrates on a measured
  * run (--from RUN; the model and job then default to the run's), and either predicts one
@@ -17,7 +17,7 @@
 
 #include "model_config.h"
 #include "model_presets.h"
-#include "plan_model.h"
+#include "ssa_plan.h"
 
 static void usage(FILE *f)
 {

@@ -46,6 +46,8 @@
 #include <unistd.h>
 
 #include "stepscope.h"
+#include "sc_file.h"
+#include "sc_json.h"
 
 #define INJECT_LIB_NAME "libstepscope_inject.so"
 
@@ -102,19 +104,6 @@ static int find_inject_lib(char *out, size_t size) {
   return -1;
 }
 
-static int mkdir_p(const char *path) {
-  char buf[PATH_MAX];
-  if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) return -1;
-  for (char *p = buf + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = '\0';
-    if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
-    *p = '/';
-  }
-  if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
-  struct stat st;
-  return stat(buf, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
-}
 
 static int holds_traces(const char *dir) {
   DIR *d = opendir(dir);
@@ -147,13 +136,9 @@ static char *command_json(char **cmd) {
   p += sprintf(p, "{\"command\":[");
   for (char **a = cmd; *a; a++) {
     if (a != cmd) *p++ = ',';
-    *p++ = '"';
-    for (const unsigned char *c = (const unsigned char *)*a; *c; c++) {
-      if (*c == '"' || *c == '\\') { *p++ = '\\'; *p++ = (char)*c; }
-      else if (*c < 0x20) p += sprintf(p, "\\u%04x", *c);
-      else *p++ = (char)*c;
-    }
-    *p++ = '"';
+    size_t at = (size_t)(p - json);
+    sc_json_string_buf(json, cap, &at, *a, 0); /* fits: cap holds 6 bytes per byte */
+    p = json + at;
   }
   strcpy(p, "]}");
   return json;
@@ -376,7 +361,7 @@ int cmd_record(int argc, char **argv) {
             INJECT_LIB_NAME);
     return 1;
   }
-  if (mkdir_p(run) != 0) {
+  if (sc_mkdir_p(run, 0777) != 0) {
     fprintf(stderr, "stepscope record: cannot create run directory %s: %s\n", run, strerror(errno));
     return 1;
   }

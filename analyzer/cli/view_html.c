@@ -14,7 +14,7 @@
  */
 #include "view.h"
 #include "stepscope_viewer_assets.h"
-#include "ssa_out.h"
+#include "ssa_io.h"
 #include "stepscope.h"
 
 #include <errno.h>
@@ -164,7 +164,7 @@ int view_write_html(const view_run *runs, int nruns, const char *path, char *sum
   }
   memcpy(page, index->data, index->size);
   page[index->size] = '\0';
-  /* written like every output (ssa_out.h): under a temporary name, renamed
+  /* written like every output (ssa_io.h): under a temporary name, renamed
    * when whole, never over one of the run's files that the page is made of */
   for (int i = 0; i < nruns; i++) {
     char in[PATH_MAX + 300];

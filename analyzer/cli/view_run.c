@@ -15,7 +15,8 @@
  */
 #include "view.h"
 
-#include "run_discovery.h"
+#include "ssa_import.h"
+#include "sc_json.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -293,16 +294,10 @@ static void sb_put(strbuf *b, const char *s, size_t len) {
   b->p[b->n] = '\0';
 }
 static void sb_str(strbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
+static void sb_bytes(void *ctx, const char *bytes, size_t n) { sb_put(ctx, bytes, n); }
+/* HTML-safe: the literal is written into a page's <script> */
 static void sb_json_string(strbuf *b, const char *s) {
-  sb_str(b, "\"");
-  for (; *s; s++) {
-    char esc[8];
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\') { esc[0] = '\\'; esc[1] = (char)c; sb_put(b, esc, 2); }
-    else if (c < 0x20 || c == '<' || c == '>' || c == '&') { snprintf(esc, sizeof esc, "\\u%04x", c); sb_str(b, esc); }
-    else sb_put(b, (const char *)s, 1);
-  }
-  sb_str(b, "\"");
+  sc_json_string(s, strlen(s), SC_JSON_HTML_SAFE, sb_bytes, b);
 }
 static void sb_list(strbuf *b, const char *semi) {
   sb_str(b, "[");

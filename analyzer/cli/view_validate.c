@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
-#include "ssa_out.h"
+#include "ssa_io.h"
 
 #define REPORT_MAX (256u << 20)
 

@@ -28,9 +28,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ssa_analysis.h"
+#include "ssa_metrics.h"
 #include "ssa_report.h"
 #include "stepscope.h"
+#include "ssa_import.h"
+#include "ssa_export.h"
 
 static double now_s(void) {
   struct timespec t;

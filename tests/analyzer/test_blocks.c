@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ssa_analysis.h"
+#include "ssa_metrics.h"
 
 static int failures;
 

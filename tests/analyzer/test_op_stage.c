@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "ssa_model.h"
+#include "ssa_import.h"
 
 static int failures;
 

@@ -28,7 +28,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "run_discovery.h"
+#include "ssa_import.h"
 
 static int failures;
 

@@ -17,9 +17,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ssa_analysis.h"
+#include "ssa_metrics.h"
 #include "ssa_report.h"
 #include "stepscope_gen.h"
+#include "ssa_import.h"
 
 static int failures;
 static const char *cur_case;

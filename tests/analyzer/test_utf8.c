@@ -29,10 +29,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ssa_analysis.h"
-#include "ssa_out.h"
+#include "ssa_metrics.h"
+#include "ssa_io.h"
 #include "ssa_report.h"
 #include "stepscope.h"
+#include "ssa_import.h"
+#include "ssa_export.h"
 
 static int failures;
 

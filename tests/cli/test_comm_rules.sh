@@ -169,9 +169,9 @@ grep -q '"pattern":"my_custom","origin":"STEPSCOPE_COMM_KERNELS","ops":1' "$tmp/
   { echo "FAIL: view's generated report lacks the rules"; fail=1; }
 # the documented table names every family of the code's table
 root=$traces/../../../..
-for id in $(sed -n 's/^    {"\([a-z_0-9]*\)",.*/\1/p' "$root/analyzer/src/comm_families.c"); do
+for id in $(sed -n 's/^    {"\([a-z_0-9]*\)",.*/\1/p' "$root/analyzer/src/model/comm_families.c"); do
   grep -q "(\`$id\`)" "$root/docs/kineto-import.md" || { echo "FAIL: family $id not in docs/kineto-import.md"; fail=1; }
 done
-[ "$(sed -n 's/^    {"\([a-z_0-9]*\)",.*/\1/p' "$root/analyzer/src/comm_families.c" | wc -l)" -ge 12 ] ||
+[ "$(sed -n 's/^    {"\([a-z_0-9]*\)",.*/\1/p' "$root/analyzer/src/model/comm_families.c" | wc -l)" -ge 12 ] ||
   { echo "FAIL: could not read the family ids from comm_families.c"; fail=1; }
 exit $fail

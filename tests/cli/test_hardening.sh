@@ -3,6 +3,7 @@
 # nor lie (issue 17), as a user meets them on the command line:
 #   - a rank file that is a FIFO is refused at once (trace and Kineto), no hang
 #   - trace strings with terminal escapes are printed escaped by analyze/info
+#   - bytes that are not UTF-8 in trace strings give valid JSON everywhere
 #   - no command writes over one of its inputs (same inode), exit 1
 #   - outputs appear whole or not at all (temporary file + rename): a failed
 #     write leaves the earlier file and no temporary behind
@@ -26,7 +27,7 @@ check() { # description, command...
   local what=$1; shift
   if ! "$@"; then echo "FAIL: $what"; fail=1; else echo "ok: $what"; fi
 }
-for mode in escape frames world bigtime memory layout1 layout2; do
+for mode in escape badutf8 frames world bigtime memory layout1 layout2; do
   "$hostile" "$mode" "$tmp/$mode" || { echo "FAIL: write_hostile_run $mode"; exit 1; }
 done
 
@@ -58,6 +59,24 @@ out2=$("$stepscope" diff "$tmp/escape" "$tmp/memory" 2>&1)
 check "diff prints kernel names escaped" grep -qF 'gemm\x1b]0;pwned' <<<"$out2"
 check "diff prints no raw ESC" bash -c '! grep -q $'"'"'\x1b'"'"' <<<"$1"' _ "$out2"
 check "info prints no raw ESC" bash -c '! grep -q $'"'"'\x1b'"'"' <<<"$1"' _ "$out"
+
+# ---- bytes that are not UTF-8 (host name 0xff 0xfe, a cut sequence in a kernel name): every
+# JSON output is valid UTF-8 and valid JSON, the bad bytes read as U+FFFD
+json_ok() { # file: one JSON document, or JSON lines with --lines
+  python3 -c 'import json,sys
+t=open(sys.argv[1],"rb").read().decode("utf-8")
+docs=t.splitlines() if len(sys.argv)>2 else [t]
+v=[json.loads(d) for d in docs if d.strip()]
+sys.exit(0 if "\ufffd" in t else 1)' "$@"
+}
+"$stepscope" info "$tmp/badutf8" --json >"$tmp/bad_info.json"
+check "info --json on a host name that is not UTF-8 is valid JSON" json_ok "$tmp/bad_info.json"
+"$stepscope" analyze "$tmp/badutf8" --json "$tmp/bad_report.json" >/dev/null
+check "analyze --json on names that are not UTF-8 is valid JSON" json_ok "$tmp/bad_report.json"
+"$stepscope" export "$tmp/badutf8" -o "$tmp/bad_export.json" >/dev/null 2>&1
+check "export on names that are not UTF-8 is valid JSON" json_ok "$tmp/bad_export.json"
+"$stepscope" dump "$tmp/badutf8/rank-00000.trace.zst" >"$tmp/bad_dump.jsonl"
+check "dump on names that are not UTF-8 is valid JSON lines" json_ok "$tmp/bad_dump.jsonl" --lines
 
 # ---- never write over an input (each case on a fresh copy of the run)
 fresh_own() { rm -rf "$tmp/own"; cp -r "$tmp/escape" "$tmp/own"; }

@@ -3,6 +3,7 @@
  * (test_hardening.sh): traces that a damaged disk or an attacker could
  * hand to stepscope. One mode per run:
  *   escape DIR   1 rank whose kernel name and hostname hold terminal escapes
+ *   badutf8 DIR  1 rank whose hostname and kernel name hold bytes that are not UTF-8
  *   frames DIR   1 rank of 10 frames of 20 kernels after the header frame
  *                (kernel_000..kernel_199, each a new string, except that
  *                the first kernel of a frame is named like the last one of
@@ -75,6 +76,18 @@ static int write_escape(const char *dir) {
   uint32_t evil = stepscope_intern(w, "gemm\x1b]0;pwned\x07\x1b[2J\nFAKE LINE\r\x7f\x9b" "31m");
   step(w, stepscope_intern(w, "step"), 10000, 90000, 0);
   for (int i = 0; i < 10; i++) kernel(w, evil, 10000 + i * 5000u, 13000 + i * 5000u, 0);
+  return close_rank(w);
+}
+
+/* Bytes that are not UTF-8 in the header's host name and a kernel name (0xff 0xfe, a cut
+ * 3-byte sequence): every JSON output must still be valid UTF-8 (U+FFFD in their place). */
+static int write_badutf8(const char *dir) {
+  hostname = "node\xff\xfe-a";
+  stepscope_writer *w = open_rank(dir, 0, 1, 0);
+  if (!w) return 1;
+  uint32_t bad = stepscope_intern(w, "gemm\xe2\x82-\xc0\xafx");
+  step(w, stepscope_intern(w, "step"), 10000, 90000, 0);
+  for (int i = 0; i < 10; i++) kernel(w, bad, 10000 + i * 5000u, 13000 + i * 5000u, 0);
   return close_rank(w);
 }
 
@@ -160,12 +173,13 @@ static int write_layout(const char *dir, int variant) {
 
 int main(int argc, char **argv) {
   if (argc != 3) {
-    fprintf(stderr, "usage: write_hostile_run escape|frames|world|bigtime|memory|layout1|layout2 DIR\n");
+    fprintf(stderr, "usage: write_hostile_run escape|badutf8|frames|world|bigtime|memory|layout1|layout2 DIR\n");
     return 2;
   }
   const char *mode = argv[1], *dir = argv[2];
   mkdir(dir, 0755);
   if (!strcmp(mode, "escape")) return write_escape(dir);
+  if (!strcmp(mode, "badutf8")) return write_badutf8(dir);
   if (!strcmp(mode, "frames")) return write_frames(dir);
   if (!strcmp(mode, "world")) return write_world(dir);
   if (!strcmp(mode, "bigtime")) return write_bigtime(dir);

@@ -1,5 +1,5 @@
 /*
- * test_diff_noise.c — the diff's noise test (analyzer/src/diff_verdict.c,
+ * test_diff_noise.c — the diff's noise test (analyzer/src/diff/diff_verdict.c,
  * docs/diff.md "Noise test") on runs with exact, controlled noise.
  *
  * Runs are written by the ground-truth generator (tests/gen) and go through
@@ -35,8 +35,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "diff_gate.h"
+#include "ssa_diff.h"
 #include "stepscope_gen.h"
+#include "ssa_import.h"
 
 static int failures;
 

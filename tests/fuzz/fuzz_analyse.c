@@ -8,8 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ssa_analysis.h"
+#include "ssa_metrics.h"
 #include "ssa_report.h"
+#include "ssa_export.h"
 
 static void analyse_once(const ssa_run *run, const ssa_options *opt) {
   ssa_analysis a;

@@ -27,6 +27,7 @@
 #include "fuzz_analyse.h"
 #include "record_codec.h"
 #include "stepscope.h"
+#include "ssa_import.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

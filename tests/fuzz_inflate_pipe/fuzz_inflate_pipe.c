@@ -1,6 +1,6 @@
 /*
  * fuzz_inflate_pipe.c — differential fuzz target for the gzip pipe of the
- * Kineto importer (analyzer/src/inflate_pipe.c): every input is taken as a
+ * Kineto importer (analyzer/src/io/inflate_pipe.c): every input is taken as a
  * gzip file, read through the pipe (its ring geometry and read size chosen
  * from the input's size, so chunk hand-overs fall everywhere) and through
  * zlib's own gzip decoder (inflate with windowBits 15 + 16, members read in

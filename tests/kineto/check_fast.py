@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """check_fast.py STEPSCOPE MAKE_KINETO SEEDS WORKDIR — the Kineto events'
-fast path (analyzer/src/kineto_fast.c: an event object read whole over the
+fast path (analyzer/src/import/kineto/kineto_fast.c: an event object read whole over the
 buffer) must give exactly what reading every event token by token gives:
 the analysis JSON, the exit status and every message (warnings, errors with
 their byte offsets). Each document is analysed with STEPSCOPE_KINETO_FAST=on

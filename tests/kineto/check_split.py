@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """check_split.py STEPSCOPE MAKE_KINETO WORKDIR — one Kineto document
-tokenized on two threads (analyzer/src/kineto_split.c) must give exactly
+tokenized on two threads (analyzer/src/import/kineto/kineto_split.c) must give exactly
 what the sequential import gives: the analysis JSON, the exit status and
 every message (warnings, errors with their byte offsets). Each document is
 analysed with STEPSCOPE_KINETO_SPLIT=off and =on (the split forced, any

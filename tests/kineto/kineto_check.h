@@ -11,7 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ssa_analysis.h"
+#include "ssa_metrics.h"
+#include "ssa_import.h"
 
 static int failures;
 

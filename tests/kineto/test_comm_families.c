@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ssa_analysis.h"
+#include "ssa_metrics.h"
 
 #include "kineto_check.h"
 

@@ -1,6 +1,6 @@
 /*
  * test_inflate_pipe.c — the gzip pipe of the Kineto importer
- * (analyzer/src/inflate_pipe.c) on gzip files written here byte by byte
+ * (analyzer/src/io/inflate_pipe.c) on gzip files written here byte by byte
  * (header fields by hand, deflate data from zlib, trailer by hand), so
  * that every framing case is built exactly:
  *   round_trip   sizes 0..2 MB, ring geometries from 2 x 1 byte to

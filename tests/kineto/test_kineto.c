@@ -40,9 +40,10 @@
 #include "gzip_whole.h"
 #include "json_stream.h"
 #include "kineto_source.h"
-#include "ssa_analysis.h"
+#include "ssa_metrics.h"
 
 #include "kineto_check.h"
+#include "ssa_import.h"
 
 static int load(const char *doc, const char *name, ssa_rank *r, stepscope_error *err) {
   if (ssa_rank_init(r)) return -1;

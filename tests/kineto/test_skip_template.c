@@ -1,6 +1,6 @@
 /*
  * test_skip_template.c — the skip templates of the Kineto fast path
- * (analyzer/src/skip_template.c): a rest of an event object matches the
+ * (analyzer/src/import/kineto/skip_template.c): a rest of an event object matches the
  * template of its kind only when it is valid JSON, and then ends where the
  * object ends; rests that differ only in their numbers do match.
  *

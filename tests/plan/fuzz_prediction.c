@@ -1,6 +1,6 @@
 /*
  * fuzz_prediction.c — fuzz target for the reader of `stepscope plan --json` files
- * (analyzer/src/prediction_read.c, on json_stream.c), which `stepscope diff RUN
+ * (analyzer/src/diff/prediction_read.c, on json_stream.c), which `stepscope diff RUN
  * PREDICTION.json` runs on whatever file it is given. Every input is handed to the
  * content sniffer and the reader through a memory file (memfd: a regular file, as the reader
  * demands); a read that succeeds must have at least one layout with a finite step time, and
@@ -21,7 +21,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "diff_prediction.h"
+#include "ssa_diff.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -18,7 +18,7 @@
 #include "model_config.h"
 #include "model_flops.h"
 #include "model_presets.h"
-#include "plan_model.h"
+#include "ssa_plan.h"
 #include "train.h"
 
 static int failures;

@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "memory_model.h"
-#include "plan_model.h"
+#include "ssa_plan.h"
 
 static int failures;
 #define CHECK(cond)                                                                     \

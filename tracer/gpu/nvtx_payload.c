@@ -12,6 +12,7 @@
  * entry types (nested schemas, arrays of numbers) are skipped.
  */
 #include "nvtx_payload.h"
+#include "sc_json.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -164,15 +165,13 @@ static void put(json_out *o, const char *fmt, ...) {
   o->len = (size_t)n < o->size - o->len ? o->len + (size_t)n : o->size;
 }
 
+static void put_bytes(void *ctx, const char *bytes, size_t n) {
+  json_out *o = ctx;
+  put(o, "%.*s", (int)n, bytes);
+}
+
 static void put_string(json_out *o, const char *s, size_t max) {
-  put(o, "\"");
-  for (size_t i = 0; s && i < max && s[i]; i++) {
-    unsigned char c = (unsigned char)s[i];
-    if (c == '"' || c == '\\') put(o, "\\%c", c);
-    else if (c < 0x20) put(o, "\\u%04x", c);
-    else put(o, "%c", c);
-  }
-  put(o, "\"");
+  sc_json_string(s, s ? strnlen(s, max) : 0, 0, put_bytes, o);
 }
 
 /* NCCL's field names, and the short keys we give them. */

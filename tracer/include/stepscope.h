@@ -43,6 +43,10 @@
 extern "C" {
 #endif
 
+/* What libstepscope.so exports: the functions declared here and nothing else (the library
+ * is built with hidden visibility, so its internals never reach a traced program). */
+#define STEPSCOPE_EXPORT __attribute__((visibility("default")))
+
 #define STEPSCOPE_FORMAT_MAJOR 1
 #define STEPSCOPE_FORMAT_MINOR 1 /* 1.1: writers end a closed file with an END record */
 #define STEPSCOPE_VERSION_STRING "0.1.0"
@@ -70,7 +74,7 @@ typedef struct stepscope_error {
 } stepscope_error;
 
 /* A short English name for a status code. */
-const char *stepscope_status_name(int status);
+STEPSCOPE_EXPORT const char *stepscope_status_name(int status);
 
 /* ------------------------------------------------------------------------ */
 /* The record model                                                          */
@@ -407,11 +411,11 @@ typedef struct stepscope_header {
 } stepscope_header;
 
 /* A record kind's wire name ("kernel", "collective"...), or NULL. */
-const char *stepscope_record_kind_name(uint32_t kind);
-const char *stepscope_category_name(uint32_t category);
-const char *stepscope_collective_op_name(uint32_t op);
-const char *stepscope_datatype_name(uint32_t datatype);
-size_t stepscope_datatype_size(uint32_t datatype);  /* bytes per element, 0 if unknown */
+STEPSCOPE_EXPORT const char *stepscope_record_kind_name(uint32_t kind);
+STEPSCOPE_EXPORT const char *stepscope_category_name(uint32_t category);
+STEPSCOPE_EXPORT const char *stepscope_collective_op_name(uint32_t op);
+STEPSCOPE_EXPORT const char *stepscope_datatype_name(uint32_t datatype);
+STEPSCOPE_EXPORT size_t stepscope_datatype_size(uint32_t datatype);  /* bytes per element, 0 if unknown */
 
 /* ------------------------------------------------------------------------ */
 /* Writer                                                                    */
@@ -429,36 +433,36 @@ typedef struct stepscope_writer_options {
 } stepscope_writer_options;
 
 /* Creates (truncates) `path` and writes the header frame. `opt` may be NULL. */
-stepscope_writer *stepscope_writer_open(const char *path, const stepscope_header *header,
+STEPSCOPE_EXPORT stepscope_writer *stepscope_writer_open(const char *path, const stepscope_header *header,
                                         const stepscope_writer_options *opt,
                                         stepscope_error *err);
 
 /* Interns a NUL-terminated string; returns its id (>= 1), or 0 on failure or
  * for NULL. Thread-safe; takes a mutex, so hot paths should intern once and
  * keep the id. Equal strings get equal ids within one writer. */
-uint32_t stepscope_intern(stepscope_writer *w, const char *s);
-uint32_t stepscope_intern_n(stepscope_writer *w, const char *s, size_t len);
+STEPSCOPE_EXPORT uint32_t stepscope_intern(stepscope_writer *w, const char *s);
+STEPSCOPE_EXPORT uint32_t stepscope_intern_n(stepscope_writer *w, const char *s, size_t len);
 
 /* Appends a record. Thread-safe and lock-free against other appending
  * threads (each thread fills its own buffer). STRING and HEADER records
  * cannot be appended (use stepscope_intern and the header). Returns 0, or a
  * negative status; a failed append is counted as dropped. */
-int stepscope_write(stepscope_writer *w, const stepscope_record *rec);
+STEPSCOPE_EXPORT int stepscope_write(stepscope_writer *w, const stepscope_record *rec);
 
 /* Closes a frame now with everything appended so far (from all threads). */
-int stepscope_writer_flush(stepscope_writer *w, stepscope_error *err);
+STEPSCOPE_EXPORT int stepscope_writer_flush(stepscope_writer *w, stepscope_error *err);
 
 /* Flushes, writes the final frame and closes the file. Other threads must
  * have stopped appending, since `w` is freed (even on error); the
  * process-wide stepscope_stop has no such rule. */
-int stepscope_writer_close(stepscope_writer *w, stepscope_error *err);
+STEPSCOPE_EXPORT int stepscope_writer_close(stepscope_writer *w, stepscope_error *err);
 
 /* Records the writer could not keep (allocation or I/O failure). */
-uint64_t stepscope_writer_dropped(const stepscope_writer *w);
+STEPSCOPE_EXPORT uint64_t stepscope_writer_dropped(const stepscope_writer *w);
 
 /* Bytes written to the file so far (compressed) and records appended. */
-uint64_t stepscope_writer_bytes_written(const stepscope_writer *w);
-uint64_t stepscope_writer_records(const stepscope_writer *w);
+STEPSCOPE_EXPORT uint64_t stepscope_writer_bytes_written(const stepscope_writer *w);
+STEPSCOPE_EXPORT uint64_t stepscope_writer_records(const stepscope_writer *w);
 
 /* ------------------------------------------------------------------------ */
 /* Reader                                                                    */
@@ -467,10 +471,10 @@ uint64_t stepscope_writer_records(const stepscope_writer *w);
 typedef struct stepscope_reader stepscope_reader;
 
 /* Opens a trace file and reads its header. NULL on error (err filled). */
-stepscope_reader *stepscope_reader_open(const char *path, stepscope_error *err);
+STEPSCOPE_EXPORT stepscope_reader *stepscope_reader_open(const char *path, stepscope_error *err);
 
 /* The header; valid until close. */
-const stepscope_header *stepscope_reader_header(const stepscope_reader *r);
+STEPSCOPE_EXPORT const stepscope_header *stepscope_reader_header(const stepscope_reader *r);
 
 /* Reads the next record. Returns 1 with *rec filled, 0 at the end of the
  * file, or a negative status on an error (err names file, offset and what
@@ -479,14 +483,14 @@ const stepscope_header *stepscope_reader_header(const stepscope_reader *r);
  * until close); BLOCK and END records are consumed (see
  * stepscope_reader_close_state). Unknown kinds are skipped and
  * counted. A truncated final frame ends the file with a warning. */
-int stepscope_reader_next(stepscope_reader *r, stepscope_record *rec, stepscope_error *err);
+STEPSCOPE_EXPORT int stepscope_reader_next(stepscope_reader *r, stepscope_record *rec, stepscope_error *err);
 
 /* A string by id: NUL-terminated, or NULL if the id is unknown. */
-const char *stepscope_reader_string(const stepscope_reader *r, uint32_t id);
+STEPSCOPE_EXPORT const char *stepscope_reader_string(const stepscope_reader *r, uint32_t id);
 
 /* Warnings collected so far (truncated final frame, ...). */
-size_t stepscope_reader_warning_count(const stepscope_reader *r);
-const char *stepscope_reader_warning(const stepscope_reader *r, size_t i);
+STEPSCOPE_EXPORT size_t stepscope_reader_warning_count(const stepscope_reader *r);
+STEPSCOPE_EXPORT const char *stepscope_reader_warning(const stepscope_reader *r, size_t i);
 
 /* Whether the file was closed by its writer, known once stepscope_reader_next
  * has returned 0 (the end of the file). */
@@ -503,38 +507,38 @@ typedef enum stepscope_close_state {
 
 /* The close state, and for STEPSCOPE_CLOSE_SIGNAL the signal (else 0) in
  * *signal_out when it is not NULL. */
-int stepscope_reader_close_state(const stepscope_reader *r, int *signal_out);
+STEPSCOPE_EXPORT int stepscope_reader_close_state(const stepscope_reader *r, int *signal_out);
 
 /* Records of unknown kinds skipped so far. */
-uint64_t stepscope_reader_unknown_records(const stepscope_reader *r);
+STEPSCOPE_EXPORT uint64_t stepscope_reader_unknown_records(const stepscope_reader *r);
 
 /* Damage skipped so far: regions of the file (damaged frames, or the bad
  * tail of a frame) whose records were lost, and their bytes in the file
  * (estimated for a frame's tail). Reading goes on after each. */
-uint64_t stepscope_reader_damaged_regions(const stepscope_reader *r);
-uint64_t stepscope_reader_damaged_bytes(const stepscope_reader *r);
+STEPSCOPE_EXPORT uint64_t stepscope_reader_damaged_regions(const stepscope_reader *r);
+STEPSCOPE_EXPORT uint64_t stepscope_reader_damaged_bytes(const stepscope_reader *r);
 
 /* Compressed bytes consumed so far (for progress). */
-uint64_t stepscope_reader_offset(const stepscope_reader *r);
-uint64_t stepscope_reader_file_size(const stepscope_reader *r);
+STEPSCOPE_EXPORT uint64_t stepscope_reader_offset(const stepscope_reader *r);
+STEPSCOPE_EXPORT uint64_t stepscope_reader_file_size(const stepscope_reader *r);
 
-void stepscope_reader_close(stepscope_reader *r);
+STEPSCOPE_EXPORT void stepscope_reader_close(stepscope_reader *r);
 
 /* Lists the trace files of a run directory (rank-*.trace.zst), sorted by
  * name, as malloc'd paths "DIR/rank-00000.trace.zst". Returns 0 (possibly
  * with *count 0) or a negative status. Free with stepscope_run_files_free. */
-int stepscope_run_files(const char *dir, char ***paths, size_t *count, stepscope_error *err);
-void stepscope_run_files_free(char **paths, size_t count);
+STEPSCOPE_EXPORT int stepscope_run_files(const char *dir, char ***paths, size_t *count, stepscope_error *err);
+STEPSCOPE_EXPORT void stepscope_run_files_free(char **paths, size_t count);
 
 /* Formats `rec` as one JSON object (no newline) into buf, like snprintf:
  * returns the length it needed (>= cap means truncated). String ids are
  * resolved through `r` when it is not NULL ("name":"sgemm"); times are
  * integer nanoseconds with the wire field names of docs/trace-format.md. */
-size_t stepscope_record_to_json(const stepscope_record *rec, const stepscope_reader *r, char *buf,
+STEPSCOPE_EXPORT size_t stepscope_record_to_json(const stepscope_record *rec, const stepscope_reader *r, char *buf,
                                 size_t cap);
 
 /* Formats a header as one JSON object, like stepscope_record_to_json. */
-size_t stepscope_header_to_json(const stepscope_header *h, char *buf, size_t cap);
+STEPSCOPE_EXPORT size_t stepscope_header_to_json(const stepscope_header *h, char *buf, size_t cap);
 
 /* ------------------------------------------------------------------------ */
 /* The process-wide tracer ("linked" mode)                                   */
@@ -567,7 +571,7 @@ typedef struct stepscope_start_options {
  * would have; when the program had its own handler, the trace is flushed
  * (not closed) and that handler is called. A handler the program installs
  * later replaces the tracer's (then nothing is flushed). */
-int stepscope_start(const stepscope_start_options *opt, stepscope_error *err);
+STEPSCOPE_EXPORT int stepscope_start(const stepscope_start_options *opt, stepscope_error *err);
 
 /* Flushes and closes the process-wide trace. Safe to call when not started,
  * and while other threads go on emitting: an emission that is in flight
@@ -577,43 +581,43 @@ int stepscope_start(const stepscope_start_options *opt, stepscope_error *err);
  * which late emitters may still be holding). A producer that must not lose
  * its last records still stops its sources first (the GPU tracer's
  * stepscope_gpu_stop flushes CUPTI before stopping the trace). */
-int stepscope_stop(void);
+STEPSCOPE_EXPORT int stepscope_stop(void);
 
 /* Whether a process-wide trace is running; the writer (NULL if none). */
-int stepscope_active(void);
-stepscope_writer *stepscope_current(void);
+STEPSCOPE_EXPORT int stepscope_active(void);
+STEPSCOPE_EXPORT stepscope_writer *stepscope_current(void);
 
 /* The file path of the running trace, or NULL. */
-const char *stepscope_current_path(void);
+STEPSCOPE_EXPORT const char *stepscope_current_path(void);
 
 /* Now in the monotonic trace clock (CLOCK_MONOTONIC, ns). */
-uint64_t stepscope_now_ns(void);
+STEPSCOPE_EXPORT uint64_t stepscope_now_ns(void);
 
 /* The calling thread's OS id. */
-uint64_t stepscope_thread_id(void);
+STEPSCOPE_EXPORT uint64_t stepscope_thread_id(void);
 
 /* Writes a clock anchor now (done at start, stop and periodically). */
-void stepscope_clock_anchor_now(void);
+STEPSCOPE_EXPORT void stepscope_clock_anchor_now(void);
 
 /* Names a lane; returns `stream` for convenience. */
-uint64_t stepscope_stream_declare(uint64_t stream, stepscope_stream_kind kind, uint32_t device,
+STEPSCOPE_EXPORT uint64_t stepscope_stream_declare(uint64_t stream, stepscope_stream_kind kind, uint32_t device,
                                   const char *name);
 
 /* Ranges on the calling thread (a per-thread stack, nested), domain
  * "stepscope". `args_json` may be NULL. */
-void stepscope_range_push(const char *name, const char *args_json);
-void stepscope_range_pop(void);
+STEPSCOPE_EXPORT void stepscope_range_push(const char *name, const char *args_json);
+STEPSCOPE_EXPORT void stepscope_range_pop(void);
 
 /* Steps: a range named "step" whose payload is the step number. The analyzer
  * takes these as its step windows. */
-void stepscope_step_begin(uint64_t step);
-void stepscope_step_end(void);
+STEPSCOPE_EXPORT void stepscope_step_begin(uint64_t step);
+STEPSCOPE_EXPORT void stepscope_step_end(void);
 
-void stepscope_mark_now(const char *name, const char *args_json);
-void stepscope_counter_now(const char *name, uint32_t device, double value);
+STEPSCOPE_EXPORT void stepscope_mark_now(const char *name, const char *args_json);
+STEPSCOPE_EXPORT void stepscope_counter_now(const char *name, uint32_t device, double value);
 
 /* Run metadata: `value_json` must be a JSON value ("{...}", "123", "\"x\""). */
-void stepscope_metadata_set(const char *key, const char *value_json);
+STEPSCOPE_EXPORT void stepscope_metadata_set(const char *key, const char *value_json);
 
 /* Host activity: an operation executed on a named stream (a CPU-backend
  * stream, a worker thread, a user queue), timed between begin and end, with
@@ -627,15 +631,15 @@ typedef struct stepscope_op {
   uint32_t name, category, args;
 } stepscope_op;
 
-stepscope_op stepscope_op_begin(uint64_t stream, stepscope_category category, const char *name,
+STEPSCOPE_EXPORT stepscope_op stepscope_op_begin(uint64_t stream, stepscope_category category, const char *name,
                                 const char *args_json);
-void stepscope_op_end(const stepscope_op *op, uint64_t bytes, uint64_t flops);
+STEPSCOPE_EXPORT void stepscope_op_end(const stepscope_op *op, uint64_t bytes, uint64_t flops);
 
 /* Appends a record to the process-wide trace (no-op if none). */
-void stepscope_emit(const stepscope_record *rec);
+STEPSCOPE_EXPORT void stepscope_emit(const stepscope_record *rec);
 
 /* Interns into the process-wide trace (0 if none). */
-uint32_t stepscope_intern_current(const char *s);
+STEPSCOPE_EXPORT uint32_t stepscope_intern_current(const char *s);
 
 #ifdef __cplusplus
 }

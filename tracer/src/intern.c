@@ -10,6 +10,7 @@
 #include "intern.h"
 
 #include "string_arena.h"
+#include "sc_hash.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -28,14 +29,6 @@ struct intern_table {
   string_arena strings; /* the stored strings */
 };
 
-static uint64_t fnv1a(const char *s, size_t len) {
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < len; i++) {
-    h ^= (unsigned char)s[i];
-    h *= 1099511628211ull;
-  }
-  return h;
-}
 
 intern_table *intern_create(void) {
   intern_table *t = calloc(1, sizeof *t);
@@ -77,7 +70,7 @@ static int grow(intern_table *t) {
 uint32_t intern_get_or_add(intern_table *t, const char *s, size_t len, int *is_new) {
   *is_new = 0;
   if (len > UINT32_MAX) return 0;
-  uint64_t h = fnv1a(s, len);
+  uint64_t h = sc_fnv1a(SC_FNV1A_INIT, s, len);
   size_t mask = t->nslots - 1;
   size_t i = h & mask;
   while (t->slots[i].str) {

@@ -43,6 +43,7 @@
 #include "signal_flush.h"
 #include "stepscope.h"
 #include "writer_internal.h"
+#include "sc_file.h"
 
 #define RANGE_STACK_DEPTH 128
 #define ANCHOR_INTERVAL_MS 10000
@@ -114,18 +115,6 @@ static int env_int(const char *const *names, int fallback) {
   return fallback;
 }
 
-static int make_dirs(const char *dir) {
-  char tmp[4096];
-  if (snprintf(tmp, sizeof tmp, "%s", dir) >= (int)sizeof tmp) return -1;
-  for (char *p = tmp + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = '\0';
-    if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return -1;
-    *p = '/';
-  }
-  if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return -1;
-  return 0;
-}
 
 /* On the signal thread (signal_flush.c): `final` closes the trace for good,
  * the process is about to die of `sig`; otherwise the program handles the
@@ -188,7 +177,7 @@ int stepscope_start(const stepscope_start_options *opt, stepscope_error *err) {
   h.cupti_version = opt->cupti_version;
   h.config_json = opt->config_json;
 
-  if (make_dirs(opt->run_dir) != 0) {
+  if (sc_mkdir_p(opt->run_dir, 0755) != 0) {
     pthread_mutex_unlock(&g_start_mu);
     error_set(err, STEPSCOPE_E_IO, 0, "%s: cannot create run directory: %s", opt->run_dir,
               strerror(errno));

@@ -11,6 +11,7 @@
 
 #include "record_codec.h"
 #include "stepscope.h"
+#include "sc_json.h"
 
 typedef struct out {
   char *buf;
@@ -27,23 +28,19 @@ static void put(out *o, const char *fmt, ...) {
   if (n > 0) o->len += (size_t)n;
 }
 
-static void put_json_string(out *o, const char *s) {
-  put(o, "\"");
-  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-    switch (*p) {
-    case '"': put(o, "\\\""); break;
-    case '\\': put(o, "\\\\"); break;
-    case '\n': put(o, "\\n"); break;
-    case '\r': put(o, "\\r"); break;
-    case '\t': put(o, "\\t"); break;
-    default:
-      if (*p < 0x20)
-        put(o, "\\u%04x", *p);
-      else
-        put(o, "%c", *p);
-    }
+static void put_bytes(void *ctx, const char *bytes, size_t n) {
+  out *o = ctx;
+  if (o->len < o->cap) {
+    size_t room = o->cap - o->len; /* as put: what fits, NUL-terminated, and the whole length counted */
+    size_t k = n < room - 1 ? n : room - 1;
+    memcpy(o->buf + o->len, bytes, k);
+    o->buf[o->len + k] = '\0';
   }
-  put(o, "\"");
+  o->len += n;
+}
+
+static void put_json_string(out *o, const char *s) {
+  sc_json_string(s, s ? strlen(s) : 0, 0, put_bytes, o);
 }
 
 /* "grid[0]" -> "grid_x": array members get axis suffixes. */

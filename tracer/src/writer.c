@@ -65,6 +65,7 @@
 #include "stepscope.h"
 #include "varint.h"
 #include "writer_internal.h"
+#include "sc_file.h"
 
 #define DEFAULT_FRAME_BYTES (4u << 20)
 /* A process killed with SIGKILL loses what its buffers held since the last
@@ -172,18 +173,6 @@ static int buf_reserve(byte_buf *b, size_t extra) {
   return 0;
 }
 
-static int write_all(int fd, const uint8_t *p, size_t n) {
-  while (n) {
-    ssize_t k = write(fd, p, n);
-    if (k < 0) {
-      if (errno == EINTR) continue;
-      return -1;
-    }
-    p += k;
-    n -= (size_t)k;
-  }
-  return 0;
-}
 
 /* Compresses `pieces` as one frame and writes it. Called with frame_mu held. */
 static int write_frame(stepscope_writer *w, const byte_buf *const *pieces, size_t npieces,
@@ -217,7 +206,7 @@ static int write_frame(stepscope_writer *w, const byte_buf *const *pieces, size_
       if (last ? r == 0 : in.pos == in.size) break;
     }
   }
-  if (write_all(w->fd, out.dst, out.pos)) {
+  if (sc_write_all(w->fd, out.dst, out.pos)) {
     int e = errno;
     error_set(err, STEPSCOPE_E_IO, atomic_load(&w->bytes_written), "%s: write failed: %s",
               w->path, strerror(e));

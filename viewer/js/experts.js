@@ -1,6 +1,6 @@
 /*
  * experts.js — the Experts view: the expert load of a mixture-of-experts run, from the
- * report's `moe` section (docs/report-schema.md; analyzer/src/moe_load.c).
+ * report's `moe` section (docs/report-schema.md; analyzer/src/metrics/moe_load.c).
  *
  * What it shows: headline cards (experts, EP degree, the run's mean imbalances); a
  * steps x experts map, one cell per step and expert coloured by the tokens routed to the

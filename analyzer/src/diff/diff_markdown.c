@@ -1,0 +1,232 @@
+/*
+ * diff_markdown.c — the short Markdown summary of a diff for a CI comment
+ * (`stepscope diff --markdown FILE`, docs/diff.md): the gate's outcome, the
+ * headline verdicts, the top causes (kernels, collectives and ranks or
+ * pipeline stages that moved), the findings, and the command to reproduce.
+ * Names from traces are written inside code spans with backticks and pipes
+ * neutralised, so a kernel name cannot break the table or the comment.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "ssa_diff.h"
+
+static void fmt_time(char *buf, size_t n, double ns) {
+  double a = fabs(ns);
+  if (a >= 1e9) snprintf(buf, n, "%.3f s", ns / 1e9);
+  else if (a >= 1e6) snprintf(buf, n, "%.3f ms", ns / 1e6);
+  else if (a >= 1e3) snprintf(buf, n, "%.1f us", ns / 1e3);
+  else snprintf(buf, n, "%.0f ns", ns);
+}
+
+static void fmt_value(char *buf, size_t n, int k, int known, double v) {
+  if (!known || isnan(v)) snprintf(buf, n, "-");
+  else if (ssa_diff_metric_is_time[k]) fmt_time(buf, n, v);
+  else snprintf(buf, n, "%.1f %%", v * 100.0);
+}
+
+/* `s` as a code span, at most max bytes of it, safe in a table cell. */
+static void code(ssa_out *o, const char *s, size_t max) {
+  char buf[256];
+  size_t j = 0;
+  for (size_t i = 0; s && s[i] && j + 4 < sizeof buf; i++) {
+    if (i == max) {
+      memcpy(buf + j, "...", 3);
+      j += 3;
+      break;
+    }
+    char c = s[i];
+    if (c == '`') c = '\'';
+    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+    if (c == '|') buf[j++] = '\\';
+    buf[j++] = c;
+  }
+  buf[j] = 0;
+  ssa_out_char(o, '`');
+  ssa_out_utf8(o, buf);
+  ssa_out_char(o, '`');
+}
+
+static const ssa_gate_rule *rule_for(const ssa_gate *g, int k, size_t *idx) {
+  for (size_t i = 0; g && i < g->n; i++)
+    if (g->rules[i].metric == k) {
+      *idx = i;
+      return &g->rules[i];
+    }
+  return NULL;
+}
+
+static int stage_of(const ssa_analysis *a, int rank) {
+  for (size_t i = 0; i < a->nranks; i++)
+    if (a->ranks[i].rank->rank == rank) return a->ranks[i].pipeline ? a->ranks[i].stage : -1;
+  return -1;
+}
+
+/* Up to 3 ranks whose own step span changed most (really), largest first. */
+static void top_ranks(const ssa_diff *d, size_t *idx, size_t *n) {
+  *n = 0;
+  for (int pick = 0; pick < 3; pick++) {
+    double best = 0;
+    size_t best_i = 0;
+    int found = 0;
+    for (size_t i = 0; i < d->nranks; i++) {
+      const ssa_diff_metric *m = &d->ranks[i].m[SSA_DM_STEP_TIME];
+      int taken = 0;
+      for (size_t j = 0; j < *n; j++) taken |= idx[j] == i;
+      if (taken || m->verdict != SSA_DV_REAL || fabs(m->abs_change) <= best) continue;
+      best = fabs(m->abs_change);
+      best_i = i;
+      found = 1;
+    }
+    if (!found) break;
+    idx[(*n)++] = best_i;
+  }
+}
+
+int ssa_diff_report_markdown(const ssa_diff *d, const ssa_gate *g, const ssa_gate_outcome *out,
+                             const char *command, ssa_out *o) {
+  size_t failed = 0;
+  for (size_t i = 0; g && i < g->n; i++) failed += out[i].status == SSA_GATE_FAIL;
+  if (g && g->n)
+    ssa_out_printf(o, "### stepscope diff: %s (%zu of %zu thresholds crossed)\n\n", failed ? "FAIL" : "pass", failed,
+                   g->n);
+  else
+    ssa_out_str(o, "### stepscope diff\n\n");
+  ssa_out_str(o, "A: ");
+  code(o, d->path_a ? d->path_a : "A", 120);
+  ssa_out_printf(o, " (%zu ranks, %zu steps", d->a->nranks, d->a->nsteps);
+  if (d->nruns_a > 1) ssa_out_printf(o, "; %zu runs", d->nruns_a);
+  ssa_out_str(o, ") → B: ");
+  code(o, d->path_b ? d->path_b : "B", 120);
+  ssa_out_printf(o, " (%zu ranks, %zu steps", d->b->nranks, d->b->nsteps);
+  if (d->nruns_b > 1) ssa_out_printf(o, "; %zu runs", d->nruns_b);
+  ssa_out_str(o, ")\n\n");
+  if (d->load_differs)
+    ssa_out_printf(o,
+                   "> **No verdicts:** the machine was busier during one run (devices idle with work queued "
+                   "%.1f %% of a step in A, %.1f %% in B). Measure both runs on a quiet machine.\n\n",
+                   d->queued_idle_a * 100.0, d->queued_idle_b * 100.0);
+  if (!d->same_layout) {
+    ssa_out_str(o, "> ");
+    ssa_out_utf8(o, d->layout_note);
+    ssa_out_str(o, "\n\n");
+  }
+  ssa_out_printf(o, "| metric | A | B | change | verdict |%s\n|---|---:|---:|---:|---|%s\n", g && g->n ? " gate |" : "",
+                 g && g->n ? "---|" : "");
+  for (int k = 0; k < SSA_DM_N; k++) {
+    const ssa_diff_metric *m = &d->m[k];
+    size_t ri = 0;
+    const ssa_gate_rule *r = rule_for(g, k, &ri);
+    if (!m->comparable && !r) continue;
+    char va[32], vb[32], ch[48] = "-";
+    fmt_value(va, sizeof va, k, m->a.known, m->a.median);
+    fmt_value(vb, sizeof vb, k, m->b.known, m->b.median);
+    if (m->comparable) {
+      if (!ssa_diff_metric_is_time[k]) snprintf(ch, sizeof ch, "%+.1f pt", m->abs_change * 100.0);
+      else if (!isnan(m->rel_change)) snprintf(ch, sizeof ch, "%+.1f %%", m->rel_change * 100.0);
+      else fmt_time(ch, sizeof ch, m->abs_change);
+    }
+    const char *v = ssa_diff_verdict_word(m, k);
+    ssa_out_printf(o, "| %s | %s | %s | %s | %s%s%s |", ssa_diff_metric_names[k], va, vb, ch,
+                   !strcmp(v, "WORSE") ? "**" : "", m->comparable ? v : "not measured",
+                   !strcmp(v, "WORSE") ? "**" : "");
+    if (g && g->n) {
+      if (r) {
+        char t[32];
+        ssa_gate_rule_text(r, t, sizeof t);
+        int st = out[ri].status;
+        ssa_out_printf(o, " %s%s%s (%s) |", st == SSA_GATE_FAIL ? "**" : "", ssa_gate_status_names[st],
+                       st == SSA_GATE_FAIL ? "**" : "", t);
+      } else {
+        ssa_out_str(o, " |");
+      }
+    }
+    ssa_out_char(o, '\n');
+  }
+  /* top causes */
+  double step_a = d->m[SSA_DM_STEP_TIME].a.known ? d->m[SSA_DM_STEP_TIME].a.median : 0;
+  int header = 0;
+#define CAUSES()                                                                                   \
+  do {                                                                                             \
+    if (!header) ssa_out_str(o, "\n**Top causes**\n");                                             \
+    header = 1;                                                                                    \
+  } while (0)
+  for (size_t i = 0, shown = 0; i < d->nkernels && shown < 3; i++) {
+    const ssa_diff_kernel *k = &d->kernels[i];
+    double c = k->time_b - k->time_a;
+    if (step_a <= 0 || fabs(c) < 0.01 * step_a) break;
+    char ta[32], tb[32];
+    fmt_time(ta, sizeof ta, k->in_a ? k->time_a : 0);
+    fmt_time(tb, sizeof tb, k->in_b ? k->time_b : 0);
+    CAUSES();
+    ssa_out_printf(o, "- %s kernel ", k->comm ? "communication" : "compute");
+    code(o, k->name, 80);
+    ssa_out_printf(o, ": %s → %s per step per rank%s\n", ta, tb,
+                   !k->in_a ? " (new in B)" : !k->in_b ? " (gone in B)" : "");
+    shown++;
+  }
+  for (size_t i = 0; i < d->ncolls && i < 2; i++) {
+    const ssa_diff_coll *c = &d->colls[i];
+    double ca = c->wait_a + c->transfer_a * c->count_a, cb = c->wait_b + c->transfer_b * c->count_b;
+    if (step_a <= 0 || fabs(cb - ca) < 0.01 * step_a) break;
+    const char *op = stepscope_collective_op_name(c->op);
+    char wa[32], wb[32], xa[32], xb[32];
+    fmt_time(wa, sizeof wa, c->wait_a);
+    fmt_time(wb, sizeof wb, c->wait_b);
+    fmt_time(xa, sizeof xa, c->transfer_a);
+    fmt_time(xb, sizeof xb, c->transfer_b);
+    CAUSES();
+    ssa_out_printf(o, "- collective %s of %llu bytes in group ", op ? op : "?", (unsigned long long)c->bytes);
+    code(o, c->group[0] ? c->group : "?", 60);
+    if (!c->in_a || !c->in_b) ssa_out_str(o, !c->in_a ? ": new in B\n" : ": gone in B\n");
+    else ssa_out_printf(o, ": transfer %s → %s, waits of all ranks %s → %s per step\n", xa, xb, wa, wb);
+  }
+  size_t idx[3], nr, nreal = 0;
+  double lo = INFINITY, hi = 0;
+  top_ranks(d, idx, &nr);
+  for (size_t i = 0; i < d->nranks; i++) {
+    const ssa_diff_metric *m = &d->ranks[i].m[SSA_DM_STEP_TIME];
+    if (m->verdict != SSA_DV_REAL) continue;
+    nreal++;
+    lo = fmin(lo, m->abs_change);
+    hi = fmax(hi, m->abs_change);
+  }
+  if (nreal > 1 && nreal == d->nranks && lo * hi > 0 && (hi - lo) <= 0.1 * fmax(fabs(lo), fabs(hi))) {
+    /* every rank moved alike: one line, not the same line per rank */
+    const ssa_diff_metric *m = &d->ranks[idx[0]].m[SSA_DM_STEP_TIME];
+    char ta[32], tb[32];
+    fmt_time(ta, sizeof ta, m->a.median);
+    fmt_time(tb, sizeof tb, m->b.median);
+    CAUSES();
+    ssa_out_printf(o, "- every rank alike (%zu ranks): step span %s → %s (%+.1f %%)\n", nreal, ta, tb,
+                   m->rel_change * 100.0);
+    nr = 0;
+  }
+  for (size_t i = 0; i < nr; i++) {
+    const ssa_diff_rank *r = &d->ranks[idx[i]];
+    const ssa_diff_metric *m = &r->m[SSA_DM_STEP_TIME];
+    char ta[32], tb[32];
+    fmt_time(ta, sizeof ta, m->a.median);
+    fmt_time(tb, sizeof tb, m->b.median);
+    int stage = stage_of(d->a, r->rank);
+    CAUSES();
+    ssa_out_printf(o, "- rank %d", r->rank);
+    if (stage >= 0) ssa_out_printf(o, " (pipeline stage %d)", stage);
+    ssa_out_printf(o, ": step span %s → %s (%+.1f %%)\n", ta, tb, m->rel_change * 100.0);
+  }
+#undef CAUSES
+  if (d->nfindings) {
+    ssa_out_str(o, "\n**Findings**\n");
+    for (size_t i = 0; i < d->nfindings; i++) {
+      ssa_out_str(o, "- ");
+      ssa_out_utf8(o, d->findings[i]);
+      ssa_out_char(o, '\n');
+    }
+  }
+  if (command) {
+    ssa_out_str(o, "\n**Reproduce**\n```sh\n");
+    ssa_out_utf8(o, command);
+    ssa_out_str(o, "\n```\n");
+  }
+  return o->error ? STEPSCOPE_E_IO : 0;
+}

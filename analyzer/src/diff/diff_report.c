@@ -1,0 +1,375 @@
+/*
+ * diff_report.c — the outputs of `stepscope diff`: a readable text report
+ * and the versioned JSON document (schema in docs/diff.md). Both print the
+ * same ssa_diff; times in JSON are integer nanoseconds (medians and
+ * quantiles rounded to the nearest ns), ratios plain numbers, unknown values
+ * null.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "ssa_diff.h"
+#include "ssa_io.h"
+
+/* ---------------------------------------------------------------- text */
+
+static void tfmt(char *buf, size_t n, int is_time, int known, double v) {
+  if (!known || isnan(v)) {
+    snprintf(buf, n, "-");
+    return;
+  }
+  if (!is_time) {
+    snprintf(buf, n, "%.1f%%", v * 100.0);
+    return;
+  }
+  double a = fabs(v);
+  if (a >= 1e9) snprintf(buf, n, "%.3f s", v / 1e9);
+  else if (a >= 1e6) snprintf(buf, n, "%.3f ms", v / 1e6);
+  else if (a >= 1e3) snprintf(buf, n, "%.1f us", v / 1e3);
+  else snprintf(buf, n, "%.0f ns", v);
+}
+
+static void tchange(char *buf, size_t n, int is_time, const ssa_diff_metric *m) {
+  if (!m->comparable) {
+    snprintf(buf, n, "-");
+    return;
+  }
+  char v[32];
+  tfmt(v, sizeof v, is_time, 1, m->abs_change);
+  if (is_time) {
+    if (isnan(m->rel_change)) snprintf(buf, n, "%s%s", m->abs_change > 0 ? "+" : "", v);
+    else snprintf(buf, n, "%s%s (%+.1f%%)", m->abs_change > 0 ? "+" : "", v, m->rel_change * 100.0);
+  } else {
+    snprintf(buf, n, "%+.1f pt", m->abs_change * 100.0);
+  }
+}
+
+int ssa_diff_report_text(const ssa_diff *d, FILE *f) {
+  char safe[1024], safe2[1024]; /* trace strings and paths, terminal-safe (text_escape.c) */
+  fprintf(f, "stepscope diff\n  A: %s (%zu ranks, %zu steps", ssa_text_safe(d->path_a ? d->path_a : "A", safe, sizeof safe),
+          d->a->nranks, d->a->nsteps);
+  if (d->nruns_a > 1) fprintf(f, "; %zu runs, %zu steps in all", d->nruns_a, d->m[SSA_DM_STEP_TIME].a.n);
+  fprintf(f, ")\n  B: %s (%zu ranks, %zu steps", ssa_text_safe(d->path_b ? d->path_b : "B", safe2, sizeof safe2),
+          d->b->nranks, d->b->nsteps);
+  if (d->nruns_b > 1) fprintf(f, "; %zu runs, %zu steps in all", d->nruns_b, d->m[SSA_DM_STEP_TIME].b.n);
+  fprintf(f, ")\n");
+  if (!d->same_layout) fprintf(f, "  note: %s\n", d->layout_note);
+  if (d->load_differs)
+    fprintf(f, "  note: load differs (devices idle with work queued %.1f%% of a step in A, %.1f%% in B; kernel stretch "
+            "B/A %.2fx): no verdicts\n", d->queued_idle_a * 100.0, d->queued_idle_b * 100.0, d->kernel_stretch);
+  fprintf(f, "\n== headline (median over steps; spread = IQR, or max-min under 4 steps; noise test: docs/diff.md) ==\n");
+  fprintf(f, "%-14s %12s %12s %22s %11s %11s  %s\n", "metric", "A", "B", "change", "spread A",
+          "spread B", "verdict");
+  for (int k = 0; k < SSA_DM_N; k++) {
+    const ssa_diff_metric *m = &d->m[k];
+    int t = ssa_diff_metric_is_time[k];
+    char a[32], b[32], c[48], sa[32], sb[32];
+    tfmt(a, sizeof a, t, m->a.known, m->a.median);
+    tfmt(b, sizeof b, t, m->b.known, m->b.median);
+    tchange(c, sizeof c, t, m);
+    tfmt(sa, sizeof sa, t, m->a.known, m->a.spread);
+    tfmt(sb, sizeof sb, t, m->b.known, m->b.spread);
+    char v[48];
+    if (m->comparable && m->verdict == SSA_DV_NOISE && m->noise_reason != SSA_DN_NONE)
+      snprintf(v, sizeof v, "noise (%s)", ssa_diff_noise_reason_names[m->noise_reason]);
+    else
+      snprintf(v, sizeof v, "%s", ssa_diff_verdict_word(m, k));
+    fprintf(f, "%-14s %12s %12s %22s %11s %11s  %s\n", ssa_diff_metric_names[k], a, b, c, sa, sb, v);
+  }
+  if (d->nruns_a > 1 || d->nruns_b > 1) {
+    fprintf(f, "\n== between runs (each run's median; range = how far one side's runs lie apart) ==\n");
+    fprintf(f, "%-14s %12s %12s %12s\n", "metric", "range A", "range B", "gap A->B");
+    for (int k = 0; k < SSA_DM_N; k++) {
+      const ssa_diff_metric *m = &d->m[k];
+      if (!m->comparable) continue;
+      int t = ssa_diff_metric_is_time[k];
+      char ra[32], rb[32], g[32];
+      tfmt(ra, sizeof ra, t, !isnan(m->a.between), m->a.between);
+      tfmt(rb, sizeof rb, t, !isnan(m->b.between), m->b.between);
+      tfmt(g, sizeof g, t, !isnan(m->run_gap), m->run_gap);
+      fprintf(f, "%-14s %12s %12s %12s\n", ssa_diff_metric_names[k], ra, rb, g);
+    }
+    fprintf(f, "  (gap: distance between the nearest runs of A and B, negative when they interleave)\n");
+  }
+  fprintf(f, "\n== findings ==\n");
+  for (size_t i = 0; i < d->nfindings; i++)
+    fprintf(f, "- %s\n", ssa_text_safe(d->findings[i], safe, sizeof safe));
+  if (d->same_layout && d->nranks) {
+    fprintf(f, "\n== per rank (median over steps: A -> B) ==\n");
+    fprintf(f, "%5s %24s %24s %24s %16s\n", "rank", "step span", "exposed comm", "idle", "overlap");
+    for (size_t i = 0; i < d->nranks; i++) {
+      const ssa_diff_rank *r = &d->ranks[i];
+      char cell[4][64];
+      static const int ks[4] = {SSA_DM_STEP_TIME, SSA_DM_EXPOSED_COMM, SSA_DM_IDLE, SSA_DM_OVERLAP_RATIO};
+      for (int j = 0; j < 4; j++) {
+        const ssa_diff_metric *m = &r->m[ks[j]];
+        int t = ssa_diff_metric_is_time[ks[j]];
+        char a[24], b[24];
+        tfmt(a, sizeof a, t, m->a.known, m->a.median);
+        tfmt(b, sizeof b, t, m->b.known, m->b.median);
+        snprintf(cell[j], sizeof cell[j], "%s -> %s%s", a, b, m->comparable && m->verdict != SSA_DV_REAL ? "~" : "");
+      }
+      fprintf(f, "%5d %24s %24s %24s %16s\n", r->rank, cell[0], cell[1], cell[2], cell[3]);
+    }
+    fprintf(f, "  (~ = within that rank's step-to-step noise)\n");
+  }
+  if (d->nsteps) {
+    fprintf(f, "\n== steps (paired by order) ==\n%6s %6s %12s %6s %12s\n", "index", "A", "time", "B", "time");
+    for (size_t i = 0; i < d->nsteps; i++) {
+      const ssa_diff_step *s = &d->steps[i];
+      char ta[32], tb[32];
+      tfmt(ta, sizeof ta, 1, s->time_a >= 0, (double)s->time_a);
+      tfmt(tb, sizeof tb, 1, s->time_b >= 0, (double)s->time_b);
+      char na[24] = "-", nb[24] = "-";
+      if (s->time_a >= 0) snprintf(na, sizeof na, "%lld", (long long)s->step_a);
+      if (s->time_b >= 0) snprintf(nb, sizeof nb, "%lld", (long long)s->step_b);
+      fprintf(f, "%6zu %6s %12s %6s %12s\n", s->index, na, ta, nb, tb);
+    }
+  }
+  if (d->nkernels) {
+    fprintf(f, "\n== kernels (time per step per rank, largest changes) ==\n%12s %12s %12s  %s\n", "A", "B",
+            "change", "name");
+    for (size_t i = 0; i < d->nkernels && i < 15; i++) {
+      const ssa_diff_kernel *k = &d->kernels[i];
+      char a[32], b[32], c[32];
+      tfmt(a, sizeof a, 1, k->in_a, k->time_a);
+      tfmt(b, sizeof b, 1, k->in_b, k->time_b);
+      tfmt(c, sizeof c, 1, 1, k->time_b - k->time_a);
+      fprintf(f, "%12s %12s %12s  %s\n", a, b, c, ssa_text_safe(k->name, safe, 71));
+    }
+  }
+  if (d->ncolls) {
+    fprintf(f, "\n== collectives (matched by op, group, bytes) ==\n");
+    fprintf(f, "%-14s %-12s %12s %13s %21s %21s\n", "op", "group", "bytes", "count/step", "transfer A -> B",
+            "wait/step A -> B");
+    for (size_t i = 0; i < d->ncolls && i < 15; i++) {
+      const ssa_diff_coll *c = &d->colls[i];
+      char ta[24], tb[24], wa[24], wb[24], cnt[32];
+      tfmt(ta, sizeof ta, 1, c->in_a, c->transfer_a);
+      tfmt(tb, sizeof tb, 1, c->in_b, c->transfer_b);
+      tfmt(wa, sizeof wa, 1, c->in_a, c->wait_a);
+      tfmt(wb, sizeof wb, 1, c->in_b, c->wait_b);
+      snprintf(cnt, sizeof cnt, "%.1f->%.1f", c->count_a, c->count_b);
+      const char *op = stepscope_collective_op_name(c->op);
+      char tr[64], wt[64];
+      snprintf(tr, sizeof tr, "%s -> %s", ta, tb);
+      snprintf(wt, sizeof wt, "%s -> %s", wa, wb);
+      fprintf(f, "%-14s %-12s %12llu %13s %21s %21s\n", op ? op : "?",
+              ssa_text_safe(c->group, safe, 13),
+              (unsigned long long)c->bytes, cnt, tr, wt);
+    }
+  }
+  return ferror(f) ? STEPSCOPE_E_IO : 0;
+}
+
+/* ---------------------------------------------------------------- JSON */
+
+#define KEY(o, k) ssa_out_str((o), "\"" k "\":")
+
+static void jnum(ssa_out *o, int is_time, double v) {
+  if (isnan(v) || isinf(v)) ssa_out_str(o, "null");
+  else if (is_time) ssa_out_i64(o, (int64_t)llround(v));
+  else ssa_out_double(o, v);
+}
+
+static void jstat(ssa_out *o, int is_time, const ssa_diff_stat *s) {
+  if (!s->known) {
+    ssa_out_str(o, "null");
+    return;
+  }
+  ssa_out_str(o, "{\"median\":");
+  jnum(o, is_time, s->median);
+  ssa_out_str(o, ",\"p25\":");
+  jnum(o, is_time, s->p25);
+  ssa_out_str(o, ",\"p75\":");
+  jnum(o, is_time, s->p75);
+  ssa_out_str(o, ",\"min\":");
+  jnum(o, is_time, s->min);
+  ssa_out_str(o, ",\"max\":");
+  jnum(o, is_time, s->max);
+  ssa_out_str(o, ",\"spread\":");
+  jnum(o, is_time, s->spread);
+  ssa_out_str(o, ",\"drift\":");
+  jnum(o, is_time, s->drift);
+  ssa_out_str(o, ",\"values\":");
+  ssa_out_u64(o, s->n);
+  ssa_out_str(o, ",\"runs\":");
+  ssa_out_u64(o, s->runs);
+  ssa_out_str(o, ",\"run_medians\":[");
+  for (size_t i = 0; i < s->runs; i++) {
+    if (i) ssa_out_char(o, ',');
+    jnum(o, is_time, s->run_median[i]);
+  }
+  ssa_out_str(o, "],\"between_runs\":");
+  jnum(o, is_time, s->between);
+  ssa_out_char(o, '}');
+}
+
+static void jmetric(ssa_out *o, int k, const ssa_diff_metric *m) {
+  int t = ssa_diff_metric_is_time[k];
+  ssa_out_printf(o, "\"%s\":{\"unit\":\"%s\",\"better\":\"%s\",\"a\":", ssa_diff_metric_names[k],
+                 t ? "ns" : "ratio", ssa_diff_metric_better[k] > 0 ? "higher" : "lower");
+  jstat(o, t, &m->a);
+  ssa_out_str(o, ",\"b\":");
+  jstat(o, t, &m->b);
+  ssa_out_str(o, ",\"abs_change\":");
+  jnum(o, t, m->comparable ? m->abs_change : NAN);
+  ssa_out_str(o, ",\"rel_change\":");
+  jnum(o, 0, m->comparable ? m->rel_change : NAN);
+  ssa_out_str(o, ",\"noise\":");
+  ssa_out_str(o, !m->comparable || m->verdict == SSA_DV_UNKNOWN ? "null" : m->noise ? "true" : "false");
+  static const char *const words[] = {"unknown", "same", "noise", "better", "worse"};
+  int w = m->verdict == SSA_DV_REAL ? ((m->abs_change > 0 ? 1 : -1) == ssa_diff_metric_better[k] ? 3 : 4)
+                                    : m->verdict;
+  ssa_out_str(o, ",\"verdict\":");
+  if (m->comparable) ssa_out_json_string(o, words[w]);
+  else ssa_out_str(o, "null");
+  ssa_out_str(o, ",\"why\":");
+  if (m->comparable && m->noise_reason != SSA_DN_NONE) ssa_out_json_string(o, ssa_diff_noise_reason_names[m->noise_reason]);
+  else ssa_out_str(o, "null");
+  ssa_out_str(o, ",\"p_value\":");
+  jnum(o, 0, m->p_value);
+  ssa_out_str(o, ",\"min_effect\":");
+  jnum(o, t, m->min_effect);
+  ssa_out_str(o, ",\"run_gap\":");
+  jnum(o, t, m->run_gap);
+  ssa_out_char(o, '}');
+}
+
+static void jrun(ssa_out *o, const char *path, const ssa_analysis *a, int world, size_t runs) {
+  ssa_out_str(o, "{\"path\":");
+  ssa_out_json_string(o, path);
+  ssa_out_str(o, ",\"world\":");
+  ssa_out_i64(o, world);
+  ssa_out_str(o, ",\"ranks\":");
+  ssa_out_u64(o, a->nranks);
+  ssa_out_str(o, ",\"steps\":");
+  ssa_out_u64(o, a->nsteps);
+  ssa_out_str(o, ",\"runs\":");
+  ssa_out_u64(o, runs);
+  ssa_out_char(o, '}');
+}
+
+int ssa_diff_report_json(const ssa_diff *d, ssa_out *o) {
+  ssa_out_printf(o, "{\"schema_version\":%d,\"kind\":\"stepscope.diff\",\"a\":", SSA_DIFF_SCHEMA_VERSION);
+  jrun(o, d->path_a, d->a, d->world_a, d->nruns_a);
+  ssa_out_str(o, ",\"b\":");
+  jrun(o, d->path_b, d->b, d->world_b, d->nruns_b);
+  ssa_out_str(o, ",\"same_layout\":");
+  ssa_out_str(o, d->same_layout ? "true" : "false");
+  ssa_out_str(o, ",\"layout_note\":");
+  if (d->same_layout) ssa_out_str(o, "null");
+  else ssa_out_json_string(o, d->layout_note);
+  ssa_out_str(o, ",\"load\":{\"queued_idle_a\":");
+  jnum(o, 0, d->queued_idle_a);
+  ssa_out_str(o, ",\"queued_idle_b\":");
+  jnum(o, 0, d->queued_idle_b);
+  ssa_out_str(o, ",\"queued_idle_a_p75\":");
+  jnum(o, 0, d->queued_idle_a_p75);
+  ssa_out_str(o, ",\"queued_idle_b_p75\":");
+  jnum(o, 0, d->queued_idle_b_p75);
+  ssa_out_str(o, ",\"kernel_stretch\":");
+  jnum(o, 0, d->kernel_stretch);
+  ssa_out_printf(o, ",\"stretch_kernels\":%zu", d->stretch_kernels);
+  ssa_out_str(o, d->load_differs ? ",\"differs\":true}" : ",\"differs\":false}");
+  ssa_out_str(o, ",\"headline\":{");
+  for (int k = 0; k < SSA_DM_N; k++) {
+    if (k) ssa_out_char(o, ',');
+    jmetric(o, k, &d->m[k]);
+  }
+  ssa_out_str(o, "},\"ranks\":[");
+  for (size_t i = 0; i < d->nranks; i++) {
+    const ssa_diff_rank *r = &d->ranks[i];
+    if (i) ssa_out_char(o, ',');
+    ssa_out_printf(o, "{\"rank\":%d,\"in_a\":%s,\"in_b\":%s,\"metrics\":{", r->rank, r->in_a ? "true" : "false",
+                   r->in_b ? "true" : "false");
+    int first = 1;
+    for (int k = 0; k < SSA_DM_N; k++) {
+      if (k == SSA_DM_MFU) continue;
+      if (!first) ssa_out_char(o, ',');
+      first = 0;
+      jmetric(o, k, &r->m[k]);
+    }
+    ssa_out_str(o, "},\"coll_wait_ns\":{\"a\":");
+    ssa_out_i64(o, r->coll_wait_a);
+    ssa_out_str(o, ",\"b\":");
+    if (r->in_b) ssa_out_i64(o, r->coll_wait_b);
+    else ssa_out_str(o, "null");
+    ssa_out_str(o, "}}");
+  }
+  ssa_out_str(o, "],\"steps\":[");
+  for (size_t i = 0; i < d->nsteps; i++) {
+    const ssa_diff_step *s = &d->steps[i];
+    if (i) ssa_out_char(o, ',');
+    ssa_out_printf(o, "{\"index\":%zu,\"a\":", s->index);
+    if (s->time_a < 0) ssa_out_str(o, "null");
+    else ssa_out_printf(o, "{\"step\":%lld,\"time_ns\":%lld}", (long long)s->step_a, (long long)s->time_a);
+    ssa_out_str(o, ",\"b\":");
+    if (s->time_b < 0) ssa_out_str(o, "null");
+    else ssa_out_printf(o, "{\"step\":%lld,\"time_ns\":%lld}", (long long)s->step_b, (long long)s->time_b);
+    ssa_out_char(o, '}');
+  }
+  ssa_out_str(o, "],\"kernels\":[");
+  for (size_t i = 0; i < d->nkernels; i++) {
+    const ssa_diff_kernel *k = &d->kernels[i];
+    if (i) ssa_out_char(o, ',');
+    ssa_out_str(o, "{\"name\":");
+    ssa_out_json_string(o, k->name);
+    ssa_out_str(o, k->comm ? ",\"comm\":true" : ",\"comm\":false");
+    for (int side = 0; side < 2; side++) {
+      int in = side ? k->in_b : k->in_a;
+      ssa_out_str(o, side ? ",\"b\":" : ",\"a\":");
+      if (!in) {
+        ssa_out_str(o, "null");
+        continue;
+      }
+      ssa_out_str(o, "{\"count_per_step\":");
+      ssa_out_double(o, side ? k->count_b : k->count_a);
+      ssa_out_str(o, ",\"time_per_step_ns\":");
+      jnum(o, 1, side ? k->time_b : k->time_a);
+      ssa_out_str(o, ",\"mean_ns\":");
+      jnum(o, 1, side ? k->mean_b : k->mean_a);
+      ssa_out_char(o, '}');
+    }
+    ssa_out_str(o, ",\"time_change_per_step_ns\":");
+    jnum(o, 1, k->time_b - k->time_a);
+    ssa_out_char(o, '}');
+  }
+  ssa_out_str(o, "],\"collectives\":[");
+  for (size_t i = 0; i < d->ncolls; i++) {
+    const ssa_diff_coll *c = &d->colls[i];
+    if (i) ssa_out_char(o, ',');
+    const char *op = stepscope_collective_op_name(c->op);
+    ssa_out_str(o, "{\"op\":");
+    ssa_out_json_string(o, op ? op : "unknown");
+    ssa_out_str(o, ",\"group\":");
+    ssa_out_json_string(o, c->group);
+    ssa_out_str(o, ",\"bytes\":");
+    ssa_out_u64(o, c->bytes);
+    for (int side = 0; side < 2; side++) {
+      int in = side ? c->in_b : c->in_a;
+      ssa_out_str(o, side ? ",\"b\":" : ",\"a\":");
+      if (!in) {
+        ssa_out_str(o, "null");
+        continue;
+      }
+      ssa_out_str(o, "{\"count_per_step\":");
+      ssa_out_double(o, side ? c->count_b : c->count_a);
+      ssa_out_str(o, ",\"transfer_mean_ns\":");
+      jnum(o, 1, side ? c->transfer_b : c->transfer_a);
+      ssa_out_str(o, ",\"busbw_gbps\":");
+      jnum(o, 0, side ? c->busbw_b : c->busbw_a);
+      ssa_out_str(o, ",\"wait_per_step_ns\":");
+      jnum(o, 1, side ? c->wait_b : c->wait_a);
+      ssa_out_char(o, '}');
+    }
+    ssa_out_char(o, '}');
+  }
+  ssa_out_str(o, "],\"findings\":[");
+  for (size_t i = 0; i < d->nfindings; i++) {
+    if (i) ssa_out_char(o, ',');
+    ssa_out_json_string(o, d->findings[i]);
+  }
+  ssa_out_str(o, "]}\n");
+  return o->error ? STEPSCOPE_E_IO : 0;
+}

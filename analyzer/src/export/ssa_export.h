@@ -1,0 +1,30 @@
+/*
+ * ssa_export.h — the analyzer's export floor (analyzer/src/export): an analysed run as a
+ * trace for Perfetto and the viewer, the streamed Chrome-trace JSON (chrome_export.c, SPEC
+ * §5) and the native Perfetto protobuf trace (perfetto_export.c). Both lay slices out on
+ * lanes the same way (slice_lanes.c, ssa_lanes.h) and tag expert parallelism's phases the
+ * same way (expert_tags.c, ssa_expert_tags.h); pb_encode.h is the protobuf encoder.
+ */
+#ifndef SSA_EXPORT_H
+#define SSA_EXPORT_H
+
+#include "ssa_io.h"
+#include "ssa_metrics.h"
+
+typedef struct ssa_export_stats {
+  uint64_t events;                  /* JSON: events; Perfetto: packets */
+  uint64_t bytes;
+  uint64_t slices, flows;           /* Perfetto only */
+} ssa_export_stats;
+
+/* Writes the Chrome-trace JSON of an analysed run to `path` (".gz": gzip).
+ * Only ranks selected by the analysis options are written. */
+int ssa_export_chrome(const ssa_analysis *a, const char *path, ssa_export_stats *stats,
+                      stepscope_error *err);
+
+/* Writes the same run as a Perfetto protobuf trace (perfetto_export.c):
+ * TrackEvent slices, flows, counters and the derived overlays. */
+int ssa_export_perfetto(const ssa_analysis *a, const char *path, ssa_export_stats *stats,
+                        stepscope_error *err);
+
+#endif

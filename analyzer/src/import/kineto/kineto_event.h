@@ -1,0 +1,208 @@
+/*
+ * kineto_event.h — one Kineto trace event as the importer keeps it (only the
+ * fields and args the mapping uses), and the small decisions both of its
+ * readers make on it: which key is which, which category, which parts of an
+ * event can be skipped unread. The readers are kineto_source.c (token by
+ * token, every case and every message) and kineto_fast.c (whole events over
+ * the buffer, the common case); they must fill a kevent identically, which
+ * is why these decisions live here once.
+ */
+#ifndef KINETO_EVENT_H
+#define KINETO_EVENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "sc_hash.h"
+
+#define KNAME_MAX 4096      /* event names longer than this are cut */
+#define KSHORT 128
+#define KRANKS_MAX 8192     /* process group member list text kept for hashing */
+#define KCAT_TEXT 48        /* an unimported category's name, cut to fit */
+
+enum kcat {
+  KC_OTHER = 0, KC_KERNEL, KC_MEMCPY, KC_MEMSET, KC_RUNTIME, KC_DRIVER,
+  KC_USER_ANNOTATION, KC_GPU_USER_ANNOTATION, KC_CPU_OP
+};
+
+/* One event, with only the fields the mapping needs. */
+typedef struct kevent {
+  char ph[4];
+  int cat;
+  char cat_text[KCAT_TEXT];      /* the category's text when it is not imported */
+  char name[KNAME_MAX];
+  size_t name_len;
+  int has_ts, has_dur;
+  int64_t ts, dur;               /* ns */
+  uint64_t pid, tid;
+  int has_corr, has_stream, has_device, has_bytes, has_ext_id;
+  uint64_t corr, stream, device, bytes, ext_id;
+  uint32_t grid[3], block[3];
+  /* NCCL metadata */
+  char coll_name[KSHORT], dtype[KSHORT], pg_name[KSHORT], pg_desc[KSHORT];
+  char pg_ranks[KRANKS_MAX];     /* normalised "0,1,2,3" */
+  int has_in, has_out, has_group_size, has_seq;
+  uint64_t in_nelems, out_nelems, group_size, seq;
+} kevent;
+
+/* An empty event: what a reader starts from. */
+static inline void kevent_clear(kevent *ev) {
+  ev->ph[0] = 0;
+  ev->cat = KC_OTHER;
+  ev->cat_text[0] = 0;
+  ev->name[0] = 0;
+  ev->name_len = 0;
+  ev->has_ts = ev->has_dur = 0;
+  ev->pid = ev->tid = 0;
+  ev->has_corr = ev->has_stream = ev->has_device = ev->has_bytes = ev->has_ext_id = 0;
+  ev->corr = ev->stream = ev->device = ev->bytes = ev->ext_id = 0;
+  memset(ev->grid, 0, sizeof ev->grid);
+  memset(ev->block, 0, sizeof ev->block);
+  ev->coll_name[0] = ev->dtype[0] = ev->pg_name[0] = ev->pg_desc[0] = ev->pg_ranks[0] = 0;
+  ev->has_in = ev->has_out = ev->has_group_size = ev->has_seq = 0;
+  ev->in_nelems = ev->out_nelems = ev->group_size = ev->seq = 0;
+}
+
+/* Appends the integers of a member list (a JSON array's numbers one by
+ * one, or a string such as "[0, 1, 2, 3]": n bytes of text) to
+ * ev->pg_ranks as "0,1,2,3". */
+static inline void kevent_ranks_append(kevent *ev, const char *text, size_t len) {
+  size_t n = strlen(ev->pg_ranks);
+  for (const char *p = text, *e = text + len; p < e;) {
+    if (*p >= '0' && *p <= '9') {
+      const char *s = p;
+      while (p < e && *p >= '0' && *p <= '9') p++;
+      size_t digits = (size_t)(p - s);
+      if (n + digits + 2 >= sizeof ev->pg_ranks) return;
+      if (n) ev->pg_ranks[n++] = ',';
+      memcpy(ev->pg_ranks + n, s, digits);
+      n += digits;
+      ev->pg_ranks[n] = 0;
+    } else {
+      p++;
+    }
+  }
+}
+
+/* The event category from its text (s, n bytes). */
+static inline int cat_of(const char *s, size_t n) {
+#define IS(lit) (n == sizeof lit - 1 && !memcmp(s, lit, sizeof lit - 1))
+  if (IS("kernel") || IS("Kernel")) return KC_KERNEL;
+  if (IS("cpu_op") || IS("Operator")) return KC_CPU_OP;
+  if (IS("cuda_runtime") || IS("Runtime")) return KC_RUNTIME;
+  if (IS("gpu_memcpy") || IS("Memcpy")) return KC_MEMCPY;
+  if (IS("gpu_memset") || IS("Memset")) return KC_MEMSET;
+  if (IS("cuda_driver")) return KC_DRIVER;
+  if (IS("user_annotation")) return KC_USER_ANNOTATION;
+  if (IS("gpu_user_annotation")) return KC_GPU_USER_ANNOTATION;
+#undef IS
+  return KC_OTHER;
+}
+
+/* Copies the current token (n bytes) into dst (cap bytes), cut to fit. */
+static inline void copy_tok(char *dst, size_t cap, const char *tok, size_t n) {
+  if (n >= cap) n = cap - 1;
+  memcpy(dst, tok, n);
+  dst[n] = 0;
+}
+
+/* The event keys the mapping uses. */
+enum ekey { E_NONE = 0, E_PH, E_CAT, E_NAME, E_TS, E_DUR, E_PID, E_TID, E_ARGS };
+
+static inline int event_key(const char *s, size_t n) {
+  switch (n) {
+  case 2:
+    if (s[0] == 'p' && s[1] == 'h') return E_PH;
+    if (s[0] == 't' && s[1] == 's') return E_TS;
+    break;
+  case 3:
+    if (!memcmp(s, "cat", 3)) return E_CAT;
+    if (!memcmp(s, "dur", 3)) return E_DUR;
+    if (!memcmp(s, "pid", 3)) return E_PID;
+    if (!memcmp(s, "tid", 3)) return E_TID;
+    break;
+  case 4:
+    if (!memcmp(s, "name", 4)) return E_NAME;
+    if (!memcmp(s, "args", 4)) return E_ARGS;
+    break;
+  default:
+    break;
+  }
+  return E_NONE;
+}
+
+/* The args keys the mapping uses. */
+enum akey {
+  A_NONE = 0, A_CORRELATION, A_STREAM, A_DEVICE, A_BYTES, A_GRID, A_BLOCK, A_COLL_NAME,
+  A_DTYPE, A_PG_NAME, A_PG_DESC, A_PG_RANKS, A_IN_NELEMS, A_OUT_NELEMS, A_GROUP_SIZE, A_SEQ,
+  A_EXTERNAL_ID
+};
+
+/* By length first, then the bytes: each comparison has a constant size,
+ * which compilers turn into a few word compares. */
+static inline int args_key(const char *s, size_t n) {
+#define IS(lit) (!memcmp(s, lit, sizeof lit - 1))
+  switch (n) {
+  case 3: return IS("Seq") || IS("seq") ? A_SEQ : A_NONE;
+  case 4: return IS("grid") ? A_GRID : A_NONE;
+  case 5: return IS("bytes") ? A_BYTES : IS("block") ? A_BLOCK : IS("dtype") ? A_DTYPE : A_NONE;
+  case 6: return IS("stream") ? A_STREAM : IS("device") ? A_DEVICE : A_NONE;
+  case 7: return IS("pg_name") ? A_PG_NAME : IS("pg_desc") ? A_PG_DESC : A_NONE;
+  case 10: return IS("Group size") ? A_GROUP_SIZE : A_NONE;
+  case 11: return IS("correlation") ? A_CORRELATION : IS("External id") ? A_EXTERNAL_ID : A_NONE;
+  case 13: return IS("In msg nelems") ? A_IN_NELEMS : A_NONE;
+  case 14: return IS("Out msg nelems") ? A_OUT_NELEMS : A_NONE;
+  case 15: return IS("Collective name") ? A_COLL_NAME : A_NONE;
+  case 18: return IS("Process Group Name") ? A_PG_NAME : A_NONE;
+  case 19: return IS("Process Group Ranks") ? A_PG_RANKS : A_NONE;
+  case 25: return IS("Process Group Description") ? A_PG_DESC : A_NONE;
+  default: return A_NONE;
+  }
+#undef IS
+}
+
+/* Whether the rest of an event, once its `ph` and `cat` are read, can be
+ * skipped unread (checked, not stored): a complete event of a category that
+ * is not imported, other than the profiling session's `Trace` span, is only
+ * counted by convert_event (ph and the category's text). Most events of a
+ * real trace are such (python_function: two thirds of them), and skipping
+ * them saves converting their names, times and args. Kineto writes `ph` and
+ * `cat` first and never repeats a key; in a document that repeats `cat`
+ * after such a category, the repetition is not seen. */
+static inline int skip_unimported(const kevent *ev) {
+  return ev->cat == KC_OTHER && ev->ph[0] && ev->cat_text[0] && memcmp(ev->cat_text, "Trace", sizeof "Trace") != 0;
+}
+
+/* Likewise once `ph` says the event is not a complete one ("X"): convert_event
+ * only counts it. Metadata events ("M": process and thread names, sort
+ * indices) are two thirds of some traces (hta mtia_trace_single_rank: 310
+ * thousand of 456 thousand events, each with ts, pid, tid and an args
+ * object after its `ph`); skipping their rest took that trace's import from
+ * about 125 to 105 ms (perf stat -r 5, whole process,
+ * alternating with the previous binary). The same caveat as
+ * above: a repeated `ph` after such a value is not seen, and a malformed
+ * `ts` after it is not an error (the rest is still checked as JSON). */
+static inline int skip_not_complete(const kevent *ev) { return ev->ph[0] && (ev->ph[0] != 'X' || ev->ph[1]); }
+
+/* Whether the event's args cannot matter, once its category and name are
+ * known (Kineto writes both before the args): convert_event reads nothing
+ * from the args of a CPU op or a host annotation except the NCCL metadata
+ * of a `record_param_comms` op (the stream, device and correlation serve
+ * GPU events, API calls and GPU annotations only). Such args (input shapes,
+ * types, ids: most of a CPU op's text) are then skipped as one value
+ * instead of member by member. When the name comes after the args, they are
+ * read as before. */
+static inline int args_unused(const kevent *ev) {
+  return (ev->cat == KC_CPU_OP || ev->cat == KC_USER_ANNOTATION) && ev->name[0] &&
+         strcmp(ev->name, "record_param_comms") != 0;
+}
+
+/* The same with the name given as its n bytes (kineto_fast.c holds it in
+ * the buffer until the event is read). */
+static inline int args_unused_named(int cat, const char *name, size_t n) {
+  return (cat == KC_CPU_OP || cat == KC_USER_ANNOTATION) && n > 0 &&
+         !(n == sizeof "record_param_comms" - 1 && !memcmp(name, "record_param_comms", n));
+}
+
+#endif

@@ -1,0 +1,230 @@
+/*
+ * run_load.c — loads a run: every rank file of a directory, in parallel.
+ *
+ * run_discovery.c decides which files of the directory are ranks and of
+ * which kind; each kind has its source (ssa_sources: our
+ * `rank-*.trace.zst` reader, the Kineto importer). One
+ * task per file goes to a pool of pthreads sized to the cores (or
+ * --threads); a worker takes the next file index from an atomic counter,
+ * fills a rank with the file's source and finishes it (sort, join,
+ * classify), so the heavy work is parallel across ranks. Files that fail
+ * become run warnings; duplicate rank numbers and ranks missing from
+ * 0..world-1 (files from different runs, lost ranks) are reported, clocks are
+ * aligned and unclosed traces reported by ssa_run_assemble (model/run.c).
+ */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kineto_source.h"
+#include "kineto_split.h"
+#include "ssa_import.h"
+#include "ssa_model.h"
+#include "ssa_io.h"
+#include "sc_try.h"
+
+static const ssa_source ssa_sources[] = {
+    {"stepscope trace", ssa_trace_source_load},
+    {"kineto json", ssa_kineto_source_load},
+};
+#define NSOURCES (sizeof ssa_sources / sizeof ssa_sources[0])
+
+typedef struct file_task {
+  char *path;
+  const ssa_source *source;
+  ssa_rank rank;
+  int rc;
+  stepscope_error err;
+} file_task;
+
+typedef struct pool {
+  file_task *tasks;
+  size_t ntasks;
+  atomic_size_t next, done;
+  int progress;
+  const ssa_comm_rules *comm_rules; /* the user's classification rules, or NULL */
+  pthread_mutex_t print_lock;
+} pool;
+
+static void *worker(void *arg) {
+  pool *p = arg;
+  for (;;) {
+    size_t i = atomic_fetch_add(&p->next, 1);
+    if (i >= p->ntasks) break;
+    file_task *t = &p->tasks[i];
+    memset(&t->err, 0, sizeof t->err);
+    t->rc = ssa_rank_init(&t->rank);
+    t->rank.comm_rules = p->comm_rules;
+    if (t->rc == 0) t->rc = t->source->load(t->path, &t->rank, &t->err);
+    if (t->rc == 0) t->rc = ssa_rank_finish(&t->rank);
+    if (t->rc && !t->err.message[0])
+      snprintf(t->err.message, sizeof t->err.message, "%s: %s", t->path,
+               stepscope_status_name(t->rc));
+    size_t d = atomic_fetch_add(&p->done, 1) + 1;
+    if (p->progress) {
+      pthread_mutex_lock(&p->print_lock);
+      fprintf(stderr, "\rloading rank files: %zu/%zu", d, p->ntasks);
+      if (d == p->ntasks) fputc('\n', stderr);
+      pthread_mutex_unlock(&p->print_lock);
+    }
+  }
+  return NULL;
+}
+
+/* Lists the rank files of `path` (a directory or one file) as run_discovery.c
+ * decides them, each with the source that reads it. A single file that is a
+ * stepscope export or report is an error that says so. */
+static int list_files(const char *path, char ***out, const ssa_source ***sources, size_t *n,
+                      stepscope_error *err) {
+  ssa_run_files found;
+  *out = NULL;
+  *sources = NULL;
+  *n = 0;
+  SC_TRY(ssa_run_discover(path, &found, err));
+  if (found.single && !ssa_file_kind_is_rank(found.files[0].kind)) {
+    if (err) {
+      err->code = STEPSCOPE_E_ARGUMENT;
+      err->offset = 0;
+      snprintf(err->message, sizeof err->message,
+               "%s is a %s (%s), not a trace: give the run directory or its rank files", path,
+               ssa_file_kind_name(found.files[0].kind), found.files[0].why);
+    }
+    ssa_run_files_free(&found);
+    return STEPSCOPE_E_ARGUMENT;
+  }
+  if (found.nranks == 0) {
+    if (err) {
+      err->code = STEPSCOPE_E_ARGUMENT;
+      err->offset = 0;
+      size_t l = (size_t)snprintf(err->message, sizeof err->message, "%s: ", path);
+      if (l < sizeof err->message) ssa_run_files_why_none(&found, err->message + l, sizeof err->message - l);
+    }
+    ssa_run_files_free(&found);
+    return STEPSCOPE_E_ARGUMENT;
+  }
+  char **v = calloc(found.nranks, sizeof *v);
+  const ssa_source **s = calloc(found.nranks, sizeof *s);
+  if (!v || !s) {
+    free(v);
+    free(s);
+    ssa_run_files_free(&found);
+    return STEPSCOPE_E_NOMEM;
+  }
+  size_t cnt = 0;
+  for (size_t i = 0; i < found.nfiles; i++) {
+    ssa_found_file *f = &found.files[i];
+    if (!ssa_file_kind_is_rank(f->kind)) continue;
+    s[cnt] = f->kind == SSA_FILE_KINETO ? &ssa_sources[1] : &ssa_sources[0];
+    v[cnt++] = f->path;
+    f->path = NULL; /* now owned by the list */
+  }
+  ssa_run_files_free(&found);
+  *out = v;
+  *sources = s;
+  *n = cnt;
+  return 0;
+}
+
+int ssa_run_load(ssa_run *run, const char *path, const ssa_load_options *opt,
+                 stepscope_error *err) {
+  return ssa_run_load_with_rules(run, path, opt, NULL, err);
+}
+
+int ssa_run_load_with_rules(ssa_run *run, const char *path, const ssa_load_options *opt,
+                            const ssa_comm_rules *rules, stepscope_error *err) {
+  memset(run, 0, sizeof *run);
+  run->dir = strdup(path);
+  if (!run->dir) return STEPSCOPE_E_NOMEM;
+  char **files;
+  const ssa_source **sources;
+  size_t nfiles;
+  int rc = list_files(path, &files, &sources, &nfiles, err);
+  if (rc) return rc;
+  for (size_t i = 0; i < nfiles; i++) ssa_out_protect_input(files[i]); /* never written over */
+  pool p;
+  memset(&p, 0, sizeof p);
+  p.tasks = calloc(nfiles, sizeof *p.tasks);
+  if (!p.tasks) {
+    for (size_t i = 0; i < nfiles; i++) free(files[i]);
+    free(files);
+    free(sources);
+    return STEPSCOPE_E_NOMEM;
+  }
+  p.ntasks = nfiles;
+  for (size_t i = 0; i < nfiles; i++) {
+    p.tasks[i].path = files[i];
+    p.tasks[i].source = sources[i];
+  }
+  free(files);
+  free(sources);
+  atomic_init(&p.next, 0);
+  atomic_init(&p.done, 0);
+  p.progress = opt && opt->progress;
+  p.comm_rules = rules;
+  pthread_mutex_init(&p.print_lock, NULL);
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  size_t nthreads = opt && opt->threads > 0 ? (size_t)opt->threads : (size_t)(cores > 0 ? cores : 1);
+  if (nthreads > nfiles) nthreads = nfiles;
+  pthread_t *th = calloc(nthreads, sizeof *th);
+  size_t started = 0;
+  ssa_split_loaders(th ? (int)nthreads : 1); /* one file on two threads only where cores are left */
+  if (th) {
+    for (; started < nthreads; started++)
+      if (pthread_create(&th[started], NULL, worker, &p) != 0) break;
+  }
+  if (started == 0) worker(&p); /* no threads: load on this one */
+  for (size_t i = 0; i < started; i++) pthread_join(th[i], NULL);
+  ssa_split_loaders(1);
+  free(th);
+  pthread_mutex_destroy(&p.print_lock);
+
+  run->ranks = calloc(nfiles, sizeof *run->ranks);
+  if (!run->ranks) rc = STEPSCOPE_E_NOMEM;
+  for (size_t i = 0; i < nfiles; i++) {
+    file_task *t = &p.tasks[i];
+    if (rc == 0 && t->rc == 0) {
+      t->rank.path = t->path;
+      t->path = NULL;
+      run->ranks[run->nranks++] = t->rank;
+    } else {
+      if (rc == 0) ssa_run_warn(run, "%s (rank skipped)", t->err.message);
+      ssa_rank_free(&t->rank);
+    }
+    free(t->path);
+  }
+  if (rc == 0 && run->nranks == 0 && err) {
+    /* nothing loaded: say why for each file, as many as the message holds */
+    err->code = STEPSCOPE_E_FORMAT;
+    err->offset = 0;
+    size_t len = (size_t)snprintf(err->message, sizeof err->message, "%s: no rank file could be read", path);
+    size_t shown = 0;
+    for (size_t i = 0; i < nfiles && len < sizeof err->message; i++) {
+      const char *why = p.tasks[i].err.message[0] ? p.tasks[i].err.message : "unreadable";
+      size_t need = 2 + strlen(why) + (i + 1 < nfiles ? 80 + strlen(path) : 0); /* room for "and more" */
+      if (shown && len + need >= sizeof err->message) {
+        snprintf(err->message + len, sizeof err->message - len, "; and %zu more (`stepscope info %s` names each)",
+                 nfiles - i, path);
+        break;
+      }
+      len += (size_t)snprintf(err->message + len, sizeof err->message - len, "%s %s", shown ? ";" : ":", why);
+      shown++;
+    }
+    free(p.tasks);
+    return STEPSCOPE_E_FORMAT;
+  }
+  free(p.tasks);
+  if (rc) return rc;
+  if (run->nranks == 0) {
+    if (err) { /* say why, with the first file's reason */
+      err->code = STEPSCOPE_E_FORMAT;
+      snprintf(err->message, sizeof err->message, "%s: no rank file could be read (%s)", path,
+               run->nwarnings ? run->warnings[0] : "?");
+    }
+    return STEPSCOPE_E_FORMAT;
+  }
+  return ssa_run_assemble(run, err);
+}

@@ -1,0 +1,137 @@
+/*
+ * ssa_import.h — the analyzer's import floor (analyzer/src/import): from files to the run
+ * model (model/ssa_model.h). Declared here: run discovery (run_discovery.c: what a
+ * directory holds), our own trace's source (trace_source.c) and the parallel loader
+ * (run_load.c). The Kineto importer lives below, in import/kineto (its entry points in
+ * kineto_source.h).
+ *
+ * Run discovery — what a run directory holds: the one place that decides
+ * which files are ranks and which are stepscope's own outputs.
+ *
+ * Every command that takes RUN (analyze, diff, export, view, info, dump,
+ * plan --from) calls ssa_run_discover, so they all accept the same names and
+ * tell files apart the same way:
+ *
+ *   stepscope rank trace   rank-*.trace.zst (by name; the reader validates),
+ *                          or another *.trace.zst that holds zstd data
+ *   Kineto trace (a rank)  a *.json / *.json.gz whose content says PyTorch
+ *                          profiler (top-level schemaVersion, deviceProperties,
+ *                          distributedInfo, traceName or baseTimeNanoseconds, or
+ *                          events of Kineto categories such as kernel, cpu_op,
+ *                          cuda_runtime), whatever its name — trace.json.gz
+ *                          included; also, without such marks, a file named
+ *                          like a rank file: rank-*, rank_*, worker*,
+ *                          *.pt.trace.json[.gz] (tensorboard_trace_handler)
+ *   stepscope export       the Chrome JSON `stepscope export` writes, told by
+ *                          its marker "metadata":{"stepscope":{"exporter":
+ *                          "stepscope export ..."} (at the end of the file)
+ *   stepscope report       the JSON of `stepscope analyze --json` (its
+ *                          "generator":"stepscope analyze ..." at the start)
+ *   by name, last         a file without any of these marks named
+ *                          trace.json[.gz] / report.json is taken as the
+ *                          export / report (so that `view` can say it is cut
+ *                          or empty and regenerate it); one named like a
+ *                          rank file, or given explicitly, as Kineto
+ *   skipped                anything else with one of those extensions, with
+ *                          the reason (not JSON, a Chrome trace of unknown
+ *                          origin, a cut export, another stepscope output...)
+ *
+ * Files are told apart by content, never by name alone: only the first 64 KiB
+ * (decompressed) are read, except when a file has no Kineto mark, where the
+ * export marker is looked for at its end (a gzip file is then decompressed
+ * to its end, unless it begins with the exporter's own first bytes). Non-regular files (FIFOs...) are never opened: those named
+ * like rank files are listed as ranks so that the loader names them in its
+ * error, the others are skipped.
+ */
+#ifndef SSA_IMPORT_H
+#define SSA_IMPORT_H
+
+#include <stddef.h>
+
+#include "ssa_model.h"
+#include "stepscope.h"
+
+typedef enum ssa_file_kind {
+  SSA_FILE_SKIPPED = 0, /* not read by stepscope; `why` says what it is */
+  SSA_FILE_TRACE,       /* a stepscope rank trace (.trace.zst) */
+  SSA_FILE_KINETO,      /* a PyTorch profiler (Kineto) trace: one rank */
+  SSA_FILE_EXPORT,      /* a Chrome-trace export written by `stepscope export` */
+  SSA_FILE_REPORT       /* a JSON report written by `stepscope analyze --json` */
+} ssa_file_kind;
+
+typedef struct ssa_found_file {
+  char *path;         /* directory/name, or the path as given for a single file */
+  const char *name;   /* the base name, inside path */
+  ssa_file_kind kind;
+  int gzip;           /* the content is gzip-compressed */
+  char why[200];      /* how the kind was told, in words (for info and view) */
+} ssa_found_file;
+
+typedef struct ssa_run_files {
+  char *dir;               /* the run directory (a single file's directory) */
+  int single;              /* the path named one file, not a directory */
+  ssa_found_file *files;   /* sorted by name; only candidate names are listed */
+  size_t nfiles;
+  size_t nranks;           /* files of kind TRACE or KINETO */
+} ssa_run_files;
+
+/* Lists and classifies what `path` holds: a directory's files whose names end
+ * in .trace.zst, .json or .json.gz (other files are not listed), or the one
+ * file `path` names (any name: classified by content; a file that is neither
+ * JSON nor gzip is taken as a stepscope trace, for the reader to judge).
+ * Returns 0, or an error (no such path, unreadable directory, no memory) with
+ * a message in err. A directory without rank files is not an error here:
+ * nranks is 0 and ssa_run_files_why_none says why. */
+int ssa_run_discover(const char *path, ssa_run_files *out, stepscope_error *err);
+
+void ssa_run_files_free(ssa_run_files *files);
+
+/* Classifies one file (the rules above); `explicit_file`: the user named this
+ * file, so a Chrome trace without Kineto marks is still taken as Kineto.
+ * Sets *gzip; writes the reason into why. */
+ssa_file_kind ssa_classify_file(const char *path, int explicit_file, int *gzip, char *why,
+                                size_t whylen);
+
+/* 1 when a file of this kind is a rank (TRACE or KINETO). */
+int ssa_file_kind_is_rank(ssa_file_kind kind);
+
+/* "stepscope trace", "Kineto trace", "stepscope export", "stepscope report", "skipped". */
+const char *ssa_file_kind_name(ssa_file_kind kind);
+
+/* The first file of a kind, preferring the given name when present (e.g.
+ * "trace.json" among several exports); NULL when there is none. */
+const ssa_found_file *ssa_run_files_find(const ssa_run_files *files, ssa_file_kind kind,
+                                         const char *preferred_name);
+
+/* One sentence for a directory without rank files: what it holds instead
+ * (an export and report without traces, skipped files and why, nothing). */
+void ssa_run_files_why_none(const ssa_run_files *files, char *buf, size_t len);
+
+/* ---- loading (trace_source.c, run_load.c) ---- */
+
+typedef struct ssa_load_options {
+  int threads;                  /* 0: number of online CPUs */
+  int progress;                 /* print progress on stderr */
+} ssa_load_options;
+
+/* A loader source: fills a rank from one file of a kind that
+ * run_discovery.c recognised. Our trace reader is one; importers add
+ * themselves to ssa_sources (run_load.c). */
+typedef struct ssa_source {
+  const char *name;
+  int (*load)(const char *path, ssa_rank *r, stepscope_error *err);
+} ssa_source;
+
+int ssa_trace_source_load(const char *path, ssa_rank *r, stepscope_error *err);
+
+/* Loads every rank file of a run directory (or a single file) in parallel,
+ * finishes each rank and aligns clocks. Bad files become warnings and
+ * failed ranks; an error is returned only when nothing can be loaded. */
+int ssa_run_load(ssa_run *run, const char *path, const ssa_load_options *opt,
+                 stepscope_error *err);
+/* The same, classifying ops with the user's rules (comm_rules.h; NULL: the
+ * built-in rules only). The rules must outlive the run. */
+int ssa_run_load_with_rules(ssa_run *run, const char *path, const ssa_load_options *opt,
+                            const ssa_comm_rules *rules, stepscope_error *err);
+
+#endif

@@ -1,0 +1,112 @@
+/*
+ * ssa_io.h — the analyzer's bottom floor (analyzer/src/io): bytes in and out, with no
+ * knowledge of runs or metrics. Declared here: the output stream (out_writer.c), terminal-safe
+ * text (text_escape.c), JSON validity (json_valid.c), dotted-path JSON lookups
+ * (json_lookup.c), array growth (grow.c) and the start-time sort (sort.c). The streaming
+ * JSON tokenizer (json_stream.h, json_scan.h) and the two gzip readers (gzip_whole.h,
+ * inflate_pipe.h) have headers of their own in this folder: only the importers use them.
+ *
+ * The output stream (ssa_out) is a hand-rolled buffered output stream for the reports and the
+ * Chrome export: plain file, stdout ("-") or gzip (zlib) when the name ends
+ * in ".gz". Numbers are formatted by hand (no printf on the hot path); the
+ * first I/O error sticks and is returned by ssa_out_close.
+ *
+ * A file is written under a temporary name in its directory and renamed to
+ * its name by ssa_out_close only when every write succeeded, so a full disk
+ * or a crash never leaves a truncated output under the final name (and an
+ * earlier good file stays). Outputs that are not regular files (/dev/null,
+ * a pipe, /dev/stdout) are written directly. An output that is the same
+ * file (same inode) as an input registered with ssa_out_protect_input is
+ * refused: a command never writes over what it reads.
+ */
+#ifndef SSA_IO_H
+#define SSA_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct ssa_out {
+  FILE *file;
+  void *gz;              /* gzFile */
+  char *buf;
+  size_t len, cap;
+  int error;
+  int owns_file;
+  uint64_t bytes;        /* uncompressed bytes written */
+  char *tmp_path;        /* written here, renamed to final_path on success */
+  char *final_path;
+  int flush_errno;       /* errno of the first failed write */
+  char why[320];         /* why ssa_out_open or ssa_out_close failed */
+} ssa_out;
+
+/* Registers a file this process reads (a trace, a report): ssa_out_open
+ * refuses to write over it. Thread-safe; paths that do not exist are
+ * ignored. */
+void ssa_out_protect_input(const char *path);
+/* 0 when writing `path` would not touch a registered input; otherwise
+ * STEPSCOPE_E_ARGUMENT with a message in why[n]. */
+int ssa_out_check_target(const char *path, char *why, size_t n);
+
+int ssa_out_open(ssa_out *o, const char *path);      /* 0 or STEPSCOPE_E_IO/NOMEM */
+int ssa_out_open_file(ssa_out *o, FILE *f);          /* does not close f */
+/* Flushes and closes; on success renames the temporary file to its name,
+ * on any error removes it (the final name is left untouched). 0 or the
+ * first error (o->why says what). */
+int ssa_out_close(ssa_out *o);
+void ssa_out_flush(ssa_out *o);
+void ssa_out_write(ssa_out *o, const char *s, size_t n);
+void ssa_out_str(ssa_out *o, const char *s);
+void ssa_out_printf(ssa_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ssa_out_i64(ssa_out *o, int64_t v);
+void ssa_out_u64(ssa_out *o, uint64_t v);
+/* ns as microseconds with exactly three decimals ("12.345"). */
+void ssa_out_us(ssa_out *o, int64_t ns);
+/* a JSON number, or null for NaN/inf */
+void ssa_out_double(ssa_out *o, double v);
+/* a JSON string literal with escapes, always valid UTF-8 (invalid
+ * sequences become U+FFFD); NULL writes "" */
+void ssa_out_json_string(ssa_out *o, const char *s);
+/* raw text, with invalid UTF-8 sequences replaced by U+FFFD */
+void ssa_out_utf8(ssa_out *o, const char *s);
+/* Length of the well-formed UTF-8 sequence at p (NUL-terminated; p[0] >=
+ * 0x80), or 0 when there is none, with *bad the length of the maximal
+ * subpart that one U+FFFD replaces. */
+size_t ssa_utf8_sequence(const char *p, size_t *bad);
+/* Terminal-safe text (text_escape.c): control characters (C0, DEL, C1) and
+ * bytes that are not UTF-8 as \xNN, \n \r \t \\ escaped; valid UTF-8 kept.
+ * ssa_text_safe writes into buf (n bytes, cut at a character boundary) and
+ * returns it; ssa_fputs_safe writes any length to f. */
+const char *ssa_text_safe(const char *s, char *buf, size_t n);
+void ssa_fputs_safe(const char *s, FILE *f);
+/* Whether s is exactly one JSON value (json_valid.c). */
+int ssa_json_valid(const char *s);
+
+static inline void ssa_out_char(ssa_out *o, char c) {
+  if (o->len == o->cap) ssa_out_flush(o);
+  o->buf[o->len++] = c;
+}
+
+/* ---- dotted-path JSON lookups (json_lookup.c) ----
+ * Minimal JSON lookups for metadata: `path` is dotted ("predicted.total").
+ * Return 1 when found. */
+int ssa_json_number(const char *json, const char *path, double *out);
+int ssa_json_string(const char *json, const char *path, char *buf, size_t size);
+int ssa_json_bool(const char *json, const char *path, int *out); /* true / false */
+
+/* ---- arrays (grow.c, sort.c) ---- */
+/* Sorts in place (sort.c) an array whose elements start with an int64
+ * start time, in the order of `cmp` (which must order by that start time
+ * first). No extra memory; linear passes of a radix sort. */
+void ssa_sort_by_start(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
+
+/* Growth helper (grow.c): ensures capacity for `need` elements. 0 or -1. */
+int ssa_grow(void **ptr, size_t *cap, size_t need, size_t elem);
+/* Faults in, with one call (MADV_POPULATE_WRITE) instead of a page fault
+ * per page, the pages of the elements after the first n of an array of
+ * capacity `cap` that an appender is about to fill, and returns the index
+ * up to which it did: callers call it again when n reaches that index.
+ * Advisory: failure only costs speed. */
+size_t ssa_prefault_ahead(void *base, size_t elem, size_t n, size_t cap);
+
+#endif

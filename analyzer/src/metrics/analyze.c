@@ -1,0 +1,186 @@
+/*
+ * analyze.c — runs the whole analysis of a loaded run: the per-rank metrics
+ * (breakdown.c) on a pool of threads, one task per rank, then the cross-rank
+ * parts in order: collectives and stragglers, the kernel table, run
+ * metadata (step times, MFU/HFU, memory, schedule). Owns the analysis
+ * result and its warnings (thread-safe: workers may warn).
+ */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ssa_metrics.h"
+
+static pthread_mutex_t warn_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void ssa_options_default(ssa_options *o) {
+  memset(o, 0, sizeof *o);
+  o->rank = -1;
+  o->launch_gap_ns = SSA_DEFAULT_LAUNCH_GAP_NS;
+  o->top_n = 20;
+}
+
+int ssa_analysis_warn(ssa_analysis *a, const char *fmt, ...) {
+  char buf[700];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  int rc = 0;
+  pthread_mutex_lock(&warn_lock);
+  char *w = strdup(buf);
+  if (!w || ssa_grow((void **)&a->warnings, &a->warnings_cap, a->nwarnings + 1, sizeof(char *))) {
+    free(w);
+    rc = STEPSCOPE_E_NOMEM;
+  } else {
+    a->warnings[a->nwarnings++] = w;
+  }
+  pthread_mutex_unlock(&warn_lock);
+  return rc;
+}
+
+typedef struct rank_pool {
+  ssa_analysis *a;
+  atomic_size_t next;
+} rank_pool;
+
+static void *rank_worker(void *arg) {
+  rank_pool *p = arg;
+  for (;;) {
+    size_t i = atomic_fetch_add(&p->next, 1);
+    if (i >= p->a->nranks) break;
+    ssa_analyze_rank(p->a, &p->a->ranks[i]);
+  }
+  return NULL;
+}
+
+int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, stepscope_error *err) {
+  memset(a, 0, sizeof *a);
+  a->run = run;
+  if (opt) a->opt = *opt;
+  else ssa_options_default(&a->opt);
+  a->launch_gap_ns = a->opt.launch_gap_ns > 0 ? a->opt.launch_gap_ns : SSA_DEFAULT_LAUNCH_GAP_NS;
+  if (a->opt.top_n <= 0) a->opt.top_n = 20;
+  ssa_strtab_init(&a->names);
+  int rc = STEPSCOPE_E_NOMEM;
+  if (ssa_strtab_intern(&a->names, "x", 1) == 0) goto fail;
+  a->nranks = run->nranks;
+  a->ranks = calloc(run->nranks ? run->nranks : 1, sizeof *a->ranks);
+  if (!a->ranks) goto fail;
+  for (size_t i = 0; i < run->nranks; i++) {
+    a->ranks[i].rank = &run->ranks[i];
+    a->ranks[i].rank_index = i;
+    a->ranks[i].stage = -1;
+  }
+  if ((rc = ssa_find_pipeline_waits(a)) != 0) goto fail;
+  rank_pool pool;
+  pool.a = a;
+  atomic_init(&pool.next, 0);
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  size_t nth = a->opt.threads > 0 ? (size_t)a->opt.threads : (size_t)(cores > 0 ? cores : 1);
+  if (nth > a->nranks) nth = a->nranks;
+  pthread_t *th = calloc(nth ? nth : 1, sizeof *th);
+  size_t started = 0;
+  if (th && nth > 1)
+    for (; started < nth; started++)
+      if (pthread_create(&th[started], NULL, rank_worker, &pool) != 0) break;
+  rank_worker(&pool);
+  for (size_t i = 0; i < started; i++) pthread_join(th[i], NULL);
+  free(th);
+  for (size_t i = 0; i < a->nranks; i++) {
+    if (a->ranks[i].error) {
+      rc = a->ranks[i].error;
+      goto fail;
+    }
+  }
+  if (a->opt.rank >= 0) {
+    int found = 0;
+    for (size_t i = 0; i < a->nranks; i++) found |= a->ranks[i].rank->rank == a->opt.rank;
+    if (!found) {
+      rc = STEPSCOPE_E_ARGUMENT;
+      if (err) {
+        err->code = rc;
+        snprintf(err->message, sizeof err->message, "rank %d is not in the run", a->opt.rank);
+      }
+      return rc;
+    }
+  }
+  if (a->opt.has_step_filter) {
+    /* a selection that keeps nothing is an error, not a report of nothing */
+    int any = 0;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (size_t i = 0; i < a->nranks; i++) {
+      any |= a->ranks[i].nsteps > 0;
+      ssa_step *all = NULL;
+      size_t n = 0;
+      if (!any && ssa_find_steps(a->ranks[i].rank, a->opt.step_range_name, &all, &n) == 0)
+        for (size_t s = 0; s < n; s++) {
+          if (all[s].number < lo) lo = all[s].number;
+          if (all[s].number > hi) hi = all[s].number;
+        }
+      free(all);
+    }
+    if (!any) {
+      rc = STEPSCOPE_E_ARGUMENT;
+      if (err) {
+        err->code = rc;
+        if (lo <= hi)
+          snprintf(err->message, sizeof err->message, "--steps %lld:%lld matches no step (the run's steps are %lld..%lld)",
+                   (long long)a->opt.step_first, (long long)a->opt.step_last, (long long)lo, (long long)hi);
+        else
+          snprintf(err->message, sizeof err->message, "--steps %lld:%lld matches no step (the run has no step ranges)",
+                   (long long)a->opt.step_first, (long long)a->opt.step_last);
+      }
+      return rc;
+    }
+  }
+  if ((rc = ssa_match_collectives(a)) != 0) goto fail;
+  if ((rc = ssa_find_culprits(a)) != 0) goto fail;
+  if ((rc = ssa_build_kernel_table(a)) != 0) goto fail;
+  if ((rc = ssa_read_run_metadata(a)) != 0) goto fail;
+  if ((rc = ssa_bubble_causes(a)) != 0) goto fail; /* needs the schedule */
+  if ((rc = ssa_moe_load(a)) != 0) goto fail;
+  return 0;
+fail:
+  if (err) {
+    err->code = rc;
+    snprintf(err->message, sizeof err->message, "analysis failed: %s", stepscope_status_name(rc));
+  }
+  return rc;
+}
+
+int ssa_run_has_rank(const ssa_run *run, int rank) {
+  for (size_t i = 0; i < run->nranks; i++)
+    if (run->ranks[i].rank == rank) return 1;
+  return 0;
+}
+
+void ssa_analysis_free(ssa_analysis *a) {
+  for (size_t i = 0; i < a->nranks; i++) {
+    ssa_rank_result *rr = &a->ranks[i];
+    free(rr->steps);
+    free(rr->windows);
+    free(rr->lanes);
+    free(rr->kstats);
+    free(rr->coll_wait_end);
+    free(rr->coll_transfer);
+  }
+  free(a->ranks);
+  ssa_strtab_free(&a->names);
+  free(a->kernels);
+  free(a->colls);
+  free(a->coll_summaries);
+  free(a->lates);
+  free(a->culprits);
+  free(a->steps);
+  free(a->moe_steps);
+  free(a->moe_expert_tokens);
+  free(a->moe_step_expert_tokens);
+  for (size_t i = 0; i < a->nwarnings; i++) free(a->warnings[i]);
+  free(a->warnings);
+  memset(a, 0, sizeof *a);
+}

@@ -1,0 +1,340 @@
+/*
+ * collectives.c — collectives matched across ranks (SPEC §4 "collectives").
+ *
+ * Every rank's COLLECTIVE records are gathered as (comm_id, seq, rank) and
+ * sorted, so each instance's members are adjacent. A member's interval is
+ * the op that executed it when linked (GPU kernel or CPU-backend host op),
+ * else the record's own start and end, in aligned run time. Per instance:
+ *   arrival skew = latest start - earliest start
+ *   transfer     = shortest member duration
+ *   wait(rank)   = its duration - transfer
+ *   algbw        = bytes / transfer (bytes per ns = GB/s)
+ *   busbw        = algbw x 2(n-1)/n all-reduce, x (n-1)/n all-gather,
+ *                  reduce-scatter and all-to-all, x 1 broadcast, reduce, p2p
+ *                  (n = comm_size)
+ * An all-to-all's members send different amounts (uneven splits: expert
+ * parallelism's token dispatch); its bytes are the largest any member sent
+ * (the busiest member bounds the transfer), and its summary is one row per
+ * (op, communicator) whose bytes are the mean over its instances.
+ * An instance is complete when all its members are present: comm_size of
+ * them, two for a p2p transfer (a send/recv pair of a bigger communicator).
+ * An incomplete instance (a rank missing, a trace cut short) is warned about
+ * and listed, but left out of everything that compares members: per-rank
+ * counts and waits, the straggler ranking and the summaries' counts and
+ * bandwidths (a->colls_incomplete says how many were left out).
+ * Stragglers: the rank that arrived last "caused" the waits of the others,
+ * except what the pipeline schedule implies: pipeline send/recv waits are
+ * never straggling, and in other collectives the part of a member's wait
+ * until the last member of another pipeline stage arrived (pipeline_waits.c)
+ * is the drain, not the straggler's doing. Each late arrival that caused a
+ * wait is noted (ssa_late) for the culprit walk-back (culprits.c).
+ * Instances are kept when at least one member starts inside its rank's
+ * analysed window. Summaries group instances by (op, communicator name,
+ * bytes).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ssa_metrics.h"
+
+typedef struct member {
+  uint64_t comm_id, seq;
+  uint32_t rank_idx, coll_idx;
+} member;
+
+static int cmp_member(const void *pa, const void *pb) {
+  const member *a = pa, *b = pb;
+  if (a->comm_id != b->comm_id) return a->comm_id < b->comm_id ? -1 : 1;
+  if (a->seq != b->seq) return a->seq < b->seq ? -1 : 1;
+  if (a->rank_idx != b->rank_idx) return a->rank_idx < b->rank_idx ? -1 : 1;
+  return a->coll_idx < b->coll_idx ? -1 : a->coll_idx > b->coll_idx;
+}
+
+double ssa_busbw_factor(uint32_t op, uint32_t n) {
+  if (n == 0) return 1.0;
+  switch (op) {
+  case STEPSCOPE_COLL_ALLREDUCE: return 2.0 * (double)(n - 1) / (double)n;
+  case STEPSCOPE_COLL_ALLGATHER:
+  case STEPSCOPE_COLL_REDUCESCATTER:
+  case STEPSCOPE_COLL_ALLTOALL: return (double)(n - 1) / (double)n;
+  default: return 1.0;
+  }
+}
+
+static void member_times(const ssa_analysis *a, const member *m, int64_t *s, int64_t *e) {
+  const ssa_rank *r = a->ranks[m->rank_idx].rank;
+  const ssa_coll *c = &r->colls[m->coll_idx];
+  int64_t cs = c->start, ce = c->end;
+  if (c->op_index != SSA_NONE) {
+    cs = r->ops[c->op_index].start;
+    ce = r->ops[c->op_index].end;
+  }
+  *s = ssa_rel_time(a->run, r, cs);
+  *e = ssa_rel_time(a->run, r, ce);
+}
+
+/* When a rank left the previous instance of the communicator (members [b, e) of the
+ * sorted array; aligned end), INT64_MIN when it was not in it. */
+static int64_t since_of(const ssa_analysis *a, const member *m, size_t b, size_t e, uint32_t rank_idx) {
+  for (size_t y = b; y < e; y++)
+    if (m[y].rank_idx == rank_idx) {
+      int64_t s, en;
+      member_times(a, &m[y], &s, &en);
+      return en;
+    }
+  return INT64_MIN;
+}
+
+static int in_window(const ssa_rank_result *rr, const ssa_rank *r, const ssa_coll *c) {
+  int64_t s = c->op_index != SSA_NONE ? r->ops[c->op_index].start : c->start;
+  return s >= rr->totals.start && s < rr->totals.end;
+}
+
+static int cmp_summary_key(const ssa_coll_instance *a, const ssa_coll_instance *b) {
+  if (a->op != b->op) return a->op < b->op ? -1 : 1;
+  if (a->group != b->group) return a->group < b->group ? -1 : 1;
+  if (a->op == STEPSCOPE_COLL_ALLTOALL) return 0; /* uneven: one row per communicator */
+  if (a->bytes != b->bytes) return a->bytes < b->bytes ? -1 : 1;
+  return 0;
+}
+
+static int cmp_instance(const void *pa, const void *pb) {
+  const ssa_coll_instance *a = pa, *b = pb;
+  int k = cmp_summary_key(a, b);
+  if (k) return k;
+  return a->first_start_rel < b->first_start_rel ? -1 : a->first_start_rel > b->first_start_rel;
+}
+
+static int cmp_instance_time(const void *pa, const void *pb) {
+  const ssa_coll_instance *a = pa, *b = pb;
+  if (a->first_start_rel != b->first_start_rel) return a->first_start_rel < b->first_start_rel ? -1 : 1;
+  if (a->comm_id != b->comm_id) return a->comm_id < b->comm_id ? -1 : 1;
+  return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+int ssa_match_collectives(ssa_analysis *a) {
+  size_t n = 0;
+  for (size_t i = 0; i < a->nranks; i++) n += a->ranks[i].rank->ncolls;
+  if (n == 0) return 0;
+  member *m = malloc(n * sizeof *m);
+  if (!m) return STEPSCOPE_E_NOMEM;
+  size_t k = 0;
+  for (size_t i = 0; i < a->nranks; i++) {
+    const ssa_rank *r = a->ranks[i].rank;
+    for (size_t j = 0; j < r->ncolls; j++)
+      m[k++] = (member){r->colls[j].comm_id, r->colls[j].seq, (uint32_t)i, (uint32_t)j};
+  }
+  qsort(m, n, sizeof *m, cmp_member);
+  for (size_t i = 0; i < a->nranks; i++) { /* pipeline ranks: each record's transfer */
+    ssa_rank_result *rr = &a->ranks[i];
+    if (rr->stage_of_waits < 0 || rr->rank->ncolls == 0) continue;
+    rr->coll_transfer = malloc(rr->rank->ncolls * sizeof *rr->coll_transfer);
+    if (!rr->coll_transfer) {
+      free(m);
+      return STEPSCOPE_E_NOMEM;
+    }
+    for (size_t j = 0; j < rr->rank->ncolls; j++) rr->coll_transfer[j] = -1;
+  }
+  size_t cap = 0;
+  int64_t *starts = NULL, *ends = NULL;
+  size_t scap = 0;
+  int rc = 0;
+  uint64_t warned = 0;
+  size_t late_cap = 0;
+  size_t pg = 0, pg_end = 0; /* the previous group of members */
+  for (size_t g = 0; g < n;) {
+    size_t e = g + 1;
+    while (e < n && m[e].comm_id == m[g].comm_id && m[e].seq == m[g].seq) e++;
+    size_t cnt = e - g;
+    int keep = 0;
+    for (size_t x = g; x < e && !keep; x++) {
+      const ssa_rank_result *rr = &a->ranks[m[x].rank_idx];
+      keep = in_window(rr, rr->rank, &rr->rank->colls[m[x].coll_idx]);
+    }
+    if (!keep) {
+      pg = g;
+      pg_end = e;
+      g = e;
+      continue;
+    }
+    size_t need = cnt;
+    if (ssa_grow((void **)&starts, &scap, need, sizeof *starts)) { rc = STEPSCOPE_E_NOMEM; break; }
+    free(ends);
+    ends = malloc(need * sizeof *ends);
+    if (!ends || ssa_grow((void **)&a->colls, &cap, a->ncolls + 1, sizeof *a->colls)) {
+      rc = STEPSCOPE_E_NOMEM;
+      break;
+    }
+    const ssa_rank *r0 = a->ranks[m[g].rank_idx].rank;
+    const ssa_coll *c0 = &r0->colls[m[g].coll_idx];
+    ssa_coll_instance *in = &a->colls[a->ncolls];
+    memset(in, 0, sizeof *in);
+    in->comm_id = c0->comm_id;
+    in->seq = c0->seq;
+    in->op = c0->op;
+    in->flags = c0->flags;
+    in->bytes = c0->bytes;
+    in->comm_size = c0->comm_size;
+    uint32_t gid = ssa_strtab_intern(&a->names, ssa_rank_str(r0, c0->name),
+                                     strlen(ssa_rank_str(r0, c0->name)));
+    if (c0->name && gid == 0) { rc = STEPSCOPE_E_NOMEM; break; }
+    in->group = gid;
+    int64_t first = INT64_MAX, last = INT64_MIN, end = INT64_MIN, transfer = INT64_MAX;
+    size_t last_i = g;
+    for (size_t x = g; x < e; x++) {
+      member_times(a, &m[x], &starts[x - g], &ends[x - g]);
+      int64_t d = ends[x - g] - starts[x - g];
+      if (starts[x - g] < first) first = starts[x - g];
+      if (starts[x - g] > last) { last = starts[x - g]; last_i = x; }
+      if (ends[x - g] > end) end = ends[x - g];
+      if (d < transfer) transfer = d;
+      const ssa_coll *cx = &a->ranks[m[x].rank_idx].rank->colls[m[x].coll_idx];
+      if (cx->comm_size > in->comm_size) in->comm_size = cx->comm_size;
+      if (in->op == STEPSCOPE_COLL_ALLTOALL && cx->bytes > in->bytes) in->bytes = cx->bytes;
+    }
+    in->present = (uint32_t)cnt;
+    uint32_t expected = (in->flags & STEPSCOPE_COLL_F_P2P) && in->comm_size > 2 ? 2 : in->comm_size;
+    in->complete = cnt >= expected;
+    in->first_start_rel = first;
+    in->last_start_rel = last;
+    in->end_rel = end;
+    in->skew = last - first;
+    in->transfer = transfer;
+    in->last_rank = a->ranks[m[last_i].rank_idx].rank->rank;
+    in->algbw = transfer > 0 ? (double)in->bytes / (double)transfer : 0.0;
+    in->busbw = in->algbw * ssa_busbw_factor(in->op, in->comm_size);
+    int64_t caused = 0;
+    int straggling = in->complete && !(in->flags & STEPSCOPE_COLL_F_PIPELINE);
+    for (size_t x = g; x < e; x++) {
+      int64_t w = ends[x - g] - starts[x - g] - transfer;
+      ssa_rank_result *rr = &a->ranks[m[x].rank_idx];
+      in->total_wait += w;
+      if (w > in->max_wait) in->max_wait = w;
+      /* the schedule's part: the whole wait of a pipeline transfer, else the
+       * wait for the last member of another stage */
+      int64_t sched = w;
+      if (!(in->flags & STEPSCOPE_COLL_F_PIPELINE)) {
+        sched = 0;
+        if (rr->coll_wait_end && rr->coll_wait_end[m[x].coll_idx] != INT64_MIN) {
+          sched = ssa_rel_time(a->run, rr->rank, rr->coll_wait_end[m[x].coll_idx]) - starts[x - g];
+          if (sched > w) sched = w;
+          if (sched < 0) sched = 0;
+        }
+      }
+      in->schedule_wait += sched;
+      if (!in->complete) continue;
+      if (rr->coll_transfer) rr->coll_transfer[m[x].coll_idx] = transfer;
+      rr->coll_count++;
+      rr->coll_wait += w;
+      rr->coll_schedule_wait += sched;
+      if (straggling && x != last_i) { /* the wait for the late arrival, beyond the schedule */
+        int64_t late = last - starts[x - g] < w ? last - starts[x - g] : w;
+        if (late > sched) caused += late - sched;
+      }
+    }
+    if (straggling) {
+      ssa_rank_result *lr = &a->ranks[m[last_i].rank_idx];
+      lr->coll_caused += caused;
+      lr->coll_last++;
+      in->caused_wait = caused;
+      if (caused > 0) {
+        /* the late arrival and up to SSA_LATE_PEERS peers, for the walk-back */
+        if (ssa_grow((void **)&a->lates, &late_cap, a->nlates + 1, sizeof *a->lates)) {
+          rc = STEPSCOPE_E_NOMEM;
+          break;
+        }
+        ssa_late *lt = &a->lates[a->nlates++];
+        memset(lt, 0, sizeof *lt);
+        lt->rank_idx = m[last_i].rank_idx;
+        lt->arrival_rel = last;
+        lt->caused = caused;
+        int has_prev = pg_end == g && pg < pg_end && m[pg].comm_id == m[g].comm_id &&
+                       m[pg].seq + 1 == m[g].seq;
+        lt->since_rel = since_of(a, m, has_prev ? pg : 0, has_prev ? pg_end : 0, m[last_i].rank_idx);
+        for (size_t x = g; x < e && lt->npeers < SSA_LATE_PEERS; x++) {
+          if (x == last_i) continue;
+          lt->peer_idx[lt->npeers] = m[x].rank_idx;
+          lt->peer_since_rel[lt->npeers] = since_of(a, m, has_prev ? pg : 0, has_prev ? pg_end : 0, m[x].rank_idx);
+          lt->peer_arrival_rel[lt->npeers++] = starts[x - g];
+        }
+      }
+    }
+    if (!in->complete) {
+      a->colls_incomplete++;
+      if (warned++ < 5) {
+        /* name the missing communicator ranks */
+        char list[200] = "";
+        size_t len = 0;
+        for (uint32_t cr = 0; cr < in->comm_size && len < sizeof list - 16 && expected == in->comm_size; cr++) {
+          int found = 0;
+          for (size_t x = g; x < e && !found; x++)
+            found = a->ranks[m[x].rank_idx].rank->colls[m[x].coll_idx].comm_rank == cr;
+          if (!found) len += (size_t)snprintf(list + len, sizeof list - len, "%s%u", len ? "," : "", cr);
+        }
+        if (expected == in->comm_size)
+          ssa_analysis_warn(a, "collective %s comm %016llx seq %llu: %zu of %u ranks present (missing communicator ranks: %s); left out of the statistics",
+                            stepscope_collective_op_name(in->op), (unsigned long long)in->comm_id,
+                            (unsigned long long)in->seq, cnt, in->comm_size, list);
+        else
+          ssa_analysis_warn(a, "p2p %s comm %016llx seq %llu: only one of its two ranks present; left out of the statistics",
+                            stepscope_collective_op_name(in->op), (unsigned long long)in->comm_id,
+                            (unsigned long long)in->seq);
+      }
+    }
+    a->ncolls++;
+    pg = g;
+    pg_end = e;
+    g = e;
+  }
+  free(m);
+  free(starts);
+  free(ends);
+  if (rc) return rc;
+  if (a->colls_incomplete > 5)
+    ssa_analysis_warn(a, "%llu collective instances in all had missing ranks (left out of the statistics)",
+                      (unsigned long long)a->colls_incomplete);
+  /* summaries by (op, group, bytes), of the complete instances (sorted
+   * first within each key) */
+  if (a->ncolls > 1) qsort(a->colls, a->ncolls, sizeof *a->colls, cmp_instance);
+  size_t scap2 = 0;
+  for (size_t g = 0; g < a->ncolls;) {
+    size_t e = g + 1;
+    while (e < a->ncolls && cmp_summary_key(&a->colls[g], &a->colls[e]) == 0) e++;
+    size_t first_complete = g;
+    while (first_complete < e && !a->colls[first_complete].complete) first_complete++;
+    if (first_complete == e) {
+      g = e;
+      continue;
+    }
+    if (ssa_grow((void **)&a->coll_summaries, &scap2, a->ncoll_summaries + 1,
+                 sizeof *a->coll_summaries))
+      return STEPSCOPE_E_NOMEM;
+    ssa_coll_summary *s = &a->coll_summaries[a->ncoll_summaries++];
+    memset(s, 0, sizeof *s);
+    s->op = a->colls[g].op;
+    s->group = a->colls[g].group;
+    s->bytes = a->colls[g].bytes;
+    s->transfer_min = INT64_MAX;
+    double bytes_total = 0;
+    for (size_t x = g; x < e; x++) {
+      const ssa_coll_instance *in = &a->colls[x];
+      if (!in->complete) continue;
+      s->count++;
+      s->transfer_total += in->transfer;
+      if (in->transfer < s->transfer_min) s->transfer_min = in->transfer;
+      if (in->transfer > s->transfer_max) s->transfer_max = in->transfer;
+      s->skew_total += in->skew;
+      if (in->skew > s->skew_max) s->skew_max = in->skew;
+      s->wait_total += in->total_wait;
+      bytes_total += (double)in->bytes;
+    }
+    if (s->op == STEPSCOPE_COLL_ALLTOALL && s->count > 0)
+      s->bytes = (uint64_t)(bytes_total / (double)s->count + 0.5);
+    s->algbw = s->transfer_total > 0 ? bytes_total / (double)s->transfer_total : 0.0;
+    s->busbw = s->algbw * ssa_busbw_factor(s->op, a->colls[g].comm_size);
+    g = e;
+  }
+  if (a->ncolls > 1) qsort(a->colls, a->ncolls, sizeof *a->colls, cmp_instance_time);
+  return 0;
+}

@@ -1,0 +1,117 @@
+/*
+ * pipeline_waits.c — which waits inside collectives are pipeline bubble
+ * (docs/metrics.md "Pipeline bubble").
+ *
+ * On a pipeline rank, a collective that is not itself pipeline send/recv
+ * (the tied-embedding all-reduce between the first and last stage, the loss
+ * all-reduce over the world, a gradient all-reduce that spans stages) is
+ * entered when the rank's own work is done; it then waits for members on
+ * other stages, which are still draining the schedule. That wait is the
+ * pipeline's drain, not communication: the time from the rank's arrival to
+ * the latest arrival of a member on another stage is counted in the bubble.
+ * Waiting for a member on the same stage (a DP or TP straggler) stays
+ * communication.
+ *
+ * Runs before the per-rank metrics (which need it in their one pass):
+ * every rank's stage is read from its `layout` metadata, the collective
+ * records of all ranks are matched by (comm_id, seq) and, per member on a
+ * pipeline rank, wait_end = the latest aligned start of a member on
+ * another stage, converted to the member's trace clock, is stored in
+ * rr->coll_wait_end[collective index] (INT64_MIN: no pipeline wait).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ssa_metrics.h"
+
+/* The pipeline stage of a rank: layout.pp_rank when the rank is in a
+ * pipeline (pp > 1, a schedule with more than one stage, or pipeline
+ * transfers), else -1. */
+int ssa_rank_pipeline_stage(const ssa_rank *r) {
+  double pp = 1, stage = -1, stages = 0;
+  const char *layout = ssa_rank_meta(r, "layout");
+  ssa_json_number(layout, "pp", &pp);
+  ssa_json_number(layout, "pp_rank", &stage);
+  const char *sched = ssa_rank_meta(r, "schedule");
+  if (sched && ssa_json_number(sched, "stages", &stages) && stages > pp) pp = stages;
+  int pipeline = pp > 1;
+  for (size_t i = 0; i < r->ncolls && !pipeline; i++)
+    if (r->colls[i].flags & STEPSCOPE_COLL_F_PIPELINE) pipeline = 1;
+  return pipeline && stage >= 0 && stage < 1e9 ? (int)stage : -1;
+}
+
+typedef struct pw_member {
+  uint64_t comm_id, seq;
+  uint32_t rank_idx, coll_idx;
+} pw_member;
+
+static int cmp_pw(const void *pa, const void *pb) {
+  const pw_member *a = pa, *b = pb;
+  if (a->comm_id != b->comm_id) return a->comm_id < b->comm_id ? -1 : 1;
+  if (a->seq != b->seq) return a->seq < b->seq ? -1 : 1;
+  if (a->rank_idx != b->rank_idx) return a->rank_idx < b->rank_idx ? -1 : 1;
+  return a->coll_idx < b->coll_idx ? -1 : a->coll_idx > b->coll_idx;
+}
+
+/* Aligned start of a member: its executing op's start when linked. */
+static int64_t member_start(const ssa_analysis *a, const pw_member *m) {
+  const ssa_rank *r = a->ranks[m->rank_idx].rank;
+  const ssa_coll *c = &r->colls[m->coll_idx];
+  int64_t s = c->op_index != SSA_NONE ? r->ops[c->op_index].start : c->start;
+  return ssa_rel_time(a->run, r, s);
+}
+
+int ssa_find_pipeline_waits(ssa_analysis *a) {
+  size_t n = 0, pipeline_ranks = 0;
+  for (size_t i = 0; i < a->nranks; i++) {
+    ssa_rank_result *rr = &a->ranks[i];
+    rr->stage_of_waits = ssa_rank_pipeline_stage(rr->rank);
+    if (rr->stage_of_waits >= 0) pipeline_ranks++;
+    n += rr->rank->ncolls;
+  }
+  if (n == 0 || pipeline_ranks == 0) return 0;
+  for (size_t i = 0; i < a->nranks; i++) {
+    ssa_rank_result *rr = &a->ranks[i];
+    if (rr->stage_of_waits < 0 || rr->rank->ncolls == 0) continue;
+    rr->coll_wait_end = malloc(rr->rank->ncolls * sizeof *rr->coll_wait_end);
+    if (!rr->coll_wait_end) return STEPSCOPE_E_NOMEM;
+    for (size_t j = 0; j < rr->rank->ncolls; j++) rr->coll_wait_end[j] = INT64_MIN;
+  }
+  pw_member *m = malloc(n * sizeof *m);
+  int64_t *start = malloc(n * sizeof *start);
+  if (!m || !start) {
+    free(m);
+    free(start);
+    return STEPSCOPE_E_NOMEM;
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < a->nranks; i++) {
+    const ssa_rank *r = a->ranks[i].rank;
+    for (size_t j = 0; j < r->ncolls; j++)
+      m[k++] = (pw_member){r->colls[j].comm_id, r->colls[j].seq, (uint32_t)i, (uint32_t)j};
+  }
+  qsort(m, n, sizeof *m, cmp_pw);
+  for (size_t x = 0; x < n; x++) start[x] = member_start(a, &m[x]);
+  for (size_t g = 0; g < n;) {
+    size_t e = g + 1;
+    while (e < n && m[e].comm_id == m[g].comm_id && m[e].seq == m[g].seq) e++;
+    for (size_t x = g; x < e; x++) {
+      ssa_rank_result *rx = &a->ranks[m[x].rank_idx];
+      if (!rx->coll_wait_end) continue;
+      const ssa_coll *cx = &rx->rank->colls[m[x].coll_idx];
+      if (cx->flags & STEPSCOPE_COLL_F_PIPELINE) continue; /* pipeline comm already */
+      int64_t latest = INT64_MIN;
+      for (size_t y = g; y < e; y++) {
+        int sy = a->ranks[m[y].rank_idx].stage_of_waits;
+        if (sy >= 0 && sy != rx->stage_of_waits && start[y] > latest) latest = start[y];
+      }
+      if (latest > start[x]) /* back to the member's own trace clock */
+        rx->coll_wait_end[m[x].coll_idx] = latest - rx->rank->offset_ns + a->run->origin;
+    }
+    g = e;
+  }
+  free(m);
+  free(start);
+  return 0;
+}

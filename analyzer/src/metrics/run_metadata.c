@@ -1,0 +1,190 @@
+/*
+ * run_metadata.c — what the run's metadata adds to the measurements:
+ * step times across ranks, MFU and HFU from the `flops` metadata, predicted
+ * versus measured memory from `memory`, and the theoretical pipeline bubble
+ * of the `schedule`.
+ *
+ * Step time of step S = the longest span of S's window over the ranks (the
+ * slowest rank sets the pace; windows partition the timeline, so a span is
+ * an iteration period); the run's step time is the median over the selected
+ * steps (lower middle for an even count). Device latency of S (first start
+ * to last end of the work S launched) likewise: longest over ranks, median
+ * over the steps that launched work. Steps cut by the trace's end are left
+ * out of both medians unless every step is.
+ * MFU = model_flops_per_step / (step_seconds x peak_flops_per_device x world);
+ * HFU the same with hardware_flops_per_step. Bubble theory: (p-1)/(m+p-1)
+ * for AFAB and 1F1B, (p-1)/(v m+p-1) interleaved (v > 1).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ssa_metrics.h"
+
+double ssa_bubble_theory(const char *name, int p, int m, int v) {
+  if (p <= 1) return 0.0;
+  if (m <= 0) return NAN;
+  if (v < 1) v = 1;
+  if (v > 1 || (name && strstr(name, "interleav")))
+    return (double)(p - 1) / ((double)v * m + p - 1);
+  return (double)(p - 1) / ((double)m + p - 1);
+}
+
+typedef struct step_ref {
+  int64_t step, start_rel, end_rel, span, latency;
+  int cut;
+} step_ref;
+
+static int cmp_ref(const void *pa, const void *pb) {
+  const step_ref *a = pa, *b = pb;
+  return a->step < b->step ? -1 : a->step > b->step;
+}
+
+static int cmp_i64(const void *pa, const void *pb) {
+  int64_t x = *(const int64_t *)pa, y = *(const int64_t *)pb;
+  return x < y ? -1 : x > y;
+}
+
+static const char *meta_any(const ssa_analysis *a, const char *key) {
+  for (size_t i = 0; i < a->nranks; i++) {
+    const char *v = ssa_rank_meta(a->ranks[i].rank, key);
+    if (v) return v;
+  }
+  return NULL;
+}
+
+int ssa_read_run_metadata(ssa_analysis *a) {
+  a->mfu = a->hfu = NAN;
+  a->model_flops_per_step = a->hardware_flops_per_step = NAN;
+  a->peak_flops_per_device = a->tokens_per_step = NAN;
+  a->mem_predicted_total = a->mem_predicted_parameters = a->mem_predicted_gradients = -1;
+  a->mem_predicted_optimizer = a->mem_predicted_activations = a->mem_measured_peak = -1;
+  a->bubble_theory = NAN;
+  a->step_time_median = -1;
+  a->device_latency_median = -1;
+
+  /* step times */
+  size_t n = 0;
+  for (size_t i = 0; i < a->nranks; i++) n += a->ranks[i].nsteps;
+  step_ref *v = malloc((n ? n : 1) * sizeof *v);
+  if (!v) return STEPSCOPE_E_NOMEM;
+  size_t k = 0;
+  for (size_t i = 0; i < a->nranks; i++) {
+    const ssa_rank_result *rr = &a->ranks[i];
+    for (size_t s = 0; s < rr->nsteps; s++) {
+      const ssa_window *w = &rr->windows[s];
+      v[k++] = (step_ref){w->step, ssa_rel_time(a->run, rr->rank, w->start),
+                          ssa_rel_time(a->run, rr->rank, w->end), w->span, w->device_latency, w->cut};
+    }
+  }
+  qsort(v, n, sizeof *v, cmp_ref);
+  a->steps = malloc((n ? n : 1) * sizeof *a->steps);
+  int64_t *times = malloc((n ? n : 1) * sizeof *times);
+  int64_t *lat = malloc((n ? n : 1) * sizeof *lat);
+  size_t nlat = 0;
+  if (!a->steps || !times || !lat) {
+    free(v);
+    free(times);
+    free(lat);
+    return STEPSCOPE_E_NOMEM;
+  }
+  for (size_t g = 0; g < n;) {
+    size_t e = g + 1;
+    while (e < n && v[e].step == v[g].step) e++;
+    ssa_run_step *s = &a->steps[a->nsteps++];
+    s->step = v[g].step;
+    s->start_rel = v[g].start_rel;
+    s->end_rel = v[g].end_rel;
+    s->time = v[g].span;
+    s->device_latency = -1;
+    s->cut = 0;
+    for (size_t x = g; x < e; x++) {
+      if (v[x].start_rel < s->start_rel) s->start_rel = v[x].start_rel;
+      if (v[x].end_rel > s->end_rel) s->end_rel = v[x].end_rel;
+      if (v[x].span > s->time) s->time = v[x].span;
+      if (v[x].latency > s->device_latency) s->device_latency = v[x].latency;
+      s->cut |= v[x].cut;
+    }
+    s->mfu = s->hfu = NAN;
+    g = e;
+  }
+  free(v);
+  /* the medians leave out steps cut by the trace's end, unless all are */
+  size_t ncut = 0, nt = 0;
+  for (size_t i = 0; i < a->nsteps; i++) ncut += a->steps[i].cut != 0;
+  for (size_t i = 0; i < a->nsteps; i++) {
+    if (a->steps[i].cut && ncut < a->nsteps) continue;
+    times[nt++] = a->steps[i].time;
+    if (a->steps[i].device_latency >= 0) lat[nlat++] = a->steps[i].device_latency;
+  }
+  if (nt) {
+    qsort(times, nt, sizeof *times, cmp_i64);
+    a->step_time_median = times[(nt - 1) / 2];
+  }
+  if (nlat) {
+    qsort(lat, nlat, sizeof *lat, cmp_i64);
+    a->device_latency_median = lat[(nlat - 1) / 2];
+  }
+  free(times);
+  free(lat);
+
+  /* flops */
+  const char *flops = meta_any(a, "flops");
+  double world = 0;
+  if (flops) {
+    ssa_json_number(flops, "model_flops_per_step", &a->model_flops_per_step);
+    ssa_json_number(flops, "hardware_flops_per_step", &a->hardware_flops_per_step);
+    ssa_json_number(flops, "peak_flops_per_device", &a->peak_flops_per_device);
+    ssa_json_number(flops, "tokens_per_step", &a->tokens_per_step);
+    ssa_json_number(flops, "world", &world);
+  }
+  if (world <= 0 && a->nranks) world = a->ranks[0].rank->world_size;
+  a->flops_world = (int)world;
+  if (flops && world > 0 && a->peak_flops_per_device > 0) {
+    double denom_per_s = a->peak_flops_per_device * world;
+    for (size_t i = 0; i < a->nsteps; i++) {
+      double sec = (double)a->steps[i].time * 1e-9;
+      if (sec <= 0) continue;
+      a->steps[i].mfu = a->model_flops_per_step / (sec * denom_per_s);
+      a->steps[i].hfu = a->hardware_flops_per_step / (sec * denom_per_s);
+    }
+    if (a->step_time_median > 0) {
+      double sec = (double)a->step_time_median * 1e-9;
+      a->mfu = a->model_flops_per_step / (sec * denom_per_s);
+      a->hfu = a->hardware_flops_per_step / (sec * denom_per_s);
+    }
+  }
+
+  /* memory */
+  const char *mem = meta_any(a, "memory");
+  if (mem) {
+    ssa_json_number(mem, "predicted.total", &a->mem_predicted_total);
+    ssa_json_number(mem, "predicted.parameters", &a->mem_predicted_parameters);
+    ssa_json_number(mem, "predicted.gradients", &a->mem_predicted_gradients);
+    ssa_json_number(mem, "predicted.optimizer", &a->mem_predicted_optimizer);
+    ssa_json_number(mem, "predicted.activations", &a->mem_predicted_activations);
+    ssa_json_number(mem, "measured_peak_bytes", &a->mem_measured_peak);
+  }
+  if (a->mem_measured_peak < 0) {
+    uint64_t peak = 0;
+    for (size_t i = 0; i < a->nranks; i++)
+      if (a->ranks[i].rank->memory_peak_bytes > peak) peak = a->ranks[i].rank->memory_peak_bytes;
+    if (peak) a->mem_measured_peak = (double)peak;
+  }
+
+  /* schedule */
+  const char *sched = meta_any(a, "schedule");
+  if (sched) {
+    double p = 0, m = 0, vs = 1;
+    ssa_json_string(sched, "name", a->schedule_name, sizeof a->schedule_name);
+    ssa_json_number(sched, "stages", &p);
+    ssa_json_number(sched, "microbatches", &m);
+    ssa_json_number(sched, "virtual_stages", &vs);
+    a->schedule_stages = (int)p;
+    a->schedule_microbatches = (int)m;
+    a->schedule_virtual = (int)vs;
+    a->bubble_theory = ssa_bubble_theory(a->schedule_name, (int)p, (int)m, (int)vs);
+    if (isnan(a->bubble_theory)) ssa_json_number(sched, "bubble_theory", &a->bubble_theory);
+  }
+  return 0;
+}

@@ -1,0 +1,279 @@
+/*
+ * ssa_model.h — the analyzer's in-memory model of a run, and the builder that
+ * fills it.
+ *
+ * A run is a set of ranks. Each rank holds compact arrays (no linked lists,
+ * string ids instead of strings) of:
+ *   - lanes: GPU streams, CPU-backend streams and host threads;
+ *   - ops: work executed on a device lane (kernel, memcpy, memset, host op),
+ *     48 bytes each, classified compute / comm / memcpy / memset;
+ *   - apis: launch calls and host enqueues on host threads (32 bytes each);
+ *   - ranges, collectives, syncs, counters, clock anchors and metadata.
+ *
+ * The model is source-agnostic: a *source* (our trace reader in
+ * trace_source.c, later a Kineto importer) creates a rank with
+ * ssa_rank_init, interns its strings with ssa_rank_intern and feeds records in
+ * the record model of stepscope.h through ssa_rank_add_record, whose string
+ * ids must be ids returned by ssa_rank_intern (the trace source writes its
+ * bulk records straight into the arrays instead, staging ops per lane:
+ * ssa_op_stage.h). ssa_rank_finish then sorts the
+ * ops, joins them to their launch calls by correlation id, links collectives
+ * to the ops that executed them and classifies every op (evidence first:
+ * collective records and host-op categories, then NCCL kernel names).
+ *
+ * Times stay in the rank's own trace clock (int64 ns); clock alignment
+ * (clock_align.c) computes one offset per rank that maps them onto the run's
+ * common time base.
+ */
+#ifndef SSA_MODEL_H
+#define SSA_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "comm_rules.h"
+#include "ssa_io.h"
+#include "stepscope.h"
+
+#define SSA_NONE UINT32_MAX
+#define SSA_LANE_CACHE 32   /* recent (kind, id) -> lane lookups, direct-mapped */
+
+typedef struct ssa_strtab {
+  char *bytes;          /* NUL-terminated strings back to back */
+  size_t bytes_len, bytes_cap;
+  uint32_t *offsets;    /* offsets[id] into bytes; id 0 is "" */
+  uint32_t count, cap;
+  uint32_t *slots;      /* open-addressing hash of ids, 0 = empty */
+  uint32_t nslots;
+} ssa_strtab;
+
+typedef enum ssa_lane_kind {
+  SSA_LANE_GPU = STEPSCOPE_STREAM_GPU,
+  SSA_LANE_CPU = STEPSCOPE_STREAM_CPU,
+  SSA_LANE_HOST = STEPSCOPE_STREAM_HOST_THREAD
+} ssa_lane_kind;
+
+typedef struct ssa_lane {
+  uint64_t id;          /* stream id or OS thread id */
+  uint32_t name;        /* string id, 0 if unnamed */
+  uint32_t device;
+  uint8_t kind;         /* ssa_lane_kind */
+  uint8_t declared;     /* named by a STREAM record */
+} ssa_lane;
+
+typedef enum ssa_op_kind {
+  SSA_OP_KERNEL = 1,
+  SSA_OP_MEMCPY = 2,
+  SSA_OP_MEMSET = 3,
+  SSA_OP_HOST = 4
+} ssa_op_kind;
+
+/* Activity classes of SPEC §4. */
+typedef enum ssa_class {
+  SSA_CLS_COMPUTE = 1,
+  SSA_CLS_COMM = 2,
+  SSA_CLS_MEMCPY = 3,
+  SSA_CLS_MEMSET = 4
+} ssa_class;
+
+typedef struct ssa_op {
+  int64_t start, end;
+  uint64_t corr;        /* correlation id, 0 if none */
+  uint64_t bytes;       /* memcpy/memset/host-op bytes, 0 otherwise */
+  uint32_t name;        /* string id (kernel or host-op name), 0 for copies */
+  uint32_t launch;      /* index into apis, SSA_NONE if not joined */
+  uint32_t coll;        /* index into colls, SSA_NONE if none */
+  uint16_t lane;
+  uint8_t kind;         /* ssa_op_kind */
+  uint8_t cls;          /* ssa_class */
+} ssa_op;
+
+typedef struct ssa_api {
+  int64_t start, end;
+  uint64_t corr;
+  uint32_t name;
+  uint16_t lane;        /* host-thread lane */
+  uint8_t api_kind;
+  uint8_t pad;
+} ssa_api;
+
+typedef struct ssa_range {
+  int64_t start, end;
+  uint64_t payload;
+  uint32_t name, domain, args;
+  uint16_t lane;
+  uint8_t payload_kind;
+  uint8_t pad;
+} ssa_range;
+
+typedef struct ssa_coll {
+  int64_t start, end;   /* record times */
+  uint64_t comm_id, seq, bytes, count, corr, stream;
+  uint32_t op, datatype, comm_rank, comm_size, name, flags;
+  int32_t peer;
+  uint32_t op_index;    /* the op that executed it, SSA_NONE if none */
+} ssa_coll;
+
+typedef struct ssa_sync {
+  int64_t start, end;
+  uint32_t lane;        /* waiting device lane, SSA_NONE for host-side waits */
+  uint32_t sync_kind;
+} ssa_sync;
+
+typedef struct ssa_counter {
+  int64_t time;
+  double value;
+  uint32_t name, device;
+} ssa_counter;
+
+/* A host op that executed collective (comm_id, seq); resolved in finish. */
+typedef struct ssa_oplink {
+  uint64_t comm_id, seq;
+  uint32_t op;
+} ssa_oplink;
+
+typedef struct ssa_meta {
+  char *key, *value;
+} ssa_meta;
+
+/* A MARK the analysis reads (now only the trainer's per-step expert load, `moe.load`). */
+typedef struct ssa_mark {
+  int64_t time;
+  uint32_t args;                /* string id of its JSON args */
+} ssa_mark;
+
+typedef struct ssa_rank {
+  /* identity (from the source's header) */
+  int rank, world_size, local_rank;
+  int64_t pid;
+  uint32_t clock_domain;
+  int64_t header_start;
+  char *path, *hostname, *device_name, *producer, *config_json;
+
+  ssa_strtab strings;
+
+  ssa_lane *lanes; uint32_t nlanes, lanes_cap;
+  uint32_t *lane_slots; uint32_t lane_nslots;   /* hash (kind,id) -> lane+1 */
+  uint64_t lane_cache_id[SSA_LANE_CACHE]; uint32_t lane_cache[SSA_LANE_CACHE]; /* lane + 1 */
+
+  ssa_op *ops; size_t nops, ops_cap;
+  ssa_api *apis; size_t napis, apis_cap;
+  ssa_range *ranges; size_t nranges, ranges_cap;
+  ssa_coll *colls; size_t ncolls, colls_cap;
+  ssa_sync *syncs; size_t nsyncs, syncs_cap;
+  ssa_counter *counters; size_t ncounters, counters_cap;
+  stepscope_clock_anchor *anchors; size_t nanchors, anchors_cap;
+  ssa_meta *meta; size_t nmeta, meta_cap;
+  ssa_mark *moe_marks; size_t nmoe_marks, moe_marks_cap; /* `moe.load` marks (moe_load.c) */
+  ssa_oplink *oplinks; size_t noplinks, oplinks_cap;  /* freed by finish */
+
+  uint64_t marks, memory_events, overheads, unknown_records;
+  uint64_t dropped[8];          /* by stepscope_drop_source */
+  uint64_t memory_peak_bytes;   /* max in_use_bytes of MEMORY records */
+  uint64_t records;             /* records fed */
+  uint64_t damaged_regions;     /* damaged parts of the file skipped (their records lost) */
+  uint64_t damaged_bytes, file_bytes;
+
+  char **warnings; size_t nwarnings, warnings_cap;
+
+  /* set before the source fills the rank (the loader does): the user's
+   * classification rules (comm_rules.h), NULL for none; not owned */
+  const ssa_comm_rules *comm_rules;
+
+  /* filled by ssa_rank_finish */
+  int finished;
+  uint64_t joined_ops;          /* ops joined to a launch call */
+  uint64_t comm_by_evidence;    /* ops linked to a collective record by correlation id */
+  uint64_t comm_by_name;        /* ops that are communication by a built-in family */
+  ssa_comm_tally tally;         /* what each rule classified (comm_rules.h) */
+
+  /* filled by clock alignment */
+  int64_t offset_ns;            /* aligned = trace time + offset_ns (before origin) */
+
+  int has_trace_stop;           /* the source knows where the profiling session ended */
+  int64_t trace_stop;           /* ... there (Kineto: the end of the `Trace` span) */
+  int host_timeline;            /* no device activity: its ops are the host's timeline
+                                   (Kineto import, kineto_host.c) */
+  int close_state;              /* stepscope_close_state of its file (0: unknown) */
+  int close_signal;             /* the signal, for STEPSCOPE_CLOSE_SIGNAL */
+
+  int failed;                   /* the source could not load it at all */
+  char error[512];
+} ssa_rank;
+
+/* ---- strings ---- */
+void ssa_strtab_init(ssa_strtab *t);
+void ssa_strtab_free(ssa_strtab *t);
+/* Interns `len` bytes; returns an id >= 1, or 0 on allocation failure. */
+uint32_t ssa_strtab_intern(ssa_strtab *t, const char *s, size_t len);
+/* The string of an id; "" for 0 or an unknown id. */
+const char *ssa_strtab_get(const ssa_strtab *t, uint32_t id);
+
+/* ---- rank builder ---- */
+int ssa_rank_init(ssa_rank *r);              /* 0 or STEPSCOPE_E_NOMEM */
+void ssa_rank_free(ssa_rank *r);
+uint32_t ssa_rank_intern(ssa_rank *r, const char *s);
+const char *ssa_rank_str(const ssa_rank *r, uint32_t id);
+/* Copies the header's identity and strings. */
+int ssa_rank_set_header(ssa_rank *r, const stepscope_header *h);
+/* Adds one record (string ids already in r->strings). STRING and HEADER
+ * records are ignored; METADATA is copied. Returns 0 or a negative status. */
+int ssa_rank_add_record(ssa_rank *r, const stepscope_record *rec);
+/* Records a warning (printf-style). Returns 0 or STEPSCOPE_E_NOMEM. */
+int ssa_rank_warn(ssa_rank *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Sorts, joins by correlation, links collectives, classifies. */
+int ssa_rank_finish(ssa_rank *r);
+/* Clamps every time to +-(2^62 - 1) ns with a warning (time_bounds.c), so
+ * that differences of times never overflow; called by ssa_rank_finish. */
+int ssa_rank_bound_times(ssa_rank *r);
+/* Lane index for (kind, id), created on demand; SSA_NONE on failure. */
+uint32_t ssa_rank_lane(ssa_rank *r, uint8_t kind, uint64_t id);
+/* Metadata value for a key (the last one set), or NULL. */
+const char *ssa_rank_meta(const ssa_rank *r, const char *key);
+
+/* Whether a kernel name is one of NCCL's (ncclKernel_*, ncclDevKernel_*,
+ * ncclSymkDevKernel_*), and whether it is a send/recv kernel. */
+int ssa_is_nccl_kernel_name(const char *name);
+int ssa_is_nccl_p2p_kernel_name(const char *name);
+
+/* ---- the run ---- */
+typedef struct ssa_run {
+  char *dir;
+  ssa_rank *ranks;          /* sorted by rank number */
+  size_t nranks;
+  int64_t origin;           /* aligned time of the run's first event */
+  char **warnings; size_t nwarnings, warnings_cap;
+  /* alignment (clock_align.c) */
+  int reference_rank;
+  int64_t *anchor_offset;   /* per rank index: offset from clock anchors */
+  int64_t *refine_offset;   /* per rank index: correction from collective ends */
+  uint32_t *refine_samples; /* matched collectives used for the correction */
+  int refined;
+} ssa_run;
+
+/* Builds a run from ranks filled by the caller (tests, generators): takes
+ * ownership of `ranks`, finishes them and aligns clocks (run.c). */
+int ssa_run_from_ranks(ssa_run *run, ssa_rank *ranks, size_t nranks, stepscope_error *err);
+void ssa_run_free(ssa_run *run);
+/* Completes a run whose ranks are finished (run.c): sorts them by rank number, reports
+ * duplicate and missing ranks, aligns clocks and reports unclosed traces. The loader
+ * (import/) and ssa_run_from_ranks end with it. */
+int ssa_run_assemble(ssa_run *run, stepscope_error *err);
+/* Prints one line per rank whose file had damaged parts skipped (records
+ * lost), each starting with `prefix` (run_losses.c); returns the count. */
+size_t ssa_run_print_losses(const ssa_run *run, FILE *f, const char *prefix);
+int ssa_run_warn(ssa_run *run, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Run warnings for ranks whose trace was not closed by its writer (crash or
+ * kill) or was closed on a signal (trace_closed.c); after alignment. */
+void ssa_run_note_unclosed(ssa_run *run);
+
+/* Clock alignment (clock_align.c): fills offsets, origin and warnings. */
+int ssa_run_align(ssa_run *run);
+
+/* The order of a finished rank's ops: by start, longer first, lane, then
+ * the record's bytes (a total order). */
+int ssa_cmp_ops(const void *a, const void *b);
+
+#endif
