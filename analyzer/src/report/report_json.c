@@ -157,10 +157,9 @@ static void classification_obj(const ssa_rank *r, ssa_out *o) {
   ssa_out_str(o, "]}");
 }
 
-int ssa_report_json(const ssa_analysis *a, ssa_out *o) {
+/* run */
+static void json_run(const ssa_analysis *a, ssa_out *o) {
   const ssa_run *run = a->run;
-  ssa_out_str(o, "{\"schema_version\":1,\"generator\":\"stepscope analyze " STEPSCOPE_VERSION_STRING "\"");
-  /* run */
   ssa_out_str(o, ",\"run\":{\"path\":");
   ssa_out_json_string(o, run->dir);
   int world = 0;
@@ -234,8 +233,10 @@ int ssa_report_json(const ssa_analysis *a, ssa_out *o) {
     ssa_out_str(o, "null");
   }
   ssa_out_char(o, '}');
+}
 
-  /* mfu */
+/* mfu */
+static void json_mfu(const ssa_analysis *a, ssa_out *o) {
   ssa_out_str(o, ",\"mfu\":");
   if (!isnan(a->model_flops_per_step)) {
     ssa_out_str(o, "{\"mfu\":");
@@ -257,7 +258,10 @@ int ssa_report_json(const ssa_analysis *a, ssa_out *o) {
   } else {
     ssa_out_str(o, "null");
   }
-  /* memory */
+}
+
+/* memory */
+static void json_memory(const ssa_analysis *a, ssa_out *o) {
   ssa_out_str(o, ",\"memory\":");
   if (a->mem_predicted_total >= 0 || a->mem_measured_peak >= 0) {
     ssa_out_str(o, "{\"predicted\":{\"parameters\":");
@@ -280,7 +284,11 @@ int ssa_report_json(const ssa_analysis *a, ssa_out *o) {
   } else {
     ssa_out_str(o, "null");
   }
-  /* alignment */
+}
+
+/* alignment */
+static void json_alignment(const ssa_analysis *a, ssa_out *o) {
+  const ssa_run *run = a->run;
   ssa_out_printf(o, ",\"alignment\":{\"reference_rank\":%d,\"refined_by_collectives\":%s,\"ranks\":[",
                  run->reference_rank, run->refined ? "true" : "false");
   int64_t ref_anchor = run->nranks ? run->anchor_offset[0] : 0;
@@ -295,8 +303,10 @@ int ssa_report_json(const ssa_analysis *a, ssa_out *o) {
                    run->refine_samples[i]);
   }
   ssa_out_str(o, "]}");
+}
 
-  /* ranks */
+/* ranks */
+static void json_ranks(const ssa_analysis *a, ssa_out *o) {
   int64_t agg[SSA_IDLE_N] = {0};
   ssa_out_str(o, ",\"ranks\":[");
   int first = 1;
@@ -362,8 +372,10 @@ int ssa_report_json(const ssa_analysis *a, ssa_out *o) {
   }
   ssa_out_str(o, "],\"idle_breakdown\":");
   idle_obj(o, agg);
+}
 
-  /* collectives */
+/* collectives */
+static void json_collectives(const ssa_analysis *a, ssa_out *o) {
   ssa_out_str(o, ",\"collectives\":{\"incomplete\":");
   ssa_out_u64(o, a->colls_incomplete);
   ssa_out_str(o, ",\"left_out_of_statistics\":");
@@ -461,8 +473,10 @@ int ssa_report_json(const ssa_analysis *a, ssa_out *o) {
     ssa_out_char(o, '}');
   }
   ssa_out_str(o, "]}");
+}
 
-  /* kernels */
+/* kernels */
+static void json_kernels(const ssa_analysis *a, ssa_out *o) {
   ssa_out_str(o, ",\"kernels\":{\"total_ns\":");
   ssa_out_i64(o, a->kernel_time_total);
   ssa_out_str(o, ",\"rows\":[");
@@ -483,8 +497,10 @@ int ssa_report_json(const ssa_analysis *a, ssa_out *o) {
     ssa_out_str(o, k->comm ? ",\"comm\":true}" : ",\"comm\":false}");
   }
   ssa_out_str(o, "]}");
+}
 
-  /* mixture of experts: expert load per step (moe_load.c), null without moe.load marks */
+/* mixture of experts: expert load per step (moe_load.c), null without moe.load marks */
+static void json_moe(const ssa_analysis *a, ssa_out *o) {
   ssa_out_str(o, ",\"moe\":");
   if (!a->nmoe_steps) {
     ssa_out_str(o, "null");
@@ -533,7 +549,11 @@ int ssa_report_json(const ssa_analysis *a, ssa_out *o) {
     }
     ssa_out_str(o, "]}");
   }
-  /* warnings: run, ranks (also per rank above), analysis */
+}
+
+/* warnings: run, ranks (also per rank above), analysis */
+static void json_warnings(const ssa_analysis *a, ssa_out *o) {
+  const ssa_run *run = a->run;
   ssa_out_str(o, ",\"warnings\":[");
   int any = 0;
   for (size_t i = 0; i < run->nwarnings; i++) {
@@ -550,5 +570,18 @@ int ssa_report_json(const ssa_analysis *a, ssa_out *o) {
     ssa_out_json_string(o, a->warnings[i]);
   }
   ssa_out_str(o, "]}\n");
+}
+
+int ssa_report_json(const ssa_analysis *a, ssa_out *o) {
+  ssa_out_str(o, "{\"schema_version\":1,\"generator\":\"stepscope analyze " STEPSCOPE_VERSION_STRING "\"");
+  json_run(a, o);
+  json_mfu(a, o);
+  json_memory(a, o);
+  json_alignment(a, o);
+  json_ranks(a, o);
+  json_collectives(a, o);
+  json_kernels(a, o);
+  json_moe(a, o);
+  json_warnings(a, o);
   return o->error;
 }
