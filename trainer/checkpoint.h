@@ -99,8 +99,8 @@ int ckpt_save(const ckpt_rank_state *s, int step, size_t *bytes_out, char *err, 
 int ckpt_load_latest(const ckpt_rank_state *s, int *step_out, char *note, size_t notelen,
                      char *err, size_t errlen);
 
-/* Called by config_validate before anything starts, when --checkpoint-dir is
- * given. With --resume: a complete checkpoint must exist and its manifest
+/* Called by main after config_validate, before anything starts, when --checkpoint-dir
+ * is given (its message is an invalid configuration: exit status 2). With --resume: a complete checkpoint must exist and its manifest
  * must match the configuration (message naming the option that differs);
  * --vocab is compared only when given (else at load time). Without --resume:
  * the directory must hold no complete checkpoint (refusing to mix runs).

@@ -1,9 +1,55 @@
 /*
  * comm.c — the backend-independent entry points of the communicator API
  * (comm.h): each call finds the backend's operation table in the comm_header
- * that starts every communicator object and forwards to it.
+ * that starts every communicator object and forwards to it; and the job of a
+ * device's own communicator library (comm_dev_job: NCCL for CUDA devices), found in
+ * the device's operation table.
  */
 #include "comm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+struct comm_dev_job {
+    const comm_dev_ops *ops;
+    void *impl;
+};
+
+int comm_dev_job_open(dev_device *dev, const char *shm_path, int rank, int world,
+                      double timeout_s, comm_dev_job **out, char *err, size_t errlen)
+{
+    const comm_dev_ops *ops = dev_get_ops(dev)->comm;
+    *out = NULL;
+    if (!ops)
+        return 0;
+    void *impl = ops->job_open(dev, shm_path, rank, world, timeout_s, err, errlen);
+    if (!impl)
+        return -1;
+    comm_dev_job *job = malloc(sizeof *job);
+    if (!job) {
+        ops->job_close(impl);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    job->ops = ops;
+    job->impl = impl;
+    *out = job;
+    return 0;
+}
+
+comm *comm_dev_group(comm_dev_job *job, comm_kind kind, const char *name, const int *ranks,
+                     int n, char *err, size_t errlen)
+{
+    return job->ops->group(job->impl, kind, name, ranks, n, err, errlen);
+}
+
+void comm_dev_job_close(comm_dev_job *job)
+{
+    if (!job)
+        return;
+    job->ops->job_close(job->impl);
+    free(job);
+}
 
 static const comm_ops *ops_of(const comm *c) { return ((const comm_header *)c)->ops; }
 

@@ -124,6 +124,33 @@ typedef struct comm_header {
     uint64_t id;    /* equal on every member */
 } comm_header;
 
+/* A device's own communicator library (NCCL on CUDA). A backend whose devices need one
+ * names its table in dev_ops.comm (device.h); the trainer opens it for the job with
+ * comm_dev_job_open and takes its groups from it instead of the shared-memory job. A
+ * backend adds this table, the trainer no control flow. */
+typedef struct comm_dev_job comm_dev_job;
+typedef struct comm_dev_ops {
+    const char *name;
+    /* The library's job over the world (rank of world; timeout_s bounds every operation;
+     * shm_path: the shared segment, next to which a rendezvous may live): NULL with a
+     * message on failure. */
+    void *(*job_open)(dev_device *dev, const char *shm_path, int rank, int world,
+                      double timeout_s, char *err, size_t errlen);
+    comm *(*group)(void *job, comm_kind kind, const char *name, const int *ranks, int n,
+                   char *err, size_t errlen);
+    void (*job_close)(void *job);
+} comm_dev_ops;
+
+/* Opens the communicator library of dev's backend (dev_ops.comm) for this job into *out:
+ * 0 (*out NULL when the backend has none: the shared-memory job serves it), or -1 with a
+ * message. */
+int comm_dev_job_open(dev_device *dev, const char *shm_path, int rank, int world,
+                      double timeout_s, comm_dev_job **out, char *err, size_t errlen);
+/* A group of the library's job, as comm_group (NULL with a message). */
+comm *comm_dev_group(comm_dev_job *job, comm_kind kind, const char *name, const int *ranks,
+                     int n, char *err, size_t errlen);
+void comm_dev_job_close(comm_dev_job *job); /* NULL: nothing */
+
 /* flags for p2p records */
 #define COMM_F_PIPELINE 0x4u
 

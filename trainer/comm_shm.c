@@ -37,8 +37,11 @@
  *
  * Operations run on CPU streams as `cpu_task`s (device_cpu.h); each writes its
  * COLLECTIVE record from the task's `done` callback.
+ *
+ * The segment's layout and the objects are in comm_shm_internal.h; all-to-all with
+ * uneven splits (comm_alltoallv) is in comm_shm_alltoall.c.
  */
-#include "comm.h"
+#include "comm_shm_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -59,60 +62,6 @@
 #include "bf16.h"
 #include "device_cpu.h"
 #include "stepscope.h"
-
-#define SHM_MAGIC 0x4d48535043535453ull /* "STSCPSHM" */
-#define SHM_VERSION 2u /* 2: creator pid, attach count and member pids */
-#define SLOT_BYTES ((size_t)512 * 1024)
-#define RING_BYTES ((size_t)1024 * 1024)
-#define REGION_HEADER 128
-#define RING_HEADER 128
-#define MAX_WORLD 1024
-
-typedef struct shm_header {
-    uint64_t magic;
-    uint32_t version;
-    uint32_t world;
-    atomic_uint ready;
-    atomic_uint abort;
-    char abort_msg[480];
-    int32_t creator_pid;  /* the job's identity: a segment whose creator is gone is stale */
-    atomic_uint attached; /* members that have mapped it (observers not counted) */
-    /* heartbeats, waiting counts and member pids follow at HEARTBEAT_OFFSET */
-} shm_header;
-
-#define HEARTBEAT_OFFSET 1024
-
-typedef struct region_header {
-    atomic_uint count;
-    atomic_uint gen;
-} region_header;
-
-typedef struct ring_header {
-    _Atomic uint64_t head; /* bytes written, by the sender */
-    _Atomic uint64_t tail; /* bytes read, by the receiver */
-    atomic_uint signal;    /* bumped on every change, futex word */
-} ring_header;
-
-struct comm_job {
-    int rank, world;
-    double timeout_s;
-    char *base;
-    size_t bytes;
-    char path[512];
-};
-
-struct comm {
-    comm_header h; /* first: ops, rank, size, id */
-    comm_job *job;
-    comm_kind kind;
-    char name[16];
-    int *ranks; /* world ranks of the members */
-    int n, me;
-    uint64_t id;
-    uint64_t seq; /* next sequence number (host side, at enqueue) */
-    uint64_t *send_seq, *recv_seq; /* per peer: point-to-point sequence numbers */
-    char *region;
-};
 
 /* ---- layout ----------------------------------------------------------------- */
 
@@ -251,9 +200,9 @@ static int wait_until(comm *c, atomic_uint *word, wait_cond cond, void *arg, uin
     return rc;
 }
 
-static uint64_t deadline_of(comm_job *j) { return now_ns() + (uint64_t)(j->timeout_s * 1e9); }
+uint64_t shm_deadline_of(comm_job *j) { return now_ns() + (uint64_t)(j->timeout_s * 1e9); }
 
-static int wait_failed(comm *c, int rc, const char *what, char *err, size_t errlen)
+int shm_wait_failed(comm *c, int rc, const char *what, char *err, size_t errlen)
 {
     if (rc == -2) {
         snprintf(err, errlen, "%s on group %s (rank %d of %d, world rank %d): job aborted: %s", what,
@@ -281,7 +230,7 @@ static int gen_changed(void *arg)
     return atomic_load(g->gen) != g->seen;
 }
 
-static int region_barrier(comm *c, uint64_t deadline)
+int shm_region_barrier(comm *c, uint64_t deadline)
 {
     if (c->n == 1)
         return 0;
@@ -297,7 +246,7 @@ static int region_barrier(comm *c, uint64_t deadline)
     return wait_until(c, &r->gen, gen_changed, &w, deadline);
 }
 
-static char *slot(comm *c, int k) { return c->region + REGION_HEADER + SLOT_BYTES * (size_t)k; }
+char *shm_slot(comm *c, int k) { return c->region + REGION_HEADER + SLOT_BYTES * (size_t)k; }
 
 /* ---- the collectives (run on a stream worker) ------------------------------------ */
 
@@ -311,26 +260,26 @@ static void sum_slots(comm *c, int dt, void *out, size_t at, size_t n)
     if (dt == COMM_FLOAT64) {
         double *o = out;
         for (size_t i = 0; i < n; i++) {
-            double acc = ((const double *)slot(c, 0))[at + i];
+            double acc = ((const double *)shm_slot(c, 0))[at + i];
             for (int k = 1; k < c->n; k++)
-                acc += ((const double *)slot(c, k))[at + i];
+                acc += ((const double *)shm_slot(c, k))[at + i];
             o[i] = acc;
         }
     } else if (dt == COMM_BFLOAT16) {
         uint16_t *o = out;
         for (size_t i = 0; i < n; i++) {
-            float acc = bf16_to_float(((const uint16_t *)slot(c, 0))[at + i]);
+            float acc = bf16_to_float(((const uint16_t *)shm_slot(c, 0))[at + i]);
             for (int k = 1; k < c->n; k++)
-                acc += bf16_to_float(((const uint16_t *)slot(c, k))[at + i]);
+                acc += bf16_to_float(((const uint16_t *)shm_slot(c, k))[at + i]);
             o[i] = bf16_from_float(acc);
         }
     } else {
         float *o = out;
-        const float *s0 = (const float *)slot(c, 0) + at;
+        const float *s0 = (const float *)shm_slot(c, 0) + at;
         for (size_t i = 0; i < n; i++)
             o[i] = s0[i];
         for (int k = 1; k < c->n; k++) {
-            const float *sk = (const float *)slot(c, k) + at;
+            const float *sk = (const float *)shm_slot(c, k) + at;
             for (size_t i = 0; i < n; i++)
                 o[i] += sk[i];
         }
@@ -341,17 +290,17 @@ static int run_allreduce(comm *c, void *buf, size_t count, int dt, char *err, si
 {
     size_t es = comm_dtype_bytes((comm_dtype)dt);
     size_t chunk = SLOT_BYTES / es;
-    uint64_t deadline = deadline_of(c->job);
+    uint64_t deadline = shm_deadline_of(c->job);
     for (size_t off = 0; off < count; off += chunk) {
         size_t n = count - off < chunk ? count - off : chunk;
-        memcpy(slot(c, c->me), (char *)buf + off * es, n * es);
-        int rc = region_barrier(c, deadline);
+        memcpy(shm_slot(c, c->me), (char *)buf + off * es, n * es);
+        int rc = shm_region_barrier(c, deadline);
         if (rc)
-            return wait_failed(c, rc, "allreduce", err, errlen);
+            return shm_wait_failed(c, rc, "allreduce", err, errlen);
         sum_slots(c, dt, (char *)buf + off * es, 0, n);
-        rc = region_barrier(c, deadline);
+        rc = shm_region_barrier(c, deadline);
         if (rc)
-            return wait_failed(c, rc, "allreduce", err, errlen);
+            return shm_wait_failed(c, rc, "allreduce", err, errlen);
     }
     return 0;
 }
@@ -361,20 +310,20 @@ static int run_reduce_scatter(comm *c, void *out, const void *in, size_t count, 
 {
     size_t es = comm_dtype_bytes((comm_dtype)dt);
     size_t sub = SLOT_BYTES / (es * (size_t)c->n);
-    uint64_t deadline = deadline_of(c->job);
+    uint64_t deadline = shm_deadline_of(c->job);
     for (size_t off = 0; off < count; off += sub) {
         size_t n = count - off < sub ? count - off : sub;
-        char *mine = slot(c, c->me);
+        char *mine = shm_slot(c, c->me);
         for (int r = 0; r < c->n; r++)
             memcpy(mine + (size_t)r * sub * es, (const char *)in + ((size_t)r * count + off) * es,
                    n * es);
-        int rc = region_barrier(c, deadline);
+        int rc = shm_region_barrier(c, deadline);
         if (rc)
-            return wait_failed(c, rc, "reduce_scatter", err, errlen);
+            return shm_wait_failed(c, rc, "reduce_scatter", err, errlen);
         sum_slots(c, dt, (char *)out + off * es, (size_t)c->me * sub, n);
-        rc = region_barrier(c, deadline);
+        rc = shm_region_barrier(c, deadline);
         if (rc)
-            return wait_failed(c, rc, "reduce_scatter", err, errlen);
+            return shm_wait_failed(c, rc, "reduce_scatter", err, errlen);
     }
     return 0;
 }
@@ -384,37 +333,37 @@ static int run_allgather(comm *c, void *out, const void *in, size_t count, int d
 {
     size_t es = comm_dtype_bytes((comm_dtype)dt);
     size_t chunk = SLOT_BYTES / es;
-    uint64_t deadline = deadline_of(c->job);
+    uint64_t deadline = shm_deadline_of(c->job);
     for (size_t off = 0; off < count; off += chunk) {
         size_t n = count - off < chunk ? count - off : chunk;
-        memcpy(slot(c, c->me), (const char *)in + off * es, n * es);
-        int rc = region_barrier(c, deadline);
+        memcpy(shm_slot(c, c->me), (const char *)in + off * es, n * es);
+        int rc = shm_region_barrier(c, deadline);
         if (rc)
-            return wait_failed(c, rc, "allgather", err, errlen);
+            return shm_wait_failed(c, rc, "allgather", err, errlen);
         for (int k = 0; k < c->n; k++)
-            memcpy((char *)out + ((size_t)k * count + off) * es, slot(c, k), n * es);
-        rc = region_barrier(c, deadline);
+            memcpy((char *)out + ((size_t)k * count + off) * es, shm_slot(c, k), n * es);
+        rc = shm_region_barrier(c, deadline);
         if (rc)
-            return wait_failed(c, rc, "allgather", err, errlen);
+            return shm_wait_failed(c, rc, "allgather", err, errlen);
     }
     return 0;
 }
 
 static int run_broadcast(comm *c, void *buf, size_t bytes, int root, char *err, size_t errlen)
 {
-    uint64_t deadline = deadline_of(c->job);
+    uint64_t deadline = shm_deadline_of(c->job);
     for (size_t off = 0; off < bytes; off += SLOT_BYTES) {
         size_t n = bytes - off < SLOT_BYTES ? bytes - off : SLOT_BYTES;
         if (c->me == root)
-            memcpy(slot(c, root), (char *)buf + off, n);
-        int rc = region_barrier(c, deadline);
+            memcpy(shm_slot(c, root), (char *)buf + off, n);
+        int rc = shm_region_barrier(c, deadline);
         if (rc)
-            return wait_failed(c, rc, "broadcast", err, errlen);
+            return shm_wait_failed(c, rc, "broadcast", err, errlen);
         if (c->me != root)
-            memcpy((char *)buf + off, slot(c, root), n);
-        rc = region_barrier(c, deadline);
+            memcpy((char *)buf + off, shm_slot(c, root), n);
+        rc = shm_region_barrier(c, deadline);
         if (rc)
-            return wait_failed(c, rc, "broadcast", err, errlen);
+            return shm_wait_failed(c, rc, "broadcast", err, errlen);
     }
     return 0;
 }
@@ -439,7 +388,7 @@ static int run_p2p(comm *c, void *buf, size_t bytes, int peer, int sending, char
     char *ring = ring_of(c->job, src, dst);
     ring_header *r = (ring_header *)ring;
     char *data = ring + RING_HEADER;
-    uint64_t deadline = deadline_of(c->job);
+    uint64_t deadline = shm_deadline_of(c->job);
     ring_wait w = {r, sending};
     size_t done = 0;
     while (done < bytes) {
@@ -448,7 +397,7 @@ static int run_p2p(comm *c, void *buf, size_t bytes, int peer, int sending, char
             char what[64];
             snprintf(what, sizeof what, "%s world rank %d", sending ? "send to" : "recv from",
                      c->ranks[peer]);
-            return wait_failed(c, rc, what, err, errlen);
+            return shm_wait_failed(c, rc, what, err, errlen);
         }
         uint64_t head = atomic_load(&r->head), tail = atomic_load(&r->tail);
         size_t avail = sending ? RING_BYTES - (size_t)(head - tail) : (size_t)(head - tail);
@@ -494,8 +443,8 @@ static int run_comm_task(cpu_task *t, char *err, size_t errlen)
     case OP_RECV:
         return run_p2p(c, t->p[0], count, (int)t->i[3], 0, err, errlen);
     case OP_BARRIER: {
-        int rc = region_barrier(c, deadline_of(c->job));
-        return rc ? wait_failed(c, rc, "barrier", err, errlen) : 0;
+        int rc = shm_region_barrier(c, shm_deadline_of(c->job));
+        return rc ? shm_wait_failed(c, rc, "barrier", err, errlen) : 0;
     }
     }
     snprintf(err, errlen, "unknown communicator operation %d", op);
@@ -504,8 +453,9 @@ static int run_comm_task(cpu_task *t, char *err, size_t errlen)
 
 /* The COLLECTIVE record of a finished task: count, bytes and datatype from the task's
  * arguments (i[1], i[5], i[2]), the op, peer, algorithm and flags as given. */
-static void emit_collective_record(const cpu_task *t, uint64_t start_ns, uint64_t end_ns,
-                                   uint32_t op, int32_t peer, const char *algorithm, uint32_t flags)
+void shm_emit_collective_record(const cpu_task *t, uint64_t start_ns, uint64_t end_ns,
+                                       uint32_t op, int32_t peer, const char *algorithm,
+                                       uint32_t flags)
 {
     const comm *c = t->ctx;
     stepscope_record r;
@@ -546,7 +496,7 @@ static void comm_task_done(cpu_task *t, uint64_t start_ns, uint64_t end_ns)
                                        STEPSCOPE_COLL_BARRIER};
     int op = (int)t->i[0];
     int p2p = op == OP_SEND || op == OP_RECV;
-    emit_collective_record(t, start_ns, end_ns, coll_op[op],
+    shm_emit_collective_record(t, start_ns, end_ns, coll_op[op],
                            p2p || op == OP_BROADCAST ? (int32_t)t->i[3] : -1,
                            p2p ? "shm-ring" : "shm-slots", (uint32_t)t->i[4]);
 }
@@ -634,143 +584,6 @@ static int shm_recv(comm *c, dev_stream *s, void *buf, size_t bytes, int peer, u
 static int shm_barrier(comm *c, dev_stream *s)
 {
     return enqueue_comm(c, s, OP_BARRIER, NULL, NULL, 0, 0, -1, 0, 0);
-}
-
-/* ---- all-to-all with uneven splits (comm_alltoallv) -------------------------------------
- *
- * Rounds over the group's slots, with the same two barriers per round as the other
- * collectives. A member's slot is [u64 "more" flag][u64 send count per member, padded to
- * 64 bytes][one sub-slot of `sub` bytes per member]. In each round every member copies the
- * next (at most `sub` bytes) of what it sends to member p into sub-slot p of its own slot
- * and says whether anything, sent or received, is left after this round; after the first
- * barrier each member takes its sub-slot from every member's slot (its own too), and every
- * member reads every flag, so all agree whether another round follows; the second barrier
- * frees the slots. Round 0 also publishes the send counts, checked against recv_counts. */
-
-static size_t a2a_header_bytes(int n) { return (8 + 8 * (size_t)n + 63) & ~(size_t)63; }
-
-/* Task layout: ctx = comm; p[0] = out, p[1] = in, p[2] = send_counts, p[3] = recv_counts;
- * i[2] = datatype; after the run i[1] = elements sent, i[5] = bytes sent, i[6] = elements
- * received (for the record). */
-static int run_alltoallv(cpu_task *t, char *err, size_t errlen)
-{
-    comm *c = t->ctx;
-    size_t es = comm_dtype_bytes((comm_dtype)t->i[2]);
-    const uint64_t *scount = t->p[2], *rcount = t->p[3];
-    const char *in = t->p[1];
-    char *out = t->p[0];
-    int n = c->n;
-    size_t hdr_b = a2a_header_bytes(n);
-    size_t sub = (SLOT_BYTES - hdr_b) / (size_t)n / 64 * 64;
-    if (sub < 64)
-        sub = 64; /* n <= MAX_WORLD keeps this inside the slot */
-    size_t *soff = calloc((size_t)n, sizeof(size_t)), *roff = calloc((size_t)n, sizeof(size_t));
-    size_t *sdone = calloc((size_t)n, sizeof(size_t)), *rdone = calloc((size_t)n, sizeof(size_t));
-    if (!soff || !roff || !sdone || !rdone) {
-        free(soff);
-        free(roff);
-        free(sdone);
-        free(rdone);
-        snprintf(err, errlen, "alltoallv on group %s: out of memory", c->name);
-        return -1;
-    }
-    uint64_t sent = 0, received = 0;
-    for (int p = 0; p < n; p++) { /* byte offsets of each member's part, packed in rank order */
-        soff[p] = (size_t)sent * es;
-        roff[p] = (size_t)received * es;
-        sent += scount[p];
-        received += rcount[p];
-    }
-    uint64_t deadline = deadline_of(c->job);
-    int rc = 0;
-    for (int round = 0;; round++) {
-        char *mine = slot(c, c->me);
-        int more = 0;
-        for (int p = 0; p < n; p++) {
-            size_t total = (size_t)scount[p] * es, k = total - sdone[p] < sub ? total - sdone[p] : sub;
-            memcpy(mine + hdr_b + (size_t)p * sub, in + soff[p] + sdone[p], k);
-            sdone[p] += k;
-            more |= sdone[p] < total;
-            size_t rtotal = (size_t)rcount[p] * es;
-            size_t rk = rtotal - rdone[p] < sub ? rtotal - rdone[p] : sub;
-            more |= rdone[p] + rk < rtotal;
-            if (round == 0)
-                ((uint64_t *)(mine + 8))[p] = scount[p];
-        }
-        *(uint64_t *)mine = (uint64_t)more;
-        rc = region_barrier(c, deadline);
-        if (rc) {
-            rc = wait_failed(c, rc, "alltoallv", err, errlen);
-            break;
-        }
-        int any = 0;
-        for (int k = 0; k < n && rc == 0; k++) {
-            const char *theirs = slot(c, k);
-            if (round == 0 && ((const uint64_t *)(theirs + 8))[c->me] != rcount[k]) {
-                snprintf(err, errlen,
-                         "alltoallv on group %s: rank %d of %d sends %llu elements to rank %d, "
-                         "which expects %llu",
-                         c->name, k, n, (unsigned long long)((const uint64_t *)(theirs + 8))[c->me],
-                         c->me, (unsigned long long)rcount[k]);
-                comm_job_abort(c->job, err);
-                rc = -1;
-                break;
-            }
-            size_t rtotal = (size_t)rcount[k] * es;
-            size_t rk = rtotal - rdone[k] < sub ? rtotal - rdone[k] : sub;
-            memcpy(out + roff[k] + rdone[k], theirs + hdr_b + (size_t)c->me * sub, rk);
-            rdone[k] += rk;
-            any |= *(const uint64_t *)theirs != 0;
-        }
-        if (rc)
-            break;
-        rc = region_barrier(c, deadline);
-        if (rc) {
-            rc = wait_failed(c, rc, "alltoallv", err, errlen);
-            break;
-        }
-        if (!any)
-            break;
-    }
-    free(soff);
-    free(roff);
-    free(sdone);
-    free(rdone);
-    t->i[1] = (int64_t)sent;
-    t->i[5] = (int64_t)(sent * es);
-    t->i[6] = (int64_t)received;
-    return rc;
-}
-
-/* The COLLECTIVE record of an all-to-all: count and bytes are what this member sent (the
- * splits differ per member; a receiver's share is in its own record). */
-static void alltoallv_done(cpu_task *t, uint64_t start_ns, uint64_t end_ns)
-{
-    comm *c = t->ctx;
-    comm_job_heartbeat(c->job);
-    if (!stepscope_active())
-        return;
-    emit_collective_record(t, start_ns, end_ns, STEPSCOPE_COLL_ALLTOALL, -1, "shm-slots", 0);
-}
-
-static int shm_alltoallv(comm *c, dev_stream *s, void *out, const uint64_t *recv_counts,
-                         const void *in, const uint64_t *send_counts, comm_dtype dt)
-{
-    cpu_task t = {0};
-    t.run = run_alltoallv;
-    t.done = alltoallv_done;
-    t.name = "alltoallv";
-    t.category = STEPSCOPE_CAT_COMM;
-    t.bytes = 0; /* the splits are read when it runs: the COLLECTIVE record has the bytes */
-    t.comm_id = c->id;
-    t.seq = c->seq++;
-    t.ctx = c;
-    t.p[0] = out;
-    t.p[1] = (void *)in;
-    t.p[2] = (void *)send_counts;
-    t.p[3] = (void *)recv_counts;
-    t.i[2] = dt;
-    return cpu_stream_enqueue(s, &t);
 }
 
 /* ---- job and groups ---------------------------------------------------------------- */

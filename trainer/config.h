@@ -90,7 +90,8 @@ enum { DELAY_FORWARD, DELAY_BACKWARD, DELAY_OPTIMIZER, DELAY_DATA };
  * error (message in err; exit 2). */
 int config_parse(train_config *cfg, int argc, char **argv, char *err, size_t errlen);
 
-/* Checks every constraint; 0 or -1 with a message naming the option. */
+/* Checks every constraint; 0 or -1 with a message naming the option. The checkpoints on
+ * disk are not read here: ckpt_check_config (checkpoint.h) checks them against --resume. */
 int config_validate(const train_config *cfg, char *err, size_t errlen);
 
 /* Derived sizes. */

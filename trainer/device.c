@@ -85,6 +85,20 @@ size_t dev_bytes_in_use(const dev_device *d) { return ops_of(d)->bytes_in_use(d)
 size_t dev_bytes_peak(const dev_device *d) { return ops_of(d)->bytes_peak(d); }
 void dev_abort(dev_device *d, const char *why) { ops_of(d)->abort(d, why); }
 
+double dev_peak_flops(const dev_device *d)
+{
+    return ops_of(d)->peak_flops ? ops_of(d)->peak_flops(d) : 0;
+}
+
+size_t dev_measured_peak(const dev_device *d, const char **source)
+{
+    if (ops_of(d)->measured_peak)
+        return ops_of(d)->measured_peak(d, source);
+    if (source)
+        *source = "device-allocations";
+    return dev_bytes_peak(d);
+}
+
 dev_dtype dev_activation_dtype(const dev_device *d) { return ops_of(d)->activation_dtype(d); }
 
 int dev_set_activation_dtype(dev_device *d, dev_dtype t, char *err, size_t errlen)

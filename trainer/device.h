@@ -51,6 +51,8 @@ static inline dev_act *dev_act_at(const dev_act *p, dev_dtype t, size_t elems)
     return (dev_act *)((char *)(uintptr_t)p + elems * dev_dtype_bytes(t));
 }
 
+struct comm_dev_ops; /* comm.h: a backend's own communicator library */
+
 typedef struct dev_ops {
     const char *backend_name; /* "cpu", "cuda" */
 
@@ -68,6 +70,14 @@ typedef struct dev_ops {
      * its precision) cannot store activations in that type. */
     int (*set_activation_dtype)(dev_device *d, dev_dtype t, char *err, size_t errlen);
     dev_dtype (*activation_dtype)(const dev_device *d);
+    /* Optional (NULL: the generic answer of dev_peak_flops / dev_measured_peak below). The
+     * device's dense peak FLOP/s for MFU; its measured peak memory, *source (if not NULL)
+     * naming what was measured for the run metadata. */
+    double (*peak_flops)(const dev_device *d);
+    size_t (*measured_peak)(const dev_device *d, const char **source);
+    /* Optional: the communicator library this backend's devices need (CUDA: NCCL; comm.h's
+     * comm_dev_job_open opens it). NULL: the shared-memory communicator serves the device. */
+    const struct comm_dev_ops *comm;
 
     /* --- memory ------------------------------------------------------------ */
     void *(*alloc)(dev_device *d, size_t bytes); /* zeroed; NULL on failure */
@@ -222,6 +232,11 @@ size_t dev_bytes_in_use(const dev_device *d);
 size_t dev_bytes_peak(const dev_device *d);
 /* Makes every blocked wait of this device fail (used when a peer rank aborts). */
 void dev_abort(dev_device *d, const char *why);
+/* The device's dense peak FLOP/s (dev_ops.peak_flops), 0 when the backend does not say. */
+double dev_peak_flops(const dev_device *d);
+/* The device's measured peak memory (dev_ops.measured_peak); without that operation, the
+ * device API's own peak of live allocations (dev_bytes_peak), *source "device-allocations". */
+size_t dev_measured_peak(const dev_device *d, const char **source);
 /* The device's activation type, and setting it (see dev_ops.set_activation_dtype). */
 dev_dtype dev_activation_dtype(const dev_device *d);
 int dev_set_activation_dtype(dev_device *d, dev_dtype t, char *err, size_t errlen);

@@ -1,6 +1,7 @@
 /*
  * device_cpu.h — the CPU backend's task interface, for code that adds
- * operations to CPU streams (the shared-memory communicator, comm_shm.c).
+ * operations to CPU streams (the shared-memory communicator, comm_shm*.c, and the
+ * backend's own model operations, device_cpu_ops.c).
  *
  * How it works: an operation is a `cpu_task`, a closure (a run function plus
  * its arguments copied into the task) with the facts the trace needs (name,
@@ -22,7 +23,7 @@ typedef struct cpu_task cpu_task;
 
 /* An activation argument of a compute task (p[index]): rows of `width` elements,
  * `stride` elements apart. With bf16 activations the task runs on fp32 copies of these
- * (device_cpu.c); `written` ones are rounded back into the bf16 buffer afterwards. */
+ * (device_cpu_ops.c); `written` ones are rounded back into the bf16 buffer afterwards. */
 typedef struct cpu_act_arg {
     int index;
     int written;
@@ -55,6 +56,13 @@ struct cpu_task {
 /* Enqueues a copy of *t on s. Returns 0, or -1 when out of memory (the stream
  * then carries the error). */
 int cpu_stream_enqueue(dev_stream *s, const cpu_task *t);
+
+/* The activation type of the device a stream belongs to (device_cpu_ops.c stages bf16
+ * activations through fp32 when it is DEV_BF16). */
+dev_dtype cpu_stream_activation_dtype(const dev_stream *s);
+/* Puts the model operations (device_cpu_ops.c: encoder ... adamw) into the CPU backend's
+ * table; device_cpu.c fills in the device-level ones. */
+void dev_cpu_fill_model_ops(dev_ops *o);
 
 /* Whether a device (any of its streams) has failed or was aborted. */
 int cpu_device_failed(const dev_device *d);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "checkpoint.h"
 #include "config.h"
 #include "data_check.h"
 #include "launcher.h"
@@ -30,7 +31,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "stepscope-train: %s\n", err);
         return 2;
     }
-    if (config_validate(&cfg, err, sizeof err) != 0 || data_check(&cfg, err, sizeof err) != 0) {
+    /* the options, then the checkpoints on disk against --resume, then the data */
+    if (config_validate(&cfg, err, sizeof err) != 0 ||
+        (cfg.checkpoint_dir[0] && ckpt_check_config(&cfg, err, sizeof err) != 0) ||
+        data_check(&cfg, err, sizeof err) != 0) {
         fprintf(stderr, "stepscope-train: invalid configuration: %s\n", err);
         return 2;
     }

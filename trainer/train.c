@@ -46,11 +46,6 @@
 #include "train_data.h"
 #include "zero.h"
 
-#ifdef STEPSCOPE_TRAINER_HAVE_CUDA
-#include "comm_nccl.h"
-#include "device_cuda.h"
-#endif
-
 static void progress_hook(void *arg) { comm_job_heartbeat(arg); }
 
 /* The grid a chunk's model sees: virtual stage j*pp + pp_rank of pp*V stages. */
@@ -96,19 +91,14 @@ double train_hardware_flops_per_step(const train_config *c)
     return mf_hardware_flops_per_step(&s, c->batch);
 }
 
-/* --peak-tflops, else the GPU's dense bf16 peak from the CUDA backend's table
- * (H100 SXM's 989 TFLOP/s when the name is unknown), else the CPU assumption. */
+/* --peak-tflops, else the device's dense peak as its backend gives it (dev_peak_flops: on
+ * CUDA the GPU's bf16 peak from its table), else the CPU assumption. */
 static double peak_flops_of(const train_config *c, dev_device *d)
 {
     if (c->peak_tflops > 0)
         return c->peak_tflops * 1e12;
-#ifdef STEPSCOPE_TRAINER_HAVE_CUDA
-    if (d && dev_is_cuda(d)) {
-        double p = dev_cuda_peak_flops_bf16(dev_name(d));
-        return p > 0 ? p : 989e12;
-    }
-#endif
-    return 0.1e12;
+    double p = d ? dev_peak_flops(d) : 0;
+    return p > 0 ? p : 0.1e12;
 }
 
 /* ---- setup ------------------------------------------------------------------------------ */
@@ -117,11 +107,9 @@ static comm *make_group(trainer *t, comm_kind kind, const char *name, int *ranks
 {
     char e[256];
     comm *c;
-#ifdef STEPSCOPE_TRAINER_HAVE_CUDA
-    if (t->nccl)
-        c = comm_nccl_group(t->nccl, kind, name, ranks, n, e, sizeof e);
+    if (t->dev_job) /* the device's own communicator library (NCCL on CUDA) */
+        c = comm_dev_group(t->dev_job, kind, name, ranks, n, e, sizeof e);
     else
-#endif
         c = comm_group(t->job, kind, name, ranks, n, e, sizeof e);
     if (!c)
         fail(t, "%s", e);
@@ -268,18 +256,9 @@ static int setup(trainer *t)
         return fail(t, "%s", e);
     dev_set_progress_hook(t->dev, progress_hook, t->job);
     t->peak_flops = peak_flops_of(c, t->dev);
-#ifdef STEPSCOPE_TRAINER_HAVE_CUDA
-    if (dev_is_cuda(t->dev)) {
-        rdzv_store *store = comm_nccl_open_store(t->env.shm_path, t->env.rank,
-                                                 t->env.comm_timeout_s, e, sizeof e);
-        if (!store)
-            return fail(t, "%s", e);
-        t->nccl = comm_nccl_job_open(t->dev, store, t->env.rank, t->env.world,
-                                     t->env.comm_timeout_s, e, sizeof e);
-        if (!t->nccl)
-            return fail(t, "%s", e);
-    }
-#endif
+    if (comm_dev_job_open(t->dev, t->env.shm_path, t->env.rank, t->env.world,
+                          t->env.comm_timeout_s, &t->dev_job, e, sizeof e) != 0)
+        return fail(t, "%s", e);
     if (setup_groups(t) != 0)
         return -1;
     t->M = c->microbatches;
@@ -482,12 +461,8 @@ static void write_memory_metadata(trainer *t)
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     long long rss_peak = (long long)ru.ru_maxrss * 1024;
-    long long measured = (long long)dev_bytes_peak(t->dev);
     const char *measured_source = "device-allocations";
-#ifdef STEPSCOPE_TRAINER_HAVE_CUDA
-    if (dev_is_cuda(t->dev))
-        measured = (long long)dev_cuda_measured_peak(t->dev, &measured_source);
-#endif
+    long long measured = (long long)dev_measured_peak(t->dev, &measured_source);
     mm_layout l = memory_layout_of(t);
     mm_breakdown p;
     char err[160];
@@ -802,9 +777,7 @@ static void cleanup(trainer *t)
     comm_destroy(t->cp_c);
     comm_destroy(t->ep_c);
     comm_destroy(t->edp_c);
-#ifdef STEPSCOPE_TRAINER_HAVE_CUDA
-    comm_nccl_job_close(t->nccl);
-#endif
+    comm_dev_job_close(t->dev_job);
     dev_close(t->dev); /* joins the stream threads (drained above) */
     comm_job_close(t->job);
     free(t->items);

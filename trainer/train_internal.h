@@ -21,10 +21,6 @@
 #include "train_data.h"
 #include "zero.h"
 
-#ifdef STEPSCOPE_TRAINER_HAVE_CUDA
-#include "comm_nccl.h"
-#endif
-
 typedef struct bucket {
     size_t begin, end; /* floats */
     int ready_unit;    /* launched once this backward unit is done */
@@ -63,9 +59,7 @@ typedef struct trainer {
     dev_stream *compute, *dp_stream, *pp_send, *pp_recv;
     dev_stream *cp_send, *cp_recv; /* --cp > 1: ring attention's transfers */
     comm_job *job; /* the shared segment: heartbeats, abort flag, CPU collectives */
-#ifdef STEPSCOPE_TRAINER_HAVE_CUDA
-    comm_nccl_job *nccl; /* NCCL communicators when the device is a GPU */
-#endif
+    comm_dev_job *dev_job; /* the device's own communicator library (NCCL on a GPU), or NULL */
     double peak_flops;   /* per rank, for MFU */
     comm *world_c, *dp_c, *tp_c, *pp_c, *embed_c, *cp_c;
     comm *ep_c, *edp_c; /* --experts: the EP group (--ep > 1) and the expert-data-parallel group

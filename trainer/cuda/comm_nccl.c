@@ -827,3 +827,30 @@ rdzv_store *comm_nccl_open_store(const char *shm_path, int world_rank, double ti
     snprintf(dir, sizeof dir, "%s.rdzv", shm_path);
     return rdzv_file_open(dir, timeout_s, err, errlen);
 }
+
+/* ---- the CUDA device's communicator library (dev_ops.comm, comm.h's comm_dev_ops) ------------ */
+
+/* The job over the world: the rendezvous store (comm_nccl_open_store), then the NCCL job. */
+static void *nccl_dev_job_open(dev_device *dev, const char *shm_path, int rank, int world,
+                               double timeout_s, char *err, size_t errlen)
+{
+    rdzv_store *store = comm_nccl_open_store(shm_path, rank, timeout_s, err, errlen);
+    if (!store)
+        return NULL;
+    return comm_nccl_job_open(dev, store, rank, world, timeout_s, err, errlen);
+}
+
+static comm *nccl_dev_group(void *job, comm_kind kind, const char *name, const int *ranks, int n,
+                            char *err, size_t errlen)
+{
+    return comm_nccl_group(job, kind, name, ranks, n, err, errlen);
+}
+
+static void nccl_dev_job_close(void *job) { comm_nccl_job_close(job); }
+
+const comm_dev_ops comm_nccl_dev_ops = {
+    .name = "nccl",
+    .job_open = nccl_dev_job_open,
+    .group = nccl_dev_group,
+    .job_close = nccl_dev_job_close,
+};

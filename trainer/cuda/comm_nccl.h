@@ -84,6 +84,10 @@ comm *comm_nccl_group(comm_nccl_job *job, comm_kind kind, const char *name, cons
 rdzv_store *comm_nccl_open_store(const char *shm_path, int world_rank, double timeout_s, char *err,
                                  size_t errlen);
 
+/* The table the CUDA backend's dev_ops.comm names (comm.h): the trainer opens the NCCL job
+ * (rendezvous store, then comm_nccl_job_open) and makes its groups through it. */
+extern const comm_dev_ops comm_nccl_dev_ops;
+
 /* The group key used in the rendezvous store (exposed for tests). */
 void comm_nccl_group_key(char *buf, size_t n, comm_kind kind, const int *ranks, int count,
                          const char *suffix);

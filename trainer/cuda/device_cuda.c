@@ -49,6 +49,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "comm_nccl.h"
 #include "cuda_kernels.h"
 #include "stepscope.h"
 #include "weight_watch.h"
@@ -301,6 +302,14 @@ size_t dev_cuda_measured_peak(const dev_device *d, const char **source)
     if (source)
         *source = "driver-used-memory";
     return d->measured_peak;
+}
+
+/* dev_ops.peak_flops: the GPU's dense bf16 peak from the table (peak_flops.c), H100 SXM's
+ * 989 TFLOP/s when the name is unknown. */
+static double dev_cuda_peak_flops(const dev_device *d)
+{
+    double p = dev_cuda_peak_flops_bf16(dev_cuda_name(d));
+    return p > 0 ? p : 989e12;
 }
 
 /* How many ranks of this machine share one GPU: the launcher's local world size over
@@ -984,6 +993,9 @@ static const dev_ops cuda_ops = {
     .abort = dev_cuda_abort,
     .set_activation_dtype = dev_cuda_set_activation_dtype,
     .activation_dtype = dev_cuda_activation_dtype,
+    .peak_flops = dev_cuda_peak_flops,
+    .measured_peak = dev_cuda_measured_peak,
+    .comm = &comm_nccl_dev_ops,
     .alloc = cuda_alloc,
     .free = cuda_free,
     .stream_create = cuda_stream_create,
