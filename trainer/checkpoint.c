@@ -30,6 +30,7 @@
  * directories and pruning in checkpoint_files.c (checkpoint_internal.h: what they share).
  */
 #include "checkpoint_internal.h"
+#include "sc_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -268,7 +269,7 @@ static int write_shard(const ckpt_rank_state *s, const char *sd, long long step,
     }
     int rc = 0;
     uint32_t crc = ckpt_crc32(0, header, sizeof header);
-    if (ckpt_write_all(fd, header, sizeof header) != 0)
+    if (sc_write_all(fd, header, sizeof header) != 0)
         rc = ckpt_errf(err, n, "checkpoint: writing %s failed: %s", tmp, strerror(errno));
     int nseg = segment_count(s);
     segment *seg = malloc((size_t)nseg * sizeof *seg);
@@ -280,7 +281,7 @@ static int write_shard(const ckpt_rank_state *s, const char *sd, long long step,
     for (int k = 0; k < nseg && rc == 0; k++) {
         if (!seg[k].dev) { /* an extra chunk's description */
             crc = ckpt_crc32(crc, seg[k].words, sizeof seg[k].words);
-            if (ckpt_write_all(fd, seg[k].words, sizeof seg[k].words) != 0)
+            if (sc_write_all(fd, seg[k].words, sizeof seg[k].words) != 0)
                 rc = ckpt_errf(err, n, "checkpoint: writing %s failed: %s", tmp, strerror(errno));
             done += sizeof seg[k].words;
             continue;
@@ -296,7 +297,7 @@ static int write_shard(const ckpt_rank_state *s, const char *sd, long long step,
                 break;
             }
             crc = ckpt_crc32(crc, staging, cnt * 4);
-            if (ckpt_write_all(fd, staging, cnt * 4) != 0) {
+            if (sc_write_all(fd, staging, cnt * 4) != 0) {
                 rc = ckpt_errf(err, n, "checkpoint: writing %s failed: %s", tmp, strerror(errno));
                 break;
             }
@@ -340,7 +341,7 @@ static int write_manifest(const ckpt_rank_state *s, const char *sd, long long st
         return ckpt_errf(err, n, "checkpoint: cannot create %s: %s", tmp, strerror(errno));
     }
     int rc = 0;
-    if (ckpt_write_all(fd, text, strlen(text)) != 0)
+    if (sc_write_all(fd, text, strlen(text)) != 0)
         rc = ckpt_errf(err, n, "checkpoint: writing %s failed: %s", tmp, strerror(errno));
     free(text);
     if (rc == 0 && fsync(fd) != 0)

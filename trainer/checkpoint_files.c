@@ -74,22 +74,6 @@ uint32_t ckpt_crc32(uint32_t crc, const void *buf, size_t len)
 
 /* ---- files ---------------------------------------------------------------------------- */
 
-int ckpt_write_all(int fd, const void *buf, size_t n)
-{
-    const char *p = buf;
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 /* 0, -1 with errno, or 1 at a premature end of file */
 int ckpt_read_all(int fd, void *buf, size_t n)
 {

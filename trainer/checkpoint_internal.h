@@ -45,8 +45,8 @@ typedef struct manifest {
 
 /* Writes the message into err (when err and n) and returns -1. */
 int ckpt_errf(char *err, size_t n, const char *fmt, ...);
-/* All n bytes, retrying short writes and reads: 0, or -1 with errno set. */
-int ckpt_write_all(int fd, const void *buf, size_t n);
+/* All n bytes, retrying short reads: 0, -1 with errno set, or 1 at a premature end of file
+ * (writes go through sc_write_all, common/sc_file.h). */
 int ckpt_read_all(int fd, void *buf, size_t n);
 /* fsync of a directory (after a rename in it): 0 or -1 with a message. */
 int ckpt_fsync_dir(const char *dir, char *err, size_t n);

@@ -62,6 +62,7 @@
 #include "bf16.h"
 #include "device_cpu.h"
 #include "stepscope.h"
+#include "sc_hash.h"
 
 /* ---- layout ----------------------------------------------------------------- */
 
@@ -501,12 +502,11 @@ static void comm_task_done(cpu_task *t, uint64_t start_ns, uint64_t end_ns)
                            p2p ? "shm-ring" : "shm-slots", (uint32_t)t->i[4]);
 }
 
-static uint64_t fnv1a(uint64_t h, const void *p, size_t n);
 
 static uint64_t p2p_id(const comm *c, int src, int dst)
 {
     int pair[2] = {src, dst};
-    return fnv1a(c->id, pair, sizeof pair);
+    return sc_fnv1a(c->id, pair, sizeof pair);
 }
 
 static int enqueue_comm(comm *c, dev_stream *s, int op, void *p0, const void *p1, size_t count,
@@ -791,16 +791,6 @@ uint64_t comm_job_heartbeat_of(comm_job *job, int r) { return atomic_load(heartb
 
 int comm_job_waiting_of(comm_job *job, int r) { return (int)atomic_load(waiting_slot(job, r)); }
 
-static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
-
 static void shm_destroy(comm *c);
 
 static const comm_ops shm_ops = {
@@ -853,8 +843,8 @@ comm *comm_group(comm_job *job, comm_kind kind, const char *name, const int *ran
     c->n = n;
     c->me = me;
     uint64_t h = 0xcbf29ce484222325ull;
-    h = fnv1a(h, name, strlen(name));
-    h = fnv1a(h, ranks, sizeof(int) * (size_t)n);
+    h = sc_fnv1a(h, name, strlen(name));
+    h = sc_fnv1a(h, ranks, sizeof(int) * (size_t)n);
     c->id = h;
     c->region = region_of(job, kind, ranks[0]);
     c->h.ops = &shm_ops;

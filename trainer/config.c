@@ -16,6 +16,7 @@
 #include "device.h"
 #include "model_config.h"
 #include "model_presets.h"
+#include "sc_json.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -709,17 +710,7 @@ int config_validate(const train_config *c, char *err, size_t n)
 
 static void json_string(char *buf, size_t n, size_t *at, const char *s)
 {
-    *at += (size_t)snprintf(buf + *at, *at < n ? n - *at : 0, "\"");
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            *at += (size_t)snprintf(buf + *at, *at < n ? n - *at : 0, "\\%c", ch);
-        else if (ch < 0x20)
-            *at += (size_t)snprintf(buf + *at, *at < n ? n - *at : 0, "\\u%04x", ch);
-        else
-            *at += (size_t)snprintf(buf + *at, *at < n ? n - *at : 0, "%c", ch);
-    }
-    *at += (size_t)snprintf(buf + *at, *at < n ? n - *at : 0, "\"");
+    sc_json_string_buf(buf, n, at, s, 0);
 }
 
 char *config_to_json(const train_config *c)
