@@ -12,7 +12,8 @@ size_t sc_utf8_sequence(const unsigned char *p, size_t avail, size_t *bad) {
   unsigned char c = p[0];
   size_t need;
   unsigned char lo = 0x80, hi = 0xBF; /* range of the second byte */
-  if (c >= 0xC2 && c <= 0xDF) need = 2;
+  if (c >= 0xC2 && c <= 0xDF)
+    need = 2;
   else if (c >= 0xE0 && c <= 0xEF) {
     need = 3;
     if (c == 0xE0) lo = 0xA0;
@@ -81,7 +82,9 @@ void sc_json_string(const char *s, size_t len, unsigned flags, sc_put_fn put, vo
   put(ctx, "\"", 1);
 }
 
-static void put_file(void *ctx, const char *bytes, size_t n) { fwrite(bytes, 1, n, (FILE *)ctx); }
+static void put_file(void *ctx, const char *bytes, size_t n) {
+  fwrite(bytes, 1, n, (FILE *)ctx);
+}
 
 void sc_json_string_file(FILE *f, const char *s, unsigned flags) {
   sc_json_string(s, s ? strlen(s) : 0, flags, put_file, f);

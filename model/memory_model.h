@@ -6,8 +6,8 @@
  * (`stepscope plan`), which predicts every layout of a model without allocating anything.
  * The formulas follow what the trainer allocates through its device API, buffer by buffer
  * (model.c: parameters, gradients, per-slot activations, recomputation scratch, backward
- * scratch, ring attention blocks; train.c and grad_sync.c: AdamW moments, ZeRO shards and bucket buffers),
- * so that the prediction can be checked exactly against the device API's own peak of live
+ * scratch, ring attention blocks; train.c and grad_sync.c: AdamW moments, ZeRO shards and bucket
+ * buffers), so that the prediction can be checked exactly against the device API's own peak of live
  * allocations (tests/trainer: trainer.memory_model), and per component they reduce to the
  * Ultra-Scale Playbook's formulas (fp32 master weights: 4 bytes per parameter for the
  * weights, 4 for the gradients, 8 for the two Adam moments; divided per ZeRO stage;
@@ -21,44 +21,48 @@
 #include <stddef.h>
 
 typedef enum { MM_SCHED_AFAB = 0, MM_SCHED_1F1B = 1, MM_SCHED_INTERLEAVED = 2 } mm_schedule;
-typedef enum { MM_RECOMPUTE_NONE = 0, MM_RECOMPUTE_SELECTIVE = 1, MM_RECOMPUTE_FULL = 2 } mm_recompute;
+typedef enum {
+  MM_RECOMPUTE_NONE = 0,
+  MM_RECOMPUTE_SELECTIVE = 1,
+  MM_RECOMPUTE_FULL = 2
+} mm_recompute;
 
 /* A model and its parallel layout, as stepscope-train takes them (config.h). */
 typedef struct mm_layout {
-    int layers, hidden, heads, vocab; /* vocab: the real one (padded to 64 inside) */
-    int ffn;                          /* MLP width; 0: 4 x hidden (the trainer's) */
-    int max_seq;                      /* position table rows (1024 for the GPT-2 presets) */
-    int seq;                          /* sequence length trained */
-    int dp, tp, pp, cp, sp;           /* sp: sequence parallelism inside TP (tp > 1) */
-    mm_schedule schedule;
-    int virtual_stages;               /* interleaved: chunks per pipeline rank; else 1 */
-    int microbatches;                 /* per DP rank and step */
-    int micro_batch;                  /* sequences per micro-batch */
-    int zero;                         /* 0..3 */
-    mm_recompute recompute;
-    int act_bytes;                    /* activation storage: 4 (fp32) or 2 (bf16) */
-    double bucket_mb;                 /* DP gradient bucket size */
-    int bf16_weight_copies;           /* the CUDA backend in bf16 keeps a bf16 copy of every
-                                         weight it multiplies (2 bytes per parameter; the
-                                         Playbook's "2 Psi"); the CPU backend none */
-    /* mixture of experts (0 experts: dense; zero-initialized layouts stay dense): every
-     * moe_every-th block (layers moe_every-1, 2 moe_every-1, ...) has `experts` expert MLPs,
-     * top_k per token, sharded over ep ranks of DP (moe.h, expert_parallel.h) */
-    int experts, top_k, moe_every, ep;
+  int layers, hidden, heads, vocab; /* vocab: the real one (padded to 64 inside) */
+  int ffn;                          /* MLP width; 0: 4 x hidden (the trainer's) */
+  int max_seq;                      /* position table rows (1024 for the GPT-2 presets) */
+  int seq;                          /* sequence length trained */
+  int dp, tp, pp, cp, sp;           /* sp: sequence parallelism inside TP (tp > 1) */
+  mm_schedule schedule;
+  int virtual_stages; /* interleaved: chunks per pipeline rank; else 1 */
+  int microbatches;   /* per DP rank and step */
+  int micro_batch;    /* sequences per micro-batch */
+  int zero;           /* 0..3 */
+  mm_recompute recompute;
+  int act_bytes;          /* activation storage: 4 (fp32) or 2 (bf16) */
+  double bucket_mb;       /* DP gradient bucket size */
+  int bf16_weight_copies; /* the CUDA backend in bf16 keeps a bf16 copy of every
+                             weight it multiplies (2 bytes per parameter; the
+                             Playbook's "2 Psi"); the CPU backend none */
+  /* mixture of experts (0 experts: dense; zero-initialized layouts stay dense): every
+   * moe_every-th block (layers moe_every-1, 2 moe_every-1, ...) has `experts` expert MLPs,
+   * top_k per token, sharded over ep ranks of DP (moe.h, expert_parallel.h) */
+  int experts, top_k, moe_every, ep;
 } mm_layout;
 
 /* One rank's device memory in bytes, by component (every field a sum of allocations). */
 typedef struct mm_breakdown {
-    size_t parameters;  /* fp32 weights (ZeRO-3: the shard and two gathered buckets), plus
-                           their bf16 copies when bf16_weight_copies */
-    size_t gradients;   /* fp32 gradients (ZeRO-2/3: the shard and the bucket buffers) */
-    size_t optimizer;   /* AdamW moments m and v, fp32, sharded from ZeRO-1 on */
-    size_t activations; /* stored activations of the micro-batches in flight + scratch */
-    size_t other;       /* small optimizer statistics */
-    size_t steady;      /* the sum of the above: what the rank holds while it trains */
-    size_t init_peak;   /* ZeRO-3 only: the full parameter buffer held during set-up,
-                           before it is cut into shards; else = steady */
-    size_t peak;        /* max(steady, init_peak): the device API's peak of live bytes */
+  size_t parameters;  /* fp32 weights (ZeRO-3: the shard and two gathered buckets), plus
+                         their bf16 copies when bf16_weight_copies */
+  size_t gradients;   /* fp32 gradients (ZeRO-2/3: the shard and the bucket buffers) */
+  size_t optimizer;   /* AdamW moments m and v, fp32, sharded from ZeRO-1 on */
+  size_t activations; /* stored activations of the micro-batches in flight + scratch */
+  size_t other;       /* small optimizer statistics */
+  size_t steady;      /* the sum of the above: what the rank holds while it trains */
+  size_t init_peak;   /* ZeRO-3 only: the full parameter buffer held during set-up,
+                         before it is cut into shards; else = steady */
+  size_t peak;        /* max(steady, init_peak): the device API's peak of live bytes */
 } mm_breakdown;
 
 /* The padded vocabulary (a multiple of 64), as the trainer lays out its embeddings. */

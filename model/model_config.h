@@ -25,10 +25,10 @@ int mm_recompute_from_name(const char *name, mm_recompute *out);
 /* Reads the configuration object's top-level keys; each returns 1 when the key is there with a
  * value of that type, else 0. */
 typedef struct mm_config_reader {
-    int (*number)(void *ctx, const char *key, double *out);
-    int (*string)(void *ctx, const char *key, char *buf, size_t size);
-    int (*boolean)(void *ctx, const char *key, int *out);
-    void *ctx;
+  int (*number)(void *ctx, const char *key, double *out);
+  int (*string)(void *ctx, const char *key, char *buf, size_t size);
+  int (*boolean)(void *ctx, const char *key, int *out);
+  void *ctx;
 } mm_config_reader;
 
 /* The model and layout of a configuration: layers, hidden, heads, seq, max_seq (1024 when

@@ -5,49 +5,45 @@
  */
 #include "model_flops.h"
 
-static double ffn_of(const mm_layout *s) { return s->ffn > 0 ? s->ffn : 4.0 * s->hidden; }
+static double ffn_of(const mm_layout *s) {
+  return s->ffn > 0 ? s->ffn : 4.0 * s->hidden;
+}
 
 /* Weights, biases and LayerNorm parameters of one block. */
-static double block_params(const mm_layout *s)
-{
-    double C = s->hidden, F = ffn_of(s);
-    return 4.0 * C * C + 2.0 * C * F + 9.0 * C + F;
+static double block_params(const mm_layout *s) {
+  double C = s->hidden, F = ffn_of(s);
+  return 4.0 * C * C + 2.0 * C * F + 9.0 * C + F;
 }
 
 /* Whether global layer `layer` is a mixture of experts (config.c: config_layer_is_moe). */
-static int layer_is_moe(const mm_layout *s, int layer)
-{
-    return s->experts > 0 && s->moe_every > 0 && (layer + 1) % s->moe_every == 0;
+static int layer_is_moe(const mm_layout *s, int layer) {
+  return s->experts > 0 && s->moe_every > 0 && (layer + 1) % s->moe_every == 0;
 }
 
 /* With experts, the parameters a token is multiplied with: per MoE layer the router
  * (E x C) and K expert MLPs instead of one, not all E — MFU counts the FLOPs a step
  * really needs (docs/metrics.md). */
-double mf_flop_params(const mm_layout *s)
-{
-    double C = s->hidden, F = ffn_of(s);
-    double params = (double)s->vocab * C + (double)s->layers * block_params(s) + 2.0 * C;
-    for (int k = 0; k < s->layers; k++)
-        if (layer_is_moe(s, k))
-            params += (double)s->experts * C + (s->top_k - 1.0) * (2.0 * C * F + F + C);
-    return params;
+double mf_flop_params(const mm_layout *s) {
+  double C = s->hidden, F = ffn_of(s);
+  double params = (double)s->vocab * C + (double)s->layers * block_params(s) + 2.0 * C;
+  for (int k = 0; k < s->layers; k++)
+    if (layer_is_moe(s, k))
+      params += (double)s->experts * C + (s->top_k - 1.0) * (2.0 * C * F + F + C);
+  return params;
 }
 
-double mf_model_flops_per_step(const mm_layout *s, double sequences)
-{
-    double tokens = sequences * s->seq;
-    return 6.0 * mf_flop_params(s) * tokens +
-           12.0 * s->layers * (double)s->hidden * s->seq * tokens;
+double mf_model_flops_per_step(const mm_layout *s, double sequences) {
+  double tokens = sequences * s->seq;
+  return 6.0 * mf_flop_params(s) * tokens + 12.0 * s->layers * (double)s->hidden * s->seq * tokens;
 }
 
-double mf_hardware_flops_per_step(const mm_layout *s, double sequences)
-{
-    double tokens = sequences * s->seq;
-    double extra = 0;
-    if (s->recompute == MM_RECOMPUTE_FULL)
-        extra = 2.0 * s->layers * block_params(s) * tokens +
-                4.0 * s->layers * (double)s->hidden * s->seq * tokens;
-    else if (s->recompute == MM_RECOMPUTE_SELECTIVE && s->cp <= 1)
-        extra = 4.0 * s->layers * (double)s->hidden * s->seq * tokens;
-    return mf_model_flops_per_step(s, sequences) + extra;
+double mf_hardware_flops_per_step(const mm_layout *s, double sequences) {
+  double tokens = sequences * s->seq;
+  double extra = 0;
+  if (s->recompute == MM_RECOMPUTE_FULL)
+    extra = 2.0 * s->layers * block_params(s) * tokens +
+            4.0 * s->layers * (double)s->hidden * s->seq * tokens;
+  else if (s->recompute == MM_RECOMPUTE_SELECTIVE && s->cp <= 1)
+    extra = 4.0 * s->layers * (double)s->hidden * s->seq * tokens;
+  return mf_model_flops_per_step(s, sequences) + extra;
 }

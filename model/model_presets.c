@@ -15,12 +15,12 @@ static const mp_preset presets[] = {
     {"gpt2-1.5b", 48, 1600, 25, 1024, 50257, 1024},
 };
 
-const mp_preset *mp_preset_find(const char *name)
-{
-    for (size_t i = 0; name && i < sizeof presets / sizeof presets[0]; i++)
-        if (!strcmp(presets[i].name, name))
-            return &presets[i];
-    return NULL;
+const mp_preset *mp_preset_find(const char *name) {
+  for (size_t i = 0; name && i < sizeof presets / sizeof presets[0]; i++)
+    if (!strcmp(presets[i].name, name)) return &presets[i];
+  return NULL;
 }
 
-const char *mp_preset_names(void) { return "tiny, gpt2-124m, gpt2-350m, gpt2-774m, gpt2-1.5b"; }
+const char *mp_preset_names(void) {
+  return "tiny, gpt2-124m, gpt2-350m, gpt2-774m, gpt2-1.5b";
+}

@@ -8,10 +8,10 @@
 #define STEPSCOPE_TRAINER_MODEL_PRESETS_H
 
 typedef struct mp_preset {
-    const char *name;
-    int layers, hidden, heads, seq;
-    int vocab;   /* 0: the data's vocabulary (tiny trains on whatever it is given) */
-    int max_seq; /* position table rows */
+  const char *name;
+  int layers, hidden, heads, seq;
+  int vocab;   /* 0: the data's vocabulary (tiny trains on whatever it is given) */
+  int max_seq; /* position table rows */
 } mp_preset;
 
 /* The vocabulary of the trainer's built-in corpus (bytes), which tiny uses by default. */

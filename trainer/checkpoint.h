@@ -17,8 +17,8 @@
  * them). A rank of an interleaved pipeline holds V model chunks: its shard goes
  * on, for each chunk 1 .. V-1, with three 64-bit words (the chunk's parameter
  * count, optimizer state size and offset) and that chunk's parameters and
- * moments; one-chunk shards are unchanged. The manifest records the configuration, the layout, the step, the
- * data and learning-rate schedule positions and, per shard, its size and CRC32.
+ * moments; one-chunk shards are unchanged. The manifest records the configuration, the layout, the
+ * step, the data and learning-rate schedule positions and, per shard, its size and CRC32.
  *
  * Atomicity: every file is written as NAME.tmp, fsync'd, renamed to NAME and
  * its directory fsync'd. All ranks then agree (one all-reduce over the world)
@@ -57,29 +57,29 @@
 /* One more model chunk of an interleaved pipeline rank (chunks 1 .. V-1): its flat
  * parameters and AdamW moments (the whole chunk, or its ZeRO-1 slice at state_offset). */
 typedef struct ckpt_chunk {
-    float *param;
-    size_t param_floats;
-    float *adam_m, *adam_v;
-    size_t state_floats;
-    size_t state_offset;
+  float *param;
+  size_t param_floats;
+  float *adam_m, *adam_v;
+  size_t state_floats;
+  size_t state_offset;
 } ckpt_chunk;
 
 /* What one rank saves and restores (device pointers), and how to reach it. */
 typedef struct ckpt_rank_state {
-    dev_device *dev;
-    const dev_ops *ops;
-    dev_stream *stream; /* copies and the agreement all-reduces run here */
-    comm *world;        /* every rank */
-    const train_config *cfg;
-    const model_grid *grid;
-    float *param;        /* the stage's flat parameters (padded) */
-    size_t param_floats;
-    float *adam_m, *adam_v; /* AdamW moments: the whole buffer, the ZeRO-1 slice or
-                             * the ZeRO-2/3 pieces */
-    size_t state_floats;
-    size_t state_offset; /* where the moments begin in the flat buffer */
-    const ckpt_chunk *more; /* interleaved: chunks 1 .. V-1 (NULL, 0 otherwise) */
-    int nmore;
+  dev_device *dev;
+  const dev_ops *ops;
+  dev_stream *stream; /* copies and the agreement all-reduces run here */
+  comm *world;        /* every rank */
+  const train_config *cfg;
+  const model_grid *grid;
+  float *param; /* the stage's flat parameters (padded) */
+  size_t param_floats;
+  float *adam_m, *adam_v; /* AdamW moments: the whole buffer, the ZeRO-1 slice or
+                           * the ZeRO-2/3 pieces */
+  size_t state_floats;
+  size_t state_offset;    /* where the moments begin in the flat buffer */
+  const ckpt_chunk *more; /* interleaved: chunks 1 .. V-1 (NULL, 0 otherwise) */
+  int nmore;
 } ckpt_rank_state;
 
 /* Writes the checkpoint of `step` completed steps into
@@ -96,12 +96,13 @@ int ckpt_save(const ckpt_rank_state *s, int step, size_t *bytes_out, char *err, 
  * user (the learning-rate schedule options differ from the saved run's).
  * Returns 0, or -1 with a message naming the file (every rank fails
  * together). */
-int ckpt_load_latest(const ckpt_rank_state *s, int *step_out, char *note, size_t notelen,
-                     char *err, size_t errlen);
+int ckpt_load_latest(const ckpt_rank_state *s, int *step_out, char *note, size_t notelen, char *err,
+                     size_t errlen);
 
 /* Called by main after config_validate, before anything starts, when --checkpoint-dir
- * is given (its message is an invalid configuration: exit status 2). With --resume: a complete checkpoint must exist and its manifest
- * must match the configuration (message naming the option that differs);
+ * is given (its message is an invalid configuration: exit status 2). With --resume: a complete
+ * checkpoint must exist and its manifest must match the configuration (message naming the option
+ * that differs);
  * --vocab is compared only when given (else at load time). Without --resume:
  * the directory must hold no complete checkpoint (refusing to mix runs).
  * Returns 0 or -1 with a message. */

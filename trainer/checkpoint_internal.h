@@ -14,32 +14,30 @@
 
 #include "checkpoint.h"
 
-#define CKPT_VERSION 1
-#define MANIFEST_NAME "manifest.json"
+#define CKPT_VERSION       1
+#define MANIFEST_NAME      "manifest.json"
 #define MANIFEST_MAX_BYTES (1u << 20)
-#define MAX_WORLD 64
+#define MAX_WORLD          64
 
 /* One shard as the manifest lists it. */
 typedef struct shard_info {
-    long long bytes;
-    uint32_t crc;
+  long long bytes;
+  uint32_t crc;
 } shard_info;
 
-
 typedef struct manifest {
-    long long version, step;
-    long long world, dp, tp, pp, zero;
-    long long layers, hidden, heads, vocab, max_seq;
-    unsigned long long seed;
-    long long steps, warmup;
-    double lr, min_lr_ratio;
-    double bucket_mb; /* 0 when the manifest predates it; ZeRO-2/3 shards are cut by bucket */
-    long long virtual_stages; /* model chunks per rank; 1 when the manifest predates it */
-    long long experts, top_k, moe_every, ep; /* 0 experts (dense) when it predates them */
-    shard_info shard[MAX_WORLD];
-    char file[MAX_WORLD][32];
+  long long version, step;
+  long long world, dp, tp, pp, zero;
+  long long layers, hidden, heads, vocab, max_seq;
+  unsigned long long seed;
+  long long steps, warmup;
+  double lr, min_lr_ratio;
+  double bucket_mb;         /* 0 when the manifest predates it; ZeRO-2/3 shards are cut by bucket */
+  long long virtual_stages; /* model chunks per rank; 1 when the manifest predates it */
+  long long experts, top_k, moe_every, ep; /* 0 experts (dense) when it predates them */
+  shard_info shard[MAX_WORLD];
+  char file[MAX_WORLD][32];
 } manifest;
-
 
 /* ---- checkpoint_files.c ------------------------------------------------------------------- */
 

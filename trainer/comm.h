@@ -37,32 +37,31 @@ typedef struct comm comm;
 typedef enum comm_dtype { COMM_FLOAT32 = 1, COMM_FLOAT64 = 2, COMM_BFLOAT16 = 3 } comm_dtype;
 
 /* Bytes per element. bf16 sums are accumulated wider and rounded once. */
-static inline size_t comm_dtype_bytes(comm_dtype dt)
-{
-    return dt == COMM_FLOAT64 ? 8 : dt == COMM_BFLOAT16 ? 2 : 4;
+static inline size_t comm_dtype_bytes(comm_dtype dt) {
+  return dt == COMM_FLOAT64 ? 8 : dt == COMM_BFLOAT16 ? 2 : 4;
 }
 
 /* Group kinds (part of the shared-memory layout key, and the trace name). */
 typedef enum comm_kind {
-    COMM_KIND_WORLD = 0,
-    COMM_KIND_DP = 1,
-    COMM_KIND_TP = 2,
-    COMM_KIND_PP = 3,
-    COMM_KIND_EMBED = 4, /* first and last pipeline stage: tied embedding gradients */
-    COMM_KIND_CP = 5,    /* context parallel ring: ring-attention key/value blocks */
-    COMM_KIND_EP = 6,    /* expert parallel: the token all-to-alls of MoE layers */
-    COMM_KIND_EDP = 7,   /* expert data parallel: sums the experts' gradients */
-    COMM_KIND_COUNT = 8
+  COMM_KIND_WORLD = 0,
+  COMM_KIND_DP = 1,
+  COMM_KIND_TP = 2,
+  COMM_KIND_PP = 3,
+  COMM_KIND_EMBED = 4, /* first and last pipeline stage: tied embedding gradients */
+  COMM_KIND_CP = 5,    /* context parallel ring: ring-attention key/value blocks */
+  COMM_KIND_EP = 6,    /* expert parallel: the token all-to-alls of MoE layers */
+  COMM_KIND_EDP = 7,   /* expert data parallel: sums the experts' gradients */
+  COMM_KIND_COUNT = 8
 } comm_kind;
 
 typedef struct comm_job_options {
-    int rank, world;
-    const char *path;     /* shared segment (file); created by the launcher or rank 0 */
-    int create;           /* 1: this process creates and initializes the segment */
-    double timeout_s;     /* every wait gives up after this long */
-    long long not_before; /* ignore a segment file created before this time (s since
-                           * the epoch; 0: accept any) — a stale one of an earlier job */
-    int observer;         /* 1: the launcher's view (reads heartbeats; not a member) */
+  int rank, world;
+  const char *path;     /* shared segment (file); created by the launcher or rank 0 */
+  int create;           /* 1: this process creates and initializes the segment */
+  double timeout_s;     /* every wait gives up after this long */
+  long long not_before; /* ignore a segment file created before this time (s since
+                         * the epoch; 0: accept any) — a stale one of an earlier job */
+  int observer;         /* 1: the launcher's view (reads heartbeats; not a member) */
 } comm_job_options;
 
 /* Size of the shared segment a job of `world` ranks needs (for the creator). */
@@ -102,26 +101,25 @@ uint64_t comm_id(const comm *c);
  * backend (shared memory now; a comm_nccl.c adds its own table and a
  * constructor next to comm_group). */
 typedef struct comm_ops {
-    const char *backend_name;
-    void (*destroy)(comm *c);
-    int (*allreduce)(comm *c, dev_stream *s, void *buf, size_t count, comm_dtype dt);
-    int (*reduce_scatter)(comm *c, dev_stream *s, void *out, const void *in, size_t count,
-                          comm_dtype dt);
-    int (*allgather)(comm *c, dev_stream *s, void *out, const void *in, size_t count,
-                     comm_dtype dt);
-    int (*broadcast)(comm *c, dev_stream *s, void *buf, size_t bytes, int root);
-    int (*send)(comm *c, dev_stream *s, const void *buf, size_t bytes, int peer, unsigned flags);
-    int (*recv)(comm *c, dev_stream *s, void *buf, size_t bytes, int peer, unsigned flags);
-    int (*barrier)(comm *c, dev_stream *s);
-    /* Optional (NULL: the backend has no all-to-all; comm_alltoallv fails). */
-    int (*alltoallv)(comm *c, dev_stream *s, void *out, const uint64_t *recv_counts,
-                     const void *in, const uint64_t *send_counts, comm_dtype dt);
+  const char *backend_name;
+  void (*destroy)(comm *c);
+  int (*allreduce)(comm *c, dev_stream *s, void *buf, size_t count, comm_dtype dt);
+  int (*reduce_scatter)(comm *c, dev_stream *s, void *out, const void *in, size_t count,
+                        comm_dtype dt);
+  int (*allgather)(comm *c, dev_stream *s, void *out, const void *in, size_t count, comm_dtype dt);
+  int (*broadcast)(comm *c, dev_stream *s, void *buf, size_t bytes, int root);
+  int (*send)(comm *c, dev_stream *s, const void *buf, size_t bytes, int peer, unsigned flags);
+  int (*recv)(comm *c, dev_stream *s, void *buf, size_t bytes, int peer, unsigned flags);
+  int (*barrier)(comm *c, dev_stream *s);
+  /* Optional (NULL: the backend has no all-to-all; comm_alltoallv fails). */
+  int (*alltoallv)(comm *c, dev_stream *s, void *out, const uint64_t *recv_counts, const void *in,
+                   const uint64_t *send_counts, comm_dtype dt);
 } comm_ops;
 
 typedef struct comm_header {
-    const comm_ops *ops;
-    int rank, size; /* this member's rank in the group, and the group's size */
-    uint64_t id;    /* equal on every member */
+  const comm_ops *ops;
+  int rank, size; /* this member's rank in the group, and the group's size */
+  uint64_t id;    /* equal on every member */
 } comm_header;
 
 /* A device's own communicator library (NCCL on CUDA). A backend whose devices need one
@@ -130,25 +128,25 @@ typedef struct comm_header {
  * backend adds this table, the trainer no control flow. */
 typedef struct comm_dev_job comm_dev_job;
 typedef struct comm_dev_ops {
-    const char *name;
-    /* The library's job over the world (rank of world; timeout_s bounds every operation;
-     * shm_path: the shared segment, next to which a rendezvous may live): NULL with a
-     * message on failure. */
-    void *(*job_open)(dev_device *dev, const char *shm_path, int rank, int world,
-                      double timeout_s, char *err, size_t errlen);
-    comm *(*group)(void *job, comm_kind kind, const char *name, const int *ranks, int n,
-                   char *err, size_t errlen);
-    void (*job_close)(void *job);
+  const char *name;
+  /* The library's job over the world (rank of world; timeout_s bounds every operation;
+   * shm_path: the shared segment, next to which a rendezvous may live): NULL with a
+   * message on failure. */
+  void *(*job_open)(dev_device *dev, const char *shm_path, int rank, int world, double timeout_s,
+                    char *err, size_t errlen);
+  comm *(*group)(void *job, comm_kind kind, const char *name, const int *ranks, int n, char *err,
+                 size_t errlen);
+  void (*job_close)(void *job);
 } comm_dev_ops;
 
 /* Opens the communicator library of dev's backend (dev_ops.comm) for this job into *out:
  * 0 (*out NULL when the backend has none: the shared-memory job serves it), or -1 with a
  * message. */
-int comm_dev_job_open(dev_device *dev, const char *shm_path, int rank, int world,
-                      double timeout_s, comm_dev_job **out, char *err, size_t errlen);
+int comm_dev_job_open(dev_device *dev, const char *shm_path, int rank, int world, double timeout_s,
+                      comm_dev_job **out, char *err, size_t errlen);
 /* A group of the library's job, as comm_group (NULL with a message). */
-comm *comm_dev_group(comm_dev_job *job, comm_kind kind, const char *name, const int *ranks,
-                     int n, char *err, size_t errlen);
+comm *comm_dev_group(comm_dev_job *job, comm_kind kind, const char *name, const int *ranks, int n,
+                     char *err, size_t errlen);
 void comm_dev_job_close(comm_dev_job *job); /* NULL: nothing */
 
 /* flags for p2p records */
@@ -161,8 +159,7 @@ int comm_allreduce(comm *c, dev_stream *s, void *buf, size_t count, comm_dtype d
 int comm_reduce_scatter(comm *c, dev_stream *s, void *out, const void *in, size_t count,
                         comm_dtype dt);
 /* out[size*count] = concatenation of every rank's in[count] (in may alias its own slot of out). */
-int comm_allgather(comm *c, dev_stream *s, void *out, const void *in, size_t count,
-                   comm_dtype dt);
+int comm_allgather(comm *c, dev_stream *s, void *out, const void *in, size_t count, comm_dtype dt);
 int comm_broadcast(comm *c, dev_stream *s, void *buf, size_t bytes, int root);
 /* Point-to-point within the group (peer is a group rank). Bytes stream through
  * a bounded mailbox per (src, dst): a send completes once the receiver has
@@ -187,7 +184,7 @@ int comm_barrier(comm *c, dev_stream *s);
  * both count arrays when the operation is enqueued (NCCL takes them in its calls), so they
  * must be final on the host by then, and it checks only a member's own part (recv_counts[me]
  * against send_counts[me]), not the other members' counts. */
-int comm_alltoallv(comm *c, dev_stream *s, void *out, const uint64_t *recv_counts,
-                   const void *in, const uint64_t *send_counts, comm_dtype dt);
+int comm_alltoallv(comm *c, dev_stream *s, void *out, const uint64_t *recv_counts, const void *in,
+                   const uint64_t *send_counts, comm_dtype dt);
 
 #endif /* STEPSCOPE_TRAINER_COMM_H */

@@ -13,58 +13,58 @@
 #include "comm.h"
 #include "device_cpu.h"
 
-#define SHM_MAGIC 0x4d48535043535453ull /* "STSCPSHM" */
-#define SHM_VERSION 2u /* 2: creator pid, attach count and member pids */
-#define SLOT_BYTES ((size_t)512 * 1024)
-#define RING_BYTES ((size_t)1024 * 1024)
+#define SHM_MAGIC     0x4d48535043535453ull /* "STSCPSHM" */
+#define SHM_VERSION   2u                    /* 2: creator pid, attach count and member pids */
+#define SLOT_BYTES    ((size_t)512 * 1024)
+#define RING_BYTES    ((size_t)1024 * 1024)
 #define REGION_HEADER 128
-#define RING_HEADER 128
-#define MAX_WORLD 1024
+#define RING_HEADER   128
+#define MAX_WORLD     1024
 
 typedef struct shm_header {
-    uint64_t magic;
-    uint32_t version;
-    uint32_t world;
-    atomic_uint ready;
-    atomic_uint abort;
-    char abort_msg[480];
-    int32_t creator_pid;  /* the job's identity: a segment whose creator is gone is stale */
-    atomic_uint attached; /* members that have mapped it (observers not counted) */
-    /* heartbeats, waiting counts and member pids follow at HEARTBEAT_OFFSET */
+  uint64_t magic;
+  uint32_t version;
+  uint32_t world;
+  atomic_uint ready;
+  atomic_uint abort;
+  char abort_msg[480];
+  int32_t creator_pid;  /* the job's identity: a segment whose creator is gone is stale */
+  atomic_uint attached; /* members that have mapped it (observers not counted) */
+                        /* heartbeats, waiting counts and member pids follow at HEARTBEAT_OFFSET */
 } shm_header;
 
 #define HEARTBEAT_OFFSET 1024
 
 typedef struct region_header {
-    atomic_uint count;
-    atomic_uint gen;
+  atomic_uint count;
+  atomic_uint gen;
 } region_header;
 
 typedef struct ring_header {
-    _Atomic uint64_t head; /* bytes written, by the sender */
-    _Atomic uint64_t tail; /* bytes read, by the receiver */
-    atomic_uint signal;    /* bumped on every change, futex word */
+  _Atomic uint64_t head; /* bytes written, by the sender */
+  _Atomic uint64_t tail; /* bytes read, by the receiver */
+  atomic_uint signal;    /* bumped on every change, futex word */
 } ring_header;
 
 struct comm_job {
-    int rank, world;
-    double timeout_s;
-    char *base;
-    size_t bytes;
-    char path[512];
+  int rank, world;
+  double timeout_s;
+  char *base;
+  size_t bytes;
+  char path[512];
 };
 
 struct comm {
-    comm_header h; /* first: ops, rank, size, id */
-    comm_job *job;
-    comm_kind kind;
-    char name[16];
-    int *ranks; /* world ranks of the members */
-    int n, me;
-    uint64_t id;
-    uint64_t seq; /* next sequence number (host side, at enqueue) */
-    uint64_t *send_seq, *recv_seq; /* per peer: point-to-point sequence numbers */
-    char *region;
+  comm_header h; /* first: ops, rank, size, id */
+  comm_job *job;
+  comm_kind kind;
+  char name[16];
+  int *ranks; /* world ranks of the members */
+  int n, me;
+  uint64_t id;
+  uint64_t seq;                  /* next sequence number (host side, at enqueue) */
+  uint64_t *send_seq, *recv_seq; /* per peer: point-to-point sequence numbers */
+  char *region;
 };
 
 /* ---- comm_shm.c, for comm_shm_alltoall.c ------------------------------------------------ */
@@ -80,8 +80,8 @@ int shm_region_barrier(comm *c, uint64_t deadline);
 char *shm_slot(comm *c, int k);
 /* The COLLECTIVE record of a finished task: count, bytes and datatype from the task's
  * arguments (i[1], i[5], i[2]), the op, peer, algorithm and flags as given. */
-void shm_emit_collective_record(const cpu_task *t, uint64_t start_ns, uint64_t end_ns,
-                                uint32_t op, int32_t peer, const char *algorithm, uint32_t flags);
+void shm_emit_collective_record(const cpu_task *t, uint64_t start_ns, uint64_t end_ns, uint32_t op,
+                                int32_t peer, const char *algorithm, uint32_t flags);
 
 /* ---- comm_shm_alltoall.c ------------------------------------------------------------------ */
 

@@ -25,25 +25,34 @@
 #include <string.h>
 #include <unistd.h>
 
-typedef enum { OPT_INT, OPT_DOUBLE, OPT_STRING, OPT_FLAG, OPT_ONOFF, OPT_U64, OPT_SPECIAL } opt_kind;
+typedef enum {
+  OPT_INT,
+  OPT_DOUBLE,
+  OPT_STRING,
+  OPT_FLAG,
+  OPT_ONOFF,
+  OPT_U64,
+  OPT_SPECIAL
+} opt_kind;
 
 typedef struct opt_row {
-    const char *name;
-    opt_kind kind;
-    size_t offset;
-    size_t size; /* for strings */
-    const char *arg;
-    const char *help;
-    int hidden;
+  const char *name;
+  opt_kind kind;
+  size_t offset;
+  size_t size; /* for strings */
+  const char *arg;
+  const char *help;
+  int hidden;
 } opt_row;
 
 #define OFF(f) offsetof(train_config, f)
-#define SZ(f) sizeof(((train_config *)0)->f)
+#define SZ(f)  sizeof(((train_config *)0)->f)
 
 static const opt_row rows[] = {
     {"model", OPT_SPECIAL, 0, 0, "NAME",
      "model preset: tiny (2 layers, 64 hidden, 4 heads), gpt2-124m, gpt2-350m, gpt2-774m, "
-     "gpt2-1.5b [tiny]", 0},
+     "gpt2-1.5b [tiny]",
+     0},
     {"layers", OPT_INT, OFF(layers), 0, "N", "transformer blocks (overrides the preset)", 0},
     {"hidden", OPT_INT, OFF(hidden), 0, "C", "model width (overrides the preset)", 0},
     {"heads", OPT_INT, OFF(heads), 0, "H", "attention heads (overrides the preset)", 0},
@@ -58,35 +67,44 @@ static const opt_row rows[] = {
     {"pp", OPT_INT, OFF(pp), 0, "P", "pipeline-parallel stages [1]", 0},
     {"cp", OPT_INT, OFF(cp), 0, "N",
      "context-parallel degree: each of N ranks holds 2 of the sequence's 2N chunks (zig-zag, "
-     "balanced under the causal mask) and ring attention passes keys/values around [1]", 0},
+     "balanced under the causal mask) and ring attention passes keys/values around [1]",
+     0},
     {"sp", OPT_FLAG, OFF(sp), 0, NULL, "sequence parallelism inside the TP group", 0},
     {"experts", OPT_INT, OFF(experts), 0, "E",
      "mixture of experts: replace the MLP of every (--moe-every) block with E expert MLPs "
-     "and a softmax top-k router (0: dense) [0]", 0},
+     "and a softmax top-k router (0: dense) [0]",
+     0},
     {"top-k", OPT_INT, OFF(top_k), 0, "K",
      "experts per token (gates: the router's probability with K = 1, as Switch; renormalized "
-     "over the K with K > 1, as Mixtral) [2, at most E]", 0},
+     "over the K with K > 1, as Mixtral) [2, at most E]",
+     0},
     {"moe-every", OPT_INT, OFF(moe_every), 0, "N",
      "every N-th block is a mixture of experts (layers N-1, 2N-1, ...) [1]", 0},
     {"aux-loss-coef", OPT_DOUBLE, OFF(aux_loss_coef), 0, "C",
      "load-balancing loss weight: C x E x sum_i f_i P_i per MoE layer and micro-batch "
-     "(Switch/GShard), averaged over micro-batches [0.01]", 0},
+     "(Switch/GShard), averaged over micro-batches [0.01]",
+     0},
     {"capacity-factor", OPT_DOUBLE, OFF(capacity_factor), 0, "F",
      "expert capacity ceil(F x tokens x K / E) per micro-batch; assignments beyond it are "
-     "dropped (counted) and the token keeps its residual (0: dropless) [0]", 0},
+     "dropped (counted) and the token keeps its residual (0: dropless) [0]",
+     0},
     {"ep", OPT_INT, OFF(ep), 0, "N",
      "expert-parallel degree: experts sharded over N data-parallel ranks (consecutive DP "
      "ranks form an EP group; N divides --dp and --experts), tokens dispatched and combined "
-     "by all-to-all [1]", 0},
+     "by all-to-all [1]",
+     0},
     {"schedule", OPT_SPECIAL, 0, 0, "afab|1f1b|interleaved",
      "pipeline schedule; interleaved: Megatron's virtual stages, --virtual-stages chunks per "
-     "rank [1f1b]", 0},
+     "rank [1f1b]",
+     0},
     {"virtual-stages", OPT_INT, OFF(virtual_stages), 0, "V",
      "model chunks per pipeline rank with --schedule interleaved (at least 2; --layers "
-     "divisible by pp x V, --microbatches a multiple of pp) [2 with interleaved, else 1]", 0},
+     "divisible by pp x V, --microbatches a multiple of pp) [2 with interleaved, else 1]",
+     0},
     {"microbatches", OPT_SPECIAL, 0, 0, "M",
      "micro-batches per DP rank (gradient accumulation; pipeline micro-batches) [1, or 2*pp "
-     "with pp > 1]", 0},
+     "with pp > 1]",
+     0},
     {"batch", OPT_INT, OFF(batch), 0, "B", "global batch in sequences per optimizer step [8]", 0},
     {"zero", OPT_INT, OFF(zero), 0, "0|1|2|3",
      "ZeRO stage over the gradient group (dp, or dp x cp): 1 shards the AdamW state, 2 also "
@@ -109,39 +127,46 @@ static const opt_row rows[] = {
      "clip the global gradient norm to X (0: off) [1.0]", 0},
     {"backend", OPT_STRING, OFF(backend), SZ(backend), "cpu|cuda|auto",
      "compute backend; auto: cuda when this binary has it and a GPU is usable, else cpu "
-     "[auto]", 0},
+     "[auto]",
+     0},
     {"activations", OPT_STRING, OFF(activations), SZ(activations), "fp32|bf16|auto",
      "activation storage: bf16 halves activation memory and traffic (math stays fp32, one "
-     "rounding per stored value); auto: bf16 on CUDA in bf16 precision, else fp32 [auto]", 0},
+     "rounding per stored value); auto: bf16 on CUDA in bf16 precision, else fp32 [auto]",
+     0},
     {"data", OPT_STRING, OFF(data), SZ(data), "FILE",
      "training text or token file (SSTOKENS or llm.c .bin); a file that is neither (a NUL "
      "byte or many control characters in its first 64 KiB) is refused [a small built-in "
-     "corpus]", 0},
+     "corpus]",
+     0},
     {"bpe-merges", OPT_INT, OFF(bpe_merges), 0, "N",
      "tokenize text --data with N BPE merges learned from it (0: bytes) [0]", 0},
     {"log", OPT_STRING, OFF(log), SZ(log), "FILE",
      "write one JSON object per step (step, loss, step_ms, tokens_per_s, mfu, ...)", 0},
     {"trace", OPT_STRING, OFF(trace), SZ(trace), "DIR",
      "write a stepscope run directory (one rank-NNNNN.trace.zst per rank); under "
-     "`stepscope record -o RUN` the trace goes to RUN", 0},
+     "`stepscope record -o RUN` the trace goes to RUN",
+     0},
     {"force", OPT_FLAG, OFF(force), 0, NULL,
      "let --trace write into a directory that already holds traces (an earlier run's rank "
-     "files beyond this run's world are removed); without it such a directory is refused", 0},
+     "files beyond this run's world are removed); without it such a directory is refused",
+     0},
     {"profile-steps", OPT_SPECIAL, 0, 0, "A:B", "trace only steps A..B (inclusive) [all]", 0},
     {"peak-tflops", OPT_SPECIAL, 0, 0, "X",
      "peak TFLOP/s of one rank's device for MFU [cpu: 0.1, i.e. one core, 8-wide fp32 FMA at "
      "~3 GHz; cuda: dense bf16 peak from a table by GPU name, 989 for H100 SXM]; must be "
-     "positive", 0},
+     "positive",
+     0},
     {"watchdog-s", OPT_DOUBLE, OFF(watchdog_s), 0, "S",
      "a rank silent this long is a hang: the launcher stops the run; communication waits give "
-     "up after twice this (once under an outside launcher) [60]", 0},
+     "up after twice this (once under an outside launcher) [60]",
+     0},
     {"quiet", OPT_FLAG, OFF(quiet), 0, NULL, "print only the final summary", 0},
     {"check-config", OPT_FLAG, OFF(check_config), 0, NULL,
      "validate the configuration, print it as JSON and exit (0 valid, 2 not); nothing is "
-     "allocated, no device is opened", 0},
-    {"checkpoint-dir", OPT_STRING, OFF(checkpoint_dir), SZ(checkpoint_dir), "DIR",
-     "write checkpoints to DIR/step-NNNNNNNN/ (a shard per rank, then manifest.json; atomic)",
+     "allocated, no device is opened",
      0},
+    {"checkpoint-dir", OPT_STRING, OFF(checkpoint_dir), SZ(checkpoint_dir), "DIR",
+     "write checkpoints to DIR/step-NNNNNNNN/ (a shard per rank, then manifest.json; atomic)", 0},
     {"checkpoint-every", OPT_INT, OFF(checkpoint_every), 0, "N",
      "checkpoint every N steps and after the last step (0: after the last only) [0]", 0},
     {"checkpoint-keep", OPT_INT, OFF(checkpoint_keep), 0, "K",
@@ -149,7 +174,8 @@ static const opt_row rows[] = {
     {"resume", OPT_FLAG, OFF(resume), 0, NULL,
      "continue from the latest complete checkpoint in --checkpoint-dir (same model shape, "
      "world/dp/tp/pp, zero and seed; on the CPU backend the losses are bitwise those of an "
-     "uninterrupted run). Without it, a --checkpoint-dir holding checkpoints is refused", 0},
+     "uninterrupted run). Without it, a --checkpoint-dir holding checkpoints is refused",
+     0},
     {"debug-dump-params", OPT_STRING, OFF(debug_dump_params), SZ(debug_dump_params), "DIR",
      "testing: after the last step each rank writes its parameters as text to DIR", 1},
     {"debug-die-rank", OPT_INT, OFF(debug_die_rank), 0, "R", "testing: rank R kills itself", 1},
@@ -159,17 +185,17 @@ static const opt_row rows[] = {
     {"debug-delay", OPT_SPECIAL, 0, 0, "RANK:PHASE:MS",
      "testing the analyzer: rank RANK stops its device for MS ms at PHASE (forward, backward: "
      "every micro-batch's pass; optimizer, data: once per step) in every step, by waiting for "
-     "its compute stream and sleeping on the host; repeatable", 0},
+     "its compute stream and sleeping on the host; repeatable",
+     0},
     {"debug-die-in-checkpoint", OPT_SPECIAL, 0, 0, "STEP:RANK:shard|manifest|prune",
      "testing: rank RANK kills itself while writing the checkpoint of STEP", 1},
 };
 
-static void set_err(char *err, size_t n, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, n, fmt, ap);
-    va_end(ap);
+static void set_err(char *err, size_t n, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, n, fmt, ap);
+  va_end(ap);
 }
 
 /* The trainer and the planner name the same shapes (model_presets.c); the layout words are
@@ -182,633 +208,615 @@ _Static_assert((int)RECOMPUTE_NONE == (int)MM_RECOMPUTE_NONE &&
                    (int)RECOMPUTE_FULL == (int)MM_RECOMPUTE_FULL,
                "recompute_kind and mm_recompute agree");
 
-static int apply_preset(train_config *c, const char *name)
-{
-    const mp_preset *p = mp_preset_find(name);
-    if (!p)
-        return -1;
-    snprintf(c->model, sizeof c->model, "%s", name);
-    c->layers = p->layers;
-    c->hidden = p->hidden;
-    c->heads = p->heads;
-    c->seq = p->seq;
-    c->max_seq = p->max_seq;
-    c->vocab = p->vocab;
-    c->vocab_given = p->vocab > 0;
+static int apply_preset(train_config *c, const char *name) {
+  const mp_preset *p = mp_preset_find(name);
+  if (!p) return -1;
+  snprintf(c->model, sizeof c->model, "%s", name);
+  c->layers = p->layers;
+  c->hidden = p->hidden;
+  c->heads = p->heads;
+  c->seq = p->seq;
+  c->max_seq = p->max_seq;
+  c->vocab = p->vocab;
+  c->vocab_given = p->vocab > 0;
+  return 0;
+}
+
+static void defaults(train_config *c) {
+  memset(c, 0, sizeof *c);
+  apply_preset(c, "tiny");
+  c->world = 1;
+  c->dp = 0; /* derived */
+  c->tp = 1;
+  c->pp = 1;
+  c->cp = 1;
+  c->top_k = 2;
+  c->moe_every = 1;
+  c->aux_loss_coef = 0.01;
+  c->ep = 1;
+  c->schedule = SCHED_1F1B;
+  c->virtual_stages = 0; /* unset: 2 with --schedule interleaved, else 1 */
+  c->recompute = RECOMPUTE_NONE;
+  c->bucket_mb = 1.0;
+  c->overlap = 1;
+  c->batch = 8;
+  c->microbatches = 1;
+  c->steps = 20;
+  c->seed = 1337;
+  c->lr = 1e-3;
+  c->min_lr_ratio = 0.1;
+  c->weight_decay = 0.1;
+  c->grad_clip = 1.0;
+  c->beta1 = 0.9;
+  c->beta2 = 0.95;
+  c->eps = 1e-8;
+  snprintf(c->backend, sizeof c->backend, "auto");
+  snprintf(c->activations, sizeof c->activations, "auto");
+  c->profile_first = -1;
+  c->profile_last = -1;
+  c->watchdog_s = 60;
+  c->debug_die_rank = -1;
+  c->debug_die_step = -1;
+  c->debug_hang_rank = -1;
+  c->debug_hang_step = -1;
+  c->checkpoint_keep = 2;
+  c->debug_ckpt_die_step = -1;
+  c->debug_ckpt_die_rank = -1;
+}
+
+static int parse_int(const char *s, int *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || end == s || *end || v < -2147483647L || v > 2147483647L) return -1;
+  *out = (int)v;
+  return 0;
+}
+
+static int parse_double(const char *s, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s || *end) return -1;
+  *out = v;
+  return 0;
+}
+
+static int parse_special(train_config *c, const char *name, const char *v, char *err, size_t n) {
+  if (!strcmp(name, "model")) {
+    /* the shape of the preset; explicit shape options given earlier are re-applied by
+     * the caller's second pass */
+    if (apply_preset(c, v) != 0) {
+      set_err(err, n, "--model %s: unknown preset (%s)", v, mp_preset_names());
+      return -1;
+    }
     return 0;
-}
-
-static void defaults(train_config *c)
-{
-    memset(c, 0, sizeof *c);
-    apply_preset(c, "tiny");
-    c->world = 1;
-    c->dp = 0; /* derived */
-    c->tp = 1;
-    c->pp = 1;
-    c->cp = 1;
-    c->top_k = 2;
-    c->moe_every = 1;
-    c->aux_loss_coef = 0.01;
-    c->ep = 1;
-    c->schedule = SCHED_1F1B;
-    c->virtual_stages = 0; /* unset: 2 with --schedule interleaved, else 1 */
-    c->recompute = RECOMPUTE_NONE;
-    c->bucket_mb = 1.0;
-    c->overlap = 1;
-    c->batch = 8;
-    c->microbatches = 1;
-    c->steps = 20;
-    c->seed = 1337;
-    c->lr = 1e-3;
-    c->min_lr_ratio = 0.1;
-    c->weight_decay = 0.1;
-    c->grad_clip = 1.0;
-    c->beta1 = 0.9;
-    c->beta2 = 0.95;
-    c->eps = 1e-8;
-    snprintf(c->backend, sizeof c->backend, "auto");
-    snprintf(c->activations, sizeof c->activations, "auto");
-    c->profile_first = -1;
-    c->profile_last = -1;
-    c->watchdog_s = 60;
-    c->debug_die_rank = -1;
-    c->debug_die_step = -1;
-    c->debug_hang_rank = -1;
-    c->debug_hang_step = -1;
-    c->checkpoint_keep = 2;
-    c->debug_ckpt_die_step = -1;
-    c->debug_ckpt_die_rank = -1;
-}
-
-static int parse_int(const char *s, int *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < -2147483647L || v > 2147483647L)
-        return -1;
-    *out = (int)v;
+  }
+  if (!strcmp(name, "vocab")) {
+    if (parse_int(v, &c->vocab) != 0) {
+      set_err(err, n, "--vocab %s: not an integer", v);
+      return -1;
+    }
+    c->vocab_given = 1;
     return 0;
-}
-
-static int parse_double(const char *s, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end)
-        return -1;
-    *out = v;
+  }
+  if (!strcmp(name, "peak-tflops")) { /* given: it must be a peak (0 is not the default) */
+    if (parse_double(v, &c->peak_tflops) != 0) {
+      set_err(err, n, "--peak-tflops %s: not a number", v);
+      return -1;
+    }
+    c->peak_tflops_given = 1;
     return 0;
+  }
+  if (!strcmp(name, "world")) {
+    if (parse_int(v, &c->world) != 0) {
+      set_err(err, n, "--world %s: not an integer", v);
+      return -1;
+    }
+    c->world_given = 1;
+    return 0;
+  }
+  if (!strcmp(name, "microbatches")) {
+    if (parse_int(v, &c->microbatches) != 0) {
+      set_err(err, n, "--microbatches %s: not an integer", v);
+      return -1;
+    }
+    c->microbatches_given = 1;
+    return 0;
+  }
+  if (!strcmp(name, "warmup")) {
+    if (parse_int(v, &c->warmup) != 0) {
+      set_err(err, n, "--warmup %s: not an integer", v);
+      return -1;
+    }
+    c->warmup_given = 1;
+    return 0;
+  }
+  if (!strcmp(name, "schedule")) {
+    mm_schedule k;
+    if (mm_schedule_from_name(v, &k) != 0) {
+      set_err(err, n, "--schedule %s: expected afab, 1f1b or interleaved", v);
+      return -1;
+    }
+    c->schedule = (schedule_kind)k;
+    return 0;
+  }
+  if (!strcmp(name, "recompute")) {
+    mm_recompute k;
+    if (mm_recompute_from_name(v, &k) != 0) {
+      set_err(err, n, "--recompute %s: expected none, selective or full", v);
+      return -1;
+    }
+    c->recompute = (recompute_kind)k;
+    return 0;
+  }
+  if (!strcmp(name, "debug-die-in-checkpoint")) {
+    int st, rk, used = 0;
+    char point[16];
+    static const char *const points[] = {"shard", "manifest", "prune"};
+    int which = 0;
+    if (sscanf(v, "%d:%d:%15[a-z]%n", &st, &rk, point, &used) == 3 && !v[used] && st >= 0 &&
+        rk >= 0)
+      for (int k = 0; k < 3; k++)
+        if (!strcmp(point, points[k])) which = k + 1;
+    if (!which) {
+      set_err(err, n, "--debug-die-in-checkpoint %s: expected STEP:RANK:shard|manifest|prune", v);
+      return -1;
+    }
+    c->debug_ckpt_die_step = st;
+    c->debug_ckpt_die_rank = rk;
+    c->debug_ckpt_die_point = which;
+    return 0;
+  }
+  if (!strcmp(name, "debug-delay")) {
+    static const char *const phases[] = {"forward", "backward", "optimizer", "data"};
+    int rk, ms, used = 0, which = -1;
+    char phase[16];
+    if (sscanf(v, "%d:%15[a-z]:%d%n", &rk, phase, &ms, &used) == 3 && !v[used] && rk >= 0 &&
+        ms > 0 && ms <= 600000)
+      for (int k = 0; k < 4; k++)
+        if (!strcmp(phase, phases[k])) which = k;
+    if (which < 0) {
+      set_err(err, n,
+              "--debug-delay %s: expected RANK:forward|backward|optimizer|data:MS "
+              "with 0 < MS <= 600000",
+              v);
+      return -1;
+    }
+    if (c->ndebug_delays == CONFIG_MAX_DELAYS) {
+      set_err(err, n, "--debug-delay: at most %d of them", CONFIG_MAX_DELAYS);
+      return -1;
+    }
+    c->debug_delay[c->ndebug_delays].rank = rk;
+    c->debug_delay[c->ndebug_delays].phase = which;
+    c->debug_delay[c->ndebug_delays++].ms = ms;
+    return 0;
+  }
+  if (!strcmp(name, "profile-steps")) {
+    int a, b;
+    char tail;
+    if (sscanf(v, "%d:%d%c", &a, &b, &tail) != 2 || a < 0 || b < a) {
+      set_err(err, n, "--profile-steps %s: expected A:B with 0 <= A <= B", v);
+      return -1;
+    }
+    c->profile_first = a;
+    c->profile_last = b;
+    return 0;
+  }
+  set_err(err, n, "internal: unhandled option --%s", name);
+  return -1;
 }
 
-static int parse_special(train_config *c, const char *name, const char *v, char *err, size_t n)
-{
-    if (!strcmp(name, "model")) {
-        /* the shape of the preset; explicit shape options given earlier are re-applied by
-         * the caller's second pass */
-        if (apply_preset(c, v) != 0) {
-            set_err(err, n, "--model %s: unknown preset (%s)", v, mp_preset_names());
-            return -1;
-        }
-        return 0;
-    }
-    if (!strcmp(name, "vocab")) {
-        if (parse_int(v, &c->vocab) != 0) {
-            set_err(err, n, "--vocab %s: not an integer", v);
-            return -1;
-        }
-        c->vocab_given = 1;
-        return 0;
-    }
-    if (!strcmp(name, "peak-tflops")) { /* given: it must be a peak (0 is not the default) */
-        if (parse_double(v, &c->peak_tflops) != 0) {
-            set_err(err, n, "--peak-tflops %s: not a number", v);
-            return -1;
-        }
-        c->peak_tflops_given = 1;
-        return 0;
-    }
-    if (!strcmp(name, "world")) {
-        if (parse_int(v, &c->world) != 0) {
-            set_err(err, n, "--world %s: not an integer", v);
-            return -1;
-        }
-        c->world_given = 1;
-        return 0;
-    }
-    if (!strcmp(name, "microbatches")) {
-        if (parse_int(v, &c->microbatches) != 0) {
-            set_err(err, n, "--microbatches %s: not an integer", v);
-            return -1;
-        }
-        c->microbatches_given = 1;
-        return 0;
-    }
-    if (!strcmp(name, "warmup")) {
-        if (parse_int(v, &c->warmup) != 0) {
-            set_err(err, n, "--warmup %s: not an integer", v);
-            return -1;
-        }
-        c->warmup_given = 1;
-        return 0;
-    }
-    if (!strcmp(name, "schedule")) {
-        mm_schedule k;
-        if (mm_schedule_from_name(v, &k) != 0) {
-            set_err(err, n, "--schedule %s: expected afab, 1f1b or interleaved", v);
-            return -1;
-        }
-        c->schedule = (schedule_kind)k;
-        return 0;
-    }
-    if (!strcmp(name, "recompute")) {
-        mm_recompute k;
-        if (mm_recompute_from_name(v, &k) != 0) {
-            set_err(err, n, "--recompute %s: expected none, selective or full", v);
-            return -1;
-        }
-        c->recompute = (recompute_kind)k;
-        return 0;
-    }
-    if (!strcmp(name, "debug-die-in-checkpoint")) {
-        int st, rk, used = 0;
-        char point[16];
-        static const char *const points[] = {"shard", "manifest", "prune"};
-        int which = 0;
-        if (sscanf(v, "%d:%d:%15[a-z]%n", &st, &rk, point, &used) == 3 && !v[used] && st >= 0 &&
-            rk >= 0)
-            for (int k = 0; k < 3; k++)
-                if (!strcmp(point, points[k]))
-                    which = k + 1;
-        if (!which) {
-            set_err(err, n, "--debug-die-in-checkpoint %s: expected STEP:RANK:shard|manifest|prune",
-                    v);
-            return -1;
-        }
-        c->debug_ckpt_die_step = st;
-        c->debug_ckpt_die_rank = rk;
-        c->debug_ckpt_die_point = which;
-        return 0;
-    }
-    if (!strcmp(name, "debug-delay")) {
-        static const char *const phases[] = {"forward", "backward", "optimizer", "data"};
-        int rk, ms, used = 0, which = -1;
-        char phase[16];
-        if (sscanf(v, "%d:%15[a-z]:%d%n", &rk, phase, &ms, &used) == 3 && !v[used] && rk >= 0 &&
-            ms > 0 && ms <= 600000)
-            for (int k = 0; k < 4; k++)
-                if (!strcmp(phase, phases[k]))
-                    which = k;
-        if (which < 0) {
-            set_err(err, n, "--debug-delay %s: expected RANK:forward|backward|optimizer|data:MS "
-                            "with 0 < MS <= 600000", v);
-            return -1;
-        }
-        if (c->ndebug_delays == CONFIG_MAX_DELAYS) {
-            set_err(err, n, "--debug-delay: at most %d of them", CONFIG_MAX_DELAYS);
-            return -1;
-        }
-        c->debug_delay[c->ndebug_delays].rank = rk;
-        c->debug_delay[c->ndebug_delays].phase = which;
-        c->debug_delay[c->ndebug_delays++].ms = ms;
-        return 0;
-    }
-    if (!strcmp(name, "profile-steps")) {
-        int a, b;
-        char tail;
-        if (sscanf(v, "%d:%d%c", &a, &b, &tail) != 2 || a < 0 || b < a) {
-            set_err(err, n, "--profile-steps %s: expected A:B with 0 <= A <= B", v);
-            return -1;
-        }
-        c->profile_first = a;
-        c->profile_last = b;
-        return 0;
-    }
-    set_err(err, n, "internal: unhandled option --%s", name);
-    return -1;
-}
-
-static const opt_row *find_row(const char *name, size_t len)
-{
-    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
-        if (strlen(rows[i].name) == len && !strncmp(rows[i].name, name, len))
-            return &rows[i];
-    return NULL;
+static const opt_row *find_row(const char *name, size_t len) {
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+    if (strlen(rows[i].name) == len && !strncmp(rows[i].name, name, len)) return &rows[i];
+  return NULL;
 }
 
 /* One pass over argv; `only_model` applies --model alone (first pass), otherwise
  * everything but --model (second pass), so explicit shape options win. */
-static int parse_pass(train_config *c, int argc, char **argv, int only_model, char *err, size_t n)
-{
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h"))
-            return 1;
-        if (strncmp(a, "--", 2) != 0) {
-            set_err(err, n, "unexpected argument '%s' (options start with --; see --help)", a);
-            return -1;
-        }
-        const char *name = a + 2;
-        const char *eq = strchr(name, '=');
-        size_t len = eq ? (size_t)(eq - name) : strlen(name);
-        const opt_row *r = find_row(name, len);
-        if (!r) {
-            set_err(err, n, "unknown option '%s' (see --help)", a);
-            return -1;
-        }
-        const char *v = NULL;
-        if (r->kind != OPT_FLAG) {
-            if (eq)
-                v = eq + 1;
-            else if (i + 1 < argc)
-                v = argv[++i];
-            else {
-                set_err(err, n, "--%s needs a value (%s)", r->name, r->arg);
-                return -1;
-            }
-        } else if (eq) {
-            set_err(err, n, "--%s takes no value", r->name);
-            return -1;
-        }
-        int is_model = !strcmp(r->name, "model");
-        if (only_model != is_model)
-            continue;
-        char *field = (char *)c + r->offset;
-        switch (r->kind) {
-        case OPT_INT:
-            if (parse_int(v, (int *)field) != 0) {
-                set_err(err, n, "--%s %s: not an integer", r->name, v);
-                return -1;
-            }
-            break;
-        case OPT_U64: {
-            char *end;
-            errno = 0;
-            unsigned long long u = strtoull(v, &end, 10);
-            if (errno || end == v || *end) {
-                set_err(err, n, "--%s %s: not a non-negative integer", r->name, v);
-                return -1;
-            }
-            *(unsigned long long *)field = u;
-            break;
-        }
-        case OPT_DOUBLE:
-            if (parse_double(v, (double *)field) != 0) {
-                set_err(err, n, "--%s %s: not a number", r->name, v);
-                return -1;
-            }
-            break;
-        case OPT_STRING:
-            if (strlen(v) >= r->size) {
-                set_err(err, n, "--%s: value too long", r->name);
-                return -1;
-            }
-            snprintf(field, r->size, "%s", v);
-            break;
-        case OPT_FLAG:
-            *(int *)field = 1;
-            break;
-        case OPT_ONOFF:
-            if (!strcmp(v, "on"))
-                *(int *)field = 1;
-            else if (!strcmp(v, "off"))
-                *(int *)field = 0;
-            else {
-                set_err(err, n, "--%s %s: expected on or off", r->name, v);
-                return -1;
-            }
-            break;
-        case OPT_SPECIAL:
-            if (parse_special(c, r->name, v, err, n) != 0)
-                return -1;
-            break;
-        }
+static int parse_pass(train_config *c, int argc, char **argv, int only_model, char *err, size_t n) {
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) return 1;
+    if (strncmp(a, "--", 2) != 0) {
+      set_err(err, n, "unexpected argument '%s' (options start with --; see --help)", a);
+      return -1;
     }
-    return 0;
-}
-
-int config_parse(train_config *c, int argc, char **argv, char *err, size_t n)
-{
-    defaults(c);
-    int rc = parse_pass(c, argc, argv, 1, err, n);
-    if (rc == 1) {
-        config_print_help();
-        return 1;
+    const char *name = a + 2;
+    const char *eq = strchr(name, '=');
+    size_t len = eq ? (size_t)(eq - name) : strlen(name);
+    const opt_row *r = find_row(name, len);
+    if (!r) {
+      set_err(err, n, "unknown option '%s' (see --help)", a);
+      return -1;
     }
-    if (rc != 0)
+    const char *v = NULL;
+    if (r->kind != OPT_FLAG) {
+      if (eq)
+        v = eq + 1;
+      else if (i + 1 < argc)
+        v = argv[++i];
+      else {
+        set_err(err, n, "--%s needs a value (%s)", r->name, r->arg);
         return -1;
-    rc = parse_pass(c, argc, argv, 0, err, n);
-    if (rc == 1) {
-        config_print_help();
-        return 1;
+      }
+    } else if (eq) {
+      set_err(err, n, "--%s takes no value", r->name);
+      return -1;
     }
-    if (rc != 0)
+    int is_model = !strcmp(r->name, "model");
+    if (only_model != is_model) continue;
+    char *field = (char *)c + r->offset;
+    switch (r->kind) {
+    case OPT_INT:
+      if (parse_int(v, (int *)field) != 0) {
+        set_err(err, n, "--%s %s: not an integer", r->name, v);
         return -1;
-    /* an outside launcher gives the world size */
-    const char *ws = getenv("WORLD_SIZE");
-    if (!c->world_given && ws && getenv("RANK")) {
-        int w;
-        if (parse_int(ws, &w) == 0)
-            c->world = w;
+      }
+      break;
+    case OPT_U64: {
+      char *end;
+      errno = 0;
+      unsigned long long u = strtoull(v, &end, 10);
+      if (errno || end == v || *end) {
+        set_err(err, n, "--%s %s: not a non-negative integer", r->name, v);
+        return -1;
+      }
+      *(unsigned long long *)field = u;
+      break;
     }
-    if (c->dp == 0 && c->tp > 0 && c->pp > 0 && c->cp > 0)
-        c->dp = c->world / (c->tp * c->pp * c->cp) > 0 ? c->world / (c->tp * c->pp * c->cp) : 1;
-    if (!c->microbatches_given && c->pp > 1)
-        c->microbatches = 2 * c->pp;
-    if (c->virtual_stages == 0)
-        c->virtual_stages = c->schedule == SCHED_INTERLEAVED ? 2 : 1;
-    if (!c->warmup_given)
-        c->warmup = c->steps / 10;
-    /* Under `stepscope record -o RUN` (which exports STEPSCOPE_RUN_DIR) the trainer
-     * traces into RUN: the injection library joins this program's trace rather than
-     * starting its own (docs/gpu-tracer.md), so without this `record` would get
-     * nothing, and with --trace elsewhere the GPU records would land away from RUN. */
-    const char *record_dir = getenv("STEPSCOPE_RUN_DIR");
-    if (record_dir && *record_dir && strcmp(record_dir, c->trace) != 0) {
-        if (strlen(record_dir) >= sizeof c->trace) {
-            snprintf(err, n, "STEPSCOPE_RUN_DIR is longer than %zu bytes", sizeof c->trace - 1);
-            return -1;
-        }
-        if (c->trace[0] && !getenv("RANK"))
-            fprintf(stderr, "stepscope-train: under `stepscope record`: tracing into %s, not --trace %s\n",
-                    record_dir, c->trace);
-        snprintf(c->trace, sizeof c->trace, "%s", record_dir);
+    case OPT_DOUBLE:
+      if (parse_double(v, (double *)field) != 0) {
+        set_err(err, n, "--%s %s: not a number", r->name, v);
+        return -1;
+      }
+      break;
+    case OPT_STRING:
+      if (strlen(v) >= r->size) {
+        set_err(err, n, "--%s: value too long", r->name);
+        return -1;
+      }
+      snprintf(field, r->size, "%s", v);
+      break;
+    case OPT_FLAG: *(int *)field = 1; break;
+    case OPT_ONOFF:
+      if (!strcmp(v, "on"))
+        *(int *)field = 1;
+      else if (!strcmp(v, "off"))
+        *(int *)field = 0;
+      else {
+        set_err(err, n, "--%s %s: expected on or off", r->name, v);
+        return -1;
+      }
+      break;
+    case OPT_SPECIAL:
+      if (parse_special(c, r->name, v, err, n) != 0) return -1;
+      break;
     }
-    return 0;
+  }
+  return 0;
 }
 
-int config_micro_batch(const train_config *c)
-{
-    int div = c->dp * c->microbatches;
-    return div > 0 ? c->batch / div : 0;
+int config_parse(train_config *c, int argc, char **argv, char *err, size_t n) {
+  defaults(c);
+  int rc = parse_pass(c, argc, argv, 1, err, n);
+  if (rc == 1) {
+    config_print_help();
+    return 1;
+  }
+  if (rc != 0) return -1;
+  rc = parse_pass(c, argc, argv, 0, err, n);
+  if (rc == 1) {
+    config_print_help();
+    return 1;
+  }
+  if (rc != 0) return -1;
+  /* an outside launcher gives the world size */
+  const char *ws = getenv("WORLD_SIZE");
+  if (!c->world_given && ws && getenv("RANK")) {
+    int w;
+    if (parse_int(ws, &w) == 0) c->world = w;
+  }
+  if (c->dp == 0 && c->tp > 0 && c->pp > 0 && c->cp > 0)
+    c->dp = c->world / (c->tp * c->pp * c->cp) > 0 ? c->world / (c->tp * c->pp * c->cp) : 1;
+  if (!c->microbatches_given && c->pp > 1) c->microbatches = 2 * c->pp;
+  if (c->virtual_stages == 0) c->virtual_stages = c->schedule == SCHED_INTERLEAVED ? 2 : 1;
+  if (!c->warmup_given) c->warmup = c->steps / 10;
+  /* Under `stepscope record -o RUN` (which exports STEPSCOPE_RUN_DIR) the trainer
+   * traces into RUN: the injection library joins this program's trace rather than
+   * starting its own (docs/gpu-tracer.md), so without this `record` would get
+   * nothing, and with --trace elsewhere the GPU records would land away from RUN. */
+  const char *record_dir = getenv("STEPSCOPE_RUN_DIR");
+  if (record_dir && *record_dir && strcmp(record_dir, c->trace) != 0) {
+    if (strlen(record_dir) >= sizeof c->trace) {
+      snprintf(err, n, "STEPSCOPE_RUN_DIR is longer than %zu bytes", sizeof c->trace - 1);
+      return -1;
+    }
+    if (c->trace[0] && !getenv("RANK"))
+      fprintf(stderr,
+              "stepscope-train: under `stepscope record`: tracing into %s, not --trace %s\n",
+              record_dir, c->trace);
+    snprintf(c->trace, sizeof c->trace, "%s", record_dir);
+  }
+  return 0;
 }
 
-int config_padded_vocab(const train_config *c) { return (c->vocab + 63) / 64 * 64; }
-
-int config_layer_is_moe(const train_config *c, int layer)
-{
-    return c->experts > 0 && c->moe_every >= 1 && (layer + 1) % c->moe_every == 0;
+int config_micro_batch(const train_config *c) {
+  int div = c->dp * c->microbatches;
+  return div > 0 ? c->batch / div : 0;
 }
 
-int config_validate(const train_config *c, char *err, size_t n)
-{
+int config_padded_vocab(const train_config *c) {
+  return (c->vocab + 63) / 64 * 64;
+}
+
+int config_layer_is_moe(const train_config *c, int layer) {
+  return c->experts > 0 && c->moe_every >= 1 && (layer + 1) % c->moe_every == 0;
+}
+
+int config_validate(const train_config *c, char *err, size_t n) {
 #define REQUIRE(cond, ...)                                                                         \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            set_err(err, n, __VA_ARGS__);                                                          \
-            return -1;                                                                             \
-        }                                                                                          \
-    } while (0)
-    REQUIRE(c->world >= 1 && c->world <= 64, "--world %d: must be between 1 and 64", c->world);
-    REQUIRE(c->cp >= 1, "--cp %d: must be at least 1", c->cp);
-    REQUIRE(c->dp >= 1, "--dp %d: must be at least 1", c->dp);
-    REQUIRE(c->tp >= 1, "--tp %d: must be at least 1", c->tp);
-    REQUIRE(c->pp >= 1, "--pp %d: must be at least 1", c->pp);
-    REQUIRE((long)c->dp * c->tp * c->pp * c->cp == c->world,
-            "--dp %d x --pp %d x --cp %d x --tp %d = %ld does not equal --world %d", c->dp, c->pp,
-            c->cp, c->tp, (long)c->dp * c->tp * c->pp * c->cp, c->world);
-    REQUIRE(c->layers >= 1, "--layers %d: must be at least 1", c->layers);
-    REQUIRE(c->hidden >= 1, "--hidden %d: must be at least 1", c->hidden);
-    REQUIRE(c->heads >= 1, "--heads %d: must be at least 1", c->heads);
-    REQUIRE(c->hidden % c->heads == 0, "--hidden %d is not divisible by --heads %d", c->hidden,
-            c->heads);
-    REQUIRE(c->heads % c->tp == 0, "--heads %d is not divisible by --tp %d", c->heads, c->tp);
-    REQUIRE(c->layers % c->pp == 0, "--layers %d is not divisible by --pp %d", c->layers, c->pp);
-    if (c->schedule == SCHED_INTERLEAVED) {
-        int v = c->virtual_stages;
-        REQUIRE(c->pp >= 2, "--schedule interleaved needs --pp of at least 2 (it interleaves "
-                "model chunks across pipeline ranks)");
-        REQUIRE(v >= 2, "--virtual-stages %d: --schedule interleaved needs at least 2 model "
-                "chunks per pipeline rank", v);
-        REQUIRE(c->layers % (c->pp * v) == 0,
-                "--layers %d is not divisible by --pp %d x --virtual-stages %d = %d (each "
-                "virtual stage holds the same number of layers)",
-                c->layers, c->pp, v, c->pp * v);
-        REQUIRE(c->microbatches % c->pp == 0,
-                "--microbatches %d is not a multiple of --pp %d, as the interleaved schedule "
-                "requires (it runs micro-batches in groups of pp per model chunk)",
-                c->microbatches, c->pp);
-        REQUIRE(c->zero <= 1, "--zero %d: --schedule interleaved supports --zero 0 and 1 so far "
-                "(ZeRO-2/3 bucket one model chunk's gradients)", c->zero);
-    } else {
-        REQUIRE(c->virtual_stages == 1, "--virtual-stages %d needs --schedule interleaved",
-                c->virtual_stages);
-    }
-    REQUIRE(c->seq >= 1, "--seq %d: must be at least 1", c->seq);
-    REQUIRE(c->seq <= c->max_seq, "--seq %d exceeds the model's %d positions", c->seq, c->max_seq);
-    REQUIRE(!c->vocab_given || (c->vocab >= 2 && c->vocab <= 1 << 24),
-            "--vocab %d: must be between 2 and 16777216", c->vocab);
-    REQUIRE(c->batch >= 1, "--batch %d: must be at least 1", c->batch);
-    REQUIRE(c->microbatches >= 1, "--microbatches %d: must be at least 1", c->microbatches);
-    REQUIRE(c->batch % (c->dp * c->microbatches) == 0,
-            "--batch %d is not divisible by --dp %d x --microbatches %d = %d", c->batch, c->dp,
-            c->microbatches, c->dp * c->microbatches);
-    int mb = config_micro_batch(c);
-    REQUIRE(!c->sp || c->tp > 1, "--sp (sequence parallelism) needs --tp greater than 1");
-    REQUIRE(c->cp == 1 || c->seq % (2 * c->cp) == 0,
-            "--seq %d is not divisible by 2 x --cp %d = %d (context parallelism cuts each "
-            "sequence into 2 x cp chunks, two per rank, zig-zag)",
-            c->seq, c->cp, 2 * c->cp);
-    REQUIRE(!c->sp || ((long)mb * (c->seq / c->cp)) % c->tp == 0,
-            "--sp: the micro-batch's %d tokens%s are not divisible by --tp %d",
-            mb * (c->seq / c->cp), c->cp > 1 ? " on each CP rank" : "", c->tp);
-    REQUIRE(c->zero >= 0 && c->zero <= 3, "--zero %d: the ZeRO stage is 0, 1, 2 or 3", c->zero);
-    REQUIRE(c->bucket_mb > 0, "--bucket-mb %g: must be positive", c->bucket_mb);
-    REQUIRE(c->steps >= 0, "--steps %d: must not be negative", c->steps);
-    REQUIRE(c->lr >= 0, "--lr %g: must not be negative", c->lr);
-    REQUIRE(c->min_lr_ratio >= 0 && c->min_lr_ratio <= 1, "--min-lr-ratio %g: must be in [0,1]",
-            c->min_lr_ratio);
-    REQUIRE(c->warmup >= 0, "--warmup %d: must not be negative", c->warmup);
-    REQUIRE(c->weight_decay >= 0, "--weight-decay %g: must not be negative", c->weight_decay);
-    REQUIRE(c->grad_clip >= 0, "--grad-clip %g: must not be negative", c->grad_clip);
-    REQUIRE(c->watchdog_s > 0, "--watchdog-s %g: must be positive", c->watchdog_s);
-    REQUIRE(!c->peak_tflops_given || c->peak_tflops > 0,
-            "--peak-tflops %g: must be positive (leave it out for the backend's default)",
-            c->peak_tflops);
-    REQUIRE(!strcmp(c->backend, "cpu") || !strcmp(c->backend, "auto") ||
-                !strcmp(c->backend, "cuda"),
-            "--backend %s: expected cpu, cuda or auto", c->backend);
-    REQUIRE(!strcmp(c->activations, "fp32") || !strcmp(c->activations, "bf16") ||
-                !strcmp(c->activations, "auto"),
-            "--activations %s: expected fp32, bf16 or auto", c->activations);
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      set_err(err, n, __VA_ARGS__);                                                                \
+      return -1;                                                                                   \
+    }                                                                                              \
+  } while (0)
+  REQUIRE(c->world >= 1 && c->world <= 64, "--world %d: must be between 1 and 64", c->world);
+  REQUIRE(c->cp >= 1, "--cp %d: must be at least 1", c->cp);
+  REQUIRE(c->dp >= 1, "--dp %d: must be at least 1", c->dp);
+  REQUIRE(c->tp >= 1, "--tp %d: must be at least 1", c->tp);
+  REQUIRE(c->pp >= 1, "--pp %d: must be at least 1", c->pp);
+  REQUIRE((long)c->dp * c->tp * c->pp * c->cp == c->world,
+          "--dp %d x --pp %d x --cp %d x --tp %d = %ld does not equal --world %d", c->dp, c->pp,
+          c->cp, c->tp, (long)c->dp * c->tp * c->pp * c->cp, c->world);
+  REQUIRE(c->layers >= 1, "--layers %d: must be at least 1", c->layers);
+  REQUIRE(c->hidden >= 1, "--hidden %d: must be at least 1", c->hidden);
+  REQUIRE(c->heads >= 1, "--heads %d: must be at least 1", c->heads);
+  REQUIRE(c->hidden % c->heads == 0, "--hidden %d is not divisible by --heads %d", c->hidden,
+          c->heads);
+  REQUIRE(c->heads % c->tp == 0, "--heads %d is not divisible by --tp %d", c->heads, c->tp);
+  REQUIRE(c->layers % c->pp == 0, "--layers %d is not divisible by --pp %d", c->layers, c->pp);
+  if (c->schedule == SCHED_INTERLEAVED) {
+    int v = c->virtual_stages;
+    REQUIRE(c->pp >= 2, "--schedule interleaved needs --pp of at least 2 (it interleaves "
+                        "model chunks across pipeline ranks)");
+    REQUIRE(v >= 2,
+            "--virtual-stages %d: --schedule interleaved needs at least 2 model "
+            "chunks per pipeline rank",
+            v);
+    REQUIRE(c->layers % (c->pp * v) == 0,
+            "--layers %d is not divisible by --pp %d x --virtual-stages %d = %d (each "
+            "virtual stage holds the same number of layers)",
+            c->layers, c->pp, v, c->pp * v);
+    REQUIRE(c->microbatches % c->pp == 0,
+            "--microbatches %d is not a multiple of --pp %d, as the interleaved schedule "
+            "requires (it runs micro-batches in groups of pp per model chunk)",
+            c->microbatches, c->pp);
+    REQUIRE(c->zero <= 1,
+            "--zero %d: --schedule interleaved supports --zero 0 and 1 so far "
+            "(ZeRO-2/3 bucket one model chunk's gradients)",
+            c->zero);
+  } else {
+    REQUIRE(c->virtual_stages == 1, "--virtual-stages %d needs --schedule interleaved",
+            c->virtual_stages);
+  }
+  REQUIRE(c->seq >= 1, "--seq %d: must be at least 1", c->seq);
+  REQUIRE(c->seq <= c->max_seq, "--seq %d exceeds the model's %d positions", c->seq, c->max_seq);
+  REQUIRE(!c->vocab_given || (c->vocab >= 2 && c->vocab <= 1 << 24),
+          "--vocab %d: must be between 2 and 16777216", c->vocab);
+  REQUIRE(c->batch >= 1, "--batch %d: must be at least 1", c->batch);
+  REQUIRE(c->microbatches >= 1, "--microbatches %d: must be at least 1", c->microbatches);
+  REQUIRE(c->batch % (c->dp * c->microbatches) == 0,
+          "--batch %d is not divisible by --dp %d x --microbatches %d = %d", c->batch, c->dp,
+          c->microbatches, c->dp * c->microbatches);
+  int mb = config_micro_batch(c);
+  REQUIRE(!c->sp || c->tp > 1, "--sp (sequence parallelism) needs --tp greater than 1");
+  REQUIRE(c->cp == 1 || c->seq % (2 * c->cp) == 0,
+          "--seq %d is not divisible by 2 x --cp %d = %d (context parallelism cuts each "
+          "sequence into 2 x cp chunks, two per rank, zig-zag)",
+          c->seq, c->cp, 2 * c->cp);
+  REQUIRE(!c->sp || ((long)mb * (c->seq / c->cp)) % c->tp == 0,
+          "--sp: the micro-batch's %d tokens%s are not divisible by --tp %d", mb * (c->seq / c->cp),
+          c->cp > 1 ? " on each CP rank" : "", c->tp);
+  REQUIRE(c->zero >= 0 && c->zero <= 3, "--zero %d: the ZeRO stage is 0, 1, 2 or 3", c->zero);
+  REQUIRE(c->bucket_mb > 0, "--bucket-mb %g: must be positive", c->bucket_mb);
+  REQUIRE(c->steps >= 0, "--steps %d: must not be negative", c->steps);
+  REQUIRE(c->lr >= 0, "--lr %g: must not be negative", c->lr);
+  REQUIRE(c->min_lr_ratio >= 0 && c->min_lr_ratio <= 1, "--min-lr-ratio %g: must be in [0,1]",
+          c->min_lr_ratio);
+  REQUIRE(c->warmup >= 0, "--warmup %d: must not be negative", c->warmup);
+  REQUIRE(c->weight_decay >= 0, "--weight-decay %g: must not be negative", c->weight_decay);
+  REQUIRE(c->grad_clip >= 0, "--grad-clip %g: must not be negative", c->grad_clip);
+  REQUIRE(c->watchdog_s > 0, "--watchdog-s %g: must be positive", c->watchdog_s);
+  REQUIRE(!c->peak_tflops_given || c->peak_tflops > 0,
+          "--peak-tflops %g: must be positive (leave it out for the backend's default)",
+          c->peak_tflops);
+  REQUIRE(!strcmp(c->backend, "cpu") || !strcmp(c->backend, "auto") || !strcmp(c->backend, "cuda"),
+          "--backend %s: expected cpu, cuda or auto", c->backend);
+  REQUIRE(!strcmp(c->activations, "fp32") || !strcmp(c->activations, "bf16") ||
+              !strcmp(c->activations, "auto"),
+          "--activations %s: expected fp32, bf16 or auto", c->activations);
 #ifndef STEPSCOPE_TRAINER_HAVE_CUDA
-    REQUIRE(strcmp(c->backend, "cuda") != 0,
-            "--backend cuda: the CUDA backend is not built into this binary (use cpu or auto)");
+  REQUIRE(strcmp(c->backend, "cuda") != 0,
+          "--backend cuda: the CUDA backend is not built into this binary (use cpu or auto)");
 #endif
-    if (c->cp > 1 && strcmp(c->backend, "auto") != 0) {
-        /* "auto" is decided when the device opens; the trainer checks it there */
-        const dev_ops *ops = dev_backend_ops(c->backend);
-        const char *missing = NULL;
-        REQUIRE(!ops || dev_ops_support_cp(ops, &missing),
-                "--cp %d: the %s backend has no %s operation yet, so context parallelism "
-                "(ring attention) needs a backend that has it",
-                c->cp, c->backend, missing ? missing : "?");
+  if (c->cp > 1 && strcmp(c->backend, "auto") != 0) {
+    /* "auto" is decided when the device opens; the trainer checks it there */
+    const dev_ops *ops = dev_backend_ops(c->backend);
+    const char *missing = NULL;
+    REQUIRE(!ops || dev_ops_support_cp(ops, &missing),
+            "--cp %d: the %s backend has no %s operation yet, so context parallelism "
+            "(ring attention) needs a backend that has it",
+            c->cp, c->backend, missing ? missing : "?");
+  }
+  REQUIRE(c->bpe_merges >= 0 && c->bpe_merges <= 65280, "--bpe-merges %d: must be in 0..65280",
+          c->bpe_merges);
+  REQUIRE(!c->data[0] || access(c->data, R_OK) == 0, "--data %s: cannot read the file", c->data);
+  REQUIRE(c->debug_die_rank < c->world, "--debug-die-rank %d: no such rank", c->debug_die_rank);
+  REQUIRE(c->debug_hang_rank < c->world, "--debug-hang-rank %d: no such rank", c->debug_hang_rank);
+  for (int k = 0; k < c->ndebug_delays; k++)
+    REQUIRE(c->debug_delay[k].rank < c->world, "--debug-delay %d:...: no such rank",
+            c->debug_delay[k].rank);
+  REQUIRE(c->debug_ckpt_die_rank < c->world, "--debug-die-in-checkpoint: no rank %d",
+          c->debug_ckpt_die_rank);
+  REQUIRE(c->checkpoint_every >= 0, "--checkpoint-every %d: must not be negative",
+          c->checkpoint_every);
+  REQUIRE(c->checkpoint_keep >= 1, "--checkpoint-keep %d: must be at least 1", c->checkpoint_keep);
+  REQUIRE(c->experts >= 0 && c->experts <= 1024, "--experts %d: must be between 0 and 1024",
+          c->experts);
+  REQUIRE(c->ep >= 1, "--ep %d: must be at least 1", c->ep);
+  REQUIRE(c->experts > 0 || c->ep == 1,
+          "--ep %d needs --experts (expert parallelism shards "
+          "the experts of mixture-of-experts layers)",
+          c->ep);
+  if (c->experts > 0) {
+    REQUIRE(c->top_k >= 1 && c->top_k <= c->experts,
+            "--top-k %d: must be between 1 and --experts %d", c->top_k, c->experts);
+    REQUIRE(c->moe_every >= 1 && c->moe_every <= c->layers,
+            "--moe-every %d: must be between 1 and --layers %d", c->moe_every, c->layers);
+    REQUIRE(c->aux_loss_coef >= 0, "--aux-loss-coef %g: must not be negative", c->aux_loss_coef);
+    REQUIRE(c->capacity_factor >= 0,
+            "--capacity-factor %g: must not be negative (0: "
+            "dropless)",
+            c->capacity_factor);
+    REQUIRE(c->dp % c->ep == 0,
+            "--ep %d does not divide --dp %d (expert parallelism is "
+            "carved out of the data-parallel ranks)",
+            c->ep, c->dp);
+    REQUIRE(c->experts % c->ep == 0,
+            "--experts %d is not divisible by --ep %d (each EP "
+            "rank holds the same number of experts)",
+            c->experts, c->ep);
+    REQUIRE(c->cp == 1,
+            "--experts with --cp %d: not supported (the load-balancing loss "
+            "would need the routing counts of whole sequences all-reduced over CP)",
+            c->cp);
+    REQUIRE(!c->sp, "--experts with --sp: not supported (the experts are replicated over "
+                    "TP and run on the whole micro-batch; use --tp without --sp)");
+    REQUIRE(c->zero <= 1,
+            "--experts with --zero %d: only --zero 0 and 1 so far (ZeRO-1 "
+            "shards the dense AdamW state over DP and the experts' over the ranks holding "
+            "the same experts)",
+            c->zero);
+    REQUIRE(c->schedule != SCHED_INTERLEAVED, "--experts with --schedule interleaved: not "
+                                              "supported yet (use afab or 1f1b)");
+    REQUIRE(c->recompute != RECOMPUTE_FULL,
+            "--experts with --recompute full: not supported "
+            "(recomputing a block would repeat its token all-to-alls; use none or "
+            "selective)");
+    if (strcmp(c->backend, "auto") != 0) {
+      const dev_ops *ops = dev_backend_ops(c->backend);
+      REQUIRE(!ops || (ops->moe_router_forward && ops->moe_dispatch_plan &&
+                       ops->moe_expert_matmul_forward),
+              "--experts: the %s backend has no mixture-of-experts operations yet", c->backend);
     }
-    REQUIRE(c->bpe_merges >= 0 && c->bpe_merges <= 65280, "--bpe-merges %d: must be in 0..65280",
-            c->bpe_merges);
-    REQUIRE(!c->data[0] || access(c->data, R_OK) == 0, "--data %s: cannot read the file",
-            c->data);
-    REQUIRE(c->debug_die_rank < c->world, "--debug-die-rank %d: no such rank", c->debug_die_rank);
-    REQUIRE(c->debug_hang_rank < c->world, "--debug-hang-rank %d: no such rank",
-            c->debug_hang_rank);
-    for (int k = 0; k < c->ndebug_delays; k++)
-        REQUIRE(c->debug_delay[k].rank < c->world, "--debug-delay %d:...: no such rank",
-                c->debug_delay[k].rank);
-    REQUIRE(c->debug_ckpt_die_rank < c->world, "--debug-die-in-checkpoint: no rank %d",
-            c->debug_ckpt_die_rank);
-    REQUIRE(c->checkpoint_every >= 0, "--checkpoint-every %d: must not be negative",
-            c->checkpoint_every);
-    REQUIRE(c->checkpoint_keep >= 1, "--checkpoint-keep %d: must be at least 1",
-            c->checkpoint_keep);
-    REQUIRE(c->experts >= 0 && c->experts <= 1024, "--experts %d: must be between 0 and 1024",
-            c->experts);
-    REQUIRE(c->ep >= 1, "--ep %d: must be at least 1", c->ep);
-    REQUIRE(c->experts > 0 || c->ep == 1, "--ep %d needs --experts (expert parallelism shards "
-            "the experts of mixture-of-experts layers)", c->ep);
-    if (c->experts > 0) {
-        REQUIRE(c->top_k >= 1 && c->top_k <= c->experts,
-                "--top-k %d: must be between 1 and --experts %d", c->top_k, c->experts);
-        REQUIRE(c->moe_every >= 1 && c->moe_every <= c->layers,
-                "--moe-every %d: must be between 1 and --layers %d", c->moe_every, c->layers);
-        REQUIRE(c->aux_loss_coef >= 0, "--aux-loss-coef %g: must not be negative",
-                c->aux_loss_coef);
-        REQUIRE(c->capacity_factor >= 0, "--capacity-factor %g: must not be negative (0: "
-                "dropless)", c->capacity_factor);
-        REQUIRE(c->dp % c->ep == 0, "--ep %d does not divide --dp %d (expert parallelism is "
-                "carved out of the data-parallel ranks)", c->ep, c->dp);
-        REQUIRE(c->experts % c->ep == 0, "--experts %d is not divisible by --ep %d (each EP "
-                "rank holds the same number of experts)", c->experts, c->ep);
-        REQUIRE(c->cp == 1, "--experts with --cp %d: not supported (the load-balancing loss "
-                "would need the routing counts of whole sequences all-reduced over CP)", c->cp);
-        REQUIRE(!c->sp, "--experts with --sp: not supported (the experts are replicated over "
-                "TP and run on the whole micro-batch; use --tp without --sp)");
-        REQUIRE(c->zero <= 1, "--experts with --zero %d: only --zero 0 and 1 so far (ZeRO-1 "
-                "shards the dense AdamW state over DP and the experts' over the ranks holding "
-                "the same experts)", c->zero);
-        REQUIRE(c->schedule != SCHED_INTERLEAVED, "--experts with --schedule interleaved: not "
-                "supported yet (use afab or 1f1b)");
-        REQUIRE(c->recompute != RECOMPUTE_FULL, "--experts with --recompute full: not supported "
-                "(recomputing a block would repeat its token all-to-alls; use none or "
-                "selective)");
-        if (strcmp(c->backend, "auto") != 0) {
-            const dev_ops *ops = dev_backend_ops(c->backend);
-            REQUIRE(!ops || (ops->moe_router_forward && ops->moe_dispatch_plan &&
-                             ops->moe_expert_matmul_forward),
-                    "--experts: the %s backend has no mixture-of-experts operations yet",
-                    c->backend);
-        }
-    }
-    REQUIRE(c->checkpoint_dir[0] || (!c->resume && !c->checkpoint_every),
-            "--resume and --checkpoint-every need --checkpoint-dir");
-    return 0;
+  }
+  REQUIRE(c->checkpoint_dir[0] || (!c->resume && !c->checkpoint_every),
+          "--resume and --checkpoint-every need --checkpoint-dir");
+  return 0;
 #undef REQUIRE
 }
 
 /* ---- JSON ------------------------------------------------------------------------ */
 
-static void json_string(char *buf, size_t n, size_t *at, const char *s)
-{
-    sc_json_string_buf(buf, n, at, s, 0);
+static void json_string(char *buf, size_t n, size_t *at, const char *s) {
+  sc_json_string_buf(buf, n, at, s, 0);
 }
 
-char *config_to_json(const train_config *c)
-{
-    size_t n = 8192;
-    char *b = malloc(n);
-    if (!b)
-        return NULL;
-    size_t at = 0;
+char *config_to_json(const train_config *c) {
+  size_t n = 8192;
+  char *b = malloc(n);
+  if (!b) return NULL;
+  size_t at = 0;
 #define OUT(...) at += (size_t)snprintf(b + at, at < n ? n - at : 0, __VA_ARGS__)
-    OUT("{\"model\":");
-    json_string(b, n, &at, c->model);
-    OUT(",\"layers\":%d,\"hidden\":%d,\"heads\":%d,\"seq\":%d,\"max_seq\":%d,\"vocab\":%d,"
-        "\"padded_vocab\":%d",
-        c->layers, c->hidden, c->heads, c->seq, c->max_seq, c->vocab, config_padded_vocab(c));
-    OUT(",\"world\":%d,\"dp\":%d,\"tp\":%d,\"pp\":%d,\"cp\":%d,\"sp\":%s", c->world, c->dp,
-        c->tp, c->pp, c->cp, c->sp ? "true" : "false");
-    OUT(",\"schedule\":\"%s\",\"zero\":%d,\"recompute\":\"%s\",\"bucket_mb\":%g,\"overlap\":%s",
-        mm_schedule_name((mm_schedule)c->schedule), c->zero,
-        mm_recompute_name((mm_recompute)c->recompute), c->bucket_mb, c->overlap ? "true" : "false");
-    OUT(",\"virtual_stages\":%d", c->virtual_stages);
-    if (c->experts > 0)
-        OUT(",\"experts\":%d,\"top_k\":%d,\"moe_every\":%d,\"aux_loss_coef\":%g,"
-            "\"capacity_factor\":%g,\"ep\":%d",
-            c->experts, c->top_k, c->moe_every, c->aux_loss_coef, c->capacity_factor, c->ep);
-    OUT(",\"batch\":%d,\"microbatches\":%d,\"micro_batch\":%d", c->batch, c->microbatches,
-        config_micro_batch(c));
-    OUT(",\"steps\":%d,\"seed\":%llu,\"lr\":%g,\"min_lr_ratio\":%g,\"warmup\":%d", c->steps,
-        c->seed, c->lr, c->min_lr_ratio, c->warmup);
-    OUT(",\"weight_decay\":%g,\"grad_clip\":%g,\"beta1\":%g,\"beta2\":%g,\"eps\":%g",
-        c->weight_decay, c->grad_clip, c->beta1, c->beta2, c->eps);
-    OUT(",\"backend\":");
-    json_string(b, n, &at, c->backend);
-    OUT(",\"activations\":");
-    json_string(b, n, &at, c->activations);
-    OUT(",\"data\":");
-    json_string(b, n, &at, c->data[0] ? c->data : "(built-in corpus)");
-    OUT(",\"bpe_merges\":%d", c->bpe_merges);
-    OUT(",\"profile_steps\":");
-    if (c->profile_first >= 0)
-        OUT("[%d,%d]", c->profile_first, c->profile_last);
-    else
-        OUT("null");
-    if (c->ndebug_delays) {
-        static const char *const ph[] = {"forward", "backward", "optimizer", "data"};
-        OUT(",\"debug_delays\":[");
-        for (int k = 0; k < c->ndebug_delays; k++)
-            OUT("%s{\"rank\":%d,\"phase\":\"%s\",\"ms\":%d}", k ? "," : "", c->debug_delay[k].rank,
-                ph[c->debug_delay[k].phase], c->debug_delay[k].ms);
-        OUT("]");
-    }
-    OUT(",\"peak_tflops\":%g,\"watchdog_s\":%g}", c->peak_tflops, c->watchdog_s);
+  OUT("{\"model\":");
+  json_string(b, n, &at, c->model);
+  OUT(",\"layers\":%d,\"hidden\":%d,\"heads\":%d,\"seq\":%d,\"max_seq\":%d,\"vocab\":%d,"
+      "\"padded_vocab\":%d",
+      c->layers, c->hidden, c->heads, c->seq, c->max_seq, c->vocab, config_padded_vocab(c));
+  OUT(",\"world\":%d,\"dp\":%d,\"tp\":%d,\"pp\":%d,\"cp\":%d,\"sp\":%s", c->world, c->dp, c->tp,
+      c->pp, c->cp, c->sp ? "true" : "false");
+  OUT(",\"schedule\":\"%s\",\"zero\":%d,\"recompute\":\"%s\",\"bucket_mb\":%g,\"overlap\":%s",
+      mm_schedule_name((mm_schedule)c->schedule), c->zero,
+      mm_recompute_name((mm_recompute)c->recompute), c->bucket_mb, c->overlap ? "true" : "false");
+  OUT(",\"virtual_stages\":%d", c->virtual_stages);
+  if (c->experts > 0)
+    OUT(",\"experts\":%d,\"top_k\":%d,\"moe_every\":%d,\"aux_loss_coef\":%g,"
+        "\"capacity_factor\":%g,\"ep\":%d",
+        c->experts, c->top_k, c->moe_every, c->aux_loss_coef, c->capacity_factor, c->ep);
+  OUT(",\"batch\":%d,\"microbatches\":%d,\"micro_batch\":%d", c->batch, c->microbatches,
+      config_micro_batch(c));
+  OUT(",\"steps\":%d,\"seed\":%llu,\"lr\":%g,\"min_lr_ratio\":%g,\"warmup\":%d", c->steps, c->seed,
+      c->lr, c->min_lr_ratio, c->warmup);
+  OUT(",\"weight_decay\":%g,\"grad_clip\":%g,\"beta1\":%g,\"beta2\":%g,\"eps\":%g", c->weight_decay,
+      c->grad_clip, c->beta1, c->beta2, c->eps);
+  OUT(",\"backend\":");
+  json_string(b, n, &at, c->backend);
+  OUT(",\"activations\":");
+  json_string(b, n, &at, c->activations);
+  OUT(",\"data\":");
+  json_string(b, n, &at, c->data[0] ? c->data : "(built-in corpus)");
+  OUT(",\"bpe_merges\":%d", c->bpe_merges);
+  OUT(",\"profile_steps\":");
+  if (c->profile_first >= 0)
+    OUT("[%d,%d]", c->profile_first, c->profile_last);
+  else
+    OUT("null");
+  if (c->ndebug_delays) {
+    static const char *const ph[] = {"forward", "backward", "optimizer", "data"};
+    OUT(",\"debug_delays\":[");
+    for (int k = 0; k < c->ndebug_delays; k++)
+      OUT("%s{\"rank\":%d,\"phase\":\"%s\",\"ms\":%d}", k ? "," : "", c->debug_delay[k].rank,
+          ph[c->debug_delay[k].phase], c->debug_delay[k].ms);
+    OUT("]");
+  }
+  OUT(",\"peak_tflops\":%g,\"watchdog_s\":%g}", c->peak_tflops, c->watchdog_s);
 #undef OUT
-    if (at >= n) {
-        free(b);
-        return NULL;
-    }
-    return b;
+  if (at >= n) {
+    free(b);
+    return NULL;
+  }
+  return b;
 }
 
-void config_print_help(void)
-{
-    printf("usage: stepscope-train [options]\n\n"
-           "Trains a GPT-2-style model (pre-LN blocks, causal attention, GELU MLP, tied LM head)\n"
-           "with AdamW, on one or more rank processes, and optionally traces it.\n\n"
-           "  --world N starts N rank processes on this machine (a launcher that stops all ranks\n"
-           "  if one dies or hangs). Under an outside launcher (RANK, WORLD_SIZE, LOCAL_RANK,\n"
-           "  MASTER_ADDR, MASTER_PORT set) each process runs one rank; the ranks meet in a\n"
-           "  shared-memory segment keyed by STEPSCOPE_JOB_ID or else MASTER_PORT, so they\n"
-           "  must share one machine (the CPU backend has no network communicator).\n"
-           "  The grid is world = dp x pp x cp x tp with tp varying fastest, then cp, pp, dp.\n"
-           "  Embeddings, the final LayerNorm and the LM head are replicated across TP ranks.\n"
-           "  Context parallelism (--cp N): each sequence is cut into 2N chunks and CP rank r\n"
-           "  holds chunks r and 2N-1-r (balanced under the causal mask) in every layer; ring\n"
-           "  attention sends keys/values around the CP ring (and, in backward, their gradients)\n"
-           "  while attending to the block at hand, merging blocks by log-sum-exp. Weights are\n"
-           "  replicated over CP: gradients are all-reduced (and ZeRO-1 sharded) over dp x cp.\n"
-           "  --seq must be divisible by 2 x cp.\n"
-           "  Mixture of experts (--experts E --top-k K): expert parallelism (--ep N) is carved\n"
-           "  out of DP: consecutive DP ranks form an EP group (ep_rank = dp_rank %% N) and\n"
-           "  share the E experts, E/N each; tokens go to their experts' ranks and back by\n"
-           "  all-to-all. Expert gradients are summed over the dp/N ranks holding the same\n"
-           "  experts, dense ones over all of DP. Experts are replicated over TP. The layout\n"
-           "  equals one rank running the same micro-batch size (the load-balancing loss is\n"
-           "  per micro-batch).\n\n"
-           "options:\n");
-    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-        if (rows[i].hidden)
-            continue;
-        char left[64];
-        snprintf(left, sizeof left, "--%s%s%s", rows[i].name, rows[i].arg ? " " : "",
-                 rows[i].arg ? rows[i].arg : "");
-        printf("  %-26s %s\n", left, rows[i].help);
-    }
-    printf("  %-26s %s\n", "--help", "this text");
-    printf("\nPer step, rank 0 prints loss, step time, tokens/s and MFU = model FLOPs per step /\n"
-           "(step time x peak x world), model FLOPs = 6 x parameters (without the position\n"
-           "embedding, a lookup) x tokens + 12 x layers x hidden x seq x tokens; HFU adds\n"
-           "recomputed FLOPs (full: the blocks' forward again). Exit status: 0 success, 1 a\n"
-           "run-time failure (a rank died, hung or failed), 2 a bad configuration or usage.\n");
+void config_print_help(void) {
+  printf("usage: stepscope-train [options]\n\n"
+         "Trains a GPT-2-style model (pre-LN blocks, causal attention, GELU MLP, tied LM head)\n"
+         "with AdamW, on one or more rank processes, and optionally traces it.\n\n"
+         "  --world N starts N rank processes on this machine (a launcher that stops all ranks\n"
+         "  if one dies or hangs). Under an outside launcher (RANK, WORLD_SIZE, LOCAL_RANK,\n"
+         "  MASTER_ADDR, MASTER_PORT set) each process runs one rank; the ranks meet in a\n"
+         "  shared-memory segment keyed by STEPSCOPE_JOB_ID or else MASTER_PORT, so they\n"
+         "  must share one machine (the CPU backend has no network communicator).\n"
+         "  The grid is world = dp x pp x cp x tp with tp varying fastest, then cp, pp, dp.\n"
+         "  Embeddings, the final LayerNorm and the LM head are replicated across TP ranks.\n"
+         "  Context parallelism (--cp N): each sequence is cut into 2N chunks and CP rank r\n"
+         "  holds chunks r and 2N-1-r (balanced under the causal mask) in every layer; ring\n"
+         "  attention sends keys/values around the CP ring (and, in backward, their gradients)\n"
+         "  while attending to the block at hand, merging blocks by log-sum-exp. Weights are\n"
+         "  replicated over CP: gradients are all-reduced (and ZeRO-1 sharded) over dp x cp.\n"
+         "  --seq must be divisible by 2 x cp.\n"
+         "  Mixture of experts (--experts E --top-k K): expert parallelism (--ep N) is carved\n"
+         "  out of DP: consecutive DP ranks form an EP group (ep_rank = dp_rank %% N) and\n"
+         "  share the E experts, E/N each; tokens go to their experts' ranks and back by\n"
+         "  all-to-all. Expert gradients are summed over the dp/N ranks holding the same\n"
+         "  experts, dense ones over all of DP. Experts are replicated over TP. The layout\n"
+         "  equals one rank running the same micro-batch size (the load-balancing loss is\n"
+         "  per micro-batch).\n\n"
+         "options:\n");
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    if (rows[i].hidden) continue;
+    char left[64];
+    snprintf(left, sizeof left, "--%s%s%s", rows[i].name, rows[i].arg ? " " : "",
+             rows[i].arg ? rows[i].arg : "");
+    printf("  %-26s %s\n", left, rows[i].help);
+  }
+  printf("  %-26s %s\n", "--help", "this text");
+  printf("\nPer step, rank 0 prints loss, step time, tokens/s and MFU = model FLOPs per step /\n"
+         "(step time x peak x world), model FLOPs = 6 x parameters (without the position\n"
+         "embedding, a lookup) x tokens + 12 x layers x hidden x seq x tokens; HFU adds\n"
+         "recomputed FLOPs (full: the blocks' forward again). Exit status: 0 success, 1 a\n"
+         "run-time failure (a rank died, hung or failed), 2 a bad configuration or usage.\n");
 }

@@ -18,69 +18,71 @@ typedef enum { RECOMPUTE_NONE = 0, RECOMPUTE_SELECTIVE = 1, RECOMPUTE_FULL = 2 }
 #define CONFIG_MAX_DELAYS 16 /* --debug-delay given at most this often */
 
 typedef struct train_config {
-    /* model */
-    char model[32];
-    int layers, hidden, heads, seq, vocab, max_seq;
-    int vocab_given; /* --vocab on the command line (else from the data) */
-    /* parallel grid */
-    int world, dp, tp, pp, cp; /* world = dp x pp x cp x tp */
-    int world_given;
-    int sp;
-    /* mixture of experts (moe.h): experts 0 = a dense MLP in every block */
-    int experts, top_k, moe_every; /* E experts, top-K routing, every N-th block is MoE */
-    double aux_loss_coef;          /* load-balancing loss weight (Switch/GShard) */
-    double capacity_factor;        /* 0: dropless; else capacity ceil(F x N x K / E) per expert */
-    int ep;                        /* expert-parallel degree, carved out of dp (divides dp) */
-    schedule_kind schedule;
-    int virtual_stages; /* model chunks per pipeline rank (--schedule interleaved) */
-    int zero;
-    recompute_kind recompute;
-    double bucket_mb;
-    int overlap;
-    /* batch */
-    int batch;        /* global sequences per optimizer step */
-    int microbatches; /* per DP rank */
-    int microbatches_given;
-    /* optimization */
-    int steps;
-    unsigned long long seed;
-    double lr, min_lr_ratio, weight_decay, grad_clip, beta1, beta2, eps;
-    int warmup;
-    int warmup_given;
-    /* run */
-    char backend[16];
-    char activations[8]; /* "fp32", "bf16", "auto" (dev_dtype chosen in train.c) */
-    char data[512];
-    int bpe_merges; /* 0: byte tokenizer */
-    char log[512];
-    char trace[512];
-    int profile_first, profile_last; /* steps traced (inclusive), -1: all */
-    double peak_tflops;              /* per rank; <= 0: backend default */
-    int peak_tflops_given;           /* --peak-tflops on the command line (then > 0) */
-    double watchdog_s;
-    int quiet;
-    int check_config; /* --check-config: validate, print, exit */
-    /* checkpoints (checkpoint.h) */
-    char checkpoint_dir[512];
-    int checkpoint_every; /* steps; 0: only after the last step */
-    int checkpoint_keep;  /* complete checkpoints kept */
-    int resume;
-    int force;                       /* --force: --trace may write over an earlier run */
-    /* testing aids */
-    int debug_die_rank, debug_die_step;
-    int debug_hang_rank, debug_hang_step;
-    /* --debug-die-in-checkpoint STEP:RANK:shard|manifest|prune (point 1: halfway through
-     * the shard, 2: before the manifest's rename, 3: rank 0 pruning, once the first old
-     * manifest is removed; 0: off) */
-    int debug_ckpt_die_step, debug_ckpt_die_rank, debug_ckpt_die_point;
-    /* --debug-dump-params DIR: after the last step each rank writes DIR/rank-RRRRR.params,
-     * one line "name layer index value" per parameter element of its chunks (tests compare
-     * final weights across layouts with it) */
-    char debug_dump_params[512];
-    /* --debug-delay RANK:PHASE:MS (repeatable): rank RANK idles its device MS ms at PHASE,
-     * every step (train_step.c: train_debug_delay) — known causes for validating the analyzer */
-    struct { int rank, phase, ms; } debug_delay[CONFIG_MAX_DELAYS];
-    int ndebug_delays;
+  /* model */
+  char model[32];
+  int layers, hidden, heads, seq, vocab, max_seq;
+  int vocab_given; /* --vocab on the command line (else from the data) */
+  /* parallel grid */
+  int world, dp, tp, pp, cp; /* world = dp x pp x cp x tp */
+  int world_given;
+  int sp;
+  /* mixture of experts (moe.h): experts 0 = a dense MLP in every block */
+  int experts, top_k, moe_every; /* E experts, top-K routing, every N-th block is MoE */
+  double aux_loss_coef;          /* load-balancing loss weight (Switch/GShard) */
+  double capacity_factor;        /* 0: dropless; else capacity ceil(F x N x K / E) per expert */
+  int ep;                        /* expert-parallel degree, carved out of dp (divides dp) */
+  schedule_kind schedule;
+  int virtual_stages; /* model chunks per pipeline rank (--schedule interleaved) */
+  int zero;
+  recompute_kind recompute;
+  double bucket_mb;
+  int overlap;
+  /* batch */
+  int batch;        /* global sequences per optimizer step */
+  int microbatches; /* per DP rank */
+  int microbatches_given;
+  /* optimization */
+  int steps;
+  unsigned long long seed;
+  double lr, min_lr_ratio, weight_decay, grad_clip, beta1, beta2, eps;
+  int warmup;
+  int warmup_given;
+  /* run */
+  char backend[16];
+  char activations[8]; /* "fp32", "bf16", "auto" (dev_dtype chosen in train.c) */
+  char data[512];
+  int bpe_merges; /* 0: byte tokenizer */
+  char log[512];
+  char trace[512];
+  int profile_first, profile_last; /* steps traced (inclusive), -1: all */
+  double peak_tflops;              /* per rank; <= 0: backend default */
+  int peak_tflops_given;           /* --peak-tflops on the command line (then > 0) */
+  double watchdog_s;
+  int quiet;
+  int check_config; /* --check-config: validate, print, exit */
+  /* checkpoints (checkpoint.h) */
+  char checkpoint_dir[512];
+  int checkpoint_every; /* steps; 0: only after the last step */
+  int checkpoint_keep;  /* complete checkpoints kept */
+  int resume;
+  int force; /* --force: --trace may write over an earlier run */
+  /* testing aids */
+  int debug_die_rank, debug_die_step;
+  int debug_hang_rank, debug_hang_step;
+  /* --debug-die-in-checkpoint STEP:RANK:shard|manifest|prune (point 1: halfway through
+   * the shard, 2: before the manifest's rename, 3: rank 0 pruning, once the first old
+   * manifest is removed; 0: off) */
+  int debug_ckpt_die_step, debug_ckpt_die_rank, debug_ckpt_die_point;
+  /* --debug-dump-params DIR: after the last step each rank writes DIR/rank-RRRRR.params,
+   * one line "name layer index value" per parameter element of its chunks (tests compare
+   * final weights across layouts with it) */
+  char debug_dump_params[512];
+  /* --debug-delay RANK:PHASE:MS (repeatable): rank RANK idles its device MS ms at PHASE,
+   * every step (train_step.c: train_debug_delay) — known causes for validating the analyzer */
+  struct {
+    int rank, phase, ms;
+  } debug_delay[CONFIG_MAX_DELAYS];
+  int ndebug_delays;
 } train_config;
 
 /* Phases of --debug-delay. */

@@ -25,32 +25,32 @@ typedef struct cpu_task cpu_task;
  * `stride` elements apart. With bf16 activations the task runs on fp32 copies of these
  * (device_cpu_ops.c); `written` ones are rounded back into the bf16 buffer afterwards. */
 typedef struct cpu_act_arg {
-    int index;
-    int written;
-    size_t rows, width, stride;
+  int index;
+  int written;
+  size_t rows, width, stride;
 } cpu_act_arg;
 
 #define CPU_TASK_MAX_ACTS 6
 
 struct cpu_task {
-    /* Runs the operation; returns 0, or -1 after writing a message into err. */
-    int (*run)(cpu_task *t, char *err, size_t errlen);
-    /* Optional: called after run succeeded, with the trace times, on the worker. */
-    void (*done)(cpu_task *t, uint64_t start_ns, uint64_t end_ns);
-    const char *name;   /* static string: the op name in the trace */
-    uint32_t category;  /* stepscope_category */
-    uint64_t flops, bytes;
-    uint64_t comm_id, seq; /* when the task executes a collective */
-    uint64_t correlation;  /* filled by cpu_stream_enqueue */
-    uint64_t stream_trace_id; /* filled by cpu_stream_enqueue */
-    void *ctx;          /* the owner's object (communicator...) */
-    void *p[8];
-    int64_t i[10];
-    double f[8];
-    cpu_act_arg acts[CPU_TASK_MAX_ACTS]; /* compute tasks: the activation arguments */
-    int nacts;
-    int (*staged_run)(cpu_task *t, char *err, size_t errlen); /* run when staged in fp32 */
-    cpu_task *next;     /* queue link, owned by the stream */
+  /* Runs the operation; returns 0, or -1 after writing a message into err. */
+  int (*run)(cpu_task *t, char *err, size_t errlen);
+  /* Optional: called after run succeeded, with the trace times, on the worker. */
+  void (*done)(cpu_task *t, uint64_t start_ns, uint64_t end_ns);
+  const char *name;  /* static string: the op name in the trace */
+  uint32_t category; /* stepscope_category */
+  uint64_t flops, bytes;
+  uint64_t comm_id, seq;    /* when the task executes a collective */
+  uint64_t correlation;     /* filled by cpu_stream_enqueue */
+  uint64_t stream_trace_id; /* filled by cpu_stream_enqueue */
+  void *ctx;                /* the owner's object (communicator...) */
+  void *p[8];
+  int64_t i[10];
+  double f[8];
+  cpu_act_arg acts[CPU_TASK_MAX_ACTS]; /* compute tasks: the activation arguments */
+  int nacts;
+  int (*staged_run)(cpu_task *t, char *err, size_t errlen); /* run when staged in fp32 */
+  cpu_task *next;                                           /* queue link, owned by the stream */
 };
 
 /* Enqueues a copy of *t on s. Returns 0, or -1 when out of memory (the stream

@@ -34,29 +34,29 @@
 /* One (layer, micro-batch slot)'s route, decided in forward and reused in backward. Host
  * arrays, except off_dev. */
 typedef struct ep_route {
-    uint64_t *send_el, *recv_el; /* [ep] elements (rows x C) to / from each group rank */
-    int *my_counts;              /* [E] this rank's rows per global expert */
-    int *recv_counts;            /* [ep x El] rows from source k for local expert j ([k][j]) */
-    int *off;                    /* [El+1] local-expert offsets of the received rows */
-    int *off_dev;                /* the same on the device (read by the grouped GEMMs) */
-    int rows;                    /* rows received (off[El]) */
+  uint64_t *send_el, *recv_el; /* [ep] elements (rows x C) to / from each group rank */
+  int *my_counts;              /* [E] this rank's rows per global expert */
+  int *recv_counts;            /* [ep x El] rows from source k for local expert j ([k][j]) */
+  int *off;                    /* [El+1] local-expert offsets of the received rows */
+  int *off_dev;                /* the same on the device (read by the grouped GEMMs) */
+  int rows;                    /* rows received (off[El]) */
 } ep_route;
 
 typedef struct ep_ctx {
-    comm *c;        /* the EP group (group rank = ep rank) */
-    int ep, rank;   /* group size and this rank's place */
-    int E, El, C;   /* experts, experts per rank, row width */
-    dev_dtype act;
-    size_t act_es;
-    const dev_ops *o;
-    dev_device *dev;
-    dev_stream *s;            /* the compute stream */
-    int *recv_counts_dev;     /* [ep x El] device */
-    uint64_t *count_el;       /* [ep] El each: the counts all-to-all's splits */
-    dev_act *stage;           /* [rows_max, C] source-major staging */
-    size_t rows_max;          /* received rows at most: ep x N x min(K, El) */
-    /* per-step statistics (host): rows received per local expert, summed over the step */
-    long long tokens_in;      /* rows this rank's experts processed this step */
+  comm *c;      /* the EP group (group rank = ep rank) */
+  int ep, rank; /* group size and this rank's place */
+  int E, El, C; /* experts, experts per rank, row width */
+  dev_dtype act;
+  size_t act_es;
+  const dev_ops *o;
+  dev_device *dev;
+  dev_stream *s;        /* the compute stream */
+  int *recv_counts_dev; /* [ep x El] device */
+  uint64_t *count_el;   /* [ep] El each: the counts all-to-all's splits */
+  dev_act *stage;       /* [rows_max, C] source-major staging */
+  size_t rows_max;      /* received rows at most: ep x N x min(K, El) */
+  /* per-step statistics (host): rows received per local expert, summed over the step */
+  long long tokens_in; /* rows this rank's experts processed this step */
 } ep_ctx;
 
 /* Sets up the context for an EP group of size comm_size(c) holding E experts (E/ep each),

@@ -21,241 +21,222 @@
 
 static void zero3_before_unit(void *arg, int unit, int backward);
 
-void train_build_buckets(trainer *t)
-{
-    model *m = &t->m;
-    int units = model_unit_count(m);
-    size_t limit = (size_t)(t->cfg.bucket_mb * 1024 * 1024 / 4);
-    if (limit < 1)
-        limit = 1;
-    t->buckets = calloc((size_t)units, sizeof(bucket));
-    t->nbuckets = 0;
-    if (!t->buckets)
-        return;
-    bucket cur = {0, 0, -1, 0, 0, 0};
-    int open = 0;
-    for (int u = 0; u < units; u++) {
-        size_t b, e;
-        model_unit_range(m, u, &b, &e);
-        if (e <= b)
-            continue;
-        if (t->cfg.zero >= 2 && u == units - 1 && open) {
-            /* ZeRO-2/3: the embedding unit is a bucket of its own (train.c, zero_state) */
-            t->buckets[t->nbuckets++] = cur;
-            open = 0;
-        }
-        if (!open) {
-            cur.begin = b;
-            cur.end = e;
-            open = 1;
-        } else {
-            cur.begin = b; /* units are laid out in reverse backward order */
-        }
-        cur.ready_unit = u;
-        if (cur.end - cur.begin >= limit) {
-            t->buckets[t->nbuckets++] = cur;
-            open = 0;
-        }
+void train_build_buckets(trainer *t) {
+  model *m = &t->m;
+  int units = model_unit_count(m);
+  size_t limit = (size_t)(t->cfg.bucket_mb * 1024 * 1024 / 4);
+  if (limit < 1) limit = 1;
+  t->buckets = calloc((size_t)units, sizeof(bucket));
+  t->nbuckets = 0;
+  if (!t->buckets) return;
+  bucket cur = {0, 0, -1, 0, 0, 0};
+  int open = 0;
+  for (int u = 0; u < units; u++) {
+    size_t b, e;
+    model_unit_range(m, u, &b, &e);
+    if (e <= b) continue;
+    if (t->cfg.zero >= 2 && u == units - 1 && open) {
+      /* ZeRO-2/3: the embedding unit is a bucket of its own (train.c, zero_state) */
+      t->buckets[t->nbuckets++] = cur;
+      open = 0;
     }
-    if (open)
-        t->buckets[t->nbuckets++] = cur;
-    int rotating = 0;
-    for (int k = 0; k < t->nbuckets; k++) {
-        bucket *bk = &t->buckets[k];
-        bk->embed = t->cfg.zero >= 2 && bk->ready_unit == units - 1;
-        bk->slot = bk->embed ? -1 : rotating++ % 2;
+    if (!open) {
+      cur.begin = b;
+      cur.end = e;
+      open = 1;
+    } else {
+      cur.begin = b; /* units are laid out in reverse backward order */
     }
-    /* the padding tail (ZeRO shards) rides with the bucket that ends at nfloats */
-    for (int k = 0; k < t->nbuckets; k++)
-        if (t->buckets[k].end == m->nfloats)
-            t->buckets[k].end = m->nfloats_padded;
+    cur.ready_unit = u;
+    if (cur.end - cur.begin >= limit) {
+      t->buckets[t->nbuckets++] = cur;
+      open = 0;
+    }
+  }
+  if (open) t->buckets[t->nbuckets++] = cur;
+  int rotating = 0;
+  for (int k = 0; k < t->nbuckets; k++) {
+    bucket *bk = &t->buckets[k];
+    bk->embed = t->cfg.zero >= 2 && bk->ready_unit == units - 1;
+    bk->slot = bk->embed ? -1 : rotating++ % 2;
+  }
+  /* the padding tail (ZeRO shards) rides with the bucket that ends at nfloats */
+  for (int k = 0; k < t->nbuckets; k++)
+    if (t->buckets[k].end == m->nfloats) t->buckets[k].end = m->nfloats_padded;
 }
 
 /* --zero 2/3: the sharding plan, the shard and bucket buffers, and the model's units bound to
  * them; under ZeRO-3 also the rank's parameter pieces (taken from the initialized full buffer,
  * which is then freed). */
-int train_zero_setup(trainer *t)
-{
-    zero_state *z = &t->z;
-    model *m = &t->m;
-    const dev_ops *o = t->o;
-    size_t *begins = calloc((size_t)t->nbuckets + 1, sizeof(size_t));
-    size_t *ends = calloc((size_t)t->nbuckets + 1, sizeof(size_t));
-    int units = model_unit_count(m);
-    z->bucket_of_unit = malloc(sizeof(int) * (size_t)units);
-    if (!begins || !ends || !z->bucket_of_unit) {
-        free(begins);
-        free(ends);
-        return fail(t, "%s", "out of memory");
-    }
-    for (int k = 0; k < t->nbuckets; k++) {
-        begins[k] = t->buckets[k].begin;
-        ends[k] = t->buckets[k].end;
-    }
-    int rc = zero_plan_build(&z->plan, begins, ends, t->nbuckets, t->reduce_n, comm_rank(t->dp_c));
+int train_zero_setup(trainer *t) {
+  zero_state *z = &t->z;
+  model *m = &t->m;
+  const dev_ops *o = t->o;
+  size_t *begins = calloc((size_t)t->nbuckets + 1, sizeof(size_t));
+  size_t *ends = calloc((size_t)t->nbuckets + 1, sizeof(size_t));
+  int units = model_unit_count(m);
+  z->bucket_of_unit = malloc(sizeof(int) * (size_t)units);
+  if (!begins || !ends || !z->bucket_of_unit) {
     free(begins);
     free(ends);
-    if (rc != 0)
-        return fail(t, "%s", "out of memory");
-    size_t rot = 0, emb = 0;
-    for (int k = 0; k < t->nbuckets; k++) {
-        size_t padded = z->plan.b[k].padded;
-        if (t->buckets[k].embed)
-            emb = padded;
-        else if (padded > rot)
-            rot = padded;
-    }
-    z->gbuf_floats = z->pbuf_floats = rot;
-    z->grad_shard = o->alloc(t->dev, z->plan.shard_len * 4);
-    z->piece_tmp = o->alloc(t->dev, (z->plan.max_piece ? z->plan.max_piece : 1) * 4);
-    int bad = !z->grad_shard || !z->piece_tmp;
+    return fail(t, "%s", "out of memory");
+  }
+  for (int k = 0; k < t->nbuckets; k++) {
+    begins[k] = t->buckets[k].begin;
+    ends[k] = t->buckets[k].end;
+  }
+  int rc = zero_plan_build(&z->plan, begins, ends, t->nbuckets, t->reduce_n, comm_rank(t->dp_c));
+  free(begins);
+  free(ends);
+  if (rc != 0) return fail(t, "%s", "out of memory");
+  size_t rot = 0, emb = 0;
+  for (int k = 0; k < t->nbuckets; k++) {
+    size_t padded = z->plan.b[k].padded;
+    if (t->buckets[k].embed)
+      emb = padded;
+    else if (padded > rot)
+      rot = padded;
+  }
+  z->gbuf_floats = z->pbuf_floats = rot;
+  z->grad_shard = o->alloc(t->dev, z->plan.shard_len * 4);
+  z->piece_tmp = o->alloc(t->dev, (z->plan.max_piece ? z->plan.max_piece : 1) * 4);
+  int bad = !z->grad_shard || !z->piece_tmp;
+  for (int s = 0; s < 2 && rot; s++) {
+    z->gbuf[s] = o->alloc(t->dev, rot * 4);
+    z->ev_gfree[s] = o->event_create(t->dev);
+    bad |= !z->gbuf[s] || !z->ev_gfree[s];
+  }
+  if (emb) {
+    z->gembed = o->alloc(t->dev, emb * 4);
+    bad |= !z->gembed;
+  }
+  z->cur = -1;
+  z->cur_bucket = -1;
+  z->resident[0] = z->resident[1] = -1;
+  if (t->cfg.zero >= 3) {
+    z->param_shard = o->alloc(t->dev, z->plan.shard_len * 4);
+    z->ev_pfree = o->event_create(t->dev);
+    bad |= !z->param_shard || !z->ev_pfree;
     for (int s = 0; s < 2 && rot; s++) {
-        z->gbuf[s] = o->alloc(t->dev, rot * 4);
-        z->ev_gfree[s] = o->event_create(t->dev);
-        bad |= !z->gbuf[s] || !z->ev_gfree[s];
+      z->pbuf[s] = o->alloc(t->dev, rot * 4);
+      z->ev_gathered[s] = o->event_create(t->dev);
+      bad |= !z->pbuf[s] || !z->ev_gathered[s];
     }
     if (emb) {
-        z->gembed = o->alloc(t->dev, emb * 4);
-        bad |= !z->gembed;
+      z->pembed = o->alloc(t->dev, emb * 4);
+      bad |= !z->pembed;
     }
-    z->cur = -1;
-    z->cur_bucket = -1;
-    z->resident[0] = z->resident[1] = -1;
-    if (t->cfg.zero >= 3) {
-        z->param_shard = o->alloc(t->dev, z->plan.shard_len * 4);
-        z->ev_pfree = o->event_create(t->dev);
-        bad |= !z->param_shard || !z->ev_pfree;
-        for (int s = 0; s < 2 && rot; s++) {
-            z->pbuf[s] = o->alloc(t->dev, rot * 4);
-            z->ev_gathered[s] = o->event_create(t->dev);
-            bad |= !z->pbuf[s] || !z->ev_gathered[s];
-        }
-        if (emb) {
-            z->pembed = o->alloc(t->dev, emb * 4);
-            bad |= !z->pembed;
-        }
+  }
+  if (bad) return fail(t, "%s", "out of device memory for the ZeRO shards and bucket buffers");
+  for (int u = 0; u < units; u++)
+    z->bucket_of_unit[u] = -1;
+  for (int k = 0; k < t->nbuckets; k++) {
+    bucket *bk = &t->buckets[k];
+    for (int u = 0; u < units; u++) {
+      size_t b, e;
+      model_unit_range(m, u, &b, &e);
+      if (e <= b || b < bk->begin || b >= bk->end) continue;
+      z->bucket_of_unit[u] = k;
+      float *g = bk->embed ? z->gembed : z->gbuf[bk->slot];
+      float *p = bk->embed && z->pembed ? z->pembed : NULL;
+      model_bind_unit(m, u, p ? p + (b - bk->begin) : NULL, g + (b - bk->begin));
     }
-    if (bad)
-        return fail(t, "%s", "out of device memory for the ZeRO shards and bucket buffers");
-    for (int u = 0; u < units; u++)
-        z->bucket_of_unit[u] = -1;
+  }
+  if (t->cfg.zero >= 3) {
+    /* take this rank's pieces of the initialized parameters; the full buffer goes */
+    int r = z->plan.rank;
     for (int k = 0; k < t->nbuckets; k++) {
-        bucket *bk = &t->buckets[k];
-        for (int u = 0; u < units; u++) {
-            size_t b, e;
-            model_unit_range(m, u, &b, &e);
-            if (e <= b || b < bk->begin || b >= bk->end)
-                continue;
-            z->bucket_of_unit[u] = k;
-            float *g = bk->embed ? z->gembed : z->gbuf[bk->slot];
-            float *p = bk->embed && z->pembed ? z->pembed : NULL;
-            model_bind_unit(m, u, p ? p + (b - bk->begin) : NULL, g + (b - bk->begin));
-        }
+      size_t lo, hi;
+      zero_owned(&z->plan, k, r, &lo, &hi);
+      if (hi > lo)
+        o->copy(t->compute, z->param_shard + z->plan.b[k].shard_off, m->param + lo, (hi - lo) * 4);
     }
-    if (t->cfg.zero >= 3) {
-        /* take this rank's pieces of the initialized parameters; the full buffer goes */
-        int r = z->plan.rank;
-        for (int k = 0; k < t->nbuckets; k++) {
-            size_t lo, hi;
-            zero_owned(&z->plan, k, r, &lo, &hi);
-            if (hi > lo)
-                o->copy(t->compute, z->param_shard + z->plan.b[k].shard_off, m->param + lo,
-                        (hi - lo) * 4);
-        }
-        if (o->stream_synchronize(t->compute) != 0)
-            return fail(t, "%s", dev_last_error(t->dev));
-        o->free(t->dev, m->param);
-        m->param = NULL;
-        for (int u = 0; u < units; u++) /* bound by zero3_before_unit when needed */
-            if (z->bucket_of_unit[u] < 0 || !t->buckets[z->bucket_of_unit[u]].embed)
-                m->unit_param[u] = NULL;
-        m->before_unit = zero3_before_unit;
-        m->before_unit_arg = t;
-    }
-    return 0;
+    if (o->stream_synchronize(t->compute) != 0) return fail(t, "%s", dev_last_error(t->dev));
+    o->free(t->dev, m->param);
+    m->param = NULL;
+    for (int u = 0; u < units; u++) /* bound by zero3_before_unit when needed */
+      if (z->bucket_of_unit[u] < 0 || !t->buckets[z->bucket_of_unit[u]].embed)
+        m->unit_param[u] = NULL;
+    m->before_unit = zero3_before_unit;
+    m->before_unit_arg = t;
+  }
+  return 0;
 }
 
-void train_launch_bucket(trainer *t, int k)
-{
-    bucket *b = &t->buckets[k];
-    if (b->launched)
-        return;
-    b->launched = 1;
-    if (stepscope_active()) {
-        char args[96];
-        snprintf(args, sizeof args, "{\"bucket\":%d,\"bytes\":%zu}", k, (b->end - b->begin) * 4);
-        stepscope_range_push("allreduce bucket", args);
-    }
-    t->o->event_record(t->ev_bucket, t->compute);
-    t->o->stream_wait_event(t->dp_stream, t->ev_bucket);
-    comm_allreduce(t->dp_c, t->dp_stream, t->m.grad + b->begin, b->end - b->begin, COMM_FLOAT32);
-    pop_range();
+void train_launch_bucket(trainer *t, int k) {
+  bucket *b = &t->buckets[k];
+  if (b->launched) return;
+  b->launched = 1;
+  if (stepscope_active()) {
+    char args[96];
+    snprintf(args, sizeof args, "{\"bucket\":%d,\"bytes\":%zu}", k, (b->end - b->begin) * 4);
+    stepscope_range_push("allreduce bucket", args);
+  }
+  t->o->event_record(t->ev_bucket, t->compute);
+  t->o->stream_wait_event(t->dp_stream, t->ev_bucket);
+  comm_allreduce(t->dp_c, t->dp_stream, t->m.grad + b->begin, b->end - b->begin, COMM_FLOAT32);
+  pop_range();
 }
 
 /* ZeRO-2/3: reduce-scatters bucket k's gradient buffer over the gradient group on "comm
  * dp" and adds this rank's piece into its gradient shard. A rotating buffer is then zeroed
  * for the next bucket that uses it (and compute waits for that: ev_gfree); with --overlap off
  * compute waits right away, so nothing of it hides under backward. */
-void train_zero_reduce_bucket(trainer *t, int k)
-{
-    const dev_ops *o = t->o;
-    zero_state *z = &t->z;
-    bucket *b = &t->buckets[k];
-    const zero_bucket *zb = &z->plan.b[k];
-    float *buf = b->embed ? z->gembed : z->gbuf[b->slot];
-    if (stepscope_active()) {
-        char args[96];
-        snprintf(args, sizeof args, "{\"bucket\":%d,\"bytes\":%zu}", k, zb->padded * 4);
-        stepscope_range_push("reduce_scatter bucket", args);
-    }
-    o->event_record(t->ev_bucket, t->compute);
-    o->stream_wait_event(t->dp_stream, t->ev_bucket);
-    float *dst = z->grad_shard + zb->shard_off;
-    if (t->reduce_n > 1) {
-        comm_reduce_scatter(t->dp_c, t->dp_stream, z->piece_tmp, buf, zb->piece, COMM_FLOAT32);
-        o->add(t->dp_stream, dst, z->piece_tmp, zb->piece);
-    } else {
-        o->add(t->dp_stream, dst, buf, zb->piece);
-    }
-    if (!b->embed) {
-        o->zero(t->dp_stream, buf, zb->padded * 4);
-        o->event_record(z->ev_gfree[b->slot], t->dp_stream);
-        if (!t->cfg.overlap)
-            o->stream_wait_event(t->compute, z->ev_gfree[b->slot]);
-    }
-    pop_range();
+void train_zero_reduce_bucket(trainer *t, int k) {
+  const dev_ops *o = t->o;
+  zero_state *z = &t->z;
+  bucket *b = &t->buckets[k];
+  const zero_bucket *zb = &z->plan.b[k];
+  float *buf = b->embed ? z->gembed : z->gbuf[b->slot];
+  if (stepscope_active()) {
+    char args[96];
+    snprintf(args, sizeof args, "{\"bucket\":%d,\"bytes\":%zu}", k, zb->padded * 4);
+    stepscope_range_push("reduce_scatter bucket", args);
+  }
+  o->event_record(t->ev_bucket, t->compute);
+  o->stream_wait_event(t->dp_stream, t->ev_bucket);
+  float *dst = z->grad_shard + zb->shard_off;
+  if (t->reduce_n > 1) {
+    comm_reduce_scatter(t->dp_c, t->dp_stream, z->piece_tmp, buf, zb->piece, COMM_FLOAT32);
+    o->add(t->dp_stream, dst, z->piece_tmp, zb->piece);
+  } else {
+    o->add(t->dp_stream, dst, buf, zb->piece);
+  }
+  if (!b->embed) {
+    o->zero(t->dp_stream, buf, zb->padded * 4);
+    o->event_record(z->ev_gfree[b->slot], t->dp_stream);
+    if (!t->cfg.overlap) o->stream_wait_event(t->compute, z->ev_gfree[b->slot]);
+  }
+  pop_range();
 }
 
 /* ZeRO-2/3: all-gathers bucket k's parameters over the gradient group into dst (k's padded
  * size), each rank contributing its piece from `pieces` (its shard); on "comm dp". */
-static void zero_gather_bucket(trainer *t, int k, float *dst, const float *pieces)
-{
-    const dev_ops *o = t->o;
-    const zero_bucket *zb = &t->z.plan.b[k];
-    float *mine = dst + (size_t)t->z.plan.rank * zb->piece;
-    if (stepscope_active()) {
-        char args[96];
-        snprintf(args, sizeof args, "{\"bucket\":%d,\"bytes\":%zu}", k, zb->padded * 4);
-        stepscope_range_push("allgather bucket", args);
-    }
-    o->copy(t->dp_stream, mine, pieces + zb->shard_off, zb->piece * 4);
-    if (t->reduce_n > 1)
-        comm_allgather(t->dp_c, t->dp_stream, dst, mine, zb->piece, COMM_FLOAT32);
-    pop_range();
+static void zero_gather_bucket(trainer *t, int k, float *dst, const float *pieces) {
+  const dev_ops *o = t->o;
+  const zero_bucket *zb = &t->z.plan.b[k];
+  float *mine = dst + (size_t)t->z.plan.rank * zb->piece;
+  if (stepscope_active()) {
+    char args[96];
+    snprintf(args, sizeof args, "{\"bucket\":%d,\"bytes\":%zu}", k, zb->padded * 4);
+    stepscope_range_push("allgather bucket", args);
+  }
+  o->copy(t->dp_stream, mine, pieces + zb->shard_off, zb->piece * 4);
+  if (t->reduce_n > 1) comm_allgather(t->dp_c, t->dp_stream, dst, mine, zb->piece, COMM_FLOAT32);
+  pop_range();
 }
 
 /* ZeRO-3: starts gathering rotating bucket k into the parameter buffer compute is not using
  * (once compute has enqueued everything that reads that buffer's previous bucket). */
-static int zero3_start_gather(trainer *t, int k)
-{
-    zero_state *z = &t->z;
-    int s = z->cur < 0 ? 0 : 1 - z->cur;
-    t->o->event_record(z->ev_pfree, t->compute);
-    t->o->stream_wait_event(t->dp_stream, z->ev_pfree);
-    zero_gather_bucket(t, k, z->pbuf[s], z->param_shard);
-    t->o->event_record(z->ev_gathered[s], t->dp_stream);
-    z->resident[s] = k;
-    return s;
+static int zero3_start_gather(trainer *t, int k) {
+  zero_state *z = &t->z;
+  int s = z->cur < 0 ? 0 : 1 - z->cur;
+  t->o->event_record(z->ev_pfree, t->compute);
+  t->o->stream_wait_event(t->dp_stream, z->ev_pfree);
+  zero_gather_bucket(t, k, z->pbuf[s], z->param_shard);
+  t->o->event_record(z->ev_gathered[s], t->dp_stream);
+  z->resident[s] = k;
+  return s;
 }
 
 /* ZeRO-3, called by the model before a unit uses its parameters: makes the unit's bucket
@@ -263,191 +244,170 @@ static int zero3_start_gather(trainer *t, int k)
  * prefetches the bucket that comes next in this pass (forward walks the buckets down,
  * backward up) into the other buffer, so that its gather overlaps this bucket's compute.
  * The embedding bucket stays gathered for the whole step (zero3_gather_embed). */
-static void zero3_before_unit(void *arg, int unit, int backward)
-{
-    trainer *t = arg;
-    zero_state *z = &t->z;
-    model *m = &t->m;
-    int k = z->bucket_of_unit[unit];
-    if (k < 0 || t->buckets[k].embed || k == z->cur_bucket)
-        return;
-    int s = z->resident[0] == k ? 0 : z->resident[1] == k ? 1 : -1;
-    if (s < 0)
-        s = zero3_start_gather(t, k);
-    t->o->stream_wait_event(t->compute, z->ev_gathered[s]);
-    z->cur = s;
-    z->cur_bucket = k;
-    const bucket *bk = &t->buckets[k];
-    for (int u = 0; u < model_unit_count(m); u++)
-        if (z->bucket_of_unit[u] == k)
-            model_bind_unit(m, u, z->pbuf[s] + (m->unit_begin[u] - bk->begin), NULL);
-    int next = backward ? k + 1 : k - 1;
-    if (next >= 0 && next < t->nbuckets && !t->buckets[next].embed && z->resident[1 - s] != next)
-        zero3_start_gather(t, next);
+static void zero3_before_unit(void *arg, int unit, int backward) {
+  trainer *t = arg;
+  zero_state *z = &t->z;
+  model *m = &t->m;
+  int k = z->bucket_of_unit[unit];
+  if (k < 0 || t->buckets[k].embed || k == z->cur_bucket) return;
+  int s = z->resident[0] == k ? 0 : z->resident[1] == k ? 1 : -1;
+  if (s < 0) s = zero3_start_gather(t, k);
+  t->o->stream_wait_event(t->compute, z->ev_gathered[s]);
+  z->cur = s;
+  z->cur_bucket = k;
+  const bucket *bk = &t->buckets[k];
+  for (int u = 0; u < model_unit_count(m); u++)
+    if (z->bucket_of_unit[u] == k)
+      model_bind_unit(m, u, z->pbuf[s] + (m->unit_begin[u] - bk->begin), NULL);
+  int next = backward ? k + 1 : k - 1;
+  if (next >= 0 && next < t->nbuckets && !t->buckets[next].embed && z->resident[1 - s] != next)
+    zero3_start_gather(t, next);
 }
 
 /* ZeRO-3, at the start of a step (after the previous optimizer step): the embedding bucket
  * is gathered for the whole step (the first stage embeds at the start of forward and the
  * last reads the tied LM head at its end and at the start of backward); the rotating
  * buffers' contents are stale. */
-void train_zero3_step_begin(trainer *t)
-{
-    zero_state *z = &t->z;
-    z->resident[0] = z->resident[1] = -1;
-    z->cur = -1;
-    z->cur_bucket = -1;
-    for (int k = 0; k < t->nbuckets; k++) {
-        if (!t->buckets[k].embed)
-            continue;
-        t->o->event_record(z->ev_pfree, t->compute);
-        t->o->stream_wait_event(t->dp_stream, z->ev_pfree);
-        zero_gather_bucket(t, k, z->pembed, z->param_shard);
-        t->o->event_record(t->ev_gather_done, t->dp_stream);
-        t->o->stream_wait_event(t->compute, t->ev_gather_done);
-    }
+void train_zero3_step_begin(trainer *t) {
+  zero_state *z = &t->z;
+  z->resident[0] = z->resident[1] = -1;
+  z->cur = -1;
+  z->cur_bucket = -1;
+  for (int k = 0; k < t->nbuckets; k++) {
+    if (!t->buckets[k].embed) continue;
+    t->o->event_record(z->ev_pfree, t->compute);
+    t->o->stream_wait_event(t->dp_stream, z->ev_pfree);
+    zero_gather_bucket(t, k, z->pembed, z->param_shard);
+    t->o->event_record(t->ev_gather_done, t->dp_stream);
+    t->o->stream_wait_event(t->compute, t->ev_gather_done);
+  }
 }
 
 /* Called by model_backward after each unit: on the last micro-batch, or on every one under
  * ZeRO-2/3 (whose rotating bucket buffers hold one micro-batch's gradients). */
-void train_unit_done(void *arg, int unit)
-{
-    trainer *t = arg;
-    model *m = chunk_model(t, t->cur_chunk);
-    /* sequence parallel: LayerNorm gradients of a block are partial over TP */
-    if (m->sp && unit >= 1 && unit <= m->nblocks) {
-        comm_allreduce(t->tp_c, t->compute, m->unit_grad[unit], 4 * (size_t)m->C, COMM_FLOAT32);
+void train_unit_done(void *arg, int unit) {
+  trainer *t = arg;
+  model *m = chunk_model(t, t->cur_chunk);
+  /* sequence parallel: LayerNorm gradients of a block are partial over TP */
+  if (m->sp && unit >= 1 && unit <= m->nblocks) {
+    comm_allreduce(t->tp_c, t->compute, m->unit_grad[unit], 4 * (size_t)m->C, COMM_FLOAT32);
+  }
+  if (t->cfg.zero >= 2) {
+    for (int k = 0; k < t->nbuckets; k++) {
+      if (t->buckets[k].ready_unit != unit || t->buckets[k].embed) continue;
+      train_zero_reduce_bucket(t, k);
+      /* the next bucket's rotating buffer must be free before backward writes it */
+      if (k + 1 < t->nbuckets && !t->buckets[k + 1].embed)
+        t->o->stream_wait_event(t->compute, t->z.ev_gfree[t->buckets[k + 1].slot]);
     }
-    if (t->cfg.zero >= 2) {
-        for (int k = 0; k < t->nbuckets; k++) {
-            if (t->buckets[k].ready_unit != unit || t->buckets[k].embed)
-                continue;
-            train_zero_reduce_bucket(t, k);
-            /* the next bucket's rotating buffer must be free before backward writes it */
-            if (k + 1 < t->nbuckets && !t->buckets[k + 1].embed)
-                t->o->stream_wait_event(t->compute, t->z.ev_gfree[t->buckets[k + 1].slot]);
-        }
-        return;
-    }
-    if (t->reduce_n > 1 && t->cfg.overlap && t->cur_chunk == 0) /* buckets cut chunk 0 */
-        for (int k = 0; k < t->nbuckets; k++)
-            if (t->buckets[k].ready_unit == unit)
-                train_launch_bucket(t, k);
+    return;
+  }
+  if (t->reduce_n > 1 && t->cfg.overlap && t->cur_chunk == 0) /* buckets cut chunk 0 */
+    for (int k = 0; k < t->nbuckets; k++)
+      if (t->buckets[k].ready_unit == unit) train_launch_bucket(t, k);
 }
 
 /* Calls fn for every piece of parameter `p` this rank owns under ZeRO-2/3: flat range
  * [b, e) at shard offset `at` (zero_piece_fn: train_internal.h). */
-void train_zero_for_owned(trainer *t, const param_info *p, zero_piece_fn fn, void *arg)
-{
-    const zero_plan *zp = &t->z.plan;
-    for (int k = 0; k < zp->nbuckets; k++) {
-        size_t lo, hi;
-        zero_owned(zp, k, zp->rank, &lo, &hi);
-        size_t b = p->offset > lo ? p->offset : lo;
-        size_t e = p->offset + p->count < hi ? p->offset + p->count : hi;
-        if (e > b)
-            fn(t, p, b, e, zp->b[k].shard_off + (b - lo), arg);
-    }
+void train_zero_for_owned(trainer *t, const param_info *p, zero_piece_fn fn, void *arg) {
+  const zero_plan *zp = &t->z.plan;
+  for (int k = 0; k < zp->nbuckets; k++) {
+    size_t lo, hi;
+    zero_owned(zp, k, zp->rank, &lo, &hi);
+    size_t b = p->offset > lo ? p->offset : lo;
+    size_t e = p->offset + p->count < hi ? p->offset + p->count : hi;
+    if (e > b) fn(t, p, b, e, zp->b[k].shard_off + (b - lo), arg);
+  }
 }
 
-void train_norm_piece(trainer *t, const param_info *p, size_t b, size_t e, size_t at, void *arg)
-{
-    (void)p;
-    (void)arg;
-    t->o->sum_squares_accumulate(t->compute, t->stat + 1, t->z.grad_shard + at, e - b);
+void train_norm_piece(trainer *t, const param_info *p, size_t b, size_t e, size_t at, void *arg) {
+  (void)p;
+  (void)arg;
+  t->o->sum_squares_accumulate(t->compute, t->stat + 1, t->z.grad_shard + at, e - b);
 }
 
 typedef struct adam_args {
-    int step;
-    float lr;
+  int step;
+  float lr;
 } adam_args;
 
-static void adam_piece(trainer *t, const param_info *p, size_t b, size_t e, size_t at, void *arg)
-{
-    const adam_args *a = arg;
-    const train_config *c = &t->cfg;
-    /* ZeRO-2: the full parameter buffer; ZeRO-3: the rank's parameter shard */
-    float *param = t->z.param_shard ? t->z.param_shard + at : t->m.param + b;
-    t->o->adamw(t->compute, param, t->z.grad_shard + at, t->adam_m + at, t->adam_v + at, e - b,
-                a->lr, (float)c->beta1, (float)c->beta2, (float)c->eps,
-                p->decay ? (float)c->weight_decay : 0.0f, a->step + 1);
+static void adam_piece(trainer *t, const param_info *p, size_t b, size_t e, size_t at, void *arg) {
+  const adam_args *a = arg;
+  const train_config *c = &t->cfg;
+  /* ZeRO-2: the full parameter buffer; ZeRO-3: the rank's parameter shard */
+  float *param = t->z.param_shard ? t->z.param_shard + at : t->m.param + b;
+  t->o->adamw(t->compute, param, t->z.grad_shard + at, t->adam_m + at, t->adam_v + at, e - b, a->lr,
+              (float)c->beta1, (float)c->beta2, (float)c->eps,
+              p->decay ? (float)c->weight_decay : 0.0f, a->step + 1);
 }
 
 /* ZeRO-2/3: AdamW on the rank's pieces; ZeRO-2 then all-gathers every bucket's parameters
  * (through a free rotating gradient buffer, zeroed again after) into the full buffer. ZeRO-3
  * gathers on demand in the next step. */
-void train_zero_optimizer(trainer *t, int step, double clip_scale, float lr)
-{
-    const dev_ops *o = t->o;
-    model *m = &t->m;
-    zero_state *z = &t->z;
-    if (clip_scale < 1.0)
-        o->scale(t->compute, z->grad_shard, (float)clip_scale, z->plan.shard_len);
-    adam_args a = {step, lr};
-    for (int k = 0; k < m->nparams; k++)
-        train_zero_for_owned(t, &m->params[k], adam_piece, &a);
-    if (z->param_shard || t->reduce_n == 1) /* ZeRO-3, or one rank: nothing to gather */
-        return;
-    o->event_record(t->ev_opt_done, t->compute);
-    o->stream_wait_event(t->dp_stream, t->ev_opt_done);
-    for (int k = 0; k < t->nbuckets; k++) {
-        const bucket *bk = &t->buckets[k];
-        float *staging = bk->embed ? z->gembed : z->gbuf[0];
-        /* every rank's piece, from its own updated parameters */
-        size_t lo, hi;
-        zero_owned(&z->plan, k, z->plan.rank, &lo, &hi);
-        float *mine = staging + (size_t)z->plan.rank * z->plan.b[k].piece;
-        if (stepscope_active()) {
-            char args[96];
-            snprintf(args, sizeof args, "{\"bucket\":%d,\"bytes\":%zu}", k,
-                     z->plan.b[k].padded * 4);
-            stepscope_range_push("allgather bucket", args);
-        }
-        if (hi > lo)
-            o->copy(t->dp_stream, mine, m->param + lo, (hi - lo) * 4);
-        comm_allgather(t->dp_c, t->dp_stream, staging, mine, z->plan.b[k].piece, COMM_FLOAT32);
-        o->copy(t->dp_stream, m->param + bk->begin, staging, (bk->end - bk->begin) * 4);
-        o->zero(t->dp_stream, staging, z->plan.b[k].padded * 4);
-        pop_range();
+void train_zero_optimizer(trainer *t, int step, double clip_scale, float lr) {
+  const dev_ops *o = t->o;
+  model *m = &t->m;
+  zero_state *z = &t->z;
+  if (clip_scale < 1.0) o->scale(t->compute, z->grad_shard, (float)clip_scale, z->plan.shard_len);
+  adam_args a = {step, lr};
+  for (int k = 0; k < m->nparams; k++)
+    train_zero_for_owned(t, &m->params[k], adam_piece, &a);
+  if (z->param_shard || t->reduce_n == 1) /* ZeRO-3, or one rank: nothing to gather */
+    return;
+  o->event_record(t->ev_opt_done, t->compute);
+  o->stream_wait_event(t->dp_stream, t->ev_opt_done);
+  for (int k = 0; k < t->nbuckets; k++) {
+    const bucket *bk = &t->buckets[k];
+    float *staging = bk->embed ? z->gembed : z->gbuf[0];
+    /* every rank's piece, from its own updated parameters */
+    size_t lo, hi;
+    zero_owned(&z->plan, k, z->plan.rank, &lo, &hi);
+    float *mine = staging + (size_t)z->plan.rank * z->plan.b[k].piece;
+    if (stepscope_active()) {
+      char args[96];
+      snprintf(args, sizeof args, "{\"bucket\":%d,\"bytes\":%zu}", k, z->plan.b[k].padded * 4);
+      stepscope_range_push("allgather bucket", args);
     }
-    o->event_record(t->ev_gather_done, t->dp_stream);
-    o->stream_wait_event(t->compute, t->ev_gather_done);
+    if (hi > lo) o->copy(t->dp_stream, mine, m->param + lo, (hi - lo) * 4);
+    comm_allgather(t->dp_c, t->dp_stream, staging, mine, z->plan.b[k].piece, COMM_FLOAT32);
+    o->copy(t->dp_stream, m->param + bk->begin, staging, (bk->end - bk->begin) * 4);
+    o->zero(t->dp_stream, staging, z->plan.b[k].padded * 4);
+    pop_range();
+  }
+  o->event_record(t->ev_gather_done, t->dp_stream);
+  o->stream_wait_event(t->compute, t->ev_gather_done);
 }
 
 /* ZeRO-3 checkpoints hold the same shard format as the other stages (the stage's full flat
  * parameters, then the rank's AdamW moments), so the parameters are gathered into a
  * temporary full buffer for saving and cut from one after loading; that buffer (4 bytes x
  * the stage's parameters) exists only while a checkpoint is written or read. */
-float *train_zero3_alloc_full(trainer *t)
-{
-    float *full = t->o->alloc(t->dev, t->m.nfloats_padded * 4);
-    if (!full)
-        fail(t, "%s", "checkpoint: out of device memory for the gathered ZeRO-3 parameters");
-    return full;
+float *train_zero3_alloc_full(trainer *t) {
+  float *full = t->o->alloc(t->dev, t->m.nfloats_padded * 4);
+  if (!full) fail(t, "%s", "checkpoint: out of device memory for the gathered ZeRO-3 parameters");
+  return full;
 }
 
-int train_zero3_gather_all(trainer *t, float *full)
-{
-    zero_state *z = &t->z;
-    for (int k = 0; k < t->nbuckets; k++) {
-        const bucket *bk = &t->buckets[k];
-        float *staging = bk->embed ? z->pembed : z->pbuf[0];
-        zero_gather_bucket(t, k, staging, z->param_shard);
-        t->o->copy(t->dp_stream, full + bk->begin, staging, (bk->end - bk->begin) * 4);
-    }
-    z->resident[0] = z->resident[1] = -1; /* pbuf[0] was overwritten */
-    z->cur = z->cur_bucket = -1;
-    return train_sync_all(t);
+int train_zero3_gather_all(trainer *t, float *full) {
+  zero_state *z = &t->z;
+  for (int k = 0; k < t->nbuckets; k++) {
+    const bucket *bk = &t->buckets[k];
+    float *staging = bk->embed ? z->pembed : z->pbuf[0];
+    zero_gather_bucket(t, k, staging, z->param_shard);
+    t->o->copy(t->dp_stream, full + bk->begin, staging, (bk->end - bk->begin) * 4);
+  }
+  z->resident[0] = z->resident[1] = -1; /* pbuf[0] was overwritten */
+  z->cur = z->cur_bucket = -1;
+  return train_sync_all(t);
 }
 
-int train_zero3_scatter_all(trainer *t, const float *full)
-{
-    zero_state *z = &t->z;
-    for (int k = 0; k < t->nbuckets; k++) {
-        size_t lo, hi;
-        zero_owned(&z->plan, k, z->plan.rank, &lo, &hi);
-        if (hi > lo)
-            t->o->copy(t->compute, z->param_shard + z->plan.b[k].shard_off, full + lo,
-                       (hi - lo) * 4);
-    }
-    return train_sync_all(t);
+int train_zero3_scatter_all(trainer *t, const float *full) {
+  zero_state *z = &t->z;
+  for (int k = 0; k < t->nbuckets; k++) {
+    size_t lo, hi;
+    zero_owned(&z->plan, k, z->plan.rank, &lo, &hi);
+    if (hi > lo)
+      t->o->copy(t->compute, z->param_shard + z->plan.b[k].shard_off, full + lo, (hi - lo) * 4);
+  }
+  return train_sync_all(t);
 }

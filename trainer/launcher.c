@@ -39,239 +39,220 @@
 
 static volatile sig_atomic_t g_interrupted;
 
-static void on_interrupt(int sig) { g_interrupted = sig; }
-
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
+static void on_interrupt(int sig) {
+  g_interrupted = sig;
 }
 
-static void segment_path(char *buf, size_t n, const char *key)
-{
-    struct stat st;
-    const char *dir = "/dev/shm";
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || access(dir, W_OK) != 0) {
-        dir = getenv("TMPDIR");
-        if (!dir || !dir[0])
-            dir = "/tmp";
-    }
-    snprintf(buf, n, "%s/stepscope-%s.shm", dir, key);
+static double mono_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static void stop_all(pid_t *pids, int *alive, int n)
-{
-    for (int r = 0; r < n; r++)
-        if (alive[r])
-            kill(pids[r], SIGTERM);
-    double until = mono_s() + 2.0;
-    for (;;) {
-        int left = 0;
-        for (int r = 0; r < n; r++) {
-            if (!alive[r])
-                continue;
-            int st;
-            pid_t p = waitpid(pids[r], &st, WNOHANG);
-            if (p == pids[r])
-                alive[r] = 0;
-            else
-                left++;
-        }
-        if (!left)
-            return;
-        if (mono_s() > until)
-            break;
-        usleep(20000);
-    }
-    for (int r = 0; r < n; r++)
-        if (alive[r]) {
-            kill(pids[r], SIGKILL);
-            waitpid(pids[r], NULL, 0);
-            alive[r] = 0;
-        }
+static void segment_path(char *buf, size_t n, const char *key) {
+  struct stat st;
+  const char *dir = "/dev/shm";
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || access(dir, W_OK) != 0) {
+    dir = getenv("TMPDIR");
+    if (!dir || !dir[0]) dir = "/tmp";
+  }
+  snprintf(buf, n, "%s/stepscope-%s.shm", dir, key);
 }
 
-int launcher_run(const train_config *cfg)
-{
-    int n = cfg->world;
-    char key[64], path[600], err[512];
-    snprintf(key, sizeof key, "job%d", (int)getpid());
-    segment_path(path, sizeof path, key);
-    if (comm_shm_create(path, n, err, sizeof err) != 0) {
-        fprintf(stderr, "stepscope-train: %s\n", err);
-        return 1;
-    }
-    comm_job_options jo = {0, n, path, 0, cfg->watchdog_s, 0, 1}; /* an observer, not a rank */
-    comm_job *job = comm_job_open(&jo, err, sizeof err); /* the launcher's view, for heartbeats */
-    if (!job) {
-        fprintf(stderr, "stepscope-train: %s\n", err);
-        unlink(path);
-        return 1;
-    }
-    pid_t *pids = calloc((size_t)n, sizeof(pid_t));
-    int *alive = calloc((size_t)n, sizeof(int));
-    if (!pids || !alive) {
-        fprintf(stderr, "stepscope-train: out of memory\n");
-        free(pids);
-        free(alive);
-        comm_job_close(job);
-        unlink(path);
-        return 1;
-    }
-    fflush(stdout);
-    fflush(stderr);
-    int status = 0;
-    struct sigaction sa, old_int, old_term;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_interrupt;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
-    pid_t launcher_pid = getpid();
+static void stop_all(pid_t *pids, int *alive, int n) {
+  for (int r = 0; r < n; r++)
+    if (alive[r]) kill(pids[r], SIGTERM);
+  double until = mono_s() + 2.0;
+  for (;;) {
+    int left = 0;
     for (int r = 0; r < n; r++) {
-        pid_t p = fork();
-        if (p < 0) {
-            fprintf(stderr, "stepscope-train: fork for rank %d failed: %s\n", r, strerror(errno));
-            comm_job_abort(job, "the launcher could not start every rank");
-            stop_all(pids, alive, r);
-            status = 1;
-            goto done;
-        }
-        if (p == 0) {
-            sigaction(SIGINT, &old_int, NULL);
-            sigaction(SIGTERM, &old_term, NULL);
-            /* die with the launcher, however it dies (SIGKILL, SIGPIPE...): SIGTERM,
-             * so the rank's trace is flushed; and if it died before this line */
-            prctl(PR_SET_PDEATHSIG, SIGTERM);
-            if (getppid() != launcher_pid)
-                _exit(1);
-            char v[32];
-            snprintf(v, sizeof v, "%d", r);
-            setenv("RANK", v, 1);
-            setenv("LOCAL_RANK", v, 1);
-            snprintf(v, sizeof v, "%d", n);
-            setenv("WORLD_SIZE", v, 1);
-            setenv("LOCAL_WORLD_SIZE", v, 1); /* every rank is on this machine */
-            rank_env env = {r, n, r, path, 0, 0, 2 * cfg->watchdog_s, 0};
-            int rc = train_rank_run(cfg, &env);
-            fflush(stdout);
-            fflush(stderr);
-            _exit(rc);
-        }
-        pids[r] = p;
-        alive[r] = 1;
+      if (!alive[r]) continue;
+      int st;
+      pid_t p = waitpid(pids[r], &st, WNOHANG);
+      if (p == pids[r])
+        alive[r] = 0;
+      else
+        left++;
     }
-    {
-        int left = n;
-        while (left > 0) {
-            if (g_interrupted) {
-                fprintf(stderr, "stepscope-train: interrupted (signal %d); stopping all ranks\n",
-                        (int)g_interrupted);
-                comm_job_abort(job, "the launcher was interrupted");
-                stop_all(pids, alive, n);
-                status = 1;
-                goto done;
-            }
-            for (int r = 0; r < n; r++) {
-                if (!alive[r])
-                    continue;
-                int st;
-                pid_t p = waitpid(pids[r], &st, WNOHANG);
-                if (p != pids[r])
-                    continue;
-                alive[r] = 0;
-                left--;
-                if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
-                    continue;
-                if (WIFSIGNALED(st))
-                    fprintf(stderr,
-                            "stepscope-train: rank %d (pid %d) was killed by signal %d (%s); "
-                            "stopping the other ranks\n",
-                            r, (int)pids[r], WTERMSIG(st), strsignal(WTERMSIG(st)));
-                else
-                    fprintf(stderr,
-                            "stepscope-train: rank %d (pid %d) exited with status %d; stopping "
-                            "the other ranks\n",
-                            r, (int)pids[r], WEXITSTATUS(st));
-                char why[128];
-                snprintf(why, sizeof why, "rank %d failed", r);
-                comm_job_abort(job, why);
-                stop_all(pids, alive, n);
-                status = 1;
-                goto done;
-            }
-            /* watchdog: once some rank has been silent too long, blame the
-             * least recently active rank that is not itself waiting for peers
-             * (the others wait for it); if every rank waits (a deadlock), the
-             * one silent the longest */
-            uint64_t now = (uint64_t)(mono_s() * 1e9), oldest = UINT64_MAX;
-            int who = -1, who_busy = -1;
-            uint64_t oldest_busy = UINT64_MAX;
-            for (int r = 0; r < n; r++) {
-                if (!alive[r])
-                    continue;
-                uint64_t hb = comm_job_heartbeat_of(job, r);
-                if (hb < oldest) {
-                    oldest = hb;
-                    who = r;
-                }
-                if (comm_job_waiting_of(job, r) == 0 && hb < oldest_busy) {
-                    oldest_busy = hb;
-                    who_busy = r;
-                }
-            }
-            if (who >= 0 && oldest != 0 && now > oldest &&
-                (double)(now - oldest) / 1e9 > cfg->watchdog_s) {
-                if (who_busy >= 0)
-                    who = who_busy;
-                uint64_t hb = comm_job_heartbeat_of(job, who);
-                fprintf(stderr,
-                        "stepscope-train: rank %d (pid %d) hung: no progress for %.1f s "
-                        "(--watchdog-s %g); stopping all ranks\n",
-                        who, (int)pids[who], now > hb ? (double)(now - hb) / 1e9 : 0.0,
-                        cfg->watchdog_s);
-                for (int r = 0; r < n; r++) {
-                    if (!alive[r])
-                        continue;
-                    hb = comm_job_heartbeat_of(job, r);
-                    fprintf(stderr, "stepscope-train:   rank %d: last progress %.1f s ago, %s\n",
-                            r, now > hb ? (double)(now - hb) / 1e9 : 0.0,
-                            comm_job_waiting_of(job, r) ? "waiting for peers"
-                                                        : "not waiting for peers");
-                }
-                char why[128];
-                snprintf(why, sizeof why, "watchdog: rank %d hung", who);
-                comm_job_abort(job, why);
-                stop_all(pids, alive, n);
-                status = 1;
-                goto done;
-            }
-            usleep(20000);
-        }
+    if (!left) return;
+    if (mono_s() > until) break;
+    usleep(20000);
+  }
+  for (int r = 0; r < n; r++)
+    if (alive[r]) {
+      kill(pids[r], SIGKILL);
+      waitpid(pids[r], NULL, 0);
+      alive[r] = 0;
     }
-done:
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
-    comm_job_close(job);
+}
+
+int launcher_run(const train_config *cfg) {
+  int n = cfg->world;
+  char key[64], path[600], err[512];
+  snprintf(key, sizeof key, "job%d", (int)getpid());
+  segment_path(path, sizeof path, key);
+  if (comm_shm_create(path, n, err, sizeof err) != 0) {
+    fprintf(stderr, "stepscope-train: %s\n", err);
+    return 1;
+  }
+  comm_job_options jo = {0, n, path, 0, cfg->watchdog_s, 0, 1}; /* an observer, not a rank */
+  comm_job *job = comm_job_open(&jo, err, sizeof err); /* the launcher's view, for heartbeats */
+  if (!job) {
+    fprintf(stderr, "stepscope-train: %s\n", err);
     unlink(path);
+    return 1;
+  }
+  pid_t *pids = calloc((size_t)n, sizeof(pid_t));
+  int *alive = calloc((size_t)n, sizeof(int));
+  if (!pids || !alive) {
+    fprintf(stderr, "stepscope-train: out of memory\n");
     free(pids);
     free(alive);
-    return status;
+    comm_job_close(job);
+    unlink(path);
+    return 1;
+  }
+  fflush(stdout);
+  fflush(stderr);
+  int status = 0;
+  struct sigaction sa, old_int, old_term;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_interrupt;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+  pid_t launcher_pid = getpid();
+  for (int r = 0; r < n; r++) {
+    pid_t p = fork();
+    if (p < 0) {
+      fprintf(stderr, "stepscope-train: fork for rank %d failed: %s\n", r, strerror(errno));
+      comm_job_abort(job, "the launcher could not start every rank");
+      stop_all(pids, alive, r);
+      status = 1;
+      goto done;
+    }
+    if (p == 0) {
+      sigaction(SIGINT, &old_int, NULL);
+      sigaction(SIGTERM, &old_term, NULL);
+      /* die with the launcher, however it dies (SIGKILL, SIGPIPE...): SIGTERM,
+       * so the rank's trace is flushed; and if it died before this line */
+      prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (getppid() != launcher_pid) _exit(1);
+      char v[32];
+      snprintf(v, sizeof v, "%d", r);
+      setenv("RANK", v, 1);
+      setenv("LOCAL_RANK", v, 1);
+      snprintf(v, sizeof v, "%d", n);
+      setenv("WORLD_SIZE", v, 1);
+      setenv("LOCAL_WORLD_SIZE", v, 1); /* every rank is on this machine */
+      rank_env env = {r, n, r, path, 0, 0, 2 * cfg->watchdog_s, 0};
+      int rc = train_rank_run(cfg, &env);
+      fflush(stdout);
+      fflush(stderr);
+      _exit(rc);
+    }
+    pids[r] = p;
+    alive[r] = 1;
+  }
+  {
+    int left = n;
+    while (left > 0) {
+      if (g_interrupted) {
+        fprintf(stderr, "stepscope-train: interrupted (signal %d); stopping all ranks\n",
+                (int)g_interrupted);
+        comm_job_abort(job, "the launcher was interrupted");
+        stop_all(pids, alive, n);
+        status = 1;
+        goto done;
+      }
+      for (int r = 0; r < n; r++) {
+        if (!alive[r]) continue;
+        int st;
+        pid_t p = waitpid(pids[r], &st, WNOHANG);
+        if (p != pids[r]) continue;
+        alive[r] = 0;
+        left--;
+        if (WIFEXITED(st) && WEXITSTATUS(st) == 0) continue;
+        if (WIFSIGNALED(st))
+          fprintf(stderr,
+                  "stepscope-train: rank %d (pid %d) was killed by signal %d (%s); "
+                  "stopping the other ranks\n",
+                  r, (int)pids[r], WTERMSIG(st), strsignal(WTERMSIG(st)));
+        else
+          fprintf(stderr,
+                  "stepscope-train: rank %d (pid %d) exited with status %d; stopping "
+                  "the other ranks\n",
+                  r, (int)pids[r], WEXITSTATUS(st));
+        char why[128];
+        snprintf(why, sizeof why, "rank %d failed", r);
+        comm_job_abort(job, why);
+        stop_all(pids, alive, n);
+        status = 1;
+        goto done;
+      }
+      /* watchdog: once some rank has been silent too long, blame the
+       * least recently active rank that is not itself waiting for peers
+       * (the others wait for it); if every rank waits (a deadlock), the
+       * one silent the longest */
+      uint64_t now = (uint64_t)(mono_s() * 1e9), oldest = UINT64_MAX;
+      int who = -1, who_busy = -1;
+      uint64_t oldest_busy = UINT64_MAX;
+      for (int r = 0; r < n; r++) {
+        if (!alive[r]) continue;
+        uint64_t hb = comm_job_heartbeat_of(job, r);
+        if (hb < oldest) {
+          oldest = hb;
+          who = r;
+        }
+        if (comm_job_waiting_of(job, r) == 0 && hb < oldest_busy) {
+          oldest_busy = hb;
+          who_busy = r;
+        }
+      }
+      if (who >= 0 && oldest != 0 && now > oldest &&
+          (double)(now - oldest) / 1e9 > cfg->watchdog_s) {
+        if (who_busy >= 0) who = who_busy;
+        uint64_t hb = comm_job_heartbeat_of(job, who);
+        fprintf(stderr,
+                "stepscope-train: rank %d (pid %d) hung: no progress for %.1f s "
+                "(--watchdog-s %g); stopping all ranks\n",
+                who, (int)pids[who], now > hb ? (double)(now - hb) / 1e9 : 0.0, cfg->watchdog_s);
+        for (int r = 0; r < n; r++) {
+          if (!alive[r]) continue;
+          hb = comm_job_heartbeat_of(job, r);
+          fprintf(stderr, "stepscope-train:   rank %d: last progress %.1f s ago, %s\n", r,
+                  now > hb ? (double)(now - hb) / 1e9 : 0.0,
+                  comm_job_waiting_of(job, r) ? "waiting for peers" : "not waiting for peers");
+        }
+        char why[128];
+        snprintf(why, sizeof why, "watchdog: rank %d hung", who);
+        comm_job_abort(job, why);
+        stop_all(pids, alive, n);
+        status = 1;
+        goto done;
+      }
+      usleep(20000);
+    }
+  }
+done:
+  sigaction(SIGINT, &old_int, NULL);
+  sigaction(SIGTERM, &old_term, NULL);
+  comm_job_close(job);
+  unlink(path);
+  free(pids);
+  free(alive);
+  return status;
 }
 
-int launcher_run_external(const train_config *cfg, int rank, int local_rank)
-{
-    const char *port = getenv("MASTER_PORT");
-    const char *job = getenv("STEPSCOPE_JOB_ID");
-    char key[128], path[600];
-    snprintf(key, sizeof key, "%s", job && job[0] ? job : port && port[0] ? port : "default");
-    segment_path(path, sizeof path, key);
-    if (rank == 0)
-        unlink(path); /* a stale segment from an earlier job with the same key */
-    /* ranks start together: a segment created well before this process is stale */
-    rank_env env = {rank,           cfg->world,       local_rank,
-                    path,           rank == 0,        rank == 0,
-                    cfg->watchdog_s, (long long)time(NULL) - 30};
-    return train_rank_run(cfg, &env);
+int launcher_run_external(const train_config *cfg, int rank, int local_rank) {
+  const char *port = getenv("MASTER_PORT");
+  const char *job = getenv("STEPSCOPE_JOB_ID");
+  char key[128], path[600];
+  snprintf(key, sizeof key, "%s", job && job[0] ? job : port && port[0] ? port : "default");
+  segment_path(path, sizeof path, key);
+  if (rank == 0) unlink(path); /* a stale segment from an earlier job with the same key */
+  /* ranks start together: a segment created well before this process is stale */
+  rank_env env = {rank,      cfg->world, local_rank,      path,
+                  rank == 0, rank == 0,  cfg->watchdog_s, (long long)time(NULL) - 30};
+  return train_rank_run(cfg, &env);
 }

@@ -20,61 +20,60 @@
 #include "trace_dir.h"
 #include "train.h"
 
-int main(int argc, char **argv)
-{
-    train_config cfg;
-    char err[512];
-    int rc = config_parse(&cfg, argc, argv, err, sizeof err);
-    if (rc == 1)
-        return 0;
-    if (rc != 0) {
-        fprintf(stderr, "stepscope-train: %s\n", err);
-        return 2;
+int main(int argc, char **argv) {
+  train_config cfg;
+  char err[512];
+  int rc = config_parse(&cfg, argc, argv, err, sizeof err);
+  if (rc == 1) return 0;
+  if (rc != 0) {
+    fprintf(stderr, "stepscope-train: %s\n", err);
+    return 2;
+  }
+  /* the options, then the checkpoints on disk against --resume, then the data */
+  if (config_validate(&cfg, err, sizeof err) != 0 ||
+      (cfg.checkpoint_dir[0] && ckpt_check_config(&cfg, err, sizeof err) != 0) ||
+      data_check(&cfg, err, sizeof err) != 0) {
+    fprintf(stderr, "stepscope-train: invalid configuration: %s\n", err);
+    return 2;
+  }
+  if (cfg.check_config) { /* scripts check their layouts on machines without a GPU */
+    char *json = config_to_json(&cfg);
+    printf("%s\n", json ? json : "{}");
+    free(json);
+    return json ? 0 : 1;
+  }
+  const char *rank_s = getenv("RANK"), *world_s = getenv("WORLD_SIZE");
+  /* --trace over an earlier run: refused unless --force (`stepscope record`
+   * checked its run directory itself: STEPSCOPE_RUN_DIR) */
+  const char *record_dir = getenv("STEPSCOPE_RUN_DIR");
+  if (cfg.trace[0] && !(record_dir && *record_dir) &&
+      trace_dir_check(cfg.trace, cfg.world, rank_s && world_s ? atoi(rank_s) : -1, cfg.force, err,
+                      sizeof err) != 0) {
+    fprintf(stderr, "stepscope-train: %s\n", err);
+    return 2;
+  }
+  if (rank_s && world_s) {
+    int rank = atoi(rank_s);
+    const char *lr = getenv("LOCAL_RANK");
+    if (rank < 0 || rank >= cfg.world) {
+      fprintf(stderr, "stepscope-train: RANK=%s is outside WORLD_SIZE=%s\n", rank_s, world_s);
+      return 2;
     }
-    /* the options, then the checkpoints on disk against --resume, then the data */
-    if (config_validate(&cfg, err, sizeof err) != 0 ||
-        (cfg.checkpoint_dir[0] && ckpt_check_config(&cfg, err, sizeof err) != 0) ||
-        data_check(&cfg, err, sizeof err) != 0) {
-        fprintf(stderr, "stepscope-train: invalid configuration: %s\n", err);
-        return 2;
+    if (atoi(world_s) != cfg.world) {
+      fprintf(stderr,
+              "stepscope-train: invalid configuration: --world %d differs from "
+              "WORLD_SIZE=%s\n",
+              cfg.world, world_s);
+      return 2;
     }
-    if (cfg.check_config) { /* scripts check their layouts on machines without a GPU */
-        char *json = config_to_json(&cfg);
-        printf("%s\n", json ? json : "{}");
-        free(json);
-        return json ? 0 : 1;
-    }
-    const char *rank_s = getenv("RANK"), *world_s = getenv("WORLD_SIZE");
-    /* --trace over an earlier run: refused unless --force (`stepscope record`
-     * checked its run directory itself: STEPSCOPE_RUN_DIR) */
-    const char *record_dir = getenv("STEPSCOPE_RUN_DIR");
-    if (cfg.trace[0] && !(record_dir && *record_dir) &&
-        trace_dir_check(cfg.trace, cfg.world, rank_s && world_s ? atoi(rank_s) : -1, cfg.force,
-                        err, sizeof err) != 0) {
-        fprintf(stderr, "stepscope-train: %s\n", err);
-        return 2;
-    }
-    if (rank_s && world_s) {
-        int rank = atoi(rank_s);
-        const char *lr = getenv("LOCAL_RANK");
-        if (rank < 0 || rank >= cfg.world) {
-            fprintf(stderr, "stepscope-train: RANK=%s is outside WORLD_SIZE=%s\n", rank_s, world_s);
-            return 2;
-        }
-        if (atoi(world_s) != cfg.world) {
-            fprintf(stderr, "stepscope-train: invalid configuration: --world %d differs from "
-                            "WORLD_SIZE=%s\n", cfg.world, world_s);
-            return 2;
-        }
-        return launcher_run_external(&cfg, rank, lr ? atoi(lr) : rank);
-    }
-    if (cfg.world > 1)
-        return launcher_run(&cfg);
-    char path[256];
-    const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-    snprintf(path, sizeof path, "%s/stepscope-single%d.shm", dir, (int)getpid());
-    rank_env env = {0, 1, 0, path, 1, 1, cfg.watchdog_s, 0};
-    rc = train_rank_run(&cfg, &env);
-    unlink(path);
-    return rc;
+    return launcher_run_external(&cfg, rank, lr ? atoi(lr) : rank);
+  }
+  if (cfg.world > 1) return launcher_run(&cfg);
+  char path[256];
+  const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+  snprintf(path, sizeof path, "%s/stepscope-single%d.shm", dir, (int)getpid());
+  rank_env env = {0, 1, 0, path, 1, 1, cfg.watchdog_s, 0};
+  rc = train_rank_run(&cfg, &env);
+  unlink(path);
+  return rc;
 }

@@ -47,13 +47,13 @@
 #include "ring_attention.h"
 
 typedef struct model_grid {
-    int world, rank;
-    int dp, tp, pp, cp;
-    int dp_rank, tp_rank, pp_rank, cp_rank;
-    /* expert parallelism, carved out of DP: consecutive DP ranks form an EP group
-     * (ep_rank = dp_rank % ep); ranks with the same ep_rank form the expert-data-parallel
-     * group (edp_rank = dp_rank / ep, dp/ep members) that reduces the experts' gradients */
-    int ep, ep_rank, edp_rank;
+  int world, rank;
+  int dp, tp, pp, cp;
+  int dp_rank, tp_rank, pp_rank, cp_rank;
+  /* expert parallelism, carved out of DP: consecutive DP ranks form an EP group
+   * (ep_rank = dp_rank % ep); ranks with the same ep_rank form the expert-data-parallel
+   * group (edp_rank = dp_rank / ep, dp/ep members) that reduces the experts' gradients */
+  int ep, ep_rank, edp_rank;
 } model_grid;
 
 /* Where a rank sits in the grid world = dp x pp x cp x tp: TP fastest, then CP,
@@ -64,114 +64,114 @@ int model_grid_rank(const model_grid *g, int dp_rank, int pp_rank, int cp_rank, 
 
 /* What context parallelism needs besides the compute stream (model_create). */
 typedef struct model_cp_links {
-    comm *cp;                    /* the CP group (a ring in group-rank order) */
-    dev_stream *send, *recv;     /* "comm cp send" and "comm cp recv" */
+  comm *cp;                /* the CP group (a ring in group-rank order) */
+  dev_stream *send, *recv; /* "comm cp send" and "comm cp recv" */
 } model_cp_links;
 
 typedef struct param_info {
-    const char *name;
-    int layer;        /* global layer index, -1 embeddings, -2 final LayerNorm */
-    size_t offset;    /* in floats, into the stage's flat buffer */
-    size_t count;
-    int decay;        /* AdamW weight decay applies (matrices, embeddings) */
-    int tp_replicated; /* identical on every TP rank (counted once in the norm) */
-    int norm_counted; /* counted in the global gradient norm on this rank */
+  const char *name;
+  int layer;     /* global layer index, -1 embeddings, -2 final LayerNorm */
+  size_t offset; /* in floats, into the stage's flat buffer */
+  size_t count;
+  int decay;         /* AdamW weight decay applies (matrices, embeddings) */
+  int tp_replicated; /* identical on every TP rank (counted once in the norm) */
+  int norm_counted;  /* counted in the global gradient norm on this rank */
 } param_info;
 
 /* Activations of one block for one micro-batch (dev_act: the device's activation
  * type; statistics and attention matrices stay fp32). */
 typedef struct block_acts {
-    dev_act *in;                        /* [Ns,C] block input (residual) */
-    dev_act *ln1;                       /* [Ns,C] */
-    float *ln1_mean, *ln1_rstd;         /* [Ns],[Ns] */
-    dev_act *ln1_full;                  /* [N,C] (== ln1 without --sp) */
-    dev_act *qkv;                       /* [N,3C/tp] */
-    dev_act *atty;                      /* [N,C/tp] */
-    float *att;                         /* [B,NH/tp,T,T] (not with --cp > 1) */
-    float *lse;                         /* [2,B,NH/tp,Tc] --cp > 1: ring attention's log-sum-exp */
-    dev_act *res2;                      /* [Ns,C] */
-    dev_act *ln2;
-    float *ln2_mean, *ln2_rstd;
-    dev_act *ln2_full;
-    dev_act *fch, *fch_gelu;            /* [N,4C/tp] */
+  dev_act *in;                /* [Ns,C] block input (residual) */
+  dev_act *ln1;               /* [Ns,C] */
+  float *ln1_mean, *ln1_rstd; /* [Ns],[Ns] */
+  dev_act *ln1_full;          /* [N,C] (== ln1 without --sp) */
+  dev_act *qkv;               /* [N,3C/tp] */
+  dev_act *atty;              /* [N,C/tp] */
+  float *att;                 /* [B,NH/tp,T,T] (not with --cp > 1) */
+  float *lse;                 /* [2,B,NH/tp,Tc] --cp > 1: ring attention's log-sum-exp */
+  dev_act *res2;              /* [Ns,C] */
+  dev_act *ln2;
+  float *ln2_mean, *ln2_rstd;
+  dev_act *ln2_full;
+  dev_act *fch, *fch_gelu; /* [N,4C/tp] */
 } block_acts;
 
 typedef struct model_slot {
-    int *tokens, *targets;    /* [N] device */
-    dev_act *stage_in;        /* [Ns,C]: embedding output or received activation */
-    dev_act *block_in;        /* [nblocks,Ns,C] inputs of blocks 1.. (block 0 uses stage_in) */
-    dev_act *stage_out;       /* [Ns,C] */
-    dev_act *grad_in;         /* [Ns,C] gradient received from the next stage */
-    dev_act *grad_out;        /* [Ns,C] gradient w.r.t. stage_in (sent to the previous stage) */
-    char *arena;              /* the rest of the stored activations */
-    dev_act *final_full;      /* [N,C] last stage: input of lnf (gathered) */
-    dev_act *lnf;             /* last stage */
-    float *lnf_mean, *lnf_rstd;
-    dev_act *probs;           /* [N,Vp] last stage */
+  int *tokens, *targets; /* [N] device */
+  dev_act *stage_in;     /* [Ns,C]: embedding output or received activation */
+  dev_act *block_in;     /* [nblocks,Ns,C] inputs of blocks 1.. (block 0 uses stage_in) */
+  dev_act *stage_out;    /* [Ns,C] */
+  dev_act *grad_in;      /* [Ns,C] gradient received from the next stage */
+  dev_act *grad_out;     /* [Ns,C] gradient w.r.t. stage_in (sent to the previous stage) */
+  char *arena;           /* the rest of the stored activations */
+  dev_act *final_full;   /* [N,C] last stage: input of lnf (gathered) */
+  dev_act *lnf;          /* last stage */
+  float *lnf_mean, *lnf_rstd;
+  dev_act *probs; /* [N,Vp] last stage */
 } model_slot;
 
 typedef struct model {
-    dev_device *dev;
-    const dev_ops *ops;
-    model_grid grid;
-    dev_dtype act;  /* activation type (the device's) */
-    size_t act_es;  /* its bytes per element */
-    /* shape */
-    int L, C, NH, V, Vp, maxT;
-    int B, T, N, Ns;  /* micro-batch sequences, seq (this CP rank's share), tokens, tokens in the
-                       * local residual stream */
-    int cp, Tc;       /* CP degree; chunk length seq/(2 cp): a CP rank holds 2 chunks per sequence,
-                       * chunk-major ([2][B][Tc]) */
-    int Cl, NHl;      /* C/tp, NH/tp */
-    int sp;
-    recompute_kind recompute;
-    int first_layer, nblocks, first_stage, last_stage, has_wte;
-    /* parameters */
-    param_info *params;
-    int nparams;
-    size_t nfloats;      /* stage parameter count */
-    size_t nfloats_padded; /* allocated: a multiple of dp (ZeRO-1 shards are equal) */
-    size_t block_floats; /* per dense block */
-    /* Blocks are dense or mixture-of-experts (--experts; config_layer_is_moe): block b's
-     * floats are [off_blocks + block_off[b], off_blocks + block_off[b+1]); block_moe[b] is
-     * its index among the stage's MoE blocks, or -1. A MoE block has the dense block's
-     * layout up to qkv/attproj, its fcprojb slot unused, then the router Wr [E,C] where the
-     * dense block has fcw; its experts live in moe.param (moe.h). */
-    size_t *block_off;
-    int *block_moe;
-    moe_state moe;
-    int cur_mb; /* the micro-batch being enqueued (trace annotations, MoE statistics) */
-    size_t off_wte, off_wpe, off_blocks, off_lnf;
-    float *param, *grad; /* grad is NULL under --zero 2/3 (the trainer binds per-unit buffers) */
-    /* Where each unit's parameters and gradients live (model_bind_unit): the first float of
-     * unit u (model_unit_range's begin) is at unit_param[u] / unit_grad[u]. By default they
-     * point into param/grad; ZeRO-2 binds the gradients to bucket buffers and ZeRO-3 the
-     * parameters to gathered working buffers. Read when an operation is enqueued. */
-    float **unit_param, **unit_grad;
-    size_t *unit_begin;
-    /* Optional: called (on the host, while enqueueing) before a unit's forward or backward
-     * (backward = 1) uses its parameters: ZeRO-3 gathers them there. The last stage's LM head
-     * also reads the embedding unit's wte: the hook is called for both units. */
-    void (*before_unit)(void *arg, int unit, int backward);
-    void *before_unit_arg;
-    /* activations */
-    model_slot *slots;
-    int nslots;
-    size_t slot_act_bytes; /* stored activation bytes per slot */
-    block_acts scratch;    /* recompute target */
-    char *scratch_arena;
-    /* backward scratch */
-    float *preatt, *dpreatt, *datt;
-    dev_act *d_full, *dres_a, *dres_b, *d_fch, *d_fch_gelu, *dln_full, *dln, *datty, *dqkv;
-    dev_act *proj_full, *proj_red, *enc_full, *logits, *dlnf, *dfinal_full;
-    float *losses, *dlosses;
-    double *loss_acc; /* device double */
-    /* communicators (NULL when the group has one member) */
-    comm *tp_comm;
-    ring_attention ring; /* --cp > 1 */
-    /* streams */
-    dev_stream *compute;
-    size_t act_bytes_total; /* activation bytes allocated (stored + scratch) */
+  dev_device *dev;
+  const dev_ops *ops;
+  model_grid grid;
+  dev_dtype act; /* activation type (the device's) */
+  size_t act_es; /* its bytes per element */
+  /* shape */
+  int L, C, NH, V, Vp, maxT;
+  int B, T, N, Ns; /* micro-batch sequences, seq (this CP rank's share), tokens, tokens in the
+                    * local residual stream */
+  int cp, Tc;      /* CP degree; chunk length seq/(2 cp): a CP rank holds 2 chunks per sequence,
+                    * chunk-major ([2][B][Tc]) */
+  int Cl, NHl;     /* C/tp, NH/tp */
+  int sp;
+  recompute_kind recompute;
+  int first_layer, nblocks, first_stage, last_stage, has_wte;
+  /* parameters */
+  param_info *params;
+  int nparams;
+  size_t nfloats;        /* stage parameter count */
+  size_t nfloats_padded; /* allocated: a multiple of dp (ZeRO-1 shards are equal) */
+  size_t block_floats;   /* per dense block */
+  /* Blocks are dense or mixture-of-experts (--experts; config_layer_is_moe): block b's
+   * floats are [off_blocks + block_off[b], off_blocks + block_off[b+1]); block_moe[b] is
+   * its index among the stage's MoE blocks, or -1. A MoE block has the dense block's
+   * layout up to qkv/attproj, its fcprojb slot unused, then the router Wr [E,C] where the
+   * dense block has fcw; its experts live in moe.param (moe.h). */
+  size_t *block_off;
+  int *block_moe;
+  moe_state moe;
+  int cur_mb; /* the micro-batch being enqueued (trace annotations, MoE statistics) */
+  size_t off_wte, off_wpe, off_blocks, off_lnf;
+  float *param, *grad; /* grad is NULL under --zero 2/3 (the trainer binds per-unit buffers) */
+  /* Where each unit's parameters and gradients live (model_bind_unit): the first float of
+   * unit u (model_unit_range's begin) is at unit_param[u] / unit_grad[u]. By default they
+   * point into param/grad; ZeRO-2 binds the gradients to bucket buffers and ZeRO-3 the
+   * parameters to gathered working buffers. Read when an operation is enqueued. */
+  float **unit_param, **unit_grad;
+  size_t *unit_begin;
+  /* Optional: called (on the host, while enqueueing) before a unit's forward or backward
+   * (backward = 1) uses its parameters: ZeRO-3 gathers them there. The last stage's LM head
+   * also reads the embedding unit's wte: the hook is called for both units. */
+  void (*before_unit)(void *arg, int unit, int backward);
+  void *before_unit_arg;
+  /* activations */
+  model_slot *slots;
+  int nslots;
+  size_t slot_act_bytes; /* stored activation bytes per slot */
+  block_acts scratch;    /* recompute target */
+  char *scratch_arena;
+  /* backward scratch */
+  float *preatt, *dpreatt, *datt;
+  dev_act *d_full, *dres_a, *dres_b, *d_fch, *d_fch_gelu, *dln_full, *dln, *datty, *dqkv;
+  dev_act *proj_full, *proj_red, *enc_full, *logits, *dlnf, *dfinal_full;
+  float *losses, *dlosses;
+  double *loss_acc; /* device double */
+  /* communicators (NULL when the group has one member) */
+  comm *tp_comm;
+  ring_attention ring; /* --cp > 1 */
+  /* streams */
+  dev_stream *compute;
+  size_t act_bytes_total; /* activation bytes allocated (stored + scratch) */
 } model;
 
 /* Builds the stage's layout and buffers. micro_batch = sequences per
@@ -205,8 +205,7 @@ void model_forward(model *m, int slot, int mb);
  * `unit_done(arg, unit)` is called after the gradients of a unit are complete
  * for this micro-batch (units: 0 = lnf/LM head, 1..nblocks = blocks from the
  * last, nblocks+1 = embeddings). */
-void model_backward(model *m, int slot, int mb, void (*unit_done)(void *arg, int unit),
-                    void *arg);
+void model_backward(model *m, int slot, int mb, void (*unit_done)(void *arg, int unit), void *arg);
 /* Sets the per-token loss weight used by backward. */
 void model_set_loss_weight(model *m, float dloss);
 

@@ -37,52 +37,52 @@ struct model;
 
 /* One MoE block's activations for one micro-batch slot (stored for backward). */
 typedef struct moe_acts {
-    dev_act *logits;                        /* [N,E] */
-    float *probs, *gate;                    /* [N,E], [N,K] */
-    int *expert, *counts, *offsets;         /* [N,K], [E], [E+1] */
-    int *row_token, *row_of;                /* [N K], [N K] */
-    dev_act *xp;                            /* [N K, C] input rows in plan order */
-    dev_act *xe;                            /* [Rmax, C] expert input rows (== xp without EP) */
-    dev_act *h, *hg;                        /* [Rmax, 4C] fc output, after GELU */
-    dev_act *ye;                            /* [Rmax, C] expert output rows (== yp without EP) */
-    dev_act *yp;                            /* [N K, C] expert output rows in plan order */
-    ep_route route;                         /* --ep > 1 */
+  dev_act *logits;                /* [N,E] */
+  float *probs, *gate;            /* [N,E], [N,K] */
+  int *expert, *counts, *offsets; /* [N,K], [E], [E+1] */
+  int *row_token, *row_of;        /* [N K], [N K] */
+  dev_act *xp;                    /* [N K, C] input rows in plan order */
+  dev_act *xe;                    /* [Rmax, C] expert input rows (== xp without EP) */
+  dev_act *h, *hg;                /* [Rmax, 4C] fc output, after GELU */
+  dev_act *ye;                    /* [Rmax, C] expert output rows (== yp without EP) */
+  dev_act *yp;                    /* [N K, C] expert output rows in plan order */
+  ep_route route;                 /* --ep > 1 */
 } moe_acts;
 
 /* A tensor of the expert buffer (for the optimizer, the norm and --debug-dump-params). */
 typedef struct moe_param {
-    const char *name; /* "expfcw", "expfcb", "expfcprojw", "expfcprojb" */
-    int layer;
-    size_t offset, count;  /* in the expert buffer */
-    size_t global_first;   /* index of its first element in the layer's whole [E,...] tensor */
-    int decay;
+  const char *name; /* "expfcw", "expfcb", "expfcprojw", "expfcprojb" */
+  int layer;
+  size_t offset, count; /* in the expert buffer */
+  size_t global_first;  /* index of its first element in the layer's whole [E,...] tensor */
+  int decay;
 } moe_param;
 
 typedef struct moe_state {
-    int E, K, El, renorm, capacity, nmoe; /* nmoe: MoE blocks on this stage */
-    int ep, ep_rank;
-    size_t Rmax;          /* expert-side rows at most */
-    size_t expert_floats; /* one expert's parameters */
-    float aux_scale;
-    float *param, *grad;  /* the expert buffer */
-    size_t nfloats;
-    size_t nfloats_padded; /* allocated: a multiple of edp x 16 (ZeRO-1 slices are equal) */
-    moe_param *params;
-    int nparams;
-    moe_acts *acts;       /* [nslots x nmoe] */
-    /* backward scratch */
-    dev_act *dlogits, *dyp, *dye, *dh, *dhg, *dxe, *dxp;
-    float *dgate;
-    double *aux_acc;      /* device: sum of aux over this step's MoE forwards */
-    int *dropped_acc;     /* device: assignments dropped this step */
-    int *counts_scratch;  /* [E] */
-    int *host_counts;     /* [host_counts_mb x nmoe x E] assignments routed to each expert
-                           * (before capacity drops; the aux loss's counts) by each
-                           * micro-batch of the step (copied to the host in forward; valid after
-                           * the step's sync; allocated by the trainer, may be NULL) */
-    int host_counts_mb;
-    ep_ctx ep_x;          /* --ep > 1 */
-    size_t act_bytes;     /* activation bytes allocated here */
+  int E, K, El, renorm, capacity, nmoe; /* nmoe: MoE blocks on this stage */
+  int ep, ep_rank;
+  size_t Rmax;          /* expert-side rows at most */
+  size_t expert_floats; /* one expert's parameters */
+  float aux_scale;
+  float *param, *grad; /* the expert buffer */
+  size_t nfloats;
+  size_t nfloats_padded; /* allocated: a multiple of edp x 16 (ZeRO-1 slices are equal) */
+  moe_param *params;
+  int nparams;
+  moe_acts *acts; /* [nslots x nmoe] */
+  /* backward scratch */
+  dev_act *dlogits, *dyp, *dye, *dh, *dhg, *dxe, *dxp;
+  float *dgate;
+  double *aux_acc;     /* device: sum of aux over this step's MoE forwards */
+  int *dropped_acc;    /* device: assignments dropped this step */
+  int *counts_scratch; /* [E] */
+  int *host_counts;    /* [host_counts_mb x nmoe x E] assignments routed to each expert
+                        * (before capacity drops; the aux loss's counts) by each
+                        * micro-batch of the step (copied to the host in forward; valid after
+                        * the step's sync; allocated by the trainer, may be NULL) */
+  int host_counts_mb;
+  ep_ctx ep_x;      /* --ep > 1 */
+  size_t act_bytes; /* activation bytes allocated here */
 } moe_state;
 
 /* Sets up the MoE blocks of model m (its layout is built: m->nblocks, block kinds): the

@@ -19,101 +19,97 @@
 #include "train_internal.h"
 
 /* chunk < 0: no interleaving (no "chunk" key) */
-static void push_mb_range(const char *name, int mb, int stage, int chunk)
-{
-    if (!stepscope_active())
-        return;
-    char args[96];
-    if (chunk >= 0)
-        snprintf(args, sizeof args, "{\"microbatch\":%d,\"stage\":%d,\"chunk\":%d}", mb, stage,
-                 chunk);
-    else
-        snprintf(args, sizeof args, "{\"microbatch\":%d,\"stage\":%d}", mb, stage);
-    stepscope_range_push(name, args);
+static void push_mb_range(const char *name, int mb, int stage, int chunk) {
+  if (!stepscope_active()) return;
+  char args[96];
+  if (chunk >= 0)
+    snprintf(args, sizeof args, "{\"microbatch\":%d,\"stage\":%d,\"chunk\":%d}", mb, stage, chunk);
+  else
+    snprintf(args, sizeof args, "{\"microbatch\":%d,\"stage\":%d}", mb, stage);
+  stepscope_range_push(name, args);
 }
 
 /* Pipeline neighbours (group ranks of pp_c): the previous and next rank in the ring (a chunk
  * transition wraps from rank pp-1 to rank 0). */
-static int pp_prev(const trainer *t) { return (t->g.pp_rank + t->g.pp - 1) % t->g.pp; }
-static int pp_next(const trainer *t) { return (t->g.pp_rank + 1) % t->g.pp; }
-
-static void forward_mb(trainer *t, int chunk, int mb)
-{
-    const dev_ops *o = t->o;
-    model *m = chunk_model(t, chunk);
-    int slot = mb % t->nslots, ev = chunk * t->nslots + slot;
-    model_slot *sl = &m->slots[slot];
-    size_t N = (size_t)m->N, NsC = (size_t)m->Ns * m->C;
-    push_mb_range("forward", mb, t->g.pp_rank, t->V > 1 ? chunk : -1);
-    train_debug_delay(t, DELAY_FORWARD);
-    if (m->first_stage)
-        o->copy_to_device(t->compute, sl->tokens, t->host_tokens + (size_t)mb * N, N * 4);
-    if (m->last_stage)
-        o->copy_to_device(t->compute, sl->targets, t->host_targets + (size_t)mb * N, N * 4);
-    if (!m->first_stage) {
-        o->stream_wait_event(t->pp_recv, t->ev_slot_free[ev]);
-        comm_recv(t->pp_c, t->pp_recv, sl->stage_in, NsC * m->act_es, pp_prev(t), COMM_F_PIPELINE);
-        o->event_record(t->ev_in_ready[ev], t->pp_recv);
-        o->stream_wait_event(t->compute, t->ev_in_ready[ev]);
-    }
-    if (!m->last_stage)
-        o->stream_wait_event(t->compute, t->ev_sent[ev]);
-    model_forward(m, slot, mb);
-    if (!m->last_stage) {
-        o->event_record(t->ev_out_ready[ev], t->compute);
-        o->stream_wait_event(t->pp_send, t->ev_out_ready[ev]);
-        comm_send(t->pp_c, t->pp_send, sl->stage_out, NsC * m->act_es, pp_next(t), COMM_F_PIPELINE);
-        o->event_record(t->ev_sent[ev], t->pp_send);
-    }
-    pop_range();
+static int pp_prev(const trainer *t) {
+  return (t->g.pp_rank + t->g.pp - 1) % t->g.pp;
+}
+static int pp_next(const trainer *t) {
+  return (t->g.pp_rank + 1) % t->g.pp;
 }
 
-static void backward_mb(trainer *t, int chunk, int mb)
-{
-    const dev_ops *o = t->o;
-    model *m = chunk_model(t, chunk);
-    int slot = mb % t->nslots, ev = chunk * t->nslots + slot;
-    model_slot *sl = &m->slots[slot];
-    size_t NsC = (size_t)m->Ns * m->C;
-    push_mb_range("backward", mb, t->g.pp_rank, t->V > 1 ? chunk : -1);
-    train_debug_delay(t, DELAY_BACKWARD);
-    if (!m->last_stage) {
-        o->stream_wait_event(t->pp_recv, t->ev_slot_free[ev]);
-        comm_recv(t->pp_c, t->pp_recv, sl->grad_in, NsC * m->act_es, pp_next(t), COMM_F_PIPELINE);
-        o->event_record(t->ev_grad_ready[ev], t->pp_recv);
-        o->stream_wait_event(t->compute, t->ev_grad_ready[ev]);
-    }
-    if (!m->first_stage)
-        o->stream_wait_event(t->compute, t->ev_sent[ev]);
-    int last = mb == t->M - 1;
-    t->last_mb = last;
-    t->cur_chunk = chunk;
-    if (t->cfg.zero >= 2) {
-        /* every micro-batch's gradients go through the bucket buffers */
-        if (t->nbuckets > 0 && !t->buckets[0].embed)
-            o->stream_wait_event(t->compute, t->z.ev_gfree[t->buckets[0].slot]);
-        model_backward(m, slot, mb, train_unit_done, t);
-    } else {
-        model_backward(m, slot, mb, last ? train_unit_done : NULL, t);
-    }
-    o->event_record(t->ev_slot_free[ev], t->compute);
-    if (!m->first_stage) {
-        o->event_record(t->ev_din_ready[ev], t->compute);
-        o->stream_wait_event(t->pp_send, t->ev_din_ready[ev]);
-        comm_send(t->pp_c, t->pp_send, sl->grad_out, NsC * m->act_es, pp_prev(t), COMM_F_PIPELINE);
-        o->event_record(t->ev_sent[ev], t->pp_send);
-    }
-    pop_range();
+static void forward_mb(trainer *t, int chunk, int mb) {
+  const dev_ops *o = t->o;
+  model *m = chunk_model(t, chunk);
+  int slot = mb % t->nslots, ev = chunk * t->nslots + slot;
+  model_slot *sl = &m->slots[slot];
+  size_t N = (size_t)m->N, NsC = (size_t)m->Ns * m->C;
+  push_mb_range("forward", mb, t->g.pp_rank, t->V > 1 ? chunk : -1);
+  train_debug_delay(t, DELAY_FORWARD);
+  if (m->first_stage)
+    o->copy_to_device(t->compute, sl->tokens, t->host_tokens + (size_t)mb * N, N * 4);
+  if (m->last_stage)
+    o->copy_to_device(t->compute, sl->targets, t->host_targets + (size_t)mb * N, N * 4);
+  if (!m->first_stage) {
+    o->stream_wait_event(t->pp_recv, t->ev_slot_free[ev]);
+    comm_recv(t->pp_c, t->pp_recv, sl->stage_in, NsC * m->act_es, pp_prev(t), COMM_F_PIPELINE);
+    o->event_record(t->ev_in_ready[ev], t->pp_recv);
+    o->stream_wait_event(t->compute, t->ev_in_ready[ev]);
+  }
+  if (!m->last_stage) o->stream_wait_event(t->compute, t->ev_sent[ev]);
+  model_forward(m, slot, mb);
+  if (!m->last_stage) {
+    o->event_record(t->ev_out_ready[ev], t->compute);
+    o->stream_wait_event(t->pp_send, t->ev_out_ready[ev]);
+    comm_send(t->pp_c, t->pp_send, sl->stage_out, NsC * m->act_es, pp_next(t), COMM_F_PIPELINE);
+    o->event_record(t->ev_sent[ev], t->pp_send);
+  }
+  pop_range();
+}
+
+static void backward_mb(trainer *t, int chunk, int mb) {
+  const dev_ops *o = t->o;
+  model *m = chunk_model(t, chunk);
+  int slot = mb % t->nslots, ev = chunk * t->nslots + slot;
+  model_slot *sl = &m->slots[slot];
+  size_t NsC = (size_t)m->Ns * m->C;
+  push_mb_range("backward", mb, t->g.pp_rank, t->V > 1 ? chunk : -1);
+  train_debug_delay(t, DELAY_BACKWARD);
+  if (!m->last_stage) {
+    o->stream_wait_event(t->pp_recv, t->ev_slot_free[ev]);
+    comm_recv(t->pp_c, t->pp_recv, sl->grad_in, NsC * m->act_es, pp_next(t), COMM_F_PIPELINE);
+    o->event_record(t->ev_grad_ready[ev], t->pp_recv);
+    o->stream_wait_event(t->compute, t->ev_grad_ready[ev]);
+  }
+  if (!m->first_stage) o->stream_wait_event(t->compute, t->ev_sent[ev]);
+  int last = mb == t->M - 1;
+  t->last_mb = last;
+  t->cur_chunk = chunk;
+  if (t->cfg.zero >= 2) {
+    /* every micro-batch's gradients go through the bucket buffers */
+    if (t->nbuckets > 0 && !t->buckets[0].embed)
+      o->stream_wait_event(t->compute, t->z.ev_gfree[t->buckets[0].slot]);
+    model_backward(m, slot, mb, train_unit_done, t);
+  } else {
+    model_backward(m, slot, mb, last ? train_unit_done : NULL, t);
+  }
+  o->event_record(t->ev_slot_free[ev], t->compute);
+  if (!m->first_stage) {
+    o->event_record(t->ev_din_ready[ev], t->compute);
+    o->stream_wait_event(t->pp_send, t->ev_din_ready[ev]);
+    comm_send(t->pp_c, t->pp_send, sl->grad_out, NsC * m->act_es, pp_prev(t), COMM_F_PIPELINE);
+    o->event_record(t->ev_sent[ev], t->pp_send);
+  }
+  pop_range();
 }
 
 /* Walks this rank's schedule (t->items: every forward and backward of the step, each naming
  * its chunk and micro-batch), enqueueing each pass and its transfers. */
-void train_pipeline_walk(trainer *t)
-{
-    for (int i = 0; i < 2 * t->M * t->V; i++) {
-        if (t->items[i].pass == 'F')
-            forward_mb(t, t->items[i].chunk, t->items[i].mb);
-        else
-            backward_mb(t, t->items[i].chunk, t->items[i].mb);
-    }
+void train_pipeline_walk(trainer *t) {
+  for (int i = 0; i < 2 * t->M * t->V; i++) {
+    if (t->items[i].pass == 'F')
+      forward_mb(t, t->items[i].chunk, t->items[i].mb);
+    else
+      backward_mb(t, t->items[i].chunk, t->items[i].mb);
+  }
 }

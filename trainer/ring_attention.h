@@ -43,20 +43,20 @@
 #include "device.h"
 
 typedef struct ring_attention {
-    dev_device *dev;
-    const dev_ops *ops;
-    comm *cp;      /* the CP group; ring order is the group rank */
-    int n, rank;   /* CP degree and this rank's position */
-    dev_stream *compute, *send, *recv;
-    int B, Tc, C, NH; /* sequences, chunk length, channels and heads of this TP rank */
-    dev_dtype act;    /* the device's activation type (of qkv, out, the blocks) */
-    size_t rows;      /* 2 * B * Tc local tokens */
-    /* [rows, 2C] k|v blocks: 0 = this rank's own, 1 and 2 = received (alternating);
-     * dkv: the dk|dv accumulators travelling with them in backward */
-    dev_act *kv[3], *dkv[3];
-    dev_event *kv_filled[3], *kv_used[3], *kv_sent[3];
-    dev_event *dkv_filled[3], *dkv_used[3], *dkv_sent[3];
-    size_t bytes; /* device memory allocated */
+  dev_device *dev;
+  const dev_ops *ops;
+  comm *cp;    /* the CP group; ring order is the group rank */
+  int n, rank; /* CP degree and this rank's position */
+  dev_stream *compute, *send, *recv;
+  int B, Tc, C, NH; /* sequences, chunk length, channels and heads of this TP rank */
+  dev_dtype act;    /* the device's activation type (of qkv, out, the blocks) */
+  size_t rows;      /* 2 * B * Tc local tokens */
+  /* [rows, 2C] k|v blocks: 0 = this rank's own, 1 and 2 = received (alternating);
+   * dkv: the dk|dv accumulators travelling with them in backward */
+  dev_act *kv[3], *dkv[3];
+  dev_event *kv_filled[3], *kv_used[3], *kv_sent[3];
+  dev_event *dkv_filled[3], *dkv_used[3], *dkv_sent[3];
+  size_t bytes; /* device memory allocated */
 } ring_attention;
 
 /* The global chunk (0 .. 2n-1) held as local chunk h (0 or 1) by CP rank r. */

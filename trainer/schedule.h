@@ -24,9 +24,9 @@
 #include "config.h"
 
 typedef struct sched_item {
-    char pass; /* 'F' or 'B' */
-    int mb;
-    int chunk; /* model chunk (virtual stage chunk * stages + stage); 0 without interleaving */
+  char pass; /* 'F' or 'B' */
+  int mb;
+  int chunk; /* model chunk (virtual stage chunk * stages + stage); 0 without interleaving */
 } sched_item;
 
 /* Fills items[0 .. 2*microbatches) for `stage` of `stages`. */

@@ -22,46 +22,40 @@
 #include <unistd.h>
 
 /* The rank of a rank-NNNNN.trace.zst name, or -1. */
-static int rank_of(const char *name)
-{
-    int rank, len = 0;
-    if (sscanf(name, "rank-%d.trace.zst%n", &rank, &len) == 1 && len > 0 &&
-        name[len] == '\0' && rank >= 0)
-        return rank;
-    return -1;
+static int rank_of(const char *name) {
+  int rank, len = 0;
+  if (sscanf(name, "rank-%d.trace.zst%n", &rank, &len) == 1 && len > 0 && name[len] == '\0' &&
+      rank >= 0)
+    return rank;
+  return -1;
 }
 
-int trace_dir_check(const char *dir, int world, int rank, int force, char *err, size_t n)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return 0; /* created later, empty */
-    int found = -1, count = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        int r = rank_of(e->d_name);
-        if (r < 0)
-            continue;
-        if (rank >= 0 && r != rank && !(rank == 0 && r >= world))
-            continue; /* another rank of this job may be writing it right now */
-        if (force) {
-            if (r >= world) { /* an earlier, larger run's rank: not this run's */
-                char path[4096];
-                snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-                unlink(path);
-            }
-            continue;
-        }
-        if (found < 0)
-            found = r;
-        count++;
+int trace_dir_check(const char *dir, int world, int rank, int force, char *err, size_t n) {
+  DIR *d = opendir(dir);
+  if (!d) return 0; /* created later, empty */
+  int found = -1, count = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    int r = rank_of(e->d_name);
+    if (r < 0) continue;
+    if (rank >= 0 && r != rank && !(rank == 0 && r >= world))
+      continue; /* another rank of this job may be writing it right now */
+    if (force) {
+      if (r >= world) { /* an earlier, larger run's rank: not this run's */
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        unlink(path);
+      }
+      continue;
     }
-    closedir(d);
-    if (count == 0)
-        return 0;
-    snprintf(err, n,
-             "--trace %s already holds traces (rank-%05d.trace.zst%s); use another directory, "
-             "or --force to write over them",
-             dir, found, count > 1 ? " and others" : "");
-    return -1;
+    if (found < 0) found = r;
+    count++;
+  }
+  closedir(d);
+  if (count == 0) return 0;
+  snprintf(err, n,
+           "--trace %s already holds traces (rank-%05d.trace.zst%s); use another directory, "
+           "or --force to write over them",
+           dir, found, count > 1 ? " and others" : "");
+  return -1;
 }

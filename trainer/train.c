@@ -46,309 +46,278 @@
 #include "train_data.h"
 #include "zero.h"
 
-static void progress_hook(void *arg) { comm_job_heartbeat(arg); }
+static void progress_hook(void *arg) {
+  comm_job_heartbeat(arg);
+}
 
 /* The grid a chunk's model sees: virtual stage j*pp + pp_rank of pp*V stages. */
-static model_grid chunk_grid(const trainer *t, int j)
-{
-    model_grid g = t->g;
-    g.pp_rank = j * g.pp + g.pp_rank;
-    g.pp *= t->V;
-    return g;
+static model_grid chunk_grid(const trainer *t, int j) {
+  model_grid g = t->g;
+  g.pp_rank = j * g.pp + g.pp_rank;
+  g.pp *= t->V;
+  return g;
 }
 
 /* ---- FLOPs and memory --------------------------------------------------------------- */
 
 /* The model's shape as the FLOPs count takes it (model_flops.c: the one implementation the
  * planner's MFU uses too). */
-static mm_layout flops_shape(const train_config *c)
-{
-    mm_layout s;
-    memset(&s, 0, sizeof s);
-    s.layers = c->layers;
-    s.hidden = c->hidden;
-    s.heads = c->heads;
-    s.vocab = c->vocab;
-    s.max_seq = c->max_seq;
-    s.seq = c->seq;
-    s.cp = c->cp;
-    s.recompute = (mm_recompute)c->recompute;
-    s.experts = c->experts; /* with experts: the parameters a token is multiplied with */
-    s.top_k = c->top_k;
-    s.moe_every = c->moe_every;
-    return s;
+static mm_layout flops_shape(const train_config *c) {
+  mm_layout s;
+  memset(&s, 0, sizeof s);
+  s.layers = c->layers;
+  s.hidden = c->hidden;
+  s.heads = c->heads;
+  s.vocab = c->vocab;
+  s.max_seq = c->max_seq;
+  s.seq = c->seq;
+  s.cp = c->cp;
+  s.recompute = (mm_recompute)c->recompute;
+  s.experts = c->experts; /* with experts: the parameters a token is multiplied with */
+  s.top_k = c->top_k;
+  s.moe_every = c->moe_every;
+  return s;
 }
 
-double train_model_flops_per_step(const train_config *c)
-{
-    mm_layout s = flops_shape(c);
-    return mf_model_flops_per_step(&s, c->batch);
+double train_model_flops_per_step(const train_config *c) {
+  mm_layout s = flops_shape(c);
+  return mf_model_flops_per_step(&s, c->batch);
 }
 
-double train_hardware_flops_per_step(const train_config *c)
-{
-    mm_layout s = flops_shape(c);
-    return mf_hardware_flops_per_step(&s, c->batch);
+double train_hardware_flops_per_step(const train_config *c) {
+  mm_layout s = flops_shape(c);
+  return mf_hardware_flops_per_step(&s, c->batch);
 }
 
 /* --peak-tflops, else the device's dense peak as its backend gives it (dev_peak_flops: on
  * CUDA the GPU's bf16 peak from its table), else the CPU assumption. */
-static double peak_flops_of(const train_config *c, dev_device *d)
-{
-    if (c->peak_tflops > 0)
-        return c->peak_tflops * 1e12;
-    double p = d ? dev_peak_flops(d) : 0;
-    return p > 0 ? p : 0.1e12;
+static double peak_flops_of(const train_config *c, dev_device *d) {
+  if (c->peak_tflops > 0) return c->peak_tflops * 1e12;
+  double p = d ? dev_peak_flops(d) : 0;
+  return p > 0 ? p : 0.1e12;
 }
 
 /* ---- setup ------------------------------------------------------------------------------ */
 
-static comm *make_group(trainer *t, comm_kind kind, const char *name, int *ranks, int n)
-{
-    char e[256];
-    comm *c;
-    if (t->dev_job) /* the device's own communicator library (NCCL on CUDA) */
-        c = comm_dev_group(t->dev_job, kind, name, ranks, n, e, sizeof e);
-    else
-        c = comm_group(t->job, kind, name, ranks, n, e, sizeof e);
-    if (!c)
-        fail(t, "%s", e);
-    return c;
+static comm *make_group(trainer *t, comm_kind kind, const char *name, int *ranks, int n) {
+  char e[256];
+  comm *c;
+  if (t->dev_job) /* the device's own communicator library (NCCL on CUDA) */
+    c = comm_dev_group(t->dev_job, kind, name, ranks, n, e, sizeof e);
+  else
+    c = comm_group(t->job, kind, name, ranks, n, e, sizeof e);
+  if (!c) fail(t, "%s", e);
+  return c;
 }
 
-static int setup_groups(trainer *t)
-{
-    model_grid *g = &t->g;
-    int ranks[64], n;
+static int setup_groups(trainer *t) {
+  model_grid *g = &t->g;
+  int ranks[64], n;
+  n = 0;
+  for (int r = 0; r < g->world; r++)
+    ranks[n++] = r;
+  if (!(t->world_c = make_group(t, COMM_KIND_WORLD, "world", ranks, n))) return -1;
+  /* gradients: every replica of this (stage, TP slice), i.e. all of DP x CP, in
+   * rank order (group rank = dp_rank * cp + cp_rank, the ZeRO-1 shard index) */
+  n = 0;
+  for (int d = 0; d < g->dp; d++)
+    for (int k = 0; k < g->cp; k++)
+      ranks[n++] = model_grid_rank(g, d, g->pp_rank, k, g->tp_rank);
+  if (!(t->dp_c = make_group(t, COMM_KIND_DP, g->cp > 1 ? "dp_cp" : "dp", ranks, n))) return -1;
+  t->reduce_n = n;
+  n = 0;
+  for (int k = 0; k < g->tp; k++)
+    ranks[n++] = model_grid_rank(g, g->dp_rank, g->pp_rank, g->cp_rank, k);
+  if (!(t->tp_c = make_group(t, COMM_KIND_TP, "tp", ranks, n))) return -1;
+  n = 0;
+  for (int p = 0; p < g->pp; p++)
+    ranks[n++] = model_grid_rank(g, g->dp_rank, p, g->cp_rank, g->tp_rank);
+  if (!(t->pp_c = make_group(t, COMM_KIND_PP, "pp", ranks, n))) return -1;
+  if (g->pp > 1 && (g->pp_rank == 0 || g->pp_rank == g->pp - 1)) {
+    ranks[0] = model_grid_rank(g, g->dp_rank, 0, g->cp_rank, g->tp_rank);
+    ranks[1] = model_grid_rank(g, g->dp_rank, g->pp - 1, g->cp_rank, g->tp_rank);
+    if (!(t->embed_c = make_group(t, COMM_KIND_EMBED, "embed", ranks, 2))) return -1;
+  }
+  if (g->cp > 1) {
     n = 0;
-    for (int r = 0; r < g->world; r++)
-        ranks[n++] = r;
-    if (!(t->world_c = make_group(t, COMM_KIND_WORLD, "world", ranks, n)))
-        return -1;
-    /* gradients: every replica of this (stage, TP slice), i.e. all of DP x CP, in
-     * rank order (group rank = dp_rank * cp + cp_rank, the ZeRO-1 shard index) */
+    for (int k = 0; k < g->cp; k++)
+      ranks[n++] = model_grid_rank(g, g->dp_rank, g->pp_rank, k, g->tp_rank);
+    if (!(t->cp_c = make_group(t, COMM_KIND_CP, "cp", ranks, n))) return -1;
+  }
+  /* experts: EP groups of consecutive DP ranks, EDP groups of the DP ranks with the same
+   * place in their EP group (README: the rank grid) */
+  if (t->cfg.experts > 0 && g->ep > 1) {
     n = 0;
-    for (int d = 0; d < g->dp; d++)
-        for (int k = 0; k < g->cp; k++)
-            ranks[n++] = model_grid_rank(g, d, g->pp_rank, k, g->tp_rank);
-    if (!(t->dp_c = make_group(t, COMM_KIND_DP, g->cp > 1 ? "dp_cp" : "dp", ranks, n)))
-        return -1;
-    t->reduce_n = n;
+    for (int k = 0; k < g->ep; k++)
+      ranks[n++] = model_grid_rank(g, g->edp_rank * g->ep + k, g->pp_rank, g->cp_rank, g->tp_rank);
+    if (!(t->ep_c = make_group(t, COMM_KIND_EP, "ep", ranks, n))) return -1;
+  }
+  if (t->cfg.experts > 0 && g->dp / g->ep > 1) {
     n = 0;
-    for (int k = 0; k < g->tp; k++)
-        ranks[n++] = model_grid_rank(g, g->dp_rank, g->pp_rank, g->cp_rank, k);
-    if (!(t->tp_c = make_group(t, COMM_KIND_TP, "tp", ranks, n)))
-        return -1;
-    n = 0;
-    for (int p = 0; p < g->pp; p++)
-        ranks[n++] = model_grid_rank(g, g->dp_rank, p, g->cp_rank, g->tp_rank);
-    if (!(t->pp_c = make_group(t, COMM_KIND_PP, "pp", ranks, n)))
-        return -1;
-    if (g->pp > 1 && (g->pp_rank == 0 || g->pp_rank == g->pp - 1)) {
-        ranks[0] = model_grid_rank(g, g->dp_rank, 0, g->cp_rank, g->tp_rank);
-        ranks[1] = model_grid_rank(g, g->dp_rank, g->pp - 1, g->cp_rank, g->tp_rank);
-        if (!(t->embed_c = make_group(t, COMM_KIND_EMBED, "embed", ranks, 2)))
-            return -1;
-    }
-    if (g->cp > 1) {
-        n = 0;
-        for (int k = 0; k < g->cp; k++)
-            ranks[n++] = model_grid_rank(g, g->dp_rank, g->pp_rank, k, g->tp_rank);
-        if (!(t->cp_c = make_group(t, COMM_KIND_CP, "cp", ranks, n)))
-            return -1;
-    }
-    /* experts: EP groups of consecutive DP ranks, EDP groups of the DP ranks with the same
-     * place in their EP group (README: the rank grid) */
-    if (t->cfg.experts > 0 && g->ep > 1) {
-        n = 0;
-        for (int k = 0; k < g->ep; k++)
-            ranks[n++] = model_grid_rank(g, g->edp_rank * g->ep + k, g->pp_rank, g->cp_rank,
-                                         g->tp_rank);
-        if (!(t->ep_c = make_group(t, COMM_KIND_EP, "ep", ranks, n)))
-            return -1;
-    }
-    if (t->cfg.experts > 0 && g->dp / g->ep > 1) {
-        n = 0;
-        for (int k = 0; k < g->dp / g->ep; k++)
-            ranks[n++] = model_grid_rank(g, k * g->ep + g->ep_rank, g->pp_rank, g->cp_rank,
-                                         g->tp_rank);
-        if (!(t->edp_c = make_group(t, COMM_KIND_EDP, "edp", ranks, n)))
-            return -1;
-    }
-    return 0;
+    for (int k = 0; k < g->dp / g->ep; k++)
+      ranks[n++] = model_grid_rank(g, k * g->ep + g->ep_rank, g->pp_rank, g->cp_rank, g->tp_rank);
+    if (!(t->edp_c = make_group(t, COMM_KIND_EDP, "edp", ranks, n))) return -1;
+  }
+  return 0;
 }
 
-static dev_event **make_events(trainer *t, int n)
-{
-    dev_event **e = calloc((size_t)n, sizeof *e);
-    if (!e)
-        return NULL;
-    for (int i = 0; i < n; i++)
-        if (!(e[i] = t->o->event_create(t->dev)))
-            return NULL;
-    return e;
+static dev_event **make_events(trainer *t, int n) {
+  dev_event **e = calloc((size_t)n, sizeof *e);
+  if (!e) return NULL;
+  for (int i = 0; i < n; i++)
+    if (!(e[i] = t->o->event_create(t->dev))) return NULL;
+  return e;
 }
 
 /* --activations: fp32 or bf16 as asked (refused when the device cannot); auto: bf16 where
  * the device computes its GEMMs in bf16 anyway (CUDA, bf16 precision), else fp32. */
-static int set_activations(trainer *t)
-{
-    char e[256];
-    const char *want = t->cfg.activations;
-    if (!strcmp(want, "auto")) {
-        if (!strcmp(t->o->backend_name, "cuda") &&
-            dev_set_activation_dtype(t->dev, DEV_BF16, e, sizeof e) == 0)
-            return 0;
-        return dev_set_activation_dtype(t->dev, DEV_F32, e, sizeof e) == 0 ? 0 : fail(t, "%s", e);
-    }
-    dev_dtype dt = !strcmp(want, "bf16") ? DEV_BF16 : DEV_F32;
-    if (dev_set_activation_dtype(t->dev, dt, e, sizeof e) != 0) {
-        char msg[320];
-        snprintf(msg, sizeof msg, "--activations %s: %s", want, e);
-        return fail(t, "%s", msg);
-    }
-    return 0;
+static int set_activations(trainer *t) {
+  char e[256];
+  const char *want = t->cfg.activations;
+  if (!strcmp(want, "auto")) {
+    if (!strcmp(t->o->backend_name, "cuda") &&
+        dev_set_activation_dtype(t->dev, DEV_BF16, e, sizeof e) == 0)
+      return 0;
+    return dev_set_activation_dtype(t->dev, DEV_F32, e, sizeof e) == 0 ? 0 : fail(t, "%s", e);
+  }
+  dev_dtype dt = !strcmp(want, "bf16") ? DEV_BF16 : DEV_F32;
+  if (dev_set_activation_dtype(t->dev, dt, e, sizeof e) != 0) {
+    char msg[320];
+    snprintf(msg, sizeof msg, "--activations %s: %s", want, e);
+    return fail(t, "%s", msg);
+  }
+  return 0;
 }
 
 static size_t rss_now(void);
 
-static int setup(trainer *t)
-{
-    char e[512];
-    train_config *c = &t->cfg;
-    t->rss_baseline = rss_now();
-    model_grid_of(&t->g, c->world, c->dp, c->tp, c->pp, c->cp, t->env.rank);
-    if (c->experts > 0) {
-        t->g.ep = c->ep;
-        t->g.ep_rank = t->g.dp_rank % c->ep;
-        t->g.edp_rank = t->g.dp_rank / c->ep;
+static int setup(trainer *t) {
+  char e[512];
+  train_config *c = &t->cfg;
+  t->rss_baseline = rss_now();
+  model_grid_of(&t->g, c->world, c->dp, c->tp, c->pp, c->cp, t->env.rank);
+  if (c->experts > 0) {
+    t->g.ep = c->ep;
+    t->g.ep_rank = t->g.dp_rank % c->ep;
+    t->g.edp_rank = t->g.dp_rank / c->ep;
+  }
+  t->dev = dev_open(c->backend, e, sizeof e);
+  if (!t->dev) return fail(t, "%s", e);
+  t->o = dev_get_ops(t->dev);
+  if (set_activations(t) != 0) return -1;
+  t->compute = t->o->stream_create(t->dev, "compute");
+  t->dp_stream = t->o->stream_create(t->dev, "comm dp");
+  t->pp_send = t->o->stream_create(t->dev, "comm pp send");
+  t->pp_recv = t->o->stream_create(t->dev, "comm pp recv");
+  if (!t->compute || !t->dp_stream || !t->pp_send || !t->pp_recv)
+    return fail(t, "%s", "cannot start the stream threads");
+  if (c->cp > 1) {
+    const char *missing = NULL;
+    if (!dev_ops_support_cp(t->o, &missing)) {
+      snprintf(t->err, sizeof t->err,
+               "--cp %d: the %s backend has no %s operation yet, so context parallelism "
+               "(ring attention) needs a backend that has it",
+               c->cp, t->o->backend_name, missing);
+      return -1;
     }
-    t->dev = dev_open(c->backend, e, sizeof e);
-    if (!t->dev)
-        return fail(t, "%s", e);
-    t->o = dev_get_ops(t->dev);
-    if (set_activations(t) != 0)
-        return -1;
-    t->compute = t->o->stream_create(t->dev, "compute");
-    t->dp_stream = t->o->stream_create(t->dev, "comm dp");
-    t->pp_send = t->o->stream_create(t->dev, "comm pp send");
-    t->pp_recv = t->o->stream_create(t->dev, "comm pp recv");
-    if (!t->compute || !t->dp_stream || !t->pp_send || !t->pp_recv)
-        return fail(t, "%s", "cannot start the stream threads");
-    if (c->cp > 1) {
-        const char *missing = NULL;
-        if (!dev_ops_support_cp(t->o, &missing)) {
-            snprintf(t->err, sizeof t->err,
-                     "--cp %d: the %s backend has no %s operation yet, so context parallelism "
-                     "(ring attention) needs a backend that has it",
-                     c->cp, t->o->backend_name, missing);
-            return -1;
-        }
-        t->cp_send = t->o->stream_create(t->dev, "comm cp send");
-        t->cp_recv = t->o->stream_create(t->dev, "comm cp recv");
-        if (!t->cp_send || !t->cp_recv)
-            return fail(t, "%s", "cannot start the stream threads");
+    t->cp_send = t->o->stream_create(t->dev, "comm cp send");
+    t->cp_recv = t->o->stream_create(t->dev, "comm cp recv");
+    if (!t->cp_send || !t->cp_recv) return fail(t, "%s", "cannot start the stream threads");
+  }
+  comm_job_options jo = {t->env.rank,
+                         t->env.world,
+                         t->env.shm_path,
+                         t->env.create_shm,
+                         t->env.comm_timeout_s,
+                         t->env.shm_not_before,
+                         0};
+  t->job = comm_job_open(&jo, e, sizeof e);
+  if (!t->job) return fail(t, "%s", e);
+  dev_set_progress_hook(t->dev, progress_hook, t->job);
+  t->peak_flops = peak_flops_of(c, t->dev);
+  if (comm_dev_job_open(t->dev, t->env.shm_path, t->env.rank, t->env.world, t->env.comm_timeout_s,
+                        &t->dev_job, e, sizeof e) != 0)
+    return fail(t, "%s", e);
+  if (setup_groups(t) != 0) return -1;
+  t->M = c->microbatches;
+  t->mb_size = config_micro_batch(c);
+  t->V = c->schedule == SCHED_INTERLEAVED ? c->virtual_stages : 1;
+  /* interleaved: every (chunk, micro-batch) has its own slot */
+  t->nslots = t->V > 1 ? t->M : schedule_slots(c->schedule, t->g.pp_rank, c->pp, t->M);
+  model_cp_links cp_links = {t->cp_c, t->cp_send, t->cp_recv};
+  if (t->V > 1) {
+    t->more = calloc((size_t)t->V - 1, sizeof(model));
+    t->more_adam = calloc(2 * ((size_t)t->V - 1), sizeof(float *));
+    t->ckpt_more = calloc((size_t)t->V - 1, sizeof(ckpt_chunk));
+    if (!t->more || !t->more_adam || !t->ckpt_more) return fail(t, "%s", "out of memory");
+  }
+  for (int j = 0; j < t->V; j++) {
+    model_grid cg = chunk_grid(t, j);
+    model *mc = chunk_model(t, j);
+    if (model_create(mc, c, &cg, t->dev, t->compute, t->tp_c, c->cp > 1 ? &cp_links : NULL, t->ep_c,
+                     t->mb_size, t->nslots, e, sizeof e) != 0)
+      return fail(t, "%s", e);
+    if (model_init_params(mc, c->seed, e, sizeof e) != 0) return fail(t, "%s", e);
+    if (j > 0) {
+      size_t state = c->zero ? mc->nfloats_padded / (size_t)t->reduce_n : mc->nfloats_padded;
+      for (int k = 0; k < 2; k++)
+        if (!(t->more_adam[2 * (j - 1) + k] = t->o->alloc(t->dev, state * 4)))
+          return fail(t, "%s", "out of device memory for the optimizer state");
     }
-    comm_job_options jo = {t->env.rank, t->env.world, t->env.shm_path, t->env.create_shm,
-                           t->env.comm_timeout_s, t->env.shm_not_before, 0};
-    t->job = comm_job_open(&jo, e, sizeof e);
-    if (!t->job)
-        return fail(t, "%s", e);
-    dev_set_progress_hook(t->dev, progress_hook, t->job);
-    t->peak_flops = peak_flops_of(c, t->dev);
-    if (comm_dev_job_open(t->dev, t->env.shm_path, t->env.rank, t->env.world,
-                          t->env.comm_timeout_s, &t->dev_job, e, sizeof e) != 0)
-        return fail(t, "%s", e);
-    if (setup_groups(t) != 0)
-        return -1;
-    t->M = c->microbatches;
-    t->mb_size = config_micro_batch(c);
-    t->V = c->schedule == SCHED_INTERLEAVED ? c->virtual_stages : 1;
-    /* interleaved: every (chunk, micro-batch) has its own slot */
-    t->nslots = t->V > 1 ? t->M : schedule_slots(c->schedule, t->g.pp_rank, c->pp, t->M);
-    model_cp_links cp_links = {t->cp_c, t->cp_send, t->cp_recv};
-    if (t->V > 1) {
-        t->more = calloc((size_t)t->V - 1, sizeof(model));
-        t->more_adam = calloc(2 * ((size_t)t->V - 1), sizeof(float *));
-        t->ckpt_more = calloc((size_t)t->V - 1, sizeof(ckpt_chunk));
-        if (!t->more || !t->more_adam || !t->ckpt_more)
-            return fail(t, "%s", "out of memory");
-    }
-    for (int j = 0; j < t->V; j++) {
-        model_grid cg = chunk_grid(t, j);
-        model *mc = chunk_model(t, j);
-        if (model_create(mc, c, &cg, t->dev, t->compute, t->tp_c, c->cp > 1 ? &cp_links : NULL,
-                         t->ep_c,
-                         t->mb_size, t->nslots, e, sizeof e) != 0)
-            return fail(t, "%s", e);
-        if (model_init_params(mc, c->seed, e, sizeof e) != 0)
-            return fail(t, "%s", e);
-        if (j > 0) {
-            size_t state = c->zero ? mc->nfloats_padded / (size_t)t->reduce_n : mc->nfloats_padded;
-            for (int k = 0; k < 2; k++)
-                if (!(t->more_adam[2 * (j - 1) + k] = t->o->alloc(t->dev, state * 4)))
-                    return fail(t, "%s", "out of device memory for the optimizer state");
-        }
-    }
-    t->items = calloc((size_t)2 * t->M * t->V, sizeof(sched_item));
-    if (!t->items)
-        return fail(t, "%s", "out of memory");
-    if (t->V > 1)
-        schedule_build_interleaved(t->g.pp_rank, c->pp, t->V, t->M, t->items);
-    else
-        schedule_build(c->schedule, t->g.pp_rank, c->pp, t->M, t->items);
-    int S = t->nslots * t->V;
-    t->nevents = S;
-    t->ev_in_ready = make_events(t, S);
-    t->ev_grad_ready = make_events(t, S);
-    t->ev_out_ready = make_events(t, S);
-    t->ev_din_ready = make_events(t, S);
-    t->ev_slot_free = make_events(t, S);
-    t->ev_sent = make_events(t, S);
-    t->ev_bucket = t->o->event_create(t->dev);
-    t->ev_dp_done = t->o->event_create(t->dev);
-    t->ev_opt_done = t->o->event_create(t->dev);
-    t->ev_gather_done = t->o->event_create(t->dev);
-    if (!t->ev_in_ready || !t->ev_grad_ready || !t->ev_out_ready || !t->ev_din_ready ||
-        !t->ev_slot_free || !t->ev_sent || !t->ev_bucket || !t->ev_dp_done || !t->ev_opt_done ||
-        !t->ev_gather_done)
-        return fail(t, "%s", "out of memory creating events");
-    train_build_buckets(t);
-    if (!t->buckets)
-        return fail(t, "%s", "out of memory");
-    /* optimizer shard: ZeRO-1 a contiguous 1/n slice of the flat buffer, ZeRO-2/3 a piece of
-     * every bucket (zero.h) */
-    size_t P = t->m.nfloats_padded;
-    t->shard_len = P / (size_t)t->reduce_n;
-    t->shard_begin = (size_t)comm_rank(t->dp_c) * t->shard_len;
-    t->shard_end = t->shard_begin + t->shard_len;
-    if (c->zero >= 2) {
-        if (train_zero_setup(t) != 0)
-            return -1;
-        t->shard_len = t->z.plan.shard_len;
-        t->shard_begin = t->shard_end = 0; /* not one slice */
-    }
-    size_t state = c->zero ? t->shard_len : P;
-    t->adam_m = t->o->alloc(t->dev, state * 4);
-    t->adam_v = t->o->alloc(t->dev, state * 4);
-    t->stat = t->o->alloc(t->dev, 4 * sizeof(double));
-    if (!t->adam_m || !t->adam_v || !t->stat)
-        return fail(t, "%s", "out of device memory for the optimizer state");
-    if (train_moe_setup(t) != 0)
-        return -1;
-    size_t N = (size_t)t->m.N;
-    t->host_tokens = malloc(sizeof(int) * N * (size_t)t->M);
-    t->host_targets = malloc(sizeof(int) * N * (size_t)t->M);
-    if (!t->host_tokens || !t->host_targets)
-        return fail(t, "%s", "out of memory");
-    if (c->cp > 1) {
-        size_t whole = (size_t)t->mb_size * c->seq;
-        t->host_seq_tokens = malloc(sizeof(int) * whole);
-        t->host_seq_targets = malloc(sizeof(int) * whole);
-        if (!t->host_seq_tokens || !t->host_seq_targets)
-            return fail(t, "%s", "out of memory");
-    }
-    return 0;
+  }
+  t->items = calloc((size_t)2 * t->M * t->V, sizeof(sched_item));
+  if (!t->items) return fail(t, "%s", "out of memory");
+  if (t->V > 1)
+    schedule_build_interleaved(t->g.pp_rank, c->pp, t->V, t->M, t->items);
+  else
+    schedule_build(c->schedule, t->g.pp_rank, c->pp, t->M, t->items);
+  int S = t->nslots * t->V;
+  t->nevents = S;
+  t->ev_in_ready = make_events(t, S);
+  t->ev_grad_ready = make_events(t, S);
+  t->ev_out_ready = make_events(t, S);
+  t->ev_din_ready = make_events(t, S);
+  t->ev_slot_free = make_events(t, S);
+  t->ev_sent = make_events(t, S);
+  t->ev_bucket = t->o->event_create(t->dev);
+  t->ev_dp_done = t->o->event_create(t->dev);
+  t->ev_opt_done = t->o->event_create(t->dev);
+  t->ev_gather_done = t->o->event_create(t->dev);
+  if (!t->ev_in_ready || !t->ev_grad_ready || !t->ev_out_ready || !t->ev_din_ready ||
+      !t->ev_slot_free || !t->ev_sent || !t->ev_bucket || !t->ev_dp_done || !t->ev_opt_done ||
+      !t->ev_gather_done)
+    return fail(t, "%s", "out of memory creating events");
+  train_build_buckets(t);
+  if (!t->buckets) return fail(t, "%s", "out of memory");
+  /* optimizer shard: ZeRO-1 a contiguous 1/n slice of the flat buffer, ZeRO-2/3 a piece of
+   * every bucket (zero.h) */
+  size_t P = t->m.nfloats_padded;
+  t->shard_len = P / (size_t)t->reduce_n;
+  t->shard_begin = (size_t)comm_rank(t->dp_c) * t->shard_len;
+  t->shard_end = t->shard_begin + t->shard_len;
+  if (c->zero >= 2) {
+    if (train_zero_setup(t) != 0) return -1;
+    t->shard_len = t->z.plan.shard_len;
+    t->shard_begin = t->shard_end = 0; /* not one slice */
+  }
+  size_t state = c->zero ? t->shard_len : P;
+  t->adam_m = t->o->alloc(t->dev, state * 4);
+  t->adam_v = t->o->alloc(t->dev, state * 4);
+  t->stat = t->o->alloc(t->dev, 4 * sizeof(double));
+  if (!t->adam_m || !t->adam_v || !t->stat)
+    return fail(t, "%s", "out of device memory for the optimizer state");
+  if (train_moe_setup(t) != 0) return -1;
+  size_t N = (size_t)t->m.N;
+  t->host_tokens = malloc(sizeof(int) * N * (size_t)t->M);
+  t->host_targets = malloc(sizeof(int) * N * (size_t)t->M);
+  if (!t->host_tokens || !t->host_targets) return fail(t, "%s", "out of memory");
+  if (c->cp > 1) {
+    size_t whole = (size_t)t->mb_size * c->seq;
+    t->host_seq_tokens = malloc(sizeof(int) * whole);
+    t->host_seq_targets = malloc(sizeof(int) * whole);
+    if (!t->host_seq_tokens || !t->host_seq_targets) return fail(t, "%s", "out of memory");
+  }
+  return 0;
 }
 
 /* ---- tracing ------------------------------------------------------------------------------- */
@@ -357,95 +326,93 @@ static int setup(trainer *t)
  * other keys once at the start. */
 static void write_memory_metadata(trainer *t);
 
-static void write_metadata(trainer *t)
-{
-    train_config *c = &t->cfg;
-    model_grid *g = &t->g;
-    char buf[1024];
+static void write_metadata(trainer *t) {
+  train_config *c = &t->cfg;
+  model_grid *g = &t->g;
+  char buf[1024];
+  snprintf(buf, sizeof buf,
+           "{\"world\":%d,\"dp\":%d,\"tp\":%d,\"pp\":%d,\"cp\":%d,\"rank\":%d,\"dp_rank\":%d,"
+           "\"tp_rank\":%d,\"pp_rank\":%d,\"cp_rank\":%d}",
+           g->world, g->dp, g->tp, g->pp, g->cp, g->rank, g->dp_rank, g->tp_rank, g->pp_rank,
+           g->cp_rank);
+  stepscope_metadata_set("layout", buf);
+  if (c->experts > 0) {
+    /* the expert-parallel place of this rank (README: the rank grid) */
     snprintf(buf, sizeof buf,
-             "{\"world\":%d,\"dp\":%d,\"tp\":%d,\"pp\":%d,\"cp\":%d,\"rank\":%d,\"dp_rank\":%d,"
-             "\"tp_rank\":%d,\"pp_rank\":%d,\"cp_rank\":%d}",
-             g->world, g->dp, g->tp, g->pp, g->cp, g->rank, g->dp_rank, g->tp_rank, g->pp_rank,
-             g->cp_rank);
-    stepscope_metadata_set("layout", buf);
-    if (c->experts > 0) {
-        /* the expert-parallel place of this rank (README: the rank grid) */
-        snprintf(buf, sizeof buf,
-                 "{\"experts\":%d,\"top_k\":%d,\"moe_every\":%d,\"ep\":%d,\"ep_rank\":%d,"
-                 "\"edp\":%d,\"edp_rank\":%d,\"experts_per_rank\":%d,\"capacity\":%d,"
-                 "\"aux_loss_coef\":%g,\"total_params\":%zu,\"active_params\":%zu}",
-                 c->experts, c->top_k, c->moe_every, g->ep, g->ep_rank, g->dp / g->ep,
-                 g->edp_rank, c->experts / g->ep, t->m.moe.capacity, c->aux_loss_coef,
-                 model_total_params(c), model_active_params(c));
-        stepscope_metadata_set("moe", buf);
-    }
-    double bubble = c->pp == 1 ? 0.0
-                    : t->V > 1 ? schedule_bubble_interleaved(c->pp, t->V, c->microbatches)
-                               : schedule_bubble(c->pp, c->microbatches);
-    snprintf(buf, sizeof buf,
-             "{\"name\":\"%s\",\"stages\":%d,\"microbatches\":%d,\"virtual_stages\":%d,"
-             "\"bubble_theory\":%.6f}",
-             c->pp == 1 ? "none" : t->V > 1 ? "interleaved" : c->schedule == SCHED_AFAB ? "afab" : "1f1b",
-             c->pp, c->microbatches, t->V, bubble);
-    stepscope_metadata_set("schedule", buf);
-    snprintf(buf, sizeof buf,
-             "{\"model_flops_per_step\":%.6g,\"hardware_flops_per_step\":%.6g,"
-             "\"total_params\":%zu,\"active_params\":%zu,"
-             "\"tokens_per_step\":%d,\"peak_flops_per_device\":%.6g,\"world\":%d}",
-             train_model_flops_per_step(c), train_hardware_flops_per_step(c),
-             model_total_params(c), model_active_params(c), c->batch * c->seq, t->peak_flops,
-             c->world);
-    stepscope_metadata_set("flops", buf);
-    write_memory_metadata(t);
+             "{\"experts\":%d,\"top_k\":%d,\"moe_every\":%d,\"ep\":%d,\"ep_rank\":%d,"
+             "\"edp\":%d,\"edp_rank\":%d,\"experts_per_rank\":%d,\"capacity\":%d,"
+             "\"aux_loss_coef\":%g,\"total_params\":%zu,\"active_params\":%zu}",
+             c->experts, c->top_k, c->moe_every, g->ep, g->ep_rank, g->dp / g->ep, g->edp_rank,
+             c->experts / g->ep, t->m.moe.capacity, c->aux_loss_coef, model_total_params(c),
+             model_active_params(c));
+    stepscope_metadata_set("moe", buf);
+  }
+  double bubble = c->pp == 1 ? 0.0
+                  : t->V > 1 ? schedule_bubble_interleaved(c->pp, t->V, c->microbatches)
+                             : schedule_bubble(c->pp, c->microbatches);
+  snprintf(buf, sizeof buf,
+           "{\"name\":\"%s\",\"stages\":%d,\"microbatches\":%d,\"virtual_stages\":%d,"
+           "\"bubble_theory\":%.6f}",
+           c->pp == 1                  ? "none"
+           : t->V > 1                  ? "interleaved"
+           : c->schedule == SCHED_AFAB ? "afab"
+                                       : "1f1b",
+           c->pp, c->microbatches, t->V, bubble);
+  stepscope_metadata_set("schedule", buf);
+  snprintf(buf, sizeof buf,
+           "{\"model_flops_per_step\":%.6g,\"hardware_flops_per_step\":%.6g,"
+           "\"total_params\":%zu,\"active_params\":%zu,"
+           "\"tokens_per_step\":%d,\"peak_flops_per_device\":%.6g,\"world\":%d}",
+           train_model_flops_per_step(c), train_hardware_flops_per_step(c), model_total_params(c),
+           model_active_params(c), c->batch * c->seq, t->peak_flops, c->world);
+  stepscope_metadata_set("flops", buf);
+  write_memory_metadata(t);
 }
 
 /* This rank's layout as the memory model takes it (memory_model.h). */
-static mm_layout memory_layout_of(const trainer *t)
-{
-    const train_config *c = &t->cfg;
-    mm_layout l;
-    memset(&l, 0, sizeof l);
-    l.layers = c->layers;
-    l.hidden = c->hidden;
-    l.heads = c->heads;
-    l.vocab = c->vocab;
-    l.max_seq = c->max_seq;
-    l.seq = c->seq;
-    l.dp = c->dp;
-    l.tp = c->tp;
-    l.pp = c->pp;
-    l.cp = c->cp;
-    l.sp = c->sp;
-    l.schedule = t->V > 1                      ? MM_SCHED_INTERLEAVED
-                 : c->schedule == SCHED_AFAB ? MM_SCHED_AFAB
-                                             : MM_SCHED_1F1B;
-    l.virtual_stages = t->V;
-    l.microbatches = c->microbatches;
-    l.micro_batch = config_micro_batch(c);
-    l.zero = c->zero;
-    l.recompute = c->recompute == RECOMPUTE_FULL        ? MM_RECOMPUTE_FULL
-                  : c->recompute == RECOMPUTE_SELECTIVE ? MM_RECOMPUTE_SELECTIVE
-                                                        : MM_RECOMPUTE_NONE;
-    l.act_bytes = (int)dev_dtype_bytes(dev_activation_dtype(t->dev));
-    l.bucket_mb = c->bucket_mb;
-    l.experts = c->experts;
-    l.top_k = c->top_k;
-    l.moe_every = c->moe_every;
-    l.ep = c->ep;
-    return l;
+static mm_layout memory_layout_of(const trainer *t) {
+  const train_config *c = &t->cfg;
+  mm_layout l;
+  memset(&l, 0, sizeof l);
+  l.layers = c->layers;
+  l.hidden = c->hidden;
+  l.heads = c->heads;
+  l.vocab = c->vocab;
+  l.max_seq = c->max_seq;
+  l.seq = c->seq;
+  l.dp = c->dp;
+  l.tp = c->tp;
+  l.pp = c->pp;
+  l.cp = c->cp;
+  l.sp = c->sp;
+  l.schedule = t->V > 1                    ? MM_SCHED_INTERLEAVED
+               : c->schedule == SCHED_AFAB ? MM_SCHED_AFAB
+                                           : MM_SCHED_1F1B;
+  l.virtual_stages = t->V;
+  l.microbatches = c->microbatches;
+  l.micro_batch = config_micro_batch(c);
+  l.zero = c->zero;
+  l.recompute = c->recompute == RECOMPUTE_FULL        ? MM_RECOMPUTE_FULL
+                : c->recompute == RECOMPUTE_SELECTIVE ? MM_RECOMPUTE_SELECTIVE
+                                                      : MM_RECOMPUTE_NONE;
+  l.act_bytes = (int)dev_dtype_bytes(dev_activation_dtype(t->dev));
+  l.bucket_mb = c->bucket_mb;
+  l.experts = c->experts;
+  l.top_k = c->top_k;
+  l.moe_every = c->moe_every;
+  l.ep = c->ep;
+  return l;
 }
 
 /* The process's resident memory now (Linux /proc/self/statm), 0 if unknown. */
-static size_t rss_now(void)
-{
-    FILE *f = fopen("/proc/self/statm", "r");
-    unsigned long size = 0, resident = 0;
-    if (f) {
-        if (fscanf(f, "%lu %lu", &size, &resident) != 2)
-            resident = 0;
-        fclose(f);
-    }
-    return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
+static size_t rss_now(void) {
+  FILE *f = fopen("/proc/self/statm", "r");
+  unsigned long size = 0, resident = 0;
+  if (f) {
+    if (fscanf(f, "%lu %lu", &size, &resident) != 2) resident = 0;
+    fclose(f);
+  }
+  return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
 }
 
 /* "memory": the memory model's prediction for this rank (memory_model.c: the one
@@ -454,478 +421,440 @@ static size_t rss_now(void)
  * device_cuda.h), the process's peak RSS and its RSS before the trainer allocated anything
  * (the runtime baseline: program, libraries, the communicator's shared segment mapping,
  * thread stacks, the data). */
-static void write_memory_metadata(trainer *t)
-{
-    train_config *c = &t->cfg;
-    char buf[768];
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    long long rss_peak = (long long)ru.ru_maxrss * 1024;
-    const char *measured_source = "device-allocations";
-    long long measured = (long long)dev_measured_peak(t->dev, &measured_source);
-    mm_layout l = memory_layout_of(t);
-    mm_breakdown p;
-    char err[160];
-    if (mm_rank_memory(&l, t->g.pp_rank, &p, err, sizeof err) != 0) {
-        fprintf(stderr, "rank %d: warning: no memory prediction: %s\n", t->env.rank, err);
-        memset(&p, 0, sizeof p);
-    }
-    snprintf(buf, sizeof buf,
-             "{\"predicted\":{\"parameters\":%zu,\"gradients\":%zu,\"optimizer\":%zu,"
-             "\"activations\":%zu,\"other\":%zu,\"steady\":%zu,\"total\":%zu},"
-             "\"zero\":%d,\"activation_dtype\":\"%s\",\"measured_peak_bytes\":%lld,"
-             "\"measured_source\":\"%s\",\"rss_peak_bytes\":%lld,\"runtime_baseline_bytes\":%zu}",
-             p.parameters, p.gradients, p.optimizer, p.activations, p.other, p.steady, p.peak,
-             c->zero, dev_dtype_name(dev_activation_dtype(t->dev)), measured, measured_source,
-             rss_peak, t->rss_baseline);
-    stepscope_metadata_set("memory", buf);
+static void write_memory_metadata(trainer *t) {
+  train_config *c = &t->cfg;
+  char buf[768];
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  long long rss_peak = (long long)ru.ru_maxrss * 1024;
+  const char *measured_source = "device-allocations";
+  long long measured = (long long)dev_measured_peak(t->dev, &measured_source);
+  mm_layout l = memory_layout_of(t);
+  mm_breakdown p;
+  char err[160];
+  if (mm_rank_memory(&l, t->g.pp_rank, &p, err, sizeof err) != 0) {
+    fprintf(stderr, "rank %d: warning: no memory prediction: %s\n", t->env.rank, err);
+    memset(&p, 0, sizeof p);
+  }
+  snprintf(buf, sizeof buf,
+           "{\"predicted\":{\"parameters\":%zu,\"gradients\":%zu,\"optimizer\":%zu,"
+           "\"activations\":%zu,\"other\":%zu,\"steady\":%zu,\"total\":%zu},"
+           "\"zero\":%d,\"activation_dtype\":\"%s\",\"measured_peak_bytes\":%lld,"
+           "\"measured_source\":\"%s\",\"rss_peak_bytes\":%lld,\"runtime_baseline_bytes\":%zu}",
+           p.parameters, p.gradients, p.optimizer, p.activations, p.other, p.steady, p.peak,
+           c->zero, dev_dtype_name(dev_activation_dtype(t->dev)), measured, measured_source,
+           rss_peak, t->rss_baseline);
+  stepscope_metadata_set("memory", buf);
 }
 
 #ifdef STEPSCOPE_TRAINER_GPU_TRACE
 #include "stepscope_gpu.h"
 
 /* Whether the GPU tracer records this run's CUDA activity (CUDA backend only). */
-static int gpu_trace_wanted(trainer *t)
-{
-    return strcmp(dev_get_ops(t->dev)->backend_name, "cuda") == 0;
+static int gpu_trace_wanted(trainer *t) {
+  return strcmp(dev_get_ops(t->dev)->backend_name, "cuda") == 0;
 }
 #endif
 
 /* Creates the directories leading to `path` (like mkdir -p of its dirname);
  * failures are left to the fopen that follows, which reports them. */
-static void make_parent_dirs(const char *path)
-{
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (!slash || slash == dir)
-        return;
-    *slash = '\0';
-    for (char *p = dir + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        mkdir(dir, 0755);
-        *p = '/';
-    }
+static void make_parent_dirs(const char *path) {
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (!slash || slash == dir) return;
+  *slash = '\0';
+  for (char *p = dir + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
     mkdir(dir, 0755);
+    *p = '/';
+  }
+  mkdir(dir, 0755);
 }
 
 static void trace_stop(trainer *t);
 
-static void trace_start(trainer *t)
-{
-    char *cfg_json = config_to_json(&t->cfg);
-    stepscope_start_options so;
-    memset(&so, 0, sizeof so);
-    so.run_dir = t->cfg.trace;
-    so.rank = t->env.rank;
-    so.world_size = t->env.world;
-    so.local_rank = t->env.local_rank;
-    so.producer = "stepscope-train " STEPSCOPE_VERSION_STRING;
-    char devjson[128];
-    snprintf(devjson, sizeof devjson, "{\"backend\":\"%s\"}", dev_get_ops(t->dev)->backend_name);
-    so.device_name = dev_name(t->dev);
-    so.device_json = devjson;
-    so.config_json = cfg_json;
-    stepscope_error e;
-    memset(&e, 0, sizeof e);
-    if (stepscope_start(&so, &e) != 0) {
-        fprintf(stderr, "rank %d: warning: tracing disabled: %s\n", t->env.rank, e.message);
-    } else {
-        t->tracing = 1;
+static void trace_start(trainer *t) {
+  char *cfg_json = config_to_json(&t->cfg);
+  stepscope_start_options so;
+  memset(&so, 0, sizeof so);
+  so.run_dir = t->cfg.trace;
+  so.rank = t->env.rank;
+  so.world_size = t->env.world;
+  so.local_rank = t->env.local_rank;
+  so.producer = "stepscope-train " STEPSCOPE_VERSION_STRING;
+  char devjson[128];
+  snprintf(devjson, sizeof devjson, "{\"backend\":\"%s\"}", dev_get_ops(t->dev)->backend_name);
+  so.device_name = dev_name(t->dev);
+  so.device_json = devjson;
+  so.config_json = cfg_json;
+  stepscope_error e;
+  memset(&e, 0, sizeof e);
+  if (stepscope_start(&so, &e) != 0) {
+    fprintf(stderr, "rank %d: warning: tracing disabled: %s\n", t->env.rank, e.message);
+  } else {
+    t->tracing = 1;
 #ifdef STEPSCOPE_TRAINER_GPU_TRACE
-        /* CUPTI first: the device names its streams under CUPTI's stream ids. */
-        if (gpu_trace_wanted(t) && stepscope_gpu_start() != 0)
-            fprintf(stderr, "rank %d: warning: GPU activity will not be traced\n", t->env.rank);
+    /* CUPTI first: the device names its streams under CUPTI's stream ids. */
+    if (gpu_trace_wanted(t) && stepscope_gpu_start() != 0)
+      fprintf(stderr, "rank %d: warning: GPU activity will not be traced\n", t->env.rank);
 #endif
-        dev_trace_started(t->dev);
-        stepscope_stream_declare(stepscope_thread_id(), STEPSCOPE_STREAM_HOST_THREAD, 0,
-                                 "host (training loop)");
-        write_metadata(t);
-    }
-    free(cfg_json);
+    dev_trace_started(t->dev);
+    stepscope_stream_declare(stepscope_thread_id(), STEPSCOPE_STREAM_HOST_THREAD, 0,
+                             "host (training loop)");
+    write_metadata(t);
+  }
+  free(cfg_json);
 }
 
 /* Writes the measured memory, flushes the GPU tracer's buffers into the
  * trace, then closes it. */
-static void trace_stop(trainer *t)
-{
-    write_memory_metadata(t);
+static void trace_stop(trainer *t) {
+  write_memory_metadata(t);
 #ifdef STEPSCOPE_TRAINER_GPU_TRACE
-    if (gpu_trace_wanted(t)) {
-        stepscope_gpu_stop();
-        /* CUPTI's last buffers declared their streams as "stream N": name them again. */
-        dev_trace_started(t->dev);
-    }
+  if (gpu_trace_wanted(t)) {
+    stepscope_gpu_stop();
+    /* CUPTI's last buffers declared their streams as "stream N": name them again. */
+    dev_trace_started(t->dev);
+  }
 #endif
-    stepscope_stop();
-    t->tracing = 0;
+  stepscope_stop();
+  t->tracing = 0;
 }
 
 /* ---- checkpoints (checkpoint.c) ------------------------------------------------------------ */
 
-static ckpt_rank_state ckpt_state_of(trainer *t)
-{
-    ckpt_rank_state s = {t->dev,
-                         t->o,
-                         t->compute,
-                         t->world_c,
-                         &t->cfg,
-                         &t->g,
-                         t->m.param,
-                         t->m.nfloats_padded,
-                         t->adam_m,
-                         t->adam_v,
-                         t->cfg.zero ? t->shard_len : t->m.nfloats_padded,
-                         t->cfg.zero == 1 ? t->shard_begin : 0,
-                         t->ckpt_more,
-                         t->V - 1};
-    const moe_state *q = &t->m.moe;
-    if (q->nmoe > 0) { /* the expert buffer rides as one more chunk (train_moe_setup: V == 1) */
-        size_t lo, hi;
-        train_moe_slice(t, &lo, &hi);
-        t->ckpt_more[0] = (ckpt_chunk){q->param, q->nfloats_padded, t->moe_adam_m, t->moe_adam_v,
-                                       hi - lo, lo};
-        s.nmore = 1;
-    }
-    for (int j = 1; j < t->V; j++) { /* interleaved: the other chunks (zero 0 or 1) */
-        model *mc = chunk_model(t, j);
-        size_t lo = 0, hi = mc->nfloats_padded;
-        if (t->cfg.zero)
-            chunk_slice(t, j, &lo, &hi);
-        t->ckpt_more[j - 1] = (ckpt_chunk){mc->param, mc->nfloats_padded,
-                                           t->more_adam[2 * (j - 1)], t->more_adam[2 * (j - 1) + 1],
-                                           hi - lo, lo};
-    }
-    return s;
+static ckpt_rank_state ckpt_state_of(trainer *t) {
+  ckpt_rank_state s = {t->dev,
+                       t->o,
+                       t->compute,
+                       t->world_c,
+                       &t->cfg,
+                       &t->g,
+                       t->m.param,
+                       t->m.nfloats_padded,
+                       t->adam_m,
+                       t->adam_v,
+                       t->cfg.zero ? t->shard_len : t->m.nfloats_padded,
+                       t->cfg.zero == 1 ? t->shard_begin : 0,
+                       t->ckpt_more,
+                       t->V - 1};
+  const moe_state *q = &t->m.moe;
+  if (q->nmoe > 0) { /* the expert buffer rides as one more chunk (train_moe_setup: V == 1) */
+    size_t lo, hi;
+    train_moe_slice(t, &lo, &hi);
+    t->ckpt_more[0] =
+        (ckpt_chunk){q->param, q->nfloats_padded, t->moe_adam_m, t->moe_adam_v, hi - lo, lo};
+    s.nmore = 1;
+  }
+  for (int j = 1; j < t->V; j++) { /* interleaved: the other chunks (zero 0 or 1) */
+    model *mc = chunk_model(t, j);
+    size_t lo = 0, hi = mc->nfloats_padded;
+    if (t->cfg.zero) chunk_slice(t, j, &lo, &hi);
+    t->ckpt_more[j - 1] = (ckpt_chunk){mc->param,
+                                       mc->nfloats_padded,
+                                       t->more_adam[2 * (j - 1)],
+                                       t->more_adam[2 * (j - 1) + 1],
+                                       hi - lo,
+                                       lo};
+  }
+  return s;
 }
 
 /* After `done` completed steps (every stream idle). */
-static int save_checkpoint(trainer *t, int done)
-{
-    ckpt_rank_state s = ckpt_state_of(t);
-    float *full = NULL;
-    if (t->cfg.zero >= 3) {
-        if (!(full = train_zero3_alloc_full(t)))
-            return -1;
-        if (train_zero3_gather_all(t, full) != 0) {
-            t->o->free(t->dev, full);
-            return -1;
-        }
-        s.param = full;
+static int save_checkpoint(trainer *t, int done) {
+  ckpt_rank_state s = ckpt_state_of(t);
+  float *full = NULL;
+  if (t->cfg.zero >= 3) {
+    if (!(full = train_zero3_alloc_full(t))) return -1;
+    if (train_zero3_gather_all(t, full) != 0) {
+      t->o->free(t->dev, full);
+      return -1;
     }
-    size_t bytes = 0;
-    if (stepscope_active())
-        stepscope_range_push("checkpoint", NULL);
-    double t0 = now_s();
-    int rc = ckpt_save(&s, done, &bytes, t->err, sizeof t->err);
-    double dt = now_s() - t0;
-    pop_range();
-    t->o->free(t->dev, full);
-    if (rc == 0 && t->env.rank == 0 && !t->cfg.quiet) {
-        printf("checkpoint: step %d written to %s/step-%08d (rank 0's shard %.2f MiB, %.1f ms)\n",
-               done, t->cfg.checkpoint_dir, done, bytes / 1048576.0, dt * 1e3);
-        fflush(stdout);
-    }
-    return rc;
+    s.param = full;
+  }
+  size_t bytes = 0;
+  if (stepscope_active()) stepscope_range_push("checkpoint", NULL);
+  double t0 = now_s();
+  int rc = ckpt_save(&s, done, &bytes, t->err, sizeof t->err);
+  double dt = now_s() - t0;
+  pop_range();
+  t->o->free(t->dev, full);
+  if (rc == 0 && t->env.rank == 0 && !t->cfg.quiet) {
+    printf("checkpoint: step %d written to %s/step-%08d (rank 0's shard %.2f MiB, %.1f ms)\n", done,
+           t->cfg.checkpoint_dir, done, bytes / 1048576.0, dt * 1e3);
+    fflush(stdout);
+  }
+  return rc;
 }
 
-static int resume_checkpoint(trainer *t, int *start_step)
-{
-    ckpt_rank_state s = ckpt_state_of(t);
-    char note[512];
-    float *full = NULL;
-    if (t->cfg.zero >= 3) {
-        if (!(full = train_zero3_alloc_full(t)))
-            return -1;
-        s.param = full;
-    }
-    int rc = ckpt_load_latest(&s, start_step, note, sizeof note, t->err, sizeof t->err);
-    if (rc == 0 && full)
-        rc = train_zero3_scatter_all(t, full);
-    t->o->free(t->dev, full);
-    if (rc != 0)
-        return -1;
-    if (t->env.rank == 0) {
-        if (note[0])
-            fprintf(stderr, "rank 0: note: %s\n", note);
-        if (*start_step >= t->cfg.steps)
-            printf("resumed from %s/step-%08d: already at --steps %d, nothing to do\n",
-                   t->cfg.checkpoint_dir, *start_step, t->cfg.steps);
-        else if (!t->cfg.quiet)
-            printf("resumed from %s/step-%08d: continuing at step %d of %d\n",
-                   t->cfg.checkpoint_dir, *start_step, *start_step, t->cfg.steps);
-        fflush(stdout);
-    }
-    return 0;
+static int resume_checkpoint(trainer *t, int *start_step) {
+  ckpt_rank_state s = ckpt_state_of(t);
+  char note[512];
+  float *full = NULL;
+  if (t->cfg.zero >= 3) {
+    if (!(full = train_zero3_alloc_full(t))) return -1;
+    s.param = full;
+  }
+  int rc = ckpt_load_latest(&s, start_step, note, sizeof note, t->err, sizeof t->err);
+  if (rc == 0 && full) rc = train_zero3_scatter_all(t, full);
+  t->o->free(t->dev, full);
+  if (rc != 0) return -1;
+  if (t->env.rank == 0) {
+    if (note[0]) fprintf(stderr, "rank 0: note: %s\n", note);
+    if (*start_step >= t->cfg.steps)
+      printf("resumed from %s/step-%08d: already at --steps %d, nothing to do\n",
+             t->cfg.checkpoint_dir, *start_step, t->cfg.steps);
+    else if (!t->cfg.quiet)
+      printf("resumed from %s/step-%08d: continuing at step %d of %d\n", t->cfg.checkpoint_dir,
+             *start_step, *start_step, t->cfg.steps);
+    fflush(stdout);
+  }
+  return 0;
 }
 
 /* --debug-dump-params DIR: this rank's parameters (every chunk) as text lines
  * "name layer index value", for tests that compare final weights across layouts. Under
  * --zero 3 the rank holds only pieces, so nothing is written there. */
-static int dump_params(trainer *t)
-{
-    const char *dir = t->cfg.debug_dump_params;
-    mkdir(dir, 0755);
-    char path[600];
-    snprintf(path, sizeof path, "%s/rank-%05d.params", dir, t->env.rank);
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        snprintf(t->err, sizeof t->err, "--debug-dump-params: cannot write %s: %s", path,
-                 strerror(errno));
-        return -1;
+static int dump_params(trainer *t) {
+  const char *dir = t->cfg.debug_dump_params;
+  mkdir(dir, 0755);
+  char path[600];
+  snprintf(path, sizeof path, "%s/rank-%05d.params", dir, t->env.rank);
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    snprintf(t->err, sizeof t->err, "--debug-dump-params: cannot write %s: %s", path,
+             strerror(errno));
+    return -1;
+  }
+  int rc = 0;
+  for (int j = 0; j < t->V && rc == 0; j++) {
+    model *mc = chunk_model(t, j);
+    if (!mc->param) continue;
+    float *host = malloc(mc->nfloats_padded * 4);
+    if (!host) {
+      rc = fail(t, "%s", "out of memory");
+      break;
     }
-    int rc = 0;
-    for (int j = 0; j < t->V && rc == 0; j++) {
-        model *mc = chunk_model(t, j);
-        if (!mc->param)
-            continue;
-        float *host = malloc(mc->nfloats_padded * 4);
-        if (!host) {
-            rc = fail(t, "%s", "out of memory");
-            break;
-        }
-        t->o->copy_to_host(t->compute, host, mc->param, mc->nfloats_padded * 4);
-        if (t->o->stream_synchronize(t->compute) != 0)
-            rc = fail(t, "%s", dev_last_error(t->dev));
-        for (int k = 0; k < mc->nparams && rc == 0; k++) {
-            const param_info *p = &mc->params[k];
-            for (size_t i = 0; i < p->count; i++)
-                fprintf(f, "%s %d %zu %.9g\n", p->name, p->layer, i, host[p->offset + i]);
-        }
-        free(host);
-        /* the experts this rank holds, indexed in the layer's whole [E,...] tensors (all TP
-         * ranks hold the same copy) */
-        const moe_state *q = &mc->moe;
-        if (rc != 0 || q->nmoe == 0 || t->g.tp_rank != 0)
-            continue;
-        if (!(host = malloc(q->nfloats * 4))) {
-            rc = fail(t, "%s", "out of memory");
-            break;
-        }
-        t->o->copy_to_host(t->compute, host, q->param, q->nfloats * 4);
-        if (t->o->stream_synchronize(t->compute) != 0)
-            rc = fail(t, "%s", dev_last_error(t->dev));
-        for (int k = 0; k < q->nparams && rc == 0; k++) {
-            const moe_param *p = &q->params[k];
-            for (size_t i = 0; i < p->count; i++)
-                fprintf(f, "%s %d %zu %.9g\n", p->name, p->layer, p->global_first + i,
-                        host[p->offset + i]);
-        }
-        free(host);
+    t->o->copy_to_host(t->compute, host, mc->param, mc->nfloats_padded * 4);
+    if (t->o->stream_synchronize(t->compute) != 0) rc = fail(t, "%s", dev_last_error(t->dev));
+    for (int k = 0; k < mc->nparams && rc == 0; k++) {
+      const param_info *p = &mc->params[k];
+      for (size_t i = 0; i < p->count; i++)
+        fprintf(f, "%s %d %zu %.9g\n", p->name, p->layer, i, host[p->offset + i]);
     }
-    if (fclose(f) != 0 && rc == 0) {
-        snprintf(t->err, sizeof t->err, "--debug-dump-params: cannot write %s", path);
-        rc = -1;
+    free(host);
+    /* the experts this rank holds, indexed in the layer's whole [E,...] tensors (all TP
+     * ranks hold the same copy) */
+    const moe_state *q = &mc->moe;
+    if (rc != 0 || q->nmoe == 0 || t->g.tp_rank != 0) continue;
+    if (!(host = malloc(q->nfloats * 4))) {
+      rc = fail(t, "%s", "out of memory");
+      break;
     }
-    return rc;
+    t->o->copy_to_host(t->compute, host, q->param, q->nfloats * 4);
+    if (t->o->stream_synchronize(t->compute) != 0) rc = fail(t, "%s", dev_last_error(t->dev));
+    for (int k = 0; k < q->nparams && rc == 0; k++) {
+      const moe_param *p = &q->params[k];
+      for (size_t i = 0; i < p->count; i++)
+        fprintf(f, "%s %d %zu %.9g\n", p->name, p->layer, p->global_first + i, host[p->offset + i]);
+    }
+    free(host);
+  }
+  if (fclose(f) != 0 && rc == 0) {
+    snprintf(t->err, sizeof t->err, "--debug-dump-params: cannot write %s", path);
+    rc = -1;
+  }
+  return rc;
 }
 
-static void cleanup(trainer *t)
-{
-    if (t->o) {
-        const dev_ops *o = t->o;
-        if (t->compute) {
-            o->stream_synchronize(t->compute);
-            o->stream_synchronize(t->dp_stream);
-            o->stream_synchronize(t->pp_send);
-            o->stream_synchronize(t->pp_recv);
-            if (t->cp_send) {
-                o->stream_synchronize(t->cp_send);
-                o->stream_synchronize(t->cp_recv);
-            }
-        }
-        dev_event **per_slot[] = {t->ev_in_ready, t->ev_grad_ready, t->ev_out_ready,
-                                  t->ev_din_ready, t->ev_slot_free, t->ev_sent};
-        for (size_t k = 0; k < sizeof per_slot / sizeof per_slot[0]; k++) {
-            for (int i = 0; per_slot[k] && i < t->nevents; i++)
-                if (per_slot[k][i])
-                    o->event_destroy(per_slot[k][i]);
-            free(per_slot[k]);
-        }
-        dev_event *single[] = {t->ev_bucket, t->ev_dp_done, t->ev_opt_done, t->ev_gather_done};
-        for (size_t k = 0; k < sizeof single / sizeof single[0]; k++)
-            if (single[k])
-                o->event_destroy(single[k]);
-        model_destroy(&t->m);
-        for (int j = 1; t->more && j < t->V; j++)
-            model_destroy(&t->more[j - 1]);
-        for (int j = 0; t->more_adam && j < 2 * (t->V - 1); j++)
-            o->free(t->dev, t->more_adam[j]);
-        zero_state *z = &t->z;
-        void *zbufs[] = {z->grad_shard, z->gbuf[0], z->gbuf[1], z->gembed, z->piece_tmp,
-                         z->param_shard, z->pbuf[0], z->pbuf[1], z->pembed};
-        for (size_t k = 0; k < sizeof zbufs / sizeof zbufs[0]; k++)
-            o->free(t->dev, zbufs[k]);
-        dev_event *zev[] = {z->ev_gfree[0], z->ev_gfree[1], z->ev_pfree, z->ev_gathered[0],
-                            z->ev_gathered[1]};
-        for (size_t k = 0; k < sizeof zev / sizeof zev[0]; k++)
-            if (zev[k])
-                o->event_destroy(zev[k]);
-        o->free(t->dev, t->adam_m);
-        o->free(t->dev, t->adam_v);
-        o->free(t->dev, t->stat);
-        o->free(t->dev, t->moe_adam_m);
-        o->free(t->dev, t->moe_adam_v);
+static void cleanup(trainer *t) {
+  if (t->o) {
+    const dev_ops *o = t->o;
+    if (t->compute) {
+      o->stream_synchronize(t->compute);
+      o->stream_synchronize(t->dp_stream);
+      o->stream_synchronize(t->pp_send);
+      o->stream_synchronize(t->pp_recv);
+      if (t->cp_send) {
+        o->stream_synchronize(t->cp_send);
+        o->stream_synchronize(t->cp_recv);
+      }
     }
-    comm_destroy(t->world_c);
-    comm_destroy(t->dp_c);
-    comm_destroy(t->tp_c);
-    comm_destroy(t->pp_c);
-    comm_destroy(t->embed_c);
-    comm_destroy(t->cp_c);
-    comm_destroy(t->ep_c);
-    comm_destroy(t->edp_c);
-    comm_dev_job_close(t->dev_job);
-    dev_close(t->dev); /* joins the stream threads (drained above) */
-    comm_job_close(t->job);
-    free(t->items);
-    free(t->more);
-    free(t->more_adam);
-    free(t->ckpt_more);
-    free(t->buckets);
-    free(t->z.bucket_of_unit);
-    zero_plan_free(&t->z.plan);
-    free(t->host_tokens);
-    free(t->host_targets);
-    free(t->host_seq_tokens);
-    free(t->host_seq_targets);
-    train_data_close(t->data);
-    if (t->log)
-        fclose(t->log);
+    dev_event **per_slot[] = {t->ev_in_ready,  t->ev_grad_ready, t->ev_out_ready,
+                              t->ev_din_ready, t->ev_slot_free,  t->ev_sent};
+    for (size_t k = 0; k < sizeof per_slot / sizeof per_slot[0]; k++) {
+      for (int i = 0; per_slot[k] && i < t->nevents; i++)
+        if (per_slot[k][i]) o->event_destroy(per_slot[k][i]);
+      free(per_slot[k]);
+    }
+    dev_event *single[] = {t->ev_bucket, t->ev_dp_done, t->ev_opt_done, t->ev_gather_done};
+    for (size_t k = 0; k < sizeof single / sizeof single[0]; k++)
+      if (single[k]) o->event_destroy(single[k]);
+    model_destroy(&t->m);
+    for (int j = 1; t->more && j < t->V; j++)
+      model_destroy(&t->more[j - 1]);
+    for (int j = 0; t->more_adam && j < 2 * (t->V - 1); j++)
+      o->free(t->dev, t->more_adam[j]);
+    zero_state *z = &t->z;
+    void *zbufs[] = {z->grad_shard,  z->gbuf[0], z->gbuf[1], z->gembed, z->piece_tmp,
+                     z->param_shard, z->pbuf[0], z->pbuf[1], z->pembed};
+    for (size_t k = 0; k < sizeof zbufs / sizeof zbufs[0]; k++)
+      o->free(t->dev, zbufs[k]);
+    dev_event *zev[] = {z->ev_gfree[0], z->ev_gfree[1], z->ev_pfree, z->ev_gathered[0],
+                        z->ev_gathered[1]};
+    for (size_t k = 0; k < sizeof zev / sizeof zev[0]; k++)
+      if (zev[k]) o->event_destroy(zev[k]);
+    o->free(t->dev, t->adam_m);
+    o->free(t->dev, t->adam_v);
+    o->free(t->dev, t->stat);
+    o->free(t->dev, t->moe_adam_m);
+    o->free(t->dev, t->moe_adam_v);
+  }
+  comm_destroy(t->world_c);
+  comm_destroy(t->dp_c);
+  comm_destroy(t->tp_c);
+  comm_destroy(t->pp_c);
+  comm_destroy(t->embed_c);
+  comm_destroy(t->cp_c);
+  comm_destroy(t->ep_c);
+  comm_destroy(t->edp_c);
+  comm_dev_job_close(t->dev_job);
+  dev_close(t->dev); /* joins the stream threads (drained above) */
+  comm_job_close(t->job);
+  free(t->items);
+  free(t->more);
+  free(t->more_adam);
+  free(t->ckpt_more);
+  free(t->buckets);
+  free(t->z.bucket_of_unit);
+  zero_plan_free(&t->z.plan);
+  free(t->host_tokens);
+  free(t->host_targets);
+  free(t->host_seq_tokens);
+  free(t->host_seq_targets);
+  train_data_close(t->data);
+  if (t->log) fclose(t->log);
 }
 
-int train_rank_run(const train_config *cfg_in, const rank_env *env)
-{
-    trainer *t = calloc(1, sizeof *t);
-    if (!t) {
-        fprintf(stderr, "rank %d: error: out of memory\n", env->rank);
-        return 1;
-    }
-    t->cfg = *cfg_in;
-    t->env = *env;
-    train_config *c = &t->cfg;
-    int rc = 0;
-    char e[512];
-    t->data = train_data_open(c->data, c->bpe_merges, c->seq, c->seed, c->batch, e, sizeof e);
-    if (!t->data) {
-        fail(t, "%s", e);
-        rc = -1;
-    }
-    if (rc == 0 && !c->vocab_given)
-        c->vocab = train_data_vocab(t->data);
-    if (rc == 0 && c->vocab < train_data_vocab(t->data)) {
-        snprintf(t->err, sizeof t->err, "--vocab %d is smaller than the data's vocabulary %d",
-                 c->vocab, train_data_vocab(t->data));
-        rc = -1;
-    }
-    if (rc == 0)
-        rc = setup(t);
-    int is_printer = env->rank == 0;
-    if (rc == 0 && is_printer && !c->quiet) {
-        printf("stepscope-train: %s model, %d layers, hidden %d, %d heads, seq %d, vocab %d, "
-               "%.3f M parameters\n",
-               c->model, c->layers, c->hidden, c->heads, c->seq, c->vocab,
-               model_total_params(c) / 1e6);
-        if (c->experts > 0)
-            printf("stepscope-train: %d experts, top-%d, every %d block(s), ep %d: %.3f M "
-                   "parameters active per token (MFU counts these)\n",
-                   c->experts, c->top_k, c->moe_every, c->ep, model_active_params(c) / 1e6);
-        printf("stepscope-train: world %d = dp %d x pp %d x cp %d x tp %d%s, schedule %s, %d "
-               "micro-batches of %d, global batch %d, zero %d, recompute %s, data: %s\n",
-               c->world, c->dp, c->pp, c->cp, c->tp, c->sp ? " (sp)" : "",
-               c->schedule == SCHED_AFAB ? "afab" : c->schedule == SCHED_1F1B ? "1f1b"
-                                                                : "interleaved",
-               c->microbatches, t->mb_size, c->batch,
-               c->zero, c->recompute == RECOMPUTE_NONE ? "none"
-                        : c->recompute == RECOMPUTE_FULL ? "full" : "selective",
-               train_data_describe(t->data));
-        fflush(stdout);
-    }
-    if (rc == 0 && is_printer && c->log[0]) {
-        make_parent_dirs(c->log); /* e.g. --log RUN/train.jsonl beside --trace RUN */
-        t->log = fopen(c->log, c->resume ? "a" : "w"); /* a resumed run continues the log */
-        if (!t->log) {
-            snprintf(t->err, sizeof t->err, "--log %s: cannot open for writing: %s", c->log,
-                     strerror(errno));
-            rc = -1;
-        }
-    }
-    int start_step = 0;
-    if (rc == 0 && c->resume)
-        rc = resume_checkpoint(t, &start_step);
-    if (rc == 0 && c->trace[0] && c->profile_first < 0)
-        trace_start(t);
-    double last_loss = NAN;
-    for (int step = start_step; rc == 0 && step < c->steps; step++) {
-        int profile_from = c->profile_first > start_step ? c->profile_first : start_step;
-        if (c->trace[0] && step == profile_from && step <= c->profile_last && !t->tracing)
-            trace_start(t);
-        if (step == c->debug_die_step && env->rank == c->debug_die_rank) {
-            fflush(stdout);
-            raise(SIGKILL);
-        }
-        if (step == c->debug_hang_step && env->rank == c->debug_hang_rank)
-            for (;;)
-                pause();
-        comm_job_heartbeat(t->job);
-        if (t->tracing)
-            stepscope_step_begin((uint64_t)step);
-        double t0 = now_s(), loss = 0, norm = 0;
-        rc = train_run_step(t, step, &loss, &norm);
-        double dt = now_s() - t0;
-        if (t->tracing)
-            stepscope_step_end();
-        if (rc != 0)
-            break;
-        last_loss = loss;
-        double tokens = (double)c->batch * c->seq;
-        double mfu = train_model_flops_per_step(c) / (dt * t->peak_flops * c->world);
-        if (t->tracing) {
-            stepscope_counter_now("loss", 0, loss);
-            stepscope_counter_now("grad_norm", 0, norm);
-            stepscope_counter_now("tokens_per_s", 0, tokens / dt);
-        }
-        if (is_printer && !c->quiet) {
-            printf("step %4d | loss %.6f | norm %.4f | lr %.3e | %8.1f ms | %9.0f tok/s | MFU "
-                   "%.2f%%\n",
-                   step, loss, norm, train_lr_at(c, step), dt * 1e3, tokens / dt, mfu * 100);
-            fflush(stdout);
-        }
-        if (t->log) {
-            fprintf(t->log,
-                    "{\"step\":%d,\"loss\":%.9g,\"step_ms\":%.3f,\"tokens_per_s\":%.1f,\"mfu\":%.6g,"
-                    "\"grad_norm\":%.6g,\"lr\":%.6g",
-                    step, loss, dt * 1e3, tokens / dt, mfu, norm, train_lr_at(c, step));
-            if (c->experts > 0)
-                fprintf(t->log, ",\"aux_loss\":%.9g", t->aux_loss);
-            fprintf(t->log, "}\n");
-            fflush(t->log);
-        }
-        if (t->tracing && c->profile_last >= 0 && step >= c->profile_last)
-            trace_stop(t); /* the measured peak so far goes in with it */
-        if (c->checkpoint_dir[0] &&
-            ((c->checkpoint_every > 0 && (step + 1) % c->checkpoint_every == 0) ||
-             step + 1 == c->steps))
-            rc = save_checkpoint(t, step + 1);
-    }
-    if (t->tracing)
-        trace_stop(t);
-    if (rc == 0 && c->debug_dump_params[0])
-        rc = dump_params(t);
-    if (rc == 0 && is_printer && !isnan(last_loss))
-        printf("final loss %.6f\n", last_loss);
-    if (rc != 0) {
-        const char *why = t->job ? comm_job_abort_reason(t->job) : "";
-        fprintf(stderr, "rank %d: error: %s\n", env->rank, t->err[0] ? t->err : why);
-        if (t->job)
-            comm_job_abort(t->job, t->err);
-    }
+int train_rank_run(const train_config *cfg_in, const rank_env *env) {
+  trainer *t = calloc(1, sizeof *t);
+  if (!t) {
+    fprintf(stderr, "rank %d: error: out of memory\n", env->rank);
+    return 1;
+  }
+  t->cfg = *cfg_in;
+  t->env = *env;
+  train_config *c = &t->cfg;
+  int rc = 0;
+  char e[512];
+  t->data = train_data_open(c->data, c->bpe_merges, c->seq, c->seed, c->batch, e, sizeof e);
+  if (!t->data) {
+    fail(t, "%s", e);
+    rc = -1;
+  }
+  if (rc == 0 && !c->vocab_given) c->vocab = train_data_vocab(t->data);
+  if (rc == 0 && c->vocab < train_data_vocab(t->data)) {
+    snprintf(t->err, sizeof t->err, "--vocab %d is smaller than the data's vocabulary %d", c->vocab,
+             train_data_vocab(t->data));
+    rc = -1;
+  }
+  if (rc == 0) rc = setup(t);
+  int is_printer = env->rank == 0;
+  if (rc == 0 && is_printer && !c->quiet) {
+    printf("stepscope-train: %s model, %d layers, hidden %d, %d heads, seq %d, vocab %d, "
+           "%.3f M parameters\n",
+           c->model, c->layers, c->hidden, c->heads, c->seq, c->vocab, model_total_params(c) / 1e6);
+    if (c->experts > 0)
+      printf("stepscope-train: %d experts, top-%d, every %d block(s), ep %d: %.3f M "
+             "parameters active per token (MFU counts these)\n",
+             c->experts, c->top_k, c->moe_every, c->ep, model_active_params(c) / 1e6);
+    printf("stepscope-train: world %d = dp %d x pp %d x cp %d x tp %d%s, schedule %s, %d "
+           "micro-batches of %d, global batch %d, zero %d, recompute %s, data: %s\n",
+           c->world, c->dp, c->pp, c->cp, c->tp, c->sp ? " (sp)" : "",
+           c->schedule == SCHED_AFAB   ? "afab"
+           : c->schedule == SCHED_1F1B ? "1f1b"
+                                       : "interleaved",
+           c->microbatches, t->mb_size, c->batch, c->zero,
+           c->recompute == RECOMPUTE_NONE   ? "none"
+           : c->recompute == RECOMPUTE_FULL ? "full"
+                                            : "selective",
+           train_data_describe(t->data));
     fflush(stdout);
-    cleanup(t);
-    if (rc == 0 && env->remove_shm)
-        unlink(env->shm_path);
-    free(t);
-    return rc == 0 ? 0 : 1;
+  }
+  if (rc == 0 && is_printer && c->log[0]) {
+    make_parent_dirs(c->log); /* e.g. --log RUN/train.jsonl beside --trace RUN */
+    t->log = fopen(c->log, c->resume ? "a" : "w"); /* a resumed run continues the log */
+    if (!t->log) {
+      snprintf(t->err, sizeof t->err, "--log %s: cannot open for writing: %s", c->log,
+               strerror(errno));
+      rc = -1;
+    }
+  }
+  int start_step = 0;
+  if (rc == 0 && c->resume) rc = resume_checkpoint(t, &start_step);
+  if (rc == 0 && c->trace[0] && c->profile_first < 0) trace_start(t);
+  double last_loss = NAN;
+  for (int step = start_step; rc == 0 && step < c->steps; step++) {
+    int profile_from = c->profile_first > start_step ? c->profile_first : start_step;
+    if (c->trace[0] && step == profile_from && step <= c->profile_last && !t->tracing)
+      trace_start(t);
+    if (step == c->debug_die_step && env->rank == c->debug_die_rank) {
+      fflush(stdout);
+      raise(SIGKILL);
+    }
+    if (step == c->debug_hang_step && env->rank == c->debug_hang_rank)
+      for (;;)
+        pause();
+    comm_job_heartbeat(t->job);
+    if (t->tracing) stepscope_step_begin((uint64_t)step);
+    double t0 = now_s(), loss = 0, norm = 0;
+    rc = train_run_step(t, step, &loss, &norm);
+    double dt = now_s() - t0;
+    if (t->tracing) stepscope_step_end();
+    if (rc != 0) break;
+    last_loss = loss;
+    double tokens = (double)c->batch * c->seq;
+    double mfu = train_model_flops_per_step(c) / (dt * t->peak_flops * c->world);
+    if (t->tracing) {
+      stepscope_counter_now("loss", 0, loss);
+      stepscope_counter_now("grad_norm", 0, norm);
+      stepscope_counter_now("tokens_per_s", 0, tokens / dt);
+    }
+    if (is_printer && !c->quiet) {
+      printf("step %4d | loss %.6f | norm %.4f | lr %.3e | %8.1f ms | %9.0f tok/s | MFU "
+             "%.2f%%\n",
+             step, loss, norm, train_lr_at(c, step), dt * 1e3, tokens / dt, mfu * 100);
+      fflush(stdout);
+    }
+    if (t->log) {
+      fprintf(t->log,
+              "{\"step\":%d,\"loss\":%.9g,\"step_ms\":%.3f,\"tokens_per_s\":%.1f,\"mfu\":%.6g,"
+              "\"grad_norm\":%.6g,\"lr\":%.6g",
+              step, loss, dt * 1e3, tokens / dt, mfu, norm, train_lr_at(c, step));
+      if (c->experts > 0) fprintf(t->log, ",\"aux_loss\":%.9g", t->aux_loss);
+      fprintf(t->log, "}\n");
+      fflush(t->log);
+    }
+    if (t->tracing && c->profile_last >= 0 && step >= c->profile_last)
+      trace_stop(t); /* the measured peak so far goes in with it */
+    if (c->checkpoint_dir[0] &&
+        ((c->checkpoint_every > 0 && (step + 1) % c->checkpoint_every == 0) ||
+         step + 1 == c->steps))
+      rc = save_checkpoint(t, step + 1);
+  }
+  if (t->tracing) trace_stop(t);
+  if (rc == 0 && c->debug_dump_params[0]) rc = dump_params(t);
+  if (rc == 0 && is_printer && !isnan(last_loss)) printf("final loss %.6f\n", last_loss);
+  if (rc != 0) {
+    const char *why = t->job ? comm_job_abort_reason(t->job) : "";
+    fprintf(stderr, "rank %d: error: %s\n", env->rank, t->err[0] ? t->err : why);
+    if (t->job) comm_job_abort(t->job, t->err);
+  }
+  fflush(stdout);
+  cleanup(t);
+  if (rc == 0 && env->remove_shm) unlink(env->shm_path);
+  free(t);
+  return rc == 0 ? 0 : 1;
 }

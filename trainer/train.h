@@ -11,12 +11,12 @@
 #include "config.h"
 
 typedef struct rank_env {
-    int rank, world, local_rank;
-    const char *shm_path; /* the job's shared segment */
-    int create_shm;       /* this process creates it (outside launcher, rank 0) */
-    int remove_shm;       /* remove it at the end (rank 0, not under our launcher) */
-    double comm_timeout_s;
-    long long shm_not_before; /* see comm_job_options.not_before */
+  int rank, world, local_rank;
+  const char *shm_path; /* the job's shared segment */
+  int create_shm;       /* this process creates it (outside launcher, rank 0) */
+  int remove_shm;       /* remove it at the end (rank 0, not under our launcher) */
+  double comm_timeout_s;
+  long long shm_not_before; /* see comm_job_options.not_before */
 } rank_env;
 
 /* Runs the whole training on this rank. Returns 0, or 1 after printing the

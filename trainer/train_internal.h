@@ -22,114 +22,111 @@
 #include "zero.h"
 
 typedef struct bucket {
-    size_t begin, end; /* floats */
-    int ready_unit;    /* launched once this backward unit is done */
-    int launched;
-    /* --zero 2/3 */
-    int embed;  /* the embedding unit's bucket: its own buffers, reduced once per step */
-    int slot;   /* rotating gradient buffer (0/1) of the other buckets */
+  size_t begin, end; /* floats */
+  int ready_unit;    /* launched once this backward unit is done */
+  int launched;
+  /* --zero 2/3 */
+  int embed; /* the embedding unit's bucket: its own buffers, reduced once per step */
+  int slot;  /* rotating gradient buffer (0/1) of the other buckets */
 } bucket;
 
 /* --zero 2/3 state (see zero.h for the cut and the README for the memory). */
 typedef struct zero_state {
-    zero_plan plan;          /* a piece of every bucket per member of the gradient group */
-    float *grad_shard;       /* [plan.shard_len] this rank's reduced gradients */
-    float *gbuf[2];          /* rotating bucket gradient buffers (each the largest padded bucket) */
-    float *gembed;           /* the embedding bucket's gradients, accumulated over micro-batches */
-    float *piece_tmp;        /* [plan.max_piece] a reduce-scatter's result before it is added */
-    dev_event *ev_gfree[2];  /* gbuf[s] reduced and zeroed: compute may write it again */
-    /* ZeRO-3 */
-    float *param_shard;      /* [plan.shard_len] the master parameters this rank owns */
-    float *pbuf[2];          /* rotating gathered parameter buffers */
-    float *pembed;           /* the embedding bucket's parameters, gathered for the whole step */
-    int resident[2];         /* bucket gathered (or being gathered) into pbuf[s], -1 none */
-    int cur;                 /* pbuf slot of the bucket compute uses now, -1 none */
-    int cur_bucket;
-    dev_event *ev_pfree, *ev_gathered[2];
-    int *bucket_of_unit;     /* unit -> bucket, -1 for an empty unit */
-    size_t gbuf_floats, pbuf_floats;
+  zero_plan plan;         /* a piece of every bucket per member of the gradient group */
+  float *grad_shard;      /* [plan.shard_len] this rank's reduced gradients */
+  float *gbuf[2];         /* rotating bucket gradient buffers (each the largest padded bucket) */
+  float *gembed;          /* the embedding bucket's gradients, accumulated over micro-batches */
+  float *piece_tmp;       /* [plan.max_piece] a reduce-scatter's result before it is added */
+  dev_event *ev_gfree[2]; /* gbuf[s] reduced and zeroed: compute may write it again */
+  /* ZeRO-3 */
+  float *param_shard; /* [plan.shard_len] the master parameters this rank owns */
+  float *pbuf[2];     /* rotating gathered parameter buffers */
+  float *pembed;      /* the embedding bucket's parameters, gathered for the whole step */
+  int resident[2];    /* bucket gathered (or being gathered) into pbuf[s], -1 none */
+  int cur;            /* pbuf slot of the bucket compute uses now, -1 none */
+  int cur_bucket;
+  dev_event *ev_pfree, *ev_gathered[2];
+  int *bucket_of_unit; /* unit -> bucket, -1 for an empty unit */
+  size_t gbuf_floats, pbuf_floats;
 } zero_state;
 
 typedef struct trainer {
-    train_config cfg;
-    rank_env env;
-    model_grid g;
-    dev_device *dev;
-    const dev_ops *o;
-    dev_stream *compute, *dp_stream, *pp_send, *pp_recv;
-    dev_stream *cp_send, *cp_recv; /* --cp > 1: ring attention's transfers */
-    comm_job *job; /* the shared segment: heartbeats, abort flag, CPU collectives */
-    comm_dev_job *dev_job; /* the device's own communicator library (NCCL on a GPU), or NULL */
-    double peak_flops;   /* per rank, for MFU */
-    comm *world_c, *dp_c, *tp_c, *pp_c, *embed_c, *cp_c;
-    comm *ep_c, *edp_c; /* --experts: the EP group (--ep > 1) and the expert-data-parallel group
-                         * (dp/ep > 1) that sums the experts' gradients */
-    float *moe_adam_m, *moe_adam_v; /* AdamW moments of the expert buffer (whole) */
-    int reduce_n; /* members of dp_c, the gradient group: dp x cp (weights are replicated over
-                   * both; a CP rank's gradients cover only its tokens) */
-    int *host_seq_tokens, *host_seq_targets; /* --cp > 1: one micro-batch of whole sequences */
-    model m;     /* chunk 0 (the only one without interleaving) */
-    int V;       /* model chunks (virtual stages) on this rank */
-    model *more; /* chunks 1 .. V-1 */
-    float **more_adam; /* [2 (V-1)]: AdamW moments m, v of chunks 1 .. V-1 (ZeRO-1: of this
-                        * rank's slice of each, chunk_slice) */
-    ckpt_chunk *ckpt_more; /* [V-1]: chunks 1 .. V-1 as checkpoints see them (ckpt_state_of) */
-    int cur_chunk; /* the chunk whose backward is being enqueued */
-    int nevents;   /* per-slot events of each kind: nslots x V */
-    int M, nslots, mb_size;
-    sched_item *items;
-    dev_event **ev_in_ready, **ev_grad_ready, **ev_out_ready, **ev_din_ready, **ev_slot_free,
-        **ev_sent;
-    dev_event *ev_bucket, *ev_dp_done, *ev_opt_done, *ev_gather_done;
-    bucket *buckets;
-    int nbuckets;
-    zero_state z;   /* --zero >= 2 */
-    int last_mb;    /* the micro-batch being walked backward is the step's last */
-    float *adam_m, *adam_v; /* shard-sized */
-    size_t shard_begin, shard_end, shard_len;
-    double *stat;      /* device: [loss sum, grad norm^2, MoE aux-loss sum, unused] */
-    double host_stat[4];
-    double aux_loss; /* the last step's load-balancing loss (train_run_step) */
-    int *host_tokens, *host_targets; /* [M][N] */
-    train_data *data;
-    FILE *log;
-    int tracing;
-    size_t rss_baseline; /* resident bytes before set-up allocated anything */
-    char err[1024];
+  train_config cfg;
+  rank_env env;
+  model_grid g;
+  dev_device *dev;
+  const dev_ops *o;
+  dev_stream *compute, *dp_stream, *pp_send, *pp_recv;
+  dev_stream *cp_send, *cp_recv; /* --cp > 1: ring attention's transfers */
+  comm_job *job;                 /* the shared segment: heartbeats, abort flag, CPU collectives */
+  comm_dev_job *dev_job; /* the device's own communicator library (NCCL on a GPU), or NULL */
+  double peak_flops;     /* per rank, for MFU */
+  comm *world_c, *dp_c, *tp_c, *pp_c, *embed_c, *cp_c;
+  comm *ep_c, *edp_c; /* --experts: the EP group (--ep > 1) and the expert-data-parallel group
+                       * (dp/ep > 1) that sums the experts' gradients */
+  float *moe_adam_m, *moe_adam_v; /* AdamW moments of the expert buffer (whole) */
+  int reduce_n; /* members of dp_c, the gradient group: dp x cp (weights are replicated over
+                 * both; a CP rank's gradients cover only its tokens) */
+  int *host_seq_tokens, *host_seq_targets; /* --cp > 1: one micro-batch of whole sequences */
+  model m;                                 /* chunk 0 (the only one without interleaving) */
+  int V;                                   /* model chunks (virtual stages) on this rank */
+  model *more;                             /* chunks 1 .. V-1 */
+  float **more_adam;     /* [2 (V-1)]: AdamW moments m, v of chunks 1 .. V-1 (ZeRO-1: of this
+                          * rank's slice of each, chunk_slice) */
+  ckpt_chunk *ckpt_more; /* [V-1]: chunks 1 .. V-1 as checkpoints see them (ckpt_state_of) */
+  int cur_chunk;         /* the chunk whose backward is being enqueued */
+  int nevents;           /* per-slot events of each kind: nslots x V */
+  int M, nslots, mb_size;
+  sched_item *items;
+  dev_event **ev_in_ready, **ev_grad_ready, **ev_out_ready, **ev_din_ready, **ev_slot_free,
+      **ev_sent;
+  dev_event *ev_bucket, *ev_dp_done, *ev_opt_done, *ev_gather_done;
+  bucket *buckets;
+  int nbuckets;
+  zero_state z;           /* --zero >= 2 */
+  int last_mb;            /* the micro-batch being walked backward is the step's last */
+  float *adam_m, *adam_v; /* shard-sized */
+  size_t shard_begin, shard_end, shard_len;
+  double *stat; /* device: [loss sum, grad norm^2, MoE aux-loss sum, unused] */
+  double host_stat[4];
+  double aux_loss;                 /* the last step's load-balancing loss (train_run_step) */
+  int *host_tokens, *host_targets; /* [M][N] */
+  train_data *data;
+  FILE *log;
+  int tracing;
+  size_t rss_baseline; /* resident bytes before set-up allocated anything */
+  char err[1024];
 } trainer;
 
 /* ---- small helpers shared by the trainer's files ------------------------------------------ */
 
-static inline model *chunk_model(trainer *t, int j) { return j == 0 ? &t->m : &t->more[j - 1]; }
+static inline model *chunk_model(trainer *t, int j) {
+  return j == 0 ? &t->m : &t->more[j - 1];
+}
 
 /* Interleaved chunks 1 .. V-1: this rank's 1/n slice [*lo, *hi) of chunk j's flat buffer over
  * the gradient group, the same cut as chunk 0's ZeRO-1 shard (every chunk is padded to a
  * multiple of dp x cp x 16). Its gradient norm is summed over this slice, and under ZeRO-1 the
  * rank updates only this slice and keeps AdamW moments for it alone. */
-static inline void chunk_slice(trainer *t, int j, size_t *lo, size_t *hi)
-{
-    size_t len = chunk_model(t, j)->nfloats_padded / (size_t)t->reduce_n;
-    *lo = (size_t)comm_rank(t->dp_c) * len;
-    *hi = *lo + len;
+static inline void chunk_slice(trainer *t, int j, size_t *lo, size_t *hi) {
+  size_t len = chunk_model(t, j)->nfloats_padded / (size_t)t->reduce_n;
+  *lo = (size_t)comm_rank(t->dp_c) * len;
+  *hi = *lo + len;
 }
 
-static inline int fail(trainer *t, const char *fmt, const char *detail)
-{
-    snprintf(t->err, sizeof t->err, fmt, detail);
-    return -1;
+static inline int fail(trainer *t, const char *fmt, const char *detail) {
+  snprintf(t->err, sizeof t->err, fmt, detail);
+  return -1;
 }
 
-static inline void pop_range(void)
-{
-    if (stepscope_active())
-        stepscope_range_pop();
+static inline void pop_range(void) {
+  if (stepscope_active()) stepscope_range_pop();
 }
 
-static inline double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
+static inline double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 /* ---- train_step.c ------------------------------------------------------------------------- */

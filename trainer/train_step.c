@@ -40,263 +40,237 @@
  * for the compute stream, then sleeps, so the device idles for the delay before the phase's
  * next operation whatever the backend (a host-side sleep alone would hide while the host
  * runs ahead of the device). */
-void train_debug_delay(trainer *t, int phase)
-{
-    const train_config *c = &t->cfg;
-    for (int k = 0; k < c->ndebug_delays; k++) {
-        if (c->debug_delay[k].rank != t->env.rank || c->debug_delay[k].phase != phase)
-            continue;
-        t->o->stream_synchronize(t->compute); /* an error is sticky: the step's sync reports it */
-        struct timespec ts = {c->debug_delay[k].ms / 1000, (long)(c->debug_delay[k].ms % 1000) * 1000000L};
-        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-            ;
-    }
+void train_debug_delay(trainer *t, int phase) {
+  const train_config *c = &t->cfg;
+  for (int k = 0; k < c->ndebug_delays; k++) {
+    if (c->debug_delay[k].rank != t->env.rank || c->debug_delay[k].phase != phase) continue;
+    t->o->stream_synchronize(t->compute); /* an error is sticky: the step's sync reports it */
+    struct timespec ts = {c->debug_delay[k].ms / 1000,
+                          (long)(c->debug_delay[k].ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+      ;
+  }
 }
 
-double train_lr_at(const train_config *c, int step)
-{
-    if (c->warmup > 0 && step < c->warmup)
-        return c->lr * (step + 1) / c->warmup;
-    int decay_steps = c->steps - c->warmup;
-    if (decay_steps <= 1)
-        return c->lr;
-    double progress = (double)(step - c->warmup) / (decay_steps - 1);
-    if (progress > 1)
-        progress = 1;
-    double min_lr = c->lr * c->min_lr_ratio;
-    return min_lr + 0.5 * (c->lr - min_lr) * (1 + cos(M_PI * progress));
+double train_lr_at(const train_config *c, int step) {
+  if (c->warmup > 0 && step < c->warmup) return c->lr * (step + 1) / c->warmup;
+  int decay_steps = c->steps - c->warmup;
+  if (decay_steps <= 1) return c->lr;
+  double progress = (double)(step - c->warmup) / (decay_steps - 1);
+  if (progress > 1) progress = 1;
+  double min_lr = c->lr * c->min_lr_ratio;
+  return min_lr + 0.5 * (c->lr - min_lr) * (1 + cos(M_PI * progress));
 }
 
 /* This CP rank's share of whole sequences src [B,T] in the model's layout
  * dst [2][B][Tc]: its two chunks (ring_attention_chunk) of every sequence. */
-static void take_cp_chunks(const trainer *t, int *dst, const int *src)
-{
-    int B = t->mb_size, T = t->cfg.seq, cp = t->g.cp, Tc = T / (2 * cp);
-    for (int h = 0; h < 2; h++) {
-        int pos = ring_attention_chunk(cp, t->g.cp_rank, h) * Tc;
-        for (int b = 0; b < B; b++)
-            memcpy(dst + ((size_t)h * B + b) * Tc, src + (size_t)b * T + pos,
-                   sizeof(int) * (size_t)Tc);
-    }
+static void take_cp_chunks(const trainer *t, int *dst, const int *src) {
+  int B = t->mb_size, T = t->cfg.seq, cp = t->g.cp, Tc = T / (2 * cp);
+  for (int h = 0; h < 2; h++) {
+    int pos = ring_attention_chunk(cp, t->g.cp_rank, h) * Tc;
+    for (int b = 0; b < B; b++)
+      memcpy(dst + ((size_t)h * B + b) * Tc, src + (size_t)b * T + pos, sizeof(int) * (size_t)Tc);
+  }
 }
 
-static int load_batch(trainer *t, int step)
-{
-    size_t N = (size_t)t->m.N;
-    int per_dp = t->cfg.batch / t->cfg.dp;
-    for (int mb = 0; mb < t->M; mb++) {
-        int first = t->g.dp_rank * per_dp + mb * t->mb_size;
-        char e[256];
-        int *tokens = t->host_tokens + (size_t)mb * N, *targets = t->host_targets + (size_t)mb * N;
-        if (t->g.cp > 1) {
-            /* every CP rank reads the same sequences and keeps its chunks */
-            tokens = t->host_seq_tokens;
-            targets = t->host_seq_targets;
-        }
-        if (train_data_batch(t->data, step, first, t->mb_size, tokens, targets, e, sizeof e) != 0)
-            return fail(t, "%s", e);
-        if (t->g.cp > 1) {
-            take_cp_chunks(t, t->host_tokens + (size_t)mb * N, tokens);
-            take_cp_chunks(t, t->host_targets + (size_t)mb * N, targets);
-        }
+static int load_batch(trainer *t, int step) {
+  size_t N = (size_t)t->m.N;
+  int per_dp = t->cfg.batch / t->cfg.dp;
+  for (int mb = 0; mb < t->M; mb++) {
+    int first = t->g.dp_rank * per_dp + mb * t->mb_size;
+    char e[256];
+    int *tokens = t->host_tokens + (size_t)mb * N, *targets = t->host_targets + (size_t)mb * N;
+    if (t->g.cp > 1) {
+      /* every CP rank reads the same sequences and keeps its chunks */
+      tokens = t->host_seq_tokens;
+      targets = t->host_seq_targets;
     }
-    return 0;
+    if (train_data_batch(t->data, step, first, t->mb_size, tokens, targets, e, sizeof e) != 0)
+      return fail(t, "%s", e);
+    if (t->g.cp > 1) {
+      take_cp_chunks(t, t->host_tokens + (size_t)mb * N, tokens);
+      take_cp_chunks(t, t->host_targets + (size_t)mb * N, targets);
+    }
+  }
+  return 0;
 }
 
-int train_sync_all(trainer *t)
-{
-    int rc = t->o->stream_synchronize(t->compute);
-    rc |= t->o->stream_synchronize(t->dp_stream);
-    rc |= t->o->stream_synchronize(t->pp_send);
-    rc |= t->o->stream_synchronize(t->pp_recv);
-    if (t->cp_send) {
-        rc |= t->o->stream_synchronize(t->cp_send);
-        rc |= t->o->stream_synchronize(t->cp_recv);
-    }
-    if (rc) {
-        const char *why = dev_last_error(t->dev);
-        snprintf(t->err, sizeof t->err, "%s", why[0] ? why : "a stream failed");
-        comm_job_abort(t->job, t->err);
-        return -1;
-    }
-    return 0;
+int train_sync_all(trainer *t) {
+  int rc = t->o->stream_synchronize(t->compute);
+  rc |= t->o->stream_synchronize(t->dp_stream);
+  rc |= t->o->stream_synchronize(t->pp_send);
+  rc |= t->o->stream_synchronize(t->pp_recv);
+  if (t->cp_send) {
+    rc |= t->o->stream_synchronize(t->cp_send);
+    rc |= t->o->stream_synchronize(t->cp_recv);
+  }
+  if (rc) {
+    const char *why = dev_last_error(t->dev);
+    snprintf(t->err, sizeof t->err, "%s", why[0] ? why : "a stream failed");
+    comm_job_abort(t->job, t->err);
+    return -1;
+  }
+  return 0;
 }
 
-static void optimizer(trainer *t, int step, double clip_scale, float lr)
-{
-    const dev_ops *o = t->o;
-    model *m = &t->m;
-    train_config *c = &t->cfg;
-    if (c->zero >= 2) {
-        train_zero_optimizer(t, step, clip_scale, lr);
-        return;
+static void optimizer(trainer *t, int step, double clip_scale, float lr) {
+  const dev_ops *o = t->o;
+  model *m = &t->m;
+  train_config *c = &t->cfg;
+  if (c->zero >= 2) {
+    train_zero_optimizer(t, step, clip_scale, lr);
+    return;
+  }
+  size_t lo = c->zero ? t->shard_begin : 0, hi = c->zero ? t->shard_end : m->nfloats_padded;
+  if (clip_scale < 1.0) o->scale(t->compute, m->grad + lo, (float)clip_scale, hi - lo);
+  for (int k = 0; k < m->nparams; k++) {
+    param_info *p = &m->params[k];
+    size_t b = p->offset > lo ? p->offset : lo;
+    size_t e = p->offset + p->count < hi ? p->offset + p->count : hi;
+    if (e <= b) continue;
+    size_t state_off = b - (c->zero ? t->shard_begin : 0);
+    o->adamw(t->compute, m->param + b, m->grad + b, t->adam_m + state_off, t->adam_v + state_off,
+             e - b, lr, (float)c->beta1, (float)c->beta2, (float)c->eps,
+             p->decay ? (float)c->weight_decay : 0.0f, step + 1);
+  }
+  /* interleaved: the other chunks, whole (zero 0) or this rank's slice of each (zero 1) */
+  for (int j = 1; j < t->V; j++) {
+    model *mc = chunk_model(t, j);
+    float *am = t->more_adam[2 * (j - 1)], *av = t->more_adam[2 * (j - 1) + 1];
+    size_t clo = 0, chi = mc->nfloats_padded;
+    if (c->zero) chunk_slice(t, j, &clo, &chi);
+    if (clip_scale < 1.0) o->scale(t->compute, mc->grad + clo, (float)clip_scale, chi - clo);
+    for (int k = 0; k < mc->nparams; k++) {
+      param_info *p = &mc->params[k];
+      size_t b = p->offset > clo ? p->offset : clo;
+      size_t e = p->offset + p->count < chi ? p->offset + p->count : chi;
+      if (e <= b) continue;
+      o->adamw(t->compute, mc->param + b, mc->grad + b, am + (b - clo), av + (b - clo), e - b, lr,
+               (float)c->beta1, (float)c->beta2, (float)c->eps,
+               p->decay ? (float)c->weight_decay : 0.0f, step + 1);
     }
-    size_t lo = c->zero ? t->shard_begin : 0, hi = c->zero ? t->shard_end : m->nfloats_padded;
-    if (clip_scale < 1.0)
-        o->scale(t->compute, m->grad + lo, (float)clip_scale, hi - lo);
-    for (int k = 0; k < m->nparams; k++) {
-        param_info *p = &m->params[k];
-        size_t b = p->offset > lo ? p->offset : lo;
-        size_t e = p->offset + p->count < hi ? p->offset + p->count : hi;
-        if (e <= b)
-            continue;
-        size_t state_off = b - (c->zero ? t->shard_begin : 0);
-        o->adamw(t->compute, m->param + b, m->grad + b, t->adam_m + state_off,
-                 t->adam_v + state_off, e - b, lr, (float)c->beta1, (float)c->beta2, (float)c->eps,
-                 p->decay ? (float)c->weight_decay : 0.0f, step + 1);
-    }
-    /* interleaved: the other chunks, whole (zero 0) or this rank's slice of each (zero 1) */
+  }
+  if (c->zero && t->reduce_n > 1) {
+    o->event_record(t->ev_opt_done, t->compute);
+    o->stream_wait_event(t->dp_stream, t->ev_opt_done);
+    comm_allgather(t->dp_c, t->dp_stream, m->param, m->param + t->shard_begin, t->shard_len,
+                   COMM_FLOAT32);
     for (int j = 1; j < t->V; j++) {
-        model *mc = chunk_model(t, j);
-        float *am = t->more_adam[2 * (j - 1)], *av = t->more_adam[2 * (j - 1) + 1];
-        size_t clo = 0, chi = mc->nfloats_padded;
-        if (c->zero)
-            chunk_slice(t, j, &clo, &chi);
-        if (clip_scale < 1.0)
-            o->scale(t->compute, mc->grad + clo, (float)clip_scale, chi - clo);
-        for (int k = 0; k < mc->nparams; k++) {
-            param_info *p = &mc->params[k];
-            size_t b = p->offset > clo ? p->offset : clo;
-            size_t e = p->offset + p->count < chi ? p->offset + p->count : chi;
-            if (e <= b)
-                continue;
-            o->adamw(t->compute, mc->param + b, mc->grad + b, am + (b - clo), av + (b - clo),
-                     e - b, lr, (float)c->beta1, (float)c->beta2, (float)c->eps,
-                     p->decay ? (float)c->weight_decay : 0.0f, step + 1);
-        }
+      model *mc = chunk_model(t, j);
+      size_t clo, chi;
+      chunk_slice(t, j, &clo, &chi);
+      comm_allgather(t->dp_c, t->dp_stream, mc->param, mc->param + clo, chi - clo, COMM_FLOAT32);
     }
-    if (c->zero && t->reduce_n > 1) {
-        o->event_record(t->ev_opt_done, t->compute);
-        o->stream_wait_event(t->dp_stream, t->ev_opt_done);
-        comm_allgather(t->dp_c, t->dp_stream, m->param, m->param + t->shard_begin, t->shard_len,
-                       COMM_FLOAT32);
-        for (int j = 1; j < t->V; j++) {
-            model *mc = chunk_model(t, j);
-            size_t clo, chi;
-            chunk_slice(t, j, &clo, &chi);
-            comm_allgather(t->dp_c, t->dp_stream, mc->param, mc->param + clo, chi - clo,
-                           COMM_FLOAT32);
-        }
-        o->event_record(t->ev_gather_done, t->dp_stream);
-        o->stream_wait_event(t->compute, t->ev_gather_done);
-    }
+    o->event_record(t->ev_gather_done, t->dp_stream);
+    o->stream_wait_event(t->compute, t->ev_gather_done);
+  }
 }
 
-int train_run_step(trainer *t, int step, double *loss_out, double *norm_out)
-{
-    const dev_ops *o = t->o;
-    model *m = &t->m;
-    train_config *c = &t->cfg;
-    train_debug_delay(t, DELAY_DATA);
-    if (load_batch(t, step) != 0)
-        return -1;
-    if (c->zero >= 2) {
-        o->zero(t->compute, t->z.grad_shard, t->z.plan.shard_len * 4);
-        for (int k = 0; k < t->nbuckets; k++)
-            if (t->buckets[k].embed)
-                o->zero(t->compute, t->z.gembed, t->z.plan.b[k].padded * 4);
-        if (c->zero >= 3)
-            train_zero3_step_begin(t);
-    } else {
-        for (int j = 0; j < t->V; j++)
-            o->zero(t->compute, chunk_model(t, j)->grad, chunk_model(t, j)->nfloats_padded * 4);
-    }
-    for (int j = 0; j < t->V; j++) {
-        o->zero(t->compute, chunk_model(t, j)->loss_acc, sizeof(double));
-        model_set_loss_weight(chunk_model(t, j), 1.0f / ((float)c->batch * (float)c->seq));
-    }
+int train_run_step(trainer *t, int step, double *loss_out, double *norm_out) {
+  const dev_ops *o = t->o;
+  model *m = &t->m;
+  train_config *c = &t->cfg;
+  train_debug_delay(t, DELAY_DATA);
+  if (load_batch(t, step) != 0) return -1;
+  if (c->zero >= 2) {
+    o->zero(t->compute, t->z.grad_shard, t->z.plan.shard_len * 4);
     for (int k = 0; k < t->nbuckets; k++)
-        t->buckets[k].launched = 0;
-    train_moe_step_begin(t);
-    train_pipeline_walk(t);
-    train_moe_reduce_grads(t);
-    /* interleaved: the other chunks' gradients, whole, after the flush (zero 0 only) */
-    if (t->reduce_n > 1 && t->V > 1) {
-        o->event_record(t->ev_bucket, t->compute);
-        o->stream_wait_event(t->dp_stream, t->ev_bucket);
-        for (int j = 1; j < t->V; j++)
-            comm_allreduce(t->dp_c, t->dp_stream, chunk_model(t, j)->grad,
-                           chunk_model(t, j)->nfloats_padded, COMM_FLOAT32);
+      if (t->buckets[k].embed) o->zero(t->compute, t->z.gembed, t->z.plan.b[k].padded * 4);
+    if (c->zero >= 3) train_zero3_step_begin(t);
+  } else {
+    for (int j = 0; j < t->V; j++)
+      o->zero(t->compute, chunk_model(t, j)->grad, chunk_model(t, j)->nfloats_padded * 4);
+  }
+  for (int j = 0; j < t->V; j++) {
+    o->zero(t->compute, chunk_model(t, j)->loss_acc, sizeof(double));
+    model_set_loss_weight(chunk_model(t, j), 1.0f / ((float)c->batch * (float)c->seq));
+  }
+  for (int k = 0; k < t->nbuckets; k++)
+    t->buckets[k].launched = 0;
+  train_moe_step_begin(t);
+  train_pipeline_walk(t);
+  train_moe_reduce_grads(t);
+  /* interleaved: the other chunks' gradients, whole, after the flush (zero 0 only) */
+  if (t->reduce_n > 1 && t->V > 1) {
+    o->event_record(t->ev_bucket, t->compute);
+    o->stream_wait_event(t->dp_stream, t->ev_bucket);
+    for (int j = 1; j < t->V; j++)
+      comm_allreduce(t->dp_c, t->dp_stream, chunk_model(t, j)->grad,
+                     chunk_model(t, j)->nfloats_padded, COMM_FLOAT32);
+  }
+  /* the chunk holding this rank's copy of the tied embedding (first or last virtual stage) */
+  model *me = t->V > 1 && t->g.pp_rank == t->g.pp - 1 ? chunk_model(t, t->V - 1) : m;
+  if (c->zero >= 2) {
+    /* the embedding bucket: tied-embedding sum first (its buffer holds the full wte
+     * gradient of the step), then reduce-scattered once */
+    for (int k = 0; k < t->nbuckets; k++) {
+      if (!t->buckets[k].embed) continue;
+      if (t->embed_c)
+        comm_allreduce(t->embed_c, t->compute, t->z.gembed + (m->off_wte - t->buckets[k].begin),
+                       (size_t)m->Vp * m->C, COMM_FLOAT32);
+      train_zero_reduce_bucket(t, k);
     }
-    /* the chunk holding this rank's copy of the tied embedding (first or last virtual stage) */
-    model *me = t->V > 1 && t->g.pp_rank == t->g.pp - 1 ? chunk_model(t, t->V - 1) : m;
+    o->event_record(t->ev_dp_done, t->dp_stream);
+    o->stream_wait_event(t->compute, t->ev_dp_done);
+  } else {
+    if (t->reduce_n > 1) {
+      for (int k = 0; k < t->nbuckets; k++)
+        train_launch_bucket(t, k); /* --overlap off, or buckets never marked ready */
+      o->event_record(t->ev_dp_done, t->dp_stream);
+      o->stream_wait_event(t->compute, t->ev_dp_done);
+    }
+    if (t->embed_c)
+      comm_allreduce(t->embed_c, t->compute, me->grad + me->off_wte, (size_t)me->Vp * me->C,
+                     COMM_FLOAT32);
+  }
+  /* loss and gradient norm, summed over the world */
+  model *ml = chunk_model(t, t->V - 1); /* the last virtual stage's chunk, if here */
+  if (ml->last_stage && t->g.tp_rank == 0)
+    o->copy(t->compute, t->stat, ml->loss_acc, sizeof(double));
+  else
+    o->zero(t->compute, t->stat, sizeof(double));
+  o->zero(t->compute, t->stat + 1, 3 * sizeof(double));
+  train_moe_stats(t);
+  for (int k = 0; k < m->nparams; k++) {
+    param_info *p = &m->params[k];
+    if (!p->norm_counted) continue;
     if (c->zero >= 2) {
-        /* the embedding bucket: tied-embedding sum first (its buffer holds the full wte
-         * gradient of the step), then reduce-scattered once */
-        for (int k = 0; k < t->nbuckets; k++) {
-            if (!t->buckets[k].embed)
-                continue;
-            if (t->embed_c)
-                comm_allreduce(t->embed_c, t->compute, t->z.gembed + (m->off_wte - t->buckets[k].begin),
-                               (size_t)m->Vp * m->C, COMM_FLOAT32);
-            train_zero_reduce_bucket(t, k);
-        }
-        o->event_record(t->ev_dp_done, t->dp_stream);
-        o->stream_wait_event(t->compute, t->ev_dp_done);
-    } else {
-        if (t->reduce_n > 1) {
-            for (int k = 0; k < t->nbuckets; k++)
-                train_launch_bucket(t, k); /* --overlap off, or buckets never marked ready */
-            o->event_record(t->ev_dp_done, t->dp_stream);
-            o->stream_wait_event(t->compute, t->ev_dp_done);
-        }
-        if (t->embed_c)
-            comm_allreduce(t->embed_c, t->compute, me->grad + me->off_wte, (size_t)me->Vp * me->C,
-                           COMM_FLOAT32);
+      train_zero_for_owned(t, p, train_norm_piece, NULL);
+      continue;
     }
-    /* loss and gradient norm, summed over the world */
-    model *ml = chunk_model(t, t->V - 1); /* the last virtual stage's chunk, if here */
-    if (ml->last_stage && t->g.tp_rank == 0)
-        o->copy(t->compute, t->stat, ml->loss_acc, sizeof(double));
-    else
-        o->zero(t->compute, t->stat, sizeof(double));
-    o->zero(t->compute, t->stat + 1, 3 * sizeof(double));
-    train_moe_stats(t);
-    for (int k = 0; k < m->nparams; k++) {
-        param_info *p = &m->params[k];
-        if (!p->norm_counted)
-            continue;
-        if (c->zero >= 2) {
-            train_zero_for_owned(t, p, train_norm_piece, NULL);
-            continue;
-        }
-        size_t b = p->offset > t->shard_begin ? p->offset : t->shard_begin;
-        size_t e = p->offset + p->count < t->shard_end ? p->offset + p->count : t->shard_end;
-        if (e > b)
-            o->sum_squares_accumulate(t->compute, t->stat + 1, m->grad + b, e - b);
+    size_t b = p->offset > t->shard_begin ? p->offset : t->shard_begin;
+    size_t e = p->offset + p->count < t->shard_end ? p->offset + p->count : t->shard_end;
+    if (e > b) o->sum_squares_accumulate(t->compute, t->stat + 1, m->grad + b, e - b);
+  }
+  for (int j = 1; j < t->V; j++) { /* interleaved: the other chunks, this rank's 1/n slice */
+    model *mc = chunk_model(t, j);
+    size_t lo, hi;
+    chunk_slice(t, j, &lo, &hi);
+    for (int k = 0; k < mc->nparams; k++) {
+      const param_info *p = &mc->params[k];
+      size_t b = p->offset > lo ? p->offset : lo;
+      size_t e = p->offset + p->count < hi ? p->offset + p->count : hi;
+      if (p->norm_counted && e > b)
+        o->sum_squares_accumulate(t->compute, t->stat + 1, mc->grad + b, e - b);
     }
-    for (int j = 1; j < t->V; j++) { /* interleaved: the other chunks, this rank's 1/n slice */
-        model *mc = chunk_model(t, j);
-        size_t lo, hi;
-        chunk_slice(t, j, &lo, &hi);
-        for (int k = 0; k < mc->nparams; k++) {
-            const param_info *p = &mc->params[k];
-            size_t b = p->offset > lo ? p->offset : lo;
-            size_t e = p->offset + p->count < hi ? p->offset + p->count : hi;
-            if (p->norm_counted && e > b)
-                o->sum_squares_accumulate(t->compute, t->stat + 1, mc->grad + b, e - b);
-        }
-    }
-    comm_allreduce(t->world_c, t->compute, t->stat, 4, COMM_FLOAT64);
-    o->copy_to_host(t->compute, t->host_stat, t->stat, sizeof t->host_stat);
-    if (train_sync_all(t) != 0)
-        return -1;
-    double loss = t->host_stat[0] / ((double)c->batch * c->seq);
-    double norm = sqrt(t->host_stat[1]);
-    double scale = c->grad_clip > 0 && norm > c->grad_clip ? c->grad_clip / norm : 1.0;
-    if (stepscope_active())
-        stepscope_range_push("optimizer", NULL);
-    train_debug_delay(t, DELAY_OPTIMIZER);
-    optimizer(t, step, scale, (float)train_lr_at(c, step));
-    train_moe_optimizer(t, step, scale, (float)train_lr_at(c, step));
-    pop_range();
-    if (train_sync_all(t) != 0)
-        return -1;
-    *loss_out = loss;
-    *norm_out = norm;
-    /* the load-balancing loss of the step: coef x (sum over MoE layers of the mean over the
-     * global batch's micro-batches of aux) */
-    t->aux_loss = c->aux_loss_coef * t->host_stat[2] / ((double)t->M * c->dp);
-    train_moe_trace_step(t, step);
-    return 0;
+  }
+  comm_allreduce(t->world_c, t->compute, t->stat, 4, COMM_FLOAT64);
+  o->copy_to_host(t->compute, t->host_stat, t->stat, sizeof t->host_stat);
+  if (train_sync_all(t) != 0) return -1;
+  double loss = t->host_stat[0] / ((double)c->batch * c->seq);
+  double norm = sqrt(t->host_stat[1]);
+  double scale = c->grad_clip > 0 && norm > c->grad_clip ? c->grad_clip / norm : 1.0;
+  if (stepscope_active()) stepscope_range_push("optimizer", NULL);
+  train_debug_delay(t, DELAY_OPTIMIZER);
+  optimizer(t, step, scale, (float)train_lr_at(c, step));
+  train_moe_optimizer(t, step, scale, (float)train_lr_at(c, step));
+  pop_range();
+  if (train_sync_all(t) != 0) return -1;
+  *loss_out = loss;
+  *norm_out = norm;
+  /* the load-balancing loss of the step: coef x (sum over MoE layers of the mean over the
+   * global batch's micro-batches of aux) */
+  t->aux_loss = c->aux_loss_coef * t->host_stat[2] / ((double)t->M * c->dp);
+  train_moe_trace_step(t, step);
+  return 0;
 }

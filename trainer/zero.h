@@ -12,7 +12,8 @@
  * n pieces is `padded` = n x piece floats. Group rank r owns [begin + r x piece,
  * begin + (r + 1) x piece) clipped to end (the clipped part, and possibly a whole
  * piece of a small bucket, is padding that holds zeros). Its piece sits at `shard_off`
- * in the shard. ZeRO-1 keeps its own contiguous 1/n slice of the flat buffer (train.c, train_step.c).
+ * in the shard. ZeRO-1 keeps its own contiguous 1/n slice of the flat buffer (train.c,
+ * train_step.c).
  */
 #ifndef STEPSCOPE_TRAINER_ZERO_H
 #define STEPSCOPE_TRAINER_ZERO_H
@@ -20,18 +21,18 @@
 #include <stddef.h>
 
 typedef struct zero_bucket {
-    size_t begin, end; /* flat floats of the bucket */
-    size_t piece;      /* floats per group rank */
-    size_t padded;     /* n x piece */
-    size_t shard_off;  /* where this rank's piece starts in its shard */
+  size_t begin, end; /* flat floats of the bucket */
+  size_t piece;      /* floats per group rank */
+  size_t padded;     /* n x piece */
+  size_t shard_off;  /* where this rank's piece starts in its shard */
 } zero_bucket;
 
 typedef struct zero_plan {
-    int n, rank;        /* gradient group size, this rank's place in it */
-    int nbuckets;
-    zero_bucket *b;
-    size_t shard_len;   /* sum of the pieces */
-    size_t max_piece;
+  int n, rank; /* gradient group size, this rank's place in it */
+  int nbuckets;
+  zero_bucket *b;
+  size_t shard_len; /* sum of the pieces */
+  size_t max_piece;
 } zero_plan;
 
 /* Builds the plan for buckets [begins[k], ends[k]). Returns 0, -1 when out of memory. */

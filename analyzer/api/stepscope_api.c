@@ -41,7 +41,8 @@ static char *dup_message(const char *s) {
   return p;
 }
 
-static int fail(char **err_out, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char **err_out, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static int fail(char **err_out, int code, const char *fmt, ...) {
   char buf[1024];
   va_list ap;
@@ -82,7 +83,8 @@ static char *capture_end(capture *c) {
     free(c->text);
     return NULL;
   }
-  while (c->len && c->text[c->len - 1] == '\n') c->text[--c->len] = 0;
+  while (c->len && c->text[c->len - 1] == '\n')
+    c->text[--c->len] = 0;
   return c->text;
 }
 
@@ -94,8 +96,8 @@ typedef struct api_options {
   int64_t b_first, b_last;
   const char *repeats[2][SSA_DIFF_MAX_RUNS]; /* diff: [side][i], [side][0] set by the caller */
   size_t nrep[2];
-  ssa_comm_rules rules;  /* this call's --comm-kernel/--compute-kernel and environment rules;
-                            opt.comm_rules points here (free with api_options_free) */
+  ssa_comm_rules rules; /* this call's --comm-kernel/--compute-kernel and environment rules;
+                           opt.comm_rules points here (free with api_options_free) */
 } api_options;
 
 static void api_options_free(api_options *ao) {
@@ -165,7 +167,8 @@ static int parse_options_captured(const char *command, int argc, const char *con
     } else if ((allow & ALLOW_REPEATS) && (!strcmp(a, "--repeat-a") || !strcmp(a, "--repeat-b"))) {
       int side = a[9] == 'b';
       if (ao->nrep[side] + 1 >= SSA_DIFF_MAX_RUNS) {
-        snprintf(why, why_n, "stepscope %s: at most %d runs per side (%s)", command, SSA_DIFF_MAX_RUNS, a);
+        snprintf(why, why_n, "stepscope %s: at most %d runs per side (%s)", command,
+                 SSA_DIFF_MAX_RUNS, a);
         return 2;
       }
       ao->repeats[side][1 + ao->nrep[side]++] = v;
@@ -181,7 +184,8 @@ static int parse_options(const char *command, int argc, const char *const *argv,
                          api_options *ao, char **err_out) {
   memset(ao, 0, sizeof *ao);
   ssa_options_default(&ao->opt);
-  if (argc < 0 || (argc > 0 && !argv)) return fail(err_out, 2, "stepscope %s: bad argument list", command);
+  if (argc < 0 || (argc > 0 && !argv))
+    return fail(err_out, 2, "stepscope %s: bad argument list", command);
   char why[512] = "";
   capture c;
   capture_begin(&c);
@@ -237,8 +241,12 @@ static int analyse_run(const char *command, const char *path, const ssa_run *run
 
 typedef int (*json_writer)(const void *what, ssa_out *o);
 
-static int write_report(const void *an, ssa_out *o) { return ssa_report_json(an, o); }
-static int write_diff(const void *d, ssa_out *o) { return ssa_diff_report_json(d, o); }
+static int write_report(const void *an, ssa_out *o) {
+  return ssa_report_json(an, o);
+}
+static int write_diff(const void *d, ssa_out *o) {
+  return ssa_diff_report_json(d, o);
+}
 
 static int json_to_memory(const char *command, json_writer w, const void *what, char **json_out,
                           char **err_out) {
@@ -263,9 +271,13 @@ static int json_to_memory(const char *command, json_writer w, const void *what, 
 
 /* ---- the API ---- */
 
-API_EXPORT int ss_api_version(void) { return SS_API_VERSION; }
+API_EXPORT int ss_api_version(void) {
+  return SS_API_VERSION;
+}
 
-API_EXPORT void ss_api_free(void *p) { free(p); }
+API_EXPORT void ss_api_free(void *p) {
+  free(p);
+}
 
 API_EXPORT int ss_api_analyze(const char *run_path, int argc, const char *const *argv,
                               char **json_out, char **err_out) {
@@ -290,8 +302,8 @@ API_EXPORT int ss_api_analyze(const char *run_path, int argc, const char *const 
   return rc;
 }
 
-API_EXPORT int ss_api_diff(const char *run_a, const char *run_b, int argc,
-                           const char *const *argv, char **json_out, char **err_out) {
+API_EXPORT int ss_api_diff(const char *run_a, const char *run_b, int argc, const char *const *argv,
+                           char **json_out, char **err_out) {
   if (err_out) *err_out = NULL;
   if (!json_out) return fail(err_out, 2, "stepscope diff: no place for the diff");
   *json_out = NULL;
@@ -322,7 +334,8 @@ API_EXPORT int ss_api_diff(const char *run_a, const char *run_b, int argc,
       side_an[side][i] = &an[x];
       char msg[1024];
       if (!rc && i > 0 &&
-          !ssa_diff_repeat_fits(side_an[side][0], side_an[side][i], side, ao.repeats[side][0], path, msg, sizeof msg))
+          !ssa_diff_repeat_fits(side_an[side][0], side_an[side][i], side, ao.repeats[side][0], path,
+                                msg, sizeof msg))
         rc = fail(err_out, 2, "%s", msg);
     }
   }
@@ -359,10 +372,10 @@ struct ss_api_ops_handle {
   ssa_run run;
   api_options ao;
   int have_run;
-  int64_t **steps;     /* per rank: the step of every op (-1 none); NULL: rank not selected */
-  uint8_t **used;      /* per rank: which of its string ids name a selected op */
-  uint32_t **remap;    /* per rank: its string id -> the run's string id */
-  size_t *first;       /* per rank: its first row in the table */
+  int64_t **steps;  /* per rank: the step of every op (-1 none); NULL: rank not selected */
+  uint8_t **used;   /* per rank: which of its string ids name a selected op */
+  uint32_t **remap; /* per rank: its string id -> the run's string id */
+  size_t *first;    /* per rank: its first row in the table */
   size_t nops;
   ssa_strtab names;
   ss_api_ops_header h;
@@ -375,7 +388,9 @@ struct ss_api_ops_handle {
 
 static const size_t column_size[SS_OPS_NCOLUMNS] = {8, 8, 8, 8, 8, 8, 8, 4, 4, 1, 1};
 
-static size_t align8(size_t n) { return (n + 7) & ~(size_t)7; }
+static size_t align8(size_t n) {
+  return (n + 7) & ~(size_t)7;
+}
 
 static int rank_selected(const api_options *ao, const ssa_rank *r) {
   return !r->failed && (ao->opt.rank < 0 || r->rank == ao->opt.rank);
@@ -391,7 +406,8 @@ static int op_selected(const api_options *ao, int64_t step) {
 static int rank_op_steps(const ssa_rank *r, const char *range_name, int64_t *step_of) {
   ssa_step *steps = NULL;
   size_t nsteps = 0;
-  for (size_t i = 0; i < r->nops; i++) step_of[i] = -1;
+  for (size_t i = 0; i < r->nops; i++)
+    step_of[i] = -1;
   if (ssa_find_steps(r, range_name, &steps, &nsteps)) return -1;
   if (!nsteps) return 0;
   ssa_step_index ix;
@@ -424,7 +440,8 @@ static void for_each_rank(struct ss_api_ops_handle *t, void *(*worker)(void *)) 
   for (; nth > 1 && started < nth - 1; started++)
     if (pthread_create(&th[started], NULL, worker, t) != 0) break;
   worker(t);
-  for (size_t i = 0; i < started; i++) pthread_join(th[i], NULL);
+  for (size_t i = 0; i < started; i++)
+    pthread_join(th[i], NULL);
 }
 
 /* Worker of ss_api_ops_open: steps and used names of each rank. */
@@ -560,7 +577,8 @@ API_EXPORT int ss_api_ops_open(const char *run_path, int argc, const char *const
     size_t count = t->first[k];
     t->first[k] = t->nops;
     t->nops += count;
-    if (!(t->remap[k] = calloc(r->strings.count ? r->strings.count : 1, sizeof **t->remap))) goto nomem;
+    if (!(t->remap[k] = calloc(r->strings.count ? r->strings.count : 1, sizeof **t->remap)))
+      goto nomem;
     for (uint32_t id = 1; id < r->strings.count; id++) {
       if (!t->used[k][id]) continue;
       const char *s = ssa_rank_str(r, id);
@@ -616,8 +634,8 @@ API_EXPORT int ss_api_ops_write(ss_api_ops_handle *t, void *buf, size_t size, ch
   return 0;
 }
 
-API_EXPORT int ss_api_ops(const char *run_path, int argc, const char *const *argv,
-                          void **table_out, size_t *size_out, char **err_out) {
+API_EXPORT int ss_api_ops(const char *run_path, int argc, const char *const *argv, void **table_out,
+                          size_t *size_out, char **err_out) {
   if (err_out) *err_out = NULL;
   if (!table_out || !size_out) return fail(err_out, 2, "stepscope ops: no place for the table");
   *table_out = NULL;

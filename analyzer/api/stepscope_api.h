@@ -60,21 +60,21 @@ int ss_api_diff(const char *run_a, const char *run_b, int argc, const char *cons
                 char **json_out, char **err_out);
 
 /* The op table of ss_api_ops: version 1. */
-#define SS_API_OPS_MAGIC "SSOPS\0v1"   /* 8 bytes */
+#define SS_API_OPS_MAGIC "SSOPS\0v1" /* 8 bytes */
 
 /* Columns of the op table, in the order of their offsets in the header. */
 enum {
-  SS_OPS_START_NS,   /* int64: start, ns, aligned across ranks, relative to the run's origin */
-  SS_OPS_END_NS,     /* int64: end, same clock */
-  SS_OPS_STREAM,     /* int64: the stream id (GPU/CPU-backend stream) the op ran on */
-  SS_OPS_BYTES,      /* int64: bytes of a copy, memset or host op; 0 otherwise */
-  SS_OPS_COMM_ID,    /* uint64: communicator id of the collective it executed (0: none) */
-  SS_OPS_COLL_SEQ,   /* int64: sequence number of that collective in its communicator (-1: none) */
-  SS_OPS_STEP,       /* int64: the step it belongs to (docs/metrics.md "Steps"; -1: none) */
-  SS_OPS_RANK,       /* int32: rank number */
-  SS_OPS_NAME,       /* int32: index into the string table (0 is "": copies have no name) */
-  SS_OPS_KIND,       /* uint8: 1 kernel, 2 memcpy, 3 memset, 4 host op */
-  SS_OPS_CATEGORY,   /* uint8: 1 compute, 2 comm, 3 memcpy, 4 memset (SPEC §4) */
+  SS_OPS_START_NS, /* int64: start, ns, aligned across ranks, relative to the run's origin */
+  SS_OPS_END_NS,   /* int64: end, same clock */
+  SS_OPS_STREAM,   /* int64: the stream id (GPU/CPU-backend stream) the op ran on */
+  SS_OPS_BYTES,    /* int64: bytes of a copy, memset or host op; 0 otherwise */
+  SS_OPS_COMM_ID,  /* uint64: communicator id of the collective it executed (0: none) */
+  SS_OPS_COLL_SEQ, /* int64: sequence number of that collective in its communicator (-1: none) */
+  SS_OPS_STEP,     /* int64: the step it belongs to (docs/metrics.md "Steps"; -1: none) */
+  SS_OPS_RANK,     /* int32: rank number */
+  SS_OPS_NAME,     /* int32: index into the string table (0 is "": copies have no name) */
+  SS_OPS_KIND,     /* uint8: 1 kernel, 2 memcpy, 3 memset, 4 host op */
+  SS_OPS_CATEGORY, /* uint8: 1 compute, 2 comm, 3 memcpy, 4 memset (SPEC §4) */
   SS_OPS_NCOLUMNS
 };
 
@@ -83,12 +83,12 @@ enum {
  * table at strings_offset: `nstrings` NUL-terminated UTF-8-or-raw strings
  * back to back, string 0 being "". All integers are in host byte order. */
 typedef struct ss_api_ops_header {
-  char magic[8];                         /* SS_API_OPS_MAGIC */
-  uint64_t header_bytes;                 /* sizeof this header */
+  char magic[8];         /* SS_API_OPS_MAGIC */
+  uint64_t header_bytes; /* sizeof this header */
   uint64_t nops;
   uint64_t nstrings;
   uint64_t strings_offset, strings_bytes;
-  uint64_t ncolumns;                     /* SS_OPS_NCOLUMNS */
+  uint64_t ncolumns; /* SS_OPS_NCOLUMNS */
   uint64_t column_offset[SS_OPS_NCOLUMNS];
 } ss_api_ops_header;
 

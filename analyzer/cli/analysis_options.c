@@ -59,8 +59,8 @@ int cli_apply_analysis_option(const char *command, const char *name, const char 
   if (!strcmp(name, "--launch-gap-us")) {
     double us = strtod(value, &end);
     if (*end || end == value || !(us > 0) || us > 1e9) {
-      fprintf(stderr, "stepscope %s: bad --launch-gap-us '%s' (want microseconds > 0)\n",
-              command, value);
+      fprintf(stderr, "stepscope %s: bad --launch-gap-us '%s' (want microseconds > 0)\n", command,
+              value);
       return -1;
     }
     opt->launch_gap_ns = (int64_t)(us * 1000.0);
@@ -117,7 +117,9 @@ int cli_finish_analysis_options(const char *command, ssa_options *opt) {
   return 0;
 }
 
-const ssa_comm_rules *cli_comm_rules(void) { return &rules; }
+const ssa_comm_rules *cli_comm_rules(void) {
+  return &rules;
+}
 
 void cli_reset_analysis_options(void) {
   ssa_comm_rules_free(&rules);

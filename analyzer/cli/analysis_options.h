@@ -17,8 +17,8 @@
 #define CLI_CLASSIFY_OPTIONS_HELP                                                                  \
   "  --comm-kernel RE    ops whose name matches the POSIX extended regex RE are\n"                 \
   "                      communication (repeatable; overrides NCCL metadata and the\n"             \
-  "                      built-in families; env STEPSCOPE_COMM_KERNELS='RE1;RE2')\n"                \
-  "  --compute-kernel RE ops whose name matches RE are compute, whatever else says\n"               \
+  "                      built-in families; env STEPSCOPE_COMM_KERNELS='RE1;RE2')\n"               \
+  "  --compute-kernel RE ops whose name matches RE are compute, whatever else says\n"              \
   "                      (repeatable; wins over --comm-kernel; env\n"                              \
   "                      STEPSCOPE_COMPUTE_KERNELS). See docs/kineto-import.md\n"                  \
   "                      \"Communication families\" for the built-in table.\n"
@@ -29,8 +29,7 @@
   "  --step-range NAME   take steps from ranges named NAME (default: 'step' ranges\n"              \
   "                      of domain stepscope, else ProfilerStep#N)\n"                              \
   "  --launch-gap-us N   idle gaps shorter than N us are launch gaps (default 10)\n"               \
-  "  --threads N         loader/analysis threads (default: all cores)\n"                         \
-  CLI_CLASSIFY_OPTIONS_HELP
+  "  --threads N         loader/analysis threads (default: all cores)\n" CLI_CLASSIFY_OPTIONS_HELP
 
 /* Parses "A:B", "A:", ":B" or "A" into an inclusive step range (open ends are
  * INT64_MIN / INT64_MAX). 0 on success, -1 if malformed or A > B. */

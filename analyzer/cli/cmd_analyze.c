@@ -1,11 +1,10 @@
 /*
  * cmd_analyze.c — `stepscope analyze RUN [--json FILE] [--steps A:B]
  * [--rank R] [--step-range NAME] [--launch-gap-us N] [--top N]
- * [--threads N] [--comm-kernel RE] [--compute-kernel RE]`: loads the run (all ranks in parallel), computes the
- * metrics of docs/metrics.md and prints the readable report; --json also
- * writes the versioned JSON report (docs/report-schema.md). A thin layer
- * over libstepscope_analysis. Exit codes: 0 ok, 1 the run could not be
- * analysed, 2 usage error.
+ * [--threads N] [--comm-kernel RE] [--compute-kernel RE]`: loads the run (all ranks in parallel),
+ * computes the metrics of docs/metrics.md and prints the readable report; --json also writes the
+ * versioned JSON report (docs/report-schema.md). A thin layer over libstepscope_analysis. Exit
+ * codes: 0 ok, 1 the run could not be analysed, 2 usage error.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,15 +17,14 @@
 #include "ssa_import.h"
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: stepscope analyze RUN [options]\n"
-          "  RUN                 run directory (rank-*.trace.zst) or one trace file\n"
-          "  --json FILE         also write the JSON report (docs/report-schema.md); '-' = stdout\n"
-          CLI_ANALYSIS_OPTIONS_HELP
-          "  --rank R            report only rank R (all ranks are still loaded for\n"
-          "                      clock alignment and collectives)\n"
-          "  --top N             rows in the kernel and collective tables (default 20)\n"
-          "  --quiet             no text report (with --json)\n");
+  fprintf(f, "usage: stepscope analyze RUN [options]\n"
+             "  RUN                 run directory (rank-*.trace.zst) or one trace file\n"
+             "  --json FILE         also write the JSON report (docs/report-schema.md); '-' = "
+             "stdout\n" CLI_ANALYSIS_OPTIONS_HELP
+             "  --rank R            report only rank R (all ranks are still loaded for\n"
+             "                      clock alignment and collectives)\n"
+             "  --top N             rows in the kernel and collective tables (default 20)\n"
+             "  --quiet             no text report (with --json)\n");
 }
 
 int cmd_analyze(int argc, char **argv) {
@@ -42,7 +40,7 @@ int cmd_analyze(int argc, char **argv) {
       return 0;
     } else if (!strcmp(a, "--quiet")) {
       quiet = 1;
-    } else if (a[0] == '-' && a[1] == '-' ) {
+    } else if (a[0] == '-' && a[1] == '-') {
       if (!v) {
         fprintf(stderr, "stepscope analyze: %s needs a value\n", a);
         return 2;

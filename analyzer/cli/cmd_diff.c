@@ -25,31 +25,33 @@
 #include "ssa_import.h"
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: stepscope diff RUN_A RUN_B [options]\n"
-          "       stepscope diff RUN PREDICTION.json [--json FILE] [--quiet]   (a run against\n"
-          "       `stepscope plan --json`: step time, bubble, memory, MFU, tokens/s; docs/plan.md)\n"
-          "Compares two runs (before/after tuning): step time, overlap, exposed comm,\n"
-          "bubble, idle, MFU with a noise verdict, per rank and per step, kernels and\n"
-          "collectives, and findings in plain words. Runs are run directories or files\n"
-          "(rank-*.trace.zst, or PyTorch profiler rank-*.json[.gz]).\n"
-          "  --json FILE         also write the JSON diff (docs/diff.md); '-' = stdout\n"
-          "  --fail-on SPEC      regression gate: exit 3 when a metric moved past its threshold in\n"
-          "                      the bad direction and the noise test calls the change real, e.g.\n"
-          "                      \"step_time:+3%%,exposed_comm:+10%%,mfu:-2%%,bubble:+2pt\" (units: %% of\n"
-          "                      run A, pt for ratios, ns/us/ms/s for times)\n"
-          "  --markdown FILE     write a short Markdown summary for a CI comment (verdicts, gate,\n"
-          "                      top causes, the command to reproduce); '-' = stdout\n"
-          CLI_ANALYSIS_OPTIONS_HELP
-          "  --steps-b A:B       a different step range for run B (--steps applies to both)\n"
-          "  --repeat-a RUN      another run of A's configuration (repeatable, up to 15): steps are\n"
-          "                      pooled, and a change must exceed how far A's runs lie apart\n"
-          "  --repeat-b RUN      the same for B. With one run per side, verdicts assume separate runs\n"
-          "                      of one configuration differ no more than their steps do\n"
-          "  --quiet             no text report\n"
-          "Verdicts: better/WORSE only when the change passes the noise test (docs/diff.md):\n"
-          "noise, same, or unknown (too few steps) otherwise. Exit: 0 ok, 1 a run could not be\n"
-          "loaded, 2 usage, 3 a --fail-on threshold crossed.\n");
+  fprintf(
+      f,
+      "usage: stepscope diff RUN_A RUN_B [options]\n"
+      "       stepscope diff RUN PREDICTION.json [--json FILE] [--quiet]   (a run against\n"
+      "       `stepscope plan --json`: step time, bubble, memory, MFU, tokens/s; docs/plan.md)\n"
+      "Compares two runs (before/after tuning): step time, overlap, exposed comm,\n"
+      "bubble, idle, MFU with a noise verdict, per rank and per step, kernels and\n"
+      "collectives, and findings in plain words. Runs are run directories or files\n"
+      "(rank-*.trace.zst, or PyTorch profiler rank-*.json[.gz]).\n"
+      "  --json FILE         also write the JSON diff (docs/diff.md); '-' = stdout\n"
+      "  --fail-on SPEC      regression gate: exit 3 when a metric moved past its threshold in\n"
+      "                      the bad direction and the noise test calls the change real, e.g.\n"
+      "                      \"step_time:+3%%,exposed_comm:+10%%,mfu:-2%%,bubble:+2pt\" (units: %% "
+      "of\n"
+      "                      run A, pt for ratios, ns/us/ms/s for times)\n"
+      "  --markdown FILE     write a short Markdown summary for a CI comment (verdicts, gate,\n"
+      "                      top causes, the command to reproduce); '-' = "
+      "stdout\n" CLI_ANALYSIS_OPTIONS_HELP
+      "  --steps-b A:B       a different step range for run B (--steps applies to both)\n"
+      "  --repeat-a RUN      another run of A's configuration (repeatable, up to 15): steps are\n"
+      "                      pooled, and a change must exceed how far A's runs lie apart\n"
+      "  --repeat-b RUN      the same for B. With one run per side, verdicts assume separate runs\n"
+      "                      of one configuration differ no more than their steps do\n"
+      "  --quiet             no text report\n"
+      "Verdicts: better/WORSE only when the change passes the noise test (docs/diff.md):\n"
+      "noise, same, or unknown (too few steps) otherwise. Exit: 0 ok, 1 a run could not be\n"
+      "loaded, 2 usage, 3 a --fail-on threshold crossed.\n");
 }
 
 /* Appends arg to buf, quoted for a POSIX shell when it needs it. */
@@ -57,7 +59,8 @@ static void append_quoted(char *buf, size_t cap, const char *arg) {
   size_t len = strlen(buf);
   int plain = *arg != 0;
   for (const char *p = arg; *p; p++)
-    if (!strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:=@%+,-", *p)) plain = 0;
+    if (!strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:=@%+,-", *p))
+      plain = 0;
   if (len + 1 < cap) buf[len++] = ' ';
   if (!plain && len + 1 < cap) buf[len++] = '\'';
   for (const char *p = arg; *p && len + 5 < cap; p++) {
@@ -135,7 +138,8 @@ int cmd_diff(int argc, char **argv) {
       int applied = cli_apply_analysis_option("diff", a, v, &opt);
       if (applied < 0) return 2;
       if (strcmp(a, "--json") && strcmp(a, "--markdown") && strcmp(a, "--threads")) {
-        append_quoted(command, sizeof command, a); /* the reproduce line keeps what decides the result */
+        append_quoted(command, sizeof command,
+                      a); /* the reproduce line keeps what decides the result */
         append_quoted(command, sizeof command, v);
       }
       if (applied) continue;
@@ -187,9 +191,12 @@ int cmd_diff(int argc, char **argv) {
   int prediction = cli_diff_which_is_prediction(paths[0], paths[1]); /* RUN PREDICTION.json */
   if (prediction >= 0)
     return cli_diff_prediction(paths[1 - prediction], paths[prediction], &opt, json_path, quiet,
-                               has_gate ? "--fail-on" : markdown_path ? "--markdown"
-                                                      : has_b_steps ? "--steps-b"
-                               : nrep[0] > 1 ? "--repeat-a" : nrep[1] > 1 ? "--repeat-b" : NULL);
+                               has_gate        ? "--fail-on"
+                               : markdown_path ? "--markdown"
+                               : has_b_steps   ? "--steps-b"
+                               : nrep[0] > 1   ? "--repeat-a"
+                               : nrep[1] > 1   ? "--repeat-b"
+                                               : NULL);
   opt_b = opt;
   if (has_b_steps) {
     opt_b.has_step_filter = 1;
@@ -212,7 +219,8 @@ int cmd_diff(int argc, char **argv) {
       an[side][i] = &x->an;
       char msg[1024];
       if (!rc && i > 0 &&
-          !ssa_diff_repeat_fits(an[side][0], an[side][i], side, repeats[side][0], repeats[side][i], msg, sizeof msg)) {
+          !ssa_diff_repeat_fits(an[side][0], an[side][i], side, repeats[side][0], repeats[side][i],
+                                msg, sizeof msg)) {
         fprintf(stderr, "%s\n", msg);
         rc = 2;
       }
@@ -252,7 +260,8 @@ int cmd_diff(int argc, char **argv) {
       }
     }
   }
-  int to_stdout = (json_path && !strcmp(json_path, "-")) || (markdown_path && !strcmp(markdown_path, "-"));
+  int to_stdout =
+      (json_path && !strcmp(json_path, "-")) || (markdown_path && !strcmp(markdown_path, "-"));
   if (!rc && !quiet && !to_stdout) ssa_diff_report_text(&d, stdout);
   if (!rc && has_gate) {
     /* the gate's outcome goes to stderr, so that it is seen whatever stdout holds */
@@ -262,7 +271,8 @@ int cmd_diff(int argc, char **argv) {
       ssa_gate_rule_text(r, t, sizeof t);
       const ssa_diff_metric *m = &d.m[r->metric];
       fprintf(stderr, "stepscope diff: gate %s %s: %s (%s)\n", ssa_diff_metric_names[r->metric], t,
-              ssa_gate_status_names[outcome[i].status], m->comparable ? ssa_diff_verdict_word(m, r->metric) : "-");
+              ssa_gate_status_names[outcome[i].status],
+              m->comparable ? ssa_diff_verdict_word(m, r->metric) : "-");
     }
     if (failed) {
       fprintf(stderr, "stepscope diff: %zu of %zu thresholds crossed\n", failed, gate.n);
@@ -270,7 +280,8 @@ int cmd_diff(int argc, char **argv) {
     }
   }
   ssa_diff_free(&d);
-  for (size_t i = 0; i < 2 * SSA_DIFF_MAX_RUNS; i++) unload(&l[i]);
+  for (size_t i = 0; i < 2 * SSA_DIFF_MAX_RUNS; i++)
+    unload(&l[i]);
   free(l);
   return rc;
 }

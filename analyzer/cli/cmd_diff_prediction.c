@@ -27,14 +27,17 @@ int cli_diff_which_is_prediction(const char *a, const char *b) {
 int cli_diff_prediction(const char *run_path, const char *prediction_path, const ssa_options *opt,
                         const char *json_path, int quiet, const char *two_run_option) {
   if (two_run_option) {
-    fprintf(stderr, "stepscope diff: %s compares two runs; against a prediction only --json, "
-                    "--quiet and the analysis options apply\n", two_run_option);
+    fprintf(stderr,
+            "stepscope diff: %s compares two runs; against a prediction only --json, "
+            "--quiet and the analysis options apply\n",
+            two_run_option);
     return 2;
   }
   char err[512];
   ssa_prediction p;
   if (ssa_prediction_load(prediction_path, &p, err, sizeof err)) {
-    fprintf(stderr, "stepscope diff: %s is not a readable plan prediction: %s\n", prediction_path, err);
+    fprintf(stderr, "stepscope diff: %s is not a readable plan prediction: %s\n", prediction_path,
+            err);
     return 2;
   }
   ssa_out_protect_input(prediction_path);
@@ -77,9 +80,11 @@ int cli_diff_prediction(const char *run_path, const char *prediction_path, const
       }
     }
   }
-  if (!quiet && !json_to_stdout) ssa_prediction_diff_text(&d, stdout);
+  if (!quiet && !json_to_stdout)
+    ssa_prediction_diff_text(&d, stdout);
   else /* the warnings are never silent */
-    for (int i = 0; i < d.nwarnings; i++) fprintf(stderr, "stepscope diff: warning: %s\n", d.warnings[i]);
+    for (int i = 0; i < d.nwarnings; i++)
+      fprintf(stderr, "stepscope diff: warning: %s\n", d.warnings[i]);
 out:
   if (have_an) ssa_analysis_free(&an);
   ssa_run_free(&run);

@@ -12,14 +12,13 @@
 #include "stepscope.h"
 
 static void usage(FILE *out) {
-  fprintf(out,
-          "usage: stepscope dump FILE [--kind NAME]\n"
-          "\n"
-          "Prints every record of a trace file as one JSON object per line, the header\n"
-          "first. String ids are resolved to their text; times are integer nanoseconds of\n"
-          "the file's trace clock. Field names are those of docs/trace-format.md.\n"
-          "\n"
-          "  --kind NAME   only records of this kind (kernel, collective, host_op, ...)\n");
+  fprintf(out, "usage: stepscope dump FILE [--kind NAME]\n"
+               "\n"
+               "Prints every record of a trace file as one JSON object per line, the header\n"
+               "first. String ids are resolved to their text; times are integer nanoseconds of\n"
+               "the file's trace clock. Field names are those of docs/trace-format.md.\n"
+               "\n"
+               "  --kind NAME   only records of this kind (kernel, collective, host_op, ...)\n");
 }
 
 int cmd_dump(int argc, char **argv) {
@@ -49,8 +48,10 @@ int cmd_dump(int argc, char **argv) {
   char why[200];
   ssa_file_kind kind = ssa_classify_file(path, 1, &gz, why, sizeof why);
   if (kind != SSA_FILE_TRACE) { /* run_discovery.c: the same judgement as every command */
-    fprintf(stderr, "stepscope dump: %s is a %s (%s); dump reads stepscope rank traces "
-            "(.trace.zst)%s\n", path, ssa_file_kind_name(kind), why,
+    fprintf(stderr,
+            "stepscope dump: %s is a %s (%s); dump reads stepscope rank traces "
+            "(.trace.zst)%s\n",
+            path, ssa_file_kind_name(kind), why,
             kind == SSA_FILE_KINETO ? ": `stepscope info` and `stepscope export` read it" : "");
     return 1;
   }

@@ -20,16 +20,14 @@
 #include "ssa_export.h"
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: stepscope export RUN -o FILE [options]\n"
-          "  -o, --output FILE   trace.json, trace.json.gz (gzip), or trace.pftrace\n"
-          "  --format F          json or perfetto (default: perfetto for *.pftrace,\n"
-          "                      json otherwise)\n"
-          "  --rank R            only rank R\n"
-          CLI_ANALYSIS_OPTIONS_HELP
-          "Open either file at https://ui.perfetto.dev; the bundled viewer (`stepscope\n"
-          "view`) reads the JSON. A .pftrace is 5-6x smaller than the JSON (Perfetto\n"
-          "gives up on JSON near 1-2 GB): use it for large runs.\n");
+  fprintf(f, "usage: stepscope export RUN -o FILE [options]\n"
+             "  -o, --output FILE   trace.json, trace.json.gz (gzip), or trace.pftrace\n"
+             "  --format F          json or perfetto (default: perfetto for *.pftrace,\n"
+             "                      json otherwise)\n"
+             "  --rank R            only rank R\n" CLI_ANALYSIS_OPTIONS_HELP
+             "Open either file at https://ui.perfetto.dev; the bundled viewer (`stepscope\n"
+             "view`) reads the JSON. A .pftrace is 5-6x smaller than the JSON (Perfetto\n"
+             "gives up on JSON near 1-2 GB): use it for large runs.\n");
 }
 
 int cmd_export(int argc, char **argv) {
@@ -79,7 +77,8 @@ int cmd_export(int argc, char **argv) {
     return 2;
   }
   size_t on = strlen(out_path);
-  int perfetto = format ? !strcmp(format, "perfetto") : on >= 8 && !strcmp(out_path + on - 8, ".pftrace");
+  int perfetto =
+      format ? !strcmp(format, "perfetto") : on >= 8 && !strcmp(out_path + on - 8, ".pftrace");
   int tty = isatty(2);
   if (cli_finish_analysis_options("export", &opt)) return 2;
   ssa_load_options lo = {opt.threads, tty};
@@ -110,17 +109,20 @@ int cmd_export(int argc, char **argv) {
   if (tty) fprintf(stderr, "writing %s ...\n", out_path);
   ssa_export_stats st;
   memset(&st, 0, sizeof st);
-  int rc = perfetto ? ssa_export_perfetto(&an, out_path, &st, &err) : ssa_export_chrome(&an, out_path, &st, &err);
+  int rc = perfetto ? ssa_export_perfetto(&an, out_path, &st, &err)
+                    : ssa_export_chrome(&an, out_path, &st, &err);
   clock_gettime(CLOCK_MONOTONIC, &t1);
-  if (rc) fprintf(stderr, "stepscope export: %s\n", err.message);
+  if (rc)
+    fprintf(stderr, "stepscope export: %s\n", err.message);
   else if (tty) {
     double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     if (perfetto)
       fprintf(stderr, "wrote %llu slices in %llu packets, %.1f MB of protobuf in %.2f s\n",
-              (unsigned long long)st.slices, (unsigned long long)st.events, (double)st.bytes / 1e6, s);
+              (unsigned long long)st.slices, (unsigned long long)st.events, (double)st.bytes / 1e6,
+              s);
     else
-      fprintf(stderr, "wrote %llu events, %.1f MB of JSON in %.2f s\n", (unsigned long long)st.events,
-              (double)st.bytes / 1e6, s);
+      fprintf(stderr, "wrote %llu events, %.1f MB of JSON in %.2f s\n",
+              (unsigned long long)st.events, (double)st.bytes / 1e6, s);
   }
   ssa_analysis_free(&an);
   ssa_run_free(&run);

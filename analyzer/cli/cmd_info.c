@@ -18,25 +18,26 @@
 #include "sc_json.h"
 
 static void usage(FILE *out) {
-  fprintf(out,
-          "usage: stepscope info RUN|FILE [--json]\n"
-          "\n"
-          "Prints the header of every rank (host, device, versions, producer), the number of\n"
-          "records of each kind, the time span, dropped records (tracer losses), warnings\n"
-          "(e.g. a truncated last frame) and errors.\n"
-          "\n"
-          "  RUN      a run directory holding rank-*.trace.zst files, or PyTorch profiler\n"
-          "           traces (*.json[.gz]: rank-*, rank_*, worker*, *.pt.trace.json from\n"
-          "           tensorboard_trace_handler, or any name when the content is Kineto's;\n"
-          "           counts are given in stepscope's record kinds). Other files that\n"
-          "           stepscope knows (its export, its report) are listed, not read.\n"
-          "  FILE     one trace file (.trace.zst, or .json / .json.gz from PyTorch)\n"
-          "  --json   print one JSON object instead of text\n"
-          "\n"
-          "Exit status: 0 all files read, 1 a file could not be read, 2 usage error.\n");
+  fprintf(out, "usage: stepscope info RUN|FILE [--json]\n"
+               "\n"
+               "Prints the header of every rank (host, device, versions, producer), the number of\n"
+               "records of each kind, the time span, dropped records (tracer losses), warnings\n"
+               "(e.g. a truncated last frame) and errors.\n"
+               "\n"
+               "  RUN      a run directory holding rank-*.trace.zst files, or PyTorch profiler\n"
+               "           traces (*.json[.gz]: rank-*, rank_*, worker*, *.pt.trace.json from\n"
+               "           tensorboard_trace_handler, or any name when the content is Kineto's;\n"
+               "           counts are given in stepscope's record kinds). Other files that\n"
+               "           stepscope knows (its export, its report) are listed, not read.\n"
+               "  FILE     one trace file (.trace.zst, or .json / .json.gz from PyTorch)\n"
+               "  --json   print one JSON object instead of text\n"
+               "\n"
+               "Exit status: 0 all files read, 1 a file could not be read, 2 usage error.\n");
 }
 
-static void json_string(FILE *f, const char *s) { sc_json_string_file(f, s, 0); }
+static void json_string(FILE *f, const char *s) {
+  sc_json_string_file(f, s, 0);
+}
 
 /* Whether file i was closed by its writer, as a warning (0: nothing to
  * say). "Ends N s before the run's last record" compares trace clocks, so
@@ -48,7 +49,10 @@ static int close_note(const trace_summary *s, size_t n, size_t i, char *buf, siz
     int sig = t->close_signal;
     snprintf(buf, cap, "rank %d was stopped by %s (signal %d); its trace was flushed and closed",
              t->header.rank,
-             sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : sig == SIGHUP ? "SIGHUP" : "a signal",
+             sig == SIGTERM  ? "SIGTERM"
+             : sig == SIGINT ? "SIGINT"
+             : sig == SIGHUP ? "SIGHUP"
+                             : "a signal",
              sig);
     return 1;
   }
@@ -105,8 +109,10 @@ static void print_json(const char *target, const trace_summary *s, size_t n,
     printf("%s{\"file\":", i ? "," : "");
     json_string(stdout, t->path);
     printf(",\"duplicate_of\":");
-    if (t->duplicate_of) json_string(stdout, t->duplicate_of);
-    else printf("null");
+    if (t->duplicate_of)
+      json_string(stdout, t->duplicate_of);
+    else
+      printf("null");
     printf(",\"damaged_regions\":%" PRIu64 ",\"damaged_bytes\":%" PRIu64, t->damaged_regions,
            t->damaged_bytes);
     if (t->ok) {
@@ -176,9 +182,12 @@ static void print_text(const char *target, const trace_summary *s, size_t n,
   for (size_t i = 0; i < n; i++) {
     if (!s[i].ok || s[i].duplicate_of) continue;
     readable++;
-    if (world < 0) world = s[i].header.world_size;
-    else if (world != s[i].header.world_size) world_mismatch = 1;
-    for (uint32_t k = 0; k < STEPSCOPE_REC_KIND_MAX; k++) totals[k] += s[i].counts[k];
+    if (world < 0)
+      world = s[i].header.world_size;
+    else if (world != s[i].header.world_size)
+      world_mismatch = 1;
+    for (uint32_t k = 0; k < STEPSCOPE_REC_KIND_MAX; k++)
+      totals[k] += s[i].counts[k];
     dropped += s[i].dropped;
     records += s[i].records;
     bytes += s[i].file_bytes;
@@ -187,7 +196,8 @@ static void print_text(const char *target, const trace_summary *s, size_t n,
   printf("%s: %zu trace file%s", ssa_text_safe(target, safe, sizeof safe), n, n == 1 ? "" : "s");
   if (world >= 0) printf(", world size %d%s", world, world_mismatch ? " (ranks disagree!)" : "");
   printf(", %" PRIu64 " records, %.2f MiB", records, (double)bytes / (1 << 20));
-  if (readable && bytes) printf(" (%.2f bytes/record)", records ? (double)bytes / (double)records : 0.0);
+  if (readable && bytes)
+    printf(" (%.2f bytes/record)", records ? (double)bytes / (double)records : 0.0);
   printf("\n");
   for (size_t i = 0; i < n; i++) /* lost records first: nobody reads the end */
     if (s[i].damaged_regions)
@@ -237,8 +247,8 @@ static void print_text(const char *target, const trace_summary *s, size_t n,
     }
     if (t->duplicate_of) continue; /* warned about below, not listed twice */
     double span = t->first_ns <= t->last_ns ? (double)(t->last_ns - t->first_ns) / 1e9 : 0.0;
-    printf("%-5d %-16s %-24s %8" PRId64 " %10" PRIu64 " %10.3f %8" PRIu64 " %s\n",
-           t->header.rank, ssa_text_safe(t->header.hostname, safe, 17),
+    printf("%-5d %-16s %-24s %8" PRId64 " %10" PRIu64 " %10.3f %8" PRIu64 " %s\n", t->header.rank,
+           ssa_text_safe(t->header.hostname, safe, 17),
            ssa_text_safe(t->header.device_name, safe2, 25), t->header.pid, t->records, span,
            t->dropped, ssa_text_safe(t->path, safe2 + 32, sizeof safe2 - 32));
   }

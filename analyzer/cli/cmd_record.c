@@ -104,7 +104,6 @@ static int find_inject_lib(char *out, size_t size) {
   return -1;
 }
 
-
 static int holds_traces(const char *dir) {
   DIR *d = opendir(dir);
   if (!d) return 0;
@@ -120,8 +119,10 @@ static int holds_traces(const char *dir) {
 static void set_injection_var(const char *name, const char *value) {
   const char *old = getenv(name);
   if (old && *old && strcmp(old, value) != 0) {
-    fprintf(stderr, "stepscope record: %s is already set to %s (another profiler?); leaving it, "
-                    "that source is not traced\n", name, old);
+    fprintf(stderr,
+            "stepscope record: %s is already set to %s (another profiler?); leaving it, "
+            "that source is not traced\n",
+            name, old);
     return;
   }
   setenv(name, value, 1);
@@ -130,7 +131,8 @@ static void set_injection_var(const char *name, const char *value) {
 /* {"command":["a","b"]} with JSON escaping; NULL on allocation failure. */
 static char *command_json(char **cmd) {
   size_t cap = 32;
-  for (char **a = cmd; *a; a++) cap += 6 * strlen(*a) + 4;
+  for (char **a = cmd; *a; a++)
+    cap += 6 * strlen(*a) + 4;
   char *json = malloc(cap), *p = json;
   if (!json) return NULL;
   p += sprintf(p, "{\"command\":[");
@@ -195,11 +197,13 @@ static int run_command(char **command, int *status) {
   close(report[1]);
   int exec_errno = 0;
   ssize_t got;
-  do got = read(report[0], &exec_errno, sizeof exec_errno);
+  do
+    got = read(report[0], &exec_errno, sizeof exec_errno);
   while (got < 0 && errno == EINTR);
   close(report[0]);
   pid_t w;
-  do w = waitpid(pid, status, 0);
+  do
+    w = waitpid(pid, status, 0);
   while (w < 0 && errno == EINTR);
   if (got == (ssize_t)sizeof exec_errno) {
     fprintf(stderr, "stepscope record: cannot run %s: %s\n", command[0], strerror(exec_errno));
@@ -303,8 +307,10 @@ static void summarize_run(const char *run, const char *command, const file_snaps
   }
   char ranks[64] = "";
   if (readable) {
-    if (lo == hi) snprintf(ranks, sizeof ranks, ", rank %d", (int)lo);
-    else snprintf(ranks, sizeof ranks, ", ranks %d-%d", (int)lo, (int)hi);
+    if (lo == hi)
+      snprintf(ranks, sizeof ranks, ", rank %d", (int)lo);
+    else
+      snprintf(ranks, sizeof ranks, ", ranks %d-%d", (int)lo, (int)hi);
   }
   size_t written = count - stale;
   if (written == 0) {
@@ -321,7 +327,8 @@ static void summarize_run(const char *run, const char *command, const file_snaps
           bytes < 1000000 ? (double)bytes / 1e3 : (double)bytes / 1e6,
           bytes < 1000000 ? "kB" : "MB", ranks);
   if (readable < written) fprintf(stderr, "; %zu cannot be read (above)", written - readable);
-  if (stale) fprintf(stderr, "; %zu older file%s left from an earlier run", stale, stale == 1 ? "" : "s");
+  if (stale)
+    fprintf(stderr, "; %zu older file%s left from an earlier run", stale, stale == 1 ? "" : "s");
   fprintf(stderr, "\n  next: stepscope analyze %s\n", run);
   stepscope_run_files_free(paths, count);
 }
@@ -331,17 +338,34 @@ int cmd_record(int argc, char **argv) {
   int no_cuda = 0, no_nvtx = 0, no_nccl = 0, force = 0, quiet = 0, i = 1;
   for (; i < argc; i++) {
     const char *a = argv[i];
-    if (strcmp(a, "--") == 0) { i++; break; }
-    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) { usage(stdout); return 0; }
-    if ((strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) && i + 1 < argc) run = argv[++i];
-    else if (strcmp(a, "--inject-lib") == 0 && i + 1 < argc) lib_arg = argv[++i];
-    else if (strcmp(a, "--no-cuda") == 0) no_cuda = 1;
-    else if (strcmp(a, "--no-nvtx") == 0) no_nvtx = 1;
-    else if (strcmp(a, "--no-nccl") == 0) no_nccl = 1;
-    else if (strcmp(a, "--force") == 0) force = 1;
-    else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) quiet = 1;
-    else if (a[0] == '-') { fprintf(stderr, "stepscope record: unknown option %s\n", a); usage(stderr); return 2; }
-    else break; /* the command starts here (no "--") */
+    if (strcmp(a, "--") == 0) {
+      i++;
+      break;
+    }
+    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+      usage(stdout);
+      return 0;
+    }
+    if ((strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) && i + 1 < argc)
+      run = argv[++i];
+    else if (strcmp(a, "--inject-lib") == 0 && i + 1 < argc)
+      lib_arg = argv[++i];
+    else if (strcmp(a, "--no-cuda") == 0)
+      no_cuda = 1;
+    else if (strcmp(a, "--no-nvtx") == 0)
+      no_nvtx = 1;
+    else if (strcmp(a, "--no-nccl") == 0)
+      no_nccl = 1;
+    else if (strcmp(a, "--force") == 0)
+      force = 1;
+    else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0)
+      quiet = 1;
+    else if (a[0] == '-') {
+      fprintf(stderr, "stepscope record: unknown option %s\n", a);
+      usage(stderr);
+      return 2;
+    } else
+      break; /* the command starts here (no "--") */
   }
   if (!run || i >= argc) {
     fprintf(stderr, "stepscope record: %s\n", !run ? "-o RUN is required" : "no command given");
@@ -353,7 +377,8 @@ int cmd_record(int argc, char **argv) {
   char lib[PATH_MAX];
   if (lib_arg) {
     if (!realpath(lib_arg, lib) || !file_exists(lib)) {
-      fprintf(stderr, "stepscope record: injection library %s: %s\n", lib_arg, strerror(errno ? errno : ENOENT));
+      fprintf(stderr, "stepscope record: injection library %s: %s\n", lib_arg,
+              strerror(errno ? errno : ENOENT));
       return 1;
     }
   } else if (find_inject_lib(lib, sizeof lib) != 0) {
@@ -366,7 +391,8 @@ int cmd_record(int argc, char **argv) {
     return 1;
   }
   if (holds_traces(run) && !force) {
-    fprintf(stderr, "stepscope record: %s already holds traces; use another directory or --force\n", run);
+    fprintf(stderr, "stepscope record: %s already holds traces; use another directory or --force\n",
+            run);
     return 1;
   }
   char run_abs[PATH_MAX];

@@ -30,7 +30,8 @@ static int pass_rules_on(int comm) {
   const ssa_comm_rules *rules = cli_comm_rules();
   const char *old = getenv(var);
   size_t len = old ? strlen(old) : 0;
-  for (size_t i = 0; i < rules->n; i++) len += strlen(rules->rule[i].pattern) + 1;
+  for (size_t i = 0; i < rules->n; i++)
+    len += strlen(rules->rule[i].pattern) + 1;
   char *v = malloc(len + 1);
   if (!v) return -1;
   size_t k = 0;
@@ -43,9 +44,10 @@ static int pass_rules_on(int comm) {
     const ssa_comm_rule *r = &rules->rule[i];
     if (r->comm != comm || strcmp(r->origin, "command line")) continue;
     if (strchr(r->pattern, ';')) {
-      fprintf(stderr, "stepscope view: %s '%s': view passes rules on in %s, which separates "
-              "patterns with ';' (write it as [;] in the regex)\n", ssa_comm_rule_option(r),
-              r->pattern, var);
+      fprintf(stderr,
+              "stepscope view: %s '%s': view passes rules on in %s, which separates "
+              "patterns with ';' (write it as [;] in the regex)\n",
+              ssa_comm_rule_option(r), r->pattern, var);
       free(v);
       return -1;
     }
@@ -77,8 +79,8 @@ static void usage(FILE *f) {
         "  --bind ADDR       numeric address to listen on (default 127.0.0.1; anything else\n"
         "                    exposes the run's files to the network)\n"
         "  --html OUT.html   write one self-contained page (viewer + data) and exit; prints\n"
-        "                    one line: what was written, from what, and the headline\n"
-        CLI_CLASSIFY_OPTIONS_HELP
+        "                    one line: what was written, from what, and the "
+        "headline\n" CLI_CLASSIFY_OPTIONS_HELP
         "                      (they apply to what view generates, not to an export or\n"
         "                      report already in RUN)\n"
         "  --help            this text\n"
@@ -111,9 +113,12 @@ int cmd_view(int argc, char **argv) {
         return 2;
       }
       const char *v = argv[++i];
-      if (strcmp(a, "--compare") == 0) run_b = v;
-      else if (strcmp(a, "--bind") == 0) bind_addr = v;
-      else if (strcmp(a, "--html") == 0) html = v;
+      if (strcmp(a, "--compare") == 0)
+        run_b = v;
+      else if (strcmp(a, "--bind") == 0)
+        bind_addr = v;
+      else if (strcmp(a, "--html") == 0)
+        html = v;
       else {
         char *end = NULL;
         long p = strtol(v, &end, 10);
@@ -157,10 +162,11 @@ int cmd_view(int argc, char **argv) {
   const char *args[2] = {run_a, run_b};
   for (int i = 0; i < 2; i++) {
     if (!args[i]) continue;
-    if (view_run_open(&runs[nruns], i == 0 ? "a" : "b", args[i], n > 0 ? self_exe : NULL, html != NULL,
-                      err, sizeof err) != 0) {
+    if (view_run_open(&runs[nruns], i == 0 ? "a" : "b", args[i], n > 0 ? self_exe : NULL,
+                      html != NULL, err, sizeof err) != 0) {
       fprintf(stderr, "stepscope view: %s\n", err);
-      for (int k = 0; k < nruns; k++) view_run_close(&runs[k]);
+      for (int k = 0; k < nruns; k++)
+        view_run_close(&runs[k]);
       return 1;
     }
     nruns++;
@@ -168,19 +174,24 @@ int cmd_view(int argc, char **argv) {
   if (nruns == 2) view_run_diff(&runs[1], &runs[0], n > 0 ? self_exe : NULL);
   for (int k = 0; k < nruns && rule_opt.comm_rules; k++)
     if (!runs[k].trace_generated || !runs[k].report_generated)
-      fprintf(stderr, "stepscope view: note: %s holds its own export or report, made without "
+      fprintf(stderr,
+              "stepscope view: note: %s holds its own export or report, made without "
               "these --comm-kernel/--compute-kernel rules; they apply only to what view "
-              "generates\n", runs[k].dir);
+              "generates\n",
+              runs[k].dir);
 
   int rc;
   if (html) {
     char summary[1024];
     rc = view_write_html(runs, nruns, html, summary, sizeof summary, err, sizeof err) == 0 ? 0 : 1;
-    if (rc) fprintf(stderr, "stepscope view: %s\n", err);
-    else printf("stepscope view: wrote %s (%s)\n", html, summary); /* one line */
+    if (rc)
+      fprintf(stderr, "stepscope view: %s\n", err);
+    else
+      printf("stepscope view: wrote %s (%s)\n", html, summary); /* one line */
   } else {
     rc = view_serve(runs, nruns, bind_addr, port, stdout);
   }
-  for (int k = 0; k < nruns; k++) view_run_close(&runs[k]);
+  for (int k = 0; k < nruns; k++)
+    view_run_close(&runs[k]);
   return rc;
 }

@@ -33,19 +33,17 @@ typedef struct command {
 } command;
 
 static void usage(FILE *out, const command *cmds, size_t n) {
-  fprintf(out,
-          "usage: stepscope <command> [options]\n"
-          "\n"
-          "Where does a distributed training step's time go, and did tuning help?\n"
-          "\n"
-          "commands:\n");
+  fprintf(out, "usage: stepscope <command> [options]\n"
+               "\n"
+               "Where does a distributed training step's time go, and did tuning help?\n"
+               "\n"
+               "commands:\n");
   for (size_t i = 0; i < n; i++)
     fprintf(out, "  %-9s %s%s\n", cmds[i].name, cmds[i].summary,
             cmds[i].run ? "" : " (not part of this build)");
-  fprintf(out,
-          "\n"
-          "RUN is a run directory (rank-*.trace.zst, or PyTorch rank-*.json[.gz]).\n"
-          "`stepscope <command> --help` describes each command.\n");
+  fprintf(out, "\n"
+               "RUN is a run directory (rank-*.trace.zst, or PyTorch rank-*.json[.gz]).\n"
+               "`stepscope <command> --help` describes each command.\n");
 }
 
 int main(int argc, char **argv) {

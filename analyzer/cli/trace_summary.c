@@ -24,7 +24,9 @@ typedef struct scan_job {
   atomic_size_t done;
 } scan_job;
 
-static char *dup_or_empty(const char *s) { return strdup(s ? s : ""); }
+static char *dup_or_empty(const char *s) {
+  return strdup(s ? s : "");
+}
 
 static uint64_t record_start(const stepscope_record *r, uint64_t *end) {
   switch (r->kind) {
@@ -81,7 +83,8 @@ static void scan_kineto(const char *path, trace_summary *s) {
   s->header.local_rank = r.local_rank;
   s->header.pid = r.pid;
   s->header.hostname = dup_or_empty(r.hostname);
-  s->header.producer = dup_or_empty(r.producer && r.producer[0] ? r.producer : "PyTorch profiler (Kineto JSON)");
+  s->header.producer =
+      dup_or_empty(r.producer && r.producer[0] ? r.producer : "PyTorch profiler (Kineto JSON)");
   s->header.device_name = dup_or_empty(r.device_name);
   s->header.device_json = dup_or_empty(NULL);
   s->header.driver_version = dup_or_empty(NULL);
@@ -95,8 +98,10 @@ static void scan_kineto(const char *path, trace_summary *s) {
     if (r.ops[i].kind < sizeof kind_of / sizeof kind_of[0]) s->counts[kind_of[r.ops[i].kind]]++;
     span_add(s, r.ops[i].start, r.ops[i].end);
   }
-  for (size_t i = 0; i < r.napis; i++) span_add(s, r.apis[i].start, r.apis[i].end);
-  for (size_t i = 0; i < r.nranges; i++) span_add(s, r.ranges[i].start, r.ranges[i].end);
+  for (size_t i = 0; i < r.napis; i++)
+    span_add(s, r.apis[i].start, r.apis[i].end);
+  for (size_t i = 0; i < r.nranges; i++)
+    span_add(s, r.ranges[i].start, r.ranges[i].end);
   s->counts[STEPSCOPE_REC_API] = r.napis;
   s->counts[STEPSCOPE_REC_RANGE] = r.nranges;
   s->counts[STEPSCOPE_REC_COLLECTIVE] = r.ncolls;
@@ -108,8 +113,10 @@ static void scan_kineto(const char *path, trace_summary *s) {
   s->counts[STEPSCOPE_REC_MEMORY] = r.memory_events;
   s->counts[STEPSCOPE_REC_OVERHEAD] = r.overheads;
   s->records = r.records;
-  for (size_t i = 0; i < sizeof r.dropped / sizeof r.dropped[0]; i++) s->dropped += r.dropped[i];
-  for (size_t i = 0; i < r.nmeta; i++) add_metadata_key(s, r.meta[i].key);
+  for (size_t i = 0; i < sizeof r.dropped / sizeof r.dropped[0]; i++)
+    s->dropped += r.dropped[i];
+  for (size_t i = 0; i < r.nmeta; i++)
+    add_metadata_key(s, r.meta[i].key);
   s->warnings = r.nwarnings ? calloc(r.nwarnings, sizeof *s->warnings) : NULL;
   for (size_t i = 0; s->warnings && i < r.nwarnings; i++)
     if ((s->warnings[s->nwarnings] = strdup(r.warnings[i]))) s->nwarnings++;
@@ -205,7 +212,8 @@ void trace_summary_scan(const char *const *paths, const unsigned char *kineto, s
     usleep(100000);
   }
   if (!started) scan_worker(&job); /* no threads could start: do it here */
-  for (unsigned t = 0; t < started; t++) pthread_join(tids[t], NULL);
+  for (unsigned t = 0; t < started; t++)
+    pthread_join(tids[t], NULL);
   if (tty && started) fprintf(stderr, "\r%60s\r", "");
   free(tids);
 }
@@ -222,8 +230,10 @@ void trace_summary_free(trace_summary *s) {
     free((char *)s->header.cupti_version);
     free((char *)s->header.config_json);
   }
-  for (size_t i = 0; i < s->nwarnings; i++) free(s->warnings[i]);
+  for (size_t i = 0; i < s->nwarnings; i++)
+    free(s->warnings[i]);
   free(s->warnings);
-  for (size_t i = 0; i < s->nmetadata; i++) free(s->metadata_keys[i]);
+  for (size_t i = 0; i < s->nmetadata; i++)
+    free(s->metadata_keys[i]);
   free(s->metadata_keys);
 }

@@ -23,10 +23,10 @@ typedef struct trace_summary {
   int close_signal;           /* the signal, for STEPSCOPE_CLOSE_SIGNAL */
   uint64_t file_bytes;
   uint64_t damaged_regions, damaged_bytes; /* skipped damage: records lost */
-  const char *duplicate_of;   /* set by `info`: an earlier file holds the same rank */
+  const char *duplicate_of;                /* set by `info`: an earlier file holds the same rank */
   char **warnings;
   size_t nwarnings;
-  char **metadata_keys;       /* distinct metadata keys, in order of appearance */
+  char **metadata_keys; /* distinct metadata keys, in order of appearance */
   size_t nmetadata;
 } trace_summary;
 

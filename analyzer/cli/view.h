@@ -22,20 +22,20 @@
 #endif
 
 typedef struct view_run {
-  char id[4];                 /* "a" (the run) or "b" (the --compare run) */
-  char name[256];             /* shown in the page: the directory's base name */
-  char dir[PATH_MAX];         /* real path of the run directory */
-  char gen_dir[PATH_MAX];     /* where generated files went ("" when none) */
-  char trace_name[256];       /* file name of the export ("" when none) */
-  char report_name[256];      /* file name of the report ("" when none) */
-  char diff_name[64];         /* run "b": the `stepscope diff A B --json` file ("" when none) */
-  char source[PATH_MAX];      /* what `export`/`analyze`/`diff` read: the run directory, the
-                                 one rank file given, or "" when there are no rank traces */
-  int quiet;                  /* no progress lines; generated commands' stdout dropped */
-  int trace_generated;        /* trace_name / report_name lie in gen_dir, not in dir */
+  char id[4];             /* "a" (the run) or "b" (the --compare run) */
+  char name[256];         /* shown in the page: the directory's base name */
+  char dir[PATH_MAX];     /* real path of the run directory */
+  char gen_dir[PATH_MAX]; /* where generated files went ("" when none) */
+  char trace_name[256];   /* file name of the export ("" when none) */
+  char report_name[256];  /* file name of the report ("" when none) */
+  char diff_name[64];     /* run "b": the `stepscope diff A B --json` file ("" when none) */
+  char source[PATH_MAX];  /* what `export`/`analyze`/`diff` read: the run directory, the
+                             one rank file given, or "" when there are no rank traces */
+  int quiet;              /* no progress lines; generated commands' stdout dropped */
+  int trace_generated;    /* trace_name / report_name lie in gen_dir, not in dir */
   int report_generated;
-  char missing[512];          /* human-readable list of what is missing */
-  char notes[1024];           /* what was generated, or why not */
+  char missing[512]; /* human-readable list of what is missing */
+  char notes[1024];  /* what was generated, or why not */
 } view_run;
 
 /* Opens RUN (a run directory, a stepscope export, or one rank file): finds or

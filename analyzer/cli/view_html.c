@@ -25,7 +25,8 @@
 #include <zlib.h>
 
 static int copy_json_escaped(FILE *out, const char *path, char *err, size_t errlen) {
-  FILE *plain = fopen(path, "rb"); /* opened first: a FIFO or a missing file fails here, not in zlib */
+  FILE *plain =
+      fopen(path, "rb"); /* opened first: a FIFO or a missing file fails here, not in zlib */
   gzFile in = plain ? gzdopen(dup(fileno(plain)), "rb") : NULL;
   if (plain) fclose(plain);
   if (!in) {
@@ -77,8 +78,10 @@ static void report_headline(const char *path, long long *ranks, long long *step_
     const char *k = strstr(text, "\"ranks_loaded\":");
     if (k) *ranks = strtoll(k + strlen("\"ranks_loaded\":"), NULL, 10);
     k = strstr(text, "\"step_time_ns\":");
-    if (k && k[strlen("\"step_time_ns\":")] != 'n') *step_ns = strtoll(k + strlen("\"step_time_ns\":"), NULL, 10);
-    else if (k) break; /* null: no steps */
+    if (k && k[strlen("\"step_time_ns\":")] != 'n')
+      *step_ns = strtoll(k + strlen("\"step_time_ns\":"), NULL, 10);
+    else if (k)
+      break; /* null: no steps */
   }
   free(text);
   fclose(f);
@@ -95,14 +98,14 @@ static void summarize(const view_run *runs, int nruns, const char *page, char *s
       report_headline(path, &ranks, &step_ns);
     if (step_ns >= 0) snprintf(step, sizeof step, "step time %.3f ms", (double)step_ns / 1e6);
     char ranks_text[32] = "";
-    if (ranks >= 0) snprintf(ranks_text, sizeof ranks_text, "%lld rank%s, ", ranks, ranks == 1 ? "" : "s");
-    used += (size_t)snprintf(summary + used, n - used, "%s%s: %s%s; export %s%s, report %s%s",
-                             i ? "; compared with " : "", r->name, r->report_name[0] ? ranks_text : "",
-                             r->report_name[0] ? step : "no report",
-                             r->trace_name[0] ? r->trace_name : "none",
-                             r->trace_generated ? " (generated)" : "",
-                             r->report_name[0] ? r->report_name : "none",
-                             r->report_generated ? " (generated)" : "");
+    if (ranks >= 0)
+      snprintf(ranks_text, sizeof ranks_text, "%lld rank%s, ", ranks, ranks == 1 ? "" : "s");
+    used += (size_t)snprintf(
+        summary + used, n - used, "%s%s: %s%s; export %s%s, report %s%s",
+        i ? "; compared with " : "", r->name, r->report_name[0] ? ranks_text : "",
+        r->report_name[0] ? step : "no report", r->trace_name[0] ? r->trace_name : "none",
+        r->trace_generated ? " (generated)" : "", r->report_name[0] ? r->report_name : "none",
+        r->report_generated ? " (generated)" : "");
   }
   struct stat st;
   if (used < n && stat(page, &st) == 0)
@@ -201,7 +204,8 @@ int view_write_html(const view_run *runs, int nruns, const char *path, char *sum
     }
     fwrite(p, 1, (size_t)(next - p), out);
     int is_link = next == link;
-    const char *name = next + (is_link ? strlen("<link rel=\"stylesheet\" href=\"") : strlen("<script src=\""));
+    const char *name =
+        next + (is_link ? strlen("<link rel=\"stylesheet\" href=\"") : strlen("<script src=\""));
     const char *quote = strchr(name, '"');
     const char *close = quote ? strchr(quote, '>') : NULL;
     if (!quote || !close) {

@@ -86,7 +86,10 @@ static char view_token[33];
 static char cookie_name[32];
 
 static volatile sig_atomic_t stop_requested = 0;
-static void on_signal(int sig) { (void)sig; stop_requested = 1; }
+static void on_signal(int sig) {
+  (void)sig;
+  stop_requested = 1;
+}
 
 static int send_all(int fd, const void *data, size_t len) {
   const char *p = data;
@@ -116,7 +119,8 @@ static void send_head_extra(int fd, int code, const char *reason, const char *ty
   if (n > 0 && (size_t)n < sizeof h) send_all(fd, h, (size_t)n);
 }
 
-static void send_head(int fd, int code, const char *reason, const char *type, unsigned long long length) {
+static void send_head(int fd, int code, const char *reason, const char *type,
+                      unsigned long long length) {
   send_head_extra(fd, code, reason, type, length, "");
 }
 
@@ -148,9 +152,11 @@ static int header_value(const char *head, const char *name, char *out, size_t ca
     h++;
     if (strncasecmp(h, name, nl) != 0 || h[nl] != ':') continue;
     h += nl + 1;
-    while (*h == ' ' || *h == '\t') h++;
+    while (*h == ' ' || *h == '\t')
+      h++;
     size_t len = strcspn(h, "\r\n");
-    while (len && (h[len - 1] == ' ' || h[len - 1] == '\t')) len--;
+    while (len && (h[len - 1] == ' ' || h[len - 1] == '\t'))
+      len--;
     if (len >= cap) return -1;
     memcpy(out, h, len);
     out[len] = '\0';
@@ -201,7 +207,8 @@ static int parse_range(const char *v, unsigned long long size, unsigned long lon
   return RANGE_ONE;
 }
 
-static void send_file(int fd, const char *path, const char *name, const char *req_head, int head_only) {
+static void send_file(int fd, const char *path, const char *name, const char *req_head,
+                      int head_only) {
   int f = open(path, O_RDONLY | O_CLOEXEC);
   struct stat st;
   if (f < 0 || fstat(f, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -217,7 +224,8 @@ static void send_file(int fd, const char *path, const char *name, const char *re
   if (kind == RANGE_UNSATISFIABLE) {
     snprintf(extra, sizeof extra, "Accept-Ranges: bytes\r\nContent-Range: bytes */%llu\r\n", size);
     const char *body = "416 Range Not Satisfiable\n";
-    send_head_extra(fd, 416, "Range Not Satisfiable", "text/plain; charset=utf-8", strlen(body), extra);
+    send_head_extra(fd, 416, "Range Not Satisfiable", "text/plain; charset=utf-8", strlen(body),
+                    extra);
     if (!head_only) send_all(fd, body, strlen(body));
     close(f);
     return;
@@ -256,7 +264,8 @@ static int host_is_loopback(const char *head) {
   char *end = host[0] == '[' ? strchr(host, ']') : strchr(host, ':');
   if (end && host[0] == '[') end++;
   if (end) *end = '\0';
-  return strcmp(host, "127.0.0.1") == 0 || strcasecmp(host, "localhost") == 0 || strcmp(host, "[::1]") == 0;
+  return strcmp(host, "127.0.0.1") == 0 || strcasecmp(host, "localhost") == 0 ||
+         strcmp(host, "[::1]") == 0;
 }
 
 /* What is wrong with a complete head, as an HTTP status (0: nothing). Folded
@@ -268,10 +277,11 @@ static int head_problem(const char *head, const char *version) {
   while ((h = strchr(h, '\n')) != NULL) {
     h++;
     if (*h == '\r' || *h == '\n' || !*h) break; /* the blank line */
-    if (*h == ' ' || *h == '\t') return 400;     /* obs-fold */
+    if (*h == ' ' || *h == '\t') return 400;    /* obs-fold */
     if (strncasecmp(h, "Host:", 5) == 0) {
       const char *v = h + 5;
-      while (*v == ' ' || *v == '\t') v++;
+      while (*v == ' ' || *v == '\t')
+        v++;
       if (*v == '\r' || *v == '\n') return 400; /* empty */
       hosts++;
     }
@@ -286,7 +296,8 @@ static int token_matches(const char *v, size_t len) {
   size_t n = strlen(view_token);
   if (len != n || n == 0) return 0;
   unsigned diff = 0;
-  for (size_t i = 0; i < n; i++) diff |= (unsigned)(unsigned char)(v[i] ^ view_token[i]);
+  for (size_t i = 0; i < n; i++)
+    diff |= (unsigned)(unsigned char)(v[i] ^ view_token[i]);
   return diff == 0;
 }
 
@@ -330,7 +341,8 @@ static int cookie_has_token(const char *head) {
     if (strncasecmp(h, "Cookie:", 7) != 0) continue;
     const char *p = h + 7, *eol = p + strcspn(p, "\r\n");
     while (p < eol) {
-      while (p < eol && (*p == ' ' || *p == '\t' || *p == ';')) p++;
+      while (p < eol && (*p == ' ' || *p == '\t' || *p == ';'))
+        p++;
       const char *semi = memchr(p, ';', (size_t)(eol - p));
       const char *pe = semi ? semi : eol;
       if ((size_t)(pe - p) > cl && strncmp(p, cookie_name, cl) == 0 && p[cl] == '=' &&
@@ -352,7 +364,8 @@ static int run_file_is_served(const view_run *run, const char *name) {
 
 static void handle(int fd, const char *head, view_run *runs, int nruns, int loopback) {
   char method[16], target[4096], version[16], path[4096];
-  if (sscanf(head, "%15s %4095s %15s", method, target, version) != 3 || strncmp(version, "HTTP/1.", 7) != 0) {
+  if (sscanf(head, "%15s %4095s %15s", method, target, version) != 3 ||
+      strncmp(version, "HTTP/1.", 7) != 0) {
     send_error(fd, 400, "Bad Request", 0);
     return;
   }
@@ -411,7 +424,10 @@ static void handle(int fd, const char *head, view_run *runs, int nruns, int loop
   }
   if (strcmp(path, "/api/runs") == 0) {
     char *json = view_runs_json(runs, nruns, 0);
-    if (!json) { send_error(fd, 500, "Internal Server Error", head_only); return; }
+    if (!json) {
+      send_error(fd, 500, "Internal Server Error", head_only);
+      return;
+    }
     send_memory(fd, "application/json", json, strlen(json), head_only);
     free(json);
     return;
@@ -426,7 +442,7 @@ static void handle(int fd, const char *head, view_run *runs, int nruns, int loop
 
 typedef struct connection {
   int fd;
-  char *head;            /* the complete request head (owned) */
+  char *head; /* the complete request head (owned) */
   view_run *runs;
   int nruns, loopback;
 } connection;
@@ -510,10 +526,10 @@ static int dispatch(int fd, char *head, view_run *runs, int nruns, int loopback)
 typedef struct pending {
   int fd;
   size_t len;
-  struct timespec since;   /* accepted at (CLOCK_MONOTONIC) */
-  int complete;            /* head read whole, waiting for a free thread */
-  int closing;             /* refused: answered, input drained until EOF or the linger */
-  char *buf;               /* VIEW_HEAD_MAX + 1 bytes */
+  struct timespec since; /* accepted at (CLOCK_MONOTONIC) */
+  int complete;          /* head read whole, waiting for a free thread */
+  int closing;           /* refused: answered, input drained until EOF or the linger */
+  char *buf;             /* VIEW_HEAD_MAX + 1 bytes */
 } pending;
 
 static double seconds_since(const struct timespec *t) {
@@ -614,14 +630,16 @@ int view_serve(view_run *runs, int nruns, const char *bind_addr, int port, FILE 
   snprintf(portstr, sizeof portstr, "%d", port);
   int rc = getaddrinfo(bind_addr, portstr, &hints, &ai);
   if (rc != 0) {
-    fprintf(stderr, "stepscope view: --bind %s: %s (give a numeric IPv4 or IPv6 address)\n", bind_addr, gai_strerror(rc));
+    fprintf(stderr, "stepscope view: --bind %s: %s (give a numeric IPv4 or IPv6 address)\n",
+            bind_addr, gai_strerror(rc));
     return 1;
   }
   int ls = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   int one = 1;
   if (ls >= 0) setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (ls < 0 || bind(ls, ai->ai_addr, ai->ai_addrlen) != 0 || listen(ls, 64) != 0) {
-    fprintf(stderr, "stepscope view: cannot listen on %s port %d: %s\n", bind_addr, port, strerror(errno));
+    fprintf(stderr, "stepscope view: cannot listen on %s port %d: %s\n", bind_addr, port,
+            strerror(errno));
     if (ls >= 0) close(ls);
     freeaddrinfo(ai);
     return 1;
@@ -637,29 +655,37 @@ int view_serve(view_run *runs, int nruns, const char *bind_addr, int port, FILE 
   struct sockaddr_storage sa;
   socklen_t sl = sizeof sa;
   getsockname(ls, (struct sockaddr *)&sa, &sl);
-  int actual = ntohs(v6 ? ((struct sockaddr_in6 *)&sa)->sin6_port : ((struct sockaddr_in *)&sa)->sin_port);
+  int actual =
+      ntohs(v6 ? ((struct sockaddr_in6 *)&sa)->sin6_port : ((struct sockaddr_in *)&sa)->sin_port);
   unsigned char rnd[16];
   size_t got = 0;
   while (got < sizeof rnd) {
     ssize_t k = getrandom(rnd + got, sizeof rnd - got, 0);
     if (k < 0 && errno == EINTR) continue;
     if (k <= 0) {
-      fprintf(stderr, "stepscope view: no random bytes for the access token: %s\n", strerror(errno));
+      fprintf(stderr, "stepscope view: no random bytes for the access token: %s\n",
+              strerror(errno));
       close(ls);
       return 1;
     }
     got += (size_t)k;
   }
-  for (size_t i = 0; i < sizeof rnd; i++) snprintf(view_token + 2 * i, 3, "%02x", rnd[i]);
+  for (size_t i = 0; i < sizeof rnd; i++)
+    snprintf(view_token + 2 * i, 3, "%02x", rnd[i]);
   snprintf(cookie_name, sizeof cookie_name, "stepscope-%d", actual);
   fprintf(out, "stepscope view: serving %s%s%s at http://%s%s%s:%d/?token=%s\n", runs[0].name,
           nruns > 1 ? " vs " : "", nruns > 1 ? runs[1].name : "", v6 ? "[" : "", bind_addr,
           v6 ? "]" : "", actual, view_token);
   for (int i = 0; i < nruns; i++) {
-    if (runs[i].missing[0]) fprintf(out, "stepscope view: %s: missing %s\n", runs[i].name, runs[i].missing);
+    if (runs[i].missing[0])
+      fprintf(out, "stepscope view: %s: missing %s\n", runs[i].name, runs[i].missing);
     if (runs[i].notes[0]) fprintf(out, "stepscope view: %s: %s\n", runs[i].name, runs[i].notes);
   }
-  if (!loopback) fprintf(out, "stepscope view: warning: listening beyond this machine (%s) over plain HTTP; anyone who sees the URL's token can read the run's export and report\n", bind_addr);
+  if (!loopback)
+    fprintf(out,
+            "stepscope view: warning: listening beyond this machine (%s) over plain HTTP; anyone "
+            "who sees the URL's token can read the run's export and report\n",
+            bind_addr);
   fprintf(out, "stepscope view: press Ctrl+C to stop\n");
   fflush(out);
 
@@ -739,8 +765,8 @@ int view_serve(view_run *runs, int nruns, const char *bind_addr, int port, FILE 
         for (size_t i = 0; i < npend && oldest == npend; i++)
           if (pend[i].closing) oldest = i;
         for (size_t i = 0; i < npend && (oldest == npend || !pend[oldest].closing); i++)
-          if (!pend[i].complete &&
-              (oldest == npend || seconds_since(&pend[i].since) > seconds_since(&pend[oldest].since)))
+          if (!pend[i].complete && (oldest == npend || seconds_since(&pend[i].since) >
+                                                           seconds_since(&pend[oldest].since)))
             oldest = i;
         if (oldest == npend) { /* all complete and waiting for threads: refuse the new one */
           refuse_now(fd, 503, "Service Unavailable");
@@ -762,7 +788,8 @@ int view_serve(view_run *runs, int nruns, const char *bind_addr, int port, FILE 
       clock_gettime(CLOCK_MONOTONIC, &p->since);
     }
   }
-  while (npend) drop_pending(pend, &npend, 0);
+  while (npend)
+    drop_pending(pend, &npend, 0);
   free(pend);
   free(pfd);
   close(ls);

@@ -29,7 +29,11 @@
 
 static void append(char *buf, size_t len, const char *text) {
   size_t n = strlen(buf);
-  if (n && n + 2 < len) { buf[n++] = ';'; buf[n++] = ' '; buf[n] = '\0'; }
+  if (n && n + 2 < len) {
+    buf[n++] = ';';
+    buf[n++] = ' ';
+    buf[n] = '\0';
+  }
   snprintf(buf + n, len - n, "%s", text);
 }
 
@@ -68,7 +72,8 @@ static int run_self(const view_run *run, const char *self_exe, char *const argv[
   if (run->quiet) {
     FILE *f = rc != 0 ? fopen(log, "r") : NULL;
     char line[1024];
-    while (f && fgets(line, sizeof line, f)) fputs(line, stderr);
+    while (f && fgets(line, sizeof line, f))
+      fputs(line, stderr);
     if (f) fclose(f);
     unlink(log);
   }
@@ -78,8 +83,12 @@ static int run_self(const view_run *run, const char *self_exe, char *const argv[
 static int ensure_gen_dir(view_run *run) {
   if (run->gen_dir[0]) return 0;
   const char *tmp = getenv("TMPDIR");
-  snprintf(run->gen_dir, sizeof run->gen_dir, "%s/stepscope-view-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
-  if (!mkdtemp(run->gen_dir)) { run->gen_dir[0] = '\0'; return -1; }
+  snprintf(run->gen_dir, sizeof run->gen_dir, "%s/stepscope-view-XXXXXX",
+           tmp && tmp[0] ? tmp : "/tmp");
+  if (!mkdtemp(run->gen_dir)) {
+    run->gen_dir[0] = '\0';
+    return -1;
+  }
   char real[PATH_MAX];
   if (realpath(run->gen_dir, real)) copy_text(run->gen_dir, sizeof run->gen_dir, real);
   return 0;
@@ -107,8 +116,13 @@ static void generate(view_run *run, const char *self_exe, int want_trace, int wa
   }
   if (want_report) {
     snprintf(out, sizeof out, "%s/report.json", run->gen_dir);
-    char *argv[] = {(char *)"stepscope", (char *)"analyze", run->source, (char *)"--json", out,
-                    (char *)"--quiet", NULL};
+    char *argv[] = {(char *)"stepscope",
+                    (char *)"analyze",
+                    run->source,
+                    (char *)"--json",
+                    out,
+                    (char *)"--quiet",
+                    NULL};
     if (!run->quiet) fprintf(stderr, "stepscope view: analyzing %s ...\n", run->source);
     int rc = run_self(run, self_exe, argv);
     if (rc == 0) {
@@ -179,8 +193,10 @@ int view_run_open(view_run *run, const char *id, const char *arg, const char *se
     return -1;
   }
   if (!file && found.nranks) copy_text(run->source, sizeof run->source, run->dir);
-  if (file && file_kind == SSA_FILE_EXPORT) copy_text(run->trace_name, sizeof run->trace_name, file);
-  if (file && file_kind == SSA_FILE_REPORT) copy_text(run->report_name, sizeof run->report_name, file);
+  if (file && file_kind == SSA_FILE_EXPORT)
+    copy_text(run->trace_name, sizeof run->trace_name, file);
+  if (file && file_kind == SSA_FILE_REPORT)
+    copy_text(run->report_name, sizeof run->report_name, file);
   if (!file || !ssa_file_kind_is_rank(file_kind)) {
     /* one rank file given: its export and report are generated from it alone,
      * never taken from the directory (they may cover other ranks) */
@@ -208,7 +224,8 @@ int view_run_open(view_run *run, const char *id, const char *arg, const char *se
   /* what was found must be whole: a cut export or an empty report is
    * dropped (and regenerated below when the raw traces are there) */
   char why[160], found_path[PATH_MAX];
-  if (run->trace_name[0] && view_file_inside(run->dir, run->trace_name, found_path, sizeof found_path) == 0 &&
+  if (run->trace_name[0] &&
+      view_file_inside(run->dir, run->trace_name, found_path, sizeof found_path) == 0 &&
       !view_file_is_whole(found_path, 0, why, sizeof why)) {
     if (file && file_kind == SSA_FILE_EXPORT) {
       snprintf(err, errlen, "%s %s", arg, why);
@@ -217,7 +234,8 @@ int view_run_open(view_run *run, const char *id, const char *arg, const char *se
     note_unused(run, run->trace_name, why);
     run->trace_name[0] = '\0';
   }
-  if (run->report_name[0] && view_file_inside(run->dir, run->report_name, found_path, sizeof found_path) == 0 &&
+  if (run->report_name[0] &&
+      view_file_inside(run->dir, run->report_name, found_path, sizeof found_path) == 0 &&
       !view_file_is_whole(found_path, 1, why, sizeof why)) {
     note_unused(run, run->report_name, why);
     run->report_name[0] = '\0';
@@ -226,11 +244,18 @@ int view_run_open(view_run *run, const char *id, const char *arg, const char *se
   if ((!run->trace_name[0] || !run->report_name[0]) && run->source[0]) {
     if (self_exe) generate(run, self_exe, !run->trace_name[0], !run->report_name[0]);
   }
-  if (!run->trace_name[0]) append(run->missing, sizeof run->missing, "trace.json (run `stepscope export RUN -o RUN/trace.json`)");
-  if (!run->report_name[0]) append(run->missing, sizeof run->missing, "report.json (run `stepscope analyze RUN --json RUN/report.json`)");
+  if (!run->trace_name[0])
+    append(run->missing, sizeof run->missing,
+           "trace.json (run `stepscope export RUN -o RUN/trace.json`)");
+  if (!run->report_name[0])
+    append(run->missing, sizeof run->missing,
+           "report.json (run `stepscope analyze RUN --json RUN/report.json`)");
   if (!run->trace_name[0] && !run->report_name[0]) {
-    snprintf(err, errlen, "%s: no stepscope export (trace.json[.gz]) or report (report.json)%s%s", arg,
-             run->notes[0] ? ": " : ", and no rank traces to make them from (rank-*.trace.zst, or PyTorch profiler traces *.json[.gz])",
+    snprintf(err, errlen, "%s: no stepscope export (trace.json[.gz]) or report (report.json)%s%s",
+             arg,
+             run->notes[0] ? ": "
+                           : ", and no rank traces to make them from (rank-*.trace.zst, or PyTorch "
+                             "profiler traces *.json[.gz])",
              run->notes);
     view_run_close(run);
     return -1;
@@ -248,7 +273,14 @@ void view_run_diff(view_run *b, const view_run *a, const char *self_exe) {
   snprintf(out, sizeof out, "%s/diff.json", b->gen_dir);
   copy_text(adir, sizeof adir, a->source);
   copy_text(bdir, sizeof bdir, b->source);
-  char *argv[] = {(char *)"stepscope", (char *)"diff", adir, bdir, (char *)"--json", out, (char *)"--quiet", NULL};
+  char *argv[] = {(char *)"stepscope",
+                  (char *)"diff",
+                  adir,
+                  bdir,
+                  (char *)"--json",
+                  out,
+                  (char *)"--quiet",
+                  NULL};
   if (!b->quiet) fprintf(stderr, "stepscope view: comparing %s with %s ...\n", adir, bdir);
   int rc = run_self(b, self_exe, argv);
   if (rc == 0) {
@@ -278,23 +310,36 @@ void view_run_close(view_run *run) {
 
 /* ---- JSON listing */
 
-typedef struct strbuf { char *p; size_t n, cap; int failed; } strbuf;
+typedef struct strbuf {
+  char *p;
+  size_t n, cap;
+  int failed;
+} strbuf;
 
 static void sb_put(strbuf *b, const char *s, size_t len) {
   if (b->failed) return;
   if (b->n + len + 1 > b->cap) {
     size_t cap = b->cap ? b->cap * 2 : 1024;
-    while (cap < b->n + len + 1) cap *= 2;
+    while (cap < b->n + len + 1)
+      cap *= 2;
     char *p = realloc(b->p, cap);
-    if (!p) { b->failed = 1; return; }
-    b->p = p; b->cap = cap;
+    if (!p) {
+      b->failed = 1;
+      return;
+    }
+    b->p = p;
+    b->cap = cap;
   }
   memcpy(b->p + b->n, s, len);
   b->n += len;
   b->p[b->n] = '\0';
 }
-static void sb_str(strbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
-static void sb_bytes(void *ctx, const char *bytes, size_t n) { sb_put(ctx, bytes, n); }
+static void sb_str(strbuf *b, const char *s) {
+  sb_put(b, s, strlen(s));
+}
+static void sb_bytes(void *ctx, const char *bytes, size_t n) {
+  sb_put(ctx, bytes, n);
+}
 /* HTML-safe: the literal is written into a page's <script> */
 static void sb_json_string(strbuf *b, const char *s) {
   sc_json_string(s, strlen(s), SC_JSON_HTML_SAFE, sb_bytes, b);
@@ -305,7 +350,8 @@ static void sb_list(strbuf *b, const char *semi) {
   snprintf(tmp, sizeof tmp, "%s", semi);
   int first = 1;
   for (char *save = NULL, *tok = strtok_r(tmp, ";", &save); tok; tok = strtok_r(NULL, ";", &save)) {
-    while (*tok == ' ') tok++;
+    while (*tok == ' ')
+      tok++;
     if (!first) sb_str(b, ",");
     sb_json_string(b, tok);
     first = 0;
@@ -326,22 +372,31 @@ char *view_runs_json(const view_run *runs, int nruns, int for_inline) {
     sb_json_string(&b, r->name);
     sb_str(&b, ",\"trace\":");
     if (r->trace_name[0]) {
-      if (for_inline) snprintf(ref, sizeof ref, "data-%s-trace", r->id);
-      else snprintf(ref, sizeof ref, "run/%s/%s", r->id, r->trace_name);
+      if (for_inline)
+        snprintf(ref, sizeof ref, "data-%s-trace", r->id);
+      else
+        snprintf(ref, sizeof ref, "run/%s/%s", r->id, r->trace_name);
       sb_json_string(&b, ref);
-    } else sb_str(&b, "null");
+    } else
+      sb_str(&b, "null");
     sb_str(&b, ",\"report\":");
     if (r->report_name[0]) {
-      if (for_inline) snprintf(ref, sizeof ref, "data-%s-report", r->id);
-      else snprintf(ref, sizeof ref, "run/%s/%s", r->id, r->report_name);
+      if (for_inline)
+        snprintf(ref, sizeof ref, "data-%s-report", r->id);
+      else
+        snprintf(ref, sizeof ref, "run/%s/%s", r->id, r->report_name);
       sb_json_string(&b, ref);
-    } else sb_str(&b, "null");
+    } else
+      sb_str(&b, "null");
     sb_str(&b, ",\"diff\":");
     if (r->diff_name[0]) {
-      if (for_inline) snprintf(ref, sizeof ref, "data-%s-diff", r->id);
-      else snprintf(ref, sizeof ref, "run/%s/%s", r->id, r->diff_name);
+      if (for_inline)
+        snprintf(ref, sizeof ref, "data-%s-diff", r->id);
+      else
+        snprintf(ref, sizeof ref, "run/%s/%s", r->id, r->diff_name);
       sb_json_string(&b, ref);
-    } else sb_str(&b, "null");
+    } else
+      sb_str(&b, "null");
     sb_str(&b, ",\"missing\":");
     sb_list(&b, r->missing);
     sb_str(&b, ",\"notes\":");
@@ -349,6 +404,9 @@ char *view_runs_json(const view_run *runs, int nruns, int for_inline) {
     sb_str(&b, "}");
   }
   sb_str(&b, "]}");
-  if (b.failed) { free(b.p); return NULL; }
+  if (b.failed) {
+    free(b.p);
+    return NULL;
+  }
   return b.p;
 }

@@ -44,7 +44,8 @@ static int plain_ends(const char *path, int *first, int *last) {
       long size = ftell(f);
       while (back < size && *last == EOF) {
         long chunk = size - back > (long)sizeof buf ? (long)sizeof buf : size - back;
-        if (fseek(f, size - back - chunk, SEEK_SET) != 0 || fread(buf, 1, (size_t)chunk, f) != (size_t)chunk)
+        if (fseek(f, size - back - chunk, SEEK_SET) != 0 ||
+            fread(buf, 1, (size_t)chunk, f) != (size_t)chunk)
           break;
         for (long i = chunk - 1; i >= 0 && *last == EOF; i--)
           if (!isspace((unsigned char)buf[i])) *last = (unsigned char)buf[i];
@@ -108,7 +109,8 @@ int view_file_is_whole(const char *path, int is_report, char *why, size_t n) {
     return ok;
   }
   int first, last;
-  int rc = ends_with(path, ".gz") ? gzip_ends(path, &first, &last) : plain_ends(path, &first, &last);
+  int rc =
+      ends_with(path, ".gz") ? gzip_ends(path, &first, &last) : plain_ends(path, &first, &last);
   if (rc != 0) {
     snprintf(why, n, "is damaged or truncated (gzip)");
     return 0;

@@ -69,7 +69,10 @@ static void *gen_rank(void *arg) {
   h.device_name = "bench GPU";
   stepscope_error err;
   stepscope_writer *w = stepscope_writer_open(path, &h, NULL, &err);
-  if (!w) { t->rc = -1; return NULL; }
+  if (!w) {
+    t->rc = -1;
+    return NULL;
+  }
   stepscope_record r;
   memset(&r, 0, sizeof r);
   r.kind = STEPSCOPE_REC_CLOCK_ANCHOR;
@@ -78,7 +81,8 @@ static void *gen_rank(void *arg) {
   stepscope_write(w, &r);
   const char *names[4] = {"gemm_fwd", "gemm_bwd", "layernorm", "softmax"};
   uint32_t ids[4];
-  for (int i = 0; i < 4; i++) ids[i] = stepscope_intern(w, names[i]);
+  for (int i = 0; i < 4; i++)
+    ids[i] = stepscope_intern(w, names[i]);
   uint32_t nccl = stepscope_intern(w, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL");
   uint32_t launch = stepscope_intern(w, "cudaLaunchKernel");
   uint32_t step_s = stepscope_intern(w, "step"), dom = stepscope_intern(w, "stepscope");
@@ -152,10 +156,12 @@ static int generate(const char *dir, int ranks, uint64_t events) {
       t[r] = (gen_task){dir, r, ranks, events / (uint64_t)ranks, 0};
       pthread_create(&th[n], NULL, gen_rank, &t[r]);
     }
-    for (int i = 0; i < n; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < n; i++)
+      pthread_join(th[i], NULL);
   }
   int rc = 0;
-  for (int r = 0; r < ranks; r++) rc |= t[r].rc;
+  for (int r = 0; r < ranks; r++)
+    rc |= t[r].rc;
   free(t);
   return rc;
 }
@@ -181,19 +187,26 @@ static void measure(const char *dir, int threads, int do_export, int ranks, uint
     ssa_run run;
     ssa_load_options lo = {threads, 0};
     stepscope_error err;
-    if (ssa_run_load(&run, dir, &lo, &err)) { fprintf(stderr, "%s\n", err.message); _exit(1); }
+    if (ssa_run_load(&run, dir, &lo, &err)) {
+      fprintf(stderr, "%s\n", err.message);
+      _exit(1);
+    }
     double c_load = cpu_s() - c0;
     ssa_analysis a;
     ssa_options opt;
     ssa_options_default(&opt);
     opt.threads = threads;
-    if (ssa_analyze(&run, &opt, &a, &err)) { fprintf(stderr, "%s\n", err.message); _exit(1); }
+    if (ssa_analyze(&run, &opt, &a, &err)) {
+      fprintf(stderr, "%s\n", err.message);
+      _exit(1);
+    }
     double t1 = now_s();
     double cpu = cpu_s() - c0;
     if (getenv("BENCH_SPLIT"))
       fprintf(stderr, "  [CPU: load %.3f s, analyze %.3f s]\n", c_load, cpu - c_load);
     uint64_t rec = 0;
-    for (size_t i = 0; i < run.nranks; i++) rec += run.ranks[i].records;
+    for (size_t i = 0; i < run.nranks; i++)
+      rec += run.ranks[i].records;
     if (do_export) {
       char path[4200];
       snprintf(path, sizeof path, "%s/export.json", dir);
@@ -203,7 +216,8 @@ static void measure(const char *dir, int threads, int do_export, int ranks, uint
       double e1 = now_s();
       unlink(path);
       printf("%6d ranks %11llu events  export: %8.1f MB in %6.2f s = %7.1f MB/s\n", ranks,
-             (unsigned long long)rec, (double)st.bytes / 1e6, e1 - e0, (double)st.bytes / 1e6 / (e1 - e0));
+             (unsigned long long)rec, (double)st.bytes / 1e6, e1 - e0,
+             (double)st.bytes / 1e6 / (e1 - e0));
     } else {
       printf("%6d ranks %11llu events  threads %2d: load+analyze wall %7.3f s = %7.2f M events/s,"
              " CPU %7.3f s = %7.2f M events/s per core",
@@ -218,7 +232,8 @@ static void measure(const char *dir, int threads, int do_export, int ranks, uint
   wait4(pid, &status, 0, &ru);
   if (!do_export) {
     double base = baseline_kb();
-    printf("  peak RSS %.1f MB = %.1f bytes/event (%.1f above the %.1f MB of a child that loads nothing)\n",
+    printf("  peak RSS %.1f MB = %.1f bytes/event (%.1f above the %.1f MB of a child that loads "
+           "nothing)\n",
            (double)ru.ru_maxrss / 1024.0, (double)ru.ru_maxrss * 1024.0 / (double)events,
            ((double)ru.ru_maxrss - base) * 1024.0 / (double)events, base / 1024.0);
   }
@@ -251,18 +266,37 @@ int main(int argc, char **argv) {
   int reuse = 0;
   uint64_t export_max = UINT64_MAX;
   for (int i = 1; i < argc; i += 2) {
-    if (!strcmp(argv[i], "--reuse")) { reuse = 1; i--; continue; }
-    if (i + 1 >= argc) { fprintf(stderr, "usage: bench_analyzer [--ranks R --events N]... [--keep DIR [--reuse]] [--export-max N]\n"); return 2; }
-    if (!strcmp(argv[i], "--ranks") && n < 32) ranks[n] = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--events") && n < 32) events[n++] = strtoull(argv[i + 1], NULL, 10);
-    else if (!strcmp(argv[i], "--keep")) keep = argv[i + 1];
-    else if (!strcmp(argv[i], "--export-max")) export_max = strtoull(argv[i + 1], NULL, 10);
-    else { fprintf(stderr, "usage: bench_analyzer [--ranks R --events N]... [--keep DIR [--reuse]] [--export-max N]\n"); return 2; }
+    if (!strcmp(argv[i], "--reuse")) {
+      reuse = 1;
+      i--;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      fprintf(stderr, "usage: bench_analyzer [--ranks R --events N]... [--keep DIR [--reuse]] "
+                      "[--export-max N]\n");
+      return 2;
+    }
+    if (!strcmp(argv[i], "--ranks") && n < 32)
+      ranks[n] = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--events") && n < 32)
+      events[n++] = strtoull(argv[i + 1], NULL, 10);
+    else if (!strcmp(argv[i], "--keep"))
+      keep = argv[i + 1];
+    else if (!strcmp(argv[i], "--export-max"))
+      export_max = strtoull(argv[i + 1], NULL, 10);
+    else {
+      fprintf(stderr, "usage: bench_analyzer [--ranks R --events N]... [--keep DIR [--reuse]] "
+                      "[--export-max N]\n");
+      return 2;
+    }
   }
   if (n == 0) {
     int r[] = {1, 8, 64, 1, 8, 64};
     uint64_t e[] = {100000, 100000, 100000, 1000000, 1000000, 1000000};
-    for (; n < 6; n++) { ranks[n] = r[n]; events[n] = e[n]; }
+    for (; n < 6; n++) {
+      ranks[n] = r[n];
+      events[n] = e[n];
+    }
   }
   machine();
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -275,8 +309,12 @@ int main(int argc, char **argv) {
     if (keep && reuse && stat(dir, &st) == 0) {
       printf("reusing %s\n", dir);
     } else {
-      if (generate(dir, ranks[i], events[i])) { fprintf(stderr, "generation failed\n"); return 1; }
-      printf("generated %d ranks, %llu events in %.2f s\n", ranks[i], (unsigned long long)events[i], now_s() - g0);
+      if (generate(dir, ranks[i], events[i])) {
+        fprintf(stderr, "generation failed\n");
+        return 1;
+      }
+      printf("generated %d ranks, %llu events in %.2f s\n", ranks[i], (unsigned long long)events[i],
+             now_s() - g0);
     }
     fflush(stdout);
     measure(dir, 1, 0, ranks[i], events[i]);

@@ -44,8 +44,12 @@ int main(int argc, char **argv) {
   stepscope_writer_options wopt = {.background_flush = 1};
   const char *flush = getenv("STEPSCOPE_BENCH_FLUSH_MS");
   if (flush) wopt.flush_interval_ms = (unsigned)atoi(flush);
-  stepscope_start_options opt = {.run_dir = argv[1], .rank = 0, .world_size = 1, .local_rank = 0,
-                                 .producer = "kill_victim", .writer = &wopt};
+  stepscope_start_options opt = {.run_dir = argv[1],
+                                 .rank = 0,
+                                 .world_size = 1,
+                                 .local_rank = 0,
+                                 .producer = "kill_victim",
+                                 .writer = &wopt};
   stepscope_error err;
   if (stepscope_start(&opt, &err) != 0) {
     fprintf(stderr, "kill_victim: %s\n", err.message);

@@ -22,7 +22,7 @@
 typedef struct loaded {
   stepscope_record *recs; /* STRING records are kept as such, in order */
   size_t n, cap;
-  char **strings;         /* by old id (1-based), owned copies */
+  char **strings; /* by old id (1-based), owned copies */
   size_t nstrings;
   stepscope_header header;
   size_t per_kind[STEPSCOPE_REC_KIND_MAX];
@@ -47,12 +47,12 @@ static void load(const char *path, loaded *l) {
   memset(l, 0, sizeof *l);
   const stepscope_header *h = stepscope_reader_header(r);
   l->header = *h; /* strings copied below */
-  const char **fields[] = {&l->header.hostname,       &l->header.producer,
-                           &l->header.device_name,    &l->header.device_json,
-                           &l->header.driver_version, &l->header.cuda_version,
-                           &l->header.nccl_version,   &l->header.cupti_version,
-                           &l->header.config_json};
-  for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) *fields[i] = dup_string(*fields[i]);
+  const char **fields[] = {
+      &l->header.hostname,     &l->header.producer,       &l->header.device_name,
+      &l->header.device_json,  &l->header.driver_version, &l->header.cuda_version,
+      &l->header.nccl_version, &l->header.cupti_version,  &l->header.config_json};
+  for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+    *fields[i] = dup_string(*fields[i]);
   stepscope_record rec;
   int rc;
   while ((rc = stepscope_reader_next(r, &rec, &err)) == 1) {
@@ -119,7 +119,8 @@ static uint64_t rewrite(const loaded *l, uint32_t kind, int level, const char *o
   }
   uint32_t *map = calloc(l->nstrings + 1, sizeof *map);
   if (!map) exit(1);
-  for (size_t i = 1; i <= l->nstrings; i++) map[i] = stepscope_intern(w, l->strings[i]);
+  for (size_t i = 1; i <= l->nstrings; i++)
+    map[i] = stepscope_intern(w, l->strings[i]);
   for (size_t i = 0; i < l->n; i++) {
     if (kind && l->recs[i].kind != kind) continue;
     stepscope_record rec = l->recs[i];

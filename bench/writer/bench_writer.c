@@ -95,7 +95,8 @@ static void emit(sim *s, const stepscope_record *r) {
 /* Appends n pre-generated records `rounds` times: the writer's cost alone. */
 static uint64_t replay(stepscope_writer *w, const stepscope_record *recs, size_t n, int rounds) {
   for (int k = 0; k < rounds; k++)
-    for (size_t i = 0; i < n; i++) stepscope_write(w, &recs[i]);
+    for (size_t i = 0; i < n; i++)
+      stepscope_write(w, &recs[i]);
   return (uint64_t)n * (uint64_t)rounds;
 }
 
@@ -206,8 +207,10 @@ static void sim_init(sim *s, stepscope_writer *w, int kernels_only) {
 static void sim_run(sim *s, uint64_t target, uint64_t target_kernels) {
   while (s->records < target && s->kernels < target_kernels) {
     for (int mb = 0; mb < 4; mb++) {
-      for (int l = 0; l < 24; l++) layer(s, 0, l);
-      for (int l = 23; l >= 0; l--) layer(s, 1, l);
+      for (int l = 0; l < 24; l++)
+        layer(s, 0, l);
+      for (int l = 23; l >= 0; l--)
+        layer(s, 1, l);
     }
     s->now += 2000000; /* optimizer, data loading */
   }
@@ -230,7 +233,10 @@ static uint64_t file_size(const char *path) {
 }
 
 static stepscope_writer *open_writer(const char *path, int background) {
-  stepscope_header h = {.rank = 0, .world_size = 1, .hostname = "bench", .device_name = "bench",
+  stepscope_header h = {.rank = 0,
+                        .world_size = 1,
+                        .hostname = "bench",
+                        .device_name = "bench",
                         .clock_domain = STEPSCOPE_CLOCK_CUPTI};
   const char *level = getenv("STEPSCOPE_BENCH_ZSTD_LEVEL"); /* default: the writer's (-5) */
   stepscope_writer_options opt = {.background_flush = background,
@@ -291,7 +297,8 @@ int main(int argc, char **argv) {
   print_machine();
   printf("libstepscope %s, trace format %d.%d, zstd level %s, 4 MiB frames\n\n",
          STEPSCOPE_VERSION_STRING, STEPSCOPE_FORMAT_MAJOR, STEPSCOPE_FORMAT_MINOR,
-         getenv("STEPSCOPE_BENCH_ZSTD_LEVEL") ? getenv("STEPSCOPE_BENCH_ZSTD_LEVEL") : "-5 (default)");
+         getenv("STEPSCOPE_BENCH_ZSTD_LEVEL") ? getenv("STEPSCOPE_BENCH_ZSTD_LEVEL")
+                                              : "-5 (default)");
 
   /* 1: the writer alone, one thread: records are generated first (untimed),
    * then appended, in the writer's two configurations. */
@@ -341,9 +348,10 @@ int main(int argc, char **argv) {
     }
     cpu = now_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
     stepscope_reader_close(rd);
-    printf("reader on that file: %.1f M records/s per CPU second (%.0f ns/record, %llu records%s)\n",
-           (double)nread / cpu / 1e6, cpu / (double)nread * 1e9, (unsigned long long)nread,
-           sink ? "" : "?");
+    printf(
+        "reader on that file: %.1f M records/s per CPU second (%.0f ns/record, %llu records%s)\n",
+        (double)nread / cpu / 1e6, cpu / (double)nread * 1e9, (unsigned long long)nread,
+        sink ? "" : "?");
   }
   const char *keep = getenv("STEPSCOPE_BENCH_KEEP"); /* to study the mix: zstd -dc, zstd -b */
   if (!keep || rename(path, keep) != 0) unlink(path);
@@ -379,8 +387,9 @@ int main(int argc, char **argv) {
   }
   stepscope_writer_close(w, NULL);
   unlink(path);
-  printf("    appending thread, input records in cache: %.1f ns/record (best of %llu runs of %zu)\n",
-         best / (double)hot * 1e9, (unsigned long long)(n / hot), hot);
+  printf(
+      "    appending thread, input records in cache: %.1f ns/record (best of %llu runs of %zu)\n",
+      best / (double)hot * 1e9, (unsigned long long)(n / hot), hot);
   free(recs);
   if (skip_inline) return 0;
 
@@ -413,8 +422,8 @@ int main(int argc, char **argv) {
   stepscope_writer_close(w, NULL);
   wall = now_s(CLOCK_MONOTONIC) - t0;
   cpu = now_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
-  printf("%ld threads generating and appending (background compression): %llu records\n",
-         threads, (unsigned long long)total);
+  printf("%ld threads generating and appending (background compression): %llu records\n", threads,
+         (unsigned long long)total);
   printf("  rate: %.1f M records/s wall, %.1f M records/s per CPU second\n",
          (double)total / wall / 1e6, (double)total / cpu / 1e6);
   unlink(path);

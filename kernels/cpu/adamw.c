@@ -17,19 +17,19 @@
 
 #include "cpu_kernels.h"
 
-void cpu_adamw_update(float *params, const float *grads, float *m, float *v, size_t n, float lr, float beta1, float beta2, float eps, float weight_decay, int t)
-{
-    /* computed in double: beta^t for large t loses digits in float */
-    float correction1 = (float)(1.0 - pow((double)beta1, (double)t));
-    float correction2 = (float)(1.0 - pow((double)beta2, (double)t));
-    for (size_t i = 0; i < n; i++) {
-        float g = grads[i];
-        float mi = beta1 * m[i] + (1.0f - beta1) * g;
-        float vi = beta2 * v[i] + (1.0f - beta2) * g * g;
-        float mhat = mi / correction1;
-        float vhat = vi / correction2;
-        m[i] = mi;
-        v[i] = vi;
-        params[i] -= lr * (mhat / (sqrtf(vhat) + eps) + weight_decay * params[i]);
-    }
+void cpu_adamw_update(float *params, const float *grads, float *m, float *v, size_t n, float lr,
+                      float beta1, float beta2, float eps, float weight_decay, int t) {
+  /* computed in double: beta^t for large t loses digits in float */
+  float correction1 = (float)(1.0 - pow((double)beta1, (double)t));
+  float correction2 = (float)(1.0 - pow((double)beta2, (double)t));
+  for (size_t i = 0; i < n; i++) {
+    float g = grads[i];
+    float mi = beta1 * m[i] + (1.0f - beta1) * g;
+    float vi = beta2 * v[i] + (1.0f - beta2) * g * g;
+    float mhat = mi / correction1;
+    float vhat = vi / correction2;
+    m[i] = mi;
+    v[i] = vi;
+    params[i] -= lr * (mhat / (sqrtf(vhat) + eps) + weight_decay * params[i]);
+  }
 }

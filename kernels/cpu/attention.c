@@ -24,113 +24,112 @@
 
 #include "cpu_kernels.h"
 
-void cpu_attention_forward(float *out, float *preatt, float *att, const float *qkv, int B, int T, int C, int NH)
-{
-    const int hs = C / NH;
-    const size_t C3 = (size_t)3 * C;
-    const float scale = 1.0f / sqrtf((float)hs);
+void cpu_attention_forward(float *out, float *preatt, float *att, const float *qkv, int B, int T,
+                           int C, int NH) {
+  const int hs = C / NH;
+  const size_t C3 = (size_t)3 * C;
+  const float scale = 1.0f / sqrtf((float)hs);
 
-    for (int b = 0; b < B; b++) {
-        for (int h = 0; h < NH; h++) {
-            for (int t = 0; t < T; t++) {
-                const float *q = qkv + ((size_t)b * T + t) * C3 + (size_t)h * hs;
-                float *preatt_row = preatt + (((size_t)b * NH + h) * T + t) * T;
-                float *att_row = att + (((size_t)b * NH + h) * T + t) * T;
+  for (int b = 0; b < B; b++) {
+    for (int h = 0; h < NH; h++) {
+      for (int t = 0; t < T; t++) {
+        const float *q = qkv + ((size_t)b * T + t) * C3 + (size_t)h * hs;
+        float *preatt_row = preatt + (((size_t)b * NH + h) * T + t) * T;
+        float *att_row = att + (((size_t)b * NH + h) * T + t) * T;
 
-                /* scores against every visible key, and their maximum */
-                float maxval = -INFINITY;
-                for (int t2 = 0; t2 <= t; t2++) {
-                    const float *k = qkv + ((size_t)b * T + t2) * C3 + C + (size_t)h * hs;
-                    float dot = 0.0f;
-                    for (int i = 0; i < hs; i++)
-                        dot += q[i] * k[i];
-                    dot *= scale;
-                    preatt_row[t2] = dot;
-                    if (dot > maxval)
-                        maxval = dot;
-                }
-
-                /* softmax, shifted by the maximum so exp never overflows */
-                float sum = 0.0f;
-                for (int t2 = 0; t2 <= t; t2++) {
-                    float e = expf(preatt_row[t2] - maxval);
-                    att_row[t2] = e;
-                    sum += e;
-                }
-                float inv = 1.0f / sum;
-                for (int t2 = 0; t2 <= t; t2++)
-                    att_row[t2] *= inv;
-                for (int t2 = t + 1; t2 < T; t2++) {
-                    preatt_row[t2] = 0.0f;
-                    att_row[t2] = 0.0f;
-                }
-
-                /* weighted sum of the values */
-                float *o = out + ((size_t)b * T + t) * C + (size_t)h * hs;
-                for (int i = 0; i < hs; i++)
-                    o[i] = 0.0f;
-                for (int t2 = 0; t2 <= t; t2++) {
-                    const float *v = qkv + ((size_t)b * T + t2) * C3 + 2 * (size_t)C + (size_t)h * hs;
-                    float a = att_row[t2];
-                    for (int i = 0; i < hs; i++)
-                        o[i] += a * v[i];
-                }
-            }
+        /* scores against every visible key, and their maximum */
+        float maxval = -INFINITY;
+        for (int t2 = 0; t2 <= t; t2++) {
+          const float *k = qkv + ((size_t)b * T + t2) * C3 + C + (size_t)h * hs;
+          float dot = 0.0f;
+          for (int i = 0; i < hs; i++)
+            dot += q[i] * k[i];
+          dot *= scale;
+          preatt_row[t2] = dot;
+          if (dot > maxval) maxval = dot;
         }
+
+        /* softmax, shifted by the maximum so exp never overflows */
+        float sum = 0.0f;
+        for (int t2 = 0; t2 <= t; t2++) {
+          float e = expf(preatt_row[t2] - maxval);
+          att_row[t2] = e;
+          sum += e;
+        }
+        float inv = 1.0f / sum;
+        for (int t2 = 0; t2 <= t; t2++)
+          att_row[t2] *= inv;
+        for (int t2 = t + 1; t2 < T; t2++) {
+          preatt_row[t2] = 0.0f;
+          att_row[t2] = 0.0f;
+        }
+
+        /* weighted sum of the values */
+        float *o = out + ((size_t)b * T + t) * C + (size_t)h * hs;
+        for (int i = 0; i < hs; i++)
+          o[i] = 0.0f;
+        for (int t2 = 0; t2 <= t; t2++) {
+          const float *v = qkv + ((size_t)b * T + t2) * C3 + 2 * (size_t)C + (size_t)h * hs;
+          float a = att_row[t2];
+          for (int i = 0; i < hs; i++)
+            o[i] += a * v[i];
+        }
+      }
     }
+  }
 }
 
-void cpu_attention_backward(float *dqkv, float *dpreatt, float *datt, const float *dout, const float *qkv, const float *att, int B, int T, int C, int NH)
-{
-    const int hs = C / NH;
-    const size_t C3 = (size_t)3 * C;
-    const float scale = 1.0f / sqrtf((float)hs);
+void cpu_attention_backward(float *dqkv, float *dpreatt, float *datt, const float *dout,
+                            const float *qkv, const float *att, int B, int T, int C, int NH) {
+  const int hs = C / NH;
+  const size_t C3 = (size_t)3 * C;
+  const float scale = 1.0f / sqrtf((float)hs);
 
-    for (int b = 0; b < B; b++) {
-        for (int h = 0; h < NH; h++) {
-            for (int t = 0; t < T; t++) {
-                const float *att_row = att + (((size_t)b * NH + h) * T + t) * T;
-                float *datt_row = datt + (((size_t)b * NH + h) * T + t) * T;
-                float *dpreatt_row = dpreatt + (((size_t)b * NH + h) * T + t) * T;
-                const float *q = qkv + ((size_t)b * T + t) * C3 + (size_t)h * hs;
-                float *dq = dqkv + ((size_t)b * T + t) * C3 + (size_t)h * hs;
-                const float *dout_t = dout + ((size_t)b * T + t) * C + (size_t)h * hs;
+  for (int b = 0; b < B; b++) {
+    for (int h = 0; h < NH; h++) {
+      for (int t = 0; t < T; t++) {
+        const float *att_row = att + (((size_t)b * NH + h) * T + t) * T;
+        float *datt_row = datt + (((size_t)b * NH + h) * T + t) * T;
+        float *dpreatt_row = dpreatt + (((size_t)b * NH + h) * T + t) * T;
+        const float *q = qkv + ((size_t)b * T + t) * C3 + (size_t)h * hs;
+        float *dq = dqkv + ((size_t)b * T + t) * C3 + (size_t)h * hs;
+        const float *dout_t = dout + ((size_t)b * T + t) * C + (size_t)h * hs;
 
-                /* through the weighted sum of values */
-                for (int t2 = 0; t2 <= t; t2++) {
-                    const float *v = qkv + ((size_t)b * T + t2) * C3 + 2 * (size_t)C + (size_t)h * hs;
-                    float *dv = dqkv + ((size_t)b * T + t2) * C3 + 2 * (size_t)C + (size_t)h * hs;
-                    float a = att_row[t2];
-                    float dot = 0.0f;
-                    for (int i = 0; i < hs; i++) {
-                        dot += dout_t[i] * v[i];
-                        dv[i] += a * dout_t[i];
-                    }
-                    datt_row[t2] = dot;
-                }
-
-                /* through the softmax: a (datt - <a, datt>) */
-                float weighted = 0.0f;
-                for (int t2 = 0; t2 <= t; t2++)
-                    weighted += att_row[t2] * datt_row[t2];
-                for (int t2 = 0; t2 <= t; t2++)
-                    dpreatt_row[t2] = att_row[t2] * (datt_row[t2] - weighted);
-                for (int t2 = t + 1; t2 < T; t2++) {
-                    datt_row[t2] = 0.0f;
-                    dpreatt_row[t2] = 0.0f;
-                }
-
-                /* through the scaled dot products q.k */
-                for (int t2 = 0; t2 <= t; t2++) {
-                    const float *k = qkv + ((size_t)b * T + t2) * C3 + C + (size_t)h * hs;
-                    float *dk = dqkv + ((size_t)b * T + t2) * C3 + C + (size_t)h * hs;
-                    float d = dpreatt_row[t2] * scale;
-                    for (int i = 0; i < hs; i++) {
-                        dq[i] += d * k[i];
-                        dk[i] += d * q[i];
-                    }
-                }
-            }
+        /* through the weighted sum of values */
+        for (int t2 = 0; t2 <= t; t2++) {
+          const float *v = qkv + ((size_t)b * T + t2) * C3 + 2 * (size_t)C + (size_t)h * hs;
+          float *dv = dqkv + ((size_t)b * T + t2) * C3 + 2 * (size_t)C + (size_t)h * hs;
+          float a = att_row[t2];
+          float dot = 0.0f;
+          for (int i = 0; i < hs; i++) {
+            dot += dout_t[i] * v[i];
+            dv[i] += a * dout_t[i];
+          }
+          datt_row[t2] = dot;
         }
+
+        /* through the softmax: a (datt - <a, datt>) */
+        float weighted = 0.0f;
+        for (int t2 = 0; t2 <= t; t2++)
+          weighted += att_row[t2] * datt_row[t2];
+        for (int t2 = 0; t2 <= t; t2++)
+          dpreatt_row[t2] = att_row[t2] * (datt_row[t2] - weighted);
+        for (int t2 = t + 1; t2 < T; t2++) {
+          datt_row[t2] = 0.0f;
+          dpreatt_row[t2] = 0.0f;
+        }
+
+        /* through the scaled dot products q.k */
+        for (int t2 = 0; t2 <= t; t2++) {
+          const float *k = qkv + ((size_t)b * T + t2) * C3 + C + (size_t)h * hs;
+          float *dk = dqkv + ((size_t)b * T + t2) * C3 + C + (size_t)h * hs;
+          float d = dpreatt_row[t2] * scale;
+          for (int i = 0; i < hs; i++) {
+            dq[i] += d * k[i];
+            dk[i] += d * q[i];
+          }
+        }
+      }
     }
+  }
 }

@@ -37,107 +37,103 @@
 /* Scores of query q against the visible keys of one (batch, head), into s[0..n);
  * returns n (the number of visible keys). */
 static int block_scores(float *s, const float *q, const float *kv, int kv_stride, int hoff, int hs,
-                        int t, int Tk, int causal, float scale)
-{
-    int n = causal ? t + 1 : Tk;
-    for (int j = 0; j < n; j++) {
-        const float *k = kv + (size_t)j * kv_stride + hoff;
-        float dot = 0.0f;
-        for (int i = 0; i < hs; i++)
-            dot += q[i] * k[i];
-        s[j] = dot * scale;
-    }
-    return n;
+                        int t, int Tk, int causal, float scale) {
+  int n = causal ? t + 1 : Tk;
+  for (int j = 0; j < n; j++) {
+    const float *k = kv + (size_t)j * kv_stride + hoff;
+    float dot = 0.0f;
+    for (int i = 0; i < hs; i++)
+      dot += q[i] * k[i];
+    s[j] = dot * scale;
+  }
+  return n;
 }
 
 void cpu_attention_block_forward(float *out, float *lse, const float *q, int q_stride,
                                  const float *kv, int kv_stride, int B, int Tq, int Tk, int C,
-                                 int NH, int causal, float *scratch)
-{
-    const int hs = C / NH;
-    const float scale = 1.0f / sqrtf((float)hs);
-    for (int b = 0; b < B; b++) {
-        const float *kvb = kv + (size_t)b * Tk * kv_stride;
-        for (int h = 0; h < NH; h++) {
-            const int hoff = h * hs;
-            for (int t = 0; t < Tq; t++) {
-                const float *qt = q + ((size_t)b * Tq + t) * q_stride + hoff;
-                float *s = scratch;
-                int n = block_scores(s, qt, kvb, kv_stride, hoff, hs, t, Tk, causal, scale);
-                if (n == 0)
-                    continue;
-                float m = -INFINITY;
-                for (int j = 0; j < n; j++)
-                    if (s[j] > m)
-                        m = s[j];
-                float l = 0.0f;
-                for (int j = 0; j < n; j++) {
-                    s[j] = expf(s[j] - m);
-                    l += s[j];
-                }
-                float blk_lse = m + logf(l);
-                float *lp = lse + ((size_t)b * NH + h) * Tq + t;
-                float old = *lp;
-                float M = old > blk_lse ? old : blk_lse;
-                float new_lse = M + logf(expf(old - M) + expf(blk_lse - M));
-                float keep = expf(old - new_lse);       /* 0 when old = -inf */
-                float take = expf(blk_lse - new_lse) / l; /* normalizes the block too */
-                float *o = out + ((size_t)b * Tq + t) * C + hoff;
-                for (int i = 0; i < hs; i++)
-                    o[i] *= keep;
-                for (int j = 0; j < n; j++) {
-                    const float *v = kvb + (size_t)j * kv_stride + C + hoff;
-                    float w = s[j] * take;
-                    for (int i = 0; i < hs; i++)
-                        o[i] += w * v[i];
-                }
-                *lp = new_lse;
-            }
+                                 int NH, int causal, float *scratch) {
+  const int hs = C / NH;
+  const float scale = 1.0f / sqrtf((float)hs);
+  for (int b = 0; b < B; b++) {
+    const float *kvb = kv + (size_t)b * Tk * kv_stride;
+    for (int h = 0; h < NH; h++) {
+      const int hoff = h * hs;
+      for (int t = 0; t < Tq; t++) {
+        const float *qt = q + ((size_t)b * Tq + t) * q_stride + hoff;
+        float *s = scratch;
+        int n = block_scores(s, qt, kvb, kv_stride, hoff, hs, t, Tk, causal, scale);
+        if (n == 0) continue;
+        float m = -INFINITY;
+        for (int j = 0; j < n; j++)
+          if (s[j] > m) m = s[j];
+        float l = 0.0f;
+        for (int j = 0; j < n; j++) {
+          s[j] = expf(s[j] - m);
+          l += s[j];
         }
+        float blk_lse = m + logf(l);
+        float *lp = lse + ((size_t)b * NH + h) * Tq + t;
+        float old = *lp;
+        float M = old > blk_lse ? old : blk_lse;
+        float new_lse = M + logf(expf(old - M) + expf(blk_lse - M));
+        float keep = expf(old - new_lse);         /* 0 when old = -inf */
+        float take = expf(blk_lse - new_lse) / l; /* normalizes the block too */
+        float *o = out + ((size_t)b * Tq + t) * C + hoff;
+        for (int i = 0; i < hs; i++)
+          o[i] *= keep;
+        for (int j = 0; j < n; j++) {
+          const float *v = kvb + (size_t)j * kv_stride + C + hoff;
+          float w = s[j] * take;
+          for (int i = 0; i < hs; i++)
+            o[i] += w * v[i];
+        }
+        *lp = new_lse;
+      }
     }
+  }
 }
 
 void cpu_attention_block_backward(float *dq, int dq_stride, float *dkv, int dkv_stride,
                                   const float *dout, const float *out, const float *lse,
                                   const float *q, int q_stride, const float *kv, int kv_stride,
-                                  int B, int Tq, int Tk, int C, int NH, int causal, float *scratch)
-{
-    const int hs = C / NH;
-    const float scale = 1.0f / sqrtf((float)hs);
-    for (int b = 0; b < B; b++) {
-        const float *kvb = kv + (size_t)b * Tk * kv_stride;
-        float *dkvb = dkv + (size_t)b * Tk * dkv_stride;
-        for (int h = 0; h < NH; h++) {
-            const int hoff = h * hs;
-            for (int t = 0; t < Tq; t++) {
-                size_t row = (size_t)b * Tq + t;
-                const float *qt = q + row * q_stride + hoff;
-                float *dqt = dq + row * dq_stride + hoff;
-                const float *go = dout + row * C + hoff, *o = out + row * C + hoff;
-                float L = lse[((size_t)b * NH + h) * Tq + t];
-                float *p = scratch;
-                int n = block_scores(p, qt, kvb, kv_stride, hoff, hs, t, Tk, causal, scale);
-                float D = 0.0f;
-                for (int i = 0; i < hs; i++)
-                    D += go[i] * o[i];
-                for (int j = 0; j < n; j++) {
-                    const float *k = kvb + (size_t)j * kv_stride + hoff;
-                    const float *v = k + C;
-                    float *dk = dkvb + (size_t)j * dkv_stride + hoff;
-                    float *dv = dk + C;
-                    float pj = expf(p[j] - L);
-                    float dp = 0.0f;
-                    for (int i = 0; i < hs; i++) {
-                        dp += go[i] * v[i];
-                        dv[i] += pj * go[i];
-                    }
-                    float ds = pj * (dp - D) * scale;
-                    for (int i = 0; i < hs; i++) {
-                        dqt[i] += ds * k[i];
-                        dk[i] += ds * qt[i];
-                    }
-                }
-            }
+                                  int B, int Tq, int Tk, int C, int NH, int causal,
+                                  float *scratch) {
+  const int hs = C / NH;
+  const float scale = 1.0f / sqrtf((float)hs);
+  for (int b = 0; b < B; b++) {
+    const float *kvb = kv + (size_t)b * Tk * kv_stride;
+    float *dkvb = dkv + (size_t)b * Tk * dkv_stride;
+    for (int h = 0; h < NH; h++) {
+      const int hoff = h * hs;
+      for (int t = 0; t < Tq; t++) {
+        size_t row = (size_t)b * Tq + t;
+        const float *qt = q + row * q_stride + hoff;
+        float *dqt = dq + row * dq_stride + hoff;
+        const float *go = dout + row * C + hoff, *o = out + row * C + hoff;
+        float L = lse[((size_t)b * NH + h) * Tq + t];
+        float *p = scratch;
+        int n = block_scores(p, qt, kvb, kv_stride, hoff, hs, t, Tk, causal, scale);
+        float D = 0.0f;
+        for (int i = 0; i < hs; i++)
+          D += go[i] * o[i];
+        for (int j = 0; j < n; j++) {
+          const float *k = kvb + (size_t)j * kv_stride + hoff;
+          const float *v = k + C;
+          float *dk = dkvb + (size_t)j * dkv_stride + hoff;
+          float *dv = dk + C;
+          float pj = expf(p[j] - L);
+          float dp = 0.0f;
+          for (int i = 0; i < hs; i++) {
+            dp += go[i] * v[i];
+            dv[i] += pj * go[i];
+          }
+          float ds = pj * (dp - D) * scale;
+          for (int i = 0; i < hs; i++) {
+            dqt[i] += ds * k[i];
+            dk[i] += ds * qt[i];
+          }
         }
+      }
     }
+  }
 }

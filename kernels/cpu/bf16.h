@@ -18,35 +18,31 @@
 #include <stdint.h>
 #include <string.h>
 
-static inline uint16_t bf16_from_float(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    if ((u & 0x7fffffffu) > 0x7f800000u) /* NaN: keep it a (quiet) NaN */
-        return (uint16_t)((u >> 16) | 0x0040u);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
+static inline uint16_t bf16_from_float(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) /* NaN: keep it a (quiet) NaN */
+    return (uint16_t)((u >> 16) | 0x0040u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
 }
 
-static inline float bf16_to_float(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
+static inline float bf16_to_float(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
 }
 
 /* n values; dst and src must not overlap. */
-static inline void bf16_widen(float *dst, const uint16_t *src, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        dst[i] = bf16_to_float(src[i]);
+static inline void bf16_widen(float *dst, const uint16_t *src, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    dst[i] = bf16_to_float(src[i]);
 }
 
-static inline void bf16_round(uint16_t *dst, const float *src, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        dst[i] = bf16_from_float(src[i]);
+static inline void bf16_round(uint16_t *dst, const float *src, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    dst[i] = bf16_from_float(src[i]);
 }
 
 #endif /* STEPSCOPE_KERNELS_CPU_BF16_H */

@@ -20,40 +20,39 @@
 
 #include "cpu_kernels.h"
 
-void cpu_softmax_crossentropy_forward(float *losses, float *probs, const float *logits, const int *targets, int N, int V, int Vp)
-{
-    for (int i = 0; i < N; i++) {
-        const float *z = logits + (size_t)i * Vp;
-        float *p = probs + (size_t)i * Vp;
-        float maxz = z[0];
-        for (int v = 1; v < V; v++)
-            if (z[v] > maxz)
-                maxz = z[v];
-        double sum = 0.0;
-        for (int v = 0; v < V; v++) {
-            float e = expf(z[v] - maxz);
-            p[v] = e;
-            sum += e;
-        }
-        float inv = (float)(1.0 / sum);
-        for (int v = 0; v < V; v++)
-            p[v] *= inv;
-        for (int v = V; v < Vp; v++)
-            p[v] = 0.0f;
-        losses[i] = (float)(log(sum) + (double)maxz - (double)z[targets[i]]);
+void cpu_softmax_crossentropy_forward(float *losses, float *probs, const float *logits,
+                                      const int *targets, int N, int V, int Vp) {
+  for (int i = 0; i < N; i++) {
+    const float *z = logits + (size_t)i * Vp;
+    float *p = probs + (size_t)i * Vp;
+    float maxz = z[0];
+    for (int v = 1; v < V; v++)
+      if (z[v] > maxz) maxz = z[v];
+    double sum = 0.0;
+    for (int v = 0; v < V; v++) {
+      float e = expf(z[v] - maxz);
+      p[v] = e;
+      sum += e;
     }
+    float inv = (float)(1.0 / sum);
+    for (int v = 0; v < V; v++)
+      p[v] *= inv;
+    for (int v = V; v < Vp; v++)
+      p[v] = 0.0f;
+    losses[i] = (float)(log(sum) + (double)maxz - (double)z[targets[i]]);
+  }
 }
 
-void cpu_softmax_crossentropy_backward(float *dlogits, const float *dlosses, const float *probs, const int *targets, int N, int V, int Vp)
-{
-    for (int i = 0; i < N; i++) {
-        float *dz = dlogits + (size_t)i * Vp;
-        const float *p = probs + (size_t)i * Vp;
-        float dl = dlosses[i];
-        int y = targets[i];
-        for (int v = 0; v < V; v++) {
-            float indicator = v == y ? 1.0f : 0.0f;
-            dz[v] += (p[v] - indicator) * dl;
-        }
+void cpu_softmax_crossentropy_backward(float *dlogits, const float *dlosses, const float *probs,
+                                       const int *targets, int N, int V, int Vp) {
+  for (int i = 0; i < N; i++) {
+    float *dz = dlogits + (size_t)i * Vp;
+    const float *p = probs + (size_t)i * Vp;
+    float dl = dlosses[i];
+    int y = targets[i];
+    for (int v = 0; v < V; v++) {
+      float indicator = v == y ? 1.0f : 0.0f;
+      dz[v] += (p[v] - indicator) * dl;
     }
+  }
 }

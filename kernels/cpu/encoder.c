@@ -15,30 +15,30 @@
  */
 #include "cpu_kernels.h"
 
-void cpu_encoder_forward(float *out, const int *tokens, const float *wte, const float *wpe, int B, int T, int C)
-{
-    for (int b = 0; b < B; b++) {
-        for (int t = 0; t < T; t++) {
-            float *out_bt = out + ((size_t)b * T + t) * C;
-            const float *wte_row = wte + (size_t)tokens[b * T + t] * C;
-            const float *wpe_row = wpe + (size_t)t * C;
-            for (int c = 0; c < C; c++)
-                out_bt[c] = wte_row[c] + wpe_row[c];
-        }
+void cpu_encoder_forward(float *out, const int *tokens, const float *wte, const float *wpe, int B,
+                         int T, int C) {
+  for (int b = 0; b < B; b++) {
+    for (int t = 0; t < T; t++) {
+      float *out_bt = out + ((size_t)b * T + t) * C;
+      const float *wte_row = wte + (size_t)tokens[b * T + t] * C;
+      const float *wpe_row = wpe + (size_t)t * C;
+      for (int c = 0; c < C; c++)
+        out_bt[c] = wte_row[c] + wpe_row[c];
     }
+  }
 }
 
-void cpu_encoder_backward(float *dwte, float *dwpe, const float *dout, const int *tokens, int B, int T, int C)
-{
-    for (int b = 0; b < B; b++) {
-        for (int t = 0; t < T; t++) {
-            const float *dout_bt = dout + ((size_t)b * T + t) * C;
-            float *dwte_row = dwte + (size_t)tokens[b * T + t] * C;
-            float *dwpe_row = dwpe + (size_t)t * C;
-            for (int c = 0; c < C; c++) {
-                dwte_row[c] += dout_bt[c];
-                dwpe_row[c] += dout_bt[c];
-            }
-        }
+void cpu_encoder_backward(float *dwte, float *dwpe, const float *dout, const int *tokens, int B,
+                          int T, int C) {
+  for (int b = 0; b < B; b++) {
+    for (int t = 0; t < T; t++) {
+      const float *dout_bt = dout + ((size_t)b * T + t) * C;
+      float *dwte_row = dwte + (size_t)tokens[b * T + t] * C;
+      float *dwpe_row = dwpe + (size_t)t * C;
+      for (int c = 0; c < C; c++) {
+        dwte_row[c] += dout_bt[c];
+        dwpe_row[c] += dout_bt[c];
+      }
     }
+  }
 }

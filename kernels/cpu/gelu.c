@@ -19,23 +19,22 @@
 #define GELU_SCALE 0.7978845608028654f /* sqrt(2/pi) */
 #define GELU_CUBIC 0.044715f
 
-void cpu_gelu_forward(float *out, const float *inp, int N)
-{
-    for (int i = 0; i < N; i++) {
-        float x = inp[i];
-        float u = GELU_SCALE * (x + GELU_CUBIC * x * x * x);
-        out[i] = 0.5f * x * (1.0f + tanhf(u));
-    }
+void cpu_gelu_forward(float *out, const float *inp, int N) {
+  for (int i = 0; i < N; i++) {
+    float x = inp[i];
+    float u = GELU_SCALE * (x + GELU_CUBIC * x * x * x);
+    out[i] = 0.5f * x * (1.0f + tanhf(u));
+  }
 }
 
-void cpu_gelu_backward(float *dinp, const float *inp, const float *dout, int N)
-{
-    for (int i = 0; i < N; i++) {
-        float x = inp[i];
-        float u = GELU_SCALE * (x + GELU_CUBIC * x * x * x);
-        float th = tanhf(u);
-        float sech2 = 1.0f - th * th;
-        float local = 0.5f * (1.0f + th) + 0.5f * x * sech2 * GELU_SCALE * (1.0f + 3.0f * GELU_CUBIC * x * x);
-        dinp[i] += local * dout[i];
-    }
+void cpu_gelu_backward(float *dinp, const float *inp, const float *dout, int N) {
+  for (int i = 0; i < N; i++) {
+    float x = inp[i];
+    float u = GELU_SCALE * (x + GELU_CUBIC * x * x * x);
+    float th = tanhf(u);
+    float sech2 = 1.0f - th * th;
+    float local =
+        0.5f * (1.0f + th) + 0.5f * x * sech2 * GELU_SCALE * (1.0f + 3.0f * GELU_CUBIC * x * x);
+    dinp[i] += local * dout[i];
+  }
 }

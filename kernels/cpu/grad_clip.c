@@ -11,16 +11,14 @@
  */
 #include "cpu_kernels.h"
 
-double cpu_sum_squares(const float *x, size_t n)
-{
-    double sum = 0.0;
-    for (size_t i = 0; i < n; i++)
-        sum += (double)x[i] * (double)x[i];
-    return sum;
+double cpu_sum_squares(const float *x, size_t n) {
+  double sum = 0.0;
+  for (size_t i = 0; i < n; i++)
+    sum += (double)x[i] * (double)x[i];
+  return sum;
 }
 
-void cpu_scale(float *x, float s, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        x[i] *= s;
+void cpu_scale(float *x, float s, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    x[i] *= s;
 }

@@ -24,53 +24,54 @@
 
 #define LAYERNORM_EPS 1e-5
 
-void cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight, const float *bias, int N, int C)
-{
-    for (int n = 0; n < N; n++) {
-        const float *x = inp + (size_t)n * C;
-        float *y = out + (size_t)n * C;
-        double sum = 0.0;
-        for (int c = 0; c < C; c++)
-            sum += x[c];
-        double m = sum / C;
-        double sq = 0.0;
-        for (int c = 0; c < C; c++) {
-            double d = x[c] - m;
-            sq += d * d;
-        }
-        double s = 1.0 / sqrt(sq / C + LAYERNORM_EPS);
-        float mf = (float)m, sf = (float)s;
-        for (int c = 0; c < C; c++)
-            y[c] = (x[c] - mf) * sf * weight[c] + bias[c];
-        mean[n] = mf;
-        rstd[n] = sf;
+void cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
+                           const float *weight, const float *bias, int N, int C) {
+  for (int n = 0; n < N; n++) {
+    const float *x = inp + (size_t)n * C;
+    float *y = out + (size_t)n * C;
+    double sum = 0.0;
+    for (int c = 0; c < C; c++)
+      sum += x[c];
+    double m = sum / C;
+    double sq = 0.0;
+    for (int c = 0; c < C; c++) {
+      double d = x[c] - m;
+      sq += d * d;
     }
+    double s = 1.0 / sqrt(sq / C + LAYERNORM_EPS);
+    float mf = (float)m, sf = (float)s;
+    for (int c = 0; c < C; c++)
+      y[c] = (x[c] - mf) * sf * weight[c] + bias[c];
+    mean[n] = mf;
+    rstd[n] = sf;
+  }
 }
 
-void cpu_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp, const float *weight, const float *mean, const float *rstd, int N, int C)
-{
-    for (int n = 0; n < N; n++) {
-        const float *x = inp + (size_t)n * C;
-        const float *dy = dout + (size_t)n * C;
-        float *dx = dinp + (size_t)n * C;
-        float m = mean[n], s = rstd[n];
+void cpu_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
+                            const float *inp, const float *weight, const float *mean,
+                            const float *rstd, int N, int C) {
+  for (int n = 0; n < N; n++) {
+    const float *x = inp + (size_t)n * C;
+    const float *dy = dout + (size_t)n * C;
+    float *dx = dinp + (size_t)n * C;
+    float m = mean[n], s = rstd[n];
 
-        /* the two row means of the closed form: mean(g) and mean(g * xhat) */
-        double g_sum = 0.0, gx_sum = 0.0;
-        for (int c = 0; c < C; c++) {
-            float xhat = (x[c] - m) * s;
-            float g = dy[c] * weight[c];
-            g_sum += g;
-            gx_sum += (double)g * xhat;
-        }
-        float g_mean = (float)(g_sum / C), gx_mean = (float)(gx_sum / C);
-
-        for (int c = 0; c < C; c++) {
-            float xhat = (x[c] - m) * s;
-            float g = dy[c] * weight[c];
-            dbias[c] += dy[c];
-            dweight[c] += xhat * dy[c];
-            dx[c] += s * (g - g_mean - xhat * gx_mean);
-        }
+    /* the two row means of the closed form: mean(g) and mean(g * xhat) */
+    double g_sum = 0.0, gx_sum = 0.0;
+    for (int c = 0; c < C; c++) {
+      float xhat = (x[c] - m) * s;
+      float g = dy[c] * weight[c];
+      g_sum += g;
+      gx_sum += (double)g * xhat;
     }
+    float g_mean = (float)(g_sum / C), gx_mean = (float)(gx_sum / C);
+
+    for (int c = 0; c < C; c++) {
+      float xhat = (x[c] - m) * s;
+      float g = dy[c] * weight[c];
+      dbias[c] += dy[c];
+      dweight[c] += xhat * dy[c];
+      dx[c] += s * (g - g_mean - xhat * gx_mean);
+    }
+  }
 }

@@ -10,29 +10,25 @@
 #include "cpu_kernels.h"
 
 void cpu_moe_expert_matmul_forward(float *out, const float *inp, const float *weight,
-                                   const float *bias, const int *offsets, int E, int C, int OC)
-{
-    for (int e = 0; e < E; e++) {
-        int rows = offsets[e + 1] - offsets[e];
-        if (rows <= 0)
-            continue;
-        cpu_matmul_forward(out + (size_t)offsets[e] * OC, inp + (size_t)offsets[e] * C,
-                           weight + (size_t)e * OC * C, bias ? bias + (size_t)e * OC : NULL, rows,
-                           C, OC);
-    }
+                                   const float *bias, const int *offsets, int E, int C, int OC) {
+  for (int e = 0; e < E; e++) {
+    int rows = offsets[e + 1] - offsets[e];
+    if (rows <= 0) continue;
+    cpu_matmul_forward(out + (size_t)offsets[e] * OC, inp + (size_t)offsets[e] * C,
+                       weight + (size_t)e * OC * C, bias ? bias + (size_t)e * OC : NULL, rows, C,
+                       OC);
+  }
 }
 
 void cpu_moe_expert_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,
                                     const float *inp, const float *weight, const int *offsets,
-                                    int E, int C, int OC)
-{
-    for (int e = 0; e < E; e++) {
-        int rows = offsets[e + 1] - offsets[e];
-        if (rows <= 0)
-            continue;
-        cpu_matmul_backward(dinp ? dinp + (size_t)offsets[e] * C : NULL,
-                            dweight ? dweight + (size_t)e * OC * C : NULL,
-                            dbias ? dbias + (size_t)e * OC : NULL, dout + (size_t)offsets[e] * OC,
-                            inp + (size_t)offsets[e] * C, weight + (size_t)e * OC * C, rows, C, OC);
-    }
+                                    int E, int C, int OC) {
+  for (int e = 0; e < E; e++) {
+    int rows = offsets[e + 1] - offsets[e];
+    if (rows <= 0) continue;
+    cpu_matmul_backward(dinp ? dinp + (size_t)offsets[e] * C : NULL,
+                        dweight ? dweight + (size_t)e * OC * C : NULL,
+                        dbias ? dbias + (size_t)e * OC : NULL, dout + (size_t)offsets[e] * OC,
+                        inp + (size_t)offsets[e] * C, weight + (size_t)e * OC * C, rows, C, OC);
+  }
 }

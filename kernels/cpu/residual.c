@@ -8,16 +8,14 @@
  */
 #include "cpu_kernels.h"
 
-void cpu_residual_forward(float *out, const float *a, const float *b, int N)
-{
-    for (int i = 0; i < N; i++)
-        out[i] = a[i] + b[i];
+void cpu_residual_forward(float *out, const float *a, const float *b, int N) {
+  for (int i = 0; i < N; i++)
+    out[i] = a[i] + b[i];
 }
 
-void cpu_residual_backward(float *da, float *db, const float *dout, int N)
-{
-    for (int i = 0; i < N; i++) {
-        da[i] += dout[i];
-        db[i] += dout[i];
-    }
+void cpu_residual_backward(float *da, float *db, const float *dout, int N) {
+  for (int i = 0; i < N; i++) {
+    da[i] += dout[i];
+    db[i] += dout[i];
+  }
 }

@@ -18,45 +18,39 @@
 
 #include "act_kernels.cuh"
 
-#define CE_BLOCK 512
+#define CE_BLOCK          512
 #define CE_BACKWARD_BLOCK 256
 
 template <class T>
 static int ce_forward(kcuda_ctx *k, float *losses, T *probs, const T *logits, const int *targets,
-                      int N, int V, int Vp)
-{
-    crossentropy_forward_kernel<T><<<N, CE_BLOCK, 0, k->stream>>>(losses, probs, logits, targets,
-                                                                  V, Vp);
-    return kcuda_check_launch(k, "crossentropy_forward");
+                      int N, int V, int Vp) {
+  crossentropy_forward_kernel<T>
+      <<<N, CE_BLOCK, 0, k->stream>>>(losses, probs, logits, targets, V, Vp);
+  return kcuda_check_launch(k, "crossentropy_forward");
 }
 
 template <class T>
 static int ce_backward(kcuda_ctx *k, T *dlogits, const float *dlosses, const T *probs,
-                       const int *targets, int N, int V, int Vp)
-{
-    crossentropy_backward_kernel<T><<<N, CE_BACKWARD_BLOCK, 0, k->stream>>>(dlogits, dlosses,
-                                                                            probs, targets, V, Vp);
-    return kcuda_check_launch(k, "crossentropy_backward");
+                       const int *targets, int N, int V, int Vp) {
+  crossentropy_backward_kernel<T>
+      <<<N, CE_BACKWARD_BLOCK, 0, k->stream>>>(dlogits, dlosses, probs, targets, V, Vp);
+  return kcuda_check_launch(k, "crossentropy_backward");
 }
 
 int kcuda_crossentropy_forward(kcuda_ctx *k, float *losses, void *probs, const void *logits,
-                               const int *targets, int N, int V, int Vp)
-{
-    if (N <= 0)
-        return 0;
-    int rc;
-    KCUDA_WITH_ACT(k, rc = ce_forward<ACT>(k, losses, (ACT *)probs, (const ACT *)logits, targets,
-                                           N, V, Vp));
-    return rc;
+                               const int *targets, int N, int V, int Vp) {
+  if (N <= 0) return 0;
+  int rc;
+  KCUDA_WITH_ACT(
+      k, rc = ce_forward<ACT>(k, losses, (ACT *)probs, (const ACT *)logits, targets, N, V, Vp));
+  return rc;
 }
 
 int kcuda_crossentropy_backward(kcuda_ctx *k, void *dlogits, const float *dlosses,
-                                const void *probs, const int *targets, int N, int V, int Vp)
-{
-    if (N <= 0)
-        return 0;
-    int rc;
-    KCUDA_WITH_ACT(k, rc = ce_backward<ACT>(k, (ACT *)dlogits, dlosses, (const ACT *)probs,
-                                            targets, N, V, Vp));
-    return rc;
+                                const void *probs, const int *targets, int N, int V, int Vp) {
+  if (N <= 0) return 0;
+  int rc;
+  KCUDA_WITH_ACT(
+      k, rc = ce_backward<ACT>(k, (ACT *)dlogits, dlosses, (const ACT *)probs, targets, N, V, Vp));
+  return rc;
 }

@@ -42,11 +42,7 @@ extern "C" {
 
 typedef struct kcuda_ctx kcuda_ctx;
 
-typedef enum kcuda_precision {
-    KCUDA_FP32 = 0,
-    KCUDA_TF32 = 1,
-    KCUDA_BF16 = 2
-} kcuda_precision;
+typedef enum kcuda_precision { KCUDA_FP32 = 0, KCUDA_TF32 = 1, KCUDA_BF16 = 2 } kcuda_precision;
 
 /* Element type of activation storage: what the device API's activation pointers (dev_act in
  * trainer/device.h) point to. Activation arguments of the functions below are `void *` /
@@ -91,17 +87,16 @@ int kcuda_layernorm_backward(kcuda_ctx *k, void *dinp, float *dweight, float *db
                              const float *mean, const float *rstd, int N, int C);
 /* Fused: residual_out = a + b, then LayerNorm of residual_out (one read of a and b). */
 int kcuda_residual_layernorm_forward(kcuda_ctx *k, void *residual_out, void *out, float *mean,
-                                     float *rstd, const void *a, const void *b,
-                                     const float *weight, const float *bias, int N, int C);
+                                     float *rstd, const void *a, const void *b, const float *weight,
+                                     const float *bias, int N, int C);
 
 /* ---- matmul.cu (cuBLASLt) ------------------------------------------------------------------- */
 /* out[N,OC] = inp[N,C] @ weight[OC,C]^T (+ bias[OC], fused as a cuBLASLt epilogue). */
 int kcuda_matmul_forward(kcuda_ctx *k, void *out, const void *inp, const float *weight,
                          const float *bias, int N, int C, int OC);
 /* dinp += dout @ weight; dweight += dout^T @ inp; dbias += column sums of dout (NULL skips). */
-int kcuda_matmul_backward(kcuda_ctx *k, void *dinp, float *dweight, float *dbias,
-                          const void *dout, const void *inp, const float *weight, int N, int C,
-                          int OC);
+int kcuda_matmul_backward(kcuda_ctx *k, void *dinp, float *dweight, float *dbias, const void *dout,
+                          const void *inp, const float *weight, int N, int C, int OC);
 /* The same with bf16 weight copies kept between calls (KCUDA_BF16; see matmul.cu):
  * `weight_version` names the current contents of weight memory — the caller bumps it
  * after every write that may touch a weight — and 0 disables the cache for this call.
@@ -110,8 +105,8 @@ int kcuda_matmul_forward_w(kcuda_ctx *k, void *out, const void *inp, const float
                            const float *bias, int N, int C, int OC,
                            unsigned long long weight_version);
 int kcuda_matmul_backward_w(kcuda_ctx *k, void *dinp, float *dweight, float *dbias,
-                            const void *dout, const void *inp, const float *weight, int N,
-                            int C, int OC, unsigned long long weight_version);
+                            const void *dout, const void *inp, const float *weight, int N, int C,
+                            int OC, unsigned long long weight_version);
 /* How many weight casts the cache has done (each entry once per version it is used in). */
 unsigned long long kcuda_weight_casts(const kcuda_ctx *k);
 /* Row-major batched GEMM: C[b] = alpha op(A[b]) op(B[b]) + beta C[b] for b < batch, where
@@ -121,7 +116,8 @@ int kcuda_gemm(kcuda_ctx *k, int transA, int transB, int M, int N, int K, float 
                const float *A, const float *B, float beta, float *C, int batch, long long strideA,
                long long strideB, long long strideC);
 
-/* ---- attention.cu (batched GEMMs + softmax) --------------------------------------------------- */
+/* ---- attention.cu (batched GEMMs + softmax) ---------------------------------------------------
+ */
 int kcuda_attention_forward(kcuda_ctx *k, void *out, float *preatt, float *att, const void *qkv,
                             int B, int T, int C, int NH);
 int kcuda_attention_backward(kcuda_ctx *k, void *dqkv, float *dpreatt, float *datt,
@@ -146,21 +142,22 @@ int kcuda_attention_backward_fused(kcuda_ctx *k, void *dqkv, const void *dout, c
  * at +C), merged into out [B,Tq,C] / lse [B,NH,Tq] by log-sum-exp (start: out = 0, lse =
  * -inf); causal: query t sees keys j <= t. The backward takes the final out and lse and
  * ACCUMULATES into dq (rows dq_stride apart) and dkv (dk | dv at +C, rows dkv_stride). */
-int kcuda_attention_block_forward(kcuda_ctx *k, void *out, float *lse, const void *q,
-                                  int q_stride, const void *kv, int kv_stride, int B, int Tq,
-                                  int Tk, int C, int NH, int causal);
-int kcuda_attention_block_backward(kcuda_ctx *k, void *dq, int dq_stride, void *dkv,
-                                   int dkv_stride, const void *dout, const void *out,
-                                   const float *lse, const void *q, int q_stride, const void *kv,
-                                   int kv_stride, int B, int Tq, int Tk, int C, int NH, int causal);
+int kcuda_attention_block_forward(kcuda_ctx *k, void *out, float *lse, const void *q, int q_stride,
+                                  const void *kv, int kv_stride, int B, int Tq, int Tk, int C,
+                                  int NH, int causal);
+int kcuda_attention_block_backward(kcuda_ctx *k, void *dq, int dq_stride, void *dkv, int dkv_stride,
+                                   const void *dout, const void *out, const float *lse,
+                                   const void *q, int q_stride, const void *kv, int kv_stride,
+                                   int B, int Tq, int Tk, int C, int NH, int causal);
 /* Which kernels a context of this precision runs for the shape: bf16 tensor-core tiles
  * (bf16/tf32 contexts, head size 16/32/64/128, B*NH <= 65535), the fp32 warp-per-row
  * kernels (fp32 contexts and other head sizes up to 256), or -1 (not supported). */
 #define KCUDA_BLOCK_TENSOR_CORES 1
-#define KCUDA_BLOCK_FP32 2
+#define KCUDA_BLOCK_FP32         2
 int kcuda_attention_block_path(kcuda_precision precision, int B, int C, int NH);
 
-/* ---- gelu.cu, residual.cu ---------------------------------------------------------------------- */
+/* ---- gelu.cu, residual.cu ----------------------------------------------------------------------
+ */
 int kcuda_gelu_forward(kcuda_ctx *k, void *out, const void *inp, size_t N);
 int kcuda_gelu_backward(kcuda_ctx *k, void *dinp, const void *inp, const void *dout, size_t N);
 int kcuda_residual_forward(kcuda_ctx *k, void *out, const void *a, const void *b, size_t N);
@@ -176,7 +173,8 @@ int kcuda_crossentropy_backward(kcuda_ctx *k, void *dlogits, const float *dlosse
 int kcuda_adamw(kcuda_ctx *k, float *params, const float *grads, float *m, float *v, size_t n,
                 float lr, float beta1, float beta2, float eps, float weight_decay, int t);
 
-/* ---- reduce.cu: fills, scaling, deterministic sums into a device double ----------------------- */
+/* ---- reduce.cu: fills, scaling, deterministic sums into a device double -----------------------
+ */
 int kcuda_fill(kcuda_ctx *k, float *x, float value, size_t n);
 int kcuda_scale(kcuda_ctx *k, float *x, float factor, size_t n);
 /* dst[i] += src[i] for n floats (add.cu). */
@@ -196,16 +194,15 @@ int kcuda_sum_squares_accumulate(kcuda_ctx *k, double *acc, const float *x, size
 int kcuda_moe_router_forward(kcuda_ctx *k, int *expert, float *gate, float *probs,
                              const void *logits, int N, int E, int K, int renorm);
 /* counts [E]: scratch, refilled with the routing decisions per expert */
-int kcuda_moe_router_backward(kcuda_ctx *k, void *dlogits, const float *dgate,
-                              const float *probs, const int *expert, int *counts, int N, int E,
-                              int K, int renorm, float aux_scale);
+int kcuda_moe_router_backward(kcuda_ctx *k, void *dlogits, const float *dgate, const float *probs,
+                              const int *expert, int *counts, int N, int E, int K, int renorm,
+                              float aux_scale);
 /* *acc (device double) += the load-balancing loss; counts [E] scratch as above */
-int kcuda_moe_aux_loss_accumulate(kcuda_ctx *k, double *acc, const float *probs,
-                                  const int *expert, int *counts, int N, int E, int K);
+int kcuda_moe_aux_loss_accumulate(kcuda_ctx *k, double *acc, const float *probs, const int *expert,
+                                  int *counts, int N, int E, int K);
 /* *dropped_acc (device int, may be NULL) += assignments dropped by capacity (< 0: none) */
 int kcuda_moe_dispatch_plan(kcuda_ctx *k, int *counts, int *offsets, int *row_token, int *row_of,
-                            int *dropped_acc, const int *expert, int N, int E, int K,
-                            int capacity);
+                            int *dropped_acc, const int *expert, int N, int E, int K, int capacity);
 int kcuda_moe_permute_forward(kcuda_ctx *k, void *xp, const void *x, const int *row_token,
                               const int *offsets, int N, int E, int K, int C);
 /* needs row_token as moe_dispatch_plan writes it (increasing within each expert's rows) */
@@ -214,17 +211,18 @@ int kcuda_moe_permute_backward(kcuda_ctx *k, void *dx, const void *dxp, const in
 int kcuda_moe_unpermute_forward(kcuda_ctx *k, void *out, const void *yp, const float *gate,
                                 const int *row_of, int N, int K, int C);
 int kcuda_moe_unpermute_backward(kcuda_ctx *k, void *dyp, float *dgate, const void *dout,
-                                 const void *yp, const float *gate, const int *row_of, int N,
-                                 int K, int C);
+                                 const void *yp, const float *gate, const int *row_of, int N, int K,
+                                 int C);
 /* weight [E,OC,C], bias [E,OC] or NULL; backward: dinp, dweight, dbias may each be NULL */
-int kcuda_moe_expert_matmul_forward(kcuda_ctx *k, void *out, const void *inp,
-                                    const float *weight, const float *bias, const int *offsets,
-                                    int Rmax, int E, int C, int OC);
+int kcuda_moe_expert_matmul_forward(kcuda_ctx *k, void *out, const void *inp, const float *weight,
+                                    const float *bias, const int *offsets, int Rmax, int E, int C,
+                                    int OC);
 int kcuda_moe_expert_matmul_backward(kcuda_ctx *k, void *dinp, float *dweight, float *dbias,
                                      const void *dout, const void *inp, const float *weight,
                                      const int *offsets, int Rmax, int E, int C, int OC);
 
-/* ---- cast.cu: fp32 <-> bf16 (round to nearest even) ------------------------------------------- */
+/* ---- cast.cu: fp32 <-> bf16 (round to nearest even) -------------------------------------------
+ */
 /* dst holds n bf16 values (2 bytes each). */
 int kcuda_cast_f32_to_bf16(kcuda_ctx *k, void *dst, const float *src, size_t n);
 int kcuda_cast_bf16_to_f32(kcuda_ctx *k, float *dst, const void *src, size_t n);

@@ -55,127 +55,112 @@
 
 /* ---- host side ------------------------------------------------------------------------------ */
 
-int kcuda_attention_fused_supported(int B, int T, int C, int NH)
-{
-    if (B <= 0 || T <= 0 || NH <= 0 || C % NH != 0 || B * NH > 65535)
-        return 0;
-    int hs = C / NH;
-    return (hs == 32 || hs == 64 || hs == 128) && T >= hs + 1;
+int kcuda_attention_fused_supported(int B, int T, int C, int NH) {
+  if (B <= 0 || T <= 0 || NH <= 0 || C % NH != 0 || B * NH > 65535) return 0;
+  int hs = C / NH;
+  return (hs == 32 || hs == 64 || hs == 128) && T >= hs + 1;
 }
 
 template <int HS, class ACT>
-static int fused_forward(kcuda_ctx *k, ACT *out, float *att, const ACT *qkv, int B, int T, int NH)
-{
-    typedef at_dims<HS> D;
-    cudaError_t e = cudaFuncSetAttribute(flash_forward_kernel<HS, ACT>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         (int)D::FWD_SMEM);
-    if (e != cudaSuccess)
-        return kcuda_fail(k, "fused attention forward: %zu bytes of shared memory: %s",
-                          D::FWD_SMEM, cudaGetErrorString(e));
-    size_t rows = (size_t)B * NH * T;
-    dim3 grid((T + AT_BR - 1) / AT_BR, B * NH);
-    flash_forward_kernel<HS, ACT><<<grid, AT_THREADS, D::FWD_SMEM, k->stream>>>(
-        out, att, att + rows, qkv, T, NH, 1.0f / sqrtf((float)HS));
-    return kcuda_check_launch(k, "fused attention forward");
+static int fused_forward(kcuda_ctx *k, ACT *out, float *att, const ACT *qkv, int B, int T, int NH) {
+  typedef at_dims<HS> D;
+  cudaError_t e = cudaFuncSetAttribute(
+      flash_forward_kernel<HS, ACT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)D::FWD_SMEM);
+  if (e != cudaSuccess)
+    return kcuda_fail(k, "fused attention forward: %zu bytes of shared memory: %s", D::FWD_SMEM,
+                      cudaGetErrorString(e));
+  size_t rows = (size_t)B * NH * T;
+  dim3 grid((T + AT_BR - 1) / AT_BR, B * NH);
+  flash_forward_kernel<HS, ACT><<<grid, AT_THREADS, D::FWD_SMEM, k->stream>>>(
+      out, att, att + rows, qkv, T, NH, 1.0f / sqrtf((float)HS));
+  return kcuda_check_launch(k, "fused attention forward");
 }
 
 template <int HS, class ACT>
 static int fused_backward(kcuda_ctx *k, ACT *dqkv, const ACT *dout, const ACT *qkv,
-                          const float *att, int B, int T, int NH)
-{
-    typedef at_dims<HS> D;
-    const int C = NH * HS, rows = B * NH * T;
-    const bool f32 = sizeof(ACT) == sizeof(float);
-    /* scratch: Dv [rows], then (bf16 storage) dq's fp32 accumulator [B*T, C], zeroed */
-    size_t dv_pad = ((size_t)rows + 63) / 64 * 64, nacc = f32 ? 0 : (size_t)B * T * C;
-    float *Dv = (float *)kcuda_scratch(k, KCUDA_SCRATCH_ATTN, (dv_pad + nacc) * sizeof(float));
-    if (!Dv)
-        return -1;
-    float *dq_acc = Dv + dv_pad;
-    if (!f32) {
-        cudaError_t ze = cudaMemsetAsync(dq_acc, 0, nacc * sizeof(float), k->stream);
-        if (ze != cudaSuccess)
-            return kcuda_fail(k, "fused attention backward: clearing %zu bytes of scratch: %s",
-                              nacc * sizeof(float), cudaGetErrorString(ze));
-    }
-    flash_backward_dot_kernel<ACT><<<(rows + 7) / 8, 256, 0, k->stream>>>(Dv, dout, att + rows,
-                                                                           rows, T, NH, HS);
-    if (kcuda_check_launch(k, "fused attention backward (dO . O)") != 0)
-        return -1;
-    cudaError_t e = cudaFuncSetAttribute(flash_backward_kernel<HS, ACT>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         (int)D::BWD_SMEM);
-    if (e != cudaSuccess)
-        return kcuda_fail(k, "fused attention backward: %zu bytes of shared memory: %s",
-                          D::BWD_SMEM, cudaGetErrorString(e));
-    dim3 grid((T + AT_BC - 1) / AT_BC, B * NH);
-    flash_backward_kernel<HS, ACT><<<grid, AT_THREADS, D::BWD_SMEM, k->stream>>>(
-        f32 ? (float *)(void *)dqkv : dq_acc, f32 ? 3 * C : C, dqkv, dout, qkv, att, Dv, T, NH,
-        1.0f / sqrtf((float)HS));
-    if (kcuda_check_launch(k, "fused attention backward") != 0)
-        return -1;
-    if (f32)
-        return 0;
-    size_t n = (size_t)B * T * C;
-    at_add_rows_kernel<ACT><<<kcuda_grid_for(k, n, 256), 256, 0, k->stream>>>(
-        dqkv, 3 * C, dq_acc, (size_t)B * T, C);
-    return kcuda_check_launch(k, "fused attention backward (dq into bf16)");
+                          const float *att, int B, int T, int NH) {
+  typedef at_dims<HS> D;
+  const int C = NH * HS, rows = B * NH * T;
+  const bool f32 = sizeof(ACT) == sizeof(float);
+  /* scratch: Dv [rows], then (bf16 storage) dq's fp32 accumulator [B*T, C], zeroed */
+  size_t dv_pad = ((size_t)rows + 63) / 64 * 64, nacc = f32 ? 0 : (size_t)B * T * C;
+  float *Dv = (float *)kcuda_scratch(k, KCUDA_SCRATCH_ATTN, (dv_pad + nacc) * sizeof(float));
+  if (!Dv) return -1;
+  float *dq_acc = Dv + dv_pad;
+  if (!f32) {
+    cudaError_t ze = cudaMemsetAsync(dq_acc, 0, nacc * sizeof(float), k->stream);
+    if (ze != cudaSuccess)
+      return kcuda_fail(k, "fused attention backward: clearing %zu bytes of scratch: %s",
+                        nacc * sizeof(float), cudaGetErrorString(ze));
+  }
+  flash_backward_dot_kernel<ACT>
+      <<<(rows + 7) / 8, 256, 0, k->stream>>>(Dv, dout, att + rows, rows, T, NH, HS);
+  if (kcuda_check_launch(k, "fused attention backward (dO . O)") != 0) return -1;
+  cudaError_t e =
+      cudaFuncSetAttribute(flash_backward_kernel<HS, ACT>,
+                           cudaFuncAttributeMaxDynamicSharedMemorySize, (int)D::BWD_SMEM);
+  if (e != cudaSuccess)
+    return kcuda_fail(k, "fused attention backward: %zu bytes of shared memory: %s", D::BWD_SMEM,
+                      cudaGetErrorString(e));
+  dim3 grid((T + AT_BC - 1) / AT_BC, B * NH);
+  flash_backward_kernel<HS, ACT><<<grid, AT_THREADS, D::BWD_SMEM, k->stream>>>(
+      f32 ? (float *)(void *)dqkv : dq_acc, f32 ? 3 * C : C, dqkv, dout, qkv, att, Dv, T, NH,
+      1.0f / sqrtf((float)HS));
+  if (kcuda_check_launch(k, "fused attention backward") != 0) return -1;
+  if (f32) return 0;
+  size_t n = (size_t)B * T * C;
+  at_add_rows_kernel<ACT>
+      <<<kcuda_grid_for(k, n, 256), 256, 0, k->stream>>>(dqkv, 3 * C, dq_acc, (size_t)B * T, C);
+  return kcuda_check_launch(k, "fused attention backward (dq into bf16)");
 }
 
 template <class ACT>
 static int forward_hs(kcuda_ctx *k, ACT *out, float *att, const ACT *qkv, int B, int T, int C,
-                      int NH)
-{
-    switch (C / NH) {
-    case 32: return fused_forward<32, ACT>(k, out, att, qkv, B, T, NH);
-    case 64: return fused_forward<64, ACT>(k, out, att, qkv, B, T, NH);
-    default: return fused_forward<128, ACT>(k, out, att, qkv, B, T, NH);
-    }
+                      int NH) {
+  switch (C / NH) {
+  case 32: return fused_forward<32, ACT>(k, out, att, qkv, B, T, NH);
+  case 64: return fused_forward<64, ACT>(k, out, att, qkv, B, T, NH);
+  default: return fused_forward<128, ACT>(k, out, att, qkv, B, T, NH);
+  }
 }
 
 template <class ACT>
 static int backward_hs(kcuda_ctx *k, ACT *dqkv, const ACT *dout, const ACT *qkv, const float *att,
-                       int B, int T, int C, int NH)
-{
-    switch (C / NH) {
-    case 32: return fused_backward<32, ACT>(k, dqkv, dout, qkv, att, B, T, NH);
-    case 64: return fused_backward<64, ACT>(k, dqkv, dout, qkv, att, B, T, NH);
-    default: return fused_backward<128, ACT>(k, dqkv, dout, qkv, att, B, T, NH);
-    }
+                       int B, int T, int C, int NH) {
+  switch (C / NH) {
+  case 32: return fused_backward<32, ACT>(k, dqkv, dout, qkv, att, B, T, NH);
+  case 64: return fused_backward<64, ACT>(k, dqkv, dout, qkv, att, B, T, NH);
+  default: return fused_backward<128, ACT>(k, dqkv, dout, qkv, att, B, T, NH);
+  }
 }
 
 /* bf16 storage belongs to bf16-precision contexts (kcuda_ctx_set_act_dtype refuses others). */
-static int check_act(kcuda_ctx *k)
-{
-    if (k->act == KCUDA_ACT_BF16 && k->precision != KCUDA_BF16)
-        return kcuda_fail(k, "fused attention: bf16 activations need a bf16-precision context");
-    return 0;
+static int check_act(kcuda_ctx *k) {
+  if (k->act == KCUDA_ACT_BF16 && k->precision != KCUDA_BF16)
+    return kcuda_fail(k, "fused attention: bf16 activations need a bf16-precision context");
+  return 0;
 }
 
 int kcuda_attention_forward_fused(kcuda_ctx *k, void *out, float *att, const void *qkv, int B,
-                                  int T, int C, int NH)
-{
-    if (!kcuda_attention_fused_supported(B, T, C, NH))
-        return kcuda_fail(k, "fused attention: unsupported shape B=%d T=%d C=%d NH=%d (head size "
-                             "32, 64 or 128 and T > head size)", B, T, C, NH);
-    if (check_act(k) != 0)
-        return -1;
-    int rc;
-    KCUDA_WITH_ACT(k, rc = forward_hs<ACT>(k, (ACT *)out, att, (const ACT *)qkv, B, T, C, NH));
-    return rc;
+                                  int T, int C, int NH) {
+  if (!kcuda_attention_fused_supported(B, T, C, NH))
+    return kcuda_fail(k,
+                      "fused attention: unsupported shape B=%d T=%d C=%d NH=%d (head size "
+                      "32, 64 or 128 and T > head size)",
+                      B, T, C, NH);
+  if (check_act(k) != 0) return -1;
+  int rc;
+  KCUDA_WITH_ACT(k, rc = forward_hs<ACT>(k, (ACT *)out, att, (const ACT *)qkv, B, T, C, NH));
+  return rc;
 }
 
 int kcuda_attention_backward_fused(kcuda_ctx *k, void *dqkv, const void *dout, const void *qkv,
-                                   const float *att, int B, int T, int C, int NH)
-{
-    if (!kcuda_attention_fused_supported(B, T, C, NH))
-        return kcuda_fail(k, "fused attention: unsupported shape B=%d T=%d C=%d NH=%d", B, T, C,
-                          NH);
-    if (check_act(k) != 0)
-        return -1;
-    int rc;
-    KCUDA_WITH_ACT(k, rc = backward_hs<ACT>(k, (ACT *)dqkv, (const ACT *)dout, (const ACT *)qkv,
-                                            att, B, T, C, NH));
-    return rc;
+                                   const float *att, int B, int T, int C, int NH) {
+  if (!kcuda_attention_fused_supported(B, T, C, NH))
+    return kcuda_fail(k, "fused attention: unsupported shape B=%d T=%d C=%d NH=%d", B, T, C, NH);
+  if (check_act(k) != 0) return -1;
+  int rc;
+  KCUDA_WITH_ACT(k, rc = backward_hs<ACT>(k, (ACT *)dqkv, (const ACT *)dout, (const ACT *)qkv, att,
+                                          B, T, C, NH));
+  return rc;
 }

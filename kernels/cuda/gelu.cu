@@ -11,40 +11,33 @@
 
 #include "act_kernels.cuh"
 
-template <class T> static unsigned gelu_grid(const kcuda_ctx *k, size_t n)
-{
-    size_t w = (size_t)act_width<T>::value;
-    return kcuda_grid_for(k, (n + w - 1) / w, 256);
+template <class T> static unsigned gelu_grid(const kcuda_ctx *k, size_t n) {
+  size_t w = (size_t)act_width<T>::value;
+  return kcuda_grid_for(k, (n + w - 1) / w, 256);
 }
 
-template <class T> static int gelu_forward(kcuda_ctx *k, T *out, const T *inp, size_t n)
-{
-    gelu_forward_kernel<T><<<gelu_grid<T>(k, n), 256, 0, k->stream>>>(out, inp, n);
-    return kcuda_check_launch(k, "gelu_forward");
+template <class T> static int gelu_forward(kcuda_ctx *k, T *out, const T *inp, size_t n) {
+  gelu_forward_kernel<T><<<gelu_grid<T>(k, n), 256, 0, k->stream>>>(out, inp, n);
+  return kcuda_check_launch(k, "gelu_forward");
 }
 
 template <class T>
-static int gelu_backward(kcuda_ctx *k, T *dinp, const T *inp, const T *dout, size_t n)
-{
-    gelu_backward_kernel<T><<<gelu_grid<T>(k, n), 256, 0, k->stream>>>(dinp, inp, dout, n);
-    return kcuda_check_launch(k, "gelu_backward");
+static int gelu_backward(kcuda_ctx *k, T *dinp, const T *inp, const T *dout, size_t n) {
+  gelu_backward_kernel<T><<<gelu_grid<T>(k, n), 256, 0, k->stream>>>(dinp, inp, dout, n);
+  return kcuda_check_launch(k, "gelu_backward");
 }
 
-int kcuda_gelu_forward(kcuda_ctx *k, void *out, const void *inp, size_t N)
-{
-    if (N == 0)
-        return 0;
-    int rc;
-    KCUDA_WITH_ACT(k, rc = gelu_forward<ACT>(k, (ACT *)out, (const ACT *)inp, N));
-    return rc;
+int kcuda_gelu_forward(kcuda_ctx *k, void *out, const void *inp, size_t N) {
+  if (N == 0) return 0;
+  int rc;
+  KCUDA_WITH_ACT(k, rc = gelu_forward<ACT>(k, (ACT *)out, (const ACT *)inp, N));
+  return rc;
 }
 
-int kcuda_gelu_backward(kcuda_ctx *k, void *dinp, const void *inp, const void *dout, size_t N)
-{
-    if (N == 0)
-        return 0;
-    int rc;
-    KCUDA_WITH_ACT(k, rc = gelu_backward<ACT>(k, (ACT *)dinp, (const ACT *)inp,
-                                              (const ACT *)dout, N));
-    return rc;
+int kcuda_gelu_backward(kcuda_ctx *k, void *dinp, const void *inp, const void *dout, size_t N) {
+  if (N == 0) return 0;
+  int rc;
+  KCUDA_WITH_ACT(k,
+                 rc = gelu_backward<ACT>(k, (ACT *)dinp, (const ACT *)inp, (const ACT *)dout, N));
+  return rc;
 }

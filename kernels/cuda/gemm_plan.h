@@ -17,25 +17,24 @@
 #define STEPSCOPE_KCUDA_GEMM_PLAN_H
 
 typedef struct kcuda_gemm_plan {
-    int first_is_b;   /* always 1: column-major operand 1 is the row-major B */
-    int trans1, trans2; /* transposition of column-major operands 1 and 2 */
-    int m, n, k;      /* column-major D[m,n] = op1[m,k] op2[k,n] */
-    int ld1, ld2, ldd;
+  int first_is_b;     /* always 1: column-major operand 1 is the row-major B */
+  int trans1, trans2; /* transposition of column-major operands 1 and 2 */
+  int m, n, k;        /* column-major D[m,n] = op1[m,k] op2[k,n] */
+  int ld1, ld2, ldd;
 } kcuda_gemm_plan;
 
-static inline kcuda_gemm_plan kcuda_plan_row_major(int transA, int transB, int M, int N, int K)
-{
-    kcuda_gemm_plan p;
-    p.first_is_b = 1;
-    p.trans1 = transB;
-    p.trans2 = transA;
-    p.m = N;
-    p.n = M;
-    p.k = K;
-    p.ld1 = transB ? K : N; /* B stored [N,K] or [K,N] */
-    p.ld2 = transA ? M : K; /* A stored [K,M] or [M,K] */
-    p.ldd = N;
-    return p;
+static inline kcuda_gemm_plan kcuda_plan_row_major(int transA, int transB, int M, int N, int K) {
+  kcuda_gemm_plan p;
+  p.first_is_b = 1;
+  p.trans1 = transB;
+  p.trans2 = transA;
+  p.m = N;
+  p.n = M;
+  p.k = K;
+  p.ld1 = transB ? K : N; /* B stored [N,K] or [K,N] */
+  p.ld2 = transA ? M : K; /* A stored [K,M] or [M,K] */
+  p.ldd = N;
+  return p;
 }
 
 #endif /* STEPSCOPE_KCUDA_GEMM_PLAN_H */

@@ -20,70 +20,68 @@
 #include "cuda_kernels.h"
 
 enum kcuda_scratch_slot {
-    KCUDA_SCRATCH_CAST_A = 0, /* bf16 copy of a GEMM's A operand */
-    KCUDA_SCRATCH_CAST_B,     /* bf16 copy of a GEMM's B operand */
-    KCUDA_SCRATCH_CAST_W,     /* bf16 copy of a weight the cache could not keep */
-    KCUDA_SCRATCH_DBIAS,      /* per-row-chunk partial column sums of the bias gradient */
-    KCUDA_SCRATCH_ATTN,       /* attention: permuted q, k, v, y and their gradients */
-    KCUDA_SCRATCH_REDUCE,     /* partial sums of the deterministic reductions */
-    KCUDA_SCRATCH_WORKSPACE,  /* cuBLASLt's workspace (only streams that run GEMMs get one) */
-    KCUDA_SCRATCH_MOE,        /* mixture of experts: the dispatch plan's ranks and histograms,
-                                 the aux loss's per-expert sums and counts */
-    KCUDA_SCRATCH_COUNT
+  KCUDA_SCRATCH_CAST_A = 0, /* bf16 copy of a GEMM's A operand */
+  KCUDA_SCRATCH_CAST_B,     /* bf16 copy of a GEMM's B operand */
+  KCUDA_SCRATCH_CAST_W,     /* bf16 copy of a weight the cache could not keep */
+  KCUDA_SCRATCH_DBIAS,      /* per-row-chunk partial column sums of the bias gradient */
+  KCUDA_SCRATCH_ATTN,       /* attention: permuted q, k, v, y and their gradients */
+  KCUDA_SCRATCH_REDUCE,     /* partial sums of the deterministic reductions */
+  KCUDA_SCRATCH_WORKSPACE,  /* cuBLASLt's workspace (only streams that run GEMMs get one) */
+  KCUDA_SCRATCH_MOE,        /* mixture of experts: the dispatch plan's ranks and histograms,
+                               the aux loss's per-expert sums and counts */
+  KCUDA_SCRATCH_COUNT
 };
 
-#define KCUDA_ALGO_CACHE 128
-#define KCUDA_ALGO_KEY 14
+#define KCUDA_ALGO_CACHE      128
+#define KCUDA_ALGO_KEY        14
 #define KCUDA_WORKSPACE_BYTES ((size_t)32 << 20) /* cuBLASLt's recommendation for Hopper */
-#define KCUDA_WEIGHT_CACHE 512 /* bf16 weight copies kept per context (4 per layer + head) */
+#define KCUDA_WEIGHT_CACHE    512 /* bf16 weight copies kept per context (4 per layer + head) */
 
 typedef struct kcuda_algo_entry {
-    int valid;
-    int key[KCUDA_ALGO_KEY];
-    cublasLtMatmulAlgo_t algo;
+  int valid;
+  int key[KCUDA_ALGO_KEY];
+  cublasLtMatmulAlgo_t algo;
 } kcuda_algo_entry;
 
 /* A bf16 copy of an fp32 weight (src, n floats), cast under weights version `version`. */
 typedef struct kcuda_weight_entry {
-    const float *src;
-    size_t n;
-    void *bf16;
-    unsigned long long version;
+  const float *src;
+  size_t n;
+  void *bf16;
+  unsigned long long version;
 } kcuda_weight_entry;
 
 struct kcuda_ctx {
-    cudaStream_t stream;
-    kcuda_precision precision;
-    kcuda_act_dtype act; /* activation storage type (kcuda_ctx_set_act_dtype) */
-    cublasLtHandle_t lt;
-    void *scratch[KCUDA_SCRATCH_COUNT];
-    size_t scratch_bytes[KCUDA_SCRATCH_COUNT];
-    kcuda_algo_entry algos[KCUDA_ALGO_CACHE];
-    kcuda_weight_entry weights[KCUDA_WEIGHT_CACHE];
-    int nweights;
-    size_t weight_bytes;
-    unsigned long long weight_casts; /* how many times a weight was (re)cast: for tests */
-    int sm_count;
-    char error[512];
+  cudaStream_t stream;
+  kcuda_precision precision;
+  kcuda_act_dtype act; /* activation storage type (kcuda_ctx_set_act_dtype) */
+  cublasLtHandle_t lt;
+  void *scratch[KCUDA_SCRATCH_COUNT];
+  size_t scratch_bytes[KCUDA_SCRATCH_COUNT];
+  kcuda_algo_entry algos[KCUDA_ALGO_CACHE];
+  kcuda_weight_entry weights[KCUDA_WEIGHT_CACHE];
+  int nweights;
+  size_t weight_bytes;
+  unsigned long long weight_casts; /* how many times a weight was (re)cast: for tests */
+  int sm_count;
+  char error[512];
 };
 
 /* Writes the context's error message; returns -1 so callers can `return kcuda_fail(...)`. */
-static inline int kcuda_fail(kcuda_ctx *k, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(k->error, sizeof k->error, fmt, ap);
-    va_end(ap);
-    return -1;
+static inline int kcuda_fail(kcuda_ctx *k, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(k->error, sizeof k->error, fmt, ap);
+  va_end(ap);
+  return -1;
 }
 
 /* Checks the launch that just happened. */
-static inline int kcuda_check_launch(kcuda_ctx *k, const char *what)
-{
-    cudaError_t e = cudaGetLastError();
-    if (e != cudaSuccess)
-        return kcuda_fail(k, "%s: kernel launch failed: %s", what, cudaGetErrorString(e));
-    return 0;
+static inline int kcuda_check_launch(kcuda_ctx *k, const char *what) {
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess)
+    return kcuda_fail(k, "%s: kernel launch failed: %s", what, cudaGetErrorString(e));
+  return 0;
 }
 
 /* A scratch buffer of at least `bytes` in `slot` (NULL after kcuda_fail). */
@@ -101,98 +99,89 @@ int kcuda_gemm_ex(kcuda_ctx *k, int transA, int transB, int M, int N, int K, flo
                   long long strideC);
 
 /* Launch sizes for element-wise kernels over n elements (grid-stride loops). */
-static inline unsigned kcuda_grid_for(const kcuda_ctx *k, size_t n, unsigned block)
-{
-    size_t blocks = (n + block - 1) / block;
-    size_t cap = (size_t)(k->sm_count > 0 ? k->sm_count : 132) * 16;
-    if (blocks > cap)
-        blocks = cap;
-    return blocks ? (unsigned)blocks : 1u;
+static inline unsigned kcuda_grid_for(const kcuda_ctx *k, size_t n, unsigned block) {
+  size_t blocks = (n + block - 1) / block;
+  size_t cap = (size_t)(k->sm_count > 0 ? k->sm_count : 132) * 16;
+  if (blocks > cap) blocks = cap;
+  return blocks ? (unsigned)blocks : 1u;
 }
 
 /* Activation loads and stores for kernels templated on the storage type (float or
  * __nv_bfloat16): compute in fp32, round once on store (nearest even). */
-__device__ __forceinline__ float kcuda_ld(const float *p, size_t i) { return p[i]; }
-__device__ __forceinline__ float kcuda_ld(const __nv_bfloat16 *p, size_t i)
-{
-    return __bfloat162float(p[i]);
+__device__ __forceinline__ float kcuda_ld(const float *p, size_t i) {
+  return p[i];
 }
-__device__ __forceinline__ void kcuda_st(float *p, size_t i, float v) { p[i] = v; }
-__device__ __forceinline__ void kcuda_st(__nv_bfloat16 *p, size_t i, float v)
-{
-    p[i] = __float2bfloat16_rn(v);
+__device__ __forceinline__ float kcuda_ld(const __nv_bfloat16 *p, size_t i) {
+  return __bfloat162float(p[i]);
+}
+__device__ __forceinline__ void kcuda_st(float *p, size_t i, float v) {
+  p[i] = v;
+}
+__device__ __forceinline__ void kcuda_st(__nv_bfloat16 *p, size_t i, float v) {
+  p[i] = __float2bfloat16_rn(v);
 }
 
 /* Runs `body` (a lambda-free statement using the type name ACT) with ACT = float or
  * __nv_bfloat16 according to the context's activation type. */
 #define KCUDA_WITH_ACT(k, body)                                                                    \
-    do {                                                                                           \
-        if ((k)->act == KCUDA_ACT_BF16) {                                                          \
-            typedef __nv_bfloat16 ACT;                                                             \
-            body;                                                                                  \
-        } else {                                                                                   \
-            typedef float ACT;                                                                     \
-            body;                                                                                  \
-        }                                                                                          \
-    } while (0)
+  do {                                                                                             \
+    if ((k)->act == KCUDA_ACT_BF16) {                                                              \
+      typedef __nv_bfloat16 ACT;                                                                   \
+      body;                                                                                        \
+    } else {                                                                                       \
+      typedef float ACT;                                                                           \
+      body;                                                                                        \
+    }                                                                                              \
+  } while (0)
 
-__device__ __forceinline__ float kcuda_warp_sum(float v)
-{
-    for (int o = 16; o > 0; o >>= 1)
-        v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
+__device__ __forceinline__ float kcuda_warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1)
+    v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
 }
 
-__device__ __forceinline__ double kcuda_warp_sum_d(double v)
-{
-    for (int o = 16; o > 0; o >>= 1)
-        v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
+__device__ __forceinline__ double kcuda_warp_sum_d(double v) {
+  for (int o = 16; o > 0; o >>= 1)
+    v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
 }
 
-__device__ __forceinline__ float kcuda_warp_max(float v)
-{
-    for (int o = 16; o > 0; o >>= 1)
-        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    return v;
+__device__ __forceinline__ float kcuda_warp_max(float v) {
+  for (int o = 16; o > 0; o >>= 1)
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
 }
 
 /* Sum over a block of up to 1024 threads; every thread gets the result. `shared`
  * holds 32 values; the block must call it uniformly. */
-__device__ __forceinline__ float kcuda_block_sum(float v, float *shared)
-{
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
-    v = kcuda_warp_sum(v);
-    __syncthreads();
-    if (lane == 0)
-        shared[warp] = v;
-    __syncthreads();
-    float r = lane < nwarps ? shared[lane] : 0.0f;
-    return kcuda_warp_sum(r);
+__device__ __forceinline__ float kcuda_block_sum(float v, float *shared) {
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
+  v = kcuda_warp_sum(v);
+  __syncthreads();
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  float r = lane < nwarps ? shared[lane] : 0.0f;
+  return kcuda_warp_sum(r);
 }
 
-__device__ __forceinline__ float kcuda_block_max(float v, float *shared)
-{
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
-    v = kcuda_warp_max(v);
-    __syncthreads();
-    if (lane == 0)
-        shared[warp] = v;
-    __syncthreads();
-    float r = lane < nwarps ? shared[lane] : -INFINITY;
-    return kcuda_warp_max(r);
+__device__ __forceinline__ float kcuda_block_max(float v, float *shared) {
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
+  v = kcuda_warp_max(v);
+  __syncthreads();
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  float r = lane < nwarps ? shared[lane] : -INFINITY;
+  return kcuda_warp_max(r);
 }
 
-__device__ __forceinline__ double kcuda_block_sum_d(double v, double *shared)
-{
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
-    v = kcuda_warp_sum_d(v);
-    __syncthreads();
-    if (lane == 0)
-        shared[warp] = v;
-    __syncthreads();
-    double r = lane < nwarps ? shared[lane] : 0.0;
-    return kcuda_warp_sum_d(r);
+__device__ __forceinline__ double kcuda_block_sum_d(double v, double *shared) {
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
+  v = kcuda_warp_sum_d(v);
+  __syncthreads();
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  double r = lane < nwarps ? shared[lane] : 0.0;
+  return kcuda_warp_sum_d(r);
 }
 
 #endif /* STEPSCOPE_KCUDA_INTERNAL_CUH */

@@ -25,84 +25,75 @@
 
 #include "act_kernels.cuh"
 
-static unsigned ln_blocks(const kcuda_ctx *k, int N)
-{
-    unsigned need = (unsigned)((N + ACT_LN_WARPS - 1) / ACT_LN_WARPS);
-    unsigned cap = (unsigned)(k->sm_count > 0 ? k->sm_count : 132) * 4;
-    return need < cap ? (need ? need : 1) : cap;
+static unsigned ln_blocks(const kcuda_ctx *k, int N) {
+  unsigned need = (unsigned)((N + ACT_LN_WARPS - 1) / ACT_LN_WARPS);
+  unsigned cap = (unsigned)(k->sm_count > 0 ? k->sm_count : 132) * 4;
+  return need < cap ? (need ? need : 1) : cap;
 }
 
 template <class T>
 static int layernorm_forward(kcuda_ctx *k, T *out, float *mean, float *rstd, const T *inp,
-                             const float *weight, const float *bias, int N, int C)
-{
-    layernorm_forward_kernel<T><<<ln_blocks(k, N), ACT_LN_WARPS * 32, 0, k->stream>>>(
-        out, mean, rstd, inp, weight, bias, N, C);
-    return kcuda_check_launch(k, "layernorm_forward");
+                             const float *weight, const float *bias, int N, int C) {
+  layernorm_forward_kernel<T><<<ln_blocks(k, N), ACT_LN_WARPS * 32, 0, k->stream>>>(
+      out, mean, rstd, inp, weight, bias, N, C);
+  return kcuda_check_launch(k, "layernorm_forward");
 }
 
 template <class T>
 static int residual_layernorm_forward(kcuda_ctx *k, T *res, T *out, float *mean, float *rstd,
                                       const T *a, const T *b, const float *weight,
-                                      const float *bias, int N, int C)
-{
-    residual_layernorm_forward_kernel<T><<<ln_blocks(k, N), ACT_LN_WARPS * 32, 0, k->stream>>>(
-        res, out, mean, rstd, a, b, weight, bias, N, C);
-    return kcuda_check_launch(k, "residual_layernorm_forward");
+                                      const float *bias, int N, int C) {
+  residual_layernorm_forward_kernel<T><<<ln_blocks(k, N), ACT_LN_WARPS * 32, 0, k->stream>>>(
+      res, out, mean, rstd, a, b, weight, bias, N, C);
+  return kcuda_check_launch(k, "residual_layernorm_forward");
 }
 
 template <class T>
 static int layernorm_backward(kcuda_ctx *k, T *dinp, float *dweight, float *dbias, const T *dout,
                               const T *inp, const float *weight, const float *mean,
-                              const float *rstd, int N, int C, size_t smem, unsigned blocks)
-{
-    layernorm_backward_kernel<T><<<blocks, ACT_LN_WARPS * 32, smem, k->stream>>>(
-        dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
-    return kcuda_check_launch(k, "layernorm_backward");
+                              const float *rstd, int N, int C, size_t smem, unsigned blocks) {
+  layernorm_backward_kernel<T><<<blocks, ACT_LN_WARPS * 32, smem, k->stream>>>(
+      dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+  return kcuda_check_launch(k, "layernorm_backward");
 }
 
 int kcuda_layernorm_forward(kcuda_ctx *k, void *out, float *mean, float *rstd, const void *inp,
-                            const float *weight, const float *bias, int N, int C)
-{
-    if (N <= 0)
-        return 0;
-    int rc;
-    KCUDA_WITH_ACT(k, rc = layernorm_forward<ACT>(k, (ACT *)out, mean, rstd, (const ACT *)inp,
-                                                  weight, bias, N, C));
-    return rc;
+                            const float *weight, const float *bias, int N, int C) {
+  if (N <= 0) return 0;
+  int rc;
+  KCUDA_WITH_ACT(k, rc = layernorm_forward<ACT>(k, (ACT *)out, mean, rstd, (const ACT *)inp, weight,
+                                                bias, N, C));
+  return rc;
 }
 
 int kcuda_residual_layernorm_forward(kcuda_ctx *k, void *residual_out, void *out, float *mean,
-                                     float *rstd, const void *a, const void *b,
-                                     const float *weight, const float *bias, int N, int C)
-{
-    if (N <= 0)
-        return 0;
-    int rc;
-    KCUDA_WITH_ACT(k, rc = residual_layernorm_forward<ACT>(
-                          k, (ACT *)residual_out, (ACT *)out, mean, rstd, (const ACT *)a,
-                          (const ACT *)b, weight, bias, N, C));
-    return rc;
+                                     float *rstd, const void *a, const void *b, const float *weight,
+                                     const float *bias, int N, int C) {
+  if (N <= 0) return 0;
+  int rc;
+  KCUDA_WITH_ACT(k, rc = residual_layernorm_forward<ACT>(k, (ACT *)residual_out, (ACT *)out, mean,
+                                                         rstd, (const ACT *)a, (const ACT *)b,
+                                                         weight, bias, N, C));
+  return rc;
 }
 
 int kcuda_layernorm_backward(kcuda_ctx *k, void *dinp, float *dweight, float *dbias,
                              const void *dout, const void *inp, const float *weight,
-                             const float *mean, const float *rstd, int N, int C)
-{
-    size_t smem = 2 * (size_t)C * sizeof(float);
-    if (smem > 48 * 1024)
-        return kcuda_fail(k, "layernorm_backward: C=%d is larger than the 6144 channels the "
-                             "shared-memory accumulators hold", C);
-    if (N <= 0)
-        return 0;
-    /* fewer blocks than forward: each block's partial sums cost 2C atomics */
-    unsigned blocks = ln_blocks(k, N);
-    unsigned cap = (unsigned)(k->sm_count > 0 ? k->sm_count : 132) * 2;
-    if (blocks > cap)
-        blocks = cap;
-    int rc;
-    KCUDA_WITH_ACT(k, rc = layernorm_backward<ACT>(k, (ACT *)dinp, dweight, dbias,
-                                                   (const ACT *)dout, (const ACT *)inp, weight,
-                                                   mean, rstd, N, C, smem, blocks));
-    return rc;
+                             const float *mean, const float *rstd, int N, int C) {
+  size_t smem = 2 * (size_t)C * sizeof(float);
+  if (smem > 48 * 1024)
+    return kcuda_fail(k,
+                      "layernorm_backward: C=%d is larger than the 6144 channels the "
+                      "shared-memory accumulators hold",
+                      C);
+  if (N <= 0) return 0;
+  /* fewer blocks than forward: each block's partial sums cost 2C atomics */
+  unsigned blocks = ln_blocks(k, N);
+  unsigned cap = (unsigned)(k->sm_count > 0 ? k->sm_count : 132) * 2;
+  if (blocks > cap) blocks = cap;
+  int rc;
+  KCUDA_WITH_ACT(k, rc = layernorm_backward<ACT>(k, (ACT *)dinp, dweight, dbias, (const ACT *)dout,
+                                                 (const ACT *)inp, weight, mean, rstd, N, C, smem,
+                                                 blocks));
+  return rc;
 }

@@ -67,12 +67,16 @@ static int cmp_apis_total(const void *pa, const void *pb) {
 static void sort_case(size_t n, int64_t base, uint64_t range, int shape) {
   ssa_op *a = calloc(n ? n : 1, sizeof *a), *b = calloc(n ? n : 1, sizeof *b);
   ssa_api *x = calloc(n ? n : 1, sizeof *x), *y = calloc(n ? n : 1, sizeof *y);
-  if (!a || !b || !x || !y) { failures++; goto out; }
+  if (!a || !b || !x || !y) {
+    failures++;
+    goto out;
+  }
   for (size_t i = 0; i < n; i++) {
     int64_t s = base + (int64_t)(range ? next_u64() % range : 0);
-    if (shape == 1) s = base + (int64_t)i * 3;               /* sorted */
-    if (shape == 2) s = base + (int64_t)(n - i) * 3;         /* reversed */
-    if (shape >= 200000) { /* shape - 200000 sorted runs one after the other, each spanning it all */
+    if (shape == 1) s = base + (int64_t)i * 3;       /* sorted */
+    if (shape == 2) s = base + (int64_t)(n - i) * 3; /* reversed */
+    if (shape >=
+        200000) { /* shape - 200000 sorted runs one after the other, each spanning it all */
       size_t runs = (size_t)shape - 200000, len = (n + runs - 1) / runs;
       s = base + (int64_t)(i % len) * 3 + (int64_t)(i / len % 2);
     } else if (shape >= 100000) { /* shape - 100000 runs, each overlapping the next by 2 elements */
@@ -80,10 +84,12 @@ static void sort_case(size_t n, int64_t base, uint64_t range, int shape) {
       s = base + (int64_t)(run * len + at) * 3 - (int64_t)(2 * 3 * (run > 0 && at < 2));
     } else if (shape >= 100) { /* 40 runs, each overlapping the next by shape - 99 elements */
       size_t len = n / 40, run = i / len, at = i % len;
-      s = base + (int64_t)(run * len + at) * 3 - (int64_t)((shape - 99) * 3 * (run > 0 && at < (size_t)(shape - 99)));
+      s = base + (int64_t)(run * len + at) * 3 -
+          (int64_t)((shape - 99) * 3 * (run > 0 && at < (size_t)(shape - 99)));
     } else if (shape >= 3) { /* shape - 1 sorted runs one after the other (the merge) */
       size_t runs = (size_t)shape - 1, len = (n + runs - 1) / runs;
-      s = base + (int64_t)(i % len) * 3 + (int64_t)(i / len % 2); /* runs overlap, some starts equal */
+      s = base + (int64_t)(i % len) * 3 +
+          (int64_t)(i / len % 2); /* runs overlap, some starts equal */
     }
     a[i].start = s;
     a[i].end = s + (int64_t)(next_u64() % 4);
@@ -126,9 +132,10 @@ static void sort_cases(void) {
         if (bases[k] > 0 && ranges[j] > (1ull << 60)) continue; /* keep clear of overflow */
         sort_case(sizes[i], bases[k], ranges[j], 0);
       }
-  sort_case(200000, 0, 1ull << 40, 0);   /* several radix levels */
+  sort_case(200000, 0, 1ull << 40, 0);      /* several radix levels */
   sort_case(200000, -5000000000ll, 300, 0); /* long runs of equal start times */
-  for (int shape = 1; shape <= 2; shape++) sort_case(100000, -7, 0, shape);
+  for (int shape = 1; shape <= 2; shape++)
+    sort_case(100000, -7, 0, shape);
   /* 2 to 9, 40, 64 and 65, 200 and 1000 sorted runs, each spanning the
    * whole range: merged (up to 64) or radix-sorted */
   int runs[] = {3, 4, 5, 6, 7, 8, 9, 10, 41, 65, 66, 200000 + 200, 200000 + 1000};
@@ -138,18 +145,23 @@ static void sort_cases(void) {
     sort_case(1000, 1700000000000000000ll, 0, runs[i]);
   }
   /* runs that overlap by a few elements only (interleaved threads) */
-  for (int shape = 100; shape <= 102; shape++) sort_case(50000, 1000, 0, shape);
+  for (int shape = 100; shape <= 102; shape++)
+    sort_case(50000, 1000, 0, shape);
   /* more than 64 such runs (merged while they overlap little), and as many
    * as the merge counts before it gives up (fewer than 16 elements each) */
   int many[] = {65, 146, 1000, 3124, 3200};
-  for (size_t i = 0; i < sizeof many / sizeof *many; i++) sort_case(50000, -3, 0, 100000 + many[i]);
+  for (size_t i = 0; i < sizeof many / sizeof *many; i++)
+    sort_case(50000, -3, 0, 100000 + many[i]);
 }
 
 static void stab_case(size_t nsteps, int mode, size_t nqueries) {
   ssa_step *s = calloc(nsteps ? nsteps : 1, sizeof *s);
   uint32_t *out = malloc((nsteps ? nsteps : 1) * sizeof *out);
   char *want = malloc(nsteps ? nsteps : 1), *got = malloc(nsteps ? nsteps : 1);
-  if (!s || !out || !want || !got) { failures++; goto out; }
+  if (!s || !out || !want || !got) {
+    failures++;
+    goto out;
+  }
   int64_t t = 0;
   for (size_t i = 0; i < nsteps; i++) {
     s[i].number = (int64_t)i;
@@ -171,10 +183,14 @@ static void stab_case(size_t nsteps, int mode, size_t nqueries) {
       s[j] = tmp;
     }
   ssa_step_index ix;
-  if (ssa_step_index_build(&ix, s, nsteps)) { failures++; goto out; }
+  if (ssa_step_index_build(&ix, s, nsteps)) {
+    failures++;
+    goto out;
+  }
   int64_t hi = mode == 0 ? t + 10 : 2100;
   for (size_t q = 0; q < nqueries; q++) {
-    int64_t at = q % 2 ? (int64_t)(next_u64() % (uint64_t)(hi + 20)) - 10 : (int64_t)(q * (uint64_t)hi / nqueries);
+    int64_t at = q % 2 ? (int64_t)(next_u64() % (uint64_t)(hi + 20)) - 10
+                       : (int64_t)(q * (uint64_t)hi / nqueries);
     size_t expect = 0;
     for (size_t i = 0; i < nsteps; i++) {
       want[i] = s[i].range_start <= at && at < s[i].range_end;
@@ -184,18 +200,21 @@ static void stab_case(size_t nsteps, int mode, size_t nqueries) {
      * one in the array) */
     uint32_t owner = SSA_NONE;
     for (size_t i = 0; i < nsteps; i++)
-      if (want[i] && (owner == SSA_NONE || s[i].range_start >= s[owner].range_start)) owner = (uint32_t)i;
-    CHECK(ssa_step_index_owner(&ix, at) == owner, "mode %d t %lld: owner %u, expected %u", mode, (long long)at,
-          ssa_step_index_owner(&ix, at), owner);
+      if (want[i] && (owner == SSA_NONE || s[i].range_start >= s[owner].range_start))
+        owner = (uint32_t)i;
+    CHECK(ssa_step_index_owner(&ix, at) == owner, "mode %d t %lld: owner %u, expected %u", mode,
+          (long long)at, ssa_step_index_owner(&ix, at), owner);
     for (int way = 0; way < 2; way++) {
-      size_t m = way ? ssa_step_index_stab_fast(&ix, at, out, nsteps) : ssa_step_index_stab(&ix, at, out, nsteps);
+      size_t m = way ? ssa_step_index_stab_fast(&ix, at, out, nsteps)
+                     : ssa_step_index_stab(&ix, at, out, nsteps);
       CHECK(m == expect, "mode %d t %lld: %zu steps, expected %zu", mode, (long long)at, m, expect);
       memset(got, 0, nsteps ? nsteps : 1);
       for (size_t k = 0; k < m && k < nsteps; k++) {
         CHECK(!got[out[k]], "mode %d: step reported twice", mode);
         got[out[k]] = 1;
       }
-      CHECK(nsteps == 0 || memcmp(got, want, nsteps) == 0, "mode %d t %lld: wrong steps", mode, (long long)at);
+      CHECK(nsteps == 0 || memcmp(got, want, nsteps) == 0, "mode %d t %lld: wrong steps", mode,
+            (long long)at);
       CHECK(ssa_step_index_stab(&ix, at, NULL, 0) == expect, "mode %d: count without output", mode);
     }
   }
@@ -215,13 +234,15 @@ static void delay_stats_case(size_t n, int shape) {
   for (size_t i = 0; i < n; i++) {
     uint64_t x = next_u64();
     switch (shape) {
-    case 0: v[i] = (int64_t)(x % 5000000); break;                      /* spread */
-    case 1: v[i] = 42; break;                                         /* all equal */
-    case 2: v[i] = (x % 100 == 0) ? (int64_t)(x >> 24) : (int64_t)(x % 1000); break; /* outliers */
+    case 0: v[i] = (int64_t)(x % 5000000); break; /* spread */
+    case 1: v[i] = 42; break;                     /* all equal */
+    case 2:
+      v[i] = (x % 100 == 0) ? (int64_t)(x >> 24) : (int64_t)(x % 1000);
+      break; /* outliers */
     /* wide ranges (the sum of the values must still fit in an int64) */
     case 3: v[i] = (int64_t)(x >> 24) - ((int64_t)1 << 39); break;
     case 4: v[i] = -(int64_t)(x % 3000) - (x % 7 == 0 ? (int64_t)1 << 40 : 0); break;
-    default: v[i] = (int64_t)(i % 3); break;                          /* few values */
+    default: v[i] = (int64_t)(i % 3); break; /* few values */
     }
   }
   memcpy(sorted, v, n * sizeof *v);
@@ -230,7 +251,8 @@ static void delay_stats_case(size_t n, int shape) {
   ssa_delay_stats_of(v, n, &st);
   CHECK(st.count == n, "count");
   if (n) {
-    size_t k50 = (n * 50 + 99) / 100 - 1, k90 = (n * 90 + 99) / 100 - 1, k99 = (n * 99 + 99) / 100 - 1;
+    size_t k50 = (n * 50 + 99) / 100 - 1, k90 = (n * 90 + 99) / 100 - 1,
+           k99 = (n * 99 + 99) / 100 - 1;
     CHECK(st.min == sorted[0] && st.max == sorted[n - 1], "min/max n=%zu shape %d", n, shape);
     CHECK(st.p50 == sorted[k50], "p50 n=%zu shape %d", n, shape);
     CHECK(st.p90 == sorted[k90], "p90 n=%zu shape %d", n, shape);
@@ -243,11 +265,13 @@ static void delay_stats_case(size_t n, int shape) {
 int main(void) {
   size_t sizes[] = {0, 1, 2, 100, 65535, 65536, 200001};
   for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
-    for (int shape = 0; shape < 6; shape++) delay_stats_case(sizes[i], shape);
+    for (int shape = 0; shape < 6; shape++)
+      delay_stats_case(sizes[i], shape);
   sort_cases();
   size_t counts[] = {0, 1, 2, 3, 17, 64, 300};
   for (size_t i = 0; i < sizeof counts / sizeof *counts; i++)
-    for (int mode = 0; mode < 3; mode++) stab_case(counts[i], mode, 3000);
+    for (int mode = 0; mode < 3; mode++)
+      stab_case(counts[i], mode, 3000);
   if (failures) {
     fprintf(stderr, "%d check(s) failed\n", failures);
     return 1;

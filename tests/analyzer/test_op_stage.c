@@ -47,11 +47,11 @@ static uint64_t next_u64(void) {
 
 typedef struct scenario {
   const char *what;
-  int gpu_lanes, cpu_lanes;  /* streams used by device ops and host ops */
+  int gpu_lanes, cpu_lanes; /* streams used by device ops and host ops */
   size_t ops;
-  int lag;                   /* lane 0 falls further behind at every op */
-  int shuffled_lane;         /* this lane's ops come out of order (-1: none) */
-  int coarse;                /* start times on a coarse grid: many ties */
+  int lag;           /* lane 0 falls further behind at every op */
+  int shuffled_lane; /* this lane's ops come out of order (-1: none) */
+  int coarse;        /* start times on a coarse grid: many ties */
 } scenario;
 
 static int jitter_apis;
@@ -67,7 +67,7 @@ static const char *names[] = {"gemm", "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
  * interned at first use in record order as the trace source does. */
 typedef struct ref_rank {
   ssa_rank r;
-  uint32_t ids[16];  /* writer string id -> model id + 1 */
+  uint32_t ids[16]; /* writer string id -> model id + 1 */
 } ref_rank;
 
 static uint32_t ref_map(ref_rank *x, const char *const *strs, uint32_t id) {
@@ -222,7 +222,8 @@ static void run(const scenario *sc, const char *dir) {
   CHECK(ssa_trace_source_load(path, &s, &err) == 0, "%s: load", sc->what);
   /* the merge itself put them in order (finish's sort would hide it) */
   size_t unordered = 0;
-  for (size_t i = 1; i < s.nops; i++) unordered += ssa_cmp_ops(&s.ops[i - 1], &s.ops[i]) > 0;
+  for (size_t i = 1; i < s.nops; i++)
+    unordered += ssa_cmp_ops(&s.ops[i - 1], &s.ops[i]) > 0;
   CHECK(unordered == 0, "%s: %zu ops out of order after the merge", sc->what, unordered);
   CHECK(ssa_rank_finish(&s) == 0, "finish");
   CHECK(ssa_rank_finish(&x.r) == 0, "finish");
@@ -258,7 +259,8 @@ static void run(const scenario *sc, const char *dir) {
   /* the join against brute force: an op's launch call has its id, and an
    * op without one has an id that no call has */
   uint64_t *ids = malloc((s.napis ? s.napis : 1) * sizeof *ids);
-  for (size_t i = 0; i < s.napis; i++) ids[i] = s.apis[i].corr;
+  for (size_t i = 0; i < s.napis; i++)
+    ids[i] = s.apis[i].corr;
   qsort(ids, s.napis, sizeof *ids, cmp_u64);
   size_t wrong = 0;
   for (size_t i = 0; i < s.nops; i++) {
@@ -294,7 +296,8 @@ int main(void) {
   for (int seed = 1; seed <= 2; seed++) {
     rng = (uint64_t)seed * 1234567;
     jitter_apis = seed == 2;
-    for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++) run(&scenarios[i], dir);
+    for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
+      run(&scenarios[i], dir);
   }
   rmdir(dir);
   if (failures) {

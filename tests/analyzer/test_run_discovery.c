@@ -42,13 +42,18 @@ static int failures;
 
 static char dir[256];
 
-static void path_of(char *out, size_t n, const char *name) { snprintf(out, n, "%s/%s", dir, name); }
+static void path_of(char *out, size_t n, const char *name) {
+  snprintf(out, n, "%s/%s", dir, name);
+}
 
 static void write_plain(const char *name, const char *text) {
   char p[512];
   path_of(p, sizeof p, name);
   FILE *f = fopen(p, "wb");
-  if (!f) { perror(p); exit(1); }
+  if (!f) {
+    perror(p);
+    exit(1);
+  }
   fputs(text, f);
   fclose(f);
 }
@@ -57,7 +62,10 @@ static void write_gz(const char *name, const char *a, const char *b, const char 
   char p[512];
   path_of(p, sizeof p, name);
   gzFile g = gzopen(p, "wb");
-  if (!g) { perror(p); exit(1); }
+  if (!g) {
+    perror(p);
+    exit(1);
+  }
   gzputs(g, a);
   if (b) gzputs(g, b);
   if (c) gzputs(g, c);
@@ -73,16 +81,28 @@ static ssa_file_kind kind_of(const char *name, int explicit_file) {
   return k;
 }
 
-#define KINETO_HEAD "{\"schemaVersion\":1,\"deviceProperties\":[],\"distributedInfo\":{\"rank\":0},\"traceEvents\":["
-#define KINETO_EVENT "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm\",\"pid\":0,\"tid\":7,\"ts\":1,\"dur\":2}"
-#define EXPORT_HEAD "{\"traceEvents\":[\n{\"ph\":\"M\",\"pid\":1,\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":\"rank 0 (h, cpu)\"}}"
-#define EXPORT_TAIL "\n],\"displayTimeUnit\":\"ns\",\"metadata\":{\"stepscope\":{\"exporter\":\"stepscope export 0.1.0\",\"origin_ns\":5,\"ranks\":[]}}}"
-#define OTHER_HEAD "{\"traceEvents\":[{\"ph\":\"X\",\"pid\":1,\"tid\":1,\"name\":\"k\",\"ts\":1,\"dur\":1}"
+#define KINETO_HEAD                                                                                \
+  "{\"schemaVersion\":1,\"deviceProperties\":[],\"distributedInfo\":{\"rank\":0},\"traceEvents\":" \
+  "["
+#define KINETO_EVENT                                                                               \
+  "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm\",\"pid\":0,\"tid\":7,\"ts\":1,\"dur\":2}"
+#define EXPORT_HEAD                                                                                \
+  "{\"traceEvents\":[\n{\"ph\":\"M\",\"pid\":1,\"tid\":0,\"name\":\"process_name\",\"args\":{"     \
+  "\"name\":\"rank 0 (h, cpu)\"}}"
+#define EXPORT_TAIL                                                                                \
+  "\n],\"displayTimeUnit\":\"ns\",\"metadata\":{\"stepscope\":{\"exporter\":\"stepscope export "   \
+  "0.1.0\",\"origin_ns\":5,\"ranks\":[]}}}"
+#define OTHER_HEAD                                                                                 \
+  "{\"traceEvents\":[{\"ph\":\"X\",\"pid\":1,\"tid\":1,\"name\":\"k\",\"ts\":1,\"dur\":1}"
 #define EXPORT_CUT "\n],\"displayTimeUnit\":\"ns\""
 
 int main(void) {
-  snprintf(dir, sizeof dir, "%s/stepscope-discovery-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-  if (!mkdtemp(dir)) { perror("mkdtemp"); return 1; }
+  snprintf(dir, sizeof dir, "%s/stepscope-discovery-XXXXXX",
+           getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+  if (!mkdtemp(dir)) {
+    perror("mkdtemp");
+    return 1;
+  }
 
   /* Kineto under names that say nothing */
   write_gz("trace.json.gz", KINETO_HEAD, KINETO_EVENT, "]}");
@@ -128,16 +148,18 @@ int main(void) {
   CHECK(kind_of("cut.json", 1) == SSA_FILE_EXPORT); /* named by the user: "a cut export" */
 
   /* the marker's text inside a string is escaped: not a marker */
-  write_plain("rank_9.json",
-              "{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"x \\\"exporter\\\":\\\"stepscope export\\\"\",\"ts\":1,\"dur\":1}]}");
+  write_plain("rank_9.json", "{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"x "
+                             "\\\"exporter\\\":\\\"stepscope export\\\"\",\"ts\":1,\"dur\":1}]}");
   CHECK(kind_of("rank_9.json", 0) == SSA_FILE_KINETO);
-  write_plain("odd.json",
-              "{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"x \\\"exporter\\\":\\\"stepscope export\\\"\",\"ts\":1,\"dur\":1}]}");
+  write_plain("odd.json", "{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"x "
+                          "\\\"exporter\\\":\\\"stepscope export\\\"\",\"ts\":1,\"dur\":1}]}");
   CHECK(kind_of("odd.json", 0) == SSA_FILE_SKIPPED);
 
   /* stepscope's other outputs, and files that are no trace */
-  write_plain("report.json", "{\"schema_version\":1,\"generator\":\"stepscope analyze 0.1.0\",\"run\":{}}");
-  write_plain("r2.json", "{\n \"schema_version\": 1,\n \"generator\": \"stepscope analyze 0.1.0\"}");
+  write_plain("report.json",
+              "{\"schema_version\":1,\"generator\":\"stepscope analyze 0.1.0\",\"run\":{}}");
+  write_plain("r2.json",
+              "{\n \"schema_version\": 1,\n \"generator\": \"stepscope analyze 0.1.0\"}");
   write_plain("diff.json", "{\"schema_version\":1,\"kind\":\"stepscope.diff\",\"a\":{}}");
   write_plain("notes.json", "\"just a string\"");
   write_plain("empty.json", "");
@@ -206,7 +228,9 @@ int main(void) {
   char cmd[400];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
-  if (failures) fprintf(stderr, "%d failure(s)\n", failures);
-  else printf("ok\n");
+  if (failures)
+    fprintf(stderr, "%d failure(s)\n", failures);
+  else
+    printf("ok\n");
   return failures ? 1 : 0;
 }

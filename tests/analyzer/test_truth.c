@@ -30,7 +30,7 @@ static const char *cur_case;
     long long g_ = (long long)(got), w_ = (long long)(want);                                       \
     if (g_ != w_) {                                                                                \
       if (failures < 40)                                                                           \
-        fprintf(stderr, "FAIL %s: %s = %lld, expected %lld\n", cur_case, what, g_, w_);           \
+        fprintf(stderr, "FAIL %s: %s = %lld, expected %lld\n", cur_case, what, g_, w_);            \
       failures++;                                                                                  \
     }                                                                                              \
   } while (0)
@@ -39,7 +39,8 @@ static const char *cur_case;
   do {                                                                                             \
     double g_ = (got), w_ = (want);                                                                \
     if (!(fabs(g_ - w_) <= 1e-9 * fabs(w_) + 1e-12)) {                                             \
-      if (failures < 40) fprintf(stderr, "FAIL %s: %s = %.12g, expected %.12g\n", cur_case, what, g_, w_); \
+      if (failures < 40)                                                                           \
+        fprintf(stderr, "FAIL %s: %s = %.12g, expected %.12g\n", cur_case, what, g_, w_);          \
       failures++;                                                                                  \
     }                                                                                              \
   } while (0)
@@ -47,7 +48,11 @@ static const char *cur_case;
 static void check_window(const ssa_analysis *a, const ssa_rank_result *rr, const ssa_window *w,
                          const gen_window *e, int64_t origin, const char *label) {
   char n[160];
-#define W(field, want) do { snprintf(n, sizeof n, "rank %d %s " #field, rr->rank->rank, label); CHECK_EQ(n, w->field, want); } while (0)
+#define W(field, want)                                                                             \
+  do {                                                                                             \
+    snprintf(n, sizeof n, "rank %d %s " #field, rr->rank->rank, label);                            \
+    CHECK_EQ(n, w->field, want);                                                                   \
+  } while (0)
   snprintf(n, sizeof n, "rank %d %s start_rel", rr->rank->rank, label);
   CHECK_EQ(n, ssa_rel_time(a->run, rr->rank, w->start), e->start - origin);
   snprintf(n, sizeof n, "rank %d %s end_rel", rr->rank->rank, label);
@@ -73,7 +78,8 @@ static void check_window(const ssa_analysis *a, const ssa_rank_result *rr, const
     CHECK_EQ(n, w->has_bubble_causes, 1);
     int64_t sum = 0;
     for (int k = 0; k < SSA_BUBBLE_N; k++) {
-      snprintf(n, sizeof n, "rank %d %s bubble %s", rr->rank->rank, label, ssa_bubble_cause_names[k]);
+      snprintf(n, sizeof n, "rank %d %s bubble %s", rr->rank->rank, label,
+               ssa_bubble_cause_names[k]);
       CHECK_EQ(n, w->bubble_cause[k], e->bubble_cause[k]);
       sum += w->bubble_cause[k];
     }
@@ -94,7 +100,8 @@ static void check_window(const ssa_analysis *a, const ssa_rank_result *rr, const
   snprintf(n, sizeof n, "rank %d %s closed accounting", rr->rank->rank, label);
   CHECK_EQ(n, w->compute + w->exposed_comm + w->exposed_mem + w->idle, w->span);
   int64_t sum = 0;
-  for (int k = 0; k < SSA_IDLE_N; k++) sum += w->idle_cause[k];
+  for (int k = 0; k < SSA_IDLE_N; k++)
+    sum += w->idle_cause[k];
   snprintf(n, sizeof n, "rank %d %s idle causes sum", rr->rank->rank, label);
   CHECK_EQ(n, sum, w->idle);
 }
@@ -150,10 +157,15 @@ static void compare(const gen_run *g, const gen_expect *x, const ssa_analysis *a
     const ssa_coll_instance *in = NULL;
     for (size_t i = 0; i < a->ncolls; i++)
       if (a->colls[i].comm_id == e->comm_id && a->colls[i].seq == e->seq) in = &a->colls[i];
-    snprintf(n, sizeof n, "collective %llx/%llu found", (unsigned long long)e->comm_id, (unsigned long long)e->seq);
+    snprintf(n, sizeof n, "collective %llx/%llu found", (unsigned long long)e->comm_id,
+             (unsigned long long)e->seq);
     CHECK_EQ(n, in != NULL, 1);
     if (!in) continue;
-#define C(field, want) do { snprintf(n, sizeof n, "collective seq %llu " #field, (unsigned long long)e->seq); CHECK_EQ(n, in->field, want); } while (0)
+#define C(field, want)                                                                             \
+  do {                                                                                             \
+    snprintf(n, sizeof n, "collective seq %llu " #field, (unsigned long long)e->seq);              \
+    CHECK_EQ(n, in->field, want);                                                                  \
+  } while (0)
     C(present, e->present);
     C(comm_size, e->comm_size);
     C(first_start_rel, e->first_start);
@@ -218,7 +230,8 @@ static void compare(const gen_run *g, const gen_expect *x, const ssa_analysis *a
 /* Checks of what an iteration scenario means, beyond the exact truth. */
 typedef void (*iter_check)(const gen_iter *it, const gen_run *g, const ssa_analysis *a);
 
-static int run_built(const char *name, gen_run *g, uint64_t seed, const gen_iter *it, iter_check check) {
+static int run_built(const char *name, gen_run *g, uint64_t seed, const gen_iter *it,
+                     iter_check check) {
   cur_case = name;
   int before = failures;
   char dir[] = "/tmp/ssa-truth-XXXXXX";
@@ -277,7 +290,8 @@ static int run_built(const char *name, gen_run *g, uint64_t seed, const gen_iter
   }
   rmdir(dir);
   gen_free(g);
-  printf("%-28s seed %-3llu %s\n", name, (unsigned long long)seed, failures == before ? "ok" : "FAILED");
+  printf("%-28s seed %-3llu %s\n", name, (unsigned long long)seed,
+         failures == before ? "ok" : "FAILED");
   return failures - before;
 }
 
@@ -308,7 +322,8 @@ static int64_t host_period(const gen_run *g, int64_t k) {
  * the device's wait for the loader is inside every step, as data_loading. */
 static void check_loading(const gen_iter *it, const gen_run *g, const ssa_analysis *a) {
   CHECK_EQ("loading: step time = host iteration period", a->step_time_median, host_period(g, 2));
-  CHECK_EQ("loading: device latency = one step's kernels", a->device_latency_median, it->device_work_ns);
+  CHECK_EQ("loading: device latency = one step's kernels", a->device_latency_median,
+           it->device_work_ns);
   const ssa_rank_result *rr = &a->ranks[0];
   for (size_t s = 0; s < rr->nsteps; s++)
     CHECK_EQ("loading: the loader's time is data_loading in the step",
@@ -322,7 +337,8 @@ static void check_ahead(const gen_iter *it, const gen_run *g, const ssa_analysis
   (void)g;
   CHECK_EQ("ahead: step time = device period", a->step_time_median, it->device_work_ns);
   if (it->prefetch) /* the batch copy runs early: the work a step launched spans more */
-    CHECK_EQ("ahead: device latency > step time", a->device_latency_median > a->step_time_median, 1);
+    CHECK_EQ("ahead: device latency > step time", a->device_latency_median > a->step_time_median,
+             1);
   const ssa_rank_result *rr = &a->ranks[0];
   for (size_t s = 1; s + 1 < rr->nsteps; s++) {
     CHECK_EQ("ahead: steady-state window = device period", rr->windows[s].span, it->device_work_ns);
@@ -334,8 +350,8 @@ static void check_graphs(const gen_iter *it, const gen_run *g, const ssa_analysi
   check_ahead(it, g, a);
   const ssa_rank_result *rr = &a->ranks[0];
   for (size_t s = 0; s < rr->nsteps; s++) {
-    CHECK_EQ("graphs: every replayed kernel (and the copy) belongs to its step", rr->steps[s].launched,
-             (uint64_t)it->kernels + (it->prefetch ? 1 : 0));
+    CHECK_EQ("graphs: every replayed kernel (and the copy) belongs to its step",
+             rr->steps[s].launched, (uint64_t)it->kernels + (it->prefetch ? 1 : 0));
   }
 }
 
@@ -348,15 +364,18 @@ static void check_cut(const gen_iter *it, const gen_run *g, const ssa_analysis *
   const ssa_window *last = &rr->windows[rr->nsteps - 1];
   int64_t stop = 0;
   for (size_t i = 0; i < g->nsteps; i++)
-    if (g->steps[i].rank == 0 && g->steps[i].number == (int64_t)rr->nsteps - 1) stop = g->steps[i].e;
+    if (g->steps[i].rank == 0 && g->steps[i].number == (int64_t)rr->nsteps - 1)
+      stop = g->steps[i].e;
   CHECK_EQ("cut: the last window ends at the trace's end",
-           ssa_rel_time(a->run, rr->rank, last->end) - ssa_rel_time(a->run, rr->rank, rr->windows[0].start),
+           ssa_rel_time(a->run, rr->rank, last->end) -
+               ssa_rel_time(a->run, rr->rank, rr->windows[0].start),
            stop - g->steps[0].s);
   CHECK_EQ("cut: the last window is shorter than a period", last->span < a->step_time_median, 1);
   CHECK_EQ("cut: the step time is that of the whole steps", a->step_time_median, host_period(g, 1));
 }
 
-static void iter_case(const char *which, int all, const char *label, gen_iter *it, iter_check check) {
+static void iter_case(const char *which, int all, const char *label, gen_iter *it,
+                      iter_check check) {
   if (!all && strcmp(which, label)) return;
   gen_run g;
   if (gen_iter_build(&g, it)) {
@@ -416,7 +435,7 @@ static void iter_cases(const char *which) {
 static void cases(const char *which) {
   gen_scenario sc;
   int all = !strcmp(which, "all");
-#define CASE(label, setup)                                                                          \
+#define CASE(label, setup)                                                                         \
   if (all || !strcmp(which, label)) {                                                              \
     for (uint64_t seed = 1; seed <= 4; seed++) {                                                   \
       gen_scenario_default(&sc);                                                                   \
@@ -426,24 +445,103 @@ static void cases(const char *which) {
     }                                                                                              \
   }
   CASE("basic", (void)0);
-  CASE("many_streams_nested", { sc.nranks = 3; sc.nlanes = 5; sc.overlap_same_lane = 1; sc.ops_per_step = 16; });
-  CASE("no_comm", { sc.comm = 0; sc.nlanes = 3; });
-  CASE("only_comm", { sc.compute = 0; sc.nranks = 3; });
-  CASE("clocks_seconds_apart", { sc.nranks = 4; sc.clock_spread = 5000000000ll; sc.anchor_error = 50000; });
-  CASE("missing_member", { sc.nranks = 4; sc.missing_member = 1; sc.nsteps = 4; sc.anchor_error = 3000; });
-  CASE("empty_rank", { sc.nranks = 3; sc.empty_rank = 1; });
-  CASE("cpu_backend", { sc.cpu_backend = 1; sc.nranks = 3; sc.copies = 1; sc.anchor_error = 2000; });
-  CASE("mixed_backends", { sc.cpu_backend = 2; sc.nranks = 4; sc.name_only_nccl = 1; });
-  CASE("pipeline", { sc.nranks = 4; sc.pipeline = 1; sc.flops = 1; });
-  CASE("copies_syncs", { sc.copies = 1; sc.syncs = 1; sc.nlanes = 3; sc.ops_per_step = 12; });
-  CASE("single_lane", { sc.nlanes = 1; sc.nranks = 2; sc.syncs = 1; sc.flops = 1; });
-  CASE("overlapping_steps", { sc.nranks = 2; sc.nsteps = 5; sc.overlap_steps = 1; sc.syncs = 1; });
-  CASE("nested_steps", { sc.nranks = 3; sc.nsteps = 4; sc.overlap_steps = 2; sc.copies = 1; sc.flops = 1; });
-  CASE("pipeline_1f1b", { sc.nranks = 3; sc.pipeline_schedule = 1; sc.nsteps = 3; });
-  CASE("pipeline_afab_cpu", { sc.nranks = 2; sc.pipeline_schedule = 2; sc.nsteps = 2; sc.cpu_backend = 1; });
-  CASE("pipeline_1f1b_pp4", { sc.nranks = 4; sc.pipeline_schedule = 1; sc.nsteps = 2; sc.cpu_backend = 2; });
-  CASE("alltoall_uneven", { sc.nranks = 4; sc.alltoall = 1; });
-  CASE("alltoall_uneven_cpu", { sc.nranks = 3; sc.alltoall = 1; sc.cpu_backend = 1; sc.missing_member = 1; });
+  CASE("many_streams_nested", {
+    sc.nranks = 3;
+    sc.nlanes = 5;
+    sc.overlap_same_lane = 1;
+    sc.ops_per_step = 16;
+  });
+  CASE("no_comm", {
+    sc.comm = 0;
+    sc.nlanes = 3;
+  });
+  CASE("only_comm", {
+    sc.compute = 0;
+    sc.nranks = 3;
+  });
+  CASE("clocks_seconds_apart", {
+    sc.nranks = 4;
+    sc.clock_spread = 5000000000ll;
+    sc.anchor_error = 50000;
+  });
+  CASE("missing_member", {
+    sc.nranks = 4;
+    sc.missing_member = 1;
+    sc.nsteps = 4;
+    sc.anchor_error = 3000;
+  });
+  CASE("empty_rank", {
+    sc.nranks = 3;
+    sc.empty_rank = 1;
+  });
+  CASE("cpu_backend", {
+    sc.cpu_backend = 1;
+    sc.nranks = 3;
+    sc.copies = 1;
+    sc.anchor_error = 2000;
+  });
+  CASE("mixed_backends", {
+    sc.cpu_backend = 2;
+    sc.nranks = 4;
+    sc.name_only_nccl = 1;
+  });
+  CASE("pipeline", {
+    sc.nranks = 4;
+    sc.pipeline = 1;
+    sc.flops = 1;
+  });
+  CASE("copies_syncs", {
+    sc.copies = 1;
+    sc.syncs = 1;
+    sc.nlanes = 3;
+    sc.ops_per_step = 12;
+  });
+  CASE("single_lane", {
+    sc.nlanes = 1;
+    sc.nranks = 2;
+    sc.syncs = 1;
+    sc.flops = 1;
+  });
+  CASE("overlapping_steps", {
+    sc.nranks = 2;
+    sc.nsteps = 5;
+    sc.overlap_steps = 1;
+    sc.syncs = 1;
+  });
+  CASE("nested_steps", {
+    sc.nranks = 3;
+    sc.nsteps = 4;
+    sc.overlap_steps = 2;
+    sc.copies = 1;
+    sc.flops = 1;
+  });
+  CASE("pipeline_1f1b", {
+    sc.nranks = 3;
+    sc.pipeline_schedule = 1;
+    sc.nsteps = 3;
+  });
+  CASE("pipeline_afab_cpu", {
+    sc.nranks = 2;
+    sc.pipeline_schedule = 2;
+    sc.nsteps = 2;
+    sc.cpu_backend = 1;
+  });
+  CASE("pipeline_1f1b_pp4", {
+    sc.nranks = 4;
+    sc.pipeline_schedule = 1;
+    sc.nsteps = 2;
+    sc.cpu_backend = 2;
+  });
+  CASE("alltoall_uneven", {
+    sc.nranks = 4;
+    sc.alltoall = 1;
+  });
+  CASE("alltoall_uneven_cpu", {
+    sc.nranks = 3;
+    sc.alltoall = 1;
+    sc.cpu_backend = 1;
+    sc.missing_member = 1;
+  });
 #undef CASE
   iter_cases(which);
 }

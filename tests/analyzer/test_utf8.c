@@ -56,8 +56,11 @@ static char *read_all(const char *path, size_t *len) {
     n += got;
     if (n == cap) {
       char *nb = realloc(buf, cap *= 2);
-      if (!nb) { free(buf); buf = NULL; }
-      else buf = nb;
+      if (!nb) {
+        free(buf);
+        buf = NULL;
+      } else
+        buf = nb;
     }
   }
   fclose(f);
@@ -70,10 +73,17 @@ static void expect_out(void (*fn)(ssa_out *, const char *), const char *s, const
                        size_t want_len, const char *label) {
   char path[] = "/tmp/ssa-utf8-XXXXXX";
   int fd = mkstemp(path);
-  if (fd < 0) { failures++; return; }
+  if (fd < 0) {
+    failures++;
+    return;
+  }
   close(fd);
   ssa_out o;
-  if (ssa_out_open(&o, path) != 0) { failures++; unlink(path); return; }
+  if (ssa_out_open(&o, path) != 0) {
+    failures++;
+    unlink(path);
+    return;
+  }
   fn(&o, s);
   CHECK(ssa_out_close(&o) == 0);
   size_t n = 0;
@@ -81,7 +91,8 @@ static void expect_out(void (*fn)(ssa_out *, const char *), const char *s, const
   unlink(path);
   if (!got || n != want_len || memcmp(got, want, n) != 0) {
     fprintf(stderr, "FAIL %s: got %zu bytes:", label, n);
-    for (size_t i = 0; got && i < n; i++) fprintf(stderr, " %02x", (unsigned char)got[i]);
+    for (size_t i = 0; got && i < n; i++)
+      fprintf(stderr, " %02x", (unsigned char)got[i]);
     fprintf(stderr, "\n");
     failures++;
   }
@@ -89,40 +100,53 @@ static void expect_out(void (*fn)(ssa_out *, const char *), const char *s, const
 }
 
 #define R "\xEF\xBF\xBD"
-#define JS(in, out) expect_out(ssa_out_json_string, in, "\"" out "\"", sizeof("\"" out "\"") - 1, #in)
+#define JS(in, out)                                                                                \
+  expect_out(ssa_out_json_string, in, "\"" out "\"", sizeof("\"" out "\"") - 1, #in)
 #define RAW(in, out) expect_out(ssa_out_utf8, in, out, sizeof(out) - 1, "raw " #in)
 
 static void unit_cases(void) {
   JS("plain ascii", "plain ascii");
   JS("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80", "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80");
-  JS("\xEF\xBF\xBD", "\xEF\xBF\xBD");                 /* U+FFFD itself */
-  JS("\xF4\x8F\xBF\xBF", "\xF4\x8F\xBF\xBF");         /* U+10FFFF, the last code point */
-  JS("\xFF", R);                                      /* never valid */
-  JS("a\xC3", "a" R);                                 /* truncated at the end */
-  JS("\xE2\x82x", R "x");                             /* truncated: one U+FFFD for 2 bytes */
-  JS("\xF0\x9F\x98", R);                              /* truncated 4-byte: one U+FFFD */
-  JS("\x80\xBF", R R);                                /* stray continuation bytes */
-  JS("\xC0\xAF", R R);                                /* overlong '/' */
-  JS("\xC1\xBF", R R);                                /* overlong */
-  JS("\xE0\x80\x80", R R R);                          /* overlong NUL, 3 bytes */
-  JS("\xED\xA0\x80", R R R);                          /* surrogate U+D800 */
-  JS("\xED\x9F\xBF", "\xED\x9F\xBF");                 /* U+D7FF, just below */
-  JS("\xF4\x90\x80\x80", R R R R);                    /* above U+10FFFF */
-  JS("\xF5\x80", R R);                                /* invalid lead */
+  JS("\xEF\xBF\xBD", "\xEF\xBF\xBD");         /* U+FFFD itself */
+  JS("\xF4\x8F\xBF\xBF", "\xF4\x8F\xBF\xBF"); /* U+10FFFF, the last code point */
+  JS("\xFF", R);                              /* never valid */
+  JS("a\xC3", "a" R);                         /* truncated at the end */
+  JS("\xE2\x82x", R "x");                     /* truncated: one U+FFFD for 2 bytes */
+  JS("\xF0\x9F\x98", R);                      /* truncated 4-byte: one U+FFFD */
+  JS("\x80\xBF", R R);                        /* stray continuation bytes */
+  JS("\xC0\xAF", R R);                        /* overlong '/' */
+  JS("\xC1\xBF", R R);                        /* overlong */
+  JS("\xE0\x80\x80", R R R);                  /* overlong NUL, 3 bytes */
+  JS("\xED\xA0\x80", R R R);                  /* surrogate U+D800 */
+  JS("\xED\x9F\xBF", "\xED\x9F\xBF");         /* U+D7FF, just below */
+  JS("\xF4\x90\x80\x80", R R R R);            /* above U+10FFFF */
+  JS("\xF5\x80", R R);                        /* invalid lead */
   JS("k\xC3(\xA9", "k" R "(" R);
-  JS("q\"b\\n\x01\n", "q\\\"b\\\\n\\u0001\\n");       /* escapes still apply */
+  JS("q\"b\\n\x01\n", "q\\\"b\\\\n\\u0001\\n"); /* escapes still apply */
   RAW("{\"a\":\"\xFF\"}", "{\"a\":\"" R "\"}");
   RAW("ok \xC3\xA9", "ok \xC3\xA9");
   /* the header's configuration is embedded raw only when it is JSON */
-  static const char *const valid[] = {"{}", " {\"a\": [1, -2.5e+3, true, false, null, \"x\\u00e9\\n\"]} ",
-                                      "[]", "0", "\"s\"", "{\"k\":{\"k\":{}}}", "{\"m\":\"\xFF\"}"};
-  static const char *const invalid[] = {"", "{", "{\"a\":}", "{\"a\" 1}", "[1,]", "01", "1.", "-",
-                                        "{\"a\":1} x", "\"\\x\"", "\"\\u12\"", "tru", "{a:1}",
-                                        "\"tab\there\"", "[1 2]", "{\"a\":1,}"};
+  static const char *const valid[] = {"{}",
+                                      " {\"a\": [1, -2.5e+3, true, false, null, \"x\\u00e9\\n\"]} ",
+                                      "[]",
+                                      "0",
+                                      "\"s\"",
+                                      "{\"k\":{\"k\":{}}}",
+                                      "{\"m\":\"\xFF\"}"};
+  static const char *const invalid[] = {"",          "{",   "{\"a\":}", "{\"a\" 1}",     "[1,]",
+                                        "01",        "1.",  "-",        "{\"a\":1} x",   "\"\\x\"",
+                                        "\"\\u12\"", "tru", "{a:1}",    "\"tab\there\"", "[1 2]",
+                                        "{\"a\":1,}"};
   for (size_t i = 0; i < sizeof valid / sizeof *valid; i++)
-    if (!ssa_json_valid(valid[i])) { fprintf(stderr, "FAIL valid JSON rejected: %s\n", valid[i]); failures++; }
+    if (!ssa_json_valid(valid[i])) {
+      fprintf(stderr, "FAIL valid JSON rejected: %s\n", valid[i]);
+      failures++;
+    }
   for (size_t i = 0; i < sizeof invalid / sizeof *invalid; i++)
-    if (ssa_json_valid(invalid[i])) { fprintf(stderr, "FAIL invalid JSON accepted: %s\n", invalid[i]); failures++; }
+    if (ssa_json_valid(invalid[i])) {
+      fprintf(stderr, "FAIL invalid JSON accepted: %s\n", invalid[i]);
+      failures++;
+    }
   char deep[1200];
   memset(deep, '[', 600);
   memset(deep + 600, ']', 600);
@@ -135,12 +159,22 @@ static int valid_utf8(const unsigned char *p, size_t n) {
   size_t i = 0;
   while (i < n) {
     unsigned c = p[i];
-    if (c < 0x80) { i++; continue; }
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
     unsigned cp, len;
-    if ((c & 0xE0) == 0xC0) { cp = c & 0x1F; len = 2; }
-    else if ((c & 0xF0) == 0xE0) { cp = c & 0x0F; len = 3; }
-    else if ((c & 0xF8) == 0xF0) { cp = c & 0x07; len = 4; }
-    else return 0;
+    if ((c & 0xE0) == 0xC0) {
+      cp = c & 0x1F;
+      len = 2;
+    } else if ((c & 0xF0) == 0xE0) {
+      cp = c & 0x0F;
+      len = 3;
+    } else if ((c & 0xF8) == 0xF0) {
+      cp = c & 0x07;
+      len = 4;
+    } else
+      return 0;
     if (i + len > n) return 0;
     for (unsigned k = 1; k < len; k++) {
       if ((p[i + k] & 0xC0) != 0x80) return 0;
@@ -241,7 +275,8 @@ static void check_file(const char *path, const char *what, const char *extra) {
     failures++;
   }
   /* the replaced names are there (memmem: the file is not NUL-terminated) */
-  static const char *const want[] = {"gemm" R R R "kernel", "compute" R R R R, "host" R R, "gemm_\xC3\xA9"};
+  static const char *const want[] = {"gemm" R R R "kernel", "compute" R R R R, "host" R R,
+                                     "gemm_\xC3\xA9"};
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
     if (!memmem(buf, n, want[i], strlen(want[i]))) {
       fprintf(stderr, "FAIL %s lacks the sanitized name #%zu\n", what, i);
@@ -257,8 +292,14 @@ static void check_file(const char *path, const char *what, const char *extra) {
 
 static void end_to_end(void) {
   char dir[] = "/tmp/ssa-utf8-run-XXXXXX";
-  if (!mkdtemp(dir)) { failures++; return; }
-  if (write_run(dir) != 0) { failures++; return; }
+  if (!mkdtemp(dir)) {
+    failures++;
+    return;
+  }
+  if (write_run(dir) != 0) {
+    failures++;
+    return;
+  }
   ssa_run run;
   stepscope_error e;
   ssa_load_options lo = {1, 0};

@@ -29,10 +29,15 @@ static const char *hostname = "node-a";
 static stepscope_writer *open_rank(const char *dir, int rank, int world, size_t frame_bytes) {
   char path[4096];
   snprintf(path, sizeof path, "%s/rank-%05d.trace.zst", dir, rank);
-  stepscope_header h = {.rank = rank, .world_size = world, .pid = 100 + rank,
-                        .clock_domain = STEPSCOPE_CLOCK_MONOTONIC, .start_ns = 1000,
-                        .hostname = hostname, .producer = "write_hostile_run",
-                        .device_name = "cpu", .config_json = "{}"};
+  stepscope_header h = {.rank = rank,
+                        .world_size = world,
+                        .pid = 100 + rank,
+                        .clock_domain = STEPSCOPE_CLOCK_MONOTONIC,
+                        .start_ns = 1000,
+                        .hostname = hostname,
+                        .producer = "write_hostile_run",
+                        .device_name = "cpu",
+                        .config_json = "{}"};
   stepscope_writer_options opt = {.frame_bytes = frame_bytes, .flush_interval_ms = 1000000};
   stepscope_error err;
   stepscope_writer *w = stepscope_writer_open(path, &h, &opt, &err);
@@ -73,9 +78,11 @@ static int write_escape(const char *dir) {
   hostname = "node\x1b]0;title\x07-a";
   stepscope_writer *w = open_rank(dir, 0, 1, 0);
   if (!w) return 1;
-  uint32_t evil = stepscope_intern(w, "gemm\x1b]0;pwned\x07\x1b[2J\nFAKE LINE\r\x7f\x9b" "31m");
+  uint32_t evil = stepscope_intern(w, "gemm\x1b]0;pwned\x07\x1b[2J\nFAKE LINE\r\x7f\x9b"
+                                      "31m");
   step(w, stepscope_intern(w, "step"), 10000, 90000, 0);
-  for (int i = 0; i < 10; i++) kernel(w, evil, 10000 + i * 5000u, 13000 + i * 5000u, 0);
+  for (int i = 0; i < 10; i++)
+    kernel(w, evil, 10000 + i * 5000u, 13000 + i * 5000u, 0);
   return close_rank(w);
 }
 
@@ -87,7 +94,8 @@ static int write_badutf8(const char *dir) {
   if (!w) return 1;
   uint32_t bad = stepscope_intern(w, "gemm\xe2\x82-\xc0\xafx");
   step(w, stepscope_intern(w, "step"), 10000, 90000, 0);
-  for (int i = 0; i < 10; i++) kernel(w, bad, 10000 + i * 5000u, 13000 + i * 5000u, 0);
+  for (int i = 0; i < 10; i++)
+    kernel(w, bad, 10000 + i * 5000u, 13000 + i * 5000u, 0);
   return close_rank(w);
 }
 
@@ -95,7 +103,8 @@ static int write_frames(const char *dir) {
   stepscope_writer *w = open_rank(dir, 0, 1, 512);
   if (!w) return 1;
   uint32_t s = stepscope_intern(w, "step");
-  for (int n = 0; n < 4; n++) step(w, s, 10000 + n * 250000u, 10000 + (n + 1) * 250000u - 1, (uint64_t)n);
+  for (int n = 0; n < 4; n++)
+    step(w, s, 10000 + n * 250000u, 10000 + (n + 1) * 250000u - 1, (uint64_t)n);
   uint32_t ids[200];
   for (int i = 0; i < 200; i++) {
     char name[64];
@@ -114,7 +123,8 @@ static int write_world(const char *dir) {
   if (!w) return 1;
   uint32_t k = stepscope_intern(w, "gemm");
   step(w, stepscope_intern(w, "step"), 10000, 90000, 0);
-  for (int i = 0; i < 10; i++) kernel(w, k, 10000 + i * 5000u, 13000 + i * 5000u, 0);
+  for (int i = 0; i < 10; i++)
+    kernel(w, k, 10000 + i * 5000u, 13000 + i * 5000u, 0);
   return close_rank(w);
 }
 
@@ -173,7 +183,8 @@ static int write_layout(const char *dir, int variant) {
 
 int main(int argc, char **argv) {
   if (argc != 3) {
-    fprintf(stderr, "usage: write_hostile_run escape|badutf8|frames|world|bigtime|memory|layout1|layout2 DIR\n");
+    fprintf(stderr, "usage: write_hostile_run "
+                    "escape|badutf8|frames|world|bigtime|memory|layout1|layout2 DIR\n");
     return 2;
   }
   const char *mode = argv[1], *dir = argv[2];

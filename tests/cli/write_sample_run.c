@@ -16,9 +16,15 @@
 static int write_rank(const char *dir, int rank) {
   char path[4096];
   snprintf(path, sizeof path, "%s/rank-%05d.trace.zst", dir, rank);
-  stepscope_header h = {.rank = rank, .world_size = 3, .local_rank = rank, .pid = 100 + rank,
-                        .clock_domain = STEPSCOPE_CLOCK_MONOTONIC, .start_ns = 1000,
-                        .hostname = "node-a", .producer = "write_sample_run", .device_name = "cpu",
+  stepscope_header h = {.rank = rank,
+                        .world_size = 3,
+                        .local_rank = rank,
+                        .pid = 100 + rank,
+                        .clock_domain = STEPSCOPE_CLOCK_MONOTONIC,
+                        .start_ns = 1000,
+                        .hostname = "node-a",
+                        .producer = "write_sample_run",
+                        .device_name = "cpu",
                         .config_json = "{\"dp\":3}"};
   stepscope_writer_options opt = {.frame_bytes = 1024};
   stepscope_error err;
@@ -61,9 +67,12 @@ static int write_rank(const char *dir, int rank) {
   for (int i = 0; i < 4; i++) {
     memset(&r, 0, sizeof r);
     r.kind = STEPSCOPE_REC_COLLECTIVE;
-    r.u.collective.start_ns = 50000 + (uint64_t)i * 40000, r.u.collective.end_ns = r.u.collective.start_ns + 5000;
-    r.u.collective.comm_id = 0xd0d0, r.u.collective.seq = (uint64_t)i, r.u.collective.op = STEPSCOPE_COLL_ALLREDUCE;
-    r.u.collective.bytes = 1 << 20, r.u.collective.comm_size = 3, r.u.collective.comm_rank = (uint32_t)rank;
+    r.u.collective.start_ns = 50000 + (uint64_t)i * 40000,
+    r.u.collective.end_ns = r.u.collective.start_ns + 5000;
+    r.u.collective.comm_id = 0xd0d0, r.u.collective.seq = (uint64_t)i,
+    r.u.collective.op = STEPSCOPE_COLL_ALLREDUCE;
+    r.u.collective.bytes = 1 << 20, r.u.collective.comm_size = 3,
+    r.u.collective.comm_rank = (uint32_t)rank;
     stepscope_write(w, &r);
   }
   if (rank == 1) {

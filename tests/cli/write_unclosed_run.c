@@ -20,9 +20,14 @@
 static stepscope_writer *open_rank(const char *dir, int rank) {
   char path[4096];
   snprintf(path, sizeof path, "%s/rank-%05d.trace.zst", dir, rank);
-  stepscope_header h = {.rank = rank, .world_size = 3, .local_rank = rank, .pid = 100 + rank,
-                        .clock_domain = STEPSCOPE_CLOCK_MONOTONIC, .start_ns = 1000,
-                        .hostname = "node-a", .producer = "write_unclosed_run",
+  stepscope_header h = {.rank = rank,
+                        .world_size = 3,
+                        .local_rank = rank,
+                        .pid = 100 + rank,
+                        .clock_domain = STEPSCOPE_CLOCK_MONOTONIC,
+                        .start_ns = 1000,
+                        .hostname = "node-a",
+                        .producer = "write_unclosed_run",
                         .device_name = "cpu"};
   stepscope_error err;
   stepscope_writer *w = stepscope_writer_open(path, &h, NULL, &err);

@@ -27,7 +27,8 @@
  * Repeated runs (--repeat-a/-b): series and generated runs whose levels
  * differ from run to run by more than their steps scatter.
  *
- * usage: test_diff_noise CASE   (unknown, aa, regression, loader, load, series, repeats, gate_parse)
+ * usage: test_diff_noise CASE   (unknown, aa, regression, loader, load, series, repeats,
+ * gate_parse)
  */
 #include <math.h>
 #include <stdio.h>
@@ -51,18 +52,18 @@ static int failures;
     }                                                                                              \
   } while (0)
 
-#define Q GEN_Q
+#define Q  GEN_Q
 #define MS 1000000ll
 
 typedef struct shape {
   int steps;
-  int64_t a, L, f, b, G;  /* ns, multiples of Q */
-  double jitter;          /* f and b: uniform in [1 - jitter, 1 + jitter] */
-  double drift;           /* f and b grow linearly by this fraction over the run */
-  double stretch;         /* every 3rd step: every kernel takes (1 + stretch) x as long */
-  double late;            /* the last quarter of the steps: f and b (1 + late) x as long */
-  double level;           /* f and b (1 + level) x as long in every step */
-  int stall_some;         /* the stall G only in every 3rd step (k % 3 == 0) */
+  int64_t a, L, f, b, G; /* ns, multiples of Q */
+  double jitter;         /* f and b: uniform in [1 - jitter, 1 + jitter] */
+  double drift;          /* f and b grow linearly by this fraction over the run */
+  double stretch;        /* every 3rd step: every kernel takes (1 + stretch) x as long */
+  double late;           /* the last quarter of the steps: f and b (1 + late) x as long */
+  double level;          /* f and b (1 + level) x as long in every step */
+  int stall_some;        /* the stall G only in every 3rd step (k % 3 == 0) */
   uint64_t seed;
 } shape;
 
@@ -72,9 +73,13 @@ static uint64_t rng_next(uint64_t *s) {
 }
 
 /* uniform in [-1, 1] */
-static double rng_sym(uint64_t *s) { return (double)rng_next(s) / (double)(1ull << 53) * 2.0 - 1.0; }
+static double rng_sym(uint64_t *s) {
+  return (double)rng_next(s) / (double)(1ull << 53) * 2.0 - 1.0;
+}
 
-static int64_t quant(double ns) { return (int64_t)llround(ns / Q) * Q; }
+static int64_t quant(double ns) {
+  return (int64_t)llround(ns / Q) * Q;
+}
 
 static int add_kernel(gen_run *g, const char *name, int64_t launch, int64_t s, int64_t e) {
   gen_op o;
@@ -109,7 +114,8 @@ static int build(gen_run *g, const shape *sh) {
     int64_t fwd_s = fwd_launch + Q, fwd_e = fwd_s + f;
     int64_t bwd_s = fwd_e + (sh->stall_some && k % 3 ? 0 : sh->G), bwd_e = bwd_s + b;
     int64_t next = bwd_e - Q;
-    if (add_kernel(g, "prep", t, prep_s, prep_e) || add_kernel(g, "fwd", fwd_launch, fwd_s, fwd_e) ||
+    if (add_kernel(g, "prep", t, prep_s, prep_e) ||
+        add_kernel(g, "fwd", fwd_launch, fwd_s, fwd_e) ||
         add_kernel(g, "bwd", fwd_launch + Q, bwd_s, bwd_e) || gen_add_step(g, 0, k, t, next) < 0)
       return -1;
     t = next;
@@ -146,8 +152,10 @@ static int load(const shape *sh, loaded *l) {
     ssa_options opt;
     ssa_options_default(&opt);
     opt.threads = 1;
-    if (ssa_analyze(&l->run, &opt, &l->an, &e) == 0) l->ok = 1;
-    else ssa_run_free(&l->run);
+    if (ssa_analyze(&l->run, &opt, &l->an, &e) == 0)
+      l->ok = 1;
+    else
+      ssa_run_free(&l->run);
   }
   char p[600];
   snprintf(p, sizeof p, "%s/rank-%05d.trace.zst", dir, 0);
@@ -164,7 +172,8 @@ static void unload(loaded *l) {
 }
 
 /* Diffs the runs of two shapes; calls fn(diff, ctx). */
-static void with_diff(const shape *sa, const shape *sb, void (*fn)(const ssa_diff *, void *), void *ctx) {
+static void with_diff(const shape *sa, const shape *sb, void (*fn)(const ssa_diff *, void *),
+                      void *ctx) {
   loaded la, lb;
   if (load(sa, &la)) {
     failures++;
@@ -198,20 +207,22 @@ static shape base_shape(void) {
   return s;
 }
 
-static const char *word(const ssa_diff *d, int k) { return ssa_diff_verdict_word(&d->m[k], k); }
+static const char *word(const ssa_diff *d, int k) {
+  return ssa_diff_verdict_word(&d->m[k], k);
+}
 
 /* ---------------------------------------------------------------- cases */
 
 static void expect_unknown(const ssa_diff *d, void *ctx) {
   (void)ctx;
-  CHECK(d->m[SSA_DM_STEP_TIME].verdict == SSA_DV_UNKNOWN, "step_time with %zu/%zu steps: %s", d->a->nsteps,
-        d->b->nsteps, word(d, SSA_DM_STEP_TIME));
+  CHECK(d->m[SSA_DM_STEP_TIME].verdict == SSA_DV_UNKNOWN, "step_time with %zu/%zu steps: %s",
+        d->a->nsteps, d->b->nsteps, word(d, SSA_DM_STEP_TIME));
   CHECK(d->m[SSA_DM_STEP_TIME].noise_reason == SSA_DN_TOO_FEW, "reason too few");
   CHECK(fabs(d->m[SSA_DM_STEP_TIME].rel_change - 0.5) < 0.01, "the change is still reported: %.3f",
         d->m[SSA_DM_STEP_TIME].rel_change);
   for (int k = 0; k < SSA_DM_N; k++)
-    CHECK(d->m[k].verdict != SSA_DV_REAL, "%s is %s with %zu/%zu steps", ssa_diff_metric_names[k], word(d, k),
-          d->a->nsteps, d->b->nsteps);
+    CHECK(d->m[k].verdict != SSA_DV_REAL, "%s is %s with %zu/%zu steps", ssa_diff_metric_names[k],
+          word(d, k), d->a->nsteps, d->b->nsteps);
 }
 
 static void case_unknown(void) {
@@ -238,7 +249,8 @@ typedef struct aa_count {
 static void count_real(const ssa_diff *d, void *ctx) {
   aa_count *c = ctx;
   c->pairs++;
-  for (int k = 0; k < SSA_DM_N; k++) c->real[k] += d->m[k].verdict == SSA_DV_REAL;
+  for (int k = 0; k < SSA_DM_N; k++)
+    c->real[k] += d->m[k].verdict == SSA_DV_REAL;
 }
 
 static void case_aa(void) {
@@ -265,26 +277,26 @@ static void case_aa(void) {
   }
   CHECK(c.pairs == 40, "pairs compared: %d", c.pairs);
   for (int k = 0; k < SSA_DM_N; k++)
-    CHECK(c.real[k] == 0, "A/A: %s called better/WORSE in %d of %d pairs", ssa_diff_metric_names[k], c.real[k],
-          c.pairs);
+    CHECK(c.real[k] == 0, "A/A: %s called better/WORSE in %d of %d pairs", ssa_diff_metric_names[k],
+          c.real[k], c.pairs);
 }
 
 static void expect_worse_step(const ssa_diff *d, void *ctx) {
   double want = *(const double *)ctx;
   const ssa_diff_metric *m = &d->m[SSA_DM_STEP_TIME];
   CHECK(m->verdict == SSA_DV_REAL && !strcmp(word(d, SSA_DM_STEP_TIME), "WORSE"),
-        "step_time +%.1f %%: %s (reason %d, p %.4f, load %d)", want * 100, word(d, SSA_DM_STEP_TIME),
-        m->noise_reason, m->p_value, d->load_differs);
-  CHECK(fabs(m->rel_change - want) < 0.01 * want + 0.002, "step_time change %.4f, expected about %.4f",
-        m->rel_change, want);
+        "step_time +%.1f %%: %s (reason %d, p %.4f, load %d)", want * 100,
+        word(d, SSA_DM_STEP_TIME), m->noise_reason, m->p_value, d->load_differs);
+  CHECK(fabs(m->rel_change - want) < 0.01 * want + 0.002,
+        "step_time change %.4f, expected about %.4f", m->rel_change, want);
 }
 
 static void expect_noise_step(const ssa_diff *d, void *ctx) {
   int reason = *(const int *)ctx;
   const ssa_diff_metric *m = &d->m[SSA_DM_STEP_TIME];
   CHECK(m->verdict == SSA_DV_NOISE && (reason < 0 || m->noise_reason == reason),
-        "step_time %+.2f %%: %s, reason %d (want %d)",
-        m->rel_change * 100, word(d, SSA_DM_STEP_TIME), m->noise_reason, reason);
+        "step_time %+.2f %%: %s, reason %d (want %d)", m->rel_change * 100,
+        word(d, SSA_DM_STEP_TIME), m->noise_reason, reason);
 }
 
 static void case_regression(void) {
@@ -327,13 +339,15 @@ static void expect_loader(const ssa_diff *d, void *ctx) {
   const ssa_diff_metric *m = &d->m[SSA_DM_STEP_TIME];
   /* step = a + L + Q + f + b: 0.2 + 4 + 0.001 + 3 + 5 -> 0.2 + 1 + 0.001 + 3 + 5 ms */
   double a_ms = 0.2 + 4 + 0.001 + 3 + 5, b_ms = a_ms - 3;
-  CHECK(!strcmp(word(d, SSA_DM_STEP_TIME), "better"), "loader: step_time %s", word(d, SSA_DM_STEP_TIME));
+  CHECK(!strcmp(word(d, SSA_DM_STEP_TIME), "better"), "loader: step_time %s",
+        word(d, SSA_DM_STEP_TIME));
   /* the same jitter pattern in both runs: the medians are 3 ms apart exactly */
-  CHECK(fabs(m->abs_change + 3e6) <= Q, "loader: step time change %.0f ns, expected -3 ms", m->abs_change);
-  CHECK(fabs(m->a.median - a_ms * 1e6) < 0.01 * a_ms * 1e6, "loader: step time A %.0f ns, expected about %.0f",
-        m->a.median, a_ms * 1e6);
-  CHECK(fabs(m->rel_change - (b_ms - a_ms) / a_ms) < 0.005, "loader: step change %.4f, expected about %.4f",
-        m->rel_change, (b_ms - a_ms) / a_ms);
+  CHECK(fabs(m->abs_change + 3e6) <= Q, "loader: step time change %.0f ns, expected -3 ms",
+        m->abs_change);
+  CHECK(fabs(m->a.median - a_ms * 1e6) < 0.01 * a_ms * 1e6,
+        "loader: step time A %.0f ns, expected about %.0f", m->a.median, a_ms * 1e6);
+  CHECK(fabs(m->rel_change - (b_ms - a_ms) / a_ms) < 0.005,
+        "loader: step change %.4f, expected about %.4f", m->rel_change, (b_ms - a_ms) / a_ms);
   const ssa_diff_metric *idle = &d->m[SSA_DM_IDLE];
   CHECK(!strcmp(word(d, SSA_DM_IDLE), "better") && fabs(idle->abs_change + 3e6) <= Q,
         "loader: idle %s, change %.0f ns (expected -3 ms)", word(d, SSA_DM_IDLE), idle->abs_change);
@@ -356,10 +370,12 @@ static void expect_load(const ssa_diff *d, void *ctx) {
   CHECK(d->load_differs, "load differs (queued idle %.3f vs %.3f, stretch %.2f)", d->queued_idle_a,
         d->queued_idle_b, d->kernel_stretch);
   for (int k = 0; k < SSA_DM_N; k++)
-    CHECK(d->m[k].verdict != SSA_DV_REAL, "busy machine: %s is %s", ssa_diff_metric_names[k], word(d, k));
+    CHECK(d->m[k].verdict != SSA_DV_REAL, "busy machine: %s is %s", ssa_diff_metric_names[k],
+          word(d, k));
   CHECK(d->m[SSA_DM_STEP_TIME].noise_reason == SSA_DN_LOAD, "reason: load");
   int said = 0;
-  for (size_t i = 0; i < d->nfindings; i++) said |= strstr(d->findings[i], "busier during one run") != NULL;
+  for (size_t i = 0; i < d->nfindings; i++)
+    said |= strstr(d->findings[i], "busier during one run") != NULL;
   CHECK(said, "a finding says why");
 }
 
@@ -419,11 +435,13 @@ static void case_series(void) {
   }
   ssa_diff_metric m;
   CHECK(ssa_diff_compare_series(va, 16, vb, 16, SSA_DM_STEP_TIME, NAN, 0, &m) == 0, "compare");
-  CHECK(m.verdict == SSA_DV_NOISE && m.noise_reason == SSA_DN_DRIFT, "drift: verdict %d reason %d (drift %.1f)",
-        m.verdict, m.noise_reason, m.a.drift);
+  CHECK(m.verdict == SSA_DV_NOISE && m.noise_reason == SSA_DN_DRIFT,
+        "drift: verdict %d reason %d (drift %.1f)", m.verdict, m.noise_reason, m.a.drift);
   /* the same with a flat A: real */
-  for (int i = 12; i < 16; i++) va[i] = 100;
-  CHECK(ssa_diff_compare_series(va, 16, vb, 16, SSA_DM_STEP_TIME, NAN, 0, &m) == 0 && m.verdict == SSA_DV_REAL,
+  for (int i = 12; i < 16; i++)
+    va[i] = 100;
+  CHECK(ssa_diff_compare_series(va, 16, vb, 16, SSA_DM_STEP_TIME, NAN, 0, &m) == 0 &&
+            m.verdict == SSA_DV_REAL,
         "flat A: verdict %d reason %d", m.verdict, m.noise_reason);
   /* iid noise: the false-positive rate of the whole test on A/A series of
    * 16 steps (uniform jitter), over 4000 pairs, stays under 1 % */
@@ -444,10 +462,12 @@ static void case_series(void) {
 /* Series of `runs` runs of 16 steps each: run r's level is 100 x (1 +
  * offset_r) x (1 + shift), offset_r uniform in [-between, between]; steps
  * jitter uniformly by +-1 % around it. */
-static void repeated_series(double *v, size_t *seg, int runs, double between, double shift, uint64_t *rs) {
+static void repeated_series(double *v, size_t *seg, int runs, double between, double shift,
+                            uint64_t *rs) {
   for (int r = 0; r < runs; r++) {
     double level = 100 * (1 + between * rng_sym(rs)) * (1 + shift);
-    for (int i = 0; i < 16; i++) v[r * 16 + i] = level * (1 + 0.01 * rng_sym(rs));
+    for (int i = 0; i < 16; i++)
+      v[r * 16 + i] = level * (1 + 0.01 * rng_sym(rs));
     seg[r] = 16;
   }
 }
@@ -462,7 +482,9 @@ static double repeated_real_rate(int runs, double between, double shift, uint64_
     repeated_series(va, sa, runs, between, 0, &rs);
     repeated_series(vb, sb, runs, between, shift, &rs);
     ssa_diff_metric m;
-    if (ssa_diff_compare_runs(va, sa, (size_t)runs, vb, sb, (size_t)runs, SSA_DM_STEP_TIME, NAN, 0, &m)) return NAN;
+    if (ssa_diff_compare_runs(va, sa, (size_t)runs, vb, sb, (size_t)runs, SSA_DM_STEP_TIME, NAN, 0,
+                              &m))
+      return NAN;
     real += m.verdict == SSA_DV_REAL;
   }
   return real / 2000.0;
@@ -491,25 +513,29 @@ static void check_levels(const level_run *lr) {
       an[side][r] = &l[side][r].an;
     }
   ssa_diff d;
-  if (ok && ssa_diff_runs_repeated(an[0], (size_t)lr->runs, an[1], (size_t)lr->runs, "A", "B", &d) == 0) {
+  if (ok &&
+      ssa_diff_runs_repeated(an[0], (size_t)lr->runs, an[1], (size_t)lr->runs, "A", "B", &d) == 0) {
     const ssa_diff_metric *m = &d.m[SSA_DM_STEP_TIME];
     if (lr->want == 0)
       CHECK(m->verdict != SSA_DV_REAL && (lr->runs == 1 || m->noise_reason == SSA_DN_BETWEEN_RUNS),
-            "A/A with %d runs per side: step_time %+.1f %% %s (reason %d, gap %.0f, ranges %.0f %.0f)", lr->runs,
-            m->rel_change * 100, word(&d, SSA_DM_STEP_TIME), m->noise_reason, m->run_gap, m->a.between,
-            m->b.between);
+            "A/A with %d runs per side: step_time %+.1f %% %s (reason %d, gap %.0f, ranges %.0f "
+            "%.0f)",
+            lr->runs, m->rel_change * 100, word(&d, SSA_DM_STEP_TIME), m->noise_reason, m->run_gap,
+            m->a.between, m->b.between);
     else
       CHECK(m->verdict == SSA_DV_REAL && fabs(m->rel_change - lr->want) < 0.3 * lr->want,
-            "real %+.0f %% with %d runs per side: %s %+.1f %% (reason %d)", lr->want * 100, lr->runs,
-            word(&d, SSA_DM_STEP_TIME), m->rel_change * 100, m->noise_reason);
-    CHECK(d.nruns_a == (size_t)lr->runs && m->a.runs == (size_t)lr->runs && m->a.n == (size_t)(16 * lr->runs),
+            "real %+.0f %% with %d runs per side: %s %+.1f %% (reason %d)", lr->want * 100,
+            lr->runs, word(&d, SSA_DM_STEP_TIME), m->rel_change * 100, m->noise_reason);
+    CHECK(d.nruns_a == (size_t)lr->runs && m->a.runs == (size_t)lr->runs &&
+              m->a.n == (size_t)(16 * lr->runs),
           "runs %zu, run medians %zu, values %zu", d.nruns_a, m->a.runs, m->a.n);
     ssa_diff_free(&d);
   } else {
     CHECK(0, "repeated diff failed");
   }
   for (int side = 0; side < 2; side++)
-    for (int r = 0; r < lr->runs; r++) unload(&l[side][r]);
+    for (int r = 0; r < lr->runs; r++)
+      unload(&l[side][r]);
 }
 
 static void case_repeats(void) {
@@ -523,18 +549,25 @@ static void case_repeats(void) {
     vb[i] = 105 + i / 4;
   }
   ssa_diff_metric m;
-  CHECK(ssa_diff_compare_runs(va, seg, 3, vb, seg, 3, SSA_DM_STEP_TIME, NAN, 0, &m) == 0, "compare runs");
-  CHECK(m.a.runs == 3 && m.a.between == 2 && m.b.between == 2 && m.run_gap == 3 && m.a.run_median[2] == 102,
+  CHECK(ssa_diff_compare_runs(va, seg, 3, vb, seg, 3, SSA_DM_STEP_TIME, NAN, 0, &m) == 0,
+        "compare runs");
+  CHECK(m.a.runs == 3 && m.a.between == 2 && m.b.between == 2 && m.run_gap == 3 &&
+            m.a.run_median[2] == 102,
         "runs %zu, between %.2f %.2f, gap %.2f", m.a.runs, m.a.between, m.b.between, m.run_gap);
-  CHECK(m.verdict == SSA_DV_REAL, "gap 3 > ranges 2: verdict %d reason %d", m.verdict, m.noise_reason);
-  for (int i = 0; i < 12; i++) vb[i] = 103.5 + 0.5 * (i / 4);
-  CHECK(ssa_diff_compare_runs(va, seg, 3, vb, seg, 3, SSA_DM_STEP_TIME, NAN, 0, &m) == 0, "compare runs");
+  CHECK(m.verdict == SSA_DV_REAL, "gap 3 > ranges 2: verdict %d reason %d", m.verdict,
+        m.noise_reason);
+  for (int i = 0; i < 12; i++)
+    vb[i] = 103.5 + 0.5 * (i / 4);
+  CHECK(ssa_diff_compare_runs(va, seg, 3, vb, seg, 3, SSA_DM_STEP_TIME, NAN, 0, &m) == 0,
+        "compare runs");
   CHECK(m.verdict == SSA_DV_NOISE && m.noise_reason == SSA_DN_BETWEEN_RUNS && m.run_gap == 1.5,
         "gap 1.5 < ranges 2: verdict %d reason %d gap %.2f", m.verdict, m.noise_reason, m.run_gap);
   /* a decrease: the gap is measured downwards */
-  for (int i = 0; i < 12; i++) vb[i] = 95 + i / 4;
+  for (int i = 0; i < 12; i++)
+    vb[i] = 95 + i / 4;
   ssa_diff_compare_runs(va, seg, 3, vb, seg, 3, SSA_DM_STEP_TIME, NAN, 0, &m);
-  CHECK(m.verdict == SSA_DV_REAL && m.run_gap == 3, "decrease: verdict %d gap %.2f", m.verdict, m.run_gap);
+  CHECK(m.verdict == SSA_DV_REAL && m.run_gap == 3, "decrease: verdict %d gap %.2f", m.verdict,
+        m.run_gap);
   /* one run per side: no between-run test, no gap */
   size_t one = 12;
   ssa_diff_compare_runs(va, &one, 1, vb, &one, 1, SSA_DM_STEP_TIME, NAN, 0, &m);
@@ -543,11 +576,13 @@ static void case_repeats(void) {
   /* generated: runs differ by up to +-4 % (uniform), steps by +-1 % */
   double one_run = repeated_real_rate(1, 0.04, 0, 5), two = repeated_real_rate(2, 0.04, 0, 6),
          three = repeated_real_rate(3, 0.04, 0, 7), power = repeated_real_rate(3, 0.04, 0.15, 8);
-  printf("A/A, runs +-4 %% apart, steps +-1 %%: called real in %.1f %% with 1 run per side, %.1f %% with 2, "
+  printf("A/A, runs +-4 %% apart, steps +-1 %%: called real in %.1f %% with 1 run per side, %.1f "
+         "%% with 2, "
          "%.1f %% with 3; a +15 %% change with 3 runs: %.1f %%\n",
          one_run * 100, two * 100, three * 100, power * 100);
   CHECK(one_run > 0.3, "one run per side cannot see run-to-run differences: %.3f", one_run);
-  CHECK(two < 0.12 && three < 0.02, "A/A with repeats called real: %.3f (2 runs), %.3f (3 runs)", two, three);
+  CHECK(two < 0.12 && three < 0.02, "A/A with repeats called real: %.3f (2 runs), %.3f (3 runs)",
+        two, three);
   CHECK(power > 0.9, "+15 %% with 3 runs detected in %.3f", power);
 
   /* end to end (generated traces, ssa_diff_runs_repeated): run levels move
@@ -562,7 +597,8 @@ static void case_repeats(void) {
 
 static void case_gate_parse(void) {
   static const char *const valid[] = {"step_time:+3%,exposed_comm:+10%,mfu:-2%,bubble:+2pt",
-                                      "idle:+1.5ms, overlap:-5pt", "comm:+1s,exposed_mem:+10ns,compute:2us"};
+                                      "idle:+1.5ms, overlap:-5pt",
+                                      "comm:+1s,exposed_mem:+10ns,compute:2us"};
   static const char alphabet[] = "stepimu_:+-%.,0123456789 ptmsnx\t";
   uint64_t rs = 7;
   size_t accepted = 0;
@@ -577,9 +613,11 @@ static void case_gate_parse(void) {
       size_t at = n ? rng_next(&rs) % n : 0;
       int op = (int)(rng_next(&rs) % 3);
       char c = alphabet[rng_next(&rs) % (sizeof alphabet - 1)];
-      if (op == 0 && n) buf[at] = c;                                   /* replace */
-      else if (op == 1 && n) memmove(buf + at, buf + at + 1, n-- - at - 1); /* delete */
-      else if (n + 1 < sizeof buf) {                                   /* insert */
+      if (op == 0 && n)
+        buf[at] = c; /* replace */
+      else if (op == 1 && n)
+        memmove(buf + at, buf + at + 1, n-- - at - 1); /* delete */
+      else if (n + 1 < sizeof buf) {                   /* insert */
         memmove(buf + at + 1, buf + at, n - at);
         buf[at] = c;
         n++;
@@ -597,9 +635,11 @@ static void case_gate_parse(void) {
       accepted++;
       CHECK(g.n >= 1 && g.n <= SSA_DM_N, "spec '%s': %zu rules", spec, g.n);
       for (size_t r = 0; r < g.n; r++)
-        CHECK(g.rules[r].threshold >= 0 && isfinite(g.rules[r].threshold), "spec '%s': threshold", spec);
+        CHECK(g.rules[r].threshold >= 0 && isfinite(g.rules[r].threshold), "spec '%s': threshold",
+              spec);
     } else {
-      CHECK(rc == -1 && strstr(err, "--fail-on") != NULL, "spec '%s': rc %d, message '%s'", spec, rc, err);
+      CHECK(rc == -1 && strstr(err, "--fail-on") != NULL, "spec '%s': rc %d, message '%s'", spec,
+            rc, err);
     }
     free(spec);
     if (failures > 20) return;

@@ -93,8 +93,12 @@ static void test_old_format(void) {
 static void start_linked(const char *dir, unsigned flush_ms) {
   static stepscope_writer_options wopt;
   wopt = (stepscope_writer_options){.flush_interval_ms = flush_ms, .background_flush = 1};
-  stepscope_start_options opt = {.run_dir = dir, .rank = 0, .world_size = 1, .local_rank = 0,
-                                 .producer = "test_close_marker", .writer = &wopt};
+  stepscope_start_options opt = {.run_dir = dir,
+                                 .rank = 0,
+                                 .world_size = 1,
+                                 .local_rank = 0,
+                                 .producer = "test_close_marker",
+                                 .writer = &wopt};
   stepscope_error err;
   if (stepscope_start(&opt, &err) != 0) {
     fprintf(stderr, "child: %s\n", err.message);
@@ -106,7 +110,8 @@ static void test_sigkill(const char *dir) {
   pid_t pid = fork();
   if (pid == 0) {
     start_linked(dir, 600000);
-    for (int i = 0; i < MARKS; i++) stepscope_mark_now("m", NULL);
+    for (int i = 0; i < MARKS; i++)
+      stepscope_mark_now("m", NULL);
     stepscope_writer_flush(stepscope_current(), NULL);
     raise(SIGKILL);
     _exit(4);
@@ -127,12 +132,14 @@ static void test_terminating_signal(const char *dir, int signo) {
   pid_t pid = fork();
   if (pid == 0) {
     close(ready[0]);
-    signal(signo, SIG_DFL); /* a background shell may have left SIGINT ignored */
+    signal(signo, SIG_DFL);    /* a background shell may have left SIGINT ignored */
     start_linked(dir, 600000); /* nothing is flushed by time: only the signal can */
-    for (int i = 0; i < MARKS; i++) stepscope_mark_now("m", NULL);
+    for (int i = 0; i < MARKS; i++)
+      stepscope_mark_now("m", NULL);
     char c = 1;
     (void)!write(ready[1], &c, 1);
-    for (;;) pause();
+    for (;;)
+      pause();
   }
   close(ready[1]);
   char c;
@@ -153,7 +160,9 @@ static void test_terminating_signal(const char *dir, int signo) {
 
 /* The program's own handler: set by the child before the trace starts. */
 static volatile sig_atomic_t g_got_term;
-static void own_handler(int sig) { g_got_term = sig; }
+static void own_handler(int sig) {
+  g_got_term = sig;
+}
 
 static void test_chained_handler(const char *dir) {
   int ready[2];
@@ -167,10 +176,12 @@ static void test_chained_handler(const char *dir) {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
     start_linked(dir, 600000);
-    for (int i = 0; i < MARKS; i++) stepscope_mark_now("m", NULL);
+    for (int i = 0; i < MARKS; i++)
+      stepscope_mark_now("m", NULL);
     char c = 1;
     (void)!write(ready[1], &c, 1);
-    while (!g_got_term) pause();
+    while (!g_got_term)
+      pause();
     /* the handler ran after the flush: the file already holds every mark */
     char path[600];
     snprintf(path, sizeof path, "%s/rank-00000.trace.zst", dir);

@@ -22,11 +22,16 @@ static void child(const char *dir) {
   struct rlimit lim = {64 << 10, 64 << 10};
   if (setrlimit(RLIMIT_FSIZE, &lim) != 0) _exit(3);
   static stepscope_writer_options wopt = {.flush_interval_ms = 20, .background_flush = 1};
-  stepscope_start_options opt = {.run_dir = dir, .rank = 0, .world_size = 1, .local_rank = 0,
-                                 .producer = "test_full_disk", .writer = &wopt};
+  stepscope_start_options opt = {.run_dir = dir,
+                                 .rank = 0,
+                                 .world_size = 1,
+                                 .local_rank = 0,
+                                 .producer = "test_full_disk",
+                                 .writer = &wopt};
   stepscope_error err;
   if (stepscope_start(&opt, &err) != 0) _exit(4);
-  for (int i = 0; i < 10; i++) stepscope_mark_now("before", NULL);
+  for (int i = 0; i < 10; i++)
+    stepscope_mark_now("before", NULL);
   stepscope_writer_flush(stepscope_current(), NULL); /* a first frame that fits */
   char name[64];
   for (int i = 0; i < 200000; i++) { /* incompressible enough to pass 64 KiB */
@@ -46,8 +51,8 @@ static void child(const char *dir) {
 
 int main(void) {
   char dir[512], log[600], path[600];
-  snprintf(dir, sizeof dir, "%s/stepscope-fulldisk-%ld", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
-           (long)getpid());
+  snprintf(dir, sizeof dir, "%s/stepscope-fulldisk-%ld",
+           getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (long)getpid());
   snprintf(log, sizeof log, "%s.stderr", dir);
   snprintf(path, sizeof path, "%s/rank-00000.trace.zst", dir);
   pid_t pid = fork();
@@ -84,7 +89,8 @@ int main(void) {
   if (r) {
     stepscope_record rec;
     uint64_t n = 0;
-    while (stepscope_reader_next(r, &rec, &err) == 1) n += rec.kind == STEPSCOPE_REC_MARK;
+    while (stepscope_reader_next(r, &rec, &err) == 1)
+      n += rec.kind == STEPSCOPE_REC_MARK;
     CHECK_MSG(n >= 10, "%llu marks", (unsigned long long)n);
     CHECK(stepscope_reader_close_state(r, NULL) == STEPSCOPE_CLOSE_MISSING);
     stepscope_reader_close(r);

@@ -10,15 +10,19 @@
 
 int main(void) {
   char dir[512];
-  snprintf(dir, sizeof dir, "%s/stepscope-linked-%ld/run", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
-           (long)getpid());
+  snprintf(dir, sizeof dir, "%s/stepscope-linked-%ld/run",
+           getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (long)getpid());
   stepscope_range_push("ignored", NULL); /* not started: no-op */
   stepscope_range_pop();
   CHECK(!stepscope_active());
   setenv("RANK", "2", 1);
   setenv("WORLD_SIZE", "8", 1);
-  stepscope_start_options opt = {.run_dir = dir, .rank = -1, .world_size = -1, .local_rank = -1,
-                                 .producer = "test_linked", .config_json = "{\"dp\":8}"};
+  stepscope_start_options opt = {.run_dir = dir,
+                                 .rank = -1,
+                                 .world_size = -1,
+                                 .local_rank = -1,
+                                 .producer = "test_linked",
+                                 .config_json = "{\"dp\":8}"};
   stepscope_error err;
   CHECK_MSG(stepscope_start(&opt, &err) == 0, "%s", err.message);
   CHECK(stepscope_active());
@@ -65,7 +69,8 @@ int main(void) {
         }
         steps++;
       } else if (!strcmp(name, "forward")) {
-        CHECK(!strcmp(stepscope_reader_string(r, rec.u.range.args), "{\"microbatch\":0,\"stage\":0}"));
+        CHECK(!strcmp(stepscope_reader_string(r, rec.u.range.args),
+                      "{\"microbatch\":0,\"stage\":0}"));
         forwards++;
       }
       break;
@@ -97,7 +102,8 @@ int main(void) {
   CHECK(ops == 3);
   CHECK(steps == 3 && forwards == 3 && marks == 3 && counters == 3 && meta == 1 && streams == 1);
   CHECK(anchors >= 2); /* at start and at stop */
-  for (int s = 1; s < 3; s++) CHECK(step_start[s] >= step_end[s - 1]);
+  for (int s = 1; s < 3; s++)
+    CHECK(step_start[s] >= step_end[s - 1]);
   stepscope_reader_close(r);
   unlink(expect_path);
   if (test_failures) fprintf(stderr, "%d check(s) failed\n", test_failures);

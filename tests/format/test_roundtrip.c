@@ -34,13 +34,14 @@ static uint32_t pick_string(uint32_t nstrings) {
 
 /* A random record of a random kind; values span small, large and extreme. */
 static void random_record(stepscope_record *r, uint32_t nstrings, uint64_t *clock) {
-  static const uint32_t kinds[] = {
-      STEPSCOPE_REC_KERNEL,   STEPSCOPE_REC_MEMCPY,       STEPSCOPE_REC_MEMSET,
-      STEPSCOPE_REC_SYNC,     STEPSCOPE_REC_API,          STEPSCOPE_REC_RANGE,
-      STEPSCOPE_REC_MARK,     STEPSCOPE_REC_COLLECTIVE,   STEPSCOPE_REC_HOST_OP,
-      STEPSCOPE_REC_COUNTER,  STEPSCOPE_REC_MEMORY,       STEPSCOPE_REC_DROPPED,
-      STEPSCOPE_REC_CLOCK_ANCHOR, STEPSCOPE_REC_OVERHEAD, STEPSCOPE_REC_STREAM,
-      STEPSCOPE_REC_EXTERNAL_CORRELATION};
+  static const uint32_t kinds[] = {STEPSCOPE_REC_KERNEL,       STEPSCOPE_REC_MEMCPY,
+                                   STEPSCOPE_REC_MEMSET,       STEPSCOPE_REC_SYNC,
+                                   STEPSCOPE_REC_API,          STEPSCOPE_REC_RANGE,
+                                   STEPSCOPE_REC_MARK,         STEPSCOPE_REC_COLLECTIVE,
+                                   STEPSCOPE_REC_HOST_OP,      STEPSCOPE_REC_COUNTER,
+                                   STEPSCOPE_REC_MEMORY,       STEPSCOPE_REC_DROPPED,
+                                   STEPSCOPE_REC_CLOCK_ANCHOR, STEPSCOPE_REC_OVERHEAD,
+                                   STEPSCOPE_REC_STREAM,       STEPSCOPE_REC_EXTERNAL_CORRELATION};
   memset(r, 0, sizeof *r);
   r->kind = kinds[test_rand() % (sizeof kinds / sizeof kinds[0])];
   /* Times mostly move forward a little; sometimes jump anywhere. */
@@ -98,7 +99,8 @@ static void random_record(stepscope_record *r, uint32_t nstrings, uint64_t *cloc
     r->u.collective.count = test_rand(), r->u.collective.bytes = test_rand();
     r->u.collective.op = STEPSCOPE_COLL_ALLREDUCE, r->u.collective.peer = -1;
     r->u.collective.datatype = STEPSCOPE_DT_BFLOAT16, r->u.collective.comm_size = 16384;
-    r->u.collective.algorithm = pick_string(nstrings), r->u.collective.protocol = pick_string(nstrings);
+    r->u.collective.algorithm = pick_string(nstrings),
+    r->u.collective.protocol = pick_string(nstrings);
     r->u.collective.name = pick_string(nstrings), r->u.collective.flags = 7;
     break;
   case STEPSCOPE_REC_HOST_OP:
@@ -128,7 +130,8 @@ static void random_record(stepscope_record *r, uint32_t nstrings, uint64_t *cloc
     break;
   case STEPSCOPE_REC_OVERHEAD:
     memset(&r->u.overhead, 0, sizeof r->u.overhead);
-    r->u.overhead.start_ns = t, r->u.overhead.end_ns = end, r->u.overhead.name = pick_string(nstrings);
+    r->u.overhead.start_ns = t, r->u.overhead.end_ns = end,
+    r->u.overhead.name = pick_string(nstrings);
     break;
   case STEPSCOPE_REC_EXTERNAL_CORRELATION:
     r->u.external_correlation.correlation_id = test_rand();
@@ -146,7 +149,7 @@ static void random_record(stepscope_record *r, uint32_t nstrings, uint64_t *cloc
 typedef struct read_result {
   stepscope_record *recs;
   size_t n;
-  int rc;          /* 0 end, <0 error, 1 open failed */
+  int rc; /* 0 end, <0 error, 1 open failed */
   size_t warnings;
   stepscope_error err;
 } read_result;
@@ -247,7 +250,8 @@ static void test_every_kind_and_random(void) {
   CHECK(mismatches == 0);
   /* every kind was exercised */
   int seen[STEPSCOPE_REC_KIND_MAX] = {0};
-  for (size_t i = 0; i < rr.n; i++) seen[rr.recs[i].kind] = 1;
+  for (size_t i = 0; i < rr.n; i++)
+    seen[rr.recs[i].kind] = 1;
   for (uint32_t k = STEPSCOPE_REC_KERNEL; k <= STEPSCOPE_REC_EXTERNAL_CORRELATION; k++)
     CHECK_MSG(seen[k], "kind %u never round-tripped", k);
   CHECK(seen[STEPSCOPE_REC_METADATA] && seen[STEPSCOPE_REC_STREAM]);
@@ -351,9 +355,10 @@ static void test_forward_compatibility(void) {
   q = varint_put(q, zigzag_encode(100)); /* end = start + 100 */
   q = varint_put(q, zigzag_encode(42));  /* correlation */
   q = varint_put(q, 7);                  /* stream */
-  for (int i = 0; i < 12; i++) q = varint_put(q, 0);
-  q = varint_put(q, 0);                  /* graph id */
-  *q++ = 0x05, *q++ = 0x06;              /* unknown extra fields */
+  for (int i = 0; i < 12; i++)
+    q = varint_put(q, 0);
+  q = varint_put(q, 0);     /* graph id */
+  *q++ = 0x05, *q++ = 0x06; /* unknown extra fields */
   p = varint_put(p, (uint64_t)(q - payload));
   memcpy(p, payload, (size_t)(q - payload));
   p += q - payload;
@@ -373,7 +378,8 @@ static void test_forward_compatibility(void) {
   CHECK(stepscope_reader_next(r, &rec, &err) == 1);
   CHECK(rec.kind == STEPSCOPE_REC_KERNEL);
   CHECK_MSG(rec.u.kernel.start_ns == 1500, "start %llu", (unsigned long long)rec.u.kernel.start_ns);
-  CHECK(rec.u.kernel.end_ns == 1600 && rec.u.kernel.correlation_id == 42 && rec.u.kernel.stream == 7);
+  CHECK(rec.u.kernel.end_ns == 1600 && rec.u.kernel.correlation_id == 42 &&
+        rec.u.kernel.stream == 7);
   CHECK(stepscope_reader_next(r, &rec, &err) == 1);
   CHECK(rec.kind == STEPSCOPE_REC_MEMSET && rec.u.memset.start_ns == 1510 &&
         rec.u.memset.end_ns == 1515 && rec.u.memset.bytes == 0 && rec.u.memset.stream == 0);
@@ -454,7 +460,8 @@ static void check_read_property(const char *path, const uint8_t *data, size_t le
     if (rr.warnings) (*warnings)++;
     CHECK_MSG(rr.n <= norig, "read %zu > %zu records", rr.n, norig);
     for (size_t i = 0, j = 0; i < rr.n && j <= norig; i++, j++) {
-      while (damaged && j < norig && !records_equal(&orig[j], &rr.recs[i])) j++;
+      while (damaged && j < norig && !records_equal(&orig[j], &rr.recs[i]))
+        j++;
       if (j == norig || !records_equal(&orig[j], &rr.recs[i])) {
         CHECK_MSG(0, "length %zu: record %zu is not one written (in order)", len, i);
         break;
@@ -506,7 +513,8 @@ static void test_truncation_and_corruption(void) {
     memcpy(flipped + end - 4, data + end, len - end);
     CHECK(flipped[frame_at[fr] + 4] & 0x04);
     flipped[frame_at[fr] + 4] &= (uint8_t)~0x04;
-    CHECK(!ZSTD_isError(ZSTD_findFrameCompressedSize(flipped + frame_at[fr], len - 4 - frame_at[fr])));
+    CHECK(!ZSTD_isError(
+        ZSTD_findFrameCompressedSize(flipped + frame_at[fr], len - 4 - frame_at[fr])));
     size_t e = 0, w = 0;
     check_read_property(cut, flipped, len - 4, recs, n, 0, 1, &e, &w);
     CHECK_MSG(e == 0 && w == 1, "frame %zu without checksum: %zu errors, %zu warnings", fr, e, w);
@@ -557,7 +565,8 @@ static void test_record_larger_than_a_buffer(void) {
   char *big = malloc(big_len + 1);
   CHECK(big != NULL);
   if (!big) return;
-  for (size_t i = 0; i < big_len; i++) big[i] = (char)('a' + i % 26);
+  for (size_t i = 0; i < big_len; i++)
+    big[i] = (char)('a' + i % 26);
   big[big_len] = '\0';
   for (int background = 0; background < 2; background++) {
     char path[512];

@@ -21,8 +21,8 @@
 #include "test_util.h"
 
 #define THREADS 4
-#define CYCLES 6
-#define RUN_MS 40
+#define CYCLES  6
+#define RUN_MS  40
 
 static atomic_int g_quit;
 static stepscope_writer *g_writers[CYCLES]; /* main's own record, read after the joins */
@@ -138,7 +138,8 @@ static void check_file(const char *path, int cycle, uint64_t counts[THREADS]) {
   }
   CHECK_MSG(rc == 0, "cycle %d: %s", cycle, rc < 0 ? err.message : "");
   CHECK_MSG(bad == 0, "cycle %d: %llu torn or foreign records", cycle, (unsigned long long)bad);
-  CHECK_MSG(unordered == 0, "cycle %d: %llu repeated records", cycle, (unsigned long long)unordered);
+  CHECK_MSG(unordered == 0, "cycle %d: %llu repeated records", cycle,
+            (unsigned long long)unordered);
   CHECK_MSG(stepscope_reader_warning_count(r) == 0, "cycle %d: %s", cycle,
             stepscope_reader_warning_count(r) ? stepscope_reader_warning(r, 0) : "");
   stepscope_reader_close(r);
@@ -147,16 +148,19 @@ static void check_file(const char *path, int cycle, uint64_t counts[THREADS]) {
 int main(void) {
   char dir[CYCLES][512];
   const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-  stepscope_writer_options wopt = {.frame_bytes = 256 << 10, .flush_interval_ms = 10,
-                                   .background_flush = 1};
+  stepscope_writer_options wopt = {
+      .frame_bytes = 256 << 10, .flush_interval_ms = 10, .background_flush = 1};
   emitter emitters[THREADS];
   memset(emitters, 0, sizeof emitters);
   pthread_t tids[THREADS];
   char path[CYCLES][600];
   for (int c = 0; c < CYCLES; c++) {
     snprintf(dir[c], sizeof dir[c], "%s/stepscope-stop-race-%ld/cycle%d", tmp, (long)getpid(), c);
-    stepscope_start_options opt = {.run_dir = dir[c], .rank = 0, .world_size = 1,
-                                   .local_rank = 0, .producer = "test_stop_race",
+    stepscope_start_options opt = {.run_dir = dir[c],
+                                   .rank = 0,
+                                   .world_size = 1,
+                                   .local_rank = 0,
+                                   .producer = "test_stop_race",
                                    .writer = &wopt};
     stepscope_error err;
     CHECK_MSG(stepscope_start(&opt, &err) == 0, "%s", err.message);
@@ -173,7 +177,8 @@ int main(void) {
     sleep_ms(5); /* emissions with no trace running */
   }
   atomic_store(&g_quit, 1);
-  for (int t = 0; t < THREADS; t++) pthread_join(tids[t], NULL);
+  for (int t = 0; t < THREADS; t++)
+    pthread_join(tids[t], NULL);
 
   /* a stopped writer still answers, as no-ops */
   stepscope_record rec = {.kind = STEPSCOPE_REC_MARK};

@@ -7,7 +7,7 @@
 
 #include "test_util.h"
 
-#define THREADS 8
+#define THREADS    8
 #define PER_THREAD 100000
 
 static stepscope_writer *g_w;
@@ -40,8 +40,8 @@ int main(void) {
   char path[512];
   test_tmp_path(path, sizeof path, "threads");
   stepscope_header h = test_header(0);
-  stepscope_writer_options opt = {.frame_bytes = 1 << 20, .flush_interval_ms = 20,
-                                  .background_flush = 1};
+  stepscope_writer_options opt = {
+      .frame_bytes = 1 << 20, .flush_interval_ms = 20, .background_flush = 1};
   stepscope_error err;
   g_w = stepscope_writer_open(path, &h, &opt, &err);
   CHECK_MSG(g_w != NULL, "%s", err.message);
@@ -52,8 +52,10 @@ int main(void) {
     g_names[t] = stepscope_intern(g_w, s);
   }
   pthread_t tids[THREADS];
-  for (int t = 0; t < THREADS; t++) pthread_create(&tids[t], NULL, producer, (void *)(uintptr_t)t);
-  for (int t = 0; t < THREADS; t++) pthread_join(tids[t], NULL);
+  for (int t = 0; t < THREADS; t++)
+    pthread_create(&tids[t], NULL, producer, (void *)(uintptr_t)t);
+  for (int t = 0; t < THREADS; t++)
+    pthread_join(tids[t], NULL);
   CHECK(stepscope_writer_records(g_w) == (uint64_t)THREADS * PER_THREAD);
   CHECK(stepscope_writer_dropped(g_w) == 0);
   CHECK_MSG(stepscope_writer_close(g_w, &err) == 0, "%s", err.message);
@@ -69,7 +71,8 @@ int main(void) {
     if (rec.kind != STEPSCOPE_REC_KERNEL) continue;
     uint64_t t = rec.u.kernel.stream, i = rec.u.kernel.correlation_id & 0xffffffffu;
     if (t >= THREADS || i >= PER_THREAD || rec.u.kernel.correlation_id >> 32 != t ||
-        rec.u.kernel.start_ns != i * 1000 + t || rec.u.kernel.end_ns != rec.u.kernel.start_ns + 500 ||
+        rec.u.kernel.start_ns != i * 1000 + t ||
+        rec.u.kernel.end_ns != rec.u.kernel.start_ns + 500 ||
         rec.u.kernel.grid[0] != (uint32_t)(i * 7 + t) || rec.u.kernel.graph_id != ~(t << 32 | i)) {
       bad++;
       continue;

@@ -16,22 +16,22 @@
 
 static int test_failures;
 
-#define CHECK(cond)                                                                 \
-  do {                                                                              \
-    if (!(cond)) {                                                                  \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);      \
-      test_failures++;                                                              \
-    }                                                                               \
+#define CHECK(cond)                                                                                \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);                     \
+      test_failures++;                                                                             \
+    }                                                                                              \
   } while (0)
 
-#define CHECK_MSG(cond, ...)                                                        \
-  do {                                                                              \
-    if (!(cond)) {                                                                  \
-      fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond);      \
-      fprintf(stderr, __VA_ARGS__);                                                 \
-      fputc('\n', stderr);                                                          \
-      test_failures++;                                                              \
-    }                                                                               \
+#define CHECK_MSG(cond, ...)                                                                       \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond);                     \
+      fprintf(stderr, __VA_ARGS__);                                                                \
+      fputc('\n', stderr);                                                                         \
+      test_failures++;                                                                             \
+    }                                                                                              \
   } while (0)
 
 static uint64_t test_rng_state = 0x9e3779b97f4a7c15ull;
@@ -60,8 +60,7 @@ static inline stepscope_header test_header(int rank) {
 /* A temporary file path unique to this process. */
 static inline void test_tmp_path(char *buf, size_t cap, const char *tag) {
   const char *dir = getenv("TMPDIR");
-  snprintf(buf, cap, "%s/stepscope-test-%ld-%s.trace.zst", dir ? dir : "/tmp", (long)getpid(),
-           tag);
+  snprintf(buf, cap, "%s/stepscope-test-%ld-%s.trace.zst", dir ? dir : "/tmp", (long)getpid(), tag);
 }
 
 #endif

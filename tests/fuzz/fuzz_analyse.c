@@ -44,7 +44,8 @@ void fuzz_analyse_ranks(ssa_rank *ranks, size_t nranks) {
   if (ssa_run_from_ranks(&run, ranks, nranks, &err) != 0) {
     if (!err.message[0]) abort();
     if (!run.ranks) { /* failed before taking the ranks */
-      for (size_t i = 0; i < nranks; i++) ssa_rank_free(&ranks[i]);
+      for (size_t i = 0; i < nranks; i++)
+        ssa_rank_free(&ranks[i]);
       free(ranks);
     }
     ssa_run_free(&run);

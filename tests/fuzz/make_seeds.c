@@ -12,8 +12,12 @@
 static void write_seed(const char *dir, int variant) {
   char path[4096];
   snprintf(path, sizeof path, "%s/seed-%02d.trace.zst", dir, variant);
-  stepscope_header h = {.rank = variant, .world_size = 8, .pid = 1, .hostname = "h",
-                        .device_name = "cpu", .config_json = "{\"seed\":1}"};
+  stepscope_header h = {.rank = variant,
+                        .world_size = 8,
+                        .pid = 1,
+                        .hostname = "h",
+                        .device_name = "cpu",
+                        .config_json = "{\"seed\":1}"};
   stepscope_writer_options opt = {.frame_bytes = (size_t)(variant + 1) * 300};
   stepscope_error err;
   stepscope_writer *w = stepscope_writer_open(path, &h, &opt, &err);
@@ -36,7 +40,8 @@ static void write_seed(const char *dir, int variant) {
         break;
       case STEPSCOPE_REC_STREAM: rec.u.stream.stream = 7, rec.u.stream.name = gemm; break;
       case STEPSCOPE_REC_KERNEL:
-        rec.u.kernel.start_ns = t, rec.u.kernel.end_ns = t + 900, rec.u.kernel.name = i % 2 ? name : gemm;
+        rec.u.kernel.start_ns = t, rec.u.kernel.end_ns = t + 900,
+        rec.u.kernel.name = i % 2 ? name : gemm;
         rec.u.kernel.correlation_id = 100 + (uint64_t)i, rec.u.kernel.grid[0] = 132;
         break;
       case STEPSCOPE_REC_RANGE:
@@ -53,7 +58,9 @@ static void write_seed(const char *dir, int variant) {
       default: rec.u.kernel.start_ns = t, rec.u.kernel.end_ns = t + 10; break; /* time first */
       }
       if (kind == STEPSCOPE_REC_CLOCK_ANCHOR) rec.u.clock_anchor.realtime_ns = t;
-      if (kind == STEPSCOPE_REC_HEADER || kind == STEPSCOPE_REC_BLOCK || kind == STEPSCOPE_REC_STRING) continue;
+      if (kind == STEPSCOPE_REC_HEADER || kind == STEPSCOPE_REC_BLOCK ||
+          kind == STEPSCOPE_REC_STRING)
+        continue;
       if (!stepscope_record_kind_name(kind)) continue;
       stepscope_write(w, &rec);
     }
@@ -108,7 +115,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: make_seeds DIR\n");
     return 2;
   }
-  for (int v = 0; v < 6; v++) write_seed(argv[1], v);
+  for (int v = 0; v < 6; v++)
+    write_seed(argv[1], v);
   write_framed_seed(argv[1]);
   return 0;
 }

@@ -37,15 +37,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 typedef struct out {
   unsigned char *p;
   size_t n;
-  int ok; /* read to the end without error */
+  int ok;             /* read to the end without error */
   int code_set_error; /* zlib refused a Huffman code set (ISA-L may accept it) */
 } out;
 
 /* zlib's messages for a dynamic block whose code lengths do not form a
  * complete prefix code (inflate.c, inftrees.c) */
 static int is_code_set_error(const char *msg) {
-  return msg && (!strcmp(msg, "invalid literal/lengths set") || !strcmp(msg, "invalid distances set") ||
-                 !strcmp(msg, "invalid code lengths set"));
+  return msg && (!strcmp(msg, "invalid literal/lengths set") ||
+                 !strcmp(msg, "invalid distances set") || !strcmp(msg, "invalid code lengths set"));
 }
 
 /* zlib's reading of the file: members while the next byte is 0x1f */

@@ -35,7 +35,8 @@ static int same_rank(const ssa_rank *a, const ssa_rank *b) {
   for (size_t i = 0; i < a->nops; i++) {
     const ssa_op *x = &a->ops[i], *y = &b->ops[i];
     if (x->start != y->start || x->end != y->end || x->corr != y->corr || x->bytes != y->bytes ||
-        x->lane != y->lane || x->kind != y->kind || strcmp(ssa_rank_str(a, x->name), ssa_rank_str(b, y->name)))
+        x->lane != y->lane || x->kind != y->kind ||
+        strcmp(ssa_rank_str(a, x->name), ssa_rank_str(b, y->name)))
       return 0;
   }
   for (size_t i = 0; i < a->napis; i++) {
@@ -93,8 +94,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   unsetenv("STEPSCOPE_KINETO_FAST");
   if ((rc != 0) != (rc3 != 0) || (rc != 0 && strcmp(err.message, err3.message)) ||
       (rc == 0 && !same_rank(&r[0], &r[1]))) {
-    fprintf(stderr, "the events' fast path changed the import:\n  %s\n  %s\n", rc ? err.message : "ok",
-            rc3 ? err3.message : "ok");
+    fprintf(stderr, "the events' fast path changed the import:\n  %s\n  %s\n",
+            rc ? err.message : "ok", rc3 ? err3.message : "ok");
     abort();
   }
   if (rc == 0) {

@@ -19,7 +19,8 @@
 static int grow(void **p, size_t *cap, size_t need, size_t elem) {
   if (need <= *cap) return 0;
   size_t n = *cap ? *cap * 2 : 64;
-  while (n < need) n *= 2;
+  while (n < need)
+    n *= 2;
   void *q = realloc(*p, n * elem);
   if (!q) return -1;
   *p = q;
@@ -91,7 +92,9 @@ int gen_add_range(gen_run *g, int rank, const char *name, int mb, int64_t s, int
   return 0;
 }
 
-static uint64_t stream_id(int lane) { return 7 + (uint64_t)lane; }
+static uint64_t stream_id(int lane) {
+  return 7 + (uint64_t)lane;
+}
 
 static int write_rank(const gen_run *g, int r, const char *dir, char *errbuf, size_t errlen) {
   const gen_rank *gr = &g->ranks[r];
@@ -119,7 +122,10 @@ static int write_rank(const gen_run *g, int r, const char *dir, char *errbuf, si
   uint64_t off = (uint64_t)gr->clock_offset;
   stepscope_record rec;
   int rc = 0;
-#define EMIT() do { if (stepscope_write(w, &rec) != 0) rc = -1; } while (0)
+#define EMIT()                                                                                     \
+  do {                                                                                             \
+    if (stepscope_write(w, &rec) != 0) rc = -1;                                                    \
+  } while (0)
   /* anchors at true 0 and true 1e9 */
   for (int k = 0; k < 2; k++) {
     memset(&rec, 0, sizeof rec);
@@ -155,7 +161,8 @@ static int write_rank(const gen_run *g, int r, const char *dir, char *errbuf, si
     rec.u.range.payload = (uint64_t)st->number;
     EMIT();
   }
-  uint32_t s_load = stepscope_intern(w, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__");
+  uint32_t s_load =
+      stepscope_intern(w, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__");
   uint32_t s_py = stepscope_intern(w, "user_annotation");
   for (size_t i = 0; i < g->nloads; i++) {
     const gen_load *ld = &g->loads[i];
@@ -232,7 +239,7 @@ static int write_rank(const gen_run *g, int r, const char *dir, char *errbuf, si
       hop->correlation_id = corr;
       hop->bytes = o->bytes;
       hop->name = name;
-      hop->category = o->cls == GEN_COMM ? STEPSCOPE_CAT_COMM
+      hop->category = o->cls == GEN_COMM     ? STEPSCOPE_CAT_COMM
                       : o->cls == GEN_MEMCPY ? STEPSCOPE_CAT_MEMCPY
                       : o->cls == GEN_MEMSET ? STEPSCOPE_CAT_MEMSET
                                              : STEPSCOPE_CAT_COMPUTE;
@@ -267,7 +274,8 @@ static int write_rank(const gen_run *g, int r, const char *dir, char *errbuf, si
     EMIT();
     if (c && c->record) {
       int m = 0;
-      while (m < c->nmembers && c->member_op[m] != (int)i) m++;
+      while (m < c->nmembers && c->member_op[m] != (int)i)
+        m++;
       memset(&rec, 0, sizeof rec);
       rec.kind = STEPSCOPE_REC_COLLECTIVE;
       stepscope_collective *x = &rec.u.collective;
@@ -292,7 +300,8 @@ static int write_rank(const gen_run *g, int r, const char *dir, char *errbuf, si
   /* metadata */
   char json[512];
   int pp = g->pp > 1 ? g->pp : 1;
-  snprintf(json, sizeof json, "{\"world\":%d,\"dp\":%d,\"tp\":1,\"pp\":%d,\"cp\":1,\"rank\":%d,\"pp_rank\":%d}",
+  snprintf(json, sizeof json,
+           "{\"world\":%d,\"dp\":%d,\"tp\":1,\"pp\":%d,\"cp\":1,\"rank\":%d,\"pp_rank\":%d}",
            g->nranks, g->nranks / pp ? g->nranks / pp : 1, pp, r, gr->stage >= 0 ? gr->stage : 0);
   stepscope_metadata md = {"layout", json};
   memset(&rec, 0, sizeof rec);
@@ -300,15 +309,17 @@ static int write_rank(const gen_run *g, int r, const char *dir, char *errbuf, si
   rec.u.metadata = md;
   EMIT();
   if (g->pp > 1) {
-    snprintf(json, sizeof json, "{\"name\":\"1f1b\",\"stages\":%d,\"microbatches\":%d,\"virtual_stages\":1}",
-             g->pp, g->microbatches);
+    snprintf(json, sizeof json,
+             "{\"name\":\"1f1b\",\"stages\":%d,\"microbatches\":%d,\"virtual_stages\":1}", g->pp,
+             g->microbatches);
     rec.u.metadata.key = "schedule";
     rec.u.metadata.value_json = json;
     EMIT();
   }
   if (g->with_flops) {
     snprintf(json, sizeof json,
-             "{\"model_flops_per_step\":%.17g,\"hardware_flops_per_step\":%.17g,\"tokens_per_step\":4096,\"peak_flops_per_device\":%.17g,\"world\":%d}",
+             "{\"model_flops_per_step\":%.17g,\"hardware_flops_per_step\":%.17g,\"tokens_per_"
+             "step\":4096,\"peak_flops_per_device\":%.17g,\"world\":%d}",
              g->model_flops, g->hardware_flops, g->peak_flops, g->nranks);
     rec.u.metadata.key = "flops";
     rec.u.metadata.value_json = json;

@@ -52,7 +52,8 @@ static int cell_cause(const gen_run *g, int r, int64_t t, int lane) {
   int cause = cause_of(g, r, a, b, lane);
   /* waiting for the host while it loads data: data_loading */
   for (size_t i = 0; cause == GEN_IDLE_HOST_WAIT && i < g->nloads; i++)
-    if (g->loads[i].rank == r && g->loads[i].s <= t && g->loads[i].e >= t + GEN_Q) cause = GEN_IDLE_DATA_LOADING;
+    if (g->loads[i].rank == r && g->loads[i].s <= t && g->loads[i].e >= t + GEN_Q)
+      cause = GEN_IDLE_DATA_LOADING;
   return cause;
 }
 
@@ -69,7 +70,8 @@ static int stage_of(const gen_run *g, int r) {
 static int pipeline_waits(const gen_run *g) {
   wait_end_of_op = malloc((g->nops + 1) * sizeof *wait_end_of_op);
   if (!wait_end_of_op) return -1;
-  for (size_t i = 0; i < g->nops; i++) wait_end_of_op[i] = INT64_MIN;
+  for (size_t i = 0; i < g->nops; i++)
+    wait_end_of_op[i] = INT64_MIN;
   for (size_t c = 0; c < g->ncolls; c++) {
     const gen_coll *gc = &g->colls[c];
     if (!gc->record || (gc->flags & STEPSCOPE_COLL_F_PIPELINE)) continue;
@@ -107,7 +109,8 @@ static void transfers(const gen_run *g) {
       if (o->e - o->s < tr) tr = o->e - o->s;
     }
     if ((uint32_t)present < expected) continue;
-    for (int m = 0; m < gc->nmembers; m++) transfer_of_op[gc->member_op[m]] = tr;
+    for (int m = 0; m < gc->nmembers; m++)
+      transfer_of_op[gc->member_op[m]] = tr;
   }
 }
 
@@ -119,13 +122,14 @@ static void measure(const gen_run *g, int r, gen_window *w) {
     for (size_t i = 0; i < g->nops; i++) {
       const gen_op *o = &g->ops[i];
       if (o->rank != r || !(o->s <= t && o->e >= t + GEN_Q)) continue;
-      if (o->cls == GEN_COMPUTE) comp = 1;
+      if (o->cls == GEN_COMPUTE)
+        comp = 1;
       else if (o->cls == GEN_COMM) {
         comm = 1;
         if (!o->pipeline && t >= wait_end_of_op[i]) np = 1;
         if (o->pipeline && t >= o->e - transfer_of_op[i]) xfer = 1;
-      }
-      else mem = 1;
+      } else
+        mem = 1;
     }
     if (!comp && !np && xfer) w->bubble_cause[2] += GEN_Q;
     if (comp) w->compute += GEN_Q;
@@ -155,7 +159,8 @@ static long owner_of(const gen_run *g, const gen_op *o) {
   for (size_t k = 0; k < g->nsteps; k++) {
     const gen_step *st = &g->steps[k];
     if (st->rank != o->rank || o->launch_s < st->s || o->launch_s >= st->e) continue;
-    if (best < 0 || st->s > g->steps[best].s || (st->s == g->steps[best].s && st->number > g->steps[best].number))
+    if (best < 0 || st->s > g->steps[best].s ||
+        (st->s == g->steps[best].s && st->number > g->steps[best].number))
       best = (long)k;
   }
   return best;
@@ -217,7 +222,8 @@ static int64_t item_time(const gen_run *g, const gen_range *it) {
   int64_t lo = INT64_MAX, hi = INT64_MIN, t = 0;
   for (size_t i = 0; i < g->nops; i++) {
     const gen_op *o = &g->ops[i];
-    if (o->rank != it->rank || !o->has_launch || o->launch_s < it->s || o->launch_s >= it->e) continue;
+    if (o->rank != it->rank || !o->has_launch || o->launch_s < it->s || o->launch_s >= it->e)
+      continue;
     t += host_gap_before(g, i);
     if (o->cls == GEN_COMPUTE) {
       if (o->s < lo) lo = o->s;
@@ -243,10 +249,13 @@ static int sim(int p, const gen_range *const *items, const int *n, const int64_t
   int64_t endf[4][8], endb[4][8], at[4] = {0};
   int done[4] = {0};
   for (int s = 0; s < p; s++)
-    for (int k = 0; k < 8; k++) endf[s][k] = endb[s][k] = -1;
-  for (int s = 0; s < p; s++) busy[s] = 0;
+    for (int k = 0; k < 8; k++)
+      endf[s][k] = endb[s][k] = -1;
+  for (int s = 0; s < p; s++)
+    busy[s] = 0;
   int left = 0;
-  for (int s = 0; s < p; s++) left += n[s];
+  for (int s = 0; s < p; s++)
+    left += n[s];
   while (left > 0) {
     int moved = 0;
     for (int s = 0; s < p; s++) {
@@ -261,8 +270,10 @@ static int sim(int p, const gen_range *const *items, const int *n, const int64_t
       int64_t st = at[s] > dep ? at[s] : dep;
       at[s] = st + d;
       busy[s] += d;
-      if (bwd) endb[s][it->mb] = at[s];
-      else endf[s][it->mb] = at[s];
+      if (bwd)
+        endb[s][it->mb] = at[s];
+      else
+        endf[s][it->mb] = at[s];
       done[s]++;
       left--;
       moved = 1;
@@ -272,7 +283,8 @@ static int sim(int p, const gen_range *const *items, const int *n, const int64_t
   int64_t span = 0;
   for (int s = 0; s < p; s++)
     if (at[s] > span) span = at[s];
-  for (int s = 0; s < p; s++) idle[s] = span - busy[s];
+  for (int s = 0; s < p; s++)
+    idle[s] = span - busy[s];
   return 0;
 }
 
@@ -311,7 +323,10 @@ static void schedule_causes(const gen_run *g, gen_expect *x) {
       const gen_step *hs = NULL;
       for (size_t k = 0; k < g->nsteps; k++)
         if (g->steps[k].rank == s && g->steps[k].number == number) hs = &g->steps[k];
-      if (!items[s] || !dur[s] || !ws[s] || !hs || g->ranks[s].stage != s) { ok = 0; continue; }
+      if (!items[s] || !dur[s] || !ws[s] || !hs || g->ranks[s].stage != s) {
+        ok = 0;
+        continue;
+      }
       for (size_t k = 0; k < g->nranges; k++)
         if (g->ranges[k].rank == s && g->ranges[k].s >= hs->s && g->ranges[k].s < hs->e)
           items[s][n[s]++] = g->ranges[k];
@@ -321,7 +336,8 @@ static void schedule_causes(const gen_run *g, gen_expect *x) {
           items[s][b] = items[s][b - 1];
           items[s][b - 1] = t;
         }
-      for (int k = 0; k < n[s]; k++) dur[s][k] = item_time(g, &items[s][k]);
+      for (int k = 0; k < n[s]; k++)
+        dur[s][k] = item_time(g, &items[s][k]);
       if (n[s] == 0) ok = 0;
       citems[s] = items[s];
       cdur[s] = dur[s];
@@ -336,8 +352,10 @@ static void schedule_causes(const gen_run *g, gen_expect *x) {
       for (int s = 0; s < p; s++) {
         int64_t f = 0, b = 0, cf = 0, cb = 0;
         for (int k = 0; k < n[s]; k++) {
-          if (items[s][k].name[0] == 'b') b += dur[s][k], cb++;
-          else f += dur[s][k], cf++;
+          if (items[s][k].name[0] == 'b')
+            b += dur[s][k], cb++;
+          else
+            f += dur[s][k], cf++;
         }
         if (cf) mf[nf++] = f / cf;
         if (cb) mb[nb++] = b / cb;
@@ -469,8 +487,10 @@ int gen_expect_compute(const gen_run *g, gen_expect *x) {
           const gen_op *o = &g->ops[i];
           covered = o->rank == r && o->lane == l && o->s <= t && o->e >= t + GEN_Q;
         }
-        if (covered) re->lane_busy[l] += GEN_Q;
-        else re->lane_idle[l][cell_cause(g, r, t, l)] += GEN_Q;
+        if (covered)
+          re->lane_busy[l] += GEN_Q;
+        else
+          re->lane_idle[l][cell_cause(g, r, t, l)] += GEN_Q;
       }
     }
   }
@@ -485,7 +505,8 @@ int gen_expect_compute(const gen_run *g, gen_expect *x) {
     for (int m = 0; m < gc->nmembers; m++) {
       const gen_op *o = &g->ops[gc->member_op[m]];
       for (int k = 0; k < x->nranks; k++)
-        if (x->ranks[k].rank == o->rank && o->s >= x->ranks[k].totals.start && o->s < x->ranks[k].totals.end)
+        if (x->ranks[k].rank == o->rank && o->s >= x->ranks[k].totals.start &&
+            o->s < x->ranks[k].totals.end)
           keep = 1;
     }
     if (!keep) continue;
@@ -499,7 +520,10 @@ int gen_expect_compute(const gen_run *g, gen_expect *x) {
     for (int m = 0; m < gc->nmembers; m++) {
       const gen_op *o = &g->ops[gc->member_op[m]];
       if (o->s < first) first = o->s;
-      if (o->s > last || (o->s == last && o->rank < last_rank)) { last = o->s; last_rank = o->rank; }
+      if (o->s > last || (o->s == last && o->rank < last_rank)) {
+        last = o->s;
+        last_rank = o->rank;
+      }
       if (o->e - o->s < transfer) transfer = o->e - o->s;
     }
     e->first_start = first - x->origin;
@@ -561,7 +585,8 @@ int gen_expect_compute(const gen_run *g, gen_expect *x) {
       for (size_t s = 0; s < x->ranks[k].nsteps; s++)
         if (x->ranks[k].steps[s].step == num) {
           if (x->ranks[k].steps[s].span > tmax) tmax = x->ranks[k].steps[s].span;
-          if (x->ranks[k].steps[s].device_latency > lmax) lmax = x->ranks[k].steps[s].device_latency;
+          if (x->ranks[k].steps[s].device_latency > lmax)
+            lmax = x->ranks[k].steps[s].device_latency;
           c |= x->ranks[k].steps[s].cut;
         }
     if (tmax < 0) continue;

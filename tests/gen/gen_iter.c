@@ -31,7 +31,7 @@ int gen_iter_build(gen_run *g, gen_iter *it) {
   int kernels = it->kernels < 1 ? 1 : it->kernels;
   gen_init(g, n);
   it->device_work_ns = (int64_t)kernels * it->kernel_ns;
-  int64_t end_step[64];          /* device end of each step's work (lane 0) */
+  int64_t end_step[64]; /* device end of each step's work (lane 0) */
   int64_t comm_start[GEN_MAX_RANKS], comm_launch[GEN_MAX_RANKS][2];
   int comm_op[64][GEN_MAX_RANKS];
   int64_t host[GEN_MAX_RANKS], lane0[GEN_MAX_RANKS], lane1[GEN_MAX_RANKS], lane2[GEN_MAX_RANKS];
@@ -54,7 +54,7 @@ int gen_iter_build(gen_run *g, gen_iter *it) {
       range_start[r] = host[r];
       if (it->load_ns && gen_add_load(g, r, host[r], host[r] + it->load_ns)) return -1;
       host[r] += it->load_ns; /* data loading: nothing launched */
-      if (it->prefetch) { /* the batch's host-to-device copy, on its own stream */
+      if (it->prefetch) {     /* the batch's host-to-device copy, on its own stream */
         gen_op c;
         memset(&c, 0, sizeof c);
         c.rank = r;
@@ -183,7 +183,8 @@ int gen_iter_build(gen_run *g, gen_iter *it) {
         if (o->rank == r && o->launch_s >= last->s && o->e > stop && o->coll < 0) continue;
         if (o->coll >= 0) /* the collective names its members by index */
           for (int m = 0; m < g->colls[o->coll].nmembers; m++)
-            if (g->colls[o->coll].member_op[m] == (int)i) g->colls[o->coll].member_op[m] = (int)keep;
+            if (g->colls[o->coll].member_op[m] == (int)i)
+              g->colls[o->coll].member_op[m] = (int)keep;
         g->ops[keep++] = *o;
       }
       g->nops = keep;

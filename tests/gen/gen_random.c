@@ -40,15 +40,15 @@ void gen_scenario_default(gen_scenario *s) {
 }
 
 typedef struct rank_state {
-  int64_t host;                      /* host-thread cursor */
-  int64_t lane[GEN_MAX_LANES];       /* lane cursors */
+  int64_t host;                /* host-thread cursor */
+  int64_t lane[GEN_MAX_LANES]; /* lane cursors */
   int64_t step_first_launch;
   int64_t prev_step_end;
   int active;
 } rank_state;
 
-static const char *const compute_names[] = {"gemm_fwd", "gemm_bwd", "layernorm_fwd", "softmax",
-                                            "gelu_bwd", "adamw_step"};
+static const char *const compute_names[] = {"gemm_fwd", "gemm_bwd", "layernorm_fwd",
+                                            "softmax",  "gelu_bwd", "adamw_step"};
 
 /* Host launch: advances the host cursor, returns launch [s, e). */
 static void launch(uint64_t *rs, rank_state *st, int64_t *ls, int64_t *le) {
@@ -96,7 +96,7 @@ static int add_device_op(gen_run *g, uint64_t *rs, rank_state *st, int r, int la
  * slower than the others; each step ends with an all-reduce over all stages
  * (the drain reaches it) and an optimizer op. */
 typedef struct pp_send {
-  int64_t ls, le, start;            /* launch and start of the send, -1: none yet */
+  int64_t ls, le, start; /* launch and start of the send, -1: none yet */
 } pp_send;
 
 static int build_pipeline(gen_run *g, const gen_scenario *sc, uint64_t *rs) {
@@ -119,7 +119,8 @@ static int build_pipeline(gen_run *g, const gen_scenario *sc, uint64_t *rs) {
     gr->stage = r;
     memset(&st[r], 0, sizeof st[r]);
     st[r].host = 1000 * Q + rnd(rs, 0, 20) * Q;
-    for (int l = 0; l < 3; l++) st[r].lane[l] = st[r].host;
+    for (int l = 0; l < 3; l++)
+      st[r].lane[l] = st[r].host;
   }
   for (int step = 0; step < sc->nsteps; step++) {
     /* each stage's items: pass 0/1, micro-batch */
@@ -127,16 +128,20 @@ static int build_pipeline(gen_run *g, const gen_scenario *sc, uint64_t *rs) {
     for (int s = 0; s < p; s++) {
       int k = 0;
       if (sc->pipeline_schedule == 2) {
-        for (int i = 0; i < m; i++) items[s][k][0] = 0, items[s][k++][1] = i;
-        for (int i = 0; i < m; i++) items[s][k][0] = 1, items[s][k++][1] = i;
+        for (int i = 0; i < m; i++)
+          items[s][k][0] = 0, items[s][k++][1] = i;
+        for (int i = 0; i < m; i++)
+          items[s][k][0] = 1, items[s][k++][1] = i;
       } else {
         int warm = p - s - 1 < m ? p - s - 1 : m, f = 0, b = 0;
-        for (; f < warm; f++) items[s][k][0] = 0, items[s][k++][1] = f;
+        for (; f < warm; f++)
+          items[s][k][0] = 0, items[s][k++][1] = f;
         while (f < m) {
           items[s][k][0] = 0, items[s][k++][1] = f++;
           items[s][k][0] = 1, items[s][k++][1] = b++;
         }
-        while (b < m) items[s][k][0] = 1, items[s][k++][1] = b++;
+        while (b < m)
+          items[s][k][0] = 1, items[s][k++][1] = b++;
       }
       nit[s] = k;
       next[s] = 0;
@@ -144,9 +149,11 @@ static int build_pipeline(gen_run *g, const gen_scenario *sc, uint64_t *rs) {
     pp_send sends[2][4][4]; /* [pass][from stage][mb] */
     for (int a = 0; a < 2; a++)
       for (int b = 0; b < 4; b++)
-        for (int c = 0; c < 4; c++) sends[a][b][c].start = -1;
+        for (int c = 0; c < 4; c++)
+          sends[a][b][c].start = -1;
     int64_t step_start[4];
-    for (int r = 0; r < p; r++) step_start[r] = st[r].host;
+    for (int r = 0; r < p; r++)
+      step_start[r] = st[r].host;
     for (int progress = 1; progress;) {
       progress = 0;
       for (int s = 0; s < p; s++) {
@@ -231,7 +238,8 @@ static int build_pipeline(gen_run *g, const gen_scenario *sc, uint64_t *rs) {
             sd->start = sd->le > done ? sd->le : done;
             sd->start += rnd(rs, 0, 2) * Q;
           }
-          if (gen_add_range(g, s, pass ? "backward" : "forward", mb, range_s, R->host + Q)) return -1;
+          if (gen_add_range(g, s, pass ? "backward" : "forward", mb, range_s, R->host + Q))
+            return -1;
           R->host += 2 * Q;
           next[s]++;
           progress = 1;
@@ -314,14 +322,19 @@ int gen_build(gen_run *g, const gen_scenario *sc) {
   for (int r = 0; r < n; r++) {
     gen_rank *gr = &g->ranks[r];
     gr->nlanes = nl;
-    for (int l = 0; l < nl; l++) gr->lane_name[l] = l == comm_lane && sc->comm && nl > 1 ? "comm" : "compute";
+    for (int l = 0; l < nl; l++)
+      gr->lane_name[l] = l == comm_lane && sc->comm && nl > 1 ? "comm" : "compute";
     gr->cpu_backend = sc->cpu_backend == 1 || (sc->cpu_backend == 2 && r % 2 == 0);
-    gr->clock_offset = 1000000000ll + (sc->clock_spread ? rnd(rs, 0, sc->clock_spread) : 0) + rnd(rs, 0, 999);
-    gr->anchor_error = sc->comm && sc->anchor_error && r < active ? rnd(rs, -sc->anchor_error, sc->anchor_error) : 0;
+    gr->clock_offset =
+        1000000000ll + (sc->clock_spread ? rnd(rs, 0, sc->clock_spread) : 0) + rnd(rs, 0, 999);
+    gr->anchor_error = sc->comm && sc->anchor_error && r < active
+                           ? rnd(rs, -sc->anchor_error, sc->anchor_error)
+                           : 0;
     gr->stage = sc->pipeline ? (r < n / 2 ? 0 : 1) : -1;
     memset(&st[r], 0, sizeof st[r]);
     st[r].host = 1000 * Q + rnd(rs, 0, 50) * Q;
-    for (int l = 0; l < nl; l++) st[r].lane[l] = st[r].host;
+    for (int l = 0; l < nl; l++)
+      st[r].lane[l] = st[r].host;
     st[r].active = r < active;
     st[r].prev_step_end = INT64_MIN;
   }
@@ -338,7 +351,8 @@ int gen_build(gen_run *g, const gen_scenario *sc) {
   uint64_t world_comm = 0xC0FFEE0000000001ull, seq = 0;
   int nc_lanes = comm_lane ? nl - 1 : nl;
   for (int step = 0; step < sc->nsteps; step++) {
-    for (int r = 0; r < n; r++) st[r].step_first_launch = INT64_MIN;
+    for (int r = 0; r < n; r++)
+      st[r].step_first_launch = INT64_MIN;
     for (int half = 0; half < 2; half++) {
       /* compute (and copies) for this half of the step */
       for (int r = 0; r < active; r++) {
@@ -346,9 +360,13 @@ int gen_build(gen_run *g, const gen_scenario *sc) {
         for (int k = 0; k < nops && (sc->compute || sc->copies); k++) {
           int lane = (int)rnd(rs, 0, nc_lanes - 1);
           int cls = GEN_COMPUTE;
-          if (sc->copies && (!sc->compute || rnd(rs, 0, 3) == 0)) cls = rnd(rs, 0, 1) ? GEN_MEMCPY : GEN_MEMSET;
-          const char *name = cls == GEN_COMPUTE ? compute_names[rnd(rs, 0, 5)] : cls == GEN_MEMCPY ? "memcpy" : "memset";
-          if (add_device_op(g, rs, &st[r], r, lane, cls, name, sc->overlap_same_lane) < 0) return -1;
+          if (sc->copies && (!sc->compute || rnd(rs, 0, 3) == 0))
+            cls = rnd(rs, 0, 1) ? GEN_MEMCPY : GEN_MEMSET;
+          const char *name = cls == GEN_COMPUTE  ? compute_names[rnd(rs, 0, 5)]
+                             : cls == GEN_MEMCPY ? "memcpy"
+                                                 : "memset";
+          if (add_device_op(g, rs, &st[r], r, lane, cls, name, sc->overlap_same_lane) < 0)
+            return -1;
         }
         if (sc->syncs && rnd(rs, 0, 1)) {
           int lane = (int)rnd(rs, 0, nl - 1);
@@ -407,7 +425,8 @@ int gen_build(gen_run *g, const gen_scenario *sc) {
       if (sc->name_only_nccl) {
         for (int r = 0; r < active; r++) {
           if (g->ranks[r].cpu_backend) continue;
-          int idx = add_device_op(g, rs, &st[r], r, comm_lane, GEN_COMM, "ncclKernel_AllGather_RING_LL", 0);
+          int idx = add_device_op(g, rs, &st[r], r, comm_lane, GEN_COMM,
+                                  "ncclKernel_AllGather_RING_LL", 0);
           if (idx < 0) return -1;
           gen_coll nc;
           memset(&nc, 0, sizeof nc);
@@ -448,7 +467,8 @@ int gen_build(gen_run *g, const gen_scenario *sc) {
             o.rank = who[k];
             o.lane = comm_lane;
             o.cls = GEN_COMM;
-            o.name = g->ranks[who[k]].cpu_backend ? (k ? "recv" : "send") : "ncclDevKernel_SendRecv";
+            o.name =
+                g->ranks[who[k]].cpu_backend ? (k ? "recv" : "send") : "ncclDevKernel_SendRecv";
             o.has_launch = 1;
             o.launch_s = l2s[k];
             o.launch_e = l2e[k];
@@ -470,8 +490,10 @@ int gen_build(gen_run *g, const gen_scenario *sc) {
     for (int r = 0; r < active; r++) {
       if (st[r].step_first_launch == INT64_MIN) continue;
       int64_t s = st[r].step_first_launch - rnd(rs, 0, 5) * Q;
-      if (sc->overlap_steps) s -= rnd(rs, 5, 120) * Q; /* into the previous step's launches */
-      else if (s < st[r].prev_step_end) s = st[r].prev_step_end;
+      if (sc->overlap_steps)
+        s -= rnd(rs, 5, 120) * Q; /* into the previous step's launches */
+      else if (s < st[r].prev_step_end)
+        s = st[r].prev_step_end;
       int64_t e = st[r].host + rnd(rs, 1, 5) * Q;
       st[r].prev_step_end = e;
       if (gen_add_step(g, r, step, s, e)) return -1;

@@ -11,12 +11,15 @@
 #include "stepscope_gen.h"
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: stepscope-gen OUT_DIR [--seed N] [--ranks N] [--lanes N] [--steps N] [--ops N]\n"
-             "       [--no-comm] [--no-compute] [--copies] [--cpu] [--pipeline] [--syncs]\n"
-             "       [--clock-spread NS] [--anchor-error NS] [--missing-member] [--empty-rank]\n"
-             "       [--name-only-nccl] [--overlap] [--flops] [--overlap-steps N]\n"
-             "   or: stepscope-gen OUT_DIR --iter [--ranks N] [--steps N] [--load-us N] [--host-ahead N]\n"
-             "       [--graphs] [--prefetch] [--cut-last] [--iter-comm]   (a training loop, gen_iter.c)\n");
+  fprintf(
+      f,
+      "usage: stepscope-gen OUT_DIR [--seed N] [--ranks N] [--lanes N] [--steps N] [--ops N]\n"
+      "       [--no-comm] [--no-compute] [--copies] [--cpu] [--pipeline] [--syncs]\n"
+      "       [--clock-spread NS] [--anchor-error NS] [--missing-member] [--empty-rank]\n"
+      "       [--name-only-nccl] [--overlap] [--flops] [--overlap-steps N]\n"
+      "   or: stepscope-gen OUT_DIR --iter [--ranks N] [--steps N] [--load-us N] [--host-ahead N]\n"
+      "       [--graphs] [--prefetch] [--cut-last] [--iter-comm]   (a training loop, "
+      "gen_iter.c)\n");
 }
 
 int main(int argc, char **argv) {
@@ -29,37 +32,82 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     long long v = i + 1 < argc ? atoll(argv[i + 1]) : 0;
-    if (!strcmp(a, "--help")) { usage(stdout); return 0; }
-    else if (!strcmp(a, "--seed")) { sc.seed = (uint64_t)v; i++; }
-    else if (!strcmp(a, "--ranks")) { sc.nranks = (int)v; i++; }
-    else if (!strcmp(a, "--lanes")) { sc.nlanes = (int)v; i++; }
-    else if (!strcmp(a, "--steps")) { sc.nsteps = (int)v; i++; }
-    else if (!strcmp(a, "--ops")) { sc.ops_per_step = (int)v; i++; }
-    else if (!strcmp(a, "--clock-spread")) { sc.clock_spread = v; i++; }
-    else if (!strcmp(a, "--anchor-error")) { sc.anchor_error = v; i++; }
-    else if (!strcmp(a, "--no-comm")) sc.comm = 0;
-    else if (!strcmp(a, "--no-compute")) sc.compute = 0;
-    else if (!strcmp(a, "--copies")) sc.copies = 1;
-    else if (!strcmp(a, "--cpu")) sc.cpu_backend = 1;
-    else if (!strcmp(a, "--pipeline")) sc.pipeline = 1;
-    else if (!strcmp(a, "--syncs")) sc.syncs = 1;
-    else if (!strcmp(a, "--missing-member")) sc.missing_member = 1;
-    else if (!strcmp(a, "--empty-rank")) sc.empty_rank = 1;
-    else if (!strcmp(a, "--name-only-nccl")) sc.name_only_nccl = 1;
-    else if (!strcmp(a, "--overlap")) sc.overlap_same_lane = 1;
-    else if (!strcmp(a, "--flops")) sc.flops = 1;
-    else if (!strcmp(a, "--overlap-steps")) { sc.overlap_steps = (int)v; i++; }
-    else if (!strcmp(a, "--iter")) iter = 1;
-    else if (!strcmp(a, "--load-us")) { it.load_ns = v * 1000; i++; }
-    else if (!strcmp(a, "--host-ahead")) { it.host_ahead = (int)v; i++; }
-    else if (!strcmp(a, "--graphs")) it.graphs = 1;
-    else if (!strcmp(a, "--prefetch")) it.prefetch = 1;
-    else if (!strcmp(a, "--cut-last")) it.cut_last = 1;
-    else if (!strcmp(a, "--iter-comm")) it.comm = 1;
-    else if (a[0] != '-' && !out) out = a;
-    else { usage(stderr); return 2; }
+    if (!strcmp(a, "--help")) {
+      usage(stdout);
+      return 0;
+    } else if (!strcmp(a, "--seed")) {
+      sc.seed = (uint64_t)v;
+      i++;
+    } else if (!strcmp(a, "--ranks")) {
+      sc.nranks = (int)v;
+      i++;
+    } else if (!strcmp(a, "--lanes")) {
+      sc.nlanes = (int)v;
+      i++;
+    } else if (!strcmp(a, "--steps")) {
+      sc.nsteps = (int)v;
+      i++;
+    } else if (!strcmp(a, "--ops")) {
+      sc.ops_per_step = (int)v;
+      i++;
+    } else if (!strcmp(a, "--clock-spread")) {
+      sc.clock_spread = v;
+      i++;
+    } else if (!strcmp(a, "--anchor-error")) {
+      sc.anchor_error = v;
+      i++;
+    } else if (!strcmp(a, "--no-comm"))
+      sc.comm = 0;
+    else if (!strcmp(a, "--no-compute"))
+      sc.compute = 0;
+    else if (!strcmp(a, "--copies"))
+      sc.copies = 1;
+    else if (!strcmp(a, "--cpu"))
+      sc.cpu_backend = 1;
+    else if (!strcmp(a, "--pipeline"))
+      sc.pipeline = 1;
+    else if (!strcmp(a, "--syncs"))
+      sc.syncs = 1;
+    else if (!strcmp(a, "--missing-member"))
+      sc.missing_member = 1;
+    else if (!strcmp(a, "--empty-rank"))
+      sc.empty_rank = 1;
+    else if (!strcmp(a, "--name-only-nccl"))
+      sc.name_only_nccl = 1;
+    else if (!strcmp(a, "--overlap"))
+      sc.overlap_same_lane = 1;
+    else if (!strcmp(a, "--flops"))
+      sc.flops = 1;
+    else if (!strcmp(a, "--overlap-steps")) {
+      sc.overlap_steps = (int)v;
+      i++;
+    } else if (!strcmp(a, "--iter"))
+      iter = 1;
+    else if (!strcmp(a, "--load-us")) {
+      it.load_ns = v * 1000;
+      i++;
+    } else if (!strcmp(a, "--host-ahead")) {
+      it.host_ahead = (int)v;
+      i++;
+    } else if (!strcmp(a, "--graphs"))
+      it.graphs = 1;
+    else if (!strcmp(a, "--prefetch"))
+      it.prefetch = 1;
+    else if (!strcmp(a, "--cut-last"))
+      it.cut_last = 1;
+    else if (!strcmp(a, "--iter-comm"))
+      it.comm = 1;
+    else if (a[0] != '-' && !out)
+      out = a;
+    else {
+      usage(stderr);
+      return 2;
+    }
   }
-  if (!out || sc.nranks < 1 || sc.nranks > GEN_MAX_RANKS || sc.nsteps > 64) { usage(stderr); return 2; }
+  if (!out || sc.nranks < 1 || sc.nranks > GEN_MAX_RANKS || sc.nsteps > 64) {
+    usage(stderr);
+    return 2;
+  }
   gen_run g;
   it.nranks = sc.nranks;
   if (iter) it.nsteps = sc.nsteps;
@@ -68,12 +116,17 @@ int main(int argc, char **argv) {
     return 1;
   }
   char err[600];
-  if (gen_write(&g, out, err, sizeof err)) { fprintf(stderr, "stepscope-gen: %s\n", err); gen_free(&g); return 1; }
+  if (gen_write(&g, out, err, sizeof err)) {
+    fprintf(stderr, "stepscope-gen: %s\n", err);
+    gen_free(&g);
+    return 1;
+  }
   gen_expect x;
   if (gen_expect_compute(&g, &x) == 0) {
     for (int k = 0; k < x.nranks; k++) {
       const gen_window *w = &x.ranks[k].totals;
-      printf("rank %d: span %lld compute %lld comm %lld overlap %lld exposed_comm %lld exposed_mem %lld idle %lld bubble %lld\n",
+      printf("rank %d: span %lld compute %lld comm %lld overlap %lld exposed_comm %lld exposed_mem "
+             "%lld idle %lld bubble %lld\n",
              x.ranks[k].rank, (long long)w->span, (long long)w->compute, (long long)w->comm,
              (long long)w->overlap, (long long)w->exposed_comm, (long long)w->exposed_mem,
              (long long)w->idle, (long long)w->bubble);

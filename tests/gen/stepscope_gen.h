@@ -20,27 +20,33 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GEN_Q 1000             /* grid quantum (ns) */
-#define GEN_MAX_LANES 8
-#define GEN_MAX_RANKS 64
+#define GEN_Q             1000 /* grid quantum (ns) */
+#define GEN_MAX_LANES     8
+#define GEN_MAX_RANKS     64
 #define GEN_LAUNCH_GAP_NS 10000
 
 enum { GEN_COMPUTE = 1, GEN_COMM = 2, GEN_MEMCPY = 3, GEN_MEMSET = 4 };
-enum { GEN_IDLE_HOST_WAIT, GEN_IDLE_LAUNCH_GAP, GEN_IDLE_SYNC_WAIT, GEN_IDLE_OTHER, GEN_IDLE_DATA_LOADING,
-       GEN_IDLE_N };
+enum {
+  GEN_IDLE_HOST_WAIT,
+  GEN_IDLE_LAUNCH_GAP,
+  GEN_IDLE_SYNC_WAIT,
+  GEN_IDLE_OTHER,
+  GEN_IDLE_DATA_LOADING,
+  GEN_IDLE_N
+};
 
 typedef struct gen_op {
   int rank, lane;
   int64_t s, e;
-  int cls;                    /* GEN_COMPUTE ... */
+  int cls; /* GEN_COMPUTE ... */
   int has_launch;
   int64_t launch_s, launch_e;
-  int coll;                   /* collective index, -1 */
-  int pipeline;               /* pipeline p2p */
-  const char *name;           /* kernel / host-op name (static string) */
+  int coll;         /* collective index, -1 */
+  int pipeline;     /* pipeline p2p */
+  const char *name; /* kernel / host-op name (static string) */
   uint64_t bytes;
-  int graph;                  /* > 0: a CUDA-graph replay id; the ops of one replay share one
-                                 launch call (same launch_s/launch_e), written once */
+  int graph; /* > 0: a CUDA-graph replay id; the ops of one replay share one
+                launch call (same launch_s/launch_e), written once */
 } gen_op;
 
 typedef struct gen_coll {
@@ -51,7 +57,7 @@ typedef struct gen_coll {
   int member_rank[GEN_MAX_RANKS];
   int member_op[GEN_MAX_RANKS];
   uint32_t member_comm_rank[GEN_MAX_RANKS];
-  int record;                 /* 0: no COLLECTIVE record (NCCL kernel known by name only) */
+  int record; /* 0: no COLLECTIVE record (NCCL kernel known by name only) */
   uint64_t member_bytes[GEN_MAX_RANKS]; /* all-to-all: what each member sent (0: bytes) */
 } gen_coll;
 
@@ -74,32 +80,38 @@ typedef struct gen_load {
  * {"microbatch":mb} (analyzer: bubble causes and culprit phases). */
 typedef struct gen_range {
   int rank;
-  const char *name;           /* static string */
+  const char *name; /* static string */
   int mb;
   int64_t s, e;
 } gen_range;
 
 typedef struct gen_rank {
-  int64_t clock_offset;       /* trace clock = true + clock_offset (>= 0) */
-  int64_t anchor_error;       /* error of its REALTIME anchors */
-  int cpu_backend;            /* host ops on CPU streams instead of GPU kernels */
+  int64_t clock_offset; /* trace clock = true + clock_offset (>= 0) */
+  int64_t anchor_error; /* error of its REALTIME anchors */
+  int cpu_backend;      /* host ops on CPU streams instead of GPU kernels */
   int nlanes;
   const char *lane_name[GEN_MAX_LANES];
-  int stage;                  /* pp_rank, -1 */
-  int present;                /* 0: no file is written for this rank */
+  int stage;   /* pp_rank, -1 */
+  int present; /* 0: no file is written for this rank */
 } gen_rank;
 
 typedef struct gen_run {
   int nranks;
   gen_rank ranks[GEN_MAX_RANKS];
-  gen_op *ops; size_t nops, ops_cap;
-  gen_coll *colls; size_t ncolls, colls_cap;
-  gen_step *steps; size_t nsteps, steps_cap;
-  gen_sync *syncs; size_t nsyncs, syncs_cap;
-  gen_load *loads; size_t nloads, loads_cap;
-  gen_range *ranges; size_t nranges, ranges_cap;
+  gen_op *ops;
+  size_t nops, ops_cap;
+  gen_coll *colls;
+  size_t ncolls, colls_cap;
+  gen_step *steps;
+  size_t nsteps, steps_cap;
+  gen_sync *syncs;
+  size_t nsyncs, syncs_cap;
+  gen_load *loads;
+  size_t nloads, loads_cap;
+  gen_range *ranges;
+  size_t nranges, ranges_cap;
   /* metadata (optional) */
-  int pp, microbatches;       /* schedule when pp > 1 */
+  int pp, microbatches; /* schedule when pp > 1 */
   double model_flops, hardware_flops, peak_flops;
   int with_flops;
 } gen_run;
@@ -122,11 +134,11 @@ int gen_write(const gen_run *g, const char *dir, char *errbuf, size_t errlen);
 
 /* ---- expectations ---- */
 typedef struct gen_window {
-  int64_t step;               /* -1 totals */
-  int64_t start, end;         /* true time */
+  int64_t step;       /* -1 totals */
+  int64_t start, end; /* true time */
   int projected;
-  int64_t device_latency;     /* first start to last end of its ops; -1 none */
-  int cut;                    /* its range ends after the rank's last op, launch or sync */
+  int64_t device_latency; /* first start to last end of its ops; -1 none */
+  int cut;                /* its range ends after the rank's last op, launch or sync */
   int64_t span, busy, idle, compute, comm, overlap, exposed_comm, exposed_mem, bubble;
   int64_t idle_cause[GEN_IDLE_N];
   /* pipeline ranks: bubble causes in the analyzer's order (schedule, imbalance,
@@ -142,7 +154,7 @@ typedef struct gen_rank_expect {
   size_t nsteps;
   gen_window totals;
   gen_window steps[64];
-  int64_t lane_idle[GEN_MAX_LANES][GEN_IDLE_N];  /* totals window */
+  int64_t lane_idle[GEN_MAX_LANES][GEN_IDLE_N]; /* totals window */
   int64_t lane_busy[GEN_MAX_LANES];
   int64_t coll_wait, coll_caused;
   uint64_t coll_count, coll_last;
@@ -157,13 +169,13 @@ typedef struct gen_coll_expect {
 } gen_coll_expect;
 
 typedef struct gen_expect {
-  int64_t origin;             /* true time of the run's first event */
+  int64_t origin; /* true time of the run's first event */
   gen_rank_expect ranks[GEN_MAX_RANKS];
-  int nranks;                 /* present ranks, in rank order */
+  int nranks; /* present ranks, in rank order */
   gen_coll_expect *colls;
   size_t ncolls;
   uint64_t colls_incomplete;
-  int64_t offset_rel[GEN_MAX_RANKS];  /* expected alignment offset vs rank 0 */
+  int64_t offset_rel[GEN_MAX_RANKS]; /* expected alignment offset vs rank 0 */
   double mfu, hfu;
   int64_t step_time_median;
   int64_t device_latency_median;
@@ -176,29 +188,29 @@ void gen_expect_free(gen_expect *x);
 typedef struct gen_scenario {
   uint64_t seed;
   int nranks;
-  int nlanes;                 /* device lanes per rank */
+  int nlanes; /* device lanes per rank */
   int nsteps;
-  int ops_per_step;           /* per rank */
-  int comm;                   /* collectives */
-  int compute;                /* compute ops */
-  int copies;                 /* memcpy/memset ops */
-  int overlap_same_lane;      /* allow nested/overlapping ops on one lane */
-  int64_t clock_spread;       /* max clock offset between ranks (ns) */
-  int64_t anchor_error;       /* max anchor error (ns); needs comm to be corrected */
-  int cpu_backend;            /* 1 all ranks, 2 mixed */
-  int missing_member;         /* drop a rank from some collectives */
-  int empty_rank;             /* last rank has no activity */
-  int pipeline;               /* pp = 2 with pipeline send/recv */
-  int name_only_nccl;         /* some comm kernels have no COLLECTIVE record */
+  int ops_per_step;      /* per rank */
+  int comm;              /* collectives */
+  int compute;           /* compute ops */
+  int copies;            /* memcpy/memset ops */
+  int overlap_same_lane; /* allow nested/overlapping ops on one lane */
+  int64_t clock_spread;  /* max clock offset between ranks (ns) */
+  int64_t anchor_error;  /* max anchor error (ns); needs comm to be corrected */
+  int cpu_backend;       /* 1 all ranks, 2 mixed */
+  int missing_member;    /* drop a rank from some collectives */
+  int empty_rank;        /* last rank has no activity */
+  int pipeline;          /* pp = 2 with pipeline send/recv */
+  int name_only_nccl;    /* some comm kernels have no COLLECTIVE record */
   int syncs;
-  int alltoall;               /* the mid-step collectives are all-to-alls with uneven splits */
+  int alltoall; /* the mid-step collectives are all-to-alls with uneven splits */
   int flops;
-  int pipeline_schedule;      /* 1: the ranks are the stages of a 1F1B pipeline (2: AFAB)
-                                 with forward/backward ranges, send/recv pairs and an
-                                 end-of-step all-reduce; other knobs but seed, nsteps and
-                                 cpu_backend are ignored */
-  int overlap_steps;          /* 1: each step range reaches back into the previous one;
-                                 2: also one more step whose range spans all the others */
+  int pipeline_schedule; /* 1: the ranks are the stages of a 1F1B pipeline (2: AFAB)
+                            with forward/backward ranges, send/recv pairs and an
+                            end-of-step all-reduce; other knobs but seed, nsteps and
+                            cpu_backend are ignored */
+  int overlap_steps;     /* 1: each step range reaches back into the previous one;
+                            2: also one more step whose range spans all the others */
 } gen_scenario;
 
 void gen_scenario_default(gen_scenario *s);
@@ -210,21 +222,21 @@ int gen_build(gen_run *g, const gen_scenario *s);
  * ProfilerStep writes them ---- */
 typedef struct gen_iter {
   int nranks, nsteps;
-  int kernels;                /* compute kernels per step (lane 0, one after another) */
-  int64_t kernel_ns;          /* duration of each */
-  int64_t load_ns;            /* host data loading at the start of each iteration */
-  int64_t python_ns;          /* host time after the launches, before the iteration ends */
-  int host_ahead;             /* 0: the host waits for the step's device work before it ends
-                                 the iteration; h >= 1: it waits only for the work of the
-                                 step h iterations back (runs up to h steps ahead) */
-  int graphs;                 /* each step's kernels are one CUDA-graph replay */
-  int comm;                   /* an all-reduce per step (lane 1) after the first half */
-  int prefetch;               /* each step first copies its batch to the device on its own
-                                 stream (lane 2): with the host ahead it runs steps early */
-  int cut_last;               /* the trace ends in the middle of the last step's device work:
-                                 its later kernels are missing, its range ends there */
+  int kernels;       /* compute kernels per step (lane 0, one after another) */
+  int64_t kernel_ns; /* duration of each */
+  int64_t load_ns;   /* host data loading at the start of each iteration */
+  int64_t python_ns; /* host time after the launches, before the iteration ends */
+  int host_ahead;    /* 0: the host waits for the step's device work before it ends
+                        the iteration; h >= 1: it waits only for the work of the
+                        step h iterations back (runs up to h steps ahead) */
+  int graphs;        /* each step's kernels are one CUDA-graph replay */
+  int comm;          /* an all-reduce per step (lane 1) after the first half */
+  int prefetch;      /* each step first copies its batch to the device on its own
+                        stream (lane 2): with the host ahead it runs steps early */
+  int cut_last;      /* the trace ends in the middle of the last step's device work:
+                        its later kernels are missing, its range ends there */
   /* filled by gen_iter_build: */
-  int64_t device_work_ns;     /* device time of one step's kernels (lane 0) */
+  int64_t device_work_ns; /* device time of one step's kernels (lane 0) */
 } gen_iter;
 
 void gen_iter_default(gen_iter *it);

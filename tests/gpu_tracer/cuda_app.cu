@@ -18,7 +18,8 @@ int main() {
   }
   const int n = 1 << 20;
   float *x, *y, *h = new float[n];
-  for (int i = 0; i < n; i++) h[i] = 1.0f;
+  for (int i = 0; i < n; i++)
+    h[i] = 1.0f;
   cudaMalloc(&x, n * sizeof(float));
   cudaMalloc(&y, n * sizeof(float));
   cudaStream_t s1, s2;
@@ -30,7 +31,8 @@ int main() {
     nvtxRangePushA("step");
     cudaMemcpyAsync(x, h, n * sizeof(float), cudaMemcpyHostToDevice, s1);
     cudaMemsetAsync(y, 0, n * sizeof(float), s1);
-    for (int k = 0; k < 10; k++) scale_add<<<(n + 255) / 256, 256, 0, s1>>>(y, x, 2.0f, n);
+    for (int k = 0; k < 10; k++)
+      scale_add<<<(n + 255) / 256, 256, 0, s1>>>(y, x, 2.0f, n);
     cudaEventRecord(done, s1);
     cudaStreamWaitEvent(s2, done, 0);
     scale_add<<<(n + 255) / 256, 256, 0, s2>>>(x, y, 0.5f, n);

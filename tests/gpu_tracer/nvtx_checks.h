@@ -7,7 +7,8 @@
 
 #include "trace_check.h"
 
-static inline const stepscope_record *find_named(const loaded_trace *t, uint32_t kind, const char *name, int nth) {
+static inline const stepscope_record *find_named(const loaded_trace *t, uint32_t kind,
+                                                 const char *name, int nth) {
   for (size_t i = 0; i < t->count; i++) {
     const stepscope_record *r = &t->records[i];
     if (r->kind != kind) continue;

@@ -23,7 +23,9 @@ static const char *fake_api_name(void *ctx, int is_driver, uint32_t cbid) {
   return cbid == 211 ? "cudaLaunchKernel_v7000" : "cudaGetDevice_v3020";
 }
 
-static const char *name_of(uint32_t id) { return id && id <= n_interned ? interned[id - 1] : ""; }
+static const char *name_of(uint32_t id) {
+  return id && id <= n_interned ? interned[id - 1] : "";
+}
 
 int main(void) {
   sgpu_cupti_converter c;
@@ -34,10 +36,21 @@ int main(void) {
   CUpti_ActivityKernel10 k;
   memset(&k, 0, sizeof k);
   k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-  k.start = 5000; k.end = 9000;
-  k.deviceId = 3; k.contextId = 7; k.streamId = 13; k.correlationId = 99;
-  k.gridX = 128; k.gridY = 2; k.gridZ = 1; k.blockX = 256; k.blockY = 1; k.blockZ = 1;
-  k.registersPerThread = 40; k.staticSharedMemory = 1024; k.dynamicSharedMemory = 4096;
+  k.start = 5000;
+  k.end = 9000;
+  k.deviceId = 3;
+  k.contextId = 7;
+  k.streamId = 13;
+  k.correlationId = 99;
+  k.gridX = 128;
+  k.gridY = 2;
+  k.gridZ = 1;
+  k.blockX = 256;
+  k.blockY = 1;
+  k.blockZ = 1;
+  k.registersPerThread = 40;
+  k.staticSharedMemory = 1024;
+  k.dynamicSharedMemory = 4096;
   k.graphId = 5;
   k.name = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL";
   int n = sgpu_cupti_convert(&c, (CUpti_Activity *)&k, out, 4);
@@ -52,17 +65,24 @@ int main(void) {
   CHECK(ko->correlation_id == 99 && ko->device == 3 && ko->graph_id == 5);
   CHECK(ko->stream == ((uint64_t)7 << 32 | 13));
   CHECK(ko->grid[0] == 128 && ko->grid[1] == 2 && ko->block[0] == 256);
-  CHECK(ko->registers_per_thread == 40 && ko->static_shared_bytes == 1024 && ko->dynamic_shared_bytes == 4096);
+  CHECK(ko->registers_per_thread == 40 && ko->static_shared_bytes == 1024 &&
+        ko->dynamic_shared_bytes == 4096);
   CHECK(strcmp(name_of(ko->name), k.name) == 0);
   /* The same stream is declared once. */
-  CHECK(sgpu_cupti_convert(&c, (CUpti_Activity *)&k, out, 4) == 1 && out[0].kind == STEPSCOPE_REC_KERNEL);
+  CHECK(sgpu_cupti_convert(&c, (CUpti_Activity *)&k, out, 4) == 1 &&
+        out[0].kind == STEPSCOPE_REC_KERNEL);
 
   CUpti_ActivityMemcpy6 m;
   memset(&m, 0, sizeof m);
   m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
   m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
-  m.bytes = 1 << 20; m.start = 2000; m.end = 3000;
-  m.deviceId = 3; m.contextId = 7; m.streamId = 13; m.correlationId = 100;
+  m.bytes = 1 << 20;
+  m.start = 2000;
+  m.end = 3000;
+  m.deviceId = 3;
+  m.contextId = 7;
+  m.streamId = 13;
+  m.correlationId = 100;
   n = sgpu_cupti_convert(&c, (CUpti_Activity *)&m, out, 4);
   CHECK(n == 1 && out[0].kind == STEPSCOPE_REC_MEMCPY);
   CHECK(out[0].u.memcpy.copy_kind == STEPSCOPE_MEMCPY_HTOD && out[0].u.memcpy.bytes == (1u << 20));
@@ -71,8 +91,15 @@ int main(void) {
   CUpti_ActivityMemcpyPtoP4 p;
   memset(&p, 0, sizeof p);
   p.kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
-  p.bytes = 4096; p.start = 10; p.end = 20; p.deviceId = 0; p.contextId = 1; p.streamId = 7;
-  p.srcDeviceId = 0; p.dstDeviceId = 1; p.correlationId = 5;
+  p.bytes = 4096;
+  p.start = 10;
+  p.end = 20;
+  p.deviceId = 0;
+  p.contextId = 1;
+  p.streamId = 7;
+  p.srcDeviceId = 0;
+  p.dstDeviceId = 1;
+  p.correlationId = 5;
   n = sgpu_cupti_convert(&c, (CUpti_Activity *)&p, out, 4);
   CHECK(n == 2 && out[1].kind == STEPSCOPE_REC_MEMCPY);
   CHECK(out[1].u.memcpy.copy_kind == STEPSCOPE_MEMCPY_PTOP && out[1].u.memcpy.dst_device == 1);
@@ -80,8 +107,14 @@ int main(void) {
   CUpti_ActivityMemset4 s;
   memset(&s, 0, sizeof s);
   s.kind = CUPTI_ACTIVITY_KIND_MEMSET;
-  s.value = 0xab; s.bytes = 512; s.start = 3000; s.end = 3500;
-  s.deviceId = 3; s.contextId = 7; s.streamId = 13; s.correlationId = 101;
+  s.value = 0xab;
+  s.bytes = 512;
+  s.start = 3000;
+  s.end = 3500;
+  s.deviceId = 3;
+  s.contextId = 7;
+  s.streamId = 13;
+  s.correlationId = 101;
   n = sgpu_cupti_convert(&c, (CUpti_Activity *)&s, out, 4);
   CHECK(n == 1 && out[0].kind == STEPSCOPE_REC_MEMSET && out[0].u.memset.value == 0xab &&
         out[0].u.memset.bytes == 512);
@@ -90,13 +123,19 @@ int main(void) {
   memset(&y, 0, sizeof y);
   y.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
   y.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT;
-  y.start = 4000; y.end = 4100; y.contextId = 7; y.streamId = 13; y.cudaEventId = 4; y.correlationId = 102;
+  y.start = 4000;
+  y.end = 4100;
+  y.contextId = 7;
+  y.streamId = 13;
+  y.cudaEventId = 4;
+  y.correlationId = 102;
   n = sgpu_cupti_convert(&c, (CUpti_Activity *)&y, out, 4);
   CHECK(n == 1 && out[0].kind == STEPSCOPE_REC_SYNC);
   CHECK(out[0].u.sync.sync_kind == STEPSCOPE_SYNC_STREAM_WAIT_EVENT && out[0].u.sync.event_id == 4);
   CHECK(out[0].u.sync.device == 3); /* learned from the kernel of context 7 */
   y.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE;
-  y.streamId = UINT32_MAX; y.cudaEventId = UINT32_MAX;
+  y.streamId = UINT32_MAX;
+  y.cudaEventId = UINT32_MAX;
   n = sgpu_cupti_convert(&c, (CUpti_Activity *)&y, out, 4);
   CHECK(n == 1 && out[0].u.sync.stream == 0 && out[0].u.sync.event_id == 0 &&
         out[0].u.sync.sync_kind == STEPSCOPE_SYNC_CONTEXT);
@@ -104,7 +143,12 @@ int main(void) {
   CUpti_ActivityAPI a;
   memset(&a, 0, sizeof a);
   a.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
-  a.cbid = 211; a.start = 1500; a.end = 1700; a.threadId = 4242; a.correlationId = 99; a.returnValue = 0;
+  a.cbid = 211;
+  a.start = 1500;
+  a.end = 1700;
+  a.threadId = 4242;
+  a.correlationId = 99;
+  a.returnValue = 0;
   n = sgpu_cupti_convert(&c, (CUpti_Activity *)&a, out, 4);
   CHECK(n == 1 && out[0].kind == STEPSCOPE_REC_API);
   CHECK(out[0].u.api.api_kind == STEPSCOPE_API_RUNTIME && out[0].u.api.thread == 4242);
@@ -123,7 +167,8 @@ int main(void) {
   o.overheadKind = CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH;
   o.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
   o.objectId.pt.threadId = 77;
-  o.start = 6000; o.end = 6500;
+  o.start = 6000;
+  o.end = 6500;
   n = sgpu_cupti_convert(&c, (CUpti_Activity *)&o, out, 4);
   CHECK(n == 1 && out[0].kind == STEPSCOPE_REC_OVERHEAD && out[0].u.overhead.thread == 77);
   CHECK(strcmp(name_of(out[0].u.overhead.name), "cupti buffer flush") == 0);
@@ -143,7 +188,8 @@ int main(void) {
 
   /* A kernel CUPTI could not time (start 0) is counted, not written at time 0. */
   uint64_t ignored_before = c.ignored;
-  k.start = 0; k.end = 0;
+  k.start = 0;
+  k.end = 0;
   CHECK(sgpu_cupti_convert(&c, (CUpti_Activity *)&k, out, 4) == 0);
   CHECK(c.untimed == 1 && c.ignored == ignored_before + 1);
   m.start = 0;
@@ -158,24 +204,34 @@ int main(void) {
    * in a future toolkit must fail here, not silently in a trace). */
   CHECK(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL == 10 && CUPTI_ACTIVITY_KIND_MEMCPY == 1 &&
         CUPTI_ACTIVITY_KIND_MEMCPY2 == 22 && CUPTI_ACTIVITY_KIND_MEMSET == 2 &&
-        CUPTI_ACTIVITY_KIND_SYNCHRONIZATION == 38 && CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION == 39 &&
-        CUPTI_ACTIVITY_KIND_OVERHEAD == 17 && CUPTI_ACTIVITY_KIND_RUNTIME == 5 &&
-        CUPTI_ACTIVITY_KIND_DRIVER == 4 && CUPTI_ACTIVITY_KIND_CONTEXT == 9);
+        CUPTI_ACTIVITY_KIND_SYNCHRONIZATION == 38 &&
+        CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION == 39 && CUPTI_ACTIVITY_KIND_OVERHEAD == 17 &&
+        CUPTI_ACTIVITY_KIND_RUNTIME == 5 && CUPTI_ACTIVITY_KIND_DRIVER == 4 &&
+        CUPTI_ACTIVITY_KIND_CONTEXT == 9);
   CHECK(CUPTI_ACTIVITY_MEMCPY_KIND_DTOD == 8 && CUPTI_ACTIVITY_MEMCPY_KIND_HTOH == 9 &&
         CUPTI_ACTIVITY_MEMCPY_KIND_PTOP == 10);
-  static const struct { uint8_t cupti; uint32_t ours; } copies[] = {
-      {CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, STEPSCOPE_MEMCPY_HTOD}, {CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, STEPSCOPE_MEMCPY_DTOH},
-      {CUPTI_ACTIVITY_MEMCPY_KIND_HTOA, STEPSCOPE_MEMCPY_HTOD}, {CUPTI_ACTIVITY_MEMCPY_KIND_ATOH, STEPSCOPE_MEMCPY_DTOH},
-      {CUPTI_ACTIVITY_MEMCPY_KIND_ATOA, STEPSCOPE_MEMCPY_DTOD}, {CUPTI_ACTIVITY_MEMCPY_KIND_DTOD, STEPSCOPE_MEMCPY_DTOD},
-      {CUPTI_ACTIVITY_MEMCPY_KIND_HTOH, STEPSCOPE_MEMCPY_HTOH}, {CUPTI_ACTIVITY_MEMCPY_KIND_PTOP, STEPSCOPE_MEMCPY_PTOP},
-      {CUPTI_ACTIVITY_MEMCPY_KIND_UNKNOWN, STEPSCOPE_MEMCPY_UNKNOWN}};
+  static const struct {
+    uint8_t cupti;
+    uint32_t ours;
+  } copies[] = {{CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, STEPSCOPE_MEMCPY_HTOD},
+                {CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, STEPSCOPE_MEMCPY_DTOH},
+                {CUPTI_ACTIVITY_MEMCPY_KIND_HTOA, STEPSCOPE_MEMCPY_HTOD},
+                {CUPTI_ACTIVITY_MEMCPY_KIND_ATOH, STEPSCOPE_MEMCPY_DTOH},
+                {CUPTI_ACTIVITY_MEMCPY_KIND_ATOA, STEPSCOPE_MEMCPY_DTOD},
+                {CUPTI_ACTIVITY_MEMCPY_KIND_DTOD, STEPSCOPE_MEMCPY_DTOD},
+                {CUPTI_ACTIVITY_MEMCPY_KIND_HTOH, STEPSCOPE_MEMCPY_HTOH},
+                {CUPTI_ACTIVITY_MEMCPY_KIND_PTOP, STEPSCOPE_MEMCPY_PTOP},
+                {CUPTI_ACTIVITY_MEMCPY_KIND_UNKNOWN, STEPSCOPE_MEMCPY_UNKNOWN}};
   m.start = 2000;
   for (size_t i = 0; i < sizeof copies / sizeof copies[0]; i++) {
     m.copyKind = copies[i].cupti;
     n = sgpu_cupti_convert(&c, (CUpti_Activity *)&m, out, 4);
     CHECK(n == 1 && out[0].u.memcpy.copy_kind == copies[i].ours);
   }
-  static const struct { CUpti_ActivitySynchronizationType cupti; uint32_t ours; } syncs[] = {
+  static const struct {
+    CUpti_ActivitySynchronizationType cupti;
+    uint32_t ours;
+  } syncs[] = {
       {CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE, STEPSCOPE_SYNC_EVENT},
       {CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT, STEPSCOPE_SYNC_STREAM_WAIT_EVENT},
       {CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, STEPSCOPE_SYNC_STREAM},

@@ -29,7 +29,9 @@
 #include "nccl_profiler_v6.h"
 #include "trace_check.h"
 
-static uint64_t fake_stream_id(void *cuda_stream) { return 0x5000u + (uintptr_t)cuda_stream; }
+static uint64_t fake_stream_id(void *cuda_stream) {
+  return 0x5000u + (uintptr_t)cuda_stream;
+}
 
 static void *start(const sgpu_nccl_profiler_v6 *p, void *ctx, sgpu_nccl_descr_v6 *d) {
   void *h = NULL;
@@ -123,7 +125,8 @@ int main(int argc, char **argv) {
   int marks = 0, colls = 0;
   for (size_t i = 0; i < t.count; i++) {
     const stepscope_record *r = &t.records[i];
-    if (r->kind == STEPSCOPE_REC_MARK && strcmp(trace_string(&t, r->u.mark.name), "ncclCommInit") == 0) {
+    if (r->kind == STEPSCOPE_REC_MARK &&
+        strcmp(trace_string(&t, r->u.mark.name), "ncclCommInit") == 0) {
       marks++;
       CHECK(r->u.mark.payload == 0xd00dull);
       CHECK(strstr(trace_string(&t, r->u.mark.args), "\"name\":\"dp\"") != NULL);

@@ -24,30 +24,44 @@
 
 /* Our descriptors against the layout of NCCL's profiler_v4/v5/v6.h (LP64),
  * field by field: a wrong order or type moves an offset and fails the build. */
-_Static_assert(offsetof(sgpu_nccl_descr_v5, parentObj) == 8 && offsetof(sgpu_nccl_descr_v5, rank) == 16 &&
-               offsetof(sgpu_nccl_descr_v5, groupApi) == 24, "v5 header");
-_Static_assert(offsetof(sgpu_nccl_descr_v4, parentObj) == 8 && offsetof(sgpu_nccl_descr_v4, coll) == 24,
+_Static_assert(offsetof(sgpu_nccl_descr_v5, parentObj) == 8 &&
+                   offsetof(sgpu_nccl_descr_v5, rank) == 16 &&
+                   offsetof(sgpu_nccl_descr_v5, groupApi) == 24,
+               "v5 header");
+_Static_assert(offsetof(sgpu_nccl_descr_v4, parentObj) == 8 &&
+                   offsetof(sgpu_nccl_descr_v4, coll) == 24,
                "v4 header (uint8_t type)");
-_Static_assert(offsetof(sgpu_nccl_descr_v5, coll.func) == 24 + 8 && offsetof(sgpu_nccl_descr_v5, coll.count) == 24 + 32 &&
-               offsetof(sgpu_nccl_descr_v5, coll.root) == 24 + 40 && offsetof(sgpu_nccl_descr_v5, coll.datatype) == 24 + 48 &&
-               offsetof(sgpu_nccl_descr_v5, coll.nChannels) == 24 + 56 && offsetof(sgpu_nccl_descr_v5, coll.nWarps) == 24 + 57 &&
-               offsetof(sgpu_nccl_descr_v5, coll.algo) == 24 + 64 && offsetof(sgpu_nccl_descr_v5, coll.proto) == 24 + 72 &&
-               offsetof(sgpu_nccl_descr_v5, coll.parentGroup) == 24 + 80, "v5 coll");
-_Static_assert(offsetof(sgpu_nccl_descr_v5, p2p.count) == 24 + 24 && offsetof(sgpu_nccl_descr_v5, p2p.peer) == 24 + 32 &&
-               offsetof(sgpu_nccl_descr_v5, p2p.nChannels) == 24 + 36, "v5 p2p");
+_Static_assert(offsetof(sgpu_nccl_descr_v5, coll.func) == 24 + 8 &&
+                   offsetof(sgpu_nccl_descr_v5, coll.count) == 24 + 32 &&
+                   offsetof(sgpu_nccl_descr_v5, coll.root) == 24 + 40 &&
+                   offsetof(sgpu_nccl_descr_v5, coll.datatype) == 24 + 48 &&
+                   offsetof(sgpu_nccl_descr_v5, coll.nChannels) == 24 + 56 &&
+                   offsetof(sgpu_nccl_descr_v5, coll.nWarps) == 24 + 57 &&
+                   offsetof(sgpu_nccl_descr_v5, coll.algo) == 24 + 64 &&
+                   offsetof(sgpu_nccl_descr_v5, coll.proto) == 24 + 72 &&
+                   offsetof(sgpu_nccl_descr_v5, coll.parentGroup) == 24 + 80,
+               "v5 coll");
+_Static_assert(offsetof(sgpu_nccl_descr_v5, p2p.count) == 24 + 24 &&
+                   offsetof(sgpu_nccl_descr_v5, p2p.peer) == 24 + 32 &&
+                   offsetof(sgpu_nccl_descr_v5, p2p.nChannels) == 24 + 36,
+               "v5 p2p");
 _Static_assert(offsetof(sgpu_nccl_descr_v5, collApi.stream) == 24 + 32 &&
-               offsetof(sgpu_nccl_descr_v5, collApi.graphCaptured) == 24 + 40 &&
-               offsetof(sgpu_nccl_descr_v5, p2pApi.stream) == 24 + 24, "v5 API events");
+                   offsetof(sgpu_nccl_descr_v5, collApi.graphCaptured) == 24 + 40 &&
+                   offsetof(sgpu_nccl_descr_v5, p2pApi.stream) == 24 + 24,
+               "v5 API events");
 _Static_assert(offsetof(sgpu_nccl_descr_v5, kernelCh.pTimer) == 24 + 8 &&
-               offsetof(sgpu_nccl_descr_v4, kernelCh.pTimer) == 24 + 8, "kernelCh");
+                   offsetof(sgpu_nccl_descr_v4, kernelCh.pTimer) == 24 + 8,
+               "kernelCh");
 _Static_assert(offsetof(sgpu_nccl_descr_v6, ceColl.syncStrategy) == 24 + 56 &&
-               offsetof(sgpu_nccl_descr_v6, ceColl.ceSeqNum) == 24 + 76 &&
-               offsetof(sgpu_nccl_descr_v6, ceColl.stream) == 24 + 80, "v6 ceColl");
+                   offsetof(sgpu_nccl_descr_v6, ceColl.ceSeqNum) == 24 + 76 &&
+                   offsetof(sgpu_nccl_descr_v6, ceColl.stream) == 24 + 80,
+               "v6 ceColl");
 _Static_assert(sizeof(sgpu_nccl_state_args) == 8, "state args union");
 _Static_assert(offsetof(sgpu_nccl_profiler_v5, finalize) == 5 * sizeof(void *), "function table");
 _Static_assert(SGPU_NCCL_EV_KERNEL_CH == 64 && SGPU_NCCL_EV_KERNEL_LAUNCH == 2048 &&
-               SGPU_NCCL_EV_CE_COLL == 4096 && SGPU_NCCL_STATE_KERNEL_CH_STOP == 22 &&
-               SGPU_NCCL_STATE_CE_COLL_COMPLETE == 26, "event bits and states");
+                   SGPU_NCCL_EV_CE_COLL == 4096 && SGPU_NCCL_STATE_KERNEL_CH_STOP == 22 &&
+                   SGPU_NCCL_STATE_CE_COLL_COMPLETE == 26,
+               "event bits and states");
 
 extern const sgpu_nccl_profiler_v5 ncclProfiler_v5;
 extern const sgpu_nccl_profiler_v4 ncclProfiler_v4;
@@ -297,7 +311,8 @@ int main(void) {
   int seen_ar = 0, seen_ag = 0, sends = 0, recvs = 0, seen_bcast = 0, seen_rs = 0, marks = 0;
   for (size_t i = 0; i < t.count; i++) {
     const stepscope_record *r = &t.records[i];
-    if (r->kind == STEPSCOPE_REC_MARK && strcmp(trace_string(&t, r->u.mark.name), "ncclCommInit") == 0) {
+    if (r->kind == STEPSCOPE_REC_MARK &&
+        strcmp(trace_string(&t, r->u.mark.name), "ncclCommInit") == 0) {
       marks++;
       CHECK(strcmp(trace_string(&t, r->u.mark.domain), "NCCL") == 0);
     }
@@ -354,7 +369,8 @@ int main(void) {
       CHECK(c->comm_size == 2);
     }
   }
-  CHECK(seen_ar == 1 && seen_ag == 1 && sends == 2 && recvs == 1 && seen_bcast == 1 && seen_rs == 1);
+  CHECK(seen_ar == 1 && seen_ag == 1 && sends == 2 && recvs == 1 && seen_bcast == 1 &&
+        seen_rs == 1);
   CHECK(marks == 3);
   sgpu_nccl_stats stats;
   sgpu_nccl_get_stats(&stats);

@@ -27,7 +27,7 @@ typedef struct allreduce_params {
   int op;
 } allreduce_params;
 
-#define SCHEMA_ID (NVTX_PAYLOAD_SCHEMA_ID_STATIC_START + 5)
+#define SCHEMA_ID     (NVTX_PAYLOAD_SCHEMA_ID_STATIC_START + 5)
 #define REDOP_ENUM_ID (NVTX_PAYLOAD_SCHEMA_ID_STATIC_START + 20)
 
 static void *range_end_on_other_thread(void *arg) {
@@ -64,7 +64,8 @@ static void run_nvtx_calls(void) {
   static const nvtxPayloadEnum_t redops[] = {{"ncclSum", 0, 0}, {"ncclMax", 2, 0}};
   nvtxPayloadEnumAttr_t enum_attr;
   memset(&enum_attr, 0, sizeof enum_attr);
-  enum_attr.fieldMask = NVTX_PAYLOAD_ENUM_ATTR_FIELD_ENTRIES | NVTX_PAYLOAD_ENUM_ATTR_FIELD_NUM_ENTRIES |
+  enum_attr.fieldMask = NVTX_PAYLOAD_ENUM_ATTR_FIELD_ENTRIES |
+                        NVTX_PAYLOAD_ENUM_ATTR_FIELD_NUM_ENTRIES |
                         NVTX_PAYLOAD_ENUM_ATTR_FIELD_SIZE | NVTX_PAYLOAD_ENUM_ATTR_FIELD_SCHEMA_ID;
   enum_attr.entries = redops;
   enum_attr.numEntries = 2;
@@ -72,14 +73,18 @@ static void run_nvtx_calls(void) {
   enum_attr.schemaId = REDOP_ENUM_ID;
   nvtxPayloadEnumRegister(domain, &enum_attr);
   static const nvtxPayloadSchemaEntry_t entries[] = {
-      {0, NVTX_PAYLOAD_ENTRY_TYPE_UINT64, "NCCL communicator ID", NULL, 0, offsetof(allreduce_params, comm), NULL, NULL},
-      {0, NVTX_PAYLOAD_ENTRY_TYPE_SIZE, "Message size [bytes]", NULL, 0, offsetof(allreduce_params, bytes), NULL, NULL},
-      {0, REDOP_ENUM_ID, "Reduction operation", NULL, 0, offsetof(allreduce_params, op), NULL, NULL},
+      {0, NVTX_PAYLOAD_ENTRY_TYPE_UINT64, "NCCL communicator ID", NULL, 0,
+       offsetof(allreduce_params, comm), NULL, NULL},
+      {0, NVTX_PAYLOAD_ENTRY_TYPE_SIZE, "Message size [bytes]", NULL, 0,
+       offsetof(allreduce_params, bytes), NULL, NULL},
+      {0, REDOP_ENUM_ID, "Reduction operation", NULL, 0, offsetof(allreduce_params, op), NULL,
+       NULL},
   };
   nvtxPayloadSchemaAttr_t schema;
   memset(&schema, 0, sizeof schema);
   schema.fieldMask = NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_TYPE | NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_ENTRIES |
-                     NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_NUM_ENTRIES | NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_STATIC_SIZE |
+                     NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_NUM_ENTRIES |
+                     NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_STATIC_SIZE |
                      NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_SCHEMA_ID;
   schema.type = NVTX_PAYLOAD_SCHEMA_TYPE_STATIC;
   schema.entries = entries;

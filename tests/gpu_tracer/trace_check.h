@@ -14,12 +14,12 @@
 #include "stepscope.h"
 
 static int check_failures;
-#define CHECK(cond)                                                                  \
-  do {                                                                               \
-    if (!(cond)) {                                                                   \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);       \
-      check_failures++;                                                              \
-    }                                                                                \
+#define CHECK(cond)                                                                                \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);                     \
+      check_failures++;                                                                            \
+    }                                                                                              \
   } while (0)
 
 typedef struct loaded_trace {
@@ -64,7 +64,8 @@ static inline const char *trace_string(const loaded_trace *t, uint32_t id) {
 
 static inline size_t count_kind(const loaded_trace *t, uint32_t kind) {
   size_t n = 0;
-  for (size_t i = 0; i < t->count; i++) n += t->records[i].kind == kind;
+  for (size_t i = 0; i < t->count; i++)
+    n += t->records[i].kind == kind;
   return n;
 }
 

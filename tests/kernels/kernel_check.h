@@ -23,7 +23,7 @@
 #include <stdint.h>
 
 typedef struct {
-    uint64_t state;
+  uint64_t state;
 } check_rng;
 
 void check_rng_seed(check_rng *rng, uint64_t seed);
@@ -41,7 +41,8 @@ double check_weighted_sum(const float *out, const float *weights, size_t n);
 
 /* Returns 0 when |got_i - want_i| <= atol + rtol * |want_i| for all i; prints the
  * worst element and returns 1 otherwise. */
-int check_close(const char *what, const float *got, const double *want, size_t n, double rtol, double atol);
+int check_close(const char *what, const float *got, const double *want, size_t n, double rtol,
+                double atol);
 
 /* The scalar loss as a function of the current contents of the perturbed input. */
 typedef double (*check_loss_fn)(void *ctx);
@@ -49,8 +50,8 @@ typedef double (*check_loss_fn)(void *ctx);
 /* Central-difference gradient check of `analytic` (n values) against the loss as a
  * function of x[0..n-1]; x is restored afterwards. Returns 0 on pass, 1 on fail, and
  * prints one line with the measured worst error either way. */
-int check_gradient(const char *what, float *x, const float *analytic, size_t n, check_loss_fn loss, void *ctx,
-                   float h, double tol);
+int check_gradient(const char *what, float *x, const float *analytic, size_t n, check_loss_fn loss,
+                   void *ctx, float h, double tol);
 
 /* The error measure of check_gradient on given numeric/analytic vectors (exposed so
  * the checker can be tested on its own). */

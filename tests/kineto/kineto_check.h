@@ -16,21 +16,21 @@
 
 static int failures;
 
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      failures++;                                                              \
-    }                                                                          \
+#define CHECK(cond)                                                                                \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);                     \
+      failures++;                                                                                  \
+    }                                                                                              \
   } while (0)
 
-#define CHECK_EQ(a, b)                                                                        \
-  do {                                                                                        \
-    long long va_ = (long long)(a), vb_ = (long long)(b);                                     \
-    if (va_ != vb_) {                                                                         \
-      fprintf(stderr, "%s:%d: %s = %lld, expected %lld\n", __FILE__, __LINE__, #a, va_, vb_); \
-      failures++;                                                                             \
-    }                                                                                         \
+#define CHECK_EQ(a, b)                                                                             \
+  do {                                                                                             \
+    long long va_ = (long long)(a), vb_ = (long long)(b);                                          \
+    if (va_ != vb_) {                                                                              \
+      fprintf(stderr, "%s:%d: %s = %lld, expected %lld\n", __FILE__, __LINE__, #a, va_, vb_);      \
+      failures++;                                                                                  \
+    }                                                                                              \
   } while (0)
 
 /* A trace loaded and analysed; `ok` when both worked. */

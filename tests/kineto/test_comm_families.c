@@ -46,57 +46,63 @@ static void test_names(void) {
     int kind;
   } cases[] = {
       /* DeepEP as DeepSeek's published training trace names it, and upstream */
-      {"void dpsk::ep::internode::combine<false, 8, __nv_bfloat16, 8, 2, 16, 24>(int4*, float*, bool const*)",
+      {"void dpsk::ep::internode::combine<false, 8, __nv_bfloat16, 8, 2, 16, 24>(int4*, float*, "
+       "bool const*)",
        SSA_COMM_SCOPE_KERNEL, "deepep", SSA_COMM_KIND_COMBINE},
-      {"void dpsk::ep::internode::notify_dispatch<false, 8>(int const*, long*, int)", SSA_COMM_SCOPE_KERNEL,
-       "deepep", SSA_COMM_KIND_DISPATCH},
+      {"void dpsk::ep::internode::notify_dispatch<false, 8>(int const*, long*, int)",
+       SSA_COMM_SCOPE_KERNEL, "deepep", SSA_COMM_KIND_DISPATCH},
       {"void dpsk::ep::internode::dispatch<false, 8, true, 8>(int4*, float*, long*, float*, "
-       "dpsk::ep::internode::SourceMeta*)", SSA_COMM_SCOPE_KERNEL, "deepep", SSA_COMM_KIND_DISPATCH},
-      {"void dpsk::ep::internode::cached_notify<false>(int, int, int, int, int*)", SSA_COMM_SCOPE_KERNEL,
-       "deepep", SSA_COMM_KIND_UNKNOWN},
-      {"void deep_ep::internode_ll::dispatch<false, 3, 7168>(void*, float*, int*)", SSA_COMM_SCOPE_KERNEL,
-       "deepep", SSA_COMM_KIND_DISPATCH},
-      {"void deep_ep::intranode::cached_notify_combine<8>(void**, int*, int)", SSA_COMM_SCOPE_KERNEL, "deepep",
-       SSA_COMM_KIND_COMBINE},
+       "dpsk::ep::internode::SourceMeta*)",
+       SSA_COMM_SCOPE_KERNEL, "deepep", SSA_COMM_KIND_DISPATCH},
+      {"void dpsk::ep::internode::cached_notify<false>(int, int, int, int, int*)",
+       SSA_COMM_SCOPE_KERNEL, "deepep", SSA_COMM_KIND_UNKNOWN},
+      {"void deep_ep::internode_ll::dispatch<false, 3, 7168>(void*, float*, int*)",
+       SSA_COMM_SCOPE_KERNEL, "deepep", SSA_COMM_KIND_DISPATCH},
+      {"void deep_ep::intranode::cached_notify_combine<8>(void**, int*, int)",
+       SSA_COMM_SCOPE_KERNEL, "deepep", SSA_COMM_KIND_COMBINE},
       /* DeepEP's layout kernel computes locally */
       {"void dpsk::ep::cuda::get_dispatch_layout<256, 32, 8>(long const*, int*, int*, int*, bool*)",
        SSA_COMM_SCOPE_KERNEL, NULL, 0},
-      {"void deep_ep::layout::get_dispatch_layout<256, 32, 8>(long const*, int*)", SSA_COMM_SCOPE_KERNEL, NULL,
-       0},
+      {"void deep_ep::layout::get_dispatch_layout<256, 32, 8>(long const*, int*)",
+       SSA_COMM_SCOPE_KERNEL, NULL, 0},
       /* NCCL / RCCL */
-      {"ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", SSA_COMM_SCOPE_KERNEL,
-       "nccl", SSA_COMM_KIND_ALL_REDUCE},
+      {"ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+       SSA_COMM_SCOPE_KERNEL, "nccl", SSA_COMM_KIND_ALL_REDUCE},
       {"ncclKernel_ReduceScatter_RING_LL_Sum_bfloat16(ncclWorkElem)", SSA_COMM_SCOPE_KERNEL, "nccl",
        SSA_COMM_KIND_REDUCE_SCATTER},
       {"ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", SSA_COMM_SCOPE_KERNEL, "nccl",
        SSA_COMM_KIND_SEND_RECV},
       {"ncclSymkDevKernel_AllGather_LL(ncclSymkDevWorkArgs4K)", SSA_COMM_SCOPE_KERNEL, "nccl",
        SSA_COMM_KIND_ALL_GATHER},
-      {"ncclDevKernel_Broadcast_RING_LL(ncclDevKernelArgsStorage<4096ul>)", SSA_COMM_SCOPE_KERNEL, "nccl",
-       SSA_COMM_KIND_BROADCAST},
-      {"ncclDevKernel_Reduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", SSA_COMM_SCOPE_KERNEL, "nccl",
-       SSA_COMM_KIND_REDUCE},
+      {"ncclDevKernel_Broadcast_RING_LL(ncclDevKernelArgsStorage<4096ul>)", SSA_COMM_SCOPE_KERNEL,
+       "nccl", SSA_COMM_KIND_BROADCAST},
+      {"ncclDevKernel_Reduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+       SSA_COMM_SCOPE_KERNEL, "nccl", SSA_COMM_KIND_REDUCE},
       {"myncclKernel_copy", SSA_COMM_SCOPE_KERNEL, NULL, 0},
       /* PyTorch symmetric memory */
-      {"void c10d::symmetric_memory::multimem_all_reduce_kernel<c10::BFloat16, 16, 8>(c10::BFloat16*, "
-       "unsigned long)", SSA_COMM_SCOPE_KERNEL, "symm_mem", SSA_COMM_KIND_ALL_REDUCE},
+      {"void c10d::symmetric_memory::multimem_all_reduce_kernel<c10::BFloat16, 16, "
+       "8>(c10::BFloat16*, "
+       "unsigned long)",
+       SSA_COMM_SCOPE_KERNEL, "symm_mem", SSA_COMM_KIND_ALL_REDUCE},
       {"void (anonymous namespace)::one_shot_all_reduce_kernel<float, 16, 8>(float**, float*)",
        SSA_COMM_SCOPE_KERNEL, "symm_mem", SSA_COMM_KIND_ALL_REDUCE},
       {"void c10d::symmetric_memory::two_shot_all_reduce_kernel_inplace<float, 16, 8>(float**)",
        SSA_COMM_SCOPE_KERNEL, "symm_mem", SSA_COMM_KIND_ALL_REDUCE},
-      {"void c10d::symmetric_memory::multimem_all_gather_kernel<16>(char*, char*)", SSA_COMM_SCOPE_KERNEL,
-       "symm_mem", SSA_COMM_KIND_ALL_GATHER},
-      {"void vllm::cross_device_reduce_1stage<c10::BFloat16, 8>(vllm::RankData*)", SSA_COMM_SCOPE_KERNEL,
-       "custom_allreduce", SSA_COMM_KIND_ALL_REDUCE},
+      {"void c10d::symmetric_memory::multimem_all_gather_kernel<16>(char*, char*)",
+       SSA_COMM_SCOPE_KERNEL, "symm_mem", SSA_COMM_KIND_ALL_GATHER},
+      {"void vllm::cross_device_reduce_1stage<c10::BFloat16, 8>(vllm::RankData*)",
+       SSA_COMM_SCOPE_KERNEL, "custom_allreduce", SSA_COMM_KIND_ALL_REDUCE},
       /* NVSHMEM, MSCCL++, vendor libraries */
-      {"void nvshmemi_alltoall_allpush_kernel<int>(int*, int const*)", SSA_COMM_SCOPE_KERNEL, "nvshmem",
-       SSA_COMM_KIND_ALL_TO_ALL},
-      {"nvshmemx_barrier_all_on_stream_kernel", SSA_COMM_SCOPE_KERNEL, "nvshmem", SSA_COMM_KIND_BARRIER},
+      {"void nvshmemi_alltoall_allpush_kernel<int>(int*, int const*)", SSA_COMM_SCOPE_KERNEL,
+       "nvshmem", SSA_COMM_KIND_ALL_TO_ALL},
+      {"nvshmemx_barrier_all_on_stream_kernel", SSA_COMM_SCOPE_KERNEL, "nvshmem",
+       SSA_COMM_KIND_BARRIER},
       {"void mscclpp::allreduce7<float>(float*, mscclpp::DeviceHandle<mscclpp::SmChannel>*)",
        SSA_COMM_SCOPE_KERNEL, "msccl", SSA_COMM_KIND_ALL_REDUCE},
       {"hcom_allReduce__123_1", SSA_COMM_SCOPE_HOST, "hccl", SSA_COMM_KIND_ALL_REDUCE},
       {"hccl:all_gather", SSA_COMM_SCOPE_KERNEL, "hccl", SSA_COMM_KIND_ALL_GATHER},
-      {"oneccl_bindings_for_pytorch::allreduce", SSA_COMM_SCOPE_HOST, "oneccl", SSA_COMM_KIND_ALL_REDUCE},
+      {"oneccl_bindings_for_pytorch::allreduce", SSA_COMM_SCOPE_HOST, "oneccl",
+       SSA_COMM_KIND_ALL_REDUCE},
       {"ccl_kernel_reduce_scatter", SSA_COMM_SCOPE_KERNEL, "oneccl", SSA_COMM_KIND_REDUCE_SCATTER},
       /* host collectives: only on the host */
       {"gloo:all_reduce", SSA_COMM_SCOPE_HOST, "gloo", SSA_COMM_KIND_ALL_REDUCE},
@@ -115,7 +121,8 @@ static void test_names(void) {
     int f = ssa_comm_family_of(cases[i].name, cases[i].scope);
     int want = cases[i].family ? family(cases[i].family) : -1;
     if (f != want) {
-      fprintf(stderr, "family of '%s' = %s, expected %s\n", cases[i].name, f >= 0 ? ssa_comm_families[f].id : "none",
+      fprintf(stderr, "family of '%s' = %s, expected %s\n", cases[i].name,
+              f >= 0 ? ssa_comm_families[f].id : "none",
               cases[i].family ? cases[i].family : "none");
       failures++;
     }
@@ -145,8 +152,9 @@ static void test_names(void) {
   char why[256], *bad = NULL;
   CHECK_EQ(ssa_comm_rules_add(&rules, "nccl", 1, "command line", why, sizeof why), 0);
   CHECK_EQ(ssa_comm_rules_add(&rules, "Kernel_AllGather", 0, "command line", why, sizeof why), 0);
-  CHECK_EQ(ssa_comm_rules_add_list(&rules, ";my_a2a;;^ncclDev;", 1, "STEPSCOPE_COMM_KERNELS", &bad, why,
-                                   sizeof why), 0);
+  CHECK_EQ(ssa_comm_rules_add_list(&rules, ";my_a2a;;^ncclDev;", 1, "STEPSCOPE_COMM_KERNELS", &bad,
+                                   why, sizeof why),
+           0);
   CHECK_EQ(rules.n, 4);
   CHECK_EQ(ssa_comm_rules_match(&rules, "ncclDevKernel_AllGather_RING_LL"), 1);
   CHECK_EQ(ssa_comm_rules_match(&rules, "ncclDevKernel_AllReduce_RING_LL"), 0);
@@ -157,24 +165,27 @@ static void test_names(void) {
   CHECK_EQ(ssa_comm_rules_add(&rules, "a((", 1, "command line", why, sizeof why), -1);
   CHECK(why[0] != 0);
   CHECK_EQ(ssa_comm_rules_add(&rules, "", 1, "command line", why, sizeof why), -1);
-  CHECK_EQ(ssa_comm_rules_add_list(&rules, "ok;bad[x;never", 0, "STEPSCOPE_COMPUTE_KERNELS", &bad, why,
-                                   sizeof why), -1);
+  CHECK_EQ(ssa_comm_rules_add_list(&rules, "ok;bad[x;never", 0, "STEPSCOPE_COMPUTE_KERNELS", &bad,
+                                   why, sizeof why),
+           -1);
   CHECK(bad && !strcmp(bad, "bad[x"));
   free(bad);
   CHECK_EQ(rules.n, 5); /* "ok" was added before the bad one */
   ssa_comm_rules_free(&rules);
 }
 
-static void check_window(const ssa_window *w, int64_t span, int64_t compute, int64_t comm, int64_t overlap,
-                         int64_t idle, int line) {
+static void check_window(const ssa_window *w, int64_t span, int64_t compute, int64_t comm,
+                         int64_t overlap, int64_t idle, int line) {
   if (w->span != span || w->compute != compute || w->comm != comm || w->overlap != overlap ||
       w->exposed_comm != comm - overlap || w->idle != idle ||
       w->compute + w->exposed_comm + w->exposed_mem + w->idle != w->span) {
-    fprintf(stderr, "line %d: span %lld compute %lld comm %lld overlap %lld exposed %lld idle %lld; expected "
-            "%lld %lld %lld %lld %lld %lld\n", line, (long long)w->span, (long long)w->compute,
-            (long long)w->comm, (long long)w->overlap, (long long)w->exposed_comm, (long long)w->idle,
-            (long long)span, (long long)compute, (long long)comm, (long long)overlap,
-            (long long)(comm - overlap), (long long)idle);
+    fprintf(
+        stderr,
+        "line %d: span %lld compute %lld comm %lld overlap %lld exposed %lld idle %lld; expected "
+        "%lld %lld %lld %lld %lld %lld\n",
+        line, (long long)w->span, (long long)w->compute, (long long)w->comm, (long long)w->overlap,
+        (long long)w->exposed_comm, (long long)w->idle, (long long)span, (long long)compute,
+        (long long)comm, (long long)overlap, (long long)(comm - overlap), (long long)idle);
     failures++;
   }
 }
@@ -204,7 +215,8 @@ static void test_deepep(const char *dir) {
   CHECK_EQ(r->tally.kind[SSA_COMM_KIND_COMBINE].time_ns, 420000);
   /* the kernel table marks them */
   int comm_rows = 0;
-  for (size_t k = 0; k < l.an.nkernels; k++) comm_rows += l.an.kernels[k].comm != 0;
+  for (size_t k = 0; k < l.an.nkernels; k++)
+    comm_rows += l.an.kernels[k].comm != 0;
   CHECK_EQ(comm_rows, 4);
   unload(&l);
 }

@@ -31,12 +31,12 @@
 #include "inflate_pipe.h"
 
 static int failures;
-#define CHECK(c)                                                                    \
-  do {                                                                              \
-    if (!(c)) {                                                                     \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c);         \
-      failures++;                                                                   \
-    }                                                                               \
+#define CHECK(c)                                                                                   \
+  do {                                                                                             \
+    if (!(c)) {                                                                                    \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c);                        \
+      failures++;                                                                                  \
+    }                                                                                              \
   } while (0)
 
 static const char *scratch;
@@ -64,7 +64,8 @@ static void put8(bytes *b, unsigned v) {
 }
 
 static void put32(bytes *b, uint32_t v) {
-  for (int i = 0; i < 4; i++) put8(b, (v >> (8 * i)) & 0xff);
+  for (int i = 0; i < 4; i++)
+    put8(b, (v >> (8 * i)) & 0xff);
 }
 
 enum { F_HCRC = 2, F_EXTRA = 4, F_NAME = 8, F_COMMENT = 16 };
@@ -111,7 +112,7 @@ static unsigned char *make_text(size_t n, unsigned seed) {
   if (!t) abort();
   uint64_t x = seed * 2654435761u + 1;
   static const char *words[] = {"{\"ph\":\"X\",", "\"cat\":\"kernel\",", "\"ts\":", "1700000000",
-                                "\"name\":\"", "void gemm<128>", "\"},\n", "\"dur\":"};
+                                "\"name\":\"",    "void gemm<128>",      "\"},\n",  "\"dur\":"};
   size_t i = 0;
   while (i < n) {
     x = x * 6364136223846793005ull + 1442695040888963407ull;
@@ -119,11 +120,14 @@ static unsigned char *make_text(size_t n, unsigned seed) {
     size_t m = strlen(w);
     if ((x >> 20) % 5 == 0) { /* some noise */
       char num[24];
-      m = (size_t)snprintf(num, sizeof num, "%llu.%03u,", (unsigned long long)(x >> 40), (unsigned)(x % 1000));
-      for (size_t k = 0; k < m && i < n; k++) t[i++] = (unsigned char)num[k];
+      m = (size_t)snprintf(num, sizeof num, "%llu.%03u,", (unsigned long long)(x >> 40),
+                           (unsigned)(x % 1000));
+      for (size_t k = 0; k < m && i < n; k++)
+        t[i++] = (unsigned char)num[k];
       continue;
     }
-    for (size_t k = 0; k < m && i < n; k++) t[i++] = (unsigned char)w[k];
+    for (size_t k = 0; k < m && i < n; k++)
+      t[i++] = (unsigned char)w[k];
   }
   return t;
 }
@@ -148,7 +152,8 @@ typedef struct result {
   char msg[128];
 } result;
 
-static result pipe_all(const unsigned char *file, size_t len, size_t chunk, int nchunks, size_t read_size) {
+static result pipe_all(const unsigned char *file, size_t len, size_t chunk, int nchunks,
+                       size_t read_size) {
   result r;
   memset(&r, 0, sizeof r);
   int fd = write_file("pipe.gz", file, len);
@@ -188,8 +193,8 @@ static result pipe_all(const unsigned char *file, size_t len, size_t chunk, int 
 }
 
 static int good(const result *r, const unsigned char *want, size_t n) {
-  return !r->read_failed && r->close_rc == 0 && r->n == n && (n == 0 || memcmp(r->data, want, n) == 0) &&
-         r->msg[0] == 0;
+  return !r->read_failed && r->close_rc == 0 && r->n == n &&
+         (n == 0 || memcmp(r->data, want, n) == 0) && r->msg[0] == 0;
 }
 
 static int failed_after_prefix(const result *r, const unsigned char *want, size_t n) {
@@ -214,11 +219,12 @@ static void test_round_trip(void) {
       for (size_t k = 0; k < sizeof reads / sizeof *reads; k++) {
         /* byte-sized rings and reads only on the smaller texts (each
          * chunk handed over is a wake-up of the other thread) */
-        if ((rings[g].chunk < 64 && sizes[s] > 65536) || (reads[k] < 64 && sizes[s] > 300000)) continue;
+        if ((rings[g].chunk < 64 && sizes[s] > 65536) || (reads[k] < 64 && sizes[s] > 300000))
+          continue;
         result r = pipe_all(gz.p, gz.n, rings[g].chunk, rings[g].n, reads[k]);
         if (!good(&r, text, sizes[s])) {
-          fprintf(stderr, "round trip %zu bytes, ring %d x %zu, reads of %zu: got %zu, %s\n", sizes[s],
-                  rings[g].n, rings[g].chunk, reads[k], r.n, r.msg);
+          fprintf(stderr, "round trip %zu bytes, ring %d x %zu, reads of %zu: got %zu, %s\n",
+                  sizes[s], rings[g].n, rings[g].chunk, reads[k], r.n, r.msg);
           failures++;
         }
         free(r.data);
@@ -233,7 +239,7 @@ static void test_round_trip(void) {
   r = pipe_all((const unsigned char *)"", 0, 64, 2, 100);
   CHECK(r.read_failed && r.n == 0 && strstr(r.msg, "unexpected end of file"));
   free(r.data);
-  CHECK(ssa_inflate_pipe_open(-1, 0, 4) == NULL); /* no chunk */
+  CHECK(ssa_inflate_pipe_open(-1, 0, 4) == NULL);  /* no chunk */
   CHECK(ssa_inflate_pipe_open(-1, 16, 1) == NULL); /* one chunk */
 }
 
@@ -284,8 +290,8 @@ static void test_truncated(void) {
     result r = pipe_all(gz.p, cut, 64, 2, 100);
     int ok = cut == boundary ? good(&r, text, 1000) : failed_after_prefix(&r, text, 3000);
     if (!ok) {
-      fprintf(stderr, "cut at %zu of %zu: got %zu bytes, read_failed %d, msg '%s'\n", cut, gz.n, r.n,
-              r.read_failed, r.msg);
+      fprintf(stderr, "cut at %zu of %zu: got %zu bytes, read_failed %d, msg '%s'\n", cut, gz.n,
+              r.n, r.read_failed, r.msg);
       bad++;
     }
     free(r.data);
@@ -329,8 +335,10 @@ static void test_corrupt(void) {
     size_t at;
     unsigned char x;
     const char *msg;
-  } heads[] = {{10, 0x40, "header crc mismatch"}, {2, 0x01, "unknown compression method"},
-               {3, 0x80, "unknown header flags set"}, {1, 0x01, "incorrect header check"}};
+  } heads[] = {{10, 0x40, "header crc mismatch"},
+               {2, 0x01, "unknown compression method"},
+               {3, 0x80, "unknown header flags set"},
+               {1, 0x01, "incorrect header check"}};
   for (size_t i = 0; i < sizeof heads / sizeof *heads; i++) {
     gz.p[heads[i].at] ^= heads[i].x;
     result r = pipe_all(gz.p, gz.n, SSA_PIPE_CHUNK, SSA_PIPE_NCHUNKS, 65536);

@@ -70,7 +70,10 @@ static void test_numbers(void) {
 
 /* The tokenizer's fast conversions (digits accumulated while scanning, 8 at
  * a time) agree with the text ones on numbers of every length and shape. */
-typedef struct text_src { const char *p; size_t n, pos; } text_src;
+typedef struct text_src {
+  const char *p;
+  size_t n, pos;
+} text_src;
 static long text_read(void *ctx, void *buf, size_t n) {
   text_src *t = ctx;
   if (n > t->n - t->pos) n = t->n - t->pos;
@@ -115,8 +118,10 @@ static void test_number_tokens(void) {
     int ra = js_tok_u64(&js, &a), rb = js_number_u64(js.tok, &b);
     int rx = js_tok_scaled(&js, 3, &x), ry = js_number_scaled(js.tok, 3, &y);
     if (ra != rb || (ra && a != b) || rx != ry || (rx && x != y)) {
-      if (bad++ < 5) fprintf(stderr, "number %s: u64 %d/%llu vs %d/%llu, scaled %d/%lld vs %d/%lld\n", js.tok,
-                             ra, (unsigned long long)a, rb, (unsigned long long)b, rx, (long long)x, ry, (long long)y);
+      if (bad++ < 5)
+        fprintf(stderr, "number %s: u64 %d/%llu vs %d/%llu, scaled %d/%lld vs %d/%lld\n", js.tok,
+                ra, (unsigned long long)a, rb, (unsigned long long)b, rx, (long long)x, ry,
+                (long long)y);
     }
   }
   CHECK_EQ(count, 4000);
@@ -136,14 +141,19 @@ static void test_number_tokens(void) {
  */
 static const char *doc_metrics =
     "{\"distributedInfo\":{\"rank\":0,\"world_size\":1},\"traceEvents\":["
-    "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#7\",\"pid\":1,\"tid\":1,\"ts\":0,\"dur\":1000},"
-    "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,\"ts\":10,\"dur\":5,"
+    "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#7\",\"pid\":1,\"tid\":1,"
+    "\"ts\":0,\"dur\":1000},"
+    "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,"
+    "\"ts\":10,\"dur\":5,"
     "\"args\":{\"correlation\":11}},"
-    "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,\"ts\":20,\"dur\":5,"
+    "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,"
+    "\"ts\":20,\"dur\":5,"
     "\"args\":{\"correlation\":12}},"
-    "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm\",\"pid\":0,\"tid\":7,\"ts\":100.001,\"dur\":200.000,"
+    "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm\",\"pid\":0,\"tid\":7,\"ts\":100.001,\"dur\":"
+    "200.000,"
     "\"args\":{\"device\":0,\"stream\":7,\"correlation\":11,\"grid\":[4,2,1],\"block\":[128,1,1]}},"
-    "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_Sum_f32_RING_LL(x)\",\"pid\":0,"
+    "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_Sum_f32_RING_LL(x)\","
+    "\"pid\":0,"
     "\"tid\":20,\"ts\":200.001,\"dur\":200.000,"
     "\"args\":{\"device\":0,\"stream\":20,\"correlation\":12}}"
     "]}";
@@ -163,10 +173,10 @@ static void test_metrics(void) {
   CHECK_EQ(a.ranks[0].nsteps, 1);
   const ssa_window *w = &a.ranks[0].windows[0];
   CHECK_EQ(w->step, 7);
-  CHECK_EQ(w->span, 1000000);    /* [0, 1000) us: the iteration */
+  CHECK_EQ(w->span, 1000000);          /* [0, 1000) us: the iteration */
   CHECK_EQ(w->device_latency, 300000); /* [100.001, 400.001) us */
   CHECK_EQ(w->compute, 200000);
-  CHECK_EQ(w->comm, 200000);     /* ncclDevKernel_ by name */
+  CHECK_EQ(w->comm, 200000); /* ncclDevKernel_ by name */
   CHECK_EQ(w->overlap, 100000);
   CHECK_EQ(w->exposed_comm, 100000);
   CHECK_EQ(w->idle, 700000);
@@ -185,13 +195,15 @@ static char *doc_coll(int rank) {
   for (int i = 0; i < 3; i++) {
     int g = rank == 0 ? 0 : (i % 2); /* rank 0 is only in dp; rank 2 in both */
     if (rank == 0 && i == 2) break;
-    n += snprintf(buf + n, 8192 - (size_t)n,
-                  "%s{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_Sum_bf16_RING_LL\","
-                  "\"pid\":0,\"tid\":20,\"ts\":%lld.250,\"dur\":10,\"args\":{\"stream\":20,\"correlation\":%d,"
-                  "\"Collective name\":\"allreduce\",\"In msg nelems\":1024,\"Out msg nelems\":1024,"
-                  "\"Group size\":2,\"dtype\":\"BFloat16\",\"Process Group Name\":\"%s\","
-                  "\"Process Group Description\":\"%s\",\"Process Group Ranks\":\"%s\"}}",
-                  i ? "," : "", t, 100 + i, groups[g][0], groups[g][1], groups[g][2]);
+    n += snprintf(
+        buf + n, 8192 - (size_t)n,
+        "%s{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_Sum_bf16_RING_LL\","
+        "\"pid\":0,\"tid\":20,\"ts\":%lld.250,\"dur\":10,\"args\":{\"stream\":20,\"correlation\":%"
+        "d,"
+        "\"Collective name\":\"allreduce\",\"In msg nelems\":1024,\"Out msg nelems\":1024,"
+        "\"Group size\":2,\"dtype\":\"BFloat16\",\"Process Group Name\":\"%s\","
+        "\"Process Group Description\":\"%s\",\"Process Group Ranks\":\"%s\"}}",
+        i ? "," : "", t, 100 + i, groups[g][0], groups[g][1], groups[g][2]);
     t += 100;
   }
   snprintf(buf + n, 8192 - (size_t)n, "]}");
@@ -232,7 +244,8 @@ static void test_collectives(void) {
   CHECK_EQ(ssa_analyze(&run, NULL, &a, &err), 0);
   /* dp instances are complete (2 of 2); the tp one misses rank 3 */
   size_t complete = 0;
-  for (size_t i = 0; i < a.ncolls; i++) complete += a.colls[i].present == 2;
+  for (size_t i = 0; i < a.ncolls; i++)
+    complete += a.colls[i].present == 2;
   CHECK_EQ(complete, 2);
   ssa_analysis_free(&a);
   ssa_run_free(&run);
@@ -243,11 +256,13 @@ static void test_collectives(void) {
 /* ---- CUDA graph: three kernels share correlation 50, one is NCCL ---- */
 static const char *doc_graph =
     "{\"traceEvents\":["
-    "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaGraphLaunch\",\"pid\":1,\"tid\":1,\"ts\":1,\"dur\":2,"
+    "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaGraphLaunch\",\"pid\":1,\"tid\":1,"
+    "\"ts\":1,\"dur\":2,"
     "\"args\":{\"correlation\":50}},"
     "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm\",\"pid\":0,\"tid\":7,\"ts\":10,\"dur\":10,"
     "\"args\":{\"stream\":7,\"correlation\":50}},"
-    "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllGather_RING_LL\",\"pid\":0,\"tid\":7,\"ts\":20,"
+    "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllGather_RING_LL\",\"pid\":0,"
+    "\"tid\":7,\"ts\":20,"
     "\"dur\":10,\"args\":{\"stream\":7,\"correlation\":50,\"Collective name\":\"_allgather_base\","
     "\"In msg nelems\":8,\"Out msg nelems\":16,\"Group size\":2,\"dtype\":\"Float\","
     "\"Process Group Name\":\"0\",\"Process Group Ranks\":[0,1]}},"
@@ -273,9 +288,9 @@ static void test_graph_and_missing(void) {
     compute += r->ops[i].cls == SSA_CLS_COMPUTE;
     joined += r->ops[i].launch != SSA_NONE;
   }
-  CHECK_EQ(comm, 1);     /* only the NCCL kernel, by name */
-  CHECK_EQ(compute, 3);  /* gemm, add and the kernel without correlation */
-  CHECK_EQ(joined, 3);   /* all graph kernels joined to cudaGraphLaunch */
+  CHECK_EQ(comm, 1);    /* only the NCCL kernel, by name */
+  CHECK_EQ(compute, 3); /* gemm, add and the kernel without correlation */
+  CHECK_EQ(joined, 3);  /* all graph kernels joined to cudaGraphLaunch */
   ssa_rank_free(r);
   free(r);
 }
@@ -311,15 +326,19 @@ static void test_malformed(void) {
                "byte 56 of the JSON text: unexpected ']' where a value was expected");
   expect_error("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"args\":{\"x\":{\"a\" 1}}}]}",
                "expected ':' after an object key");
-  expect_error("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"python_function\",\"name\":\"f\",\"args\":{\"x\":01}}]}",
+  expect_error("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"python_function\",\"name\":\"f\","
+               "\"args\":{\"x\":01}}]}",
                "expected ',' or '}'");
-  expect_error("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"args\":{\"x\":tru}}]}", "expected true");
-  expect_error("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"args\":{\"x\":-}}]}", "bad number");
+  expect_error("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"args\":{\"x\":tru}}]}",
+               "expected true");
+  expect_error("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"args\":{\"x\":-}}]}",
+               "bad number");
   expect_error("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"other\",\"args\":{\"x\":1.}}]}",
                "digits must follow '.'");
   expect_error("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"other\",\"args\":{\"x\":\"a\tb\"}}]}",
                "control character");
-  expect_error("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"other\",\"x\":[[[1]]}]}", "expected ',' or ']'");
+  expect_error("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"other\",\"x\":[[[1]]}]}",
+               "expected ',' or ']'");
   expect_error("", "no value");
   /* deep nesting */
   size_t depth = 100000;
@@ -334,26 +353,32 @@ static void test_malformed(void) {
   /* a huge integer where an id is expected is ignored, not an error */
   ssa_rank r;
   stepscope_error err;
-  CHECK_EQ(load("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":1,\"dur\":1,"
-                "\"args\":{\"correlation\":123456789012345678901234567890}}]}",
-                "big.json", &r, &err),
-           0);
+  CHECK_EQ(
+      load("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":1,\"dur\":1,"
+           "\"args\":{\"correlation\":123456789012345678901234567890}}]}",
+           "big.json", &r, &err),
+      0);
   CHECK_EQ(r.nops, 1);
   CHECK_EQ(r.ops[0].corr, 0);
   ssa_rank_free(&r);
   /* bad UTF-8 in a name: replaced, counted, warned */
-  CHECK_EQ(load("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\xff\xc3(\xed\xa0\x80\","
-                "\"ts\":1,\"dur\":1},{\"name\":\"\\ud800x\"}]}",
-                "utf.json", &r, &err),
-           0);
+  CHECK_EQ(
+      load("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\xff\xc3(\xed\xa0\x80\","
+           "\"ts\":1,\"dur\":1},{\"name\":\"\\ud800x\"}]}",
+           "utf.json", &r, &err),
+      0);
   CHECK_EQ(r.nops, 1);
-  CHECK(strcmp(ssa_rank_str(&r, r.ops[0].name), "k\xef\xbf\xbd\xef\xbf\xbd(\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd") == 0); /* ED A0 80: 3 (maximal subparts) */
+  CHECK(strcmp(ssa_rank_str(&r, r.ops[0].name),
+               "k\xef\xbf\xbd\xef\xbf\xbd(\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd") ==
+        0); /* ED A0 80: 3 (maximal subparts) */
   int warned = 0;
-  for (size_t i = 0; i < r.nwarnings; i++) warned |= strstr(r.warnings[i], "invalid UTF-8") != NULL;
+  for (size_t i = 0; i < r.nwarnings; i++)
+    warned |= strstr(r.warnings[i], "invalid UTF-8") != NULL;
   CHECK(warned);
   ssa_rank_free(&r);
   /* a negative duration is ignored with a warning */
-  CHECK_EQ(load("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":5,\"dur\":-1}]}",
+  CHECK_EQ(load("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":5,"
+                "\"dur\":-1}]}",
                 "neg.json", &r, &err),
            0);
   CHECK_EQ(r.nops, 0);
@@ -368,26 +393,40 @@ static void test_param_comms(void) {
    * The kernels come first, as the order of a file is not guaranteed. */
   static const char doc[] =
       "{\"distributedInfo\":{\"rank\":1,\"world_size\":2},\"traceEvents\":["
-      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_Sum_f32_RING_LL\",\"pid\":0,\"tid\":20,"
-      "\"ts\":200,\"dur\":50,\"args\":{\"stream\":20,\"device\":0,\"correlation\":11,\"External id\":70}},"
-      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllGather_RING_LL\",\"pid\":0,\"tid\":20,"
+      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_Sum_f32_RING_LL\","
+      "\"pid\":0,\"tid\":20,"
+      "\"ts\":200,\"dur\":50,\"args\":{\"stream\":20,\"device\":0,\"correlation\":11,\"External "
+      "id\":70}},"
+      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllGather_RING_LL\",\"pid\":0,"
+      "\"tid\":20,"
       "\"ts\":400,\"dur\":50,\"args\":{\"stream\":20,\"device\":0,\"External id\":77}},"
-      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_Sum_f32_RING_LL\",\"pid\":0,\"tid\":20,"
+      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_Sum_f32_RING_LL\","
+      "\"pid\":0,\"tid\":20,"
       "\"ts\":600,\"dur\":50,\"args\":{\"stream\":20,\"device\":0,\"correlation\":13}},"
-      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"c10d::allreduce_\",\"pid\":9,\"tid\":5,\"ts\":99,\"dur\":30},"
-      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"record_param_comms\",\"pid\":9,\"tid\":5,\"ts\":100,\"dur\":20,"
-      "\"args\":{\"External id\":69,\"Collective name\":\"allreduce\",\"dtype\":\"Float\",\"In msg nelems\":256,"
-      "\"Out msg nelems\":256,\"Group size\":2,\"Process Group Name\":\"0\",\"Process Group Description\":\"default_pg\","
+      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"c10d::allreduce_\",\"pid\":9,\"tid\":5,\"ts\":"
+      "99,\"dur\":30},"
+      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"record_param_comms\",\"pid\":9,\"tid\":5,\"ts\":"
+      "100,\"dur\":20,"
+      "\"args\":{\"External id\":69,\"Collective name\":\"allreduce\",\"dtype\":\"Float\",\"In msg "
+      "nelems\":256,"
+      "\"Out msg nelems\":256,\"Group size\":2,\"Process Group Name\":\"0\",\"Process Group "
+      "Description\":\"default_pg\","
       "\"Process Group Ranks\":\"[0, 1]\"}},"
-      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"nccl:all_reduce\",\"pid\":9,\"tid\":5,\"ts\":105,\"dur\":10,"
+      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"nccl:all_reduce\",\"pid\":9,\"tid\":5,\"ts\":"
+      "105,\"dur\":10,"
       "\"args\":{\"External id\":70}},"
-      "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":9,\"tid\":5,\"ts\":110,\"dur\":4,"
+      "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":9,\"tid\":5,"
+      "\"ts\":110,\"dur\":4,"
       "\"args\":{\"correlation\":11}},"
-      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"record_param_comms\",\"pid\":9,\"tid\":5,\"ts\":300,\"dur\":20,"
-      "\"args\":{\"External id\":77,\"Collective name\":\"_allgather_base\",\"dtype\":\"BFloat16\",\"In msg nelems\":16,"
-      "\"Out msg nelems\":32,\"Group size\":2,\"Process Group Name\":\"0\",\"Process Group Description\":\"default_pg\","
+      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"record_param_comms\",\"pid\":9,\"tid\":5,\"ts\":"
+      "300,\"dur\":20,"
+      "\"args\":{\"External id\":77,\"Collective "
+      "name\":\"_allgather_base\",\"dtype\":\"BFloat16\",\"In msg nelems\":16,"
+      "\"Out msg nelems\":32,\"Group size\":2,\"Process Group Name\":\"0\",\"Process Group "
+      "Description\":\"default_pg\","
       "\"Process Group Ranks\":\"[0, 1]\"}},"
-      "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":9,\"tid\":6,\"ts\":550,\"dur\":4,"
+      "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":9,\"tid\":6,"
+      "\"ts\":550,\"dur\":4,"
       "\"args\":{\"correlation\":13}}"
       "]}";
   ssa_rank r;
@@ -400,19 +439,20 @@ static void test_param_comms(void) {
     CHECK_EQ(ar->op, STEPSCOPE_COLL_ALLREDUCE);
     CHECK_EQ(ar->start, 200000);
     CHECK_EQ(ar->end, 250000);
-    CHECK_EQ(ar->bytes, 1024);       /* 256 floats */
+    CHECK_EQ(ar->bytes, 1024); /* 256 floats */
     CHECK_EQ(ar->comm_size, 2);
     CHECK_EQ(ar->comm_rank, 1);
     CHECK_EQ(ar->corr, 11);
     CHECK_EQ(ag->op, STEPSCOPE_COLL_ALLGATHER);
-    CHECK_EQ(ag->bytes, 64);         /* out 32 bf16 */
+    CHECK_EQ(ag->bytes, 64); /* out 32 bf16 */
     CHECK_EQ(ag->start, 400000);
     CHECK(ar->comm_id == ag->comm_id);
-    CHECK_EQ(ar->seq, 0);            /* order within the group */
+    CHECK_EQ(ar->seq, 0); /* order within the group */
     CHECK_EQ(ag->seq, 1);
   }
   int warned = 0;
-  for (size_t i = 0; i < r.nwarnings; i++) warned |= strstr(r.warnings[i], "1 of 3 NCCL kernels") != NULL;
+  for (size_t i = 0; i < r.nwarnings; i++)
+    warned |= strstr(r.warnings[i], "1 of 3 NCCL kernels") != NULL;
   CHECK(warned);
   ssa_rank_free(&r);
 }
@@ -426,8 +466,8 @@ static void test_param_comms(void) {
 /* Imports doc whole and in reads of 1 to 24 bytes: the same outcome, error
  * message and record counts every time. Returns the whole import's code;
  * *nranges / *ncolls / *nops get its counts, msg its error message. */
-static int import_every_way(const char *doc, size_t *nops, size_t *nranges, size_t *ncolls, char *msg,
-                            size_t msg_cap) {
+static int import_every_way(const char *doc, size_t *nops, size_t *nranges, size_t *ncolls,
+                            char *msg, size_t msg_cap) {
   ssa_rank r;
   stepscope_error err;
   memset(&err, 0, sizeof err);
@@ -440,11 +480,13 @@ static int import_every_way(const char *doc, size_t *nops, size_t *nranges, size
   for (size_t chunk = 1; chunk <= 24; chunk++) {
     stepscope_error e2;
     memset(&e2, 0, sizeof e2);
-    int rc2 = ssa_rank_init(&r) ? -1 : ssa_kineto_load_memory_chunked(doc, strlen(doc), chunk, "skip.json", &r, &e2);
-    if ((rc != 0) != (rc2 != 0) || r.nops != *nops || r.nranges != *nranges || r.ncolls != *ncolls ||
-        (rc && strcmp(err.message, e2.message))) {
-      fprintf(stderr, "chunk %zu differs from the whole import: rc %d/%d, '%s' / '%s'\n", chunk, rc, rc2,
-              err.message, e2.message);
+    int rc2 = ssa_rank_init(&r)
+                  ? -1
+                  : ssa_kineto_load_memory_chunked(doc, strlen(doc), chunk, "skip.json", &r, &e2);
+    if ((rc != 0) != (rc2 != 0) || r.nops != *nops || r.nranges != *nranges ||
+        r.ncolls != *ncolls || (rc && strcmp(err.message, e2.message))) {
+      fprintf(stderr, "chunk %zu differs from the whole import: rc %d/%d, '%s' / '%s'\n", chunk, rc,
+              rc2, err.message, e2.message);
       failures++;
     }
     ssa_rank_free(&r);
@@ -459,33 +501,46 @@ static void test_skipped_parts(void) {
    * are imported; an absurd ts after a metadata event's ph is not looked at */
   static const char ok[] =
       "{\"traceEvents\":["
-      "{\"name\":\"process_name\",\"ph\":\"M\",\"ts\":1e30,\"pid\":9,\"tid\":0,\"args\":{\"name\":\"MTIA 9\"}},"
-      "{\"ph\":\"f\",\"id\":1,\"pid\":9,\"tid\":5,\"ts\":1,\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\"},"
+      "{\"name\":\"process_name\",\"ph\":\"M\",\"ts\":1e30,\"pid\":9,\"tid\":0,\"args\":{\"name\":"
+      "\"MTIA 9\"}},"
+      "{\"ph\":\"f\",\"id\":1,\"pid\":9,\"tid\":5,\"ts\":1,\"cat\":\"ac2g\",\"name\":\"ac2g\","
+      "\"bp\":\"e\"},"
       "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":1,\"dur\":2,"
       "\"args\":{\"stream\":7,\"correlation\":3}},"
-      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm\",\"pid\":9,\"tid\":5,\"ts\":0.5,\"dur\":3,"
-      "\"args\":{\"External id\":3,\"Input Dims\":[[1, 77, 3072], []],\"Concrete Inputs\":[\"\", \"a\\\"\\u00e9\\ud83d\\ude00\"],"
+      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm\",\"pid\":9,\"tid\":5,\"ts\":0.5,"
+      "\"dur\":3,"
+      "\"args\":{\"External id\":3,\"Input Dims\":[[1, 77, 3072], []],\"Concrete Inputs\":[\"\", "
+      "\"a\\\"\\u00e9\\ud83d\\ude00\"],"
       "\"x\":{\"y\":[true,false,null,-1.5e-3]}}},"
-      "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":9,\"tid\":5,\"args\":{\"name\":\"thread 5 \\u00e9\"}}"
+      "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":9,\"tid\":5,\"args\":{\"name\":\"thread 5 "
+      "\\u00e9\"}}"
       "]}";
   CHECK_EQ(import_every_way(ok, &nops, &nranges, &ncolls, msg, sizeof msg), 0);
   CHECK_EQ(nops, 1);
   CHECK_EQ(nranges, 1);
   /* errors in skipped parts are found and reported as ever */
-  static const struct { const char *doc, *needle; } bad[] = {
-      {"{\"traceEvents\":[{\"name\":\"n\",\"ph\":\"M\",\"args\":{\"x\":01}}]}", "expected ',' or '}'"},
-      {"{\"traceEvents\":[{\"ph\":\"s\",\"id\":[1,]}]}", "unexpected ']' where a value was expected"},
+  static const struct {
+    const char *doc, *needle;
+  } bad[] = {
+      {"{\"traceEvents\":[{\"name\":\"n\",\"ph\":\"M\",\"args\":{\"x\":01}}]}",
+       "expected ',' or '}'"},
+      {"{\"traceEvents\":[{\"ph\":\"s\",\"id\":[1,]}]}",
+       "unexpected ']' where a value was expected"},
       {"{\"traceEvents\":[{\"ph\":\"i\",\"s\":\"a\tb\"}]}", "control character"},
       {"{\"traceEvents\":[{\"ph\":\"M\",\"args\":{\"name\":\"x\"}]}", "expected ',' or '}'"},
-      {"{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm\",\"args\":{\"x\":[1,]}}]}",
+      {"{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm\",\"args\":{\"x\":["
+       "1,]}}]}",
        "byte 74 of the JSON text: unexpected ']' where a value was expected"},
-      {"{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"a\",\"args\":{\"x\" 1}}]}",
+      {"{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"a\",\"args\":{\"x\" "
+       "1}}]}",
        "expected ':' after an object key"},
-      {"{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm\",\"args\":{\"x\":\"\\q\"}}]}",
+      {"{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm\",\"args\":{\"x\":"
+       "\"\\q\"}}]}",
        "bad escape"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    if (import_every_way(bad[i].doc, &nops, &nranges, &ncolls, msg, sizeof msg) == 0 || !strstr(msg, bad[i].needle)) {
+    if (import_every_way(bad[i].doc, &nops, &nranges, &ncolls, msg, sizeof msg) == 0 ||
+        !strstr(msg, bad[i].needle)) {
       fprintf(stderr, "bad[%zu]: message '%s' lacks '%s'\n", i, msg, bad[i].needle);
       failures++;
     }
@@ -494,18 +549,22 @@ static void test_skipped_parts(void) {
    * after them; the NCCL kernel without metadata is joined to it */
   for (int name_last = 0; name_last < 2; name_last++) {
     char doc[2048];
-    const char *args = "\"args\":{\"External id\":69,\"Collective name\":\"allreduce\",\"dtype\":\"Float\","
-                       "\"In msg nelems\":256,\"Out msg nelems\":256,\"Group size\":2,"
-                       "\"Process Group Name\":\"0\",\"Process Group Ranks\":\"[0, 1]\"}";
-    snprintf(doc, sizeof doc,
-             "{\"traceEvents\":["
-             "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_Sum_f32_RING_LL\",\"pid\":0,"
-             "\"tid\":20,\"ts\":200,\"dur\":50,\"args\":{\"stream\":20,\"device\":0,\"correlation\":11}},"
-             "{\"ph\":\"X\",\"cat\":\"cpu_op\",%s%s\"pid\":9,\"tid\":5,\"ts\":100,\"dur\":20,%s%s},"
-             "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":9,\"tid\":5,"
-             "\"ts\":110,\"dur\":4,\"args\":{\"correlation\":11}}]}",
-             name_last ? "" : "\"name\":\"record_param_comms\",", name_last ? "" : "", args,
-             name_last ? ",\"name\":\"record_param_comms\"" : "");
+    const char *args =
+        "\"args\":{\"External id\":69,\"Collective name\":\"allreduce\",\"dtype\":\"Float\","
+        "\"In msg nelems\":256,\"Out msg nelems\":256,\"Group size\":2,"
+        "\"Process Group Name\":\"0\",\"Process Group Ranks\":\"[0, 1]\"}";
+    snprintf(
+        doc, sizeof doc,
+        "{\"traceEvents\":["
+        "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_Sum_f32_RING_LL\","
+        "\"pid\":0,"
+        "\"tid\":20,\"ts\":200,\"dur\":50,\"args\":{\"stream\":20,\"device\":0,\"correlation\":11}}"
+        ","
+        "{\"ph\":\"X\",\"cat\":\"cpu_op\",%s%s\"pid\":9,\"tid\":5,\"ts\":100,\"dur\":20,%s%s},"
+        "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":9,\"tid\":5,"
+        "\"ts\":110,\"dur\":4,\"args\":{\"correlation\":11}}]}",
+        name_last ? "" : "\"name\":\"record_param_comms\",", name_last ? "" : "", args,
+        name_last ? ",\"name\":\"record_param_comms\"" : "");
     CHECK_EQ(import_every_way(doc, &nops, &nranges, &ncolls, msg, sizeof msg), 0);
     CHECK_EQ(ncolls, 1);
   }
@@ -520,12 +579,15 @@ static void test_host_order(void) {
    * of each thread become host ops, in (thread, start) order: A, B, C */
   static const char doc[] =
       "{\"traceEvents\":["
-      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"B.child\",\"pid\":1,\"tid\":1,\"ts\":210,\"dur\":10},"
+      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"B.child\",\"pid\":1,\"tid\":1,\"ts\":210,"
+      "\"dur\":10},"
       "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"B\",\"pid\":1,\"tid\":1,\"ts\":200,\"dur\":100},"
-      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"C.child\",\"pid\":1,\"tid\":2,\"ts\":60,\"dur\":10},"
+      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"C.child\",\"pid\":1,\"tid\":2,\"ts\":60,\"dur\":"
+      "10},"
       "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"A\",\"pid\":1,\"tid\":1,\"ts\":0,\"dur\":100},"
       "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"C\",\"pid\":1,\"tid\":2,\"ts\":50,\"dur\":100},"
-      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"A.child\",\"pid\":1,\"tid\":1,\"ts\":10,\"dur\":10}"
+      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"A.child\",\"pid\":1,\"tid\":1,\"ts\":10,\"dur\":"
+      "10}"
       "]}";
   ssa_rank r;
   stepscope_error err;
@@ -541,16 +603,19 @@ static void test_host_order(void) {
    * by id, whatever the file's order */
   static const char ids[] =
       "{\"traceEvents\":["
-      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"T3\",\"pid\":1,\"tid\":18446744073709551000,\"ts\":5,\"dur\":10},"
+      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"T3\",\"pid\":1,\"tid\":18446744073709551000,"
+      "\"ts\":5,\"dur\":10},"
       "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"T1\",\"pid\":1,\"tid\":5,\"ts\":50,\"dur\":10},"
-      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"T2\",\"pid\":1,\"tid\":4000000000000,\"ts\":0,\"dur\":10},"
+      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"T2\",\"pid\":1,\"tid\":4000000000000,\"ts\":0,"
+      "\"dur\":10},"
       "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"T1b\",\"pid\":1,\"tid\":5,\"ts\":70,\"dur\":10}"
       "]}";
   CHECK_EQ(load(ids, "host.json", &r, &err), 0);
   CHECK_EQ(r.nops, 4);
   if (r.nops == 4) {
     const char *want[] = {"T1", "T1b", "T2", "T3"};
-    for (size_t i = 0; i < 4; i++) CHECK(!strcmp(ssa_rank_str(&r, r.ops[i].name), want[i]));
+    for (size_t i = 0; i < 4; i++)
+      CHECK(!strcmp(ssa_rank_str(&r, r.ops[i].name), want[i]));
   }
   ssa_rank_free(&r);
   /* 300 disjoint ops on 3 threads, written as `runs` sorted runs (the
@@ -565,10 +630,12 @@ static void test_host_order(void) {
     size_t runs = run_counts[c], len = 0;
     len += (size_t)sprintf(big + len, "{\"traceEvents\":[");
     for (size_t piece = runs; piece-- > 0;) {
-      for (size_t i = piece * n / runs; i < (piece + 1) * n / runs; i++) /* sorted: thread, then time */
-        len += (size_t)sprintf(big + len, "%s{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"op%zu\",\"pid\":1,"
-                               "\"tid\":%zu,\"ts\":%zu,\"dur\":5}", len > 20 ? "," : "", i, 1 + i / 100,
-                               (i % 100) * 10);
+      for (size_t i = piece * n / runs; i < (piece + 1) * n / runs;
+           i++) /* sorted: thread, then time */
+        len += (size_t)sprintf(big + len,
+                               "%s{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"op%zu\",\"pid\":1,"
+                               "\"tid\":%zu,\"ts\":%zu,\"dur\":5}",
+                               len > 20 ? "," : "", i, 1 + i / 100, (i % 100) * 10);
     }
     sprintf(big + len, "]}");
     CHECK_EQ(load(big, "host.json", &r, &err), 0);
@@ -609,7 +676,8 @@ static void test_boundaries(void) {
   static const char doc[] =
       "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"ts\":1700000000000001.5,\"dur\":2,"
       "\"name\":\"a\\uD83D\\uDE00b\\u00e9\xc3\xa9\\\"\xe2\x82\xac\xf0\x9f\x98\x80\\n\"}]}";
-  static const char want[] = "a\xf0\x9f\x98\x80" "b\xc3\xa9\xc3\xa9\"\xe2\x82\xac\xf0\x9f\x98\x80\n";
+  static const char want[] = "a\xf0\x9f\x98\x80"
+                             "b\xc3\xa9\xc3\xa9\"\xe2\x82\xac\xf0\x9f\x98\x80\n";
   for (size_t chunk = 1; chunk <= 24; chunk++) {
     char *name = only_op_name(doc, sizeof doc - 1, chunk);
     if (!name || strcmp(name, want)) {
@@ -621,7 +689,8 @@ static void test_boundaries(void) {
   /* a surrogate pair across the tokenizer's 256 KiB buffer, read whole: the
    * pair starts at every position from 14 bytes before the end to the end */
   const size_t buffer = 256u << 10;
-  const char *head = "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"ts\":1,\"dur\":1,\"pad\":\"";
+  const char *head =
+      "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"ts\":1,\"dur\":1,\"pad\":\"";
   const char *mid = "\",\"name\":\"x";
   const char *tail = "\\uD83D\\uDE00y\"}]}";
   size_t fixed = strlen(head) + strlen(mid);
@@ -632,10 +701,14 @@ static void test_boundaries(void) {
   for (size_t back = 0; back <= 14; back++) {
     size_t pad = buffer - back - fixed; /* the escape starts at buffer - back */
     size_t n = 0;
-    memcpy(big + n, head, strlen(head)); n += strlen(head);
-    memset(big + n, 'p', pad); n += pad;
-    memcpy(big + n, mid, strlen(mid)); n += strlen(mid);
-    memcpy(big + n, tail, strlen(tail)); n += strlen(tail);
+    memcpy(big + n, head, strlen(head));
+    n += strlen(head);
+    memset(big + n, 'p', pad);
+    n += pad;
+    memcpy(big + n, mid, strlen(mid));
+    n += strlen(mid);
+    memcpy(big + n, tail, strlen(tail));
+    n += strlen(tail);
     char *name = only_op_name(big, n, 0);
     if (!name || strcmp(name, "x\xf0\x9f\x98\x80y")) {
       fprintf(stderr, "pair at %zu bytes before the buffer end: name '%s'\n", back,
@@ -662,11 +735,12 @@ static void test_gzip(const char *dir) {
     CHECK(g != NULL);
     if (!g) return;
     /* ts relative to baseTimeNanoseconds, which comes last */
-    gzprintf(g,
-             "{\"distributedInfo\":{\"rank\":%d,\"world_size\":2},\"traceEvents\":["
-             "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":1.5,\"dur\":2,"
-             "\"args\":{\"stream\":7}}],\"baseTimeNanoseconds\":%lld}",
-             rank, 1700000000000000000LL + rank * 1000LL);
+    gzprintf(
+        g,
+        "{\"distributedInfo\":{\"rank\":%d,\"world_size\":2},\"traceEvents\":["
+        "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":1.5,\"dur\":2,"
+        "\"args\":{\"stream\":7}}],\"baseTimeNanoseconds\":%lld}",
+        rank, 1700000000000000000LL + rank * 1000LL);
     gzclose(g);
   }
   ssa_run run;
@@ -690,7 +764,8 @@ static void test_gzip(const char *dir) {
   FILE *f = fopen(bad, "wb");
   CHECK(f != NULL);
   if (f) {
-    static const unsigned char junk[] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 0xff, 0xff, 0xff, 0x12};
+    static const unsigned char junk[] = {0x1f, 0x8b, 8, 0,    0,    0,    0,
+                                         0,    0,    3, 0xff, 0xff, 0xff, 0x12};
     fwrite(junk, 1, sizeof junk, f);
     fclose(f);
   }
@@ -727,7 +802,8 @@ static void same_ranks(const ssa_rank *a, const ssa_rank *b) {
   CHECK_EQ(a->nwarnings, b->nwarnings);
   if (a->nops == b->nops) CHECK(memcmp(a->ops, b->ops, a->nops * sizeof *a->ops) == 0);
   if (a->napis == b->napis) CHECK(memcmp(a->apis, b->apis, a->napis * sizeof *a->apis) == 0);
-  if (a->nranges == b->nranges) CHECK(memcmp(a->ranges, b->ranges, a->nranges * sizeof *a->ranges) == 0);
+  if (a->nranges == b->nranges)
+    CHECK(memcmp(a->ranges, b->ranges, a->nranges * sizeof *a->ranges) == 0);
   if (a->ncolls == b->ncolls) CHECK(memcmp(a->colls, b->colls, a->ncolls * sizeof *a->colls) == 0);
   for (size_t i = 0; i < a->nops && a->nops == b->nops; i++)
     CHECK(strcmp(ssa_rank_str(a, a->ops[i].name), ssa_rank_str(b, b->ops[i].name)) == 0);
@@ -751,11 +827,16 @@ static int same_both_ways(const char *file, stepscope_error *err_out) {
   int rc = ssa_kineto_source_load_gzip(file, SSA_GZIP_PIPE, &c, &ec);
   CHECK_EQ(ra, rb);
   CHECK_EQ(rc, rb);
-  if (ra == 0 && rb == 0) same_ranks(&a, &b);
-  else CHECK(strcmp(ea.message, eb.message) == 0);
-  if (rc == 0 && rb == 0) same_ranks(&c, &b);
-  else if (strstr(eb.message, "gzip data is corrupt")) CHECK(strstr(ec.message, "gzip data is corrupt") != NULL);
-  else CHECK(strcmp(ec.message, eb.message) == 0);
+  if (ra == 0 && rb == 0)
+    same_ranks(&a, &b);
+  else
+    CHECK(strcmp(ea.message, eb.message) == 0);
+  if (rc == 0 && rb == 0)
+    same_ranks(&c, &b);
+  else if (strstr(eb.message, "gzip data is corrupt"))
+    CHECK(strstr(ec.message, "gzip data is corrupt") != NULL);
+  else
+    CHECK(strcmp(ec.message, eb.message) == 0);
   if (err_out) *err_out = eb;
   ssa_rank_free(&a);
   ssa_rank_free(&b);
@@ -793,7 +874,8 @@ static void test_gzip_paths(const char *dir) {
    * kind, a collective, numbers with and without fractions, a number last */
   const char *doc =
       "{\"traceEvents\":["
-      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\\\"1\\u00e9\\ud83d\\ude00\",\"pid\":0,\"tid\":7,"
+      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\\\"1\\u00e9\\ud83d\\ude00\",\"pid\":0,\"tid\":"
+      "7,"
       "\"ts\":1.5,\"dur\":2.25,\"args\":{\"stream\":7,\"correlation\":11,\"grid\":[1,2,3],"
       "\"x\":[[1,-2.5e3],{\"a\":null,\"b\":true,\"c\":false}],\"y\":\"bad\xff\"}},"
       "{\"ph\":\"X\",\"cat\":\"python_function\",\"name\":\"f\",\"pid\":1,\"tid\":1,\"ts\":0.5,"
@@ -828,30 +910,34 @@ static void test_gzip_paths(const char *dir) {
       for (int i = 0; i < 40000 && n + 2048 < cap; i++) {
         long long t = 1000LL * i;
         if (i % 1000 == 0)
-          n += (size_t)snprintf(big + n, cap - n,
-                                "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#%d\",\"pid\":1,"
-                                "\"tid\":1,\"ts\":%lld.250,\"dur\":999000},",
-                                i / 1000, t);
-        n += (size_t)snprintf(big + n, cap - n,
-                              "{\"ph\":\"X\",\"cat\":\"python_function\",\"name\":\"torch/nn/%d.py(1): f\","
-                              "\"pid\":1,\"tid\":1,\"ts\":%lld.5,\"dur\":3,\"args\":{\"Python id\":%d}},"
-                              "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,"
-                              "\"tid\":1,\"ts\":%lld.125,\"dur\":4.5,\"args\":{\"correlation\":%d}},",
-                              i % 97, t, i, t + 1, i + 1);
+          n += (size_t)snprintf(
+              big + n, cap - n,
+              "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#%d\",\"pid\":1,"
+              "\"tid\":1,\"ts\":%lld.250,\"dur\":999000},",
+              i / 1000, t);
+        n += (size_t)snprintf(
+            big + n, cap - n,
+            "{\"ph\":\"X\",\"cat\":\"python_function\",\"name\":\"torch/nn/%d.py(1): f\","
+            "\"pid\":1,\"tid\":1,\"ts\":%lld.5,\"dur\":3,\"args\":{\"Python id\":%d}},"
+            "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,"
+            "\"tid\":1,\"ts\":%lld.125,\"dur\":4.5,\"args\":{\"correlation\":%d}},",
+            i % 97, t, i, t + 1, i + 1);
         if (i % 50 == 7)
-          n += (size_t)snprintf(big + n, cap - n,
-                                "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_Sum_f32\","
-                                "\"pid\":0,\"tid\":8,\"ts\":%lld,\"dur\":30,\"args\":{\"stream\":8,"
-                                "\"correlation\":%d,\"Collective name\":\"allreduce\",\"dtype\":\"Float\","
-                                "\"In msg nelems\":%d,\"Out msg nelems\":%d,\"Group size\":2,"
-                                "\"Process Group Name\":\"0\",\"Process Group Ranks\":\"[0, 1]\"}},",
-                                t + 10, i + 1, 1024 + i, 1024 + i);
+          n += (size_t)snprintf(
+              big + n, cap - n,
+              "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_Sum_f32\","
+              "\"pid\":0,\"tid\":8,\"ts\":%lld,\"dur\":30,\"args\":{\"stream\":8,"
+              "\"correlation\":%d,\"Collective name\":\"allreduce\",\"dtype\":\"Float\","
+              "\"In msg nelems\":%d,\"Out msg nelems\":%d,\"Group size\":2,"
+              "\"Process Group Name\":\"0\",\"Process Group Ranks\":\"[0, 1]\"}},",
+              t + 10, i + 1, 1024 + i, 1024 + i);
         else
-          n += (size_t)snprintf(big + n, cap - n,
-                                "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm_%d\\u00e9\",\"pid\":0,\"tid\":7,"
-                                "\"ts\":%lld.%03d,\"dur\":%d.5,\"args\":{\"stream\":7,\"correlation\":%d,"
-                                "\"grid\":[%d,1,1],\"block\":[256,1,1]}},",
-                                i % 13, t + 10, i % 1000, 100 + i % 300, i + 1, 1 + i % 108);
+          n += (size_t)snprintf(
+              big + n, cap - n,
+              "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm_%d\\u00e9\",\"pid\":0,\"tid\":7,"
+              "\"ts\":%lld.%03d,\"dur\":%d.5,\"args\":{\"stream\":7,\"correlation\":%d,"
+              "\"grid\":[%d,1,1],\"block\":[256,1,1]}},",
+              i % 13, t + 10, i % 1000, 100 + i % 300, i + 1, 1 + i % 108);
       }
       n += (size_t)snprintf(big + n, cap - n,
                             "{\"ph\":\"i\",\"name\":\"end\",\"pid\":1,\"tid\":1,\"ts\":0}],"

@@ -32,7 +32,8 @@
 /* How many warnings of rank i contain `text`. */
 static int rank_warnings(const ssa_rank *r, const char *text) {
   int n = 0;
-  for (size_t w = 0; w < r->nwarnings; w++) n += strstr(r->warnings[w], text) != NULL;
+  for (size_t w = 0; w < r->nwarnings; w++)
+    n += strstr(r->warnings[w], text) != NULL;
   return n;
 }
 
@@ -56,7 +57,8 @@ static void test_host_ahead(const char *dir) {
   CHECK_EQ(l.an.step_time_median, 100000);
   CHECK_EQ(l.an.device_latency_median, 186000);
   CHECK_EQ(rr->nsteps, 4);
-  static const int64_t start[4] = {0, 110000, 210000, 310000}, end[4] = {110000, 210000, 310000, 410000};
+  static const int64_t start[4] = {0, 110000, 210000, 310000},
+                       end[4] = {110000, 210000, 310000, 410000};
   static const int64_t lat[4] = {106000, 186000, 266000, 286000};
   for (size_t s = 0; s < rr->nsteps && s < 4; s++) {
     CHECK_EQ(rel(&l, rr, rr->windows[s].start), start[s]);
@@ -151,7 +153,9 @@ static void test_absurd_times(const char *dir) {
   loaded l;
   if (load_trace(dir, "absurd_times.json", NULL, &l)) return;
   const ssa_rank_result *rr = &l.an.ranks[0];
-  CHECK_EQ(rank_warnings(rr->rank, "2 events with absurd timestamps left out (1 with a negative ts, 1 more"), 1);
+  CHECK_EQ(rank_warnings(rr->rank,
+                         "2 events with absurd timestamps left out (1 with a negative ts, 1 more"),
+           1);
   CHECK_EQ(rr->rank->nranges, 1);
   CHECK_EQ(rel(&l, rr, rr->totals.start), 0);
   CHECK_EQ(rr->totals.span, 1000000);

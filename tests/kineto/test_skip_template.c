@@ -32,7 +32,8 @@ static int valid_object(const char *rest, size_t n) {
   int ok = 0;
   if (js_init_buffer(&js, doc, hl + n) == 0) {
     js_kind k;
-    while ((k = js_next(&js)) != JS_EOF && k != JS_ERROR) {}
+    while ((k = js_next(&js)) != JS_EOF && k != JS_ERROR) {
+    }
     ok = k == JS_EOF;
     js_free(&js);
   }
@@ -61,11 +62,13 @@ static long try_key(ssa_skip_templates *t, unsigned key, const char *text) {
 
 static void learn(ssa_skip_templates *t, unsigned key, const char *text) {
   CHECK(valid_object(text, strlen(text)));
-  ssa_skip_template_learn(t, key, (const unsigned char *)text, (const unsigned char *)text + strlen(text));
+  ssa_skip_template_learn(t, key, (const unsigned char *)text,
+                          (const unsigned char *)text + strlen(text));
 }
 
-static const char FLOW[] = ", \"id\": 73689, \"pid\": 783658, \"tid\": 783658, \"ts\": 1669783687389292.123,\n"
-                           "    \"cat\": \"ac2g\", \"name\": \"ac2g\"\n  }";
+static const char FLOW[] =
+    ", \"id\": 73689, \"pid\": 783658, \"tid\": 783658, \"ts\": 1669783687389292.123,\n"
+    "    \"cat\": \"ac2g\", \"name\": \"ac2g\"\n  }";
 
 static void hand_cases(void) {
   ssa_skip_templates t;
@@ -75,11 +78,15 @@ static void hand_cases(void) {
   CHECK_FULL(&t, FLOW);
   /* the same with other numbers, valid */
   static const char *same[] = {
-      ", \"id\": 0, \"pid\": 1, \"tid\": 99999999999, \"ts\": 5.000,\n    \"cat\": \"ac2g\", \"name\": \"ac2g\"\n  }",
-      ", \"id\": -5, \"pid\": -0, \"tid\": 7, \"ts\": -12.0,\n    \"cat\": \"ac2g\", \"name\": \"ac2g\"\n  }",
-      ", \"id\": 10, \"pid\": 20, \"tid\": 30, \"ts\": 0.0001,\n    \"cat\": \"ac2g\", \"name\": \"ac2g\"\n  }",
+      ", \"id\": 0, \"pid\": 1, \"tid\": 99999999999, \"ts\": 5.000,\n    \"cat\": \"ac2g\", "
+      "\"name\": \"ac2g\"\n  }",
+      ", \"id\": -5, \"pid\": -0, \"tid\": 7, \"ts\": -12.0,\n    \"cat\": \"ac2g\", \"name\": "
+      "\"ac2g\"\n  }",
+      ", \"id\": 10, \"pid\": 20, \"tid\": 30, \"ts\": 0.0001,\n    \"cat\": \"ac2g\", \"name\": "
+      "\"ac2g\"\n  }",
       /* value strings: any plain text */
-      ", \"id\": 1, \"pid\": 1, \"tid\": 1, \"ts\": 5.1,\n    \"cat\": \"\", \"name\": \"a longer name: 12, {}[]\"\n  }",
+      ", \"id\": 1, \"pid\": 1, \"tid\": 1, \"ts\": 5.1,\n    \"cat\": \"\", \"name\": \"a longer "
+      "name: 12, {}[]\"\n  }",
   };
   for (size_t i = 0; i < sizeof same / sizeof *same; i++) {
     CHECK_FULL(&t, same[i]);
@@ -87,26 +94,43 @@ static void hand_cases(void) {
   }
   /* invalid numbers, or another shape: no match */
   static const char *other[] = {
-      ", \"id\": 012, \"pid\": 1, \"tid\": 1, \"ts\": 5.1,\n    \"cat\": \"ac2g\", \"name\": \"ac2g\"\n  }",
-      ", \"id\": 00, \"pid\": 1, \"tid\": 1, \"ts\": 5.1,\n    \"cat\": \"ac2g\", \"name\": \"ac2g\"\n  }",
-      ", \"id\": -, \"pid\": 1, \"tid\": 1, \"ts\": 5.1,\n    \"cat\": \"ac2g\", \"name\": \"ac2g\"\n  }",
-      ", \"id\": --1, \"pid\": 1, \"tid\": 1, \"ts\": 5.1,\n    \"cat\": \"ac2g\", \"name\": \"ac2g\"\n  }",
-      ", \"id\": 1, \"pid\": 1, \"tid\": 1, \"ts\": 5.,\n    \"cat\": \"ac2g\", \"name\": \"ac2g\"\n  }",
-      ", \"id\": 1, \"pid\": 1, \"tid\": 1, \"ts\": 5,\n    \"cat\": \"ac2g\", \"name\": \"ac2g\"\n  }",
-      ", \"id\": 1, \"pid\": 1, \"tid\": 1, \"ts\": 5.1e3,\n    \"cat\": \"ac2g\", \"name\": \"ac2g\"\n  }",
-      ", \"id\": 1, \"pid\": 1, \"tid\": 1, \"ts\": 5.-1,\n    \"cat\": \"ac2g\", \"name\": \"ac2g\"\n  }",
-      ", \"id\": 1, \"pid\": 1, \"tid\": 1, \"ts\": 5.1,\n    \"cat\": \"ac2g\", \"nome\": \"ac2g\"\n  }",
-      ", \"id\": 1, \"pid\": 1, \"tid\": 1, \"ts\": 5.1,\n    \"cat\": \"ac\\\"g\", \"name\": \"ac2g\"\n  }",
-      ", \"id\": 1, \"pid\": 1, \"tid\": 1, \"ts\": 5.1,\n    \"cat\": \"ac\tg\", \"name\": \"ac2g\"\n  }",
-      ", \"id\": 1, \"pid\": 1, \"tid\": 1, \"ts\": 5.1,\n    \"cat\": \"ac\xc3\xa9g\", \"name\": \"ac2g\"\n  }",
+      ", \"id\": 012, \"pid\": 1, \"tid\": 1, \"ts\": 5.1,\n    \"cat\": \"ac2g\", \"name\": "
+      "\"ac2g\"\n  }",
+      ", \"id\": 00, \"pid\": 1, \"tid\": 1, \"ts\": 5.1,\n    \"cat\": \"ac2g\", \"name\": "
+      "\"ac2g\"\n  }",
+      ", \"id\": -, \"pid\": 1, \"tid\": 1, \"ts\": 5.1,\n    \"cat\": \"ac2g\", \"name\": "
+      "\"ac2g\"\n  }",
+      ", \"id\": --1, \"pid\": 1, \"tid\": 1, \"ts\": 5.1,\n    \"cat\": \"ac2g\", \"name\": "
+      "\"ac2g\"\n  }",
+      ", \"id\": 1, \"pid\": 1, \"tid\": 1, \"ts\": 5.,\n    \"cat\": \"ac2g\", \"name\": "
+      "\"ac2g\"\n  }",
+      ", \"id\": 1, \"pid\": 1, \"tid\": 1, \"ts\": 5,\n    \"cat\": \"ac2g\", \"name\": "
+      "\"ac2g\"\n  }",
+      ", \"id\": 1, \"pid\": 1, \"tid\": 1, \"ts\": 5.1e3,\n    \"cat\": \"ac2g\", \"name\": "
+      "\"ac2g\"\n  }",
+      ", \"id\": 1, \"pid\": 1, \"tid\": 1, \"ts\": 5.-1,\n    \"cat\": \"ac2g\", \"name\": "
+      "\"ac2g\"\n  }",
+      ", \"id\": 1, \"pid\": 1, \"tid\": 1, \"ts\": 5.1,\n    \"cat\": \"ac2g\", \"nome\": "
+      "\"ac2g\"\n  }",
+      ", \"id\": 1, \"pid\": 1, \"tid\": 1, \"ts\": 5.1,\n    \"cat\": \"ac\\\"g\", \"name\": "
+      "\"ac2g\"\n  }",
+      ", \"id\": 1, \"pid\": 1, \"tid\": 1, \"ts\": 5.1,\n    \"cat\": \"ac\tg\", \"name\": "
+      "\"ac2g\"\n  }",
+      ", \"id\": 1, \"pid\": 1, \"tid\": 1, \"ts\": 5.1,\n    \"cat\": \"ac\xc3\xa9g\", \"name\": "
+      "\"ac2g\"\n  }",
       ", \"id\": 1, \"pid\": 1, \"tid\": 1, \"ts\": 5.1,\n    \"cat\": 7, \"name\": \"ac2g\"\n  }",
-      ", \"id\": \"1\", \"pid\": 1, \"tid\": 1, \"ts\": 5.1,\n    \"cat\": \"ac2g\", \"name\": \"ac2g\"\n  }",
-      ", \"id\": 1, \"pid\": 1, \"tid\": 1, \"ts\": 5.1,\n    \"cat\": \"ac2g\", \"name\": \"ac2g\"\n  ]",
-      ", \"id\": 1, \"pid\": 1, \"tid\": 1, \"ts\": 5.1,\n    \"cat\": \"ac2g\", \"name\": \"ac2g\" \n  }",
+      ", \"id\": \"1\", \"pid\": 1, \"tid\": 1, \"ts\": 5.1,\n    \"cat\": \"ac2g\", \"name\": "
+      "\"ac2g\"\n  }",
+      ", \"id\": 1, \"pid\": 1, \"tid\": 1, \"ts\": 5.1,\n    \"cat\": \"ac2g\", \"name\": "
+      "\"ac2g\"\n  ]",
+      ", \"id\": 1, \"pid\": 1, \"tid\": 1, \"ts\": 5.1,\n    \"cat\": \"ac2g\", \"name\": "
+      "\"ac2g\" \n  }",
   };
-  for (size_t i = 0; i < sizeof other / sizeof *other; i++) CHECK_EQ(try_match(&t, other[i], 0), -1);
+  for (size_t i = 0; i < sizeof other / sizeof *other; i++)
+    CHECK_EQ(try_match(&t, other[i], 0), -1);
   /* the buffer ends inside the rest: no match, whatever was cut */
-  for (size_t cut = 1; cut < strlen(FLOW); cut++) CHECK_EQ(try_match(&t, FLOW, cut), -1);
+  for (size_t cut = 1; cut < strlen(FLOW); cut++)
+    CHECK_EQ(try_match(&t, FLOW, cut), -1);
   /* a longer buffer: the match ends at the object's '}' */
   char longer[sizeof FLOW + 8];
   snprintf(longer, sizeof longer, "%s,\n  {", FLOW);
@@ -124,12 +148,28 @@ static void hand_cases(void) {
   /* nested values; digits inside strings are text, not numbers */
   ssa_skip_templates n;
   ssa_skip_templates_init(&n);
-  learn(&n, 's', ", \"args\": {\"a\": [1, -2, 3.5, [0]], \"b\": \"x1\", \"c\": true, \"d\": null}}");
-  CHECK_FULL(&n, ", \"args\": {\"a\": [7, 8, -3.25, [90]], \"b\": \"x1\", \"c\": true, \"d\": null}}");
-  CHECK_FULL(&n, ", \"args\": {\"a\": [7, 8, -3.25, [90]], \"b\": \"x2\", \"c\": true, \"d\": null}}");
-  CHECK_EQ(try_match(&n, ", \"args\": {\"a\": [7, 8, -3.25, [90]], \"b2\": \"x1\", \"c\": true, \"d\": null}}", 0), -1);
-  CHECK_EQ(try_match(&n, ", \"args\": {\"a\": [7, 8, -3.25, [\"90\"]], \"b\": \"x1\", \"c\": true, \"d\": null}}", 0), -1);
-  CHECK_EQ(try_match(&n, ", \"args\": {\"a\": [7, 8, -3.25, [90]], \"b\": \"x1\", \"c\": true, \"d\": nul}}", 0), -1);
+  learn(&n, 's',
+        ", \"args\": {\"a\": [1, -2, 3.5, [0]], \"b\": \"x1\", \"c\": true, \"d\": null}}");
+  CHECK_FULL(&n,
+             ", \"args\": {\"a\": [7, 8, -3.25, [90]], \"b\": \"x1\", \"c\": true, \"d\": null}}");
+  CHECK_FULL(&n,
+             ", \"args\": {\"a\": [7, 8, -3.25, [90]], \"b\": \"x2\", \"c\": true, \"d\": null}}");
+  CHECK_EQ(
+      try_match(
+          &n, ", \"args\": {\"a\": [7, 8, -3.25, [90]], \"b2\": \"x1\", \"c\": true, \"d\": null}}",
+          0),
+      -1);
+  CHECK_EQ(
+      try_match(
+          &n,
+          ", \"args\": {\"a\": [7, 8, -3.25, [\"90\"]], \"b\": \"x1\", \"c\": true, \"d\": null}}",
+          0),
+      -1);
+  CHECK_EQ(
+      try_match(&n,
+                ", \"args\": {\"a\": [7, 8, -3.25, [90]], \"b\": \"x1\", \"c\": true, \"d\": nul}}",
+                0),
+      -1);
 
   /* another key has no template; a template that keeps missing is not
    * learned again, and one too long is not learned at all */
@@ -144,14 +184,15 @@ static void hand_cases(void) {
     learn(&m, 's', text);
   }
   CHECK_EQ(try_match(&m, ", \"bl\": 1}", 0), -1); /* the last text learned, had it still been */
-  CHECK_FULL(&m, ", \"bh\": 1}"); /* the last one learned before it stopped */
+  CHECK_FULL(&m, ", \"bh\": 1}");                 /* the last one learned before it stopped */
   /* a slot's template that matches more than it misses is kept against
    * another key's text; one that does not is replaced */
   ssa_skip_templates k;
   ssa_skip_templates_init(&k);
   unsigned same_slot = 's' + SSA_SKIP_TEMPLATES; /* another key, the same slot */
   learn(&k, 's', FLOW);
-  for (int i = 0; i < 3; i++) CHECK_FULL(&k, FLOW);
+  for (int i = 0; i < 3; i++)
+    CHECK_FULL(&k, FLOW);
   learn(&k, same_slot, ", \"x\": 1}");
   CHECK_FULL(&k, FLOW);
   CHECK_EQ(try_key(&k, same_slot, ", \"x\": 2}"), -1);
@@ -165,7 +206,8 @@ static void hand_cases(void) {
   ssa_skip_templates_init(&l);
   char big[SSA_SKIP_TEMPLATE_TEXT + 64];
   int len = snprintf(big, sizeof big, ", \"name\": \"");
-  while (len < SSA_SKIP_TEMPLATE_TEXT) big[len++] = 'x';
+  while (len < SSA_SKIP_TEMPLATE_TEXT)
+    big[len++] = 'x';
   snprintf(big + len, sizeof big - (size_t)len, "\"}");
   learn(&l, 's', big);
   CHECK_EQ(try_match(&l, big, 0), -1);
@@ -213,14 +255,17 @@ static void number(buf *b) {
   case 0: snprintf(t, sizeof t, "%s0", sign); break;
   case 1: snprintf(t, sizeof t, "%s%u", sign, 1 + u1); break;
   case 2: snprintf(t, sizeof t, "%s%u.%03u", sign, u1 % 100000, u2); break;
-  case 3: snprintf(t, sizeof t, "%s%u.%ue%s%02u", sign, u1 % 10, u2 % 100, u3 ? "-" : "+", u4); break;
+  case 3:
+    snprintf(t, sizeof t, "%s%u.%ue%s%02u", sign, u1 % 10, u2 % 100, u3 ? "-" : "+", u4);
+    break;
   default: snprintf(t, sizeof t, "%s%llu", sign, 1000000000000000ull + u1); break;
   }
   put(b, t);
 }
 
 static void value(buf *b, int depth) {
-  static const char *words[] = {"\"ac2g\"", "\"\"", "\"x1 2\"", "true", "false", "null", "\"cpu_op\""};
+  static const char *words[] = {"\"ac2g\"", "\"\"", "\"x1 2\"",  "true",
+                                "false",    "null", "\"cpu_op\""};
   unsigned k = rnd(depth < 2 ? 6 : 4);
   if (k == 0 || k == 1) {
     number(b);
@@ -249,7 +294,8 @@ static void value(buf *b, int depth) {
 
 /* A rest: members after a value, then the object's '}'. */
 static void rest(buf *b) {
-  static const char *keys[] = {"\"id\"", "\"pid\"", "\"ts\"", "\"cat\"", "\"args\"", "\"bp\"", "\"s2\""};
+  static const char *keys[] = {"\"id\"",   "\"pid\"", "\"ts\"", "\"cat\"",
+                               "\"args\"", "\"bp\"",  "\"s2\""};
   b->n = 0;
   b->s[0] = 0;
   unsigned m = rnd(6);
@@ -286,9 +332,11 @@ static int edit(buf *b) {
     for (size_t i = 0; i < b->n && nstr < 64; i++) {
       if (b->s[i] != '"') continue;
       size_t close = i + 1;
-      while (close < b->n && b->s[close] != '"') close++;
+      while (close < b->n && b->s[close] != '"')
+        close++;
       size_t after = close + 1;
-      while (after < b->n && (b->s[after] == ' ' || b->s[after] == '\n' || b->s[after] == '\r' || b->s[after] == '\t'))
+      while (after < b->n && (b->s[after] == ' ' || b->s[after] == '\n' || b->s[after] == '\r' ||
+                              b->s[after] == '\t'))
         after++;
       if (after < b->n && b->s[after] != ':') {
         starts[nstr] = i + 1;
@@ -299,7 +347,8 @@ static int edit(buf *b) {
     if (nstr > 0) {
       unsigned k = rnd((unsigned)nstr), len = rnd(12);
       char text[16];
-      for (unsigned i = 0; i < len; i++) text[i] = "ab 1,:{}[]xyz"[rnd(13)];
+      for (unsigned i = 0; i < len; i++)
+        text[i] = "ab 1,:{}[]xyz"[rnd(13)];
       size_t at = starts[k], end = ends[k];
       if (b->n - (end - at) + len >= sizeof b->s) return 0;
       memmove(b->s + at + len, b->s + end, b->n - end + 1);
@@ -312,22 +361,38 @@ static int edit(buf *b) {
   size_t runs[64], nruns = 0;
   int in_string = 0;
   for (size_t i = 0; i < b->n && nruns < 64; i++) {
-    if (b->s[i] == '"') in_string = !in_string;
-    else if (!in_string && b->s[i] >= '0' && b->s[i] <= '9' && (i == 0 || b->s[i - 1] < '0' || b->s[i - 1] > '9'))
+    if (b->s[i] == '"')
+      in_string = !in_string;
+    else if (!in_string && b->s[i] >= '0' && b->s[i] <= '9' &&
+             (i == 0 || b->s[i - 1] < '0' || b->s[i - 1] > '9'))
       runs[nruns++] = i;
   }
   if (nruns == 0) return 1;
   size_t at = runs[rnd((unsigned)nruns)], end = at;
-  while (end < b->n && b->s[end] >= '0' && b->s[end] <= '9') end++;
+  while (end < b->n && b->s[end] >= '0' && b->s[end] <= '9')
+    end++;
   char prev = at > 0 ? b->s[at - 1] : 0;
-  int int_part = prev != '.' && prev != 'e' && prev != 'E' && prev != '+' && !(prev == '-' && at > 1 && (b->s[at - 2] == 'e' || b->s[at - 2] == 'E'));
+  int int_part = prev != '.' && prev != 'e' && prev != 'E' && prev != '+' &&
+                 !(prev == '-' && at > 1 && (b->s[at - 2] == 'e' || b->s[at - 2] == 'E'));
   char digits[32];
   int valid;
   switch (rnd(4)) {
-  case 0: snprintf(digits, sizeof digits, "%u", 1 + rnd(99999)); valid = 1; break;
-  case 1: snprintf(digits, sizeof digits, "0"); valid = 1; break;
-  case 2: snprintf(digits, sizeof digits, "0%u", rnd(100)); valid = !int_part; break;
-  default: digits[0] = 0; valid = 0; break;
+  case 0:
+    snprintf(digits, sizeof digits, "%u", 1 + rnd(99999));
+    valid = 1;
+    break;
+  case 1:
+    snprintf(digits, sizeof digits, "0");
+    valid = 1;
+    break;
+  case 2:
+    snprintf(digits, sizeof digits, "0%u", rnd(100));
+    valid = !int_part;
+    break;
+  default:
+    digits[0] = 0;
+    valid = 0;
+    break;
   }
   size_t k = strlen(digits);
   if (b->n - (end - at) + k >= sizeof b->s) return 0;
@@ -352,13 +417,15 @@ static void random_cases(void) {
     ssa_skip_template_learn(&t, 's', (const unsigned char *)a.s, (const unsigned char *)a.s + a.n);
     c = a;
     int keeps_valid = 1;
-    for (unsigned e = rnd(3); e > 0; e--) keeps_valid &= edit(&c);
+    for (unsigned e = rnd(3); e > 0; e--)
+      keeps_valid &= edit(&c);
     const unsigned char *p = (const unsigned char *)c.s;
     const unsigned char *q = ssa_skip_template_match(&t, 's', p, p + c.n);
     if (q) {
       matched++;
       if (!valid_object(c.s, (size_t)(q - p)) || q != p + c.n) {
-        fprintf(stderr, "matched what is not the whole valid rest (%ld of %zu bytes): learned %s, got %s\n",
+        fprintf(stderr,
+                "matched what is not the whole valid rest (%ld of %zu bytes): learned %s, got %s\n",
                 (long)(q - p), c.n, a.s, c.s);
         failures++;
       }
@@ -366,21 +433,26 @@ static void random_cases(void) {
     if (keeps_valid) {
       valid_edits++;
       if (!q) {
-        fprintf(stderr, "a rest that differs only in valid numbers did not match: learned %s, got %s\n", a.s, c.s);
+        fprintf(stderr,
+                "a rest that differs only in valid numbers did not match: learned %s, got %s\n",
+                a.s, c.s);
         failures++;
       }
     }
     answered++;
   }
-  printf("random rests: %u tried, %u matched, %u edits valid by construction (all of them matched)\n", answered,
-         matched, valid_edits);
+  printf(
+      "random rests: %u tried, %u matched, %u edits valid by construction (all of them matched)\n",
+      answered, matched, valid_edits);
   CHECK(matched > 5000 && valid_edits > 5000);
 }
 
 int main(void) {
   hand_cases();
   random_cases();
-  if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
-  else printf("skip templates: all checks passed\n");
+  if (failures)
+    fprintf(stderr, "%d check(s) failed\n", failures);
+  else
+    printf("skip templates: all checks passed\n");
   return failures ? 1 : 0;
 }

@@ -22,7 +22,7 @@ static int failures;
 #define CHECK(cond)                                                                                \
   do {                                                                                             \
     if (!(cond)) {                                                                                 \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);                    \
+      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);                     \
       failures++;                                                                                  \
     }                                                                                              \
   } while (0)
@@ -39,7 +39,9 @@ static long long sum_ops(const char *json) {
   return n;
 }
 
-static const ss_api_ops_header *header_of(const void *t) { return t; }
+static const ss_api_ops_header *header_of(const void *t) {
+  return t;
+}
 
 static const int32_t *rank_column(const void *t) {
   return (const int32_t *)((const char *)t + header_of(t)->column_offset[SS_OPS_RANK]);
@@ -62,7 +64,8 @@ static void check_table(const void *t, size_t size) {
   /* nstrings NUL-terminated strings, the first empty */
   const char *s = (const char *)t + h->strings_offset;
   uint64_t nul = 0;
-  for (uint64_t i = 0; i < h->strings_bytes; i++) nul += s[i] == 0;
+  for (uint64_t i = 0; i < h->strings_bytes; i++)
+    nul += s[i] == 0;
   CHECK(nul == h->nstrings);
   CHECK(h->nstrings == 0 || s[0] == 0);
   const int32_t *name = (const int32_t *)((const char *)t + h->column_offset[SS_OPS_NAME]);
@@ -127,7 +130,8 @@ int main(int argc, char **argv) {
   ss_api_free(json);
   const char *far[] = {"--steps", "1000:2000"};
   expect_error(ss_api_analyze(run, 2, far, &json, &err), 1, &err, "matches no step");
-  expect_error(ss_api_analyze("/nonexistent/run", 0, NULL, &json, &err), 1, &err, "/nonexistent/run");
+  expect_error(ss_api_analyze("/nonexistent/run", 0, NULL, &json, &err), 1, &err,
+               "/nonexistent/run");
   expect_error(ss_api_analyze(NULL, 0, NULL, &json, &err), 2, &err, "no run");
 
   /* diff: the diff document; options for run B */
@@ -155,7 +159,8 @@ int main(int argc, char **argv) {
     const int32_t *rank = rank_column(table);
     for (uint64_t i = 0; i < all; i++)
       if (rank[i] >= 0 && rank[i] < 2) ranks_seen[rank[i]] = 1;
-    for (uint64_t i = 1; i < all; i++) CHECK(rank[i] >= rank[i - 1]); /* ordered by rank */
+    for (uint64_t i = 1; i < all; i++)
+      CHECK(rank[i] >= rank[i - 1]); /* ordered by rank */
     ss_api_free(table);
   }
   CHECK(ranks_seen[0] && ranks_seen[1]);
@@ -166,7 +171,8 @@ int main(int argc, char **argv) {
     const int32_t *rank = rank_column(table);
     uint64_t n = header_of(table)->nops;
     CHECK(n > 0 && n < all);
-    for (uint64_t i = 0; i < n; i++) CHECK(rank[i] == 1);
+    for (uint64_t i = 0; i < n; i++)
+      CHECK(rank[i] == 1);
     ss_api_free(table);
   }
   const char *two_steps[] = {"--steps", "1:2"};
@@ -176,7 +182,8 @@ int main(int argc, char **argv) {
     const int64_t *step = column64(table, SS_OPS_STEP);
     uint64_t n = header_of(table)->nops;
     CHECK(n > 0 && n < all);
-    for (uint64_t i = 0; i < n; i++) CHECK(step[i] == 1 || step[i] == 2);
+    for (uint64_t i = 0; i < n; i++)
+      CHECK(step[i] == 1 || step[i] == 2);
     ss_api_free(table);
   }
   const char *rank42[] = {"--rank", "42"};
@@ -209,7 +216,9 @@ int main(int argc, char **argv) {
   expect_error(ss_api_ops_open(run, 2, rank42, &h, &size, &err), 2, &err, "rank 42");
   CHECK(h == NULL);
 
-  if (failures) fprintf(stderr, "%d checks failed\n", failures);
-  else printf("stepscope C API: all checks passed (%llu ops)\n", (unsigned long long)all);
+  if (failures)
+    fprintf(stderr, "%d checks failed\n", failures);
+  else
+    printf("stepscope C API: all checks passed (%llu ops)\n", (unsigned long long)all);
   return failures ? 1 : 0;
 }

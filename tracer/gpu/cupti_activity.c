@@ -41,10 +41,10 @@
 #include "nccl_profiler_core.h"
 #include "stepscope_gpu.h"
 
-#define BUFFER_BYTES (4u << 20)
-#define MAX_BUFFERS 64
+#define BUFFER_BYTES    (4u << 20)
+#define MAX_BUFFERS     64
 #define FLUSH_PERIOD_MS 200
-#define CONVERT_BATCH 8
+#define CONVERT_BATCH   8
 
 static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
 static int running;
@@ -74,8 +74,8 @@ static int warned_version, warned_subscriber, warned_enable, warned_start;
  * copy the runtime will use). The names go through cuda.h's macros, so
  * "cuCtxPushCurrent" resolves to the versioned symbol. */
 
-#define SGPU_STR2(x) #x
-#define SGPU_STR(x) SGPU_STR2(x)
+#define SGPU_STR2(x)    #x
+#define SGPU_STR(x)     SGPU_STR2(x)
 #define DRIVER_FN(name) static __typeof__(&name) p_##name
 DRIVER_FN(cuCtxGetDevice);
 DRIVER_FN(cuDeviceGet);
@@ -109,7 +109,9 @@ static uint64_t monotonic_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static uint64_t CUPTIAPI timestamp_callback(void) { return monotonic_ns(); }
+static uint64_t CUPTIAPI timestamp_callback(void) {
+  return monotonic_ns();
+}
 
 /* Offset that maps CUPTI's clock to the trace clock (0 when CUPTI already
  * uses our monotonic callback). */
@@ -149,8 +151,8 @@ static uint32_t intern_name(void *ctx, const char *s) {
 static const char *api_name(void *ctx, int is_driver, uint32_t cbid) {
   (void)ctx;
   const char *name = NULL;
-  if (cuptiGetCallbackName(is_driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API, cbid,
-                           &name) != CUPTI_SUCCESS)
+  if (cuptiGetCallbackName(is_driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API,
+                           cbid, &name) != CUPTI_SUCCESS)
     return NULL;
   return name;
 }
@@ -179,8 +181,10 @@ static void buffer_release(uint8_t *b, size_t used) {
   if (!b) return;
   memset(b, 0, used < BUFFER_BYTES ? used : BUFFER_BYTES);
   pthread_mutex_lock(&pool_lock);
-  if (n_free < MAX_BUFFERS) free_buffers[n_free++] = b;
-  else free(b);
+  if (n_free < MAX_BUFFERS)
+    free_buffers[n_free++] = b;
+  else
+    free(b);
   pthread_mutex_unlock(&pool_lock);
 }
 
@@ -203,11 +207,13 @@ static void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uin
   converter.clock_offset_ns = measure_clock_offset();
   while (valid > 0 && cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
     int n = sgpu_cupti_convert(&converter, record, out, CONVERT_BATCH);
-    for (int i = 0; i < n; i++) stepscope_emit(&out[i]);
+    for (int i = 0; i < n; i++)
+      stepscope_emit(&out[i]);
   }
   pthread_mutex_unlock(&convert_lock);
   size_t dropped = 0;
-  if (cuptiActivityGetNumDroppedRecords(context, stream_id, &dropped) == CUPTI_SUCCESS && dropped > 0)
+  if (cuptiActivityGetNumDroppedRecords(context, stream_id, &dropped) == CUPTI_SUCCESS &&
+      dropped > 0)
     write_dropped(dropped);
   buffer_release(buffer, valid);
 }
@@ -232,10 +238,11 @@ static void write_device_metadata(CUcontext ctx) {
   p_cuDriverGetVersion(&driver);
   for (char *p = name; *p; p++)
     if (*p == '"' || *p == '\\') *p = ' ';
-  snprintf(json, sizeof json,
-           "{\"ordinal\":%d,\"name\":\"%s\",\"total_memory_bytes\":%zu,\"compute_capability\":\"%d.%d\","
-           "\"multiprocessors\":%d,\"cuda_driver_version\":%d}",
-           (int)dev, name, total, major, minor, sms, driver);
+  snprintf(
+      json, sizeof json,
+      "{\"ordinal\":%d,\"name\":\"%s\",\"total_memory_bytes\":%zu,\"compute_capability\":\"%d.%d\","
+      "\"multiprocessors\":%d,\"cuda_driver_version\":%d}",
+      (int)dev, name, total, major, minor, sms, driver);
   char key[32];
   snprintf(key, sizeof key, "device:%d", (int)dev);
   stepscope_metadata_set(key, json);
@@ -304,7 +311,8 @@ static void flush_all_forced(void) {
            "{\"records_kept\":%llu,\"records_ignored\":%llu,\"untimed\":%llu,"
            "\"external_correlations\":%llu}",
            (unsigned long long)converter.kept, (unsigned long long)converter.ignored,
-           (unsigned long long)converter.untimed, (unsigned long long)converter.external_correlations);
+           (unsigned long long)converter.untimed,
+           (unsigned long long)converter.external_correlations);
   pthread_mutex_unlock(&convert_lock);
   stepscope_metadata_set("cupti_stats", json);
 }
@@ -312,9 +320,10 @@ static void flush_all_forced(void) {
 /* ---- start / stop ---------------------------------------------------------------------- */
 
 static const CUpti_ActivityKind activity_kinds[] = {
-    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2,
-    CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
-    CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_OVERHEAD, CUPTI_ACTIVITY_KIND_CONTEXT,
+    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+    CUPTI_ACTIVITY_KIND_MEMCPY2,           CUPTI_ACTIVITY_KIND_MEMSET,
+    CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,   CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+    CUPTI_ACTIVITY_KIND_OVERHEAD,          CUPTI_ACTIVITY_KIND_CONTEXT,
 };
 
 /* Enables API records only for the calls sgpu_cupti_api_is_kept() wants. */
@@ -358,14 +367,16 @@ static CUptiResult subscribe(char *holder, size_t holder_size) {
 static int start_locked(void) {
   static int warned_driver;
   if (!load_driver()) {
-    sgpu_warn_once(&warned_driver, "cupti", "the CUDA driver is not loaded; GPU activity is not traced");
+    sgpu_warn_once(&warned_driver, "cupti",
+                   "the CUDA driver is not loaded; GPU activity is not traced");
     return -1;
   }
   uint32_t version = 0;
   if (cuptiGetVersion(&version) != CUPTI_SUCCESS || !cupti_version_usable(version)) {
     sgpu_warn_once(&warned_version, "cupti",
                    "CUPTI version %u is not of the major version of the %u this tracer was built "
-                   "for; GPU activity is not traced", version, (unsigned)CUPTI_API_VERSION);
+                   "for; GPU activity is not traced",
+                   version, (unsigned)CUPTI_API_VERSION);
     return -1;
   }
   char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN] = "";
@@ -374,32 +385,37 @@ static int start_locked(void) {
     const char *why = NULL;
     cuptiGetResultString(res, &why);
     if (res == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
-      sgpu_warn_once(&warned_subscriber, "cupti",
-                     "CUPTI is held by another profiler (%s); stepping aside, GPU activity is not traced",
-                     holder[0] ? holder : "Nsight, Kineto, cuda-gdb or compute-sanitizer?");
+      sgpu_warn_once(
+          &warned_subscriber, "cupti",
+          "CUPTI is held by another profiler (%s); stepping aside, GPU activity is not traced",
+          holder[0] ? holder : "Nsight, Kineto, cuda-gdb or compute-sanitizer?");
     else
-      sgpu_warn_once(&warned_subscriber, "cupti", "cannot subscribe to CUPTI (%s); GPU activity is not traced",
+      sgpu_warn_once(&warned_subscriber, "cupti",
+                     "cannot subscribe to CUPTI (%s); GPU activity is not traced",
                      why ? why : "error");
     return -1;
   }
   /* API records carry the OS thread id (gettid), as every other record does,
    * not pthread_self() (CUPTI's default), so they line up with NVTX ranges. */
   cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
-  timestamps_are_monotonic = cuptiActivityRegisterTimestampCallback(timestamp_callback) == CUPTI_SUCCESS;
+  timestamps_are_monotonic =
+      cuptiActivityRegisterTimestampCallback(timestamp_callback) == CUPTI_SUCCESS;
   sgpu_cupti_converter_init(&converter, intern_name, api_name, NULL);
   converter.clock_offset_ns = measure_clock_offset();
   uint8_t zeroed = 1;
   size_t attr_size = sizeof zeroed;
   cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &attr_size, &zeroed);
   if (cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed) != CUPTI_SUCCESS) {
-    sgpu_warn_once(&warned_enable, "cupti", "cannot register activity buffers; GPU activity is not traced");
+    sgpu_warn_once(&warned_enable, "cupti",
+                   "cannot register activity buffers; GPU activity is not traced");
     cuptiUnsubscribe(subscriber);
     return -1;
   }
   for (size_t i = 0; i < sizeof activity_kinds / sizeof activity_kinds[0]; i++) {
     if (cuptiActivityEnable(activity_kinds[i]) != CUPTI_SUCCESS &&
         activity_kinds[i] == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
-      sgpu_warn_once(&warned_enable, "cupti", "cannot enable kernel activity; GPU activity is not traced");
+      sgpu_warn_once(&warned_enable, "cupti",
+                     "cannot enable kernel activity; GPU activity is not traced");
       cuptiUnsubscribe(subscriber);
       return -1;
     }
@@ -408,12 +424,14 @@ static int start_locked(void) {
   cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
   char json[160];
   snprintf(json, sizeof json, "{\"cupti_version\":%u,\"timestamps\":\"%s\",\"flush_period_ms\":%d}",
-           version, timestamps_are_monotonic ? "monotonic-callback" : "offset-corrected", FLUSH_PERIOD_MS);
+           version, timestamps_are_monotonic ? "monotonic-callback" : "offset-corrected",
+           FLUSH_PERIOD_MS);
   stepscope_metadata_set("cupti", json);
   stopping = 0;
   flush_thread_started = pthread_create(&flush_thread, NULL, flush_main, NULL) == 0;
   if (!flush_thread_started) {
-    sgpu_warn_once(&warned_start, "cupti", "cannot start the flush thread; records are flushed at exit only");
+    sgpu_warn_once(&warned_start, "cupti",
+                   "cannot start the flush thread; records are flushed at exit only");
   }
   sgpu_hook_table.stream_id = hook_stream_id;
   sgpu_hook_table.current_device = hook_current_device;
@@ -433,7 +451,8 @@ __attribute__((visibility("default"))) int stepscope_gpu_start(void) {
   return rc;
 }
 
-__attribute__((visibility("default"))) unsigned long long stepscope_gpu_stream_id(void *cuda_stream) {
+__attribute__((visibility("default"))) unsigned long long
+stepscope_gpu_stream_id(void *cuda_stream) {
   pthread_mutex_lock(&state_lock);
   int on = running;
   pthread_mutex_unlock(&state_lock);

@@ -81,23 +81,28 @@ static int declare_stream(sgpu_cupti_converter *c, uint64_t key, uint32_t stream
 
 static uint32_t memcpy_kind(uint8_t k) {
   switch (k) {
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return STEPSCOPE_MEMCPY_HTOD;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return STEPSCOPE_MEMCPY_DTOH;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA:
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD: case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA: return STEPSCOPE_MEMCPY_DTOD;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return STEPSCOPE_MEMCPY_HTOH;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return STEPSCOPE_MEMCPY_PTOP;
-    default: return STEPSCOPE_MEMCPY_UNKNOWN;
+  case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
+  case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return STEPSCOPE_MEMCPY_HTOD;
+  case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
+  case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return STEPSCOPE_MEMCPY_DTOH;
+  case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
+  case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA:
+  case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD:
+  case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA: return STEPSCOPE_MEMCPY_DTOD;
+  case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return STEPSCOPE_MEMCPY_HTOH;
+  case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return STEPSCOPE_MEMCPY_PTOP;
+  default: return STEPSCOPE_MEMCPY_UNKNOWN;
   }
 }
 
 static uint32_t sync_kind(uint32_t t) {
   switch (t) {
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE: return STEPSCOPE_SYNC_EVENT;
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT: return STEPSCOPE_SYNC_STREAM_WAIT_EVENT;
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE: return STEPSCOPE_SYNC_STREAM;
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE: return STEPSCOPE_SYNC_CONTEXT;
-    default: return STEPSCOPE_SYNC_UNKNOWN;
+  case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE: return STEPSCOPE_SYNC_EVENT;
+  case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT:
+    return STEPSCOPE_SYNC_STREAM_WAIT_EVENT;
+  case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE: return STEPSCOPE_SYNC_STREAM;
+  case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE: return STEPSCOPE_SYNC_CONTEXT;
+  default: return STEPSCOPE_SYNC_UNKNOWN;
   }
 }
 
@@ -108,15 +113,16 @@ static uint32_t intern(sgpu_cupti_converter *c, const char *s) {
 /* Start of a timed GPU activity record, for the "no timing" check. */
 static uint64_t activity_start(const CUpti_Activity *a) {
   switch (a->kind) {
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return ((const CUpti_ActivityKernel10 *)a)->start;
-    case CUPTI_ACTIVITY_KIND_MEMCPY: return ((const CUpti_ActivityMemcpy6 *)a)->start;
-    case CUPTI_ACTIVITY_KIND_MEMCPY2: return ((const CUpti_ActivityMemcpyPtoP4 *)a)->start;
-    case CUPTI_ACTIVITY_KIND_MEMSET: return ((const CUpti_ActivityMemset4 *)a)->start;
-    default: return 1;
+  case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return ((const CUpti_ActivityKernel10 *)a)->start;
+  case CUPTI_ACTIVITY_KIND_MEMCPY: return ((const CUpti_ActivityMemcpy6 *)a)->start;
+  case CUPTI_ACTIVITY_KIND_MEMCPY2: return ((const CUpti_ActivityMemcpyPtoP4 *)a)->start;
+  case CUPTI_ACTIVITY_KIND_MEMSET: return ((const CUpti_ActivityMemset4 *)a)->start;
+  default: return 1;
   }
 }
 
-int sgpu_cupti_convert(sgpu_cupti_converter *c, const CUpti_Activity *a, stepscope_record *out, int max) {
+int sgpu_cupti_convert(sgpu_cupti_converter *c, const CUpti_Activity *a, stepscope_record *out,
+                       int max) {
   if (!a || !out || max < 1) return 0;
   if (activity_start(a) == 0) {
     /* CUPTI gives 0 timestamps when it had no device memory to time the
@@ -127,166 +133,173 @@ int sgpu_cupti_convert(sgpu_cupti_converter *c, const CUpti_Activity *a, stepsco
   }
   int n = 0;
   switch (a->kind) {
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
-      const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)a;
-      learn_context(c, k->contextId, k->deviceId);
-      uint64_t key = sgpu_cupti_stream_key(k->contextId, k->streamId);
-      n += declare_stream(c, key, k->streamId, k->deviceId, out, max);
-      stepscope_record *r = &out[n++];
-      memset(r, 0, sizeof *r);
-      r->kind = STEPSCOPE_REC_KERNEL;
-      stepscope_kernel *o = &r->u.kernel;
-      o->start_ns = to_trace(c, k->start);
-      o->end_ns = to_trace(c, k->end);
-      o->correlation_id = k->correlationId;
-      o->stream = key;
-      o->graph_id = k->graphId;
-      if (k->name != c->last_kernel_name || !c->last_kernel_name_id) {
-        c->last_kernel_name = k->name;
-        c->last_kernel_name_id = intern(c, k->name);
-      }
-      o->name = c->last_kernel_name_id;
-      o->device = k->deviceId;
-      o->grid[0] = (uint32_t)k->gridX; o->grid[1] = (uint32_t)k->gridY; o->grid[2] = (uint32_t)k->gridZ;
-      o->block[0] = (uint32_t)k->blockX; o->block[1] = (uint32_t)k->blockY; o->block[2] = (uint32_t)k->blockZ;
-      o->registers_per_thread = k->registersPerThread;
-      o->static_shared_bytes = (uint32_t)k->staticSharedMemory;
-      o->dynamic_shared_bytes = (uint32_t)k->dynamicSharedMemory;
-      break;
+  case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+    const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)a;
+    learn_context(c, k->contextId, k->deviceId);
+    uint64_t key = sgpu_cupti_stream_key(k->contextId, k->streamId);
+    n += declare_stream(c, key, k->streamId, k->deviceId, out, max);
+    stepscope_record *r = &out[n++];
+    memset(r, 0, sizeof *r);
+    r->kind = STEPSCOPE_REC_KERNEL;
+    stepscope_kernel *o = &r->u.kernel;
+    o->start_ns = to_trace(c, k->start);
+    o->end_ns = to_trace(c, k->end);
+    o->correlation_id = k->correlationId;
+    o->stream = key;
+    o->graph_id = k->graphId;
+    if (k->name != c->last_kernel_name || !c->last_kernel_name_id) {
+      c->last_kernel_name = k->name;
+      c->last_kernel_name_id = intern(c, k->name);
     }
-    case CUPTI_ACTIVITY_KIND_MEMCPY: {
-      const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)a;
-      learn_context(c, m->contextId, m->deviceId);
-      uint64_t key = sgpu_cupti_stream_key(m->contextId, m->streamId);
-      n += declare_stream(c, key, m->streamId, m->deviceId, out, max);
-      stepscope_record *r = &out[n++];
-      memset(r, 0, sizeof *r);
-      r->kind = STEPSCOPE_REC_MEMCPY;
-      r->u.memcpy.start_ns = to_trace(c, m->start);
-      r->u.memcpy.end_ns = to_trace(c, m->end);
-      r->u.memcpy.correlation_id = m->correlationId;
-      r->u.memcpy.stream = key;
-      r->u.memcpy.bytes = m->bytes;
-      r->u.memcpy.device = m->deviceId;
-      r->u.memcpy.copy_kind = memcpy_kind(m->copyKind);
-      r->u.memcpy.src_device = m->deviceId;
-      r->u.memcpy.dst_device = m->deviceId;
-      break;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMCPY2: {
-      const CUpti_ActivityMemcpyPtoP4 *m = (const CUpti_ActivityMemcpyPtoP4 *)a;
-      learn_context(c, m->contextId, m->deviceId);
-      uint64_t key = sgpu_cupti_stream_key(m->contextId, m->streamId);
-      n += declare_stream(c, key, m->streamId, m->deviceId, out, max);
-      stepscope_record *r = &out[n++];
-      memset(r, 0, sizeof *r);
-      r->kind = STEPSCOPE_REC_MEMCPY;
-      r->u.memcpy.start_ns = to_trace(c, m->start);
-      r->u.memcpy.end_ns = to_trace(c, m->end);
-      r->u.memcpy.correlation_id = m->correlationId;
-      r->u.memcpy.stream = key;
-      r->u.memcpy.bytes = m->bytes;
-      r->u.memcpy.device = m->deviceId;
-      r->u.memcpy.copy_kind = STEPSCOPE_MEMCPY_PTOP;
-      r->u.memcpy.src_device = m->srcDeviceId;
-      r->u.memcpy.dst_device = m->dstDeviceId;
-      break;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMSET: {
-      const CUpti_ActivityMemset4 *m = (const CUpti_ActivityMemset4 *)a;
-      learn_context(c, m->contextId, m->deviceId);
-      uint64_t key = sgpu_cupti_stream_key(m->contextId, m->streamId);
-      n += declare_stream(c, key, m->streamId, m->deviceId, out, max);
-      stepscope_record *r = &out[n++];
-      memset(r, 0, sizeof *r);
-      r->kind = STEPSCOPE_REC_MEMSET;
-      r->u.memset.start_ns = to_trace(c, m->start);
-      r->u.memset.end_ns = to_trace(c, m->end);
-      r->u.memset.correlation_id = m->correlationId;
-      r->u.memset.stream = key;
-      r->u.memset.bytes = m->bytes;
-      r->u.memset.device = m->deviceId;
-      r->u.memset.value = m->value;
-      break;
-    }
-    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
-      const CUpti_ActivitySynchronization2 *s = (const CUpti_ActivitySynchronization2 *)a;
-      stepscope_record *r = &out[n++];
-      memset(r, 0, sizeof *r);
-      r->kind = STEPSCOPE_REC_SYNC;
-      r->u.sync.start_ns = to_trace(c, s->start);
-      r->u.sync.end_ns = to_trace(c, s->end);
-      r->u.sync.correlation_id = s->correlationId;
-      /* CUPTI uses streamId 0xffffffff (CUPTI_SYNCHRONIZATION_INVALID_VALUE) for "none". */
-      r->u.sync.stream = s->streamId == UINT32_MAX ? 0 : sgpu_cupti_stream_key(s->contextId, s->streamId);
-      r->u.sync.event_id = s->cudaEventId == UINT32_MAX ? 0 : s->cudaEventId;
-      r->u.sync.device = device_of_context(c, s->contextId);
-      r->u.sync.sync_kind = sync_kind(s->type);
-      break;
-    }
-    case CUPTI_ACTIVITY_KIND_RUNTIME:
-    case CUPTI_ACTIVITY_KIND_DRIVER: {
-      const CUpti_ActivityAPI *p = (const CUpti_ActivityAPI *)a;
-      int is_driver = a->kind == CUPTI_ACTIVITY_KIND_DRIVER;
-      const char *name = c->api_name ? c->api_name(c->ctx, is_driver, p->cbid) : NULL;
-      if (name && !sgpu_cupti_api_is_kept(name)) break;
-      stepscope_record *r = &out[n++];
-      memset(r, 0, sizeof *r);
-      r->kind = STEPSCOPE_REC_API;
-      r->u.api.start_ns = to_trace(c, p->start);
-      r->u.api.end_ns = to_trace(c, p->end);
-      r->u.api.correlation_id = p->correlationId;
-      r->u.api.thread = p->threadId;
-      r->u.api.name = intern(c, name);
-      r->u.api.api_kind = is_driver ? STEPSCOPE_API_DRIVER : STEPSCOPE_API_RUNTIME;
-      r->u.api.callback_id = p->cbid;
-      r->u.api.return_code = (int32_t)p->returnValue;
-      break;
-    }
-    case CUPTI_ACTIVITY_KIND_OVERHEAD: {
-      const CUpti_ActivityOverhead3 *o = (const CUpti_ActivityOverhead3 *)a;
-      const char *name = "cupti overhead";
-      switch (o->overheadKind) {
-        case CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER: name = "driver compiler"; break;
-        case CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH: name = "cupti buffer flush"; break;
-        case CUPTI_ACTIVITY_OVERHEAD_CUPTI_INSTRUMENTATION: name = "cupti instrumentation"; break;
-        case CUPTI_ACTIVITY_OVERHEAD_CUPTI_RESOURCE: name = "cupti resource"; break;
-        case CUPTI_ACTIVITY_OVERHEAD_RUNTIME_TRIGGERED_MODULE_LOADING: name = "module loading"; break;
-        case CUPTI_ACTIVITY_OVERHEAD_LAZY_FUNCTION_LOADING: name = "lazy function loading"; break;
-        case CUPTI_ACTIVITY_OVERHEAD_COMMAND_BUFFER_FULL: name = "command buffer full"; break;
-        case CUPTI_ACTIVITY_OVERHEAD_ACTIVITY_BUFFER_REQUEST: name = "cupti buffer request"; break;
-        default: break;
-      }
-      stepscope_record *r = &out[n++];
-      memset(r, 0, sizeof *r);
-      r->kind = STEPSCOPE_REC_OVERHEAD;
-      r->u.overhead.start_ns = to_trace(c, o->start);
-      r->u.overhead.end_ns = to_trace(c, o->end);
-      r->u.overhead.thread = o->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? o->objectId.pt.threadId : 0;
-      r->u.overhead.name = intern(c, name);
-      break;
-    }
-    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
-      const CUpti_ActivityExternalCorrelation *x = (const CUpti_ActivityExternalCorrelation *)a;
-      c->external_correlations++;
-      stepscope_record *r = &out[n++];
-      memset(r, 0, sizeof *r);
-      r->kind = STEPSCOPE_REC_EXTERNAL_CORRELATION;
-      r->u.external_correlation.correlation_id = x->correlationId;
-      r->u.external_correlation.external_id = x->externalId;
-      r->u.external_correlation.external_kind = (uint32_t)x->externalKind;
-      break;
-    }
-    case CUPTI_ACTIVITY_KIND_CONTEXT: {
-      const CUpti_ActivityContext3 *x = (const CUpti_ActivityContext3 *)a;
-      learn_context(c, x->contextId, x->deviceId);
-      break;
-    }
-    default:
-      break;
+    o->name = c->last_kernel_name_id;
+    o->device = k->deviceId;
+    o->grid[0] = (uint32_t)k->gridX;
+    o->grid[1] = (uint32_t)k->gridY;
+    o->grid[2] = (uint32_t)k->gridZ;
+    o->block[0] = (uint32_t)k->blockX;
+    o->block[1] = (uint32_t)k->blockY;
+    o->block[2] = (uint32_t)k->blockZ;
+    o->registers_per_thread = k->registersPerThread;
+    o->static_shared_bytes = (uint32_t)k->staticSharedMemory;
+    o->dynamic_shared_bytes = (uint32_t)k->dynamicSharedMemory;
+    break;
   }
-  if (n) c->kept++;
-  else c->ignored++;
+  case CUPTI_ACTIVITY_KIND_MEMCPY: {
+    const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)a;
+    learn_context(c, m->contextId, m->deviceId);
+    uint64_t key = sgpu_cupti_stream_key(m->contextId, m->streamId);
+    n += declare_stream(c, key, m->streamId, m->deviceId, out, max);
+    stepscope_record *r = &out[n++];
+    memset(r, 0, sizeof *r);
+    r->kind = STEPSCOPE_REC_MEMCPY;
+    r->u.memcpy.start_ns = to_trace(c, m->start);
+    r->u.memcpy.end_ns = to_trace(c, m->end);
+    r->u.memcpy.correlation_id = m->correlationId;
+    r->u.memcpy.stream = key;
+    r->u.memcpy.bytes = m->bytes;
+    r->u.memcpy.device = m->deviceId;
+    r->u.memcpy.copy_kind = memcpy_kind(m->copyKind);
+    r->u.memcpy.src_device = m->deviceId;
+    r->u.memcpy.dst_device = m->deviceId;
+    break;
+  }
+  case CUPTI_ACTIVITY_KIND_MEMCPY2: {
+    const CUpti_ActivityMemcpyPtoP4 *m = (const CUpti_ActivityMemcpyPtoP4 *)a;
+    learn_context(c, m->contextId, m->deviceId);
+    uint64_t key = sgpu_cupti_stream_key(m->contextId, m->streamId);
+    n += declare_stream(c, key, m->streamId, m->deviceId, out, max);
+    stepscope_record *r = &out[n++];
+    memset(r, 0, sizeof *r);
+    r->kind = STEPSCOPE_REC_MEMCPY;
+    r->u.memcpy.start_ns = to_trace(c, m->start);
+    r->u.memcpy.end_ns = to_trace(c, m->end);
+    r->u.memcpy.correlation_id = m->correlationId;
+    r->u.memcpy.stream = key;
+    r->u.memcpy.bytes = m->bytes;
+    r->u.memcpy.device = m->deviceId;
+    r->u.memcpy.copy_kind = STEPSCOPE_MEMCPY_PTOP;
+    r->u.memcpy.src_device = m->srcDeviceId;
+    r->u.memcpy.dst_device = m->dstDeviceId;
+    break;
+  }
+  case CUPTI_ACTIVITY_KIND_MEMSET: {
+    const CUpti_ActivityMemset4 *m = (const CUpti_ActivityMemset4 *)a;
+    learn_context(c, m->contextId, m->deviceId);
+    uint64_t key = sgpu_cupti_stream_key(m->contextId, m->streamId);
+    n += declare_stream(c, key, m->streamId, m->deviceId, out, max);
+    stepscope_record *r = &out[n++];
+    memset(r, 0, sizeof *r);
+    r->kind = STEPSCOPE_REC_MEMSET;
+    r->u.memset.start_ns = to_trace(c, m->start);
+    r->u.memset.end_ns = to_trace(c, m->end);
+    r->u.memset.correlation_id = m->correlationId;
+    r->u.memset.stream = key;
+    r->u.memset.bytes = m->bytes;
+    r->u.memset.device = m->deviceId;
+    r->u.memset.value = m->value;
+    break;
+  }
+  case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
+    const CUpti_ActivitySynchronization2 *s = (const CUpti_ActivitySynchronization2 *)a;
+    stepscope_record *r = &out[n++];
+    memset(r, 0, sizeof *r);
+    r->kind = STEPSCOPE_REC_SYNC;
+    r->u.sync.start_ns = to_trace(c, s->start);
+    r->u.sync.end_ns = to_trace(c, s->end);
+    r->u.sync.correlation_id = s->correlationId;
+    /* CUPTI uses streamId 0xffffffff (CUPTI_SYNCHRONIZATION_INVALID_VALUE) for "none". */
+    r->u.sync.stream =
+        s->streamId == UINT32_MAX ? 0 : sgpu_cupti_stream_key(s->contextId, s->streamId);
+    r->u.sync.event_id = s->cudaEventId == UINT32_MAX ? 0 : s->cudaEventId;
+    r->u.sync.device = device_of_context(c, s->contextId);
+    r->u.sync.sync_kind = sync_kind(s->type);
+    break;
+  }
+  case CUPTI_ACTIVITY_KIND_RUNTIME:
+  case CUPTI_ACTIVITY_KIND_DRIVER: {
+    const CUpti_ActivityAPI *p = (const CUpti_ActivityAPI *)a;
+    int is_driver = a->kind == CUPTI_ACTIVITY_KIND_DRIVER;
+    const char *name = c->api_name ? c->api_name(c->ctx, is_driver, p->cbid) : NULL;
+    if (name && !sgpu_cupti_api_is_kept(name)) break;
+    stepscope_record *r = &out[n++];
+    memset(r, 0, sizeof *r);
+    r->kind = STEPSCOPE_REC_API;
+    r->u.api.start_ns = to_trace(c, p->start);
+    r->u.api.end_ns = to_trace(c, p->end);
+    r->u.api.correlation_id = p->correlationId;
+    r->u.api.thread = p->threadId;
+    r->u.api.name = intern(c, name);
+    r->u.api.api_kind = is_driver ? STEPSCOPE_API_DRIVER : STEPSCOPE_API_RUNTIME;
+    r->u.api.callback_id = p->cbid;
+    r->u.api.return_code = (int32_t)p->returnValue;
+    break;
+  }
+  case CUPTI_ACTIVITY_KIND_OVERHEAD: {
+    const CUpti_ActivityOverhead3 *o = (const CUpti_ActivityOverhead3 *)a;
+    const char *name = "cupti overhead";
+    switch (o->overheadKind) {
+    case CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER: name = "driver compiler"; break;
+    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH: name = "cupti buffer flush"; break;
+    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_INSTRUMENTATION: name = "cupti instrumentation"; break;
+    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_RESOURCE: name = "cupti resource"; break;
+    case CUPTI_ACTIVITY_OVERHEAD_RUNTIME_TRIGGERED_MODULE_LOADING: name = "module loading"; break;
+    case CUPTI_ACTIVITY_OVERHEAD_LAZY_FUNCTION_LOADING: name = "lazy function loading"; break;
+    case CUPTI_ACTIVITY_OVERHEAD_COMMAND_BUFFER_FULL: name = "command buffer full"; break;
+    case CUPTI_ACTIVITY_OVERHEAD_ACTIVITY_BUFFER_REQUEST: name = "cupti buffer request"; break;
+    default: break;
+    }
+    stepscope_record *r = &out[n++];
+    memset(r, 0, sizeof *r);
+    r->kind = STEPSCOPE_REC_OVERHEAD;
+    r->u.overhead.start_ns = to_trace(c, o->start);
+    r->u.overhead.end_ns = to_trace(c, o->end);
+    r->u.overhead.thread =
+        o->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? o->objectId.pt.threadId : 0;
+    r->u.overhead.name = intern(c, name);
+    break;
+  }
+  case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+    const CUpti_ActivityExternalCorrelation *x = (const CUpti_ActivityExternalCorrelation *)a;
+    c->external_correlations++;
+    stepscope_record *r = &out[n++];
+    memset(r, 0, sizeof *r);
+    r->kind = STEPSCOPE_REC_EXTERNAL_CORRELATION;
+    r->u.external_correlation.correlation_id = x->correlationId;
+    r->u.external_correlation.external_id = x->externalId;
+    r->u.external_correlation.external_kind = (uint32_t)x->externalKind;
+    break;
+  }
+  case CUPTI_ACTIVITY_KIND_CONTEXT: {
+    const CUpti_ActivityContext3 *x = (const CUpti_ActivityContext3 *)a;
+    learn_context(c, x->contextId, x->deviceId);
+    break;
+  }
+  default: break;
+  }
+  if (n)
+    c->kept++;
+  else
+    c->ignored++;
   return n;
 }
 
@@ -298,16 +311,19 @@ int sgpu_cupti_api_is_kept(const char *name) {
   if (!name) return 0;
   char base[96];
   size_t i = 0;
-  for (; name[i] && name[i] != '_' && i < sizeof base - 1; i++) base[i] = name[i];
+  for (; name[i] && name[i] != '_' && i < sizeof base - 1; i++)
+    base[i] = name[i];
   base[i] = '\0';
-  static const char *const prefixes[] = {"cudaLaunch", "cuLaunch", "cudaGraphLaunch", "cuGraphLaunch",
-                                         "cudaMemcpy", "cuMemcpy", "cudaMemset", "cuMemset"};
+  static const char *const prefixes[] = {"cudaLaunch",    "cuLaunch",   "cudaGraphLaunch",
+                                         "cuGraphLaunch", "cudaMemcpy", "cuMemcpy",
+                                         "cudaMemset",    "cuMemset"};
   for (size_t k = 0; k < sizeof prefixes / sizeof prefixes[0]; k++)
     if (starts_with(base, prefixes[k])) return 1;
   static const char *const exact[] = {
-      "cudaStreamSynchronize", "cudaEventSynchronize", "cudaDeviceSynchronize", "cudaStreamWaitEvent",
-      "cudaEventRecord",       "cudaEventRecordWithFlags", "cuStreamSynchronize", "cuEventSynchronize",
-      "cuCtxSynchronize",      "cuStreamWaitEvent",  "cuEventRecord",         "cuEventRecordWithFlags"};
+      "cudaStreamSynchronize", "cudaEventSynchronize", "cudaDeviceSynchronize",
+      "cudaStreamWaitEvent",   "cudaEventRecord",      "cudaEventRecordWithFlags",
+      "cuStreamSynchronize",   "cuEventSynchronize",   "cuCtxSynchronize",
+      "cuStreamWaitEvent",     "cuEventRecord",        "cuEventRecordWithFlags"};
   for (size_t k = 0; k < sizeof exact / sizeof exact[0]; k++)
     if (strcmp(base, exact[k]) == 0) return 1;
   return 0;

@@ -24,20 +24,20 @@ typedef uint32_t (*sgpu_intern_fn)(void *ctx, const char *s);
 typedef const char *(*sgpu_api_name_fn)(void *ctx, int is_driver, uint32_t cbid);
 
 #define SGPU_MAX_CONTEXTS 64
-#define SGPU_MAX_STREAMS 1024
+#define SGPU_MAX_STREAMS  1024
 
 typedef struct sgpu_cupti_converter {
   sgpu_intern_fn intern;
   sgpu_api_name_fn api_name;
   void *ctx;
-  int64_t clock_offset_ns;            /* trace clock = CUPTI timestamp + offset */
+  int64_t clock_offset_ns; /* trace clock = CUPTI timestamp + offset */
   uint32_t context_ids[SGPU_MAX_CONTEXTS], context_devices[SGPU_MAX_CONTEXTS];
   size_t n_contexts;
-  uint64_t streams_declared[SGPU_MAX_STREAMS];  /* open addressing, 0 = empty */
-  const char *last_kernel_name;       /* one-entry cache of the last kernel name */
+  uint64_t streams_declared[SGPU_MAX_STREAMS]; /* open addressing, 0 = empty */
+  const char *last_kernel_name;                /* one-entry cache of the last kernel name */
   uint32_t last_kernel_name_id;
   uint64_t kept, ignored, external_correlations;
-  uint64_t untimed;                   /* GPU records CUPTI could not time (start 0) */
+  uint64_t untimed; /* GPU records CUPTI could not time (start 0) */
 } sgpu_cupti_converter;
 
 void sgpu_cupti_converter_init(sgpu_cupti_converter *c, sgpu_intern_fn intern,

@@ -3,8 +3,8 @@
  *
  * `stepscope record` exports STEPSCOPE_RUN_DIR (where rank files go) and
  * STEPSCOPE_RECORD_PID (the pid of the command it runs as its child). A
- * process traces when it has a rank in its environment (RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID, PMI_RANK), or when
- * it is the recorded command itself; other descendants without a rank (a
+ * process traces when it has a rank in its environment (RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID,
+ * PMI_RANK), or when it is the recorded command itself; other descendants without a rank (a
  * compiler worker, a data-loader helper) are left alone so that they cannot
  * overwrite rank 0's file. The first GPU source to need the trace starts it
  * (under a mutex); an atexit handler flushes CUPTI and stops it, only in the
@@ -35,8 +35,8 @@
 sgpu_hooks sgpu_hook_table;
 
 static pthread_mutex_t session_lock = PTHREAD_MUTEX_INITIALIZER;
-static int session_tried;      /* a start was attempted (success or not) */
-static pid_t session_owner;    /* pid that started the trace, 0 if we did not */
+static int session_tried;   /* a start was attempted (success or not) */
+static pid_t session_owner; /* pid that started the trace, 0 if we did not */
 #define MAX_FLUSHES 4
 static void (*session_flushes[MAX_FLUSHES])(void);
 static size_t n_flushes;
@@ -54,7 +54,8 @@ void sgpu_warn_once(int *once_flag, const char *source, const char *fmt, ...) {
 void sgpu_session_add_flush(void (*flush)(void)) {
   pthread_mutex_lock(&session_lock);
   int known = 0;
-  for (size_t i = 0; i < n_flushes; i++) known |= session_flushes[i] == flush;
+  for (size_t i = 0; i < n_flushes; i++)
+    known |= session_flushes[i] == flush;
   if (!known && n_flushes < MAX_FLUSHES) session_flushes[n_flushes++] = flush;
   pthread_mutex_unlock(&session_lock);
 }
@@ -84,7 +85,8 @@ static void session_at_exit(void) {
   memcpy(flushes, session_flushes, sizeof flushes);
   pthread_mutex_unlock(&session_lock);
   if (!owned) return;
-  for (size_t i = 0; i < n; i++) flushes[i]();
+  for (size_t i = 0; i < n; i++)
+    flushes[i]();
   stepscope_stop();
 }
 
@@ -103,7 +105,7 @@ int sgpu_session_linked_program(void) {
 int sgpu_session_ensure(void) {
   if (stepscope_active()) return 1;
   const char *run_dir = getenv("STEPSCOPE_RUN_DIR");
-  if (!run_dir || !*run_dir) return 0; /* linked mode, nothing started: stay quiet */
+  if (!run_dir || !*run_dir) return 0;         /* linked mode, nothing started: stay quiet */
   if (sgpu_session_linked_program()) return 0; /* the program starts the one trace itself */
 
   int active = 0;
@@ -131,8 +133,8 @@ int sgpu_session_ensure(void) {
         active = 1;
       } else {
         static int warned;
-        sgpu_warn_once(&warned, "record", "cannot start the trace in %s: %s; not tracing",
-                       run_dir, err.message[0] ? err.message : stepscope_status_name(err.code));
+        sgpu_warn_once(&warned, "record", "cannot start the trace in %s: %s; not tracing", run_dir,
+                       err.message[0] ? err.message : stepscope_status_name(err.code));
       }
     }
   }

@@ -20,7 +20,7 @@
 
 /* ncclResult_t is a C enum (an int); ncclSuccess is 0, ncclInternalError 3. */
 typedef int sgpu_nccl_result;
-#define SGPU_NCCL_SUCCESS 0
+#define SGPU_NCCL_SUCCESS        0
 #define SGPU_NCCL_INTERNAL_ERROR 3
 
 /* NCCL's logger: level, subsystem flags, file, line, printf format. */
@@ -37,30 +37,38 @@ enum {
   SGPU_NCCL_EV_PROXY_CTRL = 1 << 5,
   SGPU_NCCL_EV_KERNEL_CH = 1 << 6,
   SGPU_NCCL_EV_NET_PLUGIN = 1 << 7,
-  SGPU_NCCL_EV_GROUP_API = 1 << 8,     /* v5+ */
-  SGPU_NCCL_EV_COLL_API = 1 << 9,      /* v5+ */
-  SGPU_NCCL_EV_P2P_API = 1 << 10,      /* v5+ */
+  SGPU_NCCL_EV_GROUP_API = 1 << 8,      /* v5+ */
+  SGPU_NCCL_EV_COLL_API = 1 << 9,       /* v5+ */
+  SGPU_NCCL_EV_P2P_API = 1 << 10,       /* v5+ */
   SGPU_NCCL_EV_KERNEL_LAUNCH = 1 << 11, /* v5+ */
-  SGPU_NCCL_EV_CE_COLL = 1 << 12,      /* v6 */
-  SGPU_NCCL_EV_CE_SYNC = 1 << 13,      /* v6 */
-  SGPU_NCCL_EV_CE_BATCH = 1 << 14      /* v6 */
+  SGPU_NCCL_EV_CE_COLL = 1 << 12,       /* v6 */
+  SGPU_NCCL_EV_CE_SYNC = 1 << 13,       /* v6 */
+  SGPU_NCCL_EV_CE_BATCH = 1 << 14       /* v6 */
 };
 
 /* Event states passed to recordEventState (the ones we act on). */
 enum {
-  SGPU_NCCL_STATE_KERNEL_CH_STOP = 22,      /* kernelCh: args carry the GPU stop timer */
+  SGPU_NCCL_STATE_KERNEL_CH_STOP = 22, /* kernelCh: args carry the GPU stop timer */
   SGPU_NCCL_STATE_GROUP_START_API_STOP = 23,
   SGPU_NCCL_STATE_GROUP_END_API_START = 24,
-  SGPU_NCCL_STATE_CE_COLL_START = 25,       /* v6 */
-  SGPU_NCCL_STATE_CE_COLL_COMPLETE = 26     /* v6 */
+  SGPU_NCCL_STATE_CE_COLL_START = 25,   /* v6 */
+  SGPU_NCCL_STATE_CE_COLL_COMPLETE = 26 /* v6 */
 };
 
 /* State arguments (v4, v5 and v6 share this layout). */
 typedef union sgpu_nccl_state_args {
-  struct { size_t transSize; } proxyStep;
-  struct { int appendedProxyOps; } proxyCtrl;
-  struct { void *data; } netPlugin;
-  struct { uint64_t pTimer; } kernelCh;
+  struct {
+    size_t transSize;
+  } proxyStep;
+  struct {
+    int appendedProxyOps;
+  } proxyCtrl;
+  struct {
+    void *data;
+  } netPlugin;
+  struct {
+    uint64_t pTimer;
+  } kernelCh;
 } sgpu_nccl_state_args;
 
 #endif /* STEPSCOPE_NCCL_PROFILER_COMMON_H */

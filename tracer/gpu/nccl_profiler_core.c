@@ -58,39 +58,39 @@
 #include "nccl_names.h"
 #include "stepscope.h"
 
-#define EVENT_MAGIC 0x5354455053434f50ull   /* "STEPSCOP": a live event */
+#define EVENT_MAGIC   0x5354455053434f50ull /* "STEPSCOP": a live event */
 #define RETIRED_MAGIC 0x5245544952454421ull /* "RETIRED!": ended, memory still valid */
-#define RETIRE_SLOTS 16384                  /* about 4 MB of retired events at most */
+#define RETIRE_SLOTS  16384                 /* about 4 MB of retired events at most */
 
 typedef struct nccl_comm {
   uint64_t comm_id;
-  uint32_t name_id;              /* `name` interned in the trace `marked_in` */
-  char *name;                    /* NULL when NCCL gave none (or not JSON-safe) */
-  stepscope_writer *marked_in;   /* atomic: trace that holds this comm's init MARK */
+  uint32_t name_id;            /* `name` interned in the trace `marked_in` */
+  char *name;                  /* NULL when NCCL gave none (or not JSON-safe) */
+  stepscope_writer *marked_in; /* atomic: trace that holds this comm's init MARK */
   int rank, nranks, nnodes, version;
   int device;
-  uint64_t next_coll_seq;        /* atomic */
-  uint64_t *p2p_seq;             /* [2 * nranks]: sends to peer, then recvs from peer */
-  uint64_t live_events;          /* atomic: events of this communicator not yet retired */
-  int finalized;                 /* NCCL called finalize; freed by its last event */
+  uint64_t next_coll_seq; /* atomic */
+  uint64_t *p2p_seq;      /* [2 * nranks]: sends to peer, then recvs from peer */
+  uint64_t live_events;   /* atomic: events of this communicator not yet retired */
+  int finalized;          /* NCCL called finalize; freed by its last event */
 } nccl_comm;
 
 typedef struct nccl_event {
   uint64_t magic;
   uint64_t type;
   nccl_comm *comm;
-  struct nccl_event *parent;     /* we hold a reference on it (NULL if it had ended) */
-  int refs;                      /* atomic */
+  struct nccl_event *parent; /* we hold a reference on it (NULL if it had ended) */
+  int refs;                  /* atomic */
   uint64_t host_start, host_stop;
-  uint64_t correlation_id;       /* GroupApi/Group: first kernel launch correlation (atomic);
-                                    Coll/P2p: copied from an ended group at start */
-  uint64_t stream;               /* API events: trace stream id */
+  uint64_t correlation_id; /* GroupApi/Group: first kernel launch correlation (atomic);
+                              Coll/P2p: copied from an ended group at start */
+  uint64_t stream;         /* API events: trace stream id */
   /* Coll / P2p / CE coll */
   struct nccl_event *pending_prev, *pending_next; /* list of operations not yet written */
-  int written;                   /* atomic: the COLLECTIVE record is out */
+  int written;                                    /* atomic: the COLLECTIVE record is out */
   stepscope_collective rec;
-  uint64_t gpu_start;            /* min KernelCh start timer (atomic), UINT64_MAX if none */
-  uint64_t gpu_stop;             /* max KernelCh stop timer (atomic), 0 if none */
+  uint64_t gpu_start; /* min KernelCh start timer (atomic), UINT64_MAX if none */
+  uint64_t gpu_stop;  /* max KernelCh stop timer (atomic), 0 if none */
 } nccl_event;
 
 static pthread_mutex_t lifetime_lock = PTHREAD_MUTEX_INITIALIZER; /* ring + pending list */
@@ -98,7 +98,7 @@ static nccl_event *retired[RETIRE_SLOTS];
 static size_t retire_next;
 static nccl_event *pending_head;
 static __thread nccl_event *tls_launching_group;
-static sgpu_nccl_stats stats;     /* atomics */
+static sgpu_nccl_stats stats; /* atomics */
 static int flush_registered;
 
 void sgpu_nccl_get_stats(sgpu_nccl_stats *out) {
@@ -275,7 +275,8 @@ static int is_group(const nccl_event *e) {
 }
 
 static int is_operation(const nccl_event *e) {
-  return e->type == SGPU_NCCL_EV_COLL || e->type == SGPU_NCCL_EV_P2P || e->type == SGPU_NCCL_EV_CE_COLL;
+  return e->type == SGPU_NCCL_EV_COLL || e->type == SGPU_NCCL_EV_P2P ||
+         e->type == SGPU_NCCL_EV_CE_COLL;
 }
 
 static nccl_event *group_of(nccl_event *e) {
@@ -299,8 +300,10 @@ static void pending_add(nccl_event *e) {
 }
 
 static void pending_remove_locked(nccl_event *e) {
-  if (e->pending_prev) e->pending_prev->pending_next = e->pending_next;
-  else if (pending_head == e) pending_head = e->pending_next;
+  if (e->pending_prev)
+    e->pending_prev->pending_next = e->pending_next;
+  else if (pending_head == e)
+    pending_head = e->pending_next;
   if (e->pending_next) e->pending_next->pending_prev = e->pending_prev;
   e->pending_prev = e->pending_next = NULL;
 }
@@ -398,7 +401,8 @@ static void fill_operation(nccl_event *e, const sgpu_nccl_event_desc *d) {
       rec->seq = __atomic_fetch_add(&c->p2p_seq[(size_t)recv * (size_t)c->nranks + (size_t)d->peer],
                                     1, __ATOMIC_RELAXED);
   } else {
-    if (rec->op == STEPSCOPE_COLL_BROADCAST || rec->op == STEPSCOPE_COLL_REDUCE) rec->peer = d->root;
+    if (rec->op == STEPSCOPE_COLL_BROADCAST || rec->op == STEPSCOPE_COLL_REDUCE)
+      rec->peer = d->root;
     rec->seq = __atomic_fetch_add(&c->next_coll_seq, 1, __ATOMIC_RELAXED);
     rec->algorithm = intern_cached(d->algo);
     rec->protocol = intern_cached(d->proto);
@@ -422,17 +426,20 @@ void *sgpu_nccl_event_start(void *context, const sgpu_nccl_event_desc *d) {
   if (!c || !d || !stepscope_active()) return NULL;
   comm_mark_in_current_trace(c);
   switch (d->type) {
-    case SGPU_NCCL_EV_GROUP:
-      /* v5+ also report the legacy per-plan Group event; its operations hang
-       * under the API events, so only v4 needs it. */
-      if (c->version >= 5) return NULL;
-      break;
-    case SGPU_NCCL_EV_GROUP_API: case SGPU_NCCL_EV_COLL_API:
-    case SGPU_NCCL_EV_P2P_API: case SGPU_NCCL_EV_KERNEL_LAUNCH: case SGPU_NCCL_EV_COLL:
-    case SGPU_NCCL_EV_P2P: case SGPU_NCCL_EV_KERNEL_CH: case SGPU_NCCL_EV_CE_COLL:
-      break;
-    default:
-      return NULL;
+  case SGPU_NCCL_EV_GROUP:
+    /* v5+ also report the legacy per-plan Group event; its operations hang
+     * under the API events, so only v4 needs it. */
+    if (c->version >= 5) return NULL;
+    break;
+  case SGPU_NCCL_EV_GROUP_API:
+  case SGPU_NCCL_EV_COLL_API:
+  case SGPU_NCCL_EV_P2P_API:
+  case SGPU_NCCL_EV_KERNEL_LAUNCH:
+  case SGPU_NCCL_EV_COLL:
+  case SGPU_NCCL_EV_P2P:
+  case SGPU_NCCL_EV_KERNEL_CH:
+  case SGPU_NCCL_EV_CE_COLL: break;
+  default: return NULL;
   }
   if (d->type == SGPU_NCCL_EV_KERNEL_CH) {
     /* A channel of a running operation: only its GPU timers matter, kept on
@@ -536,7 +543,9 @@ static void flush_pending(nccl_comm *c) {
   }
 }
 
-void sgpu_nccl_flush_unfinished(void) { flush_pending(NULL); }
+void sgpu_nccl_flush_unfinished(void) {
+  flush_pending(NULL);
+}
 
 sgpu_nccl_result sgpu_nccl_comm_finalize(void *context) {
   nccl_comm *c = context;
@@ -560,7 +569,7 @@ void sgpu_nccl_note_launch_correlation(uint64_t correlation_id) {
 /* This binary's own core (hidden: a reference to it never leaves the binary)
  * and the same table under the exported name other binaries look up. */
 const sgpu_nccl_core_api sgpu_nccl_core_local = {
-    SGPU_NCCL_CORE_ABI,     sizeof(sgpu_nccl_event_desc), sgpu_nccl_comm_init,
+    SGPU_NCCL_CORE_ABI,      sizeof(sgpu_nccl_event_desc), sgpu_nccl_comm_init,
     sgpu_nccl_comm_finalize, sgpu_nccl_event_start,        sgpu_nccl_event_stop,
     sgpu_nccl_event_state};
 extern const sgpu_nccl_core_api stepscope_nccl_core_v1

@@ -13,17 +13,17 @@
 #include "nccl_profiler_common.h"
 
 typedef struct sgpu_nccl_event_desc {
-  uint64_t type;          /* one SGPU_NCCL_EV_* bit */
-  void *parent;           /* parent event handle (ours), or NULL */
+  uint64_t type; /* one SGPU_NCCL_EV_* bit */
+  void *parent;  /* parent event handle (ours), or NULL */
   int rank;
   const char *func, *datatype, *algo, *proto;
-  uint64_t seq_number;    /* NCCL's own sequence number (per function) */
+  uint64_t seq_number; /* NCCL's own sequence number (per function) */
   uint64_t count;
   int root, peer;
   unsigned channels;
   unsigned channel_id;
-  uint64_t ptimer;        /* kernelCh: GPU globaltimer at start */
-  void *stream;           /* cudaStream_t of API / kernel-launch / CE events */
+  uint64_t ptimer; /* kernelCh: GPU globaltimer at start */
+  void *stream;    /* cudaStream_t of API / kernel-launch / CE events */
   bool graph_captured;
 } sgpu_nccl_event_desc;
 
@@ -68,15 +68,16 @@ typedef struct sgpu_nccl_core_api {
 } sgpu_nccl_core_api;
 
 #define SGPU_NCCL_CORE_SYMBOL "stepscope_nccl_core_v1"
-extern const sgpu_nccl_core_api sgpu_nccl_core_local; /* this binary's; exported as the symbol above */
+extern const sgpu_nccl_core_api
+    sgpu_nccl_core_local; /* this binary's; exported as the symbol above */
 
 /* Counters for tests and the exit summary. */
 typedef struct sgpu_nccl_stats {
   uint64_t collectives_written;
   uint64_t events_live;
   uint64_t allocation_failures;
-  uint64_t late_events;          /* stop/KernelCh for an event that had already ended */
-  uint64_t flushed_unfinished;   /* operations written at finalize/exit, KernelCh missing */
+  uint64_t late_events;        /* stop/KernelCh for an event that had already ended */
+  uint64_t flushed_unfinished; /* operations written at finalize/exit, KernelCh missing */
 } sgpu_nccl_stats;
 void sgpu_nccl_get_stats(sgpu_nccl_stats *out);
 

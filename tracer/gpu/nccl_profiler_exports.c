@@ -21,54 +21,49 @@
 #define SGPU_EXPORT __attribute__((visibility("default")))
 
 /* Fills the fields v5 and v6 share (v6 extends v5's union). */
-#define FILL_FROM_V5_UNION(out, in)                                                   \
-  do {                                                                                \
-    switch ((in)->type) {                                                             \
-      case SGPU_NCCL_EV_GROUP_API:                                                    \
-        (out)->graph_captured = (in)->groupApi.graphCaptured;                         \
-        break;                                                                        \
-      case SGPU_NCCL_EV_COLL_API:                                                     \
-        (out)->func = (in)->collApi.func;                                             \
-        (out)->count = (in)->collApi.count;                                           \
-        (out)->datatype = (in)->collApi.datatype;                                     \
-        (out)->root = (in)->collApi.root;                                             \
-        (out)->stream = (in)->collApi.stream;                                         \
-        (out)->graph_captured = (in)->collApi.graphCaptured;                          \
-        break;                                                                        \
-      case SGPU_NCCL_EV_P2P_API:                                                      \
-        (out)->func = (in)->p2pApi.func;                                              \
-        (out)->count = (in)->p2pApi.count;                                            \
-        (out)->datatype = (in)->p2pApi.datatype;                                      \
-        (out)->stream = (in)->p2pApi.stream;                                          \
-        (out)->graph_captured = (in)->p2pApi.graphCaptured;                           \
-        break;                                                                        \
-      case SGPU_NCCL_EV_KERNEL_LAUNCH:                                                \
-        (out)->stream = (in)->kernelLaunch.stream;                                    \
-        break;                                                                        \
-      case SGPU_NCCL_EV_COLL:                                                         \
-        (out)->seq_number = (in)->coll.seqNumber;                                     \
-        (out)->func = (in)->coll.func;                                                \
-        (out)->count = (in)->coll.count;                                              \
-        (out)->root = (in)->coll.root;                                                \
-        (out)->datatype = (in)->coll.datatype;                                        \
-        (out)->channels = (in)->coll.nChannels;                                       \
-        (out)->algo = (in)->coll.algo;                                                \
-        (out)->proto = (in)->coll.proto;                                              \
-        break;                                                                        \
-      case SGPU_NCCL_EV_P2P:                                                          \
-        (out)->func = (in)->p2p.func;                                                 \
-        (out)->datatype = (in)->p2p.datatype;                                         \
-        (out)->count = (in)->p2p.count;                                               \
-        (out)->peer = (in)->p2p.peer;                                                 \
-        (out)->channels = (in)->p2p.nChannels;                                        \
-        break;                                                                        \
-      case SGPU_NCCL_EV_KERNEL_CH:                                                    \
-        (out)->channel_id = (in)->kernelCh.channelId;                                 \
-        (out)->ptimer = (in)->kernelCh.pTimer;                                        \
-        break;                                                                        \
-      default:                                                                        \
-        break;                                                                        \
-    }                                                                                 \
+#define FILL_FROM_V5_UNION(out, in)                                                                \
+  do {                                                                                             \
+    switch ((in)->type) {                                                                          \
+    case SGPU_NCCL_EV_GROUP_API: (out)->graph_captured = (in)->groupApi.graphCaptured; break;      \
+    case SGPU_NCCL_EV_COLL_API:                                                                    \
+      (out)->func = (in)->collApi.func;                                                            \
+      (out)->count = (in)->collApi.count;                                                          \
+      (out)->datatype = (in)->collApi.datatype;                                                    \
+      (out)->root = (in)->collApi.root;                                                            \
+      (out)->stream = (in)->collApi.stream;                                                        \
+      (out)->graph_captured = (in)->collApi.graphCaptured;                                         \
+      break;                                                                                       \
+    case SGPU_NCCL_EV_P2P_API:                                                                     \
+      (out)->func = (in)->p2pApi.func;                                                             \
+      (out)->count = (in)->p2pApi.count;                                                           \
+      (out)->datatype = (in)->p2pApi.datatype;                                                     \
+      (out)->stream = (in)->p2pApi.stream;                                                         \
+      (out)->graph_captured = (in)->p2pApi.graphCaptured;                                          \
+      break;                                                                                       \
+    case SGPU_NCCL_EV_KERNEL_LAUNCH: (out)->stream = (in)->kernelLaunch.stream; break;             \
+    case SGPU_NCCL_EV_COLL:                                                                        \
+      (out)->seq_number = (in)->coll.seqNumber;                                                    \
+      (out)->func = (in)->coll.func;                                                               \
+      (out)->count = (in)->coll.count;                                                             \
+      (out)->root = (in)->coll.root;                                                               \
+      (out)->datatype = (in)->coll.datatype;                                                       \
+      (out)->channels = (in)->coll.nChannels;                                                      \
+      (out)->algo = (in)->coll.algo;                                                               \
+      (out)->proto = (in)->coll.proto;                                                             \
+      break;                                                                                       \
+    case SGPU_NCCL_EV_P2P:                                                                         \
+      (out)->func = (in)->p2p.func;                                                                \
+      (out)->datatype = (in)->p2p.datatype;                                                        \
+      (out)->count = (in)->p2p.count;                                                              \
+      (out)->peer = (in)->p2p.peer;                                                                \
+      (out)->channels = (in)->p2p.nChannels;                                                       \
+      break;                                                                                       \
+    case SGPU_NCCL_EV_KERNEL_CH:                                                                   \
+      (out)->channel_id = (in)->kernelCh.channelId;                                                \
+      (out)->ptimer = (in)->kernelCh.pTimer;                                                       \
+      break;                                                                                       \
+    default: break;                                                                                \
+    }                                                                                              \
   } while (0)
 
 static void desc_init(sgpu_nccl_event_desc *out, uint64_t type, void *parent, int rank) {
@@ -110,7 +105,9 @@ static sgpu_nccl_result record_state(void *handle, int state, sgpu_nccl_state_ar
   return SGPU_NCCL_SUCCESS;
 }
 
-static sgpu_nccl_result finalize(void *context) { return core()->comm_finalize(context); }
+static sgpu_nccl_result finalize(void *context) {
+  return core()->comm_finalize(context);
+}
 
 /* ---- v6 ---------------------------------------------------------------------- */
 
@@ -138,8 +135,8 @@ static sgpu_nccl_result start_v6(void *context, void **handle, sgpu_nccl_descr_v
   return SGPU_NCCL_SUCCESS;
 }
 
-SGPU_EXPORT const sgpu_nccl_profiler_v6 ncclProfiler_v6 = {
-    "stepscope", init_v6, start_v6, stop_event, record_state, finalize};
+SGPU_EXPORT const sgpu_nccl_profiler_v6 ncclProfiler_v6 = {"stepscope", init_v6,      start_v6,
+                                                           stop_event,  record_state, finalize};
 
 /* ---- v5 ---------------------------------------------------------------------- */
 
@@ -158,8 +155,8 @@ static sgpu_nccl_result start_v5(void *context, void **handle, sgpu_nccl_descr_v
   return SGPU_NCCL_SUCCESS;
 }
 
-SGPU_EXPORT const sgpu_nccl_profiler_v5 ncclProfiler_v5 = {
-    "stepscope", init_v5, start_v5, stop_event, record_state, finalize};
+SGPU_EXPORT const sgpu_nccl_profiler_v5 ncclProfiler_v5 = {"stepscope", init_v5,      start_v5,
+                                                           stop_event,  record_state, finalize};
 
 /* ---- v4 ---------------------------------------------------------------------- */
 
@@ -174,33 +171,32 @@ static sgpu_nccl_result start_v4(void *context, void **handle, sgpu_nccl_descr_v
   sgpu_nccl_event_desc e;
   desc_init(&e, d->type, d->parentObj, d->rank);
   switch (d->type) {
-    case SGPU_NCCL_EV_COLL:
-      e.seq_number = d->coll.seqNumber;
-      e.func = d->coll.func;
-      e.count = d->coll.count;
-      e.root = d->coll.root;
-      e.datatype = d->coll.datatype;
-      e.channels = d->coll.nChannels;
-      e.algo = d->coll.algo;
-      e.proto = d->coll.proto;
-      break;
-    case SGPU_NCCL_EV_P2P:
-      e.func = d->p2p.func;
-      e.datatype = d->p2p.datatype;
-      e.count = d->p2p.count;
-      e.peer = d->p2p.peer;
-      e.channels = d->p2p.nChannels;
-      break;
-    case SGPU_NCCL_EV_KERNEL_CH:
-      e.channel_id = d->kernelCh.channelId;
-      e.ptimer = d->kernelCh.pTimer;
-      break;
-    default:
-      break;
+  case SGPU_NCCL_EV_COLL:
+    e.seq_number = d->coll.seqNumber;
+    e.func = d->coll.func;
+    e.count = d->coll.count;
+    e.root = d->coll.root;
+    e.datatype = d->coll.datatype;
+    e.channels = d->coll.nChannels;
+    e.algo = d->coll.algo;
+    e.proto = d->coll.proto;
+    break;
+  case SGPU_NCCL_EV_P2P:
+    e.func = d->p2p.func;
+    e.datatype = d->p2p.datatype;
+    e.count = d->p2p.count;
+    e.peer = d->p2p.peer;
+    e.channels = d->p2p.nChannels;
+    break;
+  case SGPU_NCCL_EV_KERNEL_CH:
+    e.channel_id = d->kernelCh.channelId;
+    e.ptimer = d->kernelCh.pTimer;
+    break;
+  default: break;
   }
   *handle = core()->event_start(context, &e);
   return SGPU_NCCL_SUCCESS;
 }
 
-SGPU_EXPORT const sgpu_nccl_profiler_v4 ncclProfiler_v4 = {
-    "stepscope", init_v4, start_v4, stop_event, record_state, finalize};
+SGPU_EXPORT const sgpu_nccl_profiler_v4 ncclProfiler_v4 = {"stepscope", init_v4,      start_v4,
+                                                           stop_event,  record_state, finalize};

@@ -44,7 +44,9 @@ typedef struct sgpu_nccl_descr_v4 {
       int chunkSize;
       int isSend;
     } proxyOp;
-    struct { int step; } proxyStep;
+    struct {
+      int step;
+    } proxyStep;
     struct {
       uint8_t channelId;
       uint64_t pTimer;

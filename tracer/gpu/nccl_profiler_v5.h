@@ -13,70 +13,70 @@
 #include "nccl_profiler_common.h"
 
 /* The v5 union members; v6 appends its own after these. */
-#define SGPU_NCCL_DESCR_V5_MEMBERS                                                    \
-  struct {                                                                            \
-    bool graphCaptured;                                                               \
-    int groupDepth;                                                                   \
-  } groupApi;                                                                         \
-  struct {                                                                            \
-    const char *func;                                                                 \
-    size_t count;                                                                     \
-    const char *datatype;                                                             \
-    int root;                                                                         \
-    void *stream;                                                                     \
-    bool graphCaptured;                                                               \
-  } collApi;                                                                          \
-  struct {                                                                            \
-    const char *func;                                                                 \
-    size_t count;                                                                     \
-    const char *datatype;                                                             \
-    void *stream;                                                                     \
-    bool graphCaptured;                                                               \
-  } p2pApi;                                                                           \
-  struct {                                                                            \
-    void *stream;                                                                     \
-  } kernelLaunch;                                                                     \
-  struct {                                                                            \
-    uint64_t seqNumber;                                                               \
-    const char *func;                                                                 \
-    const void *sendBuff;                                                             \
-    void *recvBuff;                                                                   \
-    size_t count;                                                                     \
-    int root;                                                                         \
-    const char *datatype;                                                             \
-    uint8_t nChannels;                                                                \
-    uint8_t nWarps;                                                                   \
-    const char *algo;                                                                 \
-    const char *proto;                                                                \
-    void *parentGroup;                                                                \
-  } coll;                                                                             \
-  struct {                                                                            \
-    const char *func;                                                                 \
-    void *buff;                                                                       \
-    const char *datatype;                                                             \
-    size_t count;                                                                     \
-    int peer;                                                                         \
-    uint8_t nChannels;                                                                \
-    void *parentGroup;                                                                \
-  } p2p;                                                                              \
-  struct {                                                                            \
-    pid_t pid;                                                                        \
-    uint8_t channelId;                                                                \
-    int peer;                                                                         \
-    int nSteps;                                                                       \
-    int chunkSize;                                                                    \
-    int isSend;                                                                       \
-  } proxyOp;                                                                          \
-  struct {                                                                            \
-    int step;                                                                         \
-  } proxyStep;                                                                        \
-  struct {                                                                            \
-    uint8_t channelId;                                                                \
-    uint64_t pTimer;                                                                  \
-  } kernelCh;                                                                         \
-  struct {                                                                            \
-    int64_t id;                                                                       \
-    void *data;                                                                       \
+#define SGPU_NCCL_DESCR_V5_MEMBERS                                                                 \
+  struct {                                                                                         \
+    bool graphCaptured;                                                                            \
+    int groupDepth;                                                                                \
+  } groupApi;                                                                                      \
+  struct {                                                                                         \
+    const char *func;                                                                              \
+    size_t count;                                                                                  \
+    const char *datatype;                                                                          \
+    int root;                                                                                      \
+    void *stream;                                                                                  \
+    bool graphCaptured;                                                                            \
+  } collApi;                                                                                       \
+  struct {                                                                                         \
+    const char *func;                                                                              \
+    size_t count;                                                                                  \
+    const char *datatype;                                                                          \
+    void *stream;                                                                                  \
+    bool graphCaptured;                                                                            \
+  } p2pApi;                                                                                        \
+  struct {                                                                                         \
+    void *stream;                                                                                  \
+  } kernelLaunch;                                                                                  \
+  struct {                                                                                         \
+    uint64_t seqNumber;                                                                            \
+    const char *func;                                                                              \
+    const void *sendBuff;                                                                          \
+    void *recvBuff;                                                                                \
+    size_t count;                                                                                  \
+    int root;                                                                                      \
+    const char *datatype;                                                                          \
+    uint8_t nChannels;                                                                             \
+    uint8_t nWarps;                                                                                \
+    const char *algo;                                                                              \
+    const char *proto;                                                                             \
+    void *parentGroup;                                                                             \
+  } coll;                                                                                          \
+  struct {                                                                                         \
+    const char *func;                                                                              \
+    void *buff;                                                                                    \
+    const char *datatype;                                                                          \
+    size_t count;                                                                                  \
+    int peer;                                                                                      \
+    uint8_t nChannels;                                                                             \
+    void *parentGroup;                                                                             \
+  } p2p;                                                                                           \
+  struct {                                                                                         \
+    pid_t pid;                                                                                     \
+    uint8_t channelId;                                                                             \
+    int peer;                                                                                      \
+    int nSteps;                                                                                    \
+    int chunkSize;                                                                                 \
+    int isSend;                                                                                    \
+  } proxyOp;                                                                                       \
+  struct {                                                                                         \
+    int step;                                                                                      \
+  } proxyStep;                                                                                     \
+  struct {                                                                                         \
+    uint8_t channelId;                                                                             \
+    uint64_t pTimer;                                                                               \
+  } kernelCh;                                                                                      \
+  struct {                                                                                         \
+    int64_t id;                                                                                    \
+    void *data;                                                                                    \
   } netPlugin;
 
 typedef struct sgpu_nccl_descr_v5 {

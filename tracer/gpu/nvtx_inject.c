@@ -35,14 +35,15 @@
 #include "nvtx_payload.h"
 #include "stepscope.h"
 
-#define SGPU_EXPORT __attribute__((visibility("default")))
+#define SGPU_EXPORT  __attribute__((visibility("default")))
 #define HANDLE_MAGIC 0x4e565458u /* "NVTX" */
-#define STACK_DEPTH 128
-#define OPEN_RANGES 4096
-#define ARGS_MAX 1024
+#define STACK_DEPTH  128
+#define OPEN_RANGES  4096
+#define ARGS_MAX     1024
 
 typedef struct nvtx_text {
-  struct nvtx_text *next_kept; /* every handle stays listed: NVTX handles live as long as the process */
+  struct nvtx_text
+      *next_kept; /* every handle stays listed: NVTX handles live as long as the process */
   uint32_t magic;
   stepscope_writer *writer; /* trace the cached id belongs to */
   uint32_t id;
@@ -76,9 +77,9 @@ static pthread_mutex_t ranges_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
   uint64_t id;
   open_range r;
-} *start_end_ranges;                       /* OPEN_RANGES slots, id 0 = free */
+} * start_end_ranges; /* OPEN_RANGES slots, id 0 = free */
 static uint64_t next_range_id = 1;
-static uint64_t dropped;                   /* atomic */
+static uint64_t dropped; /* atomic */
 
 /* ---- strings ---------------------------------------------------------------- */
 
@@ -100,7 +101,8 @@ static char *narrow_copy(const wchar_t *w) {
   size_t n = w ? wcslen(w) : 0;
   char *s = malloc(n + 1);
   if (!s) return NULL;
-  for (size_t i = 0; i < n; i++) s[i] = (w[i] > 0 && w[i] < 0x80) ? (char)w[i] : '?';
+  for (size_t i = 0; i < n; i++)
+    s[i] = (w[i] > 0 && w[i] < 0x80) ? (char)w[i] : '?';
   s[n] = '\0';
   return s;
 }
@@ -127,7 +129,9 @@ static uint32_t domain_id(nvtxDomainHandle_t d) {
 
 /* ---- attribute decoding ------------------------------------------------------ */
 
-static void count_drop(void) { __atomic_add_fetch(&dropped, 1, __ATOMIC_RELAXED); }
+static void count_drop(void) {
+  __atomic_add_fetch(&dropped, 1, __ATOMIC_RELAXED);
+}
 
 /* Fills the fields a range and a mark share from NVTX event attributes. */
 static void decode_attributes(nvtxDomainHandle_t domain, const nvtxEventAttributes_t *a,
@@ -138,42 +142,55 @@ static void decode_attributes(nvtxDomainHandle_t domain, const nvtxEventAttribut
   if (!a) return;
   if (a->size >= offsetof(nvtxEventAttributes_t, message) + sizeof a->message) {
     switch (a->messageType) {
-      case NVTX_MESSAGE_TYPE_ASCII: *name = stepscope_intern_current(a->message.ascii); break;
-      case NVTX_MESSAGE_TYPE_REGISTERED:
-        *name = text_id((nvtx_text *)a->message.registered);
-        break;
-      case NVTX_MESSAGE_TYPE_UNICODE: {
-        char *s = narrow_copy(a->message.unicode);
-        if (s) *name = stepscope_intern_current(s);
-        free(s);
-        break;
-      }
-      default: break;
+    case NVTX_MESSAGE_TYPE_ASCII: *name = stepscope_intern_current(a->message.ascii); break;
+    case NVTX_MESSAGE_TYPE_REGISTERED: *name = text_id((nvtx_text *)a->message.registered); break;
+    case NVTX_MESSAGE_TYPE_UNICODE: {
+      char *s = narrow_copy(a->message.unicode);
+      if (s) *name = stepscope_intern_current(s);
+      free(s);
+      break;
+    }
+    default: break;
     }
   }
   *category = a->category;
   if (a->colorType == NVTX_COLOR_ARGB) *color = a->color;
   switch (a->payloadType) {
-    case NVTX_PAYLOAD_TYPE_UNSIGNED_INT64: *payload_kind = STEPSCOPE_PAYLOAD_UINT64; *payload = a->payload.ullValue; break;
-    case NVTX_PAYLOAD_TYPE_INT64: *payload_kind = STEPSCOPE_PAYLOAD_INT64; *payload = (uint64_t)a->payload.llValue; break;
-    case NVTX_PAYLOAD_TYPE_UNSIGNED_INT32: *payload_kind = STEPSCOPE_PAYLOAD_UINT64; *payload = a->payload.uiValue; break;
-    case NVTX_PAYLOAD_TYPE_INT32: *payload_kind = STEPSCOPE_PAYLOAD_INT64; *payload = (uint64_t)(int64_t)a->payload.iValue; break;
-    case NVTX_PAYLOAD_TYPE_DOUBLE: *payload_kind = STEPSCOPE_PAYLOAD_DOUBLE; memcpy(payload, &a->payload.dValue, 8); break;
-    case NVTX_PAYLOAD_TYPE_FLOAT: {
-      double d = a->payload.fValue;
-      *payload_kind = STEPSCOPE_PAYLOAD_DOUBLE;
-      memcpy(payload, &d, 8);
-      break;
-    }
-    case NVTX_PAYLOAD_TYPE_EXT: {
-      const nvtxPayloadData_t *pd = (const nvtxPayloadData_t *)(uintptr_t)a->payload.ullValue;
-      size_t n = a->reserved0 > 0 ? (size_t)a->reserved0 : 1;
-      char json[ARGS_MAX];
-      if (pd && sgpu_nvtx_payload_to_json(domain, pd, n, json, sizeof json) > 0)
-        *args = stepscope_intern_current(json);
-      break;
-    }
-    default: break;
+  case NVTX_PAYLOAD_TYPE_UNSIGNED_INT64:
+    *payload_kind = STEPSCOPE_PAYLOAD_UINT64;
+    *payload = a->payload.ullValue;
+    break;
+  case NVTX_PAYLOAD_TYPE_INT64:
+    *payload_kind = STEPSCOPE_PAYLOAD_INT64;
+    *payload = (uint64_t)a->payload.llValue;
+    break;
+  case NVTX_PAYLOAD_TYPE_UNSIGNED_INT32:
+    *payload_kind = STEPSCOPE_PAYLOAD_UINT64;
+    *payload = a->payload.uiValue;
+    break;
+  case NVTX_PAYLOAD_TYPE_INT32:
+    *payload_kind = STEPSCOPE_PAYLOAD_INT64;
+    *payload = (uint64_t)(int64_t)a->payload.iValue;
+    break;
+  case NVTX_PAYLOAD_TYPE_DOUBLE:
+    *payload_kind = STEPSCOPE_PAYLOAD_DOUBLE;
+    memcpy(payload, &a->payload.dValue, 8);
+    break;
+  case NVTX_PAYLOAD_TYPE_FLOAT: {
+    double d = a->payload.fValue;
+    *payload_kind = STEPSCOPE_PAYLOAD_DOUBLE;
+    memcpy(payload, &d, 8);
+    break;
+  }
+  case NVTX_PAYLOAD_TYPE_EXT: {
+    const nvtxPayloadData_t *pd = (const nvtxPayloadData_t *)(uintptr_t)a->payload.ullValue;
+    size_t n = a->reserved0 > 0 ? (size_t)a->reserved0 : 1;
+    char json[ARGS_MAX];
+    if (pd && sgpu_nvtx_payload_to_json(domain, pd, n, json, sizeof json) > 0)
+      *args = stepscope_intern_current(json);
+    break;
+  }
+  default: break;
   }
 }
 
@@ -192,7 +209,8 @@ static void emit_range(const stepscope_range *r) {
   stepscope_emit(&rec);
 }
 
-static void fill_range(stepscope_range *r, nvtxDomainHandle_t domain, const nvtxEventAttributes_t *a) {
+static void fill_range(stepscope_range *r, nvtxDomainHandle_t domain,
+                       const nvtxEventAttributes_t *a) {
   memset(r, 0, sizeof *r);
   r->start_ns = stepscope_now_ns();
   r->thread = stepscope_thread_id();
@@ -204,8 +222,15 @@ static void fill_range(stepscope_range *r, nvtxDomainHandle_t domain, const nvtx
 static int push_attr(nvtxDomainHandle_t domain, const nvtxEventAttributes_t *a) {
   if (!stepscope_active()) return 0;
   thread_stack *s = stack_get();
-  if (!s) { count_drop(); return -1; }
-  if (s->depth >= STACK_DEPTH) { s->depth++; count_drop(); return s->depth - 1; }
+  if (!s) {
+    count_drop();
+    return -1;
+  }
+  if (s->depth >= STACK_DEPTH) {
+    s->depth++;
+    count_drop();
+    return s->depth - 1;
+  }
   open_range *o = &s->entries[s->depth++];
   fill_range(&o->rec, domain, a);
   o->domain = domain;
@@ -215,9 +240,13 @@ static int push_attr(nvtxDomainHandle_t domain, const nvtxEventAttributes_t *a) 
 static int pop_domain(nvtxDomainHandle_t domain, const char *extra_args) {
   thread_stack *s = tls_stack;
   if (!s || s->depth == 0) return -1;
-  if (s->depth > STACK_DEPTH) { s->depth--; return s->depth; }
+  if (s->depth > STACK_DEPTH) {
+    s->depth--;
+    return s->depth;
+  }
   int i = s->depth - 1;
-  while (i >= 0 && s->entries[i].domain != (const void *)domain) i--;
+  while (i >= 0 && s->entries[i].domain != (const void *)domain)
+    i--;
   if (i < 0) return -1;
   open_range o = s->entries[i];
   memmove(&s->entries[i], &s->entries[i + 1], (size_t)(s->depth - 1 - i) * sizeof s->entries[0]);
@@ -277,7 +306,8 @@ static void end_id(nvtxRangeId_t id, const char *extra_args) {
   emit_range(&o.rec);
 }
 
-static void mark_attr(nvtxDomainHandle_t domain, const nvtxEventAttributes_t *a, const char *args_json) {
+static void mark_attr(nvtxDomainHandle_t domain, const nvtxEventAttributes_t *a,
+                      const char *args_json) {
   if (!stepscope_active()) return;
   stepscope_record rec;
   memset(&rec, 0, sizeof rec);
@@ -304,31 +334,50 @@ static nvtxEventAttributes_t ascii_attr(const char *message) {
 
 /* ---- CORE module --------------------------------------------------------------- */
 
-static void NVTX_API h_mark_ex(const nvtxEventAttributes_t *a) { mark_attr(NULL, a, NULL); }
-static void NVTX_API h_mark_a(const char *m) { nvtxEventAttributes_t a = ascii_attr(m); mark_attr(NULL, &a, NULL); }
+static void NVTX_API h_mark_ex(const nvtxEventAttributes_t *a) {
+  mark_attr(NULL, a, NULL);
+}
+static void NVTX_API h_mark_a(const char *m) {
+  nvtxEventAttributes_t a = ascii_attr(m);
+  mark_attr(NULL, &a, NULL);
+}
 static void NVTX_API h_mark_w(const wchar_t *m) {
   char *s = narrow_copy(m);
   if (s) h_mark_a(s);
   free(s);
 }
-static nvtxRangeId_t NVTX_API h_start_ex(const nvtxEventAttributes_t *a) { return start_attr(NULL, a); }
-static nvtxRangeId_t NVTX_API h_start_a(const char *m) { nvtxEventAttributes_t a = ascii_attr(m); return start_attr(NULL, &a); }
+static nvtxRangeId_t NVTX_API h_start_ex(const nvtxEventAttributes_t *a) {
+  return start_attr(NULL, a);
+}
+static nvtxRangeId_t NVTX_API h_start_a(const char *m) {
+  nvtxEventAttributes_t a = ascii_attr(m);
+  return start_attr(NULL, &a);
+}
 static nvtxRangeId_t NVTX_API h_start_w(const wchar_t *m) {
   char *s = narrow_copy(m);
   nvtxRangeId_t id = s ? h_start_a(s) : 0;
   free(s);
   return id;
 }
-static void NVTX_API h_end(nvtxRangeId_t id) { end_id(id, NULL); }
-static int NVTX_API h_push_ex(const nvtxEventAttributes_t *a) { return push_attr(NULL, a); }
-static int NVTX_API h_push_a(const char *m) { nvtxEventAttributes_t a = ascii_attr(m); return push_attr(NULL, &a); }
+static void NVTX_API h_end(nvtxRangeId_t id) {
+  end_id(id, NULL);
+}
+static int NVTX_API h_push_ex(const nvtxEventAttributes_t *a) {
+  return push_attr(NULL, a);
+}
+static int NVTX_API h_push_a(const char *m) {
+  nvtxEventAttributes_t a = ascii_attr(m);
+  return push_attr(NULL, &a);
+}
 static int NVTX_API h_push_w(const wchar_t *m) {
   char *s = narrow_copy(m);
   int depth = s ? h_push_a(s) : -1;
   free(s);
   return depth;
 }
-static int NVTX_API h_pop(void) { return pop_domain(NULL, NULL); }
+static int NVTX_API h_pop(void) {
+  return pop_domain(NULL, NULL);
+}
 
 static void name_category(nvtxDomainHandle_t domain, uint32_t category, const char *name) {
   if (!stepscope_active() || !name) return;
@@ -343,14 +392,17 @@ static void name_category(nvtxDomainHandle_t domain, uint32_t category, const ch
   value[j] = '\0';
   stepscope_metadata_set(key, value);
 }
-static void NVTX_API h_name_category_a(uint32_t c, const char *n) { name_category(NULL, c, n); }
+static void NVTX_API h_name_category_a(uint32_t c, const char *n) {
+  name_category(NULL, c, n);
+}
 static void NVTX_API h_name_category_w(uint32_t c, const wchar_t *n) {
   char *s = narrow_copy(n);
   name_category(NULL, c, s);
   free(s);
 }
 static void NVTX_API h_name_thread_a(uint32_t tid, const char *name) {
-  if (stepscope_active() && name) stepscope_stream_declare(tid, STEPSCOPE_STREAM_HOST_THREAD, 0, name);
+  if (stepscope_active() && name)
+    stepscope_stream_declare(tid, STEPSCOPE_STREAM_HOST_THREAD, 0, name);
 }
 static void NVTX_API h_name_thread_w(uint32_t tid, const wchar_t *name) {
   char *s = narrow_copy(name);
@@ -360,17 +412,30 @@ static void NVTX_API h_name_thread_w(uint32_t tid, const wchar_t *name) {
 
 /* ---- CORE2 module (domains) ------------------------------------------------------ */
 
-static void NVTX_API h_d_mark_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a) { mark_attr(d, a, NULL); }
-static nvtxRangeId_t NVTX_API h_d_start_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a) { return start_attr(d, a); }
-static void NVTX_API h_d_end(nvtxDomainHandle_t d, nvtxRangeId_t id) { end_id(id, NULL); }
-static int NVTX_API h_d_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a) { return push_attr(d, a); }
-static int NVTX_API h_d_pop(nvtxDomainHandle_t d) { return pop_domain(d, NULL); }
-static nvtxResourceHandle_t NVTX_API h_d_resource_create(nvtxDomainHandle_t d, nvtxResourceAttributes_t *a) {
+static void NVTX_API h_d_mark_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a) {
+  mark_attr(d, a, NULL);
+}
+static nvtxRangeId_t NVTX_API h_d_start_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a) {
+  return start_attr(d, a);
+}
+static void NVTX_API h_d_end(nvtxDomainHandle_t d, nvtxRangeId_t id) {
+  end_id(id, NULL);
+}
+static int NVTX_API h_d_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a) {
+  return push_attr(d, a);
+}
+static int NVTX_API h_d_pop(nvtxDomainHandle_t d) {
+  return pop_domain(d, NULL);
+}
+static nvtxResourceHandle_t NVTX_API h_d_resource_create(nvtxDomainHandle_t d,
+                                                         nvtxResourceAttributes_t *a) {
   static int resource_placeholder;
   return (nvtxResourceHandle_t)&resource_placeholder; /* resources are accepted, not recorded */
 }
 static void NVTX_API h_d_resource_destroy(nvtxResourceHandle_t r) {}
-static void NVTX_API h_d_name_category_a(nvtxDomainHandle_t d, uint32_t c, const char *n) { name_category(d, c, n); }
+static void NVTX_API h_d_name_category_a(nvtxDomainHandle_t d, uint32_t c, const char *n) {
+  name_category(d, c, n);
+}
 static void NVTX_API h_d_name_category_w(nvtxDomainHandle_t d, uint32_t c, const wchar_t *n) {
   char *s = narrow_copy(n);
   name_category(d, c, s);
@@ -378,7 +443,10 @@ static void NVTX_API h_d_name_category_w(nvtxDomainHandle_t d, uint32_t c, const
 }
 static nvtxStringHandle_t NVTX_API h_d_register_string_a(nvtxDomainHandle_t d, const char *s) {
   nvtx_text *t = calloc(1, sizeof *t);
-  if (!t || text_init(t, s) != 0) { free(t); return NULL; }
+  if (!t || text_init(t, s) != 0) {
+    free(t);
+    return NULL;
+  }
   return (nvtxStringHandle_t)t;
 }
 static nvtxStringHandle_t NVTX_API h_d_register_string_w(nvtxDomainHandle_t d, const wchar_t *w) {
@@ -389,7 +457,10 @@ static nvtxStringHandle_t NVTX_API h_d_register_string_w(nvtxDomainHandle_t d, c
 }
 static nvtxDomainHandle_t NVTX_API h_domain_create_a(const char *name) {
   nvtx_domain *d = calloc(1, sizeof *d);
-  if (!d || text_init(&d->name, name) != 0) { free(d); return NULL; }
+  if (!d || text_init(&d->name, name) != 0) {
+    free(d);
+    return NULL;
+  }
   return (nvtxDomainHandle_t)d;
 }
 static nvtxDomainHandle_t NVTX_API h_domain_create_w(const wchar_t *w) {
@@ -406,7 +477,8 @@ static void NVTX_API h_initialize(const void *reserved) {}
 
 /* ---- SYNC module (user locks) ------------------------------------------------------ */
 
-static nvtxSyncUser_t NVTX_API h_sync_create(nvtxDomainHandle_t d, const nvtxSyncUserAttributes_t *a) {
+static nvtxSyncUser_t NVTX_API h_sync_create(nvtxDomainHandle_t d,
+                                             const nvtxSyncUserAttributes_t *a) {
   nvtx_sync *s = calloc(1, sizeof *s);
   if (!s) return NULL;
   s->magic = HANDLE_MAGIC;
@@ -414,7 +486,10 @@ static nvtxSyncUser_t NVTX_API h_sync_create(nvtxDomainHandle_t d, const nvtxSyn
   const char *name = a && a->messageType == NVTX_MESSAGE_TYPE_ASCII ? a->message.ascii : "sync";
   if (a && a->messageType == NVTX_MESSAGE_TYPE_REGISTERED && a->message.registered)
     name = ((nvtx_text *)a->message.registered)->text;
-  if (text_init(&s->name, name) != 0) { free(s); return NULL; }
+  if (text_init(&s->name, name) != 0) {
+    free(s);
+    return NULL;
+  }
   return (nvtxSyncUser_t)s;
 }
 static void NVTX_API h_sync_destroy(nvtxSyncUser_t h) {
@@ -440,7 +515,9 @@ static void NVTX_API h_sync_acquire_start(nvtxSyncUser_t h) {
 static void sync_acquired(nvtxSyncUser_t h, const char *outcome) {
   thread_stack *st = tls_stack;
   nvtx_sync *s = (nvtx_sync *)h;
-  if (!st || st->sync_waiting != (const void *)h || !s || s->magic != HANDLE_MAGIC || !stepscope_active()) return;
+  if (!st || st->sync_waiting != (const void *)h || !s || s->magic != HANDLE_MAGIC ||
+      !stepscope_active())
+    return;
   st->sync_waiting = NULL;
   stepscope_range r;
   memset(&r, 0, sizeof r);
@@ -454,8 +531,12 @@ static void sync_acquired(nvtxSyncUser_t h, const char *outcome) {
   r.args = stepscope_intern_current(args);
   emit_range(&r);
 }
-static void NVTX_API h_sync_acquire_failed(nvtxSyncUser_t h) { sync_acquired(h, "failed"); }
-static void NVTX_API h_sync_acquire_success(nvtxSyncUser_t h) { sync_acquired(h, "success"); }
+static void NVTX_API h_sync_acquire_failed(nvtxSyncUser_t h) {
+  sync_acquired(h, "failed");
+}
+static void NVTX_API h_sync_acquire_success(nvtxSyncUser_t h) {
+  sync_acquired(h, "success");
+}
 static void NVTX_API h_sync_releasing(nvtxSyncUser_t h) {
   nvtx_sync *s = (nvtx_sync *)h;
   if (!s || s->magic != HANDLE_MAGIC || !stepscope_active()) return;
@@ -471,7 +552,8 @@ static uint64_t NVTX_API h_schema_register(nvtxDomainHandle_t d, const nvtxPaylo
 static uint64_t NVTX_API h_enum_register(nvtxDomainHandle_t d, const nvtxPayloadEnumAttr_t *a) {
   return sgpu_nvtx_enum_register(d, a);
 }
-static const char *payload_json(nvtxDomainHandle_t d, const nvtxPayloadData_t *p, size_t n, char *buf, size_t size) {
+static const char *payload_json(nvtxDomainHandle_t d, const nvtxPayloadData_t *p, size_t n,
+                                char *buf, size_t size) {
   return p && n && sgpu_nvtx_payload_to_json(d, p, n, buf, size) > 0 ? buf : NULL;
 }
 static void NVTX_API h_mark_payload(nvtxDomainHandle_t d, const nvtxPayloadData_t *p, size_t n) {
@@ -492,7 +574,8 @@ static int NVTX_API h_pop_payload(nvtxDomainHandle_t d, const nvtxPayloadData_t 
   char buf[ARGS_MAX];
   return pop_domain(d, stepscope_active() ? payload_json(d, p, n, buf, sizeof buf) : NULL);
 }
-static nvtxRangeId_t NVTX_API h_start_payload(nvtxDomainHandle_t d, const nvtxPayloadData_t *p, size_t n) {
+static nvtxRangeId_t NVTX_API h_start_payload(nvtxDomainHandle_t d, const nvtxPayloadData_t *p,
+                                              size_t n) {
   char buf[ARGS_MAX];
   const char *json = stepscope_active() ? payload_json(d, p, n, buf, sizeof buf) : NULL;
   nvtxRangeId_t id = start_attr(d, NULL);
@@ -508,11 +591,14 @@ static nvtxRangeId_t NVTX_API h_start_payload(nvtxDomainHandle_t d, const nvtxPa
   }
   return id;
 }
-static void NVTX_API h_end_payload(nvtxDomainHandle_t d, nvtxRangeId_t id, const nvtxPayloadData_t *p, size_t n) {
+static void NVTX_API h_end_payload(nvtxDomainHandle_t d, nvtxRangeId_t id,
+                                   const nvtxPayloadData_t *p, size_t n) {
   char buf[ARGS_MAX];
   end_id(id, stepscope_active() ? payload_json(d, p, n, buf, sizeof buf) : NULL);
 }
-static uint8_t NVTX_API h_domain_is_enabled(nvtxDomainHandle_t d) { return stepscope_active() ? 1 : 0; }
+static uint8_t NVTX_API h_domain_is_enabled(nvtxDomainHandle_t d) {
+  return stepscope_active() ? 1 : 0;
+}
 
 /* ---- installation -------------------------------------------------------------------- */
 
@@ -547,12 +633,15 @@ static void write_drop_count(void) {
 
 /* Writes the NVTX drop count now (called at exit by the injection library). */
 void sgpu_nvtx_flush_drops(void);
-void sgpu_nvtx_flush_drops(void) { write_drop_count(); }
+void sgpu_nvtx_flush_drops(void) {
+  write_drop_count();
+}
 
 static int install(NvtxGetExportTableFunc_t get_export_table) {
   static int warned;
   const NvtxExportTableCallbacks *cb =
-      get_export_table ? (const NvtxExportTableCallbacks *)get_export_table(NVTX_ETID_CALLBACKS) : NULL;
+      get_export_table ? (const NvtxExportTableCallbacks *)get_export_table(NVTX_ETID_CALLBACKS)
+                       : NULL;
   if (!cb || cb->struct_size < sizeof *cb) {
     sgpu_warn_once(&warned, "nvtx", "this NVTX has no callback table; NVTX ranges are not traced");
     return 0;
@@ -560,13 +649,20 @@ static int install(NvtxGetExportTableFunc_t get_export_table) {
   sgpu_nvtx_payload_set_string_resolver(resolve_registered);
   sgpu_session_add_flush(sgpu_nvtx_flush_drops);
   const slot_value core[] = {
-      {NVTX_CBID_CORE_MarkEx, FN(h_mark_ex)},           {NVTX_CBID_CORE_MarkA, FN(h_mark_a)},
-      {NVTX_CBID_CORE_MarkW, FN(h_mark_w)},             {NVTX_CBID_CORE_RangeStartEx, FN(h_start_ex)},
-      {NVTX_CBID_CORE_RangeStartA, FN(h_start_a)},      {NVTX_CBID_CORE_RangeStartW, FN(h_start_w)},
-      {NVTX_CBID_CORE_RangeEnd, FN(h_end)},             {NVTX_CBID_CORE_RangePushEx, FN(h_push_ex)},
-      {NVTX_CBID_CORE_RangePushA, FN(h_push_a)},        {NVTX_CBID_CORE_RangePushW, FN(h_push_w)},
-      {NVTX_CBID_CORE_RangePop, FN(h_pop)},             {NVTX_CBID_CORE_NameCategoryA, FN(h_name_category_a)},
-      {NVTX_CBID_CORE_NameCategoryW, FN(h_name_category_w)}, {NVTX_CBID_CORE_NameOsThreadA, FN(h_name_thread_a)},
+      {NVTX_CBID_CORE_MarkEx, FN(h_mark_ex)},
+      {NVTX_CBID_CORE_MarkA, FN(h_mark_a)},
+      {NVTX_CBID_CORE_MarkW, FN(h_mark_w)},
+      {NVTX_CBID_CORE_RangeStartEx, FN(h_start_ex)},
+      {NVTX_CBID_CORE_RangeStartA, FN(h_start_a)},
+      {NVTX_CBID_CORE_RangeStartW, FN(h_start_w)},
+      {NVTX_CBID_CORE_RangeEnd, FN(h_end)},
+      {NVTX_CBID_CORE_RangePushEx, FN(h_push_ex)},
+      {NVTX_CBID_CORE_RangePushA, FN(h_push_a)},
+      {NVTX_CBID_CORE_RangePushW, FN(h_push_w)},
+      {NVTX_CBID_CORE_RangePop, FN(h_pop)},
+      {NVTX_CBID_CORE_NameCategoryA, FN(h_name_category_a)},
+      {NVTX_CBID_CORE_NameCategoryW, FN(h_name_category_w)},
+      {NVTX_CBID_CORE_NameOsThreadA, FN(h_name_thread_a)},
       {NVTX_CBID_CORE_NameOsThreadW, FN(h_name_thread_w)},
   };
   const slot_value core2[] = {
@@ -616,10 +712,14 @@ SGPU_EXPORT int NVTX_API InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_e
 /* The payload extension's entry (same library, same lookup rules). */
 SGPU_EXPORT int NVTX_API InitializeInjectionNvtxExtension(nvtxExtModuleInfo_t *info);
 SGPU_EXPORT int NVTX_API InitializeInjectionNvtxExtension(nvtxExtModuleInfo_t *info) {
-  if (!info || info->moduleId != NVTX_EXT_PAYLOAD_MODULEID || info->segmentsCount < 1 || !info->segments)
+  if (!info || info->moduleId != NVTX_EXT_PAYLOAD_MODULEID || info->segmentsCount < 1 ||
+      !info->segments)
     return 0;
   nvtxExtModuleSegment_t *seg = &info->segments[0];
-  const struct { unsigned id; intptr_t fn; } slots[] = {
+  const struct {
+    unsigned id;
+    intptr_t fn;
+  } slots[] = {
       {NVTX3EXT_CBID_nvtxPayloadSchemaRegister, (intptr_t)h_schema_register},
       {NVTX3EXT_CBID_nvtxPayloadEnumRegister, (intptr_t)h_enum_register},
       {NVTX3EXT_CBID_nvtxMarkPayload, (intptr_t)h_mark_payload},

@@ -21,10 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_SCHEMAS 256
-#define MAX_ENTRIES 32
+#define MAX_SCHEMAS     256
+#define MAX_ENTRIES     32
 #define MAX_ENUM_VALUES 64
-#define NAME_LEN 48
+#define NAME_LEN        48
 
 typedef struct schema_entry {
   uint64_t type, flags, offset, array_size;
@@ -45,8 +45,8 @@ typedef struct schema {
   char value_names[MAX_ENUM_VALUES][NAME_LEN];
 } schema;
 
-static schema *table;          /* MAX_SCHEMAS entries, allocated on first use */
-static size_t table_count;     /* published with release stores */
+static schema *table;      /* MAX_SCHEMAS entries, allocated on first use */
+static size_t table_count; /* published with release stores */
 static uint64_t next_dynamic_id = NVTX_PAYLOAD_SCHEMA_ID_DYNAMIC_START;
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static sgpu_nvtx_string_resolver string_resolver;
@@ -85,7 +85,8 @@ static void publish(void) {
 static const schema *find(const void *domain, uint64_t id) {
   size_t n = __atomic_load_n(&table_count, __ATOMIC_ACQUIRE);
   for (size_t i = n; i-- > 0;)
-    if (table[i].id == id && (table[i].domain == domain || id >= NVTX_PAYLOAD_SCHEMA_ID_DYNAMIC_START))
+    if (table[i].id == id &&
+        (table[i].domain == domain || id >= NVTX_PAYLOAD_SCHEMA_ID_DYNAMIC_START))
       return &table[i];
   return NULL;
 }
@@ -99,12 +100,13 @@ uint64_t sgpu_nvtx_schema_register(const void *domain, const nvtxPayloadSchemaAt
   if (s) {
     s->domain = domain;
     id = (attr->fieldMask & NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_SCHEMA_ID) ? attr->schemaId
-                                                                     : next_dynamic_id++;
+                                                                      : next_dynamic_id++;
     s->id = id;
     s->static_size = (attr->fieldMask & NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_STATIC_SIZE)
-                         ? attr->payloadStaticSize : 0;
+                         ? attr->payloadStaticSize
+                         : 0;
     size_t n = (attr->fieldMask & NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_NUM_ENTRIES) ? attr->numEntries
-                                                                             : MAX_ENTRIES;
+                                                                              : MAX_ENTRIES;
     for (size_t i = 0; i < n && s->n_entries < MAX_ENTRIES; i++) {
       const nvtxPayloadSchemaEntry_t *e = &attr->entries[i];
       /* Without a count, the entry list ends with a zero type. */
@@ -123,7 +125,8 @@ uint64_t sgpu_nvtx_schema_register(const void *domain, const nvtxPayloadSchemaAt
 }
 
 uint64_t sgpu_nvtx_enum_register(const void *domain, const nvtxPayloadEnumAttr_t *attr) {
-  if (!attr || !(attr->fieldMask & NVTX_PAYLOAD_ENUM_ATTR_FIELD_ENTRIES) || !attr->entries) return 0;
+  if (!attr || !(attr->fieldMask & NVTX_PAYLOAD_ENUM_ATTR_FIELD_ENTRIES) || !attr->entries)
+    return 0;
   uint64_t id = 0;
   pthread_mutex_lock(&table_lock);
   schema *s = new_slot();
@@ -131,7 +134,7 @@ uint64_t sgpu_nvtx_enum_register(const void *domain, const nvtxPayloadEnumAttr_t
     s->domain = domain;
     s->is_enum = 1;
     id = (attr->fieldMask & NVTX_PAYLOAD_ENUM_ATTR_FIELD_SCHEMA_ID) ? attr->schemaId
-                                                                   : next_dynamic_id++;
+                                                                    : next_dynamic_id++;
     s->id = id;
     s->enum_size = (attr->fieldMask & NVTX_PAYLOAD_ENUM_ATTR_FIELD_SIZE) ? attr->sizeOfEnum : 4;
     size_t n = (attr->fieldMask & NVTX_PAYLOAD_ENUM_ATTR_FIELD_NUM_ENTRIES) ? attr->numEntries : 0;
@@ -177,11 +180,16 @@ static void put_string(json_out *o, const char *s, size_t max) {
 /* NCCL's field names, and the short keys we give them. */
 static const char *short_key(const char *name) {
   static const char *const map[][2] = {
-      {"NCCL communicator ID", "comm_id"}, {"Parent NCCL communicator ID", "parent_comm_id"},
-      {"Message size [bytes]", "bytes"},   {"Reduction operation", "op"},
-      {"Peer rank", "peer"},               {"Root", "root"},
-      {"Rank", "rank"},                    {"No. of ranks", "nranks"},
-      {"CUDA device", "device"},           {"No. of devices", "ndev"},
+      {"NCCL communicator ID", "comm_id"},
+      {"Parent NCCL communicator ID", "parent_comm_id"},
+      {"Message size [bytes]", "bytes"},
+      {"Reduction operation", "op"},
+      {"Peer rank", "peer"},
+      {"Root", "root"},
+      {"Rank", "rank"},
+      {"No. of ranks", "nranks"},
+      {"CUDA device", "device"},
+      {"No. of devices", "ndev"},
   };
   for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
     if (strcmp(map[i][0], name) == 0) return map[i][1];
@@ -190,57 +198,82 @@ static const char *short_key(const char *name) {
 
 static size_t scalar_size(uint64_t type) {
   switch (type) {
-    case NVTX_PAYLOAD_ENTRY_TYPE_CHAR: case NVTX_PAYLOAD_ENTRY_TYPE_UCHAR:
-    case NVTX_PAYLOAD_ENTRY_TYPE_INT8: case NVTX_PAYLOAD_ENTRY_TYPE_UINT8: return 1;
-    case NVTX_PAYLOAD_ENTRY_TYPE_SHORT: case NVTX_PAYLOAD_ENTRY_TYPE_USHORT:
-    case NVTX_PAYLOAD_ENTRY_TYPE_INT16: case NVTX_PAYLOAD_ENTRY_TYPE_UINT16: return 2;
-    case NVTX_PAYLOAD_ENTRY_TYPE_INT: case NVTX_PAYLOAD_ENTRY_TYPE_UINT:
-    case NVTX_PAYLOAD_ENTRY_TYPE_INT32: case NVTX_PAYLOAD_ENTRY_TYPE_UINT32:
-    case NVTX_PAYLOAD_ENTRY_TYPE_FLOAT: case NVTX_PAYLOAD_ENTRY_TYPE_CATEGORY:
-    case NVTX_PAYLOAD_ENTRY_TYPE_COLOR_ARGB: case NVTX_PAYLOAD_ENTRY_TYPE_PID_UINT32:
-    case NVTX_PAYLOAD_ENTRY_TYPE_TID_UINT32: case NVTX_PAYLOAD_ENTRY_TYPE_FLOAT32: return 4;
-    case NVTX_PAYLOAD_ENTRY_TYPE_LONG: case NVTX_PAYLOAD_ENTRY_TYPE_ULONG: return sizeof(long);
-    case NVTX_PAYLOAD_ENTRY_TYPE_LONGLONG: case NVTX_PAYLOAD_ENTRY_TYPE_ULONGLONG:
-    case NVTX_PAYLOAD_ENTRY_TYPE_INT64: case NVTX_PAYLOAD_ENTRY_TYPE_UINT64:
-    case NVTX_PAYLOAD_ENTRY_TYPE_DOUBLE: case NVTX_PAYLOAD_ENTRY_TYPE_SCOPE_ID:
-    case NVTX_PAYLOAD_ENTRY_TYPE_PID_UINT64: case NVTX_PAYLOAD_ENTRY_TYPE_TID_UINT64:
-    case NVTX_PAYLOAD_ENTRY_TYPE_FLOAT64: return 8;
-    case NVTX_PAYLOAD_ENTRY_TYPE_SIZE: return sizeof(size_t);
-    case NVTX_PAYLOAD_ENTRY_TYPE_ADDRESS: case NVTX_PAYLOAD_ENTRY_TYPE_CSTRING:
-    case NVTX_PAYLOAD_ENTRY_TYPE_CSTRING_UTF8:
-    case NVTX_PAYLOAD_ENTRY_TYPE_NVTX_REGISTERED_STRING_HANDLE: return sizeof(void *);
-    default: return 0;
+  case NVTX_PAYLOAD_ENTRY_TYPE_CHAR:
+  case NVTX_PAYLOAD_ENTRY_TYPE_UCHAR:
+  case NVTX_PAYLOAD_ENTRY_TYPE_INT8:
+  case NVTX_PAYLOAD_ENTRY_TYPE_UINT8: return 1;
+  case NVTX_PAYLOAD_ENTRY_TYPE_SHORT:
+  case NVTX_PAYLOAD_ENTRY_TYPE_USHORT:
+  case NVTX_PAYLOAD_ENTRY_TYPE_INT16:
+  case NVTX_PAYLOAD_ENTRY_TYPE_UINT16: return 2;
+  case NVTX_PAYLOAD_ENTRY_TYPE_INT:
+  case NVTX_PAYLOAD_ENTRY_TYPE_UINT:
+  case NVTX_PAYLOAD_ENTRY_TYPE_INT32:
+  case NVTX_PAYLOAD_ENTRY_TYPE_UINT32:
+  case NVTX_PAYLOAD_ENTRY_TYPE_FLOAT:
+  case NVTX_PAYLOAD_ENTRY_TYPE_CATEGORY:
+  case NVTX_PAYLOAD_ENTRY_TYPE_COLOR_ARGB:
+  case NVTX_PAYLOAD_ENTRY_TYPE_PID_UINT32:
+  case NVTX_PAYLOAD_ENTRY_TYPE_TID_UINT32:
+  case NVTX_PAYLOAD_ENTRY_TYPE_FLOAT32: return 4;
+  case NVTX_PAYLOAD_ENTRY_TYPE_LONG:
+  case NVTX_PAYLOAD_ENTRY_TYPE_ULONG: return sizeof(long);
+  case NVTX_PAYLOAD_ENTRY_TYPE_LONGLONG:
+  case NVTX_PAYLOAD_ENTRY_TYPE_ULONGLONG:
+  case NVTX_PAYLOAD_ENTRY_TYPE_INT64:
+  case NVTX_PAYLOAD_ENTRY_TYPE_UINT64:
+  case NVTX_PAYLOAD_ENTRY_TYPE_DOUBLE:
+  case NVTX_PAYLOAD_ENTRY_TYPE_SCOPE_ID:
+  case NVTX_PAYLOAD_ENTRY_TYPE_PID_UINT64:
+  case NVTX_PAYLOAD_ENTRY_TYPE_TID_UINT64:
+  case NVTX_PAYLOAD_ENTRY_TYPE_FLOAT64: return 8;
+  case NVTX_PAYLOAD_ENTRY_TYPE_SIZE: return sizeof(size_t);
+  case NVTX_PAYLOAD_ENTRY_TYPE_ADDRESS:
+  case NVTX_PAYLOAD_ENTRY_TYPE_CSTRING:
+  case NVTX_PAYLOAD_ENTRY_TYPE_CSTRING_UTF8:
+  case NVTX_PAYLOAD_ENTRY_TYPE_NVTX_REGISTERED_STRING_HANDLE: return sizeof(void *);
+  default: return 0;
   }
 }
 
 static int is_signed(uint64_t type) {
   switch (type) {
-    case NVTX_PAYLOAD_ENTRY_TYPE_CHAR: case NVTX_PAYLOAD_ENTRY_TYPE_INT8:
-    case NVTX_PAYLOAD_ENTRY_TYPE_SHORT: case NVTX_PAYLOAD_ENTRY_TYPE_INT16:
-    case NVTX_PAYLOAD_ENTRY_TYPE_INT: case NVTX_PAYLOAD_ENTRY_TYPE_INT32:
-    case NVTX_PAYLOAD_ENTRY_TYPE_LONG: case NVTX_PAYLOAD_ENTRY_TYPE_LONGLONG:
-    case NVTX_PAYLOAD_ENTRY_TYPE_INT64: return 1;
-    default: return 0;
+  case NVTX_PAYLOAD_ENTRY_TYPE_CHAR:
+  case NVTX_PAYLOAD_ENTRY_TYPE_INT8:
+  case NVTX_PAYLOAD_ENTRY_TYPE_SHORT:
+  case NVTX_PAYLOAD_ENTRY_TYPE_INT16:
+  case NVTX_PAYLOAD_ENTRY_TYPE_INT:
+  case NVTX_PAYLOAD_ENTRY_TYPE_INT32:
+  case NVTX_PAYLOAD_ENTRY_TYPE_LONG:
+  case NVTX_PAYLOAD_ENTRY_TYPE_LONGLONG:
+  case NVTX_PAYLOAD_ENTRY_TYPE_INT64: return 1;
+  default: return 0;
   }
 }
 
 static uint64_t read_unsigned(const unsigned char *p, size_t size) {
-  uint8_t u8; uint16_t u16; uint32_t u32; uint64_t u64 = 0;
+  uint8_t u8;
+  uint16_t u16;
+  uint32_t u32;
+  uint64_t u64 = 0;
   switch (size) {
-    case 1: memcpy(&u8, p, 1); return u8;
-    case 2: memcpy(&u16, p, 2); return u16;
-    case 4: memcpy(&u32, p, 4); return u32;
-    default: memcpy(&u64, p, 8); return u64;
+  case 1: memcpy(&u8, p, 1); return u8;
+  case 2: memcpy(&u16, p, 2); return u16;
+  case 4: memcpy(&u32, p, 4); return u32;
+  default: memcpy(&u64, p, 8); return u64;
   }
 }
 
 static int64_t read_signed(const unsigned char *p, size_t size) {
-  int8_t i8; int16_t i16; int32_t i32; int64_t i64 = 0;
+  int8_t i8;
+  int16_t i16;
+  int32_t i32;
+  int64_t i64 = 0;
   switch (size) {
-    case 1: memcpy(&i8, p, 1); return i8;
-    case 2: memcpy(&i16, p, 2); return i16;
-    case 4: memcpy(&i32, p, 4); return i32;
-    default: memcpy(&i64, p, 8); return i64;
+  case 1: memcpy(&i8, p, 1); return i8;
+  case 2: memcpy(&i16, p, 2); return i16;
+  case 4: memcpy(&i32, p, 4); return i32;
+  default: memcpy(&i64, p, 8); return i64;
   }
 }
 
@@ -287,35 +320,35 @@ static void decode_field(json_out *o, const void *domain, const schema_entry *e,
     return;
   }
   switch (e->type) {
-    case NVTX_PAYLOAD_ENTRY_TYPE_FLOAT: case NVTX_PAYLOAD_ENTRY_TYPE_FLOAT32: {
-      float f;
-      memcpy(&f, p, 4);
-      put(o, "%.9g", (double)f);
-      return;
-    }
-    case NVTX_PAYLOAD_ENTRY_TYPE_DOUBLE: case NVTX_PAYLOAD_ENTRY_TYPE_FLOAT64: {
-      double d;
-      memcpy(&d, p, 8);
-      put(o, "%.17g", d);
-      return;
-    }
-    case NVTX_PAYLOAD_ENTRY_TYPE_CSTRING: case NVTX_PAYLOAD_ENTRY_TYPE_CSTRING_UTF8: {
-      const char *s;
-      memcpy(&s, p, sizeof s);
-      put_string(o, s, 256);
-      return;
-    }
-    case NVTX_PAYLOAD_ENTRY_TYPE_NVTX_REGISTERED_STRING_HANDLE: {
-      const void *h;
-      memcpy(&h, p, sizeof h);
-      put_string(o, string_resolver ? string_resolver(h) : NULL, 256);
-      return;
-    }
-    case NVTX_PAYLOAD_ENTRY_TYPE_ADDRESS:
-      put(o, "\"0x%" PRIx64 "\"", read_unsigned(p, size));
-      return;
-    default:
-      break;
+  case NVTX_PAYLOAD_ENTRY_TYPE_FLOAT:
+  case NVTX_PAYLOAD_ENTRY_TYPE_FLOAT32: {
+    float f;
+    memcpy(&f, p, 4);
+    put(o, "%.9g", (double)f);
+    return;
+  }
+  case NVTX_PAYLOAD_ENTRY_TYPE_DOUBLE:
+  case NVTX_PAYLOAD_ENTRY_TYPE_FLOAT64: {
+    double d;
+    memcpy(&d, p, 8);
+    put(o, "%.17g", d);
+    return;
+  }
+  case NVTX_PAYLOAD_ENTRY_TYPE_CSTRING:
+  case NVTX_PAYLOAD_ENTRY_TYPE_CSTRING_UTF8: {
+    const char *s;
+    memcpy(&s, p, sizeof s);
+    put_string(o, s, 256);
+    return;
+  }
+  case NVTX_PAYLOAD_ENTRY_TYPE_NVTX_REGISTERED_STRING_HANDLE: {
+    const void *h;
+    memcpy(&h, p, sizeof h);
+    put_string(o, string_resolver ? string_resolver(h) : NULL, 256);
+    return;
+  }
+  case NVTX_PAYLOAD_ENTRY_TYPE_ADDRESS: put(o, "\"0x%" PRIx64 "\"", read_unsigned(p, size)); return;
+  default: break;
   }
   if (strcmp(key, "comm_id") == 0 || strcmp(key, "parent_comm_id") == 0) {
     put(o, "\"0x%016" PRIx64 "\"", read_unsigned(p, size));
@@ -323,8 +356,10 @@ static void decode_field(json_out *o, const void *domain, const schema_entry *e,
     put(o, "%" PRId64, read_signed(p, size));
   } else {
     uint64_t v = read_unsigned(p, size);
-    if (v > (1ull << 53)) put(o, "\"%" PRIu64 "\"", v); /* beyond a double's exact range */
-    else put(o, "%" PRIu64, v);
+    if (v > (1ull << 53))
+      put(o, "\"%" PRIu64 "\"", v); /* beyond a double's exact range */
+    else
+      put(o, "%" PRIu64, v);
   }
 }
 
@@ -349,7 +384,8 @@ int sgpu_nvtx_payload_to_json(const void *domain, const nvtxPayloadData_t *paylo
   if (o.len >= out_size - 1) {
     o.len = out_size - 2;
     /* back off to the last complete field */
-    while (o.len > 1 && out[o.len - 1] != ',' && out[o.len - 1] != '{') o.len--;
+    while (o.len > 1 && out[o.len - 1] != ',' && out[o.len - 1] != '{')
+      o.len--;
     if (out[o.len - 1] == ',') o.len--;
   }
   out[o.len++] = '}';

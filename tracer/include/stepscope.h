@@ -47,8 +47,8 @@ extern "C" {
  * is built with hidden visibility, so its internals never reach a traced program). */
 #define STEPSCOPE_EXPORT __attribute__((visibility("default")))
 
-#define STEPSCOPE_FORMAT_MAJOR 1
-#define STEPSCOPE_FORMAT_MINOR 1 /* 1.1: writers end a closed file with an END record */
+#define STEPSCOPE_FORMAT_MAJOR   1
+#define STEPSCOPE_FORMAT_MINOR   1 /* 1.1: writers end a closed file with an END record */
 #define STEPSCOPE_VERSION_STRING "0.1.0"
 
 /* ------------------------------------------------------------------------ */
@@ -57,20 +57,20 @@ extern "C" {
 
 typedef enum stepscope_status {
   STEPSCOPE_OK = 0,
-  STEPSCOPE_E_IO = -1,          /* open/read/write failed (errno text in message) */
-  STEPSCOPE_E_FORMAT = -2,      /* the bytes are not what the format says */
-  STEPSCOPE_E_VERSION = -3,     /* a newer major format version */
-  STEPSCOPE_E_NOMEM = -4,       /* an allocation failed */
-  STEPSCOPE_E_ARGUMENT = -5,    /* the caller passed something invalid */
-  STEPSCOPE_E_COMPRESS = -6,    /* zstd reported an error */
-  STEPSCOPE_E_LIMIT = -7,       /* a size limit of the format was exceeded */
-  STEPSCOPE_E_STATE = -8        /* call not valid in the current state */
+  STEPSCOPE_E_IO = -1,       /* open/read/write failed (errno text in message) */
+  STEPSCOPE_E_FORMAT = -2,   /* the bytes are not what the format says */
+  STEPSCOPE_E_VERSION = -3,  /* a newer major format version */
+  STEPSCOPE_E_NOMEM = -4,    /* an allocation failed */
+  STEPSCOPE_E_ARGUMENT = -5, /* the caller passed something invalid */
+  STEPSCOPE_E_COMPRESS = -6, /* zstd reported an error */
+  STEPSCOPE_E_LIMIT = -7,    /* a size limit of the format was exceeded */
+  STEPSCOPE_E_STATE = -8     /* call not valid in the current state */
 } stepscope_status;
 
 typedef struct stepscope_error {
-  int code;            /* a stepscope_status */
-  uint64_t offset;     /* byte offset in the (compressed) file, when relevant */
-  char message[512];   /* "FILE: offset N: expected X, found Y" */
+  int code;          /* a stepscope_status */
+  uint64_t offset;   /* byte offset in the (compressed) file, when relevant */
+  char message[512]; /* "FILE: offset N: expected X, found Y" */
 } stepscope_error;
 
 /* A short English name for a status code. */
@@ -82,27 +82,27 @@ STEPSCOPE_EXPORT const char *stepscope_status_name(int status);
 
 /* Wire kinds. Values are part of the format: never renumber, only add. */
 typedef enum stepscope_record_kind {
-  STEPSCOPE_REC_HEADER = 1,       /* first record of every file */
-  STEPSCOPE_REC_BLOCK = 2,        /* starts a writer-thread block; resets delta state */
-  STEPSCOPE_REC_STRING = 3,       /* defines an interned string id */
-  STEPSCOPE_REC_METADATA = 4,     /* key -> JSON value (run configuration, FLOPs...) */
-  STEPSCOPE_REC_STREAM = 5,       /* names a lane: GPU stream, CPU stream, host thread */
+  STEPSCOPE_REC_HEADER = 1,   /* first record of every file */
+  STEPSCOPE_REC_BLOCK = 2,    /* starts a writer-thread block; resets delta state */
+  STEPSCOPE_REC_STRING = 3,   /* defines an interned string id */
+  STEPSCOPE_REC_METADATA = 4, /* key -> JSON value (run configuration, FLOPs...) */
+  STEPSCOPE_REC_STREAM = 5,   /* names a lane: GPU stream, CPU stream, host thread */
   STEPSCOPE_REC_KERNEL = 16,
   STEPSCOPE_REC_MEMCPY = 17,
   STEPSCOPE_REC_MEMSET = 18,
   STEPSCOPE_REC_SYNC = 19,
-  STEPSCOPE_REC_API = 20,         /* runtime/driver call, or a host-side enqueue */
-  STEPSCOPE_REC_RANGE = 21,       /* NVTX-style range with start and end */
-  STEPSCOPE_REC_MARK = 22,        /* NVTX-style instant */
-  STEPSCOPE_REC_COLLECTIVE = 23,  /* collective or point-to-point operation */
-  STEPSCOPE_REC_HOST_OP = 24,     /* an operation executed on a CPU-backend stream */
+  STEPSCOPE_REC_API = 20,        /* runtime/driver call, or a host-side enqueue */
+  STEPSCOPE_REC_RANGE = 21,      /* NVTX-style range with start and end */
+  STEPSCOPE_REC_MARK = 22,       /* NVTX-style instant */
+  STEPSCOPE_REC_COLLECTIVE = 23, /* collective or point-to-point operation */
+  STEPSCOPE_REC_HOST_OP = 24,    /* an operation executed on a CPU-backend stream */
   STEPSCOPE_REC_COUNTER = 25,
-  STEPSCOPE_REC_MEMORY = 26,      /* allocation / free */
-  STEPSCOPE_REC_DROPPED = 27,     /* records lost by a source */
+  STEPSCOPE_REC_MEMORY = 26,  /* allocation / free */
+  STEPSCOPE_REC_DROPPED = 27, /* records lost by a source */
   STEPSCOPE_REC_CLOCK_ANCHOR = 28,
-  STEPSCOPE_REC_OVERHEAD = 29,    /* time the tracer itself cost (CUPTI overhead records) */
+  STEPSCOPE_REC_OVERHEAD = 29, /* time the tracer itself cost (CUPTI overhead records) */
   STEPSCOPE_REC_EXTERNAL_CORRELATION = 30, /* a correlation id tied to an outside id (CUPTI) */
-  STEPSCOPE_REC_END = 31          /* the last record of a file whose writer was closed (1.1) */
+  STEPSCOPE_REC_END = 31 /* the last record of a file whose writer was closed (1.1) */
 } stepscope_record_kind;
 
 #define STEPSCOPE_REC_KIND_MAX 64 /* kinds are < this; readers skip unknown ones */
@@ -111,17 +111,17 @@ typedef enum stepscope_record_kind {
 typedef enum stepscope_category {
   STEPSCOPE_CAT_NONE = 0,
   STEPSCOPE_CAT_COMPUTE = 1,
-  STEPSCOPE_CAT_COMM = 2,     /* communication: collectives, p2p, their copies */
-  STEPSCOPE_CAT_MEMCPY = 3,   /* copies that are not communication */
+  STEPSCOPE_CAT_COMM = 2,   /* communication: collectives, p2p, their copies */
+  STEPSCOPE_CAT_MEMCPY = 3, /* copies that are not communication */
   STEPSCOPE_CAT_MEMSET = 4,
-  STEPSCOPE_CAT_SYNC = 5,     /* waiting on an event or another stream */
+  STEPSCOPE_CAT_SYNC = 5, /* waiting on an event or another stream */
   STEPSCOPE_CAT_OTHER = 6
 } stepscope_category;
 
 typedef enum stepscope_stream_kind {
-  STEPSCOPE_STREAM_GPU = 1,         /* a CUDA stream */
-  STEPSCOPE_STREAM_CPU = 2,         /* a CPU-backend stream (worker thread) */
-  STEPSCOPE_STREAM_HOST_THREAD = 3  /* an OS thread issuing work (API calls, ranges) */
+  STEPSCOPE_STREAM_GPU = 1,        /* a CUDA stream */
+  STEPSCOPE_STREAM_CPU = 2,        /* a CPU-backend stream (worker thread) */
+  STEPSCOPE_STREAM_HOST_THREAD = 3 /* an OS thread issuing work (API calls, ranges) */
 } stepscope_stream_kind;
 
 typedef enum stepscope_collective_op {
@@ -139,15 +139,27 @@ typedef enum stepscope_collective_op {
 
 typedef enum stepscope_datatype {
   STEPSCOPE_DT_UNKNOWN = 0,
-  STEPSCOPE_DT_INT8, STEPSCOPE_DT_UINT8, STEPSCOPE_DT_INT32, STEPSCOPE_DT_UINT32,
-  STEPSCOPE_DT_INT64, STEPSCOPE_DT_UINT64, STEPSCOPE_DT_FLOAT16, STEPSCOPE_DT_FLOAT32,
-  STEPSCOPE_DT_FLOAT64, STEPSCOPE_DT_BFLOAT16, STEPSCOPE_DT_FP8_E4M3, STEPSCOPE_DT_FP8_E5M2
+  STEPSCOPE_DT_INT8,
+  STEPSCOPE_DT_UINT8,
+  STEPSCOPE_DT_INT32,
+  STEPSCOPE_DT_UINT32,
+  STEPSCOPE_DT_INT64,
+  STEPSCOPE_DT_UINT64,
+  STEPSCOPE_DT_FLOAT16,
+  STEPSCOPE_DT_FLOAT32,
+  STEPSCOPE_DT_FLOAT64,
+  STEPSCOPE_DT_BFLOAT16,
+  STEPSCOPE_DT_FP8_E4M3,
+  STEPSCOPE_DT_FP8_E5M2
 } stepscope_datatype;
 
 typedef enum stepscope_memcpy_kind {
   STEPSCOPE_MEMCPY_UNKNOWN = 0,
-  STEPSCOPE_MEMCPY_HTOD = 1, STEPSCOPE_MEMCPY_DTOH = 2, STEPSCOPE_MEMCPY_DTOD = 3,
-  STEPSCOPE_MEMCPY_HTOH = 4, STEPSCOPE_MEMCPY_PTOP = 5
+  STEPSCOPE_MEMCPY_HTOD = 1,
+  STEPSCOPE_MEMCPY_DTOH = 2,
+  STEPSCOPE_MEMCPY_DTOD = 3,
+  STEPSCOPE_MEMCPY_HTOH = 4,
+  STEPSCOPE_MEMCPY_PTOP = 5
 } stepscope_memcpy_kind;
 
 typedef enum stepscope_sync_kind {
@@ -161,14 +173,14 @@ typedef enum stepscope_sync_kind {
 typedef enum stepscope_api_kind {
   STEPSCOPE_API_RUNTIME = 1,
   STEPSCOPE_API_DRIVER = 2,
-  STEPSCOPE_API_HOST_ENQUEUE = 3  /* CPU backend: an operation queued on a stream */
+  STEPSCOPE_API_HOST_ENQUEUE = 3 /* CPU backend: an operation queued on a stream */
 } stepscope_api_kind;
 
 typedef enum stepscope_payload_kind {
   STEPSCOPE_PAYLOAD_NONE = 0,
   STEPSCOPE_PAYLOAD_UINT64 = 1,
   STEPSCOPE_PAYLOAD_INT64 = 2,
-  STEPSCOPE_PAYLOAD_DOUBLE = 3  /* bits of the double stored in `payload` */
+  STEPSCOPE_PAYLOAD_DOUBLE = 3 /* bits of the double stored in `payload` */
 } stepscope_payload_kind;
 
 typedef enum stepscope_memory_kind {
@@ -177,7 +189,7 @@ typedef enum stepscope_memory_kind {
 } stepscope_memory_kind;
 
 typedef enum stepscope_drop_source {
-  STEPSCOPE_DROP_WRITER = 1,  /* the writer could not buffer or write */
+  STEPSCOPE_DROP_WRITER = 1, /* the writer could not buffer or write */
   STEPSCOPE_DROP_CUPTI = 2,
   STEPSCOPE_DROP_NVTX = 3,
   STEPSCOPE_DROP_NCCL = 4
@@ -185,28 +197,28 @@ typedef enum stepscope_drop_source {
 
 /* Why a writer closed its file (END records). */
 typedef enum stepscope_end_reason {
-  STEPSCOPE_END_CLOSED = 1,  /* the program closed the trace (stepscope_stop, writer close) */
-  STEPSCOPE_END_SIGNAL = 2   /* a terminating signal stopped the program; the trace was
-                                flushed and closed on its way out */
+  STEPSCOPE_END_CLOSED = 1, /* the program closed the trace (stepscope_stop, writer close) */
+  STEPSCOPE_END_SIGNAL = 2  /* a terminating signal stopped the program; the trace was
+                               flushed and closed on its way out */
 } stepscope_end_reason;
 
 typedef enum stepscope_clock_domain {
-  STEPSCOPE_CLOCK_MONOTONIC = 1,  /* CLOCK_MONOTONIC of the host */
+  STEPSCOPE_CLOCK_MONOTONIC = 1, /* CLOCK_MONOTONIC of the host */
   STEPSCOPE_CLOCK_REALTIME = 2,
-  STEPSCOPE_CLOCK_CUPTI = 3       /* cuptiGetTimestamp() */
+  STEPSCOPE_CLOCK_CUPTI = 3 /* cuptiGetTimestamp() */
 } stepscope_clock_domain;
 
 /* Collective flags. */
-#define STEPSCOPE_COLL_F_P2P 0x1u        /* point-to-point (send/recv) */
-#define STEPSCOPE_COLL_F_GPU_TIMED 0x2u  /* start/end are GPU-side times */
-#define STEPSCOPE_COLL_F_PIPELINE 0x4u   /* pipeline-parallel activation/gradient transfer */
+#define STEPSCOPE_COLL_F_P2P       0x1u /* point-to-point (send/recv) */
+#define STEPSCOPE_COLL_F_GPU_TIMED 0x2u /* start/end are GPU-side times */
+#define STEPSCOPE_COLL_F_PIPELINE  0x4u /* pipeline-parallel activation/gradient transfer */
 
 typedef struct stepscope_kernel {
   uint64_t start_ns, end_ns;
-  uint64_t correlation_id;   /* joins the launching API record */
-  uint64_t stream;           /* stream id (see STREAM records) */
-  uint64_t graph_id;         /* CUDA graph id, 0 if none */
-  uint32_t name;             /* string id of the (mangled or demangled) name */
+  uint64_t correlation_id; /* joins the launching API record */
+  uint64_t stream;         /* stream id (see STREAM records) */
+  uint64_t graph_id;       /* CUDA graph id, 0 if none */
+  uint32_t name;           /* string id of the (mangled or demangled) name */
   uint32_t device;
   uint32_t grid[3], block[3];
   uint32_t registers_per_thread;
@@ -219,7 +231,7 @@ typedef struct stepscope_memcpy {
   uint64_t stream;
   uint64_t bytes;
   uint32_t device;
-  uint32_t copy_kind;        /* stepscope_memcpy_kind */
+  uint32_t copy_kind; /* stepscope_memcpy_kind */
   uint32_t src_device, dst_device;
 } stepscope_memcpy;
 
@@ -235,31 +247,31 @@ typedef struct stepscope_memset {
 typedef struct stepscope_sync {
   uint64_t start_ns, end_ns;
   uint64_t correlation_id;
-  uint64_t stream;           /* the waiting stream (or 0 for the host) */
-  uint64_t event_id;         /* the event waited on, 0 if none */
+  uint64_t stream;   /* the waiting stream (or 0 for the host) */
+  uint64_t event_id; /* the event waited on, 0 if none */
   uint32_t device;
-  uint32_t sync_kind;        /* stepscope_sync_kind */
+  uint32_t sync_kind; /* stepscope_sync_kind */
 } stepscope_sync;
 
 typedef struct stepscope_api {
   uint64_t start_ns, end_ns;
   uint64_t correlation_id;
-  uint64_t thread;           /* OS thread id */
-  uint32_t name;             /* string id: "cudaLaunchKernel", "enqueue matmul"... */
-  uint32_t api_kind;         /* stepscope_api_kind */
-  uint32_t callback_id;      /* CUPTI cbid, 0 if none */
+  uint64_t thread;      /* OS thread id */
+  uint32_t name;        /* string id: "cudaLaunchKernel", "enqueue matmul"... */
+  uint32_t api_kind;    /* stepscope_api_kind */
+  uint32_t callback_id; /* CUPTI cbid, 0 if none */
   int32_t return_code;
 } stepscope_api;
 
 typedef struct stepscope_range {
   uint64_t start_ns, end_ns;
   uint64_t thread;
-  uint64_t payload;          /* interpreted by payload_kind */
-  uint32_t name, domain;     /* string ids */
-  uint32_t category;         /* NVTX category (user-defined number) */
-  uint32_t color;            /* ARGB, 0 if none */
-  uint32_t payload_kind;     /* stepscope_payload_kind */
-  uint32_t args;             /* string id of a JSON object, 0 if none */
+  uint64_t payload;      /* interpreted by payload_kind */
+  uint32_t name, domain; /* string ids */
+  uint32_t category;     /* NVTX category (user-defined number) */
+  uint32_t color;        /* ARGB, 0 if none */
+  uint32_t payload_kind; /* stepscope_payload_kind */
+  uint32_t args;         /* string id of a JSON object, 0 if none */
 } stepscope_range;
 
 typedef struct stepscope_mark {
@@ -271,38 +283,38 @@ typedef struct stepscope_mark {
 
 typedef struct stepscope_collective {
   uint64_t start_ns, end_ns;
-  uint64_t comm_id;          /* communicator id (hash), equal on every member rank */
-  uint64_t seq;              /* per-communicator sequence number, from 0 */
-  uint64_t count;            /* elements */
-  uint64_t bytes;            /* payload bytes as in the busbw formulas */
+  uint64_t comm_id; /* communicator id (hash), equal on every member rank */
+  uint64_t seq;     /* per-communicator sequence number, from 0 */
+  uint64_t count;   /* elements */
+  uint64_t bytes;   /* payload bytes as in the busbw formulas */
   uint64_t stream;
-  uint64_t correlation_id;   /* joins kernel/launch records, 0 if none */
-  uint32_t op;               /* stepscope_collective_op */
-  uint32_t datatype;         /* stepscope_datatype */
-  int32_t peer;              /* root for rooted ops, peer for p2p, -1 otherwise */
+  uint64_t correlation_id; /* joins kernel/launch records, 0 if none */
+  uint32_t op;             /* stepscope_collective_op */
+  uint32_t datatype;       /* stepscope_datatype */
+  int32_t peer;            /* root for rooted ops, peer for p2p, -1 otherwise */
   uint32_t comm_rank, comm_size;
-  uint32_t algorithm, protocol;  /* string ids ("ring", "Simple"...), 0 if unknown */
+  uint32_t algorithm, protocol; /* string ids ("ring", "Simple"...), 0 if unknown */
   uint32_t channels;
   uint32_t device;
-  uint32_t flags;            /* STEPSCOPE_COLL_F_* */
-  uint32_t name;             /* string id of the communicator's name ("dp", "tp"...), 0 if none */
+  uint32_t flags; /* STEPSCOPE_COLL_F_* */
+  uint32_t name;  /* string id of the communicator's name ("dp", "tp"...), 0 if none */
 } stepscope_collective;
 
 typedef struct stepscope_host_op {
   uint64_t start_ns, end_ns;
-  uint64_t stream;           /* the CPU stream that executed it */
-  uint64_t correlation_id;   /* joins the HOST_ENQUEUE api record */
+  uint64_t stream;         /* the CPU stream that executed it */
+  uint64_t correlation_id; /* joins the HOST_ENQUEUE api record */
   uint64_t bytes;
   uint64_t flops;
-  uint64_t comm_id, seq;     /* the collective it executed, when category is COMM */
-  uint32_t name;             /* string id */
-  uint32_t category;         /* stepscope_category */
-  uint32_t args;             /* string id of a JSON object, 0 if none */
+  uint64_t comm_id, seq; /* the collective it executed, when category is COMM */
+  uint32_t name;         /* string id */
+  uint32_t category;     /* stepscope_category */
+  uint32_t args;         /* string id of a JSON object, 0 if none */
 } stepscope_host_op;
 
 typedef struct stepscope_counter {
   uint64_t time_ns;
-  uint32_t name;             /* string id */
+  uint32_t name; /* string id */
   uint32_t device;
   double value;
 } stepscope_counter;
@@ -311,67 +323,67 @@ typedef struct stepscope_memory {
   uint64_t time_ns;
   uint64_t address;
   uint64_t bytes;
-  uint64_t in_use_bytes;     /* total in use after this event, 0 if unknown */
+  uint64_t in_use_bytes; /* total in use after this event, 0 if unknown */
   uint32_t device;
-  uint32_t memory_kind;      /* stepscope_memory_kind */
+  uint32_t memory_kind; /* stepscope_memory_kind */
 } stepscope_memory;
 
 typedef struct stepscope_dropped {
   uint64_t time_ns;
   uint64_t count;
-  uint32_t source;           /* stepscope_drop_source */
+  uint32_t source; /* stepscope_drop_source */
 } stepscope_dropped;
 
 typedef struct stepscope_clock_anchor {
-  uint64_t trace_ns;         /* the trace clock ... */
-  uint64_t realtime_ns;      /* ... CLOCK_REALTIME ... */
-  uint64_t monotonic_ns;     /* ... and CLOCK_MONOTONIC read at (nearly) the same instant */
-  uint64_t uncertainty_ns;   /* half the time the three reads took */
+  uint64_t trace_ns;       /* the trace clock ... */
+  uint64_t realtime_ns;    /* ... CLOCK_REALTIME ... */
+  uint64_t monotonic_ns;   /* ... and CLOCK_MONOTONIC read at (nearly) the same instant */
+  uint64_t uncertainty_ns; /* half the time the three reads took */
 } stepscope_clock_anchor;
 
 typedef struct stepscope_overhead {
   uint64_t start_ns, end_ns;
   uint64_t thread;
-  uint32_t name;             /* string id ("cupti buffer flush"...) */
+  uint32_t name; /* string id ("cupti buffer flush"...) */
 } stepscope_overhead;
 
 typedef struct stepscope_external_correlation {
-  uint64_t correlation_id;   /* the CUDA API call's correlation id */
-  uint64_t external_id;      /* e.g. a PyTorch operator's id */
-  uint32_t external_kind;    /* CUpti_ExternalCorrelationKind */
+  uint64_t correlation_id; /* the CUDA API call's correlation id */
+  uint64_t external_id;    /* e.g. a PyTorch operator's id */
+  uint32_t external_kind;  /* CUpti_ExternalCorrelationKind */
 } stepscope_external_correlation;
 
 /* Written by the writer alone, as the last record of a closed file: a file
  * of format 1.1 or later that ends without one was not closed (its process
  * crashed or was killed). stepscope_write refuses this kind. */
 typedef struct stepscope_end {
-  uint32_t reason;           /* stepscope_end_reason */
-  uint32_t signal;           /* the signal, for STEPSCOPE_END_SIGNAL; else 0 */
+  uint32_t reason; /* stepscope_end_reason */
+  uint32_t signal; /* the signal, for STEPSCOPE_END_SIGNAL; else 0 */
 } stepscope_end;
 
 typedef struct stepscope_stream {
-  uint64_t stream;           /* id used by records */
+  uint64_t stream; /* id used by records */
   uint32_t device;
-  uint32_t stream_kind;      /* stepscope_stream_kind */
-  uint32_t name;             /* string id ("compute", "comm dp"...) */
+  uint32_t stream_kind; /* stepscope_stream_kind */
+  uint32_t name;        /* string id ("compute", "comm dp"...) */
   int32_t priority;
 } stepscope_stream;
 
 typedef struct stepscope_string {
   uint32_t id;
   uint32_t length;
-  const char *data;          /* not NUL-terminated on the wire; readers give a NUL-terminated copy */
+  const char *data; /* not NUL-terminated on the wire; readers give a NUL-terminated copy */
 } stepscope_string;
 
 typedef struct stepscope_metadata {
-  const char *key;           /* NUL-terminated */
-  const char *value_json;    /* NUL-terminated JSON text */
+  const char *key;        /* NUL-terminated */
+  const char *value_json; /* NUL-terminated JSON text */
 } stepscope_metadata;
 
 /* One record. `kind` selects the member; readers set every field of that
  * member (0 for fields a file does not carry) and nothing else. */
 typedef struct stepscope_record {
-  uint32_t kind;             /* stepscope_record_kind */
+  uint32_t kind; /* stepscope_record_kind */
   union {
     stepscope_kernel kernel;
     stepscope_memcpy memcpy;
@@ -397,17 +409,17 @@ typedef struct stepscope_record {
 
 /* The file header. Strings may be NULL (written as empty). */
 typedef struct stepscope_header {
-  uint32_t format_major, format_minor;  /* filled by writer/reader */
+  uint32_t format_major, format_minor; /* filled by writer/reader */
   int32_t rank, world_size, local_rank;
   int64_t pid;
-  uint32_t clock_domain;                /* stepscope_clock_domain */
-  uint64_t start_ns;                    /* trace clock at start */
+  uint32_t clock_domain; /* stepscope_clock_domain */
+  uint64_t start_ns;     /* trace clock at start */
   const char *hostname;
-  const char *producer;                 /* "stepscope-train 0.1.0", "stepscope record" ... */
-  const char *device_name;              /* "NVIDIA H100 80GB HBM3", "cpu" */
-  const char *device_json;              /* device properties as a JSON object */
+  const char *producer;    /* "stepscope-train 0.1.0", "stepscope record" ... */
+  const char *device_name; /* "NVIDIA H100 80GB HBM3", "cpu" */
+  const char *device_json; /* device properties as a JSON object */
   const char *driver_version, *cuda_version, *nccl_version, *cupti_version;
-  const char *config_json;              /* the run configuration as a JSON object */
+  const char *config_json; /* the run configuration as a JSON object */
 } stepscope_header;
 
 /* A record kind's wire name ("kernel", "collective"...), or NULL. */
@@ -415,7 +427,8 @@ STEPSCOPE_EXPORT const char *stepscope_record_kind_name(uint32_t kind);
 STEPSCOPE_EXPORT const char *stepscope_category_name(uint32_t category);
 STEPSCOPE_EXPORT const char *stepscope_collective_op_name(uint32_t op);
 STEPSCOPE_EXPORT const char *stepscope_datatype_name(uint32_t datatype);
-STEPSCOPE_EXPORT size_t stepscope_datatype_size(uint32_t datatype);  /* bytes per element, 0 if unknown */
+STEPSCOPE_EXPORT size_t
+stepscope_datatype_size(uint32_t datatype); /* bytes per element, 0 if unknown */
 
 /* ------------------------------------------------------------------------ */
 /* Writer                                                                    */
@@ -424,18 +437,19 @@ STEPSCOPE_EXPORT size_t stepscope_datatype_size(uint32_t datatype);  /* bytes pe
 typedef struct stepscope_writer stepscope_writer;
 
 typedef struct stepscope_writer_options {
-  size_t frame_bytes;          /* close a frame at this much raw data; 0 = 4 MiB */
-  unsigned flush_interval_ms;  /* close a frame at least this often; 0 = 200 */
-  int compression_level;       /* zstd level; 0 = -5 (zstd's fast mode: ~5.5 bytes per kernel
-                                  record; 1 gives ~4.6 for ~1.7x the compression time) */
-  int background_flush;        /* 1: a thread compresses and closes frames (on size and time);
-                                  0: the appending thread does it, on size and flush only */
+  size_t frame_bytes;         /* close a frame at this much raw data; 0 = 4 MiB */
+  unsigned flush_interval_ms; /* close a frame at least this often; 0 = 200 */
+  int compression_level;      /* zstd level; 0 = -5 (zstd's fast mode: ~5.5 bytes per kernel
+                                 record; 1 gives ~4.6 for ~1.7x the compression time) */
+  int background_flush;       /* 1: a thread compresses and closes frames (on size and time);
+                                 0: the appending thread does it, on size and flush only */
 } stepscope_writer_options;
 
 /* Creates (truncates) `path` and writes the header frame. `opt` may be NULL. */
-STEPSCOPE_EXPORT stepscope_writer *stepscope_writer_open(const char *path, const stepscope_header *header,
-                                        const stepscope_writer_options *opt,
-                                        stepscope_error *err);
+STEPSCOPE_EXPORT stepscope_writer *stepscope_writer_open(const char *path,
+                                                         const stepscope_header *header,
+                                                         const stepscope_writer_options *opt,
+                                                         stepscope_error *err);
 
 /* Interns a NUL-terminated string; returns its id (>= 1), or 0 on failure or
  * for NULL. Thread-safe; takes a mutex, so hot paths should intern once and
@@ -483,7 +497,8 @@ STEPSCOPE_EXPORT const stepscope_header *stepscope_reader_header(const stepscope
  * until close); BLOCK and END records are consumed (see
  * stepscope_reader_close_state). Unknown kinds are skipped and
  * counted. A truncated final frame ends the file with a warning. */
-STEPSCOPE_EXPORT int stepscope_reader_next(stepscope_reader *r, stepscope_record *rec, stepscope_error *err);
+STEPSCOPE_EXPORT int stepscope_reader_next(stepscope_reader *r, stepscope_record *rec,
+                                           stepscope_error *err);
 
 /* A string by id: NUL-terminated, or NULL if the id is unknown. */
 STEPSCOPE_EXPORT const char *stepscope_reader_string(const stepscope_reader *r, uint32_t id);
@@ -527,15 +542,16 @@ STEPSCOPE_EXPORT void stepscope_reader_close(stepscope_reader *r);
 /* Lists the trace files of a run directory (rank-*.trace.zst), sorted by
  * name, as malloc'd paths "DIR/rank-00000.trace.zst". Returns 0 (possibly
  * with *count 0) or a negative status. Free with stepscope_run_files_free. */
-STEPSCOPE_EXPORT int stepscope_run_files(const char *dir, char ***paths, size_t *count, stepscope_error *err);
+STEPSCOPE_EXPORT int stepscope_run_files(const char *dir, char ***paths, size_t *count,
+                                         stepscope_error *err);
 STEPSCOPE_EXPORT void stepscope_run_files_free(char **paths, size_t count);
 
 /* Formats `rec` as one JSON object (no newline) into buf, like snprintf:
  * returns the length it needed (>= cap means truncated). String ids are
  * resolved through `r` when it is not NULL ("name":"sgemm"); times are
  * integer nanoseconds with the wire field names of docs/trace-format.md. */
-STEPSCOPE_EXPORT size_t stepscope_record_to_json(const stepscope_record *rec, const stepscope_reader *r, char *buf,
-                                size_t cap);
+STEPSCOPE_EXPORT size_t stepscope_record_to_json(const stepscope_record *rec,
+                                                 const stepscope_reader *r, char *buf, size_t cap);
 
 /* Formats a header as one JSON object, like stepscope_record_to_json. */
 STEPSCOPE_EXPORT size_t stepscope_header_to_json(const stepscope_header *h, char *buf, size_t cap);
@@ -545,17 +561,17 @@ STEPSCOPE_EXPORT size_t stepscope_header_to_json(const stepscope_header *h, char
 /* ------------------------------------------------------------------------ */
 
 typedef struct stepscope_start_options {
-  const char *run_dir;     /* directory; created if missing; file is rank-%05d.trace.zst */
-  int rank;                /* -1: from RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID, PMI_RANK, else 0 */
-  int world_size;          /* -1: from WORLD_SIZE, OMPI_COMM_WORLD_SIZE, SLURM_NTASKS, PMI_SIZE, else 1 */
-  int local_rank;          /* -1: from LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID, else 0 */
+  const char *run_dir; /* directory; created if missing; file is rank-%05d.trace.zst */
+  int rank;            /* -1: from RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID, PMI_RANK, else 0 */
+  int world_size; /* -1: from WORLD_SIZE, OMPI_COMM_WORLD_SIZE, SLURM_NTASKS, PMI_SIZE, else 1 */
+  int local_rank; /* -1: from LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID, else 0 */
   const char *producer;
   const char *device_name; /* NULL: "cpu" */
   const char *device_json;
   const char *driver_version, *cuda_version, *nccl_version, *cupti_version;
   const char *config_json;
-  uint32_t clock_domain;   /* 0: monotonic */
-  const stepscope_writer_options *writer;  /* NULL: defaults (background flush on) */
+  uint32_t clock_domain;                  /* 0: monotonic */
+  const stepscope_writer_options *writer; /* NULL: defaults (background flush on) */
 } stepscope_start_options;
 
 /* Starts the process-wide trace. Returns 0, or a negative status (with a
@@ -600,8 +616,8 @@ STEPSCOPE_EXPORT uint64_t stepscope_thread_id(void);
 STEPSCOPE_EXPORT void stepscope_clock_anchor_now(void);
 
 /* Names a lane; returns `stream` for convenience. */
-STEPSCOPE_EXPORT uint64_t stepscope_stream_declare(uint64_t stream, stepscope_stream_kind kind, uint32_t device,
-                                  const char *name);
+STEPSCOPE_EXPORT uint64_t stepscope_stream_declare(uint64_t stream, stepscope_stream_kind kind,
+                                                   uint32_t device, const char *name);
 
 /* Ranges on the calling thread (a per-thread stack, nested), domain
  * "stepscope". `args_json` may be NULL. */
@@ -627,12 +643,12 @@ STEPSCOPE_EXPORT void stepscope_metadata_set(const char *key, const char *value_
 typedef struct stepscope_op {
   uint64_t start_ns;
   uint64_t stream;
-  uint64_t correlation_id;  /* 0, or the id of its enqueue API record */
+  uint64_t correlation_id; /* 0, or the id of its enqueue API record */
   uint32_t name, category, args;
 } stepscope_op;
 
-STEPSCOPE_EXPORT stepscope_op stepscope_op_begin(uint64_t stream, stepscope_category category, const char *name,
-                                const char *args_json);
+STEPSCOPE_EXPORT stepscope_op stepscope_op_begin(uint64_t stream, stepscope_category category,
+                                                 const char *name, const char *args_json);
 STEPSCOPE_EXPORT void stepscope_op_end(const stepscope_op *op, uint64_t bytes, uint64_t flops);
 
 /* Appends a record to the process-wide trace (no-op if none). */

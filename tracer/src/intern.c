@@ -29,7 +29,6 @@ struct intern_table {
   string_arena strings; /* the stored strings */
 };
 
-
 intern_table *intern_create(void) {
   intern_table *t = calloc(1, sizeof *t);
   if (!t) return NULL;
@@ -49,7 +48,9 @@ void intern_destroy(intern_table *t) {
   free(t);
 }
 
-uint32_t intern_count(const intern_table *t) { return t->count; }
+uint32_t intern_count(const intern_table *t) {
+  return t->count;
+}
 
 static int grow(intern_table *t) {
   size_t n = t->nslots * 2;
@@ -58,7 +59,8 @@ static int grow(intern_table *t) {
   for (size_t i = 0; i < t->nslots; i++) {
     if (!t->slots[i].str) continue;
     size_t j = t->slots[i].hash & (n - 1);
-    while (slots[j].str) j = (j + 1) & (n - 1);
+    while (slots[j].str)
+      j = (j + 1) & (n - 1);
     slots[j] = t->slots[i];
   }
   free(t->slots);
@@ -83,7 +85,8 @@ uint32_t intern_get_or_add(intern_table *t, const char *s, size_t len, int *is_n
     if (grow(t) != 0) return 0;
     mask = t->nslots - 1;
     i = h & mask;
-    while (t->slots[i].str) i = (i + 1) & mask;
+    while (t->slots[i].str)
+      i = (i + 1) & mask;
   }
   const char *stored = string_arena_store(&t->strings, s, len);
   if (!stored) return 0;

@@ -45,7 +45,7 @@
 #include "writer_internal.h"
 #include "sc_file.h"
 
-#define RANGE_STACK_DEPTH 128
+#define RANGE_STACK_DEPTH  128
 #define ANCHOR_INTERVAL_MS 10000
 
 typedef struct trace_session {
@@ -81,7 +81,9 @@ uint64_t stepscope_now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-uint64_t stepscope_thread_id(void) { return (uint64_t)syscall(SYS_gettid); }
+uint64_t stepscope_thread_id(void) {
+  return (uint64_t)syscall(SYS_gettid);
+}
 
 static uint64_t realtime_ns(void) {
   struct timespec ts;
@@ -101,7 +103,9 @@ static void write_anchor(stepscope_writer *w) {
   stepscope_write(w, &rec);
 }
 
-static void anchor_tick(void *arg) { write_anchor(arg); }
+static void anchor_tick(void *arg) {
+  write_anchor(arg);
+}
 
 static int env_int(const char *const *names, int fallback) {
   for (; *names; names++) {
@@ -114,7 +118,6 @@ static int env_int(const char *const *names, int fallback) {
   }
   return fallback;
 }
-
 
 /* On the signal thread (signal_flush.c): `final` closes the trace for good,
  * the process is about to die of `sig`; otherwise the program handles the
@@ -152,8 +155,8 @@ int stepscope_start(const stepscope_start_options *opt, stepscope_error *err) {
     error_set(err, STEPSCOPE_E_STATE, 0, "stepscope_start: a trace is already running");
     return STEPSCOPE_E_STATE;
   }
-  static const char *const rank_env[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID",
-                                         "PMI_RANK", NULL};
+  static const char *const rank_env[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK",
+                                         NULL};
   static const char *const world_env[] = {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS",
                                           "PMI_SIZE", NULL};
   static const char *const local_env[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
@@ -229,7 +232,9 @@ int stepscope_stop(void) {
   return rc;
 }
 
-int stepscope_active(void) { return current_session() != NULL; }
+int stepscope_active(void) {
+  return current_session() != NULL;
+}
 
 stepscope_writer *stepscope_current(void) {
   trace_session *session = current_session();
@@ -311,7 +316,9 @@ void stepscope_step_begin(uint64_t step) {
   if (session) push_range(session->w, session->step_name, 0, STEPSCOPE_PAYLOAD_UINT64, step);
 }
 
-void stepscope_step_end(void) { stepscope_range_pop(); }
+void stepscope_step_end(void) {
+  stepscope_range_pop();
+}
 
 void stepscope_mark_now(const char *name, const char *args_json) {
   trace_session *session = current_session();

@@ -76,8 +76,8 @@ const char *stepscope_collective_op_name(uint32_t op) {
 }
 
 const char *stepscope_datatype_name(uint32_t datatype) {
-  static const char *const names[] = {"unknown", "int8",    "uint8",   "int32",    "uint32",
-                                      "int64",   "uint64",  "float16", "float32",  "float64",
+  static const char *const names[] = {"unknown",  "int8",     "uint8",   "int32",   "uint32",
+                                      "int64",    "uint64",   "float16", "float32", "float64",
                                       "bfloat16", "fp8_e4m3", "fp8_e5m2"};
   return datatype < sizeof names / sizeof names[0] ? names[datatype] : "unknown";
 }

@@ -58,53 +58,53 @@
 #include "stepscope.h"
 #include "string_arena.h"
 
-#define MAX_FRAME_CONTENT (64u << 20)
-#define MAX_STRINGS (1u << 28)
-#define WINDOW_LOG_MAX 26 /* the writer's frames need far less; bounds decoder memory */
-#define MAX_WARNINGS 64
+#define MAX_FRAME_CONTENT   (64u << 20)
+#define MAX_STRINGS         (1u << 28)
+#define WINDOW_LOG_MAX      26 /* the writer's frames need far less; bounds decoder memory */
+#define MAX_WARNINGS        64
 #define MAX_LOST_STRING_IDS (1u << 22) /* string ids all damage together may skip */
-#define PLACEHOLDERS 8
+#define PLACEHOLDERS        8
 
 struct stepscope_reader {
   char *path;
   int fd;
   uint64_t file_size;
-  ZSTD_DCtx *dctx;         /* from res, like in and frame */
+  ZSTD_DCtx *dctx; /* from res, like in and frame */
   reader_resources res;
 
-  uint8_t *in;              /* compressed input (READER_INPUT_CAP bytes) */
+  uint8_t *in; /* compressed input (READER_INPUT_CAP bytes) */
   size_t in_len, in_pos;
-  uint64_t in_file_offset;  /* file offset of in[0] */
+  uint64_t in_file_offset; /* file offset of in[0] */
   int eof;
 
-  uint8_t *frame;           /* decompressed content of the current frame */
+  uint8_t *frame; /* decompressed content of the current frame */
   size_t frame_len, frame_cap, frame_pos;
-  uint64_t frame_offset;    /* file offset where the current frame starts */
-  int frame_ready;          /* frame complete: records may be decoded from it */
+  uint64_t frame_offset; /* file offset where the current frame starts */
+  int frame_ready;       /* frame complete: records may be decoded from it */
   codec_state state;
 
   stepscope_header header;
-  char **strings;           /* index = id; strings[0] unused */
+  char **strings; /* index = id; strings[0] unused */
   uint32_t nstrings;
   size_t strings_cap;
-  string_arena arena;      /* strings and metadata values */
+  string_arena arena; /* strings and metadata values */
 
   char *warnings[MAX_WARNINGS + 1]; /* the last slot: the summary of damage */
   size_t nwarnings;
   uint64_t unknown;
-  int at_end;          /* next_record returned 0: the whole file was read */
-  stepscope_end end;   /* the END record, if one was read (reason 0: none) */
-  stepscope_error sticky;   /* code != 0 once an error happened */
+  int at_end;             /* next_record returned 0: the whole file was read */
+  stepscope_end end;      /* the END record, if one was read (reason 0: none) */
+  stepscope_error sticky; /* code != 0 once an error happened */
   int done;
 
   /* damage (see the header comment) */
-  int damaged;              /* a frame was skipped: undefined string ids allowed */
-  int header_frame_checksum; /* the header frame's checksum flag (1, 0, -1 unknown) */
-  int in_damage;            /* searching or skipping: damage_start..here is lost */
-  uint64_t damage_start;    /* file offset where the current damaged region began */
-  char damage_why[160];     /* what was wrong at its start */
+  int damaged;                             /* a frame was skipped: undefined string ids allowed */
+  int header_frame_checksum;               /* the header frame's checksum flag (1, 0, -1 unknown) */
+  int in_damage;                           /* searching or skipping: damage_start..here is lost */
+  uint64_t damage_start;                   /* file offset where the current damaged region began */
+  char damage_why[160];                    /* what was wrong at its start */
   uint64_t damaged_regions, damaged_bytes; /* bytes: of the file (estimated for frame tails) */
-  uint32_t lost_string_ids; /* ids skipped by STRING records after damage (bounded) */
+  uint32_t lost_string_ids;           /* ids skipped by STRING records after damage (bounded) */
   char placeholder[PLACEHOLDERS][16]; /* "?<id>" answers of stepscope_reader_string */
   unsigned next_placeholder;
 };
@@ -184,8 +184,8 @@ static void drop_frame_tail(stepscope_reader *r, size_t at) {
   r->damaged = 1;
   r->damaged_regions++;
   if (r->frame_len)
-    r->damaged_bytes += (uint64_t)((double)frame_bytes * (double)(r->frame_len - at) /
-                                   (double)r->frame_len);
+    r->damaged_bytes +=
+        (uint64_t)((double)frame_bytes * (double)(r->frame_len - at) / (double)r->frame_len);
   r->frame_pos = r->frame_len;
 }
 
@@ -247,7 +247,8 @@ static int resync(stepscope_reader *r, const char *why, stepscope_error *err) {
  * in its static-linking-only API, so the two bytes are read here. */
 static int frame_checksum_flag(const uint8_t *p, size_t n) {
   if (n < 5) return -1;
-  uint32_t magic = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+  uint32_t magic =
+      (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
   if (magic != ZSTD_MAGICNUMBER) return -1;
   return (p[4] & 0x04) != 0;
 }
@@ -363,13 +364,12 @@ at_eof:
     return 0;
   }
   if (started && (r->frame_len > 0 || r->in_file_offset + r->in_len > r->frame_offset)) {
-    add_warning(r,
-                "%s: offset %llu: truncated: the last frame is incomplete (%llu bytes); it was "
-                "ignored",
-                r->path, (unsigned long long)r->frame_offset,
-                (unsigned long long)(r->file_size > r->frame_offset
-                                         ? r->file_size - r->frame_offset
-                                         : 0));
+    add_warning(
+        r,
+        "%s: offset %llu: truncated: the last frame is incomplete (%llu bytes); it was "
+        "ignored",
+        r->path, (unsigned long long)r->frame_offset,
+        (unsigned long long)(r->file_size > r->frame_offset ? r->file_size - r->frame_offset : 0));
   }
   return 0;
 }
@@ -393,7 +393,8 @@ static int add_string(stepscope_reader *r, const stepscope_string *s, stepscope_
   }
   if (r->nstrings + 2 + lost > r->strings_cap) {
     size_t cap = r->strings_cap ? r->strings_cap * 2 : 1024;
-    while (cap < r->nstrings + 2 + lost) cap *= 2;
+    while (cap < r->nstrings + 2 + lost)
+      cap *= 2;
     char **n = realloc(r->strings, cap * sizeof *n);
     if (!n) goto nomem;
     r->strings = n;
@@ -401,7 +402,8 @@ static int add_string(stepscope_reader *r, const stepscope_string *s, stepscope_
   }
   const char *copy = arena_store(r, s->data, s->length);
   if (!copy) goto nomem;
-  while (lost--) r->strings[++r->nstrings] = NULL; /* read as "?<id>" */
+  while (lost--)
+    r->strings[++r->nstrings] = NULL; /* read as "?<id>" */
   r->strings[++r->nstrings] = (char *)copy;
   return 0;
 nomem:
@@ -423,8 +425,8 @@ static int next_record(stepscope_reader *r, stepscope_record *rec, stepscope_err
     char why[256];
     stepscope_header hdr_scratch;
     uint32_t max_id = r->damaged ? MAX_STRINGS - 1 : r->nstrings; /* lost ids: "?<id>" */
-    codec_result cr = codec_decode(&r->state, &p, end, max_id, rec, &hdr_scratch, arena_store,
-                                   r, why, sizeof why);
+    codec_result cr = codec_decode(&r->state, &p, end, max_id, rec, &hdr_scratch, arena_store, r,
+                                   why, sizeof why);
     size_t at = r->frame_pos;
     r->frame_pos = (size_t)(p - r->frame);
     switch (cr) {
@@ -469,7 +471,8 @@ static int next_record(stepscope_reader *r, stepscope_record *rec, stepscope_err
       if (rec->kind == STEPSCOPE_REC_STRING) {
         int rc = add_string(r, &rec->u.string, err);
         if (rc == STEPSCOPE_E_FORMAT && r->header.format_major) { /* as a bad record */
-          add_warning(r, "%s; the rest of the frame was skipped", err ? err->message : "bad string");
+          add_warning(r, "%s; the rest of the frame was skipped",
+                      err ? err->message : "bad string");
           drop_frame_tail(r, at);
           continue;
         }
@@ -547,18 +550,17 @@ stepscope_reader *stepscope_reader_open(const char *path, stepscope_error *err) 
   }
   if (r->header.format_major > STEPSCOPE_FORMAT_MAJOR) {
     error_set(err, STEPSCOPE_E_VERSION, 0,
-              "%s: format version %u.%u is newer than this reader (%d.%d): upgrade stepscope",
-              path, r->header.format_major, r->header.format_minor, STEPSCOPE_FORMAT_MAJOR,
+              "%s: format version %u.%u is newer than this reader (%d.%d): upgrade stepscope", path,
+              r->header.format_major, r->header.format_minor, STEPSCOPE_FORMAT_MAJOR,
               STEPSCOPE_FORMAT_MINOR);
     stepscope_reader_close(r);
     return NULL;
   }
   /* Header strings are never NULL for readers. */
-  const char **fields[] = {&r->header.hostname,       &r->header.producer,
-                           &r->header.device_name,    &r->header.device_json,
-                           &r->header.driver_version, &r->header.cuda_version,
-                           &r->header.nccl_version,   &r->header.cupti_version,
-                           &r->header.config_json};
+  const char **fields[] = {
+      &r->header.hostname,     &r->header.producer,       &r->header.device_name,
+      &r->header.device_json,  &r->header.driver_version, &r->header.cuda_version,
+      &r->header.nccl_version, &r->header.cupti_version,  &r->header.config_json};
   for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
     if (!*fields[i]) *fields[i] = "";
   return r;
@@ -608,7 +610,9 @@ const char *stepscope_reader_string(const stepscope_reader *r, uint32_t id) {
   return p;
 }
 
-size_t stepscope_reader_warning_count(const stepscope_reader *r) { return r ? r->nwarnings : 0; }
+size_t stepscope_reader_warning_count(const stepscope_reader *r) {
+  return r ? r->nwarnings : 0;
+}
 
 const char *stepscope_reader_warning(const stepscope_reader *r, size_t i) {
   return r && i < r->nwarnings ? r->warnings[i] : NULL;
@@ -628,7 +632,9 @@ int stepscope_reader_close_state(const stepscope_reader *r, int *signal_out) {
   return STEPSCOPE_CLOSE_MISSING;
 }
 
-uint64_t stepscope_reader_unknown_records(const stepscope_reader *r) { return r ? r->unknown : 0; }
+uint64_t stepscope_reader_unknown_records(const stepscope_reader *r) {
+  return r ? r->unknown : 0;
+}
 
 uint64_t stepscope_reader_damaged_regions(const stepscope_reader *r) {
   return r ? r->damaged_regions : 0;
@@ -642,7 +648,9 @@ uint64_t stepscope_reader_offset(const stepscope_reader *r) {
   return r ? r->in_file_offset + r->in_pos : 0;
 }
 
-uint64_t stepscope_reader_file_size(const stepscope_reader *r) { return r ? r->file_size : 0; }
+uint64_t stepscope_reader_file_size(const stepscope_reader *r) {
+  return r ? r->file_size : 0;
+}
 
 void stepscope_reader_close(stepscope_reader *r) {
   if (!r) return;
@@ -652,7 +660,8 @@ void stepscope_reader_close(stepscope_reader *r) {
   reader_resources_give(&r->res);
   free(r->strings);
   string_arena_free(&r->arena);
-  for (size_t i = 0; i < r->nwarnings; i++) free(r->warnings[i]);
+  for (size_t i = 0; i < r->nwarnings; i++)
+    free(r->warnings[i]);
   free(r->path);
   free(r);
 }

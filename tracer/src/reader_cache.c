@@ -37,7 +37,9 @@ static void entry_destroy(void *p) {
   free(e);
 }
 
-static void cache_key_create(void) { cache_key_ok = pthread_key_create(&cache_key, entry_destroy) == 0; }
+static void cache_key_create(void) {
+  cache_key_ok = pthread_key_create(&cache_key, entry_destroy) == 0;
+}
 
 int reader_resources_take(reader_resources *res, int window_log_max) {
   *res = (reader_resources){0};
@@ -64,8 +66,8 @@ void reader_resources_give(reader_resources *res) {
     res->frame = NULL;
     res->frame_cap = 0;
   }
-  int cacheable = res->dctx && res->in &&
-                  !ZSTD_isError(ZSTD_DCtx_reset(res->dctx, ZSTD_reset_session_only));
+  int cacheable =
+      res->dctx && res->in && !ZSTD_isError(ZSTD_DCtx_reset(res->dctx, ZSTD_reset_session_only));
   if (cacheable) {
     pthread_once(&cache_once, cache_key_create);
     reader_resources *e = thread_entry;

@@ -19,9 +19,9 @@
 #include <zstd.h>
 
 typedef struct reader_resources {
-  ZSTD_DCtx *dctx;   /* reset, with the reader's parameters set */
-  uint8_t *in;       /* compressed input buffer of READER_INPUT_CAP bytes */
-  uint8_t *frame;    /* decompressed frame buffer (may be NULL) */
+  ZSTD_DCtx *dctx; /* reset, with the reader's parameters set */
+  uint8_t *in;     /* compressed input buffer of READER_INPUT_CAP bytes */
+  uint8_t *frame;  /* decompressed frame buffer (may be NULL) */
   size_t frame_cap;
 } reader_resources;
 

@@ -26,7 +26,8 @@
 
 #include "varint.h"
 
-#define F(type, st, member) {type, (uint16_t)offsetof(st, member), #member}
+#define F(type, st, member)                                                                        \
+  { type, (uint16_t)offsetof(st, member), #member }
 #define T(st, member) (int)offsetof(st, member), #member
 
 /* Field orders are part of the format: append only, never reorder. */
@@ -81,23 +82,21 @@ static inline uint8_t *finish_length(uint8_t *len_slot, uint8_t *end) {
 }
 
 #define ENCODE_FIELD(type, st, member) p = enc_##type(cs, p, &b->member, time);
-#define DEFINE_TIMED_ENCODER(lower, st, time_member, KIND)                                      \
-  static uint8_t *encode_##lower(codec_state *cs, uint8_t *p, const st *b) {                    \
-    uint64_t time = b->time_member;                                                            \
-    p = varint_put(p, (uint64_t)STEPSCOPE_REC_##KIND << 1 | 1u);                                \
-    p = varint_put(p, zigzag_encode((int64_t)(time - cs->prev_time)));                         \
-    cs->prev_time = time;                                                                      \
-    uint8_t *len_slot = p++;                                                                   \
-    KIND##_FIELDS(ENCODE_FIELD)                                                                \
-    return finish_length(len_slot, p);                                                         \
+#define DEFINE_TIMED_ENCODER(lower, st, time_member, KIND)                                         \
+  static uint8_t *encode_##lower(codec_state *cs, uint8_t *p, const st *b) {                       \
+    uint64_t time = b->time_member;                                                                \
+    p = varint_put(p, (uint64_t)STEPSCOPE_REC_##KIND << 1 | 1u);                                   \
+    p = varint_put(p, zigzag_encode((int64_t)(time - cs->prev_time)));                             \
+    cs->prev_time = time;                                                                          \
+    uint8_t *len_slot = p++;                                                                       \
+    KIND##_FIELDS(ENCODE_FIELD) return finish_length(len_slot, p);                                 \
   }
-#define DEFINE_UNTIMED_ENCODER(lower, st, KIND)                                                 \
-  static uint8_t *encode_##lower(codec_state *cs, uint8_t *p, const st *b) {                    \
-    const uint64_t time = 0;                                                                   \
-    p = varint_put(p, (uint64_t)STEPSCOPE_REC_##KIND << 1);                                     \
-    uint8_t *len_slot = p++;                                                                   \
-    KIND##_FIELDS(ENCODE_FIELD)                                                                \
-    return finish_length(len_slot, p);                                                         \
+#define DEFINE_UNTIMED_ENCODER(lower, st, KIND)                                                    \
+  static uint8_t *encode_##lower(codec_state *cs, uint8_t *p, const st *b) {                       \
+    const uint64_t time = 0;                                                                       \
+    p = varint_put(p, (uint64_t)STEPSCOPE_REC_##KIND << 1);                                        \
+    uint8_t *len_slot = p++;                                                                       \
+    KIND##_FIELDS(ENCODE_FIELD) return finish_length(len_slot, p);                                 \
   }
 
 /* Straight-line decoders from the same lists (the reader's hot path). A
@@ -169,224 +168,231 @@ static inline const uint8_t *dec_FT_CORR(dec_ctx *c, const uint8_t *p, const uin
   *v = c->cs->prev_corr;
   return p;
 }
-static inline void missing_FT_DUR(dec_ctx *c, uint64_t *v) { *v = c->time; }
-#define missing_FT_U64(c, v) (*(v) = 0)
-#define missing_FT_U32(c, v) (*(v) = 0)
-#define missing_FT_STR(c, v) (*(v) = 0)
-#define missing_FT_I32(c, v) (*(v) = 0)
-#define missing_FT_F64(c, v) (*(v) = 0.0)
+static inline void missing_FT_DUR(dec_ctx *c, uint64_t *v) {
+  *v = c->time;
+}
+#define missing_FT_U64(c, v)  (*(v) = 0)
+#define missing_FT_U32(c, v)  (*(v) = 0)
+#define missing_FT_STR(c, v)  (*(v) = 0)
+#define missing_FT_I32(c, v)  (*(v) = 0)
+#define missing_FT_F64(c, v)  (*(v) = 0.0)
 #define missing_FT_CORR(c, v) (*(v) = 0)
 
-#define DECODE_FIELD(type, st, member)                                                          \
-  if (p < end) {                                                                               \
-    if (!(p = dec_##type(c, p, end, &b->member))) return -1;                                    \
-  } else {                                                                                     \
-    missing_##type(c, &b->member);                                                             \
+#define DECODE_FIELD(type, st, member)                                                             \
+  if (p < end) {                                                                                   \
+    if (!(p = dec_##type(c, p, end, &b->member))) return -1;                                       \
+  } else {                                                                                         \
+    missing_##type(c, &b->member);                                                                 \
   }
 /* Decodes the payload into *b, setting every field (time already set). */
-#define DEFINE_DECODER(lower, st, KIND)                                                         \
-  static int decode_##lower(dec_ctx *c, const uint8_t *p, const uint8_t *end, st *b) {          \
-    KIND##_FIELDS(DECODE_FIELD)                                                                \
-    return 0; /* extra trailing bytes: fields of a newer minor version */                      \
+#define DEFINE_DECODER(lower, st, KIND)                                                            \
+  static int decode_##lower(dec_ctx *c, const uint8_t *p, const uint8_t *end, st *b) {             \
+    KIND##_FIELDS(                                                                                 \
+        DECODE_FIELD) return 0; /* extra trailing bytes: fields of a newer minor version */        \
   }
 
-#define KERNEL_FIELDS(X) \
-  X(FT_DUR, stepscope_kernel, end_ns) \
-  X(FT_CORR, stepscope_kernel, correlation_id) \
-  X(FT_U64, stepscope_kernel, stream) \
-  X(FT_STR, stepscope_kernel, name) \
-  X(FT_U32, stepscope_kernel, device) \
-  X(FT_U32, stepscope_kernel, grid[0]) \
-  X(FT_U32, stepscope_kernel, grid[1]) \
-  X(FT_U32, stepscope_kernel, grid[2]) \
-  X(FT_U32, stepscope_kernel, block[0]) \
-  X(FT_U32, stepscope_kernel, block[1]) \
-  X(FT_U32, stepscope_kernel, block[2]) \
-  X(FT_U32, stepscope_kernel, registers_per_thread) \
-  X(FT_U32, stepscope_kernel, static_shared_bytes) \
-  X(FT_U32, stepscope_kernel, dynamic_shared_bytes) \
+#define KERNEL_FIELDS(X)                                                                           \
+  X(FT_DUR, stepscope_kernel, end_ns)                                                              \
+  X(FT_CORR, stepscope_kernel, correlation_id)                                                     \
+  X(FT_U64, stepscope_kernel, stream)                                                              \
+  X(FT_STR, stepscope_kernel, name)                                                                \
+  X(FT_U32, stepscope_kernel, device)                                                              \
+  X(FT_U32, stepscope_kernel, grid[0])                                                             \
+  X(FT_U32, stepscope_kernel, grid[1])                                                             \
+  X(FT_U32, stepscope_kernel, grid[2])                                                             \
+  X(FT_U32, stepscope_kernel, block[0])                                                            \
+  X(FT_U32, stepscope_kernel, block[1])                                                            \
+  X(FT_U32, stepscope_kernel, block[2])                                                            \
+  X(FT_U32, stepscope_kernel, registers_per_thread)                                                \
+  X(FT_U32, stepscope_kernel, static_shared_bytes)                                                 \
+  X(FT_U32, stepscope_kernel, dynamic_shared_bytes)                                                \
   X(FT_U64, stepscope_kernel, graph_id)
 static const kind_desc DESC_KERNEL = {T(stepscope_kernel, start_ns), {KERNEL_FIELDS(TABLE_ENTRY)}};
 DEFINE_TIMED_ENCODER(kernel, stepscope_kernel, start_ns, KERNEL)
 DEFINE_DECODER(kernel, stepscope_kernel, KERNEL)
 
-#define MEMCPY_FIELDS(X) \
-  X(FT_DUR, stepscope_memcpy, end_ns) \
-  X(FT_CORR, stepscope_memcpy, correlation_id) \
-  X(FT_U64, stepscope_memcpy, stream) \
-  X(FT_U64, stepscope_memcpy, bytes) \
-  X(FT_U32, stepscope_memcpy, device) \
-  X(FT_U32, stepscope_memcpy, copy_kind) \
-  X(FT_U32, stepscope_memcpy, src_device) \
+#define MEMCPY_FIELDS(X)                                                                           \
+  X(FT_DUR, stepscope_memcpy, end_ns)                                                              \
+  X(FT_CORR, stepscope_memcpy, correlation_id)                                                     \
+  X(FT_U64, stepscope_memcpy, stream)                                                              \
+  X(FT_U64, stepscope_memcpy, bytes)                                                               \
+  X(FT_U32, stepscope_memcpy, device)                                                              \
+  X(FT_U32, stepscope_memcpy, copy_kind)                                                           \
+  X(FT_U32, stepscope_memcpy, src_device)                                                          \
   X(FT_U32, stepscope_memcpy, dst_device)
 static const kind_desc DESC_MEMCPY = {T(stepscope_memcpy, start_ns), {MEMCPY_FIELDS(TABLE_ENTRY)}};
 DEFINE_TIMED_ENCODER(memcpy, stepscope_memcpy, start_ns, MEMCPY)
 DEFINE_DECODER(memcpy, stepscope_memcpy, MEMCPY)
 
-#define MEMSET_FIELDS(X) \
-  X(FT_DUR, stepscope_memset, end_ns) \
-  X(FT_CORR, stepscope_memset, correlation_id) \
-  X(FT_U64, stepscope_memset, stream) \
-  X(FT_U64, stepscope_memset, bytes) \
-  X(FT_U32, stepscope_memset, device) \
+#define MEMSET_FIELDS(X)                                                                           \
+  X(FT_DUR, stepscope_memset, end_ns)                                                              \
+  X(FT_CORR, stepscope_memset, correlation_id)                                                     \
+  X(FT_U64, stepscope_memset, stream)                                                              \
+  X(FT_U64, stepscope_memset, bytes)                                                               \
+  X(FT_U32, stepscope_memset, device)                                                              \
   X(FT_U32, stepscope_memset, value)
 static const kind_desc DESC_MEMSET = {T(stepscope_memset, start_ns), {MEMSET_FIELDS(TABLE_ENTRY)}};
 DEFINE_TIMED_ENCODER(memset, stepscope_memset, start_ns, MEMSET)
 DEFINE_DECODER(memset, stepscope_memset, MEMSET)
 
-#define SYNC_FIELDS(X) \
-  X(FT_DUR, stepscope_sync, end_ns) \
-  X(FT_CORR, stepscope_sync, correlation_id) \
-  X(FT_U64, stepscope_sync, stream) \
-  X(FT_U64, stepscope_sync, event_id) \
-  X(FT_U32, stepscope_sync, device) \
+#define SYNC_FIELDS(X)                                                                             \
+  X(FT_DUR, stepscope_sync, end_ns)                                                                \
+  X(FT_CORR, stepscope_sync, correlation_id)                                                       \
+  X(FT_U64, stepscope_sync, stream)                                                                \
+  X(FT_U64, stepscope_sync, event_id)                                                              \
+  X(FT_U32, stepscope_sync, device)                                                                \
   X(FT_U32, stepscope_sync, sync_kind)
 static const kind_desc DESC_SYNC = {T(stepscope_sync, start_ns), {SYNC_FIELDS(TABLE_ENTRY)}};
 DEFINE_TIMED_ENCODER(sync, stepscope_sync, start_ns, SYNC)
 DEFINE_DECODER(sync, stepscope_sync, SYNC)
 
-#define API_FIELDS(X) \
-  X(FT_DUR, stepscope_api, end_ns) \
-  X(FT_CORR, stepscope_api, correlation_id) \
-  X(FT_U64, stepscope_api, thread) \
-  X(FT_STR, stepscope_api, name) \
-  X(FT_U32, stepscope_api, api_kind) \
-  X(FT_U32, stepscope_api, callback_id) \
+#define API_FIELDS(X)                                                                              \
+  X(FT_DUR, stepscope_api, end_ns)                                                                 \
+  X(FT_CORR, stepscope_api, correlation_id)                                                        \
+  X(FT_U64, stepscope_api, thread)                                                                 \
+  X(FT_STR, stepscope_api, name)                                                                   \
+  X(FT_U32, stepscope_api, api_kind)                                                               \
+  X(FT_U32, stepscope_api, callback_id)                                                            \
   X(FT_I32, stepscope_api, return_code)
 static const kind_desc DESC_API = {T(stepscope_api, start_ns), {API_FIELDS(TABLE_ENTRY)}};
 DEFINE_TIMED_ENCODER(api, stepscope_api, start_ns, API)
 DEFINE_DECODER(api, stepscope_api, API)
 
-#define RANGE_FIELDS(X) \
-  X(FT_DUR, stepscope_range, end_ns) \
-  X(FT_U64, stepscope_range, thread) \
-  X(FT_STR, stepscope_range, name) \
-  X(FT_STR, stepscope_range, domain) \
-  X(FT_U32, stepscope_range, category) \
-  X(FT_U32, stepscope_range, color) \
-  X(FT_U32, stepscope_range, payload_kind) \
-  X(FT_U64, stepscope_range, payload) \
+#define RANGE_FIELDS(X)                                                                            \
+  X(FT_DUR, stepscope_range, end_ns)                                                               \
+  X(FT_U64, stepscope_range, thread)                                                               \
+  X(FT_STR, stepscope_range, name)                                                                 \
+  X(FT_STR, stepscope_range, domain)                                                               \
+  X(FT_U32, stepscope_range, category)                                                             \
+  X(FT_U32, stepscope_range, color)                                                                \
+  X(FT_U32, stepscope_range, payload_kind)                                                         \
+  X(FT_U64, stepscope_range, payload)                                                              \
   X(FT_STR, stepscope_range, args)
 static const kind_desc DESC_RANGE = {T(stepscope_range, start_ns), {RANGE_FIELDS(TABLE_ENTRY)}};
 DEFINE_TIMED_ENCODER(range, stepscope_range, start_ns, RANGE)
 DEFINE_DECODER(range, stepscope_range, RANGE)
 
-#define MARK_FIELDS(X) \
-  X(FT_U64, stepscope_mark, thread) \
-  X(FT_STR, stepscope_mark, name) \
-  X(FT_STR, stepscope_mark, domain) \
-  X(FT_U32, stepscope_mark, category) \
-  X(FT_U32, stepscope_mark, color) \
-  X(FT_U32, stepscope_mark, payload_kind) \
-  X(FT_U64, stepscope_mark, payload) \
+#define MARK_FIELDS(X)                                                                             \
+  X(FT_U64, stepscope_mark, thread)                                                                \
+  X(FT_STR, stepscope_mark, name)                                                                  \
+  X(FT_STR, stepscope_mark, domain)                                                                \
+  X(FT_U32, stepscope_mark, category)                                                              \
+  X(FT_U32, stepscope_mark, color)                                                                 \
+  X(FT_U32, stepscope_mark, payload_kind)                                                          \
+  X(FT_U64, stepscope_mark, payload)                                                               \
   X(FT_STR, stepscope_mark, args)
 static const kind_desc DESC_MARK = {T(stepscope_mark, time_ns), {MARK_FIELDS(TABLE_ENTRY)}};
 DEFINE_TIMED_ENCODER(mark, stepscope_mark, time_ns, MARK)
 DEFINE_DECODER(mark, stepscope_mark, MARK)
 
-#define COLLECTIVE_FIELDS(X) \
-  X(FT_DUR, stepscope_collective, end_ns) \
-  X(FT_CORR, stepscope_collective, correlation_id) \
-  X(FT_U64, stepscope_collective, comm_id) \
-  X(FT_U64, stepscope_collective, seq) \
-  X(FT_U64, stepscope_collective, count) \
-  X(FT_U64, stepscope_collective, bytes) \
-  X(FT_U64, stepscope_collective, stream) \
-  X(FT_U32, stepscope_collective, op) \
-  X(FT_U32, stepscope_collective, datatype) \
-  X(FT_I32, stepscope_collective, peer) \
-  X(FT_U32, stepscope_collective, comm_rank) \
-  X(FT_U32, stepscope_collective, comm_size) \
-  X(FT_STR, stepscope_collective, algorithm) \
-  X(FT_STR, stepscope_collective, protocol) \
-  X(FT_U32, stepscope_collective, channels) \
-  X(FT_U32, stepscope_collective, device) \
-  X(FT_U32, stepscope_collective, flags) \
+#define COLLECTIVE_FIELDS(X)                                                                       \
+  X(FT_DUR, stepscope_collective, end_ns)                                                          \
+  X(FT_CORR, stepscope_collective, correlation_id)                                                 \
+  X(FT_U64, stepscope_collective, comm_id)                                                         \
+  X(FT_U64, stepscope_collective, seq)                                                             \
+  X(FT_U64, stepscope_collective, count)                                                           \
+  X(FT_U64, stepscope_collective, bytes)                                                           \
+  X(FT_U64, stepscope_collective, stream)                                                          \
+  X(FT_U32, stepscope_collective, op)                                                              \
+  X(FT_U32, stepscope_collective, datatype)                                                        \
+  X(FT_I32, stepscope_collective, peer)                                                            \
+  X(FT_U32, stepscope_collective, comm_rank)                                                       \
+  X(FT_U32, stepscope_collective, comm_size)                                                       \
+  X(FT_STR, stepscope_collective, algorithm)                                                       \
+  X(FT_STR, stepscope_collective, protocol)                                                        \
+  X(FT_U32, stepscope_collective, channels)                                                        \
+  X(FT_U32, stepscope_collective, device)                                                          \
+  X(FT_U32, stepscope_collective, flags)                                                           \
   X(FT_STR, stepscope_collective, name)
-static const kind_desc DESC_COLLECTIVE = {T(stepscope_collective, start_ns), {COLLECTIVE_FIELDS(TABLE_ENTRY)}};
+static const kind_desc DESC_COLLECTIVE = {T(stepscope_collective, start_ns),
+                                          {COLLECTIVE_FIELDS(TABLE_ENTRY)}};
 DEFINE_TIMED_ENCODER(collective, stepscope_collective, start_ns, COLLECTIVE)
 DEFINE_DECODER(collective, stepscope_collective, COLLECTIVE)
 
-#define HOST_OP_FIELDS(X) \
-  X(FT_DUR, stepscope_host_op, end_ns) \
-  X(FT_CORR, stepscope_host_op, correlation_id) \
-  X(FT_U64, stepscope_host_op, stream) \
-  X(FT_U64, stepscope_host_op, bytes) \
-  X(FT_U64, stepscope_host_op, flops) \
-  X(FT_U64, stepscope_host_op, comm_id) \
-  X(FT_U64, stepscope_host_op, seq) \
-  X(FT_STR, stepscope_host_op, name) \
-  X(FT_U32, stepscope_host_op, category) \
+#define HOST_OP_FIELDS(X)                                                                          \
+  X(FT_DUR, stepscope_host_op, end_ns)                                                             \
+  X(FT_CORR, stepscope_host_op, correlation_id)                                                    \
+  X(FT_U64, stepscope_host_op, stream)                                                             \
+  X(FT_U64, stepscope_host_op, bytes)                                                              \
+  X(FT_U64, stepscope_host_op, flops)                                                              \
+  X(FT_U64, stepscope_host_op, comm_id)                                                            \
+  X(FT_U64, stepscope_host_op, seq)                                                                \
+  X(FT_STR, stepscope_host_op, name)                                                               \
+  X(FT_U32, stepscope_host_op, category)                                                           \
   X(FT_STR, stepscope_host_op, args)
-static const kind_desc DESC_HOST_OP = {T(stepscope_host_op, start_ns), {HOST_OP_FIELDS(TABLE_ENTRY)}};
+static const kind_desc DESC_HOST_OP = {T(stepscope_host_op, start_ns),
+                                       {HOST_OP_FIELDS(TABLE_ENTRY)}};
 DEFINE_TIMED_ENCODER(host_op, stepscope_host_op, start_ns, HOST_OP)
 DEFINE_DECODER(host_op, stepscope_host_op, HOST_OP)
 
-#define COUNTER_FIELDS(X) \
-  X(FT_STR, stepscope_counter, name) \
-  X(FT_U32, stepscope_counter, device) \
+#define COUNTER_FIELDS(X)                                                                          \
+  X(FT_STR, stepscope_counter, name)                                                               \
+  X(FT_U32, stepscope_counter, device)                                                             \
   X(FT_F64, stepscope_counter, value)
-static const kind_desc DESC_COUNTER = {T(stepscope_counter, time_ns), {COUNTER_FIELDS(TABLE_ENTRY)}};
+static const kind_desc DESC_COUNTER = {T(stepscope_counter, time_ns),
+                                       {COUNTER_FIELDS(TABLE_ENTRY)}};
 DEFINE_TIMED_ENCODER(counter, stepscope_counter, time_ns, COUNTER)
 DEFINE_DECODER(counter, stepscope_counter, COUNTER)
 
-#define MEMORY_FIELDS(X) \
-  X(FT_U64, stepscope_memory, address) \
-  X(FT_U64, stepscope_memory, bytes) \
-  X(FT_U64, stepscope_memory, in_use_bytes) \
-  X(FT_U32, stepscope_memory, device) \
+#define MEMORY_FIELDS(X)                                                                           \
+  X(FT_U64, stepscope_memory, address)                                                             \
+  X(FT_U64, stepscope_memory, bytes)                                                               \
+  X(FT_U64, stepscope_memory, in_use_bytes)                                                        \
+  X(FT_U32, stepscope_memory, device)                                                              \
   X(FT_U32, stepscope_memory, memory_kind)
 static const kind_desc DESC_MEMORY = {T(stepscope_memory, time_ns), {MEMORY_FIELDS(TABLE_ENTRY)}};
 DEFINE_TIMED_ENCODER(memory, stepscope_memory, time_ns, MEMORY)
 DEFINE_DECODER(memory, stepscope_memory, MEMORY)
 
-#define DROPPED_FIELDS(X) \
-  X(FT_U64, stepscope_dropped, count) \
+#define DROPPED_FIELDS(X)                                                                          \
+  X(FT_U64, stepscope_dropped, count)                                                              \
   X(FT_U32, stepscope_dropped, source)
-static const kind_desc DESC_DROPPED = {T(stepscope_dropped, time_ns), {DROPPED_FIELDS(TABLE_ENTRY)}};
+static const kind_desc DESC_DROPPED = {T(stepscope_dropped, time_ns),
+                                       {DROPPED_FIELDS(TABLE_ENTRY)}};
 DEFINE_TIMED_ENCODER(dropped, stepscope_dropped, time_ns, DROPPED)
 DEFINE_DECODER(dropped, stepscope_dropped, DROPPED)
 
-#define CLOCK_ANCHOR_FIELDS(X) \
-  X(FT_U64, stepscope_clock_anchor, trace_ns) \
-  X(FT_U64, stepscope_clock_anchor, realtime_ns) \
-  X(FT_U64, stepscope_clock_anchor, monotonic_ns) \
+#define CLOCK_ANCHOR_FIELDS(X)                                                                     \
+  X(FT_U64, stepscope_clock_anchor, trace_ns)                                                      \
+  X(FT_U64, stepscope_clock_anchor, realtime_ns)                                                   \
+  X(FT_U64, stepscope_clock_anchor, monotonic_ns)                                                  \
   X(FT_U64, stepscope_clock_anchor, uncertainty_ns)
 static const kind_desc DESC_CLOCK_ANCHOR = {-1, NULL, {CLOCK_ANCHOR_FIELDS(TABLE_ENTRY)}};
 DEFINE_UNTIMED_ENCODER(clock_anchor, stepscope_clock_anchor, CLOCK_ANCHOR)
 DEFINE_DECODER(clock_anchor, stepscope_clock_anchor, CLOCK_ANCHOR)
 
-#define OVERHEAD_FIELDS(X) \
-  X(FT_DUR, stepscope_overhead, end_ns) \
-  X(FT_U64, stepscope_overhead, thread) \
+#define OVERHEAD_FIELDS(X)                                                                         \
+  X(FT_DUR, stepscope_overhead, end_ns)                                                            \
+  X(FT_U64, stepscope_overhead, thread)                                                            \
   X(FT_STR, stepscope_overhead, name)
-static const kind_desc DESC_OVERHEAD = {T(stepscope_overhead, start_ns), {OVERHEAD_FIELDS(TABLE_ENTRY)}};
+static const kind_desc DESC_OVERHEAD = {T(stepscope_overhead, start_ns),
+                                        {OVERHEAD_FIELDS(TABLE_ENTRY)}};
 DEFINE_TIMED_ENCODER(overhead, stepscope_overhead, start_ns, OVERHEAD)
 DEFINE_DECODER(overhead, stepscope_overhead, OVERHEAD)
 
 /* Added after the kinds above: correlations as plain u64 (no delta). */
-#define EXTERNAL_CORRELATION_FIELDS(X) \
-  X(FT_U64, stepscope_external_correlation, correlation_id) \
-  X(FT_U64, stepscope_external_correlation, external_id) \
+#define EXTERNAL_CORRELATION_FIELDS(X)                                                             \
+  X(FT_U64, stepscope_external_correlation, correlation_id)                                        \
+  X(FT_U64, stepscope_external_correlation, external_id)                                           \
   X(FT_U32, stepscope_external_correlation, external_kind)
-static const kind_desc DESC_EXTERNAL_CORRELATION = {-1, NULL,
-                                                    {EXTERNAL_CORRELATION_FIELDS(TABLE_ENTRY)}};
+static const kind_desc DESC_EXTERNAL_CORRELATION = {
+    -1, NULL, {EXTERNAL_CORRELATION_FIELDS(TABLE_ENTRY)}};
 DEFINE_UNTIMED_ENCODER(external_correlation, stepscope_external_correlation, EXTERNAL_CORRELATION)
 DEFINE_DECODER(external_correlation, stepscope_external_correlation, EXTERNAL_CORRELATION)
 
 /* Added in 1.1, written by the writer alone as a closed file's last record. */
-#define END_FIELDS(X) \
-  X(FT_U32, stepscope_end, reason) \
+#define END_FIELDS(X)                                                                              \
+  X(FT_U32, stepscope_end, reason)                                                                 \
   X(FT_U32, stepscope_end, signal)
 static const kind_desc DESC_END = {-1, NULL, {END_FIELDS(TABLE_ENTRY)}};
 DEFINE_UNTIMED_ENCODER(end, stepscope_end, END)
 DEFINE_DECODER(end, stepscope_end, END)
 
-#define STREAM_FIELDS(X) \
-  X(FT_U64, stepscope_stream, stream) \
-  X(FT_U32, stepscope_stream, device) \
-  X(FT_U32, stepscope_stream, stream_kind) \
-  X(FT_STR, stepscope_stream, name) \
+#define STREAM_FIELDS(X)                                                                           \
+  X(FT_U64, stepscope_stream, stream)                                                              \
+  X(FT_U32, stepscope_stream, device)                                                              \
+  X(FT_U32, stepscope_stream, stream_kind)                                                         \
+  X(FT_STR, stepscope_stream, name)                                                                \
   X(FT_I32, stepscope_stream, priority)
 static const kind_desc DESC_STREAM = {-1, NULL, {STREAM_FIELDS(TABLE_ENTRY)}};
 DEFINE_UNTIMED_ENCODER(stream, stepscope_stream, STREAM)
@@ -398,7 +404,8 @@ static const kind_desc DESC_METADATA = {
 static const kind_desc DESC_BLOCK = {-1, NULL, {{FT_U64, 0, "thread"}}};
 
 static const kind_desc DESC_HEADER = {
-    -1, NULL,
+    -1,
+    NULL,
     {/* preceded on the wire by the inline magic "stepscope" */
      F(FT_U32, stepscope_header, format_major), F(FT_U32, stepscope_header, format_minor),
      F(FT_I32, stepscope_header, rank), F(FT_I32, stepscope_header, world_size),
@@ -435,10 +442,12 @@ const kind_desc *codec_desc(uint32_t kind) {
 }
 
 /* Typed access to a struct member at a byte offset. */
-#define AT(base, off, type) (*(type *)((char *)(base) + (off)))
+#define AT(base, off, type)  (*(type *)((char *)(base) + (off)))
 #define CAT(base, off, type) (*(const type *)((const char *)(base) + (off)))
 
-static size_t inline_len(const char *s) { return s ? strlen(s) : 0; }
+static size_t inline_len(const char *s) {
+  return s ? strlen(s) : 0;
+}
 
 static size_t desc_max_size(const kind_desc *d, const void *body) {
   size_t n = 3 * VARINT_MAX; /* tag, time, length */
@@ -730,8 +739,7 @@ codec_result codec_decode(codec_state *st, const uint8_t **pp, const uint8_t *en
     }
     q += mlen;
     memset(hdr, 0, sizeof *hdr);
-    if (decode_fields(st, q, payload_end, &DESC_HEADER, hdr, 0, 0, store, store_ctx, why,
-                      why_len))
+    if (decode_fields(st, q, payload_end, &DESC_HEADER, hdr, 0, 0, store, store_ctx, why, why_len))
       return CODEC_ERROR;
     rec->kind = STEPSCOPE_REC_HEADER;
     return CODEC_RECORD;
@@ -837,7 +845,7 @@ codec_result codec_decode(codec_state *st, const uint8_t **pp, const uint8_t *en
   rec->kind = (uint32_t)kind;
   return CODEC_RECORD;
 timed_mismatch:
-  set_why(why, why_len, timed ? "no timestamp on this record kind"
-                              : "a timestamp on this record kind");
+  set_why(why, why_len,
+          timed ? "no timestamp on this record kind" : "a timestamp on this record kind");
   return CODEC_ERROR;
 }

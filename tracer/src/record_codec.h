@@ -61,8 +61,8 @@ size_t codec_max_size(const stepscope_record *rec);
  * (all but METADATA) share one constant bound (tag, time, length and at
  * most 24 fields of at most VARINT_MAX bytes), so no table is consulted. */
 #define CODEC_FIXED_MAX (3 * 10 + 24 * 10)
-#define CODEC_FIXED_KINDS                                                                       \
-  ((1ull << STEPSCOPE_REC_STREAM) | (((1ull << (STEPSCOPE_REC_EXTERNAL_CORRELATION + 1)) - 1) &   \
+#define CODEC_FIXED_KINDS                                                                          \
+  ((1ull << STEPSCOPE_REC_STREAM) | (((1ull << (STEPSCOPE_REC_EXTERNAL_CORRELATION + 1)) - 1) &    \
                                      ~((1ull << STEPSCOPE_REC_KERNEL) - 1)))
 static inline size_t codec_bound(const stepscope_record *rec) {
   if (rec->kind < 64 && ((CODEC_FIXED_KINDS >> rec->kind) & 1)) return CODEC_FIXED_MAX;

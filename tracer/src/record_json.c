@@ -31,7 +31,8 @@ static void put(out *o, const char *fmt, ...) {
 static void put_bytes(void *ctx, const char *bytes, size_t n) {
   out *o = ctx;
   if (o->len < o->cap) {
-    size_t room = o->cap - o->len; /* as put: what fits, NUL-terminated, and the whole length counted */
+    size_t room =
+        o->cap - o->len; /* as put: what fits, NUL-terminated, and the whole length counted */
     size_t k = n < room - 1 ? n : room - 1;
     memcpy(o->buf + o->len, bytes, k);
     o->buf[o->len + k] = '\0';
@@ -75,7 +76,8 @@ size_t stepscope_record_to_json(const stepscope_record *rec, const stepscope_rea
     return o.len;
   }
   const void *body = &rec->u;
-  if (d->time_offset >= 0) put(&o, ",\"%s\":%" PRIu64, d->time_name, CAT(body, d->time_offset, uint64_t));
+  if (d->time_offset >= 0)
+    put(&o, ",\"%s\":%" PRIu64, d->time_name, CAT(body, d->time_offset, uint64_t));
   for (const field *f = d->fields; f->type != FT_END; f++) {
     put_key(&o, f->name);
     switch ((field_type)f->type) {

@@ -15,7 +15,8 @@
 static int is_trace_name(const char *name) {
   size_t n = strlen(name);
   static const char prefix[] = "rank-", suffix[] = ".trace.zst";
-  return n > sizeof prefix - 1 + sizeof suffix - 1 && strncmp(name, prefix, sizeof prefix - 1) == 0 &&
+  return n > sizeof prefix - 1 + sizeof suffix - 1 &&
+         strncmp(name, prefix, sizeof prefix - 1) == 0 &&
          strcmp(name + n - (sizeof suffix - 1), suffix) == 0;
 }
 
@@ -25,7 +26,8 @@ static int cmp_str(const void *a, const void *b) {
 
 void stepscope_run_files_free(char **paths, size_t count) {
   if (!paths) return;
-  for (size_t i = 0; i < count; i++) free(paths[i]);
+  for (size_t i = 0; i < count; i++)
+    free(paths[i]);
   free(paths);
 }
 

@@ -126,7 +126,8 @@ static int make_pipe(int p[2]) {
     p[0] = p[1] = -1;
     return -1;
   }
-  for (int i = 0; i < 2; i++) fcntl(p[i], F_SETFD, FD_CLOEXEC);
+  for (int i = 0; i < 2; i++)
+    fcntl(p[i], F_SETFD, FD_CLOEXEC);
   return 0;
 }
 
@@ -144,7 +145,8 @@ int signal_flush_install(signal_flush_work work) {
     }
     sigset_t block, old;
     sigemptyset(&block);
-    for (size_t i = 0; i < NHANDLED; i++) sigaddset(&block, handled_signals[i]);
+    for (size_t i = 0; i < NHANDLED; i++)
+      sigaddset(&block, handled_signals[i]);
     pthread_sigmask(SIG_BLOCK, &block, &old); /* inherited by the thread */
     pthread_t t;
     pthread_attr_t attr;
@@ -169,7 +171,8 @@ int signal_flush_install(signal_flush_work work) {
     sa.sa_sigaction = on_signal;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&sa.sa_mask); /* the three block each other while one is handled */
-    for (size_t j = 0; j < NHANDLED; j++) sigaddset(&sa.sa_mask, handled_signals[j]);
+    for (size_t j = 0; j < NHANDLED; j++)
+      sigaddset(&sa.sa_mask, handled_signals[j]);
     g_previous[i] = prev;
     g_installed[i] = 1;
     sigaction(handled_signals[i], &sa, NULL);

@@ -55,14 +55,16 @@ static inline const uint8_t *varint_get(const uint8_t *p, const uint8_t *end, ui
 static inline uint8_t *f64_put(uint8_t *p, double d) {
   uint64_t bits;
   memcpy(&bits, &d, sizeof bits);
-  for (int i = 0; i < 8; i++) p[i] = (uint8_t)(bits >> (8 * i));
+  for (int i = 0; i < 8; i++)
+    p[i] = (uint8_t)(bits >> (8 * i));
   return p + 8;
 }
 
 static inline const uint8_t *f64_get(const uint8_t *p, const uint8_t *end, double *out) {
   if (end - p < 8) return NULL;
   uint64_t bits = 0;
-  for (int i = 0; i < 8; i++) bits |= (uint64_t)p[i] << (8 * i);
+  for (int i = 0; i < 8; i++)
+    bits |= (uint64_t)p[i] << (8 * i);
   memcpy(out, &bits, sizeof bits);
   return p + 8;
 }

@@ -73,9 +73,9 @@
  * background thread (a quarter of it), plus the frame being written
  * (measured by bench/kill/run_kill_trials.py). */
 #define DEFAULT_FLUSH_MS 200u
-#define DEFAULT_LEVEL (-5)
-#define BUFFER_BYTES (256u << 10)
-#define TLS_CACHE_WAYS 4
+#define DEFAULT_LEVEL    (-5)
+#define BUFFER_BYTES     (256u << 10)
+#define TLS_CACHE_WAYS   4
 /* Written buffers kept for reuse, so that appending does not page-fault
  * fresh memory: enough for the frame queue's backlog (two frames before
  * producers help, plus the frame being compressed) at the default frame
@@ -89,11 +89,11 @@ typedef struct byte_buf {
 
 typedef struct thread_buffer {
   atomic_flag busy;
-  int closed; /* set (under `busy`) when the writer closes: appends are no-ops */
+  int closed;   /* set (under `busy`) when the writer closes: appends are no-ops */
   byte_buf buf; /* when allocated, starts with a BLOCK record */
   codec_state state;
   uint64_t thread;
-  uint64_t records; /* appended through this buffer (under `busy`) */
+  uint64_t records;           /* appended through this buffer (under `busy`) */
   struct thread_buffer *next; /* registry list */
 } thread_buffer;
 
@@ -110,8 +110,8 @@ struct stepscope_writer {
 
   pthread_mutex_t registry_mu;
   thread_buffer *buffers;
-  atomic_int closed;               /* set once, under registry_mu, by writer_retire */
-  atomic_int handoffs_in_flight;   /* full buffers taken out under a flag, not yet queued */
+  atomic_int closed;             /* set once, under registry_mu, by writer_retire */
+  atomic_int handoffs_in_flight; /* full buffers taken out under a flag, not yet queued */
 
   pthread_mutex_t full_mu;
   full_block *full_head, *full_tail;
@@ -127,8 +127,8 @@ struct stepscope_writer {
   ZSTD_CCtx *cctx;
   byte_buf out;
   _Atomic uint64_t last_frame_ns;
-  int io_failed; /* after a write error, further frames are dropped and counted */
-  int io_errno;  /* the first failed write's errno */
+  int io_failed;        /* after a write error, further frames are dropped and counted */
+  int io_errno;         /* the first failed write's errno */
   atomic_int on_signal; /* a flush or close for a signal: waits on threads are bounded */
 
   atomic_uint_fast64_t dropped;
@@ -165,7 +165,8 @@ static uint64_t mono_ns(void) {
 static int buf_reserve(byte_buf *b, size_t extra) {
   if (b->cap - b->len >= extra) return 0;
   size_t cap = b->cap ? b->cap : 4096;
-  while (cap - b->len < extra) cap *= 2;
+  while (cap - b->len < extra)
+    cap *= 2;
   uint8_t *d = realloc(b->data, cap);
   if (!d) return -1;
   b->data = d;
@@ -173,12 +174,12 @@ static int buf_reserve(byte_buf *b, size_t extra) {
   return 0;
 }
 
-
 /* Compresses `pieces` as one frame and writes it. Called with frame_mu held. */
 static int write_frame(stepscope_writer *w, const byte_buf *const *pieces, size_t npieces,
                        stepscope_error *err) {
   size_t total = 0;
-  for (size_t i = 0; i < npieces; i++) total += pieces[i]->len;
+  for (size_t i = 0; i < npieces; i++)
+    total += pieces[i]->len;
   if (total == 0) return 0;
   if (w->io_failed) {
     error_set(err, STEPSCOPE_E_IO, atomic_load(&w->bytes_written),
@@ -208,8 +209,8 @@ static int write_frame(stepscope_writer *w, const byte_buf *const *pieces, size_
   }
   if (sc_write_all(w->fd, out.dst, out.pos)) {
     int e = errno;
-    error_set(err, STEPSCOPE_E_IO, atomic_load(&w->bytes_written), "%s: write failed: %s",
-              w->path, strerror(e));
+    error_set(err, STEPSCOPE_E_IO, atomic_load(&w->bytes_written), "%s: write failed: %s", w->path,
+              strerror(e));
     w->io_failed = 1;
     w->io_errno = e;
     /* the one warning: the background thread's failures have no caller to tell */
@@ -377,8 +378,10 @@ static int close_frame(stepscope_writer *w, frame_mode mode, stepscope_error *er
   pthread_mutex_unlock(&w->intern_mu);
 
   size_t n = 1;
-  for (full_block *b = full; b; b = b->next) n++;
-  for (full_block *b = stolen; b; b = b->next) n++;
+  for (full_block *b = full; b; b = b->next)
+    n++;
+  for (full_block *b = stolen; b; b = b->next)
+    n++;
   const byte_buf **pieces = malloc(n * sizeof *pieces);
   int rc = 0;
   if (!pieces) {
@@ -387,14 +390,18 @@ static int close_frame(stepscope_writer *w, frame_mode mode, stepscope_error *er
   } else {
     size_t k = 0;
     pieces[k++] = &strings;
-    for (full_block *b = full; b; b = b->next) pieces[k++] = &b->buf;
-    for (full_block *b = stolen; b; b = b->next) pieces[k++] = &b->buf;
+    for (full_block *b = full; b; b = b->next)
+      pieces[k++] = &b->buf;
+    for (full_block *b = stolen; b; b = b->next)
+      pieces[k++] = &b->buf;
     rc = write_frame(w, pieces, k, err);
   }
   if (rc) { /* what could not be written is counted, never silently lost */
     uint64_t lost = 0;
-    for (full_block *b = full; b; b = b->next) lost += count_records(&b->buf);
-    for (full_block *b = stolen; b; b = b->next) lost += count_records(&b->buf);
+    for (full_block *b = full; b; b = b->next)
+      lost += count_records(&b->buf);
+    for (full_block *b = stolen; b; b = b->next)
+      lost += count_records(&b->buf);
     atomic_fetch_add(&w->dropped, lost);
   }
   free(pieces);
@@ -476,7 +483,8 @@ static void writer_free(stepscope_writer *w) {
   intern_destroy(w->strings);
   free(w->pending_strings.data);
   free(w->out.data);
-  for (unsigned i = 0; i < w->nspare; i++) free(w->spare[i]);
+  for (unsigned i = 0; i < w->nspare; i++)
+    free(w->spare[i]);
   ZSTD_freeCCtx(w->cctx);
   pthread_mutex_destroy(&w->registry_mu);
   pthread_mutex_destroy(&w->full_mu);
@@ -489,8 +497,7 @@ static void writer_free(stepscope_writer *w) {
 }
 
 stepscope_writer *stepscope_writer_open(const char *path, const stepscope_header *header,
-                                        const stepscope_writer_options *opt,
-                                        stepscope_error *err) {
+                                        const stepscope_writer_options *opt, stepscope_error *err) {
   if (!path || !header) {
     error_set(err, STEPSCOPE_E_ARGUMENT, 0, "stepscope_writer_open: path and header are required");
     return NULL;
@@ -801,7 +808,8 @@ int writer_retire_reason(stepscope_writer *w, uint32_t reason, int sig, stepscop
   w->pending_strings = (byte_buf){0};
   pthread_mutex_unlock(&w->intern_mu);
   pthread_mutex_lock(&w->full_mu);
-  for (unsigned i = 0; i < w->nspare; i++) free(w->spare[i]);
+  for (unsigned i = 0; i < w->nspare; i++)
+    free(w->spare[i]);
   w->nspare = 0;
   pthread_mutex_unlock(&w->full_mu);
   return rc;

@@ -27,44 +27,41 @@
 /* One transfer: `bytes` at byte `offset` of the buffer, to or from group rank `peer`
  * (bytes 0: nothing is issued). */
 typedef struct a2a_transfer {
-    int peer;
-    size_t offset, bytes;
+  int peer;
+  size_t offset, bytes;
 } a2a_transfer;
 
 /* Byte offset of rank p's part in a buffer packed by rank (counts[0..p) elements before it). */
-static inline size_t a2a_packed_offset(const uint64_t *counts, int p, size_t elem_bytes)
-{
-    uint64_t el = 0;
-    for (int q = 0; q < p; q++)
-        el += counts[q];
-    return (size_t)el * elem_bytes;
+static inline size_t a2a_packed_offset(const uint64_t *counts, int p, size_t elem_bytes) {
+  uint64_t el = 0;
+  for (int q = 0; q < p; q++)
+    el += counts[q];
+  return (size_t)el * elem_bytes;
 }
 
 /* Member me's own part: from `in` at send->offset to `out` at recv->offset (bytes equal when
  * the counts are consistent: recv_counts[me] == send_counts[me]). */
 static inline void a2a_plan_own(int me, const uint64_t *send_counts, const uint64_t *recv_counts,
-                                size_t elem_bytes, a2a_transfer *send, a2a_transfer *recv)
-{
-    send->peer = recv->peer = me;
-    send->offset = a2a_packed_offset(send_counts, me, elem_bytes);
-    send->bytes = (size_t)send_counts[me] * elem_bytes;
-    recv->offset = a2a_packed_offset(recv_counts, me, elem_bytes);
-    recv->bytes = (size_t)recv_counts[me] * elem_bytes;
+                                size_t elem_bytes, a2a_transfer *send, a2a_transfer *recv) {
+  send->peer = recv->peer = me;
+  send->offset = a2a_packed_offset(send_counts, me, elem_bytes);
+  send->bytes = (size_t)send_counts[me] * elem_bytes;
+  recv->offset = a2a_packed_offset(recv_counts, me, elem_bytes);
+  recv->bytes = (size_t)recv_counts[me] * elem_bytes;
 }
 
 /* Step d (1 <= d < n) of member me in a group of n: the send to (me + d) mod n and the
  * receive from (me - d) mod n. */
 static inline void a2a_plan_step(int n, int me, int d, const uint64_t *send_counts,
-                                 const uint64_t *recv_counts, size_t elem_bytes,
-                                 a2a_transfer *send, a2a_transfer *recv)
-{
-    int to = (me + d) % n, from = (me - d + n) % n;
-    send->peer = to;
-    send->offset = a2a_packed_offset(send_counts, to, elem_bytes);
-    send->bytes = (size_t)send_counts[to] * elem_bytes;
-    recv->peer = from;
-    recv->offset = a2a_packed_offset(recv_counts, from, elem_bytes);
-    recv->bytes = (size_t)recv_counts[from] * elem_bytes;
+                                 const uint64_t *recv_counts, size_t elem_bytes, a2a_transfer *send,
+                                 a2a_transfer *recv) {
+  int to = (me + d) % n, from = (me - d + n) % n;
+  send->peer = to;
+  send->offset = a2a_packed_offset(send_counts, to, elem_bytes);
+  send->bytes = (size_t)send_counts[to] * elem_bytes;
+  recv->peer = from;
+  recv->offset = a2a_packed_offset(recv_counts, from, elem_bytes);
+  recv->bytes = (size_t)recv_counts[from] * elem_bytes;
 }
 
 #endif /* STEPSCOPE_TRAINER_ALLTOALLV_PLAN_H */

@@ -28,11 +28,11 @@
 
 /* Who this process is, from the launcher's environment. */
 typedef struct rdzv_env {
-    int rank, world, local_rank, local_world;
-    int local_world_known; /* the launcher said how many ranks run on this machine */
-    char master_addr[256];
-    int master_port;
-    char source[32]; /* "torchrun", "slurm", "openmpi", "pmi", "none" */
+  int rank, world, local_rank, local_world;
+  int local_world_known; /* the launcher said how many ranks run on this machine */
+  char master_addr[256];
+  int master_port;
+  char source[32]; /* "torchrun", "slurm", "openmpi", "pmi", "none" */
 } rdzv_env;
 
 /* Reads RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE (torchrun), SLURM_PROCID/

@@ -31,42 +31,38 @@
 /* One link a rank joins: link `index` carries from -> to (group ranks); this rank is
  * link rank `link_rank` (0: the sender, 1: the receiver). */
 typedef struct ring_link_plan {
-    int index;
-    int from, to;
-    int link_rank;
+  int index;
+  int from, to;
+  int link_rank;
 } ring_link_plan;
 
 /* The links group rank `me` of an n-member ring joins, in creation order (ascending
  * index); returns how many (0 for n < 2, else 2). */
-static inline int ring_links_plan(int n, int me, ring_link_plan out[2])
-{
-    if (n < 2 || me < 0 || me >= n)
-        return 0;
-    int send = me, recv = (me + n - 1) % n; /* link me: me -> me+1; link me-1: me-1 -> me */
-    ring_link_plan s = {send, me, (me + 1) % n, 0};
-    ring_link_plan r = {recv, recv, me, 1};
-    out[0] = send < recv ? s : r;
-    out[1] = send < recv ? r : s;
-    return 2;
+static inline int ring_links_plan(int n, int me, ring_link_plan out[2]) {
+  if (n < 2 || me < 0 || me >= n) return 0;
+  int send = me, recv = (me + n - 1) % n; /* link me: me -> me+1; link me-1: me-1 -> me */
+  ring_link_plan s = {send, me, (me + 1) % n, 0};
+  ring_link_plan r = {recv, recv, me, 1};
+  out[0] = send < recv ? s : r;
+  out[1] = send < recv ? r : s;
+  return 2;
 }
 
 /* The link index that carries a point-to-point operation of rank `me` with `peer`
  * (sending or receiving), with the peer's rank in that link in *peer_link_rank; -1 when
  * the operation is not along the ring's direction (send to the next, receive from the
  * previous), which the caller carries on the group's own communicator. */
-static inline int ring_link_for(int n, int me, int peer, int sending, int *peer_link_rank)
-{
-    if (n < 2)
-        return -1;
-    if (sending && peer == (me + 1) % n) {
-        *peer_link_rank = 1;
-        return me;
-    }
-    if (!sending && peer == (me + n - 1) % n) {
-        *peer_link_rank = 0;
-        return peer;
-    }
-    return -1;
+static inline int ring_link_for(int n, int me, int peer, int sending, int *peer_link_rank) {
+  if (n < 2) return -1;
+  if (sending && peer == (me + 1) % n) {
+    *peer_link_rank = 1;
+    return me;
+  }
+  if (!sending && peer == (me + n - 1) % n) {
+    *peer_link_rank = 0;
+    return peer;
+  }
+  return -1;
 }
 
 #endif /* STEPSCOPE_TRAINER_RING_LINKS_H */

@@ -29,62 +29,53 @@
 #define WEIGHT_WATCH_MAX 8
 
 typedef struct weight_watch {
-    uintptr_t lo[WEIGHT_WATCH_MAX], hi[WEIGHT_WATCH_MAX]; /* watched allocations [lo, hi) */
-    int n;
-    unsigned long long version; /* >= 1 */
+  uintptr_t lo[WEIGHT_WATCH_MAX], hi[WEIGHT_WATCH_MAX]; /* watched allocations [lo, hi) */
+  int n;
+  unsigned long long version; /* >= 1 */
 } weight_watch;
 
-static inline void weight_watch_init(weight_watch *w)
-{
-    w->n = 0;
-    w->version = 1;
+static inline void weight_watch_init(weight_watch *w) {
+  w->n = 0;
+  w->version = 1;
 }
 
 /* Index of the watched allocation holding p, or -1. */
-static inline int weight_watch_find(const weight_watch *w, const void *p)
-{
-    uintptr_t a = (uintptr_t)p;
-    for (int i = 0; i < w->n; i++)
-        if (a >= w->lo[i] && a < w->hi[i])
-            return i;
-    return -1;
+static inline int weight_watch_find(const weight_watch *w, const void *p) {
+  uintptr_t a = (uintptr_t)p;
+  for (int i = 0; i < w->n; i++)
+    if (a >= w->lo[i] && a < w->hi[i]) return i;
+  return -1;
 }
 
 /* The version under which a GEMM may use its cached copy of `weight`, watching the
  * allocation [base, base+bytes) that holds it first if needed; 0 (do not cache) when the
  * allocation is unknown (base NULL) or the watch is full. */
 static inline unsigned long long weight_watch_version_for(weight_watch *w, const void *weight,
-                                                          const void *base, size_t bytes)
-{
-    if (weight_watch_find(w, weight) >= 0)
-        return w->version;
-    if (!base || w->n == WEIGHT_WATCH_MAX)
-        return 0;
-    w->lo[w->n] = (uintptr_t)base;
-    w->hi[w->n] = (uintptr_t)base + bytes;
-    w->n++;
-    return w->version;
+                                                          const void *base, size_t bytes) {
+  if (weight_watch_find(w, weight) >= 0) return w->version;
+  if (!base || w->n == WEIGHT_WATCH_MAX) return 0;
+  w->lo[w->n] = (uintptr_t)base;
+  w->hi[w->n] = (uintptr_t)base + bytes;
+  w->n++;
+  return w->version;
 }
 
 /* An operation is about to write memory starting at p. */
-static inline void weight_watch_note_write(weight_watch *w, const void *p)
-{
-    if (p && weight_watch_find(w, p) >= 0)
-        w->version++;
+static inline void weight_watch_note_write(weight_watch *w, const void *p) {
+  if (p && weight_watch_find(w, p) >= 0) w->version++;
 }
 
 /* The allocation [base, base+bytes) is being freed: forget it (a later allocation at the
  * same address is new memory; the version moves so no copy of the old one is reused). */
-static inline void weight_watch_forget(weight_watch *w, const void *base)
-{
-    for (int i = 0; i < w->n; i++)
-        if (w->lo[i] == (uintptr_t)base) {
-            w->lo[i] = w->lo[w->n - 1];
-            w->hi[i] = w->hi[w->n - 1];
-            w->n--;
-            w->version++;
-            return;
-        }
+static inline void weight_watch_forget(weight_watch *w, const void *base) {
+  for (int i = 0; i < w->n; i++)
+    if (w->lo[i] == (uintptr_t)base) {
+      w->lo[i] = w->lo[w->n - 1];
+      w->hi[i] = w->hi[w->n - 1];
+      w->n--;
+      w->version++;
+      return;
+    }
 }
 
 #endif /* STEPSCOPE_TRAINER_WEIGHT_WATCH_H */

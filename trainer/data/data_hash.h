@@ -11,18 +11,16 @@
 
 #include <stdint.h>
 
-static inline uint64_t data_hash_mix(uint64_t z)
-{
-    z += 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
+static inline uint64_t data_hash_mix(uint64_t z) {
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
 }
 
 /* Combines two values into one hash (order matters). */
-static inline uint64_t data_hash_pair(uint64_t a, uint64_t b)
-{
-    return data_hash_mix(data_hash_mix(a) ^ (b + 0x632BE59BD9B4E019ull));
+static inline uint64_t data_hash_pair(uint64_t a, uint64_t b) {
+  return data_hash_mix(data_hash_mix(a) ^ (b + 0x632BE59BD9B4E019ull));
 }
 
 #endif

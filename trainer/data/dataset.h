@@ -57,32 +57,33 @@ extern "C" {
 #endif
 
 enum {
-    STEPSCOPE_DATA_OK = 0,
-    STEPSCOPE_DATA_EINVAL = -1,  /* bad argument (shape, shard, option; T > max_seq_len) */
-    STEPSCOPE_DATA_EIO = -2,     /* file cannot be opened or read / written */
-    STEPSCOPE_DATA_EFORMAT = -3, /* token file malformed, or data too short (fewer than 2 tokens) */
-    STEPSCOPE_DATA_ENOMEM = -4,  /* an allocation failed */
+  STEPSCOPE_DATA_OK = 0,
+  STEPSCOPE_DATA_EINVAL = -1,  /* bad argument (shape, shard, option; T > max_seq_len) */
+  STEPSCOPE_DATA_EIO = -2,     /* file cannot be opened or read / written */
+  STEPSCOPE_DATA_EFORMAT = -3, /* token file malformed, or data too short (fewer than 2 tokens) */
+  STEPSCOPE_DATA_ENOMEM = -4,  /* an allocation failed */
 };
 
 /* Short name of an error code ("invalid argument", ...). */
 const char *stepscope_data_strerror(int code);
 
 typedef enum {
-    STEPSCOPE_TOKENIZER_KIND_BYTE = 0, /* vocabulary 256 */
-    STEPSCOPE_TOKENIZER_KIND_BPE = 1,  /* BPE learned from the text, bpe_merges merges */
+  STEPSCOPE_TOKENIZER_KIND_BYTE = 0, /* vocabulary 256 */
+  STEPSCOPE_TOKENIZER_KIND_BPE = 1,  /* BPE learned from the text, bpe_merges merges */
 } stepscope_tokenizer_kind;
 
 typedef struct {
-    const char *path;                   /* text or token file; NULL or "" = built-in corpus */
-    stepscope_tokenizer_kind tokenizer; /* for text and the built-in corpus; ignored for token files */
-    int bpe_merges;                     /* merges for KIND_BPE: 1 .. STEPSCOPE_TOKENIZER_MAX_MERGES */
+  const char *path; /* text or token file; NULL or "" = built-in corpus */
+  stepscope_tokenizer_kind
+      tokenizer;  /* for text and the built-in corpus; ignored for token files */
+  int bpe_merges; /* merges for KIND_BPE: 1 .. STEPSCOPE_TOKENIZER_MAX_MERGES */
 } stepscope_dataset_options;
 
 typedef struct stepscope_dataset stepscope_dataset;
 
 /* Opens the data described by options (NULL options = built-in corpus, bytes). */
-int stepscope_dataset_open(stepscope_dataset **out, const stepscope_dataset_options *options, char *err,
-                           size_t err_size);
+int stepscope_dataset_open(stepscope_dataset **out, const stepscope_dataset_options *options,
+                           char *err, size_t err_size);
 void stepscope_dataset_close(stepscope_dataset *ds);
 
 /* Every token is < vocab size: 256 for bytes, 256 + merges for BPE, the header's
@@ -102,29 +103,31 @@ size_t stepscope_dataset_max_seq_len(const stepscope_dataset *ds);
 /* Sequences first .. first+count-1 of optimizer step `step` with global batch size
  * global_batch (0 <= first, first + count <= global_batch), each of T tokens, into
  * inputs[count*T] and targets[count*T] (row-major, one row per sequence). */
-int stepscope_dataset_read_sequences(const stepscope_dataset *ds, uint64_t seed, uint64_t step, int global_batch,
-                                     int first, int count, int T, int *inputs, int *targets);
+int stepscope_dataset_read_sequences(const stepscope_dataset *ds, uint64_t seed, uint64_t step,
+                                     int global_batch, int first, int count, int T, int *inputs,
+                                     int *targets);
 
 /* The iterator most callers want: one call per optimizer step. */
 typedef struct {
-    uint64_t seed;   /* same on every rank */
-    uint64_t step;   /* next optimizer step to read; starts at 0, advanced by next_batch */
-    int shard_index; /* this rank's data-parallel rank */
-    int shard_count; /* number of data-parallel ranks (1 for world 1) */
+  uint64_t seed;   /* same on every rank */
+  uint64_t step;   /* next optimizer step to read; starts at 0, advanced by next_batch */
+  int shard_index; /* this rank's data-parallel rank */
+  int shard_count; /* number of data-parallel ranks (1 for world 1) */
 } stepscope_data_cursor;
 
 /* Sets *cursor to step 0 of the given seed and shard; EINVAL for a bad shard. */
-int stepscope_data_cursor_init(stepscope_data_cursor *cursor, uint64_t seed, int shard_index, int shard_count);
+int stepscope_data_cursor_init(stepscope_data_cursor *cursor, uint64_t seed, int shard_index,
+                               int shard_count);
 
 /* Fills inputs/targets [B,T] with this shard's B sequences of step cursor->step,
  * whose global batch is B * shard_count, then advances cursor->step by one. */
-int stepscope_dataset_next_batch(const stepscope_dataset *ds, stepscope_data_cursor *cursor, int *inputs, int *targets,
-                                 int B, int T);
+int stepscope_dataset_next_batch(const stepscope_dataset *ds, stepscope_data_cursor *cursor,
+                                 int *inputs, int *targets, int B, int T);
 
 /* Writes tokens[0..count-1] (each < vocab_size) as a token file; uint16 storage when
  * vocab_size <= 65536, else uint32. The file is written to path + ".tmp" and renamed. */
-int stepscope_token_file_write(const char *path, const int *tokens, size_t count, int vocab_size, char *err,
-                               size_t err_size);
+int stepscope_token_file_write(const char *path, const int *tokens, size_t count, int vocab_size,
+                               char *err, size_t err_size);
 
 /* Reads a token file (either format above). *tokens_out is malloc'ed (caller frees).
  * Returns STEPSCOPE_DATA_EFORMAT with a message when path exists but is not a valid

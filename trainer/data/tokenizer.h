@@ -31,9 +31,10 @@ extern "C" {
 #endif
 
 enum {
-    STEPSCOPE_TOKENIZER_OK = 0,
-    STEPSCOPE_TOKENIZER_EINVAL = -1, /* bad argument (e.g. negative merge count, token out of range) */
-    STEPSCOPE_TOKENIZER_ENOMEM = -2, /* an allocation failed */
+  STEPSCOPE_TOKENIZER_OK = 0,
+  STEPSCOPE_TOKENIZER_EINVAL =
+      -1, /* bad argument (e.g. negative merge count, token out of range) */
+  STEPSCOPE_TOKENIZER_ENOMEM = -2, /* an allocation failed */
 };
 
 /* The most merges a tokenizer can hold: token ids stay below 65536, so token files
@@ -48,7 +49,8 @@ int stepscope_tokenizer_create_byte(stepscope_tokenizer **out);
 /* Learns up to `merges` BPE merges from text[0..len-1] (0 <= merges <=
  * STEPSCOPE_TOKENIZER_MAX_MERGES). Stops early when no pair occurs twice, so the
  * vocabulary may be smaller than 256 + merges: ask stepscope_tokenizer_vocab_size. */
-int stepscope_tokenizer_train_bpe(stepscope_tokenizer **out, const unsigned char *text, size_t len, int merges);
+int stepscope_tokenizer_train_bpe(stepscope_tokenizer **out, const unsigned char *text, size_t len,
+                                  int merges);
 
 void stepscope_tokenizer_free(stepscope_tokenizer *tok);
 
@@ -60,14 +62,14 @@ int stepscope_tokenizer_merge_count(const stepscope_tokenizer *tok);
 
 /* Encodes text[0..len-1]. On success *tokens_out is a malloc'ed array the caller
  * frees and *count_out its length (<= len). */
-int stepscope_tokenizer_encode(const stepscope_tokenizer *tok, const unsigned char *text, size_t len, int **tokens_out,
-                               size_t *count_out);
+int stepscope_tokenizer_encode(const stepscope_tokenizer *tok, const unsigned char *text,
+                               size_t len, int **tokens_out, size_t *count_out);
 
 /* The bytes of one token: *bytes_out points into the tokenizer (valid until it is
  * freed), *len_out its length. Returns STEPSCOPE_TOKENIZER_EINVAL for an id outside
  * the vocabulary. */
-int stepscope_tokenizer_token_bytes(const stepscope_tokenizer *tok, int token, const unsigned char **bytes_out,
-                                    size_t *len_out);
+int stepscope_tokenizer_token_bytes(const stepscope_tokenizer *tok, int token,
+                                    const unsigned char **bytes_out, size_t *len_out);
 
 /* Decodes tokens into a malloc'ed byte buffer (not NUL-terminated; one spare byte is
  * allocated and set to 0 so it may be printed as a string). */

@@ -13,16 +13,23 @@
 
 static void fmt_time(char *buf, size_t n, double ns) {
   double a = fabs(ns);
-  if (a >= 1e9) snprintf(buf, n, "%.3f s", ns / 1e9);
-  else if (a >= 1e6) snprintf(buf, n, "%.3f ms", ns / 1e6);
-  else if (a >= 1e3) snprintf(buf, n, "%.1f us", ns / 1e3);
-  else snprintf(buf, n, "%.0f ns", ns);
+  if (a >= 1e9)
+    snprintf(buf, n, "%.3f s", ns / 1e9);
+  else if (a >= 1e6)
+    snprintf(buf, n, "%.3f ms", ns / 1e6);
+  else if (a >= 1e3)
+    snprintf(buf, n, "%.1f us", ns / 1e3);
+  else
+    snprintf(buf, n, "%.0f ns", ns);
 }
 
 static void fmt_value(char *buf, size_t n, int k, int known, double v) {
-  if (!known || isnan(v)) snprintf(buf, n, "-");
-  else if (ssa_diff_metric_is_time[k]) fmt_time(buf, n, v);
-  else snprintf(buf, n, "%.1f %%", v * 100.0);
+  if (!known || isnan(v))
+    snprintf(buf, n, "-");
+  else if (ssa_diff_metric_is_time[k])
+    fmt_time(buf, n, v);
+  else
+    snprintf(buf, n, "%.1f %%", v * 100.0);
 }
 
 /* `s` as a code span, at most max bytes of it, safe in a table cell. */
@@ -72,7 +79,8 @@ static void top_ranks(const ssa_diff *d, size_t *idx, size_t *n) {
     for (size_t i = 0; i < d->nranks; i++) {
       const ssa_diff_metric *m = &d->ranks[i].m[SSA_DM_STEP_TIME];
       int taken = 0;
-      for (size_t j = 0; j < *n; j++) taken |= idx[j] == i;
+      for (size_t j = 0; j < *n; j++)
+        taken |= idx[j] == i;
       if (taken || m->verdict != SSA_DV_REAL || fabs(m->abs_change) <= best) continue;
       best = fabs(m->abs_change);
       best_i = i;
@@ -86,10 +94,11 @@ static void top_ranks(const ssa_diff *d, size_t *idx, size_t *n) {
 int ssa_diff_report_markdown(const ssa_diff *d, const ssa_gate *g, const ssa_gate_outcome *out,
                              const char *command, ssa_out *o) {
   size_t failed = 0;
-  for (size_t i = 0; g && i < g->n; i++) failed += out[i].status == SSA_GATE_FAIL;
+  for (size_t i = 0; g && i < g->n; i++)
+    failed += out[i].status == SSA_GATE_FAIL;
   if (g && g->n)
-    ssa_out_printf(o, "### stepscope diff: %s (%zu of %zu thresholds crossed)\n\n", failed ? "FAIL" : "pass", failed,
-                   g->n);
+    ssa_out_printf(o, "### stepscope diff: %s (%zu of %zu thresholds crossed)\n\n",
+                   failed ? "FAIL" : "pass", failed, g->n);
   else
     ssa_out_str(o, "### stepscope diff\n\n");
   ssa_out_str(o, "A: ");
@@ -102,17 +111,18 @@ int ssa_diff_report_markdown(const ssa_diff *d, const ssa_gate *g, const ssa_gat
   if (d->nruns_b > 1) ssa_out_printf(o, "; %zu runs", d->nruns_b);
   ssa_out_str(o, ")\n\n");
   if (d->load_differs)
-    ssa_out_printf(o,
-                   "> **No verdicts:** the machine was busier during one run (devices idle with work queued "
-                   "%.1f %% of a step in A, %.1f %% in B). Measure both runs on a quiet machine.\n\n",
-                   d->queued_idle_a * 100.0, d->queued_idle_b * 100.0);
+    ssa_out_printf(
+        o,
+        "> **No verdicts:** the machine was busier during one run (devices idle with work queued "
+        "%.1f %% of a step in A, %.1f %% in B). Measure both runs on a quiet machine.\n\n",
+        d->queued_idle_a * 100.0, d->queued_idle_b * 100.0);
   if (!d->same_layout) {
     ssa_out_str(o, "> ");
     ssa_out_utf8(o, d->layout_note);
     ssa_out_str(o, "\n\n");
   }
-  ssa_out_printf(o, "| metric | A | B | change | verdict |%s\n|---|---:|---:|---:|---|%s\n", g && g->n ? " gate |" : "",
-                 g && g->n ? "---|" : "");
+  ssa_out_printf(o, "| metric | A | B | change | verdict |%s\n|---|---:|---:|---:|---|%s\n",
+                 g && g->n ? " gate |" : "", g && g->n ? "---|" : "");
   for (int k = 0; k < SSA_DM_N; k++) {
     const ssa_diff_metric *m = &d->m[k];
     size_t ri = 0;
@@ -122,9 +132,12 @@ int ssa_diff_report_markdown(const ssa_diff *d, const ssa_gate *g, const ssa_gat
     fmt_value(va, sizeof va, k, m->a.known, m->a.median);
     fmt_value(vb, sizeof vb, k, m->b.known, m->b.median);
     if (m->comparable) {
-      if (!ssa_diff_metric_is_time[k]) snprintf(ch, sizeof ch, "%+.1f pt", m->abs_change * 100.0);
-      else if (!isnan(m->rel_change)) snprintf(ch, sizeof ch, "%+.1f %%", m->rel_change * 100.0);
-      else fmt_time(ch, sizeof ch, m->abs_change);
+      if (!ssa_diff_metric_is_time[k])
+        snprintf(ch, sizeof ch, "%+.1f pt", m->abs_change * 100.0);
+      else if (!isnan(m->rel_change))
+        snprintf(ch, sizeof ch, "%+.1f %%", m->rel_change * 100.0);
+      else
+        fmt_time(ch, sizeof ch, m->abs_change);
     }
     const char *v = ssa_diff_verdict_word(m, k);
     ssa_out_printf(o, "| %s | %s | %s | %s | %s%s%s |", ssa_diff_metric_names[k], va, vb, ch,
@@ -135,8 +148,8 @@ int ssa_diff_report_markdown(const ssa_diff *d, const ssa_gate *g, const ssa_gat
         char t[32];
         ssa_gate_rule_text(r, t, sizeof t);
         int st = out[ri].status;
-        ssa_out_printf(o, " %s%s%s (%s) |", st == SSA_GATE_FAIL ? "**" : "", ssa_gate_status_names[st],
-                       st == SSA_GATE_FAIL ? "**" : "", t);
+        ssa_out_printf(o, " %s%s%s (%s) |", st == SSA_GATE_FAIL ? "**" : "",
+                       ssa_gate_status_names[st], st == SSA_GATE_FAIL ? "**" : "", t);
       } else {
         ssa_out_str(o, " |");
       }
@@ -162,7 +175,9 @@ int ssa_diff_report_markdown(const ssa_diff *d, const ssa_gate *g, const ssa_gat
     ssa_out_printf(o, "- %s kernel ", k->comm ? "communication" : "compute");
     code(o, k->name, 80);
     ssa_out_printf(o, ": %s → %s per step per rank%s\n", ta, tb,
-                   !k->in_a ? " (new in B)" : !k->in_b ? " (gone in B)" : "");
+                   !k->in_a   ? " (new in B)"
+                   : !k->in_b ? " (gone in B)"
+                              : "");
     shown++;
   }
   for (size_t i = 0; i < d->ncolls && i < 2; i++) {
@@ -176,10 +191,14 @@ int ssa_diff_report_markdown(const ssa_diff *d, const ssa_gate *g, const ssa_gat
     fmt_time(xa, sizeof xa, c->transfer_a);
     fmt_time(xb, sizeof xb, c->transfer_b);
     CAUSES();
-    ssa_out_printf(o, "- collective %s of %llu bytes in group ", op ? op : "?", (unsigned long long)c->bytes);
+    ssa_out_printf(o, "- collective %s of %llu bytes in group ", op ? op : "?",
+                   (unsigned long long)c->bytes);
     code(o, c->group[0] ? c->group : "?", 60);
-    if (!c->in_a || !c->in_b) ssa_out_str(o, !c->in_a ? ": new in B\n" : ": gone in B\n");
-    else ssa_out_printf(o, ": transfer %s → %s, waits of all ranks %s → %s per step\n", xa, xb, wa, wb);
+    if (!c->in_a || !c->in_b)
+      ssa_out_str(o, !c->in_a ? ": new in B\n" : ": gone in B\n");
+    else
+      ssa_out_printf(o, ": transfer %s → %s, waits of all ranks %s → %s per step\n", xa, xb, wa,
+                     wb);
   }
   size_t idx[3], nr, nreal = 0;
   double lo = INFINITY, hi = 0;
@@ -191,15 +210,16 @@ int ssa_diff_report_markdown(const ssa_diff *d, const ssa_gate *g, const ssa_gat
     lo = fmin(lo, m->abs_change);
     hi = fmax(hi, m->abs_change);
   }
-  if (nreal > 1 && nreal == d->nranks && lo * hi > 0 && (hi - lo) <= 0.1 * fmax(fabs(lo), fabs(hi))) {
+  if (nreal > 1 && nreal == d->nranks && lo * hi > 0 &&
+      (hi - lo) <= 0.1 * fmax(fabs(lo), fabs(hi))) {
     /* every rank moved alike: one line, not the same line per rank */
     const ssa_diff_metric *m = &d->ranks[idx[0]].m[SSA_DM_STEP_TIME];
     char ta[32], tb[32];
     fmt_time(ta, sizeof ta, m->a.median);
     fmt_time(tb, sizeof tb, m->b.median);
     CAUSES();
-    ssa_out_printf(o, "- every rank alike (%zu ranks): step span %s → %s (%+.1f %%)\n", nreal, ta, tb,
-                   m->rel_change * 100.0);
+    ssa_out_printf(o, "- every rank alike (%zu ranks): step span %s → %s (%+.1f %%)\n", nreal, ta,
+                   tb, m->rel_change * 100.0);
     nr = 0;
   }
   for (size_t i = 0; i < nr; i++) {

@@ -79,7 +79,8 @@ static void layout_differences(const mm_layout *run, const mm_layout *p, char *b
 }
 
 /* What differs between the run's model and the prediction's job. */
-static void model_differences(const mm_layout *run, const ssa_prediction *p, char *buf, size_t size) {
+static void model_differences(const mm_layout *run, const ssa_prediction *p, char *buf,
+                              size_t size) {
   buf[0] = '\0';
   differs(buf, size, "layers", run->layers, p->layers);
   differs(buf, size, "hidden", run->hidden, p->hidden);
@@ -87,7 +88,8 @@ static void model_differences(const mm_layout *run, const ssa_prediction *p, cha
   differs(buf, size, "vocab", run->vocab, p->vocab);
   differs(buf, size, "seq", run->seq, p->seq);
   if (p->ffn > 0) differs(buf, size, "ffn", 4 * run->hidden, p->ffn);
-  differs(buf, size, "global batch", run->dp * run->microbatches * run->micro_batch, p->global_batch);
+  differs(buf, size, "global batch", run->dp * run->microbatches * run->micro_batch,
+          p->global_batch);
 }
 
 static void metric(ssa_pred_diff *d, int k, const char *name, const char *what, double pred,
@@ -124,20 +126,24 @@ int ssa_prediction_diff(const ssa_run *run, const ssa_analysis *an, const char *
 
   /* the run's layout */
   const char *config = NULL;
-  for (size_t i = 0; i < run->nranks && !config; i++) config = run->ranks[i].config_json;
+  for (size_t i = 0; i < run->nranks && !config; i++)
+    config = run->ranks[i].config_json;
   mm_layout rl;
   char why[256] = "";
   int have_layout = config && plan_layout_of_config(config, &rl, why, sizeof why) == 0;
   if (!have_layout) {
     if (p->nlayouts > 1) {
-      snprintf(err, errlen, "%s: %s; the prediction has %zu layouts and nothing says which one "
-                            "the run had", run_path,
-               config ? why : "no rank carries the trainer's configuration", p->nlayouts);
+      snprintf(err, errlen,
+               "%s: %s; the prediction has %zu layouts and nothing says which one "
+               "the run had",
+               run_path, config ? why : "no rank carries the trainer's configuration", p->nlayouts);
       return -1;
     }
     snprintf(d->run_layout, sizeof d->run_layout, "unknown");
-    warn(d, "the run does not say its layout (%s): the prediction's only layout is compared "
-            "unchecked", config ? why : "no trainer configuration in its traces");
+    warn(d,
+         "the run does not say its layout (%s): the prediction's only layout is compared "
+         "unchecked",
+         config ? why : "no trainer configuration in its traces");
     d->layout_index = 0;
   } else {
     plan_layout_name(&rl, d->run_layout, sizeof d->run_layout);
@@ -203,19 +209,22 @@ int ssa_prediction_diff(const ssa_run *run, const ssa_analysis *an, const char *
   if (isfinite(an->peak_flops_per_device) && an->peak_flops_per_device > 0 &&
       isfinite(p->peak_flops) && p->peak_flops > 0 && p->peak_flops != an->peak_flops_per_device) {
     mfu_pred = pl->mfu * p->peak_flops / an->peak_flops_per_device;
-    warn(d, "the run's MFU uses a peak of %.4g FLOP/s per device, the prediction's %.4g: the "
-            "predicted MFU is rescaled to the run's peak", an->peak_flops_per_device, p->peak_flops);
+    warn(d,
+         "the run's MFU uses a peak of %.4g FLOP/s per device, the prediction's %.4g: the "
+         "predicted MFU is rescaled to the run's peak",
+         an->peak_flops_per_device, p->peak_flops);
   }
   /* descheduled waits (an oversubscribed CPU, docs/plan.md) are waits in collectives: the
    * trace counts them as exposed; predictions older than the term have none */
-  double pred_exposed = pl->tp_s + pl->cp_s + pl->grad_sync_s + (isfinite(pl->wait_s) ? pl->wait_s : 0) +
+  double pred_exposed = pl->tp_s + pl->cp_s + pl->grad_sync_s +
+                        (isfinite(pl->wait_s) ? pl->wait_s : 0) +
                         (isfinite(pl->ep_s) ? pl->ep_s : 0);
   double pred_bubble = pl->bubble_s + pl->pp_s;
   metric(d, SSA_PM_STEP_TIME, "step_time_s", "step time (s)", pl->step_time_s, step, 0);
   metric(d, SSA_PM_COMPUTE, "compute_s", "compute per step, slowest rank (s)", pl->compute_s,
          compute, 0);
-  metric(d, SSA_PM_EXPOSED_COMM, "exposed_comm_s", "exposed collectives per step (s)",
-         pred_exposed, exposed_mean, 0);
+  metric(d, SSA_PM_EXPOSED_COMM, "exposed_comm_s", "exposed collectives per step (s)", pred_exposed,
+         exposed_mean, 0);
   metric(d, SSA_PM_BUBBLE, "bubble_s", "pipeline bubble per step (s)", pred_bubble, bubble_mean, 0);
   metric(d, SSA_PM_BUBBLE_FRACTION, "bubble_fraction", "bubble fraction",
          pl->step_time_s > 0 ? pred_bubble / pl->step_time_s : NAN, bubble_frac, 0);
@@ -232,11 +241,14 @@ int ssa_prediction_diff(const ssa_run *run, const ssa_analysis *an, const char *
 /* ---- reports ------------------------------------------------------------------------------ */
 
 static void value_text(const ssa_pred_metric *m, double v, char *buf, size_t size) {
-  if (!isfinite(v)) snprintf(buf, size, "-");
-  else if (m->is_bytes) snprintf(buf, size, "%.2f MiB", v / 1048576.0);
+  if (!isfinite(v))
+    snprintf(buf, size, "-");
+  else if (m->is_bytes)
+    snprintf(buf, size, "%.2f MiB", v / 1048576.0);
   else if (!strcmp(m->name, "mfu") || !strcmp(m->name, "bubble_fraction"))
     snprintf(buf, size, "%.2f %%", 100 * v);
-  else snprintf(buf, size, "%.4g", v);
+  else
+    snprintf(buf, size, "%.4g", v);
 }
 
 void ssa_prediction_diff_text(const ssa_pred_diff *d, FILE *f) {
@@ -259,8 +271,10 @@ void ssa_prediction_diff_text(const ssa_pred_diff *d, FILE *f) {
     char p[48], v[48], e[24];
     value_text(m, m->predicted, p, sizeof p);
     value_text(m, m->measured, v, sizeof v);
-    if (isfinite(m->rel_error)) snprintf(e, sizeof e, "%+.1f %%", 100 * m->rel_error);
-    else snprintf(e, sizeof e, "-");
+    if (isfinite(m->rel_error))
+      snprintf(e, sizeof e, "%+.1f %%", 100 * m->rel_error);
+    else
+      snprintf(e, sizeof e, "-");
     fprintf(f, "%-38s %14s %14s %9s\n", m->what, p, v, e);
   }
   fprintf(f, "\nerror = (predicted - measured) / measured. Exposed collectives: TP, CP and "
@@ -280,8 +294,10 @@ void ssa_prediction_diff_json(const ssa_pred_diff *d, ssa_out *o) {
   ssa_out_json_string(o, d->predicted->name);
   ssa_out_printf(o, ",\"layout_matches\":%s,\"calibrated\":%s,\"calibration_source\":",
                  d->layout_matches ? "true" : "false", d->calibrated ? "true" : "false");
-  if (d->calibrated) ssa_out_json_string(o, d->calibration_source);
-  else ssa_out_str(o, "null");
+  if (d->calibrated)
+    ssa_out_json_string(o, d->calibration_source);
+  else
+    ssa_out_str(o, "null");
   ssa_out_str(o, ",\"metrics\":{");
   for (int k = 0; k < SSA_PM_N; k++) {
     const ssa_pred_metric *m = &d->m[k];

@@ -23,10 +23,14 @@ static void tfmt(char *buf, size_t n, int is_time, int known, double v) {
     return;
   }
   double a = fabs(v);
-  if (a >= 1e9) snprintf(buf, n, "%.3f s", v / 1e9);
-  else if (a >= 1e6) snprintf(buf, n, "%.3f ms", v / 1e6);
-  else if (a >= 1e3) snprintf(buf, n, "%.1f us", v / 1e3);
-  else snprintf(buf, n, "%.0f ns", v);
+  if (a >= 1e9)
+    snprintf(buf, n, "%.3f s", v / 1e9);
+  else if (a >= 1e6)
+    snprintf(buf, n, "%.3f ms", v / 1e6);
+  else if (a >= 1e3)
+    snprintf(buf, n, "%.1f us", v / 1e3);
+  else
+    snprintf(buf, n, "%.0f ns", v);
 }
 
 static void tchange(char *buf, size_t n, int is_time, const ssa_diff_metric *m) {
@@ -37,8 +41,10 @@ static void tchange(char *buf, size_t n, int is_time, const ssa_diff_metric *m) 
   char v[32];
   tfmt(v, sizeof v, is_time, 1, m->abs_change);
   if (is_time) {
-    if (isnan(m->rel_change)) snprintf(buf, n, "%s%s", m->abs_change > 0 ? "+" : "", v);
-    else snprintf(buf, n, "%s%s (%+.1f%%)", m->abs_change > 0 ? "+" : "", v, m->rel_change * 100.0);
+    if (isnan(m->rel_change))
+      snprintf(buf, n, "%s%s", m->abs_change > 0 ? "+" : "", v);
+    else
+      snprintf(buf, n, "%s%s (%+.1f%%)", m->abs_change > 0 ? "+" : "", v, m->rel_change * 100.0);
   } else {
     snprintf(buf, n, "%+.1f pt", m->abs_change * 100.0);
   }
@@ -46,18 +52,26 @@ static void tchange(char *buf, size_t n, int is_time, const ssa_diff_metric *m) 
 
 int ssa_diff_report_text(const ssa_diff *d, FILE *f) {
   char safe[1024], safe2[1024]; /* trace strings and paths, terminal-safe (text_escape.c) */
-  fprintf(f, "stepscope diff\n  A: %s (%zu ranks, %zu steps", ssa_text_safe(d->path_a ? d->path_a : "A", safe, sizeof safe),
-          d->a->nranks, d->a->nsteps);
-  if (d->nruns_a > 1) fprintf(f, "; %zu runs, %zu steps in all", d->nruns_a, d->m[SSA_DM_STEP_TIME].a.n);
-  fprintf(f, ")\n  B: %s (%zu ranks, %zu steps", ssa_text_safe(d->path_b ? d->path_b : "B", safe2, sizeof safe2),
-          d->b->nranks, d->b->nsteps);
-  if (d->nruns_b > 1) fprintf(f, "; %zu runs, %zu steps in all", d->nruns_b, d->m[SSA_DM_STEP_TIME].b.n);
+  fprintf(f, "stepscope diff\n  A: %s (%zu ranks, %zu steps",
+          ssa_text_safe(d->path_a ? d->path_a : "A", safe, sizeof safe), d->a->nranks,
+          d->a->nsteps);
+  if (d->nruns_a > 1)
+    fprintf(f, "; %zu runs, %zu steps in all", d->nruns_a, d->m[SSA_DM_STEP_TIME].a.n);
+  fprintf(f, ")\n  B: %s (%zu ranks, %zu steps",
+          ssa_text_safe(d->path_b ? d->path_b : "B", safe2, sizeof safe2), d->b->nranks,
+          d->b->nsteps);
+  if (d->nruns_b > 1)
+    fprintf(f, "; %zu runs, %zu steps in all", d->nruns_b, d->m[SSA_DM_STEP_TIME].b.n);
   fprintf(f, ")\n");
   if (!d->same_layout) fprintf(f, "  note: %s\n", d->layout_note);
   if (d->load_differs)
-    fprintf(f, "  note: load differs (devices idle with work queued %.1f%% of a step in A, %.1f%% in B; kernel stretch "
-            "B/A %.2fx): no verdicts\n", d->queued_idle_a * 100.0, d->queued_idle_b * 100.0, d->kernel_stretch);
-  fprintf(f, "\n== headline (median over steps; spread = IQR, or max-min under 4 steps; noise test: docs/diff.md) ==\n");
+    fprintf(f,
+            "  note: load differs (devices idle with work queued %.1f%% of a step in A, %.1f%% in "
+            "B; kernel stretch "
+            "B/A %.2fx): no verdicts\n",
+            d->queued_idle_a * 100.0, d->queued_idle_b * 100.0, d->kernel_stretch);
+  fprintf(f, "\n== headline (median over steps; spread = IQR, or max-min under 4 steps; noise "
+             "test: docs/diff.md) ==\n");
   fprintf(f, "%-14s %12s %12s %22s %11s %11s  %s\n", "metric", "A", "B", "change", "spread A",
           "spread B", "verdict");
   for (int k = 0; k < SSA_DM_N; k++) {
@@ -74,10 +88,12 @@ int ssa_diff_report_text(const ssa_diff *d, FILE *f) {
       snprintf(v, sizeof v, "noise (%s)", ssa_diff_noise_reason_names[m->noise_reason]);
     else
       snprintf(v, sizeof v, "%s", ssa_diff_verdict_word(m, k));
-    fprintf(f, "%-14s %12s %12s %22s %11s %11s  %s\n", ssa_diff_metric_names[k], a, b, c, sa, sb, v);
+    fprintf(f, "%-14s %12s %12s %22s %11s %11s  %s\n", ssa_diff_metric_names[k], a, b, c, sa, sb,
+            v);
   }
   if (d->nruns_a > 1 || d->nruns_b > 1) {
-    fprintf(f, "\n== between runs (each run's median; range = how far one side's runs lie apart) ==\n");
+    fprintf(
+        f, "\n== between runs (each run's median; range = how far one side's runs lie apart) ==\n");
     fprintf(f, "%-14s %12s %12s %12s\n", "metric", "range A", "range B", "gap A->B");
     for (int k = 0; k < SSA_DM_N; k++) {
       const ssa_diff_metric *m = &d->m[k];
@@ -89,7 +105,9 @@ int ssa_diff_report_text(const ssa_diff *d, FILE *f) {
       tfmt(g, sizeof g, t, !isnan(m->run_gap), m->run_gap);
       fprintf(f, "%-14s %12s %12s %12s\n", ssa_diff_metric_names[k], ra, rb, g);
     }
-    fprintf(f, "  (gap: distance between the nearest runs of A and B, negative when they interleave)\n");
+    fprintf(
+        f,
+        "  (gap: distance between the nearest runs of A and B, negative when they interleave)\n");
   }
   fprintf(f, "\n== findings ==\n");
   for (size_t i = 0; i < d->nfindings; i++)
@@ -100,21 +118,24 @@ int ssa_diff_report_text(const ssa_diff *d, FILE *f) {
     for (size_t i = 0; i < d->nranks; i++) {
       const ssa_diff_rank *r = &d->ranks[i];
       char cell[4][64];
-      static const int ks[4] = {SSA_DM_STEP_TIME, SSA_DM_EXPOSED_COMM, SSA_DM_IDLE, SSA_DM_OVERLAP_RATIO};
+      static const int ks[4] = {SSA_DM_STEP_TIME, SSA_DM_EXPOSED_COMM, SSA_DM_IDLE,
+                                SSA_DM_OVERLAP_RATIO};
       for (int j = 0; j < 4; j++) {
         const ssa_diff_metric *m = &r->m[ks[j]];
         int t = ssa_diff_metric_is_time[ks[j]];
         char a[24], b[24];
         tfmt(a, sizeof a, t, m->a.known, m->a.median);
         tfmt(b, sizeof b, t, m->b.known, m->b.median);
-        snprintf(cell[j], sizeof cell[j], "%s -> %s%s", a, b, m->comparable && m->verdict != SSA_DV_REAL ? "~" : "");
+        snprintf(cell[j], sizeof cell[j], "%s -> %s%s", a, b,
+                 m->comparable && m->verdict != SSA_DV_REAL ? "~" : "");
       }
       fprintf(f, "%5d %24s %24s %24s %16s\n", r->rank, cell[0], cell[1], cell[2], cell[3]);
     }
     fprintf(f, "  (~ = within that rank's step-to-step noise)\n");
   }
   if (d->nsteps) {
-    fprintf(f, "\n== steps (paired by order) ==\n%6s %6s %12s %6s %12s\n", "index", "A", "time", "B", "time");
+    fprintf(f, "\n== steps (paired by order) ==\n%6s %6s %12s %6s %12s\n", "index", "A", "time",
+            "B", "time");
     for (size_t i = 0; i < d->nsteps; i++) {
       const ssa_diff_step *s = &d->steps[i];
       char ta[32], tb[32];
@@ -127,8 +148,8 @@ int ssa_diff_report_text(const ssa_diff *d, FILE *f) {
     }
   }
   if (d->nkernels) {
-    fprintf(f, "\n== kernels (time per step per rank, largest changes) ==\n%12s %12s %12s  %s\n", "A", "B",
-            "change", "name");
+    fprintf(f, "\n== kernels (time per step per rank, largest changes) ==\n%12s %12s %12s  %s\n",
+            "A", "B", "change", "name");
     for (size_t i = 0; i < d->nkernels && i < 15; i++) {
       const ssa_diff_kernel *k = &d->kernels[i];
       char a[32], b[32], c[32];
@@ -140,8 +161,8 @@ int ssa_diff_report_text(const ssa_diff *d, FILE *f) {
   }
   if (d->ncolls) {
     fprintf(f, "\n== collectives (matched by op, group, bytes) ==\n");
-    fprintf(f, "%-14s %-12s %12s %13s %21s %21s\n", "op", "group", "bytes", "count/step", "transfer A -> B",
-            "wait/step A -> B");
+    fprintf(f, "%-14s %-12s %12s %13s %21s %21s\n", "op", "group", "bytes", "count/step",
+            "transfer A -> B", "wait/step A -> B");
     for (size_t i = 0; i < d->ncolls && i < 15; i++) {
       const ssa_diff_coll *c = &d->colls[i];
       char ta[24], tb[24], wa[24], wb[24], cnt[32];
@@ -155,8 +176,7 @@ int ssa_diff_report_text(const ssa_diff *d, FILE *f) {
       snprintf(tr, sizeof tr, "%s -> %s", ta, tb);
       snprintf(wt, sizeof wt, "%s -> %s", wa, wb);
       fprintf(f, "%-14s %-12s %12llu %13s %21s %21s\n", op ? op : "?",
-              ssa_text_safe(c->group, safe, 13),
-              (unsigned long long)c->bytes, cnt, tr, wt);
+              ssa_text_safe(c->group, safe, 13), (unsigned long long)c->bytes, cnt, tr, wt);
     }
   }
   return ferror(f) ? STEPSCOPE_E_IO : 0;
@@ -167,9 +187,12 @@ int ssa_diff_report_text(const ssa_diff *d, FILE *f) {
 #define KEY(o, k) ssa_out_str((o), "\"" k "\":")
 
 static void jnum(ssa_out *o, int is_time, double v) {
-  if (isnan(v) || isinf(v)) ssa_out_str(o, "null");
-  else if (is_time) ssa_out_i64(o, (int64_t)llround(v));
-  else ssa_out_double(o, v);
+  if (isnan(v) || isinf(v))
+    ssa_out_str(o, "null");
+  else if (is_time)
+    ssa_out_i64(o, (int64_t)llround(v));
+  else
+    ssa_out_double(o, v);
 }
 
 static void jstat(ssa_out *o, int is_time, const ssa_diff_stat *s) {
@@ -217,16 +240,23 @@ static void jmetric(ssa_out *o, int k, const ssa_diff_metric *m) {
   ssa_out_str(o, ",\"rel_change\":");
   jnum(o, 0, m->comparable ? m->rel_change : NAN);
   ssa_out_str(o, ",\"noise\":");
-  ssa_out_str(o, !m->comparable || m->verdict == SSA_DV_UNKNOWN ? "null" : m->noise ? "true" : "false");
+  ssa_out_str(o, !m->comparable || m->verdict == SSA_DV_UNKNOWN ? "null"
+                 : m->noise                                     ? "true"
+                                                                : "false");
   static const char *const words[] = {"unknown", "same", "noise", "better", "worse"};
-  int w = m->verdict == SSA_DV_REAL ? ((m->abs_change > 0 ? 1 : -1) == ssa_diff_metric_better[k] ? 3 : 4)
-                                    : m->verdict;
+  int w = m->verdict == SSA_DV_REAL
+              ? ((m->abs_change > 0 ? 1 : -1) == ssa_diff_metric_better[k] ? 3 : 4)
+              : m->verdict;
   ssa_out_str(o, ",\"verdict\":");
-  if (m->comparable) ssa_out_json_string(o, words[w]);
-  else ssa_out_str(o, "null");
+  if (m->comparable)
+    ssa_out_json_string(o, words[w]);
+  else
+    ssa_out_str(o, "null");
   ssa_out_str(o, ",\"why\":");
-  if (m->comparable && m->noise_reason != SSA_DN_NONE) ssa_out_json_string(o, ssa_diff_noise_reason_names[m->noise_reason]);
-  else ssa_out_str(o, "null");
+  if (m->comparable && m->noise_reason != SSA_DN_NONE)
+    ssa_out_json_string(o, ssa_diff_noise_reason_names[m->noise_reason]);
+  else
+    ssa_out_str(o, "null");
   ssa_out_str(o, ",\"p_value\":");
   jnum(o, 0, m->p_value);
   ssa_out_str(o, ",\"min_effect\":");
@@ -251,15 +281,18 @@ static void jrun(ssa_out *o, const char *path, const ssa_analysis *a, int world,
 }
 
 int ssa_diff_report_json(const ssa_diff *d, ssa_out *o) {
-  ssa_out_printf(o, "{\"schema_version\":%d,\"kind\":\"stepscope.diff\",\"a\":", SSA_DIFF_SCHEMA_VERSION);
+  ssa_out_printf(
+      o, "{\"schema_version\":%d,\"kind\":\"stepscope.diff\",\"a\":", SSA_DIFF_SCHEMA_VERSION);
   jrun(o, d->path_a, d->a, d->world_a, d->nruns_a);
   ssa_out_str(o, ",\"b\":");
   jrun(o, d->path_b, d->b, d->world_b, d->nruns_b);
   ssa_out_str(o, ",\"same_layout\":");
   ssa_out_str(o, d->same_layout ? "true" : "false");
   ssa_out_str(o, ",\"layout_note\":");
-  if (d->same_layout) ssa_out_str(o, "null");
-  else ssa_out_json_string(o, d->layout_note);
+  if (d->same_layout)
+    ssa_out_str(o, "null");
+  else
+    ssa_out_json_string(o, d->layout_note);
   ssa_out_str(o, ",\"load\":{\"queued_idle_a\":");
   jnum(o, 0, d->queued_idle_a);
   ssa_out_str(o, ",\"queued_idle_b\":");
@@ -281,8 +314,8 @@ int ssa_diff_report_json(const ssa_diff *d, ssa_out *o) {
   for (size_t i = 0; i < d->nranks; i++) {
     const ssa_diff_rank *r = &d->ranks[i];
     if (i) ssa_out_char(o, ',');
-    ssa_out_printf(o, "{\"rank\":%d,\"in_a\":%s,\"in_b\":%s,\"metrics\":{", r->rank, r->in_a ? "true" : "false",
-                   r->in_b ? "true" : "false");
+    ssa_out_printf(o, "{\"rank\":%d,\"in_a\":%s,\"in_b\":%s,\"metrics\":{", r->rank,
+                   r->in_a ? "true" : "false", r->in_b ? "true" : "false");
     int first = 1;
     for (int k = 0; k < SSA_DM_N; k++) {
       if (k == SSA_DM_MFU) continue;
@@ -293,8 +326,10 @@ int ssa_diff_report_json(const ssa_diff *d, ssa_out *o) {
     ssa_out_str(o, "},\"coll_wait_ns\":{\"a\":");
     ssa_out_i64(o, r->coll_wait_a);
     ssa_out_str(o, ",\"b\":");
-    if (r->in_b) ssa_out_i64(o, r->coll_wait_b);
-    else ssa_out_str(o, "null");
+    if (r->in_b)
+      ssa_out_i64(o, r->coll_wait_b);
+    else
+      ssa_out_str(o, "null");
     ssa_out_str(o, "}}");
   }
   ssa_out_str(o, "],\"steps\":[");
@@ -302,11 +337,17 @@ int ssa_diff_report_json(const ssa_diff *d, ssa_out *o) {
     const ssa_diff_step *s = &d->steps[i];
     if (i) ssa_out_char(o, ',');
     ssa_out_printf(o, "{\"index\":%zu,\"a\":", s->index);
-    if (s->time_a < 0) ssa_out_str(o, "null");
-    else ssa_out_printf(o, "{\"step\":%lld,\"time_ns\":%lld}", (long long)s->step_a, (long long)s->time_a);
+    if (s->time_a < 0)
+      ssa_out_str(o, "null");
+    else
+      ssa_out_printf(o, "{\"step\":%lld,\"time_ns\":%lld}", (long long)s->step_a,
+                     (long long)s->time_a);
     ssa_out_str(o, ",\"b\":");
-    if (s->time_b < 0) ssa_out_str(o, "null");
-    else ssa_out_printf(o, "{\"step\":%lld,\"time_ns\":%lld}", (long long)s->step_b, (long long)s->time_b);
+    if (s->time_b < 0)
+      ssa_out_str(o, "null");
+    else
+      ssa_out_printf(o, "{\"step\":%lld,\"time_ns\":%lld}", (long long)s->step_b,
+                     (long long)s->time_b);
     ssa_out_char(o, '}');
   }
   ssa_out_str(o, "],\"kernels\":[");

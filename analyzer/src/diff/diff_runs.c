@@ -19,9 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const ssa_diff_metric_names[SSA_DM_N] = {
-    "step_time", "compute", "comm", "exposed_comm", "overlap_ratio",
-    "exposed_mem", "idle", "bubble_ratio", "mfu"};
+const char *const ssa_diff_metric_names[SSA_DM_N] = {"step_time",    "compute",       "comm",
+                                                     "exposed_comm", "overlap_ratio", "exposed_mem",
+                                                     "idle",         "bubble_ratio",  "mfu"};
 const int ssa_diff_metric_is_time[SSA_DM_N] = {1, 1, 1, 1, 0, 1, 1, 0, 0};
 const int ssa_diff_metric_better[SSA_DM_N] = {-1, -1, -1, -1, +1, -1, -1, -1, +1};
 
@@ -116,9 +116,12 @@ static int run_series(const ssa_analysis *a, int k, double **v, size_t *m) {
   } else {
     for (size_t i = 0; i < a->nsteps; i++) {
       double x;
-      if (k == SSA_DM_STEP_TIME) x = (double)a->steps[i].time;
-      else if (k == SSA_DM_MFU) x = a->steps[i].mfu;
-      else x = run_step_value(a, a->steps[i].step, k);
+      if (k == SSA_DM_STEP_TIME)
+        x = (double)a->steps[i].time;
+      else if (k == SSA_DM_MFU)
+        x = a->steps[i].mfu;
+      else
+        x = run_step_value(a, a->steps[i].step, k);
       if (!isnan(x)) (*v)[(*m)++] = x;
     }
   }
@@ -179,12 +182,14 @@ static void collect_queued(const ssa_analysis *a, double *v, size_t *m) {
 static double side_queued_idle(const ssa_analysis *const *runs, size_t nruns, double *p75) {
   *p75 = NAN;
   size_t total = 0;
-  for (size_t i = 0; i < nruns; i++) total += runs[i]->nsteps;
+  for (size_t i = 0; i < nruns; i++)
+    total += runs[i]->nsteps;
   if (total == 0) return NAN;
   double *v = malloc(total * sizeof *v);
   if (!v) return NAN;
   size_t m = 0;
-  for (size_t i = 0; i < nruns; i++) collect_queued(runs[i], v, &m);
+  for (size_t i = 0; i < nruns; i++)
+    collect_queued(runs[i], v, &m);
   ssa_diff_stat st;
   ssa_diff_stats(v, m, &st);
   free(v);
@@ -241,7 +246,8 @@ static int kernel_stretch(ssa_diff *d) {
  * run order, seg[i] how many values run i gave. series(i) fills one run's. */
 typedef int (*series_fn)(const void *ctx, size_t run, int k, double **v, size_t *n);
 
-static int side_series(series_fn series, const void *ctx, size_t nruns, int k, double **v, size_t *seg) {
+static int side_series(series_fn series, const void *ctx, size_t nruns, int k, double **v,
+                       size_t *seg) {
   double *all = NULL;
   size_t n = 0, cap = 0;
   *v = NULL;
@@ -265,8 +271,9 @@ static int side_series(series_fn series, const void *ctx, size_t nruns, int k, d
 }
 
 /* Compares metric k of the two sides (series freed). */
-static int compare_metric(double *va, const size_t *seg_a, size_t ka, double *vb, const size_t *seg_b,
-                          size_t kb, int k, double step_a, int load, ssa_diff_metric *m) {
+static int compare_metric(double *va, const size_t *seg_a, size_t ka, double *vb,
+                          const size_t *seg_b, size_t kb, int k, double step_a, int load,
+                          ssa_diff_metric *m) {
   int rc = ssa_diff_compare_runs(va, seg_a, ka, vb, seg_b, kb, k, step_a, load, m);
   free(va);
   free(vb);
@@ -316,8 +323,8 @@ static int world_of(const ssa_analysis *a) {
  * middle (the whole layouts do not fit in the note). */
 static void describe_layout_change(char *note, size_t cap, int rank, const char *la,
                                    const char *lb) {
-  static const char *const keys[] = {"world", "dp", "tp", "pp", "cp", "ep", "virtual_stages",
-                                     "microbatches", "zero"};
+  static const char *const keys[] = {"world",          "dp",           "tp",  "pp", "cp", "ep",
+                                     "virtual_stages", "microbatches", "zero"};
   char list[160] = "";
   size_t len = 0;
   for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
@@ -339,12 +346,12 @@ static void describe_layout_change(char *note, size_t cap, int rank, const char 
            len ? list : "the layout metadata differs");
 }
 
-int ssa_diff_repeat_fits(const ssa_analysis *first, const ssa_analysis *rep, int side, const char *first_path,
-                         const char *rep_path, char *msg, size_t cap) {
+int ssa_diff_repeat_fits(const ssa_analysis *first, const ssa_analysis *rep, int side,
+                         const char *first_path, const char *rep_path, char *msg, size_t cap) {
   char note[256];
   if (ssa_diff_same_layout(first, rep, note, sizeof note)) return 1;
-  snprintf(msg, cap, "stepscope diff: --repeat-%c %s is not a run of %s's configuration: %s", side ? 'b' : 'a',
-           rep_path, first_path, note);
+  snprintf(msg, cap, "stepscope diff: --repeat-%c %s is not a run of %s's configuration: %s",
+           side ? 'b' : 'a', rep_path, first_path, note);
   return 0;
 }
 
@@ -355,19 +362,19 @@ int ssa_diff_same_layout(const ssa_analysis *a, const ssa_analysis *b, char *not
     return 0;
   }
   size_t na = 0, nb = 0;
-  for (size_t i = 0; i < a->nranks; i++) na += selected(a, &a->ranks[i]);
-  for (size_t i = 0; i < b->nranks; i++) nb += selected(b, &b->ranks[i]);
+  for (size_t i = 0; i < a->nranks; i++)
+    na += selected(a, &a->ranks[i]);
+  for (size_t i = 0; i < b->nranks; i++)
+    nb += selected(b, &b->ranks[i]);
   if (na != nb) {
-    snprintf(note, cap,
-             "different ranks were analysed (%zu vs %zu)", na, nb);
+    snprintf(note, cap, "different ranks were analysed (%zu vs %zu)", na, nb);
     return 0;
   }
   for (size_t i = 0; i < a->nranks; i++) {
     if (!selected(a, &a->ranks[i])) continue;
     const ssa_rank_result *o = find_rank(b, a->ranks[i].rank->rank);
     if (!o || !selected(b, o)) {
-      snprintf(note, cap,
-               "rank %d is only in run A", a->ranks[i].rank->rank);
+      snprintf(note, cap, "rank %d is only in run A", a->ranks[i].rank->rank);
       return 0;
     }
     const char *la = ssa_rank_meta(a->ranks[i].rank, "layout");
@@ -441,12 +448,15 @@ static int build_steps(ssa_diff *d) {
   return 0;
 }
 
-static double per_step_div(const ssa_analysis *a) { return a->nsteps ? (double)a->nsteps : 1.0; }
+static double per_step_div(const ssa_analysis *a) {
+  return a->nsteps ? (double)a->nsteps : 1.0;
+}
 
 /* Kernel tables sum over the analysed ranks: per step and per rank. */
 static double per_rank_step_div(const ssa_analysis *a) {
   size_t n = 0;
-  for (size_t i = 0; i < a->nranks; i++) n += a->opt.rank < 0 || a->ranks[i].rank->rank == a->opt.rank;
+  for (size_t i = 0; i < a->nranks; i++)
+    n += a->opt.rank < 0 || a->ranks[i].rank->rank == a->opt.rank;
   return per_step_div(a) * (double)(n ? n : 1);
 }
 
@@ -586,21 +596,33 @@ static int finding(ssa_diff *d, const char *fmt, ...) {
 /* "12.345 ms" / "4.1 us" */
 static void fmt_time(char *buf, size_t n, double ns) {
   double a = fabs(ns);
-  if (a >= 1e9) snprintf(buf, n, "%.3f s", ns / 1e9);
-  else if (a >= 1e6) snprintf(buf, n, "%.3f ms", ns / 1e6);
-  else if (a >= 1e3) snprintf(buf, n, "%.1f us", ns / 1e3);
-  else snprintf(buf, n, "%.0f ns", ns);
+  if (a >= 1e9)
+    snprintf(buf, n, "%.3f s", ns / 1e9);
+  else if (a >= 1e6)
+    snprintf(buf, n, "%.3f ms", ns / 1e6);
+  else if (a >= 1e3)
+    snprintf(buf, n, "%.1f us", ns / 1e3);
+  else
+    snprintf(buf, n, "%.0f ns", ns);
 }
 
 static void fmt_value(char *buf, size_t n, int k, double v) {
-  if (ssa_diff_metric_is_time[k]) fmt_time(buf, n, v);
-  else snprintf(buf, n, "%.1f %%", v * 100.0);
+  if (ssa_diff_metric_is_time[k])
+    fmt_time(buf, n, v);
+  else
+    snprintf(buf, n, "%.1f %%", v * 100.0);
 }
 
 static const char *const metric_words[SSA_DM_N] = {
-    "step time", "compute time per step", "communication time per step",
-    "exposed communication", "the overlap ratio (communication hidden under compute)",
-    "exposed copies and memsets", "device idle time", "the pipeline bubble", "MFU"};
+    "step time",
+    "compute time per step",
+    "communication time per step",
+    "exposed communication",
+    "the overlap ratio (communication hidden under compute)",
+    "exposed copies and memsets",
+    "device idle time",
+    "the pipeline bubble",
+    "MFU"};
 
 /* How many ranks moved in the direction of the run-level change, beyond noise. */
 static void rank_agreement(const ssa_diff *d, int k, size_t *agree, size_t *total) {
@@ -618,19 +640,22 @@ static void rank_agreement(const ssa_diff *d, int k, size_t *agree, size_t *tota
 static int build_findings(ssa_diff *d) {
   int rc = 0;
   if (!d->same_layout) rc |= finding(d, "%s", d->layout_note);
-  static const int order[] = {SSA_DM_STEP_TIME, SSA_DM_EXPOSED_COMM, SSA_DM_OVERLAP_RATIO, SSA_DM_IDLE,
-                              SSA_DM_BUBBLE_RATIO, SSA_DM_MFU, SSA_DM_COMPUTE, SSA_DM_COMM,
-                              SSA_DM_EXPOSED_MEM};
+  static const int order[] = {SSA_DM_STEP_TIME, SSA_DM_EXPOSED_COMM, SSA_DM_OVERLAP_RATIO,
+                              SSA_DM_IDLE,      SSA_DM_BUBBLE_RATIO, SSA_DM_MFU,
+                              SSA_DM_COMPUTE,   SSA_DM_COMM,         SSA_DM_EXPOSED_MEM};
   if (d->load_differs) {
     char stretch[96] = "";
     if (!isnan(d->kernel_stretch))
-      snprintf(stretch, sizeof stretch, "; the same kernels' launches stretched %.2fx as much in B as in A",
+      snprintf(stretch, sizeof stretch,
+               "; the same kernels' launches stretched %.2fx as much in B as in A",
                d->kernel_stretch);
-    rc |= finding(d,
-                  "no verdicts: the machine was busier during one run (other processes held the CPU or GPU): "
-                  "devices idle with work already launched %.1f %% of a step in A, %.1f %% in B%s; measure both "
-                  "runs on a quiet machine",
-                  d->queued_idle_a * 100.0, d->queued_idle_b * 100.0, stretch);
+    rc |= finding(
+        d,
+        "no verdicts: the machine was busier during one run (other processes held the CPU or GPU): "
+        "devices idle with work already launched %.1f %% of a step in A, %.1f %% in B%s; measure "
+        "both "
+        "runs on a quiet machine",
+        d->queued_idle_a * 100.0, d->queued_idle_b * 100.0, stretch);
   }
   char unchanged[300] = "", unknown[300] = "";
   size_t ulen = 0, klen = 0;
@@ -639,14 +664,15 @@ static int build_findings(ssa_diff *d) {
     const ssa_diff_metric *m = &d->m[k];
     if (!m->comparable) continue;
     if (m->verdict == SSA_DV_UNKNOWN) {
-      klen += (size_t)snprintf(unknown + klen, klen < sizeof unknown ? sizeof unknown - klen : 0, "%s%s",
-                               klen ? ", " : "", ssa_diff_metric_names[k]);
+      klen += (size_t)snprintf(unknown + klen, klen < sizeof unknown ? sizeof unknown - klen : 0,
+                               "%s%s", klen ? ", " : "", ssa_diff_metric_names[k]);
       if (klen >= sizeof unknown) klen = sizeof unknown - 1;
       continue;
     }
     if (m->verdict != SSA_DV_REAL) {
-      ulen += (size_t)snprintf(unchanged + ulen, ulen < sizeof unchanged ? sizeof unchanged - ulen : 0,
-                               "%s%s", ulen ? ", " : "", ssa_diff_metric_names[k]);
+      ulen +=
+          (size_t)snprintf(unchanged + ulen, ulen < sizeof unchanged ? sizeof unchanged - ulen : 0,
+                           "%s%s", ulen ? ", " : "", ssa_diff_metric_names[k]);
       if (ulen >= sizeof unchanged) ulen = sizeof unchanged - 1;
       continue;
     }
@@ -663,22 +689,30 @@ static int build_findings(ssa_diff *d) {
     size_t agree, total;
     rank_agreement(d, k, &agree, &total);
     if (total > 1 && k != SSA_DM_STEP_TIME && k != SSA_DM_MFU)
-      snprintf(where, sizeof where, agree == total ? " on every rank" : " on %zu of %zu ranks", agree, total);
+      snprintf(where, sizeof where, agree == total ? " on every rank" : " on %zu of %zu ranks",
+               agree, total);
     const char *per_step = ssa_diff_metric_is_time[k] && k != SSA_DM_STEP_TIME ? " per step" : "";
-    rc |= finding(d, "%s %s from %s to %s%s%s%s; %s (step-to-step spread %s)", metric_words[k], verb, va,
-                  vb, per_step, rel, where, better ? "better" : "worse", sp);
+    rc |= finding(d, "%s %s from %s to %s%s%s%s; %s (step-to-step spread %s)", metric_words[k],
+                  verb, va, vb, per_step, rel, where, better ? "better" : "worse", sp);
   }
   int any_real = 0;
-  for (int k = 0; k < SSA_DM_N; k++) any_real |= d->m[k].comparable && d->m[k].verdict == SSA_DV_REAL;
+  for (int k = 0; k < SSA_DM_N; k++)
+    any_real |= d->m[k].comparable && d->m[k].verdict == SSA_DV_REAL;
   if (any_real && d->nruns_a == 1 && d->nruns_b == 1)
-    rc |= finding(d, "one run per side: these verdicts assume that separate runs of one configuration differ "
-                     "no more than their steps scatter; repeat each run (--repeat-a, --repeat-b) to measure it");
-  if (ulen && d->load_differs) rc |= finding(d, "not judged (the load differs between the runs): %s", unchanged);
+    rc |= finding(
+        d,
+        "one run per side: these verdicts assume that separate runs of one configuration differ "
+        "no more than their steps scatter; repeat each run (--repeat-a, --repeat-b) to measure it");
+  if (ulen && d->load_differs)
+    rc |= finding(d, "not judged (the load differs between the runs): %s", unchanged);
   else if (ulen)
     rc |= finding(d, "unchanged within %s noise: %s",
-                  d->nruns_a > 1 || d->nruns_b > 1 ? "step-to-step and run-to-run" : "step-to-step", unchanged);
+                  d->nruns_a > 1 || d->nruns_b > 1 ? "step-to-step and run-to-run" : "step-to-step",
+                  unchanged);
   if (klen)
-    rc |= finding(d, "cannot tell with %zu and %zu steps (at least %d per side, and enough for the rank test): %s",
+    rc |= finding(d,
+                  "cannot tell with %zu and %zu steps (at least %d per side, and enough for the "
+                  "rank test): %s",
                   d->a->nsteps, d->b->nsteps, SSA_DIFF_MIN_STEPS, unknown);
   /* the kernel that moved most, when it matters (>= 1 % of step time) */
   double step_a = d->m[SSA_DM_STEP_TIME].a.known ? d->m[SSA_DM_STEP_TIME].a.median : 0;
@@ -692,8 +726,10 @@ static int build_findings(ssa_diff *d) {
     fmt_time(tb, sizeof tb, k->time_b);
     char name[72];
     snprintf(name, sizeof name, "%.60s%s", k->name, strlen(k->name) > 60 ? "..." : "");
-    if (!k->in_a) rc |= finding(d, "new kernel %s: %s per step", name, tb);
-    else if (!k->in_b) rc |= finding(d, "kernel %s no longer runs (was %s per step)", name, ta);
+    if (!k->in_a)
+      rc |= finding(d, "new kernel %s: %s per step", name, tb);
+    else if (!k->in_b)
+      rc |= finding(d, "kernel %s no longer runs (was %s per step)", name, ta);
     else
       rc |= finding(d, "%s kernel %s: %s -> %s per step (%.1f -> %.1f launches per step)",
                     k->comm ? "communication" : "compute", name, ta, tb, k->count_a, k->count_b);
@@ -710,21 +746,24 @@ static int build_findings(ssa_diff *d) {
     fmt_time(xa, sizeof xa, c->transfer_a);
     fmt_time(xb, sizeof xb, c->transfer_b);
     if (!c->in_a || !c->in_b)
-      rc |= finding(d, "%s %s of %llu bytes (group %s) %s", !c->in_a ? "new collective" : "collective",
-                    op ? op : "?", (unsigned long long)c->bytes, c->group[0] ? c->group : "?",
+      rc |= finding(d, "%s %s of %llu bytes (group %s) %s",
+                    !c->in_a ? "new collective" : "collective", op ? op : "?",
+                    (unsigned long long)c->bytes, c->group[0] ? c->group : "?",
                     !c->in_a ? "appears in run B" : "is gone in run B");
     else
-      rc |= finding(d, "%s of %llu bytes (group %s): transfer %s -> %s, waits of all ranks %s -> %s per step",
-                    op ? op : "?", (unsigned long long)c->bytes, c->group[0] ? c->group : "?", xa, xb, wa,
-                    wb);
+      rc |= finding(
+          d, "%s of %llu bytes (group %s): transfer %s -> %s, waits of all ranks %s -> %s per step",
+          op ? op : "?", (unsigned long long)c->bytes, c->group[0] ? c->group : "?", xa, xb, wa,
+          wb);
   }
   return rc ? STEPSCOPE_E_NOMEM : 0;
 }
 
-int ssa_diff_runs_repeated(const ssa_analysis *const *a, size_t na, const ssa_analysis *const *b, size_t nb,
-                           const char *path_a, const char *path_b, ssa_diff *d) {
+int ssa_diff_runs_repeated(const ssa_analysis *const *a, size_t na, const ssa_analysis *const *b,
+                           size_t nb, const char *path_a, const char *path_b, ssa_diff *d) {
   memset(d, 0, sizeof *d);
-  if (na < 1 || nb < 1 || na > SSA_DIFF_MAX_RUNS || nb > SSA_DIFF_MAX_RUNS) return STEPSCOPE_E_ARGUMENT;
+  if (na < 1 || nb < 1 || na > SSA_DIFF_MAX_RUNS || nb > SSA_DIFF_MAX_RUNS)
+    return STEPSCOPE_E_ARGUMENT;
   d->a = a[0];
   d->b = b[0];
   memcpy(d->runs_a, a, na * sizeof *a);
@@ -736,9 +775,11 @@ int ssa_diff_runs_repeated(const ssa_analysis *const *a, size_t na, const ssa_an
   if (build_kernels(d) || kernel_stretch(d)) return STEPSCOPE_E_NOMEM;
   d->queued_idle_a = side_queued_idle(d->runs_a, na, &d->queued_idle_a_p75);
   d->queued_idle_b = side_queued_idle(d->runs_b, nb, &d->queued_idle_b_p75);
-  d->load_differs = load_differs(d->queued_idle_a, d->queued_idle_a_p75, d->queued_idle_b, d->queued_idle_b_p75) ||
-                    (!isnan(d->kernel_stretch) && (d->kernel_stretch > SSA_DIFF_LOAD_STRETCH ||
-                                                   d->kernel_stretch < 1.0 / SSA_DIFF_LOAD_STRETCH));
+  d->load_differs =
+      load_differs(d->queued_idle_a, d->queued_idle_a_p75, d->queued_idle_b,
+                   d->queued_idle_b_p75) ||
+      (!isnan(d->kernel_stretch) && (d->kernel_stretch > SSA_DIFF_LOAD_STRETCH ||
+                                     d->kernel_stretch < 1.0 / SSA_DIFF_LOAD_STRETCH));
   double step_a = NAN;
   for (int k = 0; k < SSA_DM_N; k++) { /* step time first: the minimum effect needs it */
     double *va, *vb;
@@ -771,7 +812,8 @@ void ssa_diff_free(ssa_diff *d) {
   free(d->steps);
   free(d->kernels);
   free(d->colls);
-  for (size_t i = 0; i < d->nfindings; i++) free(d->findings[i]);
+  for (size_t i = 0; i < d->nfindings; i++)
+    free(d->findings[i]);
   free(d->findings);
   memset(d, 0, sizeof *d);
 }

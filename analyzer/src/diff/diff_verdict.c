@@ -65,14 +65,17 @@ double ssa_diff_mann_whitney(const double *a, size_t na, const double *b, size_t
     free(r2);
     return NAN;
   }
-  for (size_t i = 0; i < na; i++) p[i] = (pooled){a[i], 0};
-  for (size_t i = 0; i < nb; i++) p[na + i] = (pooled){b[i], 1};
+  for (size_t i = 0; i < na; i++)
+    p[i] = (pooled){a[i], 0};
+  for (size_t i = 0; i < nb; i++)
+    p[na + i] = (pooled){b[i], 1};
   qsort(p, n, sizeof *p, cmp_pooled);
   double ties = 0; /* sum of t^3 - t over tie blocks */
   long ra = 0;     /* doubled rank sum of a */
   for (size_t i = 0; i < n;) {
     size_t j = i;
-    while (j + 1 < n && p[j + 1].v == p[i].v) j++;
+    while (j + 1 < n && p[j + 1].v == p[i].v)
+      j++;
     double t = (double)(j - i + 1);
     ties += t * t * t - t;
     for (size_t k = i; k <= j; k++) {
@@ -101,7 +104,8 @@ double ssa_diff_mann_whitney(const double *a, size_t na, const double *b, size_t
       reach += (size_t)r2[i];
       size_t hi = reach < maxs ? reach : maxs;
       for (size_t j = top; j >= 1; j--) {
-        for (size_t s = hi; s >= (size_t)r2[i]; s--) CNT(j, s) += CNT(j - 1, s - (size_t)r2[i]);
+        for (size_t s = hi; s >= (size_t)r2[i]; s--)
+          CNT(j, s) += CNT(j - 1, s - (size_t)r2[i]);
       }
     }
     double total = 0, tail = 0;
@@ -117,7 +121,8 @@ double ssa_diff_mann_whitney(const double *a, size_t na, const double *b, size_t
   } else {
     double u = (double)ra / 2.0 - (double)na * ((double)na + 1) / 2.0;
     double mu = (double)na * (double)nb / 2.0;
-    double var = (double)na * (double)nb / 12.0 * (((double)n + 1) - ties / ((double)n * ((double)n - 1)));
+    double var =
+        (double)na * (double)nb / 12.0 * (((double)n + 1) - ties / ((double)n * ((double)n - 1)));
     if (var <= 0) {
       pval = 1.0;
     } else {
@@ -161,7 +166,8 @@ static int per_run(const double *v, const size_t *seg, size_t k, ssa_diff_stat *
   st->between = NAN;
   st->drift = 0;
   size_t off = 0, most = 0;
-  for (size_t i = 0; i < k; i++) most = seg[i] > most ? seg[i] : most;
+  for (size_t i = 0; i < k; i++)
+    most = seg[i] > most ? seg[i] : most;
   double *c = malloc((most ? most : 1) * sizeof *c);
   if (!c) return STEPSCOPE_E_NOMEM;
   double lo = INFINITY, hi = -INFINITY;
@@ -200,8 +206,10 @@ int ssa_diff_compare_runs(const double *va, const size_t *seg_a, size_t ka, cons
                           ssa_diff_metric *m) {
   if (ka > SSA_DIFF_MAX_RUNS || kb > SSA_DIFF_MAX_RUNS) return STEPSCOPE_E_ARGUMENT;
   size_t na = 0, nb = 0;
-  for (size_t i = 0; i < ka; i++) na += seg_a[i];
-  for (size_t i = 0; i < kb; i++) nb += seg_b[i];
+  for (size_t i = 0; i < ka; i++)
+    na += seg_a[i];
+  for (size_t i = 0; i < kb; i++)
+    nb += seg_b[i];
   double *sa = malloc((na ? na : 1) * sizeof *sa), *sb = malloc((nb ? nb : 1) * sizeof *sb);
   if (!sa || !sb) {
     free(sa);
@@ -223,7 +231,8 @@ int ssa_diff_compare_runs(const double *va, const size_t *seg_a, size_t ka, cons
   if (!m->comparable) return 0;
   m->abs_change = m->b.median - m->a.median;
   if (m->a.median != 0) m->rel_change = m->abs_change / fabs(m->a.median);
-  if (na < SSA_DIFF_MIN_STEPS || nb < SSA_DIFF_MIN_STEPS || ssa_diff_min_p(na, nb) >= SSA_DIFF_ALPHA) {
+  if (na < SSA_DIFF_MIN_STEPS || nb < SSA_DIFF_MIN_STEPS ||
+      ssa_diff_min_p(na, nb) >= SSA_DIFF_ALPHA) {
     m->noise_reason = SSA_DN_TOO_FEW;
     return 0;
   }
@@ -235,7 +244,8 @@ int ssa_diff_compare_runs(const double *va, const size_t *seg_a, size_t ka, cons
   /* with repeated runs: how far apart the sides' runs are, against how far
    * apart the runs of one side are (a side of one run has no range: 0) */
   int repeated = m->a.runs >= 2 || m->b.runs >= 2;
-  double between = fmax(isnan(m->a.between) ? 0 : m->a.between, isnan(m->b.between) ? 0 : m->b.between);
+  double between =
+      fmax(isnan(m->a.between) ? 0 : m->a.between, isnan(m->b.between) ? 0 : m->b.between);
   if (repeated) m->run_gap = run_gap(&m->a, &m->b, m->abs_change);
   if (change == 0) {
     m->verdict = SSA_DV_SAME;
@@ -269,10 +279,12 @@ const char *ssa_diff_verdict_word(const ssa_diff_metric *m, int k) {
   switch (m->verdict) {
   case SSA_DV_SAME: return "same";
   case SSA_DV_NOISE: return "noise";
-  case SSA_DV_REAL: return (m->abs_change > 0 ? 1 : -1) == ssa_diff_metric_better[k] ? "better" : "WORSE";
+  case SSA_DV_REAL:
+    return (m->abs_change > 0 ? 1 : -1) == ssa_diff_metric_better[k] ? "better" : "WORSE";
   default: return "unknown";
   }
 }
 
 const char *const ssa_diff_noise_reason_names[SSA_DN_N] = {
-    NULL, "too_few_steps", "load_differs", "between_runs", "rank_test", "spread", "drift", "min_effect"};
+    NULL,        "too_few_steps", "load_differs", "between_runs",
+    "rank_test", "spread",        "drift",        "min_effect"};

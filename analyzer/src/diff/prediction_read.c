@@ -61,8 +61,8 @@ static void close_json(file_ctx *f, js_stream *js) {
 }
 
 static int is_plan_key(const char *k) {
-  static const char *const keys[] = {"schema_version", "kind", "job", "device", "calibration",
-                                     "assumed", "layouts"};
+  static const char *const keys[] = {"schema_version", "kind",    "job",    "device",
+                                     "calibration",    "assumed", "layouts"};
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
     if (!strcmp(k, keys[i])) return 1;
   return 0;
@@ -138,8 +138,10 @@ static int read_field(reader *r, const field *fl, void *base, js_kind v) {
   case 'd':
   case 'i': {
     double x = NAN;
-    if (v == JS_NUMBER) x = strtod(r->js.tok, NULL);
-    else if (v != JS_NULL) return js_skip_rest(&r->js, v);
+    if (v == JS_NUMBER)
+      x = strtod(r->js.tok, NULL);
+    else if (v != JS_NULL)
+      return js_skip_rest(&r->js, v);
     if (fl->type == 'd') {
       memcpy(at, &x, sizeof x); /* the field at its offsetof: copied, not cast */
     } else if (isfinite(x) && fabs(x) < 2e9) {
@@ -149,8 +151,10 @@ static int read_field(reader *r, const field *fl, void *base, js_kind v) {
     return 0;
   }
   case 's':
-    if (v == JS_STRING) snprintf(at, fl->size, "%s", r->js.tok);
-    else return js_skip_rest(&r->js, v);
+    if (v == JS_STRING)
+      snprintf(at, fl->size, "%s", r->js.tok);
+    else
+      return js_skip_rest(&r->js, v);
     return 0;
   case 'b':
     if (v != JS_TRUE && v != JS_FALSE) return js_skip_rest(&r->js, v);
@@ -180,13 +184,18 @@ static int read_object(reader *r, const field *fields, size_t n, void *base) {
   }
 }
 
-#define F(type, key, member, t) {key, offsetof(type, member), t, sizeof(((type *)0)->member)}
+#define F(type, key, member, t)                                                                    \
+  { key, offsetof(type, member), t, sizeof(((type *)0)->member) }
 
 static const field job_fields[] = {
-    F(ssa_prediction, "layers", layers, 'i'),   F(ssa_prediction, "hidden", hidden, 'i'),
-    F(ssa_prediction, "heads", heads, 'i'),     F(ssa_prediction, "vocab", vocab, 'i'),
-    F(ssa_prediction, "ffn", ffn, 'i'),         F(ssa_prediction, "seq", seq, 'i'),
-    F(ssa_prediction, "max_seq", max_seq, 'i'), F(ssa_prediction, "gpus", gpus, 'i'),
+    F(ssa_prediction, "layers", layers, 'i'),
+    F(ssa_prediction, "hidden", hidden, 'i'),
+    F(ssa_prediction, "heads", heads, 'i'),
+    F(ssa_prediction, "vocab", vocab, 'i'),
+    F(ssa_prediction, "ffn", ffn, 'i'),
+    F(ssa_prediction, "seq", seq, 'i'),
+    F(ssa_prediction, "max_seq", max_seq, 'i'),
+    F(ssa_prediction, "gpus", gpus, 'i'),
     F(ssa_prediction, "gpus_per_node", gpus_per_node, 'i'),
     F(ssa_prediction, "global_batch", global_batch, 'i'),
 };
@@ -208,14 +217,20 @@ typedef struct layout_text {
 } layout_text;
 
 static const field layout_fields[] = {
-    F(layout_text, "name", name, 's'),         F(layout_text, "dp", dp, 'i'),
-    F(layout_text, "tp", tp, 'i'),             F(layout_text, "pp", pp, 'i'),
-    F(layout_text, "cp", cp, 'i'),             F(layout_text, "sp", sp, 'b'),
-    F(layout_text, "zero", zero, 'i'),         F(layout_text, "recompute", recompute, 's'),
+    F(layout_text, "name", name, 's'),
+    F(layout_text, "dp", dp, 'i'),
+    F(layout_text, "tp", tp, 'i'),
+    F(layout_text, "pp", pp, 'i'),
+    F(layout_text, "cp", cp, 'i'),
+    F(layout_text, "sp", sp, 'b'),
+    F(layout_text, "zero", zero, 'i'),
+    F(layout_text, "recompute", recompute, 's'),
     F(layout_text, "microbatches", microbatches, 'i'),
     F(layout_text, "micro_batch", micro_batch, 'i'),
-    F(layout_text, "schedule", schedule, 's'), F(layout_text, "virtual_stages", virtual_stages, 'i'),
-    F(layout_text, "bucket_mb", bucket_mb, 'd'), F(layout_text, "ep", ep, 'i'),
+    F(layout_text, "schedule", schedule, 's'),
+    F(layout_text, "virtual_stages", virtual_stages, 'i'),
+    F(layout_text, "bucket_mb", bucket_mb, 'd'),
+    F(layout_text, "ep", ep, 'i'),
 };
 static const field memory_fields[] = {
     F(ssa_pred_layout, "parameters", mem_parameters, 'd'),
@@ -227,10 +242,14 @@ static const field memory_fields[] = {
     F(ssa_pred_layout, "total", mem_total, 'd'),
 };
 static const field breakdown_fields[] = {
-    F(ssa_pred_layout, "compute", compute_s, 'd'), F(ssa_pred_layout, "bubble", bubble_s, 'd'),
-    F(ssa_pred_layout, "tp", tp_s, 'd'),           F(ssa_pred_layout, "cp", cp_s, 'd'),
-    F(ssa_pred_layout, "pp", pp_s, 'd'),           F(ssa_pred_layout, "grad_sync", grad_sync_s, 'd'),
-    F(ssa_pred_layout, "host", host_s, 'd'),       F(ssa_pred_layout, "wait", wait_s, 'd'),
+    F(ssa_pred_layout, "compute", compute_s, 'd'),
+    F(ssa_pred_layout, "bubble", bubble_s, 'd'),
+    F(ssa_pred_layout, "tp", tp_s, 'd'),
+    F(ssa_pred_layout, "cp", cp_s, 'd'),
+    F(ssa_pred_layout, "pp", pp_s, 'd'),
+    F(ssa_pred_layout, "grad_sync", grad_sync_s, 'd'),
+    F(ssa_pred_layout, "host", host_s, 'd'),
+    F(ssa_pred_layout, "wait", wait_s, 'd'),
     F(ssa_pred_layout, "ep", ep_s, 'd'),
 };
 static const field result_fields[] = {
@@ -270,7 +289,8 @@ static int read_layout(reader *r, ssa_pred_layout *out, size_t index) {
                 : !strcmp(r->js.tok, "breakdown_s")  ? 3
                                                      : 0;
     if (which) {
-      if (js_next(&r->js) != JS_BEGIN_OBJECT) return fail(r, "a layout's layout, memory_bytes and breakdown_s are objects");
+      if (js_next(&r->js) != JS_BEGIN_OBJECT)
+        return fail(r, "a layout's layout, memory_bytes and breakdown_s are objects");
       int rc = which == 1   ? read_object(r, layout_fields, N(layout_fields), &lt)
                : which == 2 ? read_object(r, memory_fields, N(memory_fields), out)
                             : read_object(r, breakdown_fields, N(breakdown_fields), out);
@@ -300,7 +320,7 @@ static int read_layout(reader *r, ssa_pred_layout *out, size_t index) {
   l->virtual_stages = lt.virtual_stages > 0 ? lt.virtual_stages : 1;
   l->bucket_mb = lt.bucket_mb;
   l->ep = lt.ep > 0 ? lt.ep : 1; /* absent: a plan without experts */
-  l->schedule = MM_SCHED_1F1B; /* also for "none" (one stage) */
+  l->schedule = MM_SCHED_1F1B;   /* also for "none" (one stage) */
   mm_schedule_from_name(lt.schedule, &l->schedule);
   l->recompute = MM_RECOMPUTE_NONE;
   mm_recompute_from_name(lt.recompute, &l->recompute);
@@ -309,7 +329,8 @@ static int read_layout(reader *r, ssa_pred_layout *out, size_t index) {
       l->micro_batch < 1 || !isfinite(out->step_time_s)) {
     snprintf(r->err, r->errlen,
              "layouts[%zu] lacks its layout (dp, tp, pp, cp, microbatches, micro_batch) or "
-             "step_time_s", index);
+             "step_time_s",
+             index);
     return -1;
   }
   return 0;
@@ -366,11 +387,15 @@ int ssa_prediction_load(const char *path, ssa_prediction *p, char *err, size_t e
     }
     int bad = 0;
     if (!strcmp(key, "schema_version")) {
-      if (v == JS_NUMBER) schema = strtod(r.js.tok, NULL);
-      else bad = js_skip_rest(&r.js, v);
+      if (v == JS_NUMBER)
+        schema = strtod(r.js.tok, NULL);
+      else
+        bad = js_skip_rest(&r.js, v);
     } else if (!strcmp(key, "kind")) {
-      if (v == JS_STRING) snprintf(kind, sizeof kind, "%s", r.js.tok);
-      else bad = js_skip_rest(&r.js, v);
+      if (v == JS_STRING)
+        snprintf(kind, sizeof kind, "%s", r.js.tok);
+      else
+        bad = js_skip_rest(&r.js, v);
     } else if (!strcmp(key, "job") && v == JS_BEGIN_OBJECT) {
       bad = read_object(&r, job_fields, N(job_fields), p);
       have_job = 1;

@@ -45,15 +45,15 @@
 
 /* Headline metrics, in this order. */
 enum {
-  SSA_DM_STEP_TIME,       /* ns: the run's step time (slowest rank) */
-  SSA_DM_COMPUTE,         /* ns per step, mean over ranks */
-  SSA_DM_COMM,            /* ns per step */
-  SSA_DM_EXPOSED_COMM,    /* ns per step */
-  SSA_DM_OVERLAP_RATIO,   /* overlap / comm, summed over ranks */
-  SSA_DM_EXPOSED_MEM,     /* ns per step */
-  SSA_DM_IDLE,            /* ns per step */
-  SSA_DM_BUBBLE_RATIO,    /* bubble / span over pipeline ranks; unknown without pipeline */
-  SSA_DM_MFU,             /* model FLOPs utilisation; unknown without FLOPs metadata */
+  SSA_DM_STEP_TIME,     /* ns: the run's step time (slowest rank) */
+  SSA_DM_COMPUTE,       /* ns per step, mean over ranks */
+  SSA_DM_COMM,          /* ns per step */
+  SSA_DM_EXPOSED_COMM,  /* ns per step */
+  SSA_DM_OVERLAP_RATIO, /* overlap / comm, summed over ranks */
+  SSA_DM_EXPOSED_MEM,   /* ns per step */
+  SSA_DM_IDLE,          /* ns per step */
+  SSA_DM_BUBBLE_RATIO,  /* bubble / span over pipeline ranks; unknown without pipeline */
+  SSA_DM_MFU,           /* model FLOPs utilisation; unknown without FLOPs metadata */
   SSA_DM_N
 };
 extern const char *const ssa_diff_metric_names[SSA_DM_N];
@@ -63,53 +63,62 @@ extern const int ssa_diff_metric_is_time[SSA_DM_N];
 extern const int ssa_diff_metric_better[SSA_DM_N];
 
 /* The noise test's constants (docs/diff.md "Noise test"). */
-#define SSA_DIFF_ALPHA 0.05            /* Mann-Whitney U, two-sided */
-#define SSA_DIFF_MIN_STEPS 3           /* fewer values on a side: unknown */
-#define SSA_DIFF_EXACT_MAX 24          /* exact U distribution up to nA + nB values (cost ~N^3 per test) */
-#define SSA_DIFF_MIN_EFFECT_REL 0.01   /* times: 1 % of A's step time; MFU: 1 % of A */
-#define SSA_DIFF_MIN_EFFECT_PT 0.01    /* overlap and bubble ratios: 1 point */
-#define SSA_DIFF_LOAD_PT 0.05          /* queued-idle shares 5 points apart: load differs */
-#define SSA_DIFF_LOAD_STRETCH 1.3      /* kernels stretched 1.3x more in one run: load differs */
-#define SSA_DIFF_STRETCH_MIN_LAUNCHES 8 /* kernels with fewer launches do not count for stretch */
-#define SSA_DIFF_MAX_RUNS 16           /* runs per side (a run and its repeats) */
+#define SSA_DIFF_ALPHA                0.05 /* Mann-Whitney U, two-sided */
+#define SSA_DIFF_MIN_STEPS            3    /* fewer values on a side: unknown */
+#define SSA_DIFF_EXACT_MAX            24 /* exact U distribution up to nA + nB values (cost ~N^3 per test) */
+#define SSA_DIFF_MIN_EFFECT_REL       0.01 /* times: 1 % of A's step time; MFU: 1 % of A */
+#define SSA_DIFF_MIN_EFFECT_PT        0.01 /* overlap and bubble ratios: 1 point */
+#define SSA_DIFF_LOAD_PT              0.05 /* queued-idle shares 5 points apart: load differs */
+#define SSA_DIFF_LOAD_STRETCH         1.3 /* kernels stretched 1.3x more in one run: load differs */
+#define SSA_DIFF_STRETCH_MIN_LAUNCHES 8   /* kernels with fewer launches do not count for stretch */
+#define SSA_DIFF_MAX_RUNS             16  /* runs per side (a run and its repeats) */
 
 /* Verdicts. */
 enum { SSA_DV_UNKNOWN, SSA_DV_SAME, SSA_DV_NOISE, SSA_DV_REAL };
 /* Why a change is not called real (the first test that failed). */
-enum { SSA_DN_NONE, SSA_DN_TOO_FEW, SSA_DN_LOAD, SSA_DN_BETWEEN_RUNS, SSA_DN_RANK_TEST, SSA_DN_SPREAD,
-       SSA_DN_DRIFT, SSA_DN_MIN_EFFECT, SSA_DN_N };
+enum {
+  SSA_DN_NONE,
+  SSA_DN_TOO_FEW,
+  SSA_DN_LOAD,
+  SSA_DN_BETWEEN_RUNS,
+  SSA_DN_RANK_TEST,
+  SSA_DN_SPREAD,
+  SSA_DN_DRIFT,
+  SSA_DN_MIN_EFFECT,
+  SSA_DN_N
+};
 extern const char *const ssa_diff_noise_reason_names[SSA_DN_N];
 
 typedef struct ssa_diff_stat {
-  int known;              /* 0: the run has no value (no comm, no pipeline, no FLOPs) */
+  int known; /* 0: the run has no value (no comm, no pipeline, no FLOPs) */
   double median, p25, p75, min, max, spread;
-  double drift;           /* |median of the second half - median of the first half|
-                             (the largest of the runs' own, with repeated runs) */
-  size_t n;               /* values (steps, of all the side's runs) */
-  size_t runs;            /* runs with at least one value */
+  double drift;                         /* |median of the second half - median of the first half|
+                                           (the largest of the runs' own, with repeated runs) */
+  size_t n;                             /* values (steps, of all the side's runs) */
+  size_t runs;                          /* runs with at least one value */
   double run_median[SSA_DIFF_MAX_RUNS]; /* each run's own median, in the order given */
-  double between;         /* max - min of run_median; NaN with fewer than 2 runs */
+  double between;                       /* max - min of run_median; NaN with fewer than 2 runs */
 } ssa_diff_stat;
 
 typedef struct ssa_diff_metric {
   ssa_diff_stat a, b;
-  double abs_change;      /* b - a (medians) */
-  double rel_change;      /* (b - a) / |a|, NaN when a is 0 or unknown */
-  int verdict;            /* SSA_DV_* */
-  int noise_reason;       /* SSA_DN_*: why not real (SSA_DN_TOO_FEW with unknown) */
-  double p_value;         /* Mann-Whitney two-sided; NaN when not computed */
-  double min_effect;      /* smallest change that counts, in the metric's unit; NaN when not computed */
-  double run_gap;         /* distance between the nearest runs of A and B (negative when their
-                             medians interleave); NaN unless a side has repeated runs */
-  int noise;              /* verdict is same or noise */
-  int comparable;         /* both known */
+  double abs_change; /* b - a (medians) */
+  double rel_change; /* (b - a) / |a|, NaN when a is 0 or unknown */
+  int verdict;       /* SSA_DV_* */
+  int noise_reason;  /* SSA_DN_*: why not real (SSA_DN_TOO_FEW with unknown) */
+  double p_value;    /* Mann-Whitney two-sided; NaN when not computed */
+  double min_effect; /* smallest change that counts, in the metric's unit; NaN when not computed */
+  double run_gap;    /* distance between the nearest runs of A and B (negative when their
+                        medians interleave); NaN unless a side has repeated runs */
+  int noise;         /* verdict is same or noise */
+  int comparable;    /* both known */
 } ssa_diff_metric;
 
 typedef struct ssa_diff_rank {
   int rank;
   int in_a, in_b;
-  ssa_diff_metric m[SSA_DM_N];   /* step time here = the rank's own step span */
-  int64_t coll_wait_a, coll_wait_b;  /* total collective wait in the analysed window */
+  ssa_diff_metric m[SSA_DM_N];      /* step time here = the rank's own step span */
+  int64_t coll_wait_a, coll_wait_b; /* total collective wait in the analysed window */
 } ssa_diff_rank;
 
 typedef struct ssa_diff_step {
@@ -119,14 +128,14 @@ typedef struct ssa_diff_step {
 } ssa_diff_step;
 
 typedef struct ssa_diff_kernel {
-  const char *name;       /* points into one of the analyses' string tables */
+  const char *name; /* points into one of the analyses' string tables */
   int comm;
   int in_a, in_b;
-  double count_a, count_b;        /* per step */
-  double time_a, time_b;          /* ns per step */
-  double mean_a, mean_b;          /* ns per launch, NaN when absent */
+  double count_a, count_b;         /* per step */
+  double time_a, time_b;           /* ns per step */
+  double mean_a, mean_b;           /* ns per launch, NaN when absent */
   uint64_t launches_a, launches_b; /* launches in the analysed window, all ranks */
-  double min_a, min_b;            /* shortest launch (ns), NaN when absent */
+  double min_a, min_b;             /* shortest launch (ns), NaN when absent */
 } ssa_diff_kernel;
 
 typedef struct ssa_diff_coll {
@@ -134,19 +143,19 @@ typedef struct ssa_diff_coll {
   const char *group;
   uint64_t bytes;
   int in_a, in_b;
-  double count_a, count_b;        /* instances per step */
-  double transfer_a, transfer_b;  /* mean transfer ns */
-  double busbw_a, busbw_b;        /* GB/s, NaN when absent */
-  double wait_a, wait_b;          /* total wait of all ranks, ns per step */
+  double count_a, count_b;       /* instances per step */
+  double transfer_a, transfer_b; /* mean transfer ns */
+  double busbw_a, busbw_b;       /* GB/s, NaN when absent */
+  double wait_a, wait_b;         /* total wait of all ranks, ns per step */
 } ssa_diff_coll;
 
 typedef struct ssa_diff {
-  const ssa_analysis *a, *b;          /* the first run of each side */
+  const ssa_analysis *a, *b; /* the first run of each side */
   const char *path_a, *path_b;
   const ssa_analysis *runs_a[SSA_DIFF_MAX_RUNS], *runs_b[SSA_DIFF_MAX_RUNS]; /* [0] = a, b */
   size_t nruns_a, nruns_b;
-  int same_layout;        /* same rank set (and world); per-rank comparison done */
-  char layout_note[256];  /* why not, when not */
+  int same_layout;       /* same rank set (and world); per-rank comparison done */
+  char layout_note[256]; /* why not, when not */
   /* load: median share of a step during which the devices sat idle although
    * work was already launched (idle cause `other`), mean over ranks, and its
    * upper quartile over steps; NaN without steps. Medians or upper quartiles
@@ -161,11 +170,16 @@ typedef struct ssa_diff {
   int load_differs;
   int world_a, world_b;
   ssa_diff_metric m[SSA_DM_N];
-  ssa_diff_rank *ranks; size_t nranks;
-  ssa_diff_step *steps; size_t nsteps;
-  ssa_diff_kernel *kernels; size_t nkernels;   /* sorted by |time change|, descending */
-  ssa_diff_coll *colls; size_t ncolls;         /* sorted by |wait + transfer change| */
-  char **findings; size_t nfindings, findings_cap;
+  ssa_diff_rank *ranks;
+  size_t nranks;
+  ssa_diff_step *steps;
+  size_t nsteps;
+  ssa_diff_kernel *kernels;
+  size_t nkernels; /* sorted by |time change|, descending */
+  ssa_diff_coll *colls;
+  size_t ncolls; /* sorted by |wait + transfer change| */
+  char **findings;
+  size_t nfindings, findings_cap;
 } ssa_diff;
 
 /* Compares two analyses (which must outlive the diff). 0 or a negative
@@ -174,8 +188,8 @@ int ssa_diff_runs(const ssa_analysis *a, const ssa_analysis *b, const char *path
                   const char *path_b, ssa_diff *out);
 /* The same with repeated runs: na runs of A's configuration (a[0] first)
  * and nb of B's, 1..SSA_DIFF_MAX_RUNS each. */
-int ssa_diff_runs_repeated(const ssa_analysis *const *a, size_t na, const ssa_analysis *const *b, size_t nb,
-                           const char *path_a, const char *path_b, ssa_diff *out);
+int ssa_diff_runs_repeated(const ssa_analysis *const *a, size_t na, const ssa_analysis *const *b,
+                           size_t nb, const char *path_a, const char *path_b, ssa_diff *out);
 void ssa_diff_free(ssa_diff *d);
 /* 1 when two analyses have the same rank set, world size and layout
  * metadata (so they compare rank by rank); else 0 with the reason in note. */
@@ -184,8 +198,8 @@ int ssa_diff_same_layout(const ssa_analysis *a, const ssa_analysis *b, char *not
  * `rep` (run `rep_path`) of side `side` (0: A, 1: B) has the layout of the
  * side's first run `first` (`first_path`); else 0 with the whole message in
  * msg ("stepscope diff: --repeat-a RUN is not a run of ...'s configuration: ..."). */
-int ssa_diff_repeat_fits(const ssa_analysis *first, const ssa_analysis *rep, int side, const char *first_path,
-                         const char *rep_path, char *msg, size_t cap);
+int ssa_diff_repeat_fits(const ssa_analysis *first, const ssa_analysis *rep, int side,
+                         const char *first_path, const char *rep_path, char *msg, size_t cap);
 
 /* Statistics of n values (sorted in place; drift is left 0). */
 void ssa_diff_stats(double *v, size_t n, ssa_diff_stat *out);
@@ -235,10 +249,10 @@ int ssa_diff_report_json(const ssa_diff *d, ssa_out *o);
 enum { SSA_GATE_PERCENT, SSA_GATE_POINTS, SSA_GATE_TIME };
 
 typedef struct ssa_gate_rule {
-  int metric;             /* SSA_DM_* */
-  int unit;               /* SSA_GATE_* */
-  double threshold;       /* in the unit: percent, points, or ns */
-  char text[48];          /* the token as given, for messages */
+  int metric;       /* SSA_DM_* */
+  int unit;         /* SSA_GATE_* */
+  double threshold; /* in the unit: percent, points, or ns */
+  char text[48];    /* the token as given, for messages */
 } ssa_gate_rule;
 
 typedef struct ssa_gate {
@@ -250,17 +264,18 @@ typedef struct ssa_gate {
 int ssa_gate_parse(const char *spec, ssa_gate *g, char *err, size_t errlen);
 
 enum {
-  SSA_GATE_PASS,          /* real change within the threshold, or in the good direction, or none */
-  SSA_GATE_FAIL,          /* past the threshold in the bad direction, and real */
-  SSA_GATE_NOISE,         /* the noise test does not call the change real */
-  SSA_GATE_UNKNOWN,       /* too few steps to tell */
-  SSA_GATE_UNMEASURED     /* the metric is unknown in a run (no comm, no pipeline, no FLOPs) */
+  SSA_GATE_PASS,      /* real change within the threshold, or in the good direction, or none */
+  SSA_GATE_FAIL,      /* past the threshold in the bad direction, and real */
+  SSA_GATE_NOISE,     /* the noise test does not call the change real */
+  SSA_GATE_UNKNOWN,   /* too few steps to tell */
+  SSA_GATE_UNMEASURED /* the metric is unknown in a run (no comm, no pipeline, no FLOPs) */
 };
 extern const char *const ssa_gate_status_names[];
 
 typedef struct ssa_gate_outcome {
-  int status;             /* SSA_GATE_* */
-  double moved;           /* the change in the rule's unit, signed so that > 0 is the bad direction; NaN unknown */
+  int status;   /* SSA_GATE_* */
+  double moved; /* the change in the rule's unit, signed so that > 0 is the bad direction; NaN
+                   unknown */
 } ssa_gate_outcome;
 
 /* Checks every rule; out has g->n entries. Returns how many failed. */
@@ -290,15 +305,15 @@ int ssa_diff_report_markdown(const ssa_diff *d, const ssa_gate *g, const ssa_gat
 
 /* One layout of a plan's JSON ("layouts"[i]). */
 typedef struct ssa_pred_layout {
-  mm_layout layout;                 /* dp..virtual_stages, zero, recompute, sp (model fields 0) */
+  mm_layout layout; /* dp..virtual_stages, zero, recompute, sp (model fields 0) */
   char name[160];
   double mem_parameters, mem_gradients, mem_optimizer, mem_activations, mem_other,
       mem_runtime_baseline, mem_total;
   int memory_stage, fits;
   double step_time_s, tokens_per_s, mfu, bubble_theory;
   double compute_s, bubble_s, tp_s, cp_s, pp_s, grad_sync_s, host_s;
-  double wait_s;                    /* descheduled waits (0 when the plan has none) */
-  double ep_s;                      /* expert-parallel all-to-alls (0 when the plan has none) */
+  double wait_s; /* descheduled waits (0 when the plan has none) */
+  double ep_s;   /* expert-parallel all-to-alls (0 when the plan has none) */
   char binding[32];
 } ssa_pred_layout;
 
@@ -307,7 +322,7 @@ typedef struct ssa_prediction {
   int layers, hidden, heads, vocab, ffn, seq, max_seq, gpus, gpus_per_node, global_batch;
   char device[64];
   double peak_flops, runtime_baseline_bytes;
-  int calibrated;                   /* "calibration" was an object (plan --from RUN) */
+  int calibrated; /* "calibration" was an object (plan --from RUN) */
   char calibration_source[256];
   double calibration_measured_step_s;
   ssa_pred_layout *layouts;
@@ -329,17 +344,25 @@ void ssa_prediction_free(ssa_prediction *p);
 
 /* One compared quantity. */
 typedef struct ssa_pred_metric {
-  const char *name;                 /* "step_time_s", ... */
-  const char *what;                 /* its words for the text report */
-  double predicted, measured;       /* NaN where unknown */
-  double rel_error;                 /* (predicted - measured) / |measured|; NaN if unknown
-                                       or measured is 0 */
-  int is_bytes;                     /* print as MiB */
+  const char *name;           /* "step_time_s", ... */
+  const char *what;           /* its words for the text report */
+  double predicted, measured; /* NaN where unknown */
+  double rel_error;           /* (predicted - measured) / |measured|; NaN if unknown
+                                 or measured is 0 */
+  int is_bytes;               /* print as MiB */
 } ssa_pred_metric;
 
 enum {
-  SSA_PM_STEP_TIME, SSA_PM_COMPUTE, SSA_PM_EXPOSED_COMM, SSA_PM_BUBBLE, SSA_PM_BUBBLE_FRACTION,
-  SSA_PM_DEVICE_MEMORY, SSA_PM_PROCESS_MEMORY, SSA_PM_MFU, SSA_PM_TOKENS_PER_S, SSA_PM_N
+  SSA_PM_STEP_TIME,
+  SSA_PM_COMPUTE,
+  SSA_PM_EXPOSED_COMM,
+  SSA_PM_BUBBLE,
+  SSA_PM_BUBBLE_FRACTION,
+  SSA_PM_DEVICE_MEMORY,
+  SSA_PM_PROCESS_MEMORY,
+  SSA_PM_MFU,
+  SSA_PM_TOKENS_PER_S,
+  SSA_PM_N
 };
 
 #define SSA_PRED_MAX_WARNINGS 16
@@ -349,7 +372,7 @@ typedef struct ssa_pred_diff {
   char run_layout[160];             /* the run's layout, in the planner's words */
   const ssa_pred_layout *predicted; /* the layout compared (points into the prediction) */
   size_t layout_index, nlayouts;
-  int layout_matches;               /* the run's model, batch and layout are the predicted ones */
+  int layout_matches; /* the run's model, batch and layout are the predicted ones */
   int calibrated;
   char calibration_source[256];
   ssa_pred_metric m[SSA_PM_N];

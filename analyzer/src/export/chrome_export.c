@@ -44,7 +44,7 @@ typedef struct exporter {
   ssa_out *o;
   uint64_t events;
   int first;
-  long next_extra_tid;              /* tids of extra lanes (ssa_lanes.h) */
+  long next_extra_tid; /* tids of extra lanes (ssa_lanes.h) */
 } exporter;
 
 static void begin_event(exporter *x) {
@@ -57,7 +57,8 @@ static void meta_event(exporter *x, const char *what, int pid, long tid, const c
                        int64_t sort_index) {
   ssa_out *o = x->o;
   begin_event(x);
-  ssa_out_printf(o, "{\"ph\":\"M\",\"pid\":%d,\"tid\":%ld,\"name\":\"%s\",\"args\":{", pid, tid, what);
+  ssa_out_printf(o, "{\"ph\":\"M\",\"pid\":%d,\"tid\":%ld,\"name\":\"%s\",\"args\":{", pid, tid,
+                 what);
   if (name) {
     ssa_out_str(o, "\"name\":");
     ssa_out_json_string(o, name);
@@ -112,7 +113,8 @@ static void flush_derived(derived_ctx *d, int k) {
   if (d->open_e[k] <= d->open_s[k]) return;
   const ssa_run *run = d->x->a->run;
   x_head(d->x, d->pid, tids[k], ssa_rel_time(run, d->r, d->open_s[k]), d->open_e[k] - d->open_s[k]);
-  ssa_out_printf(d->x->o, ",\"name\":\"%s\",\"cat\":\"derived\",\"args\":{\"category\":\"derived\"}}",
+  ssa_out_printf(d->x->o,
+                 ",\"name\":\"%s\",\"cat\":\"derived\",\"args\":{\"category\":\"derived\"}}",
                  names[k]);
   d->open_s[k] = d->open_e[k] = 0;
 }
@@ -137,7 +139,8 @@ static void lane_label(const ssa_rank *r, const ssa_lane *l, char *buf, size_t n
   if (l->kind == SSA_LANE_HOST)
     snprintf(buf, n, name[0] ? "thread %llu (%s)" : "thread %llu", (unsigned long long)l->id, name);
   else if (l->kind == SSA_LANE_CPU)
-    snprintf(buf, n, name[0] ? "cpu stream %llu (%s)" : "cpu stream %llu", (unsigned long long)l->id, name);
+    snprintf(buf, n, name[0] ? "cpu stream %llu (%s)" : "cpu stream %llu",
+             (unsigned long long)l->id, name);
   else
     snprintf(buf, n, name[0] ? "stream %llu (%s)" : "stream %llu", (unsigned long long)l->id, name);
 }
@@ -150,8 +153,8 @@ typedef struct rank_tracks {
   const ssa_rank *r;
   int pid;
   long tid_base;
-  ssa_lanes *lanes;                 /* one per rank lane */
-  long **extra;                     /* per rank lane: tids of lanes 1.. */
+  ssa_lanes *lanes; /* one per rank lane */
+  long **extra;     /* per rank lane: tids of lanes 1.. */
   uint32_t *nextra;
   /* API calls placed on extra lanes (rare), in index order: their flows
    * start there */
@@ -187,8 +190,10 @@ static long api_tid(const rank_tracks *t, size_t api) {
   size_t lo = 0, hi = t->nmoved;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if (t->moved_api[mid] < api) lo = mid + 1;
-    else hi = mid;
+    if (t->moved_api[mid] < api)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   if (lo < t->nmoved && t->moved_api[lo] == api) return t->moved_tid[lo];
   return t->tid_base + t->r->apis[api].lane + 1;
@@ -240,7 +245,8 @@ static void export_rank(exporter *x, const ssa_rank_result *rr, long tid_base) {
   t.extra = calloc(nl, sizeof *t.extra);
   t.nextra = calloc(nl, sizeof *t.nextra);
   if (!t.lanes || !t.extra || !t.nextra) t.failed = 1;
-  for (uint32_t l = 0; t.lanes && l < r->nlanes; l++) ssa_lanes_init(&t.lanes[l]);
+  for (uint32_t l = 0; t.lanes && l < r->nlanes; l++)
+    ssa_lanes_init(&t.lanes[l]);
   /* host ranges, host API calls and device ops in start order, each on its
    * lane's tid or, where it overlaps a slice without nesting, on an extra one */
   uint64_t flow_base = ((uint64_t)(uint32_t)r->rank << 36);
@@ -287,7 +293,8 @@ static void export_rank(exporter *x, const ssa_rank_result *rr, long tid_base) {
     x_head(x, pid, tid, ts, p->end - p->start);
     ssa_out_str(o, ",\"name\":");
     const char *name = ssa_rank_str(r, p->name);
-    if (!name[0]) name = p->kind == SSA_OP_MEMCPY ? "memcpy" : p->kind == SSA_OP_MEMSET ? "memset" : "op";
+    if (!name[0])
+      name = p->kind == SSA_OP_MEMCPY ? "memcpy" : p->kind == SSA_OP_MEMSET ? "memset" : "op";
     ssa_out_json_string(o, name);
     char tag[32];
     ssa_out_printf(o, ",\"cat\":\"%s%s\",\"args\":{\"category\":\"%s\",\"correlation\":", cat,
@@ -299,7 +306,9 @@ static void export_rank(exporter *x, const ssa_rank_result *rr, long tid_base) {
     }
     if (p->coll != SSA_NONE) {
       const ssa_coll *c = &r->colls[p->coll];
-      ssa_out_printf(o, ",\"collective\":\"%s\",\"comm_id\":\"%016llx\",\"seq\":%llu,\"coll_bytes\":%llu,\"group\":",
+      ssa_out_printf(o,
+                     ",\"collective\":\"%s\",\"comm_id\":\"%016llx\",\"seq\":%llu,\"coll_bytes\":%"
+                     "llu,\"group\":",
                      stepscope_collective_op_name(c->op), (unsigned long long)c->comm_id,
                      (unsigned long long)c->seq, (unsigned long long)c->bytes);
       ssa_out_json_string(o, ssa_rank_str(r, c->name));
@@ -311,7 +320,8 @@ static void export_rank(exporter *x, const ssa_rank_result *rr, long tid_base) {
       const ssa_api *l = &r->apis[p->launch];
       uint64_t id = flow_base + i + 1;
       begin_event(x);
-      ssa_out_printf(o, "{\"ph\":\"s\",\"pid\":%d,\"tid\":%ld,\"ts\":", pid, api_tid(&t, p->launch));
+      ssa_out_printf(o, "{\"ph\":\"s\",\"pid\":%d,\"tid\":%ld,\"ts\":", pid,
+                     api_tid(&t, p->launch));
       ssa_out_us(o, ssa_rel_time(run, r, l->start));
       ssa_out_str(o, ",\"id\":");
       ssa_out_u64(o, id);
@@ -325,8 +335,10 @@ static void export_rank(exporter *x, const ssa_rank_result *rr, long tid_base) {
     }
   }
   if (t.failed && !o->error) o->error = STEPSCOPE_E_NOMEM; /* the partial file is removed */
-  for (uint32_t l = 0; t.lanes && l < r->nlanes; l++) ssa_lanes_free(&t.lanes[l]);
-  for (uint32_t l = 0; t.extra && l < r->nlanes; l++) free(t.extra[l]);
+  for (uint32_t l = 0; t.lanes && l < r->nlanes; l++)
+    ssa_lanes_free(&t.lanes[l]);
+  for (uint32_t l = 0; t.extra && l < r->nlanes; l++)
+    free(t.extra[l]);
   free(t.lanes);
   free(t.extra);
   free(t.nextra);
@@ -350,7 +362,8 @@ static void export_rank(exporter *x, const ssa_rank_result *rr, long tid_base) {
     cov.wait_end = rr->coll_wait_end;
     ssa_cover_rank(&cov, r, rr->pipeline);
   }
-  for (int k = 0; k < 3; k++) flush_derived(&d, k);
+  for (int k = 0; k < 3; k++)
+    flush_derived(&d, k);
   for (size_t s = 0; s < rr->nsteps; s++) {
     const ssa_window *w = &rr->windows[s];
     x_head(x, pid, tid_derived + 3, ssa_rel_time(run, r, w->start), w->end - w->start);
@@ -414,7 +427,8 @@ int ssa_export_chrome(const ssa_analysis *a, const char *path, ssa_export_stats 
     char label[512];
     int dev = gpu_device(r);
     if (dev >= 0)
-      snprintf(label, sizeof label, "rank %d (%s, GPU %d)", r->rank, r->hostname ? r->hostname : "", dev);
+      snprintf(label, sizeof label, "rank %d (%s, GPU %d)", r->rank, r->hostname ? r->hostname : "",
+               dev);
     else
       snprintf(label, sizeof label, "rank %d (%s, cpu)", r->rank, r->hostname ? r->hostname : "");
     meta_event(&x, "process_name", pid, 0, label, 0);
@@ -440,12 +454,14 @@ int ssa_export_chrome(const ssa_analysis *a, const char *path, ssa_export_stats 
     export_rank(&x, rr, tid_base[i]);
   }
   free(tid_base);
-  ssa_out_str(&o, "\n],\"displayTimeUnit\":\"ns\",\"metadata\":{\"stepscope\":{\"exporter\":\"stepscope export " STEPSCOPE_VERSION_STRING "\",\"origin_ns\":");
+  ssa_out_str(&o, "\n],\"displayTimeUnit\":\"ns\",\"metadata\":{\"stepscope\":{\"exporter\":"
+                  "\"stepscope export " STEPSCOPE_VERSION_STRING "\",\"origin_ns\":");
   ssa_out_i64(&o, a->run->origin);
   ssa_out_str(&o, ",\"ranks\":[");
   for (size_t i = 0; i < a->nranks; i++) {
     const ssa_rank *r = a->ranks[i].rank;
-    ssa_out_printf(&o, "%s{\"rank\":%d,\"pid\":%d,\"offset_ns\":", i ? "," : "", r->rank, r->rank + 1);
+    ssa_out_printf(&o, "%s{\"rank\":%d,\"pid\":%d,\"offset_ns\":", i ? "," : "", r->rank,
+                   r->rank + 1);
     ssa_out_i64(&o, r->offset_ns - a->ranks[0].rank->offset_ns);
     ssa_out_char(&o, '}');
   }

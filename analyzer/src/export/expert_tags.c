@@ -18,8 +18,9 @@ const char *ssa_expert_tag_name(ssa_expert_tag t) {
 
 ssa_expert_tag ssa_op_expert_tag(const ssa_rank *r, const ssa_op *p) {
   if (p->coll != SSA_NONE)
-    return p->coll < r->ncolls && r->colls[p->coll].op == STEPSCOPE_COLL_ALLTOALL ? SSA_EXPERT_ALL_TO_ALL
-                                                                                : SSA_EXPERT_NONE;
+    return p->coll < r->ncolls && r->colls[p->coll].op == STEPSCOPE_COLL_ALLTOALL
+               ? SSA_EXPERT_ALL_TO_ALL
+               : SSA_EXPERT_NONE;
   if (p->cls != SSA_CLS_COMM || !p->name) return SSA_EXPERT_NONE;
   ssa_comm_kind k = ssa_comm_kind_of_name(ssa_rank_str(r, p->name));
   return k == SSA_COMM_KIND_ALL_TO_ALL || k == SSA_COMM_KIND_DISPATCH || k == SSA_COMM_KIND_COMBINE
@@ -28,7 +29,9 @@ ssa_expert_tag ssa_op_expert_tag(const ssa_rank *r, const ssa_op *p) {
 }
 
 ssa_expert_tag ssa_range_expert_tag(const char *name) {
-  if (!strncmp(name, "moe.dispatch", 12) && (name[12] == 0 || name[12] == '.')) return SSA_EXPERT_MOE_DISPATCH;
-  if (!strncmp(name, "moe.combine", 11) && (name[11] == 0 || name[11] == '.')) return SSA_EXPERT_MOE_COMBINE;
+  if (!strncmp(name, "moe.dispatch", 12) && (name[12] == 0 || name[12] == '.'))
+    return SSA_EXPERT_MOE_DISPATCH;
+  if (!strncmp(name, "moe.combine", 11) && (name[11] == 0 || name[11] == '.'))
+    return SSA_EXPERT_MOE_COMBINE;
   return SSA_EXPERT_NONE;
 }

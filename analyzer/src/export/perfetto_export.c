@@ -200,10 +200,10 @@ enum {
 
 static const char *const_name(uint32_t k, char *buf, size_t n) {
   static const char *const names[K_IDLE_CAUSE0] = {
-      "compute", "comm",         "memcpy", "memset", "host",    "derived",    "api",
-      "op",      "exposed comm", "idle",   "bubble", "bytes",   "collective", "comm_id",
-      "seq",     "coll_bytes",   "group",  "domain", "payload", "info",       "step",
-      "all_to_all", "moe_dispatch", "moe_combine"};
+      "compute",    "comm",    "memcpy",       "memset",     "host",         "derived",
+      "api",        "op",      "exposed comm", "idle",       "bubble",       "bytes",
+      "collective", "comm_id", "seq",          "coll_bytes", "group",        "domain",
+      "payload",    "info",    "step",         "all_to_all", "moe_dispatch", "moe_combine"};
   if (k < K_IDLE_CAUSE0) return names[k];
   if (k < K_COLL_OP0) return ssa_idle_cause_names[k - K_IDLE_CAUSE0];
   snprintf(buf, n, "%s", stepscope_collective_op_name(k - K_COLL_OP0));
@@ -696,7 +696,8 @@ static int build_launch_lists(const ssa_rank *r, launch_lists *ll) {
  * export's "comm,all_to_all", "host,moe_dispatch"...), 0 for none. */
 static uint64_t second_category(pf_writer *w, pf_seq *q, ssa_expert_tag t) {
   if (t == SSA_EXPERT_NONE) return 0;
-  return intern(w, q, SP_CATEGORY, SRC_CONST, K_ALL_TO_ALL + (uint32_t)(t - SSA_EXPERT_ALL_TO_ALL), NULL);
+  return intern(w, q, SP_CATEGORY, SRC_CONST, K_ALL_TO_ALL + (uint32_t)(t - SSA_EXPERT_ALL_TO_ALL),
+                NULL);
 }
 
 static void write_slice(pf_writer *w, lane_out *lo, const ssa_slice *sl, const launch_lists *ll,

@@ -12,9 +12,9 @@
 #include "ssa_metrics.h"
 
 typedef struct ssa_export_stats {
-  uint64_t events;                  /* JSON: events; Perfetto: packets */
+  uint64_t events; /* JSON: events; Perfetto: packets */
   uint64_t bytes;
-  uint64_t slices, flows;           /* Perfetto only */
+  uint64_t slices, flows; /* Perfetto only */
 } ssa_export_stats;
 
 /* Writes the Chrome-trace JSON of an analysed run to `path` (".gz": gzip).

@@ -13,8 +13,8 @@
  * which chrome_export.c writes after the last event, in the file's last
  * 4 MiB (or, for gzip, anywhere in the inflated stream, which must then be
  * read to its end; a gzip file that begins with the exporter's first bytes
- * is taken as an export without that read: it is no rank either way). The marks are looked for as raw bytes: inside a JSON
- * string every quote is escaped, so a kernel name cannot fake a key.
+ * is taken as an export without that read: it is no rank either way). The marks are looked for as
+ * raw bytes: inside a JSON string every quote is escaped, so a kernel name cannot fake a key.
  */
 #include "ssa_import.h"
 
@@ -30,8 +30,9 @@
 
 #define HEAD_BYTES (64u << 10)
 #define TAIL_BYTES (4u << 20)
-#define GZ_CHUNK (256u << 10)
-#define HEAD_GZ_CHUNK (16u << 10) /* compressed bytes read at a time for the head: one or two reads */
+#define GZ_CHUNK   (256u << 10)
+#define HEAD_GZ_CHUNK                                                                              \
+  (16u << 10) /* compressed bytes read at a time for the head: one or two reads */
 
 /* chrome_export.c writes "metadata":{"stepscope":{"exporter":"stepscope export X.Y.Z",...}} */
 static int has_export_marker(const unsigned char *h, size_t n);
@@ -125,7 +126,8 @@ static const unsigned char *find(const unsigned char *h, size_t n, const char *n
 }
 
 static size_t skip_ws(const unsigned char *h, size_t n, size_t i) {
-  while (i < n && (h[i] == ' ' || h[i] == '\t' || h[i] == '\n' || h[i] == '\r')) i++;
+  while (i < n && (h[i] == ' ' || h[i] == '\t' || h[i] == '\n' || h[i] == '\r'))
+    i++;
   return i;
 }
 
@@ -143,11 +145,24 @@ static int has_key(const unsigned char *h, size_t n, const char *key) {
 
 /* The value of the first "cat" key naming a Kineto category, copied into out. */
 static int kineto_category(const unsigned char *h, size_t n, char *out, size_t outlen) {
-  static const char *const cats[] = {"kernel", "cpu_op", "cuda_runtime", "cuda_driver",
-                                     "user_annotation", "gpu_user_annotation", "python_function",
-                                     "gpu_memcpy", "gpu_memset", "ac2g", "cpu_instant_event",
-                                     "fwdbwd", "Trace", "mtia_runtime", "mtia_ccp_events",
-                                     "privateuse1_runtime", "xpu_runtime", "cuda_sync"};
+  static const char *const cats[] = {"kernel",
+                                     "cpu_op",
+                                     "cuda_runtime",
+                                     "cuda_driver",
+                                     "user_annotation",
+                                     "gpu_user_annotation",
+                                     "python_function",
+                                     "gpu_memcpy",
+                                     "gpu_memset",
+                                     "ac2g",
+                                     "cpu_instant_event",
+                                     "fwdbwd",
+                                     "Trace",
+                                     "mtia_runtime",
+                                     "mtia_ccp_events",
+                                     "privateuse1_runtime",
+                                     "xpu_runtime",
+                                     "cuda_sync"};
   for (const unsigned char *p = h; (p = find(p, n - (size_t)(p - h), "\"cat\"")) != NULL; p += 5) {
     size_t i = skip_ws(h, n, (size_t)(p - h) + 5);
     if (i >= n || h[i] != ':') continue;
@@ -273,7 +288,7 @@ ssa_file_kind ssa_classify_file(const char *path, int explicit_file, int *gzip, 
   int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     snprintf(why, whylen, "cannot be opened (%s)", strerror(errno));
-    return explicit_file ? (is_json_name(base) ? SSA_FILE_KINETO : SSA_FILE_TRACE)
+    return explicit_file               ? (is_json_name(base) ? SSA_FILE_KINETO : SSA_FILE_TRACE)
            : rank_like_json_name(base) ? SSA_FILE_KINETO
                                        : SSA_FILE_SKIPPED;
   }
@@ -319,11 +334,14 @@ ssa_file_kind ssa_classify_file(const char *path, int explicit_file, int *gzip, 
     kind = SSA_FILE_KINETO;
   } else {
     int chrome = find(head, (size_t)n, "\"traceEvents\"") != NULL || head[first] == '[';
-    int export_head = find(head, (size_t)n < 64 ? (size_t)n : 64, "{\"traceEvents\":[\n{\"ph\":\"M\"") != NULL;
+    int export_head =
+        find(head, (size_t)n < 64 ? (size_t)n : 64, "{\"traceEvents\":[\n{\"ph\":\"M\"") != NULL;
     /* a gzip file that begins as the exporter writes is not inflated to its end
      * (an export of a large run is gigabytes): it is no rank either way, and view
      * reads it whole before using it (view_validate.c) */
-    int marker = *gzip && export_head ? 2 : *gzip ? gzip_stream_has_marker(path) : plain_tail_has_marker(fd);
+    int marker = *gzip && export_head ? 2
+                 : *gzip              ? gzip_stream_has_marker(path)
+                                      : plain_tail_has_marker(fd);
     kind = by_name(base, explicit_file);
     if (marker == 2) {
       snprintf(why, whylen, "begins as `stepscope export` writes (gzip: its end not read)");
@@ -335,7 +353,8 @@ ssa_file_kind ssa_classify_file(const char *path, int explicit_file, int *gzip, 
       snprintf(why, whylen, "damaged or cut gzip data");
     } else if (export_head) {
       /* a cut export: the export where one is expected (view says it is cut), else no rank */
-      snprintf(why, whylen, "begins like a stepscope export but lacks the marker at its end: cut short?");
+      snprintf(why, whylen,
+               "begins like a stepscope export but lacks the marker at its end: cut short?");
       kind = kind == SSA_FILE_EXPORT || explicit_file ? SSA_FILE_EXPORT : SSA_FILE_SKIPPED;
     } else if (kind == SSA_FILE_EXPORT || kind == SSA_FILE_REPORT) {
       snprintf(why, whylen, "no mark of Kineto nor of stepscope: taken as %s by its name",
@@ -344,7 +363,8 @@ ssa_file_kind ssa_classify_file(const char *path, int explicit_file, int *gzip, 
       snprintf(why, whylen, "%s without Kineto marks, read as one by its name",
                chrome ? "a Chrome trace" : "JSON");
     } else if (chrome) {
-      snprintf(why, whylen, "a Chrome trace without Kineto marks: name it rank-N.json to read it as a rank");
+      snprintf(why, whylen,
+               "a Chrome trace without Kineto marks: name it rank-N.json to read it as a rank");
     } else {
       snprintf(why, whylen, "JSON that is not a trace");
     }
@@ -398,7 +418,8 @@ int ssa_run_discover(const char *path, ssa_run_files *out, stepscope_error *err)
   memset(out, 0, sizeof *out);
   struct stat st;
   if (stat(path, &st) != 0) {
-    set_err(err, STEPSCOPE_E_IO, path, errno == ENOENT ? "no such file or directory" : strerror(errno));
+    set_err(err, STEPSCOPE_E_IO, path,
+            errno == ENOENT ? "no such file or directory" : strerror(errno));
     return STEPSCOPE_E_IO;
   }
   size_t cap = 0;
@@ -433,7 +454,8 @@ int ssa_run_discover(const char *path, ssa_run_files *out, stepscope_error *err)
 }
 
 void ssa_run_files_free(ssa_run_files *files) {
-  for (size_t i = 0; i < files->nfiles; i++) free(files->files[i].path);
+  for (size_t i = 0; i < files->nfiles; i++)
+    free(files->files[i].path);
   free(files->files);
   free(files->dir);
   memset(files, 0, sizeof *files);
@@ -452,8 +474,9 @@ const ssa_found_file *ssa_run_files_find(const ssa_run_files *files, ssa_file_ki
 }
 
 void ssa_run_files_why_none(const ssa_run_files *files, char *buf, size_t len) {
-  size_t used = (size_t)snprintf(buf, len, "no rank files (stepscope rank-*.trace.zst, or PyTorch "
-                                           "profiler traces *.json[.gz])");
+  size_t used = (size_t)snprintf(buf, len,
+                                 "no rank files (stepscope rank-*.trace.zst, or PyTorch "
+                                 "profiler traces *.json[.gz])");
   size_t shown = 0;
   for (size_t i = 0; i < files->nfiles && used < len; i++) {
     const ssa_found_file *f = &files->files[i];

@@ -101,7 +101,8 @@ static int list_files(const char *path, char ***out, const ssa_source ***sources
       err->code = STEPSCOPE_E_ARGUMENT;
       err->offset = 0;
       size_t l = (size_t)snprintf(err->message, sizeof err->message, "%s: ", path);
-      if (l < sizeof err->message) ssa_run_files_why_none(&found, err->message + l, sizeof err->message - l);
+      if (l < sizeof err->message)
+        ssa_run_files_why_none(&found, err->message + l, sizeof err->message - l);
     }
     ssa_run_files_free(&found);
     return STEPSCOPE_E_ARGUMENT;
@@ -144,12 +145,14 @@ int ssa_run_load_with_rules(ssa_run *run, const char *path, const ssa_load_optio
   size_t nfiles;
   int rc = list_files(path, &files, &sources, &nfiles, err);
   if (rc) return rc;
-  for (size_t i = 0; i < nfiles; i++) ssa_out_protect_input(files[i]); /* never written over */
+  for (size_t i = 0; i < nfiles; i++)
+    ssa_out_protect_input(files[i]); /* never written over */
   pool p;
   memset(&p, 0, sizeof p);
   p.tasks = calloc(nfiles, sizeof *p.tasks);
   if (!p.tasks) {
-    for (size_t i = 0; i < nfiles; i++) free(files[i]);
+    for (size_t i = 0; i < nfiles; i++)
+      free(files[i]);
     free(files);
     free(sources);
     return STEPSCOPE_E_NOMEM;
@@ -167,7 +170,8 @@ int ssa_run_load_with_rules(ssa_run *run, const char *path, const ssa_load_optio
   p.comm_rules = rules;
   pthread_mutex_init(&p.print_lock, NULL);
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  size_t nthreads = opt && opt->threads > 0 ? (size_t)opt->threads : (size_t)(cores > 0 ? cores : 1);
+  size_t nthreads =
+      opt && opt->threads > 0 ? (size_t)opt->threads : (size_t)(cores > 0 ? cores : 1);
   if (nthreads > nfiles) nthreads = nfiles;
   pthread_t *th = calloc(nthreads, sizeof *th);
   size_t started = 0;
@@ -177,7 +181,8 @@ int ssa_run_load_with_rules(ssa_run *run, const char *path, const ssa_load_optio
       if (pthread_create(&th[started], NULL, worker, &p) != 0) break;
   }
   if (started == 0) worker(&p); /* no threads: load on this one */
-  for (size_t i = 0; i < started; i++) pthread_join(th[i], NULL);
+  for (size_t i = 0; i < started; i++)
+    pthread_join(th[i], NULL);
   ssa_split_loaders(1);
   free(th);
   pthread_mutex_destroy(&p.print_lock);
@@ -200,17 +205,20 @@ int ssa_run_load_with_rules(ssa_run *run, const char *path, const ssa_load_optio
     /* nothing loaded: say why for each file, as many as the message holds */
     err->code = STEPSCOPE_E_FORMAT;
     err->offset = 0;
-    size_t len = (size_t)snprintf(err->message, sizeof err->message, "%s: no rank file could be read", path);
+    size_t len =
+        (size_t)snprintf(err->message, sizeof err->message, "%s: no rank file could be read", path);
     size_t shown = 0;
     for (size_t i = 0; i < nfiles && len < sizeof err->message; i++) {
       const char *why = p.tasks[i].err.message[0] ? p.tasks[i].err.message : "unreadable";
-      size_t need = 2 + strlen(why) + (i + 1 < nfiles ? 80 + strlen(path) : 0); /* room for "and more" */
+      size_t need =
+          2 + strlen(why) + (i + 1 < nfiles ? 80 + strlen(path) : 0); /* room for "and more" */
       if (shown && len + need >= sizeof err->message) {
-        snprintf(err->message + len, sizeof err->message - len, "; and %zu more (`stepscope info %s` names each)",
-                 nfiles - i, path);
+        snprintf(err->message + len, sizeof err->message - len,
+                 "; and %zu more (`stepscope info %s` names each)", nfiles - i, path);
         break;
       }
-      len += (size_t)snprintf(err->message + len, sizeof err->message - len, "%s %s", shown ? ";" : ":", why);
+      len += (size_t)snprintf(err->message + len, sizeof err->message - len, "%s %s",
+                              shown ? ";" : ":", why);
       shown++;
     }
     free(p.tasks);

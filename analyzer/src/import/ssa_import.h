@@ -39,9 +39,9 @@
  * Files are told apart by content, never by name alone: only the first 64 KiB
  * (decompressed) are read, except when a file has no Kineto mark, where the
  * export marker is looked for at its end (a gzip file is then decompressed
- * to its end, unless it begins with the exporter's own first bytes). Non-regular files (FIFOs...) are never opened: those named
- * like rank files are listed as ranks so that the loader names them in its
- * error, the others are skipped.
+ * to its end, unless it begins with the exporter's own first bytes). Non-regular files (FIFOs...)
+ * are never opened: those named like rank files are listed as ranks so that the loader names them
+ * in its error, the others are skipped.
  */
 #ifndef SSA_IMPORT_H
 #define SSA_IMPORT_H
@@ -60,19 +60,19 @@ typedef enum ssa_file_kind {
 } ssa_file_kind;
 
 typedef struct ssa_found_file {
-  char *path;         /* directory/name, or the path as given for a single file */
-  const char *name;   /* the base name, inside path */
+  char *path;       /* directory/name, or the path as given for a single file */
+  const char *name; /* the base name, inside path */
   ssa_file_kind kind;
-  int gzip;           /* the content is gzip-compressed */
-  char why[200];      /* how the kind was told, in words (for info and view) */
+  int gzip;      /* the content is gzip-compressed */
+  char why[200]; /* how the kind was told, in words (for info and view) */
 } ssa_found_file;
 
 typedef struct ssa_run_files {
-  char *dir;               /* the run directory (a single file's directory) */
-  int single;              /* the path named one file, not a directory */
-  ssa_found_file *files;   /* sorted by name; only candidate names are listed */
+  char *dir;             /* the run directory (a single file's directory) */
+  int single;            /* the path named one file, not a directory */
+  ssa_found_file *files; /* sorted by name; only candidate names are listed */
   size_t nfiles;
-  size_t nranks;           /* files of kind TRACE or KINETO */
+  size_t nranks; /* files of kind TRACE or KINETO */
 } ssa_run_files;
 
 /* Lists and classifies what `path` holds: a directory's files whose names end
@@ -110,8 +110,8 @@ void ssa_run_files_why_none(const ssa_run_files *files, char *buf, size_t len);
 /* ---- loading (trace_source.c, run_load.c) ---- */
 
 typedef struct ssa_load_options {
-  int threads;                  /* 0: number of online CPUs */
-  int progress;                 /* print progress on stderr */
+  int threads;  /* 0: number of online CPUs */
+  int progress; /* print progress on stderr */
 } ssa_load_options;
 
 /* A loader source: fills a rank from one file of a kind that
@@ -127,8 +127,7 @@ int ssa_trace_source_load(const char *path, ssa_rank *r, stepscope_error *err);
 /* Loads every rank file of a run directory (or a single file) in parallel,
  * finishes each rank and aligns clocks. Bad files become warnings and
  * failed ranks; an error is returned only when nothing can be loaded. */
-int ssa_run_load(ssa_run *run, const char *path, const ssa_load_options *opt,
-                 stepscope_error *err);
+int ssa_run_load(ssa_run *run, const char *path, const ssa_load_options *opt, stepscope_error *err);
 /* The same, classifying ops with the user's rules (comm_rules.h; NULL: the
  * built-in rules only). The rules must outlive the run. */
 int ssa_run_load_with_rules(ssa_run *run, const char *path, const ssa_load_options *opt,

@@ -21,7 +21,7 @@
 #include "ssa_op_stage.h"
 
 typedef struct id_map {
-  uint32_t *ids;   /* file id -> model id + 1 (0 = not yet looked up) */
+  uint32_t *ids; /* file id -> model id + 1 (0 = not yet looked up) */
   size_t cap;
 } id_map;
 
@@ -107,7 +107,8 @@ int ssa_trace_source_load(const char *path, ssa_rank *r, stepscope_error *err) {
   size_t reserve = 0;
   {
     uint64_t est = stepscope_reader_file_size(rd) / 2;
-    if (est * sizeof(ssa_op) >= ((uint64_t)1 << 20) && est < ((uint64_t)1 << 32)) reserve = (size_t)est;
+    if (est * sizeof(ssa_op) >= ((uint64_t)1 << 20) && est < ((uint64_t)1 << 32))
+      reserve = (size_t)est;
   }
   st.reserve = reserve;
   size_t apis_prefaulted = 0;
@@ -149,14 +150,13 @@ int ssa_trace_source_load(const char *path, ssa_rank *r, stepscope_error *err) {
       uint32_t lane = is_copy ? device_lane(&memo, r, SSA_LANE_GPU, c->stream, c->device)
                               : device_lane(&memo, r, SSA_LANE_GPU, z->stream, z->device);
       r->records++;
-      rc = lane == SSA_NONE
-               ? STEPSCOPE_E_NOMEM
-               : is_copy ? ssa_op_stage_push(&st, lane, (int64_t)c->start_ns, (int64_t)c->end_ns,
-                                             c->correlation_id, c->bytes, 0, SSA_OP_MEMCPY,
-                                             SSA_CLS_MEMCPY, SSA_NONE)
-                         : ssa_op_stage_push(&st, lane, (int64_t)z->start_ns, (int64_t)z->end_ns,
-                                             z->correlation_id, z->bytes, 0, SSA_OP_MEMSET,
-                                             SSA_CLS_MEMSET, SSA_NONE);
+      rc = lane == SSA_NONE ? STEPSCOPE_E_NOMEM
+           : is_copy        ? ssa_op_stage_push(&st, lane, (int64_t)c->start_ns, (int64_t)c->end_ns,
+                                                c->correlation_id, c->bytes, 0, SSA_OP_MEMCPY,
+                                                SSA_CLS_MEMCPY, SSA_NONE)
+                            : ssa_op_stage_push(&st, lane, (int64_t)z->start_ns, (int64_t)z->end_ns,
+                                                z->correlation_id, z->bytes, 0, SSA_OP_MEMSET,
+                                                SSA_CLS_MEMSET, SSA_NONE);
       if (rc) goto out;
       continue;
     }
@@ -171,7 +171,10 @@ int ssa_trace_source_load(const char *path, ssa_rank *r, stepscope_error *err) {
       uint32_t lane = device_lane(&memo, r, SSA_LANE_CPU, h->stream, 0);
       uint32_t link = SSA_NONE;
       r->records++;
-      if (lane == SSA_NONE || oom) { rc = STEPSCOPE_E_NOMEM; goto out; }
+      if (lane == SSA_NONE || oom) {
+        rc = STEPSCOPE_E_NOMEM;
+        goto out;
+      }
       if (cls == SSA_CLS_COMM && (h->comm_id || h->seq)) {
         /* joined to its COLLECTIVE record by (comm_id, seq) in finish; the
          * op's index is filled in by the merge */
@@ -182,8 +185,8 @@ int ssa_trace_source_load(const char *path, ssa_rank *r, stepscope_error *err) {
         link = (uint32_t)r->noplinks++;
         r->oplinks[link] = (ssa_oplink){h->comm_id, h->seq, SSA_NONE};
       }
-      rc = ssa_op_stage_push(&st, lane, (int64_t)h->start_ns, (int64_t)h->end_ns,
-                             h->correlation_id, h->bytes, name, SSA_OP_HOST, cls, link);
+      rc = ssa_op_stage_push(&st, lane, (int64_t)h->start_ns, (int64_t)h->end_ns, h->correlation_id,
+                             h->bytes, name, SSA_OP_HOST, cls, link);
       if (rc) goto out;
       continue;
     }
@@ -211,27 +214,38 @@ int ssa_trace_source_load(const char *path, ssa_rank *r, stepscope_error *err) {
       continue;
     }
     case STEPSCOPE_REC_RANGE:
-      MAP(rec.u.range.name); MAP(rec.u.range.domain); MAP(rec.u.range.args);
+      MAP(rec.u.range.name);
+      MAP(rec.u.range.domain);
+      MAP(rec.u.range.args);
       break;
     case STEPSCOPE_REC_COLLECTIVE:
-      MAP(rec.u.collective.name); MAP(rec.u.collective.algorithm);
+      MAP(rec.u.collective.name);
+      MAP(rec.u.collective.algorithm);
       MAP(rec.u.collective.protocol);
       break;
     case STEPSCOPE_REC_COUNTER: MAP(rec.u.counter.name); break;
-    case STEPSCOPE_REC_MARK: MAP(rec.u.mark.name); MAP(rec.u.mark.args); break;
+    case STEPSCOPE_REC_MARK:
+      MAP(rec.u.mark.name);
+      MAP(rec.u.mark.args);
+      break;
     case STEPSCOPE_REC_STREAM: MAP(rec.u.stream.name); break;
     case STEPSCOPE_REC_STRING: continue; /* looked up lazily by map_id */
     case STEPSCOPE_REC_END: continue;    /* the clean-close marker: read below */
     default: break;
     }
 #undef MAP
-    if (oom) { rc = STEPSCOPE_E_NOMEM; break; }
+    if (oom) {
+      rc = STEPSCOPE_E_NOMEM;
+      break;
+    }
     rc = ssa_rank_add_record(r, &rec);
     if (rc) break;
   }
 out:
-  if (rc == 0) rc = ssa_op_stage_merge(&st, r);
-  else ssa_op_stage_free(&st);
+  if (rc == 0)
+    rc = ssa_op_stage_merge(&st, r);
+  else
+    ssa_op_stage_free(&st);
   if (rc == 0) {
     for (size_t i = 0; i < stepscope_reader_warning_count(rd); i++)
       ssa_rank_warn(r, "%s", stepscope_reader_warning(rd, i));

@@ -48,7 +48,8 @@ static unsigned char *map_out(size_t len) {
 #endif
 
 size_t ssa_gzip_whole_bound(void) {
-  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE), cores = sysconf(_SC_NPROCESSORS_ONLN);
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE),
+       cores = sysconf(_SC_NPROCESSORS_ONLN);
   if (pages <= 0 || page <= 0) return SSA_GZIP_WHOLE_MAX;
   if (cores < 1) cores = 1;
   uint64_t share = (uint64_t)pages * (uint64_t)page / 8 / (uint64_t)cores;
@@ -80,8 +81,9 @@ int ssa_gzip_whole(int fd, uint64_t file_size, size_t max_out, unsigned char **o
     size_t used_in = 0, got = 0;
     /* one member that fills the buffer exactly and ends the file: else a
      * wrapped ISIZE, several members or trailing bytes, left to zlib */
-    ok = d && libdeflate_gzip_decompress_ex(d, in, (size_t)file_size, buf, isize, &used_in, &got) ==
-                  LIBDEFLATE_SUCCESS &&
+    ok = d &&
+         libdeflate_gzip_decompress_ex(d, in, (size_t)file_size, buf, isize, &used_in, &got) ==
+             LIBDEFLATE_SUCCESS &&
          used_in == file_size && got == isize;
     if (d) libdeflate_free_decompressor(d);
   }

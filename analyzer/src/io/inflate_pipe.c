@@ -83,12 +83,12 @@ struct ssa_inflate_pipe {
   pthread_mutex_t mu;
   pthread_cond_t can_read, can_write;
   /* guarded by mu */
-  int head, count;     /* published slots */
-  int done;            /* the producer has published its last slot */
-  int linear;          /* the slots are consecutive windows of the caller's buffer */
-  size_t published;    /* bytes published so far (linear) */
-  int failed;          /* ... and it ended on an error (msg) */
-  int stop;            /* the consumer asks the producer to stop */
+  int head, count;  /* published slots */
+  int done;         /* the producer has published its last slot */
+  int linear;       /* the slots are consecutive windows of the caller's buffer */
+  size_t published; /* bytes published so far (linear) */
+  int failed;       /* ... and it ended on an error (msg) */
+  int stop;         /* the consumer asks the producer to stop */
   char msg[128];
   /* the producer's own */
   uint64_t file_off;
@@ -100,14 +100,14 @@ struct ssa_inflate_pipe {
 #else
   z_stream z;
   int z_ready;
-  uint32_t crc, isize;   /* of the member so far */
+  uint32_t crc, isize; /* of the member so far */
 #endif
-  int slot;            /* the slot being filled, or -1 */
+  int slot; /* the slot being filled, or -1 */
   size_t fill;
   /* the consumer's own */
-  int holding;         /* it holds slot head */
+  int holding; /* it holds slot head */
   size_t cur_pos;
-  int outcome;         /* 0 running, 1 end returned, 2 error returned */
+  int outcome; /* 0 running, 1 end returned, 2 error returned */
 };
 
 /* ---- producer ---- */
@@ -124,7 +124,8 @@ static int fail(ssa_inflate_pipe *p, const char *what) {
 static int refill(ssa_inflate_pipe *p) {
   if (p->zin_pos < p->zin_len || p->zin_eof) return 0;
   ssize_t got;
-  do got = pread(p->fd, p->zin, ZIN_CAP, (off_t)p->file_off);
+  do
+    got = pread(p->fd, p->zin, ZIN_CAP, (off_t)p->file_off);
   while (got < 0 && errno == EINTR);
   if (got < 0) return fail(p, strerror(errno));
   p->file_off += (uint64_t)got;
@@ -172,7 +173,8 @@ static int read_header(ssa_inflate_pipe *p) {
   }
   for (int f = 8; f <= 16; f <<= 1) /* FNAME, FCOMMENT: zero-terminated */
     if (flags & f) {
-      do c = header_byte(p, &hcrc);
+      do
+        c = header_byte(p, &hcrc);
       while (c > 0);
       if (c < 0) return -1;
     }
@@ -193,8 +195,10 @@ static void publish(ssa_inflate_pipe *p) {
   p->lens[p->slot] = p->fill;
   p->count++;
   p->published += p->fill;
-  if (p->linear) pthread_cond_broadcast(&p->can_read);
-  else pthread_cond_signal(&p->can_read);
+  if (p->linear)
+    pthread_cond_broadcast(&p->can_read);
+  else
+    pthread_cond_signal(&p->can_read);
   pthread_mutex_unlock(&p->mu);
   p->slot = -1;
   p->fill = 0;
@@ -210,7 +214,8 @@ static int take_slot(ssa_inflate_pipe *p) {
     pthread_mutex_unlock(&p->mu);
     return -1;
   }
-  while (p->count == p->nchunks && !p->stop) pthread_cond_wait(&p->can_write, &p->mu);
+  while (p->count == p->nchunks && !p->stop)
+    pthread_cond_wait(&p->can_write, &p->mu);
   int stop = p->stop;
   if (!stop) p->slot = (p->head + p->count) % p->nchunks;
   pthread_mutex_unlock(&p->mu);
@@ -230,7 +235,8 @@ static int stopped(ssa_inflate_pipe *p) {
  * checked), 0 to go on, -1 on an error (reported). `made` and `used` say
  * what it produced and consumed. */
 #ifdef STEPSCOPE_HAVE_ISAL
-static int decode_step(ssa_inflate_pipe *p, unsigned char *out, size_t room, size_t *made, size_t *used) {
+static int decode_step(ssa_inflate_pipe *p, unsigned char *out, size_t room, size_t *made,
+                       size_t *used) {
   struct inflate_state *st = p->isal;
   st->next_in = p->zin + p->zin_pos;
   st->avail_in = (uint32_t)(p->zin_len - p->zin_pos);
@@ -249,7 +255,8 @@ static int decode_step(ssa_inflate_pipe *p, unsigned char *out, size_t room, siz
   }
 }
 #else
-static int decode_step(ssa_inflate_pipe *p, unsigned char *out, size_t room, size_t *made, size_t *used) {
+static int decode_step(ssa_inflate_pipe *p, unsigned char *out, size_t room, size_t *made,
+                       size_t *used) {
   p->z.next_in = p->zin + p->zin_pos;
   p->z.avail_in = (uInt)(p->zin_len - p->zin_pos);
   p->z.next_out = out;
@@ -308,8 +315,10 @@ static int inflate_member(ssa_inflate_pipe *p) {
 static void *produce(void *arg) {
   ssa_inflate_pipe *p = arg;
   int c = next_byte(p);
-  if (c == -1) fail(p, "unexpected end of file");
-  else if (c >= 0 && c != 0x1f) fail(p, "incorrect header check"); /* not gzip at all */
+  if (c == -1)
+    fail(p, "unexpected end of file");
+  else if (c >= 0 && c != 0x1f)
+    fail(p, "incorrect header check"); /* not gzip at all */
   /* members follow one another while the next byte is 0x1f */
   while (c == 0x1f) {
     if (read_header(p) || inflate_member(p)) break;
@@ -333,7 +342,8 @@ long ssa_inflate_pipe_read(void *ctx, void *buf, size_t n) {
   while (got < n) {
     if (!p->holding) {
       pthread_mutex_lock(&p->mu);
-      while (p->count == 0 && !p->done) pthread_cond_wait(&p->can_read, &p->mu);
+      while (p->count == 0 && !p->done)
+        pthread_cond_wait(&p->can_read, &p->mu);
       int have = p->count > 0, failed = p->failed;
       pthread_mutex_unlock(&p->mu);
       if (!have) { /* the producer is done and everything was handed over */
@@ -365,7 +375,8 @@ long ssa_inflate_pipe_read(void *ctx, void *buf, size_t n) {
 
 static void destroy(ssa_inflate_pipe *p) {
   if (p->bufs && !p->linear)
-    for (int i = 0; i < p->nchunks; i++) free(p->bufs[i]);
+    for (int i = 0; i < p->nchunks; i++)
+      free(p->bufs[i]);
   free(p->bufs);
   free(p->lens);
   free(p->zin);
@@ -390,7 +401,8 @@ static ssa_inflate_pipe *open_pipe(int fd, size_t chunk, int nchunks, unsigned c
   p->lens = calloc((size_t)nchunks, sizeof *p->lens);
   p->zin = malloc(ZIN_CAP);
   int ok = p->bufs && p->lens && p->zin;
-  for (int i = 0; ok && i < nchunks; i++) ok = (p->bufs[i] = linear ? linear + (size_t)i * chunk : malloc(chunk)) != NULL;
+  for (int i = 0; ok && i < nchunks; i++)
+    ok = (p->bufs[i] = linear ? linear + (size_t)i * chunk : malloc(chunk)) != NULL;
 #ifdef STEPSCOPE_HAVE_ISAL
   if (ok && (p->isal = malloc(sizeof *p->isal)) != NULL) isal_inflate_init(p->isal);
   ok = ok && p->isal;
@@ -425,17 +437,21 @@ ssa_inflate_pipe *ssa_inflate_pipe_open(int fd, size_t chunk, int nchunks) {
   return open_pipe(fd, chunk, nchunks, NULL);
 }
 
-ssa_inflate_pipe *ssa_inflate_pipe_open_linear(int fd, unsigned char *buf, size_t cap, size_t chunk) {
+ssa_inflate_pipe *ssa_inflate_pipe_open_linear(int fd, unsigned char *buf, size_t cap,
+                                               size_t chunk) {
   if (chunk == 0 || cap % chunk || cap / chunk > INT_MAX) return NULL;
   return open_pipe(fd, chunk, (int)(cap / chunk), buf);
 }
 
 long ssa_inflate_pipe_wait(ssa_inflate_pipe *p, size_t have) {
   pthread_mutex_lock(&p->mu);
-  while (p->published <= have && !p->done) pthread_cond_wait(&p->can_read, &p->mu);
+  while (p->published <= have && !p->done)
+    pthread_cond_wait(&p->can_read, &p->mu);
   long r = p->published > have ? (long)p->published : p->failed ? -1 : (long)have;
-  if (r < 0) p->outcome = 2;
-  else if (p->published <= have) p->outcome = 1;
+  if (r < 0)
+    p->outcome = 2;
+  else if (p->published <= have)
+    p->outcome = 1;
   pthread_mutex_unlock(&p->mu);
   return r;
 }

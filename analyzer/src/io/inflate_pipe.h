@@ -33,7 +33,7 @@
 typedef struct ssa_inflate_pipe ssa_inflate_pipe;
 
 /* Ring geometry used by the importer (measured, docs/kineto-import.md). */
-#define SSA_PIPE_CHUNK ((size_t)256 << 10)
+#define SSA_PIPE_CHUNK   ((size_t)256 << 10)
 #define SSA_PIPE_NCHUNKS 4
 
 /* Starts inflating the gzip file open on `fd` (read with pread from offset
@@ -54,7 +54,8 @@ long ssa_inflate_pipe_read(void *pipe, void *buf, size_t n);
  * inflated text than the buffer holds"). The bytes are not read with
  * ssa_inflate_pipe_read but waited for with ssa_inflate_pipe_wait, from any
  * number of threads. */
-ssa_inflate_pipe *ssa_inflate_pipe_open_linear(int fd, unsigned char *buf, size_t cap, size_t chunk);
+ssa_inflate_pipe *ssa_inflate_pipe_open_linear(int fd, unsigned char *buf, size_t cap,
+                                               size_t chunk);
 /* Linear mode: waits until more than `have` bytes are written and returns
  * how many are; `have` when the text ended there (all checked), -1 on an
  * error (every good byte written before it was returned first). */

@@ -10,7 +10,8 @@
 #include "ssa_io.h"
 
 static const char *ws(const char *p) {
-  while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+  while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+    p++;
   return p;
 }
 
@@ -44,13 +45,17 @@ static const char *skip_value(const char *p, int depth) {
       p = skip_value(p, depth + 1);
       if (!p) return NULL;
       p = ws(p);
-      if (*p == ',') { p = ws(p + 1); continue; }
+      if (*p == ',') {
+        p = ws(p + 1);
+        continue;
+      }
       if (*p == close) return p + 1;
       return NULL;
     }
   }
   const char *s = p;
-  while (*p && !strchr(",}] \t\r\n", *p)) p++;
+  while (*p && !strchr(",}] \t\r\n", *p))
+    p++;
   return p > s ? p : NULL;
 }
 
@@ -115,8 +120,11 @@ int ssa_json_bool(const char *json, const char *path, int *out) {
   if (!json) return 0;
   const char *p = find_path(json, path);
   if (!p) return 0;
-  if (!strncmp(p, "true", 4)) *out = 1;
-  else if (!strncmp(p, "false", 5)) *out = 0;
-  else return 0;
+  if (!strncmp(p, "true", 4))
+    *out = 1;
+  else if (!strncmp(p, "false", 5))
+    *out = 0;
+  else
+    return 0;
   return 1;
 }

@@ -17,7 +17,9 @@
 #include <emmintrin.h>
 #endif
 
-static inline int is_special(unsigned c) { return c == '"' || c == '\\' || c < 0x20 || c >= 0x80; }
+static inline int is_special(unsigned c) {
+  return c == '"' || c == '\\' || c < 0x20 || c >= 0x80;
+}
 
 /* The first byte in [p, e) that a string body must look at: '"', '\\', a
  * control character or a non-ASCII byte; e when there is none. */
@@ -47,7 +49,8 @@ static inline unsigned char *scan_special(unsigned char *p, unsigned char *e) {
     p += 8;
   }
 #endif
-  while (p < e && !is_special(*p)) p++;
+  while (p < e && !is_special(*p))
+    p++;
   return p;
 }
 
@@ -60,11 +63,14 @@ static inline unsigned char *scan_special(unsigned char *p, unsigned char *e) {
  * there on 2 of 4 traces. */
 static inline unsigned char *scan_key(unsigned char *p, unsigned char *e) {
   unsigned char *lim = e - p > 24 ? p + 24 : e;
-  while (p < lim && !is_special(*p)) p++;
+  while (p < lim && !is_special(*p))
+    p++;
   return p == lim ? scan_special(p, e) : p;
 }
 
-static inline int is_space(unsigned c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+static inline int is_space(unsigned c) {
+  return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
 
 /* The first non-blank byte in [p, e), or e. Blanks come as one space
  * (", " and ": ") or as a newline and an indentation: the first is checked
@@ -96,28 +102,37 @@ static inline const unsigned char *skip_blank(const unsigned char *p, const unsi
     p += 16;
   }
 #endif
-  while (p < e && *p <= ' ' && is_space(*p)) p++;
+  while (p < e && *p <= ' ' && is_space(*p))
+    p++;
   return p;
 }
 
-static inline int scan_is_digit(unsigned c) { return c - '0' < 10u; }
+static inline int scan_is_digit(unsigned c) {
+  return c - '0' < 10u;
+}
 
 /* The end of a JSON number that starts at p, when it lies wholly before e
  * (its grammar checked); NULL when it may go on past e or is malformed (the
  * general reader then takes it, with its messages). */
 static inline const unsigned char *number_end(const unsigned char *p, const unsigned char *e) {
   if (*p == '-' && ++p >= e) return NULL;
-  if (*p == '0') p++;
-  else if (scan_is_digit(*p)) while (++p < e && scan_is_digit(*p)) {}
-  else return NULL;
+  if (*p == '0')
+    p++;
+  else if (scan_is_digit(*p))
+    while (++p < e && scan_is_digit(*p)) {
+    }
+  else
+    return NULL;
   if (p < e && *p == '.') {
     if (++p >= e || !scan_is_digit(*p)) return NULL;
-    while (++p < e && scan_is_digit(*p)) {}
+    while (++p < e && scan_is_digit(*p)) {
+    }
   }
   if (p < e && (*p == 'e' || *p == 'E')) {
     if (++p < e && (*p == '+' || *p == '-')) p++;
     if (p >= e || !scan_is_digit(*p)) return NULL;
-    while (++p < e && scan_is_digit(*p)) {}
+    while (++p < e && scan_is_digit(*p)) {
+    }
   }
   return p < e ? p : NULL;
 }

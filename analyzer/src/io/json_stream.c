@@ -49,13 +49,13 @@
 #define JS_IN_CAP (256u << 10)
 
 enum {
-  S_VALUE,            /* a value must come (top level, after ':' or ',' in an array) */
-  S_VALUE_OR_CLOSE,   /* after '[' */
-  S_KEY_OR_CLOSE,     /* after '{' */
-  S_KEY,              /* after ',' in an object */
-  S_COLON,            /* after a key */
-  S_COMMA_OR_CLOSE,   /* after a value inside a container */
-  S_END               /* after the top-level value */
+  S_VALUE,          /* a value must come (top level, after ':' or ',' in an array) */
+  S_VALUE_OR_CLOSE, /* after '[' */
+  S_KEY_OR_CLOSE,   /* after '{' */
+  S_KEY,            /* after ',' in an object */
+  S_COLON,          /* after a key */
+  S_COMMA_OR_CLOSE, /* after a value inside a container */
+  S_END             /* after the top-level value */
 };
 
 int js_init(js_stream *js, js_read_fn read, void *ctx) {
@@ -116,7 +116,9 @@ static js_kind fail(js_stream *js, uint64_t offset, const char *fmt, const char 
   return JS_ERROR;
 }
 
-static uint64_t here(const js_stream *js) { return js->in_base + js->in_pos; }
+static uint64_t here(const js_stream *js) {
+  return js->in_base + js->in_pos;
+}
 
 /* ---- input ---- */
 
@@ -162,7 +164,8 @@ static int buf_append(js_stream *js, const void *src, size_t n) {
   if (js->len + n + 1 > js->buf_cap) {
     if (js->len + n + 1 > JS_MAX_TOKEN) return -1;
     size_t cap = js->buf_cap;
-    while (cap < js->len + n + 1) cap *= 2;
+    while (cap < js->len + n + 1)
+      cap *= 2;
     if (cap > JS_MAX_TOKEN) cap = JS_MAX_TOKEN;
     char *t = realloc(js->buf, cap);
     if (!t) return -2;
@@ -182,14 +185,24 @@ static js_kind tok_fail(js_stream *js, int rc) {
 static int put_utf8(js_stream *js, uint32_t cp) {
   char b[4];
   int n;
-  if (cp < 0x80) { b[0] = (char)cp; n = 1; }
-  else if (cp < 0x800) { b[0] = (char)(0xC0 | cp >> 6); b[1] = (char)(0x80 | (cp & 0x3F)); n = 2; }
-  else if (cp < 0x10000) {
-    b[0] = (char)(0xE0 | cp >> 12); b[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    b[2] = (char)(0x80 | (cp & 0x3F)); n = 3;
+  if (cp < 0x80) {
+    b[0] = (char)cp;
+    n = 1;
+  } else if (cp < 0x800) {
+    b[0] = (char)(0xC0 | cp >> 6);
+    b[1] = (char)(0x80 | (cp & 0x3F));
+    n = 2;
+  } else if (cp < 0x10000) {
+    b[0] = (char)(0xE0 | cp >> 12);
+    b[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    b[2] = (char)(0x80 | (cp & 0x3F));
+    n = 3;
   } else {
-    b[0] = (char)(0xF0 | cp >> 18); b[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    b[2] = (char)(0x80 | ((cp >> 6) & 0x3F)); b[3] = (char)(0x80 | (cp & 0x3F)); n = 4;
+    b[0] = (char)(0xF0 | cp >> 18);
+    b[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    b[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    b[3] = (char)(0x80 | (cp & 0x3F));
+    n = 4;
   }
   return buf_append(js, b, (size_t)n);
 }
@@ -209,14 +222,27 @@ static int utf8_check(const unsigned char *p, size_t avail) {
   unsigned c = p[0];
   int need = 0;
   unsigned lo = 0x80, hi = 0xBF;
-  if (c >= 0xC2 && c <= 0xDF) need = 1;
-  else if (c == 0xE0) { need = 2; lo = 0xA0; }
-  else if (c >= 0xE1 && c <= 0xEC) need = 2;
-  else if (c == 0xED) { need = 2; hi = 0x9F; }
-  else if (c >= 0xEE && c <= 0xEF) need = 2;
-  else if (c == 0xF0) { need = 3; lo = 0x90; }
-  else if (c >= 0xF1 && c <= 0xF3) need = 3;
-  else if (c == 0xF4) { need = 3; hi = 0x8F; }
+  if (c >= 0xC2 && c <= 0xDF)
+    need = 1;
+  else if (c == 0xE0) {
+    need = 2;
+    lo = 0xA0;
+  } else if (c >= 0xE1 && c <= 0xEC)
+    need = 2;
+  else if (c == 0xED) {
+    need = 2;
+    hi = 0x9F;
+  } else if (c >= 0xEE && c <= 0xEF)
+    need = 2;
+  else if (c == 0xF0) {
+    need = 3;
+    lo = 0x90;
+  } else if (c >= 0xF1 && c <= 0xF3)
+    need = 3;
+  else if (c == 0xF4) {
+    need = 3;
+    hi = 0x8F;
+  }
   if (need == 0) return -1;
   for (int i = 1; i <= need; i++) {
     if ((size_t)i >= avail) return -i;
@@ -230,8 +256,10 @@ static int hex4(const unsigned char *p, uint32_t *out) {
   uint32_t v = 0;
   for (int i = 0; i < 4; i++) {
     unsigned c = p[i];
-    int d = c >= '0' && c <= '9' ? (int)c - '0' : c >= 'a' && c <= 'f' ? (int)c - 'a' + 10
-            : c >= 'A' && c <= 'F' ? (int)c - 'A' + 10 : -1;
+    int d = c >= '0' && c <= '9'   ? (int)c - '0'
+            : c >= 'a' && c <= 'f' ? (int)c - 'a' + 10
+            : c >= 'A' && c <= 'F' ? (int)c - 'A' + 10
+                                   : -1;
     if (d < 0) return -1;
     v = v << 4 | (uint32_t)d;
   }
@@ -250,7 +278,9 @@ static int read_escape(js_stream *js, size_t avail, uint64_t at, int store) {
   }
   char out;
   switch (p[1]) {
-  case '"': case '\\': case '/': out = (char)p[1]; break;
+  case '"':
+  case '\\':
+  case '/': out = (char)p[1]; break;
   case 'b': out = '\b'; break;
   case 'f': out = '\f'; break;
   case 'n': out = '\n'; break;
@@ -284,9 +314,7 @@ static int read_escape(js_stream *js, size_t avail, uint64_t at, int store) {
       return replacement(js, at, store);
     return store ? put_utf8(js, cp) : 0;
   }
-  default:
-    fail(js, at, "bad escape in a string%s", "");
-    return 1;
+  default: fail(js, at, "bad escape in a string%s", ""); return 1;
   }
   js->in_pos += 2;
   return store ? buf_append(js, &out, 1) : 0;
@@ -312,7 +340,8 @@ static js_kind read_string(js_stream *js, js_kind kind, int store) {
       js->in_pos = pos;
       uint64_t at = here(js);
       if (!ensure(js, 1))
-        return fail(js, at, "unterminated string (%s)", js->read_error ? "read error" : "end of input");
+        return fail(js, at, "unterminated string (%s)",
+                    js->read_error ? "read error" : "end of input");
       start = js->in_pos;
       continue;
     }
@@ -387,7 +416,9 @@ static inline js_kind read_string_quick(js_stream *js, js_kind kind, int store) 
 
 /* ---- numbers, literals ---- */
 
-static int is_digit(int c) { return c >= '0' && c <= '9'; }
+static int is_digit(int c) {
+  return c >= '0' && c <= '9';
+}
 
 /* The byte-wise number reader, for a number that reaches the end of the
  * buffer (it may go on in the next read). */
@@ -396,31 +427,34 @@ static js_kind read_number_slow(js_stream *js, int store) {
   js->num_plain = 0;
   int c = peek(js);
   int rc = 0;
-#define TAKE()                                                                \
-  do {                                                                        \
-    char ch = (char)c;                                                        \
-    if (store && (rc = buf_append(js, &ch, 1))) return tok_fail(js, rc);      \
-    js->in_pos++;                                                             \
-    c = peek(js);                                                             \
+#define TAKE()                                                                                     \
+  do {                                                                                             \
+    char ch = (char)c;                                                                             \
+    if (store && (rc = buf_append(js, &ch, 1))) return tok_fail(js, rc);                           \
+    js->in_pos++;                                                                                  \
+    c = peek(js);                                                                                  \
   } while (0)
   if (c == '-') TAKE();
   if (c == '0') {
     TAKE();
   } else if (is_digit(c)) {
-    while (is_digit(c)) TAKE();
+    while (is_digit(c))
+      TAKE();
   } else {
     return fail(js, js->tok_offset, "bad number%s", "");
   }
   if (c == '.') {
     TAKE();
     if (!is_digit(c)) return fail(js, js->tok_offset, "bad number: digits must follow '.'%s", "");
-    while (is_digit(c)) TAKE();
+    while (is_digit(c))
+      TAKE();
   }
   if (c == 'e' || c == 'E') {
     TAKE();
     if (c == '+' || c == '-') TAKE();
     if (!is_digit(c)) return fail(js, js->tok_offset, "bad number: digits must follow 'e'%s", "");
-    while (is_digit(c)) TAKE();
+    while (is_digit(c))
+      TAKE();
   }
 #undef TAKE
   if (store) {
@@ -440,9 +474,11 @@ static inline int eight_digits(const unsigned char *p, uint64_t *value) {
   const uint64_t high = 0xF0F0F0F0F0F0F0F0ull;
   if (((x & high) | (((x + 0x0606060606060606ull) & high) >> 4)) != 0x3333333333333333ull) return 0;
   x -= 0x3030303030303030ull;
-  x = x * 10 + (x >> 8);                       /* pairs: d0*10+d1 in every other byte */
+  x = x * 10 + (x >> 8);                        /* pairs: d0*10+d1 in every other byte */
   const uint64_t pairs = 0x000000FF000000FFull; /* then 4-digit groups, then all 8 */
-  *value = ((x & pairs) * (100 + (1000000ull << 32)) + ((x >> 16) & pairs) * (1 + (10000ull << 32))) >> 32;
+  *value =
+      ((x & pairs) * (100 + (1000000ull << 32)) + ((x >> 16) & pairs) * (1 + (10000ull << 32))) >>
+      32;
   return 1;
 #else
   (void)p;
@@ -469,7 +505,8 @@ static js_kind read_number(js_stream *js, int store) {
       mant = mant * 100000000u + eight;
       p += 8;
     }
-    while (p < e && is_digit(*p)) mant = mant * 10 + (uint64_t)(*p++ - '0');
+    while (p < e && is_digit(*p))
+      mant = mant * 10 + (uint64_t)(*p++ - '0');
   } else {
     return fail(js, js->tok_offset, "bad number%s", "");
   }
@@ -478,7 +515,8 @@ static js_kind read_number(js_stream *js, int store) {
     if (p < e && !is_digit(*p))
       return fail(js, js->tok_offset, "bad number: digits must follow '.'%s", "");
     frac = p;
-    while (p < e && is_digit(*p)) mant = mant * 10 + (uint64_t)(*p++ - '0');
+    while (p < e && is_digit(*p))
+      mant = mant * 10 + (uint64_t)(*p++ - '0');
   }
   int has_exp = p < e && (*p == 'e' || *p == 'E');
   /* at most 19 digits (leading zero included): mant is exact */
@@ -493,7 +531,8 @@ static js_kind read_number(js_stream *js, int store) {
     if (p < e && (*p == '+' || *p == '-')) p++;
     if (p < e && !is_digit(*p))
       return fail(js, js->tok_offset, "bad number: digits must follow 'e'%s", "");
-    while (p < e && is_digit(*p)) p++;
+    while (p < e && is_digit(*p))
+      p++;
   }
   if (p >= e) return read_number_slow(js, store);
   size_t n = (size_t)(p - s);
@@ -518,7 +557,8 @@ static js_kind read_number(js_stream *js, int store) {
 
 static js_kind read_literal(js_stream *js, const char *word, js_kind kind) {
   for (const char *w = word; *w; w++) {
-    if (peek(js) != (unsigned char)*w) return fail(js, js->tok_offset, "unexpected character (expected %s)", word);
+    if (peek(js) != (unsigned char)*w)
+      return fail(js, js->tok_offset, "unexpected character (expected %s)", word);
     js->in_pos++;
   }
   return kind;
@@ -527,8 +567,10 @@ static js_kind read_literal(js_stream *js, const char *word, js_kind kind) {
 /* ---- grammar ---- */
 
 static void push(js_stream *js, int is_object) {
-  if (is_object) js->stack[js->depth / 8] |= (uint8_t)(1u << (js->depth % 8));
-  else js->stack[js->depth / 8] &= (uint8_t)~(1u << (js->depth % 8));
+  if (is_object)
+    js->stack[js->depth / 8] |= (uint8_t)(1u << (js->depth % 8));
+  else
+    js->stack[js->depth / 8] &= (uint8_t) ~(1u << (js->depth % 8));
   js->depth++;
 }
 
@@ -538,7 +580,9 @@ static int top_is_object(const js_stream *js) {
 }
 
 /* State after a complete value. */
-static void after_value(js_stream *js) { js->state = js->depth == 0 ? S_END : S_COMMA_OR_CLOSE; }
+static void after_value(js_stream *js) {
+  js->state = js->depth == 0 ? S_END : S_COMMA_OR_CLOSE;
+}
 
 /* The next non-blank byte, not consumed; -1 at end, -2 on a read error. */
 static inline int next_byte(js_stream *js) {
@@ -664,16 +708,16 @@ static js_kind next_token(js_stream *js, int store) {
         return JS_END_ARRAY;
       }
       return read_value(js, c, store);
-    case S_VALUE:
-      return read_value(js, c, store);
+    case S_VALUE: return read_value(js, c, store);
     case S_END:
-    default:
-      return fail(js, js->tok_offset, "data after the end of the document%s", "");
+    default: return fail(js, js->tok_offset, "data after the end of the document%s", "");
     }
   }
 }
 
-js_kind js_next(js_stream *js) { return next_token(js, 1); }
+js_kind js_next(js_stream *js) {
+  return next_token(js, 1);
+}
 
 js_kind js_next_member(js_stream *js) {
   restore_delimiter(js);
@@ -759,8 +803,10 @@ static int skip_run(js_stream *js, int target) {
     case S_VALUE:
       if (c == '{' || c == '[') {
         if (depth >= JS_MAX_DEPTH) goto stop;
-        if (c == '{') js->stack[depth / 8] |= (uint8_t)(1u << (depth % 8));
-        else js->stack[depth / 8] &= (uint8_t)~(1u << (depth % 8));
+        if (c == '{')
+          js->stack[depth / 8] |= (uint8_t)(1u << (depth % 8));
+        else
+          js->stack[depth / 8] &= (uint8_t) ~(1u << (depth % 8));
         depth++;
         p++;
         state = c == '{' ? S_KEY_OR_CLOSE : S_VALUE_OR_CLOSE;
@@ -788,8 +834,7 @@ static int skip_run(js_stream *js, int target) {
         goto stop;
       }
       continue;
-    default:
-      goto stop;
+    default: goto stop;
     }
   close:
     p++;
@@ -837,7 +882,8 @@ int js_skip(js_stream *js) {
 int js_skip_object_rest(js_stream *js) {
   restore_delimiter(js);
   if (js->failed) return -1;
-  if (!js->depth || !top_is_object(js) || (js->state != S_KEY_OR_CLOSE && js->state != S_COMMA_OR_CLOSE))
+  if (!js->depth || !top_is_object(js) ||
+      (js->state != S_KEY_OR_CLOSE && js->state != S_COMMA_OR_CLOSE))
     return fail(js, here(js), "js_skip_object_rest outside an object%s", ""), -1;
   return skip_to(js, js->depth - 1);
 }
@@ -850,17 +896,22 @@ int js_skip_object_rest(js_stream *js) {
 static int scaled_magnitude_plain(const char *t, int shift, int *neg, uint64_t *mag, int *exact) {
   if (shift < 0 || shift > 19) return 0;
   *neg = 0;
-  if (*t == '-') { *neg = 1; t++; }
+  if (*t == '-') {
+    *neg = 1;
+    t++;
+  }
   const char *s = t;
   uint64_t v = 0;
-  while (is_digit(*t)) v = v * 10 + (uint64_t)(*t++ - '0');
+  while (is_digit(*t))
+    v = v * 10 + (uint64_t)(*t++ - '0');
   if (t == s || (t - s) + shift > 19) return 0; /* < 10^19 < 2^64 */
   int frac_digits = 0, round_up = 0;
   *exact = 1;
   if (*t == '.') {
     t++;
     for (; is_digit(*t); t++, frac_digits++) {
-      if (frac_digits < shift) v = v * 10 + (uint64_t)(*t - '0');
+      if (frac_digits < shift)
+        v = v * 10 + (uint64_t)(*t - '0');
       else {
         if (frac_digits == shift) round_up = *t >= '5';
         if (*t != '0') *exact = 0;
@@ -868,7 +919,8 @@ static int scaled_magnitude_plain(const char *t, int shift, int *neg, uint64_t *
     }
   }
   if (*t) return 0; /* an exponent: the general path */
-  for (int i = frac_digits; i < shift; i++) v *= 10;
+  for (int i = frac_digits; i < shift; i++)
+    v *= 10;
   *mag = v + (uint64_t)round_up;
   return 1;
 }
@@ -879,14 +931,19 @@ static int scaled_magnitude_plain(const char *t, int shift, int *neg, uint64_t *
 static int scaled_magnitude(const char *t, int shift, int *neg, uint64_t *mag, int *exact) {
   if (scaled_magnitude_plain(t, shift, neg, mag, exact)) return 1;
   *neg = 0;
-  if (*t == '-') { *neg = 1; t++; }
+  if (*t == '-') {
+    *neg = 1;
+    t++;
+  }
   const char *int_s = t;
-  while (is_digit(*t)) t++;
+  while (is_digit(*t))
+    t++;
   size_t int_n = (size_t)(t - int_s);
   const char *frac_s = t, *frac_e = t;
   if (*t == '.') {
     frac_s = ++t;
-    while (is_digit(*t)) t++;
+    while (is_digit(*t))
+      t++;
     frac_e = t;
   }
   long long exp = 0;
@@ -904,7 +961,7 @@ static int scaled_magnitude(const char *t, int shift, int *neg, uint64_t *mag, i
   size_t frac_n = (size_t)(frac_e - frac_s);
   size_t total = int_n + frac_n;
   /* digit i of the mantissa (0-based over int then frac) */
-#define DIGIT(i) ((i) < int_n ? int_s[i] - '0' : frac_s[(i) - int_n] - '0')
+#define DIGIT(i) ((i) < int_n ? int_s[i] - '0' : frac_s[(i)-int_n] - '0')
   long long point = (long long)int_n + exp + shift; /* digits before the point */
   uint64_t v = 0;
   *exact = 1;
@@ -1009,7 +1066,9 @@ int js_init_buffer_grow(js_stream *js, void *doc, size_t cap, size_t visible,
   return 0;
 }
 
-void js_set_readonly(js_stream *js) { js->in_readonly = 1; }
+void js_set_readonly(js_stream *js) {
+  js->in_readonly = 1;
+}
 
 void js_enter_array_in_place(js_stream *js, size_t at, int depth) {
   js_enter_array(js, 0, depth);
@@ -1020,14 +1079,16 @@ void js_enter_array_in_place(js_stream *js, size_t at, int depth) {
 void js_enter_array(js_stream *js, uint64_t base, int depth) {
   js->in_base = base;
   js->depth = 0;
-  for (int d = 0; d < depth && d < JS_MAX_DEPTH; d++) push(js, d + 1 < depth);
+  for (int d = 0; d < depth && d < JS_MAX_DEPTH; d++)
+    push(js, d + 1 < depth);
   js->state = S_VALUE;
 }
 
 int js_array_peek(js_stream *js, const unsigned char **p, const unsigned char **e) {
   restore_delimiter(js);
   if (js->failed || !js->depth || top_is_object(js)) return 0;
-  if (js->state != S_VALUE && js->state != S_VALUE_OR_CLOSE && js->state != S_COMMA_OR_CLOSE) return 0;
+  if (js->state != S_VALUE && js->state != S_VALUE_OR_CLOSE && js->state != S_COMMA_OR_CLOSE)
+    return 0;
   int c = next_byte(js);
   if (c == ',' && js->state == S_COMMA_OR_CLOSE) { /* as next_token takes it */
     js->in_pos++;

@@ -30,18 +30,18 @@
 #define JS_MAX_TOKEN (4u << 20) /* 4 MiB: longer strings or numbers are an error */
 
 typedef enum js_kind {
-  JS_EOF = 0,      /* end of the document (after the single top-level value) */
+  JS_EOF = 0, /* end of the document (after the single top-level value) */
   JS_BEGIN_OBJECT,
   JS_END_OBJECT,
   JS_BEGIN_ARRAY,
   JS_END_ARRAY,
-  JS_KEY,          /* an object key: text in tok/len */
-  JS_STRING,       /* a string value: text in tok/len (NUL-terminated) */
-  JS_NUMBER,       /* a number: its JSON text in tok/len */
+  JS_KEY,    /* an object key: text in tok/len */
+  JS_STRING, /* a string value: text in tok/len (NUL-terminated) */
+  JS_NUMBER, /* a number: its JSON text in tok/len */
   JS_TRUE,
   JS_FALSE,
   JS_NULL,
-  JS_ERROR         /* message in js->error, offset in js->error_offset */
+  JS_ERROR /* message in js->error, offset in js->error_offset */
 } js_kind;
 
 /* Reads up to n bytes into buf; returns the count (0 at end) or -1 on error. */
@@ -50,34 +50,34 @@ typedef long (*js_read_fn)(void *ctx, void *buf, size_t n);
 typedef struct js_stream {
   js_read_fn read;
   void *ctx;
-  unsigned char *in;           /* input buffer */
+  unsigned char *in; /* input buffer */
   size_t in_len, in_pos, in_cap;
-  uint64_t in_base;            /* document offset of in[0] */
+  uint64_t in_base; /* document offset of in[0] */
   int in_eof;
-  int read_error;              /* the read callback failed */
-  char *tok;                   /* current token text (NUL-terminated): in `in` or `buf` */
+  int read_error; /* the read callback failed */
+  char *tok;      /* current token text (NUL-terminated): in `in` or `buf` */
   size_t len;
-  char *buf;                   /* token buffer, for tokens that cannot be handed out in place */
+  char *buf; /* token buffer, for tokens that cannot be handed out in place */
   size_t buf_cap;
   /* the current JS_NUMBER when it is plain (no exponent, at most 19 digits):
    * its digits as an integer and the count after the point */
   int num_plain, num_neg, num_frac;
   uint64_t num_mant;
-  size_t saved_at;             /* private: 1 + position of a byte replaced by a NUL, or 0 */
-  unsigned char saved;         /* private: that byte */
-  uint64_t tok_offset;         /* document offset where the current token starts */
+  size_t saved_at;     /* private: 1 + position of a byte replaced by a NUL, or 0 */
+  unsigned char saved; /* private: that byte */
+  uint64_t tok_offset; /* document offset where the current token starts */
   /* grammar state */
-  uint8_t stack[JS_MAX_DEPTH / 8];  /* bit set: object, clear: array */
+  uint8_t stack[JS_MAX_DEPTH / 8]; /* bit set: object, clear: array */
   int depth;
-  int state;                   /* private: what may come next */
-  int done;                    /* the top-level value is complete */
-  uint64_t bad_utf8;           /* replaced invalid sequences */
+  int state;         /* private: what may come next */
+  int done;          /* the top-level value is complete */
+  uint64_t bad_utf8; /* replaced invalid sequences */
   uint64_t first_bad_utf8_offset;
   int failed;
   uint64_t error_offset;
   char error[160];
-  int in_borrowed;             /* private: `in` is the caller's (js_init_buffer) */
-  int in_readonly;             /* private: `in` is never written (js_set_readonly) */
+  int in_borrowed; /* private: `in` is the caller's (js_init_buffer) */
+  int in_readonly; /* private: `in` is never written (js_set_readonly) */
   /* private (js_init_buffer_grow): makes more of the caller's buffer visible */
   long (*grow)(void *ctx, size_t visible);
 } js_stream;
@@ -159,7 +159,9 @@ int js_skip(js_stream *js);
 int js_skip_object_rest(js_stream *js);
 
 /* Current depth of open containers. */
-static inline int js_depth(const js_stream *js) { return js->depth; }
+static inline int js_depth(const js_stream *js) {
+  return js->depth;
+}
 
 /* ---- number conversions (on the validated text of a JS_NUMBER) ---- */
 

@@ -16,11 +16,14 @@
 #define MAX_DEPTH 256
 
 static const char *ws(const char *p) {
-  while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+  while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+    p++;
   return p;
 }
 
-static int is_digit(char c) { return c >= '0' && c <= '9'; }
+static int is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
 
 static int is_hex(char c) {
   return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
@@ -49,19 +52,25 @@ static const char *string(const char *p) {
 
 static const char *number(const char *p) {
   if (*p == '-') p++;
-  if (*p == '0') p++;
-  else if (is_digit(*p)) while (is_digit(*p)) p++;
-  else return NULL;
+  if (*p == '0')
+    p++;
+  else if (is_digit(*p))
+    while (is_digit(*p))
+      p++;
+  else
+    return NULL;
   if (*p == '.') {
     p++;
     if (!is_digit(*p)) return NULL;
-    while (is_digit(*p)) p++;
+    while (is_digit(*p))
+      p++;
   }
   if (*p == 'e' || *p == 'E') {
     p++;
     if (*p == '+' || *p == '-') p++;
     if (!is_digit(*p)) return NULL;
-    while (is_digit(*p)) p++;
+    while (is_digit(*p))
+      p++;
   }
   return p;
 }

@@ -36,7 +36,10 @@ static int ends_with(const char *s, const char *suffix) {
 
 /* ---- inputs that must not be written over */
 
-typedef struct file_id { dev_t dev; ino_t ino; } file_id;
+typedef struct file_id {
+  dev_t dev;
+  ino_t ino;
+} file_id;
 static pthread_mutex_t inputs_lock = PTHREAD_MUTEX_INITIALIZER;
 static file_id *inputs;
 static size_t ninputs, inputs_cap;
@@ -64,8 +67,8 @@ int ssa_out_check_target(const char *path, char *why, size_t n) {
   pthread_mutex_unlock(&inputs_lock);
   if (!hit) return 0;
   if (why && n)
-    snprintf(why, n, "%s is one of this command's inputs (the same file): refusing to write over it",
-             path);
+    snprintf(why, n,
+             "%s is one of this command's inputs (the same file): refusing to write over it", path);
   return STEPSCOPE_E_ARGUMENT;
 }
 
@@ -171,7 +174,8 @@ int ssa_out_close(ssa_out *o) {
     if (fflush(o->file) != 0 && !o->error) o->error = STEPSCOPE_E_IO, err_no = errno;
     if (o->tmp_path && !o->error && fsync(fileno(o->file)) != 0 && errno != EINVAL)
       o->error = STEPSCOPE_E_IO, err_no = errno;
-    if (o->owns_file && fclose(o->file) != 0 && !o->error) o->error = STEPSCOPE_E_IO, err_no = errno;
+    if (o->owns_file && fclose(o->file) != 0 && !o->error)
+      o->error = STEPSCOPE_E_IO, err_no = errno;
   }
   if (o->tmp_path) {
     if (!o->error && rename(o->tmp_path, o->final_path) != 0)
@@ -179,8 +183,9 @@ int ssa_out_close(ssa_out *o) {
     if (o->error) unlink(o->tmp_path); /* the final name keeps what it had */
   }
   if (o->error)
-    snprintf(o->why, sizeof o->why, "write error on %s%s%s", o->final_path ? o->final_path : "output",
-             err_no ? ": " : "", err_no ? strerror(err_no) : "");
+    snprintf(o->why, sizeof o->why, "write error on %s%s%s",
+             o->final_path ? o->final_path : "output", err_no ? ": " : "",
+             err_no ? strerror(err_no) : "");
   drop_paths(o);
   free(o->buf);
   o->buf = NULL;
@@ -201,7 +206,9 @@ void ssa_out_write(ssa_out *o, const char *s, size_t n) {
   }
 }
 
-void ssa_out_str(ssa_out *o, const char *s) { ssa_out_write(o, s, strlen(s)); }
+void ssa_out_str(ssa_out *o, const char *s) {
+  ssa_out_write(o, s, strlen(s));
+}
 
 void ssa_out_printf(ssa_out *o, const char *fmt, ...) {
   char tmp[1024];
@@ -282,7 +289,8 @@ void ssa_out_utf8(ssa_out *o, const char *s) {
       p++;
       continue;
     }
-    size_t bad, n = sc_utf8_sequence(p, SIZE_MAX, &bad); /* NUL-terminated: the NUL ends any sequence */
+    size_t bad,
+        n = sc_utf8_sequence(p, SIZE_MAX, &bad); /* NUL-terminated: the NUL ends any sequence */
     if (n) {
       p += n;
       continue;
@@ -295,7 +303,9 @@ void ssa_out_utf8(ssa_out *o, const char *s) {
   ssa_out_write(o, (const char *)run, (size_t)(p - run));
 }
 
-static void put_out(void *ctx, const char *bytes, size_t n) { ssa_out_write(ctx, bytes, n); }
+static void put_out(void *ctx, const char *bytes, size_t n) {
+  ssa_out_write(ctx, bytes, n);
+}
 
 void ssa_out_json_string(ssa_out *o, const char *s) {
   sc_json_string(s, s ? strlen(s) : 0, 0, put_out, o);

@@ -36,9 +36,9 @@
 
 #include "ssa_io.h"
 
-#define SMALL 32
-#define MAX_ELEM 128
-#define MAX_RUNS 64
+#define SMALL         32
+#define MAX_ELEM      128
+#define MAX_RUNS      64
 #define MERGE_BUF_MAX ((size_t)64 << 20)
 
 static inline uint64_t key_of(const unsigned char *p) {
@@ -72,14 +72,17 @@ static void insertion_sort(unsigned char *base, size_t n, size_t size,
     if (cmp(p - size, p) <= 0) continue;
     memcpy(tmp, p, size);
     size_t j = i;
-    while (j > 0 && cmp(base + (j - 1) * size, tmp) > 0) j--;
+    while (j > 0 && cmp(base + (j - 1) * size, tmp) > 0)
+      j--;
     memmove(base + (j + 1) * size, base + j * size, (i - j) * size);
     memcpy(base + j * size, tmp, size);
   }
 }
 
 /* The digit below bits [shift, shift + 8); -1 once bit 0 is done. */
-static inline int next_shift(int shift) { return shift == 0 ? -1 : shift < 8 ? 0 : shift - 8; }
+static inline int next_shift(int shift) {
+  return shift == 0 ? -1 : shift < 8 ? 0 : shift - 8;
+}
 
 static void flag_sort(unsigned char *base, size_t n, size_t size, int shift,
                       int (*cmp)(const void *, const void *)) {
@@ -93,7 +96,8 @@ static void flag_sort(unsigned char *base, size_t n, size_t size, int shift,
       return;
     }
     size_t count[256] = {0};
-    for (size_t i = 0; i < n; i++) count[(key_of(base + i * size) >> shift) & 255]++;
+    for (size_t i = 0; i < n; i++)
+      count[(key_of(base + i * size) >> shift) & 255]++;
     int one = -1;
     for (int b = 0; b < 256; b++)
       if (count[b] == n) one = b;
@@ -130,7 +134,8 @@ static void flag_sort(unsigned char *base, size_t n, size_t size, int shift,
 
 /* Whether the element at a comes after the one at b: the start times
  * decide most pairs without a call. */
-static inline int after(const unsigned char *a, const unsigned char *b, int (*cmp)(const void *, const void *)) {
+static inline int after(const unsigned char *a, const unsigned char *b,
+                        int (*cmp)(const void *, const void *)) {
   uint64_t x = key_of(a), y = key_of(b);
   return x > y || (x == y && cmp(a, b) > 0);
 }
@@ -149,23 +154,27 @@ static void overlap(const unsigned char *p, size_t lo, size_t mid, size_t hi, si
   size_t l = lo, r = mid;
   while (l < r) {
     size_t m = l + (r - l) / 2;
-    if (after(p + m * size, p + mid * size, cmp)) r = m;
-    else l = m + 1;
+    if (after(p + m * size, p + mid * size, cmp))
+      r = m;
+    else
+      l = m + 1;
   }
   *from = l;
   l = mid, r = hi;
   while (l < r) {
     size_t m = l + (r - l) / 2;
-    if (after(p + (mid - 1) * size, p + m * size, cmp)) l = m + 1;
-    else r = m;
+    if (after(p + (mid - 1) * size, p + m * size, cmp))
+      l = m + 1;
+    else
+      r = m;
   }
   *to = l;
 }
 
 /* Merges the sorted runs [lo, mid) and [mid, hi) (element indexes) in
  * place, the smaller side of their overlap copied to buf first. */
-static void merge_runs(unsigned char *p, size_t lo, size_t mid, size_t hi, size_t size, unsigned char *buf,
-                       int (*cmp)(const void *, const void *)) {
+static void merge_runs(unsigned char *p, size_t lo, size_t mid, size_t hi, size_t size,
+                       unsigned char *buf, int (*cmp)(const void *, const void *)) {
   overlap(p, lo, mid, hi, size, cmp, &lo, &hi);
   if (lo == hi) return; /* already in order */
   size_t na = mid - lo, nb = hi - mid;
@@ -173,16 +182,20 @@ static void merge_runs(unsigned char *p, size_t lo, size_t mid, size_t hi, size_
     memcpy(buf, p + lo * size, na * size);
     size_t i = 0, j = mid, k = lo;
     while (i < na && j < hi) {
-      if (after(buf + i * size, p + j * size, cmp)) memcpy(p + k++ * size, p + j++ * size, size);
-      else memcpy(p + k++ * size, buf + i++ * size, size);
+      if (after(buf + i * size, p + j * size, cmp))
+        memcpy(p + k++ * size, p + j++ * size, size);
+      else
+        memcpy(p + k++ * size, buf + i++ * size, size);
     }
     memcpy(p + k * size, buf + i * size, (na - i) * size);
   } else { /* backward, from the ends */
     memcpy(buf, p + mid * size, nb * size);
     size_t i = mid, j = nb, k = hi; /* one past the next element to take from each */
     while (i > lo && j > 0) {
-      if (after(p + (i - 1) * size, buf + (j - 1) * size, cmp)) memcpy(p + --k * size, p + --i * size, size);
-      else memcpy(p + --k * size, buf + --j * size, size);
+      if (after(p + (i - 1) * size, buf + (j - 1) * size, cmp))
+        memcpy(p + --k * size, p + --i * size, size);
+      else
+        memcpy(p + --k * size, buf + --j * size, size);
     }
     memcpy(p + lo * size, buf, j * size);
   }
@@ -261,9 +274,11 @@ void ssa_sort_by_start(void *base, size_t n, size_t size, int (*cmp)(const void 
   unsigned char *p = base;
   if (n < 2) return;
   size_t i = 1;
-  while (i < n && !after(p + (i - 1) * size, p + i * size, cmp)) i++;
-  if (i == n) return; /* already in order: the common case for one host thread
-                       * and for ops merged from their lanes (op_stage.c) */
+  while (i < n && !after(p + (i - 1) * size, p + i * size, cmp))
+    i++;
+  if (i == n)
+    return; /* already in order: the common case for one host thread
+             * and for ops merged from their lanes (op_stage.c) */
   if (size <= MAX_ELEM && merge_runs_if_cheap(p, n, size, i, cmp)) return;
   if (size > MAX_ELEM) {
     qsort(base, n, size, cmp);

@@ -28,16 +28,16 @@
 
 typedef struct ssa_out {
   FILE *file;
-  void *gz;              /* gzFile */
+  void *gz; /* gzFile */
   char *buf;
   size_t len, cap;
   int error;
   int owns_file;
-  uint64_t bytes;        /* uncompressed bytes written */
-  char *tmp_path;        /* written here, renamed to final_path on success */
+  uint64_t bytes; /* uncompressed bytes written */
+  char *tmp_path; /* written here, renamed to final_path on success */
   char *final_path;
-  int flush_errno;       /* errno of the first failed write */
-  char why[320];         /* why ssa_out_open or ssa_out_close failed */
+  int flush_errno; /* errno of the first failed write */
+  char why[320];   /* why ssa_out_open or ssa_out_close failed */
 } ssa_out;
 
 /* Registers a file this process reads (a trace, a report): ssa_out_open
@@ -48,8 +48,8 @@ void ssa_out_protect_input(const char *path);
  * STEPSCOPE_E_ARGUMENT with a message in why[n]. */
 int ssa_out_check_target(const char *path, char *why, size_t n);
 
-int ssa_out_open(ssa_out *o, const char *path);      /* 0 or STEPSCOPE_E_IO/NOMEM */
-int ssa_out_open_file(ssa_out *o, FILE *f);          /* does not close f */
+int ssa_out_open(ssa_out *o, const char *path); /* 0 or STEPSCOPE_E_IO/NOMEM */
+int ssa_out_open_file(ssa_out *o, FILE *f);     /* does not close f */
 /* Flushes and closes; on success renames the temporary file to its name,
  * on any error removes it (the final name is left untouched). 0 or the
  * first error (o->why says what). */

@@ -20,10 +20,14 @@ static size_t utf8_len(const unsigned char *p) {
   if (c < 0x80) return 1;
   size_t n;
   uint32_t cp;
-  if (c >= 0xc2 && c <= 0xdf) n = 2, cp = c & 0x1f;
-  else if (c >= 0xe0 && c <= 0xef) n = 3, cp = c & 0x0f;
-  else if (c >= 0xf0 && c <= 0xf4) n = 4, cp = c & 0x07;
-  else return 0;
+  if (c >= 0xc2 && c <= 0xdf)
+    n = 2, cp = c & 0x1f;
+  else if (c >= 0xe0 && c <= 0xef)
+    n = 3, cp = c & 0x0f;
+  else if (c >= 0xf0 && c <= 0xf4)
+    n = 4, cp = c & 0x07;
+  else
+    return 0;
   for (size_t i = 1; i < n; i++) {
     if ((p[i] & 0xc0) != 0x80) return 0; /* also stops at the NUL */
     cp = cp << 6 | (p[i] & 0x3f);
@@ -43,10 +47,14 @@ const char *ssa_text_safe(const char *s, char *buf, size_t n) {
     char esc[8];
     size_t len = utf8_len(p), k;
     const char *out;
-    if (*p == '\\') out = "\\\\", k = 2, len = 1;
-    else if (*p == '\n') out = "\\n", k = 2, len = 1;
-    else if (*p == '\r') out = "\\r", k = 2, len = 1;
-    else if (*p == '\t') out = "\\t", k = 2, len = 1;
+    if (*p == '\\')
+      out = "\\\\", k = 2, len = 1;
+    else if (*p == '\n')
+      out = "\\n", k = 2, len = 1;
+    else if (*p == '\r')
+      out = "\\r", k = 2, len = 1;
+    else if (*p == '\t')
+      out = "\\t", k = 2, len = 1;
     else if (len == 0 || *p < 0x20 || *p == 0x7f) {
       if (len == 0 && p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) { /* UTF-8 C1 */
         snprintf(esc, sizeof esc, "\\x%02x", p[1]);

@@ -61,8 +61,10 @@ static void *rank_worker(void *arg) {
 int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, stepscope_error *err) {
   memset(a, 0, sizeof *a);
   a->run = run;
-  if (opt) a->opt = *opt;
-  else ssa_options_default(&a->opt);
+  if (opt)
+    a->opt = *opt;
+  else
+    ssa_options_default(&a->opt);
   a->launch_gap_ns = a->opt.launch_gap_ns > 0 ? a->opt.launch_gap_ns : SSA_DEFAULT_LAUNCH_GAP_NS;
   if (a->opt.top_n <= 0) a->opt.top_n = 20;
   ssa_strtab_init(&a->names);
@@ -89,7 +91,8 @@ int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, ste
     for (; started < nth; started++)
       if (pthread_create(&th[started], NULL, rank_worker, &pool) != 0) break;
   rank_worker(&pool);
-  for (size_t i = 0; i < started; i++) pthread_join(th[i], NULL);
+  for (size_t i = 0; i < started; i++)
+    pthread_join(th[i], NULL);
   free(th);
   for (size_t i = 0; i < a->nranks; i++) {
     if (a->ranks[i].error) {
@@ -99,7 +102,8 @@ int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, ste
   }
   if (a->opt.rank >= 0) {
     int found = 0;
-    for (size_t i = 0; i < a->nranks; i++) found |= a->ranks[i].rank->rank == a->opt.rank;
+    for (size_t i = 0; i < a->nranks; i++)
+      found |= a->ranks[i].rank->rank == a->opt.rank;
     if (!found) {
       rc = STEPSCOPE_E_ARGUMENT;
       if (err) {
@@ -129,10 +133,13 @@ int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, ste
       if (err) {
         err->code = rc;
         if (lo <= hi)
-          snprintf(err->message, sizeof err->message, "--steps %lld:%lld matches no step (the run's steps are %lld..%lld)",
-                   (long long)a->opt.step_first, (long long)a->opt.step_last, (long long)lo, (long long)hi);
+          snprintf(err->message, sizeof err->message,
+                   "--steps %lld:%lld matches no step (the run's steps are %lld..%lld)",
+                   (long long)a->opt.step_first, (long long)a->opt.step_last, (long long)lo,
+                   (long long)hi);
         else
-          snprintf(err->message, sizeof err->message, "--steps %lld:%lld matches no step (the run has no step ranges)",
+          snprintf(err->message, sizeof err->message,
+                   "--steps %lld:%lld matches no step (the run has no step ranges)",
                    (long long)a->opt.step_first, (long long)a->opt.step_last);
       }
       return rc;
@@ -180,7 +187,8 @@ void ssa_analysis_free(ssa_analysis *a) {
   free(a->moe_steps);
   free(a->moe_expert_tokens);
   free(a->moe_step_expert_tokens);
-  for (size_t i = 0; i < a->nwarnings; i++) free(a->warnings[i]);
+  for (size_t i = 0; i < a->nwarnings; i++)
+    free(a->warnings[i]);
   free(a->warnings);
   memset(a, 0, sizeof *a);
 }

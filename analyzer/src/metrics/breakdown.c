@@ -35,17 +35,19 @@
 const char *const ssa_idle_cause_names[SSA_IDLE_N] = {"host_wait", "launch_gap", "sync_wait",
                                                       "other", "data_loading"};
 
-int ssa_is_data_loader_range(const char *name) { return strstr(name, "DataLoader") != NULL; }
+int ssa_is_data_loader_range(const char *name) {
+  return strstr(name, "DataLoader") != NULL;
+}
 
 typedef struct rank_ctx {
   ssa_analysis *a;
   ssa_rank_result *rr;
   const ssa_rank *r;
   int64_t T;
-  int64_t *sync_prefix_end;     /* running max of sync ends, in (lane, start) order */
-  uint32_t *by_end;             /* op indices sorted by end (built on demand) */
+  int64_t *sync_prefix_end; /* running max of sync ends, in (lane, start) order */
+  uint32_t *by_end;         /* op indices sorted by end (built on demand) */
   int by_end_failed;
-  int64_t (*dl)[2];             /* data loader ranges: merged, in time order */
+  int64_t (*dl)[2]; /* data loader ranges: merged, in time order */
   size_t ndl;
 } rank_ctx;
 
@@ -71,8 +73,10 @@ static int sync_overlaps(rank_ctx *c, uint32_t lane, int64_t a, int64_t b) {
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
     const ssa_sync *s = &r->syncs[mid];
-    if (s->lane < lane || (s->lane == lane && s->start < b)) lo = mid + 1;
-    else hi = mid;
+    if (s->lane < lane || (s->lane == lane && s->start < b))
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   /* scan back over the lane's syncs that start before b */
   for (size_t i = lo; i-- > 0;) {
@@ -96,17 +100,21 @@ static int other_lane_ended(rank_ctx *c, uint32_t lane, int64_t lo_t, int64_t hi
       c->by_end_failed = 1;
       return 0;
     }
-    for (size_t i = 0; i < r->nops; i++) ei[i] = (end_index){r->ops[i].end, i};
+    for (size_t i = 0; i < r->nops; i++)
+      ei[i] = (end_index){r->ops[i].end, i};
     ssa_sort_by_start(ei, r->nops, sizeof *ei, cmp_end_index);
-    for (size_t i = 0; i < r->nops; i++) c->by_end[i] = (uint32_t)ei[i].index;
+    for (size_t i = 0; i < r->nops; i++)
+      c->by_end[i] = (uint32_t)ei[i].index;
     free(ei);
   }
   if (!c->by_end) return 0;
   size_t lo = 0, hi = r->nops;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if (r->ops[c->by_end[mid]].end < lo_t) lo = mid + 1;
-    else hi = mid;
+    if (r->ops[c->by_end[mid]].end < lo_t)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   for (size_t i = lo; i < r->nops; i++) {
     const ssa_op *o = &r->ops[c->by_end[i]];
@@ -176,15 +184,19 @@ static void select_kth(int64_t *v, size_t lo, size_t hi, size_t k) {
     /* Hoare partition: [lo, j] <= pivot <= [j + 1, hi) with lo <= j < hi - 1 */
     size_t i = lo, j = hi - 1;
     for (;;) {
-      while (v[i] < pivot) i++;
-      while (v[j] > pivot) j--;
+      while (v[i] < pivot)
+        i++;
+      while (v[j] > pivot)
+        j--;
       if (i >= j) break;
       swap_i64(v, i, j);
       i++;
       j--;
     }
-    if (k <= j) hi = j + 1;
-    else lo = j + 1;
+    if (k <= j)
+      hi = j + 1;
+    else
+      lo = j + 1;
   }
   for (size_t i = lo + 1; i < hi; i++) {
     int64_t x = v[i];
@@ -206,22 +218,25 @@ static void select_kth(int64_t *v, size_t lo, size_t hi, size_t k) {
  * caller selects in place) when memory is short or the three buckets hold
  * too much of the array to be worth copying. */
 #define RADIX_SELECT_MIN 65536
-#define RADIX_BITS 11
+#define RADIX_BITS       11
 
 static int radix_select3(const int64_t *v, size_t n, int64_t mn, int64_t mx, const size_t k[3],
                          int64_t out[3]) {
   if (n > UINT32_MAX) return 0;
   uint64_t range = (uint64_t)mx - (uint64_t)mn;
   int shift = 0;
-  while (shift < 64 && (range >> shift) >= ((uint64_t)1 << RADIX_BITS)) shift++;
+  while (shift < 64 && (range >> shift) >= ((uint64_t)1 << RADIX_BITS))
+    shift++;
   size_t nb = (size_t)(range >> shift) + 1;
   uint32_t *count = calloc(nb, sizeof *count);
   if (!count) return 0;
-  for (size_t i = 0; i < n; i++) count[((uint64_t)v[i] - (uint64_t)mn) >> shift]++;
+  for (size_t i = 0; i < n; i++)
+    count[((uint64_t)v[i] - (uint64_t)mn) >> shift]++;
   /* the bucket of each rank (k[] ascending) and how many values lie below it */
   size_t bucket[3], below[3], at = 0, b = 0;
   for (int j = 0; j < 3; j++) {
-    while (at + count[b] <= k[j]) at += count[b++];
+    while (at + count[b] <= k[j])
+      at += count[b++];
     bucket[j] = b;
     below[j] = at;
   }
@@ -241,13 +256,17 @@ static int radix_select3(const int64_t *v, size_t n, int64_t mn, int64_t mx, con
   if (!w) return 0;
   for (size_t i = 0; i < n; i++) {
     size_t bi = (size_t)(((uint64_t)v[i] - (uint64_t)mn) >> shift);
-    if (bi == ids[0]) w[fill[0]++] = v[i];
-    else if (nd > 1 && bi == ids[1]) w[fill[1]++] = v[i];
-    else if (nd > 2 && bi == ids[2]) w[fill[2]++] = v[i];
+    if (bi == ids[0])
+      w[fill[0]++] = v[i];
+    else if (nd > 1 && bi == ids[1])
+      w[fill[1]++] = v[i];
+    else if (nd > 2 && bi == ids[2])
+      w[fill[2]++] = v[i];
   }
   for (int j = 0; j < 3; j++) {
     int d = 0;
-    while (ids[d] != bucket[j]) d++;
+    while (ids[d] != bucket[j])
+      d++;
     size_t kk = first[d] + (k[j] - below[j]);
     select_kth(w, first[d], first[d] + len[d], kk);
     out[j] = w[kk];
@@ -271,7 +290,8 @@ void ssa_delay_stats_of(int64_t *v, size_t n, ssa_delay_stats *s) {
   s->mean = (double)sum / (double)n;
   s->min = mn;
   s->max = mx;
-  size_t k50 = (n * 50 + 99) / 100 - 1, k90 = (n * 90 + 99) / 100 - 1, k99 = (n * 99 + 99) / 100 - 1;
+  size_t k50 = (n * 50 + 99) / 100 - 1, k90 = (n * 90 + 99) / 100 - 1,
+         k99 = (n * 99 + 99) / 100 - 1;
   size_t ks[3] = {k50, k90, k99};
   int64_t out[3];
   if (n >= RADIX_SELECT_MIN && radix_select3(v, n, mn, mx, ks, out)) {
@@ -383,7 +403,8 @@ static int collect_data_loading(rank_ctx *c) {
  * are data_loading). */
 typedef void (*idle_piece_fn)(void *ctx, int64_t a, int64_t b, uint32_t cause);
 
-static void split_idle(const rank_ctx *c, int64_t a, int64_t b, uint32_t cause, idle_piece_fn emit, void *ctx) {
+static void split_idle(const rank_ctx *c, int64_t a, int64_t b, uint32_t cause, idle_piece_fn emit,
+                       void *ctx) {
   if (cause != SSA_IDLE_HOST_WAIT || c->ndl == 0) {
     emit(ctx, a, b, cause);
     return;
@@ -392,8 +413,10 @@ static void split_idle(const rank_ctx *c, int64_t a, int64_t b, uint32_t cause, 
   size_t lo = 0, hi = c->ndl;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if (c->dl[mid][1] <= a) lo = mid + 1;
-    else hi = mid;
+    if (c->dl[mid][1] <= a)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   int64_t pos = a;
   for (size_t i = lo; i < c->ndl && c->dl[i][0] < b; i++) {
@@ -405,7 +428,9 @@ static void split_idle(const rank_ctx *c, int64_t a, int64_t b, uint32_t cause, 
   if (b > pos) emit(ctx, pos, b, SSA_IDLE_HOST_WAIT);
 }
 
-static void emit_device_gap(void *ctx, int64_t a, int64_t b, uint32_t cause) { gap_add(ctx, a, b, cause); }
+static void emit_device_gap(void *ctx, int64_t a, int64_t b, uint32_t cause) {
+  gap_add(ctx, a, b, cause);
+}
 
 typedef struct lane_gap_ctx {
   ssa_lane_idle *li;
@@ -423,22 +448,26 @@ static size_t point_index(const int64_t *points, size_t n, int64_t t) {
   size_t lo = 0, hi = n;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if (points[mid] < t) lo = mid + 1;
-    else hi = mid;
+    if (points[mid] < t)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return lo;
 }
 
 /* A window's metrics from the coverage and idle copies at its two ends. */
-static void measure_window(ssa_window *w, const int64_t *points, size_t np,
-                           int64_t (*cov_at)[16], int64_t (*idle_at)[SSA_IDLE_N]) {
+static void measure_window(ssa_window *w, const int64_t *points, size_t np, int64_t (*cov_at)[16],
+                           int64_t (*idle_at)[SSA_IDLE_N]) {
   int64_t bucket[16] = {0};
   memset(w->idle_cause, 0, sizeof w->idle_cause);
   w->span = w->end > w->start ? w->end - w->start : 0;
   if (w->span > 0) {
     size_t is = point_index(points, np, w->start), ie = point_index(points, np, w->end);
-    for (unsigned m = 0; m < 16; m++) bucket[m] = cov_at[ie][m] - cov_at[is][m];
-    for (int k = 0; k < SSA_IDLE_N; k++) w->idle_cause[k] = idle_at[ie][k] - idle_at[is][k];
+    for (unsigned m = 0; m < 16; m++)
+      bucket[m] = cov_at[ie][m] - cov_at[is][m];
+    for (int k = 0; k < SSA_IDLE_N; k++)
+      w->idle_cause[k] = idle_at[ie][k] - idle_at[is][k];
   }
   w->compute = w->comm = w->overlap = w->busy = w->exposed_mem = w->bubble = 0;
   w->pipeline_comm_only = 0;
@@ -453,7 +482,8 @@ static void measure_window(ssa_window *w, const int64_t *points, size_t np,
   }
   w->exposed_comm = w->comm - w->overlap;
   w->idle = w->span - w->busy;
-  w->cpu_bound = w->span > 0 && (double)(w->idle_cause[SSA_IDLE_HOST_WAIT] + w->idle_cause[SSA_IDLE_DATA_LOADING]) >=
+  w->cpu_bound = w->span > 0 && (double)(w->idle_cause[SSA_IDLE_HOST_WAIT] +
+                                         w->idle_cause[SSA_IDLE_DATA_LOADING]) >=
                                     SSA_CPU_BOUND_FRACTION * (double)w->span;
 }
 
@@ -499,10 +529,10 @@ typedef struct kstat {
  * written into one array grouped by step, so memory is 8 bytes per op and
  * each step's statistics come from its own slice. */
 typedef struct delay_plan {
-  ssa_step_index ix;                /* over all steps */
-  uint32_t *sel;                    /* all-step index -> selected index, SSA_NONE */
-  uint32_t *hit;                    /* scratch: the selected step of a launch */
-  size_t *count;                    /* per selected step */
+  ssa_step_index ix; /* over all steps */
+  uint32_t *sel;     /* all-step index -> selected index, SSA_NONE */
+  uint32_t *hit;     /* scratch: the selected step of a launch */
+  size_t *count;     /* per selected step */
   size_t pairs, ops_in_any;
   /* delays gathered by the main pass, step by step: step s's segment is
    * v[first[s], first[s] + steps[s].launched), filled up to cursor[s].
@@ -537,7 +567,8 @@ static int compute_delays(const ssa_rank *r, ssa_rank_result *rr, delay_plan *dp
     size_t n = 0;
     for (size_t i = 0; i < r->nops; i++) {
       const ssa_op *o = &r->ops[i];
-      if (o->launch != SSA_NONE && o->start >= tw->start && o->start < tw->end) v[n++] = launch_delay(r, o);
+      if (o->launch != SSA_NONE && o->start >= tw->start && o->start < tw->end)
+        v[n++] = launch_delay(r, o);
     }
     ssa_delay_stats_of(v, n, &tw->launch);
     free(v);
@@ -568,7 +599,8 @@ static int compute_delays(const ssa_rank *r, ssa_rank_result *rr, delay_plan *dp
       const ssa_op *o = &r->ops[i];
       if (o->launch == SSA_NONE) continue;
       size_t m = selected_owner(dp, r->apis[o->launch].start, dp->hit);
-      for (size_t j = 0; j < m; j++) v[cursor[dp->hit[j]]++] = launch_delay(r, o);
+      for (size_t j = 0; j < m; j++)
+        v[cursor[dp->hit[j]]++] = launch_delay(r, o);
     }
   }
   for (size_t s = 0; s < rr->nsteps; s++)
@@ -628,7 +660,8 @@ int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
   rr->steps = malloc((nall ? nall : 1) * sizeof *rr->steps);
   if (!rr->steps) goto out;
   for (size_t i = 0; i < nall; i++) {
-    if (a->opt.has_step_filter && (all[i].number < a->opt.step_first || all[i].number > a->opt.step_last))
+    if (a->opt.has_step_filter &&
+        (all[i].number < a->opt.step_first || all[i].number > a->opt.step_last))
       continue;
     rr->steps[rr->nsteps++] = all[i];
   }
@@ -720,7 +753,8 @@ int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
      * counts of the projection (the same ranges, so the same counts);
      * compute_delays checks that and gathers them again if not */
     size_t total = 0;
-    for (size_t s = 0; s < rr->nsteps; s++) total += rr->steps[s].launched;
+    for (size_t s = 0; s < rr->nsteps; s++)
+      total += rr->steps[s].launched;
     dp.first = malloc(rr->nsteps * sizeof *dp.first);
     dp.cursor = malloc(rr->nsteps * sizeof *dp.cursor);
     dp.v = malloc((total ? total : 1) * sizeof *dp.v);
@@ -761,13 +795,16 @@ int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
     if (o->launch != SSA_NONE) {
       if (rr->nsteps) {
         size_t m = selected_owner(&dp, r->apis[o->launch].start, dp.hit);
-        for (size_t j = 0; j < m; j++) dp.count[dp.hit[j]]++;
+        for (size_t j = 0; j < m; j++)
+          dp.count[dp.hit[j]]++;
         if (dp.v) {
           int64_t d = launch_delay(r, o);
           for (size_t j = 0; j < m; j++) {
             uint32_t s = dp.hit[j];
-            if (dp.cursor[s] < dp.first[s] + rr->steps[s].launched) dp.v[dp.cursor[s]++] = d;
-            else dp.overflow = 1;
+            if (dp.cursor[s] < dp.first[s] + rr->steps[s].launched)
+              dp.v[dp.cursor[s]++] = d;
+            else
+              dp.overflow = 1;
           }
         }
         dp.pairs += m;
@@ -778,14 +815,16 @@ int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
     }
     if (o->end <= o->start) continue; /* zero-length: not activity */
     ssa_cover_op(&cov, r, o, rr->pipeline);
-    if (o->start > dev_end) split_idle(&c, dev_end, o->start, classify(&c, dev_end, o->start, i, SSA_NONE),
-                                       emit_device_gap, &ga);
+    if (o->start > dev_end)
+      split_idle(&c, dev_end, o->start, classify(&c, dev_end, o->start, i, SSA_NONE),
+                 emit_device_gap, &ga);
     if (o->end > dev_end) dev_end = o->end;
     uint32_t slot = lane_slot[o->lane];
     if (slot != SSA_NONE && o->start > lane_prev[o->lane]) {
       int64_t a0 = lane_prev[o->lane];
-      uint32_t cause = a0 != INT64_MIN && sat_sub(o->start, a0) < c.T ? SSA_IDLE_LAUNCH_GAP
-                                                              : classify(&c, a0, o->start, i, o->lane);
+      uint32_t cause = a0 != INT64_MIN && sat_sub(o->start, a0) < c.T
+                           ? SSA_IDLE_LAUNCH_GAP
+                           : classify(&c, a0, o->start, i, o->lane);
       lane_gap_ctx lg = {&rr->lanes[slot], t0, t1};
       split_idle(&c, a0, o->start, cause, emit_lane_gap, &lg);
     }
@@ -797,20 +836,23 @@ int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
     ssa_lane_idle *li = &rr->lanes[s];
     li->idle_cause[SSA_IDLE_OTHER] += clip_len(lane_prev[li->lane], INT64_MAX, t0, t1);
     int64_t idle = 0;
-    for (int k = 0; k < SSA_IDLE_N; k++) idle += li->idle_cause[k];
+    for (int k = 0; k < SSA_IDLE_N; k++)
+      idle += li->idle_cause[k];
     li->busy = (t1 > t0 ? t1 - t0 : 0) - idle;
   }
 
   /* windows */
   measure_window(tw, points, np, cov_at, idle_at);
-  for (size_t i = 0; i < rr->nsteps; i++) measure_window(&rr->windows[i], points, np, cov_at, idle_at);
+  for (size_t i = 0; i < rr->nsteps; i++)
+    measure_window(&rr->windows[i], points, np, cov_at, idle_at);
   if ((rc = compute_delays(r, rr, &dp, nall)) != 0) goto out;
 
   /* hand the kernel stats to the cross-rank table */
   rc = STEPSCOPE_E_NOMEM;
   {
     size_t nk = 0;
-    for (uint32_t id = 0; id < r->strings.count; id++) nk += ks[id].count > 0;
+    for (uint32_t id = 0; id < r->strings.count; id++)
+      nk += ks[id].count > 0;
     rr->kstats = malloc((nk ? nk : 1) * sizeof *rr->kstats);
     if (!rr->kstats) goto out;
     for (uint32_t id = 0; id < r->strings.count; id++) {
@@ -867,7 +909,8 @@ int ssa_device_idle_gaps(const ssa_analysis *a, const ssa_rank_result *rr,
                          void (*emit)(void *ctx, int64_t s, int64_t e, uint32_t cause), void *ctx) {
   const ssa_rank *r = rr->rank;
   /* classify() reads only the rank, the threshold and the sync/loader tables */
-  rank_ctx c = {(ssa_analysis *)a, (ssa_rank_result *)rr, r, a->launch_gap_ns, NULL, NULL, 0, NULL, 0};
+  rank_ctx c = {
+      (ssa_analysis *)a, (ssa_rank_result *)rr, r, a->launch_gap_ns, NULL, NULL, 0, NULL, 0};
   int rc = STEPSCOPE_E_NOMEM;
   if (collect_data_loading(&c)) goto out;
   if (build_sync_prefix(&c)) goto out;
@@ -877,7 +920,8 @@ int ssa_device_idle_gaps(const ssa_analysis *a, const ssa_rank_result *rr,
     const ssa_op *o = &r->ops[i];
     if (o->end <= o->start) continue;
     if (o->start > dev_end && o->start > k.t0)
-      split_idle(&c, dev_end, o->start, classify(&c, dev_end, o->start, i, SSA_NONE), emit_clipped, &k);
+      split_idle(&c, dev_end, o->start, classify(&c, dev_end, o->start, i, SSA_NONE), emit_clipped,
+                 &k);
     if (o->end > dev_end) dev_end = o->end;
   }
   if (dev_end < k.t1) emit_clipped(&k, dev_end == INT64_MIN ? k.t0 : dev_end, k.t1, SSA_IDLE_OTHER);

@@ -51,12 +51,12 @@ const char *const ssa_bubble_cause_names[SSA_BUBBLE_N] = {
     "schedule", "imbalance", "p2p_transfer", "late_upstream", "host_gaps", "unattributed"};
 
 typedef struct item {
-  int64_t start, end;               /* host range */
-  int pass;                         /* 0 forward, 1 backward */
+  int64_t start, end; /* host range */
+  int pass;           /* 0 forward, 1 backward */
   int mb, chunk;
-  size_t step;                      /* index into the rank's selected steps */
-  int64_t dur;                      /* compute union + own host gaps */
-  int64_t cov_end;                  /* union bookkeeping */
+  size_t step;     /* index into the rank's selected steps */
+  int64_t dur;     /* compute union + own host gaps */
+  int64_t cov_end; /* union bookkeeping */
 } item;
 
 typedef struct rank_items {
@@ -74,8 +74,10 @@ static long item_at(const rank_items *ri, int64_t t) {
   size_t lo = 0, hi = ri->n;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if (ri->it[mid].start <= t) lo = mid + 1;
-    else hi = mid;
+    if (ri->it[mid].start <= t)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return lo > 0 && ri->it[lo - 1].end > t ? (long)lo - 1 : -1;
 }
@@ -97,9 +99,11 @@ static int build_items(const ssa_analysis *a, const ssa_rank_result *rr, rank_it
     if (pass < 0) continue;
     /* the step whose host range holds the item: usually the last one found, or the next */
     size_t s = cursor;
-    if (!(s < rr->nsteps && rr->steps[s].range_start <= g->start && g->start < rr->steps[s].range_end)) {
+    if (!(s < rr->nsteps && rr->steps[s].range_start <= g->start &&
+          g->start < rr->steps[s].range_end)) {
       s = 0;
-      while (s < rr->nsteps && !(rr->steps[s].range_start <= g->start && g->start < rr->steps[s].range_end))
+      while (s < rr->nsteps &&
+             !(rr->steps[s].range_start <= g->start && g->start < rr->steps[s].range_end))
         s++;
       if (s == rr->nsteps) continue;
       cursor = s;
@@ -143,12 +147,16 @@ typedef struct sim_in {
  * forward takes bal_f, every backward bal_b. Returns 0, or -1 when the
  * items are inconsistent (a dependency never runs). */
 static int simulate(const sim_in *in, int balanced, int64_t bal_f, int64_t bal_b, int64_t *idle,
-                    int64_t *ends /* [p][2][V][M] */, size_t *ptr, int64_t *free_at, int64_t *busy) {
+                    int64_t *ends /* [p][2][V][M] */, size_t *ptr, int64_t *free_at,
+                    int64_t *busy) {
   int p = in->p, V = in->V, M = in->M;
   size_t cells = (size_t)p * 2 * (size_t)V * (size_t)M;
-  for (size_t i = 0; i < cells; i++) ends[i] = INT64_MIN;
-  for (int s = 0; s < p; s++) ptr[s] = 0, free_at[s] = 0, busy[s] = 0;
-#define END(s, pass, c, mb) ends[((((size_t)(s) * 2 + (pass)) * (size_t)V + (size_t)(c)) * (size_t)M) + (size_t)(mb)]
+  for (size_t i = 0; i < cells; i++)
+    ends[i] = INT64_MIN;
+  for (int s = 0; s < p; s++)
+    ptr[s] = 0, free_at[s] = 0, busy[s] = 0;
+#define END(s, pass, c, mb)                                                                        \
+  ends[((((size_t)(s)*2 + (pass)) * (size_t)V + (size_t)(c)) * (size_t)M) + (size_t)(mb)]
   for (int progress = 1; progress;) {
     progress = 0;
     for (int s = 0; s < p; s++) {
@@ -178,7 +186,8 @@ static int simulate(const sim_in *in, int balanced, int64_t bal_f, int64_t bal_b
     if (ptr[s] < in->nst[s]) return -1;
     if (free_at[s] > makespan) makespan = free_at[s];
   }
-  for (int s = 0; s < p; s++) idle[s] = makespan - busy[s];
+  for (int s = 0; s < p; s++)
+    idle[s] = makespan - busy[s];
   return 0;
 }
 
@@ -222,13 +231,18 @@ static int measure_transfers(ssa_rank_result *rr) {
         int64_t tr = o->coll != SSA_NONE && rr->coll_transfer ? rr->coll_transfer[o->coll] : -1;
         if (tr > 0) {
           int64_t ts = o->end - tr > o->start ? o->end - tr : o->start;
-          if (ts == o->start) ssa_cover_add(&c, 2, ts, o->end);
-          else ssa_cover_defer(&c, 2, ts, o->end);
+          if (ts == o->start)
+            ssa_cover_add(&c, 2, ts, o->end);
+          else
+            ssa_cover_defer(&c, 2, ts, o->end);
         }
       } else {
-        int64_t we = rr->coll_wait_end && o->coll != SSA_NONE ? rr->coll_wait_end[o->coll] : INT64_MIN;
-        if (we <= o->start) ssa_cover_add(&c, 1, o->start, o->end);
-        else if (we < o->end) ssa_cover_defer(&c, 1, we, o->end);
+        int64_t we =
+            rr->coll_wait_end && o->coll != SSA_NONE ? rr->coll_wait_end[o->coll] : INT64_MIN;
+        if (we <= o->start)
+          ssa_cover_add(&c, 1, o->start, o->end);
+        else if (we < o->end)
+          ssa_cover_defer(&c, 1, we, o->end);
       }
     }
   }
@@ -238,10 +252,22 @@ static int measure_transfers(ssa_rank_result *rr) {
     int64_t bubble = 0, transfer = 0;
     if (w->span > 0) {
       size_t lo = 0, hi = np;
-      while (lo < hi) { size_t mid = (lo + hi) / 2; if (points[mid] < w->start) lo = mid + 1; else hi = mid; }
+      while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (points[mid] < w->start)
+          lo = mid + 1;
+        else
+          hi = mid;
+      }
       size_t is = lo;
       lo = 0, hi = np;
-      while (lo < hi) { size_t mid = (lo + hi) / 2; if (points[mid] < w->end) lo = mid + 1; else hi = mid; }
+      while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (points[mid] < w->end)
+          lo = mid + 1;
+        else
+          hi = mid;
+      }
       size_t ie = lo;
       for (unsigned m = 0; m < 16; m++) {
         int64_t b = at[ie][m] - at[is][m];
@@ -297,7 +323,8 @@ int ssa_bubble_causes(ssa_analysis *a) {
   int *key = malloc((n ? n : 1) * 3 * sizeof *key);
   unsigned char *done = calloc(n ? n : 1, 1);
   size_t *members = malloc((n ? n : 1) * sizeof *members);
-  int64_t *sum_sched = calloc(n ? n : 1, sizeof *sum_sched), *sum_imb = calloc(n ? n : 1, sizeof *sum_imb);
+  int64_t *sum_sched = calloc(n ? n : 1, sizeof *sum_sched),
+          *sum_imb = calloc(n ? n : 1, sizeof *sum_imb);
   int *any_sim = calloc(n ? n : 1, sizeof *any_sim);
   int *slow_votes = NULL;
   if (!ri || !key || !done || !members || !sum_sched || !sum_imb || !any_sim) goto out;
@@ -328,13 +355,17 @@ int ssa_bubble_causes(ssa_analysis *a) {
     size_t by_stage[64];
     if (p > 64 || (int)nm != p) continue;
     int ok = 1;
-    for (int s = 0; s < p; s++) by_stage[s] = n;
+    for (int s = 0; s < p; s++)
+      by_stage[s] = n;
     for (size_t k = 0; k < nm; k++) {
       int s = a->ranks[members[k]].stage;
-      if (s >= p || by_stage[s] != n) ok = 0;
-      else by_stage[s] = members[k];
+      if (s >= p || by_stage[s] != n)
+        ok = 0;
+      else
+        by_stage[s] = members[k];
     }
-    for (int s = 0; s < p && ok; s++) ok = by_stage[s] != n;
+    for (int s = 0; s < p && ok; s++)
+      ok = by_stage[s] != n;
     if (!ok) continue;
     /* per step number of stage 0 */
     const ssa_rank_result *r0 = &a->ranks[by_stage[0]];
@@ -343,7 +374,8 @@ int ssa_bubble_causes(ssa_analysis *a) {
     item **st = calloc((size_t)p, sizeof *st);
     size_t *nst = calloc((size_t)p, sizeof *nst), *ptr = calloc((size_t)p, sizeof *ptr);
     long *widx = calloc((size_t)p, sizeof *widx);
-    int64_t *idle = calloc((size_t)p, sizeof *idle), *idle_bal = calloc((size_t)p, sizeof *idle_bal),
+    int64_t *idle = calloc((size_t)p, sizeof *idle),
+            *idle_bal = calloc((size_t)p, sizeof *idle_bal),
             *free_at = calloc((size_t)p, sizeof *free_at), *busy = calloc((size_t)p, sizeof *busy);
     int fail = !st || !nst || !ptr || !widx || !idle || !idle_bal || !free_at || !busy;
     for (size_t s0 = 0; s0 < r0->nsteps && !fail; s0++) {
@@ -354,13 +386,18 @@ int ssa_bubble_causes(ssa_analysis *a) {
         widx[s] = -1;
         for (size_t k = 0; k < rs->nsteps; k++)
           if (rs->windows[k].step == number) widx[s] = (long)k;
-        if (widx[s] < 0) { have = 0; break; }
+        if (widx[s] < 0) {
+          have = 0;
+          break;
+        }
         /* the stage's items of that step: contiguous (items are in time order) */
         const rank_items *R = &ri[by_stage[s]];
         size_t b = 0;
-        while (b < R->n && R->it[b].step != (size_t)widx[s]) b++;
+        while (b < R->n && R->it[b].step != (size_t)widx[s])
+          b++;
         size_t e = b;
-        while (e < R->n && R->it[e].step == (size_t)widx[s]) e++;
+        while (e < R->n && R->it[e].step == (size_t)widx[s])
+          e++;
         st[s] = R->it + b;
         nst[s] = e - b;
         if (nst[s] == 0) have = 0;
@@ -376,7 +413,10 @@ int ssa_bubble_causes(ssa_analysis *a) {
       if (cells > ((size_t)1 << 22)) continue; /* implausible items: not simulated */
       if (cells > ends_cap) {
         int64_t *e2 = realloc(ends, cells * sizeof *ends);
-        if (!e2) { fail = 1; break; }
+        if (!e2) {
+          fail = 1;
+          break;
+        }
         ends = e2;
         ends_cap = cells;
       }
@@ -387,8 +427,10 @@ int ssa_bubble_causes(ssa_analysis *a) {
       for (int s = 0; s < p; s++) {
         int64_t sf = 0, sb = 0, nf = 0, nb = 0;
         for (size_t k = 0; k < nst[s]; k++) {
-          if (st[s][k].pass == 0) sf += st[s][k].dur, nf++;
-          else sb += st[s][k].dur, nb++;
+          if (st[s][k].pass == 0)
+            sf += st[s][k].dur, nf++;
+          else
+            sb += st[s][k].dur, nb++;
         }
         if (nf) mf[nmf++] = sf / nf;
         if (nb) mb[nmb++] = sb / nb;
@@ -401,8 +443,7 @@ int ssa_bubble_causes(ssa_analysis *a) {
       int slow = 0;
       for (int s = 1; s < p; s++)
         if (busy[s] > busy[slow]) slow = s;
-      if (simulate(&in, 1, bal_f, bal_b, idle_bal, ends, ptr, free_at, busy) != 0)
-        continue;
+      if (simulate(&in, 1, bal_f, bal_b, idle_bal, ends, ptr, free_at, busy) != 0) continue;
       for (int s = 0; s < p; s++) {
         ssa_rank_result *rs = &a->ranks[by_stage[s]];
         ssa_window *w = &rs->windows[widx[s]];
@@ -441,7 +482,8 @@ int ssa_bubble_causes(ssa_analysis *a) {
   rc = 0;
 out:
   if (ri)
-    for (size_t i = 0; i < n; i++) free(ri[i].it);
+    for (size_t i = 0; i < n; i++)
+      free(ri[i].it);
   free(ri);
   free(key);
   free(done);

@@ -76,7 +76,8 @@ static void member_times(const ssa_analysis *a, const member *m, int64_t *s, int
 
 /* When a rank left the previous instance of the communicator (members [b, e) of the
  * sorted array; aligned end), INT64_MIN when it was not in it. */
-static int64_t since_of(const ssa_analysis *a, const member *m, size_t b, size_t e, uint32_t rank_idx) {
+static int64_t since_of(const ssa_analysis *a, const member *m, size_t b, size_t e,
+                        uint32_t rank_idx) {
   for (size_t y = b; y < e; y++)
     if (m[y].rank_idx == rank_idx) {
       int64_t s, en;
@@ -108,14 +109,16 @@ static int cmp_instance(const void *pa, const void *pb) {
 
 static int cmp_instance_time(const void *pa, const void *pb) {
   const ssa_coll_instance *a = pa, *b = pb;
-  if (a->first_start_rel != b->first_start_rel) return a->first_start_rel < b->first_start_rel ? -1 : 1;
+  if (a->first_start_rel != b->first_start_rel)
+    return a->first_start_rel < b->first_start_rel ? -1 : 1;
   if (a->comm_id != b->comm_id) return a->comm_id < b->comm_id ? -1 : 1;
   return a->seq < b->seq ? -1 : a->seq > b->seq;
 }
 
 int ssa_match_collectives(ssa_analysis *a) {
   size_t n = 0;
-  for (size_t i = 0; i < a->nranks; i++) n += a->ranks[i].rank->ncolls;
+  for (size_t i = 0; i < a->nranks; i++)
+    n += a->ranks[i].rank->ncolls;
   if (n == 0) return 0;
   member *m = malloc(n * sizeof *m);
   if (!m) return STEPSCOPE_E_NOMEM;
@@ -134,7 +137,8 @@ int ssa_match_collectives(ssa_analysis *a) {
       free(m);
       return STEPSCOPE_E_NOMEM;
     }
-    for (size_t j = 0; j < rr->rank->ncolls; j++) rr->coll_transfer[j] = -1;
+    for (size_t j = 0; j < rr->rank->ncolls; j++)
+      rr->coll_transfer[j] = -1;
   }
   size_t cap = 0;
   int64_t *starts = NULL, *ends = NULL;
@@ -145,7 +149,8 @@ int ssa_match_collectives(ssa_analysis *a) {
   size_t pg = 0, pg_end = 0; /* the previous group of members */
   for (size_t g = 0; g < n;) {
     size_t e = g + 1;
-    while (e < n && m[e].comm_id == m[g].comm_id && m[e].seq == m[g].seq) e++;
+    while (e < n && m[e].comm_id == m[g].comm_id && m[e].seq == m[g].seq)
+      e++;
     size_t cnt = e - g;
     int keep = 0;
     for (size_t x = g; x < e && !keep; x++) {
@@ -159,7 +164,10 @@ int ssa_match_collectives(ssa_analysis *a) {
       continue;
     }
     size_t need = cnt;
-    if (ssa_grow((void **)&starts, &scap, need, sizeof *starts)) { rc = STEPSCOPE_E_NOMEM; break; }
+    if (ssa_grow((void **)&starts, &scap, need, sizeof *starts)) {
+      rc = STEPSCOPE_E_NOMEM;
+      break;
+    }
     free(ends);
     ends = malloc(need * sizeof *ends);
     if (!ends || ssa_grow((void **)&a->colls, &cap, a->ncolls + 1, sizeof *a->colls)) {
@@ -178,7 +186,10 @@ int ssa_match_collectives(ssa_analysis *a) {
     in->comm_size = c0->comm_size;
     uint32_t gid = ssa_strtab_intern(&a->names, ssa_rank_str(r0, c0->name),
                                      strlen(ssa_rank_str(r0, c0->name)));
-    if (c0->name && gid == 0) { rc = STEPSCOPE_E_NOMEM; break; }
+    if (c0->name && gid == 0) {
+      rc = STEPSCOPE_E_NOMEM;
+      break;
+    }
     in->group = gid;
     int64_t first = INT64_MAX, last = INT64_MIN, end = INT64_MIN, transfer = INT64_MAX;
     size_t last_i = g;
@@ -186,7 +197,10 @@ int ssa_match_collectives(ssa_analysis *a) {
       member_times(a, &m[x], &starts[x - g], &ends[x - g]);
       int64_t d = ends[x - g] - starts[x - g];
       if (starts[x - g] < first) first = starts[x - g];
-      if (starts[x - g] > last) { last = starts[x - g]; last_i = x; }
+      if (starts[x - g] > last) {
+        last = starts[x - g];
+        last_i = x;
+      }
       if (ends[x - g] > end) end = ends[x - g];
       if (d < transfer) transfer = d;
       const ssa_coll *cx = &a->ranks[m[x].rank_idx].rank->colls[m[x].coll_idx];
@@ -251,11 +265,13 @@ int ssa_match_collectives(ssa_analysis *a) {
         lt->caused = caused;
         int has_prev = pg_end == g && pg < pg_end && m[pg].comm_id == m[g].comm_id &&
                        m[pg].seq + 1 == m[g].seq;
-        lt->since_rel = since_of(a, m, has_prev ? pg : 0, has_prev ? pg_end : 0, m[last_i].rank_idx);
+        lt->since_rel =
+            since_of(a, m, has_prev ? pg : 0, has_prev ? pg_end : 0, m[last_i].rank_idx);
         for (size_t x = g; x < e && lt->npeers < SSA_LATE_PEERS; x++) {
           if (x == last_i) continue;
           lt->peer_idx[lt->npeers] = m[x].rank_idx;
-          lt->peer_since_rel[lt->npeers] = since_of(a, m, has_prev ? pg : 0, has_prev ? pg_end : 0, m[x].rank_idx);
+          lt->peer_since_rel[lt->npeers] =
+              since_of(a, m, has_prev ? pg : 0, has_prev ? pg_end : 0, m[x].rank_idx);
           lt->peer_arrival_rel[lt->npeers++] = starts[x - g];
         }
       }
@@ -266,18 +282,24 @@ int ssa_match_collectives(ssa_analysis *a) {
         /* name the missing communicator ranks */
         char list[200] = "";
         size_t len = 0;
-        for (uint32_t cr = 0; cr < in->comm_size && len < sizeof list - 16 && expected == in->comm_size; cr++) {
+        for (uint32_t cr = 0;
+             cr < in->comm_size && len < sizeof list - 16 && expected == in->comm_size; cr++) {
           int found = 0;
           for (size_t x = g; x < e && !found; x++)
             found = a->ranks[m[x].rank_idx].rank->colls[m[x].coll_idx].comm_rank == cr;
-          if (!found) len += (size_t)snprintf(list + len, sizeof list - len, "%s%u", len ? "," : "", cr);
+          if (!found)
+            len += (size_t)snprintf(list + len, sizeof list - len, "%s%u", len ? "," : "", cr);
         }
         if (expected == in->comm_size)
-          ssa_analysis_warn(a, "collective %s comm %016llx seq %llu: %zu of %u ranks present (missing communicator ranks: %s); left out of the statistics",
+          ssa_analysis_warn(a,
+                            "collective %s comm %016llx seq %llu: %zu of %u ranks present (missing "
+                            "communicator ranks: %s); left out of the statistics",
                             stepscope_collective_op_name(in->op), (unsigned long long)in->comm_id,
                             (unsigned long long)in->seq, cnt, in->comm_size, list);
         else
-          ssa_analysis_warn(a, "p2p %s comm %016llx seq %llu: only one of its two ranks present; left out of the statistics",
+          ssa_analysis_warn(a,
+                            "p2p %s comm %016llx seq %llu: only one of its two ranks present; left "
+                            "out of the statistics",
                             stepscope_collective_op_name(in->op), (unsigned long long)in->comm_id,
                             (unsigned long long)in->seq);
       }
@@ -292,17 +314,20 @@ int ssa_match_collectives(ssa_analysis *a) {
   free(ends);
   if (rc) return rc;
   if (a->colls_incomplete > 5)
-    ssa_analysis_warn(a, "%llu collective instances in all had missing ranks (left out of the statistics)",
-                      (unsigned long long)a->colls_incomplete);
+    ssa_analysis_warn(
+        a, "%llu collective instances in all had missing ranks (left out of the statistics)",
+        (unsigned long long)a->colls_incomplete);
   /* summaries by (op, group, bytes), of the complete instances (sorted
    * first within each key) */
   if (a->ncolls > 1) qsort(a->colls, a->ncolls, sizeof *a->colls, cmp_instance);
   size_t scap2 = 0;
   for (size_t g = 0; g < a->ncolls;) {
     size_t e = g + 1;
-    while (e < a->ncolls && cmp_summary_key(&a->colls[g], &a->colls[e]) == 0) e++;
+    while (e < a->ncolls && cmp_summary_key(&a->colls[g], &a->colls[e]) == 0)
+      e++;
     size_t first_complete = g;
-    while (first_complete < e && !a->colls[first_complete].complete) first_complete++;
+    while (first_complete < e && !a->colls[first_complete].complete)
+      first_complete++;
     if (first_complete == e) {
       g = e;
       continue;

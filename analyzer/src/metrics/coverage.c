@@ -29,7 +29,8 @@ void ssa_cover_init(ssa_cover *c, int nsets, int64_t t0, int64_t t1) {
   c->t0 = t0;
   c->t1 = t1 > t0 ? t1 : t0;
   c->pos = t0;
-  for (int i = 0; i < 4; i++) c->end[i] = INT64_MIN;
+  for (int i = 0; i < 4; i++)
+    c->end[i] = INT64_MIN;
 }
 
 void ssa_cover_points(ssa_cover *c, const int64_t *points, size_t n, int64_t (*at)[16]) {
@@ -107,10 +108,12 @@ void ssa_cover_finish(ssa_cover *c) {
 
 int ssa_op_is_pipeline_comm(const ssa_rank *r, const ssa_op *o, int pipeline) {
   if (o->coll != SSA_NONE) return (r->colls[o->coll].flags & STEPSCOPE_COLL_F_PIPELINE) != 0;
-  return pipeline && o->kind == SSA_OP_KERNEL && ssa_is_nccl_p2p_kernel_name(ssa_rank_str(r, o->name));
+  return pipeline && o->kind == SSA_OP_KERNEL &&
+         ssa_is_nccl_p2p_kernel_name(ssa_rank_str(r, o->name));
 }
 
 void ssa_cover_rank(ssa_cover *c, const ssa_rank *r, int pipeline) {
-  for (size_t i = 0; i < r->nops; i++) ssa_cover_op(c, r, &r->ops[i], pipeline);
+  for (size_t i = 0; i < r->nops; i++)
+    ssa_cover_op(c, r, &r->ops[i], pipeline);
   ssa_cover_finish(c);
 }

@@ -28,7 +28,7 @@
 
 #include "ssa_metrics.h"
 
-const char *const ssa_phase_names[SSA_PHASE_N] = {"forward", "backward", "optimizer", "host",
+const char *const ssa_phase_names[SSA_PHASE_N] = {"forward", "backward",   "optimizer", "host",
                                                   "copy",    "collective", "other"};
 
 typedef struct phase_range {
@@ -52,7 +52,8 @@ static int phase_of_name(const char *n) {
 static int build_phases(const ssa_rank *r, rank_phases *p) {
   p->built = 1;
   size_t n = 0;
-  for (size_t i = 0; i < r->nranges; i++) n += phase_of_name(ssa_rank_str(r, r->ranges[i].name)) >= 0;
+  for (size_t i = 0; i < r->nranges; i++)
+    n += phase_of_name(ssa_rank_str(r, r->ranges[i].name)) >= 0;
   if (n == 0) return 0;
   p->r = malloc(n * sizeof *p->r);
   if (!p->r) return STEPSCOPE_E_NOMEM;
@@ -68,8 +69,10 @@ static int phase_at(const rank_phases *p, int64_t t) {
   size_t lo = 0, hi = p->n;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if (p->r[mid].start <= t) lo = mid + 1;
-    else hi = mid;
+    if (p->r[mid].start <= t)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   for (size_t k = lo, tries = 0; k-- > 0 && tries < 8; tries++)
     if (p->r[k].end > t) return p->r[k].phase;
@@ -90,8 +93,10 @@ static void partition(const ssa_rank *r, const rank_phases *p, int64_t t0, int64
   size_t lo = 0, hi = r->nops;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if (r->ops[mid].start < t0) lo = mid + 1;
-    else hi = mid;
+    if (r->ops[mid].start < t0)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   int64_t cur = t0;
   /* ops already running at t0 (a few back: ops are sorted by start, not end) */
@@ -100,9 +105,10 @@ static void partition(const ssa_rank *r, const rank_phases *p, int64_t t0, int64
     if (o->end <= cur) continue;
     int64_t e = o->end < t1 ? o->end : t1;
     int ph = op_phase(r, p, o);
-    out[o->cls == SSA_CLS_COMM ? SSA_PHASE_COLLECTIVE
+    out[o->cls == SSA_CLS_COMM                                 ? SSA_PHASE_COLLECTIVE
         : o->cls == SSA_CLS_MEMCPY || o->cls == SSA_CLS_MEMSET ? SSA_PHASE_COPY
-        : ph >= 0 ? ph : SSA_PHASE_OTHER] += e - cur;
+        : ph >= 0                                              ? ph
+                                                               : SSA_PHASE_OTHER] += e - cur;
     cur = e;
   }
   for (size_t i = lo; i < r->nops && r->ops[i].start < t1; i++) {
@@ -115,9 +121,10 @@ static void partition(const ssa_rank *r, const rank_phases *p, int64_t t0, int64
     }
     int64_t e = o->end < t1 ? o->end : t1;
     if (e > cur) {
-      int cls = o->cls == SSA_CLS_COMM ? SSA_PHASE_COLLECTIVE
+      int cls = o->cls == SSA_CLS_COMM                                 ? SSA_PHASE_COLLECTIVE
                 : o->cls == SSA_CLS_MEMCPY || o->cls == SSA_CLS_MEMSET ? SSA_PHASE_COPY
-                : ph >= 0 ? ph : SSA_PHASE_OTHER;
+                : ph >= 0                                              ? ph
+                                                                       : SSA_PHASE_OTHER;
       out[cls] += e - cur;
       cur = e;
     }
@@ -179,7 +186,8 @@ int ssa_find_culprits(ssa_analysis *a) {
   qsort(keys, a->nlates, sizeof *keys, cmp_key);
   for (size_t g = 0; g < a->nlates;) {
     size_t e = g + 1;
-    while (e < a->nlates && keys[e].rank_idx == keys[g].rank_idx && keys[e].step == keys[g].step) e++;
+    while (e < a->nlates && keys[e].rank_idx == keys[g].rank_idx && keys[e].step == keys[g].step)
+      e++;
     size_t pick = keys[g].late;
     int64_t caused = 0;
     for (size_t k = g; k < e; k++) {
@@ -197,8 +205,10 @@ int ssa_find_culprits(ssa_analysis *a) {
       /* from the previous meeting on this communicator when every member was in it, else
        * from each member's step window start */
       int since = lt->since_rel != INT64_MIN;
-      for (uint32_t k = 0; k < lt->npeers && since; k++) since = lt->peer_since_rel[k] != INT64_MIN;
-      int64_t my_start = since ? lt->since_rel : ssa_rel_time(a->run, lr->rank, w->start), t0 = my_start;
+      for (uint32_t k = 0; k < lt->npeers && since; k++)
+        since = lt->peer_since_rel[k] != INT64_MIN;
+      int64_t my_start = since ? lt->since_rel : ssa_rel_time(a->run, lr->rank, w->start),
+              t0 = my_start;
       partition(lr->rank, &ph[lt->rank_idx], to_rank(a, lr->rank, my_start),
                 to_rank(a, lr->rank, lt->arrival_rel), mine);
       int64_t peer_start[SSA_LATE_PEERS];
@@ -208,7 +218,8 @@ int ssa_find_culprits(ssa_analysis *a) {
         long ps = step_number_index(pr, w->step);
         if (!since && ps < 0) continue;
         if (!ph[lt->peer_idx[k]].built && build_phases(pr->rank, &ph[lt->peer_idx[k]])) goto out;
-        peer_start[np] = since ? lt->peer_since_rel[k] : ssa_rel_time(a->run, pr->rank, pr->windows[ps].start);
+        peer_start[np] =
+            since ? lt->peer_since_rel[k] : ssa_rel_time(a->run, pr->rank, pr->windows[ps].start);
         partition(pr->rank, &ph[lt->peer_idx[k]], to_rank(a, pr->rank, peer_start[np]),
                   to_rank(a, pr->rank, lt->peer_arrival_rel[k]), peers[np]);
         if (peer_start[np] < t0) t0 = peer_start[np];
@@ -216,13 +227,15 @@ int ssa_find_culprits(ssa_analysis *a) {
       }
       /* a step started later than the others' (aligned): host time before its first op */
       mine[SSA_PHASE_HOST] += my_start - t0;
-      for (size_t k = 0; k < np; k++) peers[k][SSA_PHASE_HOST] += peer_start[k] - t0;
+      for (size_t k = 0; k < np; k++)
+        peers[k][SSA_PHASE_HOST] += peer_start[k] - t0;
       int64_t best = INT64_MIN;
       for (int p = 0; p < SSA_PHASE_N; p++) {
         int64_t med = 0;
         if (np) {
           int64_t v[SSA_LATE_PEERS];
-          for (size_t k = 0; k < np; k++) v[k] = peers[k][p];
+          for (size_t k = 0; k < np; k++)
+            v[k] = peers[k][p];
           qsort(v, np, sizeof *v, cmp_i64);
           med = v[(np - 1) / 2];
         }
@@ -244,7 +257,8 @@ int ssa_find_culprits(ssa_analysis *a) {
     g = e;
   }
   size_t n = 0;
-  for (size_t i = 0; i < a->nranks * SSA_PHASE_N; i++) n += acc[i].steps > 0;
+  for (size_t i = 0; i < a->nranks * SSA_PHASE_N; i++)
+    n += acc[i].steps > 0;
   a->culprits = malloc((n ? n : 1) * sizeof *a->culprits);
   if (!a->culprits) goto out;
   for (size_t i = 0; i < a->nranks * SSA_PHASE_N; i++)
@@ -258,7 +272,8 @@ int ssa_find_culprits(ssa_analysis *a) {
   rc = 0;
 out:
   if (ph)
-    for (size_t i = 0; i < a->nranks; i++) free(ph[i].r);
+    for (size_t i = 0; i < a->nranks; i++)
+      free(ph[i].r);
   free(ph);
   free(keys);
   free(acc);

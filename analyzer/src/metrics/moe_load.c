@@ -54,7 +54,8 @@ static int parse_tokens(const char *args, int64_t *out, int max) {
     if (end == p || n >= max || v < 0) return -1;
     out[n++] = v;
     p = end;
-    while (*p == ' ' || *p == ',') p++;
+    while (*p == ' ' || *p == ',')
+      p++;
   }
   return *p == ']' ? n : -1;
 }
@@ -77,11 +78,13 @@ static int a2a_waits(ssa_analysis *a) {
     free(rank_no);
     return STEPSCOPE_E_NOMEM;
   }
-  for (size_t i = 0; i < nr; i++) rank_no[i] = a->ranks[i].rank->rank;
+  for (size_t i = 0; i < nr; i++)
+    rank_no[i] = a->ranks[i].rank->rank;
   for (size_t k = 0; k < a->nmoe_steps; k++) {
     ssa_moe_step *s = &a->moe_steps[k];
     size_t w = 0;
-    while (w < a->nsteps && a->steps[w].step != s->step) w++;
+    while (w < a->nsteps && a->steps[w].step != s->step)
+      w++;
     if (w == a->nsteps) continue;
     int64_t lo = a->steps[w].start_rel;
     int64_t hi = w + 1 < a->nsteps ? a->steps[w + 1].start_rel : a->steps[w].end_rel;
@@ -144,16 +147,24 @@ int ssa_moe_load(ssa_analysis *a) {
         continue;
       }
       if (!x) {
-        if (ssa_grow((void **)&g, &cap, ng + 1, sizeof *g)) { rc = STEPSCOPE_E_NOMEM; break; }
+        if (ssa_grow((void **)&g, &cap, ng + 1, sizeof *g)) {
+          rc = STEPSCOPE_E_NOMEM;
+          break;
+        }
         x = &g[ng++];
         *x = key;
         x->tokens = calloc((size_t)key.E, sizeof *x->tokens);
         x->rank_of = malloc((size_t)key.ep * sizeof *x->rank_of);
-        if (!x->tokens || !x->rank_of) { rc = STEPSCOPE_E_NOMEM; break; }
-        for (int q = 0; q < key.ep; q++) x->rank_of[q] = -1;
+        if (!x->tokens || !x->rank_of) {
+          rc = STEPSCOPE_E_NOMEM;
+          break;
+        }
+        for (int q = 0; q < key.ep; q++)
+          x->rank_of[q] = -1;
       }
       if (ep_rank >= 0 && ep_rank < x->ep) x->rank_of[(int)ep_rank] = r->rank;
-      for (int e = 0; e < n; e++) x->tokens[e] += tmp[e];
+      for (int e = 0; e < n; e++)
+        x->tokens[e] += tmp[e];
     }
   }
   free(tmp);
@@ -171,7 +182,8 @@ int ssa_moe_load(ssa_analysis *a) {
     double sum_e = 0, sum_r = 0;
     for (size_t b = 0; rc == 0 && b < ng;) {
       size_t e = b;
-      while (e < ng && g[e].step == g[b].step) e++;
+      while (e < ng && g[e].step == g[b].step)
+        e++;
       if (ssa_grow((void **)&a->moe_steps, &scap, a->nmoe_steps + 1, sizeof *a->moe_steps)) {
         rc = STEPSCOPE_E_NOMEM;
         break;
@@ -188,7 +200,10 @@ int ssa_moe_load(ssa_analysis *a) {
         int ebest = 0, rbest = 0, El = lg->E / lg->ep;
         for (int k = 0; k < lg->E; k++) {
           total += lg->tokens[k];
-          if (lg->tokens[k] > emax) { emax = lg->tokens[k]; ebest = k; }
+          if (lg->tokens[k] > emax) {
+            emax = lg->tokens[k];
+            ebest = k;
+          }
           if (lg->E == a->moe_experts) {
             a->moe_expert_tokens[k] += lg->tokens[k];
             step_tokens[k] += lg->tokens[k];
@@ -196,8 +211,12 @@ int ssa_moe_load(ssa_analysis *a) {
         }
         for (int q = 0; q < lg->ep; q++) {
           int64_t rl = 0;
-          for (int k = q * El; k < (q + 1) * El; k++) rl += lg->tokens[k];
-          if (rl > rmax) { rmax = rl; rbest = q; }
+          for (int k = q * El; k < (q + 1) * El; k++)
+            rl += lg->tokens[k];
+          if (rl > rmax) {
+            rmax = rl;
+            rbest = q;
+          }
         }
         s->tokens += total;
         if (total <= 0) continue;

@@ -76,7 +76,8 @@ int ssa_find_pipeline_waits(ssa_analysis *a) {
     if (rr->stage_of_waits < 0 || rr->rank->ncolls == 0) continue;
     rr->coll_wait_end = malloc(rr->rank->ncolls * sizeof *rr->coll_wait_end);
     if (!rr->coll_wait_end) return STEPSCOPE_E_NOMEM;
-    for (size_t j = 0; j < rr->rank->ncolls; j++) rr->coll_wait_end[j] = INT64_MIN;
+    for (size_t j = 0; j < rr->rank->ncolls; j++)
+      rr->coll_wait_end[j] = INT64_MIN;
   }
   pw_member *m = malloc(n * sizeof *m);
   int64_t *start = malloc(n * sizeof *start);
@@ -92,10 +93,12 @@ int ssa_find_pipeline_waits(ssa_analysis *a) {
       m[k++] = (pw_member){r->colls[j].comm_id, r->colls[j].seq, (uint32_t)i, (uint32_t)j};
   }
   qsort(m, n, sizeof *m, cmp_pw);
-  for (size_t x = 0; x < n; x++) start[x] = member_start(a, &m[x]);
+  for (size_t x = 0; x < n; x++)
+    start[x] = member_start(a, &m[x]);
   for (size_t g = 0; g < n;) {
     size_t e = g + 1;
-    while (e < n && m[e].comm_id == m[g].comm_id && m[e].seq == m[g].seq) e++;
+    while (e < n && m[e].comm_id == m[g].comm_id && m[e].seq == m[g].seq)
+      e++;
     for (size_t x = g; x < e; x++) {
       ssa_rank_result *rx = &a->ranks[m[x].rank_idx];
       if (!rx->coll_wait_end) continue;

@@ -65,7 +65,8 @@ int ssa_read_run_metadata(ssa_analysis *a) {
 
   /* step times */
   size_t n = 0;
-  for (size_t i = 0; i < a->nranks; i++) n += a->ranks[i].nsteps;
+  for (size_t i = 0; i < a->nranks; i++)
+    n += a->ranks[i].nsteps;
   step_ref *v = malloc((n ? n : 1) * sizeof *v);
   if (!v) return STEPSCOPE_E_NOMEM;
   size_t k = 0;
@@ -73,8 +74,12 @@ int ssa_read_run_metadata(ssa_analysis *a) {
     const ssa_rank_result *rr = &a->ranks[i];
     for (size_t s = 0; s < rr->nsteps; s++) {
       const ssa_window *w = &rr->windows[s];
-      v[k++] = (step_ref){w->step, ssa_rel_time(a->run, rr->rank, w->start),
-                          ssa_rel_time(a->run, rr->rank, w->end), w->span, w->device_latency, w->cut};
+      v[k++] = (step_ref){w->step,
+                          ssa_rel_time(a->run, rr->rank, w->start),
+                          ssa_rel_time(a->run, rr->rank, w->end),
+                          w->span,
+                          w->device_latency,
+                          w->cut};
     }
   }
   qsort(v, n, sizeof *v, cmp_ref);
@@ -90,7 +95,8 @@ int ssa_read_run_metadata(ssa_analysis *a) {
   }
   for (size_t g = 0; g < n;) {
     size_t e = g + 1;
-    while (e < n && v[e].step == v[g].step) e++;
+    while (e < n && v[e].step == v[g].step)
+      e++;
     ssa_run_step *s = &a->steps[a->nsteps++];
     s->step = v[g].step;
     s->start_rel = v[g].start_rel;
@@ -111,7 +117,8 @@ int ssa_read_run_metadata(ssa_analysis *a) {
   free(v);
   /* the medians leave out steps cut by the trace's end, unless all are */
   size_t ncut = 0, nt = 0;
-  for (size_t i = 0; i < a->nsteps; i++) ncut += a->steps[i].cut != 0;
+  for (size_t i = 0; i < a->nsteps; i++)
+    ncut += a->steps[i].cut != 0;
   for (size_t i = 0; i < a->nsteps; i++) {
     if (a->steps[i].cut && ncut < a->nsteps) continue;
     times[nt++] = a->steps[i].time;

@@ -1,14 +1,13 @@
 /*
- * ssa_metrics.h — the analyzer's metrics floor (analyzer/src/metrics): the metrics of SPEC §4 computed from a loaded run, and the
- * result structures that the text report, the JSON report and the Chrome
- * export read. docs/metrics.md defines every number exactly.
+ * ssa_metrics.h — the analyzer's metrics floor (analyzer/src/metrics): the metrics of SPEC §4
+ * computed from a loaded run, and the result structures that the text report, the JSON report and
+ * the Chrome export read. docs/metrics.md defines every number exactly.
  *
  * Flow: ssa_analyze() finds each rank's steps (steps.c), measures every
  * window in one streaming pass over the rank's ops (breakdown.c with
- * coverage.c, in parallel across ranks), then does the cross-rank work: collectives matched by (comm_id,
- * seq) with skew, transfer, waits, bandwidths and stragglers
- * (collectives.c), the kernel table (kernel_table.c), MFU/HFU and memory
- * (run_metadata.c).
+ * coverage.c, in parallel across ranks), then does the cross-rank work: collectives matched by
+ * (comm_id, seq) with skew, transfer, waits, bandwidths and stragglers (collectives.c), the kernel
+ * table (kernel_table.c), MFU/HFU and memory (run_metadata.c).
  *
  * All times inside results are in the rank's trace clock unless named
  * *_rel (relative to the run origin, aligned). Reports convert with
@@ -20,7 +19,7 @@
 #include "ssa_model.h"
 
 #define SSA_DEFAULT_LAUNCH_GAP_NS 10000 /* gaps shorter than 10 us are launch gaps */
-#define SSA_CPU_BOUND_FRACTION 0.10     /* host_wait + data_loading >= 10 % of the step: CPU-bound */
+#define SSA_CPU_BOUND_FRACTION    0.10 /* host_wait + data_loading >= 10 % of the step: CPU-bound */
 
 typedef struct ssa_options {
   int has_step_filter;
@@ -39,7 +38,11 @@ void ssa_options_default(ssa_options *o);
 /* Idle causes (per stream or per device). data_loading is the part of
  * host_wait during which the host was in a data loader range. */
 enum {
-  SSA_IDLE_HOST_WAIT, SSA_IDLE_LAUNCH_GAP, SSA_IDLE_SYNC_WAIT, SSA_IDLE_OTHER, SSA_IDLE_DATA_LOADING,
+  SSA_IDLE_HOST_WAIT,
+  SSA_IDLE_LAUNCH_GAP,
+  SSA_IDLE_SYNC_WAIT,
+  SSA_IDLE_OTHER,
+  SSA_IDLE_DATA_LOADING,
   SSA_IDLE_N
 };
 
@@ -51,12 +54,12 @@ extern const char *const ssa_idle_cause_names[SSA_IDLE_N];
 /* One step found on a rank. */
 typedef struct ssa_step {
   int64_t number;
-  int64_t range_start, range_end;   /* the host range */
-  int64_t start, end;               /* the window (steps.c: windows never overlap) */
-  int64_t dev_start, dev_end;       /* first start, last end of its ops (if projected) */
-  int projected;                    /* 1 if it launched work */
-  int cut;                          /* its range ends after every other event: cut by the trace's end */
-  uint64_t launched;                /* ops that belong to it (launched inside its range) */
+  int64_t range_start, range_end; /* the host range */
+  int64_t start, end;             /* the window (steps.c: windows never overlap) */
+  int64_t dev_start, dev_end;     /* first start, last end of its ops (if projected) */
+  int projected;                  /* 1 if it launched work */
+  int cut;           /* its range ends after every other event: cut by the trace's end */
+  uint64_t launched; /* ops that belong to it (launched inside its range) */
 } ssa_step;
 
 /* Launch delay distribution: kernel start - launch call end. */
@@ -71,36 +74,44 @@ typedef struct ssa_delay_stats {
 void ssa_delay_stats_of(int64_t *v, size_t n, ssa_delay_stats *s);
 
 /* Causes of a pipeline rank's bubble (bubble_causes.c); they sum to the bubble. */
-enum { SSA_BUBBLE_SCHEDULE, SSA_BUBBLE_IMBALANCE, SSA_BUBBLE_TRANSFER, SSA_BUBBLE_LATE,
-       SSA_BUBBLE_HOST, SSA_BUBBLE_UNATTRIBUTED, SSA_BUBBLE_N };
+enum {
+  SSA_BUBBLE_SCHEDULE,
+  SSA_BUBBLE_IMBALANCE,
+  SSA_BUBBLE_TRANSFER,
+  SSA_BUBBLE_LATE,
+  SSA_BUBBLE_HOST,
+  SSA_BUBBLE_UNATTRIBUTED,
+  SSA_BUBBLE_N
+};
 extern const char *const ssa_bubble_cause_names[SSA_BUBBLE_N];
 
 /* The metrics of one window W on one rank. */
 typedef struct ssa_window {
-  int64_t step;                     /* step number; -1 for the totals window */
-  int64_t start, end;               /* W in trace clock */
+  int64_t step;       /* step number; -1 for the totals window */
+  int64_t start, end; /* W in trace clock */
   int projected;
-  int64_t device_latency;           /* first start to last end of the step's ops; -1 none */
-  int cut;                          /* the step was cut by the trace's end */
+  int64_t device_latency; /* first start to last end of the step's ops; -1 none */
+  int cut;                /* the step was cut by the trace's end */
   int64_t span, busy, idle, compute, comm, overlap, exposed_comm, exposed_mem;
-  int64_t bubble;                   /* no compute and no non-pipeline comm */
-  int64_t pipeline_comm_only;       /* part of bubble covered by pipeline send/recv */
-  int64_t idle_cause[SSA_IDLE_N];   /* device level; sums to idle */
-  int has_bubble_causes;            /* pipeline rank: bubble_cause filled */
+  int64_t bubble;                     /* no compute and no non-pipeline comm */
+  int64_t pipeline_comm_only;         /* part of bubble covered by pipeline send/recv */
+  int64_t idle_cause[SSA_IDLE_N];     /* device level; sums to idle */
+  int has_bubble_causes;              /* pipeline rank: bubble_cause filled */
   int64_t bubble_cause[SSA_BUBBLE_N]; /* sums to bubble */
-  int imbalance_stage;              /* the slowest stage of the step(s), -1 unknown */
-  int64_t schedule_idle, schedule_idle_balanced; /* simulated idle (measured / balanced op times), -1 */
+  int imbalance_stage;                /* the slowest stage of the step(s), -1 unknown */
+  int64_t schedule_idle,
+      schedule_idle_balanced; /* simulated idle (measured / balanced op times), -1 */
   ssa_delay_stats launch;
   int cpu_bound;
 } ssa_window;
 
 typedef struct ssa_lane_idle {
-  uint32_t lane;                    /* index into the rank's lanes */
+  uint32_t lane; /* index into the rank's lanes */
   int64_t busy;
-  int64_t idle_cause[SSA_IDLE_N];   /* sums to span - busy of the totals window */
+  int64_t idle_cause[SSA_IDLE_N]; /* sums to span - busy of the totals window */
 } ssa_lane_idle;
 
-#define SSA_COVER_PENDING 32        /* deferred set-3 starts held at once (more: not deferred) */
+#define SSA_COVER_PENDING 32 /* deferred set-3 starts held at once (more: not deferred) */
 
 /* Streaming coverage of up to 4 activity sets over [t0, t1) (coverage.c):
  * feed ops in non-decreasing start order; bucket[mask] accumulates the time
@@ -108,13 +119,13 @@ typedef struct ssa_lane_idle {
  * receive a copy of the buckets when the sweep passes them, so that any
  * window between two points is a difference of two copies. */
 typedef struct ssa_cover {
-  int64_t t0, t1, pos;              /* time before pos is accounted */
-  int64_t end[4];                   /* end of each set's open union interval (INT64_MIN: none) */
-  int nsets;                        /* sets in use (ssa_cover_add takes set < nsets) */
+  int64_t t0, t1, pos; /* time before pos is accounted */
+  int64_t end[4];      /* end of each set's open union interval (INT64_MIN: none) */
+  int nsets;           /* sets in use (ssa_cover_add takes set < nsets) */
   int64_t bucket[16];
-  const int64_t *points;            /* sorted query points */
+  const int64_t *points; /* sorted query points */
   size_t npoints, next_point;
-  int64_t (*at)[16];                /* at[k] = buckets over [t0, points[k]) */
+  int64_t (*at)[16]; /* at[k] = buckets over [t0, points[k]) */
   void (*emit)(void *ctx, int64_t s, int64_t e, unsigned mask); /* each piece, or NULL */
   void *ctx;
   /* pipeline waits (pipeline_waits.c): per collective index of the rank, the
@@ -158,8 +169,10 @@ static inline void ssa_cover_op(ssa_cover *c, const ssa_rank *r, const ssa_op *o
   ssa_cover_add(c, set, o->start, o->end);
   if (set == 1 && o->end > c->end[3] && !ssa_op_is_pipeline_comm(r, o, pipeline)) {
     int64_t we = c->wait_end && o->coll != SSA_NONE ? c->wait_end[o->coll] : INT64_MIN;
-    if (we <= o->start) c->end[3] = o->end;
-    else if (we < o->end) ssa_cover_defer(c, 3, we, o->end);
+    if (we <= o->start)
+      c->end[3] = o->end;
+    else if (we < o->end)
+      ssa_cover_defer(c, 3, we, o->end);
   }
 }
 
@@ -176,50 +189,50 @@ typedef struct ssa_rank_kstat {
 typedef struct ssa_rank_result {
   const ssa_rank *rank;
   size_t rank_index;
-  ssa_step *steps;                  /* selected steps, by number */
+  ssa_step *steps; /* selected steps, by number */
   size_t nsteps;
   ssa_window totals;
-  ssa_window *windows;              /* one per selected step */
-  ssa_lane_idle *lanes;             /* device lanes (GPU and CPU streams) */
+  ssa_window *windows;  /* one per selected step */
+  ssa_lane_idle *lanes; /* device lanes (GPU and CPU streams) */
   size_t nlanes;
-  ssa_rank_kstat *kstats;           /* kernels starting in the totals window */
+  ssa_rank_kstat *kstats; /* kernels starting in the totals window */
   size_t nkstats;
-  int pipeline;                     /* this rank is in a pipeline (pp > 1) */
-  int stage_of_waits;               /* ssa_rank_pipeline_stage (-1: not in a pipeline) */
-  int64_t *coll_transfer;           /* pipeline ranks: per collective record, its complete
-                                       instance's transfer time (-1 none); else NULL */
-  int64_t *coll_wait_end;           /* per collective record: end of its wait for another
-                                       stage, trace clock (INT64_MIN none); NULL if none */
-  int stage;                        /* pp_rank, -1 if unknown */
-  double bubble_theory;             /* NaN if unknown */
+  int pipeline;           /* this rank is in a pipeline (pp > 1) */
+  int stage_of_waits;     /* ssa_rank_pipeline_stage (-1: not in a pipeline) */
+  int64_t *coll_transfer; /* pipeline ranks: per collective record, its complete
+                             instance's transfer time (-1 none); else NULL */
+  int64_t *coll_wait_end; /* per collective record: end of its wait for another
+                             stage, trace clock (INT64_MIN none); NULL if none */
+  int stage;              /* pp_rank, -1 if unknown */
+  double bubble_theory;   /* NaN if unknown */
   /* collectives, per rank */
   uint64_t coll_count;
-  int64_t coll_wait;                /* sum of this rank's waits */
-  int64_t coll_caused;              /* waits of others when this rank arrived last */
-  uint64_t coll_last;               /* instances where it arrived last */
-  int64_t coll_schedule_wait;       /* part of coll_wait the pipeline schedule implies */
+  int64_t coll_wait;          /* sum of this rank's waits */
+  int64_t coll_caused;        /* waits of others when this rank arrived last */
+  uint64_t coll_last;         /* instances where it arrived last */
+  int64_t coll_schedule_wait; /* part of coll_wait the pipeline schedule implies */
   int error;
 } ssa_rank_result;
 
 typedef struct ssa_kernel_row {
-  uint32_t name;                    /* id in the analysis string table (ssa_name) */
+  uint32_t name; /* id in the analysis string table (ssa_name) */
   uint64_t count;
   int64_t total, min, max;
-  int comm;                         /* communication kernel */
+  int comm; /* communication kernel */
 } ssa_kernel_row;
 
 typedef struct ssa_coll_instance {
   uint64_t comm_id, seq;
   uint32_t op, comm_size, present, flags;
-  uint32_t group;                   /* communicator name: id in ssa_name */
+  uint32_t group; /* communicator name: id in ssa_name */
   uint64_t bytes;
   int64_t first_start_rel, last_start_rel, end_rel;
   int64_t skew, transfer, max_wait, total_wait;
-  int last_rank;                    /* the rank that arrived last */
-  double algbw, busbw;              /* GB/s (bytes per ns) */
-  int complete;                     /* every member present (2 for p2p) */
-  int64_t schedule_wait;            /* waits the pipeline schedule implies */
-  int64_t caused_wait;              /* waits charged to last_rank as a straggler */
+  int last_rank;         /* the rank that arrived last */
+  double algbw, busbw;   /* GB/s (bytes per ns) */
+  int complete;          /* every member present (2 for p2p) */
+  int64_t schedule_wait; /* waits the pipeline schedule implies */
+  int64_t caused_wait;   /* waits charged to last_rank as a straggler */
 } ssa_coll_instance;
 
 /* A late arrival that made others wait beyond the schedule (collectives.c),
@@ -228,57 +241,65 @@ typedef struct ssa_coll_instance {
 typedef struct ssa_late {
   uint32_t rank_idx, npeers;
   int64_t arrival_rel, caused;
-  int64_t since_rel;                /* when it left the communicator's previous instance
-                                       (INT64_MIN: not known) */
+  int64_t since_rel; /* when it left the communicator's previous instance
+                        (INT64_MIN: not known) */
   uint32_t peer_idx[SSA_LATE_PEERS];
   int64_t peer_arrival_rel[SSA_LATE_PEERS], peer_since_rel[SSA_LATE_PEERS];
 } ssa_late;
 
 /* Phases a late rank's time is split into (culprits.c). */
-enum { SSA_PHASE_FORWARD, SSA_PHASE_BACKWARD, SSA_PHASE_OPTIMIZER, SSA_PHASE_HOST, SSA_PHASE_COPY,
-       SSA_PHASE_COLLECTIVE, SSA_PHASE_OTHER, SSA_PHASE_N };
+enum {
+  SSA_PHASE_FORWARD,
+  SSA_PHASE_BACKWARD,
+  SSA_PHASE_OPTIMIZER,
+  SSA_PHASE_HOST,
+  SSA_PHASE_COPY,
+  SSA_PHASE_COLLECTIVE,
+  SSA_PHASE_OTHER,
+  SSA_PHASE_N
+};
 extern const char *const ssa_phase_names[SSA_PHASE_N];
 
 /* Per straggler rank and phase: the waits it caused, in how many steps. */
 typedef struct ssa_culprit {
   int rank, phase;
-  int64_t caused;                   /* waits of others it caused */
-  int64_t excess;                   /* sum over steps of its phase time minus the peers' median */
+  int64_t caused; /* waits of others it caused */
+  int64_t excess; /* sum over steps of its phase time minus the peers' median */
   uint64_t steps, instances;
 } ssa_culprit;
 
 typedef struct ssa_coll_summary {
   uint32_t op;
-  uint32_t group;                   /* id in ssa_name */
+  uint32_t group; /* id in ssa_name */
   uint64_t bytes;
   uint64_t count;
   int64_t transfer_total, transfer_min, transfer_max, skew_total, skew_max, wait_total;
-  double algbw, busbw;              /* sum bytes / sum transfer, and its bus value */
+  double algbw, busbw; /* sum bytes / sum transfer, and its bus value */
 } ssa_coll_summary;
 
 typedef struct ssa_run_step {
   int64_t step;
-  int64_t start_rel, end_rel;       /* across ranks, aligned */
-  int64_t time;                     /* max over ranks of span (the iteration period) */
-  int64_t device_latency;           /* max over ranks of device latency; -1 none */
-  int cut;                          /* cut by the trace's end on some rank */
-  double mfu, hfu;                  /* NaN if unknown */
+  int64_t start_rel, end_rel; /* across ranks, aligned */
+  int64_t time;               /* max over ranks of span (the iteration period) */
+  int64_t device_latency;     /* max over ranks of device latency; -1 none */
+  int cut;                    /* cut by the trace's end on some rank */
+  double mfu, hfu;            /* NaN if unknown */
 } ssa_run_step;
 
 /* Expert load of a step (moe_load.c): the worst (MoE layer, EP group) of the step. */
 typedef struct ssa_moe_step {
   int64_t step;
-  int64_t tokens;                   /* assignments routed, all layers and EP groups */
-  double expert_imbalance;          /* max over (layer, group) of max/mean tokens per expert */
-  double rank_imbalance;            /* max over (layer, group) of max/mean tokens per EP rank */
+  int64_t tokens;                      /* assignments routed, all layers and EP groups */
+  double expert_imbalance;             /* max over (layer, group) of max/mean tokens per expert */
+  double rank_imbalance;               /* max over (layer, group) of max/mean tokens per EP rank */
   int layer, edp_rank, busiest_expert; /* where the expert imbalance peaked */
-  int busiest_ep_rank;              /* the EP rank (in its group) of the worst rank imbalance */
+  int busiest_ep_rank;                 /* the EP rank (in its group) of the worst rank imbalance */
   int64_t busiest_expert_tokens;
   double mean_expert_tokens;
-  int busiest_rank;                 /* the global rank of busiest_ep_rank (-1 unknown) */
-  int64_t a2a_wait;                 /* waits in the step's `ep` all-to-alls, all members */
-  int a2a_caused_rank;              /* the rank whose late arrivals caused the most of them */
-  int64_t a2a_caused;               /* ... how much (beyond the schedule), -1 rank: none */
+  int busiest_rank;    /* the global rank of busiest_ep_rank (-1 unknown) */
+  int64_t a2a_wait;    /* waits in the step's `ep` all-to-alls, all members */
+  int a2a_caused_rank; /* the rank whose late arrivals caused the most of them */
+  int64_t a2a_caused;  /* ... how much (beyond the schedule), -1 rank: none */
 } ssa_moe_step;
 
 typedef struct ssa_analysis {
@@ -286,24 +307,24 @@ typedef struct ssa_analysis {
   ssa_options opt;
   ssa_rank_result *ranks;
   size_t nranks;
-  ssa_strtab names;                 /* kernel and group names across ranks */
-  ssa_kernel_row *kernels;          /* by total time, descending */
+  ssa_strtab names;        /* kernel and group names across ranks */
+  ssa_kernel_row *kernels; /* by total time, descending */
   size_t nkernels;
   int64_t kernel_time_total;
   ssa_coll_instance *colls;
   size_t ncolls;
   ssa_coll_summary *coll_summaries;
   size_t ncoll_summaries;
-  uint64_t colls_incomplete;        /* instances with missing members: left out of statistics */
-  ssa_late *lates;                  /* late arrivals beyond the schedule (collectives.c) */
+  uint64_t colls_incomplete; /* instances with missing members: left out of statistics */
+  ssa_late *lates;           /* late arrivals beyond the schedule (collectives.c) */
   size_t nlates;
-  ssa_culprit *culprits;            /* by caused wait, descending (culprits.c) */
+  ssa_culprit *culprits; /* by caused wait, descending (culprits.c) */
   size_t nculprits;
-  uint64_t culprit_steps_total;     /* (rank, step) pairs walked back */
+  uint64_t culprit_steps_total; /* (rank, step) pairs walked back */
   ssa_run_step *steps;
   size_t nsteps;
-  int64_t step_time_median;         /* -1 if no steps */
-  int64_t device_latency_median;    /* median over steps with launched work; -1 none */
+  int64_t step_time_median;      /* -1 if no steps */
+  int64_t device_latency_median; /* median over steps with launched work; -1 none */
   /* MFU / HFU (NaN when the metadata is absent) */
   double model_flops_per_step, hardware_flops_per_step, peak_flops_per_device, tokens_per_step;
   int flops_world;
@@ -320,14 +341,15 @@ typedef struct ssa_analysis {
   ssa_moe_step *moe_steps;
   size_t nmoe_steps;
   int moe_experts, moe_ep;
-  int64_t *moe_expert_tokens;       /* [moe_experts] over the selected steps, layers, groups */
-  int64_t *moe_step_expert_tokens;  /* [nmoe_steps][moe_experts]: each step's, all layers, groups */
+  int64_t *moe_expert_tokens;      /* [moe_experts] over the selected steps, layers, groups */
+  int64_t *moe_step_expert_tokens; /* [nmoe_steps][moe_experts]: each step's, all layers, groups */
   double moe_expert_imbalance_mean, moe_rank_imbalance_mean;
   char **warnings;
   size_t nwarnings, warnings_cap;
 } ssa_analysis;
 
-int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *out, stepscope_error *err);
+int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *out,
+                stepscope_error *err);
 void ssa_analysis_free(ssa_analysis *a);
 /* Whether a rank of that number was loaded (a --rank that is not is a usage
  * error; other analysis errors are not). */
@@ -357,13 +379,13 @@ int ssa_find_steps(const ssa_rank *r, const char *user_range_name, ssa_step **ou
 typedef struct ssa_step_index {
   const ssa_step *steps;
   size_t n;
-  uint32_t *order;                  /* step indices by range_start */
-  int64_t *starts;                  /* range_start in that order */
-  int64_t *tree;                    /* max range_end over subtrees (heap layout) */
-  size_t leaves;                    /* tree leaves (power of two) */
-  int disjoint;                     /* no two ranges overlap: one candidate per query */
-  size_t hint[4];                   /* recent answers' positions: queries come in near time
-                                       order per stream, streams interleaved */
+  uint32_t *order; /* step indices by range_start */
+  int64_t *starts; /* range_start in that order */
+  int64_t *tree;   /* max range_end over subtrees (heap layout) */
+  size_t leaves;   /* tree leaves (power of two) */
+  int disjoint;    /* no two ranges overlap: one candidate per query */
+  size_t hint[4];  /* recent answers' positions: queries come in near time
+                      order per stream, streams interleaved */
   unsigned next_hint;
 } ssa_step_index;
 
@@ -375,7 +397,8 @@ size_t ssa_step_index_stab(ssa_step_index *ix, int64_t t, uint32_t *out, size_t 
 
 /* The same, answered inline when the ranges are disjoint and t falls in the
  * previous query's slot (the common case: launches come in time order). */
-static inline size_t ssa_step_index_stab_fast(ssa_step_index *ix, int64_t t, uint32_t *out, size_t cap) {
+static inline size_t ssa_step_index_stab_fast(ssa_step_index *ix, int64_t t, uint32_t *out,
+                                              size_t cap) {
   if (ix->disjoint) {
     for (int k = 0; k < 4; k++) {
       size_t h = ix->hint[k];
@@ -423,6 +446,5 @@ double ssa_bubble_theory(const char *name, int stages, int microbatches, int vir
 
 /* busbw factor of SPEC §4 for an op on n ranks. */
 double ssa_busbw_factor(uint32_t op, uint32_t n);
-
 
 #endif

@@ -72,7 +72,8 @@ int ssa_step_index_build(ssa_step_index *ix, const ssa_step *steps, size_t n) {
   /* empty ranges contain nothing: left out */
   size_t m = 0;
   for (size_t i = 0; i < n; i++)
-    if (steps[i].range_end > steps[i].range_start) k[m++] = (order_key){steps[i].range_start, (uint32_t)i};
+    if (steps[i].range_end > steps[i].range_start)
+      k[m++] = (order_key){steps[i].range_start, (uint32_t)i};
   qsort(k, m, sizeof *k, cmp_order_key);
   n = ix->n = m;
   int64_t reach = INT64_MIN;
@@ -87,7 +88,8 @@ int ssa_step_index_build(ssa_step_index *ix, const ssa_step *steps, size_t n) {
   k = NULL;
   if (!ix->disjoint && n > 0) {
     size_t leaves = 1;
-    while (leaves < n) leaves <<= 1;
+    while (leaves < n)
+      leaves <<= 1;
     ix->leaves = leaves;
     ix->tree = malloc(2 * leaves * sizeof *ix->tree);
     if (!ix->tree) goto nomem;
@@ -123,8 +125,10 @@ size_t ssa_step_index_stab(ssa_step_index *ix, int64_t t, uint32_t *out, size_t 
   size_t lo = 0, hi = ix->n;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if (ix->starts[mid] <= t) lo = mid + 1;
-    else hi = mid;
+    if (ix->starts[mid] <= t)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   ix->hint[ix->next_hint++ & 3] = lo;
   if (lo == 0) return 0;
@@ -154,8 +158,10 @@ uint32_t ssa_step_index_owner(ssa_step_index *ix, int64_t t) {
   size_t lo = 0, hi = ix->n;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if (ix->starts[mid] <= t) lo = mid + 1;
-    else hi = mid;
+    if (ix->starts[mid] <= t)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   if (lo == 0) return SSA_NONE;
   size_t p = owner_node(ix, 1, 0, ix->leaves, lo, t);
@@ -192,7 +198,8 @@ static int parse_profiler_step(const char *name, int64_t *n) {
  * thousand ranges: ssa_find_steps ~0.18 -> ~0.13 ms, the rest being the
  * step ranges' pass and the ops' membership). NULL `*is_step` when no name
  * is one (or no memory: then `*failed`). */
-static void profiler_step_names(const ssa_rank *r, uint8_t **is_step, int64_t **number, int *failed) {
+static void profiler_step_names(const ssa_rank *r, uint8_t **is_step, int64_t **number,
+                                int *failed) {
   uint32_t count = r->strings.count ? r->strings.count : 1;
   *is_step = NULL;
   *number = NULL;
@@ -235,15 +242,18 @@ int ssa_find_steps(const ssa_rank *r, const char *user_name, ssa_step **out, siz
   int failed;
   profiler_step_names(r, &is_step, &step_number, &failed);
   if (failed) return STEPSCOPE_E_NOMEM;
-  /* a range's name id past the table reads as "" (ssa_strtab_get) */
+    /* a range's name id past the table reads as "" (ssa_strtab_get) */
 #define PROFILER_STEP(id) (is_step && (id) < r->strings.count && is_step[id])
   int has_user = 0, has_step = 0, has_profiler = 0;
   if (id_user || id_step || is_step)
     for (size_t i = 0; i < r->nranges; i++) {
       const ssa_range *g = &r->ranges[i];
-      if (id_user && g->name == id_user) has_user = 1;
-      else if (id_step && g->name == id_step && g->domain == id_domain) has_step = 1;
-      else if (PROFILER_STEP(g->name)) has_profiler = 1;
+      if (id_user && g->name == id_user)
+        has_user = 1;
+      else if (id_step && g->name == id_step && g->domain == id_domain)
+        has_step = 1;
+      else if (PROFILER_STEP(g->name))
+        has_profiler = 1;
       if (has_user || (has_profiler && !id_user && !id_step)) break; /* the mode is decided */
     }
   int mode = has_user ? 1 : has_step ? 2 : has_profiler ? 3 : 0; /* user, stepscope, PyTorch */
@@ -260,9 +270,10 @@ int ssa_find_steps(const ssa_rank *r, const char *user_name, ssa_step **out, siz
     int step;
     if (mode == 1) {
       step = g->name == id_user;
-      number = g->payload_kind == STEPSCOPE_PAYLOAD_UINT64 || g->payload_kind == STEPSCOPE_PAYLOAD_INT64
-                   ? (int64_t)g->payload
-                   : (int64_t)n;
+      number =
+          g->payload_kind == STEPSCOPE_PAYLOAD_UINT64 || g->payload_kind == STEPSCOPE_PAYLOAD_INT64
+              ? (int64_t)g->payload
+              : (int64_t)n;
     } else if (mode == 2) {
       step = g->name == id_step && g->domain == id_domain;
       number = (int64_t)g->payload;

@@ -68,8 +68,10 @@ static int64_t earliest_event(const ssa_rank *r, int *any) {
   if (r->napis) t = r->apis[0].start < t ? r->apis[0].start : t;
   if (r->nranges) t = r->ranges[0].start < t ? r->ranges[0].start : t;
   if (r->ncounters) t = r->counters[0].time < t ? r->counters[0].time : t;
-  for (size_t i = 0; i < r->ncolls; i++) t = r->colls[i].start < t ? r->colls[i].start : t;
-  for (size_t i = 0; i < r->nsyncs; i++) t = r->syncs[i].start < t ? r->syncs[i].start : t;
+  for (size_t i = 0; i < r->ncolls; i++)
+    t = r->colls[i].start < t ? r->colls[i].start : t;
+  for (size_t i = 0; i < r->nsyncs; i++)
+    t = r->syncs[i].start < t ? r->syncs[i].start : t;
   *any = t != INT64_MAX;
   return *any ? t : r->header_start;
 }
@@ -77,7 +79,8 @@ static int64_t earliest_event(const ssa_rank *r, int *any) {
 static int refine(ssa_run *run) {
   size_t n = 0;
   for (size_t i = 0; i < run->nranks; i++)
-    for (size_t j = 0; j < run->ranks[i].ncolls; j++) n += !is_p2p(&run->ranks[i].colls[j]);
+    for (size_t j = 0; j < run->ranks[i].ncolls; j++)
+      n += !is_p2p(&run->ranks[i].colls[j]);
   if (n == 0) return 0;
   end_sample *s = malloc(n * sizeof *s);
   if (!s) return STEPSCOPE_E_NOMEM;
@@ -96,7 +99,8 @@ static int refine(ssa_run *run) {
   pair_diff *pairs = NULL;
   for (size_t g = 0; g < n;) {
     size_t e = g + 1;
-    while (e < n && s[e].comm_id == s[g].comm_id && s[e].seq == s[g].seq) e++;
+    while (e < n && s[e].comm_id == s[g].comm_id && s[e].seq == s[g].seq)
+      e++;
     for (size_t m = g + 1; m < e; m++) {
       if (s[m].rank_idx == s[g].rank_idx) continue;
       if (ssa_grow((void **)&pairs, &pcap, npairs + 1, sizeof *pairs)) {
@@ -114,7 +118,8 @@ static int refine(ssa_run *run) {
   size_t nedges = 0;
   for (size_t g = 0; g < npairs;) {
     size_t e = g + 1;
-    while (e < npairs && pairs[e].a == pairs[g].a && pairs[e].b == pairs[g].b) e++;
+    while (e < npairs && pairs[e].a == pairs[g].a && pairs[e].b == pairs[g].b)
+      e++;
     pair_diff edge = pairs[g + (e - g - 1) / 2];
     run->refine_samples[edge.b] += (uint32_t)(e - g);
     run->refine_samples[edge.a] += (uint32_t)(e - g);
@@ -147,7 +152,9 @@ static int refine(ssa_run *run) {
     if (known[i]) {
       if (i != ref) run->refined = 1;
     } else if (run->refine_samples[i]) {
-      ssa_run_warn(run, "rank %d shares no collective with rank %d's group chain: its clock is aligned by anchors only",
+      ssa_run_warn(run,
+                   "rank %d shares no collective with rank %d's group chain: its clock is aligned "
+                   "by anchors only",
                    run->ranks[i].rank, run->ranks[ref].rank);
     }
   }
@@ -196,7 +203,9 @@ int ssa_run_align(ssa_run *run) {
     if (has[i]) continue;
     run->anchor_offset[i] = ref_base;
     if (have_ref)
-      ssa_run_warn(run, "rank %d has no clock anchors: its trace clock is assumed to be the same as the other ranks'",
+      ssa_run_warn(run,
+                   "rank %d has no clock anchors: its trace clock is assumed to be the same as the "
+                   "other ranks'",
                    run->ranks[i].rank);
   }
   free(has);

@@ -23,8 +23,8 @@
 #include "stepscope.h"
 
 #define FROM_NAME (-1)
-#define K SSA_COMM_SCOPE_KERNEL
-#define H SSA_COMM_SCOPE_HOST
+#define K         SSA_COMM_SCOPE_KERNEL
+#define H         SSA_COMM_SCOPE_HOST
 
 /* A name "starts" at the beginning or after a character that cannot be part
  * of an identifier (demangled names begin with "void "). */
@@ -49,13 +49,13 @@ const ssa_comm_family ssa_comm_families[] = {
     {"msccl", "MSCCL and MSCCL++ kernels (msccl*, mscclpp::*)", START "msccl", 0, K, FROM_NAME},
     {"hccl", "Huawei HCCL (hccl*, hcom_*; any case), kernels or host ranges", "^(hccl|hcom)", 1,
      K | H, FROM_NAME},
-    {"oneccl", "Intel oneCCL (ccl_*, *oneccl*; any case), kernels or host ranges",
-     "(^ccl_|oneccl)", 1, K | H, FROM_NAME},
+    {"oneccl", "Intel oneCCL (ccl_*, *oneccl*; any case), kernels or host ranges", "(^ccl_|oneccl)",
+     1, K | H, FROM_NAME},
     {"gloo", "gloo collectives on the host (gloo:all_reduce, ...)", "^gloo:", 0, H, FROM_NAME},
     {"c10d", "PyTorch c10d collective ops on the host (c10d::allreduce_, ...)", "^c10d::", 0, H,
      FROM_NAME},
-    {"nccl_host", "PyTorch's host ranges around NCCL calls (nccl:all_reduce, ...)", "^nccl:", 0,
-     H, FROM_NAME},
+    {"nccl_host", "PyTorch's host ranges around NCCL calls (nccl:all_reduce, ...)", "^nccl:", 0, H,
+     FROM_NAME},
     {"record_param_comms", "PyTorch's record_param_comms host range around a collective call",
      "^record_param_comms$", 0, H, FROM_NAME},
 };
@@ -81,7 +81,8 @@ void ssa_comm_function_part(const char *name, char *out, size_t n) {
   if (n == 0) return;
   for (const char *p = name; *p && k + 1 < n;) {
     if (*p == '(' && !strncmp(p, anon, sizeof anon - 1)) {
-      for (size_t j = 0; j < sizeof anon - 1 && k + 1 < n; j++) out[k++] = p[j];
+      for (size_t j = 0; j < sizeof anon - 1 && k + 1 < n; j++)
+        out[k++] = p[j];
       p += sizeof anon - 1;
       continue;
     }
@@ -152,9 +153,18 @@ ssa_comm_kind ssa_comm_kind_of_collective(uint32_t op) {
 }
 
 const char *ssa_comm_kind_name(int kind) {
-  static const char *const names[SSA_COMM_KIND_N] = {
-      "unknown",   "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
-      "all_to_all_dispatch", "all_to_all_combine", "send_recv", "send", "recv",
-      "broadcast", "reduce",     "barrier"};
+  static const char *const names[SSA_COMM_KIND_N] = {"unknown",
+                                                     "all_reduce",
+                                                     "all_gather",
+                                                     "reduce_scatter",
+                                                     "all_to_all",
+                                                     "all_to_all_dispatch",
+                                                     "all_to_all_combine",
+                                                     "send_recv",
+                                                     "send",
+                                                     "recv",
+                                                     "broadcast",
+                                                     "reduce",
+                                                     "barrier"};
   return kind >= 0 && kind < SSA_COMM_KIND_N ? names[kind] : "unknown";
 }

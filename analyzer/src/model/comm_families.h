@@ -32,8 +32,8 @@ typedef enum ssa_comm_kind {
   SSA_COMM_KIND_ALL_GATHER,
   SSA_COMM_KIND_REDUCE_SCATTER,
   SSA_COMM_KIND_ALL_TO_ALL,
-  SSA_COMM_KIND_DISPATCH,     /* all-to-all dispatch of MoE tokens (DeepEP) */
-  SSA_COMM_KIND_COMBINE,      /* all-to-all combine of MoE tokens (DeepEP) */
+  SSA_COMM_KIND_DISPATCH, /* all-to-all dispatch of MoE tokens (DeepEP) */
+  SSA_COMM_KIND_COMBINE,  /* all-to-all combine of MoE tokens (DeepEP) */
   SSA_COMM_KIND_SEND_RECV,
   SSA_COMM_KIND_SEND,
   SSA_COMM_KIND_RECV,

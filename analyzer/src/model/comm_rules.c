@@ -41,8 +41,8 @@ int ssa_comm_rules_add(ssa_comm_rules *rules, const char *pattern, int comm, con
   return 0;
 }
 
-int ssa_comm_rules_add_list(ssa_comm_rules *rules, const char *list, int comm,
-                            const char *origin, char **bad, char *why, size_t whylen) {
+int ssa_comm_rules_add_list(ssa_comm_rules *rules, const char *list, int comm, const char *origin,
+                            char **bad, char *why, size_t whylen) {
   *bad = NULL;
   for (const char *p = list; *p;) {
     const char *semi = strchr(p, ';');

@@ -31,13 +31,13 @@
 
 #include "comm_families.h"
 
-#define SSA_COMM_ENV "STEPSCOPE_COMM_KERNELS"
+#define SSA_COMM_ENV    "STEPSCOPE_COMM_KERNELS"
 #define SSA_COMPUTE_ENV "STEPSCOPE_COMPUTE_KERNELS"
 
 typedef struct ssa_comm_rule {
-  char *pattern;       /* as given */
-  int comm;            /* 1: --comm-kernel, 0: --compute-kernel */
-  const char *origin;  /* "command line" or the environment variable's name */
+  char *pattern;      /* as given */
+  int comm;           /* 1: --comm-kernel, 0: --compute-kernel */
+  const char *origin; /* "command line" or the environment variable's name */
   regex_t re;
 } ssa_comm_rule;
 
@@ -54,8 +54,8 @@ int ssa_comm_rules_add(ssa_comm_rules *rules, const char *pattern, int comm, con
 /* Adds the ';'-separated patterns of `list` (empty items are skipped). 0, or
  * -1 with *bad pointing at a malloc'ed copy of the first bad pattern (free
  * it) and the reason in why. */
-int ssa_comm_rules_add_list(ssa_comm_rules *rules, const char *list, int comm,
-                            const char *origin, char **bad, char *why, size_t whylen);
+int ssa_comm_rules_add_list(ssa_comm_rules *rules, const char *list, int comm, const char *origin,
+                            char **bad, char *why, size_t whylen);
 
 void ssa_comm_rules_free(ssa_comm_rules *rules);
 
@@ -75,11 +75,11 @@ typedef struct ssa_class_count {
 } ssa_class_count;
 
 typedef struct ssa_comm_tally {
-  ssa_class_count evidence;                        /* comm by collective record or host category */
-  ssa_class_count family[SSA_COMM_FAMILY_MAX];     /* comm by built-in family */
-  ssa_class_count *user;                           /* per user rule (rules->n), NULL if none */
+  ssa_class_count evidence;                    /* comm by collective record or host category */
+  ssa_class_count family[SSA_COMM_FAMILY_MAX]; /* comm by built-in family */
+  ssa_class_count *user;                       /* per user rule (rules->n), NULL if none */
   size_t nuser;
-  ssa_class_count kind[SSA_COMM_KIND_N];           /* every comm op by op kind */
+  ssa_class_count kind[SSA_COMM_KIND_N]; /* every comm op by op kind */
 } ssa_comm_tally;
 
 void ssa_class_count_add(ssa_class_count *c, int64_t start, int64_t end);

@@ -24,7 +24,8 @@
 #define RELEASE (4u << 20) /* bytes of consumed input handed back at a time */
 
 void ssa_op_stage_free(ssa_op_stage *st) {
-  for (uint32_t i = 0; i < st->nlanes; i++) free(st->lanes[i].ops);
+  for (uint32_t i = 0; i < st->nlanes; i++)
+    free(st->lanes[i].ops);
   free(st->lanes);
   st->lanes = NULL;
   st->nlanes = 0;
@@ -33,7 +34,8 @@ void ssa_op_stage_free(ssa_op_stage *st) {
 int ssa_op_stage_reserve_lane(ssa_op_stage *st, uint32_t lane) {
   if (lane < st->nlanes) return 0;
   uint32_t n = st->nlanes ? st->nlanes : 4;
-  while (n <= lane) n *= 2;
+  while (n <= lane)
+    n *= 2;
   ssa_lane_ops *l = realloc(st->lanes, (size_t)n * sizeof *l);
   if (!l) return STEPSCOPE_E_NOMEM;
   memset(l + st->nlanes, 0, (size_t)(n - st->nlanes) * sizeof *l);
@@ -69,10 +71,12 @@ static inline int op_before(const ssa_op *a, const ssa_op *b) {
 typedef struct lane_cursor {
   ssa_op *ops;
   size_t left, released;
-  int is_out;           /* the lane whose array becomes the output */
+  int is_out; /* the lane whose array becomes the output */
 } lane_cursor;
 
-static inline const ssa_op *last_of(const lane_cursor *c) { return &c->ops[c->left - 1]; }
+static inline const ssa_op *last_of(const lane_cursor *c) {
+  return &c->ops[c->left - 1];
+}
 
 /* Moves a lane's last op to out[o]. */
 static inline void take(lane_cursor *c, ssa_op *out, size_t o, ssa_rank *r) {
@@ -138,7 +142,8 @@ int ssa_op_stage_merge(ssa_op_stage *st, ssa_rank *r) {
   /* the extension is written first (the merge runs from the end): fault it
    * in with one call */
   size_t big_n = big->n;
-  while (big_n < total) big_n = ssa_prefault_ahead(out, sizeof *out, big_n, total);
+  while (big_n < total)
+    big_n = ssa_prefault_ahead(out, sizeof *out, big_n, total);
   if (k == 1) {
     resolve_links(out, total, r);
   } else {
@@ -158,15 +163,21 @@ int ssa_op_stage_merge(ssa_op_stage *st, ssa_rank *r) {
     if (k == 2) {
       lane_cursor *a = &cur[0], *b = &cur[1];
       while (a->left && b->left) {
-        if (op_before(last_of(a), last_of(b))) take(b, out, --o, r);
-        else take(a, out, --o, r);
+        if (op_before(last_of(a), last_of(b)))
+          take(b, out, --o, r);
+        else
+          take(a, out, --o, r);
       }
-      while (a->left) take(a, out, --o, r);
-      while (b->left) take(b, out, --o, r);
+      while (a->left)
+        take(a, out, --o, r);
+      while (b->left)
+        take(b, out, --o, r);
     } else {
       size_t n = k;
-      for (size_t i = 0; i < n; i++) heap[i] = (uint32_t)i;
-      for (size_t i = n / 2; i-- > 0;) sift_down(heap, n, i, cur);
+      for (size_t i = 0; i < n; i++)
+        heap[i] = (uint32_t)i;
+      for (size_t i = n / 2; i-- > 0;)
+        sift_down(heap, n, i, cur);
       while (n > 0) {
         lane_cursor *c = &cur[heap[0]];
         take(c, out, --o, r);

@@ -30,16 +30,30 @@ int ssa_rank_init(ssa_rank *r) {
 }
 
 void ssa_rank_free(ssa_rank *r) {
-  free(r->path); free(r->hostname); free(r->device_name); free(r->producer);
+  free(r->path);
+  free(r->hostname);
+  free(r->device_name);
+  free(r->producer);
   free(r->config_json);
   ssa_strtab_free(&r->strings);
-  free(r->lanes); free(r->lane_slots);
-  free(r->ops); free(r->apis); free(r->ranges); free(r->colls); free(r->syncs);
-  free(r->counters); free(r->anchors); free(r->oplinks);
-  for (size_t i = 0; i < r->nmeta; i++) { free(r->meta[i].key); free(r->meta[i].value); }
+  free(r->lanes);
+  free(r->lane_slots);
+  free(r->ops);
+  free(r->apis);
+  free(r->ranges);
+  free(r->colls);
+  free(r->syncs);
+  free(r->counters);
+  free(r->anchors);
+  free(r->oplinks);
+  for (size_t i = 0; i < r->nmeta; i++) {
+    free(r->meta[i].key);
+    free(r->meta[i].value);
+  }
   free(r->meta);
   free(r->moe_marks);
-  for (size_t i = 0; i < r->nwarnings; i++) free(r->warnings[i]);
+  for (size_t i = 0; i < r->nwarnings; i++)
+    free(r->warnings[i]);
   free(r->warnings);
   free(r->tally.user);
   memset(r, 0, sizeof *r);
@@ -50,7 +64,9 @@ uint32_t ssa_rank_intern(ssa_rank *r, const char *s) {
   return ssa_strtab_intern(&r->strings, s, strlen(s));
 }
 
-const char *ssa_rank_str(const ssa_rank *r, uint32_t id) { return ssa_strtab_get(&r->strings, id); }
+const char *ssa_rank_str(const ssa_rank *r, uint32_t id) {
+  return ssa_strtab_get(&r->strings, id);
+}
 
 int ssa_rank_set_header(ssa_rank *r, const stepscope_header *h) {
   r->rank = h->rank;
@@ -59,7 +75,10 @@ int ssa_rank_set_header(ssa_rank *r, const stepscope_header *h) {
   r->pid = h->pid;
   r->clock_domain = h->clock_domain;
   r->header_start = (int64_t)h->start_ns;
-  free(r->hostname); free(r->device_name); free(r->producer); free(r->config_json);
+  free(r->hostname);
+  free(r->device_name);
+  free(r->producer);
+  free(r->config_json);
   r->hostname = dup_or_null(h->hostname ? h->hostname : "");
   r->device_name = dup_or_null(h->device_name ? h->device_name : "");
   r->producer = dup_or_null(h->producer ? h->producer : "");
@@ -93,7 +112,8 @@ static int lane_rehash(ssa_rank *r, uint32_t nslots) {
   if (!slots) return -1;
   for (uint32_t i = 0; i < r->nlanes; i++) {
     uint32_t h = lane_hash(r->lanes[i].kind, r->lanes[i].id) & (nslots - 1);
-    while (slots[h]) h = (h + 1) & (nslots - 1);
+    while (slots[h])
+      h = (h + 1) & (nslots - 1);
     slots[h] = i + 1;
   }
   free(r->lane_slots);
@@ -139,7 +159,8 @@ static uint32_t lane_lookup(ssa_rank *r, uint8_t kind, uint64_t id) {
   r->lanes[idx].kind = kind;
   r->lanes[idx].id = id;
   uint32_t h = lane_hash(kind, id) & (r->lane_nslots - 1);
-  while (r->lane_slots[h]) h = (h + 1) & (r->lane_nslots - 1);
+  while (r->lane_slots[h])
+    h = (h + 1) & (r->lane_nslots - 1);
   r->lane_slots[h] = idx + 1;
   return idx;
 }
@@ -152,8 +173,8 @@ static uint32_t device_lane(ssa_rank *r, uint8_t kind, uint64_t stream, uint32_t
   return l;
 }
 
-static int push_op(ssa_rank *r, int64_t s, int64_t e, uint64_t corr, uint64_t bytes,
-                   uint32_t name, uint32_t lane, uint8_t kind, uint8_t cls) {
+static int push_op(ssa_rank *r, int64_t s, int64_t e, uint64_t corr, uint64_t bytes, uint32_t name,
+                   uint32_t lane, uint8_t kind, uint8_t cls) {
   if (lane == SSA_NONE) return STEPSCOPE_E_NOMEM;
   if (r->nops == r->ops_cap && ssa_grow((void **)&r->ops, &r->ops_cap, r->nops + 1, sizeof *r->ops))
     return STEPSCOPE_E_NOMEM;
@@ -171,9 +192,9 @@ static int push_op(ssa_rank *r, int64_t s, int64_t e, uint64_t corr, uint64_t by
   return 0;
 }
 
-#define PUSH(arr, n, cap)                                                                  \
-  (r->n == r->cap && ssa_grow((void **)&r->arr, &r->cap, r->n + 1, sizeof *r->arr)          \
-       ? NULL                                                                              \
+#define PUSH(arr, n, cap)                                                                          \
+  (r->n == r->cap && ssa_grow((void **)&r->arr, &r->cap, r->n + 1, sizeof *r->arr)                 \
+       ? NULL                                                                                      \
        : &r->arr[r->n++])
 
 int ssa_rank_add_record(ssa_rank *r, const stepscope_record *rec) {
@@ -200,9 +221,12 @@ int ssa_rank_add_record(ssa_rank *r, const stepscope_record *rec) {
   case STEPSCOPE_REC_HOST_OP: {
     const stepscope_host_op *h = &rec->u.host_op;
     uint8_t cls = SSA_CLS_COMPUTE;
-    if (h->category == STEPSCOPE_CAT_COMM) cls = SSA_CLS_COMM;
-    else if (h->category == STEPSCOPE_CAT_MEMCPY) cls = SSA_CLS_MEMCPY;
-    else if (h->category == STEPSCOPE_CAT_MEMSET) cls = SSA_CLS_MEMSET;
+    if (h->category == STEPSCOPE_CAT_COMM)
+      cls = SSA_CLS_COMM;
+    else if (h->category == STEPSCOPE_CAT_MEMCPY)
+      cls = SSA_CLS_MEMCPY;
+    else if (h->category == STEPSCOPE_CAT_MEMSET)
+      cls = SSA_CLS_MEMSET;
     int rc = push_op(r, (int64_t)h->start_ns, (int64_t)h->end_ns, h->correlation_id, h->bytes,
                      h->name, device_lane(r, SSA_LANE_CPU, h->stream, 0), SSA_OP_HOST, cls);
     if (rc == 0 && cls == SSA_CLS_COMM && (h->comm_id || h->seq)) {
@@ -288,9 +312,9 @@ int ssa_rank_add_record(ssa_rank *r, const stepscope_record *rec) {
   }
   case STEPSCOPE_REC_STREAM: {
     const stepscope_stream *s = &rec->u.stream;
-    uint8_t kind = s->stream_kind == STEPSCOPE_STREAM_CPU ? SSA_LANE_CPU
+    uint8_t kind = s->stream_kind == STEPSCOPE_STREAM_CPU           ? SSA_LANE_CPU
                    : s->stream_kind == STEPSCOPE_STREAM_HOST_THREAD ? SSA_LANE_HOST
-                                                                   : SSA_LANE_GPU;
+                                                                    : SSA_LANE_GPU;
     uint32_t l = ssa_rank_lane(r, kind, s->stream);
     if (l == SSA_NONE) return STEPSCOPE_E_NOMEM;
     r->lanes[l].name = s->name;

@@ -69,7 +69,8 @@ typedef struct idx_hash {
 
 static int idx_hash_init(idx_hash *h, size_t n) {
   uint64_t size = 16;
-  while (size < (uint64_t)n * 2) size <<= 1;
+  while (size < (uint64_t)n * 2)
+    size <<= 1;
   h->slots = calloc(size, sizeof *h->slots);
   h->mask = size - 1;
   return h->slots ? 0 : -1;
@@ -126,18 +127,18 @@ static void sort_if_needed(void *base, size_t n, size_t size,
  * and the op kind the name tells. */
 enum { NC_USER = 1, NC_FAMILY_KERNEL = 2, NC_FAMILY_HOST = 4, NC_KIND = 8 };
 typedef struct name_class {
-  int32_t user;         /* rule index, -1 none */
-  int8_t family[2];     /* [0] kernels, [1] host ops: family index, -1 none */
-  uint8_t kind;         /* ssa_comm_kind of the name */
-  uint8_t known;        /* NC_* bits: which fields are computed */
+  int32_t user;     /* rule index, -1 none */
+  int8_t family[2]; /* [0] kernels, [1] host ops: family index, -1 none */
+  uint8_t kind;     /* ssa_comm_kind of the name */
+  uint8_t known;    /* NC_* bits: which fields are computed */
 } name_class;
 
 /* The lookups of the op pass, built first. */
 typedef struct joins {
   /* launch calls by correlation id: dense table or hash */
-  uint32_t *slot;       /* dense: api index + 1 at corr - lo */
+  uint32_t *slot; /* dense: api index + 1 at corr - lo */
   uint64_t lo, hi;
-  idx_hash api_hash;    /* sparse ids */
+  idx_hash api_hash; /* sparse ids */
   int dense, any_api;
   /* ids rising strictly along the (sorted) calls, none 0: no table, each
    * op's call is searched from where its lane's last one was found */
@@ -213,7 +214,10 @@ static int build_launch_index(ssa_rank *r, joins *j) {
     uint64_t s = mix64(r->apis[i].corr) & h->mask;
     int dup = 0;
     while (h->slots[s]) {
-      if (r->apis[h->slots[s] - 1].corr == r->apis[i].corr) { dup = 1; break; }
+      if (r->apis[h->slots[s] - 1].corr == r->apis[i].corr) {
+        dup = 1;
+        break;
+      }
       s = (s + 1) & h->mask;
     }
     if (!dup) h->slots[s] = (uint32_t)i + 1; /* the first call with an id wins */
@@ -267,8 +271,10 @@ static uint32_t launch_rising(const ssa_rank *r, size_t *hint, uint64_t corr) {
   /* a[lo].corr < corr <= a[hi].corr */
   while (hi - lo > 1) {
     size_t mid = lo + (hi - lo) / 2;
-    if (a[mid].corr < corr) lo = mid;
-    else hi = mid;
+    if (a[mid].corr < corr)
+      lo = mid;
+    else
+      hi = mid;
   }
   if (a[hi].corr != corr) return SSA_NONE;
   *hint = hi + 1;
@@ -307,13 +313,15 @@ static int build_collective_index(ssa_rank *r, joins *j) {
     const ssa_coll *c = &r->colls[i];
     if (c->corr) {
       uint64_t h = mix64(c->corr) & j->coll_hash.mask;
-      while (j->coll_hash.slots[h]) h = (h + 1) & j->coll_hash.mask;
+      while (j->coll_hash.slots[h])
+        h = (h + 1) & j->coll_hash.mask;
       j->coll_hash.slots[h] = (uint32_t)i + 1;
       if (c->corr < j->corr_lo) j->corr_lo = c->corr;
       if (c->corr > j->corr_hi) j->corr_hi = c->corr;
     }
     uint64_t h = mix64(c->comm_id ^ mix64(c->seq + 1)) & by_seq.mask;
-    while (by_seq.slots[h]) h = (h + 1) & by_seq.mask;
+    while (by_seq.slots[h])
+      h = (h + 1) & by_seq.mask;
     by_seq.slots[h] = (uint32_t)i + 1;
   }
   /* host ops by (comm_id, seq) */
@@ -398,7 +406,8 @@ static void classify_op(ssa_rank *r, joins *j, ssa_op *o, uint32_t nstrings) {
     if (u >= 0 && (size_t)u < t->nuser) {
       o->cls = r->comm_rules->rule[u].comm ? SSA_CLS_COMM : SSA_CLS_COMPUTE;
       ssa_class_count_add(&t->user[u], o->start, o->end);
-      if (o->cls == SSA_CLS_COMM) ssa_class_count_add(&t->kind[comm_kind_of(r, j, o, nstrings)], o->start, o->end);
+      if (o->cls == SSA_CLS_COMM)
+        ssa_class_count_add(&t->kind[comm_kind_of(r, j, o, nstrings)], o->start, o->end);
       return;
     }
   }
@@ -410,8 +419,9 @@ static void classify_op(ssa_rank *r, joins *j, ssa_op *o, uint32_t nstrings) {
   }
   if (evidence_host) return; /* its category decided (compute, copy) */
   int host = o->kind == SSA_OP_HOST;
-  int f = named ? name_class_of(r, j, o->name, host ? NC_FAMILY_HOST : NC_FAMILY_KERNEL)->family[host]
-                : -1;
+  int f = named
+              ? name_class_of(r, j, o->name, host ? NC_FAMILY_HOST : NC_FAMILY_KERNEL)->family[host]
+              : -1;
   if (f >= 0) {
     o->cls = SSA_CLS_COMM;
     r->comm_by_name++;
@@ -467,15 +477,19 @@ static int join_all(ssa_rank *r) {
   memset(&r->tally, 0, sizeof r->tally);
   if (rc == 0 && r->comm_rules && r->comm_rules->n) {
     r->tally.user = calloc(r->comm_rules->n, sizeof *r->tally.user);
-    if (!r->tally.user) rc = STEPSCOPE_E_NOMEM;
-    else r->tally.nuser = r->comm_rules->n;
+    if (!r->tally.user)
+      rc = STEPSCOPE_E_NOMEM;
+    else
+      r->tally.nuser = r->comm_rules->n;
   }
-  for (size_t i = 0; i < r->ncolls; i++) r->colls[i].op_index = SSA_NONE;
+  for (size_t i = 0; i < r->ncolls; i++)
+    r->colls[i].op_index = SSA_NONE;
   if (rc == 0) join_ops(r, &j);
   joins_free(&j);
   if (rc == 0 && j.ops_unordered) {
     ssa_sort_by_start(r->ops, r->nops, sizeof *r->ops, ssa_cmp_ops);
-    for (size_t i = 0; i < r->ncolls; i++) r->colls[i].op_index = SSA_NONE;
+    for (size_t i = 0; i < r->ncolls; i++)
+      r->colls[i].op_index = SSA_NONE;
     for (size_t i = 0; i < r->nops; i++) {
       uint32_t c = r->ops[i].coll;
       if (c != SSA_NONE && r->colls[c].op_index == SSA_NONE) r->colls[c].op_index = (uint32_t)i;
@@ -510,14 +524,17 @@ int ssa_rank_finish(ssa_rank *r) {
   int threaded = r->nranges >= SIDE_SORT_THREAD_MIN && sysconf(_SC_NPROCESSORS_ONLN) > 1 &&
                  pthread_create(&th, NULL, side_sorts, r) == 0;
   rc = join_all(r); /* sorts the API calls, joins, links, classifies, sorts the ops */
-  if (threaded) pthread_join(th, NULL);
-  else side_sorts(r);
+  if (threaded)
+    pthread_join(th, NULL);
+  else
+    side_sorts(r);
   if (rc) return rc;
   free(r->oplinks);
   r->oplinks = NULL;
   r->noplinks = r->oplinks_cap = 0;
   if (r->nops > 0 && r->napis > 0 && r->joined_ops == 0)
-    ssa_rank_warn(r, "rank %d: no operation could be joined to its launch call (no correlation ids)",
+    ssa_rank_warn(r,
+                  "rank %d: no operation could be joined to its launch call (no correlation ids)",
                   r->rank);
   r->finished = 1;
   return 0;

@@ -28,9 +28,11 @@ int ssa_run_warn(ssa_run *run, const char *fmt, ...) {
 }
 
 void ssa_run_free(ssa_run *run) {
-  for (size_t i = 0; i < run->nranks; i++) ssa_rank_free(&run->ranks[i]);
+  for (size_t i = 0; i < run->nranks; i++)
+    ssa_rank_free(&run->ranks[i]);
   free(run->ranks);
-  for (size_t i = 0; i < run->nwarnings; i++) free(run->warnings[i]);
+  for (size_t i = 0; i < run->nwarnings; i++)
+    free(run->warnings[i]);
   free(run->warnings);
   free(run->anchor_offset);
   free(run->refine_offset);
@@ -69,7 +71,8 @@ static int check_rank_set(ssa_run *run) {
   for (size_t i = 0; i < run->nranks; i++) {
     if (run->ranks[i].world_size > world) world = run->ranks[i].world_size;
     if (i > 0 && run->ranks[i].world_size != run->ranks[0].world_size)
-      ssa_run_warn(run, "rank %d says world size %d but rank %d says %d (files from different runs?)",
+      ssa_run_warn(run,
+                   "rank %d says world size %d but rank %d says %d (files from different runs?)",
                    run->ranks[i].rank, run->ranks[i].world_size, run->ranks[0].rank,
                    run->ranks[0].world_size);
   }
@@ -83,7 +86,8 @@ static int check_rank_set(ssa_run *run) {
     for (size_t i = 0; i < run->nranks; i++)
       if (run->ranks[i].rank >= 0 && run->ranks[i].rank < world) missing--;
     for (int r = 0; r < world && len < sizeof list - 16; r++) {
-      while (j < run->nranks && run->ranks[j].rank < r) j++;
+      while (j < run->nranks && run->ranks[j].rank < r)
+        j++;
       if (j < run->nranks && run->ranks[j].rank == r) continue;
       listed++;
       len += (size_t)snprintf(list + len, sizeof list - len, "%s%d", listed > 1 ? ", " : "", r);
@@ -100,8 +104,10 @@ int ssa_run_assemble(ssa_run *run, stepscope_error *err) {
   qsort(run->ranks, run->nranks, sizeof *run->ranks, cmp_rank);
   check_rank_set(run);
   int rc = ssa_run_align(run);
-  if (rc) set_err(err, rc, "%s while aligning clocks", stepscope_status_name(rc));
-  else ssa_run_note_unclosed(run);
+  if (rc)
+    set_err(err, rc, "%s while aligning clocks", stepscope_status_name(rc));
+  else
+    ssa_run_note_unclosed(run);
   return rc;
 }
 

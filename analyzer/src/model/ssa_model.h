@@ -36,15 +36,15 @@
 #include "ssa_io.h"
 #include "stepscope.h"
 
-#define SSA_NONE UINT32_MAX
-#define SSA_LANE_CACHE 32   /* recent (kind, id) -> lane lookups, direct-mapped */
+#define SSA_NONE       UINT32_MAX
+#define SSA_LANE_CACHE 32 /* recent (kind, id) -> lane lookups, direct-mapped */
 
 typedef struct ssa_strtab {
-  char *bytes;          /* NUL-terminated strings back to back */
+  char *bytes; /* NUL-terminated strings back to back */
   size_t bytes_len, bytes_cap;
-  uint32_t *offsets;    /* offsets[id] into bytes; id 0 is "" */
+  uint32_t *offsets; /* offsets[id] into bytes; id 0 is "" */
   uint32_t count, cap;
-  uint32_t *slots;      /* open-addressing hash of ids, 0 = empty */
+  uint32_t *slots; /* open-addressing hash of ids, 0 = empty */
   uint32_t nslots;
 } ssa_strtab;
 
@@ -55,11 +55,11 @@ typedef enum ssa_lane_kind {
 } ssa_lane_kind;
 
 typedef struct ssa_lane {
-  uint64_t id;          /* stream id or OS thread id */
-  uint32_t name;        /* string id, 0 if unnamed */
+  uint64_t id;   /* stream id or OS thread id */
+  uint32_t name; /* string id, 0 if unnamed */
   uint32_t device;
-  uint8_t kind;         /* ssa_lane_kind */
-  uint8_t declared;     /* named by a STREAM record */
+  uint8_t kind;     /* ssa_lane_kind */
+  uint8_t declared; /* named by a STREAM record */
 } ssa_lane;
 
 typedef enum ssa_op_kind {
@@ -79,21 +79,21 @@ typedef enum ssa_class {
 
 typedef struct ssa_op {
   int64_t start, end;
-  uint64_t corr;        /* correlation id, 0 if none */
-  uint64_t bytes;       /* memcpy/memset/host-op bytes, 0 otherwise */
-  uint32_t name;        /* string id (kernel or host-op name), 0 for copies */
-  uint32_t launch;      /* index into apis, SSA_NONE if not joined */
-  uint32_t coll;        /* index into colls, SSA_NONE if none */
+  uint64_t corr;   /* correlation id, 0 if none */
+  uint64_t bytes;  /* memcpy/memset/host-op bytes, 0 otherwise */
+  uint32_t name;   /* string id (kernel or host-op name), 0 for copies */
+  uint32_t launch; /* index into apis, SSA_NONE if not joined */
+  uint32_t coll;   /* index into colls, SSA_NONE if none */
   uint16_t lane;
-  uint8_t kind;         /* ssa_op_kind */
-  uint8_t cls;          /* ssa_class */
+  uint8_t kind; /* ssa_op_kind */
+  uint8_t cls;  /* ssa_class */
 } ssa_op;
 
 typedef struct ssa_api {
   int64_t start, end;
   uint64_t corr;
   uint32_t name;
-  uint16_t lane;        /* host-thread lane */
+  uint16_t lane; /* host-thread lane */
   uint8_t api_kind;
   uint8_t pad;
 } ssa_api;
@@ -108,16 +108,16 @@ typedef struct ssa_range {
 } ssa_range;
 
 typedef struct ssa_coll {
-  int64_t start, end;   /* record times */
+  int64_t start, end; /* record times */
   uint64_t comm_id, seq, bytes, count, corr, stream;
   uint32_t op, datatype, comm_rank, comm_size, name, flags;
   int32_t peer;
-  uint32_t op_index;    /* the op that executed it, SSA_NONE if none */
+  uint32_t op_index; /* the op that executed it, SSA_NONE if none */
 } ssa_coll;
 
 typedef struct ssa_sync {
   int64_t start, end;
-  uint32_t lane;        /* waiting device lane, SSA_NONE for host-side waits */
+  uint32_t lane; /* waiting device lane, SSA_NONE for host-side waits */
   uint32_t sync_kind;
 } ssa_sync;
 
@@ -140,7 +140,7 @@ typedef struct ssa_meta {
 /* A MARK the analysis reads (now only the trainer's per-step expert load, `moe.load`). */
 typedef struct ssa_mark {
   int64_t time;
-  uint32_t args;                /* string id of its JSON args */
+  uint32_t args; /* string id of its JSON args */
 } ssa_mark;
 
 typedef struct ssa_rank {
@@ -153,29 +153,43 @@ typedef struct ssa_rank {
 
   ssa_strtab strings;
 
-  ssa_lane *lanes; uint32_t nlanes, lanes_cap;
-  uint32_t *lane_slots; uint32_t lane_nslots;   /* hash (kind,id) -> lane+1 */
-  uint64_t lane_cache_id[SSA_LANE_CACHE]; uint32_t lane_cache[SSA_LANE_CACHE]; /* lane + 1 */
+  ssa_lane *lanes;
+  uint32_t nlanes, lanes_cap;
+  uint32_t *lane_slots;
+  uint32_t lane_nslots; /* hash (kind,id) -> lane+1 */
+  uint64_t lane_cache_id[SSA_LANE_CACHE];
+  uint32_t lane_cache[SSA_LANE_CACHE]; /* lane + 1 */
 
-  ssa_op *ops; size_t nops, ops_cap;
-  ssa_api *apis; size_t napis, apis_cap;
-  ssa_range *ranges; size_t nranges, ranges_cap;
-  ssa_coll *colls; size_t ncolls, colls_cap;
-  ssa_sync *syncs; size_t nsyncs, syncs_cap;
-  ssa_counter *counters; size_t ncounters, counters_cap;
-  stepscope_clock_anchor *anchors; size_t nanchors, anchors_cap;
-  ssa_meta *meta; size_t nmeta, meta_cap;
-  ssa_mark *moe_marks; size_t nmoe_marks, moe_marks_cap; /* `moe.load` marks (moe_load.c) */
-  ssa_oplink *oplinks; size_t noplinks, oplinks_cap;  /* freed by finish */
+  ssa_op *ops;
+  size_t nops, ops_cap;
+  ssa_api *apis;
+  size_t napis, apis_cap;
+  ssa_range *ranges;
+  size_t nranges, ranges_cap;
+  ssa_coll *colls;
+  size_t ncolls, colls_cap;
+  ssa_sync *syncs;
+  size_t nsyncs, syncs_cap;
+  ssa_counter *counters;
+  size_t ncounters, counters_cap;
+  stepscope_clock_anchor *anchors;
+  size_t nanchors, anchors_cap;
+  ssa_meta *meta;
+  size_t nmeta, meta_cap;
+  ssa_mark *moe_marks;
+  size_t nmoe_marks, moe_marks_cap; /* `moe.load` marks (moe_load.c) */
+  ssa_oplink *oplinks;
+  size_t noplinks, oplinks_cap; /* freed by finish */
 
   uint64_t marks, memory_events, overheads, unknown_records;
-  uint64_t dropped[8];          /* by stepscope_drop_source */
-  uint64_t memory_peak_bytes;   /* max in_use_bytes of MEMORY records */
-  uint64_t records;             /* records fed */
-  uint64_t damaged_regions;     /* damaged parts of the file skipped (their records lost) */
+  uint64_t dropped[8];        /* by stepscope_drop_source */
+  uint64_t memory_peak_bytes; /* max in_use_bytes of MEMORY records */
+  uint64_t records;           /* records fed */
+  uint64_t damaged_regions;   /* damaged parts of the file skipped (their records lost) */
   uint64_t damaged_bytes, file_bytes;
 
-  char **warnings; size_t nwarnings, warnings_cap;
+  char **warnings;
+  size_t nwarnings, warnings_cap;
 
   /* set before the source fills the rank (the loader does): the user's
    * classification rules (comm_rules.h), NULL for none; not owned */
@@ -183,22 +197,22 @@ typedef struct ssa_rank {
 
   /* filled by ssa_rank_finish */
   int finished;
-  uint64_t joined_ops;          /* ops joined to a launch call */
-  uint64_t comm_by_evidence;    /* ops linked to a collective record by correlation id */
-  uint64_t comm_by_name;        /* ops that are communication by a built-in family */
-  ssa_comm_tally tally;         /* what each rule classified (comm_rules.h) */
+  uint64_t joined_ops;       /* ops joined to a launch call */
+  uint64_t comm_by_evidence; /* ops linked to a collective record by correlation id */
+  uint64_t comm_by_name;     /* ops that are communication by a built-in family */
+  ssa_comm_tally tally;      /* what each rule classified (comm_rules.h) */
 
   /* filled by clock alignment */
-  int64_t offset_ns;            /* aligned = trace time + offset_ns (before origin) */
+  int64_t offset_ns; /* aligned = trace time + offset_ns (before origin) */
 
-  int has_trace_stop;           /* the source knows where the profiling session ended */
-  int64_t trace_stop;           /* ... there (Kineto: the end of the `Trace` span) */
-  int host_timeline;            /* no device activity: its ops are the host's timeline
-                                   (Kineto import, kineto_host.c) */
-  int close_state;              /* stepscope_close_state of its file (0: unknown) */
-  int close_signal;             /* the signal, for STEPSCOPE_CLOSE_SIGNAL */
+  int has_trace_stop; /* the source knows where the profiling session ended */
+  int64_t trace_stop; /* ... there (Kineto: the end of the `Trace` span) */
+  int host_timeline;  /* no device activity: its ops are the host's timeline
+                         (Kineto import, kineto_host.c) */
+  int close_state;    /* stepscope_close_state of its file (0: unknown) */
+  int close_signal;   /* the signal, for STEPSCOPE_CLOSE_SIGNAL */
 
-  int failed;                   /* the source could not load it at all */
+  int failed; /* the source could not load it at all */
   char error[512];
 } ssa_rank;
 
@@ -211,7 +225,7 @@ uint32_t ssa_strtab_intern(ssa_strtab *t, const char *s, size_t len);
 const char *ssa_strtab_get(const ssa_strtab *t, uint32_t id);
 
 /* ---- rank builder ---- */
-int ssa_rank_init(ssa_rank *r);              /* 0 or STEPSCOPE_E_NOMEM */
+int ssa_rank_init(ssa_rank *r); /* 0 or STEPSCOPE_E_NOMEM */
 void ssa_rank_free(ssa_rank *r);
 uint32_t ssa_rank_intern(ssa_rank *r, const char *s);
 const char *ssa_rank_str(const ssa_rank *r, uint32_t id);
@@ -240,10 +254,11 @@ int ssa_is_nccl_p2p_kernel_name(const char *name);
 /* ---- the run ---- */
 typedef struct ssa_run {
   char *dir;
-  ssa_rank *ranks;          /* sorted by rank number */
+  ssa_rank *ranks; /* sorted by rank number */
   size_t nranks;
-  int64_t origin;           /* aligned time of the run's first event */
-  char **warnings; size_t nwarnings, warnings_cap;
+  int64_t origin; /* aligned time of the run's first event */
+  char **warnings;
+  size_t nwarnings, warnings_cap;
   /* alignment (clock_align.c) */
   int reference_rank;
   int64_t *anchor_offset;   /* per rank index: offset from clock anchors */

@@ -29,14 +29,14 @@
 typedef struct ssa_lane_ops {
   ssa_op *ops;
   size_t n, cap;
-  int out_of_order;     /* an op started before its predecessor on the lane */
-  size_t prefaulted;    /* ops[0, prefaulted) have been faulted in */
+  int out_of_order;  /* an op started before its predecessor on the lane */
+  size_t prefaulted; /* ops[0, prefaulted) have been faulted in */
 } ssa_lane_ops;
 
 typedef struct ssa_op_stage {
-  ssa_lane_ops *lanes;  /* indexed by the rank's lane index */
+  ssa_lane_ops *lanes; /* indexed by the rank's lane index */
   uint32_t nlanes;
-  size_t reserve;       /* capacity a lane gets at its first op (0: grow from small) */
+  size_t reserve; /* capacity a lane gets at its first op (0: grow from small) */
 } ssa_op_stage;
 
 void ssa_op_stage_free(ssa_op_stage *st);
@@ -46,7 +46,8 @@ int ssa_op_stage_reserve_lane(ssa_op_stage *st, uint32_t lane);
  * at once when it is empty); 0 or STEPSCOPE_E_NOMEM. */
 int ssa_op_stage_grow(ssa_lane_ops *l, size_t reserve);
 /* Merges every lane into r->ops (which must be empty), in ssa_cmp_ops
- * order, resolves pending oplinks and frees the stage. 0 or STEPSCOPE_E_NOMEM (the stage is freed either way). */
+ * order, resolves pending oplinks and frees the stage. 0 or STEPSCOPE_E_NOMEM (the stage is freed
+ * either way). */
 int ssa_op_stage_merge(ssa_op_stage *st, ssa_rank *r);
 
 /* Appends an op to its lane (the fields as push_op in rank_builder.c sets
@@ -57,7 +58,8 @@ static inline int ssa_op_stage_push(ssa_op_stage *st, uint32_t lane, int64_t s, 
   if (lane >= st->nlanes && ssa_op_stage_reserve_lane(st, lane)) return STEPSCOPE_E_NOMEM;
   ssa_lane_ops *l = &st->lanes[lane];
   if (l->n == l->cap && ssa_op_stage_grow(l, st->reserve)) return STEPSCOPE_E_NOMEM;
-  if (l->n >= l->prefaulted) l->prefaulted = ssa_prefault_ahead(l->ops, sizeof *l->ops, l->n, l->cap);
+  if (l->n >= l->prefaulted)
+    l->prefaulted = ssa_prefault_ahead(l->ops, sizeof *l->ops, l->n, l->cap);
   ssa_op *o = &l->ops[l->n];
   o->start = s;
   o->end = e < s ? s : e;

@@ -36,7 +36,9 @@ static uint32_t hash_bytes(const char *s, size_t len) {
   return (uint32_t)h;
 }
 
-void ssa_strtab_init(ssa_strtab *t) { memset(t, 0, sizeof *t); }
+void ssa_strtab_init(ssa_strtab *t) {
+  memset(t, 0, sizeof *t);
+}
 
 void ssa_strtab_free(ssa_strtab *t) {
   free(t->bytes);
@@ -56,7 +58,8 @@ static int rehash(ssa_strtab *t, uint32_t nslots) {
   for (uint32_t id = 1; id < t->count; id++) {
     const char *s = t->bytes + t->offsets[id];
     uint32_t h = hash_bytes(s, strlen(s)) & (nslots - 1);
-    while (slots[h]) h = (h + 1) & (nslots - 1);
+    while (slots[h])
+      h = (h + 1) & (nslots - 1);
     slots[h] = id;
   }
   free(t->slots);

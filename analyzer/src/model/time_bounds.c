@@ -14,13 +14,22 @@
 #define SSA_TIME_LIMIT (((int64_t)1 << 62) - 1)
 
 static int clamp(int64_t *t) {
-  if (*t > SSA_TIME_LIMIT) { *t = SSA_TIME_LIMIT; return 1; }
-  if (*t < -SSA_TIME_LIMIT) { *t = -SSA_TIME_LIMIT; return 1; }
+  if (*t > SSA_TIME_LIMIT) {
+    *t = SSA_TIME_LIMIT;
+    return 1;
+  }
+  if (*t < -SSA_TIME_LIMIT) {
+    *t = -SSA_TIME_LIMIT;
+    return 1;
+  }
   return 0;
 }
 
 static int clamp_u(uint64_t *t) {
-  if (*t > (uint64_t)SSA_TIME_LIMIT) { *t = (uint64_t)SSA_TIME_LIMIT; return 1; }
+  if (*t > (uint64_t)SSA_TIME_LIMIT) {
+    *t = (uint64_t)SSA_TIME_LIMIT;
+    return 1;
+  }
   return 0;
 }
 
@@ -36,7 +45,8 @@ int ssa_rank_bound_times(ssa_rank *r) {
     n += (clamp(&r->colls[i].start) | clamp(&r->colls[i].end)) != 0;
   for (size_t i = 0; i < r->nsyncs; i++)
     n += (clamp(&r->syncs[i].start) | clamp(&r->syncs[i].end)) != 0;
-  for (size_t i = 0; i < r->ncounters; i++) n += clamp(&r->counters[i].time);
+  for (size_t i = 0; i < r->ncounters; i++)
+    n += clamp(&r->counters[i].time);
   for (size_t i = 0; i < r->nanchors; i++)
     n += (clamp_u(&r->anchors[i].trace_ns) | clamp_u(&r->anchors[i].realtime_ns) |
           clamp_u(&r->anchors[i].monotonic_ns) | clamp_u(&r->anchors[i].uncertainty_ns)) != 0;

@@ -23,8 +23,8 @@
 /* The latest aligned time of a rank's timed data; INT64_MIN if none. */
 static int64_t last_event(const ssa_rank *r) {
   int64_t t = INT64_MIN;
-#define LATEST(arr, n, field) \
-  for (size_t i = 0; i < (n); i++) \
+#define LATEST(arr, n, field)                                                                      \
+  for (size_t i = 0; i < (n); i++)                                                                 \
     if ((arr)[i].field > t) t = (arr)[i].field;
   LATEST(r->ops, r->nops, end)
   LATEST(r->apis, r->napis, end)
@@ -39,7 +39,8 @@ static int64_t last_event(const ssa_rank *r) {
 void ssa_run_note_unclosed(ssa_run *run) {
   int64_t run_last = INT64_MIN;
   int unclosed = 0; /* the run's last record is needed only then (a pass over every record) */
-  for (size_t i = 0; i < run->nranks; i++) unclosed |= run->ranks[i].close_state == STEPSCOPE_CLOSE_MISSING;
+  for (size_t i = 0; i < run->nranks; i++)
+    unclosed |= run->ranks[i].close_state == STEPSCOPE_CLOSE_MISSING;
   for (size_t i = 0; unclosed && i < run->nranks; i++) {
     int64_t t = last_event(&run->ranks[i]);
     if (t > run_last) run_last = t;
@@ -58,7 +59,8 @@ void ssa_run_note_unclosed(ssa_run *run) {
     if (r->close_state != STEPSCOPE_CLOSE_MISSING) continue;
     int64_t t = last_event(r);
     if (t == INT64_MIN || run_last == INT64_MIN)
-      ssa_run_warn(run, "rank %d's trace was not closed (crash or kill?); it holds no timed records",
+      ssa_run_warn(run,
+                   "rank %d's trace was not closed (crash or kill?); it holds no timed records",
                    r->rank);
     else
       ssa_run_warn(run,

@@ -28,85 +28,75 @@ static const plan_device devices[] = {
     {"cpu", 0.1e12, 4.0 * (1u << 30), 5e9, 1e9, 50e-6, 0.30, 96.0 * (1u << 20), 4, 0, 0},
 };
 
-const plan_device *plan_device_find(const char *name)
-{
-    for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++)
-        if (!strcmp(devices[i].name, name))
-            return &devices[i];
-    return NULL;
+const plan_device *plan_device_find(const char *name) {
+  for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++)
+    if (!strcmp(devices[i].name, name)) return &devices[i];
+  return NULL;
 }
 
-const char *plan_device_names(void) { return "h100-sxm|h200|a100-80g|cpu"; }
-
-const char *plan_device_kind_of_name(const char *name)
-{
-    if (!name)
-        return "cpu";
-    if (strstr(name, "H200"))
-        return "h200";
-    if (strstr(name, "H100"))
-        return "h100-sxm";
-    if (strstr(name, "A100"))
-        return "a100-80g";
-    return "cpu";
+const char *plan_device_names(void) {
+  return "h100-sxm|h200|a100-80g|cpu";
 }
 
-double plan_core_share(const plan_device *dev, int ranks)
-{
-    if (dev->cores <= 0 || ranks <= dev->cores)
-        return 1.0;
-    return (double)dev->cores / ranks;
+const char *plan_device_kind_of_name(const char *name) {
+  if (!name) return "cpu";
+  if (strstr(name, "H200")) return "h200";
+  if (strstr(name, "H100")) return "h100-sxm";
+  if (strstr(name, "A100")) return "a100-80g";
+  return "cpu";
 }
 
-void plan_filter_any(plan_filter *f)
-{
-    f->dp = f->tp = f->pp = f->cp = f->zero = f->recompute = f->microbatches = -1;
-    f->schedule = f->virtual_stages = f->sp = f->ep = -1;
+double plan_core_share(const plan_device *dev, int ranks) {
+  if (dev->cores <= 0 || ranks <= dev->cores) return 1.0;
+  return (double)dev->cores / ranks;
+}
+
+void plan_filter_any(plan_filter *f) {
+  f->dp = f->tp = f->pp = f->cp = f->zero = f->recompute = f->microbatches = -1;
+  f->schedule = f->virtual_stages = f->sp = f->ep = -1;
 }
 
 /* Whether global layer `layer` is a mixture of experts (trainer/config.c: config_layer_is_moe). */
-static int layer_is_moe(const mm_layout *l, int layer)
-{
-    return l->experts > 0 && l->moe_every > 0 && (layer + 1) % l->moe_every == 0;
+static int layer_is_moe(const mm_layout *l, int layer) {
+  return l->experts > 0 && l->moe_every > 0 && (layer + 1) % l->moe_every == 0;
 }
 
 /* ---- FLOPs ---------------------------------------------------------------------------------- */
 
-static double ffn_of(const mm_layout *l) { return l->ffn > 0 ? l->ffn : 4.0 * l->hidden; }
+static double ffn_of(const mm_layout *l) {
+  return l->ffn > 0 ? l->ffn : 4.0 * l->hidden;
+}
 
 /* Forward FLOPs of one layer for `tokens` tokens on one TP rank: the GEMMs (qkv, projection,
  * the two MLP matrices) and attention (QK^T and PV over the whole sequence, as the trainer's
  * MFU formula counts it). */
-static double layer_fwd_flops(const mm_layout *l, double tokens, double *attention, int moe)
-{
-    double C = l->hidden, F = ffn_of(l);
-    double gemm = 2.0 * (4.0 * C * C + 2.0 * C * F) * tokens / l->tp;
-    if (moe) /* the router and K whole experts per token, replicated over TP (moe.h) */
-        gemm = 2.0 * 4.0 * C * C * tokens / l->tp +
-               2.0 * (l->top_k * 2.0 * C * F + l->experts * C) * tokens;
-    double att = 4.0 * C * l->seq * tokens / l->tp;
-    if (attention)
-        *attention = att;
-    return gemm + att;
+static double layer_fwd_flops(const mm_layout *l, double tokens, double *attention, int moe) {
+  double C = l->hidden, F = ffn_of(l);
+  double gemm = 2.0 * (4.0 * C * C + 2.0 * C * F) * tokens / l->tp;
+  if (moe) /* the router and K whole experts per token, replicated over TP (moe.h) */
+    gemm = 2.0 * 4.0 * C * C * tokens / l->tp +
+           2.0 * (l->top_k * 2.0 * C * F + l->experts * C) * tokens;
+  double att = 4.0 * C * l->seq * tokens / l->tp;
+  if (attention) *attention = att;
+  return gemm + att;
 }
 
-double plan_stage_flops_per_microbatch(const mm_layout *l, int stage)
-{
-    double tokens = (double)l->micro_batch * l->seq / l->cp, att;
-    int layers = l->layers / l->pp;
-    double flops = 0;
-    for (int k = 0; k < layers; k++) {
-        double fwd = layer_fwd_flops(l, tokens, &att, layer_is_moe(l, stage * layers + k));
-        double per_layer = 3.0 * fwd; /* forward + backward (2x forward) */
-        if (l->recompute == MM_RECOMPUTE_FULL)
-            per_layer += fwd;
-        else if (l->recompute == MM_RECOMPUTE_SELECTIVE)
-            per_layer += att;
-        flops += per_layer;
-    }
-    if (stage == l->pp - 1) /* the LM head (replicated over TP), forward + backward */
-        flops += 3.0 * 2.0 * l->hidden * (double)mm_padded_vocab(l->vocab) * tokens;
-    return flops;
+double plan_stage_flops_per_microbatch(const mm_layout *l, int stage) {
+  double tokens = (double)l->micro_batch * l->seq / l->cp, att;
+  int layers = l->layers / l->pp;
+  double flops = 0;
+  for (int k = 0; k < layers; k++) {
+    double fwd = layer_fwd_flops(l, tokens, &att, layer_is_moe(l, stage * layers + k));
+    double per_layer = 3.0 * fwd; /* forward + backward (2x forward) */
+    if (l->recompute == MM_RECOMPUTE_FULL)
+      per_layer += fwd;
+    else if (l->recompute == MM_RECOMPUTE_SELECTIVE)
+      per_layer += att;
+    flops += per_layer;
+  }
+  if (stage == l->pp - 1) /* the LM head (replicated over TP), forward + backward */
+    flops += 3.0 * 2.0 * l->hidden * (double)mm_padded_vocab(l->vocab) * tokens;
+  return flops;
 }
 
 /* The work of one micro-batch on `stage` in FLOP-equivalents at the calibrated rate: its
@@ -114,615 +104,581 @@ double plan_stage_flops_per_microbatch(const mm_layout *l, int stage)
  * it (plan_calibration.forward_share): on the CPU backend the forward is 42-47 % of the
  * compute time, not the third its FLOPs say (GELU's tanh, the T x T softmax and the other
  * element-wise ops cost far more than their FLOPs), so repeating it costs more. */
-static double stage_work(const plan_job *job, const mm_layout *l, int stage)
-{
-    double phi = job->cal.forward_share, alpha = job->cal.attention_forward_share;
-    if (l->recompute == MM_RECOMPUTE_NONE || !(phi > 0))
-        return plan_stage_flops_per_microbatch(l, stage);
-    mm_layout plain = *l;
-    plain.recompute = MM_RECOMPUTE_NONE;
-    double work = plan_stage_flops_per_microbatch(&plain, stage), att;
-    int layers = l->layers / l->pp;
-    for (int k = 0; k < layers; k++) {
-        double fwd = layer_fwd_flops(l, (double)l->micro_batch * l->seq / l->cp, &att,
-                                     layer_is_moe(l, stage * layers + k));
-        double layer = 3.0 * fwd; /* a layer's forward + backward */
-        if (l->recompute == MM_RECOMPUTE_FULL)
-            work += phi * layer;
-        else
-            work += alpha > 0 ? alpha * layer : att;
-    }
-    return work;
+static double stage_work(const plan_job *job, const mm_layout *l, int stage) {
+  double phi = job->cal.forward_share, alpha = job->cal.attention_forward_share;
+  if (l->recompute == MM_RECOMPUTE_NONE || !(phi > 0))
+    return plan_stage_flops_per_microbatch(l, stage);
+  mm_layout plain = *l;
+  plain.recompute = MM_RECOMPUTE_NONE;
+  double work = plan_stage_flops_per_microbatch(&plain, stage), att;
+  int layers = l->layers / l->pp;
+  for (int k = 0; k < layers; k++) {
+    double fwd = layer_fwd_flops(l, (double)l->micro_batch * l->seq / l->cp, &att,
+                                 layer_is_moe(l, stage * layers + k));
+    double layer = 3.0 * fwd; /* a layer's forward + backward */
+    if (l->recompute == MM_RECOMPUTE_FULL)
+      work += phi * layer;
+    else
+      work += alpha > 0 ? alpha * layer : att;
+  }
+  return work;
 }
 
 /* ---- one layout ---------------------------------------------------------------------------- */
 
 /* A collective of `bytes` on a group of n ranks: latency + bus bytes / bandwidth. */
-static double coll_time(double bytes, double bus_factor, double bw, double latency)
-{
-    return latency + bytes * bus_factor / bw;
+static double coll_time(double bytes, double bus_factor, double bw, double latency) {
+  return latency + bytes * bus_factor / bw;
 }
 
 int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out, char *err,
-                 size_t errlen)
-{
-    memset(out, 0, sizeof *out);
-    mm_layout l = *layout;
-    l.layers = job->model.layers;
-    l.hidden = job->model.hidden;
-    l.heads = job->model.heads;
-    l.vocab = job->model.vocab;
-    l.ffn = job->model.ffn;
-    l.seq = job->model.seq;
-    l.max_seq = job->model.max_seq;
-    l.experts = job->model.experts;
-    l.top_k = job->model.top_k;
-    l.moe_every = job->model.moe_every;
-    if (l.experts <= 0 || l.ep < 1)
-        l.ep = 1;
-    l.act_bytes = job->dev.act_bytes;
-    l.bf16_weight_copies = job->dev.act_bytes == 2; /* GPUs: bf16 GEMMs on cached bf16 weights */
-    if (l.bucket_mb <= 0)
-        l.bucket_mb = 1;
-    out->layout = l;
-    int N = l.dp * l.tp * l.pp * l.cp;
-    if (N != job->gpus) {
-        snprintf(err, errlen, "dp x tp x pp x cp = %d, not the %d devices of the job", N, job->gpus);
-        return -1;
+                 size_t errlen) {
+  memset(out, 0, sizeof *out);
+  mm_layout l = *layout;
+  l.layers = job->model.layers;
+  l.hidden = job->model.hidden;
+  l.heads = job->model.heads;
+  l.vocab = job->model.vocab;
+  l.ffn = job->model.ffn;
+  l.seq = job->model.seq;
+  l.max_seq = job->model.max_seq;
+  l.experts = job->model.experts;
+  l.top_k = job->model.top_k;
+  l.moe_every = job->model.moe_every;
+  if (l.experts <= 0 || l.ep < 1) l.ep = 1;
+  l.act_bytes = job->dev.act_bytes;
+  l.bf16_weight_copies = job->dev.act_bytes == 2; /* GPUs: bf16 GEMMs on cached bf16 weights */
+  if (l.bucket_mb <= 0) l.bucket_mb = 1;
+  out->layout = l;
+  int N = l.dp * l.tp * l.pp * l.cp;
+  if (N != job->gpus) {
+    snprintf(err, errlen, "dp x tp x pp x cp = %d, not the %d devices of the job", N, job->gpus);
+    return -1;
+  }
+  if ((long)l.dp * l.microbatches * l.micro_batch != job->global_batch) {
+    snprintf(err, errlen, "dp %d x micro-batches %d x micro-batch %d is not the global batch %d",
+             l.dp, l.microbatches, l.micro_batch, job->global_batch);
+    return -1;
+  }
+  int V = l.schedule == MM_SCHED_INTERLEAVED ? l.virtual_stages : 1;
+  if (l.schedule == MM_SCHED_INTERLEAVED && (l.pp < 2 || V < 2 || l.microbatches % l.pp)) {
+    snprintf(err, errlen,
+             "interleaved needs pp >= 2, virtual stages >= 2 and micro-batches a "
+             "multiple of pp");
+    return -1;
+  }
+  if (l.sp && (l.tp < 2 || ((long)l.micro_batch * (l.seq / l.cp)) % l.tp)) {
+    snprintf(err, errlen, "sequence parallelism needs tp > 1 dividing the micro-batch's tokens");
+    return -1;
+  }
+  if (l.zero && l.dp * l.cp == 1) {
+    snprintf(err, errlen, "ZeRO shards over dp x cp = 1 rank: nothing to shard");
+    return -1;
+  }
+  /* memory: the worst stage (the first holds the most micro-batches and the embeddings,
+   * the last the LM head; every middle stage holds less than the first) */
+  int stages[3] = {0, l.pp - 1, l.pp > 2 ? 1 : 0};
+  for (int i = 0; i < 3; i++) {
+    mm_breakdown b;
+    if (mm_rank_memory(&l, stages[i], &b, err, errlen) != 0) return -1;
+    if (i == 0 || b.peak > out->mem.peak) {
+      out->mem = b;
+      out->mem_stage = stages[i];
     }
-    if ((long)l.dp * l.microbatches * l.micro_batch != job->global_batch) {
-        snprintf(err, errlen, "dp %d x micro-batches %d x micro-batch %d is not the global batch %d",
-                 l.dp, l.microbatches, l.micro_batch, job->global_batch);
-        return -1;
-    }
-    int V = l.schedule == MM_SCHED_INTERLEAVED ? l.virtual_stages : 1;
-    if (l.schedule == MM_SCHED_INTERLEAVED && (l.pp < 2 || V < 2 || l.microbatches % l.pp)) {
-        snprintf(err, errlen, "interleaved needs pp >= 2, virtual stages >= 2 and micro-batches a "
-                              "multiple of pp");
-        return -1;
-    }
-    if (l.sp && (l.tp < 2 || ((long)l.micro_batch * (l.seq / l.cp)) % l.tp)) {
-        snprintf(err, errlen, "sequence parallelism needs tp > 1 dividing the micro-batch's tokens");
-        return -1;
-    }
-    if (l.zero && l.dp * l.cp == 1) {
-        snprintf(err, errlen, "ZeRO shards over dp x cp = 1 rank: nothing to shard");
-        return -1;
-    }
-    /* memory: the worst stage (the first holds the most micro-batches and the embeddings,
-     * the last the LM head; every middle stage holds less than the first) */
-    int stages[3] = {0, l.pp - 1, l.pp > 2 ? 1 : 0};
-    for (int i = 0; i < 3; i++) {
-        mm_breakdown b;
-        if (mm_rank_memory(&l, stages[i], &b, err, errlen) != 0)
-            return -1;
-        if (i == 0 || b.peak > out->mem.peak) {
-            out->mem = b;
-            out->mem_stage = stages[i];
-        }
-    }
-    double baseline = job->cal.baseline_bytes > 0 ? job->cal.baseline_bytes : job->dev.baseline_bytes;
-    out->memory_total = (double)out->mem.peak + baseline;
-    out->fits = out->memory_total <= job->dev.memory_bytes;
+  }
+  double baseline = job->cal.baseline_bytes > 0 ? job->cal.baseline_bytes : job->dev.baseline_bytes;
+  out->memory_total = (double)out->mem.peak + baseline;
+  out->fits = out->memory_total <= job->dev.memory_bytes;
 
-    /* compute: the slowest stage's micro-batch sets the pace. On the CPU backend the ranks of
-     * a node share its cores: each gets min(1, cores / ranks) of a core's rate (a calibrated
-     * rate is first brought back to one core's by the calibration run's own share). */
-    int G = job->gpus_per_node > 0 ? job->gpus_per_node : 8;
-    int ranks_node = N < G ? N : G;
-    double share = plan_core_share(&job->dev, ranks_node);
-    double core_rate = job->dev.peak_flops * job->dev.efficiency;
-    if (job->cal.flops_rate > 0) {
-        const mm_layout *cl = &job->cal.layout;
-        int cn = cl->dp * cl->tp * cl->pp * cl->cp;
-        core_rate = job->cal.flops_rate / plan_core_share(&job->dev, cn < G ? cn : G);
+  /* compute: the slowest stage's micro-batch sets the pace. On the CPU backend the ranks of
+   * a node share its cores: each gets min(1, cores / ranks) of a core's rate (a calibrated
+   * rate is first brought back to one core's by the calibration run's own share). */
+  int G = job->gpus_per_node > 0 ? job->gpus_per_node : 8;
+  int ranks_node = N < G ? N : G;
+  double share = plan_core_share(&job->dev, ranks_node);
+  double core_rate = job->dev.peak_flops * job->dev.efficiency;
+  if (job->cal.flops_rate > 0) {
+    const mm_layout *cl = &job->cal.layout;
+    int cn = cl->dp * cl->tp * cl->pp * cl->cp;
+    core_rate = job->cal.flops_rate / plan_core_share(&job->dev, cn < G ? cn : G);
+  }
+  double rate = core_rate * share;
+  double t_mb = 0;
+  for (int s = 0; s < l.pp; s += (l.pp > 2 && s == 0) ? l.pp - 1 : 1) {
+    double t = stage_work(job, &l, s) / rate;
+    if (t > t_mb) t_mb = t;
+  }
+  int M = l.microbatches;
+  out->compute_s = M * t_mb;
+  if (l.pp > 1) {
+    out->bubble_theory = (double)(l.pp - 1) / ((double)V * M + l.pp - 1);
+    out->bubble_s = (l.pp - 1) * t_mb / V;
+    if (share < 1) {
+      /* ranks outnumber cores: a stage idle in the fill or drain leaves its core to
+       * the others. The schedule is V*M + p - 1 slots of one chunk (t_mb / V at the
+       * shared rate); in slot k, a_k = min(k + 1, p, V*M, V*M + p - 1 - k) of the p
+       * stages work, i.e. ranks_node * a_k / p ranks of the node, each at
+       * min(1, cores / active) of a core, so the slot lasts the chunk's one-core time
+       * times max(1, active / cores). The bubble is what the slots take beyond M * t_mb. */
+      int S = V * M, K = S + l.pp - 1;
+      double chunk_core = t_mb / V * share, sched = 0;
+      for (int k = 0; k < K; k++) {
+        int a = k + 1;
+        if (a > l.pp) a = l.pp;
+        if (a > S) a = S;
+        if (a > K - k) a = K - k;
+        double active = (double)ranks_node * a / l.pp;
+        sched += chunk_core * fmax(1.0, active / job->dev.cores);
+      }
+      out->bubble_s = fmax(0.0, sched - out->compute_s);
     }
-    double rate = core_rate * share;
-    double t_mb = 0;
-    for (int s = 0; s < l.pp; s += (l.pp > 2 && s == 0) ? l.pp - 1 : 1) {
-        double t = stage_work(job, &l, s) / rate;
-        if (t > t_mb)
-            t_mb = t;
-    }
-    int M = l.microbatches;
-    out->compute_s = M * t_mb;
-    if (l.pp > 1) {
-        out->bubble_theory = (double)(l.pp - 1) / ((double)V * M + l.pp - 1);
-        out->bubble_s = (l.pp - 1) * t_mb / V;
-        if (share < 1) {
-            /* ranks outnumber cores: a stage idle in the fill or drain leaves its core to
-             * the others. The schedule is V*M + p - 1 slots of one chunk (t_mb / V at the
-             * shared rate); in slot k, a_k = min(k + 1, p, V*M, V*M + p - 1 - k) of the p
-             * stages work, i.e. ranks_node * a_k / p ranks of the node, each at
-             * min(1, cores / active) of a core, so the slot lasts the chunk's one-core time
-             * times max(1, active / cores). The bubble is what the slots take beyond M * t_mb. */
-            int S = V * M, K = S + l.pp - 1;
-            double chunk_core = t_mb / V * share, sched = 0;
-            for (int k = 0; k < K; k++) {
-                int a = k + 1;
-                if (a > l.pp)
-                    a = l.pp;
-                if (a > S)
-                    a = S;
-                if (a > K - k)
-                    a = K - k;
-                double active = (double)ranks_node * a / l.pp;
-                sched += chunk_core * fmax(1.0, active / job->dev.cores);
-            }
-            out->bubble_s = fmax(0.0, sched - out->compute_s);
-        }
-        if (job->cal.bubble_excess > 0)
-            out->bubble_s += job->cal.bubble_excess * (out->compute_s + out->bubble_s);
-    }
+    if (job->cal.bubble_excess > 0)
+      out->bubble_s += job->cal.bubble_excess * (out->compute_s + out->bubble_s);
+  }
 
-    /* communication, group by group (ranks are laid out tp fastest, then cp, pp, dp) */
-    double lat = job->cal.latency_s > 0 ? job->cal.latency_s : job->dev.latency_s;
+  /* communication, group by group (ranks are laid out tp fastest, then cp, pp, dp) */
+  double lat = job->cal.latency_s > 0 ? job->cal.latency_s : job->dev.latency_s;
 #define BW(fits_node, calibrated)                                                                  \
-    ((calibrated) > 0 ? (calibrated) : (fits_node) ? job->dev.intra_bw : job->dev.inter_bw)
-    double tokens = (double)l.micro_batch * l.seq / l.cp;
-    double es = l.act_bytes;
-    int layers_stage = l.layers / l.pp;
-    if (l.tp > 1) {
-        double bw = BW(l.tp <= G, job->cal.tp_bw);
-        int per_layer = 4 + (l.recompute == MM_RECOMPUTE_FULL ? 2 : 0);
-        double t = coll_time(tokens * l.hidden * es, 2.0 * (l.tp - 1) / l.tp, bw, lat);
-        out->tp_s = (double)M * layers_stage * per_layer * t;
+  ((calibrated) > 0 ? (calibrated) : (fits_node) ? job->dev.intra_bw : job->dev.inter_bw)
+  double tokens = (double)l.micro_batch * l.seq / l.cp;
+  double es = l.act_bytes;
+  int layers_stage = l.layers / l.pp;
+  if (l.tp > 1) {
+    double bw = BW(l.tp <= G, job->cal.tp_bw);
+    int per_layer = 4 + (l.recompute == MM_RECOMPUTE_FULL ? 2 : 0);
+    double t = coll_time(tokens * l.hidden * es, 2.0 * (l.tp - 1) / l.tp, bw, lat);
+    out->tp_s = (double)M * layers_stage * per_layer * t;
+  }
+  if (l.cp > 1) {
+    double bw = BW(l.tp * l.cp <= G, job->cal.cp_bw);
+    double kv = 2.0 * tokens * (l.hidden / (double)l.tp) * es; /* K and V of the rank's chunks */
+    double comm = 3.0 * (l.cp - 1) * (lat + kv / bw);          /* forward, and kv + dkv back */
+    double att;
+    layer_fwd_flops(&l, tokens, &att, 0);
+    double hidden_by = 3.0 * att / rate;
+    out->cp_s = (double)M * layers_stage * (comm > hidden_by ? comm - hidden_by : 0);
+  }
+  if (l.pp > 1) {
+    double bw = BW(l.tp * l.cp * l.pp <= G, job->cal.pp_bw);
+    double t = lat + tokens * l.hidden * es / bw;
+    out->pp_s = 2.0 * (l.pp * V - 1) * t; /* fill and drain cross every boundary */
+  }
+  /* experts: per MoE layer and micro-batch, four token all-to-alls (dispatch and combine,
+   * forward and backward; each rank sends its tokens x K rows, (ep-1)/ep of them away) and
+   * the counts exchange (latency), on the critical path; EP groups are consecutive DP ranks */
+  double expert_grad_bytes = 0;
+  int nmoe_stage = 0;
+  for (int k = 0; k < layers_stage; k++)
+    nmoe_stage += layer_is_moe(&l, out->mem_stage * layers_stage + k);
+  if (l.experts > 0) {
+    double F = ffn_of(&l), C = l.hidden;
+    expert_grad_bytes = 4.0 * nmoe_stage * (l.experts / l.ep) * (2.0 * C * F + F + C);
+    if (l.ep > 1) {
+      double bw = BW(l.ep * l.tp * l.cp * l.pp <= G, job->cal.dp_bw);
+      double rows = tokens * l.top_k;
+      double t = 4.0 * (lat + rows * C * es * (l.ep - 1) / l.ep / bw) + lat;
+      int most = 0; /* the stage with the most MoE layers sets the pace */
+      for (int s = 0; s < l.pp; s++) {
+        int c = 0;
+        for (int k = 0; k < layers_stage; k++)
+          c += layer_is_moe(&l, s * layers_stage + k);
+        if (c > most) most = c;
+      }
+      out->ep_s = (double)M * most * t;
     }
-    if (l.cp > 1) {
-        double bw = BW(l.tp * l.cp <= G, job->cal.cp_bw);
-        double kv = 2.0 * tokens * (l.hidden / (double)l.tp) * es; /* K and V of the rank's chunks */
-        double comm = 3.0 * (l.cp - 1) * (lat + kv / bw);          /* forward, and kv + dkv back */
-        double att;
-        layer_fwd_flops(&l, tokens, &att, 0);
-        double hidden_by = 3.0 * att / rate;
-        out->cp_s = (double)M * layers_stage * (comm > hidden_by ? comm - hidden_by : 0);
-    }
-    if (l.pp > 1) {
-        double bw = BW(l.tp * l.cp * l.pp <= G, job->cal.pp_bw);
-        double t = lat + tokens * l.hidden * es / bw;
-        out->pp_s = 2.0 * (l.pp * V - 1) * t; /* fill and drain cross every boundary */
-    }
-    /* experts: per MoE layer and micro-batch, four token all-to-alls (dispatch and combine,
-     * forward and backward; each rank sends its tokens x K rows, (ep-1)/ep of them away) and
-     * the counts exchange (latency), on the critical path; EP groups are consecutive DP ranks */
-    double expert_grad_bytes = 0;
-    int nmoe_stage = 0;
-    for (int k = 0; k < layers_stage; k++)
-        nmoe_stage += layer_is_moe(&l, out->mem_stage * layers_stage + k);
-    if (l.experts > 0) {
-        double F = ffn_of(&l), C = l.hidden;
-        expert_grad_bytes = 4.0 * nmoe_stage * (l.experts / l.ep) * (2.0 * C * F + F + C);
-        if (l.ep > 1) {
-            double bw = BW(l.ep * l.tp * l.cp * l.pp <= G, job->cal.dp_bw);
-            double rows = tokens * l.top_k;
-            double t = 4.0 * (lat + rows * C * es * (l.ep - 1) / l.ep / bw) + lat;
-            int most = 0; /* the stage with the most MoE layers sets the pace */
-            for (int s = 0; s < l.pp; s++) {
-                int c = 0;
-                for (int k = 0; k < layers_stage; k++)
-                    c += layer_is_moe(&l, s * layers_stage + k);
-                if (c > most)
-                    most = c;
-            }
-            out->ep_s = (double)M * most * t;
-        }
-    }
-    int n = l.dp * l.cp;
-    if (n > 1) {
-        double bw = BW(N <= G, job->cal.dp_bw);
-        mm_layout unsharded = l;
-        unsharded.zero = 0;
-        mm_breakdown u;
-        if (mm_rank_memory(&unsharded, out->mem_stage, &u, err, errlen) != 0)
-            return -1;
-        /* fp32 gradients of the stage's dense weights (the experts' go over EDP, below) */
-        double grad_bytes = (double)u.gradients - expert_grad_bytes;
-        double buckets = fmax(1.0, grad_bytes / (l.bucket_mb * 1048576.0));
-        double sync = buckets * lat + grad_bytes * 2.0 * (n - 1) / n / bw; /* RS + AG = AR */
-        double exposed = sync;
-        if (job->overlap) /* buckets go while the last micro-batch's backward runs */
-            exposed = fmax(0.0, sync - (2.0 / 3.0) * t_mb);
-        if (l.zero >= 3) /* parameters gathered again in forward, prefetched over compute */
-            exposed += fmax(0.0, grad_bytes * (n - 1) / n / bw - (1.0 / 3.0) * t_mb * M);
-        out->grad_sync_s = exposed;
-    }
-    int edp = l.experts > 0 ? l.dp / l.ep : 1;
-    if (edp > 1 && expert_grad_bytes > 0) { /* after backward, on the compute stream */
-        double bw = BW(N <= G, job->cal.dp_bw);
-        out->grad_sync_s += lat + expert_grad_bytes * 2.0 * (edp - 1) / edp / bw;
-    }
+  }
+  int n = l.dp * l.cp;
+  if (n > 1) {
+    double bw = BW(N <= G, job->cal.dp_bw);
+    mm_layout unsharded = l;
+    unsharded.zero = 0;
+    mm_breakdown u;
+    if (mm_rank_memory(&unsharded, out->mem_stage, &u, err, errlen) != 0) return -1;
+    /* fp32 gradients of the stage's dense weights (the experts' go over EDP, below) */
+    double grad_bytes = (double)u.gradients - expert_grad_bytes;
+    double buckets = fmax(1.0, grad_bytes / (l.bucket_mb * 1048576.0));
+    double sync = buckets * lat + grad_bytes * 2.0 * (n - 1) / n / bw; /* RS + AG = AR */
+    double exposed = sync;
+    if (job->overlap) /* buckets go while the last micro-batch's backward runs */
+      exposed = fmax(0.0, sync - (2.0 / 3.0) * t_mb);
+    if (l.zero >= 3) /* parameters gathered again in forward, prefetched over compute */
+      exposed += fmax(0.0, grad_bytes * (n - 1) / n / bw - (1.0 / 3.0) * t_mb * M);
+    out->grad_sync_s = exposed;
+  }
+  int edp = l.experts > 0 ? l.dp / l.ep : 1;
+  if (edp > 1 && expert_grad_bytes > 0) { /* after backward, on the compute stream */
+    double bw = BW(N <= G, job->cal.dp_bw);
+    out->grad_sync_s += lat + expert_grad_bytes * 2.0 * (edp - 1) / edp / bw;
+  }
 #undef BW
-    /* descheduled waits: ranks outnumbering cores reach each collective at times as
-     * different as their turns on the cores; the waits are the calibrated share of the
-     * compute, scaled by the time a rank is off a core, 1 - share (a pipeline's stages wait
-     * in the schedule instead: its bubble above gives their cores back) */
-    if (share < 1 && l.pp == 1 && job->cal.wait_share > 0)
-        out->wait_s = job->cal.wait_share * (1.0 - share) * out->compute_s;
-    out->host_s = job->cal.host_s_per_step > 0 ? job->cal.host_s_per_step : 0;
-    out->step_s = out->compute_s + out->bubble_s + out->tp_s + out->cp_s + out->pp_s +
-                  out->ep_s + out->grad_sync_s + out->wait_s + out->host_s;
-    out->tokens_per_s = (double)job->global_batch * l.seq / out->step_s;
-    out->mfu = mf_model_flops_per_step(&l, job->global_batch) / /* the trainer's MFU numerator */
-               (out->step_s * job->dev.peak_flops * job->gpus);
-    double comm = out->tp_s + out->cp_s + out->pp_s + out->ep_s + out->grad_sync_s + out->wait_s;
-    if (!out->fits)
-        out->binding = "memory";
-    else if (out->compute_s >= comm && out->compute_s >= out->bubble_s && out->compute_s >= out->host_s)
-        out->binding = "compute";
-    else if (comm >= out->bubble_s && comm >= out->host_s)
-        out->binding = "exposed communication";
-    else if (out->bubble_s >= out->host_s)
-        out->binding = "bubble";
-    else
-        out->binding = "host";
-    return 0;
+  /* descheduled waits: ranks outnumbering cores reach each collective at times as
+   * different as their turns on the cores; the waits are the calibrated share of the
+   * compute, scaled by the time a rank is off a core, 1 - share (a pipeline's stages wait
+   * in the schedule instead: its bubble above gives their cores back) */
+  if (share < 1 && l.pp == 1 && job->cal.wait_share > 0)
+    out->wait_s = job->cal.wait_share * (1.0 - share) * out->compute_s;
+  out->host_s = job->cal.host_s_per_step > 0 ? job->cal.host_s_per_step : 0;
+  out->step_s = out->compute_s + out->bubble_s + out->tp_s + out->cp_s + out->pp_s + out->ep_s +
+                out->grad_sync_s + out->wait_s + out->host_s;
+  out->tokens_per_s = (double)job->global_batch * l.seq / out->step_s;
+  out->mfu = mf_model_flops_per_step(&l, job->global_batch) / /* the trainer's MFU numerator */
+             (out->step_s * job->dev.peak_flops * job->gpus);
+  double comm = out->tp_s + out->cp_s + out->pp_s + out->ep_s + out->grad_sync_s + out->wait_s;
+  if (!out->fits)
+    out->binding = "memory";
+  else if (out->compute_s >= comm && out->compute_s >= out->bubble_s &&
+           out->compute_s >= out->host_s)
+    out->binding = "compute";
+  else if (comm >= out->bubble_s && comm >= out->host_s)
+    out->binding = "exposed communication";
+  else if (out->bubble_s >= out->host_s)
+    out->binding = "bubble";
+  else
+    out->binding = "host";
+  return 0;
 }
 
-void plan_calibration_fit_host(plan_job *job)
-{
-    plan_calibration *c = &job->cal;
-    if (!c->present || c->measured_step_s <= 0)
-        return;
-    plan_job base = *job;
-    const mm_layout *l = &c->layout;
-    base.gpus = l->dp * l->tp * l->pp * l->cp;
-    base.global_batch = l->dp * l->microbatches * l->micro_batch;
+void plan_calibration_fit_host(plan_job *job) {
+  plan_calibration *c = &job->cal;
+  if (!c->present || c->measured_step_s <= 0) return;
+  plan_job base = *job;
+  const mm_layout *l = &c->layout;
+  base.gpus = l->dp * l->tp * l->pp * l->cp;
+  base.global_batch = l->dp * l->microbatches * l->micro_batch;
+  base.cal.host_s_per_step = 0;
+  base.cal.wait_share = 0;
+  plan_result r;
+  char err[256];
+  if (plan_predict(&base, l, &r, err, sizeof err) != 0) return;
+  /* descheduled waits: the run's exposed collective time beyond what the modelled
+   * collectives take, as a share of its compute per unit of time off a core (only a run
+   * whose ranks outnumbered the cores, without a pipeline: a pipeline's waits are its
+   * schedule's) */
+  int G = job->gpus_per_node > 0 ? job->gpus_per_node : 8;
+  double share = plan_core_share(&job->dev, base.gpus < G ? base.gpus : G);
+  c->wait_share = 0;
+  if (share < 1 && l->pp == 1 && r.compute_s > 0) {
+    double modelled = r.tp_s + r.cp_s + r.pp_s + r.ep_s + r.grad_sync_s;
+    c->wait_share = fmax(0.0, c->exposed_comm_s - modelled) / ((1.0 - share) * r.compute_s);
+    base.cal.wait_share = c->wait_share;
+    if (plan_predict(&base, l, &r, err, sizeof err) != 0) return;
+  }
+  /* a pipelined run on shared cores: its bubble's excess is over what the slot model gives
+   * (less than the one-device theory the analysis compares with) */
+  if (share < 1 && l->pp > 1 && c->bubble_fraction > 0) {
+    base.cal.bubble_excess = 0;
+    if (plan_predict(&base, l, &r, err, sizeof err) != 0) return;
+    double slots = r.compute_s + r.bubble_s > 0 ? r.bubble_s / (r.compute_s + r.bubble_s) : 0;
+    c->bubble_excess = fmax(0.0, c->bubble_fraction - slots);
+    base.cal.bubble_excess = c->bubble_excess;
+    if (plan_predict(&base, l, &r, err, sizeof err) != 0) return;
+  }
+  double rest = c->measured_step_s - r.step_s;
+  /* the parts already exceed the measured step (the median rank's rate is slower than the
+   * critical path's): take the rate that makes them fit. Compute, bubble and waits scale
+   * with 1 / rate, the overlap of the gradient sync does not quite, so a few rounds. */
+  for (int round = 0; round < 8 && rest < -1e-9 * c->measured_step_s; round++) {
+    double pace = r.compute_s + r.bubble_s + r.wait_s;
+    if (pace <= -rest) break;
+    c->flops_rate =
+        (c->flops_rate > 0 ? c->flops_rate : job->dev.peak_flops * job->dev.efficiency) * pace /
+        (pace + rest);
+    c->rate_raised = 1;
+    base.cal = *c;
     base.cal.host_s_per_step = 0;
-    base.cal.wait_share = 0;
-    plan_result r;
-    char err[256];
-    if (plan_predict(&base, l, &r, err, sizeof err) != 0)
-        return;
-    /* descheduled waits: the run's exposed collective time beyond what the modelled
-     * collectives take, as a share of its compute per unit of time off a core (only a run
-     * whose ranks outnumbered the cores, without a pipeline: a pipeline's waits are its
-     * schedule's) */
-    int G = job->gpus_per_node > 0 ? job->gpus_per_node : 8;
-    double share = plan_core_share(&job->dev, base.gpus < G ? base.gpus : G);
-    c->wait_share = 0;
-    if (share < 1 && l->pp == 1 && r.compute_s > 0) {
-        double modelled = r.tp_s + r.cp_s + r.pp_s + r.ep_s + r.grad_sync_s;
-        c->wait_share = fmax(0.0, c->exposed_comm_s - modelled) / ((1.0 - share) * r.compute_s);
-        base.cal.wait_share = c->wait_share;
-        if (plan_predict(&base, l, &r, err, sizeof err) != 0)
-            return;
-    }
-    /* a pipelined run on shared cores: its bubble's excess is over what the slot model gives
-     * (less than the one-device theory the analysis compares with) */
-    if (share < 1 && l->pp > 1 && c->bubble_fraction > 0) {
-        base.cal.bubble_excess = 0;
-        if (plan_predict(&base, l, &r, err, sizeof err) != 0)
-            return;
-        double slots = r.compute_s + r.bubble_s > 0 ? r.bubble_s / (r.compute_s + r.bubble_s) : 0;
-        c->bubble_excess = fmax(0.0, c->bubble_fraction - slots);
-        base.cal.bubble_excess = c->bubble_excess;
-        if (plan_predict(&base, l, &r, err, sizeof err) != 0)
-            return;
-    }
-    double rest = c->measured_step_s - r.step_s;
-    /* the parts already exceed the measured step (the median rank's rate is slower than the
-     * critical path's): take the rate that makes them fit. Compute, bubble and waits scale
-     * with 1 / rate, the overlap of the gradient sync does not quite, so a few rounds. */
-    for (int round = 0; round < 8 && rest < -1e-9 * c->measured_step_s; round++) {
-        double pace = r.compute_s + r.bubble_s + r.wait_s;
-        if (pace <= -rest)
-            break;
-        c->flops_rate = (c->flops_rate > 0 ? c->flops_rate : job->dev.peak_flops * job->dev.efficiency) *
-                        pace / (pace + rest);
-        c->rate_raised = 1;
-        base.cal = *c;
-        base.cal.host_s_per_step = 0;
-        if (plan_predict(&base, l, &r, err, sizeof err) != 0)
-            return;
-        rest = c->measured_step_s - r.step_s;
-    }
-    c->host_s_per_step = rest > 0 ? rest : 0;
+    if (plan_predict(&base, l, &r, err, sizeof err) != 0) return;
+    rest = c->measured_step_s - r.step_s;
+  }
+  c->host_s_per_step = rest > 0 ? rest : 0;
 }
 
-/* ---- enumeration ------------------------------------------------------------------------------ */
+/* ---- enumeration ------------------------------------------------------------------------------
+ */
 
 typedef struct growable {
-    plan_result *v;
-    long n, cap;
+  plan_result *v;
+  long n, cap;
 } growable;
 
-static int push(growable *g, const plan_result *r)
-{
-    if (g->n == g->cap) {
-        long cap = g->cap ? 2 * g->cap : 1024;
-        plan_result *v = realloc(g->v, (size_t)cap * sizeof *v);
-        if (!v)
-            return -1;
-        g->v = v;
-        g->cap = cap;
-    }
-    g->v[g->n++] = *r;
-    return 0;
+static int push(growable *g, const plan_result *r) {
+  if (g->n == g->cap) {
+    long cap = g->cap ? 2 * g->cap : 1024;
+    plan_result *v = realloc(g->v, (size_t)cap * sizeof *v);
+    if (!v) return -1;
+    g->v = v;
+    g->cap = cap;
+  }
+  g->v[g->n++] = *r;
+  return 0;
 }
 
-static int cmp_results(const void *pa, const void *pb)
-{
-    const plan_result *a = pa, *b = pb;
-    if (a->fits != b->fits)
-        return b->fits - a->fits;
-    if (a->fits) {
-        if (a->tokens_per_s != b->tokens_per_s)
-            return a->tokens_per_s > b->tokens_per_s ? -1 : 1;
-        return a->memory_total < b->memory_total ? -1 : a->memory_total > b->memory_total;
-    }
-    if (a->memory_total != b->memory_total)
-        return a->memory_total < b->memory_total ? -1 : 1;
-    return a->tokens_per_s > b->tokens_per_s ? -1 : a->tokens_per_s < b->tokens_per_s;
+static int cmp_results(const void *pa, const void *pb) {
+  const plan_result *a = pa, *b = pb;
+  if (a->fits != b->fits) return b->fits - a->fits;
+  if (a->fits) {
+    if (a->tokens_per_s != b->tokens_per_s) return a->tokens_per_s > b->tokens_per_s ? -1 : 1;
+    return a->memory_total < b->memory_total ? -1 : a->memory_total > b->memory_total;
+  }
+  if (a->memory_total != b->memory_total) return a->memory_total < b->memory_total ? -1 : 1;
+  return a->tokens_per_s > b->tokens_per_s ? -1 : a->tokens_per_s < b->tokens_per_s;
 }
 
-static int allowed(int want, int v) { return want < 0 || want == v; }
+static int allowed(int want, int v) {
+  return want < 0 || want == v;
+}
 
 long plan_enumerate(const plan_job *job, const plan_filter *f, plan_result **out, char *why_none,
-                    size_t why_size)
-{
-    growable g = {NULL, 0, 0};
-    const mm_layout *m = &job->model;
-    int N = job->gpus;
-    char err[256] = "";
-    if (why_none && why_size)
-        why_none[0] = '\0';
-    for (int tp = 1; tp <= N; tp++) {
-        if (N % tp || !allowed(f->tp, tp) || m->heads % tp || m->hidden % tp)
-            continue;
-        for (int pp = 1; pp <= N / tp; pp++) {
-            if ((N / tp) % pp || !allowed(f->pp, pp) || m->layers % pp)
-                continue;
-            for (int cp = 1; cp <= N / (tp * pp); cp++) {
-                if ((N / (tp * pp)) % cp || !allowed(f->cp, cp) || (cp > 1 && m->seq % (2 * cp)))
-                    continue;
-                int dp = N / (tp * pp * cp);
-                if (!allowed(f->dp, dp) || job->global_batch % dp)
-                    continue;
-                int per_dp = job->global_batch / dp;
-                for (int M = 1; M <= per_dp && M <= 256; M++) {
-                    if (per_dp % M || !allowed(f->microbatches, M))
+                    size_t why_size) {
+  growable g = {NULL, 0, 0};
+  const mm_layout *m = &job->model;
+  int N = job->gpus;
+  char err[256] = "";
+  if (why_none && why_size) why_none[0] = '\0';
+  for (int tp = 1; tp <= N; tp++) {
+    if (N % tp || !allowed(f->tp, tp) || m->heads % tp || m->hidden % tp) continue;
+    for (int pp = 1; pp <= N / tp; pp++) {
+      if ((N / tp) % pp || !allowed(f->pp, pp) || m->layers % pp) continue;
+      for (int cp = 1; cp <= N / (tp * pp); cp++) {
+        if ((N / (tp * pp)) % cp || !allowed(f->cp, cp) || (cp > 1 && m->seq % (2 * cp))) continue;
+        int dp = N / (tp * pp * cp);
+        if (!allowed(f->dp, dp) || job->global_batch % dp) continue;
+        int per_dp = job->global_batch / dp;
+        for (int M = 1; M <= per_dp && M <= 256; M++) {
+          if (per_dp % M || !allowed(f->microbatches, M)) continue;
+          for (int sched = 0; sched < 3; sched++) {
+            if (pp == 1 && sched != MM_SCHED_1F1B) continue; /* one stage: no schedule to choose */
+            if (f->schedule >= 0 && pp > 1 && f->schedule != sched) continue;
+            for (int v = sched == MM_SCHED_INTERLEAVED ? 2 : 1;
+                 v <= (sched == MM_SCHED_INTERLEAVED ? 4 : 1); v++) {
+              if (!allowed(f->virtual_stages, v) && sched == MM_SCHED_INTERLEAVED) continue;
+              if (sched == MM_SCHED_INTERLEAVED && (m->layers % (pp * v) || M % pp)) continue;
+              for (int zero = 0; zero <= 3; zero++) {
+                if (!allowed(f->zero, zero) || (zero && dp * cp == 1) ||
+                    (zero >= 2 && sched == MM_SCHED_INTERLEAVED))
+                  continue;
+                for (int rc = 0; rc < 3; rc++) {
+                  if (!allowed(f->recompute, rc)) continue;
+                  for (int sp = 0; sp <= (tp > 1); sp++) {
+                    if (!allowed(f->sp, sp) && tp > 1) continue;
+                    mm_layout l = *m;
+                    l.dp = dp;
+                    l.tp = tp;
+                    l.pp = pp;
+                    l.cp = cp;
+                    l.sp = sp;
+                    l.schedule = (mm_schedule)sched;
+                    l.virtual_stages = v;
+                    l.microbatches = M;
+                    l.micro_batch = per_dp / M;
+                    l.zero = zero;
+                    l.recompute = (mm_recompute)rc;
+                    l.bucket_mb = m->bucket_mb > 0 ? m->bucket_mb : 1;
+                    /* experts: every EP degree dividing dp and E */
+                    for (int ep = 1; ep <= (m->experts > 0 ? dp : 1); ep++) {
+                      if (m->experts > 0 && (dp % ep || m->experts % ep || !allowed(f->ep, ep)))
                         continue;
-                    for (int sched = 0; sched < 3; sched++) {
-                        if (pp == 1 && sched != MM_SCHED_1F1B)
-                            continue; /* one stage: no schedule to choose */
-                        if (f->schedule >= 0 && pp > 1 && f->schedule != sched)
-                            continue;
-                        for (int v = sched == MM_SCHED_INTERLEAVED ? 2 : 1;
-                             v <= (sched == MM_SCHED_INTERLEAVED ? 4 : 1); v++) {
-                            if (!allowed(f->virtual_stages, v) && sched == MM_SCHED_INTERLEAVED)
-                                continue;
-                            if (sched == MM_SCHED_INTERLEAVED && (m->layers % (pp * v) || M % pp))
-                                continue;
-                            for (int zero = 0; zero <= 3; zero++) {
-                                if (!allowed(f->zero, zero) || (zero && dp * cp == 1) ||
-                                    (zero >= 2 && sched == MM_SCHED_INTERLEAVED))
-                                    continue;
-                                for (int rc = 0; rc < 3; rc++) {
-                                    if (!allowed(f->recompute, rc))
-                                        continue;
-                                    for (int sp = 0; sp <= (tp > 1); sp++) {
-                                        if (!allowed(f->sp, sp) && tp > 1)
-                                            continue;
-                                        mm_layout l = *m;
-                                        l.dp = dp;
-                                        l.tp = tp;
-                                        l.pp = pp;
-                                        l.cp = cp;
-                                        l.sp = sp;
-                                        l.schedule = (mm_schedule)sched;
-                                        l.virtual_stages = v;
-                                        l.microbatches = M;
-                                        l.micro_batch = per_dp / M;
-                                        l.zero = zero;
-                                        l.recompute = (mm_recompute)rc;
-                                        l.bucket_mb = m->bucket_mb > 0 ? m->bucket_mb : 1;
-                                        /* experts: every EP degree dividing dp and E */
-                                        for (int ep = 1; ep <= (m->experts > 0 ? dp : 1); ep++) {
-                                        if (m->experts > 0 &&
-                                            (dp % ep || m->experts % ep || !allowed(f->ep, ep)))
-                                            continue;
-                                        l.ep = ep;
-                                        plan_result r;
-                                        if (plan_predict(job, &l, &r, err, sizeof err) != 0) {
-                                            if (why_none && why_size)
-                                                snprintf(why_none, why_size, "%s", err);
-                                            continue;
-                                        }
-                                        if (push(&g, &r) != 0) {
-                                            free(g.v);
-                                            if (why_none && why_size)
-                                                snprintf(why_none, why_size, "out of memory");
-                                            return -1;
-                                        }
-                                        }
-                                    }
-                                }
-                            }
-                        }
+                      l.ep = ep;
+                      plan_result r;
+                      if (plan_predict(job, &l, &r, err, sizeof err) != 0) {
+                        if (why_none && why_size) snprintf(why_none, why_size, "%s", err);
+                        continue;
+                      }
+                      if (push(&g, &r) != 0) {
+                        free(g.v);
+                        if (why_none && why_size) snprintf(why_none, why_size, "out of memory");
+                        return -1;
+                      }
                     }
+                  }
                 }
+              }
             }
+          }
         }
+      }
     }
-    if (g.n)
-        qsort(g.v, (size_t)g.n, sizeof *g.v, cmp_results);
-    *out = g.v;
-    return g.n;
+  }
+  if (g.n) qsort(g.v, (size_t)g.n, sizeof *g.v, cmp_results);
+  *out = g.v;
+  return g.n;
 }
 
 /* ---- output ---------------------------------------------------------------------------------- */
 
-static const char *schedule_name(const mm_layout *l)
-{
-    return l->pp == 1 ? "none" : mm_schedule_name(l->schedule);
+static const char *schedule_name(const mm_layout *l) {
+  return l->pp == 1 ? "none" : mm_schedule_name(l->schedule);
 }
 
-static const char *recompute_name(mm_recompute r) { return mm_recompute_name(r); }
-
-void plan_layout_name(const mm_layout *l, char *buf, size_t size)
-{
-    char sched[32];
-    if (l->pp == 1)
-        snprintf(sched, sizeof sched, "-");
-    else if (l->schedule == MM_SCHED_INTERLEAVED)
-        snprintf(sched, sizeof sched, "interleaved v%d", l->virtual_stages);
-    else
-        snprintf(sched, sizeof sched, "%s", schedule_name(l));
-    char ep[16] = "";
-    if (l->experts > 0)
-        snprintf(ep, sizeof ep, " ep%d", l->ep > 0 ? l->ep : 1);
-    snprintf(buf, size, "dp%d%s tp%d%s pp%d cp%d zero%d %s m%d x %d rc=%s", l->dp, ep, l->tp,
-             l->sp ? "+sp" : "", l->pp, l->cp, l->zero, sched, l->microbatches, l->micro_batch,
-             recompute_name(l->recompute));
+static const char *recompute_name(mm_recompute r) {
+  return mm_recompute_name(r);
 }
 
-static double gib(double b) { return b / (double)(1u << 30); }
+void plan_layout_name(const mm_layout *l, char *buf, size_t size) {
+  char sched[32];
+  if (l->pp == 1)
+    snprintf(sched, sizeof sched, "-");
+  else if (l->schedule == MM_SCHED_INTERLEAVED)
+    snprintf(sched, sizeof sched, "interleaved v%d", l->virtual_stages);
+  else
+    snprintf(sched, sizeof sched, "%s", schedule_name(l));
+  char ep[16] = "";
+  if (l->experts > 0) snprintf(ep, sizeof ep, " ep%d", l->ep > 0 ? l->ep : 1);
+  snprintf(buf, size, "dp%d%s tp%d%s pp%d cp%d zero%d %s m%d x %d rc=%s", l->dp, ep, l->tp,
+           l->sp ? "+sp" : "", l->pp, l->cp, l->zero, sched, l->microbatches, l->micro_batch,
+           recompute_name(l->recompute));
+}
 
-void plan_print_table(FILE *f, const plan_job *job, const plan_result *r, long n, long top)
-{
-    long fitting = 0;
-    for (long i = 0; i < n; i++)
-        fitting += r[i].fits;
-    fprintf(f, "%ld layouts of %d x %s (%.0f GiB each), global batch %d x %d tokens; %ld fit%s\n",
-            n, job->gpus, job->dev.name, gib(job->dev.memory_bytes), job->global_batch,
-            job->model.seq, fitting, job->cal.present ? "" : "");
-    if (job->cal.present)
-        fprintf(f, "calibrated by %s: %.3g FLOP/s per rank achieved, measured bandwidths, "
-                   "latency, host overhead\n", job->cal.source, job->cal.flops_rate);
-    else
-        fprintf(f, "assumed (no --from RUN): %.0f %% of the %.3g FLOP/s peak, %.0f / %.0f GB/s "
-                   "in / between nodes, %.0f us per collective (docs/plan.md)\n",
-                100 * job->dev.efficiency, job->dev.peak_flops, job->dev.intra_bw / 1e9,
-                job->dev.inter_bw / 1e9, job->dev.latency_s * 1e6);
-    if (job->dev.cores > 0)
-        fprintf(f, "the ranks of a node share %d cores%s: each gets min(1, cores / ranks) of a "
-                   "core's rate\n", job->dev.cores,
-                job->dev.cores_assumed ? " (assumed: this machine's; --cores N)" : "");
-    fprintf(f, "\n%-4s %-52s %9s %4s %10s %11s %6s  %s\n", "#", "layout", "mem GiB", "fits",
-            "step s", "tokens/s", "MFU", "binding");
-    for (long i = 0; i < n && i < top; i++) {
-        char name[128];
-        plan_layout_name(&r[i].layout, name, sizeof name);
-        fprintf(f, "%-4ld %-52s %9.2f %4s %10.4g %11.4g %5.1f%%  %s\n", i + 1, name,
-                gib(r[i].memory_total), r[i].fits ? "yes" : "NO", r[i].step_s, r[i].tokens_per_s,
-                100 * r[i].mfu, r[i].binding);
-    }
-    if (n > top)
-        fprintf(f, "... %ld more (--top N, or --json/--csv for all)\n", n - top);
-    if (n > 0) {
-        const plan_result *b = &r[0];
-        fprintf(f,
-                "\nbest: %s\n  memory per device (stage %d): parameters %.2f, gradients %.2f, "
-                "optimizer %.2f, activations %.2f, runtime baseline %.2f GiB = %.2f GiB\n"
-                "  step %.4g s = compute %.4g + bubble %.4g + TP %.4g + CP %.4g + PP %.4g + "
-                "EP %.4g + gradient sync %.4g + descheduled waits %.4g + host %.4g\n",
-                b->fits ? "fits" : "does NOT fit", b->mem_stage, gib(b->mem.parameters),
-                gib(b->mem.gradients), gib(b->mem.optimizer), gib(b->mem.activations),
-                gib(b->memory_total - b->mem.peak), gib(b->memory_total), b->step_s, b->compute_s,
-                b->bubble_s, b->tp_s, b->cp_s, b->pp_s, b->ep_s, b->grad_sync_s, b->wait_s, b->host_s);
-    }
+static double gib(double b) {
+  return b / (double)(1u << 30);
+}
+
+void plan_print_table(FILE *f, const plan_job *job, const plan_result *r, long n, long top) {
+  long fitting = 0;
+  for (long i = 0; i < n; i++)
+    fitting += r[i].fits;
+  fprintf(f, "%ld layouts of %d x %s (%.0f GiB each), global batch %d x %d tokens; %ld fit%s\n", n,
+          job->gpus, job->dev.name, gib(job->dev.memory_bytes), job->global_batch, job->model.seq,
+          fitting, job->cal.present ? "" : "");
+  if (job->cal.present)
+    fprintf(f,
+            "calibrated by %s: %.3g FLOP/s per rank achieved, measured bandwidths, "
+            "latency, host overhead\n",
+            job->cal.source, job->cal.flops_rate);
+  else
+    fprintf(f,
+            "assumed (no --from RUN): %.0f %% of the %.3g FLOP/s peak, %.0f / %.0f GB/s "
+            "in / between nodes, %.0f us per collective (docs/plan.md)\n",
+            100 * job->dev.efficiency, job->dev.peak_flops, job->dev.intra_bw / 1e9,
+            job->dev.inter_bw / 1e9, job->dev.latency_s * 1e6);
+  if (job->dev.cores > 0)
+    fprintf(f,
+            "the ranks of a node share %d cores%s: each gets min(1, cores / ranks) of a "
+            "core's rate\n",
+            job->dev.cores, job->dev.cores_assumed ? " (assumed: this machine's; --cores N)" : "");
+  fprintf(f, "\n%-4s %-52s %9s %4s %10s %11s %6s  %s\n", "#", "layout", "mem GiB", "fits", "step s",
+          "tokens/s", "MFU", "binding");
+  for (long i = 0; i < n && i < top; i++) {
+    char name[128];
+    plan_layout_name(&r[i].layout, name, sizeof name);
+    fprintf(f, "%-4ld %-52s %9.2f %4s %10.4g %11.4g %5.1f%%  %s\n", i + 1, name,
+            gib(r[i].memory_total), r[i].fits ? "yes" : "NO", r[i].step_s, r[i].tokens_per_s,
+            100 * r[i].mfu, r[i].binding);
+  }
+  if (n > top) fprintf(f, "... %ld more (--top N, or --json/--csv for all)\n", n - top);
+  if (n > 0) {
+    const plan_result *b = &r[0];
+    fprintf(f,
+            "\nbest: %s\n  memory per device (stage %d): parameters %.2f, gradients %.2f, "
+            "optimizer %.2f, activations %.2f, runtime baseline %.2f GiB = %.2f GiB\n"
+            "  step %.4g s = compute %.4g + bubble %.4g + TP %.4g + CP %.4g + PP %.4g + "
+            "EP %.4g + gradient sync %.4g + descheduled waits %.4g + host %.4g\n",
+            b->fits ? "fits" : "does NOT fit", b->mem_stage, gib(b->mem.parameters),
+            gib(b->mem.gradients), gib(b->mem.optimizer), gib(b->mem.activations),
+            gib(b->memory_total - b->mem.peak), gib(b->memory_total), b->step_s, b->compute_s,
+            b->bubble_s, b->tp_s, b->cp_s, b->pp_s, b->ep_s, b->grad_sync_s, b->wait_s, b->host_s);
+  }
 }
 
 /* A JSON string literal: quotes, backslashes and control characters escaped (a run's path
  * is whatever the user named it). */
-static void json_string(FILE *f, const char *s) { sc_json_string_file(f, s, 0); }
-
-static void json_layout(FILE *f, const plan_result *r)
-{
-    const mm_layout *l = &r->layout;
-    char name[128];
-    plan_layout_name(l, name, sizeof name);
-    fprintf(f,
-            "{\"layout\":{\"name\":\"%s\",\"dp\":%d,\"tp\":%d,\"pp\":%d,\"cp\":%d,\"sp\":%s,"
-            "\"zero\":%d,\"recompute\":\"%s\",\"microbatches\":%d,\"micro_batch\":%d,"
-            "\"schedule\":\"%s\",\"virtual_stages\":%d,\"bucket_mb\":%g,\"ep\":%d},",
-            name, l->dp, l->tp, l->pp, l->cp, l->sp ? "true" : "false", l->zero,
-            recompute_name(l->recompute), l->microbatches, l->micro_batch, schedule_name(l),
-            l->schedule == MM_SCHED_INTERLEAVED ? l->virtual_stages : 1, l->bucket_mb,
-            l->ep > 0 ? l->ep : 1);
-    fprintf(f,
-            "\"memory_bytes\":{\"parameters\":%zu,\"gradients\":%zu,\"optimizer\":%zu,"
-            "\"activations\":%zu,\"other\":%zu,\"runtime_baseline\":%.0f,\"total\":%.0f},"
-            "\"memory_stage\":%d,\"fits\":%s,",
-            r->mem.parameters, r->mem.gradients, r->mem.optimizer, r->mem.activations, r->mem.other,
-            r->memory_total - (double)r->mem.peak, r->memory_total, r->mem_stage,
-            r->fits ? "true" : "false");
-    fprintf(f,
-            "\"step_time_s\":%.9g,\"tokens_per_s\":%.9g,\"mfu\":%.6f,\"bubble_theory\":%.6f,"
-            "\"breakdown_s\":{\"compute\":%.9g,\"bubble\":%.9g,\"tp\":%.9g,\"cp\":%.9g,\"pp\":%.9g,"
-            "\"ep\":%.9g,\"grad_sync\":%.9g,\"wait\":%.9g,\"host\":%.9g},\"binding\":\"%s\"}",
-            r->step_s, r->tokens_per_s, r->mfu, r->bubble_theory, r->compute_s, r->bubble_s, r->tp_s,
-            r->cp_s, r->pp_s, r->ep_s, r->grad_sync_s, r->wait_s, r->host_s, r->binding);
+static void json_string(FILE *f, const char *s) {
+  sc_json_string_file(f, s, 0);
 }
 
-int plan_write_json(FILE *f, const plan_job *job, const plan_result *r, long n)
-{
-    const mm_layout *m = &job->model;
-    fprintf(f,
-            "{\"schema_version\":1,\"kind\":\"stepscope.plan\",\"job\":{\"layers\":%d,\"hidden\":%d,\"heads\":%d,\"vocab\":%d,"
-            "\"ffn\":%d,\"seq\":%d,\"max_seq\":%d,\"gpus\":%d,\"gpus_per_node\":%d,"
-            "\"global_batch\":%d,\"overlap\":%s,\"experts\":%d,\"top_k\":%d,\"moe_every\":%d},",
-            m->layers, m->hidden, m->heads, m->vocab, m->ffn > 0 ? m->ffn : 4 * m->hidden, m->seq,
-            m->max_seq, job->gpus, job->gpus_per_node, job->global_batch,
-            job->overlap ? "true" : "false", m->experts, m->experts > 0 ? m->top_k : 0,
-            m->experts > 0 ? m->moe_every : 0);
-    const plan_device *d = &job->dev;
-    fprintf(f,
-            "\"device\":{\"name\":\"%s\",\"peak_flops\":%.6g,\"memory_bytes\":%.0f,"
-            "\"intra_node_bw\":%.6g,\"inter_node_bw\":%.6g,\"latency_s\":%.6g,\"efficiency\":%.4f,"
-            "\"runtime_baseline_bytes\":%.0f,\"activation_bytes\":%d,\"cores\":%d,"
-            "\"cores_assumed\":%s},",
-            d->name, d->peak_flops, d->memory_bytes, d->intra_bw, d->inter_bw, d->latency_s,
-            d->efficiency, d->baseline_bytes, d->act_bytes, d->cores,
-            d->cores_assumed ? "true" : "false");
-    const plan_calibration *c = &job->cal;
-    if (c->present) {
-        fputs("\"calibration\":{\"source\":", f);
-        json_string(f, c->source);
-        fprintf(f,
-                ",\"flops_rate\":%.6g,\"tp_bw\":%.6g,"
-                "\"dp_bw\":%.6g,\"pp_bw\":%.6g,\"cp_bw\":%.6g,\"latency_s\":%.6g,"
-                "\"host_s_per_step\":%.6g,\"bubble_excess\":%.6f,"
-                "\"runtime_baseline_bytes\":%.0f,\"measured_step_s\":%.6g,"
-                "\"forward_share\":%.4f,\"attention_forward_share\":%.4f,"
-                "\"exposed_comm_s\":%.6g,\"wait_share\":%.6g,\"bubble_fraction\":%.6f,"
-                "\"rate_raised\":%s},",
-                c->flops_rate, c->tp_bw, c->dp_bw, c->pp_bw, c->cp_bw, c->latency_s,
-                c->host_s_per_step, c->bubble_excess, c->baseline_bytes, c->measured_step_s,
-                c->forward_share, c->attention_forward_share, c->exposed_comm_s, c->wait_share,
-                c->bubble_fraction, c->rate_raised ? "true" : "false");
-    } else {
-        fprintf(f, "\"calibration\":null,\"assumed\":[\"flops_rate\",\"bandwidths\",\"latency\","
-                   "\"runtime_baseline\",\"host_overhead\"],");
-    }
-    fprintf(f, "\"layouts\":[");
-    for (long i = 0; i < n; i++) {
-        if (i)
-            fputc(',', f);
-        json_layout(f, &r[i]);
-    }
-    fprintf(f, "]}\n");
-    return ferror(f) ? -1 : 0;
+static void json_layout(FILE *f, const plan_result *r) {
+  const mm_layout *l = &r->layout;
+  char name[128];
+  plan_layout_name(l, name, sizeof name);
+  fprintf(f,
+          "{\"layout\":{\"name\":\"%s\",\"dp\":%d,\"tp\":%d,\"pp\":%d,\"cp\":%d,\"sp\":%s,"
+          "\"zero\":%d,\"recompute\":\"%s\",\"microbatches\":%d,\"micro_batch\":%d,"
+          "\"schedule\":\"%s\",\"virtual_stages\":%d,\"bucket_mb\":%g,\"ep\":%d},",
+          name, l->dp, l->tp, l->pp, l->cp, l->sp ? "true" : "false", l->zero,
+          recompute_name(l->recompute), l->microbatches, l->micro_batch, schedule_name(l),
+          l->schedule == MM_SCHED_INTERLEAVED ? l->virtual_stages : 1, l->bucket_mb,
+          l->ep > 0 ? l->ep : 1);
+  fprintf(f,
+          "\"memory_bytes\":{\"parameters\":%zu,\"gradients\":%zu,\"optimizer\":%zu,"
+          "\"activations\":%zu,\"other\":%zu,\"runtime_baseline\":%.0f,\"total\":%.0f},"
+          "\"memory_stage\":%d,\"fits\":%s,",
+          r->mem.parameters, r->mem.gradients, r->mem.optimizer, r->mem.activations, r->mem.other,
+          r->memory_total - (double)r->mem.peak, r->memory_total, r->mem_stage,
+          r->fits ? "true" : "false");
+  fprintf(f,
+          "\"step_time_s\":%.9g,\"tokens_per_s\":%.9g,\"mfu\":%.6f,\"bubble_theory\":%.6f,"
+          "\"breakdown_s\":{\"compute\":%.9g,\"bubble\":%.9g,\"tp\":%.9g,\"cp\":%.9g,\"pp\":%.9g,"
+          "\"ep\":%.9g,\"grad_sync\":%.9g,\"wait\":%.9g,\"host\":%.9g},\"binding\":\"%s\"}",
+          r->step_s, r->tokens_per_s, r->mfu, r->bubble_theory, r->compute_s, r->bubble_s, r->tp_s,
+          r->cp_s, r->pp_s, r->ep_s, r->grad_sync_s, r->wait_s, r->host_s, r->binding);
 }
 
-int plan_write_csv(FILE *f, const plan_result *r, long n)
-{
-    fprintf(f, "rank,dp,tp,pp,cp,sp,zero,recompute,microbatches,micro_batch,schedule,"
-               "virtual_stages,parameters_bytes,gradients_bytes,optimizer_bytes,activations_bytes,"
-               "memory_total_bytes,fits,step_time_s,tokens_per_s,mfu,compute_s,bubble_s,tp_s,cp_s,"
-               "pp_s,grad_sync_s,host_s,binding,ep,ep_s,wait_s\n");
-    for (long i = 0; i < n; i++) {
-        const plan_result *x = &r[i];
-        const mm_layout *l = &x->layout;
-        fprintf(f, "%ld,%d,%d,%d,%d,%d,%d,%s,%d,%d,%s,%d,%zu,%zu,%zu,%zu,%.0f,%d,%.9g,%.9g,%.6f,"
-                   "%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%s,%d,%.9g,%.9g\n",
-                i + 1, l->dp, l->tp, l->pp, l->cp, l->sp, l->zero, recompute_name(l->recompute),
-                l->microbatches, l->micro_batch, schedule_name(l),
-                l->schedule == MM_SCHED_INTERLEAVED ? l->virtual_stages : 1, x->mem.parameters,
-                x->mem.gradients, x->mem.optimizer, x->mem.activations, x->memory_total, x->fits,
-                x->step_s, x->tokens_per_s, x->mfu, x->compute_s, x->bubble_s, x->tp_s, x->cp_s,
-                x->pp_s, x->grad_sync_s, x->host_s, x->binding, l->ep > 0 ? l->ep : 1, x->ep_s,
-                x->wait_s);
-    }
-    return ferror(f) ? -1 : 0;
+int plan_write_json(FILE *f, const plan_job *job, const plan_result *r, long n) {
+  const mm_layout *m = &job->model;
+  fprintf(f,
+          "{\"schema_version\":1,\"kind\":\"stepscope.plan\",\"job\":{\"layers\":%d,\"hidden\":%d,"
+          "\"heads\":%d,\"vocab\":%d,"
+          "\"ffn\":%d,\"seq\":%d,\"max_seq\":%d,\"gpus\":%d,\"gpus_per_node\":%d,"
+          "\"global_batch\":%d,\"overlap\":%s,\"experts\":%d,\"top_k\":%d,\"moe_every\":%d},",
+          m->layers, m->hidden, m->heads, m->vocab, m->ffn > 0 ? m->ffn : 4 * m->hidden, m->seq,
+          m->max_seq, job->gpus, job->gpus_per_node, job->global_batch,
+          job->overlap ? "true" : "false", m->experts, m->experts > 0 ? m->top_k : 0,
+          m->experts > 0 ? m->moe_every : 0);
+  const plan_device *d = &job->dev;
+  fprintf(f,
+          "\"device\":{\"name\":\"%s\",\"peak_flops\":%.6g,\"memory_bytes\":%.0f,"
+          "\"intra_node_bw\":%.6g,\"inter_node_bw\":%.6g,\"latency_s\":%.6g,\"efficiency\":%.4f,"
+          "\"runtime_baseline_bytes\":%.0f,\"activation_bytes\":%d,\"cores\":%d,"
+          "\"cores_assumed\":%s},",
+          d->name, d->peak_flops, d->memory_bytes, d->intra_bw, d->inter_bw, d->latency_s,
+          d->efficiency, d->baseline_bytes, d->act_bytes, d->cores,
+          d->cores_assumed ? "true" : "false");
+  const plan_calibration *c = &job->cal;
+  if (c->present) {
+    fputs("\"calibration\":{\"source\":", f);
+    json_string(f, c->source);
+    fprintf(f,
+            ",\"flops_rate\":%.6g,\"tp_bw\":%.6g,"
+            "\"dp_bw\":%.6g,\"pp_bw\":%.6g,\"cp_bw\":%.6g,\"latency_s\":%.6g,"
+            "\"host_s_per_step\":%.6g,\"bubble_excess\":%.6f,"
+            "\"runtime_baseline_bytes\":%.0f,\"measured_step_s\":%.6g,"
+            "\"forward_share\":%.4f,\"attention_forward_share\":%.4f,"
+            "\"exposed_comm_s\":%.6g,\"wait_share\":%.6g,\"bubble_fraction\":%.6f,"
+            "\"rate_raised\":%s},",
+            c->flops_rate, c->tp_bw, c->dp_bw, c->pp_bw, c->cp_bw, c->latency_s, c->host_s_per_step,
+            c->bubble_excess, c->baseline_bytes, c->measured_step_s, c->forward_share,
+            c->attention_forward_share, c->exposed_comm_s, c->wait_share, c->bubble_fraction,
+            c->rate_raised ? "true" : "false");
+  } else {
+    fprintf(f, "\"calibration\":null,\"assumed\":[\"flops_rate\",\"bandwidths\",\"latency\","
+               "\"runtime_baseline\",\"host_overhead\"],");
+  }
+  fprintf(f, "\"layouts\":[");
+  for (long i = 0; i < n; i++) {
+    if (i) fputc(',', f);
+    json_layout(f, &r[i]);
+  }
+  fprintf(f, "]}\n");
+  return ferror(f) ? -1 : 0;
+}
+
+int plan_write_csv(FILE *f, const plan_result *r, long n) {
+  fprintf(f, "rank,dp,tp,pp,cp,sp,zero,recompute,microbatches,micro_batch,schedule,"
+             "virtual_stages,parameters_bytes,gradients_bytes,optimizer_bytes,activations_bytes,"
+             "memory_total_bytes,fits,step_time_s,tokens_per_s,mfu,compute_s,bubble_s,tp_s,cp_s,"
+             "pp_s,grad_sync_s,host_s,binding,ep,ep_s,wait_s\n");
+  for (long i = 0; i < n; i++) {
+    const plan_result *x = &r[i];
+    const mm_layout *l = &x->layout;
+    fprintf(f,
+            "%ld,%d,%d,%d,%d,%d,%d,%s,%d,%d,%s,%d,%zu,%zu,%zu,%zu,%.0f,%d,%.9g,%.9g,%.6f,"
+            "%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%s,%d,%.9g,%.9g\n",
+            i + 1, l->dp, l->tp, l->pp, l->cp, l->sp, l->zero, recompute_name(l->recompute),
+            l->microbatches, l->micro_batch, schedule_name(l),
+            l->schedule == MM_SCHED_INTERLEAVED ? l->virtual_stages : 1, x->mem.parameters,
+            x->mem.gradients, x->mem.optimizer, x->mem.activations, x->memory_total, x->fits,
+            x->step_s, x->tokens_per_s, x->mfu, x->compute_s, x->bubble_s, x->tp_s, x->cp_s,
+            x->pp_s, x->grad_sync_s, x->host_s, x->binding, l->ep > 0 ? l->ep : 1, x->ep_s,
+            x->wait_s);
+  }
+  return ferror(f) ? -1 : 0;
 }

@@ -1,6 +1,7 @@
 /*
- * ssa_plan.h — the analyzer's plan floor (analyzer/src/plan): `stepscope plan`: the Ultra-Scale Playbook's calculators for the bundled
- * trainer's layouts, with a cost model that a measured run can calibrate.
+ * ssa_plan.h — the analyzer's plan floor (analyzer/src/plan): `stepscope plan`: the Ultra-Scale
+ * Playbook's calculators for the bundled trainer's layouts, with a cost model that a measured run
+ * can calibrate.
  *
  * What it answers: for a model on N devices, every layout (dp x tp x pp x cp, ZeRO 0-3,
  * recomputation, micro-batches, schedule, sequence parallelism) with its per-device memory
@@ -29,19 +30,19 @@
 
 /* A device kind: the roofline defaults. */
 typedef struct plan_device {
-    const char *name;
-    double peak_flops;     /* per device, dense, in the training precision */
-    double memory_bytes;   /* device memory */
-    double intra_bw;       /* bytes/s per device inside a node (NVLink; shared memory on cpu) */
-    double inter_bw;       /* bytes/s per device between nodes */
-    double latency_s;      /* per collective */
-    double efficiency;     /* achieved / peak FLOP rate assumed without calibration */
-    double baseline_bytes; /* runtime baseline per rank: context, libraries, comm buffers */
-    int act_bytes;         /* activation storage the trainer uses there: 2 bf16, 4 fp32 */
-    int cores;             /* CPU backend: cores of the machine the ranks share (0 for GPUs:
-                              one device per rank, never shared); set at run time (--cores,
-                              else the planning machine's, assumed) */
-    int cores_assumed;     /* 1 when `cores` is the planning machine's, not given */
+  const char *name;
+  double peak_flops;     /* per device, dense, in the training precision */
+  double memory_bytes;   /* device memory */
+  double intra_bw;       /* bytes/s per device inside a node (NVLink; shared memory on cpu) */
+  double inter_bw;       /* bytes/s per device between nodes */
+  double latency_s;      /* per collective */
+  double efficiency;     /* achieved / peak FLOP rate assumed without calibration */
+  double baseline_bytes; /* runtime baseline per rank: context, libraries, comm buffers */
+  int act_bytes;         /* activation storage the trainer uses there: 2 bf16, 4 fp32 */
+  int cores;             /* CPU backend: cores of the machine the ranks share (0 for GPUs:
+                            one device per rank, never shared); set at run time (--cores,
+                            else the planning machine's, assumed) */
+  int cores_assumed;     /* 1 when `cores` is the planning machine's, not given */
 } plan_device;
 
 /* The share of a core each rank gets when `ranks` ranks share the device's cores:
@@ -57,62 +58,62 @@ const char *plan_device_kind_of_name(const char *device_name);
 
 /* What a measured run taught (plan_calibrate.c); a field <= 0 keeps the default. */
 typedef struct plan_calibration {
-    int present;
-    char source[256];       /* the run directory */
-    char device_name[128];  /* rank 0's device, as its trace header names it */
-    double flops_rate;      /* achieved FLOP/s per rank on the model's math (in the run: with
-                               the run's core share, plan_core_share of its ranks per node) */
-    double tp_bw, dp_bw, pp_bw, cp_bw; /* measured bus bandwidth per group, bytes/s */
-    double latency_s;       /* smallest collective transfer seen */
-    double host_s_per_step; /* step time no part of the model explains (host, launches) */
-    double exposed_comm_s;  /* measured exposed collective time per step, median over ranks */
-    double wait_share;      /* descheduled waits: (measured exposed collectives - modelled
-                               collectives) / compute on the run's layout, per unit of the
-                               time a rank is off a core (1 - core share); 0 unless the run's
-                               ranks outnumbered the cores and it had no pipeline */
-    double bubble_excess;   /* measured bubble fraction - theory (pipelined runs); with ranks
-                               sharing cores, - the shared cores' slot model (fit_host) */
-    double bubble_fraction; /* measured bubble / span, median over a pipelined run's ranks */
-    int rate_raised;        /* fit_host raised flops_rate: the modelled parts exceeded the step */
-    double baseline_bytes;  /* measured runtime baseline per rank */
-    double forward_share;   /* forward compute time / (forward + backward), measured (a run
-                               without recomputation); what full recomputation repeats */
-    double attention_forward_share; /* attention's forward / (forward + backward): what
-                               selective recomputation repeats */
-    mm_layout layout;       /* the layout the run had */
-    double measured_step_s; /* its median step time */
+  int present;
+  char source[256];      /* the run directory */
+  char device_name[128]; /* rank 0's device, as its trace header names it */
+  double flops_rate;     /* achieved FLOP/s per rank on the model's math (in the run: with
+                            the run's core share, plan_core_share of its ranks per node) */
+  double tp_bw, dp_bw, pp_bw, cp_bw; /* measured bus bandwidth per group, bytes/s */
+  double latency_s;                  /* smallest collective transfer seen */
+  double host_s_per_step;            /* step time no part of the model explains (host, launches) */
+  double exposed_comm_s;  /* measured exposed collective time per step, median over ranks */
+  double wait_share;      /* descheduled waits: (measured exposed collectives - modelled
+                             collectives) / compute on the run's layout, per unit of the
+                             time a rank is off a core (1 - core share); 0 unless the run's
+                             ranks outnumbered the cores and it had no pipeline */
+  double bubble_excess;   /* measured bubble fraction - theory (pipelined runs); with ranks
+                             sharing cores, - the shared cores' slot model (fit_host) */
+  double bubble_fraction; /* measured bubble / span, median over a pipelined run's ranks */
+  int rate_raised;        /* fit_host raised flops_rate: the modelled parts exceeded the step */
+  double baseline_bytes;  /* measured runtime baseline per rank */
+  double forward_share;   /* forward compute time / (forward + backward), measured (a run
+                             without recomputation); what full recomputation repeats */
+  double attention_forward_share; /* attention's forward / (forward + backward): what
+                             selective recomputation repeats */
+  mm_layout layout;               /* the layout the run had */
+  double measured_step_s;         /* its median step time */
 } plan_calibration;
 
 /* The job: a model, a device count and kind, a global batch. */
 typedef struct plan_job {
-    mm_layout model;        /* model fields: layers, hidden, heads, vocab, ffn, seq, max_seq */
-    int gpus, gpus_per_node, global_batch;
-    plan_device dev;
-    plan_calibration cal;
-    int overlap;            /* DP all-reduce overlapped with backward (the trainer's default) */
+  mm_layout model; /* model fields: layers, hidden, heads, vocab, ffn, seq, max_seq */
+  int gpus, gpus_per_node, global_batch;
+  plan_device dev;
+  plan_calibration cal;
+  int overlap; /* DP all-reduce overlapped with backward (the trainer's default) */
 } plan_job;
 
 /* One layout's prediction. Times are seconds per optimizer step. */
 typedef struct plan_result {
-    mm_layout layout;
-    mm_breakdown mem;       /* the worst stage's */
-    int mem_stage;
-    double memory_total;    /* mem.peak + runtime baseline */
-    double comm_buffers;    /* (in mem: the trainer's gradient buckets are counted there) */
-    int fits;
-    double step_s, tokens_per_s, mfu;
-    double compute_s, bubble_s, tp_s, cp_s, pp_s, grad_sync_s, host_s;
-    double ep_s;            /* expert parallelism: the token all-to-alls (dispatch, combine) */
-    double wait_s;          /* CPU ranks outnumbering cores: waits in collectives for ranks
-                               that are descheduled (docs/plan.md) */
-    double bubble_theory;   /* the schedule's fraction */
-    const char *binding;    /* "memory", "compute", "exposed communication", "bubble", "host" */
+  mm_layout layout;
+  mm_breakdown mem; /* the worst stage's */
+  int mem_stage;
+  double memory_total; /* mem.peak + runtime baseline */
+  double comm_buffers; /* (in mem: the trainer's gradient buckets are counted there) */
+  int fits;
+  double step_s, tokens_per_s, mfu;
+  double compute_s, bubble_s, tp_s, cp_s, pp_s, grad_sync_s, host_s;
+  double ep_s;          /* expert parallelism: the token all-to-alls (dispatch, combine) */
+  double wait_s;        /* CPU ranks outnumbering cores: waits in collectives for ranks
+                           that are descheduled (docs/plan.md) */
+  double bubble_theory; /* the schedule's fraction */
+  const char *binding;  /* "memory", "compute", "exposed communication", "bubble", "host" */
 } plan_result;
 
 /* Which layout options to enumerate: a field < 0 means "every value". */
 typedef struct plan_filter {
-    int dp, tp, pp, cp, zero, recompute, microbatches, schedule, virtual_stages, sp;
-    int ep;                 /* with experts (job->model.experts > 0) */
+  int dp, tp, pp, cp, zero, recompute, microbatches, schedule, virtual_stages, sp;
+  int ep; /* with experts (job->model.experts > 0) */
 } plan_filter;
 void plan_filter_any(plan_filter *f);
 
@@ -125,8 +126,8 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
  * tokens/s, then those that do not fit by memory). *out is malloc'd. Returns the count, or
  * -1 with a message. `why_none` gets, when 0 layouts are valid, the reason of the last
  * refusal seen. */
-long plan_enumerate(const plan_job *job, const plan_filter *f, plan_result **out,
-                    char *why_none, size_t why_size);
+long plan_enumerate(const plan_job *job, const plan_filter *f, plan_result **out, char *why_none,
+                    size_t why_size);
 
 /* Text table (best first, at most `top` rows), JSON (schema in docs/plan.md) and CSV. */
 void plan_print_table(FILE *f, const plan_job *job, const plan_result *r, long n, long top);
@@ -138,8 +139,8 @@ void plan_layout_name(const mm_layout *l, char *buf, size_t size);
 
 /* Calibrates on a traced stepscope-train run (plan_calibrate.c): loads and analyzes it
  * with `threads` threads. Returns 0, or -1 with a message. */
-int plan_calibrate_from_run(const char *run_dir, int threads, plan_calibration *cal,
-                            char *err, size_t errlen);
+int plan_calibrate_from_run(const char *run_dir, int threads, plan_calibration *cal, char *err,
+                            size_t errlen);
 
 /* The layout of a stepscope-train run from its configuration JSON (the trace header's,
  * trainer/config.c: config_to_json): 0, or -1 with a reason when the JSON does not describe

@@ -14,8 +14,10 @@
 #define KEY(o, k) ssa_out_str((o), "\"" k "\":")
 
 static void ratio(ssa_out *o, int64_t num, int64_t den) {
-  if (den <= 0) ssa_out_str(o, "null");
-  else ssa_out_double(o, (double)num / (double)den);
+  if (den <= 0)
+    ssa_out_str(o, "null");
+  else
+    ssa_out_double(o, (double)num / (double)den);
 }
 
 static void idle_obj(ssa_out *o, const int64_t *c) {
@@ -33,13 +35,19 @@ static void window_obj(const ssa_analysis *a, const ssa_rank_result *rr, const s
   const ssa_run *run = a->run;
   ssa_out_char(o, '{');
   KEY(o, "step");
-  if (w->step < 0 && w == &rr->totals) ssa_out_str(o, "null");
-  else ssa_out_i64(o, w->step);
+  if (w->step < 0 && w == &rr->totals)
+    ssa_out_str(o, "null");
+  else
+    ssa_out_i64(o, w->step);
   ssa_out_str(o, ",\"start_ns\":");
   ssa_out_i64(o, ssa_rel_time(run, rr->rank, w->start));
   ssa_out_str(o, ",\"end_ns\":");
   ssa_out_i64(o, ssa_rel_time(run, rr->rank, w->end));
-#define FIELD(name, v) do { ssa_out_str(o, ",\"" name "\":"); ssa_out_i64(o, (v)); } while (0)
+#define FIELD(name, v)                                                                             \
+  do {                                                                                             \
+    ssa_out_str(o, ",\"" name "\":");                                                              \
+    ssa_out_i64(o, (v));                                                                           \
+  } while (0)
   FIELD("span_ns", w->span);
   FIELD("busy_ns", w->busy);
   FIELD("idle_ns", w->idle);
@@ -68,22 +76,30 @@ static void window_obj(const ssa_analysis *a, const ssa_rank_result *rr, const s
       ssa_out_i64(o, w->bubble_cause[k]);
     }
     ssa_out_str(o, "},\"imbalance_stage\":");
-    if (w->imbalance_stage >= 0) ssa_out_i64(o, w->imbalance_stage);
-    else ssa_out_str(o, "null");
+    if (w->imbalance_stage >= 0)
+      ssa_out_i64(o, w->imbalance_stage);
+    else
+      ssa_out_str(o, "null");
     ssa_out_str(o, ",\"schedule_idle_ns\":");
-    if (w->schedule_idle >= 0) ssa_out_i64(o, w->schedule_idle);
-    else ssa_out_str(o, "null");
+    if (w->schedule_idle >= 0)
+      ssa_out_i64(o, w->schedule_idle);
+    else
+      ssa_out_str(o, "null");
     ssa_out_str(o, ",\"schedule_idle_balanced_ns\":");
-    if (w->schedule_idle_balanced >= 0) ssa_out_i64(o, w->schedule_idle_balanced);
-    else ssa_out_str(o, "null");
+    if (w->schedule_idle_balanced >= 0)
+      ssa_out_i64(o, w->schedule_idle_balanced);
+    else
+      ssa_out_str(o, "null");
   } else if (rr->pipeline) {
     ssa_out_str(o, ",\"bubble_causes\":null,\"imbalance_stage\":null");
   }
   ssa_out_str(o, ",\"projected\":");
   ssa_out_str(o, w->projected ? "true" : "false");
   ssa_out_str(o, ",\"device_latency_ns\":");
-  if (w->device_latency >= 0) ssa_out_i64(o, w->device_latency);
-  else ssa_out_str(o, "null");
+  if (w->device_latency >= 0)
+    ssa_out_i64(o, w->device_latency);
+  else
+    ssa_out_str(o, "null");
   ssa_out_str(o, w->cut ? ",\"cut_by_trace_end\":true" : ",\"cut_by_trace_end\":false");
   ssa_out_str(o, ",\"idle_breakdown\":");
   idle_obj(o, w->idle_cause);
@@ -192,11 +208,15 @@ static void json_run(const ssa_analysis *a, ssa_out *o) {
     ssa_out_char(o, '}');
   }
   ssa_out_str(o, "],\"step_time_ns\":");
-  if (a->step_time_median >= 0) ssa_out_i64(o, a->step_time_median);
-  else ssa_out_str(o, "null");
+  if (a->step_time_median >= 0)
+    ssa_out_i64(o, a->step_time_median);
+  else
+    ssa_out_str(o, "null");
   ssa_out_str(o, ",\"device_latency_ns\":");
-  if (a->device_latency_median >= 0) ssa_out_i64(o, a->device_latency_median);
-  else ssa_out_str(o, "null");
+  if (a->device_latency_median >= 0)
+    ssa_out_i64(o, a->device_latency_median);
+  else
+    ssa_out_str(o, "null");
   ssa_out_str(o, ",\"step_windows\":\"iteration\"");
   ssa_out_str(o, ",\"steps\":[");
   for (size_t i = 0; i < a->nsteps; i++) {
@@ -210,8 +230,10 @@ static void json_run(const ssa_analysis *a, ssa_out *o) {
     ssa_out_str(o, ",\"time_ns\":");
     ssa_out_i64(o, s->time);
     ssa_out_str(o, ",\"device_latency_ns\":");
-    if (s->device_latency >= 0) ssa_out_i64(o, s->device_latency);
-    else ssa_out_str(o, "null");
+    if (s->device_latency >= 0)
+      ssa_out_i64(o, s->device_latency);
+    else
+      ssa_out_str(o, "null");
     ssa_out_str(o, s->cut ? ",\"cut_by_trace_end\":true" : ",\"cut_by_trace_end\":false");
     ssa_out_str(o, ",\"mfu\":");
     ssa_out_double(o, s->mfu);
@@ -225,8 +247,9 @@ static void json_run(const ssa_analysis *a, ssa_out *o) {
   if (a->schedule_stages > 0) {
     ssa_out_str(o, "{\"name\":");
     ssa_out_json_string(o, a->schedule_name);
-    ssa_out_printf(o, ",\"stages\":%d,\"microbatches\":%d,\"virtual_stages\":%d,\"bubble_theory_ratio\":",
-                   a->schedule_stages, a->schedule_microbatches, a->schedule_virtual);
+    ssa_out_printf(
+        o, ",\"stages\":%d,\"microbatches\":%d,\"virtual_stages\":%d,\"bubble_theory_ratio\":",
+        a->schedule_stages, a->schedule_microbatches, a->schedule_virtual);
     ssa_out_double(o, a->bubble_theory);
     ssa_out_char(o, '}');
   } else {
@@ -252,8 +275,10 @@ static void json_mfu(const ssa_analysis *a, ssa_out *o) {
     ssa_out_str(o, ",\"tokens_per_step\":");
     ssa_out_double(o, a->tokens_per_step);
     ssa_out_printf(o, ",\"world\":%d,\"step_time_ns\":", a->flops_world);
-    if (a->step_time_median >= 0) ssa_out_i64(o, a->step_time_median);
-    else ssa_out_str(o, "null");
+    if (a->step_time_median >= 0)
+      ssa_out_i64(o, a->step_time_median);
+    else
+      ssa_out_str(o, "null");
     ssa_out_char(o, '}');
   } else {
     ssa_out_str(o, "null");
@@ -289,7 +314,8 @@ static void json_memory(const ssa_analysis *a, ssa_out *o) {
 /* alignment */
 static void json_alignment(const ssa_analysis *a, ssa_out *o) {
   const ssa_run *run = a->run;
-  ssa_out_printf(o, ",\"alignment\":{\"reference_rank\":%d,\"refined_by_collectives\":%s,\"ranks\":[",
+  ssa_out_printf(o,
+                 ",\"alignment\":{\"reference_rank\":%d,\"refined_by_collectives\":%s,\"ranks\":[",
                  run->reference_rank, run->refined ? "true" : "false");
   int64_t ref_anchor = run->nranks ? run->anchor_offset[0] : 0;
   for (size_t i = 0; i < run->nranks; i++) {
@@ -320,19 +346,25 @@ static void json_ranks(const ssa_analysis *a, ssa_out *o) {
     ssa_out_str(o, ",\"device\":");
     ssa_out_json_string(o, r->device_name);
     ssa_out_str(o, ",\"pipeline_stage\":");
-    if (rr->stage >= 0) ssa_out_i64(o, rr->stage);
-    else ssa_out_str(o, "null");
-    ssa_out_printf(o, ",\"events\":%llu,\"ops\":%zu,\"ops_joined_to_launch\":%llu,\"comm_ops_by_evidence\":%llu,\"comm_kernels_by_name\":%llu",
+    if (rr->stage >= 0)
+      ssa_out_i64(o, rr->stage);
+    else
+      ssa_out_str(o, "null");
+    ssa_out_printf(o,
+                   ",\"events\":%llu,\"ops\":%zu,\"ops_joined_to_launch\":%llu,\"comm_ops_by_"
+                   "evidence\":%llu,\"comm_kernels_by_name\":%llu",
                    (unsigned long long)r->records, r->nops, (unsigned long long)r->joined_ops,
                    (unsigned long long)r->comm_by_evidence, (unsigned long long)r->comm_by_name);
     uint64_t dropped = 0;
-    for (int k = 0; k < 8; k++) dropped += r->dropped[k];
+    for (int k = 0; k < 8; k++)
+      dropped += r->dropped[k];
     ssa_out_printf(o, ",\"dropped_records\":%llu", (unsigned long long)dropped);
     ssa_out_str(o, r->host_timeline ? ",\"host_timeline\":true" : ",\"host_timeline\":false");
     classification_obj(r, o);
     ssa_out_str(o, ",\"totals\":");
     window_obj(a, rr, &rr->totals, o);
-    for (int k = 0; k < SSA_IDLE_N; k++) agg[k] += rr->totals.idle_cause[k];
+    for (int k = 0; k < SSA_IDLE_N; k++)
+      agg[k] += rr->totals.idle_cause[k];
     ssa_out_str(o, ",\"steps\":[");
     for (size_t s = 0; s < rr->nsteps; s++) {
       if (s) ssa_out_char(o, ',');
@@ -383,10 +415,11 @@ static void json_collectives(const ssa_analysis *a, ssa_out *o) {
   ssa_out_str(o, ",\"summary\":[");
   for (size_t i = 0; i < a->ncoll_summaries; i++) {
     const ssa_coll_summary *s = &a->coll_summaries[i];
-    ssa_out_printf(o, "%s{\"op\":\"%s\",\"group\":", i ? "," : "", stepscope_collective_op_name(s->op));
+    ssa_out_printf(o, "%s{\"op\":\"%s\",\"group\":", i ? "," : "",
+                   stepscope_collective_op_name(s->op));
     ssa_out_json_string(o, ssa_name(a, s->group));
-    ssa_out_printf(o, ",\"bytes\":%llu,\"count\":%llu,\"transfer_total_ns\":", (unsigned long long)s->bytes,
-                   (unsigned long long)s->count);
+    ssa_out_printf(o, ",\"bytes\":%llu,\"count\":%llu,\"transfer_total_ns\":",
+                   (unsigned long long)s->bytes, (unsigned long long)s->count);
     ssa_out_i64(o, s->transfer_total);
     ssa_out_str(o, ",\"transfer_mean_ns\":");
     ssa_out_double(o, s->count ? (double)s->transfer_total / (double)s->count : NAN);
@@ -414,8 +447,10 @@ static void json_collectives(const ssa_analysis *a, ssa_out *o) {
     for (size_t k = 0; done && k < n; k++) {
       size_t best = n;
       for (size_t i = 0; i < n; i++)
-        if (!done[i] && (best == n || a->ranks[i].coll_caused > a->ranks[best].coll_caused)) best = i;
-      if (best == n || a->ranks[best].coll_caused <= 0) break; /* only ranks that made others wait */
+        if (!done[i] && (best == n || a->ranks[i].coll_caused > a->ranks[best].coll_caused))
+          best = i;
+      if (best == n || a->ranks[best].coll_caused <= 0)
+        break; /* only ranks that made others wait */
       done[best] = 1;
       const ssa_rank_result *rr = &a->ranks[best];
       ssa_out_printf(o, "%s{\"rank\":%d,\"caused_wait_ns\":", printed++ ? "," : "", rr->rank->rank);
@@ -442,9 +477,12 @@ static void json_collectives(const ssa_analysis *a, ssa_out *o) {
   ssa_out_str(o, "],\"instances\":[");
   for (size_t i = 0; i < a->ncolls; i++) {
     const ssa_coll_instance *c = &a->colls[i];
-    ssa_out_printf(o, "%s{\"op\":\"%s\",\"group\":", i ? "," : "", stepscope_collective_op_name(c->op));
+    ssa_out_printf(o, "%s{\"op\":\"%s\",\"group\":", i ? "," : "",
+                   stepscope_collective_op_name(c->op));
     ssa_out_json_string(o, ssa_name(a, c->group));
-    ssa_out_printf(o, ",\"comm_id\":\"%016llx\",\"seq\":%llu,\"bytes\":%llu,\"comm_size\":%u,\"present\":%u,\"p2p\":%s,\"pipeline\":%s",
+    ssa_out_printf(o,
+                   ",\"comm_id\":\"%016llx\",\"seq\":%llu,\"bytes\":%llu,\"comm_size\":%u,"
+                   "\"present\":%u,\"p2p\":%s,\"pipeline\":%s",
                    (unsigned long long)c->comm_id, (unsigned long long)c->seq,
                    (unsigned long long)c->bytes, c->comm_size, c->present,
                    (c->flags & STEPSCOPE_COLL_F_P2P) ? "true" : "false",
@@ -493,7 +531,8 @@ static void json_kernels(const ssa_analysis *a, ssa_out *o) {
     ssa_out_str(o, ",\"max_ns\":");
     ssa_out_i64(o, k->max);
     ssa_out_str(o, ",\"share\":");
-    ssa_out_double(o, a->kernel_time_total > 0 ? (double)k->total / (double)a->kernel_time_total : NAN);
+    ssa_out_double(o, a->kernel_time_total > 0 ? (double)k->total / (double)a->kernel_time_total
+                                               : NAN);
     ssa_out_str(o, k->comm ? ",\"comm\":true}" : ",\"comm\":false}");
   }
   ssa_out_str(o, "]}");
@@ -521,15 +560,16 @@ static void json_moe(const ssa_analysis *a, ssa_out *o) {
       ssa_out_double(o, s->expert_imbalance);
       ssa_out_str(o, ",\"ep_rank_imbalance\":");
       ssa_out_double(o, s->rank_imbalance);
-      ssa_out_printf(o, ",\"layer\":%d,\"edp_rank\":%d,\"busiest_expert\":%d,"
-                        "\"busiest_expert_tokens\":%lld,\"mean_expert_tokens\":",
+      ssa_out_printf(o,
+                     ",\"layer\":%d,\"edp_rank\":%d,\"busiest_expert\":%d,"
+                     "\"busiest_expert_tokens\":%lld,\"mean_expert_tokens\":",
                      s->layer, s->edp_rank, s->busiest_expert, (long long)s->busiest_expert_tokens);
       ssa_out_double(o, s->mean_expert_tokens);
       ssa_out_printf(o, ",\"busiest_ep_rank\":%d,\"busiest_rank\":%d,\"a2a_wait_ns\":",
                      s->busiest_ep_rank, s->busiest_rank);
       ssa_out_i64(o, s->a2a_wait);
-      ssa_out_printf(o, ",\"a2a_wait_caused_by_rank\":%d,\"a2a_wait_caused_ns\":",
-                     s->a2a_caused_rank);
+      ssa_out_printf(o,
+                     ",\"a2a_wait_caused_by_rank\":%d,\"a2a_wait_caused_ns\":", s->a2a_caused_rank);
       ssa_out_i64(o, s->a2a_caused_rank >= 0 ? s->a2a_caused : 0);
       /* the step's load per expert and per EP rank (expert e on EP rank e / (E / ep)),
        * summed over its MoE layers and EP groups */
@@ -573,7 +613,8 @@ static void json_warnings(const ssa_analysis *a, ssa_out *o) {
 }
 
 int ssa_report_json(const ssa_analysis *a, ssa_out *o) {
-  ssa_out_str(o, "{\"schema_version\":1,\"generator\":\"stepscope analyze " STEPSCOPE_VERSION_STRING "\"");
+  ssa_out_str(o, "{\"schema_version\":1,\"generator\":\"stepscope analyze " STEPSCOPE_VERSION_STRING
+                 "\"");
   json_run(a, o);
   json_mfu(a, o);
   json_memory(a, o);

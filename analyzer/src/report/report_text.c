@@ -15,21 +15,28 @@
 static const char *fmt_ns(int64_t ns, char *buf, size_t n) {
   double v = (double)ns;
   double av = fabs(v);
-  if (av >= 1e9) snprintf(buf, n, "%.3f s", v / 1e9);
-  else if (av >= 1e6) snprintf(buf, n, "%.3f ms", v / 1e6);
-  else if (av >= 1e3) snprintf(buf, n, "%.1f us", v / 1e3);
-  else snprintf(buf, n, "%lld ns", (long long)ns);
+  if (av >= 1e9)
+    snprintf(buf, n, "%.3f s", v / 1e9);
+  else if (av >= 1e6)
+    snprintf(buf, n, "%.3f ms", v / 1e6);
+  else if (av >= 1e3)
+    snprintf(buf, n, "%.1f us", v / 1e3);
+  else
+    snprintf(buf, n, "%lld ns", (long long)ns);
   return buf;
 }
 
-static double pct(int64_t a, int64_t b) { return b > 0 ? 100.0 * (double)a / (double)b : 0.0; }
+static double pct(int64_t a, int64_t b) {
+  return b > 0 ? 100.0 * (double)a / (double)b : 0.0;
+}
 
 static int selected(const ssa_analysis *a, const ssa_rank_result *rr) {
   return a->opt.rank < 0 || rr->rank->rank == a->opt.rank;
 }
 
 /* Prints what one tally (one rank's, or the sum over ranks) classified. */
-static void print_tally(FILE *f, const char *who, const ssa_comm_tally *t, const ssa_comm_rules *rules) {
+static void print_tally(FILE *f, const char *who, const ssa_comm_tally *t,
+                        const ssa_comm_rules *rules) {
   char b1[32], pat[80], label[160], safe[200];
   if (t->evidence.ops)
     fprintf(f, "%6s  %-52s %8llu %12s\n", who, "collective record (NCCL metadata, tracer)",
@@ -53,7 +60,8 @@ static void print_tally(FILE *f, const char *who, const ssa_comm_tally *t, const
   for (int i = 1; i <= SSA_COMM_KIND_N; i++) {
     int k = i % SSA_COMM_KIND_N; /* unknown last */
     if (!t->kind[k].ops) continue;
-    fprintf(f, "%s %s %llu (%s)", any ? "," : "        communication by op kind:", ssa_comm_kind_name(k),
+    fprintf(f, "%s %s %llu (%s)",
+            any ? "," : "        communication by op kind:", ssa_comm_kind_name(k),
             (unsigned long long)t->kind[k].ops, fmt_ns(t->kind[k].time_ns, b1, sizeof b1));
     any = 1;
   }
@@ -61,11 +69,18 @@ static void print_tally(FILE *f, const char *who, const ssa_comm_tally *t, const
 }
 
 static void tally_add(ssa_comm_tally *sum, const ssa_comm_tally *t) {
-#define ADD(x, y) do { (x).ops += (y).ops; (x).time_ns += (y).time_ns; } while (0)
+#define ADD(x, y)                                                                                  \
+  do {                                                                                             \
+    (x).ops += (y).ops;                                                                            \
+    (x).time_ns += (y).time_ns;                                                                    \
+  } while (0)
   ADD(sum->evidence, t->evidence);
-  for (int k = 0; k < SSA_COMM_FAMILY_MAX; k++) ADD(sum->family[k], t->family[k]);
-  for (int k = 0; k < SSA_COMM_KIND_N; k++) ADD(sum->kind[k], t->kind[k]);
-  for (size_t u = 0; u < t->nuser && u < sum->nuser; u++) ADD(sum->user[u], t->user[u]);
+  for (int k = 0; k < SSA_COMM_FAMILY_MAX; k++)
+    ADD(sum->family[k], t->family[k]);
+  for (int k = 0; k < SSA_COMM_KIND_N; k++)
+    ADD(sum->kind[k], t->kind[k]);
+  for (size_t u = 0; u < t->nuser && u < sum->nuser; u++)
+    ADD(sum->user[u], t->user[u]);
 #undef ADD
 }
 
@@ -81,8 +96,12 @@ static void print_classification(const ssa_analysis *a, FILE *f, size_t nsel) {
   for (size_t i = 0; i < a->nranks; i++) {
     const ssa_rank *r = a->ranks[i].rank;
     if (!selected(a, &a->ranks[i])) continue;
-    if (r->tally.nuser) { rules = r->comm_rules; show = 1; }
-    for (int k = 0; k < SSA_COMM_KIND_N; k++) show |= r->tally.kind[k].ops > 0;
+    if (r->tally.nuser) {
+      rules = r->comm_rules;
+      show = 1;
+    }
+    for (int k = 0; k < SSA_COMM_KIND_N; k++)
+      show |= r->tally.kind[k].ops > 0;
   }
   if (!show) return;
   fprintf(f, "\n== communication: what classified it (ops over the whole trace) ==\n");
@@ -105,7 +124,9 @@ static void print_classification(const ssa_analysis *a, FILE *f, size_t nsel) {
   for (size_t i = 0; i < a->nranks; i++)
     if (selected(a, &a->ranks[i])) tally_add(&sum, &a->ranks[i].rank->tally);
   print_tally(f, "all", &sum, rules);
-  fprintf(f, "        (summed over %zu ranks; per rank in analyze --json, ranks[].classification)\n", nsel);
+  fprintf(f,
+          "        (summed over %zu ranks; per rank in analyze --json, ranks[].classification)\n",
+          nsel);
 }
 
 int ssa_report_text(const ssa_analysis *a, FILE *f) {
@@ -121,10 +142,20 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
     if (!selected(a, rr)) continue;
     nsel++;
     const ssa_window *w = &rr->totals;
-    span += w->span; compute += w->compute; comm += w->comm; overlap += w->overlap;
-    xcomm += w->exposed_comm; xmem += w->exposed_mem; idle += w->idle;
-    if (rr->pipeline) { bubble += w->bubble; pipe_comm += w->pipeline_comm_only; npipe++; }
-    for (int k = 0; k < SSA_IDLE_N; k++) causes[k] += w->idle_cause[k];
+    span += w->span;
+    compute += w->compute;
+    comm += w->comm;
+    overlap += w->overlap;
+    xcomm += w->exposed_comm;
+    xmem += w->exposed_mem;
+    idle += w->idle;
+    if (rr->pipeline) {
+      bubble += w->bubble;
+      pipe_comm += w->pipeline_comm_only;
+      npipe++;
+    }
+    for (int k = 0; k < SSA_IDLE_N; k++)
+      causes[k] += w->idle_cause[k];
   }
   char safe[1024];
   fprintf(f, "stepscope analyze: %s\n", ssa_text_safe(run->dir, safe, sizeof safe));
@@ -140,40 +171,55 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
               fmt_ns(a->device_latency_median, b1, sizeof b1));
   } else
     fprintf(f, "step time: no steps found\n");
-  if (!isnan(a->mfu)) fprintf(f, "MFU %.1f %%   HFU %.1f %%\n", 100 * a->mfu, 100 * a->hfu);
-  else fprintf(f, "MFU: no FLOPs metadata\n");
+  if (!isnan(a->mfu))
+    fprintf(f, "MFU %.1f %%   HFU %.1f %%\n", 100 * a->mfu, 100 * a->hfu);
+  else
+    fprintf(f, "MFU: no FLOPs metadata\n");
   if (comm > 0 && pipe_comm > 0)
-    fprintf(f, "comm/compute overlap: %.1f %% of communication hidden; exposed comm %.1f %% of the time "
-               "(%.1f %% outside the pipeline bubble)\n",
-            pct(overlap, comm), pct(xcomm, span), pct(xcomm - pipe_comm, span));
+    fprintf(
+        f,
+        "comm/compute overlap: %.1f %% of communication hidden; exposed comm %.1f %% of the time "
+        "(%.1f %% outside the pipeline bubble)\n",
+        pct(overlap, comm), pct(xcomm, span), pct(xcomm - pipe_comm, span));
   else if (comm > 0)
-    fprintf(f, "comm/compute overlap: %.1f %% of communication hidden; exposed comm %.1f %% of the time\n",
-            pct(overlap, comm), pct(xcomm, span));
+    fprintf(
+        f,
+        "comm/compute overlap: %.1f %% of communication hidden; exposed comm %.1f %% of the time\n",
+        pct(overlap, comm), pct(xcomm, span));
   else {
     int host = 0;
-    for (size_t i = 0; i < a->nranks; i++) host |= selected(a, &a->ranks[i]) && a->ranks[i].rank->host_timeline;
-    fprintf(f, "communication: none %s (no collective metadata, no op of a built-in communication "
-               "family; --comm-kernel REGEX names others)\n", host ? "on the host timeline" : "on the device");
+    for (size_t i = 0; i < a->nranks; i++)
+      host |= selected(a, &a->ranks[i]) && a->ranks[i].rank->host_timeline;
+    fprintf(f,
+            "communication: none %s (no collective metadata, no op of a built-in communication "
+            "family; --comm-kernel REGEX names others)\n",
+            host ? "on the host timeline" : "on the device");
   }
-  fprintf(f, "time split: compute %.1f %%, exposed comm %.1f %%, exposed copies %.1f %%, idle %.1f %%\n",
-          pct(compute, span), pct(xcomm, span), pct(xmem, span), pct(idle, span));
+  fprintf(
+      f,
+      "time split: compute %.1f %%, exposed comm %.1f %%, exposed copies %.1f %%, idle %.1f %%\n",
+      pct(compute, span), pct(xcomm, span), pct(xmem, span), pct(idle, span));
   if (npipe) {
     int64_t pspan = 0;
     for (size_t i = 0; i < a->nranks; i++)
       if (selected(a, &a->ranks[i]) && a->ranks[i].pipeline) pspan += a->ranks[i].totals.span;
-    fprintf(f, "pipeline bubble: %.1f %% measured vs %.1f %% theory (%s, p=%d, m=%d)\n", pct(bubble, pspan),
-            100 * a->bubble_theory,
+    fprintf(f, "pipeline bubble: %.1f %% measured vs %.1f %% theory (%s, p=%d, m=%d)\n",
+            pct(bubble, pspan), 100 * a->bubble_theory,
             a->schedule_name[0] ? ssa_text_safe(a->schedule_name, safe, sizeof safe) : "?",
-            a->schedule_stages,
-            a->schedule_microbatches);
+            a->schedule_stages, a->schedule_microbatches);
   }
   if (idle > 0) {
     fprintf(f, "idle causes:");
     int order[SSA_IDLE_N];
-    for (int k = 0; k < SSA_IDLE_N; k++) order[k] = k;
+    for (int k = 0; k < SSA_IDLE_N; k++)
+      order[k] = k;
     for (int i = 0; i < SSA_IDLE_N; i++)
       for (int j = i + 1; j < SSA_IDLE_N; j++)
-        if (causes[order[j]] > causes[order[i]]) { int t = order[i]; order[i] = order[j]; order[j] = t; }
+        if (causes[order[j]] > causes[order[i]]) {
+          int t = order[i];
+          order[i] = order[j];
+          order[j] = t;
+        }
     for (int k = 0; k < SSA_IDLE_N; k++)
       if (causes[order[k]] > 0)
         fprintf(f, " %s %.1f %%", ssa_idle_cause_names[order[k]], pct(causes[order[k]], idle));
@@ -184,17 +230,23 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
     if (a->ranks[i].coll_caused > 0 && (!worst || a->ranks[i].coll_caused > worst->coll_caused))
       worst = &a->ranks[i];
   if (a->colls_incomplete)
-    fprintf(f, "collectives: %llu incomplete instances (a member missing from the traces) left out of the statistics\n",
+    fprintf(f,
+            "collectives: %llu incomplete instances (a member missing from the traces) left out of "
+            "the statistics\n",
             (unsigned long long)a->colls_incomplete);
   if (worst && a->nculprits) {
     const ssa_culprit *c = &a->culprits[0];
-    fprintf(f, "worst straggler (beyond the schedule): rank %d made others wait %s in total; "
-               "late in phase %s in %llu step(s) (%s)\n",
+    fprintf(f,
+            "worst straggler (beyond the schedule): rank %d made others wait %s in total; "
+            "late in phase %s in %llu step(s) (%s)\n",
             worst->rank->rank, fmt_ns(worst->coll_caused, b1, sizeof b1), ssa_phase_names[c->phase],
             (unsigned long long)c->steps, fmt_ns(c->caused, b2, sizeof b2));
   } else if (worst) {
-    fprintf(f, "worst straggler (beyond the schedule): rank %d arrived last in %llu collectives, making others wait %s in total\n",
-            worst->rank->rank, (unsigned long long)worst->coll_last, fmt_ns(worst->coll_caused, b1, sizeof b1));
+    fprintf(f,
+            "worst straggler (beyond the schedule): rank %d arrived last in %llu collectives, "
+            "making others wait %s in total\n",
+            worst->rank->rank, (unsigned long long)worst->coll_last,
+            fmt_ns(worst->coll_caused, b1, sizeof b1));
   }
 
   fprintf(f, "\n== per rank (analysed window) ==\n");
@@ -208,8 +260,10 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
             fmt_ns(w->span, b1, sizeof b1), pct(w->compute, w->span), pct(w->comm, w->span),
             pct(w->overlap, w->span), pct(w->exposed_comm, w->span), pct(w->exposed_mem, w->span),
             pct(w->idle, w->span));
-    if (rr->pipeline) fprintf(f, "%7.1f%%\n", pct(w->bubble, w->span));
-    else fprintf(f, "%8s\n", "-");
+    if (rr->pipeline)
+      fprintf(f, "%7.1f%%\n", pct(w->bubble, w->span));
+    else
+      fprintf(f, "%8s\n", "-");
   }
   print_classification(a, f, nsel);
   if (npipe) {
@@ -238,20 +292,23 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
     }
   }
   fprintf(f, "\n== per step ==\n");
-  fprintf(f, "%6s %5s %12s %12s %10s %10s %10s %10s %6s\n", "step", "rank", "span", "dev.latency", "compute",
-          "exp.comm", "idle", "launch p50", "cpu");
+  fprintf(f, "%6s %5s %12s %12s %10s %10s %10s %10s %6s\n", "step", "rank", "span", "dev.latency",
+          "compute", "exp.comm", "idle", "launch p50", "cpu");
   for (size_t i = 0; i < a->nranks; i++) {
     const ssa_rank_result *rr = &a->ranks[i];
     if (!selected(a, rr)) continue;
     for (size_t s = 0; s < rr->nsteps; s++) {
       const ssa_window *w = &rr->windows[s];
       char b6[32];
-      fprintf(f, "%6lld %5d %12s %12s %10s %10s %10s %10s %6s\n", (long long)w->step, rr->rank->rank,
-              fmt_ns(w->span, b1, sizeof b1), w->device_latency >= 0 ? fmt_ns(w->device_latency, b6, sizeof b6) : "-",
-              fmt_ns(w->compute, b2, sizeof b2),
-              fmt_ns(w->exposed_comm, b3, sizeof b3), fmt_ns(w->idle, b4, sizeof b4),
+      fprintf(f, "%6lld %5d %12s %12s %10s %10s %10s %10s %6s\n", (long long)w->step,
+              rr->rank->rank, fmt_ns(w->span, b1, sizeof b1),
+              w->device_latency >= 0 ? fmt_ns(w->device_latency, b6, sizeof b6) : "-",
+              fmt_ns(w->compute, b2, sizeof b2), fmt_ns(w->exposed_comm, b3, sizeof b3),
+              fmt_ns(w->idle, b4, sizeof b4),
               w->launch.count ? fmt_ns(w->launch.p50, b5, sizeof b5) : "-",
-              w->cut ? "cut" : w->cpu_bound ? "BOUND" : "");
+              w->cut         ? "cut"
+              : w->cpu_bound ? "BOUND"
+                             : "");
     }
   }
   fprintf(f, "\n== top kernels ==\n");
@@ -259,11 +316,13 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
   for (size_t i = 0; i < a->nkernels && i < (size_t)a->opt.top_n; i++) {
     const ssa_kernel_row *k = &a->kernels[i];
     fprintf(f, "%8llu %12s %12s %6.1f%%  %s\n", (unsigned long long)k->count,
-            fmt_ns(k->total, b1, sizeof b1), fmt_ns(k->count ? k->total / (int64_t)k->count : 0, b2, sizeof b2),
+            fmt_ns(k->total, b1, sizeof b1),
+            fmt_ns(k->count ? k->total / (int64_t)k->count : 0, b2, sizeof b2),
             pct(k->total, a->kernel_time_total), ssa_text_safe(ssa_name(a, k->name), safe, 81));
   }
   if (a->nculprits) {
-    fprintf(f, "\n== stragglers beyond the schedule (culprit phase vs peers in the same step) ==\n");
+    fprintf(f,
+            "\n== stragglers beyond the schedule (culprit phase vs peers in the same step) ==\n");
     fprintf(f, "%5s %-11s %14s %14s %6s %10s\n", "rank", "phase", "caused wait", "phase excess",
             "steps", "instances");
     for (size_t i = 0; i < a->nculprits && i < (size_t)a->opt.top_n; i++) {
@@ -276,14 +335,17 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
   if (a->ncoll_summaries) {
     fprintf(f, "\n== collectives ==\n");
     if (a->colls_incomplete)
-      fprintf(f, "(%llu incomplete instances, with a member missing from the traces, are left out)\n",
+      fprintf(f,
+              "(%llu incomplete instances, with a member missing from the traces, are left out)\n",
               (unsigned long long)a->colls_incomplete);
     fprintf(f, "%-15s %-6s %12s %6s %12s %12s %10s %10s\n", "op", "group", "bytes", "count",
             "transfer", "skew max", "algbw", "busbw");
     for (size_t i = 0; i < a->ncoll_summaries && i < (size_t)a->opt.top_n; i++) {
       const ssa_coll_summary *s = &a->coll_summaries[i];
-      fprintf(f, "%-15s %-6s %12llu %6llu %12s %12s %7.2f GB/s %6.2f GB/s\n", stepscope_collective_op_name(s->op),
-              ssa_text_safe(ssa_name(a, s->group), safe, sizeof safe), (unsigned long long)s->bytes, (unsigned long long)s->count,
+      fprintf(f, "%-15s %-6s %12llu %6llu %12s %12s %7.2f GB/s %6.2f GB/s\n",
+              stepscope_collective_op_name(s->op),
+              ssa_text_safe(ssa_name(a, s->group), safe, sizeof safe), (unsigned long long)s->bytes,
+              (unsigned long long)s->count,
               fmt_ns(s->count ? s->transfer_total / (int64_t)s->count : 0, b1, sizeof b1),
               fmt_ns(s->skew_max, b2, sizeof b2), s->algbw, s->busbw);
     }
@@ -291,9 +353,10 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
   if (a->nmoe_steps) {
     fprintf(f, "\n== expert load (mixture of experts: %d experts, EP %d) ==\n", a->moe_experts,
             a->moe_ep);
-    fprintf(f, "max/mean tokens per expert, per EP rank (1.00 = balanced; the worst MoE layer and EP group of each step)\n");
-    fprintf(f, "%6s %10s %8s %6s %15s %8s %12s %12s %9s\n", "step", "tokens", "expert",
-            "layer", "busiest expert", "EP rank", "busiest rank", "a2a wait", "caused by");
+    fprintf(f, "max/mean tokens per expert, per EP rank (1.00 = balanced; the worst MoE layer and "
+               "EP group of each step)\n");
+    fprintf(f, "%6s %10s %8s %6s %15s %8s %12s %12s %9s\n", "step", "tokens", "expert", "layer",
+            "busiest expert", "EP rank", "busiest rank", "a2a wait", "caused by");
     for (size_t i = 0; i < a->nmoe_steps && i < (size_t)a->opt.top_n; i++) {
       const ssa_moe_step *s = &a->moe_steps[i];
       char w[32], who[16] = "-", rk[16] = "-";
@@ -310,17 +373,23 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
   fprintf(f, "\n== findings ==\n");
   int findings = 0;
   if (comm > 0 && pct(xcomm - pipe_comm, span) >= 5.0) {
-    fprintf(f, "- exposed communication is %.1f %% of the time outside the pipeline bubble (%.1f %% of communication is not hidden under compute)\n",
+    fprintf(f,
+            "- exposed communication is %.1f %% of the time outside the pipeline bubble (%.1f %% "
+            "of communication is not hidden under compute)\n",
             pct(xcomm - pipe_comm, span), 100.0 - pct(overlap, comm));
     findings++;
   }
   if (pct(causes[SSA_IDLE_DATA_LOADING], span) >= 10.0) {
-    fprintf(f, "- the device waits for data loading %.1f %% of the time (data_loading): the job is input bound\n",
+    fprintf(f,
+            "- the device waits for data loading %.1f %% of the time (data_loading): the job is "
+            "input bound\n",
             pct(causes[SSA_IDLE_DATA_LOADING], span));
     findings++;
   }
   if (pct(causes[SSA_IDLE_HOST_WAIT], span) >= 10.0) {
-    fprintf(f, "- the device waits for the CPU %.1f %% of the time (host_wait): the job is CPU/launch bound\n",
+    fprintf(f,
+            "- the device waits for the CPU %.1f %% of the time (host_wait): the job is CPU/launch "
+            "bound\n",
             pct(causes[SSA_IDLE_HOST_WAIT], span));
     findings++;
   }
@@ -337,8 +406,10 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
       for (size_t i = 0; i < a->nranks; i++) {
         const ssa_rank_result *rr = &a->ranks[i];
         if (!selected(a, rr) || !rr->pipeline || !rr->totals.has_bubble_causes) continue;
-        for (int k = 0; k < SSA_BUBBLE_N; k++) by[k] += rr->totals.bubble_cause[k];
-        if (rr->totals.imbalance_stage >= 0 && rr->totals.imbalance_stage < 64) stage_votes[rr->totals.imbalance_stage]++;
+        for (int k = 0; k < SSA_BUBBLE_N; k++)
+          by[k] += rr->totals.bubble_cause[k];
+        if (rr->totals.imbalance_stage >= 0 && rr->totals.imbalance_stage < 64)
+          stage_votes[rr->totals.imbalance_stage]++;
         any = 1;
       }
       int best = -1;
@@ -346,10 +417,12 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
         if (k != SSA_BUBBLE_SCHEDULE && by[k] > 0 && (best < 0 || by[k] > by[best])) best = k;
       if (any && best >= 0) {
         static const char *const words[SSA_BUBBLE_N] = {
-            "the schedule", "stage imbalance", "p2p transfer time", "waiting on a late upstream rank beyond the schedule",
-            "host/launch gaps", "waiting that could not be attributed"};
-        fprintf(f, "; the largest cause beyond the schedule is %s (%.1f %% of the pipeline ranks' time", words[best],
-                pct(by[best], pspan));
+            "the schedule",      "stage imbalance",
+            "p2p transfer time", "waiting on a late upstream rank beyond the schedule",
+            "host/launch gaps",  "waiting that could not be attributed"};
+        fprintf(
+            f, "; the largest cause beyond the schedule is %s (%.1f %% of the pipeline ranks' time",
+            words[best], pct(by[best], pspan));
         if (best == SSA_BUBBLE_IMBALANCE) {
           int st = 0;
           for (int k = 1; k < 64; k++)
@@ -363,12 +436,15 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
     }
   }
   if (worst && span > 0 && nsel > 1) {
-    fprintf(f, "- rank %d is the worst straggler beyond what the schedule implies: others waited %s for it",
+    fprintf(f,
+            "- rank %d is the worst straggler beyond what the schedule implies: others waited %s "
+            "for it",
             worst->rank->rank, fmt_ns(worst->coll_caused, b1, sizeof b1));
     for (size_t i = 0; i < a->nculprits; i++)
       if (a->culprits[i].rank == worst->rank->rank) {
-        fprintf(f, "; it was late in %s in %llu of %zu steps", ssa_phase_names[a->culprits[i].phase],
-                (unsigned long long)a->culprits[i].steps, a->nsteps);
+        fprintf(f, "; it was late in %s in %llu of %zu steps",
+                ssa_phase_names[a->culprits[i].phase], (unsigned long long)a->culprits[i].steps,
+                a->nsteps);
         break;
       }
     fprintf(f, "\n");
@@ -382,26 +458,34 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
       nnone += a->ranks[i].rank->nops == 0;
     }
     if (nhost) {
-      fprintf(f, "- %zu of %zu ranks have no device activity in the trace: their numbers are the host's timeline "
-                 "(CPU ops as compute, host collectives as communication; see the warnings)\n", nhost, nsel);
+      fprintf(f,
+              "- %zu of %zu ranks have no device activity in the trace: their numbers are the "
+              "host's timeline "
+              "(CPU ops as compute, host collectives as communication; see the warnings)\n",
+              nhost, nsel);
       findings++;
     }
     if (nnone) {
-      fprintf(f, "- %zu of %zu ranks have no activity at all in the trace: nothing to measure there (see the warnings)\n",
+      fprintf(f,
+              "- %zu of %zu ranks have no activity at all in the trace: nothing to measure there "
+              "(see the warnings)\n",
               nnone, nsel);
       findings++;
     }
   }
   if (!findings) fprintf(f, "- nothing stands out\n");
   size_t nw = run->nwarnings + a->nwarnings;
-  for (size_t i = 0; i < run->nranks; i++) nw += run->ranks[i].nwarnings;
+  for (size_t i = 0; i < run->nranks; i++)
+    nw += run->ranks[i].nwarnings;
   if (nw) {
     fprintf(f, "\n== warnings (%zu) ==\n", nw);
-    for (size_t i = 0; i < run->nwarnings; i++) fprintf(f, "- %s\n", ssa_text_safe(run->warnings[i], safe, sizeof safe));
+    for (size_t i = 0; i < run->nwarnings; i++)
+      fprintf(f, "- %s\n", ssa_text_safe(run->warnings[i], safe, sizeof safe));
     for (size_t i = 0; i < run->nranks; i++)
       for (size_t w = 0; w < run->ranks[i].nwarnings; w++)
         fprintf(f, "- %s\n", ssa_text_safe(run->ranks[i].warnings[w], safe, sizeof safe));
-    for (size_t i = 0; i < a->nwarnings; i++) fprintf(f, "- %s\n", ssa_text_safe(a->warnings[i], safe, sizeof safe));
+    for (size_t i = 0; i < a->nwarnings; i++)
+      fprintf(f, "- %s\n", ssa_text_safe(a->warnings[i], safe, sizeof safe));
   }
   return ferror(f) ? STEPSCOPE_E_IO : 0;
 }

@@ -16,32 +16,39 @@
 
 #include "sc_hash.h"
 
-#define KNAME_MAX 4096      /* event names longer than this are cut */
-#define KSHORT 128
-#define KRANKS_MAX 8192     /* process group member list text kept for hashing */
-#define KCAT_TEXT 48        /* an unimported category's name, cut to fit */
+#define KNAME_MAX  4096 /* event names longer than this are cut */
+#define KSHORT     128
+#define KRANKS_MAX 8192 /* process group member list text kept for hashing */
+#define KCAT_TEXT  48   /* an unimported category's name, cut to fit */
 
 enum kcat {
-  KC_OTHER = 0, KC_KERNEL, KC_MEMCPY, KC_MEMSET, KC_RUNTIME, KC_DRIVER,
-  KC_USER_ANNOTATION, KC_GPU_USER_ANNOTATION, KC_CPU_OP
+  KC_OTHER = 0,
+  KC_KERNEL,
+  KC_MEMCPY,
+  KC_MEMSET,
+  KC_RUNTIME,
+  KC_DRIVER,
+  KC_USER_ANNOTATION,
+  KC_GPU_USER_ANNOTATION,
+  KC_CPU_OP
 };
 
 /* One event, with only the fields the mapping needs. */
 typedef struct kevent {
   char ph[4];
   int cat;
-  char cat_text[KCAT_TEXT];      /* the category's text when it is not imported */
+  char cat_text[KCAT_TEXT]; /* the category's text when it is not imported */
   char name[KNAME_MAX];
   size_t name_len;
   int has_ts, has_dur;
-  int64_t ts, dur;               /* ns */
+  int64_t ts, dur; /* ns */
   uint64_t pid, tid;
   int has_corr, has_stream, has_device, has_bytes, has_ext_id;
   uint64_t corr, stream, device, bytes, ext_id;
   uint32_t grid[3], block[3];
   /* NCCL metadata */
   char coll_name[KSHORT], dtype[KSHORT], pg_name[KSHORT], pg_desc[KSHORT];
-  char pg_ranks[KRANKS_MAX];     /* normalised "0,1,2,3" */
+  char pg_ranks[KRANKS_MAX]; /* normalised "0,1,2,3" */
   int has_in, has_out, has_group_size, has_seq;
   uint64_t in_nelems, out_nelems, group_size, seq;
 } kevent;
@@ -72,7 +79,8 @@ static inline void kevent_ranks_append(kevent *ev, const char *text, size_t len)
   for (const char *p = text, *e = text + len; p < e;) {
     if (*p >= '0' && *p <= '9') {
       const char *s = p;
-      while (p < e && *p >= '0' && *p <= '9') p++;
+      while (p < e && *p >= '0' && *p <= '9')
+        p++;
       size_t digits = (size_t)(p - s);
       if (n + digits + 2 >= sizeof ev->pg_ranks) return;
       if (n) ev->pg_ranks[n++] = ',';
@@ -126,16 +134,29 @@ static inline int event_key(const char *s, size_t n) {
     if (!memcmp(s, "name", 4)) return E_NAME;
     if (!memcmp(s, "args", 4)) return E_ARGS;
     break;
-  default:
-    break;
+  default: break;
   }
   return E_NONE;
 }
 
 /* The args keys the mapping uses. */
 enum akey {
-  A_NONE = 0, A_CORRELATION, A_STREAM, A_DEVICE, A_BYTES, A_GRID, A_BLOCK, A_COLL_NAME,
-  A_DTYPE, A_PG_NAME, A_PG_DESC, A_PG_RANKS, A_IN_NELEMS, A_OUT_NELEMS, A_GROUP_SIZE, A_SEQ,
+  A_NONE = 0,
+  A_CORRELATION,
+  A_STREAM,
+  A_DEVICE,
+  A_BYTES,
+  A_GRID,
+  A_BLOCK,
+  A_COLL_NAME,
+  A_DTYPE,
+  A_PG_NAME,
+  A_PG_DESC,
+  A_PG_RANKS,
+  A_IN_NELEMS,
+  A_OUT_NELEMS,
+  A_GROUP_SIZE,
+  A_SEQ,
   A_EXTERNAL_ID
 };
 
@@ -171,7 +192,8 @@ static inline int args_key(const char *s, size_t n) {
  * `cat` first and never repeats a key; in a document that repeats `cat`
  * after such a category, the repetition is not seen. */
 static inline int skip_unimported(const kevent *ev) {
-  return ev->cat == KC_OTHER && ev->ph[0] && ev->cat_text[0] && memcmp(ev->cat_text, "Trace", sizeof "Trace") != 0;
+  return ev->cat == KC_OTHER && ev->ph[0] && ev->cat_text[0] &&
+         memcmp(ev->cat_text, "Trace", sizeof "Trace") != 0;
 }
 
 /* Likewise once `ph` says the event is not a complete one ("X"): convert_event
@@ -183,7 +205,9 @@ static inline int skip_unimported(const kevent *ev) {
  * alternating with the previous binary). The same caveat as
  * above: a repeated `ph` after such a value is not seen, and a malformed
  * `ts` after it is not an error (the rest is still checked as JSON). */
-static inline int skip_not_complete(const kevent *ev) { return ev->ph[0] && (ev->ph[0] != 'X' || ev->ph[1]); }
+static inline int skip_not_complete(const kevent *ev) {
+  return ev->ph[0] && (ev->ph[0] != 'X' || ev->ph[1]);
+}
 
 /* Whether the event's args cannot matter, once its category and name are
  * known (Kineto writes both before the args): convert_event reads nothing

@@ -61,9 +61,13 @@ static inline cp key_end(cp p, cp e) {
  * callers count them) and its end; NULL when p does not start one. */
 static inline cp int_part(cp p, cp e, uint64_t *v) {
   uint64_t x = 0;
-  if (*p == '0') p++;
-  else if (*p >= '1' && *p <= '9') while (p < e && scan_is_digit(*p)) x = x * 10 + (uint64_t)(*p++ - '0');
-  else return NULL;
+  if (*p == '0')
+    p++;
+  else if (*p >= '1' && *p <= '9')
+    while (p < e && scan_is_digit(*p))
+      x = x * 10 + (uint64_t)(*p++ - '0');
+  else
+    return NULL;
   *v = x;
   return p;
 }
@@ -90,7 +94,8 @@ static inline cp ns_value(cp p, cp e, int64_t *out) {
   ptrdiff_t digits = p - s, frac = 0;
   if (p < e && *p == '.') {
     cp f = ++p;
-    while (p < e && scan_is_digit(*p)) m = m * 10 + (uint64_t)(*p++ - '0');
+    while (p < e && scan_is_digit(*p))
+      m = m * 10 + (uint64_t)(*p++ - '0');
     frac = p - f;
     if (frac == 0) return NULL;
     digits += frac;
@@ -111,7 +116,8 @@ static inline cp ns_value(cp p, cp e, int64_t *out) {
  * bracket (after = 0) or just past one of its elements (after = 1): the
  * next element's first byte, with *closed = 0, or the byte after `close`,
  * with *closed = 1; NULL when neither is there before e. */
-__attribute__((always_inline)) static inline cp next_in(cp p, cp e, int after, unsigned char close, int *closed) {
+__attribute__((always_inline)) static inline cp next_in(cp p, cp e, int after, unsigned char close,
+                                                        int *closed) {
   p = skip_blank(p, e);
   if (p >= e) return NULL;
   *closed = *p == close;
@@ -141,7 +147,8 @@ static cp skip_members(cp p, cp e, int depth, int after) {
   int closed;
   for (; (p = next_in(p, e, after, '}', &closed)) && !closed; after = 1) {
     cp q;
-    if (*p != '"' || !(q = string_end(p + 1, e)) || !(p = after_key(q + 1, e)) || !(p = skip_value(p, e, depth)))
+    if (*p != '"' || !(q = string_end(p + 1, e)) || !(p = after_key(q + 1, e)) ||
+        !(p = skip_value(p, e, depth)))
       return NULL;
   }
   return p;
@@ -152,25 +159,18 @@ static cp skip_value(cp p, cp e, int depth) {
   cp q;
   int closed;
   switch (*p) {
-  case '"':
-    q = string_end(p + 1, e);
-    return q ? q + 1 : NULL;
-  case '{':
-    return depth < FAST_DEPTH ? skip_members(p + 1, e, depth + 1, 0) : NULL;
+  case '"': q = string_end(p + 1, e); return q ? q + 1 : NULL;
+  case '{': return depth < FAST_DEPTH ? skip_members(p + 1, e, depth + 1, 0) : NULL;
   case '[':
     if (depth >= FAST_DEPTH) return NULL;
     p++;
     for (int after = 0; (p = next_in(p, e, after, ']', &closed)) && !closed; after = 1)
       if (!(p = skip_value(p, e, depth + 1))) return NULL;
     return p;
-  case 't':
-    return e - p > 4 && !memcmp(p, "true", 4) ? p + 4 : NULL;
-  case 'f':
-    return e - p > 5 && !memcmp(p, "false", 5) ? p + 5 : NULL;
-  case 'n':
-    return e - p > 4 && !memcmp(p, "null", 4) ? p + 4 : NULL;
-  default:
-    return number_end(p, e);
+  case 't': return e - p > 4 && !memcmp(p, "true", 4) ? p + 4 : NULL;
+  case 'f': return e - p > 5 && !memcmp(p, "false", 5) ? p + 5 : NULL;
+  case 'n': return e - p > 4 && !memcmp(p, "null", 4) ? p + 4 : NULL;
+  default: return number_end(p, e);
   }
 }
 
@@ -226,7 +226,8 @@ static cp read_args(kevent *ev, cp p, cp e) {
   p++;
   for (int after = 0; (p = next_in(p, e, after, '}', &closed)) && !closed; after = 1) {
     cp ks = p + 1, ke;
-    if (*p != '"' || !(ke = string_end(ks, e)) || !(p = after_key(ke + 1, e))) /* args keys: often long */
+    if (*p != '"' || !(ke = string_end(ks, e)) ||
+        !(p = after_key(ke + 1, e))) /* args keys: often long */
       return NULL;
     uint64_t u = 0;
     int key = args_key((const char *)ks, (size_t)(ke - ks));
@@ -243,15 +244,42 @@ static cp read_args(kevent *ev, cp p, cp e) {
     }
     if (!p) return NULL;
     switch (key) {
-    case A_CORRELATION: ev->corr = u; ev->has_corr = 1; break;
-    case A_STREAM: ev->stream = u; ev->has_stream = 1; break;
-    case A_DEVICE: ev->device = u; ev->has_device = 1; break;
-    case A_BYTES: ev->bytes = u; ev->has_bytes = 1; break;
-    case A_EXTERNAL_ID: ev->ext_id = u; ev->has_ext_id = 1; break;
-    case A_IN_NELEMS: ev->in_nelems = u; ev->has_in = 1; break;
-    case A_OUT_NELEMS: ev->out_nelems = u; ev->has_out = 1; break;
-    case A_GROUP_SIZE: ev->group_size = u; ev->has_group_size = 1; break;
-    case A_SEQ: ev->seq = u; ev->has_seq = 1; break;
+    case A_CORRELATION:
+      ev->corr = u;
+      ev->has_corr = 1;
+      break;
+    case A_STREAM:
+      ev->stream = u;
+      ev->has_stream = 1;
+      break;
+    case A_DEVICE:
+      ev->device = u;
+      ev->has_device = 1;
+      break;
+    case A_BYTES:
+      ev->bytes = u;
+      ev->has_bytes = 1;
+      break;
+    case A_EXTERNAL_ID:
+      ev->ext_id = u;
+      ev->has_ext_id = 1;
+      break;
+    case A_IN_NELEMS:
+      ev->in_nelems = u;
+      ev->has_in = 1;
+      break;
+    case A_OUT_NELEMS:
+      ev->out_nelems = u;
+      ev->has_out = 1;
+      break;
+    case A_GROUP_SIZE:
+      ev->group_size = u;
+      ev->has_group_size = 1;
+      break;
+    case A_SEQ:
+      ev->seq = u;
+      ev->has_seq = 1;
+      break;
     default: break;
     }
   }
@@ -266,12 +294,12 @@ static cp read_args(kevent *ev, cp p, cp e) {
  * closing quote and looking the text up: the key when it is there (its
  * text then ends at p + key_len[key]), else 0 (scanned and looked up). */
 static const unsigned char key_after[] = {
-    [E_NONE] = E_NONE, [E_PH] = E_CAT, [E_CAT] = E_NAME, [E_NAME] = E_PID, [E_PID] = E_TID,
-    [E_TID] = E_TS, [E_TS] = E_DUR, [E_DUR] = E_ARGS, [E_ARGS] = E_NONE,
+    [E_NONE] = E_NONE, [E_PH] = E_CAT, [E_CAT] = E_NAME, [E_NAME] = E_PID,  [E_PID] = E_TID,
+    [E_TID] = E_TS,    [E_TS] = E_DUR, [E_DUR] = E_ARGS, [E_ARGS] = E_NONE,
 };
 static const unsigned char key_len[] = {
     [E_NONE] = 0, [E_PH] = 4, [E_CAT] = 5, [E_NAME] = 6, [E_PID] = 5,
-    [E_TID] = 5, [E_TS] = 4, [E_DUR] = 5, [E_ARGS] = 6,
+    [E_TID] = 5,  [E_TS] = 4, [E_DUR] = 5, [E_ARGS] = 6,
 };
 
 #define IS(text) (e - p > (ptrdiff_t)sizeof text && !memcmp(p, text, sizeof text - 1))
@@ -330,8 +358,9 @@ static unsigned name_key_of(const char *name, size_t n) {
   return (unsigned)(h >> 40) | 0x1000000u;
 }
 
-const unsigned char *ssa_kineto_fast_event(kevent *ev, const unsigned char *p, const unsigned char *e,
-                                           uint64_t *truncated_names, ssa_skip_templates *templates) {
+const unsigned char *ssa_kineto_fast_event(kevent *ev, const unsigned char *p,
+                                           const unsigned char *e, uint64_t *truncated_names,
+                                           ssa_skip_templates *templates) {
   if (p >= e || *p != '{') return NULL;
   kevent_clear(ev);
   uint64_t truncated = 0;
@@ -396,17 +425,17 @@ const unsigned char *ssa_kineto_fast_event(kevent *ev, const unsigned char *p, c
       } else if (!(p = uint_value(p, e, &id))) {
         return NULL;
       }
-      if (key == E_PID) ev->pid = id;
-      else ev->tid = id;
+      if (key == E_PID)
+        ev->pid = id;
+      else
+        ev->tid = id;
       break;
     }
     case E_ARGS:
       if (*p != '{') return NULL;
       p = args_unused_named(ev->cat, name, name_n) ? skip_value(p, e, 1) : read_args(ev, p, e);
       break;
-    default:
-      p = skip_value(p, e, 1);
-      break;
+    default: p = skip_value(p, e, 1); break;
     }
     if (!p) return NULL;
     if ((key == E_CAT && skip_unimported(ev)) || (key == E_PH && skip_not_complete(ev))) {

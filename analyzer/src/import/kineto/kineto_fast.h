@@ -21,7 +21,8 @@
  * which has every case and every message; *ev may have been written.
  * `templates` (may be NULL): the reader's own skip templates
  * (skip_template.h), tried for the rest of an event that is skipped. */
-const unsigned char *ssa_kineto_fast_event(kevent *ev, const unsigned char *p, const unsigned char *e,
-                                           uint64_t *truncated_names, ssa_skip_templates *templates);
+const unsigned char *ssa_kineto_fast_event(kevent *ev, const unsigned char *p,
+                                           const unsigned char *e, uint64_t *truncated_names,
+                                           ssa_skip_templates *templates);
 
 #endif

@@ -52,9 +52,12 @@ static int cmp_i64(const void *pa, const void *pb) {
 
 int64_t ssa_kineto_first_time(const ssa_rank *r) {
   int64_t t = INT64_MAX;
-  for (size_t i = 0; i < r->nops; i++) if (r->ops[i].start < t) t = r->ops[i].start;
-  for (size_t i = 0; i < r->napis; i++) if (r->apis[i].start < t) t = r->apis[i].start;
-  for (size_t i = 0; i < r->nranges; i++) if (r->ranges[i].start < t) t = r->ranges[i].start;
+  for (size_t i = 0; i < r->nops; i++)
+    if (r->ops[i].start < t) t = r->ops[i].start;
+  for (size_t i = 0; i < r->napis; i++)
+    if (r->apis[i].start < t) t = r->apis[i].start;
+  for (size_t i = 0; i < r->nranges; i++)
+    if (r->ranges[i].start < t) t = r->ranges[i].start;
   return t == INT64_MAX ? 0 : t;
 }
 
@@ -73,9 +76,12 @@ uint64_t ssa_kineto_drop_far_times(ssa_rank *r, int64_t far) {
   size_t n = r->nops + r->napis + r->nranges, k = 0;
   int64_t *v = malloc(n * sizeof *v);
   if (!v) return 0; /* advisory: without memory the events stay */
-  for (size_t i = 0; i < r->nops; i++) v[k++] = r->ops[i].start;
-  for (size_t i = 0; i < r->napis; i++) v[k++] = r->apis[i].start;
-  for (size_t i = 0; i < r->nranges; i++) v[k++] = r->ranges[i].start;
+  for (size_t i = 0; i < r->nops; i++)
+    v[k++] = r->ops[i].start;
+  for (size_t i = 0; i < r->napis; i++)
+    v[k++] = r->apis[i].start;
+  for (size_t i = 0; i < r->nranges; i++)
+    v[k++] = r->ranges[i].start;
   qsort(v, n, sizeof *v, cmp_i64);
   int64_t med = v[(n - 1) / 2];
   free(v);
@@ -123,7 +129,7 @@ typedef struct host_range {
   int comm;
 } host_range;
 
-#define HOST_KEY_SHIFT 48
+#define HOST_KEY_SHIFT   48
 #define HOST_KEY_THREADS ((uint64_t)1 << 15)
 
 static int cmp_host_range(const void *pa, const void *pb) {
@@ -160,8 +166,10 @@ static void sort_host_ranges(const ssa_rank *r, host_range *v, size_t n) {
   uint64_t *ids = malloc((r->nlanes ? r->nlanes : 1) * sizeof *ids);
   size_t nids = 0;
   if (ids)
-    for (uint32_t l = 0; l < r->nlanes; l++) ids[nids++] = r->lanes[l].id;
-  int keyed = ids && nids <= HOST_KEY_THREADS && (uint64_t)hi - (uint64_t)lo < ((uint64_t)1 << HOST_KEY_SHIFT);
+    for (uint32_t l = 0; l < r->nlanes; l++)
+      ids[nids++] = r->lanes[l].id;
+  int keyed = ids && nids <= HOST_KEY_THREADS &&
+              (uint64_t)hi - (uint64_t)lo < ((uint64_t)1 << HOST_KEY_SHIFT);
   if (!keyed) {
     free(ids);
     qsort(v, n, sizeof *v, cmp_host_range);
@@ -177,8 +185,10 @@ static void sort_host_ranges(const ssa_rank *r, host_range *v, size_t n) {
       size_t a = 0, b = u;
       while (a < b) {
         size_t m = a + (b - a) / 2;
-        if (ids[m] < v[i].thread) a = m + 1;
-        else b = m;
+        if (ids[m] < v[i].thread)
+          a = m + 1;
+        else
+          b = m;
       }
       rank = a;
       last_thread = v[i].thread;
@@ -193,10 +203,11 @@ int ssa_kineto_host_timeline(ssa_rank *r, const char *file_name, const ssa_kinet
   char cats[600] = "";
   size_t len = 0;
   for (int i = 0; i < u->n && len < sizeof cats; i++)
-    len += (size_t)snprintf(cats + len, sizeof cats - len, "%s%s (%llu events)", i ? ", " : "", u->name[i],
-                            (unsigned long long)u->count[i]);
+    len += (size_t)snprintf(cats + len, sizeof cats - len, "%s%s (%llu events)", i ? ", " : "",
+                            u->name[i], (unsigned long long)u->count[i]);
   if (u->more && len < sizeof cats)
-    snprintf(cats + len, sizeof cats - len, ", and %llu events of other categories", (unsigned long long)u->more);
+    snprintf(cats + len, sizeof cats - len, ", and %llu events of other categories",
+             (unsigned long long)u->more);
   uint32_t dom_cpu = ssa_rank_intern(r, "cpu_op");
   if (!dom_cpu) return STEPSCOPE_E_NOMEM;
   /* the host ranges that become ops */
@@ -223,18 +234,22 @@ int ssa_kineto_host_timeline(ssa_rank *r, const char *file_name, const ssa_kinet
   }
   free(is_comm);
   if (u->n || u->more)
-    ssa_rank_warn(r, "%s: no device activity in the trace (no kernel, gpu_memcpy or gpu_memset events); event "
-                  "categories not imported: %s. %s", file_name, cats,
-                  n ? "The host timeline is analysed instead: CPU ops are compute, host collectives "
-                      "(gloo:*, c10d::*, nccl:*, record_param_comms, HCCL, oneCCL, --comm-kernel "
-                      "rules) are communication"
-                    : "There is no host activity to analyse either");
+    ssa_rank_warn(
+        r,
+        "%s: no device activity in the trace (no kernel, gpu_memcpy or gpu_memset events); event "
+        "categories not imported: %s. %s",
+        file_name, cats,
+        n ? "The host timeline is analysed instead: CPU ops are compute, host collectives "
+            "(gloo:*, c10d::*, nccl:*, record_param_comms, HCCL, oneCCL, --comm-kernel "
+            "rules) are communication"
+          : "There is no host activity to analyse either");
   else
-    ssa_rank_warn(r, "%s: no device activity in the trace (CPU-only). %s", file_name,
-                  n ? "The host timeline is analysed instead: CPU ops are compute, host collectives "
-                      "(gloo:*, c10d::*, nccl:*, record_param_comms, HCCL, oneCCL, --comm-kernel "
-                      "rules) are communication"
-                    : "There is no host activity to analyse either");
+    ssa_rank_warn(
+        r, "%s: no device activity in the trace (CPU-only). %s", file_name,
+        n ? "The host timeline is analysed instead: CPU ops are compute, host collectives "
+            "(gloo:*, c10d::*, nccl:*, record_param_comms, HCCL, oneCCL, --comm-kernel "
+            "rules) are communication"
+          : "There is no host activity to analyse either");
   sort_host_ranges(r, v, n);
   r->host_timeline = n > 0;
   int rc = 0;
@@ -248,7 +263,7 @@ int ssa_kineto_host_timeline(ssa_rank *r, const char *file_name, const ssa_kinet
     }
     int top = h->start >= top_end; /* not inside an earlier op of its thread */
     if (top && h->end > top_end) top_end = h->end;
-    if (!top && !h->comm) continue;  /* nested compute: its parent covers it */
+    if (!top && !h->comm) continue; /* nested compute: its parent covers it */
     stepscope_record rec;
     memset(&rec, 0, sizeof rec);
     rec.kind = STEPSCOPE_REC_HOST_OP;

@@ -12,7 +12,7 @@
 #include "ssa_model.h"
 
 #define SSA_KINETO_UNIMPORTED_MAX 8
-#define SSA_KINETO_FAR_NS (86400ll * 1000000000ll) /* a day */
+#define SSA_KINETO_FAR_NS         (86400ll * 1000000000ll) /* a day */
 
 /* Categories of complete ("X") events the importer does not import, with
  * their counts (the first SSA_KINETO_UNIMPORTED_MAX names; `more` counts

@@ -63,13 +63,13 @@
 #include "kineto_host.h"
 #include "kineto_split.h"
 
-#define KDEVICES 64
-#define NAME_CACHE 1024  /* sets of kimport.name_cache, two names each (a power of two) */
+#define KDEVICES   64
+#define NAME_CACHE 1024 /* sets of kimport.name_cache, two names each (a power of two) */
 
 /* A process group seen on this rank. */
 typedef struct kgroup {
   uint64_t comm_id;
-  int *ranks;                    /* parsed member list (may be empty) */
+  int *ranks; /* parsed member list (may be empty) */
   size_t nranks;
   uint64_t with_seq, without_seq;
 } kgroup;
@@ -81,7 +81,7 @@ typedef struct kparam {
   uint64_t tid, ext_id;
   int has_ext_id;
   char coll_name[KSHORT], dtype[KSHORT], pg_name[KSHORT], pg_desc[KSHORT];
-  char *pg_ranks;                /* normalised "0,1,2,3" (owned) */
+  char *pg_ranks; /* normalised "0,1,2,3" (owned) */
   int has_in, has_out, has_group_size, has_seq;
   uint64_t in_nelems, out_nelems, group_size, seq;
 } kparam;
@@ -96,7 +96,7 @@ typedef struct kbare {
 typedef struct kimport {
   js_stream js;
   ssa_rank *r;
-  const char *name;              /* file name for messages */
+  const char *name; /* file name for messages */
   stepscope_error *err;
   kevent ev;
   int rank, world;
@@ -114,18 +114,18 @@ typedef struct kimport {
   size_t nbares, bares_cap;
   uint64_t events, ignored, bad_times, truncated_names;
   uint64_t events_whole, events_by_token; /* how each event object was read */
-  uint64_t negative_ts;          /* events with ts < 0: left out */
-  ssa_kineto_unimported unimported; /* categories of complete events not imported */
-  char host_name[KSHORT];        /* top-level or distributedInfo host_name */
+  uint64_t negative_ts;                   /* events with ts < 0: left out */
+  ssa_kineto_unimported unimported;       /* categories of complete events not imported */
+  char host_name[KSHORT];                 /* top-level or distributedInfo host_name */
   uint32_t dom_user, dom_cpu, dom_gpu, id_none;
   uint32_t name_cache[NAME_CACHE][2]; /* recent event names: string id by a cheap key */
   /* one document on two threads (kineto_split.h) */
-  struct ksplit_out *store;      /* the helper's import: events stored here, not converted */
-  ssa_split *split;              /* the caller's import: the helper */
-  int fast;                      /* events read whole when they can be (kineto_fast.c) */
+  struct ksplit_out *store;       /* the helper's import: events stored here, not converted */
+  ssa_split *split;               /* the caller's import: the helper */
+  int fast;                       /* events read whole when they can be (kineto_fast.c) */
   const unsigned char *fast_next; /* the end of the event just read whole, or NULL */
-  ssa_skip_templates templates;  /* the fast path's: the rests of skipped events (skip_template.h) */
-  struct ksplit_out *split_res;  /* the caller's import: what the helper stored */
+  ssa_skip_templates templates; /* the fast path's: the rests of skipped events (skip_template.h) */
+  struct ksplit_out *split_res; /* the caller's import: what the helper stored */
 } kimport;
 
 /* ---- small helpers ---- */
@@ -141,8 +141,8 @@ static int set_error(kimport *k, int code, uint64_t offset, const char *what) {
   if (k->err) {
     k->err->code = code;
     k->err->offset = offset;
-    snprintf(k->err->message, sizeof k->err->message, "%s: byte %llu of the JSON text: %s",
-             k->name, (unsigned long long)offset, what);
+    snprintf(k->err->message, sizeof k->err->message, "%s: byte %llu of the JSON text: %s", k->name,
+             (unsigned long long)offset, what);
   }
   return code;
 }
@@ -188,7 +188,8 @@ static int read_u32_triple(kimport *k, js_kind t, uint32_t out[3]) {
     if (e == JS_END_ARRAY) return 0;
     if (e == JS_ERROR) return -1;
     uint64_t v;
-    if (e == JS_NUMBER && i < 3 && js_tok_u64(&k->js, &v)) out[i] = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+    if (e == JS_NUMBER && i < 3 && js_tok_u64(&k->js, &v))
+      out[i] = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
     if (js_skip_rest(&k->js, e)) return -1;
   }
 }
@@ -209,19 +210,34 @@ static int read_args(kimport *k) {
     uint64_t u;
     switch (key) {
     case A_CORRELATION:
-      if (tok_u64(k, v, &u)) { ev->corr = u; ev->has_corr = 1; }
+      if (tok_u64(k, v, &u)) {
+        ev->corr = u;
+        ev->has_corr = 1;
+      }
       break;
     case A_STREAM:
-      if (tok_u64(k, v, &u)) { ev->stream = u; ev->has_stream = 1; }
+      if (tok_u64(k, v, &u)) {
+        ev->stream = u;
+        ev->has_stream = 1;
+      }
       break;
     case A_DEVICE:
-      if (tok_u64(k, v, &u)) { ev->device = u; ev->has_device = 1; }
+      if (tok_u64(k, v, &u)) {
+        ev->device = u;
+        ev->has_device = 1;
+      }
       break;
     case A_BYTES:
-      if (tok_u64(k, v, &u)) { ev->bytes = u; ev->has_bytes = 1; }
+      if (tok_u64(k, v, &u)) {
+        ev->bytes = u;
+        ev->has_bytes = 1;
+      }
       break;
     case A_EXTERNAL_ID:
-      if (tok_u64(k, v, &u)) { ev->ext_id = u; ev->has_ext_id = 1; }
+      if (tok_u64(k, v, &u)) {
+        ev->ext_id = u;
+        ev->has_ext_id = 1;
+      }
       break;
     case A_GRID:
     case A_BLOCK:
@@ -234,7 +250,8 @@ static int read_args(kimport *k) {
       if (v == JS_STRING) copy_tok(ev->dtype, sizeof ev->dtype, k->js.tok, k->js.len);
       break;
     case A_PG_NAME:
-      if (v == JS_STRING || v == JS_NUMBER) copy_tok(ev->pg_name, sizeof ev->pg_name, k->js.tok, k->js.len);
+      if (v == JS_STRING || v == JS_NUMBER)
+        copy_tok(ev->pg_name, sizeof ev->pg_name, k->js.tok, k->js.len);
       break;
     case A_PG_DESC:
       if (v == JS_STRING) copy_tok(ev->pg_desc, sizeof ev->pg_desc, k->js.tok, k->js.len);
@@ -248,26 +265,39 @@ static int read_args(kimport *k) {
           js_kind e = js_next(&k->js);
           if (e == JS_END_ARRAY) break;
           if (e == JS_ERROR) return -1;
-          if (e == JS_NUMBER) kevent_ranks_append(ev, k->js.tok, k->js.len);
-          else if (js_skip_rest(&k->js, e)) return -1;
+          if (e == JS_NUMBER)
+            kevent_ranks_append(ev, k->js.tok, k->js.len);
+          else if (js_skip_rest(&k->js, e))
+            return -1;
         }
         continue;
       }
       break;
     case A_IN_NELEMS:
-      if (tok_u64(k, v, &u)) { ev->in_nelems = u; ev->has_in = 1; }
+      if (tok_u64(k, v, &u)) {
+        ev->in_nelems = u;
+        ev->has_in = 1;
+      }
       break;
     case A_OUT_NELEMS:
-      if (tok_u64(k, v, &u)) { ev->out_nelems = u; ev->has_out = 1; }
+      if (tok_u64(k, v, &u)) {
+        ev->out_nelems = u;
+        ev->has_out = 1;
+      }
       break;
     case A_GROUP_SIZE:
-      if (tok_u64(k, v, &u)) { ev->group_size = u; ev->has_group_size = 1; }
+      if (tok_u64(k, v, &u)) {
+        ev->group_size = u;
+        ev->has_group_size = 1;
+      }
       break;
     case A_SEQ:
-      if (tok_u64(k, v, &u)) { ev->seq = u; ev->has_seq = 1; }
+      if (tok_u64(k, v, &u)) {
+        ev->seq = u;
+        ev->has_seq = 1;
+      }
       break;
-    default:
-      break;
+    default: break;
     }
     if (js_skip_rest(&k->js, v)) return -1;
   }
@@ -294,14 +324,24 @@ static uint32_t coll_op_of(const char *name) {
 }
 
 static uint32_t dtype_of(const char *s) {
-  static const struct { const char *name; uint32_t dt; } map[] = {
-      {"Float", STEPSCOPE_DT_FLOAT32}, {"float", STEPSCOPE_DT_FLOAT32},
-      {"Half", STEPSCOPE_DT_FLOAT16}, {"BFloat16", STEPSCOPE_DT_BFLOAT16},
-      {"Double", STEPSCOPE_DT_FLOAT64}, {"Int", STEPSCOPE_DT_INT32},
-      {"Long", STEPSCOPE_DT_INT64}, {"Byte", STEPSCOPE_DT_UINT8},
-      {"Char", STEPSCOPE_DT_INT8}, {"Bool", STEPSCOPE_DT_UINT8},
-      {"Float8_e4m3fn", STEPSCOPE_DT_FP8_E4M3}, {"Float8_e5m2", STEPSCOPE_DT_FP8_E5M2},
-      {"UInt32", STEPSCOPE_DT_UINT32}, {"UInt64", STEPSCOPE_DT_UINT64},
+  static const struct {
+    const char *name;
+    uint32_t dt;
+  } map[] = {
+      {"Float", STEPSCOPE_DT_FLOAT32},
+      {"float", STEPSCOPE_DT_FLOAT32},
+      {"Half", STEPSCOPE_DT_FLOAT16},
+      {"BFloat16", STEPSCOPE_DT_BFLOAT16},
+      {"Double", STEPSCOPE_DT_FLOAT64},
+      {"Int", STEPSCOPE_DT_INT32},
+      {"Long", STEPSCOPE_DT_INT64},
+      {"Byte", STEPSCOPE_DT_UINT8},
+      {"Char", STEPSCOPE_DT_INT8},
+      {"Bool", STEPSCOPE_DT_UINT8},
+      {"Float8_e4m3fn", STEPSCOPE_DT_FP8_E4M3},
+      {"Float8_e5m2", STEPSCOPE_DT_FP8_E5M2},
+      {"UInt32", STEPSCOPE_DT_UINT32},
+      {"UInt64", STEPSCOPE_DT_UINT64},
   };
   for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
     if (!strcmp(s, map[i].name)) return map[i].dt;
@@ -325,13 +365,15 @@ static kgroup *group_for(kimport *k, uint64_t comm_id, const char *ranks) {
   memset(g, 0, sizeof *g);
   g->comm_id = comm_id;
   size_t cnt = 0;
-  for (const char *p = ranks; *p; p++) cnt += *p == ',';
+  for (const char *p = ranks; *p; p++)
+    cnt += *p == ',';
   if (ranks[0]) {
     g->ranks = malloc((cnt + 1) * sizeof *g->ranks);
     if (!g->ranks) return NULL;
     for (const char *p = ranks; *p;) {
       g->ranks[g->nranks++] = atoi(p);
-      while (*p && *p != ',') p++;
+      while (*p && *p != ',')
+        p++;
       if (*p == ',') p++;
     }
   }
@@ -357,8 +399,10 @@ static int emit_collective(kimport *k, int64_t s, int64_t e) {
   }
   kgroup *g = group_for(k, h, ev->pg_ranks);
   if (!g) return STEPSCOPE_E_NOMEM;
-  if (ev->has_seq) g->with_seq++;
-  else g->without_seq++;
+  if (ev->has_seq)
+    g->with_seq++;
+  else
+    g->without_seq++;
   char gname[KSHORT + 8];
   if (ev->pg_desc[0] && strcmp(ev->pg_desc, "undefined") != 0)
     copy_str(gname, sizeof gname, ev->pg_desc);
@@ -436,7 +480,8 @@ static int keep_param_comms(kimport *k, int64_t s, int64_t e) {
   return 0;
 }
 
-static int keep_bare_nccl_kernel(kimport *k, int64_t s, int64_t e, uint64_t stream, uint64_t device) {
+static int keep_bare_nccl_kernel(kimport *k, int64_t s, int64_t e, uint64_t stream,
+                                 uint64_t device) {
   kevent *ev = &k->ev;
   if (ssa_grow((void **)&k->bares, &k->bares_cap, k->nbares + 1, sizeof *k->bares))
     return STEPSCOPE_E_NOMEM;
@@ -478,8 +523,10 @@ static const kparam *param_around(const kimport *k, uint64_t tid, int64_t t) {
   while (lo < hi) { /* first index after (tid, t) */
     size_t mid = lo + (hi - lo) / 2;
     const kparam *p = &k->params[mid];
-    if (p->tid < tid || (p->tid == tid && p->start <= t)) lo = mid + 1;
-    else hi = mid;
+    if (p->tid < tid || (p->tid == tid && p->start <= t))
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   /* the latest start first; nesting is shallow, so look back a little */
   for (size_t i = lo, looked = 0; i > 0 && looked < 64; i--, looked++) {
@@ -521,8 +568,10 @@ static int join_param_comms(kimport *k) {
       size_t lo = 0, hi = n;
       while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (r->apis[by_corr[mid]].corr < kb->corr) lo = mid + 1;
-        else hi = mid;
+        if (r->apis[by_corr[mid]].corr < kb->corr)
+          lo = mid + 1;
+        else
+          hi = mid;
       }
       if (lo < n && r->apis[by_corr[lo]].corr == kb->corr) {
         const ssa_api *a = &r->apis[by_corr[lo]];
@@ -533,8 +582,10 @@ static int join_param_comms(kimport *k) {
       size_t lo = 0, hi = next;
       while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (k->params[by_ext[mid]].ext_id < kb->ext_id) lo = mid + 1;
-        else hi = mid;
+        if (k->params[by_ext[mid]].ext_id < kb->ext_id)
+          lo = mid + 1;
+        else
+          hi = mid;
       }
       if (lo < next && k->params[by_ext[lo]].ext_id == kb->ext_id) p = &k->params[by_ext[lo]];
     }
@@ -571,7 +622,9 @@ static int join_param_comms(kimport *k) {
   free(by_corr);
   free(by_ext);
   if (rc == 0 && missed)
-    ssa_rank_warn(r, "%s: %llu of %llu NCCL kernels without metadata found no record_param_comms op around their launch; classified by name",
+    ssa_rank_warn(r,
+                  "%s: %llu of %llu NCCL kernels without metadata found no record_param_comms op "
+                  "around their launch; classified by name",
                   k->name, (unsigned long long)missed, (unsigned long long)(missed + joined));
   return rc;
 }
@@ -598,8 +651,9 @@ static inline unsigned name_slot(const char *s, size_t n) {
   } else {
     memcpy(&a, s, n & 7); /* n < 8 */
   }
-  uint64_t h = (a * 0x9E3779B97F4A7C15ull) ^ (b * 0xD6E8FEB86659FD93ull) ^ (c * 0xC2B2AE3D27D4EB4Full) ^
-               (d * 0xFF51AFD7ED558CCDull) ^ (f * 0x165667B19E3779F9ull);
+  uint64_t h = (a * 0x9E3779B97F4A7C15ull) ^ (b * 0xD6E8FEB86659FD93ull) ^
+               (c * 0xC2B2AE3D27D4EB4Full) ^ (d * 0xFF51AFD7ED558CCDull) ^
+               (f * 0x165667B19E3779F9ull);
   h = (h ^ n) * 0x9E3779B97F4A7C15ull;
   return (unsigned)(h >> 54) & (NAME_CACHE - 1);
 }
@@ -637,7 +691,8 @@ static uint32_t intern_name(kimport *k, const char *s, size_t n) {
  * ssa_kineto_unimported_add). Keep in step with convert_event. */
 static int only_counted(const kevent *ev) {
   return ev->ph[0] != 'X' || ev->ph[1] ||
-         (ev->cat == KC_OTHER && !memcmp(ev->cat_text, "python_function", sizeof "python_function"));
+         (ev->cat == KC_OTHER &&
+          !memcmp(ev->cat_text, "python_function", sizeof "python_function"));
 }
 
 static int convert_event(kimport *k) {
@@ -648,11 +703,13 @@ static int convert_event(kimport *k) {
     return 0;
   }
   if (ev->cat == KC_OTHER || !ev->has_ts) {
-    if (ev->cat == KC_OTHER && ev->cat_text[0]) ssa_kineto_unimported_add(&k->unimported, ev->cat_text);
+    if (ev->cat == KC_OTHER && ev->cat_text[0])
+      ssa_kineto_unimported_add(&k->unimported, ev->cat_text);
     if (ev->cat == KC_OTHER && ev->has_ts && ev->has_dur && ev->ts >= 0 && ev->dur >= 0 &&
         !memcmp(ev->cat_text, "Trace", sizeof "Trace") && ev->dur <= INT64_MAX - ev->ts) {
       /* the profiling session: where it ends, a step range still open was cut */
-      if (!k->r->has_trace_stop || ev->ts + ev->dur > k->r->trace_stop) k->r->trace_stop = ev->ts + ev->dur;
+      if (!k->r->has_trace_stop || ev->ts + ev->dur > k->r->trace_stop)
+        k->r->trace_stop = ev->ts + ev->dur;
       k->r->has_trace_stop = 1;
     }
     k->ignored++;
@@ -691,8 +748,10 @@ static int convert_event(kimport *k) {
     memcpy(x->grid, ev->grid, sizeof x->grid);
     memcpy(x->block, ev->block, sizeof x->block);
     int rc = ssa_rank_add_record(r, &rec);
-    if (rc == 0 && ev->coll_name[0]) rc = emit_collective(k, s, e);
-    else if (rc == 0 && ssa_is_nccl_kernel_name(ev->name)) rc = keep_bare_nccl_kernel(k, s, e, stream, device);
+    if (rc == 0 && ev->coll_name[0])
+      rc = emit_collective(k, s, e);
+    else if (rc == 0 && ssa_is_nccl_kernel_name(ev->name))
+      rc = keep_bare_nccl_kernel(k, s, e, stream, device);
     return rc;
   }
   case KC_MEMCPY: {
@@ -734,7 +793,9 @@ static int convert_event(kimport *k) {
   case KC_CPU_OP:
   case KC_GPU_USER_ANNOTATION: {
     uint64_t thread = ev->tid;
-    uint32_t domain = ev->cat == KC_USER_ANNOTATION ? k->dom_user : ev->cat == KC_CPU_OP ? k->dom_cpu : k->dom_gpu;
+    uint32_t domain = ev->cat == KC_USER_ANNOTATION ? k->dom_user
+                      : ev->cat == KC_CPU_OP        ? k->dom_cpu
+                                                    : k->dom_gpu;
     if (ev->cat == KC_GPU_USER_ANNOTATION) {
       if (!strncmp(ev->name, "ProfilerStep#", 13)) { /* the host range defines the step */
         k->ignored++;
@@ -755,9 +816,7 @@ static int convert_event(kimport *k) {
     x->domain = domain;
     return ssa_rank_add_record(r, &rec);
   }
-  default:
-    k->ignored++;
-    return 0;
+  default: k->ignored++; return 0;
   }
 }
 
@@ -811,19 +870,19 @@ static int read_event(kimport *k) {
           return set_error(k, STEPSCOPE_E_FORMAT, k->js.tok_offset,
                            key == E_TS ? "\"ts\" does not fit in 64-bit nanoseconds"
                                        : "\"dur\" does not fit in 64-bit nanoseconds");
-        if (key == E_TS) { ev->ts = ns; ev->has_ts = 1; }
-        else { ev->dur = ns; ev->has_dur = 1; }
+        if (key == E_TS) {
+          ev->ts = ns;
+          ev->has_ts = 1;
+        } else {
+          ev->dur = ns;
+          ev->has_dur = 1;
+        }
       }
       break;
     }
-    case E_PID:
-      ev->pid = tok_id(k, v);
-      break;
-    case E_TID:
-      ev->tid = tok_id(k, v);
-      break;
-    default:
-      break;
+    case E_PID: ev->pid = tok_id(k, v); break;
+    case E_TID: ev->tid = tok_id(k, v); break;
+    default: break;
     }
     if (js_skip_rest(&k->js, v)) return js_error(k);
     if ((key == E_CAT && skip_unimported(ev)) || (key == E_PH && skip_not_complete(ev))) {
@@ -895,11 +954,15 @@ static int read_distributed_info(kimport *k) {
     int is_rank = !strcmp(k->js.tok, "rank"), is_world = !strcmp(k->js.tok, "world_size");
     int is_host = !strcmp(k->js.tok, "host_name") || !strcmp(k->js.tok, "hostname");
     js_kind v = js_next(&k->js);
-    if (is_host && v == JS_STRING && !k->host_name[0]) copy_str(k->host_name, sizeof k->host_name, k->js.tok);
+    if (is_host && v == JS_STRING && !k->host_name[0])
+      copy_str(k->host_name, sizeof k->host_name, k->js.tok);
     uint64_t u;
     if ((is_rank || is_world) && v == JS_NUMBER && js_tok_u64(&k->js, &u) && u < INT_MAX) {
-      if (is_rank) { k->rank = (int)u; k->has_rank = 1; }
-      else k->world = (int)u;
+      if (is_rank) {
+        k->rank = (int)u;
+        k->has_rank = 1;
+      } else
+        k->world = (int)u;
     }
     if (js_skip_rest(&k->js, v)) return js_error(k);
   }
@@ -958,7 +1021,8 @@ static int read_document(kimport *k) {
     } else if (!strcmp(key, "deviceProperties") && v == JS_BEGIN_ARRAY) {
       rc = read_device_properties(k);
     } else {
-      if ((!strcmp(key, "host_name") || !strcmp(key, "hostname")) && v == JS_STRING && !k->host_name[0])
+      if ((!strcmp(key, "host_name") || !strcmp(key, "hostname")) && v == JS_STRING &&
+          !k->host_name[0])
         copy_str(k->host_name, sizeof k->host_name, k->js.tok);
       if (!strcmp(key, "baseTimeNanoseconds") && v == JS_NUMBER) {
         if (!js_tok_scaled(&k->js, 0, &k->base_ns))
@@ -996,7 +1060,8 @@ static int finish_groups(kimport *k) {
   if (r->ncolls == 0) return 0;
   uint32_t *idx = malloc(r->ncolls * sizeof *idx);
   if (!idx) return STEPSCOPE_E_NOMEM;
-  for (size_t i = 0; i < r->ncolls; i++) idx[i] = (uint32_t)i;
+  for (size_t i = 0; i < r->ncolls; i++)
+    idx[i] = (uint32_t)i;
   qsort_r(idx, r->ncolls, sizeof *idx, cmp_coll_order, r->colls);
   uint64_t ordinal = 0;
   for (size_t i = 0; i < r->ncolls; i++) {
@@ -1018,7 +1083,8 @@ static int finish_groups(kimport *k) {
   /* CUDA graphs: a correlation id shared by several kernels cannot link a
    * collective to one of them */
   size_t nk = 0;
-  for (size_t i = 0; i < r->nops; i++) nk += r->ops[i].corr != 0;
+  for (size_t i = 0; i < r->nops; i++)
+    nk += r->ops[i].corr != 0;
   uint64_t *corrs = malloc((nk ? nk : 1) * sizeof *corrs);
   if (!corrs) return STEPSCOPE_E_NOMEM;
   nk = 0;
@@ -1032,8 +1098,10 @@ static int finish_groups(kimport *k) {
     size_t lo = 0, hi = nk;
     while (lo < hi) {
       size_t mid = lo + (hi - lo) / 2;
-      if (corrs[mid] < c->corr) lo = mid + 1;
-      else hi = mid;
+      if (corrs[mid] < c->corr)
+        lo = mid + 1;
+      else
+        hi = mid;
     }
     if (lo + 1 < nk && corrs[lo] == c->corr && corrs[lo + 1] == c->corr) {
       c->corr = 0;
@@ -1042,7 +1110,9 @@ static int finish_groups(kimport *k) {
   }
   free(corrs);
   if (unlinked)
-    ssa_rank_warn(r, "%s: %llu NCCL kernels share their correlation id with other kernels (CUDA graph replay); classified by name",
+    ssa_rank_warn(r,
+                  "%s: %llu NCCL kernels share their correlation id with other kernels (CUDA graph "
+                  "replay); classified by name",
                   k->name, (unsigned long long)unlinked);
   return 0;
 }
@@ -1069,14 +1139,19 @@ static int rank_from_name(const char *name, int *rank) {
 static int finish_rank(kimport *k) {
   ssa_rank *r = k->r;
   int rank = 0;
-  if (k->has_rank) rank = k->rank;
+  if (k->has_rank)
+    rank = k->rank;
   else if (!rank_from_name(k->name, &rank))
-    ssa_rank_warn(r, "%s: no distributedInfo.rank and no rank in the file name: taken as rank 0", k->name);
+    ssa_rank_warn(r, "%s: no distributedInfo.rank and no rank in the file name: taken as rank 0",
+                  k->name);
   /* the device this rank used most */
   uint64_t best = 0;
   int dev = -1;
   for (int d = 0; d < KDEVICES; d++)
-    if (k->device_use[d] > best) { best = k->device_use[d]; dev = d; }
+    if (k->device_use[d] > best) {
+      best = k->device_use[d];
+      dev = d;
+    }
   const char *dname = dev >= 0 && k->device_names[dev] ? k->device_names[dev] : "";
   if (!dname[0])
     for (int d = 0; d < KDEVICES && !dname[0]; d++)
@@ -1118,16 +1193,19 @@ static int finish_rank(kimport *k) {
   /* what the trace cannot show (kineto_host.c): absurd times, no device */
   uint64_t far = ssa_kineto_drop_far_times(r, SSA_KINETO_FAR_NS);
   if (k->negative_ts || far) {
-    ssa_rank_warn(r, "%s: %llu events with absurd timestamps left out (%llu with a negative ts, %llu more "
-                  "than a day from the trace's median time)", k->name,
-                  (unsigned long long)(k->negative_ts + far), (unsigned long long)k->negative_ts,
-                  (unsigned long long)far);
+    ssa_rank_warn(
+        r,
+        "%s: %llu events with absurd timestamps left out (%llu with a negative ts, %llu more "
+        "than a day from the trace's median time)",
+        k->name, (unsigned long long)(k->negative_ts + far), (unsigned long long)k->negative_ts,
+        (unsigned long long)far);
     if (far) r->header_start = ssa_kineto_first_time(r);
   }
   if (r->nops == 0 && (rc = ssa_kineto_host_timeline(r, k->name, &k->unimported))) return rc;
   if (k->js.bad_utf8)
-    ssa_rank_warn(r, "%s: %llu invalid UTF-8 sequences replaced by U+FFFD (first at byte %llu)", k->name,
-                  (unsigned long long)k->js.bad_utf8, (unsigned long long)k->js.first_bad_utf8_offset);
+    ssa_rank_warn(r, "%s: %llu invalid UTF-8 sequences replaced by U+FFFD (first at byte %llu)",
+                  k->name, (unsigned long long)k->js.bad_utf8,
+                  (unsigned long long)k->js.first_bad_utf8_offset);
   if (k->bad_times)
     ssa_rank_warn(r, "%s: %llu events with a negative or overflowing duration ignored", k->name,
                   (unsigned long long)k->bad_times);
@@ -1148,7 +1226,8 @@ static int fast_reader_wanted(void) {
 /* Imports from the read callback, or, when `doc` is not NULL, from the
  * whole document in memory (tokenized in place: doc must be writable). */
 static int import_with(js_read_fn read, void *ctx, void *doc, size_t doc_len, ssa_split *sp,
-                       struct ksplit_out *res, const char *name, ssa_rank *r, stepscope_error *err) {
+                       struct ksplit_out *res, const char *name, ssa_rank *r,
+                       stepscope_error *err) {
   kimport *k = calloc(1, sizeof *k);
   if (!k) return STEPSCOPE_E_NOMEM;
   k->r = r;
@@ -1160,7 +1239,8 @@ static int import_with(js_read_fn read, void *ctx, void *doc, size_t doc_len, ss
   k->fast = fast_reader_wanted();
   int rc = STEPSCOPE_E_NOMEM;
   if (sp ? js_init_buffer_grow(&k->js, ssa_split_doc(sp), ssa_split_cap(sp), 0, ssa_split_grow, sp)
-      : doc ? js_init_buffer(&k->js, doc, doc_len) : js_init(&k->js, read, ctx))
+      : doc ? js_init_buffer(&k->js, doc, doc_len)
+            : js_init(&k->js, read, ctx))
     goto out;
   k->dom_user = ssa_rank_intern(r, "user_annotation");
   k->dom_cpu = ssa_rank_intern(r, "cpu_op");
@@ -1175,18 +1255,21 @@ static int import_with(js_read_fn read, void *ctx, void *doc, size_t doc_len, ss
     snprintf(err->message, sizeof err->message, "%s: out of memory while importing", name);
 out:
   js_free(&k->js);
-  for (size_t i = 0; i < k->ngroups; i++) free(k->groups[i].ranks);
+  for (size_t i = 0; i < k->ngroups; i++)
+    free(k->groups[i].ranks);
   free(k->groups);
-  for (size_t i = 0; i < k->nparams; i++) free(k->params[i].pg_ranks);
+  for (size_t i = 0; i < k->nparams; i++)
+    free(k->params[i].pg_ranks);
   free(k->params);
   free(k->bares);
-  for (int d = 0; d < KDEVICES; d++) free(k->device_names[d]);
+  for (int d = 0; d < KDEVICES; d++)
+    free(k->device_names[d]);
   free(k);
   return rc;
 }
 
-static int import(js_read_fn read, void *ctx, void *doc, size_t doc_len, const char *name, ssa_rank *r,
-                  stepscope_error *err) {
+static int import(js_read_fn read, void *ctx, void *doc, size_t doc_len, const char *name,
+                  ssa_rank *r, stepscope_error *err) {
   return import_with(read, ctx, doc, doc_len, NULL, NULL, name, r, err);
 }
 
@@ -1202,9 +1285,9 @@ static int import(js_read_fn read, void *ctx, void *doc, size_t doc_len, const c
 typedef struct file_ctx {
   int fd;
   int gzip;
-  unsigned char *zin;            /* compressed input; for a plain file, its first bytes */
-  size_t pend_pos, pend_len;     /* plain: first bytes not yet handed over */
-  int zin_eof;                   /* no more bytes in the file */
+  unsigned char *zin;        /* compressed input; for a plain file, its first bytes */
+  size_t pend_pos, pend_len; /* plain: first bytes not yet handed over */
+  int zin_eof;               /* no more bytes in the file */
   z_stream z;
   int z_ready, z_end;
   int failed;
@@ -1275,7 +1358,7 @@ static long file_read(void *ctx, void *buf, size_t n) {
 typedef struct mem_ctx {
   const unsigned char *p;
   size_t n, pos;
-  size_t chunk;                  /* most bytes per read */
+  size_t chunk; /* most bytes per read */
 } mem_ctx;
 
 static long mem_read(void *ctx, void *buf, size_t n) {
@@ -1327,16 +1410,22 @@ int ssa_kineto_load_memory_chunked(const void *data, size_t size, size_t chunk, 
 typedef struct ksplit_out {
   unsigned char *arena;
   size_t len, cap;
-  int ok;                        /* the helper reached the array's ']' with no error */
-  int depth;                     /* the events array's depth it assumed */
-  uint64_t end;                  /* document offset of that ']' */
+  int ok;       /* the helper reached the array's ']' with no error */
+  int depth;    /* the events array's depth it assumed */
+  uint64_t end; /* document offset of that ']' */
   uint64_t truncated_names, bad_utf8, first_bad_utf8;
   uint64_t events_whole, events_by_token;
-  uint64_t only_counted;         /* events convert_event only counts (only_counted): not stored */
+  uint64_t only_counted; /* events convert_event only counts (only_counted): not stored */
 } ksplit_out;
 
 enum {
-  KS_TS = 1, KS_DUR = 2, KS_CORR = 4, KS_STREAM = 8, KS_DEVICE = 16, KS_BYTES = 32, KS_EXT = 64,
+  KS_TS = 1,
+  KS_DUR = 2,
+  KS_CORR = 4,
+  KS_STREAM = 8,
+  KS_DEVICE = 16,
+  KS_BYTES = 32,
+  KS_EXT = 64,
   KS_NCCL = 128
 };
 
@@ -1354,10 +1443,13 @@ typedef struct ksrec {
  * has_ flags (one bit each in ksrec.flags) and, for NCCL metadata, the
  * numbers, flags and short texts of ksnccl. */
 #define KSREC_NUMBERS(X) X(ts) X(dur) X(pid) X(tid) X(corr) X(stream) X(device) X(bytes) X(ext_id)
-#define KSREC_FLAGS(X) \
-  X(has_ts, KS_TS) X(has_dur, KS_DUR) X(has_corr, KS_CORR) X(has_stream, KS_STREAM) X(has_device, KS_DEVICE) \
-  X(has_bytes, KS_BYTES) X(has_ext_id, KS_EXT)
-#define KSNCCL_SCALARS(X) \
+/* one flag per line pair, laid out by hand: clang-format 14 moves this list on every run */
+// clang-format off
+#define KSREC_FLAGS(X)                                                                             \
+  X(has_ts, KS_TS) X(has_dur, KS_DUR) X(has_corr, KS_CORR) X(has_stream, KS_STREAM)                \
+  X(has_device, KS_DEVICE) X(has_bytes, KS_BYTES) X(has_ext_id, KS_EXT)
+// clang-format on
+#define KSNCCL_SCALARS(X)                                                                          \
   X(in_nelems) X(out_nelems) X(group_size) X(seq) X(has_in) X(has_out) X(has_group_size) X(has_seq)
 #define KSNCCL_TEXTS(X) X(coll_name) X(dtype) X(pg_name) X(pg_desc)
 
@@ -1371,7 +1463,8 @@ typedef struct ksnccl {
 static int split_put(ksplit_out *o, const void *p, size_t n) {
   if (o->len + n > o->cap) {
     size_t cap = o->cap ? o->cap : (size_t)1 << 20;
-    while (cap < o->len + n) cap *= 2;
+    while (cap < o->len + n)
+      cap *= 2;
     unsigned char *a = realloc(o->arena, cap);
     if (!a) return -1;
     o->arena = a;
@@ -1391,7 +1484,7 @@ static int split_store(kimport *k) {
   }
   ksrec h;
   memset(&h, 0, sizeof h);
-#define PUT(f) h.f = ev->f;
+#define PUT(f)           h.f = ev->f;
 #define PUT_FLAG(f, bit) h.flags |= ev->f ? bit : 0;
   KSREC_NUMBERS(PUT)
   KSREC_FLAGS(PUT_FLAG)
@@ -1400,8 +1493,8 @@ static int split_store(kimport *k) {
   memcpy(h.grid, ev->grid, sizeof h.grid);
   memcpy(h.block, ev->block, sizeof h.block);
   h.name_len = (uint32_t)ev->name_len;
-  int nccl = ev->coll_name[0] || ev->dtype[0] || ev->pg_name[0] || ev->pg_desc[0] || ev->pg_ranks[0] ||
-             ev->has_in || ev->has_out || ev->has_group_size || ev->has_seq;
+  int nccl = ev->coll_name[0] || ev->dtype[0] || ev->pg_name[0] || ev->pg_desc[0] ||
+             ev->pg_ranks[0] || ev->has_in || ev->has_out || ev->has_group_size || ev->has_seq;
   if (nccl) h.flags |= KS_NCCL;
   h.cat = (uint8_t)ev->cat;
   h.cat_text_len = (uint8_t)strlen(ev->cat_text);
@@ -1413,14 +1506,15 @@ static int split_store(kimport *k) {
   if (nccl) {
     ksnccl n;
     memset(&n, 0, sizeof n);
-#define PUT(f) n.f = ev->f;
+#define PUT(f)      n.f = ev->f;
 #define PUT_TEXT(f) memcpy(n.f, ev->f, sizeof n.f);
     KSNCCL_SCALARS(PUT)
     KSNCCL_TEXTS(PUT_TEXT)
 #undef PUT_TEXT
 #undef PUT
     n.ranks_len = (uint32_t)ranks_len;
-    if (split_put(o, &n, sizeof n) || split_put(o, ev->pg_ranks, ranks_len)) return STEPSCOPE_E_NOMEM;
+    if (split_put(o, &n, sizeof n) || split_put(o, ev->pg_ranks, ranks_len))
+      return STEPSCOPE_E_NOMEM;
   }
   static const unsigned char zero[8];
   return split_put(o, zero, (8 - o->len % 8) % 8) ? STEPSCOPE_E_NOMEM : 0;
@@ -1433,7 +1527,7 @@ static const unsigned char *split_load(kimport *k, const unsigned char *p) {
   ksrec h;
   memcpy(&h, p, sizeof h);
   p += sizeof h;
-#define GET(f) ev->f = h.f;
+#define GET(f)           ev->f = h.f;
 #define GET_FLAG(f, bit) ev->f = (h.flags & bit) != 0;
   KSREC_NUMBERS(GET)
   KSREC_FLAGS(GET_FLAG)
@@ -1454,7 +1548,7 @@ static const unsigned char *split_load(kimport *k, const unsigned char *p) {
     ksnccl n;
     memcpy(&n, p, sizeof n);
     p += sizeof n;
-#define GET(f) ev->f = n.f;
+#define GET(f)      ev->f = n.f;
 #define GET_TEXT(f) memcpy(ev->f, n.f, sizeof ev->f);
     KSNCCL_SCALARS(GET)
     KSNCCL_TEXTS(GET_TEXT)
@@ -1480,7 +1574,8 @@ static void split_work(void *arg, ssa_split *sp, const unsigned char *doc, size_
    * form (the first byte that is not blank says which: the caller never
    * writes to it) */
   size_t i = 0;
-  while (i < at && (doc[i] == ' ' || doc[i] == '\n' || doc[i] == '\r' || doc[i] == '\t')) i++;
+  while (i < at && (doc[i] == ' ' || doc[i] == '\n' || doc[i] == '\r' || doc[i] == '\t'))
+    i++;
   if (i >= at || (doc[i] != '{' && doc[i] != '[')) return;
   int depth = doc[i] == '{' ? 2 : 1;
   kimport *w = calloc(1, sizeof *w);
@@ -1547,8 +1642,8 @@ static int split_handoff(kimport *k) {
 /* Imports the file on `fd` (plain, or gzip with `size` bytes of text per its
  * trailer) through the split: 1 and the import's status in *rc_out, or 0
  * when the helper cannot be had (read the file another way). */
-static int import_split(int fd, int gzip, size_t size, const char *path, ssa_rank *r, stepscope_error *err,
-                        int *rc_out) {
+static int import_split(int fd, int gzip, size_t size, const char *path, ssa_rank *r,
+                        stepscope_error *err, int *rc_out) {
   ksplit_out *o = calloc(1, sizeof *o);
   if (!o) return 0;
   ssa_split *sp = ssa_split_open(fd, gzip, size, split_work, o);
@@ -1561,10 +1656,12 @@ static int import_split(int fd, int gzip, size_t size, const char *path, ssa_ran
   if (ssa_split_close(sp, msg, sizeof msg) && err) {
     char m[sizeof err->message];
     if (gzip)
-      snprintf(m, sizeof m, "%s: gzip data is corrupt or truncated (%s) near byte %llu of the JSON text", path,
+      snprintf(m, sizeof m,
+               "%s: gzip data is corrupt or truncated (%s) near byte %llu of the JSON text", path,
                msg, (unsigned long long)err->offset);
     else
-      snprintf(m, sizeof m, "%s: read error (%s) near byte %llu", path, msg, (unsigned long long)err->offset);
+      snprintf(m, sizeof m, "%s: read error (%s) near byte %llu", path, msg,
+               (unsigned long long)err->offset);
     snprintf(err->message, sizeof err->message, "%s", m);
     err->code = gzip ? STEPSCOPE_E_FORMAT : STEPSCOPE_E_IO;
     rc = err->code;
@@ -1608,7 +1705,8 @@ static int gzip_mode_from_env(void) {
   return SSA_GZIP_AUTO;
 }
 
-static int load_file(const char *path, int mode, size_t whole_max, ssa_rank *r, stepscope_error *err);
+static int load_file(const char *path, int mode, size_t whole_max, ssa_rank *r,
+                     stepscope_error *err);
 
 int ssa_kineto_source_load(const char *path, ssa_rank *r, stepscope_error *err) {
   return load_file(path, gzip_mode_from_env(), ssa_gzip_whole_bound(), r, err);
@@ -1619,7 +1717,8 @@ int ssa_kineto_source_load_whole_max(const char *path, size_t whole_max, ssa_ran
   return load_file(path, whole_max ? SSA_GZIP_WHOLE : SSA_GZIP_STREAM, whole_max, r, err);
 }
 
-int ssa_kineto_source_load_gzip(const char *path, ssa_gzip_mode mode, ssa_rank *r, stepscope_error *err) {
+int ssa_kineto_source_load_gzip(const char *path, ssa_gzip_mode mode, ssa_rank *r,
+                                stepscope_error *err) {
   return load_file(path, (int)mode, ssa_gzip_whole_bound(), r, err);
 }
 
@@ -1633,7 +1732,8 @@ static int import_piped(int fd, const char *path, ssa_rank *r, stepscope_error *
   if (ssa_inflate_pipe_close(p, msg, sizeof msg) && err) {
     /* say what failed rather than "read error" */
     char m[sizeof err->message];
-    snprintf(m, sizeof m, "%s: gzip data is corrupt or truncated (%s) near byte %llu of the JSON text", path,
+    snprintf(m, sizeof m,
+             "%s: gzip data is corrupt or truncated (%s) near byte %llu of the JSON text", path,
              msg, (unsigned long long)err->offset);
     snprintf(err->message, sizeof err->message, "%s", m);
     err->code = STEPSCOPE_E_FORMAT;
@@ -1652,7 +1752,8 @@ static int gzip_isize(int fd, uint64_t file_size, size_t *out) {
   return *out != 0;
 }
 
-static int load_file(const char *path, int mode, size_t whole_max, ssa_rank *r, stepscope_error *err) {
+static int load_file(const char *path, int mode, size_t whole_max, ssa_rank *r,
+                     stepscope_error *err) {
   if (err) memset(err, 0, sizeof *err);
   int rc = 0;
   file_ctx f;
@@ -1690,8 +1791,9 @@ static int load_file(const char *path, int mode, size_t whole_max, ssa_rank *r, 
     /* large enough: tokenized on two threads (kineto_split.h), its text
      * pulled through the same pipe */
     size_t isize;
-    if ((mode == SSA_GZIP_PIPE || mode == SSA_GZIP_AUTO) && gzip_isize(f.fd, (uint64_t)st.st_size, &isize) &&
-        isize <= ssa_gzip_whole_bound() && ssa_split_wanted(isize) && import_split(f.fd, 1, isize, path, r, err, &rc))
+    if ((mode == SSA_GZIP_PIPE || mode == SSA_GZIP_AUTO) &&
+        gzip_isize(f.fd, (uint64_t)st.st_size, &isize) && isize <= ssa_gzip_whole_bound() &&
+        ssa_split_wanted(isize) && import_split(f.fd, 1, isize, path, r, err, &rc))
       goto done;
     if ((mode == SSA_GZIP_PIPE || (mode == SSA_GZIP_AUTO && GZIP_AUTO_PIPE)) &&
         import_piped(f.fd, path, r, err, &rc))
@@ -1700,7 +1802,8 @@ static int load_file(const char *path, int mode, size_t whole_max, ssa_rank *r, 
      * three times faster (gzip_whole.h); else streamed with zlib below */
     unsigned char *doc;
     size_t doc_len;
-    if (mode != SSA_GZIP_STREAM && ssa_gzip_whole(f.fd, (uint64_t)st.st_size, whole_max, &doc, &doc_len)) {
+    if (mode != SSA_GZIP_STREAM &&
+        ssa_gzip_whole(f.fd, (uint64_t)st.st_size, whole_max, &doc, &doc_len)) {
       rc = import(NULL, NULL, doc, doc_len, path, r, err);
       ssa_gzip_whole_free(doc, doc_len);
       goto done;
@@ -1708,9 +1811,12 @@ static int load_file(const char *path, int mode, size_t whole_max, ssa_rank *r, 
     f.gzip = 1;
     f.z.next_in = f.zin;
     f.z.avail_in = (uInt)got;
-    if (inflateInit2(&f.z, 15 + 32) != Z_OK) rc = STEPSCOPE_E_NOMEM;
-    else f.z_ready = 1;
-  } else if ((uint64_t)st.st_size <= ssa_gzip_whole_bound() && ssa_split_wanted((uint64_t)st.st_size) &&
+    if (inflateInit2(&f.z, 15 + 32) != Z_OK)
+      rc = STEPSCOPE_E_NOMEM;
+    else
+      f.z_ready = 1;
+  } else if ((uint64_t)st.st_size <= ssa_gzip_whole_bound() &&
+             ssa_split_wanted((uint64_t)st.st_size) &&
              import_split(f.fd, 0, (size_t)st.st_size, path, r, err, &rc)) {
     goto done;
   } else {
@@ -1723,8 +1829,9 @@ static int load_file(const char *path, int mode, size_t whole_max, ssa_rank *r, 
       /* say what failed rather than "read error" */
       char m[sizeof err->message];
       if (f.gzip)
-        snprintf(m, sizeof m, "%s: gzip data is corrupt or truncated (%s) near byte %llu of the JSON text",
-                 path, f.msg, (unsigned long long)err->offset);
+        snprintf(m, sizeof m,
+                 "%s: gzip data is corrupt or truncated (%s) near byte %llu of the JSON text", path,
+                 f.msg, (unsigned long long)err->offset);
       else
         snprintf(m, sizeof m, "%s: read error (%s) near byte %llu", path, f.msg,
                  (unsigned long long)err->offset);

@@ -36,8 +36,14 @@ int ssa_kineto_source_load_whole_max(const char *path, size_t whole_max, ssa_ran
  * are read the same way whatever the mode. ssa_kineto_source_load takes
  * the mode from the environment variable STEPSCOPE_KINETO_GZIP (auto,
  * whole, pipe or stream; for measurements), AUTO when unset. */
-typedef enum ssa_gzip_mode { SSA_GZIP_AUTO, SSA_GZIP_WHOLE, SSA_GZIP_PIPE, SSA_GZIP_STREAM } ssa_gzip_mode;
-int ssa_kineto_source_load_gzip(const char *path, ssa_gzip_mode mode, ssa_rank *r, stepscope_error *err);
+typedef enum ssa_gzip_mode {
+  SSA_GZIP_AUTO,
+  SSA_GZIP_WHOLE,
+  SSA_GZIP_PIPE,
+  SSA_GZIP_STREAM
+} ssa_gzip_mode;
+int ssa_kineto_source_load_gzip(const char *path, ssa_gzip_mode mode, ssa_rank *r,
+                                stepscope_error *err);
 
 /* The same from bytes in memory (tests and the fuzz target), tokenized
  * whole in place on a copy (the path of a gzip file inflated whole); `name`

@@ -43,28 +43,28 @@
 #include "gzip_whole.h"
 #include "inflate_pipe.h"
 
-#define FILL_CHUNK ((size_t)1 << 20)  /* bytes published at a time */
-#define LO_MARGIN ((size_t)4096)     /* see ssa_split_open */
+#define FILL_CHUNK   ((size_t)1 << 20) /* bytes published at a time */
+#define LO_MARGIN    ((size_t)4096)    /* see ssa_split_open */
 #define POINT_SEARCH ((size_t)8 << 20) /* how far past `lo` a split point is looked for */
 
 struct ssa_split {
   int fd, gzip;
-  ssa_inflate_pipe *pipe;    /* gzip: inflating straight into doc (linear mode) */
+  ssa_inflate_pipe *pipe; /* gzip: inflating straight into doc (linear mode) */
   unsigned char *doc;
   size_t cap, map_len;
-  size_t lo;                 /* visible before the point is chosen */
+  size_t lo; /* visible before the point is chosen */
   ssa_split_work work;
   void *arg;
   pthread_t th;
   pthread_mutex_t mu;
   pthread_cond_t cv;
   /* under mu */
-  size_t filled;             /* plain: bytes read so far */
+  size_t filled; /* plain: bytes read so far */
   int fill_done, fill_error;
   int point_known;
-  size_t point;              /* SIZE_MAX: no split */
+  size_t point; /* SIZE_MAX: no split */
   int work_done;
-  int finished;              /* the caller is past the split (finished or abandoned) */
+  int finished; /* the caller is past the split (finished or abandoned) */
   char msg[128];
   /* the caller's thread only */
   size_t main_point;
@@ -152,11 +152,19 @@ int ssa_split_wanted(uint64_t len) {
   return cores >= 2 * (loaders > splits ? loaders : splits);
 }
 
-void ssa_split_loaders(int n) { atomic_store(&loader_threads, n > 1 ? n : 1); }
+void ssa_split_loaders(int n) {
+  atomic_store(&loader_threads, n > 1 ? n : 1);
+}
 
-unsigned char *ssa_split_doc(const ssa_split *sp) { return sp->doc; }
-size_t ssa_split_cap(const ssa_split *sp) { return sp->cap; }
-size_t ssa_split_point(const ssa_split *sp) { return sp->main_point; }
+unsigned char *ssa_split_doc(const ssa_split *sp) {
+  return sp->doc;
+}
+size_t ssa_split_cap(const ssa_split *sp) {
+  return sp->cap;
+}
+size_t ssa_split_point(const ssa_split *sp) {
+  return sp->main_point;
+}
 int ssa_split_cancelled(const ssa_split *sp) {
   return atomic_load_explicit(&((ssa_split *)sp)->cancel, memory_order_relaxed);
 }
@@ -166,7 +174,8 @@ int ssa_split_cancelled(const ssa_split *sp) {
 static long wait_filled(ssa_split *sp, size_t have) {
   if (sp->gzip) return ssa_inflate_pipe_wait(sp->pipe, have);
   pthread_mutex_lock(&sp->mu);
-  while (sp->filled <= have && !sp->fill_done) pthread_cond_wait(&sp->cv, &sp->mu);
+  while (sp->filled <= have && !sp->fill_done)
+    pthread_cond_wait(&sp->cv, &sp->mu);
   long r = sp->filled > have ? (long)sp->filled : sp->fill_error ? -1 : (long)have;
   pthread_mutex_unlock(&sp->mu);
   return r;
@@ -188,7 +197,8 @@ static void fill_plain(ssa_split *sp) {
     size_t n = sp->cap - have;
     if (n > FILL_CHUNK) n = FILL_CHUNK;
     unsigned char one;
-    long got = n ? pread_retry(sp->fd, sp->doc + have, n, have) : pread_retry(sp->fd, &one, 1, have);
+    long got =
+        n ? pread_retry(sp->fd, sp->doc + have, n, have) : pread_retry(sp->fd, &one, 1, have);
     if (got < 0) {
       snprintf(sp->msg, sizeof sp->msg, "%s", strerror(errno));
       failed = 1;
@@ -196,7 +206,8 @@ static void fill_plain(ssa_split *sp) {
     }
     if (got == 0) break;
     if (n == 0) {
-      snprintf(sp->msg, sizeof sp->msg, "more text than the file's size when opened (%zu bytes)", sp->cap);
+      snprintf(sp->msg, sizeof sp->msg, "more text than the file's size when opened (%zu bytes)",
+               sp->cap);
       failed = 1;
       break;
     }
@@ -213,7 +224,9 @@ static void fill_plain(ssa_split *sp) {
   pthread_mutex_unlock(&sp->mu);
 }
 
-static int is_blank_byte(unsigned char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+static int is_blank_byte(unsigned char c) {
+  return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
 
 /* Whether the '{' at j (> 0) may open an element of an array of objects:
  * it follows a newline and blanks (Kineto writes one event per line, and a
@@ -226,10 +239,12 @@ static int is_blank_byte(unsigned char c) { return c == ' ' || c == '\t' || c ==
 static int opens_element(const unsigned char *doc, size_t j) {
   size_t i = j;
   int newline = 0;
-  while (i > 0 && is_blank_byte(doc[i - 1])) newline |= doc[--i] == '\n';
+  while (i > 0 && is_blank_byte(doc[i - 1]))
+    newline |= doc[--i] == '\n';
   if (newline) return 1;
   if (i == 0 || doc[--i] != ',') return 0;
-  while (i > 0 && is_blank_byte(doc[i - 1])) i--;
+  while (i > 0 && is_blank_byte(doc[i - 1]))
+    i--;
   return i > 0 && doc[i - 1] == '}';
 }
 
@@ -303,7 +318,8 @@ ssa_split *ssa_split_open(int fd, int gzip, size_t size, ssa_split_work work, vo
    * cost memory, and a text that still does not fit is the one case that
    * differs from the sequential path (an error). Whole chunks for the pipe. */
   sp->cap = gzip ? (2 * ssa_gzip_whole_bound() / SSA_PIPE_CHUNK + 1) * SSA_PIPE_CHUNK : size;
-  if (gzip && sp->cap < size + 2 * SSA_PIPE_CHUNK) sp->cap = (size / SSA_PIPE_CHUNK + 2) * SSA_PIPE_CHUNK;
+  if (gzip && sp->cap < size + 2 * SSA_PIPE_CHUNK)
+    sp->cap = (size / SSA_PIPE_CHUNK + 2) * SSA_PIPE_CHUNK;
   /* a little before the fraction, so that the caller's view never ends in
    * the blanks just before the point (it would then meet the point inside
    * the tokenizer, not between two events, and abandon the split) */
@@ -316,7 +332,8 @@ ssa_split *ssa_split_open(int fd, int gzip, size_t size, ssa_split_work work, vo
   sp->point = sp->main_point = SIZE_MAX;
   atomic_init(&sp->cancel, 0);
   sp->t0 = now_ms();
-  void *m = mmap(NULL, sp->cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void *m = mmap(NULL, sp->cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                 -1, 0);
   if (m == MAP_FAILED) {
     free(sp);
     return NULL;
@@ -328,7 +345,8 @@ ssa_split *ssa_split_open(int fd, int gzip, size_t size, ssa_split_work work, vo
   madvise(m, sp->cap, MADV_HUGEPAGE);
   pthread_mutex_init(&sp->mu, NULL);
   pthread_cond_init(&sp->cv, NULL);
-  if (gzip && !(sp->pipe = ssa_inflate_pipe_open_linear(fd, sp->doc, sp->cap, SSA_PIPE_CHUNK))) goto fail;
+  if (gzip && !(sp->pipe = ssa_inflate_pipe_open_linear(fd, sp->doc, sp->cap, SSA_PIPE_CHUNK)))
+    goto fail;
   if (pthread_create(&sp->th, NULL, helper, sp) != 0) {
     if (sp->pipe) ssa_inflate_pipe_close(sp->pipe, NULL, 0);
     goto fail;
@@ -357,12 +375,14 @@ long ssa_split_grow(void *ctx, size_t visible) {
         /* at the split point in another state than the one expected: the
          * helper's work is not used; the rest is read here */
         atomic_store(&sp->cancel, 1);
-        while (!sp->work_done) pthread_cond_wait(&sp->cv, &sp->mu);
+        while (!sp->work_done)
+          pthread_cond_wait(&sp->cv, &sp->mu);
         sp->finished = 1;
         sp->abandoned = 1;
         sp->main_point = SIZE_MAX;
       } else {
-        while (!sp->point_known) pthread_cond_wait(&sp->cv, &sp->mu);
+        while (!sp->point_known)
+          pthread_cond_wait(&sp->cv, &sp->mu);
       }
       pthread_mutex_unlock(&sp->mu);
       continue;
@@ -384,7 +404,8 @@ long ssa_split_grow(void *ctx, size_t visible) {
 size_t ssa_split_finish(ssa_split *sp) {
   sp->t_at_point = now_ms() - sp->t0;
   pthread_mutex_lock(&sp->mu);
-  while (!sp->work_done) pthread_cond_wait(&sp->cv, &sp->mu);
+  while (!sp->work_done)
+    pthread_cond_wait(&sp->cv, &sp->mu);
   sp->finished = 1;
   sp->main_point = SIZE_MAX;
   size_t v = sp->read_pos; /* the helper's reader had these bytes */
@@ -393,7 +414,9 @@ size_t ssa_split_finish(ssa_split *sp) {
   return v;
 }
 
-void ssa_split_used(ssa_split *sp) { sp->used = 1; }
+void ssa_split_used(ssa_split *sp) {
+  sp->used = 1;
+}
 
 int ssa_split_close(ssa_split *sp, char *msg, size_t cap) {
   atomic_store(&sp->cancel, 1);
@@ -401,10 +424,11 @@ int ssa_split_close(ssa_split *sp, char *msg, size_t cap) {
   const char *verdict = sp->used ? "used" : sp->abandoned ? "abandoned" : "alone";
   if (getenv("STEPSCOPE_KINETO_SPLIT_TRACE"))
     fprintf(stderr,
-            "kineto split: %s (point %zu, lo %zu; ms: point chosen %.1f, caller at it %.1f, helper done %.1f, "
+            "kineto split: %s (point %zu, lo %zu; ms: point chosen %.1f, caller at it %.1f, helper "
+            "done %.1f, "
             "handed over %.1f, closed %.1f)\n",
-            verdict, sp->point_known ? sp->point : SIZE_MAX, sp->lo, sp->t_point, sp->t_at_point, sp->t_work_done,
-            sp->t_finished, now_ms() - sp->t0);
+            verdict, sp->point_known ? sp->point : SIZE_MAX, sp->lo, sp->t_point, sp->t_at_point,
+            sp->t_work_done, sp->t_finished, now_ms() - sp->t0);
   char m[128] = "";
   if (sp->pipe) ssa_inflate_pipe_close(sp->pipe, m, sizeof m);
   int failed = sp->error_seen;

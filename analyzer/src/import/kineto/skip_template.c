@@ -79,10 +79,12 @@ static inline int same_bytes(const unsigned char *a, const unsigned char *b, siz
   return 1;
 }
 
-static inline int is_digit(unsigned c) { return c - '0' < 10u; }
+static inline int is_digit(unsigned c) {
+  return c - '0' < 10u;
+}
 
-const unsigned char *ssa_skip_template_match(ssa_skip_templates *ts, unsigned key, const unsigned char *p,
-                                             const unsigned char *e) {
+const unsigned char *ssa_skip_template_match(ssa_skip_templates *ts, unsigned key,
+                                             const unsigned char *p, const unsigned char *e) {
   ssa_skip_template *t = &ts->slot[key & (SSA_SKIP_TEMPLATES - 1)];
   if (t->key != key || t->nsegs == 0) return NULL;
   for (unsigned i = 0; i < t->nsegs; i++) {
@@ -100,7 +102,8 @@ const unsigned char *ssa_skip_template_match(ssa_skip_templates *ts, unsigned ke
         continue;
       }
       const unsigned char *q;
-      if (p >= e || *p != '"' || (q = scan_special((unsigned char *)p + 1, (unsigned char *)e)) >= e || *q != '"')
+      if (p >= e || *p != '"' ||
+          (q = scan_special((unsigned char *)p + 1, (unsigned char *)e)) >= e || *q != '"')
         goto miss;
       p = q + 1;
       continue;
@@ -110,7 +113,8 @@ const unsigned char *ssa_skip_template_match(ssa_skip_templates *ts, unsigned ke
     if (s->then == THEN_INT && *p == '0') {
       p++; /* a digit after it fails the next literal, which is no digit */
     } else {
-      while (p < e && is_digit(*p)) p++;
+      while (p < e && is_digit(*p))
+        p++;
     }
   }
 miss:
@@ -145,15 +149,20 @@ void ssa_skip_template_learn(ssa_skip_templates *ts, unsigned key, const unsigne
   size_t lit = 0; /* where the current literal began */
   for (size_t i = 0; i < n; i++) {
     unsigned c = x[i];
-    if (c == '"') { /* a string (no escapes in a checked text): a key stays literal, a value is any */
+    if (c ==
+        '"') { /* a string (no escapes in a checked text): a key stays literal, a value is any */
       size_t close = i + 1;
-      while (close < n && x[close] != '"') close++;
+      while (close < n && x[close] != '"')
+        close++;
       if (close >= n) return;
       size_t after = close + 1;
-      while (after < n && (x[after] == ' ' || x[after] == '\n' || x[after] == '\r' || x[after] == '\t')) after++;
+      while (after < n &&
+             (x[after] == ' ' || x[after] == '\n' || x[after] == '\r' || x[after] == '\t'))
+        after++;
       if (after >= n || x[after] != ':') {
         if (nsegs + 1 >= SSA_SKIP_TEMPLATE_SEGS) return;
-        t->seg[nsegs++] = (ssa_skip_seg){(uint16_t)lit, (uint16_t)(i - lit), (uint16_t)(close - i - 1), THEN_STRING};
+        t->seg[nsegs++] = (ssa_skip_seg){(uint16_t)lit, (uint16_t)(i - lit),
+                                         (uint16_t)(close - i - 1), THEN_STRING};
         lit = close + 1;
       }
       i = close;
@@ -162,11 +171,15 @@ void ssa_skip_template_learn(ssa_skip_templates *ts, unsigned key, const unsigne
     if (!is_digit(c)) continue;
     if (i == 0) return; /* a rest starts with ',', '}' or a blank */
     size_t run = i;
-    while (i < n && is_digit(x[i])) i++;
+    while (i < n && is_digit(x[i]))
+      i++;
     unsigned prev = x[run - 1];
-    int exponent_sign = (prev == '+' || prev == '-') && run >= 2 && (x[run - 2] == 'e' || x[run - 2] == 'E');
-    uint8_t then = prev == '.' || prev == 'e' || prev == 'E' || exponent_sign ? THEN_DIGITS : THEN_INT;
-    size_t lit_end = then == THEN_INT && prev == '-' ? run - 1 : run; /* the sign is the match's to take */
+    int exponent_sign =
+        (prev == '+' || prev == '-') && run >= 2 && (x[run - 2] == 'e' || x[run - 2] == 'E');
+    uint8_t then =
+        prev == '.' || prev == 'e' || prev == 'E' || exponent_sign ? THEN_DIGITS : THEN_INT;
+    size_t lit_end =
+        then == THEN_INT && prev == '-' ? run - 1 : run; /* the sign is the match's to take */
     if (nsegs + 1 >= SSA_SKIP_TEMPLATE_SEGS) return;
     t->seg[nsegs++] = (ssa_skip_seg){(uint16_t)lit, (uint16_t)(lit_end - lit), 0, then};
     lit = i;

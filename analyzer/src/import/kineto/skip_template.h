@@ -11,7 +11,7 @@
 
 #define SSA_SKIP_TEMPLATE_TEXT 768 /* longer texts are not learned */
 #define SSA_SKIP_TEMPLATE_SEGS 64  /* nor texts with more numbers than this */
-#define SSA_SKIP_TEMPLATES 64      /* slots, by key & 63 */
+#define SSA_SKIP_TEMPLATES     64  /* slots, by key & 63 */
 
 /* One literal run of the text, then what must follow it: a number's
  * integer part, a run of digits (a fraction or an exponent), a value
@@ -24,7 +24,7 @@ typedef struct {
 } ssa_skip_seg;
 
 typedef struct {
-  unsigned key;                 /* what it was learned for (0: empty) */
+  unsigned key; /* what it was learned for (0: empty) */
   uint32_t hits, misses;
   uint16_t nsegs;
   ssa_skip_seg seg[SSA_SKIP_TEMPLATE_SEGS];
@@ -42,8 +42,8 @@ void ssa_skip_templates_init(ssa_skip_templates *t);
  * other numbers or value strings in it: the byte after the template's end,
  * else NULL. Only valid JSON with the same structure matches (see
  * skip_template.c). */
-const unsigned char *ssa_skip_template_match(ssa_skip_templates *t, unsigned key, const unsigned char *p,
-                                             const unsigned char *e);
+const unsigned char *ssa_skip_template_match(ssa_skip_templates *t, unsigned key,
+                                             const unsigned char *p, const unsigned char *e);
 
 /* Learns [p, end) for `key`: text the caller has checked to be valid JSON
  * that ends with a '}' — the rest of an object (its members, then its '}')
