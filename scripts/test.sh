@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The test command (README "Quick start"): installs what is missing, builds
+# The test command (README "Quick start"): installs what is missing, checks that every C
+# file follows .clang-format, builds
 # stepscope twice — a normal build (CUDA parts compiled when the toolkit is
 # present) and an ASan+UBSan build of the CPU parts with the libFuzzer targets
 # — and runs every test of both with CTest (the sanitizer build leaves out the
@@ -14,6 +15,9 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 
 jobs=${STEPSCOPE_JOBS:-$(nproc)}
+
+echo "== format (every C and CUDA C file follows .clang-format: scripts/check-format.sh)"
+scripts/check-format.sh
 
 echo "== normal build (build/)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
