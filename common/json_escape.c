@@ -43,7 +43,8 @@ void sc_json_string(const char *s, size_t len, unsigned flags, sc_put_fn put, vo
   static const char hex[] = "0123456789abcdef";
   const int html = (flags & SC_JSON_HTML_SAFE) != 0;
   put(ctx, "\"", 1);
-  const unsigned char *p = (const unsigned char *)s, *end = p + (s ? len : 0), *run = p;
+  if (!s) len = 0, s = ""; /* NULL writes "" (no arithmetic on a null pointer) */
+  const unsigned char *p = (const unsigned char *)s, *end = p + len, *run = p;
   while (p < end) {
     unsigned char ch = *p;
     if (ch >= 0x20 && ch < 0x80 && ch != '"' && ch != '\\' &&

@@ -1,0 +1,141 @@
+/*
+ * test_common.c — common/: the one JSON string escaper (every form it writes, bytes that are
+ * not UTF-8, the HTML-safe mode, a length that cuts a sequence, the fixed-buffer helper's
+ * cut and count), mkdir -p and write-all, and the hash against FNV-1a's published vectors.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sc_file.h"
+#include "sc_hash.h"
+#include "sc_json.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                                                           \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      failures++;                                                                                  \
+      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                         \
+      fprintf(stderr, __VA_ARGS__);                                                                \
+      fputc('\n', stderr);                                                                         \
+    }                                                                                              \
+  } while (0)
+
+typedef struct sink {
+  char buf[512];
+  size_t len;
+} sink;
+
+static void put(void *ctx, const char *bytes, size_t n) {
+  sink *s = ctx;
+  if (s->len + n < sizeof s->buf) memcpy(s->buf + s->len, bytes, n);
+  s->len += n;
+  s->buf[s->len < sizeof s->buf ? s->len : sizeof s->buf - 1] = 0;
+}
+
+static void expect(const char *in, size_t len, unsigned flags, const char *want) {
+  sink s = {.len = 0};
+  sc_json_string(in, len, flags, put, &s);
+  CHECK(strcmp(s.buf, want) == 0, "escape of %zu bytes: got [%s] want [%s]", len, s.buf, want);
+}
+#define EXPECT(in, flags, want) expect(in, sizeof in - 1, flags, want)
+
+static void test_escaper(void) {
+  EXPECT("plain", 0, "\"plain\"");
+  EXPECT("", 0, "\"\"");
+  EXPECT("q\"b\\", 0, "\"q\\\"b\\\\\"");
+  EXPECT("a\nb\tc\rd", 0, "\"a\\nb\\tc\\rd\"");
+  EXPECT("\x01\x1f\x7f", 0, "\"\\u0001\\u001f\x7f\""); /* DEL is copied */
+  EXPECT("\x1b[2J", 0, "\"\\u001b[2J\"");
+  EXPECT("<a&b>", 0, "\"<a&b>\"");
+  EXPECT("<a&b>", SC_JSON_HTML_SAFE, "\"\\u003ca\\u0026b\\u003e\"");
+  EXPECT("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 0,
+         "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"");
+  /* not UTF-8: each maximal bad subpart becomes one U+FFFD */
+  EXPECT("node\xff\xfe-a", 0, "\"node\xef\xbf\xbd\xef\xbf\xbd-a\"");
+  EXPECT("\xe2\x82-", 0, "\"\xef\xbf\xbd-\"");                           /* cut 3-byte sequence */
+  EXPECT("\xc0\xaf", 0, "\"\xef\xbf\xbd\xef\xbf\xbd\"");                 /* overlong */
+  EXPECT("\xed\xa0\x80", 0, "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\""); /* surrogate */
+  EXPECT("\xf4\x90\x80\x80", 0,
+         "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\""); /* > U+10FFFF */
+  /* a length that ends inside a sequence: never read past it */
+  expect("ab\xe2\x82\xac", 4, 0, "\"ab\xef\xbf\xbd\"");
+  expect("ab\xe2\x82\xac", 3, 0, "\"ab\xef\xbf\xbd\"");
+  expect("a\0b", 3, 0, "\"a\\u0000b\""); /* a length, not a NUL, ends the text */
+  sink s = {.len = 0};
+  sc_json_string(NULL, 5, 0, put, &s);
+  CHECK(strcmp(s.buf, "\"\"") == 0, "NULL: [%s]", s.buf);
+}
+
+static void test_buffer_helper(void) {
+  char buf[8];
+  size_t at = 0;
+  sc_json_string_buf(buf, sizeof buf, &at, "a\"b", 0);
+  CHECK(at == 6 && strcmp(buf, "\"a\\\"b\"") == 0, "fits: at %zu [%s]", at, buf);
+  at = 0;
+  sc_json_string_buf(buf, sizeof buf, &at, "abcdefghij", 0);
+  CHECK(at == 12, "counts the whole literal: %zu", at);
+  CHECK(strlen(buf) == 7 && memcmp(buf, "\"abcdef", 7) == 0, "cut and NUL-terminated: [%s]", buf);
+  at = 3; /* appends at *at */
+  memcpy(buf, "xyz", 4);
+  sc_json_string_buf(buf, sizeof buf, &at, "q", 0);
+  CHECK(at == 6 && strcmp(buf, "xyz\"q\"") == 0, "append: at %zu [%s]", at, buf);
+  at = 20; /* already past the end: nothing written, still counted */
+  sc_json_string_buf(buf, sizeof buf, &at, "q", 0);
+  CHECK(at == 23 && strcmp(buf, "xyz\"q\"") == 0, "past the end: at %zu [%s]", at, buf);
+}
+
+static void test_files(void) {
+  char dir[] = "/tmp/test_common_XXXXXX";
+  CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+  char path[256];
+  snprintf(path, sizeof path, "%s/a/b/c", dir);
+  CHECK(sc_mkdir_p(path, 0755) == 0, "mkdir -p %s: %s", path, strerror(errno));
+  CHECK(sc_mkdir_p(path, 0755) == 0, "mkdir -p of an existing directory");
+  char file[300];
+  snprintf(file, sizeof file, "%s/a/f", dir);
+  int fd = open(file, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+  static char big[1 << 20];
+  for (size_t i = 0; i < sizeof big; i++)
+    big[i] = (char)(i * 7);
+  CHECK(fd >= 0 && sc_write_all(fd, big, sizeof big) == 0, "write_all");
+  close(fd);
+  struct stat st;
+  CHECK(stat(file, &st) == 0 && st.st_size == (off_t)sizeof big, "written size");
+  errno = 0;
+  CHECK(sc_mkdir_p(file, 0755) == -1 && errno == ENOTDIR, "mkdir -p over a file: ENOTDIR");
+  snprintf(path, sizeof path, "%s/a/f/x", dir);
+  CHECK(sc_mkdir_p(path, 0755) == -1, "mkdir -p below a file fails");
+  CHECK(sc_write_all(-1, "x", 1) == -1 && errno == EBADF, "write_all to a bad descriptor");
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  CHECK(system(cmd) == 0, "cleanup");
+}
+
+static void test_hash(void) {
+  /* FNV-1a 64 test vectors (Fowler, Noll, Vo: the reference's test suite) */
+  CHECK(sc_fnv1a(SC_FNV1A_INIT, "", 0) == 0xcbf29ce484222325ull, "fnv1a('')");
+  CHECK(sc_fnv1a(SC_FNV1A_INIT, "a", 1) == 0xaf63dc4c8601ec8cull, "fnv1a('a')");
+  CHECK(sc_fnv1a(SC_FNV1A_INIT, "foobar", 6) == 0x85944171f73967e8ull, "fnv1a('foobar')");
+  CHECK(sc_fnv1a_str(SC_FNV1A_INIT, "foobar") == 0x85944171f73967e8ull, "fnv1a_str('foobar')");
+  uint64_t h = sc_fnv1a(sc_fnv1a(SC_FNV1A_INIT, "foo", 3), "bar", 3);
+  CHECK(h == 0x85944171f73967e8ull, "chained pieces hash as one");
+}
+
+int main(void) {
+  test_escaper();
+  test_buffer_helper();
+  test_files();
+  test_hash();
+  if (failures)
+    fprintf(stderr, "%d failures\n", failures);
+  else
+    printf("common: all checks passed\n");
+  return failures != 0;
+}
