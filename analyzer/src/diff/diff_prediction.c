@@ -29,6 +29,7 @@
  * Memory by component is not compared: the device API counts live bytes, not their purpose.
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,13 +104,12 @@ static void metric(ssa_pred_diff *d, int k, const char *name, const char *what, 
   m->rel_error = isfinite(pred) && isfinite(meas) && meas != 0 ? (pred - meas) / fabs(meas) : NAN;
 }
 
-/* The largest value of a number in the ranks' "memory" metadata, NaN if none has it. */
-static double max_memory_meta(const ssa_run *run, const char *path) {
+/* The largest value of a member of the ranks' "memory" metadata, NaN if none has it. */
+static double max_memory_meta(const ssa_run *run, size_t offset) {
   double best = NAN;
   for (size_t i = 0; i < run->nranks; i++) {
-    const char *mem = ssa_rank_meta(&run->ranks[i], "memory");
-    double v;
-    if (mem && ssa_json_number(mem, path, &v) && v > 0 && !(v <= best)) best = v;
+    double v = *(const double *)((const char *)&run->ranks[i].tmeta.memory + offset);
+    if (v > 0 && !(v <= best)) best = v;
   }
   return best;
 }
@@ -229,9 +229,10 @@ int ssa_prediction_diff(const ssa_run *run, const ssa_analysis *an, const char *
   metric(d, SSA_PM_BUBBLE_FRACTION, "bubble_fraction", "bubble fraction",
          pl->step_time_s > 0 ? pred_bubble / pl->step_time_s : NAN, bubble_frac, 0);
   metric(d, SSA_PM_DEVICE_MEMORY, "device_memory_bytes", "device memory peak",
-         pl->mem_total - pl->mem_runtime_baseline, max_memory_meta(run, "measured_peak_bytes"), 1);
+         pl->mem_total - pl->mem_runtime_baseline,
+         max_memory_meta(run, offsetof(ssa_meta_memory, measured_peak_bytes)), 1);
   metric(d, SSA_PM_PROCESS_MEMORY, "process_memory_bytes", "process peak RSS (with baseline)",
-         pl->mem_total, max_memory_meta(run, "rss_peak_bytes"), 1);
+         pl->mem_total, max_memory_meta(run, offsetof(ssa_meta_memory, rss_peak_bytes)), 1);
   metric(d, SSA_PM_MFU, "mfu", "MFU", mfu_pred, an->mfu, 0);
   metric(d, SSA_PM_TOKENS_PER_S, "tokens_per_s", "tokens/s", pl->tokens_per_s,
          isfinite(step) ? tokens_step / step : NAN, 0);

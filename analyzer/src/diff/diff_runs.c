@@ -15,6 +15,7 @@
 #include "ssa_diff.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -321,20 +322,53 @@ static int world_of(const ssa_analysis *a) {
 /* "parallel layout differs (rank R: dp 2 vs 4, pp 2 vs 1): ..." from the
  * members of the layout metadata that differ; never a JSON text cut in the
  * middle (the whole layouts do not fit in the note). */
-static void describe_layout_change(char *note, size_t cap, int rank, const char *la,
-                                   const char *lb) {
-  static const char *const keys[] = {"world",          "dp",           "tp",  "pp", "cp", "ep",
-                                     "virtual_stages", "microbatches", "zero"};
+/* The layout members a difference is described by (the grid's sizes), in this order. */
+#define LAYOUT_SIZE(field)                                                                         \
+  { #field, offsetof(ssa_meta_layout, field) }
+static const struct {
+  const char *name;
+  size_t offset;
+} layout_sizes[] = {LAYOUT_SIZE(world),
+                    LAYOUT_SIZE(dp),
+                    LAYOUT_SIZE(tp),
+                    LAYOUT_SIZE(pp),
+                    LAYOUT_SIZE(cp),
+                    LAYOUT_SIZE(ep),
+                    LAYOUT_SIZE(virtual_stages),
+                    LAYOUT_SIZE(microbatches),
+                    LAYOUT_SIZE(zero)};
+#undef LAYOUT_SIZE
+
+static double layout_member(const ssa_meta_layout *l, size_t offset) {
+  return *(const double *)((const char *)l + offset);
+}
+
+/* Two numbers of decoded metadata are the same (both absent counts as the same). */
+static int same_number(double x, double y) {
+  return (isnan(x) && isnan(y)) || x == y;
+}
+
+/* Whether two decoded layouts differ in any member. */
+static int layouts_differ(const ssa_meta_layout *la, const ssa_meta_layout *lb) {
+#define DIFFERS(field, path) || !same_number(la->field, lb->field)
+  return 0 TM_LAYOUT_NUMBERS(DIFFERS);
+#undef DIFFERS
+}
+
+static void describe_layout_change(char *note, size_t cap, int rank, const ssa_meta_layout *la,
+                                   const ssa_meta_layout *lb) {
   char list[160] = "";
   size_t len = 0;
-  for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
-    double va = NAN, vb = NAN;
-    int ha = ssa_json_number(la, keys[k], &va), hb = ssa_json_number(lb, keys[k], &vb);
+  for (size_t k = 0; k < sizeof layout_sizes / sizeof layout_sizes[0]; k++) {
+    double va = layout_member(la, layout_sizes[k].offset);
+    double vb = layout_member(lb, layout_sizes[k].offset);
+    int ha = !isnan(va), hb = !isnan(vb);
     if (ha == hb && (!ha || va == vb)) continue;
     char item[64], xa[24], xb[24];
     snprintf(xa, sizeof xa, ha ? "%g" : "-", va);
     snprintf(xb, sizeof xb, hb ? "%g" : "-", vb);
-    int n = snprintf(item, sizeof item, "%s%s %s vs %s", len ? ", " : "", keys[k], xa, xb);
+    int n =
+        snprintf(item, sizeof item, "%s%s %s vs %s", len ? ", " : "", layout_sizes[k].name, xa, xb);
     if (n < 0 || len + (size_t)n + 5 >= sizeof list) {
       if (len + 5 < sizeof list) len += (size_t)snprintf(list + len, sizeof list - len, ", ...");
       break;
@@ -377,9 +411,9 @@ int ssa_diff_same_layout(const ssa_analysis *a, const ssa_analysis *b, char *not
       snprintf(note, cap, "rank %d is only in run A", a->ranks[i].rank->rank);
       return 0;
     }
-    const char *la = ssa_rank_meta(a->ranks[i].rank, "layout");
-    const char *lb = ssa_rank_meta(o->rank, "layout");
-    if (la && lb && strcmp(la, lb) != 0) {
+    const ssa_meta_layout *la = &a->ranks[i].rank->tmeta.layout;
+    const ssa_meta_layout *lb = &o->rank->tmeta.layout;
+    if (la->present && lb->present && layouts_differ(la, lb)) {
       describe_layout_change(note, cap, a->ranks[i].rank->rank, la, lb);
       return 0;
     }

@@ -490,23 +490,17 @@ static void measure_window(ssa_window *w, const int64_t *points, size_t np, int6
 static void read_pipeline_info(rank_ctx *c) {
   ssa_rank_result *rr = c->rr;
   const ssa_rank *r = c->r;
-  double pp = 1, stage = -1, stages = 0, m = 0, v = 1;
-  const char *layout = ssa_rank_meta(r, "layout");
-  ssa_json_number(layout, "pp", &pp);
-  ssa_json_number(layout, "pp_rank", &stage);
-  const char *sched = ssa_rank_meta(r, "schedule");
-  char name[64] = "";
+  const ssa_meta_layout *layout = &r->tmeta.layout;
+  const ssa_meta_schedule *sched = &r->tmeta.schedule;
+  double pp = ssa_meta_or(layout->pp, 1), stage = ssa_meta_or(layout->pp_rank, -1);
   rr->bubble_theory = NAN;
-  if (sched) {
-    ssa_json_string(sched, "name", name, sizeof name);
-    if (ssa_json_number(sched, "stages", &stages) && ssa_json_number(sched, "microbatches", &m)) {
-      ssa_json_number(sched, "virtual_stages", &v);
-      rr->bubble_theory = ssa_bubble_theory(name, (int)stages, (int)m, (int)v);
-    }
-    if (isnan(rr->bubble_theory)) {
-      double bt;
-      if (ssa_json_number(sched, "bubble_theory", &bt)) rr->bubble_theory = bt;
-    }
+  if (sched->present) {
+    double stages = ssa_meta_or(sched->stages, 0);
+    if (!isnan(sched->stages) && !isnan(sched->microbatches))
+      rr->bubble_theory =
+          ssa_bubble_theory(sched->has_name ? sched->name : "", (int)sched->stages,
+                            (int)sched->microbatches, (int)ssa_meta_or(sched->virtual_stages, 1));
+    if (isnan(rr->bubble_theory)) rr->bubble_theory = sched->bubble_theory;
     if (stages > pp) pp = stages;
   }
   rr->stage = (int)stage;

@@ -305,14 +305,10 @@ static void split_waiting(ssa_window *w, int64_t sched, int64_t imb) {
 }
 
 static int layout_key(const ssa_rank *r, int *dp, int *cp, int *tp) {
-  double d = 0, c = 0, t = 0;
-  const char *layout = ssa_rank_meta(r, "layout");
-  ssa_json_number(layout, "dp_rank", &d);
-  ssa_json_number(layout, "cp_rank", &c);
-  ssa_json_number(layout, "tp_rank", &t);
-  *dp = (int)d;
-  *cp = (int)c;
-  *tp = (int)t;
+  const ssa_meta_layout *layout = &r->tmeta.layout;
+  *dp = (int)ssa_meta_or(layout->dp_rank, 0);
+  *cp = (int)ssa_meta_or(layout->cp_rank, 0);
+  *tp = (int)ssa_meta_or(layout->tp_rank, 0);
   return 0;
 }
 

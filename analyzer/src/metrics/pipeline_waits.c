@@ -29,12 +29,9 @@
  * pipeline (pp > 1, a schedule with more than one stage, or pipeline
  * transfers), else -1. */
 int ssa_rank_pipeline_stage(const ssa_rank *r) {
-  double pp = 1, stage = -1, stages = 0;
-  const char *layout = ssa_rank_meta(r, "layout");
-  ssa_json_number(layout, "pp", &pp);
-  ssa_json_number(layout, "pp_rank", &stage);
-  const char *sched = ssa_rank_meta(r, "schedule");
-  if (sched && ssa_json_number(sched, "stages", &stages) && stages > pp) pp = stages;
+  double pp = ssa_meta_or(r->tmeta.layout.pp, 1), stage = ssa_meta_or(r->tmeta.layout.pp_rank, -1);
+  double stages = r->tmeta.schedule.stages; /* NaN when absent: never > pp */
+  if (stages > pp) pp = stages;
   int pipeline = pp > 1;
   for (size_t i = 0; i < r->ncolls && !pipeline; i++)
     if (r->colls[i].flags & STEPSCOPE_COLL_F_PIPELINE) pipeline = 1;

@@ -16,6 +16,7 @@
  * for AFAB and 1F1B, (p-1)/(v m+p-1) interleaved (v > 1).
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,10 +46,12 @@ static int cmp_i64(const void *pa, const void *pb) {
   return x < y ? -1 : x > y;
 }
 
-static const char *meta_any(const ssa_analysis *a, const char *key) {
+/* The decoded metadata of the first analysed rank that declared the object at `offset` in
+ * ssa_trainer_meta (its `present` member comes first), or NULL. */
+static const ssa_trainer_meta *meta_any(const ssa_analysis *a, size_t offset) {
   for (size_t i = 0; i < a->nranks; i++) {
-    const char *v = ssa_rank_meta(a->ranks[i].rank, key);
-    if (v) return v;
+    const ssa_trainer_meta *m = &a->ranks[i].rank->tmeta;
+    if (*(const int *)((const char *)m + offset)) return m;
   }
   return NULL;
 }
@@ -136,14 +139,15 @@ int ssa_read_run_metadata(ssa_analysis *a) {
   free(lat);
 
   /* flops */
-  const char *flops = meta_any(a, "flops");
+  const ssa_trainer_meta *fm = meta_any(a, offsetof(ssa_trainer_meta, flops));
+  const ssa_meta_flops *flops = fm ? &fm->flops : NULL;
   double world = 0;
   if (flops) {
-    ssa_json_number(flops, "model_flops_per_step", &a->model_flops_per_step);
-    ssa_json_number(flops, "hardware_flops_per_step", &a->hardware_flops_per_step);
-    ssa_json_number(flops, "peak_flops_per_device", &a->peak_flops_per_device);
-    ssa_json_number(flops, "tokens_per_step", &a->tokens_per_step);
-    ssa_json_number(flops, "world", &world);
+    a->model_flops_per_step = flops->model_flops_per_step; /* NaN when absent, as initialised */
+    a->hardware_flops_per_step = flops->hardware_flops_per_step;
+    a->peak_flops_per_device = flops->peak_flops_per_device;
+    a->tokens_per_step = flops->tokens_per_step;
+    world = ssa_meta_or(flops->world, 0);
   }
   if (world <= 0 && a->nranks) world = a->ranks[0].rank->world_size;
   a->flops_world = (int)world;
@@ -163,14 +167,17 @@ int ssa_read_run_metadata(ssa_analysis *a) {
   }
 
   /* memory */
-  const char *mem = meta_any(a, "memory");
-  if (mem) {
-    ssa_json_number(mem, "predicted.total", &a->mem_predicted_total);
-    ssa_json_number(mem, "predicted.parameters", &a->mem_predicted_parameters);
-    ssa_json_number(mem, "predicted.gradients", &a->mem_predicted_gradients);
-    ssa_json_number(mem, "predicted.optimizer", &a->mem_predicted_optimizer);
-    ssa_json_number(mem, "predicted.activations", &a->mem_predicted_activations);
-    ssa_json_number(mem, "measured_peak_bytes", &a->mem_measured_peak);
+  const ssa_trainer_meta *mm = meta_any(a, offsetof(ssa_trainer_meta, memory));
+  if (mm) {
+    const ssa_meta_memory *mem = &mm->memory;
+    a->mem_predicted_total = ssa_meta_or(mem->predicted_total, a->mem_predicted_total);
+    a->mem_predicted_parameters =
+        ssa_meta_or(mem->predicted_parameters, a->mem_predicted_parameters);
+    a->mem_predicted_gradients = ssa_meta_or(mem->predicted_gradients, a->mem_predicted_gradients);
+    a->mem_predicted_optimizer = ssa_meta_or(mem->predicted_optimizer, a->mem_predicted_optimizer);
+    a->mem_predicted_activations =
+        ssa_meta_or(mem->predicted_activations, a->mem_predicted_activations);
+    a->mem_measured_peak = ssa_meta_or(mem->measured_peak_bytes, a->mem_measured_peak);
   }
   if (a->mem_measured_peak < 0) {
     uint64_t peak = 0;
@@ -180,18 +187,17 @@ int ssa_read_run_metadata(ssa_analysis *a) {
   }
 
   /* schedule */
-  const char *sched = meta_any(a, "schedule");
-  if (sched) {
-    double p = 0, m = 0, vs = 1;
-    ssa_json_string(sched, "name", a->schedule_name, sizeof a->schedule_name);
-    ssa_json_number(sched, "stages", &p);
-    ssa_json_number(sched, "microbatches", &m);
-    ssa_json_number(sched, "virtual_stages", &vs);
+  const ssa_trainer_meta *sm = meta_any(a, offsetof(ssa_trainer_meta, schedule));
+  if (sm) {
+    const ssa_meta_schedule *sched = &sm->schedule;
+    double p = ssa_meta_or(sched->stages, 0), m = ssa_meta_or(sched->microbatches, 0);
+    double vs = ssa_meta_or(sched->virtual_stages, 1);
+    if (sched->has_name) memcpy(a->schedule_name, sched->name, sizeof a->schedule_name);
     a->schedule_stages = (int)p;
     a->schedule_microbatches = (int)m;
     a->schedule_virtual = (int)vs;
     a->bubble_theory = ssa_bubble_theory(a->schedule_name, (int)p, (int)m, (int)vs);
-    if (isnan(a->bubble_theory)) ssa_json_number(sched, "bubble_theory", &a->bubble_theory);
+    if (isnan(a->bubble_theory)) a->bubble_theory = sched->bubble_theory;
   }
   return 0;
 }

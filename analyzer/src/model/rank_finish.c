@@ -536,6 +536,7 @@ int ssa_rank_finish(ssa_rank *r) {
     ssa_rank_warn(r,
                   "rank %d: no operation could be joined to its launch call (no correlation ids)",
                   r->rank);
+  ssa_rank_decode_trainer_meta(r);
   r->finished = 1;
   return 0;
 }

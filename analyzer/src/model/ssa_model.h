@@ -35,6 +35,7 @@
 #include "comm_rules.h"
 #include "ssa_io.h"
 #include "stepscope.h"
+#include "trace_metadata.h"
 
 #define SSA_NONE       UINT32_MAX
 #define SSA_LANE_CACHE 32 /* recent (kind, id) -> lane lookups, direct-mapped */
@@ -143,6 +144,42 @@ typedef struct ssa_mark {
   uint32_t args; /* string id of its JSON args */
 } ssa_mark;
 
+/* The trainer's metadata (model/trace_metadata.h), decoded once when the rank is finished
+ * (trainer_meta.c) from the last value of each key: metrics, diff and plan read these fields,
+ * never the JSON text. `present`: the key was declared; a number is NaN when the object does
+ * not carry it (or carries something that is not a number). */
+#define SSA_META_FIELD(field, path) double field;
+typedef struct ssa_meta_layout {
+  int present;
+  TM_LAYOUT_NUMBERS(SSA_META_FIELD)
+} ssa_meta_layout;
+typedef struct ssa_meta_schedule {
+  int present;
+  int has_name;
+  char name[64];
+  TM_SCHEDULE_NUMBERS(SSA_META_FIELD)
+} ssa_meta_schedule;
+typedef struct ssa_meta_flops {
+  int present;
+  TM_FLOPS_NUMBERS(SSA_META_FIELD)
+} ssa_meta_flops;
+typedef struct ssa_meta_memory {
+  int present;
+  TM_MEMORY_NUMBERS(SSA_META_FIELD)
+} ssa_meta_memory;
+#undef SSA_META_FIELD
+typedef struct ssa_trainer_meta {
+  ssa_meta_layout layout;
+  ssa_meta_schedule schedule;
+  ssa_meta_flops flops;
+  ssa_meta_memory memory;
+} ssa_trainer_meta;
+
+/* A decoded number, or `otherwise` when the trace did not carry it. */
+static inline double ssa_meta_or(double v, double otherwise) {
+  return v == v ? v : otherwise;
+}
+
 typedef struct ssa_rank {
   /* identity (from the source's header) */
   int rank, world_size, local_rank;
@@ -197,6 +234,7 @@ typedef struct ssa_rank {
 
   /* filled by ssa_rank_finish */
   int finished;
+  ssa_trainer_meta tmeta;    /* the trainer's metadata, decoded (trainer_meta.c) */
   uint64_t joined_ops;       /* ops joined to a launch call */
   uint64_t comm_by_evidence; /* ops linked to a collective record by correlation id */
   uint64_t comm_by_name;     /* ops that are communication by a built-in family */
@@ -245,6 +283,8 @@ int ssa_rank_bound_times(ssa_rank *r);
 uint32_t ssa_rank_lane(ssa_rank *r, uint8_t kind, uint64_t id);
 /* Metadata value for a key (the last one set), or NULL. */
 const char *ssa_rank_meta(const ssa_rank *r, const char *key);
+/* Decodes the trainer's metadata into r->tmeta (trainer_meta.c); ssa_rank_finish calls it. */
+void ssa_rank_decode_trainer_meta(ssa_rank *r);
 
 /* Whether a kernel name is one of NCCL's (ncclKernel_*, ncclDevKernel_*,
  * ncclSymkDevKernel_*), and whether it is a send/recv kernel. */

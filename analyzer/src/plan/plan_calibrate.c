@@ -226,12 +226,8 @@ int plan_calibrate_from_run(const char *run_dir, int threads, plan_calibration *
   cal->cp_bw = time[3] > 0 ? bytes[3] / time[3] * 1e9 : 0;
   cal->latency_s = lat;
   cal->measured_step_s = an.step_time_median > 0 ? an.step_time_median / 1e9 : 0;
-  for (size_t m = 0; m < run.ranks[0].nmeta; m++) {
-    double v;
-    if (!strcmp(run.ranks[0].meta[m].key, "memory") &&
-        ssa_json_number(run.ranks[0].meta[m].value, "runtime_baseline_bytes", &v) && v > 0)
-      cal->baseline_bytes = v;
-  }
+  if (run.ranks[0].tmeta.memory.runtime_baseline_bytes > 0) /* NaN when absent: false */
+    cal->baseline_bytes = run.ranks[0].tmeta.memory.runtime_baseline_bytes;
   snprintf(cal->source, sizeof cal->source, "%s", run_dir);
   snprintf(cal->device_name, sizeof cal->device_name, "%s",
            run.ranks[0].device_name ? run.ranks[0].device_name : "");

@@ -1,0 +1,46 @@
+/*
+ * trainer_meta.c — the trainer's metadata decoded once per rank. The trainer declares its
+ * layout, schedule, FLOPs and memory as JSON objects (model/trace_metadata.h names the keys
+ * and members); this file turns the last value of each key into the typed fields of
+ * ssa_trainer_meta when the rank is finished, so that the metrics, the diff and the planner
+ * read numbers instead of searching JSON text, and a member means the same to all of them.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "ssa_model.h"
+
+/* A member's number, NaN when absent or not a number. */
+static double number(const char *json, const char *path) {
+  double v = NAN;
+  if (!ssa_json_number(json, path, &v) || isnan(v)) return NAN;
+  return v;
+}
+
+void ssa_rank_decode_trainer_meta(ssa_rank *r) {
+  ssa_trainer_meta *m = &r->tmeta;
+  memset(m, 0, sizeof *m);
+#define DECODE(object, field, path)  m->object.field = number(json, path);
+#define DECODE_LAYOUT(field, path)   DECODE(layout, field, path)
+#define DECODE_SCHEDULE(field, path) DECODE(schedule, field, path)
+#define DECODE_FLOPS(field, path)    DECODE(flops, field, path)
+#define DECODE_MEMORY(field, path)   DECODE(memory, field, path)
+  const char *json = ssa_rank_meta(r, TM_KEY_LAYOUT);
+  m->layout.present = json != NULL;
+  TM_LAYOUT_NUMBERS(DECODE_LAYOUT)
+  json = ssa_rank_meta(r, TM_KEY_SCHEDULE);
+  m->schedule.present = json != NULL;
+  TM_SCHEDULE_NUMBERS(DECODE_SCHEDULE)
+  m->schedule.has_name = ssa_json_string(json, "name", m->schedule.name, sizeof m->schedule.name);
+  json = ssa_rank_meta(r, TM_KEY_FLOPS);
+  m->flops.present = json != NULL;
+  TM_FLOPS_NUMBERS(DECODE_FLOPS)
+  json = ssa_rank_meta(r, TM_KEY_MEMORY);
+  m->memory.present = json != NULL;
+  TM_MEMORY_NUMBERS(DECODE_MEMORY)
+#undef DECODE_MEMORY
+#undef DECODE_FLOPS
+#undef DECODE_SCHEDULE
+#undef DECODE_LAYOUT
+#undef DECODE
+}
