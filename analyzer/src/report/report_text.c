@@ -129,34 +129,59 @@ static void print_classification(const ssa_analysis *a, FILE *f, size_t nsel) {
           nsel);
 }
 
-int ssa_report_text(const ssa_analysis *a, FILE *f) {
-  const ssa_run *run = a->run;
-  char b1[32], b2[32], b3[32], b4[32], b5[32];
-  /* aggregates over selected ranks */
-  int64_t span = 0, compute = 0, comm = 0, overlap = 0, xcomm = 0, xmem = 0, idle = 0, bubble = 0;
-  int64_t pipe_comm = 0; /* exposed comm that is pipeline waiting (inside the bubble) */
-  int64_t causes[SSA_IDLE_N] = {0};
-  size_t nsel = 0, npipe = 0;
+/* What several sections read: the selected ranks' totals summed, and the worst straggler. */
+typedef struct text_totals {
+  int64_t span, compute, comm, overlap, xcomm, xmem, idle, bubble;
+  int64_t pipe_comm; /* exposed comm that is pipeline waiting (inside the bubble) */
+  int64_t causes[SSA_IDLE_N];
+  size_t nsel, npipe;           /* selected ranks, and those in a pipeline */
+  const ssa_rank_result *worst; /* the rank whose late arrivals caused the most waits, or NULL */
+} text_totals;
+
+static void sum_totals(const ssa_analysis *a, text_totals *t) {
+  memset(t, 0, sizeof *t);
   for (size_t i = 0; i < a->nranks; i++) {
     const ssa_rank_result *rr = &a->ranks[i];
     if (!selected(a, rr)) continue;
-    nsel++;
+    t->nsel++;
     const ssa_window *w = &rr->totals;
-    span += w->span;
-    compute += w->compute;
-    comm += w->comm;
-    overlap += w->overlap;
-    xcomm += w->exposed_comm;
-    xmem += w->exposed_mem;
-    idle += w->idle;
+    t->span += w->span;
+    t->compute += w->compute;
+    t->comm += w->comm;
+    t->overlap += w->overlap;
+    t->xcomm += w->exposed_comm;
+    t->xmem += w->exposed_mem;
+    t->idle += w->idle;
     if (rr->pipeline) {
-      bubble += w->bubble;
-      pipe_comm += w->pipeline_comm_only;
-      npipe++;
+      t->bubble += w->bubble;
+      t->pipe_comm += w->pipeline_comm_only;
+      t->npipe++;
     }
     for (int k = 0; k < SSA_IDLE_N; k++)
-      causes[k] += w->idle_cause[k];
+      t->causes[k] += w->idle_cause[k];
   }
+  for (size_t i = 0; i < a->nranks; i++)
+    if (a->ranks[i].coll_caused > 0 &&
+        (!t->worst || a->ranks[i].coll_caused > t->worst->coll_caused))
+      t->worst = &a->ranks[i];
+}
+
+/* The headline: step time, MFU, overlap, time split, bubble, idle causes, worst straggler. */
+static void print_headline(const ssa_analysis *a, const text_totals *tot, FILE *f) {
+  const ssa_run *run = a->run;
+  int64_t span = tot->span;
+  int64_t compute = tot->compute;
+  int64_t comm = tot->comm;
+  int64_t overlap = tot->overlap;
+  int64_t xcomm = tot->xcomm;
+  int64_t xmem = tot->xmem;
+  int64_t idle = tot->idle;
+  int64_t bubble = tot->bubble;
+  int64_t pipe_comm = tot->pipe_comm;
+  const int64_t *causes = tot->causes;
+  size_t npipe = tot->npipe;
+  const ssa_rank_result *worst = tot->worst;
+  char b1[32], b2[32];
   char safe[1024];
   fprintf(f, "stepscope analyze: %s\n", ssa_text_safe(run->dir, safe, sizeof safe));
   fprintf(f, "ranks loaded: %zu, steps analysed: %zu\n", run->nranks, a->nsteps);
@@ -225,10 +250,6 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
         fprintf(f, " %s %.1f %%", ssa_idle_cause_names[order[k]], pct(causes[order[k]], idle));
     fprintf(f, " (of idle time)\n");
   }
-  const ssa_rank_result *worst = NULL;
-  for (size_t i = 0; i < a->nranks; i++)
-    if (a->ranks[i].coll_caused > 0 && (!worst || a->ranks[i].coll_caused > worst->coll_caused))
-      worst = &a->ranks[i];
   if (a->colls_incomplete)
     fprintf(f,
             "collectives: %llu incomplete instances (a member missing from the traces) left out of "
@@ -248,7 +269,12 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
             worst->rank->rank, (unsigned long long)worst->coll_last,
             fmt_ns(worst->coll_caused, b1, sizeof b1));
   }
+}
 
+/* Per rank: the analysed window's split, then how ops were classified. */
+static void print_per_rank(const ssa_analysis *a, const text_totals *tot, FILE *f) {
+  size_t nsel = tot->nsel;
+  char b1[32];
   fprintf(f, "\n== per rank (analysed window) ==\n");
   fprintf(f, "%5s %12s %8s %8s %8s %8s %8s %8s %8s\n", "rank", "span", "compute", "comm", "overlap",
           "exp.comm", "exp.mem", "idle", "bubble");
@@ -266,6 +292,11 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
       fprintf(f, "%8s\n", "-");
   }
   print_classification(a, f, nsel);
+}
+
+/* Pipeline bubble by cause, per stage. */
+static void print_bubble_by_cause(const ssa_analysis *a, const text_totals *tot, FILE *f) {
+  size_t npipe = tot->npipe;
   if (npipe) {
     fprintf(f, "\n== pipeline bubble by cause (per stage; %% of the rank's span) ==\n");
     fprintf(f, "%5s %5s %8s %9s %13s %9s %9s %9s %9s\n", "rank", "stage", "bubble", "schedule",
@@ -291,6 +322,11 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
       fprintf(f, "\n");
     }
   }
+}
+
+/* Per step and rank. */
+static void print_per_step(const ssa_analysis *a, const text_totals *tot, FILE *f) {
+  char b1[32], b2[32], b3[32], b4[32], b5[32];
   fprintf(f, "\n== per step ==\n");
   fprintf(f, "%6s %5s %12s %12s %10s %10s %10s %10s %6s\n", "step", "rank", "span", "dev.latency",
           "compute", "exp.comm", "idle", "launch p50", "cpu");
@@ -311,6 +347,12 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
                              : "");
     }
   }
+}
+
+/* The top kernels by total time. */
+static void print_top_kernels(const ssa_analysis *a, const text_totals *tot, FILE *f) {
+  char b1[32], b2[32];
+  char safe[1024];
   fprintf(f, "\n== top kernels ==\n");
   fprintf(f, "%8s %12s %12s %7s  %s\n", "count", "total", "mean", "share", "name");
   for (size_t i = 0; i < a->nkernels && i < (size_t)a->opt.top_n; i++) {
@@ -320,6 +362,11 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
             fmt_ns(k->count ? k->total / (int64_t)k->count : 0, b2, sizeof b2),
             pct(k->total, a->kernel_time_total), ssa_text_safe(ssa_name(a, k->name), safe, 81));
   }
+}
+
+/* Stragglers beyond the schedule: culprit phase vs peers in the same step. */
+static void print_stragglers(const ssa_analysis *a, const text_totals *tot, FILE *f) {
+  char b1[32], b2[32];
   if (a->nculprits) {
     fprintf(f,
             "\n== stragglers beyond the schedule (culprit phase vs peers in the same step) ==\n");
@@ -332,6 +379,12 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
               (unsigned long long)c->steps, (unsigned long long)c->instances);
     }
   }
+}
+
+/* Collectives by op and group. */
+static void print_collectives(const ssa_analysis *a, const text_totals *tot, FILE *f) {
+  char b1[32], b2[32];
+  char safe[1024];
   if (a->ncoll_summaries) {
     fprintf(f, "\n== collectives ==\n");
     if (a->colls_incomplete)
@@ -350,6 +403,10 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
               fmt_ns(s->skew_max, b2, sizeof b2), s->algbw, s->busbw);
     }
   }
+}
+
+/* Expert load of mixture-of-experts runs. */
+static void print_expert_load(const ssa_analysis *a, const text_totals *tot, FILE *f) {
   if (a->nmoe_steps) {
     fprintf(f, "\n== expert load (mixture of experts: %d experts, EP %d) ==\n", a->moe_experts,
             a->moe_ep);
@@ -370,6 +427,21 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
     fprintf(f, "mean over %zu steps: expert %.2f, EP rank %.2f\n", a->nmoe_steps,
             a->moe_expert_imbalance_mean, a->moe_rank_imbalance_mean);
   }
+}
+
+/* Findings: what stands out, each only past its threshold. */
+static void print_findings(const ssa_analysis *a, const text_totals *tot, FILE *f) {
+  int64_t span = tot->span;
+  int64_t comm = tot->comm;
+  int64_t overlap = tot->overlap;
+  int64_t xcomm = tot->xcomm;
+  int64_t bubble = tot->bubble;
+  int64_t pipe_comm = tot->pipe_comm;
+  const int64_t *causes = tot->causes;
+  size_t nsel = tot->nsel;
+  size_t npipe = tot->npipe;
+  const ssa_rank_result *worst = tot->worst;
+  char b1[32];
   fprintf(f, "\n== findings ==\n");
   int findings = 0;
   if (comm > 0 && pct(xcomm - pipe_comm, span) >= 5.0) {
@@ -474,6 +546,12 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
     }
   }
   if (!findings) fprintf(f, "- nothing stands out\n");
+}
+
+/* The warnings of the run, its ranks and the analysis. */
+static void print_warnings(const ssa_analysis *a, const text_totals *tot, FILE *f) {
+  const ssa_run *run = a->run;
+  char safe[1024];
   size_t nw = run->nwarnings + a->nwarnings;
   for (size_t i = 0; i < run->nranks; i++)
     nw += run->ranks[i].nwarnings;
@@ -487,5 +565,20 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
     for (size_t i = 0; i < a->nwarnings; i++)
       fprintf(f, "- %s\n", ssa_text_safe(a->warnings[i], safe, sizeof safe));
   }
+}
+
+int ssa_report_text(const ssa_analysis *a, FILE *f) {
+  text_totals tot;
+  sum_totals(a, &tot);
+  print_headline(a, &tot, f);
+  print_per_rank(a, &tot, f);
+  print_bubble_by_cause(a, &tot, f);
+  print_per_step(a, &tot, f);
+  print_top_kernels(a, &tot, f);
+  print_stragglers(a, &tot, f);
+  print_collectives(a, &tot, f);
+  print_expert_load(a, &tot, f);
+  print_findings(a, &tot, f);
+  print_warnings(a, &tot, f);
   return ferror(f) ? STEPSCOPE_E_IO : 0;
 }
