@@ -10,7 +10,8 @@
  * sit on separate streams because they cross (activations one way, gradients the other)
  * and a transfer larger than the mailbox would otherwise deadlock. Per-slot events order
  * these streams with compute, so p2p overlaps compute. Backward hands each finished unit
- * to grad_sync.c (train_unit_done) on the last micro-batch, or on every one under ZeRO-2/3.
+ * to grad_sync.c on the last micro-batch, or on every one under ZeRO-2/3
+ * (grad_sync_backward_hook).
  * Interleaved 1F1B (--schedule interleaved --virtual-stages V): the schedule names the chunk
  * of every item, transfers go to the next (previous) rank for every chunk transition (rank
  * pp-1's chunk j feeds rank 0's chunk j+1), and every (chunk, micro-batch) has its own
@@ -85,17 +86,8 @@ static void backward_mb(trainer *t, int chunk, int mb)
     }
     if (!m->first_stage)
         o->stream_wait_event(t->compute, t->ev_sent[ev]);
-    int last = mb == t->M - 1;
-    t->last_mb = last;
-    t->cur_chunk = chunk;
-    if (t->cfg.zero >= 2) {
-        /* every micro-batch's gradients go through the bucket buffers */
-        if (t->nbuckets > 0 && !t->buckets[0].embed)
-            o->stream_wait_event(t->compute, t->z.ev_gfree[t->buckets[0].slot]);
-        model_backward(m, slot, mb, train_unit_done, t);
-    } else {
-        model_backward(m, slot, mb, last ? train_unit_done : NULL, t);
-    }
+    grad_unit_fn unit_done = grad_sync_backward_hook(t, chunk, mb == t->M - 1);
+    model_backward(m, slot, mb, unit_done, t);
     o->event_record(t->ev_slot_free[ev], t->compute);
     if (!m->first_stage) {
         o->event_record(t->ev_din_ready[ev], t->compute);
