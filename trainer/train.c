@@ -8,9 +8,11 @@
  * The rest of a rank's run lives beside it, one concern per file, over the trainer state of
  * train_internal.h; each sub-state has one owner that makes and frees it:
  *   train_step.c     one optimizer step: the batch, the pipeline walk, the end-of-step
- *                    loss and gradient norm, clipping and AdamW
- *   pipeline_exec.c  the pipeline executor: the schedule walk and each (chunk, micro-batch)
- *                    forward or backward with its p2p transfers (AFAB, 1F1B, interleaved)
+ *                    loss and gradient norm, clipping and AdamW; the stage operations
+ *                    (train_stage_ops) the pipeline executor runs the stages with
+ *   pipeline_exec.c  the pipeline executor (struct pipeline): the schedule walk and each
+ *                    (chunk, micro-batch) forward or backward with its p2p transfers (AFAB,
+ *                    1F1B, interleaved), over a table of stage operations
  *   grad_sync.c      gradient synchronisation (struct grad_sync): DP buckets, the optimizer
  *                    shard, ZeRO-2/3 reduce-scatter into shards, ZeRO-1/2 parameter
  *                    all-gathers, ZeRO-3 gathers before each unit
@@ -180,17 +182,6 @@ static int setup_groups(trainer *t)
     return 0;
 }
 
-static dev_event **make_events(trainer *t, int n)
-{
-    dev_event **e = calloc((size_t)n, sizeof *e);
-    if (!e)
-        return NULL;
-    for (int i = 0; i < n; i++)
-        if (!(e[i] = t->o->event_create(t->dev)))
-            return NULL;
-    return e;
-}
-
 /* --activations: fp32 or bf16 as asked (refused when the device cannot); auto: bf16 where
  * the device computes its GEMMs in bf16 anyway (CUDA, bf16 precision), else fp32. */
 static int set_activations(trainer *t)
@@ -292,24 +283,22 @@ static int setup(trainer *t)
                     return fail(t, "%s", "out of device memory for the optimizer state");
         }
     }
-    t->items = calloc((size_t)2 * t->M * t->V, sizeof(sched_item));
-    if (!t->items)
-        return fail(t, "%s", "out of memory");
-    if (t->V > 1)
-        schedule_build_interleaved(t->g.pp_rank, c->pp, t->V, t->M, t->items);
-    else
-        schedule_build(c->schedule, t->g.pp_rank, c->pp, t->M, t->items);
-    int S = t->nslots * t->V;
-    t->nevents = S;
-    t->ev_in_ready = make_events(t, S);
-    t->ev_grad_ready = make_events(t, S);
-    t->ev_out_ready = make_events(t, S);
-    t->ev_din_ready = make_events(t, S);
-    t->ev_slot_free = make_events(t, S);
-    t->ev_sent = make_events(t, S);
-    if (!t->ev_in_ready || !t->ev_grad_ready || !t->ev_out_ready || !t->ev_din_ready ||
-        !t->ev_slot_free || !t->ev_sent)
-        return fail(t, "%s", "out of memory creating events");
+    /* the pipeline executor: the schedule, the per-slot events, this rank's stage operations */
+    pipeline_setup ps = {.dev = t->dev,
+                         .o = t->o,
+                         .compute = t->compute,
+                         .send = t->pp_send,
+                         .recv = t->pp_recv,
+                         .pp_c = t->pp_c,
+                         .pp_rank = t->g.pp_rank,
+                         .pp = c->pp,
+                         .schedule = c->schedule,
+                         .V = t->V,
+                         .M = t->M,
+                         .nslots = t->nslots};
+    pipeline_stage_ops ops = train_stage_ops(t);
+    if (pipeline_init(&t->pipe, &ps, &ops, e, sizeof e) != 0)
+        return fail(t, "%s", e);
     if (grad_sync_init(t) != 0) /* buckets, the optimizer shard, ZeRO-2/3 */
         return -1;
     size_t state_begin, state; /* chunk 0's AdamW moments: the optimizer shard */
@@ -717,14 +706,7 @@ static void cleanup(trainer *t)
                 o->stream_synchronize(t->cp_recv);
             }
         }
-        dev_event **per_slot[] = {t->ev_in_ready, t->ev_grad_ready, t->ev_out_ready,
-                                  t->ev_din_ready, t->ev_slot_free, t->ev_sent};
-        for (size_t k = 0; k < sizeof per_slot / sizeof per_slot[0]; k++) {
-            for (int i = 0; per_slot[k] && i < t->nevents; i++)
-                if (per_slot[k][i])
-                    o->event_destroy(per_slot[k][i]);
-            free(per_slot[k]);
-        }
+        pipeline_free(&t->pipe);
         model_destroy(&t->m);
         for (int j = 1; t->more && j < t->V; j++)
             model_destroy(&t->more[j - 1]);
@@ -747,7 +729,6 @@ static void cleanup(trainer *t)
     comm_dev_job_close(t->dev_job);
     dev_close(t->dev); /* joins the stream threads (drained above) */
     comm_job_close(t->job);
-    free(t->items);
     free(t->more);
     free(t->more_adam);
     free(t->ckpt_more);

@@ -1,12 +1,13 @@
 /*
  * train_internal.h — internal to one rank's training run, shared by train.c (set-up, the
- * step loop, tracing), train_step.c (one step), pipeline_exec.c (the pipeline executor),
- * grad_sync.c (DP buckets and ZeRO) and expert_step.c (the experts' optimizer) and by
- * nothing else: the trainer's state (struct trainer), a few small helpers, and what
- * train_step.c and pipeline_exec.c offer the others.
+ * step loop, tracing), train_step.c (one step), grad_sync.c (DP buckets and ZeRO) and
+ * expert_step.c (the experts' optimizer) and by nothing else: the trainer's state (struct
+ * trainer), a few small helpers, and what train_step.c offers the others.
  *
  * One owner per piece of state: struct trainer holds, as members, the gradient-sync state
- * (struct grad_sync, grad_sync.h: buckets, optimizer shard, ZeRO-2/3; owned by grad_sync.c)
+ * (struct grad_sync, grad_sync.h: buckets, optimizer shard, ZeRO-2/3; owned by grad_sync.c),
+ * the pipeline executor (struct pipeline, pipeline_exec.h; owned by pipeline_exec.c, which
+ * does not know the trainer and runs the stages through train_step.c's stage operations)
  * and the experts' optimizer state (struct expert_state, expert_step.h; owned by
  * expert_step.c). The other files go through their owner's functions, never their fields.
  */
@@ -22,6 +23,7 @@
 #include "expert_step.h"
 #include "grad_sync.h"
 #include "model.h"
+#include "pipeline_exec.h"
 #include "schedule.h"
 #include "stepscope.h"
 #include "train.h"
@@ -51,11 +53,8 @@ typedef struct trainer {
     float **more_adam; /* [2 (V-1)]: AdamW moments m, v of chunks 1 .. V-1 (ZeRO-1: of this
                         * rank's slice of each, chunk_slice) */
     ckpt_chunk *ckpt_more; /* [V-1]: chunks 1 .. V-1 as checkpoints see them (ckpt_state_of) */
-    int nevents;   /* per-slot events of each kind: nslots x V */
     int M, nslots, mb_size;
-    sched_item *items;
-    dev_event **ev_in_ready, **ev_grad_ready, **ev_out_ready, **ev_din_ready, **ev_slot_free,
-        **ev_sent;
+    pipeline pipe;    /* the pipeline executor (pipeline_exec.c) */
     grad_sync gs;     /* buckets, optimizer shard, ZeRO-2/3 (grad_sync.c) */
     expert_state moe; /* the experts' AdamW moments (expert_step.c) */
     float *adam_m, *adam_v; /* chunk 0's AdamW moments, shard-sized (grad_sync_optimizer_shard) */
@@ -115,10 +114,7 @@ double train_lr_at(const train_config *c, int step);
 void train_debug_delay(trainer *t, int phase);
 /* Waits for every stream; on an error sets t->err, aborts the job and returns -1. */
 int train_sync_all(trainer *t);
-
-/* ---- pipeline_exec.c ---------------------------------------------------------------------- */
-
-/* Enqueues every forward and backward of the step in the schedule's order (t->items). */
-void train_pipeline_walk(trainer *t);
+/* The stage operations the pipeline executor runs this rank's stages with (ctx: t). */
+pipeline_stage_ops train_stage_ops(trainer *t);
 
 #endif /* STEPSCOPE_TRAINER_TRAIN_INTERNAL_H */

@@ -7,7 +7,8 @@
  *   1. zero the gradients and the loss accumulator; load this DP rank's share of
  *      the global batch into host buffers (one per micro-batch);
  *   2. walk the stage's pipeline schedule (pipeline_exec.c: forwards and backwards with
- *      their p2p transfers);
+ *      their p2p transfers), which runs this rank's stages through the stage operations
+ *      below (train_stage_ops: the inputs, forward, backward and --debug-delay);
  *   3. during the last micro-batch's backward, as soon as the gradients of a
  *      bucket are final, the bucket is all-reduced over the gradient group (DP,
  *      times CP under context parallelism: weights are replicated over both) on the
@@ -122,6 +123,48 @@ int train_sync_all(trainer *t)
     return 0;
 }
 
+/* ---- the stage operations (pipeline_exec.h) ---------------------------------------------- */
+
+static model *stage_chunk(void *ctx, int chunk) { return chunk_model(ctx, chunk); }
+
+static void stage_delay(void *ctx, int phase) { train_debug_delay(ctx, phase); }
+
+/* The micro-batch's tokens to the first stage's slot, its targets to the last stage's. */
+static void stage_load_inputs(void *ctx, int chunk, int slot, int mb)
+{
+    trainer *t = ctx;
+    model *m = chunk_model(t, chunk);
+    model_slot *sl = &m->slots[slot];
+    size_t N = (size_t)m->N;
+    if (m->first_stage)
+        t->o->copy_to_device(t->compute, sl->tokens, t->host_tokens + (size_t)mb * N, N * 4);
+    if (m->last_stage)
+        t->o->copy_to_device(t->compute, sl->targets, t->host_targets + (size_t)mb * N, N * 4);
+}
+
+static void stage_forward(void *ctx, int chunk, int slot, int mb)
+{
+    model_forward(chunk_model(ctx, chunk), slot, mb);
+}
+
+/* Backward hands each finished unit to grad_sync.c on the last micro-batch, or on every one
+ * under ZeRO-2/3 (grad_sync_backward_hook). */
+static void stage_backward(void *ctx, int chunk, int slot, int mb)
+{
+    trainer *t = ctx;
+    grad_unit_fn unit_done = grad_sync_backward_hook(t, chunk, mb == t->M - 1);
+    model_backward(chunk_model(t, chunk), slot, mb, unit_done, t);
+}
+
+pipeline_stage_ops train_stage_ops(trainer *t)
+{
+    pipeline_stage_ops ops = {t, stage_chunk, stage_delay, stage_load_inputs, stage_forward,
+                              stage_backward};
+    return ops;
+}
+
+/* ---- the step ------------------------------------------------------------------------------ */
+
 static void optimizer(trainer *t, int step, double clip_scale, float lr)
 {
     const dev_ops *o = t->o;
@@ -183,7 +226,7 @@ int train_run_step(trainer *t, int step, double *loss_out, double *norm_out)
         model_set_loss_weight(chunk_model(t, j), 1.0f / ((float)c->batch * (float)c->seq));
     }
     train_moe_step_begin(t);
-    train_pipeline_walk(t);
+    pipeline_walk(&t->pipe);
     train_moe_reduce_grads(t);
     grad_sync_finish(t); /* gradients summed over the gradient group and the tied embedding */
     /* loss and gradient norm, summed over the world */
