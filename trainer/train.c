@@ -182,14 +182,15 @@ static int setup_groups(trainer *t)
     return 0;
 }
 
-/* --activations: fp32 or bf16 as asked (refused when the device cannot); auto: bf16 where
- * the device computes its GEMMs in bf16 anyway (CUDA, bf16 precision), else fp32. */
+/* --activations: fp32 or bf16 as asked (refused when the device cannot); auto: what the
+ * device's backend asks for (dev_auto_activation_dtype: bf16 where it computes its GEMMs in
+ * bf16 anyway, CUDA in bf16 precision), else fp32. */
 static int set_activations(trainer *t)
 {
     char e[256];
     const char *want = t->cfg.activations;
     if (!strcmp(want, "auto")) {
-        if (!strcmp(t->o->backend_name, "cuda") &&
+        if (dev_auto_activation_dtype(t->dev) == DEV_BF16 &&
             dev_set_activation_dtype(t->dev, DEV_BF16, e, sizeof e) == 0)
             return 0;
         return dev_set_activation_dtype(t->dev, DEV_F32, e, sizeof e) == 0 ? 0 : fail(t, "%s", e);
