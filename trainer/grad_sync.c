@@ -33,14 +33,15 @@ typedef void (*zero_piece_fn)(trainer *t, const param_info *p, size_t b, size_t 
 
 static void build_buckets(trainer *t)
 {
+    grad_sync *gs = &t->gs;
     model *m = &t->m;
     int units = model_unit_count(m);
     size_t limit = (size_t)(t->cfg.bucket_mb * 1024 * 1024 / 4);
     if (limit < 1)
         limit = 1;
-    t->gs.buckets = calloc((size_t)units, sizeof(bucket));
-    t->gs.nbuckets = 0;
-    if (!t->gs.buckets)
+    gs->buckets = calloc((size_t)units, sizeof(bucket));
+    gs->nbuckets = 0;
+    if (!gs->buckets)
         return;
     bucket cur = {0, 0, -1, 0, 0, 0};
     int open = 0;
@@ -50,8 +51,8 @@ static void build_buckets(trainer *t)
         if (e <= b)
             continue;
         if (t->cfg.zero >= 2 && u == units - 1 && open) {
-            /* ZeRO-2/3: the embedding unit is a bucket of its own (train.c, zero_state) */
-            t->gs.buckets[t->gs.nbuckets++] = cur;
+            /* ZeRO-2/3: the embedding unit is a bucket of its own (zero_state, grad_sync.h) */
+            gs->buckets[gs->nbuckets++] = cur;
             open = 0;
         }
         if (!open) {
@@ -63,22 +64,22 @@ static void build_buckets(trainer *t)
         }
         cur.ready_unit = u;
         if (cur.end - cur.begin >= limit) {
-            t->gs.buckets[t->gs.nbuckets++] = cur;
+            gs->buckets[gs->nbuckets++] = cur;
             open = 0;
         }
     }
     if (open)
-        t->gs.buckets[t->gs.nbuckets++] = cur;
+        gs->buckets[gs->nbuckets++] = cur;
     int rotating = 0;
-    for (int k = 0; k < t->gs.nbuckets; k++) {
-        bucket *bk = &t->gs.buckets[k];
+    for (int k = 0; k < gs->nbuckets; k++) {
+        bucket *bk = &gs->buckets[k];
         bk->embed = t->cfg.zero >= 2 && bk->ready_unit == units - 1;
         bk->slot = bk->embed ? -1 : rotating++ % 2;
     }
     /* the padding tail (ZeRO shards) rides with the bucket that ends at nfloats */
-    for (int k = 0; k < t->gs.nbuckets; k++)
-        if (t->gs.buckets[k].end == m->nfloats)
-            t->gs.buckets[k].end = m->nfloats_padded;
+    for (int k = 0; k < gs->nbuckets; k++)
+        if (gs->buckets[k].end == m->nfloats)
+            gs->buckets[k].end = m->nfloats_padded;
 }
 
 /* --zero 2/3: the sharding plan, the shard and bucket buffers, and the model's units bound to
@@ -86,11 +87,12 @@ static void build_buckets(trainer *t)
  * which is then freed). */
 static int zero_setup(trainer *t)
 {
-    zero_state *z = &t->gs.z;
+    grad_sync *gs = &t->gs;
+    zero_state *z = &gs->z;
     model *m = &t->m;
     const dev_ops *o = t->o;
-    size_t *begins = calloc((size_t)t->gs.nbuckets + 1, sizeof(size_t));
-    size_t *ends = calloc((size_t)t->gs.nbuckets + 1, sizeof(size_t));
+    size_t *begins = calloc((size_t)gs->nbuckets + 1, sizeof(size_t));
+    size_t *ends = calloc((size_t)gs->nbuckets + 1, sizeof(size_t));
     int units = model_unit_count(m);
     z->bucket_of_unit = malloc(sizeof(int) * (size_t)units);
     if (!begins || !ends || !z->bucket_of_unit) {
@@ -98,20 +100,20 @@ static int zero_setup(trainer *t)
         free(ends);
         return fail(t, "%s", "out of memory");
     }
-    for (int k = 0; k < t->gs.nbuckets; k++) {
-        begins[k] = t->gs.buckets[k].begin;
-        ends[k] = t->gs.buckets[k].end;
+    for (int k = 0; k < gs->nbuckets; k++) {
+        begins[k] = gs->buckets[k].begin;
+        ends[k] = gs->buckets[k].end;
     }
-    int rc = zero_plan_build(&z->plan, begins, ends, t->gs.nbuckets, t->reduce_n,
+    int rc = zero_plan_build(&z->plan, begins, ends, gs->nbuckets, t->reduce_n,
                              comm_rank(t->dp_c));
     free(begins);
     free(ends);
     if (rc != 0)
         return fail(t, "%s", "out of memory");
     size_t rot = 0, emb = 0;
-    for (int k = 0; k < t->gs.nbuckets; k++) {
+    for (int k = 0; k < gs->nbuckets; k++) {
         size_t padded = z->plan.b[k].padded;
-        if (t->gs.buckets[k].embed)
+        if (gs->buckets[k].embed)
             emb = padded;
         else if (padded > rot)
             rot = padded;
@@ -150,8 +152,8 @@ static int zero_setup(trainer *t)
         return fail(t, "%s", "out of device memory for the ZeRO shards and bucket buffers");
     for (int u = 0; u < units; u++)
         z->bucket_of_unit[u] = -1;
-    for (int k = 0; k < t->gs.nbuckets; k++) {
-        bucket *bk = &t->gs.buckets[k];
+    for (int k = 0; k < gs->nbuckets; k++) {
+        bucket *bk = &gs->buckets[k];
         for (int u = 0; u < units; u++) {
             size_t b, e;
             model_unit_range(m, u, &b, &e);
@@ -166,7 +168,7 @@ static int zero_setup(trainer *t)
     if (t->cfg.zero >= 3) {
         /* take this rank's pieces of the initialized parameters; the full buffer goes */
         int r = z->plan.rank;
-        for (int k = 0; k < t->gs.nbuckets; k++) {
+        for (int k = 0; k < gs->nbuckets; k++) {
             size_t lo, hi;
             zero_owned(&z->plan, k, r, &lo, &hi);
             if (hi > lo)
@@ -178,7 +180,7 @@ static int zero_setup(trainer *t)
         o->free(t->dev, m->param);
         m->param = NULL;
         for (int u = 0; u < units; u++) /* bound by zero3_before_unit when needed */
-            if (z->bucket_of_unit[u] < 0 || !t->gs.buckets[z->bucket_of_unit[u]].embed)
+            if (z->bucket_of_unit[u] < 0 || !gs->buckets[z->bucket_of_unit[u]].embed)
                 m->unit_param[u] = NULL;
         m->before_unit = zero3_before_unit;
         m->before_unit_arg = t;
@@ -188,7 +190,8 @@ static int zero_setup(trainer *t)
 
 static void launch_bucket(trainer *t, int k)
 {
-    bucket *b = &t->gs.buckets[k];
+    grad_sync *gs = &t->gs;
+    bucket *b = &gs->buckets[k];
     if (b->launched)
         return;
     b->launched = 1;
@@ -197,8 +200,8 @@ static void launch_bucket(trainer *t, int k)
         snprintf(args, sizeof args, "{\"bucket\":%d,\"bytes\":%zu}", k, (b->end - b->begin) * 4);
         stepscope_range_push("allreduce bucket", args);
     }
-    t->o->event_record(t->gs.ev_bucket, t->compute);
-    t->o->stream_wait_event(t->dp_stream, t->gs.ev_bucket);
+    t->o->event_record(gs->ev_bucket, t->compute);
+    t->o->stream_wait_event(t->dp_stream, gs->ev_bucket);
     comm_allreduce(t->dp_c, t->dp_stream, t->m.grad + b->begin, b->end - b->begin, COMM_FLOAT32);
     pop_range();
 }
@@ -209,9 +212,10 @@ static void launch_bucket(trainer *t, int k)
  * compute waits right away, so nothing of it hides under backward. */
 static void zero_reduce_bucket(trainer *t, int k)
 {
+    grad_sync *gs = &t->gs;
     const dev_ops *o = t->o;
-    zero_state *z = &t->gs.z;
-    bucket *b = &t->gs.buckets[k];
+    zero_state *z = &gs->z;
+    bucket *b = &gs->buckets[k];
     const zero_bucket *zb = &z->plan.b[k];
     float *buf = b->embed ? z->gembed : z->gbuf[b->slot];
     if (stepscope_active()) {
@@ -219,8 +223,8 @@ static void zero_reduce_bucket(trainer *t, int k)
         snprintf(args, sizeof args, "{\"bucket\":%d,\"bytes\":%zu}", k, zb->padded * 4);
         stepscope_range_push("reduce_scatter bucket", args);
     }
-    o->event_record(t->gs.ev_bucket, t->compute);
-    o->stream_wait_event(t->dp_stream, t->gs.ev_bucket);
+    o->event_record(gs->ev_bucket, t->compute);
+    o->stream_wait_event(t->dp_stream, gs->ev_bucket);
     float *dst = z->grad_shard + zb->shard_off;
     if (t->reduce_n > 1) {
         comm_reduce_scatter(t->dp_c, t->dp_stream, z->piece_tmp, buf, zb->piece, COMM_FLOAT32);
@@ -241,9 +245,10 @@ static void zero_reduce_bucket(trainer *t, int k)
  * size), each rank contributing its piece from `pieces` (its shard); on "comm dp". */
 static void zero_gather_bucket(trainer *t, int k, float *dst, const float *pieces)
 {
+    grad_sync *gs = &t->gs;
     const dev_ops *o = t->o;
-    const zero_bucket *zb = &t->gs.z.plan.b[k];
-    float *mine = dst + (size_t)t->gs.z.plan.rank * zb->piece;
+    const zero_bucket *zb = &gs->z.plan.b[k];
+    float *mine = dst + (size_t)gs->z.plan.rank * zb->piece;
     if (stepscope_active()) {
         char args[96];
         snprintf(args, sizeof args, "{\"bucket\":%d,\"bytes\":%zu}", k, zb->padded * 4);
@@ -259,7 +264,8 @@ static void zero_gather_bucket(trainer *t, int k, float *dst, const float *piece
  * (once compute has enqueued everything that reads that buffer's previous bucket). */
 static int zero3_start_gather(trainer *t, int k)
 {
-    zero_state *z = &t->gs.z;
+    grad_sync *gs = &t->gs;
+    zero_state *z = &gs->z;
     int s = z->cur < 0 ? 0 : 1 - z->cur;
     t->o->event_record(z->ev_pfree, t->compute);
     t->o->stream_wait_event(t->dp_stream, z->ev_pfree);
@@ -277,10 +283,11 @@ static int zero3_start_gather(trainer *t, int k)
 static void zero3_before_unit(void *arg, int unit, int backward)
 {
     trainer *t = arg;
-    zero_state *z = &t->gs.z;
+    grad_sync *gs = &t->gs;
+    zero_state *z = &gs->z;
     model *m = &t->m;
     int k = z->bucket_of_unit[unit];
-    if (k < 0 || t->gs.buckets[k].embed || k == z->cur_bucket)
+    if (k < 0 || gs->buckets[k].embed || k == z->cur_bucket)
         return;
     int s = z->resident[0] == k ? 0 : z->resident[1] == k ? 1 : -1;
     if (s < 0)
@@ -288,12 +295,12 @@ static void zero3_before_unit(void *arg, int unit, int backward)
     t->o->stream_wait_event(t->compute, z->ev_gathered[s]);
     z->cur = s;
     z->cur_bucket = k;
-    const bucket *bk = &t->gs.buckets[k];
+    const bucket *bk = &gs->buckets[k];
     for (int u = 0; u < model_unit_count(m); u++)
         if (z->bucket_of_unit[u] == k)
             model_bind_unit(m, u, z->pbuf[s] + (m->unit_begin[u] - bk->begin), NULL);
     int next = backward ? k + 1 : k - 1;
-    if (next >= 0 && next < t->gs.nbuckets && !t->gs.buckets[next].embed &&
+    if (next >= 0 && next < gs->nbuckets && !gs->buckets[next].embed &&
         z->resident[1 - s] != next)
         zero3_start_gather(t, next);
 }
@@ -304,18 +311,19 @@ static void zero3_before_unit(void *arg, int unit, int backward)
  * buffers' contents are stale. */
 static void zero3_step_begin(trainer *t)
 {
-    zero_state *z = &t->gs.z;
+    grad_sync *gs = &t->gs;
+    zero_state *z = &gs->z;
     z->resident[0] = z->resident[1] = -1;
     z->cur = -1;
     z->cur_bucket = -1;
-    for (int k = 0; k < t->gs.nbuckets; k++) {
-        if (!t->gs.buckets[k].embed)
+    for (int k = 0; k < gs->nbuckets; k++) {
+        if (!gs->buckets[k].embed)
             continue;
         t->o->event_record(z->ev_pfree, t->compute);
         t->o->stream_wait_event(t->dp_stream, z->ev_pfree);
         zero_gather_bucket(t, k, z->pembed, z->param_shard);
-        t->o->event_record(t->gs.ev_gather_done, t->dp_stream);
-        t->o->stream_wait_event(t->compute, t->gs.ev_gather_done);
+        t->o->event_record(gs->ev_gather_done, t->dp_stream);
+        t->o->stream_wait_event(t->compute, gs->ev_gather_done);
     }
 }
 
@@ -324,25 +332,26 @@ static void zero3_step_begin(trainer *t)
 static void unit_done(void *arg, int unit)
 {
     trainer *t = arg;
-    model *m = chunk_model(t, t->gs.chunk);
+    grad_sync *gs = &t->gs;
+    model *m = chunk_model(t, gs->chunk);
     /* sequence parallel: LayerNorm gradients of a block are partial over TP */
     if (m->sp && unit >= 1 && unit <= m->nblocks) {
         comm_allreduce(t->tp_c, t->compute, m->unit_grad[unit], 4 * (size_t)m->C, COMM_FLOAT32);
     }
     if (t->cfg.zero >= 2) {
-        for (int k = 0; k < t->gs.nbuckets; k++) {
-            if (t->gs.buckets[k].ready_unit != unit || t->gs.buckets[k].embed)
+        for (int k = 0; k < gs->nbuckets; k++) {
+            if (gs->buckets[k].ready_unit != unit || gs->buckets[k].embed)
                 continue;
             zero_reduce_bucket(t, k);
             /* the next bucket's rotating buffer must be free before backward writes it */
-            if (k + 1 < t->gs.nbuckets && !t->gs.buckets[k + 1].embed)
-                t->o->stream_wait_event(t->compute, t->gs.z.ev_gfree[t->gs.buckets[k + 1].slot]);
+            if (k + 1 < gs->nbuckets && !gs->buckets[k + 1].embed)
+                t->o->stream_wait_event(t->compute, gs->z.ev_gfree[gs->buckets[k + 1].slot]);
         }
         return;
     }
-    if (t->reduce_n > 1 && t->cfg.overlap && t->gs.chunk == 0) /* buckets cut chunk 0 */
-        for (int k = 0; k < t->gs.nbuckets; k++)
-            if (t->gs.buckets[k].ready_unit == unit)
+    if (t->reduce_n > 1 && t->cfg.overlap && gs->chunk == 0) /* buckets cut chunk 0 */
+        for (int k = 0; k < gs->nbuckets; k++)
+            if (gs->buckets[k].ready_unit == unit)
                 launch_bucket(t, k);
 }
 
@@ -350,7 +359,8 @@ static void unit_done(void *arg, int unit)
  * [b, e) at shard offset `at`. */
 static void zero_for_owned(trainer *t, const param_info *p, zero_piece_fn fn, void *arg)
 {
-    const zero_plan *zp = &t->gs.z.plan;
+    grad_sync *gs = &t->gs;
+    const zero_plan *zp = &gs->z.plan;
     for (int k = 0; k < zp->nbuckets; k++) {
         size_t lo, hi;
         zero_owned(zp, k, zp->rank, &lo, &hi);
@@ -363,9 +373,10 @@ static void zero_for_owned(trainer *t, const param_info *p, zero_piece_fn fn, vo
 
 static void norm_piece(trainer *t, const param_info *p, size_t b, size_t e, size_t at, void *arg)
 {
+    grad_sync *gs = &t->gs;
     (void)p;
     (void)arg;
-    t->o->sum_squares_accumulate(t->compute, t->stat + 1, t->gs.z.grad_shard + at, e - b);
+    t->o->sum_squares_accumulate(t->compute, t->stat + 1, gs->z.grad_shard + at, e - b);
 }
 
 typedef struct adam_args {
@@ -375,11 +386,12 @@ typedef struct adam_args {
 
 static void adam_piece(trainer *t, const param_info *p, size_t b, size_t e, size_t at, void *arg)
 {
+    grad_sync *gs = &t->gs;
     const adam_args *a = arg;
     const train_config *c = &t->cfg;
     /* ZeRO-2: the full parameter buffer; ZeRO-3: the rank's parameter shard */
-    float *param = t->gs.z.param_shard ? t->gs.z.param_shard + at : t->m.param + b;
-    t->o->adamw(t->compute, param, t->gs.z.grad_shard + at, t->adam_m + at, t->adam_v + at, e - b,
+    float *param = gs->z.param_shard ? gs->z.param_shard + at : t->m.param + b;
+    t->o->adamw(t->compute, param, gs->z.grad_shard + at, t->adam_m + at, t->adam_v + at, e - b,
                 a->lr, (float)c->beta1, (float)c->beta2, (float)c->eps,
                 p->decay ? (float)c->weight_decay : 0.0f, a->step + 1);
 }
@@ -389,9 +401,10 @@ static void adam_piece(trainer *t, const param_info *p, size_t b, size_t e, size
  * gathers on demand in the next step. */
 void grad_sync_zero_optimizer(trainer *t, int step, double clip_scale, float lr)
 {
+    grad_sync *gs = &t->gs;
     const dev_ops *o = t->o;
     model *m = &t->m;
-    zero_state *z = &t->gs.z;
+    zero_state *z = &gs->z;
     if (clip_scale < 1.0)
         o->scale(t->compute, z->grad_shard, (float)clip_scale, z->plan.shard_len);
     adam_args a = {step, lr};
@@ -399,10 +412,10 @@ void grad_sync_zero_optimizer(trainer *t, int step, double clip_scale, float lr)
         zero_for_owned(t, &m->params[k], adam_piece, &a);
     if (z->param_shard || t->reduce_n == 1) /* ZeRO-3, or one rank: nothing to gather */
         return;
-    o->event_record(t->gs.ev_opt_done, t->compute);
-    o->stream_wait_event(t->dp_stream, t->gs.ev_opt_done);
-    for (int k = 0; k < t->gs.nbuckets; k++) {
-        const bucket *bk = &t->gs.buckets[k];
+    o->event_record(gs->ev_opt_done, t->compute);
+    o->stream_wait_event(t->dp_stream, gs->ev_opt_done);
+    for (int k = 0; k < gs->nbuckets; k++) {
+        const bucket *bk = &gs->buckets[k];
         float *staging = bk->embed ? z->gembed : z->gbuf[0];
         /* every rank's piece, from its own updated parameters */
         size_t lo, hi;
@@ -421,8 +434,8 @@ void grad_sync_zero_optimizer(trainer *t, int step, double clip_scale, float lr)
         o->zero(t->dp_stream, staging, z->plan.b[k].padded * 4);
         pop_range();
     }
-    o->event_record(t->gs.ev_gather_done, t->dp_stream);
-    o->stream_wait_event(t->compute, t->gs.ev_gather_done);
+    o->event_record(gs->ev_gather_done, t->dp_stream);
+    o->stream_wait_event(t->compute, gs->ev_gather_done);
 }
 
 /* ZeRO-3 checkpoints hold the same shard format as the other stages (the stage's full flat
@@ -439,9 +452,10 @@ float *grad_sync_zero3_alloc_full(trainer *t)
 
 int grad_sync_zero3_gather_all(trainer *t, float *full)
 {
-    zero_state *z = &t->gs.z;
-    for (int k = 0; k < t->gs.nbuckets; k++) {
-        const bucket *bk = &t->gs.buckets[k];
+    grad_sync *gs = &t->gs;
+    zero_state *z = &gs->z;
+    for (int k = 0; k < gs->nbuckets; k++) {
+        const bucket *bk = &gs->buckets[k];
         float *staging = bk->embed ? z->pembed : z->pbuf[0];
         zero_gather_bucket(t, k, staging, z->param_shard);
         t->o->copy(t->dp_stream, full + bk->begin, staging, (bk->end - bk->begin) * 4);
@@ -453,8 +467,9 @@ int grad_sync_zero3_gather_all(trainer *t, float *full)
 
 int grad_sync_zero3_scatter_all(trainer *t, const float *full)
 {
-    zero_state *z = &t->gs.z;
-    for (int k = 0; k < t->gs.nbuckets; k++) {
+    grad_sync *gs = &t->gs;
+    zero_state *z = &gs->z;
+    for (int k = 0; k < gs->nbuckets; k++) {
         size_t lo, hi;
         zero_owned(&z->plan, k, z->plan.rank, &lo, &hi);
         if (hi > lo)
@@ -521,8 +536,9 @@ void grad_sync_free(trainer *t)
 
 void grad_sync_optimizer_shard(const trainer *t, size_t *begin, size_t *len)
 {
-    *len = t->cfg.zero ? t->gs.shard_len : t->m.nfloats_padded;
-    *begin = t->cfg.zero == 1 ? t->gs.shard_begin : 0;
+    const grad_sync *gs = &t->gs;
+    *len = t->cfg.zero ? gs->shard_len : t->m.nfloats_padded;
+    *begin = t->cfg.zero == 1 ? gs->shard_begin : 0;
 }
 
 /* ---- the step ----------------------------------------------------------------------------- */
@@ -616,8 +632,9 @@ void grad_sync_norm_accumulate(trainer *t, const param_info *p)
 
 void grad_sync_adam_range(const trainer *t, size_t *lo, size_t *hi)
 {
-    *lo = t->cfg.zero ? t->gs.shard_begin : 0;
-    *hi = t->cfg.zero ? t->gs.shard_end : t->m.nfloats_padded;
+    const grad_sync *gs = &t->gs;
+    *lo = t->cfg.zero ? gs->shard_begin : 0;
+    *hi = t->cfg.zero ? gs->shard_end : t->m.nfloats_padded;
 }
 
 /* ZeRO-1 (more than one member in the gradient group): every member's updated slice of
