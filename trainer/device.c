@@ -89,6 +89,10 @@ void dev_abort(dev_device *d, const char *why) {
   ops_of(d)->abort(d, why);
 }
 
+dev_dtype dev_auto_activation_dtype(const dev_device *d) {
+  return ops_of(d)->auto_activation_dtype ? ops_of(d)->auto_activation_dtype(d) : DEV_F32;
+}
+
 double dev_peak_flops(const dev_device *d) {
   return ops_of(d)->peak_flops ? ops_of(d)->peak_flops(d) : 0;
 }

@@ -73,6 +73,9 @@ typedef struct dev_ops {
    * its precision) cannot store activations in that type. */
   int (*set_activation_dtype)(dev_device *d, dev_dtype t, char *err, size_t errlen);
   dev_dtype (*activation_dtype)(const dev_device *d);
+  /* Optional (NULL: DEV_F32): the activation type --activations auto asks for, bf16 where
+   * the device computes its GEMMs in bf16 anyway (CUDA in bf16 precision). */
+  dev_dtype (*auto_activation_dtype)(const dev_device *d);
   /* Optional (NULL: the generic answer of dev_peak_flops / dev_measured_peak below). The
    * device's dense peak FLOP/s for MFU; its measured peak memory, *source (if not NULL)
    * naming what was measured for the run metadata. */
@@ -231,6 +234,9 @@ size_t dev_bytes_in_use(const dev_device *d);
 size_t dev_bytes_peak(const dev_device *d);
 /* Makes every blocked wait of this device fail (used when a peer rank aborts). */
 void dev_abort(dev_device *d, const char *why);
+/* The activation type --activations auto asks for (dev_ops.auto_activation_dtype; DEV_F32
+ * when the backend does not say). */
+dev_dtype dev_auto_activation_dtype(const dev_device *d);
 /* The device's dense peak FLOP/s (dev_ops.peak_flops), 0 when the backend does not say. */
 double dev_peak_flops(const dev_device *d);
 /* The device's measured peak memory (dev_ops.measured_peak); without that operation, the

@@ -1,7 +1,8 @@
 /*
  * expert_step.c — the optimizer step's share of the mixture-of-experts layers (moe.h): what
  * the trainer does with the expert buffer besides the dense flat buffer, and the per-step
- * routing statistics it writes into the trace.
+ * routing statistics it writes into the trace. It owns struct expert_state (expert_step.h:
+ * the expert buffer's AdamW moments; train_moe_setup / train_moe_free).
  *
  * How it fits the step (train_step.c calls these in order):
  *   1. train_moe_step_begin: zero the expert gradients and the step's aux-loss and drop
@@ -46,16 +47,31 @@ int train_moe_setup(trainer *t) {
   if (q->nmoe == 0) return 0;
   size_t lo, hi;
   train_moe_slice(t, &lo, &hi);
-  t->moe_adam_m = t->o->alloc(t->dev, (hi - lo) * sizeof(float));
-  t->moe_adam_v = t->o->alloc(t->dev, (hi - lo) * sizeof(float));
+  t->moe.adam_m = t->o->alloc(t->dev, (hi - lo) * sizeof(float));
+  t->moe.adam_v = t->o->alloc(t->dev, (hi - lo) * sizeof(float));
   q->host_counts = calloc((size_t)t->M * q->nmoe * q->E, sizeof(int));
   q->host_counts_mb = t->M;
   /* checkpoints carry the expert buffer as one extra chunk (experts refuse interleaving, so
    * there are no others) */
   if (!t->ckpt_more && t->V == 1) t->ckpt_more = calloc(1, sizeof(ckpt_chunk));
-  if (!t->moe_adam_m || !t->moe_adam_v || !q->host_counts || !t->ckpt_more)
+  if (!t->moe.adam_m || !t->moe.adam_v || !q->host_counts || !t->ckpt_more)
     return fail(t, "%s", "out of memory for the experts' optimizer state");
   return 0;
+}
+
+void train_moe_free(trainer *t) {
+  if (!t->o) return;
+  t->o->free(t->dev, t->moe.adam_m);
+  t->o->free(t->dev, t->moe.adam_v);
+}
+
+int train_moe_ckpt_chunk(const trainer *t, ckpt_chunk *out) {
+  const moe_state *q = &t->m.moe;
+  if (q->nmoe == 0) return 0;
+  size_t lo, hi;
+  train_moe_slice(t, &lo, &hi);
+  *out = (ckpt_chunk){q->param, q->nfloats_padded, t->moe.adam_m, t->moe.adam_v, hi - lo, lo};
+  return 1;
 }
 
 void train_moe_step_begin(trainer *t) {
@@ -97,8 +113,8 @@ void train_moe_optimizer(trainer *t, int step, double clip_scale, float lr) {
     size_t b = p->offset > lo ? p->offset : lo;
     size_t e = p->offset + p->count < hi ? p->offset + p->count : hi;
     if (e <= b) continue;
-    o->adamw(t->compute, q->param + b, q->grad + b, t->moe_adam_m + (b - lo),
-             t->moe_adam_v + (b - lo), e - b, lr, (float)c->beta1, (float)c->beta2, (float)c->eps,
+    o->adamw(t->compute, q->param + b, q->grad + b, t->moe.adam_m + (b - lo),
+             t->moe.adam_v + (b - lo), e - b, lr, (float)c->beta1, (float)c->beta2, (float)c->eps,
              p->decay ? (float)c->weight_decay : 0.0f, step + 1);
   }
   if (hi - lo < q->nfloats_padded) /* ZeRO-1: every EDP member's slice to every member */

@@ -1,22 +1,27 @@
 /*
- * pipeline_exec.c — the pipeline executor of one rank: walks the stage's schedule
- * (schedule.c: AFAB, 1F1B or interleaved 1F1B) and enqueues each forward and backward of a
- * (chunk, micro-batch) with its transfers.
+ * pipeline_exec.c — the pipeline executor of one rank (pipeline_exec.h): walks the stage's
+ * schedule (schedule.c: AFAB, 1F1B or interleaved 1F1B) and enqueues each forward and backward
+ * of a (chunk, micro-batch) with its transfers, through the stage operations it was given
+ * (the trainer's: train_step.c) for what the stage computes.
  *
  * A forward receives its input activation from the previous stage on the "comm pp recv"
- * stream (or embeds the tokens on the first stage) and sends its output to the next on
- * "comm pp send"; a backward receives the output gradient from the next stage (or starts
+ * stream (or the stage loads the tokens on the first stage) and sends its output to the next
+ * on "comm pp send"; a backward receives the output gradient from the next stage (or starts
  * from the loss on the last stage) and sends the input gradient back. Sends and receives
  * sit on separate streams because they cross (activations one way, gradients the other)
  * and a transfer larger than the mailbox would otherwise deadlock. Per-slot events order
- * these streams with compute, so p2p overlaps compute. Backward hands each finished unit
- * to grad_sync.c (train_unit_done) on the last micro-batch, or on every one under ZeRO-2/3.
+ * these streams with compute, so p2p overlaps compute.
  * Interleaved 1F1B (--schedule interleaved --virtual-stages V): the schedule names the chunk
  * of every item, transfers go to the next (previous) rank for every chunk transition (rank
  * pp-1's chunk j feeds rank 0's chunk j+1), and every (chunk, micro-batch) has its own
  * activation slot and events.
  */
-#include "train_internal.h"
+#include "pipeline_exec.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "stepscope.h"
 
 /* chunk < 0: no interleaving (no "chunk" key) */
 static void push_mb_range(const char *name, int mb, int stage, int chunk) {
@@ -29,87 +34,130 @@ static void push_mb_range(const char *name, int mb, int stage, int chunk) {
   stepscope_range_push(name, args);
 }
 
+static void pop_mb_range(void) {
+  if (stepscope_active()) stepscope_range_pop();
+}
+
 /* Pipeline neighbours (group ranks of pp_c): the previous and next rank in the ring (a chunk
  * transition wraps from rank pp-1 to rank 0). */
-static int pp_prev(const trainer *t) {
-  return (t->g.pp_rank + t->g.pp - 1) % t->g.pp;
+static int pp_prev(const pipeline *p) {
+  return (p->s.pp_rank + p->s.pp - 1) % p->s.pp;
 }
-static int pp_next(const trainer *t) {
-  return (t->g.pp_rank + 1) % t->g.pp;
-}
-
-static void forward_mb(trainer *t, int chunk, int mb) {
-  const dev_ops *o = t->o;
-  model *m = chunk_model(t, chunk);
-  int slot = mb % t->nslots, ev = chunk * t->nslots + slot;
-  model_slot *sl = &m->slots[slot];
-  size_t N = (size_t)m->N, NsC = (size_t)m->Ns * m->C;
-  push_mb_range("forward", mb, t->g.pp_rank, t->V > 1 ? chunk : -1);
-  train_debug_delay(t, DELAY_FORWARD);
-  if (m->first_stage)
-    o->copy_to_device(t->compute, sl->tokens, t->host_tokens + (size_t)mb * N, N * 4);
-  if (m->last_stage)
-    o->copy_to_device(t->compute, sl->targets, t->host_targets + (size_t)mb * N, N * 4);
-  if (!m->first_stage) {
-    o->stream_wait_event(t->pp_recv, t->ev_slot_free[ev]);
-    comm_recv(t->pp_c, t->pp_recv, sl->stage_in, NsC * m->act_es, pp_prev(t), COMM_F_PIPELINE);
-    o->event_record(t->ev_in_ready[ev], t->pp_recv);
-    o->stream_wait_event(t->compute, t->ev_in_ready[ev]);
-  }
-  if (!m->last_stage) o->stream_wait_event(t->compute, t->ev_sent[ev]);
-  model_forward(m, slot, mb);
-  if (!m->last_stage) {
-    o->event_record(t->ev_out_ready[ev], t->compute);
-    o->stream_wait_event(t->pp_send, t->ev_out_ready[ev]);
-    comm_send(t->pp_c, t->pp_send, sl->stage_out, NsC * m->act_es, pp_next(t), COMM_F_PIPELINE);
-    o->event_record(t->ev_sent[ev], t->pp_send);
-  }
-  pop_range();
+static int pp_next(const pipeline *p) {
+  return (p->s.pp_rank + 1) % p->s.pp;
 }
 
-static void backward_mb(trainer *t, int chunk, int mb) {
-  const dev_ops *o = t->o;
-  model *m = chunk_model(t, chunk);
-  int slot = mb % t->nslots, ev = chunk * t->nslots + slot;
+static void forward_mb(pipeline *p, int chunk, int mb) {
+  const dev_ops *o = p->s.o;
+  const pipeline_stage_ops *op = &p->ops;
+  model *m = op->chunk(op->ctx, chunk);
+  int slot = mb % p->s.nslots, ev = chunk * p->s.nslots + slot;
   model_slot *sl = &m->slots[slot];
   size_t NsC = (size_t)m->Ns * m->C;
-  push_mb_range("backward", mb, t->g.pp_rank, t->V > 1 ? chunk : -1);
-  train_debug_delay(t, DELAY_BACKWARD);
-  if (!m->last_stage) {
-    o->stream_wait_event(t->pp_recv, t->ev_slot_free[ev]);
-    comm_recv(t->pp_c, t->pp_recv, sl->grad_in, NsC * m->act_es, pp_next(t), COMM_F_PIPELINE);
-    o->event_record(t->ev_grad_ready[ev], t->pp_recv);
-    o->stream_wait_event(t->compute, t->ev_grad_ready[ev]);
-  }
-  if (!m->first_stage) o->stream_wait_event(t->compute, t->ev_sent[ev]);
-  int last = mb == t->M - 1;
-  t->last_mb = last;
-  t->cur_chunk = chunk;
-  if (t->cfg.zero >= 2) {
-    /* every micro-batch's gradients go through the bucket buffers */
-    if (t->nbuckets > 0 && !t->buckets[0].embed)
-      o->stream_wait_event(t->compute, t->z.ev_gfree[t->buckets[0].slot]);
-    model_backward(m, slot, mb, train_unit_done, t);
-  } else {
-    model_backward(m, slot, mb, last ? train_unit_done : NULL, t);
-  }
-  o->event_record(t->ev_slot_free[ev], t->compute);
+  push_mb_range("forward", mb, p->s.pp_rank, p->s.V > 1 ? chunk : -1);
+  op->delay(op->ctx, DELAY_FORWARD);
+  op->load_inputs(op->ctx, chunk, slot, mb);
   if (!m->first_stage) {
-    o->event_record(t->ev_din_ready[ev], t->compute);
-    o->stream_wait_event(t->pp_send, t->ev_din_ready[ev]);
-    comm_send(t->pp_c, t->pp_send, sl->grad_out, NsC * m->act_es, pp_prev(t), COMM_F_PIPELINE);
-    o->event_record(t->ev_sent[ev], t->pp_send);
+    o->stream_wait_event(p->s.recv, p->ev_slot_free[ev]);
+    comm_recv(p->s.pp_c, p->s.recv, sl->stage_in, NsC * m->act_es, pp_prev(p), COMM_F_PIPELINE);
+    o->event_record(p->ev_in_ready[ev], p->s.recv);
+    o->stream_wait_event(p->s.compute, p->ev_in_ready[ev]);
   }
-  pop_range();
+  if (!m->last_stage) o->stream_wait_event(p->s.compute, p->ev_sent[ev]);
+  op->forward(op->ctx, chunk, slot, mb);
+  if (!m->last_stage) {
+    o->event_record(p->ev_out_ready[ev], p->s.compute);
+    o->stream_wait_event(p->s.send, p->ev_out_ready[ev]);
+    comm_send(p->s.pp_c, p->s.send, sl->stage_out, NsC * m->act_es, pp_next(p), COMM_F_PIPELINE);
+    o->event_record(p->ev_sent[ev], p->s.send);
+  }
+  pop_mb_range();
 }
 
-/* Walks this rank's schedule (t->items: every forward and backward of the step, each naming
- * its chunk and micro-batch), enqueueing each pass and its transfers. */
-void train_pipeline_walk(trainer *t) {
-  for (int i = 0; i < 2 * t->M * t->V; i++) {
-    if (t->items[i].pass == 'F')
-      forward_mb(t, t->items[i].chunk, t->items[i].mb);
-    else
-      backward_mb(t, t->items[i].chunk, t->items[i].mb);
+static void backward_mb(pipeline *p, int chunk, int mb) {
+  const dev_ops *o = p->s.o;
+  const pipeline_stage_ops *op = &p->ops;
+  model *m = op->chunk(op->ctx, chunk);
+  int slot = mb % p->s.nslots, ev = chunk * p->s.nslots + slot;
+  model_slot *sl = &m->slots[slot];
+  size_t NsC = (size_t)m->Ns * m->C;
+  push_mb_range("backward", mb, p->s.pp_rank, p->s.V > 1 ? chunk : -1);
+  op->delay(op->ctx, DELAY_BACKWARD);
+  if (!m->last_stage) {
+    o->stream_wait_event(p->s.recv, p->ev_slot_free[ev]);
+    comm_recv(p->s.pp_c, p->s.recv, sl->grad_in, NsC * m->act_es, pp_next(p), COMM_F_PIPELINE);
+    o->event_record(p->ev_grad_ready[ev], p->s.recv);
+    o->stream_wait_event(p->s.compute, p->ev_grad_ready[ev]);
   }
+  if (!m->first_stage) o->stream_wait_event(p->s.compute, p->ev_sent[ev]);
+  op->backward(op->ctx, chunk, slot, mb);
+  o->event_record(p->ev_slot_free[ev], p->s.compute);
+  if (!m->first_stage) {
+    o->event_record(p->ev_din_ready[ev], p->s.compute);
+    o->stream_wait_event(p->s.send, p->ev_din_ready[ev]);
+    comm_send(p->s.pp_c, p->s.send, sl->grad_out, NsC * m->act_es, pp_prev(p), COMM_F_PIPELINE);
+    o->event_record(p->ev_sent[ev], p->s.send);
+  }
+  pop_mb_range();
+}
+
+/* Walks this rank's schedule (p->items: every forward and backward of the step, each naming
+ * its chunk and micro-batch), enqueueing each pass and its transfers. */
+void pipeline_walk(pipeline *p) {
+  for (int i = 0; i < 2 * p->s.M * p->s.V; i++) {
+    if (p->items[i].pass == 'F')
+      forward_mb(p, p->items[i].chunk, p->items[i].mb);
+    else
+      backward_mb(p, p->items[i].chunk, p->items[i].mb);
+  }
+}
+
+/* ---- set-up and clean-up ------------------------------------------------------------------ */
+
+static dev_event **make_events(pipeline *p, int n) {
+  dev_event **e = calloc((size_t)n, sizeof *e);
+  if (!e) return NULL;
+  for (int i = 0; i < n; i++)
+    if (!(e[i] = p->s.o->event_create(p->s.dev))) return NULL;
+  return e;
+}
+
+int pipeline_init(pipeline *p, const pipeline_setup *s, const pipeline_stage_ops *ops, char *err,
+                  size_t errlen) {
+  p->s = *s;
+  p->ops = *ops;
+  p->items = calloc((size_t)2 * s->M * s->V, sizeof(sched_item));
+  if (!p->items) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  if (s->V > 1)
+    schedule_build_interleaved(s->pp_rank, s->pp, s->V, s->M, p->items);
+  else
+    schedule_build(s->schedule, s->pp_rank, s->pp, s->M, p->items);
+  int S = s->nslots * s->V;
+  p->nevents = S;
+  p->ev_in_ready = make_events(p, S);
+  p->ev_grad_ready = make_events(p, S);
+  p->ev_out_ready = make_events(p, S);
+  p->ev_din_ready = make_events(p, S);
+  p->ev_slot_free = make_events(p, S);
+  p->ev_sent = make_events(p, S);
+  if (!p->ev_in_ready || !p->ev_grad_ready || !p->ev_out_ready || !p->ev_din_ready ||
+      !p->ev_slot_free || !p->ev_sent) {
+    snprintf(err, errlen, "out of memory creating events");
+    return -1;
+  }
+  return 0;
+}
+
+void pipeline_free(pipeline *p) {
+  dev_event **per_slot[] = {p->ev_in_ready,  p->ev_grad_ready, p->ev_out_ready,
+                            p->ev_din_ready, p->ev_slot_free,  p->ev_sent};
+  for (size_t k = 0; k < sizeof per_slot / sizeof per_slot[0]; k++) {
+    for (int i = 0; per_slot[k] && i < p->nevents; i++)
+      if (per_slot[k][i]) p->s.o->event_destroy(per_slot[k][i]);
+    free(per_slot[k]);
+  }
+  free(p->items);
 }

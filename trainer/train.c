@@ -6,13 +6,17 @@
  * --debug-dump-params and clean-up.
  *
  * The rest of a rank's run lives beside it, one concern per file, over the trainer state of
- * train_internal.h:
+ * train_internal.h; each sub-state has one owner that makes and frees it:
  *   train_step.c     one optimizer step: the batch, the pipeline walk, the end-of-step
- *                    gradient sums, loss and gradient norm, clipping and AdamW
- *   pipeline_exec.c  the pipeline executor: the schedule walk and each (chunk, micro-batch)
- *                    forward or backward with its p2p transfers (AFAB, 1F1B, interleaved)
- *   grad_sync.c      gradient synchronisation: DP buckets, ZeRO-2/3 reduce-scatter into
- *                    shards, ZeRO-2 parameter all-gather, ZeRO-3 gathers before each unit
+ *                    loss and gradient norm, clipping and AdamW; the stage operations
+ *                    (train_stage_ops) the pipeline executor runs the stages with
+ *   pipeline_exec.c  the pipeline executor (struct pipeline): the schedule walk and each
+ *                    (chunk, micro-batch) forward or backward with its p2p transfers (AFAB,
+ *                    1F1B, interleaved), over a table of stage operations
+ *   grad_sync.c      gradient synchronisation (struct grad_sync): DP buckets, the optimizer
+ *                    shard, ZeRO-2/3 reduce-scatter into shards, ZeRO-1/2 parameter
+ *                    all-gathers, ZeRO-3 gathers before each unit
+ *   expert_step.c    the experts' share of a step (struct expert_state: their AdamW moments)
  * Interleaved 1F1B (--schedule interleaved --virtual-stages V): a rank holds V models
  * (chunks), chunk j being the ordinary stage model of virtual stage j*pp + pp_rank in a
  * pipeline of pp*V stages (chunk_grid); set-up creates them all, and checkpoints hold every
@@ -161,21 +165,14 @@ static int setup_groups(trainer *t) {
   return 0;
 }
 
-static dev_event **make_events(trainer *t, int n) {
-  dev_event **e = calloc((size_t)n, sizeof *e);
-  if (!e) return NULL;
-  for (int i = 0; i < n; i++)
-    if (!(e[i] = t->o->event_create(t->dev))) return NULL;
-  return e;
-}
-
-/* --activations: fp32 or bf16 as asked (refused when the device cannot); auto: bf16 where
- * the device computes its GEMMs in bf16 anyway (CUDA, bf16 precision), else fp32. */
+/* --activations: fp32 or bf16 as asked (refused when the device cannot); auto: what the
+ * device's backend asks for (dev_auto_activation_dtype: bf16 where it computes its GEMMs in
+ * bf16 anyway, CUDA in bf16 precision), else fp32. */
 static int set_activations(trainer *t) {
   char e[256];
   const char *want = t->cfg.activations;
   if (!strcmp(want, "auto")) {
-    if (!strcmp(t->o->backend_name, "cuda") &&
+    if (dev_auto_activation_dtype(t->dev) == DEV_BF16 &&
         dev_set_activation_dtype(t->dev, DEV_BF16, e, sizeof e) == 0)
       return 0;
     return dev_set_activation_dtype(t->dev, DEV_F32, e, sizeof e) == 0 ? 0 : fail(t, "%s", e);
@@ -265,42 +262,25 @@ static int setup(trainer *t) {
           return fail(t, "%s", "out of device memory for the optimizer state");
     }
   }
-  t->items = calloc((size_t)2 * t->M * t->V, sizeof(sched_item));
-  if (!t->items) return fail(t, "%s", "out of memory");
-  if (t->V > 1)
-    schedule_build_interleaved(t->g.pp_rank, c->pp, t->V, t->M, t->items);
-  else
-    schedule_build(c->schedule, t->g.pp_rank, c->pp, t->M, t->items);
-  int S = t->nslots * t->V;
-  t->nevents = S;
-  t->ev_in_ready = make_events(t, S);
-  t->ev_grad_ready = make_events(t, S);
-  t->ev_out_ready = make_events(t, S);
-  t->ev_din_ready = make_events(t, S);
-  t->ev_slot_free = make_events(t, S);
-  t->ev_sent = make_events(t, S);
-  t->ev_bucket = t->o->event_create(t->dev);
-  t->ev_dp_done = t->o->event_create(t->dev);
-  t->ev_opt_done = t->o->event_create(t->dev);
-  t->ev_gather_done = t->o->event_create(t->dev);
-  if (!t->ev_in_ready || !t->ev_grad_ready || !t->ev_out_ready || !t->ev_din_ready ||
-      !t->ev_slot_free || !t->ev_sent || !t->ev_bucket || !t->ev_dp_done || !t->ev_opt_done ||
-      !t->ev_gather_done)
-    return fail(t, "%s", "out of memory creating events");
-  train_build_buckets(t);
-  if (!t->buckets) return fail(t, "%s", "out of memory");
-  /* optimizer shard: ZeRO-1 a contiguous 1/n slice of the flat buffer, ZeRO-2/3 a piece of
-   * every bucket (zero.h) */
-  size_t P = t->m.nfloats_padded;
-  t->shard_len = P / (size_t)t->reduce_n;
-  t->shard_begin = (size_t)comm_rank(t->dp_c) * t->shard_len;
-  t->shard_end = t->shard_begin + t->shard_len;
-  if (c->zero >= 2) {
-    if (train_zero_setup(t) != 0) return -1;
-    t->shard_len = t->z.plan.shard_len;
-    t->shard_begin = t->shard_end = 0; /* not one slice */
-  }
-  size_t state = c->zero ? t->shard_len : P;
+  /* the pipeline executor: the schedule, the per-slot events, this rank's stage operations */
+  pipeline_setup ps = {.dev = t->dev,
+                       .o = t->o,
+                       .compute = t->compute,
+                       .send = t->pp_send,
+                       .recv = t->pp_recv,
+                       .pp_c = t->pp_c,
+                       .pp_rank = t->g.pp_rank,
+                       .pp = c->pp,
+                       .schedule = c->schedule,
+                       .V = t->V,
+                       .M = t->M,
+                       .nslots = t->nslots};
+  pipeline_stage_ops ops = train_stage_ops(t);
+  if (pipeline_init(&t->pipe, &ps, &ops, e, sizeof e) != 0) return fail(t, "%s", e);
+  if (grad_sync_init(t) != 0) /* buckets, the optimizer shard, ZeRO-2/3 */
+    return -1;
+  size_t state_begin, state; /* chunk 0's AdamW moments: the optimizer shard */
+  grad_sync_optimizer_shard(t, &state_begin, &state);
   t->adam_m = t->o->alloc(t->dev, state * 4);
   t->adam_v = t->o->alloc(t->dev, state * 4);
   t->stat = t->o->alloc(t->dev, 4 * sizeof(double));
@@ -526,28 +506,14 @@ static void trace_stop(trainer *t) {
 /* ---- checkpoints (checkpoint.c) ------------------------------------------------------------ */
 
 static ckpt_rank_state ckpt_state_of(trainer *t) {
-  ckpt_rank_state s = {t->dev,
-                       t->o,
-                       t->compute,
-                       t->world_c,
-                       &t->cfg,
-                       &t->g,
-                       t->m.param,
-                       t->m.nfloats_padded,
-                       t->adam_m,
-                       t->adam_v,
-                       t->cfg.zero ? t->shard_len : t->m.nfloats_padded,
-                       t->cfg.zero == 1 ? t->shard_begin : 0,
-                       t->ckpt_more,
-                       t->V - 1};
-  const moe_state *q = &t->m.moe;
-  if (q->nmoe > 0) { /* the expert buffer rides as one more chunk (train_moe_setup: V == 1) */
-    size_t lo, hi;
-    train_moe_slice(t, &lo, &hi);
-    t->ckpt_more[0] =
-        (ckpt_chunk){q->param, q->nfloats_padded, t->moe_adam_m, t->moe_adam_v, hi - lo, lo};
-    s.nmore = 1;
-  }
+  ckpt_rank_state s = {
+      t->dev,    t->o,         t->compute, t->world_c,
+      &t->cfg,   &t->g,        t->m.param, t->m.nfloats_padded,
+      t->adam_m, t->adam_v,    0, /* state_floats, state_offset: grad_sync_optimizer_shard */
+      0,         t->ckpt_more, t->V - 1};
+  grad_sync_optimizer_shard(t, &s.state_offset, &s.state_floats);
+  /* the expert buffer rides as one more chunk (train_moe_setup: V == 1) */
+  if (train_moe_ckpt_chunk(t, t->ckpt_more)) s.nmore = 1;
   for (int j = 1; j < t->V; j++) { /* interleaved: the other chunks (zero 0 or 1) */
     model *mc = chunk_model(t, j);
     size_t lo = 0, hi = mc->nfloats_padded;
@@ -567,8 +533,8 @@ static int save_checkpoint(trainer *t, int done) {
   ckpt_rank_state s = ckpt_state_of(t);
   float *full = NULL;
   if (t->cfg.zero >= 3) {
-    if (!(full = train_zero3_alloc_full(t))) return -1;
-    if (train_zero3_gather_all(t, full) != 0) {
+    if (!(full = grad_sync_zero3_alloc_full(t))) return -1;
+    if (grad_sync_zero3_gather_all(t, full) != 0) {
       t->o->free(t->dev, full);
       return -1;
     }
@@ -594,11 +560,11 @@ static int resume_checkpoint(trainer *t, int *start_step) {
   char note[512];
   float *full = NULL;
   if (t->cfg.zero >= 3) {
-    if (!(full = train_zero3_alloc_full(t))) return -1;
+    if (!(full = grad_sync_zero3_alloc_full(t))) return -1;
     s.param = full;
   }
   int rc = ckpt_load_latest(&s, start_step, note, sizeof note, t->err, sizeof t->err);
-  if (rc == 0 && full) rc = train_zero3_scatter_all(t, full);
+  if (rc == 0 && full) rc = grad_sync_zero3_scatter_all(t, full);
   t->o->free(t->dev, full);
   if (rc != 0) return -1;
   if (t->env.rank == 0) {
@@ -682,36 +648,18 @@ static void cleanup(trainer *t) {
         o->stream_synchronize(t->cp_recv);
       }
     }
-    dev_event **per_slot[] = {t->ev_in_ready,  t->ev_grad_ready, t->ev_out_ready,
-                              t->ev_din_ready, t->ev_slot_free,  t->ev_sent};
-    for (size_t k = 0; k < sizeof per_slot / sizeof per_slot[0]; k++) {
-      for (int i = 0; per_slot[k] && i < t->nevents; i++)
-        if (per_slot[k][i]) o->event_destroy(per_slot[k][i]);
-      free(per_slot[k]);
-    }
-    dev_event *single[] = {t->ev_bucket, t->ev_dp_done, t->ev_opt_done, t->ev_gather_done};
-    for (size_t k = 0; k < sizeof single / sizeof single[0]; k++)
-      if (single[k]) o->event_destroy(single[k]);
+    pipeline_free(&t->pipe);
     model_destroy(&t->m);
     for (int j = 1; t->more && j < t->V; j++)
       model_destroy(&t->more[j - 1]);
     for (int j = 0; t->more_adam && j < 2 * (t->V - 1); j++)
       o->free(t->dev, t->more_adam[j]);
-    zero_state *z = &t->z;
-    void *zbufs[] = {z->grad_shard,  z->gbuf[0], z->gbuf[1], z->gembed, z->piece_tmp,
-                     z->param_shard, z->pbuf[0], z->pbuf[1], z->pembed};
-    for (size_t k = 0; k < sizeof zbufs / sizeof zbufs[0]; k++)
-      o->free(t->dev, zbufs[k]);
-    dev_event *zev[] = {z->ev_gfree[0], z->ev_gfree[1], z->ev_pfree, z->ev_gathered[0],
-                        z->ev_gathered[1]};
-    for (size_t k = 0; k < sizeof zev / sizeof zev[0]; k++)
-      if (zev[k]) o->event_destroy(zev[k]);
     o->free(t->dev, t->adam_m);
     o->free(t->dev, t->adam_v);
     o->free(t->dev, t->stat);
-    o->free(t->dev, t->moe_adam_m);
-    o->free(t->dev, t->moe_adam_v);
   }
+  grad_sync_free(t);
+  train_moe_free(t);
   comm_destroy(t->world_c);
   comm_destroy(t->dp_c);
   comm_destroy(t->tp_c);
@@ -723,13 +671,9 @@ static void cleanup(trainer *t) {
   comm_dev_job_close(t->dev_job);
   dev_close(t->dev); /* joins the stream threads (drained above) */
   comm_job_close(t->job);
-  free(t->items);
   free(t->more);
   free(t->more_adam);
   free(t->ckpt_more);
-  free(t->buckets);
-  free(t->z.bucket_of_unit);
-  zero_plan_free(&t->z.plan);
   free(t->host_tokens);
   free(t->host_targets);
   free(t->host_seq_tokens);

@@ -7,18 +7,19 @@
  *   1. zero the gradients and the loss accumulator; load this DP rank's share of
  *      the global batch into host buffers (one per micro-batch);
  *   2. walk the stage's pipeline schedule (pipeline_exec.c: forwards and backwards with
- *      their p2p transfers);
+ *      their p2p transfers), which runs this rank's stages through the stage operations
+ *      below (train_stage_ops: the inputs, forward, backward and --debug-delay);
  *   3. during the last micro-batch's backward, as soon as the gradients of a
  *      bucket are final, the bucket is all-reduced over the gradient group (DP,
  *      times CP under context parallelism: weights are replicated over both) on the
  *      "comm dp" stream (grad_sync.c; overlapping the rest of backward; --overlap off
- *      issues every bucket after backward instead, here);
+ *      issues every bucket after backward instead, grad_sync_finish);
  *   4. the tied embedding's gradient is summed over the first and last stage;
  *      loss and squared gradient norm are summed over the world in one f64
  *      all-reduce; the host reads them, computes the clip factor and enqueues
  *      AdamW on the rank's shard (the whole buffer without ZeRO; with --zero 1
  *      its 1/(dp x cp) slice, followed by an all-gather of the parameters over
- *      DP x CP; ZeRO-2/3: grad_sync.c's train_zero_optimizer).
+ *      DP x CP; ZeRO-2/3: grad_sync.c's grad_sync_zero_optimizer).
  * The gradient norm counts every parameter once: each member of the gradient
  * group its 1/(dp x cp) slice of the flat buffer, TP-replicated parameters only
  * on TP rank 0, the last stage's copy of the tied embedding not at all.
@@ -113,22 +114,65 @@ int train_sync_all(trainer *t) {
   return 0;
 }
 
+/* ---- the stage operations (pipeline_exec.h) ---------------------------------------------- */
+
+static model *stage_chunk(void *ctx, int chunk) {
+  return chunk_model(ctx, chunk);
+}
+
+static void stage_delay(void *ctx, int phase) {
+  train_debug_delay(ctx, phase);
+}
+
+/* The micro-batch's tokens to the first stage's slot, its targets to the last stage's. */
+static void stage_load_inputs(void *ctx, int chunk, int slot, int mb) {
+  trainer *t = ctx;
+  model *m = chunk_model(t, chunk);
+  model_slot *sl = &m->slots[slot];
+  size_t N = (size_t)m->N;
+  if (m->first_stage)
+    t->o->copy_to_device(t->compute, sl->tokens, t->host_tokens + (size_t)mb * N, N * 4);
+  if (m->last_stage)
+    t->o->copy_to_device(t->compute, sl->targets, t->host_targets + (size_t)mb * N, N * 4);
+}
+
+static void stage_forward(void *ctx, int chunk, int slot, int mb) {
+  model_forward(chunk_model(ctx, chunk), slot, mb);
+}
+
+/* Backward hands each finished unit to grad_sync.c on the last micro-batch, or on every one
+ * under ZeRO-2/3 (grad_sync_backward_hook). */
+static void stage_backward(void *ctx, int chunk, int slot, int mb) {
+  trainer *t = ctx;
+  grad_unit_fn unit_done = grad_sync_backward_hook(t, chunk, mb == t->M - 1);
+  model_backward(chunk_model(t, chunk), slot, mb, unit_done, t);
+}
+
+pipeline_stage_ops train_stage_ops(trainer *t) {
+  pipeline_stage_ops ops = {
+      t, stage_chunk, stage_delay, stage_load_inputs, stage_forward, stage_backward};
+  return ops;
+}
+
+/* ---- the step ------------------------------------------------------------------------------ */
+
 static void optimizer(trainer *t, int step, double clip_scale, float lr) {
   const dev_ops *o = t->o;
   model *m = &t->m;
   train_config *c = &t->cfg;
   if (c->zero >= 2) {
-    train_zero_optimizer(t, step, clip_scale, lr);
+    grad_sync_zero_optimizer(t, step, clip_scale, lr);
     return;
   }
-  size_t lo = c->zero ? t->shard_begin : 0, hi = c->zero ? t->shard_end : m->nfloats_padded;
+  size_t lo, hi;
+  grad_sync_adam_range(t, &lo, &hi);
   if (clip_scale < 1.0) o->scale(t->compute, m->grad + lo, (float)clip_scale, hi - lo);
   for (int k = 0; k < m->nparams; k++) {
     param_info *p = &m->params[k];
     size_t b = p->offset > lo ? p->offset : lo;
     size_t e = p->offset + p->count < hi ? p->offset + p->count : hi;
     if (e <= b) continue;
-    size_t state_off = b - (c->zero ? t->shard_begin : 0);
+    size_t state_off = b - lo;
     o->adamw(t->compute, m->param + b, m->grad + b, t->adam_m + state_off, t->adam_v + state_off,
              e - b, lr, (float)c->beta1, (float)c->beta2, (float)c->eps,
              p->decay ? (float)c->weight_decay : 0.0f, step + 1);
@@ -150,20 +194,7 @@ static void optimizer(trainer *t, int step, double clip_scale, float lr) {
                p->decay ? (float)c->weight_decay : 0.0f, step + 1);
     }
   }
-  if (c->zero && t->reduce_n > 1) {
-    o->event_record(t->ev_opt_done, t->compute);
-    o->stream_wait_event(t->dp_stream, t->ev_opt_done);
-    comm_allgather(t->dp_c, t->dp_stream, m->param, m->param + t->shard_begin, t->shard_len,
-                   COMM_FLOAT32);
-    for (int j = 1; j < t->V; j++) {
-      model *mc = chunk_model(t, j);
-      size_t clo, chi;
-      chunk_slice(t, j, &clo, &chi);
-      comm_allgather(t->dp_c, t->dp_stream, mc->param, mc->param + clo, chi - clo, COMM_FLOAT32);
-    }
-    o->event_record(t->ev_gather_done, t->dp_stream);
-    o->stream_wait_event(t->compute, t->ev_gather_done);
-  }
+  grad_sync_zero1_gather(t); /* ZeRO-1: every member's slices to every member */
 }
 
 int train_run_step(trainer *t, int step, double *loss_out, double *norm_out) {
@@ -172,57 +203,15 @@ int train_run_step(trainer *t, int step, double *loss_out, double *norm_out) {
   train_config *c = &t->cfg;
   train_debug_delay(t, DELAY_DATA);
   if (load_batch(t, step) != 0) return -1;
-  if (c->zero >= 2) {
-    o->zero(t->compute, t->z.grad_shard, t->z.plan.shard_len * 4);
-    for (int k = 0; k < t->nbuckets; k++)
-      if (t->buckets[k].embed) o->zero(t->compute, t->z.gembed, t->z.plan.b[k].padded * 4);
-    if (c->zero >= 3) train_zero3_step_begin(t);
-  } else {
-    for (int j = 0; j < t->V; j++)
-      o->zero(t->compute, chunk_model(t, j)->grad, chunk_model(t, j)->nfloats_padded * 4);
-  }
+  grad_sync_step_begin(t); /* the step's gradient buffers */
   for (int j = 0; j < t->V; j++) {
     o->zero(t->compute, chunk_model(t, j)->loss_acc, sizeof(double));
     model_set_loss_weight(chunk_model(t, j), 1.0f / ((float)c->batch * (float)c->seq));
   }
-  for (int k = 0; k < t->nbuckets; k++)
-    t->buckets[k].launched = 0;
   train_moe_step_begin(t);
-  train_pipeline_walk(t);
+  pipeline_walk(&t->pipe);
   train_moe_reduce_grads(t);
-  /* interleaved: the other chunks' gradients, whole, after the flush (zero 0 only) */
-  if (t->reduce_n > 1 && t->V > 1) {
-    o->event_record(t->ev_bucket, t->compute);
-    o->stream_wait_event(t->dp_stream, t->ev_bucket);
-    for (int j = 1; j < t->V; j++)
-      comm_allreduce(t->dp_c, t->dp_stream, chunk_model(t, j)->grad,
-                     chunk_model(t, j)->nfloats_padded, COMM_FLOAT32);
-  }
-  /* the chunk holding this rank's copy of the tied embedding (first or last virtual stage) */
-  model *me = t->V > 1 && t->g.pp_rank == t->g.pp - 1 ? chunk_model(t, t->V - 1) : m;
-  if (c->zero >= 2) {
-    /* the embedding bucket: tied-embedding sum first (its buffer holds the full wte
-     * gradient of the step), then reduce-scattered once */
-    for (int k = 0; k < t->nbuckets; k++) {
-      if (!t->buckets[k].embed) continue;
-      if (t->embed_c)
-        comm_allreduce(t->embed_c, t->compute, t->z.gembed + (m->off_wte - t->buckets[k].begin),
-                       (size_t)m->Vp * m->C, COMM_FLOAT32);
-      train_zero_reduce_bucket(t, k);
-    }
-    o->event_record(t->ev_dp_done, t->dp_stream);
-    o->stream_wait_event(t->compute, t->ev_dp_done);
-  } else {
-    if (t->reduce_n > 1) {
-      for (int k = 0; k < t->nbuckets; k++)
-        train_launch_bucket(t, k); /* --overlap off, or buckets never marked ready */
-      o->event_record(t->ev_dp_done, t->dp_stream);
-      o->stream_wait_event(t->compute, t->ev_dp_done);
-    }
-    if (t->embed_c)
-      comm_allreduce(t->embed_c, t->compute, me->grad + me->off_wte, (size_t)me->Vp * me->C,
-                     COMM_FLOAT32);
-  }
+  grad_sync_finish(t); /* gradients summed over the gradient group and the tied embedding */
   /* loss and gradient norm, summed over the world */
   model *ml = chunk_model(t, t->V - 1); /* the last virtual stage's chunk, if here */
   if (ml->last_stage && t->g.tp_rank == 0)
@@ -234,13 +223,7 @@ int train_run_step(trainer *t, int step, double *loss_out, double *norm_out) {
   for (int k = 0; k < m->nparams; k++) {
     param_info *p = &m->params[k];
     if (!p->norm_counted) continue;
-    if (c->zero >= 2) {
-      train_zero_for_owned(t, p, train_norm_piece, NULL);
-      continue;
-    }
-    size_t b = p->offset > t->shard_begin ? p->offset : t->shard_begin;
-    size_t e = p->offset + p->count < t->shard_end ? p->offset + p->count : t->shard_end;
-    if (e > b) o->sum_squares_accumulate(t->compute, t->stat + 1, m->grad + b, e - b);
+    grad_sync_norm_accumulate(t, p); /* this rank's shard of it */
   }
   for (int j = 1; j < t->V; j++) { /* interleaved: the other chunks, this rank's 1/n slice */
     model *mc = chunk_model(t, j);

@@ -162,6 +162,11 @@ static dev_dtype dev_cuda_activation_dtype(const dev_device *d) {
   return d->act;
 }
 
+/* --activations auto: bf16 when the GEMMs run in bf16 anyway (bf16 precision), else fp32. */
+static dev_dtype dev_cuda_auto_activation_dtype(const dev_device *d) {
+  return d->precision == KCUDA_BF16 ? DEV_BF16 : DEV_F32;
+}
+
 static int cuda_ok(dev_device *d, cudaError_t e, const char *what) {
   if (e == cudaSuccess) return 1;
   char msg[512];
@@ -906,6 +911,7 @@ static const dev_ops cuda_ops = {
     .abort = dev_cuda_abort,
     .set_activation_dtype = dev_cuda_set_activation_dtype,
     .activation_dtype = dev_cuda_activation_dtype,
+    .auto_activation_dtype = dev_cuda_auto_activation_dtype,
     .peak_flops = dev_cuda_peak_flops,
     .measured_peak = dev_cuda_measured_peak,
     .comm = &comm_nccl_dev_ops,
