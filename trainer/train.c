@@ -47,6 +47,7 @@
 #include "model_flops.h"
 #include "schedule.h"
 #include "stepscope.h"
+#include "trace_metadata.h"
 #include "train_data.h"
 #include "zero.h"
 
@@ -315,7 +316,7 @@ static void write_metadata(trainer *t) {
            "\"tp_rank\":%d,\"pp_rank\":%d,\"cp_rank\":%d}",
            g->world, g->dp, g->tp, g->pp, g->cp, g->rank, g->dp_rank, g->tp_rank, g->pp_rank,
            g->cp_rank);
-  stepscope_metadata_set("layout", buf);
+  stepscope_metadata_set(TM_KEY_LAYOUT, buf);
   if (c->experts > 0) {
     /* the expert-parallel place of this rank (README: the rank grid) */
     snprintf(buf, sizeof buf,
@@ -325,7 +326,7 @@ static void write_metadata(trainer *t) {
              c->experts, c->top_k, c->moe_every, g->ep, g->ep_rank, g->dp / g->ep, g->edp_rank,
              c->experts / g->ep, t->m.moe.capacity, c->aux_loss_coef, model_total_params(c),
              model_active_params(c));
-    stepscope_metadata_set("moe", buf);
+    stepscope_metadata_set(TM_KEY_MOE, buf);
   }
   double bubble = c->pp == 1 ? 0.0
                   : t->V > 1 ? schedule_bubble_interleaved(c->pp, t->V, c->microbatches)
@@ -338,14 +339,14 @@ static void write_metadata(trainer *t) {
            : c->schedule == SCHED_AFAB ? "afab"
                                        : "1f1b",
            c->pp, c->microbatches, t->V, bubble);
-  stepscope_metadata_set("schedule", buf);
+  stepscope_metadata_set(TM_KEY_SCHEDULE, buf);
   snprintf(buf, sizeof buf,
            "{\"model_flops_per_step\":%.6g,\"hardware_flops_per_step\":%.6g,"
            "\"total_params\":%zu,\"active_params\":%zu,"
            "\"tokens_per_step\":%d,\"peak_flops_per_device\":%.6g,\"world\":%d}",
            train_model_flops_per_step(c), train_hardware_flops_per_step(c), model_total_params(c),
            model_active_params(c), c->batch * c->seq, t->peak_flops, c->world);
-  stepscope_metadata_set("flops", buf);
+  stepscope_metadata_set(TM_KEY_FLOPS, buf);
   write_memory_metadata(t);
 }
 
@@ -424,7 +425,7 @@ static void write_memory_metadata(trainer *t) {
            p.parameters, p.gradients, p.optimizer, p.activations, p.other, p.steady, p.peak,
            c->zero, dev_dtype_name(dev_activation_dtype(t->dev)), measured, measured_source,
            rss_peak, t->rss_baseline);
-  stepscope_metadata_set("memory", buf);
+  stepscope_metadata_set(TM_KEY_MEMORY, buf);
 }
 
 #ifdef STEPSCOPE_TRAINER_GPU_TRACE
