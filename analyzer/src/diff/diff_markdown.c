@@ -11,23 +11,11 @@
 
 #include "ssa_diff.h"
 
-static void fmt_time(char *buf, size_t n, double ns) {
-  double a = fabs(ns);
-  if (a >= 1e9)
-    snprintf(buf, n, "%.3f s", ns / 1e9);
-  else if (a >= 1e6)
-    snprintf(buf, n, "%.3f ms", ns / 1e6);
-  else if (a >= 1e3)
-    snprintf(buf, n, "%.1f us", ns / 1e3);
-  else
-    snprintf(buf, n, "%.0f ns", ns);
-}
-
 static void fmt_value(char *buf, size_t n, int k, int known, double v) {
   if (!known || isnan(v))
     snprintf(buf, n, "-");
   else if (ssa_diff_metric_is_time[k])
-    fmt_time(buf, n, v);
+    ssa_fmt_time(buf, n, v);
   else
     snprintf(buf, n, "%.1f %%", v * 100.0);
 }
@@ -137,7 +125,7 @@ int ssa_diff_report_markdown(const ssa_diff *d, const ssa_gate *g, const ssa_gat
       else if (!isnan(m->rel_change))
         snprintf(ch, sizeof ch, "%+.1f %%", m->rel_change * 100.0);
       else
-        fmt_time(ch, sizeof ch, m->abs_change);
+        ssa_fmt_time(ch, sizeof ch, m->abs_change);
     }
     const char *v = ssa_diff_verdict_word(m, k);
     ssa_out_printf(o, "| %s | %s | %s | %s | %s%s%s |", ssa_diff_metric_names[k], va, vb, ch,
@@ -169,8 +157,8 @@ int ssa_diff_report_markdown(const ssa_diff *d, const ssa_gate *g, const ssa_gat
     double c = k->time_b - k->time_a;
     if (step_a <= 0 || fabs(c) < 0.01 * step_a) break;
     char ta[32], tb[32];
-    fmt_time(ta, sizeof ta, k->in_a ? k->time_a : 0);
-    fmt_time(tb, sizeof tb, k->in_b ? k->time_b : 0);
+    ssa_fmt_time(ta, sizeof ta, k->in_a ? k->time_a : 0);
+    ssa_fmt_time(tb, sizeof tb, k->in_b ? k->time_b : 0);
     CAUSES();
     ssa_out_printf(o, "- %s kernel ", k->comm ? "communication" : "compute");
     code(o, k->name, 80);
@@ -186,10 +174,10 @@ int ssa_diff_report_markdown(const ssa_diff *d, const ssa_gate *g, const ssa_gat
     if (step_a <= 0 || fabs(cb - ca) < 0.01 * step_a) break;
     const char *op = stepscope_collective_op_name(c->op);
     char wa[32], wb[32], xa[32], xb[32];
-    fmt_time(wa, sizeof wa, c->wait_a);
-    fmt_time(wb, sizeof wb, c->wait_b);
-    fmt_time(xa, sizeof xa, c->transfer_a);
-    fmt_time(xb, sizeof xb, c->transfer_b);
+    ssa_fmt_time(wa, sizeof wa, c->wait_a);
+    ssa_fmt_time(wb, sizeof wb, c->wait_b);
+    ssa_fmt_time(xa, sizeof xa, c->transfer_a);
+    ssa_fmt_time(xb, sizeof xb, c->transfer_b);
     CAUSES();
     ssa_out_printf(o, "- collective %s of %llu bytes in group ", op ? op : "?",
                    (unsigned long long)c->bytes);
@@ -215,8 +203,8 @@ int ssa_diff_report_markdown(const ssa_diff *d, const ssa_gate *g, const ssa_gat
     /* every rank moved alike: one line, not the same line per rank */
     const ssa_diff_metric *m = &d->ranks[idx[0]].m[SSA_DM_STEP_TIME];
     char ta[32], tb[32];
-    fmt_time(ta, sizeof ta, m->a.median);
-    fmt_time(tb, sizeof tb, m->b.median);
+    ssa_fmt_time(ta, sizeof ta, m->a.median);
+    ssa_fmt_time(tb, sizeof tb, m->b.median);
     CAUSES();
     ssa_out_printf(o, "- every rank alike (%zu ranks): step span %s → %s (%+.1f %%)\n", nreal, ta,
                    tb, m->rel_change * 100.0);
@@ -226,8 +214,8 @@ int ssa_diff_report_markdown(const ssa_diff *d, const ssa_gate *g, const ssa_gat
     const ssa_diff_rank *r = &d->ranks[idx[i]];
     const ssa_diff_metric *m = &r->m[SSA_DM_STEP_TIME];
     char ta[32], tb[32];
-    fmt_time(ta, sizeof ta, m->a.median);
-    fmt_time(tb, sizeof tb, m->b.median);
+    ssa_fmt_time(ta, sizeof ta, m->a.median);
+    ssa_fmt_time(tb, sizeof tb, m->b.median);
     int stage = stage_of(d->a, r->rank);
     CAUSES();
     ssa_out_printf(o, "- rank %d", r->rank);

@@ -22,15 +22,7 @@ static void tfmt(char *buf, size_t n, int is_time, int known, double v) {
     snprintf(buf, n, "%.1f%%", v * 100.0);
     return;
   }
-  double a = fabs(v);
-  if (a >= 1e9)
-    snprintf(buf, n, "%.3f s", v / 1e9);
-  else if (a >= 1e6)
-    snprintf(buf, n, "%.3f ms", v / 1e6);
-  else if (a >= 1e3)
-    snprintf(buf, n, "%.1f us", v / 1e3);
-  else
-    snprintf(buf, n, "%.0f ns", v);
+  ssa_fmt_time(buf, n, v);
 }
 
 static void tchange(char *buf, size_t n, int is_time, const ssa_diff_metric *m) {

@@ -614,35 +614,16 @@ static int build_colls(ssa_diff *d) {
 
 static int finding(ssa_diff *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int finding(ssa_diff *d, const char *fmt, ...) {
-  char buf[600];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(buf, sizeof buf, fmt, ap);
+  int rc = ssa_text_list_vadd(&d->findings, &d->nfindings, &d->findings_cap, 600, fmt, ap);
   va_end(ap);
-  if (ssa_grow((void **)&d->findings, &d->findings_cap, d->nfindings + 1, sizeof(char *)))
-    return STEPSCOPE_E_NOMEM;
-  char *s = strdup(buf);
-  if (!s) return STEPSCOPE_E_NOMEM;
-  d->findings[d->nfindings++] = s;
-  return 0;
-}
-
-/* "12.345 ms" / "4.1 us" */
-static void fmt_time(char *buf, size_t n, double ns) {
-  double a = fabs(ns);
-  if (a >= 1e9)
-    snprintf(buf, n, "%.3f s", ns / 1e9);
-  else if (a >= 1e6)
-    snprintf(buf, n, "%.3f ms", ns / 1e6);
-  else if (a >= 1e3)
-    snprintf(buf, n, "%.1f us", ns / 1e3);
-  else
-    snprintf(buf, n, "%.0f ns", ns);
+  return rc;
 }
 
 static void fmt_value(char *buf, size_t n, int k, double v) {
   if (ssa_diff_metric_is_time[k])
-    fmt_time(buf, n, v);
+    ssa_fmt_time(buf, n, v);
   else
     snprintf(buf, n, "%.1f %%", v * 100.0);
 }
@@ -756,8 +737,8 @@ static int build_findings(ssa_diff *d) {
     double ch = k->time_b - k->time_a;
     if (step_a <= 0 || fabs(ch) < 0.01 * step_a) break;
     char ta[48], tb[48];
-    fmt_time(ta, sizeof ta, k->time_a);
-    fmt_time(tb, sizeof tb, k->time_b);
+    ssa_fmt_time(ta, sizeof ta, k->time_a);
+    ssa_fmt_time(tb, sizeof tb, k->time_b);
     char name[72];
     snprintf(name, sizeof name, "%.60s%s", k->name, strlen(k->name) > 60 ? "..." : "");
     if (!k->in_a)
@@ -775,10 +756,10 @@ static int build_findings(ssa_diff *d) {
     if (step_a <= 0 || fabs(cb - ca) < 0.01 * step_a) break;
     const char *op = stepscope_collective_op_name(c->op);
     char wa[48], wb[48], xa[48], xb[48];
-    fmt_time(wa, sizeof wa, c->wait_a);
-    fmt_time(wb, sizeof wb, c->wait_b);
-    fmt_time(xa, sizeof xa, c->transfer_a);
-    fmt_time(xb, sizeof xb, c->transfer_b);
+    ssa_fmt_time(wa, sizeof wa, c->wait_a);
+    ssa_fmt_time(wb, sizeof wb, c->wait_b);
+    ssa_fmt_time(xa, sizeof xa, c->transfer_a);
+    ssa_fmt_time(xb, sizeof xb, c->transfer_b);
     if (!c->in_a || !c->in_b)
       rc |= finding(d, "%s %s of %llu bytes (group %s) %s",
                     !c->in_a ? "new collective" : "collective", op ? op : "?",

@@ -22,6 +22,7 @@
 #ifndef SSA_IO_H
 #define SSA_IO_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -94,7 +95,17 @@ int ssa_json_number(const char *json, const char *path, double *out);
 int ssa_json_string(const char *json, const char *path, char *buf, size_t size);
 int ssa_json_bool(const char *json, const char *path, int *out); /* true / false */
 
+/* ---- message lists and units (text_list.c, human_units.c) ---- */
+/* Appends the message fmt/ap, cut to max_len - 1 bytes (at most 1023), to a growing list of
+ * strings (*list, *n of *cap); 0 or STEPSCOPE_E_NOMEM. The warning and finding lists. */
+int ssa_text_list_vadd(char ***list, size_t *n, size_t *cap, size_t max_len, const char *fmt,
+                       va_list ap) __attribute__((format(printf, 5, 0)));
+/* A duration in ns as "12.345 ms" / "4.1 us" / "731 ns" / "1.500 s" into buf; returns buf. */
+const char *ssa_fmt_time(char *buf, size_t n, double ns);
+
 /* ---- arrays (grow.c, sort.c) ---- */
+/* qsort order of int64_t values, ascending. */
+int ssa_cmp_i64(const void *a, const void *b);
 /* Sorts in place (sort.c) an array whose elements start with an int64
  * start time, in the order of `cmp` (which must order by that start time
  * first). No extra memory; linear passes of a radix sort. */

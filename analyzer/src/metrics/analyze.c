@@ -25,21 +25,12 @@ void ssa_options_default(ssa_options *o) {
 }
 
 int ssa_analysis_warn(ssa_analysis *a, const char *fmt, ...) {
-  char buf[700];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  int rc = 0;
-  pthread_mutex_lock(&warn_lock);
-  char *w = strdup(buf);
-  if (!w || ssa_grow((void **)&a->warnings, &a->warnings_cap, a->nwarnings + 1, sizeof(char *))) {
-    free(w);
-    rc = STEPSCOPE_E_NOMEM;
-  } else {
-    a->warnings[a->nwarnings++] = w;
-  }
+  pthread_mutex_lock(&warn_lock); /* ranks are analysed in parallel */
+  int rc = ssa_text_list_vadd(&a->warnings, &a->nwarnings, &a->warnings_cap, 700, fmt, ap);
   pthread_mutex_unlock(&warn_lock);
+  va_end(ap);
   return rc;
 }
 

@@ -161,11 +161,6 @@ static void swap_i64(int64_t *v, size_t i, size_t j) {
   v[j] = t;
 }
 
-static int cmp_i64(const void *pa, const void *pb) {
-  int64_t x = *(const int64_t *)pa, y = *(const int64_t *)pb;
-  return x < y ? -1 : x > y;
-}
-
 /* Puts the k-th smallest of v[lo, hi) at v[k], nothing larger before it and
  * nothing smaller after it (quickselect, median of three; a subrange that
  * resists partitioning is sorted instead, so the worst case is n log n). */
@@ -173,7 +168,7 @@ static void select_kth(int64_t *v, size_t lo, size_t hi, size_t k) {
   int rounds = 0;
   while (hi - lo > 16) {
     if (++rounds > 64) {
-      qsort(v + lo, hi - lo, sizeof *v, cmp_i64);
+      qsort(v + lo, hi - lo, sizeof *v, ssa_cmp_i64);
       return;
     }
     size_t mid = lo + (hi - lo) / 2;
@@ -720,7 +715,7 @@ int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
     points[np++] = rr->windows[i].start;
     points[np++] = rr->windows[i].end;
   }
-  qsort(points, np, sizeof *points, cmp_i64);
+  qsort(points, np, sizeof *points, ssa_cmp_i64);
   size_t u = 0;
   for (size_t i = 0; i < np; i++)
     if (u == 0 || points[i] != points[u - 1]) points[u++] = points[i];

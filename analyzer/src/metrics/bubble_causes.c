@@ -64,11 +64,6 @@ typedef struct rank_items {
   size_t n;
 } rank_items;
 
-static int cmp_i64(const void *pa, const void *pb) {
-  int64_t x = *(const int64_t *)pa, y = *(const int64_t *)pb;
-  return x < y ? -1 : x > y;
-}
-
 /* The item whose host range contains t (items sorted by start, disjoint). */
 static long item_at(const rank_items *ri, int64_t t) {
   size_t lo = 0, hi = ri->n;
@@ -206,7 +201,7 @@ static int measure_transfers(ssa_rank_result *rr) {
     points[np++] = rr->windows[i].start;
     points[np++] = rr->windows[i].end;
   }
-  qsort(points, np, sizeof *points, cmp_i64);
+  qsort(points, np, sizeof *points, ssa_cmp_i64);
   size_t u = 0;
   for (size_t i = 0; i < np; i++)
     if (u == 0 || points[i] != points[u - 1]) points[u++] = points[i];
@@ -431,8 +426,8 @@ int ssa_bubble_causes(ssa_analysis *a) {
         if (nf) mf[nmf++] = sf / nf;
         if (nb) mb[nmb++] = sb / nb;
       }
-      qsort(mf, nmf, sizeof *mf, cmp_i64);
-      qsort(mb, nmb, sizeof *mb, cmp_i64);
+      qsort(mf, nmf, sizeof *mf, ssa_cmp_i64);
+      qsort(mb, nmb, sizeof *mb, ssa_cmp_i64);
       int64_t bal_f = nmf ? mf[(nmf - 1) / 2] : 0, bal_b = nmb ? mb[(nmb - 1) / 2] : 0;
       sim_in in = {p, V, M, st, nst};
       if (simulate(&in, 0, 0, 0, idle, ends, ptr, free_at, busy) != 0) continue;

@@ -148,11 +148,6 @@ static long step_number_index(const ssa_rank_result *rr, int64_t number) {
   return -1;
 }
 
-static int cmp_i64(const void *pa, const void *pb) {
-  int64_t x = *(const int64_t *)pa, y = *(const int64_t *)pb;
-  return x < y ? -1 : x > y;
-}
-
 typedef struct late_key {
   uint32_t rank_idx;
   long step;
@@ -236,7 +231,7 @@ int ssa_find_culprits(ssa_analysis *a) {
           int64_t v[SSA_LATE_PEERS];
           for (size_t k = 0; k < np; k++)
             v[k] = peers[k][p];
-          qsort(v, np, sizeof *v, cmp_i64);
+          qsort(v, np, sizeof *v, ssa_cmp_i64);
           med = v[(np - 1) / 2];
         }
         if (mine[p] - med > best) {

@@ -41,11 +41,6 @@ static int cmp_ref(const void *pa, const void *pb) {
   return a->step < b->step ? -1 : a->step > b->step;
 }
 
-static int cmp_i64(const void *pa, const void *pb) {
-  int64_t x = *(const int64_t *)pa, y = *(const int64_t *)pb;
-  return x < y ? -1 : x > y;
-}
-
 /* The decoded metadata of the first analysed rank that declared the object at `offset` in
  * ssa_trainer_meta (its `present` member comes first), or NULL. */
 static const ssa_trainer_meta *meta_any(const ssa_analysis *a, size_t offset) {
@@ -128,11 +123,11 @@ int ssa_read_run_metadata(ssa_analysis *a) {
     if (a->steps[i].device_latency >= 0) lat[nlat++] = a->steps[i].device_latency;
   }
   if (nt) {
-    qsort(times, nt, sizeof *times, cmp_i64);
+    qsort(times, nt, sizeof *times, ssa_cmp_i64);
     a->step_time_median = times[(nt - 1) / 2];
   }
   if (nlat) {
-    qsort(lat, nlat, sizeof *lat, cmp_i64);
+    qsort(lat, nlat, sizeof *lat, ssa_cmp_i64);
     a->device_latency_median = lat[(nlat - 1) / 2];
   }
   free(times);

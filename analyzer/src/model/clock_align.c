@@ -26,11 +26,6 @@
 #include "ssa_model.h"
 #include "sc_try.h"
 
-static int cmp_i64(const void *a, const void *b) {
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return x < y ? -1 : x > y;
-}
-
 typedef struct end_sample {
   uint64_t comm_id, seq;
   uint32_t rank_idx;
@@ -186,7 +181,7 @@ int ssa_run_align(ssa_run *run) {
       }
       for (size_t j = 0; j < r->nanchors; j++)
         d[j] = (int64_t)(r->anchors[j].realtime_ns - r->anchors[j].trace_ns);
-      qsort(d, r->nanchors, sizeof *d, cmp_i64);
+      qsort(d, r->nanchors, sizeof *d, ssa_cmp_i64);
       run->anchor_offset[i] = d[(r->nanchors - 1) / 2];
       free(d);
       has[i] = 1;

@@ -88,17 +88,11 @@ int ssa_rank_set_header(ssa_rank *r, const stepscope_header *h) {
 }
 
 int ssa_rank_warn(ssa_rank *r, const char *fmt, ...) {
-  char buf[600];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(buf, sizeof buf, fmt, ap);
+  int rc = ssa_text_list_vadd(&r->warnings, &r->nwarnings, &r->warnings_cap, 600, fmt, ap);
   va_end(ap);
-  if (ssa_grow((void **)&r->warnings, &r->warnings_cap, r->nwarnings + 1, sizeof(char *)))
-    return STEPSCOPE_E_NOMEM;
-  char *w = strdup(buf);
-  if (!w) return STEPSCOPE_E_NOMEM;
-  r->warnings[r->nwarnings++] = w;
-  return 0;
+  return rc;
 }
 
 static uint32_t lane_hash(uint8_t kind, uint64_t id) {

@@ -14,17 +14,11 @@
 #include "ssa_model.h"
 
 int ssa_run_warn(ssa_run *run, const char *fmt, ...) {
-  char buf[700];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(buf, sizeof buf, fmt, ap);
+  int rc = ssa_text_list_vadd(&run->warnings, &run->nwarnings, &run->warnings_cap, 700, fmt, ap);
   va_end(ap);
-  if (ssa_grow((void **)&run->warnings, &run->warnings_cap, run->nwarnings + 1, sizeof(char *)))
-    return STEPSCOPE_E_NOMEM;
-  char *w = strdup(buf);
-  if (!w) return STEPSCOPE_E_NOMEM;
-  run->warnings[run->nwarnings++] = w;
-  return 0;
+  return rc;
 }
 
 void ssa_run_free(ssa_run *run) {

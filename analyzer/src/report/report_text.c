@@ -13,17 +13,7 @@
 #include "ssa_report.h"
 
 static const char *fmt_ns(int64_t ns, char *buf, size_t n) {
-  double v = (double)ns;
-  double av = fabs(v);
-  if (av >= 1e9)
-    snprintf(buf, n, "%.3f s", v / 1e9);
-  else if (av >= 1e6)
-    snprintf(buf, n, "%.3f ms", v / 1e6);
-  else if (av >= 1e3)
-    snprintf(buf, n, "%.1f us", v / 1e3);
-  else
-    snprintf(buf, n, "%lld ns", (long long)ns);
-  return buf;
+  return ssa_fmt_time(buf, n, (double)ns); /* exact: below 1 us it prints an integer */
 }
 
 static double pct(int64_t a, int64_t b) {
