@@ -1,6 +1,6 @@
 /*
  * kineto_split.h — one large Kineto trace tokenized on two threads, for the
- * importer (kineto_source.c).
+ * importer (its worker side at the end of kineto_split.c).
  *
  * Why: on a 2-core machine, importing one real trace left the second core
  * mostly idle: the tokenizer was the whole wall time (82 % of the samples),
@@ -20,7 +20,7 @@
  * in a text on one line, a '}' and a ',' (one object's end, the next's
  * start); what S is between is verified, not assumed. It then runs the importer's
  * work function on the text from S, following what is written too
- * (kineto_source.c: the events read with the same code and stored, not
+ * (kineto_reader.c and kineto_split.c: the events read with the same code and stored, not
  * converted). Until S is known the calling thread sees no byte past the
  * fraction, afterwards none past S, so the two never touch the same bytes:
  * the helper copies the text from S into its own streaming buffer, the
