@@ -31,6 +31,7 @@
 #include "kineto_host.h"
 #include "kineto_split.h"
 #include "skip_template.h"
+#include "ssa_import.h"
 #include "ssa_model.h"
 
 #define KDEVICES   64
@@ -121,9 +122,12 @@ static inline int only_counted(const kevent *ev) {
  * not NULL, from the whole document in memory (tokenized in place: doc must
  * be writable), or, when `sp` is not NULL, from the split's buffer with the
  * helper's events in `res` (kineto_split.h). `name` is the file's name for
- * messages. 0 or a status, with a message in err. */
+ * messages; `opt` (not NULL): the fast path on or off, and whether to say
+ * on stderr how many events it read (ssa_import.h). 0 or a status, with a
+ * message in err. */
 int ssa_kineto_import(js_read_fn read, void *ctx, void *doc, size_t doc_len, ssa_split *sp,
-                      struct ksplit_out *res, const char *name, ssa_rank *r, stepscope_error *err);
+                      struct ksplit_out *res, const char *name, const ssa_import_options *opt,
+                      ssa_rank *r, stepscope_error *err);
 
 /* The next element of the events array: an event is read into k->ev (whole
  * over the buffer by kineto_fast.c when it can be, else token by token) and
@@ -132,9 +136,6 @@ int ssa_kineto_import(js_read_fn read, void *ctx, void *doc, size_t doc_len, ssa
  * array's ']', its offset in tok_offset), another value, or JS_ERROR.
  * Returns 0 or an error code. */
 int ssa_kineto_next_element(kimport *k, js_kind *t);
-
-/* Whether events are read whole when they can be (kineto_fast.c). */
-int ssa_kineto_fast_wanted(void);
 
 /* ---- the mapper (kineto_mapper.c) ---- */
 
@@ -156,9 +157,11 @@ int ssa_kineto_split_store(kimport *k);
 int ssa_kineto_split_handoff(kimport *k);
 
 /* Imports the file on `fd` (plain, or gzip with `size` bytes of text per its
- * trailer) through the split: 1 and the import's status in *rc_out, or 0
+ * trailer) through the split (`opt`: the point, the fast path, the trace):
+ * 1 and the import's status in *rc_out, or 0
  * when the helper cannot be had (read the file another way). */
-int ssa_kineto_import_split(int fd, int gzip, size_t size, const char *path, ssa_rank *r,
-                            stepscope_error *err, int *rc_out);
+int ssa_kineto_import_split(int fd, int gzip, size_t size, const char *path,
+                            const ssa_import_options *opt, ssa_rank *r, stepscope_error *err,
+                            int *rc_out);
 
 #endif

@@ -423,18 +423,14 @@ static int read_document(kimport *k) {
   return 0;
 }
 
-/* STEPSCOPE_KINETO_FAST=off reads every event token by token (for tests
- * and measurements: the result must not change); STEPSCOPE_KINETO_FAST_TRACE
- * says on stderr how many events each import read which way. */
-int ssa_kineto_fast_wanted(void) {
-  const char *v = getenv("STEPSCOPE_KINETO_FAST");
-  return !(v && !strcmp(v, "off"));
-}
-
 /* Imports from the read callback, or, when `doc` is not NULL, from the
- * whole document in memory (tokenized in place: doc must be writable). */
+ * whole document in memory (tokenized in place: doc must be writable).
+ * opt->fast_off reads every event token by token (for tests and
+ * measurements: the result must not change); opt->fast_trace says on
+ * stderr how many events each import read which way. */
 int ssa_kineto_import(js_read_fn read, void *ctx, void *doc, size_t doc_len, ssa_split *sp,
-                      struct ksplit_out *res, const char *name, ssa_rank *r, stepscope_error *err) {
+                      struct ksplit_out *res, const char *name, const ssa_import_options *opt,
+                      ssa_rank *r, stepscope_error *err) {
   kimport *k = calloc(1, sizeof *k);
   if (!k) return STEPSCOPE_E_NOMEM;
   k->r = r;
@@ -443,7 +439,7 @@ int ssa_kineto_import(js_read_fn read, void *ctx, void *doc, size_t doc_len, ssa
   k->first_ts = INT64_MAX;
   k->split = sp;
   k->split_res = res;
-  k->fast = ssa_kineto_fast_wanted();
+  k->fast = !opt->fast_off;
   int rc = STEPSCOPE_E_NOMEM;
   if (sp ? js_init_buffer_grow(&k->js, ssa_split_doc(sp), ssa_split_cap(sp), 0, ssa_split_grow, sp)
       : doc ? js_init_buffer(&k->js, doc, doc_len)
@@ -454,7 +450,7 @@ int ssa_kineto_import(js_read_fn read, void *ctx, void *doc, size_t doc_len, ssa
   k->dom_gpu = ssa_rank_intern(r, "gpu_user_annotation");
   if (!k->dom_user || !k->dom_cpu || !k->dom_gpu) goto out;
   rc = read_document(k);
-  if (getenv("STEPSCOPE_KINETO_FAST_TRACE"))
+  if (opt->fast_trace)
     fprintf(stderr, "kineto fast: %s: %llu events read whole, %llu token by token\n", name,
             (unsigned long long)k->events_whole, (unsigned long long)k->events_by_token);
   if (rc == 0) rc = ssa_kineto_finish_rank(k);

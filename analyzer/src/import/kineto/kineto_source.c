@@ -24,9 +24,11 @@
 #include "kineto_import.h"
 #include "kineto_split.h"
 
+static const ssa_import_options defaults; /* all zero: the defaults */
+
 static int import(js_read_fn read, void *ctx, void *doc, size_t doc_len, const char *name,
-                  ssa_rank *r, stepscope_error *err) {
-  return ssa_kineto_import(read, ctx, doc, doc_len, NULL, NULL, name, r, err);
+                  const ssa_import_options *opt, ssa_rank *r, stepscope_error *err) {
+  return ssa_kineto_import(read, ctx, doc, doc_len, NULL, NULL, name, opt, r, err);
 }
 
 /* ---- file and memory readers ---- */
@@ -132,11 +134,20 @@ static long mem_read(void *ctx, void *buf, size_t n) {
  * streaming one. */
 int ssa_kineto_load_memory(const void *data, size_t size, const char *name, ssa_rank *r,
                            stepscope_error *err) {
+  return ssa_kineto_load_memory_opts(data, size, name, NULL, r, err);
+}
+
+int ssa_kineto_load_memory_opts(const void *data, size_t size, const char *name,
+                                const ssa_import_options *opt, ssa_rank *r, stepscope_error *err) {
   if (err) memset(err, 0, sizeof *err);
   unsigned char *copy = malloc(size ? size : 1);
-  if (!copy) return ssa_kineto_load_memory_chunked(data, size, SIZE_MAX, name, r, err);
+  if (!opt) opt = &defaults;
+  if (!copy) {
+    mem_ctx m = {data, size, 0, SIZE_MAX};
+    return import(mem_read, &m, NULL, 0, name, opt, r, err);
+  }
   if (size) memcpy(copy, data, size);
-  int rc = import(NULL, NULL, copy, size, name, r, err);
+  int rc = import(NULL, NULL, copy, size, name, opt, r, err);
   free(copy);
   return rc;
 }
@@ -145,7 +156,7 @@ int ssa_kineto_load_memory_chunked(const void *data, size_t size, size_t chunk, 
                                    ssa_rank *r, stepscope_error *err) {
   mem_ctx m = {data, size, 0, chunk ? chunk : 1};
   if (err) memset(err, 0, sizeof *err);
-  return import(mem_read, &m, NULL, 0, name, r, err);
+  return import(mem_read, &m, NULL, 0, name, &defaults, r, err);
 }
 
 /* ---- which way a gzip file is read ----
@@ -172,38 +183,37 @@ int ssa_kineto_load_memory_chunked(const void *data, size_t size, size_t chunk, 
 #define GZIP_AUTO_PIPE 0
 #endif
 
-static int gzip_mode_from_env(void) {
-  const char *v = getenv("STEPSCOPE_KINETO_GZIP");
-  if (!v) return SSA_GZIP_AUTO;
-  if (!strcmp(v, "whole")) return SSA_GZIP_WHOLE;
-  if (!strcmp(v, "pipe")) return SSA_GZIP_PIPE;
-  if (!strcmp(v, "stream")) return SSA_GZIP_STREAM;
-  return SSA_GZIP_AUTO;
+static int load_file(const char *path, int mode, size_t whole_max, const ssa_import_options *opt,
+                     ssa_rank *r, stepscope_error *err);
+
+int ssa_kineto_source_load_opts(const char *path, const ssa_import_options *opt, ssa_rank *r,
+                                stepscope_error *err) {
+  if (!opt) opt = &defaults;
+  return load_file(path, (int)opt->gzip, ssa_gzip_whole_bound(), opt, r, err);
 }
 
-static int load_file(const char *path, int mode, size_t whole_max, ssa_rank *r,
-                     stepscope_error *err);
-
 int ssa_kineto_source_load(const char *path, ssa_rank *r, stepscope_error *err) {
-  return load_file(path, gzip_mode_from_env(), ssa_gzip_whole_bound(), r, err);
+  return ssa_kineto_source_load_opts(path, NULL, r, err);
 }
 
 int ssa_kineto_source_load_whole_max(const char *path, size_t whole_max, ssa_rank *r,
                                      stepscope_error *err) {
-  return load_file(path, whole_max ? SSA_GZIP_WHOLE : SSA_GZIP_STREAM, whole_max, r, err);
+  return load_file(path, whole_max ? SSA_GZIP_WHOLE : SSA_GZIP_STREAM, whole_max, &defaults, r,
+                   err);
 }
 
 int ssa_kineto_source_load_gzip(const char *path, ssa_gzip_mode mode, ssa_rank *r,
                                 stepscope_error *err) {
-  return load_file(path, (int)mode, ssa_gzip_whole_bound(), r, err);
+  return load_file(path, (int)mode, ssa_gzip_whole_bound(), &defaults, r, err);
 }
 
 /* Imports the gzip file on `fd` through a pipe: 1 and the import's status
  * in *rc_out, or 0 when the pipe cannot be had (read the file another way). */
-static int import_piped(int fd, const char *path, ssa_rank *r, stepscope_error *err, int *rc_out) {
+static int import_piped(int fd, const char *path, const ssa_import_options *opt, ssa_rank *r,
+                        stepscope_error *err, int *rc_out) {
   ssa_inflate_pipe *p = ssa_inflate_pipe_open(fd, SSA_PIPE_CHUNK, SSA_PIPE_NCHUNKS);
   if (!p) return 0;
-  int rc = import(ssa_inflate_pipe_read, p, NULL, 0, path, r, err);
+  int rc = import(ssa_inflate_pipe_read, p, NULL, 0, path, opt, r, err);
   char msg[128];
   if (ssa_inflate_pipe_close(p, msg, sizeof msg) && err) {
     /* say what failed rather than "read error" */
@@ -228,8 +238,8 @@ static int gzip_isize(int fd, uint64_t file_size, size_t *out) {
   return *out != 0;
 }
 
-static int load_file(const char *path, int mode, size_t whole_max, ssa_rank *r,
-                     stepscope_error *err) {
+static int load_file(const char *path, int mode, size_t whole_max, const ssa_import_options *opt,
+                     ssa_rank *r, stepscope_error *err) {
   if (err) memset(err, 0, sizeof *err);
   int rc = 0;
   file_ctx f;
@@ -269,10 +279,11 @@ static int load_file(const char *path, int mode, size_t whole_max, ssa_rank *r,
     size_t isize;
     if ((mode == SSA_GZIP_PIPE || mode == SSA_GZIP_AUTO) &&
         gzip_isize(f.fd, (uint64_t)st.st_size, &isize) && isize <= ssa_gzip_whole_bound() &&
-        ssa_split_wanted(isize) && ssa_kineto_import_split(f.fd, 1, isize, path, r, err, &rc))
+        ssa_split_wanted(isize, opt->split) &&
+        ssa_kineto_import_split(f.fd, 1, isize, path, opt, r, err, &rc))
       goto done;
     if ((mode == SSA_GZIP_PIPE || (mode == SSA_GZIP_AUTO && GZIP_AUTO_PIPE)) &&
-        import_piped(f.fd, path, r, err, &rc))
+        import_piped(f.fd, path, opt, r, err, &rc))
       goto done;
     /* moderate and well-formed: inflated whole with libdeflate, which is
      * three times faster (gzip_whole.h); else streamed with zlib below */
@@ -280,7 +291,7 @@ static int load_file(const char *path, int mode, size_t whole_max, ssa_rank *r,
     size_t doc_len;
     if (mode != SSA_GZIP_STREAM &&
         ssa_gzip_whole(f.fd, (uint64_t)st.st_size, whole_max, &doc, &doc_len)) {
-      rc = import(NULL, NULL, doc, doc_len, path, r, err);
+      rc = import(NULL, NULL, doc, doc_len, path, opt, r, err);
       ssa_gzip_whole_free(doc, doc_len);
       goto done;
     }
@@ -292,15 +303,15 @@ static int load_file(const char *path, int mode, size_t whole_max, ssa_rank *r,
     else
       f.z_ready = 1;
   } else if ((uint64_t)st.st_size <= ssa_gzip_whole_bound() &&
-             ssa_split_wanted((uint64_t)st.st_size) &&
-             ssa_kineto_import_split(f.fd, 0, (size_t)st.st_size, path, r, err, &rc)) {
+             ssa_split_wanted((uint64_t)st.st_size, opt->split) &&
+             ssa_kineto_import_split(f.fd, 0, (size_t)st.st_size, path, opt, r, err, &rc)) {
     goto done;
   } else {
     f.pend_len = (size_t)got;
     f.zin_eof = got == 0;
   }
   if (rc == 0) {
-    rc = import(file_read, &f, NULL, 0, path, r, err);
+    rc = import(file_read, &f, NULL, 0, path, opt, r, err);
     if (f.failed && err) {
       /* say what failed rather than "read error" */
       char m[sizeof err->message];

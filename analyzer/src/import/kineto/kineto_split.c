@@ -80,7 +80,8 @@ struct ssa_split {
   /* the helper's thread only: where its reader is */
   size_t read_pos;
   atomic_int cancel;
-  /* STEPSCOPE_KINETO_SPLIT_TRACE: when things happened (ms after open) */
+  /* ssa_import_options.split_trace: said on close; when things happened (ms after open) */
+  int trace;
   double t0, t_point, t_work_done, t_at_point, t_finished;
 };
 
@@ -93,12 +94,9 @@ static double now_ms(void) {
 static atomic_int active_splits;
 static atomic_int loader_threads = 1;
 
-static double split_fraction(int gzip, double ratio, size_t size) {
-  const char *v = getenv("STEPSCOPE_KINETO_SPLIT_AT");
-  if (v) {
-    double f = atof(v);
-    if (f > 0.0 && f < 1.0) return f;
-  }
+/* `at`: the point asked for (ssa_import_options.split_at), taken when in (0, 1) */
+static double split_fraction(int gzip, double ratio, size_t size, double at) {
+  if (at > 0.0 && at < 1.0) return at;
   /* measured (perf stat -r 7, 2 cores): the helper's part takes longer per
    * byte (it starts when the text gets to the point, copies it into its
    * own buffer, stores every event) and the caller converts the stored
@@ -148,10 +146,9 @@ static double split_fraction(int gzip, double ratio, size_t size) {
   return 0.7;
 }
 
-int ssa_split_wanted(uint64_t len) {
-  const char *v = getenv("STEPSCOPE_KINETO_SPLIT");
-  if (v && !strcmp(v, "on")) return 1;
-  if (v && !strcmp(v, "off")) return 0;
+int ssa_split_wanted(uint64_t len, ssa_split_mode mode) {
+  if (mode == SSA_SPLIT_ON) return 1;
+  if (mode == SSA_SPLIT_OFF) return 0;
   if (len < SSA_SPLIT_MIN) return 0;
   cpu_set_t set;
   int cores = 1;
@@ -314,7 +311,8 @@ static void *helper(void *arg) {
   return NULL;
 }
 
-ssa_split *ssa_split_open(int fd, int gzip, size_t size, ssa_split_work work, void *arg) {
+ssa_split *ssa_split_open(int fd, int gzip, size_t size, const ssa_import_options *opt,
+                          ssa_split_work work, void *arg) {
   if (size == 0) return NULL;
   ssa_split *sp = calloc(1, sizeof *sp);
   if (!sp) return NULL;
@@ -333,8 +331,9 @@ ssa_split *ssa_split_open(int fd, int gzip, size_t size, ssa_split_work work, vo
    * the tokenizer, not between two events, and abandon the split) */
   struct stat st;
   double ratio = fstat(fd, &st) == 0 && st.st_size > 0 ? (double)size / (double)st.st_size : 0.0;
-  sp->lo = (size_t)((double)size * split_fraction(gzip, ratio, size));
+  sp->lo = (size_t)((double)size * split_fraction(gzip, ratio, size, opt->split_at));
   sp->lo = sp->lo > LO_MARGIN ? sp->lo - LO_MARGIN : 0;
+  sp->trace = opt->split_trace;
   sp->work = work;
   sp->arg = arg;
   sp->point = sp->main_point = SIZE_MAX;
@@ -430,7 +429,7 @@ int ssa_split_close(ssa_split *sp, char *msg, size_t cap) {
   atomic_store(&sp->cancel, 1);
   pthread_join(sp->th, NULL);
   const char *verdict = sp->used ? "used" : sp->abandoned ? "abandoned" : "alone";
-  if (getenv("STEPSCOPE_KINETO_SPLIT_TRACE"))
+  if (sp->trace)
     fprintf(stderr,
             "kineto split: %s (point %zu, lo %zu; ms: point chosen %.1f, caller at it %.1f, helper "
             "done %.1f, "
@@ -473,6 +472,7 @@ typedef struct ksplit_out {
   uint64_t truncated_names, bad_utf8, first_bad_utf8;
   uint64_t events_whole, events_by_token;
   uint64_t only_counted; /* events ssa_kineto_convert only counts (only_counted): not stored */
+  int fast;              /* the helper reads events whole when it can (the caller's switch) */
 } ksplit_out;
 
 enum {
@@ -647,7 +647,7 @@ static void split_work(void *arg, ssa_split *sp, const unsigned char *doc, size_
   js_enter_array_in_place(&w->js, at, depth);
   w->name = "";
   w->store = o;
-  w->fast = ssa_kineto_fast_wanted();
+  w->fast = o->fast;
   for (uint64_t n = 0;; n++) {
     if ((n & 255) == 0 && ssa_split_cancelled(sp)) break;
     js_kind t;
@@ -699,16 +699,18 @@ int ssa_kineto_split_handoff(kimport *k) {
 /* Imports the file on `fd` (plain, or gzip with `size` bytes of text per its
  * trailer) through the split: 1 and the import's status in *rc_out, or 0
  * when the helper cannot be had (read the file another way). */
-int ssa_kineto_import_split(int fd, int gzip, size_t size, const char *path, ssa_rank *r,
-                            stepscope_error *err, int *rc_out) {
+int ssa_kineto_import_split(int fd, int gzip, size_t size, const char *path,
+                            const ssa_import_options *opt, ssa_rank *r, stepscope_error *err,
+                            int *rc_out) {
   ksplit_out *o = calloc(1, sizeof *o);
   if (!o) return 0;
-  ssa_split *sp = ssa_split_open(fd, gzip, size, split_work, o);
+  o->fast = !opt->fast_off;
+  ssa_split *sp = ssa_split_open(fd, gzip, size, opt, split_work, o);
   if (!sp) {
     free(o);
     return 0;
   }
-  int rc = ssa_kineto_import(NULL, NULL, NULL, 0, sp, o, path, r, err);
+  int rc = ssa_kineto_import(NULL, NULL, NULL, 0, sp, o, path, opt, r, err);
   char msg[128];
   if (ssa_split_close(sp, msg, sizeof msg) && err) {
     char m[sizeof err->message];
