@@ -15,6 +15,7 @@
 #include "ssa_metrics.h"
 #include "ssa_report.h"
 #include "ssa_import.h"
+#include "cli_env.h"
 
 static void usage(FILE *f) {
   fprintf(f, "usage: stepscope analyze RUN [options]\n"
@@ -82,7 +83,9 @@ int cmd_analyze(int argc, char **argv) {
   ssa_run run;
   stepscope_error err;
   memset(&err, 0, sizeof err);
-  if (ssa_run_load_with_rules(&run, run_path, &lo, opt.comm_rules, &err)) {
+  cli_env env;
+  cli_env_read(&env);
+  if (ssa_run_load_import(&run, run_path, &lo, opt.comm_rules, &env.import, &err)) {
     fprintf(stderr, "stepscope analyze: %s\n", err.message);
     ssa_run_free(&run);
     return 1;

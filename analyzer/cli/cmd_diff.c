@@ -23,6 +23,7 @@
 #include "ssa_diff.h"
 #include "ssa_report.h"
 #include "ssa_import.h"
+#include "cli_env.h"
 
 static void usage(FILE *f) {
   fprintf(
@@ -87,7 +88,9 @@ static int load_and_analyse(const char *path, const ssa_options *opt, loaded *l)
   stepscope_error err;
   memset(&err, 0, sizeof err);
   l->have_run = 1;
-  if (ssa_run_load_with_rules(&l->run, path, &lo, opt->comm_rules, &err)) {
+  cli_env env;
+  cli_env_read(&env);
+  if (ssa_run_load_import(&l->run, path, &lo, opt->comm_rules, &env.import, &err)) {
     fprintf(stderr, "stepscope diff: %s\n", err.message);
     return 1;
   }

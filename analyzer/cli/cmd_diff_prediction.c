@@ -17,6 +17,7 @@
 #include "ssa_diff.h"
 #include "ssa_report.h"
 #include "ssa_import.h"
+#include "cli_env.h"
 
 int cli_diff_which_is_prediction(const char *a, const char *b) {
   if (ssa_prediction_sniff(b)) return 1;
@@ -48,7 +49,9 @@ int cli_diff_prediction(const char *run_path, const char *prediction_path, const
   ssa_analysis an;
   memset(&an, 0, sizeof an);
   int have_an = 0, rc = 1;
-  if (ssa_run_load_with_rules(&run, run_path, &lo, opt->comm_rules, &e)) {
+  cli_env env;
+  cli_env_read(&env);
+  if (ssa_run_load_import(&run, run_path, &lo, opt->comm_rules, &env.import, &e)) {
     fprintf(stderr, "stepscope diff: %s\n", e.message);
     goto out;
   }

@@ -17,6 +17,7 @@
 #include "analysis_options.h"
 #include "ssa_report.h"
 #include "ssa_import.h"
+#include "cli_env.h"
 #include "ssa_export.h"
 
 static void usage(FILE *f) {
@@ -85,7 +86,9 @@ int cmd_export(int argc, char **argv) {
   ssa_run run;
   stepscope_error err;
   memset(&err, 0, sizeof err);
-  if (ssa_run_load_with_rules(&run, run_path, &lo, opt.comm_rules, &err)) {
+  cli_env env;
+  cli_env_read(&env);
+  if (ssa_run_load_import(&run, run_path, &lo, opt.comm_rules, &env.import, &err)) {
     fprintf(stderr, "stepscope export: %s\n", err.message);
     ssa_run_free(&run);
     return 1;
@@ -109,7 +112,7 @@ int cmd_export(int argc, char **argv) {
   if (tty) fprintf(stderr, "writing %s ...\n", out_path);
   ssa_export_stats st;
   memset(&st, 0, sizeof st);
-  int rc = perfetto ? ssa_export_perfetto(&an, out_path, &st, &err)
+  int rc = perfetto ? ssa_export_perfetto_opts(&an, out_path, &env.perfetto, &st, &err)
                     : ssa_export_chrome(&an, out_path, &st, &err);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   if (rc)

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli_env.h"
 #include "kineto_source.h"
 #include "ssa_model.h"
 
@@ -71,7 +72,9 @@ static void scan_kineto(const char *path, trace_summary *s) {
     snprintf(s->error.message, sizeof s->error.message, "%s: out of memory", path);
     return;
   }
-  if (ssa_kineto_source_load(path, &r, &s->error) != 0) {
+  cli_env env;
+  cli_env_read(&env);
+  if (ssa_kineto_source_load_opts(path, &env.import, &r, &s->error) != 0) {
     if (!s->error.code) s->error.code = STEPSCOPE_E_FORMAT;
     ssa_rank_free(&r);
     return;

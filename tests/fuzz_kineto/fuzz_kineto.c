@@ -1,12 +1,12 @@
 /*
  * fuzz_kineto.c — fuzz target for the Kineto importer (json_stream.c +
- * kineto_source.c): every input is imported into a rank from memory, and
+ * kineto_reader.c, kineto_mapper.c): every input is imported into a rank from memory, and
  * what the importer made of it goes through the full analysis and every
  * output (tests/fuzz/fuzz_analyse.h). Every input is imported a second time with
  * the bytes handed over in small reads (1 to 13 bytes, from the input's
  * size), so tokens cross the tokenizer's buffer refills everywhere, and a
  * third time from memory with the events' fast path off
- * (STEPSCOPE_KINETO_FAST=off: every event token by token; the first import
+ * (ssa_import_options.fast_off: every event token by token; the first import
  * takes kineto_fast.c wherever it can, the small reads hardly ever). All
  * imports must agree (same outcome, same error message, same records and
  * strings) or the target aborts. Built two ways:
@@ -89,9 +89,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     free(r);
     return 0;
   }
-  setenv("STEPSCOPE_KINETO_FAST", "off", 1);
-  int rc3 = ssa_kineto_load_memory(data, size, "fuzz.json", &r[1], &err3);
-  unsetenv("STEPSCOPE_KINETO_FAST");
+  ssa_import_options token_by_token = {.fast_off = 1};
+  int rc3 = ssa_kineto_load_memory_opts(data, size, "fuzz.json", &token_by_token, &r[1], &err3);
   if ((rc != 0) != (rc3 != 0) || (rc != 0 && strcmp(err.message, err3.message)) ||
       (rc == 0 && !same_rank(&r[0], &r[1]))) {
     fprintf(stderr, "the events' fast path changed the import:\n  %s\n  %s\n",

@@ -38,8 +38,8 @@
  *   values are interned per sequence (InternedData in the packet that first
  *   uses them); a sequence whose table passes the limit starts over with
  *   SEQ_INCREMENTAL_STATE_CLEARED (defaults, clock and empty tables again).
- *   The limit is 16384 entries (STEPSCOPE_PFTRACE_INTERN_LIMIT overrides it:
- *   a test knob).
+ *   The limit is 16384 entries (ssa_perfetto_options.intern_limit overrides it:
+ *   a test knob, which the command fills from STEPSCOPE_PFTRACE_INTERN_LIMIT).
  * - correlation ids use TrackEvent.correlation_id, categories category_iids;
  *   only the arguments a slice has are written (an empty NVTX domain is
  *   left out, where the JSON writes "domain":"").
@@ -978,14 +978,19 @@ out:
 
 int ssa_export_perfetto(const ssa_analysis *a, const char *path, ssa_export_stats *stats,
                         stepscope_error *err) {
+  return ssa_export_perfetto_opts(a, path, NULL, stats, err);
+}
+
+int ssa_export_perfetto_opts(const ssa_analysis *a, const char *path,
+                             const ssa_perfetto_options *opt, ssa_export_stats *stats,
+                             stepscope_error *err) {
   pf_writer w;
   memset(&w, 0, sizeof w);
   w.a = a;
   w.next_seq = 1;
   w.next_uuid = 1;
   w.intern_limit = 16384;
-  const char *lim = getenv("STEPSCOPE_PFTRACE_INTERN_LIMIT");
-  if (lim && atoi(lim) >= 32) w.intern_limit = (uint32_t)atoi(lim);
+  if (opt && opt->intern_limit >= 32) w.intern_limit = (uint32_t)opt->intern_limit;
   int rc = ssa_out_open(&w.o, path);
   if (rc) {
     if (err) {

@@ -27,4 +27,17 @@ int ssa_export_chrome(const ssa_analysis *a, const char *path, ssa_export_stats 
 int ssa_export_perfetto(const ssa_analysis *a, const char *path, ssa_export_stats *stats,
                         stepscope_error *err);
 
+/* Switches of the Perfetto export, for tests (the trace means the same
+ * either way). All zero (or NULL) is the default; the library never reads
+ * the environment: the `stepscope` command fills this from
+ * STEPSCOPE_PFTRACE_INTERN_LIMIT (analyzer/cli/cli_env.c). */
+typedef struct ssa_perfetto_options {
+  int intern_limit; /* interned strings per sequence before a reset; taken when >= 32, else
+                       16384 (perfetto_export.c) */
+} ssa_perfetto_options;
+
+int ssa_export_perfetto_opts(const ssa_analysis *a, const char *path,
+                             const ssa_perfetto_options *opt, ssa_export_stats *stats,
+                             stepscope_error *err);
+
 #endif

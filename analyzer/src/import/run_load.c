@@ -27,9 +27,16 @@
 #include "ssa_io.h"
 #include "sc_try.h"
 
+/* our trace's reader has no switches */
+static int trace_load(const char *path, const ssa_import_options *opt, ssa_rank *r,
+                      stepscope_error *err) {
+  (void)opt;
+  return ssa_trace_source_load(path, r, err);
+}
+
 static const ssa_source ssa_sources[] = {
-    {"stepscope trace", ssa_trace_source_load},
-    {"kineto json", ssa_kineto_source_load},
+    {"stepscope trace", trace_load},
+    {"kineto json", ssa_kineto_source_load_opts},
 };
 #define NSOURCES (sizeof ssa_sources / sizeof ssa_sources[0])
 
@@ -47,6 +54,7 @@ typedef struct pool {
   atomic_size_t next, done;
   int progress;
   const ssa_comm_rules *comm_rules; /* the user's classification rules, or NULL */
+  const ssa_import_options *import; /* the importers' switches (never NULL) */
   pthread_mutex_t print_lock;
 } pool;
 
@@ -59,7 +67,7 @@ static void *worker(void *arg) {
     memset(&t->err, 0, sizeof t->err);
     t->rc = ssa_rank_init(&t->rank);
     t->rank.comm_rules = p->comm_rules;
-    if (t->rc == 0) t->rc = t->source->load(t->path, &t->rank, &t->err);
+    if (t->rc == 0) t->rc = t->source->load(t->path, p->import, &t->rank, &t->err);
     if (t->rc == 0) t->rc = ssa_rank_finish(&t->rank);
     if (t->rc && !t->err.message[0])
       snprintf(t->err.message, sizeof t->err.message, "%s: %s", t->path,
@@ -137,6 +145,12 @@ int ssa_run_load(ssa_run *run, const char *path, const ssa_load_options *opt,
 
 int ssa_run_load_with_rules(ssa_run *run, const char *path, const ssa_load_options *opt,
                             const ssa_comm_rules *rules, stepscope_error *err) {
+  return ssa_run_load_import(run, path, opt, rules, NULL, err);
+}
+
+int ssa_run_load_import(ssa_run *run, const char *path, const ssa_load_options *opt,
+                        const ssa_comm_rules *rules, const ssa_import_options *import,
+                        stepscope_error *err) {
   memset(run, 0, sizeof *run);
   run->dir = strdup(path);
   if (!run->dir) return STEPSCOPE_E_NOMEM;
@@ -168,6 +182,8 @@ int ssa_run_load_with_rules(ssa_run *run, const char *path, const ssa_load_optio
   atomic_init(&p.done, 0);
   p.progress = opt && opt->progress;
   p.comm_rules = rules;
+  static const ssa_import_options import_defaults;
+  p.import = import ? import : &import_defaults;
   pthread_mutex_init(&p.print_lock, NULL);
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   size_t nthreads =

@@ -109,6 +109,34 @@ void ssa_run_files_why_none(const ssa_run_files *files, char *buf, size_t len);
 
 /* ---- loading (trace_source.c, run_load.c) ---- */
 
+/* How a gzip file is read (kineto_source.h says what each way is). */
+typedef enum ssa_gzip_mode {
+  SSA_GZIP_AUTO,
+  SSA_GZIP_WHOLE,
+  SSA_GZIP_PIPE,
+  SSA_GZIP_STREAM
+} ssa_gzip_mode;
+
+/* Whether one Kineto document is tokenized on two threads (kineto_split.h):
+ * AUTO by its size and the cores, ON for any size and core count, OFF never. */
+typedef enum ssa_split_mode { SSA_SPLIT_AUTO, SSA_SPLIT_ON, SSA_SPLIT_OFF } ssa_split_mode;
+
+/* Switches of the Kineto importer, for tests and measurements: the result
+ * never depends on them, only the speed and what is said on stderr. All
+ * zero (or a NULL pointer) is the default. The library never reads the
+ * environment; the `stepscope` command fills this from the variables named
+ * here (analyzer/cli/cli_env.c) and passes it to ssa_run_load_import. */
+typedef struct ssa_import_options {
+  int fast_off;         /* every event read token by token (STEPSCOPE_KINETO_FAST=off) */
+  int fast_trace;       /* how many events each import read which way, on stderr
+                           (STEPSCOPE_KINETO_FAST_TRACE set) */
+  ssa_gzip_mode gzip;   /* STEPSCOPE_KINETO_GZIP=auto|whole|pipe|stream */
+  ssa_split_mode split; /* STEPSCOPE_KINETO_SPLIT=on|off */
+  double split_at;      /* the split point as a fraction of the text, used when in (0, 1);
+                           else the measured default (STEPSCOPE_KINETO_SPLIT_AT) */
+  int split_trace;      /* what each split did, on stderr (STEPSCOPE_KINETO_SPLIT_TRACE set) */
+} ssa_import_options;
+
 typedef struct ssa_load_options {
   int threads;  /* 0: number of online CPUs */
   int progress; /* print progress on stderr */
@@ -116,10 +144,10 @@ typedef struct ssa_load_options {
 
 /* A loader source: fills a rank from one file of a kind that
  * run_discovery.c recognised. Our trace reader is one; importers add
- * themselves to ssa_sources (run_load.c). */
+ * themselves to ssa_sources (run_load.c). `opt` is never NULL. */
 typedef struct ssa_source {
   const char *name;
-  int (*load)(const char *path, ssa_rank *r, stepscope_error *err);
+  int (*load)(const char *path, const ssa_import_options *opt, ssa_rank *r, stepscope_error *err);
 } ssa_source;
 
 int ssa_trace_source_load(const char *path, ssa_rank *r, stepscope_error *err);
@@ -132,5 +160,11 @@ int ssa_run_load(ssa_run *run, const char *path, const ssa_load_options *opt, st
  * built-in rules only). The rules must outlive the run. */
 int ssa_run_load_with_rules(ssa_run *run, const char *path, const ssa_load_options *opt,
                             const ssa_comm_rules *rules, stepscope_error *err);
+/* The same with the importers' switches (`import`, NULL: the defaults; a
+ * separate argument, not a field of ssa_load_options, whose callers fill it
+ * by position). */
+int ssa_run_load_import(ssa_run *run, const char *path, const ssa_load_options *opt,
+                        const ssa_comm_rules *rules, const ssa_import_options *import,
+                        stepscope_error *err);
 
 #endif

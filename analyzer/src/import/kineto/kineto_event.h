@@ -2,7 +2,7 @@
  * kineto_event.h — one Kineto trace event as the importer keeps it (only the
  * fields and args the mapping uses), and the small decisions both of its
  * readers make on it: which key is which, which category, which parts of an
- * event can be skipped unread. The readers are kineto_source.c (token by
+ * event can be skipped unread. The readers are kineto_reader.c (token by
  * token, every case and every message) and kineto_fast.c (whole events over
  * the buffer, the common case); they must fill a kevent identically, which
  * is why these decisions live here once.
@@ -186,7 +186,7 @@ static inline int args_key(const char *s, size_t n) {
 /* Whether the rest of an event, once its `ph` and `cat` are read, can be
  * skipped unread (checked, not stored): a complete event of a category that
  * is not imported, other than the profiling session's `Trace` span, is only
- * counted by convert_event (ph and the category's text). Most events of a
+ * counted by ssa_kineto_convert (ph and the category's text). Most events of a
  * real trace are such (python_function: two thirds of them), and skipping
  * them saves converting their names, times and args. Kineto writes `ph` and
  * `cat` first and never repeats a key; in a document that repeats `cat`
@@ -196,7 +196,7 @@ static inline int skip_unimported(const kevent *ev) {
          memcmp(ev->cat_text, "Trace", sizeof "Trace") != 0;
 }
 
-/* Likewise once `ph` says the event is not a complete one ("X"): convert_event
+/* Likewise once `ph` says the event is not a complete one ("X"): ssa_kineto_convert
  * only counts it. Metadata events ("M": process and thread names, sort
  * indices) are two thirds of some traces (hta mtia_trace_single_rank: 310
  * thousand of 456 thousand events, each with ts, pid, tid and an args
@@ -210,7 +210,7 @@ static inline int skip_not_complete(const kevent *ev) {
 }
 
 /* Whether the event's args cannot matter, once its category and name are
- * known (Kineto writes both before the args): convert_event reads nothing
+ * known (Kineto writes both before the args): ssa_kineto_convert reads nothing
  * from the args of a CPU op or a host annotation except the NCCL metadata
  * of a `record_param_comms` op (the stream, device and correlation serve
  * GPU events, API calls and GPU annotations only). Such args (input shapes,

@@ -2,7 +2,7 @@
  * kineto_fast.c — see kineto_fast.h: one Kineto event object parsed whole,
  * straight over the buffer, into a kevent.
  *
- * Why: the token-by-token reader (json_stream.c driven by kineto_source.c's
+ * Why: the token-by-token reader (json_stream.c driven by kineto_reader.c's
  * read_event) pays for its generality on every token: a call per token,
  * the grammar state and the token kept in the stream, numbers and strings
  * handed out through it, key lookups by text. A Kineto trace is hundreds of
@@ -26,7 +26,7 @@
  * and an event that reaches the end of the buffered bytes. The fuzz target
  * fuzz_kineto imports every input both ways and requires the same result.
  *
- * The field semantics mirror read_event and read_args in kineto_source.c
+ * The field semantics mirror read_event and read_args in kineto_reader.c
  * (members in document order, a repeated key overwrites, the same early
  * exits for unimported categories and non-complete events); the decisions
  * themselves (which key, which category, what may be skipped) are shared

@@ -12,7 +12,7 @@
 #include "skip_template.h"
 
 /* Reads the event object that starts at p (its '{') and lies wholly before
- * e into *ev, exactly as kineto_source.c's read_event would (the same
+ * e into *ev, exactly as kineto_reader.c's read_event would (the same
  * fields, names cut alike, names cut counted in *truncated_names), and
  * returns the byte after its '}'. Returns NULL, with nothing counted, for
  * anything it does not take: an escape or a non-ASCII byte in a string, a

@@ -1,7 +1,14 @@
 /*
- * kineto_split.c — see kineto_split.h: the helper thread that fills the
- * document's buffer and tokenizes its second half, and the grow hook that
- * lets the calling thread follow it.
+ * kineto_split.c — the two-thread split import of one Kineto document (see
+ * kineto_split.h): the helper thread that fills the document's buffer and
+ * tokenizes its second half, the grow hook that lets the calling thread
+ * follow it, and (at the end of the file) the importer's side of it: the
+ * work the helper runs (the events read by kineto_reader.c, stored in a
+ * compact form instead of mapped) and the handoff where the caller maps the
+ * stored events in order. A file of its own because it is the one part of
+ * the importer that runs on two threads: everything that crosses between
+ * them is here, the reader and the mapper (kineto_import.h) run on either
+ * thread unchanged.
  *
  * Synchronisation: how far the text is written is published under a
  * mutex (the pipe's for gzip, this one's for a plain file) and waited for
@@ -42,6 +49,7 @@
 
 #include "gzip_whole.h"
 #include "inflate_pipe.h"
+#include "kineto_import.h"
 
 #define FILL_CHUNK   ((size_t)1 << 20) /* bytes published at a time */
 #define LO_MARGIN    ((size_t)4096)    /* see ssa_split_open */
@@ -72,7 +80,8 @@ struct ssa_split {
   /* the helper's thread only: where its reader is */
   size_t read_pos;
   atomic_int cancel;
-  /* STEPSCOPE_KINETO_SPLIT_TRACE: when things happened (ms after open) */
+  /* ssa_import_options.split_trace: said on close; when things happened (ms after open) */
+  int trace;
   double t0, t_point, t_work_done, t_at_point, t_finished;
 };
 
@@ -85,12 +94,9 @@ static double now_ms(void) {
 static atomic_int active_splits;
 static atomic_int loader_threads = 1;
 
-static double split_fraction(int gzip, double ratio, size_t size) {
-  const char *v = getenv("STEPSCOPE_KINETO_SPLIT_AT");
-  if (v) {
-    double f = atof(v);
-    if (f > 0.0 && f < 1.0) return f;
-  }
+/* `at`: the point asked for (ssa_import_options.split_at), taken when in (0, 1) */
+static double split_fraction(int gzip, double ratio, size_t size, double at) {
+  if (at > 0.0 && at < 1.0) return at;
   /* measured (perf stat -r 7, 2 cores): the helper's part takes longer per
    * byte (it starts when the text gets to the point, copies it into its
    * own buffer, stores every event) and the caller converts the stored
@@ -140,10 +146,9 @@ static double split_fraction(int gzip, double ratio, size_t size) {
   return 0.7;
 }
 
-int ssa_split_wanted(uint64_t len) {
-  const char *v = getenv("STEPSCOPE_KINETO_SPLIT");
-  if (v && !strcmp(v, "on")) return 1;
-  if (v && !strcmp(v, "off")) return 0;
+int ssa_split_wanted(uint64_t len, ssa_split_mode mode) {
+  if (mode == SSA_SPLIT_ON) return 1;
+  if (mode == SSA_SPLIT_OFF) return 0;
   if (len < SSA_SPLIT_MIN) return 0;
   cpu_set_t set;
   int cores = 1;
@@ -306,7 +311,8 @@ static void *helper(void *arg) {
   return NULL;
 }
 
-ssa_split *ssa_split_open(int fd, int gzip, size_t size, ssa_split_work work, void *arg) {
+ssa_split *ssa_split_open(int fd, int gzip, size_t size, const ssa_import_options *opt,
+                          ssa_split_work work, void *arg) {
   if (size == 0) return NULL;
   ssa_split *sp = calloc(1, sizeof *sp);
   if (!sp) return NULL;
@@ -325,8 +331,9 @@ ssa_split *ssa_split_open(int fd, int gzip, size_t size, ssa_split_work work, vo
    * the tokenizer, not between two events, and abandon the split) */
   struct stat st;
   double ratio = fstat(fd, &st) == 0 && st.st_size > 0 ? (double)size / (double)st.st_size : 0.0;
-  sp->lo = (size_t)((double)size * split_fraction(gzip, ratio, size));
+  sp->lo = (size_t)((double)size * split_fraction(gzip, ratio, size, opt->split_at));
   sp->lo = sp->lo > LO_MARGIN ? sp->lo - LO_MARGIN : 0;
+  sp->trace = opt->split_trace;
   sp->work = work;
   sp->arg = arg;
   sp->point = sp->main_point = SIZE_MAX;
@@ -422,7 +429,7 @@ int ssa_split_close(ssa_split *sp, char *msg, size_t cap) {
   atomic_store(&sp->cancel, 1);
   pthread_join(sp->th, NULL);
   const char *verdict = sp->used ? "used" : sp->abandoned ? "abandoned" : "alone";
-  if (getenv("STEPSCOPE_KINETO_SPLIT_TRACE"))
+  if (sp->trace)
     fprintf(stderr,
             "kineto split: %s (point %zu, lo %zu; ms: point chosen %.1f, caller at it %.1f, helper "
             "done %.1f, "
@@ -439,4 +446,287 @@ int ssa_split_close(ssa_split *sp, char *msg, size_t cap) {
   atomic_fetch_sub(&active_splits, 1);
   free(sp);
   return failed ? -1 : 0;
+}
+
+/* ---- one document on two threads (kineto_split.h) ----
+ *
+ * The helper's import (split_work) reads the events from the split point
+ * with the same read_event as the caller's, into a kimport of its own whose
+ * `store` is set: each event is then appended to an arena in a compact form
+ * (ssa_kineto_split_store: the numbers, the name and category text, the NCCL fields
+ * only when there are some) instead of being converted. The caller, at the
+ * split point inside the events array (ssa_kineto_split_handoff), converts them in
+ * order with ssa_kineto_convert, so records, names and collectives come in the
+ * sequential order, and resumes at the ']' where the helper stopped.
+ * Events that ssa_kineto_convert only counts (only_counted: ph other than "X",
+ * i.e. flows, instants, metadata, two thirds of some traces; Python
+ * functions, nine tenths of vLLM's capture traces) are counted by the
+ * helper instead of stored. */
+
+typedef struct ksplit_out {
+  unsigned char *arena;
+  size_t len, cap;
+  int ok;       /* the helper reached the array's ']' with no error */
+  int depth;    /* the events array's depth it assumed */
+  uint64_t end; /* document offset of that ']' */
+  uint64_t truncated_names, bad_utf8, first_bad_utf8;
+  uint64_t events_whole, events_by_token;
+  uint64_t only_counted; /* events ssa_kineto_convert only counts (only_counted): not stored */
+  int fast;              /* the helper reads events whole when it can (the caller's switch) */
+} ksplit_out;
+
+enum {
+  KS_TS = 1,
+  KS_DUR = 2,
+  KS_CORR = 4,
+  KS_STREAM = 8,
+  KS_DEVICE = 16,
+  KS_BYTES = 32,
+  KS_EXT = 64,
+  KS_NCCL = 128
+};
+
+typedef struct ksrec {
+  int64_t ts, dur;
+  uint64_t pid, tid, corr, stream, device, bytes, ext_id;
+  uint32_t grid[3], block[3];
+  uint32_t name_len;
+  uint8_t flags, cat, cat_text_len;
+  char ph[4];
+} ksrec;
+
+/* The fields copied as they are between a kevent and its stored form, in
+ * one list each for ssa_kineto_split_store and split_load (X-macros): the numbers, the
+ * has_ flags (one bit each in ksrec.flags) and, for NCCL metadata, the
+ * numbers, flags and short texts of ksnccl. */
+#define KSREC_NUMBERS(X) X(ts) X(dur) X(pid) X(tid) X(corr) X(stream) X(device) X(bytes) X(ext_id)
+/* one flag per line pair, laid out by hand: clang-format 14 moves this list on every run */
+// clang-format off
+#define KSREC_FLAGS(X)                                                                             \
+  X(has_ts, KS_TS) X(has_dur, KS_DUR) X(has_corr, KS_CORR) X(has_stream, KS_STREAM)                \
+  X(has_device, KS_DEVICE) X(has_bytes, KS_BYTES) X(has_ext_id, KS_EXT)
+// clang-format on
+#define KSNCCL_SCALARS(X)                                                                          \
+  X(in_nelems) X(out_nelems) X(group_size) X(seq) X(has_in) X(has_out) X(has_group_size) X(has_seq)
+#define KSNCCL_TEXTS(X) X(coll_name) X(dtype) X(pg_name) X(pg_desc)
+
+typedef struct ksnccl {
+  uint64_t in_nelems, out_nelems, group_size, seq;
+  uint8_t has_in, has_out, has_group_size, has_seq;
+  char coll_name[KSHORT], dtype[KSHORT], pg_name[KSHORT], pg_desc[KSHORT];
+  uint32_t ranks_len;
+} ksnccl;
+
+static int split_put(ksplit_out *o, const void *p, size_t n) {
+  if (o->len + n > o->cap) {
+    size_t cap = o->cap ? o->cap : (size_t)1 << 20;
+    while (cap < o->len + n)
+      cap *= 2;
+    unsigned char *a = realloc(o->arena, cap);
+    if (!a) return -1;
+    o->arena = a;
+    o->cap = cap;
+  }
+  memcpy(o->arena + o->len, p, n);
+  o->len += n;
+  return 0;
+}
+
+int ssa_kineto_split_store(kimport *k) {
+  const kevent *ev = &k->ev;
+  ksplit_out *o = k->store;
+  if (only_counted(ev)) { /* all ssa_kineto_convert does with them: count */
+    o->only_counted++;
+    return 0;
+  }
+  ksrec h;
+  memset(&h, 0, sizeof h);
+#define PUT(f)           h.f = ev->f;
+#define PUT_FLAG(f, bit) h.flags |= ev->f ? bit : 0;
+  KSREC_NUMBERS(PUT)
+  KSREC_FLAGS(PUT_FLAG)
+#undef PUT_FLAG
+#undef PUT
+  memcpy(h.grid, ev->grid, sizeof h.grid);
+  memcpy(h.block, ev->block, sizeof h.block);
+  h.name_len = (uint32_t)ev->name_len;
+  int nccl = ev->coll_name[0] || ev->dtype[0] || ev->pg_name[0] || ev->pg_desc[0] ||
+             ev->pg_ranks[0] || ev->has_in || ev->has_out || ev->has_group_size || ev->has_seq;
+  if (nccl) h.flags |= KS_NCCL;
+  h.cat = (uint8_t)ev->cat;
+  h.cat_text_len = (uint8_t)strlen(ev->cat_text);
+  memcpy(h.ph, ev->ph, sizeof h.ph);
+  size_t ranks_len = nccl ? strlen(ev->pg_ranks) : 0;
+  if (split_put(o, &h, sizeof h) || split_put(o, ev->name, h.name_len) ||
+      split_put(o, ev->cat_text, h.cat_text_len))
+    return STEPSCOPE_E_NOMEM;
+  if (nccl) {
+    ksnccl n;
+    memset(&n, 0, sizeof n);
+#define PUT(f)      n.f = ev->f;
+#define PUT_TEXT(f) memcpy(n.f, ev->f, sizeof n.f);
+    KSNCCL_SCALARS(PUT)
+    KSNCCL_TEXTS(PUT_TEXT)
+#undef PUT_TEXT
+#undef PUT
+    n.ranks_len = (uint32_t)ranks_len;
+    if (split_put(o, &n, sizeof n) || split_put(o, ev->pg_ranks, ranks_len))
+      return STEPSCOPE_E_NOMEM;
+  }
+  static const unsigned char zero[8];
+  return split_put(o, zero, (8 - o->len % 8) % 8) ? STEPSCOPE_E_NOMEM : 0;
+}
+
+/* The stored event at `p` into k->ev; returns the next one. */
+static const unsigned char *split_load(kimport *k, const unsigned char *p) {
+  kevent *ev = &k->ev;
+  const unsigned char *start = p;
+  ksrec h;
+  memcpy(&h, p, sizeof h);
+  p += sizeof h;
+#define GET(f)           ev->f = h.f;
+#define GET_FLAG(f, bit) ev->f = (h.flags & bit) != 0;
+  KSREC_NUMBERS(GET)
+  KSREC_FLAGS(GET_FLAG)
+#undef GET_FLAG
+#undef GET
+  memcpy(ev->grid, h.grid, sizeof ev->grid);
+  memcpy(ev->block, h.block, sizeof ev->block);
+  ev->cat = h.cat;
+  memcpy(ev->ph, h.ph, sizeof ev->ph);
+  ev->name_len = h.name_len;
+  memcpy(ev->name, p, h.name_len);
+  ev->name[h.name_len] = 0;
+  p += h.name_len;
+  memcpy(ev->cat_text, p, h.cat_text_len);
+  ev->cat_text[h.cat_text_len] = 0;
+  p += h.cat_text_len;
+  if (h.flags & KS_NCCL) {
+    ksnccl n;
+    memcpy(&n, p, sizeof n);
+    p += sizeof n;
+#define GET(f)      ev->f = n.f;
+#define GET_TEXT(f) memcpy(ev->f, n.f, sizeof ev->f);
+    KSNCCL_SCALARS(GET)
+    KSNCCL_TEXTS(GET_TEXT)
+#undef GET_TEXT
+#undef GET
+    memcpy(ev->pg_ranks, p, n.ranks_len);
+    ev->pg_ranks[n.ranks_len] = 0;
+    p += n.ranks_len;
+  } else {
+    ev->coll_name[0] = ev->dtype[0] = ev->pg_name[0] = ev->pg_desc[0] = ev->pg_ranks[0] = 0;
+    ev->has_in = ev->has_out = ev->has_group_size = ev->has_seq = 0;
+    ev->in_nelems = ev->out_nelems = ev->group_size = ev->seq = 0;
+  }
+  size_t used = (size_t)(p - start);
+  return start + used + (8 - used % 8) % 8;
+}
+
+/* The helper's work: the events from `at` to the ']' that closes their
+ * array, stored in the ksplit_out `arg`. */
+static void split_work(void *arg, ssa_split *sp, const unsigned char *doc, size_t at) {
+  ksplit_out *o = arg;
+  /* the events array is at depth 2 in the object form, 1 in the array
+   * form (the first byte that is not blank says which: the caller never
+   * writes to it) */
+  size_t i = 0;
+  while (i < at && (doc[i] == ' ' || doc[i] == '\n' || doc[i] == '\r' || doc[i] == '\t'))
+    i++;
+  if (i >= at || (doc[i] != '{' && doc[i] != '[')) return;
+  int depth = doc[i] == '{' ? 2 : 1;
+  kimport *w = calloc(1, sizeof *w);
+  if (!w) return;
+  /* in place from `at` over the document's buffer, which is not written
+   * (the caller reads it again when it abandons the split) */
+  if (js_init_buffer_grow(&w->js, (void *)doc, ssa_split_cap(sp), at, ssa_split_follow, sp)) {
+    free(w);
+    return;
+  }
+  js_set_readonly(&w->js);
+  js_enter_array_in_place(&w->js, at, depth);
+  w->name = "";
+  w->store = o;
+  w->fast = o->fast;
+  for (uint64_t n = 0;; n++) {
+    if ((n & 255) == 0 && ssa_split_cancelled(sp)) break;
+    js_kind t;
+    if (ssa_kineto_next_element(w, &t)) break;
+    if (t == JS_END_ARRAY) {
+      o->ok = w->js.depth == depth - 1;
+      o->end = w->js.tok_offset;
+      break;
+    }
+  }
+  o->depth = depth;
+  o->truncated_names = w->truncated_names;
+  o->events_whole = w->events_whole;
+  o->events_by_token = w->events_by_token;
+  o->bad_utf8 = w->js.bad_utf8;
+  o->first_bad_utf8 = w->js.first_bad_utf8_offset;
+  js_free(&w->js);
+  free(w);
+}
+
+/* After an event, with the caller's view ending at the split point: when
+ * only a ',' and blanks lie before it inside the events array, the helper's
+ * events are converted here and the tokenizer goes on at their ']'. */
+int ssa_kineto_split_handoff(kimport *k) {
+  k->fast_next = NULL; /* the stream may go on elsewhere */
+  if (!js_at_array_gap(&k->js)) return 0;
+  size_t visible = ssa_split_finish(k->split);
+  const ksplit_out *o = k->split_res;
+  if (!o->ok || o->depth != js_depth(&k->js)) return 0; /* read sequentially from here */
+  for (const unsigned char *p = o->arena, *e = o->arena + o->len; p < e;) {
+    p = split_load(k, p);
+    int rc = ssa_kineto_convert(k);
+    if (rc) return rc;
+  }
+  k->truncated_names += o->truncated_names;
+  k->events += o->only_counted;
+  k->ignored += o->only_counted;
+  k->events_whole += o->events_whole;
+  k->events_by_token += o->events_by_token;
+  if (o->bad_utf8) {
+    if (!k->js.bad_utf8) k->js.first_bad_utf8_offset = o->first_bad_utf8;
+    k->js.bad_utf8 += o->bad_utf8;
+  }
+  js_resume_at(&k->js, o->end, visible);
+  ssa_split_used(k->split);
+  return 0;
+}
+
+/* Imports the file on `fd` (plain, or gzip with `size` bytes of text per its
+ * trailer) through the split: 1 and the import's status in *rc_out, or 0
+ * when the helper cannot be had (read the file another way). */
+int ssa_kineto_import_split(int fd, int gzip, size_t size, const char *path,
+                            const ssa_import_options *opt, ssa_rank *r, stepscope_error *err,
+                            int *rc_out) {
+  ksplit_out *o = calloc(1, sizeof *o);
+  if (!o) return 0;
+  o->fast = !opt->fast_off;
+  ssa_split *sp = ssa_split_open(fd, gzip, size, opt, split_work, o);
+  if (!sp) {
+    free(o);
+    return 0;
+  }
+  int rc = ssa_kineto_import(NULL, NULL, NULL, 0, sp, o, path, opt, r, err);
+  char msg[128];
+  if (ssa_split_close(sp, msg, sizeof msg) && err) {
+    char m[sizeof err->message];
+    if (gzip)
+      snprintf(m, sizeof m,
+               "%s: gzip data is corrupt or truncated (%s) near byte %llu of the JSON text", path,
+               msg, (unsigned long long)err->offset);
+    else
+      snprintf(m, sizeof m, "%s: read error (%s) near byte %llu", path, msg,
+               (unsigned long long)err->offset);
+    snprintf(err->message, sizeof err->message, "%s", m);
+    err->code = gzip ? STEPSCOPE_E_FORMAT : STEPSCOPE_E_IO;
+    rc = err->code;
+  }
+  free(o->arena);
+  free(o);
+  *rc_out = rc;
+  return 1;
 }

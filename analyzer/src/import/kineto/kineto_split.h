@@ -1,6 +1,6 @@
 /*
  * kineto_split.h — one large Kineto trace tokenized on two threads, for the
- * importer (kineto_source.c).
+ * importer (its worker side at the end of kineto_split.c).
  *
  * Why: on a 2-core machine, importing one real trace left the second core
  * mostly idle: the tokenizer was the whole wall time (82 % of the samples),
@@ -20,7 +20,7 @@
  * in a text on one line, a '}' and a ',' (one object's end, the next's
  * start); what S is between is verified, not assumed. It then runs the importer's
  * work function on the text from S, following what is written too
- * (kineto_source.c: the events read with the same code and stored, not
+ * (kineto_reader.c and kineto_split.c: the events read with the same code and stored, not
  * converted). Until S is known the calling thread sees no byte past the
  * fraction, afterwards none past S, so the two never touch the same bytes:
  * the helper copies the text from S into its own streaming buffer, the
@@ -36,8 +36,9 @@
  * by a helper whose result the caller checked, so the result and every
  * error are the sequential path's.
  *
- * STEPSCOPE_KINETO_SPLIT=on|off forces the split on (any size, any core
- * count) or off; otherwise a document of at least SSA_SPLIT_MIN bytes is
+ * The importer's options (ssa_import_options.split, which the `stepscope`
+ * command fills from STEPSCOPE_KINETO_SPLIT=on|off) force the split on (any
+ * size, any core count) or off; otherwise a document of at least SSA_SPLIT_MIN bytes is
  * split when there are two usable cores for each file being loaded at once
  * (ssa_split_wanted).
  */
@@ -46,6 +47,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "ssa_import.h"
 
 typedef struct ssa_split ssa_split;
 
@@ -68,11 +71,11 @@ long ssa_split_follow(void *ctx, size_t visible);
  * ms, 4.8 MB gzip 7.75 / 6.2 ms, 10-17 MB gzip 8-20 % less. */
 #define SSA_SPLIT_MIN ((size_t)2 << 20)
 
-/* Whether a document of about `len` bytes of JSON should be split: the
- * environment, its size, and two usable cores (sched_getaffinity) for each
+/* Whether a document of about `len` bytes of JSON should be split: `mode`
+ * (ssa_import_options.split), its size, and two usable cores (sched_getaffinity) for each
  * file being loaded at once, by the loader's threads or by splits already
  * running. */
-int ssa_split_wanted(uint64_t len);
+int ssa_split_wanted(uint64_t len, ssa_split_mode mode);
 /* The loader (run_load.c) says how many threads load files at once; 1 when
  * it is done. Measured: 4 gzip traces of 54-63 MB of text loaded by 2
  * threads on 2 cores, each also split: 0.124-0.127 s against 0.110-0.115 s
@@ -81,8 +84,11 @@ void ssa_split_loaders(int n);
 
 /* Starts the helper on the file open on `fd`: plain (`size` bytes) or, with
  * `gzip`, a gzip file whose trailer says `size` bytes of text. NULL when the
- * memory or the thread cannot be had (read the file another way). */
-ssa_split *ssa_split_open(int fd, int gzip, size_t size, ssa_split_work work, void *arg);
+ * memory or the thread cannot be had (read the file another way). From
+ * `opt` (not NULL): the split point's fraction (split_at) and whether
+ * ssa_split_close reports (split_trace). */
+ssa_split *ssa_split_open(int fd, int gzip, size_t size, const ssa_import_options *opt,
+                          ssa_split_work work, void *arg);
 
 /* The buffer the text is written into, and its capacity. */
 unsigned char *ssa_split_doc(const ssa_split *sp);
@@ -106,7 +112,7 @@ int ssa_split_cancelled(const ssa_split *sp);
  * be read whole (message in msg: the pipe's or the read's), else 0. */
 int ssa_split_close(ssa_split *sp, char *msg, size_t cap);
 
-/* With STEPSCOPE_KINETO_SPLIT_TRACE set, ssa_split_close says on stderr
+/* With the options' split_trace set, ssa_split_close says on stderr
  * what the split did: "used" (the helper's events were converted),
  * "abandoned" (the caller met the point in another state and read on
  * alone), "alone" (no point, or the helper failed), and when each stage

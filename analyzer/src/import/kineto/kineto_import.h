@@ -1,0 +1,167 @@
+/*
+ * kineto_import.h — what the files of the Kineto importer share (internal to
+ * analyzer/src/import/kineto; the folder's public header is kineto_source.h).
+ *
+ * One import is one `kimport`: the tokenizer, the event being read, and what
+ * the mapping keeps until the whole file is read. Four files work on it,
+ * in the way Perfetto splits its JSON tokenizer from its parser:
+ *
+ *   kineto_reader.c  the event reader: the token stream (and the fast path,
+ *                    kineto_fast.c) into one `kevent` at a time, the
+ *                    document's other top-level keys, one import driven
+ *                    from start to finish (ssa_kineto_import)
+ *   kineto_mapper.c  the mapper: what each kevent becomes in the rank model
+ *                    (ssa_kineto_convert), and what is fixed once the whole
+ *                    file is read (ssa_kineto_finish_rank)
+ *   kineto_split.c   the split import's helper thread, and the worker side:
+ *                    events stored by the helper, converted by the caller
+ *                    (ssa_kineto_split_store, ssa_kineto_split_handoff)
+ *   kineto_source.c  the file source: plain, gzip (whole, pipe, stream) or
+ *                    memory input, and the entry points of kineto_source.h
+ */
+#ifndef KINETO_IMPORT_H
+#define KINETO_IMPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "json_stream.h"
+#include "kineto_event.h"
+#include "kineto_host.h"
+#include "kineto_split.h"
+#include "skip_template.h"
+#include "ssa_import.h"
+#include "ssa_model.h"
+
+#define KDEVICES   64
+#define NAME_CACHE 1024 /* sets of kimport.name_cache, two names each (a power of two) */
+
+/* A process group seen on this rank. */
+typedef struct kgroup {
+  uint64_t comm_id;
+  int *ranks; /* parsed member list (may be empty) */
+  size_t nranks;
+  uint64_t with_seq, without_seq;
+} kgroup;
+
+/* NCCL metadata seen on a `record_param_comms` CPU op (older PyTorch puts it
+ * only there, not on the kernel), kept until the whole file is read. */
+typedef struct kparam {
+  int64_t start, end;
+  uint64_t tid, ext_id;
+  int has_ext_id;
+  char coll_name[KSHORT], dtype[KSHORT], pg_name[KSHORT], pg_desc[KSHORT];
+  char *pg_ranks; /* normalised "0,1,2,3" (owned) */
+  int has_in, has_out, has_group_size, has_seq;
+  uint64_t in_nelems, out_nelems, group_size, seq;
+} kparam;
+
+/* An NCCL kernel (by name) that carried no metadata of its own. */
+typedef struct kbare {
+  int64_t start, end;
+  uint64_t corr, ext_id, stream, device;
+  int has_corr, has_ext_id;
+} kbare;
+
+typedef struct kimport {
+  js_stream js;
+  ssa_rank *r;
+  const char *name; /* file name for messages */
+  stepscope_error *err;
+  kevent ev;
+  int rank, world;
+  int has_rank;
+  int has_base;
+  int64_t base_ns;
+  char *device_names[KDEVICES];
+  uint64_t device_use[KDEVICES];
+  int64_t first_ts;
+  kgroup *groups;
+  size_t ngroups, groups_cap;
+  kparam *params;
+  size_t nparams, params_cap;
+  kbare *bares;
+  size_t nbares, bares_cap;
+  uint64_t events, ignored, bad_times, truncated_names;
+  uint64_t events_whole, events_by_token; /* how each event object was read */
+  uint64_t negative_ts;                   /* events with ts < 0: left out */
+  ssa_kineto_unimported unimported;       /* categories of complete events not imported */
+  char host_name[KSHORT];                 /* top-level or distributedInfo host_name */
+  uint32_t dom_user, dom_cpu, dom_gpu, id_none;
+  uint32_t name_cache[NAME_CACHE][2]; /* recent event names: string id by a cheap key */
+  /* one document on two threads (kineto_split.h) */
+  struct ksplit_out *store;       /* the helper's import: events stored here, not converted */
+  ssa_split *split;               /* the caller's import: the helper */
+  int fast;                       /* events read whole when they can be (kineto_fast.c) */
+  const unsigned char *fast_next; /* the end of the event just read whole, or NULL */
+  ssa_skip_templates templates; /* the fast path's: the rests of skipped events (skip_template.h) */
+  struct ksplit_out *split_res; /* the caller's import: what the helper stored */
+} kimport;
+
+static inline void copy_str(char *dst, size_t cap, const char *src) {
+  size_t n = strlen(src);
+  if (n >= cap) n = cap - 1;
+  memcpy(dst, src, n);
+  dst[n] = 0;
+}
+
+/* Whether ssa_kineto_convert only counts the event (k->events, k->ignored):
+ * not a complete one, or a complete one of the host's Python functions
+ * (not imported, and not listed among the unimported categories:
+ * ssa_kineto_unimported_add). Keep in step with ssa_kineto_convert. */
+static inline int only_counted(const kevent *ev) {
+  return ev->ph[0] != 'X' || ev->ph[1] ||
+         (ev->cat == KC_OTHER &&
+          !memcmp(ev->cat_text, "python_function", sizeof "python_function"));
+}
+
+/* ---- the reader (kineto_reader.c) ---- */
+
+/* Imports one document into r: from the read callback, or, when `doc` is
+ * not NULL, from the whole document in memory (tokenized in place: doc must
+ * be writable), or, when `sp` is not NULL, from the split's buffer with the
+ * helper's events in `res` (kineto_split.h). `name` is the file's name for
+ * messages; `opt` (not NULL): the fast path on or off, and whether to say
+ * on stderr how many events it read (ssa_import.h). 0 or a status, with a
+ * message in err. */
+int ssa_kineto_import(js_read_fn read, void *ctx, void *doc, size_t doc_len, ssa_split *sp,
+                      struct ksplit_out *res, const char *name, const ssa_import_options *opt,
+                      ssa_rank *r, stepscope_error *err);
+
+/* The next element of the events array: an event is read into k->ev (whole
+ * over the buffer by kineto_fast.c when it can be, else token by token) and
+ * converted, or stored on the split helper's thread; anything else is
+ * skipped. *t says what came: JS_BEGIN_OBJECT (an event), JS_END_ARRAY (the
+ * array's ']', its offset in tok_offset), another value, or JS_ERROR.
+ * Returns 0 or an error code. */
+int ssa_kineto_next_element(kimport *k, js_kind *t);
+
+/* ---- the mapper (kineto_mapper.c) ---- */
+
+/* k->ev into records of the rank (or only counted). 0 or a status. */
+int ssa_kineto_convert(kimport *k);
+
+/* Once the whole file is read: the header, the clock anchor, the layout,
+ * the collectives' groups and sequence numbers, and the warnings. */
+int ssa_kineto_finish_rank(kimport *k);
+
+/* ---- the split import's worker side (kineto_split.c) ---- */
+
+/* On the helper's thread: k->ev stored in k->store instead of converted. */
+int ssa_kineto_split_store(kimport *k);
+
+/* After an event, with the caller's view ending at the split point: when
+ * only a ',' and blanks lie before it inside the events array, the helper's
+ * events are converted here and the tokenizer goes on at their ']'. */
+int ssa_kineto_split_handoff(kimport *k);
+
+/* Imports the file on `fd` (plain, or gzip with `size` bytes of text per its
+ * trailer) through the split (`opt`: the point, the fast path, the trace):
+ * 1 and the import's status in *rc_out, or 0
+ * when the helper cannot be had (read the file another way). */
+int ssa_kineto_import_split(int fd, int gzip, size_t size, const char *path,
+                            const ssa_import_options *opt, ssa_rank *r, stepscope_error *err,
+                            int *rc_out);
+
+#endif
