@@ -1,5 +1,5 @@
 /*
- * fuzz_analyse.h — what both fuzz targets (tests/fuzz, tests/fuzz_kineto)
+ * fuzz_analyse.h — what both fuzz targets (tests/fuzz/reader, tests/fuzz/kineto)
  * do with the ranks they parsed: build a run, analyse it (as a whole and for
  * rank 0 with a step filter), write the JSON report, the text report and the
  * Chrome export to /dev/null. So the fuzzers reach every piece of analysis

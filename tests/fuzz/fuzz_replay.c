@@ -1,6 +1,6 @@
 /*
  * fuzz_replay.c — the replay driver shared by the fuzz targets' `*_replay`
- * builds (tests/fuzz, tests/fuzz_kineto, tests/fuzz_inflate_pipe): without
+ * builds (every folder of tests/fuzz): without
  * libFuzzer, a target is an ordinary program whose main() is this one. It
  * hands every file given, and every file of every directory given (names
  * starting with '.' skipped), whole to LLVMFuzzerTestOneInput, in the order

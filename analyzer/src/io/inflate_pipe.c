@@ -34,7 +34,7 @@
  * ISA-L's inflate is more lenient than zlib's in one known way: it accepts a
  * dynamic block whose code lengths form an incomplete prefix code, which
  * zlib refuses as "invalid literal/lengths set" (found by
- * tests/fuzz_inflate_pipe). No compressor writes such a block; what the pipe
+ * tests/fuzz/inflate_pipe). No compressor writes such a block; what the pipe
  * hands over from one still passed the member's CRC-32 and ISIZE checks.
  */
 #include "inflate_pipe.h"

@@ -8,7 +8,7 @@
  *   - with STEPSCOPE_LIBFUZZER: LLVMFuzzerTestOneInput for libFuzzer;
  *   - without: linked with the shared replay driver (tests/fuzz/fuzz_replay.c) over the files
  *     of the directories on its command line (the committed seeds), run by the
- *     plan.fuzz_prediction_replay test in every build.
+ *     fuzz_prediction.replay test in every build.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
