@@ -79,72 +79,9 @@ static void top_ranks(const ssa_diff *d, size_t *idx, size_t *n) {
   }
 }
 
-int ssa_diff_report_markdown(const ssa_diff *d, const ssa_gate *g, const ssa_gate_outcome *out,
-                             const char *command, ssa_out *o) {
-  size_t failed = 0;
-  for (size_t i = 0; g && i < g->n; i++)
-    failed += out[i].status == SSA_GATE_FAIL;
-  if (g && g->n)
-    ssa_out_printf(o, "### stepscope diff: %s (%zu of %zu thresholds crossed)\n\n",
-                   failed ? "FAIL" : "pass", failed, g->n);
-  else
-    ssa_out_str(o, "### stepscope diff\n\n");
-  ssa_out_str(o, "A: ");
-  code(o, d->path_a ? d->path_a : "A", 120);
-  ssa_out_printf(o, " (%zu ranks, %zu steps", d->a->nranks, d->a->nsteps);
-  if (d->nruns_a > 1) ssa_out_printf(o, "; %zu runs", d->nruns_a);
-  ssa_out_str(o, ") → B: ");
-  code(o, d->path_b ? d->path_b : "B", 120);
-  ssa_out_printf(o, " (%zu ranks, %zu steps", d->b->nranks, d->b->nsteps);
-  if (d->nruns_b > 1) ssa_out_printf(o, "; %zu runs", d->nruns_b);
-  ssa_out_str(o, ")\n\n");
-  if (d->load_differs)
-    ssa_out_printf(
-        o,
-        "> **No verdicts:** the machine was busier during one run (devices idle with work queued "
-        "%.1f %% of a step in A, %.1f %% in B). Measure both runs on a quiet machine.\n\n",
-        d->queued_idle_a * 100.0, d->queued_idle_b * 100.0);
-  if (!d->same_layout) {
-    ssa_out_str(o, "> ");
-    ssa_out_utf8(o, d->layout_note);
-    ssa_out_str(o, "\n\n");
-  }
-  ssa_out_printf(o, "| metric | A | B | change | verdict |%s\n|---|---:|---:|---:|---|%s\n",
-                 g && g->n ? " gate |" : "", g && g->n ? "---|" : "");
-  for (int k = 0; k < SSA_DM_N; k++) {
-    const ssa_diff_metric *m = &d->m[k];
-    size_t ri = 0;
-    const ssa_gate_rule *r = rule_for(g, k, &ri);
-    if (!m->comparable && !r) continue;
-    char va[32], vb[32], ch[48] = "-";
-    fmt_value(va, sizeof va, k, m->a.known, m->a.median);
-    fmt_value(vb, sizeof vb, k, m->b.known, m->b.median);
-    if (m->comparable) {
-      if (!ssa_diff_metric_is_time[k])
-        snprintf(ch, sizeof ch, "%+.1f pt", m->abs_change * 100.0);
-      else if (!isnan(m->rel_change))
-        snprintf(ch, sizeof ch, "%+.1f %%", m->rel_change * 100.0);
-      else
-        ssa_fmt_time(ch, sizeof ch, m->abs_change);
-    }
-    const char *v = ssa_diff_verdict_word(m, k);
-    ssa_out_printf(o, "| %s | %s | %s | %s | %s%s%s |", ssa_diff_metric_names[k], va, vb, ch,
-                   !strcmp(v, "WORSE") ? "**" : "", m->comparable ? v : "not measured",
-                   !strcmp(v, "WORSE") ? "**" : "");
-    if (g && g->n) {
-      if (r) {
-        char t[32];
-        ssa_gate_rule_text(r, t, sizeof t);
-        int st = out[ri].status;
-        ssa_out_printf(o, " %s%s%s (%s) |", st == SSA_GATE_FAIL ? "**" : "",
-                       ssa_gate_status_names[st], st == SSA_GATE_FAIL ? "**" : "", t);
-      } else {
-        ssa_out_str(o, " |");
-      }
-    }
-    ssa_out_char(o, '\n');
-  }
-  /* top causes */
+/* "Top causes": the kernels and collectives whose time per step changed by 1 % of A's step
+ * or more, then the ranks whose step span moved (one line when every rank moved alike). */
+static void write_top_causes(const ssa_diff *d, ssa_out *o) {
   double step_a = d->m[SSA_DM_STEP_TIME].a.known ? d->m[SSA_DM_STEP_TIME].a.median : 0;
   int header = 0;
 #define CAUSES()                                                                                   \
@@ -223,6 +160,74 @@ int ssa_diff_report_markdown(const ssa_diff *d, const ssa_gate *g, const ssa_gat
     ssa_out_printf(o, ": step span %s → %s (%+.1f %%)\n", ta, tb, m->rel_change * 100.0);
   }
 #undef CAUSES
+}
+
+int ssa_diff_report_markdown(const ssa_diff *d, const ssa_gate *g, const ssa_gate_outcome *out,
+                             const char *command, ssa_out *o) {
+  size_t failed = 0;
+  for (size_t i = 0; g && i < g->n; i++)
+    failed += out[i].status == SSA_GATE_FAIL;
+  if (g && g->n)
+    ssa_out_printf(o, "### stepscope diff: %s (%zu of %zu thresholds crossed)\n\n",
+                   failed ? "FAIL" : "pass", failed, g->n);
+  else
+    ssa_out_str(o, "### stepscope diff\n\n");
+  ssa_out_str(o, "A: ");
+  code(o, d->path_a ? d->path_a : "A", 120);
+  ssa_out_printf(o, " (%zu ranks, %zu steps", d->a->nranks, d->a->nsteps);
+  if (d->nruns_a > 1) ssa_out_printf(o, "; %zu runs", d->nruns_a);
+  ssa_out_str(o, ") → B: ");
+  code(o, d->path_b ? d->path_b : "B", 120);
+  ssa_out_printf(o, " (%zu ranks, %zu steps", d->b->nranks, d->b->nsteps);
+  if (d->nruns_b > 1) ssa_out_printf(o, "; %zu runs", d->nruns_b);
+  ssa_out_str(o, ")\n\n");
+  if (d->load_differs)
+    ssa_out_printf(
+        o,
+        "> **No verdicts:** the machine was busier during one run (devices idle with work queued "
+        "%.1f %% of a step in A, %.1f %% in B). Measure both runs on a quiet machine.\n\n",
+        d->queued_idle_a * 100.0, d->queued_idle_b * 100.0);
+  if (!d->same_layout) {
+    ssa_out_str(o, "> ");
+    ssa_out_utf8(o, d->layout_note);
+    ssa_out_str(o, "\n\n");
+  }
+  ssa_out_printf(o, "| metric | A | B | change | verdict |%s\n|---|---:|---:|---:|---|%s\n",
+                 g && g->n ? " gate |" : "", g && g->n ? "---|" : "");
+  for (int k = 0; k < SSA_DM_N; k++) {
+    const ssa_diff_metric *m = &d->m[k];
+    size_t ri = 0;
+    const ssa_gate_rule *r = rule_for(g, k, &ri);
+    if (!m->comparable && !r) continue;
+    char va[32], vb[32], ch[48] = "-";
+    fmt_value(va, sizeof va, k, m->a.known, m->a.median);
+    fmt_value(vb, sizeof vb, k, m->b.known, m->b.median);
+    if (m->comparable) {
+      if (!ssa_diff_metric_is_time[k])
+        snprintf(ch, sizeof ch, "%+.1f pt", m->abs_change * 100.0);
+      else if (!isnan(m->rel_change))
+        snprintf(ch, sizeof ch, "%+.1f %%", m->rel_change * 100.0);
+      else
+        ssa_fmt_time(ch, sizeof ch, m->abs_change);
+    }
+    const char *v = ssa_diff_verdict_word(m, k);
+    ssa_out_printf(o, "| %s | %s | %s | %s | %s%s%s |", ssa_diff_metric_names[k], va, vb, ch,
+                   !strcmp(v, "WORSE") ? "**" : "", m->comparable ? v : "not measured",
+                   !strcmp(v, "WORSE") ? "**" : "");
+    if (g && g->n) {
+      if (r) {
+        char t[32];
+        ssa_gate_rule_text(r, t, sizeof t);
+        int st = out[ri].status;
+        ssa_out_printf(o, " %s%s%s (%s) |", st == SSA_GATE_FAIL ? "**" : "",
+                       ssa_gate_status_names[st], st == SSA_GATE_FAIL ? "**" : "", t);
+      } else {
+        ssa_out_str(o, " |");
+      }
+    }
+    ssa_out_char(o, '\n');
+  }
+  write_top_causes(d, o);
   if (d->nfindings) {
     ssa_out_str(o, "\n**Findings**\n");
     for (size_t i = 0; i < d->nfindings; i++) {

@@ -227,6 +227,60 @@ static long slice_tid(rank_tracks *t, const ssa_slice *sl) {
   return t->extra[sl->lane][idx];
 }
 
+/* The derived tracks of a rank: exposed communication, idle time by cause and the pipeline
+ * bubble (the analysis' coverage pass again, streamed), then one slice per step. */
+static void export_derived_tracks(exporter *x, const ssa_rank_result *rr, int pid,
+                                  long tid_derived) {
+  const ssa_run *run = x->a->run;
+  const ssa_rank *r = rr->rank;
+  ssa_out *o = x->o;
+  derived_ctx d;
+  memset(&d, 0, sizeof d);
+  d.x = x;
+  d.r = r;
+  d.pid = pid;
+  d.tid_exposed = tid_derived;
+  d.tid_idle = tid_derived + 1;
+  d.tid_bubble = tid_derived + 2;
+  d.pipeline = rr->pipeline;
+  if (rr->totals.end > rr->totals.start) { /* the analysis' coverage pass again, streamed */
+    ssa_cover cov;
+    ssa_cover_init(&cov, 4, rr->totals.start, rr->totals.end);
+    cov.emit = on_segment;
+    cov.ctx = &d;
+    cov.wait_end = rr->coll_wait_end;
+    ssa_cover_rank(&cov, r, rr->pipeline);
+  }
+  for (int k = 0; k < 3; k++)
+    flush_derived(&d, k);
+  for (size_t s = 0; s < rr->nsteps; s++) {
+    const ssa_window *w = &rr->windows[s];
+    x_head(x, pid, tid_derived + 3, ssa_rel_time(run, r, w->start), w->end - w->start);
+    ssa_out_str(o, ",\"name\":\"step ");
+    ssa_out_i64(o, w->step);
+    ssa_out_str(o, "\",\"cat\":\"derived\",\"args\":{\"category\":\"derived\",\"step\":");
+    ssa_out_i64(o, w->step);
+    ssa_out_str(o, "}}");
+  }
+}
+
+/* A rank's counter records as counter events. */
+static void export_counters(exporter *x, const ssa_rank *r, int pid) {
+  const ssa_run *run = x->a->run;
+  ssa_out *o = x->o;
+  for (size_t i = 0; i < r->ncounters; i++) {
+    const ssa_counter *c = &r->counters[i];
+    begin_event(x);
+    ssa_out_printf(o, "{\"ph\":\"C\",\"pid\":%d,\"ts\":", pid);
+    ssa_out_us(o, ssa_rel_time(run, r, c->time));
+    ssa_out_str(o, ",\"name\":");
+    ssa_out_json_string(o, ssa_rank_str(r, c->name));
+    ssa_out_str(o, ",\"cat\":\"counter\",\"args\":{\"value\":");
+    ssa_out_double(o, c->value);
+    ssa_out_str(o, "}}");
+  }
+}
+
 static void export_rank(exporter *x, const ssa_rank_result *rr, long tid_base) {
   const ssa_analysis *a = x->a;
   const ssa_run *run = a->run;
@@ -344,47 +398,8 @@ static void export_rank(exporter *x, const ssa_rank_result *rr, long tid_base) {
   free(t.nextra);
   free(t.moved_api);
   free(t.moved_tid);
-  /* derived tracks */
-  derived_ctx d;
-  memset(&d, 0, sizeof d);
-  d.x = x;
-  d.r = r;
-  d.pid = pid;
-  d.tid_exposed = tid_derived;
-  d.tid_idle = tid_derived + 1;
-  d.tid_bubble = tid_derived + 2;
-  d.pipeline = rr->pipeline;
-  if (rr->totals.end > rr->totals.start) { /* the analysis' coverage pass again, streamed */
-    ssa_cover cov;
-    ssa_cover_init(&cov, 4, rr->totals.start, rr->totals.end);
-    cov.emit = on_segment;
-    cov.ctx = &d;
-    cov.wait_end = rr->coll_wait_end;
-    ssa_cover_rank(&cov, r, rr->pipeline);
-  }
-  for (int k = 0; k < 3; k++)
-    flush_derived(&d, k);
-  for (size_t s = 0; s < rr->nsteps; s++) {
-    const ssa_window *w = &rr->windows[s];
-    x_head(x, pid, tid_derived + 3, ssa_rel_time(run, r, w->start), w->end - w->start);
-    ssa_out_str(o, ",\"name\":\"step ");
-    ssa_out_i64(o, w->step);
-    ssa_out_str(o, "\",\"cat\":\"derived\",\"args\":{\"category\":\"derived\",\"step\":");
-    ssa_out_i64(o, w->step);
-    ssa_out_str(o, "}}");
-  }
-  /* counters */
-  for (size_t i = 0; i < r->ncounters; i++) {
-    const ssa_counter *c = &r->counters[i];
-    begin_event(x);
-    ssa_out_printf(o, "{\"ph\":\"C\",\"pid\":%d,\"ts\":", pid);
-    ssa_out_us(o, ssa_rel_time(run, r, c->time));
-    ssa_out_str(o, ",\"name\":");
-    ssa_out_json_string(o, ssa_rank_str(r, c->name));
-    ssa_out_str(o, ",\"cat\":\"counter\",\"args\":{\"value\":");
-    ssa_out_double(o, c->value);
-    ssa_out_str(o, "}}");
-  }
+  export_derived_tracks(x, rr, pid, tid_derived);
+  export_counters(x, r, pid);
 }
 
 static int gpu_device(const ssa_rank *r) {

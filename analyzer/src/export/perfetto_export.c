@@ -816,6 +816,26 @@ static int cmp_window_start(const void *pa, const void *pb, void *arg) {
                          : a->end > b->end; /* an empty window first: written before the next */
 }
 
+/* The track descriptor of a rank's process ("rank R (host, GPU d)"); returns its uuid. */
+static uint64_t write_process(pf_writer *w, const ssa_rank *r, int pid) {
+  char label[512];
+  int dev = gpu_device(r);
+  if (dev >= 0)
+    snprintf(label, sizeof label, "rank %d (%s, GPU %d)", r->rank, r->hostname ? r->hostname : "",
+             dev);
+  else
+    snprintf(label, sizeof label, "rank %d (%s, cpu)", r->rank, r->hostname ? r->hostname : "");
+  uint64_t process = w->next_uuid++;
+  descriptor_begin(w, process);
+  pb_uint(&w->b, TD_CHILD_ORDERING, ORDER_EXPLICIT);
+  pb_begin(&w->b, TD_PROCESS);
+  pb_int(&w->b, 1, pid);
+  pb_text(&w->b, 6, label);
+  pb_end(&w->b);
+  descriptor_end(w);
+  return process;
+}
+
 static int export_rank(pf_writer *w, const ssa_rank_result *rr, long tid_base, uint64_t flow_base) {
   const ssa_analysis *a = w->a;
   const ssa_run *run = a->run;
@@ -832,21 +852,7 @@ static int export_rank(pf_writer *w, const ssa_rank_result *rr, long tid_base, u
   memset(&d, 0, sizeof d);
 
   /* the process and its tracks */
-  char label[512];
-  int dev = gpu_device(r);
-  if (dev >= 0)
-    snprintf(label, sizeof label, "rank %d (%s, GPU %d)", r->rank, r->hostname ? r->hostname : "",
-             dev);
-  else
-    snprintf(label, sizeof label, "rank %d (%s, cpu)", r->rank, r->hostname ? r->hostname : "");
-  uint64_t process = w->next_uuid++;
-  descriptor_begin(w, process);
-  pb_uint(&w->b, TD_CHILD_ORDERING, ORDER_EXPLICIT);
-  pb_begin(&w->b, TD_PROCESS);
-  pb_int(&w->b, 1, pid);
-  pb_text(&w->b, 6, label);
-  pb_end(&w->b);
-  descriptor_end(w);
+  uint64_t process = write_process(w, r, pid);
 
   lanes = calloc(r->nlanes ? r->nlanes : 1, sizeof *lanes);
   if (!lanes) goto out;

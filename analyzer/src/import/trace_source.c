@@ -85,6 +85,38 @@ static inline uint32_t device_lane(lane_memo *m, ssa_rank *r, uint8_t kind, uint
   return l;
 }
 
+/* Capacity reserved up front for the big arrays of a big file, from its
+ * size: half a record per compressed byte, more than most files hold (a
+ * record takes a few bytes). Growing an array of a few MiB by realloc
+ * copies it each time (the C library keeps such blocks on its heap once it
+ * has freed bigger ones, as the reader's buffers), which cost as much as
+ * filling it; untouched reserved pages cost no memory (what is faulted in
+ * ahead is bounded: ssa_prefault_ahead). Where the reservation fails, or
+ * the file holds more, arrays simply grow. */
+static size_t reserve_for(stepscope_reader *rd, ssa_rank *r) {
+  size_t reserve = 0;
+  uint64_t est = stepscope_reader_file_size(rd) / 2;
+  if (est * sizeof(ssa_op) >= ((uint64_t)1 << 20) && est < ((uint64_t)1 << 32))
+    reserve = (size_t)est;
+  if (reserve) {
+    size_t cap = r->apis_cap;
+    if (ssa_grow((void **)&r->apis, &cap, reserve, sizeof *r->apis) == 0) r->apis_cap = cap;
+  }
+  return reserve;
+}
+
+/* What the reader learnt about the file besides its records: its warnings, unknown records,
+ * damaged regions, size and how it was closed. */
+static void take_reader_state(stepscope_reader *rd, ssa_rank *r) {
+  for (size_t i = 0; i < stepscope_reader_warning_count(rd); i++)
+    ssa_rank_warn(r, "%s", stepscope_reader_warning(rd, i));
+  r->unknown_records += stepscope_reader_unknown_records(rd);
+  r->damaged_regions = stepscope_reader_damaged_regions(rd);
+  r->damaged_bytes = stepscope_reader_damaged_bytes(rd);
+  r->file_bytes = stepscope_reader_file_size(rd);
+  r->close_state = stepscope_reader_close_state(rd, &r->close_signal);
+}
+
 int ssa_trace_source_load(const char *path, ssa_rank *r, stepscope_error *err) {
   stepscope_reader *rd = stepscope_reader_open(path, err);
   if (!rd) return err ? err->code : STEPSCOPE_E_IO;
@@ -96,26 +128,9 @@ int ssa_trace_source_load(const char *path, ssa_rank *r, stepscope_error *err) {
   id_map m = {0};
   ssa_op_stage st = {0};
   lane_memo memo = {0};
-  /* Capacity reserved up front for the big arrays of a big file, from its
-   * size: half a record per compressed byte, more than most files hold (a
-   * record takes a few bytes). Growing an array of a few MiB by realloc
-   * copies it each time (the C library keeps such blocks on its heap once it
-   * has freed bigger ones, as the reader's buffers), which cost as much as
-   * filling it; untouched reserved pages cost no memory (what is faulted in
-   * ahead is bounded: ssa_prefault_ahead). Where the reservation fails, or
-   * the file holds more, arrays simply grow. */
-  size_t reserve = 0;
-  {
-    uint64_t est = stepscope_reader_file_size(rd) / 2;
-    if (est * sizeof(ssa_op) >= ((uint64_t)1 << 20) && est < ((uint64_t)1 << 32))
-      reserve = (size_t)est;
-  }
+  size_t reserve = reserve_for(rd, r);
   st.reserve = reserve;
   size_t apis_prefaulted = 0;
-  if (reserve) {
-    size_t cap = r->apis_cap;
-    if (ssa_grow((void **)&r->apis, &cap, reserve, sizeof *r->apis) == 0) r->apis_cap = cap;
-  }
   int oom = 0;
   stepscope_record rec;
   stepscope_error rerr;
@@ -247,13 +262,7 @@ out:
   else
     ssa_op_stage_free(&st);
   if (rc == 0) {
-    for (size_t i = 0; i < stepscope_reader_warning_count(rd); i++)
-      ssa_rank_warn(r, "%s", stepscope_reader_warning(rd, i));
-    r->unknown_records += stepscope_reader_unknown_records(rd);
-    r->damaged_regions = stepscope_reader_damaged_regions(rd);
-    r->damaged_bytes = stepscope_reader_damaged_bytes(rd);
-    r->file_bytes = stepscope_reader_file_size(rd);
-    r->close_state = stepscope_reader_close_state(rd, &r->close_signal);
+    take_reader_state(rd, r);
   } else if (err) {
     err->code = rc;
     snprintf(err->message, sizeof err->message, "%s: %s while loading", path,
