@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "analysis_options.h"
+#include "option_table.h"
 #include "ssa_metrics.h"
 #include "ssa_report.h"
 #include "ssa_import.h"

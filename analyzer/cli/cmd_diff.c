@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "analysis_options.h"
+#include "option_table.h"
 #include "cmd_diff_prediction.h"
 #include "ssa_diff.h"
 #include "ssa_report.h"
@@ -155,7 +155,7 @@ int cmd_diff(int argc, char **argv) {
         }
         has_gate = 1;
       } else if (!strcmp(a, "--steps-b")) {
-        if (cli_parse_steps(v, &b_first, &b_last)) {
+        if (ssa_parse_steps(v, &b_first, &b_last)) {
           fprintf(stderr, "stepscope diff: bad --steps-b '%s' (want A:B)\n", v);
           return 2;
         }

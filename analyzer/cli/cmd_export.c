@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "ssa_metrics.h"
-#include "analysis_options.h"
+#include "option_table.h"
 #include "ssa_report.h"
 #include "ssa_import.h"
 #include "ssa_export.h"

@@ -9,7 +9,7 @@
  * by `stepscope export` and `stepscope analyze --json`, are used when there and
  * generated into a temporary directory from the rank traces when not
  * (view_run.c).
- * --comm-kernel / --compute-kernel are checked here (analysis_options.c) and
+ * --comm-kernel / --compute-kernel are checked here (option_table.c) and
  * passed on to the `export`, `analyze` and `diff` commands it runs through
  * the environment (STEPSCOPE_COMM_KERNELS, STEPSCOPE_COMPUTE_KERNELS).
  * Exit codes: 0 done, 1 error, 2 usage.
@@ -20,7 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "analysis_options.h"
+#include "option_table.h"
 
 /* Appends the command line's rules of one class to the environment variable
  * the commands that view runs read (after what it held already). 0, or -1
