@@ -156,10 +156,14 @@ int cli_parse(const cli_table *t, int argc, char **argv, void *cmd, int *next) {
 }
 
 /* One option's --help lines: `left` ("  -o, --output FILE"), then the help
- * from `column` (at least one space after left), each further line of it
- * indented to the column. */
+ * from `column` (on the next line when left reaches the column), each
+ * further line of it indented to the column. */
 static void print_row(FILE *f, const char *left, const char *help, int column) {
   int n = fprintf(f, "%s", left);
+  if (n >= column) { /* too wide for the column: the help starts on the next line */
+    fputc('\n', f);
+    n = 0;
+  }
   do {
     const char *eol = strchr(help, '\n');
     int len = eol ? (int)(eol - help) : (int)strlen(help);

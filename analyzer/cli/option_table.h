@@ -49,7 +49,7 @@ struct cli_option {
    * CLI_MISSING_TO_CALL) to `cmd`, the command's struct. 0, or the exit
    * status after the message is printed. */
   int (*fn)(const cli_option *o, const char *value, void *cmd);
-  long lo, hi;                  /* CLI_CALL: the range fn checks, if any */
+  double lo, hi;                /* CLI_CALL: the range fn checks, if any */
   const char *(*help_fn)(void); /* help computed when printed (instead of help) */
 };
 
