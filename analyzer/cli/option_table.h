@@ -94,24 +94,6 @@ int cli_parse(const cli_table *t, int argc, char **argv, void *cmd, int *next);
  * the help text from the table's column, continuation lines indented to it. */
 void cli_print_options(FILE *f, const cli_table *t);
 
-/* The --help lines of the classification options (also `view`'s). */
-#define CLI_CLASSIFY_OPTIONS_HELP                                                                  \
-  "  --comm-kernel RE    ops whose name matches the POSIX extended regex RE are\n"                 \
-  "                      communication (repeatable; overrides NCCL metadata and the\n"             \
-  "                      built-in families; env STEPSCOPE_COMM_KERNELS='RE1;RE2')\n"               \
-  "  --compute-kernel RE ops whose name matches RE are compute, whatever else says\n"              \
-  "                      (repeatable; wins over --comm-kernel; env\n"                              \
-  "                      STEPSCOPE_COMPUTE_KERNELS). See docs/kineto-import.md\n"                  \
-  "                      \"Communication families\" for the built-in table.\n"
-
-/* The --help lines of the options below, for the commands' usage texts. */
-#define CLI_ANALYSIS_OPTIONS_HELP                                                                  \
-  "  --steps A:B         only steps A..B (inclusive; A: or :B open-ended)\n"                       \
-  "  --step-range NAME   take steps from ranges named NAME (default: 'step' ranges\n"              \
-  "                      of domain stepscope, else ProfilerStep#N)\n"                              \
-  "  --launch-gap-us N   idle gaps shorter than N us are launch gaps (default 10)\n"               \
-  "  --threads N         loader/analysis threads (default: all cores)\n" CLI_CLASSIFY_OPTIONS_HELP
-
 /* ---- the analysis options (the library's, printed) ---- */
 
 /* Applies option `name` with value `value` to `opt`. Returns 1 if it was one
