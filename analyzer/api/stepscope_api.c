@@ -4,10 +4,9 @@
  * `stepscope` command, that returns what the command would print instead of
  * printing it.
  *
- * Options are parsed by the command's own parser (analyzer/cli/
- * analysis_options.c), which reports bad values on stderr; to hand those
- * messages back as values, stderr is pointed at a memory stream while the
- * options are parsed (glibc lets programs assign stderr), under a lock.
+ * Options are parsed by the library's parser (analyzer/src/metrics/
+ * analysis_options.c, the one `stepscope` uses), which returns its messages
+ * instead of printing them; each call keeps its own classification rules.
  * JSON reports are written by the same writers as the command
  * (report_json.c, diff_report.c) into a memory stream (open_memstream).
  * The op table is built here: every rank's ops with their names re-interned
@@ -53,41 +52,6 @@ static int fail(char **err_out, int code, const char *fmt, ...) {
   return code;
 }
 
-/* ---- stderr capture around the CLI's option parser ---- */
-
-static pthread_mutex_t capture_lock = PTHREAD_MUTEX_INITIALIZER;
-
-typedef struct capture {
-  FILE *saved, *mem;
-  char *text;
-  size_t len;
-} capture;
-
-static void capture_begin(capture *c) {
-  pthread_mutex_lock(&capture_lock);
-  c->saved = stderr;
-  c->text = NULL;
-  c->len = 0;
-  c->mem = open_memstream(&c->text, &c->len);
-  if (c->mem) stderr = c->mem; /* without memory the messages go to the real stderr */
-}
-
-/* Restores stderr; returns what was captured (without trailing newlines),
- * malloc'd, or NULL if nothing. */
-static char *capture_end(capture *c) {
-  stderr = c->saved;
-  pthread_mutex_unlock(&capture_lock);
-  if (!c->mem) return NULL;
-  fclose(c->mem);
-  if (c->text && c->len == 0) {
-    free(c->text);
-    return NULL;
-  }
-  while (c->len && c->text[c->len - 1] == '\n')
-    c->text[--c->len] = 0;
-  return c->text;
-}
-
 /* ---- options ---- */
 
 typedef struct api_options {
@@ -106,33 +70,12 @@ static void api_options_free(api_options *ao) {
   ao->opt.comm_rules = NULL;
 }
 
-/* Copies the rules the option parser collected (a process-wide set, made
- * for a command that parses one command line) into this call's own set,
- * and resets the parser's, so that calls neither share nor inherit rules.
- * Under the capture lock. 0, or -1 with the reason in why. */
-static int take_rules(api_options *ao, char *why, size_t why_n) {
-  const ssa_comm_rules *parsed = cli_comm_rules();
-  int rc = 0;
-  for (size_t i = 0; i < parsed->n && !rc; i++) {
-    const ssa_comm_rule *r = &parsed->rule[i];
-    char reason[256];
-    if (ssa_comm_rules_add(&ao->rules, r->pattern, r->comm, r->origin, reason, sizeof reason)) {
-      snprintf(why, why_n, "stepscope: cannot keep the rule '%s': %s", r->pattern, reason);
-      rc = -1;
-    }
-  }
-  cli_reset_analysis_options();
-  ao->opt.comm_rules = ao->rules.n ? &ao->rules : NULL;
-  return rc;
-}
-
 enum { ALLOW_RANK = 1, ALLOW_TOP = 2, ALLOW_STEPS_B = 4, ALLOW_REPEATS = 8 };
 
-/* Parses argv like the command's loop does: 0, or 2 with the message in
- * why (or, for the shared analysis options, on the captured stderr).
+/* Parses argv like the command's loop does: 0, or 2 with the message in why.
  * `command` names the command in messages ("analyze", "diff", "ops"). */
-static int parse_options_captured(const char *command, int argc, const char *const *argv,
-                                  unsigned allow, api_options *ao, char *why, size_t why_n) {
+static int parse_argv(const char *command, int argc, const char *const *argv, unsigned allow,
+                      api_options *ao, char *why, size_t why_n) {
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -145,12 +88,12 @@ static int parse_options_captured(const char *command, int argc, const char *con
       return 2;
     }
     i++;
-    int applied = cli_apply_analysis_option(command, a, v, &ao->opt);
-    if (applied < 0) return 2; /* the message went to the captured stderr */
+    int applied = ssa_apply_analysis_option(command, a, v, &ao->opt, &ao->rules, why, why_n);
+    if (applied < 0) return 2;
     if (applied) continue;
     char *end;
     if ((allow & ALLOW_RANK) && !strcmp(a, "--rank")) {
-      if (cli_apply_rank_option(command, v, &ao->opt)) return 2;
+      if (ssa_apply_rank_option(command, v, &ao->opt, why, why_n)) return 2;
     } else if ((allow & ALLOW_TOP) && !strcmp(a, "--top")) {
       long n = strtol(v, &end, 10);
       if (*end || end == v || n <= 0 || n > 1000000) {
@@ -159,7 +102,7 @@ static int parse_options_captured(const char *command, int argc, const char *con
       }
       ao->opt.top_n = (int)n;
     } else if ((allow & ALLOW_STEPS_B) && !strcmp(a, "--steps-b")) {
-      if (cli_parse_steps(v, &ao->b_first, &ao->b_last)) {
+      if (ssa_parse_steps(v, &ao->b_first, &ao->b_last)) {
         snprintf(why, why_n, "stepscope %s: bad --steps-b '%s' (want A:B)", command, v);
         return 2;
       }
@@ -186,23 +129,11 @@ static int parse_options(const char *command, int argc, const char *const *argv,
   ssa_options_default(&ao->opt);
   if (argc < 0 || (argc > 0 && !argv))
     return fail(err_out, 2, "stepscope %s: bad argument list", command);
-  char why[512] = "";
-  capture c;
-  capture_begin(&c);
-  int rc = parse_options_captured(command, argc, argv, allow, ao, why, sizeof why);
+  char why[1024] = "";
+  int rc = parse_argv(command, argc, argv, allow, ao, why, sizeof why);
   /* then the environment's rules, as the command does after its command line */
-  if (!rc && cli_finish_analysis_options(command, &ao->opt)) rc = 2;
-  char keep_why[320] = "";
-  if (take_rules(ao, keep_why, sizeof keep_why) && !rc) {
-    snprintf(why, sizeof why, "%s", keep_why);
-    rc = 1;
-  }
-  char *captured = capture_end(&c);
-  if (rc && err_out) {
-    *err_out = why[0] ? dup_message(why) : captured ? captured : dup_message("bad option");
-    if (*err_out == captured) captured = NULL;
-  }
-  free(captured);
+  if (!rc && ssa_finish_analysis_options(command, &ao->opt, &ao->rules, why, sizeof why)) rc = 2;
+  if (rc && err_out) *err_out = dup_message(why[0] ? why : "bad option");
   if (rc) api_options_free(ao);
   return rc;
 }

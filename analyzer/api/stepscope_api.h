@@ -8,7 +8,7 @@
  *   - analysis options are passed as the command line's own spellings
  *     ("--steps", "1:8", "--step-range", "train_step", ...), parsed by the
  *     same code as `stepscope analyze` and `stepscope diff`
- *     (analyzer/cli/analysis_options.c), so a new CLI analysis option works
+ *     (analyzer/src/metrics/analysis_options.c), so a new analysis option works
  *     here with no change to this API;
  *   - reports come back as the JSON documents of `stepscope analyze --json`
  *     (docs/report-schema.md) and `stepscope diff --json` (docs/diff.md);
@@ -20,10 +20,8 @@
  * the `stepscope` command's exit codes; *err_out then holds the message
  * (free it with ss_api_free). Nothing in the library exits or aborts.
  *
- * Threads: calls may run concurrently. The one shared resource is stderr:
- * while a call parses its options (a few microseconds), messages of the
- * option parser are captured by swapping glibc's stderr under a lock, so
- * another thread's stderr output in that instant is captured too.
+ * Threads: calls may run concurrently; each parses its options into its own
+ * state, and the option parser returns its messages instead of printing them.
  */
 #ifndef STEPSCOPE_API_H
 #define STEPSCOPE_API_H

@@ -6,74 +6,91 @@
  * versioned JSON report (docs/report-schema.md). A thin layer over libstepscope_analysis. Exit
  * codes: 0 ok, 1 the run could not be analysed, 2 usage error.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "analysis_options.h"
+#include "option_table.h"
 #include "ssa_metrics.h"
 #include "ssa_report.h"
 #include "ssa_import.h"
 #include "cli_env.h"
 
+typedef struct analyze_args {
+  ssa_options opt;
+  const char *run_path, *json_path;
+  int quiet;
+} analyze_args;
+
+static int opt_rank(const cli_option *o, const char *v, void *cmd) {
+  return cli_apply_rank_option("analyze", v, &((analyze_args *)cmd)->opt) ? 2 : 0;
+}
+
+static int opt_top(const cli_option *o, const char *v, void *cmd) {
+  char *end;
+  long n = strtol(v, &end, 10);
+  if (*end || end == v || n <= 0 || n > 1000000) {
+    fprintf(stderr, "stepscope analyze: bad --top '%s' (want 1..1000000)\n", v);
+    return 2;
+  }
+  ((analyze_args *)cmd)->opt.top_n = (int)n;
+  return 0;
+}
+
+static int argument(void *cmd, const char *a) {
+  analyze_args *x = cmd;
+  if (x->run_path) {
+    fprintf(stderr, "stepscope analyze: unexpected argument %s\n", a);
+    return 2;
+  }
+  x->run_path = a;
+  return 0;
+}
+
+static void usage(FILE *f);
+
+#define A(f) offsetof(analyze_args, f)
+static const cli_option analyze_options[] = {
+    {CLI_TEXT, NULL, NULL, NULL,
+     "usage: stepscope analyze RUN [options]\n"
+     "  RUN                 run directory (rank-*.trace.zst) or one trace file\n",
+     0, NULL, 0, 0, NULL},
+    {CLI_STRING, "--json", NULL, "FILE",
+     "also write the JSON report (docs/report-schema.md); '-' = stdout", A(json_path), NULL, 0, 0,
+     NULL},
+    {CLI_ANALYSIS, NULL, NULL, NULL, NULL, A(opt), NULL, 0, 0, NULL},
+    {CLI_CALL, "--rank", NULL, "R",
+     "report only rank R (all ranks are still loaded for\nclock alignment and collectives)", 0,
+     opt_rank, 0, 0, NULL},
+    {CLI_CALL, "--top", NULL, "N", "rows in the kernel and collective tables (default 20)", 0,
+     opt_top, 0, 0, NULL},
+    {CLI_FLAG, "--quiet", NULL, NULL, "no text report (with --json)", A(quiet), NULL, 0, 0, NULL},
+};
+
+static const cli_table analyze_table = {"analyze",
+                                        analyze_options,
+                                        sizeof analyze_options / sizeof analyze_options[0],
+                                        22,
+                                        CLI_ARGS_DOUBLE_DASH | CLI_VALUE_FIRST,
+                                        usage,
+                                        argument,
+                                        NULL};
+
 static void usage(FILE *f) {
-  fprintf(f, "usage: stepscope analyze RUN [options]\n"
-             "  RUN                 run directory (rank-*.trace.zst) or one trace file\n"
-             "  --json FILE         also write the JSON report (docs/report-schema.md); '-' = "
-             "stdout\n" CLI_ANALYSIS_OPTIONS_HELP
-             "  --rank R            report only rank R (all ranks are still loaded for\n"
-             "                      clock alignment and collectives)\n"
-             "  --top N             rows in the kernel and collective tables (default 20)\n"
-             "  --quiet             no text report (with --json)\n");
+  cli_print_options(f, &analyze_table);
 }
 
 int cmd_analyze(int argc, char **argv) {
-  ssa_options opt;
-  ssa_options_default(&opt);
-  const char *run_path = NULL, *json_path = NULL;
-  int quiet = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      usage(stdout);
-      return 0;
-    } else if (!strcmp(a, "--quiet")) {
-      quiet = 1;
-    } else if (a[0] == '-' && a[1] == '-') {
-      if (!v) {
-        fprintf(stderr, "stepscope analyze: %s needs a value\n", a);
-        return 2;
-      }
-      i++;
-      char *end;
-      int applied = cli_apply_analysis_option("analyze", a, v, &opt);
-      if (applied < 0) return 2;
-      if (applied) continue;
-      if (!strcmp(a, "--json")) {
-        json_path = v;
-      } else if (!strcmp(a, "--rank")) {
-        if (cli_apply_rank_option("analyze", v, &opt)) return 2;
-      } else if (!strcmp(a, "--top")) {
-        long n = strtol(v, &end, 10);
-        if (*end || end == v || n <= 0 || n > 1000000) {
-          fprintf(stderr, "stepscope analyze: bad --top '%s' (want 1..1000000)\n", v);
-          return 2;
-        }
-        opt.top_n = (int)n;
-      } else {
-        fprintf(stderr, "stepscope analyze: unknown option %s\n", a);
-        usage(stderr);
-        return 2;
-      }
-    } else if (!run_path) {
-      run_path = a;
-    } else {
-      fprintf(stderr, "stepscope analyze: unexpected argument %s\n", a);
-      return 2;
-    }
-  }
+  analyze_args x;
+  memset(&x, 0, sizeof x);
+  ssa_options_default(&x.opt);
+  int parsed = cli_parse(&analyze_table, argc, argv, &x, NULL);
+  if (parsed != CLI_PARSED) return parsed;
+  ssa_options opt = x.opt;
+  const char *run_path = x.run_path, *json_path = x.json_path;
+  int quiet = x.quiet;
   if (!run_path) {
     usage(stderr);
     return 2;

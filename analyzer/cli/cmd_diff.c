@@ -13,47 +13,18 @@
  * 0 ok, 1 a run could not be loaded or analysed, 2 usage error, 3 a
  * --fail-on threshold was crossed by a real change.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "analysis_options.h"
+#include "option_table.h"
 #include "cmd_diff_prediction.h"
 #include "ssa_diff.h"
 #include "ssa_report.h"
 #include "ssa_import.h"
 #include "cli_env.h"
-
-static void usage(FILE *f) {
-  fprintf(
-      f,
-      "usage: stepscope diff RUN_A RUN_B [options]\n"
-      "       stepscope diff RUN PREDICTION.json [--json FILE] [--quiet]   (a run against\n"
-      "       `stepscope plan --json`: step time, bubble, memory, MFU, tokens/s; docs/plan.md)\n"
-      "Compares two runs (before/after tuning): step time, overlap, exposed comm,\n"
-      "bubble, idle, MFU with a noise verdict, per rank and per step, kernels and\n"
-      "collectives, and findings in plain words. Runs are run directories or files\n"
-      "(rank-*.trace.zst, or PyTorch profiler rank-*.json[.gz]).\n"
-      "  --json FILE         also write the JSON diff (docs/diff.md); '-' = stdout\n"
-      "  --fail-on SPEC      regression gate: exit 3 when a metric moved past its threshold in\n"
-      "                      the bad direction and the noise test calls the change real, e.g.\n"
-      "                      \"step_time:+3%%,exposed_comm:+10%%,mfu:-2%%,bubble:+2pt\" (units: %% "
-      "of\n"
-      "                      run A, pt for ratios, ns/us/ms/s for times)\n"
-      "  --markdown FILE     write a short Markdown summary for a CI comment (verdicts, gate,\n"
-      "                      top causes, the command to reproduce); '-' = "
-      "stdout\n" CLI_ANALYSIS_OPTIONS_HELP
-      "  --steps-b A:B       a different step range for run B (--steps applies to both)\n"
-      "  --repeat-a RUN      another run of A's configuration (repeatable, up to 15): steps are\n"
-      "                      pooled, and a change must exceed how far A's runs lie apart\n"
-      "  --repeat-b RUN      the same for B. With one run per side, verdicts assume separate runs\n"
-      "                      of one configuration differ no more than their steps do\n"
-      "  --quiet             no text report\n"
-      "Verdicts: better/WORSE only when the change passes the noise test (docs/diff.md):\n"
-      "noise, same, or unknown (too few steps) otherwise. Exit: 0 ok, 1 a run could not be\n"
-      "loaded, 2 usage, 3 a --fail-on threshold crossed.\n");
-}
 
 /* Appends arg to buf, quoted for a POSIX shell when it needs it. */
 static void append_quoted(char *buf, size_t cap, const char *arg) {
@@ -110,181 +81,267 @@ static void unload(loaded *l) {
   if (l->have_run) ssa_run_free(&l->run);
 }
 
-int cmd_diff(int argc, char **argv) {
+/* What the command line says. */
+typedef struct diff_args {
   ssa_options opt;
-  ssa_options_default(&opt);
-  ssa_options opt_b;
-  int has_b_steps = 0;
-  int64_t b_first = 0, b_last = 0;
-  const char *paths[2] = {NULL, NULL};
-  const char *json_path = NULL, *markdown_path = NULL;
+  int has_b_steps;
+  int64_t b_first, b_last;
+  const char *paths[2];
+  const char *json_path, *markdown_path;
   const char *repeats[2][SSA_DIFF_MAX_RUNS]; /* [side][i]: repeats[s][0] is the side's run */
-  size_t nrep[2] = {1, 1};
+  size_t nrep[2];
   ssa_gate gate;
-  int has_gate = 0;
-  int quiet = 0;
-  char command[2048] = "stepscope diff";
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      usage(stdout);
-      return 0;
-    } else if (!strcmp(a, "--quiet")) {
-      quiet = 1;
-    } else if (a[0] == '-' && a[1] == '-') {
-      if (!v) {
-        fprintf(stderr, "stepscope diff: %s needs a value\n", a);
-        return 2;
-      }
-      i++;
-      int applied = cli_apply_analysis_option("diff", a, v, &opt);
-      if (applied < 0) return 2;
-      if (strcmp(a, "--json") && strcmp(a, "--markdown") && strcmp(a, "--threads")) {
-        append_quoted(command, sizeof command,
-                      a); /* the reproduce line keeps what decides the result */
-        append_quoted(command, sizeof command, v);
-      }
-      if (applied) continue;
-      if (!strcmp(a, "--json")) {
-        json_path = v;
-      } else if (!strcmp(a, "--markdown")) {
-        markdown_path = v;
-      } else if (!strcmp(a, "--fail-on")) {
-        char err[256];
-        if (ssa_gate_parse(v, &gate, err, sizeof err)) {
-          fprintf(stderr, "stepscope diff: %s\n", err);
-          return 2;
-        }
-        has_gate = 1;
-      } else if (!strcmp(a, "--steps-b")) {
-        if (cli_parse_steps(v, &b_first, &b_last)) {
-          fprintf(stderr, "stepscope diff: bad --steps-b '%s' (want A:B)\n", v);
-          return 2;
-        }
-        has_b_steps = 1;
-      } else if (!strcmp(a, "--repeat-a") || !strcmp(a, "--repeat-b")) {
-        int side = a[9] == 'b';
-        if (nrep[side] >= SSA_DIFF_MAX_RUNS) {
-          fprintf(stderr, "stepscope diff: at most %d runs per side (%s)\n", SSA_DIFF_MAX_RUNS, a);
-          return 2;
-        }
-        repeats[side][nrep[side]++] = v;
-      } else {
-        fprintf(stderr, "stepscope diff: unknown option %s\n", a);
-        usage(stderr);
-        return 2;
-      }
-    } else if (!paths[0]) {
-      paths[0] = a;
-      append_quoted(command, sizeof command, a);
-    } else if (!paths[1]) {
-      paths[1] = a;
-      append_quoted(command, sizeof command, a);
-    } else {
-      fprintf(stderr, "stepscope diff: unexpected argument %s\n", a);
-      return 2;
-    }
-  }
-  if (!paths[1]) {
-    usage(stderr);
+  int has_gate, quiet;
+  char command[2048]; /* the reproduce line of --markdown */
+} diff_args;
+
+static int opt_fail_on(const cli_option *o, const char *v, void *cmd) {
+  diff_args *x = cmd;
+  char err[256];
+  if (ssa_gate_parse(v, &x->gate, err, sizeof err)) {
+    fprintf(stderr, "stepscope diff: %s\n", err);
     return 2;
   }
-  if (cli_finish_analysis_options("diff", &opt)) return 2;
-  int prediction = cli_diff_which_is_prediction(paths[0], paths[1]); /* RUN PREDICTION.json */
-  if (prediction >= 0)
-    return cli_diff_prediction(paths[1 - prediction], paths[prediction], &opt, json_path, quiet,
-                               has_gate        ? "--fail-on"
-                               : markdown_path ? "--markdown"
-                               : has_b_steps   ? "--steps-b"
-                               : nrep[0] > 1   ? "--repeat-a"
-                               : nrep[1] > 1   ? "--repeat-b"
-                                               : NULL);
-  opt_b = opt;
-  if (has_b_steps) {
+  x->has_gate = 1;
+  return 0;
+}
+
+static int opt_steps_b(const cli_option *o, const char *v, void *cmd) {
+  diff_args *x = cmd;
+  if (ssa_parse_steps(v, &x->b_first, &x->b_last)) {
+    fprintf(stderr, "stepscope diff: bad --steps-b '%s' (want A:B)\n", v);
+    return 2;
+  }
+  x->has_b_steps = 1;
+  return 0;
+}
+
+static int opt_repeat(const cli_option *o, const char *v, void *cmd) {
+  diff_args *x = cmd;
+  int side = o->name[9] == 'b';
+  if (x->nrep[side] >= SSA_DIFF_MAX_RUNS) {
+    fprintf(stderr, "stepscope diff: at most %d runs per side (%s)\n", SSA_DIFF_MAX_RUNS, o->name);
+    return 2;
+  }
+  x->repeats[side][x->nrep[side]++] = v;
+  return 0;
+}
+
+static int argument(void *cmd, const char *a) {
+  diff_args *x = cmd;
+  if (x->paths[1]) {
+    fprintf(stderr, "stepscope diff: unexpected argument %s\n", a);
+    return 2;
+  }
+  x->paths[x->paths[0] ? 1 : 0] = a;
+  append_quoted(x->command, sizeof x->command, a);
+  return 0;
+}
+
+/* The reproduce line keeps what decides the result. */
+static void seen(void *cmd, const char *name, const char *value) {
+  diff_args *x = cmd;
+  if (!strcmp(name, "--json") || !strcmp(name, "--markdown") || !strcmp(name, "--threads")) return;
+  append_quoted(x->command, sizeof x->command, name);
+  append_quoted(x->command, sizeof x->command, value);
+}
+
+static void usage(FILE *f);
+
+#define A(f) offsetof(diff_args, f)
+static const cli_option diff_options[] = {
+    {CLI_TEXT, NULL, NULL, NULL,
+     "usage: stepscope diff RUN_A RUN_B [options]\n"
+     "       stepscope diff RUN PREDICTION.json [--json FILE] [--quiet]   (a run against\n"
+     "       `stepscope plan --json`: step time, bubble, memory, MFU, tokens/s; docs/plan.md)\n"
+     "Compares two runs (before/after tuning): step time, overlap, exposed comm,\n"
+     "bubble, idle, MFU with a noise verdict, per rank and per step, kernels and\n"
+     "collectives, and findings in plain words. Runs are run directories or files\n"
+     "(rank-*.trace.zst, or PyTorch profiler rank-*.json[.gz]).\n",
+     0, NULL, 0, 0, NULL},
+    {CLI_STRING, "--json", NULL, "FILE", "also write the JSON diff (docs/diff.md); '-' = stdout",
+     A(json_path), NULL, 0, 0, NULL},
+    {CLI_CALL, "--fail-on", NULL, "SPEC",
+     "regression gate: exit 3 when a metric moved past its threshold in\n"
+     "the bad direction and the noise test calls the change real, e.g.\n"
+     "\"step_time:+3%,exposed_comm:+10%,mfu:-2%,bubble:+2pt\" (units: % of\n"
+     "run A, pt for ratios, ns/us/ms/s for times)",
+     0, opt_fail_on, 0, 0, NULL},
+    {CLI_STRING, "--markdown", NULL, "FILE",
+     "write a short Markdown summary for a CI comment (verdicts, gate,\n"
+     "top causes, the command to reproduce); '-' = stdout",
+     A(markdown_path), NULL, 0, 0, NULL},
+    {CLI_ANALYSIS, NULL, NULL, NULL, NULL, A(opt), NULL, 0, 0, NULL},
+    {CLI_CALL, "--steps-b", NULL, "A:B",
+     "a different step range for run B (--steps applies to both)", 0, opt_steps_b, 0, 0, NULL},
+    {CLI_CALL, "--repeat-a", NULL, "RUN",
+     "another run of A's configuration (repeatable, up to 15): steps are\n"
+     "pooled, and a change must exceed how far A's runs lie apart",
+     0, opt_repeat, 0, 0, NULL},
+    {CLI_CALL, "--repeat-b", NULL, "RUN",
+     "the same for B. With one run per side, verdicts assume separate runs\n"
+     "of one configuration differ no more than their steps do",
+     0, opt_repeat, 0, 0, NULL},
+    {CLI_FLAG, "--quiet", NULL, NULL, "no text report", A(quiet), NULL, 0, 0, NULL},
+    {CLI_TEXT, NULL, NULL, NULL,
+     "Verdicts: better/WORSE only when the change passes the noise test (docs/diff.md):\n"
+     "noise, same, or unknown (too few steps) otherwise. Exit: 0 ok, 1 a run could not be\n"
+     "loaded, 2 usage, 3 a --fail-on threshold crossed.\n",
+     0, NULL, 0, 0, NULL},
+};
+
+static const cli_table diff_table = {"diff",
+                                     diff_options,
+                                     sizeof diff_options / sizeof diff_options[0],
+                                     22,
+                                     CLI_ARGS_DOUBLE_DASH | CLI_VALUE_FIRST,
+                                     usage,
+                                     argument,
+                                     seen};
+
+static void usage(FILE *f) {
+  cli_print_options(f, &diff_table);
+}
+
+/* Loads and analyses every run of both sides into l (side s, run i: l[s * MAX + i]), an[s][i]
+ * pointing at their analyses. 0, or the exit status (said why). */
+static int load_sides(diff_args *x, loaded *l, const ssa_analysis *an[2][SSA_DIFF_MAX_RUNS]) {
+  ssa_options opt_b = x->opt;
+  if (x->has_b_steps) {
     opt_b.has_step_filter = 1;
-    opt_b.step_first = b_first;
-    opt_b.step_last = b_last;
+    opt_b.step_first = x->b_first;
+    opt_b.step_last = x->b_last;
   }
-  repeats[0][0] = paths[0];
-  repeats[1][0] = paths[1];
-  loaded *l = calloc(2 * SSA_DIFF_MAX_RUNS, sizeof *l); /* side s, run i: l[s * MAX + i] */
-  if (!l) {
-    fprintf(stderr, "stepscope diff: out of memory\n");
-    return 1;
-  }
-  const ssa_analysis *an[2][SSA_DIFF_MAX_RUNS];
   int rc = 0;
   for (int side = 0; side < 2 && !rc; side++) {
-    for (size_t i = 0; i < nrep[side] && !rc; i++) {
-      loaded *x = &l[side * SSA_DIFF_MAX_RUNS + i];
-      rc = load_and_analyse(repeats[side][i], side ? &opt_b : &opt, x);
-      an[side][i] = &x->an;
+    for (size_t i = 0; i < x->nrep[side] && !rc; i++) {
+      loaded *r = &l[side * SSA_DIFF_MAX_RUNS + i];
+      rc = load_and_analyse(x->repeats[side][i], side ? &opt_b : &x->opt, r);
+      an[side][i] = &r->an;
       char msg[1024];
       if (!rc && i > 0 &&
-          !ssa_diff_repeat_fits(an[side][0], an[side][i], side, repeats[side][0], repeats[side][i],
-                                msg, sizeof msg)) {
+          !ssa_diff_repeat_fits(an[side][0], an[side][i], side, x->repeats[side][0],
+                                x->repeats[side][i], msg, sizeof msg)) {
         fprintf(stderr, "%s\n", msg);
         rc = 2;
       }
     }
   }
+  return rc;
+}
+
+/* --json and --markdown of the diff d: 0, or 1 (said why). */
+static int write_reports(const diff_args *x, const ssa_diff *d, const ssa_gate_outcome *outcome) {
+  ssa_out o;
+  if (x->json_path) {
+    if (ssa_out_open(&o, x->json_path)) {
+      fprintf(stderr, "stepscope diff: %s\n", o.why);
+      return 1;
+    }
+    ssa_diff_report_json(d, &o);
+    if (ssa_out_close(&o)) {
+      fprintf(stderr, "stepscope diff: %s\n", o.why);
+      return 1;
+    }
+  }
+  if (x->markdown_path) {
+    if (ssa_out_open(&o, x->markdown_path)) {
+      fprintf(stderr, "stepscope diff: cannot write %s\n", x->markdown_path);
+      return 1;
+    }
+    ssa_diff_report_markdown(d, x->has_gate ? &x->gate : NULL, outcome, x->command, &o);
+    if (ssa_out_close(&o)) {
+      fprintf(stderr, "stepscope diff: write error on %s\n", x->markdown_path);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* The gate's outcome, on stderr so that it is seen whatever stdout holds: 0, or 3 when a
+ * threshold was crossed. */
+static int report_gate(const diff_args *x, const ssa_diff *d, const ssa_gate_outcome *outcome,
+                       size_t failed) {
+  for (size_t i = 0; i < x->gate.n; i++) {
+    const ssa_gate_rule *r = &x->gate.rules[i];
+    char t[32];
+    ssa_gate_rule_text(r, t, sizeof t);
+    const ssa_diff_metric *m = &d->m[r->metric];
+    fprintf(stderr, "stepscope diff: gate %s %s: %s (%s)\n", ssa_diff_metric_names[r->metric], t,
+            ssa_gate_status_names[outcome[i].status],
+            m->comparable ? ssa_diff_verdict_word(m, r->metric) : "-");
+  }
+  if (!failed) return 0;
+  fprintf(stderr, "stepscope diff: %zu of %zu thresholds crossed\n", failed, x->gate.n);
+  return 3;
+}
+
+/* Compares the loaded sides and reports: 0, or the exit status. */
+static int compare(diff_args *x, const ssa_analysis *an[2][SSA_DIFF_MAX_RUNS]) {
   ssa_diff d;
   memset(&d, 0, sizeof d);
-  if (!rc && ssa_diff_runs_repeated(an[0], nrep[0], an[1], nrep[1], paths[0], paths[1], &d)) {
+  if (ssa_diff_runs_repeated(an[0], x->nrep[0], an[1], x->nrep[1], x->paths[0], x->paths[1], &d)) {
     fprintf(stderr, "stepscope diff: out of memory while comparing\n");
-    rc = 1;
-  }
-  if (!rc && json_path) {
-    ssa_out o;
-    if (ssa_out_open(&o, json_path)) {
-      fprintf(stderr, "stepscope diff: %s\n", o.why);
-      rc = 1;
-    } else {
-      ssa_diff_report_json(&d, &o);
-      if (ssa_out_close(&o)) {
-        fprintf(stderr, "stepscope diff: %s\n", o.why);
-        rc = 1;
-      }
-    }
+    ssa_diff_free(&d);
+    return 1;
   }
   ssa_gate_outcome outcome[SSA_DM_N];
-  size_t failed = !rc && has_gate ? ssa_gate_check(&d, &gate, outcome) : 0;
-  if (!rc && markdown_path) {
-    ssa_out o;
-    if (ssa_out_open(&o, markdown_path)) {
-      fprintf(stderr, "stepscope diff: cannot write %s\n", markdown_path);
-      rc = 1;
-    } else {
-      ssa_diff_report_markdown(&d, has_gate ? &gate : NULL, outcome, command, &o);
-      if (ssa_out_close(&o)) {
-        fprintf(stderr, "stepscope diff: write error on %s\n", markdown_path);
-        rc = 1;
-      }
-    }
-  }
-  int to_stdout =
-      (json_path && !strcmp(json_path, "-")) || (markdown_path && !strcmp(markdown_path, "-"));
-  if (!rc && !quiet && !to_stdout) ssa_diff_report_text(&d, stdout);
-  if (!rc && has_gate) {
-    /* the gate's outcome goes to stderr, so that it is seen whatever stdout holds */
-    for (size_t i = 0; i < gate.n; i++) {
-      const ssa_gate_rule *r = &gate.rules[i];
-      char t[32];
-      ssa_gate_rule_text(r, t, sizeof t);
-      const ssa_diff_metric *m = &d.m[r->metric];
-      fprintf(stderr, "stepscope diff: gate %s %s: %s (%s)\n", ssa_diff_metric_names[r->metric], t,
-              ssa_gate_status_names[outcome[i].status],
-              m->comparable ? ssa_diff_verdict_word(m, r->metric) : "-");
-    }
-    if (failed) {
-      fprintf(stderr, "stepscope diff: %zu of %zu thresholds crossed\n", failed, gate.n);
-      rc = 3;
-    }
-  }
+  size_t failed = x->has_gate ? ssa_gate_check(&d, &x->gate, outcome) : 0; /* reads d only */
+  int rc = write_reports(x, &d, outcome);
+  int to_stdout = (x->json_path && !strcmp(x->json_path, "-")) ||
+                  (x->markdown_path && !strcmp(x->markdown_path, "-"));
+  if (!rc && !x->quiet && !to_stdout) ssa_diff_report_text(&d, stdout);
+  if (!rc && x->has_gate) rc = report_gate(x, &d, outcome, failed);
   ssa_diff_free(&d);
+  return rc;
+}
+
+int cmd_diff(int argc, char **argv) {
+  diff_args *x = calloc(1, sizeof *x);
+  if (!x) {
+    fprintf(stderr, "stepscope diff: out of memory\n");
+    return 1;
+  }
+  ssa_options_default(&x->opt);
+  x->nrep[0] = x->nrep[1] = 1;
+  snprintf(x->command, sizeof x->command, "stepscope diff");
+  int rc = cli_parse(&diff_table, argc, argv, x, NULL);
+  if (rc == CLI_PARSED && !x->paths[1]) {
+    usage(stderr);
+    rc = 2;
+  }
+  if (rc == CLI_PARSED && cli_finish_analysis_options("diff", &x->opt)) rc = 2;
+  if (rc != CLI_PARSED) {
+    free(x);
+    return rc;
+  }
+  int prediction = cli_diff_which_is_prediction(x->paths[0], x->paths[1]); /* RUN PREDICTION.json */
+  if (prediction >= 0) {
+    rc = cli_diff_prediction(x->paths[1 - prediction], x->paths[prediction], &x->opt, x->json_path,
+                             x->quiet,
+                             x->has_gate        ? "--fail-on"
+                             : x->markdown_path ? "--markdown"
+                             : x->has_b_steps   ? "--steps-b"
+                             : x->nrep[0] > 1   ? "--repeat-a"
+                             : x->nrep[1] > 1   ? "--repeat-b"
+                                                : NULL);
+    free(x);
+    return rc;
+  }
+  x->repeats[0][0] = x->paths[0];
+  x->repeats[1][0] = x->paths[1];
+  loaded *l = calloc(2 * SSA_DIFF_MAX_RUNS, sizeof *l); /* side s, run i: l[s * MAX + i] */
+  if (!l) {
+    fprintf(stderr, "stepscope diff: out of memory\n");
+    free(x);
+    return 1;
+  }
+  const ssa_analysis *an[2][SSA_DIFF_MAX_RUNS];
+  rc = load_sides(x, l, an);
+  if (!rc) rc = compare(x, an);
   for (size_t i = 0; i < 2 * SSA_DIFF_MAX_RUNS; i++)
     unload(&l[i]);
   free(l);
+  free(x);
   return rc;
 }

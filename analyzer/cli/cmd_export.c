@@ -7,6 +7,7 @@
  * .pftrace (or --format perfetto). Streams: the document is never held in
  * memory. Exit codes: 0 ok, 1 failure, 2 usage error.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,65 +15,81 @@
 #include <unistd.h>
 
 #include "ssa_metrics.h"
-#include "analysis_options.h"
+#include "option_table.h"
 #include "ssa_report.h"
 #include "ssa_import.h"
 #include "cli_env.h"
 #include "ssa_export.h"
 
+typedef struct export_args {
+  ssa_options opt;
+  const char *run_path, *out_path, *format;
+} export_args;
+
+static int opt_format(const cli_option *o, const char *v, void *cmd) {
+  if (strcmp(v, "json") && strcmp(v, "perfetto")) {
+    fprintf(stderr, "stepscope export: --format must be json or perfetto, not %s\n", v);
+    return 2;
+  }
+  ((export_args *)cmd)->format = v;
+  return 0;
+}
+
+static int opt_rank(const cli_option *o, const char *v, void *cmd) {
+  return cli_apply_rank_option("export", v, &((export_args *)cmd)->opt) ? 2 : 0;
+}
+
+static int argument(void *cmd, const char *a) {
+  export_args *x = cmd;
+  if (x->run_path) {
+    fprintf(stderr, "stepscope export: unexpected argument %s\n", a);
+    return 2;
+  }
+  x->run_path = a;
+  return 0;
+}
+
+static void usage(FILE *f);
+
+#define A(f) offsetof(export_args, f)
+static const cli_option export_options[] = {
+    {CLI_TEXT, NULL, NULL, NULL, "usage: stepscope export RUN -o FILE [options]\n", 0, NULL, 0, 0,
+     NULL},
+    {CLI_STRING, "--output", "-o", "FILE", "trace.json, trace.json.gz (gzip), or trace.pftrace",
+     A(out_path), NULL, 0, 0, NULL},
+    {CLI_CALL, "--format", NULL, "F",
+     "json or perfetto (default: perfetto for *.pftrace,\njson otherwise)", 0, opt_format, 0, 0,
+     NULL},
+    {CLI_CALL, "--rank", NULL, "R", "only rank R", 0, opt_rank, 0, 0, NULL},
+    {CLI_ANALYSIS, NULL, NULL, NULL, NULL, A(opt), NULL, 0, 0, NULL},
+    {CLI_TEXT, NULL, NULL, NULL,
+     "Open either file at https://ui.perfetto.dev; the bundled viewer (`stepscope\n"
+     "view`) reads the JSON. A .pftrace is 5-6x smaller than the JSON (Perfetto\n"
+     "gives up on JSON near 1-2 GB): use it for large runs.\n",
+     0, NULL, 0, 0, NULL},
+};
+
+static const cli_table export_table = {"export",
+                                       export_options,
+                                       sizeof export_options / sizeof export_options[0],
+                                       22,
+                                       CLI_ARGS_DASH_ALONE | CLI_VALUE_FIRST,
+                                       usage,
+                                       argument,
+                                       NULL};
+
 static void usage(FILE *f) {
-  fprintf(f, "usage: stepscope export RUN -o FILE [options]\n"
-             "  -o, --output FILE   trace.json, trace.json.gz (gzip), or trace.pftrace\n"
-             "  --format F          json or perfetto (default: perfetto for *.pftrace,\n"
-             "                      json otherwise)\n"
-             "  --rank R            only rank R\n" CLI_ANALYSIS_OPTIONS_HELP
-             "Open either file at https://ui.perfetto.dev; the bundled viewer (`stepscope\n"
-             "view`) reads the JSON. A .pftrace is 5-6x smaller than the JSON (Perfetto\n"
-             "gives up on JSON near 1-2 GB): use it for large runs.\n");
+  cli_print_options(f, &export_table);
 }
 
 int cmd_export(int argc, char **argv) {
-  ssa_options opt;
-  ssa_options_default(&opt);
-  const char *run_path = NULL, *out_path = NULL, *format = NULL;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      usage(stdout);
-      return 0;
-    }
-    if (a[0] == '-' && a[1]) {
-      if (!v) {
-        fprintf(stderr, "stepscope export: %s needs a value\n", a);
-        return 2;
-      }
-      i++;
-      int applied = cli_apply_analysis_option("export", a, v, &opt);
-      if (applied < 0) return 2;
-      if (applied) continue;
-      if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-        out_path = v;
-      } else if (!strcmp(a, "--format")) {
-        if (strcmp(v, "json") && strcmp(v, "perfetto")) {
-          fprintf(stderr, "stepscope export: --format must be json or perfetto, not %s\n", v);
-          return 2;
-        }
-        format = v;
-      } else if (!strcmp(a, "--rank")) {
-        if (cli_apply_rank_option("export", v, &opt)) return 2;
-      } else {
-        fprintf(stderr, "stepscope export: unknown option %s\n", a);
-        usage(stderr);
-        return 2;
-      }
-    } else if (!run_path) {
-      run_path = a;
-    } else {
-      fprintf(stderr, "stepscope export: unexpected argument %s\n", a);
-      return 2;
-    }
-  }
+  export_args x;
+  memset(&x, 0, sizeof x);
+  ssa_options_default(&x.opt);
+  int parsed = cli_parse(&export_table, argc, argv, &x, NULL);
+  if (parsed != CLI_PARSED) return parsed;
+  ssa_options opt = x.opt;
+  const char *run_path = x.run_path, *out_path = x.out_path, *format = x.format;
   if (!run_path || !out_path) {
     usage(stderr);
     return 2;

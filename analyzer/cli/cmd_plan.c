@@ -7,8 +7,14 @@
  * layout (every layout option given, or --what-if on the run's layout) or enumerates them
  * all and prints a ranked table; --json and --csv write every layout. Exit codes: 0 ok,
  * 1 the run could not be read or no layout is possible, 2 usage error.
+ *
+ * The options are one table (option_table.h): parsing and --help read the same rows.
+ * cmd_plan parses, builds the job (plan_build_job: the model from --from, a preset and
+ * overrides; the device), then predicts the --what-if layout, the one layout given, or
+ * every layout.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,51 +23,8 @@
 
 #include "model_config.h"
 #include "model_presets.h"
+#include "option_table.h"
 #include "ssa_plan.h"
-
-static void usage(FILE *f) {
-  fprintf(f,
-          "usage: stepscope plan [MODEL] --gpus N --global-batch B [options]\n"
-          "Predicts per-device memory (by component) and step time, tokens/s and MFU of every\n"
-          "parallel layout of a GPT model on N devices (the Ultra-Scale Playbook's calculators\n"
-          "for stepscope-train's layouts), ranked best first with the constraint that binds.\n"
-          "\n"
-          "model (as stepscope-train takes it):\n"
-          "  --model NAME          tiny, gpt2-124m, gpt2-350m, gpt2-774m, gpt2-1.5b\n"
-          "  --layers N --hidden C --heads H --vocab V   (override or replace the preset)\n"
-          "  --seq T               sequence length [preset's; 1024 for gpt2-*]\n"
-          "  --ffn F               MLP width [4 x hidden]\n"
-          "  --max-seq N           position table rows [1024]\n"
-          "  --experts E --top-k K --moe-every N   mixture of experts (stepscope-train's;\n"
-          "                        layouts then also vary --ep, FLOPs count active parameters)\n"
-          "job:\n"
-          "  --gpus N              devices [the run's world with --from]\n"
-          "  --gpus-per-node G     devices per node (groups inside a node use its links) [8]\n"
-          "  --global-batch B      sequences per optimizer step [the run's with --from]\n"
-          "  --device D            %s [h100-sxm; the run's device with --from]\n"
-          "  --device-memory-gib X memory per device instead of the table's\n"
-          "  --cores N             cpu: the cores the ranks of a node share (their rate is\n"
-          "                        min(1, cores / ranks) of a core's) [this machine's, assumed]\n"
-          "  --no-overlap          gradient all-reduce not overlapped with backward\n"
-          "layout (each fixes that choice; all of them: predict one layout):\n"
-          "  --dp --tp --pp --cp N, --sp | --no-sp, --zero 0..3,\n"
-          "  --recompute none|selective|full, --microbatches M,\n"
-          "  --schedule afab|1f1b|interleaved, --virtual-stages V, --bucket-mb MB [1],\n"
-          "  --ep N (with --experts: expert parallelism carved out of dp)\n"
-          "calibration:\n"
-          "  --from RUN            a traced stepscope-train run: achieved FLOP rate, measured\n"
-          "                        bandwidths and latency, host overhead, bubble excess, memory\n"
-          "                        baseline (otherwise the device table's values are assumed)\n"
-          "  --what-if K=V,...     with --from: the run's layout changed (keys: dp tp pp cp sp\n"
-          "                        zero recompute microbatches schedule virtual_stages\n"
-          "                        global_batch), predicted beside what the run measured\n"
-          "output:\n"
-          "  --top N               rows of the table [20]\n"
-          "  --json FILE           every layout as JSON (docs/plan.md); '-' = stdout\n"
-          "  --csv FILE            every layout as CSV; '-' = stdout\n"
-          "  --threads N           threads for loading --from RUN [all cores]\n",
-          plan_device_names());
-}
 
 static int parse_int(const char *opt, const char *v, int lo, int hi, int *out) {
   char *end;
@@ -169,135 +132,150 @@ static int close_out(FILE *f, const char *path) {
   return 0;
 }
 
-int cmd_plan(int argc, char **argv) {
+/* What the command line says. */
+typedef struct plan_args {
   plan_job job;
-  memset(&job, 0, sizeof job);
-  job.overlap = 1;
-  job.gpus_per_node = 8;
   plan_filter f;
-  plan_filter_any(&f);
-  const char *model = NULL, *device = NULL, *from = NULL, *json_path = NULL, *csv_path = NULL;
-  char *what_if = NULL;
-  int layers = 0, hidden = 0, heads = 0, vocab = 0, seq = 0, ffn = 0, max_seq = 0;
-  int experts = -1, top_k = 2, moe_every = 1;
-  int top = 20, threads = 0;
-  double mem_gib = 0, bucket_mb = 1;
-  int cores = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    int rc = 0, consumed = 1;
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      usage(stdout);
-      return 0;
-    } else if (!strcmp(a, "--model")) {
-      model = v;
-    } else if (!strcmp(a, "--layers")) {
-      rc = parse_int(a, v, 1, 100000, &layers);
-    } else if (!strcmp(a, "--hidden")) {
-      rc = parse_int(a, v, 1, 1 << 20, &hidden);
-    } else if (!strcmp(a, "--heads")) {
-      rc = parse_int(a, v, 1, 1 << 16, &heads);
-    } else if (!strcmp(a, "--vocab")) {
-      rc = parse_int(a, v, 1, 1 << 24, &vocab);
-    } else if (!strcmp(a, "--seq")) {
-      rc = parse_int(a, v, 1, 1 << 24, &seq);
-    } else if (!strcmp(a, "--ffn")) {
-      rc = parse_int(a, v, 1, 1 << 24, &ffn);
-    } else if (!strcmp(a, "--max-seq")) {
-      rc = parse_int(a, v, 1, 1 << 24, &max_seq);
-    } else if (!strcmp(a, "--experts")) {
-      rc = parse_int(a, v, 0, 1024, &experts);
-    } else if (!strcmp(a, "--top-k")) {
-      rc = parse_int(a, v, 1, 1024, &top_k);
-    } else if (!strcmp(a, "--moe-every")) {
-      rc = parse_int(a, v, 1, 100000, &moe_every);
-    } else if (!strcmp(a, "--ep")) {
-      rc = parse_int(a, v, 1, 1 << 12, &f.ep);
-    } else if (!strcmp(a, "--gpus")) {
-      rc = parse_int(a, v, 1, 1 << 20, &job.gpus);
-    } else if (!strcmp(a, "--gpus-per-node")) {
-      rc = parse_int(a, v, 1, 1 << 16, &job.gpus_per_node);
-    } else if (!strcmp(a, "--global-batch")) {
-      rc = parse_int(a, v, 1, 1 << 24, &job.global_batch);
-    } else if (!strcmp(a, "--device")) {
-      device = v;
-    } else if (!strcmp(a, "--device-memory-gib")) {
-      rc = parse_double(a, v, 0.001, &mem_gib);
-    } else if (!strcmp(a, "--cores")) {
-      rc = parse_int(a, v, 1, 1 << 20, &cores);
-    } else if (!strcmp(a, "--no-overlap")) {
-      job.overlap = 0;
-      consumed = 0;
-    } else if (!strcmp(a, "--dp")) {
-      rc = parse_int(a, v, 1, 1 << 20, &f.dp);
-    } else if (!strcmp(a, "--tp")) {
-      rc = parse_int(a, v, 1, 1 << 12, &f.tp);
-    } else if (!strcmp(a, "--pp")) {
-      rc = parse_int(a, v, 1, 1 << 12, &f.pp);
-    } else if (!strcmp(a, "--cp")) {
-      rc = parse_int(a, v, 1, 1 << 12, &f.cp);
-    } else if (!strcmp(a, "--sp")) {
-      f.sp = 1;
-      consumed = 0;
-    } else if (!strcmp(a, "--no-sp")) {
-      f.sp = 0;
-      consumed = 0;
-    } else if (!strcmp(a, "--zero")) {
-      rc = parse_int(a, v, 0, 3, &f.zero);
-    } else if (!strcmp(a, "--recompute")) {
-      rc = parse_recompute(v, &f.recompute);
-    } else if (!strcmp(a, "--microbatches")) {
-      rc = parse_int(a, v, 1, 1 << 16, &f.microbatches);
-    } else if (!strcmp(a, "--schedule")) {
-      rc = parse_schedule(v, &f.schedule);
-    } else if (!strcmp(a, "--virtual-stages")) {
-      rc = parse_int(a, v, 2, 64, &f.virtual_stages);
-    } else if (!strcmp(a, "--bucket-mb")) {
-      rc = parse_double(a, v, 0.0001, &bucket_mb);
-    } else if (!strcmp(a, "--from")) {
-      from = v;
-    } else if (!strcmp(a, "--what-if")) {
-      what_if = v ? strdup(v) : NULL;
-    } else if (!strcmp(a, "--top")) {
-      rc = parse_int(a, v, 1, INT_MAX, &top);
-    } else if (!strcmp(a, "--json")) {
-      json_path = v;
-    } else if (!strcmp(a, "--csv")) {
-      csv_path = v;
-    } else if (!strcmp(a, "--threads")) {
-      rc = parse_int(a, v, 0, 4096, &threads);
-    } else {
-      fprintf(stderr, "stepscope plan: unknown option '%s' (see --help)\n", a);
-      free(what_if);
-      return 2;
-    }
-    if (rc) {
-      free(what_if);
-      return 2;
-    }
-    if (consumed) {
-      if (!v) {
-        fprintf(stderr, "stepscope plan: %s needs a value\n", a);
-        free(what_if);
-        return 2;
-      }
-      i++;
-    }
-  }
-  int status = 2;
-  plan_result *results = NULL;
-  mm_layout *m = &job.model;
+  const char *model, *device, *from, *json_path, *csv_path, *what_if;
+  int layers, hidden, heads, vocab, seq, ffn, max_seq;
+  int experts, top_k, moe_every;
+  int top, threads, cores;
+  double mem_gib, bucket_mb;
+} plan_args;
+
+static int opt_int(const cli_option *o, const char *v, void *cmd) {
+  return parse_int(o->name, v, (int)o->lo, (int)o->hi, (int *)((char *)cmd + o->offset)) ? 2 : 0;
+}
+
+static int opt_double(const cli_option *o, const char *v, void *cmd) {
+  return parse_double(o->name, v, o->lo, (double *)((char *)cmd + o->offset)) ? 2 : 0;
+}
+
+static int opt_schedule(const cli_option *o, const char *v, void *cmd) {
+  return parse_schedule(v, &((plan_args *)cmd)->f.schedule) ? 2 : 0;
+}
+
+static int opt_recompute(const cli_option *o, const char *v, void *cmd) {
+  return parse_recompute(v, &((plan_args *)cmd)->f.recompute) ? 2 : 0;
+}
+
+static const char *device_help(void) {
+  static char help[256];
+  snprintf(help, sizeof help, "%s [h100-sxm; the run's device with --from]", plan_device_names());
+  return help;
+}
+
+#define A(f) offsetof(plan_args, f)
+#define INT(name, meta, field, lo, hi, help)                                                       \
+  { CLI_CALL, name, NULL, meta, help, A(field), opt_int, lo, hi, NULL }
+#define TEXT(text)                                                                                 \
+  { CLI_TEXT, NULL, NULL, NULL, text, 0, NULL, 0, 0, NULL }
+
+static void usage(FILE *f);
+
+static const cli_option plan_options[] = {
+    TEXT("usage: stepscope plan [MODEL] --gpus N --global-batch B [options]\n"
+         "Predicts per-device memory (by component) and step time, tokens/s and MFU of every\n"
+         "parallel layout of a GPT model on N devices (the Ultra-Scale Playbook's calculators\n"
+         "for stepscope-train's layouts), ranked best first with the constraint that binds.\n"
+         "\n"
+         "model (as stepscope-train takes it):\n"),
+    {CLI_STRING, "--model", NULL, "NAME", "tiny, gpt2-124m, gpt2-350m, gpt2-774m, gpt2-1.5b",
+     A(model), NULL, 0, 0, NULL},
+    INT("--layers", "N", layers, 1, 100000,
+        "transformer blocks (overrides or replaces the preset)"),
+    INT("--hidden", "C", hidden, 1, 1 << 20, "model width (overrides or replaces the preset)"),
+    INT("--heads", "H", heads, 1, 1 << 16, "attention heads (overrides or replaces the preset)"),
+    INT("--vocab", "V", vocab, 1, 1 << 24, "vocabulary size (overrides or replaces the preset)"),
+    INT("--seq", "T", seq, 1, 1 << 24, "sequence length [preset's; 1024 for gpt2-*]"),
+    INT("--ffn", "F", ffn, 1, 1 << 24, "MLP width [4 x hidden]"),
+    INT("--max-seq", "N", max_seq, 1, 1 << 24, "position table rows [1024]"),
+    INT("--experts", "E", experts, 0, 1024,
+        "mixture of experts, E expert MLPs (stepscope-train's;\n"
+        "layouts then also vary --ep, FLOPs count active parameters)"),
+    INT("--top-k", "K", top_k, 1, 1024, "experts per token, with --experts [2]"),
+    INT("--moe-every", "N", moe_every, 1, 100000,
+        "every N-th block is a mixture of experts, with --experts [1]"),
+    TEXT("job:\n"),
+    INT("--gpus", "N", job.gpus, 1, 1 << 20, "devices [the run's world with --from]"),
+    INT("--gpus-per-node", "G", job.gpus_per_node, 1, 1 << 16,
+        "devices per node (groups inside a node use its links) [8]"),
+    INT("--global-batch", "B", job.global_batch, 1, 1 << 24,
+        "sequences per optimizer step [the run's with --from]"),
+    {CLI_STRING, "--device", NULL, "D", NULL, A(device), NULL, 0, 0, device_help},
+    {CLI_CALL, "--device-memory-gib", NULL, "X", "memory per device instead of the table's",
+     A(mem_gib), opt_double, 0.001, 0, NULL},
+    INT("--cores", "N", cores, 1, 1 << 20,
+        "cpu: the cores the ranks of a node share (their rate is\n"
+        "min(1, cores / ranks) of a core's) [this machine's, assumed]"),
+    {CLI_UNFLAG, "--no-overlap", NULL, NULL, "gradient all-reduce not overlapped with backward",
+     A(job.overlap), NULL, 0, 0, NULL},
+    TEXT("layout (each fixes that choice; all of them: predict one layout):\n"),
+    INT("--dp", "N", f.dp, 1, 1 << 20, "data-parallel degree"),
+    INT("--tp", "N", f.tp, 1, 1 << 12, "tensor-parallel degree"),
+    INT("--pp", "N", f.pp, 1, 1 << 12, "pipeline-parallel stages"),
+    INT("--cp", "N", f.cp, 1, 1 << 12, "context-parallel degree"),
+    {CLI_FLAG, "--sp", NULL, NULL, "sequence parallelism", A(f.sp), NULL, 0, 0, NULL},
+    {CLI_UNFLAG, "--no-sp", NULL, NULL, "no sequence parallelism", A(f.sp), NULL, 0, 0, NULL},
+    INT("--zero", "0..3", f.zero, 0, 3, "ZeRO stage"),
+    {CLI_CALL, "--recompute", NULL, "none|selective|full", "activation recomputation", 0,
+     opt_recompute, 0, 0, NULL},
+    INT("--microbatches", "M", f.microbatches, 1, 1 << 16, "micro-batches per DP rank"),
+    {CLI_CALL, "--schedule", NULL, "afab|1f1b|interleaved", "pipeline schedule", 0, opt_schedule, 0,
+     0, NULL},
+    INT("--virtual-stages", "V", f.virtual_stages, 2, 64,
+        "model chunks per pipeline rank (interleaved)"),
+    {CLI_CALL, "--bucket-mb", NULL, "MB", "DP gradient bucket size in MiB [1]", A(bucket_mb),
+     opt_double, 0.0001, 0, NULL},
+    INT("--ep", "N", f.ep, 1, 1 << 12, "with --experts: expert parallelism carved out of dp"),
+    TEXT("calibration:\n"),
+    {CLI_STRING, "--from", NULL, "RUN",
+     "a traced stepscope-train run: achieved FLOP rate, measured\n"
+     "bandwidths and latency, host overhead, bubble excess, memory\n"
+     "baseline (otherwise the device table's values are assumed)",
+     A(from), NULL, 0, 0, NULL},
+    {CLI_STRING, "--what-if", NULL, "K=V,...",
+     "with --from: the run's layout changed (keys: dp tp pp cp sp\n"
+     "zero recompute microbatches schedule virtual_stages\n"
+     "global_batch), predicted beside what the run measured",
+     A(what_if), NULL, 0, 0, NULL},
+    TEXT("output:\n"),
+    INT("--top", "N", top, 1, INT_MAX, "rows of the table [20]"),
+    {CLI_STRING, "--json", NULL, "FILE", "every layout as JSON (docs/plan.md); '-' = stdout",
+     A(json_path), NULL, 0, 0, NULL},
+    {CLI_STRING, "--csv", NULL, "FILE", "every layout as CSV; '-' = stdout", A(csv_path), NULL, 0,
+     0, NULL},
+    INT("--threads", "N", threads, 0, 4096, "threads for loading --from RUN [all cores]"),
+};
+
+static const cli_table plan_table = {"plan",
+                                     plan_options,
+                                     sizeof plan_options / sizeof plan_options[0],
+                                     24,
+                                     CLI_ARGS_NONE | CLI_MISSING_TO_CALL | CLI_UNKNOWN_QUOTED |
+                                         CLI_UNKNOWN_SEE_HELP,
+                                     usage,
+                                     NULL,
+                                     NULL};
+
+static void usage(FILE *f) {
+  cli_print_options(f, &plan_table);
+}
+
+/* The model of the job: --from's, then the preset's, then the explicit
+ * overrides; checked. 0, or the exit status after the message. */
+static int build_model(plan_args *p) {
+  mm_layout *m = &p->job.model;
   memset(m, 0, sizeof *m);
   m->max_seq = 1024;
-  m->bucket_mb = bucket_mb;
-  if (from) {
+  m->bucket_mb = p->bucket_mb;
+  if (p->from) {
     char err[512];
-    if (plan_calibrate_from_run(from, threads, &job.cal, err, sizeof err) != 0) {
-      fprintf(stderr, "stepscope plan: --from %s: %s\n", from, err);
-      status = 1;
-      goto done;
+    if (plan_calibrate_from_run(p->from, p->threads, &p->job.cal, err, sizeof err) != 0) {
+      fprintf(stderr, "stepscope plan: --from %s: %s\n", p->from, err);
+      return 1;
     }
-    const mm_layout *c = &job.cal.layout;
+    const mm_layout *c = &p->job.cal.layout;
     m->layers = c->layers;
     m->hidden = c->hidden;
     m->heads = c->heads;
@@ -308,213 +286,251 @@ int cmd_plan(int argc, char **argv) {
     m->top_k = c->top_k;
     m->moe_every = c->moe_every;
     m->bucket_mb = c->bucket_mb;
-    if (!job.gpus) job.gpus = c->dp * c->tp * c->pp * c->cp;
-    if (!job.global_batch) job.global_batch = c->dp * c->microbatches * c->micro_batch;
-    if (!device) device = plan_device_kind_of_name(job.cal.device_name);
+    if (!p->job.gpus) p->job.gpus = c->dp * c->tp * c->pp * c->cp;
+    if (!p->job.global_batch) p->job.global_batch = c->dp * c->microbatches * c->micro_batch;
+    if (!p->device) p->device = plan_device_kind_of_name(p->job.cal.device_name);
   }
-  if (model) {
-    const mp_preset *p = mp_preset_find(model);
-    if (!p) {
+  if (p->model) {
+    const mp_preset *pr = mp_preset_find(p->model);
+    if (!pr) {
       fprintf(stderr,
               "stepscope plan: unknown --model '%s' (%s; or give --layers --hidden "
               "--heads --vocab)\n",
-              model, mp_preset_names());
-      goto done;
+              p->model, mp_preset_names());
+      return 2;
     }
-    m->layers = p->layers;
-    m->hidden = p->hidden;
-    m->heads = p->heads;
-    m->seq = p->seq;
-    m->vocab = p->vocab > 0 ? p->vocab : MP_BUILTIN_CORPUS_VOCAB; /* tiny: the trainer's
-                                                                      built-in corpus */
-    m->max_seq = p->max_seq;
+    m->layers = pr->layers;
+    m->hidden = pr->hidden;
+    m->heads = pr->heads;
+    m->seq = pr->seq;
+    m->vocab = pr->vocab > 0 ? pr->vocab : MP_BUILTIN_CORPUS_VOCAB; /* tiny: the trainer's
+                                                                        built-in corpus */
+    m->max_seq = pr->max_seq;
   }
-  if (layers) m->layers = layers;
-  if (hidden) m->hidden = hidden;
-  if (heads) m->heads = heads;
-  if (vocab) m->vocab = vocab;
-  if (seq) m->seq = seq;
-  if (ffn) m->ffn = ffn;
-  if (max_seq) m->max_seq = max_seq;
-  if (experts >= 0) {
-    m->experts = experts;
-    m->top_k = top_k;
-    m->moe_every = moe_every;
+  if (p->layers) m->layers = p->layers;
+  if (p->hidden) m->hidden = p->hidden;
+  if (p->heads) m->heads = p->heads;
+  if (p->vocab) m->vocab = p->vocab;
+  if (p->seq) m->seq = p->seq;
+  if (p->ffn) m->ffn = p->ffn;
+  if (p->max_seq) m->max_seq = p->max_seq;
+  if (p->experts >= 0) {
+    m->experts = p->experts;
+    m->top_k = p->top_k;
+    m->moe_every = p->moe_every;
   }
   if (m->experts > 0 && (m->top_k > m->experts || m->moe_every > (m->layers ? m->layers : 1))) {
     fprintf(stderr,
             "stepscope plan: --top-k %d must be at most --experts %d and --moe-every "
             "%d at most the layers\n",
             m->top_k, m->experts, m->moe_every);
-    goto done;
+    return 2;
   }
-  if (m->experts <= 0 && f.ep > 1) {
-    fprintf(stderr, "stepscope plan: --ep %d needs --experts\n", f.ep);
-    goto done;
+  if (m->experts <= 0 && p->f.ep > 1) {
+    fprintf(stderr, "stepscope plan: --ep %d needs --experts\n", p->f.ep);
+    return 2;
   }
   if (!m->layers || !m->hidden || !m->heads || !m->vocab || !m->seq) {
     fprintf(stderr, "stepscope plan: describe the model: --model NAME, or --layers --hidden "
                     "--heads --vocab --seq (or --from RUN)\n");
-    goto done;
+    return 2;
   }
   if (m->seq > m->max_seq) {
     fprintf(stderr, "stepscope plan: --seq %d exceeds the %d positions (--max-seq)\n", m->seq,
             m->max_seq);
-    goto done;
+    return 2;
   }
-  if (!job.gpus || !job.global_batch) {
+  return 0;
+}
+
+/* The job: its model (build_model), size and device. 0, or the exit status. */
+static int build_job(plan_args *p) {
+  int rc = build_model(p);
+  if (rc) return rc;
+  plan_job *job = &p->job;
+  if (!job->gpus || !job->global_batch) {
     fprintf(stderr, "stepscope plan: give --gpus N and --global-batch B (or --from RUN)\n");
-    goto done;
+    return 2;
   }
-  if (!device) device = "h100-sxm";
+  const char *device = p->device ? p->device : "h100-sxm";
   const plan_device *d = plan_device_find(device);
   if (!d) {
     fprintf(stderr, "stepscope plan: unknown --device '%s' (%s)\n", device, plan_device_names());
-    goto done;
+    return 2;
   }
-  job.dev = *d;
-  if (mem_gib > 0) job.dev.memory_bytes = mem_gib * (double)(1u << 30);
-  if (!strcmp(job.dev.name, "cpu")) {
+  job->dev = *d;
+  if (p->mem_gib > 0) job->dev.memory_bytes = p->mem_gib * (double)(1u << 30);
+  if (!strcmp(job->dev.name, "cpu")) {
     /* the trainer's traces do not record the machine's cores: --cores, else this
      * machine's (assumed to be the one the ranks ran or will run on) */
     long online = sysconf(_SC_NPROCESSORS_ONLN);
-    job.dev.cores = cores > 0 ? cores : online > 0 ? (int)online : 1;
-    job.dev.cores_assumed = cores <= 0;
+    job->dev.cores = p->cores > 0 ? p->cores : online > 0 ? (int)online : 1;
+    job->dev.cores_assumed = p->cores <= 0;
   }
-  plan_calibration_fit_host(&job);
+  plan_calibration_fit_host(job);
+  return 0;
+}
 
+/* --what-if: the measured run's layout changed, predicted beside the run. */
+static int plan_what_if(plan_args *p) {
+  plan_job *job = &p->job;
+  if (!p->from) {
+    fprintf(stderr, "stepscope plan: --what-if changes a measured run's layout: give "
+                    "--from RUN\n");
+    return 2;
+  }
+  char *what_if = strdup(p->what_if);
+  mm_layout l = job->cal.layout;
+  int bad = !what_if;
+  for (char *save = NULL, *kv = what_if ? strtok_r(what_if, ",", &save) : NULL; kv && !bad;
+       kv = strtok_r(NULL, ",", &save))
+    bad = apply_what_if(kv, &l, &job->global_batch) != 0;
+  free(what_if);
+  if (bad) return 2;
+  job->gpus = l.dp * l.tp * l.pp * l.cp;
+  if (l.schedule != MM_SCHED_INTERLEAVED)
+    l.virtual_stages = 1;
+  else if (l.virtual_stages < 2)
+    l.virtual_stages = 2;
+  if (job->global_batch % (l.dp * l.microbatches)) {
+    fprintf(stderr,
+            "stepscope plan: --what-if: global batch %d is not divisible by dp %d "
+            "x micro-batches %d\n",
+            job->global_batch, l.dp, l.microbatches);
+    return 1;
+  }
+  l.micro_batch = job->global_batch / (l.dp * l.microbatches);
+  plan_result results[2];
+  memset(results, 0, sizeof results);
   char err[256];
-  if (what_if) {
-    if (!from) {
-      fprintf(stderr, "stepscope plan: --what-if changes a measured run's layout: give "
-                      "--from RUN\n");
-      goto done;
-    }
-    mm_layout l = job.cal.layout;
-    for (char *save = NULL, *kv = strtok_r(what_if, ",", &save); kv;
-         kv = strtok_r(NULL, ",", &save))
-      if (apply_what_if(kv, &l, &job.global_batch) != 0) goto done;
-    job.gpus = l.dp * l.tp * l.pp * l.cp;
-    if (l.schedule != MM_SCHED_INTERLEAVED)
-      l.virtual_stages = 1;
-    else if (l.virtual_stages < 2)
-      l.virtual_stages = 2;
-    if (job.global_batch % (l.dp * l.microbatches)) {
-      fprintf(stderr,
-              "stepscope plan: --what-if: global batch %d is not divisible by dp %d "
-              "x micro-batches %d\n",
-              job.global_batch, l.dp, l.microbatches);
-      status = 1;
-      goto done;
-    }
-    l.micro_batch = job.global_batch / (l.dp * l.microbatches);
-    results = calloc(2, sizeof *results);
-    if (!results || plan_predict(&job, &l, &results[0], err, sizeof err) != 0) {
-      fprintf(stderr, "stepscope plan: --what-if: the trainer cannot run this layout: %s\n",
-              results ? err : "out of memory");
-      status = 1;
-      goto done;
-    }
-    /* the measured run's own layout through the same model, for the comparison */
-    plan_job base = job;
-    base.gpus = job.cal.layout.dp * job.cal.layout.tp * job.cal.layout.pp * job.cal.layout.cp;
-    base.global_batch =
-        job.cal.layout.dp * job.cal.layout.microbatches * job.cal.layout.micro_batch;
-    int have_base = plan_predict(&base, &job.cal.layout, &results[1], err, sizeof err) == 0;
-    char a[128], b[128];
-    plan_layout_name(&job.cal.layout, a, sizeof a);
-    plan_layout_name(&results[0].layout, b, sizeof b);
-    printf("measured run %s: %s, step %.4g s", from, a, job.cal.measured_step_s);
-    if (have_base) printf(" (the model gives %.4g s for it)", results[1].step_s);
-    printf("\nwhat if %s:\n", b);
-    plan_print_table(stdout, &job, results, 1, 1);
-    if (json_path) {
-      FILE *o = open_out(json_path);
-      if (!o || plan_write_json(o, &job, results, 1) != 0 || close_out(o, json_path) != 0) {
-        status = 1;
-        goto done;
-      }
-    }
-    status = 0;
-    goto done;
+  if (plan_predict(job, &l, &results[0], err, sizeof err) != 0) {
+    fprintf(stderr, "stepscope plan: --what-if: the trainer cannot run this layout: %s\n", err);
+    return 1;
   }
+  /* the measured run's own layout through the same model, for the comparison */
+  const mm_layout *c = &job->cal.layout;
+  plan_job base = *job;
+  base.gpus = c->dp * c->tp * c->pp * c->cp;
+  base.global_batch = c->dp * c->microbatches * c->micro_batch;
+  int have_base = plan_predict(&base, c, &results[1], err, sizeof err) == 0;
+  char a[128], b[128];
+  plan_layout_name(c, a, sizeof a);
+  plan_layout_name(&results[0].layout, b, sizeof b);
+  printf("measured run %s: %s, step %.4g s", p->from, a, job->cal.measured_step_s);
+  if (have_base) printf(" (the model gives %.4g s for it)", results[1].step_s);
+  printf("\nwhat if %s:\n", b);
+  plan_print_table(stdout, job, results, 1, 1);
+  if (p->json_path) {
+    FILE *o = open_out(p->json_path);
+    if (!o || plan_write_json(o, job, results, 1) != 0 || close_out(o, p->json_path) != 0) return 1;
+  }
+  return 0;
+}
 
-  int single = f.dp > 0 && f.tp > 0 && f.pp > 0 && f.cp > 0 && f.zero >= 0 && f.recompute >= 0 &&
-               f.microbatches > 0 && (f.pp == 1 || f.schedule >= 0);
-  long n;
-  if (single) {
-    mm_layout l = *m;
-    l.dp = f.dp;
-    l.tp = f.tp;
-    l.pp = f.pp;
-    l.cp = f.cp;
-    l.sp = f.sp > 0;
-    l.zero = f.zero;
-    l.recompute = (mm_recompute)f.recompute;
-    l.microbatches = f.microbatches;
-    l.schedule = f.pp == 1 ? MM_SCHED_1F1B : (mm_schedule)f.schedule;
-    l.virtual_stages =
-        l.schedule == MM_SCHED_INTERLEAVED ? (f.virtual_stages > 0 ? f.virtual_stages : 2) : 1;
-    l.ep = m->experts > 0 && f.ep > 0 ? f.ep : 1; /* --ep, else no expert parallelism */
-    if (m->experts > 0 && (l.dp % l.ep || m->experts % l.ep)) {
-      fprintf(stderr, "stepscope plan: --ep %d must divide --dp %d and the %d experts\n", l.ep,
-              l.dp, m->experts);
-      status = 1;
-      goto done;
-    }
-    if (job.global_batch % (l.dp * l.microbatches)) {
-      fprintf(stderr,
-              "stepscope plan: the global batch %d is not divisible by dp %d x "
-              "micro-batches %d\n",
-              job.global_batch, l.dp, l.microbatches);
-      status = 1;
-      goto done;
-    }
-    l.micro_batch = job.global_batch / (l.dp * l.microbatches);
-    results = calloc(1, sizeof *results);
-    if (!results || plan_predict(&job, &l, results, err, sizeof err) != 0) {
-      fprintf(stderr, "stepscope plan: this layout cannot run: %s\n",
-              results ? err : "out of memory");
-      status = 1;
-      goto done;
-    }
-    n = 1;
-  } else {
-    n = plan_enumerate(&job, &f, &results, err, sizeof err);
-    if (n < 0) {
-      fprintf(stderr, "stepscope plan: %s\n", err);
-      status = 1;
-      goto done;
-    }
-    if (n == 0) {
-      fprintf(stderr,
-              "stepscope plan: no layout of this model runs on %d devices with a "
-              "global batch of %d%s%s\n",
-              job.gpus, job.global_batch, err[0] ? " (last reason: " : "", err[0] ? err : "");
-      if (err[0]) fprintf(stderr, ")\n");
-      status = 1;
-      goto done;
-    }
+/* Every layout option given: that one layout into *results (malloc'd). 0, or the status. */
+static int plan_single(plan_args *p, plan_result **results) {
+  const plan_filter *f = &p->f;
+  mm_layout l = p->job.model;
+  l.dp = f->dp;
+  l.tp = f->tp;
+  l.pp = f->pp;
+  l.cp = f->cp;
+  l.sp = f->sp > 0;
+  l.zero = f->zero;
+  l.recompute = (mm_recompute)f->recompute;
+  l.microbatches = f->microbatches;
+  l.schedule = f->pp == 1 ? MM_SCHED_1F1B : (mm_schedule)f->schedule;
+  l.virtual_stages =
+      l.schedule == MM_SCHED_INTERLEAVED ? (f->virtual_stages > 0 ? f->virtual_stages : 2) : 1;
+  l.ep = l.experts > 0 && f->ep > 0 ? f->ep : 1; /* --ep, else no expert parallelism */
+  if (l.experts > 0 && (l.dp % l.ep || l.experts % l.ep)) {
+    fprintf(stderr, "stepscope plan: --ep %d must divide --dp %d and the %d experts\n", l.ep, l.dp,
+            l.experts);
+    return 1;
   }
+  if (p->job.global_batch % (l.dp * l.microbatches)) {
+    fprintf(stderr,
+            "stepscope plan: the global batch %d is not divisible by dp %d x "
+            "micro-batches %d\n",
+            p->job.global_batch, l.dp, l.microbatches);
+    return 1;
+  }
+  l.micro_batch = p->job.global_batch / (l.dp * l.microbatches);
+  char err[256];
+  *results = calloc(1, sizeof **results);
+  if (!*results || plan_predict(&p->job, &l, *results, err, sizeof err) != 0) {
+    fprintf(stderr, "stepscope plan: this layout cannot run: %s\n",
+            *results ? err : "out of memory");
+    return 1;
+  }
+  return 0;
+}
+
+/* Every layout the filter lets through into *results; their number, or -1 (said why). */
+static long plan_all(plan_args *p, plan_result **results) {
+  char err[256];
+  long n = plan_enumerate(&p->job, &p->f, results, err, sizeof err);
+  if (n < 0) {
+    fprintf(stderr, "stepscope plan: %s\n", err);
+    return -1;
+  }
+  if (n == 0) {
+    fprintf(stderr,
+            "stepscope plan: no layout of this model runs on %d devices with a "
+            "global batch of %d%s%s\n",
+            p->job.gpus, p->job.global_batch, err[0] ? " (last reason: " : "", err[0] ? err : "");
+    if (err[0]) fprintf(stderr, ")\n");
+    return -1;
+  }
+  return n;
+}
+
+/* The table, --json and --csv of n layouts. 0, or 1 when a file could not be written. */
+static int plan_output(const plan_args *p, const plan_result *results, long n) {
+  const char *json_path = p->json_path, *csv_path = p->csv_path;
   int to_stdout = (json_path && !strcmp(json_path, "-")) || (csv_path && !strcmp(csv_path, "-"));
   if (!to_stdout) {
-    plan_print_table(stdout, &job, results, n, top);
+    plan_print_table(stdout, &p->job, results, n, p->top);
     if (results[0].fits == 0)
       printf("\nnothing fits in %.0f GiB per device: more devices, ZeRO, recomputation or "
              "smaller micro-batches (the table lists the smallest first)\n",
-             job.dev.memory_bytes / (double)(1u << 30));
+             p->job.dev.memory_bytes / (double)(1u << 30));
   }
-  status = 0;
+  int status = 0;
   if (json_path) {
     FILE *o = open_out(json_path);
-    if (!o || plan_write_json(o, &job, results, n) != 0 || close_out(o, json_path) != 0) status = 1;
+    if (!o || plan_write_json(o, &p->job, results, n) != 0 || close_out(o, json_path) != 0)
+      status = 1;
   }
   if (csv_path) {
     FILE *o = open_out(csv_path);
     if (!o || plan_write_csv(o, results, n) != 0 || close_out(o, csv_path) != 0) status = 1;
   }
-done:
-  free(results);
-  free(what_if);
   return status;
+}
+
+int cmd_plan(int argc, char **argv) {
+  plan_args p;
+  memset(&p, 0, sizeof p);
+  p.job.overlap = 1;
+  p.job.gpus_per_node = 8;
+  plan_filter_any(&p.f);
+  p.experts = -1;
+  p.top_k = 2;
+  p.moe_every = 1;
+  p.top = 20;
+  p.bucket_mb = 1;
+  int rc = cli_parse(&plan_table, argc, argv, &p, NULL);
+  if (rc != CLI_PARSED) return rc;
+  rc = build_job(&p);
+  if (rc) return rc;
+  if (p.what_if) return plan_what_if(&p);
+  const plan_filter *f = &p.f;
+  int single = f->dp > 0 && f->tp > 0 && f->pp > 0 && f->cp > 0 && f->zero >= 0 &&
+               f->recompute >= 0 && f->microbatches > 0 && (f->pp == 1 || f->schedule >= 0);
+  plan_result *results = NULL;
+  long n = single ? (plan_single(&p, &results) ? -1 : 1) : plan_all(&p, &results);
+  rc = n < 0 ? 1 : plan_output(&p, results, n);
+  free(results);
+  return rc;
 }

@@ -9,18 +9,19 @@
  * by `stepscope export` and `stepscope analyze --json`, are used when there and
  * generated into a temporary directory from the rank traces when not
  * (view_run.c).
- * --comm-kernel / --compute-kernel are checked here (analysis_options.c) and
+ * --comm-kernel / --compute-kernel are checked here (option_table.c) and
  * passed on to the `export`, `analyze` and `diff` commands it runs through
  * the environment (STEPSCOPE_COMM_KERNELS, STEPSCOPE_COMPUTE_KERNELS).
  * Exit codes: 0 done, 1 error, 2 usage.
  */
 #include "view.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "analysis_options.h"
+#include "option_table.h"
 
 /* Appends the command line's rules of one class to the environment variable
  * the commands that view runs read (after what it held already). 0, or -1
@@ -62,89 +63,101 @@ static int pass_rules_on(int comm) {
   return rc ? -1 : 0;
 }
 
+typedef struct view_args {
+  const char *run_a, *run_b, *html, *bind_addr;
+  int port;
+  ssa_options rule_opt; /* only the classification rules are used */
+} view_args;
+
+static int opt_port(const cli_option *o, const char *v, void *cmd) {
+  char *end = NULL;
+  long p = strtol(v, &end, 10);
+  if (!*v || *end || p < 0 || p > 65535) {
+    fprintf(stderr, "stepscope view: --port %s: not a port number\n", v);
+    return 2;
+  }
+  ((view_args *)cmd)->port = (int)p;
+  return 0;
+}
+
+static int argument(void *cmd, const char *a) {
+  view_args *x = cmd;
+  if (x->run_a) {
+    fprintf(stderr, "stepscope view: one run only (use --compare for a second one)\n");
+    return 2;
+  }
+  x->run_a = a;
+  return 0;
+}
+
+static void usage(FILE *f);
+
+#define A(f) offsetof(view_args, f)
+static const cli_option view_options[] = {
+    {CLI_TEXT, NULL, NULL, NULL,
+     "usage: stepscope view RUN [--compare RUN_B] [--port P] [--bind ADDR] [--html OUT.html]\n"
+     "\n"
+     "Serve the bundled offline viewer for a run on http://127.0.0.1:P/ (default port 8642;\n"
+     "0 picks a free port). RUN is a run directory (or one file of it) as every command\n"
+     "takes it: stepscope rank-*.trace.zst files, or PyTorch profiler traces (rank-*,\n"
+     "rank_*, worker*, *.pt.trace.json[.gz], or any *.json[.gz] whose content is Kineto's,\n"
+     "trace.json.gz included), with or without the export of `stepscope export` (told by\n"
+     "its marker) and the report of `stepscope analyze --json`; what is missing is\n"
+     "generated first into a temporary directory.\n"
+     "\n",
+     0, NULL, 0, 0, NULL},
+    {CLI_STRING, "--compare", NULL, "RUN_B",
+     "a second run for the Compare view (which shows `stepscope diff\n"
+     "RUN RUN_B`'s findings and verdicts when both have rank traces)",
+     A(run_b), NULL, 0, 0, NULL},
+    {CLI_CALL, "--port", NULL, "P", "TCP port (default 8642, 0 = any free port)", 0, opt_port, 0, 0,
+     NULL},
+    {CLI_STRING, "--bind", NULL, "ADDR",
+     "numeric address to listen on (default 127.0.0.1; anything else\n"
+     "exposes the run's files to the network)",
+     A(bind_addr), NULL, 0, 0, NULL},
+    {CLI_STRING, "--html", NULL, "OUT.html",
+     "write one self-contained page (viewer + data) and exit; prints\n"
+     "one line: what was written, from what, and the headline",
+     A(html), NULL, 0, 0, NULL},
+    {CLI_CLASSIFY, NULL, NULL, NULL, NULL, A(rule_opt), NULL, 0, 0, NULL},
+    {CLI_TEXT, NULL, NULL, NULL,
+     "                      (they apply to what view generates, not to an export or\n"
+     "                      report already in RUN)\n"
+     "  --help            this text\n"
+     "\n"
+     "The printed URL carries a random access token (as Jupyter's does): the browser\n"
+     "that opens it gets a cookie, and any request without it is refused (403), so\n"
+     "other users of this machine cannot read the run. Only GET and HEAD are served,\n"
+     "and only the viewer's own files and each run's export and report, nothing else\n"
+     "of the run directory. An export or report found in RUN that is cut short (a full\n"
+     "disk, a killed writer) is not served: it is regenerated from the rank traces.\n",
+     0, NULL, 0, 0, NULL},
+};
+
+static const cli_table view_table = {"view",
+                                     view_options,
+                                     sizeof view_options / sizeof view_options[0],
+                                     20,
+                                     CLI_ARGS_DASH_ALONE | CLI_USAGE_AFTER_MISSING,
+                                     usage,
+                                     argument,
+                                     NULL};
+
 static void usage(FILE *f) {
-  fputs("usage: stepscope view RUN [--compare RUN_B] [--port P] [--bind ADDR] [--html OUT.html]\n"
-        "\n"
-        "Serve the bundled offline viewer for a run on http://127.0.0.1:P/ (default port 8642;\n"
-        "0 picks a free port). RUN is a run directory (or one file of it) as every command\n"
-        "takes it: stepscope rank-*.trace.zst files, or PyTorch profiler traces (rank-*,\n"
-        "rank_*, worker*, *.pt.trace.json[.gz], or any *.json[.gz] whose content is Kineto's,\n"
-        "trace.json.gz included), with or without the export of `stepscope export` (told by\n"
-        "its marker) and the report of `stepscope analyze --json`; what is missing is\n"
-        "generated first into a temporary directory.\n"
-        "\n"
-        "  --compare RUN_B   a second run for the Compare view (which shows `stepscope diff\n"
-        "                    RUN RUN_B`'s findings and verdicts when both have rank traces)\n"
-        "  --port P          TCP port (default 8642, 0 = any free port)\n"
-        "  --bind ADDR       numeric address to listen on (default 127.0.0.1; anything else\n"
-        "                    exposes the run's files to the network)\n"
-        "  --html OUT.html   write one self-contained page (viewer + data) and exit; prints\n"
-        "                    one line: what was written, from what, and the "
-        "headline\n" CLI_CLASSIFY_OPTIONS_HELP
-        "                      (they apply to what view generates, not to an export or\n"
-        "                      report already in RUN)\n"
-        "  --help            this text\n"
-        "\n"
-        "The printed URL carries a random access token (as Jupyter's does): the browser\n"
-        "that opens it gets a cookie, and any request without it is refused (403), so\n"
-        "other users of this machine cannot read the run. Only GET and HEAD are served,\n"
-        "and only the viewer's own files and each run's export and report, nothing else\n"
-        "of the run directory. An export or report found in RUN that is cut short (a full\n"
-        "disk, a killed writer) is not served: it is regenerated from the rank traces.\n",
-        f);
+  cli_print_options(f, &view_table);
 }
 
 int cmd_view(int argc, char **argv) {
-  const char *run_a = NULL, *run_b = NULL, *html = NULL, *bind_addr = "127.0.0.1";
-  int port = 8642;
-  ssa_options rule_opt; /* only the classification rules are used */
-  memset(&rule_opt, 0, sizeof rule_opt);
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      usage(stdout);
-      return 0;
-    }
-    if (strcmp(a, "--compare") == 0 || strcmp(a, "--port") == 0 || strcmp(a, "--bind") == 0 ||
-        strcmp(a, "--html") == 0) {
-      if (i + 1 >= argc) {
-        fprintf(stderr, "stepscope view: %s needs a value\n", a);
-        usage(stderr);
-        return 2;
-      }
-      const char *v = argv[++i];
-      if (strcmp(a, "--compare") == 0)
-        run_b = v;
-      else if (strcmp(a, "--bind") == 0)
-        bind_addr = v;
-      else if (strcmp(a, "--html") == 0)
-        html = v;
-      else {
-        char *end = NULL;
-        long p = strtol(v, &end, 10);
-        if (!*v || *end || p < 0 || p > 65535) {
-          fprintf(stderr, "stepscope view: --port %s: not a port number\n", v);
-          return 2;
-        }
-        port = (int)p;
-      }
-    } else if (strcmp(a, "--comm-kernel") == 0 || strcmp(a, "--compute-kernel") == 0) {
-      if (i + 1 >= argc) {
-        fprintf(stderr, "stepscope view: %s needs a value\n", a);
-        return 2;
-      }
-      if (cli_apply_analysis_option("view", a, argv[++i], &rule_opt) < 0) return 2;
-    } else if (a[0] == '-' && a[1]) {
-      fprintf(stderr, "stepscope view: unknown option %s\n", a);
-      usage(stderr);
-      return 2;
-    } else if (!run_a) {
-      run_a = a;
-    } else {
-      fprintf(stderr, "stepscope view: one run only (use --compare for a second one)\n");
-      return 2;
-    }
-  }
+  view_args x;
+  memset(&x, 0, sizeof x);
+  x.bind_addr = "127.0.0.1";
+  x.port = 8642;
+  int parsed = cli_parse(&view_table, argc, argv, &x, NULL);
+  if (parsed != CLI_PARSED) return parsed;
+  const char *run_a = x.run_a, *run_b = x.run_b, *html = x.html, *bind_addr = x.bind_addr;
+  int port = x.port;
+  ssa_options rule_opt = x.rule_opt;
   if (!run_a) {
     usage(stderr);
     return 2;

@@ -1,0 +1,195 @@
+/*
+ * option_table.c — how the commands parse their options (see
+ * option_table.h): one loop over argv for every command, driven by the
+ * command's table of options, and the options part of its --help written
+ * from the same table. The commands' command lines differ in small ways
+ * (which words are options, what a missing value means, how an unknown
+ * option is reported); the table's flags say which way each reads, so that
+ * every command keeps its spellings, messages and exit statuses.
+ *
+ * The analysis options are parsed by the library
+ * (analyzer/src/metrics/analysis_options.c), which returns its messages;
+ * here they are printed, one line on stderr, as the commands have always
+ * printed them.
+ *
+ * The classification rules are kept in one process-wide set (a command
+ * analyses with one set of rules; `diff` applies it to both runs), which
+ * lives until the process exits.
+ */
+#include "option_table.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static ssa_comm_rules rules; /* --comm-kernel, --compute-kernel, then the environment */
+
+/* Prints a message of the library's parser as the commands print errors. */
+static int print_message(const char *msg) {
+  fprintf(stderr, "%s\n", msg);
+  return -1;
+}
+
+int cli_apply_analysis_option(const char *command, const char *name, const char *value,
+                              ssa_options *opt) {
+  char msg[8192];
+  int rc = ssa_apply_analysis_option(command, name, value, opt, &rules, msg, sizeof msg);
+  return rc < 0 ? print_message(msg) : rc;
+}
+
+int cli_apply_rank_option(const char *command, const char *value, ssa_options *opt) {
+  char msg[8192];
+  return ssa_apply_rank_option(command, value, opt, msg, sizeof msg) ? print_message(msg) : 0;
+}
+
+int cli_finish_analysis_options(const char *command, ssa_options *opt) {
+  char msg[8192];
+  return ssa_finish_analysis_options(command, opt, &rules, msg, sizeof msg) ? print_message(msg)
+                                                                            : 0;
+}
+
+const ssa_comm_rules *cli_comm_rules(void) {
+  return &rules;
+}
+
+/* ---- the option table ---- */
+
+static int is_group(const cli_option *o) {
+  return o->kind == CLI_ANALYSIS || o->kind == CLI_CLASSIFY;
+}
+
+/* The library's analysis option `name`, when the group row `o` holds it. */
+static const ssa_analysis_option_doc *group_member(const cli_option *o, const char *name) {
+  for (size_t i = 0; i < ssa_analysis_option_count; i++) {
+    const ssa_analysis_option_doc *d = &ssa_analysis_option_docs[i];
+    if (!strcmp(d->name, name) && (o->kind == CLI_ANALYSIS || d->classify)) return d;
+  }
+  return NULL;
+}
+
+/* The row of option `a`: its own row, or the group row holding it; NULL if unknown. */
+static const cli_option *find(const cli_table *t, const char *a) {
+  for (size_t i = 0; i < t->n; i++) {
+    const cli_option *o = &t->options[i];
+    if (o->kind == CLI_TEXT) continue;
+    if (is_group(o) ? group_member(o, a) != NULL
+                    : !strcmp(o->name, a) || (o->alias && !strcmp(o->alias, a)))
+      return o;
+  }
+  return NULL;
+}
+
+static int takes_value(const cli_option *o) {
+  return !o || o->kind == CLI_STRING || is_group(o) || (o->kind == CLI_CALL && o->metavar);
+}
+
+static int is_option(const cli_table *t, const char *a) {
+  if (t->flags & CLI_ARGS_NONE) return 1;
+  if (t->flags & CLI_ARGS_DOUBLE_DASH) return a[0] == '-' && a[1] == '-';
+  if (t->flags & CLI_ARGS_DASH_ALONE) return a[0] == '-' && a[1];
+  return a[0] == '-';
+}
+
+static int unknown(const cli_table *t, const char *a) {
+  const char *q = t->flags & CLI_UNKNOWN_QUOTED ? "'" : "";
+  fprintf(stderr, "stepscope %s: unknown option %s%s%s%s\n", t->command, q, a, q,
+          t->flags & CLI_UNKNOWN_SEE_HELP ? " (see --help)" : "");
+  if (!(t->flags & CLI_UNKNOWN_SEE_HELP)) t->usage(stderr);
+  return 2;
+}
+
+static int needs_value(const cli_table *t, const cli_option *o, const char *a) {
+  fprintf(stderr, "stepscope %s: %s needs a value\n", t->command, a);
+  if ((t->flags & CLI_USAGE_AFTER_MISSING) && o && !is_group(o)) t->usage(stderr);
+  return 2;
+}
+
+/* Applies option `a` of row `o` with value `v` (NULL for a flag): 0, or an exit status. */
+static int apply(const cli_table *t, const cli_option *o, const char *a, const char *v, void *cmd) {
+  char *at = (char *)cmd + o->offset;
+  switch (o->kind) {
+  case CLI_STRING: *(const char **)at = v; return 0;
+  case CLI_FLAG: *(int *)at = 1; return 0;
+  case CLI_UNFLAG: *(int *)at = 0; return 0;
+  case CLI_CALL: return o->fn(o, v, cmd);
+  case CLI_ANALYSIS:
+  case CLI_CLASSIFY:
+    return cli_apply_analysis_option(t->command, a, v, (ssa_options *)at) < 0 ? 2 : 0;
+  case CLI_TEXT: break;
+  }
+  return 0;
+}
+
+int cli_parse(const cli_table *t, int argc, char **argv, void *cmd, int *next) {
+  int i = 1;
+  for (; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if ((t->flags & CLI_STOP_AT_ARG) && !strcmp(a, "--")) {
+      i++;
+      break;
+    }
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      t->usage(stdout);
+      return 0;
+    }
+    if (!is_option(t, a)) {
+      if (t->flags & CLI_STOP_AT_ARG) break;
+      int rc = t->argument(cmd, a);
+      if (rc) return rc;
+      continue;
+    }
+    const cli_option *o = find(t, a);
+    int valued = takes_value(o);
+    if ((t->flags & CLI_VALUE_FIRST) && valued && !v) return needs_value(t, o, a);
+    if (!o || (valued && !v && (t->flags & CLI_MISSING_IS_UNKNOWN))) return unknown(t, a);
+    if (valued && !v) {
+      int rc = o->kind == CLI_CALL && (t->flags & CLI_MISSING_TO_CALL) ? o->fn(o, NULL, cmd) : 0;
+      return rc ? rc : needs_value(t, o, a);
+    }
+    int rc = apply(t, o, a, valued ? v : NULL, cmd);
+    if (rc) return rc;
+    if (!valued) continue;
+    i++;
+    if (t->seen) t->seen(cmd, a, v);
+  }
+  if (next) *next = i;
+  return CLI_PARSED;
+}
+
+/* One option's --help lines: `left` ("  -o, --output FILE"), then the help
+ * from `column` (on the next line when left reaches the column), each
+ * further line of it indented to the column. */
+static void print_row(FILE *f, const char *left, const char *help, int column) {
+  int n = fprintf(f, "%s", left);
+  if (n >= column) { /* too wide for the column: the help starts on the next line */
+    fputc('\n', f);
+    n = 0;
+  }
+  do {
+    const char *eol = strchr(help, '\n');
+    int len = eol ? (int)(eol - help) : (int)strlen(help);
+    fprintf(f, "%*s%.*s\n", n < column ? column - n : 1, "", len, help);
+    n = 0;
+    help = eol ? eol + 1 : NULL;
+  } while (help);
+}
+
+void cli_print_options(FILE *f, const cli_table *t) {
+  for (size_t i = 0; i < t->n; i++) {
+    const cli_option *o = &t->options[i];
+    char left[160];
+    if (o->kind == CLI_TEXT) {
+      fputs(o->help, f);
+    } else if (is_group(o)) {
+      for (size_t k = 0; k < ssa_analysis_option_count; k++) {
+        const ssa_analysis_option_doc *d = &ssa_analysis_option_docs[k];
+        if (o->kind == CLI_CLASSIFY && !d->classify) continue;
+        snprintf(left, sizeof left, "  %s %s", d->name, d->metavar);
+        print_row(f, left, d->help, SSA_ANALYSIS_HELP_COLUMN);
+      }
+    } else {
+      snprintf(left, sizeof left, "  %s%s%s%s%s", o->alias ? o->alias : "", o->alias ? ", " : "",
+               o->name, o->metavar ? " " : "", o->metavar ? o->metavar : "");
+      print_row(f, left, o->help_fn ? o->help_fn() : o->help, t->column);
+    }
+  }
+}

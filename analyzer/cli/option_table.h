@@ -1,0 +1,120 @@
+/*
+ * option_table.h — how the `stepscope` commands parse their options. The
+ * options that choose how a run is analysed (`--steps`, `--step-range`,
+ * `--launch-gap-us`, `--threads`, `--comm-kernel`, `--compute-kernel`,
+ * `--rank`) are parsed by the library (analysis_options.h, shared with the
+ * C API); the functions here apply them and print the library's message
+ * when a value is bad, for every command that analyses runs (`analyze`,
+ * `diff`, `export`; `view` passes the classification rules on to the
+ * commands it runs).
+ */
+#ifndef STEPSCOPE_CLI_OPTION_TABLE_H
+#define STEPSCOPE_CLI_OPTION_TABLE_H
+
+#include "analysis_options.h"
+
+#include <stddef.h>
+#include <stdio.h>
+
+/* ---- the option table ----
+ *
+ * A command describes its options as rows of a table; cli_parse() walks argv
+ * with it and cli_print_options() writes the options part of the command's
+ * --help from the same rows, so that --help and parsing cannot disagree.
+ * Positional arguments and checks of the whole command line stay in the
+ * command. */
+
+typedef struct cli_option cli_option;
+
+typedef enum cli_kind {
+  CLI_STRING,   /* takes a value: stored as a const char * at `offset` */
+  CLI_FLAG,     /* no value: sets the int at `offset` to 1 */
+  CLI_UNFLAG,   /* no value: sets the int at `offset` to 0 */
+  CLI_CALL,     /* fn applies it (a value when metavar is set) */
+  CLI_ANALYSIS, /* not one row: the library's analysis options (ssa_analysis_option_docs)
+                   into the ssa_options at `offset` */
+  CLI_CLASSIFY, /* the same, only the classification rules (--comm-kernel, --compute-kernel) */
+  CLI_TEXT      /* not an option: `help` is printed as it is, in its place */
+} cli_kind;
+
+struct cli_option {
+  cli_kind kind;
+  const char *name;    /* "--json" */
+  const char *alias;   /* another spelling ("-o"), or NULL */
+  const char *metavar; /* the value's name in --help ("FILE"); NULL: the option takes none */
+  const char *help;    /* lines separated by '\n' (CLI_TEXT: printed as it is) */
+  size_t offset;       /* CLI_STRING, CLI_FLAG, CLI_UNFLAG, CLI_ANALYSIS: where in the
+                          command's own struct (offsetof) */
+  /* CLI_CALL: applies `value` (NULL when it is missing and the table has
+   * CLI_MISSING_TO_CALL) to `cmd`, the command's struct. 0, or the exit
+   * status after the message is printed. */
+  int (*fn)(const cli_option *o, const char *value, void *cmd);
+  double lo, hi;                /* CLI_CALL: the range fn checks, if any */
+  const char *(*help_fn)(void); /* help computed when printed (instead of help) */
+};
+
+/* How a command's command line reads (the commands differ; each keeps its own). */
+enum {
+  CLI_ARGS_DOUBLE_DASH = 1 << 0,    /* only "--..." are options; "-x" is an argument */
+  CLI_ARGS_DASH_ALONE = 1 << 1,     /* "-" alone is an argument (else any "-..." is an option) */
+  CLI_ARGS_NONE = 1 << 2,           /* no arguments: every word is an option */
+  CLI_VALUE_FIRST = 1 << 3,         /* an option other than a flag needs a value before it is
+                                       looked up ("--bogus" alone: "needs a value") */
+  CLI_MISSING_IS_UNKNOWN = 1 << 4,  /* an option whose value is missing is an unknown option */
+  CLI_MISSING_TO_CALL = 1 << 5,     /* CLI_CALL gets NULL for a missing value (its message) */
+  CLI_USAGE_AFTER_MISSING = 1 << 6, /* usage on stderr after "needs a value" (own options) */
+  CLI_UNKNOWN_QUOTED = 1 << 7,      /* "unknown option '-x'" (else unquoted) */
+  CLI_UNKNOWN_SEE_HELP = 1 << 8,    /* "... (see --help)" instead of the usage on stderr */
+  CLI_STOP_AT_ARG = 1 << 9          /* "--" or the first argument ends the options */
+};
+
+typedef struct cli_table {
+  const char *command; /* "analyze", in messages: "stepscope analyze: ..." */
+  const cli_option *options;
+  size_t n;
+  int column;             /* where the help texts of the options start */
+  unsigned flags;         /* CLI_ARGS_..., ... above */
+  void (*usage)(FILE *f); /* the whole --help text (stdout), also after some errors (stderr) */
+  /* an argument that is not an option: 0, or the exit status after a message;
+   * NULL when the command takes none */
+  int (*argument)(void *cmd, const char *arg);
+  /* called after each option with a value is applied (diff's reproduce line) */
+  void (*seen)(void *cmd, const char *name, const char *value);
+} cli_table;
+
+#define CLI_PARSED (-1) /* cli_parse: the command line was read; go on */
+
+/* Parses argv[1..argc-1] (argv[0] is the command's name) into `cmd`. "-h" and
+ * "--help" print the usage on stdout. CLI_PARSED, or the status the command
+ * exits with: 0 after --help, 2 after a usage error (message printed). With
+ * CLI_STOP_AT_ARG, *next is the index of the first word after the options. */
+int cli_parse(const cli_table *t, int argc, char **argv, void *cmd, int *next);
+
+/* Writes the option rows of the table as --help lines: "  --name META" and
+ * the help text from the table's column, continuation lines indented to it. */
+void cli_print_options(FILE *f, const cli_table *t);
+
+/* ---- the analysis options (the library's, printed) ---- */
+
+/* Applies option `name` with value `value` to `opt`. Returns 1 if it was one
+ * of the options above and is valid, 0 if `name` is not one of them, and -1 if
+ * the value is bad (the library's message, naming `command`, is printed on
+ * stderr). */
+int cli_apply_analysis_option(const char *command, const char *name, const char *value,
+                              ssa_options *opt);
+
+/* After the command line: adds the rules of the environment variables
+ * STEPSCOPE_COMM_KERNELS and STEPSCOPE_COMPUTE_KERNELS (';'-separated
+ * regexes) and points opt->comm_rules at the rules (NULL when there are
+ * none). 0, or -1 with a message naming `command` and the bad pattern
+ * (printed). The rules live until the process exits. */
+int cli_finish_analysis_options(const char *command, ssa_options *opt);
+
+/* The rules given so far (command line and, after cli_finish_analysis_options,
+ * environment), for commands that pass them on (`view`). */
+const ssa_comm_rules *cli_comm_rules(void);
+
+/* Parses a `--rank R` value into opt->rank: 0, or -1 with a message (printed). */
+int cli_apply_rank_option(const char *command, const char *value, ssa_options *opt);
+
+#endif /* STEPSCOPE_CLI_OPTION_TABLE_H */
