@@ -149,8 +149,8 @@ static size_t activation_bytes(const chunk_shape *s, const mm_layout *l, int nsl
   return total;
 }
 
-/* grad_sync.c: train_build_buckets and train_zero_setup, on chunk 0 (ZeRO-2/3 run without
- * interleaving). */
+/* trainer/grad_sync.c (build_buckets and zero_setup, reached through grad_sync_init), on chunk 0
+ * (ZeRO-2/3 run without interleaving). */
 static void zero_buffers(const chunk_shape *s, const mm_layout *l, size_t *shard_len, size_t *grads,
                          size_t *params) {
   size_t limit = (size_t)(l->bucket_mb * 1024 * 1024 / 4);
@@ -276,7 +276,7 @@ int mm_rank_memory(const mm_layout *l, int stage, mm_breakdown *out, char *err, 
   out->init_peak = out->steady;
   if (l->zero >= 3) {
     /* set-up holds the full, initialized parameters until the shards are cut (grad_sync.c:
-     * train_zero_setup), before chunk 0's AdamW moments and the statistics exist */
+     * zero_setup), before chunk 0's AdamW moments and the statistics exist */
     size_t state0 = 0, g, p;
     chunk_shape s0 = shape_of(l, stage, 0);
     zero_buffers(&s0, l, &state0, &g, &p);

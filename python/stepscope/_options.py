@@ -39,7 +39,7 @@ def _regexes(name, value):
 
 def analysis_options(steps=None, comm_kernels=None, compute_kernels=None, step_range=None,
                      launch_gap_us=None, threads=None, options=()):
-    """The shared analysis options (analyzer/cli/analysis_options.c) as argv."""
+    """The shared analysis options (analyzer/src/metrics/analysis_options.c) as argv."""
     argv = []
     s = steps_option(steps)
     if s is not None:

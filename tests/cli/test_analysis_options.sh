@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The analysis options shared by `analyze`, `export` and `diff`
-# (analyzer/cli/analysis_options.c): every command rejects the same bad values
+# (analyzer/src/metrics/analysis_options.c): every command rejects the same bad values
 # with exit 2 and a message naming itself, accepts the good ones, and
 # --launch-gap-us really moves idle time between the launch_gap and the other
 # causes of the idle breakdown.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The classification options --comm-kernel / --compute-kernel and the
 # environment variables STEPSCOPE_COMM_KERNELS / STEPSCOPE_COMPUTE_KERNELS
-# (analyzer/cli/analysis_options.c, docs/kineto-import.md "Communication
+# (analyzer/src/metrics/analysis_options.c, docs/kineto-import.md "Communication
 # families") on every command that analyses: a bad regex is exit 2 naming
 # the pattern (analyze, export, diff, view; command line and environment);
 # the rules change what is communication in analyze's JSON (with per-rule
