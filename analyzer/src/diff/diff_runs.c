@@ -290,140 +290,19 @@ typedef struct rank_ctx {
   int rank;
 } rank_ctx;
 
-static const ssa_rank_result *find_rank(const ssa_analysis *a, int rank);
-
 /* One rank's series in one run of a side: empty when that run lacks the rank. */
 static int rank_series_of(const void *ctx, size_t run, int k, double **v, size_t *n) {
   const rank_ctx *c = ctx;
-  const ssa_rank_result *rr = find_rank(c->runs[run], c->rank);
+  const ssa_rank_result *rr = ssa_diff_find_rank(c->runs[run], c->rank);
   if (rr) return rank_series(rr, k, v, n);
   *n = 0;
   *v = malloc(sizeof **v);
   return *v ? 0 : STEPSCOPE_E_NOMEM;
 }
 
-static const ssa_rank_result *find_rank(const ssa_analysis *a, int rank) {
-  for (size_t i = 0; i < a->nranks; i++)
-    if (a->ranks[i].rank->rank == rank) return &a->ranks[i];
-  return NULL;
-}
-
-static int selected(const ssa_analysis *a, const ssa_rank_result *rr) {
-  return a->opt.rank < 0 || rr->rank->rank == a->opt.rank;
-}
-
-static int world_of(const ssa_analysis *a) {
-  int w = 0;
-  for (size_t i = 0; i < a->nranks; i++)
-    if (a->ranks[i].rank->world_size > w) w = a->ranks[i].rank->world_size;
-  return w ? w : (int)a->nranks;
-}
-
-/* "parallel layout differs (rank R: dp 2 vs 4, pp 2 vs 1): ..." from the
- * members of the layout metadata that differ; never a JSON text cut in the
- * middle (the whole layouts do not fit in the note). */
-/* The layout members a difference is described by (the grid's sizes), in this order. */
-#define LAYOUT_SIZE(field)                                                                         \
-  { #field, offsetof(ssa_meta_layout, field) }
-static const struct {
-  const char *name;
-  size_t offset;
-} layout_sizes[] = {LAYOUT_SIZE(world),
-                    LAYOUT_SIZE(dp),
-                    LAYOUT_SIZE(tp),
-                    LAYOUT_SIZE(pp),
-                    LAYOUT_SIZE(cp),
-                    LAYOUT_SIZE(ep),
-                    LAYOUT_SIZE(virtual_stages),
-                    LAYOUT_SIZE(microbatches),
-                    LAYOUT_SIZE(zero)};
-#undef LAYOUT_SIZE
-
-static double layout_member(const ssa_meta_layout *l, size_t offset) {
-  return *(const double *)((const char *)l + offset);
-}
-
-/* Two numbers of decoded metadata are the same (both absent counts as the same). */
-static int same_number(double x, double y) {
-  return (isnan(x) && isnan(y)) || x == y;
-}
-
-/* Whether two decoded layouts differ in any member. */
-static int layouts_differ(const ssa_meta_layout *la, const ssa_meta_layout *lb) {
-#define DIFFERS(field, path) || !same_number(la->field, lb->field)
-  return 0 TM_LAYOUT_NUMBERS(DIFFERS);
-#undef DIFFERS
-}
-
-static void describe_layout_change(char *note, size_t cap, int rank, const ssa_meta_layout *la,
-                                   const ssa_meta_layout *lb) {
-  char list[160] = "";
-  size_t len = 0;
-  for (size_t k = 0; k < sizeof layout_sizes / sizeof layout_sizes[0]; k++) {
-    double va = layout_member(la, layout_sizes[k].offset);
-    double vb = layout_member(lb, layout_sizes[k].offset);
-    int ha = !isnan(va), hb = !isnan(vb);
-    if (ha == hb && (!ha || va == vb)) continue;
-    char item[64], xa[24], xb[24];
-    snprintf(xa, sizeof xa, ha ? "%g" : "-", va);
-    snprintf(xb, sizeof xb, hb ? "%g" : "-", vb);
-    int n =
-        snprintf(item, sizeof item, "%s%s %s vs %s", len ? ", " : "", layout_sizes[k].name, xa, xb);
-    if (n < 0 || len + (size_t)n + 5 >= sizeof list) {
-      if (len + 5 < sizeof list) len += (size_t)snprintf(list + len, sizeof list - len, ", ...");
-      break;
-    }
-    memcpy(list + len, item, (size_t)n + 1);
-    len += (size_t)n;
-  }
-  snprintf(note, cap, "parallel layout differs (rank %d: %s)", rank,
-           len ? list : "the layout metadata differs");
-}
-
-int ssa_diff_repeat_fits(const ssa_analysis *first, const ssa_analysis *rep, int side,
-                         const char *first_path, const char *rep_path, char *msg, size_t cap) {
-  char note[256];
-  if (ssa_diff_same_layout(first, rep, note, sizeof note)) return 1;
-  snprintf(msg, cap, "stepscope diff: --repeat-%c %s is not a run of %s's configuration: %s",
-           side ? 'b' : 'a', rep_path, first_path, note);
-  return 0;
-}
-
-int ssa_diff_same_layout(const ssa_analysis *a, const ssa_analysis *b, char *note, size_t cap) {
-  int wa = world_of(a), wb = world_of(b);
-  if (wa != wb) {
-    snprintf(note, cap, "world size differs (%d vs %d)", wa, wb);
-    return 0;
-  }
-  size_t na = 0, nb = 0;
-  for (size_t i = 0; i < a->nranks; i++)
-    na += selected(a, &a->ranks[i]);
-  for (size_t i = 0; i < b->nranks; i++)
-    nb += selected(b, &b->ranks[i]);
-  if (na != nb) {
-    snprintf(note, cap, "different ranks were analysed (%zu vs %zu)", na, nb);
-    return 0;
-  }
-  for (size_t i = 0; i < a->nranks; i++) {
-    if (!selected(a, &a->ranks[i])) continue;
-    const ssa_rank_result *o = find_rank(b, a->ranks[i].rank->rank);
-    if (!o || !selected(b, o)) {
-      snprintf(note, cap, "rank %d is only in run A", a->ranks[i].rank->rank);
-      return 0;
-    }
-    const ssa_meta_layout *la = &a->ranks[i].rank->tmeta.layout;
-    const ssa_meta_layout *lb = &o->rank->tmeta.layout;
-    if (la->present && lb->present && layouts_differ(la, lb)) {
-      describe_layout_change(note, cap, a->ranks[i].rank->rank, la, lb);
-      return 0;
-    }
-  }
-  return 1;
-}
-
 static int check_layout(ssa_diff *d) {
-  d->world_a = world_of(d->a);
-  d->world_b = world_of(d->b);
+  d->world_a = ssa_diff_world(d->a);
+  d->world_b = ssa_diff_world(d->b);
   char why[200];
   if (ssa_diff_same_layout(d->a, d->b, why, sizeof why)) return 1;
   snprintf(d->layout_note, sizeof d->layout_note, "%s: compared on aggregates only", why);
@@ -436,8 +315,8 @@ static int build_ranks(ssa_diff *d) {
   if (!d->ranks) return STEPSCOPE_E_NOMEM;
   for (size_t i = 0; i < a->nranks; i++) {
     const ssa_rank_result *ra = &a->ranks[i];
-    if (!selected(a, ra)) continue;
-    const ssa_rank_result *rb = find_rank(b, ra->rank->rank);
+    if (!ssa_diff_selected(a, ra)) continue;
+    const ssa_rank_result *rb = ssa_diff_find_rank(b, ra->rank->rank);
     ssa_diff_rank *x = &d->ranks[d->nranks++];
     x->rank = ra->rank->rank;
     x->in_a = 1;

@@ -191,8 +191,13 @@ int ssa_diff_runs(const ssa_analysis *a, const ssa_analysis *b, const char *path
 int ssa_diff_runs_repeated(const ssa_analysis *const *a, size_t na, const ssa_analysis *const *b,
                            size_t nb, const char *path_a, const char *path_b, ssa_diff *out);
 void ssa_diff_free(ssa_diff *d);
+/* Rank lookups the diff's files share (diff_layout.c): the result of a rank number (NULL if
+ * absent), whether a rank is selected (--rank), and the run's world size. */
+const ssa_rank_result *ssa_diff_find_rank(const ssa_analysis *a, int rank);
+int ssa_diff_selected(const ssa_analysis *a, const ssa_rank_result *rr);
+int ssa_diff_world(const ssa_analysis *a);
 /* 1 when two analyses have the same rank set, world size and layout
- * metadata (so they compare rank by rank); else 0 with the reason in note. */
+ * metadata (so they compare rank by rank); else 0 with the reason in note (diff_layout.c). */
 int ssa_diff_same_layout(const ssa_analysis *a, const ssa_analysis *b, char *note, size_t cap);
 /* For `diff --repeat-a/-b` (the CLI and the C API): 1 when the repeat
  * `rep` (run `rep_path`) of side `side` (0: A, 1: B) has the layout of the
