@@ -59,6 +59,7 @@
 #include "ssa_expert_tags.h"
 #include "ssa_lanes.h"
 #include "ssa_export.h"
+#include "sc_hash.h"
 
 /* ---- field numbers (the .proto files under perfetto/trace) ---- */
 enum {
@@ -222,15 +223,6 @@ typedef struct intern_tab {
   uint32_t next_iid[SP_N];
 } intern_tab;
 
-static uint64_t mix64(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ull;
-  x ^= x >> 33;
-  return x;
-}
-
 /* ---- one packet sequence: one track (and its extra lanes) ---- */
 typedef struct pf_seq {
   uint32_t id;
@@ -294,7 +286,7 @@ static intern_slot *tab_find(intern_tab *t, uint64_t key, uint64_t value, int *f
     for (uint32_t i = 0; i < t->cap; i++) {
       intern_slot *s = &t->slots[i];
       if (!s->key) continue;
-      uint32_t h = (uint32_t)mix64(s->key ^ mix64(s->value)) & (cap - 1);
+      uint32_t h = (uint32_t)sc_mix64(s->key ^ sc_mix64(s->value)) & (cap - 1);
       while (n[h].key)
         h = (h + 1) & (cap - 1);
       n[h] = *s;
@@ -303,7 +295,7 @@ static intern_slot *tab_find(intern_tab *t, uint64_t key, uint64_t value, int *f
     t->slots = n;
     t->cap = cap;
   }
-  uint32_t h = (uint32_t)mix64(key ^ mix64(value)) & (t->cap - 1);
+  uint32_t h = (uint32_t)sc_mix64(key ^ sc_mix64(value)) & (t->cap - 1);
   while (t->slots[h].key) {
     if (t->slots[h].key == key && t->slots[h].value == value) {
       *fresh = 0;
@@ -504,7 +496,7 @@ static void lane_label(const ssa_rank *r, const ssa_lane *l, char *buf, size_t n
 /* ---- collective instances ---- */
 static uint32_t *coll_slot(pf_writer *w, uint64_t comm_id, uint64_t seq, int insert) {
   if (!w->coll_cap) return NULL;
-  size_t h = (size_t)mix64(comm_id ^ mix64(seq)) & (w->coll_cap - 1);
+  size_t h = (size_t)sc_mix64(comm_id ^ sc_mix64(seq)) & (w->coll_cap - 1);
   for (;;) {
     uint64_t *k = &w->coll_keys[2 * h];
     if (w->coll_count[h] && k[0] == comm_id && k[1] == seq) return &w->coll_count[h];

@@ -559,19 +559,8 @@ int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
 
   /* query points: every window's ends, sorted and unique */
   size_t np = 0;
-  points = malloc((2 * rr->nsteps + 2) * sizeof *points);
+  points = ssa_window_points(rr, &np);
   if (!points) goto out;
-  points[np++] = tw->start;
-  points[np++] = tw->end;
-  for (size_t i = 0; i < rr->nsteps; i++) {
-    points[np++] = rr->windows[i].start;
-    points[np++] = rr->windows[i].end;
-  }
-  qsort(points, np, sizeof *points, ssa_cmp_i64);
-  size_t u = 0;
-  for (size_t i = 0; i < np; i++)
-    if (u == 0 || points[i] != points[u - 1]) points[u++] = points[i];
-  np = u;
   cov_at = malloc(np * sizeof *cov_at);
   idle_at = malloc(np * sizeof *idle_at);
   if (!cov_at || !idle_at) goto out;

@@ -193,19 +193,8 @@ static int simulate(const sim_in *in, int balanced, int64_t bal_f, int64_t bal_b
 static int measure_transfers(ssa_rank_result *rr) {
   const ssa_rank *r = rr->rank;
   size_t np = 0;
-  int64_t *points = malloc((2 * rr->nsteps + 2) * sizeof *points);
+  int64_t *points = ssa_window_points(rr, &np);
   if (!points) return STEPSCOPE_E_NOMEM;
-  points[np++] = rr->totals.start;
-  points[np++] = rr->totals.end;
-  for (size_t i = 0; i < rr->nsteps; i++) {
-    points[np++] = rr->windows[i].start;
-    points[np++] = rr->windows[i].end;
-  }
-  qsort(points, np, sizeof *points, ssa_cmp_i64);
-  size_t u = 0;
-  for (size_t i = 0; i < np; i++)
-    if (u == 0 || points[i] != points[u - 1]) points[u++] = points[i];
-  np = u;
   int64_t(*at)[16] = malloc(np * sizeof *at);
   if (!at) {
     free(points);

@@ -19,6 +19,7 @@
  * however much the windows overlap. `emit`, when set, receives each
  * constant-coverage piece (the Chrome export's derived tracks).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "ssa_metrics.h"
@@ -116,4 +117,22 @@ void ssa_cover_rank(ssa_cover *c, const ssa_rank *r, int pipeline) {
   for (size_t i = 0; i < r->nops; i++)
     ssa_cover_op(c, r, &r->ops[i], pipeline);
   ssa_cover_finish(c);
+}
+
+int64_t *ssa_window_points(const ssa_rank_result *rr, size_t *n) {
+  size_t np = 0;
+  int64_t *points = malloc((2 * rr->nsteps + 2) * sizeof *points);
+  if (!points) return NULL;
+  points[np++] = rr->totals.start;
+  points[np++] = rr->totals.end;
+  for (size_t i = 0; i < rr->nsteps; i++) {
+    points[np++] = rr->windows[i].start;
+    points[np++] = rr->windows[i].end;
+  }
+  qsort(points, np, sizeof *points, ssa_cmp_i64);
+  size_t u = 0;
+  for (size_t i = 0; i < np; i++)
+    if (u == 0 || points[i] != points[u - 1]) points[u++] = points[i];
+  *n = u;
+  return points;
 }

@@ -422,6 +422,9 @@ int ssa_rank_pipeline_stage(const ssa_rank *r);
 int ssa_find_pipeline_waits(ssa_analysis *a);
 
 /* Per-rank metrics (breakdown.c). */
+/* The query points of a rank's windows (coverage.c): the ends of its totals window and of
+ * every step window, sorted and unique, in a new array of *n; NULL when out of memory. */
+int64_t *ssa_window_points(const ssa_rank_result *rr, size_t *n);
 int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr);
 /* The device-level idle gaps of an analysed rank inside its totals window,
  * in time order, each with its cause (SSA_IDLE_*; the classification of the

@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "ssa_model.h"
+#include "sc_hash.h"
 
 int ssa_is_nccl_kernel_name(const char *n) {
   return strncmp(n, "ncclKernel_", 11) == 0 || strncmp(n, "ncclDevKernel_", 14) == 0 ||
@@ -50,15 +51,6 @@ int ssa_is_nccl_kernel_name(const char *n) {
 int ssa_is_nccl_p2p_kernel_name(const char *n) {
   return ssa_is_nccl_kernel_name(n) &&
          (strstr(n, "SendRecv") || strstr(n, "_Send") || strstr(n, "_Recv"));
-}
-
-static uint64_t mix64(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ull;
-  x ^= x >> 33;
-  return x;
 }
 
 /* A transient hash of indices keyed by a 64-bit key computed from the item. */
@@ -211,7 +203,7 @@ static int build_launch_index(ssa_rank *r, joins *j) {
   if (idx_hash_init(h, r->napis)) return STEPSCOPE_E_NOMEM;
   for (size_t i = 0; i < r->napis; i++) {
     if (!r->apis[i].corr) continue;
-    uint64_t s = mix64(r->apis[i].corr) & h->mask;
+    uint64_t s = sc_mix64(r->apis[i].corr) & h->mask;
     int dup = 0;
     while (h->slots[s]) {
       if (r->apis[h->slots[s] - 1].corr == r->apis[i].corr) {
@@ -291,7 +283,7 @@ static inline uint32_t launch_of(const ssa_rank *r, const joins *j, const ssa_op
   }
   if (!corr) return SSA_NONE;
   const idx_hash *h = &j->api_hash;
-  uint64_t s = mix64(corr) & h->mask;
+  uint64_t s = sc_mix64(corr) & h->mask;
   while (h->slots[s]) {
     uint32_t ai = h->slots[s] - 1;
     if (r->apis[ai].corr == corr) return ai;
@@ -312,14 +304,14 @@ static int build_collective_index(ssa_rank *r, joins *j) {
   for (size_t i = 0; i < r->ncolls; i++) {
     const ssa_coll *c = &r->colls[i];
     if (c->corr) {
-      uint64_t h = mix64(c->corr) & j->coll_hash.mask;
+      uint64_t h = sc_mix64(c->corr) & j->coll_hash.mask;
       while (j->coll_hash.slots[h])
         h = (h + 1) & j->coll_hash.mask;
       j->coll_hash.slots[h] = (uint32_t)i + 1;
       if (c->corr < j->corr_lo) j->corr_lo = c->corr;
       if (c->corr > j->corr_hi) j->corr_hi = c->corr;
     }
-    uint64_t h = mix64(c->comm_id ^ mix64(c->seq + 1)) & by_seq.mask;
+    uint64_t h = sc_mix64(c->comm_id ^ sc_mix64(c->seq + 1)) & by_seq.mask;
     while (by_seq.slots[h])
       h = (h + 1) & by_seq.mask;
     by_seq.slots[h] = (uint32_t)i + 1;
@@ -327,7 +319,7 @@ static int build_collective_index(ssa_rank *r, joins *j) {
   /* host ops by (comm_id, seq) */
   for (size_t i = 0; i < r->noplinks; i++) {
     const ssa_oplink *k = &r->oplinks[i];
-    uint64_t h = mix64(k->comm_id ^ mix64(k->seq + 1)) & by_seq.mask;
+    uint64_t h = sc_mix64(k->comm_id ^ sc_mix64(k->seq + 1)) & by_seq.mask;
     while (by_seq.slots[h]) {
       uint32_t ci = by_seq.slots[h] - 1;
       if (r->colls[ci].comm_id == k->comm_id && r->colls[ci].seq == k->seq) {
@@ -345,7 +337,7 @@ static int build_collective_index(ssa_rank *r, joins *j) {
 static inline uint32_t collective_of(const ssa_rank *r, const joins *j, uint64_t corr) {
   if (corr < j->corr_lo || corr > j->corr_hi) return SSA_NONE;
   const idx_hash *h = &j->coll_hash;
-  uint64_t s = mix64(corr) & h->mask;
+  uint64_t s = sc_mix64(corr) & h->mask;
   while (h->slots[s]) {
     uint32_t ci = h->slots[s] - 1;
     if (r->colls[ci].corr == corr) return ci;
