@@ -620,6 +620,48 @@ static void wait_for_connections(void) {
   pthread_mutex_unlock(&active_lock);
 }
 
+/* The access token (16 random bytes in hex) and the cookie named after the port; 0, or -1
+ * with the message printed when the system gives no random bytes. */
+static int make_token(int port) {
+  unsigned char rnd[16];
+  size_t got = 0;
+  while (got < sizeof rnd) {
+    ssize_t k = getrandom(rnd + got, sizeof rnd - got, 0);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) {
+      fprintf(stderr, "stepscope view: no random bytes for the access token: %s\n",
+              strerror(errno));
+      return -1;
+    }
+    got += (size_t)k;
+  }
+  for (size_t i = 0; i < sizeof rnd; i++)
+    snprintf(view_token + 2 * i, 3, "%02x", rnd[i]);
+  snprintf(cookie_name, sizeof cookie_name, "stepscope-%d", port);
+  return 0;
+}
+
+/* What `view` prints when it starts serving: the URL with its token, what each run lacks,
+ * and a warning when the address reaches beyond this machine. */
+static void print_banner(FILE *out, const view_run *runs, int nruns, const char *bind_addr, int v6,
+                         int port, int loopback) {
+  fprintf(out, "stepscope view: serving %s%s%s at http://%s%s%s:%d/?token=%s\n", runs[0].name,
+          nruns > 1 ? " vs " : "", nruns > 1 ? runs[1].name : "", v6 ? "[" : "", bind_addr,
+          v6 ? "]" : "", port, view_token);
+  for (int i = 0; i < nruns; i++) {
+    if (runs[i].missing[0])
+      fprintf(out, "stepscope view: %s: missing %s\n", runs[i].name, runs[i].missing);
+    if (runs[i].notes[0]) fprintf(out, "stepscope view: %s: %s\n", runs[i].name, runs[i].notes);
+  }
+  if (!loopback)
+    fprintf(out,
+            "stepscope view: warning: listening beyond this machine (%s) over plain HTTP; anyone "
+            "who sees the URL's token can read the run's export and report\n",
+            bind_addr);
+  fprintf(out, "stepscope view: press Ctrl+C to stop\n");
+  fflush(out);
+}
+
 int view_serve(view_run *runs, int nruns, const char *bind_addr, int port, FILE *out) {
   struct addrinfo hints, *ai = NULL;
   char portstr[16];
@@ -657,37 +699,11 @@ int view_serve(view_run *runs, int nruns, const char *bind_addr, int port, FILE 
   getsockname(ls, (struct sockaddr *)&sa, &sl);
   int actual =
       ntohs(v6 ? ((struct sockaddr_in6 *)&sa)->sin6_port : ((struct sockaddr_in *)&sa)->sin_port);
-  unsigned char rnd[16];
-  size_t got = 0;
-  while (got < sizeof rnd) {
-    ssize_t k = getrandom(rnd + got, sizeof rnd - got, 0);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) {
-      fprintf(stderr, "stepscope view: no random bytes for the access token: %s\n",
-              strerror(errno));
-      close(ls);
-      return 1;
-    }
-    got += (size_t)k;
+  if (make_token(actual) != 0) {
+    close(ls);
+    return 1;
   }
-  for (size_t i = 0; i < sizeof rnd; i++)
-    snprintf(view_token + 2 * i, 3, "%02x", rnd[i]);
-  snprintf(cookie_name, sizeof cookie_name, "stepscope-%d", actual);
-  fprintf(out, "stepscope view: serving %s%s%s at http://%s%s%s:%d/?token=%s\n", runs[0].name,
-          nruns > 1 ? " vs " : "", nruns > 1 ? runs[1].name : "", v6 ? "[" : "", bind_addr,
-          v6 ? "]" : "", actual, view_token);
-  for (int i = 0; i < nruns; i++) {
-    if (runs[i].missing[0])
-      fprintf(out, "stepscope view: %s: missing %s\n", runs[i].name, runs[i].missing);
-    if (runs[i].notes[0]) fprintf(out, "stepscope view: %s: %s\n", runs[i].name, runs[i].notes);
-  }
-  if (!loopback)
-    fprintf(out,
-            "stepscope view: warning: listening beyond this machine (%s) over plain HTTP; anyone "
-            "who sees the URL's token can read the run's export and report\n",
-            bind_addr);
-  fprintf(out, "stepscope view: press Ctrl+C to stop\n");
-  fflush(out);
+  print_banner(out, runs, nruns, bind_addr, v6, actual, loopback);
 
   struct sigaction act;
   memset(&act, 0, sizeof act);

@@ -117,6 +117,26 @@ static void take_reader_state(stepscope_reader *rd, ssa_rank *r) {
   r->close_state = stepscope_reader_close_state(rd, &r->close_signal);
 }
 
+/* Appends a launch call to the rank's API array (faulting its pages in ahead, as far as
+ * *prefaulted says it has); 0, or -1 when out of memory. */
+static int add_api(ssa_rank *r, const stepscope_api *a, uint32_t name, uint32_t lane,
+                   size_t *prefaulted) {
+  if (r->napis == r->apis_cap &&
+      ssa_grow((void **)&r->apis, &r->apis_cap, r->napis + 1, sizeof *r->apis))
+    return -1;
+  if (r->napis >= *prefaulted)
+    *prefaulted = ssa_prefault_ahead(r->apis, sizeof *r->apis, r->napis, r->apis_cap);
+  ssa_api *x = &r->apis[r->napis++];
+  x->start = (int64_t)a->start_ns;
+  x->end = (int64_t)a->end_ns < x->start ? x->start : (int64_t)a->end_ns;
+  x->corr = a->correlation_id;
+  x->name = name;
+  x->lane = (uint16_t)lane;
+  x->api_kind = (uint8_t)a->api_kind;
+  x->pad = 0;
+  return 0;
+}
+
 int ssa_trace_source_load(const char *path, ssa_rank *r, stepscope_error *err) {
   stepscope_reader *rd = stepscope_reader_open(path, err);
   if (!rd) return err ? err->code : STEPSCOPE_E_IO;
@@ -210,22 +230,10 @@ int ssa_trace_source_load(const char *path, ssa_rank *r, stepscope_error *err) {
       uint32_t name = map_id(&m, r, rd, a->name, &oom);
       uint32_t lane = lane_of(&memo, r, SSA_LANE_HOST, a->thread);
       r->records++;
-      if (lane == SSA_NONE || oom ||
-          (r->napis == r->apis_cap &&
-           ssa_grow((void **)&r->apis, &r->apis_cap, r->napis + 1, sizeof *r->apis))) {
+      if (lane == SSA_NONE || oom || add_api(r, a, name, lane, &apis_prefaulted)) {
         rc = STEPSCOPE_E_NOMEM;
         goto out;
       }
-      if (r->napis >= apis_prefaulted)
-        apis_prefaulted = ssa_prefault_ahead(r->apis, sizeof *r->apis, r->napis, r->apis_cap);
-      ssa_api *x = &r->apis[r->napis++];
-      x->start = (int64_t)a->start_ns;
-      x->end = (int64_t)a->end_ns < x->start ? x->start : (int64_t)a->end_ns;
-      x->corr = a->correlation_id;
-      x->name = name;
-      x->lane = (uint16_t)lane;
-      x->api_kind = (uint8_t)a->api_kind;
-      x->pad = 0;
       continue;
     }
     case STEPSCOPE_REC_RANGE:
