@@ -555,7 +555,10 @@ int config_layer_is_moe(const train_config *c, int layer) {
   return c->experts > 0 && c->moe_every >= 1 && (layer + 1) % c->moe_every == 0;
 }
 
-int config_validate(const train_config *c, char *err, size_t n) {
+/* ---- validation: one helper per group of options, in the order the checks run -------- */
+
+/* REQUIRE(cond, fmt, ...): the configuration is invalid unless cond; the message goes to
+ * err (err and n are every helper's parameters). */
 #define REQUIRE(cond, ...)                                                                         \
   do {                                                                                             \
     if (!(cond)) {                                                                                 \
@@ -563,6 +566,9 @@ int config_validate(const train_config *c, char *err, size_t n) {
       return -1;                                                                                   \
     }                                                                                              \
   } while (0)
+
+/* The parallel grid (dp x pp x cp x tp = world) and the model shape it cuts. */
+static int validate_grid(const train_config *c, char *err, size_t n) {
   REQUIRE(c->world >= 1 && c->world <= 64, "--world %d: must be between 1 and 64", c->world);
   REQUIRE(c->cp >= 1, "--cp %d: must be at least 1", c->cp);
   REQUIRE(c->dp >= 1, "--dp %d: must be at least 1", c->dp);
@@ -578,6 +584,11 @@ int config_validate(const train_config *c, char *err, size_t n) {
           c->heads);
   REQUIRE(c->heads % c->tp == 0, "--heads %d is not divisible by --tp %d", c->heads, c->tp);
   REQUIRE(c->layers % c->pp == 0, "--layers %d is not divisible by --pp %d", c->layers, c->pp);
+  return 0;
+}
+
+/* The pipeline schedule: what --schedule interleaved needs of the other options. */
+static int validate_schedule(const train_config *c, char *err, size_t n) {
   if (c->schedule == SCHED_INTERLEAVED) {
     int v = c->virtual_stages;
     REQUIRE(c->pp >= 2, "--schedule interleaved needs --pp of at least 2 (it interleaves "
@@ -602,6 +613,11 @@ int config_validate(const train_config *c, char *err, size_t n) {
     REQUIRE(c->virtual_stages == 1, "--virtual-stages %d needs --schedule interleaved",
             c->virtual_stages);
   }
+  return 0;
+}
+
+/* Sequence, vocabulary and batch sizes, and how SP and CP cut the tokens. */
+static int validate_batch(const train_config *c, char *err, size_t n) {
   REQUIRE(c->seq >= 1, "--seq %d: must be at least 1", c->seq);
   REQUIRE(c->seq <= c->max_seq, "--seq %d exceeds the model's %d positions", c->seq, c->max_seq);
   REQUIRE(!c->vocab_given || (c->vocab >= 2 && c->vocab <= 1 << 24),
@@ -620,6 +636,12 @@ int config_validate(const train_config *c, char *err, size_t n) {
   REQUIRE(!c->sp || ((long)mb * (c->seq / c->cp)) % c->tp == 0,
           "--sp: the micro-batch's %d tokens%s are not divisible by --tp %d", mb * (c->seq / c->cp),
           c->cp > 1 ? " on each CP rank" : "", c->tp);
+  return 0;
+}
+
+/* ZeRO, gradient buckets, the step count, the learning-rate schedule and AdamW, and
+ * the run's watchdog and peak-FLOPs settings. */
+static int validate_optimizer(const train_config *c, char *err, size_t n) {
   REQUIRE(c->zero >= 0 && c->zero <= 3, "--zero %d: the ZeRO stage is 0, 1, 2 or 3", c->zero);
   REQUIRE(c->bucket_mb > 0, "--bucket-mb %g: must be positive", c->bucket_mb);
   REQUIRE(c->steps >= 0, "--steps %d: must not be negative", c->steps);
@@ -633,6 +655,11 @@ int config_validate(const train_config *c, char *err, size_t n) {
   REQUIRE(!c->peak_tflops_given || c->peak_tflops > 0,
           "--peak-tflops %g: must be positive (leave it out for the backend's default)",
           c->peak_tflops);
+  return 0;
+}
+
+/* The backend and activation type, and what the chosen backend must support. */
+static int validate_backend(const train_config *c, char *err, size_t n) {
   REQUIRE(!strcmp(c->backend, "cpu") || !strcmp(c->backend, "auto") || !strcmp(c->backend, "cuda"),
           "--backend %s: expected cpu, cuda or auto", c->backend);
   REQUIRE(!strcmp(c->activations, "fp32") || !strcmp(c->activations, "bf16") ||
@@ -651,6 +678,12 @@ int config_validate(const train_config *c, char *err, size_t n) {
             "(ring attention) needs a backend that has it",
             c->cp, c->backend, missing ? missing : "?");
   }
+  return 0;
+}
+
+/* The data options, the --debug-* fault injections (they name ranks) and the
+ * checkpoint cadence. */
+static int validate_data_and_debug(const train_config *c, char *err, size_t n) {
   REQUIRE(c->bpe_merges >= 0 && c->bpe_merges <= 65280, "--bpe-merges %d: must be in 0..65280",
           c->bpe_merges);
   REQUIRE(!c->data[0] || access(c->data, R_OK) == 0, "--data %s: cannot read the file", c->data);
@@ -664,6 +697,11 @@ int config_validate(const train_config *c, char *err, size_t n) {
   REQUIRE(c->checkpoint_every >= 0, "--checkpoint-every %d: must not be negative",
           c->checkpoint_every);
   REQUIRE(c->checkpoint_keep >= 1, "--checkpoint-keep %d: must be at least 1", c->checkpoint_keep);
+  return 0;
+}
+
+/* Mixture of experts and expert parallelism, and the options they do not combine with. */
+static int validate_experts(const train_config *c, char *err, size_t n) {
   REQUIRE(c->experts >= 0 && c->experts <= 1024, "--experts %d: must be between 0 and 1024",
           c->experts);
   REQUIRE(c->ep >= 1, "--ep %d: must be at least 1", c->ep);
@@ -713,11 +751,20 @@ int config_validate(const train_config *c, char *err, size_t n) {
               "--experts: the %s backend has no mixture-of-experts operations yet", c->backend);
     }
   }
+  return 0;
+}
+
+int config_validate(const train_config *c, char *err, size_t n) {
+  if (validate_grid(c, err, n) != 0 || validate_schedule(c, err, n) != 0 ||
+      validate_batch(c, err, n) != 0 || validate_optimizer(c, err, n) != 0 ||
+      validate_backend(c, err, n) != 0 || validate_data_and_debug(c, err, n) != 0 ||
+      validate_experts(c, err, n) != 0)
+    return -1;
   REQUIRE(c->checkpoint_dir[0] || (!c->resume && !c->checkpoint_every),
           "--resume and --checkpoint-every need --checkpoint-dir");
   return 0;
-#undef REQUIRE
 }
+#undef REQUIRE
 
 /* ---- JSON ------------------------------------------------------------------------ */
 

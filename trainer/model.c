@@ -315,9 +315,10 @@ static void *dalloc(model *m, size_t bytes, int *fail) {
   return p;
 }
 
-int model_create(model *m, const train_config *cfg, const model_grid *g, dev_device *dev,
-                 dev_stream *compute, comm *tp_comm, const model_cp_links *cp, comm *ep_comm,
-                 int micro_batch, int nslots, char *err, size_t errlen) {
+/* The model's shape on this rank (its stage, TP slice, CP share, micro-batch) and what it
+ * runs on; model_create's first step, nothing allocated yet. */
+static void set_shape(model *m, const train_config *cfg, const model_grid *g, dev_device *dev,
+                      dev_stream *compute, comm *tp_comm, int micro_batch, int nslots) {
   memset(m, 0, sizeof *m);
   m->dev = dev;
   m->ops = dev_get_ops(dev);
@@ -348,11 +349,17 @@ int model_create(model *m, const train_config *cfg, const model_grid *g, dev_dev
   m->last_stage = g->pp_rank == g->pp - 1;
   m->has_wte = m->first_stage || m->last_stage;
   m->nslots = nslots;
+}
+
+/* The parameter layout, the flat parameter and gradient buffers (padded for ZeRO-1 shards)
+ * and the units bound to them. 0, or -1 with err set. */
+static int alloc_params(model *m, const train_config *cfg, char *err, size_t errlen) {
+  const model_grid *g = &m->grid;
+  dev_device *dev = m->dev;
   if (build_layout(m, cfg) != 0) {
     snprintf(err, errlen, "out of memory building the parameter layout");
     return -1;
   }
-  int fail = 0;
   size_t unit = (size_t)g->dp * g->cp * 16; /* ZeRO-1 shards over dp x cp */
   m->nfloats_padded = (m->nfloats + unit - 1) / unit * unit;
   size_t pbytes = m->nfloats_padded * sizeof(float);
@@ -378,8 +385,15 @@ int model_create(model *m, const train_config *cfg, const model_grid *g, dev_dev
     m->unit_param[u] = m->param + b;
     m->unit_grad[u] = m->grad ? m->grad + b : NULL;
   }
+  return 0;
+}
+
+/* Every slot's activations (one slot per micro-batch in flight): inputs, the blocks'
+ * stored activations, the last stage's head; counted in act_bytes_total. -1 with err set
+ * when the slot table cannot be allocated; a device allocation that fails sets *failp. */
+static int alloc_slots(model *m, int *failp, char *err, size_t errlen) {
+  int nslots = m->nslots, fail = 0;
   size_t NsC = (size_t)m->Ns * m->C, NC = (size_t)m->N * m->C;
-  size_t att = m->cp > 1 ? 0 : (size_t)m->B * m->NHl * m->T * m->T;
   size_t NVp = (size_t)m->N * m->Vp;
   m->slots = calloc((size_t)nslots, sizeof(model_slot));
   if (!m->slots) {
@@ -387,9 +401,6 @@ int model_create(model *m, const train_config *cfg, const model_grid *g, dev_dev
     return -1;
   }
   size_t arena_bytes = block_arena_offset(m, m->nblocks);
-  int dense_blocks = 0;
-  for (int b = 0; b < m->nblocks; b++)
-    dense_blocks += m->block_moe[b] < 0;
   m->act_bytes_total = 0;
   for (int k = 0; k < nslots; k++) {
     model_slot *s = &m->slots[k];
@@ -411,6 +422,21 @@ int model_create(model *m, const train_config *cfg, const model_grid *g, dev_dev
     }
   }
   m->slot_act_bytes = nslots ? m->act_bytes_total / (size_t)nslots : 0;
+  if (fail) *failp = 1;
+  return 0;
+}
+
+/* The buffers shared by every slot: recompute scratch, attention matrices, the backward
+ * pass's gradients of activations, losses and the loss accumulator. A device allocation
+ * that fails sets *failp. */
+static void alloc_work_buffers(model *m, int *failp) {
+  int fail = 0;
+  size_t NsC = (size_t)m->Ns * m->C, NC = (size_t)m->N * m->C;
+  size_t att = m->cp > 1 ? 0 : (size_t)m->B * m->NHl * m->T * m->T;
+  size_t NVp = (size_t)m->N * m->Vp;
+  int dense_blocks = 0;
+  for (int b = 0; b < m->nblocks; b++)
+    dense_blocks += m->block_moe[b] < 0;
   /* recompute scratch */
   if (m->recompute != RECOMPUTE_NONE) {
     size_t at = 0;
@@ -447,6 +473,17 @@ int model_create(model *m, const train_config *cfg, const model_grid *g, dev_dev
     m->dfinal_full = dalloc(m, abytes(m, NC), &fail);
   }
   m->loss_acc = dalloc(m, sizeof(double), &fail);
+  if (fail) *failp = 1;
+}
+
+int model_create(model *m, const train_config *cfg, const model_grid *g, dev_device *dev,
+                 dev_stream *compute, comm *tp_comm, const model_cp_links *cp, comm *ep_comm,
+                 int micro_batch, int nslots, char *err, size_t errlen) {
+  set_shape(m, cfg, g, dev, compute, tp_comm, micro_batch, nslots);
+  if (alloc_params(m, cfg, err, errlen) != 0) return -1;
+  int fail = 0;
+  if (alloc_slots(m, &fail, err, errlen) != 0) return -1;
+  alloc_work_buffers(m, &fail);
   if (!fail && m->cp > 1) {
     if (!cp || !cp->cp || comm_size(cp->cp) != m->cp) {
       snprintf(err, errlen, "internal: --cp %d without a CP group", m->cp);
