@@ -86,6 +86,145 @@ static void stop_all(pid_t *pids, int *alive, int n) {
     }
 }
 
+/* The child side of fork for rank r: the launcher's own signal handlers back, death with the
+ * launcher, the rank's environment, then the rank's whole run. Does not return. */
+static void run_rank_child(const train_config *cfg, int r, const char *path, pid_t launcher_pid,
+                           const struct sigaction *old_int, const struct sigaction *old_term) {
+  int n = cfg->world;
+  sigaction(SIGINT, old_int, NULL);
+  sigaction(SIGTERM, old_term, NULL);
+  /* die with the launcher, however it dies (SIGKILL, SIGPIPE...): SIGTERM,
+   * so the rank's trace is flushed; and if it died before this line */
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (getppid() != launcher_pid) _exit(1);
+  char v[32];
+  snprintf(v, sizeof v, "%d", r);
+  setenv("RANK", v, 1);
+  setenv("LOCAL_RANK", v, 1);
+  snprintf(v, sizeof v, "%d", n);
+  setenv("WORLD_SIZE", v, 1);
+  setenv("LOCAL_WORLD_SIZE", v, 1); /* every rank is on this machine */
+  rank_env env = {r, n, r, path, 0, 0, 2 * cfg->watchdog_s, 0};
+  int rc = train_rank_run(cfg, &env);
+  fflush(stdout);
+  fflush(stderr);
+  _exit(rc);
+}
+
+/* Forks the world's ranks (pids, alive). 0, or 1 when a fork failed, after aborting the
+ * job and stopping the ranks already started. */
+static int fork_ranks(const train_config *cfg, const char *path, comm_job *job, pid_t *pids,
+                      int *alive, const struct sigaction *old_int,
+                      const struct sigaction *old_term) {
+  int n = cfg->world;
+  pid_t launcher_pid = getpid();
+  for (int r = 0; r < n; r++) {
+    pid_t p = fork();
+    if (p < 0) {
+      fprintf(stderr, "stepscope-train: fork for rank %d failed: %s\n", r, strerror(errno));
+      comm_job_abort(job, "the launcher could not start every rank");
+      stop_all(pids, alive, r);
+      return 1;
+    }
+    if (p == 0) run_rank_child(cfg, r, path, launcher_pid, old_int, old_term);
+    pids[r] = p;
+    alive[r] = 1;
+  }
+  return 0;
+}
+
+/* Reaps the ranks that have exited (*left counts the living). 1 when one failed, after
+ * reporting it, aborting the job and stopping the others; else 0. */
+static int reap_ranks(comm_job *job, pid_t *pids, int *alive, int n, int *left) {
+  for (int r = 0; r < n; r++) {
+    if (!alive[r]) continue;
+    int st;
+    pid_t p = waitpid(pids[r], &st, WNOHANG);
+    if (p != pids[r]) continue;
+    alive[r] = 0;
+    (*left)--;
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0) continue;
+    if (WIFSIGNALED(st))
+      fprintf(stderr,
+              "stepscope-train: rank %d (pid %d) was killed by signal %d (%s); "
+              "stopping the other ranks\n",
+              r, (int)pids[r], WTERMSIG(st), strsignal(WTERMSIG(st)));
+    else
+      fprintf(stderr,
+              "stepscope-train: rank %d (pid %d) exited with status %d; stopping "
+              "the other ranks\n",
+              r, (int)pids[r], WEXITSTATUS(st));
+    char why[128];
+    snprintf(why, sizeof why, "rank %d failed", r);
+    comm_job_abort(job, why);
+    stop_all(pids, alive, n);
+    return 1;
+  }
+  return 0;
+}
+
+/* The watchdog: once some rank has been silent too long, blame the least recently active
+ * rank that is not itself waiting for peers (the others wait for it); if every rank waits
+ * (a deadlock), the one silent the longest. 1 when it blamed one, after reporting every
+ * rank's progress, aborting the job and stopping all ranks; else 0. */
+static int check_watchdog(const train_config *cfg, comm_job *job, pid_t *pids, int *alive, int n) {
+  uint64_t now = (uint64_t)(mono_s() * 1e9), oldest = UINT64_MAX;
+  int who = -1, who_busy = -1;
+  uint64_t oldest_busy = UINT64_MAX;
+  for (int r = 0; r < n; r++) {
+    if (!alive[r]) continue;
+    uint64_t hb = comm_job_heartbeat_of(job, r);
+    if (hb < oldest) {
+      oldest = hb;
+      who = r;
+    }
+    if (comm_job_waiting_of(job, r) == 0 && hb < oldest_busy) {
+      oldest_busy = hb;
+      who_busy = r;
+    }
+  }
+  if (who >= 0 && oldest != 0 && now > oldest && (double)(now - oldest) / 1e9 > cfg->watchdog_s) {
+    if (who_busy >= 0) who = who_busy;
+    uint64_t hb = comm_job_heartbeat_of(job, who);
+    fprintf(stderr,
+            "stepscope-train: rank %d (pid %d) hung: no progress for %.1f s "
+            "(--watchdog-s %g); stopping all ranks\n",
+            who, (int)pids[who], now > hb ? (double)(now - hb) / 1e9 : 0.0, cfg->watchdog_s);
+    for (int r = 0; r < n; r++) {
+      if (!alive[r]) continue;
+      hb = comm_job_heartbeat_of(job, r);
+      fprintf(stderr, "stepscope-train:   rank %d: last progress %.1f s ago, %s\n", r,
+              now > hb ? (double)(now - hb) / 1e9 : 0.0,
+              comm_job_waiting_of(job, r) ? "waiting for peers" : "not waiting for peers");
+    }
+    char why[128];
+    snprintf(why, sizeof why, "watchdog: rank %d hung", who);
+    comm_job_abort(job, why);
+    stop_all(pids, alive, n);
+    return 1;
+  }
+  return 0;
+}
+
+/* Watches the ranks until all have exited: SIGINT/SIGTERM to the launcher, deaths, hangs.
+ * 0 when every rank exited with 0; 1 after stopping them all on the first failure. */
+static int watch_ranks(const train_config *cfg, comm_job *job, pid_t *pids, int *alive) {
+  int n = cfg->world, left = n;
+  while (left > 0) {
+    if (g_interrupted) {
+      fprintf(stderr, "stepscope-train: interrupted (signal %d); stopping all ranks\n",
+              (int)g_interrupted);
+      comm_job_abort(job, "the launcher was interrupted");
+      stop_all(pids, alive, n);
+      return 1;
+    }
+    if (reap_ranks(job, pids, alive, n, &left) != 0) return 1;
+    if (check_watchdog(cfg, job, pids, alive, n) != 0) return 1;
+    usleep(20000);
+  }
+  return 0;
+}
+
 int launcher_run(const train_config *cfg) {
   int n = cfg->world;
   char key[64], path[600], err[512];
@@ -114,127 +253,14 @@ int launcher_run(const train_config *cfg) {
   }
   fflush(stdout);
   fflush(stderr);
-  int status = 0;
   struct sigaction sa, old_int, old_term;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_interrupt;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
-  pid_t launcher_pid = getpid();
-  for (int r = 0; r < n; r++) {
-    pid_t p = fork();
-    if (p < 0) {
-      fprintf(stderr, "stepscope-train: fork for rank %d failed: %s\n", r, strerror(errno));
-      comm_job_abort(job, "the launcher could not start every rank");
-      stop_all(pids, alive, r);
-      status = 1;
-      goto done;
-    }
-    if (p == 0) {
-      sigaction(SIGINT, &old_int, NULL);
-      sigaction(SIGTERM, &old_term, NULL);
-      /* die with the launcher, however it dies (SIGKILL, SIGPIPE...): SIGTERM,
-       * so the rank's trace is flushed; and if it died before this line */
-      prctl(PR_SET_PDEATHSIG, SIGTERM);
-      if (getppid() != launcher_pid) _exit(1);
-      char v[32];
-      snprintf(v, sizeof v, "%d", r);
-      setenv("RANK", v, 1);
-      setenv("LOCAL_RANK", v, 1);
-      snprintf(v, sizeof v, "%d", n);
-      setenv("WORLD_SIZE", v, 1);
-      setenv("LOCAL_WORLD_SIZE", v, 1); /* every rank is on this machine */
-      rank_env env = {r, n, r, path, 0, 0, 2 * cfg->watchdog_s, 0};
-      int rc = train_rank_run(cfg, &env);
-      fflush(stdout);
-      fflush(stderr);
-      _exit(rc);
-    }
-    pids[r] = p;
-    alive[r] = 1;
-  }
-  {
-    int left = n;
-    while (left > 0) {
-      if (g_interrupted) {
-        fprintf(stderr, "stepscope-train: interrupted (signal %d); stopping all ranks\n",
-                (int)g_interrupted);
-        comm_job_abort(job, "the launcher was interrupted");
-        stop_all(pids, alive, n);
-        status = 1;
-        goto done;
-      }
-      for (int r = 0; r < n; r++) {
-        if (!alive[r]) continue;
-        int st;
-        pid_t p = waitpid(pids[r], &st, WNOHANG);
-        if (p != pids[r]) continue;
-        alive[r] = 0;
-        left--;
-        if (WIFEXITED(st) && WEXITSTATUS(st) == 0) continue;
-        if (WIFSIGNALED(st))
-          fprintf(stderr,
-                  "stepscope-train: rank %d (pid %d) was killed by signal %d (%s); "
-                  "stopping the other ranks\n",
-                  r, (int)pids[r], WTERMSIG(st), strsignal(WTERMSIG(st)));
-        else
-          fprintf(stderr,
-                  "stepscope-train: rank %d (pid %d) exited with status %d; stopping "
-                  "the other ranks\n",
-                  r, (int)pids[r], WEXITSTATUS(st));
-        char why[128];
-        snprintf(why, sizeof why, "rank %d failed", r);
-        comm_job_abort(job, why);
-        stop_all(pids, alive, n);
-        status = 1;
-        goto done;
-      }
-      /* watchdog: once some rank has been silent too long, blame the
-       * least recently active rank that is not itself waiting for peers
-       * (the others wait for it); if every rank waits (a deadlock), the
-       * one silent the longest */
-      uint64_t now = (uint64_t)(mono_s() * 1e9), oldest = UINT64_MAX;
-      int who = -1, who_busy = -1;
-      uint64_t oldest_busy = UINT64_MAX;
-      for (int r = 0; r < n; r++) {
-        if (!alive[r]) continue;
-        uint64_t hb = comm_job_heartbeat_of(job, r);
-        if (hb < oldest) {
-          oldest = hb;
-          who = r;
-        }
-        if (comm_job_waiting_of(job, r) == 0 && hb < oldest_busy) {
-          oldest_busy = hb;
-          who_busy = r;
-        }
-      }
-      if (who >= 0 && oldest != 0 && now > oldest &&
-          (double)(now - oldest) / 1e9 > cfg->watchdog_s) {
-        if (who_busy >= 0) who = who_busy;
-        uint64_t hb = comm_job_heartbeat_of(job, who);
-        fprintf(stderr,
-                "stepscope-train: rank %d (pid %d) hung: no progress for %.1f s "
-                "(--watchdog-s %g); stopping all ranks\n",
-                who, (int)pids[who], now > hb ? (double)(now - hb) / 1e9 : 0.0, cfg->watchdog_s);
-        for (int r = 0; r < n; r++) {
-          if (!alive[r]) continue;
-          hb = comm_job_heartbeat_of(job, r);
-          fprintf(stderr, "stepscope-train:   rank %d: last progress %.1f s ago, %s\n", r,
-                  now > hb ? (double)(now - hb) / 1e9 : 0.0,
-                  comm_job_waiting_of(job, r) ? "waiting for peers" : "not waiting for peers");
-        }
-        char why[128];
-        snprintf(why, sizeof why, "watchdog: rank %d hung", who);
-        comm_job_abort(job, why);
-        stop_all(pids, alive, n);
-        status = 1;
-        goto done;
-      }
-      usleep(20000);
-    }
-  }
-done:
+  int status = fork_ranks(cfg, path, job, pids, alive, &old_int, &old_term);
+  if (status == 0) status = watch_ranks(cfg, job, pids, alive);
   sigaction(SIGINT, &old_int, NULL);
   sigaction(SIGTERM, &old_term, NULL);
   comm_job_close(job);
