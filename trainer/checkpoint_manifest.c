@@ -10,6 +10,7 @@
  * person reads; shards are checkpoint.c's, the files and directories checkpoint_files.c's.
  */
 #include "checkpoint_internal.h"
+#include "sc_json_skim.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -64,75 +65,9 @@ char *ckpt_manifest_text(const train_config *c, long long step, const shard_info
 
 /* ---- the manifest: reading (a skimmer, no tree) ------------------------------------------ */
 
-static const char *skip_ws(const char *p) {
-  while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
-    p++;
-  return p;
-}
-
-/* p at '"': past the closing quote, or NULL */
-static const char *skip_string(const char *p) {
-  for (p++; *p; p++) {
-    if (*p == '\\') {
-      if (!p[1]) return NULL;
-      p++;
-    } else if (*p == '"') {
-      return p + 1;
-    }
-  }
-  return NULL;
-}
-
-/* past one value (scalar, string, object or array), or NULL when malformed */
-static const char *skip_value(const char *p) {
-  p = skip_ws(p);
-  if (*p == '"') return skip_string(p);
-  if (*p == '{' || *p == '[') {
-    int depth = 0;
-    while (*p) {
-      if (*p == '"') {
-        p = skip_string(p);
-        if (!p) return NULL;
-        continue;
-      }
-      if (*p == '{' || *p == '[')
-        depth++;
-      else if (*p == '}' || *p == ']')
-        depth--;
-      p++;
-      if (depth == 0) return p;
-    }
-    return NULL;
-  }
-  const char *start = p;
-  while (*p && !strchr(",}] \t\r\n", *p))
-    p++;
-  return p == start ? NULL : p;
-}
-
-/* The value of member `key` of the object at obj, or NULL. */
+/* The value of member `key` of the object at obj, or NULL (common/sc_json_skim.h). */
 static const char *json_get(const char *obj, const char *key) {
-  if (!obj) return NULL;
-  const char *p = skip_ws(obj);
-  if (*p != '{') return NULL;
-  p++;
-  size_t klen = strlen(key);
-  for (;;) {
-    p = skip_ws(p);
-    if (*p != '"') return NULL;
-    const char *ks = p + 1, *ke = skip_string(p);
-    if (!ke) return NULL;
-    int match = (size_t)(ke - 1 - ks) == klen && !memcmp(ks, key, klen);
-    p = skip_ws(ke);
-    if (*p != ':') return NULL;
-    p = skip_ws(p + 1);
-    if (match) return p;
-    p = skip_value(p);
-    if (!p) return NULL;
-    p = skip_ws(p);
-    if (*p != ',') return NULL;
-    p++;
-  }
+  return obj ? sc_json_member(obj, key, strlen(key)) : NULL;
 }
 
 static int json_ll(const char *v, long long *out) {
@@ -219,7 +154,7 @@ static int manifest_parse(const char *text, const char *path, manifest *m, char 
   if (!p || *p != '[')
     return ckpt_errf(err, n, "checkpoint: %s: malformed manifest (no \"shards\" array)", path);
   int seen[MAX_WORLD] = {0};
-  p = skip_ws(p + 1);
+  p = sc_json_ws(p + 1);
   while (*p != ']') {
     long long rank, bytes;
     char crc[16];
@@ -234,11 +169,11 @@ static int manifest_parse(const char *text, const char *path, manifest *m, char 
     m->shard[rank].bytes = bytes;
     m->shard[rank].crc = (uint32_t)strtoul(crc, NULL, 16);
     snprintf(m->file[rank], sizeof m->file[rank], "%s", file);
-    p = skip_value(p);
+    p = sc_json_skip_value(p);
     if (!p) return ckpt_errf(err, n, "checkpoint: %s: malformed manifest (shards)", path);
-    p = skip_ws(p);
+    p = sc_json_ws(p);
     if (*p == ',')
-      p = skip_ws(p + 1);
+      p = sc_json_ws(p + 1);
     else if (*p != ']')
       return ckpt_errf(err, n, "checkpoint: %s: malformed manifest (shards)", path);
   }

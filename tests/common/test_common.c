@@ -1,7 +1,8 @@
 /*
  * test_common.c — common/: the one JSON string escaper (every form it writes, bytes that are
  * not UTF-8, the HTML-safe mode, a length that cuts a sequence, the fixed-buffer helper's
- * cut and count), mkdir -p and write-all, and the hash against FNV-1a's published vectors.
+ * cut and count), the JSON skimmer, mkdir -p and write-all, and the hash against FNV-1a's
+ * published vectors.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +15,7 @@
 #include "sc_file.h"
 #include "sc_hash.h"
 #include "sc_json.h"
+#include "sc_json_skim.h"
 
 static int failures;
 
@@ -118,6 +120,39 @@ static void test_files(void) {
   CHECK(system(cmd) == 0, "cleanup");
 }
 
+static void test_skimmer(void) {
+  const char *doc = " { \"a\" : 1, \"s\":\"x\\\"y\", \"o\":{\"b\":[1,{\"c\":2}],\"d\":-3.5e2},"
+                    "\"e\":{} , \"last\":true}";
+  const char *v = sc_json_find(doc, "a");
+  CHECK(v && *v == '1', "a");
+  v = sc_json_find(doc, "o.d");
+  CHECK(v && strncmp(v, "-3.5e2", 6) == 0, "o.d: %s", v ? v : "NULL");
+  v = sc_json_find(doc, "last");
+  CHECK(v && strncmp(v, "true", 4) == 0, "last (after an escaped quote and an empty object)");
+  CHECK(sc_json_find(doc, "o.b.c") == NULL, "a path through an array is not followed");
+  CHECK(sc_json_find(doc, "missing") == NULL, "missing key");
+  CHECK(sc_json_find(doc, "o.missing") == NULL, "missing nested key");
+  v = sc_json_find(doc, "s");
+  CHECK(v && sc_json_skip_string(v) && *sc_json_skip_string(v) == ',', "skip an escaped string");
+  const char *arr = "[1, \"]\", {\"k\": [2]}] tail";
+  const char *e = sc_json_skip_value(arr);
+  CHECK(e && strcmp(e, " tail") == 0, "skip an array holding a bracket in a string");
+  CHECK(sc_json_skip_value("{\"a\" 1}") == NULL, "member without a colon");
+  CHECK(sc_json_skip_value("[1, 2") == NULL, "unterminated array");
+  CHECK(sc_json_skip_string("\"abc") == NULL, "unterminated string");
+  CHECK(sc_json_skip_string("\"ab\\") == NULL, "string ending in a backslash");
+  char deep[300];
+  memset(deep, '[', 100);
+  memset(deep + 100, ']', 100);
+  deep[200] = 0;
+  CHECK(sc_json_skip_value(deep) == NULL, "nesting past 64 levels is refused");
+  memset(deep, '[', 60);
+  memset(deep + 60, ']', 60);
+  deep[120] = 0;
+  CHECK(sc_json_skip_value(deep) == deep + 120, "60 levels are walked");
+  CHECK(sc_json_find("[1]", "a") == NULL && sc_json_find("", "a") == NULL, "not an object");
+}
+
 static void test_hash(void) {
   /* FNV-1a 64 test vectors (Fowler, Noll, Vo: the reference's test suite) */
   CHECK(sc_fnv1a(SC_FNV1A_INIT, "", 0) == 0xcbf29ce484222325ull, "fnv1a('')");
@@ -132,6 +167,7 @@ int main(void) {
   test_escaper();
   test_buffer_helper();
   test_files();
+  test_skimmer();
   test_hash();
   if (failures)
     fprintf(stderr, "%d failures\n", failures);
