@@ -110,49 +110,208 @@ static uint32_t intern(sgpu_cupti_converter *c, const char *s) {
   return c->intern && s ? c->intern(c->ctx, s) : 0;
 }
 
-/* Start of a timed GPU activity record, for the "no timing" check. */
-static uint64_t activity_start(const CUpti_Activity *a) {
-  switch (a->kind) {
-  case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return ((const CUpti_ActivityKernel10 *)a)->start;
-  case CUPTI_ACTIVITY_KIND_MEMCPY: return ((const CUpti_ActivityMemcpy6 *)a)->start;
-  case CUPTI_ACTIVITY_KIND_MEMCPY2: return ((const CUpti_ActivityMemcpyPtoP4 *)a)->start;
-  case CUPTI_ACTIVITY_KIND_MEMSET: return ((const CUpti_ActivityMemset4 *)a)->start;
-  default: return 1;
+/* ---- the preamble most kinds share ----
+ *
+ * A timed record starts the same way in every kind: a start and an end on
+ * CUPTI's clock (converted to the trace's), most often a correlation id,
+ * and for the activities of a stream (kernels, copies, memsets) a context,
+ * a device and a stream. A kind's layout gives where its CUPTI struct keeps
+ * them, so that begin_record writes them once; the cases of
+ * sgpu_cupti_convert add what is particular to a kind. The records written
+ * share the offsets of start_ns, end_ns, correlation_id and stream (checked
+ * below); the device's differs, so the layout gives it. */
+
+#define NO_FIELD UINT16_MAX
+
+typedef struct kind_layout {
+  uint16_t rec_kind;                /* stepscope_record_kind; 0: no layout */
+  uint16_t start, end, correlation; /* offsets in the CUPTI record (correlation: or NO_FIELD) */
+  uint16_t context, device, stream; /* likewise; NO_FIELD but for a stream's activities */
+  uint16_t out_device;              /* the device's offset in the record's union member */
+} kind_layout;
+
+#define STREAM_KIND(T, rec, O)                                                                     \
+  rec, offsetof(T, start), offsetof(T, end), offsetof(T, correlationId), offsetof(T, contextId),   \
+      offsetof(T, deviceId), offsetof(T, streamId), offsetof(O, device)
+#define HOST_KIND(T, rec, correlation)                                                             \
+  rec, offsetof(T, start), offsetof(T, end), correlation, NO_FIELD, NO_FIELD, NO_FIELD, NO_FIELD
+
+static const kind_layout layouts[] = {
+    [CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] = {STREAM_KIND(CUpti_ActivityKernel10,
+                                                           STEPSCOPE_REC_KERNEL, stepscope_kernel)},
+    [CUPTI_ACTIVITY_KIND_MEMCPY] = {STREAM_KIND(CUpti_ActivityMemcpy6, STEPSCOPE_REC_MEMCPY,
+                                                stepscope_memcpy)},
+    [CUPTI_ACTIVITY_KIND_MEMCPY2] = {STREAM_KIND(CUpti_ActivityMemcpyPtoP4, STEPSCOPE_REC_MEMCPY,
+                                                 stepscope_memcpy)},
+    [CUPTI_ACTIVITY_KIND_MEMSET] = {STREAM_KIND(CUpti_ActivityMemset4, STEPSCOPE_REC_MEMSET,
+                                                stepscope_memset)},
+    [CUPTI_ACTIVITY_KIND_SYNCHRONIZATION] = {HOST_KIND(
+        CUpti_ActivitySynchronization2, STEPSCOPE_REC_SYNC,
+        offsetof(CUpti_ActivitySynchronization2, correlationId))},
+    [CUPTI_ACTIVITY_KIND_RUNTIME] = {HOST_KIND(CUpti_ActivityAPI, STEPSCOPE_REC_API,
+                                               offsetof(CUpti_ActivityAPI, correlationId))},
+    [CUPTI_ACTIVITY_KIND_DRIVER] = {HOST_KIND(CUpti_ActivityAPI, STEPSCOPE_REC_API,
+                                              offsetof(CUpti_ActivityAPI, correlationId))},
+    [CUPTI_ACTIVITY_KIND_OVERHEAD] = {HOST_KIND(CUpti_ActivityOverhead3, STEPSCOPE_REC_OVERHEAD,
+                                                NO_FIELD)},
+};
+
+/* The fields begin_record reads have the sizes it reads (start, end: 64
+ * bits; ids: 32), and the records it writes keep theirs in one place. */
+#define SIZES_64_32(T)                                                                             \
+  _Static_assert(sizeof((T *)0)->start == 8 && sizeof((T *)0)->end == 8 &&                         \
+                     sizeof((T *)0)->correlationId == 4,                                           \
+                 #T " times and correlation id")
+#define STREAM_SIZES(T)                                                                            \
+  SIZES_64_32(T);                                                                                  \
+  _Static_assert(sizeof((T *)0)->contextId == 4 && sizeof((T *)0)->deviceId == 4 &&                \
+                     sizeof((T *)0)->streamId == 4,                                                \
+                 #T " ids")
+STREAM_SIZES(CUpti_ActivityKernel10);
+STREAM_SIZES(CUpti_ActivityMemcpy6);
+STREAM_SIZES(CUpti_ActivityMemcpyPtoP4);
+STREAM_SIZES(CUpti_ActivityMemset4);
+SIZES_64_32(CUpti_ActivitySynchronization2);
+SIZES_64_32(CUpti_ActivityAPI);
+_Static_assert(sizeof((CUpti_ActivityOverhead3 *)0)->start == 8 &&
+                   sizeof((CUpti_ActivityOverhead3 *)0)->end == 8,
+               "overhead times");
+#define SAME_AT(O, f) (offsetof(O, f) == offsetof(stepscope_kernel, f))
+_Static_assert(SAME_AT(stepscope_memcpy, start_ns) && SAME_AT(stepscope_memset, start_ns) &&
+                   SAME_AT(stepscope_sync, start_ns) && SAME_AT(stepscope_api, start_ns) &&
+                   SAME_AT(stepscope_overhead, start_ns) && SAME_AT(stepscope_memcpy, end_ns) &&
+                   SAME_AT(stepscope_memset, end_ns) && SAME_AT(stepscope_sync, end_ns) &&
+                   SAME_AT(stepscope_api, end_ns) && SAME_AT(stepscope_overhead, end_ns),
+               "one place for the times");
+_Static_assert(SAME_AT(stepscope_memcpy, correlation_id) &&
+                   SAME_AT(stepscope_memset, correlation_id) &&
+                   SAME_AT(stepscope_sync, correlation_id) &&
+                   SAME_AT(stepscope_api, correlation_id) && SAME_AT(stepscope_memcpy, stream) &&
+                   SAME_AT(stepscope_memset, stream) && SAME_AT(stepscope_sync, stream),
+               "one place for the correlation id and the stream");
+
+static const kind_layout *layout_of(const CUpti_Activity *a) {
+  if ((size_t)a->kind >= sizeof layouts / sizeof layouts[0]) return NULL;
+  return layouts[a->kind].rec_kind ? &layouts[a->kind] : NULL;
+}
+
+static uint64_t u64_at(const void *p, size_t off) {
+  uint64_t v;
+  memcpy(&v, (const char *)p + off, sizeof v);
+  return v;
+}
+
+static uint32_t u32_at(const void *p, size_t off) {
+  uint32_t v;
+  memcpy(&v, (const char *)p + off, sizeof v);
+  return v;
+}
+
+static void put_u64(void *p, size_t off, uint64_t v) {
+  memcpy((char *)p + off, &v, sizeof v);
+}
+
+/* A timed record of a kind with a layout: a STREAM declaration first when
+ * its stream is new, then the record, cleared, with its kind, times,
+ * correlation id and, for a stream's activity, stream and device (its
+ * context's device is learned). Returns the number of records written. */
+static int begin_record(sgpu_cupti_converter *c, const CUpti_Activity *a, const kind_layout *l,
+                        stepscope_record *out, int max) {
+  int n = 0;
+  uint64_t key = 0;
+  uint32_t device = 0;
+  if (l->stream != NO_FIELD) {
+    uint32_t context = u32_at(a, l->context), stream = u32_at(a, l->stream);
+    device = u32_at(a, l->device);
+    learn_context(c, context, device);
+    key = sgpu_cupti_stream_key(context, stream);
+    n += declare_stream(c, key, stream, device, out, max);
   }
+  stepscope_record *r = &out[n++];
+  memset(r, 0, sizeof *r);
+  r->kind = l->rec_kind;
+  put_u64(&r->u, offsetof(stepscope_kernel, start_ns), to_trace(c, u64_at(a, l->start)));
+  put_u64(&r->u, offsetof(stepscope_kernel, end_ns), to_trace(c, u64_at(a, l->end)));
+  if (l->correlation != NO_FIELD)
+    put_u64(&r->u, offsetof(stepscope_kernel, correlation_id), u32_at(a, l->correlation));
+  if (l->stream != NO_FIELD) {
+    put_u64(&r->u, offsetof(stepscope_kernel, stream), key);
+    memcpy((char *)&r->u + l->out_device, &device, sizeof device);
+  }
+  return n;
+}
+
+static const char *overhead_name(uint32_t kind) {
+  switch (kind) {
+  case CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER: return "driver compiler";
+  case CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH: return "cupti buffer flush";
+  case CUPTI_ACTIVITY_OVERHEAD_CUPTI_INSTRUMENTATION: return "cupti instrumentation";
+  case CUPTI_ACTIVITY_OVERHEAD_CUPTI_RESOURCE: return "cupti resource";
+  case CUPTI_ACTIVITY_OVERHEAD_RUNTIME_TRIGGERED_MODULE_LOADING: return "module loading";
+  case CUPTI_ACTIVITY_OVERHEAD_LAZY_FUNCTION_LOADING: return "lazy function loading";
+  case CUPTI_ACTIVITY_OVERHEAD_COMMAND_BUFFER_FULL: return "command buffer full";
+  case CUPTI_ACTIVITY_OVERHEAD_ACTIVITY_BUFFER_REQUEST: return "cupti buffer request";
+  default: return "cupti overhead";
+  }
+}
+
+/* Counts a record converted into n records (kept) or into none (ignored). */
+static int counted(sgpu_cupti_converter *c, int n) {
+  if (n)
+    c->kept++;
+  else
+    c->ignored++;
+  return n;
+}
+
+/* The kinds without a timed record: an external correlation (kept as its
+ * own record) and a context (learned). Returns the records written. */
+static int other_record(sgpu_cupti_converter *c, const CUpti_Activity *a, stepscope_record *out) {
+  if (a->kind == CUPTI_ACTIVITY_KIND_CONTEXT) {
+    const CUpti_ActivityContext3 *x = (const CUpti_ActivityContext3 *)a;
+    learn_context(c, x->contextId, x->deviceId);
+  }
+  if (a->kind != CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) return 0;
+  const CUpti_ActivityExternalCorrelation *x = (const CUpti_ActivityExternalCorrelation *)a;
+  c->external_correlations++;
+  memset(out, 0, sizeof *out);
+  out->kind = STEPSCOPE_REC_EXTERNAL_CORRELATION;
+  out->u.external_correlation.correlation_id = x->correlationId;
+  out->u.external_correlation.external_id = x->externalId;
+  out->u.external_correlation.external_kind = (uint32_t)x->externalKind;
+  return 1;
 }
 
 int sgpu_cupti_convert(sgpu_cupti_converter *c, const CUpti_Activity *a, stepscope_record *out,
                        int max) {
   if (!a || !out || max < 1) return 0;
-  if (activity_start(a) == 0) {
+  const kind_layout *l = layout_of(a);
+  if (l && l->stream != NO_FIELD && u64_at(a, l->start) == 0) {
     /* CUPTI gives 0 timestamps when it had no device memory to time the
      * activity: it would land at time 0 of the trace. Counted, not written. */
     c->untimed++;
-    c->ignored++;
-    return 0;
+    return counted(c, 0);
   }
-  int n = 0;
+  int is_driver = a->kind == CUPTI_ACTIVITY_KIND_DRIVER;
+  const char *api = NULL; /* a runtime or driver call's name */
+  if (is_driver || a->kind == CUPTI_ACTIVITY_KIND_RUNTIME) {
+    const CUpti_ActivityAPI *p = (const CUpti_ActivityAPI *)a;
+    api = c->api_name ? c->api_name(c->ctx, is_driver, p->cbid) : NULL;
+    if (api && !sgpu_cupti_api_is_kept(api)) l = NULL; /* not written */
+  }
+  if (!l) return counted(c, other_record(c, a, out));
+  int n = begin_record(c, a, l, out, max);
+  stepscope_record *r = &out[n - 1];
   switch (a->kind) {
   case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
     const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)a;
-    learn_context(c, k->contextId, k->deviceId);
-    uint64_t key = sgpu_cupti_stream_key(k->contextId, k->streamId);
-    n += declare_stream(c, key, k->streamId, k->deviceId, out, max);
-    stepscope_record *r = &out[n++];
-    memset(r, 0, sizeof *r);
-    r->kind = STEPSCOPE_REC_KERNEL;
     stepscope_kernel *o = &r->u.kernel;
-    o->start_ns = to_trace(c, k->start);
-    o->end_ns = to_trace(c, k->end);
-    o->correlation_id = k->correlationId;
-    o->stream = key;
     o->graph_id = k->graphId;
     if (k->name != c->last_kernel_name || !c->last_kernel_name_id) {
       c->last_kernel_name = k->name;
       c->last_kernel_name_id = intern(c, k->name);
     }
     o->name = c->last_kernel_name_id;
-    o->device = k->deviceId;
     o->grid[0] = (uint32_t)k->gridX;
     o->grid[1] = (uint32_t)k->gridY;
     o->grid[2] = (uint32_t)k->gridZ;
@@ -166,18 +325,7 @@ int sgpu_cupti_convert(sgpu_cupti_converter *c, const CUpti_Activity *a, stepsco
   }
   case CUPTI_ACTIVITY_KIND_MEMCPY: {
     const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)a;
-    learn_context(c, m->contextId, m->deviceId);
-    uint64_t key = sgpu_cupti_stream_key(m->contextId, m->streamId);
-    n += declare_stream(c, key, m->streamId, m->deviceId, out, max);
-    stepscope_record *r = &out[n++];
-    memset(r, 0, sizeof *r);
-    r->kind = STEPSCOPE_REC_MEMCPY;
-    r->u.memcpy.start_ns = to_trace(c, m->start);
-    r->u.memcpy.end_ns = to_trace(c, m->end);
-    r->u.memcpy.correlation_id = m->correlationId;
-    r->u.memcpy.stream = key;
     r->u.memcpy.bytes = m->bytes;
-    r->u.memcpy.device = m->deviceId;
     r->u.memcpy.copy_kind = memcpy_kind(m->copyKind);
     r->u.memcpy.src_device = m->deviceId;
     r->u.memcpy.dst_device = m->deviceId;
@@ -185,18 +333,7 @@ int sgpu_cupti_convert(sgpu_cupti_converter *c, const CUpti_Activity *a, stepsco
   }
   case CUPTI_ACTIVITY_KIND_MEMCPY2: {
     const CUpti_ActivityMemcpyPtoP4 *m = (const CUpti_ActivityMemcpyPtoP4 *)a;
-    learn_context(c, m->contextId, m->deviceId);
-    uint64_t key = sgpu_cupti_stream_key(m->contextId, m->streamId);
-    n += declare_stream(c, key, m->streamId, m->deviceId, out, max);
-    stepscope_record *r = &out[n++];
-    memset(r, 0, sizeof *r);
-    r->kind = STEPSCOPE_REC_MEMCPY;
-    r->u.memcpy.start_ns = to_trace(c, m->start);
-    r->u.memcpy.end_ns = to_trace(c, m->end);
-    r->u.memcpy.correlation_id = m->correlationId;
-    r->u.memcpy.stream = key;
     r->u.memcpy.bytes = m->bytes;
-    r->u.memcpy.device = m->deviceId;
     r->u.memcpy.copy_kind = STEPSCOPE_MEMCPY_PTOP;
     r->u.memcpy.src_device = m->srcDeviceId;
     r->u.memcpy.dst_device = m->dstDeviceId;
@@ -204,29 +341,12 @@ int sgpu_cupti_convert(sgpu_cupti_converter *c, const CUpti_Activity *a, stepsco
   }
   case CUPTI_ACTIVITY_KIND_MEMSET: {
     const CUpti_ActivityMemset4 *m = (const CUpti_ActivityMemset4 *)a;
-    learn_context(c, m->contextId, m->deviceId);
-    uint64_t key = sgpu_cupti_stream_key(m->contextId, m->streamId);
-    n += declare_stream(c, key, m->streamId, m->deviceId, out, max);
-    stepscope_record *r = &out[n++];
-    memset(r, 0, sizeof *r);
-    r->kind = STEPSCOPE_REC_MEMSET;
-    r->u.memset.start_ns = to_trace(c, m->start);
-    r->u.memset.end_ns = to_trace(c, m->end);
-    r->u.memset.correlation_id = m->correlationId;
-    r->u.memset.stream = key;
     r->u.memset.bytes = m->bytes;
-    r->u.memset.device = m->deviceId;
     r->u.memset.value = m->value;
     break;
   }
   case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
     const CUpti_ActivitySynchronization2 *s = (const CUpti_ActivitySynchronization2 *)a;
-    stepscope_record *r = &out[n++];
-    memset(r, 0, sizeof *r);
-    r->kind = STEPSCOPE_REC_SYNC;
-    r->u.sync.start_ns = to_trace(c, s->start);
-    r->u.sync.end_ns = to_trace(c, s->end);
-    r->u.sync.correlation_id = s->correlationId;
     /* CUPTI uses streamId 0xffffffff (CUPTI_SYNCHRONIZATION_INVALID_VALUE) for "none". */
     r->u.sync.stream =
         s->streamId == UINT32_MAX ? 0 : sgpu_cupti_stream_key(s->contextId, s->streamId);
@@ -238,17 +358,8 @@ int sgpu_cupti_convert(sgpu_cupti_converter *c, const CUpti_Activity *a, stepsco
   case CUPTI_ACTIVITY_KIND_RUNTIME:
   case CUPTI_ACTIVITY_KIND_DRIVER: {
     const CUpti_ActivityAPI *p = (const CUpti_ActivityAPI *)a;
-    int is_driver = a->kind == CUPTI_ACTIVITY_KIND_DRIVER;
-    const char *name = c->api_name ? c->api_name(c->ctx, is_driver, p->cbid) : NULL;
-    if (name && !sgpu_cupti_api_is_kept(name)) break;
-    stepscope_record *r = &out[n++];
-    memset(r, 0, sizeof *r);
-    r->kind = STEPSCOPE_REC_API;
-    r->u.api.start_ns = to_trace(c, p->start);
-    r->u.api.end_ns = to_trace(c, p->end);
-    r->u.api.correlation_id = p->correlationId;
     r->u.api.thread = p->threadId;
-    r->u.api.name = intern(c, name);
+    r->u.api.name = intern(c, api);
     r->u.api.api_kind = is_driver ? STEPSCOPE_API_DRIVER : STEPSCOPE_API_RUNTIME;
     r->u.api.callback_id = p->cbid;
     r->u.api.return_code = (int32_t)p->returnValue;
@@ -256,51 +367,14 @@ int sgpu_cupti_convert(sgpu_cupti_converter *c, const CUpti_Activity *a, stepsco
   }
   case CUPTI_ACTIVITY_KIND_OVERHEAD: {
     const CUpti_ActivityOverhead3 *o = (const CUpti_ActivityOverhead3 *)a;
-    const char *name = "cupti overhead";
-    switch (o->overheadKind) {
-    case CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER: name = "driver compiler"; break;
-    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH: name = "cupti buffer flush"; break;
-    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_INSTRUMENTATION: name = "cupti instrumentation"; break;
-    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_RESOURCE: name = "cupti resource"; break;
-    case CUPTI_ACTIVITY_OVERHEAD_RUNTIME_TRIGGERED_MODULE_LOADING: name = "module loading"; break;
-    case CUPTI_ACTIVITY_OVERHEAD_LAZY_FUNCTION_LOADING: name = "lazy function loading"; break;
-    case CUPTI_ACTIVITY_OVERHEAD_COMMAND_BUFFER_FULL: name = "command buffer full"; break;
-    case CUPTI_ACTIVITY_OVERHEAD_ACTIVITY_BUFFER_REQUEST: name = "cupti buffer request"; break;
-    default: break;
-    }
-    stepscope_record *r = &out[n++];
-    memset(r, 0, sizeof *r);
-    r->kind = STEPSCOPE_REC_OVERHEAD;
-    r->u.overhead.start_ns = to_trace(c, o->start);
-    r->u.overhead.end_ns = to_trace(c, o->end);
     r->u.overhead.thread =
         o->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? o->objectId.pt.threadId : 0;
-    r->u.overhead.name = intern(c, name);
-    break;
-  }
-  case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
-    const CUpti_ActivityExternalCorrelation *x = (const CUpti_ActivityExternalCorrelation *)a;
-    c->external_correlations++;
-    stepscope_record *r = &out[n++];
-    memset(r, 0, sizeof *r);
-    r->kind = STEPSCOPE_REC_EXTERNAL_CORRELATION;
-    r->u.external_correlation.correlation_id = x->correlationId;
-    r->u.external_correlation.external_id = x->externalId;
-    r->u.external_correlation.external_kind = (uint32_t)x->externalKind;
-    break;
-  }
-  case CUPTI_ACTIVITY_KIND_CONTEXT: {
-    const CUpti_ActivityContext3 *x = (const CUpti_ActivityContext3 *)a;
-    learn_context(c, x->contextId, x->deviceId);
+    r->u.overhead.name = intern(c, overhead_name(o->overheadKind));
     break;
   }
   default: break;
   }
-  if (n)
-    c->kept++;
-  else
-    c->ignored++;
-  return n;
+  return counted(c, n);
 }
 
 static int starts_with(const char *s, const char *prefix) {

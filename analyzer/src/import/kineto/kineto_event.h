@@ -183,6 +183,66 @@ static inline int args_key(const char *s, size_t n) {
 #undef IS
 }
 
+/* Where each args key goes, and as what: a number (KA_U64: a uint64_t field
+ * of kevent and its has_ flag), a short string (KA_TEXT: a KSHORT array), a
+ * triple (KA_TRIPLE: grid, block) or the member list (KA_RANKS). Both
+ * readers take the mapping from here; each keeps its own way of reading
+ * the value (which JSON forms it takes). */
+enum kafill { KA_SKIP = 0, KA_U64, KA_TEXT, KA_TRIPLE, KA_RANKS };
+
+typedef struct kafield {
+  unsigned char fill;    /* enum kafill */
+  unsigned short at;     /* offset of the field in kevent */
+  unsigned short has_at; /* KA_U64: offset of its has_ flag */
+} kafield;
+
+#define KA_NUM(f, h)   KA_U64, offsetof(kevent, f), offsetof(kevent, h)
+#define KA_AT(kind, f) kind, offsetof(kevent, f), 0
+
+static const kafield kargs_field[] = {
+    [A_NONE] = {KA_SKIP, 0, 0},
+    [A_CORRELATION] = {KA_NUM(corr, has_corr)},
+    [A_STREAM] = {KA_NUM(stream, has_stream)},
+    [A_DEVICE] = {KA_NUM(device, has_device)},
+    [A_BYTES] = {KA_NUM(bytes, has_bytes)},
+    [A_GRID] = {KA_AT(KA_TRIPLE, grid)},
+    [A_BLOCK] = {KA_AT(KA_TRIPLE, block)},
+    [A_COLL_NAME] = {KA_AT(KA_TEXT, coll_name)},
+    [A_DTYPE] = {KA_AT(KA_TEXT, dtype)},
+    [A_PG_NAME] = {KA_AT(KA_TEXT, pg_name)},
+    [A_PG_DESC] = {KA_AT(KA_TEXT, pg_desc)},
+    [A_PG_RANKS] = {KA_AT(KA_RANKS, pg_ranks)},
+    [A_IN_NELEMS] = {KA_NUM(in_nelems, has_in)},
+    [A_OUT_NELEMS] = {KA_NUM(out_nelems, has_out)},
+    [A_GROUP_SIZE] = {KA_NUM(group_size, has_group_size)},
+    [A_SEQ] = {KA_NUM(seq, has_seq)},
+    [A_EXTERNAL_ID] = {KA_NUM(ext_id, has_ext_id)},
+};
+#undef KA_NUM
+#undef KA_AT
+
+_Static_assert(sizeof(kevent) <= 0xffff, "kafield offsets are 16-bit");
+_Static_assert(sizeof kargs_field / sizeof kargs_field[0] == A_EXTERNAL_ID + 1,
+               "one kafield per args key");
+_Static_assert(sizeof((kevent *)0)->coll_name == KSHORT && sizeof((kevent *)0)->dtype == KSHORT &&
+                   sizeof((kevent *)0)->pg_name == KSHORT && sizeof((kevent *)0)->pg_desc == KSHORT,
+               "KA_TEXT fields are KSHORT bytes");
+
+/* A number read for a KA_U64 key. */
+static inline void kevent_set_u64(kevent *ev, const kafield *f, uint64_t v) {
+  *(uint64_t *)((char *)ev + f->at) = v;
+  *(int *)((char *)ev + f->has_at) = 1;
+}
+
+/* The KSHORT bytes of a KA_TEXT key; the three numbers of a KA_TRIPLE one. */
+static inline char *kevent_text(kevent *ev, const kafield *f) {
+  return (char *)ev + f->at;
+}
+
+static inline uint32_t *kevent_triple(kevent *ev, const kafield *f) {
+  return (uint32_t *)((char *)ev + f->at);
+}
+
 /* Whether the rest of an event, once its `ph` and `cat` are read, can be
  * skipped unread (checked, not stored): a complete event of a category that
  * is not imported, other than the profiling session's `Trace` span, is only

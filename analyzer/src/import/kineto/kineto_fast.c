@@ -229,59 +229,18 @@ static cp read_args(kevent *ev, cp p, cp e) {
     if (*p != '"' || !(ke = string_end(ks, e)) ||
         !(p = after_key(ke + 1, e))) /* args keys: often long */
       return NULL;
-    uint64_t u = 0;
-    int key = args_key((const char *)ks, (size_t)(ke - ks));
-    switch (key) {
-    case A_NONE: p = skip_value(p, e, 2); break;
-    case A_GRID: p = u32_triple(p, e, ev->grid); break;
-    case A_BLOCK: p = u32_triple(p, e, ev->block); break;
-    case A_COLL_NAME: p = short_string(p, e, ev->coll_name, sizeof ev->coll_name); break;
-    case A_DTYPE: p = short_string(p, e, ev->dtype, sizeof ev->dtype); break;
-    case A_PG_NAME: p = short_string(p, e, ev->pg_name, sizeof ev->pg_name); break;
-    case A_PG_DESC: p = short_string(p, e, ev->pg_desc, sizeof ev->pg_desc); break;
-    case A_PG_RANKS: p = member_list(ev, p, e); break;
-    default: p = uint_value(p, e, &u); break;
+    uint64_t u;
+    const kafield *f = &kargs_field[args_key((const char *)ks, (size_t)(ke - ks))];
+    switch (f->fill) {
+    case KA_SKIP: p = skip_value(p, e, 2); break;
+    case KA_TRIPLE: p = u32_triple(p, e, kevent_triple(ev, f)); break;
+    case KA_TEXT: p = short_string(p, e, kevent_text(ev, f), KSHORT); break;
+    case KA_RANKS: p = member_list(ev, p, e); break;
+    default:
+      if ((p = uint_value(p, e, &u))) kevent_set_u64(ev, f, u);
+      break;
     }
     if (!p) return NULL;
-    switch (key) {
-    case A_CORRELATION:
-      ev->corr = u;
-      ev->has_corr = 1;
-      break;
-    case A_STREAM:
-      ev->stream = u;
-      ev->has_stream = 1;
-      break;
-    case A_DEVICE:
-      ev->device = u;
-      ev->has_device = 1;
-      break;
-    case A_BYTES:
-      ev->bytes = u;
-      ev->has_bytes = 1;
-      break;
-    case A_EXTERNAL_ID:
-      ev->ext_id = u;
-      ev->has_ext_id = 1;
-      break;
-    case A_IN_NELEMS:
-      ev->in_nelems = u;
-      ev->has_in = 1;
-      break;
-    case A_OUT_NELEMS:
-      ev->out_nelems = u;
-      ev->has_out = 1;
-      break;
-    case A_GROUP_SIZE:
-      ev->group_size = u;
-      ev->has_group_size = 1;
-      break;
-    case A_SEQ:
-      ev->seq = u;
-      ev->has_seq = 1;
-      break;
-    default: break;
-    }
   }
   return p;
 }

@@ -107,56 +107,20 @@ static int read_args(kimport *k) {
     }
     js_kind v = js_next(&k->js);
     if (v == JS_ERROR) return -1;
+    const kafield *f = &kargs_field[key];
     uint64_t u;
-    switch (key) {
-    case A_CORRELATION:
-      if (tok_u64(k, v, &u)) {
-        ev->corr = u;
-        ev->has_corr = 1;
-      }
+    switch (f->fill) {
+    case KA_U64:
+      if (tok_u64(k, v, &u)) kevent_set_u64(ev, f, u);
       break;
-    case A_STREAM:
-      if (tok_u64(k, v, &u)) {
-        ev->stream = u;
-        ev->has_stream = 1;
-      }
-      break;
-    case A_DEVICE:
-      if (tok_u64(k, v, &u)) {
-        ev->device = u;
-        ev->has_device = 1;
-      }
-      break;
-    case A_BYTES:
-      if (tok_u64(k, v, &u)) {
-        ev->bytes = u;
-        ev->has_bytes = 1;
-      }
-      break;
-    case A_EXTERNAL_ID:
-      if (tok_u64(k, v, &u)) {
-        ev->ext_id = u;
-        ev->has_ext_id = 1;
-      }
-      break;
-    case A_GRID:
-    case A_BLOCK:
-      if (read_u32_triple(k, v, key == A_GRID ? ev->grid : ev->block)) return -1;
+    case KA_TRIPLE:
+      if (read_u32_triple(k, v, kevent_triple(ev, f))) return -1;
       continue;
-    case A_COLL_NAME:
-      if (v == JS_STRING) copy_tok(ev->coll_name, sizeof ev->coll_name, k->js.tok, k->js.len);
+    case KA_TEXT: /* a process group's name may be written as a number */
+      if (v == JS_STRING || (v == JS_NUMBER && key == A_PG_NAME))
+        copy_tok(kevent_text(ev, f), KSHORT, k->js.tok, k->js.len);
       break;
-    case A_DTYPE:
-      if (v == JS_STRING) copy_tok(ev->dtype, sizeof ev->dtype, k->js.tok, k->js.len);
-      break;
-    case A_PG_NAME:
-      if (v == JS_STRING || v == JS_NUMBER)
-        copy_tok(ev->pg_name, sizeof ev->pg_name, k->js.tok, k->js.len);
-      break;
-    case A_PG_DESC:
-      if (v == JS_STRING) copy_tok(ev->pg_desc, sizeof ev->pg_desc, k->js.tok, k->js.len);
-      break;
-    case A_PG_RANKS:
+    case KA_RANKS:
       ev->pg_ranks[0] = 0;
       if (v == JS_STRING) {
         kevent_ranks_append(ev, k->js.tok, k->js.len);
@@ -171,30 +135,6 @@ static int read_args(kimport *k) {
             return -1;
         }
         continue;
-      }
-      break;
-    case A_IN_NELEMS:
-      if (tok_u64(k, v, &u)) {
-        ev->in_nelems = u;
-        ev->has_in = 1;
-      }
-      break;
-    case A_OUT_NELEMS:
-      if (tok_u64(k, v, &u)) {
-        ev->out_nelems = u;
-        ev->has_out = 1;
-      }
-      break;
-    case A_GROUP_SIZE:
-      if (tok_u64(k, v, &u)) {
-        ev->group_size = u;
-        ev->has_group_size = 1;
-      }
-      break;
-    case A_SEQ:
-      if (tok_u64(k, v, &u)) {
-        ev->seq = u;
-        ev->has_seq = 1;
       }
       break;
     default: break;
