@@ -6,33 +6,70 @@
  */
 #include <inttypes.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "option_table.h"
 #include "ssa_import.h"
 #include "ssa_io.h"
 #include "stepscope.h"
 #include "trace_summary.h"
 #include "sc_json.h"
 
-static void usage(FILE *out) {
-  fprintf(out, "usage: stepscope info RUN|FILE [--json]\n"
-               "\n"
-               "Prints the header of every rank (host, device, versions, producer), the number of\n"
-               "records of each kind, the time span, dropped records (tracer losses), warnings\n"
-               "(e.g. a truncated last frame) and errors.\n"
-               "\n"
-               "  RUN      a run directory holding rank-*.trace.zst files, or PyTorch profiler\n"
-               "           traces (*.json[.gz]: rank-*, rank_*, worker*, *.pt.trace.json from\n"
-               "           tensorboard_trace_handler, or any name when the content is Kineto's;\n"
-               "           counts are given in stepscope's record kinds). Other files that\n"
-               "           stepscope knows (its export, its report) are listed, not read.\n"
-               "  FILE     one trace file (.trace.zst, or .json / .json.gz from PyTorch)\n"
-               "  --json   print one JSON object instead of text\n"
-               "\n"
-               "Exit status: 0 all files read, 1 a file could not be read, 2 usage error.\n");
+typedef struct info_args {
+  const char *target;
+  int json;
+} info_args;
+
+static int argument(void *cmd, const char *a) {
+  info_args *x = cmd;
+  if (x->target) {
+    fprintf(stderr, "stepscope info: one RUN or FILE only\n");
+    return 2;
+  }
+  x->target = a;
+  return 0;
+}
+
+static void usage(FILE *f);
+
+static const cli_option info_options[] = {
+    {CLI_TEXT, NULL, NULL, NULL,
+     "usage: stepscope info RUN|FILE [--json]\n"
+     "\n"
+     "Prints the header of every rank (host, device, versions, producer), the number of\n"
+     "records of each kind, the time span, dropped records (tracer losses), warnings\n"
+     "(e.g. a truncated last frame) and errors.\n"
+     "\n"
+     "  RUN      a run directory holding rank-*.trace.zst files, or PyTorch profiler\n"
+     "           traces (*.json[.gz]: rank-*, rank_*, worker*, *.pt.trace.json from\n"
+     "           tensorboard_trace_handler, or any name when the content is Kineto's;\n"
+     "           counts are given in stepscope's record kinds). Other files that\n"
+     "           stepscope knows (its export, its report) are listed, not read.\n"
+     "  FILE     one trace file (.trace.zst, or .json / .json.gz from PyTorch)\n",
+     0, NULL, 0, 0, NULL},
+    {CLI_FLAG, "--json", NULL, NULL, "print one JSON object instead of text",
+     offsetof(info_args, json), NULL, 0, 0, NULL},
+    {CLI_TEXT, NULL, NULL, NULL,
+     "\n"
+     "Exit status: 0 all files read, 1 a file could not be read, 2 usage error.\n",
+     0, NULL, 0, 0, NULL},
+};
+
+static const cli_table info_table = {"info",
+                                     info_options,
+                                     sizeof info_options / sizeof info_options[0],
+                                     11,
+                                     CLI_UNKNOWN_QUOTED,
+                                     usage,
+                                     argument,
+                                     NULL};
+
+static void usage(FILE *f) {
+  cli_print_options(f, &info_table);
 }
 
 static void json_string(FILE *f, const char *s) {
@@ -302,25 +339,11 @@ static void print_text(const char *target, const trace_summary *s, size_t n,
 }
 
 int cmd_info(int argc, char **argv) {
-  const char *target = NULL;
-  int json = 0;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      usage(stdout);
-      return 0;
-    } else if (!strcmp(argv[i], "--json")) {
-      json = 1;
-    } else if (argv[i][0] == '-') {
-      fprintf(stderr, "stepscope info: unknown option '%s'\n", argv[i]);
-      usage(stderr);
-      return 2;
-    } else if (!target) {
-      target = argv[i];
-    } else {
-      fprintf(stderr, "stepscope info: one RUN or FILE only\n");
-      return 2;
-    }
-  }
+  info_args x = {NULL, 0};
+  int parsed = cli_parse(&info_table, argc, argv, &x, NULL);
+  if (parsed != CLI_PARSED) return parsed;
+  const char *target = x.target;
+  int json = x.json;
   if (!target) {
     usage(stderr);
     return 2;

@@ -38,6 +38,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "option_table.h"
 #include "stepscope.h"
 #include "sc_file.h"
 #include "sc_json.h"
@@ -53,30 +55,61 @@
 
 int cmd_record(int argc, char **argv);
 
-static void usage(FILE *out) {
-  fprintf(out,
-          "usage: stepscope record -o RUN [options] -- COMMAND [ARGS...]\n"
-          "\n"
-          "Runs COMMAND with the stepscope tracer injected: CUDA activity (CUPTI), NVTX ranges\n"
-          "and NCCL collectives of every process go to RUN/rank-NNNNN.trace.zst, one file per\n"
-          "rank (rank from RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID or PMI_RANK). Works with\n"
-          "launchers: stepscope record -o run -- torchrun --nproc-per-node 2 train.py\n"
-          "\n"
-          "  -o, --output RUN     run directory (created)\n"
-          "  --inject-lib PATH    the injection library (default: found next to stepscope)\n"
-          "  --no-cuda            do not inject into CUDA (no kernels, copies, API calls)\n"
-          "  --no-nvtx            do not capture NVTX\n"
-          "  --no-nccl            do not load the NCCL profiler plugin\n"
-          "  --force              write into a run directory that already holds traces\n"
-          "  -q, --quiet          no summary of the rank files written when COMMAND ends\n"
-          "  -h, --help           this help\n"
-          "\n"
-          "When COMMAND ends, record prints (on stderr) the rank files written, their size,\n"
-          "and any that cannot be read. Signals: Ctrl-C reaches COMMAND directly; SIGTERM,\n"
-          "SIGHUP, SIGUSR1 and SIGUSR2 sent to record are passed on to COMMAND.\n"
-          "\n"
-          "Exit status: COMMAND's own (record dies of the same signal if COMMAND did);\n"
-          "2 usage error; 1 set-up error; 127 COMMAND not found; 126 COMMAND not runnable.\n");
+typedef struct record_args {
+  const char *run, *lib_arg;
+  int no_cuda, no_nvtx, no_nccl, force, quiet;
+} record_args;
+
+static void usage(FILE *f);
+
+#define A(f) offsetof(record_args, f)
+static const cli_option record_options[] = {
+    {CLI_TEXT, NULL, NULL, NULL,
+     "usage: stepscope record -o RUN [options] -- COMMAND [ARGS...]\n"
+     "\n"
+     "Runs COMMAND with the stepscope tracer injected: CUDA activity (CUPTI), NVTX ranges\n"
+     "and NCCL collectives of every process go to RUN/rank-NNNNN.trace.zst, one file per\n"
+     "rank (rank from RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID or PMI_RANK). Works with\n"
+     "launchers: stepscope record -o run -- torchrun --nproc-per-node 2 train.py\n"
+     "\n",
+     0, NULL, 0, 0, NULL},
+    {CLI_STRING, "--output", "-o", "RUN", "run directory (created)", A(run), NULL, 0, 0, NULL},
+    {CLI_STRING, "--inject-lib", NULL, "PATH",
+     "the injection library (default: found next to stepscope)", A(lib_arg), NULL, 0, 0, NULL},
+    {CLI_FLAG, "--no-cuda", NULL, NULL, "do not inject into CUDA (no kernels, copies, API calls)",
+     A(no_cuda), NULL, 0, 0, NULL},
+    {CLI_FLAG, "--no-nvtx", NULL, NULL, "do not capture NVTX", A(no_nvtx), NULL, 0, 0, NULL},
+    {CLI_FLAG, "--no-nccl", NULL, NULL, "do not load the NCCL profiler plugin", A(no_nccl), NULL, 0,
+     0, NULL},
+    {CLI_FLAG, "--force", NULL, NULL, "write into a run directory that already holds traces",
+     A(force), NULL, 0, 0, NULL},
+    {CLI_FLAG, "--quiet", "-q", NULL, "no summary of the rank files written when COMMAND ends",
+     A(quiet), NULL, 0, 0, NULL},
+    {CLI_TEXT, NULL, NULL, NULL,
+     "  -h, --help           this help\n"
+     "\n"
+     "When COMMAND ends, record prints (on stderr) the rank files written, their size,\n"
+     "and any that cannot be read. Signals: Ctrl-C reaches COMMAND directly; SIGTERM,\n"
+     "SIGHUP, SIGUSR1 and SIGUSR2 sent to record are passed on to COMMAND.\n"
+     "\n"
+     "Exit status: COMMAND's own (record dies of the same signal if COMMAND did);\n"
+     "2 usage error; 1 set-up error; 127 COMMAND not found; 126 COMMAND not runnable.\n",
+     0, NULL, 0, 0, NULL},
+};
+
+/* "--" or the first word that is not an option starts COMMAND, which is
+ * passed on untouched; an option without its value is an unknown option. */
+static const cli_table record_table = {"record",
+                                       record_options,
+                                       sizeof record_options / sizeof record_options[0],
+                                       23,
+                                       CLI_STOP_AT_ARG | CLI_MISSING_IS_UNKNOWN,
+                                       usage,
+                                       NULL,
+                                       NULL};
+
+static void usage(FILE *f) {
+  cli_print_options(f, &record_table);
 }
 
 static int file_exists(const char *path) {
@@ -334,39 +367,14 @@ static void summarize_run(const char *run, const char *command, const file_snaps
 }
 
 int cmd_record(int argc, char **argv) {
-  const char *run = NULL, *lib_arg = NULL;
-  int no_cuda = 0, no_nvtx = 0, no_nccl = 0, force = 0, quiet = 0, i = 1;
-  for (; i < argc; i++) {
-    const char *a = argv[i];
-    if (strcmp(a, "--") == 0) {
-      i++;
-      break;
-    }
-    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-      usage(stdout);
-      return 0;
-    }
-    if ((strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) && i + 1 < argc)
-      run = argv[++i];
-    else if (strcmp(a, "--inject-lib") == 0 && i + 1 < argc)
-      lib_arg = argv[++i];
-    else if (strcmp(a, "--no-cuda") == 0)
-      no_cuda = 1;
-    else if (strcmp(a, "--no-nvtx") == 0)
-      no_nvtx = 1;
-    else if (strcmp(a, "--no-nccl") == 0)
-      no_nccl = 1;
-    else if (strcmp(a, "--force") == 0)
-      force = 1;
-    else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0)
-      quiet = 1;
-    else if (a[0] == '-') {
-      fprintf(stderr, "stepscope record: unknown option %s\n", a);
-      usage(stderr);
-      return 2;
-    } else
-      break; /* the command starts here (no "--") */
-  }
+  record_args x;
+  memset(&x, 0, sizeof x);
+  int i = argc;
+  int parsed = cli_parse(&record_table, argc, argv, &x, &i);
+  if (parsed != CLI_PARSED) return parsed;
+  const char *run = x.run, *lib_arg = x.lib_arg;
+  int no_cuda = x.no_cuda, no_nvtx = x.no_nvtx, no_nccl = x.no_nccl, force = x.force,
+      quiet = x.quiet;
   if (!run || i >= argc) {
     fprintf(stderr, "stepscope record: %s\n", !run ? "-o RUN is required" : "no command given");
     usage(stderr);
