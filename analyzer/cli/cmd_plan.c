@@ -174,7 +174,7 @@ static const char *device_help(void) {
 static void usage(FILE *f);
 
 static const cli_option plan_options[] = {
-    TEXT("usage: stepscope plan [MODEL] --gpus N --global-batch B [options]\n"
+    TEXT("usage: stepscope plan --gpus N --global-batch B [--model NAME] [options]\n"
          "Predicts per-device memory (by component) and step time, tokens/s and MFU of every\n"
          "parallel layout of a GPT model on N devices (the Ultra-Scale Playbook's calculators\n"
          "for stepscope-train's layouts), ranked best first with the constraint that binds.\n"
