@@ -28,6 +28,7 @@
 #include "ssa_metrics.h"
 #include "ssa_report.h"
 #include "ssa_import.h"
+#include "cli_env.h"
 
 #define API_EXPORT __attribute__((visibility("default")))
 
@@ -147,7 +148,9 @@ static int load_run(const char *command, const char *path, const ssa_options *op
   ssa_load_options lo = {opt->threads, 0};
   stepscope_error err;
   memset(&err, 0, sizeof err);
-  if (ssa_run_load_with_rules(run, path, &lo, opt->comm_rules, &err)) {
+  cli_env env; /* the importer's switches from the environment, as the command reads them */
+  cli_env_read(&env);
+  if (ssa_run_load_import(run, path, &lo, opt->comm_rules, &env.import, &err)) {
     ssa_run_free(run);
     memset(run, 0, sizeof *run);
     return fail(err_out, 1, "stepscope %s: %s", command, err.message);

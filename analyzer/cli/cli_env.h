@@ -3,7 +3,8 @@
  * the environment in this one place (cli_env.c). The analysis library never
  * reads the environment: each command passes these on (the importer's to
  * ssa_run_load_import or ssa_kineto_source_load_opts, the Perfetto export's
- * to ssa_export_perfetto_opts). The C API (analyzer/api) takes the defaults.
+ * to ssa_export_perfetto_opts). The C API (analyzer/api) reads them through this same
+ * function, so that a binding in the user's process behaves as the command does.
  */
 #ifndef CLI_ENV_H
 #define CLI_ENV_H
