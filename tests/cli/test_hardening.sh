@@ -4,6 +4,7 @@
 #   - a rank file that is a FIFO is refused at once (trace and Kineto), no hang
 #   - trace strings with terminal escapes are printed escaped by analyze/info
 #   - bytes that are not UTF-8 in trace strings give valid JSON everywhere
+#   - absurd trainer metadata numbers are dropped with a warning, never cast (no crash)
 #   - no command writes over one of its inputs (same inode), exit 1
 #   - outputs appear whole or not at all (temporary file + rename): a failed
 #     write leaves the earlier file and no temporary behind
@@ -27,7 +28,7 @@ check() { # description, command...
   local what=$1; shift
   if ! "$@"; then echo "FAIL: $what"; fail=1; else echo "ok: $what"; fi
 }
-for mode in escape badutf8 frames world bigtime memory layout1 layout2; do
+for mode in escape badutf8 metadata stages100 frames world bigtime memory layout1 layout2; do
   "$hostile" "$mode" "$tmp/$mode" || { echo "FAIL: write_hostile_run $mode"; exit 1; }
 done
 
@@ -77,6 +78,24 @@ check "analyze --json on names that are not UTF-8 is valid JSON" json_ok "$tmp/b
 check "export on names that are not UTF-8 is valid JSON" json_ok "$tmp/bad_export.json"
 "$stepscope" dump "$tmp/badutf8/rank-00000.trace.zst" >"$tmp/bad_dump.jsonl"
 check "dump on names that are not UTF-8 is valid JSON lines" json_ok "$tmp/bad_dump.jsonl" --lines
+
+# ---- absurd trainer metadata (2^31 - 1 stages, 1e12 micro-batches and world, inf): no crash,
+# no int cast of them; each dropped number is named in a warning
+for cmd in analyze export; do
+  args=("$tmp/metadata"); [ $cmd = export ] && args+=(-o "$tmp/metadata.json")
+  out=$("$stepscope" $cmd "${args[@]}" 2>&1); rc=$?
+  check "$cmd survives absurd metadata (rc $rc)" test $rc -eq 0
+done
+out=$("$stepscope" analyze "$tmp/metadata" 2>&1)
+for field in schedule.stages schedule.microbatches schedule.virtual_stages \
+             schedule.bubble_theory layout.world flops.world; do
+  check "the warning names $field" grep -q "metadata $field = .* is outside" <<<"$out"
+done
+out=$("$stepscope" diff "$tmp/metadata" "$tmp/metadata" 2>&1); rc=$?
+check "diff survives absurd metadata (rc $rc)" test $rc -eq 0
+out=$("$stepscope" analyze "$tmp/stages100" 2>&1); rc=$?
+check "analyze takes a 100-stage schedule (rc $rc; ASan: no read past the 64-stage arrays)" \
+  test $rc -eq 0
 
 # ---- never write over an input (each case on a fresh copy of the run)
 fresh_own() { rm -rf "$tmp/own"; cp -r "$tmp/escape" "$tmp/own"; }

@@ -4,6 +4,8 @@
  * hand to stepscope. One mode per run:
  *   escape DIR   1 rank whose kernel name and hostname hold terminal escapes
  *   badutf8 DIR  1 rank whose hostname and kernel name hold bytes that are not UTF-8
+ *   metadata DIR 1 rank whose trainer metadata holds absurd numbers (2^31 - 1 stages, 1e12)
+ *   stages100 DIR  the same with a schedule of 100 stages (valid, beyond the simulation's 64)
  *   frames DIR   1 rank of 10 frames of 20 kernels after the header frame
  *                (kernel_000..kernel_199, each a new string, except that
  *                the first kernel of a frame is named like the last one of
@@ -181,10 +183,42 @@ static int write_layout(const char *dir, int variant) {
   return close_rank(w);
 }
 
+/* Trainer metadata with absurd numbers (issue 34): a schedule of 2^31 - 1 stages (read past
+ * an allocation sized for 64), 1e12 micro-batches, a world of 1e12 and an infinite chunk
+ * count; every reader must drop them with a warning instead of casting them to int. */
+static int write_absurd_metadata(const char *dir, int stages100) {
+  stepscope_writer *w = open_rank(dir, 0, 1, 0);
+  if (!w) return 1;
+  static const char *const meta[][2] = {
+      {"layout", "{\"rank\":0,\"dp_rank\":0,\"tp_rank\":0,\"pp_rank\":0,\"cp_rank\":0,"
+                 "\"world\":1e12,\"dp\":1,\"tp\":1,\"pp\":2,\"cp\":1}"},
+      {"schedule", "{\"name\":\"1f1b\",\"stages\":2147483647,\"microbatches\":1e12,"
+                   "\"virtual_stages\":1e999,\"bubble_theory\":7}"},
+      {"flops", "{\"model_flops_per_step\":1e9,\"hardware_flops_per_step\":1e9,"
+                "\"tokens_per_step\":64,\"peak_flops_per_device\":1e12,\"world\":1e12}"}};
+  for (size_t i = 0; i < sizeof meta / sizeof meta[0]; i++) {
+    stepscope_record r;
+    memset(&r, 0, sizeof r);
+    r.kind = STEPSCOPE_REC_METADATA;
+    r.u.metadata.key = meta[i][0];
+    r.u.metadata.value_json = meta[i][1];
+    if (stages100 && i == 1) /* a plausible count the bubble simulation does not take (> 64) */
+      r.u.metadata.value_json = "{\"name\":\"1f1b\",\"stages\":100,\"microbatches\":4}";
+    stepscope_write(w, &r);
+  }
+  uint32_t s = stepscope_intern(w, "step");
+  for (int n = 0; n < 3; n++) {
+    step(w, s, 10000 + n * 100000u, 10000 + (n + 1) * 100000u - 1, (uint64_t)n);
+    kernel(w, stepscope_intern(w, "gemm"), 20000 + n * 100000u, 60000 + n * 100000u, 0);
+  }
+  return close_rank(w);
+}
+
 int main(int argc, char **argv) {
   if (argc != 3) {
-    fprintf(stderr, "usage: write_hostile_run "
-                    "escape|badutf8|frames|world|bigtime|memory|layout1|layout2 DIR\n");
+    fprintf(stderr,
+            "usage: write_hostile_run "
+            "escape|badutf8|frames|world|bigtime|memory|layout1|layout2|metadata|stages100 DIR\n");
     return 2;
   }
   const char *mode = argv[1], *dir = argv[2];
@@ -197,6 +231,8 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "memory")) return write_memory(dir);
   if (!strcmp(mode, "layout1")) return write_layout(dir, 1);
   if (!strcmp(mode, "layout2")) return write_layout(dir, 2);
+  if (!strcmp(mode, "metadata")) return write_absurd_metadata(dir, 0);
+  if (!strcmp(mode, "stages100")) return write_absurd_metadata(dir, 1);
   fprintf(stderr, "write_hostile_run: unknown mode %s\n", mode);
   return 2;
 }

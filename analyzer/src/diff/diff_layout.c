@@ -57,7 +57,7 @@ static int same_number(double x, double y) {
 
 /* Whether two decoded layouts differ in any member. */
 static int layouts_differ(const ssa_meta_layout *la, const ssa_meta_layout *lb) {
-#define DIFFERS(field, path) || !same_number(la->field, lb->field)
+#define DIFFERS(field, path, lo, hi) || !same_number(la->field, lb->field)
   return 0 TM_LAYOUT_NUMBERS(DIFFERS);
 #undef DIFFERS
 }

@@ -320,9 +320,10 @@ int ssa_bubble_causes(ssa_analysis *a) {
   /* the schedule's stage count from the metadata; micro-batches and chunks from the items
    * themselves (metadata is not trusted with sizes) */
   int p = a->schedule_stages;
-  slow_votes = calloc(p > 0 && p <= 64 ? (size_t)p : 1, sizeof *slow_votes);
+  int simulated = p > 1 && p <= 64; /* the simulation's arrays hold 64 stages */
+  slow_votes = calloc(simulated ? (size_t)p : 1, sizeof *slow_votes);
   if (!slow_votes) goto out;
-  for (size_t i = 0; i < n && p > 1 && p <= 64; i++) {
+  for (size_t i = 0; i < n && simulated; i++) {
     if (done[i] || !a->ranks[i].pipeline || a->ranks[i].stage < 0) continue;
     size_t nm = 0;
     for (size_t j = i; j < n; j++)
@@ -451,7 +452,7 @@ int ssa_bubble_causes(ssa_analysis *a) {
   }
   /* totals: the steps' schedule and imbalance parts, clamped to the totals' waiting */
   int slowest = -1;
-  for (int s = 0; s < p; s++)
+  for (int s = 0; simulated && s < p; s++)
     if (slow_votes[s] > 0 && (slowest < 0 || slow_votes[s] > slow_votes[slowest])) slowest = s;
   for (size_t i = 0; i < n; i++) {
     ssa_window *tw = &a->ranks[i].totals;

@@ -148,7 +148,7 @@ typedef struct ssa_mark {
  * (trainer_meta.c) from the last value of each key: metrics, diff and plan read these fields,
  * never the JSON text. `present`: the key was declared; a number is NaN when the object does
  * not carry it (or carries something that is not a number). */
-#define SSA_META_FIELD(field, path) double field;
+#define SSA_META_FIELD(field, path, lo, hi) double field;
 typedef struct ssa_meta_layout {
   int present;
   TM_LAYOUT_NUMBERS(SSA_META_FIELD)

@@ -10,21 +10,29 @@
 
 #include "ssa_model.h"
 
-/* A member's number, NaN when absent or not a number. */
-static double number(const char *json, const char *path) {
+/* A member's number, NaN when absent or not a number; a number outside [lo, hi] (or not
+ * finite) is NaN too, with a warning naming it, so that no reader casts it to an int. */
+static double number(ssa_rank *r, const char *key, const char *json, const char *path, double lo,
+                     double hi) {
   double v = NAN;
   if (!ssa_json_number(json, path, &v) || isnan(v)) return NAN;
+  if (!(v >= lo && v <= hi)) {
+    ssa_rank_warn(r, "rank %d: metadata %s.%s = %.15g is outside %.15g..%.15g; ignored", r->rank,
+                  key, path, v, lo, hi);
+    return NAN;
+  }
   return v;
 }
 
 void ssa_rank_decode_trainer_meta(ssa_rank *r) {
   ssa_trainer_meta *m = &r->tmeta;
   memset(m, 0, sizeof *m);
-#define DECODE(object, field, path)  m->object.field = number(json, path);
-#define DECODE_LAYOUT(field, path)   DECODE(layout, field, path)
-#define DECODE_SCHEDULE(field, path) DECODE(schedule, field, path)
-#define DECODE_FLOPS(field, path)    DECODE(flops, field, path)
-#define DECODE_MEMORY(field, path)   DECODE(memory, field, path)
+#define DECODE(object, key, field, path, lo, hi)                                                   \
+  m->object.field = number(r, key, json, path, lo, hi);
+#define DECODE_LAYOUT(field, path, lo, hi)   DECODE(layout, TM_KEY_LAYOUT, field, path, lo, hi)
+#define DECODE_SCHEDULE(field, path, lo, hi) DECODE(schedule, TM_KEY_SCHEDULE, field, path, lo, hi)
+#define DECODE_FLOPS(field, path, lo, hi)    DECODE(flops, TM_KEY_FLOPS, field, path, lo, hi)
+#define DECODE_MEMORY(field, path, lo, hi)   DECODE(memory, TM_KEY_MEMORY, field, path, lo, hi)
   const char *json = ssa_rank_meta(r, TM_KEY_LAYOUT);
   m->layout.present = json != NULL;
   TM_LAYOUT_NUMBERS(DECODE_LAYOUT)

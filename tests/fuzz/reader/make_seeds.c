@@ -34,10 +34,24 @@ static void write_seed(const char *dir, int variant) {
       rec.kind = kind;
       uint64_t t = 1000000 + (uint64_t)i * 5000;
       switch (kind) {
-      case STEPSCOPE_REC_METADATA:
-        rec.u.metadata.key = "layout";
-        rec.u.metadata.value_json = "{\"dp\":2}";
+      case STEPSCOPE_REC_METADATA: { /* the trainer's metadata, as it writes it (issue 34) */
+        static const char *const meta[][2] = {
+            {"layout", "{\"world\":4,\"dp\":2,\"tp\":1,\"pp\":2,\"cp\":1,\"rank\":0,"
+                       "\"dp_rank\":0,\"tp_rank\":0,\"pp_rank\":0,\"cp_rank\":0}"},
+            {"schedule", "{\"name\":\"1f1b\",\"stages\":2,\"microbatches\":4,"
+                         "\"virtual_stages\":1,\"bubble_theory\":0.200000}"},
+            {"flops", "{\"model_flops_per_step\":1.2e+09,\"hardware_flops_per_step\":1.6e+09,"
+                      "\"total_params\":124000,\"active_params\":124000,\"tokens_per_step\":512,"
+                      "\"peak_flops_per_device\":1e+12,\"world\":4}"},
+            {"memory", "{\"predicted\":{\"parameters\":1000,\"gradients\":1000,"
+                       "\"optimizer\":2000,\"activations\":500,\"other\":0,\"steady\":4500,"
+                       "\"total\":4500},\"zero\":0,\"measured_peak_bytes\":4600,"
+                       "\"runtime_baseline_bytes\":100}"},
+            {"layout", "{\"dp\":2}"}};
+        rec.u.metadata.key = meta[(i + variant) % 5][0];
+        rec.u.metadata.value_json = meta[(i + variant) % 5][1];
         break;
+      }
       case STEPSCOPE_REC_STREAM: rec.u.stream.stream = 7, rec.u.stream.name = gemm; break;
       case STEPSCOPE_REC_KERNEL:
         rec.u.kernel.start_ns = t, rec.u.kernel.end_ns = t + 900,
