@@ -47,6 +47,11 @@ check "dump refuses a FIFO (rc $rc)" test $rc -eq 1
 out=$(timeout 20 "$stepscope" analyze "$tmp/fifok" 2>&1); rc=$?
 check "analyze does not hang on a Kineto FIFO (rc $rc)" test $rc -eq 1
 check "the Kineto FIFO is named" grep -q "rank-0.json: is not a regular file" <<<"$out"
+for order in ab ba; do # diff first asks whether B is a plan prediction: no blocking open
+  if [ $order = ab ]; then args=("$tmp/escape" "$tmp/fifok/rank-0.json"); else args=("$tmp/fifok/rank-0.json" "$tmp/escape"); fi
+  out=$(timeout 20 "$stepscope" diff "${args[@]}" 2>&1); rc=$?
+  check "diff with a FIFO ($order) does not hang (rc $rc)" test $rc -ne 124 -a $rc -ne 0
+done
 
 # ---- terminal escapes in trace strings
 out=$("$stepscope" analyze "$tmp/escape")

@@ -34,9 +34,11 @@ static long file_read(void *ctx, void *buf, size_t n) {
   }
 }
 
-/* Opens `path` as a regular file and starts a tokenizer on it. 0, or -1 (err says why). */
+/* Opens `path` as a regular file and starts a tokenizer on it. 0, or -1 (err says why).
+ * O_NONBLOCK: opening a FIFO must not wait for a writer before it is refused (reads of a
+ * regular file ignore the flag). */
 static int open_json(const char *path, file_ctx *f, js_stream *js, char *err, size_t errlen) {
-  f->fd = open(path, O_RDONLY | O_CLOEXEC);
+  f->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (f->fd < 0) {
     snprintf(err, errlen, "%s: %s", path, strerror(errno));
     return -1;
