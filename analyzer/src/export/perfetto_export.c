@@ -60,6 +60,7 @@
 #include "ssa_lanes.h"
 #include "ssa_export.h"
 #include "sc_hash.h"
+#include "sc_json.h"
 
 /* ---- field numbers (the .proto files under perfetto/trace) ---- */
 enum {
@@ -129,7 +130,8 @@ static void pb_text(pb_buf *b, uint32_t field, const char *s) {
   const char *p = s;
   size_t bad;
   while (*p) {
-    size_t k = (unsigned char)*p < 0x80 ? 1 : ssa_utf8_sequence(p, &bad);
+    size_t k =
+        (unsigned char)*p < 0x80 ? 1 : sc_utf8_sequence((const unsigned char *)p, SIZE_MAX, &bad);
     if (!k) break;
     p += k;
   }
@@ -140,7 +142,8 @@ static void pb_text(pb_buf *b, uint32_t field, const char *s) {
   /* the cleaned length first, then the bytes */
   size_t n = 0;
   for (p = s; *p;) {
-    size_t k = (unsigned char)*p < 0x80 ? 1 : ssa_utf8_sequence(p, &bad);
+    size_t k =
+        (unsigned char)*p < 0x80 ? 1 : sc_utf8_sequence((const unsigned char *)p, SIZE_MAX, &bad);
     if (k)
       n += k, p += k;
     else
@@ -150,7 +153,8 @@ static void pb_text(pb_buf *b, uint32_t field, const char *s) {
   pb_put_varint(b, ((uint64_t)field << 3) | PB_LEN);
   pb_put_varint(b, n);
   for (p = s; *p;) {
-    size_t k = (unsigned char)*p < 0x80 ? 1 : ssa_utf8_sequence(p, &bad);
+    size_t k =
+        (unsigned char)*p < 0x80 ? 1 : sc_utf8_sequence((const unsigned char *)p, SIZE_MAX, &bad);
     if (k) {
       memcpy(b->p + b->len, p, k);
       b->len += k;

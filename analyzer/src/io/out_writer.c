@@ -310,7 +310,3 @@ static void put_out(void *ctx, const char *bytes, size_t n) {
 void ssa_out_json_string(ssa_out *o, const char *s) {
   sc_json_string(s, s ? strlen(s) : 0, 0, put_out, o);
 }
-
-size_t ssa_utf8_sequence(const char *p, size_t *bad) {
-  return sc_utf8_sequence((const unsigned char *)p, SIZE_MAX, bad);
-}

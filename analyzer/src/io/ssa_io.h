@@ -70,10 +70,6 @@ void ssa_out_double(ssa_out *o, double v);
 void ssa_out_json_string(ssa_out *o, const char *s);
 /* raw text, with invalid UTF-8 sequences replaced by U+FFFD */
 void ssa_out_utf8(ssa_out *o, const char *s);
-/* Length of the well-formed UTF-8 sequence at p (NUL-terminated; p[0] >=
- * 0x80), or 0 when there is none, with *bad the length of the maximal
- * subpart that one U+FFFD replaces. */
-size_t ssa_utf8_sequence(const char *p, size_t *bad);
 /* Terminal-safe text (text_escape.c): control characters (C0, DEL, C1) and
  * bytes that are not UTF-8 as \xNN, \n \r \t \\ escaped; valid UTF-8 kept.
  * ssa_text_safe writes into buf (n bytes, cut at a character boundary) and

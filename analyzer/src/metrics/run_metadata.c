@@ -41,12 +41,12 @@ static int cmp_ref(const void *pa, const void *pb) {
   return a->step < b->step ? -1 : a->step > b->step;
 }
 
-/* The decoded metadata of the first analysed rank that declared the object at `offset` in
- * ssa_trainer_meta (its `present` member comes first), or NULL. */
-static const ssa_trainer_meta *meta_any(const ssa_analysis *a, size_t offset) {
+/* The decoded metadata of the first analysed rank that declared an object: `present` is the
+ * offset of that object's `present` flag in ssa_trainer_meta. NULL when no rank did. */
+static const ssa_trainer_meta *meta_any(const ssa_analysis *a, size_t present) {
   for (size_t i = 0; i < a->nranks; i++) {
     const ssa_trainer_meta *m = &a->ranks[i].rank->tmeta;
-    if (*(const int *)((const char *)m + offset)) return m;
+    if (*(const int *)((const char *)m + present)) return m;
   }
   return NULL;
 }
@@ -134,7 +134,7 @@ int ssa_read_run_metadata(ssa_analysis *a) {
   free(lat);
 
   /* flops */
-  const ssa_trainer_meta *fm = meta_any(a, offsetof(ssa_trainer_meta, flops));
+  const ssa_trainer_meta *fm = meta_any(a, offsetof(ssa_trainer_meta, flops.present));
   const ssa_meta_flops *flops = fm ? &fm->flops : NULL;
   double world = 0;
   if (flops) {
@@ -162,7 +162,7 @@ int ssa_read_run_metadata(ssa_analysis *a) {
   }
 
   /* memory */
-  const ssa_trainer_meta *mm = meta_any(a, offsetof(ssa_trainer_meta, memory));
+  const ssa_trainer_meta *mm = meta_any(a, offsetof(ssa_trainer_meta, memory.present));
   if (mm) {
     const ssa_meta_memory *mem = &mm->memory;
     a->mem_predicted_total = ssa_meta_or(mem->predicted_total, a->mem_predicted_total);
@@ -182,7 +182,7 @@ int ssa_read_run_metadata(ssa_analysis *a) {
   }
 
   /* schedule */
-  const ssa_trainer_meta *sm = meta_any(a, offsetof(ssa_trainer_meta, schedule));
+  const ssa_trainer_meta *sm = meta_any(a, offsetof(ssa_trainer_meta, schedule.present));
   if (sm) {
     const ssa_meta_schedule *sched = &sm->schedule;
     double p = ssa_meta_or(sched->stages, 0), m = ssa_meta_or(sched->microbatches, 0);
