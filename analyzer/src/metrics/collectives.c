@@ -141,8 +141,8 @@ int ssa_match_collectives(ssa_analysis *a) {
       rr->coll_transfer[j] = -1;
   }
   size_t cap = 0;
-  int64_t *starts = NULL, *ends = NULL;
-  size_t scap = 0;
+  int64_t *starts = NULL, *ends = NULL, *member_caused = NULL;
+  size_t scap = 0, ccap = 0;
   int rc = 0;
   uint64_t warned = 0;
   size_t late_cap = 0;
@@ -164,7 +164,8 @@ int ssa_match_collectives(ssa_analysis *a) {
       continue;
     }
     size_t need = cnt;
-    if (ssa_grow((void **)&starts, &scap, need, sizeof *starts)) {
+    if (ssa_grow((void **)&starts, &scap, need, sizeof *starts) ||
+        ssa_grow((void **)&member_caused, &ccap, need, sizeof *member_caused)) {
       rc = STEPSCOPE_E_NOMEM;
       break;
     }
@@ -228,6 +229,7 @@ int ssa_match_collectives(ssa_analysis *a) {
       /* the schedule's part: the whole wait of a pipeline transfer, else the
        * wait for the last member of another stage */
       int64_t sched = w;
+      member_caused[x - g] = 0;
       if (!(in->flags & STEPSCOPE_COLL_F_PIPELINE)) {
         sched = 0;
         if (rr->coll_wait_end && rr->coll_wait_end[m[x].coll_idx] != INT64_MIN) {
@@ -244,7 +246,10 @@ int ssa_match_collectives(ssa_analysis *a) {
       rr->coll_schedule_wait += sched;
       if (straggling && x != last_i) { /* the wait for the late arrival, beyond the schedule */
         int64_t late = last - starts[x - g] < w ? last - starts[x - g] : w;
-        if (late > sched) caused += late - sched;
+        if (late > sched) {
+          member_caused[x - g] = late - sched;
+          caused += late - sched;
+        }
       }
     }
     if (straggling) {
@@ -261,6 +266,7 @@ int ssa_match_collectives(ssa_analysis *a) {
         ssa_late *lt = &a->lates[a->nlates++];
         memset(lt, 0, sizeof *lt);
         lt->rank_idx = m[last_i].rank_idx;
+        lt->comm_id = in->comm_id;
         lt->arrival_rel = last;
         lt->caused = caused;
         int has_prev = pg_end == g && pg < pg_end && m[pg].comm_id == m[g].comm_id &&
@@ -272,6 +278,7 @@ int ssa_match_collectives(ssa_analysis *a) {
           lt->peer_idx[lt->npeers] = m[x].rank_idx;
           lt->peer_since_rel[lt->npeers] =
               since_of(a, m, has_prev ? pg : 0, has_prev ? pg_end : 0, m[x].rank_idx);
+          lt->peer_caused[lt->npeers] = member_caused[x - g];
           lt->peer_arrival_rel[lt->npeers++] = starts[x - g];
         }
       }
@@ -312,6 +319,7 @@ int ssa_match_collectives(ssa_analysis *a) {
   free(m);
   free(starts);
   free(ends);
+  free(member_caused);
   if (rc) return rc;
   if (a->colls_incomplete > 5)
     ssa_analysis_warn(

@@ -28,6 +28,8 @@
 
 #include "ssa_metrics.h"
 
+enum { SSA_MAX_CHASE_STAGES = 1024 }; /* the stages a victim chase compares, at most */
+
 const char *const ssa_phase_names[SSA_PHASE_N] = {"forward", "backward",   "optimizer", "host",
                                                   "copy",    "collective", "other"};
 
@@ -165,14 +167,216 @@ static int64_t to_rank(const ssa_analysis *a, const ssa_rank *r, int64_t rel) {
   return rel - r->offset_ns + a->run->origin;
 }
 
+/* The ranks' phase ranges, built when a walk first needs them. */
+typedef struct walk {
+  ssa_analysis *a;
+  rank_phases *ph;
+} walk;
+
+/* Adds, per phase, rank x's device time in [x0, x1) minus the median of its peers' times in
+ * theirs (aligned run times) to diff. Time before a member's window starts, counted from the
+ * earliest start of all, is host time (the host had not launched the step yet). */
+static int add_excess(walk *wk, uint32_t x, int64_t x0, int64_t x1, const uint32_t *peer,
+                      const int64_t *p0, const int64_t *p1, size_t np, int64_t diff[SSA_PHASE_N]) {
+  const ssa_analysis *a = wk->a;
+  int64_t mine[SSA_PHASE_N], peers[SSA_LATE_PEERS][SSA_PHASE_N], t0 = x0;
+  for (size_t k = 0; k <= np; k++) {
+    uint32_t idx = k < np ? peer[k] : x;
+    const ssa_rank *r = a->ranks[idx].rank;
+    if (!wk->ph[idx].built && build_phases(r, &wk->ph[idx])) return STEPSCOPE_E_NOMEM;
+    int64_t s = k < np ? p0[k] : x0, e = k < np ? p1[k] : x1;
+    partition(r, &wk->ph[idx], to_rank(a, r, s), to_rank(a, r, e), k < np ? peers[k] : mine);
+    if (s < t0) t0 = s;
+  }
+  mine[SSA_PHASE_HOST] += x0 - t0;
+  for (size_t k = 0; k < np; k++)
+    peers[k][SSA_PHASE_HOST] += p0[k] - t0;
+  for (int p = 0; p < SSA_PHASE_N; p++) {
+    int64_t v[SSA_LATE_PEERS];
+    for (size_t k = 0; k < np; k++)
+      v[k] = peers[k][p];
+    qsort(v, np, sizeof *v, ssa_cmp_i64);
+    diff[p] += mine[p] - (np ? v[(np - 1) / 2] : 0);
+  }
+  return 0;
+}
+
+/* The windows an arrival is walked back over: from the previous meeting on the communicator
+ * when every member was in it, else from each member's window of the same step. */
+static size_t walk_windows(const walk *wk, const ssa_late *lt, int64_t step, int64_t *x0,
+                           uint32_t *peer, int64_t *p0, int64_t *p1) {
+  const ssa_analysis *a = wk->a;
+  const ssa_rank_result *lr = &a->ranks[lt->rank_idx];
+  int since = lt->since_rel != INT64_MIN;
+  for (uint32_t k = 0; k < lt->npeers && since; k++)
+    since = lt->peer_since_rel[k] != INT64_MIN;
+  *x0 = since ? lt->since_rel
+              : ssa_rel_time(a->run, lr->rank, lr->windows[step_number_index(lr, step)].start);
+  size_t np = 0;
+  for (uint32_t k = 0; k < lt->npeers; k++) {
+    const ssa_rank_result *pr = &a->ranks[lt->peer_idx[k]];
+    long ps = step_number_index(pr, step);
+    if (!since && ps < 0) continue;
+    peer[np] = lt->peer_idx[k];
+    p0[np] = since ? lt->peer_since_rel[k] : ssa_rel_time(a->run, pr->rank, pr->windows[ps].start);
+    p1[np++] = lt->peer_arrival_rel[k];
+  }
+  return np;
+}
+
+/* Where each rank sits in the layout (the trainer's metadata), sorted for lookups: the
+ * victim chase needs "the rank at stage k of the pipeline of rank x". */
+typedef struct layout_pos {
+  int dp, tp, cp, pp;
+  uint32_t idx;
+} layout_pos;
+
+static int cmp_layout(const void *pa, const void *pb) {
+  const layout_pos *a = pa, *b = pb;
+  if (a->dp != b->dp) return a->dp < b->dp ? -1 : 1;
+  if (a->tp != b->tp) return a->tp < b->tp ? -1 : 1;
+  if (a->cp != b->cp) return a->cp < b->cp ? -1 : 1;
+  return a->pp < b->pp ? -1 : a->pp > b->pp;
+}
+
+static layout_pos position_of(const ssa_rank *r, uint32_t idx) {
+  const ssa_meta_layout *l = &r->tmeta.layout;
+  return (layout_pos){(int)ssa_meta_or(l->dp_rank, 0), (int)ssa_meta_or(l->tp_rank, 0),
+                      (int)ssa_meta_or(l->cp_rank, 0), (int)ssa_meta_or(l->pp_rank, -1), idx};
+}
+
+/* The rank at stage `stage` of the pipeline of rank idx; -1 when there is none. */
+static long rank_at_stage(const walk *wk, const layout_pos *sorted, uint32_t idx, int stage) {
+  layout_pos key = position_of(wk->a->ranks[idx].rank, idx);
+  key.pp = stage;
+  const layout_pos *hit = bsearch(&key, sorted, wk->a->nranks, sizeof *sorted, cmp_layout);
+  return hit ? (long)hit->idx : -1;
+}
+
+/* A late rank whose excess was time spent inside earlier communication (phase collective)
+ * was itself waiting: in a pipeline, another stage of its pipeline held it up. Each other
+ * stage's rank is walked back over the late rank's window and compared with the ranks at that
+ * stage in its peers' pipelines over theirs; the (stage, phase) that exceeds its counterparts
+ * most, leaving communication aside, is charged. Returns 1 when one was found. */
+static int chase_upstream(walk *wk, const layout_pos *sorted, const ssa_late *lt, int64_t step,
+                          uint32_t *rank_idx, int *phase, int64_t *excess, int *rc) {
+  const ssa_rank *lr = wk->a->ranks[lt->rank_idx].rank;
+  int pp = (int)ssa_meta_or(lr->tmeta.layout.pp, 1);
+  int my_stage = (int)ssa_meta_or(lr->tmeta.layout.pp_rank, -1);
+  if (!sorted || pp < 2 || my_stage < 0) return 0;
+  uint32_t peer[SSA_LATE_PEERS], counterpart[SSA_LATE_PEERS];
+  int64_t x0, p0[SSA_LATE_PEERS], p1[SSA_LATE_PEERS], best = 0;
+  size_t np = walk_windows(wk, lt, step, &x0, peer, p0, p1);
+  int found = 0;
+  for (int stage = 0; stage < pp && stage < SSA_MAX_CHASE_STAGES; stage++) {
+    if (stage == my_stage) continue;
+    long x = rank_at_stage(wk, sorted, lt->rank_idx, stage);
+    if (x < 0) continue;
+    size_t nc = 0;
+    int64_t c0[SSA_LATE_PEERS], c1[SSA_LATE_PEERS];
+    for (size_t k = 0; k < np; k++) {
+      long c = rank_at_stage(wk, sorted, peer[k], stage);
+      if (c < 0 || c == x) continue;
+      counterpart[nc] = (uint32_t)c;
+      c0[nc] = p0[k];
+      c1[nc++] = p1[k];
+    }
+    if (nc == 0) continue;
+    int64_t diff[SSA_PHASE_N] = {0};
+    if ((*rc = add_excess(wk, (uint32_t)x, x0, lt->arrival_rel, counterpart, c0, c1, nc, diff)))
+      return 0;
+    for (int p = 0; p < SSA_PHASE_N; p++)
+      if (p != SSA_PHASE_COLLECTIVE && diff[p] > best) {
+        best = diff[p];
+        *rank_idx = (uint32_t)x;
+        *phase = p;
+        found = 1;
+      }
+  }
+  if (found) *excess = best;
+  return found;
+}
+
+static int build_layout_index(const ssa_analysis *a, layout_pos **out) {
+  *out = NULL;
+  int any = 0;
+  for (size_t i = 0; i < a->nranks; i++)
+    any |= ssa_meta_or(a->ranks[i].rank->tmeta.layout.pp, 1) > 1;
+  if (!any) return 0;
+  layout_pos *v = malloc(a->nranks * sizeof *v);
+  if (!v) return STEPSCOPE_E_NOMEM;
+  for (size_t i = 0; i < a->nranks; i++)
+    v[i] = position_of(a->ranks[i].rank, (uint32_t)i);
+  qsort(v, a->nranks, sizeof *v, cmp_layout);
+  *out = v;
+  return 0;
+}
+
+/* The longest any one peer waited for the late rank, beyond the schedule, over the late
+ * arrivals keys[g, e) of one (rank, step): the step's delay as its peers felt it. */
+static int64_t group_effect(const ssa_analysis *a, const late_key *keys, size_t g, size_t e) {
+  enum { MAX_TRACKED = 64 };
+  uint32_t who[MAX_TRACKED];
+  int64_t sum[MAX_TRACKED], best = 0;
+  size_t n = 0;
+  for (size_t k = g; k < e; k++) {
+    const ssa_late *lt = &a->lates[keys[k].late];
+    for (uint32_t j = 0; j < lt->npeers; j++) {
+      size_t t = 0;
+      while (t < n && who[t] != lt->peer_idx[j])
+        t++;
+      if (t == n) {
+        if (n == MAX_TRACKED) continue;
+        who[n] = lt->peer_idx[j];
+        sum[n++] = 0;
+      }
+      sum[t] += lt->peer_caused[j];
+      if (sum[t] > best) best = sum[t];
+    }
+  }
+  return best;
+}
+
+static int cmp_charge(const void *pa, const void *pb) {
+  const ssa_culprit_effect *a = pa, *b = pb;
+  if (a->rank_idx != b->rank_idx) return a->rank_idx < b->rank_idx ? -1 : 1;
+  if (a->phase != b->phase) return a->phase < b->phase ? -1 : 1;
+  if (a->step != b->step) return a->step < b->step ? -1 : 1;
+  return b->via_victim - a->via_victim; /* a step's victim charges first */
+}
+
+/* The rows per (rank, phase): caused, excess and instances summed; steps and victim steps
+ * counted once per step (a rank found late directly and through a victim in one step). */
+static int culprit_rows(ssa_analysis *a, ssa_culprit_effect *ch, size_t n) {
+  if (n > 1) qsort(ch, n, sizeof *ch, cmp_charge);
+  a->culprits = malloc((n ? n : 1) * sizeof *a->culprits);
+  if (!a->culprits) return STEPSCOPE_E_NOMEM;
+  for (size_t i = 0; i < n; i++) {
+    const ssa_culprit_effect *x = &ch[i];
+    int same_row = i > 0 && ch[i - 1].rank_idx == x->rank_idx && ch[i - 1].phase == x->phase;
+    if (!same_row)
+      a->culprits[a->nculprits++] =
+          (ssa_culprit){.rank = a->ranks[x->rank_idx].rank->rank, .phase = x->phase};
+    ssa_culprit *c = &a->culprits[a->nculprits - 1];
+    c->caused += x->caused;
+    c->excess += x->excess;
+    c->instances += x->instances;
+    int new_step = !same_row || ch[i - 1].step != x->step || x->step < 0;
+    c->steps += new_step;
+    c->via_victim += x->via_victim && new_step;
+  }
+  return 0;
+}
+
 int ssa_find_culprits(ssa_analysis *a) {
-  if (a->nlates == 0) return 0;
+  if (a->nlates == 0) return ssa_judge_culprits(a, NULL, 0);
   int rc = STEPSCOPE_E_NOMEM;
   late_key *keys = malloc(a->nlates * sizeof *keys);
-  rank_phases *ph = calloc(a->nranks, sizeof *ph);
-  /* per (rank, phase): caused, excess, steps, instances */
-  ssa_culprit *acc = calloc(a->nranks * SSA_PHASE_N, sizeof *acc);
-  if (!keys || !ph || !acc) goto out;
+  walk wk = {a, calloc(a->nranks, sizeof *wk.ph)};
+  ssa_culprit_effect *effects = malloc(a->nlates * sizeof *effects);
+  layout_pos *layout = NULL;
+  size_t neffects = 0;
+  if (!keys || !wk.ph || !effects || build_layout_index(a, &layout)) goto out;
   for (size_t i = 0; i < a->nlates; i++) {
     const ssa_late *lt = &a->lates[i];
     const ssa_rank_result *rr = &a->ranks[lt->rank_idx];
@@ -189,88 +393,50 @@ int ssa_find_culprits(ssa_analysis *a) {
       caused += a->lates[keys[k].late].caused;
       if (a->lates[keys[k].late].caused > a->lates[pick].caused) pick = keys[k].late;
     }
-    const ssa_late *lt = &a->lates[pick];
-    const ssa_rank_result *lr = &a->ranks[lt->rank_idx];
-    int phase = SSA_PHASE_OTHER;
-    int64_t excess = 0;
+    uint32_t charged = keys[g].rank_idx;
+    int phase = SSA_PHASE_OTHER, victim = 0;
+    int64_t excess = 0, step = -1;
     if (keys[g].step >= 0) {
-      int64_t mine[SSA_PHASE_N], peers[SSA_LATE_PEERS][SSA_PHASE_N];
-      if (!ph[lt->rank_idx].built && build_phases(lr->rank, &ph[lt->rank_idx])) goto out;
-      const ssa_window *w = &lr->windows[keys[g].step];
-      /* from the previous meeting on this communicator when every member was in it, else
-       * from each member's step window start */
-      int since = lt->since_rel != INT64_MIN;
-      for (uint32_t k = 0; k < lt->npeers && since; k++)
-        since = lt->peer_since_rel[k] != INT64_MIN;
-      int64_t my_start = since ? lt->since_rel : ssa_rel_time(a->run, lr->rank, w->start),
-              t0 = my_start;
-      partition(lr->rank, &ph[lt->rank_idx], to_rank(a, lr->rank, my_start),
-                to_rank(a, lr->rank, lt->arrival_rel), mine);
-      int64_t peer_start[SSA_LATE_PEERS];
-      size_t np = 0;
-      for (uint32_t k = 0; k < lt->npeers; k++) {
-        const ssa_rank_result *pr = &a->ranks[lt->peer_idx[k]];
-        long ps = step_number_index(pr, w->step);
-        if (!since && ps < 0) continue;
-        if (!ph[lt->peer_idx[k]].built && build_phases(pr->rank, &ph[lt->peer_idx[k]])) goto out;
-        peer_start[np] =
-            since ? lt->peer_since_rel[k] : ssa_rel_time(a->run, pr->rank, pr->windows[ps].start);
-        partition(pr->rank, &ph[lt->peer_idx[k]], to_rank(a, pr->rank, peer_start[np]),
-                  to_rank(a, pr->rank, lt->peer_arrival_rel[k]), peers[np]);
-        if (peer_start[np] < t0) t0 = peer_start[np];
-        np++;
+      step = a->ranks[charged].windows[keys[g].step].step;
+      /* the arrivals on the largest one's communicator tile the late rank's time (once per
+       * micro-batch, say): their excesses add up to the step's */
+      int64_t diff[SSA_PHASE_N] = {0};
+      for (size_t k = g; k < e; k++) {
+        const ssa_late *lt = &a->lates[keys[k].late];
+        if (lt->comm_id != a->lates[pick].comm_id) continue;
+        uint32_t peer[SSA_LATE_PEERS];
+        int64_t x0, p0[SSA_LATE_PEERS], p1[SSA_LATE_PEERS];
+        size_t np = walk_windows(&wk, lt, step, &x0, peer, p0, p1);
+        if (add_excess(&wk, lt->rank_idx, x0, lt->arrival_rel, peer, p0, p1, np, diff)) goto out;
       }
-      /* a step started later than the others' (aligned): host time before its first op */
-      mine[SSA_PHASE_HOST] += my_start - t0;
-      for (size_t k = 0; k < np; k++)
-        peers[k][SSA_PHASE_HOST] += peer_start[k] - t0;
       int64_t best = INT64_MIN;
-      for (int p = 0; p < SSA_PHASE_N; p++) {
-        int64_t med = 0;
-        if (np) {
-          int64_t v[SSA_LATE_PEERS];
-          for (size_t k = 0; k < np; k++)
-            v[k] = peers[k][p];
-          qsort(v, np, sizeof *v, ssa_cmp_i64);
-          med = v[(np - 1) / 2];
-        }
-        if (mine[p] - med > best) {
-          best = mine[p] - med;
+      for (int p = 0; p < SSA_PHASE_N; p++)
+        if (diff[p] > best) {
+          best = diff[p];
           phase = p;
         }
-      }
       excess = best > 0 ? best : 0;
+      if (phase == SSA_PHASE_COLLECTIVE) {
+        int crc = 0;
+        victim =
+            chase_upstream(&wk, layout, &a->lates[pick], step, &charged, &phase, &excess, &crc);
+        if (crc) goto out;
+      }
     }
-    ssa_culprit *c = &acc[lt->rank_idx * SSA_PHASE_N + (size_t)phase];
-    c->rank = lr->rank->rank;
-    c->phase = phase;
-    c->caused += caused;
-    c->excess += excess;
-    c->steps++;
-    c->instances += e - g;
+    effects[neffects++] = (ssa_culprit_effect){
+        charged, phase, victim, step, group_effect(a, keys, g, e), caused, excess, e - g};
     a->culprit_steps_total++;
     g = e;
   }
-  size_t n = 0;
-  for (size_t i = 0; i < a->nranks * SSA_PHASE_N; i++)
-    n += acc[i].steps > 0;
-  a->culprits = malloc((n ? n : 1) * sizeof *a->culprits);
-  if (!a->culprits) goto out;
-  for (size_t i = 0; i < a->nranks * SSA_PHASE_N; i++)
-    if (acc[i].steps) a->culprits[a->nculprits++] = acc[i];
-  for (size_t i = 1; i < a->nculprits; i++) /* by caused wait, descending (few rows) */
-    for (size_t j = i; j > 0 && a->culprits[j].caused > a->culprits[j - 1].caused; j--) {
-      ssa_culprit t = a->culprits[j];
-      a->culprits[j] = a->culprits[j - 1];
-      a->culprits[j - 1] = t;
-    }
-  rc = 0;
+  if (culprit_rows(a, effects, neffects)) goto out;
+  rc = ssa_judge_culprits(a, effects, neffects);
 out:
-  if (ph)
+  if (wk.ph)
     for (size_t i = 0; i < a->nranks; i++)
-      free(ph[i].r);
-  free(ph);
+      free(wk.ph[i].r);
+  free(wk.ph);
   free(keys);
-  free(acc);
+  free(effects);
+  free(layout);
   return rc;
 }

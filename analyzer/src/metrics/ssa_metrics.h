@@ -240,11 +240,13 @@ typedef struct ssa_coll_instance {
 #define SSA_LATE_PEERS 16
 typedef struct ssa_late {
   uint32_t rank_idx, npeers;
+  uint64_t comm_id; /* the communicator: its instances' windows tile the late rank's time */
   int64_t arrival_rel, caused;
   int64_t since_rel; /* when it left the communicator's previous instance
                         (INT64_MIN: not known) */
   uint32_t peer_idx[SSA_LATE_PEERS];
   int64_t peer_arrival_rel[SSA_LATE_PEERS], peer_since_rel[SSA_LATE_PEERS];
+  int64_t peer_caused[SSA_LATE_PEERS]; /* each peer's wait for it, beyond the schedule */
 } ssa_late;
 
 /* Phases a late rank's time is split into (culprits.c). */
@@ -266,7 +268,44 @@ typedef struct ssa_culprit {
   int64_t caused; /* waits of others it caused */
   int64_t excess; /* sum over steps of its phase time minus the peers' median */
   uint64_t steps, instances;
+  uint64_t via_victim; /* steps charged through a victim: a rank of its pipeline it held up */
+  int beyond_noise;    /* its rank passed the noise test (culprit_verdict.c) */
 } ssa_culprit;
+
+/* One late (rank, step) walked back and charged to (rank_idx, phase) (culprits.c ->
+ * culprit_verdict.c): effect = the longest any one peer waited for it in the step. */
+typedef struct ssa_culprit_effect {
+  uint32_t rank_idx;
+  int phase, via_victim;
+  int64_t step; /* step number; -1 outside the selected steps */
+  int64_t effect, caused, excess;
+  uint64_t instances;
+} ssa_culprit_effect;
+
+/* The judgment on the culprit rows (culprit_verdict.c; docs/metrics.md "Culprits beyond
+ * noise"): a rank is a culprit when it made its peers wait longer than the threshold in more
+ * than half of the judged steps. */
+enum {
+  SSA_CULPRIT_NO_LATE,      /* no late arrival beyond the schedule at all */
+  SSA_CULPRIT_FOUND,        /* at least one rank beyond noise; `rank` is the top one */
+  SSA_CULPRIT_WITHIN_NOISE, /* late arrivals, none beyond noise; `rank`: the largest candidate */
+  SSA_CULPRIT_UNDECIDED     /* fewer than 3 judged steps: the noise cannot be measured */
+};
+typedef struct ssa_culprit_verdict {
+  int status;
+  uint64_t steps;        /* judged steps (uncut selected steps, unless all are cut) */
+  uint64_t steps_needed; /* a culprit is late beyond the threshold in at least this many */
+  int64_t noise_ns;      /* the step time's robust spread: 1.4826 x median absolute deviation */
+  int64_t threshold_ns;  /* max(3 x noise, 2 % of the median step time) */
+  /* the top candidate (the culprit when FOUND); rank -1: none */
+  int rank, phase;       /* phase: its row with the most steps */
+  uint64_t steps_late;   /* judged steps whose effect exceeded the threshold */
+  int64_t effect_median; /* median effect over the judged steps (0 where it was not late) */
+  int64_t effect_max;
+  int64_t caused;       /* its waits caused, all phases */
+  int64_t phase_excess; /* `phase` row's excess, steps and victim steps */
+  uint64_t phase_steps, phase_via_victim;
+} ssa_culprit_verdict;
 
 typedef struct ssa_coll_summary {
   uint32_t op;
@@ -318,8 +357,9 @@ typedef struct ssa_analysis {
   uint64_t colls_incomplete; /* instances with missing members: left out of statistics */
   ssa_late *lates;           /* late arrivals beyond the schedule (collectives.c) */
   size_t nlates;
-  ssa_culprit *culprits; /* by caused wait, descending (culprits.c) */
+  ssa_culprit *culprits; /* beyond noise first, then by caused wait (culprit_verdict.c) */
   size_t nculprits;
+  ssa_culprit_verdict culprit_verdict;
   uint64_t culprit_steps_total; /* (rank, step) pairs walked back */
   ssa_run_step *steps;
   size_t nsteps;
@@ -439,6 +479,9 @@ int ssa_match_collectives(ssa_analysis *a);
 int ssa_bubble_causes(ssa_analysis *a);
 /* Walks each late arrival back to the phase that made it late (culprits.c). */
 int ssa_find_culprits(ssa_analysis *a);
+/* Judges the culprit rows against the run's step-to-step noise and orders them
+ * (culprit_verdict.c); takes the (rank, step) effects the walk-back measured. */
+int ssa_judge_culprits(ssa_analysis *a, ssa_culprit_effect *effects, size_t n);
 int ssa_build_kernel_table(ssa_analysis *a);
 int ssa_read_run_metadata(ssa_analysis *a);
 /* Expert load imbalance per step from the trainer's moe.load marks (moe_load.c). */

@@ -119,13 +119,12 @@ static void print_classification(const ssa_analysis *a, FILE *f, size_t nsel) {
           nsel);
 }
 
-/* What several sections read: the selected ranks' totals summed, and the worst straggler. */
+/* What several sections read: the selected ranks' totals summed. */
 typedef struct text_totals {
   int64_t span, compute, comm, overlap, xcomm, xmem, idle, bubble;
   int64_t pipe_comm; /* exposed comm that is pipeline waiting (inside the bubble) */
   int64_t causes[SSA_IDLE_N];
-  size_t nsel, npipe;           /* selected ranks, and those in a pipeline */
-  const ssa_rank_result *worst; /* the rank whose late arrivals caused the most waits, or NULL */
+  size_t nsel, npipe; /* selected ranks, and those in a pipeline */
 } text_totals;
 
 static void sum_totals(const ssa_analysis *a, text_totals *t) {
@@ -150,10 +149,44 @@ static void sum_totals(const ssa_analysis *a, text_totals *t) {
     for (int k = 0; k < SSA_IDLE_N; k++)
       t->causes[k] += w->idle_cause[k];
   }
-  for (size_t i = 0; i < a->nranks; i++)
-    if (a->ranks[i].coll_caused > 0 &&
-        (!t->worst || a->ranks[i].coll_caused > t->worst->coll_caused))
-      t->worst = &a->ranks[i];
+}
+
+/* The straggler verdict (culprit_verdict.c) as one sentence, every part from its one record;
+ * nothing when no rank arrived late beyond the schedule. */
+static void print_culprit_verdict(const ssa_analysis *a, const char *prefix, FILE *f) {
+  const ssa_culprit_verdict *v = &a->culprit_verdict;
+  char b1[32], b2[32], b3[32];
+  const char *phase = v->phase >= 0 ? ssa_phase_names[v->phase] : "an unknown phase";
+  switch (v->status) {
+  case SSA_CULPRIT_FOUND:
+    fprintf(f,
+            "%sculprit beyond noise: rank %d, late in %s; a peer waited more than %s for it in "
+            "%llu of %llu steps (median %s a step); others waited %s for it in all",
+            prefix, v->rank, phase, fmt_ns(v->threshold_ns, b1, sizeof b1),
+            (unsigned long long)v->steps_late, (unsigned long long)v->steps,
+            fmt_ns(v->effect_median, b2, sizeof b2), fmt_ns(v->caused, b3, sizeof b3));
+    if (v->phase_via_victim)
+      fprintf(f, " (in %llu step(s) through a rank of its pipeline that it held up)",
+              (unsigned long long)v->phase_via_victim);
+    break;
+  case SSA_CULPRIT_WITHIN_NOISE:
+    fprintf(f,
+            "%sno culprit beyond noise: the largest candidate, rank %d (late in %s), made a peer "
+            "wait more than %s (the threshold: 3 x the step time's noise, at least 2 %% of a "
+            "step) in %llu of %llu steps, %llu needed",
+            prefix, v->rank, phase, fmt_ns(v->threshold_ns, b1, sizeof b1),
+            (unsigned long long)v->steps_late, (unsigned long long)v->steps,
+            (unsigned long long)v->steps_needed);
+    break;
+  case SSA_CULPRIT_UNDECIDED:
+    fprintf(f,
+            "%sculprit undecided: %llu step(s) are too few to measure the step time's noise (3 "
+            "needed); the largest candidate is rank %d (late in %s), others waited %s for it",
+            prefix, (unsigned long long)v->steps, v->rank, phase, fmt_ns(v->caused, b1, sizeof b1));
+    break;
+  default: return;
+  }
+  fprintf(f, "\n");
 }
 
 /* The headline: step time, MFU, overlap, time split, bubble, idle causes, worst straggler. */
@@ -170,8 +203,7 @@ static void print_headline(const ssa_analysis *a, const text_totals *tot, FILE *
   int64_t pipe_comm = tot->pipe_comm;
   const int64_t *causes = tot->causes;
   size_t npipe = tot->npipe;
-  const ssa_rank_result *worst = tot->worst;
-  char b1[32], b2[32];
+  char b1[32];
   char safe[1024];
   fprintf(f, "stepscope analyze: %s\n", ssa_text_safe(run->dir, safe, sizeof safe));
   fprintf(f, "ranks loaded: %zu, steps analysed: %zu\n", run->nranks, a->nsteps);
@@ -245,20 +277,7 @@ static void print_headline(const ssa_analysis *a, const text_totals *tot, FILE *
             "collectives: %llu incomplete instances (a member missing from the traces) left out of "
             "the statistics\n",
             (unsigned long long)a->colls_incomplete);
-  if (worst && a->nculprits) {
-    const ssa_culprit *c = &a->culprits[0];
-    fprintf(f,
-            "worst straggler (beyond the schedule): rank %d made others wait %s in total; "
-            "late in phase %s in %llu step(s) (%s)\n",
-            worst->rank->rank, fmt_ns(worst->coll_caused, b1, sizeof b1), ssa_phase_names[c->phase],
-            (unsigned long long)c->steps, fmt_ns(c->caused, b2, sizeof b2));
-  } else if (worst) {
-    fprintf(f,
-            "worst straggler (beyond the schedule): rank %d arrived last in %llu collectives, "
-            "making others wait %s in total\n",
-            worst->rank->rank, (unsigned long long)worst->coll_last,
-            fmt_ns(worst->coll_caused, b1, sizeof b1));
-  }
+  print_culprit_verdict(a, "", f);
 }
 
 /* Per rank: the analysed window's split, then how ops were classified. */
@@ -354,21 +373,32 @@ static void print_top_kernels(const ssa_analysis *a, const text_totals *tot, FIL
   }
 }
 
-/* Stragglers beyond the schedule: culprit phase vs peers in the same step. */
+/* Stragglers beyond the schedule: culprit phase vs peers in the same step, and the test that
+ * tells a culprit from noise. */
 static void print_stragglers(const ssa_analysis *a, const text_totals *tot, FILE *f) {
   char b1[32], b2[32];
-  if (a->nculprits) {
-    fprintf(f,
-            "\n== stragglers beyond the schedule (culprit phase vs peers in the same step) ==\n");
-    fprintf(f, "%5s %-11s %14s %14s %6s %10s\n", "rank", "phase", "caused wait", "phase excess",
-            "steps", "instances");
-    for (size_t i = 0; i < a->nculprits && i < (size_t)a->opt.top_n; i++) {
-      const ssa_culprit *c = &a->culprits[i];
-      fprintf(f, "%5d %-11s %14s %14s %6llu %10llu\n", c->rank, ssa_phase_names[c->phase],
-              fmt_ns(c->caused, b1, sizeof b1), fmt_ns(c->excess, b2, sizeof b2),
-              (unsigned long long)c->steps, (unsigned long long)c->instances);
-    }
+  const ssa_culprit_verdict *v = &a->culprit_verdict;
+  if (!a->nculprits) return;
+  fprintf(f, "\n== stragglers beyond the schedule (culprit phase vs peers in the same step) ==\n");
+  fprintf(f, "%5s %-11s %14s %14s %6s %10s %7s %s\n", "rank", "phase", "caused wait",
+          "phase excess", "steps", "instances", "victim", "beyond noise");
+  for (size_t i = 0; i < a->nculprits && i < (size_t)a->opt.top_n; i++) {
+    const ssa_culprit *c = &a->culprits[i];
+    fprintf(f, "%5d %-11s %14s %14s %6llu %10llu %7llu %s\n", c->rank, ssa_phase_names[c->phase],
+            fmt_ns(c->caused, b1, sizeof b1), fmt_ns(c->excess, b2, sizeof b2),
+            (unsigned long long)c->steps, (unsigned long long)c->instances,
+            (unsigned long long)c->via_victim,
+            v->status == SSA_CULPRIT_UNDECIDED ? "undecided"
+            : c->beyond_noise                  ? "yes"
+                                               : "no");
   }
+  fprintf(f,
+          "(beyond noise: a peer waited more than %s for the rank, beyond the schedule, in at "
+          "least %llu of the %llu judged steps; %s = max(3 x the step time's noise %s, 2 %% of "
+          "the median step); victim: steps charged through a rank of its pipeline it held up)\n",
+          fmt_ns(v->threshold_ns, b1, sizeof b1), (unsigned long long)v->steps_needed,
+          (unsigned long long)v->steps, fmt_ns(v->threshold_ns, b1, sizeof b1),
+          fmt_ns(v->noise_ns, b2, sizeof b2));
 }
 
 /* Collectives by op and group. */
@@ -430,8 +460,6 @@ static void print_findings(const ssa_analysis *a, const text_totals *tot, FILE *
   const int64_t *causes = tot->causes;
   size_t nsel = tot->nsel;
   size_t npipe = tot->npipe;
-  const ssa_rank_result *worst = tot->worst;
-  char b1[32];
   fprintf(f, "\n== findings ==\n");
   int findings = 0;
   if (comm > 0 && pct(xcomm - pipe_comm, span) >= 5.0) {
@@ -497,19 +525,8 @@ static void print_findings(const ssa_analysis *a, const text_totals *tot, FILE *
       findings++;
     }
   }
-  if (worst && span > 0 && nsel > 1) {
-    fprintf(f,
-            "- rank %d is the worst straggler beyond what the schedule implies: others waited %s "
-            "for it",
-            worst->rank->rank, fmt_ns(worst->coll_caused, b1, sizeof b1));
-    for (size_t i = 0; i < a->nculprits; i++)
-      if (a->culprits[i].rank == worst->rank->rank) {
-        fprintf(f, "; it was late in %s in %llu of %zu steps",
-                ssa_phase_names[a->culprits[i].phase], (unsigned long long)a->culprits[i].steps,
-                a->nsteps);
-        break;
-      }
-    fprintf(f, "\n");
+  if (a->culprit_verdict.status == SSA_CULPRIT_FOUND) {
+    print_culprit_verdict(a, "- ", f);
     findings++;
   }
   {
