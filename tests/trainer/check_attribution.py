@@ -7,7 +7,11 @@ usage: check_attribution.py REPORT CHECK [ARGS...]
                            theory + HIGH] (a loaded machine only adds bubble: HIGH is wider),
                            and its exposed communication outside the bubble under 5 %
   no_straggler             no straggler, no culprit, no incomplete collective
-  straggler RANK PHASE     the top culprit is RANK late in PHASE in most analysed steps
+  no_culprit               no culprit beyond noise (a run without an injected delay: some rank
+                           is always last somewhere; the verdict must not call it a culprit)
+  straggler RANK PHASE [TOL]  the top culprit (beyond noise) is RANK late in PHASE in most
+                           analysed steps; with TOL, its phase excess is within TOL x the
+                           injected time (its steps x MS, x micro-batches for forward/backward)
   flops                    model and hardware FLOPs per step from the configuration: 6 x
                            parameters without the position embedding x tokens + attention;
                            full recomputation adds the blocks' forward only
@@ -57,9 +61,15 @@ def main():
         if any("ranks present" in w or "of its two ranks" in w for w in report["warnings"]):
             fail("a warning about an incomplete collective")
         print("no straggler, %d collective instances, none incomplete" % len(colls["instances"]))
+    elif check == "no_culprit":
+        verdict = colls["culprit_verdict"]
+        print("verdict: %s" % verdict)
+        if colls["culprits"] or verdict["status"] == "culprit":
+            fail("a culprit named in a run without a delay: %s" % colls["culprits"])
     elif check == "straggler":
         rank, phase = int(args[0]), args[1]
         steps = len(report["run"]["steps"])
+        print("verdict: %s" % colls["culprit_verdict"])
         if not colls["culprits"]:
             fail("no culprit")
         top = colls["culprits"][0]
@@ -68,6 +78,18 @@ def main():
             fail("expected rank %d late in %s" % (rank, phase))
         if 2 * top["steps"] <= steps:
             fail("found in %d of %d steps only" % (top["steps"], steps))
+        if len(args) > 2:
+            tol = float(args[2])
+            d = report["run"]["config"]["debug_delays"][0]
+            sched = report["run"].get("schedule") or {}
+            cfg = report["run"]["config"]
+            m = (sched.get("microbatches") or cfg.get("microbatches", 1)) * \
+                (sched.get("virtual_stages") or 1) if d["phase"] in ("forward", "backward") else 1
+            injected = top["steps"] * m * d["ms"] * 1e6
+            print("phase excess %.1f ms, injected %.1f ms" % (top["phase_excess_ns"] / 1e6, injected / 1e6))
+            if abs(top["phase_excess_ns"] - injected) > tol * injected:
+                fail("phase excess %.1f ms is not within %.0f %% of the injected %.1f ms"
+                     % (top["phase_excess_ns"] / 1e6, 100 * tol, injected / 1e6))
     elif check == "flops":
         c = report["run"]["config"]
         L, C, T, V, tokens = c["layers"], c["hidden"], c["seq"], c["vocab"], c["batch"] * c["seq"]
