@@ -139,8 +139,9 @@ int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, ste
   if ((rc = ssa_match_collectives(a)) != 0) goto fail;
   if ((rc = ssa_build_kernel_table(a)) != 0) goto fail;
   if ((rc = ssa_read_run_metadata(a)) != 0) goto fail;
-  if ((rc = ssa_find_culprits(a)) != 0) goto fail; /* judged against the step times */
   if ((rc = ssa_bubble_causes(a)) != 0) goto fail; /* needs the schedule */
+  /* judged against the step times; pipelines read the bubble's causes */
+  if ((rc = ssa_find_culprits(a)) != 0) goto fail;
   if ((rc = ssa_moe_load(a)) != 0) goto fail;
   return 0;
 fail:

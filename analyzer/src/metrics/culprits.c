@@ -337,6 +337,125 @@ static int64_t group_effect(const ssa_analysis *a, const late_key *keys, size_t 
   return best;
 }
 
+/* A stage's device time between two steps, rank clock: from the end of its last backward op
+ * launched in window `prev` to the start of its first forward op launched in window `cur`
+ * (optimizer, data loading, host work and the wait to start: what the schedule leaves out).
+ * 0 when the rank launched no such ops. */
+static int between_steps(const ssa_rank *r, const rank_phases *p, const ssa_window *prev,
+                         const ssa_window *cur, int64_t *t0, int64_t *t1) {
+  size_t lo = 0, hi = r->nops;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (r->ops[mid].start < prev->start)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  int64_t last_bwd = INT64_MIN, first_fwd = INT64_MAX, horizon = cur->end + (cur->end - cur->start);
+  for (size_t i = lo; i < r->nops && r->ops[i].start < horizon; i++) {
+    const ssa_op *o = &r->ops[i];
+    if (o->launch == SSA_NONE) continue;
+    int64_t at = r->apis[o->launch].start;
+    int ph = phase_at(p, at);
+    if (ph == SSA_PHASE_BACKWARD && at >= prev->start && at < prev->end && o->end > last_bwd)
+      last_bwd = o->end;
+    if (ph == SSA_PHASE_FORWARD && at >= cur->start && at < cur->end && o->start < first_fwd)
+      first_fwd = o->start;
+  }
+  if (last_bwd == INT64_MIN || first_fwd == INT64_MAX || first_fwd <= last_bwd) return 0;
+  *t0 = last_bwd;
+  *t1 = first_fwd;
+  return 1;
+}
+
+static int cmp_effect_key(const void *pa, const void *pb) {
+  const ssa_culprit_effect *a = pa, *b = pb;
+  if (a->rank_idx != b->rank_idx) return a->rank_idx < b->rank_idx ? -1 : 1;
+  return a->step < b->step ? -1 : a->step > b->step;
+}
+
+/* Pipelines: a stage slow outside the schedule's items (optimizer, data loading, host work)
+ * makes the other stages wait beyond what the schedule implies (the bubble's late_upstream
+ * part) without ever arriving late at a collective with peers. Per pipeline and step whose
+ * stages waited so, and in which no stage was charged through a collective already: every
+ * stage's time between the previous step's last backward op and this step's first forward op
+ * is split into phases, and the (stage, phase) exceeding the other stages' median most
+ * (optimizer, host, copy or other) is charged; effect = the longest late_upstream of a stage
+ * in the step, caused = their sum. */
+static int pipeline_charges(walk *wk, const layout_pos *sorted, ssa_culprit_effect **eff, size_t *n,
+                            size_t *cap) {
+  static const int phases[] = {SSA_PHASE_OPTIMIZER, SSA_PHASE_HOST, SSA_PHASE_COPY,
+                               SSA_PHASE_OTHER};
+  ssa_analysis *a = wk->a;
+  size_t nprior = *n;
+  if (nprior > 1) qsort(*eff, nprior, sizeof **eff, cmp_effect_key);
+  for (size_t i = 0; sorted && i < a->nranks; i++) {
+    const ssa_rank *r0 = a->ranks[i].rank;
+    int pp = (int)ssa_meta_or(r0->tmeta.layout.pp, 1);
+    if (pp < 2 || pp > SSA_LATE_PEERS || ssa_meta_or(r0->tmeta.layout.pp_rank, -1) != 0) continue;
+    uint32_t member[SSA_LATE_PEERS];
+    int whole = 1;
+    for (int k = 0; k < pp && whole; k++) {
+      long x = rank_at_stage(wk, sorted, (uint32_t)i, k);
+      whole = x >= 0 && a->ranks[x].nsteps > 0;
+      if (whole) member[k] = (uint32_t)x;
+    }
+    if (!whole) continue;
+    for (size_t si = 1; si < a->ranks[i].nsteps; si++) {
+      int64_t step = a->ranks[i].windows[si].step, prev = a->ranks[i].windows[si - 1].step;
+      int64_t effect = 0, caused = 0, gap[SSA_LATE_PEERS][SSA_PHASE_N];
+      int ok = 1, charged = 0;
+      for (int k = 0; k < pp && ok; k++) {
+        const ssa_rank_result *rr = &a->ranks[member[k]];
+        long c = step_number_index(rr, step), b = step_number_index(rr, prev);
+        ssa_culprit_effect key = {.rank_idx = member[k], .step = step};
+        charged |= bsearch(&key, *eff, nprior, sizeof key, cmp_effect_key) != NULL;
+        ok = c >= 0 && b >= 0 && !charged;
+        if (!ok) break;
+        if (rr->windows[c].has_bubble_causes) {
+          int64_t late = rr->windows[c].bubble_cause[SSA_BUBBLE_LATE];
+          caused += late;
+          if (late > effect) effect = late;
+        }
+        if (!wk->ph[member[k]].built && build_phases(rr->rank, &wk->ph[member[k]]))
+          return STEPSCOPE_E_NOMEM;
+        int64_t t0, t1;
+        if (between_steps(rr->rank, &wk->ph[member[k]], &rr->windows[b], &rr->windows[c], &t0, &t1))
+          partition(rr->rank, &wk->ph[member[k]], t0, t1, gap[k]);
+        else
+          memset(gap[k], 0, sizeof gap[k]);
+      }
+      if (!ok || effect <= 0) continue;
+      int64_t best = 0;
+      int who = -1, phase = -1;
+      for (int k = 0; k < pp; k++)
+        for (size_t q = 0; q < sizeof phases / sizeof *phases; q++) {
+          int64_t v[SSA_LATE_PEERS];
+          size_t nv = 0;
+          for (int j = 0; j < pp; j++)
+            if (j != k) v[nv++] = gap[j][phases[q]];
+          qsort(v, nv, sizeof *v, ssa_cmp_i64);
+          int64_t d = gap[k][phases[q]] - v[(nv - 1) / 2];
+          if (d > best) {
+            best = d;
+            who = k;
+            phase = phases[q];
+          }
+        }
+      if (who < 0) continue;
+      if (ssa_grow((void **)eff, cap, *n + 1, sizeof **eff)) return STEPSCOPE_E_NOMEM;
+      (*eff)[(*n)++] = (ssa_culprit_effect){.rank_idx = member[who],
+                                            .phase = phase,
+                                            .step = step,
+                                            .effect = effect,
+                                            .caused = caused,
+                                            .excess = best,
+                                            .instances = 1};
+    }
+  }
+  return 0;
+}
+
 static int cmp_charge(const void *pa, const void *pb) {
   const ssa_culprit_effect *a = pa, *b = pb;
   if (a->rank_idx != b->rank_idx) return a->rank_idx < b->rank_idx ? -1 : 1;
@@ -369,20 +488,19 @@ static int culprit_rows(ssa_analysis *a, ssa_culprit_effect *ch, size_t n) {
 }
 
 int ssa_find_culprits(ssa_analysis *a) {
-  if (a->nlates == 0) return ssa_judge_culprits(a, NULL, 0);
   int rc = STEPSCOPE_E_NOMEM;
-  late_key *keys = malloc(a->nlates * sizeof *keys);
+  late_key *keys = malloc((a->nlates ? a->nlates : 1) * sizeof *keys);
   walk wk = {a, calloc(a->nranks, sizeof *wk.ph)};
-  ssa_culprit_effect *effects = malloc(a->nlates * sizeof *effects);
+  size_t neffects = 0, effects_cap = a->nlates;
+  ssa_culprit_effect *effects = malloc((effects_cap ? effects_cap : 1) * sizeof *effects);
   layout_pos *layout = NULL;
-  size_t neffects = 0;
   if (!keys || !wk.ph || !effects || build_layout_index(a, &layout)) goto out;
   for (size_t i = 0; i < a->nlates; i++) {
     const ssa_late *lt = &a->lates[i];
     const ssa_rank_result *rr = &a->ranks[lt->rank_idx];
     keys[i] = (late_key){lt->rank_idx, step_at(rr, to_rank(a, rr->rank, lt->arrival_rel)), i};
   }
-  qsort(keys, a->nlates, sizeof *keys, cmp_key);
+  if (a->nlates > 1) qsort(keys, a->nlates, sizeof *keys, cmp_key);
   for (size_t g = 0; g < a->nlates;) {
     size_t e = g + 1;
     while (e < a->nlates && keys[e].rank_idx == keys[g].rank_idx && keys[e].step == keys[g].step)
@@ -428,6 +546,7 @@ int ssa_find_culprits(ssa_analysis *a) {
     a->culprit_steps_total++;
     g = e;
   }
+  if (pipeline_charges(&wk, layout, &effects, &neffects, &effects_cap)) goto out;
   if (culprit_rows(a, effects, neffects)) goto out;
   rc = ssa_judge_culprits(a, effects, neffects);
 out:
