@@ -22,7 +22,12 @@ What a file holds (the fields and args of torch.profiler 2.x output):
     gzip output (--gzip), overlap of the gradient all-reduce with backward
     on or off (--overlap), per-step jitter (--jitter-us, deterministic seed),
     NCCL metadata only on `record_param_comms` CPU ops around the launch
-    and not on the kernels, as older PyTorch writes it (--param-comms).
+    and not on the kernels, as older PyTorch writes it (--param-comms), or
+    nowhere (--strip-comm-metadata: bare NCCL kernels, as some profiles
+    have); one NCCL stream per process group, as PyTorch's ProcessGroupNCCL
+    does (--comm-streams: tp groups on 21, dp groups on 22); the tensor-
+    parallel degree (--tp, default 2 for an even world); a slow rank whose
+    backward GEMMs take --late-us longer (--late-rank).
 
 Collective members leave together: an all-reduce ends on every member at
 max(arrival) + transfer time, as NCCL does. Everything is integer
@@ -31,6 +36,7 @@ nanoseconds internally, so expected values can be computed exactly.
 Usage: make_kineto.py OUT_DIR [--ranks 4] [--steps 4] [--layers 8]
        [--overlap on|off] [--gzip] [--graphs] [--missing-corr N]
        [--jitter-us 20] [--seed 1] [--base-ns] [--scale K] [--param-comms]
+       [--strip-comm-metadata] [--comm-streams] [--tp N] [--late-rank R --late-us U]
 """
 import argparse
 import gzip
@@ -117,8 +123,16 @@ def coll_args(nelems, pg_name, pg_desc, ranks):
             "Process Group Ranks": "[" + ", ".join(str(r) for r in ranks) + "]"}
 
 
+def comm_stream(args, pg_desc):
+    """The NCCL stream of a process group: one for all, or one per group kind."""
+    if not args.comm_streams:
+        return COMM_STREAM
+    return 21 if pg_desc == "tp_group" else 22
+
+
 def collective(ranks_objs, members, nelems, pg_name, pg_desc, ready, transfer):
     """All-reduce among `members` (rank objects); ready[r] = when rank r may start."""
+    stream = comm_stream(members[0].args, pg_desc)
     starts = {}
     launch = {}
     args = coll_args(nelems, pg_name, pg_desc, [m.rank for m in members])
@@ -134,17 +148,18 @@ def collective(ranks_objs, members, nelems, pg_name, pg_desc, ready, transfer):
             r.x("cpu_op", "nccl:all_reduce", r.pid, r.tid, op_start + 500, end + 200 - op_start - 500,
                 {"External id": ext + 1})
         launch[r.rank] = c
-        starts[r.rank] = max(ready[r.rank], end + 3000, r.free[COMM_STREAM])
+        starts[r.rank] = max(ready[r.rank], end + 3000, r.free.get(stream, 0))
     end = max(starts.values()) + transfer
     for r in members:
-        r.kernel(NCCL_AR, COMM_STREAM, starts[r.rank], end - starts[r.rank], launch[r.rank],
-                 None if r.args.param_comms else dict(args), grid=(24, 1, 1), block=(640, 1, 1))
+        bare = r.args.param_comms or r.args.strip_comm_metadata
+        r.kernel(NCCL_AR, stream, starts[r.rank], end - starts[r.rank], launch[r.rank],
+                 None if bare else dict(args), grid=(24, 1, 1), block=(640, 1, 1))
     return end
 
 
 def build(args):
     world = args.ranks
-    tp = 2 if world % 2 == 0 and world > 1 else 1
+    tp = args.tp if args.tp else (2 if world % 2 == 0 and world > 1 else 1)
     dp = world // tp
     rng = random.Random(args.seed)
     ranks = [Rank(r, args) for r in range(world)]
@@ -196,7 +211,7 @@ def build(args):
         bucket_ready = []
         for layer in range(args.layers):
             for r in ranks:
-                r.compute(GEMM, 600_000 * sc)
+                r.compute(GEMM, 600_000 * sc + (args.late_us * 1000 if r.rank == args.late_rank else 0))
             if layer % 2 == 1:
                 bucket_ready.append({r.rank: r.free[COMPUTE_STREAM] for r in ranks})
         backward_end = {r.rank: r.free[COMPUTE_STREAM] for r in ranks}
@@ -207,7 +222,8 @@ def build(args):
                 collective(ranks, objs, 25 << 20, dp_pg_name[t], "dp_group", dict(rdy), 500_000 * sc)
         # optimizer after the gradients are reduced
         for r in ranks:
-            r.free[COMPUTE_STREAM] = max(r.free[COMPUTE_STREAM], r.free[COMM_STREAM])
+            r.free[COMPUTE_STREAM] = max([r.free[COMPUTE_STREAM]] +
+                                         [r.free.get(st, 0) for st in (COMM_STREAM, 21, 22)])
             r.compute(ADAM, 200_000 * sc)
             r.host = max(r.host, r.free[COMPUTE_STREAM] - 100_000)
             s0 = step_host_start[r.rank]
@@ -280,6 +296,13 @@ def main():
     p.add_argument("--scale", type=int, default=1, help="multiplies kernel durations")
     p.add_argument("--param-comms", action="store_true",
                    help="NCCL metadata on record_param_comms CPU ops only (older PyTorch)")
+    p.add_argument("--strip-comm-metadata", action="store_true",
+                   help="NCCL kernels without collective metadata anywhere")
+    p.add_argument("--comm-streams", action="store_true",
+                   help="one NCCL stream per process group kind (tp 21, dp 22)")
+    p.add_argument("--tp", type=int, default=0, help="tensor-parallel degree (0: 2 for an even world)")
+    p.add_argument("--late-rank", type=int, default=-1)
+    p.add_argument("--late-us", type=int, default=0)
     write(p.parse_args())
 
 

@@ -212,6 +212,8 @@ typedef enum stepscope_clock_domain {
 #define STEPSCOPE_COLL_F_P2P       0x1u /* point-to-point (send/recv) */
 #define STEPSCOPE_COLL_F_GPU_TIMED 0x2u /* start/end are GPU-side times */
 #define STEPSCOPE_COLL_F_PIPELINE  0x4u /* pipeline-parallel activation/gradient transfer */
+/* imported without collective metadata: communicator = the NCCL stream, seq = the order on it */
+#define STEPSCOPE_COLL_F_INFERRED 0x8u
 
 typedef struct stepscope_kernel {
   uint64_t start_ns, end_ns;

@@ -31,6 +31,16 @@
  * Instances are kept when at least one member starts inside its rank's
  * analysed window. Summaries group instances by (op, communicator name,
  * bytes).
+ * Collectives imported without metadata (STEPSCOPE_COLL_F_INFERRED: the
+ * communicator is an NCCL stream, seq the order on it, the members every
+ * rank) are matched the same way, but a stream is refused (its instances left
+ * out like incomplete ones, with one warning) when its ranks disagree: a
+ * member runs another op at the same position, or in more than a tenth of
+ * its instances a member finished (by more than 10 us) before another had
+ * arrived, which no collective allows (a stream whose ranks run different
+ * communicators' collectives in the same order positions). What it cannot
+ * see: disjoint groups that reuse one stream number (tensor-parallel pairs
+ * on every rank's stream #0) are taken as one communicator of all ranks.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,6 +125,95 @@ static int cmp_instance_time(const void *pa, const void *pb) {
   return a->seq < b->seq ? -1 : a->seq > b->seq;
 }
 
+/* Per stream matched by order (inferred collectives): what speaks against the matching. */
+typedef struct inferred_stream {
+  uint64_t comm_id;
+  const char *name;                         /* "nccl stream #k" (kineto_mapper.c) */
+  uint64_t instances, misaligned, disagree; /* misaligned: one left before another came */
+  uint64_t first_seq;                       /* the first disagreement */
+  uint32_t first_op[2];                     /* ... its two ops */
+  int first_rank[2];                        /* ... and their ranks */
+} inferred_stream;
+
+static const ssa_coll *member_coll(const ssa_analysis *a, const member *m) {
+  return &a->ranks[m->rank_idx].rank->colls[m->coll_idx];
+}
+
+/* Checks the streams matched by order (members [0, n) sorted); *out lists them. */
+static int check_inferred_streams(const ssa_analysis *a, const member *m, size_t n,
+                                  inferred_stream **out, size_t *nout) {
+  size_t cap = 0;
+  *out = NULL;
+  *nout = 0;
+  for (size_t g = 0; g < n;) {
+    size_t e = g + 1;
+    while (e < n && m[e].comm_id == m[g].comm_id && m[e].seq == m[g].seq)
+      e++;
+    const ssa_coll *c0 = member_coll(a, &m[g]);
+    if (!(c0->flags & STEPSCOPE_COLL_F_INFERRED)) {
+      g = e;
+      continue;
+    }
+    if (*nout == 0 || (*out)[*nout - 1].comm_id != m[g].comm_id) {
+      if (ssa_grow((void **)out, &cap, *nout + 1, sizeof **out)) return STEPSCOPE_E_NOMEM;
+      (*out)[(*nout)++] = (inferred_stream){
+          .comm_id = m[g].comm_id, .name = ssa_rank_str(a->ranks[m[g].rank_idx].rank, c0->name)};
+    }
+    inferred_stream *st = &(*out)[*nout - 1];
+    st->instances++;
+    int64_t first_end = INT64_MAX, last_start = INT64_MIN;
+    for (size_t x = g; x < e; x++) {
+      int64_t s, en;
+      member_times(a, &m[x], &s, &en);
+      if (en < first_end) first_end = en;
+      if (s > last_start) last_start = s;
+      const ssa_coll *cx = member_coll(a, &m[x]);
+      if (cx->op != c0->op && st->disagree++ == 0) {
+        st->first_seq = m[g].seq;
+        st->first_op[0] = c0->op;
+        st->first_op[1] = cx->op;
+        st->first_rank[0] = a->ranks[m[g].rank_idx].rank->rank;
+        st->first_rank[1] = a->ranks[m[x].rank_idx].rank->rank;
+      }
+    }
+    /* no member of one collective leaves before the last has arrived (10 us for clocks) */
+    st->misaligned += first_end + 10000 < last_start;
+    g = e;
+  }
+  return 0;
+}
+
+static const inferred_stream *refused_stream(const inferred_stream *st, size_t n,
+                                             uint64_t comm_id) {
+  for (size_t i = 0; i < n; i++)
+    if (st[i].comm_id == comm_id)
+      return st[i].disagree || 10 * st[i].misaligned > st[i].instances ? &st[i] : NULL;
+  return NULL;
+}
+
+static void warn_refused(ssa_analysis *a, const inferred_stream *st, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    if (!refused_stream(st, n, st[i].comm_id)) continue;
+    if (st[i].disagree)
+      ssa_analysis_warn(a,
+                        "collectives without metadata on %s cannot be matched by order: at "
+                        "position %llu rank %d ran %s and rank %d %s (%llu disagreements); its "
+                        "%llu instances are left out of skew, waits and stragglers",
+                        st[i].name, (unsigned long long)st[i].first_seq, st[i].first_rank[0],
+                        stepscope_collective_op_name(st[i].first_op[0]), st[i].first_rank[1],
+                        stepscope_collective_op_name(st[i].first_op[1]),
+                        (unsigned long long)st[i].disagree, (unsigned long long)st[i].instances);
+    else
+      ssa_analysis_warn(a,
+                        "collectives without metadata on %s cannot be matched by order: in %llu "
+                        "of %llu instances a member finished before another arrived (the ranks' "
+                        "collectives at one position differ); left out of skew, waits and "
+                        "stragglers",
+                        st[i].name, (unsigned long long)st[i].misaligned,
+                        (unsigned long long)st[i].instances);
+  }
+}
+
 int ssa_match_collectives(ssa_analysis *a) {
   size_t n = 0;
   for (size_t i = 0; i < a->nranks; i++)
@@ -126,15 +225,24 @@ int ssa_match_collectives(ssa_analysis *a) {
   for (size_t i = 0; i < a->nranks; i++) {
     const ssa_rank *r = a->ranks[i].rank;
     for (size_t j = 0; j < r->ncolls; j++)
-      m[k++] = (member){r->colls[j].comm_id, r->colls[j].seq, (uint32_t)i, (uint32_t)j};
+      if (a->nranks > 1 || !(r->colls[j].flags & STEPSCOPE_COLL_F_INFERRED)) /* one rank: none */
+        m[k++] = (member){r->colls[j].comm_id, r->colls[j].seq, (uint32_t)i, (uint32_t)j};
   }
+  n = k;
   qsort(m, n, sizeof *m, cmp_member);
+  inferred_stream *streams = NULL;
+  size_t nstreams = 0;
+  if (check_inferred_streams(a, m, n, &streams, &nstreams)) {
+    free(m);
+    return STEPSCOPE_E_NOMEM;
+  }
   for (size_t i = 0; i < a->nranks; i++) { /* pipeline ranks: each record's transfer */
     ssa_rank_result *rr = &a->ranks[i];
     if (rr->stage_of_waits < 0 || rr->rank->ncolls == 0) continue;
     rr->coll_transfer = malloc(rr->rank->ncolls * sizeof *rr->coll_transfer);
     if (!rr->coll_transfer) {
       free(m);
+      free(streams);
       return STEPSCOPE_E_NOMEM;
     }
     for (size_t j = 0; j < rr->rank->ncolls; j++)
@@ -210,7 +318,12 @@ int ssa_match_collectives(ssa_analysis *a) {
     }
     in->present = (uint32_t)cnt;
     uint32_t expected = (in->flags & STEPSCOPE_COLL_F_P2P) && in->comm_size > 2 ? 2 : in->comm_size;
-    in->complete = cnt >= expected;
+    int inferred = (in->flags & STEPSCOPE_COLL_F_INFERRED) != 0;
+    if (inferred && expected == 0) expected = (uint32_t)a->nranks; /* world size unknown */
+    int refused = inferred && refused_stream(streams, nstreams, in->comm_id);
+    in->complete = cnt >= expected && !refused;
+    a->colls_inferred += inferred && !refused;
+    a->colls_refused += refused;
     in->first_start_rel = first;
     in->last_start_rel = last;
     in->end_rel = end;
@@ -285,7 +398,7 @@ int ssa_match_collectives(ssa_analysis *a) {
     }
     if (!in->complete) {
       a->colls_incomplete++;
-      if (warned++ < 5) {
+      if (!refused && warned++ < 5) {
         /* name the missing communicator ranks */
         char list[200] = "";
         size_t len = 0;
@@ -320,11 +433,13 @@ int ssa_match_collectives(ssa_analysis *a) {
   free(starts);
   free(ends);
   free(member_caused);
+  if (rc == 0) warn_refused(a, streams, nstreams);
+  free(streams);
   if (rc) return rc;
-  if (a->colls_incomplete > 5)
+  if (a->colls_incomplete - a->colls_refused > 5)
     ssa_analysis_warn(
         a, "%llu collective instances in all had missing ranks (left out of the statistics)",
-        (unsigned long long)a->colls_incomplete);
+        (unsigned long long)(a->colls_incomplete - a->colls_refused));
   /* summaries by (op, group, bytes), of the complete instances (sorted
    * first within each key) */
   if (a->ncolls > 1) qsort(a->colls, a->ncolls, sizeof *a->colls, cmp_instance);

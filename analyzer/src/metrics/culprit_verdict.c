@@ -9,7 +9,7 @@
  *   judged steps   the selected steps not cut by the trace's end (all, when all are cut);
  *   noise          1.4826 x the median absolute deviation of their step times (a robust
  *                  standard deviation: one slow warm-up step does not widen it);
- *   threshold      max(3 x noise, 2 % of the median step time);
+ *   threshold      max(3 x noise, 10 % of the median step time);
  *   effect         per (rank, step): the longest any one peer waited for the rank in the
  *                  step, beyond the schedule (the step's delay as its peers felt it);
  *   culprit        a rank whose effect exceeds the threshold in more than half of the judged
@@ -76,7 +76,7 @@ static int judged_steps(ssa_analysis *a, int64_t **numbers, size_t *n) {
   for (size_t i = 0; i < k; i++)
     dev[i] = dev[i] > median ? dev[i] - median : median - dev[i];
   v->noise_ns = (int64_t)llround(1.4826 * (double)lower_median(dev, k));
-  v->threshold_ns = 3 * v->noise_ns > median / 50 ? 3 * v->noise_ns : median / 50;
+  v->threshold_ns = 3 * v->noise_ns > median / 10 ? 3 * v->noise_ns : median / 10;
   v->steps = k;
   v->steps_needed = k / 2 + 1;
   free(dev);
@@ -90,14 +90,18 @@ static int is_judged(const int64_t *numbers, size_t n, int64_t step) {
   return bsearch(&step, numbers, n, sizeof *numbers, ssa_cmp_i64) != NULL;
 }
 
-/* Rows: ranks beyond noise first, then by caused wait, descending (few rows). */
-static void order_rows(ssa_analysis *a) {
-  for (size_t i = 1; i < a->nculprits; i++)
-    for (size_t j = i; j > 0; j--) {
-      const ssa_culprit *x = &a->culprits[j], *y = &a->culprits[j - 1];
-      int before = x->beyond_noise != y->beyond_noise ? x->beyond_noise > y->beyond_noise
-                                                      : x->caused > y->caused;
-      if (!before) break;
+/* Whether row x goes before row y: the verdict's rank first, then ranks beyond noise, then by
+ * caused wait; within a rank, by steps, then caused wait. */
+static int row_before(const ssa_culprit *x, const ssa_culprit *y, int top_rank) {
+  if ((x->rank == top_rank) != (y->rank == top_rank)) return x->rank == top_rank;
+  if (x->beyond_noise != y->beyond_noise) return x->beyond_noise > y->beyond_noise;
+  if (x->rank == y->rank && x->steps != y->steps) return x->steps > y->steps;
+  return x->caused > y->caused;
+}
+
+static void order_rows(ssa_analysis *a, int top_rank) {
+  for (size_t i = 1; i < a->nculprits; i++) /* few rows */
+    for (size_t j = i; j > 0 && row_before(&a->culprits[j], &a->culprits[j - 1], top_rank); j--) {
       ssa_culprit t = a->culprits[j];
       a->culprits[j] = a->culprits[j - 1];
       a->culprits[j - 1] = t;
@@ -139,14 +143,15 @@ int ssa_judge_culprits(ssa_analysis *a, ssa_culprit_effect *effects, size_t n) {
     for (size_t i = 0; i < a->nculprits; i++)
       if (a->culprits[i].rank == c.rank) c.caused += a->culprits[i].caused;
     int beyond = nj >= MIN_JUDGED_STEPS && c.steps_late >= v->steps_needed;
-    for (size_t i = 0; i < a->nculprits; i++)
-      if (a->culprits[i].rank == c.rank) a->culprits[i].beyond_noise = beyond;
+    for (size_t i = 0; i < a->nculprits; i++) /* a victim's row (collective) never is */
+      if (a->culprits[i].rank == c.rank)
+        a->culprits[i].beyond_noise = beyond && a->culprits[i].phase != SSA_PHASE_COLLECTIVE;
     if (best.rank < 0 || better(&c, &best)) best = c;
     g = e;
   }
   free(series);
   free(numbers);
-  order_rows(a);
+  order_rows(a, best.rank);
   if (best.rank < 0) {
     v->status = SSA_CULPRIT_NO_LATE;
     return 0;
@@ -159,12 +164,13 @@ int ssa_judge_culprits(ssa_analysis *a, ssa_culprit_effect *effects, size_t n) {
   v->effect_median = best.effect_median;
   v->effect_max = best.effect_max;
   v->caused = best.caused;
-  const ssa_culprit *row = NULL; /* its row with the most steps, then the most caused */
+  /* its row with the most steps, then the most caused (rows are in that order); a victim's
+   * row (collective) only when it has no other */
+  const ssa_culprit *row = NULL;
   for (size_t i = 0; i < a->nculprits; i++) {
     const ssa_culprit *c = &a->culprits[i];
-    if (c->rank == best.rank &&
-        (!row || c->steps > row->steps || (c->steps == row->steps && c->caused > row->caused)))
-      row = c;
+    if (c->rank != best.rank) continue;
+    if (!row || (row->phase == SSA_PHASE_COLLECTIVE && c->phase != SSA_PHASE_COLLECTIVE)) row = c;
   }
   if (row) {
     v->phase = row->phase;

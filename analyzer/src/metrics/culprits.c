@@ -447,7 +447,7 @@ static int pipeline_charges(walk *wk, const layout_pos *sorted, ssa_culprit_effe
       (*eff)[(*n)++] = (ssa_culprit_effect){.rank_idx = member[who],
                                             .phase = phase,
                                             .step = step,
-                                            .effect = effect,
+                                            .effect = effect < best ? effect : best,
                                             .caused = caused,
                                             .excess = best,
                                             .instances = 1};
@@ -541,8 +541,13 @@ int ssa_find_culprits(ssa_analysis *a) {
         if (crc) goto out;
       }
     }
-    effects[neffects++] = (ssa_culprit_effect){
-        charged, phase, victim, step, group_effect(a, keys, g, e), caused, excess, e - g};
+    /* the step's delay this rank explains: what its peers waited, up to its own excess; a
+     * victim whose upstream rank was not found (phase collective) explains nothing */
+    int64_t effect = group_effect(a, keys, g, e);
+    if (effect > excess) effect = excess;
+    if (phase == SSA_PHASE_COLLECTIVE) effect = 0;
+    effects[neffects++] =
+        (ssa_culprit_effect){charged, phase, victim, step, effect, caused, excess, e - g};
     a->culprit_steps_total++;
     g = e;
   }

@@ -296,7 +296,7 @@ typedef struct ssa_culprit_verdict {
   uint64_t steps;        /* judged steps (uncut selected steps, unless all are cut) */
   uint64_t steps_needed; /* a culprit is late beyond the threshold in at least this many */
   int64_t noise_ns;      /* the step time's robust spread: 1.4826 x median absolute deviation */
-  int64_t threshold_ns;  /* max(3 x noise, 2 % of the median step time) */
+  int64_t threshold_ns;  /* max(3 x noise, 10 % of the median step time) */
   /* the top candidate (the culprit when FOUND); rank -1: none */
   int rank, phase;       /* phase: its row with the most steps */
   uint64_t steps_late;   /* judged steps whose effect exceeded the threshold */
@@ -355,6 +355,8 @@ typedef struct ssa_analysis {
   ssa_coll_summary *coll_summaries;
   size_t ncoll_summaries;
   uint64_t colls_incomplete; /* instances with missing members: left out of statistics */
+  uint64_t colls_inferred;   /* instances matched by order on an NCCL stream (no metadata) */
+  uint64_t colls_refused;    /* ... on streams whose ranks disagree: left out of statistics */
   ssa_late *lates;           /* late arrivals beyond the schedule (collectives.c) */
   size_t nlates;
   ssa_culprit *culprits; /* beyond noise first, then by caused wait (culprit_verdict.c) */

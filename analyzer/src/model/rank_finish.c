@@ -377,7 +377,7 @@ static name_class *name_class_of(const ssa_rank *r, joins *j, uint32_t name, int
 /* The op kind of a communication op: its collective record's op when linked
  * (and known), else what its name tells. */
 static int comm_kind_of(const ssa_rank *r, joins *j, const ssa_op *o, uint32_t nstrings) {
-  if (o->coll != SSA_NONE) {
+  if (o->coll != SSA_NONE && !(r->colls[o->coll].flags & STEPSCOPE_COLL_F_INFERRED)) {
     int k = ssa_comm_kind_of_collective(r->colls[o->coll].op);
     if (k != SSA_COMM_KIND_UNKNOWN) return k;
   }
@@ -403,7 +403,10 @@ static void classify_op(ssa_rank *r, joins *j, ssa_op *o, uint32_t nstrings) {
       return;
     }
   }
-  if (o->coll != SSA_NONE || (evidence_host && o->cls == SSA_CLS_COMM)) {
+  /* a collective inferred from the kernel's name and stream (kineto_mapper.c) is no evidence:
+   * the name's family classifies the kernel */
+  int by_record = o->coll != SSA_NONE && !(r->colls[o->coll].flags & STEPSCOPE_COLL_F_INFERRED);
+  if (by_record || (evidence_host && o->cls == SSA_CLS_COMM)) {
     o->cls = SSA_CLS_COMM;
     ssa_class_count_add(&t->evidence, o->start, o->end);
     ssa_class_count_add(&t->kind[comm_kind_of(r, j, o, nstrings)], o->start, o->end);
@@ -444,8 +447,10 @@ static void join_ops(ssa_rank *r, joins *j) {
       uint32_t ci = collective_of(r, j, o->corr);
       if (ci != SSA_NONE) {
         o->coll = ci;
-        o->cls = SSA_CLS_COMM;
-        r->comm_by_evidence++;
+        if (!(r->colls[ci].flags & STEPSCOPE_COLL_F_INFERRED)) {
+          o->cls = SSA_CLS_COMM;
+          r->comm_by_evidence++;
+        }
       }
     }
     if (o->coll != SSA_NONE) { /* the first op of a collective, if this order stands */

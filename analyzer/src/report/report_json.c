@@ -454,9 +454,14 @@ static void write_culprit_verdict(ssa_out *o, const ssa_culprit_verdict *v) {
 /* collectives */
 static void json_collectives(const ssa_analysis *a, ssa_out *o) {
   ssa_out_str(o, ",\"collectives\":{\"incomplete\":");
-  ssa_out_u64(o, a->colls_incomplete);
+  ssa_out_u64(o, a->colls_incomplete - a->colls_refused);
   ssa_out_str(o, ",\"left_out_of_statistics\":");
   ssa_out_u64(o, a->colls_incomplete);
+  /* how members were matched: by their metadata (comm, seq), or by order on an NCCL stream */
+  ssa_out_str(o, ",\"matched_by_stream_order\":");
+  ssa_out_u64(o, a->colls_inferred);
+  ssa_out_str(o, ",\"refused_stream_order\":");
+  ssa_out_u64(o, a->colls_refused);
   ssa_out_str(o, ",\"summary\":[");
   for (size_t i = 0; i < a->ncoll_summaries; i++) {
     const ssa_coll_summary *s = &a->coll_summaries[i];

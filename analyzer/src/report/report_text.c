@@ -172,7 +172,7 @@ static void print_culprit_verdict(const ssa_analysis *a, const char *prefix, FIL
   case SSA_CULPRIT_WITHIN_NOISE:
     fprintf(f,
             "%sno culprit beyond noise: the largest candidate, rank %d (late in %s), made a peer "
-            "wait more than %s (the threshold: 3 x the step time's noise, at least 2 %% of a "
+            "wait more than %s (the threshold: 3 x the step time's noise, at least 10 %% of a "
             "step) in %llu of %llu steps, %llu needed",
             prefix, v->rank, phase, fmt_ns(v->threshold_ns, b1, sizeof b1),
             (unsigned long long)v->steps_late, (unsigned long long)v->steps,
@@ -272,11 +272,17 @@ static void print_headline(const ssa_analysis *a, const text_totals *tot, FILE *
         fprintf(f, " %s %.1f %%", ssa_idle_cause_names[order[k]], pct(causes[order[k]], idle));
     fprintf(f, " (of idle time)\n");
   }
-  if (a->colls_incomplete)
+  if (a->colls_incomplete > a->colls_refused)
     fprintf(f,
             "collectives: %llu incomplete instances (a member missing from the traces) left out of "
             "the statistics\n",
-            (unsigned long long)a->colls_incomplete);
+            (unsigned long long)(a->colls_incomplete - a->colls_refused));
+  if (a->colls_inferred || a->colls_refused)
+    fprintf(f,
+            "collectives: the trace carries no collective metadata; %llu instances matched across "
+            "ranks by their order on each NCCL stream, %llu refused (the ranks disagree: see the "
+            "warnings)\n",
+            (unsigned long long)a->colls_inferred, (unsigned long long)a->colls_refused);
   print_culprit_verdict(a, "", f);
 }
 
@@ -394,7 +400,7 @@ static void print_stragglers(const ssa_analysis *a, const text_totals *tot, FILE
   }
   fprintf(f,
           "(beyond noise: a peer waited more than %s for the rank, beyond the schedule, in at "
-          "least %llu of the %llu judged steps; %s = max(3 x the step time's noise %s, 2 %% of "
+          "least %llu of the %llu judged steps; %s = max(3 x the step time's noise %s, 10 %% of "
           "the median step); victim: steps charged through a rank of its pipeline it held up)\n",
           fmt_ns(v->threshold_ns, b1, sizeof b1), (unsigned long long)v->steps_needed,
           (unsigned long long)v->steps, fmt_ns(v->threshold_ns, b1, sizeof b1),
@@ -407,10 +413,13 @@ static void print_collectives(const ssa_analysis *a, const text_totals *tot, FIL
   char safe[1024];
   if (a->ncoll_summaries) {
     fprintf(f, "\n== collectives ==\n");
-    if (a->colls_incomplete)
+    if (a->colls_incomplete > a->colls_refused)
       fprintf(f,
               "(%llu incomplete instances, with a member missing from the traces, are left out)\n",
-              (unsigned long long)a->colls_incomplete);
+              (unsigned long long)(a->colls_incomplete - a->colls_refused));
+    if (a->colls_inferred)
+      fprintf(f, "(%llu instances matched by their order on NCCL streams: no metadata)\n",
+              (unsigned long long)a->colls_inferred);
     fprintf(f, "%-15s %-6s %12s %6s %12s %12s %10s %10s\n", "op", "group", "bytes", "count",
             "transfer", "skew max", "algbw", "busbw");
     for (size_t i = 0; i < a->ncoll_summaries && i < (size_t)a->opt.top_n; i++) {

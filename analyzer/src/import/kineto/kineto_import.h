@@ -62,6 +62,7 @@ typedef struct kbare {
   int64_t start, end;
   uint64_t corr, ext_id, stream, device;
   int has_corr, has_ext_id;
+  uint32_t op; /* from the kernel's name (STEPSCOPE_COLL_*) */
 } kbare;
 
 typedef struct kimport {

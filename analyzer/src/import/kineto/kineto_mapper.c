@@ -61,6 +61,15 @@ static uint32_t coll_op_of(const char *name) {
   return STEPSCOPE_COLL_UNKNOWN;
 }
 
+/* The collective an NCCL kernel runs, from its name (ncclDevKernel_AllReduce_Sum_bf16_RING_LL,
+ * ncclKernel_SendRecv...). A SendRecv kernel is taken as an all-to-all: PyTorch's all_to_all
+ * launches one on every rank of the group, while pipeline send/recv pairs, which cannot be
+ * matched without metadata, make the ranks' sequences disagree (collectives.c refuses them). */
+static uint32_t nccl_kernel_op(const char *name) {
+  if (strstr(name, "SendRecv") || strstr(name, "sendrecv")) return STEPSCOPE_COLL_ALLTOALL;
+  return coll_op_of(name);
+}
+
 static uint32_t dtype_of(const char *s) {
   static const struct {
     const char *name;
@@ -119,7 +128,7 @@ static kgroup *group_for(kimport *k, uint64_t comm_id, const char *ranks) {
   return g;
 }
 
-static int emit_collective(kimport *k, int64_t s, int64_t e) {
+static int emit_collective(kimport *k, int64_t s, int64_t e, uint32_t extra_flags) {
   kevent *ev = &k->ev;
   uint32_t op = coll_op_of(ev->coll_name);
   uint32_t dt = dtype_of(ev->dtype);
@@ -166,7 +175,7 @@ static int emit_collective(kimport *k, int64_t s, int64_t e) {
   c->comm_size = (uint32_t)(ev->has_group_size ? ev->group_size : g->nranks);
   c->comm_rank = UINT32_MAX; /* fixed when the rank is known */
   c->device = (uint32_t)(ev->has_device ? ev->device : ev->pid);
-  c->flags = STEPSCOPE_COLL_F_GPU_TIMED |
+  c->flags = STEPSCOPE_COLL_F_GPU_TIMED | extra_flags |
              (op == STEPSCOPE_COLL_SEND || op == STEPSCOPE_COLL_RECV ? STEPSCOPE_COLL_F_P2P : 0);
   c->name = ssa_rank_intern(k->r, gname);
   if (!c->name) return STEPSCOPE_E_NOMEM;
@@ -232,6 +241,7 @@ static int keep_bare_nccl_kernel(kimport *k, int64_t s, int64_t e, uint64_t stre
   b->has_ext_id = ev->has_ext_id;
   b->stream = stream;
   b->device = device;
+  b->op = nccl_kernel_op(ev->name);
   return 0;
 }
 
@@ -275,9 +285,8 @@ static const kparam *param_around(const kimport *k, uint64_t tid, int64_t t) {
   return NULL;
 }
 
-static int join_param_comms(kimport *k) {
+static int join_param_comms(kimport *k, unsigned char *joined_out) {
   ssa_rank *r = k->r;
-  if (k->nbares == 0) return 0;
   if (k->nparams == 0) return 0;
   qsort(k->params, k->nparams, sizeof *k->params, cmp_param_thread_start);
   /* launch calls by correlation */
@@ -297,7 +306,6 @@ static int join_param_comms(kimport *k) {
   for (size_t i = 0; i < k->nparams; i++)
     if (k->params[i].has_ext_id) by_ext[next++] = (uint32_t)i;
   qsort_r(by_ext, next, sizeof *by_ext, cmp_u32_by_param_ext, k->params);
-  uint64_t joined = 0, missed = 0;
   int rc = 0;
   for (size_t b = 0; b < k->nbares && rc == 0; b++) {
     const kbare *kb = &k->bares[b];
@@ -327,10 +335,7 @@ static int join_param_comms(kimport *k) {
       }
       if (lo < next && k->params[by_ext[lo]].ext_id == kb->ext_id) p = &k->params[by_ext[lo]];
     }
-    if (!p) {
-      missed++;
-      continue;
-    }
+    if (!p) continue; /* infer_stream_collectives takes it */
     /* the kernel, with the op's metadata */
     kevent *ev = &k->ev;
     memcpy(ev->coll_name, p->coll_name, sizeof ev->coll_name);
@@ -354,16 +359,83 @@ static int join_param_comms(kimport *k) {
     ev->device = ev->pid = kb->device;
     ev->has_corr = kb->has_corr;
     ev->corr = kb->corr;
-    rc = emit_collective(k, kb->start, kb->end);
-    joined++;
+    rc = emit_collective(k, kb->start, kb->end, 0);
+    joined_out[b] = 1;
   }
   free(by_corr);
   free(by_ext);
-  if (rc == 0 && missed)
-    ssa_rank_warn(r,
-                  "%s: %llu of %llu NCCL kernels without metadata found no record_param_comms op "
-                  "around their launch; classified by name",
-                  k->name, (unsigned long long)missed, (unsigned long long)(missed + joined));
+  return rc;
+}
+
+static int cmp_bare_start(const void *pa, const void *pb, void *ctx) {
+  const kbare *bares = ctx;
+  const kbare *a = &bares[*(const uint32_t *)pa], *b = &bares[*(const uint32_t *)pb];
+  if (a->start != b->start) return a->start < b->start ? -1 : 1;
+  return *(const uint32_t *)pa < *(const uint32_t *)pb ? -1 : 1;
+}
+
+/* NCCL kernels with no collective metadata anywhere (no args, no record_param_comms op) become
+ * collectives matched by order (STEPSCOPE_COLL_F_INFERRED): the communicator is the kernel's
+ * NCCL stream, numbered by first use on this rank (PyTorch gives each process group a stream
+ * of its own, created in the same order on every rank), seq its position there (finish_groups),
+ * the members every rank of the run (comm_size = world size when the trace gives it). What
+ * cannot be known is checked across ranks by collectives.c, which refuses a stream whose
+ * ranks disagree. */
+static int infer_stream_collectives(kimport *k, const unsigned char *joined) {
+  uint32_t *idx = malloc(k->nbares * sizeof *idx);
+  uint64_t *streams = malloc(k->nbares * sizeof *streams);
+  if (!idx || !streams) {
+    free(idx);
+    free(streams);
+    return STEPSCOPE_E_NOMEM;
+  }
+  size_t n = 0, nstreams = 0;
+  for (size_t b = 0; b < k->nbares; b++)
+    if (!joined[b]) idx[n++] = (uint32_t)b;
+  qsort_r(idx, n, sizeof *idx, cmp_bare_start, k->bares);
+  int rc = 0;
+  kevent *ev = &k->ev;
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    const kbare *kb = &k->bares[idx[i]];
+    size_t ord = 0;
+    while (ord < nstreams && streams[ord] != kb->stream)
+      ord++;
+    if (ord == nstreams) streams[nstreams++] = kb->stream;
+    copy_str(ev->coll_name, sizeof ev->coll_name, stepscope_collective_op_name(kb->op));
+    ev->dtype[0] = ev->pg_ranks[0] = 0;
+    snprintf(ev->pg_name, sizeof ev->pg_name, "stream#%zu", ord);
+    snprintf(ev->pg_desc, sizeof ev->pg_desc, "nccl stream #%zu", ord);
+    ev->has_in = ev->has_out = ev->has_seq = 0;
+    ev->in_nelems = ev->out_nelems = 0;
+    ev->has_group_size = k->world > 0;
+    ev->group_size = k->world > 0 ? (uint64_t)k->world : 0;
+    ev->has_stream = ev->has_device = 1;
+    ev->stream = ev->tid = kb->stream;
+    ev->device = ev->pid = kb->device;
+    ev->has_corr = kb->has_corr;
+    ev->corr = kb->corr;
+    rc = emit_collective(k, kb->start, kb->end, STEPSCOPE_COLL_F_INFERRED);
+  }
+  if (rc == 0 && n)
+    ssa_rank_warn(k->r,
+                  "%s: %zu NCCL kernels carry no collective metadata (no args, no "
+                  "record_param_comms op around their launch): across ranks they are matched by "
+                  "their order on each of %zu NCCL stream(s) (docs/kineto-import.md)",
+                  k->name, n, nstreams);
+  free(idx);
+  free(streams);
+  return rc;
+}
+
+/* NCCL kernels without metadata on them: joined to record_param_comms ops, else matched by
+ * their order on their stream. */
+static int finish_bare_nccl_kernels(kimport *k) {
+  if (k->nbares == 0) return 0;
+  unsigned char *joined = calloc(k->nbares, 1);
+  if (!joined) return STEPSCOPE_E_NOMEM;
+  int rc = join_param_comms(k, joined);
+  if (rc == 0) rc = infer_stream_collectives(k, joined);
+  free(joined);
   return rc;
 }
 
@@ -477,7 +549,7 @@ int ssa_kineto_convert(kimport *k) {
     memcpy(x->block, ev->block, sizeof x->block);
     int rc = ssa_rank_add_record(r, &rec);
     if (rc == 0 && ev->coll_name[0])
-      rc = emit_collective(k, s, e);
+      rc = emit_collective(k, s, e, 0);
     else if (rc == 0 && ssa_is_nccl_kernel_name(ev->name))
       rc = keep_bare_nccl_kernel(k, s, e, stream, device);
     return rc;
@@ -582,7 +654,7 @@ static int finish_groups(kimport *k) {
     c->datatype &= 0x7fffffffu;
     if (!(explicit_seq && g && g->without_seq == 0)) c->seq = ordinal;
     ordinal++;
-    c->comm_rank = 0;
+    c->comm_rank = c->flags & STEPSCOPE_COLL_F_INFERRED ? (uint32_t)r->rank : 0;
     if (g)
       for (size_t m = 0; m < g->nranks; m++)
         if (g->ranks[m] == r->rank) c->comm_rank = (uint32_t)m;
@@ -696,7 +768,7 @@ int ssa_kineto_finish_rank(kimport *k) {
   m.u.metadata.key = "layout";
   m.u.metadata.value_json = layout;
   if (k->world > 0 && (rc = ssa_rank_add_record(r, &m))) return rc;
-  if ((rc = join_param_comms(k))) return rc;
+  if ((rc = finish_bare_nccl_kernels(k))) return rc;
   if ((rc = finish_groups(k))) return rc;
   /* what the trace cannot show (kineto_host.c): absurd times, no device */
   uint64_t far = ssa_kineto_drop_far_times(r, SSA_KINETO_FAR_NS);
