@@ -28,6 +28,7 @@ check() { # description, command...
   local what=$1; shift
   if ! "$@"; then echo "FAIL: $what"; fail=1; else echo "ok: $what"; fi
 }
+not_grep() { ! grep -q "$@"; }
 for mode in escape badutf8 metadata stages100 frames world bigtime memory layout1 layout2; do
   "$hostile" "$mode" "$tmp/$mode" || { echo "FAIL: write_hostile_run $mode"; exit 1; }
 done
@@ -96,6 +97,14 @@ for field in schedule.stages schedule.microbatches schedule.virtual_stages \
              schedule.bubble_theory layout.world flops.world; do
   check "the warning names $field" grep -q "metadata $field = .* is outside" <<<"$out"
 done
+# its FLOPs (1e9 a step of 100 us on one 1e12 FLOP/s device) make an MFU of 1000 %: warned
+# about, not printed
+check "an MFU above 100 % is warned about" grep -q "MFU/HFU of 1000 % exceeds 100 %" <<<"$out"
+check "an MFU above 100 % is not printed" not_grep "MFU [0-9.]* %" <<<"$out"
+"$stepscope" analyze "$tmp/metadata" --json "$tmp/metadata_report.json" >/dev/null 2>&1
+check "an MFU above 100 % is null in the JSON" python3 -c "
+import json, sys; r = json.load(open(sys.argv[1])); sys.exit(r['mfu']['mfu'] is not None)
+" "$tmp/metadata_report.json"
 out=$("$stepscope" diff "$tmp/metadata" "$tmp/metadata" 2>&1); rc=$?
 check "diff survives absurd metadata (rc $rc)" test $rc -eq 0
 out=$("$stepscope" analyze "$tmp/stages100" 2>&1); rc=$?

@@ -51,6 +51,26 @@ static const ssa_trainer_meta *meta_any(const ssa_analysis *a, size_t present) {
   return NULL;
 }
 
+/* No device does more than its peak: an MFU or HFU above 100 % means the FLOPs per step or the
+ * peak in the metadata is wrong (a peak given for the wrong precision, FLOPs counted for
+ * another configuration). Such numbers are warned about, with what they were computed from,
+ * and not reported (NaN), for the run and every step. */
+static void drop_implausible_utilization(ssa_analysis *a, double peak_per_s) {
+  double worst = fmax(a->mfu, a->hfu); /* fmax ignores a NaN */
+  for (size_t i = 0; i < a->nsteps; i++)
+    worst = fmax(worst, fmax(a->steps[i].mfu, a->steps[i].hfu));
+  if (!(worst > 1.0)) return;
+  ssa_analysis_warn(a,
+                    "MFU/HFU of %.0f %% exceeds 100 %%: the FLOPs per step (model %.4g, hardware "
+                    "%.4g) or the peak (%.4g FLOP/s for the %d devices) in the metadata is "
+                    "implausible; MFU and HFU are not reported",
+                    100.0 * worst, a->model_flops_per_step, a->hardware_flops_per_step, peak_per_s,
+                    a->flops_world);
+  a->mfu = a->hfu = NAN;
+  for (size_t i = 0; i < a->nsteps; i++)
+    a->steps[i].mfu = a->steps[i].hfu = NAN;
+}
+
 int ssa_read_run_metadata(ssa_analysis *a) {
   a->mfu = a->hfu = NAN;
   a->model_flops_per_step = a->hardware_flops_per_step = NAN;
@@ -159,6 +179,7 @@ int ssa_read_run_metadata(ssa_analysis *a) {
       a->mfu = a->model_flops_per_step / (sec * denom_per_s);
       a->hfu = a->hardware_flops_per_step / (sec * denom_per_s);
     }
+    drop_implausible_utilization(a, denom_per_s);
   }
 
   /* memory */

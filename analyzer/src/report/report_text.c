@@ -220,6 +220,9 @@ static void print_headline(const ssa_analysis *a, const text_totals *tot, FILE *
     fprintf(f, "step time: no steps found\n");
   if (!isnan(a->mfu))
     fprintf(f, "MFU %.1f %%   HFU %.1f %%\n", 100 * a->mfu, 100 * a->hfu);
+  else if (!isnan(a->model_flops_per_step))
+    fprintf(f, "MFU: not reported (the FLOPs or peak metadata is incomplete or implausible: see "
+               "the warnings)\n");
   else
     fprintf(f, "MFU: no FLOPs metadata\n");
   if (comm > 0 && pipe_comm > 0)
