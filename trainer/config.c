@@ -181,11 +181,16 @@ static const opt_row rows[] = {
     {"debug-delay", OPT_SPECIAL, 0, 0, "RANK:PHASE:MS",
      "testing the analyzer: rank RANK stops its device for MS ms at PHASE (forward, backward: "
      "every micro-batch's pass; optimizer, data: once per step) in every step, by waiting for "
-     "its compute stream and sleeping on the host; repeatable",
+     "its compute stream and sleeping on the host; repeatable. Testing the trainer: start "
+     "(once, before the rank joins the job's shared segment), error (before it reports a "
+     "failure)",
      0},
     {"debug-die-in-checkpoint", OPT_SPECIAL, 0, 0, "STEP:RANK:shard|manifest|prune",
      "testing: rank RANK kills itself while writing the checkpoint of STEP", 1},
 };
+
+const char *const config_delay_phase_names[DELAY_PHASE_COUNT] = {"forward", "backward", "optimizer",
+                                                                 "data",    "start",    "error"};
 
 static void set_err(char *err, size_t n, const char *fmt, ...) {
   va_list ap;
@@ -365,16 +370,15 @@ static int parse_special(train_config *c, const char *name, const char *v, char 
     return 0;
   }
   if (!strcmp(name, "debug-delay")) {
-    static const char *const phases[] = {"forward", "backward", "optimizer", "data"};
     int rk, ms, used = 0, which = -1;
     char phase[16];
     if (sscanf(v, "%d:%15[a-z]:%d%n", &rk, phase, &ms, &used) == 3 && !v[used] && rk >= 0 &&
         ms > 0 && ms <= 600000)
-      for (int k = 0; k < 4; k++)
-        if (!strcmp(phase, phases[k])) which = k;
+      for (int k = 0; k < DELAY_PHASE_COUNT; k++)
+        if (!strcmp(phase, config_delay_phase_names[k])) which = k;
     if (which < 0) {
       set_err(err, n,
-              "--debug-delay %s: expected RANK:forward|backward|optimizer|data:MS "
+              "--debug-delay %s: expected RANK:forward|backward|optimizer|data|start|error:MS "
               "with 0 < MS <= 600000",
               v);
       return -1;
@@ -597,11 +601,10 @@ char *config_to_json(const train_config *c) {
   else
     OUT("null");
   if (c->ndebug_delays) {
-    static const char *const ph[] = {"forward", "backward", "optimizer", "data"};
     OUT(",\"debug_delays\":[");
     for (int k = 0; k < c->ndebug_delays; k++)
       OUT("%s{\"rank\":%d,\"phase\":\"%s\",\"ms\":%d}", k ? "," : "", c->debug_delay[k].rank,
-          ph[c->debug_delay[k].phase], c->debug_delay[k].ms);
+          config_delay_phase_names[c->debug_delay[k].phase], c->debug_delay[k].ms);
     OUT("]");
   }
   OUT(",\"peak_tflops\":%g,\"watchdog_s\":%g}", c->peak_tflops, c->watchdog_s);

@@ -7,9 +7,13 @@
  * WORLD_SIZE and LOCAL_RANK (so the tracer names its file) and runs
  * train_rank_run. The parent polls: waitpid(WNOHANG) for deaths, and every
  * rank's heartbeat in the segment (refreshed at each step and after every
- * operation a stream completes) for hangs. On the first failure it marks the
- * job aborted (so blocked collectives fail at once), sends SIGTERM to the
- * survivors, SIGKILL two seconds later, reports "rank R: <cause>" and returns 1.
+ * operation a stream completes) for hangs. On the first failure it reports
+ * "rank R: <cause>", marks the job aborted (so blocked collectives fail at
+ * once) and, when that rank exited with an error of its own, gives the
+ * survivors a few seconds to exit by themselves, naming each that fails too
+ * (their own errors are printed whole: a rank whose checkpoint shard is
+ * corrupt says so even when a peer failed first); then it sends SIGTERM to
+ * those left, SIGKILL two seconds later, and returns 1.
  * SIGINT or SIGTERM to the launcher stops the ranks the same way and removes
  * the segment. A launcher that dies otherwise (SIGKILL, SIGPIPE of `| head`)
  * takes its ranks with it: each rank asks for SIGTERM at its parent's death
@@ -59,22 +63,45 @@ static void segment_path(char *buf, size_t n, const char *key) {
   snprintf(buf, n, "%s/stepscope-%s.shm", dir, key);
 }
 
-static void stop_all(pid_t *pids, int *alive, int n) {
+/* Says how rank r ended, when it failed (exit status not 0, or a signal); `then` ends the
+ * line (what the launcher does next). */
+static void report_failure(int r, pid_t pid, int st, const char *then) {
+  if (WIFSIGNALED(st))
+    fprintf(stderr, "stepscope-train: rank %d (pid %d) was killed by signal %d (%s)%s\n", r,
+            (int)pid, WTERMSIG(st), strsignal(WTERMSIG(st)), then);
+  else if (WIFEXITED(st) && WEXITSTATUS(st) != 0)
+    fprintf(stderr, "stepscope-train: rank %d (pid %d) exited with status %d%s\n", r, (int)pid,
+            WEXITSTATUS(st), then);
+}
+
+/* Reaps the ranks that have exited; with `report`, names those that failed. How many live. */
+static int reap_exited(pid_t *pids, int *alive, int n, int report) {
+  int left = 0;
+  for (int r = 0; r < n; r++) {
+    if (!alive[r]) continue;
+    int st;
+    if (waitpid(pids[r], &st, WNOHANG) != pids[r]) {
+      left++;
+      continue;
+    }
+    alive[r] = 0;
+    if (report) report_failure(r, pids[r], st, "");
+  }
+  return left;
+}
+
+/* Stops the living ranks (the job is already aborted). For `grace_s` they may exit on their
+ * own, each failing one named (an aborted job fails their waits within milliseconds, and a
+ * rank that failed too prints its own error: its message must not be cut off by our
+ * SIGTERM); then SIGTERM (their traces are flushed), and SIGKILL two seconds later. */
+static void stop_all(pid_t *pids, int *alive, int n, double grace_s) {
+  for (double until = mono_s() + grace_s; reap_exited(pids, alive, n, 1) > 0;) {
+    if (mono_s() > until) break;
+    usleep(20000);
+  }
   for (int r = 0; r < n; r++)
     if (alive[r]) kill(pids[r], SIGTERM);
-  double until = mono_s() + 2.0;
-  for (;;) {
-    int left = 0;
-    for (int r = 0; r < n; r++) {
-      if (!alive[r]) continue;
-      int st;
-      pid_t p = waitpid(pids[r], &st, WNOHANG);
-      if (p == pids[r])
-        alive[r] = 0;
-      else
-        left++;
-    }
-    if (!left) return;
+  for (double until = mono_s() + 2.0; reap_exited(pids, alive, n, 0) > 0;) {
     if (mono_s() > until) break;
     usleep(20000);
   }
@@ -123,7 +150,7 @@ static int fork_ranks(const train_config *cfg, const char *path, comm_job *job, 
     if (p < 0) {
       fprintf(stderr, "stepscope-train: fork for rank %d failed: %s\n", r, strerror(errno));
       comm_job_abort(job, "the launcher could not start every rank");
-      stop_all(pids, alive, r);
+      stop_all(pids, alive, r, 0);
       return 1;
     }
     if (p == 0) run_rank_child(cfg, r, path, launcher_pid, old_int, old_term);
@@ -133,8 +160,14 @@ static int fork_ranks(const train_config *cfg, const char *path, comm_job *job, 
   return 0;
 }
 
+/* The grace a failed rank's peers get to exit on their own (stop_all). */
+#define PEER_GRACE_S 5.0
+
 /* Reaps the ranks that have exited (*left counts the living). 1 when one failed, after
- * reporting it, aborting the job and stopping the others; else 0. */
+ * reporting it, aborting the job and stopping the others; else 0. A rank that exited with
+ * an error has printed it, and its peers may have errors of their own (each rank checks
+ * its own checkpoint shard, say): they get PEER_GRACE_S to print them and exit. One
+ * killed by a signal said nothing: the others are stopped at once. */
 static int reap_ranks(comm_job *job, pid_t *pids, int *alive, int n, int *left) {
   for (int r = 0; r < n; r++) {
     if (!alive[r]) continue;
@@ -144,20 +177,11 @@ static int reap_ranks(comm_job *job, pid_t *pids, int *alive, int n, int *left) 
     alive[r] = 0;
     (*left)--;
     if (WIFEXITED(st) && WEXITSTATUS(st) == 0) continue;
-    if (WIFSIGNALED(st))
-      fprintf(stderr,
-              "stepscope-train: rank %d (pid %d) was killed by signal %d (%s); "
-              "stopping the other ranks\n",
-              r, (int)pids[r], WTERMSIG(st), strsignal(WTERMSIG(st)));
-    else
-      fprintf(stderr,
-              "stepscope-train: rank %d (pid %d) exited with status %d; stopping "
-              "the other ranks\n",
-              r, (int)pids[r], WEXITSTATUS(st));
+    report_failure(r, pids[r], st, "; stopping the other ranks");
     char why[128];
     snprintf(why, sizeof why, "rank %d failed", r);
     comm_job_abort(job, why);
-    stop_all(pids, alive, n);
+    stop_all(pids, alive, n, WIFEXITED(st) ? PEER_GRACE_S : 0);
     return 1;
   }
   return 0;
@@ -200,7 +224,7 @@ static int check_watchdog(const train_config *cfg, comm_job *job, pid_t *pids, i
     char why[128];
     snprintf(why, sizeof why, "watchdog: rank %d hung", who);
     comm_job_abort(job, why);
-    stop_all(pids, alive, n);
+    stop_all(pids, alive, n, 0);
     return 1;
   }
   return 0;
@@ -215,7 +239,7 @@ static int watch_ranks(const train_config *cfg, comm_job *job, pid_t *pids, int 
       fprintf(stderr, "stepscope-train: interrupted (signal %d); stopping all ranks\n",
               (int)g_interrupted);
       comm_job_abort(job, "the launcher was interrupted");
-      stop_all(pids, alive, n);
+      stop_all(pids, alive, n, 0);
       return 1;
     }
     if (reap_ranks(job, pids, alive, n, &left) != 0) return 1;

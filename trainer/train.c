@@ -222,6 +222,7 @@ static int setup(trainer *t) {
     t->cp_recv = t->o->stream_create(t->dev, "comm cp recv");
     if (!t->cp_send || !t->cp_recv) return fail(t, "%s", "cannot start the stream threads");
   }
+  train_debug_delay(t, DELAY_START);
   comm_job_options jo = {t->env.rank,
                          t->env.world,
                          t->env.shm_path,
@@ -793,6 +794,7 @@ int train_rank_run(const train_config *cfg_in, const rank_env *env) {
   if (rc == 0 && c->debug_dump_params[0]) rc = dump_params(t);
   if (rc == 0 && is_printer && !isnan(last_loss)) printf("final loss %.6f\n", last_loss);
   if (rc != 0) {
+    train_debug_delay(t, DELAY_ERROR);
     const char *why = t->job ? comm_job_abort_reason(t->job) : "";
     fprintf(stderr, "rank %d: error: %s\n", env->rank, t->err[0] ? t->err : why);
     if (t->job) comm_job_abort(t->job, t->err);
