@@ -1,9 +1,10 @@
 /*
  * launcher.c — forks and supervises the rank processes (see launcher.h).
  *
- * How it works: the parent creates the shared segment (comm_shm_create) in
- * /dev/shm (or $TMPDIR when /dev/shm is missing) under a name unique to its
- * pid, then forks the ranks before it has any thread. Each child sets RANK,
+ * How it works: the parent creates the shared segment as an anonymous file
+ * (comm_shm_create_anonymous: a memfd, named in messages after /dev/shm's
+ * stepscope-job<pid>.shm) and forks the ranks, which inherit it open, before
+ * it has any thread. With --world 1 the one rank runs in this process. Each child sets RANK,
  * WORLD_SIZE and LOCAL_RANK (so the tracer names its file) and runs
  * train_rank_run. The parent polls: waitpid(WNOHANG) for deaths, and every
  * rank's heartbeat in the segment (refreshed at each step and after every
@@ -14,13 +15,14 @@
  * (their own errors are printed whole: a rank whose checkpoint shard is
  * corrupt says so even when a peer failed first); then it sends SIGTERM to
  * those left, SIGKILL two seconds later, and returns 1.
- * SIGINT or SIGTERM to the launcher stops the ranks the same way and removes
- * the segment. A launcher that dies otherwise (SIGKILL, SIGPIPE of `| head`)
- * takes its ranks with it: each rank asks for SIGTERM at its parent's death
- * (PR_SET_PDEATHSIG, then checks that the parent had not died already). The
- * segment's name is removed as soon as every rank has mapped it (the last
- * rank to attach unlinks it, comm_shm.c), so nothing is left in /dev/shm
- * whatever kills the job after that.
+ * SIGINT or SIGTERM to the launcher stops the ranks the same way. A launcher
+ * that dies otherwise (SIGKILL, SIGPIPE of `| head`) takes its ranks with it:
+ * each rank asks for SIGTERM at its parent's death (PR_SET_PDEATHSIG, then
+ * checks that the parent had not died already). The segment has no name in
+ * any directory, so nothing can be left in /dev/shm whenever the job dies,
+ * even while its ranks are starting: its memory goes with the last process
+ * holding it. (Before issue 34 it was a file, unlinked by the last rank to
+ * attach: a launcher killed before that left 80 MiB behind.)
  * Communication waits inside ranks time out at twice the watchdog, so a hang
  * is reported by the watchdog, naming a silent rank that is not itself
  * waiting for its peers (or, in a deadlock, the one silent the longest).
@@ -115,8 +117,9 @@ static void stop_all(pid_t *pids, int *alive, int n, double grace_s) {
 
 /* The child side of fork for rank r: the launcher's own signal handlers back, death with the
  * launcher, the rank's environment, then the rank's whole run. Does not return. */
-static void run_rank_child(const train_config *cfg, int r, const char *path, pid_t launcher_pid,
-                           const struct sigaction *old_int, const struct sigaction *old_term) {
+static void run_rank_child(const train_config *cfg, int r, const char *path, int fd,
+                           pid_t launcher_pid, const struct sigaction *old_int,
+                           const struct sigaction *old_term) {
   int n = cfg->world;
   sigaction(SIGINT, old_int, NULL);
   sigaction(SIGTERM, old_term, NULL);
@@ -131,7 +134,12 @@ static void run_rank_child(const train_config *cfg, int r, const char *path, pid
   snprintf(v, sizeof v, "%d", n);
   setenv("WORLD_SIZE", v, 1);
   setenv("LOCAL_WORLD_SIZE", v, 1); /* every rank is on this machine */
-  rank_env env = {r, n, r, path, 0, 0, 2 * cfg->watchdog_s, 0};
+  rank_env env = {.rank = r,
+                  .world = n,
+                  .local_rank = r,
+                  .shm_path = path,
+                  .shm_fd = fd,
+                  .comm_timeout_s = 2 * cfg->watchdog_s};
   int rc = train_rank_run(cfg, &env);
   fflush(stdout);
   fflush(stderr);
@@ -140,7 +148,7 @@ static void run_rank_child(const train_config *cfg, int r, const char *path, pid
 
 /* Forks the world's ranks (pids, alive). 0, or 1 when a fork failed, after aborting the
  * job and stopping the ranks already started. */
-static int fork_ranks(const train_config *cfg, const char *path, comm_job *job, pid_t *pids,
+static int fork_ranks(const train_config *cfg, const char *path, int fd, comm_job *job, pid_t *pids,
                       int *alive, const struct sigaction *old_int,
                       const struct sigaction *old_term) {
   int n = cfg->world;
@@ -153,7 +161,7 @@ static int fork_ranks(const train_config *cfg, const char *path, comm_job *job, 
       stop_all(pids, alive, r, 0);
       return 1;
     }
-    if (p == 0) run_rank_child(cfg, r, path, launcher_pid, old_int, old_term);
+    if (p == 0) run_rank_child(cfg, r, path, fd, launcher_pid, old_int, old_term);
     pids[r] = p;
     alive[r] = 1;
   }
@@ -252,27 +260,34 @@ static int watch_ranks(const train_config *cfg, comm_job *job, pid_t *pids, int 
 int launcher_run(const train_config *cfg) {
   int n = cfg->world;
   char key[64], path[600], err[512];
-  snprintf(key, sizeof key, "job%d", (int)getpid());
-  segment_path(path, sizeof path, key);
-  if (comm_shm_create(path, n, err, sizeof err) != 0) {
+  snprintf(key, sizeof key, "%s%d", n > 1 ? "job" : "single", (int)getpid());
+  segment_path(path, sizeof path, key); /* a name for messages, and the CUDA rendezvous's */
+  int fd = comm_shm_create_anonymous(path, n, err, sizeof err);
+  if (fd < 0) {
     fprintf(stderr, "stepscope-train: %s\n", err);
     return 1;
   }
-  comm_job_options jo = {0, n, path, 0, cfg->watchdog_s, 0, 1}; /* an observer, not a rank */
-  comm_job *job = comm_job_open(&jo, err, sizeof err); /* the launcher's view, for heartbeats */
-  if (!job) {
-    fprintf(stderr, "stepscope-train: %s\n", err);
-    unlink(path);
-    return 1;
+  if (n == 1) { /* one rank: trains in this process */
+    rank_env env = {
+        .rank = 0, .world = 1, .shm_path = path, .shm_fd = fd, .comm_timeout_s = cfg->watchdog_s};
+    int rc = train_rank_run(cfg, &env);
+    close(fd);
+    return rc;
   }
+  comm_job_options jo = {.world = n,
+                         .path = path,
+                         .fd = fd,
+                         .timeout_s = cfg->watchdog_s,
+                         .observer = 1}; /* the launcher's view, for heartbeats */
+  comm_job *job = comm_job_open(&jo, err, sizeof err);
   pid_t *pids = calloc((size_t)n, sizeof(pid_t));
   int *alive = calloc((size_t)n, sizeof(int));
-  if (!pids || !alive) {
-    fprintf(stderr, "stepscope-train: out of memory\n");
+  if (!job || !pids || !alive) {
+    fprintf(stderr, "stepscope-train: %s\n", job ? "out of memory" : err);
     free(pids);
     free(alive);
     comm_job_close(job);
-    unlink(path);
+    close(fd);
     return 1;
   }
   fflush(stdout);
@@ -283,12 +298,12 @@ int launcher_run(const train_config *cfg) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
-  int status = fork_ranks(cfg, path, job, pids, alive, &old_int, &old_term);
+  int status = fork_ranks(cfg, path, fd, job, pids, alive, &old_int, &old_term);
   if (status == 0) status = watch_ranks(cfg, job, pids, alive);
   sigaction(SIGINT, &old_int, NULL);
   sigaction(SIGTERM, &old_term, NULL);
   comm_job_close(job);
-  unlink(path);
+  close(fd);
   free(pids);
   free(alive);
   return status;
@@ -302,7 +317,14 @@ int launcher_run_external(const train_config *cfg, int rank, int local_rank) {
   segment_path(path, sizeof path, key);
   if (rank == 0) unlink(path); /* a stale segment from an earlier job with the same key */
   /* ranks start together: a segment created well before this process is stale */
-  rank_env env = {rank,      cfg->world, local_rank,      path,
-                  rank == 0, rank == 0,  cfg->watchdog_s, (long long)time(NULL) - 30};
+  rank_env env = {.rank = rank,
+                  .world = cfg->world,
+                  .local_rank = local_rank,
+                  .shm_path = path,
+                  .shm_fd = -1,
+                  .create_shm = rank == 0,
+                  .remove_shm = rank == 0,
+                  .comm_timeout_s = cfg->watchdog_s,
+                  .shm_not_before = (long long)time(NULL) - 30};
   return train_rank_run(cfg, &env);
 }

@@ -2,8 +2,8 @@
  * main.c — the stepscope-train command: parse, validate, then run.
  *
  * How it decides how to run: under an outside launcher (RANK and WORLD_SIZE in
- * the environment) this process is one rank; otherwise --world N > 1 starts the
- * built-in launcher, and --world 1 trains in this process. The configuration is
+ * the environment) this process is one rank; otherwise the built-in launcher
+ * runs --world N ranks (--world 1 in this process). The configuration is
  * validated before any process, thread or buffer exists (a --trace directory
  * holding an earlier run's traces is refused unless --force); exit status 2
  * means a bad configuration or usage, 1 a run-time failure, 0 success.
@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "checkpoint.h"
 #include "config.h"
@@ -68,12 +67,5 @@ int main(int argc, char **argv) {
     }
     return launcher_run_external(&cfg, rank, lr ? atoi(lr) : rank);
   }
-  if (cfg.world > 1) return launcher_run(&cfg);
-  char path[256];
-  const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-  snprintf(path, sizeof path, "%s/stepscope-single%d.shm", dir, (int)getpid());
-  rank_env env = {0, 1, 0, path, 1, 1, cfg.watchdog_s, 0};
-  rc = train_rank_run(&cfg, &env);
-  unlink(path);
-  return rc;
+  return launcher_run(&cfg);
 }

@@ -223,13 +223,13 @@ static int setup(trainer *t) {
     if (!t->cp_send || !t->cp_recv) return fail(t, "%s", "cannot start the stream threads");
   }
   train_debug_delay(t, DELAY_START);
-  comm_job_options jo = {t->env.rank,
-                         t->env.world,
-                         t->env.shm_path,
-                         t->env.create_shm,
-                         t->env.comm_timeout_s,
-                         t->env.shm_not_before,
-                         0};
+  comm_job_options jo = {.rank = t->env.rank,
+                         .world = t->env.world,
+                         .path = t->env.shm_path,
+                         .fd = t->env.shm_fd,
+                         .create = t->env.create_shm,
+                         .timeout_s = t->env.comm_timeout_s,
+                         .not_before = t->env.shm_not_before};
   t->job = comm_job_open(&jo, e, sizeof e);
   if (!t->job) return fail(t, "%s", e);
   dev_set_progress_hook(t->dev, progress_hook, t->job);
