@@ -16,6 +16,7 @@
 #include "sc_json.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,7 +114,10 @@ static const opt_row rows[] = {
      "overlap the DP bucket all-reduce with backward [on]", 0},
     {"steps", OPT_INT, OFF(steps), 0, "K", "optimizer steps [20]", 0},
     {"seed", OPT_U64, OFF(seed), 0, "S", "random seed for weights and data order [1337]", 0},
-    {"lr", OPT_DOUBLE, OFF(lr), 0, "X", "peak learning rate [1e-3]", 0},
+    {"lr", OPT_DOUBLE, OFF(lr), 0, "X",
+     "peak learning rate; positive [1e-3]. A step whose loss or gradient norm is not finite "
+     "(diverged) stops the run with exit 1",
+     0},
     {"min-lr-ratio", OPT_DOUBLE, OFF(min_lr_ratio), 0, "X",
      "cosine schedule floor as a fraction of --lr [0.1]", 0},
     {"warmup", OPT_SPECIAL, 0, 0, "N", "linear warmup steps [steps/10]", 0},
@@ -137,10 +141,14 @@ static const opt_row rows[] = {
     {"bpe-merges", OPT_INT, OFF(bpe_merges), 0, "N",
      "tokenize text --data with N BPE merges learned from it (0: bytes) [0]", 0},
     {"log", OPT_STRING, OFF(log), SZ(log), "FILE",
-     "write one JSON object per step (step, loss, step_ms, tokens_per_s, mfu, ...)", 0},
+     "write one JSON object per step (step, loss, step_ms, tokens_per_s, mfu, ...); a write "
+     "that fails (a full disk) stops the run with exit 1, as does one to the standard output",
+     0},
     {"trace", OPT_STRING, OFF(trace), SZ(trace), "DIR",
-     "write a stepscope run directory (one rank-NNNNN.trace.zst per rank); under "
-     "`stepscope record -o RUN` the trace goes to RUN",
+     "write a stepscope run directory (one rank-NNNNN.trace.zst per rank; created, with its "
+     "parents; one that cannot be written, or a file of that name, is refused with exit 2, "
+     "and a trace that fails to be written is exit 1); under `stepscope record -o RUN` the "
+     "trace goes to RUN",
      0},
     {"force", OPT_FLAG, OFF(force), 0, NULL,
      "let --trace write into a directory that already holds traces (an earlier run's rank "
@@ -274,11 +282,13 @@ static int parse_int(const char *s, int *out) {
   return 0;
 }
 
+/* A finite number: every real-valued option is a size, a rate or a time, for which inf
+ * and nan mean nothing (--lr inf trained on NaN losses). */
 static int parse_double(const char *s, double *out) {
   char *end;
   errno = 0;
   double v = strtod(s, &end);
-  if (errno || end == s || *end) return -1;
+  if (errno || end == s || *end || !isfinite(v)) return -1;
   *out = v;
   return 0;
 }
@@ -303,7 +313,7 @@ static int parse_special(train_config *c, const char *name, const char *v, char 
   }
   if (!strcmp(name, "peak-tflops")) { /* given: it must be a peak (0 is not the default) */
     if (parse_double(v, &c->peak_tflops) != 0) {
-      set_err(err, n, "--peak-tflops %s: not a number", v);
+      set_err(err, n, "--peak-tflops %s: not a finite number", v);
       return -1;
     }
     c->peak_tflops_given = 1;
@@ -468,7 +478,7 @@ static int parse_pass(train_config *c, int argc, char **argv, int only_model, ch
     }
     case OPT_DOUBLE:
       if (parse_double(v, (double *)field) != 0) {
-        set_err(err, n, "--%s %s: not a number", r->name, v);
+        set_err(err, n, "--%s %s: not a finite number", r->name, v);
         return -1;
       }
       break;

@@ -8,6 +8,7 @@
  * holding an earlier run's traces is refused unless --force); exit status 2
  * means a bad configuration or usage, 1 a run-time failure, 0 success.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,11 +20,18 @@
 #include "trace_dir.h"
 #include "train.h"
 
+/* 0 when what was printed on stdout (--help, --check-config) reached it; else 1, said. */
+static int stdout_written(void) {
+  if (fflush(stdout) == 0 && !ferror(stdout)) return 0;
+  fprintf(stderr, "stepscope-train: cannot write the standard output: %s\n", strerror(errno));
+  return 1;
+}
+
 int main(int argc, char **argv) {
   train_config cfg;
   char err[512];
   int rc = config_parse(&cfg, argc, argv, err, sizeof err);
-  if (rc == 1) return 0;
+  if (rc == 1) return stdout_written();
   if (rc != 0) {
     fprintf(stderr, "stepscope-train: %s\n", err);
     return 2;
@@ -39,15 +47,16 @@ int main(int argc, char **argv) {
     char *json = config_to_json(&cfg);
     printf("%s\n", json ? json : "{}");
     free(json);
-    return json ? 0 : 1;
+    return json ? stdout_written() : 1;
   }
   const char *rank_s = getenv("RANK"), *world_s = getenv("WORLD_SIZE");
   /* --trace over an earlier run: refused unless --force (`stepscope record`
    * checked its run directory itself: STEPSCOPE_RUN_DIR) */
   const char *record_dir = getenv("STEPSCOPE_RUN_DIR");
   if (cfg.trace[0] && !(record_dir && *record_dir) &&
-      trace_dir_check(cfg.trace, cfg.world, rank_s && world_s ? atoi(rank_s) : -1, cfg.force, err,
-                      sizeof err) != 0) {
+      (trace_dir_check(cfg.trace, cfg.world, rank_s && world_s ? atoi(rank_s) : -1, cfg.force, err,
+                       sizeof err) != 0 ||
+       trace_dir_prepare(cfg.trace, err, sizeof err) != 0)) {
     fprintf(stderr, "stepscope-train: %s\n", err);
     return 2;
   }

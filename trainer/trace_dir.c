@@ -12,13 +12,22 @@
  * while the others check, so each rank looks only at what no rank of this
  * job creates before it checks: its own file, and (rank 0) files of ranks
  * beyond the world.
+ *
+ * A --trace that cannot be written (a file of that name, a read-only
+ * directory) is refused before training too (trace_dir_prepare): the tracer
+ * would only find out at its start, and a run that was asked for a trace
+ * must not end without one.
  */
 #include "trace_dir.h"
 
+#include "sc_file.h"
+
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* The rank of a rank-NNNNN.trace.zst name, or -1. */
@@ -58,4 +67,21 @@ int trace_dir_check(const char *dir, int world, int rank, int force, char *err, 
            "or --force to write over them",
            dir, found, count > 1 ? " and others" : "");
   return -1;
+}
+
+int trace_dir_prepare(const char *dir, char *err, size_t n) {
+  struct stat st;
+  if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
+    snprintf(err, n, "--trace %s: exists and is not a directory", dir);
+    return -1;
+  }
+  if (sc_mkdir_p(dir, 0755) != 0) {
+    snprintf(err, n, "--trace %s: cannot create the directory: %s", dir, strerror(errno));
+    return -1;
+  }
+  if (access(dir, W_OK | X_OK) != 0) {
+    snprintf(err, n, "--trace %s: cannot write into it: %s", dir, strerror(errno));
+    return -1;
+  }
+  return 0;
 }

@@ -13,4 +13,9 @@
  * and rank files >= world (an earlier, larger run's) are removed. */
 int trace_dir_check(const char *dir, int world, int rank, int force, char *err, size_t n);
 
+/* Makes `dir` (and its parents) unless it exists, and checks that traces can be written
+ * into it: 0, or -1 with a message (a file of that name, a read-only or missing parent,
+ * no permission). Run before training, so that --trace never silently traces nothing. */
+int trace_dir_prepare(const char *dir, char *err, size_t n);
+
 #endif
