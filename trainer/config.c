@@ -152,7 +152,9 @@ static const opt_row rows[] = {
      0},
     {"force", OPT_FLAG, OFF(force), 0, NULL,
      "let --trace write into a directory that already holds traces (an earlier run's rank "
-     "files beyond this run's world are removed); without it such a directory is refused",
+     "files beyond this run's world are removed, and so are its derived outputs there: "
+     "export, report, Perfetto trace, viewer page; a note names them); without it such a "
+     "directory is refused",
      0},
     {"profile-steps", OPT_SPECIAL, 0, 0, "A:B", "trace only steps A..B (inclusive) [all]", 0},
     {"peak-tflops", OPT_SPECIAL, 0, 0, "X",

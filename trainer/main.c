@@ -53,13 +53,15 @@ int main(int argc, char **argv) {
   /* --trace over an earlier run: refused unless --force (`stepscope record`
    * checked its run directory itself: STEPSCOPE_RUN_DIR) */
   const char *record_dir = getenv("STEPSCOPE_RUN_DIR");
+  char note[1600] = "";
   if (cfg.trace[0] && !(record_dir && *record_dir) &&
-      (trace_dir_check(cfg.trace, cfg.world, rank_s && world_s ? atoi(rank_s) : -1, cfg.force, err,
-                       sizeof err) != 0 ||
+      (trace_dir_check(cfg.trace, cfg.world, rank_s && world_s ? atoi(rank_s) : -1, cfg.force, note,
+                       sizeof note, err, sizeof err) != 0 ||
        trace_dir_prepare(cfg.trace, err, sizeof err) != 0)) {
     fprintf(stderr, "stepscope-train: %s\n", err);
     return 2;
   }
+  if (cfg.trace[0] && note[0]) fprintf(stderr, "stepscope-train: note: %s\n", note);
   if (rank_s && world_s) {
     int rank = atoi(rank_s);
     const char *lr = getenv("LOCAL_RANK");
