@@ -57,6 +57,9 @@ typedef enum comm_kind {
 typedef struct comm_job_options {
   int rank, world;
   const char *path;     /* shared segment (file); created by the launcher or rank 0 */
+  int fd;               /* >= 0: the segment is this open file, inherited from the launcher
+                         * (comm_shm_create_anonymous); path only names it in messages.
+                         * -1: open the file at path */
   int create;           /* 1: this process creates and initializes the segment */
   double timeout_s;     /* every wait gives up after this long */
   long long not_before; /* ignore a segment file created before this time (s since
@@ -69,6 +72,11 @@ size_t comm_shm_segment_bytes(int world);
 /* Creates and initializes the segment file at path (the launcher calls this
  * before forking). Returns 0 or -1 with a message. */
 int comm_shm_create(const char *path, int world, char *err, size_t errlen);
+/* Creates and initializes a segment that has no name in any directory (memfd): ranks
+ * forked after this inherit the returned file descriptor (comm_job_options.fd), and the
+ * memory goes when the last process holding it ends, however it ends. `name` only names
+ * it in messages. Returns the descriptor (close-on-exec), or -1 with a message. */
+int comm_shm_create_anonymous(const char *name, int world, char *err, size_t errlen);
 
 comm_job *comm_job_open(const comm_job_options *opt, char *err, size_t errlen);
 /* Changes how long this process's waits give up after (later operations). */

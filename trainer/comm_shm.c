@@ -23,12 +23,15 @@
  * every 200 ms that the group's members still run, and names a dead one at
  * once (under an outside launcher nobody else would).
  *
- * Job identity. The segment records its creator's pid (the launcher, or rank
- * 0 under an outside launcher) and how many members attached. A process
- * never joins a segment whose creator is gone, that was aborted or whose
- * members are all attached: it belongs to an earlier job. The last member
- * to attach removes the segment's name, so no job leaves a file behind in
- * /dev/shm once it has started, however it dies.
+ * Job identity. Under the built-in launcher the segment is an anonymous file
+ * (memfd, comm_shm_create_anonymous) that the forked ranks inherit open
+ * (comm_job_options.fd): it has no name to find, to join by mistake or to
+ * leave behind. Under an outside launcher it is a file that rank 0 creates and
+ * the others open by name; it records its creator's pid and how many members
+ * attached. A process never joins a segment whose creator is gone, that was
+ * aborted or whose members are all attached: it belongs to an earlier job. The
+ * last member to attach removes the segment's name, so no job leaves a file
+ * behind in /dev/shm once all its ranks have started, however it dies.
  *
  * Waiting uses futexes on 32-bit words in the shared mapping (no PRIVATE flag,
  * so they work across processes), after a short spin, in slices of at most
@@ -539,24 +542,17 @@ static int shm_barrier(comm *c, dev_stream *s) {
 
 /* ---- job and groups ---------------------------------------------------------------- */
 
-int comm_shm_create(const char *path, int world, char *err, size_t errlen) {
+/* Sizes a new, empty segment file and writes its header (this process is its creator).
+ * 0, or -1 with a message naming `name`. */
+static int init_segment(int fd, const char *name, int world, char *err, size_t errlen) {
   if (world < 1 || world > MAX_WORLD) {
     snprintf(err, errlen, "world size %d out of range 1..%d", world, MAX_WORLD);
     return -1;
   }
-  char tmp[600];
-  snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
-  int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC, 0600);
-  if (fd < 0) {
-    snprintf(err, errlen, "cannot create shared segment %s: %s", tmp, strerror(errno));
-    return -1;
-  }
   size_t bytes = comm_shm_segment_bytes(world);
   if (ftruncate(fd, (off_t)bytes) != 0) {
-    snprintf(err, errlen, "cannot size shared segment %s to %zu bytes: %s", tmp, bytes,
+    snprintf(err, errlen, "cannot size shared segment %s to %zu bytes: %s", name, bytes,
              strerror(errno));
-    close(fd);
-    unlink(tmp);
     return -1;
   }
   shm_header h;
@@ -567,18 +563,71 @@ int comm_shm_create(const char *path, int world, char *err, size_t errlen) {
   h.creator_pid = (int32_t)getpid();
   atomic_store(&h.ready, 1);
   if (pwrite(fd, &h, sizeof h, 0) != (ssize_t)sizeof h) {
-    snprintf(err, errlen, "cannot write shared segment %s: %s", tmp, strerror(errno));
-    close(fd);
-    unlink(tmp);
-    return -1;
-  }
-  close(fd);
-  if (rename(tmp, path) != 0) {
-    snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
-    unlink(tmp);
+    snprintf(err, errlen, "cannot write shared segment %s: %s", name, strerror(errno));
     return -1;
   }
   return 0;
+}
+
+int comm_shm_create(const char *path, int world, char *err, size_t errlen) {
+  char tmp[600];
+  snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
+  int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    snprintf(err, errlen, "cannot create shared segment %s: %s", tmp, strerror(errno));
+    return -1;
+  }
+  int rc = init_segment(fd, tmp, world, err, errlen);
+  close(fd);
+  if (rc == 0 && rename(tmp, path) != 0) {
+    snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+    rc = -1;
+  }
+  if (rc != 0) unlink(tmp);
+  return rc;
+}
+
+int comm_shm_create_anonymous(const char *name, int world, char *err, size_t errlen) {
+  /* close-on-exec: forked ranks inherit it, programs they might run do not */
+  int fd = memfd_create("stepscope-job", MFD_CLOEXEC);
+  if (fd < 0 && errno == ENOSYS) { /* a kernel before 3.17: a file, unlinked at once */
+    char tmp[600];
+    snprintf(tmp, sizeof tmp, "%s.tmp%d", name, (int)getpid());
+    fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd >= 0) unlink(tmp);
+  }
+  if (fd < 0) {
+    snprintf(err, errlen, "cannot create shared segment %s: %s", name, strerror(errno));
+    return -1;
+  }
+  if (init_segment(fd, name, world, err, errlen) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+/* Maps the segment of a job whose creator handed it down as an open file (opt->fd): it is
+ * this job's by construction, and it has no name to wait for or to remove. */
+static void *map_inherited(const comm_job_options *opt, size_t bytes, char *err, size_t errlen) {
+  struct stat st;
+  if (fstat(opt->fd, &st) != 0 || (size_t)st.st_size != bytes) {
+    snprintf(err, errlen, "rank %d: the inherited shared segment %s is not one for world %d",
+             opt->rank, opt->path, opt->world);
+    return MAP_FAILED;
+  }
+  void *base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, opt->fd, 0);
+  if (base == MAP_FAILED)
+    snprintf(err, errlen, "cannot map shared segment %s: %s", opt->path, strerror(errno));
+  else if (((shm_header *)base)->magic != SHM_MAGIC ||
+           ((shm_header *)base)->version != SHM_VERSION ||
+           ((shm_header *)base)->world != (uint32_t)opt->world) {
+    snprintf(err, errlen, "shared segment %s is not a stepscope segment for world %d", opt->path,
+             opt->world);
+    munmap(base, bytes);
+    base = MAP_FAILED;
+  }
+  return base;
 }
 
 /* Why a mapped segment is not this job's (NULL: it is). A stale segment is
@@ -592,13 +641,13 @@ static const char *segment_stale(const shm_header *h, const comm_job_options *op
   return NULL;
 }
 
-comm_job *comm_job_open(const comm_job_options *opt, char *err, size_t errlen) {
-  if (opt->create && comm_shm_create(opt->path, opt->world, err, errlen) != 0) return NULL;
-  size_t bytes = comm_shm_segment_bytes(opt->world);
+/* Maps the segment at opt->path, waiting until the timeout for this job's to appear (an
+ * earlier job's is never joined); *mine: the file mapped. MAP_FAILED with a message. */
+static void *map_by_path(const comm_job_options *opt, size_t bytes, struct stat *mine, char *err,
+                         size_t errlen) {
   uint64_t deadline = now_ns() + (uint64_t)(opt->timeout_s * 1e9);
   void *base = MAP_FAILED;
   const char *stale = NULL;
-  struct stat mine;
   for (;;) {
     int fd = open(opt->path, O_RDWR);
     if (fd >= 0) {
@@ -610,7 +659,7 @@ comm_job *comm_job_open(const comm_job_options *opt, char *err, size_t errlen) {
         if (base == MAP_FAILED) {
           snprintf(err, errlen, "cannot map shared segment %s: %s", opt->path, strerror(errno));
           close(fd);
-          return NULL;
+          return MAP_FAILED;
         }
         shm_header *h = base;
         if (h->magic != SHM_MAGIC || h->version != SHM_VERSION ||
@@ -619,12 +668,12 @@ comm_job *comm_job_open(const comm_job_options *opt, char *err, size_t errlen) {
                    opt->path, opt->world);
           munmap(base, bytes);
           close(fd);
-          return NULL;
+          return MAP_FAILED;
         }
         /* never join an earlier job's segment: wait for this job's */
         stale = opt->create ? NULL : segment_stale(h, opt);
         if (!stale) {
-          mine = st;
+          *mine = st;
           close(fd);
           break;
         }
@@ -644,10 +693,21 @@ comm_job *comm_job_open(const comm_job_options *opt, char *err, size_t errlen) {
                  "rank %d: shared segment %s did not appear (or has the wrong size for "
                  "world %d) within %.0f s",
                  opt->rank, opt->path, opt->world, opt->timeout_s);
-      return NULL;
+      return MAP_FAILED;
     }
     usleep(10000);
   }
+  return base;
+}
+
+comm_job *comm_job_open(const comm_job_options *opt, char *err, size_t errlen) {
+  if (opt->create && comm_shm_create(opt->path, opt->world, err, errlen) != 0) return NULL;
+  size_t bytes = comm_shm_segment_bytes(opt->world);
+  struct stat mine;
+  memset(&mine, 0, sizeof mine);
+  void *base = opt->fd >= 0 ? map_inherited(opt, bytes, err, errlen)
+                            : map_by_path(opt, bytes, &mine, err, errlen);
+  if (base == MAP_FAILED) return NULL;
   shm_header *h = base;
   comm_job *j = calloc(1, sizeof *j);
   if (!j) {
@@ -668,7 +728,7 @@ comm_job *comm_job_open(const comm_job_options *opt, char *err, size_t errlen) {
    * last to attach removes it, so that no job killed from then on (even
    * with SIGKILL) leaves it in /dev/shm, and no later job can find it.
    * Only if the name still is this segment (not a newer job's). */
-  if (atomic_fetch_add(&h->attached, 1) + 1 == (unsigned)opt->world) {
+  if (atomic_fetch_add(&h->attached, 1) + 1 == (unsigned)opt->world && opt->fd < 0) {
     struct stat now;
     if (stat(opt->path, &now) == 0 && now.st_ino == mine.st_ino && now.st_dev == mine.st_dev)
       unlink(opt->path);

@@ -16,6 +16,7 @@
 #include "sc_json.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,7 +114,10 @@ static const opt_row rows[] = {
      "overlap the DP bucket all-reduce with backward [on]", 0},
     {"steps", OPT_INT, OFF(steps), 0, "K", "optimizer steps [20]", 0},
     {"seed", OPT_U64, OFF(seed), 0, "S", "random seed for weights and data order [1337]", 0},
-    {"lr", OPT_DOUBLE, OFF(lr), 0, "X", "peak learning rate [1e-3]", 0},
+    {"lr", OPT_DOUBLE, OFF(lr), 0, "X",
+     "peak learning rate; positive [1e-3]. A step whose loss or gradient norm is not finite "
+     "(diverged) stops the run with exit 1",
+     0},
     {"min-lr-ratio", OPT_DOUBLE, OFF(min_lr_ratio), 0, "X",
      "cosine schedule floor as a fraction of --lr [0.1]", 0},
     {"warmup", OPT_SPECIAL, 0, 0, "N", "linear warmup steps [steps/10]", 0},
@@ -137,14 +141,20 @@ static const opt_row rows[] = {
     {"bpe-merges", OPT_INT, OFF(bpe_merges), 0, "N",
      "tokenize text --data with N BPE merges learned from it (0: bytes) [0]", 0},
     {"log", OPT_STRING, OFF(log), SZ(log), "FILE",
-     "write one JSON object per step (step, loss, step_ms, tokens_per_s, mfu, ...)", 0},
+     "write one JSON object per step (step, loss, step_ms, tokens_per_s, mfu, ...); a write "
+     "that fails (a full disk) stops the run with exit 1, as does one to the standard output",
+     0},
     {"trace", OPT_STRING, OFF(trace), SZ(trace), "DIR",
-     "write a stepscope run directory (one rank-NNNNN.trace.zst per rank); under "
-     "`stepscope record -o RUN` the trace goes to RUN",
+     "write a stepscope run directory (one rank-NNNNN.trace.zst per rank; created, with its "
+     "parents; one that cannot be written, or a file of that name, is refused with exit 2, "
+     "and a trace that fails to be written is exit 1); under `stepscope record -o RUN` the "
+     "trace goes to RUN",
      0},
     {"force", OPT_FLAG, OFF(force), 0, NULL,
      "let --trace write into a directory that already holds traces (an earlier run's rank "
-     "files beyond this run's world are removed); without it such a directory is refused",
+     "files beyond this run's world are removed, and so are its derived outputs there: "
+     "export, report, Perfetto trace, viewer page; a note names them); without it such a "
+     "directory is refused",
      0},
     {"profile-steps", OPT_SPECIAL, 0, 0, "A:B", "trace only steps A..B (inclusive) [all]", 0},
     {"peak-tflops", OPT_SPECIAL, 0, 0, "X",
@@ -181,11 +191,16 @@ static const opt_row rows[] = {
     {"debug-delay", OPT_SPECIAL, 0, 0, "RANK:PHASE:MS",
      "testing the analyzer: rank RANK stops its device for MS ms at PHASE (forward, backward: "
      "every micro-batch's pass; optimizer, data: once per step) in every step, by waiting for "
-     "its compute stream and sleeping on the host; repeatable",
+     "its compute stream and sleeping on the host; repeatable. Testing the trainer: start "
+     "(once, before the rank joins the job's shared segment), error (before it reports a "
+     "failure)",
      0},
     {"debug-die-in-checkpoint", OPT_SPECIAL, 0, 0, "STEP:RANK:shard|manifest|prune",
      "testing: rank RANK kills itself while writing the checkpoint of STEP", 1},
 };
+
+const char *const config_delay_phase_names[DELAY_PHASE_COUNT] = {"forward", "backward", "optimizer",
+                                                                 "data",    "start",    "error"};
 
 static void set_err(char *err, size_t n, const char *fmt, ...) {
   va_list ap;
@@ -269,11 +284,13 @@ static int parse_int(const char *s, int *out) {
   return 0;
 }
 
+/* A finite number: every real-valued option is a size, a rate or a time, for which inf
+ * and nan mean nothing (--lr inf trained on NaN losses). */
 static int parse_double(const char *s, double *out) {
   char *end;
   errno = 0;
   double v = strtod(s, &end);
-  if (errno || end == s || *end) return -1;
+  if (errno || end == s || *end || !isfinite(v)) return -1;
   *out = v;
   return 0;
 }
@@ -298,7 +315,7 @@ static int parse_special(train_config *c, const char *name, const char *v, char 
   }
   if (!strcmp(name, "peak-tflops")) { /* given: it must be a peak (0 is not the default) */
     if (parse_double(v, &c->peak_tflops) != 0) {
-      set_err(err, n, "--peak-tflops %s: not a number", v);
+      set_err(err, n, "--peak-tflops %s: not a finite number", v);
       return -1;
     }
     c->peak_tflops_given = 1;
@@ -365,16 +382,15 @@ static int parse_special(train_config *c, const char *name, const char *v, char 
     return 0;
   }
   if (!strcmp(name, "debug-delay")) {
-    static const char *const phases[] = {"forward", "backward", "optimizer", "data"};
     int rk, ms, used = 0, which = -1;
     char phase[16];
     if (sscanf(v, "%d:%15[a-z]:%d%n", &rk, phase, &ms, &used) == 3 && !v[used] && rk >= 0 &&
         ms > 0 && ms <= 600000)
-      for (int k = 0; k < 4; k++)
-        if (!strcmp(phase, phases[k])) which = k;
+      for (int k = 0; k < DELAY_PHASE_COUNT; k++)
+        if (!strcmp(phase, config_delay_phase_names[k])) which = k;
     if (which < 0) {
       set_err(err, n,
-              "--debug-delay %s: expected RANK:forward|backward|optimizer|data:MS "
+              "--debug-delay %s: expected RANK:forward|backward|optimizer|data|start|error:MS "
               "with 0 < MS <= 600000",
               v);
       return -1;
@@ -464,7 +480,7 @@ static int parse_pass(train_config *c, int argc, char **argv, int only_model, ch
     }
     case OPT_DOUBLE:
       if (parse_double(v, (double *)field) != 0) {
-        set_err(err, n, "--%s %s: not a number", r->name, v);
+        set_err(err, n, "--%s %s: not a finite number", r->name, v);
         return -1;
       }
       break;
@@ -597,11 +613,10 @@ char *config_to_json(const train_config *c) {
   else
     OUT("null");
   if (c->ndebug_delays) {
-    static const char *const ph[] = {"forward", "backward", "optimizer", "data"};
     OUT(",\"debug_delays\":[");
     for (int k = 0; k < c->ndebug_delays; k++)
       OUT("%s{\"rank\":%d,\"phase\":\"%s\",\"ms\":%d}", k ? "," : "", c->debug_delay[k].rank,
-          ph[c->debug_delay[k].phase], c->debug_delay[k].ms);
+          config_delay_phase_names[c->debug_delay[k].phase], c->debug_delay[k].ms);
     OUT("]");
   }
   OUT(",\"peak_tflops\":%g,\"watchdog_s\":%g}", c->peak_tflops, c->watchdog_s);

@@ -78,15 +78,28 @@ typedef struct train_config {
    * final weights across layouts with it) */
   char debug_dump_params[512];
   /* --debug-delay RANK:PHASE:MS (repeatable): rank RANK idles its device MS ms at PHASE,
-   * every step (train_step.c: train_debug_delay) — known causes for validating the analyzer */
+   * every step (train_step.c: train_debug_delay) — known causes for validating the analyzer;
+   * or waits MS ms at start-up or before reporting an error (launcher tests) */
   struct {
     int rank, phase, ms;
   } debug_delay[CONFIG_MAX_DELAYS];
   int ndebug_delays;
 } train_config;
 
-/* Phases of --debug-delay. */
-enum { DELAY_FORWARD, DELAY_BACKWARD, DELAY_OPTIMIZER, DELAY_DATA };
+/* Phases of --debug-delay: the first four every step (the device idles); START once,
+ * before the rank joins the job's shared segment, and ERROR before it reports a failure
+ * (tests of the launcher: a rank that is slow to start or to say why it failed). */
+enum {
+  DELAY_FORWARD,
+  DELAY_BACKWARD,
+  DELAY_OPTIMIZER,
+  DELAY_DATA,
+  DELAY_START,
+  DELAY_ERROR,
+  DELAY_PHASE_COUNT
+};
+/* Their names in --debug-delay and the config JSON. */
+extern const char *const config_delay_phase_names[DELAY_PHASE_COUNT];
 
 /* Returns 0 on success, 1 when --help was printed (exit 0), -1 on a usage
  * error (message in err; exit 2). */

@@ -108,7 +108,7 @@ static int validate_optimizer(const train_config *c, char *err, size_t n) {
   REQUIRE(c->zero >= 0 && c->zero <= 3, "--zero %d: the ZeRO stage is 0, 1, 2 or 3", c->zero);
   REQUIRE(c->bucket_mb > 0, "--bucket-mb %g: must be positive", c->bucket_mb);
   REQUIRE(c->steps >= 0, "--steps %d: must not be negative", c->steps);
-  REQUIRE(c->lr >= 0, "--lr %g: must not be negative", c->lr);
+  REQUIRE(c->lr > 0, "--lr %g: must be positive", c->lr);
   REQUIRE(c->min_lr_ratio >= 0 && c->min_lr_ratio <= 1, "--min-lr-ratio %g: must be in [0,1]",
           c->min_lr_ratio);
   REQUIRE(c->warmup >= 0, "--warmup %d: must not be negative", c->warmup);

@@ -1,22 +1,28 @@
 /*
  * launcher.c — forks and supervises the rank processes (see launcher.h).
  *
- * How it works: the parent creates the shared segment (comm_shm_create) in
- * /dev/shm (or $TMPDIR when /dev/shm is missing) under a name unique to its
- * pid, then forks the ranks before it has any thread. Each child sets RANK,
+ * How it works: the parent creates the shared segment as an anonymous file
+ * (comm_shm_create_anonymous: a memfd, named in messages after /dev/shm's
+ * stepscope-job<pid>.shm) and forks the ranks, which inherit it open, before
+ * it has any thread. With --world 1 the one rank runs in this process. Each child sets RANK,
  * WORLD_SIZE and LOCAL_RANK (so the tracer names its file) and runs
  * train_rank_run. The parent polls: waitpid(WNOHANG) for deaths, and every
  * rank's heartbeat in the segment (refreshed at each step and after every
- * operation a stream completes) for hangs. On the first failure it marks the
- * job aborted (so blocked collectives fail at once), sends SIGTERM to the
- * survivors, SIGKILL two seconds later, reports "rank R: <cause>" and returns 1.
- * SIGINT or SIGTERM to the launcher stops the ranks the same way and removes
- * the segment. A launcher that dies otherwise (SIGKILL, SIGPIPE of `| head`)
- * takes its ranks with it: each rank asks for SIGTERM at its parent's death
- * (PR_SET_PDEATHSIG, then checks that the parent had not died already). The
- * segment's name is removed as soon as every rank has mapped it (the last
- * rank to attach unlinks it, comm_shm.c), so nothing is left in /dev/shm
- * whatever kills the job after that.
+ * operation a stream completes) for hangs. On the first failure it reports
+ * "rank R: <cause>", marks the job aborted (so blocked collectives fail at
+ * once) and, when that rank exited with an error of its own, gives the
+ * survivors a few seconds to exit by themselves, naming each that fails too
+ * (their own errors are printed whole: a rank whose checkpoint shard is
+ * corrupt says so even when a peer failed first); then it sends SIGTERM to
+ * those left, SIGKILL two seconds later, and returns 1.
+ * SIGINT or SIGTERM to the launcher stops the ranks the same way. A launcher
+ * that dies otherwise (SIGKILL, SIGPIPE of `| head`) takes its ranks with it:
+ * each rank asks for SIGTERM at its parent's death (PR_SET_PDEATHSIG, then
+ * checks that the parent had not died already). The segment has no name in
+ * any directory, so nothing can be left in /dev/shm whenever the job dies,
+ * even while its ranks are starting: its memory goes with the last process
+ * holding it. (Before issue 34 it was a file, unlinked by the last rank to
+ * attach: a launcher killed before that left 80 MiB behind.)
  * Communication waits inside ranks time out at twice the watchdog, so a hang
  * is reported by the watchdog, naming a silent rank that is not itself
  * waiting for its peers (or, in a deadlock, the one silent the longest).
@@ -59,22 +65,45 @@ static void segment_path(char *buf, size_t n, const char *key) {
   snprintf(buf, n, "%s/stepscope-%s.shm", dir, key);
 }
 
-static void stop_all(pid_t *pids, int *alive, int n) {
+/* Says how rank r ended, when it failed (exit status not 0, or a signal); `then` ends the
+ * line (what the launcher does next). */
+static void report_failure(int r, pid_t pid, int st, const char *then) {
+  if (WIFSIGNALED(st))
+    fprintf(stderr, "stepscope-train: rank %d (pid %d) was killed by signal %d (%s)%s\n", r,
+            (int)pid, WTERMSIG(st), strsignal(WTERMSIG(st)), then);
+  else if (WIFEXITED(st) && WEXITSTATUS(st) != 0)
+    fprintf(stderr, "stepscope-train: rank %d (pid %d) exited with status %d%s\n", r, (int)pid,
+            WEXITSTATUS(st), then);
+}
+
+/* Reaps the ranks that have exited; with `report`, names those that failed. How many live. */
+static int reap_exited(pid_t *pids, int *alive, int n, int report) {
+  int left = 0;
+  for (int r = 0; r < n; r++) {
+    if (!alive[r]) continue;
+    int st;
+    if (waitpid(pids[r], &st, WNOHANG) != pids[r]) {
+      left++;
+      continue;
+    }
+    alive[r] = 0;
+    if (report) report_failure(r, pids[r], st, "");
+  }
+  return left;
+}
+
+/* Stops the living ranks (the job is already aborted). For `grace_s` they may exit on their
+ * own, each failing one named (an aborted job fails their waits within milliseconds, and a
+ * rank that failed too prints its own error: its message must not be cut off by our
+ * SIGTERM); then SIGTERM (their traces are flushed), and SIGKILL two seconds later. */
+static void stop_all(pid_t *pids, int *alive, int n, double grace_s) {
+  for (double until = mono_s() + grace_s; reap_exited(pids, alive, n, 1) > 0;) {
+    if (mono_s() > until) break;
+    usleep(20000);
+  }
   for (int r = 0; r < n; r++)
     if (alive[r]) kill(pids[r], SIGTERM);
-  double until = mono_s() + 2.0;
-  for (;;) {
-    int left = 0;
-    for (int r = 0; r < n; r++) {
-      if (!alive[r]) continue;
-      int st;
-      pid_t p = waitpid(pids[r], &st, WNOHANG);
-      if (p == pids[r])
-        alive[r] = 0;
-      else
-        left++;
-    }
-    if (!left) return;
+  for (double until = mono_s() + 2.0; reap_exited(pids, alive, n, 0) > 0;) {
     if (mono_s() > until) break;
     usleep(20000);
   }
@@ -88,8 +117,9 @@ static void stop_all(pid_t *pids, int *alive, int n) {
 
 /* The child side of fork for rank r: the launcher's own signal handlers back, death with the
  * launcher, the rank's environment, then the rank's whole run. Does not return. */
-static void run_rank_child(const train_config *cfg, int r, const char *path, pid_t launcher_pid,
-                           const struct sigaction *old_int, const struct sigaction *old_term) {
+static void run_rank_child(const train_config *cfg, int r, const char *path, int fd,
+                           pid_t launcher_pid, const struct sigaction *old_int,
+                           const struct sigaction *old_term) {
   int n = cfg->world;
   sigaction(SIGINT, old_int, NULL);
   sigaction(SIGTERM, old_term, NULL);
@@ -104,7 +134,12 @@ static void run_rank_child(const train_config *cfg, int r, const char *path, pid
   snprintf(v, sizeof v, "%d", n);
   setenv("WORLD_SIZE", v, 1);
   setenv("LOCAL_WORLD_SIZE", v, 1); /* every rank is on this machine */
-  rank_env env = {r, n, r, path, 0, 0, 2 * cfg->watchdog_s, 0};
+  rank_env env = {.rank = r,
+                  .world = n,
+                  .local_rank = r,
+                  .shm_path = path,
+                  .shm_fd = fd,
+                  .comm_timeout_s = 2 * cfg->watchdog_s};
   int rc = train_rank_run(cfg, &env);
   fflush(stdout);
   fflush(stderr);
@@ -113,7 +148,7 @@ static void run_rank_child(const train_config *cfg, int r, const char *path, pid
 
 /* Forks the world's ranks (pids, alive). 0, or 1 when a fork failed, after aborting the
  * job and stopping the ranks already started. */
-static int fork_ranks(const train_config *cfg, const char *path, comm_job *job, pid_t *pids,
+static int fork_ranks(const train_config *cfg, const char *path, int fd, comm_job *job, pid_t *pids,
                       int *alive, const struct sigaction *old_int,
                       const struct sigaction *old_term) {
   int n = cfg->world;
@@ -123,18 +158,24 @@ static int fork_ranks(const train_config *cfg, const char *path, comm_job *job, 
     if (p < 0) {
       fprintf(stderr, "stepscope-train: fork for rank %d failed: %s\n", r, strerror(errno));
       comm_job_abort(job, "the launcher could not start every rank");
-      stop_all(pids, alive, r);
+      stop_all(pids, alive, r, 0);
       return 1;
     }
-    if (p == 0) run_rank_child(cfg, r, path, launcher_pid, old_int, old_term);
+    if (p == 0) run_rank_child(cfg, r, path, fd, launcher_pid, old_int, old_term);
     pids[r] = p;
     alive[r] = 1;
   }
   return 0;
 }
 
+/* The grace a failed rank's peers get to exit on their own (stop_all). */
+#define PEER_GRACE_S 5.0
+
 /* Reaps the ranks that have exited (*left counts the living). 1 when one failed, after
- * reporting it, aborting the job and stopping the others; else 0. */
+ * reporting it, aborting the job and stopping the others; else 0. A rank that exited with
+ * an error has printed it, and its peers may have errors of their own (each rank checks
+ * its own checkpoint shard, say): they get PEER_GRACE_S to print them and exit. One
+ * killed by a signal said nothing: the others are stopped at once. */
 static int reap_ranks(comm_job *job, pid_t *pids, int *alive, int n, int *left) {
   for (int r = 0; r < n; r++) {
     if (!alive[r]) continue;
@@ -144,20 +185,11 @@ static int reap_ranks(comm_job *job, pid_t *pids, int *alive, int n, int *left) 
     alive[r] = 0;
     (*left)--;
     if (WIFEXITED(st) && WEXITSTATUS(st) == 0) continue;
-    if (WIFSIGNALED(st))
-      fprintf(stderr,
-              "stepscope-train: rank %d (pid %d) was killed by signal %d (%s); "
-              "stopping the other ranks\n",
-              r, (int)pids[r], WTERMSIG(st), strsignal(WTERMSIG(st)));
-    else
-      fprintf(stderr,
-              "stepscope-train: rank %d (pid %d) exited with status %d; stopping "
-              "the other ranks\n",
-              r, (int)pids[r], WEXITSTATUS(st));
+    report_failure(r, pids[r], st, "; stopping the other ranks");
     char why[128];
     snprintf(why, sizeof why, "rank %d failed", r);
     comm_job_abort(job, why);
-    stop_all(pids, alive, n);
+    stop_all(pids, alive, n, WIFEXITED(st) ? PEER_GRACE_S : 0);
     return 1;
   }
   return 0;
@@ -200,7 +232,7 @@ static int check_watchdog(const train_config *cfg, comm_job *job, pid_t *pids, i
     char why[128];
     snprintf(why, sizeof why, "watchdog: rank %d hung", who);
     comm_job_abort(job, why);
-    stop_all(pids, alive, n);
+    stop_all(pids, alive, n, 0);
     return 1;
   }
   return 0;
@@ -215,7 +247,7 @@ static int watch_ranks(const train_config *cfg, comm_job *job, pid_t *pids, int 
       fprintf(stderr, "stepscope-train: interrupted (signal %d); stopping all ranks\n",
               (int)g_interrupted);
       comm_job_abort(job, "the launcher was interrupted");
-      stop_all(pids, alive, n);
+      stop_all(pids, alive, n, 0);
       return 1;
     }
     if (reap_ranks(job, pids, alive, n, &left) != 0) return 1;
@@ -228,27 +260,34 @@ static int watch_ranks(const train_config *cfg, comm_job *job, pid_t *pids, int 
 int launcher_run(const train_config *cfg) {
   int n = cfg->world;
   char key[64], path[600], err[512];
-  snprintf(key, sizeof key, "job%d", (int)getpid());
-  segment_path(path, sizeof path, key);
-  if (comm_shm_create(path, n, err, sizeof err) != 0) {
+  snprintf(key, sizeof key, "%s%d", n > 1 ? "job" : "single", (int)getpid());
+  segment_path(path, sizeof path, key); /* a name for messages, and the CUDA rendezvous's */
+  int fd = comm_shm_create_anonymous(path, n, err, sizeof err);
+  if (fd < 0) {
     fprintf(stderr, "stepscope-train: %s\n", err);
     return 1;
   }
-  comm_job_options jo = {0, n, path, 0, cfg->watchdog_s, 0, 1}; /* an observer, not a rank */
-  comm_job *job = comm_job_open(&jo, err, sizeof err); /* the launcher's view, for heartbeats */
-  if (!job) {
-    fprintf(stderr, "stepscope-train: %s\n", err);
-    unlink(path);
-    return 1;
+  if (n == 1) { /* one rank: trains in this process */
+    rank_env env = {
+        .rank = 0, .world = 1, .shm_path = path, .shm_fd = fd, .comm_timeout_s = cfg->watchdog_s};
+    int rc = train_rank_run(cfg, &env);
+    close(fd);
+    return rc;
   }
+  comm_job_options jo = {.world = n,
+                         .path = path,
+                         .fd = fd,
+                         .timeout_s = cfg->watchdog_s,
+                         .observer = 1}; /* the launcher's view, for heartbeats */
+  comm_job *job = comm_job_open(&jo, err, sizeof err);
   pid_t *pids = calloc((size_t)n, sizeof(pid_t));
   int *alive = calloc((size_t)n, sizeof(int));
-  if (!pids || !alive) {
-    fprintf(stderr, "stepscope-train: out of memory\n");
+  if (!job || !pids || !alive) {
+    fprintf(stderr, "stepscope-train: %s\n", job ? "out of memory" : err);
     free(pids);
     free(alive);
     comm_job_close(job);
-    unlink(path);
+    close(fd);
     return 1;
   }
   fflush(stdout);
@@ -259,12 +298,12 @@ int launcher_run(const train_config *cfg) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
-  int status = fork_ranks(cfg, path, job, pids, alive, &old_int, &old_term);
+  int status = fork_ranks(cfg, path, fd, job, pids, alive, &old_int, &old_term);
   if (status == 0) status = watch_ranks(cfg, job, pids, alive);
   sigaction(SIGINT, &old_int, NULL);
   sigaction(SIGTERM, &old_term, NULL);
   comm_job_close(job);
-  unlink(path);
+  close(fd);
   free(pids);
   free(alive);
   return status;
@@ -278,7 +317,14 @@ int launcher_run_external(const train_config *cfg, int rank, int local_rank) {
   segment_path(path, sizeof path, key);
   if (rank == 0) unlink(path); /* a stale segment from an earlier job with the same key */
   /* ranks start together: a segment created well before this process is stale */
-  rank_env env = {rank,      cfg->world, local_rank,      path,
-                  rank == 0, rank == 0,  cfg->watchdog_s, (long long)time(NULL) - 30};
+  rank_env env = {.rank = rank,
+                  .world = cfg->world,
+                  .local_rank = local_rank,
+                  .shm_path = path,
+                  .shm_fd = -1,
+                  .create_shm = rank == 0,
+                  .remove_shm = rank == 0,
+                  .comm_timeout_s = cfg->watchdog_s,
+                  .shm_not_before = (long long)time(NULL) - 30};
   return train_rank_run(cfg, &env);
 }

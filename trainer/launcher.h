@@ -2,10 +2,9 @@
  * launcher.h — starting the rank processes of a run on this machine.
  *
  * `launcher_run` creates the job's shared segment, forks one process per rank
- * (each runs train_rank_run), and supervises them: a rank that exits with an
- * error or is killed, or whose heartbeat stops for longer than the watchdog,
- * makes the launcher stop the others and return non-zero after naming the
- * rank and the cause on stderr.
+ * (each runs train_rank_run; --world 1 runs in this process), and supervises them: a rank that
+ * exits with an error or is killed, or whose heartbeat stops for longer than the watchdog, makes
+ * the launcher stop the others and return non-zero after naming the rank and the cause on stderr.
  */
 #ifndef STEPSCOPE_TRAINER_LAUNCHER_H
 #define STEPSCOPE_TRAINER_LAUNCHER_H

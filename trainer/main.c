@@ -2,16 +2,16 @@
  * main.c — the stepscope-train command: parse, validate, then run.
  *
  * How it decides how to run: under an outside launcher (RANK and WORLD_SIZE in
- * the environment) this process is one rank; otherwise --world N > 1 starts the
- * built-in launcher, and --world 1 trains in this process. The configuration is
+ * the environment) this process is one rank; otherwise the built-in launcher
+ * runs --world N ranks (--world 1 in this process). The configuration is
  * validated before any process, thread or buffer exists (a --trace directory
  * holding an earlier run's traces is refused unless --force); exit status 2
  * means a bad configuration or usage, 1 a run-time failure, 0 success.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "checkpoint.h"
 #include "config.h"
@@ -20,11 +20,18 @@
 #include "trace_dir.h"
 #include "train.h"
 
+/* 0 when what was printed on stdout (--help, --check-config) reached it; else 1, said. */
+static int stdout_written(void) {
+  if (fflush(stdout) == 0 && !ferror(stdout)) return 0;
+  fprintf(stderr, "stepscope-train: cannot write the standard output: %s\n", strerror(errno));
+  return 1;
+}
+
 int main(int argc, char **argv) {
   train_config cfg;
   char err[512];
   int rc = config_parse(&cfg, argc, argv, err, sizeof err);
-  if (rc == 1) return 0;
+  if (rc == 1) return stdout_written();
   if (rc != 0) {
     fprintf(stderr, "stepscope-train: %s\n", err);
     return 2;
@@ -40,18 +47,21 @@ int main(int argc, char **argv) {
     char *json = config_to_json(&cfg);
     printf("%s\n", json ? json : "{}");
     free(json);
-    return json ? 0 : 1;
+    return json ? stdout_written() : 1;
   }
   const char *rank_s = getenv("RANK"), *world_s = getenv("WORLD_SIZE");
   /* --trace over an earlier run: refused unless --force (`stepscope record`
    * checked its run directory itself: STEPSCOPE_RUN_DIR) */
   const char *record_dir = getenv("STEPSCOPE_RUN_DIR");
+  char note[1600] = "";
   if (cfg.trace[0] && !(record_dir && *record_dir) &&
-      trace_dir_check(cfg.trace, cfg.world, rank_s && world_s ? atoi(rank_s) : -1, cfg.force, err,
-                      sizeof err) != 0) {
+      (trace_dir_check(cfg.trace, cfg.world, rank_s && world_s ? atoi(rank_s) : -1, cfg.force, note,
+                       sizeof note, err, sizeof err) != 0 ||
+       trace_dir_prepare(cfg.trace, err, sizeof err) != 0)) {
     fprintf(stderr, "stepscope-train: %s\n", err);
     return 2;
   }
+  if (cfg.trace[0] && note[0]) fprintf(stderr, "stepscope-train: note: %s\n", note);
   if (rank_s && world_s) {
     int rank = atoi(rank_s);
     const char *lr = getenv("LOCAL_RANK");
@@ -68,12 +78,5 @@ int main(int argc, char **argv) {
     }
     return launcher_run_external(&cfg, rank, lr ? atoi(lr) : rank);
   }
-  if (cfg.world > 1) return launcher_run(&cfg);
-  char path[256];
-  const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-  snprintf(path, sizeof path, "%s/stepscope-single%d.shm", dir, (int)getpid());
-  rank_env env = {0, 1, 0, path, 1, 1, cfg.watchdog_s, 0};
-  rc = train_rank_run(&cfg, &env);
-  unlink(path);
-  return rc;
+  return launcher_run(&cfg);
 }

@@ -222,13 +222,14 @@ static int setup(trainer *t) {
     t->cp_recv = t->o->stream_create(t->dev, "comm cp recv");
     if (!t->cp_send || !t->cp_recv) return fail(t, "%s", "cannot start the stream threads");
   }
-  comm_job_options jo = {t->env.rank,
-                         t->env.world,
-                         t->env.shm_path,
-                         t->env.create_shm,
-                         t->env.comm_timeout_s,
-                         t->env.shm_not_before,
-                         0};
+  train_debug_delay(t, DELAY_START);
+  comm_job_options jo = {.rank = t->env.rank,
+                         .world = t->env.world,
+                         .path = t->env.shm_path,
+                         .fd = t->env.shm_fd,
+                         .create = t->env.create_shm,
+                         .timeout_s = t->env.comm_timeout_s,
+                         .not_before = t->env.shm_not_before};
   t->job = comm_job_open(&jo, e, sizeof e);
   if (!t->job) return fail(t, "%s", e);
   dev_set_progress_hook(t->dev, progress_hook, t->job);
@@ -454,9 +455,63 @@ static void make_parent_dirs(const char *path) {
   mkdir(dir, 0755);
 }
 
-static void trace_stop(trainer *t);
+static int trace_stop(trainer *t);
 
-static void trace_start(trainer *t) {
+/* Flushes what rank 0 printed: -1 (t->err set) when it cannot be written (a full disk,
+ * a closed pipe): the numbers are the run's result, so losing them is a failure. */
+static int flush_stdout(trainer *t) {
+  if (fflush(stdout) == 0 && !ferror(stdout)) return 0;
+  snprintf(t->err, sizeof t->err, "cannot write the standard output: %s", strerror(errno));
+  return -1;
+}
+
+/* t->err for a --log that cannot be written; -1. */
+static int log_failed(trainer *t) {
+  snprintf(t->err, sizeof t->err, "--log %s: cannot write: %s", t->cfg.log, strerror(errno));
+  return -1;
+}
+
+/* A step whose loss or gradient norm is not a finite number (NaN, inf) has diverged:
+ * the weights it updated are lost, and every later step would be too. -1 with t->err (the
+ * step is neither printed nor logged: the log stays JSON); every rank sees the same sums,
+ * so all stop at the same step. */
+static int check_finite(trainer *t, int step, double loss, double norm) {
+  if (isfinite(loss) && isfinite(norm)) return 0;
+  char l[32] = "NaN", g[32] = "NaN"; /* not printf's "-nan" */
+  if (!isnan(loss)) snprintf(l, sizeof l, "%g", loss);
+  if (!isnan(norm)) snprintf(g, sizeof g, "%g", norm);
+  snprintf(t->err, sizeof t->err,
+           "step %d: the loss is %s and the gradient norm %s: training diverged (not a finite "
+           "number), so the run stops; try a lower --lr (now %g)",
+           step, l, g, t->cfg.lr);
+  return -1;
+}
+
+/* Rank 0's line for a step (unless --quiet) and its --log record. -1 (t->err set) when
+ * either cannot be written. */
+static int report_step(trainer *t, int step, double loss, double norm, double dt) {
+  const train_config *c = &t->cfg;
+  double tokens = (double)c->batch * c->seq;
+  double mfu = train_model_flops_per_step(c) / (dt * t->peak_flops * c->world);
+  if (!c->quiet) {
+    printf("step %4d | loss %.6f | norm %.4f | lr %.3e | %8.1f ms | %9.0f tok/s | MFU "
+           "%.2f%%\n",
+           step, loss, norm, train_lr_at(c, step), dt * 1e3, tokens / dt, mfu * 100);
+    if (flush_stdout(t) != 0) return -1;
+  }
+  if (!t->log) return 0;
+  fprintf(t->log,
+          "{\"step\":%d,\"loss\":%.9g,\"step_ms\":%.3f,\"tokens_per_s\":%.1f,\"mfu\":%.6g,"
+          "\"grad_norm\":%.6g,\"lr\":%.6g",
+          step, loss, dt * 1e3, tokens / dt, mfu, norm, train_lr_at(c, step));
+  if (c->experts > 0) fprintf(t->log, ",\"aux_loss\":%.9g", t->aux_loss);
+  fprintf(t->log, "}\n");
+  return fflush(t->log) == 0 && !ferror(t->log) ? 0 : log_failed(t);
+}
+
+/* Starts this rank's trace. -1 (t->err set) when it cannot be written: the user asked
+ * for it, so the run stops rather than train untraced. */
+static int trace_start(trainer *t) {
   char *cfg_json = config_to_json(&t->cfg);
   stepscope_start_options so;
   memset(&so, 0, sizeof so);
@@ -472,8 +527,10 @@ static void trace_start(trainer *t) {
   so.config_json = cfg_json;
   stepscope_error e;
   memset(&e, 0, sizeof e);
+  int rc = 0;
   if (stepscope_start(&so, &e) != 0) {
-    fprintf(stderr, "rank %d: warning: tracing disabled: %s\n", t->env.rank, e.message);
+    snprintf(t->err, sizeof t->err, "--trace: cannot write the trace: %s", e.message);
+    rc = -1;
   } else {
     t->tracing = 1;
 #ifdef STEPSCOPE_TRAINER_GPU_TRACE
@@ -487,11 +544,13 @@ static void trace_start(trainer *t) {
     write_metadata(t);
   }
   free(cfg_json);
+  return rc;
 }
 
 /* Writes the measured memory, flushes the GPU tracer's buffers into the
- * trace, then closes it. */
-static void trace_stop(trainer *t) {
+ * trace, then closes it. -1 (t->err set) when the trace could not be written whole (the
+ * tracer said why, e.g. a full disk). */
+static int trace_stop(trainer *t) {
   write_memory_metadata(t);
 #ifdef STEPSCOPE_TRAINER_GPU_TRACE
   if (gpu_trace_wanted(t)) {
@@ -500,8 +559,12 @@ static void trace_stop(trainer *t) {
     dev_trace_started(t->dev);
   }
 #endif
-  stepscope_stop();
+  int rc = stepscope_stop();
   t->tracing = 0;
+  if (rc != 0)
+    snprintf(t->err, sizeof t->err, "--trace %s: the trace could not be written whole (%s)",
+             t->cfg.trace, stepscope_status_name(rc));
+  return rc != 0 ? -1 : 0;
 }
 
 /* ---- checkpoints (checkpoint.c) ------------------------------------------------------------ */
@@ -726,7 +789,7 @@ int train_rank_run(const train_config *cfg_in, const rank_env *env) {
            : c->recompute == RECOMPUTE_FULL ? "full"
                                             : "selective",
            train_data_describe(t->data));
-    fflush(stdout);
+    rc = flush_stdout(t);
   }
   if (rc == 0 && is_printer && c->log[0]) {
     make_parent_dirs(c->log); /* e.g. --log RUN/train.jsonl beside --trace RUN */
@@ -739,12 +802,13 @@ int train_rank_run(const train_config *cfg_in, const rank_env *env) {
   }
   int start_step = 0;
   if (rc == 0 && c->resume) rc = resume_checkpoint(t, &start_step);
-  if (rc == 0 && c->trace[0] && c->profile_first < 0) trace_start(t);
+  if (rc == 0 && c->trace[0] && c->profile_first < 0) rc = trace_start(t);
   double last_loss = NAN;
   for (int step = start_step; rc == 0 && step < c->steps; step++) {
     int profile_from = c->profile_first > start_step ? c->profile_first : start_step;
-    if (c->trace[0] && step == profile_from && step <= c->profile_last && !t->tracing)
-      trace_start(t);
+    if (c->trace[0] && step == profile_from && step <= c->profile_last && !t->tracing &&
+        (rc = trace_start(t)) != 0)
+      break;
     if (step == c->debug_die_step && env->rank == c->debug_die_rank) {
       fflush(stdout);
       raise(SIGKILL);
@@ -758,41 +822,30 @@ int train_rank_run(const train_config *cfg_in, const rank_env *env) {
     rc = train_run_step(t, step, &loss, &norm);
     double dt = now_s() - t0;
     if (t->tracing) stepscope_step_end();
-    if (rc != 0) break;
+    if (rc != 0 || (rc = check_finite(t, step, loss, norm)) != 0) break;
     last_loss = loss;
-    double tokens = (double)c->batch * c->seq;
-    double mfu = train_model_flops_per_step(c) / (dt * t->peak_flops * c->world);
     if (t->tracing) {
       stepscope_counter_now("loss", 0, loss);
       stepscope_counter_now("grad_norm", 0, norm);
-      stepscope_counter_now("tokens_per_s", 0, tokens / dt);
+      stepscope_counter_now("tokens_per_s", 0, (double)c->batch * c->seq / dt);
     }
-    if (is_printer && !c->quiet) {
-      printf("step %4d | loss %.6f | norm %.4f | lr %.3e | %8.1f ms | %9.0f tok/s | MFU "
-             "%.2f%%\n",
-             step, loss, norm, train_lr_at(c, step), dt * 1e3, tokens / dt, mfu * 100);
-      fflush(stdout);
-    }
-    if (t->log) {
-      fprintf(t->log,
-              "{\"step\":%d,\"loss\":%.9g,\"step_ms\":%.3f,\"tokens_per_s\":%.1f,\"mfu\":%.6g,"
-              "\"grad_norm\":%.6g,\"lr\":%.6g",
-              step, loss, dt * 1e3, tokens / dt, mfu, norm, train_lr_at(c, step));
-      if (c->experts > 0) fprintf(t->log, ",\"aux_loss\":%.9g", t->aux_loss);
-      fprintf(t->log, "}\n");
-      fflush(t->log);
-    }
-    if (t->tracing && c->profile_last >= 0 && step >= c->profile_last)
-      trace_stop(t); /* the measured peak so far goes in with it */
+    if (is_printer && (rc = report_step(t, step, loss, norm, dt)) != 0) break;
+    if (t->tracing && c->profile_last >= 0 && step >= c->profile_last &&
+        (rc = trace_stop(t)) != 0) /* the measured peak so far goes in with it */
+      break;
     if (c->checkpoint_dir[0] &&
         ((c->checkpoint_every > 0 && (step + 1) % c->checkpoint_every == 0) ||
          step + 1 == c->steps))
       rc = save_checkpoint(t, step + 1);
   }
-  if (t->tracing) trace_stop(t);
+  if (t->tracing && trace_stop(t) != 0) rc = -1;
   if (rc == 0 && c->debug_dump_params[0]) rc = dump_params(t);
   if (rc == 0 && is_printer && !isnan(last_loss)) printf("final loss %.6f\n", last_loss);
+  if (rc == 0 && is_printer) rc = flush_stdout(t);
+  if (rc == 0 && t->log && fclose(t->log) != 0) rc = log_failed(t);
+  if (rc == 0) t->log = NULL; /* closed */
   if (rc != 0) {
+    train_debug_delay(t, DELAY_ERROR);
     const char *why = t->job ? comm_job_abort_reason(t->job) : "";
     fprintf(stderr, "rank %d: error: %s\n", env->rank, t->err[0] ? t->err : why);
     if (t->job) comm_job_abort(t->job, t->err);

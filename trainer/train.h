@@ -12,7 +12,8 @@
 
 typedef struct rank_env {
   int rank, world, local_rank;
-  const char *shm_path; /* the job's shared segment */
+  const char *shm_path; /* the job's shared segment (its name, when shm_fd >= 0) */
+  int shm_fd;           /* >= 0: the segment, inherited open from our launcher; -1: by path */
   int create_shm;       /* this process creates it (outside launcher, rank 0) */
   int remove_shm;       /* remove it at the end (rank 0, not under our launcher) */
   double comm_timeout_s;

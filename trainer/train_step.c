@@ -45,7 +45,8 @@ void train_debug_delay(trainer *t, int phase) {
   const train_config *c = &t->cfg;
   for (int k = 0; k < c->ndebug_delays; k++) {
     if (c->debug_delay[k].rank != t->env.rank || c->debug_delay[k].phase != phase) continue;
-    t->o->stream_synchronize(t->compute); /* an error is sticky: the step's sync reports it */
+    if (t->compute)                         /* no stream yet at DELAY_START */
+      t->o->stream_synchronize(t->compute); /* an error is sticky: the step's sync reports it */
     struct timespec ts = {c->debug_delay[k].ms / 1000,
                           (long)(c->debug_delay[k].ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR)

@@ -18,7 +18,12 @@
  * is, with a warning: that source steps aside. The injection library is found
  * next to the executable (build tree: ../tracer/gpu/, install: ../lib/), or
  * given with --inject-lib. The run directory is created; one that already
- * holds traces is refused unless --force.
+ * holds traces is refused unless --force. Under --force the earlier run's
+ * derived outputs there (export, report, viewer page: sc_run_outputs.h) are
+ * removed before the command runs, and its rank files that the command did
+ * not rewrite are removed after it, once it has written rank files of its own
+ * (so that the directory holds one run; `view` would otherwise show the old
+ * one's); a note names what went.
  *
  * Why a child and not exec(): when the command ends, record says what it
  * got (how many rank files, their ranks and size, any file that cannot be
@@ -50,6 +55,7 @@
 #include "stepscope.h"
 #include "sc_file.h"
 #include "sc_json.h"
+#include "sc_run_outputs.h"
 
 #define INJECT_LIB_NAME "libstepscope_inject.so"
 
@@ -81,7 +87,9 @@ static const cli_option record_options[] = {
     {CLI_FLAG, "--no-nvtx", NULL, NULL, "do not capture NVTX", A(no_nvtx), NULL, 0, 0, NULL},
     {CLI_FLAG, "--no-nccl", NULL, NULL, "do not load the NCCL profiler plugin", A(no_nccl), NULL, 0,
      0, NULL},
-    {CLI_FLAG, "--force", NULL, NULL, "write into a run directory that already holds traces",
+    {CLI_FLAG, "--force", NULL, NULL,
+     "write into a run directory holding traces (the earlier run's exports, reports and "
+     "pages there, and its rank files COMMAND does not rewrite, are removed)",
      A(force), NULL, 0, 0, NULL},
     {CLI_FLAG, "--quiet", "-q", NULL, "no summary of the rank files written when COMMAND ends",
      A(quiet), NULL, 0, 0, NULL},
@@ -303,6 +311,34 @@ static void snapshot_free(file_snapshot *snap) {
   free(snap->st);
 }
 
+/* --force: the earlier run's rank files that the command left as they were are removed
+ * once it has written rank files of its own (the directory then holds one run); when it
+ * wrote none, the earlier run stays whole. Says what it removed. */
+static void remove_stale_ranks(const char *run, const file_snapshot *before) {
+  stepscope_error err;
+  char **paths = NULL;
+  size_t count = 0, written = 0, removed = 0;
+  if (stepscope_run_files(run, &paths, &count, &err) != 0) return;
+  unsigned char *stale = calloc(count ? count : 1, 1);
+  for (size_t k = 0; stale && k < count; k++) {
+    struct stat st;
+    if (stat(paths[k], &st) != 0) continue;
+    if (snapshot_unchanged(before, paths[k], &st))
+      stale[k] = 1;
+    else
+      written++;
+  }
+  for (size_t k = 0; stale && written && k < count; k++)
+    removed += stale[k] && unlink(paths[k]) == 0;
+  if (removed)
+    fprintf(stderr,
+            "stepscope record: --force: removed %zu rank file%s of the earlier run that the "
+            "command did not write\n",
+            removed, removed == 1 ? "" : "s");
+  free(stale);
+  stepscope_run_files_free(paths, count);
+}
+
 /* Prints what the command wrote to the run directory: rank files, their ranks
  * and total size, and every file that cannot be opened as a trace (a rank
  * killed before its first flush, a disk that filled). Files the command left
@@ -417,10 +453,21 @@ int cmd_record(int argc, char **argv) {
     setenv("STEPSCOPE_CONFIG_JSON", config, 1);
     free(config);
   }
+  if (force) {
+    char removed[600], failed[600];
+    if (sc_remove_derived_outputs(run_abs, removed, sizeof removed, failed, sizeof failed))
+      fprintf(stderr,
+              "stepscope record: --force: removed the earlier run's derived outputs %s (stale "
+              "now)\n",
+              removed);
+    if (failed[0])
+      fprintf(stderr, "stepscope record: --force: could not remove %s (stale)\n", failed);
+  }
   file_snapshot before = {0};
-  if (!quiet) snapshot_take(run_abs, &before);
+  if (!quiet || force) snapshot_take(run_abs, &before);
   int status;
   int rc = run_command(command, &status);
+  if (rc == 0 && force) remove_stale_ranks(run_abs, &before);
   if (rc == 0 && !quiet) summarize_run(run_abs, command[0], &before);
   snapshot_free(&before);
   return rc ? rc /* could not start it (said why) */ : pass_status_on(status);

@@ -131,7 +131,8 @@ static const cli_option view_options[] = {
      "other users of this machine cannot read the run. Only GET and HEAD are served,\n"
      "and only the viewer's own files and each run's export and report, nothing else\n"
      "of the run directory. An export or report found in RUN that is cut short (a full\n"
-     "disk, a killed writer) is not served: it is regenerated from the rank traces.\n",
+     "disk, a killed writer), or older than RUN's newest rank file (an earlier run's),\n"
+     "is not served: it is regenerated from the rank traces, with a note.\n",
      0, NULL, 0, 0, NULL},
 };
 

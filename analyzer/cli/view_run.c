@@ -10,8 +10,11 @@
  * any name run_discovery.c accepts — a Kineto trace.json.gz among them), the
  * missing files are produced by running this same executable's `export` and
  * `analyze --json` commands into a private temporary directory (the run
- * directory is never written). When that is not possible, `missing` and
- * `notes` say what is absent and why, and the page shows it.
+ * directory is never written). An export or report of the directory that is
+ * older than its newest rank file was made from an earlier run (a run written
+ * over with --force): it is not used but regenerated the same way, with a note.
+ * When that is not possible, `missing` and `notes` say what is absent and why,
+ * and the page shows it.
  */
 #include "view.h"
 
@@ -136,6 +139,33 @@ static void generate(view_run *run, const char *self_exe, int want_trace, int wa
   }
 }
 
+static int earlier(const struct timespec *a, const struct timespec *b) {
+  return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+/* The newest rank file of the run (its modification time and name); 0 when it has none. */
+static int newest_rank(const ssa_run_files *found, struct timespec *when, char *name, size_t n) {
+  int any = 0;
+  for (size_t i = 0; i < found->nfiles; i++) {
+    const ssa_found_file *f = &found->files[i];
+    struct stat st;
+    if (!ssa_file_kind_is_rank(f->kind) || stat(f->path, &st) != 0) continue;
+    if (any && !earlier(when, &st.st_mtim)) continue;
+    *when = st.st_mtim;
+    copy_text(name, n, f->name);
+    any = 1;
+  }
+  return any;
+}
+
+/* Whether the directory's file `name` was last written before `when`. */
+static int older_than(const view_run *run, const char *name, const struct timespec *when) {
+  char path[PATH_MAX];
+  struct stat st;
+  if (view_file_inside(run->dir, name, path, sizeof path) != 0 || stat(path, &st) != 0) return 0;
+  return earlier(&st.st_mtim, when);
+}
+
 /* Notes a file of the run directory that is not used, and why, once. */
 static void note_unused(view_run *run, const char *name, const char *why) {
   char msg[512];
@@ -219,6 +249,20 @@ int view_run_open(view_run *run, const char *id, const char *arg, const char *se
           note_unused(run, f->name, f->why);
         }
       }
+    /* made before the newest rank file (an earlier run's, written over with --force):
+     * regenerated from the ranks (below). run->source is set here only for a directory */
+    struct timespec ranks_at = {0, 0};
+    char newest[256], stale[400];
+    if (run->source[0] && newest_rank(&found, &ranks_at, newest, sizeof newest)) {
+      char *names[2] = {run->trace_name, run->report_name};
+      for (int k = 0; k < 2; k++) {
+        if (!names[k][0] || !older_than(run, names[k], &ranks_at)) continue;
+        snprintf(stale, sizeof stale,
+                 "is older than the rank file %s, so it may describe an earlier run", newest);
+        note_unused(run, names[k], stale);
+        names[k][0] = '\0';
+      }
+    }
   }
   ssa_run_files_free(&found);
   /* what was found must be whole: a cut export or an empty report is

@@ -1,8 +1,9 @@
 /*
  * test_common.c — common/: the one JSON string escaper (every form it writes, bytes that are
  * not UTF-8, the HTML-safe mode, a length that cuts a sequence, the fixed-buffer helper's
- * cut and count), the JSON skimmer, mkdir -p and write-all, and the hash against FNV-1a's
- * published vectors.
+ * cut and count), the JSON skimmer, mkdir -p and write-all, the hash against FNV-1a's
+ * published vectors, and which files of a run directory are stepscope's derived outputs
+ * (removed by --force) and which are not (a user's file, a PyTorch trace, a prediction).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +17,7 @@
 #include "sc_hash.h"
 #include "sc_json.h"
 #include "sc_json_skim.h"
+#include "sc_run_outputs.h"
 
 static int failures;
 
@@ -163,12 +165,85 @@ static void test_hash(void) {
   CHECK(h == 0x85944171f73967e8ull, "chained pieces hash as one");
 }
 
+/* Writes `n` bytes of `bytes` as dir/name. */
+static void put_file(const char *dir, const char *name, const char *bytes, size_t n) {
+  char path[300];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+  CHECK(fd >= 0 && sc_write_all(fd, bytes, n) == 0, "write %s", path);
+  if (fd >= 0) close(fd);
+}
+#define PUT(dir, name, literal) put_file(dir, name, literal, sizeof literal - 1)
+
+static void test_derived_outputs(void) {
+  char dir[] = "/tmp/test_common_XXXXXX";
+  CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+  /* stepscope's, as its writers begin them */
+  PUT(dir, "trace.json", "{\"traceEvents\":[\n{\"ph\":\"M\",\"pid\":1}]}");
+  PUT(dir, "report.json", "{\"schema_version\":1,\"generator\":\"stepscope analyze 0.1.0\"}");
+  PUT(dir, "diff.json", "{\"schema_version\":2,\"kind\":\"stepscope.diff\",\"a\":{}}");
+  PUT(dir, "trace.json.gz", "\x1f\x8b\x08\x00\x00\x00\x00\x00\x04\x03zz");
+  PUT(dir, "run.pftrace",
+      "\x0a\x1d\xe2\x03\x1a\x08\x01\x58\x03\x1a\x14\x08\x01\x32\x10rank 0 (vm, cpu)");
+  PUT(dir, "view.html",
+      "<!DOCTYPE html>\n<!--\n  index.html \xe2\x80\x94 the stepscope viewer's page.");
+  /* not stepscope's derived outputs */
+  PUT(dir, "notes.json", "{\"mine\":1}");
+  PUT(dir, "plan.json", "{\"schema_version\":1,\"kind\":\"stepscope.plan\",\"job\":{}}");
+  PUT(dir, "kineto.json", "{\n  \"schemaVersion\": 1, \"traceEvents\": []}");
+  /* Python's gzip (PyTorch's tensorboard_trace_handler): a time and OS 255 */
+  PUT(dir, "worker0.pt.trace.json.gz", "\x1f\x8b\x08\x00\x12\x34\x56\x67\x02\xffzz");
+  PUT(dir, "other.pftrace",
+      "\x0a\x05\x12\x03"
+      "abc");
+  PUT(dir, "mine.html", "<!DOCTYPE html><p>mine</p>");
+  PUT(dir, "trace.txt", "{\"traceEvents\":[\n{\"ph\":\"M\"}]}");
+  char link[300];
+  snprintf(link, sizeof link, "%s/link.json", dir);
+  CHECK(symlink("trace.json", link) == 0, "symlink");
+  char path[300];
+  snprintf(path, sizeof path, "%s/report.json", dir);
+  CHECK(sc_derived_output_kind(path) && !strcmp(sc_derived_output_kind(path), "report"),
+        "report.json is a report");
+  CHECK(sc_derived_output_kind(link) == NULL, "a link is never taken for one");
+  char removed[256], failed[64];
+  size_t n = sc_remove_derived_outputs(dir, removed, sizeof removed, failed, sizeof failed);
+  CHECK(n == 6, "6 derived outputs removed, not %zu (%s)", n, removed);
+  CHECK(failed[0] == '\0', "none failed: %s", failed);
+  static const char *const gone[] = {"trace.json",    "report.json", "diff.json",
+                                     "trace.json.gz", "run.pftrace", "view.html"};
+  static const char *const kept[] = {
+      "notes.json",    "plan.json", "kineto.json", "worker0.pt.trace.json.gz",
+      "other.pftrace", "mine.html", "trace.txt",   "link.json"};
+  struct stat st;
+  for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++) {
+    snprintf(path, sizeof path, "%s/%s", dir, gone[i]);
+    CHECK(lstat(path, &st) != 0, "%s removed", gone[i]);
+    CHECK(strstr(removed, gone[i]) != NULL, "%s named in \"%s\"", gone[i], removed);
+  }
+  for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++) {
+    snprintf(path, sizeof path, "%s/%s", dir, kept[i]);
+    CHECK(lstat(path, &st) == 0, "%s kept", kept[i]);
+  }
+  /* a list that does not fit is cut with "..." */
+  PUT(dir, "report.json", "{\"schema_version\":1,\"generator\":\"stepscope analyze 0.1.0\"}");
+  PUT(dir, "diff.json", "{\"schema_version\":2,\"kind\":\"stepscope.diff\",\"a\":{}}");
+  char small[16];
+  n = sc_remove_derived_outputs(dir, small, sizeof small, failed, sizeof failed);
+  CHECK(n == 2 && strlen(small) < sizeof small && strstr(small, "...") != NULL,
+        "cut list \"%s\" (%zu removed)", small, n);
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  CHECK(system(cmd) == 0, "cleanup");
+}
+
 int main(void) {
   test_escaper();
   test_buffer_helper();
   test_files();
   test_skimmer();
   test_hash();
+  test_derived_outputs();
   if (failures)
     fprintf(stderr, "%d failures\n", failures);
   else

@@ -73,10 +73,21 @@ check '[ $? -eq 0 ]'
 check 'grep -q "2 trace files written to $tmp/run/h (.* kB, rank 1); 1 cannot be read" "$tmp/sum2.txt"'
 check 'grep -q "warning: .*rank-00002.trace.zst: .*empty file" "$tmp/sum2.txt"'
 check 'grep -q "next: stepscope analyze $tmp/run/h" "$tmp/sum2.txt"'
-# Under --force, files the command did not touch are an earlier run's.
+# Under --force, files the command did not touch are an earlier run's: once it has
+# written a rank file they are removed, and so are the earlier run's derived outputs
+# (issue 34 defect 7), but not a file of the user's.
+printf '{"traceEvents":[\n{"ph":"M","name":"process_name"}]}' > "$tmp/run/h/trace.json"
+printf '{"schema_version":1,"generator":"stepscope analyze 0.1.0","run":{}}' > "$tmp/run/h/report.json"
+printf '{"mine":1}' > "$tmp/run/h/notes.json"
 "$stepscope" record -o "$tmp/run/h" --force --inject-lib "$lib" -- \
   sh -c "cp '$sample' \"\$STEPSCOPE_RUN_DIR/rank-00003.trace.zst\"" 2> "$tmp/sum3.txt"
-check 'grep -q "1 trace file written to .*; 2 older files left from an earlier run" "$tmp/sum3.txt"'
+cat "$tmp/sum3.txt"
+check 'grep -q "removed the earlier run.s derived outputs .*trace.json" "$tmp/sum3.txt"'
+check 'grep -q "removed 2 rank files of the earlier run that the command did not write" "$tmp/sum3.txt"'
+check 'grep -q "1 trace file written to .*" "$tmp/sum3.txt"'
+check '[ ! -e "$tmp/run/h/trace.json" ] && [ ! -e "$tmp/run/h/report.json" ]'
+check '[ ! -e "$tmp/run/h/rank-00001.trace.zst" ] && [ ! -e "$tmp/run/h/rank-00002.trace.zst" ]'
+check '[ -e "$tmp/run/h/rank-00003.trace.zst" ] && [ -e "$tmp/run/h/notes.json" ]'
 "$stepscope" record -q -o "$tmp/run/h" --force --inject-lib "$lib" -- true 2> "$tmp/sum4.txt"
 check '[ ! -s "$tmp/sum4.txt" ]'
 

@@ -5,6 +5,11 @@
 #   launcher_sigkill  SIGKILL to the `--world 2` launcher: its ranks die too
 #                     (PR_SET_PDEATHSIG) and /dev/shm keeps no segment
 #   launcher_sigpipe  the same for a launcher killed by SIGPIPE (`| head`)
+#   starting_sigkill  SIGKILL to the launcher while its ranks start (they wait
+#                     3 s before joining the job: --debug-delay R:start:3000):
+#                     the ranks die and nothing is left in /dev/shm (issue 34
+#                     defect 8: an 80 MiB segment was, 10 of 10 times)
+#   starting_sigterm  the same with SIGTERM (the launcher stops its ranks)
 #   external_stale    under an outside launcher, a job killed before all its
 #                     ranks attached leaves its segment; the next job on the
 #                     same key, whose rank 1 starts first, must not join it
@@ -46,6 +51,30 @@ launcher_dies() { # signal
   for k in $kids; do kill -9 "$k" 2>/dev/null; done
 }
 
+launcher_dies_starting() { # signal
+  "$train" --backend cpu --world 2 --steps 3 --quiet --debug-delay 0:start:3000 \
+    --debug-delay 1:start:3000 >/dev/null 2>&1 &
+  local pid=$! kids="" i=0
+  while [ $i -lt 100 ]; do # both ranks forked (they now wait before joining)
+    kids=$(children $pid)
+    [ "$(echo $kids | wc -w)" -eq 2 ] && break
+    sleep 0.1; i=$((i + 1))
+  done
+  sleep 0.5
+  echo "launcher $pid, ranks $kids (starting)"
+  kill -"$1" $pid
+  wait $pid 2>/dev/null
+  for k in $kids; do
+    check "rank pid $k died with its launcher (SIG$1)" wait_gone "$k" 10
+  done
+  # the segment's name, or its temporary name while it was being created
+  local left="" f
+  for f in "$shm/stepscope-job$pid.shm"*; do [ -e "$f" ] && left="$left ${f##*/}"; done
+  check "no segment of the job left behind in $shm (SIG$1): $left" test -z "$left"
+  for k in $kids; do kill -9 "$k" 2>/dev/null; done
+  rm -f "$shm/stepscope-job$pid.shm"
+}
+
 rank() { # rank job-id extra-args...: one rank under an outside launcher, in the background
   local r=$1 job=$2; shift 2
   RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=29511 \
@@ -55,6 +84,8 @@ rank() { # rank job-id extra-args...: one rank under an outside launcher, in the
 case $case in
 launcher_sigkill) launcher_dies KILL ;;
 launcher_sigpipe) launcher_dies PIPE ;;
+starting_sigkill) launcher_dies_starting KILL ;;
+starting_sigterm) launcher_dies_starting TERM ;;
 external_stale)
   job="stale$$"
   # job A: only rank 0 starts; it creates the segment and waits for rank 1; SIGKILL

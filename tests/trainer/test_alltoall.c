@@ -43,7 +43,7 @@ static uint64_t part2_count(int r, int p) {
 
 static int rank_main(const char *path, int rank) {
   char err[512];
-  comm_job_options jo = {rank, WORLD, path, 0, 20.0, 0, 0};
+  comm_job_options jo = {.rank = rank, .world = WORLD, .path = path, .fd = -1, .timeout_s = 20.0};
   comm_job *job = comm_job_open(&jo, err, sizeof err);
   if (!job) {
     printf("rank %d: %s\n", rank, err);
