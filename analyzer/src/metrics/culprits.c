@@ -464,12 +464,14 @@ static int cmp_charge(const void *pa, const void *pb) {
   return b->via_victim - a->via_victim; /* a step's victim charges first */
 }
 
-/* The rows per (rank, phase): caused, excess and instances summed; steps and victim steps
- * counted once per step (a rank found late directly and through a victim in one step). */
+/* The rows per (rank, phase): caused and instances summed; steps, victim steps and excess
+ * counted once per step (a rank found late directly and through a victim in one step: the
+ * step's largest excess). */
 static int culprit_rows(ssa_analysis *a, ssa_culprit_effect *ch, size_t n) {
   if (n > 1) qsort(ch, n, sizeof *ch, cmp_charge);
   a->culprits = malloc((n ? n : 1) * sizeof *a->culprits);
   if (!a->culprits) return STEPSCOPE_E_NOMEM;
+  int64_t step_excess = 0; /* the largest excess charged to the row in its current step */
   for (size_t i = 0; i < n; i++) {
     const ssa_culprit_effect *x = &ch[i];
     int same_row = i > 0 && ch[i - 1].rank_idx == x->rank_idx && ch[i - 1].phase == x->phase;
@@ -478,11 +480,15 @@ static int culprit_rows(ssa_analysis *a, ssa_culprit_effect *ch, size_t n) {
           (ssa_culprit){.rank = a->ranks[x->rank_idx].rank->rank, .phase = x->phase};
     ssa_culprit *c = &a->culprits[a->nculprits - 1];
     c->caused += x->caused;
-    c->excess += x->excess;
     c->instances += x->instances;
     int new_step = !same_row || ch[i - 1].step != x->step || x->step < 0;
     c->steps += new_step;
     c->via_victim += x->via_victim && new_step;
+    /* one step's excess once: found directly and through a victim, it is the same time */
+    if (new_step || x->excess > step_excess) {
+      c->excess += x->excess - (new_step ? 0 : step_excess);
+      step_excess = x->excess;
+    }
   }
   return 0;
 }
