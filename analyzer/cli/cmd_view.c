@@ -2,8 +2,8 @@
  * cmd_view.c — `stepscope view RUN [--compare RUN_B] [--port P] [--bind ADDR] [--html OUT]`.
  *
  * Serves the bundled viewer (embedded in the binary) and the run's export and
- * report on http://127.0.0.1:P/?token=... (read-only, behind a random access
- * token; see view_http.c for what is served and what is refused), or with
+ * report on http://127.0.0.1:P/t/<token>/ (read-only, behind a random access
+ * token in the path; see view_http.c for what is served and what is refused), or with
  * --html writes one self-contained page, prints one line and exits. RUN is
  * what every command takes (run_discovery.c): its export and report, written
  * by `stepscope export` and `stepscope analyze --json`, are used when there and
@@ -126,12 +126,13 @@ static const cli_option view_options[] = {
      "                      report already in RUN)\n"
      "  --help            this text\n"
      "\n"
-     "The printed URL carries a random access token (as Jupyter's does): the browser\n"
-     "that opens it gets a cookie, and any request without it is refused (403), so\n"
-     "other users of this machine cannot read the run. Only GET and HEAD are served,\n"
-     "and only the viewer's own files and each run's export and report, nothing else\n"
-     "of the run directory. An export or report found in RUN that is cut short (a full\n"
-     "disk, a killed writer) is not served: it is regenerated from the rank traces.\n",
+     "The printed URL carries a random access token in its path (/t/TOKEN/): any\n"
+     "request without it is refused (403), so other users of this machine cannot read\n"
+     "the run, and no cookie is set, so other servers on this machine never see it.\n"
+     "Only GET and HEAD are served, and only the viewer's own files and each run's\n"
+     "export and report, nothing else of the run directory. An export or report found\n"
+     "in RUN that is cut short (a full disk, a killed writer) is not served: it is\n"
+     "regenerated from the rank traces.\n",
      0, NULL, 0, 0, NULL},
 };
 
