@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli_env.h"
 #include "option_table.h"
 
 /* Appends the command line's rules of one class to the environment variable
@@ -170,6 +171,8 @@ int cmd_view(int argc, char **argv) {
   ssize_t n = readlink("/proc/self/exe", self_exe, sizeof self_exe - 1);
   if (n > 0) self_exe[n] = '\0';
 
+  cli_env env; /* the decompression limits (the commands view runs read the same) */
+  cli_env_read(&env);
   view_run runs[2];
   int nruns = 0;
   char err[1024];
@@ -177,7 +180,7 @@ int cmd_view(int argc, char **argv) {
   for (int i = 0; i < 2; i++) {
     if (!args[i]) continue;
     if (view_run_open(&runs[nruns], i == 0 ? "a" : "b", args[i], n > 0 ? self_exe : NULL,
-                      html != NULL, err, sizeof err) != 0) {
+                      html != NULL, &env.import.inflate, err, sizeof err) != 0) {
       fprintf(stderr, "stepscope view: %s\n", err);
       for (int k = 0; k < nruns; k++)
         view_run_close(&runs[k]);
