@@ -11,11 +11,49 @@
  *   STEPSCOPE_KINETO_SPLIT_AT=F       the split point, taken when 0 < F < 1
  *   STEPSCOPE_KINETO_SPLIT_TRACE (set) what each split did
  *   STEPSCOPE_PFTRACE_INTERN_LIMIT=N  taken when N >= 32
+ *
+ * and, unlike those switches, the two limits on decompression (stepscope.h,
+ * "Decompression limits"), which decide whether a compressed input inflating
+ * past them is read at all:
+ *
+ *   STEPSCOPE_INFLATE_RATIO=N         inflated bytes per compressed byte (default 100;
+ *                                     0: no ratio limit)
+ *   STEPSCOPE_INFLATE_MAX=BYTES       the ceiling in all, bytes or with K, M, G or T
+ *                                     (binary; default 32G; 0: no ceiling)
+ *
+ * A value that is not a number is ignored with a warning on stderr.
  */
 #include "cli_env.h"
 
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The limit the variable `name` gives (0: not set or not a number, the default;
+ * STEPSCOPE_INFLATE_UNLIMITED for "0"); with `units`, a K/M/G/T suffix multiplies. */
+static uint64_t inflate_limit_from_env(const char *name, int units) {
+  const char *v = getenv(name);
+  if (!v || !*v) return 0;
+  char *end;
+  errno = 0;
+  unsigned long long n = strtoull(v, &end, 10);
+  int shift = 0;
+  if (units && *end && !end[1]) {
+    const char *at = strchr("KMGT", toupper((unsigned char)*end));
+    if (at) {
+      shift = 10 * (int)(at - "KMGT" + 1);
+      end++;
+    }
+  }
+  if (errno || end == v || *end || *v == '-' || (shift && n > (UINT64_MAX >> shift))) {
+    fprintf(stderr, "stepscope: warning: %s=%.40s is not %s; the default is used\n", name, v,
+            units ? "a byte count (digits, optionally followed by K, M, G or T)" : "a number");
+    return 0;
+  }
+  return n == 0 ? STEPSCOPE_INFLATE_UNLIMITED : (uint64_t)n << shift;
+}
 
 void cli_env_read(cli_env *e) {
   memset(e, 0, sizeof *e);
@@ -38,4 +76,6 @@ void cli_env_read(cli_env *e) {
   o->split_trace = getenv("STEPSCOPE_KINETO_SPLIT_TRACE") != NULL;
   v = getenv("STEPSCOPE_PFTRACE_INTERN_LIMIT");
   e->perfetto.intern_limit = v ? atoi(v) : 0;
+  o->inflate.ratio = inflate_limit_from_env("STEPSCOPE_INFLATE_RATIO", 0);
+  o->inflate.max_bytes = inflate_limit_from_env("STEPSCOPE_INFLATE_MAX", 1);
 }

@@ -1,6 +1,7 @@
 /*
- * cli_env.h — the library's switches for tests and measurements, read from
- * the environment in this one place (cli_env.c). The analysis library never
+ * cli_env.h — the library's switches for tests and measurements, and its
+ * decompression limits, read from the environment in this one place
+ * (cli_env.c). The analysis library never
  * reads the environment: each command passes these on (the importer's to
  * ssa_run_load_import or ssa_kineto_source_load_opts, the Perfetto export's
  * to ssa_export_perfetto_opts). The C API (analyzer/api) reads them through this same
@@ -14,7 +15,8 @@
 
 typedef struct cli_env {
   ssa_import_options import;     /* STEPSCOPE_KINETO_FAST, _FAST_TRACE, _GZIP, _SPLIT,
-                                    _SPLIT_AT, _SPLIT_TRACE */
+                                    _SPLIT_AT, _SPLIT_TRACE; STEPSCOPE_INFLATE_RATIO and
+                                    _MAX (import.inflate, for every compressed input) */
   ssa_perfetto_options perfetto; /* STEPSCOPE_PFTRACE_INTERN_LIMIT */
 } cli_env;
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_env.h"
 #include "option_table.h"
 #include "ssa_import.h"
 #include "stepscope.h"
@@ -66,9 +67,11 @@ int cmd_dump(int argc, char **argv) {
     usage(stderr);
     return 2;
   }
+  cli_env env; /* the decompression limits */
+  cli_env_read(&env);
   int gz = 0;
   char why[200];
-  ssa_file_kind kind = ssa_classify_file(path, 1, &gz, why, sizeof why);
+  ssa_file_kind kind = ssa_classify_file(path, 1, &env.import.inflate, &gz, why, sizeof why);
   if (kind != SSA_FILE_TRACE) { /* run_discovery.c: the same judgement as every command */
     fprintf(stderr,
             "stepscope dump: %s is a %s (%s); dump reads stepscope rank traces "
@@ -78,7 +81,8 @@ int cmd_dump(int argc, char **argv) {
     return 1;
   }
   stepscope_error err = {0};
-  stepscope_reader *r = stepscope_reader_open(path, &err);
+  stepscope_reader_options ropt = {env.import.inflate};
+  stepscope_reader *r = stepscope_reader_open_opts(path, &ropt, &err);
   if (!r) {
     fprintf(stderr, "stepscope dump: %s\n", err.message);
     return 1;

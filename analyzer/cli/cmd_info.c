@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cli_env.h"
 #include "option_table.h"
 #include "ssa_import.h"
 #include "ssa_io.h"
@@ -348,9 +349,11 @@ int cmd_info(int argc, char **argv) {
     usage(stderr);
     return 2;
   }
+  cli_env env; /* the Kineto switches and the decompression limits */
+  cli_env_read(&env);
   ssa_run_files found;
   stepscope_error err = {0};
-  if (ssa_run_discover(target, &found, &err) != 0) {
+  if (ssa_run_discover(target, &env.import.inflate, &found, &err) != 0) {
     fprintf(stderr, "stepscope info: %s\n", err.message);
     return 1;
   }
@@ -386,7 +389,7 @@ int cmd_info(int argc, char **argv) {
     kineto[k] = found.files[i].kind == SSA_FILE_KINETO;
     paths[k++] = found.files[i].path;
   }
-  trace_summary_scan(paths, kineto, n, 0, s);
+  trace_summary_scan(paths, kineto, n, 0, &env.import, s);
   for (size_t i = 0; i < n; i++) /* the same rank in two files: the first one counts */
     for (size_t j = 0; j < i && s[i].ok && !s[i].duplicate_of; j++)
       if (s[j].ok && !s[j].duplicate_of && s[j].header.rank == s[i].header.rank)

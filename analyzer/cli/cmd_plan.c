@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli_env.h"
 #include "model_config.h"
 #include "model_presets.h"
 #include "option_table.h"
@@ -271,7 +272,10 @@ static int build_model(plan_args *p) {
   m->bucket_mb = p->bucket_mb;
   if (p->from) {
     char err[512];
-    if (plan_calibrate_from_run(p->from, p->threads, &p->job.cal, err, sizeof err) != 0) {
+    cli_env env; /* the decompression limits */
+    cli_env_read(&env);
+    if (plan_calibrate_from_run(p->from, p->threads, &env.import, &p->job.cal, err, sizeof err) !=
+        0) {
       fprintf(stderr, "stepscope plan: --from %s: %s\n", p->from, err);
       return 1;
     }

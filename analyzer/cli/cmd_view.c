@@ -2,8 +2,8 @@
  * cmd_view.c — `stepscope view RUN [--compare RUN_B] [--port P] [--bind ADDR] [--html OUT]`.
  *
  * Serves the bundled viewer (embedded in the binary) and the run's export and
- * report on http://127.0.0.1:P/?token=... (read-only, behind a random access
- * token; see view_http.c for what is served and what is refused), or with
+ * report on http://127.0.0.1:P/t/<token>/ (read-only, behind a random access
+ * token in the path; see view_http.c for what is served and what is refused), or with
  * --html writes one self-contained page, prints one line and exits. RUN is
  * what every command takes (run_discovery.c): its export and report, written
  * by `stepscope export` and `stepscope analyze --json`, are used when there and
@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli_env.h"
 #include "option_table.h"
 
 /* Appends the command line's rules of one class to the environment variable
@@ -126,13 +127,14 @@ static const cli_option view_options[] = {
      "                      report already in RUN)\n"
      "  --help            this text\n"
      "\n"
-     "The printed URL carries a random access token (as Jupyter's does): the browser\n"
-     "that opens it gets a cookie, and any request without it is refused (403), so\n"
-     "other users of this machine cannot read the run. Only GET and HEAD are served,\n"
-     "and only the viewer's own files and each run's export and report, nothing else\n"
-     "of the run directory. An export or report found in RUN that is cut short (a full\n"
-     "disk, a killed writer), or older than RUN's newest rank file (an earlier run's),\n"
-     "is not served: it is regenerated from the rank traces, with a note.\n",
+     "The printed URL carries a random access token in its path (/t/TOKEN/): any\n"
+     "request without it is refused (403), so other users of this machine cannot read\n"
+     "the run, and no cookie is set, so other servers on this machine never see it.\n"
+     "Only GET and HEAD are served, and only the viewer's own files and each run's\n"
+     "export and report, nothing else of the run directory. An export or report found\n"
+     "in RUN that is cut short (a full disk, a killed writer), or older than RUN's\n"
+     "newest rank file (an earlier run's), is not served: it is regenerated from the\n"
+     "rank traces, with a note.\n",
      0, NULL, 0, 0, NULL},
 };
 
@@ -170,6 +172,8 @@ int cmd_view(int argc, char **argv) {
   ssize_t n = readlink("/proc/self/exe", self_exe, sizeof self_exe - 1);
   if (n > 0) self_exe[n] = '\0';
 
+  cli_env env; /* the decompression limits (the commands view runs read the same) */
+  cli_env_read(&env);
   view_run runs[2];
   int nruns = 0;
   char err[1024];
@@ -177,7 +181,7 @@ int cmd_view(int argc, char **argv) {
   for (int i = 0; i < 2; i++) {
     if (!args[i]) continue;
     if (view_run_open(&runs[nruns], i == 0 ? "a" : "b", args[i], n > 0 ? self_exe : NULL,
-                      html != NULL, err, sizeof err) != 0) {
+                      html != NULL, &env.import.inflate, err, sizeof err) != 0) {
       fprintf(stderr, "stepscope view: %s\n", err);
       for (int k = 0; k < nruns; k++)
         view_run_close(&runs[k]);

@@ -12,7 +12,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli_env.h"
 #include "kineto_source.h"
 #include "ssa_model.h"
 
@@ -20,6 +19,7 @@ typedef struct scan_job {
   const char *const *paths;
   const unsigned char *kineto;
   size_t n;
+  const ssa_import_options *import;
   trace_summary *out;
   atomic_size_t next;
   atomic_size_t done;
@@ -65,16 +65,14 @@ static void span_add(trace_summary *s, int64_t start, int64_t end) {
 
 /* A PyTorch (Kineto) trace: imported into the analyzer's model, which is
  * then counted in the terms of our record kinds. */
-static void scan_kineto(const char *path, trace_summary *s) {
+static void scan_kineto(const char *path, const ssa_import_options *import, trace_summary *s) {
   ssa_rank r;
   if (ssa_rank_init(&r) != 0) {
     s->error.code = STEPSCOPE_E_NOMEM;
     snprintf(s->error.message, sizeof s->error.message, "%s: out of memory", path);
     return;
   }
-  cli_env env;
-  cli_env_read(&env);
-  if (ssa_kineto_source_load_opts(path, &env.import, &r, &s->error) != 0) {
+  if (ssa_kineto_source_load_opts(path, import, &r, &s->error) != 0) {
     if (!s->error.code) s->error.code = STEPSCOPE_E_FORMAT;
     ssa_rank_free(&r);
     return;
@@ -128,17 +126,19 @@ static void scan_kineto(const char *path, trace_summary *s) {
   ssa_rank_free(&r);
 }
 
-static void scan_one(const char *path, int kineto, trace_summary *s) {
+static void scan_one(const char *path, int kineto, const ssa_import_options *import,
+                     trace_summary *s) {
   memset(s, 0, sizeof *s);
   if (kineto) {
     s->path = path;
     s->first_ns = UINT64_MAX;
-    scan_kineto(path, s);
+    scan_kineto(path, import, s);
     return;
   }
   s->path = path;
   s->first_ns = UINT64_MAX;
-  stepscope_reader *r = stepscope_reader_open(path, &s->error);
+  stepscope_reader_options ropt = {import->inflate};
+  stepscope_reader *r = stepscope_reader_open_opts(path, &ropt, &s->error);
   if (!r) return;
   s->ok = 1;
   const stepscope_header *h = stepscope_reader_header(r);
@@ -185,15 +185,15 @@ static void *scan_worker(void *arg) {
   for (;;) {
     size_t i = atomic_fetch_add(&job->next, 1);
     if (i >= job->n) break;
-    scan_one(job->paths[i], job->kineto && job->kineto[i], &job->out[i]);
+    scan_one(job->paths[i], job->kineto && job->kineto[i], job->import, &job->out[i]);
     atomic_fetch_add(&job->done, 1);
   }
   return NULL;
 }
 
 void trace_summary_scan(const char *const *paths, const unsigned char *kineto, size_t n,
-                        unsigned threads, trace_summary *out) {
-  scan_job job = {.paths = paths, .kineto = kineto, .n = n, .out = out};
+                        unsigned threads, const ssa_import_options *import, trace_summary *out) {
+  scan_job job = {.paths = paths, .kineto = kineto, .n = n, .import = import, .out = out};
   atomic_init(&job.next, 0);
   atomic_init(&job.done, 0);
   if (threads == 0) {

@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "ssa_import.h"
 #include "stepscope.h"
 
 typedef struct trace_summary {
@@ -32,10 +33,11 @@ typedef struct trace_summary {
 
 /* Scans `n` files with up to `threads` threads (0: number of cores); file i
  * is a Kineto trace when kineto[i] is nonzero (run_discovery.c decides; NULL:
- * all are stepscope traces). Shows progress on stderr when it is a terminal.
- * Results in out[0..n). */
+ * all are stepscope traces), each read with the importers' options `import`
+ * (cli_env.h: the Kineto switches and the decompression limits). Shows
+ * progress on stderr when it is a terminal. Results in out[0..n). */
 void trace_summary_scan(const char *const *paths, const unsigned char *kineto, size_t n,
-                        unsigned threads, trace_summary *out);
+                        unsigned threads, const ssa_import_options *import, trace_summary *out);
 
 void trace_summary_free(trace_summary *s);
 

@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "stepscope.h"
+
 #ifndef PATH_MAX
 #define PATH_MAX 4096
 #endif
@@ -32,7 +34,8 @@ typedef struct view_run {
   char source[PATH_MAX];  /* what `export`/`analyze`/`diff` read: the run directory, the
                              one rank file given, or "" when there are no rank traces */
   int quiet;              /* no progress lines; generated commands' stdout dropped */
-  int trace_generated;    /* trace_name / report_name lie in gen_dir, not in dir */
+  stepscope_inflate_limits inflate; /* how far a gzip export or trace may inflate */
+  int trace_generated;              /* trace_name / report_name lie in gen_dir, not in dir */
   int report_generated;
   char missing[512]; /* human-readable list of what is missing */
   char notes[1024];  /* what was generated, or why not */
@@ -40,17 +43,21 @@ typedef struct view_run {
 
 /* Opens RUN (a run directory, a stepscope export, or one rank file): finds or
  * generates the export and the report. quiet: no progress lines on stderr.
+ * inflate: the decompression limits (cli_env.h; NULL: the defaults), which the
+ * commands view runs take from the same environment.
  * Returns 0, or -1 with a message in err when RUN is unusable. */
 int view_run_open(view_run *run, const char *id, const char *arg, const char *self_exe, int quiet,
-                  char *err, size_t errlen);
+                  const stepscope_inflate_limits *inflate, char *err, size_t errlen);
 
 /* Run b of a comparison: writes `stepscope diff A B --json` into b's generated files
  * (the Compare view shows its findings and verdicts); notes why when it cannot. */
 void view_run_diff(view_run *b, const view_run *a, const char *self_exe);
 
 /* Whether an export (is_report 0) or a report (1) at path is whole; if not,
- * 0 with the reason in why ("is empty ...", "is not valid JSON ..."). */
-int view_file_is_whole(const char *path, int is_report, char *why, size_t n);
+ * 0 with the reason in why ("is empty ...", "is not valid JSON ..."). A gzip
+ * export is inflated to its end, at most to the limit `inflate` gives it. */
+int view_file_is_whole(const char *path, int is_report, const stepscope_inflate_limits *inflate,
+                       char *why, size_t n);
 /* Removes generated files. */
 void view_run_close(view_run *run);
 

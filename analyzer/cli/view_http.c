@@ -17,12 +17,18 @@
  * read-only once serving starts. Only GET and HEAD are answered (405
  * otherwise).
  *
- * Access: a random token (128 bits from getrandom) is printed in the URL
- * (`/?token=...`), as Jupyter does. A request carrying it in its query is
- * answered with a cookie (`stepscope-<port>`, HttpOnly, SameSite=Strict) and
- * a redirect to the same URL without the token; every other request needs the
- * cookie (403 without). So other local users, who can reach the port but not
- * read the terminal, get nothing. Only the files the viewer needs are served:
+ * Access: a random token (128 bits from getrandom, in hex) is the first
+ * segment of every path: the printed URL is http://127.0.0.1:P/t/<token>/,
+ * the viewer asks for everything by relative URL (js/app.js, api/runs,
+ * run/a/trace.json), so each request the page makes carries the token, and a
+ * request whose path does not start with /t/<token>/ is refused (403); /t/<token>
+ * without its slash is redirected to it. No cookie is set: a browser sends a
+ * cookie of 127.0.0.1 to every port of 127.0.0.1 (cookies ignore ports, and
+ * SameSite counts all loopback ports as one site), so a cookie would hand the
+ * token to any other local server the browser visits; a path is sent only to
+ * this server, and Referrer-Policy: no-referrer keeps it out of the Referer of
+ * any link or navigation away. So other local users, who can reach the port but
+ * not read the terminal, get nothing. Only the files the viewer needs are served:
  * its embedded assets, the run listing, and each run's export and report (by
  * their exact names), never any other file of the run directory.
  *
@@ -35,7 +41,7 @@
  * postMessage, which the policy does not restrict. Files are sent with `Accept-Ranges: bytes`; a
  * single `Range: bytes=A-B` (or `A-`, `-N`) gets 206 with Content-Range, an
  * unsatisfiable one 416, and several ranges in one header the whole file (200),
- * which RFC 9110 allows. Routes:
+ * which RFC 9110 allows. Routes, each under /t/<token>:
  *   /, /index.html, /css/..., /js/...   the viewer's embedded files
  *   /api/runs                           the runs and their files, as JSON
  *   /run/<id>/<name>                    a file of run <id> ("a", or "b" for --compare)
@@ -81,9 +87,9 @@
   "style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; connect-src 'self'; "             \
   "object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
-/* The access token (hex) and the name of the cookie that carries it. */
+/* The access token (hex): the first segment of every path, /t/<token>/. */
 static char view_token[33];
-static char cookie_name[32];
+#define VIEW_TOKEN_PREFIX "/t/"
 
 static volatile sig_atomic_t stop_requested = 0;
 static void on_signal(int sig) {
@@ -301,57 +307,18 @@ static int token_matches(const char *v, size_t len) {
   return diff == 0;
 }
 
-/* Whether the query of `target` carries token=<the token>; if so, writes
- * the target without that parameter into rest (for the redirect). */
-static int query_has_token(const char *target, char *rest, size_t cap) {
-  const char *q = strchr(target, '?');
-  if (!q) return 0;
-  const char *hash = strchr(q, '#');
-  size_t qend = hash ? (size_t)(hash - target) : strlen(target);
-  int found = 0;
-  size_t n = (size_t)(q - target);
-  if (n + 2 >= cap) return 0;
-  memcpy(rest, target, n);
-  size_t keep_at = n;
-  rest[n++] = '?';
-  for (const char *p = q + 1; p < target + qend;) {
-    const char *amp = memchr(p, '&', (size_t)(target + qend - p));
-    size_t len = amp ? (size_t)(amp - p) : (size_t)(target + qend - p);
-    if (len > 6 && strncmp(p, "token=", 6) == 0 && token_matches(p + 6, len - 6)) {
-      found = 1;
-    } else if (len) {
-      if (n + len + 2 >= cap) return 0;
-      if (rest[n - 1] != '?') rest[n++] = '&';
-      memcpy(rest + n, p, len);
-      n += len;
-    }
-    p += len + (amp ? 1 : 0);
-  }
-  if (rest[n - 1] == '?') n = keep_at; /* nothing else in the query */
-  rest[n] = '\0';
-  return found;
-}
-
-/* Whether a Cookie header carries our cookie with the token. */
-static int cookie_has_token(const char *head) {
-  size_t cl = strlen(cookie_name);
-  const char *h = head;
-  while ((h = strchr(h, '\n')) != NULL) {
-    h++;
-    if (strncasecmp(h, "Cookie:", 7) != 0) continue;
-    const char *p = h + 7, *eol = p + strcspn(p, "\r\n");
-    while (p < eol) {
-      while (p < eol && (*p == ' ' || *p == '\t' || *p == ';'))
-        p++;
-      const char *semi = memchr(p, ';', (size_t)(eol - p));
-      const char *pe = semi ? semi : eol;
-      if ((size_t)(pe - p) > cl && strncmp(p, cookie_name, cl) == 0 && p[cl] == '=' &&
-          token_matches(p + cl + 1, (size_t)(pe - p) - cl - 1))
-        return 1;
-      p = pe;
-    }
-  }
-  return 0;
+/* Where the route starts in a decoded path that begins with /t/<the token>
+ * ("/" after it gives "/"): the rest of the path, or NULL without the token.
+ * *bare is set when the path is exactly /t/<token> (no slash after it). */
+static const char *path_after_token(const char *path, int *bare) {
+  size_t pl = strlen(VIEW_TOKEN_PREFIX), tl = strlen(view_token);
+  *bare = 0;
+  if (strncmp(path, VIEW_TOKEN_PREFIX, pl) != 0) return NULL;
+  const char *t = path + pl, *end = strchr(t, '/');
+  size_t len = end ? (size_t)(end - t) : strlen(t);
+  if (len != tl || !token_matches(t, len)) return NULL;
+  if (!end) *bare = 1;
+  return end ? end : t + len;
 }
 
 /* The run file `name` is one the viewer needs: the run's export or report, or the diff
@@ -386,24 +353,26 @@ static void handle(int fd, const char *head, view_run *runs, int nruns, int loop
     send_error(fd, 400, "Bad Request", head_only);
     return;
   }
-  char rest[1024]; /* a longer target with a token gets no cookie */
-  if (query_has_token(target, rest, sizeof rest)) { /* the printed URL: trade it for a cookie */
-    char extra[1400];
-    snprintf(extra, sizeof extra,
-             "Set-Cookie: %s=%s; Path=/; HttpOnly; SameSite=Strict\r\nLocation: %s\r\n",
-             cookie_name, view_token, rest);
+  int bare;
+  const char *route = path_after_token(path, &bare);
+  if (!route) {
+    const char *body = "403 Forbidden: open the URL that `stepscope view` printed (its path "
+                       "carries the access token)\n";
+    send_head(fd, 403, "Forbidden", "text/plain; charset=utf-8", strlen(body));
+    if (!head_only) send_all(fd, body, strlen(body));
+    return;
+  }
+  if (bare) { /* /t/<token>: the viewer's relative URLs need the slash after it */
+    const char *query = strchr(target, '?');
+    char extra[256];
+    snprintf(extra, sizeof extra, "Location: " VIEW_TOKEN_PREFIX "%s/%.150s\r\n", view_token,
+             query ? query : "");
     const char *body = "303 See Other\n";
     send_head_extra(fd, 303, "See Other", "text/plain; charset=utf-8", strlen(body), extra);
     if (!head_only) send_all(fd, body, strlen(body));
     return;
   }
-  if (!cookie_has_token(head)) {
-    const char *body = "403 Forbidden: open the URL that `stepscope view` printed (it carries the "
-                       "access token)\n";
-    send_head(fd, 403, "Forbidden", "text/plain; charset=utf-8", strlen(body));
-    if (!head_only) send_all(fd, body, strlen(body));
-    return;
-  }
+  memmove(path, route, strlen(route) + 1);
   if (strcmp(path, "/") == 0) snprintf(path, sizeof path, "/index.html");
   if (strncmp(path, "/run/", 5) == 0) {
     const char *id = path + 5, *slash = strchr(id, '/');
@@ -620,9 +589,9 @@ static void wait_for_connections(void) {
   pthread_mutex_unlock(&active_lock);
 }
 
-/* The access token (16 random bytes in hex) and the cookie named after the port; 0, or -1
- * with the message printed when the system gives no random bytes. */
-static int make_token(int port) {
+/* The access token (16 random bytes in hex); 0, or -1 with the message printed when the
+ * system gives no random bytes. */
+static int make_token(void) {
   unsigned char rnd[16];
   size_t got = 0;
   while (got < sizeof rnd) {
@@ -637,7 +606,6 @@ static int make_token(int port) {
   }
   for (size_t i = 0; i < sizeof rnd; i++)
     snprintf(view_token + 2 * i, 3, "%02x", rnd[i]);
-  snprintf(cookie_name, sizeof cookie_name, "stepscope-%d", port);
   return 0;
 }
 
@@ -645,9 +613,9 @@ static int make_token(int port) {
  * and a warning when the address reaches beyond this machine. */
 static void print_banner(FILE *out, const view_run *runs, int nruns, const char *bind_addr, int v6,
                          int port, int loopback) {
-  fprintf(out, "stepscope view: serving %s%s%s at http://%s%s%s:%d/?token=%s\n", runs[0].name,
-          nruns > 1 ? " vs " : "", nruns > 1 ? runs[1].name : "", v6 ? "[" : "", bind_addr,
-          v6 ? "]" : "", port, view_token);
+  fprintf(out, "stepscope view: serving %s%s%s at http://%s%s%s:%d" VIEW_TOKEN_PREFIX "%s/\n",
+          runs[0].name, nruns > 1 ? " vs " : "", nruns > 1 ? runs[1].name : "", v6 ? "[" : "",
+          bind_addr, v6 ? "]" : "", port, view_token);
   for (int i = 0; i < nruns; i++) {
     if (runs[i].missing[0])
       fprintf(out, "stepscope view: %s: missing %s\n", runs[i].name, runs[i].missing);
@@ -699,7 +667,7 @@ int view_serve(view_run *runs, int nruns, const char *bind_addr, int port, FILE 
   getsockname(ls, (struct sockaddr *)&sa, &sl);
   int actual =
       ntohs(v6 ? ((struct sockaddr_in6 *)&sa)->sin6_port : ((struct sockaddr_in *)&sa)->sin_port);
-  if (make_token(actual) != 0) {
+  if (make_token() != 0) {
     close(ls);
     return 1;
   }

@@ -175,10 +175,11 @@ static void note_unused(view_run *run, const char *name, const char *why) {
 }
 
 int view_run_open(view_run *run, const char *id, const char *arg, const char *self_exe, int quiet,
-                  char *err, size_t errlen) {
+                  const stepscope_inflate_limits *inflate, char *err, size_t errlen) {
   memset(run, 0, sizeof *run);
   snprintf(run->id, sizeof run->id, "%s", id);
   run->quiet = quiet;
+  if (inflate) run->inflate = *inflate;
   char real[PATH_MAX];
   struct stat st;
   if (!realpath(arg, real) || stat(real, &st) != 0) {
@@ -192,7 +193,7 @@ int view_run_open(view_run *run, const char *id, const char *arg, const char *se
     copy_text(run->dir, sizeof run->dir, real);
   } else if (S_ISREG(st.st_mode)) {
     int gz;
-    file_kind = ssa_classify_file(real, 1, &gz, file_why, sizeof file_why);
+    file_kind = ssa_classify_file(real, 1, &run->inflate, &gz, file_why, sizeof file_why);
     char *slash = strrchr(real, '/');
     file = slash + 1;
     if (!view_name_is_safe(file) && !ssa_file_kind_is_rank(file_kind)) {
@@ -218,7 +219,7 @@ int view_run_open(view_run *run, const char *id, const char *arg, const char *se
   ssa_run_files found;
   stepscope_error derr;
   memset(&derr, 0, sizeof derr);
-  if (ssa_run_discover(run->dir, &found, &derr) != 0) {
+  if (ssa_run_discover(run->dir, &run->inflate, &found, &derr) != 0) {
     snprintf(err, errlen, "%s", derr.message);
     return -1;
   }
@@ -270,7 +271,7 @@ int view_run_open(view_run *run, const char *id, const char *arg, const char *se
   char why[160], found_path[PATH_MAX];
   if (run->trace_name[0] &&
       view_file_inside(run->dir, run->trace_name, found_path, sizeof found_path) == 0 &&
-      !view_file_is_whole(found_path, 0, why, sizeof why)) {
+      !view_file_is_whole(found_path, 0, &run->inflate, why, sizeof why)) {
     if (file && file_kind == SSA_FILE_EXPORT) {
       snprintf(err, errlen, "%s %s", arg, why);
       return -1;
@@ -280,7 +281,7 @@ int view_run_open(view_run *run, const char *id, const char *arg, const char *se
   }
   if (run->report_name[0] &&
       view_file_inside(run->dir, run->report_name, found_path, sizeof found_path) == 0 &&
-      !view_file_is_whole(found_path, 1, why, sizeof why)) {
+      !view_file_is_whole(found_path, 1, &run->inflate, why, sizeof why)) {
     note_unused(run, run->report_name, why);
     run->report_name[0] = '\0';
   }

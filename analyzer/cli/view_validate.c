@@ -6,8 +6,9 @@
  * broken page as if the run were valid. A report (small) must be exactly one
  * JSON value; a trace export (possibly gigabytes) must start with '{' or '['
  * and end with the matching '}' or ']' after its last event, and a .gz one
- * must decompress to its end without error. view_run.c regenerates what
- * fails, or says what is wrong.
+ * must decompress to its end without error, within its decompression limit
+ * (stepscope.h: a bomb is not inflated to its end). view_run.c regenerates
+ * what fails, or says what is wrong.
  */
 #include "view.h"
 
@@ -57,14 +58,17 @@ static int plain_ends(const char *path, int *first, int *last) {
   return 0;
 }
 
-/* The same for a gzip file, decompressed to its end; -1 when it is damaged. */
-static int gzip_ends(const char *path, int *first, int *last) {
+/* The same for a gzip file, decompressed to its end; -1 when it is damaged,
+ * -2 when it inflates past `limit` bytes. */
+static int gzip_ends(const char *path, uint64_t limit, int *first, int *last) {
   gzFile g = gzopen(path, "rb");
   if (!g) return -1;
   char *buf = malloc(1 << 16);
   *first = *last = EOF;
   int n, ok = buf != NULL;
+  uint64_t inflated = 0;
   while (ok && (n = gzread(g, buf, 1 << 16)) > 0) {
+    if ((inflated += (uint64_t)n) > limit) break;
     for (int i = 0; i < n; i++) {
       unsigned char c = (unsigned char)buf[i];
       if (isspace(c)) continue;
@@ -77,10 +81,11 @@ static int gzip_ends(const char *path, int *first, int *last) {
   if (err != Z_OK && err != Z_STREAM_END) ok = 0; /* truncated or corrupt */
   gzclose(g);
   free(buf);
-  return ok ? 0 : -1;
+  return inflated > limit ? -2 : ok ? 0 : -1;
 }
 
-int view_file_is_whole(const char *path, int is_report, char *why, size_t n) {
+int view_file_is_whole(const char *path, int is_report, const stepscope_inflate_limits *inflate,
+                       char *why, size_t n) {
   struct stat st;
   if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
     snprintf(why, n, "cannot be read");
@@ -110,7 +115,13 @@ int view_file_is_whole(const char *path, int is_report, char *why, size_t n) {
   }
   int first, last;
   int rc =
-      ends_with(path, ".gz") ? gzip_ends(path, &first, &last) : plain_ends(path, &first, &last);
+      ends_with(path, ".gz")
+          ? gzip_ends(path, stepscope_inflate_limit(inflate, (uint64_t)st.st_size), &first, &last)
+          : plain_ends(path, &first, &last);
+  if (rc == -2) {
+    snprintf(why, n, "inflates past its decompression limit (a bomb? STEPSCOPE_INFLATE_RATIO)");
+    return 0;
+  }
   if (rc != 0) {
     snprintf(why, n, "is damaged or truncated (gzip)");
     return 0;

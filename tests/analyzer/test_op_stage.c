@@ -219,7 +219,7 @@ static void run(const scenario *sc, const char *dir) {
 
   ssa_rank s;
   CHECK(ssa_rank_init(&s) == 0, "init");
-  CHECK(ssa_trace_source_load(path, &s, &err) == 0, "%s: load", sc->what);
+  CHECK(ssa_trace_source_load(path, NULL, &s, &err) == 0, "%s: load", sc->what);
   /* the merge itself put them in order (finish's sort would hide it) */
   size_t unordered = 0;
   for (size_t i = 1; i < s.nops; i++)

@@ -76,7 +76,7 @@ static ssa_file_kind kind_of(const char *name, int explicit_file) {
   char p[512], why[200];
   int gz;
   path_of(p, sizeof p, name);
-  ssa_file_kind k = ssa_classify_file(p, explicit_file, &gz, why, sizeof why);
+  ssa_file_kind k = ssa_classify_file(p, explicit_file, NULL, &gz, why, sizeof why);
   printf("%-26s %-17s %s\n", name, ssa_file_kind_name(k), why);
   return k;
 }
@@ -191,7 +191,7 @@ int main(void) {
   ssa_run_files files;
   stepscope_error err;
   memset(&err, 0, sizeof err);
-  CHECK(ssa_run_discover(dir, &files, &err) == 0);
+  CHECK(ssa_run_discover(dir, NULL, &files, &err) == 0);
   size_t ranks = 0;
   for (size_t i = 0; i < files.nfiles; i++) {
     ranks += ssa_file_kind_is_rank(files.files[i].kind);
@@ -210,15 +210,15 @@ int main(void) {
 
   /* one file */
   path_of(p, sizeof p, "trace.json.gz");
-  CHECK(ssa_run_discover(p, &files, &err) == 0);
+  CHECK(ssa_run_discover(p, NULL, &files, &err) == 0);
   CHECK(files.single && files.nfiles == 1 && files.nranks == 1 && strcmp(files.dir, dir) == 0);
   ssa_run_files_free(&files);
   path_of(p, sizeof p, "no-such-file");
-  CHECK(ssa_run_discover(p, &files, &err) != 0 && strstr(err.message, "no such file"));
+  CHECK(ssa_run_discover(p, NULL, &files, &err) != 0 && strstr(err.message, "no such file"));
 
   /* an empty directory: no ranks, and a sentence that says so */
   char why[400];
-  CHECK(ssa_run_discover(cutdir, &files, &err) == 0);
+  CHECK(ssa_run_discover(cutdir, NULL, &files, &err) == 0);
   CHECK(files.nranks == 0);
   ssa_run_files_why_none(&files, why, sizeof why);
   CHECK(strstr(why, "no rank files") && strstr(why, "trace.json"));

@@ -5,8 +5,9 @@ through Selenium (Debian's chromium + chromium-driver + python3-selenium), wait 
 the page to become interactive, and collect console errors.
 
 How it works: the server is started with --port 0 and its first stdout line gives
-the URL with its access token (Server.page() builds page URLs with it; raw HTTP
-clients send Server.cookie). Chromium runs with --headless=new --no-sandbox --disable-gpu (it runs as
+the URL with its access token as the first path segment, http://127.0.0.1:P/t/TOKEN/
+(Server.page() builds page URLs under it; raw HTTP clients prefix their paths with
+Server.prefix). Chromium runs with --headless=new --no-sandbox --disable-gpu (it runs as
 root in CI) and browser logging enabled, so console errors can be asserted on.
 Missing Chromium or Selenium makes the tests exit 77 (CTest SKIP), never pass.
 """
@@ -42,21 +43,21 @@ class Server:
             cmd += ["--compare", compare]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()
-        m = re.search(r"(http://[^ ]+/)\?token=([0-9a-f]+)", line)
+        m = re.search(r"(http://[^ ]+?/)t/([0-9a-f]+)/", line)
         if not m:
             err = self.proc.stderr.read() if self.proc.poll() is not None else ""
             raise RuntimeError("stepscope view printed no URL with a token: %r %s" % (line, err))
         self.url = m.group(1)      # the server's root, without the token
         self.token = m.group(2)    # the access token printed in the URL
         self.port = int(re.search(r":(\d+)/", self.url).group(1))
-        self.cookie = "stepscope-%d=%s" % (self.port, self.token)
+        self.prefix = "/t/" + self.token  # what every path starts with
         self.banner = [line]
 
     def page(self, query=""):
         """The viewer's URL with the access token (as printed) and an optional
-        query ("chunk=7" or "?chunk=7"): the server trades the token for a cookie."""
+        query ("chunk=7" or "?chunk=7")."""
         query = query.lstrip("?")
-        return self.url + "?token=" + self.token + ("&" + query if query else "")
+        return self.url + self.prefix[1:] + "/" + ("?" + query if query else "")
 
     def close(self):
         if self.proc.poll() is None:

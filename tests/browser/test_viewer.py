@@ -2,7 +2,8 @@
 """test_viewer.py — the viewer in a real browser (headless Chromium via Selenium).
 
   test_viewer.py STEPSCOPE_EXE WORK_DIR CASE     CASE: timeline | chunks | pipeline | compare | html | parser |
-                                                 html_compare_hint | pipeline_real | compare_real | attribution_real
+                                                 html_compare_hint | pipeline_real | compare_real | attribution_real |
+                                                 token_leak
 
 Each case generates sample runs (tests/viewer/make_sample.py) in WORK_DIR, serves them
 with `stepscope view` on a free port (or writes `--html`), drives the page like a user
@@ -566,8 +567,57 @@ def case_html_compare_hint(exe, work, d):
           "the hint names --compare with --html, no file picker (%s)" % text)
 
 
+def case_token_leak(exe, work, d):
+    """The access token never reaches another server on this machine (issue 34 defect 5):
+    a plain HTTP server on another port of 127.0.0.1 records every request head the
+    browser sends it, after the viewer has loaded everything under the token's path,
+    on a navigation started by the viewer's page (which would carry a Referer) and on
+    one typed by the user (which would carry a cookie of 127.0.0.1: cookies ignore
+    ports, so the cookie the server used to set went to every port)."""
+    import http.server
+    import threading
+    import time
+    run = harness.make_sample(os.path.join(work, "run_leak"), "--dp", "2", "--pp", "1", "--steps", "2")
+    heads = []
+
+    class Recorder(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            heads.append(self.requestline + "\r\n" + str(self.headers))
+            body = b'<!doctype html><link rel="icon" href="data:,"><title>other</title>other server'
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    there = "http://127.0.0.1:%d/" % other.server_address[1]
+    try:
+        with harness.Server(exe, run) as srv:
+            d.get(srv.page())
+            harness.wait_state(d)
+            check(js(d, "return stepscope.groups().length") == 2, "the viewer loaded the run under /t/<token>/ (2 ranks)")
+            check(not d.get_cookies(), "the server set no cookie (%s)" % d.get_cookies())
+            js(d, "location.href = arguments[0]", there + "from-viewer")
+            t0 = time.time()
+            while not heads and time.time() - t0 < 20:
+                time.sleep(0.05)
+            d.get(there + "typed")
+            check(len(heads) >= 2, "the other server saw the browser's requests (%d)" % len(heads))
+            leaked = [h for h in heads if srv.token in h]
+            check(not leaked, "no request to the other port carries the token: %s" % leaked)
+            check(not any(h.lower().count("\ncookie:") for h in heads), "nor any cookie")
+    finally:
+        other.shutdown()
+        other.server_close()
+
+
 CASES = {"burst": case_burst, "attribution_real": case_attribution_real, "html_compare_hint": case_html_compare_hint, "compare_real": case_compare_real, "pipeline_real": case_pipeline_real, "parser": case_parser, "real": case_real, "timeline": case_timeline, "chunks": case_chunks, "pipeline": case_pipeline,
-         "compare": case_compare, "html": case_html}
+         "compare": case_compare, "html": case_html, "token_leak": case_token_leak}
 
 
 def main():

@@ -159,7 +159,7 @@ static result pipe_all(const unsigned char *file, size_t len, size_t chunk, int 
   int fd = write_file("pipe.gz", file, len);
   CHECK(fd >= 0);
   if (fd < 0) return r;
-  ssa_inflate_pipe *p = ssa_inflate_pipe_open(fd, chunk, nchunks);
+  ssa_inflate_pipe *p = ssa_inflate_pipe_open(fd, chunk, nchunks, UINT64_MAX);
   CHECK(p != NULL);
   if (!p) {
     close(fd);
@@ -239,8 +239,8 @@ static void test_round_trip(void) {
   r = pipe_all((const unsigned char *)"", 0, 64, 2, 100);
   CHECK(r.read_failed && r.n == 0 && strstr(r.msg, "unexpected end of file"));
   free(r.data);
-  CHECK(ssa_inflate_pipe_open(-1, 0, 4) == NULL);  /* no chunk */
-  CHECK(ssa_inflate_pipe_open(-1, 16, 1) == NULL); /* one chunk */
+  CHECK(ssa_inflate_pipe_open(-1, 0, 4, UINT64_MAX) == NULL);  /* no chunk */
+  CHECK(ssa_inflate_pipe_open(-1, 16, 1, UINT64_MAX) == NULL); /* one chunk */
 }
 
 static void test_members(void) {
@@ -380,7 +380,7 @@ static void test_early_stop(void) {
     /* tiny rings: the producer is blocked on a full ring most of the time;
      * the default ring: it is still inflating when close comes */
     size_t chunk = round % 3 == 0 ? 16 : round % 3 == 1 ? 4096 : SSA_PIPE_CHUNK;
-    ssa_inflate_pipe *p = ssa_inflate_pipe_open(fd, chunk, 2 + round % 3);
+    ssa_inflate_pipe *p = ssa_inflate_pipe_open(fd, chunk, 2 + round % 3, UINT64_MAX);
     CHECK(p != NULL);
     if (!p) break;
     size_t want = (size_t)(round * 997) % 20000, got = 0;
@@ -401,7 +401,7 @@ static void test_early_stop(void) {
   fd = write_file("stop_bad.gz", gz.p, gz.n);
   CHECK(fd >= 0);
   if (fd >= 0) {
-    ssa_inflate_pipe *p = ssa_inflate_pipe_open(fd, 4096, 2);
+    ssa_inflate_pipe *p = ssa_inflate_pipe_open(fd, 4096, 2, UINT64_MAX);
     CHECK(p != NULL);
     if (p) {
       CHECK(ssa_inflate_pipe_read(p, buf, 100) == 100);

@@ -8,8 +8,8 @@
 Requests are written on raw sockets so that paths reach the server exactly as
 typed (no client-side normalisation of "..", "%2e%2e" or "//"). A secret file is
 placed next to the run directory and a symbolic link to it inside the run: no
-request may return its content. Every request carries the access cookie
-(COOKIE, set from the URL the server printed) unless a case says otherwise.
+request may return its content. Every request path starts with the access
+token (PREFIX, /t/TOKEN from the URL the server printed) unless a case says otherwise.
 Exit 0 pass, 1 fail.
 """
 
@@ -23,13 +23,13 @@ import harness  # noqa: E402
 from harness import check  # noqa: E402
 
 SECRET = b"TOP-SECRET-do-not-serve"
-COOKIE = ""  # "Cookie: stepscope-<port>=<token>\r\n" of the server under test
+PREFIX = ""  # "/t/<token>" of the server under test
 
 
 def start(exe, run, **kw):
-    global COOKIE
+    global PREFIX
     srv = harness.Server(exe, run, **kw)
-    COOKIE = "Cookie: %s\r\n" % srv.cookie
+    PREFIX = srv.prefix
     return srv
 
 
@@ -48,10 +48,12 @@ def raw(port, request, host="127.0.0.1"):
     return status, head.decode("latin-1"), body
 
 
-def get(port, path, method="GET", headers="", cookie=None):
-    cookie = COOKIE if cookie is None else cookie
-    return raw(port, ("%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n%s%s\r\n" %
-                      (method, path, port, cookie, headers)).encode("latin-1"))
+def get(port, path, method="GET", headers="", prefix=None):
+    """A request for PREFIX + path (path as typed when it does not start with '/')."""
+    prefix = PREFIX if prefix is None else prefix
+    target = prefix + path if path.startswith("/") else path
+    return raw(port, ("%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n%s\r\n" %
+                      (method, target, port, headers)).encode("latin-1"))
 
 
 def setup(work):
@@ -97,7 +99,7 @@ def case_methods(exe, work):
         status, head, body = get(p, "/run/a/trace.json", method="HEAD")
         size = os.path.getsize(os.path.join(run, "trace.json"))
         check(status == 200 and ("Content-Length: %d" % size) in head and body == b"", "HEAD gives the length, no body")
-        status, _, _ = raw(p, ("GET /index.html HTTP/1.1\r\nHost: evil.example.com\r\n%s\r\n" % COOKIE).encode())
+        status, _, _ = raw(p, ("GET %s/index.html HTTP/1.1\r\nHost: evil.example.com\r\n\r\n" % PREFIX).encode())
         check(status == 403, "a foreign Host header is refused (DNS rebinding)")
         status, _, _ = raw(p, b"garbage\r\n\r\n")
         check(status == 400, "a malformed request line is refused")
@@ -219,9 +221,12 @@ def case_cli(exe, work):
 
 
 def case_token(exe, work):
-    """Without the token nothing is served; the printed URL trades it for an
-    HttpOnly SameSite=Strict cookie; only the export and report of a run are
-    served, not other files lying in the run directory."""
+    """Without the token as the first path segment nothing is served; no
+    response sets a cookie (a cookie of 127.0.0.1 goes to every port of
+    127.0.0.1, issue 34 defect 5) and every one says Referrer-Policy:
+    no-referrer (the token must not reach another server in a Referer); only
+    the export and report of a run are served, not other files lying in the
+    run directory."""
     run = setup(work)
     with open(os.path.join(run, "notes.txt"), "wb") as f:
         f.write(SECRET)
@@ -230,22 +235,39 @@ def case_token(exe, work):
     with start(exe, run) as srv:
         p = srv.port
         check(len(srv.token) == 32, "the printed URL carries a 128-bit token")
+        check(srv.url + "t/" + srv.token + "/" in srv.banner[0], "as its first path segment (%s)" % srv.banner[0].strip())
+        heads = []
         for path in ("/", "/index.html", "/js/app.js", "/api/runs", "/run/a/trace.json", "/run/a/report.json"):
-            status, _, body = get(p, path, cookie="")
+            status, head, body = get(p, path, prefix="")
+            heads.append(head)
             check(status == 403 and SECRET not in body and b"traceEvents" not in body, "%s without the token: 403" % path)
-            status, _, _ = get(p, path, cookie="Cookie: %s=%s\r\n" % (srv.cookie.split("=")[0], "0" * 32))
-            check(status == 403, "%s with a wrong token: 403" % path)
-        status, _, _ = get(p, "/?token=" + "0" * 32, cookie="")
-        check(status == 403, "a wrong token in the URL: 403")
-        status, head, _ = get(p, "/?token=%s&chunk=7" % srv.token, cookie="")
-        check(status == 303 and "Location: /?chunk=7\r\n" in head, "the token URL redirects, keeping the rest of the query")
-        setc = [l for l in head.split("\r\n") if l.startswith("Set-Cookie:")]
-        check(setc and srv.cookie in setc[0] and "HttpOnly" in setc[0] and "SameSite=Strict" in setc[0],
-              "and sets an HttpOnly, SameSite=Strict cookie (%s)" % (setc[0] if setc else None))
-        status, head, _ = get(p, "/?token=%s" % srv.token, cookie="")
-        check(status == 303 and "Location: /\r\n" in head, "the bare token URL redirects to /")
+            for wrong in ("/t/" + "0" * 32, "/t/" + srv.token[:-1], "/t/" + srv.token + "0", "/x/" + srv.token,
+                          "/t/" + srv.token.upper()):
+                status, head, _ = get(p, path, prefix=wrong)
+                heads.append(head)
+                check(status == 403, "%s under a wrong token %s: 403" % (path, wrong[:12]))
+            status, _, _ = get(p, path + "?token=" + srv.token, prefix="")
+            check(status == 403, "%s with the token in the query instead of the path: 403" % path)
+            status, _, _ = get(p, path, prefix="", headers="Cookie: stepscope-%d=%s\r\n" % (p, srv.token))
+            check(status == 403, "%s with the token in a cookie: 403 (no cookie opens anything)" % path)
+            status, head, body = get(p, path)
+            heads.append(head)
+            check(status == 200 and SECRET not in body, "%s under /t/<token>: 200" % path)
+        status, head, _ = get(p, srv.prefix + "?chunk=7", prefix="")
+        heads.append(head)
+        check(status == 303 and ("Location: %s/?chunk=7\r\n" % srv.prefix) in head,
+              "/t/<token> without its slash redirects to /t/<token>/, keeping the query")
+        status, head, _ = get(p, srv.prefix, prefix="")
+        check(status == 303 and ("Location: %s/\r\n" % srv.prefix) in head, "and without a query to /t/<token>/")
+        heads.append(head)
+        status, _, body = get(p, "/api/runs")
+        check(status == 200 and b'"trace":"run/a/trace.json"' in body,
+              "the listing's file URLs are relative: the page fetches them under /t/<token>/")
+        check(all("Set-Cookie" not in h and "set-cookie" not in h.lower() for h in heads),
+              "no response sets a cookie (%d responses)" % len(heads))
+        check(all("Referrer-Policy: no-referrer" in h for h in heads), "every response says Referrer-Policy: no-referrer")
         status, _, body = get(p, "/run/a/trace.json")
-        check(status == 200 and b"traceEvents" in body, "with the cookie the export is served")
+        check(status == 200 and b"traceEvents" in body, "with the token the export is served")
         for name in ("notes.txt", "other.json", "rank-00000.trace.zst", "inner-link.json"):
             status, _, body = get(p, "/run/a/" + name)
             check(status == 404 and SECRET not in body, "%s in the run directory is not served (%d)" % (name, status))
@@ -266,13 +288,13 @@ def case_heads(exe, work):
         check(data.startswith(b"HTTP/1.1 400") and time.monotonic() - t0 < 2, "a NUL byte: 400 at once")
         status, _, _ = raw(p, b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: " + b"a" * 9000 + b"\r\n\r\n")
         check(status == 431, "an oversized head: 431 (%d)" % status)
-        status, _, _ = raw(p, ("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example.com\r\n%s\r\n" % COOKIE).encode())
+        status, _, _ = raw(p, ("GET %s/ HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example.com\r\n\r\n" % PREFIX).encode())
         check(status == 400, "two Host headers: 400 (%d)" % status)
-        status, _, _ = raw(p, ("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n evil.example.com\r\n%s\r\n" % COOKIE).encode())
+        status, _, _ = raw(p, ("GET %s/ HTTP/1.1\r\nHost: 127.0.0.1\r\n evil.example.com\r\n\r\n" % PREFIX).encode())
         check(status == 400, "a folded Host header: 400 (%d)" % status)
-        status, _, _ = raw(p, ("GET / HTTP/1.1\r\nX-A: 1\r\n\tfolded\r\nHost: 127.0.0.1\r\n%s\r\n" % COOKIE).encode())
+        status, _, _ = raw(p, ("GET %s/ HTTP/1.1\r\nX-A: 1\r\n\tfolded\r\nHost: 127.0.0.1\r\n\r\n" % PREFIX).encode())
         check(status == 400, "any folded line: 400 (%d)" % status)
-        status, _, _ = raw(p, ("GET / HTTP/1.1\r\n%s\r\n" % COOKIE).encode())
+        status, _, _ = raw(p, ("GET %s/ HTTP/1.1\r\n\r\n" % PREFIX).encode())
         check(status == 400, "HTTP/1.1 without Host: 400 (%d)" % status)
         status, _, _ = get(p, "/")
         check(status == 200, "a well-formed request still works")

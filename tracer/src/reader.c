@@ -37,6 +37,12 @@
  * §3), so strings defined in a skipped frame are gone: after damage, ids
  * not defined are accepted and read as "?<id>" (stepscope_reader_string),
  * and the next STRING record may jump over the lost ids.
+ * Bombs. A frame is bounded (MAX_FRAME_CONTENT), and so is the whole file:
+ * the bytes all frames inflate to (damaged ones included) are counted, and
+ * past stepscope_inflate_limit of the file's size (stepscope.h: a ratio, a
+ * floor and a ceiling, from the options) reading stops with
+ * STEPSCOPE_E_LIMIT, so a small file of repeated 64 MiB frames of zeros is
+ * refused in a fraction of a second instead of keeping the reader busy.
  * Closed or not. The END record a writer puts last when it closes the file
  * is consumed here (like BLOCK records) and kept for
  * stepscope_reader_close_state: once the whole file is read, a file of
@@ -107,6 +113,9 @@ struct stepscope_reader {
   uint32_t lost_string_ids;           /* ids skipped by STRING records after damage (bounded) */
   char placeholder[PLACEHOLDERS][16]; /* "?<id>" answers of stepscope_reader_string */
   unsigned next_placeholder;
+
+  stepscope_inflate_limits inflate; /* the decompression limits (see the header comment) */
+  uint64_t inflated;                /* bytes all frames inflated to so far */
 };
 
 static void add_warning(stepscope_reader *r, const char *fmt, ...)
@@ -253,6 +262,18 @@ static int frame_checksum_flag(const uint8_t *p, size_t n) {
   return (p[4] & 0x04) != 0;
 }
 
+/* Whether the file inflated past its limit (then err is filled). The compressed size is
+ * what was read of the file when that is more than its size at open (a file still
+ * growing). */
+static int inflated_too_much(stepscope_reader *r, stepscope_error *err) {
+  uint64_t compressed = r->in_file_offset + r->in_len;
+  if (compressed < r->file_size) compressed = r->file_size;
+  if (r->inflated <= stepscope_inflate_limit(&r->inflate, compressed)) return 0;
+  stepscope_inflate_limit_error(err, r->path, &r->inflate, compressed);
+  if (err) err->offset = r->frame_offset;
+  return 1;
+}
+
 /* Decompresses the next complete frame into r->frame. Returns 1 when a frame
  * is ready, 0 at the (clean or truncated) end, <0 on error. */
 static int next_frame(stepscope_reader *r, stepscope_error *err) {
@@ -320,8 +341,10 @@ static int next_frame(stepscope_reader *r, stepscope_error *err) {
     ZSTD_inBuffer in = {r->in, r->in_len, r->in_pos};
     ZSTD_outBuffer out = {r->frame, r->frame_cap, r->frame_len};
     size_t ret = ZSTD_decompressStream(r->dctx, &out, &in);
+    r->inflated += out.pos - r->frame_len;
     r->in_pos = in.pos;
     r->frame_len = out.pos;
+    if (inflated_too_much(r, err)) return STEPSCOPE_E_LIMIT;
     if (ZSTD_isError(ret) && r->header.format_major) { /* after the header: skip it */
       char why[128];
       snprintf(why, sizeof why, "not a valid zstd frame: %s", ZSTD_getErrorName(ret));
@@ -485,6 +508,11 @@ static int next_record(stepscope_reader *r, stepscope_record *rec, stepscope_err
 }
 
 stepscope_reader *stepscope_reader_open(const char *path, stepscope_error *err) {
+  return stepscope_reader_open_opts(path, NULL, err);
+}
+
+stepscope_reader *stepscope_reader_open_opts(const char *path, const stepscope_reader_options *opt,
+                                             stepscope_error *err) {
   if (!path) {
     error_set(err, STEPSCOPE_E_ARGUMENT, 0, "stepscope_reader_open: no path");
     return NULL;
@@ -495,6 +523,7 @@ stepscope_reader *stepscope_reader_open(const char *path, stepscope_error *err) 
     return NULL;
   }
   r->fd = -1;
+  if (opt) r->inflate = opt->inflate;
   r->path = strdup(path);
   if (!r->path || reader_resources_take(&r->res, WINDOW_LOG_MAX) != 0) {
     error_set(err, STEPSCOPE_E_NOMEM, 0, "%s: out of memory", path);

@@ -13,7 +13,8 @@
  * which chrome_export.c writes after the last event, in the file's last
  * 4 MiB (or, for gzip, anywhere in the inflated stream, which must then be
  * read to its end; a gzip file that begins with the exporter's first bytes
- * is taken as an export without that read: it is no rank either way). The marks are looked for as
+ * is taken as an export without that read: it is no rank either way; one that inflates past its
+ * decompression limit, stepscope.h, is judged by its name). The marks are looked for as
  * raw bytes: inside a JSON string every quote is escaped, so a kernel name cannot fake a key.
  */
 #include "ssa_import.h"
@@ -210,15 +211,18 @@ static int plain_tail_has_marker(int fd) {
 }
 
 /* Whether the inflated stream holds the export marker; -1 when the gzip data
- * is damaged or cut before its end. */
-static int gzip_stream_has_marker(const char *path) {
+ * is damaged or cut before its end, -2 when it inflates past `limit` bytes
+ * before the marker (a decompression bomb is not read to its end). */
+static int gzip_stream_has_marker(const char *path, uint64_t limit) {
   gzFile g = gzopen(path, "rb");
   if (!g) return -1;
+  uint64_t inflated = 0;
   gzbuffer(g, GZ_CHUNK);
   size_t ml = 256, keep = 0; /* bytes kept from one read to the next: a marker cut between two */
   unsigned char *buf = malloc(GZ_CHUNK + ml);
   int found = 0, n;
   while (buf && !found && (n = gzread(g, buf + keep, GZ_CHUNK)) > 0) {
+    if ((inflated += (uint64_t)n) > limit) break;
     size_t have = keep + (size_t)n;
     found = has_export_marker(buf, have);
     keep = have < ml ? have : ml;
@@ -228,6 +232,7 @@ static int gzip_stream_has_marker(const char *path) {
   gzerror(g, &zerr);
   gzclose(g);
   free(buf);
+  if (!found && inflated > limit) return -2;
   if (!found && zerr != Z_OK && zerr != Z_STREAM_END) return -1;
   return found;
 }
@@ -263,7 +268,8 @@ static ssa_file_kind by_name(const char *base, int explicit_file) {
   return SSA_FILE_SKIPPED;
 }
 
-ssa_file_kind ssa_classify_file(const char *path, int explicit_file, int *gzip, char *why,
+ssa_file_kind ssa_classify_file(const char *path, int explicit_file,
+                                const stepscope_inflate_limits *inflate, int *gzip, char *why,
                                 size_t whylen) {
   const char *base = strrchr(path, '/');
   base = base ? base + 1 : path;
@@ -339,9 +345,11 @@ ssa_file_kind ssa_classify_file(const char *path, int explicit_file, int *gzip, 
     /* a gzip file that begins as the exporter writes is not inflated to its end
      * (an export of a large run is gigabytes): it is no rank either way, and view
      * reads it whole before using it (view_validate.c) */
-    int marker = *gzip && export_head ? 2
-                 : *gzip              ? gzip_stream_has_marker(path)
-                                      : plain_tail_has_marker(fd);
+    int marker =
+        *gzip && export_head ? 2
+        : *gzip
+            ? gzip_stream_has_marker(path, stepscope_inflate_limit(inflate, (uint64_t)st.st_size))
+            : plain_tail_has_marker(fd);
     kind = by_name(base, explicit_file);
     if (marker == 2) {
       snprintf(why, whylen, "begins as `stepscope export` writes (gzip: its end not read)");
@@ -349,6 +357,10 @@ ssa_file_kind ssa_classify_file(const char *path, int explicit_file, int *gzip, 
     } else if (marker > 0) {
       snprintf(why, whylen, "has the marker of `stepscope export`");
       kind = SSA_FILE_EXPORT;
+    } else if (marker == -2) {
+      snprintf(why, whylen,
+               "gzip data that inflates past its decompression limit (a bomb?), not read to "
+               "its end");
     } else if (marker < 0) {
       snprintf(why, whylen, "damaged or cut gzip data");
     } else if (export_head) {
@@ -388,7 +400,7 @@ static void set_err(stepscope_error *err, int code, const char *path, const char
 }
 
 static int add_file(ssa_run_files *out, size_t *cap, const char *dir, const char *name,
-                    int explicit_file) {
+                    int explicit_file, const stepscope_inflate_limits *inflate) {
   if (out->nfiles == *cap) {
     size_t nc = *cap ? *cap * 2 : 16;
     ssa_found_file *v = realloc(out->files, nc * sizeof *v);
@@ -408,13 +420,14 @@ static int add_file(ssa_run_files *out, size_t *cap, const char *dir, const char
   if (!f->path) return STEPSCOPE_E_NOMEM;
   const char *base = strrchr(f->path, '/');
   f->name = base ? base + 1 : f->path;
-  f->kind = ssa_classify_file(f->path, explicit_file, &f->gzip, f->why, sizeof f->why);
+  f->kind = ssa_classify_file(f->path, explicit_file, inflate, &f->gzip, f->why, sizeof f->why);
   if (ssa_file_kind_is_rank(f->kind)) out->nranks++;
   out->nfiles++;
   return 0;
 }
 
-int ssa_run_discover(const char *path, ssa_run_files *out, stepscope_error *err) {
+int ssa_run_discover(const char *path, const stepscope_inflate_limits *inflate, ssa_run_files *out,
+                     stepscope_error *err) {
   memset(out, 0, sizeof *out);
   struct stat st;
   if (stat(path, &st) != 0) {
@@ -428,7 +441,7 @@ int ssa_run_discover(const char *path, ssa_run_files *out, stepscope_error *err)
     out->single = 1;
     const char *slash = strrchr(path, '/');
     out->dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
-    if (!out->dir || add_file(out, &cap, NULL, path, 1)) rc = STEPSCOPE_E_NOMEM;
+    if (!out->dir || add_file(out, &cap, NULL, path, 1, inflate)) rc = STEPSCOPE_E_NOMEM;
   } else {
     out->dir = strdup(path);
     DIR *d = out->dir ? opendir(path) : NULL;
@@ -442,7 +455,7 @@ int ssa_run_discover(const char *path, ssa_run_files *out, stepscope_error *err)
       while (rc == 0 && (e = readdir(d)) != NULL) {
         const char *n = e->d_name;
         if (n[0] == '.' || !(ends_with(n, ".trace.zst") || is_json_name(n))) continue;
-        rc = add_file(out, &cap, path, n, 0);
+        rc = add_file(out, &cap, path, n, 0, inflate);
       }
       closedir(d);
     }

@@ -27,15 +27,8 @@
 #include "ssa_io.h"
 #include "sc_try.h"
 
-/* our trace's reader has no switches */
-static int trace_load(const char *path, const ssa_import_options *opt, ssa_rank *r,
-                      stepscope_error *err) {
-  (void)opt;
-  return ssa_trace_source_load(path, r, err);
-}
-
 static const ssa_source ssa_sources[] = {
-    {"stepscope trace", trace_load},
+    {"stepscope trace", ssa_trace_source_load},
     {"kineto json", ssa_kineto_source_load_opts},
 };
 #define NSOURCES (sizeof ssa_sources / sizeof ssa_sources[0])
@@ -86,13 +79,13 @@ static void *worker(void *arg) {
 /* Lists the rank files of `path` (a directory or one file) as run_discovery.c
  * decides them, each with the source that reads it. A single file that is a
  * stepscope export or report is an error that says so. */
-static int list_files(const char *path, char ***out, const ssa_source ***sources, size_t *n,
-                      stepscope_error *err) {
+static int list_files(const char *path, const stepscope_inflate_limits *inflate, char ***out,
+                      const ssa_source ***sources, size_t *n, stepscope_error *err) {
   ssa_run_files found;
   *out = NULL;
   *sources = NULL;
   *n = 0;
-  SC_TRY(ssa_run_discover(path, &found, err));
+  SC_TRY(ssa_run_discover(path, inflate, &found, err));
   if (found.single && !ssa_file_kind_is_rank(found.files[0].kind)) {
     if (err) {
       err->code = STEPSCOPE_E_ARGUMENT;
@@ -157,7 +150,7 @@ int ssa_run_load_import(ssa_run *run, const char *path, const ssa_load_options *
   char **files;
   const ssa_source **sources;
   size_t nfiles;
-  int rc = list_files(path, &files, &sources, &nfiles, err);
+  int rc = list_files(path, import ? &import->inflate : NULL, &files, &sources, &nfiles, err);
   if (rc) return rc;
   for (size_t i = 0; i < nfiles; i++)
     ssa_out_protect_input(files[i]); /* never written over */

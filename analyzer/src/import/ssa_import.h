@@ -39,7 +39,8 @@
  * Files are told apart by content, never by name alone: only the first 64 KiB
  * (decompressed) are read, except when a file has no Kineto mark, where the
  * export marker is looked for at its end (a gzip file is then decompressed
- * to its end, unless it begins with the exporter's own first bytes). Non-regular files (FIFOs...)
+ * to its end, unless it begins with the exporter's own first bytes, and at most
+ * to its decompression limit: past it, the file is judged by name). Non-regular files (FIFOs...)
  * are never opened: those named like rank files are listed as ranks so that the loader names them
  * in its error, the others are skipped.
  */
@@ -82,14 +83,18 @@ typedef struct ssa_run_files {
  * Returns 0, or an error (no such path, unreadable directory, no memory) with
  * a message in err. A directory without rank files is not an error here:
  * nranks is 0 and ssa_run_files_why_none says why. */
-int ssa_run_discover(const char *path, ssa_run_files *out, stepscope_error *err);
+int ssa_run_discover(const char *path, const stepscope_inflate_limits *inflate, ssa_run_files *out,
+                     stepscope_error *err);
 
 void ssa_run_files_free(ssa_run_files *files);
 
 /* Classifies one file (the rules above); `explicit_file`: the user named this
  * file, so a Chrome trace without Kineto marks is still taken as Kineto.
- * Sets *gzip; writes the reason into why. */
-ssa_file_kind ssa_classify_file(const char *path, int explicit_file, int *gzip, char *why,
+ * Sets *gzip; writes the reason into why. `inflate` (NULL: the defaults)
+ * bounds a gzip file inflated to its end: past it the file is judged by its
+ * name alone. */
+ssa_file_kind ssa_classify_file(const char *path, int explicit_file,
+                                const stepscope_inflate_limits *inflate, int *gzip, char *why,
                                 size_t whylen);
 
 /* 1 when a file of this kind is a rank (TRACE or KINETO). */
@@ -135,6 +140,11 @@ typedef struct ssa_import_options {
   double split_at;      /* the split point as a fraction of the text, used when in (0, 1);
                            else the measured default (STEPSCOPE_KINETO_SPLIT_AT) */
   int split_trace;      /* what each split did, on stderr (STEPSCOPE_KINETO_SPLIT_TRACE set) */
+  /* Not a switch: how far a compressed input (a trace's zstd frames, a gzip Kineto trace,
+   * an export found by discovery) may inflate before it is refused as a decompression bomb
+   * (stepscope.h; all zero: the defaults, which real traces never reach). The command
+   * takes it from STEPSCOPE_INFLATE_RATIO and STEPSCOPE_INFLATE_MAX. */
+  stepscope_inflate_limits inflate;
 } ssa_import_options;
 
 typedef struct ssa_load_options {
@@ -150,7 +160,9 @@ typedef struct ssa_source {
   int (*load)(const char *path, const ssa_import_options *opt, ssa_rank *r, stepscope_error *err);
 } ssa_source;
 
-int ssa_trace_source_load(const char *path, ssa_rank *r, stepscope_error *err);
+/* Our trace reader as a source; of `opt` (NULL: the defaults) it uses the inflate limits. */
+int ssa_trace_source_load(const char *path, const ssa_import_options *opt, ssa_rank *r,
+                          stepscope_error *err);
 
 /* Loads every rank file of a run directory (or a single file) in parallel,
  * finishes each rank and aligns clocks. Bad files become warnings and

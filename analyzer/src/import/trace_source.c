@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ssa_import.h"
 #include "ssa_model.h"
 #include "ssa_op_stage.h"
 
@@ -137,8 +138,10 @@ static int add_api(ssa_rank *r, const stepscope_api *a, uint32_t name, uint32_t 
   return 0;
 }
 
-int ssa_trace_source_load(const char *path, ssa_rank *r, stepscope_error *err) {
-  stepscope_reader *rd = stepscope_reader_open(path, err);
+int ssa_trace_source_load(const char *path, const ssa_import_options *opt, ssa_rank *r,
+                          stepscope_error *err) {
+  stepscope_reader_options ropt = {opt ? opt->inflate : (stepscope_inflate_limits){0, 0}};
+  stepscope_reader *rd = stepscope_reader_open_opts(path, &ropt, err);
   if (!rd) return err ? err->code : STEPSCOPE_E_IO;
   int rc = ssa_rank_set_header(r, stepscope_reader_header(rd));
   if (rc) {

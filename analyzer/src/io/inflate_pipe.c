@@ -12,6 +12,9 @@
  * slot's owner, the mutex ordering the hand-overs. The chunks are reused,
  * so they stay in cache and no page is faulted in after the first round.
  *
+ * The producer counts what it inflates; past the caller's max_out it stops
+ * as on a decoding error (over_limit set, so that close tells the two apart).
+ *
  * The producer reads the file with pread (EINTR retried) into a 256 KiB
  * input buffer, parses each member's gzip header (RFC 1952: FEXTRA, FNAME,
  * FCOMMENT, FHCRC checked) and inflates the member's deflate data with one
@@ -88,9 +91,11 @@ struct ssa_inflate_pipe {
   int linear;       /* the slots are consecutive windows of the caller's buffer */
   size_t published; /* bytes published so far (linear) */
   int failed;       /* ... and it ended on an error (msg) */
+  int over_limit;   /* ... which was the text passing max_out */
   int stop;         /* the consumer asks the producer to stop */
   char msg[128];
   /* the producer's own */
+  uint64_t max_out, inflated; /* the bound on the text, and the text so far */
   uint64_t file_off;
   unsigned char *zin;
   size_t zin_pos, zin_len;
@@ -292,6 +297,13 @@ static int inflate_member(ssa_inflate_pipe *p) {
     p->fill += made;
     if (p->fill == p->chunk) publish(p);
     if (end < 0) return -1;
+    if ((p->inflated += made) > p->max_out) {
+      fail(p, "inflated past the limit");
+      pthread_mutex_lock(&p->mu);
+      p->over_limit = 1;
+      pthread_mutex_unlock(&p->mu);
+      return -1;
+    }
     if (end) break;
     /* no progress and nothing more to read: the file ends inside the member */
     if (made == 0 && used == 0 && p->zin_eof) return fail(p, "unexpected end of file");
@@ -388,11 +400,13 @@ static void destroy(ssa_inflate_pipe *p) {
   free(p);
 }
 
-static ssa_inflate_pipe *open_pipe(int fd, size_t chunk, int nchunks, unsigned char *linear) {
+static ssa_inflate_pipe *open_pipe(int fd, size_t chunk, int nchunks, unsigned char *linear,
+                                   uint64_t max_out) {
   if (chunk == 0 || nchunks < (linear ? 1 : 2)) return NULL;
   ssa_inflate_pipe *p = calloc(1, sizeof *p);
   if (!p) return NULL;
   p->fd = fd;
+  p->max_out = max_out;
   p->linear = linear != NULL;
   p->chunk = chunk;
   p->nchunks = nchunks;
@@ -433,14 +447,14 @@ static ssa_inflate_pipe *open_pipe(int fd, size_t chunk, int nchunks, unsigned c
   return p;
 }
 
-ssa_inflate_pipe *ssa_inflate_pipe_open(int fd, size_t chunk, int nchunks) {
-  return open_pipe(fd, chunk, nchunks, NULL);
+ssa_inflate_pipe *ssa_inflate_pipe_open(int fd, size_t chunk, int nchunks, uint64_t max_out) {
+  return open_pipe(fd, chunk, nchunks, NULL, max_out);
 }
 
-ssa_inflate_pipe *ssa_inflate_pipe_open_linear(int fd, unsigned char *buf, size_t cap,
-                                               size_t chunk) {
+ssa_inflate_pipe *ssa_inflate_pipe_open_linear(int fd, unsigned char *buf, size_t cap, size_t chunk,
+                                               uint64_t max_out) {
   if (chunk == 0 || cap % chunk || cap / chunk > INT_MAX) return NULL;
-  return open_pipe(fd, chunk, (int)(cap / chunk), buf);
+  return open_pipe(fd, chunk, (int)(cap / chunk), buf, max_out);
 }
 
 long ssa_inflate_pipe_wait(ssa_inflate_pipe *p, size_t have) {
@@ -464,7 +478,7 @@ int ssa_inflate_pipe_close(ssa_inflate_pipe *p, char *msg, size_t cap) {
   pthread_join(p->thread, NULL);
   /* only an error the consumer was handed counts: one the producer met
    * after the consumer gave up would depend on timing */
-  int rc = p->outcome == 2 ? -1 : 0;
+  int rc = p->outcome == 2 ? (p->over_limit ? SSA_PIPE_OVER_LIMIT : -1) : 0;
   if (msg && cap) snprintf(msg, cap, "%s", rc ? p->msg : "");
   pthread_cond_destroy(&p->can_write);
   pthread_cond_destroy(&p->can_read);

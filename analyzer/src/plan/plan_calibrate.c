@@ -103,14 +103,15 @@ static int phase_times(const ssa_rank *r, int64_t t0, int64_t t1, double *fwd, d
   return *fwd + *bwd > 0 ? 0 : -1;
 }
 
-int plan_calibrate_from_run(const char *run_dir, int threads, plan_calibration *cal, char *err,
-                            size_t errlen) {
+int plan_calibrate_from_run(const char *run_dir, int threads,
+                            const struct ssa_import_options *import, plan_calibration *cal,
+                            char *err, size_t errlen) {
   memset(cal, 0, sizeof *cal);
   ssa_load_options lo = {threads, 0};
   ssa_run run;
   stepscope_error e;
   memset(&e, 0, sizeof e);
-  if (ssa_run_load(&run, run_dir, &lo, &e)) {
+  if (ssa_run_load_import(&run, run_dir, &lo, NULL, import, &e)) {
     snprintf(err, errlen, "%s", e.message[0] ? e.message : "cannot load the run");
     ssa_run_free(&run);
     return -1;

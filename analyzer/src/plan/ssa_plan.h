@@ -138,9 +138,12 @@ int plan_write_csv(FILE *f, const plan_result *r, long n);
 void plan_layout_name(const mm_layout *l, char *buf, size_t size);
 
 /* Calibrates on a traced stepscope-train run (plan_calibrate.c): loads and analyzes it
- * with `threads` threads. Returns 0, or -1 with a message. */
-int plan_calibrate_from_run(const char *run_dir, int threads, plan_calibration *cal, char *err,
-                            size_t errlen);
+ * with `threads` threads and the importers' options `import` (ssa_import.h; NULL: the
+ * defaults). Returns 0, or -1 with a message. */
+struct ssa_import_options;
+int plan_calibrate_from_run(const char *run_dir, int threads,
+                            const struct ssa_import_options *import, plan_calibration *cal,
+                            char *err, size_t errlen);
 
 /* The layout of a stepscope-train run from its configuration JSON (the trace header's,
  * trainer/config.c: config_to_json): 0, or -1 with a reason when the JSON does not describe

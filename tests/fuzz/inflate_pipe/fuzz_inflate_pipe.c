@@ -83,7 +83,7 @@ static out with_pipe(int fd, size_t size, int *too_long) {
   size_t chunk = 1 + size % 4099;
   int nchunks = 2 + (int)(size % 3);
   size_t read_size = 1 + (size / 7) % 70000;
-  ssa_inflate_pipe *p = ssa_inflate_pipe_open(fd, chunk, nchunks);
+  ssa_inflate_pipe *p = ssa_inflate_pipe_open(fd, chunk, nchunks, UINT64_MAX);
   if (!p) abort();
   *too_long = 0;
   for (;;) {

@@ -83,7 +83,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   if (r) { /* the same file through the analyzer's loader, then analysed */
     ssa_rank *rank = calloc(1, sizeof *rank);
-    if (rank && ssa_rank_init(rank) == 0 && ssa_trace_source_load(path, rank, &err) == 0) {
+    if (rank && ssa_rank_init(rank) == 0 && ssa_trace_source_load(path, NULL, rank, &err) == 0) {
       fuzz_analyse_ranks(rank, 1);
     } else if (rank) {
       ssa_rank_free(rank);

@@ -37,7 +37,9 @@ static int import(js_read_fn read, void *ctx, void *doc, size_t doc_len, const c
  * Plain files are read() straight into the tokenizer's buffer; gzip data is
  * inflated straight into it from a 256 KiB buffer of compressed bytes, so
  * each byte is copied once. Concatenated gzip members are read in turn;
- * anything else after a member ends the input (as gzread does). */
+ * anything else after a member ends the input (as gzread does). Past
+ * `inflate_limit` inflated bytes (stepscope_inflate_limit of the file's size)
+ * the input fails: a decompression bomb is not read to its end. */
 #define ZIN_CAP (256u << 10)
 
 typedef struct file_ctx {
@@ -48,7 +50,8 @@ typedef struct file_ctx {
   int zin_eof;               /* no more bytes in the file */
   z_stream z;
   int z_ready, z_end;
-  int failed;
+  uint64_t inflated, inflate_limit;
+  int failed, over_limit;
   char msg[128];
 } file_ctx;
 
@@ -109,6 +112,11 @@ static long file_read(void *ctx, void *buf, size_t n) {
     }
     if (zr != Z_OK && zr != Z_BUF_ERROR)
       return file_fail(f, f->z.msg ? f->z.msg : "inflate failed");
+  }
+  f->inflated += n - f->z.avail_out;
+  if (f->inflated > f->inflate_limit) {
+    f->over_limit = 1;
+    return file_fail(f, "inflated past the limit");
   }
   return (long)(n - f->z.avail_out);
 }
@@ -207,15 +215,20 @@ int ssa_kineto_source_load_gzip(const char *path, ssa_gzip_mode mode, ssa_rank *
   return load_file(path, (int)mode, ssa_gzip_whole_bound(), &defaults, r, err);
 }
 
-/* Imports the gzip file on `fd` through a pipe: 1 and the import's status
+/* Imports the gzip file on `fd` (`size` bytes) through a pipe: 1 and the import's status
  * in *rc_out, or 0 when the pipe cannot be had (read the file another way). */
-static int import_piped(int fd, const char *path, const ssa_import_options *opt, ssa_rank *r,
-                        stepscope_error *err, int *rc_out) {
-  ssa_inflate_pipe *p = ssa_inflate_pipe_open(fd, SSA_PIPE_CHUNK, SSA_PIPE_NCHUNKS);
+static int import_piped(int fd, uint64_t size, const char *path, const ssa_import_options *opt,
+                        ssa_rank *r, stepscope_error *err, int *rc_out) {
+  ssa_inflate_pipe *p = ssa_inflate_pipe_open(fd, SSA_PIPE_CHUNK, SSA_PIPE_NCHUNKS,
+                                              stepscope_inflate_limit(&opt->inflate, size));
   if (!p) return 0;
   int rc = import(ssa_inflate_pipe_read, p, NULL, 0, path, opt, r, err);
   char msg[128];
-  if (ssa_inflate_pipe_close(p, msg, sizeof msg) && err) {
+  int closed = ssa_inflate_pipe_close(p, msg, sizeof msg);
+  if (closed == SSA_PIPE_OVER_LIMIT && err) {
+    stepscope_inflate_limit_error(err, path, &opt->inflate, size);
+    rc = err->code;
+  } else if (closed && err) {
     /* say what failed rather than "read error" */
     char m[sizeof err->message];
     snprintf(m, sizeof m,
@@ -264,6 +277,10 @@ static int load_file(const char *path, int mode, size_t whole_max, const ssa_imp
     goto done;
   }
   posix_fadvise(f.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  /* the most a gzip file may inflate to; the whole-buffer and split ways, whose buffers
+   * the trailer's ISIZE sizes, are taken only below it */
+  uint64_t limit = stepscope_inflate_limit(&opt->inflate, (uint64_t)st.st_size);
+  f.inflate_limit = limit;
   /* the first bytes say whether it is gzip */
   long got = read_retry(f.fd, f.zin, ZIN_CAP);
   if (got < 0) {
@@ -279,18 +296,19 @@ static int load_file(const char *path, int mode, size_t whole_max, const ssa_imp
     size_t isize;
     if ((mode == SSA_GZIP_PIPE || mode == SSA_GZIP_AUTO) &&
         gzip_isize(f.fd, (uint64_t)st.st_size, &isize) && isize <= ssa_gzip_whole_bound() &&
-        ssa_split_wanted(isize, opt->split) &&
+        isize <= limit && ssa_split_wanted(isize, opt->split) &&
         ssa_kineto_import_split(f.fd, 1, isize, path, opt, r, err, &rc))
       goto done;
     if ((mode == SSA_GZIP_PIPE || (mode == SSA_GZIP_AUTO && GZIP_AUTO_PIPE)) &&
-        import_piped(f.fd, path, opt, r, err, &rc))
+        import_piped(f.fd, (uint64_t)st.st_size, path, opt, r, err, &rc))
       goto done;
     /* moderate and well-formed: inflated whole with libdeflate, which is
      * three times faster (gzip_whole.h); else streamed with zlib below */
     unsigned char *doc;
     size_t doc_len;
     if (mode != SSA_GZIP_STREAM &&
-        ssa_gzip_whole(f.fd, (uint64_t)st.st_size, whole_max, &doc, &doc_len)) {
+        ssa_gzip_whole(f.fd, (uint64_t)st.st_size, whole_max < limit ? whole_max : (size_t)limit,
+                       &doc, &doc_len)) {
       rc = import(NULL, NULL, doc, doc_len, path, opt, r, err);
       ssa_gzip_whole_free(doc, doc_len);
       goto done;
@@ -312,7 +330,10 @@ static int load_file(const char *path, int mode, size_t whole_max, const ssa_imp
   }
   if (rc == 0) {
     rc = import(file_read, &f, NULL, 0, path, opt, r, err);
-    if (f.failed && err) {
+    if (f.over_limit && err) {
+      stepscope_inflate_limit_error(err, path, &opt->inflate, (uint64_t)st.st_size);
+      rc = err->code;
+    } else if (f.failed && err) {
       /* say what failed rather than "read error" */
       char m[sizeof err->message];
       if (f.gzip)

@@ -330,7 +330,8 @@ ssa_split *ssa_split_open(int fd, int gzip, size_t size, const ssa_import_option
    * the blanks just before the point (it would then meet the point inside
    * the tokenizer, not between two events, and abandon the split) */
   struct stat st;
-  double ratio = fstat(fd, &st) == 0 && st.st_size > 0 ? (double)size / (double)st.st_size : 0.0;
+  int stat_ok = fstat(fd, &st) == 0;
+  double ratio = stat_ok && st.st_size > 0 ? (double)size / (double)st.st_size : 0.0;
   sp->lo = (size_t)((double)size * split_fraction(gzip, ratio, size, opt->split_at));
   sp->lo = sp->lo > LO_MARGIN ? sp->lo - LO_MARGIN : 0;
   sp->trace = opt->split_trace;
@@ -352,7 +353,10 @@ ssa_split *ssa_split_open(int fd, int gzip, size_t size, const ssa_import_option
   madvise(m, sp->cap, MADV_HUGEPAGE);
   pthread_mutex_init(&sp->mu, NULL);
   pthread_cond_init(&sp->cv, NULL);
-  if (gzip && !(sp->pipe = ssa_inflate_pipe_open_linear(fd, sp->doc, sp->cap, SSA_PIPE_CHUNK)))
+  if (gzip &&
+      !(sp->pipe = ssa_inflate_pipe_open_linear(
+            fd, sp->doc, sp->cap, SSA_PIPE_CHUNK,
+            stat_ok ? stepscope_inflate_limit(&opt->inflate, (uint64_t)st.st_size) : UINT64_MAX)))
     goto fail;
   if (pthread_create(&sp->th, NULL, helper, sp) != 0) {
     if (sp->pipe) ssa_inflate_pipe_close(sp->pipe, NULL, 0);
@@ -437,7 +441,7 @@ int ssa_split_close(ssa_split *sp, char *msg, size_t cap) {
             verdict, sp->point_known ? sp->point : SIZE_MAX, sp->lo, sp->t_point, sp->t_at_point,
             sp->t_work_done, sp->t_finished, now_ms() - sp->t0);
   char m[128] = "";
-  if (sp->pipe) ssa_inflate_pipe_close(sp->pipe, m, sizeof m);
+  int pipe_rc = sp->pipe ? ssa_inflate_pipe_close(sp->pipe, m, sizeof m) : 0;
   int failed = sp->error_seen;
   if (msg && cap) snprintf(msg, cap, "%s", !failed ? "" : sp->gzip ? m : sp->msg);
   pthread_mutex_destroy(&sp->mu);
@@ -445,7 +449,7 @@ int ssa_split_close(ssa_split *sp, char *msg, size_t cap) {
   munmap(sp->doc, sp->cap);
   atomic_fetch_sub(&active_splits, 1);
   free(sp);
-  return failed ? -1 : 0;
+  return !failed ? 0 : pipe_rc == SSA_PIPE_OVER_LIMIT ? SSA_PIPE_OVER_LIMIT : -1;
 }
 
 /* ---- one document on two threads (kineto_split.h) ----
@@ -712,7 +716,12 @@ int ssa_kineto_import_split(int fd, int gzip, size_t size, const char *path,
   }
   int rc = ssa_kineto_import(NULL, NULL, NULL, 0, sp, o, path, opt, r, err);
   char msg[128];
-  if (ssa_split_close(sp, msg, sizeof msg) && err) {
+  int closed = ssa_split_close(sp, msg, sizeof msg);
+  struct stat st;
+  if (closed == SSA_PIPE_OVER_LIMIT && err && fstat(fd, &st) == 0) {
+    stepscope_inflate_limit_error(err, path, &opt->inflate, (uint64_t)st.st_size);
+    rc = err->code;
+  } else if (closed && err) {
     char m[sizeof err->message];
     if (gzip)
       snprintf(m, sizeof m,

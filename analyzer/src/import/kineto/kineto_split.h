@@ -109,7 +109,8 @@ size_t ssa_split_finish(ssa_split *sp);
 int ssa_split_cancelled(const ssa_split *sp);
 
 /* Stops and joins the helper, frees everything. -1 when the file could not
- * be read whole (message in msg: the pipe's or the read's), else 0. */
+ * be read whole (message in msg: the pipe's or the read's), SSA_PIPE_OVER_LIMIT
+ * when its gzip text went past the decompression limit, else 0. */
 int ssa_split_close(ssa_split *sp, char *msg, size_t cap);
 
 /* With the options' split_trace set, ssa_split_close says on stderr
