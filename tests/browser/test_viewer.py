@@ -398,6 +398,10 @@ def case_compare_real(exe, work, d):
         check(len(findings) > 0, "the diff's findings are shown (%d)" % len(findings))
         diff = js(d, "return stepscope.app.B.diff")
         check(findings == diff["findings"], "the findings are the diff's own")
+        # the step time's change in parts, as the diff decomposed it (the same rows, same order)
+        parts = [r.get_attribute("data-part") for r in d.find_elements(By.CSS_SELECTOR, "#compare-parts tbody tr[data-part]")]
+        check(diff.get("step_time_parts") and parts == [p["part"] for p in diff["step_time_parts"]["parts"]],
+              "the parts table is the diff's step_time_parts %s" % parts)
         src = {r.find_elements(By.TAG_NAME, "td")[0].text: r.find_elements(By.TAG_NAME, "td")[6].get_attribute("data-source")
                for r in d.find_elements(By.CSS_SELECTOR, "#compare-table tbody tr")}
         check(src["exposed_comm"] == "diff" and src["idle"] == "diff", "verdicts come from the diff where it has the metric %s" % src)

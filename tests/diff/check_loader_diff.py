@@ -5,7 +5,9 @@ loader changes: 300 us of loading per iteration in A, 100 us in B, the
 device work identical. The diff must report the step time (the iteration
 period) falling by exactly what the generator's truth says, with a
 "better" verdict, and the compute unchanged. The generator prints its
-expected median step time (gen_expect, brute force)."""
+expected median step time (gen_expect, brute force). What changed the step time
+(step_time_parts, issue 30 §2): the parts add up to the change, and its first and whole
+part is data loading, in the JSON, the text and the Markdown summary alike."""
 import json
 import os
 import shutil
@@ -50,5 +52,21 @@ check(d["headline"]["compute"]["abs_change"] == 0, "compute unchanged")
 check(any(s.startswith("step time fell") and "better" in s for s in d["findings"]),
       "a 'step time fell ... better' finding: %s" % d["findings"])
 check(r.stdout.count("better") >= 1, "the text says better")
+parts = d["step_time_parts"]
+check(parts is not None and parts["change_ns"] == tb - ta,
+      "step_time_parts: the mean step changed by %s, expected %d" % (parts and parts["change_ns"], tb - ta))
+if parts:
+    top = parts["parts"][0]
+    check(top["part"] == "idle.data_loading" and top["change_ns"] == tb - ta and top["share"] == 1,
+          "the first part is all of the change, data loading: %s" % top)
+    check(sum(x["change_ns"] for x in parts["parts"]) == parts["change_ns"],
+          "the parts add up to the change: %s" % parts["parts"])
+section = r.stdout.split("== what changed the step time", 1)[-1].splitlines()
+check(len(section) > 2 and section[2].startswith("idle: data loading"),
+      "the text section lists data loading first: %s" % section[:3])
+md = subprocess.run([exe, "diff", a, b, "--markdown", "-"], capture_output=True, text=True).stdout
+first = md.split("**What changed the step time**", 1)[-1].splitlines()
+check(len(first) > 1 and first[1].startswith("- idle: data loading"),
+      "the Markdown lists data loading first: %s" % first[:2])
 shutil.rmtree(work, ignore_errors=True)
 sys.exit(1 if fail else 0)

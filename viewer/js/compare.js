@@ -9,7 +9,9 @@
  * When `stepscope view --compare` could run `stepscope diff A B --json` (both runs have
  * their rank traces), its findings are shown first and its verdicts (noise, and the
  * direction of a change beyond noise) replace this view's own in the table, so the
- * page and the CLI say the same thing. Bubble rows appear only when a run has a
+ * page and the CLI say the same thing, and so is its decomposition of the step time's
+ * change into parts that add up (step_time_parts: compute, exposed communication and
+ * copies, idle by cause). Bubble rows appear only when a run has a
  * pipeline. Below: per-step stacked bars A vs B, and both runs' lanes of one rank for one
  * step number (every packed row of every track) drawn on the same time scale from
  * the step start, so the shapes line up.
@@ -76,6 +78,28 @@ SS.hasPipeline = function (report) {
   return (report.ranks || []).some(function (r) { return r.totals && r.totals.bubble_causes !== undefined; });
 };
 
+/* What changed the step time, as `stepscope diff` decomposed it (docs/diff.md): the parts of
+ * the mean step of the rank that set each step, largest change first, with their shares. */
+SS.compareParts = function (root, parts) {
+  var pct = function (v) { return v === null || v === undefined ? '—' : (v * 100).toFixed(1) + ' %'; };
+  var rows = parts.parts.map(function (p) {
+    return SS.el('tr', { 'data-part': p.part }, [
+      SS.el('td', { text: p.name }), SS.el('td', { className: 'num', text: SS.formatNs(p.a_ns) }),
+      SS.el('td', { className: 'num', text: SS.formatNs(p.b_ns) }),
+      SS.el('td', { className: 'num', text: SS.formatNs(p.change_ns) }),
+      SS.el('td', { className: 'num', text: pct(p.share) })]);
+  });
+  rows.push(SS.el('tr', { className: 'total' }, [
+    SS.el('td', { text: 'mean step time' }), SS.el('td', { className: 'num', text: SS.formatNs(parts.mean_a_ns) }),
+    SS.el('td', { className: 'num', text: SS.formatNs(parts.mean_b_ns) }),
+    SS.el('td', { className: 'num', text: SS.formatNs(parts.change_ns) }), SS.el('td', { className: 'num', text: '100 %' })]));
+  var table = SS.el('table', { className: 'data', id: 'compare-parts' }, [
+    SS.el('thead', {}, [SS.el('tr', {}, ['part', 'A', 'B', 'B − A', 'share of the change'].map(function (h) { return SS.el('th', { text: h }); }))]),
+    SS.el('tbody', {}, rows)]);
+  root.appendChild(SS.section('What changed the step time (stepscope diff A B: mean over ' + parts.steps_a + ' and ' +
+    parts.steps_b + ' steps of the rank that set each step; the parts add up)', [table], 'compare-parts-section'));
+};
+
 /* The table's metrics as `stepscope diff` names them in its headline. */
 SS.DIFF_METRIC = { compute_ns: 'compute', comm_ns: 'comm', exposed_comm_ns: 'exposed_comm', exposed_mem_ns: 'exposed_mem',
                    idle_ns: 'idle', overlap_ratio: 'overlap_ratio', bubble_ratio: 'bubble_ratio' };
@@ -98,6 +122,7 @@ SS.renderCompare = function (root, A, B, opts) {
       return SS.el('li', { text: f });
     }))], 'compare-diff'));
   }
+  if (diff && diff.step_time_parts) SS.compareParts(root, diff.step_time_parts);
   if (!A.report || !B.report) {
     root.appendChild(SS.el('p', { className: 'missing', text: 'Both runs need report.json for the numbers (missing: ' +
       (!A.report ? 'A ' : '') + (!B.report ? 'B' : '') + ').' }));

@@ -86,7 +86,7 @@ static void write_top_causes(const ssa_diff *d, ssa_out *o) {
   int header = 0;
 #define CAUSES()                                                                                   \
   do {                                                                                             \
-    if (!header) ssa_out_str(o, "\n**Top causes**\n");                                             \
+    if (!header) ssa_out_str(o, "\n**Largest changes within the parts**\n");                       \
     header = 1;                                                                                    \
   } while (0)
   for (size_t i = 0, shown = 0; i < d->nkernels && shown < 3; i++) {
@@ -227,6 +227,7 @@ int ssa_diff_report_markdown(const ssa_diff *d, const ssa_gate *g, const ssa_gat
     }
     ssa_out_char(o, '\n');
   }
+  ssa_diff_decomp_markdown(d, o);
   write_top_causes(d, o);
   if (d->nfindings) {
     ssa_out_str(o, "\n**Findings**\n");

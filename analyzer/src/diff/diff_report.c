@@ -101,6 +101,7 @@ int ssa_diff_report_text(const ssa_diff *d, FILE *f) {
         f,
         "  (gap: distance between the nearest runs of A and B, negative when they interleave)\n");
   }
+  ssa_diff_decomp_text(d, f);
   fprintf(f, "\n== findings ==\n");
   for (size_t i = 0; i < d->nfindings; i++)
     fprintf(f, "- %s\n", ssa_text_safe(d->findings[i], safe, sizeof safe));
@@ -297,6 +298,7 @@ int ssa_diff_report_json(const ssa_diff *d, ssa_out *o) {
   jnum(o, 0, d->kernel_stretch);
   ssa_out_printf(o, ",\"stretch_kernels\":%zu", d->stretch_kernels);
   ssa_out_str(o, d->load_differs ? ",\"differs\":true}" : ",\"differs\":false}");
+  ssa_diff_decomp_json(d, o);
   ssa_out_str(o, ",\"headline\":{");
   for (int k = 0; k < SSA_DM_N; k++) {
     if (k) ssa_out_char(o, ',');

@@ -692,6 +692,7 @@ int ssa_diff_runs_repeated(const ssa_analysis *const *a, size_t na, const ssa_an
   if (d->same_layout) rc = build_ranks(d);
   if (!rc) rc = build_steps(d);
   if (!rc) rc = build_colls(d);
+  if (!rc) rc = ssa_diff_decompose(d);
   if (!rc) rc = build_findings(d);
   return rc;
 }

@@ -149,6 +149,23 @@ typedef struct ssa_diff_coll {
   double wait_a, wait_b;         /* total wait of all ranks, ns per step */
 } ssa_diff_coll;
 
+/* The parts of a step (diff_causes.c): compute, exposed communication, exposed copies, then
+ * idle by cause (SSA_IDLE_* order). */
+enum { SSA_DPART_COMPUTE, SSA_DPART_EXPOSED_COMM, SSA_DPART_EXPOSED_COPY, SSA_DPART_IDLE };
+#define SSA_DPART_N (SSA_DPART_IDLE + SSA_IDLE_N)
+
+/* What changed the step time: per side, the mean over its judged steps of the parts of the
+ * rank that set each step; the parts sum to the mean step time, their changes to its change. */
+typedef struct ssa_diff_decomp {
+  int known;               /* both sides have steps */
+  size_t steps_a, steps_b; /* steps averaged (all runs of the side) */
+  double mean_a, mean_b;   /* mean step time, ns */
+  double part_a[SSA_DPART_N], part_b[SSA_DPART_N];
+  int order[SSA_DPART_N];    /* parts by |change|, descending */
+  int pipeline;              /* a side has pipeline ranks: bubble_* given */
+  double bubble_a, bubble_b; /* mean pipeline bubble of those ranks (across the parts) */
+} ssa_diff_decomp;
+
 typedef struct ssa_diff {
   const ssa_analysis *a, *b; /* the first run of each side */
   const char *path_a, *path_b;
@@ -178,6 +195,7 @@ typedef struct ssa_diff {
   size_t nkernels; /* sorted by |time change|, descending */
   ssa_diff_coll *colls;
   size_t ncolls; /* sorted by |wait + transfer change| */
+  ssa_diff_decomp decomp;
   char **findings;
   size_t nfindings, findings_cap;
 } ssa_diff;
@@ -191,6 +209,15 @@ int ssa_diff_runs(const ssa_analysis *a, const ssa_analysis *b, const char *path
 int ssa_diff_runs_repeated(const ssa_analysis *const *a, size_t na, const ssa_analysis *const *b,
                            size_t nb, const char *path_a, const char *path_b, ssa_diff *out);
 void ssa_diff_free(ssa_diff *d);
+/* What changed the step time (diff_causes.c): fills d->decomp; 0 or STEPSCOPE_E_NOMEM. */
+int ssa_diff_decompose(ssa_diff *d);
+const char *ssa_diff_part_name(int part); /* "compute", "idle: data loading", ... */
+const char *ssa_diff_part_key(int part);  /* "compute", "idle.data_loading", ... (JSON) */
+/* The decomposition as the text section, the JSON member `step_time_parts` (with its leading
+ * comma) and the Markdown list (diff_causes_report.c). */
+void ssa_diff_decomp_text(const ssa_diff *d, FILE *f);
+void ssa_diff_decomp_json(const ssa_diff *d, ssa_out *o);
+void ssa_diff_decomp_markdown(const ssa_diff *d, ssa_out *o);
 /* Rank lookups the diff's files share (diff_layout.c): the result of a rank number (NULL if
  * absent), whether a rank is selected (--rank), and the run's world size. */
 const ssa_rank_result *ssa_diff_find_rank(const ssa_analysis *a, int rank);
