@@ -17,55 +17,33 @@ typedef struct dump_args {
   const char *path, *only;
 } dump_args;
 
-static int argument(void *cmd, const char *a) {
-  dump_args *x = cmd;
-  if (x->path) {
-    fprintf(stderr, "stepscope dump: one FILE only\n");
-    return 2;
-  }
-  x->path = a;
-  return 0;
-}
-
-static void usage(FILE *f);
-
 static const cli_option dump_options[] = {
-    {CLI_TEXT, NULL, NULL, NULL,
-     "usage: stepscope dump FILE [--kind NAME]\n"
-     "\n"
-     "Prints every record of a trace file as one JSON object per line, the header\n"
-     "first. String ids are resolved to their text; times are integer nanoseconds of\n"
-     "the file's trace clock. Field names are those of docs/trace-format.md.\n"
-     "\n",
-     0, NULL, 0, 0, NULL},
     {CLI_STRING, "--kind", NULL, "NAME",
      "only records of this kind (kernel, collective, host_op, ...)", offsetof(dump_args, only),
      NULL, 0, 0, NULL},
 };
 
 /* "--kind" without a value is an unknown option, as it has always been. */
-static const cli_table dump_table = {"dump",
-                                     dump_options,
-                                     sizeof dump_options / sizeof dump_options[0],
-                                     16,
-                                     CLI_UNKNOWN_QUOTED | CLI_MISSING_IS_UNKNOWN,
-                                     usage,
-                                     argument,
-                                     NULL};
-
-static void usage(FILE *f) {
-  cli_print_options(f, &dump_table);
-}
+static const cli_table dump_table = {
+    .command = "dump",
+    .head = "usage: stepscope dump FILE [--kind NAME]\n"
+            "\n"
+            "Prints every record of a trace file as one JSON object per line, the header\n"
+            "first. String ids are resolved to their text; times are integer nanoseconds of\n"
+            "the file's trace clock. Field names are those of docs/trace-format.md.\n"
+            "\n",
+    CLI_ROWS(dump_options),
+    .column = 16,
+    .flags = CLI_UNKNOWN_QUOTED | CLI_MISSING_IS_UNKNOWN,
+    .args = offsetof(dump_args, path),
+    .nargs = 1,
+    .too_many = "one FILE only"};
 
 int cmd_dump(int argc, char **argv) {
   dump_args x = {NULL, NULL};
   int parsed = cli_parse(&dump_table, argc, argv, &x, NULL);
   if (parsed != CLI_PARSED) return parsed;
   const char *path = x.path, *only = x.only;
-  if (!path) {
-    usage(stderr);
-    return 2;
-  }
   int gz = 0;
   char why[200];
   ssa_file_kind kind = ssa_classify_file(path, 1, &gz, why, sizeof why);

@@ -51,26 +51,32 @@ static int parse_double(const char *opt, const char *v, double lo, double *out) 
   return 0;
 }
 
+/* A layout word as the trainer spells it (model_config.h): the k of name_of(k), k = 0..2. */
+static int parse_word(const char *opt, const char *v, const char *(*name_of)(int), int *out) {
+  for (int k = 0; k < 3; k++)
+    if (v && !strcmp(v, name_of(k))) {
+      *out = k;
+      return 0;
+    }
+  fprintf(stderr, "stepscope plan: %s takes %s, %s or %s, not '%s'\n", opt, name_of(0), name_of(1),
+          name_of(2), v ? v : "");
+  return -1;
+}
+
+static const char *schedule_word(int k) {
+  return mm_schedule_name((mm_schedule)k);
+}
+
+static const char *recompute_word(int k) {
+  return mm_recompute_name((mm_recompute)k);
+}
+
 static int parse_schedule(const char *v, int *out) {
-  mm_schedule k;
-  if (mm_schedule_from_name(v, &k) != 0) {
-    fprintf(stderr, "stepscope plan: --schedule takes afab, 1f1b or interleaved, not '%s'\n",
-            v ? v : "");
-    return -1;
-  }
-  *out = (int)k;
-  return 0;
+  return parse_word("--schedule", v, schedule_word, out);
 }
 
 static int parse_recompute(const char *v, int *out) {
-  mm_recompute k;
-  if (mm_recompute_from_name(v, &k) != 0) {
-    fprintf(stderr, "stepscope plan: --recompute takes none, selective or full, not '%s'\n",
-            v ? v : "");
-    return -1;
-  }
-  *out = (int)k;
-  return 0;
+  return parse_word("--recompute", v, recompute_word, out);
 }
 
 /* Applies one --what-if KEY=VALUE to a layout (and the job's global batch). */
@@ -168,18 +174,8 @@ static const char *device_help(void) {
 #define A(f) offsetof(plan_args, f)
 #define INT(name, meta, field, lo, hi, help)                                                       \
   { CLI_CALL, name, NULL, meta, help, A(field), opt_int, lo, hi, NULL }
-#define TEXT(text)                                                                                 \
-  { CLI_TEXT, NULL, NULL, NULL, text, 0, NULL, 0, 0, NULL }
-
-static void usage(FILE *f);
 
 static const cli_option plan_options[] = {
-    TEXT("usage: stepscope plan --gpus N --global-batch B [--model NAME] [options]\n"
-         "Predicts per-device memory (by component) and step time, tokens/s and MFU of every\n"
-         "parallel layout of a GPT model on N devices (the Ultra-Scale Playbook's calculators\n"
-         "for stepscope-train's layouts), ranked best first with the constraint that binds.\n"
-         "\n"
-         "model (as stepscope-train takes it):\n"),
     {CLI_STRING, "--model", NULL, "NAME", "tiny, gpt2-124m, gpt2-350m, gpt2-774m, gpt2-1.5b",
      A(model), NULL, 0, 0, NULL},
     INT("--layers", "N", layers, 1, 100000,
@@ -196,7 +192,7 @@ static const cli_option plan_options[] = {
     INT("--top-k", "K", top_k, 1, 1024, "experts per token, with --experts [2]"),
     INT("--moe-every", "N", moe_every, 1, 100000,
         "every N-th block is a mixture of experts, with --experts [1]"),
-    TEXT("job:\n"),
+    CLI_TEXT_ROW("job:\n"),
     INT("--gpus", "N", job.gpus, 1, 1 << 20, "devices [the run's world with --from]"),
     INT("--gpus-per-node", "G", job.gpus_per_node, 1, 1 << 16,
         "devices per node (groups inside a node use its links) [8]"),
@@ -210,7 +206,7 @@ static const cli_option plan_options[] = {
         "min(1, cores / ranks) of a core's) [this machine's, assumed]"),
     {CLI_UNFLAG, "--no-overlap", NULL, NULL, "gradient all-reduce not overlapped with backward",
      A(job.overlap), NULL, 0, 0, NULL},
-    TEXT("layout (each fixes that choice; all of them: predict one layout):\n"),
+    CLI_TEXT_ROW("layout (each fixes that choice; all of them: predict one layout):\n"),
     INT("--dp", "N", f.dp, 1, 1 << 20, "data-parallel degree"),
     INT("--tp", "N", f.tp, 1, 1 << 12, "tensor-parallel degree"),
     INT("--pp", "N", f.pp, 1, 1 << 12, "pipeline-parallel stages"),
@@ -228,7 +224,7 @@ static const cli_option plan_options[] = {
     {CLI_CALL, "--bucket-mb", NULL, "MB", "DP gradient bucket size in MiB [1]", A(bucket_mb),
      opt_double, 0.0001, 0, NULL},
     INT("--ep", "N", f.ep, 1, 1 << 12, "with --experts: expert parallelism carved out of dp"),
-    TEXT("calibration:\n"),
+    CLI_TEXT_ROW("calibration:\n"),
     {CLI_STRING, "--from", NULL, "RUN",
      "a traced stepscope-train run: achieved FLOP rate, measured\n"
      "bandwidths and latency, host overhead, bubble excess, memory\n"
@@ -239,7 +235,7 @@ static const cli_option plan_options[] = {
      "zero recompute microbatches schedule virtual_stages\n"
      "global_batch), predicted beside what the run measured",
      A(what_if), NULL, 0, 0, NULL},
-    TEXT("output:\n"),
+    CLI_TEXT_ROW("output:\n"),
     INT("--top", "N", top, 1, INT_MAX, "rows of the table [20]"),
     {CLI_STRING, "--json", NULL, "FILE", "every layout as JSON (docs/plan.md); '-' = stdout",
      A(json_path), NULL, 0, 0, NULL},
@@ -248,19 +244,17 @@ static const cli_option plan_options[] = {
     INT("--threads", "N", threads, 0, 4096, "threads for loading --from RUN [all cores]"),
 };
 
-static const cli_table plan_table = {"plan",
-                                     plan_options,
-                                     sizeof plan_options / sizeof plan_options[0],
-                                     24,
-                                     CLI_ARGS_NONE | CLI_MISSING_TO_CALL | CLI_UNKNOWN_QUOTED |
-                                         CLI_UNKNOWN_SEE_HELP,
-                                     usage,
-                                     NULL,
-                                     NULL};
-
-static void usage(FILE *f) {
-  cli_print_options(f, &plan_table);
-}
+static const cli_table plan_table = {
+    .command = "plan",
+    .head = "usage: stepscope plan --gpus N --global-batch B [--model NAME] [options]\n"
+            "Predicts per-device memory (by component) and step time, tokens/s and MFU of every\n"
+            "parallel layout of a GPT model on N devices (the Ultra-Scale Playbook's calculators\n"
+            "for stepscope-train's layouts), ranked best first with the constraint that binds.\n"
+            "\n"
+            "model (as stepscope-train takes it):\n",
+    CLI_ROWS(plan_options),
+    .column = 24,
+    .flags = CLI_ARGS_NONE | CLI_MISSING_TO_CALL | CLI_UNKNOWN_QUOTED | CLI_UNKNOWN_SEE_HELP};
 
 /* The model of the job: --from's, then the preset's, then the explicit
  * overrides; checked. 0, or the exit status after the message. */

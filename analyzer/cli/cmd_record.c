@@ -60,19 +60,8 @@ typedef struct record_args {
   int no_cuda, no_nvtx, no_nccl, force, quiet;
 } record_args;
 
-static void usage(FILE *f);
-
 #define A(f) offsetof(record_args, f)
 static const cli_option record_options[] = {
-    {CLI_TEXT, NULL, NULL, NULL,
-     "usage: stepscope record -o RUN [options] -- COMMAND [ARGS...]\n"
-     "\n"
-     "Runs COMMAND with the stepscope tracer injected: CUDA activity (CUPTI), NVTX ranges\n"
-     "and NCCL collectives of every process go to RUN/rank-NNNNN.trace.zst, one file per\n"
-     "rank (rank from RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID or PMI_RANK). Works with\n"
-     "launchers: stepscope record -o run -- torchrun --nproc-per-node 2 train.py\n"
-     "\n",
-     0, NULL, 0, 0, NULL},
     {CLI_STRING, "--output", "-o", "RUN", "run directory (created)", A(run), NULL, 0, 0, NULL},
     {CLI_STRING, "--inject-lib", NULL, "PATH",
      "the injection library (default: found next to stepscope)", A(lib_arg), NULL, 0, 0, NULL},
@@ -85,32 +74,30 @@ static const cli_option record_options[] = {
      A(force), NULL, 0, 0, NULL},
     {CLI_FLAG, "--quiet", "-q", NULL, "no summary of the rank files written when COMMAND ends",
      A(quiet), NULL, 0, 0, NULL},
-    {CLI_TEXT, NULL, NULL, NULL,
-     "  -h, --help           this help\n"
-     "\n"
-     "When COMMAND ends, record prints (on stderr) the rank files written, their size,\n"
-     "and any that cannot be read. Signals: Ctrl-C reaches COMMAND directly; SIGTERM,\n"
-     "SIGHUP, SIGUSR1 and SIGUSR2 sent to record are passed on to COMMAND.\n"
-     "\n"
-     "Exit status: COMMAND's own (record dies of the same signal if COMMAND did);\n"
-     "2 usage error; 1 set-up error; 127 COMMAND not found; 126 COMMAND not runnable.\n",
-     0, NULL, 0, 0, NULL},
 };
 
 /* "--" or the first word that is not an option starts COMMAND, which is
  * passed on untouched; an option without its value is an unknown option. */
-static const cli_table record_table = {"record",
-                                       record_options,
-                                       sizeof record_options / sizeof record_options[0],
-                                       23,
-                                       CLI_STOP_AT_ARG | CLI_MISSING_IS_UNKNOWN,
-                                       usage,
-                                       NULL,
-                                       NULL};
-
-static void usage(FILE *f) {
-  cli_print_options(f, &record_table);
-}
+static const cli_table record_table = {
+    .command = "record",
+    .head = "usage: stepscope record -o RUN [options] -- COMMAND [ARGS...]\n"
+            "\n"
+            "Runs COMMAND with the stepscope tracer injected: CUDA activity (CUPTI), NVTX ranges\n"
+            "and NCCL collectives of every process go to RUN/rank-NNNNN.trace.zst, one file per\n"
+            "rank (rank from RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID or PMI_RANK). Works with\n"
+            "launchers: stepscope record -o run -- torchrun --nproc-per-node 2 train.py\n"
+            "\n",
+    CLI_ROWS(record_options),
+    .column = 23,
+    .flags = CLI_STOP_AT_ARG | CLI_MISSING_IS_UNKNOWN,
+    .tail = "  -h, --help           this help\n"
+            "\n"
+            "When COMMAND ends, record prints (on stderr) the rank files written, their size,\n"
+            "and any that cannot be read. Signals: Ctrl-C reaches COMMAND directly; SIGTERM,\n"
+            "SIGHUP, SIGUSR1 and SIGUSR2 sent to record are passed on to COMMAND.\n"
+            "\n"
+            "Exit status: COMMAND's own (record dies of the same signal if COMMAND did);\n"
+            "2 usage error; 1 set-up error; 127 COMMAND not found; 126 COMMAND not runnable.\n"};
 
 static int file_exists(const char *path) {
   struct stat st;
@@ -372,20 +359,18 @@ int cmd_record(int argc, char **argv) {
   int i = argc;
   int parsed = cli_parse(&record_table, argc, argv, &x, &i);
   if (parsed != CLI_PARSED) return parsed;
-  const char *run = x.run, *lib_arg = x.lib_arg;
-  int no_cuda = x.no_cuda, no_nvtx = x.no_nvtx, no_nccl = x.no_nccl, force = x.force,
-      quiet = x.quiet;
+  const char *run = x.run;
   if (!run || i >= argc) {
     fprintf(stderr, "stepscope record: %s\n", !run ? "-o RUN is required" : "no command given");
-    usage(stderr);
+    cli_usage(stderr, &record_table);
     return 2;
   }
   char **command = &argv[i];
 
   char lib[PATH_MAX];
-  if (lib_arg) {
-    if (!realpath(lib_arg, lib) || !file_exists(lib)) {
-      fprintf(stderr, "stepscope record: injection library %s: %s\n", lib_arg,
+  if (x.lib_arg) {
+    if (!realpath(x.lib_arg, lib) || !file_exists(lib)) {
+      fprintf(stderr, "stepscope record: injection library %s: %s\n", x.lib_arg,
               strerror(errno ? errno : ENOENT));
       return 1;
     }
@@ -398,7 +383,7 @@ int cmd_record(int argc, char **argv) {
     fprintf(stderr, "stepscope record: cannot create run directory %s: %s\n", run, strerror(errno));
     return 1;
   }
-  if (holds_traces(run) && !force) {
+  if (holds_traces(run) && !x.force) {
     fprintf(stderr, "stepscope record: %s already holds traces; use another directory or --force\n",
             run);
     return 1;
@@ -408,9 +393,9 @@ int cmd_record(int argc, char **argv) {
     fprintf(stderr, "stepscope record: %s: %s\n", run, strerror(errno));
     return 1;
   }
-  if (!no_cuda) set_injection_var("CUDA_INJECTION64_PATH", lib);
-  if (!no_nvtx) set_injection_var("NVTX_INJECTION64_PATH", lib);
-  if (!no_nccl) set_injection_var("NCCL_PROFILER_PLUGIN", lib);
+  if (!x.no_cuda) set_injection_var("CUDA_INJECTION64_PATH", lib);
+  if (!x.no_nvtx) set_injection_var("NVTX_INJECTION64_PATH", lib);
+  if (!x.no_nccl) set_injection_var("NCCL_PROFILER_PLUGIN", lib);
   setenv("STEPSCOPE_RUN_DIR", run_abs, 1);
   char *config = command_json(command);
   if (config) {
@@ -418,10 +403,10 @@ int cmd_record(int argc, char **argv) {
     free(config);
   }
   file_snapshot before = {0};
-  if (!quiet) snapshot_take(run_abs, &before);
+  if (!x.quiet) snapshot_take(run_abs, &before);
   int status;
   int rc = run_command(command, &status);
-  if (rc == 0 && !quiet) summarize_run(run_abs, command[0], &before);
+  if (rc == 0 && !x.quiet) summarize_run(run_abs, command[0], &before);
   snapshot_free(&before);
   return rc ? rc /* could not start it (said why) */ : pass_status_on(status);
 }

@@ -80,32 +80,8 @@ static int opt_port(const cli_option *o, const char *v, void *cmd) {
   return 0;
 }
 
-static int argument(void *cmd, const char *a) {
-  view_args *x = cmd;
-  if (x->run_a) {
-    fprintf(stderr, "stepscope view: one run only (use --compare for a second one)\n");
-    return 2;
-  }
-  x->run_a = a;
-  return 0;
-}
-
-static void usage(FILE *f);
-
 #define A(f) offsetof(view_args, f)
 static const cli_option view_options[] = {
-    {CLI_TEXT, NULL, NULL, NULL,
-     "usage: stepscope view RUN [--compare RUN_B] [--port P] [--bind ADDR] [--html OUT.html]\n"
-     "\n"
-     "Serve the bundled offline viewer for a run on http://127.0.0.1:P/ (default port 8642;\n"
-     "0 picks a free port). RUN is a run directory (or one file of it) as every command\n"
-     "takes it: stepscope rank-*.trace.zst files, or PyTorch profiler traces (rank-*,\n"
-     "rank_*, worker*, *.pt.trace.json[.gz], or any *.json[.gz] whose content is Kineto's,\n"
-     "trace.json.gz included), with or without the export of `stepscope export` (told by\n"
-     "its marker) and the report of `stepscope analyze --json`; what is missing is\n"
-     "generated first into a temporary directory.\n"
-     "\n",
-     0, NULL, 0, 0, NULL},
     {CLI_STRING, "--compare", NULL, "RUN_B",
      "a second run for the Compare view (which shows `stepscope diff\n"
      "RUN RUN_B`'s findings and verdicts when both have rank traces)",
@@ -135,18 +111,25 @@ static const cli_option view_options[] = {
      0, NULL, 0, 0, NULL},
 };
 
-static const cli_table view_table = {"view",
-                                     view_options,
-                                     sizeof view_options / sizeof view_options[0],
-                                     20,
-                                     CLI_ARGS_DASH_ALONE | CLI_USAGE_AFTER_MISSING,
-                                     usage,
-                                     argument,
-                                     NULL};
-
-static void usage(FILE *f) {
-  cli_print_options(f, &view_table);
-}
+static const cli_table view_table = {
+    .command = "view",
+    .head =
+        "usage: stepscope view RUN [--compare RUN_B] [--port P] [--bind ADDR] [--html OUT.html]\n"
+        "\n"
+        "Serve the bundled offline viewer for a run on http://127.0.0.1:P/ (default port 8642;\n"
+        "0 picks a free port). RUN is a run directory (or one file of it) as every command\n"
+        "takes it: stepscope rank-*.trace.zst files, or PyTorch profiler traces (rank-*,\n"
+        "rank_*, worker*, *.pt.trace.json[.gz], or any *.json[.gz] whose content is Kineto's,\n"
+        "trace.json.gz included), with or without the export of `stepscope export` (told by\n"
+        "its marker) and the report of `stepscope analyze --json`; what is missing is\n"
+        "generated first into a temporary directory.\n"
+        "\n",
+    CLI_ROWS(view_options),
+    .column = 20,
+    .flags = CLI_ARGS_DASH_ALONE | CLI_USAGE_AFTER_MISSING,
+    .args = A(run_a),
+    .nargs = 1,
+    .too_many = "one run only (use --compare for a second one)"};
 
 int cmd_view(int argc, char **argv) {
   view_args x;
@@ -155,15 +138,8 @@ int cmd_view(int argc, char **argv) {
   x.port = 8642;
   int parsed = cli_parse(&view_table, argc, argv, &x, NULL);
   if (parsed != CLI_PARSED) return parsed;
-  const char *run_a = x.run_a, *run_b = x.run_b, *html = x.html, *bind_addr = x.bind_addr;
-  int port = x.port;
-  ssa_options rule_opt = x.rule_opt;
-  if (!run_a) {
-    usage(stderr);
-    return 2;
-  }
-  if (cli_finish_analysis_options("view", &rule_opt) || pass_rules_on(1) || pass_rules_on(0))
-    return 2;
+  if (pass_rules_on(1) || pass_rules_on(0)) return 2;
+  const char *html = x.html;
 
   char self_exe[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", self_exe, sizeof self_exe - 1);
@@ -172,7 +148,7 @@ int cmd_view(int argc, char **argv) {
   view_run runs[2];
   int nruns = 0;
   char err[1024];
-  const char *args[2] = {run_a, run_b};
+  const char *args[2] = {x.run_a, x.run_b};
   for (int i = 0; i < 2; i++) {
     if (!args[i]) continue;
     if (view_run_open(&runs[nruns], i == 0 ? "a" : "b", args[i], n > 0 ? self_exe : NULL,
@@ -185,7 +161,7 @@ int cmd_view(int argc, char **argv) {
     nruns++;
   }
   if (nruns == 2) view_run_diff(&runs[1], &runs[0], n > 0 ? self_exe : NULL);
-  for (int k = 0; k < nruns && rule_opt.comm_rules; k++)
+  for (int k = 0; k < nruns && x.rule_opt.comm_rules; k++)
     if (!runs[k].trace_generated || !runs[k].report_generated)
       fprintf(stderr,
               "stepscope view: note: %s holds its own export or report, made without "
@@ -202,7 +178,7 @@ int cmd_view(int argc, char **argv) {
     else
       printf("stepscope view: wrote %s (%s)\n", html, summary); /* one line */
   } else {
-    rc = view_serve(runs, nruns, bind_addr, port, stdout);
+    rc = view_serve(runs, nruns, x.bind_addr, x.port, stdout);
   }
   for (int k = 0; k < nruns; k++)
     view_run_close(&runs[k]);

@@ -93,14 +93,28 @@ static int unknown(const cli_table *t, const char *a) {
   const char *q = t->flags & CLI_UNKNOWN_QUOTED ? "'" : "";
   fprintf(stderr, "stepscope %s: unknown option %s%s%s%s\n", t->command, q, a, q,
           t->flags & CLI_UNKNOWN_SEE_HELP ? " (see --help)" : "");
-  if (!(t->flags & CLI_UNKNOWN_SEE_HELP)) t->usage(stderr);
+  if (!(t->flags & CLI_UNKNOWN_SEE_HELP)) cli_usage(stderr, t);
   return 2;
 }
 
 static int needs_value(const cli_table *t, const cli_option *o, const char *a) {
   fprintf(stderr, "stepscope %s: %s needs a value\n", t->command, a);
-  if ((t->flags & CLI_USAGE_AFTER_MISSING) && o && !is_group(o)) t->usage(stderr);
+  if ((t->flags & CLI_USAGE_AFTER_MISSING) && o && !is_group(o)) cli_usage(stderr, t);
   return 2;
+}
+
+/* Stores argument `a` as the command's next one: 0, or 2 when there is one too many. */
+static int argument(const cli_table *t, void *cmd, int *nargs, const char *a) {
+  if (*nargs >= t->nargs) {
+    if (t->too_many)
+      fprintf(stderr, "stepscope %s: %s\n", t->command, t->too_many);
+    else
+      fprintf(stderr, "stepscope %s: unexpected argument %s\n", t->command, a);
+    return 2;
+  }
+  ((const char **)((char *)cmd + t->args))[(*nargs)++] = a;
+  if (t->seen) t->seen(cmd, NULL, a);
+  return 0;
 }
 
 /* Applies option `a` of row `o` with value `v` (NULL for a flag): 0, or an exit status. */
@@ -119,8 +133,27 @@ static int apply(const cli_table *t, const cli_option *o, const char *a, const c
   return 0;
 }
 
+/* The command line as a whole, once every word is read: enough arguments,
+ * and the environment's classification rules for a command that analyses. */
+static int check_whole(const cli_table *t, ssa_options *opt, int nargs) {
+  if (nargs < t->nargs) {
+    cli_usage(stderr, t);
+    return 2;
+  }
+  return opt && cli_finish_analysis_options(t->command, opt) ? 2 : CLI_PARSED;
+}
+
+/* The ssa_options of the table's analysis options (NULL: it has none). */
+static ssa_options *analysis_options(const cli_table *t, void *cmd) {
+  for (size_t i = 0; i < t->n; i++)
+    if (is_group(&t->options[i])) return (ssa_options *)((char *)cmd + t->options[i].offset);
+  return NULL;
+}
+
 int cli_parse(const cli_table *t, int argc, char **argv, void *cmd, int *next) {
-  int i = 1;
+  ssa_options *opt = analysis_options(t, cmd);
+  if (opt) ssa_options_default(opt);
+  int i = 1, nargs = 0;
   for (; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if ((t->flags & CLI_STOP_AT_ARG) && !strcmp(a, "--")) {
@@ -128,12 +161,12 @@ int cli_parse(const cli_table *t, int argc, char **argv, void *cmd, int *next) {
       break;
     }
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      t->usage(stdout);
+      cli_usage(stdout, t);
       return 0;
     }
     if (!is_option(t, a)) {
       if (t->flags & CLI_STOP_AT_ARG) break;
-      int rc = t->argument(cmd, a);
+      int rc = argument(t, cmd, &nargs, a);
       if (rc) return rc;
       continue;
     }
@@ -152,7 +185,7 @@ int cli_parse(const cli_table *t, int argc, char **argv, void *cmd, int *next) {
     if (t->seen) t->seen(cmd, a, v);
   }
   if (next) *next = i;
-  return CLI_PARSED;
+  return check_whole(t, opt, nargs);
 }
 
 /* One option's --help lines: `left` ("  -o, --output FILE"), then the help
@@ -173,7 +206,8 @@ static void print_row(FILE *f, const char *left, const char *help, int column) {
   } while (help);
 }
 
-void cli_print_options(FILE *f, const cli_table *t) {
+void cli_usage(FILE *f, const cli_table *t) {
+  if (t->head) fputs(t->head, f);
   for (size_t i = 0; i < t->n; i++) {
     const cli_option *o = &t->options[i];
     char left[160];
@@ -189,7 +223,9 @@ void cli_print_options(FILE *f, const cli_table *t) {
     } else {
       snprintf(left, sizeof left, "  %s%s%s%s%s", o->alias ? o->alias : "", o->alias ? ", " : "",
                o->name, o->metavar ? " " : "", o->metavar ? o->metavar : "");
-      print_row(f, left, o->help_fn ? o->help_fn() : o->help, t->column);
+      print_row(f, left, o->help_fn ? o->help_fn() : o->help,
+                t->column ? t->column : SSA_ANALYSIS_HELP_COLUMN);
     }
   }
+  if (t->tail) fputs(t->tail, f);
 }
