@@ -23,6 +23,7 @@
 
 #include "model_config.h"
 #include "model_presets.h"
+#include "cli_output.h"
 #include "option_table.h"
 #include "ssa_plan.h"
 
@@ -122,20 +123,21 @@ static int apply_what_if(char *kv, mm_layout *l, int *global_batch) {
   return -1;
 }
 
-static FILE *open_out(const char *path) {
-  if (!strcmp(path, "-")) return stdout;
-  FILE *f = fopen(path, "w");
-  if (!f) fprintf(stderr, "stepscope plan: cannot write %s: %s\n", path, strerror(errno));
-  return f;
+/* What --json and --csv write: n layouts of a job. */
+typedef struct plan_output_of {
+  const plan_job *job;
+  const plan_result *results;
+  long n;
+} plan_output_of;
+
+static int plan_json(const void *what, ssa_out *o) {
+  const plan_output_of *p = what;
+  return plan_write_json(o, p->job, p->results, p->n);
 }
 
-static int close_out(FILE *f, const char *path) {
-  if (f == stdout) return fflush(f) ? -1 : 0;
-  if (fclose(f) != 0) {
-    fprintf(stderr, "stepscope plan: writing %s failed: %s\n", path, strerror(errno));
-    return -1;
-  }
-  return 0;
+static int plan_csv(const void *what, ssa_out *o) {
+  const plan_output_of *p = what;
+  return plan_write_csv(o, p->results, p->n);
 }
 
 /* What the command line says. */
@@ -414,11 +416,8 @@ static int plan_what_if(plan_args *p) {
   if (have_base) printf(" (the model gives %.4g s for it)", results[1].step_s);
   printf("\nwhat if %s:\n", b);
   plan_print_table(stdout, job, results, 1, 1);
-  if (p->json_path) {
-    FILE *o = open_out(p->json_path);
-    if (!o || plan_write_json(o, job, results, 1) != 0 || close_out(o, p->json_path) != 0) return 1;
-  }
-  return 0;
+  plan_output_of out = {job, results, 1};
+  return p->json_path && cli_write_output("plan", p->json_path, plan_json, &out) ? 1 : 0;
 }
 
 /* Every layout option given: that one layout into *results (malloc'd). 0, or the status. */
@@ -491,15 +490,9 @@ static int plan_output(const plan_args *p, const plan_result *results, long n) {
              p->job.dev.memory_bytes / (double)(1u << 30));
   }
   int status = 0;
-  if (json_path) {
-    FILE *o = open_out(json_path);
-    if (!o || plan_write_json(o, &p->job, results, n) != 0 || close_out(o, json_path) != 0)
-      status = 1;
-  }
-  if (csv_path) {
-    FILE *o = open_out(csv_path);
-    if (!o || plan_write_csv(o, results, n) != 0 || close_out(o, csv_path) != 0) status = 1;
-  }
+  plan_output_of out = {&p->job, results, n};
+  if (json_path && cli_write_output("plan", json_path, plan_json, &out)) status = 1;
+  if (csv_path && cli_write_output("plan", csv_path, plan_csv, &out)) status = 1;
   return status;
 }
 

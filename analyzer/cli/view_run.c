@@ -16,6 +16,7 @@
 #include "view.h"
 
 #include "ssa_import.h"
+#include "ssa_io.h"
 #include "sc_json.h"
 
 #include <dirent.h>
@@ -192,6 +193,8 @@ int view_run_open(view_run *run, const char *id, const char *arg, const char *se
     snprintf(err, errlen, "%s", derr.message);
     return -1;
   }
+  for (size_t i = 0; i < found.nfiles; i++) /* what the page is made from: never written over */
+    if (ssa_file_kind_is_rank(found.files[i].kind)) ssa_out_protect_input(found.files[i].path);
   if (!file && found.nranks) copy_text(run->source, sizeof run->source, run->dir);
   if (file && file_kind == SSA_FILE_EXPORT)
     copy_text(run->trace_name, sizeof run->trace_name, file);
