@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "cli_env.h"
-#include "ssa_io.h"
+#include "cli_print.h"
 
 int cli_load_run(const char *command, const char *path, const ssa_options *opt, int progress,
                  ssa_run *run, char *msg, size_t cap) {
@@ -38,17 +38,6 @@ int cli_analyse_run(const char *command, const char *name, const ssa_options *op
   return opt->rank >= 0 && !ssa_run_has_rank(run, opt->rank) ? 2 : 1;
 }
 
-/* One line on stderr: `text`, terminal-safe. */
-static void say_line(const char *text) {
-  ssa_fputs_safe(text, stderr);
-  fputc('\n', stderr);
-}
-
-/* An error message on stderr. */
-static void say_error(const char *text) {
-  fprintf(stderr, "%s\n", text);
-}
-
 int cli_open_run(const char *command, const char *path, const ssa_options *opt, unsigned say,
                  cli_loaded *l) {
   char msg[1024];
@@ -56,27 +45,22 @@ int cli_open_run(const char *command, const char *path, const ssa_options *opt, 
   l->have_run = 1;
   int rc = cli_load_run(command, path, opt, isatty(2), &l->run, msg, sizeof msg);
   if (rc) {
-    say_error(msg);
+    cli_print(stderr, "%s\n", msg);
     return rc;
   }
   if (say & CLI_SAY_LOSSES) { /* what was lost to damage comes first, never in silence */
     char prefix[64];
     snprintf(prefix, sizeof prefix, "stepscope %s: ", command);
     ssa_run_print_losses(&l->run, stderr, prefix);
-    for (size_t i = 0; i < l->run.nwarnings; i++) { /* skipped ranks, missing ranks */
-      fprintf(stderr, "stepscope %s: ", command);
-      if (say & CLI_SAY_RUN_NAME) {
-        ssa_fputs_safe(path, stderr);
-        fputs(": ", stderr);
-      }
-      fputs("warning: ", stderr);
-      say_line(l->run.warnings[i]);
-    }
+    for (size_t i = 0; i < l->run.nwarnings; i++) /* skipped ranks, missing ranks */
+      cli_print(stderr, "stepscope %s: %s%swarning: %s\n", command,
+                say & CLI_SAY_RUN_NAME ? path : "", say & CLI_SAY_RUN_NAME ? ": " : "",
+                l->run.warnings[i]);
   }
   l->have_an = 1;
   rc = cli_analyse_run(command, say & CLI_SAY_RUN_NAME ? path : NULL, opt, &l->run, &l->an, msg,
                        sizeof msg);
-  if (rc) say_error(msg);
+  if (rc) cli_print(stderr, "%s\n", msg);
   return rc;
 }
 

@@ -43,8 +43,8 @@ enum {
 };
 
 /* The commands' way: cli_load_run (with progress on a terminal), what the
- * `say` flags ask for (the warnings terminal-safe), cli_analyse_run; every
- * message printed on stderr. 0, or the exit status. Free l with cli_loaded_free either way. */
+ * `say` flags ask for, cli_analyse_run; every message printed on stderr,
+ * terminal-safe (cli_print.h). 0, or the exit status. Free l with cli_loaded_free either way. */
 int cli_open_run(const char *command, const char *path, const ssa_options *opt, unsigned say,
                  cli_loaded *l);
 

@@ -4,17 +4,19 @@
  */
 #include "cli_output.h"
 
+#include "cli_print.h"
+
 #include <stdio.h>
 
 int cli_write_output(const char *command, const char *path, cli_write_fn write, const void *what) {
   ssa_out o;
   if (ssa_out_open(&o, path)) {
-    fprintf(stderr, "stepscope %s: %s\n", command, o.why);
+    cli_print(stderr, "stepscope %s: %s\n", command, o.why);
     return 1;
   }
   write(what, &o);
   if (ssa_out_close(&o)) {
-    fprintf(stderr, "stepscope %s: %s\n", command, o.why);
+    cli_print(stderr, "stepscope %s: %s\n", command, o.why);
     return 1;
   }
   return 0;

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli_print.h"
 #include "option_table.h"
 #include "ssa_metrics.h"
 #include "ssa_report.h"
@@ -33,7 +34,7 @@ static int opt_top(const cli_option *o, const char *v, void *cmd) {
   char *end;
   long n = strtol(v, &end, 10);
   if (*end || end == v || n <= 0 || n > 1000000) {
-    fprintf(stderr, "stepscope analyze: bad --top '%s' (want 1..1000000)\n", v);
+    cli_print(stderr, "stepscope analyze: bad --top '%s' (want 1..1000000)\n", v);
     return 2;
   }
   ((analyze_args *)cmd)->opt.top_n = (int)n;

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli_print.h"
 #include "option_table.h"
 #include "cmd_diff_prediction.h"
 #include "ssa_diff.h"
@@ -66,7 +67,7 @@ static int opt_fail_on(const cli_option *o, const char *v, void *cmd) {
   diff_args *x = cmd;
   char err[256];
   if (ssa_gate_parse(v, &x->gate, err, sizeof err)) {
-    fprintf(stderr, "stepscope diff: %s\n", err);
+    cli_print(stderr, "stepscope diff: %s\n", err);
     return 2;
   }
   x->has_gate = 1;
@@ -76,7 +77,7 @@ static int opt_fail_on(const cli_option *o, const char *v, void *cmd) {
 static int opt_steps_b(const cli_option *o, const char *v, void *cmd) {
   diff_args *x = cmd;
   if (ssa_parse_steps(v, &x->b_first, &x->b_last)) {
-    fprintf(stderr, "stepscope diff: bad --steps-b '%s' (want A:B)\n", v);
+    cli_print(stderr, "stepscope diff: bad --steps-b '%s' (want A:B)\n", v);
     return 2;
   }
   x->has_b_steps = 1;
@@ -87,7 +88,8 @@ static int opt_repeat(const cli_option *o, const char *v, void *cmd) {
   diff_args *x = cmd;
   int side = o->name[9] == 'b';
   if (x->nrep[side] >= SSA_DIFF_MAX_RUNS) {
-    fprintf(stderr, "stepscope diff: at most %d runs per side (%s)\n", SSA_DIFF_MAX_RUNS, o->name);
+    cli_print(stderr, "stepscope diff: at most %d runs per side (%s)\n", SSA_DIFF_MAX_RUNS,
+              o->name);
     return 2;
   }
   x->repeats[side][x->nrep[side]++] = v;
@@ -171,7 +173,7 @@ static int load_sides(diff_args *x, cli_loaded *l, const ssa_analysis *an[2][SSA
       if (!rc && i > 0 &&
           !ssa_diff_repeat_fits(an[side][0], an[side][i], side, x->repeats[side][0],
                                 x->repeats[side][i], msg, sizeof msg)) {
-        fprintf(stderr, "%s\n", msg);
+        cli_print(stderr, "%s\n", msg);
         rc = 2;
       }
     }
@@ -213,12 +215,12 @@ static int report_gate(const diff_args *x, const ssa_diff *d, const ssa_gate_out
     char t[32];
     ssa_gate_rule_text(r, t, sizeof t);
     const ssa_diff_metric *m = &d->m[r->metric];
-    fprintf(stderr, "stepscope diff: gate %s %s: %s (%s)\n", ssa_diff_metric_names[r->metric], t,
-            ssa_gate_status_names[outcome[i].status],
-            m->comparable ? ssa_diff_verdict_word(m, r->metric) : "-");
+    cli_print(stderr, "stepscope diff: gate %s %s: %s (%s)\n", ssa_diff_metric_names[r->metric], t,
+              ssa_gate_status_names[outcome[i].status],
+              m->comparable ? ssa_diff_verdict_word(m, r->metric) : "-");
   }
   if (!failed) return 0;
-  fprintf(stderr, "stepscope diff: %zu of %zu thresholds crossed\n", failed, x->gate.n);
+  cli_print(stderr, "stepscope diff: %zu of %zu thresholds crossed\n", failed, x->gate.n);
   return 3;
 }
 
@@ -227,7 +229,7 @@ static int compare(diff_args *x, const ssa_analysis *an[2][SSA_DIFF_MAX_RUNS]) {
   ssa_diff d;
   memset(&d, 0, sizeof d);
   if (ssa_diff_runs_repeated(an[0], x->nrep[0], an[1], x->nrep[1], x->paths[0], x->paths[1], &d)) {
-    fprintf(stderr, "stepscope diff: out of memory while comparing\n");
+    cli_print(stderr, "stepscope diff: out of memory while comparing\n");
     ssa_diff_free(&d);
     return 1;
   }
@@ -245,7 +247,7 @@ static int compare(diff_args *x, const ssa_analysis *an[2][SSA_DIFF_MAX_RUNS]) {
 int cmd_diff(int argc, char **argv) {
   diff_args *x = calloc(1, sizeof *x);
   if (!x) {
-    fprintf(stderr, "stepscope diff: out of memory\n");
+    cli_print(stderr, "stepscope diff: out of memory\n");
     return 1;
   }
   x->nrep[0] = x->nrep[1] = 1;
@@ -272,7 +274,7 @@ int cmd_diff(int argc, char **argv) {
   x->repeats[1][0] = x->paths[1];
   cli_loaded *l = calloc(2 * SSA_DIFF_MAX_RUNS, sizeof *l); /* side s, run i: l[s * MAX + i] */
   if (!l) {
-    fprintf(stderr, "stepscope diff: out of memory\n");
+    cli_print(stderr, "stepscope diff: out of memory\n");
     free(x);
     return 1;
   }

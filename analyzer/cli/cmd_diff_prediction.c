@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli_print.h"
 #include "cmd_diff_prediction.h"
 #include "ssa_diff.h"
 #include "ssa_report.h"
@@ -34,17 +35,17 @@ int cli_diff_which_is_prediction(const char *a, const char *b) {
 int cli_diff_prediction(const char *run_path, const char *prediction_path, const ssa_options *opt,
                         const char *json_path, int quiet, const char *two_run_option) {
   if (two_run_option) {
-    fprintf(stderr,
-            "stepscope diff: %s compares two runs; against a prediction only --json, "
-            "--quiet and the analysis options apply\n",
-            two_run_option);
+    cli_print(stderr,
+              "stepscope diff: %s compares two runs; against a prediction only --json, "
+              "--quiet and the analysis options apply\n",
+              two_run_option);
     return 2;
   }
   char err[512];
   ssa_prediction p;
   if (ssa_prediction_load(prediction_path, &p, err, sizeof err)) {
-    fprintf(stderr, "stepscope diff: %s is not a readable plan prediction: %s\n", prediction_path,
-            err);
+    cli_print(stderr, "stepscope diff: %s is not a readable plan prediction: %s\n", prediction_path,
+              err);
     return 2;
   }
   ssa_out_protect_input(prediction_path);
@@ -53,7 +54,7 @@ int cli_diff_prediction(const char *run_path, const char *prediction_path, const
   if (rc) goto out;
   ssa_pred_diff d;
   if (ssa_prediction_diff(&l.run, &l.an, run_path, &p, prediction_path, &d, err, sizeof err)) {
-    fprintf(stderr, "stepscope diff: %s\n", err);
+    cli_print(stderr, "stepscope diff: %s\n", err);
     rc = 1;
     goto out;
   }
@@ -63,7 +64,7 @@ int cli_diff_prediction(const char *run_path, const char *prediction_path, const
     ssa_prediction_diff_text(&d, stdout);
   else /* the warnings are never silent */
     for (int i = 0; i < d.nwarnings; i++)
-      fprintf(stderr, "stepscope diff: warning: %s\n", d.warnings[i]);
+      cli_print(stderr, "stepscope diff: warning: %s\n", d.warnings[i]);
 out:
   cli_loaded_free(&l);
   ssa_prediction_free(&p);

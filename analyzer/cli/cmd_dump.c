@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_print.h"
 #include "option_table.h"
 #include "ssa_import.h"
 #include "stepscope.h"
@@ -48,24 +49,24 @@ int cmd_dump(int argc, char **argv) {
   char why[200];
   ssa_file_kind kind = ssa_classify_file(path, 1, &gz, why, sizeof why);
   if (kind != SSA_FILE_TRACE) { /* run_discovery.c: the same judgement as every command */
-    fprintf(stderr,
-            "stepscope dump: %s is a %s (%s); dump reads stepscope rank traces "
-            "(.trace.zst)%s\n",
-            path, ssa_file_kind_name(kind), why,
-            kind == SSA_FILE_KINETO ? ": `stepscope info` and `stepscope export` read it" : "");
+    cli_print(stderr,
+              "stepscope dump: %s is a %s (%s); dump reads stepscope rank traces "
+              "(.trace.zst)%s\n",
+              path, ssa_file_kind_name(kind), why,
+              kind == SSA_FILE_KINETO ? ": `stepscope info` and `stepscope export` read it" : "");
     return 1;
   }
   stepscope_error err = {0};
   stepscope_reader *r = stepscope_reader_open(path, &err);
   if (!r) {
-    fprintf(stderr, "stepscope dump: %s\n", err.message);
+    cli_print(stderr, "stepscope dump: %s\n", err.message);
     return 1;
   }
   size_t cap = 1 << 16;
   char *buf = malloc(cap);
   if (!buf) {
     stepscope_reader_close(r);
-    fprintf(stderr, "stepscope dump: out of memory\n");
+    cli_print(stderr, "stepscope dump: out of memory\n");
     return 1;
   }
   if (!only || !strcmp(only, "header")) {
@@ -86,7 +87,7 @@ int cmd_dump(int argc, char **argv) {
   while ((rc = stepscope_reader_next(r, &rec, &err)) == 1) {
     for (; warned < stepscope_reader_warning_count(r); warned++) {
       fflush(stdout);
-      fprintf(stderr, "stepscope dump: warning: %s\n", stepscope_reader_warning(r, warned));
+      cli_print(stderr, "stepscope dump: warning: %s\n", stepscope_reader_warning(r, warned));
     }
     if (rec.kind == STEPSCOPE_REC_HEADER) continue;
     if (only && strcmp(only, stepscope_record_kind_name(rec.kind))) continue;
@@ -94,7 +95,7 @@ int cmd_dump(int argc, char **argv) {
     if (need >= cap) {
       char *nb = realloc(buf, need + 1);
       if (!nb) {
-        fprintf(stderr, "stepscope dump: out of memory\n");
+        cli_print(stderr, "stepscope dump: out of memory\n");
         rc = -1;
         break;
       }
@@ -105,8 +106,8 @@ int cmd_dump(int argc, char **argv) {
     if (fputs(buf, stdout) == EOF || fputc('\n', stdout) == EOF) break; /* e.g. closed pipe */
   }
   for (; warned < stepscope_reader_warning_count(r); warned++)
-    fprintf(stderr, "stepscope dump: warning: %s\n", stepscope_reader_warning(r, warned));
-  if (rc < 0 && err.code) fprintf(stderr, "stepscope dump: %s\n", err.message);
+    cli_print(stderr, "stepscope dump: warning: %s\n", stepscope_reader_warning(r, warned));
+  if (rc < 0 && err.code) cli_print(stderr, "stepscope dump: %s\n", err.message);
   free(buf);
   stepscope_reader_close(r);
   return rc < 0 ? 1 : 0;

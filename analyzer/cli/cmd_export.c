@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli_print.h"
 #include "ssa_metrics.h"
 #include "option_table.h"
 #include "ssa_report.h"
@@ -29,7 +30,7 @@ typedef struct export_args {
 
 static int opt_format(const cli_option *o, const char *v, void *cmd) {
   if (strcmp(v, "json") && strcmp(v, "perfetto")) {
-    fprintf(stderr, "stepscope export: --format must be json or perfetto, not %s\n", v);
+    cli_print(stderr, "stepscope export: --format must be json or perfetto, not %s\n", v);
     return 2;
   }
   ((export_args *)cmd)->format = v;
@@ -65,12 +66,12 @@ static const cli_table export_table = {
 /* One line on a terminal after the export: what was written, how fast. */
 static void say_written(int perfetto, const ssa_export_stats *st, double seconds) {
   if (perfetto)
-    fprintf(stderr, "wrote %llu slices in %llu packets, %.1f MB of protobuf in %.2f s\n",
-            (unsigned long long)st->slices, (unsigned long long)st->events, (double)st->bytes / 1e6,
-            seconds);
+    cli_print(stderr, "wrote %llu slices in %llu packets, %.1f MB of protobuf in %.2f s\n",
+              (unsigned long long)st->slices, (unsigned long long)st->events,
+              (double)st->bytes / 1e6, seconds);
   else
-    fprintf(stderr, "wrote %llu events, %.1f MB of JSON in %.2f s\n",
-            (unsigned long long)st->events, (double)st->bytes / 1e6, seconds);
+    cli_print(stderr, "wrote %llu events, %.1f MB of JSON in %.2f s\n",
+              (unsigned long long)st->events, (double)st->bytes / 1e6, seconds);
 }
 
 int cmd_export(int argc, char **argv) {
@@ -93,7 +94,7 @@ int cmd_export(int argc, char **argv) {
   }
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  if (tty) fprintf(stderr, "writing %s ...\n", x.out_path);
+  if (tty) cli_print(stderr, "writing %s ...\n", x.out_path);
   ssa_export_stats st;
   memset(&st, 0, sizeof st);
   stepscope_error err;
@@ -104,7 +105,7 @@ int cmd_export(int argc, char **argv) {
                 : ssa_export_chrome(&l.an, x.out_path, &st, &err);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   if (rc)
-    fprintf(stderr, "stepscope export: %s\n", err.message);
+    cli_print(stderr, "stepscope export: %s\n", err.message);
   else if (tty)
     say_written(perfetto, &st,
                 (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cli_print.h"
 #include "option_table.h"
 #include "ssa_import.h"
 #include "ssa_io.h"
@@ -326,21 +327,19 @@ int cmd_info(int argc, char **argv) {
   ssa_run_files found;
   stepscope_error err = {0};
   if (ssa_run_discover(target, &found, &err) != 0) {
-    fprintf(stderr, "stepscope info: %s\n", err.message);
+    cli_print(stderr, "stepscope info: %s\n", err.message);
     return 1;
   }
-  char safe[1024];
   if (found.single && !ssa_file_kind_is_rank(found.files[0].kind)) {
-    fprintf(stderr, "stepscope info: %s is a %s (%s), not a trace\n",
-            ssa_text_safe(target, safe, sizeof safe), ssa_file_kind_name(found.files[0].kind),
-            found.files[0].why);
+    cli_print(stderr, "stepscope info: %s is a %s (%s), not a trace\n", target,
+              ssa_file_kind_name(found.files[0].kind), found.files[0].why);
     ssa_run_files_free(&found);
     return 1;
   }
   if (found.nranks == 0) {
     char why[900];
     ssa_run_files_why_none(&found, why, sizeof why);
-    fprintf(stderr, "stepscope info: %s: %s\n", ssa_text_safe(target, safe, sizeof safe), why);
+    cli_print(stderr, "stepscope info: %s: %s\n", target, why);
     ssa_run_files_free(&found);
     return 1;
   }
@@ -349,7 +348,7 @@ int cmd_info(int argc, char **argv) {
   unsigned char *kineto = calloc(n, 1);
   trace_summary *s = calloc(n, sizeof *s);
   if (!paths || !kineto || !s) {
-    fprintf(stderr, "stepscope info: out of memory\n");
+    cli_print(stderr, "stepscope info: out of memory\n");
     free(paths);
     free(kineto);
     free(s);

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli_print.h"
 #include "model_config.h"
 #include "model_presets.h"
 #include "cli_output.h"
@@ -32,8 +33,8 @@ static int parse_int(const char *opt, const char *v, int lo, int hi, int *out) {
   errno = 0;
   long x = v ? strtol(v, &end, 10) : 0;
   if (!v || errno || *end || end == v || x < lo || x > hi) {
-    fprintf(stderr, "stepscope plan: %s needs an integer in [%d, %d], got '%s'\n", opt, lo, hi,
-            v ? v : "");
+    cli_print(stderr, "stepscope plan: %s needs an integer in [%d, %d], got '%s'\n", opt, lo, hi,
+              v ? v : "");
     return -1;
   }
   *out = (int)x;
@@ -45,7 +46,7 @@ static int parse_double(const char *opt, const char *v, double lo, double *out) 
   errno = 0;
   double x = v ? strtod(v, &end) : 0;
   if (!v || errno || *end || end == v || !(x >= lo)) {
-    fprintf(stderr, "stepscope plan: %s needs a number >= %g, got '%s'\n", opt, lo, v ? v : "");
+    cli_print(stderr, "stepscope plan: %s needs a number >= %g, got '%s'\n", opt, lo, v ? v : "");
     return -1;
   }
   *out = x;
@@ -59,8 +60,8 @@ static int parse_word(const char *opt, const char *v, const char *(*name_of)(int
       *out = k;
       return 0;
     }
-  fprintf(stderr, "stepscope plan: %s takes %s, %s or %s, not '%s'\n", opt, name_of(0), name_of(1),
-          name_of(2), v ? v : "");
+  cli_print(stderr, "stepscope plan: %s takes %s, %s or %s, not '%s'\n", opt, name_of(0),
+            name_of(1), name_of(2), v ? v : "");
   return -1;
 }
 
@@ -84,7 +85,7 @@ static int parse_recompute(const char *v, int *out) {
 static int apply_what_if(char *kv, mm_layout *l, int *global_batch) {
   char *eq = strchr(kv, '=');
   if (!eq) {
-    fprintf(stderr, "stepscope plan: --what-if: '%s' is not KEY=VALUE\n", kv);
+    cli_print(stderr, "stepscope plan: --what-if: '%s' is not KEY=VALUE\n", kv);
     return -1;
   }
   *eq = '\0';
@@ -95,7 +96,7 @@ static int apply_what_if(char *kv, mm_layout *l, int *global_batch) {
     return parse_recompute(v, &x) ? -1 : (l->recompute = (mm_recompute)x, 0);
   if (!strcmp(k, "sp")) {
     if (strcmp(v, "0") && strcmp(v, "1") && strcmp(v, "true") && strcmp(v, "false")) {
-      fprintf(stderr, "stepscope plan: --what-if sp takes 0/1/true/false, not '%s'\n", v);
+      cli_print(stderr, "stepscope plan: --what-if sp takes 0/1/true/false, not '%s'\n", v);
       return -1;
     }
     l->sp = !strcmp(v, "1") || !strcmp(v, "true");
@@ -119,7 +120,7 @@ static int apply_what_if(char *kv, mm_layout *l, int *global_batch) {
       snprintf(name, sizeof name, "--what-if %s", k);
       return parse_int(name, v, ints[i].lo, ints[i].hi, ints[i].field);
     }
-  fprintf(stderr, "stepscope plan: --what-if: unknown key '%s'\n", k);
+  cli_print(stderr, "stepscope plan: --what-if: unknown key '%s'\n", k);
   return -1;
 }
 
@@ -268,7 +269,7 @@ static int build_model(plan_args *p) {
   if (p->from) {
     char err[512];
     if (plan_calibrate_from_run(p->from, p->threads, &p->job.cal, err, sizeof err) != 0) {
-      fprintf(stderr, "stepscope plan: --from %s: %s\n", p->from, err);
+      cli_print(stderr, "stepscope plan: --from %s: %s\n", p->from, err);
       return 1;
     }
     const mm_layout *c = &p->job.cal.layout;
@@ -289,10 +290,10 @@ static int build_model(plan_args *p) {
   if (p->model) {
     const mp_preset *pr = mp_preset_find(p->model);
     if (!pr) {
-      fprintf(stderr,
-              "stepscope plan: unknown --model '%s' (%s; or give --layers --hidden "
-              "--heads --vocab)\n",
-              p->model, mp_preset_names());
+      cli_print(stderr,
+                "stepscope plan: unknown --model '%s' (%s; or give --layers --hidden "
+                "--heads --vocab)\n",
+                p->model, mp_preset_names());
       return 2;
     }
     m->layers = pr->layers;
@@ -316,24 +317,24 @@ static int build_model(plan_args *p) {
     m->moe_every = p->moe_every;
   }
   if (m->experts > 0 && (m->top_k > m->experts || m->moe_every > (m->layers ? m->layers : 1))) {
-    fprintf(stderr,
-            "stepscope plan: --top-k %d must be at most --experts %d and --moe-every "
-            "%d at most the layers\n",
-            m->top_k, m->experts, m->moe_every);
+    cli_print(stderr,
+              "stepscope plan: --top-k %d must be at most --experts %d and --moe-every "
+              "%d at most the layers\n",
+              m->top_k, m->experts, m->moe_every);
     return 2;
   }
   if (m->experts <= 0 && p->f.ep > 1) {
-    fprintf(stderr, "stepscope plan: --ep %d needs --experts\n", p->f.ep);
+    cli_print(stderr, "stepscope plan: --ep %d needs --experts\n", p->f.ep);
     return 2;
   }
   if (!m->layers || !m->hidden || !m->heads || !m->vocab || !m->seq) {
-    fprintf(stderr, "stepscope plan: describe the model: --model NAME, or --layers --hidden "
-                    "--heads --vocab --seq (or --from RUN)\n");
+    cli_print(stderr, "stepscope plan: describe the model: --model NAME, or --layers --hidden "
+                      "--heads --vocab --seq (or --from RUN)\n");
     return 2;
   }
   if (m->seq > m->max_seq) {
-    fprintf(stderr, "stepscope plan: --seq %d exceeds the %d positions (--max-seq)\n", m->seq,
-            m->max_seq);
+    cli_print(stderr, "stepscope plan: --seq %d exceeds the %d positions (--max-seq)\n", m->seq,
+              m->max_seq);
     return 2;
   }
   return 0;
@@ -345,13 +346,13 @@ static int build_job(plan_args *p) {
   if (rc) return rc;
   plan_job *job = &p->job;
   if (!job->gpus || !job->global_batch) {
-    fprintf(stderr, "stepscope plan: give --gpus N and --global-batch B (or --from RUN)\n");
+    cli_print(stderr, "stepscope plan: give --gpus N and --global-batch B (or --from RUN)\n");
     return 2;
   }
   const char *device = p->device ? p->device : "h100-sxm";
   const plan_device *d = plan_device_find(device);
   if (!d) {
-    fprintf(stderr, "stepscope plan: unknown --device '%s' (%s)\n", device, plan_device_names());
+    cli_print(stderr, "stepscope plan: unknown --device '%s' (%s)\n", device, plan_device_names());
     return 2;
   }
   job->dev = *d;
@@ -371,8 +372,8 @@ static int build_job(plan_args *p) {
 static int plan_what_if(plan_args *p) {
   plan_job *job = &p->job;
   if (!p->from) {
-    fprintf(stderr, "stepscope plan: --what-if changes a measured run's layout: give "
-                    "--from RUN\n");
+    cli_print(stderr, "stepscope plan: --what-if changes a measured run's layout: give "
+                      "--from RUN\n");
     return 2;
   }
   char *what_if = strdup(p->what_if);
@@ -389,10 +390,10 @@ static int plan_what_if(plan_args *p) {
   else if (l.virtual_stages < 2)
     l.virtual_stages = 2;
   if (job->global_batch % (l.dp * l.microbatches)) {
-    fprintf(stderr,
-            "stepscope plan: --what-if: global batch %d is not divisible by dp %d "
-            "x micro-batches %d\n",
-            job->global_batch, l.dp, l.microbatches);
+    cli_print(stderr,
+              "stepscope plan: --what-if: global batch %d is not divisible by dp %d "
+              "x micro-batches %d\n",
+              job->global_batch, l.dp, l.microbatches);
     return 1;
   }
   l.micro_batch = job->global_batch / (l.dp * l.microbatches);
@@ -400,7 +401,7 @@ static int plan_what_if(plan_args *p) {
   memset(results, 0, sizeof results);
   char err[256];
   if (plan_predict(job, &l, &results[0], err, sizeof err) != 0) {
-    fprintf(stderr, "stepscope plan: --what-if: the trainer cannot run this layout: %s\n", err);
+    cli_print(stderr, "stepscope plan: --what-if: the trainer cannot run this layout: %s\n", err);
     return 1;
   }
   /* the measured run's own layout through the same model, for the comparison */
@@ -412,7 +413,7 @@ static int plan_what_if(plan_args *p) {
   char a[128], b[128];
   plan_layout_name(c, a, sizeof a);
   plan_layout_name(&results[0].layout, b, sizeof b);
-  printf("measured run %s: %s, step %.4g s", p->from, a, job->cal.measured_step_s);
+  cli_print(stdout, "measured run %s: %s, step %.4g s", p->from, a, job->cal.measured_step_s);
   if (have_base) printf(" (the model gives %.4g s for it)", results[1].step_s);
   printf("\nwhat if %s:\n", b);
   plan_print_table(stdout, job, results, 1, 1);
@@ -437,23 +438,23 @@ static int plan_single(plan_args *p, plan_result **results) {
       l.schedule == MM_SCHED_INTERLEAVED ? (f->virtual_stages > 0 ? f->virtual_stages : 2) : 1;
   l.ep = l.experts > 0 && f->ep > 0 ? f->ep : 1; /* --ep, else no expert parallelism */
   if (l.experts > 0 && (l.dp % l.ep || l.experts % l.ep)) {
-    fprintf(stderr, "stepscope plan: --ep %d must divide --dp %d and the %d experts\n", l.ep, l.dp,
-            l.experts);
+    cli_print(stderr, "stepscope plan: --ep %d must divide --dp %d and the %d experts\n", l.ep,
+              l.dp, l.experts);
     return 1;
   }
   if (p->job.global_batch % (l.dp * l.microbatches)) {
-    fprintf(stderr,
-            "stepscope plan: the global batch %d is not divisible by dp %d x "
-            "micro-batches %d\n",
-            p->job.global_batch, l.dp, l.microbatches);
+    cli_print(stderr,
+              "stepscope plan: the global batch %d is not divisible by dp %d x "
+              "micro-batches %d\n",
+              p->job.global_batch, l.dp, l.microbatches);
     return 1;
   }
   l.micro_batch = p->job.global_batch / (l.dp * l.microbatches);
   char err[256];
   *results = calloc(1, sizeof **results);
   if (!*results || plan_predict(&p->job, &l, *results, err, sizeof err) != 0) {
-    fprintf(stderr, "stepscope plan: this layout cannot run: %s\n",
-            *results ? err : "out of memory");
+    cli_print(stderr, "stepscope plan: this layout cannot run: %s\n",
+              *results ? err : "out of memory");
     return 1;
   }
   return 0;
@@ -464,15 +465,15 @@ static long plan_all(plan_args *p, plan_result **results) {
   char err[256];
   long n = plan_enumerate(&p->job, &p->f, results, err, sizeof err);
   if (n < 0) {
-    fprintf(stderr, "stepscope plan: %s\n", err);
+    cli_print(stderr, "stepscope plan: %s\n", err);
     return -1;
   }
   if (n == 0) {
-    fprintf(stderr,
-            "stepscope plan: no layout of this model runs on %d devices with a "
-            "global batch of %d%s%s\n",
-            p->job.gpus, p->job.global_batch, err[0] ? " (last reason: " : "", err[0] ? err : "");
-    if (err[0]) fprintf(stderr, ")\n");
+    cli_print(stderr,
+              "stepscope plan: no layout of this model runs on %d devices with a "
+              "global batch of %d%s%s\n",
+              p->job.gpus, p->job.global_batch, err[0] ? " (last reason: " : "", err[0] ? err : "");
+    if (err[0]) cli_print(stderr, ")\n");
     return -1;
   }
   return n;

@@ -46,6 +46,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli_print.h"
 #include "option_table.h"
 #include "stepscope.h"
 #include "sc_file.h"
@@ -139,10 +140,10 @@ static int holds_traces(const char *dir) {
 static void set_injection_var(const char *name, const char *value) {
   const char *old = getenv(name);
   if (old && *old && strcmp(old, value) != 0) {
-    fprintf(stderr,
-            "stepscope record: %s is already set to %s (another profiler?); leaving it, "
-            "that source is not traced\n",
-            name, old);
+    cli_print(stderr,
+              "stepscope record: %s is already set to %s (another profiler?); leaving it, "
+              "that source is not traced\n",
+              name, old);
     return;
   }
   setenv(name, value, 1);
@@ -180,7 +181,7 @@ static void forward_signal(int sig) {
 static int run_command(char **command, int *status) {
   int report[2]; /* exec failure: the child writes its errno here */
   if (pipe2(report, O_CLOEXEC) != 0) {
-    fprintf(stderr, "stepscope record: cannot create a pipe: %s\n", strerror(errno));
+    cli_print(stderr, "stepscope record: cannot create a pipe: %s\n", strerror(errno));
     return 1;
   }
   fflush(NULL);
@@ -194,7 +195,7 @@ static int run_command(char **command, int *status) {
   sigaction(SIGQUIT, &ignore, &old_quit);
   pid_t pid = fork();
   if (pid < 0) {
-    fprintf(stderr, "stepscope record: cannot start %s: %s\n", command[0], strerror(errno));
+    cli_print(stderr, "stepscope record: cannot start %s: %s\n", command[0], strerror(errno));
     return 1;
   }
   if (pid == 0) {
@@ -226,11 +227,11 @@ static int run_command(char **command, int *status) {
     w = waitpid(pid, status, 0);
   while (w < 0 && errno == EINTR);
   if (got == (ssize_t)sizeof exec_errno) {
-    fprintf(stderr, "stepscope record: cannot run %s: %s\n", command[0], strerror(exec_errno));
+    cli_print(stderr, "stepscope record: cannot run %s: %s\n", command[0], strerror(exec_errno));
     return exec_errno == ENOENT ? 127 : 126;
   }
   if (w < 0) {
-    fprintf(stderr, "stepscope record: lost track of %s: %s\n", command[0], strerror(errno));
+    cli_print(stderr, "stepscope record: lost track of %s: %s\n", command[0], strerror(errno));
     return 1;
   }
   return 0;
@@ -300,7 +301,7 @@ static void summarize_run(const char *run, const char *command, const file_snaps
   char **paths = NULL;
   size_t count = 0;
   if (stepscope_run_files(run, &paths, &count, &err) != 0) {
-    fprintf(stderr, "stepscope record: cannot list %s: %s\n", run, err.message);
+    cli_print(stderr, "stepscope record: cannot list %s: %s\n", run, err.message);
     return;
   }
   uint64_t bytes = 0;
@@ -316,7 +317,7 @@ static void summarize_run(const char *run, const char *command, const file_snaps
     bytes += (uint64_t)st.st_size;
     stepscope_reader *r = stepscope_reader_open(paths[k], &err);
     if (!r) {
-      fprintf(stderr, "stepscope record: warning: %s\n", err.message);
+      cli_print(stderr, "stepscope record: warning: %s\n", err.message);
       continue;
     }
     int32_t rank = (int32_t)stepscope_reader_header(r)->rank;
@@ -334,22 +335,22 @@ static void summarize_run(const char *run, const char *command, const file_snaps
   }
   size_t written = count - stale;
   if (written == 0) {
-    fprintf(stderr,
-            "stepscope record: no trace was written to %s. A process is traced once it calls\n"
-            "  CUDA, NVTX or NCCL, if it has a rank variable (RANK, OMPI_COMM_WORLD_RANK,\n"
-            "  SLURM_PROCID, PMI_RANK) or is %s itself; did it use the GPU?\n",
-            run, command);
+    cli_print(stderr,
+              "stepscope record: no trace was written to %s. A process is traced once it calls\n"
+              "  CUDA, NVTX or NCCL, if it has a rank variable (RANK, OMPI_COMM_WORLD_RANK,\n"
+              "  SLURM_PROCID, PMI_RANK) or is %s itself; did it use the GPU?\n",
+              run, command);
     stepscope_run_files_free(paths, count);
     return;
   }
-  fprintf(stderr, "stepscope record: %zu trace file%s written to %s (%.*f %s%s)", written,
-          written == 1 ? "" : "s", run, bytes < 1000000 ? 0 : 1,
-          bytes < 1000000 ? (double)bytes / 1e3 : (double)bytes / 1e6,
-          bytes < 1000000 ? "kB" : "MB", ranks);
-  if (readable < written) fprintf(stderr, "; %zu cannot be read (above)", written - readable);
+  cli_print(stderr, "stepscope record: %zu trace file%s written to %s (%.*f %s%s)", written,
+            written == 1 ? "" : "s", run, bytes < 1000000 ? 0 : 1,
+            bytes < 1000000 ? (double)bytes / 1e3 : (double)bytes / 1e6,
+            bytes < 1000000 ? "kB" : "MB", ranks);
+  if (readable < written) cli_print(stderr, "; %zu cannot be read (above)", written - readable);
   if (stale)
-    fprintf(stderr, "; %zu older file%s left from an earlier run", stale, stale == 1 ? "" : "s");
-  fprintf(stderr, "\n  next: stepscope analyze %s\n", run);
+    cli_print(stderr, "; %zu older file%s left from an earlier run", stale, stale == 1 ? "" : "s");
+  cli_print(stderr, "\n  next: stepscope analyze %s\n", run);
   stepscope_run_files_free(paths, count);
 }
 
@@ -361,7 +362,7 @@ int cmd_record(int argc, char **argv) {
   if (parsed != CLI_PARSED) return parsed;
   const char *run = x.run;
   if (!run || i >= argc) {
-    fprintf(stderr, "stepscope record: %s\n", !run ? "-o RUN is required" : "no command given");
+    cli_print(stderr, "stepscope record: %s\n", !run ? "-o RUN is required" : "no command given");
     cli_usage(stderr, &record_table);
     return 2;
   }
@@ -370,27 +371,29 @@ int cmd_record(int argc, char **argv) {
   char lib[PATH_MAX];
   if (x.lib_arg) {
     if (!realpath(x.lib_arg, lib) || !file_exists(lib)) {
-      fprintf(stderr, "stepscope record: injection library %s: %s\n", x.lib_arg,
-              strerror(errno ? errno : ENOENT));
+      cli_print(stderr, "stepscope record: injection library %s: %s\n", x.lib_arg,
+                strerror(errno ? errno : ENOENT));
       return 1;
     }
   } else if (find_inject_lib(lib, sizeof lib) != 0) {
-    fprintf(stderr, "stepscope record: cannot find %s next to this executable; use --inject-lib\n",
-            INJECT_LIB_NAME);
+    cli_print(stderr,
+              "stepscope record: cannot find %s next to this executable; use --inject-lib\n",
+              INJECT_LIB_NAME);
     return 1;
   }
   if (sc_mkdir_p(run, 0777) != 0) {
-    fprintf(stderr, "stepscope record: cannot create run directory %s: %s\n", run, strerror(errno));
+    cli_print(stderr, "stepscope record: cannot create run directory %s: %s\n", run,
+              strerror(errno));
     return 1;
   }
   if (holds_traces(run) && !x.force) {
-    fprintf(stderr, "stepscope record: %s already holds traces; use another directory or --force\n",
-            run);
+    cli_print(stderr,
+              "stepscope record: %s already holds traces; use another directory or --force\n", run);
     return 1;
   }
   char run_abs[PATH_MAX];
   if (!realpath(run, run_abs)) {
-    fprintf(stderr, "stepscope record: %s: %s\n", run, strerror(errno));
+    cli_print(stderr, "stepscope record: %s: %s\n", run, strerror(errno));
     return 1;
   }
   if (!x.no_cuda) set_injection_var("CUDA_INJECTION64_PATH", lib);

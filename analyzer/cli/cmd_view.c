@@ -16,6 +16,8 @@
  */
 #include "view.h"
 
+#include "cli_print.h"
+
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,10 +47,10 @@ static int pass_rules_on(int comm) {
     const ssa_comm_rule *r = &rules->rule[i];
     if (r->comm != comm || strcmp(r->origin, "command line")) continue;
     if (strchr(r->pattern, ';')) {
-      fprintf(stderr,
-              "stepscope view: %s '%s': view passes rules on in %s, which separates "
-              "patterns with ';' (write it as [;] in the regex)\n",
-              ssa_comm_rule_option(r), r->pattern, var);
+      cli_print(stderr,
+                "stepscope view: %s '%s': view passes rules on in %s, which separates "
+                "patterns with ';' (write it as [;] in the regex)\n",
+                ssa_comm_rule_option(r), r->pattern, var);
       free(v);
       return -1;
     }
@@ -73,7 +75,7 @@ static int opt_port(const cli_option *o, const char *v, void *cmd) {
   char *end = NULL;
   long p = strtol(v, &end, 10);
   if (!*v || *end || p < 0 || p > 65535) {
-    fprintf(stderr, "stepscope view: --port %s: not a port number\n", v);
+    cli_print(stderr, "stepscope view: --port %s: not a port number\n", v);
     return 2;
   }
   ((view_args *)cmd)->port = (int)p;
@@ -153,7 +155,7 @@ int cmd_view(int argc, char **argv) {
     if (!args[i]) continue;
     if (view_run_open(&runs[nruns], i == 0 ? "a" : "b", args[i], n > 0 ? self_exe : NULL,
                       html != NULL, err, sizeof err) != 0) {
-      fprintf(stderr, "stepscope view: %s\n", err);
+      cli_print(stderr, "stepscope view: %s\n", err);
       for (int k = 0; k < nruns; k++)
         view_run_close(&runs[k]);
       return 1;
@@ -163,20 +165,20 @@ int cmd_view(int argc, char **argv) {
   if (nruns == 2) view_run_diff(&runs[1], &runs[0], n > 0 ? self_exe : NULL);
   for (int k = 0; k < nruns && x.rule_opt.comm_rules; k++)
     if (!runs[k].trace_generated || !runs[k].report_generated)
-      fprintf(stderr,
-              "stepscope view: note: %s holds its own export or report, made without "
-              "these --comm-kernel/--compute-kernel rules; they apply only to what view "
-              "generates\n",
-              runs[k].dir);
+      cli_print(stderr,
+                "stepscope view: note: %s holds its own export or report, made without "
+                "these --comm-kernel/--compute-kernel rules; they apply only to what view "
+                "generates\n",
+                runs[k].dir);
 
   int rc;
   if (html) {
     char summary[1024];
     rc = view_write_html(runs, nruns, html, summary, sizeof summary, err, sizeof err) == 0 ? 0 : 1;
     if (rc)
-      fprintf(stderr, "stepscope view: %s\n", err);
+      cli_print(stderr, "stepscope view: %s\n", err);
     else
-      printf("stepscope view: wrote %s (%s)\n", html, summary); /* one line */
+      cli_print(stdout, "stepscope view: wrote %s (%s)\n", html, summary); /* one line */
   } else {
     rc = view_serve(runs, nruns, x.bind_addr, x.port, stdout);
   }

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli_print.h"
 #include "stepscope.h"
 
 #define DECLARE_COMMAND(name) int cmd_##name(int argc, char **argv) __attribute__((weak))
@@ -74,19 +75,19 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < n; i++) {
     if (strcmp(argv[1], cmds[i].name) != 0) continue;
     if (!cmds[i].run) {
-      fprintf(stderr, "stepscope: '%s' is not part of this build\n", cmds[i].name);
+      cli_print(stderr, "stepscope: '%s' is not part of this build\n", cmds[i].name);
       return 1;
     }
     int rc = cmds[i].run(argc - 1, argv + 1);
     /* text output that could not be written (a full disk, /dev/full) is a
      * failure: exit 1, never 0 with a cut report */
     if (fflush(stdout) != 0 || ferror(stdout)) {
-      fprintf(stderr, "stepscope %s: write error on the standard output: %s\n", cmds[i].name,
-              strerror(errno));
+      cli_print(stderr, "stepscope %s: write error on the standard output: %s\n", cmds[i].name,
+                strerror(errno));
       if (rc == 0) rc = 1;
     }
     return rc;
   }
-  fprintf(stderr, "stepscope: unknown command '%s' (see stepscope --help)\n", argv[1]);
+  cli_print(stderr, "stepscope: unknown command '%s' (see stepscope --help)\n", argv[1]);
   return 2;
 }

@@ -18,6 +18,8 @@
  */
 #include "option_table.h"
 
+#include "cli_print.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -25,7 +27,7 @@ static ssa_comm_rules rules; /* --comm-kernel, --compute-kernel, then the enviro
 
 /* Prints a message of the library's parser as the commands print errors. */
 static int print_message(const char *msg) {
-  fprintf(stderr, "%s\n", msg);
+  cli_print(stderr, "%s\n", msg);
   return -1;
 }
 
@@ -91,14 +93,14 @@ static int is_option(const cli_table *t, const char *a) {
 
 static int unknown(const cli_table *t, const char *a) {
   const char *q = t->flags & CLI_UNKNOWN_QUOTED ? "'" : "";
-  fprintf(stderr, "stepscope %s: unknown option %s%s%s%s\n", t->command, q, a, q,
-          t->flags & CLI_UNKNOWN_SEE_HELP ? " (see --help)" : "");
+  cli_print(stderr, "stepscope %s: unknown option %s%s%s%s\n", t->command, q, a, q,
+            t->flags & CLI_UNKNOWN_SEE_HELP ? " (see --help)" : "");
   if (!(t->flags & CLI_UNKNOWN_SEE_HELP)) cli_usage(stderr, t);
   return 2;
 }
 
 static int needs_value(const cli_table *t, const cli_option *o, const char *a) {
-  fprintf(stderr, "stepscope %s: %s needs a value\n", t->command, a);
+  cli_print(stderr, "stepscope %s: %s needs a value\n", t->command, a);
   if ((t->flags & CLI_USAGE_AFTER_MISSING) && o && !is_group(o)) cli_usage(stderr, t);
   return 2;
 }
@@ -107,9 +109,9 @@ static int needs_value(const cli_table *t, const cli_option *o, const char *a) {
 static int argument(const cli_table *t, void *cmd, int *nargs, const char *a) {
   if (*nargs >= t->nargs) {
     if (t->too_many)
-      fprintf(stderr, "stepscope %s: %s\n", t->command, t->too_many);
+      cli_print(stderr, "stepscope %s: %s\n", t->command, t->too_many);
     else
-      fprintf(stderr, "stepscope %s: unexpected argument %s\n", t->command, a);
+      cli_print(stderr, "stepscope %s: unexpected argument %s\n", t->command, a);
     return 2;
   }
   ((const char **)((char *)cmd + t->args))[(*nargs)++] = a;

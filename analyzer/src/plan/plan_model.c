@@ -618,15 +618,16 @@ int plan_write_json(ssa_out *o, const plan_job *job, const plan_result *r, long 
       m->max_seq, job->gpus, job->gpus_per_node, job->global_batch, job->overlap ? "true" : "false",
       m->experts, m->experts > 0 ? m->top_k : 0, m->experts > 0 ? m->moe_every : 0);
   const plan_device *d = &job->dev;
-  ssa_out_printf(
-      o,
-      "\"device\":{\"name\":\"%s\",\"peak_flops\":%.6g,\"memory_bytes\":%.0f,"
-      "\"intra_node_bw\":%.6g,\"inter_node_bw\":%.6g,\"latency_s\":%.6g,\"efficiency\":%.4f,"
-      "\"runtime_baseline_bytes\":%.0f,\"activation_bytes\":%d,\"cores\":%d,"
-      "\"cores_assumed\":%s},",
-      d->name, d->peak_flops, d->memory_bytes, d->intra_bw, d->inter_bw, d->latency_s,
-      d->efficiency, d->baseline_bytes, d->act_bytes, d->cores,
-      d->cores_assumed ? "true" : "false");
+  ssa_out_str(o, "\"device\":{\"name\":");
+  ssa_out_json_string(o, d->name);
+  ssa_out_printf(o,
+                 ",\"peak_flops\":%.6g,\"memory_bytes\":%.0f,\"intra_node_bw\":%.6g,"
+                 "\"inter_node_bw\":%.6g,\"latency_s\":%.6g,\"efficiency\":%.4f,"
+                 "\"runtime_baseline_bytes\":%.0f,\"activation_bytes\":%d,\"cores\":%d,"
+                 "\"cores_assumed\":%s},",
+                 d->peak_flops, d->memory_bytes, d->intra_bw, d->inter_bw, d->latency_s,
+                 d->efficiency, d->baseline_bytes, d->act_bytes, d->cores,
+                 d->cores_assumed ? "true" : "false");
   const plan_calibration *c = &job->cal;
   if (c->present) {
     ssa_out_str(o, "\"calibration\":{\"source\":");
