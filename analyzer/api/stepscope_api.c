@@ -74,6 +74,16 @@ static void api_options_free(api_options *ao) {
 
 enum { ALLOW_RANK = 1, ALLOW_TOP = 2, ALLOW_STEPS_B = 4, ALLOW_REPEATS = 8 };
 
+/* Whether `a` is an option of this call (the analysis options and those `allow` adds). */
+static int known_option(const char *a, unsigned allow) {
+  for (size_t i = 0; i < ssa_analysis_option_count; i++)
+    if (!strcmp(a, ssa_analysis_option_docs[i].name)) return 1;
+  return ((allow & ALLOW_RANK) && !strcmp(a, "--rank")) ||
+         ((allow & ALLOW_TOP) && !strcmp(a, "--top")) ||
+         ((allow & ALLOW_STEPS_B) && !strcmp(a, "--steps-b")) ||
+         ((allow & ALLOW_REPEATS) && (!strcmp(a, "--repeat-a") || !strcmp(a, "--repeat-b")));
+}
+
 /* Parses argv like the command's loop does: 0, or 2 with the message in why.
  * `command` names the command in messages ("analyze", "diff", "ops"). */
 static int parse_argv(const char *command, int argc, const char *const *argv, unsigned allow,
@@ -85,8 +95,11 @@ static int parse_argv(const char *command, int argc, const char *const *argv, un
       snprintf(why, why_n, "stepscope %s: unexpected argument %s", command, a ? a : "(null)");
       return 2;
     }
-    if (!v) {
-      snprintf(why, why_n, "stepscope %s: %s needs a value", command, a);
+    if (!v) { /* an unknown option last on the line is unknown, not short of a value */
+      snprintf(why, why_n,
+               known_option(a, allow) ? "stepscope %s: %s needs a value"
+                                      : "stepscope %s: unknown option %s",
+               command, a);
       return 2;
     }
     i++;

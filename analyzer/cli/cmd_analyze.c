@@ -43,6 +43,9 @@ static int opt_top(const cli_option *o, const char *v, void *cmd) {
 
 #define A(f) offsetof(analyze_args, f)
 static const cli_option analyze_options[] = {
+    CLI_TEXT_ROW("  RUN                 a run directory or one trace file of it: stepscope's\n"
+                 "                      rank-*.trace.zst, or PyTorch profiler (Kineto) traces,\n"
+                 "                      *.json or *.json.gz whose content is Kineto's\n"),
     {CLI_STRING, "--json", NULL, "FILE",
      "also write the JSON report (docs/report-schema.md); '-' = stdout", A(json_path), NULL, 0, 0,
      NULL},
@@ -53,16 +56,16 @@ static const cli_option analyze_options[] = {
     {CLI_CALL, "--top", NULL, "N", "rows in the kernel and collective tables (default 20)", 0,
      opt_top, 0, 0, NULL},
     {CLI_FLAG, "--quiet", NULL, NULL, "no text report (with --json)", A(quiet), NULL, 0, 0, NULL},
+    CLI_TEXT_ROW("Exit status: 0 done; 1 the run could not be read or analysed, or --json could\n"
+                 "not be written; 2 usage error (a --rank the run does not have included).\n"),
 };
 
-static const cli_table analyze_table = {
-    .command = "analyze",
-    .head = "usage: stepscope analyze RUN [options]\n"
-            "  RUN                 run directory (rank-*.trace.zst) or one trace file\n",
-    CLI_ROWS(analyze_options),
-    .flags = CLI_ARGS_DOUBLE_DASH | CLI_VALUE_FIRST,
-    .args = A(run_path),
-    .nargs = 1};
+static const cli_table analyze_table = {.command = "analyze",
+                                        .head = "usage: stepscope analyze RUN [options]\n",
+                                        CLI_ROWS(analyze_options),
+                                        .flags = CLI_ARGS_DOUBLE_DASH,
+                                        .args = A(run_path),
+                                        .nargs = 1};
 
 static int report_json(const void *an, ssa_out *o) {
   return ssa_report_json(an, o);

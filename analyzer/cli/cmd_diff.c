@@ -123,11 +123,11 @@ static const cli_option diff_options[] = {
     {CLI_ANALYSIS, NULL, NULL, NULL, NULL, A(opt), NULL, 0, 0, NULL},
     {CLI_CALL, "--steps-b", NULL, "A:B",
      "a different step range for run B (--steps applies to both)", 0, opt_steps_b, 0, 0, NULL},
-    {CLI_CALL, "--repeat-a", NULL, "RUN",
+    {CLI_REPEAT, "--repeat-a", NULL, "RUN",
      "another run of A's configuration (repeatable, up to 15): steps are\n"
      "pooled, and a change must exceed how far A's runs lie apart",
      0, opt_repeat, 0, 0, NULL},
-    {CLI_CALL, "--repeat-b", NULL, "RUN",
+    {CLI_REPEAT, "--repeat-b", NULL, "RUN",
      "the same for B. With one run per side, verdicts assume separate runs\n"
      "of one configuration differ no more than their steps do",
      0, opt_repeat, 0, 0, NULL},
@@ -145,7 +145,7 @@ static const cli_table diff_table = {
         "collectives, and findings in plain words. Runs are run directories or files\n"
         "(rank-*.trace.zst, or PyTorch profiler rank-*.json[.gz]).\n",
     CLI_ROWS(diff_options),
-    .flags = CLI_ARGS_DOUBLE_DASH | CLI_VALUE_FIRST,
+    .flags = CLI_ARGS_DOUBLE_DASH,
     .args = A(paths),
     .nargs = 2,
     .seen = seen,

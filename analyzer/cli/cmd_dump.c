@@ -18,10 +18,26 @@ typedef struct dump_args {
   const char *path, *only;
 } dump_args;
 
+/* --kind NAME: "header" or a record kind's name (stepscope_record_kind_name). */
+static int opt_kind(const cli_option *o, const char *v, void *cmd) {
+  int known = !strcmp(v, "header");
+  for (uint32_t k = 0; k < STEPSCOPE_REC_KIND_MAX && !known; k++)
+    known = stepscope_record_kind_name(k) && !strcmp(v, stepscope_record_kind_name(k));
+  if (known) {
+    ((dump_args *)cmd)->only = v;
+    return 0;
+  }
+  cli_print(stderr, "stepscope dump: unknown --kind '%s'; the kinds are header", v);
+  for (uint32_t k = 0; k < STEPSCOPE_REC_KIND_MAX; k++)
+    if (stepscope_record_kind_name(k) && k != STEPSCOPE_REC_HEADER)
+      cli_print(stderr, ", %s", stepscope_record_kind_name(k));
+  fputc('\n', stderr);
+  return 2;
+}
+
 static const cli_option dump_options[] = {
-    {CLI_STRING, "--kind", NULL, "NAME",
-     "only records of this kind (kernel, collective, host_op, ...)", offsetof(dump_args, only),
-     NULL, 0, 0, NULL},
+    {CLI_CALL, "--kind", NULL, "NAME",
+     "only records of this kind (kernel, collective, host_op, ...)", 0, opt_kind, 0, 0, NULL},
 };
 
 /* "--kind" without a value is an unknown option, as it has always been. */

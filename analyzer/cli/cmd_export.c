@@ -2,10 +2,11 @@
  * cmd_export.c — `stepscope export RUN -o FILE [--format json|perfetto]
  * [--rank R] [--steps A:B] [--step-range NAME] [--comm-kernel RE]
  * [--compute-kernel RE]`: writes the Chrome-trace JSON of SPEC §5
- * (docs/metrics.md for the derived tracks), gzip-compressed when the name
- * ends in .gz, or a native Perfetto protobuf trace when the name ends in
- * .pftrace (or --format perfetto). Streams: the document is never held in
- * memory. Exit codes: 0 ok, 1 failure, 2 usage error.
+ * (docs/metrics.md for the derived tracks) when the name ends in .json, or a
+ * native Perfetto protobuf trace when it ends in .pftrace, either
+ * gzip-compressed when .gz follows; --format chooses for any other name (and
+ * is refused when it contradicts the name). Streams: the document is never
+ * held in memory. Exit codes: 0 ok, 1 failure, 2 usage error.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -41,13 +42,35 @@ static int opt_rank(const cli_option *o, const char *v, void *cmd) {
   return cli_apply_rank_option("export", v, &((export_args *)cmd)->opt) ? 2 : 0;
 }
 
+/* Whether `path` ends in `suffix`, or in `suffix` and ".gz". */
+static int named(const char *path, const char *suffix) {
+  size_t n = strlen(path), k = strlen(suffix);
+  if (n > 3 && !strcmp(path + n - 3, ".gz")) n -= 3;
+  return n >= k && !strncmp(path + n - k, suffix, k);
+}
+
+/* What to write to `path`: 1 a Perfetto trace, 0 Chrome-trace JSON; the name's .pftrace or
+ * .json decides, --format any other name's (JSON without it). -1 when --format contradicts
+ * the name (said why). */
+static int perfetto_output(const char *path, const char *format) {
+  int by_name = named(path, ".pftrace") ? 1 : named(path, ".json") ? 0 : -1;
+  int by_format = !format ? -1 : !strcmp(format, "perfetto");
+  if (by_name >= 0 && by_format >= 0 && by_name != by_format) {
+    cli_print(stderr,
+              "stepscope export: --format %s does not match the name %s (%s); change one of "
+              "them\n",
+              format, path, by_name ? ".pftrace is Perfetto's protobuf" : ".json is JSON");
+    return -1;
+  }
+  return by_name >= 0 ? by_name : by_format > 0;
+}
+
 #define A(f) offsetof(export_args, f)
 static const cli_option export_options[] = {
-    {CLI_STRING, "--output", "-o", "FILE", "trace.json, trace.json.gz (gzip), or trace.pftrace",
-     A(out_path), NULL, 0, 0, NULL},
-    {CLI_CALL, "--format", NULL, "F",
-     "json or perfetto (default: perfetto for *.pftrace,\njson otherwise)", 0, opt_format, 0, 0,
-     NULL},
+    {CLI_STRING, "--output", "-o", "FILE",
+     "trace.json[.gz], or trace.pftrace[.gz] (Perfetto protobuf)", A(out_path), NULL, 0, 0, NULL},
+    {CLI_CALL, "--format", NULL, "F", "json or perfetto, for a FILE named neither", 0, opt_format,
+     0, 0, NULL},
     {CLI_CALL, "--rank", NULL, "R", "only rank R", 0, opt_rank, 0, 0, NULL},
     {CLI_ANALYSIS, NULL, NULL, NULL, NULL, A(opt), NULL, 0, 0, NULL},
 };
@@ -56,7 +79,7 @@ static const cli_table export_table = {
     .command = "export",
     .head = "usage: stepscope export RUN -o FILE [options]\n",
     CLI_ROWS(export_options),
-    .flags = CLI_ARGS_DASH_ALONE | CLI_VALUE_FIRST,
+    .flags = CLI_ARGS_DASH_ALONE,
     .args = A(run_path),
     .nargs = 1,
     .tail = "Open either file at https://ui.perfetto.dev; the bundled viewer (`stepscope\n"
@@ -80,12 +103,12 @@ int cmd_export(int argc, char **argv) {
   int rc = cli_parse(&export_table, argc, argv, &x, NULL);
   if (rc != CLI_PARSED) return rc;
   if (!x.out_path) {
+    cli_print(stderr, "stepscope export: -o FILE is required\n");
     cli_usage(stderr, &export_table);
     return 2;
   }
-  size_t on = strlen(x.out_path);
-  int perfetto = x.format ? !strcmp(x.format, "perfetto")
-                          : on >= 8 && !strcmp(x.out_path + on - 8, ".pftrace");
+  int perfetto = perfetto_output(x.out_path, x.format);
+  if (perfetto < 0) return 2;
   int tty = isatty(2);
   cli_loaded l;
   if ((rc = cli_open_run("export", x.run_path, &x.opt, CLI_SAY_LOSSES, &l)) != 0) {

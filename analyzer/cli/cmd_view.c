@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netdb.h>
 #include <unistd.h>
 
 #include "option_table.h"
@@ -82,6 +83,24 @@ static int opt_port(const cli_option *o, const char *v, void *cmd) {
   return 0;
 }
 
+/* --bind ADDR is a numeric IPv4 or IPv6 address (view_serve listens there): 0, or 2 (said
+ * why). Checked before any run is read. */
+static int check_bind(const char *addr) {
+  struct addrinfo hints, *ai = NULL;
+  memset(&hints, 0, sizeof hints);
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICHOST;
+  int rc = getaddrinfo(addr, NULL, &hints, &ai);
+  if (rc != 0) {
+    cli_print(stderr, "stepscope view: --bind %s: %s (give a numeric IPv4 or IPv6 address)\n", addr,
+              gai_strerror(rc));
+    return 2;
+  }
+  freeaddrinfo(ai);
+  return 0;
+}
+
 #define A(f) offsetof(view_args, f)
 static const cli_option view_options[] = {
     {CLI_STRING, "--compare", NULL, "RUN_B",
@@ -140,7 +159,7 @@ int cmd_view(int argc, char **argv) {
   x.port = 8642;
   int parsed = cli_parse(&view_table, argc, argv, &x, NULL);
   if (parsed != CLI_PARSED) return parsed;
-  if (pass_rules_on(1) || pass_rules_on(0)) return 2;
+  if (check_bind(x.bind_addr) || pass_rules_on(1) || pass_rules_on(0)) return 2;
   const char *html = x.html;
 
   char self_exe[PATH_MAX];

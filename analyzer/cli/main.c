@@ -43,7 +43,9 @@ static void usage(FILE *out, const command *cmds, size_t n) {
     fprintf(out, "  %-9s %s%s\n", cmds[i].name, cmds[i].summary,
             cmds[i].run ? "" : " (not part of this build)");
   fprintf(out, "\n"
-               "RUN is a run directory (rank-*.trace.zst, or PyTorch rank-*.json[.gz]).\n"
+               "RUN is a run directory or one trace file of it: stepscope's rank-*.trace.zst,\n"
+               "or PyTorch profiler (Kineto) traces, *.json or *.json.gz of any name whose\n"
+               "content is Kineto's.\n"
                "`stepscope <command> --help` describes each command.\n");
 }
 
@@ -52,7 +54,7 @@ int main(int argc, char **argv) {
       {"info", cmd_info, "header, ranks, record counts, time span of a run or file"},
       {"dump", cmd_dump, "every record of a trace file as one JSON line"},
       {"analyze", cmd_analyze, "the report: overlap, exposed comm, bubbles, idle, stragglers"},
-      {"export", cmd_export, "Chrome-trace JSON for Perfetto and the viewer"},
+      {"export", cmd_export, "the timeline as Chrome-trace JSON or a Perfetto protobuf trace"},
       {"diff", cmd_diff, "compare two runs"},
       {"view", cmd_view, "serve the offline viewer for a run on 127.0.0.1"},
       {"record", cmd_record, "trace any CUDA program (PyTorch included) by injection"},

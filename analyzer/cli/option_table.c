@@ -59,6 +59,10 @@ static int is_group(const cli_option *o) {
   return o->kind == CLI_ANALYSIS || o->kind == CLI_CLASSIFY;
 }
 
+static int is_call(const cli_option *o) {
+  return o->kind == CLI_CALL || o->kind == CLI_REPEAT;
+}
+
 /* The library's analysis option `name`, when the group row `o` holds it. */
 static const ssa_analysis_option_doc *group_member(const cli_option *o, const char *name) {
   for (size_t i = 0; i < ssa_analysis_option_count; i++) {
@@ -81,7 +85,31 @@ static const cli_option *find(const cli_table *t, const char *a) {
 }
 
 static int takes_value(const cli_option *o) {
-  return !o || o->kind == CLI_STRING || is_group(o) || (o->kind == CLI_CALL && o->metavar);
+  return o->kind == CLI_STRING || is_group(o) || (is_call(o) && o->metavar);
+}
+
+/* Which options were given, to refuse one given twice: a row's index, or for the analysis
+ * options the table's size plus the library's index. */
+typedef struct given_set {
+  unsigned char given[128];
+} given_set;
+
+/* Option `a` of row `o` is given (with a value): 0, or 2 when it was given before and may
+ * not be repeated (said why). */
+static int give(const cli_table *t, given_set *g, const cli_option *o, const char *a) {
+  size_t key = (size_t)(o - t->options);
+  if (o->kind == CLI_REPEAT) return 0;
+  if (is_group(o)) {
+    const ssa_analysis_option_doc *d = group_member(o, a);
+    if (d->repeatable) return 0;
+    key = t->n + (size_t)(d - ssa_analysis_option_docs);
+  }
+  if (key >= sizeof g->given) return 0;
+  if (g->given[key]++) {
+    cli_print(stderr, "stepscope %s: %s is given more than once (give it once)\n", t->command, a);
+    return 2;
+  }
+  return 0;
 }
 
 static int is_option(const cli_table *t, const char *a) {
@@ -126,7 +154,8 @@ static int apply(const cli_table *t, const cli_option *o, const char *a, const c
   case CLI_STRING: *(const char **)at = v; return 0;
   case CLI_FLAG: *(int *)at = 1; return 0;
   case CLI_UNFLAG: *(int *)at = 0; return 0;
-  case CLI_CALL: return o->fn(o, v, cmd);
+  case CLI_CALL:
+  case CLI_REPEAT: return o->fn(o, v, cmd);
   case CLI_ANALYSIS:
   case CLI_CLASSIFY:
     return cli_apply_analysis_option(t->command, a, v, (ssa_options *)at) < 0 ? 2 : 0;
@@ -156,6 +185,8 @@ int cli_parse(const cli_table *t, int argc, char **argv, void *cmd, int *next) {
   ssa_options *opt = analysis_options(t, cmd);
   if (opt) ssa_options_default(opt);
   int i = 1, nargs = 0;
+  given_set given;
+  memset(&given, 0, sizeof given);
   for (; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if ((t->flags & CLI_STOP_AT_ARG) && !strcmp(a, "--")) {
@@ -173,14 +204,16 @@ int cli_parse(const cli_table *t, int argc, char **argv, void *cmd, int *next) {
       continue;
     }
     const cli_option *o = find(t, a);
+    if (!o) return unknown(t, a);
     int valued = takes_value(o);
-    if ((t->flags & CLI_VALUE_FIRST) && valued && !v) return needs_value(t, o, a);
-    if (!o || (valued && !v && (t->flags & CLI_MISSING_IS_UNKNOWN))) return unknown(t, a);
+    if (valued && !v && (t->flags & CLI_MISSING_IS_UNKNOWN)) return unknown(t, a);
     if (valued && !v) {
-      int rc = o->kind == CLI_CALL && (t->flags & CLI_MISSING_TO_CALL) ? o->fn(o, NULL, cmd) : 0;
+      int rc = is_call(o) && (t->flags & CLI_MISSING_TO_CALL) ? o->fn(o, NULL, cmd) : 0;
       return rc ? rc : needs_value(t, o, a);
     }
-    int rc = apply(t, o, a, valued ? v : NULL, cmd);
+    int rc = valued ? give(t, &given, o, a) : 0;
+    if (rc) return rc;
+    rc = apply(t, o, a, valued ? v : NULL, cmd);
     if (rc) return rc;
     if (!valued) continue;
     i++;

@@ -31,6 +31,8 @@ typedef enum cli_kind {
   CLI_FLAG,     /* no value: sets the int at `offset` to 1 */
   CLI_UNFLAG,   /* no value: sets the int at `offset` to 0 */
   CLI_CALL,     /* fn applies it (a value when metavar is set) */
+  CLI_REPEAT,   /* the same, and the option may be given more than once (any other option
+                   with a value is refused when given twice) */
   CLI_ANALYSIS, /* not one row: the library's analysis options (ssa_analysis_option_docs)
                    into the ssa_options at `offset` (at most one such row in a table) */
   CLI_CLASSIFY, /* the same, only the classification rules (--comm-kernel, --compute-kernel) */
@@ -45,9 +47,9 @@ struct cli_option {
   const char *help;    /* lines separated by '\n' (CLI_TEXT: printed as it is) */
   size_t offset;       /* CLI_STRING, CLI_FLAG, CLI_UNFLAG, CLI_ANALYSIS: where in the
                           command's own struct (offsetof) */
-  /* CLI_CALL: applies `value` (NULL when it is missing and the table has
-   * CLI_MISSING_TO_CALL) to `cmd`, the command's struct. 0, or the exit
-   * status after the message is printed. */
+  /* CLI_CALL, CLI_REPEAT: applies `value` (NULL when it is missing and the
+   * table has CLI_MISSING_TO_CALL) to `cmd`, the command's struct. 0, or the
+   * exit status after the message is printed. */
   int (*fn)(const cli_option *o, const char *value, void *cmd);
   double lo, hi;                /* CLI_CALL: the range fn checks, if any */
   const char *(*help_fn)(void); /* help computed when printed (instead of help) */
@@ -58,8 +60,6 @@ enum {
   CLI_ARGS_DOUBLE_DASH = 1 << 0,    /* only "--..." are options; "-x" is an argument */
   CLI_ARGS_DASH_ALONE = 1 << 1,     /* "-" alone is an argument (else any "-..." is an option) */
   CLI_ARGS_NONE = 1 << 2,           /* no arguments: every word is an option */
-  CLI_VALUE_FIRST = 1 << 3,         /* an option other than a flag needs a value before it is
-                                       looked up ("--bogus" alone: "needs a value") */
   CLI_MISSING_IS_UNKNOWN = 1 << 4,  /* an option whose value is missing is an unknown option */
   CLI_MISSING_TO_CALL = 1 << 5,     /* CLI_CALL gets NULL for a missing value (its message) */
   CLI_USAGE_AFTER_MISSING = 1 << 6, /* usage on stderr after "needs a value" (own options) */
