@@ -47,13 +47,21 @@ void sc_json_string(const char *s, size_t len, unsigned flags, sc_put_fn put, vo
   const unsigned char *p = (const unsigned char *)s, *end = p + len, *run = p;
   while (p < end) {
     unsigned char ch = *p;
-    if (ch >= 0x20 && ch < 0x80 && ch != '"' && ch != '\\' &&
+    if (ch >= 0x20 && ch < 0x7f && ch != '"' && ch != '\\' &&
         !(html && (ch == '<' || ch == '>' || ch == '&'))) {
       p++;
       continue;
     }
-    if (ch >= 0x80) { /* UTF-8: copied when well-formed, else U+FFFD */
+    if (ch >= 0x80) { /* UTF-8: copied when well-formed (but C1 controls), else U+FFFD */
       size_t bad, n = sc_utf8_sequence(p, (size_t)(end - p), &bad);
+      if (n == 2 && ch == 0xC2 && p[1] < 0xA0) { /* U+0080..U+009F: a C1 control */
+        if (p > run) put(ctx, (const char *)run, (size_t)(p - run));
+        char esc[6] = {'\\', 'u', '0', '0', hex[p[1] >> 4], hex[p[1] & 15]};
+        put(ctx, esc, 6);
+        p += 2;
+        run = p;
+        continue;
+      }
       if (n) {
         p += n;
         continue;

@@ -3,11 +3,12 @@
  * trainer, analyzer): the string literal escaper and the UTF-8 check it rests on.
  *
  * Every JSON string stepscope writes goes through sc_json_string, so every output agrees on
- * one form: `"` and `\` escaped, \n \t \r as short escapes, other control characters as
- * \u00xx (lowercase hex), bytes that are not well-formed UTF-8 replaced by U+FFFD (a trace's
- * host name or a kernel name is whatever the system handed us; the output must still be
- * JSON), and, in HTML-safe mode, `<`, `>` and `&` as \u003c, \u003e, \u0026 so that the
- * literal can sit inside a <script> element. DEL and everything else is copied.
+ * one form: `"` and `\` escaped, \n \t \r as short escapes, other control characters (C0,
+ * DEL and the C1 controls U+0080..U+009F, which a terminal may obey when the JSON is printed
+ * on it) as \u00xx (lowercase hex), bytes that are not well-formed UTF-8 replaced by U+FFFD
+ * (a trace's host name or a kernel name is whatever the system handed us; the output must
+ * still be JSON), and, in HTML-safe mode, `<`, `>` and `&` as \u003c, \u003e, \u0026 so
+ * that the literal can sit inside a <script> element. Everything else is copied.
  *
  * The text goes out through a put callback in runs as long as possible (one call per run of
  * bytes that need no escape), so a buffered writer loses nothing to it; helpers for a FILE

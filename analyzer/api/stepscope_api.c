@@ -28,7 +28,8 @@
 #include "ssa_metrics.h"
 #include "ssa_report.h"
 #include "ssa_import.h"
-#include "cli_env.h"
+#include "cli_load.h"
+#include "cli_output.h"
 
 #define API_EXPORT __attribute__((visibility("default")))
 
@@ -73,6 +74,16 @@ static void api_options_free(api_options *ao) {
 
 enum { ALLOW_RANK = 1, ALLOW_TOP = 2, ALLOW_STEPS_B = 4, ALLOW_REPEATS = 8 };
 
+/* Whether `a` is an option of this call (the analysis options and those `allow` adds). */
+static int known_option(const char *a, unsigned allow) {
+  for (size_t i = 0; i < ssa_analysis_option_count; i++)
+    if (!strcmp(a, ssa_analysis_option_docs[i].name)) return 1;
+  return ((allow & ALLOW_RANK) && !strcmp(a, "--rank")) ||
+         ((allow & ALLOW_TOP) && !strcmp(a, "--top")) ||
+         ((allow & ALLOW_STEPS_B) && !strcmp(a, "--steps-b")) ||
+         ((allow & ALLOW_REPEATS) && (!strcmp(a, "--repeat-a") || !strcmp(a, "--repeat-b")));
+}
+
 /* Parses argv like the command's loop does: 0, or 2 with the message in why.
  * `command` names the command in messages ("analyze", "diff", "ops"). */
 static int parse_argv(const char *command, int argc, const char *const *argv, unsigned allow,
@@ -84,8 +95,11 @@ static int parse_argv(const char *command, int argc, const char *const *argv, un
       snprintf(why, why_n, "stepscope %s: unexpected argument %s", command, a ? a : "(null)");
       return 2;
     }
-    if (!v) {
-      snprintf(why, why_n, "stepscope %s: %s needs a value", command, a);
+    if (!v) { /* an unknown option last on the line is unknown, not short of a value */
+      snprintf(why, why_n,
+               known_option(a, allow) ? "stepscope %s: %s needs a value"
+                                      : "stepscope %s: unknown option %s",
+               command, a);
       return 2;
     }
     i++;
@@ -141,39 +155,29 @@ static int parse_options(const char *command, int argc, const char *const *argv,
 
 /* ---- loading and analysing ---- */
 
+/* The command's loading and analysis (cli_load.c), with its message handed back. */
 static int load_run(const char *command, const char *path, const ssa_options *opt, ssa_run *run,
                     char **err_out) {
   memset(run, 0, sizeof *run);
   if (!path || !*path) return fail(err_out, 2, "stepscope %s: no run given", command);
-  ssa_load_options lo = {opt->threads, 0};
-  stepscope_error err;
-  memset(&err, 0, sizeof err);
-  cli_env env; /* the importer's switches from the environment, as the command reads them */
-  cli_env_read(&env);
-  if (ssa_run_load_import(run, path, &lo, opt->comm_rules, &env.import, &err)) {
-    ssa_run_free(run);
-    memset(run, 0, sizeof *run);
-    return fail(err_out, 1, "stepscope %s: %s", command, err.message);
-  }
-  return 0;
+  char msg[1024];
+  int rc = cli_load_run(command, path, opt, 0, run, msg, sizeof msg);
+  if (!rc) return 0;
+  ssa_run_free(run);
+  memset(run, 0, sizeof *run);
+  return fail(err_out, rc, "%s", msg);
 }
 
 static int analyse_run(const char *command, const char *path, const ssa_run *run,
                        const ssa_options *opt, ssa_analysis *an, char **err_out) {
-  stepscope_error err;
-  memset(&err, 0, sizeof err);
-  if (ssa_analyze(run, opt, an, &err)) {
-    ssa_analysis_free(an);
-    int code = opt->rank >= 0 && !ssa_run_has_rank(run, opt->rank) ? 2 : 1;
-    return path ? fail(err_out, code, "stepscope %s: %s: %s", command, path, err.message)
-                : fail(err_out, code, "stepscope %s: %s", command, err.message);
-  }
-  return 0;
+  char msg[1024];
+  int rc = cli_analyse_run(command, path, opt, run, an, msg, sizeof msg);
+  if (!rc) return 0;
+  ssa_analysis_free(an);
+  return fail(err_out, rc, "%s", msg);
 }
 
 /* ---- JSON into memory ---- */
-
-typedef int (*json_writer)(const void *what, ssa_out *o);
 
 static int write_report(const void *an, ssa_out *o) {
   return ssa_report_json(an, o);
@@ -182,7 +186,7 @@ static int write_diff(const void *d, ssa_out *o) {
   return ssa_diff_report_json(d, o);
 }
 
-static int json_to_memory(const char *command, json_writer w, const void *what, char **json_out,
+static int json_to_memory(const char *command, cli_write_fn w, const void *what, char **json_out,
                           char **err_out) {
   char *text = NULL;
   size_t len = 0;
@@ -213,13 +217,21 @@ API_EXPORT void ss_api_free(void *p) {
   free(p);
 }
 
+/* How a call that hands back JSON begins: no error yet, a place for the JSON (the `what` of
+ * the message when there is none), the options parsed into *ao. 0, or the status. */
+static int begin_json_call(const char *command, const char *what, char **json_out, char **err_out,
+                           int argc, const char *const *argv, unsigned allow, api_options *ao) {
+  if (err_out) *err_out = NULL;
+  if (!json_out) return fail(err_out, 2, "stepscope %s: no place for the %s", command, what);
+  *json_out = NULL;
+  return parse_options(command, argc, argv, allow, ao, err_out);
+}
+
 API_EXPORT int ss_api_analyze(const char *run_path, int argc, const char *const *argv,
                               char **json_out, char **err_out) {
-  if (err_out) *err_out = NULL;
-  if (!json_out) return fail(err_out, 2, "stepscope analyze: no place for the report");
-  *json_out = NULL;
   api_options ao;
-  int rc = parse_options("analyze", argc, argv, ALLOW_RANK | ALLOW_TOP, &ao, err_out);
+  int rc = begin_json_call("analyze", "report", json_out, err_out, argc, argv,
+                           ALLOW_RANK | ALLOW_TOP, &ao);
   if (rc) return rc;
   ssa_run run;
   if ((rc = load_run("analyze", run_path, &ao.opt, &run, err_out))) {
@@ -238,11 +250,9 @@ API_EXPORT int ss_api_analyze(const char *run_path, int argc, const char *const 
 
 API_EXPORT int ss_api_diff(const char *run_a, const char *run_b, int argc, const char *const *argv,
                            char **json_out, char **err_out) {
-  if (err_out) *err_out = NULL;
-  if (!json_out) return fail(err_out, 2, "stepscope diff: no place for the diff");
-  *json_out = NULL;
   api_options ao;
-  int rc = parse_options("diff", argc, argv, ALLOW_STEPS_B | ALLOW_REPEATS, &ao, err_out);
+  int rc = begin_json_call("diff", "diff", json_out, err_out, argc, argv,
+                           ALLOW_STEPS_B | ALLOW_REPEATS, &ao);
   if (rc) return rc;
   ssa_options opt_b = ao.opt;
   if (ao.has_b_steps) {

@@ -12,11 +12,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli_print.h"
 #include "option_table.h"
 #include "ssa_metrics.h"
 #include "ssa_report.h"
 #include "ssa_import.h"
-#include "cli_env.h"
+#include "cli_load.h"
+#include "cli_output.h"
 
 typedef struct analyze_args {
   ssa_options opt;
@@ -32,31 +34,18 @@ static int opt_top(const cli_option *o, const char *v, void *cmd) {
   char *end;
   long n = strtol(v, &end, 10);
   if (*end || end == v || n <= 0 || n > 1000000) {
-    fprintf(stderr, "stepscope analyze: bad --top '%s' (want 1..1000000)\n", v);
+    cli_print(stderr, "stepscope analyze: bad --top '%s' (want 1..1000000)\n", v);
     return 2;
   }
   ((analyze_args *)cmd)->opt.top_n = (int)n;
   return 0;
 }
 
-static int argument(void *cmd, const char *a) {
-  analyze_args *x = cmd;
-  if (x->run_path) {
-    fprintf(stderr, "stepscope analyze: unexpected argument %s\n", a);
-    return 2;
-  }
-  x->run_path = a;
-  return 0;
-}
-
-static void usage(FILE *f);
-
 #define A(f) offsetof(analyze_args, f)
 static const cli_option analyze_options[] = {
-    {CLI_TEXT, NULL, NULL, NULL,
-     "usage: stepscope analyze RUN [options]\n"
-     "  RUN                 run directory (rank-*.trace.zst) or one trace file\n",
-     0, NULL, 0, 0, NULL},
+    CLI_TEXT_ROW("  RUN                 a run directory or one trace file of it: stepscope's\n"
+                 "                      rank-*.trace.zst, or PyTorch profiler (Kineto) traces,\n"
+                 "                      *.json or *.json.gz whose content is Kineto's\n"),
     {CLI_STRING, "--json", NULL, "FILE",
      "also write the JSON report (docs/report-schema.md); '-' = stdout", A(json_path), NULL, 0, 0,
      NULL},
@@ -67,69 +56,31 @@ static const cli_option analyze_options[] = {
     {CLI_CALL, "--top", NULL, "N", "rows in the kernel and collective tables (default 20)", 0,
      opt_top, 0, 0, NULL},
     {CLI_FLAG, "--quiet", NULL, NULL, "no text report (with --json)", A(quiet), NULL, 0, 0, NULL},
+    CLI_TEXT_ROW("Exit status: 0 done; 1 the run could not be read or analysed, or --json could\n"
+                 "not be written; 2 usage error (a --rank the run does not have included).\n"),
 };
 
-static const cli_table analyze_table = {"analyze",
-                                        analyze_options,
-                                        sizeof analyze_options / sizeof analyze_options[0],
-                                        22,
-                                        CLI_ARGS_DOUBLE_DASH | CLI_VALUE_FIRST,
-                                        usage,
-                                        argument,
-                                        NULL};
+static const cli_table analyze_table = {.command = "analyze",
+                                        .head = "usage: stepscope analyze RUN [options]\n",
+                                        CLI_ROWS(analyze_options),
+                                        .flags = CLI_ARGS_DOUBLE_DASH,
+                                        .args = A(run_path),
+                                        .nargs = 1};
 
-static void usage(FILE *f) {
-  cli_print_options(f, &analyze_table);
+static int report_json(const void *an, ssa_out *o) {
+  return ssa_report_json(an, o);
 }
 
 int cmd_analyze(int argc, char **argv) {
   analyze_args x;
   memset(&x, 0, sizeof x);
-  ssa_options_default(&x.opt);
-  int parsed = cli_parse(&analyze_table, argc, argv, &x, NULL);
-  if (parsed != CLI_PARSED) return parsed;
-  ssa_options opt = x.opt;
-  const char *run_path = x.run_path, *json_path = x.json_path;
-  int quiet = x.quiet;
-  if (!run_path) {
-    usage(stderr);
-    return 2;
+  int rc = cli_parse(&analyze_table, argc, argv, &x, NULL);
+  if (rc != CLI_PARSED) return rc;
+  cli_loaded l; /* the report says what was lost and warned: nothing more on stderr */
+  if ((rc = cli_open_run("analyze", x.run_path, &x.opt, 0, &l)) == 0) {
+    if (x.json_path) rc = cli_write_output("analyze", x.json_path, report_json, &l.an);
+    if (!x.quiet && !(x.json_path && !strcmp(x.json_path, "-"))) ssa_report_text(&l.an, stdout);
   }
-  if (cli_finish_analysis_options("analyze", &opt)) return 2;
-  ssa_load_options lo = {opt.threads, isatty(2)};
-  ssa_run run;
-  stepscope_error err;
-  memset(&err, 0, sizeof err);
-  cli_env env;
-  cli_env_read(&env);
-  if (ssa_run_load_import(&run, run_path, &lo, opt.comm_rules, &env.import, &err)) {
-    fprintf(stderr, "stepscope analyze: %s\n", err.message);
-    ssa_run_free(&run);
-    return 1;
-  }
-  ssa_analysis an;
-  if (ssa_analyze(&run, &opt, &an, &err)) {
-    fprintf(stderr, "stepscope analyze: %s\n", err.message);
-    ssa_analysis_free(&an);
-    ssa_run_free(&run);
-    return opt.rank >= 0 && !ssa_run_has_rank(&run, opt.rank) ? 2 : 1;
-  }
-  int rc = 0;
-  if (json_path) {
-    ssa_out o;
-    if (ssa_out_open(&o, json_path)) {
-      fprintf(stderr, "stepscope analyze: %s\n", o.why);
-      rc = 1;
-    } else {
-      ssa_report_json(&an, &o);
-      if (ssa_out_close(&o)) {
-        fprintf(stderr, "stepscope analyze: %s\n", o.why);
-        rc = 1;
-      }
-    }
-  }
-  if (!quiet && !(json_path && !strcmp(json_path, "-"))) ssa_report_text(&an, stdout);
-  ssa_analysis_free(&an);
-  ssa_run_free(&run);
+  cli_loaded_free(&l);
   return rc;
 }

@@ -19,12 +19,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli_print.h"
 #include "option_table.h"
 #include "cmd_diff_prediction.h"
 #include "ssa_diff.h"
 #include "ssa_report.h"
 #include "ssa_import.h"
-#include "cli_env.h"
+#include "cli_load.h"
+#include "cli_output.h"
 
 /* Appends arg to buf, quoted for a POSIX shell when it needs it. */
 static void append_quoted(char *buf, size_t cap, const char *arg) {
@@ -47,40 +49,6 @@ static void append_quoted(char *buf, size_t cap, const char *arg) {
   buf[len < cap ? len : cap - 1] = 0;
 }
 
-typedef struct loaded {
-  ssa_run run;
-  ssa_analysis an;
-  int have_run, have_an;
-} loaded;
-
-static int load_and_analyse(const char *path, const ssa_options *opt, loaded *l) {
-  memset(l, 0, sizeof *l);
-  ssa_load_options lo = {opt->threads, isatty(2)};
-  stepscope_error err;
-  memset(&err, 0, sizeof err);
-  l->have_run = 1;
-  cli_env env;
-  cli_env_read(&env);
-  if (ssa_run_load_import(&l->run, path, &lo, opt->comm_rules, &env.import, &err)) {
-    fprintf(stderr, "stepscope diff: %s\n", err.message);
-    return 1;
-  }
-  ssa_run_print_losses(&l->run, stderr, "stepscope diff: "); /* damage first, never silent */
-  l->have_an = 1;
-  if (ssa_analyze(&l->run, opt, &l->an, &err)) {
-    fprintf(stderr, "stepscope diff: %s: %s\n", path, err.message);
-    return 1;
-  }
-  for (size_t i = 0; i < l->run.nwarnings; i++)
-    fprintf(stderr, "stepscope diff: %s: warning: %s\n", path, l->run.warnings[i]);
-  return 0;
-}
-
-static void unload(loaded *l) {
-  if (l->have_an) ssa_analysis_free(&l->an);
-  if (l->have_run) ssa_run_free(&l->run);
-}
-
 /* What the command line says. */
 typedef struct diff_args {
   ssa_options opt;
@@ -99,7 +67,7 @@ static int opt_fail_on(const cli_option *o, const char *v, void *cmd) {
   diff_args *x = cmd;
   char err[256];
   if (ssa_gate_parse(v, &x->gate, err, sizeof err)) {
-    fprintf(stderr, "stepscope diff: %s\n", err);
+    cli_print(stderr, "stepscope diff: %s\n", err);
     return 2;
   }
   x->has_gate = 1;
@@ -109,7 +77,7 @@ static int opt_fail_on(const cli_option *o, const char *v, void *cmd) {
 static int opt_steps_b(const cli_option *o, const char *v, void *cmd) {
   diff_args *x = cmd;
   if (ssa_parse_steps(v, &x->b_first, &x->b_last)) {
-    fprintf(stderr, "stepscope diff: bad --steps-b '%s' (want A:B)\n", v);
+    cli_print(stderr, "stepscope diff: bad --steps-b '%s' (want A:B)\n", v);
     return 2;
   }
   x->has_b_steps = 1;
@@ -120,45 +88,26 @@ static int opt_repeat(const cli_option *o, const char *v, void *cmd) {
   diff_args *x = cmd;
   int side = o->name[9] == 'b';
   if (x->nrep[side] >= SSA_DIFF_MAX_RUNS) {
-    fprintf(stderr, "stepscope diff: at most %d runs per side (%s)\n", SSA_DIFF_MAX_RUNS, o->name);
+    cli_print(stderr, "stepscope diff: at most %d runs per side (%s)\n", SSA_DIFF_MAX_RUNS,
+              o->name);
     return 2;
   }
   x->repeats[side][x->nrep[side]++] = v;
   return 0;
 }
 
-static int argument(void *cmd, const char *a) {
-  diff_args *x = cmd;
-  if (x->paths[1]) {
-    fprintf(stderr, "stepscope diff: unexpected argument %s\n", a);
-    return 2;
-  }
-  x->paths[x->paths[0] ? 1 : 0] = a;
-  append_quoted(x->command, sizeof x->command, a);
-  return 0;
-}
-
-/* The reproduce line keeps what decides the result. */
+/* The reproduce line keeps the runs and what decides the result. */
 static void seen(void *cmd, const char *name, const char *value) {
   diff_args *x = cmd;
-  if (!strcmp(name, "--json") || !strcmp(name, "--markdown") || !strcmp(name, "--threads")) return;
-  append_quoted(x->command, sizeof x->command, name);
+  if (name &&
+      (!strcmp(name, "--json") || !strcmp(name, "--markdown") || !strcmp(name, "--threads")))
+    return;
+  if (name) append_quoted(x->command, sizeof x->command, name);
   append_quoted(x->command, sizeof x->command, value);
 }
 
-static void usage(FILE *f);
-
 #define A(f) offsetof(diff_args, f)
 static const cli_option diff_options[] = {
-    {CLI_TEXT, NULL, NULL, NULL,
-     "usage: stepscope diff RUN_A RUN_B [options]\n"
-     "       stepscope diff RUN PREDICTION.json [--json FILE] [--quiet]   (a run against\n"
-     "       `stepscope plan --json`: step time, bubble, memory, MFU, tokens/s; docs/plan.md)\n"
-     "Compares two runs (before/after tuning): step time, overlap, exposed comm,\n"
-     "bubble, idle, MFU with a noise verdict, per rank and per step, kernels and\n"
-     "collectives, and findings in plain words. Runs are run directories or files\n"
-     "(rank-*.trace.zst, or PyTorch profiler rank-*.json[.gz]).\n",
-     0, NULL, 0, 0, NULL},
     {CLI_STRING, "--json", NULL, "FILE", "also write the JSON diff (docs/diff.md); '-' = stdout",
      A(json_path), NULL, 0, 0, NULL},
     {CLI_CALL, "--fail-on", NULL, "SPEC",
@@ -174,38 +123,39 @@ static const cli_option diff_options[] = {
     {CLI_ANALYSIS, NULL, NULL, NULL, NULL, A(opt), NULL, 0, 0, NULL},
     {CLI_CALL, "--steps-b", NULL, "A:B",
      "a different step range for run B (--steps applies to both)", 0, opt_steps_b, 0, 0, NULL},
-    {CLI_CALL, "--repeat-a", NULL, "RUN",
+    {CLI_REPEAT, "--repeat-a", NULL, "RUN",
      "another run of A's configuration (repeatable, up to 15): steps are\n"
      "pooled, and a change must exceed how far A's runs lie apart",
      0, opt_repeat, 0, 0, NULL},
-    {CLI_CALL, "--repeat-b", NULL, "RUN",
+    {CLI_REPEAT, "--repeat-b", NULL, "RUN",
      "the same for B. With one run per side, verdicts assume separate runs\n"
      "of one configuration differ no more than their steps do",
      0, opt_repeat, 0, 0, NULL},
     {CLI_FLAG, "--quiet", NULL, NULL, "no text report", A(quiet), NULL, 0, 0, NULL},
-    {CLI_TEXT, NULL, NULL, NULL,
-     "Verdicts: better/WORSE only when the change passes the noise test (docs/diff.md):\n"
-     "noise, same, or unknown (too few steps) otherwise. Exit: 0 ok, 1 a run could not be\n"
-     "loaded, 2 usage, 3 a --fail-on threshold crossed.\n",
-     0, NULL, 0, 0, NULL},
 };
 
-static const cli_table diff_table = {"diff",
-                                     diff_options,
-                                     sizeof diff_options / sizeof diff_options[0],
-                                     22,
-                                     CLI_ARGS_DOUBLE_DASH | CLI_VALUE_FIRST,
-                                     usage,
-                                     argument,
-                                     seen};
-
-static void usage(FILE *f) {
-  cli_print_options(f, &diff_table);
-}
+static const cli_table diff_table = {
+    .command = "diff",
+    .head =
+        "usage: stepscope diff RUN_A RUN_B [options]\n"
+        "       stepscope diff RUN PREDICTION.json [--json FILE] [--quiet]   (a run against\n"
+        "       `stepscope plan --json`: step time, bubble, memory, MFU, tokens/s; docs/plan.md)\n"
+        "Compares two runs (before/after tuning): step time, overlap, exposed comm,\n"
+        "bubble, idle, MFU with a noise verdict, per rank and per step, kernels and\n"
+        "collectives, and findings in plain words. Runs are run directories or files\n"
+        "(rank-*.trace.zst, or PyTorch profiler rank-*.json[.gz]).\n",
+    CLI_ROWS(diff_options),
+    .flags = CLI_ARGS_DOUBLE_DASH,
+    .args = A(paths),
+    .nargs = 2,
+    .seen = seen,
+    .tail = "Verdicts: better/WORSE only when the change passes the noise test (docs/diff.md):\n"
+            "noise, same, or unknown (too few steps) otherwise. Exit: 0 ok, 1 a run could not be\n"
+            "loaded, 2 usage, 3 a --fail-on threshold crossed.\n"};
 
 /* Loads and analyses every run of both sides into l (side s, run i: l[s * MAX + i]), an[s][i]
  * pointing at their analyses. 0, or the exit status (said why). */
-static int load_sides(diff_args *x, loaded *l, const ssa_analysis *an[2][SSA_DIFF_MAX_RUNS]) {
+static int load_sides(diff_args *x, cli_loaded *l, const ssa_analysis *an[2][SSA_DIFF_MAX_RUNS]) {
   ssa_options opt_b = x->opt;
   if (x->has_b_steps) {
     opt_b.has_step_filter = 1;
@@ -215,14 +165,15 @@ static int load_sides(diff_args *x, loaded *l, const ssa_analysis *an[2][SSA_DIF
   int rc = 0;
   for (int side = 0; side < 2 && !rc; side++) {
     for (size_t i = 0; i < x->nrep[side] && !rc; i++) {
-      loaded *r = &l[side * SSA_DIFF_MAX_RUNS + i];
-      rc = load_and_analyse(x->repeats[side][i], side ? &opt_b : &x->opt, r);
+      cli_loaded *r = &l[side * SSA_DIFF_MAX_RUNS + i];
+      rc = cli_open_run("diff", x->repeats[side][i], side ? &opt_b : &x->opt,
+                        CLI_SAY_LOSSES | CLI_SAY_RUN_NAME, r);
       an[side][i] = &r->an;
       char msg[1024];
       if (!rc && i > 0 &&
           !ssa_diff_repeat_fits(an[side][0], an[side][i], side, x->repeats[side][0],
                                 x->repeats[side][i], msg, sizeof msg)) {
-        fprintf(stderr, "%s\n", msg);
+        cli_print(stderr, "%s\n", msg);
         rc = 2;
       }
     }
@@ -230,31 +181,28 @@ static int load_sides(diff_args *x, loaded *l, const ssa_analysis *an[2][SSA_DIF
   return rc;
 }
 
+static int diff_json(const void *d, ssa_out *o) {
+  return ssa_diff_report_json(d, o);
+}
+
+/* What --markdown writes: the diff, the gate and its outcome, the reproduce line. */
+typedef struct markdown_of {
+  const ssa_diff *d;
+  const ssa_gate *gate;
+  const ssa_gate_outcome *outcome;
+  const char *command;
+} markdown_of;
+
+static int diff_markdown(const void *what, ssa_out *o) {
+  const markdown_of *m = what;
+  return ssa_diff_report_markdown(m->d, m->gate, m->outcome, m->command, o);
+}
+
 /* --json and --markdown of the diff d: 0, or 1 (said why). */
 static int write_reports(const diff_args *x, const ssa_diff *d, const ssa_gate_outcome *outcome) {
-  ssa_out o;
-  if (x->json_path) {
-    if (ssa_out_open(&o, x->json_path)) {
-      fprintf(stderr, "stepscope diff: %s\n", o.why);
-      return 1;
-    }
-    ssa_diff_report_json(d, &o);
-    if (ssa_out_close(&o)) {
-      fprintf(stderr, "stepscope diff: %s\n", o.why);
-      return 1;
-    }
-  }
-  if (x->markdown_path) {
-    if (ssa_out_open(&o, x->markdown_path)) {
-      fprintf(stderr, "stepscope diff: cannot write %s\n", x->markdown_path);
-      return 1;
-    }
-    ssa_diff_report_markdown(d, x->has_gate ? &x->gate : NULL, outcome, x->command, &o);
-    if (ssa_out_close(&o)) {
-      fprintf(stderr, "stepscope diff: write error on %s\n", x->markdown_path);
-      return 1;
-    }
-  }
+  if (x->json_path && cli_write_output("diff", x->json_path, diff_json, d)) return 1;
+  markdown_of m = {d, x->has_gate ? &x->gate : NULL, outcome, x->command};
+  if (x->markdown_path && cli_write_output("diff", x->markdown_path, diff_markdown, &m)) return 1;
   return 0;
 }
 
@@ -267,12 +215,12 @@ static int report_gate(const diff_args *x, const ssa_diff *d, const ssa_gate_out
     char t[32];
     ssa_gate_rule_text(r, t, sizeof t);
     const ssa_diff_metric *m = &d->m[r->metric];
-    fprintf(stderr, "stepscope diff: gate %s %s: %s (%s)\n", ssa_diff_metric_names[r->metric], t,
-            ssa_gate_status_names[outcome[i].status],
-            m->comparable ? ssa_diff_verdict_word(m, r->metric) : "-");
+    cli_print(stderr, "stepscope diff: gate %s %s: %s (%s)\n", ssa_diff_metric_names[r->metric], t,
+              ssa_gate_status_names[outcome[i].status],
+              m->comparable ? ssa_diff_verdict_word(m, r->metric) : "-");
   }
   if (!failed) return 0;
-  fprintf(stderr, "stepscope diff: %zu of %zu thresholds crossed\n", failed, x->gate.n);
+  cli_print(stderr, "stepscope diff: %zu of %zu thresholds crossed\n", failed, x->gate.n);
   return 3;
 }
 
@@ -281,7 +229,7 @@ static int compare(diff_args *x, const ssa_analysis *an[2][SSA_DIFF_MAX_RUNS]) {
   ssa_diff d;
   memset(&d, 0, sizeof d);
   if (ssa_diff_runs_repeated(an[0], x->nrep[0], an[1], x->nrep[1], x->paths[0], x->paths[1], &d)) {
-    fprintf(stderr, "stepscope diff: out of memory while comparing\n");
+    cli_print(stderr, "stepscope diff: out of memory while comparing\n");
     ssa_diff_free(&d);
     return 1;
   }
@@ -299,18 +247,12 @@ static int compare(diff_args *x, const ssa_analysis *an[2][SSA_DIFF_MAX_RUNS]) {
 int cmd_diff(int argc, char **argv) {
   diff_args *x = calloc(1, sizeof *x);
   if (!x) {
-    fprintf(stderr, "stepscope diff: out of memory\n");
+    cli_print(stderr, "stepscope diff: out of memory\n");
     return 1;
   }
-  ssa_options_default(&x->opt);
   x->nrep[0] = x->nrep[1] = 1;
   snprintf(x->command, sizeof x->command, "stepscope diff");
   int rc = cli_parse(&diff_table, argc, argv, x, NULL);
-  if (rc == CLI_PARSED && !x->paths[1]) {
-    usage(stderr);
-    rc = 2;
-  }
-  if (rc == CLI_PARSED && cli_finish_analysis_options("diff", &x->opt)) rc = 2;
   if (rc != CLI_PARSED) {
     free(x);
     return rc;
@@ -330,9 +272,9 @@ int cmd_diff(int argc, char **argv) {
   }
   x->repeats[0][0] = x->paths[0];
   x->repeats[1][0] = x->paths[1];
-  loaded *l = calloc(2 * SSA_DIFF_MAX_RUNS, sizeof *l); /* side s, run i: l[s * MAX + i] */
+  cli_loaded *l = calloc(2 * SSA_DIFF_MAX_RUNS, sizeof *l); /* side s, run i: l[s * MAX + i] */
   if (!l) {
-    fprintf(stderr, "stepscope diff: out of memory\n");
+    cli_print(stderr, "stepscope diff: out of memory\n");
     free(x);
     return 1;
   }
@@ -340,7 +282,7 @@ int cmd_diff(int argc, char **argv) {
   rc = load_sides(x, l, an);
   if (!rc) rc = compare(x, an);
   for (size_t i = 0; i < 2 * SSA_DIFF_MAX_RUNS; i++)
-    unload(&l[i]);
+    cli_loaded_free(&l[i]);
   free(l);
   free(x);
   return rc;

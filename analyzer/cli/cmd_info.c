@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "cli_env.h"
+#include "cli_print.h"
 #include "option_table.h"
 #include "ssa_import.h"
 #include "ssa_io.h"
@@ -25,53 +26,33 @@ typedef struct info_args {
   int json;
 } info_args;
 
-static int argument(void *cmd, const char *a) {
-  info_args *x = cmd;
-  if (x->target) {
-    fprintf(stderr, "stepscope info: one RUN or FILE only\n");
-    return 2;
-  }
-  x->target = a;
-  return 0;
-}
-
-static void usage(FILE *f);
-
 static const cli_option info_options[] = {
-    {CLI_TEXT, NULL, NULL, NULL,
-     "usage: stepscope info RUN|FILE [--json]\n"
-     "\n"
-     "Prints the header of every rank (host, device, versions, producer), the number of\n"
-     "records of each kind, the time span, dropped records (tracer losses), warnings\n"
-     "(e.g. a truncated last frame) and errors.\n"
-     "\n"
-     "  RUN      a run directory holding rank-*.trace.zst files, or PyTorch profiler\n"
-     "           traces (*.json[.gz]: rank-*, rank_*, worker*, *.pt.trace.json from\n"
-     "           tensorboard_trace_handler, or any name when the content is Kineto's;\n"
-     "           counts are given in stepscope's record kinds). Other files that\n"
-     "           stepscope knows (its export, its report) are listed, not read.\n"
-     "  FILE     one trace file (.trace.zst, or .json / .json.gz from PyTorch)\n",
-     0, NULL, 0, 0, NULL},
     {CLI_FLAG, "--json", NULL, NULL, "print one JSON object instead of text",
      offsetof(info_args, json), NULL, 0, 0, NULL},
-    {CLI_TEXT, NULL, NULL, NULL,
-     "\n"
-     "Exit status: 0 all files read, 1 a file could not be read, 2 usage error.\n",
-     0, NULL, 0, 0, NULL},
 };
 
-static const cli_table info_table = {"info",
-                                     info_options,
-                                     sizeof info_options / sizeof info_options[0],
-                                     11,
-                                     CLI_UNKNOWN_QUOTED,
-                                     usage,
-                                     argument,
-                                     NULL};
-
-static void usage(FILE *f) {
-  cli_print_options(f, &info_table);
-}
+static const cli_table info_table = {
+    .command = "info",
+    .head = "usage: stepscope info RUN|FILE [--json]\n"
+            "\n"
+            "Prints the header of every rank (host, device, versions, producer), the number of\n"
+            "records of each kind, the time span, dropped records (tracer losses), warnings\n"
+            "(e.g. a truncated last frame) and errors.\n"
+            "\n"
+            "  RUN      a run directory holding rank-*.trace.zst files, or PyTorch profiler\n"
+            "           traces (*.json[.gz]: rank-*, rank_*, worker*, *.pt.trace.json from\n"
+            "           tensorboard_trace_handler, or any name when the content is Kineto's;\n"
+            "           counts are given in stepscope's record kinds). Other files that\n"
+            "           stepscope knows (its export, its report) are listed, not read.\n"
+            "  FILE     one trace file (.trace.zst, or .json / .json.gz from PyTorch)\n",
+    CLI_ROWS(info_options),
+    .column = 11,
+    .flags = CLI_UNKNOWN_QUOTED,
+    .args = offsetof(info_args, target),
+    .nargs = 1,
+    .too_many = "one RUN or FILE only",
+    .tail = "\n"
+            "Exit status: 0 all files read, 1 a file could not be read, 2 usage error.\n"};
 
 static void json_string(FILE *f, const char *s) {
   sc_json_string_file(f, s, 0);
@@ -344,31 +325,24 @@ int cmd_info(int argc, char **argv) {
   int parsed = cli_parse(&info_table, argc, argv, &x, NULL);
   if (parsed != CLI_PARSED) return parsed;
   const char *target = x.target;
-  int json = x.json;
-  if (!target) {
-    usage(stderr);
-    return 2;
-  }
   cli_env env; /* the Kineto switches and the decompression limits */
   cli_env_read(&env);
   ssa_run_files found;
   stepscope_error err = {0};
   if (ssa_run_discover(target, &env.import.inflate, &found, &err) != 0) {
-    fprintf(stderr, "stepscope info: %s\n", err.message);
+    cli_print(stderr, "stepscope info: %s\n", err.message);
     return 1;
   }
-  char safe[1024];
   if (found.single && !ssa_file_kind_is_rank(found.files[0].kind)) {
-    fprintf(stderr, "stepscope info: %s is a %s (%s), not a trace\n",
-            ssa_text_safe(target, safe, sizeof safe), ssa_file_kind_name(found.files[0].kind),
-            found.files[0].why);
+    cli_print(stderr, "stepscope info: %s is a %s (%s), not a trace\n", target,
+              ssa_file_kind_name(found.files[0].kind), found.files[0].why);
     ssa_run_files_free(&found);
     return 1;
   }
   if (found.nranks == 0) {
     char why[900];
     ssa_run_files_why_none(&found, why, sizeof why);
-    fprintf(stderr, "stepscope info: %s: %s\n", ssa_text_safe(target, safe, sizeof safe), why);
+    cli_print(stderr, "stepscope info: %s: %s\n", target, why);
     ssa_run_files_free(&found);
     return 1;
   }
@@ -377,7 +351,7 @@ int cmd_info(int argc, char **argv) {
   unsigned char *kineto = calloc(n, 1);
   trace_summary *s = calloc(n, sizeof *s);
   if (!paths || !kineto || !s) {
-    fprintf(stderr, "stepscope info: out of memory\n");
+    cli_print(stderr, "stepscope info: out of memory\n");
     free(paths);
     free(kineto);
     free(s);
@@ -394,7 +368,7 @@ int cmd_info(int argc, char **argv) {
     for (size_t j = 0; j < i && s[i].ok && !s[i].duplicate_of; j++)
       if (s[j].ok && !s[j].duplicate_of && s[j].header.rank == s[i].header.rank)
         s[i].duplicate_of = s[j].path;
-  if (json)
+  if (x.json)
     print_json(target, s, n, &found);
   else
     print_text(target, s, n, &found);

@@ -22,8 +22,10 @@
 #include <unistd.h>
 
 #include "cli_env.h"
+#include "cli_print.h"
 #include "model_config.h"
 #include "model_presets.h"
+#include "cli_output.h"
 #include "option_table.h"
 #include "ssa_plan.h"
 
@@ -32,8 +34,8 @@ static int parse_int(const char *opt, const char *v, int lo, int hi, int *out) {
   errno = 0;
   long x = v ? strtol(v, &end, 10) : 0;
   if (!v || errno || *end || end == v || x < lo || x > hi) {
-    fprintf(stderr, "stepscope plan: %s needs an integer in [%d, %d], got '%s'\n", opt, lo, hi,
-            v ? v : "");
+    cli_print(stderr, "stepscope plan: %s needs an integer in [%d, %d], got '%s'\n", opt, lo, hi,
+              v ? v : "");
     return -1;
   }
   *out = (int)x;
@@ -45,40 +47,46 @@ static int parse_double(const char *opt, const char *v, double lo, double *out) 
   errno = 0;
   double x = v ? strtod(v, &end) : 0;
   if (!v || errno || *end || end == v || !(x >= lo)) {
-    fprintf(stderr, "stepscope plan: %s needs a number >= %g, got '%s'\n", opt, lo, v ? v : "");
+    cli_print(stderr, "stepscope plan: %s needs a number >= %g, got '%s'\n", opt, lo, v ? v : "");
     return -1;
   }
   *out = x;
   return 0;
 }
 
+/* A layout word as the trainer spells it (model_config.h): the k of name_of(k), k = 0..2. */
+static int parse_word(const char *opt, const char *v, const char *(*name_of)(int), int *out) {
+  for (int k = 0; k < 3; k++)
+    if (v && !strcmp(v, name_of(k))) {
+      *out = k;
+      return 0;
+    }
+  cli_print(stderr, "stepscope plan: %s takes %s, %s or %s, not '%s'\n", opt, name_of(0),
+            name_of(1), name_of(2), v ? v : "");
+  return -1;
+}
+
+static const char *schedule_word(int k) {
+  return mm_schedule_name((mm_schedule)k);
+}
+
+static const char *recompute_word(int k) {
+  return mm_recompute_name((mm_recompute)k);
+}
+
 static int parse_schedule(const char *v, int *out) {
-  mm_schedule k;
-  if (mm_schedule_from_name(v, &k) != 0) {
-    fprintf(stderr, "stepscope plan: --schedule takes afab, 1f1b or interleaved, not '%s'\n",
-            v ? v : "");
-    return -1;
-  }
-  *out = (int)k;
-  return 0;
+  return parse_word("--schedule", v, schedule_word, out);
 }
 
 static int parse_recompute(const char *v, int *out) {
-  mm_recompute k;
-  if (mm_recompute_from_name(v, &k) != 0) {
-    fprintf(stderr, "stepscope plan: --recompute takes none, selective or full, not '%s'\n",
-            v ? v : "");
-    return -1;
-  }
-  *out = (int)k;
-  return 0;
+  return parse_word("--recompute", v, recompute_word, out);
 }
 
 /* Applies one --what-if KEY=VALUE to a layout (and the job's global batch). */
 static int apply_what_if(char *kv, mm_layout *l, int *global_batch) {
   char *eq = strchr(kv, '=');
   if (!eq) {
-    fprintf(stderr, "stepscope plan: --what-if: '%s' is not KEY=VALUE\n", kv);
+    cli_print(stderr, "stepscope plan: --what-if: '%s' is not KEY=VALUE\n", kv);
     return -1;
   }
   *eq = '\0';
@@ -89,7 +97,7 @@ static int apply_what_if(char *kv, mm_layout *l, int *global_batch) {
     return parse_recompute(v, &x) ? -1 : (l->recompute = (mm_recompute)x, 0);
   if (!strcmp(k, "sp")) {
     if (strcmp(v, "0") && strcmp(v, "1") && strcmp(v, "true") && strcmp(v, "false")) {
-      fprintf(stderr, "stepscope plan: --what-if sp takes 0/1/true/false, not '%s'\n", v);
+      cli_print(stderr, "stepscope plan: --what-if sp takes 0/1/true/false, not '%s'\n", v);
       return -1;
     }
     l->sp = !strcmp(v, "1") || !strcmp(v, "true");
@@ -113,24 +121,25 @@ static int apply_what_if(char *kv, mm_layout *l, int *global_batch) {
       snprintf(name, sizeof name, "--what-if %s", k);
       return parse_int(name, v, ints[i].lo, ints[i].hi, ints[i].field);
     }
-  fprintf(stderr, "stepscope plan: --what-if: unknown key '%s'\n", k);
+  cli_print(stderr, "stepscope plan: --what-if: unknown key '%s'\n", k);
   return -1;
 }
 
-static FILE *open_out(const char *path) {
-  if (!strcmp(path, "-")) return stdout;
-  FILE *f = fopen(path, "w");
-  if (!f) fprintf(stderr, "stepscope plan: cannot write %s: %s\n", path, strerror(errno));
-  return f;
+/* What --json and --csv write: n layouts of a job. */
+typedef struct plan_output_of {
+  const plan_job *job;
+  const plan_result *results;
+  long n;
+} plan_output_of;
+
+static int plan_json(const void *what, ssa_out *o) {
+  const plan_output_of *p = what;
+  return plan_write_json(o, p->job, p->results, p->n);
 }
 
-static int close_out(FILE *f, const char *path) {
-  if (f == stdout) return fflush(f) ? -1 : 0;
-  if (fclose(f) != 0) {
-    fprintf(stderr, "stepscope plan: writing %s failed: %s\n", path, strerror(errno));
-    return -1;
-  }
-  return 0;
+static int plan_csv(const void *what, ssa_out *o) {
+  const plan_output_of *p = what;
+  return plan_write_csv(o, p->results, p->n);
 }
 
 /* What the command line says. */
@@ -169,18 +178,8 @@ static const char *device_help(void) {
 #define A(f) offsetof(plan_args, f)
 #define INT(name, meta, field, lo, hi, help)                                                       \
   { CLI_CALL, name, NULL, meta, help, A(field), opt_int, lo, hi, NULL }
-#define TEXT(text)                                                                                 \
-  { CLI_TEXT, NULL, NULL, NULL, text, 0, NULL, 0, 0, NULL }
-
-static void usage(FILE *f);
 
 static const cli_option plan_options[] = {
-    TEXT("usage: stepscope plan --gpus N --global-batch B [--model NAME] [options]\n"
-         "Predicts per-device memory (by component) and step time, tokens/s and MFU of every\n"
-         "parallel layout of a GPT model on N devices (the Ultra-Scale Playbook's calculators\n"
-         "for stepscope-train's layouts), ranked best first with the constraint that binds.\n"
-         "\n"
-         "model (as stepscope-train takes it):\n"),
     {CLI_STRING, "--model", NULL, "NAME", "tiny, gpt2-124m, gpt2-350m, gpt2-774m, gpt2-1.5b",
      A(model), NULL, 0, 0, NULL},
     INT("--layers", "N", layers, 1, 100000,
@@ -197,7 +196,7 @@ static const cli_option plan_options[] = {
     INT("--top-k", "K", top_k, 1, 1024, "experts per token, with --experts [2]"),
     INT("--moe-every", "N", moe_every, 1, 100000,
         "every N-th block is a mixture of experts, with --experts [1]"),
-    TEXT("job:\n"),
+    CLI_TEXT_ROW("job:\n"),
     INT("--gpus", "N", job.gpus, 1, 1 << 20, "devices [the run's world with --from]"),
     INT("--gpus-per-node", "G", job.gpus_per_node, 1, 1 << 16,
         "devices per node (groups inside a node use its links) [8]"),
@@ -211,7 +210,7 @@ static const cli_option plan_options[] = {
         "min(1, cores / ranks) of a core's) [this machine's, assumed]"),
     {CLI_UNFLAG, "--no-overlap", NULL, NULL, "gradient all-reduce not overlapped with backward",
      A(job.overlap), NULL, 0, 0, NULL},
-    TEXT("layout (each fixes that choice; all of them: predict one layout):\n"),
+    CLI_TEXT_ROW("layout (each fixes that choice; all of them: predict one layout):\n"),
     INT("--dp", "N", f.dp, 1, 1 << 20, "data-parallel degree"),
     INT("--tp", "N", f.tp, 1, 1 << 12, "tensor-parallel degree"),
     INT("--pp", "N", f.pp, 1, 1 << 12, "pipeline-parallel stages"),
@@ -229,7 +228,7 @@ static const cli_option plan_options[] = {
     {CLI_CALL, "--bucket-mb", NULL, "MB", "DP gradient bucket size in MiB [1]", A(bucket_mb),
      opt_double, 0.0001, 0, NULL},
     INT("--ep", "N", f.ep, 1, 1 << 12, "with --experts: expert parallelism carved out of dp"),
-    TEXT("calibration:\n"),
+    CLI_TEXT_ROW("calibration:\n"),
     {CLI_STRING, "--from", NULL, "RUN",
      "a traced stepscope-train run: achieved FLOP rate, measured\n"
      "bandwidths and latency, host overhead, bubble excess, memory\n"
@@ -240,7 +239,7 @@ static const cli_option plan_options[] = {
      "zero recompute microbatches schedule virtual_stages\n"
      "global_batch), predicted beside what the run measured",
      A(what_if), NULL, 0, 0, NULL},
-    TEXT("output:\n"),
+    CLI_TEXT_ROW("output:\n"),
     INT("--top", "N", top, 1, INT_MAX, "rows of the table [20]"),
     {CLI_STRING, "--json", NULL, "FILE", "every layout as JSON (docs/plan.md); '-' = stdout",
      A(json_path), NULL, 0, 0, NULL},
@@ -249,19 +248,17 @@ static const cli_option plan_options[] = {
     INT("--threads", "N", threads, 0, 4096, "threads for loading --from RUN [all cores]"),
 };
 
-static const cli_table plan_table = {"plan",
-                                     plan_options,
-                                     sizeof plan_options / sizeof plan_options[0],
-                                     24,
-                                     CLI_ARGS_NONE | CLI_MISSING_TO_CALL | CLI_UNKNOWN_QUOTED |
-                                         CLI_UNKNOWN_SEE_HELP,
-                                     usage,
-                                     NULL,
-                                     NULL};
-
-static void usage(FILE *f) {
-  cli_print_options(f, &plan_table);
-}
+static const cli_table plan_table = {
+    .command = "plan",
+    .head = "usage: stepscope plan --gpus N --global-batch B [--model NAME] [options]\n"
+            "Predicts per-device memory (by component) and step time, tokens/s and MFU of every\n"
+            "parallel layout of a GPT model on N devices (the Ultra-Scale Playbook's calculators\n"
+            "for stepscope-train's layouts), ranked best first with the constraint that binds.\n"
+            "\n"
+            "model (as stepscope-train takes it):\n",
+    CLI_ROWS(plan_options),
+    .column = 24,
+    .flags = CLI_ARGS_NONE | CLI_MISSING_TO_CALL | CLI_UNKNOWN_QUOTED | CLI_UNKNOWN_SEE_HELP};
 
 /* The model of the job: --from's, then the preset's, then the explicit
  * overrides; checked. 0, or the exit status after the message. */
@@ -276,7 +273,7 @@ static int build_model(plan_args *p) {
     cli_env_read(&env);
     if (plan_calibrate_from_run(p->from, p->threads, &env.import, &p->job.cal, err, sizeof err) !=
         0) {
-      fprintf(stderr, "stepscope plan: --from %s: %s\n", p->from, err);
+      cli_print(stderr, "stepscope plan: --from %s: %s\n", p->from, err);
       return 1;
     }
     const mm_layout *c = &p->job.cal.layout;
@@ -297,10 +294,10 @@ static int build_model(plan_args *p) {
   if (p->model) {
     const mp_preset *pr = mp_preset_find(p->model);
     if (!pr) {
-      fprintf(stderr,
-              "stepscope plan: unknown --model '%s' (%s; or give --layers --hidden "
-              "--heads --vocab)\n",
-              p->model, mp_preset_names());
+      cli_print(stderr,
+                "stepscope plan: unknown --model '%s' (%s; or give --layers --hidden "
+                "--heads --vocab)\n",
+                p->model, mp_preset_names());
       return 2;
     }
     m->layers = pr->layers;
@@ -324,24 +321,24 @@ static int build_model(plan_args *p) {
     m->moe_every = p->moe_every;
   }
   if (m->experts > 0 && (m->top_k > m->experts || m->moe_every > (m->layers ? m->layers : 1))) {
-    fprintf(stderr,
-            "stepscope plan: --top-k %d must be at most --experts %d and --moe-every "
-            "%d at most the layers\n",
-            m->top_k, m->experts, m->moe_every);
+    cli_print(stderr,
+              "stepscope plan: --top-k %d must be at most --experts %d and --moe-every "
+              "%d at most the layers\n",
+              m->top_k, m->experts, m->moe_every);
     return 2;
   }
   if (m->experts <= 0 && p->f.ep > 1) {
-    fprintf(stderr, "stepscope plan: --ep %d needs --experts\n", p->f.ep);
+    cli_print(stderr, "stepscope plan: --ep %d needs --experts\n", p->f.ep);
     return 2;
   }
   if (!m->layers || !m->hidden || !m->heads || !m->vocab || !m->seq) {
-    fprintf(stderr, "stepscope plan: describe the model: --model NAME, or --layers --hidden "
-                    "--heads --vocab --seq (or --from RUN)\n");
+    cli_print(stderr, "stepscope plan: describe the model: --model NAME, or --layers --hidden "
+                      "--heads --vocab --seq (or --from RUN)\n");
     return 2;
   }
   if (m->seq > m->max_seq) {
-    fprintf(stderr, "stepscope plan: --seq %d exceeds the %d positions (--max-seq)\n", m->seq,
-            m->max_seq);
+    cli_print(stderr, "stepscope plan: --seq %d exceeds the %d positions (--max-seq)\n", m->seq,
+              m->max_seq);
     return 2;
   }
   return 0;
@@ -353,13 +350,13 @@ static int build_job(plan_args *p) {
   if (rc) return rc;
   plan_job *job = &p->job;
   if (!job->gpus || !job->global_batch) {
-    fprintf(stderr, "stepscope plan: give --gpus N and --global-batch B (or --from RUN)\n");
+    cli_print(stderr, "stepscope plan: give --gpus N and --global-batch B (or --from RUN)\n");
     return 2;
   }
   const char *device = p->device ? p->device : "h100-sxm";
   const plan_device *d = plan_device_find(device);
   if (!d) {
-    fprintf(stderr, "stepscope plan: unknown --device '%s' (%s)\n", device, plan_device_names());
+    cli_print(stderr, "stepscope plan: unknown --device '%s' (%s)\n", device, plan_device_names());
     return 2;
   }
   job->dev = *d;
@@ -379,8 +376,8 @@ static int build_job(plan_args *p) {
 static int plan_what_if(plan_args *p) {
   plan_job *job = &p->job;
   if (!p->from) {
-    fprintf(stderr, "stepscope plan: --what-if changes a measured run's layout: give "
-                    "--from RUN\n");
+    cli_print(stderr, "stepscope plan: --what-if changes a measured run's layout: give "
+                      "--from RUN\n");
     return 2;
   }
   char *what_if = strdup(p->what_if);
@@ -397,10 +394,10 @@ static int plan_what_if(plan_args *p) {
   else if (l.virtual_stages < 2)
     l.virtual_stages = 2;
   if (job->global_batch % (l.dp * l.microbatches)) {
-    fprintf(stderr,
-            "stepscope plan: --what-if: global batch %d is not divisible by dp %d "
-            "x micro-batches %d\n",
-            job->global_batch, l.dp, l.microbatches);
+    cli_print(stderr,
+              "stepscope plan: --what-if: global batch %d is not divisible by dp %d "
+              "x micro-batches %d\n",
+              job->global_batch, l.dp, l.microbatches);
     return 1;
   }
   l.micro_batch = job->global_batch / (l.dp * l.microbatches);
@@ -408,7 +405,7 @@ static int plan_what_if(plan_args *p) {
   memset(results, 0, sizeof results);
   char err[256];
   if (plan_predict(job, &l, &results[0], err, sizeof err) != 0) {
-    fprintf(stderr, "stepscope plan: --what-if: the trainer cannot run this layout: %s\n", err);
+    cli_print(stderr, "stepscope plan: --what-if: the trainer cannot run this layout: %s\n", err);
     return 1;
   }
   /* the measured run's own layout through the same model, for the comparison */
@@ -420,15 +417,12 @@ static int plan_what_if(plan_args *p) {
   char a[128], b[128];
   plan_layout_name(c, a, sizeof a);
   plan_layout_name(&results[0].layout, b, sizeof b);
-  printf("measured run %s: %s, step %.4g s", p->from, a, job->cal.measured_step_s);
+  cli_print(stdout, "measured run %s: %s, step %.4g s", p->from, a, job->cal.measured_step_s);
   if (have_base) printf(" (the model gives %.4g s for it)", results[1].step_s);
   printf("\nwhat if %s:\n", b);
   plan_print_table(stdout, job, results, 1, 1);
-  if (p->json_path) {
-    FILE *o = open_out(p->json_path);
-    if (!o || plan_write_json(o, job, results, 1) != 0 || close_out(o, p->json_path) != 0) return 1;
-  }
-  return 0;
+  plan_output_of out = {job, results, 1};
+  return p->json_path && cli_write_output("plan", p->json_path, plan_json, &out) ? 1 : 0;
 }
 
 /* Every layout option given: that one layout into *results (malloc'd). 0, or the status. */
@@ -448,23 +442,23 @@ static int plan_single(plan_args *p, plan_result **results) {
       l.schedule == MM_SCHED_INTERLEAVED ? (f->virtual_stages > 0 ? f->virtual_stages : 2) : 1;
   l.ep = l.experts > 0 && f->ep > 0 ? f->ep : 1; /* --ep, else no expert parallelism */
   if (l.experts > 0 && (l.dp % l.ep || l.experts % l.ep)) {
-    fprintf(stderr, "stepscope plan: --ep %d must divide --dp %d and the %d experts\n", l.ep, l.dp,
-            l.experts);
+    cli_print(stderr, "stepscope plan: --ep %d must divide --dp %d and the %d experts\n", l.ep,
+              l.dp, l.experts);
     return 1;
   }
   if (p->job.global_batch % (l.dp * l.microbatches)) {
-    fprintf(stderr,
-            "stepscope plan: the global batch %d is not divisible by dp %d x "
-            "micro-batches %d\n",
-            p->job.global_batch, l.dp, l.microbatches);
+    cli_print(stderr,
+              "stepscope plan: the global batch %d is not divisible by dp %d x "
+              "micro-batches %d\n",
+              p->job.global_batch, l.dp, l.microbatches);
     return 1;
   }
   l.micro_batch = p->job.global_batch / (l.dp * l.microbatches);
   char err[256];
   *results = calloc(1, sizeof **results);
   if (!*results || plan_predict(&p->job, &l, *results, err, sizeof err) != 0) {
-    fprintf(stderr, "stepscope plan: this layout cannot run: %s\n",
-            *results ? err : "out of memory");
+    cli_print(stderr, "stepscope plan: this layout cannot run: %s\n",
+              *results ? err : "out of memory");
     return 1;
   }
   return 0;
@@ -475,15 +469,15 @@ static long plan_all(plan_args *p, plan_result **results) {
   char err[256];
   long n = plan_enumerate(&p->job, &p->f, results, err, sizeof err);
   if (n < 0) {
-    fprintf(stderr, "stepscope plan: %s\n", err);
+    cli_print(stderr, "stepscope plan: %s\n", err);
     return -1;
   }
   if (n == 0) {
-    fprintf(stderr,
-            "stepscope plan: no layout of this model runs on %d devices with a "
-            "global batch of %d%s%s\n",
-            p->job.gpus, p->job.global_batch, err[0] ? " (last reason: " : "", err[0] ? err : "");
-    if (err[0]) fprintf(stderr, ")\n");
+    cli_print(stderr,
+              "stepscope plan: no layout of this model runs on %d devices with a "
+              "global batch of %d%s%s\n",
+              p->job.gpus, p->job.global_batch, err[0] ? " (last reason: " : "", err[0] ? err : "");
+    if (err[0]) cli_print(stderr, ")\n");
     return -1;
   }
   return n;
@@ -501,15 +495,9 @@ static int plan_output(const plan_args *p, const plan_result *results, long n) {
              p->job.dev.memory_bytes / (double)(1u << 30));
   }
   int status = 0;
-  if (json_path) {
-    FILE *o = open_out(json_path);
-    if (!o || plan_write_json(o, &p->job, results, n) != 0 || close_out(o, json_path) != 0)
-      status = 1;
-  }
-  if (csv_path) {
-    FILE *o = open_out(csv_path);
-    if (!o || plan_write_csv(o, results, n) != 0 || close_out(o, csv_path) != 0) status = 1;
-  }
+  plan_output_of out = {&p->job, results, n};
+  if (json_path && cli_write_output("plan", json_path, plan_json, &out)) status = 1;
+  if (csv_path && cli_write_output("plan", csv_path, plan_csv, &out)) status = 1;
   return status;
 }
 

@@ -51,6 +51,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli_print.h"
 #include "option_table.h"
 #include "stepscope.h"
 #include "sc_file.h"
@@ -66,19 +67,8 @@ typedef struct record_args {
   int no_cuda, no_nvtx, no_nccl, force, quiet;
 } record_args;
 
-static void usage(FILE *f);
-
 #define A(f) offsetof(record_args, f)
 static const cli_option record_options[] = {
-    {CLI_TEXT, NULL, NULL, NULL,
-     "usage: stepscope record -o RUN [options] -- COMMAND [ARGS...]\n"
-     "\n"
-     "Runs COMMAND with the stepscope tracer injected: CUDA activity (CUPTI), NVTX ranges\n"
-     "and NCCL collectives of every process go to RUN/rank-NNNNN.trace.zst, one file per\n"
-     "rank (rank from RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID or PMI_RANK). Works with\n"
-     "launchers: stepscope record -o run -- torchrun --nproc-per-node 2 train.py\n"
-     "\n",
-     0, NULL, 0, 0, NULL},
     {CLI_STRING, "--output", "-o", "RUN", "run directory (created)", A(run), NULL, 0, 0, NULL},
     {CLI_STRING, "--inject-lib", NULL, "PATH",
      "the injection library (default: found next to stepscope)", A(lib_arg), NULL, 0, 0, NULL},
@@ -93,32 +83,30 @@ static const cli_option record_options[] = {
      A(force), NULL, 0, 0, NULL},
     {CLI_FLAG, "--quiet", "-q", NULL, "no summary of the rank files written when COMMAND ends",
      A(quiet), NULL, 0, 0, NULL},
-    {CLI_TEXT, NULL, NULL, NULL,
-     "  -h, --help           this help\n"
-     "\n"
-     "When COMMAND ends, record prints (on stderr) the rank files written, their size,\n"
-     "and any that cannot be read. Signals: Ctrl-C reaches COMMAND directly; SIGTERM,\n"
-     "SIGHUP, SIGUSR1 and SIGUSR2 sent to record are passed on to COMMAND.\n"
-     "\n"
-     "Exit status: COMMAND's own (record dies of the same signal if COMMAND did);\n"
-     "2 usage error; 1 set-up error; 127 COMMAND not found; 126 COMMAND not runnable.\n",
-     0, NULL, 0, 0, NULL},
 };
 
 /* "--" or the first word that is not an option starts COMMAND, which is
  * passed on untouched; an option without its value is an unknown option. */
-static const cli_table record_table = {"record",
-                                       record_options,
-                                       sizeof record_options / sizeof record_options[0],
-                                       23,
-                                       CLI_STOP_AT_ARG | CLI_MISSING_IS_UNKNOWN,
-                                       usage,
-                                       NULL,
-                                       NULL};
-
-static void usage(FILE *f) {
-  cli_print_options(f, &record_table);
-}
+static const cli_table record_table = {
+    .command = "record",
+    .head = "usage: stepscope record -o RUN [options] -- COMMAND [ARGS...]\n"
+            "\n"
+            "Runs COMMAND with the stepscope tracer injected: CUDA activity (CUPTI), NVTX ranges\n"
+            "and NCCL collectives of every process go to RUN/rank-NNNNN.trace.zst, one file per\n"
+            "rank (rank from RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID or PMI_RANK). Works with\n"
+            "launchers: stepscope record -o run -- torchrun --nproc-per-node 2 train.py\n"
+            "\n",
+    CLI_ROWS(record_options),
+    .column = 23,
+    .flags = CLI_STOP_AT_ARG | CLI_MISSING_IS_UNKNOWN,
+    .tail = "  -h, --help           this help\n"
+            "\n"
+            "When COMMAND ends, record prints (on stderr) the rank files written, their size,\n"
+            "and any that cannot be read. Signals: Ctrl-C reaches COMMAND directly; SIGTERM,\n"
+            "SIGHUP, SIGUSR1 and SIGUSR2 sent to record are passed on to COMMAND.\n"
+            "\n"
+            "Exit status: COMMAND's own (record dies of the same signal if COMMAND did);\n"
+            "2 usage error; 1 set-up error; 127 COMMAND not found; 126 COMMAND not runnable.\n"};
 
 static int file_exists(const char *path) {
   struct stat st;
@@ -160,10 +148,10 @@ static int holds_traces(const char *dir) {
 static void set_injection_var(const char *name, const char *value) {
   const char *old = getenv(name);
   if (old && *old && strcmp(old, value) != 0) {
-    fprintf(stderr,
-            "stepscope record: %s is already set to %s (another profiler?); leaving it, "
-            "that source is not traced\n",
-            name, old);
+    cli_print(stderr,
+              "stepscope record: %s is already set to %s (another profiler?); leaving it, "
+              "that source is not traced\n",
+              name, old);
     return;
   }
   setenv(name, value, 1);
@@ -201,7 +189,7 @@ static void forward_signal(int sig) {
 static int run_command(char **command, int *status) {
   int report[2]; /* exec failure: the child writes its errno here */
   if (pipe2(report, O_CLOEXEC) != 0) {
-    fprintf(stderr, "stepscope record: cannot create a pipe: %s\n", strerror(errno));
+    cli_print(stderr, "stepscope record: cannot create a pipe: %s\n", strerror(errno));
     return 1;
   }
   fflush(NULL);
@@ -215,7 +203,7 @@ static int run_command(char **command, int *status) {
   sigaction(SIGQUIT, &ignore, &old_quit);
   pid_t pid = fork();
   if (pid < 0) {
-    fprintf(stderr, "stepscope record: cannot start %s: %s\n", command[0], strerror(errno));
+    cli_print(stderr, "stepscope record: cannot start %s: %s\n", command[0], strerror(errno));
     return 1;
   }
   if (pid == 0) {
@@ -247,11 +235,11 @@ static int run_command(char **command, int *status) {
     w = waitpid(pid, status, 0);
   while (w < 0 && errno == EINTR);
   if (got == (ssize_t)sizeof exec_errno) {
-    fprintf(stderr, "stepscope record: cannot run %s: %s\n", command[0], strerror(exec_errno));
+    cli_print(stderr, "stepscope record: cannot run %s: %s\n", command[0], strerror(exec_errno));
     return exec_errno == ENOENT ? 127 : 126;
   }
   if (w < 0) {
-    fprintf(stderr, "stepscope record: lost track of %s: %s\n", command[0], strerror(errno));
+    cli_print(stderr, "stepscope record: lost track of %s: %s\n", command[0], strerror(errno));
     return 1;
   }
   return 0;
@@ -349,7 +337,7 @@ static void summarize_run(const char *run, const char *command, const file_snaps
   char **paths = NULL;
   size_t count = 0;
   if (stepscope_run_files(run, &paths, &count, &err) != 0) {
-    fprintf(stderr, "stepscope record: cannot list %s: %s\n", run, err.message);
+    cli_print(stderr, "stepscope record: cannot list %s: %s\n", run, err.message);
     return;
   }
   uint64_t bytes = 0;
@@ -365,7 +353,7 @@ static void summarize_run(const char *run, const char *command, const file_snaps
     bytes += (uint64_t)st.st_size;
     stepscope_reader *r = stepscope_reader_open(paths[k], &err);
     if (!r) {
-      fprintf(stderr, "stepscope record: warning: %s\n", err.message);
+      cli_print(stderr, "stepscope record: warning: %s\n", err.message);
       continue;
     }
     int32_t rank = (int32_t)stepscope_reader_header(r)->rank;
@@ -383,22 +371,22 @@ static void summarize_run(const char *run, const char *command, const file_snaps
   }
   size_t written = count - stale;
   if (written == 0) {
-    fprintf(stderr,
-            "stepscope record: no trace was written to %s. A process is traced once it calls\n"
-            "  CUDA, NVTX or NCCL, if it has a rank variable (RANK, OMPI_COMM_WORLD_RANK,\n"
-            "  SLURM_PROCID, PMI_RANK) or is %s itself; did it use the GPU?\n",
-            run, command);
+    cli_print(stderr,
+              "stepscope record: no trace was written to %s. A process is traced once it calls\n"
+              "  CUDA, NVTX or NCCL, if it has a rank variable (RANK, OMPI_COMM_WORLD_RANK,\n"
+              "  SLURM_PROCID, PMI_RANK) or is %s itself; did it use the GPU?\n",
+              run, command);
     stepscope_run_files_free(paths, count);
     return;
   }
-  fprintf(stderr, "stepscope record: %zu trace file%s written to %s (%.*f %s%s)", written,
-          written == 1 ? "" : "s", run, bytes < 1000000 ? 0 : 1,
-          bytes < 1000000 ? (double)bytes / 1e3 : (double)bytes / 1e6,
-          bytes < 1000000 ? "kB" : "MB", ranks);
-  if (readable < written) fprintf(stderr, "; %zu cannot be read (above)", written - readable);
+  cli_print(stderr, "stepscope record: %zu trace file%s written to %s (%.*f %s%s)", written,
+            written == 1 ? "" : "s", run, bytes < 1000000 ? 0 : 1,
+            bytes < 1000000 ? (double)bytes / 1e3 : (double)bytes / 1e6,
+            bytes < 1000000 ? "kB" : "MB", ranks);
+  if (readable < written) cli_print(stderr, "; %zu cannot be read (above)", written - readable);
   if (stale)
-    fprintf(stderr, "; %zu older file%s left from an earlier run", stale, stale == 1 ? "" : "s");
-  fprintf(stderr, "\n  next: stepscope analyze %s\n", run);
+    cli_print(stderr, "; %zu older file%s left from an earlier run", stale, stale == 1 ? "" : "s");
+  cli_print(stderr, "\n  next: stepscope analyze %s\n", run);
   stepscope_run_files_free(paths, count);
 }
 
@@ -408,67 +396,67 @@ int cmd_record(int argc, char **argv) {
   int i = argc;
   int parsed = cli_parse(&record_table, argc, argv, &x, &i);
   if (parsed != CLI_PARSED) return parsed;
-  const char *run = x.run, *lib_arg = x.lib_arg;
-  int no_cuda = x.no_cuda, no_nvtx = x.no_nvtx, no_nccl = x.no_nccl, force = x.force,
-      quiet = x.quiet;
+  const char *run = x.run;
   if (!run || i >= argc) {
-    fprintf(stderr, "stepscope record: %s\n", !run ? "-o RUN is required" : "no command given");
-    usage(stderr);
+    cli_print(stderr, "stepscope record: %s\n", !run ? "-o RUN is required" : "no command given");
+    cli_usage(stderr, &record_table);
     return 2;
   }
   char **command = &argv[i];
 
   char lib[PATH_MAX];
-  if (lib_arg) {
-    if (!realpath(lib_arg, lib) || !file_exists(lib)) {
-      fprintf(stderr, "stepscope record: injection library %s: %s\n", lib_arg,
-              strerror(errno ? errno : ENOENT));
+  if (x.lib_arg) {
+    if (!realpath(x.lib_arg, lib) || !file_exists(lib)) {
+      cli_print(stderr, "stepscope record: injection library %s: %s\n", x.lib_arg,
+                strerror(errno ? errno : ENOENT));
       return 1;
     }
   } else if (find_inject_lib(lib, sizeof lib) != 0) {
-    fprintf(stderr, "stepscope record: cannot find %s next to this executable; use --inject-lib\n",
-            INJECT_LIB_NAME);
+    cli_print(stderr,
+              "stepscope record: cannot find %s next to this executable; use --inject-lib\n",
+              INJECT_LIB_NAME);
     return 1;
   }
   if (sc_mkdir_p(run, 0777) != 0) {
-    fprintf(stderr, "stepscope record: cannot create run directory %s: %s\n", run, strerror(errno));
+    cli_print(stderr, "stepscope record: cannot create run directory %s: %s\n", run,
+              strerror(errno));
     return 1;
   }
-  if (holds_traces(run) && !force) {
-    fprintf(stderr, "stepscope record: %s already holds traces; use another directory or --force\n",
-            run);
+  if (holds_traces(run) && !x.force) {
+    cli_print(stderr,
+              "stepscope record: %s already holds traces; use another directory or --force\n", run);
     return 1;
   }
   char run_abs[PATH_MAX];
   if (!realpath(run, run_abs)) {
-    fprintf(stderr, "stepscope record: %s: %s\n", run, strerror(errno));
+    cli_print(stderr, "stepscope record: %s: %s\n", run, strerror(errno));
     return 1;
   }
-  if (!no_cuda) set_injection_var("CUDA_INJECTION64_PATH", lib);
-  if (!no_nvtx) set_injection_var("NVTX_INJECTION64_PATH", lib);
-  if (!no_nccl) set_injection_var("NCCL_PROFILER_PLUGIN", lib);
+  if (!x.no_cuda) set_injection_var("CUDA_INJECTION64_PATH", lib);
+  if (!x.no_nvtx) set_injection_var("NVTX_INJECTION64_PATH", lib);
+  if (!x.no_nccl) set_injection_var("NCCL_PROFILER_PLUGIN", lib);
   setenv("STEPSCOPE_RUN_DIR", run_abs, 1);
   char *config = command_json(command);
   if (config) {
     setenv("STEPSCOPE_CONFIG_JSON", config, 1);
     free(config);
   }
-  if (force) {
+  if (x.force) {
     char removed[600], failed[600];
     if (sc_remove_derived_outputs(run_abs, removed, sizeof removed, failed, sizeof failed))
-      fprintf(stderr,
-              "stepscope record: --force: removed the earlier run's derived outputs %s (stale "
-              "now)\n",
-              removed);
+      cli_print(stderr,
+                "stepscope record: --force: removed the earlier run's derived outputs %s (stale "
+                "now)\n",
+                removed);
     if (failed[0])
-      fprintf(stderr, "stepscope record: --force: could not remove %s (stale)\n", failed);
+      cli_print(stderr, "stepscope record: --force: could not remove %s (stale)\n", failed);
   }
   file_snapshot before = {0};
-  if (!quiet || force) snapshot_take(run_abs, &before);
+  if (!x.quiet || x.force) snapshot_take(run_abs, &before);
   int status;
   int rc = run_command(command, &status);
-  if (rc == 0 && force) remove_stale_ranks(run_abs, &before);
-  if (rc == 0 && !quiet) summarize_run(run_abs, command[0], &before);
+  if (rc == 0 && x.force) remove_stale_ranks(run_abs, &before);
+  if (rc == 0 && !x.quiet) summarize_run(run_abs, command[0], &before);
   snapshot_free(&before);
   return rc ? rc /* could not start it (said why) */ : pass_status_on(status);
 }

@@ -16,9 +16,12 @@
  */
 #include "view.h"
 
+#include "cli_print.h"
+
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netdb.h>
 #include <unistd.h>
 
 #include "cli_env.h"
@@ -46,10 +49,10 @@ static int pass_rules_on(int comm) {
     const ssa_comm_rule *r = &rules->rule[i];
     if (r->comm != comm || strcmp(r->origin, "command line")) continue;
     if (strchr(r->pattern, ';')) {
-      fprintf(stderr,
-              "stepscope view: %s '%s': view passes rules on in %s, which separates "
-              "patterns with ';' (write it as [;] in the regex)\n",
-              ssa_comm_rule_option(r), r->pattern, var);
+      cli_print(stderr,
+                "stepscope view: %s '%s': view passes rules on in %s, which separates "
+                "patterns with ';' (write it as [;] in the regex)\n",
+                ssa_comm_rule_option(r), r->pattern, var);
       free(v);
       return -1;
     }
@@ -74,39 +77,33 @@ static int opt_port(const cli_option *o, const char *v, void *cmd) {
   char *end = NULL;
   long p = strtol(v, &end, 10);
   if (!*v || *end || p < 0 || p > 65535) {
-    fprintf(stderr, "stepscope view: --port %s: not a port number\n", v);
+    cli_print(stderr, "stepscope view: --port %s: not a port number\n", v);
     return 2;
   }
   ((view_args *)cmd)->port = (int)p;
   return 0;
 }
 
-static int argument(void *cmd, const char *a) {
-  view_args *x = cmd;
-  if (x->run_a) {
-    fprintf(stderr, "stepscope view: one run only (use --compare for a second one)\n");
+/* --bind ADDR is a numeric IPv4 or IPv6 address (view_serve listens there): 0, or 2 (said
+ * why). Checked before any run is read. */
+static int check_bind(const char *addr) {
+  struct addrinfo hints, *ai = NULL;
+  memset(&hints, 0, sizeof hints);
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICHOST;
+  int rc = getaddrinfo(addr, NULL, &hints, &ai);
+  if (rc != 0) {
+    cli_print(stderr, "stepscope view: --bind %s: %s (give a numeric IPv4 or IPv6 address)\n", addr,
+              gai_strerror(rc));
     return 2;
   }
-  x->run_a = a;
+  freeaddrinfo(ai);
   return 0;
 }
 
-static void usage(FILE *f);
-
 #define A(f) offsetof(view_args, f)
 static const cli_option view_options[] = {
-    {CLI_TEXT, NULL, NULL, NULL,
-     "usage: stepscope view RUN [--compare RUN_B] [--port P] [--bind ADDR] [--html OUT.html]\n"
-     "\n"
-     "Serve the bundled offline viewer for a run on http://127.0.0.1:P/ (default port 8642;\n"
-     "0 picks a free port). RUN is a run directory (or one file of it) as every command\n"
-     "takes it: stepscope rank-*.trace.zst files, or PyTorch profiler traces (rank-*,\n"
-     "rank_*, worker*, *.pt.trace.json[.gz], or any *.json[.gz] whose content is Kineto's,\n"
-     "trace.json.gz included), with or without the export of `stepscope export` (told by\n"
-     "its marker) and the report of `stepscope analyze --json`; what is missing is\n"
-     "generated first into a temporary directory.\n"
-     "\n",
-     0, NULL, 0, 0, NULL},
     {CLI_STRING, "--compare", NULL, "RUN_B",
      "a second run for the Compare view (which shows `stepscope diff\n"
      "RUN RUN_B`'s findings and verdicts when both have rank traces)",
@@ -138,18 +135,25 @@ static const cli_option view_options[] = {
      0, NULL, 0, 0, NULL},
 };
 
-static const cli_table view_table = {"view",
-                                     view_options,
-                                     sizeof view_options / sizeof view_options[0],
-                                     20,
-                                     CLI_ARGS_DASH_ALONE | CLI_USAGE_AFTER_MISSING,
-                                     usage,
-                                     argument,
-                                     NULL};
-
-static void usage(FILE *f) {
-  cli_print_options(f, &view_table);
-}
+static const cli_table view_table = {
+    .command = "view",
+    .head =
+        "usage: stepscope view RUN [--compare RUN_B] [--port P] [--bind ADDR] [--html OUT.html]\n"
+        "\n"
+        "Serve the bundled offline viewer for a run on http://127.0.0.1:P/ (default port 8642;\n"
+        "0 picks a free port). RUN is a run directory (or one file of it) as every command\n"
+        "takes it: stepscope rank-*.trace.zst files, or PyTorch profiler traces (rank-*,\n"
+        "rank_*, worker*, *.pt.trace.json[.gz], or any *.json[.gz] whose content is Kineto's,\n"
+        "trace.json.gz included), with or without the export of `stepscope export` (told by\n"
+        "its marker) and the report of `stepscope analyze --json`; what is missing is\n"
+        "generated first into a temporary directory.\n"
+        "\n",
+    CLI_ROWS(view_options),
+    .column = 20,
+    .flags = CLI_ARGS_DASH_ALONE | CLI_USAGE_AFTER_MISSING,
+    .args = A(run_a),
+    .nargs = 1,
+    .too_many = "one run only (use --compare for a second one)"};
 
 int cmd_view(int argc, char **argv) {
   view_args x;
@@ -158,15 +162,8 @@ int cmd_view(int argc, char **argv) {
   x.port = 8642;
   int parsed = cli_parse(&view_table, argc, argv, &x, NULL);
   if (parsed != CLI_PARSED) return parsed;
-  const char *run_a = x.run_a, *run_b = x.run_b, *html = x.html, *bind_addr = x.bind_addr;
-  int port = x.port;
-  ssa_options rule_opt = x.rule_opt;
-  if (!run_a) {
-    usage(stderr);
-    return 2;
-  }
-  if (cli_finish_analysis_options("view", &rule_opt) || pass_rules_on(1) || pass_rules_on(0))
-    return 2;
+  if (check_bind(x.bind_addr) || pass_rules_on(1) || pass_rules_on(0)) return 2;
+  const char *html = x.html;
 
   char self_exe[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", self_exe, sizeof self_exe - 1);
@@ -177,12 +174,12 @@ int cmd_view(int argc, char **argv) {
   view_run runs[2];
   int nruns = 0;
   char err[1024];
-  const char *args[2] = {run_a, run_b};
+  const char *args[2] = {x.run_a, x.run_b};
   for (int i = 0; i < 2; i++) {
     if (!args[i]) continue;
     if (view_run_open(&runs[nruns], i == 0 ? "a" : "b", args[i], n > 0 ? self_exe : NULL,
                       html != NULL, &env.import.inflate, err, sizeof err) != 0) {
-      fprintf(stderr, "stepscope view: %s\n", err);
+      cli_print(stderr, "stepscope view: %s\n", err);
       for (int k = 0; k < nruns; k++)
         view_run_close(&runs[k]);
       return 1;
@@ -190,24 +187,24 @@ int cmd_view(int argc, char **argv) {
     nruns++;
   }
   if (nruns == 2) view_run_diff(&runs[1], &runs[0], n > 0 ? self_exe : NULL);
-  for (int k = 0; k < nruns && rule_opt.comm_rules; k++)
+  for (int k = 0; k < nruns && x.rule_opt.comm_rules; k++)
     if (!runs[k].trace_generated || !runs[k].report_generated)
-      fprintf(stderr,
-              "stepscope view: note: %s holds its own export or report, made without "
-              "these --comm-kernel/--compute-kernel rules; they apply only to what view "
-              "generates\n",
-              runs[k].dir);
+      cli_print(stderr,
+                "stepscope view: note: %s holds its own export or report, made without "
+                "these --comm-kernel/--compute-kernel rules; they apply only to what view "
+                "generates\n",
+                runs[k].dir);
 
   int rc;
   if (html) {
     char summary[1024];
     rc = view_write_html(runs, nruns, html, summary, sizeof summary, err, sizeof err) == 0 ? 0 : 1;
     if (rc)
-      fprintf(stderr, "stepscope view: %s\n", err);
+      cli_print(stderr, "stepscope view: %s\n", err);
     else
-      printf("stepscope view: wrote %s (%s)\n", html, summary); /* one line */
+      cli_print(stdout, "stepscope view: wrote %s (%s)\n", html, summary); /* one line */
   } else {
-    rc = view_serve(runs, nruns, bind_addr, port, stdout);
+    rc = view_serve(runs, nruns, x.bind_addr, x.port, stdout);
   }
   for (int k = 0; k < nruns; k++)
     view_run_close(&runs[k]);

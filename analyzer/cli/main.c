@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli_print.h"
 #include "stepscope.h"
 
 #define DECLARE_COMMAND(name) int cmd_##name(int argc, char **argv) __attribute__((weak))
@@ -42,7 +43,9 @@ static void usage(FILE *out, const command *cmds, size_t n) {
     fprintf(out, "  %-9s %s%s\n", cmds[i].name, cmds[i].summary,
             cmds[i].run ? "" : " (not part of this build)");
   fprintf(out, "\n"
-               "RUN is a run directory (rank-*.trace.zst, or PyTorch rank-*.json[.gz]).\n"
+               "RUN is a run directory or one trace file of it: stepscope's rank-*.trace.zst,\n"
+               "or PyTorch profiler (Kineto) traces, *.json or *.json.gz of any name whose\n"
+               "content is Kineto's.\n"
                "`stepscope <command> --help` describes each command.\n");
 }
 
@@ -51,7 +54,7 @@ int main(int argc, char **argv) {
       {"info", cmd_info, "header, ranks, record counts, time span of a run or file"},
       {"dump", cmd_dump, "every record of a trace file as one JSON line"},
       {"analyze", cmd_analyze, "the report: overlap, exposed comm, bubbles, idle, stragglers"},
-      {"export", cmd_export, "Chrome-trace JSON for Perfetto and the viewer"},
+      {"export", cmd_export, "the timeline as Chrome-trace JSON or a Perfetto protobuf trace"},
       {"diff", cmd_diff, "compare two runs"},
       {"view", cmd_view, "serve the offline viewer for a run on 127.0.0.1"},
       {"record", cmd_record, "trace any CUDA program (PyTorch included) by injection"},
@@ -74,19 +77,19 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < n; i++) {
     if (strcmp(argv[1], cmds[i].name) != 0) continue;
     if (!cmds[i].run) {
-      fprintf(stderr, "stepscope: '%s' is not part of this build\n", cmds[i].name);
+      cli_print(stderr, "stepscope: '%s' is not part of this build\n", cmds[i].name);
       return 1;
     }
     int rc = cmds[i].run(argc - 1, argv + 1);
     /* text output that could not be written (a full disk, /dev/full) is a
      * failure: exit 1, never 0 with a cut report */
     if (fflush(stdout) != 0 || ferror(stdout)) {
-      fprintf(stderr, "stepscope %s: write error on the standard output: %s\n", cmds[i].name,
-              strerror(errno));
+      cli_print(stderr, "stepscope %s: write error on the standard output: %s\n", cmds[i].name,
+                strerror(errno));
       if (rc == 0) rc = 1;
     }
     return rc;
   }
-  fprintf(stderr, "stepscope: unknown command '%s' (see stepscope --help)\n", argv[1]);
+  cli_print(stderr, "stepscope: unknown command '%s' (see stepscope --help)\n", argv[1]);
   return 2;
 }

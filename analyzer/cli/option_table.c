@@ -18,6 +18,8 @@
  */
 #include "option_table.h"
 
+#include "cli_print.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -25,7 +27,7 @@ static ssa_comm_rules rules; /* --comm-kernel, --compute-kernel, then the enviro
 
 /* Prints a message of the library's parser as the commands print errors. */
 static int print_message(const char *msg) {
-  fprintf(stderr, "%s\n", msg);
+  cli_print(stderr, "%s\n", msg);
   return -1;
 }
 
@@ -57,6 +59,10 @@ static int is_group(const cli_option *o) {
   return o->kind == CLI_ANALYSIS || o->kind == CLI_CLASSIFY;
 }
 
+static int is_call(const cli_option *o) {
+  return o->kind == CLI_CALL || o->kind == CLI_REPEAT;
+}
+
 /* The library's analysis option `name`, when the group row `o` holds it. */
 static const ssa_analysis_option_doc *group_member(const cli_option *o, const char *name) {
   for (size_t i = 0; i < ssa_analysis_option_count; i++) {
@@ -79,7 +85,31 @@ static const cli_option *find(const cli_table *t, const char *a) {
 }
 
 static int takes_value(const cli_option *o) {
-  return !o || o->kind == CLI_STRING || is_group(o) || (o->kind == CLI_CALL && o->metavar);
+  return o->kind == CLI_STRING || is_group(o) || (is_call(o) && o->metavar);
+}
+
+/* Which options were given, to refuse one given twice: a row's index, or for the analysis
+ * options the table's size plus the library's index. */
+typedef struct given_set {
+  unsigned char given[128];
+} given_set;
+
+/* Option `a` of row `o` is given (with a value): 0, or 2 when it was given before and may
+ * not be repeated (said why). */
+static int give(const cli_table *t, given_set *g, const cli_option *o, const char *a) {
+  size_t key = (size_t)(o - t->options);
+  if (o->kind == CLI_REPEAT) return 0;
+  if (is_group(o)) {
+    const ssa_analysis_option_doc *d = group_member(o, a);
+    if (d->repeatable) return 0;
+    key = t->n + (size_t)(d - ssa_analysis_option_docs);
+  }
+  if (key >= sizeof g->given) return 0;
+  if (g->given[key]++) {
+    cli_print(stderr, "stepscope %s: %s is given more than once (give it once)\n", t->command, a);
+    return 2;
+  }
+  return 0;
 }
 
 static int is_option(const cli_table *t, const char *a) {
@@ -91,16 +121,30 @@ static int is_option(const cli_table *t, const char *a) {
 
 static int unknown(const cli_table *t, const char *a) {
   const char *q = t->flags & CLI_UNKNOWN_QUOTED ? "'" : "";
-  fprintf(stderr, "stepscope %s: unknown option %s%s%s%s\n", t->command, q, a, q,
-          t->flags & CLI_UNKNOWN_SEE_HELP ? " (see --help)" : "");
-  if (!(t->flags & CLI_UNKNOWN_SEE_HELP)) t->usage(stderr);
+  cli_print(stderr, "stepscope %s: unknown option %s%s%s%s\n", t->command, q, a, q,
+            t->flags & CLI_UNKNOWN_SEE_HELP ? " (see --help)" : "");
+  if (!(t->flags & CLI_UNKNOWN_SEE_HELP)) cli_usage(stderr, t);
   return 2;
 }
 
 static int needs_value(const cli_table *t, const cli_option *o, const char *a) {
-  fprintf(stderr, "stepscope %s: %s needs a value\n", t->command, a);
-  if ((t->flags & CLI_USAGE_AFTER_MISSING) && o && !is_group(o)) t->usage(stderr);
+  cli_print(stderr, "stepscope %s: %s needs a value\n", t->command, a);
+  if ((t->flags & CLI_USAGE_AFTER_MISSING) && o && !is_group(o)) cli_usage(stderr, t);
   return 2;
+}
+
+/* Stores argument `a` as the command's next one: 0, or 2 when there is one too many. */
+static int argument(const cli_table *t, void *cmd, int *nargs, const char *a) {
+  if (*nargs >= t->nargs) {
+    if (t->too_many)
+      cli_print(stderr, "stepscope %s: %s\n", t->command, t->too_many);
+    else
+      cli_print(stderr, "stepscope %s: unexpected argument %s\n", t->command, a);
+    return 2;
+  }
+  ((const char **)((char *)cmd + t->args))[(*nargs)++] = a;
+  if (t->seen) t->seen(cmd, NULL, a);
+  return 0;
 }
 
 /* Applies option `a` of row `o` with value `v` (NULL for a flag): 0, or an exit status. */
@@ -110,7 +154,8 @@ static int apply(const cli_table *t, const cli_option *o, const char *a, const c
   case CLI_STRING: *(const char **)at = v; return 0;
   case CLI_FLAG: *(int *)at = 1; return 0;
   case CLI_UNFLAG: *(int *)at = 0; return 0;
-  case CLI_CALL: return o->fn(o, v, cmd);
+  case CLI_CALL:
+  case CLI_REPEAT: return o->fn(o, v, cmd);
   case CLI_ANALYSIS:
   case CLI_CLASSIFY:
     return cli_apply_analysis_option(t->command, a, v, (ssa_options *)at) < 0 ? 2 : 0;
@@ -119,8 +164,29 @@ static int apply(const cli_table *t, const cli_option *o, const char *a, const c
   return 0;
 }
 
+/* The command line as a whole, once every word is read: enough arguments,
+ * and the environment's classification rules for a command that analyses. */
+static int check_whole(const cli_table *t, ssa_options *opt, int nargs) {
+  if (nargs < t->nargs) {
+    cli_usage(stderr, t);
+    return 2;
+  }
+  return opt && cli_finish_analysis_options(t->command, opt) ? 2 : CLI_PARSED;
+}
+
+/* The ssa_options of the table's analysis options (NULL: it has none). */
+static ssa_options *analysis_options(const cli_table *t, void *cmd) {
+  for (size_t i = 0; i < t->n; i++)
+    if (is_group(&t->options[i])) return (ssa_options *)((char *)cmd + t->options[i].offset);
+  return NULL;
+}
+
 int cli_parse(const cli_table *t, int argc, char **argv, void *cmd, int *next) {
-  int i = 1;
+  ssa_options *opt = analysis_options(t, cmd);
+  if (opt) ssa_options_default(opt);
+  int i = 1, nargs = 0;
+  given_set given;
+  memset(&given, 0, sizeof given);
   for (; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if ((t->flags & CLI_STOP_AT_ARG) && !strcmp(a, "--")) {
@@ -128,31 +194,33 @@ int cli_parse(const cli_table *t, int argc, char **argv, void *cmd, int *next) {
       break;
     }
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      t->usage(stdout);
+      cli_usage(stdout, t);
       return 0;
     }
     if (!is_option(t, a)) {
       if (t->flags & CLI_STOP_AT_ARG) break;
-      int rc = t->argument(cmd, a);
+      int rc = argument(t, cmd, &nargs, a);
       if (rc) return rc;
       continue;
     }
     const cli_option *o = find(t, a);
+    if (!o) return unknown(t, a);
     int valued = takes_value(o);
-    if ((t->flags & CLI_VALUE_FIRST) && valued && !v) return needs_value(t, o, a);
-    if (!o || (valued && !v && (t->flags & CLI_MISSING_IS_UNKNOWN))) return unknown(t, a);
+    if (valued && !v && (t->flags & CLI_MISSING_IS_UNKNOWN)) return unknown(t, a);
     if (valued && !v) {
-      int rc = o->kind == CLI_CALL && (t->flags & CLI_MISSING_TO_CALL) ? o->fn(o, NULL, cmd) : 0;
+      int rc = is_call(o) && (t->flags & CLI_MISSING_TO_CALL) ? o->fn(o, NULL, cmd) : 0;
       return rc ? rc : needs_value(t, o, a);
     }
-    int rc = apply(t, o, a, valued ? v : NULL, cmd);
+    int rc = valued ? give(t, &given, o, a) : 0;
+    if (rc) return rc;
+    rc = apply(t, o, a, valued ? v : NULL, cmd);
     if (rc) return rc;
     if (!valued) continue;
     i++;
     if (t->seen) t->seen(cmd, a, v);
   }
   if (next) *next = i;
-  return CLI_PARSED;
+  return check_whole(t, opt, nargs);
 }
 
 /* One option's --help lines: `left` ("  -o, --output FILE"), then the help
@@ -173,7 +241,8 @@ static void print_row(FILE *f, const char *left, const char *help, int column) {
   } while (help);
 }
 
-void cli_print_options(FILE *f, const cli_table *t) {
+void cli_usage(FILE *f, const cli_table *t) {
+  if (t->head) fputs(t->head, f);
   for (size_t i = 0; i < t->n; i++) {
     const cli_option *o = &t->options[i];
     char left[160];
@@ -189,7 +258,9 @@ void cli_print_options(FILE *f, const cli_table *t) {
     } else {
       snprintf(left, sizeof left, "  %s%s%s%s%s", o->alias ? o->alias : "", o->alias ? ", " : "",
                o->name, o->metavar ? " " : "", o->metavar ? o->metavar : "");
-      print_row(f, left, o->help_fn ? o->help_fn() : o->help, t->column);
+      print_row(f, left, o->help_fn ? o->help_fn() : o->help,
+                t->column ? t->column : SSA_ANALYSIS_HELP_COLUMN);
     }
   }
+  if (t->tail) fputs(t->tail, f);
 }

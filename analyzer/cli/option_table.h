@@ -19,10 +19,10 @@
 /* ---- the option table ----
  *
  * A command describes its options as rows of a table; cli_parse() walks argv
- * with it and cli_print_options() writes the options part of the command's
- * --help from the same rows, so that --help and parsing cannot disagree.
- * Positional arguments and checks of the whole command line stay in the
- * command. */
+ * with it and cli_usage() writes the command's --help from the same rows, so
+ * that --help and parsing cannot disagree. The table also says how many
+ * arguments the command takes and where they go; checks that need more than
+ * one option at a time stay in the command. */
 
 typedef struct cli_option cli_option;
 
@@ -31,8 +31,10 @@ typedef enum cli_kind {
   CLI_FLAG,     /* no value: sets the int at `offset` to 1 */
   CLI_UNFLAG,   /* no value: sets the int at `offset` to 0 */
   CLI_CALL,     /* fn applies it (a value when metavar is set) */
+  CLI_REPEAT,   /* the same, and the option may be given more than once (any other option
+                   with a value is refused when given twice) */
   CLI_ANALYSIS, /* not one row: the library's analysis options (ssa_analysis_option_docs)
-                   into the ssa_options at `offset` */
+                   into the ssa_options at `offset` (at most one such row in a table) */
   CLI_CLASSIFY, /* the same, only the classification rules (--comm-kernel, --compute-kernel) */
   CLI_TEXT      /* not an option: `help` is printed as it is, in its place */
 } cli_kind;
@@ -45,9 +47,9 @@ struct cli_option {
   const char *help;    /* lines separated by '\n' (CLI_TEXT: printed as it is) */
   size_t offset;       /* CLI_STRING, CLI_FLAG, CLI_UNFLAG, CLI_ANALYSIS: where in the
                           command's own struct (offsetof) */
-  /* CLI_CALL: applies `value` (NULL when it is missing and the table has
-   * CLI_MISSING_TO_CALL) to `cmd`, the command's struct. 0, or the exit
-   * status after the message is printed. */
+  /* CLI_CALL, CLI_REPEAT: applies `value` (NULL when it is missing and the
+   * table has CLI_MISSING_TO_CALL) to `cmd`, the command's struct. 0, or the
+   * exit status after the message is printed. */
   int (*fn)(const cli_option *o, const char *value, void *cmd);
   double lo, hi;                /* CLI_CALL: the range fn checks, if any */
   const char *(*help_fn)(void); /* help computed when printed (instead of help) */
@@ -58,8 +60,6 @@ enum {
   CLI_ARGS_DOUBLE_DASH = 1 << 0,    /* only "--..." are options; "-x" is an argument */
   CLI_ARGS_DASH_ALONE = 1 << 1,     /* "-" alone is an argument (else any "-..." is an option) */
   CLI_ARGS_NONE = 1 << 2,           /* no arguments: every word is an option */
-  CLI_VALUE_FIRST = 1 << 3,         /* an option other than a flag needs a value before it is
-                                       looked up ("--bogus" alone: "needs a value") */
   CLI_MISSING_IS_UNKNOWN = 1 << 4,  /* an option whose value is missing is an unknown option */
   CLI_MISSING_TO_CALL = 1 << 5,     /* CLI_CALL gets NULL for a missing value (its message) */
   CLI_USAGE_AFTER_MISSING = 1 << 6, /* usage on stderr after "needs a value" (own options) */
@@ -70,29 +70,48 @@ enum {
 
 typedef struct cli_table {
   const char *command; /* "analyze", in messages: "stepscope analyze: ..." */
+  const char *head;    /* --help before the options: the usage line, what the command does */
+  const char *tail;    /* --help after the options (NULL: nothing) */
   const cli_option *options;
   size_t n;
-  int column;             /* where the help texts of the options start */
-  unsigned flags;         /* CLI_ARGS_..., ... above */
-  void (*usage)(FILE *f); /* the whole --help text (stdout), also after some errors (stderr) */
-  /* an argument that is not an option: 0, or the exit status after a message;
-   * NULL when the command takes none */
-  int (*argument)(void *cmd, const char *arg);
-  /* called after each option with a value is applied (diff's reproduce line) */
+  int column;     /* where the help texts of the options start (0: where the analysis
+                     options' do, SSA_ANALYSIS_HELP_COLUMN) */
+  unsigned flags; /* CLI_ARGS_..., ... above */
+  /* The command takes exactly `nargs` arguments that are not options, stored
+   * in turn as const char * from offset `args` of its struct on (offsetof; an
+   * array when more than one). Fewer: the usage on stderr, exit 2. One more:
+   * `too_many` ("one FILE only"; NULL: "unexpected argument ARG"), exit 2. */
+  size_t args;
+  int nargs;
+  const char *too_many;
+  /* called after each option with a value is applied, and with name NULL
+   * after each argument (diff's reproduce line) */
   void (*seen)(void *cmd, const char *name, const char *value);
 } cli_table;
 
+/* `.options` and `.n` of a cli_table from an array of rows. */
+#define CLI_ROWS(rows) .options = (rows), .n = sizeof(rows) / sizeof(rows)[0]
+
+/* A row that is not an option: `text` as it is, in its place in --help. */
+#define CLI_TEXT_ROW(text)                                                                         \
+  { CLI_TEXT, NULL, NULL, NULL, (text), 0, NULL, 0, 0, NULL }
+
 #define CLI_PARSED (-1) /* cli_parse: the command line was read; go on */
 
-/* Parses argv[1..argc-1] (argv[0] is the command's name) into `cmd`. "-h" and
- * "--help" print the usage on stdout. CLI_PARSED, or the status the command
- * exits with: 0 after --help, 2 after a usage error (message printed). With
- * CLI_STOP_AT_ARG, *next is the index of the first word after the options. */
+/* Parses argv[1..argc-1] (argv[0] is the command's name) into `cmd`; the
+ * ssa_options of a table's analysis options start from ssa_options_default.
+ * "-h" and "--help" print the usage on stdout. Then checks the command line as a
+ * whole: the number of arguments, and, in a table with analysis options, the
+ * classification rules of the environment (cli_finish_analysis_options).
+ * CLI_PARSED, or the status the command exits with: 0 after --help, 2 after a
+ * usage error (message printed). With CLI_STOP_AT_ARG, *next is the index of
+ * the first word after the options. */
 int cli_parse(const cli_table *t, int argc, char **argv, void *cmd, int *next);
 
-/* Writes the option rows of the table as --help lines: "  --name META" and
- * the help text from the table's column, continuation lines indented to it. */
-void cli_print_options(FILE *f, const cli_table *t);
+/* The command's --help: the table's head, its rows as they are (CLI_TEXT) or
+ * as option lines, "  --name META" and the help text from the table's
+ * column, continuation lines indented to it, and its tail. */
+void cli_usage(FILE *f, const cli_table *t);
 
 /* ---- the analysis options (the library's, printed) ---- */
 

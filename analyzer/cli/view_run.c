@@ -18,7 +18,9 @@
  */
 #include "view.h"
 
+#include "cli_print.h"
 #include "ssa_import.h"
+#include "ssa_io.h"
 #include "sc_json.h"
 
 #include <dirent.h>
@@ -30,6 +32,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* Appends `text` to a list of notes ("a; b"), terminal-safe: the notes are also printed. */
 static void append(char *buf, size_t len, const char *text) {
   size_t n = strlen(buf);
   if (n && n + 2 < len) {
@@ -37,7 +40,7 @@ static void append(char *buf, size_t len, const char *text) {
     buf[n++] = ' ';
     buf[n] = '\0';
   }
-  snprintf(buf + n, len - n, "%s", text);
+  if (n < len) ssa_text_safe(text, buf + n, len - n);
 }
 
 /* Copies src into dst[cap], truncating; no format-truncation games. */
@@ -106,7 +109,7 @@ static void generate(view_run *run, const char *self_exe, int want_trace, int wa
   if (want_trace) {
     snprintf(out, sizeof out, "%s/trace.json", run->gen_dir);
     char *argv[] = {(char *)"stepscope", (char *)"export", run->source, (char *)"-o", out, NULL};
-    if (!run->quiet) fprintf(stderr, "stepscope view: exporting %s ...\n", run->source);
+    if (!run->quiet) cli_print(stderr, "stepscope view: exporting %s ...\n", run->source);
     int rc = run_self(run, self_exe, argv);
     if (rc == 0) {
       snprintf(run->trace_name, sizeof run->trace_name, "trace.json");
@@ -126,7 +129,7 @@ static void generate(view_run *run, const char *self_exe, int want_trace, int wa
                     out,
                     (char *)"--quiet",
                     NULL};
-    if (!run->quiet) fprintf(stderr, "stepscope view: analyzing %s ...\n", run->source);
+    if (!run->quiet) cli_print(stderr, "stepscope view: analyzing %s ...\n", run->source);
     int rc = run_self(run, self_exe, argv);
     if (rc == 0) {
       snprintf(run->report_name, sizeof run->report_name, "report.json");
@@ -171,7 +174,7 @@ static void note_unused(view_run *run, const char *name, const char *why) {
   char msg[512];
   snprintf(msg, sizeof msg, "%s in the run directory %s: not used", name, why);
   append(run->notes, sizeof run->notes, msg);
-  if (!run->quiet) fprintf(stderr, "stepscope view: %s: %s\n", run->dir, msg);
+  if (!run->quiet) cli_print(stderr, "stepscope view: %s: %s\n", run->dir, msg);
 }
 
 int view_run_open(view_run *run, const char *id, const char *arg, const char *self_exe, int quiet,
@@ -212,8 +215,8 @@ int view_run_open(view_run *run, const char *id, const char *arg, const char *se
     snprintf(err, errlen, "%s: not a directory or a file", arg);
     return -1;
   }
-  const char *base = strrchr(run->dir, '/');
-  copy_text(run->name, sizeof run->name, base && base[1] ? base + 1 : run->dir);
+  const char *base = strrchr(run->dir, '/'); /* the name is printed: terminal-safe */
+  ssa_text_safe(base && base[1] ? base + 1 : run->dir, run->name, sizeof run->name);
 
   /* what the directory holds: run_discovery.c, the same judgement as every command */
   ssa_run_files found;
@@ -223,6 +226,8 @@ int view_run_open(view_run *run, const char *id, const char *arg, const char *se
     snprintf(err, errlen, "%s", derr.message);
     return -1;
   }
+  for (size_t i = 0; i < found.nfiles; i++) /* what the page is made from: never written over */
+    if (ssa_file_kind_is_rank(found.files[i].kind)) ssa_out_protect_input(found.files[i].path);
   if (!file && found.nranks) copy_text(run->source, sizeof run->source, run->dir);
   if (file && file_kind == SSA_FILE_EXPORT)
     copy_text(run->trace_name, sizeof run->trace_name, file);
@@ -326,7 +331,7 @@ void view_run_diff(view_run *b, const view_run *a, const char *self_exe) {
                   out,
                   (char *)"--quiet",
                   NULL};
-  if (!b->quiet) fprintf(stderr, "stepscope view: comparing %s with %s ...\n", adir, bdir);
+  if (!b->quiet) cli_print(stderr, "stepscope view: comparing %s with %s ...\n", adir, bdir);
   int rc = run_self(b, self_exe, argv);
   if (rc == 0) {
     snprintf(b->diff_name, sizeof b->diff_name, "diff.json");

@@ -79,10 +79,18 @@ def _load():
         return lib
 
 
+def _no_nul(b, what):
+    """b, refused when it holds a NUL: C would read it only up to there (another path,
+    another value), so it fails as open() does."""
+    if b"\0" in b:
+        raise ValueError("embedded null byte in %s %r" % (what, b))
+    return b
+
+
 def _path_bytes(p):
     if not isinstance(p, (str, bytes, os.PathLike)):
         raise TypeError("a run is a path (str or os.PathLike), not %s" % type(p).__name__)
-    return os.fsencode(p)
+    return _no_nul(os.fsencode(p), "the run's path")
 
 
 def _argv(options):
@@ -91,7 +99,7 @@ def _argv(options):
     for o in options:
         if not isinstance(o, str):
             raise TypeError("options are strings, not %s" % type(o).__name__)
-        items.append(o.encode("utf-8"))
+        items.append(_no_nul(o.encode("utf-8"), "an option"))
     arr = (ctypes.c_char_p * (len(items) + 1))(*items, None)
     return len(items), arr
 

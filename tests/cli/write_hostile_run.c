@@ -4,6 +4,8 @@
  * hand to stepscope. One mode per run:
  *   escape DIR   1 rank whose kernel name and hostname hold terminal escapes
  *   badutf8 DIR  1 rank whose hostname and kernel name hold bytes that are not UTF-8
+ *   c1nan DIR    1 rank whose hostname and kernel name hold C1 controls as UTF-8 (U+009B
+ *                CSI, U+009D OSC) and DEL, and whose counters are NaN and -infinity
  *   metadata DIR 1 rank whose trainer metadata holds absurd numbers (2^31 - 1 stages, 1e12)
  *   stages100 DIR  the same with a schedule of 100 stages (valid, beyond the simulation's 64)
  *   frames DIR   1 rank of 10 frames of 20 kernels after the header frame
@@ -98,6 +100,31 @@ static int write_badutf8(const char *dir) {
   step(w, stepscope_intern(w, "step"), 10000, 90000, 0);
   for (int i = 0; i < 10; i++)
     kernel(w, bad, 10000 + i * 5000u, 13000 + i * 5000u, 0);
+  return close_rank(w);
+}
+
+/* C1 controls are valid UTF-8 (U+0080..U+009F): a terminal may still obey them (U+009B is CSI,
+ * U+009D OSC); and doubles that JSON cannot spell (NaN, -inf). */
+static int write_c1_nan(const char *dir) {
+  hostname = "node\xc2\x9d"
+             "0;title\x07-a";
+  stepscope_writer *w = open_rank(dir, 0, 1, 0);
+  if (!w) return 1;
+  uint32_t evil = stepscope_intern(w, "gemm\xc2\x9b"
+                                      "2J\x7f\xc2\x9b"
+                                      "31m");
+  step(w, stepscope_intern(w, "step"), 10000, 90000, 0);
+  kernel(w, evil, 10000, 13000, 0);
+  const double values[2] = {0.0 / 0.0, -1.0 / 0.0};
+  for (int i = 0; i < 2; i++) {
+    stepscope_record r;
+    memset(&r, 0, sizeof r);
+    r.kind = STEPSCOPE_REC_COUNTER;
+    r.u.counter.time_ns = 20000 + (uint64_t)i;
+    r.u.counter.name = stepscope_intern(w, "power");
+    r.u.counter.value = values[i];
+    stepscope_write(w, &r);
+  }
   return close_rank(w);
 }
 
@@ -216,15 +243,16 @@ static int write_absurd_metadata(const char *dir, int stages100) {
 
 int main(int argc, char **argv) {
   if (argc != 3) {
-    fprintf(stderr,
-            "usage: write_hostile_run "
-            "escape|badutf8|frames|world|bigtime|memory|layout1|layout2|metadata|stages100 DIR\n");
+    fprintf(stderr, "usage: write_hostile_run "
+                    "escape|badutf8|c1nan|frames|world|bigtime|memory|layout1|layout2|metadata|"
+                    "stages100 DIR\n");
     return 2;
   }
   const char *mode = argv[1], *dir = argv[2];
   mkdir(dir, 0755);
   if (!strcmp(mode, "escape")) return write_escape(dir);
   if (!strcmp(mode, "badutf8")) return write_badutf8(dir);
+  if (!strcmp(mode, "c1nan")) return write_c1_nan(dir);
   if (!strcmp(mode, "frames")) return write_frames(dir);
   if (!strcmp(mode, "world")) return write_world(dir);
   if (!strcmp(mode, "bigtime")) return write_bigtime(dir);

@@ -55,7 +55,13 @@ static void test_escaper(void) {
   EXPECT("", 0, "\"\"");
   EXPECT("q\"b\\", 0, "\"q\\\"b\\\\\"");
   EXPECT("a\nb\tc\rd", 0, "\"a\\nb\\tc\\rd\"");
-  EXPECT("\x01\x1f\x7f", 0, "\"\\u0001\\u001f\x7f\""); /* DEL is copied */
+  EXPECT("\x01\x1f\x7f", 0, "\"\\u0001\\u001f\\u007f\"");
+  /* C1 controls (U+0080..U+009F: CSI, OSC, ... to a terminal) escaped; U+00A0 on is text */
+  EXPECT("\xc2\x80\xc2\x9b"
+         "2J\xc2\x9f\xc2\xa0",
+         0,
+         "\"\\u0080\\u009b"
+         "2J\\u009f\xc2\xa0\"");
   EXPECT("\x1b[2J", 0, "\"\\u001b[2J\"");
   EXPECT("<a&b>", 0, "\"<a&b>\"");
   EXPECT("<a&b>", SC_JSON_HTML_SAFE, "\"\\u003ca\\u0026b\\u003e\"");

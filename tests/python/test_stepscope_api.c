@@ -117,6 +117,16 @@ int main(int argc, char **argv) {
   expect_error(ss_api_analyze(run, 1, no_value, &json, &err), 2, &err, "--steps needs a value");
   const char *unknown[] = {"--quiet", "1"};
   expect_error(ss_api_analyze(run, 2, unknown, &json, &err), 2, &err, "unknown option --quiet");
+  const char *unknown_last[] = {"--bogus"}; /* last on the line: unknown, not "needs a value" */
+  expect_error(ss_api_analyze(run, 1, unknown_last, &json, &err), 2, &err,
+               "unknown option --bogus");
+  const char *negative[] = {"--steps", "-1:5"}; /* step numbers are 0 or more, and fit */
+  expect_error(ss_api_analyze(run, 2, negative, &json, &err), 2, &err, "bad --steps '-1:5'");
+  const char *huge[] = {"--steps", "1:99999999999999999999"};
+  expect_error(ss_api_analyze(run, 2, huge, &json, &err), 2, &err, "bad --steps '1:9999");
+  const char *no_range[] = {"--step-range", "bogus"}; /* never a silent fall-back */
+  expect_error(ss_api_analyze(run, 2, no_range, &json, &err), 1, &err,
+               "--step-range 'bogus' names no range");
   const char *rank99[] = {"--rank", "99"};
   expect_error(ss_api_analyze(run, 2, rank99, &json, &err), 2, &err, "rank");
   const char *bad_rule[] = {"--comm-kernel", "("};

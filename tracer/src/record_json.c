@@ -5,6 +5,7 @@
  * printed under its wire name and nothing can be forgotten.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -87,7 +88,14 @@ size_t stepscope_record_to_json(const stepscope_record *rec, const stepscope_rea
     case FT_U32: put(&o, "%" PRIu32, CAT(body, f->offset, uint32_t)); break;
     case FT_I32: put(&o, "%" PRId32, CAT(body, f->offset, int32_t)); break;
     case FT_I64: put(&o, "%" PRId64, CAT(body, f->offset, int64_t)); break;
-    case FT_F64: put(&o, "%.17g", CAT(body, f->offset, double)); break;
+    case FT_F64: { /* JSON has no NaN or infinity: null */
+      double v = CAT(body, f->offset, double);
+      if (isfinite(v))
+        put(&o, "%.17g", v);
+      else
+        put(&o, "null");
+      break;
+    }
     case FT_STR: {
       uint32_t id = CAT(body, f->offset, uint32_t);
       const char *s = r ? stepscope_reader_string(r, id) : NULL;

@@ -76,6 +76,9 @@ void ssa_out_utf8(ssa_out *o, const char *s);
  * returns it; ssa_fputs_safe writes any length to f. */
 const char *ssa_text_safe(const char *s, char *buf, size_t n);
 void ssa_fputs_safe(const char *s, FILE *f);
+/* The same escapes with a backslash kept as it is: for a message that echoes what the user
+ * typed (a regex stays readable), where no trace text could pose as an escape. */
+const char *ssa_text_echo(const char *s, char *buf, size_t n);
 /* Whether s is exactly one JSON value (json_valid.c). */
 int ssa_json_valid(const char *s);
 

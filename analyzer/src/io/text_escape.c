@@ -5,8 +5,9 @@
  * title, clear the screen or fake lines of the report. C0 controls, DEL and
  * C1 controls (raw bytes 0x80-0x9f and their UTF-8 encodings U+0080-U+009F)
  * are written as \xNN (tab, newline, carriage return as \t \n \r), a
- * backslash as \\, and bytes that are not valid UTF-8 as \xNN; valid UTF-8
- * text is kept as it is. The JSON outputs escape through ssa_out instead.
+ * backslash as \\ (ssa_text_echo keeps it: messages that echo what the user
+ * typed), and bytes that are not valid UTF-8 as \xNN; valid UTF-8 text is
+ * kept as it is. The JSON outputs escape through ssa_out instead.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -39,7 +40,8 @@ static size_t utf8_len(const unsigned char *p) {
   return n;
 }
 
-const char *ssa_text_safe(const char *s, char *buf, size_t n) {
+/* ssa_text_safe, and ssa_text_echo with keep_backslash. */
+static const char *escape(const char *s, char *buf, size_t n, int keep_backslash) {
   if (!n) return "";
   size_t o = 0;
   const unsigned char *p = (const unsigned char *)(s ? s : "");
@@ -47,7 +49,7 @@ const char *ssa_text_safe(const char *s, char *buf, size_t n) {
     char esc[8];
     size_t len = utf8_len(p), k;
     const char *out;
-    if (*p == '\\')
+    if (*p == '\\' && !keep_backslash)
       out = "\\\\", k = 2, len = 1;
     else if (*p == '\n')
       out = "\\n", k = 2, len = 1;
@@ -74,6 +76,14 @@ const char *ssa_text_safe(const char *s, char *buf, size_t n) {
   }
   buf[o] = '\0';
   return buf;
+}
+
+const char *ssa_text_safe(const char *s, char *buf, size_t n) {
+  return escape(s, buf, n, 0);
+}
+
+const char *ssa_text_echo(const char *s, char *buf, size_t n) {
+  return escape(s, buf, n, 1);
 }
 
 void ssa_fputs_safe(const char *s, FILE *f) {

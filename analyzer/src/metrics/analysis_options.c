@@ -9,6 +9,8 @@
  */
 #include "analysis_options.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,27 +25,30 @@ static int say(char *msg, size_t n, const char *fmt, ...) {
   return -1;
 }
 
+/* One step number: decimal digits only (no sign, no space), at most INT64_MAX; the text
+ * after it in *end. 0, or -1. */
+static int parse_step(const char *s, const char **end, int64_t *out) {
+  if (!isdigit((unsigned char)*s)) return -1;
+  char *e;
+  errno = 0;
+  long long v = strtoll(s, &e, 10);
+  if (errno == ERANGE) return -1;
+  *out = v;
+  *end = e;
+  return 0;
+}
+
 int ssa_parse_steps(const char *s, int64_t *first, int64_t *last) {
-  const char *colon = strchr(s, ':');
-  char *end;
+  const char *colon = strchr(s, ':'), *end;
   *first = INT64_MIN;
   *last = INT64_MAX;
   if (!colon) {
-    long long v = strtoll(s, &end, 10);
-    if (end == s || *end) return -1;
-    *first = *last = v;
+    if (parse_step(s, &end, first) || *end) return -1;
+    *last = *first;
     return 0;
   }
-  if (colon != s) {
-    long long v = strtoll(s, &end, 10);
-    if (end != colon) return -1;
-    *first = v;
-  }
-  if (colon[1]) {
-    long long v = strtoll(colon + 1, &end, 10);
-    if (*end || end == colon + 1) return -1;
-    *last = v;
-  }
+  if (colon != s && (parse_step(s, &end, first) || end != colon)) return -1;
+  if (colon[1] && (parse_step(colon + 1, &end, last) || *end)) return -1;
   return *first <= *last ? 0 : -1;
 }
 
@@ -100,24 +105,24 @@ static int apply_rule(const apply_args *a) {
 }
 
 const ssa_analysis_option_doc ssa_analysis_option_docs[] = {
-    {"--steps", "A:B", "only steps A..B (inclusive; A: or :B open-ended)", 0},
+    {"--steps", "A:B", "only steps A..B (inclusive; A: or :B open-ended)", 0, 0},
     {"--step-range", "NAME",
      "take steps from ranges named NAME (default: 'step' ranges\n"
      "of domain stepscope, else ProfilerStep#N)",
-     0},
-    {"--launch-gap-us", "N", "idle gaps shorter than N us are launch gaps (default 10)", 0},
-    {"--threads", "N", "loader/analysis threads (default: all cores)", 0},
+     0, 0},
+    {"--launch-gap-us", "N", "idle gaps shorter than N us are launch gaps (default 10)", 0, 0},
+    {"--threads", "N", "loader/analysis threads (default: all cores)", 0, 0},
     {"--comm-kernel", "RE",
      "ops whose name matches the POSIX extended regex RE are\n"
      "communication (repeatable; overrides NCCL metadata and the\n"
      "built-in families; env STEPSCOPE_COMM_KERNELS='RE1;RE2')",
-     1},
+     1, 1},
     {"--compute-kernel", "RE",
      "ops whose name matches RE are compute, whatever else says\n"
      "(repeatable; wins over --comm-kernel; env\n"
      "STEPSCOPE_COMPUTE_KERNELS). See docs/kineto-import.md\n"
      "\"Communication families\" for the built-in table.",
-     1},
+     1, 1},
 };
 const size_t ssa_analysis_option_count =
     sizeof ssa_analysis_option_docs / sizeof ssa_analysis_option_docs[0];

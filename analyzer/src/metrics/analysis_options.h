@@ -24,12 +24,15 @@
 
 /* One analysis option, for help texts: "--steps", "A:B", its help (lines
  * separated by '\n'); `classify` is set for the classification rules
- * (--comm-kernel, --compute-kernel), the options `view` passes on. */
+ * (--comm-kernel, --compute-kernel), the options `view` passes on;
+ * `repeatable` for those that may be given more than once (each adds a rule;
+ * a command line that gives any other twice is refused). */
 typedef struct ssa_analysis_option_doc {
   const char *name;
   const char *metavar;
   const char *help;
   int classify;
+  int repeatable;
 } ssa_analysis_option_doc;
 
 /* The analysis options (without --rank), in the order the help lists them.
@@ -39,7 +42,8 @@ extern const size_t ssa_analysis_option_count;
 #define SSA_ANALYSIS_HELP_COLUMN 22
 
 /* Parses "A:B", "A:", ":B" or "A" into an inclusive step range (open ends are
- * INT64_MIN / INT64_MAX). 0 on success, -1 if malformed or A > B. */
+ * INT64_MIN / INT64_MAX). Step numbers are decimal, 0 to INT64_MAX. 0 on
+ * success, -1 if malformed, negative, out of range or A > B. */
 int ssa_parse_steps(const char *s, int64_t *first, int64_t *last);
 
 /* Applies option `name` with value `value` to `opt`; a classification rule is

@@ -69,6 +69,17 @@ int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, ste
     a->ranks[i].rank_index = i;
     a->ranks[i].stage = -1;
   }
+  if (a->opt.step_range_name && !ssa_run_has_range(run, a->opt.step_range_name)) {
+    rc = STEPSCOPE_E_ARGUMENT; /* asked for, not there: never a silent fall-back */
+    if (err) {
+      err->code = rc;
+      snprintf(err->message, sizeof err->message,
+               "--step-range '%s' names no range of this run (without it, steps come from "
+               "'step' ranges of domain stepscope, else ProfilerStep#N)",
+               a->opt.step_range_name);
+    }
+    return rc;
+  }
   if ((rc = ssa_find_pipeline_waits(a)) != 0) goto fail;
   rank_pool pool;
   pool.a = a;

@@ -413,6 +413,8 @@ static inline int64_t ssa_rel_time(const ssa_run *run, const ssa_rank *r, int64_
 /* Finds the steps of a rank (all of them, unfiltered), sorted by number,
  * with their windows (a partition of the timeline) and device latencies. */
 int ssa_find_steps(const ssa_rank *r, const char *user_range_name, ssa_step **out, size_t *n);
+/* Whether a rank of the run holds a range named `name` (what --step-range names). */
+int ssa_run_has_range(const ssa_run *run, const char *name);
 
 /* Which steps' host ranges contain a time (steps.c): an op belongs to every
  * step whose range [range_start, range_end) contains its launch call's

@@ -226,6 +226,18 @@ static void profiler_step_names(const ssa_rank *r, uint8_t **is_step, int64_t **
   *number = num;
 }
 
+int ssa_run_has_range(const ssa_run *run, const char *name) {
+  for (size_t k = 0; k < run->nranks; k++) {
+    const ssa_rank *r = &run->ranks[k];
+    uint32_t id = 0; /* looked up without interning (the rank is read-only here) */
+    for (uint32_t i = 1; i < r->strings.count && !id; i++)
+      if (!strcmp(ssa_strtab_get(&r->strings, i), name)) id = i;
+    for (size_t i = 0; id && i < r->nranges; i++)
+      if (r->ranges[i].name == id) return 1;
+  }
+  return 0;
+}
+
 int ssa_find_steps(const ssa_rank *r, const char *user_name, ssa_step **out, size_t *nout) {
   *out = NULL;
   *nout = 0;

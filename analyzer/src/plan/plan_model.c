@@ -8,7 +8,6 @@
 
 #include "model_config.h"
 #include "model_flops.h"
-#include "sc_json.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -579,106 +578,104 @@ void plan_print_table(FILE *f, const plan_job *job, const plan_result *r, long n
   }
 }
 
-/* A JSON string literal: quotes, backslashes and control characters escaped (a run's path
- * is whatever the user named it). */
-static void json_string(FILE *f, const char *s) {
-  sc_json_string_file(f, s, 0);
-}
-
-static void json_layout(FILE *f, const plan_result *r) {
+static void json_layout(ssa_out *o, const plan_result *r) {
   const mm_layout *l = &r->layout;
   char name[128];
   plan_layout_name(l, name, sizeof name);
-  fprintf(f,
-          "{\"layout\":{\"name\":\"%s\",\"dp\":%d,\"tp\":%d,\"pp\":%d,\"cp\":%d,\"sp\":%s,"
-          "\"zero\":%d,\"recompute\":\"%s\",\"microbatches\":%d,\"micro_batch\":%d,"
-          "\"schedule\":\"%s\",\"virtual_stages\":%d,\"bucket_mb\":%g,\"ep\":%d},",
-          name, l->dp, l->tp, l->pp, l->cp, l->sp ? "true" : "false", l->zero,
-          recompute_name(l->recompute), l->microbatches, l->micro_batch, schedule_name(l),
-          l->schedule == MM_SCHED_INTERLEAVED ? l->virtual_stages : 1, l->bucket_mb,
-          l->ep > 0 ? l->ep : 1);
-  fprintf(f,
-          "\"memory_bytes\":{\"parameters\":%zu,\"gradients\":%zu,\"optimizer\":%zu,"
-          "\"activations\":%zu,\"other\":%zu,\"runtime_baseline\":%.0f,\"total\":%.0f},"
-          "\"memory_stage\":%d,\"fits\":%s,",
-          r->mem.parameters, r->mem.gradients, r->mem.optimizer, r->mem.activations, r->mem.other,
-          r->memory_total - (double)r->mem.peak, r->memory_total, r->mem_stage,
-          r->fits ? "true" : "false");
-  fprintf(f,
-          "\"step_time_s\":%.9g,\"tokens_per_s\":%.9g,\"mfu\":%.6f,\"bubble_theory\":%.6f,"
-          "\"breakdown_s\":{\"compute\":%.9g,\"bubble\":%.9g,\"tp\":%.9g,\"cp\":%.9g,\"pp\":%.9g,"
-          "\"ep\":%.9g,\"grad_sync\":%.9g,\"wait\":%.9g,\"host\":%.9g},\"binding\":\"%s\"}",
-          r->step_s, r->tokens_per_s, r->mfu, r->bubble_theory, r->compute_s, r->bubble_s, r->tp_s,
-          r->cp_s, r->pp_s, r->ep_s, r->grad_sync_s, r->wait_s, r->host_s, r->binding);
+  ssa_out_printf(o,
+                 "{\"layout\":{\"name\":\"%s\",\"dp\":%d,\"tp\":%d,\"pp\":%d,\"cp\":%d,\"sp\":%s,"
+                 "\"zero\":%d,\"recompute\":\"%s\",\"microbatches\":%d,\"micro_batch\":%d,"
+                 "\"schedule\":\"%s\",\"virtual_stages\":%d,\"bucket_mb\":%g,\"ep\":%d},",
+                 name, l->dp, l->tp, l->pp, l->cp, l->sp ? "true" : "false", l->zero,
+                 recompute_name(l->recompute), l->microbatches, l->micro_batch, schedule_name(l),
+                 l->schedule == MM_SCHED_INTERLEAVED ? l->virtual_stages : 1, l->bucket_mb,
+                 l->ep > 0 ? l->ep : 1);
+  ssa_out_printf(o,
+                 "\"memory_bytes\":{\"parameters\":%zu,\"gradients\":%zu,\"optimizer\":%zu,"
+                 "\"activations\":%zu,\"other\":%zu,\"runtime_baseline\":%.0f,\"total\":%.0f},"
+                 "\"memory_stage\":%d,\"fits\":%s,",
+                 r->mem.parameters, r->mem.gradients, r->mem.optimizer, r->mem.activations,
+                 r->mem.other, r->memory_total - (double)r->mem.peak, r->memory_total, r->mem_stage,
+                 r->fits ? "true" : "false");
+  ssa_out_printf(
+      o,
+      "\"step_time_s\":%.9g,\"tokens_per_s\":%.9g,\"mfu\":%.6f,\"bubble_theory\":%.6f,"
+      "\"breakdown_s\":{\"compute\":%.9g,\"bubble\":%.9g,\"tp\":%.9g,\"cp\":%.9g,\"pp\":%.9g,"
+      "\"ep\":%.9g,\"grad_sync\":%.9g,\"wait\":%.9g,\"host\":%.9g},\"binding\":\"%s\"}",
+      r->step_s, r->tokens_per_s, r->mfu, r->bubble_theory, r->compute_s, r->bubble_s, r->tp_s,
+      r->cp_s, r->pp_s, r->ep_s, r->grad_sync_s, r->wait_s, r->host_s, r->binding);
 }
 
-int plan_write_json(FILE *f, const plan_job *job, const plan_result *r, long n) {
+int plan_write_json(ssa_out *o, const plan_job *job, const plan_result *r, long n) {
   const mm_layout *m = &job->model;
-  fprintf(f,
-          "{\"schema_version\":1,\"kind\":\"stepscope.plan\",\"job\":{\"layers\":%d,\"hidden\":%d,"
-          "\"heads\":%d,\"vocab\":%d,"
-          "\"ffn\":%d,\"seq\":%d,\"max_seq\":%d,\"gpus\":%d,\"gpus_per_node\":%d,"
-          "\"global_batch\":%d,\"overlap\":%s,\"experts\":%d,\"top_k\":%d,\"moe_every\":%d},",
-          m->layers, m->hidden, m->heads, m->vocab, m->ffn > 0 ? m->ffn : 4 * m->hidden, m->seq,
-          m->max_seq, job->gpus, job->gpus_per_node, job->global_batch,
-          job->overlap ? "true" : "false", m->experts, m->experts > 0 ? m->top_k : 0,
-          m->experts > 0 ? m->moe_every : 0);
+  ssa_out_printf(
+      o,
+      "{\"schema_version\":1,\"kind\":\"stepscope.plan\",\"job\":{\"layers\":%d,\"hidden\":%d,"
+      "\"heads\":%d,\"vocab\":%d,"
+      "\"ffn\":%d,\"seq\":%d,\"max_seq\":%d,\"gpus\":%d,\"gpus_per_node\":%d,"
+      "\"global_batch\":%d,\"overlap\":%s,\"experts\":%d,\"top_k\":%d,\"moe_every\":%d},",
+      m->layers, m->hidden, m->heads, m->vocab, m->ffn > 0 ? m->ffn : 4 * m->hidden, m->seq,
+      m->max_seq, job->gpus, job->gpus_per_node, job->global_batch, job->overlap ? "true" : "false",
+      m->experts, m->experts > 0 ? m->top_k : 0, m->experts > 0 ? m->moe_every : 0);
   const plan_device *d = &job->dev;
-  fprintf(f,
-          "\"device\":{\"name\":\"%s\",\"peak_flops\":%.6g,\"memory_bytes\":%.0f,"
-          "\"intra_node_bw\":%.6g,\"inter_node_bw\":%.6g,\"latency_s\":%.6g,\"efficiency\":%.4f,"
-          "\"runtime_baseline_bytes\":%.0f,\"activation_bytes\":%d,\"cores\":%d,"
-          "\"cores_assumed\":%s},",
-          d->name, d->peak_flops, d->memory_bytes, d->intra_bw, d->inter_bw, d->latency_s,
-          d->efficiency, d->baseline_bytes, d->act_bytes, d->cores,
-          d->cores_assumed ? "true" : "false");
+  ssa_out_str(o, "\"device\":{\"name\":");
+  ssa_out_json_string(o, d->name);
+  ssa_out_printf(o,
+                 ",\"peak_flops\":%.6g,\"memory_bytes\":%.0f,\"intra_node_bw\":%.6g,"
+                 "\"inter_node_bw\":%.6g,\"latency_s\":%.6g,\"efficiency\":%.4f,"
+                 "\"runtime_baseline_bytes\":%.0f,\"activation_bytes\":%d,\"cores\":%d,"
+                 "\"cores_assumed\":%s},",
+                 d->peak_flops, d->memory_bytes, d->intra_bw, d->inter_bw, d->latency_s,
+                 d->efficiency, d->baseline_bytes, d->act_bytes, d->cores,
+                 d->cores_assumed ? "true" : "false");
   const plan_calibration *c = &job->cal;
   if (c->present) {
-    fputs("\"calibration\":{\"source\":", f);
-    json_string(f, c->source);
-    fprintf(f,
-            ",\"flops_rate\":%.6g,\"tp_bw\":%.6g,"
-            "\"dp_bw\":%.6g,\"pp_bw\":%.6g,\"cp_bw\":%.6g,\"latency_s\":%.6g,"
-            "\"host_s_per_step\":%.6g,\"bubble_excess\":%.6f,"
-            "\"runtime_baseline_bytes\":%.0f,\"measured_step_s\":%.6g,"
-            "\"forward_share\":%.4f,\"attention_forward_share\":%.4f,"
-            "\"exposed_comm_s\":%.6g,\"wait_share\":%.6g,\"bubble_fraction\":%.6f,"
-            "\"rate_raised\":%s},",
-            c->flops_rate, c->tp_bw, c->dp_bw, c->pp_bw, c->cp_bw, c->latency_s, c->host_s_per_step,
-            c->bubble_excess, c->baseline_bytes, c->measured_step_s, c->forward_share,
-            c->attention_forward_share, c->exposed_comm_s, c->wait_share, c->bubble_fraction,
-            c->rate_raised ? "true" : "false");
+    ssa_out_str(o, "\"calibration\":{\"source\":");
+    ssa_out_json_string(o, c->source); /* a run's path: whatever the user named it */
+    ssa_out_printf(o,
+                   ",\"flops_rate\":%.6g,\"tp_bw\":%.6g,"
+                   "\"dp_bw\":%.6g,\"pp_bw\":%.6g,\"cp_bw\":%.6g,\"latency_s\":%.6g,"
+                   "\"host_s_per_step\":%.6g,\"bubble_excess\":%.6f,"
+                   "\"runtime_baseline_bytes\":%.0f,\"measured_step_s\":%.6g,"
+                   "\"forward_share\":%.4f,\"attention_forward_share\":%.4f,"
+                   "\"exposed_comm_s\":%.6g,\"wait_share\":%.6g,\"bubble_fraction\":%.6f,"
+                   "\"rate_raised\":%s},",
+                   c->flops_rate, c->tp_bw, c->dp_bw, c->pp_bw, c->cp_bw, c->latency_s,
+                   c->host_s_per_step, c->bubble_excess, c->baseline_bytes, c->measured_step_s,
+                   c->forward_share, c->attention_forward_share, c->exposed_comm_s, c->wait_share,
+                   c->bubble_fraction, c->rate_raised ? "true" : "false");
   } else {
-    fprintf(f, "\"calibration\":null,\"assumed\":[\"flops_rate\",\"bandwidths\",\"latency\","
-               "\"runtime_baseline\",\"host_overhead\"],");
+    ssa_out_printf(o, "\"calibration\":null,\"assumed\":[\"flops_rate\",\"bandwidths\",\"latency\","
+                      "\"runtime_baseline\",\"host_overhead\"],");
   }
-  fprintf(f, "\"layouts\":[");
+  ssa_out_printf(o, "\"layouts\":[");
   for (long i = 0; i < n; i++) {
-    if (i) fputc(',', f);
-    json_layout(f, &r[i]);
+    if (i) ssa_out_char(o, ',');
+    json_layout(o, &r[i]);
   }
-  fprintf(f, "]}\n");
-  return ferror(f) ? -1 : 0;
+  ssa_out_printf(o, "]}\n");
+  return o->error ? -1 : 0;
 }
 
-int plan_write_csv(FILE *f, const plan_result *r, long n) {
-  fprintf(f, "rank,dp,tp,pp,cp,sp,zero,recompute,microbatches,micro_batch,schedule,"
-             "virtual_stages,parameters_bytes,gradients_bytes,optimizer_bytes,activations_bytes,"
-             "memory_total_bytes,fits,step_time_s,tokens_per_s,mfu,compute_s,bubble_s,tp_s,cp_s,"
-             "pp_s,grad_sync_s,host_s,binding,ep,ep_s,wait_s\n");
+int plan_write_csv(ssa_out *o, const plan_result *r, long n) {
+  ssa_out_printf(
+      o, "rank,dp,tp,pp,cp,sp,zero,recompute,microbatches,micro_batch,schedule,"
+         "virtual_stages,parameters_bytes,gradients_bytes,optimizer_bytes,activations_bytes,"
+         "memory_total_bytes,fits,step_time_s,tokens_per_s,mfu,compute_s,bubble_s,tp_s,cp_s,"
+         "pp_s,grad_sync_s,host_s,binding,ep,ep_s,wait_s\n");
   for (long i = 0; i < n; i++) {
     const plan_result *x = &r[i];
     const mm_layout *l = &x->layout;
-    fprintf(f,
-            "%ld,%d,%d,%d,%d,%d,%d,%s,%d,%d,%s,%d,%zu,%zu,%zu,%zu,%.0f,%d,%.9g,%.9g,%.6f,"
-            "%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%s,%d,%.9g,%.9g\n",
-            i + 1, l->dp, l->tp, l->pp, l->cp, l->sp, l->zero, recompute_name(l->recompute),
-            l->microbatches, l->micro_batch, schedule_name(l),
-            l->schedule == MM_SCHED_INTERLEAVED ? l->virtual_stages : 1, x->mem.parameters,
-            x->mem.gradients, x->mem.optimizer, x->mem.activations, x->memory_total, x->fits,
-            x->step_s, x->tokens_per_s, x->mfu, x->compute_s, x->bubble_s, x->tp_s, x->cp_s,
-            x->pp_s, x->grad_sync_s, x->host_s, x->binding, l->ep > 0 ? l->ep : 1, x->ep_s,
-            x->wait_s);
+    ssa_out_printf(o,
+                   "%ld,%d,%d,%d,%d,%d,%d,%s,%d,%d,%s,%d,%zu,%zu,%zu,%zu,%.0f,%d,%.9g,%.9g,%.6f,"
+                   "%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%s,%d,%.9g,%.9g\n",
+                   i + 1, l->dp, l->tp, l->pp, l->cp, l->sp, l->zero, recompute_name(l->recompute),
+                   l->microbatches, l->micro_batch, schedule_name(l),
+                   l->schedule == MM_SCHED_INTERLEAVED ? l->virtual_stages : 1, x->mem.parameters,
+                   x->mem.gradients, x->mem.optimizer, x->mem.activations, x->memory_total, x->fits,
+                   x->step_s, x->tokens_per_s, x->mfu, x->compute_s, x->bubble_s, x->tp_s, x->cp_s,
+                   x->pp_s, x->grad_sync_s, x->host_s, x->binding, l->ep > 0 ? l->ep : 1, x->ep_s,
+                   x->wait_s);
   }
-  return ferror(f) ? -1 : 0;
+  return o->error ? -1 : 0;
 }

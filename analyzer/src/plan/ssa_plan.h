@@ -27,6 +27,7 @@
 #include <stdio.h>
 
 #include "memory_model.h"
+#include "ssa_io.h"
 
 /* A device kind: the roofline defaults. */
 typedef struct plan_device {
@@ -129,10 +130,12 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
 long plan_enumerate(const plan_job *job, const plan_filter *f, plan_result **out, char *why_none,
                     size_t why_size);
 
-/* Text table (best first, at most `top` rows), JSON (schema in docs/plan.md) and CSV. */
+/* Text table (best first, at most `top` rows), JSON (schema in docs/plan.md) and CSV; the
+ * files are written through the analyzer's output stream (ssa_io.h). 0, or -1 after a
+ * write error (the stream's). */
 void plan_print_table(FILE *f, const plan_job *job, const plan_result *r, long n, long top);
-int plan_write_json(FILE *f, const plan_job *job, const plan_result *r, long n);
-int plan_write_csv(FILE *f, const plan_result *r, long n);
+int plan_write_json(ssa_out *o, const plan_job *job, const plan_result *r, long n);
+int plan_write_csv(ssa_out *o, const plan_result *r, long n);
 
 /* A layout in the trainer's words ("dp2 tp2 pp2 cp1 zero1 1f1b m8 recompute=none sp"). */
 void plan_layout_name(const mm_layout *l, char *buf, size_t size);

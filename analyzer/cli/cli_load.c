@@ -1,0 +1,71 @@
+/*
+ * cli_load.c — see cli_load.h: loading and analysing one run for the
+ * commands and the C API, so that what they load, the errors they give and
+ * the exit statuses they choose are the same everywhere.
+ */
+#include "cli_load.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli_env.h"
+#include "cli_print.h"
+
+int cli_load_run(const char *command, const char *path, const ssa_options *opt, int progress,
+                 ssa_run *run, char *msg, size_t cap) {
+  ssa_load_options lo = {opt->threads, progress};
+  stepscope_error err;
+  memset(&err, 0, sizeof err);
+  cli_env env; /* the importer's switches, read from the environment here only */
+  cli_env_read(&env);
+  if (ssa_run_load_import(run, path, &lo, opt->comm_rules, &env.import, &err)) {
+    snprintf(msg, cap, "stepscope %s: %s", command, err.message);
+    return 1;
+  }
+  return 0;
+}
+
+int cli_analyse_run(const char *command, const char *name, const ssa_options *opt,
+                    const ssa_run *run, ssa_analysis *an, char *msg, size_t cap) {
+  stepscope_error err;
+  memset(&err, 0, sizeof err);
+  if (!ssa_analyze(run, opt, an, &err)) return 0;
+  if (name)
+    snprintf(msg, cap, "stepscope %s: %s: %s", command, name, err.message);
+  else
+    snprintf(msg, cap, "stepscope %s: %s", command, err.message);
+  return opt->rank >= 0 && !ssa_run_has_rank(run, opt->rank) ? 2 : 1;
+}
+
+int cli_open_run(const char *command, const char *path, const ssa_options *opt, unsigned say,
+                 cli_loaded *l) {
+  char msg[1024];
+  memset(l, 0, sizeof *l);
+  l->have_run = 1;
+  int rc = cli_load_run(command, path, opt, isatty(2), &l->run, msg, sizeof msg);
+  if (rc) {
+    cli_print(stderr, "%s\n", msg);
+    return rc;
+  }
+  if (say & CLI_SAY_LOSSES) { /* what was lost to damage comes first, never in silence */
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "stepscope %s: ", command);
+    ssa_run_print_losses(&l->run, stderr, prefix);
+    for (size_t i = 0; i < l->run.nwarnings; i++) /* skipped ranks, missing ranks */
+      cli_print(stderr, "stepscope %s: %s%swarning: %s\n", command,
+                say & CLI_SAY_RUN_NAME ? path : "", say & CLI_SAY_RUN_NAME ? ": " : "",
+                l->run.warnings[i]);
+  }
+  l->have_an = 1;
+  rc = cli_analyse_run(command, say & CLI_SAY_RUN_NAME ? path : NULL, opt, &l->run, &l->an, msg,
+                       sizeof msg);
+  if (rc) cli_print(stderr, "%s\n", msg);
+  return rc;
+}
+
+void cli_loaded_free(cli_loaded *l) {
+  if (l->have_an) ssa_analysis_free(&l->an);
+  if (l->have_run) ssa_run_free(&l->run);
+  l->have_an = l->have_run = 0;
+}

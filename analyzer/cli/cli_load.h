@@ -1,0 +1,53 @@
+/*
+ * cli_load.h — one run, loaded and analysed the way every command does it
+ * (`analyze`, `export`, `diff`, `diff RUN PREDICTION.json`, and the C API of
+ * analyzer/api): every rank in parallel on the --threads given, the
+ * importer's switches from the environment (cli_env.c), the command line's
+ * classification rules; then the analysis with the command's options. The
+ * messages name the command ("stepscope export: ...") and, where a command
+ * holds several runs (`diff`), the run.
+ */
+#ifndef CLI_LOAD_H
+#define CLI_LOAD_H
+
+#include <stddef.h>
+
+#include "ssa_import.h"
+#include "ssa_metrics.h"
+
+/* A run and its analysis; the flags say what cli_loaded_free frees. */
+typedef struct cli_loaded {
+  ssa_run run;
+  ssa_analysis an;
+  int have_run, have_an;
+} cli_loaded;
+
+/* Loads the run at `path` into *run (freed with ssa_run_free either way);
+ * `progress` puts the loader's progress on stderr. 0, or 1 with "stepscope
+ * COMMAND: why" in msg[cap]. Nothing is printed. */
+int cli_load_run(const char *command, const char *path, const ssa_options *opt, int progress,
+                 ssa_run *run, char *msg, size_t cap);
+
+/* Analyses the loaded run into *an (freed with ssa_analysis_free either way).
+ * 0, or the exit status with the message in msg[cap]: 2 when --rank names a
+ * rank the run lacks, else 1. `name` (NULL or the run's path) comes before
+ * the reason when the command has more than one run. Nothing is printed. */
+int cli_analyse_run(const char *command, const char *name, const ssa_options *opt,
+                    const ssa_run *run, ssa_analysis *an, char *msg, size_t cap);
+
+/* What cli_open_run says on stderr besides its errors. */
+enum {
+  CLI_SAY_LOSSES = 1u,   /* the DATA LOST lines and the loader's warnings, before the analysis
+                            (for commands whose output does not carry them: export, diff) */
+  CLI_SAY_RUN_NAME = 2u, /* messages name the run (diff: there are two) */
+};
+
+/* The commands' way: cli_load_run (with progress on a terminal), what the
+ * `say` flags ask for, cli_analyse_run; every message printed on stderr,
+ * terminal-safe (cli_print.h). 0, or the exit status. Free l with cli_loaded_free either way. */
+int cli_open_run(const char *command, const char *path, const ssa_options *opt, unsigned say,
+                 cli_loaded *l);
+
+void cli_loaded_free(cli_loaded *l);
+
+#endif
