@@ -10,8 +10,9 @@
  * the runs' spread is part of the noise test. --json writes the
  * document of docs/diff.md, --markdown a short summary for a CI comment;
  * --fail-on is the regression gate (analyzer/src/diff/diff_gate.c). Exit codes:
- * 0 ok, 1 a run could not be loaded or analysed, 2 usage error, 3 a
- * --fail-on threshold was crossed by a real change.
+ * 0 ok (the gate passed), 1 a run could not be loaded or analysed, 2 usage error, 3 a
+ * --fail-on threshold was crossed by a real change, 4 undecided: a threshold was exceeded
+ * by a change the noise test cannot call real (`--undecided pass|fail` maps it to 0 or 3).
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -25,6 +26,9 @@
 #include "ssa_report.h"
 #include "ssa_import.h"
 #include "cli_env.h"
+
+/* The exit codes of the gate (docs/diff.md "Regression gate"). */
+enum { EXIT_GATE_FAIL = 3, EXIT_GATE_UNDECIDED = 4 };
 
 /* Appends arg to buf, quoted for a POSIX shell when it needs it. */
 static void append_quoted(char *buf, size_t cap, const char *arg) {
@@ -92,6 +96,7 @@ typedef struct diff_args {
   size_t nrep[2];
   ssa_gate gate;
   int has_gate, quiet;
+  int undecided_as;   /* --undecided: SSA_GATE_PASS, SSA_GATE_FAIL; SSA_GATE_UNDECIDED unset */
   char command[2048]; /* the reproduce line of --markdown */
 } diff_args;
 
@@ -103,6 +108,16 @@ static int opt_fail_on(const cli_option *o, const char *v, void *cmd) {
     return 2;
   }
   x->has_gate = 1;
+  return 0;
+}
+
+static int opt_undecided(const cli_option *o, const char *v, void *cmd) {
+  diff_args *x = cmd;
+  char err[128];
+  if (ssa_gate_parse_undecided(v, &x->undecided_as, err, sizeof err)) {
+    fprintf(stderr, "stepscope diff: %s\n", err);
+    return 2;
+  }
   return 0;
 }
 
@@ -163,10 +178,13 @@ static const cli_option diff_options[] = {
      A(json_path), NULL, 0, 0, NULL},
     {CLI_CALL, "--fail-on", NULL, "SPEC",
      "regression gate: exit 3 when a metric moved past its threshold in\n"
-     "the bad direction and the noise test calls the change real, e.g.\n"
+     "the bad direction and the noise test calls the change real, 4\n"
+     "(undecided) when it moved past but the change is within noise, e.g.\n"
      "\"step_time:+3%,exposed_comm:+10%,mfu:-2%,bubble:+2pt\" (units: % of\n"
      "run A, pt for ratios, ns/us/ms/s for times)",
      0, opt_fail_on, 0, 0, NULL},
+    {CLI_CALL, "--undecided", NULL, "pass|fail",
+     "what an undecided gate counts as: exit 0 or 3 instead of 4", 0, opt_undecided, 0, 0, NULL},
     {CLI_STRING, "--markdown", NULL, "FILE",
      "write a short Markdown summary for a CI comment (verdicts, gate,\n"
      "top causes, the command to reproduce); '-' = stdout",
@@ -186,7 +204,7 @@ static const cli_option diff_options[] = {
     {CLI_TEXT, NULL, NULL, NULL,
      "Verdicts: better/WORSE only when the change passes the noise test (docs/diff.md):\n"
      "noise, same, or unknown (too few steps) otherwise. Exit: 0 ok, 1 a run could not be\n"
-     "loaded, 2 usage, 3 a --fail-on threshold crossed.\n",
+     "loaded, 2 usage, 3 a --fail-on threshold crossed, 4 the gate is undecided.\n",
      0, NULL, 0, 0, NULL},
 };
 
@@ -231,7 +249,8 @@ static int load_sides(diff_args *x, loaded *l, const ssa_analysis *an[2][SSA_DIF
 }
 
 /* --json and --markdown of the diff d: 0, or 1 (said why). */
-static int write_reports(const diff_args *x, const ssa_diff *d, const ssa_gate_outcome *outcome) {
+static int write_reports(const diff_args *x, const ssa_diff *d, const ssa_gate_outcome *outcome,
+                         const ssa_gate_result *gate) {
   ssa_out o;
   if (x->json_path) {
     if (ssa_out_open(&o, x->json_path)) {
@@ -249,7 +268,7 @@ static int write_reports(const diff_args *x, const ssa_diff *d, const ssa_gate_o
       fprintf(stderr, "stepscope diff: cannot write %s\n", x->markdown_path);
       return 1;
     }
-    ssa_diff_report_markdown(d, x->has_gate ? &x->gate : NULL, outcome, x->command, &o);
+    ssa_diff_report_markdown(d, x->has_gate ? &x->gate : NULL, outcome, gate, x->command, &o);
     if (ssa_out_close(&o)) {
       fprintf(stderr, "stepscope diff: write error on %s\n", x->markdown_path);
       return 1;
@@ -258,10 +277,10 @@ static int write_reports(const diff_args *x, const ssa_diff *d, const ssa_gate_o
   return 0;
 }
 
-/* The gate's outcome, on stderr so that it is seen whatever stdout holds: 0, or 3 when a
- * threshold was crossed. */
+/* The gate's outcome, on stderr so that it is seen whatever stdout holds: 0 (pass), 3 (a
+ * threshold crossed) or 4 (undecided), an undecided gate mapped by --undecided. */
 static int report_gate(const diff_args *x, const ssa_diff *d, const ssa_gate_outcome *outcome,
-                       size_t failed) {
+                       const ssa_gate_result *res) {
   for (size_t i = 0; i < x->gate.n; i++) {
     const ssa_gate_rule *r = &x->gate.rules[i];
     char t[32];
@@ -271,9 +290,19 @@ static int report_gate(const diff_args *x, const ssa_diff *d, const ssa_gate_out
             ssa_gate_status_names[outcome[i].status],
             m->comparable ? ssa_diff_verdict_word(m, r->metric) : "-");
   }
-  if (!failed) return 0;
-  fprintf(stderr, "stepscope diff: %zu of %zu thresholds crossed\n", failed, x->gate.n);
-  return 3;
+  if (res->failed)
+    fprintf(stderr, "stepscope diff: %zu of %zu thresholds crossed\n", res->failed, res->n);
+  if (res->outcome == SSA_GATE_UNDECIDED)
+    fprintf(stderr,
+            "stepscope diff: undecided: %zu of %zu thresholds exceeded by a change the noise test "
+            "cannot call real%s\n",
+            res->undecided, res->n,
+            res->counts_as == SSA_GATE_PASS   ? " (counted as pass: --undecided pass)"
+            : res->counts_as == SSA_GATE_FAIL ? " (counted as fail: --undecided fail)"
+                                              : "");
+  return res->counts_as == SSA_GATE_FAIL        ? EXIT_GATE_FAIL
+         : res->counts_as == SSA_GATE_UNDECIDED ? EXIT_GATE_UNDECIDED
+                                                : 0;
 }
 
 /* Compares the loaded sides and reports: 0, or the exit status. */
@@ -286,12 +315,16 @@ static int compare(diff_args *x, const ssa_analysis *an[2][SSA_DIFF_MAX_RUNS]) {
     return 1;
   }
   ssa_gate_outcome outcome[SSA_DM_N];
-  size_t failed = x->has_gate ? ssa_gate_check(&d, &x->gate, outcome) : 0; /* reads d only */
-  int rc = write_reports(x, &d, outcome);
+  ssa_gate_result gate = {0};
+  if (x->has_gate) {
+    x->gate.undecided_as = x->undecided_as;
+    gate = ssa_gate_check(&d, &x->gate, outcome); /* reads d only */
+  }
+  int rc = write_reports(x, &d, outcome, &gate);
   int to_stdout = (x->json_path && !strcmp(x->json_path, "-")) ||
                   (x->markdown_path && !strcmp(x->markdown_path, "-"));
   if (!rc && !x->quiet && !to_stdout) ssa_diff_report_text(&d, stdout);
-  if (!rc && x->has_gate) rc = report_gate(x, &d, outcome, failed);
+  if (!rc && x->has_gate) rc = report_gate(x, &d, outcome, &gate);
   ssa_diff_free(&d);
   return rc;
 }
@@ -304,6 +337,7 @@ int cmd_diff(int argc, char **argv) {
   }
   ssa_options_default(&x->opt);
   x->nrep[0] = x->nrep[1] = 1;
+  x->undecided_as = SSA_GATE_UNDECIDED;
   snprintf(x->command, sizeof x->command, "stepscope diff");
   int rc = cli_parse(&diff_table, argc, argv, x, NULL);
   if (rc == CLI_PARSED && !x->paths[1]) {
@@ -311,6 +345,10 @@ int cmd_diff(int argc, char **argv) {
     rc = 2;
   }
   if (rc == CLI_PARSED && cli_finish_analysis_options("diff", &x->opt)) rc = 2;
+  if (rc == CLI_PARSED && x->undecided_as != SSA_GATE_UNDECIDED && !x->has_gate) {
+    fprintf(stderr, "stepscope diff: --undecided applies to the gate: give --fail-on too\n");
+    rc = 2;
+  }
   if (rc != CLI_PARSED) {
     free(x);
     return rc;

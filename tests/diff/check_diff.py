@@ -35,7 +35,7 @@ def gate(a, b, spec=GATE, *extra):
     md = work + "/summary.md"
     r = subprocess.run([exe, "diff", a, b, "--fail-on", spec, "--markdown", md, "--quiet"] + list(extra),
                        capture_output=True, text=True)
-    text = open(md).read() if r.returncode in (0, 3) else ""
+    text = open(md).read() if r.returncode in (0, 3, 4) else ""
     return r.returncode, r.stderr, text
 
 
@@ -106,7 +106,8 @@ elif case == "usage":
     r = subprocess.run([exe, "diff", work + "/nope", work + "/nope2"], capture_output=True, text=True)
     check(r.returncode == 1 and "nope" in r.stderr, "missing run -> 1")
 elif case == "gate":
-    # A/A: the same configuration generated twice with different jitter seeds
+    # A/A: the same configuration generated twice with different jitter seeds: pass (or at
+    # worst undecided), never a failure
     a1 = make("a1", "--seed", "1", steps="8", jitter="20")
     a2 = make("a2", "--seed", "2", steps="8", jitter="20")
     rc, err, md = gate(a1, a2)
@@ -137,12 +138,35 @@ elif case == "gate":
     check(rc == 3, "overlap -60pt crossed: exit %d %s" % (rc, err))
     rc, err, _ = gate(a1, off, "overlap:-70pt")
     check(rc == 0, "overlap -70pt not crossed: exit %d" % rc)
-    # too few steps: unknown, never a failure
+    # too few steps to judge a +17 % change: undecided (exit 4), never a failure, never a pass
     one_a = make("one_a", "--seed", "1", steps="1")
     one_b = make("one_b", "--seed", "3", "--overlap", "off", steps="1")
     rc, err, md = gate(one_a, one_b)
-    check(rc == 0 and "gate step_time +3%: unknown" in err, "one step per side: exit %d %s" % (rc, err))
-    check("| step_time |" in md and "| unknown |" in md, "markdown says unknown")
+    check(rc == 4 and "gate step_time +3%: undecided (unknown)" in err
+          and "undecided: 2 of 4 thresholds exceeded by a change the noise test cannot call real" in err,
+          "one step per side: exit %d %s" % (rc, err))
+    check("### stepscope diff: undecided (0 of 4 thresholds crossed; 2 exceeded by a change that cannot be "
+          "told from noise)" in md, "markdown headline says undecided: %s" % md[:300])
+    check("| step_time |" in md and "| unknown | **undecided** (+3%) |" in md, "markdown table: %s" % md)
+    # what an undecided gate counts as: --undecided pass (0) or fail (3), said in the title
+    rc, err, md = gate(one_a, one_b, GATE, "--undecided", "pass")
+    check(rc == 0 and "(counted as pass: --undecided pass)" in err, "--undecided pass: exit %d %s" % (rc, err))
+    check("### stepscope diff: undecided, counted as pass (--undecided pass) (0 of 4" in md, "title: %s" % md[:200])
+    rc, err, md = gate(one_a, one_b, GATE, "--undecided", "fail")
+    check(rc == 3 and "(counted as fail: --undecided fail)" in err, "--undecided fail: exit %d %s" % (rc, err))
+    check("--undecided fail" in md.split("**Reproduce**")[-1], "reproduce line keeps --undecided")
+    # within the thresholds, a change too small to matter passes even when it cannot be judged
+    rc, err, md = gate(one_a, one_b, "step_time:+30%")
+    check(rc == 0 and "gate step_time +30%: pass (unknown)" in err, "small unknown change: exit %d %s" % (rc, err))
+    # a real failure wins over an undecided threshold; --undecided pass does not hide it
+    rc, err, md = gate(a1, off, GATE, "--undecided", "pass")
+    check(rc == 3, "real regression with --undecided pass: exit %d" % rc)
+    # --undecided takes pass or fail, and only with --fail-on
+    r = subprocess.run([exe, "diff", a1, a2, "--fail-on", GATE, "--undecided", "maybe"], capture_output=True,
+                       text=True)
+    check(r.returncode == 2 and "bad --undecided 'maybe': want pass or fail" in r.stderr, r.stderr)
+    r = subprocess.run([exe, "diff", a1, a2, "--undecided", "pass"], capture_output=True, text=True)
+    check(r.returncode == 2 and "give --fail-on too" in r.stderr, r.stderr)
 elif case == "gate_parse":
     a = make("a")
     bad = {

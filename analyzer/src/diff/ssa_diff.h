@@ -237,10 +237,12 @@ int ssa_diff_report_json(const ssa_diff *d, ssa_out *o);
 /* ---- the CI gate ----
  * The regression gate of `stepscope diff --fail-on SPEC`
  * (docs/diff.md "Regression gate"): thresholds per headline metric, parsed
- * strictly, and checked against a diff. A threshold is crossed when the
- * metric moved past it in its bad direction AND the noise test
- * (diff_verdict.c) calls the change real. Also the short Markdown summary
- * for a CI comment (diff_markdown.c).
+ * strictly, and checked against a diff. Three outcomes: a threshold is
+ * crossed (fail) when the metric moved past it in its bad direction AND the
+ * noise test (diff_verdict.c) calls the change real; it is undecided when
+ * the metric moved past it but the noise test cannot call the change real
+ * (noise, too few steps, the load differs); otherwise it passes. Also the
+ * short Markdown summary for a CI comment (diff_markdown.c).
  *
  * SPEC: comma-separated METRIC:[SIGN]NUMBER UNIT, e.g.
  * "step_time:+3%,exposed_comm:+10%,mfu:-2%,bubble:+2pt". METRIC is a
@@ -260,22 +262,26 @@ typedef struct ssa_gate_rule {
   char text[48];    /* the token as given, for messages */
 } ssa_gate_rule;
 
+/* A threshold's outcome, and the gate's. */
+enum {
+  SSA_GATE_PASS,      /* within the threshold, or in the good direction */
+  SSA_GATE_FAIL,      /* past the threshold in the bad direction, and real */
+  SSA_GATE_UNDECIDED, /* past the threshold in the bad direction, but not called real */
+  SSA_GATE_UNMEASURED /* the metric is unknown in a run (no comm, no pipeline, no FLOPs) */
+};
+extern const char *const ssa_gate_status_names[];
+
 typedef struct ssa_gate {
   ssa_gate_rule rules[SSA_DM_N];
   size_t n;
+  int undecided_as; /* what an undecided gate counts as: SSA_GATE_UNDECIDED (its own
+                       outcome, the default), SSA_GATE_PASS or SSA_GATE_FAIL (--undecided) */
 } ssa_gate;
 
 /* 0, or -1 with a message naming the offending token in err. */
 int ssa_gate_parse(const char *spec, ssa_gate *g, char *err, size_t errlen);
-
-enum {
-  SSA_GATE_PASS,      /* real change within the threshold, or in the good direction, or none */
-  SSA_GATE_FAIL,      /* past the threshold in the bad direction, and real */
-  SSA_GATE_NOISE,     /* the noise test does not call the change real */
-  SSA_GATE_UNKNOWN,   /* too few steps to tell */
-  SSA_GATE_UNMEASURED /* the metric is unknown in a run (no comm, no pipeline, no FLOPs) */
-};
-extern const char *const ssa_gate_status_names[];
+/* --undecided WORD: "pass" or "fail" into g->undecided_as; 0, or -1 with a message. */
+int ssa_gate_parse_undecided(const char *word, int *undecided_as, char *err, size_t errlen);
 
 typedef struct ssa_gate_outcome {
   int status;   /* SSA_GATE_* */
@@ -283,16 +289,25 @@ typedef struct ssa_gate_outcome {
                    unknown */
 } ssa_gate_outcome;
 
-/* Checks every rule; out has g->n entries. Returns how many failed. */
-size_t ssa_gate_check(const ssa_diff *d, const ssa_gate *g, ssa_gate_outcome *out);
+/* The gate as a whole: how many thresholds failed and how many are undecided, the outcome
+ * (fail when one failed, else undecided when one is, else pass) and what it counts as
+ * (the outcome, with an undecided one mapped by g->undecided_as). */
+typedef struct ssa_gate_result {
+  size_t failed, undecided, n;
+  int outcome, counts_as; /* SSA_GATE_PASS, SSA_GATE_FAIL or SSA_GATE_UNDECIDED */
+} ssa_gate_result;
+
+/* Checks every rule; out has g->n entries. */
+ssa_gate_result ssa_gate_check(const ssa_diff *d, const ssa_gate *g, ssa_gate_outcome *out);
 
 /* "+3%", "+2.0pt", "+1.5ms": a rule's threshold as written back. */
 void ssa_gate_rule_text(const ssa_gate_rule *r, char *buf, size_t n);
 
 /* The Markdown summary (docs/diff.md): verdicts, gate outcomes (g may be
- * NULL), the top causes, and `command` (the command line to reproduce). */
+ * NULL; then out and result are not read), the top causes, and `command` (the command line to
+ * reproduce). */
 int ssa_diff_report_markdown(const ssa_diff *d, const ssa_gate *g, const ssa_gate_outcome *out,
-                             const char *command, ssa_out *o);
+                             const ssa_gate_result *result, const char *command, ssa_out *o);
 
 /* ---- a run against a prediction ----
  * `stepscope diff RUN PREDICTION.json`: a real run set against what
