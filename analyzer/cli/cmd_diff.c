@@ -2,18 +2,21 @@
  * cmd_diff.c — `stepscope diff RUN_A RUN_B [--json FILE] [--markdown FILE]
  * [--fail-on SPEC] [--steps A:B] [--steps-b A:B] [--step-range NAME]
  * [--launch-gap-us N] [--threads N] [--comm-kernel RE] [--compute-kernel RE]
- * [--repeat-a RUN]... [--repeat-b RUN]... [--quiet]`: loads and
+ * [--repeat-a RUN]... [--repeat-b RUN]... [--run-noise PCT] [--undecided pass|fail]
+ * [--quiet]`: loads and
  * analyses both runs with the same options (each run is any run directory
  * or file `stepscope analyze` accepts, Kineto JSON included), compares them
  * (analyzer/src/diff/diff_runs.c) and prints the text report. --repeat-a/-b add
  * more runs of the same configuration to a side: their steps are pooled and
- * the runs' spread is part of the noise test. --json writes the
+ * the runs' spread is part of the noise test; --run-noise gives the between-run floor
+ * (with one run per side a default applies). --json writes the
  * document of docs/diff.md, --markdown a short summary for a CI comment;
  * --fail-on is the regression gate (analyzer/src/diff/diff_gate.c). Exit codes:
  * 0 ok (the gate passed), 1 a run could not be loaded or analysed, 2 usage error, 3 a
  * --fail-on threshold was crossed by a real change, 4 undecided: a threshold was exceeded
  * by a change the noise test cannot call real (`--undecided pass|fail` maps it to 0 or 3).
  */
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,6 +100,7 @@ typedef struct diff_args {
   ssa_gate gate;
   int has_gate, quiet;
   int undecided_as;   /* --undecided: SSA_GATE_PASS, SSA_GATE_FAIL; SSA_GATE_UNDECIDED unset */
+  double run_noise;   /* --run-noise as a fraction; NaN when not given */
   char command[2048]; /* the reproduce line of --markdown */
 } diff_args;
 
@@ -115,6 +119,16 @@ static int opt_undecided(const cli_option *o, const char *v, void *cmd) {
   diff_args *x = cmd;
   char err[128];
   if (ssa_gate_parse_undecided(v, &x->undecided_as, err, sizeof err)) {
+    fprintf(stderr, "stepscope diff: %s\n", err);
+    return 2;
+  }
+  return 0;
+}
+
+static int opt_run_noise(const cli_option *o, const char *v, void *cmd) {
+  diff_args *x = cmd;
+  char err[160];
+  if (ssa_diff_parse_run_noise(v, &x->run_noise, err, sizeof err)) {
     fprintf(stderr, "stepscope diff: %s\n", err);
     return 2;
   }
@@ -197,9 +211,12 @@ static const cli_option diff_options[] = {
      "pooled, and a change must exceed how far A's runs lie apart",
      0, opt_repeat, 0, 0, NULL},
     {CLI_CALL, "--repeat-b", NULL, "RUN",
-     "the same for B. With one run per side, verdicts assume separate runs\n"
-     "of one configuration differ no more than their steps do",
-     0, opt_repeat, 0, 0, NULL},
+     "the same for B (three runs per side measure run-to-run noise)", 0, opt_repeat, 0, 0, NULL},
+    {CLI_CALL, "--run-noise", NULL, "PCT",
+     "between-run noise floor: a change must exceed PCT % of A's step time\n"
+     "(PCT points for ratios); default 30 with one run per side, where\n"
+     "nothing measures it; 0 = none. With repeats it applies as well",
+     0, opt_run_noise, 0, 0, NULL},
     {CLI_FLAG, "--quiet", NULL, NULL, "no text report", A(quiet), NULL, 0, 0, NULL},
     {CLI_TEXT, NULL, NULL, NULL,
      "Verdicts: better/WORSE only when the change passes the noise test (docs/diff.md):\n"
@@ -309,7 +326,8 @@ static int report_gate(const diff_args *x, const ssa_diff *d, const ssa_gate_out
 static int compare(diff_args *x, const ssa_analysis *an[2][SSA_DIFF_MAX_RUNS]) {
   ssa_diff d;
   memset(&d, 0, sizeof d);
-  if (ssa_diff_runs_repeated(an[0], x->nrep[0], an[1], x->nrep[1], x->paths[0], x->paths[1], &d)) {
+  if (ssa_diff_runs_repeated(an[0], x->nrep[0], an[1], x->nrep[1], x->paths[0], x->paths[1],
+                             x->run_noise, &d)) {
     fprintf(stderr, "stepscope diff: out of memory while comparing\n");
     ssa_diff_free(&d);
     return 1;
@@ -338,6 +356,7 @@ int cmd_diff(int argc, char **argv) {
   ssa_options_default(&x->opt);
   x->nrep[0] = x->nrep[1] = 1;
   x->undecided_as = SSA_GATE_UNDECIDED;
+  x->run_noise = NAN;
   snprintf(x->command, sizeof x->command, "stepscope diff");
   int rc = cli_parse(&diff_table, argc, argv, x, NULL);
   if (rc == CLI_PARSED && !x->paths[1]) {
@@ -357,12 +376,13 @@ int cmd_diff(int argc, char **argv) {
   if (prediction >= 0) {
     rc = cli_diff_prediction(x->paths[1 - prediction], x->paths[prediction], &x->opt, x->json_path,
                              x->quiet,
-                             x->has_gate        ? "--fail-on"
-                             : x->markdown_path ? "--markdown"
-                             : x->has_b_steps   ? "--steps-b"
-                             : x->nrep[0] > 1   ? "--repeat-a"
-                             : x->nrep[1] > 1   ? "--repeat-b"
-                                                : NULL);
+                             x->has_gate            ? "--fail-on"
+                             : x->markdown_path     ? "--markdown"
+                             : x->has_b_steps       ? "--steps-b"
+                             : x->nrep[0] > 1       ? "--repeat-a"
+                             : x->nrep[1] > 1       ? "--repeat-b"
+                             : !isnan(x->run_noise) ? "--run-noise"
+                                                    : NULL);
     free(x);
     return rc;
   }

@@ -171,9 +171,10 @@ static void unload(loaded *l) {
   ssa_run_free(&l->run);
 }
 
-/* Diffs the runs of two shapes; calls fn(diff, ctx). */
-static void with_diff(const shape *sa, const shape *sb, void (*fn)(const ssa_diff *, void *),
-                      void *ctx) {
+/* Diffs the runs of two shapes with a between-run floor (run_noise, a fraction; 0: none,
+ * NaN: the default for one run per side); calls fn(diff, ctx). */
+static void with_diff_floor(const shape *sa, const shape *sb, double run_noise,
+                            void (*fn)(const ssa_diff *, void *), void *ctx) {
   loaded la, lb;
   if (load(sa, &la)) {
     failures++;
@@ -185,7 +186,8 @@ static void with_diff(const shape *sa, const shape *sb, void (*fn)(const ssa_dif
     return;
   }
   ssa_diff d;
-  if (ssa_diff_runs(&la.an, &lb.an, "A", "B", &d)) {
+  const ssa_analysis *a = &la.an, *b = &lb.an;
+  if (ssa_diff_runs_repeated(&a, 1, &b, 1, "A", "B", run_noise, &d)) {
     failures++;
   } else {
     fn(&d, ctx);
@@ -193,6 +195,12 @@ static void with_diff(const shape *sa, const shape *sb, void (*fn)(const ssa_dif
   }
   unload(&la);
   unload(&lb);
+}
+
+/* The same without a between-run floor: the step statistics alone (tests 1-2, 4-7). */
+static void with_diff(const shape *sa, const shape *sb, void (*fn)(const ssa_diff *, void *),
+                      void *ctx) {
+  with_diff_floor(sa, sb, 0, fn, ctx);
 }
 
 static shape base_shape(void) {
@@ -434,13 +442,13 @@ static void case_series(void) {
     vb[i] = 110;
   }
   ssa_diff_metric m;
-  CHECK(ssa_diff_compare_series(va, 16, vb, 16, SSA_DM_STEP_TIME, NAN, 0, &m) == 0, "compare");
+  CHECK(ssa_diff_compare_series(va, 16, vb, 16, SSA_DM_STEP_TIME, NAN, 0, NAN, &m) == 0, "compare");
   CHECK(m.verdict == SSA_DV_NOISE && m.noise_reason == SSA_DN_DRIFT,
         "drift: verdict %d reason %d (drift %.1f)", m.verdict, m.noise_reason, m.a.drift);
   /* the same with a flat A: real */
   for (int i = 12; i < 16; i++)
     va[i] = 100;
-  CHECK(ssa_diff_compare_series(va, 16, vb, 16, SSA_DM_STEP_TIME, NAN, 0, &m) == 0 &&
+  CHECK(ssa_diff_compare_series(va, 16, vb, 16, SSA_DM_STEP_TIME, NAN, 0, NAN, &m) == 0 &&
             m.verdict == SSA_DV_REAL,
         "flat A: verdict %d reason %d", m.verdict, m.noise_reason);
   /* iid noise: the false-positive rate of the whole test on A/A series of
@@ -452,7 +460,7 @@ static void case_series(void) {
       va[i] = 100 * (1 + 0.1 * rng_sym(&rs));
       vb[i] = 100 * (1 + 0.1 * rng_sym(&rs));
     }
-    ssa_diff_compare_series(va, 16, vb, 16, SSA_DM_STEP_TIME, NAN, 0, &m);
+    ssa_diff_compare_series(va, 16, vb, 16, SSA_DM_STEP_TIME, NAN, 0, NAN, &m);
     real += m.verdict == SSA_DV_REAL;
   }
   printf("iid A/A series (16 steps, +-10 %%): %d of 4000 pairs called real\n", real);
@@ -483,7 +491,7 @@ static double repeated_real_rate(int runs, double between, double shift, uint64_
     repeated_series(vb, sb, runs, between, shift, &rs);
     ssa_diff_metric m;
     if (ssa_diff_compare_runs(va, sa, (size_t)runs, vb, sb, (size_t)runs, SSA_DM_STEP_TIME, NAN, 0,
-                              &m))
+                              NAN, &m))
       return NAN;
     real += m.verdict == SSA_DV_REAL;
   }
@@ -493,7 +501,8 @@ static double repeated_real_rate(int runs, double between, double shift, uint64_
 typedef struct level_run {
   double levels[2][3]; /* [side][run]: each run's level (shape.level) */
   int runs;
-  double want; /* expected step-time change of B (0: an A/A, must be noise) */
+  double want;      /* expected step-time change of B (0: an A/A, must be noise) */
+  double run_noise; /* the between-run floor given (NaN: not given) */
 } level_run;
 
 /* Loads side A's and side B's runs with the levels of lr and diffs them as
@@ -513,11 +522,12 @@ static void check_levels(const level_run *lr) {
       an[side][r] = &l[side][r].an;
     }
   ssa_diff d;
-  if (ok &&
-      ssa_diff_runs_repeated(an[0], (size_t)lr->runs, an[1], (size_t)lr->runs, "A", "B", &d) == 0) {
+  if (ok && ssa_diff_runs_repeated(an[0], (size_t)lr->runs, an[1], (size_t)lr->runs, "A", "B",
+                                   lr->run_noise, &d) == 0) {
     const ssa_diff_metric *m = &d.m[SSA_DM_STEP_TIME];
+    int floor_reason = lr->runs == 1 ? SSA_DN_RUN_NOISE : SSA_DN_BETWEEN_RUNS;
     if (lr->want == 0)
-      CHECK(m->verdict != SSA_DV_REAL && (lr->runs == 1 || m->noise_reason == SSA_DN_BETWEEN_RUNS),
+      CHECK(m->verdict != SSA_DV_REAL && m->noise_reason == floor_reason,
             "A/A with %d runs per side: step_time %+.1f %% %s (reason %d, gap %.0f, ranges %.0f "
             "%.0f)",
             lr->runs, m->rel_change * 100, word(&d, SSA_DM_STEP_TIME), m->noise_reason, m->run_gap,
@@ -549,7 +559,7 @@ static void case_repeats(void) {
     vb[i] = 105 + i / 4;
   }
   ssa_diff_metric m;
-  CHECK(ssa_diff_compare_runs(va, seg, 3, vb, seg, 3, SSA_DM_STEP_TIME, NAN, 0, &m) == 0,
+  CHECK(ssa_diff_compare_runs(va, seg, 3, vb, seg, 3, SSA_DM_STEP_TIME, NAN, 0, NAN, &m) == 0,
         "compare runs");
   CHECK(m.a.runs == 3 && m.a.between == 2 && m.b.between == 2 && m.run_gap == 3 &&
             m.a.run_median[2] == 102,
@@ -558,19 +568,19 @@ static void case_repeats(void) {
         m.noise_reason);
   for (int i = 0; i < 12; i++)
     vb[i] = 103.5 + 0.5 * (i / 4);
-  CHECK(ssa_diff_compare_runs(va, seg, 3, vb, seg, 3, SSA_DM_STEP_TIME, NAN, 0, &m) == 0,
+  CHECK(ssa_diff_compare_runs(va, seg, 3, vb, seg, 3, SSA_DM_STEP_TIME, NAN, 0, NAN, &m) == 0,
         "compare runs");
   CHECK(m.verdict == SSA_DV_NOISE && m.noise_reason == SSA_DN_BETWEEN_RUNS && m.run_gap == 1.5,
         "gap 1.5 < ranges 2: verdict %d reason %d gap %.2f", m.verdict, m.noise_reason, m.run_gap);
   /* a decrease: the gap is measured downwards */
   for (int i = 0; i < 12; i++)
     vb[i] = 95 + i / 4;
-  ssa_diff_compare_runs(va, seg, 3, vb, seg, 3, SSA_DM_STEP_TIME, NAN, 0, &m);
+  ssa_diff_compare_runs(va, seg, 3, vb, seg, 3, SSA_DM_STEP_TIME, NAN, 0, NAN, &m);
   CHECK(m.verdict == SSA_DV_REAL && m.run_gap == 3, "decrease: verdict %d gap %.2f", m.verdict,
         m.run_gap);
   /* one run per side: no between-run test, no gap */
   size_t one = 12;
-  ssa_diff_compare_runs(va, &one, 1, vb, &one, 1, SSA_DM_STEP_TIME, NAN, 0, &m);
+  ssa_diff_compare_runs(va, &one, 1, vb, &one, 1, SSA_DM_STEP_TIME, NAN, 0, NAN, &m);
   CHECK(isnan(m.run_gap) && isnan(m.a.between) && m.a.runs == 1, "one run: gap %.2f", m.run_gap);
 
   /* generated: runs differ by up to +-4 % (uniform), steps by +-1 % */
@@ -586,12 +596,21 @@ static void case_repeats(void) {
   CHECK(power > 0.9, "+15 %% with 3 runs detected in %.3f", power);
 
   /* end to end (generated traces, ssa_diff_runs_repeated): run levels move
-   * by up to 4 %; one run per side calls B's +4 % WORSE, three runs do not */
-  level_run aa1 = {{{0}, {0.04}}, 1, 0.04};
+   * by up to 4 %; one run per side without a floor (--run-noise 0) calls B's +4 % WORSE,
+   * three runs do not */
+  level_run aa1 = {{{0}, {0.04}}, 1, 0.04, 0};
   check_levels(&aa1);
-  level_run aa3 = {{{0, 0.03, -0.01}, {0.04, 0.0, 0.02}}, 3, 0};
+  /* the same with the default between-run floor (30 %): noise, reason run_noise; a +50 %
+   * change is beyond it; a floor of 3 % given calls the +4 % WORSE again */
+  level_run aa1_floor = {{{0}, {0.04}}, 1, 0, NAN};
+  check_levels(&aa1_floor);
+  level_run real1_floor = {{{0}, {0.5}}, 1, 0.5, NAN};
+  check_levels(&real1_floor);
+  level_run aa1_given = {{{0}, {0.04}}, 1, 0.04, 0.03};
+  check_levels(&aa1_given);
+  level_run aa3 = {{{0, 0.03, -0.01}, {0.04, 0.0, 0.02}}, 3, 0, NAN};
   check_levels(&aa3);
-  level_run real3 = {{{0, 0.03, -0.01}, {0.24, 0.20, 0.22}}, 3, 0.22};
+  level_run real3 = {{{0, 0.03, -0.01}, {0.24, 0.20, 0.22}}, 3, 0.22, NAN};
   check_levels(&real3);
 }
 

@@ -193,6 +193,11 @@ int ssa_diff_report_markdown(const ssa_diff *d, const ssa_gate *g, const ssa_gat
   ssa_out_printf(o, " (%zu ranks, %zu steps", d->b->nranks, d->b->nsteps);
   if (d->nruns_b > 1) ssa_out_printf(o, "; %zu runs", d->nruns_b);
   ssa_out_str(o, ")\n\n");
+  char floor[200];
+  ssa_diff_floor_text(d, floor, sizeof floor);
+  ssa_out_str(o, "Noise floor: ");
+  ssa_out_utf8(o, floor);
+  ssa_out_str(o, ".\n\n");
   if (d->load_differs)
     ssa_out_printf(
         o,

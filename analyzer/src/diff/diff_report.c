@@ -13,6 +13,38 @@
 
 /* ---------------------------------------------------------------- text */
 
+/* "2.1 %": how far one side's runs lie apart, relative to its step time; "-" unknown. */
+static void between_pct(char *buf, size_t n, const ssa_diff_stat *s) {
+  if (isnan(s->between) || !(s->median > 0))
+    snprintf(buf, n, "-");
+  else
+    snprintf(buf, n, "%.1f %%", s->between / s->median * 100.0);
+}
+
+void ssa_diff_floor_text(const ssa_diff *d, char *buf, size_t n) {
+  const ssa_diff_metric *st = &d->m[SSA_DM_STEP_TIME];
+  char ra[24], rb[24], given[64] = "";
+  between_pct(ra, sizeof ra, &st->a);
+  between_pct(rb, sizeof rb, &st->b);
+  if (d->run_noise_source == SSA_DIFF_FLOOR_GIVEN)
+    snprintf(given, sizeof given,
+             isnan(d->run_noise) ? "no run-to-run floor (--run-noise 0)"
+                                 : "run-to-run floor %g %% (--run-noise)",
+             d->run_noise * 100.0);
+  if (d->run_noise_source == SSA_DIFF_FLOOR_DEFAULT)
+    snprintf(buf, n,
+             "run-to-run floor %g %%: the default for one run per side; --run-noise PCT sets it, "
+             "--repeat-a/-b measure it",
+             d->run_noise * 100.0);
+  else if (d->nruns_a > 1 || d->nruns_b > 1)
+    snprintf(buf, n,
+             "run-to-run noise measured from %zu + %zu runs (step time: A's runs %s apart, "
+             "B's %s)%s%s",
+             d->nruns_a, d->nruns_b, ra, rb, given[0] ? "; " : "", given);
+  else
+    snprintf(buf, n, "%s, one run per side", given);
+}
+
 static void tfmt(char *buf, size_t n, int is_time, int known, double v) {
   if (!known || isnan(v)) {
     snprintf(buf, n, "-");
@@ -55,6 +87,9 @@ int ssa_diff_report_text(const ssa_diff *d, FILE *f) {
   if (d->nruns_b > 1)
     fprintf(f, "; %zu runs, %zu steps in all", d->nruns_b, d->m[SSA_DM_STEP_TIME].b.n);
   fprintf(f, ")\n");
+  char floor[200];
+  ssa_diff_floor_text(d, floor, sizeof floor);
+  fprintf(f, "  noise floor: %s\n", floor);
   if (!d->same_layout) fprintf(f, "  note: %s\n", d->layout_note);
   if (d->load_differs)
     fprintf(f,
@@ -255,6 +290,8 @@ static void jmetric(ssa_out *o, int k, const ssa_diff_metric *m) {
   jnum(o, t, m->min_effect);
   ssa_out_str(o, ",\"run_gap\":");
   jnum(o, t, m->run_gap);
+  ssa_out_str(o, ",\"run_floor\":");
+  jnum(o, t, m->run_floor);
   ssa_out_char(o, '}');
 }
 
@@ -297,6 +334,10 @@ int ssa_diff_report_json(const ssa_diff *d, ssa_out *o) {
   jnum(o, 0, d->kernel_stretch);
   ssa_out_printf(o, ",\"stretch_kernels\":%zu", d->stretch_kernels);
   ssa_out_str(o, d->load_differs ? ",\"differs\":true}" : ",\"differs\":false}");
+  static const char *const sources[] = {"measured", "given", "default"};
+  ssa_out_printf(o, ",\"run_noise\":{\"source\":\"%s\",\"floor\":", sources[d->run_noise_source]);
+  jnum(o, 0, d->run_noise);
+  ssa_out_str(o, "}");
   ssa_out_str(o, ",\"headline\":{");
   for (int k = 0; k < SSA_DM_N; k++) {
     if (k) ssa_out_char(o, ',');

@@ -274,8 +274,8 @@ static int side_series(series_fn series, const void *ctx, size_t nruns, int k, d
 /* Compares metric k of the two sides (series freed). */
 static int compare_metric(double *va, const size_t *seg_a, size_t ka, double *vb,
                           const size_t *seg_b, size_t kb, int k, double step_a, int load,
-                          ssa_diff_metric *m) {
-  int rc = ssa_diff_compare_runs(va, seg_a, ka, vb, seg_b, kb, k, step_a, load, m);
+                          double run_noise, ssa_diff_metric *m) {
+  int rc = ssa_diff_compare_runs(va, seg_a, ka, vb, seg_b, kb, k, step_a, load, run_noise, m);
   free(va);
   free(vb);
   return rc;
@@ -337,7 +337,8 @@ static int build_ranks(ssa_diff *d) {
         free(va);
         return STEPSCOPE_E_NOMEM;
       }
-      if (compare_metric(va, seg_a, d->nruns_a, vb, seg_b, d->nruns_b, k, step_a, load, &x->m[k]))
+      if (compare_metric(va, seg_a, d->nruns_a, vb, seg_b, d->nruns_b, k, step_a, load,
+                         d->run_noise, &x->m[k]))
         return STEPSCOPE_E_NOMEM;
       if (k == SSA_DM_STEP_TIME) step_a = x->m[k].a.known ? x->m[k].a.median : NAN;
     }
@@ -531,6 +532,23 @@ static void rank_agreement(const ssa_diff *d, int k, size_t *agree, size_t *tota
   }
 }
 
+/* Appends ", ITEM" (the first without the comma) to the list buf of *len bytes, cut at cap. */
+static void list_add(char *buf, size_t cap, size_t *len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void list_add(char *buf, size_t cap, size_t *len, const char *fmt, ...) {
+  if (*len + 1 >= cap) return;
+  if (*len) *len += (size_t)snprintf(buf + *len, cap - *len, ", ");
+  if (*len + 1 >= cap) {
+    *len = cap - 1;
+    return;
+  }
+  va_list ap;
+  va_start(ap, fmt);
+  *len += (size_t)vsnprintf(buf + *len, cap - *len, fmt, ap);
+  va_end(ap);
+  if (*len >= cap) *len = cap - 1;
+}
+
 static int build_findings(ssa_diff *d) {
   int rc = 0;
   if (!d->same_layout) rc |= finding(d, "%s", d->layout_note);
@@ -551,23 +569,29 @@ static int build_findings(ssa_diff *d) {
         "runs on a quiet machine",
         d->queued_idle_a * 100.0, d->queued_idle_b * 100.0, stretch);
   }
-  char unchanged[300] = "", unknown[300] = "";
-  size_t ulen = 0, klen = 0;
+  char unchanged[300] = "", unknown[300] = "", floored[400] = "";
+  size_t ulen = 0, klen = 0, flen = 0;
   for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
     int k = order[i];
     const ssa_diff_metric *m = &d->m[k];
     if (!m->comparable) continue;
     if (m->verdict == SSA_DV_UNKNOWN) {
-      klen += (size_t)snprintf(unknown + klen, klen < sizeof unknown ? sizeof unknown - klen : 0,
-                               "%s%s", klen ? ", " : "", ssa_diff_metric_names[k]);
-      if (klen >= sizeof unknown) klen = sizeof unknown - 1;
+      list_add(unknown, sizeof unknown, &klen, "%s", ssa_diff_metric_names[k]);
+      continue;
+    }
+    if (m->verdict != SSA_DV_REAL && m->noise_reason == SSA_DN_RUN_NOISE) {
+      char ch[48];
+      if (!ssa_diff_metric_is_time[k])
+        snprintf(ch, sizeof ch, "%+.1f pt", m->abs_change * 100.0);
+      else if (!isnan(m->rel_change))
+        snprintf(ch, sizeof ch, "%+.1f %%", m->rel_change * 100.0);
+      else
+        ssa_fmt_time(ch, sizeof ch, m->abs_change);
+      list_add(floored, sizeof floored, &flen, "%s %s", ssa_diff_metric_names[k], ch);
       continue;
     }
     if (m->verdict != SSA_DV_REAL) {
-      ulen +=
-          (size_t)snprintf(unchanged + ulen, ulen < sizeof unchanged ? sizeof unchanged - ulen : 0,
-                           "%s%s", ulen ? ", " : "", ssa_diff_metric_names[k]);
-      if (ulen >= sizeof unchanged) ulen = sizeof unchanged - 1;
+      list_add(unchanged, sizeof unchanged, &ulen, "%s", ssa_diff_metric_names[k]);
       continue;
     }
     char va[48], vb[48], sp[48];
@@ -592,17 +616,26 @@ static int build_findings(ssa_diff *d) {
   int any_real = 0;
   for (int k = 0; k < SSA_DM_N; k++)
     any_real |= d->m[k].comparable && d->m[k].verdict == SSA_DV_REAL;
-  if (any_real && d->nruns_a == 1 && d->nruns_b == 1)
+  if (any_real && d->nruns_a == 1 && d->nruns_b == 1 && isnan(d->run_noise))
     rc |= finding(
         d,
-        "one run per side: these verdicts assume that separate runs of one configuration differ "
-        "no more than their steps scatter; repeat each run (--repeat-a, --repeat-b) to measure it");
+        "one run per side and no run-to-run floor (--run-noise 0): these verdicts assume that "
+        "separate runs of one configuration differ no more than their steps scatter; repeat each "
+        "run (--repeat-a, --repeat-b) to measure it");
   if (ulen && d->load_differs)
     rc |= finding(d, "not judged (the load differs between the runs): %s", unchanged);
   else if (ulen)
     rc |= finding(d, "unchanged within %s noise: %s",
                   d->nruns_a > 1 || d->nruns_b > 1 ? "step-to-step and run-to-run" : "step-to-step",
                   unchanged);
+  if (flen) {
+    char floor[200];
+    ssa_diff_floor_text(d, floor, sizeof floor);
+    rc |= finding(d,
+                  "within the between-run noise floor (%s): %s; separate runs of one "
+                  "configuration can differ that much",
+                  floor, floored);
+  }
   if (klen)
     rc |= finding(d,
                   "cannot tell with %zu and %zu steps (at least %d per side, and enough for the "
@@ -653,8 +686,24 @@ static int build_findings(ssa_diff *d) {
   return rc ? STEPSCOPE_E_NOMEM : 0;
 }
 
+/* The between-run floor: the one given, else the default with one run per side, else none
+ * (repeated runs measure it: test 3). */
+static void choose_floor(ssa_diff *d, double given) {
+  if (!isnan(given)) {
+    d->run_noise_source = SSA_DIFF_FLOOR_GIVEN;
+    d->run_noise = given > 0 ? given : NAN;
+  } else if (d->nruns_a > 1 || d->nruns_b > 1) {
+    d->run_noise_source = SSA_DIFF_FLOOR_MEASURED;
+    d->run_noise = NAN;
+  } else {
+    d->run_noise_source = SSA_DIFF_FLOOR_DEFAULT;
+    d->run_noise = SSA_DIFF_RUN_NOISE_DEFAULT;
+  }
+}
+
 int ssa_diff_runs_repeated(const ssa_analysis *const *a, size_t na, const ssa_analysis *const *b,
-                           size_t nb, const char *path_a, const char *path_b, ssa_diff *d) {
+                           size_t nb, const char *path_a, const char *path_b, double run_noise,
+                           ssa_diff *d) {
   memset(d, 0, sizeof *d);
   if (na < 1 || nb < 1 || na > SSA_DIFF_MAX_RUNS || nb > SSA_DIFF_MAX_RUNS)
     return STEPSCOPE_E_ARGUMENT;
@@ -666,6 +715,7 @@ int ssa_diff_runs_repeated(const ssa_analysis *const *a, size_t na, const ssa_an
   d->nruns_b = nb;
   d->path_a = path_a;
   d->path_b = path_b;
+  choose_floor(d, run_noise);
   if (build_kernels(d) || kernel_stretch(d)) return STEPSCOPE_E_NOMEM;
   d->queued_idle_a = side_queued_idle(d->runs_a, na, &d->queued_idle_a_p75);
   d->queued_idle_b = side_queued_idle(d->runs_b, nb, &d->queued_idle_b_p75);
@@ -683,7 +733,8 @@ int ssa_diff_runs_repeated(const ssa_analysis *const *a, size_t na, const ssa_an
       free(va);
       return STEPSCOPE_E_NOMEM;
     }
-    if (compare_metric(va, seg_a, na, vb, seg_b, nb, k, step_a, d->load_differs, &d->m[k]))
+    if (compare_metric(va, seg_a, na, vb, seg_b, nb, k, step_a, d->load_differs, d->run_noise,
+                       &d->m[k]))
       return STEPSCOPE_E_NOMEM;
     if (k == SSA_DM_STEP_TIME) step_a = d->m[k].a.known ? d->m[k].a.median : NAN;
   }
@@ -698,7 +749,7 @@ int ssa_diff_runs_repeated(const ssa_analysis *const *a, size_t na, const ssa_an
 
 int ssa_diff_runs(const ssa_analysis *a, const ssa_analysis *b, const char *path_a,
                   const char *path_b, ssa_diff *d) {
-  return ssa_diff_runs_repeated(&a, 1, &b, 1, path_a, path_b, d);
+  return ssa_diff_runs_repeated(&a, 1, &b, 1, path_a, path_b, NAN, d);
 }
 
 void ssa_diff_free(ssa_diff *d) {

@@ -39,6 +39,13 @@
  * the runs of either side are from each other (docs/diff.md, test 3).
  * Kernels, collectives, steps and the kernel-stretch load sign come from
  * the first run of each side.
+ *
+ * The between-run noise floor: with one run per side nothing in the traces
+ * measures how far runs of one configuration lie apart, so a change must
+ * also exceed a floor given as a percentage (`--run-noise PCT`, default
+ * SSA_DIFF_RUN_NOISE_DEFAULT): of A's step time for times, of A's MFU, in
+ * points for the overlap and bubble ratios (docs/diff.md, test 8). With
+ * repeated runs the floor is measured (test 3), and a given one applies too.
  */
 
 #define SSA_DIFF_SCHEMA_VERSION 1
@@ -72,6 +79,15 @@ extern const int ssa_diff_metric_better[SSA_DM_N];
 #define SSA_DIFF_LOAD_STRETCH         1.3 /* kernels stretched 1.3x more in one run: load differs */
 #define SSA_DIFF_STRETCH_MIN_LAUNCHES 8   /* kernels with fewer launches do not count for stretch */
 #define SSA_DIFF_MAX_RUNS             16  /* runs per side (a run and its repeats) */
+#define SSA_DIFF_RUN_NOISE_DEFAULT    0.30 /* one run per side: the between-run floor (docs) */
+#define SSA_DIFF_RUN_NOISE_MAX        10.0 /* --run-noise at most 1000 % */
+
+/* Where the between-run noise floor comes from (ssa_diff.run_noise_source). */
+enum {
+  SSA_DIFF_FLOOR_MEASURED, /* repeated runs on a side: their spread (test 3) */
+  SSA_DIFF_FLOOR_GIVEN,    /* --run-noise PCT (with repeats: as well as the measured one) */
+  SSA_DIFF_FLOOR_DEFAULT   /* one run per side, nothing given: SSA_DIFF_RUN_NOISE_DEFAULT */
+};
 
 /* Verdicts. */
 enum { SSA_DV_UNKNOWN, SSA_DV_SAME, SSA_DV_NOISE, SSA_DV_REAL };
@@ -85,6 +101,7 @@ enum {
   SSA_DN_SPREAD,
   SSA_DN_DRIFT,
   SSA_DN_MIN_EFFECT,
+  SSA_DN_RUN_NOISE,
   SSA_DN_N
 };
 extern const char *const ssa_diff_noise_reason_names[SSA_DN_N];
@@ -110,6 +127,7 @@ typedef struct ssa_diff_metric {
   double min_effect; /* smallest change that counts, in the metric's unit; NaN when not computed */
   double run_gap;    /* distance between the nearest runs of A and B (negative when their
                         medians interleave); NaN unless a side has repeated runs */
+  double run_floor;  /* the between-run noise floor in the metric's unit; NaN when none */
   int noise;         /* verdict is same or noise */
   int comparable;    /* both known */
 } ssa_diff_metric;
@@ -154,6 +172,8 @@ typedef struct ssa_diff {
   const char *path_a, *path_b;
   const ssa_analysis *runs_a[SSA_DIFF_MAX_RUNS], *runs_b[SSA_DIFF_MAX_RUNS]; /* [0] = a, b */
   size_t nruns_a, nruns_b;
+  double run_noise;      /* the floor's fraction (0.30 = 30 %); NaN when none (measured only) */
+  int run_noise_source;  /* SSA_DIFF_FLOOR_* */
   int same_layout;       /* same rank set (and world); per-rank comparison done */
   char layout_note[256]; /* why not, when not */
   /* load: median share of a step during which the devices sat idle although
@@ -182,14 +202,22 @@ typedef struct ssa_diff {
   size_t nfindings, findings_cap;
 } ssa_diff;
 
-/* Compares two analyses (which must outlive the diff). 0 or a negative
- * stepscope status (allocation failure). */
+/* Compares two analyses (which must outlive the diff) with the default between-run floor.
+ * 0 or a negative stepscope status (allocation failure). */
 int ssa_diff_runs(const ssa_analysis *a, const ssa_analysis *b, const char *path_a,
                   const char *path_b, ssa_diff *out);
 /* The same with repeated runs: na runs of A's configuration (a[0] first)
- * and nb of B's, 1..SSA_DIFF_MAX_RUNS each. */
+ * and nb of B's, 1..SSA_DIFF_MAX_RUNS each. run_noise: the between-run floor given
+ * (--run-noise, a fraction: 0.05 = 5 %; 0 = none), or NaN when not given (then the
+ * default with one run per side, the measured spread alone with repeats). */
 int ssa_diff_runs_repeated(const ssa_analysis *const *a, size_t na, const ssa_analysis *const *b,
-                           size_t nb, const char *path_a, const char *path_b, ssa_diff *out);
+                           size_t nb, const char *path_a, const char *path_b, double run_noise,
+                           ssa_diff *out);
+/* --run-noise PCT: a plain decimal percentage 0..1000 into *fraction; 0, or -1 with a
+ * message in err. */
+int ssa_diff_parse_run_noise(const char *pct, double *fraction, char *err, size_t errlen);
+/* One line saying which between-run floor the diff used and where it comes from. */
+void ssa_diff_floor_text(const ssa_diff *d, char *buf, size_t n);
 void ssa_diff_free(ssa_diff *d);
 /* Rank lookups the diff's files share (diff_layout.c): the result of a rank number (NULL if
  * absent), whether a rank is selected (--rank), and the run's world size. */
@@ -217,16 +245,16 @@ double ssa_diff_min_p(size_t na, size_t nb);
 /* |median of the second half - median of the first half| of a series in time order. */
 double ssa_diff_drift(const double *v, size_t n);
 /* Fills m from metric k's per-step series of both runs (time order; not
- * modified). step_a: run A's median step time (for the minimum effect).
- * 0 or STEPSCOPE_E_NOMEM. */
+ * modified). step_a: run A's median step time (for the minimum effect and the floor).
+ * run_noise: the between-run floor as a fraction (NaN or 0: none). 0 or STEPSCOPE_E_NOMEM. */
 int ssa_diff_compare_series(const double *va, size_t na, const double *vb, size_t nb, int k,
-                            double step_a, int load_differs, ssa_diff_metric *m);
+                            double step_a, int load_differs, double run_noise, ssa_diff_metric *m);
 /* The same for sides of repeated runs: va is the concatenation of the runs'
  * series (each in time order), seg_a[i] the number of values of run i
  * (ka runs, at most SSA_DIFF_MAX_RUNS); likewise for B. */
 int ssa_diff_compare_runs(const double *va, const size_t *seg_a, size_t ka, const double *vb,
                           const size_t *seg_b, size_t kb, int k, double step_a, int load_differs,
-                          ssa_diff_metric *m);
+                          double run_noise, ssa_diff_metric *m);
 /* "better", "WORSE", "noise", "same", "unknown" ("" when not comparable). */
 const char *ssa_diff_verdict_word(const ssa_diff_metric *m, int k);
 
