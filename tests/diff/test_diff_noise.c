@@ -27,8 +27,11 @@
  * Repeated runs (--repeat-a/-b): series and generated runs whose levels
  * differ from run to run by more than their steps scatter.
  *
- * usage: test_diff_noise CASE   (unknown, aa, regression, loader, load, series, repeats,
- * gate_parse)
+ * Machine load: runs whose `machine` metadata says the load average was far apart (the
+ * third load sign) get no verdict, and the gate is undecided, not passed.
+ *
+ * usage: test_diff_noise CASE   (unknown, aa, regression, loader, load, machine, series,
+ * repeats, gate_parse)
  */
 #include <math.h>
 #include <stdio.h>
@@ -64,6 +67,7 @@ typedef struct shape {
   double late;           /* the last quarter of the steps: f and b (1 + late) x as long */
   double level;          /* f and b (1 + level) x as long in every step */
   int stall_some;        /* the stall G only in every 3rd step (k % 3 == 0) */
+  double load;           /* > 0: the machine's 1-minute load average (`machine` metadata) */
   uint64_t seed;
 } shape;
 
@@ -100,6 +104,11 @@ static int add_kernel(gen_run *g, const char *name, int64_t launch, int64_t s, i
 static int build(gen_run *g, const shape *sh) {
   gen_init(g, 1);
   g->ranks[0].clock_offset = 1000000000ll;
+  if (sh->load > 0) {
+    g->with_machine = 1;
+    g->machine_cpus = 2;
+    g->machine_load_start = g->machine_load_end = sh->load;
+  }
   uint64_t rs = sh->seed * 2654435761ull + 12345;
   int64_t t = 10 * MS;
   for (int k = 0; k < sh->steps; k++) {
@@ -408,6 +417,60 @@ static void case_load(void) {
   with_diff(&a, &b, expect_load, NULL);
 }
 
+typedef struct machine_case {
+  int want_differs;
+  double want_change; /* the step-time change the run's shapes imply */
+} machine_case;
+
+static void expect_machine(const ssa_diff *d, void *ctx) {
+  const machine_case *c = ctx;
+  const ssa_diff_metric *m = &d->m[SSA_DM_STEP_TIME];
+  CHECK(d->machine_differs == c->want_differs && d->load_differs == c->want_differs,
+        "machine load %.1f vs %.1f on %.0f CPUs: differs %d (want %d)", d->machine_load_a,
+        d->machine_load_b, d->machine_cpus, d->machine_differs, c->want_differs);
+  CHECK(fabs(m->rel_change - c->want_change) < 0.02, "step time change %.3f, want %.3f",
+        m->rel_change, c->want_change);
+  /* a +50 % step time past a +3 % threshold: FAIL when judged, undecided when the load differs */
+  ssa_gate g;
+  char err[128];
+  CHECK(ssa_gate_parse("step_time:+3%", &g, err, sizeof err) == 0, "gate parse");
+  ssa_gate_outcome out[1];
+  ssa_gate_result r = ssa_gate_check(d, &g, out);
+  if (c->want_differs) {
+    CHECK(m->verdict == SSA_DV_NOISE && m->noise_reason == SSA_DN_LOAD,
+          "load differs: step_time %s, reason %d", word(d, SSA_DM_STEP_TIME), m->noise_reason);
+    CHECK(r.outcome == SSA_GATE_UNDECIDED && out[0].status == SSA_GATE_UNDECIDED,
+          "gate undecided when the load differs: outcome %d", r.outcome);
+    int said = 0;
+    for (size_t i = 0; i < d->nfindings; i++)
+      said |= strstr(d->findings[i], "load average was 1.0 in A and 6.0 in B (2 CPUs)") != NULL;
+    CHECK(said, "a finding names both loads");
+  } else {
+    CHECK(!strcmp(word(d, SSA_DM_STEP_TIME), "WORSE"), "equal load: step_time %s (reason %d)",
+          word(d, SSA_DM_STEP_TIME), m->noise_reason);
+    CHECK(r.outcome == SSA_GATE_FAIL, "gate fails on a real +50 %%: outcome %d", r.outcome);
+  }
+}
+
+static void case_machine(void) {
+  /* B 50 % slower, 2 % jitter. A at load 1.0, B at 6.0 on 2 CPUs: 2.5 threads per CPU apart,
+   * no queued idle and no stretched kernels in the trace: only the metadata shows it */
+  shape a = base_shape(), b = base_shape();
+  a.jitter = b.jitter = 0.02;
+  b.seed = 4;
+  b.a = a.a * 3 / 2;
+  b.f = a.f * 3 / 2;
+  b.b = a.b * 3 / 2;
+  a.load = 1.0;
+  b.load = 6.0;
+  machine_case differs = {1, 0.5};
+  with_diff_floor(&a, &b, NAN, expect_machine, &differs);
+  /* the same loads (1.0 and 1.8: 0.4 per CPU apart): judged, WORSE */
+  b.load = 1.8;
+  machine_case same = {0, 0.5};
+  with_diff_floor(&a, &b, NAN, expect_machine, &same);
+}
+
 /* The statistics on plain series. */
 static void case_series(void) {
   /* exact Mann-Whitney p-values: complete separation of 4 and 4 is 2/70;
@@ -675,6 +738,7 @@ int main(int argc, char **argv) {
   if (all || !strcmp(c, "regression")) case_regression();
   if (all || !strcmp(c, "loader")) case_loader();
   if (all || !strcmp(c, "load")) case_load();
+  if (all || !strcmp(c, "machine")) case_machine();
   if (all || !strcmp(c, "series")) case_series();
   if (all || !strcmp(c, "repeats")) case_repeats();
   if (all || !strcmp(c, "gate_parse")) case_gate_parse();

@@ -325,6 +325,13 @@ static int write_rank(const gen_run *g, int r, const char *dir, char *errbuf, si
     rec.u.metadata.value_json = json;
     EMIT();
   }
+  if (g->with_machine) {
+    snprintf(json, sizeof json, "{\"cpus\":%.17g,\"load_1m_start\":%.17g,\"load_1m_end\":%.17g}",
+             g->machine_cpus, g->machine_load_start, g->machine_load_end);
+    rec.u.metadata.key = "machine";
+    rec.u.metadata.value_json = json;
+    EMIT();
+  }
 #undef EMIT
   if (stepscope_writer_close(w, &err) != 0) {
     snprintf(errbuf, errlen, "%s", err.message);

@@ -198,12 +198,17 @@ int ssa_diff_report_markdown(const ssa_diff *d, const ssa_gate *g, const ssa_gat
   ssa_out_str(o, "Noise floor: ");
   ssa_out_utf8(o, floor);
   ssa_out_str(o, ".\n\n");
-  if (d->load_differs)
+  if (d->load_differs) {
     ssa_out_printf(
         o,
         "> **No verdicts:** the machine was busier during one run (devices idle with work queued "
-        "%.1f %% of a step in A, %.1f %% in B). Measure both runs on a quiet machine.\n\n",
+        "%.1f %% of a step in A, %.1f %% in B",
         d->queued_idle_a * 100.0, d->queued_idle_b * 100.0);
+    if (d->machine_differs)
+      ssa_out_printf(o, "; load average %.1f in A, %.1f in B on %.0f CPUs", d->machine_load_a,
+                     d->machine_load_b, d->machine_cpus);
+    ssa_out_str(o, "). Measure both runs on a quiet machine.\n\n");
+  }
   if (!d->same_layout) {
     ssa_out_str(o, "> ");
     ssa_out_utf8(o, d->layout_note);

@@ -91,12 +91,20 @@ int ssa_diff_report_text(const ssa_diff *d, FILE *f) {
   ssa_diff_floor_text(d, floor, sizeof floor);
   fprintf(f, "  noise floor: %s\n", floor);
   if (!d->same_layout) fprintf(f, "  note: %s\n", d->layout_note);
+  if (!isnan(d->machine_load_a) || !isnan(d->machine_load_b)) {
+    char la[16] = "-", lb[16] = "-";
+    if (!isnan(d->machine_load_a)) snprintf(la, sizeof la, "%.1f", d->machine_load_a);
+    if (!isnan(d->machine_load_b)) snprintf(lb, sizeof lb, "%.1f", d->machine_load_b);
+    fprintf(f, "  machine load (1-minute average, from the traces): A %s, B %s on %.0f CPUs%s\n",
+            la, lb, d->machine_cpus, d->machine_differs ? ": differs" : "");
+  }
   if (d->load_differs)
     fprintf(f,
             "  note: load differs (devices idle with work queued %.1f%% of a step in A, %.1f%% in "
             "B; kernel stretch "
-            "B/A %.2fx): no verdicts\n",
-            d->queued_idle_a * 100.0, d->queued_idle_b * 100.0, d->kernel_stretch);
+            "B/A %.2fx%s): no verdicts\n",
+            d->queued_idle_a * 100.0, d->queued_idle_b * 100.0, d->kernel_stretch,
+            d->machine_differs ? "; machine load average differs" : "");
   fprintf(f, "\n== headline (median over steps; spread = IQR, or max-min under 4 steps; noise "
              "test: docs/diff.md) ==\n");
   fprintf(f, "%-14s %12s %12s %22s %11s %11s  %s\n", "metric", "A", "B", "change", "spread A",
@@ -333,6 +341,13 @@ int ssa_diff_report_json(const ssa_diff *d, ssa_out *o) {
   ssa_out_str(o, ",\"kernel_stretch\":");
   jnum(o, 0, d->kernel_stretch);
   ssa_out_printf(o, ",\"stretch_kernels\":%zu", d->stretch_kernels);
+  ssa_out_str(o, ",\"machine_a\":");
+  jnum(o, 0, d->machine_load_a);
+  ssa_out_str(o, ",\"machine_b\":");
+  jnum(o, 0, d->machine_load_b);
+  ssa_out_str(o, ",\"cpus\":");
+  jnum(o, 0, d->machine_cpus);
+  ssa_out_str(o, d->machine_differs ? ",\"machine_differs\":true" : ",\"machine_differs\":false");
   ssa_out_str(o, d->load_differs ? ",\"differs\":true}" : ",\"differs\":false}");
   static const char *const sources[] = {"measured", "given", "default"};
   ssa_out_printf(o, ",\"run_noise\":{\"source\":\"%s\",\"floor\":", sources[d->run_noise_source]);

@@ -556,18 +556,22 @@ static int build_findings(ssa_diff *d) {
                               SSA_DM_IDLE,      SSA_DM_BUBBLE_RATIO, SSA_DM_MFU,
                               SSA_DM_COMPUTE,   SSA_DM_COMM,         SSA_DM_EXPOSED_MEM};
   if (d->load_differs) {
-    char stretch[96] = "";
+    char stretch[96] = "", machine[160] = "";
     if (!isnan(d->kernel_stretch))
       snprintf(stretch, sizeof stretch,
                "; the same kernels' launches stretched %.2fx as much in B as in A",
                d->kernel_stretch);
+    if (d->machine_differs)
+      snprintf(machine, sizeof machine,
+               "; the machine's load average was %.1f in A and %.1f in B (%.0f CPUs)",
+               d->machine_load_a, d->machine_load_b, d->machine_cpus);
     rc |= finding(
         d,
         "no verdicts: the machine was busier during one run (other processes held the CPU or GPU): "
-        "devices idle with work already launched %.1f %% of a step in A, %.1f %% in B%s; measure "
+        "devices idle with work already launched %.1f %% of a step in A, %.1f %% in B%s%s; measure "
         "both "
         "runs on a quiet machine",
-        d->queued_idle_a * 100.0, d->queued_idle_b * 100.0, stretch);
+        d->queued_idle_a * 100.0, d->queued_idle_b * 100.0, stretch, machine);
   }
   char unchanged[300] = "", unknown[300] = "", floored[400] = "";
   size_t ulen = 0, klen = 0, flen = 0;
@@ -719,11 +723,13 @@ int ssa_diff_runs_repeated(const ssa_analysis *const *a, size_t na, const ssa_an
   if (build_kernels(d) || kernel_stretch(d)) return STEPSCOPE_E_NOMEM;
   d->queued_idle_a = side_queued_idle(d->runs_a, na, &d->queued_idle_a_p75);
   d->queued_idle_b = side_queued_idle(d->runs_b, nb, &d->queued_idle_b_p75);
+  ssa_diff_machine_load(d);
   d->load_differs =
       load_differs(d->queued_idle_a, d->queued_idle_a_p75, d->queued_idle_b,
                    d->queued_idle_b_p75) ||
       (!isnan(d->kernel_stretch) && (d->kernel_stretch > SSA_DIFF_LOAD_STRETCH ||
-                                     d->kernel_stretch < 1.0 / SSA_DIFF_LOAD_STRETCH));
+                                     d->kernel_stretch < 1.0 / SSA_DIFF_LOAD_STRETCH)) ||
+      d->machine_differs;
   double step_a = NAN;
   for (int k = 0; k < SSA_DM_N; k++) { /* step time first: the minimum effect needs it */
     double *va, *vb;

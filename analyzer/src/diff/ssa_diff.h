@@ -78,7 +78,8 @@ extern const int ssa_diff_metric_better[SSA_DM_N];
 #define SSA_DIFF_LOAD_PT              0.05 /* queued-idle shares 5 points apart: load differs */
 #define SSA_DIFF_LOAD_STRETCH         1.3 /* kernels stretched 1.3x more in one run: load differs */
 #define SSA_DIFF_STRETCH_MIN_LAUNCHES 8   /* kernels with fewer launches do not count for stretch */
-#define SSA_DIFF_MAX_RUNS             16  /* runs per side (a run and its repeats) */
+#define SSA_DIFF_LOAD_MACHINE         0.5 /* load averages this many threads per CPU apart: differs */
+#define SSA_DIFF_MAX_RUNS             16   /* runs per side (a run and its repeats) */
 #define SSA_DIFF_RUN_NOISE_DEFAULT    0.30 /* one run per side: the between-run floor (docs) */
 #define SSA_DIFF_RUN_NOISE_MAX        10.0 /* --run-noise at most 1000 % */
 
@@ -187,7 +188,12 @@ typedef struct ssa_diff {
    * really got slower moves both. NaN with fewer than 3 such kernels. */
   double kernel_stretch;
   size_t stretch_kernels;
-  int load_differs;
+  /* load, third sign (diff_machine_load.c): the machine's 1-minute load average from the
+   * traces' `machine` metadata, median over each side's runs, and the CPUs; NaN unknown.
+   * More than SSA_DIFF_LOAD_MACHINE per CPU apart: machine_differs. */
+  double machine_load_a, machine_load_b, machine_cpus;
+  int machine_differs;
+  int load_differs; /* any of the three signs */
   int world_a, world_b;
   ssa_diff_metric m[SSA_DM_N];
   ssa_diff_rank *ranks;
@@ -233,6 +239,9 @@ int ssa_diff_same_layout(const ssa_analysis *a, const ssa_analysis *b, char *not
  * msg ("stepscope diff: --repeat-a RUN is not a run of ...'s configuration: ..."). */
 int ssa_diff_repeat_fits(const ssa_analysis *first, const ssa_analysis *rep, int side,
                          const char *first_path, const char *rep_path, char *msg, size_t cap);
+
+/* Fills the machine-load fields of d from its runs (diff_machine_load.c). */
+void ssa_diff_machine_load(ssa_diff *d);
 
 /* Statistics of n values (sorted in place; drift is left 0). */
 void ssa_diff_stats(double *v, size_t n, ssa_diff_stat *out);

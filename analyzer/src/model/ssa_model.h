@@ -167,12 +167,17 @@ typedef struct ssa_meta_memory {
   int present;
   TM_MEMORY_NUMBERS(SSA_META_FIELD)
 } ssa_meta_memory;
+typedef struct ssa_meta_machine {
+  int present;
+  TM_MACHINE_NUMBERS(SSA_META_FIELD)
+} ssa_meta_machine;
 #undef SSA_META_FIELD
 typedef struct ssa_trainer_meta {
   ssa_meta_layout layout;
   ssa_meta_schedule schedule;
   ssa_meta_flops flops;
   ssa_meta_memory memory;
+  ssa_meta_machine machine; /* written by the tracer, not the trainer */
 } ssa_trainer_meta;
 
 /* A decoded number, or `otherwise` when the trace did not carry it. */
