@@ -441,11 +441,12 @@ int ssa_export_chrome(const ssa_analysis *a, const char *path, ssa_export_stats 
     int pid = r->rank + 1;
     char label[512];
     int dev = gpu_device(r);
+    /* "rank R (host, GPU d)", or "rank R (GPU d)" when the trace names no host */
+    const char *host = r->hostname ? r->hostname : "";
     if (dev >= 0)
-      snprintf(label, sizeof label, "rank %d (%s, GPU %d)", r->rank, r->hostname ? r->hostname : "",
-               dev);
+      snprintf(label, sizeof label, "rank %d (%s%sGPU %d)", r->rank, host, *host ? ", " : "", dev);
     else
-      snprintf(label, sizeof label, "rank %d (%s, cpu)", r->rank, r->hostname ? r->hostname : "");
+      snprintf(label, sizeof label, "rank %d (%s%scpu)", r->rank, host, *host ? ", " : "");
     meta_event(&x, "process_name", pid, 0, label, 0);
     meta_event(&x, "process_sort_index", pid, 0, NULL, r->rank);
     for (uint32_t l = 0; l < r->nlanes; l++) {

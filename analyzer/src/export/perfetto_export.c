@@ -816,11 +816,12 @@ static int cmp_window_start(const void *pa, const void *pb, void *arg) {
 static uint64_t write_process(pf_writer *w, const ssa_rank *r, int pid) {
   char label[512];
   int dev = gpu_device(r);
+  /* "rank R (host, GPU d)", or "rank R (GPU d)" when the trace names no host */
+  const char *host = r->hostname ? r->hostname : "";
   if (dev >= 0)
-    snprintf(label, sizeof label, "rank %d (%s, GPU %d)", r->rank, r->hostname ? r->hostname : "",
-             dev);
+    snprintf(label, sizeof label, "rank %d (%s%sGPU %d)", r->rank, host, *host ? ", " : "", dev);
   else
-    snprintf(label, sizeof label, "rank %d (%s, cpu)", r->rank, r->hostname ? r->hostname : "");
+    snprintf(label, sizeof label, "rank %d (%s%scpu)", r->rank, host, *host ? ", " : "");
   uint64_t process = w->next_uuid++;
   descriptor_begin(w, process);
   pb_uint(&w->b, TD_CHILD_ORDERING, ORDER_EXPLICIT);
