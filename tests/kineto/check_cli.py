@@ -96,4 +96,32 @@ base = outs[("whole", "1")]
 check(json.loads(base)["ranks"] and len(json.loads(base)["ranks"]) == 4, "4 ranks read")
 for k, v in outs.items():
     check(v == base, "gzip read %s with %s threads: a different report" % k)
+# thread names (issue 30 §5): a string tid ("PyTorch Profiler") is shown by its name, a
+# negative tid as the trace writes it, the GPU-annotation lane by what it is, never as a 64-bit
+# number; the same through every reader (token by token, the fast path, the split helper)
+threads = os.path.join(work, "threads.json")
+evs = [{"ph": "X", "cat": "kernel", "name": "k%d" % i, "pid": 0, "tid": 7, "ts": 10 + 3 * i, "dur": 2,
+        "args": {"stream": 7, "device": 0, "correlation": i + 1}} for i in range(400)]
+evs += [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 5, "tid": "PyTorch Profiler",
+         "ts": 5, "dur": 1300},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 5, "tid": -19360192, "ts": 20, "dur": 40},
+        {"ph": "X", "cat": "gpu_user_annotation", "name": "fwd", "pid": 0, "tid": 7, "ts": 30, "dur": 50,
+         "args": {"stream": 7, "device": 0}}]
+with open(threads, "w") as f:
+    f.write('{"schemaVersion": 1, "traceEvents": [\n' + ",\n".join(json.dumps(e) for e in evs) + "\n]}\n")
+for how, extra in (("token", {"STEPSCOPE_KINETO_FAST": "off"}), ("fast", {}),
+                   ("split", {"STEPSCOPE_KINETO_SPLIT": "on", "STEPSCOPE_KINETO_SPLIT_AT": "0.3",
+                              "STEPSCOPE_KINETO_SPLIT_TRACE": "1"})):
+    o = os.path.join(work, "threads_%s.json" % how)
+    r = subprocess.run([exe, "export", threads, "-o", o], env=dict(os.environ, **extra), capture_output=True,
+                       text=True)
+    check(r.returncode == 0, "export %s: %s" % (how, r.stderr))
+    if how == "split":
+        check("used" in r.stderr, "the split helper's events were used: %s" % r.stderr)
+    names = {e["args"]["name"] for e in json.load(open(o))["traceEvents"]
+             if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    for want in ("PyTorch Profiler", "thread -19360192", "GPU annotations, stream 7"):
+        check(want in names, "%s: thread name %r in %s" % (how, want, sorted(names)))
+    check(not any(n.split(" ")[-1].isdigit() and len(n.split(" ")[-1]) > 12 for n in names),
+          "%s: a 64-bit number as a thread name: %s" % (how, sorted(names)))
 sys.exit(1 if fail else 0)

@@ -488,8 +488,10 @@ static uint64_t thread_track(pf_writer *w, int pid, long tid, const char *name, 
 
 static void lane_label(const ssa_rank *r, const ssa_lane *l, char *buf, size_t n) {
   const char *name = ssa_rank_str(r, l->name);
-  if (l->kind == SSA_LANE_HOST)
-    snprintf(buf, n, name[0] ? "thread %llu (%s)" : "thread %llu", (unsigned long long)l->id, name);
+  if (l->by_name) /* a string thread id or an importer's lane: its name, never a 64-bit id */
+    snprintf(buf, n, "%s", name);
+  else if (l->kind == SSA_LANE_HOST)
+    snprintf(buf, n, name[0] ? "thread %lld (%s)" : "thread %lld", (long long)l->id, name);
   else if (l->kind == SSA_LANE_CPU)
     snprintf(buf, n, name[0] ? "cpu stream %llu (%s)" : "cpu stream %llu",
              (unsigned long long)l->id, name);

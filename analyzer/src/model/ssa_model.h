@@ -61,6 +61,8 @@ typedef struct ssa_lane {
   uint32_t device;
   uint8_t kind;     /* ssa_lane_kind */
   uint8_t declared; /* named by a STREAM record */
+  uint8_t by_name;  /* its id is no number to show, the name says what it is (a Kineto thread
+                       id that was a string: its hash; a GPU annotation lane: the importer's) */
 } ssa_lane;
 
 typedef enum ssa_op_kind {
