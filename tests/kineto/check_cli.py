@@ -124,4 +124,20 @@ for how, extra in (("token", {"STEPSCOPE_KINETO_FAST": "off"}), ("fast", {}),
         check(want in names, "%s: thread name %r in %s" % (how, want, sorted(names)))
     check(not any(n.split(" ")[-1].isdigit() and len(n.split(" ")[-1]) > 12 for n in names),
           "%s: a 64-bit number as a thread name: %s" % (how, sorted(names)))
+# a step that is all idle (5 us of device work in a 10 ms step) is a finding, never "nothing
+# stands out" (issue 30 §5)
+idle = os.path.join(work, "idle.json")
+evs = [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 5, "tid": 1, "ts": 0,
+        "dur": 10000},
+       {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 5, "tid": 1, "ts": 1, "dur": 3,
+        "args": {"correlation": 1}},
+       {"ph": "X", "cat": "kernel", "name": "fill", "pid": 0, "tid": 7, "ts": 5, "dur": 5,
+        "args": {"stream": 7, "device": 0, "correlation": 1}}]
+with open(idle, "w") as f:
+    json.dump({"schemaVersion": 1, "traceEvents": evs}, f)
+r = subprocess.run([exe, "analyze", idle], capture_output=True, text=True)
+findings = r.stdout.split("== findings ==")[-1]
+check(r.returncode == 0 and "nothing stands out" not in findings, "an all-idle step: %s" % findings)
+check("- the device is idle 100.0 % of the time, mostly other (99.9 % of idle)" in findings
+      and "a step's device work spans 5.0 us of its 10.000 ms" in findings, "the idle finding: %s" % findings)
 sys.exit(1 if fail else 0)
