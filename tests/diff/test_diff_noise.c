@@ -27,11 +27,13 @@
  * Repeated runs (--repeat-a/-b): series and generated runs whose levels
  * differ from run to run by more than their steps scatter.
  *
+ * Medians: the diff's median step time is analyze's (one definition, even step counts).
+ *
  * Machine load: runs whose `machine` metadata says the load average was far apart (the
  * third load sign) get no verdict, and the gate is undecided, not passed.
  *
- * usage: test_diff_noise CASE   (unknown, aa, regression, loader, load, machine, series,
- * repeats, gate_parse)
+ * usage: test_diff_noise CASE   (unknown, aa, regression, loader, load, machine, median,
+ * series, repeats, gate_parse)
  */
 #include <math.h>
 #include <stdio.h>
@@ -471,6 +473,39 @@ static void case_machine(void) {
   with_diff_floor(&a, &b, NAN, expect_machine, &same);
 }
 
+static void expect_same_median(const ssa_diff *d, void *ctx) {
+  (void)ctx;
+  const ssa_diff_metric *m = &d->m[SSA_DM_STEP_TIME];
+  for (int side = 0; side < 2; side++) {
+    const ssa_analysis *an = side ? d->b : d->a;
+    const ssa_diff_stat *st = side ? &m->b : &m->a;
+    /* analyze's step time and the diff's median are one number, the lower middle step */
+    CHECK(st->median == (double)an->step_time_median,
+          "%zu steps: diff median %.0f, analyze's step time %lld", an->nsteps, st->median,
+          (long long)an->step_time_median);
+    int64_t t[64];
+    size_t n = 0;
+    for (size_t i = 0; i < an->nsteps && n < 64; i++)
+      t[n++] = an->steps[i].time;
+    qsort(t, n, sizeof *t, ssa_cmp_i64);
+    CHECK(n && an->step_time_median == t[(n - 1) / 2] && (n % 2 || t[n / 2 - 1] != t[n / 2]),
+          "%zu steps: the lower middle of distinct times", n);
+  }
+}
+
+static void case_median(void) {
+  /* even and odd step counts, 20 % jitter: every step time differs */
+  static const int counts[] = {4, 6, 7, 16};
+  for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+    shape a = base_shape(), b = base_shape();
+    a.steps = b.steps = counts[i];
+    a.jitter = b.jitter = 0.2;
+    a.seed = 11 + i;
+    b.seed = 21 + i;
+    with_diff(&a, &b, expect_same_median, NULL);
+  }
+}
+
 /* The statistics on plain series. */
 static void case_series(void) {
   /* exact Mann-Whitney p-values: complete separation of 4 and 4 is 2/70;
@@ -739,6 +774,7 @@ int main(int argc, char **argv) {
   if (all || !strcmp(c, "loader")) case_loader();
   if (all || !strcmp(c, "load")) case_load();
   if (all || !strcmp(c, "machine")) case_machine();
+  if (all || !strcmp(c, "median")) case_median();
   if (all || !strcmp(c, "series")) case_series();
   if (all || !strcmp(c, "repeats")) case_repeats();
   if (all || !strcmp(c, "gate_parse")) case_gate_parse();

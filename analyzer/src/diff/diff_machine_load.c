@@ -20,11 +20,11 @@ static int cmp_double(const void *pa, const void *pb) {
   return a < b ? -1 : a > b;
 }
 
-/* The lower median of v[0, n) (sorted in place), docs/metrics.md; NaN when n is 0. */
+/* The median of v[0, n) (sorted in place; SSA_MEDIAN_INDEX); NaN when n is 0. */
 static double median(double *v, size_t n) {
   if (!n) return NAN;
   qsort(v, n, sizeof *v, cmp_double);
-  return v[(n - 1) / 2];
+  return v[SSA_MEDIAN_INDEX(n)];
 }
 
 /* A run's load and (into *cpus, the largest) its CPUs; NaN when no rank says. */

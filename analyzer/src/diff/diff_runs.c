@@ -48,7 +48,7 @@ void ssa_diff_stats(double *v, size_t n, ssa_diff_stat *s) {
   s->known = 1;
   s->min = v[0];
   s->max = v[n - 1];
-  s->median = quantile(v, n, 0.5);
+  s->median = v[SSA_MEDIAN_INDEX(n)]; /* analyze's median: a measured value */
   s->p25 = quantile(v, n, 0.25);
   s->p75 = quantile(v, n, 0.75);
   s->spread = n >= 4 ? s->p75 - s->p25 : s->max - s->min;
@@ -116,6 +116,7 @@ static int run_series(const ssa_analysis *a, int k, double **v, size_t *m) {
     if (!isnan(x)) (*v)[(*m)++] = x;
   } else {
     for (size_t i = 0; i < a->nsteps; i++) {
+      if (!a->steps[i].in_medians) continue; /* the steps analyze's medians count */
       double x;
       if (k == SSA_DM_STEP_TIME)
         x = (double)a->steps[i].time;
@@ -129,7 +130,21 @@ static int run_series(const ssa_analysis *a, int k, double **v, size_t *m) {
   return 0;
 }
 
-static int rank_series(const ssa_rank_result *rr, int k, double **v, size_t *m) {
+/* Whether the run counts step `step` in its medians (run_metadata.c: a->steps by number). */
+static int step_in_medians(const ssa_analysis *a, int64_t step) {
+  size_t lo = 0, hi = a->nsteps;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (a->steps[mid].step < step)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < a->nsteps && a->steps[lo].step == step ? a->steps[lo].in_medians : 1;
+}
+
+static int rank_series(const ssa_analysis *a, const ssa_rank_result *rr, int k, double **v,
+                       size_t *m) {
   size_t n = rr->nsteps ? rr->nsteps : 1;
   *m = 0;
   *v = malloc(n * sizeof **v);
@@ -139,6 +154,7 @@ static int rank_series(const ssa_rank_result *rr, int k, double **v, size_t *m) 
     if (!isnan(x)) (*v)[(*m)++] = x;
   } else {
     for (size_t i = 0; i < rr->nsteps; i++) {
+      if (!step_in_medians(a, rr->windows[i].step)) continue;
       double x = window_value(rr, &rr->windows[i], k);
       if (!isnan(x)) (*v)[(*m)++] = x;
     }
@@ -294,7 +310,7 @@ typedef struct rank_ctx {
 static int rank_series_of(const void *ctx, size_t run, int k, double **v, size_t *n) {
   const rank_ctx *c = ctx;
   const ssa_rank_result *rr = ssa_diff_find_rank(c->runs[run], c->rank);
-  if (rr) return rank_series(rr, k, v, n);
+  if (rr) return rank_series(c->runs[run], rr, k, v, n);
   *n = 0;
   *v = malloc(sizeof **v);
   return *v ? 0 : STEPSCOPE_E_NOMEM;

@@ -24,8 +24,9 @@
  *
  * Metrics are compared through per-step series: for each analysed step, the
  * value over the ranks (mean of the ranks' windows for times, sum-ratio for
- * ratios, the run's step time for step time). A run's value is the median of
- * its series, its spread the interquartile range (max - min when it has
+ * ratios, the run's step time for step time) over the steps analyze's medians count. A
+ * run's value is the median of its series (SSA_MEDIAN_INDEX: analyze's), its spread the
+ * interquartile range (max - min when it has
  * fewer than 4 steps). Whether a change is real is the noise test of
  * diff_verdict.c (rank test over steps, spread, within-run drift, minimum
  * effect, comparable load); too few steps give "unknown". A run without

@@ -7,7 +7,8 @@
  * Step time of step S = the longest span of S's window over the ranks (the
  * slowest rank sets the pace; windows partition the timeline, so a span is
  * an iteration period); the run's step time is the median over the selected
- * steps (lower middle for an even count). Device latency of S (first start
+ * steps (SSA_MEDIAN_INDEX: the lower middle for an even count; `diff` uses the same steps
+ * and the same median). Device latency of S (first start
  * to last end of the work S launched) likewise: longest over ranks, median
  * over the steps that launched work. Steps cut by the trace's end are left
  * out of both medians unless every step is.
@@ -118,17 +119,18 @@ int ssa_read_run_metadata(ssa_analysis *a) {
   for (size_t i = 0; i < a->nsteps; i++)
     ncut += a->steps[i].cut != 0;
   for (size_t i = 0; i < a->nsteps; i++) {
-    if (a->steps[i].cut && ncut < a->nsteps) continue;
+    a->steps[i].in_medians = !a->steps[i].cut || ncut == a->nsteps;
+    if (!a->steps[i].in_medians) continue;
     times[nt++] = a->steps[i].time;
     if (a->steps[i].device_latency >= 0) lat[nlat++] = a->steps[i].device_latency;
   }
   if (nt) {
     qsort(times, nt, sizeof *times, ssa_cmp_i64);
-    a->step_time_median = times[(nt - 1) / 2];
+    a->step_time_median = times[SSA_MEDIAN_INDEX(nt)];
   }
   if (nlat) {
     qsort(lat, nlat, sizeof *lat, ssa_cmp_i64);
-    a->device_latency_median = lat[(nlat - 1) / 2];
+    a->device_latency_median = lat[SSA_MEDIAN_INDEX(nlat)];
   }
   free(times);
   free(lat);
