@@ -140,4 +140,34 @@ findings = r.stdout.split("== findings ==")[-1]
 check(r.returncode == 0 and "nothing stands out" not in findings, "an all-idle step: %s" % findings)
 check("- the device is idle 100.0 % of the time, mostly other (99.9 % of idle)" in findings
       and "a step's device work spans 5.0 us of its 10.000 ms" in findings, "the idle finding: %s" % findings)
+# a stub last step (a final ProfilerStep of host time only, 50 us, after steps of 8, 9 and
+# 10 ms) is flagged and left out of the medians, by analyze and diff alike (issue 30 §5): the
+# step time is 9 ms (with the stub the lower middle of four would be 8 ms)
+stub = os.path.join(work, "stub.json")
+evs, t = [], 0
+for k, ms in ((1, 8), (2, 9), (3, 10)):
+    d = ms * 1000
+    evs += [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#%d" % k, "pid": 5, "tid": 1, "ts": t,
+             "dur": d},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 5, "tid": 1, "ts": t + 1,
+             "dur": 1, "args": {"correlation": k}},
+            {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": t + 2, "dur": d - 3,
+             "args": {"stream": 7, "device": 0, "correlation": k}}]
+    t += d
+evs.append({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#4", "pid": 5, "tid": 1, "ts": t, "dur": 50})
+with open(stub, "w") as f:
+    json.dump({"schemaVersion": 1, "traceEvents": evs}, f)
+r = subprocess.run([exe, "analyze", stub, "--json", "-"], capture_output=True, text=True)
+run = json.loads(r.stdout)["run"] if r.returncode == 0 else {}
+check(run.get("step_time_ns") == 9_000_000, "step time without the stub: %s" % run.get("step_time_ns"))
+check([s["stub"] for s in run.get("steps", [])] == [False, False, False, True], "stub flags: %s" % run.get("steps"))
+r = subprocess.run([exe, "analyze", stub], capture_output=True, text=True)
+check("note: step 4 launched no device work (50.0 us of host time only: a stub step at the trace's end); "
+      "left out of the medians" in r.stdout, "the note: %s" % r.stdout)
+check(any(l.split()[:1] == ["4"] and l.rstrip().endswith("stub") for l in r.stdout.splitlines()),
+      "the per-step table marks it")
+r = subprocess.run([exe, "diff", stub, stub, "--json", "-"], capture_output=True, text=True)
+st = json.loads(r.stdout)["headline"]["step_time"] if r.returncode == 0 else {}
+check(st.get("a", {}).get("median") == 9_000_000 and st["a"]["values"] == 3,
+      "diff's step time leaves the stub out too: %s" % st.get("a"))
 sys.exit(1 if fail else 0)

@@ -184,6 +184,13 @@ static void print_headline(const ssa_analysis *a, const text_totals *tot, FILE *
     if (a->device_latency_median >= 0)
       fprintf(f, "device latency of a step (first to last op it launched, median): %s\n",
               fmt_ns(a->device_latency_median, b1, sizeof b1));
+    for (size_t i = 0; i < a->nsteps; i++)
+      if (a->steps[i].stub)
+        fprintf(f,
+                "note: step %lld launched no device work (%s of host time only: a stub step at "
+                "the trace's end)%s\n",
+                (long long)a->steps[i].step, fmt_ns(a->steps[i].time, b1, sizeof b1),
+                a->steps[i].in_medians ? "" : "; left out of the medians");
   } else
     fprintf(f, "step time: no steps found\n");
   if (!isnan(a->mfu))
@@ -333,6 +340,7 @@ static void print_per_step(const ssa_analysis *a, const text_totals *tot, FILE *
               fmt_ns(w->idle, b4, sizeof b4),
               w->launch.count ? fmt_ns(w->launch.p50, b5, sizeof b5) : "-",
               w->cut         ? "cut"
+              : w->stub      ? "stub"
               : w->cpu_bound ? "BOUND"
                              : "");
     }
