@@ -29,11 +29,14 @@
  *
  * Medians: the diff's median step time is analyze's (one definition, even step counts).
  *
+ * Configuration: a FLOPs count that changed under the same configuration leaves MFU out;
+ * another configuration is listed member by member.
+ *
  * Machine load: runs whose `machine` metadata says the load average was far apart (the
  * third load sign) get no verdict, and the gate is undecided, not passed.
  *
  * usage: test_diff_noise CASE   (unknown, aa, regression, loader, load, machine, median,
- * series, repeats, gate_parse)
+ * config, series, repeats, gate_parse)
  */
 #include <math.h>
 #include <stdio.h>
@@ -70,6 +73,8 @@ typedef struct shape {
   double level;          /* f and b (1 + level) x as long in every step */
   int stall_some;        /* the stall G only in every 3rd step (k % 3 == 0) */
   double load;           /* > 0: the machine's 1-minute load average (`machine` metadata) */
+  double flops;          /* > 0: model FLOPs per step (`flops` metadata, peak 1e12) */
+  const char *config;    /* the header's configuration JSON, or NULL */
   uint64_t seed;
 } shape;
 
@@ -106,6 +111,12 @@ static int add_kernel(gen_run *g, const char *name, int64_t launch, int64_t s, i
 static int build(gen_run *g, const shape *sh) {
   gen_init(g, 1);
   g->ranks[0].clock_offset = 1000000000ll;
+  g->config_json = sh->config;
+  if (sh->flops > 0) {
+    g->with_flops = 1;
+    g->model_flops = g->hardware_flops = sh->flops;
+    g->peak_flops = 1e12;
+  }
   if (sh->load > 0) {
     g->with_machine = 1;
     g->machine_cpus = 2;
@@ -473,6 +484,53 @@ static void case_machine(void) {
   with_diff_floor(&a, &b, NAN, expect_machine, &same);
 }
 
+typedef struct config_case {
+  int mfu_compared;
+  const char *listed; /* the configuration text wanted, NULL: none */
+} config_case;
+
+static void expect_config(const ssa_diff *d, void *ctx) {
+  const config_case *c = ctx;
+  const ssa_diff_metric *mfu = &d->m[SSA_DM_MFU];
+  CHECK(d->mfu_incomparable == !c->mfu_compared && mfu->comparable == c->mfu_compared,
+        "MFU compared %d (want %d), verdict %s", mfu->comparable, c->mfu_compared,
+        word(d, SSA_DM_MFU));
+  CHECK(d->m[SSA_DM_STEP_TIME].verdict == SSA_DV_SAME, "the same step times: %s",
+        word(d, SSA_DM_STEP_TIME));
+  char text[600];
+  ssa_diff_config_text(d, text, sizeof text);
+  CHECK(c->listed ? d->nconfig_diffs && !strcmp(text, c->listed) : !d->nconfig_diffs,
+        "configuration differences: %zu, '%s' (want '%s')", d->nconfig_diffs, text,
+        c->listed ? c->listed : "none");
+  int said = 0;
+  for (size_t i = 0; i < d->nfindings; i++)
+    said |= c->mfu_compared ? c->listed && strstr(d->findings[i], c->listed) != NULL
+                            : strstr(d->findings[i], "MFU not compared: the FLOPs per step differ "
+                                                     "(A 1e+09, B 6.8e+08)") != NULL;
+  CHECK(said, "a finding says so");
+}
+
+static void case_config(void) {
+  /* the same configuration and step times, the FLOPs count 32 % lower in B (another
+   * convention): MFU is not compared (it was 'WORSE -32 %') */
+  shape a = base_shape(), b = base_shape();
+  a.flops = 1e9;
+  b.flops = 0.68e9;
+  a.config = b.config = "{\"model\":\"tiny\",\"hidden\":64,\"layers\":2}";
+  config_case same = {0, NULL};
+  with_diff(&a, &b, expect_config, &same);
+  /* no configuration recorded: the same, MFU not compared */
+  a.config = b.config = NULL;
+  with_diff(&a, &b, expect_config, &same);
+  /* another configuration: listed (a changed member, one only in A, one only in B), and MFU
+   * compared (different work) */
+  a.config = "{\"model\":\"tiny\",\"hidden\":64,\"layers\":2,\"seq\":64}";
+  b.config = "{\"model\":\"tiny\",\"hidden\":72,\"layers\":2,\"experts\":4}";
+  config_case other = {1, "the configurations differ: hidden 64 -> 72, seq 64 -> (absent), "
+                          "experts (absent) -> 4"};
+  with_diff(&a, &b, expect_config, &other);
+}
+
 static void expect_same_median(const ssa_diff *d, void *ctx) {
   (void)ctx;
   const ssa_diff_metric *m = &d->m[SSA_DM_STEP_TIME];
@@ -775,6 +833,7 @@ int main(int argc, char **argv) {
   if (all || !strcmp(c, "load")) case_load();
   if (all || !strcmp(c, "machine")) case_machine();
   if (all || !strcmp(c, "median")) case_median();
+  if (all || !strcmp(c, "config")) case_config();
   if (all || !strcmp(c, "series")) case_series();
   if (all || !strcmp(c, "repeats")) case_repeats();
   if (all || !strcmp(c, "gate_parse")) case_gate_parse();

@@ -112,7 +112,7 @@ static int write_rank(const gen_run *g, int r, const char *dir, char *errbuf, si
   h.hostname = host;
   h.producer = "stepscope-gen";
   h.device_name = gr->cpu_backend ? "cpu" : "Generated GPU";
-  h.config_json = "{\"generator\":true}";
+  h.config_json = g->config_json ? g->config_json : "{\"generator\":true}";
   stepscope_error err;
   stepscope_writer *w = stepscope_writer_open(path, &h, NULL, &err);
   if (!w) {

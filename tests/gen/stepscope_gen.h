@@ -117,6 +117,7 @@ typedef struct gen_run {
   /* the tracer's `machine` metadata (model/trace_metadata.h): CPUs and 1-minute load averages */
   double machine_cpus, machine_load_start, machine_load_end;
   int with_machine;
+  const char *config_json; /* the header's configuration (NULL: {"generator":true}) */
 } gen_run;
 
 void gen_init(gen_run *g, int nranks);

@@ -214,6 +214,24 @@ int ssa_diff_report_markdown(const ssa_diff *d, const ssa_gate *g, const ssa_gat
     ssa_out_utf8(o, d->layout_note);
     ssa_out_str(o, "\n\n");
   }
+  if (d->nconfig_diffs) { /* names and values from the traces: code spans */
+    ssa_out_str(o, "> **Not the same configuration:** ");
+    for (size_t i = 0; i < d->nconfig_diffs; i++) {
+      const ssa_diff_config_diff *x = &d->config_diffs[i];
+      if (i) ssa_out_str(o, ", ");
+      code(o, x->key, 48);
+      ssa_out_str(o, " ");
+      code(o, x->a, 64);
+      ssa_out_str(o, " → ");
+      code(o, x->b, 64);
+    }
+    ssa_out_str(o, "\n\n");
+  }
+  if (d->mfu_incomparable)
+    ssa_out_printf(o,
+                   "> **MFU not compared:** FLOPs per step %.4g in A, %.4g in B under the same "
+                   "configuration (another FLOPs count or convention).\n\n",
+                   d->flops_a, d->flops_b);
   ssa_out_printf(o, "| metric | A | B | change | verdict |%s\n|---|---:|---:|---:|---|%s\n",
                  g && g->n ? " gate |" : "", g && g->n ? "---|" : "");
   for (int k = 0; k < SSA_DM_N; k++) {

@@ -91,6 +91,16 @@ int ssa_diff_report_text(const ssa_diff *d, FILE *f) {
   ssa_diff_floor_text(d, floor, sizeof floor);
   fprintf(f, "  noise floor: %s\n", floor);
   if (!d->same_layout) fprintf(f, "  note: %s\n", d->layout_note);
+  if (d->nconfig_diffs) {
+    char what[1200];
+    ssa_diff_config_text(d, what, sizeof what);
+    fprintf(f, "  note: %s\n", ssa_text_safe(what, safe, sizeof safe));
+  }
+  if (d->mfu_incomparable)
+    fprintf(f,
+            "  note: MFU not compared: FLOPs per step %.4g in A, %.4g in B under the same "
+            "configuration (another FLOPs count or convention)\n",
+            d->flops_a, d->flops_b);
   if (!isnan(d->machine_load_a) || !isnan(d->machine_load_b)) {
     char la[16] = "-", lb[16] = "-";
     if (!isnan(d->machine_load_a)) snprintf(la, sizeof la, "%.1f", d->machine_load_a);
@@ -353,6 +363,25 @@ int ssa_diff_report_json(const ssa_diff *d, ssa_out *o) {
   ssa_out_printf(o, ",\"run_noise\":{\"source\":\"%s\",\"floor\":", sources[d->run_noise_source]);
   jnum(o, 0, d->run_noise);
   ssa_out_str(o, "}");
+  ssa_out_str(o, ",\"configuration\":{\"known\":");
+  ssa_out_str(o, d->config_known ? "true" : "false");
+  ssa_out_str(o, ",\"differences\":[");
+  for (size_t i = 0; i < d->nconfig_diffs; i++) {
+    const ssa_diff_config_diff *x = &d->config_diffs[i];
+    if (i) ssa_out_char(o, ',');
+    ssa_out_str(o, "{\"key\":");
+    ssa_out_json_string(o, x->key);
+    ssa_out_str(o, ",\"a\":");
+    ssa_out_json_string(o, x->a);
+    ssa_out_str(o, ",\"b\":");
+    ssa_out_json_string(o, x->b);
+    ssa_out_char(o, '}');
+  }
+  ssa_out_str(o, "],\"model_flops_per_step_a\":");
+  jnum(o, 0, d->flops_a);
+  ssa_out_str(o, ",\"model_flops_per_step_b\":");
+  jnum(o, 0, d->flops_b);
+  ssa_out_str(o, d->mfu_incomparable ? ",\"mfu_compared\":false}" : ",\"mfu_compared\":true}");
   ssa_out_str(o, ",\"headline\":{");
   for (int k = 0; k < SSA_DM_N; k++) {
     if (k) ssa_out_char(o, ',');

@@ -568,6 +568,21 @@ static void list_add(char *buf, size_t cap, size_t *len, const char *fmt, ...) {
 static int build_findings(ssa_diff *d) {
   int rc = 0;
   if (!d->same_layout) rc |= finding(d, "%s", d->layout_note);
+  if (d->nconfig_diffs) {
+    char what[1200];
+    ssa_diff_config_text(d, what, sizeof what);
+    rc |= finding(
+        d, "%.500s: this compares two configurations, not one configuration measured twice", what);
+  }
+  if (d->mfu_incomparable)
+    rc |= finding(d,
+                  "MFU not compared: the FLOPs per step differ (A %.4g, B %.4g) while the "
+                  "configuration %s, so the FLOPs count or its convention changed between the "
+                  "runs' producers; compare step time instead",
+                  d->flops_a, d->flops_b, d->config_known ? "is the same" : "is not recorded");
+  else if (d->flops_differ)
+    rc |= finding(d, "the FLOPs per step differ (A %.4g, B %.4g): MFU compares different work",
+                  d->flops_a, d->flops_b);
   static const int order[] = {SSA_DM_STEP_TIME, SSA_DM_EXPOSED_COMM, SSA_DM_OVERLAP_RATIO,
                               SSA_DM_IDLE,      SSA_DM_BUBBLE_RATIO, SSA_DM_MFU,
                               SSA_DM_COMPUTE,   SSA_DM_COMM,         SSA_DM_EXPOSED_MEM};
@@ -760,6 +775,7 @@ int ssa_diff_runs_repeated(const ssa_analysis *const *a, size_t na, const ssa_an
       return STEPSCOPE_E_NOMEM;
     if (k == SSA_DM_STEP_TIME) step_a = d->m[k].a.known ? d->m[k].a.median : NAN;
   }
+  ssa_diff_configs(d); /* may take MFU out of the comparison */
   d->same_layout = check_layout(d);
   int rc = 0;
   if (d->same_layout) rc = build_ranks(d);

@@ -83,6 +83,13 @@ extern const int ssa_diff_metric_better[SSA_DM_N];
 #define SSA_DIFF_MAX_RUNS             16   /* runs per side (a run and its repeats) */
 #define SSA_DIFF_RUN_NOISE_DEFAULT    0.30 /* one run per side: the between-run floor (docs) */
 #define SSA_DIFF_RUN_NOISE_MAX        10.0 /* --run-noise at most 1000 % */
+#define SSA_DIFF_MAX_CONFIG_DIFFS     16   /* configuration members listed (diff_config.c) */
+
+/* A configuration member that differs between the runs: its JSON value text in each. */
+typedef struct ssa_diff_config_diff {
+  char key[48];
+  char a[64], b[64]; /* "(absent)" when a run lacks it; cut to fit */
+} ssa_diff_config_diff;
 
 /* Where the between-run noise floor comes from (ssa_diff.run_noise_source). */
 enum {
@@ -196,6 +203,13 @@ typedef struct ssa_diff {
   int machine_differs;
   int load_differs; /* any of the three signs */
   int world_a, world_b;
+  /* configuration and FLOPs convention (diff_config.c) */
+  int config_known; /* both runs carry a configuration (the trainer's) */
+  ssa_diff_config_diff config_diffs[SSA_DIFF_MAX_CONFIG_DIFFS];
+  size_t nconfig_diffs;
+  double flops_a, flops_b; /* model FLOPs per step; NaN when a run has none */
+  int flops_differ;        /* they differ */
+  int mfu_incomparable;    /* ... with the same configuration: MFU not compared */
   ssa_diff_metric m[SSA_DM_N];
   ssa_diff_rank *ranks;
   size_t nranks;
@@ -240,6 +254,13 @@ int ssa_diff_same_layout(const ssa_analysis *a, const ssa_analysis *b, char *not
  * msg ("stepscope diff: --repeat-a RUN is not a run of ...'s configuration: ..."). */
 int ssa_diff_repeat_fits(const ssa_analysis *first, const ssa_analysis *rep, int side,
                          const char *first_path, const char *rep_path, char *msg, size_t cap);
+
+/* Compares the runs' configurations and FLOPs per step (diff_config.c): fills the config
+ * fields of d and, when the FLOPs count changed under the same configuration, makes MFU not
+ * comparable. Runs after the metrics are compared. */
+void ssa_diff_configs(ssa_diff *d);
+/* "the configurations differ: hidden 64 -> 72, layers 2 -> 3" */
+void ssa_diff_config_text(const ssa_diff *d, char *buf, size_t n);
 
 /* Fills the machine-load fields of d from its runs (diff_machine_load.c). */
 void ssa_diff_machine_load(ssa_diff *d);
