@@ -130,17 +130,15 @@ static int run_series(const ssa_analysis *a, int k, double **v, size_t *m) {
   return 0;
 }
 
-/* Whether the run counts step `step` in its medians (run_metadata.c: a->steps by number). */
+static int cmp_run_step(const void *key, const void *elem) {
+  int64_t k = *(const int64_t *)key, s = ((const ssa_run_step *)elem)->step;
+  return k < s ? -1 : k > s;
+}
+
+/* Whether the run counts step `step` in its medians (a->steps are sorted by number). */
 static int step_in_medians(const ssa_analysis *a, int64_t step) {
-  size_t lo = 0, hi = a->nsteps;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (a->steps[mid].step < step)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo < a->nsteps && a->steps[lo].step == step ? a->steps[lo].in_medians : 1;
+  const ssa_run_step *s = bsearch(&step, a->steps, a->nsteps, sizeof *a->steps, cmp_run_step);
+  return s ? s->in_medians : 1;
 }
 
 static int rank_series(const ssa_analysis *a, const ssa_rank_result *rr, int k, double **v,
