@@ -1,6 +1,7 @@
 /*
- * trace_metadata.h — the schema of the metadata the trainer declares in its traces
- * (stepscope_metadata_set: a key and a JSON object, docs/trace-format.md "Metadata") and the
+ * trace_metadata.h — the schema of the metadata the trainer (and, for `machine`, the
+ * tracer) declares in its traces (stepscope_metadata_set: a key and a JSON object,
+ * docs/trace-format.md "Metadata") and the
  * analyzer decodes once per rank (analyzer/src/model/trainer_meta.c): the keys, and the
  * numeric members of each object as X-macro lists X(field, "dotted.path", lo, hi), so that
  * the writer and every reader name them from one place. [lo, hi] is the range a reader
@@ -20,6 +21,7 @@
 #define TM_KEY_FLOPS    "flops"    /* FLOPs per step and the device's peak, for MFU */
 #define TM_KEY_MEMORY   "memory"   /* the memory model's prediction beside what was measured */
 #define TM_KEY_MOE      "moe"      /* mixture of experts: experts, top-k, EP place */
+#define TM_KEY_MACHINE  "machine"  /* the machine's load while tracing (the tracer writes it) */
 
 /* "layout": sizes of the grid and this rank's coordinates (ep, virtual_stages, microbatches
  * and zero are read when a producer writes them; the trainer writes the rest). */
@@ -70,5 +72,15 @@
   X(measured_peak_bytes, "measured_peak_bytes", 0, TM_MAX_COUNT)                                   \
   X(rss_peak_bytes, "rss_peak_bytes", 0, TM_MAX_COUNT)                                             \
   X(runtime_baseline_bytes, "runtime_baseline_bytes", 0, TM_MAX_COUNT)
+
+/* "machine": the CPUs online and the 1-minute load average (runnable and waiting threads, as
+ * getloadavg reports it) when tracing started, and again, with the end's, when it stopped; the
+ * tracer (tracer/src/linked.c) writes it for every producer, so a diff can tell runs measured
+ * on a busy machine from runs on a quiet one (docs/diff.md, noise test 2). */
+#define TM_MAX_LOAD 1e6
+#define TM_MACHINE_NUMBERS(X)                                                                      \
+  X(cpus, "cpus", 1, TM_MAX_RANKS)                                                                 \
+  X(load_1m_start, "load_1m_start", 0, TM_MAX_LOAD)                                                \
+  X(load_1m_end, "load_1m_end", 0, TM_MAX_LOAD)
 
 #endif

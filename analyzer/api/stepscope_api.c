@@ -15,6 +15,7 @@
  */
 #include "stepscope_api.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -62,6 +63,7 @@ typedef struct api_options {
   int64_t b_first, b_last;
   const char *repeats[2][SSA_DIFF_MAX_RUNS]; /* diff: [side][i], [side][0] set by the caller */
   size_t nrep[2];
+  double run_noise;     /* diff: --run-noise as a fraction, NaN when not given */
   ssa_comm_rules rules; /* this call's --comm-kernel/--compute-kernel and environment rules;
                            opt.comm_rules points here (free with api_options_free) */
 } api_options;
@@ -72,7 +74,7 @@ static void api_options_free(api_options *ao) {
   ao->opt.comm_rules = NULL;
 }
 
-enum { ALLOW_RANK = 1, ALLOW_TOP = 2, ALLOW_STEPS_B = 4, ALLOW_REPEATS = 8 };
+enum { ALLOW_RANK = 1, ALLOW_TOP = 2, ALLOW_STEPS_B = 4, ALLOW_REPEATS = 8, ALLOW_RUN_NOISE = 16 };
 
 /* Whether `a` is an option of this call (the analysis options and those `allow` adds). */
 static int known_option(const char *a, unsigned allow) {
@@ -130,6 +132,12 @@ static int parse_argv(const char *command, int argc, const char *const *argv, un
         return 2;
       }
       ao->repeats[side][1 + ao->nrep[side]++] = v;
+    } else if ((allow & ALLOW_RUN_NOISE) && !strcmp(a, "--run-noise")) {
+      char err[160];
+      if (ssa_diff_parse_run_noise(v, &ao->run_noise, err, sizeof err)) {
+        snprintf(why, why_n, "stepscope %s: %s", command, err);
+        return 2;
+      }
     } else {
       snprintf(why, why_n, "stepscope %s: unknown option %s", command, a);
       return 2;
@@ -141,6 +149,7 @@ static int parse_argv(const char *command, int argc, const char *const *argv, un
 static int parse_options(const char *command, int argc, const char *const *argv, unsigned allow,
                          api_options *ao, char **err_out) {
   memset(ao, 0, sizeof *ao);
+  ao->run_noise = NAN;
   ssa_options_default(&ao->opt);
   if (argc < 0 || (argc > 0 && !argv))
     return fail(err_out, 2, "stepscope %s: bad argument list", command);
@@ -252,7 +261,7 @@ API_EXPORT int ss_api_diff(const char *run_a, const char *run_b, int argc, const
                            char **json_out, char **err_out) {
   api_options ao;
   int rc = begin_json_call("diff", "diff", json_out, err_out, argc, argv,
-                           ALLOW_STEPS_B | ALLOW_REPEATS, &ao);
+                           ALLOW_STEPS_B | ALLOW_REPEATS | ALLOW_RUN_NOISE, &ao);
   if (rc) return rc;
   ssa_options opt_b = ao.opt;
   if (ao.has_b_steps) {
@@ -286,7 +295,8 @@ API_EXPORT int ss_api_diff(const char *run_a, const char *run_b, int argc, const
   if (!rc) {
     ssa_diff d;
     memset(&d, 0, sizeof d);
-    if (ssa_diff_runs_repeated(side_an[0], nrun[0], side_an[1], nrun[1], run_a, run_b, &d))
+    if (ssa_diff_runs_repeated(side_an[0], nrun[0], side_an[1], nrun[1], run_a, run_b, ao.run_noise,
+                               &d))
       rc = fail(err_out, 1, "stepscope diff: out of memory while comparing");
     else
       rc = json_to_memory("diff", write_diff, &d, json_out, err_out);

@@ -2,17 +2,21 @@
  * cmd_diff.c — `stepscope diff RUN_A RUN_B [--json FILE] [--markdown FILE]
  * [--fail-on SPEC] [--steps A:B] [--steps-b A:B] [--step-range NAME]
  * [--launch-gap-us N] [--threads N] [--comm-kernel RE] [--compute-kernel RE]
- * [--repeat-a RUN]... [--repeat-b RUN]... [--quiet]`: loads and
+ * [--repeat-a RUN]... [--repeat-b RUN]... [--run-noise PCT] [--undecided pass|fail]
+ * [--quiet]`: loads and
  * analyses both runs with the same options (each run is any run directory
  * or file `stepscope analyze` accepts, Kineto JSON included), compares them
  * (analyzer/src/diff/diff_runs.c) and prints the text report. --repeat-a/-b add
  * more runs of the same configuration to a side: their steps are pooled and
- * the runs' spread is part of the noise test. --json writes the
+ * the runs' spread is part of the noise test; --run-noise gives the between-run floor
+ * (with one run per side a default applies). --json writes the
  * document of docs/diff.md, --markdown a short summary for a CI comment;
  * --fail-on is the regression gate (analyzer/src/diff/diff_gate.c). Exit codes:
- * 0 ok, 1 a run could not be loaded or analysed, 2 usage error, 3 a
- * --fail-on threshold was crossed by a real change.
+ * 0 ok (the gate passed), 1 a run could not be loaded or analysed, 2 usage error, 3 a
+ * --fail-on threshold was crossed by a real change, 4 undecided: a threshold was exceeded
+ * by a change the noise test cannot call real (`--undecided pass|fail` maps it to 0 or 3).
  */
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +31,9 @@
 #include "ssa_import.h"
 #include "cli_load.h"
 #include "cli_output.h"
+
+/* The exit codes of the gate (docs/diff.md "Regression gate"). */
+enum { EXIT_GATE_FAIL = 3, EXIT_GATE_UNDECIDED = 4 };
 
 /* Appends arg to buf, quoted for a POSIX shell when it needs it. */
 static void append_quoted(char *buf, size_t cap, const char *arg) {
@@ -60,6 +67,8 @@ typedef struct diff_args {
   size_t nrep[2];
   ssa_gate gate;
   int has_gate, quiet;
+  int undecided_as;   /* --undecided: SSA_GATE_PASS, SSA_GATE_FAIL; SSA_GATE_UNDECIDED unset */
+  double run_noise;   /* --run-noise as a fraction; NaN when not given */
   char command[2048]; /* the reproduce line of --markdown */
 } diff_args;
 
@@ -71,6 +80,26 @@ static int opt_fail_on(const cli_option *o, const char *v, void *cmd) {
     return 2;
   }
   x->has_gate = 1;
+  return 0;
+}
+
+static int opt_undecided(const cli_option *o, const char *v, void *cmd) {
+  diff_args *x = cmd;
+  char err[128];
+  if (ssa_gate_parse_undecided(v, &x->undecided_as, err, sizeof err)) {
+    cli_print(stderr, "stepscope diff: %s\n", err);
+    return 2;
+  }
+  return 0;
+}
+
+static int opt_run_noise(const cli_option *o, const char *v, void *cmd) {
+  diff_args *x = cmd;
+  char err[160];
+  if (ssa_diff_parse_run_noise(v, &x->run_noise, err, sizeof err)) {
+    cli_print(stderr, "stepscope diff: %s\n", err);
+    return 2;
+  }
   return 0;
 }
 
@@ -112,10 +141,13 @@ static const cli_option diff_options[] = {
      A(json_path), NULL, 0, 0, NULL},
     {CLI_CALL, "--fail-on", NULL, "SPEC",
      "regression gate: exit 3 when a metric moved past its threshold in\n"
-     "the bad direction and the noise test calls the change real, e.g.\n"
+     "the bad direction and the noise test calls the change real, 4\n"
+     "(undecided) when it moved past but the change is within noise, e.g.\n"
      "\"step_time:+3%,exposed_comm:+10%,mfu:-2%,bubble:+2pt\" (units: % of\n"
      "run A, pt for ratios, ns/us/ms/s for times)",
      0, opt_fail_on, 0, 0, NULL},
+    {CLI_CALL, "--undecided", NULL, "pass|fail",
+     "what an undecided gate counts as: exit 0 or 3 instead of 4", 0, opt_undecided, 0, 0, NULL},
     {CLI_STRING, "--markdown", NULL, "FILE",
      "write a short Markdown summary for a CI comment (verdicts, gate,\n"
      "top causes, the command to reproduce); '-' = stdout",
@@ -128,9 +160,12 @@ static const cli_option diff_options[] = {
      "pooled, and a change must exceed how far A's runs lie apart",
      0, opt_repeat, 0, 0, NULL},
     {CLI_REPEAT, "--repeat-b", NULL, "RUN",
-     "the same for B. With one run per side, verdicts assume separate runs\n"
-     "of one configuration differ no more than their steps do",
-     0, opt_repeat, 0, 0, NULL},
+     "the same for B (three runs per side measure run-to-run noise)", 0, opt_repeat, 0, 0, NULL},
+    {CLI_CALL, "--run-noise", NULL, "PCT",
+     "between-run noise floor: a change must exceed PCT % of A's step time\n"
+     "(PCT points for ratios); default 30 with one run per side, where\n"
+     "nothing measures it; 0 = none. With repeats it applies as well",
+     0, opt_run_noise, 0, 0, NULL},
     {CLI_FLAG, "--quiet", NULL, NULL, "no text report", A(quiet), NULL, 0, 0, NULL},
 };
 
@@ -151,7 +186,7 @@ static const cli_table diff_table = {
     .seen = seen,
     .tail = "Verdicts: better/WORSE only when the change passes the noise test (docs/diff.md):\n"
             "noise, same, or unknown (too few steps) otherwise. Exit: 0 ok, 1 a run could not be\n"
-            "loaded, 2 usage, 3 a --fail-on threshold crossed.\n"};
+            "loaded, 2 usage, 3 a --fail-on threshold crossed, 4 the gate is undecided.\n"};
 
 /* Loads and analyses every run of both sides into l (side s, run i: l[s * MAX + i]), an[s][i]
  * pointing at their analyses. 0, or the exit status (said why). */
@@ -190,26 +225,28 @@ typedef struct markdown_of {
   const ssa_diff *d;
   const ssa_gate *gate;
   const ssa_gate_outcome *outcome;
+  const ssa_gate_result *result;
   const char *command;
 } markdown_of;
 
 static int diff_markdown(const void *what, ssa_out *o) {
   const markdown_of *m = what;
-  return ssa_diff_report_markdown(m->d, m->gate, m->outcome, m->command, o);
+  return ssa_diff_report_markdown(m->d, m->gate, m->outcome, m->result, m->command, o);
 }
 
 /* --json and --markdown of the diff d: 0, or 1 (said why). */
-static int write_reports(const diff_args *x, const ssa_diff *d, const ssa_gate_outcome *outcome) {
+static int write_reports(const diff_args *x, const ssa_diff *d, const ssa_gate_outcome *outcome,
+                         const ssa_gate_result *gate) {
   if (x->json_path && cli_write_output("diff", x->json_path, diff_json, d)) return 1;
-  markdown_of m = {d, x->has_gate ? &x->gate : NULL, outcome, x->command};
+  markdown_of m = {d, x->has_gate ? &x->gate : NULL, outcome, gate, x->command};
   if (x->markdown_path && cli_write_output("diff", x->markdown_path, diff_markdown, &m)) return 1;
   return 0;
 }
 
-/* The gate's outcome, on stderr so that it is seen whatever stdout holds: 0, or 3 when a
- * threshold was crossed. */
+/* The gate's outcome, on stderr so that it is seen whatever stdout holds: 0 (pass), 3 (a
+ * threshold crossed) or 4 (undecided), an undecided gate mapped by --undecided. */
 static int report_gate(const diff_args *x, const ssa_diff *d, const ssa_gate_outcome *outcome,
-                       size_t failed) {
+                       const ssa_gate_result *res) {
   for (size_t i = 0; i < x->gate.n; i++) {
     const ssa_gate_rule *r = &x->gate.rules[i];
     char t[32];
@@ -219,27 +256,42 @@ static int report_gate(const diff_args *x, const ssa_diff *d, const ssa_gate_out
               ssa_gate_status_names[outcome[i].status],
               m->comparable ? ssa_diff_verdict_word(m, r->metric) : "-");
   }
-  if (!failed) return 0;
-  cli_print(stderr, "stepscope diff: %zu of %zu thresholds crossed\n", failed, x->gate.n);
-  return 3;
+  if (res->failed)
+    cli_print(stderr, "stepscope diff: %zu of %zu thresholds crossed\n", res->failed, res->n);
+  if (res->outcome == SSA_GATE_UNDECIDED)
+    cli_print(stderr,
+              "stepscope diff: undecided: %zu of %zu thresholds exceeded by a change the noise "
+              "test cannot call real%s\n",
+              res->undecided, res->n,
+              res->counts_as == SSA_GATE_PASS   ? " (counted as pass: --undecided pass)"
+              : res->counts_as == SSA_GATE_FAIL ? " (counted as fail: --undecided fail)"
+                                                : "");
+  return res->counts_as == SSA_GATE_FAIL        ? EXIT_GATE_FAIL
+         : res->counts_as == SSA_GATE_UNDECIDED ? EXIT_GATE_UNDECIDED
+                                                : 0;
 }
 
 /* Compares the loaded sides and reports: 0, or the exit status. */
 static int compare(diff_args *x, const ssa_analysis *an[2][SSA_DIFF_MAX_RUNS]) {
   ssa_diff d;
   memset(&d, 0, sizeof d);
-  if (ssa_diff_runs_repeated(an[0], x->nrep[0], an[1], x->nrep[1], x->paths[0], x->paths[1], &d)) {
+  if (ssa_diff_runs_repeated(an[0], x->nrep[0], an[1], x->nrep[1], x->paths[0], x->paths[1],
+                             x->run_noise, &d)) {
     cli_print(stderr, "stepscope diff: out of memory while comparing\n");
     ssa_diff_free(&d);
     return 1;
   }
   ssa_gate_outcome outcome[SSA_DM_N];
-  size_t failed = x->has_gate ? ssa_gate_check(&d, &x->gate, outcome) : 0; /* reads d only */
-  int rc = write_reports(x, &d, outcome);
+  ssa_gate_result gate = {0};
+  if (x->has_gate) {
+    x->gate.undecided_as = x->undecided_as;
+    gate = ssa_gate_check(&d, &x->gate, outcome); /* reads d only */
+  }
+  int rc = write_reports(x, &d, outcome, &gate);
   int to_stdout = (x->json_path && !strcmp(x->json_path, "-")) ||
                   (x->markdown_path && !strcmp(x->markdown_path, "-"));
   if (!rc && !x->quiet && !to_stdout) ssa_diff_report_text(&d, stdout);
-  if (!rc && x->has_gate) rc = report_gate(x, &d, outcome, failed);
+  if (!rc && x->has_gate) rc = report_gate(x, &d, outcome, &gate);
   ssa_diff_free(&d);
   return rc;
 }
@@ -251,8 +303,14 @@ int cmd_diff(int argc, char **argv) {
     return 1;
   }
   x->nrep[0] = x->nrep[1] = 1;
+  x->undecided_as = SSA_GATE_UNDECIDED;
+  x->run_noise = NAN;
   snprintf(x->command, sizeof x->command, "stepscope diff");
   int rc = cli_parse(&diff_table, argc, argv, x, NULL);
+  if (rc == CLI_PARSED && x->undecided_as != SSA_GATE_UNDECIDED && !x->has_gate) {
+    cli_print(stderr, "stepscope diff: --undecided applies to the gate: give --fail-on too\n");
+    rc = 2;
+  }
   if (rc != CLI_PARSED) {
     free(x);
     return rc;
@@ -261,12 +319,13 @@ int cmd_diff(int argc, char **argv) {
   if (prediction >= 0) {
     rc = cli_diff_prediction(x->paths[1 - prediction], x->paths[prediction], &x->opt, x->json_path,
                              x->quiet,
-                             x->has_gate        ? "--fail-on"
-                             : x->markdown_path ? "--markdown"
-                             : x->has_b_steps   ? "--steps-b"
-                             : x->nrep[0] > 1   ? "--repeat-a"
-                             : x->nrep[1] > 1   ? "--repeat-b"
-                                                : NULL);
+                             x->has_gate            ? "--fail-on"
+                             : x->markdown_path     ? "--markdown"
+                             : x->has_b_steps       ? "--steps-b"
+                             : x->nrep[0] > 1       ? "--repeat-a"
+                             : x->nrep[1] > 1       ? "--repeat-b"
+                             : !isnan(x->run_noise) ? "--run-noise"
+                                                    : NULL);
     free(x);
     return rc;
   }

@@ -213,7 +213,9 @@ static void print_text(const char *target, const trace_summary *s, size_t n,
   }
   char safe[1024], safe2[1024];
   printf("%s: %zu trace file%s", ssa_text_safe(target, safe, sizeof safe), n, n == 1 ? "" : "s");
-  if (world >= 0) printf(", world size %d%s", world, world_mismatch ? " (ranks disagree!)" : "");
+  if (world > 0) printf(", world size %d%s", world, world_mismatch ? " (ranks disagree!)" : "");
+  if (world == 0) /* the header carries no world size (a Kineto trace without distributedInfo) */
+    printf(", world size unknown%s", world_mismatch ? " (ranks disagree!)" : "");
   printf(", %" PRIu64 " records, %.2f MiB", records, (double)bytes / (1 << 20));
   if (readable && bytes)
     printf(" (%.2f bytes/record)", records ? (double)bytes / (double)records : 0.0);

@@ -63,13 +63,15 @@ class Diff:
 
 
 def diff(run_a, run_b, steps=None, comm_kernels=None, compute_kernels=None, *, steps_b=None,
-         step_range=None, launch_gap_us=None, threads=None, repeats_a=(), repeats_b=(), options=()):
+         step_range=None, launch_gap_us=None, threads=None, repeats_a=(), repeats_b=(),
+         run_noise=None, options=()):
     """Loads, analyses and compares two runs as `stepscope diff A B` does
     (same analysis options for both; steps_b: a different step range for B;
     repeats_a / repeats_b: more runs of A's / B's configuration, as
     --repeat-a / --repeat-b: their steps are pooled and a change must exceed
-    how far one side's runs lie apart) and returns the Diff. Raises
-    StepscopeError on bad input."""
+    how far one side's runs lie apart; run_noise: the between-run noise floor
+    in percent, as --run-noise, default 30 with one run per side) and returns
+    the Diff. Raises StepscopeError on bad input."""
     argv = analysis_options(steps, comm_kernels, compute_kernels, step_range, launch_gap_us,
                             threads, options)
     sb = steps_option(steps_b)
@@ -80,4 +82,6 @@ def diff(run_a, run_b, steps=None, comm_kernels=None, compute_kernels=None, *, s
             runs = [runs]
         for run in runs:
             argv += [flag, str(run)]
+    if run_noise is not None:
+        argv += ["--run-noise", str(run_noise)]
     return Diff(_lib.diff_json(run_a, run_b, argv), run_a, run_b, argv)

@@ -96,4 +96,11 @@ assert d["files"] == 2 and [r["rank"] for r in d["ranks"]] == [0, 1], d
 for r in d["ranks"]:
     assert r["counts"]["kernel"] > 0 and r["counts"]["collective"] > 0 and r["error"] is None, r
 PY
+# a trace that does not say its world size (Kineto without distributedInfo): "unknown", not 0
+mkdir "$tmp/noworld"
+printf '%s' '{"schemaVersion":1,"traceEvents":[{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1,"dur":2,"args":{"stream":7,"device":0}}]}' >"$tmp/noworld/trace.json"
+out=$("$stepscope" info "$tmp/noworld/trace.json" 2>&1); rc=$?
+check "info on a trace without a world size exits 0" test $rc -eq 0
+check "info says the world size is unknown" grep -q "1 trace file, world size unknown," <<<"$out"
+check "info does not say world size 0" bash -c '! grep -q "world size 0" <<<"$1"' _ "$out"
 exit $fail

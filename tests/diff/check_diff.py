@@ -28,6 +28,8 @@ def make(name, *args, steps="4", jitter="0"):
 
 
 GATE = "step_time:+3%,exposed_comm:+10%,mfu:-2%,bubble:+2pt"
+# generated runs differ only by their jitter: no run-to-run noise beyond it (docs/diff.md test 4)
+NO_FLOOR = ("--run-noise", "0")
 
 
 def gate(a, b, spec=GATE, *extra):
@@ -35,7 +37,7 @@ def gate(a, b, spec=GATE, *extra):
     md = work + "/summary.md"
     r = subprocess.run([exe, "diff", a, b, "--fail-on", spec, "--markdown", md, "--quiet"] + list(extra),
                        capture_output=True, text=True)
-    text = open(md).read() if r.returncode in (0, 3) else ""
+    text = open(md).read() if r.returncode in (0, 3, 4) else ""
     return r.returncode, r.stderr, text
 
 
@@ -49,7 +51,7 @@ def diff(a, b, *extra):
 if case == "overlap_only":
     off = make("off", "--overlap", "off")
     on = make("on", "--overlap", "on", "--gzip")
-    d, text = diff(off, on)
+    d, text = diff(off, on, *NO_FLOOR)
     h = d["headline"]
     check(d["schema_version"] == 1 and d["same_layout"], "schema and layout")
     check(h["step_time"]["a"]["median"] == 10_170_000 and h["step_time"]["b"]["median"] == 8_670_000,
@@ -106,7 +108,8 @@ elif case == "usage":
     r = subprocess.run([exe, "diff", work + "/nope", work + "/nope2"], capture_output=True, text=True)
     check(r.returncode == 1 and "nope" in r.stderr, "missing run -> 1")
 elif case == "gate":
-    # A/A: the same configuration generated twice with different jitter seeds
+    # A/A: the same configuration generated twice with different jitter seeds: pass (or at
+    # worst undecided), never a failure
     a1 = make("a1", "--seed", "1", steps="8", jitter="20")
     a2 = make("a2", "--seed", "2", steps="8", jitter="20")
     rc, err, md = gate(a1, a2)
@@ -115,34 +118,93 @@ elif case == "gate":
     d, _ = diff(a1, a2)
     check(all(m["verdict"] in ("noise", "same", None) for m in d["headline"].values()),
           "A/A verdicts: %s" % {k: m["verdict"] for k, m in d["headline"].items()})
-    # an injected regression: overlap turned off (+17 % step time, exposed comm x2.8)
+    # an injected regression: overlap turned off (+17 % step time, exposed comm x2.8), with a
+    # between-run floor of 5 % given (the default, 30 %, cannot tell it: see below)
     off = make("off", "--seed", "3", "--overlap", "off", steps="8", jitter="20")
-    rc, err, md = gate(a1, off)
+    rc, err, md = gate(a1, off, GATE, "--run-noise", "5")
     check(rc == 3, "regression fails the gate with 3: exit %d" % rc)
     check("2 of 4 thresholds crossed" in err and "gate step_time +3%: FAIL" in err, "stderr: %s" % err)
     check("### stepscope diff: FAIL (2 of 4 thresholds crossed)" in md, "markdown headline")
     check("| step_time |" in md and "**FAIL** (+3%)" in md and "**WORSE**" in md, "markdown table")
     check("every rank alike (4 ranks): step span" in md, "markdown top causes")
-    check("**Reproduce**" in md and "stepscope diff %s %s --fail-on %s" % (a1, off, GATE) in md,
+    check("**Reproduce**" in md and "stepscope diff %s %s --fail-on %s --run-noise 5" % (a1, off, GATE) in md,
           "markdown reproduce line")
+    check("Noise floor: run-to-run floor 5 % (--run-noise), one run per side." in md, "floor said: %s" % md)
     # real but within the thresholds, absolute units, and the other direction: pass
-    rc, err, _ = gate(a1, off, "step_time:+20%,exposed_comm:+2ms")
+    rc, err, _ = gate(a1, off, "step_time:+20%,exposed_comm:+2ms", *NO_FLOOR)
     check(rc == 0, "within thresholds: exit %d %s" % (rc, err))
-    rc, err, _ = gate(a1, off, "exposed_comm:+1.4ms")
+    rc, err, _ = gate(a1, off, "exposed_comm:+1.4ms", *NO_FLOOR)
     check(rc == 3, "absolute threshold crossed (+1.5 ms > 1.4 ms): exit %d" % rc)
     rc, err, _ = gate(off, a1)
     check(rc == 0, "an improvement passes: exit %d" % rc)
-    # ratio thresholds in points: overlap fell by 64.6 points
+    # ratio thresholds in points: overlap fell by 64.6 points (beyond the default 30 pt floor)
     rc, err, _ = gate(a1, off, "overlap:-60pt")
     check(rc == 3, "overlap -60pt crossed: exit %d %s" % (rc, err))
     rc, err, _ = gate(a1, off, "overlap:-70pt")
     check(rc == 0, "overlap -70pt not crossed: exit %d" % rc)
-    # too few steps: unknown, never a failure
+    # the between-run floor with one run per side. The default (30 % of A's step time) cannot
+    # tell the +17 % from how separate runs of one configuration differ: undecided (exit 4),
+    # and the outputs say which floor was used
+    rc, err, md = gate(a1, off)
+    check(rc == 4 and "gate step_time +3%: undecided (noise)" in err, "default floor: exit %d %s" % (rc, err))
+    check("Noise floor: run-to-run floor 30 %: the default for one run per side; --run-noise PCT sets it, "
+          "--repeat-a/-b measure it." in md, "markdown says the default floor: %s" % md)
+    d, text = diff(a1, off)
+    st = d["headline"]["step_time"]
+    check(d["run_noise"] == {"source": "default", "floor": 0.3}, "JSON run_noise %s" % d.get("run_noise"))
+    check(st["why"] == "run_noise" and st["run_floor"] == round(0.3 * st["a"]["median"]),
+          "step_time why %s, run_floor %s" % (st["why"], st["run_floor"]))
+    check("noise floor: run-to-run floor 30 %" in text and "within the between-run noise floor" in text
+          and "step_time +1" in text, "text says the floor: %s" % text)
+    # a floor given larger than the change: undecided too; a large regression (kernels 2x as
+    # long) exceeds the default floor: FAIL
+    rc, err, _ = gate(a1, off, GATE, "--run-noise", "20")
+    check(rc == 4, "--run-noise 20 against +17 %%: exit %d" % rc)
+    slow = make("slow", "--seed", "4", "--scale", "2", steps="8", jitter="20")
+    rc, err, md = gate(a1, slow)
+    check(rc == 3 and "gate step_time +3%: FAIL (WORSE)" in err, "2x kernels, default floor: exit %d %s" % (rc, err))
+    # three runs per side: the floor is measured, and the +17 % is real
+    reps_a = [make("a%d" % i, "--seed", str(10 + i), steps="8", jitter="20") for i in (3, 4)]
+    reps_b = [make("off%d" % i, "--seed", str(20 + i), "--overlap", "off", steps="8", jitter="20") for i in (3, 4)]
+    rep_args = sum((["--repeat-a", r] for r in reps_a), []) + sum((["--repeat-b", r] for r in reps_b), [])
+    rc, err, md = gate(a1, off, GATE, *rep_args)
+    check(rc == 3, "3 runs per side, +17 %%: exit %d %s" % (rc, err))
+    check("Noise floor: run-to-run noise measured from 3 + 3 runs (step time: A's runs" in md, "measured: %s" % md)
+    rc, err, md = gate(a1, a2, GATE, *(["--repeat-a", reps_a[0], "--repeat-b", reps_a[1]]))
+    check(rc in (0, 4), "A/A with 2 runs per side never fails: exit %d" % rc)
+    # --run-noise takes a plain percentage
+    for bad in ("-5", "abc", "5.", "1e2", "2000", "nan"):
+        r = subprocess.run([exe, "diff", a1, a2, "--run-noise", bad], capture_output=True, text=True)
+        check(r.returncode == 2 and "bad --run-noise" in r.stderr, "--run-noise %s: %d %s" % (bad, r.returncode, r.stderr))
+    # too few steps to judge a +17 % change: undecided (exit 4), never a failure, never a pass
     one_a = make("one_a", "--seed", "1", steps="1")
     one_b = make("one_b", "--seed", "3", "--overlap", "off", steps="1")
     rc, err, md = gate(one_a, one_b)
-    check(rc == 0 and "gate step_time +3%: unknown" in err, "one step per side: exit %d %s" % (rc, err))
-    check("| step_time |" in md and "| unknown |" in md, "markdown says unknown")
+    check(rc == 4 and "gate step_time +3%: undecided (unknown)" in err
+          and "undecided: 2 of 4 thresholds exceeded by a change the noise test cannot call real" in err,
+          "one step per side: exit %d %s" % (rc, err))
+    check("### stepscope diff: undecided (0 of 4 thresholds crossed; 2 exceeded by a change that cannot be "
+          "told from noise)" in md, "markdown headline says undecided: %s" % md[:300])
+    check("| step_time |" in md and "| unknown | **undecided** (+3%) |" in md, "markdown table: %s" % md)
+    # what an undecided gate counts as: --undecided pass (0) or fail (3), said in the title
+    rc, err, md = gate(one_a, one_b, GATE, "--undecided", "pass")
+    check(rc == 0 and "(counted as pass: --undecided pass)" in err, "--undecided pass: exit %d %s" % (rc, err))
+    check("### stepscope diff: undecided, counted as pass (--undecided pass) (0 of 4" in md, "title: %s" % md[:200])
+    rc, err, md = gate(one_a, one_b, GATE, "--undecided", "fail")
+    check(rc == 3 and "(counted as fail: --undecided fail)" in err, "--undecided fail: exit %d %s" % (rc, err))
+    check("--undecided fail" in md.split("**Reproduce**")[-1], "reproduce line keeps --undecided")
+    # within the thresholds, a change too small to matter passes even when it cannot be judged
+    rc, err, md = gate(one_a, one_b, "step_time:+30%")
+    check(rc == 0 and "gate step_time +30%: pass (unknown)" in err, "small unknown change: exit %d %s" % (rc, err))
+    # a real failure wins over an undecided threshold; --undecided pass does not hide it
+    rc, err, md = gate(a1, off, GATE, "--undecided", "pass", "--run-noise", "5")
+    check(rc == 3, "real regression with --undecided pass: exit %d" % rc)
+    # --undecided takes pass or fail, and only with --fail-on
+    r = subprocess.run([exe, "diff", a1, a2, "--fail-on", GATE, "--undecided", "maybe"], capture_output=True,
+                       text=True)
+    check(r.returncode == 2 and "bad --undecided 'maybe': want pass or fail" in r.stderr, r.stderr)
+    r = subprocess.run([exe, "diff", a1, a2, "--undecided", "pass"], capture_output=True, text=True)
+    check(r.returncode == 2 and "give --fail-on too" in r.stderr, r.stderr)
 elif case == "gate_parse":
     a = make("a")
     bad = {

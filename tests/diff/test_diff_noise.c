@@ -27,8 +27,16 @@
  * Repeated runs (--repeat-a/-b): series and generated runs whose levels
  * differ from run to run by more than their steps scatter.
  *
- * usage: test_diff_noise CASE   (unknown, aa, regression, loader, load, series, repeats,
- * gate_parse)
+ * Medians: the diff's median step time is analyze's (one definition, even step counts).
+ *
+ * Configuration: a FLOPs count that changed under the same configuration leaves MFU out;
+ * another configuration is listed member by member.
+ *
+ * Machine load: runs whose `machine` metadata says the load average was far apart (the
+ * third load sign) get no verdict, and the gate is undecided, not passed.
+ *
+ * usage: test_diff_noise CASE   (unknown, aa, regression, loader, load, machine, median,
+ * config, series, repeats, gate_parse)
  */
 #include <math.h>
 #include <stdio.h>
@@ -64,6 +72,9 @@ typedef struct shape {
   double late;           /* the last quarter of the steps: f and b (1 + late) x as long */
   double level;          /* f and b (1 + level) x as long in every step */
   int stall_some;        /* the stall G only in every 3rd step (k % 3 == 0) */
+  double load;           /* > 0: the machine's 1-minute load average (`machine` metadata) */
+  double flops;          /* > 0: model FLOPs per step (`flops` metadata, peak 1e12) */
+  const char *config;    /* the header's configuration JSON, or NULL */
   uint64_t seed;
 } shape;
 
@@ -100,6 +111,17 @@ static int add_kernel(gen_run *g, const char *name, int64_t launch, int64_t s, i
 static int build(gen_run *g, const shape *sh) {
   gen_init(g, 1);
   g->ranks[0].clock_offset = 1000000000ll;
+  g->config_json = sh->config;
+  if (sh->flops > 0) {
+    g->with_flops = 1;
+    g->model_flops = g->hardware_flops = sh->flops;
+    g->peak_flops = 1e12;
+  }
+  if (sh->load > 0) {
+    g->with_machine = 1;
+    g->machine_cpus = 2;
+    g->machine_load_start = g->machine_load_end = sh->load;
+  }
   uint64_t rs = sh->seed * 2654435761ull + 12345;
   int64_t t = 10 * MS;
   for (int k = 0; k < sh->steps; k++) {
@@ -171,9 +193,10 @@ static void unload(loaded *l) {
   ssa_run_free(&l->run);
 }
 
-/* Diffs the runs of two shapes; calls fn(diff, ctx). */
-static void with_diff(const shape *sa, const shape *sb, void (*fn)(const ssa_diff *, void *),
-                      void *ctx) {
+/* Diffs the runs of two shapes with a between-run floor (run_noise, a fraction; 0: none,
+ * NaN: the default for one run per side); calls fn(diff, ctx). */
+static void with_diff_floor(const shape *sa, const shape *sb, double run_noise,
+                            void (*fn)(const ssa_diff *, void *), void *ctx) {
   loaded la, lb;
   if (load(sa, &la)) {
     failures++;
@@ -185,7 +208,8 @@ static void with_diff(const shape *sa, const shape *sb, void (*fn)(const ssa_dif
     return;
   }
   ssa_diff d;
-  if (ssa_diff_runs(&la.an, &lb.an, "A", "B", &d)) {
+  const ssa_analysis *a = &la.an, *b = &lb.an;
+  if (ssa_diff_runs_repeated(&a, 1, &b, 1, "A", "B", run_noise, &d)) {
     failures++;
   } else {
     fn(&d, ctx);
@@ -193,6 +217,12 @@ static void with_diff(const shape *sa, const shape *sb, void (*fn)(const ssa_dif
   }
   unload(&la);
   unload(&lb);
+}
+
+/* The same without a between-run floor: the step statistics alone (tests 1-2, 4-7). */
+static void with_diff(const shape *sa, const shape *sb, void (*fn)(const ssa_diff *, void *),
+                      void *ctx) {
+  with_diff_floor(sa, sb, 0, fn, ctx);
 }
 
 static shape base_shape(void) {
@@ -400,6 +430,140 @@ static void case_load(void) {
   with_diff(&a, &b, expect_load, NULL);
 }
 
+typedef struct machine_case {
+  int want_differs;
+  double want_change; /* the step-time change the run's shapes imply */
+} machine_case;
+
+static void expect_machine(const ssa_diff *d, void *ctx) {
+  const machine_case *c = ctx;
+  const ssa_diff_metric *m = &d->m[SSA_DM_STEP_TIME];
+  CHECK(d->machine_differs == c->want_differs && d->load_differs == c->want_differs,
+        "machine load %.1f vs %.1f on %.0f CPUs: differs %d (want %d)", d->machine_load_a,
+        d->machine_load_b, d->machine_cpus, d->machine_differs, c->want_differs);
+  CHECK(fabs(m->rel_change - c->want_change) < 0.02, "step time change %.3f, want %.3f",
+        m->rel_change, c->want_change);
+  /* a +50 % step time past a +3 % threshold: FAIL when judged, undecided when the load differs */
+  ssa_gate g;
+  char err[128];
+  CHECK(ssa_gate_parse("step_time:+3%", &g, err, sizeof err) == 0, "gate parse");
+  ssa_gate_outcome out[1];
+  ssa_gate_result r = ssa_gate_check(d, &g, out);
+  if (c->want_differs) {
+    CHECK(m->verdict == SSA_DV_NOISE && m->noise_reason == SSA_DN_LOAD,
+          "load differs: step_time %s, reason %d", word(d, SSA_DM_STEP_TIME), m->noise_reason);
+    CHECK(r.outcome == SSA_GATE_UNDECIDED && out[0].status == SSA_GATE_UNDECIDED,
+          "gate undecided when the load differs: outcome %d", r.outcome);
+    int said = 0;
+    for (size_t i = 0; i < d->nfindings; i++)
+      said |= strstr(d->findings[i], "load average was 1.0 in A and 6.0 in B (2 CPUs)") != NULL;
+    CHECK(said, "a finding names both loads");
+  } else {
+    CHECK(!strcmp(word(d, SSA_DM_STEP_TIME), "WORSE"), "equal load: step_time %s (reason %d)",
+          word(d, SSA_DM_STEP_TIME), m->noise_reason);
+    CHECK(r.outcome == SSA_GATE_FAIL, "gate fails on a real +50 %%: outcome %d", r.outcome);
+  }
+}
+
+static void case_machine(void) {
+  /* B 50 % slower, 2 % jitter. A at load 1.0, B at 6.0 on 2 CPUs: 2.5 threads per CPU apart,
+   * no queued idle and no stretched kernels in the trace: only the metadata shows it */
+  shape a = base_shape(), b = base_shape();
+  a.jitter = b.jitter = 0.02;
+  b.seed = 4;
+  b.a = a.a * 3 / 2;
+  b.f = a.f * 3 / 2;
+  b.b = a.b * 3 / 2;
+  a.load = 1.0;
+  b.load = 6.0;
+  machine_case differs = {1, 0.5};
+  with_diff_floor(&a, &b, NAN, expect_machine, &differs);
+  /* the same loads (1.0 and 1.8: 0.4 per CPU apart): judged, WORSE */
+  b.load = 1.8;
+  machine_case same = {0, 0.5};
+  with_diff_floor(&a, &b, NAN, expect_machine, &same);
+}
+
+typedef struct config_case {
+  int mfu_compared;
+  const char *listed; /* the configuration text wanted, NULL: none */
+} config_case;
+
+static void expect_config(const ssa_diff *d, void *ctx) {
+  const config_case *c = ctx;
+  const ssa_diff_metric *mfu = &d->m[SSA_DM_MFU];
+  CHECK(d->mfu_incomparable == !c->mfu_compared && mfu->comparable == c->mfu_compared,
+        "MFU compared %d (want %d), verdict %s", mfu->comparable, c->mfu_compared,
+        word(d, SSA_DM_MFU));
+  CHECK(d->m[SSA_DM_STEP_TIME].verdict == SSA_DV_SAME, "the same step times: %s",
+        word(d, SSA_DM_STEP_TIME));
+  char text[600];
+  ssa_diff_config_text(d, text, sizeof text);
+  CHECK(c->listed ? d->nconfig_diffs && !strcmp(text, c->listed) : !d->nconfig_diffs,
+        "configuration differences: %zu, '%s' (want '%s')", d->nconfig_diffs, text,
+        c->listed ? c->listed : "none");
+  int said = 0;
+  for (size_t i = 0; i < d->nfindings; i++)
+    said |= c->mfu_compared ? c->listed && strstr(d->findings[i], c->listed) != NULL
+                            : strstr(d->findings[i], "MFU not compared: the FLOPs per step differ "
+                                                     "(A 1e+09, B 6.8e+08)") != NULL;
+  CHECK(said, "a finding says so");
+}
+
+static void case_config(void) {
+  /* the same configuration and step times, the FLOPs count 32 % lower in B (another
+   * convention): MFU is not compared (it was 'WORSE -32 %') */
+  shape a = base_shape(), b = base_shape();
+  a.flops = 1e9;
+  b.flops = 0.68e9;
+  a.config = b.config = "{\"model\":\"tiny\",\"hidden\":64,\"layers\":2}";
+  config_case same = {0, NULL};
+  with_diff(&a, &b, expect_config, &same);
+  /* no configuration recorded: the same, MFU not compared */
+  a.config = b.config = NULL;
+  with_diff(&a, &b, expect_config, &same);
+  /* another configuration: listed (a changed member, one only in A, one only in B), and MFU
+   * compared (different work) */
+  a.config = "{\"model\":\"tiny\",\"hidden\":64,\"layers\":2,\"seq\":64}";
+  b.config = "{\"model\":\"tiny\",\"hidden\":72,\"layers\":2,\"experts\":4}";
+  config_case other = {1, "the configurations differ: hidden 64 -> 72, seq 64 -> (absent), "
+                          "experts (absent) -> 4"};
+  with_diff(&a, &b, expect_config, &other);
+}
+
+static void expect_same_median(const ssa_diff *d, void *ctx) {
+  (void)ctx;
+  const ssa_diff_metric *m = &d->m[SSA_DM_STEP_TIME];
+  for (int side = 0; side < 2; side++) {
+    const ssa_analysis *an = side ? d->b : d->a;
+    const ssa_diff_stat *st = side ? &m->b : &m->a;
+    /* analyze's step time and the diff's median are one number, the lower middle step */
+    CHECK(st->median == (double)an->step_time_median,
+          "%zu steps: diff median %.0f, analyze's step time %lld", an->nsteps, st->median,
+          (long long)an->step_time_median);
+    int64_t t[64];
+    size_t n = 0;
+    for (size_t i = 0; i < an->nsteps && n < 64; i++)
+      t[n++] = an->steps[i].time;
+    qsort(t, n, sizeof *t, ssa_cmp_i64);
+    CHECK(n && an->step_time_median == t[(n - 1) / 2] && (n % 2 || t[n / 2 - 1] != t[n / 2]),
+          "%zu steps: the lower middle of distinct times", n);
+  }
+}
+
+static void case_median(void) {
+  /* even and odd step counts, 20 % jitter: every step time differs */
+  static const int counts[] = {4, 6, 7, 16};
+  for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+    shape a = base_shape(), b = base_shape();
+    a.steps = b.steps = counts[i];
+    a.jitter = b.jitter = 0.2;
+    a.seed = 11 + i;
+    b.seed = 21 + i;
+    with_diff(&a, &b, expect_same_median, NULL);
+  }
+}
+
 /* The statistics on plain series. */
 static void case_series(void) {
   /* exact Mann-Whitney p-values: complete separation of 4 and 4 is 2/70;
@@ -434,13 +598,13 @@ static void case_series(void) {
     vb[i] = 110;
   }
   ssa_diff_metric m;
-  CHECK(ssa_diff_compare_series(va, 16, vb, 16, SSA_DM_STEP_TIME, NAN, 0, &m) == 0, "compare");
+  CHECK(ssa_diff_compare_series(va, 16, vb, 16, SSA_DM_STEP_TIME, NAN, 0, NAN, &m) == 0, "compare");
   CHECK(m.verdict == SSA_DV_NOISE && m.noise_reason == SSA_DN_DRIFT,
         "drift: verdict %d reason %d (drift %.1f)", m.verdict, m.noise_reason, m.a.drift);
   /* the same with a flat A: real */
   for (int i = 12; i < 16; i++)
     va[i] = 100;
-  CHECK(ssa_diff_compare_series(va, 16, vb, 16, SSA_DM_STEP_TIME, NAN, 0, &m) == 0 &&
+  CHECK(ssa_diff_compare_series(va, 16, vb, 16, SSA_DM_STEP_TIME, NAN, 0, NAN, &m) == 0 &&
             m.verdict == SSA_DV_REAL,
         "flat A: verdict %d reason %d", m.verdict, m.noise_reason);
   /* iid noise: the false-positive rate of the whole test on A/A series of
@@ -452,7 +616,7 @@ static void case_series(void) {
       va[i] = 100 * (1 + 0.1 * rng_sym(&rs));
       vb[i] = 100 * (1 + 0.1 * rng_sym(&rs));
     }
-    ssa_diff_compare_series(va, 16, vb, 16, SSA_DM_STEP_TIME, NAN, 0, &m);
+    ssa_diff_compare_series(va, 16, vb, 16, SSA_DM_STEP_TIME, NAN, 0, NAN, &m);
     real += m.verdict == SSA_DV_REAL;
   }
   printf("iid A/A series (16 steps, +-10 %%): %d of 4000 pairs called real\n", real);
@@ -483,7 +647,7 @@ static double repeated_real_rate(int runs, double between, double shift, uint64_
     repeated_series(vb, sb, runs, between, shift, &rs);
     ssa_diff_metric m;
     if (ssa_diff_compare_runs(va, sa, (size_t)runs, vb, sb, (size_t)runs, SSA_DM_STEP_TIME, NAN, 0,
-                              &m))
+                              NAN, &m))
       return NAN;
     real += m.verdict == SSA_DV_REAL;
   }
@@ -493,7 +657,8 @@ static double repeated_real_rate(int runs, double between, double shift, uint64_
 typedef struct level_run {
   double levels[2][3]; /* [side][run]: each run's level (shape.level) */
   int runs;
-  double want; /* expected step-time change of B (0: an A/A, must be noise) */
+  double want;      /* expected step-time change of B (0: an A/A, must be noise) */
+  double run_noise; /* the between-run floor given (NaN: not given) */
 } level_run;
 
 /* Loads side A's and side B's runs with the levels of lr and diffs them as
@@ -513,11 +678,12 @@ static void check_levels(const level_run *lr) {
       an[side][r] = &l[side][r].an;
     }
   ssa_diff d;
-  if (ok &&
-      ssa_diff_runs_repeated(an[0], (size_t)lr->runs, an[1], (size_t)lr->runs, "A", "B", &d) == 0) {
+  if (ok && ssa_diff_runs_repeated(an[0], (size_t)lr->runs, an[1], (size_t)lr->runs, "A", "B",
+                                   lr->run_noise, &d) == 0) {
     const ssa_diff_metric *m = &d.m[SSA_DM_STEP_TIME];
+    int floor_reason = lr->runs == 1 ? SSA_DN_RUN_NOISE : SSA_DN_BETWEEN_RUNS;
     if (lr->want == 0)
-      CHECK(m->verdict != SSA_DV_REAL && (lr->runs == 1 || m->noise_reason == SSA_DN_BETWEEN_RUNS),
+      CHECK(m->verdict != SSA_DV_REAL && m->noise_reason == floor_reason,
             "A/A with %d runs per side: step_time %+.1f %% %s (reason %d, gap %.0f, ranges %.0f "
             "%.0f)",
             lr->runs, m->rel_change * 100, word(&d, SSA_DM_STEP_TIME), m->noise_reason, m->run_gap,
@@ -549,7 +715,7 @@ static void case_repeats(void) {
     vb[i] = 105 + i / 4;
   }
   ssa_diff_metric m;
-  CHECK(ssa_diff_compare_runs(va, seg, 3, vb, seg, 3, SSA_DM_STEP_TIME, NAN, 0, &m) == 0,
+  CHECK(ssa_diff_compare_runs(va, seg, 3, vb, seg, 3, SSA_DM_STEP_TIME, NAN, 0, NAN, &m) == 0,
         "compare runs");
   CHECK(m.a.runs == 3 && m.a.between == 2 && m.b.between == 2 && m.run_gap == 3 &&
             m.a.run_median[2] == 102,
@@ -558,19 +724,19 @@ static void case_repeats(void) {
         m.noise_reason);
   for (int i = 0; i < 12; i++)
     vb[i] = 103.5 + 0.5 * (i / 4);
-  CHECK(ssa_diff_compare_runs(va, seg, 3, vb, seg, 3, SSA_DM_STEP_TIME, NAN, 0, &m) == 0,
+  CHECK(ssa_diff_compare_runs(va, seg, 3, vb, seg, 3, SSA_DM_STEP_TIME, NAN, 0, NAN, &m) == 0,
         "compare runs");
   CHECK(m.verdict == SSA_DV_NOISE && m.noise_reason == SSA_DN_BETWEEN_RUNS && m.run_gap == 1.5,
         "gap 1.5 < ranges 2: verdict %d reason %d gap %.2f", m.verdict, m.noise_reason, m.run_gap);
   /* a decrease: the gap is measured downwards */
   for (int i = 0; i < 12; i++)
     vb[i] = 95 + i / 4;
-  ssa_diff_compare_runs(va, seg, 3, vb, seg, 3, SSA_DM_STEP_TIME, NAN, 0, &m);
+  ssa_diff_compare_runs(va, seg, 3, vb, seg, 3, SSA_DM_STEP_TIME, NAN, 0, NAN, &m);
   CHECK(m.verdict == SSA_DV_REAL && m.run_gap == 3, "decrease: verdict %d gap %.2f", m.verdict,
         m.run_gap);
   /* one run per side: no between-run test, no gap */
   size_t one = 12;
-  ssa_diff_compare_runs(va, &one, 1, vb, &one, 1, SSA_DM_STEP_TIME, NAN, 0, &m);
+  ssa_diff_compare_runs(va, &one, 1, vb, &one, 1, SSA_DM_STEP_TIME, NAN, 0, NAN, &m);
   CHECK(isnan(m.run_gap) && isnan(m.a.between) && m.a.runs == 1, "one run: gap %.2f", m.run_gap);
 
   /* generated: runs differ by up to +-4 % (uniform), steps by +-1 % */
@@ -586,12 +752,21 @@ static void case_repeats(void) {
   CHECK(power > 0.9, "+15 %% with 3 runs detected in %.3f", power);
 
   /* end to end (generated traces, ssa_diff_runs_repeated): run levels move
-   * by up to 4 %; one run per side calls B's +4 % WORSE, three runs do not */
-  level_run aa1 = {{{0}, {0.04}}, 1, 0.04};
+   * by up to 4 %; one run per side without a floor (--run-noise 0) calls B's +4 % WORSE,
+   * three runs do not */
+  level_run aa1 = {{{0}, {0.04}}, 1, 0.04, 0};
   check_levels(&aa1);
-  level_run aa3 = {{{0, 0.03, -0.01}, {0.04, 0.0, 0.02}}, 3, 0};
+  /* the same with the default between-run floor (30 %): noise, reason run_noise; a +50 %
+   * change is beyond it; a floor of 3 % given calls the +4 % WORSE again */
+  level_run aa1_floor = {{{0}, {0.04}}, 1, 0, NAN};
+  check_levels(&aa1_floor);
+  level_run real1_floor = {{{0}, {0.5}}, 1, 0.5, NAN};
+  check_levels(&real1_floor);
+  level_run aa1_given = {{{0}, {0.04}}, 1, 0.04, 0.03};
+  check_levels(&aa1_given);
+  level_run aa3 = {{{0, 0.03, -0.01}, {0.04, 0.0, 0.02}}, 3, 0, NAN};
   check_levels(&aa3);
-  level_run real3 = {{{0, 0.03, -0.01}, {0.24, 0.20, 0.22}}, 3, 0.22};
+  level_run real3 = {{{0, 0.03, -0.01}, {0.24, 0.20, 0.22}}, 3, 0.22, NAN};
   check_levels(&real3);
 }
 
@@ -656,6 +831,9 @@ int main(int argc, char **argv) {
   if (all || !strcmp(c, "regression")) case_regression();
   if (all || !strcmp(c, "loader")) case_loader();
   if (all || !strcmp(c, "load")) case_load();
+  if (all || !strcmp(c, "machine")) case_machine();
+  if (all || !strcmp(c, "median")) case_median();
+  if (all || !strcmp(c, "config")) case_config();
   if (all || !strcmp(c, "series")) case_series();
   if (all || !strcmp(c, "repeats")) case_repeats();
   if (all || !strcmp(c, "gate_parse")) case_gate_parse();

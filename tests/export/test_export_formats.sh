@@ -23,6 +23,22 @@ set -euo pipefail
 stepscope=$1 gen=$2 py=$3 src=$4 venv=$5 hostile=$6 utf8=$7
 here=$src/tests/export
 
+# A rank whose trace names no host is "rank 0 (GPU 0)" in both formats, not "rank 0 (, GPU 0)"
+# (issue 30 §5); needs no Perfetto proto, so it runs before the virtual environment.
+nohost=$(mktemp -d)
+printf '%s' '{"schemaVersion":1,"traceEvents":[{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1,"dur":2,"args":{"stream":7,"device":0}}]}' >"$nohost/trace.json"
+"$stepscope" export "$nohost/trace.json" -o "$nohost/t.json" >/dev/null
+"$stepscope" export "$nohost/trace.json" -o "$nohost/t.pftrace" >/dev/null
+"$py" - "$nohost/t.json" <<'PY'
+import json, sys
+names = [e["args"]["name"] for e in json.load(open(sys.argv[1]))["traceEvents"]
+         if e.get("ph") == "M" and e.get("name") == "process_name"]
+assert names == ["rank 0 (GPU 0)"], names
+PY
+grep -q "rank 0 (GPU 0)" "$nohost/t.pftrace" && ! grep -q "rank 0 (, " "$nohost/t.pftrace" ||
+  { echo "FAIL: .pftrace process name without a host" >&2; exit 1; }
+rm -rf "$nohost"
+
 if ! "$venv/bin/python" -c 'import perfetto.protos.perfetto.trace.perfetto_trace_pb2' 2>/dev/null; then
   rm -rf "$venv"
   "$py" -m venv "$venv" || { echo "FAIL: cannot create a virtual environment (python3-venv, scripts/install-deps.sh)" >&2; exit 1; }

@@ -54,6 +54,7 @@ int main(void) {
   CHECK(!strcmp(h->config_json, "{\"dp\":8}") && h->clock_domain == STEPSCOPE_CLOCK_MONOTONIC);
   stepscope_record rec;
   int ops = 0, steps = 0, forwards = 0, marks = 0, counters = 0, anchors = 0, meta = 0, streams = 0;
+  int machine = 0; /* the tracer's `machine` metadata: at start, and with the end's load at stop */
   uint64_t step_start[3] = {0}, step_end[3] = {0};
   while (stepscope_reader_next(r, &rec, &err) == 1) {
     switch (rec.kind) {
@@ -90,6 +91,13 @@ int main(void) {
       anchors++;
       break;
     case STEPSCOPE_REC_METADATA:
+      if (!strcmp(rec.u.metadata.key, "machine")) {
+        const char *v = rec.u.metadata.value_json;
+        CHECK(!strncmp(v, "{\"cpus\":", 8) && strstr(v, "\"load_1m_start\":") != NULL);
+        CHECK((strstr(v, "\"load_1m_end\":") != NULL) == (machine == 1)); /* the second: at stop */
+        machine++;
+        break;
+      }
       CHECK(!strcmp(rec.u.metadata.key, "layout"));
       meta++;
       break;
@@ -101,6 +109,7 @@ int main(void) {
   }
   CHECK(ops == 3);
   CHECK(steps == 3 && forwards == 3 && marks == 3 && counters == 3 && meta == 1 && streams == 1);
+  CHECK(machine == 2);
   CHECK(anchors >= 2); /* at start and at stop */
   for (int s = 1; s < 3; s++)
     CHECK(step_start[s] >= step_end[s - 1]);

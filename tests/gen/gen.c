@@ -112,7 +112,7 @@ static int write_rank(const gen_run *g, int r, const char *dir, char *errbuf, si
   h.hostname = host;
   h.producer = "stepscope-gen";
   h.device_name = gr->cpu_backend ? "cpu" : "Generated GPU";
-  h.config_json = "{\"generator\":true}";
+  h.config_json = g->config_json ? g->config_json : "{\"generator\":true}";
   stepscope_error err;
   stepscope_writer *w = stepscope_writer_open(path, &h, NULL, &err);
   if (!w) {
@@ -322,6 +322,13 @@ static int write_rank(const gen_run *g, int r, const char *dir, char *errbuf, si
              "step\":4096,\"peak_flops_per_device\":%.17g,\"world\":%d}",
              g->model_flops, g->hardware_flops, g->peak_flops, g->nranks);
     rec.u.metadata.key = "flops";
+    rec.u.metadata.value_json = json;
+    EMIT();
+  }
+  if (g->with_machine) {
+    snprintf(json, sizeof json, "{\"cpus\":%.17g,\"load_1m_start\":%.17g,\"load_1m_end\":%.17g}",
+             g->machine_cpus, g->machine_load_start, g->machine_load_end);
+    rec.u.metadata.key = "machine";
     rec.u.metadata.value_json = json;
     EMIT();
   }

@@ -114,6 +114,10 @@ typedef struct gen_run {
   int pp, microbatches; /* schedule when pp > 1 */
   double model_flops, hardware_flops, peak_flops;
   int with_flops;
+  /* the tracer's `machine` metadata (model/trace_metadata.h): CPUs and 1-minute load averages */
+  double machine_cpus, machine_load_start, machine_load_end;
+  int with_machine;
+  const char *config_json; /* the header's configuration (NULL: {"generator":true}) */
 } gen_run;
 
 void gen_init(gen_run *g, int nranks);

@@ -260,6 +260,21 @@ def test_diff_repeats_are_the_cli_json(cli, generated_runs):
         stepscope.diff(a, b, repeats_a=["/nonexistent/run"])
 
 
+def test_diff_run_noise_is_the_cli_json(cli, generated_runs):
+    """run_noise is --run-noise: the same JSON, the floor said in it; a bad value is refused
+    with the command's message."""
+    a, b = generated_runs["plain"], generated_runs["overlap"]
+    for pct in ("0", "5", "12.5"):
+        rc, out, err = run_cli(cli, "diff", a, b, "--json", "-", "--run-noise", pct)
+        assert rc == 0, err
+        d = stepscope.diff(a, b, run_noise=pct)
+        assert d.text == out
+        assert d.json["run_noise"]["source"] == "given"
+    assert stepscope.diff(a, b).json["run_noise"] == {"source": "default", "floor": 0.3}
+    with pytest.raises(stepscope.StepscopeError, match="bad --run-noise"):
+        stepscope.diff(a, b, run_noise=-1)
+
+
 @pytest.mark.parametrize("args,kwargs", [
     (["analyze", "{run}", "--steps", "x"], {"steps": "x"}),
     (["analyze", "{run}", "--steps", "5:1"], {"steps": (5, 1)}),

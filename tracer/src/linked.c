@@ -27,8 +27,13 @@
  * Clock: the trace clock of linked mode is CLOCK_MONOTONIC; clock anchors
  * (monotonic, realtime) are written at start, about every 10 s from the
  * writer's background thread, and at stop.
+ *
+ * Machine load: at start and at stop the `machine` metadata (model/trace_metadata.h) records
+ * the CPUs online and the 1-minute load average, so that a trace says whether it was taken
+ * on a busy machine (the diff withholds verdicts when two runs' loads differ).
  */
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -44,6 +49,7 @@
 #include "stepscope.h"
 #include "writer_internal.h"
 #include "sc_file.h"
+#include "trace_metadata.h"
 
 #define RANGE_STACK_DEPTH  128
 #define ANCHOR_INTERVAL_MS 10000
@@ -53,6 +59,7 @@ typedef struct trace_session {
   uint32_t domain;    /* "stepscope" */
   uint32_t step_name; /* "step" */
   char path[4096];
+  double load_start; /* 1-minute load average at start; NaN unknown */
   struct trace_session *retired_next;
 } trace_session;
 
@@ -105,6 +112,28 @@ static void write_anchor(stepscope_writer *w) {
 
 static void anchor_tick(void *arg) {
   write_anchor(arg);
+}
+
+/* The 1-minute load average now; NaN when the system does not say. */
+static double load_1m(void) {
+  double v;
+  return getloadavg(&v, 1) == 1 && v >= 0 ? v : NAN;
+}
+
+/* The `machine` metadata: CPUs online, the load when tracing started and (at stop) now. */
+static void write_machine(stepscope_writer *w, double load_start, int at_stop) {
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  double end = at_stop ? load_1m() : NAN;
+  char json[160];
+  int n = snprintf(json, sizeof json, "{\"cpus\":%ld", cpus > 0 ? cpus : 1);
+  if (!isnan(load_start))
+    n += snprintf(json + n, sizeof json - (size_t)n, ",\"load_1m_start\":%.2f", load_start);
+  if (!isnan(end)) n += snprintf(json + n, sizeof json - (size_t)n, ",\"load_1m_end\":%.2f", end);
+  snprintf(json + n, sizeof json - (size_t)n, "}");
+  stepscope_record rec = {.kind = STEPSCOPE_REC_METADATA};
+  rec.u.metadata.key = TM_KEY_MACHINE;
+  rec.u.metadata.value_json = json;
+  stepscope_write(w, &rec);
 }
 
 static int env_int(const char *const *names, int fallback) {
@@ -205,6 +234,8 @@ int stepscope_start(const stepscope_start_options *opt, stepscope_error *err) {
   session->domain = stepscope_intern(w, "stepscope");
   session->step_name = stepscope_intern(w, "step");
   write_anchor(w);
+  session->load_start = load_1m();
+  write_machine(w, session->load_start, 0);
   writer_set_tick(w, anchor_tick, w, ANCHOR_INTERVAL_MS);
   signal_flush_install(flush_for_signal); /* once per process; failure: no flush on signals */
   atomic_store_explicit(&g_session, session, memory_order_release);
@@ -218,6 +249,7 @@ int stepscope_stop(void) {
   int rc = 0;
   if (session) {
     write_anchor(session->w);
+    write_machine(session->w, session->load_start, 1);
     stepscope_error err;
     err.message[0] = '\0';
     rc = writer_retire(session->w, &err);

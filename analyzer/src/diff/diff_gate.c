@@ -2,7 +2,9 @@
  * diff_gate.c — parses `--fail-on` thresholds strictly and checks them
  * against a diff (ssa_diff.h, docs/diff.md "Regression gate"). Every
  * token is METRIC:[SIGN]NUMBER UNIT; anything else is refused with the
- * token named, so that a typo never turns the gate off silently.
+ * token named, so that a typo never turns the gate off silently. Each
+ * threshold passes, fails (a real change past it) or is undecided (a change
+ * past it that the noise test cannot call real); so is the gate.
  */
 #include "ssa_diff.h"
 
@@ -11,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const ssa_gate_status_names[] = {"pass", "FAIL", "noise", "unknown", "not measured"};
+const char *const ssa_gate_status_names[] = {"pass", "FAIL", "undecided", "not measured"};
 
 static int metric_of(const char *name, size_t n) {
   for (int k = 0; k < SSA_DM_N; k++)
@@ -98,6 +100,7 @@ static int parse_token(const char *s, size_t n, ssa_gate *g, char *err, size_t e
 
 int ssa_gate_parse(const char *spec, ssa_gate *g, char *err, size_t errlen) {
   memset(g, 0, sizeof *g);
+  g->undecided_as = SSA_GATE_UNDECIDED;
   if (!spec || !*spec) {
     snprintf(err, errlen, "--fail-on needs at least one METRIC:THRESHOLD");
     return -1;
@@ -142,8 +145,20 @@ void ssa_gate_rule_text(const ssa_gate_rule *r, char *buf, size_t n) {
     snprintf(buf, n, "%c%gns", sign, r->threshold);
 }
 
-size_t ssa_gate_check(const ssa_diff *d, const ssa_gate *g, ssa_gate_outcome *out) {
-  size_t failed = 0;
+int ssa_gate_parse_undecided(const char *word, int *undecided_as, char *err, size_t errlen) {
+  if (!strcmp(word, "pass"))
+    *undecided_as = SSA_GATE_PASS;
+  else if (!strcmp(word, "fail"))
+    *undecided_as = SSA_GATE_FAIL;
+  else {
+    snprintf(err, errlen, "bad --undecided '%.60s': want pass or fail", word);
+    return -1;
+  }
+  return 0;
+}
+
+ssa_gate_result ssa_gate_check(const ssa_diff *d, const ssa_gate *g, ssa_gate_outcome *out) {
+  ssa_gate_result res = {0, 0, g->n, SSA_GATE_PASS, SSA_GATE_PASS};
   for (size_t i = 0; i < g->n; i++) {
     const ssa_gate_rule *r = &g->rules[i];
     const ssa_diff_metric *m = &d->m[r->metric];
@@ -160,20 +175,19 @@ size_t ssa_gate_check(const ssa_diff *d, const ssa_gate *g, ssa_gate_outcome *ou
       o->moved = bad * m->abs_change * 100.0;
     else
       o->moved = bad * m->abs_change;
-    if (m->verdict == SSA_DV_UNKNOWN)
-      o->status = SSA_GATE_UNKNOWN;
-    else if (m->verdict != SSA_DV_REAL)
-      o->status = SSA_GATE_NOISE;
-    else if (o->moved > r->threshold)
-      o->status = SSA_GATE_FAIL;
-    else
-      o->status = SSA_GATE_PASS;
-    /* a relative threshold on a metric that was 0 in A: any real rise crosses it */
-    if (m->verdict == SSA_DV_REAL && r->unit == SSA_GATE_PERCENT && isnan(m->rel_change)) {
+    /* a relative threshold on a metric that was 0 in A: any rise crosses it */
+    if (r->unit == SSA_GATE_PERCENT && isnan(m->rel_change) && m->abs_change != 0)
       o->moved = bad * m->abs_change > 0 ? INFINITY : -INFINITY;
-      o->status = o->moved > 0 ? SSA_GATE_FAIL : SSA_GATE_PASS;
-    }
-    failed += o->status == SSA_GATE_FAIL;
+    if (!(o->moved > r->threshold))
+      o->status = SSA_GATE_PASS;
+    else if (m->verdict == SSA_DV_REAL)
+      o->status = SSA_GATE_FAIL;
+    else /* noise, unknown, or withheld for load: the change cannot be judged */
+      o->status = SSA_GATE_UNDECIDED;
+    res.failed += o->status == SSA_GATE_FAIL;
+    res.undecided += o->status == SSA_GATE_UNDECIDED;
   }
-  return failed;
+  res.outcome = res.failed ? SSA_GATE_FAIL : res.undecided ? SSA_GATE_UNDECIDED : SSA_GATE_PASS;
+  res.counts_as = res.outcome == SSA_GATE_UNDECIDED ? g->undecided_as : res.outcome;
+  return res;
 }

@@ -1,7 +1,8 @@
 /*
  * diff_markdown.c — the short Markdown summary of a diff for a CI comment
  * (`stepscope diff --markdown FILE`, docs/diff.md): the gate's outcome, the
- * headline verdicts, the top causes (kernels, collectives and ranks or
+ * headline verdicts (a threshold exceeded by a change within noise is "undecided", never
+ * "pass"), the top causes (kernels, collectives and ranks or
  * pipeline stages that moved), the findings, and the command to reproduce.
  * Names from traces are written inside code spans with backticks and pipes
  * neutralised, so a kernel name cannot break the table or the comment.
@@ -162,16 +163,27 @@ static void write_top_causes(const ssa_diff *d, ssa_out *o) {
 #undef CAUSES
 }
 
-int ssa_diff_report_markdown(const ssa_diff *d, const ssa_gate *g, const ssa_gate_outcome *out,
-                             const char *command, ssa_out *o) {
-  size_t failed = 0;
-  for (size_t i = 0; g && i < g->n; i++)
-    failed += out[i].status == SSA_GATE_FAIL;
-  if (g && g->n)
-    ssa_out_printf(o, "### stepscope diff: %s (%zu of %zu thresholds crossed)\n\n",
-                   failed ? "FAIL" : "pass", failed, g->n);
-  else
+/* The title: the gate's outcome, what an undecided one counts as, and how many thresholds
+ * were crossed or cannot be judged. */
+static void write_title(const ssa_gate *g, const ssa_gate_result *r, ssa_out *o) {
+  if (!g || !g->n) {
     ssa_out_str(o, "### stepscope diff\n\n");
+    return;
+  }
+  static const char *const words[] = {"pass", "FAIL", "undecided"};
+  ssa_out_printf(o, "### stepscope diff: %s", words[r->outcome]);
+  if (r->counts_as != r->outcome)
+    ssa_out_printf(o, ", counted as %s (--undecided %s)", words[r->counts_as],
+                   r->counts_as == SSA_GATE_FAIL ? "fail" : "pass");
+  ssa_out_printf(o, " (%zu of %zu thresholds crossed", r->failed, r->n);
+  if (r->undecided)
+    ssa_out_printf(o, "; %zu exceeded by a change that cannot be told from noise", r->undecided);
+  ssa_out_str(o, ")\n\n");
+}
+
+int ssa_diff_report_markdown(const ssa_diff *d, const ssa_gate *g, const ssa_gate_outcome *out,
+                             const ssa_gate_result *result, const char *command, ssa_out *o) {
+  write_title(g, result, o);
   ssa_out_str(o, "A: ");
   code(o, d->path_a ? d->path_a : "A", 120);
   ssa_out_printf(o, " (%zu ranks, %zu steps", d->a->nranks, d->a->nsteps);
@@ -181,17 +193,45 @@ int ssa_diff_report_markdown(const ssa_diff *d, const ssa_gate *g, const ssa_gat
   ssa_out_printf(o, " (%zu ranks, %zu steps", d->b->nranks, d->b->nsteps);
   if (d->nruns_b > 1) ssa_out_printf(o, "; %zu runs", d->nruns_b);
   ssa_out_str(o, ")\n\n");
-  if (d->load_differs)
+  char floor[200];
+  ssa_diff_floor_text(d, floor, sizeof floor);
+  ssa_out_str(o, "Noise floor: ");
+  ssa_out_utf8(o, floor);
+  ssa_out_str(o, ".\n\n");
+  if (d->load_differs) {
     ssa_out_printf(
         o,
         "> **No verdicts:** the machine was busier during one run (devices idle with work queued "
-        "%.1f %% of a step in A, %.1f %% in B). Measure both runs on a quiet machine.\n\n",
+        "%.1f %% of a step in A, %.1f %% in B",
         d->queued_idle_a * 100.0, d->queued_idle_b * 100.0);
+    if (d->machine_differs)
+      ssa_out_printf(o, "; load average %.1f in A, %.1f in B on %.0f CPUs", d->machine_load_a,
+                     d->machine_load_b, d->machine_cpus);
+    ssa_out_str(o, "). Measure both runs on a quiet machine.\n\n");
+  }
   if (!d->same_layout) {
     ssa_out_str(o, "> ");
     ssa_out_utf8(o, d->layout_note);
     ssa_out_str(o, "\n\n");
   }
+  if (d->nconfig_diffs) { /* names and values from the traces: code spans */
+    ssa_out_str(o, "> **Not the same configuration:** ");
+    for (size_t i = 0; i < d->nconfig_diffs; i++) {
+      const ssa_diff_config_diff *x = &d->config_diffs[i];
+      if (i) ssa_out_str(o, ", ");
+      code(o, x->key, 48);
+      ssa_out_str(o, " ");
+      code(o, x->a, 64);
+      ssa_out_str(o, " → ");
+      code(o, x->b, 64);
+    }
+    ssa_out_str(o, "\n\n");
+  }
+  if (d->mfu_incomparable)
+    ssa_out_printf(o,
+                   "> **MFU not compared:** FLOPs per step %.4g in A, %.4g in B under the same "
+                   "configuration (another FLOPs count or convention).\n\n",
+                   d->flops_a, d->flops_b);
   ssa_out_printf(o, "| metric | A | B | change | verdict |%s\n|---|---:|---:|---:|---|%s\n",
                  g && g->n ? " gate |" : "", g && g->n ? "---|" : "");
   for (int k = 0; k < SSA_DM_N; k++) {
@@ -219,8 +259,8 @@ int ssa_diff_report_markdown(const ssa_diff *d, const ssa_gate *g, const ssa_gat
         char t[32];
         ssa_gate_rule_text(r, t, sizeof t);
         int st = out[ri].status;
-        ssa_out_printf(o, " %s%s%s (%s) |", st == SSA_GATE_FAIL ? "**" : "",
-                       ssa_gate_status_names[st], st == SSA_GATE_FAIL ? "**" : "", t);
+        const char *em = st == SSA_GATE_FAIL || st == SSA_GATE_UNDECIDED ? "**" : "";
+        ssa_out_printf(o, " %s%s%s (%s) |", em, ssa_gate_status_names[st], em, t);
       } else {
         ssa_out_str(o, " |");
       }

@@ -13,6 +13,38 @@
 
 /* ---------------------------------------------------------------- text */
 
+/* "2.1 %": how far one side's runs lie apart, relative to its step time; "-" unknown. */
+static void between_pct(char *buf, size_t n, const ssa_diff_stat *s) {
+  if (isnan(s->between) || !(s->median > 0))
+    snprintf(buf, n, "-");
+  else
+    snprintf(buf, n, "%.1f %%", s->between / s->median * 100.0);
+}
+
+void ssa_diff_floor_text(const ssa_diff *d, char *buf, size_t n) {
+  const ssa_diff_metric *st = &d->m[SSA_DM_STEP_TIME];
+  char ra[24], rb[24], given[64] = "";
+  between_pct(ra, sizeof ra, &st->a);
+  between_pct(rb, sizeof rb, &st->b);
+  if (d->run_noise_source == SSA_DIFF_FLOOR_GIVEN)
+    snprintf(given, sizeof given,
+             isnan(d->run_noise) ? "no run-to-run floor (--run-noise 0)"
+                                 : "run-to-run floor %g %% (--run-noise)",
+             d->run_noise * 100.0);
+  if (d->run_noise_source == SSA_DIFF_FLOOR_DEFAULT)
+    snprintf(buf, n,
+             "run-to-run floor %g %%: the default for one run per side; --run-noise PCT sets it, "
+             "--repeat-a/-b measure it",
+             d->run_noise * 100.0);
+  else if (d->nruns_a > 1 || d->nruns_b > 1)
+    snprintf(buf, n,
+             "run-to-run noise measured from %zu + %zu runs (step time: A's runs %s apart, "
+             "B's %s)%s%s",
+             d->nruns_a, d->nruns_b, ra, rb, given[0] ? "; " : "", given);
+  else
+    snprintf(buf, n, "%s, one run per side", given);
+}
+
 static void tfmt(char *buf, size_t n, int is_time, int known, double v) {
   if (!known || isnan(v)) {
     snprintf(buf, n, "-");
@@ -55,13 +87,34 @@ int ssa_diff_report_text(const ssa_diff *d, FILE *f) {
   if (d->nruns_b > 1)
     fprintf(f, "; %zu runs, %zu steps in all", d->nruns_b, d->m[SSA_DM_STEP_TIME].b.n);
   fprintf(f, ")\n");
+  char floor[200];
+  ssa_diff_floor_text(d, floor, sizeof floor);
+  fprintf(f, "  noise floor: %s\n", floor);
   if (!d->same_layout) fprintf(f, "  note: %s\n", d->layout_note);
+  if (d->nconfig_diffs) {
+    char what[1200];
+    ssa_diff_config_text(d, what, sizeof what);
+    fprintf(f, "  note: %s\n", ssa_text_safe(what, safe, sizeof safe));
+  }
+  if (d->mfu_incomparable)
+    fprintf(f,
+            "  note: MFU not compared: FLOPs per step %.4g in A, %.4g in B under the same "
+            "configuration (another FLOPs count or convention)\n",
+            d->flops_a, d->flops_b);
+  if (!isnan(d->machine_load_a) || !isnan(d->machine_load_b)) {
+    char la[16] = "-", lb[16] = "-";
+    if (!isnan(d->machine_load_a)) snprintf(la, sizeof la, "%.1f", d->machine_load_a);
+    if (!isnan(d->machine_load_b)) snprintf(lb, sizeof lb, "%.1f", d->machine_load_b);
+    fprintf(f, "  machine load (1-minute average, from the traces): A %s, B %s on %.0f CPUs%s\n",
+            la, lb, d->machine_cpus, d->machine_differs ? ": differs" : "");
+  }
   if (d->load_differs)
     fprintf(f,
             "  note: load differs (devices idle with work queued %.1f%% of a step in A, %.1f%% in "
             "B; kernel stretch "
-            "B/A %.2fx): no verdicts\n",
-            d->queued_idle_a * 100.0, d->queued_idle_b * 100.0, d->kernel_stretch);
+            "B/A %.2fx%s): no verdicts\n",
+            d->queued_idle_a * 100.0, d->queued_idle_b * 100.0, d->kernel_stretch,
+            d->machine_differs ? "; machine load average differs" : "");
   fprintf(f, "\n== headline (median over steps; spread = IQR, or max-min under 4 steps; noise "
              "test: docs/diff.md) ==\n");
   fprintf(f, "%-14s %12s %12s %22s %11s %11s  %s\n", "metric", "A", "B", "change", "spread A",
@@ -256,6 +309,8 @@ static void jmetric(ssa_out *o, int k, const ssa_diff_metric *m) {
   jnum(o, t, m->min_effect);
   ssa_out_str(o, ",\"run_gap\":");
   jnum(o, t, m->run_gap);
+  ssa_out_str(o, ",\"run_floor\":");
+  jnum(o, t, m->run_floor);
   ssa_out_char(o, '}');
 }
 
@@ -297,8 +352,38 @@ int ssa_diff_report_json(const ssa_diff *d, ssa_out *o) {
   ssa_out_str(o, ",\"kernel_stretch\":");
   jnum(o, 0, d->kernel_stretch);
   ssa_out_printf(o, ",\"stretch_kernels\":%zu", d->stretch_kernels);
+  ssa_out_str(o, ",\"machine_a\":");
+  jnum(o, 0, d->machine_load_a);
+  ssa_out_str(o, ",\"machine_b\":");
+  jnum(o, 0, d->machine_load_b);
+  ssa_out_str(o, ",\"cpus\":");
+  jnum(o, 0, d->machine_cpus);
+  ssa_out_str(o, d->machine_differs ? ",\"machine_differs\":true" : ",\"machine_differs\":false");
   ssa_out_str(o, d->load_differs ? ",\"differs\":true}" : ",\"differs\":false}");
   ssa_diff_decomp_json(d, o);
+  static const char *const sources[] = {"measured", "given", "default"};
+  ssa_out_printf(o, ",\"run_noise\":{\"source\":\"%s\",\"floor\":", sources[d->run_noise_source]);
+  jnum(o, 0, d->run_noise);
+  ssa_out_str(o, "}");
+  ssa_out_str(o, ",\"configuration\":{\"known\":");
+  ssa_out_str(o, d->config_known ? "true" : "false");
+  ssa_out_str(o, ",\"differences\":[");
+  for (size_t i = 0; i < d->nconfig_diffs; i++) {
+    const ssa_diff_config_diff *x = &d->config_diffs[i];
+    if (i) ssa_out_char(o, ',');
+    ssa_out_str(o, "{\"key\":");
+    ssa_out_json_string(o, x->key);
+    ssa_out_str(o, ",\"a\":");
+    ssa_out_json_string(o, x->a);
+    ssa_out_str(o, ",\"b\":");
+    ssa_out_json_string(o, x->b);
+    ssa_out_char(o, '}');
+  }
+  ssa_out_str(o, "],\"model_flops_per_step_a\":");
+  jnum(o, 0, d->flops_a);
+  ssa_out_str(o, ",\"model_flops_per_step_b\":");
+  jnum(o, 0, d->flops_b);
+  ssa_out_str(o, d->mfu_incomparable ? ",\"mfu_compared\":false}" : ",\"mfu_compared\":true}");
   ssa_out_str(o, ",\"headline\":{");
   for (int k = 0; k < SSA_DM_N; k++) {
     if (k) ssa_out_char(o, ',');

@@ -48,7 +48,7 @@ void ssa_diff_stats(double *v, size_t n, ssa_diff_stat *s) {
   s->known = 1;
   s->min = v[0];
   s->max = v[n - 1];
-  s->median = quantile(v, n, 0.5);
+  s->median = v[SSA_MEDIAN_INDEX(n)]; /* analyze's median: a measured value */
   s->p25 = quantile(v, n, 0.25);
   s->p75 = quantile(v, n, 0.75);
   s->spread = n >= 4 ? s->p75 - s->p25 : s->max - s->min;
@@ -116,6 +116,7 @@ static int run_series(const ssa_analysis *a, int k, double **v, size_t *m) {
     if (!isnan(x)) (*v)[(*m)++] = x;
   } else {
     for (size_t i = 0; i < a->nsteps; i++) {
+      if (!a->steps[i].in_medians) continue; /* the steps analyze's medians count */
       double x;
       if (k == SSA_DM_STEP_TIME)
         x = (double)a->steps[i].time;
@@ -129,7 +130,19 @@ static int run_series(const ssa_analysis *a, int k, double **v, size_t *m) {
   return 0;
 }
 
-static int rank_series(const ssa_rank_result *rr, int k, double **v, size_t *m) {
+static int cmp_run_step(const void *key, const void *elem) {
+  int64_t k = *(const int64_t *)key, s = ((const ssa_run_step *)elem)->step;
+  return k < s ? -1 : k > s;
+}
+
+/* Whether the run counts step `step` in its medians (a->steps are sorted by number). */
+static int step_in_medians(const ssa_analysis *a, int64_t step) {
+  const ssa_run_step *s = bsearch(&step, a->steps, a->nsteps, sizeof *a->steps, cmp_run_step);
+  return s ? s->in_medians : 1;
+}
+
+static int rank_series(const ssa_analysis *a, const ssa_rank_result *rr, int k, double **v,
+                       size_t *m) {
   size_t n = rr->nsteps ? rr->nsteps : 1;
   *m = 0;
   *v = malloc(n * sizeof **v);
@@ -139,6 +152,7 @@ static int rank_series(const ssa_rank_result *rr, int k, double **v, size_t *m) 
     if (!isnan(x)) (*v)[(*m)++] = x;
   } else {
     for (size_t i = 0; i < rr->nsteps; i++) {
+      if (!step_in_medians(a, rr->windows[i].step)) continue;
       double x = window_value(rr, &rr->windows[i], k);
       if (!isnan(x)) (*v)[(*m)++] = x;
     }
@@ -274,8 +288,8 @@ static int side_series(series_fn series, const void *ctx, size_t nruns, int k, d
 /* Compares metric k of the two sides (series freed). */
 static int compare_metric(double *va, const size_t *seg_a, size_t ka, double *vb,
                           const size_t *seg_b, size_t kb, int k, double step_a, int load,
-                          ssa_diff_metric *m) {
-  int rc = ssa_diff_compare_runs(va, seg_a, ka, vb, seg_b, kb, k, step_a, load, m);
+                          double run_noise, ssa_diff_metric *m) {
+  int rc = ssa_diff_compare_runs(va, seg_a, ka, vb, seg_b, kb, k, step_a, load, run_noise, m);
   free(va);
   free(vb);
   return rc;
@@ -294,7 +308,7 @@ typedef struct rank_ctx {
 static int rank_series_of(const void *ctx, size_t run, int k, double **v, size_t *n) {
   const rank_ctx *c = ctx;
   const ssa_rank_result *rr = ssa_diff_find_rank(c->runs[run], c->rank);
-  if (rr) return rank_series(rr, k, v, n);
+  if (rr) return rank_series(c->runs[run], rr, k, v, n);
   *n = 0;
   *v = malloc(sizeof **v);
   return *v ? 0 : STEPSCOPE_E_NOMEM;
@@ -337,7 +351,8 @@ static int build_ranks(ssa_diff *d) {
         free(va);
         return STEPSCOPE_E_NOMEM;
       }
-      if (compare_metric(va, seg_a, d->nruns_a, vb, seg_b, d->nruns_b, k, step_a, load, &x->m[k]))
+      if (compare_metric(va, seg_a, d->nruns_a, vb, seg_b, d->nruns_b, k, step_a, load,
+                         d->run_noise, &x->m[k]))
         return STEPSCOPE_E_NOMEM;
       if (k == SSA_DM_STEP_TIME) step_a = x->m[k].a.known ? x->m[k].a.median : NAN;
     }
@@ -531,43 +546,85 @@ static void rank_agreement(const ssa_diff *d, int k, size_t *agree, size_t *tota
   }
 }
 
+/* Appends ", ITEM" (the first without the comma) to the list buf of *len bytes, cut at cap. */
+static void list_add(char *buf, size_t cap, size_t *len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void list_add(char *buf, size_t cap, size_t *len, const char *fmt, ...) {
+  if (*len + 1 >= cap) return;
+  if (*len) *len += (size_t)snprintf(buf + *len, cap - *len, ", ");
+  if (*len + 1 >= cap) {
+    *len = cap - 1;
+    return;
+  }
+  va_list ap;
+  va_start(ap, fmt);
+  *len += (size_t)vsnprintf(buf + *len, cap - *len, fmt, ap);
+  va_end(ap);
+  if (*len >= cap) *len = cap - 1;
+}
+
 static int build_findings(ssa_diff *d) {
   int rc = 0;
   if (!d->same_layout) rc |= finding(d, "%s", d->layout_note);
+  if (d->nconfig_diffs) {
+    char what[1200];
+    ssa_diff_config_text(d, what, sizeof what);
+    rc |= finding(
+        d, "%.500s: this compares two configurations, not one configuration measured twice", what);
+  }
+  if (d->mfu_incomparable)
+    rc |= finding(d,
+                  "MFU not compared: the FLOPs per step differ (A %.4g, B %.4g) while the "
+                  "configuration %s, so the FLOPs count or its convention changed between the "
+                  "runs' producers; compare step time instead",
+                  d->flops_a, d->flops_b, d->config_known ? "is the same" : "is not recorded");
+  else if (d->flops_differ)
+    rc |= finding(d, "the FLOPs per step differ (A %.4g, B %.4g): MFU compares different work",
+                  d->flops_a, d->flops_b);
   static const int order[] = {SSA_DM_STEP_TIME, SSA_DM_EXPOSED_COMM, SSA_DM_OVERLAP_RATIO,
                               SSA_DM_IDLE,      SSA_DM_BUBBLE_RATIO, SSA_DM_MFU,
                               SSA_DM_COMPUTE,   SSA_DM_COMM,         SSA_DM_EXPOSED_MEM};
   if (d->load_differs) {
-    char stretch[96] = "";
+    char stretch[96] = "", machine[160] = "";
     if (!isnan(d->kernel_stretch))
       snprintf(stretch, sizeof stretch,
                "; the same kernels' launches stretched %.2fx as much in B as in A",
                d->kernel_stretch);
+    if (d->machine_differs)
+      snprintf(machine, sizeof machine,
+               "; the machine's load average was %.1f in A and %.1f in B (%.0f CPUs)",
+               d->machine_load_a, d->machine_load_b, d->machine_cpus);
     rc |= finding(
         d,
         "no verdicts: the machine was busier during one run (other processes held the CPU or GPU): "
-        "devices idle with work already launched %.1f %% of a step in A, %.1f %% in B%s; measure "
+        "devices idle with work already launched %.1f %% of a step in A, %.1f %% in B%s%s; measure "
         "both "
         "runs on a quiet machine",
-        d->queued_idle_a * 100.0, d->queued_idle_b * 100.0, stretch);
+        d->queued_idle_a * 100.0, d->queued_idle_b * 100.0, stretch, machine);
   }
-  char unchanged[300] = "", unknown[300] = "";
-  size_t ulen = 0, klen = 0;
+  char unchanged[300] = "", unknown[300] = "", floored[400] = "";
+  size_t ulen = 0, klen = 0, flen = 0;
   for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
     int k = order[i];
     const ssa_diff_metric *m = &d->m[k];
     if (!m->comparable) continue;
     if (m->verdict == SSA_DV_UNKNOWN) {
-      klen += (size_t)snprintf(unknown + klen, klen < sizeof unknown ? sizeof unknown - klen : 0,
-                               "%s%s", klen ? ", " : "", ssa_diff_metric_names[k]);
-      if (klen >= sizeof unknown) klen = sizeof unknown - 1;
+      list_add(unknown, sizeof unknown, &klen, "%s", ssa_diff_metric_names[k]);
+      continue;
+    }
+    if (m->verdict != SSA_DV_REAL && m->noise_reason == SSA_DN_RUN_NOISE) {
+      char ch[48];
+      if (!ssa_diff_metric_is_time[k])
+        snprintf(ch, sizeof ch, "%+.1f pt", m->abs_change * 100.0);
+      else if (!isnan(m->rel_change))
+        snprintf(ch, sizeof ch, "%+.1f %%", m->rel_change * 100.0);
+      else
+        ssa_fmt_time(ch, sizeof ch, m->abs_change);
+      list_add(floored, sizeof floored, &flen, "%s %s", ssa_diff_metric_names[k], ch);
       continue;
     }
     if (m->verdict != SSA_DV_REAL) {
-      ulen +=
-          (size_t)snprintf(unchanged + ulen, ulen < sizeof unchanged ? sizeof unchanged - ulen : 0,
-                           "%s%s", ulen ? ", " : "", ssa_diff_metric_names[k]);
-      if (ulen >= sizeof unchanged) ulen = sizeof unchanged - 1;
+      list_add(unchanged, sizeof unchanged, &ulen, "%s", ssa_diff_metric_names[k]);
       continue;
     }
     char va[48], vb[48], sp[48];
@@ -592,17 +649,26 @@ static int build_findings(ssa_diff *d) {
   int any_real = 0;
   for (int k = 0; k < SSA_DM_N; k++)
     any_real |= d->m[k].comparable && d->m[k].verdict == SSA_DV_REAL;
-  if (any_real && d->nruns_a == 1 && d->nruns_b == 1)
+  if (any_real && d->nruns_a == 1 && d->nruns_b == 1 && isnan(d->run_noise))
     rc |= finding(
         d,
-        "one run per side: these verdicts assume that separate runs of one configuration differ "
-        "no more than their steps scatter; repeat each run (--repeat-a, --repeat-b) to measure it");
+        "one run per side and no run-to-run floor (--run-noise 0): these verdicts assume that "
+        "separate runs of one configuration differ no more than their steps scatter; repeat each "
+        "run (--repeat-a, --repeat-b) to measure it");
   if (ulen && d->load_differs)
     rc |= finding(d, "not judged (the load differs between the runs): %s", unchanged);
   else if (ulen)
     rc |= finding(d, "unchanged within %s noise: %s",
                   d->nruns_a > 1 || d->nruns_b > 1 ? "step-to-step and run-to-run" : "step-to-step",
                   unchanged);
+  if (flen) {
+    char floor[200];
+    ssa_diff_floor_text(d, floor, sizeof floor);
+    rc |= finding(d,
+                  "within the between-run noise floor (%s): %s; separate runs of one "
+                  "configuration can differ that much",
+                  floor, floored);
+  }
   if (klen)
     rc |= finding(d,
                   "cannot tell with %zu and %zu steps (at least %d per side, and enough for the "
@@ -653,8 +719,24 @@ static int build_findings(ssa_diff *d) {
   return rc ? STEPSCOPE_E_NOMEM : 0;
 }
 
+/* The between-run floor: the one given, else the default with one run per side, else none
+ * (repeated runs measure it: test 3). */
+static void choose_floor(ssa_diff *d, double given) {
+  if (!isnan(given)) {
+    d->run_noise_source = SSA_DIFF_FLOOR_GIVEN;
+    d->run_noise = given > 0 ? given : NAN;
+  } else if (d->nruns_a > 1 || d->nruns_b > 1) {
+    d->run_noise_source = SSA_DIFF_FLOOR_MEASURED;
+    d->run_noise = NAN;
+  } else {
+    d->run_noise_source = SSA_DIFF_FLOOR_DEFAULT;
+    d->run_noise = SSA_DIFF_RUN_NOISE_DEFAULT;
+  }
+}
+
 int ssa_diff_runs_repeated(const ssa_analysis *const *a, size_t na, const ssa_analysis *const *b,
-                           size_t nb, const char *path_a, const char *path_b, ssa_diff *d) {
+                           size_t nb, const char *path_a, const char *path_b, double run_noise,
+                           ssa_diff *d) {
   memset(d, 0, sizeof *d);
   if (na < 1 || nb < 1 || na > SSA_DIFF_MAX_RUNS || nb > SSA_DIFF_MAX_RUNS)
     return STEPSCOPE_E_ARGUMENT;
@@ -666,14 +748,17 @@ int ssa_diff_runs_repeated(const ssa_analysis *const *a, size_t na, const ssa_an
   d->nruns_b = nb;
   d->path_a = path_a;
   d->path_b = path_b;
+  choose_floor(d, run_noise);
   if (build_kernels(d) || kernel_stretch(d)) return STEPSCOPE_E_NOMEM;
   d->queued_idle_a = side_queued_idle(d->runs_a, na, &d->queued_idle_a_p75);
   d->queued_idle_b = side_queued_idle(d->runs_b, nb, &d->queued_idle_b_p75);
+  ssa_diff_machine_load(d);
   d->load_differs =
       load_differs(d->queued_idle_a, d->queued_idle_a_p75, d->queued_idle_b,
                    d->queued_idle_b_p75) ||
       (!isnan(d->kernel_stretch) && (d->kernel_stretch > SSA_DIFF_LOAD_STRETCH ||
-                                     d->kernel_stretch < 1.0 / SSA_DIFF_LOAD_STRETCH));
+                                     d->kernel_stretch < 1.0 / SSA_DIFF_LOAD_STRETCH)) ||
+      d->machine_differs;
   double step_a = NAN;
   for (int k = 0; k < SSA_DM_N; k++) { /* step time first: the minimum effect needs it */
     double *va, *vb;
@@ -683,10 +768,12 @@ int ssa_diff_runs_repeated(const ssa_analysis *const *a, size_t na, const ssa_an
       free(va);
       return STEPSCOPE_E_NOMEM;
     }
-    if (compare_metric(va, seg_a, na, vb, seg_b, nb, k, step_a, d->load_differs, &d->m[k]))
+    if (compare_metric(va, seg_a, na, vb, seg_b, nb, k, step_a, d->load_differs, d->run_noise,
+                       &d->m[k]))
       return STEPSCOPE_E_NOMEM;
     if (k == SSA_DM_STEP_TIME) step_a = d->m[k].a.known ? d->m[k].a.median : NAN;
   }
+  ssa_diff_configs(d); /* may take MFU out of the comparison */
   d->same_layout = check_layout(d);
   int rc = 0;
   if (d->same_layout) rc = build_ranks(d);
@@ -699,7 +786,7 @@ int ssa_diff_runs_repeated(const ssa_analysis *const *a, size_t na, const ssa_an
 
 int ssa_diff_runs(const ssa_analysis *a, const ssa_analysis *b, const char *path_a,
                   const char *path_b, ssa_diff *d) {
-  return ssa_diff_runs_repeated(&a, 1, &b, 1, path_a, path_b, d);
+  return ssa_diff_runs_repeated(&a, 1, &b, 1, path_a, path_b, NAN, d);
 }
 
 void ssa_diff_free(ssa_diff *d) {

@@ -24,11 +24,18 @@
  *      every run of B lies beyond every run of A by more than the runs of
  *      either side lie apart (their medians' range): runs of one
  *      configuration can differ by more than their steps scatter, and only
- *      repeats measure by how much.
- * The checks run in the order load, 7, 2, 3, 4, 5; the first that fails is
- * the reason given.
+ *      repeats measure by how much;
+ *   8. it exceeds the between-run noise floor when the caller gives one (one
+ *      run per side: the default or --run-noise; with repeats: --run-noise
+ *      only): a fraction of A's step time for times, of A for MFU, points
+ *      for the overlap and bubble ratios.
+ * The checks run in the order load, 7, 2, 3, 4, 5, 8; the first that fails is
+ * the reason given (so a change within the floor that the steps alone would call real is
+ * told apart from one the steps already call noise).
  */
+#include <ctype.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -141,13 +148,22 @@ static double median_of(double *v, size_t n) {
   return s.median;
 }
 
+/* The middle of n values (sorted in place): the mean of the two middle ones for an even
+ * count. Only for the drift, which must see a shift in half of a half (4 of 8 steps) that the
+ * lower middle (the headline median, SSA_MEDIAN_INDEX) would not. */
+static double middle_of(double *v, size_t n) {
+  ssa_diff_stat s;
+  ssa_diff_stats(v, n, &s);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+}
+
 double ssa_diff_drift(const double *v, size_t n) {
   if (n < 2) return 0;
   size_t h = n / 2;
   double *c = malloc(n * sizeof *c);
   if (!c) return NAN;
   memcpy(c, v, n * sizeof *c);
-  double first = median_of(c, h), second = median_of(c + h, n - h);
+  double first = middle_of(c, h), second = middle_of(c + h, n - h);
   free(c);
   return fabs(second - first);
 }
@@ -157,6 +173,14 @@ static double min_effect(int k, double a_median, double step_a) {
   if (k == SSA_DM_OVERLAP_RATIO || k == SSA_DM_BUBBLE_RATIO) return SSA_DIFF_MIN_EFFECT_PT;
   if (k == SSA_DM_MFU) return SSA_DIFF_MIN_EFFECT_REL * fabs(a_median);
   return SSA_DIFF_MIN_EFFECT_REL * (step_a > 0 ? step_a : fabs(a_median));
+}
+
+/* The between-run noise floor (docs/diff.md test 8) in the metric's unit; NaN when none. */
+static double run_floor(int k, double a_median, double step_a, double run_noise) {
+  if (!(run_noise > 0)) return NAN;
+  if (k == SSA_DM_OVERLAP_RATIO || k == SSA_DM_BUBBLE_RATIO) return run_noise;
+  if (k == SSA_DM_MFU) return run_noise * fabs(a_median);
+  return run_noise * (step_a > 0 ? step_a : fabs(a_median));
 }
 
 /* Each run's own median into st->run_median, their range into st->between,
@@ -203,7 +227,7 @@ static double run_gap(const ssa_diff_stat *a, const ssa_diff_stat *b, double cha
 
 int ssa_diff_compare_runs(const double *va, const size_t *seg_a, size_t ka, const double *vb,
                           const size_t *seg_b, size_t kb, int k, double step_a, int load_differs,
-                          ssa_diff_metric *m) {
+                          double run_noise, ssa_diff_metric *m) {
   if (ka > SSA_DIFF_MAX_RUNS || kb > SSA_DIFF_MAX_RUNS) return STEPSCOPE_E_ARGUMENT;
   size_t na = 0, nb = 0;
   for (size_t i = 0; i < ka; i++)
@@ -224,7 +248,7 @@ int ssa_diff_compare_runs(const double *va, const size_t *seg_a, size_t ka, cons
   free(sb);
   if (per_run(va, seg_a, ka, &m->a) || per_run(vb, seg_b, kb, &m->b)) return STEPSCOPE_E_NOMEM;
   m->comparable = m->a.known && m->b.known;
-  m->abs_change = m->rel_change = m->p_value = m->min_effect = m->run_gap = NAN;
+  m->abs_change = m->rel_change = m->p_value = m->min_effect = m->run_gap = m->run_floor = NAN;
   m->noise = 0;
   m->verdict = SSA_DV_UNKNOWN;
   m->noise_reason = SSA_DN_NONE;
@@ -238,6 +262,7 @@ int ssa_diff_compare_runs(const double *va, const size_t *seg_a, size_t ka, cons
   }
   m->p_value = ssa_diff_mann_whitney(va, na, vb, nb);
   m->min_effect = min_effect(k, m->a.median, step_a);
+  m->run_floor = run_floor(k, m->a.median, step_a, run_noise);
   double change = fabs(m->abs_change);
   double spread = fmax(m->a.spread, m->b.spread);
   double drift = fmax(m->a.drift, m->b.drift);
@@ -261,6 +286,8 @@ int ssa_diff_compare_runs(const double *va, const size_t *seg_a, size_t ka, cons
     m->noise_reason = SSA_DN_DRIFT;
   } else if (change < m->min_effect) {
     m->noise_reason = SSA_DN_MIN_EFFECT;
+  } else if (change <= m->run_floor) {
+    m->noise_reason = SSA_DN_RUN_NOISE;
   } else {
     m->verdict = SSA_DV_REAL;
   }
@@ -270,8 +297,32 @@ int ssa_diff_compare_runs(const double *va, const size_t *seg_a, size_t ka, cons
 }
 
 int ssa_diff_compare_series(const double *va, size_t na, const double *vb, size_t nb, int k,
-                            double step_a, int load_differs, ssa_diff_metric *m) {
-  return ssa_diff_compare_runs(va, &na, 1, vb, &nb, 1, k, step_a, load_differs, m);
+                            double step_a, int load_differs, double run_noise, ssa_diff_metric *m) {
+  return ssa_diff_compare_runs(va, &na, 1, vb, &nb, 1, k, step_a, load_differs, run_noise, m);
+}
+
+int ssa_diff_parse_run_noise(const char *pct, double *fraction, char *err, size_t errlen) {
+  /* digits, optionally '.' and digits, optionally '%': no signs, exponents, hex, nan or inf */
+  const char *p = pct;
+  size_t digits = 0;
+  int ok = 1;
+  while (isdigit((unsigned char)*p))
+    p++, digits++;
+  if (*p == '.') {
+    const char *frac = ++p;
+    while (isdigit((unsigned char)*p))
+      p++;
+    ok = p > frac;
+  }
+  if (*p == '%') p++;
+  double v = ok && digits && digits < 12 && !*p ? strtod(pct, NULL) : NAN;
+  if (!(v >= 0 && v <= SSA_DIFF_RUN_NOISE_MAX * 100.0)) {
+    snprintf(err, errlen, "bad --run-noise '%.40s': want a percentage 0..%g, e.g. 5 or 2.5", pct,
+             SSA_DIFF_RUN_NOISE_MAX * 100.0);
+    return -1;
+  }
+  *fraction = v / 100.0;
+  return 0;
 }
 
 const char *ssa_diff_verdict_word(const ssa_diff_metric *m, int k) {
@@ -286,5 +337,5 @@ const char *ssa_diff_verdict_word(const ssa_diff_metric *m, int k) {
 }
 
 const char *const ssa_diff_noise_reason_names[SSA_DN_N] = {
-    NULL,        "too_few_steps", "load_differs", "between_runs",
-    "rank_test", "spread",        "drift",        "min_effect"};
+    NULL,     "too_few_steps", "load_differs", "between_runs", "rank_test",
+    "spread", "drift",         "min_effect",   "run_noise"};

@@ -24,8 +24,9 @@
  *
  * Metrics are compared through per-step series: for each analysed step, the
  * value over the ranks (mean of the ranks' windows for times, sum-ratio for
- * ratios, the run's step time for step time). A run's value is the median of
- * its series, its spread the interquartile range (max - min when it has
+ * ratios, the run's step time for step time) over the steps analyze's medians count. A
+ * run's value is the median of its series (SSA_MEDIAN_INDEX: analyze's), its spread the
+ * interquartile range (max - min when it has
  * fewer than 4 steps). Whether a change is real is the noise test of
  * diff_verdict.c (rank test over steps, spread, within-run drift, minimum
  * effect, comparable load); too few steps give "unknown". A run without
@@ -39,6 +40,13 @@
  * the runs of either side are from each other (docs/diff.md, test 3).
  * Kernels, collectives, steps and the kernel-stretch load sign come from
  * the first run of each side.
+ *
+ * The between-run noise floor: with one run per side nothing in the traces
+ * measures how far runs of one configuration lie apart, so a change must
+ * also exceed a floor given as a percentage (`--run-noise PCT`, default
+ * SSA_DIFF_RUN_NOISE_DEFAULT): of A's step time for times, of A's MFU, in
+ * points for the overlap and bubble ratios (docs/diff.md, test 8). With
+ * repeated runs the floor is measured (test 3), and a given one applies too.
  */
 
 #define SSA_DIFF_SCHEMA_VERSION 1
@@ -71,7 +79,24 @@ extern const int ssa_diff_metric_better[SSA_DM_N];
 #define SSA_DIFF_LOAD_PT              0.05 /* queued-idle shares 5 points apart: load differs */
 #define SSA_DIFF_LOAD_STRETCH         1.3 /* kernels stretched 1.3x more in one run: load differs */
 #define SSA_DIFF_STRETCH_MIN_LAUNCHES 8   /* kernels with fewer launches do not count for stretch */
-#define SSA_DIFF_MAX_RUNS             16  /* runs per side (a run and its repeats) */
+#define SSA_DIFF_LOAD_MACHINE         0.5 /* load averages this many threads per CPU apart: differs */
+#define SSA_DIFF_MAX_RUNS             16   /* runs per side (a run and its repeats) */
+#define SSA_DIFF_RUN_NOISE_DEFAULT    0.30 /* one run per side: the between-run floor (docs) */
+#define SSA_DIFF_RUN_NOISE_MAX        10.0 /* --run-noise at most 1000 % */
+#define SSA_DIFF_MAX_CONFIG_DIFFS     16   /* configuration members listed (diff_config.c) */
+
+/* A configuration member that differs between the runs: its JSON value text in each. */
+typedef struct ssa_diff_config_diff {
+  char key[48];
+  char a[64], b[64]; /* "(absent)" when a run lacks it; cut to fit */
+} ssa_diff_config_diff;
+
+/* Where the between-run noise floor comes from (ssa_diff.run_noise_source). */
+enum {
+  SSA_DIFF_FLOOR_MEASURED, /* repeated runs on a side: their spread (test 3) */
+  SSA_DIFF_FLOOR_GIVEN,    /* --run-noise PCT (with repeats: as well as the measured one) */
+  SSA_DIFF_FLOOR_DEFAULT   /* one run per side, nothing given: SSA_DIFF_RUN_NOISE_DEFAULT */
+};
 
 /* Verdicts. */
 enum { SSA_DV_UNKNOWN, SSA_DV_SAME, SSA_DV_NOISE, SSA_DV_REAL };
@@ -85,6 +110,7 @@ enum {
   SSA_DN_SPREAD,
   SSA_DN_DRIFT,
   SSA_DN_MIN_EFFECT,
+  SSA_DN_RUN_NOISE,
   SSA_DN_N
 };
 extern const char *const ssa_diff_noise_reason_names[SSA_DN_N];
@@ -110,6 +136,7 @@ typedef struct ssa_diff_metric {
   double min_effect; /* smallest change that counts, in the metric's unit; NaN when not computed */
   double run_gap;    /* distance between the nearest runs of A and B (negative when their
                         medians interleave); NaN unless a side has repeated runs */
+  double run_floor;  /* the between-run noise floor in the metric's unit; NaN when none */
   int noise;         /* verdict is same or noise */
   int comparable;    /* both known */
 } ssa_diff_metric;
@@ -171,6 +198,8 @@ typedef struct ssa_diff {
   const char *path_a, *path_b;
   const ssa_analysis *runs_a[SSA_DIFF_MAX_RUNS], *runs_b[SSA_DIFF_MAX_RUNS]; /* [0] = a, b */
   size_t nruns_a, nruns_b;
+  double run_noise;      /* the floor's fraction (0.30 = 30 %); NaN when none (measured only) */
+  int run_noise_source;  /* SSA_DIFF_FLOOR_* */
   int same_layout;       /* same rank set (and world); per-rank comparison done */
   char layout_note[256]; /* why not, when not */
   /* load: median share of a step during which the devices sat idle although
@@ -184,8 +213,20 @@ typedef struct ssa_diff {
    * really got slower moves both. NaN with fewer than 3 such kernels. */
   double kernel_stretch;
   size_t stretch_kernels;
-  int load_differs;
+  /* load, third sign (diff_machine_load.c): the machine's 1-minute load average from the
+   * traces' `machine` metadata, median over each side's runs, and the CPUs; NaN unknown.
+   * More than SSA_DIFF_LOAD_MACHINE per CPU apart: machine_differs. */
+  double machine_load_a, machine_load_b, machine_cpus;
+  int machine_differs;
+  int load_differs; /* any of the three signs */
   int world_a, world_b;
+  /* configuration and FLOPs convention (diff_config.c) */
+  int config_known; /* both runs carry a configuration (the trainer's) */
+  ssa_diff_config_diff config_diffs[SSA_DIFF_MAX_CONFIG_DIFFS];
+  size_t nconfig_diffs;
+  double flops_a, flops_b; /* model FLOPs per step; NaN when a run has none */
+  int flops_differ;        /* they differ */
+  int mfu_incomparable;    /* ... with the same configuration: MFU not compared */
   ssa_diff_metric m[SSA_DM_N];
   ssa_diff_rank *ranks;
   size_t nranks;
@@ -200,14 +241,22 @@ typedef struct ssa_diff {
   size_t nfindings, findings_cap;
 } ssa_diff;
 
-/* Compares two analyses (which must outlive the diff). 0 or a negative
- * stepscope status (allocation failure). */
+/* Compares two analyses (which must outlive the diff) with the default between-run floor.
+ * 0 or a negative stepscope status (allocation failure). */
 int ssa_diff_runs(const ssa_analysis *a, const ssa_analysis *b, const char *path_a,
                   const char *path_b, ssa_diff *out);
 /* The same with repeated runs: na runs of A's configuration (a[0] first)
- * and nb of B's, 1..SSA_DIFF_MAX_RUNS each. */
+ * and nb of B's, 1..SSA_DIFF_MAX_RUNS each. run_noise: the between-run floor given
+ * (--run-noise, a fraction: 0.05 = 5 %; 0 = none), or NaN when not given (then the
+ * default with one run per side, the measured spread alone with repeats). */
 int ssa_diff_runs_repeated(const ssa_analysis *const *a, size_t na, const ssa_analysis *const *b,
-                           size_t nb, const char *path_a, const char *path_b, ssa_diff *out);
+                           size_t nb, const char *path_a, const char *path_b, double run_noise,
+                           ssa_diff *out);
+/* --run-noise PCT: a plain decimal percentage 0..1000 into *fraction; 0, or -1 with a
+ * message in err. */
+int ssa_diff_parse_run_noise(const char *pct, double *fraction, char *err, size_t errlen);
+/* One line saying which between-run floor the diff used and where it comes from. */
+void ssa_diff_floor_text(const ssa_diff *d, char *buf, size_t n);
 void ssa_diff_free(ssa_diff *d);
 /* What changed the step time (diff_causes.c): fills d->decomp; 0 or STEPSCOPE_E_NOMEM. */
 int ssa_diff_decompose(ssa_diff *d);
@@ -233,6 +282,16 @@ int ssa_diff_same_layout(const ssa_analysis *a, const ssa_analysis *b, char *not
 int ssa_diff_repeat_fits(const ssa_analysis *first, const ssa_analysis *rep, int side,
                          const char *first_path, const char *rep_path, char *msg, size_t cap);
 
+/* Compares the runs' configurations and FLOPs per step (diff_config.c): fills the config
+ * fields of d and, when the FLOPs count changed under the same configuration, makes MFU not
+ * comparable. Runs after the metrics are compared. */
+void ssa_diff_configs(ssa_diff *d);
+/* "the configurations differ: hidden 64 -> 72, layers 2 -> 3" */
+void ssa_diff_config_text(const ssa_diff *d, char *buf, size_t n);
+
+/* Fills the machine-load fields of d from its runs (diff_machine_load.c). */
+void ssa_diff_machine_load(ssa_diff *d);
+
 /* Statistics of n values (sorted in place; drift is left 0). */
 void ssa_diff_stats(double *v, size_t n, ssa_diff_stat *out);
 
@@ -244,16 +303,16 @@ double ssa_diff_min_p(size_t na, size_t nb);
 /* |median of the second half - median of the first half| of a series in time order. */
 double ssa_diff_drift(const double *v, size_t n);
 /* Fills m from metric k's per-step series of both runs (time order; not
- * modified). step_a: run A's median step time (for the minimum effect).
- * 0 or STEPSCOPE_E_NOMEM. */
+ * modified). step_a: run A's median step time (for the minimum effect and the floor).
+ * run_noise: the between-run floor as a fraction (NaN or 0: none). 0 or STEPSCOPE_E_NOMEM. */
 int ssa_diff_compare_series(const double *va, size_t na, const double *vb, size_t nb, int k,
-                            double step_a, int load_differs, ssa_diff_metric *m);
+                            double step_a, int load_differs, double run_noise, ssa_diff_metric *m);
 /* The same for sides of repeated runs: va is the concatenation of the runs'
  * series (each in time order), seg_a[i] the number of values of run i
  * (ka runs, at most SSA_DIFF_MAX_RUNS); likewise for B. */
 int ssa_diff_compare_runs(const double *va, const size_t *seg_a, size_t ka, const double *vb,
                           const size_t *seg_b, size_t kb, int k, double step_a, int load_differs,
-                          ssa_diff_metric *m);
+                          double run_noise, ssa_diff_metric *m);
 /* "better", "WORSE", "noise", "same", "unknown" ("" when not comparable). */
 const char *ssa_diff_verdict_word(const ssa_diff_metric *m, int k);
 
@@ -264,10 +323,12 @@ int ssa_diff_report_json(const ssa_diff *d, ssa_out *o);
 /* ---- the CI gate ----
  * The regression gate of `stepscope diff --fail-on SPEC`
  * (docs/diff.md "Regression gate"): thresholds per headline metric, parsed
- * strictly, and checked against a diff. A threshold is crossed when the
- * metric moved past it in its bad direction AND the noise test
- * (diff_verdict.c) calls the change real. Also the short Markdown summary
- * for a CI comment (diff_markdown.c).
+ * strictly, and checked against a diff. Three outcomes: a threshold is
+ * crossed (fail) when the metric moved past it in its bad direction AND the
+ * noise test (diff_verdict.c) calls the change real; it is undecided when
+ * the metric moved past it but the noise test cannot call the change real
+ * (noise, too few steps, the load differs); otherwise it passes. Also the
+ * short Markdown summary for a CI comment (diff_markdown.c).
  *
  * SPEC: comma-separated METRIC:[SIGN]NUMBER UNIT, e.g.
  * "step_time:+3%,exposed_comm:+10%,mfu:-2%,bubble:+2pt". METRIC is a
@@ -287,22 +348,26 @@ typedef struct ssa_gate_rule {
   char text[48];    /* the token as given, for messages */
 } ssa_gate_rule;
 
+/* A threshold's outcome, and the gate's. */
+enum {
+  SSA_GATE_PASS,      /* within the threshold, or in the good direction */
+  SSA_GATE_FAIL,      /* past the threshold in the bad direction, and real */
+  SSA_GATE_UNDECIDED, /* past the threshold in the bad direction, but not called real */
+  SSA_GATE_UNMEASURED /* the metric is unknown in a run (no comm, no pipeline, no FLOPs) */
+};
+extern const char *const ssa_gate_status_names[];
+
 typedef struct ssa_gate {
   ssa_gate_rule rules[SSA_DM_N];
   size_t n;
+  int undecided_as; /* what an undecided gate counts as: SSA_GATE_UNDECIDED (its own
+                       outcome, the default), SSA_GATE_PASS or SSA_GATE_FAIL (--undecided) */
 } ssa_gate;
 
 /* 0, or -1 with a message naming the offending token in err. */
 int ssa_gate_parse(const char *spec, ssa_gate *g, char *err, size_t errlen);
-
-enum {
-  SSA_GATE_PASS,      /* real change within the threshold, or in the good direction, or none */
-  SSA_GATE_FAIL,      /* past the threshold in the bad direction, and real */
-  SSA_GATE_NOISE,     /* the noise test does not call the change real */
-  SSA_GATE_UNKNOWN,   /* too few steps to tell */
-  SSA_GATE_UNMEASURED /* the metric is unknown in a run (no comm, no pipeline, no FLOPs) */
-};
-extern const char *const ssa_gate_status_names[];
+/* --undecided WORD: "pass" or "fail" into g->undecided_as; 0, or -1 with a message. */
+int ssa_gate_parse_undecided(const char *word, int *undecided_as, char *err, size_t errlen);
 
 typedef struct ssa_gate_outcome {
   int status;   /* SSA_GATE_* */
@@ -310,16 +375,25 @@ typedef struct ssa_gate_outcome {
                    unknown */
 } ssa_gate_outcome;
 
-/* Checks every rule; out has g->n entries. Returns how many failed. */
-size_t ssa_gate_check(const ssa_diff *d, const ssa_gate *g, ssa_gate_outcome *out);
+/* The gate as a whole: how many thresholds failed and how many are undecided, the outcome
+ * (fail when one failed, else undecided when one is, else pass) and what it counts as
+ * (the outcome, with an undecided one mapped by g->undecided_as). */
+typedef struct ssa_gate_result {
+  size_t failed, undecided, n;
+  int outcome, counts_as; /* SSA_GATE_PASS, SSA_GATE_FAIL or SSA_GATE_UNDECIDED */
+} ssa_gate_result;
+
+/* Checks every rule; out has g->n entries. */
+ssa_gate_result ssa_gate_check(const ssa_diff *d, const ssa_gate *g, ssa_gate_outcome *out);
 
 /* "+3%", "+2.0pt", "+1.5ms": a rule's threshold as written back. */
 void ssa_gate_rule_text(const ssa_gate_rule *r, char *buf, size_t n);
 
 /* The Markdown summary (docs/diff.md): verdicts, gate outcomes (g may be
- * NULL), the top causes, and `command` (the command line to reproduce). */
+ * NULL; then out and result are not read), the top causes, and `command` (the command line to
+ * reproduce). */
 int ssa_diff_report_markdown(const ssa_diff *d, const ssa_gate *g, const ssa_gate_outcome *out,
-                             const char *command, ssa_out *o);
+                             const ssa_gate_result *result, const char *command, ssa_out *o);
 
 /* ---- a run against a prediction ----
  * `stepscope diff RUN PREDICTION.json`: a real run set against what

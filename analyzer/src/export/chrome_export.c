@@ -136,8 +136,10 @@ static void on_segment(void *ctx, int64_t s, int64_t e, unsigned mask) {
 
 static void lane_label(const ssa_rank *r, const ssa_lane *l, char *buf, size_t n) {
   const char *name = ssa_rank_str(r, l->name);
-  if (l->kind == SSA_LANE_HOST)
-    snprintf(buf, n, name[0] ? "thread %llu (%s)" : "thread %llu", (unsigned long long)l->id, name);
+  if (l->by_name) /* a string thread id or an importer's lane: its name, never a 64-bit id */
+    snprintf(buf, n, "%s", name);
+  else if (l->kind == SSA_LANE_HOST)
+    snprintf(buf, n, name[0] ? "thread %lld (%s)" : "thread %lld", (long long)l->id, name);
   else if (l->kind == SSA_LANE_CPU)
     snprintf(buf, n, name[0] ? "cpu stream %llu (%s)" : "cpu stream %llu",
              (unsigned long long)l->id, name);
@@ -441,11 +443,12 @@ int ssa_export_chrome(const ssa_analysis *a, const char *path, ssa_export_stats 
     int pid = r->rank + 1;
     char label[512];
     int dev = gpu_device(r);
+    /* "rank R (host, GPU d)", or "rank R (GPU d)" when the trace names no host */
+    const char *host = r->hostname ? r->hostname : "";
     if (dev >= 0)
-      snprintf(label, sizeof label, "rank %d (%s, GPU %d)", r->rank, r->hostname ? r->hostname : "",
-               dev);
+      snprintf(label, sizeof label, "rank %d (%s%sGPU %d)", r->rank, host, *host ? ", " : "", dev);
     else
-      snprintf(label, sizeof label, "rank %d (%s, cpu)", r->rank, r->hostname ? r->hostname : "");
+      snprintf(label, sizeof label, "rank %d (%s%scpu)", r->rank, host, *host ? ", " : "");
     meta_event(&x, "process_name", pid, 0, label, 0);
     meta_event(&x, "process_sort_index", pid, 0, NULL, r->rank);
     for (uint32_t l = 0; l < r->nlanes; l++) {

@@ -488,8 +488,10 @@ static uint64_t thread_track(pf_writer *w, int pid, long tid, const char *name, 
 
 static void lane_label(const ssa_rank *r, const ssa_lane *l, char *buf, size_t n) {
   const char *name = ssa_rank_str(r, l->name);
-  if (l->kind == SSA_LANE_HOST)
-    snprintf(buf, n, name[0] ? "thread %llu (%s)" : "thread %llu", (unsigned long long)l->id, name);
+  if (l->by_name) /* a string thread id or an importer's lane: its name, never a 64-bit id */
+    snprintf(buf, n, "%s", name);
+  else if (l->kind == SSA_LANE_HOST)
+    snprintf(buf, n, name[0] ? "thread %lld (%s)" : "thread %lld", (long long)l->id, name);
   else if (l->kind == SSA_LANE_CPU)
     snprintf(buf, n, name[0] ? "cpu stream %llu (%s)" : "cpu stream %llu",
              (unsigned long long)l->id, name);
@@ -816,11 +818,12 @@ static int cmp_window_start(const void *pa, const void *pb, void *arg) {
 static uint64_t write_process(pf_writer *w, const ssa_rank *r, int pid) {
   char label[512];
   int dev = gpu_device(r);
+  /* "rank R (host, GPU d)", or "rank R (GPU d)" when the trace names no host */
+  const char *host = r->hostname ? r->hostname : "";
   if (dev >= 0)
-    snprintf(label, sizeof label, "rank %d (%s, GPU %d)", r->rank, r->hostname ? r->hostname : "",
-             dev);
+    snprintf(label, sizeof label, "rank %d (%s%sGPU %d)", r->rank, host, *host ? ", " : "", dev);
   else
-    snprintf(label, sizeof label, "rank %d (%s, cpu)", r->rank, r->hostname ? r->hostname : "");
+    snprintf(label, sizeof label, "rank %d (%s%scpu)", r->rank, host, *host ? ", " : "");
   uint64_t process = w->next_uuid++;
   descriptor_begin(w, process);
   pb_uint(&w->b, TD_CHILD_ORDERING, ORDER_EXPLICIT);

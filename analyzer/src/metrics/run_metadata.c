@@ -7,10 +7,14 @@
  * Step time of step S = the longest span of S's window over the ranks (the
  * slowest rank sets the pace; windows partition the timeline, so a span is
  * an iteration period); the run's step time is the median over the selected
- * steps (lower middle for an even count). Device latency of S (first start
+ * steps (SSA_MEDIAN_INDEX: the lower middle for an even count; `diff` uses the same steps
+ * and the same median). Device latency of S (first start
  * to last end of the work S launched) likewise: longest over ranks, median
- * over the steps that launched work. Steps cut by the trace's end are left
- * out of both medians unless every step is.
+ * over the steps that launched work. Steps cut by the trace's end and stubs are left out of
+ * both medians unless every step is. A stub is a rank's last step (in time) that launched
+ * nothing and during which its devices did nothing, while an earlier step launched work: a
+ * final ProfilerStep of host time only (49 us against 9.3 ms steps on one trace); a run's
+ * step is a stub when it is one on every rank that has it.
  * MFU = model_flops_per_step / (step_seconds x peak_flops_per_device x world);
  * HFU the same with hardware_flops_per_step. Bubble theory: (p-1)/(m+p-1)
  * for AFAB and 1F1B, (p-1)/(v m+p-1) interleaved (v > 1).
@@ -33,7 +37,7 @@ double ssa_bubble_theory(const char *name, int p, int m, int v) {
 
 typedef struct step_ref {
   int64_t step, start_rel, end_rel, span, latency;
-  int cut;
+  int cut, stub;
 } step_ref;
 
 static int cmp_ref(const void *pa, const void *pb) {
@@ -71,6 +75,22 @@ static void drop_implausible_utilization(ssa_analysis *a, double peak_per_s) {
     a->steps[i].mfu = a->steps[i].hfu = NAN;
 }
 
+/* Flags the stub window of each rank (see the top of the file). */
+static void flag_stubs(ssa_analysis *a) {
+  for (size_t i = 0; i < a->nranks; i++) {
+    ssa_rank_result *rr = &a->ranks[i];
+    size_t last = 0;
+    int earlier_work = 0;
+    for (size_t s = 1; s < rr->nsteps; s++)
+      if (rr->windows[s].start > rr->windows[last].start) last = s;
+    for (size_t s = 0; s < rr->nsteps; s++)
+      earlier_work |= s != last && rr->windows[s].projected;
+    if (rr->nsteps > 1 && earlier_work && !rr->windows[last].projected &&
+        rr->windows[last].busy == 0)
+      rr->windows[last].stub = 1;
+  }
+}
+
 int ssa_read_run_metadata(ssa_analysis *a) {
   a->mfu = a->hfu = NAN;
   a->model_flops_per_step = a->hardware_flops_per_step = NAN;
@@ -81,6 +101,7 @@ int ssa_read_run_metadata(ssa_analysis *a) {
   a->step_time_median = -1;
   a->device_latency_median = -1;
 
+  flag_stubs(a);
   /* step times */
   size_t n = 0;
   for (size_t i = 0; i < a->nranks; i++)
@@ -97,7 +118,8 @@ int ssa_read_run_metadata(ssa_analysis *a) {
                           ssa_rel_time(a->run, rr->rank, w->end),
                           w->span,
                           w->device_latency,
-                          w->cut};
+                          w->cut,
+                          w->stub};
     }
   }
   qsort(v, n, sizeof *v, cmp_ref);
@@ -122,33 +144,36 @@ int ssa_read_run_metadata(ssa_analysis *a) {
     s->time = v[g].span;
     s->device_latency = -1;
     s->cut = 0;
+    s->stub = 1; /* a stub when every rank's window of it is */
     for (size_t x = g; x < e; x++) {
       if (v[x].start_rel < s->start_rel) s->start_rel = v[x].start_rel;
       if (v[x].end_rel > s->end_rel) s->end_rel = v[x].end_rel;
       if (v[x].span > s->time) s->time = v[x].span;
       if (v[x].latency > s->device_latency) s->device_latency = v[x].latency;
       s->cut |= v[x].cut;
+      s->stub &= v[x].stub;
     }
     s->mfu = s->hfu = NAN;
     g = e;
   }
   free(v);
-  /* the medians leave out steps cut by the trace's end, unless all are */
-  size_t ncut = 0, nt = 0;
+  /* the medians leave out steps cut by the trace's end and stubs, unless all are */
+  size_t nout = 0, nt = 0;
   for (size_t i = 0; i < a->nsteps; i++)
-    ncut += a->steps[i].cut != 0;
+    nout += a->steps[i].cut || a->steps[i].stub;
   for (size_t i = 0; i < a->nsteps; i++) {
-    if (a->steps[i].cut && ncut < a->nsteps) continue;
+    a->steps[i].in_medians = !(a->steps[i].cut || a->steps[i].stub) || nout == a->nsteps;
+    if (!a->steps[i].in_medians) continue;
     times[nt++] = a->steps[i].time;
     if (a->steps[i].device_latency >= 0) lat[nlat++] = a->steps[i].device_latency;
   }
   if (nt) {
     qsort(times, nt, sizeof *times, ssa_cmp_i64);
-    a->step_time_median = times[(nt - 1) / 2];
+    a->step_time_median = times[SSA_MEDIAN_INDEX(nt)];
   }
   if (nlat) {
     qsort(lat, nlat, sizeof *lat, ssa_cmp_i64);
-    a->device_latency_median = lat[(nlat - 1) / 2];
+    a->device_latency_median = lat[SSA_MEDIAN_INDEX(nlat)];
   }
   free(times);
   free(lat);

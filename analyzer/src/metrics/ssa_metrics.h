@@ -21,6 +21,11 @@
 #define SSA_DEFAULT_LAUNCH_GAP_NS 10000 /* gaps shorter than 10 us are launch gaps */
 #define SSA_CPU_BOUND_FRACTION    0.10 /* host_wait + data_loading >= 10 % of the step: CPU-bound */
 
+/* The median of n sorted values, everywhere (analyze, diff): the lower middle one,
+ * v[SSA_MEDIAN_INDEX(n)], so that it is always a measured value; for an even count that is
+ * the smaller of the two middle values (docs/metrics.md "Medians"). n > 0. */
+#define SSA_MEDIAN_INDEX(n) (((n)-1) / 2)
+
 typedef struct ssa_options {
   int has_step_filter;
   int64_t step_first, step_last;    /* inclusive */
@@ -92,6 +97,8 @@ typedef struct ssa_window {
   int projected;
   int64_t device_latency; /* first start to last end of the step's ops; -1 none */
   int cut;                /* the step was cut by the trace's end */
+  int stub;               /* the rank's last step, with no device work in it while an earlier
+                             step has some (a final ProfilerStep of host time only) */
   int64_t span, busy, idle, compute, comm, overlap, exposed_comm, exposed_mem;
   int64_t bubble;                     /* no compute and no non-pipeline comm */
   int64_t pipeline_comm_only;         /* part of bubble covered by pipeline send/recv */
@@ -322,6 +329,9 @@ typedef struct ssa_run_step {
   int64_t time;               /* max over ranks of span (the iteration period) */
   int64_t device_latency;     /* max over ranks of device latency; -1 none */
   int cut;                    /* cut by the trace's end on some rank */
+  int stub;                   /* a stub on every rank: a last step with no device work */
+  int in_medians;             /* counted in the run's medians (analyze's and diff's): neither
+                                 cut nor a stub, unless every step is (docs/metrics.md) */
   double mfu, hfu;            /* NaN if unknown */
 } ssa_run_step;
 

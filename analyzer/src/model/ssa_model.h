@@ -61,6 +61,8 @@ typedef struct ssa_lane {
   uint32_t device;
   uint8_t kind;     /* ssa_lane_kind */
   uint8_t declared; /* named by a STREAM record */
+  uint8_t by_name;  /* its id is no number to show, the name says what it is (a Kineto thread
+                       id that was a string: its hash; a GPU annotation lane: the importer's) */
 } ssa_lane;
 
 typedef enum ssa_op_kind {
@@ -167,12 +169,17 @@ typedef struct ssa_meta_memory {
   int present;
   TM_MEMORY_NUMBERS(SSA_META_FIELD)
 } ssa_meta_memory;
+typedef struct ssa_meta_machine {
+  int present;
+  TM_MACHINE_NUMBERS(SSA_META_FIELD)
+} ssa_meta_machine;
 #undef SSA_META_FIELD
 typedef struct ssa_trainer_meta {
   ssa_meta_layout layout;
   ssa_meta_schedule schedule;
   ssa_meta_flops flops;
   ssa_meta_memory memory;
+  ssa_meta_machine machine; /* written by the tracer, not the trainer */
 } ssa_trainer_meta;
 
 /* A decoded number, or `otherwise` when the trace did not carry it. */

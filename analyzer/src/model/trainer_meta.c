@@ -1,9 +1,10 @@
 /*
  * trainer_meta.c — the trainer's metadata decoded once per rank. The trainer declares its
- * layout, schedule, FLOPs and memory as JSON objects (model/trace_metadata.h names the keys
- * and members); this file turns the last value of each key into the typed fields of
- * ssa_trainer_meta when the rank is finished, so that the metrics, the diff and the planner
- * read numbers instead of searching JSON text, and a member means the same to all of them.
+ * layout, schedule, FLOPs and memory as JSON objects (and the tracer the machine's load)
+ * (model/trace_metadata.h names the keys and members); this file turns the last value of each key
+ * into the typed fields of ssa_trainer_meta when the rank is finished, so that the metrics, the
+ * diff and the planner read numbers instead of searching JSON text, and a member means the same to
+ * all of them.
  */
 #include <math.h>
 #include <string.h>
@@ -33,6 +34,7 @@ void ssa_rank_decode_trainer_meta(ssa_rank *r) {
 #define DECODE_SCHEDULE(field, path, lo, hi) DECODE(schedule, TM_KEY_SCHEDULE, field, path, lo, hi)
 #define DECODE_FLOPS(field, path, lo, hi)    DECODE(flops, TM_KEY_FLOPS, field, path, lo, hi)
 #define DECODE_MEMORY(field, path, lo, hi)   DECODE(memory, TM_KEY_MEMORY, field, path, lo, hi)
+#define DECODE_MACHINE(field, path, lo, hi)  DECODE(machine, TM_KEY_MACHINE, field, path, lo, hi)
   const char *json = ssa_rank_meta(r, TM_KEY_LAYOUT);
   m->layout.present = json != NULL;
   TM_LAYOUT_NUMBERS(DECODE_LAYOUT)
@@ -46,6 +48,10 @@ void ssa_rank_decode_trainer_meta(ssa_rank *r) {
   json = ssa_rank_meta(r, TM_KEY_MEMORY);
   m->memory.present = json != NULL;
   TM_MEMORY_NUMBERS(DECODE_MEMORY)
+  json = ssa_rank_meta(r, TM_KEY_MACHINE);
+  m->machine.present = json != NULL;
+  TM_MACHINE_NUMBERS(DECODE_MACHINE)
+#undef DECODE_MACHINE
 #undef DECODE_MEMORY
 #undef DECODE_FLOPS
 #undef DECODE_SCHEDULE

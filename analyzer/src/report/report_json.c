@@ -235,6 +235,7 @@ static void json_run(const ssa_analysis *a, ssa_out *o) {
     else
       ssa_out_str(o, "null");
     ssa_out_str(o, s->cut ? ",\"cut_by_trace_end\":true" : ",\"cut_by_trace_end\":false");
+    ssa_out_str(o, s->stub ? ",\"stub\":true" : ",\"stub\":false");
     ssa_out_str(o, ",\"mfu\":");
     ssa_out_double(o, s->mfu);
     ssa_out_str(o, ",\"hfu\":");

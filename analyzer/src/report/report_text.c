@@ -216,6 +216,13 @@ static void print_headline(const ssa_analysis *a, const text_totals *tot, FILE *
     if (a->device_latency_median >= 0)
       fprintf(f, "device latency of a step (first to last op it launched, median): %s\n",
               fmt_ns(a->device_latency_median, b1, sizeof b1));
+    for (size_t i = 0; i < a->nsteps; i++)
+      if (a->steps[i].stub)
+        fprintf(f,
+                "note: step %lld launched no device work (%s of host time only: a stub step at "
+                "the trace's end)%s\n",
+                (long long)a->steps[i].step, fmt_ns(a->steps[i].time, b1, sizeof b1),
+                a->steps[i].in_medians ? "" : "; left out of the medians");
   } else
     fprintf(f, "step time: no steps found\n");
   if (!isnan(a->mfu))
@@ -361,6 +368,7 @@ static void print_per_step(const ssa_analysis *a, const text_totals *tot, FILE *
               fmt_ns(w->idle, b4, sizeof b4),
               w->launch.count ? fmt_ns(w->launch.p50, b5, sizeof b5) : "-",
               w->cut         ? "cut"
+              : w->stub      ? "stub"
               : w->cpu_bound ? "BOUND"
                              : "");
     }
@@ -461,6 +469,9 @@ static void print_expert_load(const ssa_analysis *a, const text_totals *tot, FIL
   }
 }
 
+/* The device idle this much of the time, with no finding naming why, is a finding itself. */
+#define IDLE_FINDING_PCT 50.0
+
 /* Findings: what stands out, each only past its threshold. */
 static void print_findings(const ssa_analysis *a, const text_totals *tot, FILE *f) {
   int64_t span = tot->span;
@@ -481,18 +492,41 @@ static void print_findings(const ssa_analysis *a, const text_totals *tot, FILE *
             pct(xcomm - pipe_comm, span), 100.0 - pct(overlap, comm));
     findings++;
   }
+  int idle_said = 0; /* a finding above named why the device idles */
   if (pct(causes[SSA_IDLE_DATA_LOADING], span) >= 10.0) {
     fprintf(f,
             "- the device waits for data loading %.1f %% of the time (data_loading): the job is "
             "input bound\n",
             pct(causes[SSA_IDLE_DATA_LOADING], span));
     findings++;
+    idle_said = 1;
   }
   if (pct(causes[SSA_IDLE_HOST_WAIT], span) >= 10.0) {
     fprintf(f,
             "- the device waits for the CPU %.1f %% of the time (host_wait): the job is CPU/launch "
             "bound\n",
             pct(causes[SSA_IDLE_HOST_WAIT], span));
+    findings++;
+    idle_said = 1;
+  }
+  if (!idle_said && pct(tot->idle, span) >= IDLE_FINDING_PCT) {
+    /* idle most of the time for a reason none of the findings above names: said, never
+     * "nothing stands out" (a step that is all idle is the most striking thing there is) */
+    int top = 0;
+    for (int k = 1; k < SSA_IDLE_N; k++)
+      if (causes[k] > causes[top]) top = k;
+    fprintf(f, "- the device is idle %.1f %% of the time, mostly %s (%.1f %% of idle)",
+            pct(tot->idle, span), ssa_idle_cause_names[top], pct(causes[top], tot->idle));
+    if (a->device_latency_median >= 0 && a->device_latency_median < a->step_time_median / 2) {
+      /* the steps launch little: their device work is a short part of them */
+      char b1[32], b2[32];
+      fprintf(f, ": a step's device work spans %s of its %s",
+              fmt_ns(a->device_latency_median, b1, sizeof b1),
+              fmt_ns(a->step_time_median, b2, sizeof b2));
+    }
+    if (top == SSA_IDLE_OTHER)
+      fprintf(f, "; the time goes to the host, or to work the trace does not show");
+    fprintf(f, "\n");
     findings++;
   }
   if (npipe && !isnan(a->bubble_theory)) {

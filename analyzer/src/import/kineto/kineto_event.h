@@ -43,6 +43,7 @@ typedef struct kevent {
   int has_ts, has_dur;
   int64_t ts, dur; /* ns */
   uint64_t pid, tid;
+  char tid_name[KSHORT]; /* a string tid ("PyTorch Profiler"): its text, cut to fit; "" else */
   int has_corr, has_stream, has_device, has_bytes, has_ext_id;
   uint64_t corr, stream, device, bytes, ext_id;
   uint32_t grid[3], block[3];
@@ -62,6 +63,7 @@ static inline void kevent_clear(kevent *ev) {
   ev->name_len = 0;
   ev->has_ts = ev->has_dur = 0;
   ev->pid = ev->tid = 0;
+  ev->tid_name[0] = 0;
   ev->has_corr = ev->has_stream = ev->has_device = ev->has_bytes = ev->has_ext_id = 0;
   ev->corr = ev->stream = ev->device = ev->bytes = ev->ext_id = 0;
   memset(ev->grid, 0, sizeof ev->grid);

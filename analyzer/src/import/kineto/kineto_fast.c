@@ -380,6 +380,8 @@ const unsigned char *ssa_kineto_fast_event(kevent *ev, const unsigned char *p,
       if (*p == '"') { /* "Spans", "PyTorch Profiler": hashed as tok_id does */
         if (!(q = string_end(p + 1, e))) return NULL;
         id = sc_fnv1a(SC_FNV1A_INIT, (const char *)p + 1, (size_t)(q - p - 1));
+        if (key == E_TID)
+          copy_tok(ev->tid_name, sizeof ev->tid_name, (const char *)p + 1, (size_t)(q - p - 1));
         p = q + 1;
       } else if (!(p = uint_value(p, e, &id))) {
         return NULL;

@@ -495,6 +495,18 @@ static uint32_t intern_name(kimport *k, const char *s, size_t n) {
   return id;
 }
 
+/* Names the host lane `thread` by `name` (its id is no number to show: lane.by_name), once.
+ * 0 or STEPSCOPE_E_NOMEM. */
+static int name_lane(kimport *k, uint64_t thread, const char *name) {
+  uint32_t l = ssa_rank_lane(k->r, SSA_LANE_HOST, thread);
+  if (l == SSA_NONE) return STEPSCOPE_E_NOMEM;
+  ssa_lane *lane = &k->r->lanes[l];
+  if (lane->by_name) return 0;
+  lane->name = intern_name(k, name, strlen(name));
+  lane->by_name = 1;
+  return lane->name ? 0 : STEPSCOPE_E_NOMEM;
+}
+
 int ssa_kineto_convert(kimport *k) {
   kevent *ev = &k->ev;
   k->events++;
@@ -533,6 +545,12 @@ int ssa_kineto_convert(kimport *k) {
   if (ev->name[0] && !name) return STEPSCOPE_E_NOMEM;
   uint64_t device = ev->has_device ? ev->device : ev->pid;
   uint64_t stream = ev->has_stream ? ev->stream : ev->tid;
+  int on_thread = ev->cat == KC_RUNTIME || ev->cat == KC_DRIVER || ev->cat == KC_USER_ANNOTATION ||
+                  ev->cat == KC_CPU_OP; /* records on the host thread ev->tid */
+  if (on_thread && ev->tid_name[0]) {   /* a string tid ("PyTorch Profiler"): shown by it */
+    int rc = name_lane(k, ev->tid, ev->tid_name);
+    if (rc) return rc;
+  }
   if (device < KDEVICES && (ev->cat == KC_KERNEL || ev->cat == KC_MEMCPY || ev->cat == KC_MEMSET))
     k->device_use[device]++;
   switch (ev->cat) {
@@ -602,6 +620,10 @@ int ssa_kineto_convert(kimport *k) {
         return 0;
       }
       thread = 0x6b00000000000000ull ^ stream; /* an annotation lane per stream */
+      char label[64];
+      snprintf(label, sizeof label, "GPU annotations, stream %llu", (unsigned long long)stream);
+      int rc = name_lane(k, thread, label);
+      if (rc) return rc;
     }
     if (ev->cat == KC_CPU_OP && ev->coll_name[0] && !strcmp(ev->name, "record_param_comms")) {
       int rc = keep_param_comms(k, s, e);

@@ -202,7 +202,10 @@ static int read_event(kimport *k) {
       break;
     }
     case E_PID: ev->pid = tok_id(k, v); break;
-    case E_TID: ev->tid = tok_id(k, v); break;
+    case E_TID:
+      ev->tid = tok_id(k, v);
+      if (v == JS_STRING) copy_str(ev->tid_name, sizeof ev->tid_name, k->js.tok);
+      break;
     default: break;
     }
     if (js_skip_rest(&k->js, v)) return js_error(k);

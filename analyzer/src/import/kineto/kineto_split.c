@@ -495,7 +495,7 @@ typedef struct ksrec {
   uint64_t pid, tid, corr, stream, device, bytes, ext_id;
   uint32_t grid[3], block[3];
   uint32_t name_len;
-  uint8_t flags, cat, cat_text_len;
+  uint8_t flags, cat, cat_text_len, tid_name_len;
   char ph[4];
 } ksrec;
 
@@ -559,10 +559,11 @@ int ssa_kineto_split_store(kimport *k) {
   if (nccl) h.flags |= KS_NCCL;
   h.cat = (uint8_t)ev->cat;
   h.cat_text_len = (uint8_t)strlen(ev->cat_text);
+  h.tid_name_len = (uint8_t)strlen(ev->tid_name); /* < KSHORT: fits */
   memcpy(h.ph, ev->ph, sizeof h.ph);
   size_t ranks_len = nccl ? strlen(ev->pg_ranks) : 0;
   if (split_put(o, &h, sizeof h) || split_put(o, ev->name, h.name_len) ||
-      split_put(o, ev->cat_text, h.cat_text_len))
+      split_put(o, ev->cat_text, h.cat_text_len) || split_put(o, ev->tid_name, h.tid_name_len))
     return STEPSCOPE_E_NOMEM;
   if (nccl) {
     ksnccl n;
@@ -605,6 +606,9 @@ static const unsigned char *split_load(kimport *k, const unsigned char *p) {
   memcpy(ev->cat_text, p, h.cat_text_len);
   ev->cat_text[h.cat_text_len] = 0;
   p += h.cat_text_len;
+  memcpy(ev->tid_name, p, h.tid_name_len);
+  ev->tid_name[h.tid_name_len] = 0;
+  p += h.tid_name_len;
   if (h.flags & KS_NCCL) {
     ksnccl n;
     memcpy(&n, p, sizeof n);
