@@ -55,24 +55,33 @@ static const ssa_trainer_meta *meta_any(const ssa_analysis *a, size_t present) {
   return NULL;
 }
 
-/* No device does more than its peak: an MFU or HFU above 100 % means the FLOPs per step or the
- * peak in the metadata is wrong (a peak given for the wrong precision, FLOPs counted for
- * another configuration). Such numbers are warned about, with what they were computed from,
- * and not reported (NaN), for the run and every step. */
+/* No device does more than its peak: a run MFU or HFU above 100 % means the FLOPs per step or
+ * the peak in the metadata is wrong (a peak given for the wrong precision, FLOPs counted for
+ * another configuration); it is warned about, with what it was computed from, and MFU and
+ * HFU are not reported (NaN), for the run and every step. A step above 100 % in a plausible
+ * run is too short for the FLOPs of a step (a partial step): its own MFU is left out. */
 static void drop_implausible_utilization(ssa_analysis *a, double peak_per_s) {
-  double worst = fmax(a->mfu, a->hfu); /* fmax ignores a NaN */
+  int run = a->mfu > 1.0 || a->hfu > 1.0;
+  size_t steps = 0;
   for (size_t i = 0; i < a->nsteps; i++)
-    worst = fmax(worst, fmax(a->steps[i].mfu, a->steps[i].hfu));
-  if (!(worst > 1.0)) return;
-  ssa_analysis_warn(a,
-                    "MFU/HFU of %.0f %% exceeds 100 %%: the FLOPs per step (model %.4g, hardware "
-                    "%.4g) or the peak (%.4g FLOP/s for the %d devices) in the metadata is "
-                    "implausible; MFU and HFU are not reported",
-                    100.0 * worst, a->model_flops_per_step, a->hardware_flops_per_step, peak_per_s,
-                    a->flops_world);
-  a->mfu = a->hfu = NAN;
-  for (size_t i = 0; i < a->nsteps; i++)
-    a->steps[i].mfu = a->steps[i].hfu = NAN;
+    if (run || a->steps[i].mfu > 1.0 || a->steps[i].hfu > 1.0) {
+      steps += a->steps[i].mfu > 1.0 || a->steps[i].hfu > 1.0;
+      a->steps[i].mfu = a->steps[i].hfu = NAN;
+    }
+  if (run) {
+    ssa_analysis_warn(a,
+                      "MFU/HFU of %.0f %% exceeds 100 %%: the FLOPs per step (model %.4g, "
+                      "hardware %.4g) or the peak (%.4g FLOP/s for the %d devices) in the "
+                      "metadata is implausible; MFU and HFU are not reported",
+                      100.0 * fmax(a->mfu, a->hfu), a->model_flops_per_step,
+                      a->hardware_flops_per_step, peak_per_s, a->flops_world);
+    a->mfu = a->hfu = NAN;
+  } else if (steps) {
+    ssa_analysis_warn(a,
+                      "%zu step(s) would have an MFU/HFU above 100 %%: too short for the FLOPs "
+                      "of a step (partial steps); their MFU is not reported",
+                      steps);
+  }
 }
 
 /* Flags the stub window of each rank (see the top of the file). */
