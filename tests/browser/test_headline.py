@@ -72,6 +72,12 @@ def case_nopipe(exe, make_kineto, sample, work, d):
     value, text = headline_step(d)
     check(value == want, "headline step time is run.step_time_ns (%s == %s)" % (value, want))
     check(text == js(d, "return SS.formatNs(arguments[0])", want), "and shows it formatted (%s)" % text)
+    # the time split's cards sum to the whole time: exposed copies are one of them (issue 30 §5)
+    split = [int(d.find_element("id", k).get_attribute("data-value"))
+             for k in ("kpi-compute", "kpi-exposed-comm", "kpi-exposed-copies", "kpi-idle")]
+    total = sum(r["totals"]["span_ns"] for r in report["ranks"])
+    check(split[2] > 0 and sum(split) == total,
+          "compute, exposed comm, exposed copies and idle add up to the time (%s vs %d)" % (split, total))
     headline = d.find_element("id", "headline").text
     check("bubble" not in headline.lower() and not d.find_elements("id", "kpi-bubble"),
           "no bubble in the headline of a run without a pipeline")

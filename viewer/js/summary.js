@@ -114,9 +114,11 @@ SS.renderSummary = function (root, report, runName) {
     ['step time (median)', stepNs !== null ? SS.formatNs(stepNs) : 'no steps', stepNs, 'kpi-step-time'],
     ['MFU', mfu.mfu !== undefined && mfu.mfu !== null ? (mfu.mfu * 100).toFixed(1) + ' %' : '—', null],
     ['HFU', mfu.hfu !== undefined && mfu.hfu !== null ? (mfu.hfu * 100).toFixed(1) + ' %' : '—', null],
-    ['compute', pct(tot.compute_ns), null],
-    ['exposed comm', pct(tot.exposed_comm_ns), null],
-    ['idle', pct(tot.idle_ns), null],
+    // the time split: compute + exposed comm + exposed copies + idle = 100 % of the time
+    ['compute', pct(tot.compute_ns), tot.compute_ns, 'kpi-compute'],
+    ['exposed comm', pct(tot.exposed_comm_ns), tot.exposed_comm_ns, 'kpi-exposed-comm'],
+    ['exposed copies', pct(tot.exposed_mem_ns), tot.exposed_mem_ns, 'kpi-exposed-copies'],
+    ['idle', pct(tot.idle_ns), tot.idle_ns, 'kpi-idle'],
     ['overlap ratio', tot.comm_ns ? (tot.overlap_ns / tot.comm_ns * 100).toFixed(1) + ' %' : 'no communication', null]
   ];
   if (run.device_latency_ns !== undefined && run.device_latency_ns !== null)
