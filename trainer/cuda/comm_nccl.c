@@ -298,6 +298,15 @@ static int nccl_result(comm_nccl *c, nccl_link *l, ncclResult_t r, const char *o
   return -1;
 }
 
+/* The end of every enqueue: a failed one aborts the job (-1); else the operation is tracked
+ * for the watchdog and takes the group's next sequence number. */
+static int enqueued(comm_nccl *c, nccl_link *l, dev_stream *s, ncclResult_t r, const char *op) {
+  if (nccl_result(c, l, r, op) != 0) return -1;
+  track(c, l, s, op);
+  c->seq++;
+  return 0;
+}
+
 /* ---- groups ---------------------------------------------------------------------------------- */
 
 static nccl_link *link_create(comm_nccl_job *job, const char *key, int nranks, int my_rank,
@@ -491,10 +500,7 @@ static int nccl_allreduce(comm *cc, dev_stream *s, void *buf, size_t count, comm
   dev_cuda_note_write(c->job->dev, buf);
   ncclResult_t r =
       ncclAllReduce(buf, buf, count, nccl_type(dt), ncclSum, c->main->comm, stream_of(s));
-  if (nccl_result(c, c->main, r, "allreduce") != 0) return -1;
-  track(c, c->main, s, "allreduce");
-  c->seq++;
-  return 0;
+  return enqueued(c, c->main, s, r, "allreduce");
 }
 
 static int nccl_reduce_scatter(comm *cc, dev_stream *s, void *out, const void *in, size_t count,
@@ -505,10 +511,7 @@ static int nccl_reduce_scatter(comm *cc, dev_stream *s, void *out, const void *i
   dev_cuda_note_write(c->job->dev, out);
   ncclResult_t r =
       ncclReduceScatter(in, out, count, nccl_type(dt), ncclSum, c->main->comm, stream_of(s));
-  if (nccl_result(c, c->main, r, "reduce_scatter") != 0) return -1;
-  track(c, c->main, s, "reduce_scatter");
-  c->seq++;
-  return 0;
+  return enqueued(c, c->main, s, r, "reduce_scatter");
 }
 
 static int nccl_allgather(comm *cc, dev_stream *s, void *out, const void *in, size_t count,
@@ -519,10 +522,7 @@ static int nccl_allgather(comm *cc, dev_stream *s, void *out, const void *in, si
   /* NCCL supports the in-place form (in == out + rank*count) directly */
   dev_cuda_note_write(c->job->dev, out);
   ncclResult_t r = ncclAllGather(in, out, count, nccl_type(dt), c->main->comm, stream_of(s));
-  if (nccl_result(c, c->main, r, "allgather") != 0) return -1;
-  track(c, c->main, s, "allgather");
-  c->seq++;
-  return 0;
+  return enqueued(c, c->main, s, r, "allgather");
 }
 
 static int nccl_broadcast(comm *cc, dev_stream *s, void *buf, size_t bytes, int root) {
@@ -531,10 +531,7 @@ static int nccl_broadcast(comm *cc, dev_stream *s, void *buf, size_t bytes, int 
   if (!usable(c)) return -1;
   dev_cuda_note_write(c->job->dev, buf);
   ncclResult_t r = ncclBroadcast(buf, buf, bytes, ncclInt8, root, c->main->comm, stream_of(s));
-  if (nccl_result(c, c->main, r, "broadcast") != 0) return -1;
-  track(c, c->main, s, "broadcast");
-  c->seq++;
-  return 0;
+  return enqueued(c, c->main, s, r, "broadcast");
 }
 
 /* The link that carries traffic between this rank and `peer` in the given direction
@@ -568,10 +565,7 @@ static int nccl_send(comm *cc, dev_stream *s, const void *buf, size_t bytes, int
   int p = 0;
   nccl_link *l = p2p_link(c, peer, 1, &p);
   ncclResult_t r = ncclSend(buf, bytes, ncclInt8, p, l->comm, stream_of(s));
-  if (nccl_result(c, l, r, "send") != 0) return -1;
-  track(c, l, s, "send");
-  c->seq++;
-  return 0;
+  return enqueued(c, l, s, r, "send");
 }
 
 static int nccl_recv(comm *cc, dev_stream *s, void *buf, size_t bytes, int peer, unsigned flags) {
@@ -582,10 +576,7 @@ static int nccl_recv(comm *cc, dev_stream *s, void *buf, size_t bytes, int peer,
   nccl_link *l = p2p_link(c, peer, 0, &p);
   dev_cuda_note_write(c->job->dev, buf);
   ncclResult_t r = ncclRecv(buf, bytes, ncclInt8, p, l->comm, stream_of(s));
-  if (nccl_result(c, l, r, "recv") != 0) return -1;
-  track(c, l, s, "recv");
-  c->seq++;
-  return 0;
+  return enqueued(c, l, s, r, "recv");
 }
 
 static int nccl_barrier(comm *cc, dev_stream *s) {
