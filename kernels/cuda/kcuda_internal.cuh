@@ -84,6 +84,17 @@ static inline int kcuda_check_launch(kcuda_ctx *k, const char *what) {
   return 0;
 }
 
+/* Lets `kernel` launch with `bytes` of dynamic shared memory (more than the 48 KiB default
+ * needs this); 0, or -1 after kcuda_fail naming `what`. */
+template <class Kernel>
+static inline int kcuda_allow_shared(kcuda_ctx *k, Kernel *kernel, size_t bytes, const char *what) {
+  cudaError_t e =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+  if (e != cudaSuccess)
+    return kcuda_fail(k, "%s: %zu bytes of shared memory: %s", what, bytes, cudaGetErrorString(e));
+  return 0;
+}
+
 /* A scratch buffer of at least `bytes` in `slot` (NULL after kcuda_fail). */
 void *kcuda_scratch(kcuda_ctx *k, int slot, size_t bytes);
 
