@@ -337,9 +337,9 @@ static void zero_for_owned(trainer *t, const param_info *p, zero_piece_fn fn, vo
   for (int k = 0; k < zp->nbuckets; k++) {
     size_t lo, hi;
     zero_owned(zp, k, zp->rank, &lo, &hi);
-    size_t b = p->offset > lo ? p->offset : lo;
-    size_t e = p->offset + p->count < hi ? p->offset + p->count : hi;
-    if (e > b) fn(t, p, b, e, zp->b[k].shard_off + (b - lo), arg);
+    size_t b, e;
+    if (range_overlap(p->offset, p->count, lo, hi, &b, &e))
+      fn(t, p, b, e, zp->b[k].shard_off + (b - lo), arg);
   }
 }
 
@@ -358,12 +358,10 @@ typedef struct adam_args {
 static void adam_piece(trainer *t, const param_info *p, size_t b, size_t e, size_t at, void *arg) {
   grad_sync *gs = &t->gs;
   const adam_args *a = arg;
-  const train_config *c = &t->cfg;
   /* ZeRO-2: the full parameter buffer; ZeRO-3: the rank's parameter shard */
   float *param = gs->z.param_shard ? gs->z.param_shard + at : t->m.param + b;
-  t->o->adamw(t->compute, param, gs->z.grad_shard + at, t->adam_m + at, t->adam_v + at, e - b,
-              a->lr, (float)c->beta1, (float)c->beta2, (float)c->eps,
-              p->decay ? (float)c->weight_decay : 0.0f, a->step + 1);
+  train_adamw(t, param, gs->z.grad_shard + at, t->adam_m + at, t->adam_v + at, e - b, p->decay,
+              a->step, a->lr);
 }
 
 /* ZeRO-2/3: AdamW on the rank's pieces; ZeRO-2 then all-gathers every bucket's parameters

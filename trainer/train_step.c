@@ -157,21 +157,23 @@ pipeline_stage_ops train_stage_ops(trainer *t) {
 
 /* ---- the step ------------------------------------------------------------------------------ */
 
+void train_adamw(trainer *t, float *param, const float *grad, float *adam_m, float *adam_v,
+                 size_t n, int decay, int step, float lr) {
+  const train_config *c = &t->cfg;
+  t->o->adamw(t->compute, param, grad, adam_m, adam_v, n, lr, (float)c->beta1, (float)c->beta2,
+              (float)c->eps, decay ? (float)c->weight_decay : 0.0f, step + 1);
+}
+
 /* Clips the gradients of mc's floats [lo, hi) and runs AdamW on the parameters there; the
  * optimizer state (adam_m, adam_v) covers that range from lo. */
 static void adam_range(trainer *t, model *mc, size_t lo, size_t hi, float *adam_m, float *adam_v,
                        int step, double clip_scale, float lr) {
-  const dev_ops *o = t->o;
-  const train_config *c = &t->cfg;
-  if (clip_scale < 1.0) o->scale(t->compute, mc->grad + lo, (float)clip_scale, hi - lo);
+  if (clip_scale < 1.0) t->o->scale(t->compute, mc->grad + lo, (float)clip_scale, hi - lo);
   for (int k = 0; k < mc->nparams; k++) {
-    const param_info *p = &mc->params[k];
-    size_t b = p->offset > lo ? p->offset : lo;
-    size_t e = p->offset + p->count < hi ? p->offset + p->count : hi;
-    if (e <= b) continue;
-    o->adamw(t->compute, mc->param + b, mc->grad + b, adam_m + (b - lo), adam_v + (b - lo), e - b,
-             lr, (float)c->beta1, (float)c->beta2, (float)c->eps,
-             p->decay ? (float)c->weight_decay : 0.0f, step + 1);
+    size_t b, e;
+    if (range_overlap(mc->params[k].offset, mc->params[k].count, lo, hi, &b, &e))
+      train_adamw(t, mc->param + b, mc->grad + b, adam_m + (b - lo), adam_v + (b - lo), e - b,
+                  mc->params[k].decay, step, lr);
   }
 }
 
@@ -228,9 +230,8 @@ int train_run_step(trainer *t, int step, double *loss_out, double *norm_out) {
     chunk_slice(t, j, &lo, &hi);
     for (int k = 0; k < mc->nparams; k++) {
       const param_info *p = &mc->params[k];
-      size_t b = p->offset > lo ? p->offset : lo;
-      size_t e = p->offset + p->count < hi ? p->offset + p->count : hi;
-      if (p->norm_counted && e > b)
+      size_t b, e;
+      if (p->norm_counted && range_overlap(p->offset, p->count, lo, hi, &b, &e))
         o->sum_squares_accumulate(t->compute, t->stat + 1, mc->grad + b, e - b);
     }
   }
