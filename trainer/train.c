@@ -69,20 +69,18 @@ static model_grid chunk_grid(const trainer *t, int j) {
  * takes it (model_flops.c: the one implementation the planner's MFU uses too); the rest of
  * the layout zero. */
 static mm_layout model_shape(const train_config *c) {
-  mm_layout s;
-  memset(&s, 0, sizeof s);
-  s.layers = c->layers;
-  s.hidden = c->hidden;
-  s.heads = c->heads;
-  s.vocab = c->vocab;
-  s.max_seq = c->max_seq;
-  s.seq = c->seq;
-  s.cp = c->cp;
-  s.recompute = (mm_recompute)c->recompute;
-  s.experts = c->experts; /* with experts: the parameters a token is multiplied with */
-  s.top_k = c->top_k;
-  s.moe_every = c->moe_every;
-  return s;
+  return (mm_layout){.layers = c->layers,
+                     .hidden = c->hidden,
+                     .heads = c->heads,
+                     .vocab = c->vocab,
+                     .max_seq = c->max_seq,
+                     .seq = c->seq,
+                     .cp = c->cp,
+                     .recompute = (mm_recompute)c->recompute,
+                     /* with experts: the parameters a token is multiplied with */
+                     .experts = c->experts,
+                     .top_k = c->top_k,
+                     .moe_every = c->moe_every};
 }
 
 double train_model_flops_per_step(const train_config *c) {
