@@ -65,6 +65,7 @@
 #include "bf16.h"
 #include "device_cpu.h"
 #include "stepscope.h"
+#include "zalloc.h"
 #include "sc_hash.h"
 
 /* ---- layout ----------------------------------------------------------------- */
@@ -709,9 +710,8 @@ comm_job *comm_job_open(const comm_job_options *opt, char *err, size_t errlen) {
                             : map_by_path(opt, bytes, &mine, err, errlen);
   if (base == MAP_FAILED) return NULL;
   shm_header *h = base;
-  comm_job *j = calloc(1, sizeof *j);
+  comm_job *j = zalloc(sizeof *j, err, errlen);
   if (!j) {
-    snprintf(err, errlen, "out of memory");
     munmap(base, bytes);
     return NULL;
   }

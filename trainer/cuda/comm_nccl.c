@@ -14,6 +14,7 @@
 #include "device_cuda.h"
 #include "ring_links.h"
 #include "stepscope.h"
+#include "zalloc.h"
 
 #define PENDING_RING 256
 #define MAX_COMMS    64
@@ -128,9 +129,8 @@ comm_nccl_job *comm_nccl_job_open(dev_device *dev, rdzv_store *store, int world_
     rdzv_close(store);
     return NULL;
   }
-  comm_nccl_job *job = calloc(1, sizeof *job);
+  comm_nccl_job *job = zalloc(sizeof *job, err, errlen);
   if (!job) {
-    snprintf(err, errlen, "out of memory");
     rdzv_close(store);
     return NULL;
   }
@@ -315,11 +315,8 @@ static nccl_link *link_create(comm_nccl_job *job, const char *key, int nranks, i
     snprintf(err, errlen, "rank %d: more than %d NCCL communicators", job->rank, MAX_COMMS);
     return NULL;
   }
-  nccl_link *l = calloc(1, sizeof *l);
-  if (!l) {
-    snprintf(err, errlen, "out of memory");
-    return NULL;
-  }
+  nccl_link *l = zalloc(sizeof *l, err, errlen);
+  if (!l) return NULL;
   snprintf(l->label, sizeof l->label, "%s", label);
   ncclUniqueId id;
   char e[512];
@@ -368,11 +365,8 @@ comm *comm_nccl_group(comm_nccl_job *job, comm_kind kind, const char *name, cons
     snprintf(err, errlen, "rank %d is not a member of group %s", job->rank, name);
     return NULL;
   }
-  comm_nccl *c = calloc(1, sizeof *c);
-  if (!c) {
-    snprintf(err, errlen, "out of memory");
-    return NULL;
-  }
+  comm_nccl *c = zalloc(sizeof *c, err, errlen);
+  if (!c) return NULL;
   c->job = job;
   c->kind = kind;
   snprintf(c->name, sizeof c->name, "%s", name);

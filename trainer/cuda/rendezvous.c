@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "zalloc.h"
+
 #define RDZV_MAX_KEY   200
 #define RDZV_MAX_VALUE 4096
 #define RDZV_MAX_KEYS  1024
@@ -132,11 +134,8 @@ rdzv_store *rdzv_file_open(const char *dir, double timeout_s, char *err, size_t 
     snprintf(err, errlen, "rendezvous directory %s: %s", dir, strerror(errno));
     return NULL;
   }
-  rdzv_store *s = calloc(1, sizeof *s);
-  if (!s) {
-    snprintf(err, errlen, "out of memory");
-    return NULL;
-  }
+  rdzv_store *s = zalloc(sizeof *s, err, errlen);
+  if (!s) return NULL;
   snprintf(s->dir, sizeof s->dir, "%s", dir);
   s->timeout_s = timeout_s;
   s->listen_fd = -1;
@@ -347,11 +346,8 @@ rdzv_store *rdzv_tcp_open(const char *addr, int port, int serve, double timeout_
     snprintf(err, errlen, "rendezvous: bad TCP port %d", port);
     return NULL;
   }
-  rdzv_store *s = calloc(1, sizeof *s);
-  if (!s) {
-    snprintf(err, errlen, "out of memory");
-    return NULL;
-  }
+  rdzv_store *s = zalloc(sizeof *s, err, errlen);
+  if (!s) return NULL;
   s->is_tcp = 1;
   s->timeout_s = timeout_s;
   s->listen_fd = -1;
