@@ -52,9 +52,7 @@ void sgpu_warn_once(int *once_flag, const char *source, const char *fmt, ...) {
 }
 
 void sgpu_emit_dropped(uint64_t count, stepscope_drop_source source) {
-  stepscope_record r;
-  memset(&r, 0, sizeof r);
-  r.kind = STEPSCOPE_REC_DROPPED;
+  stepscope_record r = {.kind = STEPSCOPE_REC_DROPPED};
   r.u.dropped.time_ns = stepscope_now_ns();
   r.u.dropped.count = count;
   r.u.dropped.source = source;
