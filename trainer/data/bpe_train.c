@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "data_hash.h"
+#include "sc_grow.h"
 #include "tokenizer.h"
 #include "tokenizer_internal.h"
 
@@ -75,11 +76,9 @@ static int word_table_add(word_table *wt, const unsigned char *text, size_t offs
     }
   }
   if (wt->word_count == wt->word_cap) {
-    size_t cap = wt->word_cap ? wt->word_cap * 2 : 1024;
-    bpe_word *words = realloc(wt->words, cap * sizeof *words);
+    bpe_word *words = sc_grow(wt->words, &wt->word_cap, wt->word_count + 1, sizeof *words, 1024);
     if (!words) return -1;
     wt->words = words;
-    wt->word_cap = cap;
   }
   wt->words[wt->word_count] = (bpe_word){offset, 0, (uint32_t)len, 1};
   wt->slots[i] = ++wt->word_count;
