@@ -65,6 +65,7 @@
 #include "bf16.h"
 #include "device_cpu.h"
 #include "stepscope.h"
+#include "zalloc.h"
 #include "sc_hash.h"
 
 /* ---- layout ----------------------------------------------------------------- */
@@ -709,9 +710,8 @@ comm_job *comm_job_open(const comm_job_options *opt, char *err, size_t errlen) {
                             : map_by_path(opt, bytes, &mine, err, errlen);
   if (base == MAP_FAILED) return NULL;
   shm_header *h = base;
-  comm_job *j = calloc(1, sizeof *j);
+  comm_job *j = zalloc(sizeof *j, err, errlen);
   if (!j) {
-    snprintf(err, errlen, "out of memory");
     munmap(base, bytes);
     return NULL;
   }
@@ -824,12 +824,11 @@ comm *comm_group(comm_job *job, comm_kind kind, const char *name, const int *ran
   }
   comm *c = calloc(1, sizeof *c);
   int *copy = malloc(sizeof(int) * (size_t)n);
-  uint64_t *sseq = calloc((size_t)n, sizeof(uint64_t)), *rseq = calloc((size_t)n, sizeof(uint64_t));
-  if (!c || !copy || !sseq || !rseq) {
+  uint64_t *seq = calloc(2 * (size_t)n, sizeof(uint64_t)); /* send_seq, then recv_seq */
+  if (!c || !copy || !seq) {
     free(c);
     free(copy);
-    free(sseq);
-    free(rseq);
+    free(seq);
     snprintf(err, errlen, "out of memory");
     return NULL;
   }
@@ -838,8 +837,8 @@ comm *comm_group(comm_job *job, comm_kind kind, const char *name, const int *ran
   c->kind = kind;
   snprintf(c->name, sizeof c->name, "%s", name);
   c->ranks = copy;
-  c->send_seq = sseq;
-  c->recv_seq = rseq;
+  c->send_seq = seq;
+  c->recv_seq = seq + n;
   c->n = n;
   c->me = me;
   uint64_t h = 0xcbf29ce484222325ull;
@@ -857,7 +856,6 @@ comm *comm_group(comm_job *job, comm_kind kind, const char *name, const int *ran
 static void shm_destroy(comm *c) {
   if (!c) return;
   free(c->ranks);
-  free(c->send_seq);
-  free(c->recv_seq);
+  free(c->send_seq); /* and recv_seq, the same allocation */
   free(c);
 }

@@ -43,16 +43,13 @@ static int run_alltoallv(cpu_task *t, char *err, size_t errlen) {
   size_t hdr_b = a2a_header_bytes(n);
   size_t sub = (SLOT_BYTES - hdr_b) / (size_t)n / 64 * 64;
   if (sub < 64) sub = 64; /* n <= MAX_WORLD keeps this inside the slot */
-  size_t *soff = calloc((size_t)n, sizeof(size_t)), *roff = calloc((size_t)n, sizeof(size_t));
-  size_t *sdone = calloc((size_t)n, sizeof(size_t)), *rdone = calloc((size_t)n, sizeof(size_t));
-  if (!soff || !roff || !sdone || !rdone) {
-    free(soff);
-    free(roff);
-    free(sdone);
-    free(rdone);
+  /* per member: byte offsets of its parts (send, receive), bytes moved so far (sent, received) */
+  size_t *soff = calloc(4 * (size_t)n, sizeof(size_t));
+  if (!soff) {
     snprintf(err, errlen, "alltoallv on group %s: out of memory", c->name);
     return -1;
   }
+  size_t *roff = soff + n, *sdone = roff + n, *rdone = sdone + n;
   uint64_t sent = 0, received = 0;
   for (int p = 0; p < n; p++) { /* byte offsets of each member's part, packed in rank order */
     soff[p] = (size_t)sent * es;
@@ -108,10 +105,7 @@ static int run_alltoallv(cpu_task *t, char *err, size_t errlen) {
     }
     if (!any) break;
   }
-  free(soff);
-  free(roff);
-  free(sdone);
-  free(rdone);
+  free(soff); /* with roff, sdone, rdone */
   t->i[1] = (int64_t)sent;
   t->i[5] = (int64_t)(sent * es);
   t->i[6] = (int64_t)received;

@@ -63,7 +63,7 @@ struct comm {
   int n, me;
   uint64_t id;
   uint64_t seq;                  /* next sequence number (host side, at enqueue) */
-  uint64_t *send_seq, *recv_seq; /* per peer: point-to-point sequence numbers */
+  uint64_t *send_seq, *recv_seq; /* per peer: point-to-point sequence numbers (one allocation) */
   char *region;
 };
 

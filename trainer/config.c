@@ -55,9 +55,9 @@ static const opt_row rows[] = {
     {"heads", OPT_INT, OFF(heads), 0, "H", "attention heads (overrides the preset)", 0},
     {"seq", OPT_INT, OFF(seq), 0, "T",
      "sequence length, at most the model's 1024 positions [tiny: 64, gpt2-*: 1024]", 0},
-    {"vocab", OPT_SPECIAL, 0, 0, "V",
+    {"vocab", OPT_INT, OFF(vocab), 0, "V",
      "vocabulary size, at least the data's [tiny: the data's vocabulary; gpt2-*: 50257]", 0},
-    {"world", OPT_SPECIAL, 0, 0, "N",
+    {"world", OPT_INT, OFF(world), 0, "N",
      "rank processes to start on this machine (or WORLD_SIZE under an outside launcher) [1]", 0},
     {"dp", OPT_INT, OFF(dp), 0, "D", "data-parallel degree [world/(tp*pp*cp)]", 0},
     {"tp", OPT_INT, OFF(tp), 0, "T", "tensor-parallel degree (Megatron column/row) [1]", 0},
@@ -98,7 +98,7 @@ static const opt_row rows[] = {
      "model chunks per pipeline rank with --schedule interleaved (at least 2; --layers "
      "divisible by pp x V, --microbatches a multiple of pp) [2 with interleaved, else 1]",
      0},
-    {"microbatches", OPT_SPECIAL, 0, 0, "M",
+    {"microbatches", OPT_INT, OFF(microbatches), 0, "M",
      "micro-batches per DP rank (gradient accumulation; pipeline micro-batches) [1, or 2*pp "
      "with pp > 1]",
      0},
@@ -120,7 +120,7 @@ static const opt_row rows[] = {
      0},
     {"min-lr-ratio", OPT_DOUBLE, OFF(min_lr_ratio), 0, "X",
      "cosine schedule floor as a fraction of --lr [0.1]", 0},
-    {"warmup", OPT_SPECIAL, 0, 0, "N", "linear warmup steps [steps/10]", 0},
+    {"warmup", OPT_INT, OFF(warmup), 0, "N", "linear warmup steps [steps/10]", 0},
     {"weight-decay", OPT_DOUBLE, OFF(weight_decay), 0, "X",
      "AdamW weight decay on matrices and embeddings [0.1]", 0},
     {"grad-clip", OPT_DOUBLE, OFF(grad_clip), 0, "X",
@@ -157,7 +157,7 @@ static const opt_row rows[] = {
      "directory is refused",
      0},
     {"profile-steps", OPT_SPECIAL, 0, 0, "A:B", "trace only steps A..B (inclusive) [all]", 0},
-    {"peak-tflops", OPT_SPECIAL, 0, 0, "X",
+    {"peak-tflops", OPT_DOUBLE, OFF(peak_tflops), 0, "X",
      "peak TFLOP/s of one rank's device for MFU [cpu: 0.1, i.e. one core, 8-wide fp32 FMA at "
      "~3 GHz; cuda: dense bf16 peak from a table by GPU name, 989 for H100 SXM]; must be "
      "positive",
@@ -305,46 +305,6 @@ static int parse_special(train_config *c, const char *name, const char *v, char 
     }
     return 0;
   }
-  if (!strcmp(name, "vocab")) {
-    if (parse_int(v, &c->vocab) != 0) {
-      set_err(err, n, "--vocab %s: not an integer", v);
-      return -1;
-    }
-    c->vocab_given = 1;
-    return 0;
-  }
-  if (!strcmp(name, "peak-tflops")) { /* given: it must be a peak (0 is not the default) */
-    if (parse_double(v, &c->peak_tflops) != 0) {
-      set_err(err, n, "--peak-tflops %s: not a finite number", v);
-      return -1;
-    }
-    c->peak_tflops_given = 1;
-    return 0;
-  }
-  if (!strcmp(name, "world")) {
-    if (parse_int(v, &c->world) != 0) {
-      set_err(err, n, "--world %s: not an integer", v);
-      return -1;
-    }
-    c->world_given = 1;
-    return 0;
-  }
-  if (!strcmp(name, "microbatches")) {
-    if (parse_int(v, &c->microbatches) != 0) {
-      set_err(err, n, "--microbatches %s: not an integer", v);
-      return -1;
-    }
-    c->microbatches_given = 1;
-    return 0;
-  }
-  if (!strcmp(name, "warmup")) {
-    if (parse_int(v, &c->warmup) != 0) {
-      set_err(err, n, "--warmup %s: not an integer", v);
-      return -1;
-    }
-    c->warmup_given = 1;
-    return 0;
-  }
   if (!strcmp(name, "schedule")) {
     mm_schedule k;
     if (mm_schedule_from_name(v, &k) != 0) {
@@ -417,6 +377,22 @@ static int parse_special(train_config *c, const char *name, const char *v, char 
   }
   set_err(err, n, "internal: unhandled option --%s", name);
   return -1;
+}
+
+/* Options whose presence is recorded besides their value (a default derived later, or the
+ * data's vocabulary, gives way to them): parsing one sets its flag. */
+static const struct given_flag {
+  const char *name;
+  size_t offset;
+} given_flags[] = {{"vocab", OFF(vocab_given)},
+                   {"world", OFF(world_given)},
+                   {"microbatches", OFF(microbatches_given)},
+                   {"warmup", OFF(warmup_given)},
+                   {"peak-tflops", OFF(peak_tflops_given)}};
+
+static void note_given(train_config *c, const char *name) {
+  for (size_t i = 0; i < sizeof given_flags / sizeof given_flags[0]; i++)
+    if (!strcmp(given_flags[i].name, name)) *(int *)((char *)c + given_flags[i].offset) = 1;
 }
 
 static const opt_row *find_row(const char *name, size_t len) {
@@ -506,6 +482,7 @@ static int parse_pass(train_config *c, int argc, char **argv, int only_model, ch
       if (parse_special(c, r->name, v, err, n) != 0) return -1;
       break;
     }
+    note_given(c, r->name);
   }
   return 0;
 }

@@ -138,9 +138,7 @@ static size_t cpu_bytes_peak(const dev_device *d) {
 /* ---- streams ------------------------------------------------------------------- */
 
 static void trace_host_op(dev_stream *s, const cpu_task *t, uint64_t t0, uint64_t t1) {
-  stepscope_record r;
-  memset(&r, 0, sizeof r);
-  r.kind = STEPSCOPE_REC_HOST_OP;
+  stepscope_record r = {.kind = STEPSCOPE_REC_HOST_OP};
   r.u.host_op.start_ns = t0;
   r.u.host_op.end_ns = t1;
   r.u.host_op.stream = s->trace_id;
@@ -201,9 +199,7 @@ static void *stream_worker(void *arg) {
 }
 
 static void trace_enqueue(const cpu_task *t, uint64_t t0) {
-  stepscope_record r;
-  memset(&r, 0, sizeof r);
-  r.kind = STEPSCOPE_REC_API;
+  stepscope_record r = {.kind = STEPSCOPE_REC_API};
   r.u.api.start_ns = t0;
   r.u.api.end_ns = stepscope_now_ns();
   r.u.api.correlation_id = t->correlation;
@@ -344,9 +340,7 @@ static int run_wait_event(cpu_task *t, char *err, size_t errlen) {
     return -1;
   }
   if (tracing && waited) {
-    stepscope_record r;
-    memset(&r, 0, sizeof r);
-    r.kind = STEPSCOPE_REC_SYNC;
+    stepscope_record r = {.kind = STEPSCOPE_REC_SYNC};
     r.u.sync.start_ns = t0;
     r.u.sync.end_ns = stepscope_now_ns();
     r.u.sync.stream = t->stream_trace_id;

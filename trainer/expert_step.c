@@ -103,19 +103,15 @@ void train_moe_stats(trainer *t) {
 void train_moe_optimizer(trainer *t, int step, double clip_scale, float lr) {
   moe_state *q = &t->m.moe;
   if (q->nmoe == 0) return;
-  const dev_ops *o = t->o;
-  const train_config *c = &t->cfg;
   size_t lo, hi;
   train_moe_slice(t, &lo, &hi);
-  if (clip_scale < 1.0) o->scale(t->compute, q->grad + lo, (float)clip_scale, hi - lo);
+  if (clip_scale < 1.0) t->o->scale(t->compute, q->grad + lo, (float)clip_scale, hi - lo);
   for (int k = 0; k < q->nparams; k++) {
     const moe_param *p = &q->params[k];
-    size_t b = p->offset > lo ? p->offset : lo;
-    size_t e = p->offset + p->count < hi ? p->offset + p->count : hi;
-    if (e <= b) continue;
-    o->adamw(t->compute, q->param + b, q->grad + b, t->moe.adam_m + (b - lo),
-             t->moe.adam_v + (b - lo), e - b, lr, (float)c->beta1, (float)c->beta2, (float)c->eps,
-             p->decay ? (float)c->weight_decay : 0.0f, step + 1);
+    size_t b, e;
+    if (range_overlap(p->offset, p->count, lo, hi, &b, &e))
+      train_adamw(t, q->param + b, q->grad + b, t->moe.adam_m + (b - lo), t->moe.adam_v + (b - lo),
+                  e - b, p->decay, step, lr);
   }
   if (hi - lo < q->nfloats_padded) /* ZeRO-1: every EDP member's slice to every member */
     comm_allgather(t->edp_c, t->compute, q->param, q->param + lo, hi - lo, COMM_FLOAT32);

@@ -79,6 +79,25 @@ static void build_buckets(trainer *t) {
 /* --zero 2/3: the sharding plan, the shard and bucket buffers, and the model's units bound to
  * them; under ZeRO-3 also the rank's parameter pieces (taken from the initialized full buffer,
  * which is then freed). */
+/* The two rotating bucket buffers of `rot` floats with their events, and the embedding
+ * bucket's buffer of `emb` floats (none when 0): for gradients, and under ZeRO-3 for the
+ * gathered parameters. 1 when an allocation failed. */
+static int alloc_bucket_buffers(trainer *t, size_t rot, size_t emb, float *buf[2], dev_event *ev[2],
+                                float **embed) {
+  const dev_ops *o = t->o;
+  int bad = 0;
+  for (int s = 0; s < 2 && rot; s++) {
+    buf[s] = o->alloc(t->dev, rot * 4);
+    ev[s] = o->event_create(t->dev);
+    bad |= !buf[s] || !ev[s];
+  }
+  if (emb) {
+    *embed = o->alloc(t->dev, emb * 4);
+    bad |= !*embed;
+  }
+  return bad;
+}
+
 static int zero_setup(trainer *t) {
   grad_sync *gs = &t->gs;
   zero_state *z = &gs->z;
@@ -113,15 +132,7 @@ static int zero_setup(trainer *t) {
   z->grad_shard = o->alloc(t->dev, z->plan.shard_len * 4);
   z->piece_tmp = o->alloc(t->dev, (z->plan.max_piece ? z->plan.max_piece : 1) * 4);
   int bad = !z->grad_shard || !z->piece_tmp;
-  for (int s = 0; s < 2 && rot; s++) {
-    z->gbuf[s] = o->alloc(t->dev, rot * 4);
-    z->ev_gfree[s] = o->event_create(t->dev);
-    bad |= !z->gbuf[s] || !z->ev_gfree[s];
-  }
-  if (emb) {
-    z->gembed = o->alloc(t->dev, emb * 4);
-    bad |= !z->gembed;
-  }
+  bad |= alloc_bucket_buffers(t, rot, emb, z->gbuf, z->ev_gfree, &z->gembed);
   z->cur = -1;
   z->cur_bucket = -1;
   z->resident[0] = z->resident[1] = -1;
@@ -129,15 +140,7 @@ static int zero_setup(trainer *t) {
     z->param_shard = o->alloc(t->dev, z->plan.shard_len * 4);
     z->ev_pfree = o->event_create(t->dev);
     bad |= !z->param_shard || !z->ev_pfree;
-    for (int s = 0; s < 2 && rot; s++) {
-      z->pbuf[s] = o->alloc(t->dev, rot * 4);
-      z->ev_gathered[s] = o->event_create(t->dev);
-      bad |= !z->pbuf[s] || !z->ev_gathered[s];
-    }
-    if (emb) {
-      z->pembed = o->alloc(t->dev, emb * 4);
-      bad |= !z->pembed;
-    }
+    bad |= alloc_bucket_buffers(t, rot, emb, z->pbuf, z->ev_gathered, &z->pembed);
   }
   if (bad) return fail(t, "%s", "out of device memory for the ZeRO shards and bucket buffers");
   for (int u = 0; u < units; u++)
@@ -334,9 +337,9 @@ static void zero_for_owned(trainer *t, const param_info *p, zero_piece_fn fn, vo
   for (int k = 0; k < zp->nbuckets; k++) {
     size_t lo, hi;
     zero_owned(zp, k, zp->rank, &lo, &hi);
-    size_t b = p->offset > lo ? p->offset : lo;
-    size_t e = p->offset + p->count < hi ? p->offset + p->count : hi;
-    if (e > b) fn(t, p, b, e, zp->b[k].shard_off + (b - lo), arg);
+    size_t b, e;
+    if (range_overlap(p->offset, p->count, lo, hi, &b, &e))
+      fn(t, p, b, e, zp->b[k].shard_off + (b - lo), arg);
   }
 }
 
@@ -355,12 +358,10 @@ typedef struct adam_args {
 static void adam_piece(trainer *t, const param_info *p, size_t b, size_t e, size_t at, void *arg) {
   grad_sync *gs = &t->gs;
   const adam_args *a = arg;
-  const train_config *c = &t->cfg;
   /* ZeRO-2: the full parameter buffer; ZeRO-3: the rank's parameter shard */
   float *param = gs->z.param_shard ? gs->z.param_shard + at : t->m.param + b;
-  t->o->adamw(t->compute, param, gs->z.grad_shard + at, t->adam_m + at, t->adam_v + at, e - b,
-              a->lr, (float)c->beta1, (float)c->beta2, (float)c->eps,
-              p->decay ? (float)c->weight_decay : 0.0f, a->step + 1);
+  train_adamw(t, param, gs->z.grad_shard + at, t->adam_m + at, t->adam_v + at, e - b, p->decay,
+              a->step, a->lr);
 }
 
 /* ZeRO-2/3: AdamW on the rank's pieces; ZeRO-2 then all-gathers every bucket's parameters

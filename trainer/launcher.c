@@ -31,6 +31,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,6 +116,22 @@ static void stop_all(pid_t *pids, int *alive, int n, double grace_s) {
     }
 }
 
+/* Marks the job aborted with the reason fmt... (so blocked collectives fail at once) and
+ * stops ranks 0..n-1 (stop_all, with grace_s). Returns 1, the run's failure. */
+static int abort_job(comm_job *job, pid_t *pids, int *alive, int n, double grace_s, const char *fmt,
+                     ...) __attribute__((format(printf, 6, 7)));
+static int abort_job(comm_job *job, pid_t *pids, int *alive, int n, double grace_s, const char *fmt,
+                     ...) {
+  char why[128];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, sizeof why, fmt, ap);
+  va_end(ap);
+  comm_job_abort(job, why);
+  stop_all(pids, alive, n, grace_s);
+  return 1;
+}
+
 /* The child side of fork for rank r: the launcher's own signal handlers back, death with the
  * launcher, the rank's environment, then the rank's whole run. Does not return. */
 static void run_rank_child(const train_config *cfg, int r, const char *path, int fd,
@@ -157,9 +174,7 @@ static int fork_ranks(const train_config *cfg, const char *path, int fd, comm_jo
     pid_t p = fork();
     if (p < 0) {
       fprintf(stderr, "stepscope-train: fork for rank %d failed: %s\n", r, strerror(errno));
-      comm_job_abort(job, "the launcher could not start every rank");
-      stop_all(pids, alive, r, 0);
-      return 1;
+      return abort_job(job, pids, alive, r, 0, "the launcher could not start every rank");
     }
     if (p == 0) run_rank_child(cfg, r, path, fd, launcher_pid, old_int, old_term);
     pids[r] = p;
@@ -186,11 +201,7 @@ static int reap_ranks(comm_job *job, pid_t *pids, int *alive, int n, int *left) 
     (*left)--;
     if (WIFEXITED(st) && WEXITSTATUS(st) == 0) continue;
     report_failure(r, pids[r], st, "; stopping the other ranks");
-    char why[128];
-    snprintf(why, sizeof why, "rank %d failed", r);
-    comm_job_abort(job, why);
-    stop_all(pids, alive, n, WIFEXITED(st) ? PEER_GRACE_S : 0);
-    return 1;
+    return abort_job(job, pids, alive, n, WIFEXITED(st) ? PEER_GRACE_S : 0, "rank %d failed", r);
   }
   return 0;
 }
@@ -229,11 +240,7 @@ static int check_watchdog(const train_config *cfg, comm_job *job, pid_t *pids, i
               now > hb ? (double)(now - hb) / 1e9 : 0.0,
               comm_job_waiting_of(job, r) ? "waiting for peers" : "not waiting for peers");
     }
-    char why[128];
-    snprintf(why, sizeof why, "watchdog: rank %d hung", who);
-    comm_job_abort(job, why);
-    stop_all(pids, alive, n, 0);
-    return 1;
+    return abort_job(job, pids, alive, n, 0, "watchdog: rank %d hung", who);
   }
   return 0;
 }
@@ -246,9 +253,7 @@ static int watch_ranks(const train_config *cfg, comm_job *job, pid_t *pids, int 
     if (g_interrupted) {
       fprintf(stderr, "stepscope-train: interrupted (signal %d); stopping all ranks\n",
               (int)g_interrupted);
-      comm_job_abort(job, "the launcher was interrupted");
-      stop_all(pids, alive, n, 0);
-      return 1;
+      return abort_job(job, pids, alive, n, 0, "the launcher was interrupted");
     }
     if (reap_ranks(job, pids, alive, n, &left) != 0) return 1;
     if (check_watchdog(cfg, job, pids, alive, n) != 0) return 1;

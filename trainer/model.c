@@ -114,25 +114,25 @@ static void layout_block(model *m, block_acts *a, char *base, size_t *at, int wi
   } while (0)
 #define TAKE_ACT(field, n) TAKE(field, dev_act, n, m->act_es)
 #define TAKE_F32(field, n) TAKE(field, float, n, sizeof(float))
+  /* a LayerNorm's output, mean and rstd, and its gathered [N,C] input of the next matmul
+   * (under SP; else the output itself) */
+#define TAKE_LAYERNORM(ln)                                                                         \
+  do {                                                                                             \
+    TAKE_ACT(ln, NsC);                                                                             \
+    TAKE_F32(ln##_mean, m->Ns);                                                                    \
+    TAKE_F32(ln##_rstd, m->Ns);                                                                    \
+    if (m->sp)                                                                                     \
+      TAKE_ACT(ln##_full, NC);                                                                     \
+    else if (base)                                                                                 \
+      a->ln##_full = a->ln;                                                                        \
+  } while (0)
   if (with_rest) {
-    TAKE_ACT(ln1, NsC);
-    TAKE_F32(ln1_mean, m->Ns);
-    TAKE_F32(ln1_rstd, m->Ns);
-    if (m->sp)
-      TAKE_ACT(ln1_full, NC);
-    else if (base)
-      a->ln1_full = a->ln1;
+    TAKE_LAYERNORM(ln1);
     TAKE_ACT(qkv, (size_t)m->N * 3 * m->Cl);
     TAKE_ACT(atty, (size_t)m->N * m->Cl);
     if (m->cp > 1) TAKE_F32(lse, (size_t)m->B * m->NHl * m->T);
     TAKE_ACT(res2, NsC);
-    TAKE_ACT(ln2, NsC);
-    TAKE_F32(ln2_mean, m->Ns);
-    TAKE_F32(ln2_rstd, m->Ns);
-    if (m->sp)
-      TAKE_ACT(ln2_full, NC);
-    else if (base)
-      a->ln2_full = a->ln2;
+    TAKE_LAYERNORM(ln2);
     if (!moe) {
       TAKE_ACT(fch, (size_t)m->N * 4 * m->Cl);
       TAKE_ACT(fch_gelu, (size_t)m->N * 4 * m->Cl);
@@ -140,6 +140,7 @@ static void layout_block(model *m, block_acts *a, char *base, size_t *at, int wi
   }
   if (with_att && m->cp == 1) /* ring attention stores no attention matrix */
     TAKE_F32(att, (size_t)m->B * m->NHl * m->T * m->T);
+#undef TAKE_LAYERNORM
 #undef TAKE_F32
 #undef TAKE_ACT
 #undef TAKE
@@ -433,16 +434,22 @@ static comm_dtype act_comm_dtype(const model *m) {
   return m->act == DEV_BF16 ? COMM_BFLOAT16 : COMM_FLOAT32;
 }
 
-/* The reduction after a row-parallel matmul: returns the [Ns,C] result. */
-static dev_act *tp_reduce_out(model *m, dev_act *full) {
+/* The sum over the TP group of the partial [N,C] sums in full: all-reduced in place, or under
+ * SP reduce-scattered into `shard` [Ns,C]; returns where the result is. */
+static dev_act *tp_reduce(model *m, dev_act *full, dev_act *shard) {
   if (!m->tp_comm) return full;
   if (m->sp) {
-    comm_reduce_scatter(m->tp_comm, m->compute, m->proj_red, full, (size_t)m->Ns * m->C,
+    comm_reduce_scatter(m->tp_comm, m->compute, shard, full, (size_t)m->Ns * m->C,
                         act_comm_dtype(m));
-    return m->proj_red;
+    return shard;
   }
   comm_allreduce(m->tp_comm, m->compute, full, (size_t)m->N * m->C, act_comm_dtype(m));
   return full;
+}
+
+/* The reduction after a row-parallel matmul: returns the [Ns,C] result. */
+static dev_act *tp_reduce_out(model *m, dev_act *full) {
+  return tp_reduce(m, full, m->proj_red);
 }
 
 /* The gathering before a column-parallel matmul (SP only): [Ns,C] -> [N,C]. */
@@ -454,14 +461,7 @@ static const dev_act *tp_gather(model *m, dev_act *dst_full, const dev_act *shar
 
 /* The gradient reduction after a column-parallel matmul's backward: [N,C] -> [Ns,C]. */
 static dev_act *tp_reduce_grad(model *m, dev_act *full) {
-  if (!m->tp_comm) return full;
-  if (m->sp) {
-    comm_reduce_scatter(m->tp_comm, m->compute, m->dln, full, (size_t)m->Ns * m->C,
-                        act_comm_dtype(m));
-    return m->dln;
-  }
-  comm_allreduce(m->tp_comm, m->compute, full, (size_t)m->N * m->C, act_comm_dtype(m));
-  return full;
+  return tp_reduce(m, full, m->dln);
 }
 
 /* ---- one block ----------------------------------------------------------------------- */
@@ -568,37 +568,34 @@ static void block_backward(model *m, const block_acts *a, int slot, int b, const
 
 /* ---- stage forward / backward ----------------------------------------------------------- */
 
-/* Token + position embedding of the micro-batch's tokens into out [N,C]. Under
- * --cp the tokens are this rank's two chunks of each sequence, chunk-major; each
- * chunk of all B sequences is one call with the wpe rows of its global position. */
+/* The micro-batch's tokens come in this rank's chunks of every sequence, chunk-major
+ * [chunks][B][Tc]: one chunk, the whole sequences, without --cp; under --cp the two chunks h
+ * of ring_attention_chunk. chunk_start: the position of chunk h's first token. */
+static int token_chunks(const model *m) {
+  return m->cp > 1 ? 2 : 1;
+}
+static size_t chunk_start(const model *m, int h) {
+  return (size_t)ring_attention_chunk(m->cp, m->grid.cp_rank, h) * m->Tc;
+}
+
+/* Token + position embedding of the micro-batch's tokens into out [N,C], a call per chunk
+ * with the wpe rows of its positions. */
 static void embed(model *m, dev_act *out, const int *tokens) {
   int u = embed_unit(m);
   const float *wte = param_at(m, u, m->off_wte), *wpe = param_at(m, u, m->off_wpe);
-  if (m->cp == 1) {
-    m->ops->encoder_forward(m->compute, out, tokens, wte, wpe, m->B, m->T, m->C);
-    return;
-  }
   size_t rows = (size_t)m->B * m->Tc;
-  for (int h = 0; h < 2; h++) {
-    size_t pos = (size_t)ring_attention_chunk(m->cp, m->grid.cp_rank, h) * m->Tc;
+  for (int h = 0; h < token_chunks(m); h++)
     m->ops->encoder_forward(m->compute, at(m, out, h * rows * m->C), tokens + h * rows, wte,
-                            wpe + pos * m->C, m->B, m->Tc, m->C);
-  }
+                            wpe + chunk_start(m, h) * m->C, m->B, m->Tc, m->C);
 }
 
 static void embed_backward(model *m, const dev_act *dout, const int *tokens) {
   int u = embed_unit(m);
   float *dwte = grad_at(m, u, m->off_wte), *dwpe = grad_at(m, u, m->off_wpe);
-  if (m->cp == 1) {
-    m->ops->encoder_backward(m->compute, dwte, dwpe, dout, tokens, m->B, m->T, m->C);
-    return;
-  }
   size_t rows = (size_t)m->B * m->Tc;
-  for (int h = 0; h < 2; h++) {
-    size_t pos = (size_t)ring_attention_chunk(m->cp, m->grid.cp_rank, h) * m->Tc;
-    m->ops->encoder_backward(m->compute, dwte, dwpe + pos * m->C, at(m, dout, h * rows * m->C),
-                             tokens + h * rows, m->B, m->Tc, m->C);
-  }
+  for (int h = 0; h < token_chunks(m); h++)
+    m->ops->encoder_backward(m->compute, dwte, dwpe + chunk_start(m, h) * m->C,
+                             at(m, dout, h * rows * m->C), tokens + h * rows, m->B, m->Tc, m->C);
 }
 
 void model_set_loss_weight(model *m, float dloss) {

@@ -47,57 +47,67 @@ static int pp_next(const pipeline *p) {
   return (p->s.pp_rank + 1) % p->s.pp;
 }
 
-static void forward_mb(pipeline *p, int chunk, int mb) {
-  const dev_ops *o = p->s.o;
+/* One pass of a (chunk, micro-batch): its model chunk, activation slot, per-slot events index
+ * and the bytes of a transfer. */
+typedef struct mb_pass {
+  model *m;
+  int slot, ev;
+  model_slot *sl;
+  size_t bytes;
+} mb_pass;
+
+/* Opens the pass's trace range and runs the --debug-delay of its phase. */
+static mb_pass begin_pass(pipeline *p, int chunk, int mb, const char *name, int delay_phase) {
   const pipeline_stage_ops *op = &p->ops;
-  model *m = op->chunk(op->ctx, chunk);
-  int slot = mb % p->s.nslots, ev = chunk * p->s.nslots + slot;
-  model_slot *sl = &m->slots[slot];
-  size_t NsC = (size_t)m->Ns * m->C;
-  push_mb_range("forward", mb, p->s.pp_rank, p->s.V > 1 ? chunk : -1);
-  op->delay(op->ctx, DELAY_FORWARD);
-  op->load_inputs(op->ctx, chunk, slot, mb);
-  if (!m->first_stage) {
-    o->stream_wait_event(p->s.recv, p->ev_slot_free[ev]);
-    comm_recv(p->s.pp_c, p->s.recv, sl->stage_in, NsC * m->act_es, pp_prev(p), COMM_F_PIPELINE);
-    o->event_record(p->ev_in_ready[ev], p->s.recv);
-    o->stream_wait_event(p->s.compute, p->ev_in_ready[ev]);
-  }
-  if (!m->last_stage) o->stream_wait_event(p->s.compute, p->ev_sent[ev]);
-  op->forward(op->ctx, chunk, slot, mb);
-  if (!m->last_stage) {
-    o->event_record(p->ev_out_ready[ev], p->s.compute);
-    o->stream_wait_event(p->s.send, p->ev_out_ready[ev]);
-    comm_send(p->s.pp_c, p->s.send, sl->stage_out, NsC * m->act_es, pp_next(p), COMM_F_PIPELINE);
-    o->event_record(p->ev_sent[ev], p->s.send);
-  }
+  mb_pass x;
+  x.m = op->chunk(op->ctx, chunk);
+  x.slot = mb % p->s.nslots;
+  x.ev = chunk * p->s.nslots + x.slot;
+  x.sl = &x.m->slots[x.slot];
+  x.bytes = (size_t)x.m->Ns * x.m->C * x.m->act_es;
+  push_mb_range(name, mb, p->s.pp_rank, p->s.V > 1 ? chunk : -1);
+  op->delay(op->ctx, delay_phase);
+  return x;
+}
+
+/* Receives the pass's input from rank `from` on the recv stream once its slot is free; compute
+ * waits for it (through `ready`). */
+static void recv_input(pipeline *p, const mb_pass *x, void *buf, int from, dev_event *ready) {
+  const dev_ops *o = p->s.o;
+  o->stream_wait_event(p->s.recv, p->ev_slot_free[x->ev]);
+  comm_recv(p->s.pp_c, p->s.recv, buf, x->bytes, from, COMM_F_PIPELINE);
+  o->event_record(ready, p->s.recv);
+  o->stream_wait_event(p->s.compute, ready);
+}
+
+/* Sends the pass's output to rank `to` on the send stream once compute has made it (`ready`). */
+static void send_output(pipeline *p, const mb_pass *x, const void *buf, int to, dev_event *ready) {
+  const dev_ops *o = p->s.o;
+  o->event_record(ready, p->s.compute);
+  o->stream_wait_event(p->s.send, ready);
+  comm_send(p->s.pp_c, p->s.send, buf, x->bytes, to, COMM_F_PIPELINE);
+  o->event_record(p->ev_sent[x->ev], p->s.send);
+}
+
+static void forward_mb(pipeline *p, int chunk, int mb) {
+  const pipeline_stage_ops *op = &p->ops;
+  mb_pass x = begin_pass(p, chunk, mb, "forward", DELAY_FORWARD);
+  op->load_inputs(op->ctx, chunk, x.slot, mb);
+  if (!x.m->first_stage) recv_input(p, &x, x.sl->stage_in, pp_prev(p), p->ev_in_ready[x.ev]);
+  if (!x.m->last_stage) p->s.o->stream_wait_event(p->s.compute, p->ev_sent[x.ev]);
+  op->forward(op->ctx, chunk, x.slot, mb);
+  if (!x.m->last_stage) send_output(p, &x, x.sl->stage_out, pp_next(p), p->ev_out_ready[x.ev]);
   pop_mb_range();
 }
 
 static void backward_mb(pipeline *p, int chunk, int mb) {
-  const dev_ops *o = p->s.o;
   const pipeline_stage_ops *op = &p->ops;
-  model *m = op->chunk(op->ctx, chunk);
-  int slot = mb % p->s.nslots, ev = chunk * p->s.nslots + slot;
-  model_slot *sl = &m->slots[slot];
-  size_t NsC = (size_t)m->Ns * m->C;
-  push_mb_range("backward", mb, p->s.pp_rank, p->s.V > 1 ? chunk : -1);
-  op->delay(op->ctx, DELAY_BACKWARD);
-  if (!m->last_stage) {
-    o->stream_wait_event(p->s.recv, p->ev_slot_free[ev]);
-    comm_recv(p->s.pp_c, p->s.recv, sl->grad_in, NsC * m->act_es, pp_next(p), COMM_F_PIPELINE);
-    o->event_record(p->ev_grad_ready[ev], p->s.recv);
-    o->stream_wait_event(p->s.compute, p->ev_grad_ready[ev]);
-  }
-  if (!m->first_stage) o->stream_wait_event(p->s.compute, p->ev_sent[ev]);
-  op->backward(op->ctx, chunk, slot, mb);
-  o->event_record(p->ev_slot_free[ev], p->s.compute);
-  if (!m->first_stage) {
-    o->event_record(p->ev_din_ready[ev], p->s.compute);
-    o->stream_wait_event(p->s.send, p->ev_din_ready[ev]);
-    comm_send(p->s.pp_c, p->s.send, sl->grad_out, NsC * m->act_es, pp_prev(p), COMM_F_PIPELINE);
-    o->event_record(p->ev_sent[ev], p->s.send);
-  }
+  mb_pass x = begin_pass(p, chunk, mb, "backward", DELAY_BACKWARD);
+  if (!x.m->last_stage) recv_input(p, &x, x.sl->grad_in, pp_next(p), p->ev_grad_ready[x.ev]);
+  if (!x.m->first_stage) p->s.o->stream_wait_event(p->s.compute, p->ev_sent[x.ev]);
+  op->backward(op->ctx, chunk, x.slot, mb);
+  p->s.o->event_record(p->ev_slot_free[x.ev], p->s.compute);
+  if (!x.m->first_stage) send_output(p, &x, x.sl->grad_out, pp_prev(p), p->ev_din_ready[x.ev]);
   pop_mb_range();
 }
 

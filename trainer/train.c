@@ -65,32 +65,31 @@ static model_grid chunk_grid(const trainer *t, int j) {
 
 /* ---- FLOPs and memory --------------------------------------------------------------- */
 
-/* The model's shape as the FLOPs count takes it (model_flops.c: the one implementation the
- * planner's MFU uses too). */
-static mm_layout flops_shape(const train_config *c) {
-  mm_layout s;
-  memset(&s, 0, sizeof s);
-  s.layers = c->layers;
-  s.hidden = c->hidden;
-  s.heads = c->heads;
-  s.vocab = c->vocab;
-  s.max_seq = c->max_seq;
-  s.seq = c->seq;
-  s.cp = c->cp;
-  s.recompute = (mm_recompute)c->recompute;
-  s.experts = c->experts; /* with experts: the parameters a token is multiplied with */
-  s.top_k = c->top_k;
-  s.moe_every = c->moe_every;
-  return s;
+/* The model's shape (layers, widths, sequence, recomputation, experts) as the FLOPs count
+ * takes it (model_flops.c: the one implementation the planner's MFU uses too); the rest of
+ * the layout zero. */
+static mm_layout model_shape(const train_config *c) {
+  return (mm_layout){.layers = c->layers,
+                     .hidden = c->hidden,
+                     .heads = c->heads,
+                     .vocab = c->vocab,
+                     .max_seq = c->max_seq,
+                     .seq = c->seq,
+                     .cp = c->cp,
+                     .recompute = (mm_recompute)c->recompute,
+                     /* with experts: the parameters a token is multiplied with */
+                     .experts = c->experts,
+                     .top_k = c->top_k,
+                     .moe_every = c->moe_every};
 }
 
 double train_model_flops_per_step(const train_config *c) {
-  mm_layout s = flops_shape(c);
+  mm_layout s = model_shape(c);
   return mf_model_flops_per_step(&s, c->batch);
 }
 
 double train_hardware_flops_per_step(const train_config *c) {
-  mm_layout s = flops_shape(c);
+  mm_layout s = model_shape(c);
   return mf_hardware_flops_per_step(&s, c->batch);
 }
 
@@ -354,18 +353,10 @@ static void write_metadata(trainer *t) {
 /* This rank's layout as the memory model takes it (memory_model.h). */
 static mm_layout memory_layout_of(const trainer *t) {
   const train_config *c = &t->cfg;
-  mm_layout l;
-  memset(&l, 0, sizeof l);
-  l.layers = c->layers;
-  l.hidden = c->hidden;
-  l.heads = c->heads;
-  l.vocab = c->vocab;
-  l.max_seq = c->max_seq;
-  l.seq = c->seq;
+  mm_layout l = model_shape(c);
   l.dp = c->dp;
   l.tp = c->tp;
   l.pp = c->pp;
-  l.cp = c->cp;
   l.sp = c->sp;
   l.schedule = t->V > 1                    ? MM_SCHED_INTERLEAVED
                : c->schedule == SCHED_AFAB ? MM_SCHED_AFAB
@@ -374,14 +365,8 @@ static mm_layout memory_layout_of(const trainer *t) {
   l.microbatches = c->microbatches;
   l.micro_batch = config_micro_batch(c);
   l.zero = c->zero;
-  l.recompute = c->recompute == RECOMPUTE_FULL        ? MM_RECOMPUTE_FULL
-                : c->recompute == RECOMPUTE_SELECTIVE ? MM_RECOMPUTE_SELECTIVE
-                                                      : MM_RECOMPUTE_NONE;
   l.act_bytes = (int)dev_dtype_bytes(dev_activation_dtype(t->dev));
   l.bucket_mb = c->bucket_mb;
-  l.experts = c->experts;
-  l.top_k = c->top_k;
-  l.moe_every = c->moe_every;
   l.ep = c->ep;
   return l;
 }
@@ -644,6 +629,29 @@ static int resume_checkpoint(trainer *t, int *start_step) {
   return 0;
 }
 
+/* A host copy of nfloats device parameters (NULL after fail()). */
+static float *params_on_host(trainer *t, const float *param, size_t nfloats) {
+  float *host = malloc(nfloats * 4);
+  if (!host) {
+    fail(t, "%s", "out of memory");
+    return NULL;
+  }
+  t->o->copy_to_host(t->compute, host, param, nfloats * 4);
+  if (t->o->stream_synchronize(t->compute) != 0) {
+    fail(t, "%s", dev_last_error(t->dev));
+    free(host);
+    return NULL;
+  }
+  return host;
+}
+
+/* The dump's lines of one tensor: "name layer index value", indices from `first`. */
+static void dump_values(FILE *f, const char *name, int layer, size_t first, const float *v,
+                        size_t n) {
+  for (size_t i = 0; i < n; i++)
+    fprintf(f, "%s %d %zu %.9g\n", name, layer, first + i, v[i]);
+}
+
 /* --debug-dump-params DIR: this rank's parameters (every chunk) as text lines
  * "name layer index value", for tests that compare final weights across layouts. Under
  * --zero 3 the rank holds only pieces, so nothing is written there. */
@@ -662,33 +670,27 @@ static int dump_params(trainer *t) {
   for (int j = 0; j < t->V && rc == 0; j++) {
     model *mc = chunk_model(t, j);
     if (!mc->param) continue;
-    float *host = malloc(mc->nfloats_padded * 4);
+    float *host = params_on_host(t, mc->param, mc->nfloats_padded);
     if (!host) {
-      rc = fail(t, "%s", "out of memory");
+      rc = -1;
       break;
     }
-    t->o->copy_to_host(t->compute, host, mc->param, mc->nfloats_padded * 4);
-    if (t->o->stream_synchronize(t->compute) != 0) rc = fail(t, "%s", dev_last_error(t->dev));
-    for (int k = 0; k < mc->nparams && rc == 0; k++) {
+    for (int k = 0; k < mc->nparams; k++) {
       const param_info *p = &mc->params[k];
-      for (size_t i = 0; i < p->count; i++)
-        fprintf(f, "%s %d %zu %.9g\n", p->name, p->layer, i, host[p->offset + i]);
+      dump_values(f, p->name, p->layer, 0, host + p->offset, p->count);
     }
     free(host);
     /* the experts this rank holds, indexed in the layer's whole [E,...] tensors (all TP
      * ranks hold the same copy) */
     const moe_state *q = &mc->moe;
-    if (rc != 0 || q->nmoe == 0 || t->g.tp_rank != 0) continue;
-    if (!(host = malloc(q->nfloats * 4))) {
-      rc = fail(t, "%s", "out of memory");
+    if (q->nmoe == 0 || t->g.tp_rank != 0) continue;
+    if (!(host = params_on_host(t, q->param, q->nfloats))) {
+      rc = -1;
       break;
     }
-    t->o->copy_to_host(t->compute, host, q->param, q->nfloats * 4);
-    if (t->o->stream_synchronize(t->compute) != 0) rc = fail(t, "%s", dev_last_error(t->dev));
-    for (int k = 0; k < q->nparams && rc == 0; k++) {
+    for (int k = 0; k < q->nparams; k++) {
       const moe_param *p = &q->params[k];
-      for (size_t i = 0; i < p->count; i++)
-        fprintf(f, "%s %d %zu %.9g\n", p->name, p->layer, p->global_first + i, host[p->offset + i]);
+      dump_values(f, p->name, p->layer, p->global_first, host + p->offset, p->count);
     }
     free(host);
   }

@@ -85,6 +85,20 @@ static inline void chunk_slice(trainer *t, int j, size_t *lo, size_t *hi) {
   *hi = *lo + len;
 }
 
+/* The part [*b, *e) of the flat range [offset, offset + count) that lies in [lo, hi); 0 when
+ * none does. */
+static inline int range_overlap(size_t offset, size_t count, size_t lo, size_t hi, size_t *b,
+                                size_t *e) {
+  *b = offset > lo ? offset : lo;
+  *e = offset + count < hi ? offset + count : hi;
+  return *e > *b;
+}
+
+/* AdamW with the run's hyperparameters (betas, eps; weight decay when `decay`) on n floats,
+ * at learning rate lr, for step `step` (from 0). train_step.c. */
+void train_adamw(trainer *t, float *param, const float *grad, float *adam_m, float *adam_v,
+                 size_t n, int decay, int step, float lr);
+
 static inline int fail(trainer *t, const char *fmt, const char *detail) {
   snprintf(t->err, sizeof t->err, fmt, detail);
   return -1;

@@ -157,43 +157,41 @@ pipeline_stage_ops train_stage_ops(trainer *t) {
 
 /* ---- the step ------------------------------------------------------------------------------ */
 
+void train_adamw(trainer *t, float *param, const float *grad, float *adam_m, float *adam_v,
+                 size_t n, int decay, int step, float lr) {
+  const train_config *c = &t->cfg;
+  t->o->adamw(t->compute, param, grad, adam_m, adam_v, n, lr, (float)c->beta1, (float)c->beta2,
+              (float)c->eps, decay ? (float)c->weight_decay : 0.0f, step + 1);
+}
+
+/* Clips the gradients of mc's floats [lo, hi) and runs AdamW on the parameters there; the
+ * optimizer state (adam_m, adam_v) covers that range from lo. */
+static void adam_range(trainer *t, model *mc, size_t lo, size_t hi, float *adam_m, float *adam_v,
+                       int step, double clip_scale, float lr) {
+  if (clip_scale < 1.0) t->o->scale(t->compute, mc->grad + lo, (float)clip_scale, hi - lo);
+  for (int k = 0; k < mc->nparams; k++) {
+    size_t b, e;
+    if (range_overlap(mc->params[k].offset, mc->params[k].count, lo, hi, &b, &e))
+      train_adamw(t, mc->param + b, mc->grad + b, adam_m + (b - lo), adam_v + (b - lo), e - b,
+                  mc->params[k].decay, step, lr);
+  }
+}
+
 static void optimizer(trainer *t, int step, double clip_scale, float lr) {
-  const dev_ops *o = t->o;
-  model *m = &t->m;
-  train_config *c = &t->cfg;
-  if (c->zero >= 2) {
+  if (t->cfg.zero >= 2) {
     grad_sync_zero_optimizer(t, step, clip_scale, lr);
     return;
   }
   size_t lo, hi;
   grad_sync_adam_range(t, &lo, &hi);
-  if (clip_scale < 1.0) o->scale(t->compute, m->grad + lo, (float)clip_scale, hi - lo);
-  for (int k = 0; k < m->nparams; k++) {
-    param_info *p = &m->params[k];
-    size_t b = p->offset > lo ? p->offset : lo;
-    size_t e = p->offset + p->count < hi ? p->offset + p->count : hi;
-    if (e <= b) continue;
-    size_t state_off = b - lo;
-    o->adamw(t->compute, m->param + b, m->grad + b, t->adam_m + state_off, t->adam_v + state_off,
-             e - b, lr, (float)c->beta1, (float)c->beta2, (float)c->eps,
-             p->decay ? (float)c->weight_decay : 0.0f, step + 1);
-  }
+  adam_range(t, &t->m, lo, hi, t->adam_m, t->adam_v, step, clip_scale, lr);
   /* interleaved: the other chunks, whole (zero 0) or this rank's slice of each (zero 1) */
   for (int j = 1; j < t->V; j++) {
     model *mc = chunk_model(t, j);
-    float *am = t->more_adam[2 * (j - 1)], *av = t->more_adam[2 * (j - 1) + 1];
     size_t clo = 0, chi = mc->nfloats_padded;
-    if (c->zero) chunk_slice(t, j, &clo, &chi);
-    if (clip_scale < 1.0) o->scale(t->compute, mc->grad + clo, (float)clip_scale, chi - clo);
-    for (int k = 0; k < mc->nparams; k++) {
-      param_info *p = &mc->params[k];
-      size_t b = p->offset > clo ? p->offset : clo;
-      size_t e = p->offset + p->count < chi ? p->offset + p->count : chi;
-      if (e <= b) continue;
-      o->adamw(t->compute, mc->param + b, mc->grad + b, am + (b - clo), av + (b - clo), e - b, lr,
-               (float)c->beta1, (float)c->beta2, (float)c->eps,
-               p->decay ? (float)c->weight_decay : 0.0f, step + 1);
-    }
+    if (t->cfg.zero) chunk_slice(t, j, &clo, &chi);
+    adam_range(t, mc, clo, chi, t->more_adam[2 * (j - 1)], t->more_adam[2 * (j - 1) + 1], step,
+               clip_scale, lr);
   }
   grad_sync_zero1_gather(t); /* ZeRO-1: every member's slices to every member */
 }
@@ -232,9 +230,8 @@ int train_run_step(trainer *t, int step, double *loss_out, double *norm_out) {
     chunk_slice(t, j, &lo, &hi);
     for (int k = 0; k < mc->nparams; k++) {
       const param_info *p = &mc->params[k];
-      size_t b = p->offset > lo ? p->offset : lo;
-      size_t e = p->offset + p->count < hi ? p->offset + p->count : hi;
-      if (p->norm_counted && e > b)
+      size_t b, e;
+      if (p->norm_counted && range_overlap(p->offset, p->count, lo, hi, &b, &e))
         o->sum_squares_accumulate(t->compute, t->stat + 1, mc->grad + b, e - b);
     }
   }

@@ -34,6 +34,20 @@
 
 #include "kcuda_internal.cuh"
 
+/* Where element i of a head-major [B,NH,T,hs] tensor goes in a token-major tensor whose
+ * rows (b, t) are row_width wide and hold the heads side by side: row_width = NH*hs for
+ * out and dout, 3*NH*hs for qkv (the offset is then q's; k and v follow at +C, +2C). */
+__device__ __forceinline__ size_t token_major_offset(size_t i, int T, int NH, int hs,
+                                                     size_t row_width) {
+  int d = (int)(i % hs);
+  size_t r = i / hs;
+  int t = (int)(r % T);
+  r /= T;
+  int h = (int)(r % NH);
+  int b = (int)(r / NH);
+  return ((size_t)b * T + t) * row_width + (size_t)h * hs + d;
+}
+
 /* qkv [B,T,3,NH,hs] -> q,k,v each [B,NH,T,hs] (same element type) */
 template <class ACT>
 __global__ void permute_qkv_kernel(ACT *q, ACT *k, ACT *v, const ACT *qkv, int B, int T, int NH,
@@ -42,13 +56,7 @@ __global__ void permute_qkv_kernel(ACT *q, ACT *k, ACT *v, const ACT *qkv, int B
   int C = NH * hs;
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
        i += (size_t)gridDim.x * blockDim.x) {
-    int d = (int)(i % hs);
-    size_t r = i / hs;
-    int t = (int)(r % T);
-    r /= T;
-    int h = (int)(r % NH);
-    int b = (int)(r / NH);
-    size_t src = ((size_t)b * T + t) * 3 * C + (size_t)h * hs + d;
+    size_t src = token_major_offset(i, T, NH, hs, 3 * (size_t)C);
     q[i] = qkv[src];
     k[i] = qkv[src + C];
     v[i] = qkv[src + 2 * (size_t)C];
@@ -60,15 +68,8 @@ template <class ACT>
 __global__ void unpermute_kernel(ACT *out, const ACT *y, int B, int T, int NH, int hs) {
   size_t total = (size_t)B * NH * T * hs;
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
-       i += (size_t)gridDim.x * blockDim.x) {
-    int d = (int)(i % hs);
-    size_t r = i / hs;
-    int t = (int)(r % T);
-    r /= T;
-    int h = (int)(r % NH);
-    int b = (int)(r / NH);
-    out[((size_t)b * T + t) * NH * hs + (size_t)h * hs + d] = y[i];
-  }
+       i += (size_t)gridDim.x * blockDim.x)
+    out[token_major_offset(i, T, NH, hs, (size_t)NH * hs)] = y[i];
 }
 
 /* dout [B,T,NH*hs] -> dy [B,NH,T,hs] (same element type) */
@@ -76,15 +77,8 @@ template <class ACT>
 __global__ void permute_dout_kernel(ACT *dy, const ACT *dout, int B, int T, int NH, int hs) {
   size_t total = (size_t)B * NH * T * hs;
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
-       i += (size_t)gridDim.x * blockDim.x) {
-    int d = (int)(i % hs);
-    size_t r = i / hs;
-    int t = (int)(r % T);
-    r /= T;
-    int h = (int)(r % NH);
-    int b = (int)(r / NH);
-    dy[i] = dout[((size_t)b * T + t) * NH * hs + (size_t)h * hs + d];
-  }
+       i += (size_t)gridDim.x * blockDim.x)
+    dy[i] = dout[token_major_offset(i, T, NH, hs, (size_t)NH * hs)];
 }
 
 /* dqkv [B,T,3,NH,hs] += (dq | dk | dv) [B,NH,T,hs] (fp32; read, add, store rounded) */
@@ -95,13 +89,7 @@ __global__ void unpermute_add_qkv_kernel(ACT *dqkv, const float *dq, const float
   int C = NH * hs;
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
        i += (size_t)gridDim.x * blockDim.x) {
-    int d = (int)(i % hs);
-    size_t r = i / hs;
-    int t = (int)(r % T);
-    r /= T;
-    int h = (int)(r % NH);
-    int b = (int)(r / NH);
-    size_t dst = ((size_t)b * T + t) * 3 * C + (size_t)h * hs + d;
+    size_t dst = token_major_offset(i, T, NH, hs, 3 * (size_t)C);
     kcuda_st(dqkv, dst, kcuda_ld(dqkv, dst) + dq[i]);
     kcuda_st(dqkv, dst + C, kcuda_ld(dqkv, dst + C) + dk[i]);
     kcuda_st(dqkv, dst + 2 * (size_t)C, kcuda_ld(dqkv, dst + 2 * (size_t)C) + dv[i]);

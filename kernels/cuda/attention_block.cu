@@ -118,11 +118,8 @@ template <int HS, class ACT>
 static int tc_forward(kcuda_ctx *k, ACT *out, float *lse, const ACT *q, int q_stride, const ACT *kv,
                       int kv_stride, int B, int Tq, int Tk, int NH, int causal) {
   typedef at_dims<HS> D;
-  cudaError_t e = cudaFuncSetAttribute(
-      ab_forward_kernel<HS, ACT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)D::FWD_SMEM);
-  if (e != cudaSuccess)
-    return kcuda_fail(k, "attention block forward: %zu bytes of shared memory: %s", D::FWD_SMEM,
-                      cudaGetErrorString(e));
+  if (kcuda_allow_shared(k, ab_forward_kernel<HS, ACT>, D::FWD_SMEM, "attention block forward"))
+    return -1;
   dim3 grid((Tq + AT_BR - 1) / AT_BR, B * NH);
   ab_forward_kernel<HS, ACT><<<grid, AT_THREADS, D::FWD_SMEM, k->stream>>>(
       out, lse, q, q_stride, kv, kv_stride, Tq, Tk, NH, causal, 1.0f / sqrtf((float)HS));
@@ -143,11 +140,8 @@ static int tc_backward(kcuda_ctx *k, ACT *dq, int dq_stride, ACT *dkv, int dkv_s
   if (!Dv) return -1;
   ab_dot_kernel<ACT><<<(rows + 7) / 8, 256, 0, k->stream>>>(Dv, dout, out, rows, Tq, NH, HS);
   if (kcuda_check_launch(k, "attention block backward (dout . out)") != 0) return -1;
-  cudaError_t e = cudaFuncSetAttribute(
-      ab_backward_kernel<HS, ACT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)D::BWD_SMEM);
-  if (e != cudaSuccess)
-    return kcuda_fail(k, "attention block backward: %zu bytes of shared memory: %s", D::BWD_SMEM,
-                      cudaGetErrorString(e));
+  if (kcuda_allow_shared(k, ab_backward_kernel<HS, ACT>, D::BWD_SMEM, "attention block backward"))
+    return -1;
   dim3 grid((Tk + AT_BC - 1) / AT_BC, B * NH);
   ab_backward_kernel<HS, ACT><<<grid, AT_THREADS, D::BWD_SMEM, k->stream>>>(
       f32 ? (float *)(void *)dq : dq_acc, f32 ? dq_stride : C, dkv, dkv_stride, dout, lse, Dv, q,

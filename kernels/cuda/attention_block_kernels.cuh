@@ -173,17 +173,26 @@ __global__ void __launch_bounds__(AT_THREADS)
 
 /* ---- fp32 path: one warp per query row ------------------------------------------------------ */
 
+/* The query row of B*NH*Tq that this warp handles, as bh = b*NH + h and t, and the
+ * thread's lane; 0 for a warp past the last row. */
+__device__ __forceinline__ int ab_warp_row(int B, int NH, int Tq, size_t *bh, int *t, int *lane) {
+  const size_t row = (size_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  *lane = threadIdx.x & 31;
+  if (row >= (size_t)B * NH * Tq) return 0;
+  *t = (int)(row % Tq);
+  *bh = row / Tq;
+  return 1;
+}
+
 /* U channels per lane (hs <= 32 U): lane L holds channels L, L+32, ... */
 template <int U, class ACT>
 __global__ void __launch_bounds__(AB_F32_THREADS, 2)
     ab_forward_f32_kernel(ACT *out, float *lse, const ACT *q, int q_stride, const ACT *kv,
                           int kv_stride, int B, int Tq, int Tk, int NH, int hs, int causal,
                           float scale) {
-  const size_t row = (size_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-  const int lane = threadIdx.x & 31;
-  if (row >= (size_t)B * NH * Tq) return;
-  const int t = (int)(row % Tq);
-  const size_t bh = row / Tq;
+  size_t bh;
+  int t, lane;
+  if (!ab_warp_row(B, NH, Tq, &bh, &t, &lane)) return;
   const int b = (int)(bh / NH), h = (int)(bh % NH), C = NH * hs;
   const ACT *qr = q + ((size_t)b * Tq + t) * q_stride + (size_t)h * hs;
   const ACT *kb = kv + (size_t)b * Tk * kv_stride + (size_t)h * hs;
@@ -248,11 +257,9 @@ __global__ void __launch_bounds__(AB_F32_THREADS, 2)
                            const ACT *out, const float *lse, const ACT *q, int q_stride,
                            const ACT *kv, int kv_stride, int B, int Tq, int Tk, int NH, int hs,
                            int causal, float scale) {
-  const size_t row = (size_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-  const int lane = threadIdx.x & 31;
-  if (row >= (size_t)B * NH * Tq) return;
-  const int t = (int)(row % Tq);
-  const size_t bh = row / Tq;
+  size_t bh;
+  int t, lane;
+  if (!ab_warp_row(B, NH, Tq, &bh, &t, &lane)) return;
   const int b = (int)(bh / NH), h = (int)(bh % NH), C = NH * hs;
   const ACT *qr = q + ((size_t)b * Tq + t) * q_stride + (size_t)h * hs;
   const ACT *gr = dout + ((size_t)b * Tq + t) * C + (size_t)h * hs;

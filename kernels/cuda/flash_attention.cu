@@ -64,11 +64,8 @@ int kcuda_attention_fused_supported(int B, int T, int C, int NH) {
 template <int HS, class ACT>
 static int fused_forward(kcuda_ctx *k, ACT *out, float *att, const ACT *qkv, int B, int T, int NH) {
   typedef at_dims<HS> D;
-  cudaError_t e = cudaFuncSetAttribute(
-      flash_forward_kernel<HS, ACT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)D::FWD_SMEM);
-  if (e != cudaSuccess)
-    return kcuda_fail(k, "fused attention forward: %zu bytes of shared memory: %s", D::FWD_SMEM,
-                      cudaGetErrorString(e));
+  if (kcuda_allow_shared(k, flash_forward_kernel<HS, ACT>, D::FWD_SMEM, "fused attention forward"))
+    return -1;
   size_t rows = (size_t)B * NH * T;
   dim3 grid((T + AT_BR - 1) / AT_BR, B * NH);
   flash_forward_kernel<HS, ACT><<<grid, AT_THREADS, D::FWD_SMEM, k->stream>>>(
@@ -96,12 +93,9 @@ static int fused_backward(kcuda_ctx *k, ACT *dqkv, const ACT *dout, const ACT *q
   flash_backward_dot_kernel<ACT>
       <<<(rows + 7) / 8, 256, 0, k->stream>>>(Dv, dout, att + rows, rows, T, NH, HS);
   if (kcuda_check_launch(k, "fused attention backward (dO . O)") != 0) return -1;
-  cudaError_t e =
-      cudaFuncSetAttribute(flash_backward_kernel<HS, ACT>,
-                           cudaFuncAttributeMaxDynamicSharedMemorySize, (int)D::BWD_SMEM);
-  if (e != cudaSuccess)
-    return kcuda_fail(k, "fused attention backward: %zu bytes of shared memory: %s", D::BWD_SMEM,
-                      cudaGetErrorString(e));
+  if (kcuda_allow_shared(k, flash_backward_kernel<HS, ACT>, D::BWD_SMEM,
+                         "fused attention backward"))
+    return -1;
   dim3 grid((T + AT_BC - 1) / AT_BC, B * NH);
   flash_backward_kernel<HS, ACT><<<grid, AT_THREADS, D::BWD_SMEM, k->stream>>>(
       f32 ? (float *)(void *)dqkv : dq_acc, f32 ? 3 * C : C, dqkv, dout, qkv, att, Dv, T, NH,

@@ -84,6 +84,17 @@ static inline int kcuda_check_launch(kcuda_ctx *k, const char *what) {
   return 0;
 }
 
+/* Lets `kernel` launch with `bytes` of dynamic shared memory (more than the 48 KiB default
+ * needs this); 0, or -1 after kcuda_fail naming `what`. */
+template <class Kernel>
+static inline int kcuda_allow_shared(kcuda_ctx *k, Kernel *kernel, size_t bytes, const char *what) {
+  cudaError_t e =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+  if (e != cudaSuccess)
+    return kcuda_fail(k, "%s: %zu bytes of shared memory: %s", what, bytes, cudaGetErrorString(e));
+  return 0;
+}
+
 /* A scratch buffer of at least `bytes` in `slot` (NULL after kcuda_fail). */
 void *kcuda_scratch(kcuda_ctx *k, int slot, size_t bytes);
 
@@ -134,54 +145,52 @@ __device__ __forceinline__ void kcuda_st(__nv_bfloat16 *p, size_t i, float v) {
     }                                                                                              \
   } while (0)
 
+/* Warp and block reductions by an associative operation (a functor below), in a fixed
+ * butterfly order. */
+struct kcuda_add {
+  template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; }
+};
+struct kcuda_fmax {
+  __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+
+template <class T, class Op> __device__ __forceinline__ T kcuda_warp_reduce(T v, Op op) {
+  for (int o = 16; o > 0; o >>= 1)
+    v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+/* Over a block of up to 1024 threads; every thread gets the result. `shared` holds 32
+ * values; the block must call it uniformly. `identity`: what the lanes past the last warp
+ * contribute. */
+template <class T, class Op>
+__device__ __forceinline__ T kcuda_block_reduce(T v, T *shared, T identity, Op op) {
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
+  v = kcuda_warp_reduce(v, op);
+  __syncthreads();
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  T r = lane < nwarps ? shared[lane] : identity;
+  return kcuda_warp_reduce(r, op);
+}
+
 __device__ __forceinline__ float kcuda_warp_sum(float v) {
-  for (int o = 16; o > 0; o >>= 1)
-    v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
+  return kcuda_warp_reduce(v, kcuda_add());
 }
-
 __device__ __forceinline__ double kcuda_warp_sum_d(double v) {
-  for (int o = 16; o > 0; o >>= 1)
-    v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
+  return kcuda_warp_reduce(v, kcuda_add());
 }
-
 __device__ __forceinline__ float kcuda_warp_max(float v) {
-  for (int o = 16; o > 0; o >>= 1)
-    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
+  return kcuda_warp_reduce(v, kcuda_fmax());
 }
-
-/* Sum over a block of up to 1024 threads; every thread gets the result. `shared`
- * holds 32 values; the block must call it uniformly. */
 __device__ __forceinline__ float kcuda_block_sum(float v, float *shared) {
-  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
-  v = kcuda_warp_sum(v);
-  __syncthreads();
-  if (lane == 0) shared[warp] = v;
-  __syncthreads();
-  float r = lane < nwarps ? shared[lane] : 0.0f;
-  return kcuda_warp_sum(r);
+  return kcuda_block_reduce(v, shared, 0.0f, kcuda_add());
 }
-
 __device__ __forceinline__ float kcuda_block_max(float v, float *shared) {
-  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
-  v = kcuda_warp_max(v);
-  __syncthreads();
-  if (lane == 0) shared[warp] = v;
-  __syncthreads();
-  float r = lane < nwarps ? shared[lane] : -INFINITY;
-  return kcuda_warp_max(r);
+  return kcuda_block_reduce(v, shared, -INFINITY, kcuda_fmax());
 }
-
 __device__ __forceinline__ double kcuda_block_sum_d(double v, double *shared) {
-  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
-  v = kcuda_warp_sum_d(v);
-  __syncthreads();
-  if (lane == 0) shared[warp] = v;
-  __syncthreads();
-  double r = lane < nwarps ? shared[lane] : 0.0;
-  return kcuda_warp_sum_d(r);
+  return kcuda_block_reduce(v, shared, 0.0, kcuda_add());
 }
 
 #endif /* STEPSCOPE_KCUDA_INTERNAL_CUH */

@@ -175,21 +175,19 @@ static int lt_matmul(kcuda_ctx *k, cublasOperation_t opA, cublasOperation_t opB,
     LT_CHECK(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
     size_t ws = KCUDA_WORKSPACE_BYTES;
     uint32_t a32 = (uint32_t)al_a, b32 = (uint32_t)al_b, d32 = (uint32_t)al_d;
-    LT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                  &ws, sizeof ws),
-             "set MAX_WORKSPACE_BYTES");
-    LT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
-                                                  &a32, sizeof a32),
-             "set MIN_ALIGNMENT_A");
-    LT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                                                  &b32, sizeof b32),
-             "set MIN_ALIGNMENT_B");
-    LT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
-                                                  &d32, sizeof d32),
-             "set MIN_ALIGNMENT_C");
-    LT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
-                                                  &d32, sizeof d32),
-             "set MIN_ALIGNMENT_D");
+    const struct {
+      cublasLtMatmulPreferenceAttributes_t attr;
+      const void *value;
+      size_t size;
+      const char *what;
+    } prefs[] = {
+        {CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws, "set MAX_WORKSPACE_BYTES"},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &a32, sizeof a32, "set MIN_ALIGNMENT_A"},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &b32, sizeof b32, "set MIN_ALIGNMENT_B"},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &d32, sizeof d32, "set MIN_ALIGNMENT_C"},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &d32, sizeof d32, "set MIN_ALIGNMENT_D"}};
+    for (const auto &p : prefs)
+      LT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, p.attr, p.value, p.size), p.what);
     cublasLtMatmulHeuristicResult_t result;
     int nresults = 0;
     cublasStatus_t hs =

@@ -131,32 +131,12 @@ static unsigned row_threads(int C) {
   return C >= 256 ? 256u : C > 64 ? 128u : 64u;
 }
 
-template <class T>
-static void permute_forward(kcuda_ctx *k, T *xp, const T *x, const int *row_token,
-                            const int *offsets, int Rmax, int E, int C) {
-  moe_permute_forward_kernel<T>
-      <<<grid_cap(k, Rmax), row_threads(C), 0, k->stream>>>(xp, x, row_token, offsets, Rmax, E, C);
-}
-
-template <class T>
-static void permute_backward(kcuda_ctx *k, T *dx, const T *dxp, const int *row_token,
-                             const int *offsets, int N, int E, int C) {
-  moe_permute_backward_kernel<T>
-      <<<grid_cap(k, N), row_threads(C), 0, k->stream>>>(dx, dxp, row_token, offsets, N, E, C);
-}
-
-template <class T>
-static void unpermute_forward(kcuda_ctx *k, T *out, const T *yp, const float *gate,
-                              const int *row_of, int N, int K, int C) {
-  moe_unpermute_forward_kernel<T>
-      <<<grid_cap(k, N), row_threads(C), 0, k->stream>>>(out, yp, gate, row_of, N, K, C);
-}
-
-template <class T>
-static void unpermute_backward(kcuda_ctx *k, T *dyp, float *dgate, const T *dout, const T *yp,
-                               const float *gate, const int *row_of, int N, int K, int C) {
-  moe_unpermute_backward_kernel<T>
-      <<<grid_cap(k, N), MOE_THREADS, 0, k->stream>>>(dyp, dgate, dout, yp, gate, row_of, N, K, C);
+/* A kernel of rows (tokens or expert rows; grid-stride over them): `rows` blocks, capped, of
+ * `threads` threads each. */
+template <class... Params, class... Args>
+static void launch_rows(kcuda_ctx *k, void (*kernel)(Params...), long long rows, unsigned threads,
+                        Args... args) {
+  kernel<<<grid_cap(k, rows), threads, 0, k->stream>>>(args...);
 }
 
 int kcuda_moe_permute_forward(kcuda_ctx *k, void *xp, const void *x, const int *row_token,
@@ -164,8 +144,8 @@ int kcuda_moe_permute_forward(kcuda_ctx *k, void *xp, const void *x, const int *
   if (moe_check(k, "moe_permute_forward", N, E, K)) return -1;
   int Rmax = N * K;
   if (Rmax == 0 || C <= 0) return 0;
-  KCUDA_WITH_ACT(
-      k, permute_forward<ACT>(k, (ACT *)xp, (const ACT *)x, row_token, offsets, Rmax, E, C));
+  KCUDA_WITH_ACT(k, launch_rows(k, moe_permute_forward_kernel<ACT>, Rmax, row_threads(C), (ACT *)xp,
+                                (const ACT *)x, row_token, offsets, Rmax, E, C));
   return kcuda_check_launch(k, "moe_permute_forward");
 }
 
@@ -173,8 +153,8 @@ int kcuda_moe_permute_backward(kcuda_ctx *k, void *dx, const void *dxp, const in
                                const int *offsets, int N, int E, int K, int C) {
   if (moe_check(k, "moe_permute_backward", N, E, K)) return -1;
   if (N == 0 || C <= 0) return 0;
-  KCUDA_WITH_ACT(
-      k, permute_backward<ACT>(k, (ACT *)dx, (const ACT *)dxp, row_token, offsets, N, E, C));
+  KCUDA_WITH_ACT(k, launch_rows(k, moe_permute_backward_kernel<ACT>, N, row_threads(C), (ACT *)dx,
+                                (const ACT *)dxp, row_token, offsets, N, E, C));
   return kcuda_check_launch(k, "moe_permute_backward");
 }
 
@@ -182,7 +162,8 @@ int kcuda_moe_unpermute_forward(kcuda_ctx *k, void *out, const void *yp, const f
                                 const int *row_of, int N, int K, int C) {
   if (N < 0 || K <= 0) return kcuda_fail(k, "moe_unpermute_forward: bad shape N=%d K=%d", N, K);
   if (N == 0 || C <= 0) return 0;
-  KCUDA_WITH_ACT(k, unpermute_forward<ACT>(k, (ACT *)out, (const ACT *)yp, gate, row_of, N, K, C));
+  KCUDA_WITH_ACT(k, launch_rows(k, moe_unpermute_forward_kernel<ACT>, N, row_threads(C), (ACT *)out,
+                                (const ACT *)yp, gate, row_of, N, K, C));
   return kcuda_check_launch(k, "moe_unpermute_forward");
 }
 
@@ -191,8 +172,8 @@ int kcuda_moe_unpermute_backward(kcuda_ctx *k, void *dyp, float *dgate, const vo
                                  int C) {
   if (N < 0 || K <= 0) return kcuda_fail(k, "moe_unpermute_backward: bad shape N=%d K=%d", N, K);
   if (N == 0 || C <= 0) return 0;
-  KCUDA_WITH_ACT(k, unpermute_backward<ACT>(k, (ACT *)dyp, dgate, (const ACT *)dout,
-                                            (const ACT *)yp, gate, row_of, N, K, C));
+  KCUDA_WITH_ACT(k, launch_rows(k, moe_unpermute_backward_kernel<ACT>, N, MOE_THREADS, (ACT *)dyp,
+                                dgate, (const ACT *)dout, (const ACT *)yp, gate, row_of, N, K, C));
   return kcuda_check_launch(k, "moe_unpermute_backward");
 }
 

@@ -121,6 +121,17 @@ __global__ void moe_router_forward_kernel(int *expert, float *gate, float *probs
   }
 }
 
+/* part[0] = the sum of every thread's v, by a fixed-order shared-memory tree over part[]
+ * (blockDim.x entries, a power of two); the block calls it uniformly. */
+template <class V> __device__ __forceinline__ void moe_tree_sum(V *part, V v) {
+  part[threadIdx.x] = v;
+  __syncthreads();
+  for (int w = (int)blockDim.x / 2; w > 0; w >>= 1) {
+    if ((int)threadIdx.x < w) part[threadIdx.x] += part[threadIdx.x + w];
+    __syncthreads();
+  }
+}
+
 /* counts[e] = assignments to expert e; one block per expert (grid-stride), a fixed-order
  * shared-memory tree. blockDim.x: a power of two <= MOE_THREADS (as in every tree below). */
 __global__ void moe_count_kernel(int *counts, const int *expert, int NK, int E) {
@@ -129,12 +140,7 @@ __global__ void moe_count_kernel(int *counts, const int *expert, int NK, int E) 
     int c = 0;
     for (int a = threadIdx.x; a < NK; a += blockDim.x)
       c += expert[a] == e;
-    part[threadIdx.x] = c;
-    __syncthreads();
-    for (int w = (int)blockDim.x / 2; w > 0; w >>= 1) {
-      if ((int)threadIdx.x < w) part[threadIdx.x] += part[threadIdx.x + w];
-      __syncthreads();
-    }
+    moe_tree_sum(part, c);
     if (threadIdx.x == 0) counts[e] = part[0];
     __syncthreads();
   }
@@ -179,12 +185,7 @@ __global__ void moe_prob_sum_kernel(double *P, const float *probs, int N, int E)
     double s = 0;
     for (int t = threadIdx.x; t < N; t += blockDim.x)
       s += probs[(size_t)t * E + e];
-    part[threadIdx.x] = s;
-    __syncthreads();
-    for (int w = (int)blockDim.x / 2; w > 0; w >>= 1) {
-      if ((int)threadIdx.x < w) part[threadIdx.x] += part[threadIdx.x + w];
-      __syncthreads();
-    }
+    moe_tree_sum(part, s);
     if (threadIdx.x == 0) P[e] = part[0];
     __syncthreads();
   }
@@ -364,12 +365,7 @@ __global__ void moe_unpermute_backward_kernel(T *dyp, float *dgate, const T *dou
         kcuda_st(dyp, i, kcuda_ld(dyp, i) + __fmul_rn(g, dv));
         dot += __dmul_rn((double)dv, (double)kcuda_ld(yp, i));
       }
-      part[threadIdx.x] = dot;
-      __syncthreads();
-      for (int w = (int)blockDim.x / 2; w > 0; w >>= 1) {
-        if ((int)threadIdx.x < w) part[threadIdx.x] += part[threadIdx.x + w];
-        __syncthreads();
-      }
+      moe_tree_sum(part, dot);
       if (threadIdx.x == 0) dgate[(size_t)t * K + k] += (float)part[0];
       __syncthreads();
     }
@@ -403,6 +399,23 @@ __device__ __forceinline__ void moe_tile_rows(const int *offsets, int E, int j, 
   *row0 = sh[1];
   *row1 = sh[2];
   __syncthreads();
+}
+
+/* One shared-memory slab of a 64 x 64 fp32 tile: thread (tx, ty) of the 16 x 16 adds the
+ * outer products of its 4 rows of As (ty + 16 i) and 4 columns of Bs (tx + 16 j) over the
+ * slab's MOE_TK depth into acc. */
+__device__ __forceinline__ void moe_slab_product(float acc[4][4], const float (*As)[MOE_TM],
+                                                 const float (*Bs)[MOE_TN], int tx, int ty) {
+  for (int kk = 0; kk < MOE_TK; kk++) {
+    float a[4], b[4];
+    for (int i = 0; i < 4; i++) {
+      a[i] = As[kk][ty + 16 * i];
+      b[i] = Bs[kk][tx + 16 * i];
+    }
+    for (int i = 0; i < 4; i++)
+      for (int j = 0; j < 4; j++)
+        acc[i][j] += a[i] * b[j];
+  }
 }
 
 /* Row-tiled GEMM for the forward and dinp: for the rows [row0, row1) of one expert,
@@ -447,16 +460,7 @@ __global__ void moe_grouped_gemm_rows_kernel(T *Y, const T *A, const float *W, c
       Bs[kk][n] = v;
     }
     __syncthreads();
-    for (int kk = 0; kk < MOE_TK; kk++) {
-      float a[4], b[4];
-      for (int i = 0; i < 4; i++) {
-        a[i] = As[kk][ty + 16 * i];
-        b[i] = Bs[kk][tx + 16 * i];
-      }
-      for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 4; j++)
-          acc[i][j] += a[i] * b[j];
-    }
+    moe_slab_product(acc, As, Bs, tx, ty);
     __syncthreads();
   }
   for (int i = 0; i < 4; i++) {
@@ -499,16 +503,7 @@ __global__ void moe_grouped_dweight_kernel(float *dweight, const T *dout, const 
       Bs[kk][n] = r < r1 && c < C ? kcuda_ld(inp, (size_t)r * C + c) : 0.0f;
     }
     __syncthreads();
-    for (int kk = 0; kk < MOE_TK; kk++) {
-      float a[4], b[4];
-      for (int i = 0; i < 4; i++) {
-        a[i] = As[kk][ty + 16 * i];
-        b[i] = Bs[kk][tx + 16 * i];
-      }
-      for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 4; j++)
-          acc[i][j] += a[i] * b[j];
-    }
+    moe_slab_product(acc, As, Bs, tx, ty);
     __syncthreads();
   }
   float *dW = dweight + (size_t)e * OC * C;

@@ -1,9 +1,9 @@
 /*
  * test_common.c — common/: the one JSON string escaper (every form it writes, bytes that are
  * not UTF-8, the HTML-safe mode, a length that cuts a sequence, the fixed-buffer helper's
- * cut and count), the JSON skimmer, mkdir -p and write-all, the hash against FNV-1a's
- * published vectors, and which files of a run directory are stepscope's derived outputs
- * (removed by --force) and which are not (a user's file, a PyTorch trace, a prediction).
+ * cut and count), the JSON skimmer, mkdir -p and write-all, array growth, the hash against
+ * FNV-1a's published vectors, and which files of a run directory are stepscope's derived
+ * outputs (removed by --force) and which are not (a user's file, a PyTorch trace, a prediction).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "sc_file.h"
+#include "sc_grow.h"
 #include "sc_hash.h"
 #include "sc_json.h"
 #include "sc_json_skim.h"
@@ -243,10 +244,27 @@ static void test_derived_outputs(void) {
   CHECK(system(cmd) == 0, "cleanup");
 }
 
+static void test_grow(void) {
+  size_t cap = 0;
+  int *a = sc_grow(NULL, &cap, 5, sizeof *a, 4);
+  CHECK(a && cap == 8, "from empty: first 4 doubled to 8 for 5 (cap %zu)", cap);
+  int *same = sc_grow(a, &cap, 8, sizeof *a, 4);
+  CHECK(same == a && cap == 8, "enough room: the same array (cap %zu)", cap);
+  for (int i = 0; i < 8; i++)
+    a[i] = i;
+  int *b = sc_grow(a, &cap, 33, sizeof *b, 4);
+  CHECK(b && cap == 64 && b[7] == 7, "8 doubled to 64 for 33, contents kept (cap %zu)", cap);
+  if (b) a = b;
+  CHECK(sc_grow(a, &cap, (size_t)-1, sizeof *a, 4) == NULL && cap == 64,
+        "an impossible size: NULL, capacity unchanged (cap %zu)", cap);
+  free(a);
+}
+
 int main(void) {
   test_escaper();
   test_buffer_helper();
   test_files();
+  test_grow();
   test_skimmer();
   test_hash();
   test_derived_outputs();

@@ -188,16 +188,6 @@ static void buffer_release(uint8_t *b, size_t used) {
   pthread_mutex_unlock(&pool_lock);
 }
 
-static void write_dropped(uint64_t count) {
-  stepscope_record r;
-  memset(&r, 0, sizeof r);
-  r.kind = STEPSCOPE_REC_DROPPED;
-  r.u.dropped.time_ns = stepscope_now_ns();
-  r.u.dropped.count = count;
-  r.u.dropped.source = STEPSCOPE_DROP_CUPTI;
-  stepscope_emit(&r);
-}
-
 static void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t *buffer,
                                       size_t size, size_t valid) {
   CUpti_Activity *record = NULL;
@@ -214,7 +204,7 @@ static void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uin
   size_t dropped = 0;
   if (cuptiActivityGetNumDroppedRecords(context, stream_id, &dropped) == CUPTI_SUCCESS &&
       dropped > 0)
-    write_dropped(dropped);
+    sgpu_emit_dropped(dropped, STEPSCOPE_DROP_CUPTI);
   buffer_release(buffer, valid);
 }
 

@@ -51,6 +51,14 @@ void sgpu_warn_once(int *once_flag, const char *source, const char *fmt, ...) {
   fprintf(stderr, "stepscope: %s: %s\n", source, message);
 }
 
+void sgpu_emit_dropped(uint64_t count, stepscope_drop_source source) {
+  stepscope_record r = {.kind = STEPSCOPE_REC_DROPPED};
+  r.u.dropped.time_ns = stepscope_now_ns();
+  r.u.dropped.count = count;
+  r.u.dropped.source = source;
+  stepscope_emit(&r);
+}
+
 void sgpu_session_add_flush(void (*flush)(void)) {
   pthread_mutex_lock(&session_lock);
   int known = 0;

@@ -34,6 +34,10 @@ int sgpu_session_linked_program(void);
 void sgpu_warn_once(int *once_flag, const char *source, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Writes one dropped record at the current time: `count` records of `source` (a
+ * stepscope_drop_source) were lost. */
+void sgpu_emit_dropped(uint64_t count, stepscope_drop_source source);
+
 /* Hooks the CUPTI source installs when it runs (all NULL otherwise). */
 typedef struct sgpu_hooks {
   /* Trace stream id of a CUDA stream handle (cudaStream_t), 0 if unknown. */

@@ -622,13 +622,7 @@ static int fill_module(const NvtxExportTableCallbacks *cb, NvtxCallbackModule mo
 static void write_drop_count(void) {
   uint64_t n = __atomic_exchange_n(&dropped, 0, __ATOMIC_RELAXED);
   if (!n || !stepscope_active()) return;
-  stepscope_record rec;
-  memset(&rec, 0, sizeof rec);
-  rec.kind = STEPSCOPE_REC_DROPPED;
-  rec.u.dropped.time_ns = stepscope_now_ns();
-  rec.u.dropped.count = n;
-  rec.u.dropped.source = STEPSCOPE_DROP_NVTX;
-  stepscope_emit(&rec);
+  sgpu_emit_dropped(n, STEPSCOPE_DROP_NVTX);
 }
 
 /* Writes the NVTX drop count now (called at exit by the injection library). */

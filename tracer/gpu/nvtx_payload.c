@@ -91,62 +91,70 @@ static const schema *find(const void *domain, uint64_t id) {
   return NULL;
 }
 
-uint64_t sgpu_nvtx_schema_register(const void *domain, const nvtxPayloadSchemaAttr_t *attr) {
-  if (!attr || !(attr->fieldMask & NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_ENTRIES) || !attr->entries)
-    return 0;
+/* Adds a schema for `domain` to the table: with *given_id as its id, or the next dynamic id
+ * when given_id is NULL; fill() sets the rest from attr. The new schema's id, 0 when the table
+ * is full. */
+static uint64_t add_schema(const void *domain, const uint64_t *given_id,
+                           void (*fill)(schema *s, const void *attr), const void *attr) {
   uint64_t id = 0;
   pthread_mutex_lock(&table_lock);
   schema *s = new_slot();
   if (s) {
     s->domain = domain;
-    id = (attr->fieldMask & NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_SCHEMA_ID) ? attr->schemaId
-                                                                      : next_dynamic_id++;
+    id = given_id ? *given_id : next_dynamic_id++;
     s->id = id;
-    s->static_size = (attr->fieldMask & NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_STATIC_SIZE)
-                         ? attr->payloadStaticSize
-                         : 0;
-    size_t n = (attr->fieldMask & NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_NUM_ENTRIES) ? attr->numEntries
-                                                                              : MAX_ENTRIES;
-    for (size_t i = 0; i < n && s->n_entries < MAX_ENTRIES; i++) {
-      const nvtxPayloadSchemaEntry_t *e = &attr->entries[i];
-      /* Without a count, the entry list ends with a zero type. */
-      if (!(attr->fieldMask & NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_NUM_ENTRIES) && e->type == 0) break;
-      schema_entry *d = &s->entries[s->n_entries++];
-      d->type = e->type;
-      d->flags = e->flags;
-      d->offset = e->offset;
-      d->array_size = e->arrayOrUnionDetail;
-      copy_name(d->name, e->name);
-    }
+    fill(s, attr);
     publish();
   }
   pthread_mutex_unlock(&table_lock);
   return id;
 }
 
+static void fill_struct_schema(schema *s, const void *arg) {
+  const nvtxPayloadSchemaAttr_t *attr = arg;
+  s->static_size =
+      (attr->fieldMask & NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_STATIC_SIZE) ? attr->payloadStaticSize : 0;
+  size_t n = (attr->fieldMask & NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_NUM_ENTRIES) ? attr->numEntries
+                                                                            : MAX_ENTRIES;
+  for (size_t i = 0; i < n && s->n_entries < MAX_ENTRIES; i++) {
+    const nvtxPayloadSchemaEntry_t *e = &attr->entries[i];
+    /* Without a count, the entry list ends with a zero type. */
+    if (!(attr->fieldMask & NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_NUM_ENTRIES) && e->type == 0) break;
+    schema_entry *d = &s->entries[s->n_entries++];
+    d->type = e->type;
+    d->flags = e->flags;
+    d->offset = e->offset;
+    d->array_size = e->arrayOrUnionDetail;
+    copy_name(d->name, e->name);
+  }
+}
+
+static void fill_enum_schema(schema *s, const void *arg) {
+  const nvtxPayloadEnumAttr_t *attr = arg;
+  s->is_enum = 1;
+  s->enum_size = (attr->fieldMask & NVTX_PAYLOAD_ENUM_ATTR_FIELD_SIZE) ? attr->sizeOfEnum : 4;
+  size_t n = (attr->fieldMask & NVTX_PAYLOAD_ENUM_ATTR_FIELD_NUM_ENTRIES) ? attr->numEntries : 0;
+  for (size_t i = 0; i < n && s->n_values < MAX_ENUM_VALUES; i++) {
+    s->values[s->n_values] = attr->entries[i].value;
+    copy_name(s->value_names[s->n_values], attr->entries[i].name);
+    s->n_values++;
+  }
+}
+
+uint64_t sgpu_nvtx_schema_register(const void *domain, const nvtxPayloadSchemaAttr_t *attr) {
+  if (!attr || !(attr->fieldMask & NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_ENTRIES) || !attr->entries)
+    return 0;
+  return add_schema(
+      domain, (attr->fieldMask & NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_SCHEMA_ID) ? &attr->schemaId : NULL,
+      fill_struct_schema, attr);
+}
+
 uint64_t sgpu_nvtx_enum_register(const void *domain, const nvtxPayloadEnumAttr_t *attr) {
   if (!attr || !(attr->fieldMask & NVTX_PAYLOAD_ENUM_ATTR_FIELD_ENTRIES) || !attr->entries)
     return 0;
-  uint64_t id = 0;
-  pthread_mutex_lock(&table_lock);
-  schema *s = new_slot();
-  if (s) {
-    s->domain = domain;
-    s->is_enum = 1;
-    id = (attr->fieldMask & NVTX_PAYLOAD_ENUM_ATTR_FIELD_SCHEMA_ID) ? attr->schemaId
-                                                                    : next_dynamic_id++;
-    s->id = id;
-    s->enum_size = (attr->fieldMask & NVTX_PAYLOAD_ENUM_ATTR_FIELD_SIZE) ? attr->sizeOfEnum : 4;
-    size_t n = (attr->fieldMask & NVTX_PAYLOAD_ENUM_ATTR_FIELD_NUM_ENTRIES) ? attr->numEntries : 0;
-    for (size_t i = 0; i < n && s->n_values < MAX_ENUM_VALUES; i++) {
-      s->values[s->n_values] = attr->entries[i].value;
-      copy_name(s->value_names[s->n_values], attr->entries[i].name);
-      s->n_values++;
-    }
-    publish();
-  }
-  pthread_mutex_unlock(&table_lock);
-  return id;
+  return add_schema(
+      domain, (attr->fieldMask & NVTX_PAYLOAD_ENUM_ATTR_FIELD_SCHEMA_ID) ? &attr->schemaId : NULL,
+      fill_enum_schema, attr);
 }
 
 /* ---- JSON output --------------------------------------------------------- */

@@ -61,6 +61,7 @@
 #include "error.h"
 #include "reader_cache.h"
 #include "record_codec.h"
+#include "sc_grow.h"
 #include "stepscope.h"
 #include "string_arena.h"
 
@@ -415,13 +416,9 @@ static int add_string(stepscope_reader *r, const stepscope_string *s, stepscope_
     return STEPSCOPE_E_LIMIT;
   }
   if (r->nstrings + 2 + lost > r->strings_cap) {
-    size_t cap = r->strings_cap ? r->strings_cap * 2 : 1024;
-    while (cap < r->nstrings + 2 + lost)
-      cap *= 2;
-    char **n = realloc(r->strings, cap * sizeof *n);
+    char **n = sc_grow(r->strings, &r->strings_cap, r->nstrings + 2 + lost, sizeof *n, 1024);
     if (!n) goto nomem;
     r->strings = n;
-    r->strings_cap = cap;
   }
   const char *copy = arena_store(r, s->data, s->length);
   if (!copy) goto nomem;

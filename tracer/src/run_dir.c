@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "sc_grow.h"
 #include "stepscope.h"
 
 static int is_trace_name(const char *name) {
@@ -46,14 +47,12 @@ int stepscope_run_files(const char *dir, char ***paths, size_t *count, stepscope
   while ((e = readdir(d))) {
     if (!is_trace_name(e->d_name)) continue;
     if (n == cap) {
-      size_t ncap = cap ? cap * 2 : 64;
-      char **nl = realloc(list, ncap * sizeof *nl);
+      char **nl = sc_grow(list, &cap, n + 1, sizeof *nl, 64);
       if (!nl) {
         rc = STEPSCOPE_E_NOMEM;
         break;
       }
       list = nl;
-      cap = ncap;
     }
     size_t len = strlen(dir) + 1 + strlen(e->d_name) + 1;
     char *path = malloc(len);

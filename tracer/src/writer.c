@@ -225,6 +225,12 @@ static int write_frame(stepscope_writer *w, const byte_buf *const *pieces, size_
   return 0;
 }
 
+/* Frees a buffer's bytes and leaves it empty. */
+static void buf_release(byte_buf *b) {
+  free(b->data);
+  *b = (byte_buf){0};
+}
+
 /* Keeps a written buffer of the standard size for reuse, or frees it. */
 static void recycle_buffer(stepscope_writer *w, byte_buf *b) {
   if (b->cap == BUFFER_BYTES) {
@@ -235,8 +241,7 @@ static void recycle_buffer(stepscope_writer *w, byte_buf *b) {
     }
     pthread_mutex_unlock(&w->full_mu);
   }
-  free(b->data);
-  *b = (byte_buf){0};
+  buf_release(b);
 }
 
 /* A buffer of `cap` bytes: a recycled one when it is of the standard size. */
@@ -336,8 +341,7 @@ static int close_frame(stepscope_writer *w, frame_mode mode, stepscope_error *er
       if (final) {
         if (tb->buf.data) {
           atomic_fetch_add(&w->dropped, count_records(&tb->buf));
-          free(tb->buf.data);
-          tb->buf = (byte_buf){0};
+          buf_release(&tb->buf);
         }
         tb->closed = 1;
       }
@@ -798,14 +802,12 @@ int writer_retire_reason(stepscope_writer *w, uint32_t reason, int sig, stepscop
   w->fd = -1;
   ZSTD_freeCCtx(w->cctx);
   w->cctx = NULL;
-  free(w->out.data);
-  w->out = (byte_buf){0};
+  buf_release(&w->out);
   pthread_mutex_unlock(&w->frame_mu);
   pthread_mutex_lock(&w->intern_mu);
   intern_destroy(w->strings);
   w->strings = NULL;
-  free(w->pending_strings.data);
-  w->pending_strings = (byte_buf){0};
+  buf_release(&w->pending_strings);
   pthread_mutex_unlock(&w->intern_mu);
   pthread_mutex_lock(&w->full_mu);
   for (unsigned i = 0; i < w->nspare; i++)

@@ -14,6 +14,7 @@
 #include "device_cuda.h"
 #include "ring_links.h"
 #include "stepscope.h"
+#include "zalloc.h"
 
 #define PENDING_RING 256
 #define MAX_COMMS    64
@@ -128,9 +129,8 @@ comm_nccl_job *comm_nccl_job_open(dev_device *dev, rdzv_store *store, int world_
     rdzv_close(store);
     return NULL;
   }
-  comm_nccl_job *job = calloc(1, sizeof *job);
+  comm_nccl_job *job = zalloc(sizeof *job, err, errlen);
   if (!job) {
-    snprintf(err, errlen, "out of memory");
     rdzv_close(store);
     return NULL;
   }
@@ -298,6 +298,15 @@ static int nccl_result(comm_nccl *c, nccl_link *l, ncclResult_t r, const char *o
   return -1;
 }
 
+/* The end of every enqueue: a failed one aborts the job (-1); else the operation is tracked
+ * for the watchdog and takes the group's next sequence number. */
+static int enqueued(comm_nccl *c, nccl_link *l, dev_stream *s, ncclResult_t r, const char *op) {
+  if (nccl_result(c, l, r, op) != 0) return -1;
+  track(c, l, s, op);
+  c->seq++;
+  return 0;
+}
+
 /* ---- groups ---------------------------------------------------------------------------------- */
 
 static nccl_link *link_create(comm_nccl_job *job, const char *key, int nranks, int my_rank,
@@ -306,11 +315,8 @@ static nccl_link *link_create(comm_nccl_job *job, const char *key, int nranks, i
     snprintf(err, errlen, "rank %d: more than %d NCCL communicators", job->rank, MAX_COMMS);
     return NULL;
   }
-  nccl_link *l = calloc(1, sizeof *l);
-  if (!l) {
-    snprintf(err, errlen, "out of memory");
-    return NULL;
-  }
+  nccl_link *l = zalloc(sizeof *l, err, errlen);
+  if (!l) return NULL;
   snprintf(l->label, sizeof l->label, "%s", label);
   ncclUniqueId id;
   char e[512];
@@ -359,11 +365,8 @@ comm *comm_nccl_group(comm_nccl_job *job, comm_kind kind, const char *name, cons
     snprintf(err, errlen, "rank %d is not a member of group %s", job->rank, name);
     return NULL;
   }
-  comm_nccl *c = calloc(1, sizeof *c);
-  if (!c) {
-    snprintf(err, errlen, "out of memory");
-    return NULL;
-  }
+  comm_nccl *c = zalloc(sizeof *c, err, errlen);
+  if (!c) return NULL;
   c->job = job;
   c->kind = kind;
   snprintf(c->name, sizeof c->name, "%s", name);
@@ -491,10 +494,7 @@ static int nccl_allreduce(comm *cc, dev_stream *s, void *buf, size_t count, comm
   dev_cuda_note_write(c->job->dev, buf);
   ncclResult_t r =
       ncclAllReduce(buf, buf, count, nccl_type(dt), ncclSum, c->main->comm, stream_of(s));
-  if (nccl_result(c, c->main, r, "allreduce") != 0) return -1;
-  track(c, c->main, s, "allreduce");
-  c->seq++;
-  return 0;
+  return enqueued(c, c->main, s, r, "allreduce");
 }
 
 static int nccl_reduce_scatter(comm *cc, dev_stream *s, void *out, const void *in, size_t count,
@@ -505,10 +505,7 @@ static int nccl_reduce_scatter(comm *cc, dev_stream *s, void *out, const void *i
   dev_cuda_note_write(c->job->dev, out);
   ncclResult_t r =
       ncclReduceScatter(in, out, count, nccl_type(dt), ncclSum, c->main->comm, stream_of(s));
-  if (nccl_result(c, c->main, r, "reduce_scatter") != 0) return -1;
-  track(c, c->main, s, "reduce_scatter");
-  c->seq++;
-  return 0;
+  return enqueued(c, c->main, s, r, "reduce_scatter");
 }
 
 static int nccl_allgather(comm *cc, dev_stream *s, void *out, const void *in, size_t count,
@@ -519,10 +516,7 @@ static int nccl_allgather(comm *cc, dev_stream *s, void *out, const void *in, si
   /* NCCL supports the in-place form (in == out + rank*count) directly */
   dev_cuda_note_write(c->job->dev, out);
   ncclResult_t r = ncclAllGather(in, out, count, nccl_type(dt), c->main->comm, stream_of(s));
-  if (nccl_result(c, c->main, r, "allgather") != 0) return -1;
-  track(c, c->main, s, "allgather");
-  c->seq++;
-  return 0;
+  return enqueued(c, c->main, s, r, "allgather");
 }
 
 static int nccl_broadcast(comm *cc, dev_stream *s, void *buf, size_t bytes, int root) {
@@ -531,10 +525,7 @@ static int nccl_broadcast(comm *cc, dev_stream *s, void *buf, size_t bytes, int 
   if (!usable(c)) return -1;
   dev_cuda_note_write(c->job->dev, buf);
   ncclResult_t r = ncclBroadcast(buf, buf, bytes, ncclInt8, root, c->main->comm, stream_of(s));
-  if (nccl_result(c, c->main, r, "broadcast") != 0) return -1;
-  track(c, c->main, s, "broadcast");
-  c->seq++;
-  return 0;
+  return enqueued(c, c->main, s, r, "broadcast");
 }
 
 /* The link that carries traffic between this rank and `peer` in the given direction
@@ -568,10 +559,7 @@ static int nccl_send(comm *cc, dev_stream *s, const void *buf, size_t bytes, int
   int p = 0;
   nccl_link *l = p2p_link(c, peer, 1, &p);
   ncclResult_t r = ncclSend(buf, bytes, ncclInt8, p, l->comm, stream_of(s));
-  if (nccl_result(c, l, r, "send") != 0) return -1;
-  track(c, l, s, "send");
-  c->seq++;
-  return 0;
+  return enqueued(c, l, s, r, "send");
 }
 
 static int nccl_recv(comm *cc, dev_stream *s, void *buf, size_t bytes, int peer, unsigned flags) {
@@ -582,10 +570,7 @@ static int nccl_recv(comm *cc, dev_stream *s, void *buf, size_t bytes, int peer,
   nccl_link *l = p2p_link(c, peer, 0, &p);
   dev_cuda_note_write(c->job->dev, buf);
   ncclResult_t r = ncclRecv(buf, bytes, ncclInt8, p, l->comm, stream_of(s));
-  if (nccl_result(c, l, r, "recv") != 0) return -1;
-  track(c, l, s, "recv");
-  c->seq++;
-  return 0;
+  return enqueued(c, l, s, r, "recv");
 }
 
 static int nccl_barrier(comm *cc, dev_stream *s) {

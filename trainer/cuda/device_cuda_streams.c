@@ -215,23 +215,29 @@ static staging_slot *take_staging_slot(dev_device *d) {
   return slot;
 }
 
+static int copy_async(dev_stream *s, void *dst, const void *src, size_t bytes,
+                      enum cudaMemcpyKind kind, const char *what) {
+  return cuda_ok(s->d, cudaMemcpyAsync(dst, src, bytes, kind, s->s), what);
+}
+
+/* The slot's copy is enqueued: the slot is busy until the stream passes this point. */
+static void staging_enqueued(dev_stream *s, staging_slot *slot) {
+  cuda_ok(s->d, cudaEventRecord(slot->copied, s->s), "cudaEventRecord (staging)");
+  slot->used = 1;
+}
+
 void cuda_copy_to_device(dev_stream *s, void *dst, const void *src, size_t bytes) {
   SKIP_IF_FAILED(s);
   wrote(s, dst);
-  dev_device *d = s->d;
-  staging_slot *slot = bytes <= STAGING_SLOT_BYTES ? take_staging_slot(d) : NULL;
-  if (!slot) {
-    /* pageable: the driver stages it and returns once src may be reused */
-    cuda_ok(d, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s->s),
-            "cudaMemcpyAsync (to device)");
-    return;
+  staging_slot *slot = bytes <= STAGING_SLOT_BYTES ? take_staging_slot(s->d) : NULL;
+  if (slot) {
+    memcpy(slot->host, src, bytes);
+    if (copy_async(s, dst, slot->host, bytes, cudaMemcpyHostToDevice,
+                   "cudaMemcpyAsync (to device)"))
+      staging_enqueued(s, slot);
+  } else { /* pageable: the driver stages it and returns once src may be reused */
+    copy_async(s, dst, src, bytes, cudaMemcpyHostToDevice, "cudaMemcpyAsync (to device)");
   }
-  memcpy(slot->host, src, bytes);
-  if (!cuda_ok(d, cudaMemcpyAsync(dst, slot->host, bytes, cudaMemcpyHostToDevice, s->s),
-               "cudaMemcpyAsync (to device)"))
-    return;
-  cuda_ok(d, cudaEventRecord(slot->copied, s->s), "cudaEventRecord (staging)");
-  slot->used = 1;
 }
 
 /* Runs on a driver thread once the device-to-host copy into the slot is done. */
@@ -242,26 +248,21 @@ static void CUDART_CB deliver_to_host(void *arg) {
 
 void cuda_copy_to_host(dev_stream *s, void *dst, const void *src, size_t bytes) {
   SKIP_IF_FAILED(s);
-  dev_device *d = s->d;
   /* Small copies (losses, norms) complete asynchronously like every other operation:
    * into a pinned slot, then a host function moves the bytes to dst. The host thus
    * never blocks inside the driver, and stream_synchronize's watchdog keeps running
    * while a collective before the copy hangs. */
-  staging_slot *slot = bytes <= STAGING_SLOT_BYTES ? take_staging_slot(d) : NULL;
-  if (!slot) {
-    /* pageable destination: the driver returns once the copy has completed */
-    cuda_ok(d, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s->s),
-            "cudaMemcpyAsync (to host)");
-    return;
+  staging_slot *slot = bytes <= STAGING_SLOT_BYTES ? take_staging_slot(s->d) : NULL;
+  if (slot) {
+    slot->user_dst = dst;
+    slot->bytes = bytes;
+    if (copy_async(s, slot->host, src, bytes, cudaMemcpyDeviceToHost,
+                   "cudaMemcpyAsync (to host)") &&
+        cuda_ok(s->d, cudaLaunchHostFunc(s->s, deliver_to_host, slot), "cudaLaunchHostFunc"))
+      staging_enqueued(s, slot);
+  } else { /* pageable destination: the driver returns once the copy has completed */
+    copy_async(s, dst, src, bytes, cudaMemcpyDeviceToHost, "cudaMemcpyAsync (to host)");
   }
-  slot->user_dst = dst;
-  slot->bytes = bytes;
-  if (!cuda_ok(d, cudaMemcpyAsync(slot->host, src, bytes, cudaMemcpyDeviceToHost, s->s),
-               "cudaMemcpyAsync (to host)") ||
-      !cuda_ok(d, cudaLaunchHostFunc(s->s, deliver_to_host, slot), "cudaLaunchHostFunc"))
-    return;
-  cuda_ok(d, cudaEventRecord(slot->copied, s->s), "cudaEventRecord (staging)");
-  slot->used = 1;
 }
 
 void cuda_copy(dev_stream *s, void *dst, const void *src, size_t bytes) {

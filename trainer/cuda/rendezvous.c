@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "zalloc.h"
+
 #define RDZV_MAX_KEY   200
 #define RDZV_MAX_VALUE 4096
 #define RDZV_MAX_KEYS  1024
@@ -36,38 +38,37 @@ static int env_int(const char *name, int *out) {
   return 1;
 }
 
+/* The launchers recognized, tried in this order, by the variables they set. */
+static const struct launcher_vars {
+  const char *source, *rank, *world, *local_rank, *local_world;
+} launchers[] = {
+    {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"},
+    {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"},
+    {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+     "OMPI_COMM_WORLD_LOCAL_SIZE"},
+    {"pmi", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
+};
+
 int rdzv_env_detect(rdzv_env *e) {
   memset(e, 0, sizeof *e);
   e->world = 1;
   e->local_world = 1;
   e->local_rank = -1;
   e->local_world = -1;
-  int found = 1;
-  int torchrun_style = 0;
-  if (env_int("RANK", &e->rank) && env_int("WORLD_SIZE", &e->world)) {
-    snprintf(e->source, sizeof e->source, "torchrun");
-    torchrun_style = 1;
-    env_int("LOCAL_RANK", &e->local_rank);
-    env_int("LOCAL_WORLD_SIZE", &e->local_world);
-  } else if (env_int("SLURM_PROCID", &e->rank) && env_int("SLURM_NTASKS", &e->world)) {
-    snprintf(e->source, sizeof e->source, "slurm");
-    env_int("SLURM_LOCALID", &e->local_rank);
-    env_int("SLURM_NTASKS_PER_NODE", &e->local_world);
-  } else if (env_int("OMPI_COMM_WORLD_RANK", &e->rank) &&
-             env_int("OMPI_COMM_WORLD_SIZE", &e->world)) {
-    snprintf(e->source, sizeof e->source, "openmpi");
-    env_int("OMPI_COMM_WORLD_LOCAL_RANK", &e->local_rank);
-    env_int("OMPI_COMM_WORLD_LOCAL_SIZE", &e->local_world);
-  } else if (env_int("PMI_RANK", &e->rank) && env_int("PMI_SIZE", &e->world)) {
-    snprintf(e->source, sizeof e->source, "pmi");
-    env_int("MPI_LOCALRANKID", &e->local_rank);
-    env_int("MPI_LOCALNRANKS", &e->local_world);
+  const struct launcher_vars *l = NULL;
+  for (size_t i = 0; i < sizeof launchers / sizeof launchers[0] && !l; i++)
+    if (env_int(launchers[i].rank, &e->rank) && env_int(launchers[i].world, &e->world))
+      l = &launchers[i];
+  if (l) {
+    snprintf(e->source, sizeof e->source, "%s", l->source);
+    env_int(l->local_rank, &e->local_rank);
+    env_int(l->local_world, &e->local_world);
   } else {
     snprintf(e->source, sizeof e->source, "none");
     e->rank = 0;
     e->world = 1;
-    found = 0;
   }
+  int found = l != NULL, torchrun_style = l == &launchers[0];
   if (e->local_rank < 0) e->local_rank = e->rank;
   e->local_world_known = e->local_world > 0 || torchrun_style || !found;
   if (e->local_world <= 0) e->local_world = e->world;
@@ -132,11 +133,8 @@ rdzv_store *rdzv_file_open(const char *dir, double timeout_s, char *err, size_t 
     snprintf(err, errlen, "rendezvous directory %s: %s", dir, strerror(errno));
     return NULL;
   }
-  rdzv_store *s = calloc(1, sizeof *s);
-  if (!s) {
-    snprintf(err, errlen, "out of memory");
-    return NULL;
-  }
+  rdzv_store *s = zalloc(sizeof *s, err, errlen);
+  if (!s) return NULL;
   snprintf(s->dir, sizeof s->dir, "%s", dir);
   s->timeout_s = timeout_s;
   s->listen_fd = -1;
@@ -196,33 +194,31 @@ static int file_get(rdzv_store *s, const char *key, void *value, size_t cap, siz
 
 /* ---- TCP ----------------------------------------------------------------------------- */
 
+/* Counts what a send or recv moved into *done: -1 when it failed or the peer closed, 0 when
+ * it was interrupted before moving anything (try again), else 1. */
+static int moved(ssize_t k, size_t *done) {
+  if (k < 0 && errno == EINTR) return 0;
+  if (k <= 0) return -1;
+  *done += (size_t)k;
+  return 1;
+}
+
 static int write_all(int fd, const void *buf, size_t n) {
   const char *p = buf;
-  while (n) {
-    ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return -1;
-    p += w;
-    n -= (size_t)w;
-  }
+  for (size_t done = 0; done < n;)
+    if (moved(send(fd, p + done, n - done, MSG_NOSIGNAL), &done) < 0) return -1;
   return 0;
 }
 
 /* Reads exactly n bytes, waiting at most until `until` (monotonic seconds). */
 static int read_all(int fd, void *buf, size_t n, double until) {
   char *p = buf;
-  while (n) {
+  for (size_t done = 0; done < n;) {
     int ms = (int)((until - mono_s()) * 1000);
     if (ms <= 0) return -1;
     struct pollfd pfd = {fd, POLLIN, 0};
-    int r = poll(&pfd, 1, ms > 1000 ? 1000 : ms);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) continue;
-    ssize_t got = recv(fd, p, n, 0);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return -1;
-    p += got;
-    n -= (size_t)got;
+    if (poll(&pfd, 1, ms > 1000 ? 1000 : ms) <= 0) continue; /* interrupted or nothing yet */
+    if (moved(recv(fd, p + done, n - done, 0), &done) < 0) return -1;
   }
   return 0;
 }
@@ -347,11 +343,8 @@ rdzv_store *rdzv_tcp_open(const char *addr, int port, int serve, double timeout_
     snprintf(err, errlen, "rendezvous: bad TCP port %d", port);
     return NULL;
   }
-  rdzv_store *s = calloc(1, sizeof *s);
-  if (!s) {
-    snprintf(err, errlen, "out of memory");
-    return NULL;
-  }
+  rdzv_store *s = zalloc(sizeof *s, err, errlen);
+  if (!s) return NULL;
   s->is_tcp = 1;
   s->timeout_s = timeout_s;
   s->listen_fd = -1;

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "data_hash.h"
+#include "sc_grow.h"
 #include "tokenizer.h"
 #include "tokenizer_internal.h"
 
@@ -45,17 +46,25 @@ static uint64_t bytes_hash(const unsigned char *p, size_t len) {
   return data_hash_mix(h ^ len);
 }
 
+/* The slot of piece text[offset .. offset+len-1] in a table of cap slots (a power of two):
+ * the word that holds it, or the empty slot where it goes (linear probing). */
+static size_t find_slot(const word_table *wt, const size_t *slots, size_t cap,
+                        const unsigned char *text, size_t offset, size_t len) {
+  const unsigned char *piece = text + offset;
+  size_t i = bytes_hash(piece, len) & (cap - 1);
+  for (; slots[i]; i = (i + 1) & (cap - 1)) {
+    const bpe_word *word = &wt->words[slots[i] - 1];
+    if (word->len == len && memcmp(text + word->text_offset, piece, len) == 0) break;
+  }
+  return i;
+}
+
 static int word_table_grow(word_table *wt, const unsigned char *text) {
   size_t cap = wt->slot_cap ? wt->slot_cap * 2 : 1024;
   size_t *slots = calloc(cap, sizeof *slots);
   if (!slots) return -1;
-  for (size_t w = 0; w < wt->word_count; w++) {
-    const bpe_word *word = &wt->words[w];
-    size_t i = bytes_hash(text + word->text_offset, word->len) & (cap - 1);
-    while (slots[i])
-      i = (i + 1) & (cap - 1);
-    slots[i] = w + 1;
-  }
+  for (size_t w = 0; w < wt->word_count; w++) /* distinct pieces: each finds an empty slot */
+    slots[find_slot(wt, slots, cap, text, wt->words[w].text_offset, wt->words[w].len)] = w + 1;
   free(wt->slots);
   wt->slots = slots;
   wt->slot_cap = cap;
@@ -65,21 +74,15 @@ static int word_table_grow(word_table *wt, const unsigned char *text) {
 /* Counts one occurrence of piece text[offset .. offset+len-1]. */
 static int word_table_add(word_table *wt, const unsigned char *text, size_t offset, size_t len) {
   if ((wt->word_count + 1) * 2 > wt->slot_cap && word_table_grow(wt, text) != 0) return -1;
-  const unsigned char *piece = text + offset;
-  size_t i = bytes_hash(piece, len) & (wt->slot_cap - 1);
-  for (; wt->slots[i]; i = (i + 1) & (wt->slot_cap - 1)) {
-    bpe_word *word = &wt->words[wt->slots[i] - 1];
-    if (word->len == len && memcmp(text + word->text_offset, piece, len) == 0) {
-      word->count++;
-      return 0;
-    }
+  size_t i = find_slot(wt, wt->slots, wt->slot_cap, text, offset, len);
+  if (wt->slots[i]) {
+    wt->words[wt->slots[i] - 1].count++;
+    return 0;
   }
   if (wt->word_count == wt->word_cap) {
-    size_t cap = wt->word_cap ? wt->word_cap * 2 : 1024;
-    bpe_word *words = realloc(wt->words, cap * sizeof *words);
+    bpe_word *words = sc_grow(wt->words, &wt->word_cap, wt->word_count + 1, sizeof *words, 1024);
     if (!words) return -1;
     wt->words = words;
-    wt->word_cap = cap;
   }
   wt->words[wt->word_count] = (bpe_word){offset, 0, (uint32_t)len, 1};
   wt->slots[i] = ++wt->word_count;

@@ -16,11 +16,11 @@
 #include "dataset.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "data_error.h"
 #include "data_hash.h"
 
 struct stepscope_dataset {
@@ -42,14 +42,6 @@ const char *stepscope_data_strerror(int code) {
   }
 }
 
-static void set_error(char *err, size_t err_size, const char *fmt, ...) {
-  if (!err || err_size == 0) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, err_size, fmt, ap);
-  va_end(ap);
-}
-
 /* Reads a whole file into memory. */
 static int read_file(const char *path, unsigned char **data_out, size_t *len_out, char *err,
                      size_t err_size) {
@@ -57,14 +49,14 @@ static int read_file(const char *path, unsigned char **data_out, size_t *len_out
   *len_out = 0;
   FILE *f = fopen(path, "rb");
   if (!f) {
-    set_error(err, err_size, "%s: cannot open: %s", path, strerror(errno));
+    data_set_error(err, err_size, "%s: cannot open: %s", path, strerror(errno));
     return STEPSCOPE_DATA_EIO;
   }
   size_t cap = 1 << 16, len = 0;
   unsigned char *data = malloc(cap);
   if (!data) {
     fclose(f);
-    set_error(err, err_size, "%s: out of memory", path);
+    data_set_error(err, err_size, "%s: out of memory", path);
     return STEPSCOPE_DATA_ENOMEM;
   }
   for (;;) {
@@ -73,7 +65,7 @@ static int read_file(const char *path, unsigned char **data_out, size_t *len_out
       if (!bigger) {
         free(data);
         fclose(f);
-        set_error(err, err_size, "%s: out of memory after %zu bytes", path, len);
+        data_set_error(err, err_size, "%s: out of memory after %zu bytes", path, len);
         return STEPSCOPE_DATA_ENOMEM;
       }
       data = bigger;
@@ -87,7 +79,7 @@ static int read_file(const char *path, unsigned char **data_out, size_t *len_out
   fclose(f);
   if (failed) {
     free(data);
-    set_error(err, err_size, "%s: read error", path);
+    data_set_error(err, err_size, "%s: read error", path);
     return STEPSCOPE_DATA_EIO;
   }
   *data_out = data;
@@ -104,8 +96,8 @@ static int tokenize_text(stepscope_dataset *ds, const stepscope_dataset_options 
   if (status == STEPSCOPE_TOKENIZER_OK)
     status = stepscope_tokenizer_encode(ds->tokenizer, text, len, &ds->tokens, &ds->count);
   if (status != STEPSCOPE_TOKENIZER_OK) {
-    set_error(err, err_size, "%s: tokenizer failed (%s)", source,
-              status == STEPSCOPE_TOKENIZER_ENOMEM ? "out of memory" : "invalid argument");
+    data_set_error(err, err_size, "%s: tokenizer failed (%s)", source,
+                   status == STEPSCOPE_TOKENIZER_ENOMEM ? "out of memory" : "invalid argument");
     return status == STEPSCOPE_TOKENIZER_ENOMEM ? STEPSCOPE_DATA_ENOMEM : STEPSCOPE_DATA_EINVAL;
   }
   ds->vocab = stepscope_tokenizer_vocab_size(ds->tokenizer);
@@ -127,18 +119,18 @@ int stepscope_dataset_open(stepscope_dataset **out, const stepscope_dataset_opti
   const stepscope_dataset_options *opt = options ? options : &defaults;
   if (opt->tokenizer != STEPSCOPE_TOKENIZER_KIND_BYTE &&
       opt->tokenizer != STEPSCOPE_TOKENIZER_KIND_BPE) {
-    set_error(err, err_size, "unknown tokenizer kind %d", (int)opt->tokenizer);
+    data_set_error(err, err_size, "unknown tokenizer kind %d", (int)opt->tokenizer);
     return STEPSCOPE_DATA_EINVAL;
   }
   if (opt->tokenizer == STEPSCOPE_TOKENIZER_KIND_BPE &&
       (opt->bpe_merges < 1 || opt->bpe_merges > STEPSCOPE_TOKENIZER_MAX_MERGES)) {
-    set_error(err, err_size, "BPE merges must be between 1 and %d, not %d",
-              STEPSCOPE_TOKENIZER_MAX_MERGES, opt->bpe_merges);
+    data_set_error(err, err_size, "BPE merges must be between 1 and %d, not %d",
+                   STEPSCOPE_TOKENIZER_MAX_MERGES, opt->bpe_merges);
     return STEPSCOPE_DATA_EINVAL;
   }
   stepscope_dataset *ds = calloc(1, sizeof *ds);
   if (!ds) {
-    set_error(err, err_size, "out of memory");
+    data_set_error(err, err_size, "out of memory");
     return STEPSCOPE_DATA_ENOMEM;
   }
 
@@ -167,9 +159,9 @@ int stepscope_dataset_open(stepscope_dataset **out, const stepscope_dataset_opti
     }
   }
   if (status == STEPSCOPE_DATA_OK && ds->count < 2) {
-    set_error(err, err_size,
-              "%s: only %zu tokens; at least 2 are needed (one input and its target)",
-              opt->path && opt->path[0] ? opt->path : "built-in corpus", ds->count);
+    data_set_error(err, err_size,
+                   "%s: only %zu tokens; at least 2 are needed (one input and its target)",
+                   opt->path && opt->path[0] ? opt->path : "built-in corpus", ds->count);
     status = STEPSCOPE_DATA_EFORMAT;
   }
   if (status != STEPSCOPE_DATA_OK) {

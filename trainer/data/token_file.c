@@ -11,11 +11,11 @@
  * a half-written file.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "data_error.h"
 #include "dataset.h"
 
 #define SSTOKENS_MAGIC       "SSTOKENS"
@@ -23,14 +23,6 @@
 #define LLMC_MAGIC           20240520u
 #define LLMC_HEADER_SIZE     (256 * 4)
 #define LLMC_VOCAB           50257
-
-static void set_error(char *err, size_t err_size, const char *fmt, ...) {
-  if (!err || err_size == 0) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, err_size, fmt, ap);
-  va_end(ap);
-}
 
 static uint32_t read_u32(const unsigned char *p) {
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
@@ -56,23 +48,23 @@ static int read_token_payload(FILE *f, const char *path, size_t count, int width
   /* check the size before allocating, so a corrupt count cannot ask for terabytes */
   long here = ftell(f);
   if (here < 0 || fseek(f, 0, SEEK_END) != 0) {
-    set_error(err, err_size, "%s: cannot seek: %s", path, strerror(errno));
+    data_set_error(err, err_size, "%s: cannot seek: %s", path, strerror(errno));
     return STEPSCOPE_DATA_EIO;
   }
   long end = ftell(f);
   if (end < 0 || fseek(f, here, SEEK_SET) != 0) {
-    set_error(err, err_size, "%s: cannot seek: %s", path, strerror(errno));
+    data_set_error(err, err_size, "%s: cannot seek: %s", path, strerror(errno));
     return STEPSCOPE_DATA_EIO;
   }
   uint64_t available = (uint64_t)(end - here) / (uint64_t)width;
   if ((uint64_t)count > available) {
-    set_error(err, err_size, "%s: truncated: header promises %zu tokens, file holds %llu", path,
-              count, (unsigned long long)available);
+    data_set_error(err, err_size, "%s: truncated: header promises %zu tokens, file holds %llu",
+                   path, count, (unsigned long long)available);
     return STEPSCOPE_DATA_EFORMAT;
   }
   int *tokens = malloc(sizeof *tokens * (count ? count : 1));
   if (!tokens) {
-    set_error(err, err_size, "%s: out of memory for %zu tokens", path, count);
+    data_set_error(err, err_size, "%s: out of memory for %zu tokens", path, count);
     return STEPSCOPE_DATA_ENOMEM;
   }
   unsigned char buf[1 << 14];
@@ -80,8 +72,9 @@ static int read_token_payload(FILE *f, const char *path, size_t count, int width
   while (done < count) {
     size_t want = count - done < per_chunk ? count - done : per_chunk;
     if (fread(buf, (size_t)width, want, f) != want) {
-      set_error(err, err_size, "%s: truncated: header promises %zu tokens, file ends after %zu",
-                path, count, done);
+      data_set_error(err, err_size,
+                     "%s: truncated: header promises %zu tokens, file ends after %zu", path, count,
+                     done);
       free(tokens);
       return STEPSCOPE_DATA_EFORMAT;
     }
@@ -89,8 +82,8 @@ static int read_token_payload(FILE *f, const char *path, size_t count, int width
       uint32_t v =
           width == 2 ? (uint32_t)buf[2 * i] | (uint32_t)buf[2 * i + 1] << 8 : read_u32(buf + 4 * i);
       if (v >= (uint32_t)vocab) {
-        set_error(err, err_size, "%s: token %zu is %u, outside the vocabulary of %d", path,
-                  done + i, v, vocab);
+        data_set_error(err, err_size, "%s: token %zu is %u, outside the vocabulary of %d", path,
+                       done + i, v, vocab);
         free(tokens);
         return STEPSCOPE_DATA_EFORMAT;
       }
@@ -110,7 +103,7 @@ int stepscope_token_file_read(const char *path, int **tokens_out, size_t *count_
   if (is_token_file) *is_token_file = 0;
   FILE *f = fopen(path, "rb");
   if (!f) {
-    set_error(err, err_size, "%s: cannot open: %s", path, strerror(errno));
+    data_set_error(err, err_size, "%s: cannot open: %s", path, strerror(errno));
     return STEPSCOPE_DATA_EIO;
   }
   unsigned char header[LLMC_HEADER_SIZE];
@@ -119,8 +112,8 @@ int stepscope_token_file_read(const char *path, int **tokens_out, size_t *count_
   if (got >= 8 && memcmp(header, SSTOKENS_MAGIC, 8) == 0) {
     if (is_token_file) *is_token_file = 1;
     if (got < SSTOKENS_HEADER_SIZE) {
-      set_error(err, err_size, "%s: truncated token file header (%zu of %d bytes)", path, got,
-                SSTOKENS_HEADER_SIZE);
+      data_set_error(err, err_size, "%s: truncated token file header (%zu of %d bytes)", path, got,
+                     SSTOKENS_HEADER_SIZE);
       status = STEPSCOPE_DATA_EFORMAT;
       goto out;
     }
@@ -128,19 +121,20 @@ int stepscope_token_file_read(const char *path, int **tokens_out, size_t *count_
              width = read_u32(header + 16);
     uint64_t count = read_u64(header + 24);
     if (version != 1) {
-      set_error(err, err_size, "%s: token file version %u is not supported (expected 1)", path,
-                version);
+      data_set_error(err, err_size, "%s: token file version %u is not supported (expected 1)", path,
+                     version);
       status = STEPSCOPE_DATA_EFORMAT;
     } else if (width != 2 && width != 4) {
-      set_error(err, err_size, "%s: %u bytes per token is not supported (2 or 4)", path, width);
+      data_set_error(err, err_size, "%s: %u bytes per token is not supported (2 or 4)", path,
+                     width);
       status = STEPSCOPE_DATA_EFORMAT;
     } else if (vocab < 1 || vocab > (uint32_t)INT32_MAX || (width == 2 && vocab > 65536)) {
-      set_error(err, err_size, "%s: vocabulary size %u is invalid for %u-byte tokens", path, vocab,
-                width);
+      data_set_error(err, err_size, "%s: vocabulary size %u is invalid for %u-byte tokens", path,
+                     vocab, width);
       status = STEPSCOPE_DATA_EFORMAT;
     } else if (count > SIZE_MAX / sizeof(int) || count > ((uint64_t)1 << 40)) {
-      set_error(err, err_size, "%s: token count %llu is implausible", path,
-                (unsigned long long)count);
+      data_set_error(err, err_size, "%s: token count %llu is implausible", path,
+                     (unsigned long long)count);
       status = STEPSCOPE_DATA_EFORMAT;
     } else {
       status = read_token_payload(f, path, (size_t)count, (int)width, (int)vocab, tokens_out, err,
@@ -156,15 +150,15 @@ int stepscope_token_file_read(const char *path, int **tokens_out, size_t *count_
     if (is_token_file) *is_token_file = 1;
     got += fread(header + got, 1, LLMC_HEADER_SIZE - got, f);
     if (got < LLMC_HEADER_SIZE) {
-      set_error(err, err_size, "%s: truncated llm.c token file header (%zu of %d bytes)", path, got,
-                LLMC_HEADER_SIZE);
+      data_set_error(err, err_size, "%s: truncated llm.c token file header (%zu of %d bytes)", path,
+                     got, LLMC_HEADER_SIZE);
       status = STEPSCOPE_DATA_EFORMAT;
       goto out;
     }
     uint32_t version = read_u32(header + 4), count = read_u32(header + 8);
     if (version != 1) {
-      set_error(err, err_size, "%s: llm.c token file version %u is not supported (expected 1)",
-                path, version);
+      data_set_error(err, err_size, "%s: llm.c token file version %u is not supported (expected 1)",
+                     path, version);
       status = STEPSCOPE_DATA_EFORMAT;
       goto out;
     }
@@ -175,7 +169,7 @@ int stepscope_token_file_read(const char *path, int **tokens_out, size_t *count_
     }
     goto out;
   }
-  set_error(err, err_size, "%s: not a token file (no SSTOKENS or llm.c magic)", path);
+  data_set_error(err, err_size, "%s: not a token file (no SSTOKENS or llm.c magic)", path);
   status = STEPSCOPE_DATA_EFORMAT;
 out:
   fclose(f);
@@ -185,13 +179,13 @@ out:
 int stepscope_token_file_write(const char *path, const int *tokens, size_t count, int vocab_size,
                                char *err, size_t err_size) {
   if (!path || vocab_size < 1 || (!tokens && count)) {
-    set_error(err, err_size, "token file write: invalid arguments");
+    data_set_error(err, err_size, "token file write: invalid arguments");
     return STEPSCOPE_DATA_EINVAL;
   }
   for (size_t i = 0; i < count; i++) {
     if (tokens[i] < 0 || tokens[i] >= vocab_size) {
-      set_error(err, err_size, "%s: token %zu is %d, outside the vocabulary of %d", path, i,
-                tokens[i], vocab_size);
+      data_set_error(err, err_size, "%s: token %zu is %d, outside the vocabulary of %d", path, i,
+                     tokens[i], vocab_size);
       return STEPSCOPE_DATA_EINVAL;
     }
   }
@@ -199,13 +193,13 @@ int stepscope_token_file_write(const char *path, const int *tokens, size_t count
   size_t tmp_len = strlen(path) + 5;
   char *tmp = malloc(tmp_len);
   if (!tmp) {
-    set_error(err, err_size, "%s: out of memory", path);
+    data_set_error(err, err_size, "%s: out of memory", path);
     return STEPSCOPE_DATA_ENOMEM;
   }
   snprintf(tmp, tmp_len, "%s.tmp", path);
   FILE *f = fopen(tmp, "wb");
   if (!f) {
-    set_error(err, err_size, "%s: cannot create: %s", tmp, strerror(errno));
+    data_set_error(err, err_size, "%s: cannot create: %s", tmp, strerror(errno));
     free(tmp);
     return STEPSCOPE_DATA_EIO;
   }
@@ -234,7 +228,7 @@ int stepscope_token_file_write(const char *path, const int *tokens, size_t count
   }
   if (fclose(f) != 0) ok = 0;
   if (!ok || rename(tmp, path) != 0) {
-    set_error(err, err_size, "%s: write failed: %s", path, strerror(errno));
+    data_set_error(err, err_size, "%s: write failed: %s", path, strerror(errno));
     remove(tmp);
     free(tmp);
     return STEPSCOPE_DATA_EIO;

@@ -66,6 +66,30 @@ SS.traceParserFactory = function () {
     }
   }
 
+  /* p inside an object, after its '{' or a member: skips white space and commas; returns
+   * where the next member's name (its quote) or the closing brace is, or INCOMPLETE. */
+  function nextMember(buf, p, n, where) {
+    for (;;) {
+      while (p < n && isWs(buf[p])) p++;
+      if (p >= n) return INCOMPLETE;
+      var c = buf[p];
+      if (c === 0x22 || c === 0x7d) return p;
+      if (c !== 0x2c) { pos = p; throw new ParseError('expected a member name' + where); }
+      p++;
+    }
+  }
+
+  /* p just after a member's name: returns where its value starts (past the ':' and white
+   * space), or INCOMPLETE. */
+  function memberValue(buf, p, n, where) {
+    while (p < n && isWs(buf[p])) p++;
+    if (p >= n) return INCOMPLETE;
+    if (buf[p] !== 0x3a) { pos = p; throw new ParseError('expected ":"' + where); }
+    p++;
+    while (p < n && isWs(buf[p])) p++;
+    return p < n ? p : INCOMPLETE;
+  }
+
   /* Skips any JSON value starting at p (after whitespace); INCOMPLETE when cut. */
   function skipValue(buf, p, n) {
     var c = buf[p];
@@ -504,13 +528,8 @@ SS.traceParserFactory = function () {
       var ke = skipString(buf, p, n);
       if (ke < 0) return unit;
       var key = decodeString(buf, p, ke);
-      var q = ke;
-      while (q < n && isWs(buf[q])) q++;
-      if (q >= n) return unit;
-      if (buf[q] !== 0x3a) { pos = q; throw new ParseError('expected ":"'); }
-      q++;
-      while (q < n && isWs(buf[q])) q++;
-      if (q >= n) return unit;
+      var q = memberValue(buf, ke, n, '');
+      if (q < 0) return unit;
       if (key === 'traceEvents' && buf[q] === 0x5b) { this.mode = 2; p = q + 1; continue; }
       var ve = skipValue(buf, q, n);
       if (ve < 0) {
@@ -533,23 +552,15 @@ SS.traceParserFactory = function () {
     var hasId = false, idA = -1, idB = -1, c, ke, k0, klen;
     p++;
     for (;;) {
-      while (p < n && isWs(buf[p])) p++;
-      if (p >= n) return INCOMPLETE;
-      c = buf[p];
-      if (c === 0x7d) { p++; break; }
-      if (c === 0x2c) { p++; continue; }
-      if (c !== 0x22) { pos = p; throw new ParseError('expected a member name in an event'); }
+      p = nextMember(buf, p, n, ' in an event');
+      if (p < 0) return INCOMPLETE;
+      if (buf[p] === 0x7d) { p++; break; }
       k0 = p + 1;
       ke = skipString(buf, p, n);
       if (ke < 0) return INCOMPLETE;
       klen = ke - 1 - k0;
-      p = ke;
-      while (p < n && isWs(buf[p])) p++;
-      if (p >= n) return INCOMPLETE;
-      if (buf[p] !== 0x3a) { pos = p; throw new ParseError('expected ":" in an event'); }
-      p++;
-      while (p < n && isWs(buf[p])) p++;
-      if (p >= n) return INCOMPLETE;
+      p = memberValue(buf, ke, n, ' in an event');
+      if (p < 0) return INCOMPLETE;
       var k1 = buf[k0], k2 = buf[k0 + 1], key = 0;
       // 1 ph, 2 ts, 3 dur, 4 pid, 5 tid, 6 name, 7 cat, 8 args, 9 id, 10 bp
       if (klen === 2) {
@@ -621,23 +632,15 @@ SS.traceParserFactory = function () {
           // members of args: pick out "category", skip the rest
           p++;
           for (;;) {
-            while (p < n && isWs(buf[p])) p++;
-            if (p >= n) return INCOMPLETE;
-            c = buf[p];
-            if (c === 0x7d) { p++; break; }
-            if (c === 0x2c) { p++; continue; }
-            if (c !== 0x22) { pos = p; throw new ParseError('expected a member name in args'); }
+            p = nextMember(buf, p, n, ' in args');
+            if (p < 0) return INCOMPLETE;
+            if (buf[p] === 0x7d) { p++; break; }
             var ak = p + 1, ake = skipString(buf, p, n);
             if (ake < 0) return INCOMPLETE;
             var isCat = ake - 1 - ak === 8 && buf[ak] === 0x63 && buf[ak + 1] === 0x61 && buf[ak + 2] === 0x74 &&
                         buf[ak + 3] === 0x65 && buf[ak + 4] === 0x67 && buf[ak + 5] === 0x6f && buf[ak + 6] === 0x72 && buf[ak + 7] === 0x79;
-            p = ake;
-            while (p < n && isWs(buf[p])) p++;
-            if (p >= n) return INCOMPLETE;
-            if (buf[p] !== 0x3a) { pos = p; throw new ParseError('expected ":" in args'); }
-            p++;
-            while (p < n && isWs(buf[p])) p++;
-            if (p >= n) return INCOMPLETE;
+            p = memberValue(buf, ake, n, ' in args');
+            if (p < 0) return INCOMPLETE;
             var ave = skipValue(buf, p, n);
             if (ave < 0) return INCOMPLETE;
             if (isCat && buf[p] === 0x22) {
