@@ -32,7 +32,7 @@ PREC=bf16 STEPSCOPE_CUDA_ATTENTION=fused step one_rank_fused_bf16 pair fused 3e-
   --hidden 128 --heads 2 --seq 128 --batch 4
 PREC=bf16 ACT=fp32 STEPSCOPE_CUDA_ATTENTION=fused step one_rank_fused_bf16_fp32_acts pair fused \
   3e-2 --world 1 --hidden 128 --heads 2 --seq 128 --batch 4
-# several ranks on the one GPU (NCCL >= 2.30; skipped when the smoke call's 4 ranks failed)
+# several ranks on the one GPU (NCCL >= 2.30; skipped with SKIP_MULTIRANK=1)
 PREC=bf16 step dp2_pp2_1f1b_bf16 pair dp2pp2 3e-2 --world 4 --dp 2 --pp 2 --schedule 1f1b
 PREC=bf16 step tp2_dp2_bf16 pair tp2dp2 3e-2 --world 4 --tp 2 --dp 2
 PREC=bf16 step tp2_sp_dp2_bf16 pair tp2spdp2 3e-2 --world 4 --tp 2 --sp --dp 2
