@@ -5,6 +5,9 @@
 # parts (part(): one check each, a failed part never stops the next). The order of
 # run_steps is the priority: a call that runs out of time loses the last steps, not the first.
 #
+# A command bounded on its own inside a step runs under `timeout --foreground`: plain
+# `timeout` would move it into a process group of its own, out of reach of the step's kill.
+#
 # Where things go: $OUT is the call's window folder (samples/gpu-<dev>-window/: logs,
 # window.env, versions.txt); sample_dir WHAT makes samples/gpu-<dev>-WHAT/ beside it for a
 # traced run. Setup writes window.env (the binaries, the library path, versions), which the
@@ -57,10 +60,10 @@ versions() {
     "nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,compute_cap --format=csv" \
     "nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv" \
     "nvcc --version" "cmake --version" "ninja --version" "cc --version" "uname -a" "nproc" "df -h /tmp"; do
-    echo "\$ $c"; timeout 20 $c 2>&1 | head -40; echo
+    echo "\$ $c"; timeout --foreground 20 $c 2>&1 | head -40; echo
   done
   echo "\$ python3: torch, its CUDA and NCCL, the device"
-  timeout 60 python3 -c 'import sys, torch
+  timeout --foreground 60 python3 -c 'import sys, torch
 print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda)
 print("TORCH_NCCL=" + ".".join(map(str, torch.cuda.nccl.version())))
 print("device", torch.cuda.get_device_name() if torch.cuda.is_available() else "none")' 2>&1 | tail -5
@@ -84,8 +87,8 @@ setup_machine() {
     command -v "$t" > /dev/null || { reason "the call needs $t"; echo "no $t"; return 1; }
   done
   # the GPU
-  gpus=$(timeout 20 nvidia-smi -L 2>/dev/null | grep -c '^GPU')
-  driver=$(timeout 20 nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)
+  gpus=$(timeout --foreground 20 nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+  driver=$(timeout --foreground 20 nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)
   note "${gpus:-0} GPU(s): ${DEVICE_NAME:-none}${driver:+, driver $driver}"
   # the binaries: a given build, else the kit's prebuilt ones, else a build on this machine
   if [ -n "${WINDOW_BUILD:-}" ]; then
@@ -166,7 +169,7 @@ build_on_device() {
 gpu_ops() {
   local t
   for t in test_gpu_kernels test_gpu_attention_block test_gpu_device test_gpu_moe; do
-    part "$t" timeout -k 5 "${GPU_TEST_TIMEOUT:-60}" "$BIN/tests/gpu/$t" > "$OUT/$t.txt" 2>&1
+    part "$t" timeout --foreground -k 5 "${GPU_TEST_TIMEOUT:-60}" "$BIN/tests/gpu/$t" > "$OUT/$t.txt" 2>&1
     grep -q '^\(ok\|FAIL\)' "$OUT/$t.txt" 2>/dev/null && note "$t: $(grep -c '^ok' "$OUT/$t.txt") ok, $(grep -c '^FAIL' "$OUT/$t.txt") FAIL"
     tail -3 "$OUT/$t.txt" 2>/dev/null
   done
@@ -327,7 +330,7 @@ torchrun_ddp() {
 memcheck() {
   local t
   for t in test_gpu_kernels test_gpu_attention_block test_gpu_moe; do
-    part "$t" timeout -k 5 "${MEMCHECK_TIMEOUT:-90}" compute-sanitizer --tool memcheck --error-exitcode 9 \
+    part "$t" timeout --foreground -k 5 "${MEMCHECK_TIMEOUT:-90}" compute-sanitizer --tool memcheck --error-exitcode 9 \
       "$BIN/tests/gpu/$t" > "$OUT/memcheck.$t.txt" 2>&1
     tail -3 "$OUT/memcheck.$t.txt" 2>/dev/null
   done
