@@ -44,7 +44,7 @@ say() { echo "pack: $*" >&2; }
 cd "$repo"
 commit=$(git rev-parse HEAD)
 dirty=$(git status --porcelain --untracked-files=no | grep -q . && echo dirty || true)
-printf '%s %s\npacked %s on %s\n' "$commit" "$dirty" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+printf '%s\npacked %s on %s\n' "$commit${dirty:+ $dirty}" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
   "$(hostname)" > "$kit/COMMIT"
 say "commit $commit $dirty"
 
@@ -144,7 +144,7 @@ if [ "${SKIP_PREBUILT:-0}" != 1 ]; then
   done
   cp -P "$b"/tracer/libstepscope.so* "$p/tracer/"
   strip --strip-unneeded "$p"/tracer/libstepscope.so.*.* 2>/dev/null || true
-  echo "$commit $dirty" > "$p/COMMIT"
+  echo "$commit${dirty:+ $dirty}" > "$p/COMMIT"
   # xz: the binaries are mostly device code and compress about 4x
   tar -C "$tmp" -cf - prebuilt | xz -9 -T"$jobs" > "$kit/prebuilt.tar.xz"
 fi

@@ -4,7 +4,7 @@
 
     pack_evidence.py evidence ROOT OUT.tgz
         Everything under ROOT except the traces (below) and the window's private files
-        (.pgids): logs, the build log, reports, PROVENANCE.md, NCCL's debug files, the
+        (.pgids, .notes/): logs, the build log, reports, PROVENANCE.md, NCCL's debug files, the
         per-step logs of the training runs. Small; repacked after every step.
     pack_evidence.py traces ROOT OUT.tgz [--max-mib 15]
         The traces under ROOT: stepscope's rank files (*.trace.zst), PyTorch profiler traces
@@ -21,7 +21,8 @@ import os
 import sys
 import tarfile
 
-PRIVATE = {".pgids"}
+PRIVATE = {".pgids"}      # the running step's process group
+PRIVATE_DIRS = {".notes"}  # the steps' notes: already in summary.txt
 
 
 def is_trace(name):
@@ -31,7 +32,7 @@ def is_trace(name):
 def walk(root):
     """(relative path, size, folder's mtime) of every regular file under ROOT."""
     for base, dirs, files in os.walk(root):
-        dirs.sort()
+        dirs[:] = sorted(d for d in dirs if d not in PRIVATE_DIRS)
         for name in sorted(files):
             path = os.path.join(base, name)
             if os.path.isfile(path) and not os.path.islink(path):

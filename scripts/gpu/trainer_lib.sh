@@ -140,8 +140,8 @@ step() {
   [ "$status" = FAIL ] && line="$line, rc $rc"
   line="$line)"
   local notes=""
-  [ -s "$NOTES/$name.parts" ] && notes=$(paste -sd, "$NOTES/$name.parts" | sed 's/,/, /g')
-  [ -s "$NOTES/$name.notes" ] && notes="${notes:+$notes; }$(paste -sd';' "$NOTES/$name.notes" | sed 's/;/; /g')"
+  [ -s "$NOTES/$name.parts" ] && notes=$(paste -sd'\t' "$NOTES/$name.parts" | sed 's/\t/, /g')
+  [ -s "$NOTES/$name.notes" ] && notes="${notes:+$notes; }$(paste -sd'\t' "$NOTES/$name.notes" | sed 's/\t/; /g')"
   [ -n "$notes" ] && line="$line: $notes"
   if [ "$status" != PASS ]; then
     if [ $rc = 124 ]; then why="stopped at its limit of $limit s"

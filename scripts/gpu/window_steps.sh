@@ -134,8 +134,8 @@ setup_machine() {
   fi
   # the tree's scripts against the kit's copy (the tree sent has no .git)
   if [ -d "$KIT/gpu" ]; then
-    if diff -rq "$KIT/gpu" "$repo/scripts/gpu" > /dev/null 2>&1; then tree="same as the kit's ($(head -1 "$KIT/COMMIT" | cut -c1-12))"
-    else tree="DIFFER from the kit's ($(head -1 "$KIT/COMMIT" | cut -c1-12)): $(diff -rq "$KIT/gpu" "$repo/scripts/gpu" 2>&1 | head -3 | paste -sd';')"; fi
+    if diff -rq -x __pycache__ "$KIT/gpu" "$repo/scripts/gpu" > /dev/null 2>&1; then tree="same as the kit's ($(head -1 "$KIT/COMMIT" | cut -c1-12))"
+    else tree="DIFFER from the kit's ($(head -1 "$KIT/COMMIT" | cut -c1-12)): $(diff -rq -x __pycache__ "$KIT/gpu" "$repo/scripts/gpu" 2>&1 | head -3 | paste -sd';')"; fi
   fi
   {
     printf 'export %s=%q\n' BIN "$bin" BINARIES_DESC "$desc" NEED_BUILD "$need_build" \
