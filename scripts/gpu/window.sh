@@ -51,7 +51,7 @@ self=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}
 here=$(dirname "$self")
 export WINDOW_EV=${WINDOW_EV:-/tmp/stepscope-window}
 
-usage() { sed -n 2,46p "$self" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n 2,48p "$self" | sed 's/^# \{0,1\}//'; }
 
 # --- where things are: the repository this script is in, else (window.sh copied into a kit
 # carried beside another checkout) the kit's sources, unpacked with Python's tarfile

@@ -343,7 +343,7 @@ setup_and_binaries() {
   STEP_TIMEOUT=60 step 0_setup setup_machine
   load_env
   if [ "${NEED_BUILD:-0}" = 1 ]; then
-    BUILD_TIMEOUT=${BUILD_TIMEOUT:-200} step build build_on_device
+    STEP_TIMEOUT=${BUILD_TIMEOUT:-200} step build build_on_device
     load_env
   fi
 }
