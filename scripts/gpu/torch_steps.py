@@ -8,12 +8,15 @@ record alone, as the 1-rank NCCL communicator of step 5's fallback.
 
 The program: a 4-layer MLP (Linear 4096 + GELU), bf16 autocast, AdamW, and each step's
 gradients all-reduced by a 1-rank NCCL process group (PyTorch's own NCCL), so collectives
-appear in the trace. Warm-up steps run first, outside any step range; then every measured
-step is wrapped in both an NVTX range "step" (what record sees) and a
-torch.profiler.record_function("step") (what the profiler's trace holds), so that
-`stepscope analyze --step-range step` finds the same steps in both traces. With --profile,
-the profiler runs over the measured steps only (CPU and CUDA activity) and its trace is
-written gzipped. Prints the median step time.
+appear in the trace. Warm-up steps run first, outside any step range; then each measured step
+(ending with a device synchronization) is an NVTX range "step", which record captures; with
+--profile, torch.profiler (CPU and CUDA activity) runs over the measured steps only and
+prof.step() is called between them, so that its trace holds one ProfilerStep#N range per
+step. `stepscope analyze --step-range step` thus takes the NVTX ranges from record's trace
+and, finding no range of that name in the profiler's, its ProfilerStep#N ranges: the same
+steps. (A record_function("step") would not do: the profiler copies it onto a GPU
+annotation lane too, and --step-range counts every range of the name.) The profiler's
+trace is written gzipped. Prints the median step time.
 """
 import argparse
 import gzip
@@ -57,13 +60,14 @@ def main():
         one_step()
     torch.cuda.synchronize()
 
-    def measured(times):
-        for _ in range(a.steps):
+    def measured(times, prof=None):
+        for i in range(a.steps):
+            if prof is not None and i > 0:
+                prof.step()  # ProfilerStep#0 began with the profiler: one range per step
             t0 = time.perf_counter()
             torch.cuda.nvtx.range_push("step")
-            with torch.profiler.record_function("step"):
-                one_step()
-                torch.cuda.synchronize()
+            one_step()
+            torch.cuda.synchronize()
             torch.cuda.nvtx.range_pop()
             times.append(time.perf_counter() - t0)
 
@@ -71,7 +75,7 @@ def main():
     if a.profile:
         acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
         with torch.profiler.profile(activities=acts) as prof:
-            measured(times)
+            measured(times, prof)
         raw = a.profile[:-3] if a.profile.endswith(".gz") else a.profile
         prof.export_chrome_trace(raw)
         if a.profile.endswith(".gz"):
