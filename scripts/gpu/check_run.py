@@ -2,6 +2,7 @@
 """check_run.py — assertions on a traced GPU run, so that a window's checks can FAIL.
 
     check_run.py STEPSCOPE RUN_DIR --ranks N [--kernels] [--collectives] [--named-streams]
+                 [--kinds KIND,KIND...]
 
 Reads every rank file of RUN_DIR with `stepscope dump` (one JSON line per record) and checks:
   --ranks N          exactly N rank files, each readable
@@ -12,6 +13,9 @@ Reads every rank file of RUN_DIR with `stepscope dump` (one JSON line per record
                      collectives carries (what joins a kernel to its collective)
   --named-streams    every stream that ran kernels was declared with a name other than
                      CUPTI's generic "stream N" (the trainer names its streams)
+  --kinds K,K...     every rank recorded at least one record of each kind named (the kinds of
+                     `stepscope dump`: kernel, memcpy, memset, sync, api, range, ...): what a
+                     plain CUDA program under `stepscope record` must leave (CUPTI and NVTX)
 Prints one line per check (PASS/FAIL with the numbers) and exits 1 if any failed.
 """
 import argparse
@@ -42,6 +46,7 @@ def main():
     ap.add_argument("--kernels", action="store_true")
     ap.add_argument("--collectives", action="store_true")
     ap.add_argument("--named-streams", action="store_true")
+    ap.add_argument("--kinds", default="")
     a = ap.parse_args()
     failures = 0
 
@@ -65,6 +70,9 @@ def main():
         for r in recs:
             if r.get("kind") == "stream":
                 streams[r.get("stream")] = r.get("name") or ""
+        for kind in [k for k in a.kinds.split(",") if k]:
+            n = sum(1 for r in recs if r.get("kind") == kind)
+            check(n > 0, f"{name}: {n} {kind} records")
         if a.kernels:
             check(len(kernels) > 0, f"{name}: {len(kernels)} kernel records")
         if a.collectives:

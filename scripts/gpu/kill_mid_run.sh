@@ -8,7 +8,8 @@
 #   - `stepscope info` reads the run,
 #   - the last record is at most 2.5 s older than the kill and not after it (trace clock =
 #     CLOCK_MONOTONIC, read here with Python's time.monotonic_ns).
-# Result in $OUT/kill.txt; exit 0 only if all hold.
+# Result in $OUT/kill.txt; exit 0 only if all hold (1 at once when the program ends by itself
+# before the kill: then nothing was checked).
 set -u
 build=$1; OUT=$2
 stepscope=$build/analyzer/stepscope
@@ -28,6 +29,12 @@ for _ in $(seq 1 120); do   # until the trace holds more than its header frame
   kill -0 $pid 2>/dev/null || break
   sleep 0.5
 done
+if ! kill -0 $pid 2>/dev/null; then   # nothing left to kill: the check cannot be made
+  wait $pid; rc=$?
+  echo "the traced program ended before the kill (exit status $rc): nothing checked" | tee "$OUT/kill.txt"
+  tail -5 "$OUT/kill.run.log"
+  exit 1
+fi
 sleep 4
 victim=$(pgrep -P "$pid" | head -1)   # the traced program: record's child
 [ -n "$victim" ] || victim=$pid

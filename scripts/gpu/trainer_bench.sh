@@ -7,7 +7,7 @@
 # machine. Goal of issue 6: >= 40 % MFU for 350M. The trainer's numbers are the medians of
 # its --log steps after the first 3; results in $OUT/bench.md; a traced 350M run (with the
 # faster attention path of the two measured) is written as a committable sample under
-# $OUT/samples/h100-350m-1rank/.
+# $OUT/samples/gpu-<dev>-350m-1rank/ (<dev>: h200, h100, from nvidia-smi).
 #   OUT=/path scripts/gpu/trainer_bench.sh [BATCH]
 source "$(dirname "$0")/trainer_lib.sh"
 provenance_header
@@ -42,7 +42,7 @@ PY
 torch_eager() { run_logged python3 "$repo/scripts/gpu/trainer_torch_gpt2.py" --model "$1" --batch "$batch" --steps 15 --json "$OUT/$1.torch-eager.json"; }
 torch_compiled() { run_logged python3 "$repo/scripts/gpu/trainer_torch_gpt2.py" --model "$1" --batch "$batch" --steps 20 --compile --json "$OUT/$1.torch-compile.json"; }
 sample_350m() {
-  local d=$OUT/samples/h100-350m-1rank act attention
+  local d=$OUT/samples/gpu-$DEV-350m-1rank act attention
   read -r act attention <<<"$(fastest_config gpt2-350m)"
   rm -rf "$d"; mkdir -p "$d"
   echo "activations: $act, attention path: $attention" > "$d/CONFIG"
@@ -91,5 +91,5 @@ for name, impl, ms, tps, mfu in rows:
 PY
 cat "$OUT/bench.md"
 provenance_footer
-cp "$OUT/PROVENANCE.md" "$OUT/samples/h100-350m-1rank/PROVENANCE.md" 2>/dev/null
+cp "$OUT/PROVENANCE.md" "$OUT/samples/gpu-$DEV-350m-1rank/PROVENANCE.md" 2>/dev/null
 cat "$summary"

@@ -3,7 +3,7 @@
 # CP2xDP2 (ring attention on NCCL's per-edge links), 5 steps each, traced (steps 2-4),
 # analyzed, checked (check_run.py: kernels, collectives, named streams), and laid out as
 # committable samples:
-#   $OUT/samples/h100-<layout>/{run/,train.jsonl,report.json,run-injected/,report-injected.json,
+#   $OUT/samples/gpu-<dev>-<layout>/{run/,train.jsonl,report.json,run-injected/,report-injected.json,
 #   PROVENANCE.md}
 # Needs NCCL >= 2.30 with NCCL_MULTI_RANK_GPU_ENABLE=1 (pick_nccl finds the kit's NCCL 2.32,
 # PyTorch's or the toolkit's); the trainer prints ncclGetVersion.
@@ -23,7 +23,7 @@ echo "NCCL: ${NCCL_PICKED_DIR:-none found} (NCCL ${NCCL_PICKED_VERSION:-?})" | t
 # trainer exports its stepscope symbols; docs/gpu-tracer.md).
 layout() { # layout NAME ARGS...
   local name=$1; shift
-  local d=$OUT/samples/h100-$name
+  local d=$OUT/samples/gpu-$DEV-$name
   local args=(--backend cuda --model "$model" --seq 512 --batch 16 --world 4 "$@")
   rm -rf "$d"; mkdir -p "$d"
   run_logged "$trainer" "${args[@]}" --steps 5 --profile-steps 2:4 --trace "$d/run" \
@@ -47,6 +47,6 @@ step dp2pp2-1f1b layout dp2pp2-1f1b --dp 2 --pp 2 --schedule 1f1b --microbatches
 step tp2dp2 layout tp2dp2 --tp 2 --dp 2
 step cp2dp2 layout cp2dp2 --cp 2 --dp 2
 provenance_footer
-for d in "$OUT"/samples/h100-*/; do cp "$OUT/PROVENANCE.md" "$d/PROVENANCE.md"; done
+for d in "$OUT"/samples/gpu-$DEV-*/; do cp "$OUT/PROVENANCE.md" "$d/PROVENANCE.md"; done
 du -sh "$OUT"/samples/* 2>/dev/null
 cat "$summary"

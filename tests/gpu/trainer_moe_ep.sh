@@ -1,7 +1,7 @@
 #!/bin/sh
 # trainer_moe_ep.sh — expert parallelism on the CUDA backend (NCCL all-to-all with uneven
 # splits, trainer/cuda/comm_nccl.c) against one CUDA rank: the test gpu.trainer_moe_ep and
-# the `moe_ep` step of scripts/gpu/window.sh's multirank call.
+# the `d2_moe_ep` step of scripts/gpu/window.sh's deferred call.
 #
 # usage: trainer_moe_ep.sh TRAINER [OUTDIR]
 # For fp32 precision (fp32 activations) and bf16 precision (bf16 activations) it runs the
