@@ -74,7 +74,9 @@ static void tchange(char *buf, size_t n, int is_time, const ssa_diff_metric *m) 
   }
 }
 
-int ssa_diff_report_text(const ssa_diff *d, FILE *f) {
+/* The text report's head: the runs, the noise floor used, and the notes on what differs
+ * between them (layout, configuration, FLOPs, machine load). */
+static void text_head(const ssa_diff *d, FILE *f) {
   char safe[1024], safe2[1024]; /* trace strings and paths, terminal-safe (text_escape.c) */
   fprintf(f, "stepscope diff\n  A: %s (%zu ranks, %zu steps",
           ssa_text_safe(d->path_a ? d->path_a : "A", safe, sizeof safe), d->a->nranks,
@@ -108,6 +110,11 @@ int ssa_diff_report_text(const ssa_diff *d, FILE *f) {
     fprintf(f, "  machine load (1-minute average, from the traces): A %s, B %s on %.0f CPUs%s\n",
             la, lb, d->machine_cpus, d->machine_differs ? ": differs" : "");
   }
+}
+
+int ssa_diff_report_text(const ssa_diff *d, FILE *f) {
+  char safe[1024]; /* trace strings, terminal-safe (text_escape.c) */
+  text_head(d, f);
   if (d->load_differs)
     fprintf(f,
             "  note: load differs (devices idle with work queued %.1f%% of a step in A, %.1f%% in "
@@ -328,19 +335,8 @@ static void jrun(ssa_out *o, const char *path, const ssa_analysis *a, int world,
   ssa_out_char(o, '}');
 }
 
-int ssa_diff_report_json(const ssa_diff *d, ssa_out *o) {
-  ssa_out_printf(
-      o, "{\"schema_version\":%d,\"kind\":\"stepscope.diff\",\"a\":", SSA_DIFF_SCHEMA_VERSION);
-  jrun(o, d->path_a, d->a, d->world_a, d->nruns_a);
-  ssa_out_str(o, ",\"b\":");
-  jrun(o, d->path_b, d->b, d->world_b, d->nruns_b);
-  ssa_out_str(o, ",\"same_layout\":");
-  ssa_out_str(o, d->same_layout ? "true" : "false");
-  ssa_out_str(o, ",\"layout_note\":");
-  if (d->same_layout)
-    ssa_out_str(o, "null");
-  else
-    ssa_out_json_string(o, d->layout_note);
+/* "load": the signs that the two runs shared their machines differently. */
+static void jload(ssa_out *o, const ssa_diff *d) {
   ssa_out_str(o, ",\"load\":{\"queued_idle_a\":");
   jnum(o, 0, d->queued_idle_a);
   ssa_out_str(o, ",\"queued_idle_b\":");
@@ -360,7 +356,10 @@ int ssa_diff_report_json(const ssa_diff *d, ssa_out *o) {
   jnum(o, 0, d->machine_cpus);
   ssa_out_str(o, d->machine_differs ? ",\"machine_differs\":true" : ",\"machine_differs\":false");
   ssa_out_str(o, d->load_differs ? ",\"differs\":true}" : ",\"differs\":false}");
-  ssa_diff_decomp_json(d, o);
+}
+
+/* "run_noise" (the between-run floor used) and "configuration" (what differs between the runs). */
+static void jnoise_config(ssa_out *o, const ssa_diff *d) {
   static const char *const sources[] = {"measured", "given", "default"};
   ssa_out_printf(o, ",\"run_noise\":{\"source\":\"%s\",\"floor\":", sources[d->run_noise_source]);
   jnum(o, 0, d->run_noise);
@@ -384,6 +383,24 @@ int ssa_diff_report_json(const ssa_diff *d, ssa_out *o) {
   ssa_out_str(o, ",\"model_flops_per_step_b\":");
   jnum(o, 0, d->flops_b);
   ssa_out_str(o, d->mfu_incomparable ? ",\"mfu_compared\":false}" : ",\"mfu_compared\":true}");
+}
+
+int ssa_diff_report_json(const ssa_diff *d, ssa_out *o) {
+  ssa_out_printf(
+      o, "{\"schema_version\":%d,\"kind\":\"stepscope.diff\",\"a\":", SSA_DIFF_SCHEMA_VERSION);
+  jrun(o, d->path_a, d->a, d->world_a, d->nruns_a);
+  ssa_out_str(o, ",\"b\":");
+  jrun(o, d->path_b, d->b, d->world_b, d->nruns_b);
+  ssa_out_str(o, ",\"same_layout\":");
+  ssa_out_str(o, d->same_layout ? "true" : "false");
+  ssa_out_str(o, ",\"layout_note\":");
+  if (d->same_layout)
+    ssa_out_str(o, "null");
+  else
+    ssa_out_json_string(o, d->layout_note);
+  jload(o, d);
+  ssa_diff_decomp_json(d, o);
+  jnoise_config(o, d);
   ssa_out_str(o, ",\"headline\":{");
   for (int k = 0; k < SSA_DM_N; k++) {
     if (k) ssa_out_char(o, ',');

@@ -100,6 +100,37 @@ static void flag_stubs(ssa_analysis *a) {
   }
 }
 
+/* FLOPs per step and the peak (metadata `flops`): MFU and HFU of the run and of each step. */
+static void read_flops(ssa_analysis *a) {
+  const ssa_trainer_meta *fm = meta_any(a, offsetof(ssa_trainer_meta, flops.present));
+  const ssa_meta_flops *flops = fm ? &fm->flops : NULL;
+  double world = 0;
+  if (flops) {
+    a->model_flops_per_step = flops->model_flops_per_step; /* NaN when absent, as initialised */
+    a->hardware_flops_per_step = flops->hardware_flops_per_step;
+    a->peak_flops_per_device = flops->peak_flops_per_device;
+    a->tokens_per_step = flops->tokens_per_step;
+    world = ssa_meta_or(flops->world, 0);
+  }
+  if (world <= 0 && a->nranks) world = a->ranks[0].rank->world_size;
+  a->flops_world = (int)world;
+  if (flops && world > 0 && a->peak_flops_per_device > 0) {
+    double denom_per_s = a->peak_flops_per_device * world;
+    for (size_t i = 0; i < a->nsteps; i++) {
+      double sec = (double)a->steps[i].time * 1e-9;
+      if (sec <= 0) continue;
+      a->steps[i].mfu = a->model_flops_per_step / (sec * denom_per_s);
+      a->steps[i].hfu = a->hardware_flops_per_step / (sec * denom_per_s);
+    }
+    if (a->step_time_median > 0) {
+      double sec = (double)a->step_time_median * 1e-9;
+      a->mfu = a->model_flops_per_step / (sec * denom_per_s);
+      a->hfu = a->hardware_flops_per_step / (sec * denom_per_s);
+    }
+    drop_implausible_utilization(a, denom_per_s);
+  }
+}
+
 int ssa_read_run_metadata(ssa_analysis *a) {
   a->mfu = a->hfu = NAN;
   a->model_flops_per_step = a->hardware_flops_per_step = NAN;
@@ -187,34 +218,7 @@ int ssa_read_run_metadata(ssa_analysis *a) {
   free(times);
   free(lat);
 
-  /* flops */
-  const ssa_trainer_meta *fm = meta_any(a, offsetof(ssa_trainer_meta, flops.present));
-  const ssa_meta_flops *flops = fm ? &fm->flops : NULL;
-  double world = 0;
-  if (flops) {
-    a->model_flops_per_step = flops->model_flops_per_step; /* NaN when absent, as initialised */
-    a->hardware_flops_per_step = flops->hardware_flops_per_step;
-    a->peak_flops_per_device = flops->peak_flops_per_device;
-    a->tokens_per_step = flops->tokens_per_step;
-    world = ssa_meta_or(flops->world, 0);
-  }
-  if (world <= 0 && a->nranks) world = a->ranks[0].rank->world_size;
-  a->flops_world = (int)world;
-  if (flops && world > 0 && a->peak_flops_per_device > 0) {
-    double denom_per_s = a->peak_flops_per_device * world;
-    for (size_t i = 0; i < a->nsteps; i++) {
-      double sec = (double)a->steps[i].time * 1e-9;
-      if (sec <= 0) continue;
-      a->steps[i].mfu = a->model_flops_per_step / (sec * denom_per_s);
-      a->steps[i].hfu = a->hardware_flops_per_step / (sec * denom_per_s);
-    }
-    if (a->step_time_median > 0) {
-      double sec = (double)a->step_time_median * 1e-9;
-      a->mfu = a->model_flops_per_step / (sec * denom_per_s);
-      a->hfu = a->hardware_flops_per_step / (sec * denom_per_s);
-    }
-    drop_implausible_utilization(a, denom_per_s);
-  }
+  read_flops(a);
 
   /* memory */
   const ssa_trainer_meta *mm = meta_any(a, offsetof(ssa_trainer_meta, memory.present));
