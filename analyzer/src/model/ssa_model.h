@@ -90,6 +90,23 @@ typedef struct ssa_op {
   uint8_t cls;  /* ssa_class */
 } ssa_op;
 
+/* A new op, not joined to its launch call yet; an end before the start is
+ * taken as the start. `coll`: SSA_NONE, or (staged ops, ssa_op_stage.h) a
+ * pending oplink index. */
+static inline ssa_op ssa_op_make(int64_t s, int64_t e, uint64_t corr, uint64_t bytes, uint32_t name,
+                                 uint32_t coll, uint32_t lane, uint8_t kind, uint8_t cls) {
+  return (ssa_op){.start = s,
+                  .end = e < s ? s : e,
+                  .corr = corr,
+                  .bytes = bytes,
+                  .name = name,
+                  .launch = SSA_NONE,
+                  .coll = coll,
+                  .lane = (uint16_t)lane,
+                  .kind = kind,
+                  .cls = cls};
+}
+
 typedef struct ssa_api {
   int64_t start, end;
   uint64_t corr;
