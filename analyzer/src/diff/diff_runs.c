@@ -26,11 +26,6 @@ const char *const ssa_diff_metric_names[SSA_DM_N] = {"step_time",    "compute", 
 const int ssa_diff_metric_is_time[SSA_DM_N] = {1, 1, 1, 1, 0, 1, 1, 0, 0};
 const int ssa_diff_metric_better[SSA_DM_N] = {-1, -1, -1, -1, +1, -1, -1, -1, +1};
 
-static int cmp_double(const void *pa, const void *pb) {
-  double a = *(const double *)pa, b = *(const double *)pb;
-  return a < b ? -1 : a > b;
-}
-
 /* Linear-interpolated quantile of sorted values. */
 static double quantile(const double *v, size_t n, double q) {
   if (n == 1) return v[0];
@@ -44,7 +39,7 @@ void ssa_diff_stats(double *v, size_t n, ssa_diff_stat *s) {
   memset(s, 0, sizeof *s);
   s->n = n;
   if (n == 0) return;
-  qsort(v, n, sizeof *v, cmp_double);
+  qsort(v, n, sizeof *v, ssa_cmp_double);
   s->known = 1;
   s->min = v[0];
   s->max = v[n - 1];

@@ -2,9 +2,10 @@
  * ssa_io.h — the analyzer's bottom floor (analyzer/src/io): bytes in and out, with no
  * knowledge of runs or metrics. Declared here: the output stream (out_writer.c), terminal-safe
  * text (text_escape.c), JSON validity (json_valid.c), dotted-path JSON lookups
- * (json_lookup.c), array growth (grow.c) and the start-time sort (sort.c). The streaming
- * JSON tokenizer (json_stream.h, json_scan.h) and the two gzip readers (gzip_whole.h,
- * inflate_pipe.h) have headers of their own in this folder: only the importers use them.
+ * (json_lookup.c), array growth (grow.c), the start-time sort (sort.c) and the shared qsort
+ * comparators (sort_keys.c). The streaming JSON tokenizer (json_stream.h, json_scan.h) and
+ * the two gzip readers (gzip_whole.h, inflate_pipe.h) have headers of their own in this
+ * folder: only the importers use them.
  *
  * The output stream (ssa_out) is a hand-rolled buffered output stream for the reports and the
  * Chrome export: plain file, stdout ("-") or gzip (zlib) when the name ends
@@ -99,9 +100,20 @@ int ssa_text_list_vadd(char ***list, size_t *n, size_t *cap, size_t max_len, con
 /* A duration in ns as "12.345 ms" / "4.1 us" / "731 ns" / "1.500 s" into buf; returns buf. */
 const char *ssa_fmt_time(char *buf, size_t n, double ns);
 
-/* ---- arrays (grow.c, sort.c) ---- */
-/* qsort order of int64_t values, ascending. */
+/* ---- arrays (grow.c, sort.c, sort_keys.c) ---- */
+/* qsort orders of int64_t, uint64_t and double values, ascending (sort_keys.c). */
 int ssa_cmp_i64(const void *a, const void *b);
+int ssa_cmp_u64(const void *a, const void *b);
+int ssa_cmp_double(const void *a, const void *b);
+/* An element's sort key (a time) and its index: an array of these sorted by
+ * ssa_cmp_key_index (key, then index: a total order) is the elements' order
+ * without moving them. The key is the first field, so ssa_sort_by_start
+ * sorts these too. */
+typedef struct ssa_key_index {
+  int64_t key;
+  uint64_t index;
+} ssa_key_index;
+int ssa_cmp_key_index(const void *a, const void *b);
 /* Sorts in place (sort.c) an array whose elements start with an int64
  * start time, in the order of `cmp` (which must order by that start time
  * first). No extra memory; linear passes of a radix sort. */

@@ -20,14 +20,9 @@
 #include "ssa_metrics.h"
 #include "ssa_import.h"
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 static double median(double *v, size_t n) {
   if (!n) return 0;
-  qsort(v, n, sizeof *v, cmp_double);
+  qsort(v, n, sizeof *v, ssa_cmp_double);
   return v[(n - 1) / 2];
 }
 
