@@ -114,6 +114,12 @@ typedef struct ssa_key_index {
   uint64_t index;
 } ssa_key_index;
 int ssa_cmp_key_index(const void *a, const void *b);
+/* Binary searches (sort_keys.c) of an array sorted by a leading int64 key: an
+ * int64_t array, or elements that start with an int64 time (as
+ * ssa_sort_by_start and ssa_key_index have it). How many elements have a
+ * key below t (ssa_count_below) or at most t (ssa_count_at_most). */
+size_t ssa_count_below(const void *base, size_t n, size_t size, int64_t t);
+size_t ssa_count_at_most(const void *base, size_t n, size_t size, int64_t t);
 /* Sorts in place (sort.c) an array whose elements start with an int64
  * start time, in the order of `cmp` (which must order by that start time
  * first). No extra memory; linear passes of a radix sort. */

@@ -280,18 +280,6 @@ static void emit_lane_gap(void *ctx, int64_t a, int64_t b, uint32_t cause) {
   l->li->idle_cause[cause] += clip_len(a, b, l->t0, l->t1);
 }
 
-static size_t point_index(const int64_t *points, size_t n, int64_t t) {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (points[mid] < t)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
-}
-
 /* A window's metrics from the coverage and idle copies at its two ends. */
 static void measure_window(ssa_window *w, const int64_t *points, size_t np, int64_t (*cov_at)[16],
                            int64_t (*idle_at)[SSA_IDLE_N]) {
@@ -299,7 +287,8 @@ static void measure_window(ssa_window *w, const int64_t *points, size_t np, int6
   memset(w->idle_cause, 0, sizeof w->idle_cause);
   w->span = w->end > w->start ? w->end - w->start : 0;
   if (w->span > 0) {
-    size_t is = point_index(points, np, w->start), ie = point_index(points, np, w->end);
+    size_t is = ssa_count_below(points, np, sizeof *points, w->start),
+           ie = ssa_count_below(points, np, sizeof *points, w->end);
     for (unsigned m = 0; m < 16; m++)
       bucket[m] = cov_at[ie][m] - cov_at[is][m];
     for (int k = 0; k < SSA_IDLE_N; k++)

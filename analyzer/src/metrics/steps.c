@@ -111,23 +111,16 @@ static void stab_node(const ssa_step_index *ix, size_t node, size_t lo, size_t w
 size_t ssa_step_index_stab(ssa_step_index *ix, int64_t t, uint32_t *out, size_t cap) {
   /* k = number of ranges starting at or before t (remembered as a hint for
    * ssa_step_index_stab_fast) */
-  size_t lo = 0, hi = ix->n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (ix->starts[mid] <= t)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  ix->hint[ix->next_hint++ & 3] = lo;
-  if (lo == 0) return 0;
+  size_t k = ssa_count_at_most(ix->starts, ix->n, sizeof *ix->starts, t);
+  ix->hint[ix->next_hint++ & 3] = k;
+  if (k == 0) return 0;
   if (ix->disjoint) { /* ranges never overlap: only the last one can contain t */
-    if (t >= ix->steps[ix->order[lo - 1]].range_end) return 0;
-    if (cap) out[0] = ix->order[lo - 1];
+    if (t >= ix->steps[ix->order[k - 1]].range_end) return 0;
+    if (cap) out[0] = ix->order[k - 1];
     return 1;
   }
   size_t found = 0;
-  stab_node(ix, 1, 0, ix->leaves, lo, t, out, cap, &found);
+  stab_node(ix, 1, 0, ix->leaves, k, t, out, cap, &found);
   return found;
 }
 
@@ -144,16 +137,9 @@ static size_t owner_node(const ssa_step_index *ix, size_t node, size_t lo, size_
 uint32_t ssa_step_index_owner(ssa_step_index *ix, int64_t t) {
   uint32_t one;
   if (ix->disjoint) return ssa_step_index_stab_fast(ix, t, &one, 1) ? one : SSA_NONE;
-  size_t lo = 0, hi = ix->n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (ix->starts[mid] <= t)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  if (lo == 0) return SSA_NONE;
-  size_t p = owner_node(ix, 1, 0, ix->leaves, lo, t);
+  size_t k = ssa_count_at_most(ix->starts, ix->n, sizeof *ix->starts, t); /* started by t */
+  if (k == 0) return SSA_NONE;
+  size_t p = owner_node(ix, 1, 0, ix->leaves, k, t);
   return p == SIZE_MAX ? SSA_NONE : ix->order[p];
 }
 

@@ -76,17 +76,10 @@ static int phase_times(const ssa_rank *r, int64_t t0, int64_t t1, double *fwd, d
         o->start >= t1)
       continue;
     int64_t t = r->apis[o->launch].start;
-    size_t lo = 0, hi = n; /* the last span starting at or before t */
-    while (lo < hi) {
-      size_t mid = lo + (hi - lo) / 2;
-      if (p[mid].start <= t)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
-    if (lo == 0 || p[lo - 1].end <= t) continue;
+    size_t k = ssa_count_at_most(p, n, sizeof *p, t); /* p[k - 1]: the last span starting by t */
+    if (k == 0 || p[k - 1].end <= t) continue;
     double d = (double)(o->end - o->start);
-    if (p[lo - 1].backward) {
+    if (p[k - 1].backward) {
       *bwd += d;
     } else {
       *fwd += d;
