@@ -1,7 +1,8 @@
 /*
  * ssa_io.h — the analyzer's bottom floor (analyzer/src/io): bytes in and out, with no
  * knowledge of runs or metrics. Declared here: the output stream (out_writer.c), terminal-safe
- * text (text_escape.c), JSON validity (json_valid.c), dotted-path JSON lookups
+ * text (text_escape.c), JSON object members (json_fields.c), JSON validity (json_valid.c),
+ * dotted-path JSON lookups
  * (json_lookup.c), array growth (grow.c), the start-time sort (sort.c) and the shared qsort
  * comparators (sort_keys.c). The streaming JSON tokenizer (json_stream.h, json_scan.h) and
  * the two gzip readers (gzip_whole.h, inflate_pipe.h) have headers of their own in this
@@ -84,6 +85,22 @@ static inline void ssa_out_char(ssa_out *o, char c) {
   if (o->len == o->cap) ssa_out_flush(o);
   o->buf[o->len++] = c;
 }
+
+/* ---- JSON object members (json_fields.c) ----
+ * `,"name":` and the value: a member after an object's first (which its
+ * caller writes with the opening brace). `name` is a literal key, written as
+ * given. Durations and indexes that are negative when unknown are written
+ * as null by the _or_null forms. */
+void ssa_out_key(ssa_out *o, const char *name); /* `,"name":`, the value to follow */
+void ssa_out_field_i64(ssa_out *o, const char *name, int64_t v);
+void ssa_out_field_u64(ssa_out *o, const char *name, uint64_t v);
+void ssa_out_field_double(ssa_out *o, const char *name, double v); /* null for NaN/inf */
+void ssa_out_field_string(ssa_out *o, const char *name, const char *s);
+void ssa_out_field_bool(ssa_out *o, const char *name, int v);
+void ssa_out_i64_or_null(ssa_out *o, int64_t v);
+void ssa_out_field_i64_or_null(ssa_out *o, const char *name, int64_t v);
+/* A JSON array of n strings: ["a","b"]. */
+void ssa_out_json_strings(ssa_out *o, char *const *s, size_t n);
 
 /* ---- dotted-path JSON lookups (json_lookup.c) ----
  * Minimal JSON lookups for metadata: `path` is dotted ("predicted.total").
