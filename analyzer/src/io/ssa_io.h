@@ -1,12 +1,12 @@
 /*
  * ssa_io.h — the analyzer's bottom floor (analyzer/src/io): bytes in and out, with no
- * knowledge of runs or metrics. Declared here: the output stream (out_writer.c), terminal-safe
- * text (text_escape.c), JSON object members (json_fields.c), JSON validity (json_valid.c),
- * dotted-path JSON lookups
- * (json_lookup.c), array growth (grow.c), the start-time sort (sort.c) and the shared qsort
- * comparators (sort_keys.c). The streaming JSON tokenizer (json_stream.h, json_scan.h) and
- * the two gzip readers (gzip_whole.h, inflate_pipe.h) have headers of their own in this
- * folder: only the importers use them.
+ * knowledge of runs or metrics, and the generic helpers of the floors above. Declared here:
+ * the output stream (out_writer.c), terminal-safe text (text_escape.c), JSON object members
+ * (json_fields.c), JSON validity (json_valid.c), dotted-path JSON lookups (json_lookup.c),
+ * jobs on threads (parallel_for.c), array growth (grow.c), the start-time sort (sort.c) and
+ * the shared qsort comparators and binary searches (sort_keys.c). The streaming JSON
+ * tokenizer (json_stream.h, json_scan.h) and the two gzip readers (gzip_whole.h,
+ * inflate_pipe.h) have headers of their own in this folder: only the importers use them.
  *
  * The output stream (ssa_out) is a hand-rolled buffered output stream for the reports and the
  * Chrome export: plain file, stdout ("-") or gzip (zlib) when the name ends
@@ -116,6 +116,15 @@ int ssa_text_list_vadd(char ***list, size_t *n, size_t *cap, size_t max_len, con
                        va_list ap) __attribute__((format(printf, 5, 0)));
 /* A duration in ns as "12.345 ms" / "4.1 us" / "731 ns" / "1.500 s" into buf; returns buf. */
 const char *ssa_fmt_time(char *buf, size_t n, double ns);
+
+/* ---- jobs on threads (parallel_for.c) ---- */
+/* How many workers run n jobs: `threads` when positive, else one per online core; at most
+ * n, at least 1. */
+size_t ssa_workers(size_t n, int threads);
+/* Runs job(ctx, i) for every i in [0, n) on `workers` threads, the calling thread one of
+ * them (fewer when threads cannot be started); returns when all are done. Jobs run in any
+ * order and at once: each must touch only its own part of ctx, or lock. */
+void ssa_parallel_for(size_t n, size_t workers, void (*job)(void *ctx, size_t i), void *ctx);
 
 /* ---- arrays (grow.c, sort.c, sort_keys.c) ---- */
 /* qsort orders of int64_t, uint64_t and double values, ascending (sort_keys.c). */
