@@ -83,17 +83,14 @@ static void top_ranks(const ssa_diff *d, size_t *idx, size_t *n) {
 /* "Top causes": the kernels and collectives whose time per step changed by 1 % of A's step
  * or more, then the ranks whose step span moved (one line when every rank moved alike). */
 static void write_top_causes(const ssa_diff *d, ssa_out *o) {
-  double step_a = d->m[SSA_DM_STEP_TIME].a.known ? d->m[SSA_DM_STEP_TIME].a.median : 0;
   int header = 0;
 #define CAUSES()                                                                                   \
   do {                                                                                             \
     if (!header) ssa_out_str(o, "\n**Largest changes within the parts**\n");                       \
     header = 1;                                                                                    \
   } while (0)
-  for (size_t i = 0, shown = 0; i < d->nkernels && shown < 3; i++) {
+  for (size_t i = 0; i < d->nkernels && i < 3 && ssa_diff_kernel_moved(d, &d->kernels[i]); i++) {
     const ssa_diff_kernel *k = &d->kernels[i];
-    double c = k->time_b - k->time_a;
-    if (step_a <= 0 || fabs(c) < 0.01 * step_a) break;
     char ta[32], tb[32];
     ssa_fmt_time(ta, sizeof ta, k->in_a ? k->time_a : 0);
     ssa_fmt_time(tb, sizeof tb, k->in_b ? k->time_b : 0);
@@ -104,27 +101,20 @@ static void write_top_causes(const ssa_diff *d, ssa_out *o) {
                    !k->in_a   ? " (new in B)"
                    : !k->in_b ? " (gone in B)"
                               : "");
-    shown++;
   }
-  for (size_t i = 0; i < d->ncolls && i < 2; i++) {
+  for (size_t i = 0; i < d->ncolls && i < 2 && ssa_diff_coll_moved(d, &d->colls[i]); i++) {
     const ssa_diff_coll *c = &d->colls[i];
-    double ca = c->wait_a + c->transfer_a * c->count_a, cb = c->wait_b + c->transfer_b * c->count_b;
-    if (step_a <= 0 || fabs(cb - ca) < 0.01 * step_a) break;
-    const char *op = stepscope_collective_op_name(c->op);
-    char wa[32], wb[32], xa[32], xb[32];
-    ssa_fmt_time(wa, sizeof wa, c->wait_a);
-    ssa_fmt_time(wb, sizeof wb, c->wait_b);
-    ssa_fmt_time(xa, sizeof xa, c->transfer_a);
-    ssa_fmt_time(xb, sizeof xb, c->transfer_b);
+    ssa_diff_coll_text t;
+    ssa_diff_coll_describe(c, &t);
     CAUSES();
-    ssa_out_printf(o, "- collective %s of %llu bytes in group ", op ? op : "?",
+    ssa_out_printf(o, "- collective %s of %llu bytes in group ", t.op,
                    (unsigned long long)c->bytes);
-    code(o, c->group[0] ? c->group : "?", 60);
+    code(o, t.group, 60);
     if (!c->in_a || !c->in_b)
       ssa_out_str(o, !c->in_a ? ": new in B\n" : ": gone in B\n");
     else
-      ssa_out_printf(o, ": transfer %s → %s, waits of all ranks %s → %s per step\n", xa, xb, wa,
-                     wb);
+      ssa_out_printf(o, ": transfer %s → %s, waits of all ranks %s → %s per step\n", t.transfer_a,
+                     t.transfer_b, t.wait_a, t.wait_b);
   }
   size_t idx[3], nr, nreal = 0;
   double lo = INFINITY, hi = 0;

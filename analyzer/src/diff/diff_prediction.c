@@ -286,15 +286,14 @@ void ssa_prediction_diff_text(const ssa_pred_diff *d, FILE *f) {
 void ssa_prediction_diff_json(const ssa_pred_diff *d, ssa_out *o) {
   ssa_out_str(o, "{\"schema_version\":1,\"kind\":\"stepscope.diff_prediction\",\"run\":");
   ssa_out_json_string(o, d->run_path);
-  ssa_out_str(o, ",\"run_layout\":");
-  ssa_out_json_string(o, d->run_layout);
-  ssa_out_str(o, ",\"prediction\":");
-  ssa_out_json_string(o, d->prediction_path);
-  ssa_out_printf(o, ",\"layout_index\":%zu,\"layouts\":%zu,\"predicted_layout\":", d->layout_index,
-                 d->nlayouts);
-  ssa_out_json_string(o, d->predicted->name);
-  ssa_out_printf(o, ",\"layout_matches\":%s,\"calibrated\":%s,\"calibration_source\":",
-                 d->layout_matches ? "true" : "false", d->calibrated ? "true" : "false");
+  ssa_out_field_string(o, "run_layout", d->run_layout);
+  ssa_out_field_string(o, "prediction", d->prediction_path);
+  ssa_out_field_u64(o, "layout_index", d->layout_index);
+  ssa_out_field_u64(o, "layouts", d->nlayouts);
+  ssa_out_field_string(o, "predicted_layout", d->predicted->name);
+  ssa_out_field_bool(o, "layout_matches", d->layout_matches);
+  ssa_out_field_bool(o, "calibrated", d->calibrated);
+  ssa_out_key(o, "calibration_source");
   if (d->calibrated)
     ssa_out_json_string(o, d->calibration_source);
   else
@@ -306,10 +305,8 @@ void ssa_prediction_diff_json(const ssa_pred_diff *d, ssa_out *o) {
     ssa_out_json_string(o, m->name);
     ssa_out_str(o, ":{\"predicted\":");
     ssa_out_double(o, m->predicted);
-    ssa_out_str(o, ",\"measured\":");
-    ssa_out_double(o, m->measured);
-    ssa_out_str(o, ",\"rel_error\":");
-    ssa_out_double(o, m->rel_error);
+    ssa_out_field_double(o, "measured", m->measured);
+    ssa_out_field_double(o, "rel_error", m->rel_error);
     ssa_out_char(o, '}');
   }
   ssa_out_str(o, "},\"warnings\":[");

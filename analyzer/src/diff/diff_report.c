@@ -248,6 +248,12 @@ static void jnum(ssa_out *o, int is_time, double v) {
     ssa_out_double(o, v);
 }
 
+/* `,"name":` and jnum's value. */
+static void jfield(ssa_out *o, const char *name, int is_time, double v) {
+  ssa_out_key(o, name);
+  jnum(o, is_time, v);
+}
+
 static void jstat(ssa_out *o, int is_time, const ssa_diff_stat *s) {
   if (!s->known) {
     ssa_out_str(o, "null");
@@ -255,22 +261,14 @@ static void jstat(ssa_out *o, int is_time, const ssa_diff_stat *s) {
   }
   ssa_out_str(o, "{\"median\":");
   jnum(o, is_time, s->median);
-  ssa_out_str(o, ",\"p25\":");
-  jnum(o, is_time, s->p25);
-  ssa_out_str(o, ",\"p75\":");
-  jnum(o, is_time, s->p75);
-  ssa_out_str(o, ",\"min\":");
-  jnum(o, is_time, s->min);
-  ssa_out_str(o, ",\"max\":");
-  jnum(o, is_time, s->max);
-  ssa_out_str(o, ",\"spread\":");
-  jnum(o, is_time, s->spread);
-  ssa_out_str(o, ",\"drift\":");
-  jnum(o, is_time, s->drift);
-  ssa_out_str(o, ",\"values\":");
-  ssa_out_u64(o, s->n);
-  ssa_out_str(o, ",\"runs\":");
-  ssa_out_u64(o, s->runs);
+  jfield(o, "p25", is_time, s->p25);
+  jfield(o, "p75", is_time, s->p75);
+  jfield(o, "min", is_time, s->min);
+  jfield(o, "max", is_time, s->max);
+  jfield(o, "spread", is_time, s->spread);
+  jfield(o, "drift", is_time, s->drift);
+  ssa_out_field_u64(o, "values", s->n);
+  ssa_out_field_u64(o, "runs", s->runs);
   ssa_out_str(o, ",\"run_medians\":[");
   for (size_t i = 0; i < s->runs; i++) {
     if (i) ssa_out_char(o, ',');
@@ -324,14 +322,46 @@ static void jmetric(ssa_out *o, int k, const ssa_diff_metric *m) {
 static void jrun(ssa_out *o, const char *path, const ssa_analysis *a, int world, size_t runs) {
   ssa_out_str(o, "{\"path\":");
   ssa_out_json_string(o, path);
-  ssa_out_str(o, ",\"world\":");
-  ssa_out_i64(o, world);
-  ssa_out_str(o, ",\"ranks\":");
-  ssa_out_u64(o, a->nranks);
-  ssa_out_str(o, ",\"steps\":");
-  ssa_out_u64(o, a->nsteps);
-  ssa_out_str(o, ",\"runs\":");
-  ssa_out_u64(o, runs);
+  ssa_out_field_i64(o, "world", world);
+  ssa_out_field_u64(o, "ranks", a->nranks);
+  ssa_out_field_u64(o, "steps", a->nsteps);
+  ssa_out_field_u64(o, "runs", runs);
+  ssa_out_char(o, '}');
+}
+
+/* One run's side of a step, a kernel row or a collective row: null when it has none. */
+static void jstep_side(ssa_out *o, int64_t step, int64_t time) {
+  if (time < 0)
+    ssa_out_str(o, "null");
+  else
+    ssa_out_printf(o, "{\"step\":%lld,\"time_ns\":%lld}", (long long)step, (long long)time);
+}
+
+/* Opens a kernel or collective row's side with its count per step; writes null and
+ * returns 0 when the row is not in that run. */
+static int jside_open(ssa_out *o, int in, double count) {
+  if (!in) {
+    ssa_out_str(o, "null");
+    return 0;
+  }
+  ssa_out_str(o, "{\"count_per_step\":");
+  ssa_out_double(o, count);
+  return 1;
+}
+
+static void jkernel_side(ssa_out *o, int in, double count, double time, double mean) {
+  if (!jside_open(o, in, count)) return;
+  jfield(o, "time_per_step_ns", 1, time);
+  jfield(o, "mean_ns", 1, mean);
+  ssa_out_char(o, '}');
+}
+
+static void jcoll_side(ssa_out *o, int in, double count, double transfer, double busbw,
+                       double wait) {
+  if (!jside_open(o, in, count)) return;
+  jfield(o, "transfer_mean_ns", 1, transfer);
+  jfield(o, "busbw_gbps", 0, busbw);
+  jfield(o, "wait_per_step_ns", 1, wait);
   ssa_out_char(o, '}');
 }
 
@@ -432,18 +462,11 @@ int ssa_diff_report_json(const ssa_diff *d, ssa_out *o) {
   for (size_t i = 0; i < d->nsteps; i++) {
     const ssa_diff_step *s = &d->steps[i];
     if (i) ssa_out_char(o, ',');
-    ssa_out_printf(o, "{\"index\":%zu,\"a\":", s->index);
-    if (s->time_a < 0)
-      ssa_out_str(o, "null");
-    else
-      ssa_out_printf(o, "{\"step\":%lld,\"time_ns\":%lld}", (long long)s->step_a,
-                     (long long)s->time_a);
-    ssa_out_str(o, ",\"b\":");
-    if (s->time_b < 0)
-      ssa_out_str(o, "null");
-    else
-      ssa_out_printf(o, "{\"step\":%lld,\"time_ns\":%lld}", (long long)s->step_b,
-                     (long long)s->time_b);
+    ssa_out_printf(o, "{\"index\":%zu", s->index);
+    ssa_out_key(o, "a");
+    jstep_side(o, s->step_a, s->time_a);
+    ssa_out_key(o, "b");
+    jstep_side(o, s->step_b, s->time_b);
     ssa_out_char(o, '}');
   }
   ssa_out_str(o, "],\"kernels\":[");
@@ -452,24 +475,12 @@ int ssa_diff_report_json(const ssa_diff *d, ssa_out *o) {
     if (i) ssa_out_char(o, ',');
     ssa_out_str(o, "{\"name\":");
     ssa_out_json_string(o, k->name);
-    ssa_out_str(o, k->comm ? ",\"comm\":true" : ",\"comm\":false");
-    for (int side = 0; side < 2; side++) {
-      int in = side ? k->in_b : k->in_a;
-      ssa_out_str(o, side ? ",\"b\":" : ",\"a\":");
-      if (!in) {
-        ssa_out_str(o, "null");
-        continue;
-      }
-      ssa_out_str(o, "{\"count_per_step\":");
-      ssa_out_double(o, side ? k->count_b : k->count_a);
-      ssa_out_str(o, ",\"time_per_step_ns\":");
-      jnum(o, 1, side ? k->time_b : k->time_a);
-      ssa_out_str(o, ",\"mean_ns\":");
-      jnum(o, 1, side ? k->mean_b : k->mean_a);
-      ssa_out_char(o, '}');
-    }
-    ssa_out_str(o, ",\"time_change_per_step_ns\":");
-    jnum(o, 1, k->time_b - k->time_a);
+    ssa_out_field_bool(o, "comm", k->comm);
+    ssa_out_key(o, "a");
+    jkernel_side(o, k->in_a, k->count_a, k->time_a, k->mean_a);
+    ssa_out_key(o, "b");
+    jkernel_side(o, k->in_b, k->count_b, k->time_b, k->mean_b);
+    jfield(o, "time_change_per_step_ns", 1, k->time_b - k->time_a);
     ssa_out_char(o, '}');
   }
   ssa_out_str(o, "],\"collectives\":[");
@@ -479,34 +490,16 @@ int ssa_diff_report_json(const ssa_diff *d, ssa_out *o) {
     const char *op = stepscope_collective_op_name(c->op);
     ssa_out_str(o, "{\"op\":");
     ssa_out_json_string(o, op ? op : "unknown");
-    ssa_out_str(o, ",\"group\":");
-    ssa_out_json_string(o, c->group);
-    ssa_out_str(o, ",\"bytes\":");
-    ssa_out_u64(o, c->bytes);
-    for (int side = 0; side < 2; side++) {
-      int in = side ? c->in_b : c->in_a;
-      ssa_out_str(o, side ? ",\"b\":" : ",\"a\":");
-      if (!in) {
-        ssa_out_str(o, "null");
-        continue;
-      }
-      ssa_out_str(o, "{\"count_per_step\":");
-      ssa_out_double(o, side ? c->count_b : c->count_a);
-      ssa_out_str(o, ",\"transfer_mean_ns\":");
-      jnum(o, 1, side ? c->transfer_b : c->transfer_a);
-      ssa_out_str(o, ",\"busbw_gbps\":");
-      jnum(o, 0, side ? c->busbw_b : c->busbw_a);
-      ssa_out_str(o, ",\"wait_per_step_ns\":");
-      jnum(o, 1, side ? c->wait_b : c->wait_a);
-      ssa_out_char(o, '}');
-    }
+    ssa_out_field_string(o, "group", c->group);
+    ssa_out_field_u64(o, "bytes", c->bytes);
+    ssa_out_key(o, "a");
+    jcoll_side(o, c->in_a, c->count_a, c->transfer_a, c->busbw_a, c->wait_a);
+    ssa_out_key(o, "b");
+    jcoll_side(o, c->in_b, c->count_b, c->transfer_b, c->busbw_b, c->wait_b);
     ssa_out_char(o, '}');
   }
-  ssa_out_str(o, "],\"findings\":[");
-  for (size_t i = 0; i < d->nfindings; i++) {
-    if (i) ssa_out_char(o, ',');
-    ssa_out_json_string(o, d->findings[i]);
-  }
-  ssa_out_str(o, "]}\n");
+  ssa_out_str(o, "],\"findings\":");
+  ssa_out_json_strings(o, d->findings, d->nfindings);
+  ssa_out_str(o, "}\n");
   return o->error ? STEPSCOPE_E_IO : 0;
 }

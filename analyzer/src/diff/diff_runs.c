@@ -26,11 +26,6 @@ const char *const ssa_diff_metric_names[SSA_DM_N] = {"step_time",    "compute", 
 const int ssa_diff_metric_is_time[SSA_DM_N] = {1, 1, 1, 1, 0, 1, 1, 0, 0};
 const int ssa_diff_metric_better[SSA_DM_N] = {-1, -1, -1, -1, +1, -1, -1, -1, +1};
 
-static int cmp_double(const void *pa, const void *pb) {
-  double a = *(const double *)pa, b = *(const double *)pb;
-  return a < b ? -1 : a > b;
-}
-
 /* Linear-interpolated quantile of sorted values. */
 static double quantile(const double *v, size_t n, double q) {
   if (n == 1) return v[0];
@@ -44,7 +39,7 @@ void ssa_diff_stats(double *v, size_t n, ssa_diff_stat *s) {
   memset(s, 0, sizeof *s);
   s->n = n;
   if (n == 0) return;
-  qsort(v, n, sizeof *v, cmp_double);
+  qsort(v, n, sizeof *v, ssa_cmp_double);
   s->known = 1;
   s->min = v[0];
   s->max = v[n - 1];
@@ -388,10 +383,14 @@ static double per_rank_step_div(const ssa_analysis *a) {
   return per_step_div(a) * (double)(n ? n : 1);
 }
 
+/* How much a kernel row moved per step: the kernel rows' order, largest first. */
+static double kernel_change(const ssa_diff_kernel *k) {
+  return fabs(k->time_b - k->time_a);
+}
+
 static int cmp_kernel_change(const void *pa, const void *pb) {
-  const ssa_diff_kernel *x = pa, *y = pb;
-  double dx = fabs(x->time_b - x->time_a), dy = fabs(y->time_b - y->time_a);
-  return dx > dy ? -1 : dx < dy;
+  double x = kernel_change(pa), y = kernel_change(pb);
+  return x > y ? -1 : x < y;
 }
 
 static int build_kernels(ssa_diff *d) {
@@ -504,6 +503,30 @@ static int build_colls(ssa_diff *d) {
   }
   qsort(d->colls, d->ncolls, sizeof *d->colls, cmp_coll_change);
   return 0;
+}
+
+/* Whether a row that moved by `change` per step is named as a cause (ssa_diff.h). */
+static int moved(const ssa_diff *d, double change) {
+  double step_a = d->m[SSA_DM_STEP_TIME].a.known ? d->m[SSA_DM_STEP_TIME].a.median : 0;
+  return step_a > 0 && !(change < 0.01 * step_a);
+}
+
+int ssa_diff_kernel_moved(const ssa_diff *d, const ssa_diff_kernel *k) {
+  return moved(d, kernel_change(k));
+}
+
+int ssa_diff_coll_moved(const ssa_diff *d, const ssa_diff_coll *c) {
+  return moved(d, coll_change(c));
+}
+
+void ssa_diff_coll_describe(const ssa_diff_coll *c, ssa_diff_coll_text *t) {
+  const char *op = stepscope_collective_op_name(c->op);
+  t->op = op ? op : "?";
+  t->group = c->group[0] ? c->group : "?";
+  ssa_fmt_time(t->wait_a, sizeof t->wait_a, c->wait_a);
+  ssa_fmt_time(t->wait_b, sizeof t->wait_b, c->wait_b);
+  ssa_fmt_time(t->transfer_a, sizeof t->transfer_a, c->transfer_a);
+  ssa_fmt_time(t->transfer_b, sizeof t->transfer_b, c->transfer_b);
 }
 
 static int finding(ssa_diff *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -674,13 +697,9 @@ static int build_findings(ssa_diff *d) {
                   "cannot tell with %zu and %zu steps (at least %d per side, and enough for the "
                   "rank test): %s",
                   d->a->nsteps, d->b->nsteps, SSA_DIFF_MIN_STEPS, unknown);
-  /* the kernel that moved most, when it matters (>= 1 % of step time) */
-  double step_a = d->m[SSA_DM_STEP_TIME].a.known ? d->m[SSA_DM_STEP_TIME].a.median : 0;
-  int shown = 0;
-  for (size_t i = 0; i < d->nkernels && shown < 3; i++) {
+  /* the kernels and collectives that moved most, when it matters (>= 1 % of step time) */
+  for (size_t i = 0; i < d->nkernels && i < 3 && ssa_diff_kernel_moved(d, &d->kernels[i]); i++) {
     const ssa_diff_kernel *k = &d->kernels[i];
-    double ch = k->time_b - k->time_a;
-    if (step_a <= 0 || fabs(ch) < 0.01 * step_a) break;
     char ta[48], tb[48];
     ssa_fmt_time(ta, sizeof ta, k->time_a);
     ssa_fmt_time(tb, sizeof tb, k->time_b);
@@ -693,28 +712,20 @@ static int build_findings(ssa_diff *d) {
     else
       rc |= finding(d, "%s kernel %s: %s -> %s per step (%.1f -> %.1f launches per step)",
                     k->comm ? "communication" : "compute", name, ta, tb, k->count_a, k->count_b);
-    shown++;
   }
-  for (size_t i = 0; i < d->ncolls && i < 2; i++) {
+  for (size_t i = 0; i < d->ncolls && i < 2 && ssa_diff_coll_moved(d, &d->colls[i]); i++) {
     const ssa_diff_coll *c = &d->colls[i];
-    double ca = c->wait_a + c->transfer_a * c->count_a, cb = c->wait_b + c->transfer_b * c->count_b;
-    if (step_a <= 0 || fabs(cb - ca) < 0.01 * step_a) break;
-    const char *op = stepscope_collective_op_name(c->op);
-    char wa[48], wb[48], xa[48], xb[48];
-    ssa_fmt_time(wa, sizeof wa, c->wait_a);
-    ssa_fmt_time(wb, sizeof wb, c->wait_b);
-    ssa_fmt_time(xa, sizeof xa, c->transfer_a);
-    ssa_fmt_time(xb, sizeof xb, c->transfer_b);
+    ssa_diff_coll_text t;
+    ssa_diff_coll_describe(c, &t);
     if (!c->in_a || !c->in_b)
       rc |= finding(d, "%s %s of %llu bytes (group %s) %s",
-                    !c->in_a ? "new collective" : "collective", op ? op : "?",
-                    (unsigned long long)c->bytes, c->group[0] ? c->group : "?",
-                    !c->in_a ? "appears in run B" : "is gone in run B");
+                    !c->in_a ? "new collective" : "collective", t.op, (unsigned long long)c->bytes,
+                    t.group, !c->in_a ? "appears in run B" : "is gone in run B");
     else
       rc |= finding(
           d, "%s of %llu bytes (group %s): transfer %s -> %s, waits of all ranks %s -> %s per step",
-          op ? op : "?", (unsigned long long)c->bytes, c->group[0] ? c->group : "?", xa, xb, wa,
-          wb);
+          t.op, (unsigned long long)c->bytes, t.group, t.transfer_a, t.transfer_b, t.wait_a,
+          t.wait_b);
   }
   return rc ? STEPSCOPE_E_NOMEM : 0;
 }

@@ -320,6 +320,20 @@ const char *ssa_diff_verdict_word(const ssa_diff_metric *m, int k);
 int ssa_diff_report_text(const ssa_diff *d, FILE *f);
 int ssa_diff_report_json(const ssa_diff *d, ssa_out *o);
 
+/* The kernels and collectives named as causes (the findings and the Markdown summary,
+ * diff_runs.c): a row whose time per step (a collective's waits plus transfers) changed by at
+ * least 1 % of run A's median step time. The rows are sorted by that change, largest first,
+ * so the first row that did not move ends the list. */
+int ssa_diff_kernel_moved(const ssa_diff *d, const ssa_diff_kernel *k);
+int ssa_diff_coll_moved(const ssa_diff *d, const ssa_diff_coll *c);
+/* A collective row in words: its op ("?" when unknown), group ("?" when unnamed), and each
+ * side's wait of all ranks and mean transfer per step as times (ssa_fmt_time). */
+typedef struct ssa_diff_coll_text {
+  const char *op, *group;
+  char wait_a[48], wait_b[48], transfer_a[48], transfer_b[48];
+} ssa_diff_coll_text;
+void ssa_diff_coll_describe(const ssa_diff_coll *c, ssa_diff_coll_text *t);
+
 /* ---- the CI gate ----
  * The regression gate of `stepscope diff --fail-on SPEC`
  * (docs/diff.md "Regression gate"): thresholds per headline metric, parsed

@@ -37,6 +37,7 @@
 
 #include "ssa_expert_tags.h"
 #include "ssa_lanes.h"
+#include "ssa_track_names.h"
 #include "ssa_export.h"
 
 typedef struct exporter {
@@ -134,19 +135,6 @@ static void on_segment(void *ctx, int64_t s, int64_t e, unsigned mask) {
   }
 }
 
-static void lane_label(const ssa_rank *r, const ssa_lane *l, char *buf, size_t n) {
-  const char *name = ssa_rank_str(r, l->name);
-  if (l->by_name) /* a string thread id or an importer's lane: its name, never a 64-bit id */
-    snprintf(buf, n, "%s", name);
-  else if (l->kind == SSA_LANE_HOST)
-    snprintf(buf, n, name[0] ? "thread %lld (%s)" : "thread %lld", (long long)l->id, name);
-  else if (l->kind == SSA_LANE_CPU)
-    snprintf(buf, n, name[0] ? "cpu stream %llu (%s)" : "cpu stream %llu",
-             (unsigned long long)l->id, name);
-  else
-    snprintf(buf, n, name[0] ? "stream %llu (%s)" : "stream %llu", (unsigned long long)l->id, name);
-}
-
 /* The tids of a rank's lanes and their extra lanes (ssa_lanes.h): lane l is
  * tid_base + l + 1; its extra lane k gets a tid from the exporter's counter
  * of tids after every rank's own, named when first used. */
@@ -220,7 +208,7 @@ static long slice_tid(rank_tracks *t, const ssa_slice *sl) {
     t->nextra[sl->lane] = idx + 1;
     char label[512], named[600];
     const ssa_lane *lane = &t->r->lanes[sl->lane];
-    lane_label(t->r, lane, label, sizeof label);
+    ssa_lane_label(t->r, lane, label, sizeof label);
     snprintf(named, sizeof named, "%s (lane %d)", label, k + 1);
     meta_event(x, "thread_name", t->pid, n[idx], named, 0);
     meta_event(x, "thread_sort_index", t->pid, n[idx], NULL,
@@ -236,23 +224,14 @@ static void export_derived_tracks(exporter *x, const ssa_rank_result *rr, int pi
   const ssa_run *run = x->a->run;
   const ssa_rank *r = rr->rank;
   ssa_out *o = x->o;
-  derived_ctx d;
-  memset(&d, 0, sizeof d);
-  d.x = x;
-  d.r = r;
-  d.pid = pid;
-  d.tid_exposed = tid_derived;
-  d.tid_idle = tid_derived + 1;
-  d.tid_bubble = tid_derived + 2;
-  d.pipeline = rr->pipeline;
-  if (rr->totals.end > rr->totals.start) { /* the analysis' coverage pass again, streamed */
-    ssa_cover cov;
-    ssa_cover_init(&cov, 4, rr->totals.start, rr->totals.end);
-    cov.emit = on_segment;
-    cov.ctx = &d;
-    cov.wait_end = rr->coll_wait_end;
-    ssa_cover_rank(&cov, r, rr->pipeline);
-  }
+  derived_ctx d = {.x = x,
+                   .r = r,
+                   .pid = pid,
+                   .tid_exposed = tid_derived,
+                   .tid_idle = tid_derived + 1,
+                   .tid_bubble = tid_derived + 2,
+                   .pipeline = rr->pipeline};
+  ssa_cover_replay(rr, on_segment, &d); /* the analysis' coverage pass again, streamed */
   for (int k = 0; k < 3; k++)
     flush_derived(&d, k);
   for (size_t s = 0; s < rr->nsteps; s++) {
@@ -290,12 +269,7 @@ static void export_rank(exporter *x, const ssa_rank_result *rr, long tid_base) {
   ssa_out *o = x->o;
   int pid = r->rank + 1;
   long tid_derived = tid_base + (long)r->nlanes + 1;
-  rank_tracks t;
-  memset(&t, 0, sizeof t);
-  t.x = x;
-  t.r = r;
-  t.pid = pid;
-  t.tid_base = tid_base;
+  rank_tracks t = {.x = x, .r = r, .pid = pid, .tid_base = tid_base};
   uint32_t nl = r->nlanes ? r->nlanes : 1;
   t.lanes = calloc(nl, sizeof *t.lanes);
   t.extra = calloc(nl, sizeof *t.extra);
@@ -404,12 +378,6 @@ static void export_rank(exporter *x, const ssa_rank_result *rr, long tid_base) {
   export_counters(x, r, pid);
 }
 
-static int gpu_device(const ssa_rank *r) {
-  for (uint32_t i = 0; i < r->nlanes; i++)
-    if (r->lanes[i].kind == SSA_LANE_GPU) return (int)r->lanes[i].device;
-  return -1;
-}
-
 int ssa_export_chrome(const ssa_analysis *a, const char *path, ssa_export_stats *stats,
                       stepscope_error *err) {
   ssa_out o;
@@ -442,17 +410,11 @@ int ssa_export_chrome(const ssa_analysis *a, const char *path, ssa_export_stats 
     if (a->opt.rank >= 0 && r->rank != a->opt.rank) continue;
     int pid = r->rank + 1;
     char label[512];
-    int dev = gpu_device(r);
-    /* "rank R (host, GPU d)", or "rank R (GPU d)" when the trace names no host */
-    const char *host = r->hostname ? r->hostname : "";
-    if (dev >= 0)
-      snprintf(label, sizeof label, "rank %d (%s%sGPU %d)", r->rank, host, *host ? ", " : "", dev);
-    else
-      snprintf(label, sizeof label, "rank %d (%s%scpu)", r->rank, host, *host ? ", " : "");
+    ssa_rank_track_label(r, label, sizeof label);
     meta_event(&x, "process_name", pid, 0, label, 0);
     meta_event(&x, "process_sort_index", pid, 0, NULL, r->rank);
     for (uint32_t l = 0; l < r->nlanes; l++) {
-      lane_label(r, &r->lanes[l], label, sizeof label);
+      ssa_lane_label(r, &r->lanes[l], label, sizeof label);
       long tid = tid_base[i] + l + 1;
       meta_event(&x, "thread_name", pid, tid, label, 0);
       /* device streams first, then derived tracks, then host threads */

@@ -58,6 +58,7 @@
 #include "pb_encode.h"
 #include "ssa_expert_tags.h"
 #include "ssa_lanes.h"
+#include "ssa_track_names.h"
 #include "ssa_export.h"
 #include "sc_hash.h"
 #include "sc_json.h"
@@ -442,10 +443,13 @@ static void debug_string(pb_buf *b, uint64_t name_iid, uint64_t str_iid) {
 }
 
 /* ---- track descriptors ---- */
-static void descriptor_begin(pf_writer *w, uint64_t uuid) {
+/* Begins the descriptor of a new track; returns the track's uuid. */
+static uint64_t descriptor_begin(pf_writer *w) {
+  uint64_t uuid = w->next_uuid++;
   pb_begin(&w->b, F_TRACE_PACKET);
   pb_begin(&w->b, TP_TRACK_DESCRIPTOR);
   pb_uint(&w->b, TD_UUID, uuid);
+  return uuid;
 }
 
 static void descriptor_end(pf_writer *w) {
@@ -458,8 +462,7 @@ static void descriptor_end(pf_writer *w) {
 /* A named track under a process, in the process' explicit order. */
 static uint64_t named_track(pf_writer *w, uint64_t parent, const char *name, int64_t order,
                             int counter_unit) {
-  uint64_t uuid = w->next_uuid++;
-  descriptor_begin(w, uuid);
+  uint64_t uuid = descriptor_begin(w);
   pb_uint(&w->b, TD_PARENT, parent);
   pb_text(&w->b, TD_NAME, name);
   pb_int(&w->b, TD_SIBLING_RANK, order);
@@ -474,8 +477,7 @@ static uint64_t named_track(pf_writer *w, uint64_t parent, const char *name, int
 
 /* A thread track: Perfetto puts it under its process by pid (no parent). */
 static uint64_t thread_track(pf_writer *w, int pid, long tid, const char *name, int64_t order) {
-  uint64_t uuid = w->next_uuid++;
-  descriptor_begin(w, uuid);
+  uint64_t uuid = descriptor_begin(w);
   pb_int(&w->b, TD_SIBLING_RANK, order);
   pb_begin(&w->b, TD_THREAD);
   pb_int(&w->b, 1, pid);
@@ -484,19 +486,6 @@ static uint64_t thread_track(pf_writer *w, int pid, long tid, const char *name, 
   pb_end(&w->b);
   descriptor_end(w);
   return uuid;
-}
-
-static void lane_label(const ssa_rank *r, const ssa_lane *l, char *buf, size_t n) {
-  const char *name = ssa_rank_str(r, l->name);
-  if (l->by_name) /* a string thread id or an importer's lane: its name, never a 64-bit id */
-    snprintf(buf, n, "%s", name);
-  else if (l->kind == SSA_LANE_HOST)
-    snprintf(buf, n, name[0] ? "thread %lld (%s)" : "thread %lld", (long long)l->id, name);
-  else if (l->kind == SSA_LANE_CPU)
-    snprintf(buf, n, name[0] ? "cpu stream %llu (%s)" : "cpu stream %llu",
-             (unsigned long long)l->id, name);
-  else
-    snprintf(buf, n, name[0] ? "stream %llu (%s)" : "stream %llu", (unsigned long long)l->id, name);
 }
 
 /* ---- collective instances ---- */
@@ -655,12 +644,6 @@ static void on_idle(void *ctx, int64_t s, int64_t e, uint32_t cause) {
   derived_piece(d, D_IDLE, s, e, K_IDLE_CAUSE0 + cause);
 }
 
-static int gpu_device(const ssa_rank *r) {
-  for (uint32_t i = 0; i < r->nlanes; i++)
-    if (r->lanes[i].kind == SSA_LANE_GPU) return (int)r->lanes[i].device;
-  return -1;
-}
-
 /* The ops each API call launched, as lists (CSR) by call index. */
 typedef struct launch_lists {
   uint32_t *first; /* napis + 1 */
@@ -817,15 +800,8 @@ static int cmp_window_start(const void *pa, const void *pb, void *arg) {
 /* The track descriptor of a rank's process ("rank R (host, GPU d)"); returns its uuid. */
 static uint64_t write_process(pf_writer *w, const ssa_rank *r, int pid) {
   char label[512];
-  int dev = gpu_device(r);
-  /* "rank R (host, GPU d)", or "rank R (GPU d)" when the trace names no host */
-  const char *host = r->hostname ? r->hostname : "";
-  if (dev >= 0)
-    snprintf(label, sizeof label, "rank %d (%s%sGPU %d)", r->rank, host, *host ? ", " : "", dev);
-  else
-    snprintf(label, sizeof label, "rank %d (%s%scpu)", r->rank, host, *host ? ", " : "");
-  uint64_t process = w->next_uuid++;
-  descriptor_begin(w, process);
+  ssa_rank_track_label(r, label, sizeof label);
+  uint64_t process = descriptor_begin(w);
   pb_uint(&w->b, TD_CHILD_ORDERING, ORDER_EXPLICIT);
   pb_begin(&w->b, TD_PROCESS);
   pb_int(&w->b, 1, pid);
@@ -864,7 +840,7 @@ static int export_rank(pf_writer *w, const ssa_rank_result *rr, long tid_base, u
     ssa_lanes_init(&lo->lanes);
     lo->lanes.on_close = on_close;
     lo->lanes.ctx = lo;
-    lane_label(r, &r->lanes[l], lo->label, sizeof lo->label);
+    ssa_lane_label(r, &r->lanes[l], lo->label, sizeof lo->label);
     uint64_t uuid = r->lanes[l].kind == SSA_LANE_HOST
                         ? thread_track(w, pid, tid_base + l + 1, lo->label, 2000 + (int64_t)l * 64)
                         : named_track(w, process, lo->label, (int64_t)l * 64, -1);
@@ -891,15 +867,8 @@ static int export_rank(pf_writer *w, const ssa_rank_result *rr, long tid_base, u
 
   /* overlays: exposed comm and bubble from the analysis' coverage pass,
    * idle by cause from its gap classification, the step windows */
-  if (rr->totals.end > rr->totals.start) {
-    ssa_cover cov;
-    ssa_cover_init(&cov, 4, rr->totals.start, rr->totals.end);
-    cov.emit = on_segment;
-    cov.ctx = &d;
-    cov.wait_end = rr->coll_wait_end;
-    ssa_cover_rank(&cov, r, rr->pipeline);
-    if (ssa_device_idle_gaps(a, rr, on_idle, &d)) goto out;
-  }
+  ssa_cover_replay(rr, on_segment, &d);
+  if (rr->totals.end > rr->totals.start && ssa_device_idle_gaps(a, rr, on_idle, &d)) goto out;
   for (int k = 0; k < D_STEPS; k++)
     flush_derived(&d, k);
   /* step windows partition the timeline (never overlap) but come by step

@@ -43,13 +43,7 @@ void ssa_lanes_close_until(ssa_lanes *l, int64_t t) {
 }
 
 static int push(ssa_lane_stack *st, int64_t e) {
-  if (st->n == st->cap) {
-    uint32_t cap = st->cap ? st->cap * 2 : 8;
-    int64_t *n = realloc(st->ends, cap * sizeof *n);
-    if (!n) return -1;
-    st->ends = n;
-    st->cap = cap;
-  }
+  if (ssa_grow((void **)&st->ends, &st->cap, st->n + 1, sizeof *st->ends)) return -1;
   st->ends[st->n++] = e;
   return 0;
 }
@@ -63,13 +57,7 @@ int ssa_lanes_place(ssa_lanes *l, int64_t s, int64_t e) {
      * one nests when it ends no later than the innermost */
     if (st->n == 0 || e <= st->ends[st->n - 1]) return push(st, e) ? -1 : (int)k;
   }
-  if (l->nsub == l->cap) {
-    uint32_t cap = l->cap ? l->cap * 2 : 2;
-    ssa_lane_stack *n = realloc(l->sub, cap * sizeof *n);
-    if (!n) return -1;
-    l->sub = n;
-    l->cap = cap;
-  }
+  if (ssa_grow((void **)&l->sub, &l->cap, l->nsub + 1, sizeof *l->sub)) return -1;
   ssa_lane_stack *st = &l->sub[l->nsub];
   st->ends = NULL;
   st->n = st->cap = 0;

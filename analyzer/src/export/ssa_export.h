@@ -2,8 +2,9 @@
  * ssa_export.h — the analyzer's export floor (analyzer/src/export): an analysed run as a
  * trace for Perfetto and the viewer, the streamed Chrome-trace JSON (chrome_export.c, SPEC
  * §5) and the native Perfetto protobuf trace (perfetto_export.c). Both lay slices out on
- * lanes the same way (slice_lanes.c, ssa_lanes.h) and tag expert parallelism's phases the
- * same way (expert_tags.c, ssa_expert_tags.h); pb_encode.h is the protobuf encoder.
+ * lanes the same way (slice_lanes.c, ssa_lanes.h), name processes and tracks the same way
+ * (track_names.c, ssa_track_names.h) and tag expert parallelism's phases the same way
+ * (expert_tags.c, ssa_expert_tags.h); pb_encode.h is the protobuf encoder.
  */
 #ifndef SSA_EXPORT_H
 #define SSA_EXPORT_H

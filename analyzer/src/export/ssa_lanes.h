@@ -24,12 +24,14 @@
 
 typedef struct ssa_lane_stack {
   int64_t *ends; /* ends of the open slices, outermost first */
-  uint32_t n, cap;
+  uint32_t n;
+  size_t cap;
 } ssa_lane_stack;
 
 typedef struct ssa_lanes {
   ssa_lane_stack *sub; /* sub[0] is the track itself, sub[k] its lane k+1 */
-  uint32_t nsub, cap;
+  uint32_t nsub;
+  size_t cap;
   /* called for every slice that closes, in time order (inner first on ties) */
   void (*on_close)(void *ctx, uint32_t sub, int64_t end);
   void *ctx;

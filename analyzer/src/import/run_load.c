@@ -4,10 +4,10 @@
  * run_discovery.c decides which files of the directory are ranks and of
  * which kind; each kind has its source (ssa_sources: our
  * `rank-*.trace.zst` reader, the Kineto importer). One
- * task per file goes to a pool of pthreads sized to the cores (or
- * --threads); a worker takes the next file index from an atomic counter,
- * fills a rank with the file's source and finishes it (sort, join,
- * classify), so the heavy work is parallel across ranks. Files that fail
+ * job per file goes to a pool of threads sized to the cores (or --threads;
+ * ssa_parallel_for, io/parallel_for.c); each fills a rank with the file's
+ * source and finishes it (sort, join, classify), so the heavy work is
+ * parallel across ranks. Files that fail
  * become run warnings; duplicate rank numbers and ranks missing from
  * 0..world-1 (files from different runs, lost ranks) are reported, clocks are
  * aligned and unclosed traces reported by ssa_run_assemble (model/run.c).
@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "kineto_source.h"
 #include "kineto_split.h"
@@ -44,36 +43,32 @@ typedef struct file_task {
 typedef struct pool {
   file_task *tasks;
   size_t ntasks;
-  atomic_size_t next, done;
+  atomic_size_t done;
   int progress;
   const ssa_comm_rules *comm_rules; /* the user's classification rules, or NULL */
   const ssa_import_options *import; /* the importers' switches (never NULL) */
   pthread_mutex_t print_lock;
 } pool;
 
-static void *worker(void *arg) {
-  pool *p = arg;
-  for (;;) {
-    size_t i = atomic_fetch_add(&p->next, 1);
-    if (i >= p->ntasks) break;
-    file_task *t = &p->tasks[i];
-    memset(&t->err, 0, sizeof t->err);
-    t->rc = ssa_rank_init(&t->rank);
-    t->rank.comm_rules = p->comm_rules;
-    if (t->rc == 0) t->rc = t->source->load(t->path, p->import, &t->rank, &t->err);
-    if (t->rc == 0) t->rc = ssa_rank_finish(&t->rank);
-    if (t->rc && !t->err.message[0])
-      snprintf(t->err.message, sizeof t->err.message, "%s: %s", t->path,
-               stepscope_status_name(t->rc));
-    size_t d = atomic_fetch_add(&p->done, 1) + 1;
-    if (p->progress) {
-      pthread_mutex_lock(&p->print_lock);
-      fprintf(stderr, "\rloading rank files: %zu/%zu", d, p->ntasks);
-      if (d == p->ntasks) fputc('\n', stderr);
-      pthread_mutex_unlock(&p->print_lock);
-    }
+/* One file (a job of ssa_parallel_for): its rank read and finished, or why not. */
+static void load_file(void *ctx, size_t i) {
+  pool *p = ctx;
+  file_task *t = &p->tasks[i];
+  memset(&t->err, 0, sizeof t->err);
+  t->rc = ssa_rank_init(&t->rank);
+  t->rank.comm_rules = p->comm_rules;
+  if (t->rc == 0) t->rc = t->source->load(t->path, p->import, &t->rank, &t->err);
+  if (t->rc == 0) t->rc = ssa_rank_finish(&t->rank);
+  if (t->rc && !t->err.message[0])
+    snprintf(t->err.message, sizeof t->err.message, "%s: %s", t->path,
+             stepscope_status_name(t->rc));
+  size_t d = atomic_fetch_add(&p->done, 1) + 1;
+  if (p->progress) {
+    pthread_mutex_lock(&p->print_lock);
+    fprintf(stderr, "\rloading rank files: %zu/%zu", d, p->ntasks);
+    if (d == p->ntasks) fputc('\n', stderr);
+    pthread_mutex_unlock(&p->print_lock);
   }
-  return NULL;
 }
 
 /* Lists the rank files of `path` (a directory or one file) as run_discovery.c
@@ -171,29 +166,16 @@ int ssa_run_load_import(ssa_run *run, const char *path, const ssa_load_options *
   }
   free(files);
   free(sources);
-  atomic_init(&p.next, 0);
   atomic_init(&p.done, 0);
   p.progress = opt && opt->progress;
   p.comm_rules = rules;
   static const ssa_import_options import_defaults;
   p.import = import ? import : &import_defaults;
   pthread_mutex_init(&p.print_lock, NULL);
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  size_t nthreads =
-      opt && opt->threads > 0 ? (size_t)opt->threads : (size_t)(cores > 0 ? cores : 1);
-  if (nthreads > nfiles) nthreads = nfiles;
-  pthread_t *th = calloc(nthreads, sizeof *th);
-  size_t started = 0;
-  ssa_split_loaders(th ? (int)nthreads : 1); /* one file on two threads only where cores are left */
-  if (th) {
-    for (; started < nthreads; started++)
-      if (pthread_create(&th[started], NULL, worker, &p) != 0) break;
-  }
-  if (started == 0) worker(&p); /* no threads: load on this one */
-  for (size_t i = 0; i < started; i++)
-    pthread_join(th[i], NULL);
+  size_t workers = ssa_workers(nfiles, opt ? opt->threads : 0);
+  ssa_split_loaders((int)workers); /* one file on two threads only where cores are left */
+  ssa_parallel_for(nfiles, workers, load_file, &p);
   ssa_split_loaders(1);
-  free(th);
   pthread_mutex_destroy(&p.print_lock);
 
   run->ranks = calloc(nfiles, sizeof *run->ranks);

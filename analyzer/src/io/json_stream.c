@@ -45,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "json_scan.h"
+#include "sc_json.h"
 
 #define JS_IN_CAP (256u << 10)
 
@@ -215,43 +216,6 @@ static int replacement(js_stream *js, uint64_t offset, int store) {
 
 /* ---- strings ---- */
 
-/* A UTF-8 sequence at p (avail bytes readable), per Unicode table 3-7:
- * its length when valid, else minus the length of its maximal valid prefix
- * (at least 1), which is what one U+FFFD replaces. */
-static int utf8_check(const unsigned char *p, size_t avail) {
-  unsigned c = p[0];
-  int need = 0;
-  unsigned lo = 0x80, hi = 0xBF;
-  if (c >= 0xC2 && c <= 0xDF)
-    need = 1;
-  else if (c == 0xE0) {
-    need = 2;
-    lo = 0xA0;
-  } else if (c >= 0xE1 && c <= 0xEC)
-    need = 2;
-  else if (c == 0xED) {
-    need = 2;
-    hi = 0x9F;
-  } else if (c >= 0xEE && c <= 0xEF)
-    need = 2;
-  else if (c == 0xF0) {
-    need = 3;
-    lo = 0x90;
-  } else if (c >= 0xF1 && c <= 0xF3)
-    need = 3;
-  else if (c == 0xF4) {
-    need = 3;
-    hi = 0x8F;
-  }
-  if (need == 0) return -1;
-  for (int i = 1; i <= need; i++) {
-    if ((size_t)i >= avail) return -i;
-    unsigned d = p[i], l = i == 1 ? lo : 0x80, h = i == 1 ? hi : 0xBF;
-    if (d < l || d > h) return -i;
-  }
-  return need + 1;
-}
-
 static int hex4(const unsigned char *p, uint32_t *out) {
   uint32_t v = 0;
   for (int i = 0; i < 4; i++) {
@@ -364,9 +328,9 @@ static js_kind read_string(js_stream *js, js_kind kind, int store) {
     uint64_t at = js->in_base + pos;
     if (c < 0x20) return fail(js, at, "control character in a string%s", "");
     if (c >= 0x80 && e - p >= 4) {
-      int n = utf8_check(p, 4);
-      if (n > 0) { /* valid: part of the run */
-        js->in_pos = pos + (size_t)n;
+      size_t bad, n = sc_utf8_sequence(p, 4, &bad);
+      if (n) { /* valid: part of the run */
+        js->in_pos = pos + n;
         continue;
       }
     }
@@ -381,13 +345,13 @@ static js_kind read_string(js_stream *js, js_kind kind, int store) {
       rc = read_escape(js, avail, at, store);
       if (rc == 1) return JS_ERROR;
     } else {
-      int n = utf8_check(js->in + js->in_pos, avail);
-      if (n > 0) {
-        rc = store ? buf_append(js, js->in + js->in_pos, (size_t)n) : 0;
-        js->in_pos += (size_t)n;
-      } else {
+      size_t bad, n = sc_utf8_sequence(js->in + js->in_pos, avail, &bad);
+      if (n) {
+        rc = store ? buf_append(js, js->in + js->in_pos, n) : 0;
+        js->in_pos += n;
+      } else { /* one U+FFFD for the maximal subpart (Unicode table 3-7) */
         rc = replacement(js, at, store);
-        js->in_pos += (size_t)-n;
+        js->in_pos += bad;
       }
     }
     if (rc) return tok_fail(js, rc);

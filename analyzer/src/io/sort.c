@@ -300,8 +300,3 @@ void ssa_sort_by_start(void *base, size_t n, size_t size, int (*cmp)(const void 
   }
   flag_sort(p, n, size, shift, cmp);
 }
-
-int ssa_cmp_i64(const void *a, const void *b) {
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return x < y ? -1 : x > y;
-}

@@ -1,9 +1,11 @@
 /*
  * ssa_io.h — the analyzer's bottom floor (analyzer/src/io): bytes in and out, with no
- * knowledge of runs or metrics. Declared here: the output stream (out_writer.c), terminal-safe
- * text (text_escape.c), JSON validity (json_valid.c), dotted-path JSON lookups
- * (json_lookup.c), array growth (grow.c) and the start-time sort (sort.c). The streaming
- * JSON tokenizer (json_stream.h, json_scan.h) and the two gzip readers (gzip_whole.h,
+ * knowledge of runs or metrics, and the generic helpers of the floors above. Declared here:
+ * the output stream (out_writer.c), terminal-safe text (text_escape.c), JSON object members
+ * (json_fields.c), JSON validity (json_valid.c), dotted-path JSON lookups (json_lookup.c),
+ * jobs on threads (parallel_for.c), array growth (grow.c), the start-time sort (sort.c) and
+ * the shared qsort comparators and binary searches (sort_keys.c). The streaming JSON
+ * tokenizer (json_stream.h, json_scan.h) and the two gzip readers (gzip_whole.h,
  * inflate_pipe.h) have headers of their own in this folder: only the importers use them.
  *
  * The output stream (ssa_out) is a hand-rolled buffered output stream for the reports and the
@@ -87,6 +89,22 @@ static inline void ssa_out_char(ssa_out *o, char c) {
   o->buf[o->len++] = c;
 }
 
+/* ---- JSON object members (json_fields.c) ----
+ * `,"name":` and the value: a member after an object's first (which its
+ * caller writes with the opening brace). `name` is a literal key, written as
+ * given. Durations and indexes that are negative when unknown are written
+ * as null by the _or_null forms. */
+void ssa_out_key(ssa_out *o, const char *name); /* `,"name":`, the value to follow */
+void ssa_out_field_i64(ssa_out *o, const char *name, int64_t v);
+void ssa_out_field_u64(ssa_out *o, const char *name, uint64_t v);
+void ssa_out_field_double(ssa_out *o, const char *name, double v); /* null for NaN/inf */
+void ssa_out_field_string(ssa_out *o, const char *name, const char *s);
+void ssa_out_field_bool(ssa_out *o, const char *name, int v);
+void ssa_out_i64_or_null(ssa_out *o, int64_t v);
+void ssa_out_field_i64_or_null(ssa_out *o, const char *name, int64_t v);
+/* A JSON array of n strings: ["a","b"]. */
+void ssa_out_json_strings(ssa_out *o, char *const *s, size_t n);
+
 /* ---- dotted-path JSON lookups (json_lookup.c) ----
  * Minimal JSON lookups for metadata: `path` is dotted ("predicted.total").
  * Return 1 when found. */
@@ -102,9 +120,35 @@ int ssa_text_list_vadd(char ***list, size_t *n, size_t *cap, size_t max_len, con
 /* A duration in ns as "12.345 ms" / "4.1 us" / "731 ns" / "1.500 s" into buf; returns buf. */
 const char *ssa_fmt_time(char *buf, size_t n, double ns);
 
-/* ---- arrays (grow.c, sort.c) ---- */
-/* qsort order of int64_t values, ascending. */
+/* ---- jobs on threads (parallel_for.c) ---- */
+/* How many workers run n jobs: `threads` when positive, else one per online core; at most
+ * n, at least 1. */
+size_t ssa_workers(size_t n, int threads);
+/* Runs job(ctx, i) for every i in [0, n) on `workers` threads, the calling thread one of
+ * them (fewer when threads cannot be started); returns when all are done. Jobs run in any
+ * order and at once: each must touch only its own part of ctx, or lock. */
+void ssa_parallel_for(size_t n, size_t workers, void (*job)(void *ctx, size_t i), void *ctx);
+
+/* ---- arrays (grow.c, sort.c, sort_keys.c) ---- */
+/* qsort orders of int64_t, uint64_t and double values, ascending (sort_keys.c). */
 int ssa_cmp_i64(const void *a, const void *b);
+int ssa_cmp_u64(const void *a, const void *b);
+int ssa_cmp_double(const void *a, const void *b);
+/* An element's sort key (a time) and its index: an array of these sorted by
+ * ssa_cmp_key_index (key, then index: a total order) is the elements' order
+ * without moving them. The key is the first field, so ssa_sort_by_start
+ * sorts these too. */
+typedef struct ssa_key_index {
+  int64_t key;
+  uint64_t index;
+} ssa_key_index;
+int ssa_cmp_key_index(const void *a, const void *b);
+/* Binary searches (sort_keys.c) of an array sorted by a leading int64 key: an
+ * int64_t array, or elements that start with an int64 time (as
+ * ssa_sort_by_start and ssa_key_index have it). How many elements have a
+ * key below t (ssa_count_below) or at most t (ssa_count_at_most). */
+size_t ssa_count_below(const void *base, size_t n, size_t size, int64_t t);
+size_t ssa_count_at_most(const void *base, size_t n, size_t size, int64_t t);
 /* Sorts in place (sort.c) an array whose elements start with an int64
  * start time, in the order of `cmp` (which must order by that start time
  * first). No extra memory; linear passes of a radix sort. */

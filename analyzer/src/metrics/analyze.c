@@ -7,11 +7,9 @@
  */
 #include <pthread.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "ssa_metrics.h"
 
@@ -34,19 +32,10 @@ int ssa_analysis_warn(ssa_analysis *a, const char *fmt, ...) {
   return rc;
 }
 
-typedef struct rank_pool {
-  ssa_analysis *a;
-  atomic_size_t next;
-} rank_pool;
-
-static void *rank_worker(void *arg) {
-  rank_pool *p = arg;
-  for (;;) {
-    size_t i = atomic_fetch_add(&p->next, 1);
-    if (i >= p->a->nranks) break;
-    ssa_analyze_rank(p->a, &p->a->ranks[i]);
-  }
-  return NULL;
+/* One rank's metrics (a job of ssa_parallel_for). */
+static void analyze_rank(void *ctx, size_t i) {
+  ssa_analysis *a = ctx;
+  ssa_analyze_rank(a, &a->ranks[i]);
 }
 
 int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, stepscope_error *err) {
@@ -81,21 +70,7 @@ int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, ste
     return rc;
   }
   if ((rc = ssa_find_pipeline_waits(a)) != 0) goto fail;
-  rank_pool pool;
-  pool.a = a;
-  atomic_init(&pool.next, 0);
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  size_t nth = a->opt.threads > 0 ? (size_t)a->opt.threads : (size_t)(cores > 0 ? cores : 1);
-  if (nth > a->nranks) nth = a->nranks;
-  pthread_t *th = calloc(nth ? nth : 1, sizeof *th);
-  size_t started = 0;
-  if (th && nth > 1)
-    for (; started < nth; started++)
-      if (pthread_create(&th[started], NULL, rank_worker, &pool) != 0) break;
-  rank_worker(&pool);
-  for (size_t i = 0; i < started; i++)
-    pthread_join(th[i], NULL);
-  free(th);
+  ssa_parallel_for(a->nranks, ssa_workers(a->nranks, a->opt.threads), analyze_rank, a);
   for (size_t i = 0; i < a->nranks; i++) {
     if (a->ranks[i].error) {
       rc = a->ranks[i].error;

@@ -51,20 +51,6 @@ typedef struct rank_ctx {
   size_t ndl;
 } rank_ctx;
 
-/* An op's end and index, sorted by ssa_sort_by_start (its first field is
- * the key): the radix sort instead of qsort_r's comparator calls (22
- * thousand ops of HTA's df_index_resolver trace: ~1 ms of qsort_r). */
-typedef struct end_index {
-  int64_t end;
-  uint64_t index;
-} end_index;
-
-static int cmp_end_index(const void *pa, const void *pb) {
-  const end_index *a = pa, *b = pb;
-  if (a->end != b->end) return a->end < b->end ? -1 : 1;
-  return a->index < b->index ? -1 : a->index > b->index;
-}
-
 static int sync_overlaps(rank_ctx *c, uint32_t lane, int64_t a, int64_t b) {
   const ssa_rank *r = c->r;
   if (r->nsyncs == 0) return 0;
@@ -92,7 +78,10 @@ static int other_lane_ended(rank_ctx *c, uint32_t lane, int64_t lo_t, int64_t hi
   const ssa_rank *r = c->r;
   if (!c->by_end && !c->by_end_failed) {
     c->by_end = malloc(r->nops * sizeof *c->by_end);
-    end_index *ei = malloc(r->nops * sizeof *ei);
+    /* sorted by ssa_sort_by_start (the key is the first field): the radix
+     * sort instead of qsort_r's comparator calls (22 thousand ops of HTA's
+     * df_index_resolver trace: ~1 ms of qsort_r) */
+    ssa_key_index *ei = malloc(r->nops * sizeof *ei);
     if (!c->by_end || !ei) {
       free(c->by_end);
       free(ei);
@@ -101,8 +90,8 @@ static int other_lane_ended(rank_ctx *c, uint32_t lane, int64_t lo_t, int64_t hi
       return 0;
     }
     for (size_t i = 0; i < r->nops; i++)
-      ei[i] = (end_index){r->ops[i].end, i};
-    ssa_sort_by_start(ei, r->nops, sizeof *ei, cmp_end_index);
+      ei[i] = (ssa_key_index){r->ops[i].end, i};
+    ssa_sort_by_start(ei, r->nops, sizeof *ei, ssa_cmp_key_index);
     for (size_t i = 0; i < r->nops; i++)
       c->by_end[i] = (uint32_t)ei[i].index;
     free(ei);
@@ -291,18 +280,6 @@ static void emit_lane_gap(void *ctx, int64_t a, int64_t b, uint32_t cause) {
   l->li->idle_cause[cause] += clip_len(a, b, l->t0, l->t1);
 }
 
-static size_t point_index(const int64_t *points, size_t n, int64_t t) {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (points[mid] < t)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
-}
-
 /* A window's metrics from the coverage and idle copies at its two ends. */
 static void measure_window(ssa_window *w, const int64_t *points, size_t np, int64_t (*cov_at)[16],
                            int64_t (*idle_at)[SSA_IDLE_N]) {
@@ -310,7 +287,8 @@ static void measure_window(ssa_window *w, const int64_t *points, size_t np, int6
   memset(w->idle_cause, 0, sizeof w->idle_cause);
   w->span = w->end > w->start ? w->end - w->start : 0;
   if (w->span > 0) {
-    size_t is = point_index(points, np, w->start), ie = point_index(points, np, w->end);
+    size_t is = ssa_count_below(points, np, sizeof *points, w->start),
+           ie = ssa_count_below(points, np, sizeof *points, w->end);
     for (unsigned m = 0; m < 16; m++)
       bucket[m] = cov_at[ie][m] - cov_at[is][m];
     for (int k = 0; k < SSA_IDLE_N; k++)

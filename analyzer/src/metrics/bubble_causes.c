@@ -66,15 +66,8 @@ typedef struct rank_items {
 
 /* The item whose host range contains t (items sorted by start, disjoint). */
 static long item_at(const rank_items *ri, int64_t t) {
-  size_t lo = 0, hi = ri->n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (ri->it[mid].start <= t)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo > 0 && ri->it[lo - 1].end > t ? (long)lo - 1 : -1;
+  size_t k = ssa_count_at_most(ri->it, ri->n, sizeof *ri->it, t); /* items starting by t */
+  return k > 0 && ri->it[k - 1].end > t ? (long)k - 1 : -1;
 }
 
 static int build_items(const ssa_analysis *a, const ssa_rank_result *rr, rank_items *ri) {
@@ -235,24 +228,8 @@ static int measure_transfers(ssa_rank_result *rr) {
     ssa_window *w = k < rr->nsteps ? &rr->windows[k] : &rr->totals;
     int64_t bubble = 0, transfer = 0;
     if (w->span > 0) {
-      size_t lo = 0, hi = np;
-      while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (points[mid] < w->start)
-          lo = mid + 1;
-        else
-          hi = mid;
-      }
-      size_t is = lo;
-      lo = 0, hi = np;
-      while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (points[mid] < w->end)
-          lo = mid + 1;
-        else
-          hi = mid;
-      }
-      size_t ie = lo;
+      size_t is = ssa_count_below(points, np, sizeof *points, w->start),
+             ie = ssa_count_below(points, np, sizeof *points, w->end);
       for (unsigned m = 0; m < 16; m++) {
         int64_t b = at[ie][m] - at[is][m];
         if (!(m & 3)) bubble += b;

@@ -48,19 +48,6 @@
 
 #include "ssa_metrics.h"
 
-typedef struct member {
-  uint64_t comm_id, seq;
-  uint32_t rank_idx, coll_idx;
-} member;
-
-static int cmp_member(const void *pa, const void *pb) {
-  const member *a = pa, *b = pb;
-  if (a->comm_id != b->comm_id) return a->comm_id < b->comm_id ? -1 : 1;
-  if (a->seq != b->seq) return a->seq < b->seq ? -1 : 1;
-  if (a->rank_idx != b->rank_idx) return a->rank_idx < b->rank_idx ? -1 : 1;
-  return a->coll_idx < b->coll_idx ? -1 : a->coll_idx > b->coll_idx;
-}
-
 double ssa_busbw_factor(uint32_t op, uint32_t n) {
   if (n == 0) return 1.0;
   switch (op) {
@@ -72,7 +59,7 @@ double ssa_busbw_factor(uint32_t op, uint32_t n) {
   }
 }
 
-static void member_times(const ssa_analysis *a, const member *m, int64_t *s, int64_t *e) {
+static void member_times(const ssa_analysis *a, const ssa_coll_member *m, int64_t *s, int64_t *e) {
   const ssa_rank *r = a->ranks[m->rank_idx].rank;
   const ssa_coll *c = &r->colls[m->coll_idx];
   int64_t cs = c->start, ce = c->end;
@@ -86,7 +73,7 @@ static void member_times(const ssa_analysis *a, const member *m, int64_t *s, int
 
 /* When a rank left the previous instance of the communicator (members [b, e) of the
  * sorted array; aligned end), INT64_MIN when it was not in it. */
-static int64_t since_of(const ssa_analysis *a, const member *m, size_t b, size_t e,
+static int64_t since_of(const ssa_analysis *a, const ssa_coll_member *m, size_t b, size_t e,
                         uint32_t rank_idx) {
   for (size_t y = b; y < e; y++)
     if (m[y].rank_idx == rank_idx) {
@@ -135,12 +122,12 @@ typedef struct inferred_stream {
   int first_rank[2];                        /* ... and their ranks */
 } inferred_stream;
 
-static const ssa_coll *member_coll(const ssa_analysis *a, const member *m) {
+static const ssa_coll *member_coll(const ssa_analysis *a, const ssa_coll_member *m) {
   return &a->ranks[m->rank_idx].rank->colls[m->coll_idx];
 }
 
 /* Checks the streams matched by order (members [0, n) sorted); *out lists them. */
-static int check_inferred_streams(const ssa_analysis *a, const member *m, size_t n,
+static int check_inferred_streams(const ssa_analysis *a, const ssa_coll_member *m, size_t n,
                                   inferred_stream **out, size_t *nout) {
   size_t cap = 0;
   *out = NULL;
@@ -215,21 +202,14 @@ static void warn_refused(ssa_analysis *a, const inferred_stream *st, size_t n) {
 }
 
 int ssa_match_collectives(ssa_analysis *a) {
-  size_t n = 0;
-  for (size_t i = 0; i < a->nranks; i++)
-    n += a->ranks[i].rank->ncolls;
+  ssa_coll_member *m;
+  size_t n;
+  if (ssa_run_coll_members(a->run, &m, &n)) return STEPSCOPE_E_NOMEM;
   if (n == 0) return 0;
-  member *m = malloc(n * sizeof *m);
-  if (!m) return STEPSCOPE_E_NOMEM;
   size_t k = 0;
-  for (size_t i = 0; i < a->nranks; i++) {
-    const ssa_rank *r = a->ranks[i].rank;
-    for (size_t j = 0; j < r->ncolls; j++)
-      if (a->nranks > 1 || !(r->colls[j].flags & STEPSCOPE_COLL_F_INFERRED)) /* one rank: none */
-        m[k++] = (member){r->colls[j].comm_id, r->colls[j].seq, (uint32_t)i, (uint32_t)j};
-  }
+  for (size_t x = 0; x < n; x++) /* one rank: its collectives without metadata match nothing */
+    if (a->nranks > 1 || !(member_coll(a, &m[x])->flags & STEPSCOPE_COLL_F_INFERRED)) m[k++] = m[x];
   n = k;
-  qsort(m, n, sizeof *m, cmp_member);
   inferred_stream *streams = NULL;
   size_t nstreams = 0;
   if (check_inferred_streams(a, m, n, &streams, &nstreams)) {

@@ -17,7 +17,7 @@
  * running buckets (time in [t0, point) by mask). A window [s, e) is then
  * at(e) - at(s), so the cost is one pass over the ops plus O(1) per window,
  * however much the windows overlap. `emit`, when set, receives each
- * constant-coverage piece (the Chrome export's derived tracks).
+ * constant-coverage piece (the exports' derived tracks: ssa_cover_replay).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +117,17 @@ void ssa_cover_rank(ssa_cover *c, const ssa_rank *r, int pipeline) {
   for (size_t i = 0; i < r->nops; i++)
     ssa_cover_op(c, r, &r->ops[i], pipeline);
   ssa_cover_finish(c);
+}
+
+void ssa_cover_replay(const ssa_rank_result *rr,
+                      void (*emit)(void *ctx, int64_t s, int64_t e, unsigned mask), void *ctx) {
+  if (rr->totals.end <= rr->totals.start) return;
+  ssa_cover cov;
+  ssa_cover_init(&cov, 4, rr->totals.start, rr->totals.end);
+  cov.emit = emit;
+  cov.ctx = ctx;
+  cov.wait_end = rr->coll_wait_end;
+  ssa_cover_rank(&cov, rr->rank, rr->pipeline);
 }
 
 int64_t *ssa_window_points(const ssa_rank_result *rr, size_t *n) {

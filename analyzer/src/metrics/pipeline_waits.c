@@ -38,21 +38,8 @@ int ssa_rank_pipeline_stage(const ssa_rank *r) {
   return pipeline && stage >= 0 && stage < 1e9 ? (int)stage : -1;
 }
 
-typedef struct pw_member {
-  uint64_t comm_id, seq;
-  uint32_t rank_idx, coll_idx;
-} pw_member;
-
-static int cmp_pw(const void *pa, const void *pb) {
-  const pw_member *a = pa, *b = pb;
-  if (a->comm_id != b->comm_id) return a->comm_id < b->comm_id ? -1 : 1;
-  if (a->seq != b->seq) return a->seq < b->seq ? -1 : 1;
-  if (a->rank_idx != b->rank_idx) return a->rank_idx < b->rank_idx ? -1 : 1;
-  return a->coll_idx < b->coll_idx ? -1 : a->coll_idx > b->coll_idx;
-}
-
 /* Aligned start of a member: its executing op's start when linked. */
-static int64_t member_start(const ssa_analysis *a, const pw_member *m) {
+static int64_t member_start(const ssa_analysis *a, const ssa_coll_member *m) {
   const ssa_rank *r = a->ranks[m->rank_idx].rank;
   const ssa_coll *c = &r->colls[m->coll_idx];
   int64_t s = c->op_index != SSA_NONE ? r->ops[c->op_index].start : c->start;
@@ -76,20 +63,13 @@ int ssa_find_pipeline_waits(ssa_analysis *a) {
     for (size_t j = 0; j < rr->rank->ncolls; j++)
       rr->coll_wait_end[j] = INT64_MIN;
   }
-  pw_member *m = malloc(n * sizeof *m);
+  ssa_coll_member *m;
+  if (ssa_run_coll_members(a->run, &m, &n)) return STEPSCOPE_E_NOMEM;
   int64_t *start = malloc(n * sizeof *start);
-  if (!m || !start) {
+  if (!start) {
     free(m);
-    free(start);
     return STEPSCOPE_E_NOMEM;
   }
-  size_t k = 0;
-  for (size_t i = 0; i < a->nranks; i++) {
-    const ssa_rank *r = a->ranks[i].rank;
-    for (size_t j = 0; j < r->ncolls; j++)
-      m[k++] = (pw_member){r->colls[j].comm_id, r->colls[j].seq, (uint32_t)i, (uint32_t)j};
-  }
-  qsort(m, n, sizeof *m, cmp_pw);
   for (size_t x = 0; x < n; x++)
     start[x] = member_start(a, &m[x]);
   for (size_t g = 0; g < n;) {

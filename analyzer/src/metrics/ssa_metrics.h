@@ -479,6 +479,11 @@ int ssa_find_pipeline_waits(ssa_analysis *a);
 /* The query points of a rank's windows (coverage.c): the ends of its totals window and of
  * every step window, sorted and unique, in a new array of *n; NULL when out of memory. */
 int64_t *ssa_window_points(const ssa_rank_result *rr, size_t *n);
+/* The coverage pass of an analysed rank over its totals window again, every
+ * constant-coverage piece handed to emit (coverage.c; the exports' derived
+ * tracks). Nothing when the window is empty. */
+void ssa_cover_replay(const ssa_rank_result *rr,
+                      void (*emit)(void *ctx, int64_t s, int64_t e, unsigned mask), void *ctx);
 int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr);
 /* The device-level idle gaps of an analysed rank inside its totals window,
  * in time order, each with its cause (SSA_IDLE_*; the classification of the

@@ -41,17 +41,6 @@
 
 #include "ssa_metrics.h"
 
-typedef struct order_key {
-  int64_t start;
-  uint32_t idx;
-} order_key;
-
-static int cmp_order_key(const void *pa, const void *pb) {
-  const order_key *a = pa, *b = pb;
-  if (a->start != b->start) return a->start < b->start ? -1 : 1;
-  return a->idx < b->idx ? -1 : a->idx > b->idx;
-}
-
 void ssa_step_index_free(ssa_step_index *ix) {
   free(ix->order);
   free(ix->starts);
@@ -65,7 +54,7 @@ int ssa_step_index_build(ssa_step_index *ix, const ssa_step *steps, size_t n) {
   ix->n = n;
   ix->disjoint = 1;
   if (n == 0) return 0;
-  order_key *k = malloc(n * sizeof *k);
+  ssa_key_index *k = malloc(n * sizeof *k); /* (range start, step index) */
   ix->order = malloc(n * sizeof *ix->order);
   ix->starts = malloc(n * sizeof *ix->starts);
   if (!k || !ix->order || !ix->starts) goto nomem;
@@ -73,14 +62,14 @@ int ssa_step_index_build(ssa_step_index *ix, const ssa_step *steps, size_t n) {
   size_t m = 0;
   for (size_t i = 0; i < n; i++)
     if (steps[i].range_end > steps[i].range_start)
-      k[m++] = (order_key){steps[i].range_start, (uint32_t)i};
-  qsort(k, m, sizeof *k, cmp_order_key);
+      k[m++] = (ssa_key_index){steps[i].range_start, i};
+  qsort(k, m, sizeof *k, ssa_cmp_key_index);
   n = ix->n = m;
   int64_t reach = INT64_MIN;
   for (size_t i = 0; i < n; i++) {
-    ix->order[i] = k[i].idx;
-    ix->starts[i] = k[i].start;
-    const ssa_step *s = &steps[k[i].idx];
+    ix->order[i] = (uint32_t)k[i].index;
+    ix->starts[i] = k[i].key;
+    const ssa_step *s = &steps[k[i].index];
     if (s->range_start < reach) ix->disjoint = 0;
     if (s->range_end > reach) reach = s->range_end;
   }
@@ -122,23 +111,16 @@ static void stab_node(const ssa_step_index *ix, size_t node, size_t lo, size_t w
 size_t ssa_step_index_stab(ssa_step_index *ix, int64_t t, uint32_t *out, size_t cap) {
   /* k = number of ranges starting at or before t (remembered as a hint for
    * ssa_step_index_stab_fast) */
-  size_t lo = 0, hi = ix->n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (ix->starts[mid] <= t)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  ix->hint[ix->next_hint++ & 3] = lo;
-  if (lo == 0) return 0;
+  size_t k = ssa_count_at_most(ix->starts, ix->n, sizeof *ix->starts, t);
+  ix->hint[ix->next_hint++ & 3] = k;
+  if (k == 0) return 0;
   if (ix->disjoint) { /* ranges never overlap: only the last one can contain t */
-    if (t >= ix->steps[ix->order[lo - 1]].range_end) return 0;
-    if (cap) out[0] = ix->order[lo - 1];
+    if (t >= ix->steps[ix->order[k - 1]].range_end) return 0;
+    if (cap) out[0] = ix->order[k - 1];
     return 1;
   }
   size_t found = 0;
-  stab_node(ix, 1, 0, ix->leaves, lo, t, out, cap, &found);
+  stab_node(ix, 1, 0, ix->leaves, k, t, out, cap, &found);
   return found;
 }
 
@@ -155,16 +137,9 @@ static size_t owner_node(const ssa_step_index *ix, size_t node, size_t lo, size_
 uint32_t ssa_step_index_owner(ssa_step_index *ix, int64_t t) {
   uint32_t one;
   if (ix->disjoint) return ssa_step_index_stab_fast(ix, t, &one, 1) ? one : SSA_NONE;
-  size_t lo = 0, hi = ix->n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (ix->starts[mid] <= t)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  if (lo == 0) return SSA_NONE;
-  size_t p = owner_node(ix, 1, 0, ix->leaves, lo, t);
+  size_t k = ssa_count_at_most(ix->starts, ix->n, sizeof *ix->starts, t); /* started by t */
+  if (k == 0) return SSA_NONE;
+  size_t p = owner_node(ix, 1, 0, ix->leaves, k, t);
   return p == SIZE_MAX ? SSA_NONE : ix->order[p];
 }
 

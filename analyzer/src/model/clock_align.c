@@ -26,20 +26,6 @@
 #include "ssa_model.h"
 #include "sc_try.h"
 
-typedef struct end_sample {
-  uint64_t comm_id, seq;
-  uint32_t rank_idx;
-  int64_t end;
-} end_sample;
-
-static int cmp_sample(const void *pa, const void *pb) {
-  const end_sample *a = pa, *b = pb;
-  if (a->comm_id != b->comm_id) return a->comm_id < b->comm_id ? -1 : 1;
-  if (a->seq != b->seq) return a->seq < b->seq ? -1 : 1;
-  if (a->rank_idx != b->rank_idx) return a->rank_idx < b->rank_idx ? -1 : 1;
-  return 0;
-}
-
 typedef struct pair_diff {
   uint32_t a, b;
   int64_t diff;
@@ -71,25 +57,21 @@ static int64_t earliest_event(const ssa_rank *r, int *any) {
   return *any ? t : r->header_start;
 }
 
+/* A member's end after step 1: its executing op's end when linked. */
+static int64_t anchored_end(const ssa_run *run, const ssa_coll_member *m) {
+  const ssa_rank *r = &run->ranks[m->rank_idx];
+  const ssa_coll *c = &r->colls[m->coll_idx];
+  int64_t end = c->op_index != SSA_NONE ? r->ops[c->op_index].end : c->end;
+  return end + run->anchor_offset[m->rank_idx];
+}
+
 static int refine(ssa_run *run) {
-  size_t n = 0;
-  for (size_t i = 0; i < run->nranks; i++)
-    for (size_t j = 0; j < run->ranks[i].ncolls; j++)
-      n += !is_p2p(&run->ranks[i].colls[j]);
-  if (n == 0) return 0;
-  end_sample *s = malloc(n * sizeof *s);
-  if (!s) return STEPSCOPE_E_NOMEM;
-  size_t k = 0;
-  for (size_t i = 0; i < run->nranks; i++) {
-    const ssa_rank *r = &run->ranks[i];
-    for (size_t j = 0; j < r->ncolls; j++) {
-      const ssa_coll *c = &r->colls[j];
-      if (is_p2p(c)) continue;
-      int64_t end = c->op_index != SSA_NONE ? r->ops[c->op_index].end : c->end;
-      s[k++] = (end_sample){c->comm_id, c->seq, (uint32_t)i, end + run->anchor_offset[i]};
-    }
-  }
-  qsort(s, n, sizeof *s, cmp_sample);
+  ssa_coll_member *s;
+  size_t n, k = 0;
+  SC_TRY(ssa_run_coll_members(run, &s, &n));
+  for (size_t i = 0; i < n; i++) /* p2p transfers do not end together: left out */
+    if (!is_p2p(&run->ranks[s[i].rank_idx].colls[s[i].coll_idx])) s[k++] = s[i];
+  n = k;
   size_t npairs = 0, pcap = 0;
   pair_diff *pairs = NULL;
   for (size_t g = 0; g < n;) {
@@ -103,7 +85,8 @@ static int refine(ssa_run *run) {
         free(pairs);
         return STEPSCOPE_E_NOMEM;
       }
-      pairs[npairs++] = (pair_diff){s[g].rank_idx, s[m].rank_idx, s[g].end - s[m].end};
+      pairs[npairs++] = (pair_diff){s[g].rank_idx, s[m].rank_idx,
+                                    anchored_end(run, &s[g]) - anchored_end(run, &s[m])};
     }
     g = e;
   }

@@ -172,17 +172,7 @@ static int push_op(ssa_rank *r, int64_t s, int64_t e, uint64_t corr, uint64_t by
   if (lane == SSA_NONE) return STEPSCOPE_E_NOMEM;
   if (r->nops == r->ops_cap && ssa_grow((void **)&r->ops, &r->ops_cap, r->nops + 1, sizeof *r->ops))
     return STEPSCOPE_E_NOMEM;
-  ssa_op *o = &r->ops[r->nops++];
-  o->start = s;
-  o->end = e < s ? s : e;
-  o->corr = corr;
-  o->bytes = bytes;
-  o->name = name;
-  o->launch = SSA_NONE;
-  o->coll = SSA_NONE;
-  o->lane = (uint16_t)lane;
-  o->kind = kind;
-  o->cls = cls;
+  r->ops[r->nops++] = ssa_op_make(s, e, corr, bytes, name, SSA_NONE, lane, kind, cls);
   return 0;
 }
 

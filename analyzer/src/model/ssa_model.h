@@ -92,6 +92,23 @@ typedef struct ssa_op {
   uint8_t cls;  /* ssa_class */
 } ssa_op;
 
+/* A new op, not joined to its launch call yet; an end before the start is
+ * taken as the start. `coll`: SSA_NONE, or (staged ops, ssa_op_stage.h) a
+ * pending oplink index. */
+static inline ssa_op ssa_op_make(int64_t s, int64_t e, uint64_t corr, uint64_t bytes, uint32_t name,
+                                 uint32_t coll, uint32_t lane, uint8_t kind, uint8_t cls) {
+  return (ssa_op){.start = s,
+                  .end = e < s ? s : e,
+                  .corr = corr,
+                  .bytes = bytes,
+                  .name = name,
+                  .launch = SSA_NONE,
+                  .coll = coll,
+                  .lane = (uint16_t)lane,
+                  .kind = kind,
+                  .cls = cls};
+}
+
 typedef struct ssa_api {
   int64_t start, end;
   uint64_t corr;
@@ -333,6 +350,22 @@ void ssa_run_note_unclosed(ssa_run *run);
 
 /* Clock alignment (clock_align.c): fills offsets, origin and warnings. */
 int ssa_run_align(ssa_run *run);
+
+/* A collective record of one of a run's ranks as a member of its instance
+ * (coll_members.c): the members of one instance (same comm_id and seq) on
+ * every rank sort next to each other. */
+typedef struct ssa_coll_member {
+  uint64_t comm_id, seq;
+  uint32_t rank_idx; /* index in run->ranks, and in an analysis' ranks */
+  uint32_t coll_idx; /* index in that rank's colls */
+} ssa_coll_member;
+
+/* qsort order of members: comm_id, seq, rank, record (a total order). */
+int ssa_cmp_coll_member(const void *a, const void *b);
+/* Every collective record of the run's ranks as a member, in a new array
+ * sorted by ssa_cmp_coll_member (*out NULL when there are none). 0 or
+ * STEPSCOPE_E_NOMEM. */
+int ssa_run_coll_members(const ssa_run *run, ssa_coll_member **out, size_t *n);
 
 /* The order of a finished rank's ops: by start, longer first, lane, then
  * the record's bytes (a total order). */

@@ -50,8 +50,8 @@ int ssa_op_stage_grow(ssa_lane_ops *l, size_t reserve);
  * either way). */
 int ssa_op_stage_merge(ssa_op_stage *st, ssa_rank *r);
 
-/* Appends an op to its lane (the fields as push_op in rank_builder.c sets
- * them); `coll` is SSA_NONE or a pending oplink index. */
+/* Appends an op to its lane (ssa_op_make, as push_op in rank_builder.c);
+ * `coll` is SSA_NONE or a pending oplink index. */
 static inline int ssa_op_stage_push(ssa_op_stage *st, uint32_t lane, int64_t s, int64_t e,
                                     uint64_t corr, uint64_t bytes, uint32_t name, uint8_t kind,
                                     uint8_t cls, uint32_t coll) {
@@ -61,16 +61,7 @@ static inline int ssa_op_stage_push(ssa_op_stage *st, uint32_t lane, int64_t s, 
   if (l->n >= l->prefaulted)
     l->prefaulted = ssa_prefault_ahead(l->ops, sizeof *l->ops, l->n, l->cap);
   ssa_op *o = &l->ops[l->n];
-  o->start = s;
-  o->end = e < s ? s : e;
-  o->corr = corr;
-  o->bytes = bytes;
-  o->name = name;
-  o->launch = SSA_NONE;
-  o->coll = coll;
-  o->lane = (uint16_t)lane;
-  o->kind = kind;
-  o->cls = cls;
+  *o = ssa_op_make(s, e, corr, bytes, name, coll, lane, kind, cls);
   if (l->n > 0 && !l->out_of_order) {
     const ssa_op *p = o - 1;
     if (p->start > s || (p->start == s && ssa_cmp_ops(p, o) > 0)) l->out_of_order = 1;

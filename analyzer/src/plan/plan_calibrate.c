@@ -20,14 +20,9 @@
 #include "ssa_metrics.h"
 #include "ssa_import.h"
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 static double median(double *v, size_t n) {
   if (!n) return 0;
-  qsort(v, n, sizeof *v, cmp_double);
+  qsort(v, n, sizeof *v, ssa_cmp_double);
   return v[(n - 1) / 2];
 }
 
@@ -81,17 +76,10 @@ static int phase_times(const ssa_rank *r, int64_t t0, int64_t t1, double *fwd, d
         o->start >= t1)
       continue;
     int64_t t = r->apis[o->launch].start;
-    size_t lo = 0, hi = n; /* the last span starting at or before t */
-    while (lo < hi) {
-      size_t mid = lo + (hi - lo) / 2;
-      if (p[mid].start <= t)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
-    if (lo == 0 || p[lo - 1].end <= t) continue;
+    size_t k = ssa_count_at_most(p, n, sizeof *p, t); /* p[k - 1]: the last span starting by t */
+    if (k == 0 || p[k - 1].end <= t) continue;
     double d = (double)(o->end - o->start);
-    if (p[lo - 1].backward) {
+    if (p[k - 1].backward) {
       *bwd += d;
     } else {
       *fwd += d;

@@ -11,13 +11,14 @@
 
 #include "ssa_report.h"
 
-#define KEY(o, k) ssa_out_str((o), "\"" k "\":")
+/* num / den, NaN (null) when den is not positive. */
+static double ratio(int64_t num, int64_t den) {
+  return den > 0 ? (double)num / (double)den : NAN;
+}
 
-static void ratio(ssa_out *o, int64_t num, int64_t den) {
-  if (den <= 0)
-    ssa_out_str(o, "null");
-  else
-    ssa_out_double(o, (double)num / (double)den);
+/* A predicted or measured amount, NaN (null) when unknown (negative). */
+static double known_or_nan(double v) {
+  return v >= 0 ? v : NAN;
 }
 
 static void idle_obj(ssa_out *o, const int64_t *c) {
@@ -33,91 +34,58 @@ static void idle_obj(ssa_out *o, const int64_t *c) {
 static void window_obj(const ssa_analysis *a, const ssa_rank_result *rr, const ssa_window *w,
                        ssa_out *o) {
   const ssa_run *run = a->run;
-  ssa_out_char(o, '{');
-  KEY(o, "step");
+  ssa_out_str(o, "{\"step\":");
   if (w->step < 0 && w == &rr->totals)
     ssa_out_str(o, "null");
   else
     ssa_out_i64(o, w->step);
-  ssa_out_str(o, ",\"start_ns\":");
-  ssa_out_i64(o, ssa_rel_time(run, rr->rank, w->start));
-  ssa_out_str(o, ",\"end_ns\":");
-  ssa_out_i64(o, ssa_rel_time(run, rr->rank, w->end));
-#define FIELD(name, v)                                                                             \
-  do {                                                                                             \
-    ssa_out_str(o, ",\"" name "\":");                                                              \
-    ssa_out_i64(o, (v));                                                                           \
-  } while (0)
-  FIELD("span_ns", w->span);
-  FIELD("busy_ns", w->busy);
-  FIELD("idle_ns", w->idle);
-  FIELD("compute_ns", w->compute);
-  FIELD("comm_ns", w->comm);
-  FIELD("overlap_ns", w->overlap);
-  FIELD("exposed_comm_ns", w->exposed_comm);
-  FIELD("exposed_mem_ns", w->exposed_mem);
-  ssa_out_str(o, ",\"overlap_ratio\":");
-  ratio(o, w->overlap, w->comm);
-  FIELD("bubble_ns", w->bubble);
-  ssa_out_str(o, ",\"bubble_ratio\":");
-  ratio(o, w->bubble, w->span);
-  ssa_out_str(o, ",\"bubble_theory_ratio\":");
-  ssa_out_double(o, rr->bubble_theory);
-  ssa_out_str(o, ",\"bubble_excess_ratio\":");
-  if (w->span > 0 && !isnan(rr->bubble_theory))
-    ssa_out_double(o, (double)w->bubble / (double)w->span - rr->bubble_theory);
-  else
-    ssa_out_str(o, "null");
-  FIELD("pipeline_comm_only_ns", w->pipeline_comm_only);
+  ssa_out_field_i64(o, "start_ns", ssa_rel_time(run, rr->rank, w->start));
+  ssa_out_field_i64(o, "end_ns", ssa_rel_time(run, rr->rank, w->end));
+  ssa_out_field_i64(o, "span_ns", w->span);
+  ssa_out_field_i64(o, "busy_ns", w->busy);
+  ssa_out_field_i64(o, "idle_ns", w->idle);
+  ssa_out_field_i64(o, "compute_ns", w->compute);
+  ssa_out_field_i64(o, "comm_ns", w->comm);
+  ssa_out_field_i64(o, "overlap_ns", w->overlap);
+  ssa_out_field_i64(o, "exposed_comm_ns", w->exposed_comm);
+  ssa_out_field_i64(o, "exposed_mem_ns", w->exposed_mem);
+  ssa_out_field_double(o, "overlap_ratio", ratio(w->overlap, w->comm));
+  ssa_out_field_i64(o, "bubble_ns", w->bubble);
+  ssa_out_field_double(o, "bubble_ratio", ratio(w->bubble, w->span));
+  ssa_out_field_double(o, "bubble_theory_ratio", rr->bubble_theory);
+  ssa_out_field_double(o, "bubble_excess_ratio", ratio(w->bubble, w->span) - rr->bubble_theory);
+  ssa_out_field_i64(o, "pipeline_comm_only_ns", w->pipeline_comm_only);
   if (rr->pipeline && w->has_bubble_causes) {
     ssa_out_str(o, ",\"bubble_causes\":{");
     for (int k = 0; k < SSA_BUBBLE_N; k++) {
       ssa_out_printf(o, "%s\"%s_ns\":", k ? "," : "", ssa_bubble_cause_names[k]);
       ssa_out_i64(o, w->bubble_cause[k]);
     }
-    ssa_out_str(o, "},\"imbalance_stage\":");
-    if (w->imbalance_stage >= 0)
-      ssa_out_i64(o, w->imbalance_stage);
-    else
-      ssa_out_str(o, "null");
-    ssa_out_str(o, ",\"schedule_idle_ns\":");
-    if (w->schedule_idle >= 0)
-      ssa_out_i64(o, w->schedule_idle);
-    else
-      ssa_out_str(o, "null");
-    ssa_out_str(o, ",\"schedule_idle_balanced_ns\":");
-    if (w->schedule_idle_balanced >= 0)
-      ssa_out_i64(o, w->schedule_idle_balanced);
-    else
-      ssa_out_str(o, "null");
+    ssa_out_char(o, '}');
+    ssa_out_field_i64_or_null(o, "imbalance_stage", w->imbalance_stage);
+    ssa_out_field_i64_or_null(o, "schedule_idle_ns", w->schedule_idle);
+    ssa_out_field_i64_or_null(o, "schedule_idle_balanced_ns", w->schedule_idle_balanced);
   } else if (rr->pipeline) {
     ssa_out_str(o, ",\"bubble_causes\":null,\"imbalance_stage\":null");
   }
-  ssa_out_str(o, ",\"projected\":");
-  ssa_out_str(o, w->projected ? "true" : "false");
-  ssa_out_str(o, ",\"device_latency_ns\":");
-  if (w->device_latency >= 0)
-    ssa_out_i64(o, w->device_latency);
-  else
-    ssa_out_str(o, "null");
-  ssa_out_str(o, w->cut ? ",\"cut_by_trace_end\":true" : ",\"cut_by_trace_end\":false");
+  ssa_out_field_bool(o, "projected", w->projected);
+  ssa_out_field_i64_or_null(o, "device_latency_ns", w->device_latency);
+  ssa_out_field_bool(o, "cut_by_trace_end", w->cut);
   ssa_out_str(o, ",\"idle_breakdown\":");
   idle_obj(o, w->idle_cause);
   ssa_out_str(o, ",\"launch\":{\"count\":");
   ssa_out_u64(o, w->launch.count);
   if (w->launch.count) {
-    FIELD("min_ns", w->launch.min);
-    FIELD("p50_ns", w->launch.p50);
-    FIELD("p90_ns", w->launch.p90);
-    FIELD("p99_ns", w->launch.p99);
-    FIELD("max_ns", w->launch.max);
-    ssa_out_str(o, ",\"mean_ns\":");
-    ssa_out_double(o, w->launch.mean);
+    ssa_out_field_i64(o, "min_ns", w->launch.min);
+    ssa_out_field_i64(o, "p50_ns", w->launch.p50);
+    ssa_out_field_i64(o, "p90_ns", w->launch.p90);
+    ssa_out_field_i64(o, "p99_ns", w->launch.p99);
+    ssa_out_field_i64(o, "max_ns", w->launch.max);
+    ssa_out_field_double(o, "mean_ns", w->launch.mean);
   }
-  ssa_out_str(o, "},\"cpu_bound\":");
-  ssa_out_str(o, w->cpu_bound ? "true" : "false");
   ssa_out_char(o, '}');
-#undef FIELD
+  ssa_out_field_bool(o, "cpu_bound", w->cpu_bound);
+  ssa_out_char(o, '}');
 }
 
 static int selected(const ssa_analysis *a, const ssa_rank_result *rr) {
@@ -155,8 +123,7 @@ static void classification_obj(const ssa_rank *r, ssa_out *o) {
     ssa_out_printf(o, "%s{\"option\":\"%s\",\"class\":\"%s\",\"pattern\":", u ? "," : "",
                    ssa_comm_rule_option(rule), rule->comm ? "comm" : "compute");
     ssa_out_json_string(o, rule->pattern);
-    ssa_out_str(o, ",\"origin\":");
-    ssa_out_json_string(o, rule->origin);
+    ssa_out_field_string(o, "origin", rule->origin);
     ssa_out_char(o, ',');
     class_count(o, &t->user[u]);
     ssa_out_char(o, '}');
@@ -199,47 +166,28 @@ static void json_run(const ssa_analysis *a, ssa_out *o) {
     const ssa_rank *r = &run->ranks[i];
     ssa_out_printf(o, "%s{\"rank\":%d,\"host\":", i ? "," : "", r->rank);
     ssa_out_json_string(o, r->hostname);
-    ssa_out_str(o, ",\"device\":");
-    ssa_out_json_string(o, r->device_name);
-    ssa_out_str(o, ",\"producer\":");
-    ssa_out_json_string(o, r->producer);
-    ssa_out_str(o, ",\"path\":");
-    ssa_out_json_string(o, r->path);
+    ssa_out_field_string(o, "device", r->device_name);
+    ssa_out_field_string(o, "producer", r->producer);
+    ssa_out_field_string(o, "path", r->path);
     ssa_out_char(o, '}');
   }
-  ssa_out_str(o, "],\"step_time_ns\":");
-  if (a->step_time_median >= 0)
-    ssa_out_i64(o, a->step_time_median);
-  else
-    ssa_out_str(o, "null");
-  ssa_out_str(o, ",\"device_latency_ns\":");
-  if (a->device_latency_median >= 0)
-    ssa_out_i64(o, a->device_latency_median);
-  else
-    ssa_out_str(o, "null");
+  ssa_out_char(o, ']');
+  ssa_out_field_i64_or_null(o, "step_time_ns", a->step_time_median);
+  ssa_out_field_i64_or_null(o, "device_latency_ns", a->device_latency_median);
   ssa_out_str(o, ",\"step_windows\":\"iteration\"");
   ssa_out_str(o, ",\"steps\":[");
   for (size_t i = 0; i < a->nsteps; i++) {
     const ssa_run_step *s = &a->steps[i];
     ssa_out_printf(o, "%s{\"step\":", i ? "," : "");
     ssa_out_i64(o, s->step);
-    ssa_out_str(o, ",\"start_ns\":");
-    ssa_out_i64(o, s->start_rel);
-    ssa_out_str(o, ",\"end_ns\":");
-    ssa_out_i64(o, s->end_rel);
-    ssa_out_str(o, ",\"time_ns\":");
-    ssa_out_i64(o, s->time);
-    ssa_out_str(o, ",\"device_latency_ns\":");
-    if (s->device_latency >= 0)
-      ssa_out_i64(o, s->device_latency);
-    else
-      ssa_out_str(o, "null");
-    ssa_out_str(o, s->cut ? ",\"cut_by_trace_end\":true" : ",\"cut_by_trace_end\":false");
-    ssa_out_str(o, s->stub ? ",\"stub\":true" : ",\"stub\":false");
-    ssa_out_str(o, ",\"mfu\":");
-    ssa_out_double(o, s->mfu);
-    ssa_out_str(o, ",\"hfu\":");
-    ssa_out_double(o, s->hfu);
+    ssa_out_field_i64(o, "start_ns", s->start_rel);
+    ssa_out_field_i64(o, "end_ns", s->end_rel);
+    ssa_out_field_i64(o, "time_ns", s->time);
+    ssa_out_field_i64_or_null(o, "device_latency_ns", s->device_latency);
+    ssa_out_field_bool(o, "cut_by_trace_end", s->cut);
+    ssa_out_field_bool(o, "stub", s->stub);
+    ssa_out_field_double(o, "mfu", s->mfu);
+    ssa_out_field_double(o, "hfu", s->hfu);
     ssa_out_char(o, '}');
   }
   ssa_out_str(o, "],\"launch_gap_threshold_ns\":");
@@ -265,21 +213,13 @@ static void json_mfu(const ssa_analysis *a, ssa_out *o) {
   if (!isnan(a->model_flops_per_step)) {
     ssa_out_str(o, "{\"mfu\":");
     ssa_out_double(o, a->mfu);
-    ssa_out_str(o, ",\"hfu\":");
-    ssa_out_double(o, a->hfu);
-    ssa_out_str(o, ",\"model_flops_per_step\":");
-    ssa_out_double(o, a->model_flops_per_step);
-    ssa_out_str(o, ",\"hardware_flops_per_step\":");
-    ssa_out_double(o, a->hardware_flops_per_step);
-    ssa_out_str(o, ",\"peak_flops_per_device\":");
-    ssa_out_double(o, a->peak_flops_per_device);
-    ssa_out_str(o, ",\"tokens_per_step\":");
-    ssa_out_double(o, a->tokens_per_step);
-    ssa_out_printf(o, ",\"world\":%d,\"step_time_ns\":", a->flops_world);
-    if (a->step_time_median >= 0)
-      ssa_out_i64(o, a->step_time_median);
-    else
-      ssa_out_str(o, "null");
+    ssa_out_field_double(o, "hfu", a->hfu);
+    ssa_out_field_double(o, "model_flops_per_step", a->model_flops_per_step);
+    ssa_out_field_double(o, "hardware_flops_per_step", a->hardware_flops_per_step);
+    ssa_out_field_double(o, "peak_flops_per_device", a->peak_flops_per_device);
+    ssa_out_field_double(o, "tokens_per_step", a->tokens_per_step);
+    ssa_out_field_i64(o, "world", a->flops_world);
+    ssa_out_field_i64_or_null(o, "step_time_ns", a->step_time_median);
     ssa_out_char(o, '}');
   } else {
     ssa_out_str(o, "null");
@@ -291,17 +231,13 @@ static void json_memory(const ssa_analysis *a, ssa_out *o) {
   ssa_out_str(o, ",\"memory\":");
   if (a->mem_predicted_total >= 0 || a->mem_measured_peak >= 0) {
     ssa_out_str(o, "{\"predicted\":{\"parameters\":");
-    ssa_out_double(o, a->mem_predicted_parameters >= 0 ? a->mem_predicted_parameters : NAN);
-    ssa_out_str(o, ",\"gradients\":");
-    ssa_out_double(o, a->mem_predicted_gradients >= 0 ? a->mem_predicted_gradients : NAN);
-    ssa_out_str(o, ",\"optimizer\":");
-    ssa_out_double(o, a->mem_predicted_optimizer >= 0 ? a->mem_predicted_optimizer : NAN);
-    ssa_out_str(o, ",\"activations\":");
-    ssa_out_double(o, a->mem_predicted_activations >= 0 ? a->mem_predicted_activations : NAN);
-    ssa_out_str(o, ",\"total\":");
-    ssa_out_double(o, a->mem_predicted_total >= 0 ? a->mem_predicted_total : NAN);
-    ssa_out_str(o, "},\"measured_peak_bytes\":");
-    ssa_out_double(o, a->mem_measured_peak >= 0 ? a->mem_measured_peak : NAN);
+    ssa_out_double(o, known_or_nan(a->mem_predicted_parameters));
+    ssa_out_field_double(o, "gradients", known_or_nan(a->mem_predicted_gradients));
+    ssa_out_field_double(o, "optimizer", known_or_nan(a->mem_predicted_optimizer));
+    ssa_out_field_double(o, "activations", known_or_nan(a->mem_predicted_activations));
+    ssa_out_field_double(o, "total", known_or_nan(a->mem_predicted_total));
+    ssa_out_char(o, '}');
+    ssa_out_field_double(o, "measured_peak_bytes", known_or_nan(a->mem_measured_peak));
     ssa_out_str(o, ",\"measured_over_predicted\":");
     ssa_out_double(o, a->mem_predicted_total > 0 && a->mem_measured_peak >= 0
                           ? a->mem_measured_peak / a->mem_predicted_total
@@ -322,10 +258,8 @@ static void json_alignment(const ssa_analysis *a, ssa_out *o) {
   for (size_t i = 0; i < run->nranks; i++) {
     ssa_out_printf(o, "%s{\"rank\":%d,\"anchor_offset_ns\":", i ? "," : "", run->ranks[i].rank);
     ssa_out_i64(o, run->anchor_offset[i] - ref_anchor);
-    ssa_out_str(o, ",\"refine_ns\":");
-    ssa_out_i64(o, run->refine_offset[i]);
-    ssa_out_str(o, ",\"offset_ns\":");
-    ssa_out_i64(o, run->ranks[i].offset_ns - run->ranks[0].offset_ns);
+    ssa_out_field_i64(o, "refine_ns", run->refine_offset[i]);
+    ssa_out_field_i64(o, "offset_ns", run->ranks[i].offset_ns - run->ranks[0].offset_ns);
     ssa_out_printf(o, ",\"anchors\":%zu,\"collective_samples\":%u}", run->ranks[i].nanchors,
                    run->refine_samples[i]);
   }
@@ -344,13 +278,8 @@ static void json_ranks(const ssa_analysis *a, ssa_out *o) {
     ssa_out_printf(o, "%s{\"rank\":%d,\"host\":", first ? "" : ",", r->rank);
     first = 0;
     ssa_out_json_string(o, r->hostname);
-    ssa_out_str(o, ",\"device\":");
-    ssa_out_json_string(o, r->device_name);
-    ssa_out_str(o, ",\"pipeline_stage\":");
-    if (rr->stage >= 0)
-      ssa_out_i64(o, rr->stage);
-    else
-      ssa_out_str(o, "null");
+    ssa_out_field_string(o, "device", r->device_name);
+    ssa_out_field_i64_or_null(o, "pipeline_stage", rr->stage);
     ssa_out_printf(o,
                    ",\"events\":%llu,\"ops\":%zu,\"ops_joined_to_launch\":%llu,\"comm_ops_by_"
                    "evidence\":%llu,\"comm_kernels_by_name\":%llu",
@@ -360,7 +289,7 @@ static void json_ranks(const ssa_analysis *a, ssa_out *o) {
     for (int k = 0; k < 8; k++)
       dropped += r->dropped[k];
     ssa_out_printf(o, ",\"dropped_records\":%llu", (unsigned long long)dropped);
-    ssa_out_str(o, r->host_timeline ? ",\"host_timeline\":true" : ",\"host_timeline\":false");
+    ssa_out_field_bool(o, "host_timeline", r->host_timeline);
     classification_obj(r, o);
     ssa_out_str(o, ",\"totals\":");
     window_obj(a, rr, &rr->totals, o);
@@ -380,28 +309,20 @@ static void json_ranks(const ssa_analysis *a, ssa_out *o) {
       ssa_out_printf(o, "%s{\"stream\":%llu,\"kind\":\"%s\",\"device\":%u,\"name\":", s ? "," : "",
                      (unsigned long long)l->id, lane_kind_name(l->kind), l->device);
       ssa_out_json_string(o, ssa_rank_str(r, l->name));
-      ssa_out_str(o, ",\"busy_ns\":");
-      ssa_out_i64(o, li->busy);
+      ssa_out_field_i64(o, "busy_ns", li->busy);
       ssa_out_str(o, ",\"idle\":");
       idle_obj(o, li->idle_cause);
       ssa_out_char(o, '}');
     }
     ssa_out_str(o, "]},\"collectives\":{\"count\":");
     ssa_out_u64(o, rr->coll_count);
-    ssa_out_str(o, ",\"wait_ns\":");
-    ssa_out_i64(o, rr->coll_wait);
-    ssa_out_str(o, ",\"caused_wait_ns\":");
-    ssa_out_i64(o, rr->coll_caused);
-    ssa_out_str(o, ",\"arrived_last\":");
-    ssa_out_u64(o, rr->coll_last);
-    ssa_out_str(o, ",\"schedule_wait_ns\":");
-    ssa_out_i64(o, rr->coll_schedule_wait);
-    ssa_out_str(o, "},\"warnings\":[");
-    for (size_t w = 0; w < r->nwarnings; w++) {
-      if (w) ssa_out_char(o, ',');
-      ssa_out_json_string(o, r->warnings[w]);
-    }
-    ssa_out_str(o, "]}");
+    ssa_out_field_i64(o, "wait_ns", rr->coll_wait);
+    ssa_out_field_i64(o, "caused_wait_ns", rr->coll_caused);
+    ssa_out_field_u64(o, "arrived_last", rr->coll_last);
+    ssa_out_field_i64(o, "schedule_wait_ns", rr->coll_schedule_wait);
+    ssa_out_str(o, "},\"warnings\":");
+    ssa_out_json_strings(o, r->warnings, r->nwarnings);
+    ssa_out_char(o, '}');
   }
   ssa_out_str(o, "],\"idle_breakdown\":");
   idle_obj(o, agg);
@@ -472,22 +393,14 @@ static void json_collectives(const ssa_analysis *a, ssa_out *o) {
     ssa_out_printf(o, ",\"bytes\":%llu,\"count\":%llu,\"transfer_total_ns\":",
                    (unsigned long long)s->bytes, (unsigned long long)s->count);
     ssa_out_i64(o, s->transfer_total);
-    ssa_out_str(o, ",\"transfer_mean_ns\":");
-    ssa_out_double(o, s->count ? (double)s->transfer_total / (double)s->count : NAN);
-    ssa_out_str(o, ",\"transfer_min_ns\":");
-    ssa_out_i64(o, s->transfer_min);
-    ssa_out_str(o, ",\"transfer_max_ns\":");
-    ssa_out_i64(o, s->transfer_max);
-    ssa_out_str(o, ",\"skew_mean_ns\":");
-    ssa_out_double(o, s->count ? (double)s->skew_total / (double)s->count : NAN);
-    ssa_out_str(o, ",\"skew_max_ns\":");
-    ssa_out_i64(o, s->skew_max);
-    ssa_out_str(o, ",\"wait_total_ns\":");
-    ssa_out_i64(o, s->wait_total);
-    ssa_out_str(o, ",\"algbw_gbps\":");
-    ssa_out_double(o, s->algbw);
-    ssa_out_str(o, ",\"busbw_gbps\":");
-    ssa_out_double(o, s->busbw);
+    ssa_out_field_double(o, "transfer_mean_ns", ratio(s->transfer_total, (int64_t)s->count));
+    ssa_out_field_i64(o, "transfer_min_ns", s->transfer_min);
+    ssa_out_field_i64(o, "transfer_max_ns", s->transfer_max);
+    ssa_out_field_double(o, "skew_mean_ns", ratio(s->skew_total, (int64_t)s->count));
+    ssa_out_field_i64(o, "skew_max_ns", s->skew_max);
+    ssa_out_field_i64(o, "wait_total_ns", s->wait_total);
+    ssa_out_field_double(o, "algbw_gbps", s->algbw);
+    ssa_out_field_double(o, "busbw_gbps", s->busbw);
     ssa_out_char(o, '}');
   }
   ssa_out_str(o, "],\"stragglers\":[");
@@ -506,10 +419,8 @@ static void json_collectives(const ssa_analysis *a, ssa_out *o) {
       const ssa_rank_result *rr = &a->ranks[best];
       ssa_out_printf(o, "%s{\"rank\":%d,\"caused_wait_ns\":", printed++ ? "," : "", rr->rank->rank);
       ssa_out_i64(o, rr->coll_caused);
-      ssa_out_str(o, ",\"arrived_last\":");
-      ssa_out_u64(o, rr->coll_last);
-      ssa_out_str(o, ",\"own_wait_ns\":");
-      ssa_out_i64(o, rr->coll_wait);
+      ssa_out_field_u64(o, "arrived_last", rr->coll_last);
+      ssa_out_field_i64(o, "own_wait_ns", rr->coll_wait);
       ssa_out_char(o, '}');
     }
     free(done);
@@ -535,27 +446,18 @@ static void json_collectives(const ssa_analysis *a, ssa_out *o) {
                    (unsigned long long)c->bytes, c->comm_size, c->present,
                    (c->flags & STEPSCOPE_COLL_F_P2P) ? "true" : "false",
                    (c->flags & STEPSCOPE_COLL_F_PIPELINE) ? "true" : "false");
-    ssa_out_str(o, ",\"start_ns\":");
-    ssa_out_i64(o, c->first_start_rel);
-    ssa_out_str(o, ",\"end_ns\":");
-    ssa_out_i64(o, c->end_rel);
-    ssa_out_str(o, ",\"skew_ns\":");
-    ssa_out_i64(o, c->skew);
-    ssa_out_str(o, ",\"transfer_ns\":");
-    ssa_out_i64(o, c->transfer);
-    ssa_out_str(o, ",\"max_wait_ns\":");
-    ssa_out_i64(o, c->max_wait);
-    ssa_out_str(o, ",\"total_wait_ns\":");
-    ssa_out_i64(o, c->total_wait);
-    ssa_out_str(o, ",\"schedule_wait_ns\":");
-    ssa_out_i64(o, c->schedule_wait);
-    ssa_out_str(o, ",\"caused_wait_ns\":");
-    ssa_out_i64(o, c->caused_wait);
+    ssa_out_field_i64(o, "start_ns", c->first_start_rel);
+    ssa_out_field_i64(o, "end_ns", c->end_rel);
+    ssa_out_field_i64(o, "skew_ns", c->skew);
+    ssa_out_field_i64(o, "transfer_ns", c->transfer);
+    ssa_out_field_i64(o, "max_wait_ns", c->max_wait);
+    ssa_out_field_i64(o, "total_wait_ns", c->total_wait);
+    ssa_out_field_i64(o, "schedule_wait_ns", c->schedule_wait);
+    ssa_out_field_i64(o, "caused_wait_ns", c->caused_wait);
     ssa_out_printf(o, ",\"complete\":%s", c->complete ? "true" : "false");
     ssa_out_printf(o, ",\"last_rank\":%d,\"algbw_gbps\":", c->last_rank);
     ssa_out_double(o, c->algbw);
-    ssa_out_str(o, ",\"busbw_gbps\":");
-    ssa_out_double(o, c->busbw);
+    ssa_out_field_double(o, "busbw_gbps", c->busbw);
     ssa_out_char(o, '}');
   }
   ssa_out_str(o, "]}");
@@ -572,16 +474,12 @@ static void json_kernels(const ssa_analysis *a, ssa_out *o) {
     ssa_out_json_string(o, ssa_name(a, k->name));
     ssa_out_printf(o, ",\"count\":%llu,\"total_ns\":", (unsigned long long)k->count);
     ssa_out_i64(o, k->total);
-    ssa_out_str(o, ",\"mean_ns\":");
-    ssa_out_double(o, k->count ? (double)k->total / (double)k->count : NAN);
-    ssa_out_str(o, ",\"min_ns\":");
-    ssa_out_i64(o, k->min);
-    ssa_out_str(o, ",\"max_ns\":");
-    ssa_out_i64(o, k->max);
-    ssa_out_str(o, ",\"share\":");
-    ssa_out_double(o, a->kernel_time_total > 0 ? (double)k->total / (double)a->kernel_time_total
-                                               : NAN);
-    ssa_out_str(o, k->comm ? ",\"comm\":true}" : ",\"comm\":false}");
+    ssa_out_field_double(o, "mean_ns", ratio(k->total, (int64_t)k->count));
+    ssa_out_field_i64(o, "min_ns", k->min);
+    ssa_out_field_i64(o, "max_ns", k->max);
+    ssa_out_field_double(o, "share", ratio(k->total, a->kernel_time_total));
+    ssa_out_field_bool(o, "comm", k->comm);
+    ssa_out_char(o, '}');
   }
   ssa_out_str(o, "]}");
 }
@@ -595,8 +493,7 @@ static void json_moe(const ssa_analysis *a, ssa_out *o) {
     ssa_out_printf(o, "{\"experts\":%d,\"ep\":%d,\"expert_imbalance_mean\":", a->moe_experts,
                    a->moe_ep);
     ssa_out_double(o, a->moe_expert_imbalance_mean);
-    ssa_out_str(o, ",\"ep_rank_imbalance_mean\":");
-    ssa_out_double(o, a->moe_rank_imbalance_mean);
+    ssa_out_field_double(o, "ep_rank_imbalance_mean", a->moe_rank_imbalance_mean);
     ssa_out_str(o, ",\"tokens_per_expert\":[");
     for (int e = 0; e < a->moe_experts; e++)
       ssa_out_printf(o, "%s%lld", e ? "," : "", (long long)a->moe_expert_tokens[e]);
@@ -606,8 +503,7 @@ static void json_moe(const ssa_analysis *a, ssa_out *o) {
       ssa_out_printf(o, "%s{\"step\":%lld,\"tokens\":%lld,\"expert_imbalance\":", i ? "," : "",
                      (long long)s->step, (long long)s->tokens);
       ssa_out_double(o, s->expert_imbalance);
-      ssa_out_str(o, ",\"ep_rank_imbalance\":");
-      ssa_out_double(o, s->rank_imbalance);
+      ssa_out_field_double(o, "ep_rank_imbalance", s->rank_imbalance);
       ssa_out_printf(o,
                      ",\"layer\":%d,\"edp_rank\":%d,\"busiest_expert\":%d,"
                      "\"busiest_expert_tokens\":%lld,\"mean_expert_tokens\":",

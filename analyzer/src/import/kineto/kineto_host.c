@@ -45,11 +45,6 @@ void ssa_kineto_unimported_add(ssa_kineto_unimported *u, const char *cat) {
   u->last = u->n++;
 }
 
-static int cmp_i64(const void *pa, const void *pb) {
-  int64_t x = *(const int64_t *)pa, y = *(const int64_t *)pb;
-  return x < y ? -1 : x > y;
-}
-
 int64_t ssa_kineto_first_time(const ssa_rank *r) {
   int64_t t = INT64_MAX;
   for (size_t i = 0; i < r->nops; i++)
@@ -82,7 +77,7 @@ uint64_t ssa_kineto_drop_far_times(ssa_rank *r, int64_t far) {
     v[k++] = r->apis[i].start;
   for (size_t i = 0; i < r->nranges; i++)
     v[k++] = r->ranges[i].start;
-  qsort(v, n, sizeof *v, cmp_i64);
+  qsort(v, n, sizeof *v, ssa_cmp_i64);
   int64_t med = v[(n - 1) / 2];
   free(v);
   int64_t from = med - far, to = med + far;
@@ -140,11 +135,6 @@ static int cmp_host_range(const void *pa, const void *pb) {
   return a->name < b->name ? -1 : a->name > b->name;
 }
 
-static int cmp_u64(const void *pa, const void *pb) {
-  uint64_t x = *(const uint64_t *)pa, y = *(const uint64_t *)pb;
-  return x < y ? -1 : x > y;
-}
-
 /* Sorts the host ranges by cmp_host_range. Kineto writes each thread's
  * events in time order, so they come as a few sorted runs (HTA's MTIA trace:
  * 108,889 CPU ops in 2 runs): with the key ordering (thread, start), sort.c
@@ -175,7 +165,7 @@ static void sort_host_ranges(const ssa_rank *r, host_range *v, size_t n) {
     qsort(v, n, sizeof *v, cmp_host_range);
     return;
   }
-  qsort(ids, nids, sizeof *ids, cmp_u64);
+  qsort(ids, nids, sizeof *ids, ssa_cmp_u64);
   size_t u = 0;
   for (size_t i = 0; i < nids; i++)
     if (u == 0 || ids[i] != ids[u - 1]) ids[u++] = ids[i];

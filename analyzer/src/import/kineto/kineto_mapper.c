@@ -652,11 +652,6 @@ static int cmp_coll_order(const void *pa, const void *pb, void *ctx) {
   return *(const uint32_t *)pa < *(const uint32_t *)pb ? -1 : 1;
 }
 
-static int cmp_u64(const void *pa, const void *pb) {
-  uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
-  return a < b ? -1 : a > b;
-}
-
 static int finish_groups(kimport *k) {
   ssa_rank *r = k->r;
   if (r->ncolls == 0) return 0;
@@ -692,7 +687,7 @@ static int finish_groups(kimport *k) {
   nk = 0;
   for (size_t i = 0; i < r->nops; i++)
     if (r->ops[i].corr) corrs[nk++] = r->ops[i].corr;
-  qsort(corrs, nk, sizeof *corrs, cmp_u64);
+  qsort(corrs, nk, sizeof *corrs, ssa_cmp_u64);
   uint64_t unlinked = 0;
   for (size_t i = 0; i < r->ncolls; i++) {
     ssa_coll *c = &r->colls[i];
