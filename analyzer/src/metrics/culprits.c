@@ -403,8 +403,10 @@ static int pipeline_charges(walk *wk, const layout_pos *sorted, ssa_culprit_effe
     if (!whole) continue;
     for (size_t si = 1; si < a->ranks[i].nsteps; si++) {
       int64_t step = a->ranks[i].windows[si].step, prev = a->ranks[i].windows[si - 1].step;
-      int64_t effect = 0, caused = 0, gap[SSA_LATE_PEERS][SSA_PHASE_N];
-      int ok = 1, charged = 0;
+      /* per stage: its wait beyond the schedule (late_upstream), and the imbalance part with
+       * the stage it names (a stage's slow start can read as its items' time) */
+      int64_t gap[SSA_LATE_PEERS][SSA_PHASE_N], late[SSA_LATE_PEERS], imb[SSA_LATE_PEERS];
+      int imb_stage[SSA_LATE_PEERS], ok = 1, charged = 0, waited = 0;
       for (int k = 0; k < pp && ok; k++) {
         const ssa_rank_result *rr = &a->ranks[member[k]];
         long c = step_number_index(rr, step), b = step_number_index(rr, prev);
@@ -412,11 +414,11 @@ static int pipeline_charges(walk *wk, const layout_pos *sorted, ssa_culprit_effe
         charged |= bsearch(&key, *eff, nprior, sizeof key, cmp_effect_key) != NULL;
         ok = c >= 0 && b >= 0 && !charged;
         if (!ok) break;
-        if (rr->windows[c].has_bubble_causes) {
-          int64_t late = rr->windows[c].bubble_cause[SSA_BUBBLE_LATE];
-          caused += late;
-          if (late > effect) effect = late;
-        }
+        const ssa_window *w = &rr->windows[c];
+        late[k] = w->has_bubble_causes ? w->bubble_cause[SSA_BUBBLE_LATE] : 0;
+        imb[k] = w->has_bubble_causes ? w->bubble_cause[SSA_BUBBLE_IMBALANCE] : 0;
+        imb_stage[k] = w->imbalance_stage;
+        waited |= late[k] > 0 || imb[k] > 0;
         if (!wk->ph[member[k]].built && build_phases(rr->rank, &wk->ph[member[k]]))
           return STEPSCOPE_E_NOMEM;
         int64_t t0, t1;
@@ -425,7 +427,7 @@ static int pipeline_charges(walk *wk, const layout_pos *sorted, ssa_culprit_effe
         else
           memset(gap[k], 0, sizeof gap[k]);
       }
-      if (!ok || effect <= 0) continue;
+      if (!ok || !waited) continue;
       int64_t best = 0;
       int who = -1, phase = -1;
       for (int k = 0; k < pp; k++)
@@ -443,6 +445,15 @@ static int pipeline_charges(walk *wk, const layout_pos *sorted, ssa_culprit_effe
           }
         }
       if (who < 0) continue;
+      /* what the other stages waited for it: beyond the schedule, or as imbalance naming it */
+      int64_t effect = 0, caused = 0;
+      for (int k = 0; k < pp; k++) {
+        if (k == who) continue;
+        int64_t wait = late[k] + (imb_stage[k] == who ? imb[k] : 0);
+        caused += wait;
+        if (wait > effect) effect = wait;
+      }
+      if (effect <= 0) continue;
       if (ssa_grow((void **)eff, cap, *n + 1, sizeof **eff)) return STEPSCOPE_E_NOMEM;
       (*eff)[(*n)++] = (ssa_culprit_effect){.rank_idx = member[who],
                                             .phase = phase,
