@@ -43,6 +43,9 @@ LAYOUTS = {
 }
 
 
+RANK_RIGHT = []  # per case: the delayed rank named, whatever the phase
+
+
 def train_and_analyze(build, layout, steps, tmp, delay):
     args, _ = LAYOUTS[layout]
     run = os.path.join(tmp, "run")
@@ -66,9 +69,11 @@ def run_case(build, layout, rank, phase, ms, steps, tmp):
         want = "host" if phase == "data" else phase
         cul = r["collectives"]["culprits"]
         if not cul:
+            RANK_RIGHT.append(False)
             return False, None, "no culprit"
         top = cul[0]
         ok = top["rank"] == rank and top["phase"] == want
+        RANK_RIGHT.append(top["rank"] == rank)
         injected = top["steps"] * per_step
         found = top["phase_excess_ns"] if ok else None
         return ok, (found, injected), "top %d %s in %d steps" % (top["rank"], top["phase"], top["steps"])
@@ -80,6 +85,7 @@ def run_case(build, layout, rank, phase, ms, steps, tmp):
     others = [x for x in lay if dp_of(x) == dp_of(ranks[rank]) and x["pipeline_stage"] != stage]
     named = [x["totals"]["imbalance_stage"] for x in others]
     ok = all(n == stage for n in named)
+    RANK_RIGHT.append(ok)
     injected = len(r["run"]["steps"]) * per_step
     found = sum(x["totals"]["bubble_causes"]["imbalance_ns"] for x in others) / len(others)
     return ok, (found, injected), "imbalance stages named %s" % named
@@ -129,6 +135,7 @@ def main():
                       v["threshold_ns"] / 1e6)), flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    print("right rank: %d of %d (%.1f %%)" % (sum(RANK_RIGHT), a.cases, 100.0 * sum(RANK_RIGHT) / max(a.cases, 1)))
     print("right rank and phase: %d of %d (%.1f %%); time within 20 %%: %d of %d (%.1f %%)"
           % (right, a.cases, 100.0 * right / max(a.cases, 1), within, timed,
              100.0 * within / max(timed, 1)))
