@@ -51,6 +51,7 @@
  * DNS-rebinding pages. Files are streamed with read/write; large traces never sit
  * in memory. SIGINT/SIGTERM stop the loop.
  */
+#include "cli_print.h"
 #include "view.h"
 #include "stepscope_viewer_assets.h"
 
@@ -648,8 +649,12 @@ int view_serve(view_run *runs, int nruns, const char *bind_addr, int port, FILE 
   int one = 1;
   if (ls >= 0) setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (ls < 0 || bind(ls, ai->ai_addr, ai->ai_addrlen) != 0 || listen(ls, 64) != 0) {
-    fprintf(stderr, "stepscope view: cannot listen on %s port %d: %s\n", bind_addr, port,
-            strerror(errno));
+    int busy = errno == EADDRINUSE;
+    cli_print(stderr, "stepscope view: cannot listen on %s port %d: %s%s\n", bind_addr, port,
+              strerror(errno),
+              busy ? " (another program holds it: choose one with --port N, or --port 0 for any "
+                     "free port)"
+                   : "");
     if (ls >= 0) close(ls);
     freeaddrinfo(ai);
     return 1;

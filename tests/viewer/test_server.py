@@ -213,6 +213,15 @@ def case_cli(exe, work):
     with start(exe, only) as srv:
         status, _, body = get(srv.port, "/api/runs")
         check(b'"report":null' in body and b"report.json" in body, "a run without report.json is served and the gap is named")
+    # a busy port: the message says how to get another (issue 34 rough edges)
+    import socket
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen(1)
+    busy = holder.getsockname()[1]
+    r = subprocess.run([exe, "view", run, "--port", str(busy)], capture_output=True, text=True, timeout=60)
+    holder.close()
+    check(r.returncode == 1 and "--port 0" in r.stderr, "a busy port suggests --port 0 (%s)" % r.stderr.strip())
     out = os.path.join(work, "page.html")
     r = subprocess.run([exe, "view", run, "--html", out], capture_output=True, text=True)
     page = open(out, encoding="utf-8").read()
