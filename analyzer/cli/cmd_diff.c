@@ -150,7 +150,7 @@ static const cli_option diff_options[] = {
      "what an undecided gate counts as: exit 0 or 3 instead of 4", 0, opt_undecided, 0, 0, NULL},
     {CLI_STRING, "--markdown", NULL, "FILE",
      "write a short Markdown summary for a CI comment (verdicts, gate,\n"
-     "top causes, the command to reproduce); '-' = stdout",
+     "what changed the step time, the command to reproduce); '-' = stdout",
      A(markdown_path), NULL, 0, 0, NULL},
     {CLI_ANALYSIS, NULL, NULL, NULL, NULL, A(opt), NULL, 0, 0, NULL},
     {CLI_CALL, "--steps-b", NULL, "A:B",
@@ -176,8 +176,9 @@ static const cli_table diff_table = {
         "       stepscope diff RUN PREDICTION.json [--json FILE] [--quiet]   (a run against\n"
         "       `stepscope plan --json`: step time, bubble, memory, MFU, tokens/s; docs/plan.md)\n"
         "Compares two runs (before/after tuning): step time, overlap, exposed comm,\n"
-        "bubble, idle, MFU with a noise verdict, per rank and per step, kernels and\n"
-        "collectives, and findings in plain words. Runs are run directories or files\n"
+        "bubble, idle, MFU with a noise verdict, what changed the step time (parts\n"
+        "that add up), per rank and per step, kernels and collectives, and findings\n"
+        "in plain words. Runs are run directories or files\n"
         "(rank-*.trace.zst, or PyTorch profiler rank-*.json[.gz]).\n",
     CLI_ROWS(diff_options),
     .flags = CLI_ARGS_DOUBLE_DASH,
