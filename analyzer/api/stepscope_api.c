@@ -296,7 +296,7 @@ API_EXPORT int ss_api_diff(const char *run_a, const char *run_b, int argc, const
     ssa_diff d;
     memset(&d, 0, sizeof d);
     if (ssa_diff_runs_repeated(side_an[0], nrun[0], side_an[1], nrun[1], run_a, run_b, ao.run_noise,
-                               &d))
+                               0, &d))
       rc = fail(err_out, 1, "stepscope diff: out of memory while comparing");
     else
       rc = json_to_memory("diff", write_diff, &d, json_out, err_out);

@@ -157,7 +157,8 @@ static const cli_option diff_options[] = {
      "a different step range for run B (--steps applies to both)", 0, opt_steps_b, 0, 0, NULL},
     {CLI_REPEAT, "--repeat-a", NULL, "RUN",
      "another run of A's configuration (repeatable, up to 15): steps are\n"
-     "pooled, and a change must exceed how far A's runs lie apart",
+     "pooled, and a t-test over the runs' medians asks whether the sides'\n"
+     "runs lie apart by more than one side's runs do",
      0, opt_repeat, 0, 0, NULL},
     {CLI_REPEAT, "--repeat-b", NULL, "RUN",
      "the same for B (three runs per side measure run-to-run noise)", 0, opt_repeat, 0, 0, NULL},
@@ -277,7 +278,7 @@ static int compare(diff_args *x, const ssa_analysis *an[2][SSA_DIFF_MAX_RUNS]) {
   ssa_diff d;
   memset(&d, 0, sizeof d);
   if (ssa_diff_runs_repeated(an[0], x->nrep[0], an[1], x->nrep[1], x->paths[0], x->paths[1],
-                             x->run_noise, &d)) {
+                             x->run_noise, x->has_gate ? ssa_gate_metrics(&x->gate) : 0, &d)) {
     cli_print(stderr, "stepscope diff: out of memory while comparing\n");
     ssa_diff_free(&d);
     return 1;

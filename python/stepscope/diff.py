@@ -68,8 +68,9 @@ def diff(run_a, run_b, steps=None, comm_kernels=None, compute_kernels=None, *, s
     """Loads, analyses and compares two runs as `stepscope diff A B` does
     (same analysis options for both; steps_b: a different step range for B;
     repeats_a / repeats_b: more runs of A's / B's configuration, as
-    --repeat-a / --repeat-b: their steps are pooled and a change must exceed
-    how far one side's runs lie apart; run_noise: the between-run noise floor
+    --repeat-a / --repeat-b: their steps are pooled and a t-test over the
+    runs' medians asks whether the sides lie apart by more than one side's
+    runs do; run_noise: the between-run noise floor
     in percent, as --run-noise, default 30 with one run per side) and returns
     the Diff. Raises StepscopeError on bad input."""
     argv = analysis_options(steps, comm_kernels, compute_kernels, step_range, launch_gap_us,

@@ -209,7 +209,7 @@ static void with_diff_floor(const shape *sa, const shape *sb, double run_noise,
   }
   ssa_diff d;
   const ssa_analysis *a = &la.an, *b = &lb.an;
-  if (ssa_diff_runs_repeated(&a, 1, &b, 1, "A", "B", run_noise, &d)) {
+  if (ssa_diff_runs_repeated(&a, 1, &b, 1, "A", "B", run_noise, 0, &d)) {
     failures++;
   } else {
     fn(&d, ctx);
@@ -636,22 +636,30 @@ static void repeated_series(double *v, size_t *seg, int runs, double between, do
   }
 }
 
-/* Share of 2000 comparisons called real, with `runs` runs per side. */
-static double repeated_real_rate(int runs, double between, double shift, uint64_t seed) {
+/* Of 2000 comparisons with `runs` runs per side, whose runs' levels scatter uniformly by
+ * +-between_a (A) and +-between_b (B), B shifted by `shift`: the share called real, and the
+ * share a gate `step_time:+5%` would fail (real and more than 5 % slower). */
+typedef struct real_rate {
+  double real, gate_fail;
+} real_rate;
+
+static real_rate repeated_real_rate(int runs, double between_a, double between_b, double shift,
+                                    uint64_t seed) {
   double va[64], vb[64];
   size_t sa[4], sb[4];
   uint64_t rs = seed;
-  int real = 0;
+  int real = 0, fail = 0;
   for (int pair = 0; pair < 2000; pair++) {
-    repeated_series(va, sa, runs, between, 0, &rs);
-    repeated_series(vb, sb, runs, between, shift, &rs);
+    repeated_series(va, sa, runs, between_a, 0, &rs);
+    repeated_series(vb, sb, runs, between_b, shift, &rs);
     ssa_diff_metric m;
     if (ssa_diff_compare_runs(va, sa, (size_t)runs, vb, sb, (size_t)runs, SSA_DM_STEP_TIME, NAN, 0,
                               NAN, &m))
-      return NAN;
+      return (real_rate){NAN, NAN};
     real += m.verdict == SSA_DV_REAL;
+    fail += m.verdict == SSA_DV_REAL && m.rel_change > 0.05;
   }
-  return real / 2000.0;
+  return (real_rate){real / 2000.0, fail / 2000.0};
 }
 
 typedef struct level_run {
@@ -660,6 +668,55 @@ typedef struct level_run {
   double want;      /* expected step-time change of B (0: an A/A, must be noise) */
   double run_noise; /* the between-run floor given (NaN: not given) */
 } level_run;
+
+/* The between-run family correction (diff_runs.c), recomputed here from the raw p-values: with
+ * nothing declared, Holm over every tested metric; with step_time declared (a gate on it),
+ * step_time alone at its raw p and Holm over the rest. */
+static void check_family(const ssa_diff *d, const ssa_analysis *an[2][3], int runs) {
+  for (int declared = 0; declared < 2; declared++) {
+    ssa_diff e;
+    const ssa_diff *x = d;
+    if (declared) {
+      if (ssa_diff_runs_repeated(an[0], (size_t)runs, an[1], (size_t)runs, "A", "B", NAN,
+                                 1u << SSA_DM_STEP_TIME, &e)) {
+        CHECK(0, "repeated diff with a declared metric failed");
+        return;
+      }
+      x = &e;
+    }
+    double p[SSA_DM_N];
+    int ks[SSA_DM_N], n = 0;
+    for (int k = 0; k < SSA_DM_N; k++) {
+      const ssa_diff_metric *m = &x->m[k];
+      if (!m->comparable || isnan(m->run_p_value)) continue;
+      if (declared && k == SSA_DM_STEP_TIME) {
+        CHECK(m->run_p_adjusted == m->run_p_value, "declared step_time: adjusted %g raw %g",
+              m->run_p_adjusted, m->run_p_value);
+        continue;
+      }
+      p[n] = m->run_p_value;
+      ks[n++] = k;
+    }
+    for (int i = 0; i < n; i++) { /* Holm: rank i (0-based) of n, adjusted = max over j <= i */
+      double adj = 0;
+      for (int j = 0; j < n; j++) {
+        int rank_j = 0;
+        for (int l = 0; l < n; l++)
+          rank_j += p[l] < p[j] || (p[l] == p[j] && l < j);
+        int rank_i = 0;
+        for (int l = 0; l < n; l++)
+          rank_i += p[l] < p[i] || (p[l] == p[i] && l < i);
+        if (rank_j <= rank_i) adj = fmax(adj, fmin(1.0, p[j] * (n - rank_j)));
+      }
+      const ssa_diff_metric *m = &x->m[ks[i]];
+      CHECK(fabs(m->run_p_adjusted - adj) <= 1e-12 * adj, "%s: Holm %g, diff says %g",
+            ssa_diff_metric_names[ks[i]], adj, m->run_p_adjusted);
+      CHECK(m->run_p_adjusted < SSA_DIFF_ALPHA || m->verdict != SSA_DV_REAL,
+            "%s called real with adjusted p %g", ssa_diff_metric_names[ks[i]], m->run_p_adjusted);
+    }
+    if (declared) ssa_diff_free(&e);
+  }
+}
 
 /* Loads side A's and side B's runs with the levels of lr and diffs them as
  * repeated runs; checks the step-time verdict. */
@@ -679,8 +736,9 @@ static void check_levels(const level_run *lr) {
     }
   ssa_diff d;
   if (ok && ssa_diff_runs_repeated(an[0], (size_t)lr->runs, an[1], (size_t)lr->runs, "A", "B",
-                                   lr->run_noise, &d) == 0) {
+                                   lr->run_noise, 0, &d) == 0) {
     const ssa_diff_metric *m = &d.m[SSA_DM_STEP_TIME];
+    if (lr->runs > 1) check_family(&d, an, lr->runs);
     int floor_reason = lr->runs == 1 ? SSA_DN_RUN_NOISE : SSA_DN_BETWEEN_RUNS;
     if (lr->want == 0)
       CHECK(m->verdict != SSA_DV_REAL && m->noise_reason == floor_reason,
@@ -705,9 +763,22 @@ static void check_levels(const level_run *lr) {
 }
 
 static void case_repeats(void) {
+  /* the t distribution's tail against reference values (scipy.stats.t.sf x 2) */
+  static const struct {
+    double t, df, p;
+  } ref[] = {{2.5, 3, 0.08770664700806556},
+             {0.3, 1, 0.8144528418445154},
+             {40, 7, 1.5902179984850364e-09},
+             {1.0, 30, 0.3253086154260302}};
+  for (size_t i = 0; i < sizeof ref / sizeof ref[0]; i++) {
+    double p = ssa_student_t_p(ref[i].t, ref[i].df);
+    CHECK(fabs(p - ref[i].p) < 1e-9 * ref[i].p + 1e-15, "t %.1f df %.0f: p %.17g, want %.17g",
+          ref[i].t, ref[i].df, p, ref[i].p);
+  }
   /* exact: A's runs sit at 100, 101, 102 and B's at 105, 106, 107 (4 equal
-   * steps each): B's nearest run is 3 beyond A's, more than either side's
-   * runs lie apart (2): real. At 103.5, 104, 104.5 the gap (1.5) is not. */
+   * steps each): t = 5 / sqrt(2/3) with 4 degrees of freedom, p = 0.0036 (scipy's
+   * ttest_ind): real; the nearest runs are 3 apart. At 101.5, 102.5, 103.5, p = 0.14: noise,
+   * although B's nearest run lies beyond A's farthest (gap -0.5: they interleave). */
   double va[12], vb[12];
   size_t seg[3] = {4, 4, 4};
   for (int i = 0; i < 12; i++) {
@@ -720,36 +791,92 @@ static void case_repeats(void) {
   CHECK(m.a.runs == 3 && m.a.between == 2 && m.b.between == 2 && m.run_gap == 3 &&
             m.a.run_median[2] == 102,
         "runs %zu, between %.2f %.2f, gap %.2f", m.a.runs, m.a.between, m.b.between, m.run_gap);
-  CHECK(m.verdict == SSA_DV_REAL, "gap 3 > ranges 2: verdict %d reason %d", m.verdict,
-        m.noise_reason);
+  CHECK(fabs(m.run_p_value - 0.0036022326091040033) < 1e-12, "t-test p %.17g", m.run_p_value);
+  CHECK(m.verdict == SSA_DV_REAL, "p 0.0036: verdict %d reason %d", m.verdict, m.noise_reason);
   for (int i = 0; i < 12; i++)
-    vb[i] = 103.5 + 0.5 * (i / 4);
+    vb[i] = 101.5 + (i / 4);
   CHECK(ssa_diff_compare_runs(va, seg, 3, vb, seg, 3, SSA_DM_STEP_TIME, NAN, 0, NAN, &m) == 0,
         "compare runs");
-  CHECK(m.verdict == SSA_DV_NOISE && m.noise_reason == SSA_DN_BETWEEN_RUNS && m.run_gap == 1.5,
-        "gap 1.5 < ranges 2: verdict %d reason %d gap %.2f", m.verdict, m.noise_reason, m.run_gap);
+  CHECK(m.verdict == SSA_DV_NOISE && m.noise_reason == SSA_DN_BETWEEN_RUNS &&
+            fabs(m.run_p_value - 0.14006598491201777) < 1e-12 && m.run_gap == -0.5,
+        "p 0.14: verdict %d reason %d p %.17g gap %.2f", m.verdict, m.noise_reason, m.run_p_value,
+        m.run_gap);
   /* a decrease: the gap is measured downwards */
   for (int i = 0; i < 12; i++)
     vb[i] = 95 + i / 4;
   ssa_diff_compare_runs(va, seg, 3, vb, seg, 3, SSA_DM_STEP_TIME, NAN, 0, NAN, &m);
   CHECK(m.verdict == SSA_DV_REAL && m.run_gap == 3, "decrease: verdict %d gap %.2f", m.verdict,
         m.run_gap);
+  /* the family correction on given p-values: Holm over the undeclared metrics (sorted
+   * 0.004 0.01 0.02 0.03 -> x4 x3 x2 x1, running maximum: 0.016 0.03 0.04 0.04), Bonferroni
+   * over the declared (two: x2) */
+  {
+    ssa_diff fam;
+    memset(&fam, 0, sizeof fam);
+    static const struct {
+      int k;
+      double p;
+      int declared;
+      double want;
+    } fp[] = {{SSA_DM_COMPUTE, 0.02, 0, 0.04},   {SSA_DM_COMM, 0.004, 0, 0.016},
+              {SSA_DM_IDLE, 0.03, 0, 0.04},      {SSA_DM_EXPOSED_COMM, 0.01, 0, 0.03},
+              {SSA_DM_STEP_TIME, 0.02, 1, 0.04}, {SSA_DM_MFU, 0.03, 1, 0.06}};
+    unsigned declared = 0;
+    for (size_t i = 0; i < sizeof fp / sizeof fp[0]; i++) {
+      ssa_diff_metric *x = &fam.m[fp[i].k];
+      x->comparable = 1;
+      x->run_p_value = fp[i].p;
+      x->verdict = SSA_DV_REAL;
+      if (fp[i].declared) declared |= 1u << fp[i].k;
+    }
+    for (int k = 0; k < SSA_DM_N; k++)
+      if (!fam.m[k].comparable) fam.m[k].run_p_value = NAN;
+    ssa_diff_between_runs_family(&fam, declared);
+    for (size_t i = 0; i < sizeof fp / sizeof fp[0]; i++) {
+      const ssa_diff_metric *x = &fam.m[fp[i].k];
+      CHECK(fabs(x->run_p_adjusted - fp[i].want) < 1e-15, "%s: adjusted %.17g, want %g",
+            ssa_diff_metric_names[fp[i].k], x->run_p_adjusted, fp[i].want);
+      int real = fp[i].want < SSA_DIFF_ALPHA;
+      CHECK((x->verdict == SSA_DV_REAL) == real && (real || x->noise_reason == SSA_DN_BETWEEN_RUNS),
+            "%s: verdict %d reason %d", ssa_diff_metric_names[fp[i].k], x->verdict,
+            x->noise_reason);
+    }
+  }
   /* one run per side: no between-run test, no gap */
   size_t one = 12;
   ssa_diff_compare_runs(va, &one, 1, vb, &one, 1, SSA_DM_STEP_TIME, NAN, 0, NAN, &m);
-  CHECK(isnan(m.run_gap) && isnan(m.a.between) && m.a.runs == 1, "one run: gap %.2f", m.run_gap);
+  CHECK(isnan(m.run_gap) && isnan(m.run_p_value) && isnan(m.a.between) && m.a.runs == 1,
+        "one run: gap %.2f p %.2f", m.run_gap, m.run_p_value);
 
-  /* generated: runs differ by up to +-4 % (uniform), steps by +-1 % */
-  double one_run = repeated_real_rate(1, 0.04, 0, 5), two = repeated_real_rate(2, 0.04, 0, 6),
-         three = repeated_real_rate(3, 0.04, 0, 7), power = repeated_real_rate(3, 0.04, 0.15, 8);
-  printf("A/A, runs +-4 %% apart, steps +-1 %%: called real in %.1f %% with 1 run per side, %.1f "
-         "%% with 2, "
-         "%.1f %% with 3; a +15 %% change with 3 runs: %.1f %%\n",
-         one_run * 100, two * 100, three * 100, power * 100);
-  CHECK(one_run > 0.3, "one run per side cannot see run-to-run differences: %.3f", one_run);
-  CHECK(two < 0.12 && three < 0.02, "A/A with repeats called real: %.3f (2 runs), %.3f (3 runs)",
-        two, three);
-  CHECK(power > 0.9, "+15 %% with 3 runs detected in %.3f", power);
+  /* generated: runs differ by up to +-4 % (uniform), steps by +-1 %. The t-test holds its
+   * level (5 %, two-sided) up to the Monte Carlo error and the uniform distribution's
+   * departure from normal; a gate at +5 % almost never fails an A/A pair. */
+  real_rate one_run = repeated_real_rate(1, 0.04, 0.04, 0, 5),
+            two = repeated_real_rate(2, 0.04, 0.04, 0, 6),
+            three = repeated_real_rate(3, 0.04, 0.04, 0, 7),
+            power = repeated_real_rate(3, 0.04, 0.04, 0.15, 8);
+  /* runs that scatter +-12 %: an A/A pair (both sides alike) and a +20 % regression whose
+   * runs scatter 4x as much as A's (seen on the CPU trainer with an injected delay) */
+  real_rate aa_wide = repeated_real_rate(3, 0.12, 0.12, 0, 9),
+            wide = repeated_real_rate(3, 0.03, 0.12, 0.20, 10);
+  printf(
+      "A/A, runs +-4 %% apart, steps +-1 %%: called real in %.1f %% with 1 run per side, %.1f "
+      "%% with 2, %.1f %% with 3 (a gate at +5 %% fails %.1f %%); a +15 %% change with 3 runs: "
+      "%.1f %%\nruns +-12 %% apart: A/A real %.1f %% (gate fails %.1f %%); B's runs +-12 %%, A's "
+      "+-3 %%: +20 %% found %.1f %%\n",
+      one_run.real * 100, two.real * 100, three.real * 100, three.gate_fail * 100, power.real * 100,
+      aa_wide.real * 100, aa_wide.gate_fail * 100, wide.real * 100);
+  CHECK(one_run.real > 0.3, "one run per side cannot see run-to-run differences: %.3f",
+        one_run.real);
+  CHECK(two.real < 0.08 && three.real < 0.08 && aa_wide.real < 0.08,
+        "A/A with repeats called real: %.3f (2 runs), %.3f (3 runs), %.3f (runs +-12 %%)", two.real,
+        three.real, aa_wide.real);
+  CHECK(three.gate_fail < 0.01 && aa_wide.gate_fail < 0.05, "A/A gate failures %.3f, %.3f",
+        three.gate_fail, aa_wide.gate_fail);
+  CHECK(power.real > 0.95 && wide.real > 0.7,
+        "+15 %% with 3 runs detected in %.3f; +20 %% with B "
+        "wider %.3f",
+        power.real, wide.real);
 
   /* end to end (generated traces, ssa_diff_runs_repeated): run levels move
    * by up to 4 %; one run per side without a floor (--run-noise 0) calls B's +4 % WORSE,

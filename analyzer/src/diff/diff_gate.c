@@ -15,6 +15,13 @@
 
 const char *const ssa_gate_status_names[] = {"pass", "FAIL", "undecided", "not measured"};
 
+unsigned ssa_gate_metrics(const ssa_gate *g) {
+  unsigned mask = 0;
+  for (size_t i = 0; i < g->n; i++)
+    mask |= 1u << g->rules[i].metric;
+  return mask;
+}
+
 static int metric_of(const char *name, size_t n) {
   for (int k = 0; k < SSA_DM_N; k++)
     if (strlen(ssa_diff_metric_names[k]) == n && !strncmp(ssa_diff_metric_names[k], name, n))

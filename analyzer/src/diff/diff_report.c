@@ -146,7 +146,8 @@ int ssa_diff_report_text(const ssa_diff *d, FILE *f) {
   if (d->nruns_a > 1 || d->nruns_b > 1) {
     fprintf(
         f, "\n== between runs (each run's median; range = how far one side's runs lie apart) ==\n");
-    fprintf(f, "%-14s %12s %12s %12s\n", "metric", "range A", "range B", "gap A->B");
+    fprintf(f, "%-14s %12s %12s %12s %10s %10s\n", "metric", "range A", "range B", "gap A->B",
+            "t-test p", "adjusted");
     for (int k = 0; k < SSA_DM_N; k++) {
       const ssa_diff_metric *m = &d->m[k];
       if (!m->comparable) continue;
@@ -155,11 +156,17 @@ int ssa_diff_report_text(const ssa_diff *d, FILE *f) {
       tfmt(ra, sizeof ra, t, !isnan(m->a.between), m->a.between);
       tfmt(rb, sizeof rb, t, !isnan(m->b.between), m->b.between);
       tfmt(g, sizeof g, t, !isnan(m->run_gap), m->run_gap);
-      fprintf(f, "%-14s %12s %12s %12s\n", ssa_diff_metric_names[k], ra, rb, g);
+      char p[32] = "-", adj[32] = "-";
+      if (!isnan(m->run_p_value)) snprintf(p, sizeof p, "%.3g", m->run_p_value);
+      if (!isnan(m->run_p_adjusted)) snprintf(adj, sizeof adj, "%.3g", m->run_p_adjusted);
+      fprintf(f, "%-14s %12s %12s %12s %10s %10s\n", ssa_diff_metric_names[k], ra, rb, g, p, adj);
     }
-    fprintf(
-        f,
-        "  (gap: distance between the nearest runs of A and B, negative when they interleave)\n");
+    fprintf(f,
+            "  (gap: distance between the nearest runs of A and B, negative when they interleave;\n"
+            "   t-test p: the runs' medians of A against B's; adjusted: for the metrics judged\n"
+            "   together (the gate's by Bonferroni, the others by Holm); below %.2f the change\n"
+            "   is beyond the between-run variation)\n",
+            SSA_DIFF_ALPHA);
   }
   ssa_diff_decomp_text(d, f);
   fprintf(f, "\n== findings ==\n");
@@ -314,6 +321,10 @@ static void jmetric(ssa_out *o, int k, const ssa_diff_metric *m) {
   jnum(o, t, m->min_effect);
   ssa_out_str(o, ",\"run_gap\":");
   jnum(o, t, m->run_gap);
+  ssa_out_str(o, ",\"run_p_value\":");
+  jnum(o, 0, m->run_p_value);
+  ssa_out_str(o, ",\"run_p_adjusted\":");
+  jnum(o, 0, m->run_p_adjusted);
   ssa_out_str(o, ",\"run_floor\":");
   jnum(o, t, m->run_floor);
   ssa_out_char(o, '}');

@@ -745,9 +745,53 @@ static void choose_floor(ssa_diff *d, double given) {
   }
 }
 
+/* Test 3 judges several metrics at once: at alpha = 0.05 each, an A/A pair of repeated runs
+ * would show a spurious verdict on one of the nine metrics in about a third of pairs. The
+ * metrics named in advance (the gate's) form one family, adjusted by Bonferroni (p times
+ * their count); the others another, adjusted by Holm's step-down procedure (the i-th smallest
+ * of m p-values times m - i + 1, never below the one before). Each family then holds its
+ * spurious verdicts to alpha. A metric whose adjusted p is not below alpha is noise for
+ * reason between_runs, which comes before the tests after it (diff_verdict.c). */
+void ssa_diff_between_runs_family(ssa_diff *d, unsigned declared) {
+  int order[SSA_DM_N], n = 0, ndeclared = 0;
+  for (int k = 0; k < SSA_DM_N; k++) {
+    ssa_diff_metric *m = &d->m[k];
+    m->run_p_adjusted = NAN;
+    if (!m->comparable || isnan(m->run_p_value)) continue;
+    if (declared & (1u << k))
+      ndeclared++;
+    else
+      order[n++] = k;
+  }
+  for (int k = 0; k < SSA_DM_N; k++)
+    if ((declared & (1u << k)) && d->m[k].comparable && !isnan(d->m[k].run_p_value))
+      d->m[k].run_p_adjusted = fmin(1.0, d->m[k].run_p_value * ndeclared);
+  for (int i = 1; i < n; i++) /* ascending p: insertion sort of at most SSA_DM_N */
+    for (int j = i; j > 0 && d->m[order[j]].run_p_value < d->m[order[j - 1]].run_p_value; j--) {
+      int t = order[j];
+      order[j] = order[j - 1];
+      order[j - 1] = t;
+    }
+  double running = 0;
+  for (int i = 0; i < n; i++) {
+    ssa_diff_metric *m = &d->m[order[i]];
+    running = fmax(running, fmin(1.0, m->run_p_value * (n - i)));
+    m->run_p_adjusted = running;
+  }
+  for (int k = 0; k < SSA_DM_N; k++) {
+    ssa_diff_metric *m = &d->m[k];
+    if (isnan(m->run_p_adjusted) || m->run_p_adjusted < SSA_DIFF_ALPHA) continue;
+    if (m->verdict != SSA_DV_REAL && m->verdict != SSA_DV_NOISE) continue;
+    if (m->noise_reason == SSA_DN_LOAD || m->noise_reason == SSA_DN_BETWEEN_RUNS) continue;
+    m->verdict = SSA_DV_NOISE;
+    m->noise_reason = SSA_DN_BETWEEN_RUNS;
+    m->noise = 1;
+  }
+}
+
 int ssa_diff_runs_repeated(const ssa_analysis *const *a, size_t na, const ssa_analysis *const *b,
                            size_t nb, const char *path_a, const char *path_b, double run_noise,
-                           ssa_diff *d) {
+                           unsigned declared, ssa_diff *d) {
   memset(d, 0, sizeof *d);
   if (na < 1 || nb < 1 || na > SSA_DIFF_MAX_RUNS || nb > SSA_DIFF_MAX_RUNS)
     return STEPSCOPE_E_ARGUMENT;
@@ -785,6 +829,7 @@ int ssa_diff_runs_repeated(const ssa_analysis *const *a, size_t na, const ssa_an
     if (k == SSA_DM_STEP_TIME) step_a = d->m[k].a.known ? d->m[k].a.median : NAN;
   }
   ssa_diff_configs(d); /* may take MFU out of the comparison */
+  ssa_diff_between_runs_family(d, declared);
   d->same_layout = check_layout(d);
   int rc = 0;
   if (d->same_layout) rc = build_ranks(d);
@@ -797,7 +842,7 @@ int ssa_diff_runs_repeated(const ssa_analysis *const *a, size_t na, const ssa_an
 
 int ssa_diff_runs(const ssa_analysis *a, const ssa_analysis *b, const char *path_a,
                   const char *path_b, ssa_diff *d) {
-  return ssa_diff_runs_repeated(&a, 1, &b, 1, path_a, path_b, NAN, d);
+  return ssa_diff_runs_repeated(&a, 1, &b, 1, path_a, path_b, NAN, 0, d);
 }
 
 void ssa_diff_free(ssa_diff *d) {

@@ -21,10 +21,11 @@
  *   6. the two runs were measured under comparable load (the caller's
  *      load_differs flag, from the devices' queued idle: diff_runs.c);
  *   7. with repeated runs on a side (the same configuration measured again),
- *      every run of B lies beyond every run of A by more than the runs of
- *      either side lie apart (their medians' range): runs of one
- *      configuration can differ by more than their steps scatter, and only
- *      repeats measure by how much;
+ *      a t-test over the runs' medians (student_t.c) rejects at alpha: runs
+ *      of one configuration can differ by more than their steps scatter, and
+ *      only repeats measure by how much. With repeats the run is the unit, so
+ *      tests 3 and 4 (the steps' spread and drift, which stand in for the
+ *      between-run variation when it is not measured) are not applied;
  *   8. it exceeds the between-run noise floor when the caller gives one (one
  *      run per side: the default or --run-noise; with repeats: --run-noise
  *      only): a fraction of A's step time for times, of A for MFU, points
@@ -248,7 +249,8 @@ int ssa_diff_compare_runs(const double *va, const size_t *seg_a, size_t ka, cons
   free(sb);
   if (per_run(va, seg_a, ka, &m->a) || per_run(vb, seg_b, kb, &m->b)) return STEPSCOPE_E_NOMEM;
   m->comparable = m->a.known && m->b.known;
-  m->abs_change = m->rel_change = m->p_value = m->min_effect = m->run_gap = m->run_floor = NAN;
+  m->abs_change = m->rel_change = m->p_value = m->min_effect = m->run_gap = m->run_floor =
+      m->run_p_value = m->run_p_adjusted = NAN;
   m->noise = 0;
   m->verdict = SSA_DV_UNKNOWN;
   m->noise_reason = SSA_DN_NONE;
@@ -266,23 +268,26 @@ int ssa_diff_compare_runs(const double *va, const size_t *seg_a, size_t ka, cons
   double change = fabs(m->abs_change);
   double spread = fmax(m->a.spread, m->b.spread);
   double drift = fmax(m->a.drift, m->b.drift);
-  /* with repeated runs: how far apart the sides' runs are, against how far
-   * apart the runs of one side are (a side of one run has no range: 0) */
+  /* with repeated runs: are the sides' run medians apart beyond how far the
+   * runs of one side lie apart (a t-test with the run as the unit); the gap
+   * between the nearest runs is reported for the reader */
   int repeated = m->a.runs >= 2 || m->b.runs >= 2;
-  double between =
-      fmax(isnan(m->a.between) ? 0 : m->a.between, isnan(m->b.between) ? 0 : m->b.between);
-  if (repeated) m->run_gap = run_gap(&m->a, &m->b, m->abs_change);
+  m->run_p_value = m->run_p_adjusted = NAN;
+  if (repeated) {
+    m->run_gap = run_gap(&m->a, &m->b, m->abs_change);
+    m->run_p_value = ssa_diff_runs_t_test(m->a.run_median, m->a.runs, m->b.run_median, m->b.runs);
+  }
   if (change == 0) {
     m->verdict = SSA_DV_SAME;
   } else if (load_differs) {
     m->noise_reason = SSA_DN_LOAD;
-  } else if (repeated && !(m->run_gap > between)) {
+  } else if (repeated && !(m->run_p_value < SSA_DIFF_ALPHA)) {
     m->noise_reason = SSA_DN_BETWEEN_RUNS;
   } else if (!(m->p_value < SSA_DIFF_ALPHA)) {
     m->noise_reason = SSA_DN_RANK_TEST;
-  } else if (change <= spread) {
+  } else if (!repeated && change <= spread) {
     m->noise_reason = SSA_DN_SPREAD;
-  } else if (change <= drift) {
+  } else if (!repeated && change <= drift) {
     m->noise_reason = SSA_DN_DRIFT;
   } else if (change < m->min_effect) {
     m->noise_reason = SSA_DN_MIN_EFFECT;

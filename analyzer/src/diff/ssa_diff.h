@@ -128,17 +128,22 @@ typedef struct ssa_diff_stat {
 
 typedef struct ssa_diff_metric {
   ssa_diff_stat a, b;
-  double abs_change; /* b - a (medians) */
-  double rel_change; /* (b - a) / |a|, NaN when a is 0 or unknown */
-  int verdict;       /* SSA_DV_* */
-  int noise_reason;  /* SSA_DN_*: why not real (SSA_DN_TOO_FEW with unknown) */
-  double p_value;    /* Mann-Whitney two-sided; NaN when not computed */
-  double min_effect; /* smallest change that counts, in the metric's unit; NaN when not computed */
-  double run_gap;    /* distance between the nearest runs of A and B (negative when their
-                        medians interleave); NaN unless a side has repeated runs */
-  double run_floor;  /* the between-run noise floor in the metric's unit; NaN when none */
-  int noise;         /* verdict is same or noise */
-  int comparable;    /* both known */
+  double abs_change;  /* b - a (medians) */
+  double rel_change;  /* (b - a) / |a|, NaN when a is 0 or unknown */
+  int verdict;        /* SSA_DV_* */
+  int noise_reason;   /* SSA_DN_*: why not real (SSA_DN_TOO_FEW with unknown) */
+  double p_value;     /* Mann-Whitney two-sided; NaN when not computed */
+  double min_effect;  /* smallest change that counts, in the metric's unit; NaN when not computed */
+  double run_gap;     /* distance between the nearest runs of A and B (negative when their
+                         medians interleave); NaN unless a side has repeated runs */
+  double run_p_value; /* the between-run t-test's two-sided p (student_t.c); NaN unless a
+                         side has repeated runs */
+  double run_p_adjusted; /* run_p_value adjusted for the metrics judged together
+                            (diff_runs.c: Bonferroni or Holm), held to SSA_DIFF_ALPHA;
+                            NaN when not tested */
+  double run_floor;      /* the between-run noise floor in the metric's unit; NaN when none */
+  int noise;             /* verdict is same or noise */
+  int comparable;        /* both known */
 } ssa_diff_metric;
 
 typedef struct ssa_diff_rank {
@@ -248,10 +253,16 @@ int ssa_diff_runs(const ssa_analysis *a, const ssa_analysis *b, const char *path
 /* The same with repeated runs: na runs of A's configuration (a[0] first)
  * and nb of B's, 1..SSA_DIFF_MAX_RUNS each. run_noise: the between-run floor given
  * (--run-noise, a fraction: 0.05 = 5 %; 0 = none), or NaN when not given (then the
- * default with one run per side, the measured spread alone with repeats). */
+ * default with one run per side, the measured spread alone with repeats). declared: the
+ * metrics named in advance (the gate's, a bit per SSA_DM_*; 0: none), which the
+ * between-run test judges as their own family (docs/diff.md "Noise test", test 3). */
 int ssa_diff_runs_repeated(const ssa_analysis *const *a, size_t na, const ssa_analysis *const *b,
                            size_t nb, const char *path_a, const char *path_b, double run_noise,
-                           ssa_diff *out);
+                           unsigned declared, ssa_diff *out);
+/* Adjusts the between-run test's p-values of d's metrics for the metrics judged together
+ * (declared: as ssa_diff_runs_repeated's) into run_p_adjusted, and turns a verdict whose
+ * adjusted p is not below SSA_DIFF_ALPHA into noise (between_runs). diff_runs.c. */
+void ssa_diff_between_runs_family(ssa_diff *d, unsigned declared);
 /* --run-noise PCT: a plain decimal percentage 0..1000 into *fraction; 0, or -1 with a
  * message in err. */
 int ssa_diff_parse_run_noise(const char *pct, double *fraction, char *err, size_t errlen);
@@ -302,6 +313,12 @@ double ssa_diff_mann_whitney(const double *a, size_t na, const double *b, size_t
 double ssa_diff_min_p(size_t na, size_t nb);
 /* |median of the second half - median of the first half| of a series in time order. */
 double ssa_diff_drift(const double *v, size_t n);
+/* ---- the between-run test (student_t.c) ---- */
+/* Two-sided tail probability of Student's t distribution with df degrees of freedom. */
+double ssa_student_t_p(double t, double df);
+/* Two-sided p-value of Student's two-sample t-test (pooled variance) of the
+ * run medians a[na] against b[nb]; NaN when na + nb < 3 or a side is empty. */
+double ssa_diff_runs_t_test(const double *a, size_t na, const double *b, size_t nb);
 /* Fills m from metric k's per-step series of both runs (time order; not
  * modified). step_a: run A's median step time (for the minimum effect and the floor).
  * run_noise: the between-run floor as a fraction (NaN or 0: none). 0 or STEPSCOPE_E_NOMEM. */
@@ -399,6 +416,8 @@ typedef struct ssa_gate_result {
 
 /* Checks every rule; out has g->n entries. */
 ssa_gate_result ssa_gate_check(const ssa_diff *d, const ssa_gate *g, ssa_gate_outcome *out);
+/* The metrics the gate names, a bit per SSA_DM_* (ssa_diff_runs_repeated's `declared`). */
+unsigned ssa_gate_metrics(const ssa_gate *g);
 
 /* "+3%", "+2.0pt", "+1.5ms": a rule's threshold as written back. */
 void ssa_gate_rule_text(const ssa_gate_rule *r, char *buf, size_t n);
