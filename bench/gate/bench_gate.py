@@ -115,10 +115,15 @@ def main():
                     ("kernel stretch", ld["kernel_stretch"] is not None
                      and not 1 / 1.3 <= ld["kernel_stretch"] <= 1.3),
                     ("machine load", ld["machine_differs"])) if on]
-                print("%-3s %2d: exit %d %-9s step_time %+6.1f %% (%s, why %s); load differs: %s; "
+                runs_pct = " ".join("%+.0f" % (100.0 * (v / st["a"]["median"] - 1))
+                                    for v in st["a"]["run_medians"] + st["b"]["run_medians"])
+                print("%-3s %2d: exit %d %-9s step_time %+6.1f %% (%s, why %s; runs' medians vs A "
+                      "%%: %s; t-test p %s); load differs: %s; "
                       "queued idle %.1f/%.1f %%, stretch %s, machine load A %s B %s; now %.1f"
                       % (kind, t + 1, rc, OUTCOME.get(rc, "?"), 100.0 * (st["rel_change"] or 0),
-                         st["verdict"], st["why"], ", ".join(signs) if signs else "no",
+                         st["verdict"], st["why"], runs_pct,
+                         "%.3g" % st["run_p_value"] if st.get("run_p_value") is not None else "-",
+                         ", ".join(signs) if signs else "no",
                          100.0 * (ld["queued_idle_a"] or 0), 100.0 * (ld["queued_idle_b"] or 0),
                          "%.2f" % ld["kernel_stretch"] if ld["kernel_stretch"] else "-",
                          ld["machine_a"], ld["machine_b"], loadavg()))
