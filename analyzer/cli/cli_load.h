@@ -40,6 +40,7 @@ enum {
   CLI_SAY_LOSSES = 1u,   /* the DATA LOST lines and the loader's warnings, before the analysis
                             (for commands whose output does not carry them: export, diff) */
   CLI_SAY_RUN_NAME = 2u, /* messages name the run (diff: there are two) */
+  CLI_OP_INPUTS = 4u,    /* not a message: Kineto CPU ops keep their input args (`ops`) */
 };
 
 /* The commands' way: cli_load_run (with progress on a terminal), what the

@@ -636,6 +636,11 @@ int ssa_kineto_convert(kimport *k) {
     x->thread = thread;
     x->name = name;
     x->domain = domain;
+    if (ev->cat == KC_CPU_OP && ev->inputs_len && !ev->inputs_cut) {
+      ev->inputs[ev->inputs_len] = '}'; /* kevent_inputs_put kept the byte */
+      x->args = ssa_strtab_intern(&r->strings, ev->inputs, ev->inputs_len + 1);
+      if (!x->args) return STEPSCOPE_E_NOMEM;
+    }
     return ssa_rank_add_record(r, &rec);
   }
   default: k->ignored++; return 0;

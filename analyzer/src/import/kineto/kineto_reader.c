@@ -94,6 +94,50 @@ static int read_u32_triple(kimport *k, js_kind t, uint32_t out[3]) {
   }
 }
 
+/* A CPU op's input value (its first token t) appended to ev->inputs as compact JSON: arrays,
+ * strings (escaped again: '"', '\\' and control bytes), numbers (their text), true, false,
+ * null; an object sets inputs_cut and is skipped. The same text as kineto_fast.c's
+ * inputs_value. 0 or -1 (a JSON error). */
+static int put_inputs(kimport *k, js_kind t) {
+  kevent *ev = &k->ev;
+  switch (t) {
+  case JS_STRING:
+    kevent_inputs_put(ev, "\"", 1);
+    for (size_t i = 0; i < k->js.len; i++) {
+      unsigned char c = (unsigned char)k->js.tok[i];
+      char esc[8];
+      if (c == '"' || c == '\\') {
+        esc[0] = '\\';
+        esc[1] = (char)c;
+        kevent_inputs_put(ev, esc, 2);
+      } else if (c < 0x20) {
+        snprintf(esc, sizeof esc, "\\u%04x", c);
+        kevent_inputs_put(ev, esc, 6);
+      } else {
+        kevent_inputs_put(ev, (const char *)&c, 1);
+      }
+    }
+    kevent_inputs_put(ev, "\"", 1);
+    return 0;
+  case JS_NUMBER: kevent_inputs_put(ev, k->js.tok, k->js.len); return 0;
+  case JS_TRUE: kevent_inputs_put(ev, "true", 4); return 0;
+  case JS_FALSE: kevent_inputs_put(ev, "false", 5); return 0;
+  case JS_NULL: kevent_inputs_put(ev, "null", 4); return 0;
+  case JS_BEGIN_ARRAY:
+    kevent_inputs_put(ev, "[", 1);
+    for (int i = 0;; i++) {
+      js_kind e = js_next(&k->js);
+      if (e == JS_END_ARRAY) break;
+      if (e == JS_ERROR) return -1;
+      if (i) kevent_inputs_put(ev, ",", 1);
+      if (put_inputs(k, e)) return -1;
+    }
+    kevent_inputs_put(ev, "]", 1);
+    return 0;
+  default: ev->inputs_cut = 1; return js_skip_rest(&k->js, t);
+  }
+}
+
 static int read_args(kimport *k) {
   kevent *ev = &k->ev;
   for (;;) {
@@ -101,7 +145,13 @@ static int read_args(kimport *k) {
     if (t == JS_END_OBJECT) return 0;
     if (t != JS_KEY) return -1;
     int key = args_key(k->js.tok, k->js.len); /* the key text lives until the next token */
-    if (key == A_NONE) {
+    if (kargs_field[key].fill == KA_INPUTS && inputs_wanted(ev)) {
+      kevent_inputs_key(ev, k->js.tok, k->js.len);
+      js_kind v = js_next(&k->js);
+      if (v == JS_ERROR || put_inputs(k, v)) return -1;
+      continue;
+    }
+    if (key == A_NONE || kargs_field[key].fill == KA_INPUTS) {
       if (js_skip(&k->js)) return -1;
       continue;
     }
@@ -383,6 +433,7 @@ int ssa_kineto_import(js_read_fn read, void *ctx, void *doc, size_t doc_len, ssa
   k->split = sp;
   k->split_res = res;
   k->fast = !opt->fast_off;
+  k->ev.keep_inputs = opt->op_inputs;
   int rc = STEPSCOPE_E_NOMEM;
   if (sp ? js_init_buffer_grow(&k->js, ssa_split_doc(sp), ssa_split_cap(sp), 0, ssa_split_grow, sp)
       : doc ? js_init_buffer(&k->js, doc, doc_len)

@@ -1,0 +1,118 @@
+/*
+ * cmd_ops.c — `stepscope ops RUN [--json FILE] [--csv FILE] [--peak SPEC] [--top N]
+ * [--rank R] [--steps A:B] ...`: the run's PyTorch ops grouped by op and input shapes, with
+ * their time, FLOPs, bytes, achieved TFLOP/s and GB/s, arithmetic intensity and roofline
+ * position against the device's ceilings (metrics/ssa_ops.h; docs/ops.md gives every
+ * formula). The Kineto traces are read with their CPU ops' input args (record_shapes).
+ * Exit codes: 0 ok, 1 failure, 2 usage error.
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_load.h"
+#include "cli_output.h"
+#include "cli_print.h"
+#include "option_table.h"
+#include "ssa_op_report.h"
+#include "ssa_ops.h"
+
+typedef struct ops_args {
+  ssa_options opt;
+  const char *run_path, *json_path, *csv_path, *peak, *top;
+} ops_args;
+
+static int opt_rank(const cli_option *o, const char *v, void *cmd) {
+  return cli_apply_rank_option("ops", v, &((ops_args *)cmd)->opt) ? 2 : 0;
+}
+
+#define A(f) offsetof(ops_args, f)
+static const cli_option ops_options[] = {
+    {CLI_STRING, "--json", NULL, "FILE", "also write the table as JSON; '-' = stdout", A(json_path),
+     NULL, 0, 0, NULL},
+    {CLI_STRING, "--csv", NULL, "FILE", "also write the table as CSV; '-' = stdout", A(csv_path),
+     NULL, 0, 0, NULL},
+    {CLI_STRING, "--peak", NULL, "SPEC",
+     "measured ceilings instead of the datasheet's, e.g. bf16=780T,fp32=60T,bw=4.3T\n"
+     "(fp32|tf32|bf16|fp16|fp8 FLOP/s, bw bytes/s; G/T/P suffixes), or\n"
+     "device=h100|h100-pcie|h200|gh200|a100|mi300x|b200 for a trace that does not\n"
+     "name its device",
+     A(peak), NULL, 0, 0, NULL},
+    {CLI_STRING, "--top", NULL, "N", "rows in the text table (default 30; 0: all)", A(top), NULL, 0,
+     0, NULL},
+    {CLI_CALL, "--rank", NULL, "R", "only rank R", 0, opt_rank, 0, 0, NULL},
+    {CLI_ANALYSIS, NULL, NULL, NULL, NULL, A(opt), NULL, 0, 0, NULL},
+    CLI_TEXT_ROW("Each device kernel counts for the deepest CPU op with a model around its launch\n"
+                 "(aten::linear -> aten::addmm: aten::addmm); on a CPU-only trace each such op's\n"
+                 "own time counts. Shapes need the profiler's record_shapes=True.\n"
+                 "Exit status: 0 done; 1 the run could not be read or an output not written;\n"
+                 "2 usage error.\n"),
+};
+
+static const cli_table ops_table = {.command = "ops",
+                                    .head = "usage: stepscope ops RUN [options]\n",
+                                    CLI_ROWS(ops_options),
+                                    .flags = CLI_ARGS_DOUBLE_DASH,
+                                    .args = A(run_path),
+                                    .nargs = 1};
+
+static int write_json(const void *r, ssa_out *o) {
+  ssa_op_report_json(r, o);
+  return 0;
+}
+
+static int write_csv(const void *r, ssa_out *o) {
+  ssa_op_report_csv(r, o);
+  return 0;
+}
+
+int cmd_ops(int argc, char **argv) {
+  ops_args x;
+  memset(&x, 0, sizeof x);
+  int rc = cli_parse(&ops_table, argc, argv, &x, NULL);
+  if (rc != CLI_PARSED) return rc;
+  size_t top = 30;
+  if (x.top) {
+    char *end;
+    long v = strtol(x.top, &end, 10);
+    if (*end || end == x.top || v < 0) {
+      cli_print(stderr, "stepscope ops: --top must be a count (0: all), not %s\n", x.top);
+      return 2;
+    }
+    top = (size_t)v;
+  }
+  cli_loaded l;
+  if ((rc = cli_open_run("ops", x.run_path, &x.opt, CLI_SAY_LOSSES | CLI_OP_INPUTS, &l)) != 0) {
+    cli_loaded_free(&l);
+    return rc;
+  }
+  ssa_op_table t;
+  if (ssa_op_table_build(&l.an, &t)) {
+    cli_print(stderr, "stepscope ops: out of memory\n");
+    cli_loaded_free(&l);
+    return 1;
+  }
+  ssa_ceilings c;
+  ssa_ceilings_of_device(t.device_name, &c);
+  char msg[256];
+  if (x.peak && ssa_ceilings_parse(x.peak, &c, msg, sizeof msg)) {
+    cli_print(stderr, "stepscope ops: %s\n", msg);
+    rc = 2;
+  }
+  ssa_op_report rep = {x.run_path, &t, &c, top};
+  if (rc == 0 && x.json_path) rc = cli_write_output("ops", x.json_path, write_json, &rep);
+  if (rc == 0 && x.csv_path) rc = cli_write_output("ops", x.csv_path, write_csv, &rep);
+  int to_stdout =
+      (x.json_path && !strcmp(x.json_path, "-")) || (x.csv_path && !strcmp(x.csv_path, "-"));
+  if (rc == 0 && !to_stdout) {
+    ssa_out o;
+    if (ssa_out_open_file(&o, stdout) == 0) {
+      ssa_op_report_text(&rep, &o);
+      ssa_out_close(&o);
+    }
+  }
+  ssa_op_table_free(&t);
+  cli_loaded_free(&l);
+  return rc;
+}

@@ -1,0 +1,305 @@
+/*
+ * op_perf.c — the run's op table (ssa_ops.h): which PyTorch op each device kernel ran for,
+ * grouped by op name and input shapes, with FLOPs and bytes from op_models.c.
+ *
+ * Attribution: a kernel (memcpy, memset) is joined to the runtime call that launched it
+ * (correlation, done when the rank was finished); the CPU ops (`cpu_op` ranges) of that
+ * call's thread that contain the call form a stack, and the kernel goes to the deepest op of
+ * that stack that has a model (aten::linear -> aten::addmm -> kernel: aten::addmm), or to the
+ * innermost op when none has one. An op instance's time is the sum of its kernels' times.
+ * On a trace without device activity (CPU-only) each deepest modelled op (one with no
+ * modelled op inside it) counts its own duration, and so does each innermost op with no
+ * modelled op around it. Only the analysed steps' work counts (kernels, or CPU ops, that
+ * start inside the steps' window), and only --rank's when it is given.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ssa_ops.h"
+
+/* One op instance (a CPU op range that got time). */
+typedef struct instance {
+  const char *name, *args;
+  uint32_t rank_idx;
+  uint32_t kernels;
+  int64_t time;
+} instance;
+
+typedef struct instances {
+  instance *v;
+  size_t n, cap;
+} instances;
+
+static int push(instances *s, instance x) {
+  if (s->n == s->cap) {
+    size_t cap = s->cap ? 2 * s->cap : 1024;
+    instance *v = realloc(s->v, cap * sizeof *v);
+    if (!v) return -1;
+    s->v = v;
+    s->cap = cap;
+  }
+  s->v[s->n++] = x;
+  return 0;
+}
+
+/* A rank's CPU op ranges, sorted by thread, start, longer first; parent[i] the enclosing one
+ * (SSA_NONE at the top). */
+typedef struct cpu_ops {
+  uint32_t *idx, *parent;
+  size_t n;
+} cpu_ops;
+
+static int cmp_range(const void *pa, const void *pb, void *ctx) {
+  const ssa_rank *r = ctx;
+  const ssa_range *a = &r->ranges[*(const uint32_t *)pa];
+  const ssa_range *b = &r->ranges[*(const uint32_t *)pb];
+  if (a->lane != b->lane) return a->lane < b->lane ? -1 : 1;
+  if (a->start != b->start) return a->start < b->start ? -1 : 1;
+  if (a->end != b->end) return a->end > b->end ? -1 : 1;
+  return *(const uint32_t *)pa < *(const uint32_t *)pb ? -1 : 1;
+}
+
+static int cpu_ops_of(const ssa_rank *r, cpu_ops *c) {
+  memset(c, 0, sizeof *c);
+  c->idx = malloc((r->nranges ? r->nranges : 1) * sizeof *c->idx);
+  c->parent = malloc((r->nranges ? r->nranges : 1) * sizeof *c->parent);
+  if (!c->idx || !c->parent) return -1;
+  uint32_t dom = SSA_NONE, other = SSA_NONE; /* the cpu_op domain's id, once told */
+  for (size_t i = 0; i < r->nranges; i++) {
+    uint32_t d = r->ranges[i].domain;
+    if (d != dom && d != other) {
+      if (!strcmp(ssa_rank_str(r, d), "cpu_op"))
+        dom = d;
+      else
+        other = d;
+    }
+    if (d == dom) c->idx[c->n++] = (uint32_t)i;
+  }
+  qsort_r(c->idx, c->n, sizeof *c->idx, cmp_range, (void *)r);
+  uint32_t *stack = malloc((c->n ? c->n : 1) * sizeof *stack);
+  if (!stack) return -1;
+  size_t top = 0;
+  for (size_t i = 0; i < c->n; i++) {
+    const ssa_range *g = &r->ranges[c->idx[i]];
+    while (top && (r->ranges[c->idx[stack[top - 1]]].lane != g->lane ||
+                   r->ranges[c->idx[stack[top - 1]]].end < g->end))
+      top--;
+    c->parent[i] = top ? stack[top - 1] : SSA_NONE;
+    stack[top++] = (uint32_t)i;
+  }
+  free(stack);
+  return 0;
+}
+
+/* The innermost CPU op (position in c) on `lane` containing time t, or SSA_NONE. */
+static uint32_t op_around(const ssa_rank *r, const cpu_ops *c, uint16_t lane, int64_t t) {
+  size_t lo = 0, hi = c->n;
+  while (lo < hi) { /* the first after (lane, t) */
+    size_t mid = lo + (hi - lo) / 2;
+    const ssa_range *g = &r->ranges[c->idx[mid]];
+    if (g->lane < lane || (g->lane == lane && g->start <= t))
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (!lo) return SSA_NONE;
+  uint32_t i = (uint32_t)(lo - 1);
+  if (r->ranges[c->idx[i]].lane != lane) return SSA_NONE;
+  while (i != SSA_NONE && r->ranges[c->idx[i]].end < t)
+    i = c->parent[i];
+  return i;
+}
+
+static int rank_instances(const ssa_analysis *an, size_t ri, instances *out, ssa_op_table *t) {
+  const ssa_rank_result *rr = &an->ranks[ri];
+  const ssa_rank *r = rr->rank;
+  int64_t w0 = rr->nsteps ? rr->totals.start : INT64_MIN;
+  int64_t w1 = rr->nsteps ? rr->totals.end : INT64_MAX;
+  cpu_ops c;
+  int rc = -1;
+  uint8_t *modelled = NULL, *inner = NULL;
+  int64_t *time = NULL;
+  uint32_t *kernels = NULL;
+  if (cpu_ops_of(r, &c)) goto out;
+  modelled = calloc(c.n ? c.n : 1, 1);
+  inner = calloc(c.n ? c.n : 1, 1); /* 1: has a modelled op inside; 2: has any op inside */
+  time = calloc(c.n ? c.n : 1, sizeof *time);
+  kernels = calloc(c.n ? c.n : 1, sizeof *kernels);
+  if (!modelled || !inner || !time || !kernels) goto out;
+  for (size_t i = 0; i < c.n; i++)
+    modelled[i] = (uint8_t)ssa_op_has_model(ssa_rank_str(r, r->ranges[c.idx[i]].name));
+  for (size_t i = c.n; i-- > 0;)
+    if (c.parent[i] != SSA_NONE)
+      inner[c.parent[i]] |= (uint8_t)(2 | (modelled[i] || (inner[i] & 1)));
+  int device = !r->host_timeline && r->nops > 0;
+  t->host_time = t->host_time || !device;
+  if (device) {
+    for (size_t k = 0; k < r->nops; k++) {
+      const ssa_op *o = &r->ops[k];
+      if (o->kind == SSA_OP_HOST || o->start < w0 || o->start >= w1) continue;
+      uint32_t at = SSA_NONE;
+      if (o->launch != SSA_NONE) {
+        const ssa_api *a = &r->apis[o->launch];
+        at = op_around(r, &c, a->lane, a->start);
+      }
+      if (at == SSA_NONE) {
+        t->unattributed_ns += o->end - o->start;
+        continue;
+      }
+      for (uint32_t j = at; j != SSA_NONE; j = c.parent[j])
+        if (modelled[j]) {
+          at = j;
+          break;
+        }
+      time[at] += o->end - o->start;
+      kernels[at]++;
+    }
+  } else {
+    for (size_t i = 0; i < c.n; i++) {
+      const ssa_range *g = &r->ranges[c.idx[i]];
+      if (g->start < w0 || g->start >= w1) continue;
+      int counted = modelled[i] ? !(inner[i] & 1) : !(inner[i] & 2);
+      for (uint32_t j = c.parent[i]; counted && !modelled[i] && j != SSA_NONE; j = c.parent[j])
+        if (modelled[j]) counted = 0; /* its modelled ancestor counts it */
+      if (counted) time[i] = g->end - g->start;
+    }
+  }
+  for (size_t i = 0; i < c.n; i++) {
+    if (!time[i] && !kernels[i]) continue;
+    const ssa_range *g = &r->ranges[c.idx[i]];
+    instance x = {ssa_rank_str(r, g->name), ssa_rank_str(r, g->args), (uint32_t)ri, kernels[i],
+                  time[i]};
+    if (!g->args) t->ops_without_inputs++;
+    if (push(out, x)) goto out;
+  }
+  rc = 0;
+out:
+  free(c.idx);
+  free(c.parent);
+  free(modelled);
+  free(inner);
+  free(time);
+  free(kernels);
+  return rc;
+}
+
+static int cmp_instance(const void *pa, const void *pb) {
+  const instance *a = pa, *b = pb;
+  int d = strcmp(a->name, b->name);
+  return d ? d : strcmp(a->args, b->args);
+}
+
+static int cmp_row_time(const void *pa, const void *pb) {
+  const ssa_op_row *a = pa, *b = pb;
+  if (a->time_ns != b->time_ns) return a->time_ns > b->time_ns ? -1 : 1;
+  int d = strcmp(a->name, b->name);
+  return d ? d : strcmp(a->inputs, b->inputs);
+}
+
+/* The shapes of a row in words: each tensor input's dims, then the dtype. */
+static void shape_words(const ssa_op_inputs *in, const ssa_op_cost *cost, char *s, size_t cap) {
+  size_t n = 0;
+  s[0] = 0;
+  for (int i = 0; i < in->n && n + 1 < cap; i++) {
+    const ssa_op_input *x = &in->in[i];
+    if (x->ndims < 0 || !ssa_op_type_bytes(x->type)) continue;
+    n += (size_t)snprintf(s + n, cap - n, "%s[", n ? " " : "");
+    for (int d = 0; d < x->ndims && n + 1 < cap; d++)
+      n += (size_t)snprintf(s + n, cap - n, "%s%lld", d ? "," : "", (long long)x->dims[d]);
+    if (n + 1 < cap) n += (size_t)snprintf(s + n, cap - n, "]");
+  }
+  if (n && n + 1 < cap && cost->family != SSA_OPF_NONE)
+    snprintf(s + n, cap - n, " %s", ssa_peak_dtype_names[cost->dtype]);
+}
+
+int ssa_op_table_build(const ssa_analysis *an, ssa_op_table *t) {
+  memset(t, 0, sizeof *t);
+  instances all = {0};
+  for (size_t ri = 0; ri < an->nranks; ri++) {
+    const ssa_rank *r = an->ranks[ri].rank;
+    if (an->opt.rank >= 0 && r->rank != an->opt.rank) continue;
+    if (!t->device_name[0] && r->device_name && r->device_name[0])
+      snprintf(t->device_name, sizeof t->device_name, "%s", r->device_name);
+    t->ranks++;
+    if (rank_instances(an, ri, &all, t)) {
+      free(all.v);
+      return STEPSCOPE_E_NOMEM;
+    }
+  }
+  qsort(all.v, all.n, sizeof *all.v, cmp_instance);
+  t->rows = calloc(all.n ? all.n : 1, sizeof *t->rows);
+  if (!t->rows) {
+    free(all.v);
+    return STEPSCOPE_E_NOMEM;
+  }
+  for (size_t i = 0; i < all.n;) {
+    size_t j = i;
+    ssa_op_row *row = &t->rows[t->nrows++];
+    row->rank_idx = all.v[i].rank_idx;
+    row->name = all.v[i].name;
+    row->inputs = all.v[i].args;
+    for (; j < all.n && !cmp_instance(&all.v[i], &all.v[j]); j++) {
+      row->count++;
+      row->kernels += all.v[j].kernels;
+      row->time_ns += all.v[j].time;
+    }
+    ssa_op_inputs in;
+    ssa_op_cost cost;
+    memset(&cost, 0, sizeof cost);
+    int parsed = ssa_op_inputs_parse(row->inputs, &in) == 0;
+    if (parsed && ssa_op_cost_of(row->name, &in, &cost)) {
+      row->family = cost.family;
+      row->dtype = cost.dtype;
+      row->flops = cost.flops * (double)row->count;
+      row->bytes = cost.bytes * (double)row->count;
+      t->time_modelled += row->time_ns;
+      t->flops_total += row->flops;
+    } else {
+      cost.family = SSA_OPF_NONE;
+    }
+    if (parsed) shape_words(&in, &cost, row->shape, sizeof row->shape);
+    t->time_total += row->time_ns;
+    i = j;
+  }
+  free(all.v);
+  qsort(t->rows, t->nrows, sizeof *t->rows, cmp_row_time);
+  for (size_t i = 0; i < an->nsteps; i++)
+    t->span_ns += an->steps[i].time;
+  return 0;
+}
+
+void ssa_op_table_free(ssa_op_table *t) {
+  free(t->rows);
+  memset(t, 0, sizeof *t);
+}
+
+void ssa_op_rates_of(const ssa_op_row *row, const ssa_ceilings *c, ssa_op_rates *o) {
+  memset(o, 0, sizeof *o);
+  o->bound = "";
+  double sec = (double)row->time_ns * 1e-9;
+  if (row->family == SSA_OPF_NONE || sec <= 0) return;
+  o->flops_per_s = row->flops / sec;
+  o->bytes_per_s = row->bytes / sec;
+  o->intensity = row->bytes > 0 ? row->flops / row->bytes : 0;
+  double peak = c->flops[row->dtype], bw = c->bandwidth;
+  if (peak <= 0 || bw <= 0) return;
+  /* the roofline at this intensity: min(peak, intensity x bandwidth) */
+  double ridge = peak / bw;
+  int memory = o->intensity < ridge;
+  double roof = memory ? o->intensity * bw : peak;
+  o->bound = memory ? "memory" : "compute";
+  o->pct_of_peak = roof > 0 ? 100.0 * (memory ? o->bytes_per_s / bw : o->flops_per_s / peak) : 0;
+}
+
+double ssa_op_table_mfu(const ssa_op_table *t, const ssa_ceilings *c, ssa_peak_dtype *dtype) {
+  double by[SSA_PEAK_N] = {0};
+  for (size_t i = 0; i < t->nrows; i++)
+    by[t->rows[i].dtype] += t->rows[i].flops;
+  int best = 0;
+  for (int d = 1; d < SSA_PEAK_N; d++)
+    if (by[d] > by[best]) best = d;
+  *dtype = (ssa_peak_dtype)best;
+  double denom = (double)t->span_ns * 1e-9 * t->ranks * c->flops[best];
+  return t->flops_total > 0 && denom > 0 ? t->flops_total / denom : NAN;
+}

@@ -1,0 +1,24 @@
+/*
+ * ssa_op_report.h — the op table of `stepscope ops` (metrics/ssa_ops.h) as text, JSON and
+ * CSV (op_report.c), each into the analyzer's one writer (ssa_out: the command's atomic
+ * output file or the standard output).
+ */
+#ifndef SSA_OP_REPORT_H
+#define SSA_OP_REPORT_H
+
+#include "ssa_io.h"
+#include "ssa_ops.h"
+
+/* What the writers print besides the table. */
+typedef struct ssa_op_report {
+  const char *run_path;
+  const ssa_op_table *table;
+  const ssa_ceilings *ceilings; /* all zero when the device is unknown and none were given */
+  size_t top;                   /* text: rows shown (0: all) */
+} ssa_op_report;
+
+void ssa_op_report_text(const ssa_op_report *r, ssa_out *o);
+void ssa_op_report_json(const ssa_op_report *r, ssa_out *o);
+void ssa_op_report_csv(const ssa_op_report *r, ssa_out *o);
+
+#endif
