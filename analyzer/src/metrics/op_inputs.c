@@ -178,8 +178,14 @@ int ssa_op_type_bytes(const char *t) {
   return 0;
 }
 
+int ssa_op_is_tensor(const ssa_op_input *in) {
+  /* a Python scalar (bool, int, float argument) has dims [] and its value as concrete text; a
+   * 0-d tensor has dims [] and no concrete value */
+  return in->ndims > 0 || (in->ndims == 0 && !in->concrete[0] && ssa_op_type_bytes(in->type));
+}
+
 uint64_t ssa_op_numel(const ssa_op_input *in) {
-  if (in->ndims < 0 || !ssa_op_type_bytes(in->type)) return 0;
+  if (!ssa_op_is_tensor(in) || !ssa_op_type_bytes(in->type)) return 0;
   uint64_t n = 1;
   for (int i = 0; i < in->ndims; i++)
     n *= in->dims[i] > 0 ? (uint64_t)in->dims[i] : 0;

@@ -24,7 +24,7 @@ const char *const ssa_peak_dtype_names[SSA_PEAK_N] = {"fp32", "tf32", "bf16", "f
 static const ssa_op_input *tensor(const ssa_op_inputs *in, int i) {
   if (i < 0 || i >= in->n) return NULL;
   const ssa_op_input *t = &in->in[i];
-  return t->ndims >= 0 && ssa_op_type_bytes(t->type) ? t : NULL;
+  return ssa_op_is_tensor(t) && ssa_op_type_bytes(t->type) ? t : NULL;
 }
 
 static double tbytes(const ssa_op_input *t) {
@@ -45,9 +45,10 @@ static int concrete_ints(const ssa_op_inputs *in, int i, int64_t *v, int cap) {
   if (i < 0 || i >= in->n) return -1;
   const char *p = in->in[i].concrete;
   int n = 0;
+  if (!*p) return -1; /* not recorded */
   while (*p == ' ' || *p == '[')
     p++;
-  if (!*p) return p == in->in[i].concrete ? -1 : 0; /* "" none, "[]" empty */
+  if (!*p || *p == ']') return 0; /* "[]": empty */
   while (*p) {
     char *end;
     long long x = strtoll(p, &end, 10);
@@ -419,8 +420,9 @@ static int reduction_model(const ssa_op_inputs *in, ssa_op_cost *o) {
   if (!x) return 0;
   double n = (double)ssa_op_numel(x), out = 1;
   int64_t dims[SSA_OP_MAX_DIMS];
+  /* the dims reduced: a concrete list or integer at 1 ("[]", none or another kind: all) */
   int nd = in->n > 1 && tensor(in, 1) == NULL ? concrete_ints(in, 1, dims, SSA_OP_MAX_DIMS) : 0;
-  if (nd < 0) return 0;
+  if (nd < 0) nd = 0;
   if (nd > 0) { /* the kept dims' sizes */
     out = n;
     for (int i = 0; i < nd && i < SSA_OP_MAX_DIMS; i++) {
@@ -502,6 +504,18 @@ int ssa_op_has_model(const char *name) {
   const attn_args *aa = NULL;
   const ew_op *ew = NULL;
   return family_of(bare(name), &ca, &aa, &ew) != SSA_OPF_NONE;
+}
+
+int ssa_op_is_composite(const char *name) {
+  static const char *const composites[] = {
+      "linear",     "matmul",      "conv1d",       "conv2d",
+      "conv3d",     "convolution", "_convolution", "scaled_dot_product_attention",
+      "layer_norm", "group_norm",  "batch_norm",   "rms_norm",
+      "softmax",    "log_softmax", "einsum"};
+  const char *op = bare(name);
+  for (size_t i = 0; i < sizeof composites / sizeof composites[0]; i++)
+    if (!strcmp(op, composites[i])) return 1;
+  return 0;
 }
 
 int ssa_op_cost_of(const char *name, const ssa_op_inputs *in, ssa_op_cost *out) {

@@ -4,13 +4,18 @@
  *
  * Attribution: a kernel (memcpy, memset) is joined to the runtime call that launched it
  * (correlation, done when the rank was finished); the CPU ops (`cpu_op` ranges) of that
- * call's thread that contain the call form a stack, and the kernel goes to the deepest op of
- * that stack that has a model (aten::linear -> aten::addmm -> kernel: aten::addmm), or to the
- * innermost op when none has one. An op instance's time is the sum of its kernels' times.
- * On a trace without device activity (CPU-only) each deepest modelled op (one with no
- * modelled op inside it) counts its own duration, and so does each innermost op with no
- * modelled op around it. Only the analysed steps' work counts (kernels, or CPU ops, that
- * start inside the steps' window), and only --rank's when it is given.
+ * call's thread that contain the call form a stack. Modelled ops are either primitives
+ * (aten::addmm, aten::mm, aten::_softmax...: they do the work, whatever they call inside,
+ * such as a copy_) or composites (aten::linear, aten::matmul, aten::conv2d,
+ * aten::scaled_dot_product_attention, aten::layer_norm...: they dispatch to others,
+ * ssa_op_is_composite). The kernel goes to the outermost primitive of the stack
+ * (aten::linear -> aten::addmm -> kernel: aten::addmm), else to its deepest composite, else
+ * to the innermost op. An op instance's time is the sum of its kernels' times. On a trace
+ * without device activity (CPU-only) the same ops count their own durations: each primitive
+ * with no primitive around it, each composite with no modelled op inside or primitive around
+ * it, and each innermost op with no modelled op around it. Only the analysed steps' work
+ * counts (kernels, or CPU ops, that start inside the steps' window), and only --rank's when
+ * it is given.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -118,20 +123,30 @@ static int rank_instances(const ssa_analysis *an, size_t ri, instances *out, ssa
   int64_t w1 = rr->nsteps ? rr->totals.end : INT64_MAX;
   cpu_ops c;
   int rc = -1;
-  uint8_t *modelled = NULL, *inner = NULL;
+  /* per op: its kind (0 no model, 1 primitive, 2 composite) and flags: ANC_PRIM a primitive
+   * around it, ANC_MODEL a modelled op around it, DESC_MODEL one inside it, DESC_ANY any */
+  enum { ANC_PRIM = 1, ANC_MODEL = 2, DESC_MODEL = 4, DESC_ANY = 8 };
+  uint8_t *kind = NULL, *flags = NULL;
   int64_t *time = NULL;
   uint32_t *kernels = NULL;
   if (cpu_ops_of(r, &c)) goto out;
-  modelled = calloc(c.n ? c.n : 1, 1);
-  inner = calloc(c.n ? c.n : 1, 1); /* 1: has a modelled op inside; 2: has any op inside */
+  kind = calloc(c.n ? c.n : 1, 1);
+  flags = calloc(c.n ? c.n : 1, 1);
   time = calloc(c.n ? c.n : 1, sizeof *time);
   kernels = calloc(c.n ? c.n : 1, sizeof *kernels);
-  if (!modelled || !inner || !time || !kernels) goto out;
-  for (size_t i = 0; i < c.n; i++)
-    modelled[i] = (uint8_t)ssa_op_has_model(ssa_rank_str(r, r->ranges[c.idx[i]].name));
+  if (!kind || !flags || !time || !kernels) goto out;
+  for (size_t i = 0; i < c.n; i++) {
+    const char *name = ssa_rank_str(r, r->ranges[c.idx[i]].name);
+    kind[i] = !ssa_op_has_model(name) ? 0 : ssa_op_is_composite(name) ? 2 : 1;
+    uint32_t p = c.parent[i]; /* sorted: a parent comes before its children */
+    if (p != SSA_NONE)
+      flags[i] |= (uint8_t)((flags[p] & (ANC_PRIM | ANC_MODEL)) | (kind[p] == 1 ? ANC_PRIM : 0) |
+                            (kind[p] ? ANC_MODEL : 0));
+  }
   for (size_t i = c.n; i-- > 0;)
     if (c.parent[i] != SSA_NONE)
-      inner[c.parent[i]] |= (uint8_t)(2 | (modelled[i] || (inner[i] & 1)));
+      flags[c.parent[i]] |=
+          (uint8_t)(DESC_ANY | (kind[i] || (flags[i] & DESC_MODEL) ? DESC_MODEL : 0));
   int device = !r->host_timeline && r->nops > 0;
   t->host_time = t->host_time || !device;
   if (device) {
@@ -147,11 +162,12 @@ static int rank_instances(const ssa_analysis *an, size_t ri, instances *out, ssa
         t->unattributed_ns += o->end - o->start;
         continue;
       }
-      for (uint32_t j = at; j != SSA_NONE; j = c.parent[j])
-        if (modelled[j]) {
-          at = j;
-          break;
-        }
+      uint32_t prim = SSA_NONE, comp = SSA_NONE; /* the outermost primitive, deepest composite */
+      for (uint32_t j = at; j != SSA_NONE; j = c.parent[j]) {
+        if (kind[j] == 1) prim = j;
+        if (kind[j] == 2 && comp == SSA_NONE) comp = j;
+      }
+      at = prim != SSA_NONE ? prim : comp != SSA_NONE ? comp : at;
       time[at] += o->end - o->start;
       kernels[at]++;
     }
@@ -159,9 +175,9 @@ static int rank_instances(const ssa_analysis *an, size_t ri, instances *out, ssa
     for (size_t i = 0; i < c.n; i++) {
       const ssa_range *g = &r->ranges[c.idx[i]];
       if (g->start < w0 || g->start >= w1) continue;
-      int counted = modelled[i] ? !(inner[i] & 1) : !(inner[i] & 2);
-      for (uint32_t j = c.parent[i]; counted && !modelled[i] && j != SSA_NONE; j = c.parent[j])
-        if (modelled[j]) counted = 0; /* its modelled ancestor counts it */
+      int counted = kind[i] == 1   ? !(flags[i] & ANC_PRIM)
+                    : kind[i] == 2 ? !(flags[i] & (ANC_PRIM | DESC_MODEL))
+                                   : !(flags[i] & (ANC_MODEL | DESC_ANY));
       if (counted) time[i] = g->end - g->start;
     }
   }
@@ -177,8 +193,8 @@ static int rank_instances(const ssa_analysis *an, size_t ri, instances *out, ssa
 out:
   free(c.idx);
   free(c.parent);
-  free(modelled);
-  free(inner);
+  free(kind);
+  free(flags);
   free(time);
   free(kernels);
   return rc;
@@ -203,7 +219,7 @@ static void shape_words(const ssa_op_inputs *in, const ssa_op_cost *cost, char *
   s[0] = 0;
   for (int i = 0; i < in->n && n + 1 < cap; i++) {
     const ssa_op_input *x = &in->in[i];
-    if (x->ndims < 0 || !ssa_op_type_bytes(x->type)) continue;
+    if (!ssa_op_is_tensor(x) || !ssa_op_type_bytes(x->type)) continue;
     n += (size_t)snprintf(s + n, cap - n, "%s[", n ? " " : "");
     for (int d = 0; d < x->ndims && n + 1 < cap; d++)
       n += (size_t)snprintf(s + n, cap - n, "%s%lld", d ? "," : "", (long long)x->dims[d]);

@@ -46,6 +46,10 @@ int ssa_op_inputs_parse(const char *json, ssa_op_inputs *out);
  * "c10::Float8_e4m3fn" 1, "long int" 8 ...); 0 when unknown (not a tensor type). */
 int ssa_op_type_bytes(const char *type);
 
+/* Whether an input is a tensor with shapes (a Python scalar argument is not: it has a concrete
+ * value). */
+int ssa_op_is_tensor(const ssa_op_input *in);
+
 /* The number of elements of a tensor input (1 for a 0-d tensor); 0 when it is none. */
 uint64_t ssa_op_numel(const ssa_op_input *in);
 
@@ -87,6 +91,11 @@ typedef struct ssa_op_cost {
 
 /* Whether an op name has a model (its inputs still decide whether it can be costed). */
 int ssa_op_has_model(const char *name);
+
+/* Whether a modelled op is a composite: one that dispatches to other modelled ops
+ * (aten::linear, aten::matmul, aten::conv2d, aten::convolution, aten::scaled_dot_product_attention,
+ * aten::layer_norm, aten::softmax...), whose work is counted in them (op_perf.c). */
+int ssa_op_is_composite(const char *name);
 
 /* The cost of op `name` (with or without "aten::") with inputs `in`: 1 with *out filled, 0
  * when there is no model or the inputs do not say enough (then out->family says which model

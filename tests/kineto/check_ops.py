@@ -1,0 +1,337 @@
+#!/usr/bin/env python3
+"""check_ops.py — `stepscope ops` on generated Kineto traces whose shapes and times are known,
+so every FLOP, byte and nanosecond of the table is checked exactly (docs/ops.md gives the
+formulas; the expected values below are worked out by hand from them, not by the analyzer's
+code), and on small real torch CPU traces committed under tests/data/kineto/ops
+(scripts/torch/make_op_traces.py).
+
+Cases:
+  gpu     an H100 trace: ProfilerStep#1 with aten::linear -> aten::addmm (bf16, one kernel),
+          aten::bmm (two kernels), SDPA -> _scaled_dot_product_flash_attention (causal),
+          aten::native_layer_norm, aten::add_ with a broadcast, aten::embedding, aten::sum,
+          _softmax, a conv (aten::convolution -> aten::cudnn_convolution), convolution_backward,
+          an op without a model (aten::cat), a kernel with no launch (unattributed), an op
+          without shapes
+  tokens  the same trace read token by token (STEPSCOPE_KINETO_FAST=off) and with a
+          Concrete Inputs string that needs escapes: the same JSON
+  cpu     a CPU-only trace: nested ops, each deepest modelled op counts its own time
+  peak    --peak replaces the datasheet's ceilings; a bad --peak is a usage error (2)
+  csv     --csv rows agree with --json
+  real    the committed torch CPU traces: the rows their models say (known layer sizes)
+
+Usage: check_ops.py STEPSCOPE WORKDIR DATA_DIR
+"""
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+
+BIN, WORK, DATA = sys.argv[1], sys.argv[2], sys.argv[3]
+os.makedirs(WORK, exist_ok=True)
+FAILS = []
+
+
+def check(cond, what):
+    if not cond:
+        FAILS.append(what)
+        print("FAIL:", what)
+
+
+def run(args, env=None):
+    e = dict(os.environ)
+    e.update(env or {})
+    p = subprocess.run([BIN] + args, capture_output=True, text=True, env=e)
+    return p.returncode, p.stdout, p.stderr
+
+
+def ops_json(path, extra=(), env=None):
+    rc, out, err = run(["ops", path, "--json", "-"] + list(extra), env)
+    check(rc == 0, "ops %s exit %d: %s" % (path, rc, err))
+    return json.loads(out) if rc == 0 else None
+
+
+# ---- a generated GPU trace ----
+
+def X(cat, name, ts_ns, dur_ns, tid=1, pid=1, args=None):
+    e = {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts_ns / 1000, "dur": dur_ns / 1000}
+    if args is not None:
+        e["args"] = args
+    return e
+
+
+def shapes(dims, types, concrete=None):
+    a = {"External id": 1, "Record function id": 0, "Input Dims": dims, "Input type": types}
+    if concrete is not None:
+        a["Concrete Inputs"] = concrete
+    return a
+
+
+class Gen:
+    def __init__(self):
+        self.events = []
+        self.corr = 100
+        self.t = 10_000  # ns after T0
+
+    def op(self, name, dur, args, kernels=(), children=None):
+        """A cpu_op of `dur` ns on thread 1 with kernels of the given durations, launched inside
+        it, run on stream 7; `children` (a function) adds nested ops first."""
+        start = self.t
+        self.t += 100
+        if children:
+            children()
+        for k in kernels:
+            self.corr += 1
+            self.events.append(X("cuda_runtime", "cudaLaunchKernel", self.t, 50, args={"correlation": self.corr}))
+            self.events.append(X("kernel", "kernel_%s_%d" % (name, self.corr), 500_000 + self.corr * 10_000, k,
+                                 tid=7, pid=0, args={"correlation": self.corr, "stream": 7, "device": 0}))
+            self.t += 100
+        end = max(self.t + 10, start + dur)
+        self.events.append(X("cpu_op", name, start, end - start, args=args))
+        self.t = end + 10
+
+
+def gpu_trace(path, escaped=False):
+    g = Gen()
+    bf, fl = "c10::BFloat16", "float"
+    g.op("aten::linear", 1000, shapes([[8, 16, 64], [128, 64], [128]], [bf, bf, bf]),
+         children=lambda: g.op("aten::addmm", 500, shapes([[128], [128, 64], [64, 128], [], []],
+                                                         [bf, bf, bf, "Scalar", "Scalar"], ["", "", "", "1", "1"]),
+                               kernels=[3000]))
+    g.op("aten::bmm", 500, shapes([[4, 32, 16], [4, 16, 8]], [fl, fl]), kernels=[1000, 500])
+    g.op("aten::scaled_dot_product_attention", 2000,
+         shapes([[2, 4, 10, 8], [2, 4, 10, 8], [2, 4, 10, 8], [], [], [], [], []], [bf, bf, bf, "", "Double", "bool", "", "bool"],
+                ["", "", "", "", "0.", "True", "", "False"]),
+         children=lambda: g.op("aten::_scaled_dot_product_flash_attention", 800,
+                               shapes([[2, 4, 10, 8], [2, 4, 10, 8], [2, 4, 10, 8], [], [], [], []],
+                                      [bf, bf, bf, "Double", "bool", "bool", "Double"],
+                                      ["", "", "", "0.", "True", "False", "0.125"]), kernels=[2000]))
+    g.op("aten::native_layer_norm", 300, shapes([[4, 6, 32], [], [32], [32], []], [bf, "", bf, bf, "Double"],
+                                                ["", "[32]", "", "", "1e-05"]), kernels=[700])
+    g.op("aten::add_", 300, shapes([[4, 6, 32], [1, 6, 1], []], [fl, fl, "Scalar"], ["", "", "1"]), kernels=[400])
+    g.op("aten::embedding", 300, shapes([[1000, 64], [2, 5], [], [], []], [fl, "long int", "Scalar", "bool", "bool"],
+                                        ["", "", "-1", "False", "False"]), kernels=[600])
+    g.op("aten::sum", 300, shapes([[8, 10], [], [], []], [fl, "", "bool", ""], ["", "[1]", "False", ""]), kernels=[200])
+    g.op("aten::_softmax", 300, shapes([[3, 5], [], []], [fl, "Scalar", "bool"], ["", "-1", "False"]), kernels=[100])
+    g.op("aten::convolution", 600, shapes([[2, 3, 8, 8], [4, 3, 3, 3], [4], [], [], [], [], [], []],
+                                          [fl, fl, fl, "", "", "", "bool", "", "Scalar"],
+                                          ["", "", "", "[1, 1]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "1"]),
+         children=lambda: g.op("aten::cudnn_convolution", 300,
+                               shapes([[2, 3, 8, 8], [4, 3, 3, 3], [], [], [], [], [], [], []],
+                                      [fl, fl, "", "", "", "Scalar", "bool", "bool", "bool"],
+                                      ["", "", "[1, 1]", "[1, 1]", "[1, 1]", "1", "False", "False", "True"]),
+                               kernels=[900]))
+    g.op("aten::convolution_backward", 600,
+         shapes([[2, 4, 8, 8], [2, 3, 8, 8], [4, 3, 3, 3], [], [], [], [], [], [], [], []],
+                [fl, fl, fl, "", "", "", "", "bool", "", "Scalar", ""],
+                ["", "", "", "[4]", "[1, 1]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "1", "[True, True, True]"]),
+         kernels=[1800])
+    concrete = ["", "a\"b\\c"] if escaped else ["", ""]
+    g.op("aten::cat", 300, shapes([[[2, 3], [2, 3]], []], ["TensorList", "Scalar"], concrete), kernels=[250])
+    g.op("aten::mm", 300, {"External id": 9}, kernels=[150])  # no shapes recorded
+    # a kernel whose launch is not in the trace
+    g.events.append(X("kernel", "orphan", 900_000, 77, tid=7, pid=0, args={"correlation": 99999, "stream": 7, "device": 0}))
+    g.events.insert(0, X("user_annotation", "ProfilerStep#1", 0, 3_000_000, args={}))
+    doc = {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}],
+           "distributedInfo": {"rank": 0, "world_size": 1}, "traceEvents": g.events}
+    with open(path, "w") as f:
+        json.dump(doc, f)
+
+
+def by_op(rep):
+    return {(r["op"], r["shapes"]): r for r in rep["rows"]}
+
+
+def expect(rows, op, shape, flops, bytes_, time_ns, count=1, kernels=None):
+    r = rows.get((op, shape))
+    check(r is not None, "row %s %s present (rows: %s)" % (op, shape, sorted(rows)))
+    if r is None:
+        return
+    check(r["flops"] == flops, "%s flops %r, expected %r" % (op, r["flops"], flops))
+    check(r["bytes"] == bytes_, "%s bytes %r, expected %r" % (op, r["bytes"], bytes_))
+    check(r["time_ns"] == time_ns, "%s time %r, expected %r" % (op, r["time_ns"], time_ns))
+    check(r["count"] == count, "%s count %r" % (op, r["count"]))
+    if kernels is not None:
+        check(r["kernels"] == kernels, "%s kernels %r" % (op, r["kernels"]))
+
+
+def check_gpu():
+    path = os.path.join(WORK, "gpu.json")
+    gpu_trace(path)
+    rep = ops_json(path)
+    if rep is None:
+        return
+    rows = by_op(rep)
+    # addmm (deepest modelled under linear): M=128 (8x16), K=64, N=128, bias [128]
+    # flops 2*128*128*64 + 128*128; bytes (128 + 128*64 + 64*128 + 128*128) * 2
+    expect(rows, "aten::addmm", "[128] [128,64] [64,128] bf16", 2 * 128 * 128 * 64 + 128 * 128,
+           (128 + 128 * 64 + 64 * 128 + 128 * 128) * 2, 3000, kernels=1)
+    check(("aten::linear", "[8,16,64] [128,64] [128] bf16") not in rows, "linear's kernel goes to addmm")
+    # bmm: B=4, M=32, K=16, N=8, fp32: flops 2*4*32*8*16, bytes (4*32*16 + 4*16*8 + 4*32*8)*4
+    expect(rows, "aten::bmm", "[4,32,16] [4,16,8] fp32", 2 * 4 * 32 * 8 * 16, (2048 + 512 + 1024) * 4, 1500,
+           kernels=2)
+    # flash attention, causal, B=2 H=4 S=10 D=8: pairs 10*11/2 = 55; flops 2*B*H*55*(8+8)
+    # bytes (q + k + v + out) = 4 * 2*4*10*8 * 2
+    expect(rows, "aten::_scaled_dot_product_flash_attention", "[2,4,10,8] [2,4,10,8] [2,4,10,8] bf16",
+           2 * 2 * 4 * 55 * 16, 4 * 640 * 2, 2000)
+    # layer norm [4,6,32] with weight and bias: 7 FLOPs per element; bytes 2 * 768 * 2 + 2 * 32 * 2
+    expect(rows, "aten::native_layer_norm", "[4,6,32] [32] [32] bf16", 7 * 768, 2 * 768 * 2 + 2 * 32 * 2, 700)
+    # add_ [4,6,32] + [1,6,1] in place: 768 FLOPs; bytes read 768*4 + 6*4, write 768*4
+    expect(rows, "aten::add_", "[4,6,32] [1,6,1] fp32", 768, 768 * 4 + 6 * 4 + 768 * 4, 400)
+    # embedding [1000,64] with [2,5] indices (int64): rows read and written 10*64*4 each, indices 80
+    expect(rows, "aten::embedding", "[1000,64] [2,5] fp32", 0, 10 * 64 * 4 * 2 + 10 * 8, 600)
+    # sum over dim 1 of [8,10]: 80 FLOPs; bytes 80*4 + 8*4
+    expect(rows, "aten::sum", "[8,10] fp32", 80, 80 * 4 + 8 * 4, 200)
+    # softmax [3,5]: 5 FLOPs per element; bytes 2 * 15 * 4
+    expect(rows, "aten::_softmax", "[3,5] fp32", 75, 120, 100)
+    # cudnn_convolution [2,3,8,8] * [4,3,3,3], pad 1 stride 1: out [2,4,8,8];
+    # flops 2 * 2 * 64 * 108; bytes (384 + 108 + 512) * 4
+    expect(rows, "aten::cudnn_convolution", "[2,3,8,8] [4,3,3,3] fp32", 2 * 2 * 64 * 108, (384 + 108 + 512) * 4, 900)
+    # convolution_backward, mask all: 2 * fwd + grad bias (512 sums);
+    # bytes grad_out 512 + input 384 + weight 108 read, grad input 384 + grad weight 108 + grad bias 4 written
+    expect(rows, "aten::convolution_backward", "[2,4,8,8] [2,3,8,8] [4,3,3,3] fp32",
+           2 * (2 * 2 * 64 * 108) + 512, (512 + 384 + 108 + 384 + 108 + 4) * 4, 1800)
+    cat = [r for r in rep["rows"] if r["op"] == "aten::cat"]
+    check(len(cat) == 1 and cat[0]["family"] is None and cat[0]["time_ns"] == 250, "cat listed without a model")
+    mm = [r for r in rep["rows"] if r["op"] == "aten::mm"]
+    check(len(mm) == 1 and mm[0]["inputs"] is None and mm[0]["flops"] is None, "mm without shapes: no model")
+    check(rep["ops_without_inputs"] == 1, "one op without inputs: %r" % rep["ops_without_inputs"])
+    check(rep["unattributed_ns"] == 77, "unattributed %r" % rep["unattributed_ns"])
+    total = 3000 + 1500 + 2000 + 700 + 400 + 600 + 200 + 100 + 900 + 1800 + 250 + 150
+    check(rep["time_total_ns"] == total, "time total %r, expected %r" % (rep["time_total_ns"], total))
+    check(rep["time_modelled_ns"] == total - 250 - 150, "modelled %r" % rep["time_modelled_ns"])
+    check(rep["ceilings"]["device"] == "h100" and rep["ceilings"]["bf16_flops_per_s"] == 989.4e12,
+          "H100 ceilings: %r" % rep["ceilings"])
+    # the roofline of addmm: intensity = flops / bytes, below the bf16 ridge (989.4/3.35): memory
+    r = rows[("aten::addmm", "[128] [128,64] [64,128] bf16")]
+    inten = (2 * 128 * 128 * 64 + 128 * 128) / ((128 + 128 * 64 + 64 * 128 + 128 * 128) * 2)
+    check(abs(r["intensity"] / inten - 1) < 1e-8 and r["bound"] == "memory", "addmm roofline %r" % r)
+    pct = 100 * r["bytes"] / 3000e-9 / 3.35e12  # memory-bound: achieved bandwidth / peak
+    check(abs(r["pct_of_peak"] / pct - 1) < 1e-8, "addmm %% of peak %r" % r["pct_of_peak"])
+    # MFU from op FLOPs: total FLOPs / (step time x bf16 peak)
+    check(rep["mfu_from_op_flops"] is not None and rep["mfu_peak_dtype"] in ("bf16", "fp32"), "MFU %r" % rep)
+    # the text names it so
+    rc, out, _ = run(["ops", path])
+    check(rc == 0 and "MFU from op FLOPs" in out and "aten::addmm" in out, "text report")
+    return rep
+
+
+def check_tokens(fast_rep):
+    path = os.path.join(WORK, "gpu.json")
+    slow = ops_json(path, env={"STEPSCOPE_KINETO_FAST": "off"})
+    if fast_rep and slow:
+        check(slow["rows"] == fast_rep["rows"], "token-by-token reading gives the same rows")
+    esc = os.path.join(WORK, "gpu_escaped.json")
+    gpu_trace(esc, escaped=True)
+    a = ops_json(esc)
+    b = ops_json(esc, env={"STEPSCOPE_KINETO_FAST": "off"})
+    if a and b:
+        check(a["rows"] == b["rows"], "escaped strings: the same rows both ways")
+        cat = [r for r in a["rows"] if r["op"] == "aten::cat"]
+        check(cat and cat[0]["inputs"]["Concrete Inputs"][1] == 'a"b\\c', "escapes kept: %r" % cat)
+
+
+def check_cpu():
+    g = Gen()
+    fl = "float"
+    # linear -> addmm (deepest modelled: addmm, its own time); relu alone; an unmodelled op
+    # with a modelled child (aten::dropout -> aten::mul): mul counts, dropout does not
+    g.op("aten::linear", 5000, shapes([[4, 8], [16, 8], [16]], [fl, fl, fl]),
+         children=lambda: g.op("aten::addmm", 3000, shapes([[16], [4, 8], [8, 16], [], []], [fl, fl, fl, "Scalar", "Scalar"])))
+    g.op("aten::relu", 700, shapes([[4, 16]], [fl]))
+    g.op("aten::dropout", 900, shapes([[4, 16], [], []], [fl, "Double", "bool"]),
+         children=lambda: g.op("aten::mul", 400, shapes([[4, 16], [4, 16]], [fl, fl])))
+    g.events.insert(0, X("user_annotation", "ProfilerStep#1", 0, g.t + 10, args={}))
+    path = os.path.join(WORK, "cpu.json")
+    with open(path, "w") as f:
+        json.dump({"schemaVersion": 1, "traceEvents": g.events}, f)
+    rep = ops_json(path)
+    if rep is None:
+        return
+    check(rep["time"] == "cpu_op", "CPU-only: op times")
+    rows = by_op(rep)
+    expect(rows, "aten::addmm", "[16] [4,8] [8,16] fp32", 2 * 4 * 16 * 8 + 64, (16 + 32 + 128 + 64) * 4, 3000)
+    expect(rows, "aten::relu", "[4,16] fp32", 64, 128 * 4, 700)
+    expect(rows, "aten::mul", "[4,16] [4,16] fp32", 64, 3 * 64 * 4, 400)
+    check(not any(r["op"] in ("aten::linear", "aten::dropout") for r in rep["rows"]),
+          "ops around a modelled op do not count again: %r" % [r["op"] for r in rep["rows"]])
+
+
+def check_peak():
+    path = os.path.join(WORK, "gpu.json")
+    rep = ops_json(path, ["--peak", "bf16=500T,bw=2T"])
+    if rep:
+        c = rep["ceilings"]
+        check(c["source"] == "given" and c["bf16_flops_per_s"] == 500e12 and c["bytes_per_s"] == 2e12,
+              "--peak: %r" % c)
+    rc, _, err = run(["ops", path, "--peak", "bf16=fast"])
+    check(rc == 2 and "--peak" in err, "bad --peak: exit %d %s" % (rc, err))
+    rc, out, _ = run(["ops", "--help"])
+    check(rc == 0 and "--peak" in out and "--csv" in out, "ops --help")
+    rc, out, _ = run(["--help"])
+    check(" ops " in out, "ops in the command list")
+
+
+def check_csv():
+    path = os.path.join(WORK, "gpu.json")
+    out_csv = os.path.join(WORK, "ops.csv")
+    rc, _, err = run(["ops", path, "--csv", out_csv])
+    check(rc == 0, "--csv: %s" % err)
+    rep = ops_json(path)
+    with open(out_csv) as f:
+        rows = list(csv.DictReader(f))
+    check(len(rows) == len(rep["rows"]), "csv rows")
+    for c, j in zip(rows, rep["rows"]):
+        check(c["op"] == j["op"] and int(c["time_ns"]) == j["time_ns"], "csv row %r" % c)
+        if j["flops"] is not None:
+            check(float(c["flops"]) == j["flops"], "csv flops %r" % c)
+
+
+def check_real():
+    """The committed torch CPU traces (scripts/torch/make_op_traces.py): their layers' sizes are
+    known, so their main rows' FLOPs are too."""
+    d = os.path.join(DATA, "mlp.pt.trace.json.gz")
+    if not os.path.exists(d):
+        check(False, "missing %s" % d)
+        return
+    rep = ops_json(d)
+    if rep is None:
+        return
+    check(rep["time"] == "cpu_op", "torch CPU trace: op times")
+    # MLP: batch 32, 256 -> 512 -> 256, float32, 3 profiled steps: two addmm forward rows
+    rows = [r for r in rep["rows"] if r["op"] == "aten::addmm"]
+    fl = {r["shapes"]: r for r in rows}
+    r1 = fl.get("[512] [32,256] [256,512] fp32")
+    check(r1 is not None and r1["flops"] == r1["count"] * (2 * 32 * 512 * 256 + 32 * 512), "mlp fc1 %r" % r1)
+    r2 = fl.get("[256] [32,512] [512,256] fp32")
+    check(r2 is not None and r2["flops"] == r2["count"] * (2 * 32 * 256 * 512 + 32 * 256), "mlp fc2 %r" % r2)
+    conv = ops_json(os.path.join(DATA, "conv.pt.trace.json.gz"))
+    if conv:
+        fam = {r["family"] for r in conv["rows"]}
+        check("conv" in fam, "conv net: a conv row %r" % sorted(f for f in fam if f))
+        # conv1: [8,3,32,32] * [16,3,3,3] pad 1: out [8,16,32,32]
+        c1 = [r for r in conv["rows"] if r["family"] == "conv" and r["shapes"].startswith("[8,3,32,32] [16,3,3,3]")]
+        check(c1 and c1[0]["flops"] == c1[0]["count"] * (2 * 8 * 32 * 32 * 16 * 27 + 8 * 16 * 32 * 32),
+              "conv1 %r" % c1)
+    attn = ops_json(os.path.join(DATA, "attention.pt.trace.json.gz"))
+    if attn:
+        a = {r["op"]: r for r in attn["rows"] if r["family"] == "attention"}
+        # B=4, H=4, S=64, D=16, causal: pairs 64*65/2; the backward 2.5 times that
+        fwd = 2 * 4 * 4 * (64 * 65 // 2) * 32
+        f = a.get("aten::_scaled_dot_product_flash_attention_for_cpu")
+        check(f and f["flops"] == f["count"] * fwd, "sdpa %r" % f)
+        b = a.get("aten::_scaled_dot_product_flash_attention_for_cpu_backward")
+        check(b and b["flops"] == b["count"] * 2.5 * fwd, "sdpa backward %r" % b)
+
+
+rep = check_gpu()
+check_tokens(rep)
+check_cpu()
+check_peak()
+check_csv()
+check_real()
+if FAILS:
+    print("%d failure(s)" % len(FAILS))
+    sys.exit(1)
+print("ops: all checks passed")
