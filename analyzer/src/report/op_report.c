@@ -81,6 +81,15 @@ void ssa_op_report_text(const ssa_op_report *r, ssa_out *o) {
     ssa_out_str(o, "MFU from op FLOPs: not known (no steps, no FLOPs or no peak for the device)\n");
 }
 
+/* A JSON number written whole (FLOPs and bytes are integers up to 2^53: exact), or null. */
+static void exact_field(ssa_out *o, const char *name, double v) {
+  ssa_out_key(o, name);
+  if (isfinite(v))
+    ssa_out_printf(o, "%.17g", v);
+  else
+    ssa_out_str(o, "null");
+}
+
 static void json_row(const ssa_op_row *row, const ssa_ceilings *c, ssa_out *o) {
   ssa_op_rates x;
   ssa_op_rates_of(row, c, &x);
@@ -106,8 +115,8 @@ static void json_row(const ssa_op_row *row, const ssa_ceilings *c, ssa_out *o) {
   ssa_out_field_u64(o, "count", row->count);
   ssa_out_field_u64(o, "kernels", row->kernels);
   ssa_out_field_i64(o, "time_ns", row->time_ns);
-  ssa_out_field_double(o, "flops", m ? row->flops : NAN);
-  ssa_out_field_double(o, "bytes", m ? row->bytes : NAN);
+  exact_field(o, "flops", m ? row->flops : NAN);
+  exact_field(o, "bytes", m ? row->bytes : NAN);
   ssa_out_field_double(o, "tflops_per_s", m ? x.flops_per_s / 1e12 : NAN);
   ssa_out_field_double(o, "gb_per_s", m ? x.bytes_per_s / 1e9 : NAN);
   ssa_out_field_double(o, "intensity", m ? x.intensity : NAN);
@@ -142,7 +151,7 @@ void ssa_op_report_json(const ssa_op_report *r, ssa_out *o) {
   ssa_out_field_i64(o, "time_modelled_ns", t->time_modelled);
   ssa_out_field_i64(o, "unattributed_ns", t->unattributed_ns);
   ssa_out_field_u64(o, "ops_without_inputs", t->ops_without_inputs);
-  ssa_out_field_double(o, "flops_total", t->flops_total);
+  exact_field(o, "flops_total", t->flops_total);
   ssa_out_field_i64(o, "steps_time_ns", t->span_ns);
   ssa_peak_dtype dt;
   double mfu = mfu_of(r, &dt);
@@ -167,7 +176,7 @@ static void csv_text(ssa_out *o, const char *s) {
 }
 
 static void csv_number(ssa_out *o, double v) {
-  if (!isnan(v)) ssa_out_printf(o, "%.9g", v);
+  if (!isnan(v)) ssa_out_printf(o, "%.17g", v);
 }
 
 void ssa_op_report_csv(const ssa_op_report *r, ssa_out *o) {
