@@ -33,6 +33,11 @@ int cli_load_run(const char *command, const char *path, const ssa_options *opt, 
   return load_run(command, path, opt, progress, 0, run, msg, cap);
 }
 
+int cli_load_run_with_inputs(const char *command, const char *path, const ssa_options *opt,
+                             ssa_run *run, char *msg, size_t cap) {
+  return load_run(command, path, opt, 0, 1, run, msg, cap);
+}
+
 int cli_analyse_run(const char *command, const char *name, const ssa_options *opt,
                     const ssa_run *run, ssa_analysis *an, char *msg, size_t cap) {
   stepscope_error err;
