@@ -14,6 +14,8 @@ Cases:
           without shapes
   tokens  the same trace read token by token (STEPSCOPE_KINETO_FAST=off) and with a
           Concrete Inputs string that needs escapes: the same JSON
+  split   the same trace and a torch trace read on two threads (the split import, forced at
+          the middle): the same JSON
   cpu     a CPU-only trace: nested ops, each deepest modelled op counts its own time
   peak    --peak replaces the datasheet's ceilings; a bad --peak is a usage error (2)
   csv     --csv rows agree with --json
@@ -232,6 +234,14 @@ def check_tokens(fast_rep):
         check(cat and cat[0]["inputs"]["Concrete Inputs"][1] == 'a"b\\c', "escapes kept: %r" % cat)
 
 
+def check_split():
+    for path in (os.path.join(WORK, "gpu.json"), os.path.join(DATA, "conv.pt.trace.json.gz")):
+        one = ops_json(path, env={"STEPSCOPE_KINETO_SPLIT": "off"})
+        two = ops_json(path, env={"STEPSCOPE_KINETO_SPLIT": "on", "STEPSCOPE_KINETO_SPLIT_AT": "0.5"})
+        if one and two:
+            check(one == two, "split import of %s: the same table" % path)
+
+
 def check_cpu():
     g = Gen()
     fl = "float"
@@ -327,6 +337,7 @@ def check_real():
 
 rep = check_gpu()
 check_tokens(rep)
+check_split()
 check_cpu()
 check_peak()
 check_csv()

@@ -142,7 +142,7 @@ typedef struct ssa_import_options {
   int split_trace;      /* what each split did, on stderr (STEPSCOPE_KINETO_SPLIT_TRACE set) */
   int op_inputs;        /* Kineto CPU ops keep their input args ("Input Dims", "Input type",
                            "Input Strides", "Concrete Inputs") as their range's args, compact
-                           JSON (`stepscope ops`; read on one thread, without the split) */
+                           JSON (`stepscope ops`) */
   /* Not a switch: how far a compressed input (a trace's zstd frames, a gzip Kineto trace,
    * an export found by discovery) may inflate before it is refused as a decompression bomb
    * (stepscope.h; all zero: the defaults, which real traces never reach). The command
