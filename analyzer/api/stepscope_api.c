@@ -171,7 +171,10 @@ static int load_run(const char *command, const char *path, const ssa_options *op
   memset(run, 0, sizeof *run);
   if (!path || !*path) return fail(err_out, 2, "stepscope %s: no run given", command);
   char msg[1024];
-  int rc = cli_load_run(command, path, opt, 0, run, msg, sizeof msg);
+  /* `analyze` reads the PyTorch ops' shapes, as the command does (MFU from op FLOPs) */
+  int rc = !strcmp(command, "analyze")
+               ? cli_load_run_with_inputs(command, path, opt, run, msg, sizeof msg)
+               : cli_load_run(command, path, opt, 0, run, msg, sizeof msg);
   if (!rc) return 0;
   ssa_run_free(run);
   memset(run, 0, sizeof *run);

@@ -17,6 +17,8 @@ Cases:
   split   the same trace and a torch trace read on two threads (the split import, forced at
           the middle): the same JSON
   cpu     a CPU-only trace: nested ops, each deepest modelled op counts its own time
+  analyze `stepscope analyze` reports the MFU from the ops' FLOPs (no FLOPs metadata): the
+          same FLOPs as the table over the steps' time and the bf16 peak
   peak    --peak replaces the datasheet's ceilings; a bad --peak is a usage error (2)
   csv     --csv rows agree with --json
   real    the committed torch CPU traces: the rows their models say (known layer sizes)
@@ -268,6 +270,26 @@ def check_cpu():
           "ops around a modelled op do not count again: %r" % [r["op"] for r in rep["rows"]])
 
 
+def check_analyze(rep):
+    path = os.path.join(WORK, "gpu.json")
+    rc, out, err = run(["analyze", path, "--json", "-", "--quiet"])
+    check(rc == 0, "analyze: %s" % err)
+    m = json.loads(out).get("mfu_from_op_flops") if rc == 0 else None
+    check(m is not None, "analyze JSON: mfu_from_op_flops")
+    if m and rep:
+        check(m["flops"] == rep["flops_total"], "analyze: op FLOPs %r vs %r" % (m["flops"], rep["flops_total"]))
+        check(m["peak_dtype"] == "bf16" and m["peak_flops_per_device"] == 989.4e12, "analyze: peak %r" % m)
+        check(m["steps_time_ns"] == rep["steps_time_ns"] > 0, "analyze: steps time %r" % m)
+        want = rep["flops_total"] / (m["steps_time_ns"] * 1e-9 * 989.4e12)
+        check(abs(m["mfu"] / want - 1) < 1e-8, "analyze: MFU %r, expected %r" % (m["mfu"], want))
+    rc, out, _ = run(["analyze", path])
+    check(rc == 0 and "MFU from op FLOPs:" in out, "analyze text: MFU from op FLOPs")
+    # a stepscope trace with the trainer's metadata is unchanged: no op FLOPs
+    rc, out, _ = run(["analyze", os.path.join(DATA, "..", "..", "..", "..", "samples", "cpu-dp2pp2-1f1b"),
+                      "--json", "-", "--quiet"])
+    check(rc == 0 and json.loads(out)["mfu_from_op_flops"] is None, "trainer run: mfu_from_op_flops null")
+
+
 def check_peak():
     path = os.path.join(WORK, "gpu.json")
     rep = ops_json(path, ["--peak", "bf16=500T,bw=2T"])
@@ -339,6 +361,7 @@ rep = check_gpu()
 check_tokens(rep)
 check_split()
 check_cpu()
+check_analyze(rep)
 check_peak()
 check_csv()
 check_real()

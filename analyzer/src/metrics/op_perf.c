@@ -319,3 +319,23 @@ double ssa_op_table_mfu(const ssa_op_table *t, const ssa_ceilings *c, ssa_peak_d
   double denom = (double)t->span_ns * 1e-9 * t->ranks * c->flops[best];
   return t->flops_total > 0 && denom > 0 ? t->flops_total / denom : NAN;
 }
+
+int ssa_op_flops_mfu_of(ssa_analysis *a) {
+  ssa_op_flops_mfu *m = &a->op_mfu;
+  memset(m, 0, sizeof *m);
+  m->mfu = NAN;
+  ssa_op_table t;
+  if (ssa_op_table_build(a, &t)) return STEPSCOPE_E_NOMEM;
+  ssa_ceilings c;
+  ssa_ceilings_of_device(t.device_name, &c);
+  ssa_peak_dtype dt;
+  m->known = t.flops_total > 0;
+  m->flops = t.flops_total;
+  m->mfu = ssa_op_table_mfu(&t, &c, &dt);
+  m->dtype = (int)dt;
+  m->peak = c.flops[dt];
+  m->steps_time = t.span_ns;
+  m->ranks = t.ranks;
+  ssa_op_table_free(&t);
+  return 0;
+}

@@ -170,4 +170,8 @@ void ssa_op_rates_of(const ssa_op_row *row, const ssa_ceilings *c, ssa_op_rates 
  * that carries most of the FLOPs, put in *dtype). NaN without steps, FLOPs or that peak. */
 double ssa_op_table_mfu(const ssa_op_table *t, const ssa_ceilings *c, ssa_peak_dtype *dtype);
 
+/* a->op_mfu from the op table, for `stepscope analyze` (ssa_analyze calls it when the run's
+ * metadata has no FLOPs). 0 or STEPSCOPE_E_NOMEM. */
+int ssa_op_flops_mfu_of(ssa_analysis *a);
+
 #endif
