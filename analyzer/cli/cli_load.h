@@ -45,6 +45,7 @@ enum {
                             (for commands whose output does not carry them: export, diff) */
   CLI_SAY_RUN_NAME = 2u, /* messages name the run (diff: there are two) */
   CLI_OP_INPUTS = 4u,    /* not a message: Kineto CPU ops keep their input args (`ops`) */
+  CLI_OP_MODULES = 8u,   /* not a message: Kineto module events are kept (`ops --by module`) */
 };
 
 /* The commands' way: cli_load_run (with progress on a terminal), what the

@@ -21,7 +21,17 @@
 typedef struct ops_args {
   ssa_options opt;
   const char *run_path, *json_path, *csv_path, *peak, *top;
+  int by_module;
 } ops_args;
+
+static int opt_by(const cli_option *o, const char *v, void *cmd) {
+  if (strcmp(v, "op") && strcmp(v, "module")) {
+    cli_print(stderr, "stepscope ops: --by must be op or module, not %s\n", v);
+    return 2;
+  }
+  ((ops_args *)cmd)->by_module = !strcmp(v, "module");
+  return 0;
+}
 
 static int opt_rank(const cli_option *o, const char *v, void *cmd) {
   return cli_apply_rank_option("ops", v, &((ops_args *)cmd)->opt) ? 2 : 0;
@@ -41,6 +51,10 @@ static const cli_option ops_options[] = {
      A(peak), NULL, 0, 0, NULL},
     {CLI_STRING, "--top", NULL, "N", "rows in the text table (default 30; 0: all)", A(top), NULL, 0,
      0, NULL},
+    {CLI_CALL, "--by", NULL, "WHAT",
+     "op (default): by op name and input shapes; module: by the nn.Module around\n"
+     "the ops (a tree; the profiler's with_modules=True)",
+     0, opt_by, 0, 0, NULL},
     {CLI_CALL, "--rank", NULL, "R", "only rank R", 0, opt_rank, 0, 0, NULL},
     {CLI_ANALYSIS, NULL, NULL, NULL, NULL, A(opt), NULL, 0, 0, NULL},
     CLI_TEXT_ROW("Each device kernel counts for the deepest CPU op with a model around its launch\n"
@@ -67,6 +81,40 @@ static int write_csv(const void *r, ssa_out *o) {
   return 0;
 }
 
+static int write_module_json(const void *r, ssa_out *o) {
+  ssa_module_report_json(r, o);
+  return 0;
+}
+
+static int write_module_csv(const void *r, ssa_out *o) {
+  ssa_module_report_csv(r, o);
+  return 0;
+}
+
+/* `--by module`: the module tree of the loaded run. */
+static int by_module(const ops_args *x, cli_loaded *l) {
+  ssa_module_table mt;
+  if (ssa_module_table_build(&l->an, &mt)) {
+    cli_print(stderr, "stepscope ops: out of memory\n");
+    return 1;
+  }
+  ssa_module_report rep = {x->run_path, &mt};
+  int rc = 0;
+  if (x->json_path) rc = cli_write_output("ops", x->json_path, write_module_json, &rep);
+  if (rc == 0 && x->csv_path) rc = cli_write_output("ops", x->csv_path, write_module_csv, &rep);
+  int to_stdout =
+      (x->json_path && !strcmp(x->json_path, "-")) || (x->csv_path && !strcmp(x->csv_path, "-"));
+  if (rc == 0 && !to_stdout) {
+    ssa_out o;
+    if (ssa_out_open_file(&o, stdout) == 0) {
+      ssa_module_report_text(&rep, &o);
+      ssa_out_close(&o);
+    }
+  }
+  ssa_module_table_free(&mt);
+  return rc;
+}
+
 int cmd_ops(int argc, char **argv) {
   ops_args x;
   memset(&x, 0, sizeof x);
@@ -83,7 +131,13 @@ int cmd_ops(int argc, char **argv) {
     top = (size_t)v;
   }
   cli_loaded l;
-  if ((rc = cli_open_run("ops", x.run_path, &x.opt, CLI_SAY_LOSSES | CLI_OP_INPUTS, &l)) != 0) {
+  unsigned load = CLI_SAY_LOSSES | CLI_OP_INPUTS | (x.by_module ? CLI_OP_MODULES : 0u);
+  if ((rc = cli_open_run("ops", x.run_path, &x.opt, load, &l)) != 0) {
+    cli_loaded_free(&l);
+    return rc;
+  }
+  if (x.by_module) {
+    rc = by_module(&x, &l);
     cli_loaded_free(&l);
     return rc;
   }

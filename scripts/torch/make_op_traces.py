@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """make_op_traces.py — small real PyTorch profiler (Kineto) traces for `stepscope ops`
 (issue 33): three tiny models run on the CPU under torch.profiler with record_shapes,
-with_stack and profile_memory, a few training steps each, written gzipped.
+with_stack, with_modules and profile_memory, a few training steps each, written gzipped.
 
   mlp        Linear(256, 512) -> ReLU -> Linear(512, 256), batch 32, MSE loss, SGD
   conv       Conv2d(3, 16, 3, padding=1) -> BatchNorm2d -> ReLU -> Conv2d(16, 32, 3, stride=2,
@@ -63,7 +63,8 @@ def trace(name, model, make_input, loss_fn, out_dir):
     tmp = tempfile.mkdtemp()
     schedule = torch.profiler.schedule(wait=1, warmup=1, active=2, repeat=1)
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], schedule=schedule,
-                                record_shapes=True, with_stack=True, profile_memory=True,
+                                record_shapes=True, with_stack=True, with_modules=True,
+                                profile_memory=True,
                                 on_trace_ready=torch.profiler.tensorboard_trace_handler(tmp)) as prof:
         for _ in range(4):
             x = make_input()

@@ -19,6 +19,10 @@ Cases:
   cpu     a CPU-only trace: nested ops, each deepest modelled op counts its own time
   analyze `stepscope analyze` reports the MFU from the ops' FLOPs (no FLOPs metadata): the
           same FLOPs as the table over the steps' time and the bf16 peak
+  modules `--by module` (with_modules events): on the generated trace with a Block_0 module
+          around linear and bmm (Linear_0 around linear), the exact device time and FLOPs of
+          each module, and on the torch traces: the totals agree with the op table (times and
+          FLOPs), a module's time holds its children's, the known layers' FLOPs
   peak    --peak replaces the datasheet's ceilings; a bad --peak is a usage error (2)
   csv     --csv rows agree with --json
   real    the committed torch CPU traces: the rows their models say (known layer sizes)
@@ -96,7 +100,7 @@ class Gen:
         self.t = end + 10
 
 
-def gpu_trace(path, escaped=False):
+def gpu_trace(path, escaped=False, modules=False):
     g = Gen()
     bf, fl = "c10::BFloat16", "float"
     g.op("aten::linear", 1000, shapes([[8, 16, 64], [128, 64], [128]], [bf, bf, bf]),
@@ -137,6 +141,16 @@ def gpu_trace(path, escaped=False):
     # a kernel whose launch is not in the trace
     g.events.append(X("kernel", "orphan", 900_000, 77, tid=7, pid=0, args={"correlation": 99999, "stream": 7, "device": 0}))
     g.events.insert(0, X("user_annotation", "ProfilerStep#1", 0, 3_000_000, args={}))
+    if modules:  # Block_0 around linear and bmm, Linear_0 around linear (with_modules events)
+        ops = {e["name"]: e for e in g.events if e["cat"] == "cpu_op"}
+        lin, bmm = ops["aten::linear"], ops["aten::bmm"]
+        ns = lambda us: round(us * 1000)
+        g.events.append(X("python_function", "nn.Module: Block_0", ns(lin["ts"]) - 20,
+                          ns(bmm["ts"] + bmm["dur"]) - ns(lin["ts"]) + 40, args={"Python id": 1}))
+        g.events.append(X("python_function", "nn.Module: Linear_0", ns(lin["ts"]) - 5,
+                          ns(lin["dur"]) + 10, args={"Python id": 2}))
+        g.events.append(X("python_function", "torch/nn/modules/module.py(1750): _call_impl",
+                          ns(lin["ts"]) - 3, 6, args={}))
     doc = {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}],
            "distributedInfo": {"rank": 0, "world_size": 1}, "traceEvents": g.events}
     with open(path, "w") as f:
@@ -290,6 +304,63 @@ def check_analyze(rep):
     check(rc == 0 and json.loads(out)["mfu_from_op_flops"] is None, "trainer run: mfu_from_op_flops null")
 
 
+def modules_json(path, env=None):
+    rc, out, err = run(["ops", path, "--by", "module", "--json", "-"], env)
+    check(rc == 0, "ops --by module %s: exit %d %s" % (path, rc, err))
+    return json.loads(out) if rc == 0 else None
+
+
+def check_module_totals(path, ops):
+    """--by module agrees with the op table: the same total time and FLOPs, self times and the
+    no-module time add up to it, and so do the top modules' times."""
+    m = modules_json(path)
+    if not m or not ops:
+        return m
+    check(m["time_total_ns"] == ops["time_total_ns"], "%s: module total %r vs op table %r"
+          % (path, m["time_total_ns"], ops["time_total_ns"]))
+    check(m["flops_total"] == ops["flops_total"], "%s: module FLOPs %r vs %r" % (path, m["flops_total"], ops["flops_total"]))
+    self_sum = sum(r["self_ns"] for r in m["rows"]) + m["no_module_ns"]
+    top_sum = sum(r["time_ns"] for r in m["rows"] if r["depth"] == 0) + m["no_module_ns"]
+    check(self_sum == m["time_total_ns"] and top_sum == m["time_total_ns"], "%s: sums %r %r" % (path, self_sum, top_sum))
+    return m
+
+
+def check_modules(rep):
+    path = os.path.join(WORK, "gpu_modules.json")
+    gpu_trace(path, modules=True)
+    ops = ops_json(path)
+    check(ops is not None and rep is not None and ops["rows"] == rep["rows"], "module events change no op row")
+    m = check_module_totals(path, ops)
+    if m:
+        rows = {r["module"]: r for r in m["rows"]}
+        addmm = 2 * 128 * 128 * 64 + 128 * 128
+        bmm = 2 * 4 * 32 * 8 * 16
+        b, l = rows.get("Block_0"), rows.get("Block_0/Linear_0")
+        check(b and b["time_ns"] == 3000 + 1500 and b["self_ns"] == 1500 and b["flops"] == addmm + bmm
+              and b["calls"] == 1, "Block_0 %r" % b)
+        check(l and l["time_ns"] == 3000 and l["flops"] == addmm and l["depth"] == 1, "Linear_0 %r" % l)
+        check(len(m["rows"]) == 2, "only module events make modules: %r" % sorted(rows))
+        check(m["no_module_ns"] == ops["time_total_ns"] - 4500, "no module time %r" % m["no_module_ns"])
+    # the same, split import and token by token
+    for env in ({"STEPSCOPE_KINETO_FAST": "off"}, {"STEPSCOPE_KINETO_SPLIT": "on", "STEPSCOPE_KINETO_SPLIT_AT": "0.5"}):
+        check(modules_json(path, env) == m, "modules read with %r: the same" % env)
+    # torch traces (with_modules): totals, and the MLP's layers
+    for name in ("mlp", "conv", "attention"):
+        p = os.path.join(DATA, name + ".pt.trace.json.gz")
+        mm = check_module_totals(p, ops_json(p))
+        if mm and name == "mlp":
+            rows = {r["module"]: r for r in mm["rows"]}
+            fc1 = rows.get("Sequential_0/Linear_0")
+            check(fc1 and fc1["flops"] == fc1["calls"] * (2 * 32 * 512 * 256 + 32 * 512), "mlp fc1 module %r" % fc1)
+            seq = rows.get("Sequential_0")
+            kids = sum(r["time_ns"] for r in mm["rows"] if r["depth"] == 1)
+            check(seq and seq["time_ns"] == seq["self_ns"] + kids, "Sequential_0 holds its children %r" % seq)
+        if mm and name == "attention":
+            rows = {r["module"]: r for r in mm["rows"]}
+            qkv = rows.get("Attention_0/Linear_0")
+            check(qkv and qkv["flops"] == qkv["calls"] * (2 * 256 * 192 * 64 + 256 * 192), "qkv module %r" % qkv)
+
+
 def check_peak():
     path = os.path.join(WORK, "gpu.json")
     rep = ops_json(path, ["--peak", "bf16=500T,bw=2T"])
@@ -362,6 +433,7 @@ check_tokens(rep)
 check_split()
 check_cpu()
 check_analyze(rep)
+check_modules(rep)
 check_peak()
 check_csv()
 check_real()

@@ -143,6 +143,9 @@ typedef struct ssa_import_options {
   int op_inputs;        /* Kineto CPU ops keep their input args ("Input Dims", "Input type",
                            "Input Strides", "Concrete Inputs") as their range's args, compact
                            JSON (`stepscope ops`) */
+  int op_modules;       /* Kineto python_function events of modules ("nn.Module: Linear_0", the
+                           profiler's with_modules) become ranges of domain "python_function"
+                           (`stepscope ops --by module`) */
   /* Not a switch: how far a compressed input (a trace's zstd frames, a gzip Kineto trace,
    * an export found by discovery) may inflate before it is refused as a decompression bomb
    * (stepscope.h; all zero: the defaults, which real traces never reach). The command

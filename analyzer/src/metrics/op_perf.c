@@ -48,80 +48,13 @@ static int push(instances *s, instance x) {
   return 0;
 }
 
-/* A rank's CPU op ranges, sorted by thread, start, longer first; parent[i] the enclosing one
- * (SSA_NONE at the top). */
-typedef struct cpu_ops {
-  uint32_t *idx, *parent;
-  size_t n;
-} cpu_ops;
-
-static int cmp_range(const void *pa, const void *pb, void *ctx) {
-  const ssa_rank *r = ctx;
-  const ssa_range *a = &r->ranges[*(const uint32_t *)pa];
-  const ssa_range *b = &r->ranges[*(const uint32_t *)pb];
-  if (a->lane != b->lane) return a->lane < b->lane ? -1 : 1;
-  if (a->start != b->start) return a->start < b->start ? -1 : 1;
-  if (a->end != b->end) return a->end > b->end ? -1 : 1;
-  return *(const uint32_t *)pa < *(const uint32_t *)pb ? -1 : 1;
-}
-
-static int cpu_ops_of(const ssa_rank *r, cpu_ops *c) {
-  memset(c, 0, sizeof *c);
-  c->idx = malloc((r->nranges ? r->nranges : 1) * sizeof *c->idx);
-  c->parent = malloc((r->nranges ? r->nranges : 1) * sizeof *c->parent);
-  if (!c->idx || !c->parent) return -1;
-  uint32_t dom = SSA_NONE, other = SSA_NONE; /* the cpu_op domain's id, once told */
-  for (size_t i = 0; i < r->nranges; i++) {
-    uint32_t d = r->ranges[i].domain;
-    if (d != dom && d != other) {
-      if (!strcmp(ssa_rank_str(r, d), "cpu_op"))
-        dom = d;
-      else
-        other = d;
-    }
-    if (d == dom) c->idx[c->n++] = (uint32_t)i;
-  }
-  qsort_r(c->idx, c->n, sizeof *c->idx, cmp_range, (void *)r);
-  uint32_t *stack = malloc((c->n ? c->n : 1) * sizeof *stack);
-  if (!stack) return -1;
-  size_t top = 0;
-  for (size_t i = 0; i < c->n; i++) {
-    const ssa_range *g = &r->ranges[c->idx[i]];
-    while (top && (r->ranges[c->idx[stack[top - 1]]].lane != g->lane ||
-                   r->ranges[c->idx[stack[top - 1]]].end < g->end))
-      top--;
-    c->parent[i] = top ? stack[top - 1] : SSA_NONE;
-    stack[top++] = (uint32_t)i;
-  }
-  free(stack);
-  return 0;
-}
-
-/* The innermost CPU op (position in c) on `lane` containing time t, or SSA_NONE. */
-static uint32_t op_around(const ssa_rank *r, const cpu_ops *c, uint16_t lane, int64_t t) {
-  size_t lo = 0, hi = c->n;
-  while (lo < hi) { /* the first after (lane, t) */
-    size_t mid = lo + (hi - lo) / 2;
-    const ssa_range *g = &r->ranges[c->idx[mid]];
-    if (g->lane < lane || (g->lane == lane && g->start <= t))
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  if (!lo) return SSA_NONE;
-  uint32_t i = (uint32_t)(lo - 1);
-  if (r->ranges[c->idx[i]].lane != lane) return SSA_NONE;
-  while (i != SSA_NONE && r->ranges[c->idx[i]].end < t)
-    i = c->parent[i];
-  return i;
-}
-
-static int rank_instances(const ssa_analysis *an, size_t ri, instances *out, ssa_op_table *t) {
+int ssa_op_rank_instances(const ssa_analysis *an, size_t ri, ssa_op_instance_fn fn, void *ctx,
+                          ssa_op_table *t) {
   const ssa_rank_result *rr = &an->ranks[ri];
   const ssa_rank *r = rr->rank;
   int64_t w0 = rr->nsteps ? rr->totals.start : INT64_MIN;
   int64_t w1 = rr->nsteps ? rr->totals.end : INT64_MAX;
-  cpu_ops c;
+  ssa_range_index c;
   int rc = -1;
   /* per op: its kind (0 no model, 1 primitive, 2 composite) and flags: ANC_PRIM a primitive
    * around it, ANC_MODEL a modelled op around it, DESC_MODEL one inside it, DESC_ANY any */
@@ -129,7 +62,7 @@ static int rank_instances(const ssa_analysis *an, size_t ri, instances *out, ssa
   uint8_t *kind = NULL, *flags = NULL;
   int64_t *time = NULL;
   uint32_t *kernels = NULL;
-  if (cpu_ops_of(r, &c)) goto out;
+  if (ssa_range_index_build(r, "cpu_op", &c)) goto out;
   kind = calloc(c.n ? c.n : 1, 1);
   flags = calloc(c.n ? c.n : 1, 1);
   time = calloc(c.n ? c.n : 1, sizeof *time);
@@ -156,7 +89,7 @@ static int rank_instances(const ssa_analysis *an, size_t ri, instances *out, ssa
       uint32_t at = SSA_NONE;
       if (o->launch != SSA_NONE) {
         const ssa_api *a = &r->apis[o->launch];
-        at = op_around(r, &c, a->lane, a->start);
+        at = ssa_range_index_around(r, &c, a->lane, a->start);
       }
       if (at == SSA_NONE) {
         t->unattributed_ns += o->end - o->start;
@@ -184,20 +117,27 @@ static int rank_instances(const ssa_analysis *an, size_t ri, instances *out, ssa
   for (size_t i = 0; i < c.n; i++) {
     if (!time[i] && !kernels[i]) continue;
     const ssa_range *g = &r->ranges[c.idx[i]];
-    instance x = {ssa_rank_str(r, g->name), ssa_rank_str(r, g->args), (uint32_t)ri, kernels[i],
-                  time[i]};
     if (!g->args) t->ops_without_inputs++;
-    if (push(out, x)) goto out;
+    if (fn(ctx, ri, g, time[i], kernels[i])) goto out;
   }
   rc = 0;
 out:
-  free(c.idx);
-  free(c.parent);
+  ssa_range_index_free(&c);
   free(kind);
   free(flags);
   free(time);
   free(kernels);
   return rc;
+}
+
+/* ssa_op_rank_instances' callback for the table: each instance kept. */
+static int keep_instance(void *ctx, size_t ri, const ssa_range *op, int64_t time_ns,
+                         uint32_t kernels) {
+  const ssa_analysis *an = ((void **)ctx)[0];
+  const ssa_rank *r = an->ranks[ri].rank;
+  instance x = {ssa_rank_str(r, op->name), ssa_rank_str(r, op->args), (uint32_t)ri, kernels,
+                time_ns};
+  return push(((void **)ctx)[1], x);
 }
 
 static int cmp_instance(const void *pa, const void *pb) {
@@ -238,7 +178,8 @@ int ssa_op_table_build(const ssa_analysis *an, ssa_op_table *t) {
     if (!t->device_name[0] && r->device_name && r->device_name[0])
       snprintf(t->device_name, sizeof t->device_name, "%s", r->device_name);
     t->ranks++;
-    if (rank_instances(an, ri, &all, t)) {
+    void *ctx[2] = {(void *)an, &all};
+    if (ssa_op_rank_instances(an, ri, keep_instance, ctx, t)) {
       free(all.v);
       return STEPSCOPE_E_NOMEM;
     }

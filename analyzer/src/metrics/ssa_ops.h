@@ -9,9 +9,11 @@
  *                   gives every formula and the reference it follows)
  *   device_peaks.c  the ceilings of known devices per dtype (datasheet numbers) and the
  *                   user's measured ones (`--peak bf16=780T,bw=4.3T`)
+ *   range_index.c   a rank's ranges of one domain as stacks per thread
  *   op_perf.c       the run's ops: each device kernel attributed to the deepest modelled CPU
  *                   op around its launch (or, on a CPU-only trace, each such op's own time),
  *                   grouped by op name and input shapes
+ *   module_perf.c   the same ops' time and FLOPs by the nn.Module around them (with_modules)
  */
 #ifndef SSA_OPS_H
 #define SSA_OPS_H
@@ -122,6 +124,21 @@ int ssa_ceilings_parse(const char *spec, ssa_ceilings *c, char *msg, size_t cap)
 /* The names of the table's rows, "h100|h200|...", for help texts. */
 const char *ssa_ceilings_devices(void);
 
+/* ---- ranges as stacks (range_index.c) ---- */
+
+/* A rank's ranges of one domain, sorted by thread (lane), start, longer first: idx[i] the
+ * range, parent[i] the position of the one enclosing it (SSA_NONE at the top). */
+typedef struct ssa_range_index {
+  uint32_t *idx, *parent;
+  size_t n;
+} ssa_range_index;
+
+int ssa_range_index_build(const ssa_rank *r, const char *domain, ssa_range_index *c); /* 0/-1 */
+/* The innermost range (a position) on `lane` containing time t, or SSA_NONE. */
+uint32_t ssa_range_index_around(const ssa_rank *r, const ssa_range_index *c, uint16_t lane,
+                                int64_t t);
+void ssa_range_index_free(ssa_range_index *c);
+
 /* ---- the run's op table (op_perf.c) ---- */
 
 typedef struct ssa_op_row {
@@ -152,6 +169,15 @@ typedef struct ssa_op_table {
   char device_name[128];
 } ssa_op_table;
 
+/* The op instances of rank an->ranks[ri] that get time, each handed to fn (which returns 0, or
+ * non-zero to stop): `op` its CPU op range, its time and kernels (op_perf.c's comment says
+ * which ops count); t's counts (host_time, unattributed_ns, ops_without_inputs) are added to.
+ * 0, or -1 (out of memory, or fn stopped). */
+typedef int (*ssa_op_instance_fn)(void *ctx, size_t ri, const ssa_range *op, int64_t time_ns,
+                                  uint32_t kernels);
+int ssa_op_rank_instances(const ssa_analysis *an, size_t ri, ssa_op_instance_fn fn, void *ctx,
+                          ssa_op_table *t);
+
 /* The op table of an analysed run (loaded with op inputs): only the analysed steps' ops when
  * there are steps, only opt->rank's when it is set. 0, or STEPSCOPE_E_NOMEM. */
 int ssa_op_table_build(const ssa_analysis *an, ssa_op_table *t);
@@ -173,5 +199,32 @@ double ssa_op_table_mfu(const ssa_op_table *t, const ssa_ceilings *c, ssa_peak_d
 /* a->op_mfu from the op table, for `stepscope analyze` (ssa_analyze calls it when the run's
  * metadata has no FLOPs). 0 or STEPSCOPE_E_NOMEM. */
 int ssa_op_flops_mfu_of(ssa_analysis *a);
+
+/* ---- modules (module_perf.c) ---- */
+
+typedef struct ssa_module_row {
+  const char *path; /* "Attention_0/Linear_1" (in the table's paths) */
+  int depth;        /* the '/' in path */
+  uint64_t calls;   /* module events in the steps' window */
+  int64_t time_ns;  /* its ops' time, its children's included */
+  int64_t self_ns;  /* its own ops' time (no child module around them) */
+  double flops, self_flops;
+} ssa_module_row;
+
+typedef struct ssa_module_table {
+  ssa_module_row *rows; /* by path: a module before its children */
+  size_t nrows;
+  ssa_strtab paths;
+  int host_time;        /* times are CPU op times (a CPU-only trace) */
+  int64_t time_total;   /* the op table's: every row's self time + no_module_ns */
+  int64_t no_module_ns; /* ops outside every module (backward, optimizer, loss...) */
+  double flops_total, no_module_flops;
+  uint64_t modules_seen; /* module events in the trace (0: profiled without with_modules) */
+} ssa_module_table;
+
+/* The module table of an analysed run loaded with op inputs and modules (op_modules). 0 or
+ * STEPSCOPE_E_NOMEM. */
+int ssa_module_table_build(const ssa_analysis *an, ssa_module_table *mt);
+void ssa_module_table_free(ssa_module_table *mt);
 
 #endif

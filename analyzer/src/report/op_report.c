@@ -208,3 +208,77 @@ void ssa_op_report_csv(const ssa_op_report *r, ssa_out *o) {
     ssa_out_printf(o, ",%s\n", x.bound);
   }
 }
+
+/* ---- modules ---- */
+
+void ssa_module_report_text(const ssa_module_report *r, ssa_out *o) {
+  const ssa_module_table *t = r->table;
+  char safe[512];
+  ssa_out_printf(o, "stepscope ops --by module: %s\n",
+                 ssa_text_safe(r->run_path, safe, sizeof safe));
+  ssa_out_printf(o, "times: %s, a module's including its children's\n\n",
+                 t->host_time ? "its ops' own CPU time (no device activity in the trace)"
+                              : "device time of the kernels its ops launched");
+  if (!t->modules_seen)
+    ssa_out_str(o, "no module events in the trace (profile with with_modules=True)\n\n");
+  ssa_out_printf(o, "%-52s %7s %12s %12s %7s %10s\n", "module", "calls", "time (us)", "self (us)",
+                 "share", "GFLOP");
+  for (size_t i = 0; i < t->nrows; i++) {
+    const ssa_module_row *m = &t->rows[i];
+    const char *leaf = strrchr(m->path, '/');
+    char name[128];
+    snprintf(name, sizeof name, "%*s%s", 2 * m->depth, "", leaf ? leaf + 1 : m->path);
+    ssa_out_printf(
+        o, "%-52s %7llu %12.1f %12.1f %6.1f%% %10.4g\n", ssa_text_safe(name, safe, sizeof safe),
+        (unsigned long long)m->calls, (double)m->time_ns / 1e3, (double)m->self_ns / 1e3,
+        t->time_total ? 100.0 * (double)m->time_ns / (double)t->time_total : 0.0, m->flops / 1e9);
+  }
+  ssa_out_printf(o, "%-52s %7s %12.1f %12.1f %6.1f%% %10.4g\n",
+                 "(no module: backward, optimizer, loss...)", "-", (double)t->no_module_ns / 1e3,
+                 (double)t->no_module_ns / 1e3,
+                 t->time_total ? 100.0 * (double)t->no_module_ns / (double)t->time_total : 0.0,
+                 t->no_module_flops / 1e9);
+  ssa_out_printf(o, "\ntotal: %.3f ms (the op table's), %.4g FLOPs\n", (double)t->time_total / 1e6,
+                 t->flops_total);
+}
+
+void ssa_module_report_json(const ssa_module_report *r, ssa_out *o) {
+  const ssa_module_table *t = r->table;
+  ssa_out_str(o, "{\"generator\":\"stepscope ops --by module\"");
+  ssa_out_field_string(o, "run", r->run_path);
+  ssa_out_field_string(o, "time", t->host_time ? "cpu_op" : "device");
+  ssa_out_field_u64(o, "module_events", t->modules_seen);
+  ssa_out_field_i64(o, "time_total_ns", t->time_total);
+  ssa_out_field_i64(o, "no_module_ns", t->no_module_ns);
+  exact_field(o, "flops_total", t->flops_total);
+  exact_field(o, "no_module_flops", t->no_module_flops);
+  ssa_out_str(o, ",\"rows\":[");
+  for (size_t i = 0; i < t->nrows; i++) {
+    const ssa_module_row *m = &t->rows[i];
+    ssa_out_str(o, i ? ",{\"module\":" : "{\"module\":");
+    ssa_out_json_string(o, m->path);
+    ssa_out_field_i64(o, "depth", m->depth);
+    ssa_out_field_u64(o, "calls", m->calls);
+    ssa_out_field_i64(o, "time_ns", m->time_ns);
+    ssa_out_field_i64(o, "self_ns", m->self_ns);
+    exact_field(o, "flops", m->flops);
+    exact_field(o, "self_flops", m->self_flops);
+    ssa_out_char(o, '}');
+  }
+  ssa_out_str(o, "]}\n");
+}
+
+void ssa_module_report_csv(const ssa_module_report *r, ssa_out *o) {
+  const ssa_module_table *t = r->table;
+  ssa_out_str(o, "module,depth,calls,time_ns,self_ns,flops,self_flops\n");
+  for (size_t i = 0; i < t->nrows; i++) {
+    const ssa_module_row *m = &t->rows[i];
+    csv_text(o, m->path);
+    ssa_out_printf(o, ",%d,%llu,%lld,%lld,", m->depth, (unsigned long long)m->calls,
+                   (long long)m->time_ns, (long long)m->self_ns);
+    csv_number(o, m->flops);
+    ssa_out_char(o, ',');
+    csv_number(o, m->self_flops);
+    ssa_out_char(o, '\n');
+  }
+}

@@ -21,4 +21,14 @@ void ssa_op_report_text(const ssa_op_report *r, ssa_out *o);
 void ssa_op_report_json(const ssa_op_report *r, ssa_out *o);
 void ssa_op_report_csv(const ssa_op_report *r, ssa_out *o);
 
+/* The module table (`stepscope ops --by module`): a tree in words, JSON, CSV. */
+typedef struct ssa_module_report {
+  const char *run_path;
+  const ssa_module_table *table;
+} ssa_module_report;
+
+void ssa_module_report_text(const ssa_module_report *r, ssa_out *o);
+void ssa_module_report_json(const ssa_module_report *r, ssa_out *o);
+void ssa_module_report_csv(const ssa_module_report *r, ssa_out *o);
+
 #endif

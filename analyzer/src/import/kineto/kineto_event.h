@@ -58,6 +58,8 @@ typedef struct kevent {
    * members as compact JSON ("{" then `"key":value` joined by ","; the mapper closes it),
    * inputs_len bytes; inputs_cut when they did not fit or held an object (then not kept). */
   int keep_inputs, inputs_cut;
+  int keep_modules; /* python_function events "nn.Module: NAME" are imported (`stepscope ops
+                       --by module`: with_modules); set once per import like keep_inputs */
   size_t inputs_len;
   char inputs[KINPUTS];
 } kevent;
@@ -302,9 +304,22 @@ static inline uint32_t *kevent_triple(kevent *ev, const kafield *f) {
  * them saves converting their names, times and args. Kineto writes `ph` and
  * `cat` first and never repeats a key; in a document that repeats `cat`
  * after such a category, the repetition is not seen. */
+static inline int is_python_function(const kevent *ev) {
+  return ev->cat == KC_OTHER && !memcmp(ev->cat_text, "python_function", sizeof "python_function");
+}
+
 static inline int skip_unimported(const kevent *ev) {
   return ev->cat == KC_OTHER && ev->ph[0] && ev->cat_text[0] &&
-         memcmp(ev->cat_text, "Trace", sizeof "Trace") != 0;
+         memcmp(ev->cat_text, "Trace", sizeof "Trace") != 0 &&
+         !(ev->keep_modules && is_python_function(ev));
+}
+
+/* A python_function event that is a module's forward ("nn.Module: Linear_0", written by the
+ * profiler's with_modules), imported when the import keeps modules. */
+#define KMODULE_PREFIX "nn.Module: "
+static inline int module_event(const kevent *ev) {
+  return ev->keep_modules && is_python_function(ev) &&
+         !strncmp(ev->name, KMODULE_PREFIX, sizeof KMODULE_PREFIX - 1);
 }
 
 /* Likewise once `ph` says the event is not a complete one ("X"): ssa_kineto_convert

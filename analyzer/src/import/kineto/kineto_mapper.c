@@ -507,6 +507,33 @@ static int name_lane(kimport *k, uint64_t thread, const char *name) {
   return lane->name ? 0 : STEPSCOPE_E_NOMEM;
 }
 
+/* A module event (module_event) as a range of domain "python_function" on its thread, named
+ * by the module ("Linear_0": the prefix dropped). Bad times are counted as other events'. */
+static int module_range(kimport *k) {
+  kevent *ev = &k->ev;
+  int64_t s = ev->ts, d = ev->has_dur ? ev->dur : 0;
+  if (s < 0) {
+    k->negative_ts++;
+    return 0;
+  }
+  if (d < 0 || (s > 0 && d > INT64_MAX - s)) {
+    k->bad_times++;
+    return 0;
+  }
+  const size_t skip = sizeof KMODULE_PREFIX - 1;
+  uint32_t name = intern_name(k, ev->name + skip, ev->name_len - skip);
+  if (!name) return STEPSCOPE_E_NOMEM;
+  stepscope_record rec;
+  memset(&rec, 0, sizeof rec);
+  rec.kind = STEPSCOPE_REC_RANGE;
+  rec.u.range.start_ns = (uint64_t)s;
+  rec.u.range.end_ns = (uint64_t)(s + d);
+  rec.u.range.thread = ev->tid;
+  rec.u.range.name = name;
+  rec.u.range.domain = k->dom_python;
+  return ssa_rank_add_record(k->r, &rec);
+}
+
 int ssa_kineto_convert(kimport *k) {
   kevent *ev = &k->ev;
   k->events++;
@@ -514,6 +541,8 @@ int ssa_kineto_convert(kimport *k) {
     k->ignored++;
     return 0;
   }
+  if (module_event(ev) && ev->has_ts) /* a module's forward: a range of its thread */
+    return module_range(k);
   if (ev->cat == KC_OTHER || !ev->has_ts) {
     if (ev->cat == KC_OTHER && ev->cat_text[0])
       ssa_kineto_unimported_add(&k->unimported, ev->cat_text);

@@ -434,6 +434,7 @@ int ssa_kineto_import(js_read_fn read, void *ctx, void *doc, size_t doc_len, ssa
   k->split_res = res;
   k->fast = !opt->fast_off;
   k->ev.keep_inputs = opt->op_inputs;
+  k->ev.keep_modules = opt->op_modules;
   int rc = STEPSCOPE_E_NOMEM;
   if (sp ? js_init_buffer_grow(&k->js, ssa_split_doc(sp), ssa_split_cap(sp), 0, ssa_split_grow, sp)
       : doc ? js_init_buffer(&k->js, doc, doc_len)
@@ -442,7 +443,10 @@ int ssa_kineto_import(js_read_fn read, void *ctx, void *doc, size_t doc_len, ssa
   k->dom_user = ssa_rank_intern(r, "user_annotation");
   k->dom_cpu = ssa_rank_intern(r, "cpu_op");
   k->dom_gpu = ssa_rank_intern(r, "gpu_user_annotation");
-  if (!k->dom_user || !k->dom_cpu || !k->dom_gpu) goto out;
+  /* only when modules are kept: a string more would renumber the others, whose ids order
+   * ranges that tie in time */
+  k->dom_python = opt->op_modules ? ssa_rank_intern(r, "python_function") : 0;
+  if (!k->dom_user || !k->dom_cpu || !k->dom_gpu || (opt->op_modules && !k->dom_python)) goto out;
   rc = read_document(k);
   if (opt->fast_trace)
     fprintf(stderr, "kineto fast: %s: %llu events read whole, %llu token by token\n", name,

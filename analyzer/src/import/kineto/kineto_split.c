@@ -478,6 +478,7 @@ typedef struct ksplit_out {
   uint64_t only_counted; /* events ssa_kineto_convert only counts (only_counted): not stored */
   int fast;              /* the helper reads events whole when it can (the caller's switch) */
   int keep_inputs;       /* CPU ops' input args kept (the caller's op_inputs) */
+  int keep_modules;      /* module events imported (the caller's op_modules) */
 } ksplit_out;
 
 enum {
@@ -665,6 +666,7 @@ static void split_work(void *arg, ssa_split *sp, const unsigned char *doc, size_
   w->store = o;
   w->fast = o->fast;
   w->ev.keep_inputs = o->keep_inputs;
+  w->ev.keep_modules = o->keep_modules;
   for (uint64_t n = 0;; n++) {
     if ((n & 255) == 0 && ssa_split_cancelled(sp)) break;
     js_kind t;
@@ -723,6 +725,7 @@ int ssa_kineto_import_split(int fd, int gzip, size_t size, const char *path,
   if (!o) return 0;
   o->fast = !opt->fast_off;
   o->keep_inputs = opt->op_inputs;
+  o->keep_modules = opt->op_modules;
   ssa_split *sp = ssa_split_open(fd, gzip, size, opt, split_work, o);
   if (!sp) {
     free(o);
