@@ -23,6 +23,7 @@ static int load_run(const char *command, const char *path, const ssa_options *op
   cli_env_read(&env);
   env.import.op_inputs = (say & CLI_OP_INPUTS) != 0;
   env.import.op_modules = (say & CLI_OP_MODULES) != 0;
+  env.import.op_memory = (say & CLI_OP_MEMORY) != 0;
   if (ssa_run_load_import(run, path, &lo, opt->comm_rules, &env.import, &err)) {
     snprintf(msg, cap, "stepscope %s: %s", command, err.message);
     return 1;

@@ -46,6 +46,7 @@ enum {
   CLI_SAY_RUN_NAME = 2u, /* messages name the run (diff: there are two) */
   CLI_OP_INPUTS = 4u,    /* not a message: Kineto CPU ops keep their input args (`ops`) */
   CLI_OP_MODULES = 8u,   /* not a message: Kineto module events are kept (`ops --by module`) */
+  CLI_OP_MEMORY = 16u,   /* not a message: Kineto memory events are kept (`ops --memory`) */
 };
 
 /* The commands' way: cli_load_run (with progress on a terminal), what the

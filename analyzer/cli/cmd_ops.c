@@ -21,7 +21,7 @@
 typedef struct ops_args {
   ssa_options opt;
   const char *run_path, *json_path, *csv_path, *peak, *top;
-  int by_module;
+  int by_module, memory;
 } ops_args;
 
 static int opt_by(const cli_option *o, const char *v, void *cmd) {
@@ -55,6 +55,10 @@ static const cli_option ops_options[] = {
      "op (default): by op name and input shapes; module: by the nn.Module around\n"
      "the ops (a tree; the profiler's with_modules=True)",
      0, opt_by, 0, 0, NULL},
+    {CLI_FLAG, "--memory", NULL, NULL,
+     "memory over time instead (profile_memory=True): the allocated peak per device\n"
+     "and step, and what was live at the peak, with the ops that allocated it",
+     A(memory), NULL, 0, 0, NULL},
     {CLI_CALL, "--rank", NULL, "R", "only rank R", 0, opt_rank, 0, 0, NULL},
     {CLI_ANALYSIS, NULL, NULL, NULL, NULL, A(opt), NULL, 0, 0, NULL},
     CLI_TEXT_ROW("Each device kernel counts for the deepest CPU op with a model around its launch\n"
@@ -89,6 +93,36 @@ static int write_module_json(const void *r, ssa_out *o) {
 static int write_module_csv(const void *r, ssa_out *o) {
   ssa_module_report_csv(r, o);
   return 0;
+}
+
+static int write_mem_json(const void *r, ssa_out *o) {
+  ssa_mem_report_json(r, o);
+  return 0;
+}
+
+/* `--memory`: the memory timeline of the loaded run (--json: its JSON; no CSV). */
+static int memory(const ops_args *x, cli_loaded *l) {
+  ssa_mem_table mt;
+  if (ssa_mem_table_build(&l->an, &mt)) {
+    cli_print(stderr, "stepscope ops: out of memory\n");
+    return 1;
+  }
+  ssa_mem_report rep = {x->run_path, &l->run, &mt};
+  int rc = 0;
+  if (x->csv_path) {
+    cli_print(stderr, "stepscope ops: --memory writes no CSV (use --json)\n");
+    rc = 2;
+  }
+  if (rc == 0 && x->json_path) rc = cli_write_output("ops", x->json_path, write_mem_json, &rep);
+  if (rc == 0 && !(x->json_path && !strcmp(x->json_path, "-"))) {
+    ssa_out o;
+    if (ssa_out_open_file(&o, stdout) == 0) {
+      ssa_mem_report_text(&rep, &o);
+      ssa_out_close(&o);
+    }
+  }
+  ssa_mem_table_free(&mt);
+  return rc;
 }
 
 /* `--by module`: the module tree of the loaded run. */
@@ -131,13 +165,14 @@ int cmd_ops(int argc, char **argv) {
     top = (size_t)v;
   }
   cli_loaded l;
-  unsigned load = CLI_SAY_LOSSES | CLI_OP_INPUTS | (x.by_module ? CLI_OP_MODULES : 0u);
+  unsigned load = CLI_SAY_LOSSES | CLI_OP_INPUTS | (x.by_module ? CLI_OP_MODULES : 0u) |
+                  (x.memory ? CLI_OP_MEMORY : 0u);
   if ((rc = cli_open_run("ops", x.run_path, &x.opt, load, &l)) != 0) {
     cli_loaded_free(&l);
     return rc;
   }
-  if (x.by_module) {
-    rc = by_module(&x, &l);
+  if (x.memory || x.by_module) {
+    rc = x.memory ? memory(&x, &l) : by_module(&x, &l);
     cli_loaded_free(&l);
     return rc;
   }

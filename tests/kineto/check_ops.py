@@ -23,6 +23,10 @@ Cases:
           around linear and bmm (Linear_0 around linear), the exact device time and FLOPs of
           each module, and on the torch traces: the totals agree with the op table (times and
           FLOPs), a module's time holds its children's, the known layers' FLOPs
+  memory  `--memory` ([memory] events) on a generated CPU trace: the exact peak and when, each
+          step's peak, what was live at the peak with the ops that allocated it; the same
+          token by token; and on the torch MLP trace: the fc1 weight's gradient (512 x 256
+          floats) is live at the peak
   peak    --peak replaces the datasheet's ceilings; a bad --peak is a usage error (2)
   csv     --csv rows agree with --json
   real    the committed torch CPU traces: the rows their models say (known layer sizes)
@@ -361,6 +365,56 @@ def check_modules(rep):
             check(qkv and qkv["flops"] == qkv["calls"] * (2 * 256 * 192 * 64 + 256 * 192), "qkv module %r" % qkv)
 
 
+def mem(ts_ns, alloc, total, addr, tid=1, device=-1, dtype=0):
+    return {"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 1, "tid": tid,
+            "ts": ts_ns / 1000, "args": {"Total Reserved": 0, "Total Allocated": total, "Bytes": alloc,
+                                         "Device Id": device, "Device Type": dtype, "Addr": addr}}
+
+
+def check_memory():
+    ev = [X("user_annotation", "ProfilerStep#1", 0, 10_000, args={}),
+          X("user_annotation", "ProfilerStep#2", 10_000, 10_000, args={}),
+          X("cpu_op", "aten::empty", 1_000, 500, args={}),
+          X("cpu_op", "aten::mm", 3_000, 2_000, args={}),
+          X("cpu_op", "aten::add", 12_000, 1_000, args={}),
+          mem(1_100, 1000, 1000, 0xa),      # step 1: empty allocates 1000 (held)
+          mem(3_500, 4000, 5000, 0xb),      # mm allocates 4000: 5000
+          mem(4_000, -4000, 1000, 0xb),     # freed: 1000
+          mem(12_500, 3000, 4000, 0xc),     # step 2: add 3000: 4000
+          mem(12_600, 2500, 6500, 0xb),     # add reuses 0xb: 6500, the peak
+          mem(15_000, -2500, 4000, 0xb),
+          mem(16_000, 100, 100, 0xd, tid=1, device=0, dtype=1)]  # cuda:0: 100
+    path = os.path.join(WORK, "memory.json")
+    with open(path, "w") as f:
+        json.dump({"schemaVersion": 1, "traceEvents": ev}, f)
+    rc, out, err = run(["ops", path, "--memory", "--json", "-"])
+    check(rc == 0, "ops --memory: %s" % err)
+    if rc:
+        return
+    m = json.loads(out)
+    rc2, out2, _ = run(["ops", path, "--memory", "--json", "-"], {"STEPSCOPE_KINETO_FAST": "off"})
+    check(rc2 == 0 and json.loads(out2) == m, "--memory token by token: the same")
+    devs = {d["device"]: d for d in m["devices"]}
+    cpu = devs.get("cpu")
+    check(cpu and cpu["events"] == 6 and cpu["peak_allocated_bytes"] == 6500 and cpu["peak_time_ns"] == 12_600,
+          "cpu peak %r" % cpu)
+    if cpu:
+        check([s["peak_allocated_bytes"] for s in cpu["steps"]] == [5000, 6500], "step peaks %r" % cpu["steps"])
+        live = cpu["live_at_peak"]
+        check(live["count"] == 3 and live["bytes"] == 6500 and live["bytes_before_trace"] == 0, "live %r" % live)
+        check([(a["bytes"], a["op"]) for a in live["largest"]] == [(3000, "aten::add"), (2500, "aten::add"),
+                                                                  (1000, "aten::empty")], "largest %r" % live)
+    cuda = devs.get("cuda:0")
+    check(cuda and cuda["peak_allocated_bytes"] == 100 and cuda["live_at_peak"]["count"] == 1, "cuda %r" % cuda)
+    rc, out, _ = run(["ops", path, "--memory"])
+    check(rc == 0 and "peak allocated 0.006 MB at 0.013 ms" in out and "aten::add" in out, "--memory text")
+    rc, out, _ = run(["ops", os.path.join(DATA, "mlp.pt.trace.json.gz"), "--memory", "--json", "-"])
+    if rc == 0:
+        d = json.loads(out)["devices"][0]
+        check(any(a["bytes"] == 512 * 256 * 4 and a["op"] == "aten::mm" for a in d["live_at_peak"]["largest"]),
+              "mlp: a weight gradient live at the peak %r" % d["live_at_peak"])
+
+
 def check_peak():
     path = os.path.join(WORK, "gpu.json")
     rep = ops_json(path, ["--peak", "bf16=500T,bw=2T"])
@@ -434,6 +488,7 @@ check_split()
 check_cpu()
 check_analyze(rep)
 check_modules(rep)
+check_memory()
 check_peak()
 check_csv()
 check_real()

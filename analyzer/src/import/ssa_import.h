@@ -146,6 +146,9 @@ typedef struct ssa_import_options {
   int op_modules;       /* Kineto python_function events of modules ("nn.Module: Linear_0", the
                            profiler's with_modules) become ranges of domain "python_function"
                            (`stepscope ops --by module`) */
+  int op_memory;        /* Kineto "[memory]" events (profile_memory=True) are kept as the rank's
+                           allocations (ssa_rank.allocs; `stepscope ops --memory`); the file is
+                           read on one thread then (no split) */
   /* Not a switch: how far a compressed input (a trace's zstd frames, a gzip Kineto trace,
    * an export found by discovery) may inflate before it is refused as a decompression bomb
    * (stepscope.h; all zero: the defaults, which real traces never reach). The command

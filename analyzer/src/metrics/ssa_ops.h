@@ -14,6 +14,7 @@
  *                   op around its launch (or, on a CPU-only trace, each such op's own time),
  *                   grouped by op name and input shapes
  *   module_perf.c   the same ops' time and FLOPs by the nn.Module around them (with_modules)
+ *   memory_timeline.c  memory over time: peaks per device and step, what was live at the peak
  */
 #ifndef SSA_OPS_H
 #define SSA_OPS_H
@@ -226,5 +227,38 @@ typedef struct ssa_module_table {
  * STEPSCOPE_E_NOMEM. */
 int ssa_module_table_build(const ssa_analysis *an, ssa_module_table *mt);
 void ssa_module_table_free(ssa_module_table *mt);
+
+/* ---- memory over time (memory_timeline.c) ---- */
+
+#define SSA_MEM_TOP 10
+
+typedef struct ssa_mem_live {
+  int64_t bytes, time; /* the allocation, when (rank clock) */
+  const char *op;      /* the CPU op that made it, "" none */
+} ssa_mem_live;
+
+typedef struct ssa_mem_device {
+  int rank;
+  const ssa_rank *rank_ptr;
+  int device_type, device_id; /* Kineto's: 0 CPU (id -1), 1 CUDA ... */
+  uint64_t events;
+  int64_t peak_allocated, peak_time, peak_reserved;
+  int64_t *step_peak, *step_number; /* per analysed step of the rank */
+  size_t nsteps;
+  uint64_t live_count; /* allocations live at the peak */
+  int64_t live_bytes;
+  ssa_mem_live top[SSA_MEM_TOP]; /* the largest of them */
+  size_t ntop;
+} ssa_mem_device;
+
+typedef struct ssa_mem_table {
+  ssa_mem_device *devices; /* by rank, device */
+  size_t n;
+} ssa_mem_table;
+
+/* The memory timeline of an analysed run loaded with its memory events (op_memory). 0 or
+ * STEPSCOPE_E_NOMEM. */
+int ssa_mem_table_build(const ssa_analysis *an, ssa_mem_table *mt);
+void ssa_mem_table_free(ssa_mem_table *mt);
 
 #endif

@@ -282,3 +282,82 @@ void ssa_module_report_csv(const ssa_module_report *r, ssa_out *o) {
     ssa_out_char(o, '\n');
   }
 }
+
+/* ---- memory over time ---- */
+
+static const char *device_words(const ssa_mem_device *d, char *buf, size_t n) {
+  if (d->device_type == 0)
+    snprintf(buf, n, "cpu");
+  else if (d->device_type == 1)
+    snprintf(buf, n, "cuda:%d", d->device_id);
+  else
+    snprintf(buf, n, "device type %d:%d", d->device_type, d->device_id);
+  return buf;
+}
+
+void ssa_mem_report_text(const ssa_mem_report *r, ssa_out *o) {
+  const ssa_mem_table *t = r->table;
+  char safe[512], dev[48];
+  ssa_out_printf(o, "stepscope ops --memory: %s\n", ssa_text_safe(r->run_path, safe, sizeof safe));
+  if (!t->n) ssa_out_str(o, "no memory events in the trace (profile with profile_memory=True)\n");
+  for (size_t i = 0; i < t->n; i++) {
+    const ssa_mem_device *d = &t->devices[i];
+    ssa_out_printf(o, "\nrank %d, %s: %llu events; peak allocated %.3f MB at %.3f ms", d->rank,
+                   device_words(d, dev, sizeof dev), (unsigned long long)d->events,
+                   (double)d->peak_allocated / 1e6,
+                   (double)ssa_rel_time(r->run, d->rank_ptr, d->peak_time) / 1e6);
+    if (d->peak_reserved)
+      ssa_out_printf(o, ", reserved peak %.3f MB", (double)d->peak_reserved / 1e6);
+    ssa_out_char(o, '\n');
+    for (size_t s = 0; s < d->nsteps; s++)
+      ssa_out_printf(o, "  step %lld: peak %.3f MB\n", (long long)d->step_number[s],
+                     (double)d->step_peak[s] / 1e6);
+    ssa_out_printf(o,
+                   "  live at the peak: %llu allocations made in the trace, %.3f MB (%.3f MB "
+                   "allocated before it began); the largest:\n",
+                   (unsigned long long)d->live_count, (double)d->live_bytes / 1e6,
+                   (double)(d->peak_allocated - d->live_bytes) / 1e6);
+    for (size_t k = 0; k < d->ntop; k++)
+      ssa_out_printf(o, "    %12.3f KB  %-40s allocated at %.3f ms\n",
+                     (double)d->top[k].bytes / 1e3,
+                     d->top[k].op[0] ? ssa_text_safe(d->top[k].op, safe, sizeof safe) : "(no op)",
+                     (double)ssa_rel_time(r->run, d->rank_ptr, d->top[k].time) / 1e6);
+  }
+}
+
+void ssa_mem_report_json(const ssa_mem_report *r, ssa_out *o) {
+  const ssa_mem_table *t = r->table;
+  char dev[48];
+  ssa_out_str(o, "{\"generator\":\"stepscope ops --memory\"");
+  ssa_out_field_string(o, "run", r->run_path);
+  ssa_out_str(o, ",\"devices\":[");
+  for (size_t i = 0; i < t->n; i++) {
+    const ssa_mem_device *d = &t->devices[i];
+    ssa_out_str(o, i ? ",{\"rank\":" : "{\"rank\":");
+    ssa_out_i64(o, d->rank);
+    ssa_out_field_string(o, "device", device_words(d, dev, sizeof dev));
+    ssa_out_field_u64(o, "events", d->events);
+    ssa_out_field_i64(o, "peak_allocated_bytes", d->peak_allocated);
+    ssa_out_field_i64(o, "peak_time_ns", ssa_rel_time(r->run, d->rank_ptr, d->peak_time));
+    ssa_out_field_i64(o, "peak_reserved_bytes", d->peak_reserved);
+    ssa_out_str(o, ",\"steps\":[");
+    for (size_t s = 0; s < d->nsteps; s++) {
+      ssa_out_printf(o, "%s{\"step\":%lld,\"peak_allocated_bytes\":%lld}", s ? "," : "",
+                     (long long)d->step_number[s], (long long)d->step_peak[s]);
+    }
+    ssa_out_str(o, "],\"live_at_peak\":{\"count\":");
+    ssa_out_u64(o, d->live_count);
+    ssa_out_field_i64(o, "bytes", d->live_bytes);
+    ssa_out_field_i64(o, "bytes_before_trace", d->peak_allocated - d->live_bytes);
+    ssa_out_str(o, ",\"largest\":[");
+    for (size_t k = 0; k < d->ntop; k++) {
+      ssa_out_str(o, k ? ",{\"bytes\":" : "{\"bytes\":");
+      ssa_out_i64(o, d->top[k].bytes);
+      ssa_out_field_string(o, "op", d->top[k].op);
+      ssa_out_field_i64(o, "time_ns", ssa_rel_time(r->run, d->rank_ptr, d->top[k].time));
+      ssa_out_char(o, '}');
+    }
+    ssa_out_str(o, "]}}");
+  }
+  ssa_out_str(o, "]}\n");
+}

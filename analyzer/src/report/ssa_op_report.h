@@ -31,4 +31,14 @@ void ssa_module_report_text(const ssa_module_report *r, ssa_out *o);
 void ssa_module_report_json(const ssa_module_report *r, ssa_out *o);
 void ssa_module_report_csv(const ssa_module_report *r, ssa_out *o);
 
+/* The memory timeline (`stepscope ops --memory`): in words and JSON. */
+typedef struct ssa_mem_report {
+  const char *run_path;
+  const ssa_run *run;
+  const ssa_mem_table *table;
+} ssa_mem_report;
+
+void ssa_mem_report_text(const ssa_mem_report *r, ssa_out *o);
+void ssa_mem_report_json(const ssa_mem_report *r, ssa_out *o);
+
 #endif

@@ -10,8 +10,9 @@
  * takes kineto_fast.c wherever it can, the small reads hardly ever). All
  * imports must agree (same outcome, same error message, same records and
  * strings) or the target aborts. Two more imports keep the CPU ops' input args
- * and the module events (op_inputs, op_modules: `stepscope ops`), fast path on and off: they must
- * agree with each other (the args' text included) and succeed or fail as the first. Built two ways:
+ * the module and the memory events (op_inputs, op_modules, op_memory: `stepscope ops`), fast path
+ * on and off: they must agree with each other (the args' text included) and succeed or fail as the
+ * first. Built two ways:
  *   - with STEPSCOPE_LIBFUZZER: LLVMFuzzerTestOneInput for libFuzzer;
  *   - without: linked with the shared replay driver (tests/fuzz/fuzz_replay.c),
  *     which runs every file of the directories given on the command line
@@ -72,8 +73,8 @@ static void check_op_inputs(const uint8_t *data, size_t size, int rc) {
     return;
   }
   stepscope_error ea, eb;
-  ssa_import_options fast = {.op_inputs = 1, .op_modules = 1},
-                     slow = {.op_inputs = 1, .op_modules = 1, .fast_off = 1};
+  ssa_import_options fast = {.op_inputs = 1, .op_modules = 1, .op_memory = 1},
+                     slow = {.op_inputs = 1, .op_modules = 1, .op_memory = 1, .fast_off = 1};
   int ra = ssa_kineto_load_memory_opts(data, size, "fuzz.json", &fast, &a, &ea);
   int rb = ssa_kineto_load_memory_opts(data, size, "fuzz.json", &slow, &b, &eb);
   if ((ra != 0) != (rc != 0) || (ra != 0) != (rb != 0) ||

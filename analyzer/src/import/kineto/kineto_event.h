@@ -60,6 +60,12 @@ typedef struct kevent {
   int keep_inputs, inputs_cut;
   int keep_modules; /* python_function events "nn.Module: NAME" are imported (`stepscope ops
                        --by module`: with_modules); set once per import like keep_inputs */
+  int keep_memory;  /* "[memory]" instant events are imported (`stepscope ops --memory`); read
+                       token by token only (the fast path gives up on instant events then) */
+  int has_mem;      /* a "[memory]" event's args: allocated and reserved after it, bytes
+                       (negative: freed), address, device type and id */
+  int64_t mem_allocated, mem_reserved, mem_bytes, mem_device_type, mem_device_id;
+  uint64_t mem_addr;
   size_t inputs_len;
   char inputs[KINPUTS];
 } kevent;
@@ -83,6 +89,15 @@ static inline void kevent_clear(kevent *ev) {
   ev->in_nelems = ev->out_nelems = ev->group_size = ev->seq = 0;
   ev->inputs_cut = 0;
   ev->inputs_len = 0;
+  ev->has_mem = 0;
+  ev->mem_allocated = ev->mem_reserved = ev->mem_bytes = ev->mem_device_type = 0;
+  ev->mem_device_id = -1;
+  ev->mem_addr = 0;
+}
+
+/* A "[memory]" instant event (profile_memory=True), imported when the import keeps memory. */
+static inline int memory_event(const kevent *ev) {
+  return ev->keep_memory && ev->ph[0] == 'i' && !ev->ph[1] && !strcmp(ev->name, "[memory]");
 }
 
 /* Appends n bytes to a CPU op's inputs text; 0, or -1 (inputs_cut set) when they do not fit
@@ -311,7 +326,8 @@ static inline int is_python_function(const kevent *ev) {
 static inline int skip_unimported(const kevent *ev) {
   return ev->cat == KC_OTHER && ev->ph[0] && ev->cat_text[0] &&
          memcmp(ev->cat_text, "Trace", sizeof "Trace") != 0 &&
-         !(ev->keep_modules && is_python_function(ev));
+         !(ev->keep_modules && is_python_function(ev)) &&
+         !(ev->keep_memory && ev->ph[0] == 'i' && !ev->ph[1]);
 }
 
 /* A python_function event that is a module's forward ("nn.Module: Linear_0", written by the
@@ -332,7 +348,8 @@ static inline int module_event(const kevent *ev) {
  * above: a repeated `ph` after such a value is not seen, and a malformed
  * `ts` after it is not an error (the rest is still checked as JSON). */
 static inline int skip_not_complete(const kevent *ev) {
-  return ev->ph[0] && (ev->ph[0] != 'X' || ev->ph[1]);
+  return ev->ph[0] && (ev->ph[0] != 'X' || ev->ph[1]) &&
+         !(ev->keep_memory && ev->ph[0] == 'i' && !ev->ph[1]);
 }
 
 /* Whether the event's args cannot matter, once its category and name are

@@ -386,6 +386,7 @@ const unsigned char *ssa_kineto_fast_event(kevent *ev, const unsigned char *p,
       const char *s = (const char *)p + 1;
       size_t n = (size_t)(q - p - 1);
       if (key == E_PH) {
+        if (ev->keep_memory && n == 1 && *s == 'i') return NULL; /* kineto_reader.c reads it */
         if (n == 1) { /* "X", "M", "f"...: no call to memcpy */
           ev->ph[0] = *s;
           ev->ph[1] = 0;

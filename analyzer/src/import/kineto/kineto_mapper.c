@@ -534,9 +534,29 @@ static int module_range(kimport *k) {
   return ssa_rank_add_record(k->r, &rec);
 }
 
+/* A memory event (memory_event) as an allocation of the rank. */
+static int memory_record(kimport *k) {
+  kevent *ev = &k->ev;
+  ssa_rank *r = k->r;
+  uint32_t lane = ssa_rank_lane(r, SSA_LANE_HOST, ev->tid);
+  if (lane == SSA_NONE ||
+      ssa_grow((void **)&r->allocs, &r->allocs_cap, r->nallocs + 1, sizeof *r->allocs))
+    return STEPSCOPE_E_NOMEM;
+  r->allocs[r->nallocs++] = (ssa_alloc){.time = ev->ts,
+                                        .bytes = ev->mem_bytes,
+                                        .allocated = ev->mem_allocated,
+                                        .reserved = ev->mem_reserved,
+                                        .addr = ev->mem_addr,
+                                        .device_type = (int16_t)ev->mem_device_type,
+                                        .device_id = (int16_t)ev->mem_device_id,
+                                        .lane = (uint16_t)lane};
+  return 0;
+}
+
 int ssa_kineto_convert(kimport *k) {
   kevent *ev = &k->ev;
   k->events++;
+  if (memory_event(ev) && ev->has_ts && ev->has_mem && ev->ts >= 0) return memory_record(k);
   if (ev->ph[0] != 'X' || ev->ph[1]) {
     k->ignored++;
     return 0;

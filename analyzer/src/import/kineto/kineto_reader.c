@@ -138,12 +138,41 @@ static int put_inputs(kimport *k, js_kind t) {
   }
 }
 
+/* A "[memory]" event's args key (keep_memory): where its integer goes, or NULL. */
+static int64_t *memory_arg(kevent *ev, const char *key) {
+  if (!ev->keep_memory || ev->ph[0] != 'i') return NULL;
+  if (!strcmp(key, "Total Allocated")) return &ev->mem_allocated;
+  if (!strcmp(key, "Total Reserved")) return &ev->mem_reserved;
+  if (!strcmp(key, "Bytes")) return &ev->mem_bytes;
+  if (!strcmp(key, "Device Type")) return &ev->mem_device_type;
+  if (!strcmp(key, "Device Id")) return &ev->mem_device_id;
+  if (!strcmp(key, "Addr")) return (int64_t *)&ev->mem_addr;
+  return NULL;
+}
+
 static int read_args(kimport *k) {
   kevent *ev = &k->ev;
   for (;;) {
     js_kind t = js_next_member(&k->js);
     if (t == JS_END_OBJECT) return 0;
     if (t != JS_KEY) return -1;
+    int64_t *mem = memory_arg(ev, k->js.tok);
+    if (mem) {
+      js_kind v = js_next(&k->js);
+      if (v == JS_ERROR) return -1;
+      int64_t x;
+      uint64_t u;
+      if (v == JS_NUMBER && mem == (int64_t *)&ev->mem_addr && js_tok_u64(&k->js, &u)) {
+        ev->mem_addr = u;
+        ev->has_mem = 1;
+      } else if (v == JS_NUMBER && mem != (int64_t *)&ev->mem_addr &&
+                 js_number_i64(k->js.tok, &x)) {
+        *mem = x;
+        ev->has_mem = 1;
+      }
+      if (js_skip_rest(&k->js, v)) return -1;
+      continue;
+    }
     int key = args_key(k->js.tok, k->js.len); /* the key text lives until the next token */
     if (kargs_field[key].fill == KA_INPUTS && inputs_wanted(ev)) {
       kevent_inputs_key(ev, k->js.tok, k->js.len);
@@ -435,6 +464,7 @@ int ssa_kineto_import(js_read_fn read, void *ctx, void *doc, size_t doc_len, ssa
   k->fast = !opt->fast_off;
   k->ev.keep_inputs = opt->op_inputs;
   k->ev.keep_modules = opt->op_modules;
+  k->ev.keep_memory = opt->op_memory;
   int rc = STEPSCOPE_E_NOMEM;
   if (sp ? js_init_buffer_grow(&k->js, ssa_split_doc(sp), ssa_split_cap(sp), 0, ssa_split_grow, sp)
       : doc ? js_init_buffer(&k->js, doc, doc_len)
