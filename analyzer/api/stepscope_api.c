@@ -196,7 +196,7 @@ static int write_report(const void *an, ssa_out *o) {
   return ssa_report_json(an, o);
 }
 static int write_op_perf(const void *r, ssa_out *o) {
-  ssa_op_report_json(r, o);
+  ssa_op_report_json(r, o); /* its errors stick in o */
   return 0;
 }
 static int write_diff(const void *d, ssa_out *o) {

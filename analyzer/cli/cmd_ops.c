@@ -75,77 +75,65 @@ static const cli_table ops_table = {.command = "ops",
                                     .args = A(run_path),
                                     .nargs = 1};
 
-static int write_json(const void *r, ssa_out *o) {
-  ssa_op_report_json(r, o);
+/* What the command writes: one of its three tables in one of three forms. */
+enum { TABLE_OPS, TABLE_MODULES, TABLE_MEMORY };
+enum { FORM_TEXT, FORM_JSON, FORM_CSV };
+
+typedef struct ops_view {
+  int table, form;
+  const void *report; /* ssa_op_report, ssa_module_report or ssa_mem_report */
+} ops_view;
+
+static int write_view(const void *w, ssa_out *o) {
+  const ops_view *v = w;
+  static void (*const writers[3][3])(const void *, ssa_out *) = {
+      [TABLE_OPS] = {ssa_op_report_text, ssa_op_report_json, ssa_op_report_csv},
+      [TABLE_MODULES] = {ssa_module_report_text, ssa_module_report_json, ssa_module_report_csv},
+      [TABLE_MEMORY] = {ssa_mem_report_text, ssa_mem_report_json, NULL},
+  };
+  writers[v->table][v->form](v->report, o);
   return 0;
 }
 
-static int write_csv(const void *r, ssa_out *o) {
-  ssa_op_report_csv(r, o);
-  return 0;
-}
-
-static int write_module_json(const void *r, ssa_out *o) {
-  ssa_module_report_json(r, o);
-  return 0;
-}
-
-static int write_module_csv(const void *r, ssa_out *o) {
-  ssa_module_report_csv(r, o);
-  return 0;
-}
-
-static int write_mem_json(const void *r, ssa_out *o) {
-  ssa_mem_report_json(r, o);
-  return 0;
-}
-
-/* `--memory`: the memory timeline of the loaded run (--json: its JSON; no CSV). */
-static int memory(const ops_args *x, cli_loaded *l) {
-  ssa_mem_table mt;
-  if (ssa_mem_table_build(&l->an, &mt)) {
-    cli_print(stderr, "stepscope ops: out of memory\n");
-    return 1;
-  }
-  ssa_mem_report rep = {x->run_path, &l->run, &mt};
-  int rc = 0;
-  if (x->csv_path) {
+/* The report of `table` into --json, --csv (through the one output writer) and, unless one of
+ * them is the standard output, as text on it. 0 or the exit status. */
+static int emit(const ops_args *x, int table, const void *report) {
+  if (table == TABLE_MEMORY && x->csv_path) {
     cli_print(stderr, "stepscope ops: --memory writes no CSV (use --json)\n");
-    rc = 2;
+    return 2;
   }
-  if (rc == 0 && x->json_path) rc = cli_write_output("ops", x->json_path, write_mem_json, &rep);
-  if (rc == 0 && !(x->json_path && !strcmp(x->json_path, "-"))) {
-    ssa_out o;
-    if (ssa_out_open_file(&o, stdout) == 0) {
-      ssa_mem_report_text(&rep, &o);
-      ssa_out_close(&o);
-    }
+  ops_view json = {table, FORM_JSON, report}, csv = {table, FORM_CSV, report};
+  int rc = 0;
+  if (x->json_path) rc = cli_write_output("ops", x->json_path, write_view, &json);
+  if (rc == 0 && x->csv_path) rc = cli_write_output("ops", x->csv_path, write_view, &csv);
+  int to_stdout =
+      (x->json_path && !strcmp(x->json_path, "-")) || (x->csv_path && !strcmp(x->csv_path, "-"));
+  ssa_out o;
+  if (rc == 0 && !to_stdout && ssa_out_open_file(&o, stdout) == 0) {
+    write_view(&(ops_view){table, FORM_TEXT, report}, &o);
+    ssa_out_close(&o);
   }
-  ssa_mem_table_free(&mt);
   return rc;
 }
 
-/* `--by module`: the module tree of the loaded run. */
-static int by_module(const ops_args *x, cli_loaded *l) {
-  ssa_module_table mt;
-  if (ssa_module_table_build(&l->an, &mt)) {
+/* `--memory` and `--by module`: the memory timeline or the module tree of the loaded run. */
+static int other_table(const ops_args *x, cli_loaded *l) {
+  ssa_mem_table mem;
+  ssa_module_table mods;
+  if (x->memory ? ssa_mem_table_build(&l->an, &mem) : ssa_module_table_build(&l->an, &mods)) {
     cli_print(stderr, "stepscope ops: out of memory\n");
     return 1;
   }
-  ssa_module_report rep = {x->run_path, &mt};
-  int rc = 0;
-  if (x->json_path) rc = cli_write_output("ops", x->json_path, write_module_json, &rep);
-  if (rc == 0 && x->csv_path) rc = cli_write_output("ops", x->csv_path, write_module_csv, &rep);
-  int to_stdout =
-      (x->json_path && !strcmp(x->json_path, "-")) || (x->csv_path && !strcmp(x->csv_path, "-"));
-  if (rc == 0 && !to_stdout) {
-    ssa_out o;
-    if (ssa_out_open_file(&o, stdout) == 0) {
-      ssa_module_report_text(&rep, &o);
-      ssa_out_close(&o);
-    }
+  int rc;
+  if (x->memory) {
+    ssa_mem_report rep = {x->run_path, &l->run, &mem};
+    rc = emit(x, TABLE_MEMORY, &rep);
+    ssa_mem_table_free(&mem);
+  } else {
+    ssa_module_report rep = {x->run_path, &mods};
+    rc = emit(x, TABLE_MODULES, &rep);
+    ssa_module_table_free(&mods);
   }
-  ssa_module_table_free(&mt);
   return rc;
 }
 
@@ -172,7 +160,7 @@ int cmd_ops(int argc, char **argv) {
     return rc;
   }
   if (x.memory || x.by_module) {
-    rc = x.memory ? memory(&x, &l) : by_module(&x, &l);
+    rc = other_table(&x, &l);
     cli_loaded_free(&l);
     return rc;
   }
@@ -190,17 +178,7 @@ int cmd_ops(int argc, char **argv) {
     rc = 2;
   }
   ssa_op_report rep = {x.run_path, &t, &c, top};
-  if (rc == 0 && x.json_path) rc = cli_write_output("ops", x.json_path, write_json, &rep);
-  if (rc == 0 && x.csv_path) rc = cli_write_output("ops", x.csv_path, write_csv, &rep);
-  int to_stdout =
-      (x.json_path && !strcmp(x.json_path, "-")) || (x.csv_path && !strcmp(x.csv_path, "-"));
-  if (rc == 0 && !to_stdout) {
-    ssa_out o;
-    if (ssa_out_open_file(&o, stdout) == 0) {
-      ssa_op_report_text(&rep, &o);
-      ssa_out_close(&o);
-    }
-  }
+  if (rc == 0) rc = emit(&x, TABLE_OPS, &rep);
   ssa_op_table_free(&t);
   cli_loaded_free(&l);
   return rc;

@@ -27,7 +27,8 @@ static void text_ceilings(const ssa_op_report *r, ssa_out *o) {
   ssa_out_printf(o, " TFLOP/s, memory %.2f TB/s\n", c->bandwidth / 1e12);
 }
 
-void ssa_op_report_text(const ssa_op_report *r, ssa_out *o) {
+void ssa_op_report_text(const void *report, ssa_out *o) {
+  const ssa_op_report *r = report;
   const ssa_op_table *t = r->table;
   char safe[512];
   ssa_out_printf(o, "stepscope ops: %s\n", ssa_text_safe(r->run_path, safe, sizeof safe));
@@ -81,6 +82,13 @@ void ssa_op_report_text(const ssa_op_report *r, ssa_out *o) {
     ssa_out_str(o, "MFU from op FLOPs: not known (no steps, no FLOPs or no peak for the device)\n");
 }
 
+/* The opening of each JSON document: which command wrote it, of which run. */
+static void json_head(ssa_out *o, const char *generator, const char *run_path) {
+  ssa_out_str(o, "{\"generator\":");
+  ssa_out_json_string(o, generator);
+  ssa_out_field_string(o, "run", run_path);
+}
+
 /* A JSON number written whole (FLOPs and bytes are integers up to 2^53: exact), or null. */
 static void exact_field(ssa_out *o, const char *name, double v) {
   ssa_out_key(o, name);
@@ -129,11 +137,11 @@ static void json_row(const ssa_op_row *row, const ssa_ceilings *c, ssa_out *o) {
   ssa_out_str(o, "}");
 }
 
-void ssa_op_report_json(const ssa_op_report *r, ssa_out *o) {
+void ssa_op_report_json(const void *report, ssa_out *o) {
+  const ssa_op_report *r = report;
   const ssa_op_table *t = r->table;
   const ssa_ceilings *c = r->ceilings;
-  ssa_out_str(o, "{\"generator\":\"stepscope ops\"");
-  ssa_out_field_string(o, "run", r->run_path);
+  json_head(o, "stepscope ops", r->run_path);
   ssa_out_field_string(o, "device", t->device_name);
   ssa_out_str(o, ",\"ceilings\":{\"source\":");
   ssa_out_json_string(o, c->given ? "given" : c->device[0] ? "datasheet" : "unknown");
@@ -179,7 +187,8 @@ static void csv_number(ssa_out *o, double v) {
   if (!isnan(v)) ssa_out_printf(o, "%.17g", v);
 }
 
-void ssa_op_report_csv(const ssa_op_report *r, ssa_out *o) {
+void ssa_op_report_csv(const void *report, ssa_out *o) {
+  const ssa_op_report *r = report;
   const ssa_op_table *t = r->table;
   ssa_out_str(o, "op,shapes,family,dtype,count,kernels,time_ns,flops,bytes,tflops_per_s,gb_per_s,"
                  "intensity,pct_of_peak,bound\n");
@@ -211,7 +220,8 @@ void ssa_op_report_csv(const ssa_op_report *r, ssa_out *o) {
 
 /* ---- modules ---- */
 
-void ssa_module_report_text(const ssa_module_report *r, ssa_out *o) {
+void ssa_module_report_text(const void *report, ssa_out *o) {
+  const ssa_module_report *r = report;
   const ssa_module_table *t = r->table;
   char safe[512];
   ssa_out_printf(o, "stepscope ops --by module: %s\n",
@@ -242,10 +252,10 @@ void ssa_module_report_text(const ssa_module_report *r, ssa_out *o) {
                  t->flops_total);
 }
 
-void ssa_module_report_json(const ssa_module_report *r, ssa_out *o) {
+void ssa_module_report_json(const void *report, ssa_out *o) {
+  const ssa_module_report *r = report;
   const ssa_module_table *t = r->table;
-  ssa_out_str(o, "{\"generator\":\"stepscope ops --by module\"");
-  ssa_out_field_string(o, "run", r->run_path);
+  json_head(o, "stepscope ops --by module", r->run_path);
   ssa_out_field_string(o, "time", t->host_time ? "cpu_op" : "device");
   ssa_out_field_u64(o, "module_events", t->modules_seen);
   ssa_out_field_i64(o, "time_total_ns", t->time_total);
@@ -268,7 +278,8 @@ void ssa_module_report_json(const ssa_module_report *r, ssa_out *o) {
   ssa_out_str(o, "]}\n");
 }
 
-void ssa_module_report_csv(const ssa_module_report *r, ssa_out *o) {
+void ssa_module_report_csv(const void *report, ssa_out *o) {
+  const ssa_module_report *r = report;
   const ssa_module_table *t = r->table;
   ssa_out_str(o, "module,depth,calls,time_ns,self_ns,flops,self_flops\n");
   for (size_t i = 0; i < t->nrows; i++) {
@@ -295,7 +306,8 @@ static const char *device_words(const ssa_mem_device *d, char *buf, size_t n) {
   return buf;
 }
 
-void ssa_mem_report_text(const ssa_mem_report *r, ssa_out *o) {
+void ssa_mem_report_text(const void *report, ssa_out *o) {
+  const ssa_mem_report *r = report;
   const ssa_mem_table *t = r->table;
   char safe[512], dev[48];
   ssa_out_printf(o, "stepscope ops --memory: %s\n", ssa_text_safe(r->run_path, safe, sizeof safe));
@@ -325,11 +337,11 @@ void ssa_mem_report_text(const ssa_mem_report *r, ssa_out *o) {
   }
 }
 
-void ssa_mem_report_json(const ssa_mem_report *r, ssa_out *o) {
+void ssa_mem_report_json(const void *report, ssa_out *o) {
+  const ssa_mem_report *r = report;
   const ssa_mem_table *t = r->table;
   char dev[48];
-  ssa_out_str(o, "{\"generator\":\"stepscope ops --memory\"");
-  ssa_out_field_string(o, "run", r->run_path);
+  json_head(o, "stepscope ops --memory", r->run_path);
   ssa_out_str(o, ",\"devices\":[");
   for (size_t i = 0; i < t->n; i++) {
     const ssa_mem_device *d = &t->devices[i];

@@ -1,7 +1,9 @@
 /*
  * ssa_op_report.h — the op table of `stepscope ops` (metrics/ssa_ops.h) as text, JSON and
  * CSV (op_report.c), each into the analyzer's one writer (ssa_out: the command's atomic
- * output file or the standard output).
+ * output file or the standard output). The writers take their report (ssa_op_report,
+ * ssa_module_report, ssa_mem_report) as `const void *`, so that one table of them serves the
+ * command's outputs (cmd_ops.c).
  */
 #ifndef SSA_OP_REPORT_H
 #define SSA_OP_REPORT_H
@@ -17,9 +19,9 @@ typedef struct ssa_op_report {
   size_t top;                   /* text: rows shown (0: all) */
 } ssa_op_report;
 
-void ssa_op_report_text(const ssa_op_report *r, ssa_out *o);
-void ssa_op_report_json(const ssa_op_report *r, ssa_out *o);
-void ssa_op_report_csv(const ssa_op_report *r, ssa_out *o);
+void ssa_op_report_text(const void *r, ssa_out *o);
+void ssa_op_report_json(const void *r, ssa_out *o);
+void ssa_op_report_csv(const void *r, ssa_out *o);
 
 /* The module table (`stepscope ops --by module`): a tree in words, JSON, CSV. */
 typedef struct ssa_module_report {
@@ -27,9 +29,9 @@ typedef struct ssa_module_report {
   const ssa_module_table *table;
 } ssa_module_report;
 
-void ssa_module_report_text(const ssa_module_report *r, ssa_out *o);
-void ssa_module_report_json(const ssa_module_report *r, ssa_out *o);
-void ssa_module_report_csv(const ssa_module_report *r, ssa_out *o);
+void ssa_module_report_text(const void *r, ssa_out *o);
+void ssa_module_report_json(const void *r, ssa_out *o);
+void ssa_module_report_csv(const void *r, ssa_out *o);
 
 /* The memory timeline (`stepscope ops --memory`): in words and JSON. */
 typedef struct ssa_mem_report {
@@ -38,7 +40,7 @@ typedef struct ssa_mem_report {
   const ssa_mem_table *table;
 } ssa_mem_report;
 
-void ssa_mem_report_text(const ssa_mem_report *r, ssa_out *o);
-void ssa_mem_report_json(const ssa_mem_report *r, ssa_out *o);
+void ssa_mem_report_text(const void *r, ssa_out *o);
+void ssa_mem_report_json(const void *r, ssa_out *o);
 
 #endif
