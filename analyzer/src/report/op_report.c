@@ -82,11 +82,13 @@ void ssa_op_report_text(const void *report, ssa_out *o) {
     ssa_out_str(o, "MFU from op FLOPs: not known (no steps, no FLOPs or no peak for the device)\n");
 }
 
-/* The opening of each JSON document: which command wrote it, of which run. */
-static void json_head(ssa_out *o, const char *generator, const char *run_path) {
+/* The opening of each JSON document: which command wrote it, of which run, and (host_time
+ * >= 0) what its times are: "cpu_op" (a CPU-only trace's op times) or "device". */
+static void json_head(ssa_out *o, const char *generator, const char *run_path, int host_time) {
   ssa_out_str(o, "{\"generator\":");
   ssa_out_json_string(o, generator);
   ssa_out_field_string(o, "run", run_path);
+  if (host_time >= 0) ssa_out_field_string(o, "time", host_time ? "cpu_op" : "device");
 }
 
 /* A JSON number written whole (FLOPs and bytes are integers up to 2^53: exact), or null. */
@@ -141,7 +143,7 @@ void ssa_op_report_json(const void *report, ssa_out *o) {
   const ssa_op_report *r = report;
   const ssa_op_table *t = r->table;
   const ssa_ceilings *c = r->ceilings;
-  json_head(o, "stepscope ops", r->run_path);
+  json_head(o, "stepscope ops", r->run_path, t->host_time);
   ssa_out_field_string(o, "device", t->device_name);
   ssa_out_str(o, ",\"ceilings\":{\"source\":");
   ssa_out_json_string(o, c->given ? "given" : c->device[0] ? "datasheet" : "unknown");
@@ -153,7 +155,6 @@ void ssa_op_report_json(const void *report, ssa_out *o) {
   }
   ssa_out_field_double(o, "bytes_per_s", c->bandwidth > 0 ? c->bandwidth : NAN);
   ssa_out_str(o, "}");
-  ssa_out_field_string(o, "time", t->host_time ? "cpu_op" : "device");
   ssa_out_field_i64(o, "ranks", t->ranks);
   ssa_out_field_i64(o, "time_total_ns", t->time_total);
   ssa_out_field_i64(o, "time_modelled_ns", t->time_modelled);
@@ -255,8 +256,7 @@ void ssa_module_report_text(const void *report, ssa_out *o) {
 void ssa_module_report_json(const void *report, ssa_out *o) {
   const ssa_module_report *r = report;
   const ssa_module_table *t = r->table;
-  json_head(o, "stepscope ops --by module", r->run_path);
-  ssa_out_field_string(o, "time", t->host_time ? "cpu_op" : "device");
+  json_head(o, "stepscope ops --by module", r->run_path, t->host_time);
   ssa_out_field_u64(o, "module_events", t->modules_seen);
   ssa_out_field_i64(o, "time_total_ns", t->time_total);
   ssa_out_field_i64(o, "no_module_ns", t->no_module_ns);
@@ -341,7 +341,7 @@ void ssa_mem_report_json(const void *report, ssa_out *o) {
   const ssa_mem_report *r = report;
   const ssa_mem_table *t = r->table;
   char dev[48];
-  json_head(o, "stepscope ops --memory", r->run_path);
+  json_head(o, "stepscope ops --memory", r->run_path, -1);
   ssa_out_str(o, ",\"devices\":[");
   for (size_t i = 0; i < t->n; i++) {
     const ssa_mem_device *d = &t->devices[i];
