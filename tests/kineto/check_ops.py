@@ -26,7 +26,8 @@ Cases:
   memory  `--memory` ([memory] events) on a generated CPU trace: the exact peak and when, each
           step's peak, what was live at the peak with the ops that allocated it; the same
           token by token; and on the torch MLP trace: the fc1 weight's gradient (512 x 256
-          floats) is live at the peak
+          floats) is live at the peak; `export --memory` writes the allocated and reserved
+          bytes as counter tracks (JSON and Perfetto), plain `export` none
   peak    --peak replaces the datasheet's ceilings; a bad --peak is a usage error (2)
   csv     --csv rows agree with --json
   real    the committed torch CPU traces: the rows their models say (known layer sizes)
@@ -408,6 +409,28 @@ def check_memory():
     check(cuda and cuda["peak_allocated_bytes"] == 100 and cuda["live_at_peak"]["count"] == 1, "cuda %r" % cuda)
     rc, out, _ = run(["ops", path, "--memory"])
     check(rc == 0 and "peak allocated 0.006 MB at 0.013 ms" in out and "aten::add" in out, "--memory text")
+    out_json, out_pf = os.path.join(WORK, "memory_export.json"), os.path.join(WORK, "memory_export.pftrace")
+    rc1, _, e1 = run(["export", path, "--memory", "-o", out_json])
+    rc2, _, e2 = run(["export", path, "--memory", "-o", out_pf])
+    check(rc1 == 0 and rc2 == 0, "export --memory: %s %s" % (e1, e2))
+    if rc1 == 0:
+        with open(out_json) as f:
+            evs = json.load(f)["traceEvents"]
+        series = {}
+        for e in evs:
+            if e.get("ph") == "C" and e["name"].startswith("memory "):
+                series.setdefault(e["name"], []).append(e["args"]["value"])
+        check(series == {"memory allocated (cpu)": [1000, 5000, 1000, 4000, 6500, 4000],
+                         "memory allocated (cuda:0)": [100], "memory reserved (cuda:0)": [0]},
+              "export --memory counters %r" % series)
+    if rc2 == 0:
+        with open(out_pf, "rb") as f:
+            check(b"memory allocated (cpu)" in f.read(), "export --memory: the Perfetto counter track")
+    plain = os.path.join(WORK, "memory_plain.json")
+    rc3, _, _ = run(["export", path, "-o", plain])
+    if rc3 == 0:
+        with open(plain) as f:
+            check(not any(e.get("ph") == "C" for e in json.load(f)["traceEvents"]), "plain export: no memory track")
     rc, out, _ = run(["ops", os.path.join(DATA, "mlp.pt.trace.json.gz"), "--memory", "--json", "-"])
     if rc == 0:
         d = json.loads(out)["devices"][0]

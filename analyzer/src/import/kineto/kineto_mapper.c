@@ -550,6 +550,28 @@ static int memory_record(kimport *k) {
                                         .device_type = (int16_t)ev->mem_device_type,
                                         .device_id = (int16_t)ev->mem_device_id,
                                         .lane = (uint16_t)lane};
+  /* and the device's allocated (and, from a caching allocator, reserved) bytes as counters:
+   * the exports' memory tracks */
+  char dev[32], name[64];
+  if (ev->mem_device_type == 0)
+    snprintf(dev, sizeof dev, "cpu");
+  else
+    snprintf(dev, sizeof dev, "%s:%lld", ev->mem_device_type == 1 ? "cuda" : "device",
+             (long long)ev->mem_device_id);
+  for (int reserved = 0; reserved < 2; reserved++) {
+    if (reserved && ev->mem_device_type == 0) break; /* the CPU reserves nothing */
+    snprintf(name, sizeof name, "memory %s (%s)", reserved ? "reserved" : "allocated", dev);
+    stepscope_record rec;
+    memset(&rec, 0, sizeof rec);
+    rec.kind = STEPSCOPE_REC_COUNTER;
+    rec.u.counter.time_ns = (uint64_t)ev->ts;
+    rec.u.counter.name = intern_name(k, name, strlen(name));
+    rec.u.counter.device = ev->mem_device_id < 0 ? 0 : (uint32_t)ev->mem_device_id;
+    rec.u.counter.value = (double)(reserved ? ev->mem_reserved : ev->mem_allocated);
+    if (!rec.u.counter.name) return STEPSCOPE_E_NOMEM;
+    int rc = ssa_rank_add_record(r, &rec);
+    if (rc) return rc;
+  }
   return 0;
 }
 
