@@ -184,7 +184,7 @@ int ssa_op_table_build(const ssa_analysis *an, ssa_op_table *t) {
       return STEPSCOPE_E_NOMEM;
     }
   }
-  qsort(all.v, all.n, sizeof *all.v, cmp_instance);
+  if (all.n) qsort(all.v, all.n, sizeof *all.v, cmp_instance); /* v is NULL without any */
   t->rows = calloc(all.n ? all.n : 1, sizeof *t->rows);
   if (!t->rows) {
     free(all.v);
