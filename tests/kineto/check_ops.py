@@ -125,6 +125,7 @@ def gpu_trace(path, escaped=False, modules=False):
     g.op("aten::add_", 300, shapes([[4, 6, 32], [1, 6, 1], []], [fl, fl, "Scalar"], ["", "", "1"]), kernels=[400])
     g.op("aten::embedding", 300, shapes([[1000, 64], [2, 5], [], [], []], [fl, "long int", "Scalar", "bool", "bool"],
                                         ["", "", "-1", "False", "False"]), kernels=[600])
+    g.op("aten::where", 300, shapes([[4, 8], [4, 8], [1, 8]], ["bool", bf, bf]), kernels=[50])
     g.op("aten::sum", 300, shapes([[8, 10], [], [], []], [fl, "", "bool", ""], ["", "[1]", "False", ""]), kernels=[200])
     g.op("aten::_softmax", 300, shapes([[3, 5], [], []], [fl, "Scalar", "bool"], ["", "-1", "False"]), kernels=[100])
     g.op("aten::convolution", 600, shapes([[2, 3, 8, 8], [4, 3, 3, 3], [4], [], [], [], [], [], []],
@@ -204,6 +205,9 @@ def check_gpu():
     expect(rows, "aten::add_", "[4,6,32] [1,6,1] fp32", 768, 768 * 4 + 6 * 4 + 768 * 4, 400)
     # embedding [1000,64] with [2,5] indices (int64): rows read and written 10*64*4 each, indices 80
     expect(rows, "aten::embedding", "[1000,64] [2,5] fp32", 0, 10 * 64 * 4 * 2 + 10 * 8, 600)
+    # where(cond bool [4,8], a bf16 [4,8], b bf16 [1,8]): 32 FLOPs; bytes 32 + 64 + 16 read,
+    # 64 written (the output is a's type, not the condition's)
+    expect(rows, "aten::where", "[4,8] [4,8] [1,8] bf16", 32, 32 + 64 + 16 + 64, 50)
     # sum over dim 1 of [8,10]: 80 FLOPs; bytes 80*4 + 8*4
     expect(rows, "aten::sum", "[8,10] fp32", 80, 80 * 4 + 8 * 4, 200)
     # softmax [3,5]: 5 FLOPs per element; bytes 2 * 15 * 4
@@ -221,7 +225,7 @@ def check_gpu():
     check(len(mm) == 1 and mm[0]["inputs"] is None and mm[0]["flops"] is None, "mm without shapes: no model")
     check(rep["ops_without_inputs"] == 1, "one op without inputs: %r" % rep["ops_without_inputs"])
     check(rep["unattributed_ns"] == 77, "unattributed %r" % rep["unattributed_ns"])
-    total = 3000 + 1500 + 2000 + 700 + 400 + 600 + 200 + 100 + 900 + 1800 + 250 + 150
+    total = 3000 + 1500 + 2000 + 700 + 400 + 600 + 50 + 200 + 100 + 900 + 1800 + 250 + 150
     check(rep["time_total_ns"] == total, "time total %r, expected %r" % (rep["time_total_ns"], total))
     check(rep["time_modelled_ns"] == total - 250 - 150, "modelled %r" % rep["time_modelled_ns"])
     check(rep["ceilings"]["device"] == "h100" and rep["ceilings"]["bf16_flops_per_s"] == 989.4e12,

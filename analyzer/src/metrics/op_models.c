@@ -404,11 +404,13 @@ static int elementwise_model(const ew_op *e, const char *op, const ssa_op_inputs
   double n = 1;
   for (int d = SSA_OP_MAX_DIMS - ndims; d < SSA_OP_MAX_DIMS; d++)
     n *= (double)out[d];
-  int out_e = ssa_op_type_bytes(first->type);
+  const ssa_op_input *value = first; /* what the output is made of */
+  if (!strncmp(op, "where", 5) && tensor(in, 1)) value = tensor(in, 1); /* first: the condition */
+  int out_e = ssa_op_type_bytes(value->type);
   if (!strcmp(op, "_to_copy")) out_e = scalar_type_bytes(in, 1, out_e);
   if (!strcmp(op, "copy_") || !strcmp(op, "fill_") || !strcmp(op, "zero_"))
     in_bytes -= tbytes(first); /* the destination is written, not read */
-  return set_cost(o, dtype_of(first), n * e->flops, in_bytes + n * out_e);
+  return set_cost(o, dtype_of(value), n * e->flops, in_bytes + n * out_e);
 }
 
 static const char *const reductions[] = {
