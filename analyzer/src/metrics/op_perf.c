@@ -18,6 +18,7 @@
  * it is given.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -277,6 +278,21 @@ int ssa_op_flops_mfu_of(ssa_analysis *a) {
   m->peak = c.flops[dt];
   m->steps_time = t.span_ns;
   m->ranks = t.ranks;
+  for (int d = 0; d < SSA_PEAK_N; d++)
+    m->peaks[d] = c.flops[d];
+  m->bandwidth = c.bandwidth;
+  for (size_t i = 0; i < t.nrows && m->npoints < SSA_OP_POINTS; i++) { /* rows: by time */
+    const ssa_op_row *row = &t.rows[i];
+    if (row->family == SSA_OPF_NONE || row->time_ns <= 0) continue;
+    ssa_op_point *pt = &m->points[m->npoints++];
+    pt->op = row->name;
+    _Static_assert(sizeof pt->shapes == sizeof row->shape, "the row's shapes fit");
+    memcpy(pt->shapes, row->shape, sizeof pt->shapes);
+    pt->dtype = (int)row->dtype;
+    pt->time_ns = row->time_ns;
+    pt->flops = row->flops;
+    pt->bytes = row->bytes;
+  }
   ssa_op_table_free(&t);
   return 0;
 }

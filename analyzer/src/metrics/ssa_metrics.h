@@ -353,6 +353,17 @@ typedef struct ssa_moe_step {
 
 /* MFU from the FLOPs of a PyTorch trace's ops (op_perf.c, docs/ops.md): for runs without the
  * trainer's FLOPs metadata whose Kineto CPU ops carry their input shapes. */
+/* One op row of the roofline the report carries (the op table's, op_perf.c). */
+typedef struct ssa_op_point {
+  const char *op;   /* in its rank's strings */
+  char shapes[160]; /* as ssa_op_row.shape */
+  int dtype;        /* ssa_peak_dtype */
+  int64_t time_ns;
+  double flops, bytes;
+} ssa_op_point;
+
+#define SSA_OP_POINTS 48 /* the longest rows with a model */
+
 typedef struct ssa_op_flops_mfu {
   int known;          /* the ops had FLOPs (with a model and shapes) */
   double flops;       /* of the analysed steps' ops, all ranks counted */
@@ -361,6 +372,9 @@ typedef struct ssa_op_flops_mfu {
   int dtype;          /* ssa_peak_dtype carrying most of the FLOPs */
   int64_t steps_time; /* the steps' time summed (the run's steps) */
   int ranks;
+  double peaks[5], bandwidth; /* the device's ceilings per ssa_peak_dtype, bytes/s; 0 unknown */
+  ssa_op_point points[SSA_OP_POINTS]; /* the roofline's points (the viewer draws them) */
+  size_t npoints;
 } ssa_op_flops_mfu;
 
 typedef struct ssa_analysis {
