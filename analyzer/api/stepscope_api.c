@@ -27,6 +27,7 @@
 #include "analysis_options.h"
 #include "ssa_diff.h"
 #include "ssa_metrics.h"
+#include "ssa_op_report.h"
 #include "ssa_report.h"
 #include "ssa_import.h"
 #include "cli_load.h"
@@ -170,7 +171,10 @@ static int load_run(const char *command, const char *path, const ssa_options *op
   memset(run, 0, sizeof *run);
   if (!path || !*path) return fail(err_out, 2, "stepscope %s: no run given", command);
   char msg[1024];
-  int rc = cli_load_run(command, path, opt, 0, run, msg, sizeof msg);
+  /* `analyze` reads the PyTorch ops' shapes, as the command does (MFU from op FLOPs) */
+  int rc = !strcmp(command, "analyze")
+               ? cli_load_run_with_inputs(command, path, opt, run, msg, sizeof msg)
+               : cli_load_run(command, path, opt, 0, run, msg, sizeof msg);
   if (!rc) return 0;
   ssa_run_free(run);
   memset(run, 0, sizeof *run);
@@ -190,6 +194,10 @@ static int analyse_run(const char *command, const char *path, const ssa_run *run
 
 static int write_report(const void *an, ssa_out *o) {
   return ssa_report_json(an, o);
+}
+static int write_op_perf(const void *r, ssa_out *o) {
+  ssa_op_report_json(r, o); /* its errors stick in o */
+  return 0;
 }
 static int write_diff(const void *d, ssa_out *o) {
   return ssa_diff_report_json(d, o);
@@ -250,6 +258,42 @@ API_EXPORT int ss_api_analyze(const char *run_path, int argc, const char *const 
   ssa_analysis an;
   if (!(rc = analyse_run("analyze", NULL, &run, &ao.opt, &an, err_out))) {
     rc = json_to_memory("analyze", write_report, &an, json_out, err_out);
+    ssa_analysis_free(&an);
+  }
+  ssa_run_free(&run);
+  api_options_free(&ao);
+  return rc;
+}
+
+API_EXPORT int ss_api_op_perf(const char *run_path, int argc, const char *const *argv,
+                              const char *peak, char **json_out, char **err_out) {
+  api_options ao;
+  int rc = begin_json_call("ops", "op table", json_out, err_out, argc, argv, ALLOW_RANK | ALLOW_TOP,
+                           &ao);
+  if (rc) return rc;
+  ssa_run run;
+  memset(&run, 0, sizeof run);
+  char msg[1024];
+  if (!run_path || !*run_path)
+    rc = fail(err_out, 2, "stepscope ops: no run given");
+  else if (cli_load_run_with_inputs("ops", run_path, &ao.opt, &run, msg, sizeof msg))
+    rc = fail(err_out, 1, "%s", msg);
+  ssa_analysis an;
+  if (!rc && !(rc = analyse_run("ops", NULL, &run, &ao.opt, &an, err_out))) {
+    ssa_op_table t;
+    ssa_ceilings c;
+    if (ssa_op_table_build(&an, &t)) {
+      rc = fail(err_out, 1, "stepscope ops: out of memory");
+    } else {
+      ssa_ceilings_of_device(t.device_name, &c);
+      if (peak && ssa_ceilings_parse(peak, &c, msg, sizeof msg)) {
+        rc = fail(err_out, 2, "stepscope ops: %s", msg);
+      } else {
+        ssa_op_report rep = {run_path, &t, &c, 0};
+        rc = json_to_memory("ops", write_op_perf, &rep, json_out, err_out);
+      }
+      ssa_op_table_free(&t);
+    }
     ssa_analysis_free(&an);
   }
   ssa_run_free(&run);

@@ -57,6 +57,13 @@ int ss_api_analyze(const char *run, int argc, const char *const *argv, char **js
 int ss_api_diff(const char *run_a, const char *run_b, int argc, const char *const *argv,
                 char **json_out, char **err_out);
 
+/* Loads a run with its PyTorch ops' input shapes and returns in *json_out the op table of
+ * `stepscope ops RUN OPTIONS --json -` (docs/ops.md): options as ss_api_analyze's (the
+ * analysis options, --rank R; --top N is accepted and changes nothing), `peak` the value of
+ * `--peak` (NULL: the device's datasheet ceilings). */
+int ss_api_op_perf(const char *run, int argc, const char *const *argv, const char *peak,
+                   char **json_out, char **err_out);
+
 /* The op table of ss_api_ops: version 1. */
 #define SS_API_OPS_MAGIC "SSOPS\0v1" /* 8 bytes */
 

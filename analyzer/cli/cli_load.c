@@ -12,18 +12,33 @@
 #include "cli_env.h"
 #include "cli_print.h"
 
-int cli_load_run(const char *command, const char *path, const ssa_options *opt, int progress,
-                 ssa_run *run, char *msg, size_t cap) {
+/* cli_load_run, with Kineto CPU ops' input args kept when `say` has CLI_OP_INPUTS and module
+ * events when it has CLI_OP_MODULES (`stepscope analyze`, `stepscope ops`). */
+static int load_run(const char *command, const char *path, const ssa_options *opt, int progress,
+                    unsigned say, ssa_run *run, char *msg, size_t cap) {
   ssa_load_options lo = {opt->threads, progress};
   stepscope_error err;
   memset(&err, 0, sizeof err);
   cli_env env; /* the importer's switches, read from the environment here only */
   cli_env_read(&env);
+  env.import.op_inputs = (say & CLI_OP_INPUTS) != 0;
+  env.import.op_modules = (say & CLI_OP_MODULES) != 0;
+  env.import.op_memory = (say & CLI_OP_MEMORY) != 0;
   if (ssa_run_load_import(run, path, &lo, opt->comm_rules, &env.import, &err)) {
     snprintf(msg, cap, "stepscope %s: %s", command, err.message);
     return 1;
   }
   return 0;
+}
+
+int cli_load_run(const char *command, const char *path, const ssa_options *opt, int progress,
+                 ssa_run *run, char *msg, size_t cap) {
+  return load_run(command, path, opt, progress, 0u, run, msg, cap);
+}
+
+int cli_load_run_with_inputs(const char *command, const char *path, const ssa_options *opt,
+                             ssa_run *run, char *msg, size_t cap) {
+  return load_run(command, path, opt, 0, CLI_OP_INPUTS, run, msg, cap);
 }
 
 int cli_analyse_run(const char *command, const char *name, const ssa_options *opt,
@@ -43,7 +58,7 @@ int cli_open_run(const char *command, const char *path, const ssa_options *opt, 
   char msg[1024];
   memset(l, 0, sizeof *l);
   l->have_run = 1;
-  int rc = cli_load_run(command, path, opt, isatty(2), &l->run, msg, sizeof msg);
+  int rc = load_run(command, path, opt, isatty(2), say, &l->run, msg, sizeof msg);
   if (rc) {
     cli_print(stderr, "%s\n", msg);
     return rc;

@@ -28,6 +28,10 @@ typedef struct cli_loaded {
 int cli_load_run(const char *command, const char *path, const ssa_options *opt, int progress,
                  ssa_run *run, char *msg, size_t cap);
 
+/* The same with the Kineto CPU ops' input args kept (`stepscope ops`, ss_api_op_perf), no
+ * progress. */
+int cli_load_run_with_inputs(const char *command, const char *path, const ssa_options *opt,
+                             ssa_run *run, char *msg, size_t cap);
 /* Analyses the loaded run into *an (freed with ssa_analysis_free either way).
  * 0, or the exit status with the message in msg[cap]: 2 when --rank names a
  * rank the run lacks, else 1. `name` (NULL or the run's path) comes before
@@ -40,6 +44,9 @@ enum {
   CLI_SAY_LOSSES = 1u,   /* the DATA LOST lines and the loader's warnings, before the analysis
                             (for commands whose output does not carry them: export, diff) */
   CLI_SAY_RUN_NAME = 2u, /* messages name the run (diff: there are two) */
+  CLI_OP_INPUTS = 4u,    /* not a message: Kineto CPU ops keep their input args (`ops`) */
+  CLI_OP_MODULES = 8u,   /* not a message: Kineto module events are kept (`ops --by module`) */
+  CLI_OP_MEMORY = 16u,   /* not a message: Kineto memory events are kept (`ops --memory`) */
 };
 
 /* The commands' way: cli_load_run (with progress on a terminal), what the

@@ -77,7 +77,7 @@ int cmd_analyze(int argc, char **argv) {
   int rc = cli_parse(&analyze_table, argc, argv, &x, NULL);
   if (rc != CLI_PARSED) return rc;
   cli_loaded l; /* the report says what was lost and warned: nothing more on stderr */
-  if ((rc = cli_open_run("analyze", x.run_path, &x.opt, 0, &l)) == 0) {
+  if ((rc = cli_open_run("analyze", x.run_path, &x.opt, CLI_OP_INPUTS, &l)) == 0) {
     if (x.json_path) rc = cli_write_output("analyze", x.json_path, report_json, &l.an);
     if (!x.quiet && !(x.json_path && !strcmp(x.json_path, "-"))) ssa_report_text(&l.an, stdout);
   }

@@ -27,6 +27,7 @@
 typedef struct export_args {
   ssa_options opt;
   const char *run_path, *out_path, *format;
+  int memory;
 } export_args;
 
 static int opt_format(const cli_option *o, const char *v, void *cmd) {
@@ -72,6 +73,10 @@ static const cli_option export_options[] = {
     {CLI_CALL, "--format", NULL, "F", "json or perfetto, for a FILE named neither", 0, opt_format,
      0, 0, NULL},
     {CLI_CALL, "--rank", NULL, "R", "only rank R", 0, opt_rank, 0, 0, NULL},
+    {CLI_FLAG, "--memory", NULL, NULL,
+     "PyTorch traces: memory over time as counter tracks (profile_memory=True:\n"
+     "allocated and reserved bytes per device)",
+     A(memory), NULL, 0, 0, NULL},
     {CLI_ANALYSIS, NULL, NULL, NULL, NULL, A(opt), NULL, 0, 0, NULL},
 };
 
@@ -111,7 +116,8 @@ int cmd_export(int argc, char **argv) {
   if (perfetto < 0) return 2;
   int tty = isatty(2);
   cli_loaded l;
-  if ((rc = cli_open_run("export", x.run_path, &x.opt, CLI_SAY_LOSSES, &l)) != 0) {
+  unsigned load = CLI_SAY_LOSSES | (x.memory ? CLI_OP_MEMORY : 0u);
+  if ((rc = cli_open_run("export", x.run_path, &x.opt, load, &l)) != 0) {
     cli_loaded_free(&l);
     return rc;
   }

@@ -26,6 +26,7 @@ DECLARE_COMMAND(diff);
 DECLARE_COMMAND(view);
 DECLARE_COMMAND(record);
 DECLARE_COMMAND(plan);
+DECLARE_COMMAND(ops);
 
 typedef struct command {
   const char *name;
@@ -59,6 +60,7 @@ int main(int argc, char **argv) {
       {"view", cmd_view, "serve the offline viewer for a run on 127.0.0.1"},
       {"record", cmd_record, "trace any CUDA program (PyTorch included) by injection"},
       {"plan", cmd_plan, "memory and step time of every parallel layout, before booking GPUs"},
+      {"ops", cmd_ops, "PyTorch ops by shape: FLOPs, TFLOP/s, GB/s, roofline (Kineto traces)"},
   };
   const size_t n = sizeof cmds / sizeof cmds[0];
   if (argc < 2) {

@@ -68,6 +68,9 @@ def _load():
         lib.ss_api_diff.restype = ctypes.c_int
         lib.ss_api_diff.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int, argv_t, out_t,
                                     out_t]
+        lib.ss_api_op_perf.restype = ctypes.c_int
+        lib.ss_api_op_perf.argtypes = [ctypes.c_char_p, ctypes.c_int, argv_t, ctypes.c_char_p,
+                                       out_t, out_t]
         lib.ss_api_ops_open.restype = ctypes.c_int
         lib.ss_api_ops_open.argtypes = [ctypes.c_char_p, ctypes.c_int, argv_t, out_t,
                                         ctypes.POINTER(ctypes.c_size_t), out_t]
@@ -137,6 +140,17 @@ def diff_json(run_a, run_b, options):
     out, err = ctypes.c_void_p(), ctypes.c_void_p()
     rc = lib.ss_api_diff(_path_bytes(run_a), _path_bytes(run_b), n, argv, ctypes.byref(out),
                          ctypes.byref(err))
+    _check(lib, rc, err)
+    return _take_string(lib, out.value)
+
+
+def op_perf_json(run, options, peak=None):
+    """The text of `stepscope ops RUN OPTIONS [--peak PEAK] --json -` (docs/ops.md)."""
+    lib = _load()
+    n, argv = _argv(options)
+    out, err = ctypes.c_void_p(), ctypes.c_void_p()
+    peak_b = _no_nul(peak.encode("utf-8"), "peak") if peak is not None else None
+    rc = lib.ss_api_op_perf(_path_bytes(run), n, argv, peak_b, ctypes.byref(out), ctypes.byref(err))
     _check(lib, rc, err)
     return _take_string(lib, out.value)
 

@@ -66,6 +66,21 @@ class Report:
         """One row per (op, group, bytes): counts, transfer, skew, bandwidth."""
         return frame([flatten(c) for c in self.json["collectives"]["summary"]], ["op"])
 
+    def op_perf(self, peak=None):
+        """The PyTorch op table of `stepscope ops` (docs/ops.md): one row per op name and input
+        shapes with count, kernels, time_ns, flops, bytes, tflops_per_s, gb_per_s, intensity,
+        pct_of_peak and bound (family and dtype: the model used; None without one). The run is
+        read again with its ops' input shapes, with this report's options; `peak` gives
+        measured ceilings as `--peak` does ("bf16=780T,bw=4.3T"). The table's totals (MFU from
+        op FLOPs, ceilings...) are in the frame's attrs["ops"]."""
+        doc = _json.loads(_lib.op_perf_json(self.run, self.options, peak))
+        rows = [flatten(r, skip=("inputs",)) for r in doc["rows"]]
+        for row, r in zip(rows, doc["rows"]):
+            row["inputs"] = r["inputs"]
+        df = frame(rows, ["op", "shapes"])
+        df.attrs["ops"] = {k: v for k, v in doc.items() if k != "rows"}
+        return df
+
     def idle(self):
         """One row per rank and device stream: busy time and idle time by
         cause (host_wait_ns, launch_gap_ns, sync_wait_ns, other_ns, and

@@ -108,8 +108,16 @@ int main(int argc, char **argv) {
   CHECK(json && strstr(json, "\"step\":1,") && !strstr(json, "\"step\":0,"));
   ss_api_free(json);
 
-  /* analyze: errors are values with the command's codes and messages */
   const char *bad_steps[] = {"--steps", "x"};
+  /* the op table of `stepscope ops` (a stepscope trace has no PyTorch ops: no rows) */
+  CHECK(ss_api_op_perf(run, 0, NULL, "bf16=500T,bw=2T", &json, &err) == 0);
+  CHECK(json && strstr(json, "\"generator\":\"stepscope ops\"") &&
+        strstr(json, "\"bf16_flops_per_s\":5e+14") && strstr(json, "\"rows\":["));
+  ss_api_free(json);
+  expect_error(ss_api_op_perf(run, 0, NULL, "bf16=fast", &json, &err), 2, &err, "--peak");
+  expect_error(ss_api_op_perf(run, 2, bad_steps, NULL, &json, &err), 2, &err, "bad --steps 'x'");
+
+  /* analyze: errors are values with the command's codes and messages */
   json = (char *)1;
   expect_error(ss_api_analyze(run, 2, bad_steps, &json, &err), 2, &err, "bad --steps 'x'");
   CHECK(json == NULL);

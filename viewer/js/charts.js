@@ -149,3 +149,59 @@ SS.arraysIn = function (value, title) {
   }
   return out;
 };
+
+/* The roofline of a PyTorch trace's ops (the report's mfu_from_op_flops: its ceilings and
+ * its longest ops, docs/ops.md): log-log, arithmetic intensity (FLOP/byte) across, achieved
+ * TFLOP/s up; one roof per dtype of the ops, min(peak, intensity x bandwidth); one point per
+ * op and shapes, its area by its time. null when the report has no such ops. */
+SS.roofline = function (m) {
+  var ops = ((m && m.ops) || []).filter(function (o) { return o.time_ns > 0 && o.bytes > 0 && o.flops > 0; });
+  if (!ops.length) return null;
+  var W = 640, H = 320, L = 56, R = 16, T = 12, B = 36, ceil = m.ceilings || {};
+  var pts = ops.map(function (o) {
+    return { o: o, x: o.flops / o.bytes, y: o.flops / (o.time_ns * 1e-9) / 1e12 };
+  });
+  var dtypes = [];
+  pts.forEach(function (p) { if (dtypes.indexOf(p.o.dtype) < 0) dtypes.push(p.o.dtype); });
+  var bw = ceil.bytes_per_s, peaks = dtypes.map(function (d) { return ceil[d] ? ceil[d] / 1e12 : null; });
+  function decade(v, up) { return Math.pow(10, up ? Math.ceil(Math.log10(v)) : Math.floor(Math.log10(v))); }
+  var xs = pts.map(function (p) { return p.x; }), ys = pts.map(function (p) { return p.y; });
+  peaks.forEach(function (p) { if (p) ys.push(p); });
+  var x0 = decade(Math.min.apply(null, xs) / 2, false), x1 = decade(Math.max.apply(null, xs) * 2, true);
+  var y0 = decade(Math.min.apply(null, ys) / 2, false), y1 = decade(Math.max.apply(null, ys) * 2, true);
+  function px(x) { return L + (Math.log10(x) - Math.log10(x0)) / (Math.log10(x1) - Math.log10(x0)) * (W - L - R); }
+  function py(y) { return H - B - (Math.log10(y) - Math.log10(y0)) / (Math.log10(y1) - Math.log10(y0)) * (H - T - B); }
+  var svg = SS.svg('svg', { width: W, height: H, 'class': 'chart roofline', viewBox: '0 0 ' + W + ' ' + H });
+  for (var d = x0; d <= x1 * 1.001; d *= 10) {
+    svg.appendChild(SS.svg('line', { x1: px(d), x2: px(d), y1: T, y2: H - B, stroke: '#eee' }));
+    var tx = SS.svg('text', { x: px(d), y: H - B + 14, 'text-anchor': 'middle' }); tx.textContent = String(d); svg.appendChild(tx);
+  }
+  for (d = y0; d <= y1 * 1.001; d *= 10) {
+    svg.appendChild(SS.svg('line', { x1: L, x2: W - R, y1: py(d), y2: py(d), stroke: '#eee' }));
+    var ty = SS.svg('text', { x: L - 4, y: py(d) + 4, 'text-anchor': 'end' }); ty.textContent = String(d); svg.appendChild(ty);
+  }
+  var xl = SS.svg('text', { x: (L + W - R) / 2, y: H - 4, 'text-anchor': 'middle' }); xl.textContent = 'FLOP per byte'; svg.appendChild(xl);
+  var yl = SS.svg('text', { x: 12, y: (T + H - B) / 2, transform: 'rotate(-90 12 ' + (T + H - B) / 2 + ')', 'text-anchor': 'middle' });
+  yl.textContent = 'TFLOP/s'; svg.appendChild(yl);
+  var colors = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e'];
+  dtypes.forEach(function (dt, k) {
+    if (!peaks[k] || !bw) return;
+    var ridge = peaks[k] * 1e12 / bw, path = [];
+    [x0, Math.max(x0, Math.min(ridge, x1)), x1].forEach(function (x) { path.push(px(x) + ',' + py(Math.min(peaks[k], x * bw / 1e12))); });
+    var roof = SS.svg('polyline', { points: path.join(' '), fill: 'none', stroke: colors[k % colors.length], 'stroke-width': 1.5, 'class': 'roof', 'data-dtype': dt });
+    svg.appendChild(roof);
+    var lab = SS.svg('text', { x: W - R - 2, y: py(peaks[k]) - 4, 'text-anchor': 'end' });
+    lab.textContent = dt + ' ' + peaks[k].toFixed(1) + ' TFLOP/s'; svg.appendChild(lab);
+  });
+  var tmax = Math.max.apply(null, ops.map(function (o) { return o.time_ns; }));
+  pts.forEach(function (p) {
+    var c = SS.svg('circle', { cx: px(p.x), cy: py(p.y), r: 3 + 9 * Math.sqrt(p.o.time_ns / tmax), 'class': 'roof-point',
+                               fill: colors[dtypes.indexOf(p.o.dtype) % colors.length], 'fill-opacity': 0.5,
+                               'data-op': p.o.op, 'data-tflops': String(p.y), 'data-intensity': String(p.x) });
+    var tip = SS.svg('title');
+    tip.textContent = p.o.op + ' ' + p.o.shapes + ': ' + p.y.toFixed(3) + ' TFLOP/s, ' + p.x.toFixed(2) + ' FLOP/B, ' + SS.formatNs(p.o.time_ns);
+    c.appendChild(tip);
+    svg.appendChild(c);
+  });
+  return svg;
+};

@@ -206,6 +206,14 @@ SS.renderSummary = function (root, report, runName) {
 
   var kern = SS.arraysIn(report.kernels, 'kernels');
   root.appendChild(SS.section('Kernels', kern.length ? kern.map(function (c) { return SS.table(c.rows, null, 50); }) : [SS.el('p', { className: 'none', text: 'none' })], 'summary-kernels'));
+
+  // PyTorch traces with shapes: the ops on the device's roofline (stepscope ops lists them)
+  var roof = SS.roofline(report.mfu_from_op_flops);
+  if (roof) {
+    var om = report.mfu_from_op_flops;
+    root.appendChild(SS.section('Roofline of the ops (' + (om.mfu !== null && om.mfu !== undefined ? 'MFU from op FLOPs ' +
+      (om.mfu * 100).toFixed(1) + ' %; ' : '') + 'datasheet ceilings; `stepscope ops` lists every op)', [roof], 'summary-roofline'));
+  }
   var extra = [];
   ['mfu', 'alignment', 'run'].forEach(function (k) {
     if (report[k]) SS.arraysIn(report[k], k).forEach(function (c) { extra.push(SS.el('h4', { text: c.title }), SS.table(c.rows, null, 64)); });

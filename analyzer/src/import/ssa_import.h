@@ -140,6 +140,15 @@ typedef struct ssa_import_options {
   double split_at;      /* the split point as a fraction of the text, used when in (0, 1);
                            else the measured default (STEPSCOPE_KINETO_SPLIT_AT) */
   int split_trace;      /* what each split did, on stderr (STEPSCOPE_KINETO_SPLIT_TRACE set) */
+  int op_inputs;        /* Kineto CPU ops keep their input args ("Input Dims", "Input type",
+                           "Input Strides", "Concrete Inputs") as their range's args, compact
+                           JSON (`stepscope ops`) */
+  int op_modules;       /* Kineto python_function events of modules ("nn.Module: Linear_0", the
+                           profiler's with_modules) become ranges of domain "python_function"
+                           (`stepscope ops --by module`) */
+  int op_memory;        /* Kineto "[memory]" events (profile_memory=True) are kept as the rank's
+                           allocations (ssa_rank.allocs; `stepscope ops --memory`); the file is
+                           read on one thread then (no split) */
   /* Not a switch: how far a compressed input (a trace's zstd frames, a gzip Kineto trace,
    * an export found by discovery) may inflate before it is refused as a decompression bomb
    * (stepscope.h; all zero: the defaults, which real traces never reach). The command

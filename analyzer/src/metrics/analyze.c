@@ -8,10 +8,12 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ssa_metrics.h"
+#include "ssa_ops.h"
 
 static pthread_mutex_t warn_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -125,6 +127,8 @@ int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, ste
   if ((rc = ssa_match_collectives(a)) != 0) goto fail;
   if ((rc = ssa_build_kernel_table(a)) != 0) goto fail;
   if ((rc = ssa_read_run_metadata(a)) != 0) goto fail;
+  a->op_mfu.mfu = NAN; /* from the ops' FLOPs when the metadata has none (PyTorch traces) */
+  if (isnan(a->model_flops_per_step) && (rc = ssa_op_flops_mfu_of(a)) != 0) goto fail;
   if ((rc = ssa_bubble_causes(a)) != 0) goto fail; /* needs the schedule */
   /* judged against the step times; pipelines read the bubble's causes */
   if ((rc = ssa_find_culprits(a)) != 0) goto fail;

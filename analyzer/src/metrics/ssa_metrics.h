@@ -351,6 +351,32 @@ typedef struct ssa_moe_step {
   int64_t a2a_caused;  /* ... how much (beyond the schedule), -1 rank: none */
 } ssa_moe_step;
 
+/* MFU from the FLOPs of a PyTorch trace's ops (op_perf.c, docs/ops.md): for runs without the
+ * trainer's FLOPs metadata whose Kineto CPU ops carry their input shapes. */
+/* One op row of the roofline the report carries (the op table's, op_perf.c). */
+typedef struct ssa_op_point {
+  const char *op;   /* in its rank's strings */
+  char shapes[160]; /* as ssa_op_row.shape */
+  int dtype;        /* ssa_peak_dtype */
+  int64_t time_ns;
+  double flops, bytes;
+} ssa_op_point;
+
+#define SSA_OP_POINTS 48 /* the longest rows with a model */
+
+typedef struct ssa_op_flops_mfu {
+  int known;          /* the ops had FLOPs (with a model and shapes) */
+  double flops;       /* of the analysed steps' ops, all ranks counted */
+  double mfu;         /* flops / (steps_time x ranks x peak); NaN without a peak */
+  double peak;        /* FLOP/s per device of `dtype` (device_peaks.c), 0 unknown */
+  int dtype;          /* ssa_peak_dtype carrying most of the FLOPs */
+  int64_t steps_time; /* the steps' time summed (the run's steps) */
+  int ranks;
+  double peaks[5], bandwidth; /* the device's ceilings per ssa_peak_dtype, bytes/s; 0 unknown */
+  ssa_op_point points[SSA_OP_POINTS]; /* the roofline's points (the viewer draws them) */
+  size_t npoints;
+} ssa_op_flops_mfu;
+
 typedef struct ssa_analysis {
   const ssa_run *run;
   ssa_options opt;
@@ -381,6 +407,7 @@ typedef struct ssa_analysis {
   double model_flops_per_step, hardware_flops_per_step, peak_flops_per_device, tokens_per_step;
   int flops_world;
   double mfu, hfu;
+  ssa_op_flops_mfu op_mfu; /* when the metadata has no FLOPs (op_perf.c) */
   /* memory (bytes; -1 when absent) */
   double mem_predicted_total, mem_predicted_parameters, mem_predicted_gradients,
       mem_predicted_optimizer, mem_predicted_activations, mem_measured_peak;

@@ -44,6 +44,7 @@ void ssa_rank_free(ssa_rank *r) {
   free(r->colls);
   free(r->syncs);
   free(r->counters);
+  free(r->allocs);
   free(r->anchors);
   free(r->oplinks);
   for (size_t i = 0; i < r->nmeta; i++) {

@@ -157,6 +157,19 @@ typedef struct ssa_meta {
   char *key, *value;
 } ssa_meta;
 
+/* An allocation or a free of a PyTorch trace's memory profile (Kineto "[memory]" events, kept
+ * only when asked: ssa_import_options.op_memory), in file order. */
+typedef struct ssa_alloc {
+  int64_t time;
+  int64_t bytes;     /* > 0 allocated, < 0 freed */
+  int64_t allocated; /* the device's total allocated after it */
+  int64_t reserved;  /* ... and reserved (the caching allocator's), 0 on the CPU */
+  uint64_t addr;
+  int16_t device_type; /* Kineto's: 0 CPU, 1 CUDA ... */
+  int16_t device_id;   /* -1 for the CPU */
+  uint16_t lane;       /* its host thread */
+} ssa_alloc;
+
 /* A MARK the analysis reads (now only the trainer's per-step expert load, `moe.load`). */
 typedef struct ssa_mark {
   int64_t time;
@@ -241,6 +254,8 @@ typedef struct ssa_rank {
   size_t nmoe_marks, moe_marks_cap; /* `moe.load` marks (moe_load.c) */
   ssa_oplink *oplinks;
   size_t noplinks, oplinks_cap; /* freed by finish */
+  ssa_alloc *allocs;
+  size_t nallocs, allocs_cap; /* memory events (op_memory imports only) */
 
   uint64_t marks, memory_events, overheads, unknown_records;
   uint64_t dropped[8];        /* by stepscope_drop_source */

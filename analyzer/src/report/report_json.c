@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ssa_ops.h"
 #include "ssa_report.h"
 
 /* num / den, NaN (null) when den is not positive. */
@@ -224,6 +225,40 @@ static void json_mfu(const ssa_analysis *a, ssa_out *o) {
   } else {
     ssa_out_str(o, "null");
   }
+}
+
+/* mfu_from_op_flops: the ops' FLOPs of a PyTorch trace (docs/ops.md), when the metadata has none */
+static void json_op_mfu(const ssa_analysis *a, ssa_out *o) {
+  const ssa_op_flops_mfu *m = &a->op_mfu;
+  ssa_out_str(o, ",\"mfu_from_op_flops\":");
+  if (!m->known) {
+    ssa_out_str(o, "null");
+    return;
+  }
+  ssa_out_str(o, "{\"mfu\":");
+  ssa_out_double(o, m->mfu);
+  ssa_out_field_double(o, "flops", m->flops);
+  ssa_out_field_string(o, "peak_dtype", ssa_peak_dtype_names[m->dtype]);
+  ssa_out_field_double(o, "peak_flops_per_device", m->peak > 0 ? m->peak : NAN);
+  ssa_out_field_i64(o, "steps_time_ns", m->steps_time);
+  ssa_out_field_i64(o, "ranks", m->ranks);
+  ssa_out_str(o, ",\"ceilings\":{\"bytes_per_s\":"); /* the roofline's (docs/ops.md) */
+  ssa_out_double(o, m->bandwidth > 0 ? m->bandwidth : NAN);
+  for (int d = 0; d < SSA_PEAK_N; d++)
+    ssa_out_field_double(o, ssa_peak_dtype_names[d], m->peaks[d] > 0 ? m->peaks[d] : NAN);
+  ssa_out_str(o, "},\"ops\":[");
+  for (size_t i = 0; i < m->npoints; i++) {
+    const ssa_op_point *p = &m->points[i];
+    ssa_out_str(o, i ? ",{\"op\":" : "{\"op\":");
+    ssa_out_json_string(o, p->op);
+    ssa_out_field_string(o, "shapes", p->shapes);
+    ssa_out_field_string(o, "dtype", ssa_peak_dtype_names[p->dtype]);
+    ssa_out_field_i64(o, "time_ns", p->time_ns);
+    ssa_out_field_double(o, "flops", p->flops);
+    ssa_out_field_double(o, "bytes", p->bytes);
+    ssa_out_char(o, '}');
+  }
+  ssa_out_str(o, "]}");
 }
 
 /* memory */
@@ -561,6 +596,7 @@ int ssa_report_json(const ssa_analysis *a, ssa_out *o) {
                  "\"");
   json_run(a, o);
   json_mfu(a, o);
+  json_op_mfu(a, o);
   json_memory(a, o);
   json_alignment(a, o);
   json_ranks(a, o);

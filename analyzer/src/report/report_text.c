@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ssa_ops.h"
 #include "ssa_report.h"
 
 static const char *fmt_ns(int64_t ns, char *buf, size_t n) {
@@ -230,6 +231,13 @@ static void print_headline(const ssa_analysis *a, const text_totals *tot, FILE *
   else if (!isnan(a->model_flops_per_step))
     fprintf(f, "MFU: not reported (the FLOPs or peak metadata is incomplete or implausible: see "
                "the warnings)\n");
+  else if (a->op_mfu.known && !isnan(a->op_mfu.mfu))
+    fprintf(f, "MFU from op FLOPs: %.1f %% (%s peak; `stepscope ops` lists the ops)\n",
+            100 * a->op_mfu.mfu, ssa_peak_dtype_names[a->op_mfu.dtype]);
+  else if (a->op_mfu.known)
+    fprintf(f, "MFU: no FLOPs metadata; the ops' FLOPs are %.4g, %s\n", a->op_mfu.flops,
+            a->op_mfu.peak <= 0 ? "the device's peak is unknown (`stepscope ops --peak` gives it)"
+                                : "but no step times them (`stepscope ops` lists the ops)");
   else
     fprintf(f, "MFU: no FLOPs metadata\n");
   if (comm > 0 && pipe_comm > 0)

@@ -9,7 +9,10 @@
  * (ssa_import_options.fast_off: every event token by token; the first import
  * takes kineto_fast.c wherever it can, the small reads hardly ever). All
  * imports must agree (same outcome, same error message, same records and
- * strings) or the target aborts. Built two ways:
+ * strings) or the target aborts. Two more imports keep the CPU ops' input args
+ * the module and the memory events (op_inputs, op_modules, op_memory: `stepscope ops`), fast path
+ * on and off: they must agree with each other (the args' text included) and succeed or fail as the
+ * first. Built two ways:
  *   - with STEPSCOPE_LIBFUZZER: LLVMFuzzerTestOneInput for libFuzzer;
  *   - without: linked with the shared replay driver (tests/fuzz/fuzz_replay.c),
  *     which runs every file of the directories given on the command line
@@ -48,7 +51,8 @@ static int same_rank(const ssa_rank *a, const ssa_rank *b) {
   for (size_t i = 0; i < a->nranges; i++)
     if (a->ranges[i].start != b->ranges[i].start || a->ranges[i].end != b->ranges[i].end ||
         a->ranges[i].lane != b->ranges[i].lane ||
-        strcmp(ssa_rank_str(a, a->ranges[i].name), ssa_rank_str(b, b->ranges[i].name)))
+        strcmp(ssa_rank_str(a, a->ranges[i].name), ssa_rank_str(b, b->ranges[i].name)) ||
+        strcmp(ssa_rank_str(a, a->ranges[i].args), ssa_rank_str(b, b->ranges[i].args)))
       return 0;
   for (size_t i = 0; i < a->ncolls; i++)
     if (a->colls[i].comm_id != b->colls[i].comm_id || a->colls[i].seq != b->colls[i].seq ||
@@ -57,6 +61,30 @@ static int same_rank(const ssa_rank *a, const ssa_rank *b) {
   for (size_t i = 0; i < a->nwarnings; i++)
     if (strcmp(a->warnings[i], b->warnings[i])) return 0;
   return 1;
+}
+
+/* The CPU ops' input args kept (op_inputs), read whole where the fast path can and token by
+ * token: the same records and args' text, and the outcome of the import without them (rc). */
+static void check_op_inputs(const uint8_t *data, size_t size, int rc) {
+  ssa_rank a, b;
+  if (ssa_rank_init(&a)) return;
+  if (ssa_rank_init(&b)) {
+    ssa_rank_free(&a);
+    return;
+  }
+  stepscope_error ea, eb;
+  ssa_import_options fast = {.op_inputs = 1, .op_modules = 1, .op_memory = 1},
+                     slow = {.op_inputs = 1, .op_modules = 1, .op_memory = 1, .fast_off = 1};
+  int ra = ssa_kineto_load_memory_opts(data, size, "fuzz.json", &fast, &a, &ea);
+  int rb = ssa_kineto_load_memory_opts(data, size, "fuzz.json", &slow, &b, &eb);
+  if ((ra != 0) != (rc != 0) || (ra != 0) != (rb != 0) ||
+      (ra != 0 && strcmp(ea.message, eb.message)) || (ra == 0 && !same_rank(&a, &b))) {
+    fprintf(stderr, "op inputs: the fast path changed the import:\n  %s\n  %s\n",
+            ra ? ea.message : "ok", rb ? eb.message : "ok");
+    abort();
+  }
+  ssa_rank_free(&a);
+  ssa_rank_free(&b);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -97,6 +125,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             rc ? err.message : "ok", rc3 ? err3.message : "ok");
     abort();
   }
+  check_op_inputs(data, size, rc);
   if (rc == 0) {
     ssa_rank_free(&r[1]);
     fuzz_analyse_ranks(r, 1); /* takes r */

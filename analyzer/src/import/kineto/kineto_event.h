@@ -20,6 +20,7 @@
 #define KSHORT     128
 #define KRANKS_MAX 8192 /* process group member list text kept for hashing */
 #define KCAT_TEXT  48   /* an unimported category's name, cut to fit */
+#define KINPUTS    8192 /* a CPU op's input args (compact JSON) kept for `stepscope ops` */
 
 enum kcat {
   KC_OTHER = 0,
@@ -52,6 +53,21 @@ typedef struct kevent {
   char pg_ranks[KRANKS_MAX]; /* normalised "0,1,2,3" */
   int has_in, has_out, has_group_size, has_seq;
   uint64_t in_nelems, out_nelems, group_size, seq;
+  /* A CPU op's inputs ("Input Dims", "Input type", "Input Strides", "Concrete Inputs"), only
+   * when the import keeps them (keep_inputs: set once per import, for `stepscope ops`): their
+   * members as compact JSON ("{" then `"key":value` joined by ","; the mapper closes it),
+   * inputs_len bytes; inputs_cut when they did not fit or held an object (then not kept). */
+  int keep_inputs, inputs_cut;
+  int keep_modules; /* python_function events "nn.Module: NAME" are imported (`stepscope ops
+                       --by module`: with_modules); set once per import like keep_inputs */
+  int keep_memory;  /* "[memory]" instant events are imported (`stepscope ops --memory`); read
+                       token by token only (the fast path gives up on instant events then) */
+  int has_mem;      /* a "[memory]" event's args: allocated and reserved after it, bytes
+                       (negative: freed), address, device type and id */
+  int64_t mem_allocated, mem_reserved, mem_bytes, mem_device_type, mem_device_id;
+  uint64_t mem_addr;
+  size_t inputs_len;
+  char inputs[KINPUTS];
 } kevent;
 
 /* An empty event: what a reader starts from. */
@@ -71,8 +87,43 @@ static inline void kevent_clear(kevent *ev) {
   ev->coll_name[0] = ev->dtype[0] = ev->pg_name[0] = ev->pg_desc[0] = ev->pg_ranks[0] = 0;
   ev->has_in = ev->has_out = ev->has_group_size = ev->has_seq = 0;
   ev->in_nelems = ev->out_nelems = ev->group_size = ev->seq = 0;
+  ev->inputs_cut = 0;
+  ev->inputs_len = 0;
+  ev->has_mem = 0;
+  ev->mem_allocated = ev->mem_reserved = ev->mem_bytes = ev->mem_device_type = 0;
+  ev->mem_device_id = -1;
+  ev->mem_addr = 0;
 }
 
+/* A "[memory]" instant event (profile_memory=True), imported when the import keeps memory. */
+static inline int memory_event(const kevent *ev) {
+  return ev->keep_memory && ev->ph[0] == 'i' && !ev->ph[1] && !strcmp(ev->name, "[memory]");
+}
+
+/* Appends n bytes to a CPU op's inputs text; 0, or -1 (inputs_cut set) when they do not fit
+ * (one byte is kept for the mapper's closing brace). */
+static inline int kevent_inputs_put(kevent *ev, const char *s, size_t n) {
+  if (ev->inputs_cut || ev->inputs_len + n + 2 > sizeof ev->inputs) {
+    ev->inputs_cut = 1;
+    return -1;
+  }
+  memcpy(ev->inputs + ev->inputs_len, s, n);
+  ev->inputs_len += n;
+  return 0;
+}
+
+/* The start of one input member: "{" or "," then the quoted key (plain ASCII, from args_key). */
+static inline void kevent_inputs_key(kevent *ev, const char *key, size_t n) {
+  kevent_inputs_put(ev, ev->inputs_len ? "," : "{", 1);
+  kevent_inputs_put(ev, "\"", 1);
+  kevent_inputs_put(ev, key, n);
+  kevent_inputs_put(ev, "\":", 2);
+}
+
+/* Whether an event's input args are read: a CPU op's, when the import keeps them. */
+static inline int inputs_wanted(const kevent *ev) {
+  return ev->keep_inputs && ev->cat == KC_CPU_OP;
+}
 /* Appends the integers of a member list (a JSON array's numbers one by
  * one, or a string such as "[0, 1, 2, 3]": n bytes of text) to
  * ev->pg_ranks as "0,1,2,3". */
@@ -159,7 +210,11 @@ enum akey {
   A_OUT_NELEMS,
   A_GROUP_SIZE,
   A_SEQ,
-  A_EXTERNAL_ID
+  A_EXTERNAL_ID,
+  A_INPUT_DIMS,
+  A_INPUT_TYPE,
+  A_INPUT_STRIDES,
+  A_CONCRETE_INPUTS
 };
 
 /* By length first, then the bytes: each comparison has a constant size,
@@ -172,11 +227,17 @@ static inline int args_key(const char *s, size_t n) {
   case 5: return IS("bytes") ? A_BYTES : IS("block") ? A_BLOCK : IS("dtype") ? A_DTYPE : A_NONE;
   case 6: return IS("stream") ? A_STREAM : IS("device") ? A_DEVICE : A_NONE;
   case 7: return IS("pg_name") ? A_PG_NAME : IS("pg_desc") ? A_PG_DESC : A_NONE;
-  case 10: return IS("Group size") ? A_GROUP_SIZE : A_NONE;
+  case 10:
+    return IS("Group size")   ? A_GROUP_SIZE
+           : IS("Input Dims") ? A_INPUT_DIMS
+           : IS("Input type") ? A_INPUT_TYPE
+                              : A_NONE;
   case 11: return IS("correlation") ? A_CORRELATION : IS("External id") ? A_EXTERNAL_ID : A_NONE;
-  case 13: return IS("In msg nelems") ? A_IN_NELEMS : A_NONE;
+  case 13:
+    return IS("In msg nelems") ? A_IN_NELEMS : IS("Input Strides") ? A_INPUT_STRIDES : A_NONE;
   case 14: return IS("Out msg nelems") ? A_OUT_NELEMS : A_NONE;
-  case 15: return IS("Collective name") ? A_COLL_NAME : A_NONE;
+  case 15:
+    return IS("Collective name") ? A_COLL_NAME : IS("Concrete Inputs") ? A_CONCRETE_INPUTS : A_NONE;
   case 18: return IS("Process Group Name") ? A_PG_NAME : A_NONE;
   case 19: return IS("Process Group Ranks") ? A_PG_RANKS : A_NONE;
   case 25: return IS("Process Group Description") ? A_PG_DESC : A_NONE;
@@ -187,10 +248,11 @@ static inline int args_key(const char *s, size_t n) {
 
 /* Where each args key goes, and as what: a number (KA_U64: a uint64_t field
  * of kevent and its has_ flag), a short string (KA_TEXT: a KSHORT array), a
- * triple (KA_TRIPLE: grid, block) or the member list (KA_RANKS). Both
+ * triple (KA_TRIPLE: grid, block), the member list (KA_RANKS) or a CPU op's input
+ * (KA_INPUTS: its value as compact JSON in kevent.inputs, when inputs_wanted). Both
  * readers take the mapping from here; each keeps its own way of reading
  * the value (which JSON forms it takes). */
-enum kafill { KA_SKIP = 0, KA_U64, KA_TEXT, KA_TRIPLE, KA_RANKS };
+enum kafill { KA_SKIP = 0, KA_U64, KA_TEXT, KA_TRIPLE, KA_RANKS, KA_INPUTS };
 
 typedef struct kafield {
   unsigned char fill;    /* enum kafill */
@@ -219,12 +281,16 @@ static const kafield kargs_field[] = {
     [A_GROUP_SIZE] = {KA_NUM(group_size, has_group_size)},
     [A_SEQ] = {KA_NUM(seq, has_seq)},
     [A_EXTERNAL_ID] = {KA_NUM(ext_id, has_ext_id)},
+    [A_INPUT_DIMS] = {KA_AT(KA_INPUTS, inputs)},
+    [A_INPUT_TYPE] = {KA_AT(KA_INPUTS, inputs)},
+    [A_INPUT_STRIDES] = {KA_AT(KA_INPUTS, inputs)},
+    [A_CONCRETE_INPUTS] = {KA_AT(KA_INPUTS, inputs)},
 };
 #undef KA_NUM
 #undef KA_AT
 
-_Static_assert(sizeof(kevent) <= 0xffff, "kafield offsets are 16-bit");
-_Static_assert(sizeof kargs_field / sizeof kargs_field[0] == A_EXTERNAL_ID + 1,
+_Static_assert(offsetof(kevent, inputs) <= 0xffff, "kafield offsets are 16-bit");
+_Static_assert(sizeof kargs_field / sizeof kargs_field[0] == A_CONCRETE_INPUTS + 1,
                "one kafield per args key");
 _Static_assert(sizeof((kevent *)0)->coll_name == KSHORT && sizeof((kevent *)0)->dtype == KSHORT &&
                    sizeof((kevent *)0)->pg_name == KSHORT && sizeof((kevent *)0)->pg_desc == KSHORT,
@@ -253,9 +319,23 @@ static inline uint32_t *kevent_triple(kevent *ev, const kafield *f) {
  * them saves converting their names, times and args. Kineto writes `ph` and
  * `cat` first and never repeats a key; in a document that repeats `cat`
  * after such a category, the repetition is not seen. */
+static inline int is_python_function(const kevent *ev) {
+  return ev->cat == KC_OTHER && !memcmp(ev->cat_text, "python_function", sizeof "python_function");
+}
+
 static inline int skip_unimported(const kevent *ev) {
   return ev->cat == KC_OTHER && ev->ph[0] && ev->cat_text[0] &&
-         memcmp(ev->cat_text, "Trace", sizeof "Trace") != 0;
+         memcmp(ev->cat_text, "Trace", sizeof "Trace") != 0 &&
+         !(ev->keep_modules && is_python_function(ev)) &&
+         !(ev->keep_memory && ev->ph[0] == 'i' && !ev->ph[1]);
+}
+
+/* A python_function event that is a module's forward ("nn.Module: Linear_0", written by the
+ * profiler's with_modules), imported when the import keeps modules. */
+#define KMODULE_PREFIX "nn.Module: "
+static inline int module_event(const kevent *ev) {
+  return ev->keep_modules && is_python_function(ev) &&
+         !strncmp(ev->name, KMODULE_PREFIX, sizeof KMODULE_PREFIX - 1);
 }
 
 /* Likewise once `ph` says the event is not a complete one ("X"): ssa_kineto_convert
@@ -268,7 +348,8 @@ static inline int skip_unimported(const kevent *ev) {
  * above: a repeated `ph` after such a value is not seen, and a malformed
  * `ts` after it is not an error (the rest is still checked as JSON). */
 static inline int skip_not_complete(const kevent *ev) {
-  return ev->ph[0] && (ev->ph[0] != 'X' || ev->ph[1]);
+  return ev->ph[0] && (ev->ph[0] != 'X' || ev->ph[1]) &&
+         !(ev->keep_memory && ev->ph[0] == 'i' && !ev->ph[1]);
 }
 
 /* Whether the event's args cannot matter, once its category and name are
@@ -278,16 +359,17 @@ static inline int skip_not_complete(const kevent *ev) {
  * GPU events, API calls and GPU annotations only). Such args (input shapes,
  * types, ids: most of a CPU op's text) are then skipped as one value
  * instead of member by member. When the name comes after the args, they are
- * read as before. */
+ * read as before. A CPU op's args are read when the import keeps its inputs (inputs_wanted). */
 static inline int args_unused(const kevent *ev) {
   return (ev->cat == KC_CPU_OP || ev->cat == KC_USER_ANNOTATION) && ev->name[0] &&
-         strcmp(ev->name, "record_param_comms") != 0;
+         !inputs_wanted(ev) && strcmp(ev->name, "record_param_comms") != 0;
 }
 
 /* The same with the name given as its n bytes (kineto_fast.c holds it in
  * the buffer until the event is read). */
-static inline int args_unused_named(int cat, const char *name, size_t n) {
-  return (cat == KC_CPU_OP || cat == KC_USER_ANNOTATION) && n > 0 &&
+static inline int args_unused_named(const kevent *ev, const char *name, size_t n) {
+  int cat = ev->cat;
+  return (cat == KC_CPU_OP || cat == KC_USER_ANNOTATION) && n > 0 && !inputs_wanted(ev) &&
          !(n == sizeof "record_param_comms" - 1 && !memcmp(name, "record_param_comms", n));
 }
 

@@ -220,6 +220,35 @@ static cp short_string(cp p, cp e, char *dst, size_t cap) {
   return q + 1;
 }
 
+/* A CPU op's input value (p at its first byte) appended to ev->inputs as compact JSON, as
+ * kineto_reader.c's put_inputs writes it: arrays, plain strings (their bytes as they are),
+ * numbers (their text), true, false, null; an object sets inputs_cut and is skipped. */
+static cp inputs_value(kevent *ev, cp p, cp e, int depth) {
+  cp q;
+  int closed;
+  switch (*p) {
+  case '"':
+    if (!(q = string_end(p + 1, e))) return NULL;
+    kevent_inputs_put(ev, (const char *)p, (size_t)(q + 1 - p));
+    return q + 1;
+  case '{': ev->inputs_cut = 1; return skip_value(p, e, depth);
+  case '[':
+    if (depth >= FAST_DEPTH) return NULL;
+    kevent_inputs_put(ev, "[", 1);
+    p++;
+    for (int after = 0; (p = next_in(p, e, after, ']', &closed)) && !closed; after = 1) {
+      if (after) kevent_inputs_put(ev, ",", 1);
+      if (!(p = inputs_value(ev, p, e, depth + 1))) return NULL;
+    }
+    if (p) kevent_inputs_put(ev, "]", 1);
+    return p;
+  default:
+    if (!(q = skip_value(p, e, depth))) return NULL;
+    kevent_inputs_put(ev, (const char *)p, (size_t)(q - p));
+    return q;
+  }
+}
+
 /* The args object (p at its '{'), as read_args reads it. */
 static cp read_args(kevent *ev, cp p, cp e) {
   int closed;
@@ -236,6 +265,14 @@ static cp read_args(kevent *ev, cp p, cp e) {
     case KA_TRIPLE: p = u32_triple(p, e, kevent_triple(ev, f)); break;
     case KA_TEXT: p = short_string(p, e, kevent_text(ev, f), KSHORT); break;
     case KA_RANKS: p = member_list(ev, p, e); break;
+    case KA_INPUTS:
+      if (!inputs_wanted(ev)) {
+        p = skip_value(p, e, 2);
+        break;
+      }
+      kevent_inputs_key(ev, (const char *)ks, (size_t)(ke - ks));
+      p = inputs_value(ev, p, e, 2);
+      break;
     default:
       if ((p = uint_value(p, e, &u))) kevent_set_u64(ev, f, u);
       break;
@@ -349,6 +386,7 @@ const unsigned char *ssa_kineto_fast_event(kevent *ev, const unsigned char *p,
       const char *s = (const char *)p + 1;
       size_t n = (size_t)(q - p - 1);
       if (key == E_PH) {
+        if (ev->keep_memory && n == 1 && *s == 'i') return NULL; /* kineto_reader.c reads it */
         if (n == 1) { /* "X", "M", "f"...: no call to memcpy */
           ev->ph[0] = *s;
           ev->ph[1] = 0;
@@ -394,7 +432,7 @@ const unsigned char *ssa_kineto_fast_event(kevent *ev, const unsigned char *p,
     }
     case E_ARGS:
       if (*p != '{') return NULL;
-      p = args_unused_named(ev->cat, name, name_n) ? skip_value(p, e, 1) : read_args(ev, p, e);
+      p = args_unused_named(ev, name, name_n) ? skip_value(p, e, 1) : read_args(ev, p, e);
       break;
     default: p = skip_value(p, e, 1); break;
     }

@@ -89,7 +89,7 @@ typedef struct kimport {
   uint64_t negative_ts;                   /* events with ts < 0: left out */
   ssa_kineto_unimported unimported;       /* categories of complete events not imported */
   char host_name[KSHORT];                 /* top-level or distributedInfo host_name */
-  uint32_t dom_user, dom_cpu, dom_gpu, id_none;
+  uint32_t dom_user, dom_cpu, dom_gpu, dom_python, id_none;
   uint32_t name_cache[NAME_CACHE][2]; /* recent event names: string id by a cheap key */
   /* one document on two threads (kineto_split.h) */
   struct ksplit_out *store;       /* the helper's import: events stored here, not converted */
@@ -112,9 +112,7 @@ static inline void copy_str(char *dst, size_t cap, const char *src) {
  * (not imported, and not listed among the unimported categories:
  * ssa_kineto_unimported_add). Keep in step with ssa_kineto_convert. */
 static inline int only_counted(const kevent *ev) {
-  return ev->ph[0] != 'X' || ev->ph[1] ||
-         (ev->cat == KC_OTHER &&
-          !memcmp(ev->cat_text, "python_function", sizeof "python_function"));
+  return ev->ph[0] != 'X' || ev->ph[1] || (is_python_function(ev) && !module_event(ev));
 }
 
 /* ---- the reader (kineto_reader.c) ---- */

@@ -507,13 +507,84 @@ static int name_lane(kimport *k, uint64_t thread, const char *name) {
   return lane->name ? 0 : STEPSCOPE_E_NOMEM;
 }
 
+/* A module event (module_event) as a range of domain "python_function" on its thread, named
+ * by the module ("Linear_0": the prefix dropped). Bad times are counted as other events'. */
+static int module_range(kimport *k) {
+  kevent *ev = &k->ev;
+  int64_t s = ev->ts, d = ev->has_dur ? ev->dur : 0;
+  if (s < 0) {
+    k->negative_ts++;
+    return 0;
+  }
+  if (d < 0 || (s > 0 && d > INT64_MAX - s)) {
+    k->bad_times++;
+    return 0;
+  }
+  const size_t skip = sizeof KMODULE_PREFIX - 1;
+  uint32_t name = intern_name(k, ev->name + skip, ev->name_len - skip);
+  if (!name) return STEPSCOPE_E_NOMEM;
+  stepscope_record rec;
+  memset(&rec, 0, sizeof rec);
+  rec.kind = STEPSCOPE_REC_RANGE;
+  rec.u.range.start_ns = (uint64_t)s;
+  rec.u.range.end_ns = (uint64_t)(s + d);
+  rec.u.range.thread = ev->tid;
+  rec.u.range.name = name;
+  rec.u.range.domain = k->dom_python;
+  return ssa_rank_add_record(k->r, &rec);
+}
+
+/* A memory event (memory_event) as an allocation of the rank. */
+static int memory_record(kimport *k) {
+  kevent *ev = &k->ev;
+  ssa_rank *r = k->r;
+  uint32_t lane = ssa_rank_lane(r, SSA_LANE_HOST, ev->tid);
+  if (lane == SSA_NONE ||
+      ssa_grow((void **)&r->allocs, &r->allocs_cap, r->nallocs + 1, sizeof *r->allocs))
+    return STEPSCOPE_E_NOMEM;
+  r->allocs[r->nallocs++] = (ssa_alloc){.time = ev->ts,
+                                        .bytes = ev->mem_bytes,
+                                        .allocated = ev->mem_allocated,
+                                        .reserved = ev->mem_reserved,
+                                        .addr = ev->mem_addr,
+                                        .device_type = (int16_t)ev->mem_device_type,
+                                        .device_id = (int16_t)ev->mem_device_id,
+                                        .lane = (uint16_t)lane};
+  /* and the device's allocated (and, from a caching allocator, reserved) bytes as counters:
+   * the exports' memory tracks */
+  char dev[32], name[64];
+  if (ev->mem_device_type == 0)
+    snprintf(dev, sizeof dev, "cpu");
+  else
+    snprintf(dev, sizeof dev, "%s:%lld", ev->mem_device_type == 1 ? "cuda" : "device",
+             (long long)ev->mem_device_id);
+  for (int reserved = 0; reserved < 2; reserved++) {
+    if (reserved && ev->mem_device_type == 0) break; /* the CPU reserves nothing */
+    snprintf(name, sizeof name, "memory %s (%s)", reserved ? "reserved" : "allocated", dev);
+    stepscope_record rec;
+    memset(&rec, 0, sizeof rec);
+    rec.kind = STEPSCOPE_REC_COUNTER;
+    rec.u.counter.time_ns = (uint64_t)ev->ts;
+    rec.u.counter.name = intern_name(k, name, strlen(name));
+    rec.u.counter.device = ev->mem_device_id < 0 ? 0 : (uint32_t)ev->mem_device_id;
+    rec.u.counter.value = (double)(reserved ? ev->mem_reserved : ev->mem_allocated);
+    if (!rec.u.counter.name) return STEPSCOPE_E_NOMEM;
+    int rc = ssa_rank_add_record(r, &rec);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
 int ssa_kineto_convert(kimport *k) {
   kevent *ev = &k->ev;
   k->events++;
+  if (memory_event(ev) && ev->has_ts && ev->has_mem && ev->ts >= 0) return memory_record(k);
   if (ev->ph[0] != 'X' || ev->ph[1]) {
     k->ignored++;
     return 0;
   }
+  if (module_event(ev) && ev->has_ts) /* a module's forward: a range of its thread */
+    return module_range(k);
   if (ev->cat == KC_OTHER || !ev->has_ts) {
     if (ev->cat == KC_OTHER && ev->cat_text[0])
       ssa_kineto_unimported_add(&k->unimported, ev->cat_text);
@@ -636,6 +707,11 @@ int ssa_kineto_convert(kimport *k) {
     x->thread = thread;
     x->name = name;
     x->domain = domain;
+    if (ev->cat == KC_CPU_OP && ev->inputs_len && !ev->inputs_cut) {
+      ev->inputs[ev->inputs_len] = '}'; /* kevent_inputs_put kept the byte */
+      x->args = ssa_strtab_intern(&r->strings, ev->inputs, ev->inputs_len + 1);
+      if (!x->args) return STEPSCOPE_E_NOMEM;
+    }
     return ssa_rank_add_record(r, &rec);
   }
   default: k->ignored++; return 0;

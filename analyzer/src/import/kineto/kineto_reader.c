@@ -94,14 +94,93 @@ static int read_u32_triple(kimport *k, js_kind t, uint32_t out[3]) {
   }
 }
 
+/* A CPU op's input value (its first token t) appended to ev->inputs as compact JSON: arrays,
+ * strings (escaped again: '"', '\\' and control bytes), numbers (their text), true, false,
+ * null; an object sets inputs_cut and is skipped. The same text as kineto_fast.c's
+ * inputs_value. 0 or -1 (a JSON error). */
+static int put_inputs(kimport *k, js_kind t) {
+  kevent *ev = &k->ev;
+  switch (t) {
+  case JS_STRING:
+    kevent_inputs_put(ev, "\"", 1);
+    for (size_t i = 0; i < k->js.len; i++) {
+      unsigned char c = (unsigned char)k->js.tok[i];
+      char esc[8];
+      if (c == '"' || c == '\\') {
+        esc[0] = '\\';
+        esc[1] = (char)c;
+        kevent_inputs_put(ev, esc, 2);
+      } else if (c < 0x20) {
+        snprintf(esc, sizeof esc, "\\u%04x", c);
+        kevent_inputs_put(ev, esc, 6);
+      } else {
+        kevent_inputs_put(ev, (const char *)&c, 1);
+      }
+    }
+    kevent_inputs_put(ev, "\"", 1);
+    return 0;
+  case JS_NUMBER: kevent_inputs_put(ev, k->js.tok, k->js.len); return 0;
+  case JS_TRUE: kevent_inputs_put(ev, "true", 4); return 0;
+  case JS_FALSE: kevent_inputs_put(ev, "false", 5); return 0;
+  case JS_NULL: kevent_inputs_put(ev, "null", 4); return 0;
+  case JS_BEGIN_ARRAY:
+    kevent_inputs_put(ev, "[", 1);
+    for (int i = 0;; i++) {
+      js_kind e = js_next(&k->js);
+      if (e == JS_END_ARRAY) break;
+      if (e == JS_ERROR) return -1;
+      if (i) kevent_inputs_put(ev, ",", 1);
+      if (put_inputs(k, e)) return -1;
+    }
+    kevent_inputs_put(ev, "]", 1);
+    return 0;
+  default: ev->inputs_cut = 1; return js_skip_rest(&k->js, t);
+  }
+}
+
+/* A "[memory]" event's args key (keep_memory): where its integer goes, or NULL. */
+static int64_t *memory_arg(kevent *ev, const char *key) {
+  if (!ev->keep_memory || ev->ph[0] != 'i') return NULL;
+  if (!strcmp(key, "Total Allocated")) return &ev->mem_allocated;
+  if (!strcmp(key, "Total Reserved")) return &ev->mem_reserved;
+  if (!strcmp(key, "Bytes")) return &ev->mem_bytes;
+  if (!strcmp(key, "Device Type")) return &ev->mem_device_type;
+  if (!strcmp(key, "Device Id")) return &ev->mem_device_id;
+  if (!strcmp(key, "Addr")) return (int64_t *)&ev->mem_addr;
+  return NULL;
+}
+
 static int read_args(kimport *k) {
   kevent *ev = &k->ev;
   for (;;) {
     js_kind t = js_next_member(&k->js);
     if (t == JS_END_OBJECT) return 0;
     if (t != JS_KEY) return -1;
+    int64_t *mem = memory_arg(ev, k->js.tok);
+    if (mem) {
+      js_kind v = js_next(&k->js);
+      if (v == JS_ERROR) return -1;
+      int64_t x;
+      uint64_t u;
+      if (v == JS_NUMBER && mem == (int64_t *)&ev->mem_addr && js_tok_u64(&k->js, &u)) {
+        ev->mem_addr = u;
+        ev->has_mem = 1;
+      } else if (v == JS_NUMBER && mem != (int64_t *)&ev->mem_addr &&
+                 js_number_i64(k->js.tok, &x)) {
+        *mem = x;
+        ev->has_mem = 1;
+      }
+      if (js_skip_rest(&k->js, v)) return -1;
+      continue;
+    }
     int key = args_key(k->js.tok, k->js.len); /* the key text lives until the next token */
-    if (key == A_NONE) {
+    if (kargs_field[key].fill == KA_INPUTS && inputs_wanted(ev)) {
+      kevent_inputs_key(ev, k->js.tok, k->js.len);
+      js_kind v = js_next(&k->js);
+      if (v == JS_ERROR || put_inputs(k, v)) return -1;
+      continue;
+    }
+    if (key == A_NONE || kargs_field[key].fill == KA_INPUTS) {
       if (js_skip(&k->js)) return -1;
       continue;
     }
@@ -383,6 +462,9 @@ int ssa_kineto_import(js_read_fn read, void *ctx, void *doc, size_t doc_len, ssa
   k->split = sp;
   k->split_res = res;
   k->fast = !opt->fast_off;
+  k->ev.keep_inputs = opt->op_inputs;
+  k->ev.keep_modules = opt->op_modules;
+  k->ev.keep_memory = opt->op_memory;
   int rc = STEPSCOPE_E_NOMEM;
   if (sp ? js_init_buffer_grow(&k->js, ssa_split_doc(sp), ssa_split_cap(sp), 0, ssa_split_grow, sp)
       : doc ? js_init_buffer(&k->js, doc, doc_len)
@@ -391,7 +473,10 @@ int ssa_kineto_import(js_read_fn read, void *ctx, void *doc, size_t doc_len, ssa
   k->dom_user = ssa_rank_intern(r, "user_annotation");
   k->dom_cpu = ssa_rank_intern(r, "cpu_op");
   k->dom_gpu = ssa_rank_intern(r, "gpu_user_annotation");
-  if (!k->dom_user || !k->dom_cpu || !k->dom_gpu) goto out;
+  /* only when modules are kept: a string more would renumber the others, whose ids order
+   * ranges that tie in time */
+  k->dom_python = opt->op_modules ? ssa_rank_intern(r, "python_function") : 0;
+  if (!k->dom_user || !k->dom_cpu || !k->dom_gpu || (opt->op_modules && !k->dom_python)) goto out;
   rc = read_document(k);
   if (opt->fast_trace)
     fprintf(stderr, "kineto fast: %s: %llu events read whole, %llu token by token\n", name,

@@ -296,7 +296,7 @@ static int load_file(const char *path, int mode, size_t whole_max, const ssa_imp
     size_t isize;
     if ((mode == SSA_GZIP_PIPE || mode == SSA_GZIP_AUTO) &&
         gzip_isize(f.fd, (uint64_t)st.st_size, &isize) && isize <= ssa_gzip_whole_bound() &&
-        isize <= limit && ssa_split_wanted(isize, opt->split) &&
+        isize <= limit && !opt->op_memory && ssa_split_wanted(isize, opt->split) &&
         ssa_kineto_import_split(f.fd, 1, isize, path, opt, r, err, &rc))
       goto done;
     if ((mode == SSA_GZIP_PIPE || (mode == SSA_GZIP_AUTO && GZIP_AUTO_PIPE)) &&
@@ -320,7 +320,7 @@ static int load_file(const char *path, int mode, size_t whole_max, const ssa_imp
       rc = STEPSCOPE_E_NOMEM;
     else
       f.z_ready = 1;
-  } else if ((uint64_t)st.st_size <= ssa_gzip_whole_bound() &&
+  } else if ((uint64_t)st.st_size <= ssa_gzip_whole_bound() && !opt->op_memory &&
              ssa_split_wanted((uint64_t)st.st_size, opt->split) &&
              ssa_kineto_import_split(f.fd, 0, (size_t)st.st_size, path, opt, r, err, &rc)) {
     goto done;

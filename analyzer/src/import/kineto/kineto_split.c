@@ -477,6 +477,8 @@ typedef struct ksplit_out {
   uint64_t events_whole, events_by_token;
   uint64_t only_counted; /* events ssa_kineto_convert only counts (only_counted): not stored */
   int fast;              /* the helper reads events whole when it can (the caller's switch) */
+  int keep_inputs;       /* CPU ops' input args kept (the caller's op_inputs) */
+  int keep_modules;      /* module events imported (the caller's op_modules) */
 } ksplit_out;
 
 enum {
@@ -495,6 +497,7 @@ typedef struct ksrec {
   uint64_t pid, tid, corr, stream, device, bytes, ext_id;
   uint32_t grid[3], block[3];
   uint32_t name_len;
+  uint32_t inputs_len; /* a CPU op's inputs text that follows (kevent.inputs; 0 none) */
   uint8_t flags, cat, cat_text_len, tid_name_len;
   char ph[4];
 } ksrec;
@@ -562,8 +565,10 @@ int ssa_kineto_split_store(kimport *k) {
   h.tid_name_len = (uint8_t)strlen(ev->tid_name); /* < KSHORT: fits */
   memcpy(h.ph, ev->ph, sizeof h.ph);
   size_t ranks_len = nccl ? strlen(ev->pg_ranks) : 0;
+  h.inputs_len = ev->inputs_cut ? 0 : (uint32_t)ev->inputs_len; /* cut: the mapper keeps none */
   if (split_put(o, &h, sizeof h) || split_put(o, ev->name, h.name_len) ||
-      split_put(o, ev->cat_text, h.cat_text_len) || split_put(o, ev->tid_name, h.tid_name_len))
+      split_put(o, ev->cat_text, h.cat_text_len) || split_put(o, ev->tid_name, h.tid_name_len) ||
+      split_put(o, ev->inputs, h.inputs_len))
     return STEPSCOPE_E_NOMEM;
   if (nccl) {
     ksnccl n;
@@ -609,6 +614,10 @@ static const unsigned char *split_load(kimport *k, const unsigned char *p) {
   memcpy(ev->tid_name, p, h.tid_name_len);
   ev->tid_name[h.tid_name_len] = 0;
   p += h.tid_name_len;
+  memcpy(ev->inputs, p, h.inputs_len); /* < KINPUTS: it fitted in the helper's kevent */
+  ev->inputs_len = h.inputs_len;
+  ev->inputs_cut = 0;
+  p += h.inputs_len;
   if (h.flags & KS_NCCL) {
     ksnccl n;
     memcpy(&n, p, sizeof n);
@@ -656,6 +665,8 @@ static void split_work(void *arg, ssa_split *sp, const unsigned char *doc, size_
   w->name = "";
   w->store = o;
   w->fast = o->fast;
+  w->ev.keep_inputs = o->keep_inputs;
+  w->ev.keep_modules = o->keep_modules;
   for (uint64_t n = 0;; n++) {
     if ((n & 255) == 0 && ssa_split_cancelled(sp)) break;
     js_kind t;
@@ -713,6 +724,8 @@ int ssa_kineto_import_split(int fd, int gzip, size_t size, const char *path,
   ksplit_out *o = calloc(1, sizeof *o);
   if (!o) return 0;
   o->fast = !opt->fast_off;
+  o->keep_inputs = opt->op_inputs;
+  o->keep_modules = opt->op_modules;
   ssa_split *sp = ssa_split_open(fd, gzip, size, opt, split_work, o);
   if (!sp) {
     free(o);
