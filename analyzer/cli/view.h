@@ -70,7 +70,7 @@ int view_path_decode(const char *target, char *out, size_t outlen);
 int view_name_is_safe(const char *name);
 
 /* Resolves dir/name and checks that the real path is a regular file inside the
- * real directory dir (symbolic links leaving it are refused). 0 or -1. */
+ * real directory dir (a symbolic link is refused, never followed). 0 or -1. */
 int view_file_inside(const char *dir, const char *name, char *resolved, size_t len);
 
 /* Finds a run's file by name: in the run directory, then in its generated files. */

@@ -177,6 +177,29 @@ static void note_unused(view_run *run, const char *name, const char *why) {
   if (!run->quiet) cli_print(stderr, "stepscope view: %s: %s\n", run->dir, msg);
 }
 
+/* Whether the directory's file `name` can be shown: not a symbolic link (never
+ * followed: it may lead anywhere, /etc/passwd included), a regular file, whole
+ * (is_report: a report, else an export). 0 with the reason in why when not. */
+static int dir_file_usable(const view_run *run, const char *name, int is_report, char *why,
+                           size_t n) {
+  char path[PATH_MAX + 260];
+  struct stat st;
+  snprintf(path, sizeof path, "%s/%s", run->dir, name);
+  if (lstat(path, &st) != 0) {
+    snprintf(why, n, "cannot be read (%s)", strerror(errno));
+    return 0;
+  }
+  if (S_ISLNK(st.st_mode)) {
+    snprintf(why, n, "is a symbolic link (never followed)");
+    return 0;
+  }
+  if (view_file_inside(run->dir, name, path, sizeof path) != 0) {
+    snprintf(why, n, "is not a regular file of the directory");
+    return 0;
+  }
+  return view_file_is_whole(path, is_report, &run->inflate, why, n);
+}
+
 int view_run_open(view_run *run, const char *id, const char *arg, const char *self_exe, int quiet,
                   const stepscope_inflate_limits *inflate, char *err, size_t errlen) {
   memset(run, 0, sizeof *run);
@@ -271,24 +294,19 @@ int view_run_open(view_run *run, const char *id, const char *arg, const char *se
     }
   }
   ssa_run_files_free(&found);
-  /* what was found must be whole: a cut export or an empty report is
-   * dropped (and regenerated below when the raw traces are there) */
-  char why[160], found_path[PATH_MAX];
-  if (run->trace_name[0] &&
-      view_file_inside(run->dir, run->trace_name, found_path, sizeof found_path) == 0 &&
-      !view_file_is_whole(found_path, 0, &run->inflate, why, sizeof why)) {
-    if (file && file_kind == SSA_FILE_EXPORT) {
+  /* what was found must be a plain file of the directory and whole: a symbolic
+   * link, a cut export or an empty report is dropped (and regenerated below when
+   * the raw traces are there) */
+  char why[160];
+  char *names[2] = {run->trace_name, run->report_name};
+  for (int k = 0; k < 2; k++) {
+    if (!names[k][0] || dir_file_usable(run, names[k], k, why, sizeof why)) continue;
+    if (k == 0 && file && file_kind == SSA_FILE_EXPORT) {
       snprintf(err, errlen, "%s %s", arg, why);
       return -1;
     }
-    note_unused(run, run->trace_name, why);
-    run->trace_name[0] = '\0';
-  }
-  if (run->report_name[0] &&
-      view_file_inside(run->dir, run->report_name, found_path, sizeof found_path) == 0 &&
-      !view_file_is_whole(found_path, 1, &run->inflate, why, sizeof why)) {
-    note_unused(run, run->report_name, why);
-    run->report_name[0] = '\0';
+    note_unused(run, names[k], why);
+    names[k][0] = '\0';
   }
 
   if ((!run->trace_name[0] || !run->report_name[0]) && run->source[0]) {
