@@ -33,7 +33,8 @@ typedef struct view_run {
   char diff_name[64];     /* run "b": the `stepscope diff A B --json` file ("" when none) */
   char source[PATH_MAX];  /* what `export`/`analyze`/`diff` read: the run directory, the
                              one rank file given, or "" when there are no rank traces */
-  int quiet;              /* no progress lines; generated commands' stdout dropped */
+  int quiet;              /* no progress lines; of the generated commands' output, only
+                             what they say about data lost (DATA LOST lines) */
   stepscope_inflate_limits inflate; /* how far a gzip export or trace may inflate */
   int trace_generated;              /* trace_name / report_name lie in gen_dir, not in dir */
   int report_generated;

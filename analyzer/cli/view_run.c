@@ -51,38 +51,98 @@ static void copy_text(char *dst, size_t cap, const char *src) {
   dst[l] = '\0';
 }
 
-/* Runs `self_exe argv...`, returns its exit status (or -1). Its stdout goes to
- * stderr (our stdout carries the URL); for a quiet run (view --html) both go
- * to a log in the private directory, shown on stderr only when it fails. */
-static int run_self(const view_run *run, const char *self_exe, char *const argv[]) {
-  char log[PATH_MAX + 32];
-  snprintf(log, sizeof log, "%s/%s.log", run->gen_dir, argv[1]);
-  int logfd = run->quiet ? open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600) : -1;
-  pid_t pid = fork();
-  if (pid < 0) {
-    if (logfd >= 0) close(logfd);
-    return -1;
+/* `path` relative to the directory `from` (both absolute real paths): "b/c",
+ * "../d" or ".". What view generates names its inputs so: the page never carries
+ * where the run lies on this machine (issue 34 defect 11), only the run's name. */
+static void relative_to(const char *from, const char *path, char *out, size_t n) {
+  size_t i = 0, common = 0, used = 0;
+  for (; from[i] && from[i] == path[i]; i++)
+    if (from[i] == '/') common = i;
+  if (!from[i] && (path[i] == '/' || !path[i])) common = i; /* from holds path */
+  out[0] = '\0';
+  for (const char *p = from + common; *p; p++) /* one ".." per component of from left */
+    if (*p == '/' && p[1] && used + 4 < n) used += (size_t)snprintf(out + used, n - used, "../");
+  const char *rest = path + common + (path[common] == '/');
+  if (!*rest && used) out[--used] = '\0'; /* "../" -> ".." */
+  snprintf(out + used, n - used, "%s", *rest || used ? rest : ".");
+}
+
+/* The directory a run's generated commands run in: its directory's parent, so
+ * that the run is named by its base name. */
+static void run_parent(const view_run *run, char *out, size_t n) {
+  copy_text(out, n, run->dir);
+  char *slash = strrchr(out, '/');
+  if (slash) slash[slash == out] = '\0'; /* "/a/b" -> "/a", "/a" -> "/" */
+}
+
+/* Whether this DATA LOST text was shown already (by an earlier command of this
+ * view: export, analyze and diff each say it); remembers it when not. */
+static int loss_said(const char *text) {
+  static char said[4096];
+  static size_t used;
+  if (strstr(said, text)) return 1;
+  size_t n = strlen(text);
+  if (used + n + 2 < sizeof said) {
+    memcpy(said + used, text, n);
+    said[used + n] = '\n'; /* one per line: a text never matches across two */
+    used += n + 1;
+    said[used] = '\0';
   }
+  return 0;
+}
+
+/* Prints the log's lines on stderr: all of them (`all`), or only what a
+ * command says about data lost with a damaged trace (as `analyze` prints it
+ * first), each once, with the run's name (who; NULL: not one run's). */
+static void pass_log_on(const char *log, int all, const char *who) {
+  FILE *f = fopen(log, "r");
+  char line[1024];
+  while (f && fgets(line, sizeof line, f)) {
+    char *loss = strstr(line, "DATA LOST: ");
+    size_t len = loss ? strcspn(loss, "\n") : 0;
+    char after = loss ? loss[len] : 0; /* the newline, put back for `all` */
+    if (loss) loss[len] = '\0';
+    int said = loss && loss_said(loss);
+    if (all) {
+      if (loss) loss[len] = after;
+      fputs(line, stderr);
+    } else if (loss && !said) {
+      cli_print(stderr, "stepscope view: %s%s%s\n", who ? who : "", who ? ": " : "", loss);
+    }
+  }
+  if (f) fclose(f);
+  unlink(log);
+}
+
+/* Runs `self_exe argv...` in the directory cwd, returns its exit status (or -1).
+ * Its stdout (a text report, when there is one) and stderr go to two logs in the
+ * private directory; then, on stderr (our stdout carries the URL): both logs when
+ * it failed; when it succeeded, its stderr (quiet, view --html: only its DATA
+ * LOST lines), and the DATA LOST lines of its stdout, unless said before. */
+static int run_self(const view_run *run, const char *self_exe, const char *cwd,
+                    char *const argv[]) {
+  char out_log[PATH_MAX + 32], err_log[PATH_MAX + 32];
+  snprintf(out_log, sizeof out_log, "%s/%s.out.log", run->gen_dir, argv[1]);
+  snprintf(err_log, sizeof err_log, "%s/%s.err.log", run->gen_dir, argv[1]);
+  int outfd = open(out_log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  int errfd = open(err_log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  pid_t pid = outfd >= 0 && errfd >= 0 ? fork() : -1;
   if (pid == 0) {
-    dup2(logfd >= 0 ? logfd : 2, 1);
-    if (logfd >= 0) dup2(logfd, 2);
-    execv(self_exe, argv);
+    dup2(outfd, 1);
+    dup2(errfd, 2);
+    if (chdir(cwd) == 0) execv(self_exe, argv);
     _exit(127);
   }
-  if (logfd >= 0) close(logfd);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return -1;
+  if (outfd >= 0) close(outfd);
+  if (errfd >= 0) close(errfd);
+  int status = 0, rc = -1;
+  while (pid > 0 && waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) pid = -1;
   }
-  int rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  if (run->quiet) {
-    FILE *f = rc != 0 ? fopen(log, "r") : NULL;
-    char line[1024];
-    while (f && fgets(line, sizeof line, f))
-      fputs(line, stderr);
-    if (f) fclose(f);
-    unlink(log);
-  }
+  if (pid > 0) rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  const char *who = strcmp(argv[1], "diff") ? run->name : NULL;
+  pass_log_on(err_log, rc != 0 || !run->quiet, who);
+  pass_log_on(out_log, rc != 0, who);
   return rc;
 }
 
@@ -101,16 +161,18 @@ static int ensure_gen_dir(view_run *run) {
 }
 
 static void generate(view_run *run, const char *self_exe, int want_trace, int want_report) {
-  char out[PATH_MAX + 32], msg[256];
+  char out[PATH_MAX + 32], msg[256], cwd[PATH_MAX], source[PATH_MAX];
+  run_parent(run, cwd, sizeof cwd);
+  relative_to(cwd, run->source, source, sizeof source);
   if (ensure_gen_dir(run) != 0) {
     append(run->notes, sizeof run->notes, "could not create a temporary directory for the export");
     return;
   }
   if (want_trace) {
     snprintf(out, sizeof out, "%s/trace.json", run->gen_dir);
-    char *argv[] = {(char *)"stepscope", (char *)"export", run->source, (char *)"-o", out, NULL};
+    char *argv[] = {(char *)"stepscope", (char *)"export", source, (char *)"-o", out, NULL};
     if (!run->quiet) cli_print(stderr, "stepscope view: exporting %s ...\n", run->source);
-    int rc = run_self(run, self_exe, argv);
+    int rc = run_self(run, self_exe, cwd, argv);
     if (rc == 0) {
       snprintf(run->trace_name, sizeof run->trace_name, "trace.json");
       run->trace_generated = 1;
@@ -122,15 +184,10 @@ static void generate(view_run *run, const char *self_exe, int want_trace, int wa
   }
   if (want_report) {
     snprintf(out, sizeof out, "%s/report.json", run->gen_dir);
-    char *argv[] = {(char *)"stepscope",
-                    (char *)"analyze",
-                    run->source,
-                    (char *)"--json",
-                    out,
-                    (char *)"--quiet",
-                    NULL};
+    /* its text report goes to a log: only its DATA LOST line is shown */
+    char *argv[] = {(char *)"stepscope", (char *)"analyze", source, (char *)"--json", out, NULL};
     if (!run->quiet) cli_print(stderr, "stepscope view: analyzing %s ...\n", run->source);
-    int rc = run_self(run, self_exe, argv);
+    int rc = run_self(run, self_exe, cwd, argv);
     if (rc == 0) {
       snprintf(run->report_name, sizeof run->report_name, "report.json");
       run->report_generated = 1;
@@ -337,10 +394,11 @@ void view_run_diff(view_run *b, const view_run *a, const char *self_exe) {
     return;
   }
   if (ensure_gen_dir(b) != 0) return;
-  char out[PATH_MAX + 32], adir[PATH_MAX], bdir[PATH_MAX], msg[128];
+  char out[PATH_MAX + 32], adir[PATH_MAX], bdir[PATH_MAX], msg[128], cwd[PATH_MAX];
   snprintf(out, sizeof out, "%s/diff.json", b->gen_dir);
-  copy_text(adir, sizeof adir, a->source);
-  copy_text(bdir, sizeof bdir, b->source);
+  run_parent(a, cwd, sizeof cwd);
+  relative_to(cwd, a->source, adir, sizeof adir);
+  relative_to(cwd, b->source, bdir, sizeof bdir);
   char *argv[] = {(char *)"stepscope",
                   (char *)"diff",
                   adir,
@@ -349,8 +407,9 @@ void view_run_diff(view_run *b, const view_run *a, const char *self_exe) {
                   out,
                   (char *)"--quiet",
                   NULL};
-  if (!b->quiet) cli_print(stderr, "stepscope view: comparing %s with %s ...\n", adir, bdir);
-  int rc = run_self(b, self_exe, argv);
+  if (!b->quiet)
+    cli_print(stderr, "stepscope view: comparing %s with %s ...\n", a->source, b->source);
+  int rc = run_self(b, self_exe, cwd, argv);
   if (rc == 0) {
     snprintf(b->diff_name, sizeof b->diff_name, "diff.json");
   } else {

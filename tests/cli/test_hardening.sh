@@ -217,6 +217,13 @@ k=$(grep -n '"kind":"kernel"' <<<"$both" | tail -1 | cut -d: -f1)
 check "dump says it when it happens, not after the last record ($w < $k)" test "${w:-0}" -gt 0 -a "${w:-0}" -lt "${k:-0}"
 "$stepscope" diff "$tmp/frames" "$tmp/escape" >/dev/null 2>"$tmp/err"
 check "diff is not silent about the loss" grep -q "DATA LOST: rank 0" "$tmp/err"
+"$stepscope" view "$tmp/frames" --html "$tmp/frames.html" >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "view --html writes the page of the damaged run (rc $rc)" test $rc -eq 0
+check "view --html is not silent about the loss (issue 34 defect 11)" \
+  grep -q "^stepscope view: frames: DATA LOST: rank 0" "$tmp/err"
+check "and says it once" test "$(grep -c "DATA LOST" "$tmp/err")" -eq 1
+check "the page does not carry where the run lies, only its name" not_grep -F "$tmp/" "$tmp/frames.html"
+check "the page names the run's files by the run's name" grep -q '"path":"frames/rank-00000.trace.zst"' "$tmp/frames.html"
 
 # ---- a false frame start: a frame header whose raw block runs past the end of the file
 # swallowed the 7 frames after it ("truncated", 124 of 397 records, issue 34 defect 11);
