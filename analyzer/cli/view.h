@@ -14,6 +14,7 @@
 #define STEPSCOPE_VIEW_H
 
 #include <limits.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -41,6 +42,14 @@ typedef struct view_run {
   char missing[512]; /* human-readable list of what is missing */
   char notes[1024];  /* what was generated, or why not */
 } view_run;
+
+/* The signal (SIGTERM, SIGHUP, SIGINT) that asked view to stop while it was
+ * generating a run's files (0: none): the command being run is stopped, its
+ * files are removed, and view then dies of the same signal. */
+extern volatile sig_atomic_t view_stop_signal;
+void view_catch_stop_signals(void);
+/* Removes the runs' generated files and, when a stop signal came, dies of it. */
+void view_runs_close_all(view_run *runs, int nruns);
 
 /* Opens RUN (a run directory, a stepscope export, or one rank file): finds or
  * generates the export and the report. quiet: no progress lines on stderr.
@@ -77,7 +86,7 @@ int view_file_inside(const char *dir, const char *name, char *resolved, size_t l
 /* Finds a run's file by name: in the run directory, then in its generated files. */
 int view_run_file(const view_run *run, const char *name, char *resolved, size_t len);
 
-/* Serves until SIGINT/SIGTERM. Prints the URL on out. Returns 0 or 1 (error on stderr). */
+/* Serves until SIGINT/SIGTERM/SIGHUP. Prints the URL on out. Returns 0 or 1 (error on stderr). */
 int view_serve(view_run *runs, int nruns, const char *bind_addr, int port, FILE *out);
 
 /* Writes the self-contained page (a .json.gz export is inflated into it).

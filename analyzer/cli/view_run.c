@@ -26,6 +26,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -124,6 +125,7 @@ static int run_self(const view_run *run, const char *self_exe, const char *cwd,
   char out_log[PATH_MAX + 32], err_log[PATH_MAX + 32];
   snprintf(out_log, sizeof out_log, "%s/%s.out.log", run->gen_dir, argv[1]);
   snprintf(err_log, sizeof err_log, "%s/%s.err.log", run->gen_dir, argv[1]);
+  if (view_stop_signal) return -1; /* asked to stop: nothing more is started */
   int outfd = open(out_log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   int errfd = open(err_log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   pid_t pid = outfd >= 0 && errfd >= 0 ? fork() : -1;
@@ -135,15 +137,42 @@ static int run_self(const view_run *run, const char *self_exe, const char *cwd,
   }
   if (outfd >= 0) close(outfd);
   if (errfd >= 0) close(errfd);
-  int status = 0, rc = -1;
+  int status = 0, rc = -1, stopped = 0;
   while (pid > 0 && waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) pid = -1;
+    if (errno != EINTR)
+      pid = -1;
+    else if (view_stop_signal && !stopped) /* it removes its temporary files and ends */
+      stopped = kill(pid, SIGTERM) == 0;
   }
   if (pid > 0) rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   const char *who = strcmp(argv[1], "diff") ? run->name : NULL;
   pass_log_on(err_log, rc != 0 || !run->quiet, who);
   pass_log_on(out_log, rc != 0, who);
   return rc;
+}
+
+volatile sig_atomic_t view_stop_signal = 0;
+
+static void on_stop_signal(int sig) {
+  view_stop_signal = sig;
+}
+
+void view_catch_stop_signals(void) {
+  static const int sigs[] = {SIGTERM, SIGHUP, SIGINT};
+  struct sigaction act;
+  memset(&act, 0, sizeof act);
+  act.sa_handler = on_stop_signal; /* no SA_RESTART: waitpid returns EINTR */
+  for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+    sigaction(sigs[i], &act, NULL);
+}
+
+void view_runs_close_all(view_run *runs, int nruns) {
+  for (int k = 0; k < nruns; k++)
+    view_run_close(&runs[k]);
+  if (view_stop_signal) {
+    signal(view_stop_signal, SIG_DFL);
+    raise(view_stop_signal);
+  }
 }
 
 static int ensure_gen_dir(view_run *run) {
@@ -182,7 +211,7 @@ static void generate(view_run *run, const char *self_exe, int want_trace, int wa
       append(run->notes, sizeof run->notes, msg);
     }
   }
-  if (want_report) {
+  if (want_report && !view_stop_signal) {
     snprintf(out, sizeof out, "%s/report.json", run->gen_dir);
     /* its text report goes to a log: only its DATA LOST line is shown */
     char *argv[] = {(char *)"stepscope", (char *)"analyze", source, (char *)"--json", out, NULL};

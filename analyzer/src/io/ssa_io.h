@@ -40,6 +40,7 @@ typedef struct ssa_out {
   char *tmp_path; /* written here, renamed to final_path on success */
   char *final_path;
   int flush_errno; /* errno of the first failed write */
+  int temp_slot;   /* 1 + tmp_path's slot in temp_files.c (0: none): removed on SIGTERM/HUP/INT */
   char why[320];   /* why ssa_out_open or ssa_out_close failed */
 } ssa_out;
 
@@ -50,6 +51,12 @@ void ssa_out_protect_input(const char *path);
 /* 0 when writing `path` would not touch a registered input; otherwise
  * STEPSCOPE_E_ARGUMENT with a message in why[n]. */
 int ssa_out_check_target(const char *path, char *why, size_t n);
+
+/* Temporary files removed if the process is killed by SIGTERM, SIGHUP or SIGINT
+ * before they are renamed (temp_files.c; where those signals have their default
+ * action). ssa_temp_record returns the path's slot, or -1 when the table is full. */
+int ssa_temp_record(const char *path);
+void ssa_temp_forget(int slot);
 
 int ssa_out_open(ssa_out *o, const char *path); /* 0 or STEPSCOPE_E_IO/NOMEM */
 int ssa_out_open_file(ssa_out *o, FILE *f);     /* does not close f */
