@@ -346,6 +346,28 @@ def test_missing_library_is_a_clear_error(tmp_path):
     assert "StepscopeError" in p.stderr and "nothing.so was not found" in p.stderr
 
 
+def test_install_without_the_library_fails_with_the_build_command(tmp_path):
+    """`pip install ./python` without a built library fails at install time and
+    says how to build it (issue 34: it installed a package that could not find its
+    library); STEPSCOPE_NO_LIB=1 still installs it."""
+    pytest.importorskip("setuptools")
+    pytest.importorskip("wheel")
+    import shutil
+    src = tmp_path / "src" / "python"  # no ../build/analyzer beside it
+    shutil.copytree(os.path.join(ROOT, "python"), src,
+                    ignore=shutil.ignore_patterns("*.so", "build", "*.egg-info", "__pycache__"))
+    env = {k: v for k, v in os.environ.items() if k != "STEPSCOPE_LIB"}
+    cmd = [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--target",
+           str(tmp_path / "site"), str(src)]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    assert p.returncode != 0
+    assert "cmake --build build --target stepscope_analyzer" in p.stdout + p.stderr, p.stdout + p.stderr
+    assert not os.path.exists(tmp_path / "site" / "stepscope")
+    p = subprocess.run(cmd, capture_output=True, text=True, env=dict(env, STEPSCOPE_NO_LIB="1"))
+    assert p.returncode == 0, p.stderr
+    assert os.path.exists(tmp_path / "site" / "stepscope" / "__init__.py")
+
+
 def test_wheel_bundles_the_library(tmp_path, generated_runs):
     """The wheel built from python/ with STEPSCOPE_LIB set carries the library
     and works without STEPSCOPE_LIB (what scripts/build-wheel.sh does, with
