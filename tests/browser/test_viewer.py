@@ -325,6 +325,9 @@ def case_pipeline_real(exe, work, d):
                   "%s: one row per rank, two per stage (from the report's pipeline_stage / args)" % sched)
             opts = [o.text for o in d.find_elements(By.CSS_SELECTOR, "#pipeline-step option")]
             check(opts == ["step %d" % k for k in range(steps)], "%s: steps by number %s" % (sched, opts))
+            first = Select(d.find_element(By.ID, "pipeline-step")).first_selected_option.text
+            check(first == "step 1", "%s: the view opens on the first steady step, not the warm-up step 0 (%s; issue 34)"
+                  % (sched, first))
             for k in (0, steps - 1):
                 Select(d.find_element(By.ID, "pipeline-step")).select_by_index(k)
                 boxes = pipeline_boxes(d)
