@@ -623,7 +623,28 @@ def case_token_leak(exe, work, d):
         other.server_close()
 
 
-CASES = {"burst": case_burst, "attribution_real": case_attribution_real, "html_compare_hint": case_html_compare_hint, "compare_real": case_compare_real, "pipeline_real": case_pipeline_real, "parser": case_parser, "real": case_real, "timeline": case_timeline, "chunks": case_chunks, "pipeline": case_pipeline,
+PYTORCH_SAMPLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "samples", "pytorch", "cpu-ddp2")
+
+
+def case_pytorch(exe, work, d):
+    """The committed PyTorch sample (gloo DDP on the CPU: no collective instances): the
+    Collectives box says in words what is missing instead of a table of zeros and "none"
+    cells (issue 34 rough edges)."""
+    import subprocess
+    out = os.path.join(work, "viewer-pytorch.html")
+    subprocess.run([exe, "view", PYTORCH_SAMPLE, "--html", out], check=True, stdout=subprocess.DEVNULL)
+    d.get("file://" + os.path.abspath(out))
+    harness.wait_state(d)
+    d.find_element("css selector", ".tab[data-tab=summary]").click()
+    box = d.find_element("id", "summary-collectives")
+    note = js(d, "var e = document.getElementById('collectives-none'); return e ? e.textContent : ''")
+    check("No collective instances" in note and "NCCL" in note, "the Collectives box says what is missing: %s" % note[:80])
+    cells = [c.text.strip() for c in box.find_elements("css selector", "td")]
+    check("none" not in cells, "and shows no raw 'none' cell (%s)" % cells[:12])
+    return None
+
+
+CASES = {"pytorch": case_pytorch, "burst": case_burst, "attribution_real": case_attribution_real, "html_compare_hint": case_html_compare_hint, "compare_real": case_compare_real, "pipeline_real": case_pipeline_real, "parser": case_parser, "real": case_real, "timeline": case_timeline, "chunks": case_chunks, "pipeline": case_pipeline,
          "compare": case_compare, "html": case_html, "token_leak": case_token_leak}
 
 
