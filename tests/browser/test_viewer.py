@@ -623,6 +623,7 @@ def case_token_leak(exe, work, d):
         other.server_close()
 
 
+MAKE_KINETO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kineto", "make_kineto.py")
 PYTORCH_SAMPLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "samples", "pytorch", "cpu-ddp2")
 
 
@@ -641,6 +642,38 @@ def case_pytorch(exe, work, d):
     check("No collective instances" in note and "NCCL" in note, "the Collectives box says what is missing: %s" % note[:80])
     cells = [c.text.strip() for c in box.find_elements("css selector", "td")]
     check("none" not in cells, "and shows no raw 'none' cell (%s)" % cells[:12])
+
+    # C++ kernel names of a GPU Kineto trace (make_kineto.py's, one made longer, as
+    # templated ATen kernels are): one line each in the Kernels table, whole in the tooltip
+    run = os.path.join(work, "kineto_long_names")
+    subprocess.run([sys.executable, MAKE_KINETO, run, "--ranks", "2", "--steps", "2"], check=True,
+                   stdout=subprocess.DEVNULL)
+    short = "ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_32x5_tn"
+    long_name = ("void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32_128x2_tn_align8"
+                 "<cutlass::gemm::GemmShape<128, 128, 32>, cutlass::gemm::GemmShape<64, 64, 32>, "
+                 "cutlass::epilogue::thread::LinearCombination<cutlass::bfloat16_t, 8, float, float>, "
+                 "cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<8>, 3, 8, 8, false, "
+                 "cutlass::arch::OpMultiplyAdd, false, false, cutlass::ComplexTransform::kNone> >"
+                 "(cutlass::gemm::kernel::GemmUniversal<...>::Params)")
+    for rank in range(2):
+        path = os.path.join(run, "rank-%d.json" % rank)
+        with open(path) as f:
+            text = f.read()
+        with open(path, "w") as f:
+            f.write(text.replace('"%s"' % short, json.dumps(long_name)))
+    out = os.path.join(work, "viewer-kineto-long.html")
+    subprocess.run([exe, "view", run, "--html", out], check=True, stdout=subprocess.DEVNULL)
+    d.get("file://" + os.path.abspath(out))
+    harness.wait_state(d)
+    d.find_element("css selector", ".tab[data-tab=summary]").click()
+    rows = js(d, "return Array.from(document.querySelectorAll('#summary-kernels td')).filter(function (td) {"
+                 " return td.title || td.textContent.indexOf('cutlass') >= 0 || td.textContent.indexOf('at::native') >= 0; })"
+                 ".map(function (td) { var r = td.getBoundingClientRect(); return [td.title, td.textContent, r.height]; })")
+    check(len(rows) >= 2, "the Kernels table lists the long C++ names (%d)" % len(rows))
+    line = js(d, "var td = document.querySelector('#summary-kernels td'); return td.getBoundingClientRect().height")
+    check(all(h <= line * 1.5 for _, _, h in rows),
+          "each is one line high (%s px; a short cell %s px)" % ([round(h) for _, _, h in rows], round(line)))
+    check(any(t == long_name for t, _, _ in rows), "the whole name is in the cell's tooltip")
     return None
 
 
