@@ -36,8 +36,9 @@
  * follows its start: otherwise it is a false start (a crafted header, or
  * damage reading as one) whose blocks swallowed the frames after it, and
  * reading resumes at the next magic. Each damaged region becomes one
- * warning (offsets, bytes), and a last warning sums up what was lost. Strings are defined once per file (docs/trace-format.md
- * §3), so strings defined in a skipped frame are gone: after damage, ids
+ * warning (offsets, bytes), and a last warning sums up what was lost.
+ * Strings are defined once per file (docs/trace-format.md §3), so strings
+ * defined in a skipped frame are gone: after damage, ids
  * not defined are accepted and read as "?<id>" (stepscope_reader_string),
  * and the next STRING record may jump over the lost ids.
  * Bombs. A frame is bounded (MAX_FRAME_CONTENT), and so is the whole file:
