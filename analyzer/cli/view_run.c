@@ -41,7 +41,7 @@ static void append(char *buf, size_t len, const char *text) {
     buf[n++] = ' ';
     buf[n] = '\0';
   }
-  if (n < len) ssa_text_safe(text, buf + n, len - n);
+  if (n < len) sc_text_safe(text, buf + n, len - n);
 }
 
 /* Copies src into dst[cap], truncating; no format-truncation games. */
@@ -325,7 +325,7 @@ int view_run_open(view_run *run, const char *id, const char *arg, const char *se
     return -1;
   }
   const char *base = strrchr(run->dir, '/'); /* the name is printed: terminal-safe */
-  ssa_text_safe(base && base[1] ? base + 1 : run->dir, run->name, sizeof run->name);
+  sc_text_safe(base && base[1] ? base + 1 : run->dir, run->name, sizeof run->name);
 
   /* what the directory holds: run_discovery.c, the same judgement as every command */
   ssa_run_files found;

@@ -1,10 +1,10 @@
 /*
  * ssa_io.h — the analyzer's bottom floor (analyzer/src/io): bytes in and out, with no
  * knowledge of runs or metrics, and the generic helpers of the floors above. Declared here:
- * the output stream (out_writer.c), terminal-safe text (text_escape.c), JSON object members
- * (json_fields.c), JSON validity (json_valid.c), dotted-path JSON lookups (json_lookup.c),
- * jobs on threads (parallel_for.c), array growth (grow.c), the start-time sort (sort.c) and
- * the shared qsort comparators and binary searches (sort_keys.c). The streaming JSON
+ * the output stream (out_writer.c), terminal-safe text (sc_text.h, common/text_escape.c), JSON
+ * object members (json_fields.c), JSON validity (json_valid.c), dotted-path JSON lookups
+ * (json_lookup.c), jobs on threads (parallel_for.c), array growth (grow.c), the start-time sort
+ * (sort.c) and the shared qsort comparators and binary searches (sort_keys.c). The streaming JSON
  * tokenizer (json_stream.h, json_scan.h) and the two gzip readers (gzip_whole.h,
  * inflate_pipe.h) have headers of their own in this folder: only the importers use them.
  *
@@ -28,6 +28,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include "sc_text.h" /* terminal-safe text (common/text_escape.c) */
 
 typedef struct ssa_out {
   FILE *file;
@@ -79,15 +81,6 @@ void ssa_out_double(ssa_out *o, double v);
 void ssa_out_json_string(ssa_out *o, const char *s);
 /* raw text, with invalid UTF-8 sequences replaced by U+FFFD */
 void ssa_out_utf8(ssa_out *o, const char *s);
-/* Terminal-safe text (text_escape.c): control characters (C0, DEL, C1) and
- * bytes that are not UTF-8 as \xNN, \n \r \t \\ escaped; valid UTF-8 kept.
- * ssa_text_safe writes into buf (n bytes, cut at a character boundary) and
- * returns it; ssa_fputs_safe writes any length to f. */
-const char *ssa_text_safe(const char *s, char *buf, size_t n);
-void ssa_fputs_safe(const char *s, FILE *f);
-/* The same escapes with a backslash kept as it is: for a message that echoes what the user
- * typed (a regex stays readable), where no trace text could pose as an escape. */
-const char *ssa_text_echo(const char *s, char *buf, size_t n);
 /* Whether s is exactly one JSON value (json_valid.c). */
 int ssa_json_valid(const char *s);
 
