@@ -35,7 +35,9 @@
  * to the end of the file is a truncated last frame only when no frame magic
  * follows its start: otherwise it is a false start (a crafted header, or
  * damage reading as one) whose blocks swallowed the frames after it, and
- * reading resumes at the next magic. Each damaged region becomes one
+ * reading resumes at the next magic; so it does after a skippable frame,
+ * which the writer never writes and whose size could jump over frames
+ * (trace-format.md §1). Each damaged region becomes one
  * warning (offsets, bytes), and a last warning sums up what was lost.
  * Strings are defined once per file (docs/trace-format.md §3), so strings
  * defined in a skipped frame are gone: after damage, ids
@@ -267,6 +269,14 @@ static int frame_checksum_flag(const uint8_t *p, size_t n) {
   return (p[4] & 0x04) != 0;
 }
 
+/* Whether a skippable frame (RFC 8878 §3.1.2: magic 0x184D2A50..5F) starts at `p`. */
+static int skippable_frame(const uint8_t *p, size_t n) {
+  if (n < 4) return 0;
+  uint32_t magic =
+      (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+  return (magic & 0xFFFFFFF0u) == ZSTD_MAGIC_SKIPPABLE_START;
+}
+
 /* Whether the file inflated past its limit (then err is filled). The compressed size is
  * what was read of the file when that is more than its size at open (a file still
  * growing). */
@@ -344,9 +354,14 @@ static int next_frame(stepscope_reader *r, stepscope_error *err) {
       int checksum = frame_checksum_flag(r->in + r->in_pos, r->in_len - r->in_pos);
       if (!r->header.format_major) {
         r->header_frame_checksum = checksum;
-      } else if (checksum == 0 && r->header_frame_checksum == 1) {
-        /* the writer checksums every frame: this frame's flag was damaged */
-        int rc = resync(r, "a zstd frame without a content checksum", err);
+      } else if ((checksum == 0 && r->header_frame_checksum == 1) ||
+                 skippable_frame(r->in + r->in_pos, r->in_len - r->in_pos)) {
+        /* the writer checksums every frame: this frame's flag was damaged; and it
+         * writes no skippable frame, whose size could jump over the frames after it */
+        int rc = resync(r,
+                        checksum == 0 ? "a zstd frame without a content checksum"
+                                      : "a skippable frame (the writer writes none)",
+                        err);
         if (rc <= 0) return rc;
         started = 0;
         continue;
