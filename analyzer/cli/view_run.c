@@ -351,11 +351,18 @@ int view_run_open(view_run *run, const char *id, const char *arg, const char *se
       copy_text(run->trace_name, sizeof run->trace_name, e->name);
     if (!run->report_name[0] && r && view_name_is_safe(r->name))
       copy_text(run->report_name, sizeof run->report_name, r->name);
-    if (!file) /* a file named like an export that is not one: say so */
+    if (!file) /* a file named like an export or a report that is not one: say so */
       for (size_t i = 0; i < found.nfiles; i++) {
         const ssa_found_file *f = &found.files[i];
-        if (strcmp(f->name, "trace.json") && strcmp(f->name, "trace.json.gz")) continue;
-        if (f->kind == SSA_FILE_KINETO && !run->trace_name[0]) {
+        struct stat link;
+        if (strcmp(f->name, "trace.json") && strcmp(f->name, "trace.json.gz") &&
+            strcmp(f->name, "report.json"))
+          continue;
+        if (lstat(f->path, &link) == 0 && S_ISLNK(link.st_mode) &&
+            !ssa_file_kind_is_rank(f->kind)) {
+          if (f->kind == SSA_FILE_SKIPPED) /* else dropped below, with this note */
+            note_unused(run, f->name, "is a symbolic link (never followed)");
+        } else if (f->kind == SSA_FILE_KINETO && !run->trace_name[0]) {
           char msg[300];
           snprintf(msg, sizeof msg, "%s is a PyTorch profiler trace (%s): read as a rank", f->name,
                    f->why);

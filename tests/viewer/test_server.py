@@ -379,6 +379,18 @@ def case_symlinks(exe, work):
     text = open(page, encoding="utf-8").read() if r.returncode == 0 else ""
     check(r.returncode == 0 and "symbolic link" in text and SECRET.decode() not in text,
           "--html: the page is written from the ranks and says why the links were not used (%s)" % r.stderr)
+    odd = os.path.join(work, "linked_odd")  # a dangling link and a link to a directory
+    shutil.rmtree(odd, ignore_errors=True)
+    os.makedirs(odd)
+    for f in glob.glob(os.path.join(ranks, "rank-*.trace.zst")):
+        shutil.copy(f, odd)
+    os.symlink("/nonexistent/trace.json", os.path.join(odd, "trace.json"))
+    os.symlink("/etc", os.path.join(odd, "report.json"))
+    page = os.path.join(work, "linked_odd.html")
+    r = subprocess.run([exe, "view", odd, "--html", page], capture_output=True, text=True)
+    text = open(page, encoding="utf-8").read() if r.returncode == 0 else ""
+    check(text.count("is a symbolic link (never followed)") == 2,
+          "a dangling link and a link to a directory are named as links too (%s)" % r.stderr)
     bare = os.path.join(work, "linked_bare")
     shutil.rmtree(bare, ignore_errors=True)
     os.makedirs(bare)
