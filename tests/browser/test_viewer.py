@@ -538,8 +538,11 @@ def case_attribution_real(exe, work, d):
             check("F0c0" in labels and "F0c1" in labels, "rank %s: chunk 0 and chunk 1 of micro-batch 0 told apart" % rank)
         segs = js(d, """return Array.from(document.querySelectorAll('#pipeline-chart rect.bubble-cause')).map(function (r) {
             return {rank: +r.dataset.rank, cause: r.dataset.cause, ns: +r.dataset.ns}; })""")
+        # the step the view opened on (the first steady one: step 1 of 2)
+        shown = int(js(d, "var s = document.getElementById('pipeline-step'); return s.options[s.selectedIndex].text")
+                    .split()[1])
         for r in report["ranks"]:
-            st = [s for s in r["steps"] if s["step"] == 0][0]
+            st = [s for s in r["steps"] if s["step"] == shown][0]
             got = sum(x["ns"] for x in segs if x["rank"] == r["rank"])
             check(got == st["bubble_ns"] and st["bubble_causes"] is not None,
                   "rank %d: the cause bar covers the step's bubble exactly (%d of %d ns)" % (r["rank"], got, st["bubble_ns"]))
@@ -642,6 +645,25 @@ def case_pytorch(exe, work, d):
     check("No collective instances" in note and "NCCL" in note, "the Collectives box says what is missing: %s" % note[:80])
     cells = [c.text.strip() for c in box.find_elements("css selector", "td")]
     check("none" not in cells, "and shows no raw 'none' cell (%s)" % cells[:12])
+
+    # the ruler where the unit changes inside the view (900.000 µs ... 1.100 ms): the labels
+    # in between are wider than the ends', which alone set the spacing, and overlapped
+    import time
+    d.find_element("css selector", ".tab[data-tab=timeline]").click()
+    overlaps, windows = [], 0
+    for width in (1400, 1100, 900, 760):
+        d.set_window_size(width, 900)
+        time.sleep(0.3)
+        for span in (1050, 1100, 1200, 1500, 2000, 10500, 12000, 105000, 110000):
+            for start in (0, 10, 500, 900):
+                ticks = js(d, """var t = stepscope.app.timeline, m = t.model.minTs; t.resize();
+                    t.setWindow(m + arguments[1], m + arguments[1] + arguments[0]); t.render(); return t.axisTicks;""",
+                           span, start)
+                windows += 1
+                if any(ticks[k]["x"] + ticks[k]["w"] + 3 > ticks[k + 1]["x"] for k in range(len(ticks) - 1)):
+                    overlaps.append((width, span, start))
+    d.set_window_size(1400, 900)
+    check(not overlaps, "ruler labels never overlap in %d windows across unit changes %s" % (windows, overlaps[:3]))
 
     # C++ kernel names of a GPU Kineto trace (make_kineto.py's, one made longer, as
     # templated ATen kernels are): one line each in the Kernels table, whole in the tooltip
