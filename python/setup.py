@@ -5,8 +5,10 @@ package (or wheel) carries it, and then tags the wheel for the platform
 one Python version, as ctypes needs no extension module).
 
 The library is taken from $STEPSCOPE_LIB, else from ../build/analyzer/ (the
-build directory of scripts/test.sh and the README). Without one the package
-installs without it and finds it at run time through STEPSCOPE_LIB."""
+build directory of scripts/test.sh and the README). Without one the install
+fails at once, saying how to build it (a package installed without its library
+only failed when first used); STEPSCOPE_NO_LIB=1 installs it anyway, for a
+library named at run time through STEPSCOPE_LIB."""
 
 import os
 import shutil
@@ -22,6 +24,15 @@ for c in candidates:
         if not os.path.exists(bundled) or not os.path.samefile(c, bundled):
             shutil.copyfile(c, bundled)
         break
+
+if not os.path.exists(bundled) and os.environ.get("STEPSCOPE_NO_LIB") != "1":
+    raise SystemExit(
+        "stepscope: the analyzer library %s is not built, so the package would not work. "
+        "Build it first, from the repository root:\n"
+        "    cmake -S . -B build -G Ninja && cmake --build build --target stepscope_analyzer\n"
+        "then `pip install ./python` again (or set STEPSCOPE_LIB to a built %s; "
+        "STEPSCOPE_NO_LIB=1 installs without it, to be named at run time by STEPSCOPE_LIB)"
+        % (NAME, NAME))
 
 cmdclass = {}
 if os.path.exists(bundled):

@@ -17,6 +17,7 @@
 #include "config.h"
 #include "data_check.h"
 #include "launcher.h"
+#include "sc_text.h"
 #include "trace_dir.h"
 #include "train.h"
 
@@ -27,20 +28,27 @@ static int stdout_written(void) {
   return 1;
 }
 
+/* A message on stderr, terminal-safe (sc_text.h): it may echo an argument as typed, and an
+ * argument can hold control characters (an ESC that would drive the terminal). */
+static void say(const char *what, const char *text) {
+  char safe[2048];
+  fprintf(stderr, "stepscope-train: %s%s\n", what, sc_text_echo(text, safe, sizeof safe));
+}
+
 int main(int argc, char **argv) {
   train_config cfg;
   char err[512];
   int rc = config_parse(&cfg, argc, argv, err, sizeof err);
   if (rc == 1) return stdout_written();
   if (rc != 0) {
-    fprintf(stderr, "stepscope-train: %s\n", err);
+    say("", err);
     return 2;
   }
   /* the options, then the checkpoints on disk against --resume, then the data */
   if (config_validate(&cfg, err, sizeof err) != 0 ||
       (cfg.checkpoint_dir[0] && ckpt_check_config(&cfg, err, sizeof err) != 0) ||
       data_check(&cfg, err, sizeof err) != 0) {
-    fprintf(stderr, "stepscope-train: invalid configuration: %s\n", err);
+    say("invalid configuration: ", err);
     return 2;
   }
   if (cfg.check_config) { /* scripts check their layouts on machines without a GPU */
@@ -58,22 +66,21 @@ int main(int argc, char **argv) {
       (trace_dir_check(cfg.trace, cfg.world, rank_s && world_s ? atoi(rank_s) : -1, cfg.force, note,
                        sizeof note, err, sizeof err) != 0 ||
        trace_dir_prepare(cfg.trace, err, sizeof err) != 0)) {
-    fprintf(stderr, "stepscope-train: %s\n", err);
+    say("", err);
     return 2;
   }
-  if (cfg.trace[0] && note[0]) fprintf(stderr, "stepscope-train: note: %s\n", note);
+  if (cfg.trace[0] && note[0]) say("note: ", note);
   if (rank_s && world_s) {
     int rank = atoi(rank_s);
     const char *lr = getenv("LOCAL_RANK");
     if (rank < 0 || rank >= cfg.world) {
-      fprintf(stderr, "stepscope-train: RANK=%s is outside WORLD_SIZE=%s\n", rank_s, world_s);
+      snprintf(err, sizeof err, "RANK=%s is outside WORLD_SIZE=%s", rank_s, world_s);
+      say("", err);
       return 2;
     }
     if (atoi(world_s) != cfg.world) {
-      fprintf(stderr,
-              "stepscope-train: invalid configuration: --world %d differs from "
-              "WORLD_SIZE=%s\n",
-              cfg.world, world_s);
+      snprintf(err, sizeof err, "--world %d differs from WORLD_SIZE=%s", cfg.world, world_s);
+      say("invalid configuration: ", err);
       return 2;
     }
     return launcher_run_external(&cfg, rank, lr ? atoi(lr) : rank);

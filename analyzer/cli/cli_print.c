@@ -31,7 +31,7 @@ static void put_string(FILE *f, const char *s, int left, int width, int prec) {
   }
   memcpy(cut, s, len);
   cut[len] = '\0';
-  ssa_text_echo(cut, safe, 4 * len + 1);
+  sc_text_echo(cut, safe, 4 * len + 1);
   fprintf(f, left ? "%-*s" : "%*s", width, safe);
   free(cut);
   free(safe);

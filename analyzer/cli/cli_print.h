@@ -2,7 +2,7 @@
  * cli_print.h — how the commands print a message that carries text they did
  * not write themselves (an argument, a path, a name or a reason from a trace):
  * like fprintf, with every string argument (%s) printed terminal-safe by the
- * analyzer's one escaper (ssa_text_echo, ssa_io.h: C0 and C1 controls, DEL and
+ * analyzer's one escaper (sc_text_echo, ssa_io.h: C0 and C1 controls, DEL and
  * bytes that are not UTF-8 as \xNN; a backslash stays as it is, so that a
  * regex echoed in a message reads as it was typed). The format itself is
  * ours and is printed as it is, newlines included, so an argument can neither

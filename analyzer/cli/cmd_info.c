@@ -212,7 +212,7 @@ static void print_text(const char *target, const trace_summary *s, size_t n,
     bytes += s[i].file_bytes;
   }
   char safe[1024], safe2[1024];
-  printf("%s: %zu trace file%s", ssa_text_safe(target, safe, sizeof safe), n, n == 1 ? "" : "s");
+  printf("%s: %zu trace file%s", sc_text_safe(target, safe, sizeof safe), n, n == 1 ? "" : "s");
   if (world > 0) printf(", world size %d%s", world, world_mismatch ? " (ranks disagree!)" : "");
   if (world == 0) /* the header carries no world size (a Kineto trace without distributedInfo) */
     printf(", world size unknown%s", world_mismatch ? " (ranks disagree!)" : "");
@@ -224,13 +224,13 @@ static void print_text(const char *target, const trace_summary *s, size_t n,
     if (s[i].damaged_regions)
       printf("DATA LOST: %s: %" PRIu64 " damaged part%s skipped (%" PRIu64 " of %" PRIu64
              " bytes); their records are not counted below\n",
-             ssa_text_safe(s[i].path, safe, sizeof safe), s[i].damaged_regions,
+             sc_text_safe(s[i].path, safe, sizeof safe), s[i].damaged_regions,
              s[i].damaged_regions == 1 ? "" : "s", s[i].damaged_bytes, s[i].file_bytes);
   for (size_t i = 0; i < found->nfiles; i++) { /* what else the directory holds, and why not read */
     const ssa_found_file *f = &found->files[i];
     if (ssa_file_kind_is_rank(f->kind)) continue;
-    printf("not a rank: %s: %s (%s)\n", ssa_text_safe(f->name, safe, sizeof safe),
-           ssa_file_kind_name(f->kind), ssa_text_safe(f->why, safe2, sizeof safe2));
+    printf("not a rank: %s: %s (%s)\n", sc_text_safe(f->name, safe, sizeof safe),
+           ssa_file_kind_name(f->kind), sc_text_safe(f->why, safe2, sizeof safe2));
   }
   if (world > 0 && (size_t)world != readable && n > 1)
     printf("note: world size is %d but %zu rank files were readable\n", world, readable);
@@ -239,22 +239,22 @@ static void print_text(const char *target, const trace_summary *s, size_t n,
     for (size_t i = 0; i < n && !f; i++)
       if (s[i].ok) f = &s[i];
     if (f->header.format_major)
-      printf("producer: %s; format %u.%u\n", ssa_text_safe(f->header.producer, safe, sizeof safe),
+      printf("producer: %s; format %u.%u\n", sc_text_safe(f->header.producer, safe, sizeof safe),
              f->header.format_major, f->header.format_minor);
     else
-      printf("producer: %s\n", ssa_text_safe(f->header.producer, safe, sizeof safe));
+      printf("producer: %s\n", sc_text_safe(f->header.producer, safe, sizeof safe));
     if (f->header.config_json[0]) {
       size_t len = strlen(f->header.config_json);
-      printf("config: %s%s\n", ssa_text_safe(f->header.config_json, safe, 301),
+      printf("config: %s%s\n", sc_text_safe(f->header.config_json, safe, 301),
              len > 300 ? "..." : "");
     }
     if (f->header.cuda_version[0] || f->header.nccl_version[0]) {
       char safe3[128], safe4[128];
       printf("versions: driver %s, CUDA %s, NCCL %s, CUPTI %s\n",
-             ssa_text_safe(f->header.driver_version, safe, 128),
-             ssa_text_safe(f->header.cuda_version, safe2, 128),
-             ssa_text_safe(f->header.nccl_version, safe3, sizeof safe3),
-             ssa_text_safe(f->header.cupti_version, safe4, sizeof safe4));
+             sc_text_safe(f->header.driver_version, safe, 128),
+             sc_text_safe(f->header.cuda_version, safe2, 128),
+             sc_text_safe(f->header.nccl_version, safe3, sizeof safe3),
+             sc_text_safe(f->header.cupti_version, safe4, sizeof safe4));
     }
   }
   printf("\n%-5s %-16s %-24s %8s %10s %10s %8s %s\n", "rank", "host", "device", "pid", "records",
@@ -263,15 +263,15 @@ static void print_text(const char *target, const trace_summary *s, size_t n,
     const trace_summary *t = &s[i];
     if (!t->ok) {
       printf("%-5s %-16s %-24s %8s %10s %10s %8s %s\n", "?", "-", "-", "-", "-", "-", "-",
-             ssa_text_safe(t->path, safe, sizeof safe));
+             sc_text_safe(t->path, safe, sizeof safe));
       continue;
     }
     if (t->duplicate_of) continue; /* warned about below, not listed twice */
     double span = t->first_ns <= t->last_ns ? (double)(t->last_ns - t->first_ns) / 1e9 : 0.0;
     printf("%-5d %-16s %-24s %8" PRId64 " %10" PRIu64 " %10.3f %8" PRIu64 " %s\n", t->header.rank,
-           ssa_text_safe(t->header.hostname, safe, 17),
-           ssa_text_safe(t->header.device_name, safe2, 25), t->header.pid, t->records, span,
-           t->dropped, ssa_text_safe(t->path, safe2 + 32, sizeof safe2 - 32));
+           sc_text_safe(t->header.hostname, safe, 17),
+           sc_text_safe(t->header.device_name, safe2, 25), t->header.pid, t->records, span,
+           t->dropped, sc_text_safe(t->path, safe2 + 32, sizeof safe2 - 32));
   }
   printf("\nrecords by kind (all ranks):\n");
   for (uint32_t k = 0; k < STEPSCOPE_REC_KIND_MAX; k++) {
@@ -286,7 +286,7 @@ static void print_text(const char *target, const trace_summary *s, size_t n,
     if (f->nmetadata) {
       printf("metadata:");
       for (size_t m = 0; m < f->nmetadata; m++)
-        printf(" %s", ssa_text_safe(f->metadata_keys[m], safe, sizeof safe));
+        printf(" %s", sc_text_safe(f->metadata_keys[m], safe, sizeof safe));
       printf("\n");
     }
   }
@@ -298,12 +298,12 @@ static void print_text(const char *target, const trace_summary *s, size_t n,
       if (!problems++) printf("\n");
       printf("warning: %s: rank %d again (also in %s): files from different runs? this one is "
              "not counted (analyze ignores it too)\n",
-             ssa_text_safe(s[i].path, safe, sizeof safe), s[i].header.rank,
-             ssa_text_safe(s[i].duplicate_of, safe2, sizeof safe2));
+             sc_text_safe(s[i].path, safe, sizeof safe), s[i].header.rank,
+             sc_text_safe(s[i].duplicate_of, safe2, sizeof safe2));
     }
     for (size_t w = 0; w < s[i].nwarnings; w++) {
       if (!problems++) printf("\n");
-      printf("warning: %s\n", ssa_text_safe(s[i].warnings[w], safe, sizeof safe));
+      printf("warning: %s\n", sc_text_safe(s[i].warnings[w], safe, sizeof safe));
     }
     char note[300];
     if (close_note(s, n, i, note, sizeof note)) {
@@ -313,11 +313,11 @@ static void print_text(const char *target, const trace_summary *s, size_t n,
     if (s[i].unknown) {
       if (!problems++) printf("\n");
       printf("warning: %s: %" PRIu64 " records of kinds unknown to this version were skipped\n",
-             ssa_text_safe(s[i].path, safe, sizeof safe), s[i].unknown);
+             sc_text_safe(s[i].path, safe, sizeof safe), s[i].unknown);
     }
     if (s[i].error.code) {
       if (!problems++) printf("\n");
-      printf("error: %s\n", ssa_text_safe(s[i].error.message, safe, sizeof safe));
+      printf("error: %s\n", sc_text_safe(s[i].error.message, safe, sizeof safe));
     }
   }
 }

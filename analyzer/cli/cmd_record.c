@@ -413,7 +413,9 @@ int cmd_record(int argc, char **argv) {
     }
   } else if (find_inject_lib(lib, sizeof lib) != 0) {
     cli_print(stderr,
-              "stepscope record: cannot find %s next to this executable; use --inject-lib\n",
+              "stepscope record: cannot find %s next to this executable; build it with "
+              "`cmake --build build --target stepscope_inject` (it needs the CUDA toolkit's "
+              "CUPTI to trace CUDA), or give its path with --inject-lib PATH\n",
               INJECT_LIB_NAME);
     return 1;
   }

@@ -174,19 +174,20 @@ int cmd_view(int argc, char **argv) {
   view_run runs[2];
   int nruns = 0;
   char err[1024];
+  view_catch_stop_signals(); /* while files are generated: removed when killed */
   const char *args[2] = {x.run_a, x.run_b};
   for (int i = 0; i < 2; i++) {
     if (!args[i]) continue;
     if (view_run_open(&runs[nruns], i == 0 ? "a" : "b", args[i], n > 0 ? self_exe : NULL,
                       html != NULL, &env.import.inflate, err, sizeof err) != 0) {
-      cli_print(stderr, "stepscope view: %s\n", err);
-      for (int k = 0; k < nruns; k++)
-        view_run_close(&runs[k]);
+      if (!view_stop_signal) cli_print(stderr, "stepscope view: %s\n", err);
+      view_runs_close_all(runs, nruns);
       return 1;
     }
     nruns++;
   }
-  if (nruns == 2) view_run_diff(&runs[1], &runs[0], n > 0 ? self_exe : NULL);
+  if (nruns == 2 && !view_stop_signal) view_run_diff(&runs[1], &runs[0], n > 0 ? self_exe : NULL);
+  if (view_stop_signal) view_runs_close_all(runs, nruns); /* does not return */
   for (int k = 0; k < nruns && x.rule_opt.comm_rules; k++)
     if (!runs[k].trace_generated || !runs[k].report_generated)
       cli_print(stderr,
@@ -205,8 +206,8 @@ int cmd_view(int argc, char **argv) {
       cli_print(stdout, "stepscope view: wrote %s (%s)\n", html, summary); /* one line */
   } else {
     rc = view_serve(runs, nruns, x.bind_addr, x.port, stdout);
+    view_stop_signal = 0; /* how the server stops: exit 0, not death by the signal */
   }
-  for (int k = 0; k < nruns; k++)
-    view_run_close(&runs[k]);
+  view_runs_close_all(runs, nruns);
   return rc;
 }

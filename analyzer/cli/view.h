@@ -14,6 +14,7 @@
 #define STEPSCOPE_VIEW_H
 
 #include <limits.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -33,13 +34,22 @@ typedef struct view_run {
   char diff_name[64];     /* run "b": the `stepscope diff A B --json` file ("" when none) */
   char source[PATH_MAX];  /* what `export`/`analyze`/`diff` read: the run directory, the
                              one rank file given, or "" when there are no rank traces */
-  int quiet;              /* no progress lines; generated commands' stdout dropped */
+  int quiet;              /* no progress lines; of the generated commands' output, only
+                             what they say about data lost (DATA LOST lines) */
   stepscope_inflate_limits inflate; /* how far a gzip export or trace may inflate */
   int trace_generated;              /* trace_name / report_name lie in gen_dir, not in dir */
   int report_generated;
   char missing[512]; /* human-readable list of what is missing */
   char notes[1024];  /* what was generated, or why not */
 } view_run;
+
+/* The signal (SIGTERM, SIGHUP, SIGINT) that asked view to stop while it was
+ * generating a run's files (0: none): the command being run is stopped, its
+ * files are removed, and view then dies of the same signal. */
+extern volatile sig_atomic_t view_stop_signal;
+void view_catch_stop_signals(void);
+/* Removes the runs' generated files and, when a stop signal came, dies of it. */
+void view_runs_close_all(view_run *runs, int nruns);
 
 /* Opens RUN (a run directory, a stepscope export, or one rank file): finds or
  * generates the export and the report. quiet: no progress lines on stderr.
@@ -70,13 +80,13 @@ int view_path_decode(const char *target, char *out, size_t outlen);
 int view_name_is_safe(const char *name);
 
 /* Resolves dir/name and checks that the real path is a regular file inside the
- * real directory dir (symbolic links leaving it are refused). 0 or -1. */
+ * real directory dir (a symbolic link is refused, never followed). 0 or -1. */
 int view_file_inside(const char *dir, const char *name, char *resolved, size_t len);
 
 /* Finds a run's file by name: in the run directory, then in its generated files. */
 int view_run_file(const view_run *run, const char *name, char *resolved, size_t len);
 
-/* Serves until SIGINT/SIGTERM. Prints the URL on out. Returns 0 or 1 (error on stderr). */
+/* Serves until SIGINT/SIGTERM/SIGHUP. Prints the URL on out. Returns 0 or 1 (error on stderr). */
 int view_serve(view_run *runs, int nruns, const char *bind_addr, int port, FILE *out);
 
 /* Writes the self-contained page (a .json.gz export is inflated into it).

@@ -49,7 +49,7 @@
  * that resolves outside its run is 404 (nothing says whether it exists). When bound
  * to loopback, a Host header naming another host is refused (403), which defeats
  * DNS-rebinding pages. Files are streamed with read/write; large traces never sit
- * in memory. SIGINT/SIGTERM stop the loop.
+ * in memory. SIGINT/SIGTERM/SIGHUP stop the loop.
  */
 #include "cli_print.h"
 #include "view.h"
@@ -92,11 +92,7 @@
 static char view_token[33];
 #define VIEW_TOKEN_PREFIX "/t/"
 
-static volatile sig_atomic_t stop_requested = 0;
-static void on_signal(int sig) {
-  (void)sig;
-  stop_requested = 1;
-}
+static int stop_requested = 0; /* out of memory; a signal sets view_stop_signal */
 
 static int send_all(int fd, const void *data, size_t len) {
   const char *p = data;
@@ -469,12 +465,13 @@ static int dispatch(int fd, char *head, view_run *runs, int nruns, int loopback)
   pthread_t t;
   int made = pthread_attr_init(&attr) == 0;
   if (made) {
-    /* The new thread blocks SIGINT/SIGTERM so that they reach the accepting
-     * thread and interrupt accept(). */
+    /* The new thread blocks SIGINT/SIGTERM/SIGHUP so that they reach the
+     * accepting thread and interrupt accept(). */
     sigset_t block, old;
     sigemptyset(&block);
     sigaddset(&block, SIGINT);
     sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &block, &old);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     made = pthread_create(&t, &attr, connection_thread, c) == 0;
@@ -678,11 +675,7 @@ int view_serve(view_run *runs, int nruns, const char *bind_addr, int port, FILE 
   }
   print_banner(out, runs, nruns, bind_addr, v6, actual, loopback);
 
-  struct sigaction act;
-  memset(&act, 0, sizeof act);
-  act.sa_handler = on_signal;
-  sigaction(SIGINT, &act, NULL);
-  sigaction(SIGTERM, &act, NULL);
+  view_catch_stop_signals(); /* SIGHUP too: a closed terminal; the generated files go */
   signal(SIGPIPE, SIG_IGN);
 
   pending *pend = calloc(VIEW_MAX_PENDING, sizeof *pend);
@@ -692,7 +685,7 @@ int view_serve(view_run *runs, int nruns, const char *bind_addr, int port, FILE 
     fprintf(stderr, "stepscope view: out of memory\n");
     stop_requested = 1;
   }
-  while (!stop_requested) {
+  while (!stop_requested && !view_stop_signal) {
     /* complete heads first: to a thread when one is free */
     int waiting = 0;
     for (size_t i = 0; i < npend;) {

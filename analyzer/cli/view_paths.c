@@ -6,8 +6,8 @@
  * are seen for what they are. Any "..", "." or empty segment, backslash, control
  * byte or NUL refuses the request outright — it is never "normalised". Run files
  * are single name segments of a restricted alphabet, and the resolved real path
- * must still lie inside the run directory's real path and be a regular file, so a
- * symbolic link that leaves the run is refused too.
+ * must still lie inside the run directory's real path and be a regular file; a
+ * symbolic link is never followed (one swapped in while serving is refused too).
  */
 #include "view.h"
 
@@ -69,10 +69,11 @@ int view_file_inside(const char *dir, const char *name, char *resolved, size_t l
   if (!dir[0] || !view_name_is_safe(name)) return -1;
   int w = snprintf(joined, sizeof joined, "%s/%s", dir, name);
   if (w < 0 || (size_t)w >= sizeof joined) return -1;
+  struct stat st;
+  if (lstat(joined, &st) != 0 || S_ISLNK(st.st_mode)) return -1; /* links: never followed */
   if (!realpath(joined, real)) return -1;
   size_t dl = strlen(dir);
   if (strncmp(real, dir, dl) != 0 || real[dl] != '/') return -1; /* left the directory */
-  struct stat st;
   if (stat(real, &st) != 0 || !S_ISREG(st.st_mode)) return -1;
   if (strlen(real) + 1 > len) return -1;
   memcpy(resolved, real, strlen(real) + 1);

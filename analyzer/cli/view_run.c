@@ -26,6 +26,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -40,7 +41,7 @@ static void append(char *buf, size_t len, const char *text) {
     buf[n++] = ' ';
     buf[n] = '\0';
   }
-  if (n < len) ssa_text_safe(text, buf + n, len - n);
+  if (n < len) sc_text_safe(text, buf + n, len - n);
 }
 
 /* Copies src into dst[cap], truncating; no format-truncation games. */
@@ -51,39 +52,127 @@ static void copy_text(char *dst, size_t cap, const char *src) {
   dst[l] = '\0';
 }
 
-/* Runs `self_exe argv...`, returns its exit status (or -1). Its stdout goes to
- * stderr (our stdout carries the URL); for a quiet run (view --html) both go
- * to a log in the private directory, shown on stderr only when it fails. */
-static int run_self(const view_run *run, const char *self_exe, char *const argv[]) {
-  char log[PATH_MAX + 32];
-  snprintf(log, sizeof log, "%s/%s.log", run->gen_dir, argv[1]);
-  int logfd = run->quiet ? open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600) : -1;
-  pid_t pid = fork();
-  if (pid < 0) {
-    if (logfd >= 0) close(logfd);
-    return -1;
+/* `path` relative to the directory `from` (both absolute real paths): "b/c",
+ * "../d" or ".". What view generates names its inputs so: the page never carries
+ * where the run lies on this machine (issue 34 defect 11), only the run's name. */
+static void relative_to(const char *from, const char *path, char *out, size_t n) {
+  size_t i = 0, common = 0, used = 0;
+  for (; from[i] && from[i] == path[i]; i++)
+    if (from[i] == '/') common = i;
+  if (!from[i] && (path[i] == '/' || !path[i])) common = i; /* from holds path */
+  out[0] = '\0';
+  for (const char *p = from + common; *p; p++) /* one ".." per component of from left */
+    if (*p == '/' && p[1] && used + 4 < n) used += (size_t)snprintf(out + used, n - used, "../");
+  const char *rest = path + common + (path[common] == '/');
+  if (!*rest && used) out[--used] = '\0'; /* "../" -> ".." */
+  snprintf(out + used, n - used, "%s", *rest || used ? rest : ".");
+}
+
+/* The directory a run's generated commands run in: its directory's parent, so
+ * that the run is named by its base name. */
+static void run_parent(const view_run *run, char *out, size_t n) {
+  copy_text(out, n, run->dir);
+  char *slash = strrchr(out, '/');
+  if (slash) slash[slash == out] = '\0'; /* "/a/b" -> "/a", "/a" -> "/" */
+}
+
+/* Whether this DATA LOST text was shown already (by an earlier command of this
+ * view: export, analyze and diff each say it); remembers it when not. */
+static int loss_said(const char *text) {
+  static char said[4096];
+  static size_t used;
+  if (strstr(said, text)) return 1;
+  size_t n = strlen(text);
+  if (used + n + 2 < sizeof said) {
+    memcpy(said + used, text, n);
+    said[used + n] = '\n'; /* one per line: a text never matches across two */
+    used += n + 1;
+    said[used] = '\0';
   }
+  return 0;
+}
+
+/* Prints the log's lines on stderr: all of them (`all`), or only what a
+ * command says about data lost with a damaged trace (as `analyze` prints it
+ * first), each once, with the run's name (who; NULL: not one run's). */
+static void pass_log_on(const char *log, int all, const char *who) {
+  FILE *f = fopen(log, "r");
+  char line[1024];
+  while (f && fgets(line, sizeof line, f)) {
+    char *loss = strstr(line, "DATA LOST: ");
+    size_t len = loss ? strcspn(loss, "\n") : 0;
+    char after = loss ? loss[len] : 0; /* the newline, put back for `all` */
+    if (loss) loss[len] = '\0';
+    int said = loss && loss_said(loss);
+    if (all) {
+      if (loss) loss[len] = after;
+      fputs(line, stderr);
+    } else if (loss && !said) {
+      cli_print(stderr, "stepscope view: %s%s%s\n", who ? who : "", who ? ": " : "", loss);
+    }
+  }
+  if (f) fclose(f);
+  unlink(log);
+}
+
+/* Runs `self_exe argv...` in the directory cwd, returns its exit status (or -1).
+ * Its stdout (a text report, when there is one) and stderr go to two logs in the
+ * private directory; then, on stderr (our stdout carries the URL): both logs when
+ * it failed; when it succeeded, its stderr (quiet, view --html: only its DATA
+ * LOST lines), and the DATA LOST lines of its stdout, unless said before. */
+static int run_self(const view_run *run, const char *self_exe, const char *cwd,
+                    char *const argv[]) {
+  char out_log[PATH_MAX + 32], err_log[PATH_MAX + 32];
+  snprintf(out_log, sizeof out_log, "%s/%s.out.log", run->gen_dir, argv[1]);
+  snprintf(err_log, sizeof err_log, "%s/%s.err.log", run->gen_dir, argv[1]);
+  if (view_stop_signal) return -1; /* asked to stop: nothing more is started */
+  int outfd = open(out_log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  int errfd = open(err_log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  pid_t pid = outfd >= 0 && errfd >= 0 ? fork() : -1;
   if (pid == 0) {
-    dup2(logfd >= 0 ? logfd : 2, 1);
-    if (logfd >= 0) dup2(logfd, 2);
-    execv(self_exe, argv);
+    dup2(outfd, 1);
+    dup2(errfd, 2);
+    if (chdir(cwd) == 0) execv(self_exe, argv);
     _exit(127);
   }
-  if (logfd >= 0) close(logfd);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return -1;
+  if (outfd >= 0) close(outfd);
+  if (errfd >= 0) close(errfd);
+  int status = 0, rc = -1, stopped = 0;
+  while (pid > 0 && waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR)
+      pid = -1;
+    else if (view_stop_signal && !stopped) /* it removes its temporary files and ends */
+      stopped = kill(pid, SIGTERM) == 0;
   }
-  int rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  if (run->quiet) {
-    FILE *f = rc != 0 ? fopen(log, "r") : NULL;
-    char line[1024];
-    while (f && fgets(line, sizeof line, f))
-      fputs(line, stderr);
-    if (f) fclose(f);
-    unlink(log);
-  }
+  if (pid > 0) rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  const char *who = strcmp(argv[1], "diff") ? run->name : NULL;
+  pass_log_on(err_log, rc != 0 || !run->quiet, who);
+  pass_log_on(out_log, rc != 0, who);
   return rc;
+}
+
+volatile sig_atomic_t view_stop_signal = 0;
+
+static void on_stop_signal(int sig) {
+  view_stop_signal = sig;
+}
+
+void view_catch_stop_signals(void) {
+  static const int sigs[] = {SIGTERM, SIGHUP, SIGINT};
+  struct sigaction act;
+  memset(&act, 0, sizeof act);
+  act.sa_handler = on_stop_signal; /* no SA_RESTART: waitpid returns EINTR */
+  for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+    sigaction(sigs[i], &act, NULL);
+}
+
+void view_runs_close_all(view_run *runs, int nruns) {
+  for (int k = 0; k < nruns; k++)
+    view_run_close(&runs[k]);
+  if (view_stop_signal) {
+    signal(view_stop_signal, SIG_DFL);
+    raise(view_stop_signal);
+  }
 }
 
 static int ensure_gen_dir(view_run *run) {
@@ -101,16 +190,18 @@ static int ensure_gen_dir(view_run *run) {
 }
 
 static void generate(view_run *run, const char *self_exe, int want_trace, int want_report) {
-  char out[PATH_MAX + 32], msg[256];
+  char out[PATH_MAX + 32], msg[256], cwd[PATH_MAX], source[PATH_MAX];
+  run_parent(run, cwd, sizeof cwd);
+  relative_to(cwd, run->source, source, sizeof source);
   if (ensure_gen_dir(run) != 0) {
     append(run->notes, sizeof run->notes, "could not create a temporary directory for the export");
     return;
   }
   if (want_trace) {
     snprintf(out, sizeof out, "%s/trace.json", run->gen_dir);
-    char *argv[] = {(char *)"stepscope", (char *)"export", run->source, (char *)"-o", out, NULL};
+    char *argv[] = {(char *)"stepscope", (char *)"export", source, (char *)"-o", out, NULL};
     if (!run->quiet) cli_print(stderr, "stepscope view: exporting %s ...\n", run->source);
-    int rc = run_self(run, self_exe, argv);
+    int rc = run_self(run, self_exe, cwd, argv);
     if (rc == 0) {
       snprintf(run->trace_name, sizeof run->trace_name, "trace.json");
       run->trace_generated = 1;
@@ -120,17 +211,12 @@ static void generate(view_run *run, const char *self_exe, int want_trace, int wa
       append(run->notes, sizeof run->notes, msg);
     }
   }
-  if (want_report) {
+  if (want_report && !view_stop_signal) {
     snprintf(out, sizeof out, "%s/report.json", run->gen_dir);
-    char *argv[] = {(char *)"stepscope",
-                    (char *)"analyze",
-                    run->source,
-                    (char *)"--json",
-                    out,
-                    (char *)"--quiet",
-                    NULL};
+    /* its text report goes to a log: only its DATA LOST line is shown */
+    char *argv[] = {(char *)"stepscope", (char *)"analyze", source, (char *)"--json", out, NULL};
     if (!run->quiet) cli_print(stderr, "stepscope view: analyzing %s ...\n", run->source);
-    int rc = run_self(run, self_exe, argv);
+    int rc = run_self(run, self_exe, cwd, argv);
     if (rc == 0) {
       snprintf(run->report_name, sizeof run->report_name, "report.json");
       run->report_generated = 1;
@@ -177,6 +263,29 @@ static void note_unused(view_run *run, const char *name, const char *why) {
   if (!run->quiet) cli_print(stderr, "stepscope view: %s: %s\n", run->dir, msg);
 }
 
+/* Whether the directory's file `name` can be shown: not a symbolic link (never
+ * followed: it may lead anywhere, /etc/passwd included), a regular file, whole
+ * (is_report: a report, else an export). 0 with the reason in why when not. */
+static int dir_file_usable(const view_run *run, const char *name, int is_report, char *why,
+                           size_t n) {
+  char path[PATH_MAX + 260];
+  struct stat st;
+  snprintf(path, sizeof path, "%s/%s", run->dir, name);
+  if (lstat(path, &st) != 0) {
+    snprintf(why, n, "cannot be read (%s)", strerror(errno));
+    return 0;
+  }
+  if (S_ISLNK(st.st_mode)) {
+    snprintf(why, n, "is a symbolic link (never followed)");
+    return 0;
+  }
+  if (view_file_inside(run->dir, name, path, sizeof path) != 0) {
+    snprintf(why, n, "is not a regular file of the directory");
+    return 0;
+  }
+  return view_file_is_whole(path, is_report, &run->inflate, why, n);
+}
+
 int view_run_open(view_run *run, const char *id, const char *arg, const char *self_exe, int quiet,
                   const stepscope_inflate_limits *inflate, char *err, size_t errlen) {
   memset(run, 0, sizeof *run);
@@ -216,7 +325,7 @@ int view_run_open(view_run *run, const char *id, const char *arg, const char *se
     return -1;
   }
   const char *base = strrchr(run->dir, '/'); /* the name is printed: terminal-safe */
-  ssa_text_safe(base && base[1] ? base + 1 : run->dir, run->name, sizeof run->name);
+  sc_text_safe(base && base[1] ? base + 1 : run->dir, run->name, sizeof run->name);
 
   /* what the directory holds: run_discovery.c, the same judgement as every command */
   ssa_run_files found;
@@ -242,11 +351,18 @@ int view_run_open(view_run *run, const char *id, const char *arg, const char *se
       copy_text(run->trace_name, sizeof run->trace_name, e->name);
     if (!run->report_name[0] && r && view_name_is_safe(r->name))
       copy_text(run->report_name, sizeof run->report_name, r->name);
-    if (!file) /* a file named like an export that is not one: say so */
+    if (!file) /* a file named like an export or a report that is not one: say so */
       for (size_t i = 0; i < found.nfiles; i++) {
         const ssa_found_file *f = &found.files[i];
-        if (strcmp(f->name, "trace.json") && strcmp(f->name, "trace.json.gz")) continue;
-        if (f->kind == SSA_FILE_KINETO && !run->trace_name[0]) {
+        struct stat link;
+        if (strcmp(f->name, "trace.json") && strcmp(f->name, "trace.json.gz") &&
+            strcmp(f->name, "report.json"))
+          continue;
+        if (lstat(f->path, &link) == 0 && S_ISLNK(link.st_mode) &&
+            !ssa_file_kind_is_rank(f->kind)) {
+          if (f->kind == SSA_FILE_SKIPPED) /* else dropped below, with this note */
+            note_unused(run, f->name, "is a symbolic link (never followed)");
+        } else if (f->kind == SSA_FILE_KINETO && !run->trace_name[0]) {
           char msg[300];
           snprintf(msg, sizeof msg, "%s is a PyTorch profiler trace (%s): read as a rank", f->name,
                    f->why);
@@ -271,24 +387,19 @@ int view_run_open(view_run *run, const char *id, const char *arg, const char *se
     }
   }
   ssa_run_files_free(&found);
-  /* what was found must be whole: a cut export or an empty report is
-   * dropped (and regenerated below when the raw traces are there) */
-  char why[160], found_path[PATH_MAX];
-  if (run->trace_name[0] &&
-      view_file_inside(run->dir, run->trace_name, found_path, sizeof found_path) == 0 &&
-      !view_file_is_whole(found_path, 0, &run->inflate, why, sizeof why)) {
-    if (file && file_kind == SSA_FILE_EXPORT) {
+  /* what was found must be a plain file of the directory and whole: a symbolic
+   * link, a cut export or an empty report is dropped (and regenerated below when
+   * the raw traces are there) */
+  char why[160];
+  char *names[2] = {run->trace_name, run->report_name};
+  for (int k = 0; k < 2; k++) {
+    if (!names[k][0] || dir_file_usable(run, names[k], k, why, sizeof why)) continue;
+    if (k == 0 && file && file_kind == SSA_FILE_EXPORT) {
       snprintf(err, errlen, "%s %s", arg, why);
       return -1;
     }
-    note_unused(run, run->trace_name, why);
-    run->trace_name[0] = '\0';
-  }
-  if (run->report_name[0] &&
-      view_file_inside(run->dir, run->report_name, found_path, sizeof found_path) == 0 &&
-      !view_file_is_whole(found_path, 1, &run->inflate, why, sizeof why)) {
-    note_unused(run, run->report_name, why);
-    run->report_name[0] = '\0';
+    note_unused(run, names[k], why);
+    names[k][0] = '\0';
   }
 
   if ((!run->trace_name[0] || !run->report_name[0]) && run->source[0]) {
@@ -319,10 +430,11 @@ void view_run_diff(view_run *b, const view_run *a, const char *self_exe) {
     return;
   }
   if (ensure_gen_dir(b) != 0) return;
-  char out[PATH_MAX + 32], adir[PATH_MAX], bdir[PATH_MAX], msg[128];
+  char out[PATH_MAX + 32], adir[PATH_MAX], bdir[PATH_MAX], msg[128], cwd[PATH_MAX];
   snprintf(out, sizeof out, "%s/diff.json", b->gen_dir);
-  copy_text(adir, sizeof adir, a->source);
-  copy_text(bdir, sizeof bdir, b->source);
+  run_parent(a, cwd, sizeof cwd);
+  relative_to(cwd, a->source, adir, sizeof adir);
+  relative_to(cwd, b->source, bdir, sizeof bdir);
   char *argv[] = {(char *)"stepscope",
                   (char *)"diff",
                   adir,
@@ -331,8 +443,9 @@ void view_run_diff(view_run *b, const view_run *a, const char *self_exe) {
                   out,
                   (char *)"--quiet",
                   NULL};
-  if (!b->quiet) cli_print(stderr, "stepscope view: comparing %s with %s ...\n", adir, bdir);
-  int rc = run_self(b, self_exe, argv);
+  if (!b->quiet)
+    cli_print(stderr, "stepscope view: comparing %s with %s ...\n", a->source, b->source);
+  int rc = run_self(b, self_exe, cwd, argv);
   if (rc == 0) {
     snprintf(b->diff_name, sizeof b->diff_name, "diff.json");
   } else {

@@ -31,9 +31,16 @@ def flatten(obj, prefix="", out=None, skip=()):
 
 
 def frame(rows, columns=None):
-    """A DataFrame of a list of flat dicts, keeping the JSON's key order (and
-    `columns` when there are no rows)."""
+    """A DataFrame of a list of flat dicts, keeping the JSON's key order.
+    columns: the table's columns, for a table without rows (column selections
+    work on an empty table too). An object that is null in some rows ("a":
+    null in a diff row of a kernel only B ran) is no column of its own: its
+    fields ("a.mean_ns" ...) are NaN in those rows; a column "a" would be
+    NaN everywhere else, and all NaN where every row has the object."""
     pd = pandas()
     if not rows:
         return pd.DataFrame(columns=columns or [])
-    return pd.DataFrame.from_records(rows)
+    f = pd.DataFrame.from_records(rows)
+    null_objects = [c for c in f.columns
+                    if f[c].isna().all() and any(o.startswith(c + ".") for o in f.columns)]
+    return f.drop(columns=null_objects)

@@ -10,6 +10,16 @@ from ._frames import flatten, frame
 from ._options import analysis_options, steps_option
 
 
+# The columns of its tables that can be empty, as the diff's JSON names them
+# (docs/diff.md; the tests check them against non-empty tables).
+KERNEL_COLUMNS = ["name", "comm", "a.count_per_step", "a.time_per_step_ns", "a.mean_ns",
+                  "b.count_per_step", "b.time_per_step_ns", "b.mean_ns",
+                  "time_change_per_step_ns"]
+COLLECTIVE_COLUMNS = ["op", "group", "bytes", "a.count_per_step", "a.transfer_mean_ns",
+                      "a.busbw_gbps", "a.wait_per_step_ns", "b.count_per_step",
+                      "b.transfer_mean_ns", "b.busbw_gbps", "b.wait_per_step_ns"]
+
+
 class Diff:
     """The diff of runs A and B. `json` is the diff as a dict; `text` its
     JSON text."""
@@ -54,12 +64,12 @@ class Diff:
 
     def kernels(self):
         """One row per kernel name: per-step count and time in A and B."""
-        return frame([flatten(k) for k in self.json.get("kernels", [])], ["name"])
+        return frame([flatten(k) for k in self.json.get("kernels", [])], KERNEL_COLUMNS)
 
     def collectives(self):
         """One row per (op, group, bytes): per-step count, transfer, bus
         bandwidth and wait in A and B."""
-        return frame([flatten(c) for c in self.json.get("collectives", [])], ["op"])
+        return frame([flatten(c) for c in self.json.get("collectives", [])], COLLECTIVE_COLUMNS)
 
 
 def diff(run_a, run_b, steps=None, comm_kernels=None, compute_kernels=None, *, steps_b=None,

@@ -11,6 +11,20 @@ from ._frames import flatten, frame
 from ._options import analysis_options
 
 
+# The columns of the tables that can be empty (a run without collectives or
+# kernels), as the report's JSON names them (docs/report-schema.md; the tests
+# check them against non-empty tables).
+KERNEL_COLUMNS = ["name", "count", "total_ns", "mean_ns", "min_ns", "max_ns", "share", "comm"]
+COLLECTIVE_COLUMNS = ["op", "group", "comm_id", "seq", "bytes", "comm_size", "present", "p2p",
+                      "pipeline", "start_ns", "end_ns", "skew_ns", "transfer_ns", "max_wait_ns",
+                      "total_wait_ns", "schedule_wait_ns", "caused_wait_ns", "complete",
+                      "last_rank", "algbw_gbps", "busbw_gbps"]
+COLLECTIVE_SUMMARY_COLUMNS = ["op", "group", "bytes", "count", "transfer_total_ns",
+                              "transfer_mean_ns", "transfer_min_ns", "transfer_max_ns",
+                              "skew_mean_ns", "skew_max_ns", "wait_total_ns", "algbw_gbps",
+                              "busbw_gbps"]
+
+
 class Report:
     """The report of one run. `json` is the report as a dict (the schema of
     `stepscope analyze --json`); `text` the JSON text itself."""
@@ -55,16 +69,18 @@ class Report:
 
     def kernels(self):
         """The kernel table: one row per kernel name, by total time."""
-        return frame([flatten(k) for k in self.json["kernels"]["rows"]], ["name"])
+        return frame([flatten(k) for k in self.json["kernels"]["rows"]], KERNEL_COLUMNS)
 
     def collectives(self):
         """One row per collective instance (op, group, comm_id, seq, skew,
         transfer, waits, bandwidths, last rank)."""
-        return frame([flatten(c) for c in self.json["collectives"]["instances"]], ["op"])
+        return frame([flatten(c) for c in self.json["collectives"]["instances"]],
+                     COLLECTIVE_COLUMNS)
 
     def collective_summary(self):
         """One row per (op, group, bytes): counts, transfer, skew, bandwidth."""
-        return frame([flatten(c) for c in self.json["collectives"]["summary"]], ["op"])
+        return frame([flatten(c) for c in self.json["collectives"]["summary"]],
+                     COLLECTIVE_SUMMARY_COLUMNS)
 
     def op_perf(self, peak=None):
         """The PyTorch op table of `stepscope ops` (docs/ops.md): one row per op name and input

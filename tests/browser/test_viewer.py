@@ -325,6 +325,9 @@ def case_pipeline_real(exe, work, d):
                   "%s: one row per rank, two per stage (from the report's pipeline_stage / args)" % sched)
             opts = [o.text for o in d.find_elements(By.CSS_SELECTOR, "#pipeline-step option")]
             check(opts == ["step %d" % k for k in range(steps)], "%s: steps by number %s" % (sched, opts))
+            first = Select(d.find_element(By.ID, "pipeline-step")).first_selected_option.text
+            check(first == "step 1", "%s: the view opens on the first steady step, not the warm-up step 0 (%s; issue 34)"
+                  % (sched, first))
             for k in (0, steps - 1):
                 Select(d.find_element(By.ID, "pipeline-step")).select_by_index(k)
                 boxes = pipeline_boxes(d)
@@ -535,8 +538,11 @@ def case_attribution_real(exe, work, d):
             check("F0c0" in labels and "F0c1" in labels, "rank %s: chunk 0 and chunk 1 of micro-batch 0 told apart" % rank)
         segs = js(d, """return Array.from(document.querySelectorAll('#pipeline-chart rect.bubble-cause')).map(function (r) {
             return {rank: +r.dataset.rank, cause: r.dataset.cause, ns: +r.dataset.ns}; })""")
+        # the step the view opened on (the first steady one: step 1 of 2)
+        shown = int(js(d, "var s = document.getElementById('pipeline-step'); return s.options[s.selectedIndex].text")
+                    .split()[1])
         for r in report["ranks"]:
-            st = [s for s in r["steps"] if s["step"] == 0][0]
+            st = [s for s in r["steps"] if s["step"] == shown][0]
             got = sum(x["ns"] for x in segs if x["rank"] == r["rank"])
             check(got == st["bubble_ns"] and st["bubble_causes"] is not None,
                   "rank %d: the cause bar covers the step's bubble exactly (%d of %d ns)" % (r["rank"], got, st["bubble_ns"]))
@@ -620,7 +626,80 @@ def case_token_leak(exe, work, d):
         other.server_close()
 
 
-CASES = {"burst": case_burst, "attribution_real": case_attribution_real, "html_compare_hint": case_html_compare_hint, "compare_real": case_compare_real, "pipeline_real": case_pipeline_real, "parser": case_parser, "real": case_real, "timeline": case_timeline, "chunks": case_chunks, "pipeline": case_pipeline,
+MAKE_KINETO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kineto", "make_kineto.py")
+PYTORCH_SAMPLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "samples", "pytorch", "cpu-ddp2")
+
+
+def case_pytorch(exe, work, d):
+    """The committed PyTorch sample (gloo DDP on the CPU: no collective instances): the
+    Collectives box says in words what is missing instead of a table of zeros and "none"
+    cells (issue 34 rough edges)."""
+    import subprocess
+    out = os.path.join(work, "viewer-pytorch.html")
+    subprocess.run([exe, "view", PYTORCH_SAMPLE, "--html", out], check=True, stdout=subprocess.DEVNULL)
+    d.get("file://" + os.path.abspath(out))
+    harness.wait_state(d)
+    d.find_element("css selector", ".tab[data-tab=summary]").click()
+    box = d.find_element("id", "summary-collectives")
+    note = js(d, "var e = document.getElementById('collectives-none'); return e ? e.textContent : ''")
+    check("No collective instances" in note and "NCCL" in note, "the Collectives box says what is missing: %s" % note[:80])
+    cells = [c.text.strip() for c in box.find_elements("css selector", "td")]
+    check("none" not in cells, "and shows no raw 'none' cell (%s)" % cells[:12])
+
+    # the ruler where the unit changes inside the view (900.000 µs ... 1.100 ms): the labels
+    # in between are wider than the ends', which alone set the spacing, and overlapped
+    import time
+    d.find_element("css selector", ".tab[data-tab=timeline]").click()
+    overlaps, windows = [], 0
+    for width in (1400, 1100, 900, 760):
+        d.set_window_size(width, 900)
+        time.sleep(0.3)
+        for span in (1050, 1100, 1200, 1500, 2000, 10500, 12000, 105000, 110000):
+            for start in (0, 10, 500, 900):
+                ticks = js(d, """var t = stepscope.app.timeline, m = t.model.minTs; t.resize();
+                    t.setWindow(m + arguments[1], m + arguments[1] + arguments[0]); t.render(); return t.axisTicks;""",
+                           span, start)
+                windows += 1
+                if any(ticks[k]["x"] + ticks[k]["w"] + 3 > ticks[k + 1]["x"] for k in range(len(ticks) - 1)):
+                    overlaps.append((width, span, start))
+    d.set_window_size(1400, 900)
+    check(not overlaps, "ruler labels never overlap in %d windows across unit changes %s" % (windows, overlaps[:3]))
+
+    # C++ kernel names of a GPU Kineto trace (make_kineto.py's, one made longer, as
+    # templated ATen kernels are): one line each in the Kernels table, whole in the tooltip
+    run = os.path.join(work, "kineto_long_names")
+    subprocess.run([sys.executable, MAKE_KINETO, run, "--ranks", "2", "--steps", "2"], check=True,
+                   stdout=subprocess.DEVNULL)
+    short = "ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_32x5_tn"
+    long_name = ("void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32_128x2_tn_align8"
+                 "<cutlass::gemm::GemmShape<128, 128, 32>, cutlass::gemm::GemmShape<64, 64, 32>, "
+                 "cutlass::epilogue::thread::LinearCombination<cutlass::bfloat16_t, 8, float, float>, "
+                 "cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<8>, 3, 8, 8, false, "
+                 "cutlass::arch::OpMultiplyAdd, false, false, cutlass::ComplexTransform::kNone> >"
+                 "(cutlass::gemm::kernel::GemmUniversal<...>::Params)")
+    for rank in range(2):
+        path = os.path.join(run, "rank-%d.json" % rank)
+        with open(path) as f:
+            text = f.read()
+        with open(path, "w") as f:
+            f.write(text.replace('"%s"' % short, json.dumps(long_name)))
+    out = os.path.join(work, "viewer-kineto-long.html")
+    subprocess.run([exe, "view", run, "--html", out], check=True, stdout=subprocess.DEVNULL)
+    d.get("file://" + os.path.abspath(out))
+    harness.wait_state(d)
+    d.find_element("css selector", ".tab[data-tab=summary]").click()
+    rows = js(d, "return Array.from(document.querySelectorAll('#summary-kernels td')).filter(function (td) {"
+                 " return td.title || td.textContent.indexOf('cutlass') >= 0 || td.textContent.indexOf('at::native') >= 0; })"
+                 ".map(function (td) { var r = td.getBoundingClientRect(); return [td.title, td.textContent, r.height]; })")
+    check(len(rows) >= 2, "the Kernels table lists the long C++ names (%d)" % len(rows))
+    line = js(d, "var td = document.querySelector('#summary-kernels td'); return td.getBoundingClientRect().height")
+    check(all(h <= line * 1.5 for _, _, h in rows),
+          "each is one line high (%s px; a short cell %s px)" % ([round(h) for _, _, h in rows], round(line)))
+    check(any(t == long_name for t, _, _ in rows), "the whole name is in the cell's tooltip")
+    return None
+
+
+CASES = {"pytorch": case_pytorch, "burst": case_burst, "attribution_real": case_attribution_real, "html_compare_hint": case_html_compare_hint, "compare_real": case_compare_real, "pipeline_real": case_pipeline_real, "parser": case_parser, "real": case_real, "timeline": case_timeline, "chunks": case_chunks, "pipeline": case_pipeline,
          "compare": case_compare, "html": case_html, "token_leak": case_token_leak}
 
 

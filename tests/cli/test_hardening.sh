@@ -11,7 +11,8 @@
 #   - text written to a full device (/dev/full) exits 1
 #   - info warns about two files of the same rank instead of listing both
 #   - one damaged frame costs only its own records: reading resumes at the
-#     next frame, lost strings read as ?<id>, the loss is said first
+#     next frame, lost strings read as ?<id>, the loss is said first; a false
+#     frame start running to the end of the file does not hide the frames after it
 #   - a header declaring world size 2^31-1 is analysed at once
 #   - times near 2^63 are clamped with a warning
 #   - the report's memory section comes from the ranks that carry it
@@ -216,6 +217,53 @@ k=$(grep -n '"kind":"kernel"' <<<"$both" | tail -1 | cut -d: -f1)
 check "dump says it when it happens, not after the last record ($w < $k)" test "${w:-0}" -gt 0 -a "${w:-0}" -lt "${k:-0}"
 "$stepscope" diff "$tmp/frames" "$tmp/escape" >/dev/null 2>"$tmp/err"
 check "diff is not silent about the loss" grep -q "DATA LOST: rank 0" "$tmp/err"
+"$stepscope" view "$tmp/frames" --html "$tmp/frames.html" >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "view --html writes the page of the damaged run (rc $rc)" test $rc -eq 0
+check "view --html is not silent about the loss (issue 34 defect 11)" \
+  grep -q "^stepscope view: frames: DATA LOST: rank 0" "$tmp/err"
+check "and says it once" test "$(grep -c "DATA LOST" "$tmp/err")" -eq 1
+check "the page does not carry where the run lies, only its name" not_grep -F "$tmp/" "$tmp/frames.html"
+check "the page names the run's files by the run's name" grep -q '"path":"frames/rank-00000.trace.zst"' "$tmp/frames.html"
+
+# ---- a false frame start: a frame header whose raw block runs past the end of the file
+# swallowed the 7 frames after it ("truncated", 124 of 397 records, issue 34 defect 11);
+# a frame magic follows its start, so it is damage and reading resumes there
+"$hostile" frames "$tmp/fakestart" || { echo "FAIL: write_hostile_run frames"; exit 1; }
+python3 - "$tmp/fakestart/rank-00000.trace.zst" <<'PY'
+import sys
+p = sys.argv[1]
+d = bytearray(open(p, "rb").read())
+magic = b"\x28\xb5\x2f\xfd"
+offs = [i for i in range(len(d) - 3) if d[i:i + 4] == magic]
+a = offs[4]                                # before frame 4 (kernels 60..79)
+size = min(len(d) - a + 1000, 131071)      # one raw block, not the last, longer than the rest
+d[a:a] = magic + bytes([0x04, 0x58]) + (size << 3).to_bytes(3, "little")
+open(p, "wb").write(d)
+PY
+out=$("$stepscope" info "$tmp/fakestart" 2>&1)
+check "info reads every record after a false frame start" grep -q "397 records" <<<"$out"
+check "and says the false start's bytes were damage" grep -q "^DATA LOST:.*1 damaged part skipped (9 of" <<<"$out"
+"$stepscope" dump "$tmp/fakestart/rank-00000.trace.zst" >"$tmp/dump" 2>"$tmp/err"
+check "dump gives all 200 kernels after a false frame start" test "$(grep -c '"kind":"kernel"' "$tmp/dump")" -eq 200
+check "dump names it" grep -q "runs to the end of the file" "$tmp/err"
+
+# a skippable frame after the header whose size covers most of the file jumped over the
+# frames in it (0 of 397 records, reported as 1243 bytes damaged: the hostile pass of
+# issue 34); the writer writes none, so it is damage and the frames inside are read
+"$hostile" frames "$tmp/skipframe" || { echo "FAIL: write_hostile_run frames"; exit 1; }
+python3 - "$tmp/skipframe/rank-00000.trace.zst" <<'PY'
+import struct, sys
+p = sys.argv[1]
+d = bytearray(open(p, "rb").read())
+magic = b"\x28\xb5\x2f\xfd"
+offs = [i for i in range(len(d) - 3) if d[i:i + 4] == magic]
+a = offs[1]                                # right after the header frame
+d[a:a] = struct.pack("<II", 0x184D2A50, len(d) - a - 400)
+open(p, "wb").write(d)
+PY
+out=$("$stepscope" info "$tmp/skipframe" 2>&1)
+check "info reads every record after a skippable frame" grep -q "397 records" <<<"$out"
+check "and says its 8 bytes were damage" grep -q "^DATA LOST:.*1 damaged part skipped (8 of" <<<"$out"
 
 # ---- world size 2^31-1 in a header
 out=$(timeout 2 "$stepscope" analyze "$tmp/world" 2>&1); rc=$?  # the loop over the world took 6 s

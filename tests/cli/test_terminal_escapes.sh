@@ -4,9 +4,10 @@
 # `view` prints, paths in `record`'s summary, and the JSON lines of `dump` and `info --json`
 # carry no control character (C0 but tab and newline, DEL, C1 U+0080..U+009F): they are
 # escaped. `dump` writes null for a NaN or infinite counter, never "-nan" (not JSON).
-# usage: test_terminal_escapes.sh STEPSCOPE WRITE_HOSTILE_RUN SAMPLE_RUN
+# The trainer's argument errors too (common/text_escape.c, shared with the analyzer).
+# usage: test_terminal_escapes.sh STEPSCOPE WRITE_HOSTILE_RUN SAMPLE_RUN [STEPSCOPE_TRAIN]
 set -u
-stepscope=$1 hostile=$2 sample=$3
+stepscope=$1 hostile=$2 sample=$3 train=${4:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
@@ -101,4 +102,22 @@ check "every dump line is JSON" python3 -c 'import json,sys
 [json.loads(l) for l in open(sys.argv[1])]' "$tmp/dump"
 "$stepscope" info "$tmp/c1nan" --json >"$tmp/info.json" 2>&1
 check "info --json prints no raw C1 control" clean <"$tmp/info.json"
+
+# ---- the trainer echoes bad arguments terminal-safe (issue 34 rough edges: it wrote them raw)
+if [ -n "$train" ]; then
+  n=0
+  for args in "--world|$esc" "--bogus$esc|" "--schedule|$c1" "--lr|x$esc" "$esc|"; do
+    opt=${args%%|*} val=${args#*|}
+    if [ -n "$val" ]; then "$train" "$opt" "$val" >"$tmp/train.out" 2>&1; rc=$?
+    else "$train" "$opt" >"$tmp/train.out" 2>&1; rc=$?; fi
+    n=$((n + 1))
+    check "stepscope-train, bad argument $n: usage error 2 (rc $rc)" test $rc -eq 2
+    check "stepscope-train, bad argument $n: no control character reaches the terminal" clean <"$tmp/train.out"
+    check "stepscope-train, bad argument $n: the argument is shown escaped" grep -q 'x1b\|x9b' "$tmp/train.out"
+  done
+  RANK=0 WORLD_SIZE="2$esc" "$train" --world 1 >"$tmp/train.out" 2>&1
+  check "stepscope-train: WORLD_SIZE from the environment is shown escaped too" clean <"$tmp/train.out"
+else
+  echo "skip: no stepscope-train"
+fi
 exit $fail

@@ -46,6 +46,8 @@ def check_rows(frame, rows):
     records = frame.to_dict("records")
     for got, want in zip(records, rows):
         for k, v in want.items():
+            if v is None and k not in got and any(c.startswith(k + ".") for c in got):
+                continue  # a null object: its fields are NaN in this row (_frames.frame)
             assert k in got, "column %s missing" % k
             assert same(got[k], v), "%s: %r != %r" % (k, got[k], v)
 
@@ -234,6 +236,9 @@ def test_diff_is_the_cli_json(cli, generated_runs):
     assert list(f.index) == list(d.json["headline"])
     for name, m in d.json["headline"].items():
         for k, v in flat(m).items():
+            if v is None and k not in f.columns and any(c.startswith(k + ".") for c in f.columns):
+                assert all(same(f.loc[name, c], None) for c in f.columns if c.startswith(k + "."))
+                continue  # a null object: its fields are NaN in this row (_frames.frame)
             assert same(f.loc[name, k], v), (name, k)
     check_rows(d.kernels(), [flat(k) for k in d.json["kernels"]])
     check_rows(d.collectives(), [flat(c) for c in d.json["collectives"]])
@@ -341,6 +346,28 @@ def test_missing_library_is_a_clear_error(tmp_path):
     assert "StepscopeError" in p.stderr and "nothing.so was not found" in p.stderr
 
 
+def test_install_without_the_library_fails_with_the_build_command(tmp_path):
+    """`pip install ./python` without a built library fails at install time and
+    says how to build it (issue 34: it installed a package that could not find its
+    library); STEPSCOPE_NO_LIB=1 still installs it."""
+    pytest.importorskip("setuptools")
+    pytest.importorskip("wheel")
+    import shutil
+    src = tmp_path / "src" / "python"  # no ../build/analyzer beside it
+    shutil.copytree(os.path.join(ROOT, "python"), src,
+                    ignore=shutil.ignore_patterns("*.so", "build", "*.egg-info", "__pycache__"))
+    env = {k: v for k, v in os.environ.items() if k != "STEPSCOPE_LIB"}
+    cmd = [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--target",
+           str(tmp_path / "site"), str(src)]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    assert p.returncode != 0
+    assert "cmake --build build --target stepscope_analyzer" in p.stdout + p.stderr, p.stdout + p.stderr
+    assert not os.path.exists(tmp_path / "site" / "stepscope")
+    p = subprocess.run(cmd, capture_output=True, text=True, env=dict(env, STEPSCOPE_NO_LIB="1"))
+    assert p.returncode == 0, p.stderr
+    assert os.path.exists(tmp_path / "site" / "stepscope" / "__init__.py")
+
+
 def test_wheel_bundles_the_library(tmp_path, generated_runs):
     """The wheel built from python/ with STEPSCOPE_LIB set carries the library
     and works without STEPSCOPE_LIB (what scripts/build-wheel.sh does, with
@@ -397,3 +424,50 @@ def _error_of(run, steps):
     except stepscope.StepscopeError as e:
         return str(e)
     return None
+
+
+PYTORCH_SAMPLE = os.path.join(ROOT, "samples", "pytorch", "cpu-ddp2")  # gloo: no collective instances
+
+
+def test_empty_tables_have_their_columns():
+    """A run without collective instances gives empty tables with every column, so
+    that column selections work (issue 34: an empty collectives() had only "op")."""
+    diff_module, report_module = sys.modules["stepscope.diff"], sys.modules["stepscope.report"]
+    r = stepscope.analyze(PYTORCH_SAMPLE)
+    assert len(r.collectives()) == 0 and len(r.collective_summary()) == 0
+    assert list(r.collectives().columns) == report_module.COLLECTIVE_COLUMNS
+    assert list(r.collective_summary().columns) == report_module.COLLECTIVE_SUMMARY_COLUMNS
+    assert len(r.collectives()[["op", "bytes", "skew_ns", "busbw_gbps"]]) == 0
+    d = stepscope.diff(PYTORCH_SAMPLE, PYTORCH_SAMPLE)
+    assert len(d.collectives()) == 0
+    assert list(d.collectives().columns) == diff_module.COLLECTIVE_COLUMNS
+    assert len(d.collectives()[["op", "a.busbw_gbps", "b.busbw_gbps"]]) == 0
+
+
+def test_column_lists_are_the_json_tables():
+    """The column lists of empty tables are those of the same tables with rows."""
+    diff_module, report_module = sys.modules["stepscope.diff"], sys.modules["stepscope.report"]
+    sample = COMMITTED[0]
+    r = stepscope.analyze(sample)
+    assert list(r.kernels().columns) == report_module.KERNEL_COLUMNS
+    assert list(r.collectives().columns) == report_module.COLLECTIVE_COLUMNS
+    assert list(r.collective_summary().columns) == report_module.COLLECTIVE_SUMMARY_COLUMNS
+    d = stepscope.diff(sample, sample)
+    assert list(d.kernels().columns) == diff_module.KERNEL_COLUMNS
+    assert list(d.collectives().columns) == diff_module.COLLECTIVE_COLUMNS
+
+
+def test_no_all_nan_columns(generated_runs):
+    """A kernel or collective only one run has is null on the other side in the diff's
+    JSON: its fields are NaN in that row, not a column "a"/"b" that is NaN in every
+    row (issue 34: kernels() had all-NaN columns); no table has an all-NaN column."""
+    a, b = generated_runs["plain"], generated_runs["pipeline"]
+    d = stepscope.diff(a, b)
+    assert any(c.get("a") is None or c.get("b") is None for c in d.json["collectives"] + d.json["kernels"])
+    r = stepscope.analyze(a)
+    for name, f in (("diff.kernels", d.kernels()), ("diff.collectives", d.collectives()),
+                    ("kernels", r.kernels()), ("collectives", r.collectives()),
+                    ("collective_summary", r.collective_summary())):
+        assert len(f), name
+        nan = [c for c in f.columns if f[c].isna().all()]
+        assert not nan, "%s: all-NaN columns %s" % (name, nan)

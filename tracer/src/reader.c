@@ -31,10 +31,16 @@
  * records: a frame that zstd rejects (bad checksum, bad block, too large)
  * is skipped, the reader searches the following bytes for the next zstd
  * frame magic and goes on from there; a frame whose content holds a bad
- * record keeps the records before it and drops the rest. Each damaged
- * region becomes one warning (offsets, bytes), and a last warning sums up
- * what was lost. Strings are defined once per file (docs/trace-format.md
- * §3), so strings defined in a skipped frame are gone: after damage, ids
+ * record keeps the records before it and drops the rest. A frame that runs
+ * to the end of the file is a truncated last frame only when no frame magic
+ * follows its start: otherwise it is a false start (a crafted header, or
+ * damage reading as one) whose blocks swallowed the frames after it, and
+ * reading resumes at the next magic; so it does after a skippable frame,
+ * which the writer never writes and whose size could jump over frames
+ * (trace-format.md §1). Each damaged region becomes one
+ * warning (offsets, bytes), and a last warning sums up what was lost.
+ * Strings are defined once per file (docs/trace-format.md §3), so strings
+ * defined in a skipped frame are gone: after damage, ids
  * not defined are accepted and read as "?<id>" (stepscope_reader_string),
  * and the next STRING record may jump over the lost ids.
  * Bombs. A frame is bounded (MAX_FRAME_CONTENT), and so is the whole file:
@@ -263,6 +269,14 @@ static int frame_checksum_flag(const uint8_t *p, size_t n) {
   return (p[4] & 0x04) != 0;
 }
 
+/* Whether a skippable frame (RFC 8878 §3.1.2: magic 0x184D2A50..5F) starts at `p`. */
+static int skippable_frame(const uint8_t *p, size_t n) {
+  if (n < 4) return 0;
+  uint32_t magic =
+      (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+  return (magic & 0xFFFFFFF0u) == ZSTD_MAGIC_SKIPPABLE_START;
+}
+
 /* Whether the file inflated past its limit (then err is filled). The compressed size is
  * what was read of the file when that is more than its size at open (a file still
  * growing). */
@@ -273,6 +287,43 @@ static int inflated_too_much(stepscope_reader *r, stepscope_error *err) {
   stepscope_inflate_limit_error(err, r->path, &r->inflate, compressed);
   if (err) err->offset = r->frame_offset;
   return 1;
+}
+
+/* Whether the zstd frame magic occurs in the file at or after offset `from`
+ * (read with pread: the input buffer is left as it is). */
+static int magic_in_file(const stepscope_reader *r, uint64_t from) {
+  static const uint8_t magic[4] = {0x28, 0xb5, 0x2f, 0xfd};
+  uint8_t buf[1 << 16];
+  for (;;) {
+    ssize_t k = pread(r->fd, buf, sizeof buf, (off_t)from);
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 4) return 0;
+    if (memmem(buf, (size_t)k, magic, 4)) return 1;
+    from += (uint64_t)k - 3; /* the magic may straddle two reads */
+  }
+}
+
+/* The file ended (started: inside a frame). A frame that runs to the end of
+ * the file is a truncated last frame, or a false frame start (crafted, or
+ * damage that happens to read as a frame magic) whose blocks swallowed the
+ * frames after it: when a frame magic follows its start, it is damage and
+ * reading resumes there. 1: resumed, 0: the end, <0: error. */
+static int end_of_file(stepscope_reader *r, int started, stepscope_error *err) {
+  if (started && r->header.format_major && (r->in_damage || magic_in_file(r, r->frame_offset + 1)))
+    return resync(r, "a frame that runs to the end of the file (a false frame start?)", err);
+  if (r->in_damage) { /* the region runs to the end (with any last partial frame) */
+    end_damage(r, r->file_size);
+    return 0;
+  }
+  if (started && (r->frame_len > 0 || r->in_file_offset + r->in_len > r->frame_offset)) {
+    add_warning(
+        r,
+        "%s: offset %llu: truncated: the last frame is incomplete (%llu bytes); it was "
+        "ignored",
+        r->path, (unsigned long long)r->frame_offset,
+        (unsigned long long)(r->file_size > r->frame_offset ? r->file_size - r->frame_offset : 0));
+  }
+  return 0;
 }
 
 /* Decompresses the next complete frame into r->frame. Returns 1 when a frame
@@ -288,10 +339,14 @@ static int next_frame(stepscope_reader *r, stepscope_error *err) {
       if (rc < 0) return rc;
     }
     if (r->in_pos == r->in_len) {
-      if (r->eof) goto at_eof;
-      int rc = fill_input(r, err);
+      int rc = r->eof ? 1 : fill_input(r, err);
       if (rc < 0) return rc;
-      if (rc == 1) goto at_eof;
+      if (rc == 1) {
+        rc = end_of_file(r, started, err);
+        if (rc <= 0) return rc;
+        started = 0; /* resumed after a frame that ran to the end */
+        continue;
+      }
     }
     if (!started) {
       r->frame_offset = r->in_file_offset + r->in_pos;
@@ -299,9 +354,14 @@ static int next_frame(stepscope_reader *r, stepscope_error *err) {
       int checksum = frame_checksum_flag(r->in + r->in_pos, r->in_len - r->in_pos);
       if (!r->header.format_major) {
         r->header_frame_checksum = checksum;
-      } else if (checksum == 0 && r->header_frame_checksum == 1) {
-        /* the writer checksums every frame: this frame's flag was damaged */
-        int rc = resync(r, "a zstd frame without a content checksum", err);
+      } else if ((checksum == 0 && r->header_frame_checksum == 1) ||
+                 skippable_frame(r->in + r->in_pos, r->in_len - r->in_pos)) {
+        /* the writer checksums every frame: this frame's flag was damaged; and it
+         * writes no skippable frame, whose size could jump over the frames after it */
+        int rc = resync(r,
+                        checksum == 0 ? "a zstd frame without a content checksum"
+                                      : "a skippable frame (the writer writes none)",
+                        err);
         if (rc <= 0) return rc;
         started = 0;
         continue;
@@ -382,20 +442,6 @@ static int next_frame(stepscope_reader *r, stepscope_error *err) {
       return 1;
     }
   }
-at_eof:
-  if (r->in_damage) { /* the region runs to the end (with any last partial frame) */
-    end_damage(r, r->file_size);
-    return 0;
-  }
-  if (started && (r->frame_len > 0 || r->in_file_offset + r->in_len > r->frame_offset)) {
-    add_warning(
-        r,
-        "%s: offset %llu: truncated: the last frame is incomplete (%llu bytes); it was "
-        "ignored",
-        r->path, (unsigned long long)r->frame_offset,
-        (unsigned long long)(r->file_size > r->frame_offset ? r->file_size - r->frame_offset : 0));
-  }
-  return 0;
 }
 
 static int add_string(stepscope_reader *r, const stepscope_string *s, stepscope_error *err) {

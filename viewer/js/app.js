@@ -56,7 +56,7 @@ var SS = window.SS || (window.SS = {});
     document.querySelectorAll('.view').forEach(function (v) { v.hidden = v.id !== 'view-' + name; });
     if (name === 'timeline' && app.timeline) app.timeline.resize();
     if (name === 'pipeline' && app.A && app.A.model && !app.pipelineDone) {
-      SS.renderPipeline($('view-pipeline'), app.A.model, app.A.report, 0);
+      SS.renderPipeline($('view-pipeline'), app.A.model, app.A.report); // on the first steady step
       app.pipelineDone = true;
     }
     if (name === 'compare') renderCompare();

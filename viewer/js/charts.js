@@ -52,6 +52,10 @@ SS.formatField = function (key, v) {
 };
 
 /* A table from an array of objects; columns: the given ones or every scalar field. */
+/* Text cells longer than this (C++ kernel names run to hundreds of characters and
+ * wrapped over ~10 lines) are cut to one line with an ellipsis, whole in their tooltip. */
+SS.LONG_CELL = 60;
+
 SS.table = function (rows, columns, limit) {
   rows = rows || [];
   if (!columns) {
@@ -69,8 +73,13 @@ SS.table = function (rows, columns, limit) {
   var thead = SS.el('tr', {}, columns.map(function (c) { return SS.el('th', { text: c.replace(/_ns$/, '') }); }));
   var body = rows.slice(0, limit || 500).map(function (r) {
     return SS.el('tr', {}, columns.map(function (c) {
-      var td = SS.el('td', { text: SS.formatField(c, r[c]) });
+      var text = String(SS.formatField(c, r[c]));
+      var td = SS.el('td', { text: text });
       if (typeof r[c] === 'number') td.className = 'num';
+      else if (text.length > SS.LONG_CELL) { // a C++ kernel name: one line, whole in the tooltip
+        td.className = 'long';
+        td.title = text;
+      }
       return td;
     }));
   });

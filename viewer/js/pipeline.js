@@ -133,6 +133,22 @@ SS.pipelineWindow = function (row, step, model) {
   return row.steps.length ? null : { start: model.minTs, end: model.maxTs };
 };
 
+/* The step the view opens on: the first steady one. A run's first step is its
+ * warm-up (allocations, first communication set-up, autotuning), so it is never
+ * chosen when there are others; after it, the first step whose time is within 25 %
+ * of the run's step time (the report's median), else the second step. */
+SS.pipelineFirstSteady = function (steps, report) {
+  if (steps.length < 2) return 0;
+  var run = (report && report.run) || {}, median = run.step_time_ns, times = {};
+  (run.steps || []).forEach(function (s) { times[s.step] = s.time_ns; });
+  for (var k = 1; k < steps.length; k++) {
+    var t = times[steps[k]];
+    if (!median || typeof t !== 'number' || Math.abs(t - median) <= 0.25 * median) return k;
+  }
+  return 1;
+};
+
+/* stepIndex: the position of the step to show; undefined: the first steady step. */
 SS.renderPipeline = function (root, model, report, stepIndex) {
   root.textContent = '';
   var rows = SS.pipelineData(model, report);
@@ -141,6 +157,7 @@ SS.renderPipeline = function (root, model, report, stepIndex) {
     return;
   }
   var steps = SS.pipelineSteps(rows);
+  if (stepIndex === undefined || stepIndex === null) stepIndex = SS.pipelineFirstSteady(steps, report);
   stepIndex = Math.min(stepIndex || 0, Math.max(0, steps.length - 1));
   var step = steps.length ? steps[stepIndex] : null;
   var sel = SS.el('select', { id: 'pipeline-step' });

@@ -163,7 +163,16 @@ SS.renderSummary = function (root, report, runName) {
   var coll = SS.arraysIn(report.collectives, 'collectives');
   var collChildren = [];
   var rc = report.collectives || {};
-  if (rc.incomplete !== undefined)
+  if (Array.isArray(rc.instances) && !rc.instances.length) {
+    // nothing to tabulate: say in words what is missing, not a table of zeros and "none"
+    collChildren.push(SS.el('p', { className: 'note', id: 'collectives-none', text:
+      'No collective instances in these traces: they hold no per-collective records (NCCL\'s, which give each ' +
+      'all-reduce, broadcast or send/recv its size, group and members). PyTorch profiler traces of gloo or ' +
+      'other CPU backends, and GPU traces without NCCL\'s metadata, have none. So there are no per-instance ' +
+      'timings, bandwidths, skews or straggler rankings here; communication time is still counted, from the ' +
+      'communication ops (headline and per rank).' }));
+    coll = coll.filter(function (c) { return c.title !== 'collectives'; });
+  } else if (rc.incomplete !== undefined)
     collChildren.push(SS.el('p', { className: 'note', id: 'collectives-incomplete', text:
       rc.incomplete + ' incomplete instance' + (rc.incomplete === 1 ? '' : 's') + '. An instance is incomplete when a member is missing from the loaded traces ' +
       '(a trace cut short, a rank not loaded); a p2p send/recv is complete with its two ranks. Incomplete instances are listed (complete: no) ' +

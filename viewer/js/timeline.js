@@ -438,10 +438,16 @@ SS.Timeline.prototype.drawAxis = function () {
   var step = p * (target / p >= 5 ? 5 : target / p >= 2 ? 2 : 1);
   var wpx = w - this.labelW, minTs = this.model.minTs;
   // ticks far enough apart for their labels (long when zoomed far into a long run): the
-  // next 1-2-5 step until the widest label of the view fits between two ticks
-  var widest = Math.max(ctx.measureText(SS.formatTime(this.t1 - minTs)).width,
-                        ctx.measureText(SS.formatTime(Math.max(0, this.t0 - minTs))).width);
-  for (var guard = 0; guard < 60 && step / span * wpx < widest + 12; guard++) {
+  // next 1-2-5 step until the widest label the ticks would carry fits between two of them.
+  // Every label is measured: the ends' are not the widest where the unit changes inside
+  // the view ("900.000 µs" is wider than "1.100 ms"), and those overlapped
+  var t0 = this.t0, t1 = this.t1;
+  var widestAt = function (st) {
+    var w = 0, t = Math.ceil((t0 - minTs) / st) * st + minTs;
+    for (var n = 0; t <= t1 && n < 100; t += st, n++) w = Math.max(w, ctx.measureText(SS.formatTime(t - minTs)).width);
+    return w;
+  };
+  for (var guard = 0; guard < 60 && step / span * wpx < widestAt(step) + 12; guard++) {
     var e10 = Math.pow(10, Math.floor(Math.log10(step) + 1e-9)), mant = Math.round(step / e10);
     step = mant < 2 ? 2 * e10 : mant < 5 ? 5 * e10 : 10 * e10;
   }

@@ -254,16 +254,16 @@ static void value_text(const ssa_pred_metric *m, double v, char *buf, size_t siz
 
 void ssa_prediction_diff_text(const ssa_pred_diff *d, FILE *f) {
   fputs("run:        ", f);
-  ssa_fputs_safe(d->run_path, f);
+  sc_fputs_safe(d->run_path, f);
   fprintf(f, " (%s)\nprediction: ", d->run_layout);
-  ssa_fputs_safe(d->prediction_path, f);
+  sc_fputs_safe(d->prediction_path, f);
   fprintf(f, ", layout %zu of %zu (%s)%s", d->layout_index + 1, d->nlayouts, d->predicted->name,
           d->calibrated ? ", calibrated by " : ", uncalibrated (device table)");
-  if (d->calibrated) ssa_fputs_safe(d->calibration_source, f);
+  if (d->calibrated) sc_fputs_safe(d->calibration_source, f);
   fputc('\n', f);
   for (int i = 0; i < d->nwarnings; i++) {
     fputs("warning: ", f);
-    ssa_fputs_safe(d->warnings[i], f);
+    sc_fputs_safe(d->warnings[i], f);
     fputc('\n', f);
   }
   fprintf(f, "\n%-38s %14s %14s %9s\n", "", "predicted", "measured", "error");

@@ -79,12 +79,11 @@ static void tchange(char *buf, size_t n, int is_time, const ssa_diff_metric *m) 
 static void text_head(const ssa_diff *d, FILE *f) {
   char safe[1024], safe2[1024]; /* trace strings and paths, terminal-safe (text_escape.c) */
   fprintf(f, "stepscope diff\n  A: %s (%zu ranks, %zu steps",
-          ssa_text_safe(d->path_a ? d->path_a : "A", safe, sizeof safe), d->a->nranks,
-          d->a->nsteps);
+          sc_text_safe(d->path_a ? d->path_a : "A", safe, sizeof safe), d->a->nranks, d->a->nsteps);
   if (d->nruns_a > 1)
     fprintf(f, "; %zu runs, %zu steps in all", d->nruns_a, d->m[SSA_DM_STEP_TIME].a.n);
   fprintf(f, ")\n  B: %s (%zu ranks, %zu steps",
-          ssa_text_safe(d->path_b ? d->path_b : "B", safe2, sizeof safe2), d->b->nranks,
+          sc_text_safe(d->path_b ? d->path_b : "B", safe2, sizeof safe2), d->b->nranks,
           d->b->nsteps);
   if (d->nruns_b > 1)
     fprintf(f, "; %zu runs, %zu steps in all", d->nruns_b, d->m[SSA_DM_STEP_TIME].b.n);
@@ -96,7 +95,7 @@ static void text_head(const ssa_diff *d, FILE *f) {
   if (d->nconfig_diffs) {
     char what[1200];
     ssa_diff_config_text(d, what, sizeof what);
-    fprintf(f, "  note: %s\n", ssa_text_safe(what, safe, sizeof safe));
+    fprintf(f, "  note: %s\n", sc_text_safe(what, safe, sizeof safe));
   }
   if (d->mfu_incomparable)
     fprintf(f,
@@ -171,7 +170,7 @@ int ssa_diff_report_text(const ssa_diff *d, FILE *f) {
   ssa_diff_decomp_text(d, f);
   fprintf(f, "\n== findings ==\n");
   for (size_t i = 0; i < d->nfindings; i++)
-    fprintf(f, "- %s\n", ssa_text_safe(d->findings[i], safe, sizeof safe));
+    fprintf(f, "- %s\n", sc_text_safe(d->findings[i], safe, sizeof safe));
   if (d->same_layout && d->nranks) {
     fprintf(f, "\n== per rank (median over steps: A -> B) ==\n");
     fprintf(f, "%5s %24s %24s %24s %16s\n", "rank", "step span", "exposed comm", "idle", "overlap");
@@ -216,7 +215,7 @@ int ssa_diff_report_text(const ssa_diff *d, FILE *f) {
       tfmt(a, sizeof a, 1, k->in_a, k->time_a);
       tfmt(b, sizeof b, 1, k->in_b, k->time_b);
       tfmt(c, sizeof c, 1, 1, k->time_b - k->time_a);
-      fprintf(f, "%12s %12s %12s  %s\n", a, b, c, ssa_text_safe(k->name, safe, 71));
+      fprintf(f, "%12s %12s %12s  %s\n", a, b, c, sc_text_safe(k->name, safe, 71));
     }
   }
   if (d->ncolls) {
@@ -236,7 +235,7 @@ int ssa_diff_report_text(const ssa_diff *d, FILE *f) {
       snprintf(tr, sizeof tr, "%s -> %s", ta, tb);
       snprintf(wt, sizeof wt, "%s -> %s", wa, wb);
       fprintf(f, "%-14s %-12s %12llu %13s %21s %21s\n", op ? op : "?",
-              ssa_text_safe(c->group, safe, 13), (unsigned long long)c->bytes, cnt, tr, wt);
+              sc_text_safe(c->group, safe, 13), (unsigned long long)c->bytes, cnt, tr, wt);
     }
   }
   return ferror(f) ? STEPSCOPE_E_IO : 0;

@@ -9,7 +9,8 @@
  * parse in strict JSON readers and Perfetto.
  *
  * Files are written to "<dir>/.<name>.tmp-XXXXXX" and renamed into place by
- * ssa_out_close (see ssa_io.h); inputs registered with
+ * ssa_out_close (see ssa_io.h), or removed by temp_files.c when the process is
+ * killed first; inputs registered with
  * ssa_out_protect_input (device, inode) are never opened for writing.
  */
 #include <errno.h>
@@ -98,6 +99,7 @@ static int open_temporary(ssa_out *o, const char *path) {
   snprintf(o->tmp_path, len, "%.*s.%s.tmp-XXXXXX", (int)dirlen, path, base);
   int fd = mkostemp(o->tmp_path, O_CLOEXEC);
   if (fd < 0) return -1;
+  o->temp_slot = ssa_temp_record(o->tmp_path) + 1; /* removed if the process is killed */
   mode_t mask = umask(0); /* as fopen would create it: 0666 less the umask */
   umask(mask);
   if (fchmod(fd, 0666 & ~mask) != 0) { /* not fatal: the file stays private */
@@ -106,6 +108,8 @@ static int open_temporary(ssa_out *o, const char *path) {
 }
 
 static void drop_paths(ssa_out *o) {
+  if (o->temp_slot) ssa_temp_forget(o->temp_slot - 1); /* renamed or removed by now */
+  o->temp_slot = 0;
   free(o->tmp_path);
   free(o->final_path);
   o->tmp_path = o->final_path = NULL;

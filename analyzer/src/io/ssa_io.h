@@ -1,10 +1,10 @@
 /*
  * ssa_io.h — the analyzer's bottom floor (analyzer/src/io): bytes in and out, with no
  * knowledge of runs or metrics, and the generic helpers of the floors above. Declared here:
- * the output stream (out_writer.c), terminal-safe text (text_escape.c), JSON object members
- * (json_fields.c), JSON validity (json_valid.c), dotted-path JSON lookups (json_lookup.c),
- * jobs on threads (parallel_for.c), array growth (grow.c), the start-time sort (sort.c) and
- * the shared qsort comparators and binary searches (sort_keys.c). The streaming JSON
+ * the output stream (out_writer.c), terminal-safe text (sc_text.h, common/text_escape.c), JSON
+ * object members (json_fields.c), JSON validity (json_valid.c), dotted-path JSON lookups
+ * (json_lookup.c), jobs on threads (parallel_for.c), array growth (grow.c), the start-time sort
+ * (sort.c) and the shared qsort comparators and binary searches (sort_keys.c). The streaming JSON
  * tokenizer (json_stream.h, json_scan.h) and the two gzip readers (gzip_whole.h,
  * inflate_pipe.h) have headers of their own in this folder: only the importers use them.
  *
@@ -29,6 +29,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "sc_text.h" /* terminal-safe text (common/text_escape.c) */
+
 typedef struct ssa_out {
   FILE *file;
   void *gz; /* gzFile */
@@ -40,6 +42,7 @@ typedef struct ssa_out {
   char *tmp_path; /* written here, renamed to final_path on success */
   char *final_path;
   int flush_errno; /* errno of the first failed write */
+  int temp_slot;   /* 1 + tmp_path's slot in temp_files.c (0: none): removed on SIGTERM/HUP/INT */
   char why[320];   /* why ssa_out_open or ssa_out_close failed */
 } ssa_out;
 
@@ -50,6 +53,12 @@ void ssa_out_protect_input(const char *path);
 /* 0 when writing `path` would not touch a registered input; otherwise
  * STEPSCOPE_E_ARGUMENT with a message in why[n]. */
 int ssa_out_check_target(const char *path, char *why, size_t n);
+
+/* Temporary files removed if the process is killed by SIGTERM, SIGHUP or SIGINT
+ * before they are renamed (temp_files.c; where those signals have their default
+ * action). ssa_temp_record returns the path's slot, or -1 when the table is full. */
+int ssa_temp_record(const char *path);
+void ssa_temp_forget(int slot);
 
 int ssa_out_open(ssa_out *o, const char *path); /* 0 or STEPSCOPE_E_IO/NOMEM */
 int ssa_out_open_file(ssa_out *o, FILE *f);     /* does not close f */
@@ -72,15 +81,6 @@ void ssa_out_double(ssa_out *o, double v);
 void ssa_out_json_string(ssa_out *o, const char *s);
 /* raw text, with invalid UTF-8 sequences replaced by U+FFFD */
 void ssa_out_utf8(ssa_out *o, const char *s);
-/* Terminal-safe text (text_escape.c): control characters (C0, DEL, C1) and
- * bytes that are not UTF-8 as \xNN, \n \r \t \\ escaped; valid UTF-8 kept.
- * ssa_text_safe writes into buf (n bytes, cut at a character boundary) and
- * returns it; ssa_fputs_safe writes any length to f. */
-const char *ssa_text_safe(const char *s, char *buf, size_t n);
-void ssa_fputs_safe(const char *s, FILE *f);
-/* The same escapes with a backslash kept as it is: for a message that echoes what the user
- * typed (a regex stays readable), where no trace text could pose as an escape. */
-const char *ssa_text_echo(const char *s, char *buf, size_t n);
 /* Whether s is exactly one JSON value (json_valid.c). */
 int ssa_json_valid(const char *s);
 

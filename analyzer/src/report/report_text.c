@@ -40,7 +40,7 @@ static void print_tally(FILE *f, const char *who, const ssa_comm_tally *t,
   }
   for (size_t u = 0; u < t->nuser && rules && u < rules->n; u++) {
     const ssa_comm_rule *r = &rules->rule[u];
-    snprintf(pat, sizeof pat, "%s", ssa_text_safe(r->pattern, safe, sizeof safe));
+    snprintf(pat, sizeof pat, "%s", sc_text_safe(r->pattern, safe, sizeof safe));
     snprintf(label, sizeof label, "%s '%s'%s",
              strcmp(r->origin, "command line") ? r->origin : ssa_comm_rule_option(r), pat,
              r->comm ? "" : " (compute)");
@@ -206,7 +206,7 @@ static void print_headline(const ssa_analysis *a, const text_totals *tot, FILE *
   size_t npipe = tot->npipe;
   char b1[32];
   char safe[1024];
-  fprintf(f, "stepscope analyze: %s\n", ssa_text_safe(run->dir, safe, sizeof safe));
+  fprintf(f, "stepscope analyze: %s\n", sc_text_safe(run->dir, safe, sizeof safe));
   fprintf(f, "ranks loaded: %zu, steps analysed: %zu\n", run->nranks, a->nsteps);
   ssa_run_print_losses(run, f, "");
   fprintf(f, "\n");
@@ -270,7 +270,7 @@ static void print_headline(const ssa_analysis *a, const text_totals *tot, FILE *
       if (selected(a, &a->ranks[i]) && a->ranks[i].pipeline) pspan += a->ranks[i].totals.span;
     fprintf(f, "pipeline bubble: %.1f %% measured vs %.1f %% theory (%s, p=%d, m=%d)\n",
             pct(bubble, pspan), 100 * a->bubble_theory,
-            a->schedule_name[0] ? ssa_text_safe(a->schedule_name, safe, sizeof safe) : "?",
+            a->schedule_name[0] ? sc_text_safe(a->schedule_name, safe, sizeof safe) : "?",
             a->schedule_stages, a->schedule_microbatches);
   }
   if (idle > 0) {
@@ -394,7 +394,7 @@ static void print_top_kernels(const ssa_analysis *a, const text_totals *tot, FIL
     fprintf(f, "%8llu %12s %12s %6.1f%%  %s\n", (unsigned long long)k->count,
             fmt_ns(k->total, b1, sizeof b1),
             fmt_ns(k->count ? k->total / (int64_t)k->count : 0, b2, sizeof b2),
-            pct(k->total, a->kernel_time_total), ssa_text_safe(ssa_name(a, k->name), safe, 81));
+            pct(k->total, a->kernel_time_total), sc_text_safe(ssa_name(a, k->name), safe, 81));
   }
 }
 
@@ -445,7 +445,7 @@ static void print_collectives(const ssa_analysis *a, const text_totals *tot, FIL
       const ssa_coll_summary *s = &a->coll_summaries[i];
       fprintf(f, "%-15s %-6s %12llu %6llu %12s %12s %7.2f GB/s %6.2f GB/s\n",
               stepscope_collective_op_name(s->op),
-              ssa_text_safe(ssa_name(a, s->group), safe, sizeof safe), (unsigned long long)s->bytes,
+              sc_text_safe(ssa_name(a, s->group), safe, sizeof safe), (unsigned long long)s->bytes,
               (unsigned long long)s->count,
               fmt_ns(s->count ? s->transfer_total / (int64_t)s->count : 0, b1, sizeof b1),
               fmt_ns(s->skew_max, b2, sizeof b2), s->algbw, s->busbw);
@@ -619,12 +619,12 @@ static void print_warnings(const ssa_analysis *a, const text_totals *tot, FILE *
   if (nw) {
     fprintf(f, "\n== warnings (%zu) ==\n", nw);
     for (size_t i = 0; i < run->nwarnings; i++)
-      fprintf(f, "- %s\n", ssa_text_safe(run->warnings[i], safe, sizeof safe));
+      fprintf(f, "- %s\n", sc_text_safe(run->warnings[i], safe, sizeof safe));
     for (size_t i = 0; i < run->nranks; i++)
       for (size_t w = 0; w < run->ranks[i].nwarnings; w++)
-        fprintf(f, "- %s\n", ssa_text_safe(run->ranks[i].warnings[w], safe, sizeof safe));
+        fprintf(f, "- %s\n", sc_text_safe(run->ranks[i].warnings[w], safe, sizeof safe));
     for (size_t i = 0; i < a->nwarnings; i++)
-      fprintf(f, "- %s\n", ssa_text_safe(a->warnings[i], safe, sizeof safe));
+      fprintf(f, "- %s\n", sc_text_safe(a->warnings[i], safe, sizeof safe));
   }
 }
 

@@ -1,19 +1,20 @@
 /*
  * text_escape.c — makes untrusted strings (kernel names, communicator
- * names, hostnames, metadata, file names: anything from a trace) safe to
- * print on a terminal. A kernel name could otherwise set the terminal's
+ * names, hostnames, metadata, file names: anything from a trace, and the
+ * arguments a user typed, which the analyzer's and the trainer's error
+ * messages echo) safe to print on a terminal. A kernel name could otherwise set the terminal's
  * title, clear the screen or fake lines of the report. C0 controls, DEL and
  * C1 controls (raw bytes 0x80-0x9f and their UTF-8 encodings U+0080-U+009F)
  * are written as \xNN (tab, newline, carriage return as \t \n \r), a
  * backslash as \\ (ssa_text_echo keeps it: messages that echo what the user
  * typed), and bytes that are not valid UTF-8 as \xNN; valid UTF-8 text is
- * kept as it is. The JSON outputs escape through ssa_out instead.
+ * kept as it is. The JSON outputs escape through sc_json.h instead.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "ssa_io.h"
+#include "sc_text.h"
 
 /* Length of the valid UTF-8 sequence at p (1..4), 0 if invalid. */
 static size_t utf8_len(const unsigned char *p) {
@@ -78,15 +79,15 @@ static const char *escape(const char *s, char *buf, size_t n, int keep_backslash
   return buf;
 }
 
-const char *ssa_text_safe(const char *s, char *buf, size_t n) {
+const char *sc_text_safe(const char *s, char *buf, size_t n) {
   return escape(s, buf, n, 0);
 }
 
-const char *ssa_text_echo(const char *s, char *buf, size_t n) {
+const char *sc_text_echo(const char *s, char *buf, size_t n) {
   return escape(s, buf, n, 1);
 }
 
-void ssa_fputs_safe(const char *s, FILE *f) {
+void sc_fputs_safe(const char *s, FILE *f) {
   char buf[1024];
   const unsigned char *p = (const unsigned char *)(s ? s : "");
   /* in pieces; each piece ends on a character boundary */
@@ -99,7 +100,7 @@ void ssa_fputs_safe(const char *s, FILE *f) {
     char piece[256];
     memcpy(piece, p, take);
     piece[take] = '\0';
-    fputs(ssa_text_safe(piece, buf, sizeof buf), f);
+    fputs(sc_text_safe(piece, buf, sizeof buf), f);
     p += take;
   }
 }
