@@ -6,7 +6,7 @@
  * title, clear the screen or fake lines of the report. C0 controls, DEL and
  * C1 controls (raw bytes 0x80-0x9f and their UTF-8 encodings U+0080-U+009F)
  * are written as \xNN (tab, newline, carriage return as \t \n \r), a
- * backslash as \\ (ssa_text_echo keeps it: messages that echo what the user
+ * backslash as \\ (sc_text_echo keeps it: messages that echo what the user
  * typed), and bytes that are not valid UTF-8 as \xNN; valid UTF-8 text is
  * kept as it is. The JSON outputs escape through sc_json.h instead.
  */
@@ -41,7 +41,7 @@ static size_t utf8_len(const unsigned char *p) {
   return n;
 }
 
-/* ssa_text_safe, and ssa_text_echo with keep_backslash. */
+/* sc_text_safe, and sc_text_echo with keep_backslash. */
 static const char *escape(const char *s, char *buf, size_t n, int keep_backslash) {
   if (!n) return "";
   size_t o = 0;

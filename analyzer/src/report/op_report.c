@@ -31,9 +31,9 @@ void ssa_op_report_text(const void *report, ssa_out *o) {
   const ssa_op_report *r = report;
   const ssa_op_table *t = r->table;
   char safe[512];
-  ssa_out_printf(o, "stepscope ops: %s\n", ssa_text_safe(r->run_path, safe, sizeof safe));
+  ssa_out_printf(o, "stepscope ops: %s\n", sc_text_safe(r->run_path, safe, sizeof safe));
   ssa_out_printf(o, "device: %s\n",
-                 t->device_name[0] ? ssa_text_safe(t->device_name, safe, sizeof safe)
+                 t->device_name[0] ? sc_text_safe(t->device_name, safe, sizeof safe)
                                    : "(not named in the trace)");
   text_ceilings(r, o);
   ssa_out_printf(o, "times: %s, %d rank(s)\n\n",
@@ -48,7 +48,7 @@ void ssa_op_report_text(const void *report, ssa_out *o) {
     ssa_op_rates x;
     ssa_op_rates_of(row, r->ceilings, &x);
     char name[64], shape[160];
-    ssa_text_safe(row->name, name, sizeof name);
+    sc_text_safe(row->name, name, sizeof name);
     snprintf(shape, sizeof shape, "%s", row->shape[0] ? row->shape : "-");
     ssa_out_printf(o, "%-44s %-34s %7llu %11.1f ", name, shape, (unsigned long long)row->count,
                    (double)row->time_ns / 1e3);
@@ -226,7 +226,7 @@ void ssa_module_report_text(const void *report, ssa_out *o) {
   const ssa_module_table *t = r->table;
   char safe[512];
   ssa_out_printf(o, "stepscope ops --by module: %s\n",
-                 ssa_text_safe(r->run_path, safe, sizeof safe));
+                 sc_text_safe(r->run_path, safe, sizeof safe));
   ssa_out_printf(o, "times: %s, a module's including its children's\n\n",
                  t->host_time ? "its ops' own CPU time (no device activity in the trace)"
                               : "device time of the kernels its ops launched");
@@ -240,7 +240,7 @@ void ssa_module_report_text(const void *report, ssa_out *o) {
     char name[128];
     snprintf(name, sizeof name, "%*s%s", 2 * m->depth, "", leaf ? leaf + 1 : m->path);
     ssa_out_printf(
-        o, "%-52s %7llu %12.1f %12.1f %6.1f%% %10.4g\n", ssa_text_safe(name, safe, sizeof safe),
+        o, "%-52s %7llu %12.1f %12.1f %6.1f%% %10.4g\n", sc_text_safe(name, safe, sizeof safe),
         (unsigned long long)m->calls, (double)m->time_ns / 1e3, (double)m->self_ns / 1e3,
         t->time_total ? 100.0 * (double)m->time_ns / (double)t->time_total : 0.0, m->flops / 1e9);
   }
@@ -310,7 +310,7 @@ void ssa_mem_report_text(const void *report, ssa_out *o) {
   const ssa_mem_report *r = report;
   const ssa_mem_table *t = r->table;
   char safe[512], dev[48];
-  ssa_out_printf(o, "stepscope ops --memory: %s\n", ssa_text_safe(r->run_path, safe, sizeof safe));
+  ssa_out_printf(o, "stepscope ops --memory: %s\n", sc_text_safe(r->run_path, safe, sizeof safe));
   if (!t->n) ssa_out_str(o, "no memory events in the trace (profile with profile_memory=True)\n");
   for (size_t i = 0; i < t->n; i++) {
     const ssa_mem_device *d = &t->devices[i];
@@ -332,7 +332,7 @@ void ssa_mem_report_text(const void *report, ssa_out *o) {
     for (size_t k = 0; k < d->ntop; k++)
       ssa_out_printf(o, "    %12.3f KB  %-40s allocated at %.3f ms\n",
                      (double)d->top[k].bytes / 1e3,
-                     d->top[k].op[0] ? ssa_text_safe(d->top[k].op, safe, sizeof safe) : "(no op)",
+                     d->top[k].op[0] ? sc_text_safe(d->top[k].op, safe, sizeof safe) : "(no op)",
                      (double)ssa_rel_time(r->run, d->rank_ptr, d->top[k].time) / 1e6);
   }
 }
