@@ -15,6 +15,7 @@
  * name and rank); over the steps counted in the medians: each part's median, the totals and
  * the top ops.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +102,9 @@ static void gap_piece(walk *w, ssa_cp_node n, int edge, ssa_cp_segment *s) {
     return;
   }
   s->kind = SSA_CP_IDLE;
+  /* a stream gap is the device's own delay only when the op's launch is known (it was
+   * released earlier): without it the trace does not show what the op waited for */
+  if (edge == SSA_CPE_LANE && r->ops[n.index].launch == SSA_NONE) edge = SSA_CPE_N;
   s->cause = edge == SSA_CPE_LAUNCH ? SSA_CP_IDLE_LAUNCH
              : edge == SSA_CPE_WAIT ? SSA_CP_IDLE_SYNC
              : edge == SSA_CPE_LANE ? SSA_CP_IDLE_STREAM
@@ -256,6 +260,11 @@ static int summarise(ssa_critical_path *cp) {
   for (int c = 0; c < SSA_CP_IDLE_N; c++)
     MEDIAN_OF(idle_cause[c], cp->median_idle_cause[c]);
 #undef MEDIAN_OF
+  cp->median_step = SIZE_MAX;
+  for (size_t i = 0; i < cp->nsteps; i++)
+    if (cp->steps[i].in_medians && cp->steps[i].length == cp->median_length &&
+        cp->median_step == SIZE_MAX)
+      cp->median_step = i;
   k = 0;
   for (size_t i = 0; i < cp->nsteps; i++) {
     const ssa_cp_step *st = &cp->steps[i];

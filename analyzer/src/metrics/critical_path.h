@@ -132,6 +132,8 @@ typedef struct ssa_critical_path {
   int64_t *by_rank_all; /* storage of the steps' by_rank */
   /* over the steps counted in the medians */
   size_t steady;
+  size_t median_step; /* index in steps of the steady step of median length (the lower middle
+                         one; ties: the earlier step) */
   int64_t median_length, median_step_time;
   int64_t median_kind[SSA_CP_KIND_N], median_idle_cause[SSA_CP_IDLE_N];
   int64_t total_length, total_kind[SSA_CP_KIND_N], total_idle_cause[SSA_CP_IDLE_N];

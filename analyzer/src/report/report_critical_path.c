@@ -74,6 +74,8 @@ void ssa_report_json_critical_path(const ssa_analysis *a, ssa_out *o) {
   }
   ssa_out_printf(o, "{\"steady_steps\":%llu,\"mismatched_steps\":%llu",
                  (unsigned long long)cp->steady, (unsigned long long)cp->mismatched_steps);
+  if (cp->median_step < cp->nsteps)
+    ssa_out_printf(o, ",\"median_step\":%lld", (long long)cp->steps[cp->median_step].step);
   ssa_out_field_i64(o, "median_length_ns", cp->median_length);
   ssa_out_field_i64(o, "median_step_time_ns", cp->median_step_time);
   ssa_out_str(o, ",\"median_parts\":");
@@ -116,38 +118,49 @@ void ssa_report_json_critical_path(const ssa_analysis *a, ssa_out *o) {
   ssa_out_str(o, "]}");
 }
 
-/* The top op of a kind on the path, or NULL. */
-static const ssa_cp_top *top_of_kind(const ssa_critical_path *cp, int kind) {
-  for (size_t i = 0; i < cp->ntop; i++)
-    if (cp->top[i].kind == kind) return &cp->top[i];
+/* The top op of a kind among n, or NULL. */
+static const ssa_cp_top *top_of_kind(const ssa_cp_top *t, size_t n, int kind) {
+  for (size_t i = 0; i < n; i++)
+    if (t[i].kind == kind) return &t[i];
   return NULL;
 }
 
+/* Two lines: the median steady step's path by kind (its communication's top op named), and
+ * its top op. */
 void ssa_report_text_critical_path(const ssa_analysis *a, FILE *f) {
   const ssa_critical_path *cp = a->critical_path;
-  if (!cp || cp->steady == 0 || cp->total_length <= 0) return;
+  if (!cp || cp->steady == 0 || cp->median_step >= cp->nsteps) return;
+  const ssa_cp_step *st = &cp->steps[cp->median_step];
+  if (st->length <= 0) return;
   char safe[128], b1[32];
-  int64_t L = cp->total_length;
-  fprintf(f, "\n== critical path (%zu steady step%s, median %s) ==\n", cp->steady,
-          cp->steady == 1 ? "" : "s", ssa_fmt_time(b1, sizeof b1, (double)cp->median_length));
+  int64_t L = st->length;
+  fprintf(f, "\n== critical path (step %lld: the median of %zu steady step%s, %s) ==\n",
+          (long long)st->step, cp->steady, cp->steady == 1 ? "" : "s",
+          ssa_fmt_time(b1, sizeof b1, (double)L));
   fprintf(f, "critical path: %.0f %% compute, %.0f %% communication",
-          100 * share(cp->total_kind[0], L), 100 * share(cp->total_kind[SSA_CP_COMM], L));
-  const ssa_cp_top *c = top_of_kind(cp, SSA_CP_COMM);
+          100 * share(st->kind[SSA_CP_COMPUTE], L), 100 * share(st->kind[SSA_CP_COMM], L));
+  const ssa_cp_top *c = top_of_kind(st->top, st->ntop, SSA_CP_COMM);
   if (c)
     fprintf(f, " (most: rank %d's %s)", rank_number(a, c->rank_idx),
             ssa_text_safe(ssa_name(a, c->name), safe, 60));
-  fprintf(f, ", %.0f %% copies, %.0f %% host, %.0f %% idle",
-          100 * share(cp->total_kind[SSA_CP_COPY], L), 100 * share(cp->total_kind[SSA_CP_HOST], L),
-          100 * share(cp->total_kind[SSA_CP_IDLE], L));
-  if (cp->total_kind[SSA_CP_IDLE] > 0) {
+  fprintf(f, ", %.0f %% copies, %.0f %% host", 100 * share(st->kind[SSA_CP_COPY], L),
+          100 * share(st->kind[SSA_CP_HOST], L));
+  if (st->host_untraced > 0) fprintf(f, " (%.0f %% untraced)", 100 * share(st->host_untraced, L));
+  fprintf(f, ", %.0f %% idle", 100 * share(st->kind[SSA_CP_IDLE], L));
+  if (st->kind[SSA_CP_IDLE] > 0) {
     int worst = 0;
     for (int k = 1; k < SSA_CP_IDLE_N; k++)
-      if (cp->total_idle_cause[k] > cp->total_idle_cause[worst]) worst = k;
+      if (st->idle_cause[k] > st->idle_cause[worst]) worst = k;
     fprintf(f, " (most: %s)", ssa_cp_idle_names[worst]);
   }
+  fprintf(f, "; on rank");
+  for (size_t r = 0, any = 0; r < cp->nranks; r++)
+    if (st->by_rank[r])
+      fprintf(f, "%s %d %.0f %%", any++ ? "," : "", rank_number(a, (uint32_t)r),
+              100 * share(st->by_rank[r], L));
   fprintf(f, "\n");
-  if (cp->ntop) {
-    const ssa_cp_top *t = &cp->top[0];
+  if (st->ntop) {
+    const ssa_cp_top *t = &st->top[0];
     fprintf(f, "top op on it: %s (%s, rank %d), %.0f %% of the path",
             ssa_text_safe(ssa_name(a, t->name), safe, 80), ssa_cp_kind_names[t->kind],
             rank_number(a, t->rank_idx), 100 * share(t->time, L));
