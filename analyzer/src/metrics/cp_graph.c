@@ -12,7 +12,10 @@
  *               stream that ended last before the wait ended;
  *   sync        a host call that waited for the device (a name holding "Synchronize", or a
  *               host-side SYNC record ending in the gap before the call): the device op that
- *               ended last before the wait ended, when it ended after the wait began;
+ *               ended last before the wait ended, when it ended after the wait began; on a
+ *               host timeline (CPU-only Kineto trace, one lane per thread), an op after a
+ *               gap in which a communication op of another thread ended: the one that ended
+ *               last (the training thread waits for the collective gloo's thread runs);
  *   collective  a member of a collective or p2p instance (same communicator and sequence on
  *               every rank, coll_members.c) that arrived before another member: the member
  *               that arrived last (its op's start), when that arrival is before this member's
@@ -224,6 +227,21 @@ static uint32_t device_op_ended_by(const ssa_cp_rank *cr, int64_t t, uint32_t sk
   return SSA_NONE;
 }
 
+/* A host timeline's communication op of another thread (lane) than `lane` that ended last
+ * in (a, b] (trace time): what a thread resuming at b may have waited for (a collective run
+ * by gloo's thread, awaited by the training thread); SSA_NONE if none among the last few
+ * hundred ends. */
+static uint32_t comm_ended_in(const ssa_cp_rank *cr, uint32_t lane, int64_t a, int64_t b) {
+  const ssa_rank *r = cr->r;
+  size_t k = count_ending_by(r->ops, sizeof *r->ops, cr->op_by_end, r->nops, b);
+  for (size_t scanned = 0; k > 0 && scanned < 256; scanned++) {
+    const ssa_op *o = &r->ops[cr->op_by_end[--k]];
+    if (o->end <= a) break;
+    if (o->lane != lane && o->cls == SSA_CLS_COMM && o->end > o->start) return cr->op_by_end[k];
+  }
+  return SSA_NONE;
+}
+
 /* The sync record among syncs[lo, hi) (sorted by start, one lane) that ends last in (a, b]. */
 static const ssa_sync *sync_ending_in(const ssa_rank *r, size_t lo, size_t hi, int64_t a,
                                       int64_t b) {
@@ -284,6 +302,11 @@ static size_t op_preds(const ssa_cp_graph *g, ssa_cp_node n, ssa_cp_edge *out) {
     uint32_t w = s ? device_op_ended_by(cr, s->end, o->lane) : SSA_NONE;
     if (w != SSA_NONE)
       k = add_edge(out, k, n.rank_idx, w, SSA_CPN_OP, r->ops[w].end + cr->off, SSA_CPE_WAIT);
+  }
+  if (r->host_timeline) {
+    uint32_t c = comm_ended_in(cr, o->lane, prev_end, o->start);
+    if (c != SSA_NONE)
+      k = add_edge(out, k, n.rank_idx, c, SSA_CPN_OP, r->ops[c].end + cr->off, SSA_CPE_SYNC);
   }
   if (o->coll != SSA_NONE && o->coll < r->ncolls && cr->late_op[o->coll] != SSA_NONE) {
     int64_t at = cr->late_at[o->coll];
