@@ -278,18 +278,26 @@ static size_t add_edge(ssa_cp_edge *out, size_t n, uint32_t rank_idx, uint32_t i
   return n + 1;
 }
 
+/* The lane edge from p, the previous node of n's lane (SSA_NONE: none), released at its end
+ * (at most n's own end: nested host calls); *prev_end gets that end in trace time (INT64_MIN
+ * without p). Returns the edges written (0 or 1). */
+static size_t lane_edge(const ssa_cp_graph *g, ssa_cp_node n, uint32_t p, ssa_cp_edge *out,
+                        int64_t *prev_end) {
+  *prev_end = INT64_MIN;
+  if (p == SSA_NONE) return 0;
+  ssa_cp_node prev = {n.rank_idx, p, n.type};
+  int64_t end = ssa_cp_node_end(g, prev), own = ssa_cp_node_end(g, n);
+  *prev_end = end - g->ranks[n.rank_idx].off;
+  out[0] = (ssa_cp_edge){prev, end < own ? end : own, SSA_CPE_LANE};
+  return 1;
+}
+
 static size_t op_preds(const ssa_cp_graph *g, ssa_cp_node n, ssa_cp_edge *out) {
   const ssa_cp_rank *cr = &g->ranks[n.rank_idx];
   const ssa_rank *r = cr->r;
   const ssa_op *o = &r->ops[n.index];
-  size_t k = 0;
-  uint32_t p = cr->op_prev[n.index];
-  int64_t prev_end = INT64_MIN;
-  if (p != SSA_NONE) {
-    prev_end = r->ops[p].end;
-    k = add_edge(out, k, n.rank_idx, p, SSA_CPN_OP,
-                 (prev_end < o->end ? prev_end : o->end) + cr->off, SSA_CPE_LANE);
-  }
+  int64_t prev_end;
+  size_t k = lane_edge(g, n, cr->op_prev[n.index], out, &prev_end);
   if (o->launch != SSA_NONE) {
     const ssa_api *a = &r->apis[o->launch];
     k = add_edge(out, k, n.rank_idx, o->launch, SSA_CPN_API,
@@ -321,14 +329,8 @@ static size_t api_preds(const ssa_cp_graph *g, ssa_cp_node n, ssa_cp_edge *out) 
   const ssa_cp_rank *cr = &g->ranks[n.rank_idx];
   const ssa_rank *r = cr->r;
   const ssa_api *a = &r->apis[n.index];
-  size_t k = 0;
-  uint32_t p = cr->api_prev[n.index];
-  int64_t prev_end = INT64_MIN;
-  if (p != SSA_NONE) {
-    prev_end = r->apis[p].end;
-    k = add_edge(out, k, n.rank_idx, p, SSA_CPN_API,
-                 (prev_end < a->end ? prev_end : a->end) + cr->off, SSA_CPE_LANE);
-  }
+  int64_t prev_end;
+  size_t k = lane_edge(g, n, cr->api_prev[n.index], out, &prev_end);
   /* a synchronising call returns when the device is done */
   uint32_t w = SSA_NONE;
   if (strstr(ssa_rank_str(r, a->name), "Synchronize")) {

@@ -18,22 +18,22 @@ static int rank_number(const ssa_analysis *a, uint32_t rank_idx) {
   return a->run->ranks[rank_idx].rank;
 }
 
-static void kinds_obj(ssa_out *o, const int64_t *kind) {
+/* {"<name>_ns": value, ...} of n named times. */
+static void times_obj(ssa_out *o, const char *const *names, const int64_t *v, int n) {
   ssa_out_char(o, '{');
-  for (int k = 0; k < SSA_CP_KIND_N; k++) {
-    ssa_out_printf(o, "%s\"%s_ns\":", k ? "," : "", ssa_cp_kind_names[k]);
-    ssa_out_i64(o, kind[k]);
+  for (int k = 0; k < n; k++) {
+    ssa_out_printf(o, "%s\"%s_ns\":", k ? "," : "", names[k]);
+    ssa_out_i64(o, v[k]);
   }
   ssa_out_char(o, '}');
 }
 
+static void kinds_obj(ssa_out *o, const int64_t *kind) {
+  times_obj(o, ssa_cp_kind_names, kind, SSA_CP_KIND_N);
+}
+
 static void idle_obj(ssa_out *o, const int64_t *cause) {
-  ssa_out_char(o, '{');
-  for (int k = 0; k < SSA_CP_IDLE_N; k++) {
-    ssa_out_printf(o, "%s\"%s_ns\":", k ? "," : "", ssa_cp_idle_names[k]);
-    ssa_out_i64(o, cause[k]);
-  }
-  ssa_out_char(o, '}');
+  times_obj(o, ssa_cp_idle_names, cause, SSA_CP_IDLE_N);
 }
 
 static void top_list(const ssa_analysis *a, ssa_out *o, const ssa_cp_top *t, size_t n,
