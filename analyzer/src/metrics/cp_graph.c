@@ -42,6 +42,7 @@ typedef struct ssa_cp_rank {
   uint32_t *late_rank, *late_op;    /* per collective record: the last other arrival */
   int64_t *late_at;                 /* ... its aligned time (INT64_MIN: none) */
   size_t host_syncs;                /* syncs[host_syncs..] are host-side (lane SSA_NONE) */
+  int failed;                       /* out of memory while building */
 } ssa_cp_rank;
 
 static uint32_t *prev_on_lane(const void *items, size_t n, size_t size, size_t lane_offset,
@@ -122,41 +123,50 @@ static void collective_edges(ssa_cp_graph *g, const ssa_coll_member *m, size_t n
   }
 }
 
+/* One rank's indices (a job of ssa_parallel_for); a failure leaves `failed` set. */
+static void build_rank(void *ctx, size_t i) {
+  ssa_cp_graph *g = ctx;
+  ssa_cp_rank *cr = &g->ranks[i];
+  const ssa_rank *r = &g->run->ranks[i];
+  cr->r = r;
+  cr->off = r->offset_ns;
+  cr->op_prev = prev_on_lane(r->ops, r->nops, sizeof *r->ops, offsetof(ssa_op, lane), r->nlanes);
+  cr->api_prev =
+      prev_on_lane(r->apis, r->napis, sizeof *r->apis, offsetof(ssa_api, lane), r->nlanes);
+  cr->op_by_end = order_by_end(r->ops, r->nops, sizeof *r->ops);
+  cr->api_by_end = order_by_end(r->apis, r->napis, sizeof *r->apis);
+  size_t nc = r->ncolls ? r->ncolls : 1;
+  cr->late_rank = malloc(nc * sizeof *cr->late_rank);
+  cr->late_op = malloc(nc * sizeof *cr->late_op);
+  cr->late_at = malloc(nc * sizeof *cr->late_at);
+  if (!cr->op_prev || !cr->api_prev || !cr->op_by_end || !cr->api_by_end || !cr->late_rank ||
+      !cr->late_op || !cr->late_at) {
+    cr->failed = 1;
+    return;
+  }
+  for (size_t c = 0; c < r->ncolls; c++) {
+    cr->late_rank[c] = cr->late_op[c] = SSA_NONE;
+    cr->late_at[c] = INT64_MIN;
+  }
+  /* syncs are sorted by (lane, start): the host-side ones (lane SSA_NONE) come last */
+  cr->host_syncs = r->nsyncs;
+  while (cr->host_syncs > 0 && r->syncs[cr->host_syncs - 1].lane == SSA_NONE)
+    cr->host_syncs--;
+}
+
 int ssa_cp_graph_build(ssa_cp_graph *g, const ssa_run *run, const ssa_coll_member *members,
-                       size_t nmembers) {
+                       size_t nmembers, int threads) {
   memset(g, 0, sizeof *g);
   g->run = run;
   g->nranks = run->nranks;
   g->ranks = calloc(run->nranks ? run->nranks : 1, sizeof *g->ranks);
   if (!g->ranks) return STEPSCOPE_E_NOMEM;
-  for (size_t i = 0; i < run->nranks; i++) {
-    ssa_cp_rank *cr = &g->ranks[i];
-    const ssa_rank *r = &run->ranks[i];
-    cr->r = r;
-    cr->off = r->offset_ns;
-    cr->op_prev = prev_on_lane(r->ops, r->nops, sizeof *r->ops, offsetof(ssa_op, lane), r->nlanes);
-    cr->api_prev =
-        prev_on_lane(r->apis, r->napis, sizeof *r->apis, offsetof(ssa_api, lane), r->nlanes);
-    cr->op_by_end = order_by_end(r->ops, r->nops, sizeof *r->ops);
-    cr->api_by_end = order_by_end(r->apis, r->napis, sizeof *r->apis);
-    size_t nc = r->ncolls ? r->ncolls : 1;
-    cr->late_rank = malloc(nc * sizeof *cr->late_rank);
-    cr->late_op = malloc(nc * sizeof *cr->late_op);
-    cr->late_at = malloc(nc * sizeof *cr->late_at);
-    if (!cr->op_prev || !cr->api_prev || !cr->op_by_end || !cr->api_by_end || !cr->late_rank ||
-        !cr->late_op || !cr->late_at) {
+  ssa_parallel_for(run->nranks, ssa_workers(run->nranks, threads), build_rank, g);
+  for (size_t i = 0; i < run->nranks; i++)
+    if (g->ranks[i].failed) {
       ssa_cp_graph_free(g);
       return STEPSCOPE_E_NOMEM;
     }
-    for (size_t c = 0; c < r->ncolls; c++) {
-      cr->late_rank[c] = cr->late_op[c] = SSA_NONE;
-      cr->late_at[c] = INT64_MIN;
-    }
-    /* syncs are sorted by (lane, start): the host-side ones (lane SSA_NONE) come last */
-    cr->host_syncs = r->nsyncs;
-    while (cr->host_syncs > 0 && r->syncs[cr->host_syncs - 1].lane == SSA_NONE)
-      cr->host_syncs--;
-  }
   collective_edges(g, members, nmembers);
   return 0;
 }

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "critical_path.h"
+#include "sc_hash.h"
 #include "sc_try.h"
 
 const char *const ssa_cp_kind_names[SSA_CP_KIND_N] = {"compute", "communication", "copy", "host",
@@ -187,30 +188,34 @@ static int cmp_top_time(const void *pa, const void *pb) {
   return cmp_top_key(pa, pb);
 }
 
-/* The top `cap` (name, rank, kind) of the segments `v` (idle left out) into out. */
+/* The top `cap` (name, rank, kind) of the segments `v` (idle left out) into out: summed in an
+ * open-addressing table of the keys (a path has few distinct ops), the distinct ones sorted. */
 static int top_ops(const ssa_cp_segment *const *v, size_t n, ssa_cp_top *out, size_t cap,
                    size_t *nout) {
-  ssa_cp_top *k = malloc((n ? n : 1) * sizeof *k);
-  if (!k) return STEPSCOPE_E_NOMEM;
-  size_t m = 0;
-  for (size_t i = 0; i < n; i++)
-    if (v[i]->kind != SSA_CP_IDLE)
-      k[m++] =
-          (ssa_cp_top){v[i]->name, v[i]->rank_idx, v[i]->kind, v[i]->end_rel - v[i]->start_rel, 1};
-  qsort(k, m, sizeof *k, cmp_top_key);
-  size_t u = 0;
-  for (size_t i = 0; i < m; i++) {
-    if (u > 0 && cmp_top_key(&k[u - 1], &k[i]) == 0) {
-      k[u - 1].time += k[i].time;
-      k[u - 1].count++;
-    } else {
-      k[u++] = k[i];
-    }
+  size_t slots = 16;
+  while (slots < 2 * n)
+    slots *= 2;
+  ssa_cp_top *t = calloc(slots, sizeof *t); /* count 0: empty */
+  if (!t) return STEPSCOPE_E_NOMEM;
+  for (size_t i = 0; i < n; i++) {
+    const ssa_cp_segment *s = v[i];
+    if (s->kind == SSA_CP_IDLE) continue;
+    size_t h =
+        sc_mix64((uint64_t)s->name << 32 ^ (uint64_t)s->rank_idx << 3 ^ s->kind) & (slots - 1);
+    while (t[h].count &&
+           (t[h].name != s->name || t[h].rank_idx != s->rank_idx || t[h].kind != s->kind))
+      h = (h + 1) & (slots - 1);
+    if (!t[h].count) t[h] = (ssa_cp_top){s->name, s->rank_idx, s->kind, 0, 0};
+    t[h].time += s->end_rel - s->start_rel;
+    t[h].count++;
   }
-  qsort(k, u, sizeof *k, cmp_top_time);
-  *nout = u < cap ? u : cap;
-  memcpy(out, k, *nout * sizeof *out);
-  free(k);
+  size_t m = 0;
+  for (size_t h = 0; h < slots; h++)
+    if (t[h].count) t[m++] = t[h];
+  qsort(t, m, sizeof *t, cmp_top_time);
+  *nout = m < cap ? m : cap;
+  memcpy(out, t, *nout * sizeof *out);
+  free(t);
   return 0;
 }
 
@@ -360,7 +365,7 @@ int ssa_find_critical_paths(ssa_analysis *a) {
   size_t nmembers = 0;
   SC_TRY(ssa_run_coll_members(a->run, &members, &nmembers));
   ssa_cp_graph g;
-  int rc = ssa_cp_graph_build(&g, a->run, members, nmembers);
+  int rc = ssa_cp_graph_build(&g, a->run, members, nmembers, a->opt.threads);
   free(members);
   if (rc) return rc;
   w.g = &g;

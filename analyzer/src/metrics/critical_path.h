@@ -49,11 +49,11 @@ typedef struct ssa_cp_graph {
   struct ssa_cp_rank *ranks;
 } ssa_cp_graph;
 
-/* Builds the per-rank indices (cp_graph.c): O(events) memory, O(events) time plus the radix
- * sorts by end. `members`: the run's collective members (ssa_run_coll_members). 0 or
- * STEPSCOPE_E_NOMEM. */
+/* Builds the per-rank indices (cp_graph.c), ranks in parallel on `threads` (0: cores):
+ * O(events) memory, O(events) time plus the radix sorts by end. `members`: the run's
+ * collective members (ssa_run_coll_members). 0 or STEPSCOPE_E_NOMEM. */
 int ssa_cp_graph_build(ssa_cp_graph *g, const ssa_run *run, const ssa_coll_member *members,
-                       size_t nmembers);
+                       size_t nmembers, int threads);
 void ssa_cp_graph_free(ssa_cp_graph *g);
 /* A node's aligned start and end (trace time + the rank's offset). */
 int64_t ssa_cp_node_start(const ssa_cp_graph *g, ssa_cp_node n);
