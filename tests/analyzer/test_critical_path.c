@@ -8,6 +8,9 @@
  *               long kernel, its launch gap and its launch call;
  *   stream_wait one rank, two streams: a kernel on stream 8 waits (an event wait, SYNC
  *               record) for a kernel of stream 7: the path crosses the wait;
+ *   stream_wait_inferred, stream_wait_too_late: the same without the record (a trace that
+ *               records no waits): the wait is inferred when the kernel starts within the
+ *               5 launch-gap thresholds after the other stream's kernel ended, not otherwise;
  *   host_bound  one rank, two steps whose kernels are short and far apart: the host's
  *               untraced time is the path.
  *
@@ -252,15 +255,60 @@ static void case_host_bound(void) {
   ssa_run_free(&run);
 }
 
+/* The same rank without the SYNC record: a trace that records no waits (Kineto). K2 starts
+ * `after` us after K1's end. Within 5 launch-gap thresholds (50 us) the wait is inferred:
+ * with after = 5, K2 [55,75], idle (sync) [50,55], K1 [10,50], idle (launch) [2,10], the call
+ * and untraced host: 75 = compute 60 + idle 13 + host 2. With after = 80 it is not: K2
+ * [130,150] follows its stream's K0 [5,15] with idle (stream) [15,130], K0's launch gap [4,5],
+ * its call [3,4], untraced host [2,3], the call [1,2], untraced host [0,1]: 150 = compute 30 +
+ * idle 116 (stream 115, launch 1) + host 4. */
+static void case_stream_wait_inferred(int64_t after) {
+  ssa_rank *r = calloc(1, sizeof *r);
+  header(r, 0, 1);
+  step_range(r, 0, 0, 8);
+  kernel(r, "K1", 1, 2, 10, 50, 7, 1);
+  kernel(r, "K0", 3, 4, 5, 15, 8, 2);
+  kernel(r, "K2", 5, 6, 50 + after, 70 + after, 8, 3);
+  ssa_run run = {0};
+  ssa_analysis a;
+  const ssa_critical_path *cp = analyse(&run, &a, r, 1);
+  CHECK(cp && cp->nsteps == 1);
+  if (!cp || cp->nsteps != 1) return;
+  check_tiling(cp);
+  const ssa_cp_step *st = &cp->steps[0];
+  if (after <= 50) {
+    CHECK(st->step_time == 75 * US);
+    CHECK(st->kind[SSA_CP_COMPUTE] == 60 * US);
+    CHECK(st->idle_cause[SSA_CP_IDLE_SYNC] == 5 * US);
+    CHECK(st->idle_cause[SSA_CP_IDLE_LAUNCH] == 8 * US);
+    CHECK(st->kind[SSA_CP_HOST] == 2 * US);
+  } else {
+    CHECK(st->step_time == (70 + after) * US);
+    CHECK(st->kind[SSA_CP_COMPUTE] == 30 * US);
+    CHECK(st->idle_cause[SSA_CP_IDLE_SYNC] == 0);
+    CHECK(st->idle_cause[SSA_CP_IDLE_STREAM] == (35 + after) * US);
+    CHECK(st->idle_cause[SSA_CP_IDLE_LAUNCH] == 1 * US);
+    CHECK(st->kind[SSA_CP_HOST] == 4 * US);
+  }
+  ssa_analysis_free(&a);
+  ssa_run_free(&run);
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
-    fprintf(stderr, "usage: test_critical_path collective|stream_wait|host_bound\n");
+    fprintf(stderr,
+            "usage: test_critical_path "
+            "collective|stream_wait|stream_wait_inferred|stream_wait_too_late|host_bound\n");
     return 2;
   }
   if (!strcmp(argv[1], "collective"))
     case_collective();
   else if (!strcmp(argv[1], "stream_wait"))
     case_stream_wait();
+  else if (!strcmp(argv[1], "stream_wait_inferred"))
+    case_stream_wait_inferred(5);
+  else if (!strcmp(argv[1], "stream_wait_too_late"))
+    case_stream_wait_inferred(80);
   else if (!strcmp(argv[1], "host_bound"))
     case_host_bound();
   else

@@ -9,7 +9,11 @@
  *               or at the op's start when the op started first;
  *   wait        an op whose stream waited for an event (a SYNC record of its stream ending
  *               between the previous op's end and its start): the device op of another
- *               stream that ended last before the wait ended;
+ *               stream that ended last before the wait ended; on a rank whose trace records
+ *               no waits at all (Kineto: its cuda_sync events are not imported), the device op
+ *               of another stream that ended last before the op started, after the previous
+ *               op of its stream, at most wait_slack_ns before (a stream resumes within
+ *               microseconds of the event it waits for);
  *   sync        a host call that waited for the device (a name holding "Synchronize", or a
  *               host-side SYNC record ending in the gap before the call): the device op that
  *               ended last before the wait ended, when it ended after the wait began; on a
@@ -313,11 +317,20 @@ static size_t op_preds(const ssa_cp_graph *g, ssa_cp_node n, ssa_cp_edge *out) {
     k = add_edge(out, k, n.rank_idx, o->launch, SSA_CPN_API,
                  (a->end < o->start ? a->end : o->start) + cr->off, SSA_CPE_LAUNCH);
   }
-  if (device_lane(r, o->lane) && cr->host_syncs > 0) {
-    size_t lo, hi;
-    lane_syncs(cr, o->lane, &lo, &hi);
-    const ssa_sync *s = hi > lo ? sync_ending_in(r, lo, hi, prev_end, o->start) : NULL;
-    uint32_t w = s ? device_op_ended_by(cr, s->end, o->lane) : SSA_NONE;
+  if (device_lane(r, o->lane)) {
+    uint32_t w = SSA_NONE;
+    if (cr->host_syncs > 0) {
+      size_t lo, hi;
+      lane_syncs(cr, o->lane, &lo, &hi);
+      const ssa_sync *s = hi > lo ? sync_ending_in(r, lo, hi, prev_end, o->start) : NULL;
+      w = s ? device_op_ended_by(cr, s->end, o->lane) : SSA_NONE;
+    } else if (r->nsyncs == 0 && g->wait_slack_ns > 0) {
+      /* a trace that records no waits: an op of another stream that ended just before */
+      w = device_op_ended_by(cr, o->start, o->lane);
+      if (w != SSA_NONE &&
+          (r->ops[w].end <= prev_end || o->start - r->ops[w].end > g->wait_slack_ns))
+        w = SSA_NONE;
+    }
     if (w != SSA_NONE)
       k = add_edge(out, k, n.rank_idx, w, SSA_CPN_OP, r->ops[w].end + cr->off, SSA_CPE_WAIT);
   }

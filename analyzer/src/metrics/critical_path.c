@@ -368,6 +368,7 @@ int ssa_find_critical_paths(ssa_analysis *a) {
   int rc = ssa_cp_graph_build(&g, a->run, members, nmembers, a->opt.threads);
   free(members);
   if (rc) return rc;
+  g.wait_slack_ns = 5 * a->launch_gap_ns; /* ROCm streams resume ~15 us after the event */
   w.g = &g;
   w.marks = calloc(a->nranks ? a->nranks : 1, sizeof *w.marks);
   rc = w.marks ? 0 : STEPSCOPE_E_NOMEM;

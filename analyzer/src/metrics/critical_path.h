@@ -45,6 +45,7 @@ typedef struct ssa_cp_edge {
 struct ssa_cp_rank;
 typedef struct ssa_cp_graph {
   const ssa_run *run;
+  int64_t wait_slack_ns; /* inferred event waits (cp_graph.c): set by the caller, 0: none */
   size_t nranks;
   struct ssa_cp_rank *ranks;
 } ssa_cp_graph;
