@@ -28,11 +28,12 @@ static void times_obj(ssa_out *o, const char *const *names, const int64_t *v, in
   ssa_out_char(o, '}');
 }
 
-static void kinds_obj(ssa_out *o, const int64_t *kind) {
+/* ,"<prefix>parts":{...by kind},"<prefix>idle":{...by cause} */
+static void parts_fields(ssa_out *o, const char *prefix, const int64_t *kind,
+                         const int64_t *cause) {
+  ssa_out_printf(o, ",\"%sparts\":", prefix);
   times_obj(o, ssa_cp_kind_names, kind, SSA_CP_KIND_N);
-}
-
-static void idle_obj(ssa_out *o, const int64_t *cause) {
+  ssa_out_printf(o, ",\"%sidle\":", prefix);
   times_obj(o, ssa_cp_idle_names, cause, SSA_CP_IDLE_N);
 }
 
@@ -78,10 +79,7 @@ void ssa_report_json_critical_path(const ssa_analysis *a, ssa_out *o) {
     ssa_out_printf(o, ",\"median_step\":%lld", (long long)cp->steps[cp->median_step].step);
   ssa_out_field_i64(o, "median_length_ns", cp->median_length);
   ssa_out_field_i64(o, "median_step_time_ns", cp->median_step_time);
-  ssa_out_str(o, ",\"median_parts\":");
-  kinds_obj(o, cp->median_kind);
-  ssa_out_str(o, ",\"median_idle\":");
-  idle_obj(o, cp->median_idle_cause);
+  parts_fields(o, "median_", cp->median_kind, cp->median_idle_cause);
   ssa_out_str(o, ",\"share\":{");
   for (int k = 0; k < SSA_CP_KIND_N; k++) {
     ssa_out_printf(o, "%s\"%s\":", k ? "," : "", ssa_cp_kind_names[k]);
@@ -102,10 +100,7 @@ void ssa_report_json_critical_path(const ssa_analysis *a, ssa_out *o) {
     ssa_out_field_i64(o, "start_ns", s->start_rel);
     ssa_out_field_i64(o, "end_ns", s->end_rel);
     ssa_out_field_bool(o, "in_medians", s->in_medians);
-    ssa_out_str(o, ",\"parts\":");
-    kinds_obj(o, s->kind);
-    ssa_out_str(o, ",\"idle\":");
-    idle_obj(o, s->idle_cause);
+    parts_fields(o, "", s->kind, s->idle_cause);
     ssa_out_field_i64(o, "host_untraced_ns", s->host_untraced);
     ssa_out_printf(o,
                    ",\"segments\":%llu,\"clipped\":%llu,\"by_rank\":", (unsigned long long)s->nseg,
