@@ -20,7 +20,8 @@
  *   - Tracing: when a trace is active, each enqueue writes an API record of kind
  *     HOST_ENQUEUE on the host thread, and each executed task a HOST_OP record
  *     (stream, category, flops, bytes, same correlation id). Stream waits that
- *     actually block write a SYNC record (stream waits on event). When no trace
+ *     actually block write a SYNC record (stream waits on event), and so do host waits for
+ *     a stream that block (stream 0: the host waits). When no trace
  *     is running these cost one flag check.
  * This file is the device's machinery (memory, streams, events, copies and the
  * device-level operations); the model operations it runs live in device_cpu_ops.c.
@@ -277,12 +278,26 @@ static void cpu_stream_destroy(dev_stream *s) {
   free(s);
 }
 
+/* The host waits for a stream; a wait that blocks is a host-side SYNC record (stream 0: the
+ * host waits), which the critical path follows from the host to the device. */
 static int cpu_stream_synchronize(dev_stream *s) {
+  int tracing = stepscope_active();
+  uint64_t t0 = tracing ? stepscope_now_ns() : 0;
+  int waited = 0;
   pthread_mutex_lock(&s->mu);
   uint64_t target = s->enqueued;
-  while (s->completed < target)
+  while (s->completed < target) {
+    waited = 1;
     pthread_cond_wait(&s->cv, &s->mu);
+  }
   pthread_mutex_unlock(&s->mu);
+  if (tracing && waited) {
+    stepscope_record r = {.kind = STEPSCOPE_REC_SYNC};
+    r.u.sync.start_ns = t0;
+    r.u.sync.end_ns = stepscope_now_ns();
+    r.u.sync.sync_kind = STEPSCOPE_SYNC_STREAM;
+    stepscope_emit(&r);
+  }
   return atomic_load(&s->d->failed) ? -1 : 0;
 }
 

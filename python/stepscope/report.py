@@ -111,6 +111,28 @@ class Report:
                 rows.append(row)
         return frame(rows, ["rank", "stream"])
 
+    def critical_path(self):
+        """One row per step: its critical path (docs/metrics.md "Critical path") -- the rank
+        whose window is the step time (end_rank), step_time_ns and length_ns (equal),
+        parts.<kind>_ns (compute, communication, copy, host, idle), idle.<cause>_ns,
+        host_untraced_ns, in_medians, the path time on each rank (rank.<R>_ns) and its top op
+        (top_op, top_op_rank, top_op_kind, top_op_share); the step's top ops as a list
+        (top_ops). The run's summary is self.json["critical_path"]."""
+        rows = []
+        cp = self.json.get("critical_path") or {}
+        for s in cp.get("steps", []):
+            row = flatten(s, skip=("by_rank", "top_ops"))
+            for r in s.get("by_rank", []):
+                row["rank.%d_ns" % r["rank"]] = r["ns"]
+            top = s.get("top_ops") or [{}]
+            row["top_op"] = top[0].get("name")
+            row["top_op_rank"] = top[0].get("rank")
+            row["top_op_kind"] = top[0].get("kind")
+            row["top_op_share"] = top[0].get("share")
+            row["top_ops"] = s.get("top_ops", [])
+            rows.append(row)
+        return frame(rows, ["step"])
+
 
 def analyze(run, steps=None, comm_kernels=None, compute_kernels=None, *, rank=None,
             step_range=None, launch_gap_us=None, threads=None, top=None, options=()):

@@ -60,8 +60,14 @@ def case_timeline(exe, work, d):
         ov = js(d, "return stepscope.overlayCount()")
         expect = {k: sum(1 for e in trace["traceEvents"] if e.get("ph") == "X" and e["name"] == n)
                   for k, n in (("exposed", "exposed comm"), ("idle", "idle"), ("bubble", "bubble"))}
-        check(ov == expect and all(v > 0 for v in ov.values()), "overlays hold every derived slice %r" % ov)
-        check(all(set(g["overlays"]) == {"exposed", "idle", "bubble"} for g in groups), "every rank has its three overlays")
+        tname = {(e["pid"], e["tid"]): e["args"]["name"] for e in trace["traceEvents"]
+                 if e.get("ph") == "M" and e["name"] == "thread_name"}
+        on_path = [e for e in trace["traceEvents"]
+                   if e.get("ph") == "X" and tname.get((e["pid"], e["tid"])) == "critical path"]
+        expect["critical"] = len(on_path)
+        check(ov == expect and all(ov[k] > 0 for k in ("exposed", "idle", "bubble")),
+              "overlays hold every derived slice %r" % ov)
+        check(all({"exposed", "idle", "bubble"} <= set(g["overlays"]) for g in groups), "every rank has its three overlays")
         check(js(d, "return stepscope.flowCount()") == sum(1 for e in trace["traceEvents"] if e["ph"] == "f"),
               "every launch->kernel flow was matched")
         # overlays really drawn: the canvas changes when they are switched off
@@ -272,7 +278,15 @@ def case_real(exe, work, d):
         check(len(groups) == 4 and all(g["name"].startswith("rank %d (" % k) for k, g in enumerate(groups)),
               "one group per rank from the real export")
         ov = js(d, "return stepscope.overlayCount()")
-        check(all(ov[k] > 0 for k in ("exposed", "idle", "bubble")), "the export's derived tracks become overlays %r" % ov)
+        check(all(ov[k] > 0 for k in ("exposed", "idle", "bubble", "critical")),
+              "the export's derived tracks become overlays %r" % ov)
+        groups = js(d, "return stepscope.groups()")
+        check(any("critical" in g["overlays"] for g in groups), "the critical path's bar is on a rank")
+        before = js(d, "stepscope.frame(); return document.getElementById('timeline-canvas').toDataURL()")
+        d.find_element("id", "ov-critical").click()
+        after = js(d, "stepscope.frame(); return document.getElementById('timeline-canvas').toDataURL()")
+        check(before != after, "switching the critical path's bar off changes the drawing")
+        d.find_element("id", "ov-critical").click()
         check(js(d, "return stepscope.flowCount()") > 0, "launch->kernel flows matched")
         d.find_element("css selector", ".tab[data-tab=summary]").click()
         check(len(d.find_elements("css selector", "#summary-ranks svg rect[data-series=compute]")) == 4,

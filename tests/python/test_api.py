@@ -164,6 +164,27 @@ def test_frames_are_the_json(run):
     check_rows(r.idle(), idle)
 
 
+def test_critical_path_frame_is_the_json(run):
+    """critical_path(): one row per step of the JSON's critical_path section, its parts,
+    ranks and top op; each step's path as long as the step time."""
+    r = stepscope.analyze(run)
+    cp = r.json["critical_path"]
+    f = r.critical_path()
+    steps = cp["steps"] if cp else []
+    rows = []
+    for s in steps:
+        row = flat({k: v for k, v in s.items() if k not in ("by_rank", "top_ops")})
+        row.update({"rank.%d_ns" % x["rank"]: x["ns"] for x in s["by_rank"]})
+        if s["top_ops"]:
+            row.update(top_op=s["top_ops"][0]["name"], top_op_rank=s["top_ops"][0]["rank"])
+        rows.append(row)
+    check_rows(f, rows)
+    for row in f.to_dict("records"):
+        assert row["length_ns"] == row["step_time_ns"]
+        parts = sum(v for k, v in row.items() if k.startswith("parts."))
+        assert parts == row["length_ns"]
+
+
 def union_ns(starts, ends, lo, hi):
     """Length of the union of [s, e) clipped to [lo, hi)."""
     total, cur_s, cur_e = 0, None, None

@@ -122,11 +122,12 @@ var SS = window.SS || (window.SS = {});
       }
     });
     app.timeline = tl;
-    ['exposed', 'idle', 'bubble'].forEach(function (k) {
+    ['exposed', 'idle', 'bubble', 'critical'].forEach(function (k) {
       var cb = $('ov-' + k);
       cb.checked = true;
       cb.parentNode.title = tl.overlayCount[k] + ' slices';
-      if (k === 'bubble') cb.parentNode.hidden = !tl.overlayCount[k]; // bubble only where there is a pipeline
+      // bubble only where there is a pipeline, the critical path where the export has its track
+      if (k === 'bubble' || k === 'critical') cb.parentNode.hidden = !tl.overlayCount[k];
       cb.addEventListener('change', function () { tl.overlays[k] = cb.checked; tl.request(); });
     });
     $('ov-flows').addEventListener('change', function () { tl.showFlows = $('ov-flows').checked; tl.request(); });

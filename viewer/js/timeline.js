@@ -14,7 +14,9 @@
  * expert parallelism (SS.CAT 7-9) have colours of their own and a legend entry.
  * Overlays: the rank's derived slices (exposed comm, idle, bubble) are also drawn as
  * bands across the rank's lanes, merged into pixel runs (coverRuns) and painted in
- * opaque tints under the slices (cheap to rasterize without a GPU). Flows: arrows from launch to
+ * opaque tints under the slices (cheap to rasterize without a GPU); the critical path's pieces
+ * on a rank (its `critical path` track) as a red bar over the top of the rank's lanes, above
+ * the slices. Flows: arrows from launch to
  * kernel for the selected slice, and for all flows in view when enabled.
  * Input: drag pans, wheel scrolls (ctrl/⌘+wheel zooms, shift+wheel pans), W/S zoom,
  * A/D pan, F zooms to the selection, shift+drag selects a time range, click selects.
@@ -26,7 +28,7 @@ var SS = window.SS || (window.SS = {});
 SS.COLORS = {
   1: '#4e79a7', 2: '#e15759', 3: '#59a14f', 4: '#8cd17d', 0: '#9d9d9d',
   7: '#b8329e', 8: '#17becf', 9: '#bcbd22',      // all-to-all, moe.dispatch, moe.combine
-  exposed: '#ff7f0e', idle: '#9aa0a6', bubble: '#b07aa1'
+  exposed: '#ff7f0e', idle: '#9aa0a6', bubble: '#b07aa1', critical: '#d62728'
 };
 SS.OVERLAY_RGBA = { exposed: 'rgba(255,127,14,0.22)', idle: 'rgba(120,120,120,0.16)',
                     bubble: 'rgba(176,122,161,0.25)' };
@@ -72,7 +74,7 @@ SS.Timeline = function (canvas, model, hooks) {
   this.t1 = model.maxTs;
   this.selected = -1;
   this.range = null;          // {a, b} time range selected with shift+drag
-  this.overlays = { exposed: true, idle: true, bubble: true };
+  this.overlays = { exposed: true, idle: true, bubble: true, critical: true };
   this.showFlows = false;
   this.lastFrameMs = 0;
   this.dirty = true;
@@ -85,7 +87,7 @@ SS.Timeline = function (canvas, model, hooks) {
 
 SS.Timeline.prototype.prepareOverlays = function () {
   var m = this.model;
-  this.overlayCount = { exposed: 0, idle: 0, bubble: 0 };
+  this.overlayCount = { exposed: 0, idle: 0, bubble: 0, critical: 0 };
   for (var gi = 0; gi < m.groupList.length; gi++) {
     var g = m.groupList[gi];
     g.overlayTracks = {};
@@ -93,7 +95,7 @@ SS.Timeline.prototype.prepareOverlays = function () {
       var t = g.tracks[k];
       if (!t.hasDerived || !t.rows.length) continue;
       var first = t.rows[0][0];
-      var kind = SS.DERIVED_KINDS[m.names[m.nameId[first]]];
+      var kind = t.name === 'critical path' ? 'critical' : SS.DERIVED_KINDS[m.names[m.nameId[first]]];
       if (kind) {
         g.overlayTracks[kind] = t;
         this.overlayCount[kind] += t.count;
@@ -194,6 +196,7 @@ SS.Timeline.prototype.render = function () {
     if (L.kind === 'row') drawn += this.drawRow(L, y);
     else if (L.kind === 'counter') this.drawCounter(L, y);
   }
+  this.drawCriticalPath(yOff, top);
   // arrows stay in the plot: never over the label column (the next rank's name and lanes)
   ctx.save();
   ctx.beginPath(); ctx.rect(this.labelW, top, w - this.labelW, h - top); ctx.clip();
@@ -348,6 +351,21 @@ SS.Timeline.prototype.drawOverlays = function (yOff, top) {
       ctx.fillStyle = SS.OVERLAY_BG[kind];
       for (var k = 0; k < runs.length; k += 2) ctx.fillRect(runs[k], ya, runs[k + 1] - runs[k], yb - ya);
     }
+  }
+};
+
+/* Where each step's critical path runs on a rank: a bar over the top of its lanes. */
+SS.Timeline.prototype.drawCriticalPath = function (yOff, top) {
+  var ctx = this.ctx, groups = this.model.groupList;
+  if (!this.overlays.critical) return;
+  ctx.fillStyle = SS.COLORS.critical;
+  for (var gi = 0; gi < groups.length; gi++) {
+    var g = groups[gi], t = g.overlayTracks.critical;
+    if (g.collapsed || !t) continue;
+    var ya = g.deviceY0 + yOff;
+    if (ya < top || ya > this.h) continue;
+    var runs = this.coverRuns(t.rows[0]);
+    for (var k = 0; k < runs.length; k += 2) ctx.fillRect(runs[k], ya, runs[k + 1] - runs[k], 3);
   }
 };
 

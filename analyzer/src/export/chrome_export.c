@@ -31,6 +31,8 @@
  * - derived tracks over the analysed window: "exposed comm" (comm not under
  *   compute), "idle" (no activity), "bubble" (pipeline ranks only: no compute
  *   and no non-pipeline comm), "steps" (the step windows).
+ * - a "critical path" track per rank, after everything else (tids past every other): the
+ *   pieces of the steps' critical paths on that rank (docs/metrics.md "Critical path").
  */
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +41,8 @@
 #include "ssa_lanes.h"
 #include "ssa_track_names.h"
 #include "ssa_export.h"
+#include "critical_path.h"
+#include "sc_try.h"
 
 typedef struct exporter {
   const ssa_analysis *a;
@@ -378,6 +382,39 @@ static void export_rank(exporter *x, const ssa_rank_result *rr, long tid_base) {
   export_counters(x, r, pid);
 }
 
+typedef struct path_track {
+  exporter *x;
+  int pid;
+  long tid;
+} path_track;
+
+static void path_piece(void *ctx, const ssa_cp_segment *s, int64_t from, int64_t to) {
+  path_track *p = ctx;
+  char label[64];
+  x_head(p->x, p->pid, p->tid, from, to - from);
+  ssa_out_str(p->x->o, ",\"name\":");
+  ssa_out_json_string(p->x->o, ssa_cp_segment_label(p->x->a, s, label, sizeof label));
+  ssa_out_printf(p->x->o,
+                 ",\"cat\":\"derived\",\"args\":{\"category\":\"derived\",\"kind\":\"%s\","
+                 "\"step\":%lld}}",
+                 ssa_cp_kind_names[s->kind], (long long)s->step);
+}
+
+/* The critical path's track on every selected rank that it crosses. */
+static int export_critical_path(exporter *x) {
+  const ssa_analysis *a = x->a;
+  if (!a->critical_path) return 0;
+  for (size_t i = 0; i < a->nranks; i++) {
+    const ssa_rank *r = a->ranks[i].rank;
+    if (a->opt.rank >= 0 && r->rank != a->opt.rank) continue;
+    path_track p = {x, r->rank + 1, x->next_extra_tid++};
+    meta_event(x, "thread_name", p.pid, p.tid, "critical path", 0);
+    meta_event(x, "thread_sort_index", p.pid, p.tid, NULL, 1004);
+    SC_TRY(ssa_cp_track(a->critical_path, (uint32_t)i, path_piece, &p));
+  }
+  return 0;
+}
+
 int ssa_export_chrome(const ssa_analysis *a, const char *path, ssa_export_stats *stats,
                       stepscope_error *err) {
   ssa_out o;
@@ -434,6 +471,7 @@ int ssa_export_chrome(const ssa_analysis *a, const char *path, ssa_export_stats 
     export_rank(&x, rr, tid_base[i]);
   }
   free(tid_base);
+  if (export_critical_path(&x) != 0) o.error = STEPSCOPE_E_NOMEM;
   ssa_out_str(&o, "\n],\"displayTimeUnit\":\"ns\",\"metadata\":{\"stepscope\":{\"exporter\":"
                   "\"stepscope export " STEPSCOPE_VERSION_STRING "\",\"origin_ns\":");
   ssa_out_i64(&o, a->run->origin);

@@ -11,7 +11,9 @@
  *   "exposed comm", "idle" (slices named by idle cause: host_wait,
  *   launch_gap, sync_wait, other, data_loading), "bubble" (pipeline ranks),
  *   "steps", a counter track per counter name of the trace (memory...) and
- *   an "overlap ratio" counter (overlap / comm of each step, at its start).
+ *   an "overlap ratio" counter (overlap / comm of each step, at its start);
+ *   after every rank, a "critical path" track under each rank's process: the pieces of
+ *   the steps' critical paths on that rank (docs/metrics.md "Critical path").
  *   Slices that overlap without nesting go to extra tracks "... (lane N)"
  *   (ssa_lanes.h), described when first used.
  * - times: the JSON's (aligned, relative to the run origin, in ns).
@@ -60,6 +62,7 @@
 #include "ssa_lanes.h"
 #include "ssa_track_names.h"
 #include "ssa_export.h"
+#include "critical_path.h"
 #include "sc_hash.h"
 #include "sc_json.h"
 
@@ -262,6 +265,7 @@ typedef struct pf_writer {
   uint64_t *coll_keys; /* pairs, 0/0 = empty */
   uint32_t *coll_count;
   size_t coll_cap;
+  uint64_t *process_of; /* per rank index: its process track, 0 if not written */
 } pf_writer;
 
 static void drain(pf_writer *w) {
@@ -828,6 +832,7 @@ static int export_rank(pf_writer *w, const ssa_rank_result *rr, long tid_base, u
 
   /* the process and its tracks */
   uint64_t process = write_process(w, r, pid);
+  w->process_of[rr->rank_index] = process;
 
   lanes = calloc(r->nlanes ? r->nlanes : 1, sizeof *lanes);
   if (!lanes) goto out;
@@ -950,6 +955,46 @@ out:
   return rc;
 }
 
+typedef struct path_track {
+  pf_writer *w;
+  pf_seq seq;
+} path_track;
+
+static void path_piece(void *ctx, const ssa_cp_segment *s, int64_t from, int64_t to) {
+  path_track *p = ctx;
+  pf_writer *w = p->w;
+  char label[64];
+  event_prepare(w, &p->seq);
+  uint64_t cat = intern(w, &p->seq, SP_CATEGORY, SRC_CONST, K_DERIVED, NULL);
+  uint64_t sn = intern(w, &p->seq, SP_DEBUG, SRC_CONST, K_STEP, NULL);
+  event_open(w, &p->seq, from, TYPE_BEGIN);
+  pb_text(&w->b, TE_NAME, ssa_cp_segment_label(w->a, s, label, sizeof label));
+  pb_uint(&w->b, TE_CATEGORY_IIDS, cat);
+  pb_begin(&w->b, TE_DEBUG);
+  pb_uint(&w->b, DA_NAME_IID, sn);
+  pb_int(&w->b, DA_INT, s->step);
+  pb_end(&w->b);
+  event_close(w);
+  event_prepare(w, &p->seq);
+  event_open(w, &p->seq, to, TYPE_END);
+  event_close(w);
+  w->slices++;
+}
+
+/* The critical path's track under every written rank's process. */
+static int export_critical_path(pf_writer *w) {
+  const ssa_analysis *a = w->a;
+  for (size_t i = 0; a->critical_path && i < a->nranks && !w->failed; i++) {
+    if (!w->process_of[i]) continue;
+    path_track p = {.w = w};
+    seq_init(w, &p.seq, named_track(w, w->process_of[i], "critical path", 1004, -1));
+    int rc = ssa_cp_track(a->critical_path, (uint32_t)i, path_piece, &p);
+    tab_free(&p.seq.tab);
+    if (rc) return rc;
+  }
+  return w->failed ? STEPSCOPE_E_NOMEM : 0;
+}
+
 int ssa_export_perfetto(const ssa_analysis *a, const char *path, ssa_export_stats *stats,
                         stepscope_error *err) {
   return ssa_export_perfetto_opts(a, path, NULL, stats, err);
@@ -977,6 +1022,8 @@ int ssa_export_perfetto_opts(const ssa_analysis *a, const char *path,
   for (size_t i = 0; i < a->nranks; i++)
     w.total_ops += a->ranks[i].rank->nops;
   rc = count_collectives(&w);
+  w.process_of = calloc(a->nranks ? a->nranks : 1, sizeof *w.process_of);
+  if (!rc && !w.process_of) rc = STEPSCOPE_E_NOMEM;
   long tid_base = 0;
   uint64_t op_base = 0;
   for (size_t i = 0; !rc && i < a->nranks; i++) {
@@ -988,6 +1035,7 @@ int ssa_export_perfetto_opts(const ssa_analysis *a, const char *path,
     if (!selected(a, rr->rank)) continue;
     rc = export_rank(&w, rr, base, flow_base);
   }
+  if (!rc) rc = export_critical_path(&w);
   if (!rc && (w.failed || w.b.failed)) rc = STEPSCOPE_E_NOMEM;
   if (!rc)
     ssa_out_write(&w.o, (const char *)w.b.p, w.b.len);
@@ -996,6 +1044,7 @@ int ssa_export_perfetto_opts(const ssa_analysis *a, const char *path,
   pb_free(&w.b);
   free(w.coll_keys);
   free(w.coll_count);
+  free(w.process_of);
   ssa_out_flush(&w.o);
   uint64_t bytes = w.o.bytes;
   int crc = ssa_out_close(&w.o);

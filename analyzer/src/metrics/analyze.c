@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "critical_path.h"
 #include "ssa_metrics.h"
 #include "ssa_ops.h"
 
@@ -133,6 +134,7 @@ int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, ste
   /* judged against the step times; pipelines read the bubble's causes */
   if ((rc = ssa_find_culprits(a)) != 0) goto fail;
   if ((rc = ssa_moe_load(a)) != 0) goto fail;
+  if ((rc = ssa_find_critical_paths(a)) != 0) goto fail;
   return 0;
 fail:
   if (err) {
@@ -159,6 +161,7 @@ void ssa_analysis_free(ssa_analysis *a) {
     free(rr->coll_transfer);
   }
   free(a->ranks);
+  ssa_critical_path_free(a->critical_path);
   ssa_strtab_free(&a->names);
   free(a->kernels);
   free(a->colls);

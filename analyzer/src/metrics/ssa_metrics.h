@@ -377,6 +377,8 @@ typedef struct ssa_op_flops_mfu {
   size_t npoints;
 } ssa_op_flops_mfu;
 
+struct ssa_critical_path;
+
 typedef struct ssa_analysis {
   const ssa_run *run;
   ssa_options opt;
@@ -423,6 +425,7 @@ typedef struct ssa_analysis {
   int64_t *moe_expert_tokens;      /* [moe_experts] over the selected steps, layers, groups */
   int64_t *moe_step_expert_tokens; /* [nmoe_steps][moe_experts]: each step's, all layers, groups */
   double moe_expert_imbalance_mean, moe_rank_imbalance_mean;
+  struct ssa_critical_path *critical_path; /* each step's critical path (critical_path.h) */
   char **warnings;
   size_t nwarnings, warnings_cap;
 } ssa_analysis;

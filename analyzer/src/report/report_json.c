@@ -603,6 +603,7 @@ int ssa_report_json(const ssa_analysis *a, ssa_out *o) {
   json_collectives(a, o);
   json_kernels(a, o);
   json_moe(a, o);
+  ssa_report_json_critical_path(a, o);
   json_warnings(a, o);
   return o->error;
 }

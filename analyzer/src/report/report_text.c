@@ -639,6 +639,7 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
   print_stragglers(a, &tot, f);
   print_collectives(a, &tot, f);
   print_expert_load(a, &tot, f);
+  ssa_report_text_critical_path(a, f);
   print_findings(a, &tot, f);
   print_warnings(a, &tot, f);
   return ferror(f) ? STEPSCOPE_E_IO : 0;

@@ -15,5 +15,8 @@
 
 int ssa_report_json(const ssa_analysis *a, ssa_out *o);
 int ssa_report_text(const ssa_analysis *a, FILE *f);
+/* The critical path's JSON section and text lines (report_critical_path.c). */
+void ssa_report_json_critical_path(const ssa_analysis *a, ssa_out *o);
+void ssa_report_text_critical_path(const ssa_analysis *a, FILE *f);
 
 #endif

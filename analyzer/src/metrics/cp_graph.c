@@ -1,0 +1,396 @@
+/*
+ * cp_graph.c — the dependency graph of a run (docs/metrics.md "Critical path"): nodes are
+ * every rank's ops (kernels, copies, the CPU backend's and the host timeline's ops) and host
+ * calls (launches, enqueues, synchronising calls); a node's predecessors are
+ *
+ *   lane        the previous node of its stream or host thread (by start), released at its
+ *               end;
+ *   launch      an op's launching call (joined by correlation), released at the call's end,
+ *               or at the op's start when the op started first;
+ *   wait        an op whose stream waited for an event (a SYNC record of its stream ending
+ *               between the previous op's end and its start): the device op of another
+ *               stream that ended last before the wait ended; on a rank whose trace records
+ *               no waits at all (Kineto: its cuda_sync events are not imported), the device op
+ *               of another stream that ended last before the op started, after the previous
+ *               op of its stream, at most wait_slack_ns before (a stream resumes within
+ *               microseconds of the event it waits for);
+ *   sync        a host call that waited for the device (a name holding "Synchronize", or a
+ *               host-side SYNC record ending in the gap before the call): the device op that
+ *               ended last before the wait ended, when it ended after the wait began; on a
+ *               host timeline (CPU-only Kineto trace, one lane per thread), an op after a
+ *               gap in which a communication op of another thread ended: the one that ended
+ *               last (the training thread waits for the collective gloo's thread runs);
+ *   collective  a member of a collective or p2p instance (same communicator and sequence on
+ *               every rank, coll_members.c) that arrived before another member: the member
+ *               that arrived last (its op's start), when that arrival is before this member's
+ *               end (a later one would be a mismatch or clock error, and is no edge).
+ *
+ * The graph is not materialised: per rank it keeps the previous node of each node's lane,
+ * the ops and calls in order of end (radix sort) for "what ended last before t", and per
+ * collective record the last other arrival, so memory is a few words per event and the
+ * predecessors of a node cost O(log n). A file of its own so that a replay can re-simulate
+ * over the same nodes and edges.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "critical_path.h"
+
+const char *const ssa_cpe_names[SSA_CPE_N] = {"lane", "launch", "wait", "sync", "collective"};
+
+typedef struct ssa_cp_rank {
+  const ssa_rank *r;
+  int64_t off;
+  uint32_t *op_prev, *api_prev;     /* previous node of the same lane, SSA_NONE */
+  uint32_t *op_by_end, *api_by_end; /* indices in order of end */
+  uint32_t *late_rank, *late_op;    /* per collective record: the last other arrival */
+  int64_t *late_at;                 /* ... its aligned time (INT64_MIN: none) */
+  size_t host_syncs;                /* syncs[host_syncs..] are host-side (lane SSA_NONE) */
+  int failed;                       /* out of memory while building */
+} ssa_cp_rank;
+
+static uint32_t *prev_on_lane(const void *items, size_t n, size_t size, size_t lane_offset,
+                              uint32_t nlanes) {
+  uint32_t *prev = malloc((n ? n : 1) * sizeof *prev);
+  uint32_t *last = malloc((nlanes ? nlanes : 1) * sizeof *last);
+  if (!prev || !last) {
+    free(prev);
+    free(last);
+    return NULL;
+  }
+  for (uint32_t l = 0; l < nlanes; l++)
+    last[l] = SSA_NONE;
+  const char *p = items;
+  for (size_t i = 0; i < n; i++) {
+    uint16_t lane;
+    memcpy(&lane, p + i * size + lane_offset, sizeof lane);
+    prev[i] = lane < nlanes ? last[lane] : SSA_NONE;
+    if (lane < nlanes) last[lane] = (uint32_t)i;
+  }
+  free(last);
+  return prev;
+}
+
+/* Indices of items (each starting with int64 start, end) in order of end. */
+static uint32_t *order_by_end(const void *items, size_t n, size_t size) {
+  uint32_t *out = malloc((n ? n : 1) * sizeof *out);
+  ssa_key_index *k = malloc((n ? n : 1) * sizeof *k);
+  if (!out || !k) {
+    free(out);
+    free(k);
+    return NULL;
+  }
+  const char *p = items;
+  for (size_t i = 0; i < n; i++) {
+    int64_t end;
+    memcpy(&end, p + i * size + sizeof(int64_t), sizeof end);
+    k[i] = (ssa_key_index){end, i};
+  }
+  ssa_sort_by_start(k, n, sizeof *k, ssa_cmp_key_index);
+  for (size_t i = 0; i < n; i++)
+    out[i] = (uint32_t)k[i].index;
+  free(k);
+  return out;
+}
+
+/* Per collective record, the member that arrived last among the others. */
+static void collective_edges(ssa_cp_graph *g, const ssa_coll_member *m, size_t n) {
+  for (size_t b = 0; b < n;) {
+    size_t e = b + 1;
+    while (e < n && m[e].comm_id == m[b].comm_id && m[e].seq == m[b].seq)
+      e++;
+    /* the two latest arrivals, so each member's "other" is known */
+    size_t first = SIZE_MAX, second = SIZE_MAX;
+    int64_t t1 = INT64_MIN, t2 = INT64_MIN;
+    for (size_t x = b; x < e; x++) {
+      const ssa_cp_rank *cr = &g->ranks[m[x].rank_idx];
+      const ssa_coll *c = &cr->r->colls[m[x].coll_idx];
+      if (c->op_index == SSA_NONE) continue; /* no node to go to */
+      int64_t at = cr->r->ops[c->op_index].start + cr->off;
+      if (at > t1) {
+        second = first, t2 = t1;
+        first = x, t1 = at;
+      } else if (at > t2) {
+        second = x, t2 = at;
+      }
+    }
+    for (size_t x = b; x < e && e - b > 1; x++) {
+      size_t late = x == first ? second : first;
+      if (late == SIZE_MAX || m[late].rank_idx == m[x].rank_idx) continue;
+      const ssa_cp_rank *lr = &g->ranks[m[late].rank_idx];
+      ssa_cp_rank *cr = &g->ranks[m[x].rank_idx];
+      cr->late_rank[m[x].coll_idx] = m[late].rank_idx;
+      cr->late_op[m[x].coll_idx] = lr->r->colls[m[late].coll_idx].op_index;
+      cr->late_at[m[x].coll_idx] = x == first ? t2 : t1;
+    }
+    b = e;
+  }
+}
+
+/* One rank's indices (a job of ssa_parallel_for); a failure leaves `failed` set. */
+static void build_rank(void *ctx, size_t i) {
+  ssa_cp_graph *g = ctx;
+  ssa_cp_rank *cr = &g->ranks[i];
+  const ssa_rank *r = &g->run->ranks[i];
+  cr->r = r;
+  cr->off = r->offset_ns;
+  cr->op_prev = prev_on_lane(r->ops, r->nops, sizeof *r->ops, offsetof(ssa_op, lane), r->nlanes);
+  cr->api_prev =
+      prev_on_lane(r->apis, r->napis, sizeof *r->apis, offsetof(ssa_api, lane), r->nlanes);
+  cr->op_by_end = order_by_end(r->ops, r->nops, sizeof *r->ops);
+  cr->api_by_end = order_by_end(r->apis, r->napis, sizeof *r->apis);
+  size_t nc = r->ncolls ? r->ncolls : 1;
+  cr->late_rank = malloc(nc * sizeof *cr->late_rank);
+  cr->late_op = malloc(nc * sizeof *cr->late_op);
+  cr->late_at = malloc(nc * sizeof *cr->late_at);
+  if (!cr->op_prev || !cr->api_prev || !cr->op_by_end || !cr->api_by_end || !cr->late_rank ||
+      !cr->late_op || !cr->late_at) {
+    cr->failed = 1;
+    return;
+  }
+  for (size_t c = 0; c < r->ncolls; c++) {
+    cr->late_rank[c] = cr->late_op[c] = SSA_NONE;
+    cr->late_at[c] = INT64_MIN;
+  }
+  /* syncs are sorted by (lane, start): the host-side ones (lane SSA_NONE) come last */
+  cr->host_syncs = r->nsyncs;
+  while (cr->host_syncs > 0 && r->syncs[cr->host_syncs - 1].lane == SSA_NONE)
+    cr->host_syncs--;
+}
+
+int ssa_cp_graph_build(ssa_cp_graph *g, const ssa_run *run, const ssa_coll_member *members,
+                       size_t nmembers, int threads) {
+  memset(g, 0, sizeof *g);
+  g->run = run;
+  g->nranks = run->nranks;
+  g->ranks = calloc(run->nranks ? run->nranks : 1, sizeof *g->ranks);
+  if (!g->ranks) return STEPSCOPE_E_NOMEM;
+  ssa_parallel_for(run->nranks, ssa_workers(run->nranks, threads), build_rank, g);
+  for (size_t i = 0; i < run->nranks; i++)
+    if (g->ranks[i].failed) {
+      ssa_cp_graph_free(g);
+      return STEPSCOPE_E_NOMEM;
+    }
+  collective_edges(g, members, nmembers);
+  return 0;
+}
+
+void ssa_cp_graph_free(ssa_cp_graph *g) {
+  for (size_t i = 0; g->ranks && i < g->nranks; i++) {
+    ssa_cp_rank *cr = &g->ranks[i];
+    free(cr->op_prev);
+    free(cr->api_prev);
+    free(cr->op_by_end);
+    free(cr->api_by_end);
+    free(cr->late_rank);
+    free(cr->late_op);
+    free(cr->late_at);
+  }
+  free(g->ranks);
+  memset(g, 0, sizeof *g);
+}
+
+int64_t ssa_cp_node_start(const ssa_cp_graph *g, ssa_cp_node n) {
+  const ssa_cp_rank *cr = &g->ranks[n.rank_idx];
+  return (n.type == SSA_CPN_OP ? cr->r->ops[n.index].start : cr->r->apis[n.index].start) + cr->off;
+}
+
+int64_t ssa_cp_node_end(const ssa_cp_graph *g, ssa_cp_node n) {
+  const ssa_cp_rank *cr = &g->ranks[n.rank_idx];
+  return (n.type == SSA_CPN_OP ? cr->r->ops[n.index].end : cr->r->apis[n.index].end) + cr->off;
+}
+
+size_t ssa_cp_node_slot(const ssa_cp_graph *g, ssa_cp_node n) {
+  return n.type == SSA_CPN_OP ? n.index : g->ranks[n.rank_idx].r->nops + n.index;
+}
+
+size_t ssa_cp_rank_slots(const ssa_cp_graph *g, uint32_t rank_idx) {
+  return g->ranks[rank_idx].r->nops + g->ranks[rank_idx].r->napis;
+}
+
+/* How many of the indexed items end at or before t (trace time). */
+static size_t count_ending_by(const void *items, size_t size, const uint32_t *by_end, size_t n,
+                              int64_t t) {
+  const char *p = items;
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    int64_t end;
+    memcpy(&end, p + (size_t)by_end[mid] * size + sizeof(int64_t), sizeof end);
+    if (end <= t)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+static int device_lane(const ssa_rank *r, uint32_t lane) {
+  return lane < r->nlanes && r->lanes[lane].kind != SSA_LANE_HOST;
+}
+
+/* The device op (not of lane `skip`) that ended last at or before t (trace time), with a
+ * non-empty duration; SSA_NONE if none within the last few hundred ends. */
+static uint32_t device_op_ended_by(const ssa_cp_rank *cr, int64_t t, uint32_t skip) {
+  const ssa_rank *r = cr->r;
+  size_t k = count_ending_by(r->ops, sizeof *r->ops, cr->op_by_end, r->nops, t);
+  for (size_t scanned = 0; k > 0 && scanned < 256; scanned++) {
+    const ssa_op *o = &r->ops[cr->op_by_end[--k]];
+    if (o->lane != skip && device_lane(r, o->lane) && o->end > o->start) return cr->op_by_end[k];
+  }
+  return SSA_NONE;
+}
+
+/* A host timeline's communication op of another thread (lane) than `lane` that ended last
+ * in (a, b] (trace time): what a thread resuming at b may have waited for (a collective run
+ * by gloo's thread, awaited by the training thread); SSA_NONE if none among the last few
+ * hundred ends. */
+static uint32_t comm_ended_in(const ssa_cp_rank *cr, uint32_t lane, int64_t a, int64_t b) {
+  const ssa_rank *r = cr->r;
+  size_t k = count_ending_by(r->ops, sizeof *r->ops, cr->op_by_end, r->nops, b);
+  for (size_t scanned = 0; k > 0 && scanned < 256; scanned++) {
+    const ssa_op *o = &r->ops[cr->op_by_end[--k]];
+    if (o->end <= a) break;
+    if (o->lane != lane && o->cls == SSA_CLS_COMM && o->end > o->start) return cr->op_by_end[k];
+  }
+  return SSA_NONE;
+}
+
+/* The sync record among syncs[lo, hi) (sorted by start, one lane) that ends last in (a, b]. */
+static const ssa_sync *sync_ending_in(const ssa_rank *r, size_t lo, size_t hi, int64_t a,
+                                      int64_t b) {
+  size_t k = lo + ssa_count_below(r->syncs + lo, hi - lo, sizeof *r->syncs, b);
+  const ssa_sync *best = NULL;
+  for (size_t scanned = 0; k > lo && scanned < 16; scanned++) {
+    const ssa_sync *s = &r->syncs[--k];
+    if (s->end > a && s->end <= b && (!best || s->end > best->end)) best = s;
+  }
+  return best;
+}
+
+/* The syncs of one device lane: [*lo, *hi). */
+static void lane_syncs(const ssa_cp_rank *cr, uint32_t lane, size_t *lo, size_t *hi) {
+  const ssa_rank *r = cr->r;
+  size_t a = 0, b = cr->host_syncs;
+  while (a < b) {
+    size_t mid = a + (b - a) / 2;
+    if (r->syncs[mid].lane < lane)
+      a = mid + 1;
+    else
+      b = mid;
+  }
+  *lo = a;
+  b = a;
+  while (b < cr->host_syncs && r->syncs[b].lane == lane)
+    b++;
+  *hi = b;
+}
+
+static size_t add_edge(ssa_cp_edge *out, size_t n, uint32_t rank_idx, uint32_t index, uint8_t type,
+                       int64_t release, uint8_t edge) {
+  out[n] = (ssa_cp_edge){{rank_idx, index, type}, release, edge};
+  return n + 1;
+}
+
+/* The lane edge from p, the previous node of n's lane (SSA_NONE: none), released at its end
+ * (at most n's own end: nested host calls); *prev_end gets that end in trace time (INT64_MIN
+ * without p). Returns the edges written (0 or 1). */
+static size_t lane_edge(const ssa_cp_graph *g, ssa_cp_node n, uint32_t p, ssa_cp_edge *out,
+                        int64_t *prev_end) {
+  *prev_end = INT64_MIN;
+  if (p == SSA_NONE) return 0;
+  ssa_cp_node prev = {n.rank_idx, p, n.type};
+  int64_t end = ssa_cp_node_end(g, prev), own = ssa_cp_node_end(g, n);
+  *prev_end = end - g->ranks[n.rank_idx].off;
+  out[0] = (ssa_cp_edge){prev, end < own ? end : own, SSA_CPE_LANE};
+  return 1;
+}
+
+static size_t op_preds(const ssa_cp_graph *g, ssa_cp_node n, ssa_cp_edge *out) {
+  const ssa_cp_rank *cr = &g->ranks[n.rank_idx];
+  const ssa_rank *r = cr->r;
+  const ssa_op *o = &r->ops[n.index];
+  int64_t prev_end;
+  size_t k = lane_edge(g, n, cr->op_prev[n.index], out, &prev_end);
+  if (o->launch != SSA_NONE) {
+    const ssa_api *a = &r->apis[o->launch];
+    k = add_edge(out, k, n.rank_idx, o->launch, SSA_CPN_API,
+                 (a->end < o->start ? a->end : o->start) + cr->off, SSA_CPE_LAUNCH);
+  }
+  if (device_lane(r, o->lane)) {
+    uint32_t w = SSA_NONE;
+    if (cr->host_syncs > 0) {
+      size_t lo, hi;
+      lane_syncs(cr, o->lane, &lo, &hi);
+      const ssa_sync *s = hi > lo ? sync_ending_in(r, lo, hi, prev_end, o->start) : NULL;
+      w = s ? device_op_ended_by(cr, s->end, o->lane) : SSA_NONE;
+    } else if (r->nsyncs == 0 && g->wait_slack_ns > 0) {
+      /* a trace that records no waits: an op of another stream that ended just before */
+      w = device_op_ended_by(cr, o->start, o->lane);
+      if (w != SSA_NONE &&
+          (r->ops[w].end <= prev_end || o->start - r->ops[w].end > g->wait_slack_ns))
+        w = SSA_NONE;
+    }
+    if (w != SSA_NONE)
+      k = add_edge(out, k, n.rank_idx, w, SSA_CPN_OP, r->ops[w].end + cr->off, SSA_CPE_WAIT);
+  }
+  if (r->host_timeline) {
+    uint32_t c = comm_ended_in(cr, o->lane, prev_end, o->start);
+    if (c != SSA_NONE)
+      k = add_edge(out, k, n.rank_idx, c, SSA_CPN_OP, r->ops[c].end + cr->off, SSA_CPE_SYNC);
+  }
+  if (o->coll != SSA_NONE && o->coll < r->ncolls && cr->late_op[o->coll] != SSA_NONE) {
+    int64_t at = cr->late_at[o->coll];
+    if (at > o->start + cr->off && at <= o->end + cr->off)
+      k = add_edge(out, k, cr->late_rank[o->coll], cr->late_op[o->coll], SSA_CPN_OP, at,
+                   SSA_CPE_COLLECTIVE);
+  }
+  return k;
+}
+
+static size_t api_preds(const ssa_cp_graph *g, ssa_cp_node n, ssa_cp_edge *out) {
+  const ssa_cp_rank *cr = &g->ranks[n.rank_idx];
+  const ssa_rank *r = cr->r;
+  const ssa_api *a = &r->apis[n.index];
+  int64_t prev_end;
+  size_t k = lane_edge(g, n, cr->api_prev[n.index], out, &prev_end);
+  /* a synchronising call returns when the device is done */
+  uint32_t w = SSA_NONE;
+  if (strstr(ssa_rank_str(r, a->name), "Synchronize")) {
+    w = device_op_ended_by(cr, a->end, SSA_NONE);
+    if (w != SSA_NONE && r->ops[w].end <= a->start) w = SSA_NONE;
+  } else if (cr->host_syncs < r->nsyncs) {
+    const ssa_sync *s = sync_ending_in(r, cr->host_syncs, r->nsyncs, prev_end, a->start);
+    w = s ? device_op_ended_by(cr, s->end, SSA_NONE) : SSA_NONE;
+    if (w != SSA_NONE && r->ops[w].end <= s->start) w = SSA_NONE;
+  }
+  if (w != SSA_NONE)
+    k = add_edge(out, k, n.rank_idx, w, SSA_CPN_OP, r->ops[w].end + cr->off, SSA_CPE_SYNC);
+  return k;
+}
+
+size_t ssa_cp_preds(const ssa_cp_graph *g, ssa_cp_node n, ssa_cp_edge *out) {
+  return n.type == SSA_CPN_OP ? op_preds(g, n, out) : api_preds(g, n, out);
+}
+
+int ssa_cp_last_before(const ssa_cp_graph *g, uint32_t rank_idx, int64_t t, ssa_cp_node *out) {
+  const ssa_cp_rank *cr = &g->ranks[rank_idx];
+  const ssa_rank *r = cr->r;
+  int64_t tt = t - cr->off;
+  size_t ko = count_ending_by(r->ops, sizeof *r->ops, cr->op_by_end, r->nops, tt);
+  size_t ka = count_ending_by(r->apis, sizeof *r->apis, cr->api_by_end, r->napis, tt);
+  /* among the ops that end last, the longest (the index order is the start order) */
+  uint32_t op = ko ? cr->op_by_end[ko - 1] : SSA_NONE;
+  for (size_t k = ko; op != SSA_NONE && k-- > 0 && r->ops[cr->op_by_end[k]].end == r->ops[op].end;)
+    if (cr->op_by_end[k] < op) op = cr->op_by_end[k];
+  uint32_t api = ka ? cr->api_by_end[ka - 1] : SSA_NONE;
+  for (size_t k = ka;
+       api != SSA_NONE && k-- > 0 && r->apis[cr->api_by_end[k]].end == r->apis[api].end;)
+    if (cr->api_by_end[k] < api) api = cr->api_by_end[k];
+  if (op == SSA_NONE && api == SSA_NONE) return -1;
+  if (op != SSA_NONE && (api == SSA_NONE || r->ops[op].end >= r->apis[api].end))
+    *out = (ssa_cp_node){rank_idx, op, SSA_CPN_OP};
+  else
+    *out = (ssa_cp_node){rank_idx, api, SSA_CPN_API};
+  return 0;
+}

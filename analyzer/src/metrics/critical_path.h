@@ -1,0 +1,163 @@
+/*
+ * critical_path.h — the dependency graph of a run's steps and the critical path walked over
+ * it (docs/metrics.md "Critical path"). Two sub-concerns of the metrics floor, each its own
+ * file:
+ *
+ *   cp_graph.c       the graph: every op and every host call of every rank is a node with a
+ *                    start and an end (aligned run time, so nodes of different ranks compare);
+ *                    its predecessors are computed on demand from per-rank indices built once
+ *                    (linear memory: a few words per event), each a typed edge with the time
+ *                    it releases the node. A replay can walk the same nodes and edges.
+ *   critical_path.c  the walk back from each step's end, its composition by kind, cause and
+ *                    rank, its top ops and the run's summary over steady steps.
+ */
+#ifndef SSA_CRITICAL_PATH_H
+#define SSA_CRITICAL_PATH_H
+
+#include "ssa_metrics.h"
+
+/* ---- the graph ---- */
+
+enum { SSA_CPN_OP, SSA_CPN_API }; /* a rank's op, or a rank's host call (launch, enqueue) */
+typedef struct ssa_cp_node {
+  uint32_t rank_idx, index; /* index into the rank's ops or apis */
+  uint8_t type;             /* SSA_CPN_* */
+} ssa_cp_node;
+
+/* Edge types, in tie-break order: at equal release times the first wins. */
+enum {
+  SSA_CPE_LANE,       /* the previous node of the same stream or host thread */
+  SSA_CPE_LAUNCH,     /* the host call that launched (enqueued) an op */
+  SSA_CPE_WAIT,       /* a stream waited (event wait) for an op of another stream */
+  SSA_CPE_SYNC,       /* a host call waited (synchronize) for a device op */
+  SSA_CPE_COLLECTIVE, /* a collective or p2p member waited for the last member's arrival */
+  SSA_CPE_N
+};
+extern const char *const ssa_cpe_names[SSA_CPE_N];
+
+typedef struct ssa_cp_edge {
+  ssa_cp_node from;
+  int64_t release; /* aligned time from which the dependency no longer holds the node */
+  uint8_t type;    /* SSA_CPE_* */
+} ssa_cp_edge;
+#define SSA_CP_MAX_PREDS 5
+
+struct ssa_cp_rank;
+typedef struct ssa_cp_graph {
+  const ssa_run *run;
+  int64_t wait_slack_ns; /* inferred event waits (cp_graph.c): set by the caller, 0: none */
+  size_t nranks;
+  struct ssa_cp_rank *ranks;
+} ssa_cp_graph;
+
+/* Builds the per-rank indices (cp_graph.c), ranks in parallel on `threads` (0: cores):
+ * O(events) memory, O(events) time plus the radix sorts by end. `members`: the run's
+ * collective members (ssa_run_coll_members). 0 or STEPSCOPE_E_NOMEM. */
+int ssa_cp_graph_build(ssa_cp_graph *g, const ssa_run *run, const ssa_coll_member *members,
+                       size_t nmembers, int threads);
+void ssa_cp_graph_free(ssa_cp_graph *g);
+/* A node's aligned start and end (trace time + the rank's offset). */
+int64_t ssa_cp_node_start(const ssa_cp_graph *g, ssa_cp_node n);
+int64_t ssa_cp_node_end(const ssa_cp_graph *g, ssa_cp_node n);
+/* A node's predecessors, in SSA_CPE_* order; returns how many (<= SSA_CP_MAX_PREDS). */
+size_t ssa_cp_preds(const ssa_cp_graph *g, ssa_cp_node n, ssa_cp_edge *out);
+/* The node of a rank that ends last at or before aligned time t: the latest end, then an op
+ * before a host call, then the longer one. 0 found, -1 none. */
+int ssa_cp_last_before(const ssa_cp_graph *g, uint32_t rank_idx, int64_t t, ssa_cp_node *out);
+/* A dense number of a node over the rank's ops then apis, for marks. */
+size_t ssa_cp_node_slot(const ssa_cp_graph *g, ssa_cp_node n);
+size_t ssa_cp_rank_slots(const ssa_cp_graph *g, uint32_t rank_idx);
+
+/* ---- the path ---- */
+
+/* What the path's time is. Idle is path time where no node runs: the gap between a node's
+ * release and its start. */
+enum { SSA_CP_COMPUTE, SSA_CP_COMM, SSA_CP_COPY, SSA_CP_HOST, SSA_CP_IDLE, SSA_CP_KIND_N };
+extern const char *const ssa_cp_kind_names[SSA_CP_KIND_N];
+/* Why the path idles (docs/metrics.md): the device waited for a launch, for an event of
+ * another stream or a synchronisation, on its own stream with work already launched, or for
+ * nothing the trace shows. */
+enum {
+  SSA_CP_IDLE_LAUNCH,
+  SSA_CP_IDLE_SYNC,
+  SSA_CP_IDLE_STREAM,
+  SSA_CP_IDLE_UNEXPLAINED,
+  SSA_CP_IDLE_N
+};
+extern const char *const ssa_cp_idle_names[SSA_CP_IDLE_N];
+
+/* One piece of a step's path: a node's time, or a gap. */
+typedef struct ssa_cp_segment {
+  int64_t start_rel, end_rel; /* aligned, relative to the run's origin */
+  int64_t step;
+  uint32_t rank_idx;
+  uint32_t name;  /* id in the analysis' names: the op's or call's name, 0 for idle */
+  uint8_t kind;   /* SSA_CP_* */
+  uint8_t cause;  /* idle: SSA_CP_IDLE_*; host: 1 for untraced host time between calls */
+  uint8_t edge;   /* the edge the walk took back from it (SSA_CPE_*), SSA_CPE_N: none */
+  uint8_t is_api; /* a host call */
+} ssa_cp_segment;
+
+/* Path time of one op name on one rank. */
+typedef struct ssa_cp_top {
+  uint32_t name, rank_idx;
+  uint8_t kind;
+  int64_t time;
+  uint64_t count; /* segments */
+} ssa_cp_top;
+#define SSA_CP_TOP_STEP 5
+#define SSA_CP_TOP_RUN  10
+
+typedef struct ssa_cp_step {
+  int64_t step;
+  int64_t step_time; /* the run's step time (ssa_run_step.time) */
+  int64_t length;    /* sum of the segments: equal to step_time unless the walk failed */
+  int64_t start_rel, end_rel;
+  uint32_t end_rank_idx; /* the rank whose window is the step time: the walk starts there */
+  int in_medians;
+  int64_t kind[SSA_CP_KIND_N];
+  int64_t idle_cause[SSA_CP_IDLE_N];
+  int64_t host_untraced; /* part of kind[SSA_CP_HOST] between traced host calls */
+  int64_t *by_rank;      /* [nranks] path time on each rank */
+  size_t seg_first, nseg;
+  ssa_cp_top top[SSA_CP_TOP_STEP];
+  size_t ntop;
+  uint64_t clipped; /* dependencies released after the time the walk reached (clock skew) */
+} ssa_cp_step;
+
+typedef struct ssa_critical_path {
+  ssa_cp_step *steps; /* one per run step (ssa_analysis.steps), same order */
+  size_t nsteps, nranks;
+  ssa_cp_segment *segs; /* every step's segments, latest first within a step */
+  size_t nsegs, segs_cap;
+  int64_t *by_rank_all; /* storage of the steps' by_rank */
+  /* over the steps counted in the medians */
+  size_t steady;
+  size_t median_step; /* index in steps of the steady step of median length (the lower middle
+                         one; ties: the earlier step) */
+  int64_t median_length, median_step_time;
+  int64_t median_kind[SSA_CP_KIND_N], median_idle_cause[SSA_CP_IDLE_N];
+  int64_t total_length, total_kind[SSA_CP_KIND_N], total_idle_cause[SSA_CP_IDLE_N];
+  int64_t total_host_untraced;
+  int64_t *total_by_rank; /* [nranks] */
+  ssa_cp_top top[SSA_CP_TOP_RUN];
+  size_t ntop;
+  uint64_t mismatched_steps; /* steps whose length differs from the step time */
+} ssa_critical_path;
+
+/* Walks every run step's critical path (critical_path.c) into a->critical_path. Needs the
+ * steps (ssa_read_run_metadata). 0 or STEPSCOPE_E_NOMEM. */
+int ssa_find_critical_paths(ssa_analysis *a);
+void ssa_critical_path_free(ssa_critical_path *cp);
+/* The exports' track (critical_path.c): a rank's pieces of every step's path in time order,
+ * each cut to start where the one before ended (the windows of consecutive steps, each on its
+ * own end rank, may overlap a little). 0 or STEPSCOPE_E_NOMEM. */
+int ssa_cp_track(const ssa_critical_path *cp, uint32_t rank_idx,
+                 void (*emit)(void *ctx, const ssa_cp_segment *s, int64_t start_rel,
+                              int64_t end_rel),
+                 void *ctx);
+/* A piece's name on the track: the node's name, or "idle (cause)" (in buf). */
+const char *ssa_cp_segment_label(const ssa_analysis *a, const ssa_cp_segment *s, char *buf,
+                                 size_t n);
+
+#endif

@@ -1,0 +1,318 @@
+/*
+ * test_critical_path.c — the critical path (docs/metrics.md "Critical path") on generated
+ * runs whose path can be worked out by hand:
+ *
+ *   collective  two ranks; rank 1's compute before an all-reduce is long, so rank 0's
+ *               all-reduce waits for it: the path ends on rank 0 (its last kernel), goes
+ *               back through the all-reduce's transfer to rank 1's arrival, then rank 1's
+ *               long kernel, its launch gap and its launch call;
+ *   stream_wait one rank, two streams: a kernel on stream 8 waits (an event wait, SYNC
+ *               record) for a kernel of stream 7: the path crosses the wait;
+ *   stream_wait_inferred, stream_wait_too_late: the same without the record (a trace that
+ *               records no waits): the wait is inferred when the kernel starts within the
+ *               5 launch-gap thresholds after the other stream's kernel ended, not otherwise;
+ *   host_bound  one rank, two steps whose kernels are short and far apart: the host's
+ *               untraced time is the path.
+ *
+ * Each case checks every part of the path (kind, idle cause, rank, top op) against the
+ * numbers worked out in its comment, and that the pieces tile the step's window (each
+ * ends where the next, earlier one, begins), so the length is the step time.
+ *
+ * usage: test_critical_path CASE
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "critical_path.h"
+#include "ssa_metrics.h"
+#include "ssa_model.h"
+#include "stepscope.h"
+
+static int failures;
+
+#define CHECK(cond)                                                                                \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                              \
+      failures++;                                                                                  \
+    }                                                                                              \
+  } while (0)
+
+#define US 1000 /* times below are in microseconds */
+
+static void header(ssa_rank *r, int rank, int world) {
+  ssa_rank_init(r);
+  stepscope_header h = {.rank = rank,
+                        .world_size = world,
+                        .clock_domain = STEPSCOPE_CLOCK_MONOTONIC,
+                        .hostname = "host",
+                        .producer = "test_critical_path",
+                        .device_name = "GPU"};
+  CHECK(ssa_rank_set_header(r, &h) == 0);
+}
+
+static void add(ssa_rank *r, stepscope_record *rec) {
+  CHECK(ssa_rank_add_record(r, rec) == 0);
+}
+
+static void step_range(ssa_rank *r, uint64_t number, int64_t s, int64_t e) {
+  stepscope_record rec = {.kind = STEPSCOPE_REC_RANGE};
+  rec.u.range = (stepscope_range){.start_ns = (uint64_t)(s * US),
+                                  .end_ns = (uint64_t)(e * US),
+                                  .thread = 1,
+                                  .payload = number,
+                                  .name = ssa_rank_intern(r, "step"),
+                                  .domain = ssa_rank_intern(r, "stepscope"),
+                                  .payload_kind = STEPSCOPE_PAYLOAD_UINT64};
+  add(r, &rec);
+}
+
+/* A launch call [as, ae] of kernel `name` that runs [ks, ke] on `stream`. */
+static void kernel(ssa_rank *r, const char *name, int64_t as, int64_t ae, int64_t ks, int64_t ke,
+                   uint64_t stream, uint64_t corr) {
+  stepscope_record api = {.kind = STEPSCOPE_REC_API};
+  api.u.api = (stepscope_api){.start_ns = (uint64_t)(as * US),
+                              .end_ns = (uint64_t)(ae * US),
+                              .correlation_id = corr,
+                              .thread = 1,
+                              .name = ssa_rank_intern(r, "cudaLaunchKernel"),
+                              .api_kind = STEPSCOPE_API_RUNTIME};
+  add(r, &api);
+  stepscope_record k = {.kind = STEPSCOPE_REC_KERNEL};
+  k.u.kernel = (stepscope_kernel){.start_ns = (uint64_t)(ks * US),
+                                  .end_ns = (uint64_t)(ke * US),
+                                  .correlation_id = corr,
+                                  .stream = stream,
+                                  .name = ssa_rank_intern(r, name)};
+  add(r, &k);
+}
+
+/* An all-reduce of communicator 42 executed by kernel `corr`. */
+static void allreduce(ssa_rank *r, int rank, int64_t s, int64_t e, uint64_t corr) {
+  stepscope_record c = {.kind = STEPSCOPE_REC_COLLECTIVE};
+  c.u.collective = (stepscope_collective){.start_ns = (uint64_t)(s * US),
+                                          .end_ns = (uint64_t)(e * US),
+                                          .comm_id = 42,
+                                          .seq = 0,
+                                          .count = 1024,
+                                          .bytes = 4096,
+                                          .stream = 7,
+                                          .correlation_id = corr,
+                                          .op = STEPSCOPE_COLL_ALLREDUCE,
+                                          .peer = -1,
+                                          .comm_rank = (uint32_t)rank,
+                                          .comm_size = 2,
+                                          .name = ssa_rank_intern(r, "dp")};
+  add(r, &c);
+}
+
+static const ssa_critical_path *analyse(ssa_run *run, ssa_analysis *a, ssa_rank *ranks, size_t n) {
+  stepscope_error err = {0};
+  CHECK(ssa_run_from_ranks(run, ranks, n, &err) == 0);
+  CHECK(ssa_analyze(run, NULL, a, &err) == 0);
+  return a->critical_path;
+}
+
+/* The pieces of every step tile its window, latest first; the length is the step time. */
+static void check_tiling(const ssa_critical_path *cp) {
+  CHECK(cp->mismatched_steps == 0);
+  for (size_t i = 0; i < cp->nsteps; i++) {
+    const ssa_cp_step *st = &cp->steps[i];
+    CHECK(st->length == st->step_time);
+    CHECK(st->end_rel - st->start_rel == st->step_time);
+    int64_t t = st->end_rel;
+    for (size_t k = 0; k < st->nseg; k++) {
+      const ssa_cp_segment *s = &cp->segs[st->seg_first + k];
+      CHECK(s->end_rel == t);
+      CHECK(s->start_rel < s->end_rel);
+      t = s->start_rel;
+    }
+    CHECK(t == st->start_rel);
+  }
+}
+
+static const char *top_name(const ssa_analysis *a, const ssa_cp_top *t) {
+  return ssa_name(a, t->name);
+}
+
+/* Rank 0: A0 [10,30], all-reduce [30,90] (rank 1 arrives at 70), B0 [90,100].
+ * Rank 1: A1 [10,70] launched by [1,2], all-reduce [70,90], B1 [90,95].
+ * Step time 100 (rank 0's window [0,100]). Path, from 100 back: B0 [90,100] compute on rank 0;
+ * its all-reduce's transfer [70,90] on rank 0; rank 1's arrival at 70: A1 [10,70] compute;
+ * idle [2,10] (launch) on rank 1; the launch call [1,2] and untraced host [0,1] on rank 1.
+ * compute 70, communication 20, idle 8 (launch), host 2; rank 0 30, rank 1 70. */
+static void case_collective(void) {
+  ssa_rank *ranks = calloc(2, sizeof *ranks);
+  for (int q = 0; q < 2; q++) {
+    ssa_rank *r = &ranks[q];
+    header(r, q, 2);
+    step_range(r, 0, 0, 8);
+    kernel(r, q ? "A1" : "A0", 1, 2, 10, q ? 70 : 30, 7, 1);
+    kernel(r, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 3, 4, q ? 70 : 30, 90, 7, 2);
+    allreduce(r, q, q ? 70 : 30, 90, 2);
+    kernel(r, q ? "B1" : "B0", 5, 6, 90, q ? 95 : 100, 7, 3);
+  }
+  ssa_run run = {0};
+  ssa_analysis a;
+  const ssa_critical_path *cp = analyse(&run, &a, ranks, 2);
+  CHECK(cp && cp->nsteps == 1);
+  if (!cp || cp->nsteps != 1) return;
+  check_tiling(cp);
+  const ssa_cp_step *st = &cp->steps[0];
+  CHECK(st->step_time == 100 * US);
+  CHECK(st->end_rank_idx == 0);
+  CHECK(st->kind[SSA_CP_COMPUTE] == 70 * US);
+  CHECK(st->kind[SSA_CP_COMM] == 20 * US);
+  CHECK(st->kind[SSA_CP_IDLE] == 8 * US);
+  CHECK(st->idle_cause[SSA_CP_IDLE_LAUNCH] == 8 * US);
+  CHECK(st->kind[SSA_CP_HOST] == 2 * US);
+  CHECK(st->host_untraced == 1 * US);
+  CHECK(st->by_rank[0] == 30 * US);
+  CHECK(st->by_rank[1] == 70 * US);
+  CHECK(st->ntop >= 3);
+  CHECK(!strcmp(top_name(&a, &st->top[0]), "A1") && st->top[0].rank_idx == 1);
+  CHECK(st->top[0].time == 60 * US);
+  CHECK(st->top[1].kind == SSA_CP_COMM && st->top[1].rank_idx == 0);
+  CHECK(st->top[1].time == 20 * US);
+  CHECK(!strcmp(top_name(&a, &st->top[2]), "B0") && st->top[2].time == 10 * US);
+  CHECK(cp->steady == 1 && cp->median_length == 100 * US);
+  ssa_analysis_free(&a);
+  ssa_run_free(&run);
+}
+
+/* One rank. Stream 7: K1 [10,50] launched by [1,2]. Stream 8: K0 [5,15] launched by [3,4],
+ * then K2 [60,80] launched by [5,6], after a wait of stream 8 for K1 (SYNC [20,50]).
+ * Step time 80. Path: K2 [60,80]; idle [50,60] (sync: the wait released K2 at K1's end);
+ * K1 [10,50]; idle [2,10] (launch); the call [1,2]; untraced host [0,1].
+ * compute 60, idle 18 (sync 10, launch 8), host 2. */
+static void case_stream_wait(void) {
+  ssa_rank *r = calloc(1, sizeof *r);
+  header(r, 0, 1);
+  step_range(r, 0, 0, 8);
+  kernel(r, "K1", 1, 2, 10, 50, 7, 1);
+  kernel(r, "K0", 3, 4, 5, 15, 8, 2);
+  kernel(r, "K2", 5, 6, 60, 80, 8, 3);
+  stepscope_record y = {.kind = STEPSCOPE_REC_SYNC};
+  y.u.sync = (stepscope_sync){.start_ns = 20 * US,
+                              .end_ns = 50 * US,
+                              .stream = 8,
+                              .event_id = 1,
+                              .sync_kind = STEPSCOPE_SYNC_STREAM_WAIT_EVENT};
+  add(r, &y);
+  ssa_run run = {0};
+  ssa_analysis a;
+  const ssa_critical_path *cp = analyse(&run, &a, r, 1);
+  CHECK(cp && cp->nsteps == 1);
+  if (!cp || cp->nsteps != 1) return;
+  check_tiling(cp);
+  const ssa_cp_step *st = &cp->steps[0];
+  CHECK(st->step_time == 80 * US);
+  CHECK(st->kind[SSA_CP_COMPUTE] == 60 * US);
+  CHECK(st->idle_cause[SSA_CP_IDLE_SYNC] == 10 * US);
+  CHECK(st->idle_cause[SSA_CP_IDLE_LAUNCH] == 8 * US);
+  CHECK(st->kind[SSA_CP_IDLE] == 18 * US);
+  CHECK(st->kind[SSA_CP_HOST] == 2 * US);
+  CHECK(st->ntop >= 2 && !strcmp(top_name(&a, &st->top[0]), "K1"));
+  CHECK(st->ntop >= 2 && !strcmp(top_name(&a, &st->top[1]), "K2"));
+  ssa_analysis_free(&a);
+  ssa_run_free(&run);
+}
+
+/* One rank, steps 0 [0,100] and 1 [100,200] (host ranges); kernels [15,20], [64,70],
+ * [115,120], [154,160] launched by [10,12], [60,62], [110,112], [150,152]. Step 0's window
+ * is [0,100] (step 1's range starts at 100, after step 0's last kernel), step 1's [100,200].
+ * Step 0's path: untraced host [70,100], kernel [64,70], idle (launch) [62,64], call [60,62],
+ * untraced host [12,60], call [10,12], untraced host [0,10]: host 92, compute 6, idle 2.
+ * Step 1's: [160,200] host, kernel 6, idle 2, call 2, [112,150] host, call 2, [100,110] host
+ * (the call's predecessor, step 0's last call, ended before the window): the same parts. */
+static void case_host_bound(void) {
+  ssa_rank *r = calloc(1, sizeof *r);
+  header(r, 0, 1);
+  step_range(r, 0, 0, 100);
+  step_range(r, 1, 100, 200);
+  kernel(r, "k", 10, 12, 15, 20, 7, 1);
+  kernel(r, "k", 60, 62, 64, 70, 7, 2);
+  kernel(r, "k", 110, 112, 115, 120, 7, 3);
+  kernel(r, "k", 150, 152, 154, 160, 7, 4);
+  ssa_run run = {0};
+  ssa_analysis a;
+  const ssa_critical_path *cp = analyse(&run, &a, r, 1);
+  CHECK(cp && cp->nsteps == 2);
+  if (!cp || cp->nsteps != 2) return;
+  check_tiling(cp);
+  for (int s = 0; s < 2; s++) {
+    const ssa_cp_step *st = &cp->steps[s];
+    CHECK(st->step_time == 100 * US);
+    CHECK(st->kind[SSA_CP_HOST] == 92 * US);
+    CHECK(st->host_untraced == 88 * US);
+    CHECK(st->kind[SSA_CP_COMPUTE] == 6 * US);
+    CHECK(st->idle_cause[SSA_CP_IDLE_LAUNCH] == 2 * US);
+    CHECK(st->ntop >= 1 && !strcmp(top_name(&a, &st->top[0]), "(host, untraced)"));
+  }
+  CHECK(cp->total_kind[SSA_CP_HOST] == 184 * US);
+  ssa_analysis_free(&a);
+  ssa_run_free(&run);
+}
+
+/* The same rank without the SYNC record: a trace that records no waits (Kineto). K2 starts
+ * `after` us after K1's end. Within 5 launch-gap thresholds (50 us) the wait is inferred:
+ * with after = 5, K2 [55,75], idle (sync) [50,55], K1 [10,50], idle (launch) [2,10], the call
+ * and untraced host: 75 = compute 60 + idle 13 + host 2. With after = 80 it is not: K2
+ * [130,150] follows its stream's K0 [5,15] with idle (stream) [15,130], K0's launch gap [4,5],
+ * its call [3,4], untraced host [2,3], the call [1,2], untraced host [0,1]: 150 = compute 30 +
+ * idle 116 (stream 115, launch 1) + host 4. */
+static void case_stream_wait_inferred(int64_t after) {
+  ssa_rank *r = calloc(1, sizeof *r);
+  header(r, 0, 1);
+  step_range(r, 0, 0, 8);
+  kernel(r, "K1", 1, 2, 10, 50, 7, 1);
+  kernel(r, "K0", 3, 4, 5, 15, 8, 2);
+  kernel(r, "K2", 5, 6, 50 + after, 70 + after, 8, 3);
+  ssa_run run = {0};
+  ssa_analysis a;
+  const ssa_critical_path *cp = analyse(&run, &a, r, 1);
+  CHECK(cp && cp->nsteps == 1);
+  if (!cp || cp->nsteps != 1) return;
+  check_tiling(cp);
+  const ssa_cp_step *st = &cp->steps[0];
+  if (after <= 50) {
+    CHECK(st->step_time == 75 * US);
+    CHECK(st->kind[SSA_CP_COMPUTE] == 60 * US);
+    CHECK(st->idle_cause[SSA_CP_IDLE_SYNC] == 5 * US);
+    CHECK(st->idle_cause[SSA_CP_IDLE_LAUNCH] == 8 * US);
+    CHECK(st->kind[SSA_CP_HOST] == 2 * US);
+  } else {
+    CHECK(st->step_time == (70 + after) * US);
+    CHECK(st->kind[SSA_CP_COMPUTE] == 30 * US);
+    CHECK(st->idle_cause[SSA_CP_IDLE_SYNC] == 0);
+    CHECK(st->idle_cause[SSA_CP_IDLE_STREAM] == (35 + after) * US);
+    CHECK(st->idle_cause[SSA_CP_IDLE_LAUNCH] == 1 * US);
+    CHECK(st->kind[SSA_CP_HOST] == 4 * US);
+  }
+  ssa_analysis_free(&a);
+  ssa_run_free(&run);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr,
+            "usage: test_critical_path "
+            "collective|stream_wait|stream_wait_inferred|stream_wait_too_late|host_bound\n");
+    return 2;
+  }
+  if (!strcmp(argv[1], "collective"))
+    case_collective();
+  else if (!strcmp(argv[1], "stream_wait"))
+    case_stream_wait();
+  else if (!strcmp(argv[1], "stream_wait_inferred"))
+    case_stream_wait_inferred(5);
+  else if (!strcmp(argv[1], "stream_wait_too_late"))
+    case_stream_wait_inferred(80);
+  else if (!strcmp(argv[1], "host_bound"))
+    case_host_bound();
+  else
+    return 2;
+  if (failures) fprintf(stderr, "%d failure(s)\n", failures);
+  return failures ? 1 : 0;
+}
