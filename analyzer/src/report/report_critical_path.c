@@ -137,7 +137,7 @@ void ssa_report_text_critical_path(const ssa_analysis *a, FILE *f) {
   const ssa_cp_top *c = top_of_kind(st->top, st->ntop, SSA_CP_COMM);
   if (c)
     fprintf(f, " (most: rank %d's %s)", rank_number(a, c->rank_idx),
-            ssa_text_safe(ssa_name(a, c->name), safe, 60));
+            sc_text_safe(ssa_name(a, c->name), safe, 60));
   fprintf(f, ", %.0f %% copies, %.0f %% host", 100 * share(st->kind[SSA_CP_COPY], L),
           100 * share(st->kind[SSA_CP_HOST], L));
   if (st->host_untraced > 0) fprintf(f, " (%.0f %% untraced)", 100 * share(st->host_untraced, L));
@@ -157,7 +157,7 @@ void ssa_report_text_critical_path(const ssa_analysis *a, FILE *f) {
   if (st->ntop) {
     const ssa_cp_top *t = &st->top[0];
     fprintf(f, "top op on it: %s (%s, rank %d), %.0f %% of the path",
-            ssa_text_safe(ssa_name(a, t->name), safe, 80), ssa_cp_kind_names[t->kind],
+            sc_text_safe(ssa_name(a, t->name), safe, 80), ssa_cp_kind_names[t->kind],
             rank_number(a, t->rank_idx), 100 * share(t->time, L));
     if (cp->mismatched_steps)
       fprintf(f, "; %llu step(s) whose path length differs from the step time",
