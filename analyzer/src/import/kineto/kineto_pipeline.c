@@ -153,17 +153,18 @@ typedef struct host_call {
   int kind;
 } host_call;
 
-static int cmp_call_thread(const void *pa, const void *pb) {
-  const host_call *a = pa, *b = pb;
-  if (a->thread != b->thread) return a->thread < b->thread ? -1 : 1;
-  if (a->start != b->start) return a->start < b->start ? -1 : 1;
-  return (a->end < b->end) - (a->end > b->end); /* parents first */
-}
-
+/* By start, parents (longer) first. */
 static int cmp_call_start(const void *pa, const void *pb) {
   const host_call *a = pa, *b = pb;
   if (a->start != b->start) return a->start < b->start ? -1 : 1;
   return (a->end < b->end) - (a->end > b->end);
+}
+
+/* By thread, then as cmp_call_start. */
+static int cmp_call_thread(const void *pa, const void *pb) {
+  const host_call *a = pa, *b = pb;
+  if (a->thread != b->thread) return a->thread < b->thread ? -1 : 1;
+  return cmp_call_start(pa, pb);
 }
 
 /* A piece of forward or backward work being gathered. */
@@ -373,11 +374,8 @@ static const char *schedule_name(const pp_found *f, int gpipe) {
 }
 
 static int add_metadata(ssa_rank *r, const char *key, const char *json) {
-  stepscope_record m;
-  memset(&m, 0, sizeof m);
-  m.kind = STEPSCOPE_REC_METADATA;
-  m.u.metadata.key = key;
-  m.u.metadata.value_json = json;
+  stepscope_record m = {.kind = STEPSCOPE_REC_METADATA,
+                        .u.metadata = {.key = key, .value_json = json}};
   return ssa_rank_add_record(r, &m);
 }
 
@@ -393,15 +391,13 @@ static int declare(ssa_rank *r, const pp_items *it, const pp_found *f, int rank,
     char args[96];
     snprintf(args, sizeof args, "{\"microbatch\":%d,\"stage\":%d,\"chunk\":%d}", x->mb, rank,
              x->stage / f->p);
-    stepscope_record rec;
-    memset(&rec, 0, sizeof rec);
-    rec.kind = STEPSCOPE_REC_RANGE;
-    rec.u.range.start_ns = (uint64_t)x->start;
-    rec.u.range.end_ns = (uint64_t)x->end;
-    rec.u.range.thread = x->thread;
-    rec.u.range.name = names[x->pass];
-    rec.u.range.domain = dom;
-    rec.u.range.args = ssa_rank_intern(r, args);
+    stepscope_record rec = {.kind = STEPSCOPE_REC_RANGE,
+                            .u.range = {.start_ns = (uint64_t)x->start,
+                                        .end_ns = (uint64_t)x->end,
+                                        .thread = x->thread,
+                                        .name = names[x->pass],
+                                        .domain = dom,
+                                        .args = ssa_rank_intern(r, args)}};
     if (!rec.u.range.args) return STEPSCOPE_E_NOMEM;
     int rc = ssa_rank_add_record(r, &rec);
     if (rc) return rc;
