@@ -335,7 +335,10 @@ static int check_items(const pp_items *it, const pp_steps *steps, int rank, int 
   }
   size_t cells = (size_t)PASS_N * (size_t)f->V * (size_t)f->M;
   unsigned char *seen = malloc(cells);
-  if (!seen) return -1;
+  if (!seen) {
+    snprintf(f->why, sizeof f->why, "out of memory");
+    return -1;
+  }
   int ok = 1;
   size_t i = 0;
   f->interleaved_fb = 0;
