@@ -147,7 +147,7 @@ static int work_kind(const char *n) {
   return W_FORWARD;
 }
 
-typedef struct host_call {
+typedef struct host_call { /* start first: ssa_count_below searches them */
   int64_t start, end;
   uint64_t thread;
   int kind;
@@ -221,20 +221,21 @@ static int cut_pieces(const host_call *c, size_t n, pieces *out) {
   return rc;
 }
 
-static int infer_items(const ssa_rank *r, const pp_steps *steps, int rank, pp_items *items) {
+/* The top-level CPU ops of every thread (not inside another of its thread), by start: *n of
+ * them, or NULL without memory. */
+static host_call *top_calls(const ssa_rank *r, size_t *n_out) {
   uint32_t dom_cpu = 0;
   for (uint32_t i = 1; i < r->strings.count && !dom_cpu; i++)
     if (!strcmp(ssa_rank_str(r, i), "cpu_op")) dom_cpu = i;
   size_t n = 0;
   host_call *c = malloc((r->nranges ? r->nranges : 1) * sizeof *c);
-  if (!c) return STEPSCOPE_E_NOMEM;
+  if (!c) return NULL;
   for (size_t i = 0; i < r->nranges; i++) {
     const ssa_range *g = &r->ranges[i];
     if (g->domain != dom_cpu || !dom_cpu) continue;
     c[n++] =
         (host_call){g->start, g->end, r->lanes[g->lane].id, work_kind(ssa_rank_str(r, g->name))};
   }
-  /* the top-level calls of each thread */
   qsort(c, n, sizeof *c, cmp_call_thread);
   size_t top = 0;
   int64_t top_end = INT64_MIN;
@@ -245,6 +246,12 @@ static int infer_items(const ssa_rank *r, const pp_steps *steps, int rank, pp_it
     c[top++] = c[i];
   }
   qsort(c, top, sizeof *c, cmp_call_start);
+  *n_out = top;
+  return c;
+}
+
+static int infer_items(const host_call *c, size_t top, const pp_steps *steps, int rank,
+                       pp_items *items) {
   int rc = 0;
   pieces ps = {0};
   size_t from = 0;
@@ -269,8 +276,26 @@ static int infer_items(const ssa_rank *r, const pp_steps *steps, int rank, pp_it
     from = to;
   }
   free(ps.v);
-  free(c);
   return rc;
+}
+
+/* Each item's interval narrowed to its forward or backward work (the top-level CPU ops inside
+ * it), so that a range does not cover the wait for a receive that GPipe's annotations and the
+ * pieces cut at receives begin with: the viewer draws the ranges as the work. */
+static void trim_items(pp_items *it, const host_call *c, size_t n) {
+  for (size_t i = 0; i < it->n; i++) {
+    pp_item *x = &it->v[i];
+    size_t k = ssa_count_below(c, n, sizeof *c, x->start); /* the first call starting there */
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (; k < n && c[k].start < x->end; k++)
+      if (c[k].kind == W_FORWARD || c[k].kind == W_BACKWARD) {
+        if (c[k].start < lo) lo = c[k].start;
+        if (c[k].end > hi) hi = c[k].end;
+      }
+    if (lo > hi) continue;
+    x->start = lo;
+    x->end = hi < x->end ? hi : x->end;
+  }
 }
 
 /* ---- from annotations ---- */
@@ -434,6 +459,7 @@ int ssa_kineto_pipeline(ssa_rank *r, const char *file_name, int rank, int world)
   steps.start = malloc(cap * sizeof *steps.start);
   steps.end = malloc(cap * sizeof *steps.end);
   pp_items items = {0};
+  host_call *calls = NULL;
   int rc = STEPSCOPE_E_NOMEM, gpipe = 0;
   if (!steps.start || !steps.end) goto out;
   for (size_t i = 0; i < r->nranges; i++)
@@ -449,7 +475,11 @@ int ssa_kineto_pipeline(ssa_rank *r, const char *file_name, int rank, int world)
     }
   if ((rc = annotated_items(r, &steps, rank, &items, &gpipe))) goto out;
   int annotated = items.n > 0;
-  if (!annotated && (rc = infer_items(r, &steps, rank, &items))) goto out;
+  rc = STEPSCOPE_E_NOMEM;
+  size_t ncalls = 0;
+  if (!(calls = top_calls(r, &ncalls))) goto out;
+  if (!annotated && (rc = infer_items(calls, ncalls, &steps, rank, &items))) goto out;
+  trim_items(&items, calls, ncalls);
   qsort(items.v, items.n, sizeof *items.v, cmp_item);
   pp_found f = {.p = world};
   if (items.n == 0) {
@@ -464,6 +494,7 @@ int ssa_kineto_pipeline(ssa_rank *r, const char *file_name, int rank, int world)
                      file_name, f.why,
                      annotated ? "the schedule's annotations" : "the order of the work");
 out:
+  free(calls);
   free(steps.start);
   free(steps.end);
   free(items.v);
