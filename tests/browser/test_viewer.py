@@ -2,7 +2,7 @@
 """test_viewer.py — the viewer in a real browser (headless Chromium via Selenium).
 
   test_viewer.py STEPSCOPE_EXE WORK_DIR CASE     CASE: timeline | chunks | pipeline | compare | html | parser |
-                                                 html_compare_hint | pipeline_real | compare_real | attribution_real |
+                                                 html_compare_hint | pipeline_real | pipeline_kineto | compare_real | attribution_real |
                                                  token_leak
 
 Each case generates sample runs (tests/viewer/make_sample.py) in WORK_DIR, serves them
@@ -317,7 +317,7 @@ def analyze_json(exe, run, out):
 
 def pipeline_boxes(d):
     return js(d, """return Array.from(document.querySelectorAll('#pipeline-chart rect.op')).map(function (r) {
-        return {phase: r.classList.contains('op-F') ? 'F' : r.classList.contains('op-B') ? 'B' : 'R', mb: +r.dataset.mb,
+        return {phase: r.classList.contains('op-F') ? 'F' : r.classList.contains('op-B') ? 'B' : r.classList.contains('op-W') ? 'W' : 'R', mb: +r.dataset.mb,
                 rank: +r.dataset.rank, start: +r.dataset.start, end: +r.dataset.end}; })""")
 
 
@@ -366,6 +366,55 @@ def case_pipeline_real(exe, work, d):
                     elif rank in (0, 1):
                         check(bs < fe, "1f1b step %d rank %d (stage 0): a backward runs before the last forward" % (k, rank))
             d.save_screenshot(os.path.join(work, "viewer-pipeline-%s.png" % sched))
+    return None
+
+
+def case_pipeline_kineto(exe, work, d):
+    """The pipeline view on the real torch.distributed.pipelining traces (tests/data/kineto/
+    pipeline): the stages, micro-batches and chunks that the Kineto importer recognised
+    (kineto_pipeline.c) drawn as boxes, one row per rank (zero bubble: the weight backwards
+    as W boxes), and the report's bubble beside them."""
+    import shutil
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+    data = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "kineto", "pipeline")
+    for name, p, m, v in (("1f1b", 2, 4, 1), ("interleaved1f1b", 2, 4, 2), ("zb", 2, 4, 2), ("1f1b4", 4, 8, 1)):
+        run = os.path.join(work, "kineto_pipeline_" + name)
+        shutil.rmtree(run, ignore_errors=True)
+        shutil.copytree(os.path.join(data, name), run)
+        report = analyze_json(exe, run, os.path.join(work, "kineto_pipeline_%s_report.json" % name))
+        with harness.Server(exe, run) as srv:
+            d.get(srv.page())
+            harness.wait_state(d)
+            d.find_element(By.CSS_SELECTOR, ".tab[data-tab=pipeline]").click()
+            labels = d.find_elements(By.CSS_SELECTOR, "#pipeline-chart text.stage-label")
+            check(sorted(int(l.get_attribute("data-stage")) for l in labels) == list(range(p)),
+                  "%s: one row per stage" % name)
+            opts = d.find_elements(By.CSS_SELECTOR, "#pipeline-step option")
+            check(len(opts) == 2, "%s: both traced steps can be chosen" % name)
+            theory = report["run"]["schedule"]["bubble_theory_ratio"]
+            texts = [t.text for t in d.find_elements(By.CSS_SELECTOR, "#pipeline-chart text.bubble-ratio")]
+            check(texts and all("vs theory %.1f %%" % (100 * theory) in t for t in texts),
+                  "%s: the schedule's theory (%.4f: zero bubble's own) beside each row %s" % (name, theory, texts[:1]))
+            for k in range(len(opts)):
+                Select(d.find_element(By.ID, "pipeline-step")).select_by_index(k)
+                boxes = pipeline_boxes(d)
+                for rank in range(p):
+                    f = sorted(b["mb"] for b in boxes if b["rank"] == rank and b["phase"] == "F")
+                    bw = sorted(b["mb"] for b in boxes if b["rank"] == rank and b["phase"] == "B")
+                    ww = sorted(b["mb"] for b in boxes if b["rank"] == rank and b["phase"] == "W")
+                    want = sorted(list(range(m)) * v)
+                    check(f == want and bw == want, "%s step %d rank %d: a forward and a backward box per "
+                          "micro-batch and chunk (F %s, B %s)" % (name, k, rank, f, bw))
+                    check(ww == (want if name == "zb" else []),
+                          "%s step %d rank %d: weight-backward boxes (zero bubble only) %s" % (name, k, rank, ww))
+                ratios = {int(t.get_attribute("data-rank")): t.get_attribute("data-measured")
+                          for t in d.find_elements(By.CSS_SELECTOR, "#pipeline-chart text.bubble-ratio")}
+                for r in report["ranks"]:
+                    want = r["steps"][k]["bubble_ratio"]
+                    check(abs(float(ratios[r["rank"]]) - want) < 1e-9,
+                          "%s step %d rank %d: measured bubble is the report's (%s)" % (name, k, r["rank"], want))
+            d.save_screenshot(os.path.join(work, "viewer-pipeline-kineto-%s.png" % name))
     return None
 
 
@@ -713,7 +762,7 @@ def case_pytorch(exe, work, d):
     return None
 
 
-CASES = {"pytorch": case_pytorch, "burst": case_burst, "attribution_real": case_attribution_real, "html_compare_hint": case_html_compare_hint, "compare_real": case_compare_real, "pipeline_real": case_pipeline_real, "parser": case_parser, "real": case_real, "timeline": case_timeline, "chunks": case_chunks, "pipeline": case_pipeline,
+CASES = {"pytorch": case_pytorch, "burst": case_burst, "attribution_real": case_attribution_real, "html_compare_hint": case_html_compare_hint, "compare_real": case_compare_real, "pipeline_real": case_pipeline_real, "pipeline_kineto": case_pipeline_kineto, "parser": case_parser, "real": case_real, "timeline": case_timeline, "chunks": case_chunks, "pipeline": case_pipeline,
          "compare": case_compare, "html": case_html, "token_leak": case_token_leak}
 
 

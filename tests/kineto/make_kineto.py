@@ -37,6 +37,8 @@ Usage: make_kineto.py OUT_DIR [--ranks 4] [--steps 4] [--layers 8]
        [--overlap on|off] [--gzip] [--graphs] [--missing-corr N]
        [--jitter-us 20] [--seed 1] [--base-ns] [--scale K] [--param-comms]
        [--strip-comm-metadata] [--comm-streams] [--tp N] [--late-rank R --late-us U]
+       make_kineto.py OUT_DIR --pipeline gpipe|1f1b [--ranks P] [--microbatches M] [--steps N]
+       [--fwd-us F] [--bwd-us B] [--slow-stage S --slow-factor K]   (kineto_pipeline_gen.py)
 """
 import argparse
 import gzip
@@ -303,7 +305,22 @@ def main():
     p.add_argument("--tp", type=int, default=0, help="tensor-parallel degree (0: 2 for an even world)")
     p.add_argument("--late-rank", type=int, default=-1)
     p.add_argument("--late-us", type=int, default=0)
-    write(p.parse_args())
+    p.add_argument("--pipeline", choices=["gpipe", "1f1b"],
+                   help="instead: a CPU-only pipeline-parallel run with exact truth "
+                        "(kineto_pipeline_gen.py; --ranks stages, --microbatches)")
+    p.add_argument("--microbatches", type=int, default=8)
+    p.add_argument("--fwd-us", type=int, default=1000)
+    p.add_argument("--bwd-us", type=int, default=2000)
+    p.add_argument("--slow-stage", type=int, default=-1, help="a stage whose work is slower")
+    p.add_argument("--slow-factor", type=int, default=2)
+    args = p.parse_args()
+    if args.pipeline:
+        import kineto_pipeline_gen
+        kineto_pipeline_gen.write(args.out, args.pipeline, args.ranks, args.microbatches, args.steps,
+                                  args.fwd_us, args.bwd_us, args.slow_stage, args.slow_factor,
+                                  args.gzip)
+        return
+    write(args)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@
  * args.info that the exporter writes for the trainer's ranges (their stage is
  * args.stage, else the report's pipeline_stage of the rank, else the rank). Each rank becomes one
  * row of an SVG chart, grouped by stage: forward boxes in a light shade and backward
- * boxes in a dark shade of the micro-batch's hue, labelled F3 / B3 as in the
+ * boxes in a dark shade of the micro-batch's hue (a zero-bubble schedule's weight backward,
+ * `backward_weight`, W3, in between), labelled F3 / B3 as in the
  * Playbook's schedule figures (interleaved schedules: F3c1 for chunk 1, each chunk of
  * a micro-batch its own label); the rank's `bubble` slices are hatched. Beside each
  * row: the measured bubble fraction of that step (from the report, or from the
@@ -19,7 +20,8 @@
 
 var SS = window.SS || (window.SS = {});
 
-SS.PHASES = { forward: 'F', backward: 'B', recompute: 'R' };
+SS.PHASES = { forward: 'F', backward: 'B', backward_weight: 'W', recompute: 'R' };
+SS.PHASE_NAMES = { F: 'forward', B: 'backward', W: 'weight backward', R: 'recompute' };
 
 /* Bubble causes of the report (bubble_causes), in drawing order, with their colours. */
 SS.BUBBLE_CAUSES = [
@@ -172,11 +174,15 @@ SS.renderPipeline = function (root, model, report, stepIndex) {
   var mbs = new Set();
   rows.forEach(function (r) { r.ops.forEach(function (o) { mbs.add(o.mb); }); });
   var p = sched.stages || stages.length, m = sched.microbatches || mbs.size, v = sched.virtual_stages || 1;
-  var theory = sched.bubble_theory !== undefined ? sched.bubble_theory : (p - 1) / (v * m + p - 1);
+  /* zero bubble: a third of 1F1B's fill and drain (docs/kineto-import.md "Pipelines") */
+  var zb = /zero_bubble/.test(sched.name || ''), formula = '(p−1)/(' + (zb ? '3·' : '') + (v > 1 ? 'v·' : '') + 'm+p−1)';
+  var theory = sched.bubble_theory !== undefined ? sched.bubble_theory
+    : sched.bubble_theory_ratio !== undefined && sched.bubble_theory_ratio !== null ? sched.bubble_theory_ratio
+    : (p - 1) / ((zb ? 3 : 1) * v * m + p - 1);
   root.appendChild(SS.el('div', { className: 'toolbar-row' }, [
     SS.el('label', { text: 'Step ' }), sel,
     SS.el('span', { className: 'note', text: '  schedule ' + (sched.name || '?') + ', ' + p + ' stages, ' + m +
-      ' micro-batches; theoretical bubble (p−1)/(' + (v > 1 ? 'v·' : '') + 'm+p−1) = ' + (theory * 100).toFixed(1) + ' %' })
+      ' micro-batches; theoretical bubble ' + formula + ' = ' + (theory * 100).toFixed(1) + ' %' })
   ]));
 
   // the window: the step on each row, common x axis from the earliest start
@@ -222,13 +228,14 @@ SS.renderPipeline = function (root, model, report, stepIndex) {
     });
     stepOps[k].forEach(function (o) {
       var hue = Math.round(o.mb * 360 / nMb);
-      var fill = o.phase === 'F' ? 'hsl(' + hue + ',70%,72%)' : o.phase === 'B' ? 'hsl(' + hue + ',60%,42%)' : 'hsl(' + hue + ',30%,60%)';
+      var fill = o.phase === 'F' ? 'hsl(' + hue + ',70%,72%)' : o.phase === 'B' ? 'hsl(' + hue + ',60%,42%)'
+        : o.phase === 'W' ? 'hsl(' + hue + ',45%,57%)' : 'hsl(' + hue + ',30%,60%)';
       var xa = X(o.x0), xb = X(o.x1);
       var rect = SS.svg('rect', { x: xa, y: y + 1, width: Math.max(1, xb - xa - 1), height: rowH - 2, fill: fill, class: 'op op-' + o.phase, 'data-mb': o.mb,
                                   'data-rank': r.rank, 'data-start': o.x0, 'data-end': o.x1, 'data-label': SS.pipelineLabel(o) });
       if (o.chunk !== null) rect.setAttribute('data-chunk', o.chunk);
       var title = SS.svg('title');
-      title.textContent = (o.phase === 'F' ? 'forward' : o.phase === 'B' ? 'backward' : 'recompute') + ' micro-batch ' + o.mb +
+      title.textContent = SS.PHASE_NAMES[o.phase] + ' micro-batch ' + o.mb +
         (o.chunk !== null ? ', model chunk ' + o.chunk : '') + ', ' + SS.formatTime(o.x1 - o.x0) +
         (o.projected ? ' of launched work (the range itself: ' + SS.formatTime(o.end - o.ts) + ')' : '');
       rect.appendChild(title);
@@ -279,7 +286,7 @@ SS.renderPipeline = function (root, model, report, stepIndex) {
   bt.textContent = SS.formatTime(t1 - t0);
   svg.appendChild(bt);
   root.appendChild(svg);
-  root.appendChild(SS.el('p', { className: 'note', text: 'Light boxes: forward; dark boxes: backward; hue: micro-batch; F3c1: micro-batch 3 of model chunk 1 (interleaved schedules); ' +
+  root.appendChild(SS.el('p', { className: 'note', text: 'Light boxes: forward; dark boxes: backward; W boxes (zero bubble): the backward\'s weight-gradient half; hue: micro-batch; F3c1: micro-batch 3 of model chunk 1 (interleaved schedules); ' +
     'hatched: bubble (no compute and no non-pipeline collective; a wait inside an end-of-step collective for another stage counts as bubble). ' +
     'A box spans the compute its range launched (followed through the launch flows), or the range itself when it launched none.' }));
   var legend = SS.el('p', { className: 'note', id: 'bubble-cause-legend' }, [SS.el('span', { text: 'The bar under each bubble figure splits that step\'s bubble by cause (from the report): ' })]);

@@ -25,16 +25,19 @@
  *   unattributed   W when the schedule could not be simulated (no forward /
  *                  backward ranges, a stage's trace missing).
  *
- * Items and their times: a stage's items are its host ranges "forward" and
- * "backward" (args microbatch, chunk) whose start lies in the step's host
- * range, in trace order; an item's time is the union of its compute ops
- * (ops whose launch call starts inside the range) plus the host gaps just
- * before them (device gaps ended by one of its ops that the device spent
- * waiting for the host: launch began at or after the gap's start, or the gap
- * is shorter than the launch-gap threshold). The simulation is an ASAP run
- * of each stage's items in their order, where a forward of virtual stage v
- * = chunk x p + stage waits for the same micro-batch's forward on v - 1 and
- * a backward for the backward on v + 1; a stage's simulated idle is the
+ * Items and their times: a stage's items are its host ranges "forward",
+ * "backward" and (zero-bubble schedules) "backward_weight" (args microbatch,
+ * chunk) whose start lies in the step's host range, in trace order; an
+ * item's time is the union of its compute ops (ops whose launch call starts
+ * inside the range; a host op without one, of a Kineto trace's host
+ * timeline, by its own start) plus the host gaps just before them (device
+ * gaps ended by one of its ops that the device spent waiting for the host:
+ * launch began at or after the gap's start, or the gap is shorter than the
+ * launch-gap threshold; not for host ops without a launch). The simulation
+ * is an ASAP run of each stage's items in their order, where a forward of
+ * virtual stage v = chunk x p + stage waits for the same micro-batch's
+ * forward on v - 1, a backward for the backward on v + 1, and a weight
+ * backward for nothing but its stage; a stage's simulated idle is the
  * makespan minus its items' time. Pipelines are the ranks sharing
  * (dp_rank, cp_rank, tp_rank) in `layout`, one rank per pp_rank.
  * The totals window gets host_gaps, p2p_transfer and W from its own
@@ -52,7 +55,7 @@ const char *const ssa_bubble_cause_names[SSA_BUBBLE_N] = {
 
 typedef struct item {
   int64_t start, end; /* host range */
-  int pass;           /* 0 forward, 1 backward */
+  int pass;           /* 0 forward, 1 backward, 2 weight backward (zero bubble) */
   int mb, chunk;
   size_t step;     /* index into the rank's selected steps */
   int64_t dur;     /* compute union + own host gaps */
@@ -75,7 +78,7 @@ static int build_items(const ssa_analysis *a, const ssa_rank_result *rr, rank_it
   size_t n = 0;
   for (size_t i = 0; i < r->nranges; i++) {
     const char *nm = ssa_rank_str(r, r->ranges[i].name);
-    n += !strcmp(nm, "forward") || !strcmp(nm, "backward");
+    n += !strcmp(nm, "forward") || !strcmp(nm, "backward") || !strcmp(nm, "backward_weight");
   }
   ri->it = malloc((n ? n : 1) * sizeof *ri->it);
   if (!ri->it) return STEPSCOPE_E_NOMEM;
@@ -83,7 +86,10 @@ static int build_items(const ssa_analysis *a, const ssa_rank_result *rr, rank_it
   for (size_t i = 0; i < r->nranges; i++) {
     const ssa_range *g = &r->ranges[i];
     const char *nm = ssa_rank_str(r, g->name);
-    int pass = !strcmp(nm, "forward") ? 0 : !strcmp(nm, "backward") ? 1 : -1;
+    int pass = !strcmp(nm, "forward")           ? 0
+               : !strcmp(nm, "backward")        ? 1
+               : !strcmp(nm, "backward_weight") ? 2
+                                                : -1;
     if (pass < 0) continue;
     /* the step whose host range holds the item: usually the last one found, or the next */
     size_t s = cursor;
@@ -108,10 +114,15 @@ static int build_items(const ssa_analysis *a, const ssa_rank_result *rr, rank_it
   for (size_t i = 0; i < r->nops; i++) {
     const ssa_op *o = &r->ops[i];
     if (o->end <= o->start) continue;
-    long k = o->launch != SSA_NONE ? item_at(ri, r->apis[o->launch].start) : -1;
+    /* a host op without a launch call (a Kineto trace's host timeline, kineto_host.c) runs on
+     * the host thread itself: its own start places it; the gaps before it are not launches */
+    int on_host = o->launch == SSA_NONE && o->kind == SSA_OP_HOST;
+    long k = o->launch != SSA_NONE ? item_at(ri, r->apis[o->launch].start)
+             : on_host             ? item_at(ri, o->start)
+                                   : -1;
     if (k >= 0) {
       item *it = &ri->it[k];
-      if (o->start > dev_end && dev_end != INT64_MIN &&
+      if (!on_host && o->start > dev_end && dev_end != INT64_MIN &&
           (o->start - dev_end < a->launch_gap_ns || r->apis[o->launch].start >= dev_end))
         it->dur += o->start - dev_end; /* the device waited for this item's host work */
       if (o->cls == SSA_CLS_COMPUTE && o->end > it->cov_end) {
@@ -131,10 +142,12 @@ typedef struct sim_in {
   size_t *nst;
 } sim_in;
 
-/* ASAP run of the schedule; idle[s] = makespan - own time. `bal` >= 0: every
- * forward takes bal_f, every backward bal_b. Returns 0, or -1 when the
+/* ASAP run of the schedule; idle[s] = makespan - own time. `balanced`: every
+ * forward takes bal[0], every backward bal[1], every weight backward bal[2]
+ * (it depends on no other stage: it follows its own backward on the same
+ * stage, which comes first in the stage's order). Returns 0, or -1 when the
  * items are inconsistent (a dependency never runs). */
-static int simulate(const sim_in *in, int balanced, int64_t bal_f, int64_t bal_b, int64_t *idle,
+static int simulate(const sim_in *in, int balanced, const int64_t *bal, int64_t *idle,
                     int64_t *ends /* [p][2][V][M] */, size_t *ptr, int64_t *free_at,
                     int64_t *busy) {
   int p = in->p, V = in->V, M = in->M;
@@ -153,14 +166,14 @@ static int simulate(const sim_in *in, int balanced, int64_t bal_f, int64_t bal_b
         if (it->chunk >= V || it->mb >= M) return -1;
         int v = it->chunk * p + s, dv = it->pass == 0 ? v - 1 : v + 1;
         int64_t dep = 0;
-        if (dv >= 0 && dv < p * V) {
+        if (it->pass < 2 && dv >= 0 && dv < p * V) {
           int ds = dv % p, dc = dv / p;
           dep = END(ds, it->pass, dc, it->mb);
           if (dep == INT64_MIN) break; /* not run yet */
         }
-        int64_t d = balanced ? (it->pass == 0 ? bal_f : bal_b) : it->dur;
+        int64_t d = balanced ? bal[it->pass] : it->dur;
         int64_t start = free_at[s] > dep ? free_at[s] : dep;
-        END(s, it->pass, it->chunk, it->mb) = start + d;
+        if (it->pass < 2) END(s, it->pass, it->chunk, it->mb) = start + d;
         free_at[s] = start + d;
         busy[s] += d;
         ptr[s]++;
@@ -379,29 +392,26 @@ int ssa_bubble_causes(ssa_analysis *a) {
         ends_cap = cells;
       }
       /* balanced: every stage as fast as the median stage (lower median of the stages'
-       * mean forward, and backward, times) */
-      int64_t mf[64], mb[64];
-      size_t nmf = 0, nmb = 0;
+       * mean forward, backward and weight backward times) */
+      int64_t means[3][64], bal[3];
+      size_t nmeans[3] = {0, 0, 0};
       for (int s = 0; s < p; s++) {
-        int64_t sf = 0, sb = 0, nf = 0, nb = 0;
-        for (size_t k = 0; k < nst[s]; k++) {
-          if (st[s][k].pass == 0)
-            sf += st[s][k].dur, nf++;
-          else
-            sb += st[s][k].dur, nb++;
-        }
-        if (nf) mf[nmf++] = sf / nf;
-        if (nb) mb[nmb++] = sb / nb;
+        int64_t sum[3] = {0, 0, 0}, cnt[3] = {0, 0, 0};
+        for (size_t k = 0; k < nst[s]; k++)
+          sum[st[s][k].pass] += st[s][k].dur, cnt[st[s][k].pass]++;
+        for (int q = 0; q < 3; q++)
+          if (cnt[q]) means[q][nmeans[q]++] = sum[q] / cnt[q];
       }
-      qsort(mf, nmf, sizeof *mf, ssa_cmp_i64);
-      qsort(mb, nmb, sizeof *mb, ssa_cmp_i64);
-      int64_t bal_f = nmf ? mf[(nmf - 1) / 2] : 0, bal_b = nmb ? mb[(nmb - 1) / 2] : 0;
+      for (int q = 0; q < 3; q++) {
+        qsort(means[q], nmeans[q], sizeof means[q][0], ssa_cmp_i64);
+        bal[q] = nmeans[q] ? means[q][(nmeans[q] - 1) / 2] : 0;
+      }
       sim_in in = {p, V, M, st, nst};
-      if (simulate(&in, 0, 0, 0, idle, ends, ptr, free_at, busy) != 0) continue;
+      if (simulate(&in, 0, bal, idle, ends, ptr, free_at, busy) != 0) continue;
       int slow = 0;
       for (int s = 1; s < p; s++)
         if (busy[s] > busy[slow]) slow = s;
-      if (simulate(&in, 1, bal_f, bal_b, idle_bal, ends, ptr, free_at, busy) != 0) continue;
+      if (simulate(&in, 1, bal, idle_bal, ends, ptr, free_at, busy) != 0) continue;
       for (int s = 0; s < p; s++) {
         ssa_rank_result *rs = &a->ranks[by_stage[s]];
         ssa_window *w = &rs->windows[widx[s]];

@@ -109,8 +109,11 @@ void ssa_cover_finish(ssa_cover *c) {
 
 int ssa_op_is_pipeline_comm(const ssa_rank *r, const ssa_op *o, int pipeline) {
   if (o->coll != SSA_NONE) return (r->colls[o->coll].flags & STEPSCOPE_COLL_F_PIPELINE) != 0;
-  return pipeline && o->kind == SSA_OP_KERNEL &&
-         ssa_is_nccl_p2p_kernel_name(ssa_rank_str(r, o->name));
+  if (!pipeline) return 0;
+  if (o->kind == SSA_OP_KERNEL) return ssa_is_nccl_p2p_kernel_name(ssa_rank_str(r, o->name));
+  /* a CPU-only trace's host timeline (kineto_host.c): PyTorch's p2p calls and gloo's ranges */
+  return o->kind == SSA_OP_HOST && o->cls == SSA_CLS_COMM &&
+         ssa_host_p2p_call(ssa_rank_str(r, o->name)) != 0;
 }
 
 void ssa_cover_rank(ssa_cover *c, const ssa_rank *r, int pipeline) {

@@ -16,8 +16,8 @@
  * final ProfilerStep of host time only (49 us against 9.3 ms steps on one trace); a run's
  * step is a stub when it is one on every rank that has it.
  * MFU = model_flops_per_step / (step_seconds x peak_flops_per_device x world);
- * HFU the same with hardware_flops_per_step. Bubble theory: (p-1)/(m+p-1)
- * for AFAB and 1F1B, (p-1)/(v m+p-1) interleaved (v > 1).
+ * HFU the same with hardware_flops_per_step. Bubble theory: ssa_bubble_theory
+ * (trainer_meta.c).
  */
 #include <math.h>
 #include <stddef.h>
@@ -25,15 +25,6 @@
 #include <string.h>
 
 #include "ssa_metrics.h"
-
-double ssa_bubble_theory(const char *name, int p, int m, int v) {
-  if (p <= 1) return 0.0;
-  if (m <= 0) return NAN;
-  if (v < 1) v = 1;
-  if (v > 1 || (name && strstr(name, "interleav")))
-    return (double)(p - 1) / ((double)v * m + p - 1);
-  return (double)(p - 1) / ((double)m + p - 1);
-}
 
 typedef struct step_ref {
   int64_t step, start_rel, end_rel, span, latency;

@@ -536,9 +536,6 @@ int ssa_read_run_metadata(ssa_analysis *a);
 /* Expert load imbalance per step from the trainer's moe.load marks (moe_load.c). */
 int ssa_moe_load(ssa_analysis *a);
 
-/* Theoretical bubble fraction of a schedule; NaN if unknown. */
-double ssa_bubble_theory(const char *name, int stages, int microbatches, int virtual_stages);
-
 /* busbw factor of SPEC §4 for an op on n ranks. */
 double ssa_busbw_factor(uint32_t op, uint32_t n);
 

@@ -53,6 +53,14 @@ int ssa_is_nccl_p2p_kernel_name(const char *n) {
          (strstr(n, "SendRecv") || strstr(n, "_Send") || strstr(n, "_Recv"));
 }
 
+int ssa_host_p2p_call(const char *n) {
+  if (!strcmp(n, "c10d::send") || !strcmp(n, "gloo:send") || !strcmp(n, "nccl:send")) return 1;
+  if (!strcmp(n, "c10d::recv_") || !strcmp(n, "c10d::recv_any_source_") ||
+      !strcmp(n, "gloo:recv") || !strcmp(n, "nccl:recv"))
+    return 2;
+  return 0;
+}
+
 /* A transient hash of indices keyed by a 64-bit key computed from the item. */
 typedef struct idx_hash {
   uint32_t *slots;

@@ -324,11 +324,17 @@ uint32_t ssa_rank_lane(ssa_rank *r, uint8_t kind, uint64_t id);
 const char *ssa_rank_meta(const ssa_rank *r, const char *key);
 /* Decodes the trainer's metadata into r->tmeta (trainer_meta.c); ssa_rank_finish calls it. */
 void ssa_rank_decode_trainer_meta(ssa_rank *r);
+/* Theoretical bubble fraction of a pipeline schedule (trainer_meta.c); NaN if unknown. */
+double ssa_bubble_theory(const char *name, int stages, int microbatches, int virtual_stages);
 
 /* Whether a kernel name is one of NCCL's (ncclKernel_*, ncclDevKernel_*,
  * ncclSymkDevKernel_*), and whether it is a send/recv kernel. */
 int ssa_is_nccl_kernel_name(const char *name);
 int ssa_is_nccl_p2p_kernel_name(const char *name);
+/* Whether a host range is PyTorch's point-to-point call or gloo's / NCCL's host range of
+ * one (c10d::send, c10d::recv_, gloo:send, gloo:recv, nccl:send, nccl:recv): 1 a send,
+ * 2 a receive, 0 neither. */
+int ssa_host_p2p_call(const char *name);
 
 /* ---- the run ---- */
 typedef struct ssa_run {

@@ -4,7 +4,8 @@
  * (model/trace_metadata.h names the keys and members); this file turns the last value of each key
  * into the typed fields of ssa_trainer_meta when the rank is finished, so that the metrics, the
  * diff and the planner read numbers instead of searching JSON text, and a member means the same to
- * all of them.
+ * all of them. It also holds the schedules' theoretical bubble (ssa_bubble_theory), which
+ * the metrics and the Kineto importer's recognised pipelines (kineto_pipeline.c) both use.
  */
 #include <math.h>
 #include <string.h>
@@ -57,4 +58,24 @@ void ssa_rank_decode_trainer_meta(ssa_rank *r) {
 #undef DECODE_SCHEDULE
 #undef DECODE_LAYOUT
 #undef DECODE
+}
+
+/* The idle fraction of a stage's step that the schedule itself implies when every stage's
+ * work takes the same time (docs/metrics.md, docs/kineto-import.md "Pipelines"): p stages,
+ * m micro-batches, v virtual stages (chunks) per stage.
+ *   AFAB (GPipe) and 1F1B:             (p-1) / (m + p-1)
+ *   interleaved 1F1B (v > 1):          (p-1) / (v m + p-1)
+ *   zero bubble (a name with "zero_bubble"): the backward split into input gradient (B) and
+ *   weight gradient (W), taken as equal thirds of a micro-batch's work with the forward (the
+ *   zero-bubble paper's T_F = T_B = T_W); the fill and drain then cost (p-1)(T_F + T_B - T_W)
+ *   = (p-1) thirds of a chunk's work instead of (p-1) whole ones (ZB-H1), so
+ *                                      (p-1) / (3 v m + p-1). */
+double ssa_bubble_theory(const char *name, int p, int m, int v) {
+  if (p <= 1) return 0.0;
+  if (m <= 0) return NAN;
+  if (v < 1) v = 1;
+  if (name && strstr(name, "zero_bubble")) return (double)(p - 1) / (3.0 * v * m + p - 1);
+  if (v > 1 || (name && strstr(name, "interleav")))
+    return (double)(p - 1) / ((double)v * m + p - 1);
+  return (double)(p - 1) / ((double)m + p - 1);
 }

@@ -121,7 +121,7 @@ typedef struct host_range {
   uint64_t thread;
   int64_t start, end;
   uint32_t name;
-  int comm;
+  int comm, p2p;
 } host_range;
 
 #define HOST_KEY_SHIFT   48
@@ -220,7 +220,8 @@ int ssa_kineto_host_timeline(ssa_rank *r, const char *file_name, const ssa_kinet
     int comm = c == 2;
     if (g->domain != dom_cpu && c == 1) continue; /* only cpu_op ranges, unless named */
     if (g->end <= g->start) continue;
-    v[n++] = (host_range){0, r->lanes[g->lane].id, g->start, g->end, g->name, comm};
+    int p2p = comm && ssa_host_p2p_call(ssa_rank_str(r, g->name));
+    v[n++] = (host_range){0, r->lanes[g->lane].id, g->start, g->end, g->name, comm, p2p};
   }
   free(is_comm);
   if (u->n || u->more)
@@ -252,7 +253,10 @@ int ssa_kineto_host_timeline(ssa_rank *r, const char *file_name, const ssa_kinet
       top_end = INT64_MIN;
     }
     int top = h->start >= top_end; /* not inside an earlier op of its thread */
-    if (top && h->end > top_end) top_end = h->end;
+    /* except a point-to-point range: gloo's `gloo:send` / `gloo:recv` span the asynchronous
+     * transfer on the thread that posted it, which goes on computing (a pipeline stage's
+     * next micro-batch, kineto_pipeline.c); the compute that starts inside one is its own */
+    if (top && !h->p2p && h->end > top_end) top_end = h->end;
     if (!top && !h->comm) continue; /* nested compute: its parent covers it */
     stepscope_record rec;
     memset(&rec, 0, sizeof rec);

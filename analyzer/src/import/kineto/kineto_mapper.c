@@ -40,6 +40,7 @@
 #include "kineto_event.h"
 #include "kineto_host.h"
 #include "kineto_import.h"
+#include "kineto_pipeline.h"
 
 /* ---- conversion ---- */
 
@@ -863,6 +864,8 @@ int ssa_kineto_finish_rank(kimport *k) {
   if (k->world > 0 && (rc = ssa_rank_add_record(r, &m))) return rc;
   if ((rc = finish_bare_nccl_kernels(k))) return rc;
   if ((rc = finish_groups(k))) return rc;
+  /* a pipeline stage: its schedule and micro-batches (kineto_pipeline.c) */
+  if ((rc = ssa_kineto_pipeline(r, k->name, rank, k->world))) return rc;
   /* what the trace cannot show (kineto_host.c): absurd times, no device */
   uint64_t far = ssa_kineto_drop_far_times(r, SSA_KINETO_FAR_NS);
   if (k->negative_ts || far) {

@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""check_pipeline.py STEPSCOPE MAKE_KINETO DATA_DIR WORKDIR — pipelines recognised in Kineto
+traces (analyzer/src/import/kineto/kineto_pipeline.c, docs/kineto-import.md "Pipelines").
+
+Generated runs with exact truth (make_kineto.py --pipeline, kineto_pipeline_gen.py): the
+schedule, stages and micro-batches recognised; every rank's bubble in every step equal to the
+generator's (the step minus the rank's compute, to the ns); the causes summing to it exactly;
+with equal stages the schedule's part is exactly (p-1)(F+B) and nothing is imbalance; with a
+slow stage there is imbalance and it names that stage. GPipe's run is checked from its own
+annotations and again with them removed (then the order of the work tells it). A run with one
+micro-batch a step is not taken for a pipeline.
+
+The real traces of DATA_DIR (tests/data/kineto/pipeline, made by
+scripts/torch/make_pipeline_traces.py with torch.distributed.pipelining on gloo): each
+schedule family recognised with its stages, micro-batches and virtual stages, the theory of its
+name, a bubble on every stage whose causes sum to it exactly and were split by the schedule's
+simulation (nothing unattributed), and the slow last stage (an extra layer) named by the
+imbalance of the other stages.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+exe, gen, data, work = sys.argv[1:5]
+shutil.rmtree(work, ignore_errors=True)
+os.makedirs(work)
+fail = 0
+
+
+def check(cond, what):
+    global fail
+    if not cond:
+        print("FAILED:", what)
+        fail += 1
+
+
+def analyze(run):
+    out = run.rstrip("/") + ".report.json"
+    subprocess.run([exe, "analyze", run, "--json", out, "--quiet"], check=True)
+    return json.load(open(out))
+
+
+def causes_sum_exactly(rep, where):
+    for r in rep["ranks"]:
+        for w in r["steps"] + [r["totals"]]:
+            c = w.get("bubble_causes")
+            label = "%s rank %d step %s" % (where, r["rank"], w.get("step"))
+            check(c is not None, label + ": bubble causes")
+            if c is None:
+                continue
+            check(sum(c.values()) == w["bubble_ns"],
+                  label + ": causes %s sum to the bubble %d" % (c, w["bubble_ns"]))
+            check(c["unattributed_ns"] == 0, label + ": the schedule was simulated")
+
+
+def theory(name, p, m, v):
+    if "zero_bubble" in name:
+        return (p - 1) / (3 * v * m + p - 1)
+    if v > 1 or "interleav" in name:
+        return (p - 1) / (v * m + p - 1)
+    return (p - 1) / (m + p - 1)
+
+
+def check_schedule(rep, where, name, p, m, v):
+    s = rep["run"]["schedule"]
+    check(s is not None, where + ": a schedule recognised")
+    if s is None:
+        return
+    got = (s["name"], s["stages"], s["microbatches"], s["virtual_stages"])
+    check(got == (name, p, m, v), where + ": schedule %s, expected %s" % (got, (name, p, m, v)))
+    check(abs(s["bubble_theory_ratio"] - theory(name, p, m, v)) < 1e-6,
+          where + ": theory %s" % s["bubble_theory_ratio"])
+    stages = sorted((r["rank"], r["pipeline_stage"]) for r in rep["ranks"])
+    check(stages == [(i, i) for i in range(p)], where + ": stage of each rank %s" % stages)
+
+
+def generated(name, sched, ranks, mbs, steps, slow=-1, strip=False):
+    run = os.path.join(work, name)
+    cmd = [sys.executable, gen, run, "--pipeline", sched, "--ranks", str(ranks), "--microbatches",
+           str(mbs), "--steps", str(steps), "--fwd-us", "1000", "--bwd-us", "2000"]
+    if slow >= 0:
+        cmd += ["--slow-stage", str(slow), "--slow-factor", "2"]
+    subprocess.run(cmd, check=True)
+    truth = json.load(open(run + ".truth.json"))
+    if strip:  # the schedule's own annotations removed: the order of work must tell
+        for r in range(ranks):
+            path = os.path.join(run, "rank%d.json" % r)
+            lines = [ln for ln in open(path) if '"Forward ' not in ln and '"Backward ' not in ln]
+            lines[-2] = lines[-2].rstrip(",\n") + "\n"  # the last event has no comma after it
+            open(path, "w").writelines(lines)
+    return run, truth
+
+
+def check_generated(name, sched, ranks, mbs, slow=-1, strip=False):
+    run, truth = generated(name, sched, ranks, mbs, 3, slow, strip)
+    rep = analyze(run)
+    check_schedule(rep, name, truth["schedule"], ranks, mbs, 1)
+    causes_sum_exactly(rep, name)
+    for r in rep["ranks"]:
+        t = truth["ranks"][r["rank"]]
+        for w in r["steps"]:
+            label = "%s rank %d step %d" % (name, r["rank"], w["step"])
+            check(w["span_ns"] == t["step_ns"], label + ": span %d, truth %d" % (w["span_ns"], t["step_ns"]))
+            check(w["compute_ns"] == t["compute_ns"], label + ": compute %d" % w["compute_ns"])
+            check(w["bubble_ns"] == t["bubble_ns"],
+                  label + ": bubble %d, truth %d" % (w["bubble_ns"], t["bubble_ns"]))
+            c = w["bubble_causes"] or {}
+            if slow < 0:
+                check(c.get("schedule_ns") == (ranks - 1) * 3_000_000,
+                      label + ": schedule part %s = (p-1)(F+B)" % c.get("schedule_ns"))
+                check(c.get("imbalance_ns") == 0, label + ": no imbalance")
+            elif r["rank"] != slow:
+                check(c.get("imbalance_ns", 0) > 0 and w["imbalance_stage"] == slow,
+                      label + ": imbalance %s of stage %s" % (c.get("imbalance_ns"), w["imbalance_stage"]))
+    return rep
+
+
+check_generated("gen_1f1b", "1f1b", 4, 8)
+check_generated("gen_gpipe", "gpipe", 2, 4)
+check_generated("gen_gpipe_inferred", "gpipe", 2, 4, strip=True)
+check_generated("gen_1f1b_slow", "1f1b", 4, 8, slow=3)
+
+# one micro-batch a step: forward, backward, and p2p — not told apart from plain training
+run, _ = generated("gen_one_mb", "1f1b", 2, 1, 2)
+rep = analyze(run)
+check(rep["run"]["schedule"] is None, "one micro-batch: no schedule")
+check(all(r["pipeline_stage"] is None for r in rep["ranks"]), "one micro-batch: no stages")
+check(any("no pipeline recognised" in w for r in rep["ranks"] for w in r["warnings"]),
+      "one micro-batch: a warning says why")
+
+# real torch.distributed.pipelining traces
+REAL = {  # directory: (name, stages, micro-batches, virtual stages)
+    "gpipe": ("afab", 2, 4, 1),
+    "1f1b": ("1f1b", 2, 4, 1),
+    "interleaved1f1b": ("interleaved", 2, 4, 2),
+    "zb": ("interleaved_zero_bubble", 2, 4, 2),
+    "1f1b4": ("1f1b", 4, 8, 1),
+}
+for d, (name, p, m, v) in REAL.items():
+    run = os.path.join(work, "real_" + d)
+    shutil.copytree(os.path.join(data, d), run)
+    rep = analyze(run)
+    check_schedule(rep, d, name, p, m, v)
+    causes_sum_exactly(rep, d)
+    for r in rep["ranks"]:
+        for w in r["steps"] + [r["totals"]]:
+            check(w["bubble_ns"] > 0, "%s rank %d: a bubble" % (d, r["rank"]))
+        # the slow last stage makes the others wait (it may wait for nobody itself)
+        check(r["totals"]["imbalance_stage"] == p - 1 or
+              (r["rank"] == p - 1 and r["totals"]["imbalance_stage"] is None),
+              "%s rank %d: imbalance of the slow last stage, got %s" % (d, r["rank"], r["totals"]["imbalance_stage"]))
+    text = subprocess.run([exe, "analyze", run], capture_output=True, text=True).stdout
+    check("pipeline bubble by cause" in text and "theory (%s, p=%d, m=%d)" % (name, p, m) in text,
+          d + ": the text report shows the bubble by cause and the theory")
+
+print("check_pipeline: %d failure(s)" % fail)
+sys.exit(1 if fail else 0)
