@@ -28,14 +28,16 @@
 
 typedef struct ssa_options {
   int has_step_filter;
-  int64_t step_first, step_last;    /* inclusive */
-  int rank;                         /* -1: every rank; otherwise report only this rank */
-  const char *step_range_name;      /* a user-given range name for steps, or NULL */
-  int64_t launch_gap_ns;            /* 0: SSA_DEFAULT_LAUNCH_GAP_NS */
-  int top_n;                        /* 0: 20 */
-  int threads;                      /* 0: cores */
-  const ssa_comm_rules *comm_rules; /* the user's classification rules (comm_rules.h), or NULL;
-                                       applied when the run is loaded (ssa_load_options) */
+  int64_t step_first, step_last;     /* inclusive */
+  int rank;                          /* -1: every rank; otherwise report only this rank */
+  const char *step_range_name;       /* a user-given range name for steps, or NULL */
+  int64_t launch_gap_ns;             /* 0: SSA_DEFAULT_LAUNCH_GAP_NS */
+  int top_n;                         /* 0: 20 */
+  int threads;                       /* 0: cores */
+  const ssa_comm_rules *comm_rules;  /* the user's classification rules (comm_rules.h), or NULL;
+                                        applied when the run is loaded (ssa_load_options) */
+  const unsigned char *export_ranks; /* the exports only: NULL every rank (or `rank`), else
+                                        per rank index, nonzero = exported (export --ranks) */
 } ssa_options;
 
 void ssa_options_default(ssa_options *o);
