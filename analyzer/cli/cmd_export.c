@@ -39,12 +39,7 @@ static int opt_ranks(const cli_option *o, const char *v, void *cmd) {
 }
 
 static int opt_max_size(const cli_option *o, const char *v, void *cmd) {
-  if (cli_parse_size(v, &((export_args *)cmd)->max_size) == 0) return 0;
-  cli_print(stderr,
-            "stepscope export: bad --max-size '%s' (want bytes, e.g. 500M or 4G; 0: no "
-            "limit)\n",
-            v);
-  return 2;
+  return cli_max_size_option("export", v, &((export_args *)cmd)->max_size);
 }
 
 static int opt_format(const cli_option *o, const char *v, void *cmd) {

@@ -97,12 +97,7 @@ static int opt_ranks(const cli_option *o, const char *v, void *cmd) {
 static int opt_max_size(const cli_option *o, const char *v, void *cmd) {
   uint64_t bytes;
   ((view_args *)cmd)->max_size = v;
-  if (cli_parse_size(v, &bytes) == 0) return 0;
-  cli_print(stderr,
-            "stepscope view: bad --max-size '%s' (want bytes, e.g. 500M or 4G; 0: no "
-            "limit)\n",
-            v);
-  return 2;
+  return cli_max_size_option("view", v, &bytes);
 }
 
 /* --bind ADDR is a numeric IPv4 or IPv6 address (view_serve listens there): 0, or 2 (said

@@ -8,6 +8,7 @@
 
 #include "cli_print.h"
 #include "ssa_export.h"
+#include "ssa_io.h"
 
 int cli_parse_size(const char *v, uint64_t *bytes) {
   char *end;
@@ -41,6 +42,14 @@ int cli_parse_size(const char *v, uint64_t *bytes) {
   if (*end || x * mul > 1.8e19) return -1;
   *bytes = (uint64_t)(x * mul);
   return 0;
+}
+
+int cli_max_size_option(const char *command, const char *v, uint64_t *bytes) {
+  if (cli_parse_size(v, bytes) == 0) return 0;
+  cli_print(stderr,
+            "stepscope %s: bad --max-size '%s' (want bytes, e.g. 500M or 4G; 0: no limit)\n",
+            command, v);
+  return 2;
 }
 
 /* Calls visit(lo, hi) for each item of a list "0-7,12"; -1 on a malformed item. */
@@ -169,14 +178,6 @@ int cli_choose_ranks(const char *command, const char *spec, const ssa_analysis *
   return 0;
 }
 
-static const char *human(char *buf, size_t n, uint64_t b) {
-  if (b >= (1ull << 30))
-    snprintf(buf, n, "%.1f GiB", (double)b / (double)(1ull << 30));
-  else
-    snprintf(buf, n, "%.1f MiB", (double)b / (double)(1ull << 20));
-  return buf;
-}
-
 int cli_check_output_size(const char *command, const char *what, uint64_t estimate, uint64_t limit,
                           const ssa_analysis *a, const char *spec) {
   if (!limit || estimate <= limit) return 0;
@@ -191,7 +192,7 @@ int cli_check_output_size(const char *command, const char *what, uint64_t estima
             "--ranks 0-7,12), or --ranks auto for the ones the analysis points at (culprit, "
             "stragglers, slowest, fastest, rank 0)%s, or raise --max-size (0: no limit)\n",
             command, what, n, n == 1 ? "" : "s", (unsigned long long)ssa_export_events(a),
-            human(b1, sizeof b1, estimate), human(b2, sizeof b2, limit),
+            ssa_fmt_bytes(b1, sizeof b1, estimate), ssa_fmt_bytes(b2, sizeof b2, limit),
             spec ? "; fewer ranks than now" : "");
   return 1;
 }

@@ -20,6 +20,9 @@
  * limit. 0, or -1 when not a size. */
 int cli_parse_size(const char *v, uint64_t *bytes);
 
+/* A --max-size option's value into *bytes: 0, or 2 with the message printed. */
+int cli_max_size_option(const char *command, const char *v, uint64_t *bytes);
+
 /* Checks a --ranks value ("auto", or rank numbers and ranges "0-7,12"): 0, or 2 with the
  * message printed. */
 int cli_check_ranks_spec(const char *command, const char *spec);
