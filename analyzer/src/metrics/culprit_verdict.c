@@ -90,31 +90,6 @@ static int is_judged(const int64_t *numbers, size_t n, int64_t step) {
   return bsearch(&step, numbers, n, sizeof *numbers, ssa_cmp_i64) != NULL;
 }
 
-/* A culprit row's rank number and index: sorted, the rows of one rank are one range. */
-typedef struct rank_row {
-  int rank;
-  size_t row;
-} rank_row;
-
-static int cmp_rank_row(const void *pa, const void *pb) {
-  const rank_row *x = pa, *y = pb;
-  if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
-  return x->row < y->row ? -1 : x->row > y->row;
-}
-
-/* The first of the sorted rows [0, n) with rank number `rank` (n when none). */
-static size_t first_row_of(const rank_row *v, size_t n, int rank) {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (v[mid].rank < rank)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
-}
-
 int ssa_judge_culprits(ssa_analysis *a, ssa_culprit_effect *effects, size_t n) {
   ssa_culprit_verdict *v = &a->culprit_verdict;
   memset(v, 0, sizeof *v);
@@ -124,7 +99,8 @@ int ssa_judge_culprits(ssa_analysis *a, ssa_culprit_effect *effects, size_t n) {
   int rc = judged_steps(a, &numbers, &nj);
   if (rc) return rc;
   int64_t *series = malloc((nj ? nj : 1) * sizeof *series);
-  rank_row *by_rank = malloc((a->nculprits ? a->nculprits : 1) * sizeof *by_rank);
+  /* the rows by (rank number, row): the rows of one rank are one range */
+  ssa_key_index *by_rank = malloc((a->nculprits ? a->nculprits : 1) * sizeof *by_rank);
   if (!series || !by_rank) {
     free(numbers);
     free(series);
@@ -132,8 +108,8 @@ int ssa_judge_culprits(ssa_analysis *a, ssa_culprit_effect *effects, size_t n) {
     return STEPSCOPE_E_NOMEM;
   }
   for (size_t i = 0; i < a->nculprits; i++)
-    by_rank[i] = (rank_row){a->culprits[i].rank, i};
-  if (a->nculprits > 1) qsort(by_rank, a->nculprits, sizeof *by_rank, cmp_rank_row);
+    by_rank[i] = (ssa_key_index){a->culprits[i].rank, i};
+  if (a->nculprits > 1) qsort(by_rank, a->nculprits, sizeof *by_rank, ssa_cmp_key_index);
   if (n > 1) qsort(effects, n, sizeof *effects, cmp_effect);
   candidate best = {-1, 0, 0, 0, 0};
   for (size_t g = 0; g < n;) {
@@ -153,12 +129,12 @@ int ssa_judge_culprits(ssa_analysis *a, ssa_culprit_effect *effects, size_t n) {
     while (ns < nj) /* steps in which it was not late */
       series[ns++] = 0;
     c.effect_median = lower_median(series, ns);
-    size_t first = first_row_of(by_rank, a->nculprits, c.rank), end = first;
-    for (; end < a->nculprits && by_rank[end].rank == c.rank; end++)
-      c.caused += a->culprits[by_rank[end].row].caused;
+    size_t first = ssa_count_below(by_rank, a->nculprits, sizeof *by_rank, c.rank), end = first;
+    for (; end < a->nculprits && by_rank[end].key == c.rank; end++)
+      c.caused += a->culprits[by_rank[end].index].caused;
     int beyond = nj >= MIN_JUDGED_STEPS && c.steps_late >= v->steps_needed;
     for (size_t k = first; k < end; k++) { /* a victim's row (collective) never is */
-      ssa_culprit *row = &a->culprits[by_rank[k].row];
+      ssa_culprit *row = &a->culprits[by_rank[k].index];
       row->beyond_noise = beyond && row->phase != SSA_PHASE_COLLECTIVE;
     }
     if (best.rank < 0 || better(&c, &best)) best = c;

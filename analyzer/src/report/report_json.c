@@ -341,27 +341,16 @@ static void write_culprit_row(ssa_out *o, const ssa_culprit *c, size_t i) {
       (unsigned long long)c->via_victim, c->beyond_noise ? "true" : "false");
 }
 
-/* A rank that made others wait and how long: the straggler list's sort key. */
-typedef struct caused_key {
-  int64_t caused;
-  size_t rank_idx;
-} caused_key;
-
-static int cmp_caused_desc(const void *pa, const void *pb) {
-  const caused_key *x = pa, *y = pb;
-  if (x->caused != y->caused) return x->caused > y->caused ? -1 : 1;
-  return x->rank_idx < y->rank_idx ? -1 : x->rank_idx > y->rank_idx;
-}
-
 /* The ranks that made others wait, by caused wait descending (ties: in rank order). */
 static void write_stragglers(ssa_out *o, const ssa_analysis *a) {
-  caused_key *keys = malloc((a->nranks ? a->nranks : 1) * sizeof *keys);
+  /* key -caused: ascending (key, index) is caused descending, ties in rank order */
+  ssa_key_index *keys = malloc((a->nranks ? a->nranks : 1) * sizeof *keys);
   size_t n = 0;
   for (size_t i = 0; keys && i < a->nranks; i++)
-    if (a->ranks[i].coll_caused > 0) keys[n++] = (caused_key){a->ranks[i].coll_caused, i};
-  if (n > 1) qsort(keys, n, sizeof *keys, cmp_caused_desc);
+    if (a->ranks[i].coll_caused > 0) keys[n++] = (ssa_key_index){-a->ranks[i].coll_caused, i};
+  if (n > 1) qsort(keys, n, sizeof *keys, ssa_cmp_key_index);
   for (size_t k = 0; k < n; k++) {
-    const ssa_rank_result *rr = &a->ranks[keys[k].rank_idx];
+    const ssa_rank_result *rr = &a->ranks[keys[k].index];
     ssa_out_printf(o, "%s{\"rank\":%d,\"caused_wait_ns\":", k ? "," : "", rr->rank->rank);
     ssa_out_i64(o, rr->coll_caused);
     ssa_out_field_u64(o, "arrived_last", rr->coll_last);
