@@ -1,12 +1,14 @@
 /*
  * cmd_export.c — `stepscope export RUN -o FILE [--format json|perfetto]
- * [--rank R] [--steps A:B] [--step-range NAME] [--comm-kernel RE]
- * [--compute-kernel RE]`: writes the Chrome-trace JSON of SPEC §5
+ * [--rank R] [--ranks LIST|auto] [--max-size SIZE] [--steps A:B] [--step-range NAME]
+ * [--comm-kernel RE] [--compute-kernel RE]`: writes the Chrome-trace JSON of SPEC §5
  * (docs/metrics.md for the derived tracks) when the name ends in .json, or a
  * native Perfetto protobuf trace when it ends in .pftrace, either
  * gzip-compressed when .gz follows; --format chooses for any other name (and
  * is refused when it contradicts the name). Streams: the document is never
- * held in memory. Exit codes: 0 ok, 1 failure, 2 usage error.
+ * held in memory. Its size is estimated first: over --max-size (default 2 GiB) it is refused,
+ * with the way to a smaller one (--ranks, export_ranks.c). Exit codes: 0 ok, 1 failure,
+ * 2 usage error.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -23,12 +25,23 @@
 #include "cli_env.h"
 #include "cli_load.h"
 #include "ssa_export.h"
+#include "export_ranks.h"
 
 typedef struct export_args {
   ssa_options opt;
-  const char *run_path, *out_path, *format;
+  const char *run_path, *out_path, *format, *ranks;
+  uint64_t max_size;
   int memory;
 } export_args;
+
+static int opt_ranks(const cli_option *o, const char *v, void *cmd) {
+  ((export_args *)cmd)->ranks = v;
+  return cli_check_ranks_spec("export", v);
+}
+
+static int opt_max_size(const cli_option *o, const char *v, void *cmd) {
+  return cli_max_size_option("export", v, &((export_args *)cmd)->max_size);
+}
 
 static int opt_format(const cli_option *o, const char *v, void *cmd) {
   if (strcmp(v, "json") && strcmp(v, "perfetto")) {
@@ -77,6 +90,12 @@ static const cli_option export_options[] = {
      "PyTorch traces: memory over time as counter tracks (profile_memory=True:\n"
      "allocated and reserved bytes per device)",
      A(memory), NULL, 0, 0, NULL},
+    {CLI_CALL, "--ranks", NULL, "LIST",
+     "only these ranks: 0-7,12; or auto: the ones the analysis points at\n"
+     "(culprit, stragglers, slowest, fastest, rank 0)",
+     0, opt_ranks, 0, 0, NULL},
+    {CLI_CALL, "--max-size", NULL, "SIZE",
+     "refuse an export estimated over SIZE (default 2G; 0: no limit)", 0, opt_max_size, 0, 0, NULL},
     {CLI_ANALYSIS, NULL, NULL, NULL, NULL, A(opt), NULL, 0, 0, NULL},
 };
 
@@ -105,6 +124,7 @@ static void say_written(int perfetto, const ssa_export_stats *st, double seconds
 int cmd_export(int argc, char **argv) {
   export_args x;
   memset(&x, 0, sizeof x);
+  x.max_size = CLI_EXPORT_MAX_BYTES;
   int rc = cli_parse(&export_table, argc, argv, &x, NULL);
   if (rc != CLI_PARSED) return rc;
   if (!x.out_path) {
@@ -118,6 +138,18 @@ int cmd_export(int argc, char **argv) {
   cli_loaded l;
   unsigned load = CLI_SAY_LOSSES | (x.memory ? CLI_OP_MEMORY : 0u);
   if ((rc = cli_open_run("export", x.run_path, &x.opt, load, &l)) != 0) {
+    cli_loaded_free(&l);
+    return rc;
+  }
+  unsigned char *sel = NULL; /* --ranks, then the size it makes */
+  rc = cli_choose_ranks("export", x.ranks, &l.an, &sel);
+  l.an.opt.export_ranks = sel;
+  if (rc == 0 &&
+      cli_check_output_size("export", perfetto ? "Perfetto trace" : "JSON",
+                            ssa_export_estimate_bytes(&l.an, perfetto), x.max_size, &l.an, x.ranks))
+    rc = 1;
+  if (rc) {
+    free(sel);
     cli_loaded_free(&l);
     return rc;
   }
@@ -139,5 +171,6 @@ int cmd_export(int argc, char **argv) {
     say_written(perfetto, &st,
                 (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
   cli_loaded_free(&l);
+  free(sel);
   return rc ? 1 : 0;
 }

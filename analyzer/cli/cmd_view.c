@@ -1,5 +1,6 @@
 /*
- * cmd_view.c — `stepscope view RUN [--compare RUN_B] [--port P] [--bind ADDR] [--html OUT]`.
+ * cmd_view.c — `stepscope view RUN [--compare RUN_B] [--port P] [--bind ADDR] [--html OUT]
+ * [--ranks LIST|auto] [--max-size SIZE]`.
  *
  * Serves the bundled viewer (embedded in the binary) and the run's export and
  * report on http://127.0.0.1:P/t/<token>/ (read-only, behind a random access
@@ -9,6 +10,9 @@
  * by `stepscope export` and `stepscope analyze --json`, are used when there and
  * generated into a temporary directory from the rank traces when not
  * (view_run.c).
+ * --ranks and --max-size go to the `export` it runs (export_ranks.c); a --html page is held to
+ * --max-size too (default 512 MiB: Chromium cannot hold more in one string), checked before
+ * it is written.
  * --comm-kernel / --compute-kernel are checked here (option_table.c) and
  * passed on to the `export`, `analyze` and `diff` commands it runs through
  * the environment (STEPSCOPE_COMM_KERNELS, STEPSCOPE_COMPUTE_KERNELS).
@@ -26,6 +30,7 @@
 
 #include "cli_env.h"
 #include "option_table.h"
+#include "export_ranks.h"
 
 /* Appends the command line's rules of one class to the environment variable
  * the commands that view runs read (after what it held already). 0, or -1
@@ -68,7 +73,7 @@ static int pass_rules_on(int comm) {
 }
 
 typedef struct view_args {
-  const char *run_a, *run_b, *html, *bind_addr;
+  const char *run_a, *run_b, *html, *bind_addr, *ranks, *max_size;
   int port;
   ssa_options rule_opt; /* only the classification rules are used */
 } view_args;
@@ -82,6 +87,17 @@ static int opt_port(const cli_option *o, const char *v, void *cmd) {
   }
   ((view_args *)cmd)->port = (int)p;
   return 0;
+}
+
+static int opt_ranks(const cli_option *o, const char *v, void *cmd) {
+  ((view_args *)cmd)->ranks = v;
+  return cli_check_ranks_spec("view", v);
+}
+
+static int opt_max_size(const cli_option *o, const char *v, void *cmd) {
+  uint64_t bytes;
+  ((view_args *)cmd)->max_size = v;
+  return cli_max_size_option("view", v, &bytes);
 }
 
 /* --bind ADDR is a numeric IPv4 or IPv6 address (view_serve listens there): 0, or 2 (said
@@ -118,6 +134,14 @@ static const cli_option view_options[] = {
      "write one self-contained page (viewer + data) and exit; prints\n"
      "one line: what was written, from what, and the headline",
      A(html), NULL, 0, 0, NULL},
+    {CLI_CALL, "--ranks", NULL, "LIST",
+     "only these ranks in the timeline: 0-7,12; or auto (culprit,\n"
+     "stragglers, slowest, fastest, rank 0); the export is generated for them",
+     0, opt_ranks, 0, 0, NULL},
+    {CLI_CALL, "--max-size", NULL, "SIZE",
+     "refuse an export (and a --html page) estimated over SIZE\n"
+     "(default 2G, 512M for --html; 0: no limit)",
+     0, opt_max_size, 0, 0, NULL},
     {CLI_CLASSIFY, NULL, NULL, NULL, NULL, A(rule_opt), NULL, 0, 0, NULL},
     {CLI_TEXT, NULL, NULL, NULL,
      "                      (they apply to what view generates, not to an export or\n"
@@ -171,6 +195,18 @@ int cmd_view(int argc, char **argv) {
 
   cli_env env; /* the decompression limits (the commands view runs read the same) */
   cli_env_read(&env);
+  /* what the export it runs is told: the ranks and the size limit (a page's own) */
+  const char *page_limit = x.max_size ? x.max_size : html ? "512M" : NULL;
+  const char *export_args[5] = {NULL};
+  int na = 0;
+  if (x.ranks) {
+    export_args[na++] = "--ranks";
+    export_args[na++] = x.ranks;
+  }
+  if (page_limit) {
+    export_args[na++] = "--max-size";
+    export_args[na++] = page_limit;
+  }
   view_run runs[2];
   int nruns = 0;
   char err[1024];
@@ -179,7 +215,8 @@ int cmd_view(int argc, char **argv) {
   for (int i = 0; i < 2; i++) {
     if (!args[i]) continue;
     if (view_run_open(&runs[nruns], i == 0 ? "a" : "b", args[i], n > 0 ? self_exe : NULL,
-                      html != NULL, &env.import.inflate, err, sizeof err) != 0) {
+                      html != NULL, &env.import.inflate, export_args, x.ranks != NULL, err,
+                      sizeof err) != 0) {
       if (!view_stop_signal) cli_print(stderr, "stepscope view: %s\n", err);
       view_runs_close_all(runs, nruns);
       return 1;
@@ -199,7 +236,12 @@ int cmd_view(int argc, char **argv) {
   int rc;
   if (html) {
     char summary[1024];
-    rc = view_write_html(runs, nruns, html, summary, sizeof summary, err, sizeof err) == 0 ? 0 : 1;
+    uint64_t limit = 0;
+    cli_parse_size(page_limit, &limit); /* checked when parsed */
+    rc = view_html_check_size(runs, nruns, limit, err, sizeof err) == 0 &&
+                 view_write_html(runs, nruns, html, summary, sizeof summary, err, sizeof err) == 0
+             ? 0
+             : 1;
     if (rc)
       cli_print(stderr, "stepscope view: %s\n", err);
     else

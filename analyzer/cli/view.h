@@ -39,8 +39,10 @@ typedef struct view_run {
   stepscope_inflate_limits inflate; /* how far a gzip export or trace may inflate */
   int trace_generated;              /* trace_name / report_name lie in gen_dir, not in dir */
   int report_generated;
-  char missing[512]; /* human-readable list of what is missing */
-  char notes[1024];  /* what was generated, or why not */
+  char missing[512];              /* human-readable list of what is missing */
+  char notes[1024];               /* what was generated, or why not */
+  const char *const *export_args; /* more arguments of the `export` it runs (--ranks,
+                                     --max-size), NULL-terminated; NULL: none */
 } view_run;
 
 /* The signal (SIGTERM, SIGHUP, SIGINT) that asked view to stop while it was
@@ -54,10 +56,13 @@ void view_runs_close_all(view_run *runs, int nruns);
 /* Opens RUN (a run directory, a stepscope export, or one rank file): finds or
  * generates the export and the report. quiet: no progress lines on stderr.
  * inflate: the decompression limits (cli_env.h; NULL: the defaults), which the
- * commands view runs take from the same environment.
+ * commands view runs take from the same environment. export_args: more arguments of the
+ * export it generates (NULL-terminated, or NULL); with `ranks` set (view --ranks) an export
+ * found in RUN (of every rank) is not used: it is generated for those ranks.
  * Returns 0, or -1 with a message in err when RUN is unusable. */
 int view_run_open(view_run *run, const char *id, const char *arg, const char *self_exe, int quiet,
-                  const stepscope_inflate_limits *inflate, char *err, size_t errlen);
+                  const stepscope_inflate_limits *inflate, const char *const *export_args,
+                  int ranks, char *err, size_t errlen);
 
 /* Run b of a comparison: writes `stepscope diff A B --json` into b's generated files
  * (the Compare view shows its findings and verdicts); notes why when it cannot. */
@@ -94,6 +99,12 @@ int view_serve(view_run *runs, int nruns, const char *bind_addr, int port, FILE 
  * time from the report) in summary, or -1 with a message in err. */
 int view_write_html(const view_run *runs, int nruns, const char *path, char *summary,
                     size_t summary_len, char *err, size_t errlen);
+
+/* Whether the page's data (the exports and reports it would inline, uncompressed; a .gz
+ * export counts as unknown) fits `limit` bytes (0: no limit): 0, or -1 with the refusal in
+ * err (the size, and --ranks / --max-size). Chromium holds at most ~512 MiB in one string:
+ * a page over that opens empty. */
+int view_html_check_size(const view_run *runs, int nruns, uint64_t limit, char *err, size_t errlen);
 
 /* The JSON listing of runs served at /api/runs (malloc'ed; NULL on allocation failure). */
 char *view_runs_json(const view_run *runs, int nruns, int for_inline);

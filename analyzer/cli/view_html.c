@@ -112,6 +112,34 @@ static void summarize(const view_run *runs, int nruns, const char *page, char *s
     snprintf(summary + used, n - used, "; %.1f MiB", (double)st.st_size / (1 << 20));
 }
 
+static int is_gz(const char *name) {
+  size_t n = strlen(name);
+  return n > 3 && !strcmp(name + n - 3, ".gz");
+}
+
+int view_html_check_size(const view_run *runs, int nruns, uint64_t limit, char *err,
+                         size_t errlen) {
+  uint64_t total = 0;
+  for (int i = 0; i < nruns; i++) {
+    const char *names[3] = {runs[i].trace_name, runs[i].report_name, runs[i].diff_name};
+    for (int k = 0; k < 3; k++) {
+      char path[PATH_MAX];
+      struct stat st;
+      if (names[k][0] && !is_gz(names[k]) &&
+          view_run_file(&runs[i], names[k], path, sizeof path) == 0 && stat(path, &st) == 0)
+        total += (uint64_t)st.st_size;
+    }
+  }
+  if (!limit || total <= limit) return 0;
+  snprintf(err, errlen,
+           "the page would hold %.1f MiB of trace and report, over the limit of %.1f MiB "
+           "(--max-size): Chromium holds at most ~512 MiB in one string and would open it empty; "
+           "choose ranks with --ranks (e.g. --ranks 0-7,12, or --ranks auto: the culprit, "
+           "stragglers, slowest and fastest ranks), or serve it instead of --html",
+           (double)total / (1 << 20), (double)limit / (1 << 20));
+  return -1;
+}
+
 static int write_data(FILE *out, const view_run *runs, int nruns, char *err, size_t errlen) {
   char *listing = view_runs_json(runs, nruns, 1);
   if (!listing) {
@@ -130,7 +158,12 @@ static int write_data(FILE *out, const view_run *runs, int nruns, char *err, siz
         snprintf(err, errlen, "%s/%s: not readable", runs[i].dir, names[k]);
         return -1;
       }
-      fprintf(out, "<script type=\"application/json\" id=\"data-%s-%s\">", runs[i].id, kinds[k]);
+      /* its size, when known: the page tells an element the browser could not hold (over
+       * ~512 MiB in Chromium: it reads as empty) from an empty file */
+      struct stat st;
+      long long bytes = !is_gz(names[k]) && stat(path, &st) == 0 ? (long long)st.st_size : -1;
+      fprintf(out, "<script type=\"application/json\" data-bytes=\"%lld\" id=\"data-%s-%s\">",
+              bytes, runs[i].id, kinds[k]);
       if (copy_json_escaped(out, path, err, errlen) != 0) return -1;
       fputs("</script>\n", out);
     }

@@ -199,7 +199,9 @@ static void generate(view_run *run, const char *self_exe, int want_trace, int wa
   }
   if (want_trace) {
     snprintf(out, sizeof out, "%s/trace.json", run->gen_dir);
-    char *argv[] = {(char *)"stepscope", (char *)"export", source, (char *)"-o", out, NULL};
+    char *argv[16] = {(char *)"stepscope", (char *)"export", source, (char *)"-o", out};
+    for (int k = 0, n = 5; run->export_args && run->export_args[k] && n < 15; k++)
+      argv[n++] = (char *)run->export_args[k];
     if (!run->quiet) cli_print(stderr, "stepscope view: exporting %s ...\n", run->source);
     int rc = run_self(run, self_exe, cwd, argv);
     if (rc == 0) {
@@ -287,10 +289,12 @@ static int dir_file_usable(const view_run *run, const char *name, int is_report,
 }
 
 int view_run_open(view_run *run, const char *id, const char *arg, const char *self_exe, int quiet,
-                  const stepscope_inflate_limits *inflate, char *err, size_t errlen) {
+                  const stepscope_inflate_limits *inflate, const char *const *export_args,
+                  int ranks, char *err, size_t errlen) {
   memset(run, 0, sizeof *run);
   snprintf(run->id, sizeof run->id, "%s", id);
   run->quiet = quiet;
+  run->export_args = export_args;
   if (inflate) run->inflate = *inflate;
   char real[PATH_MAX];
   struct stat st;
@@ -402,6 +406,10 @@ int view_run_open(view_run *run, const char *id, const char *arg, const char *se
     names[k][0] = '\0';
   }
 
+  if (ranks && run->trace_name[0] && run->source[0]) { /* an export of every rank */
+    note_unused(run, run->trace_name, "holds every rank: --ranks asks for some");
+    run->trace_name[0] = '\0';
+  }
   if ((!run->trace_name[0] || !run->report_name[0]) && run->source[0]) {
     if (self_exe) generate(run, self_exe, !run->trace_name[0], !run->report_name[0]);
   }

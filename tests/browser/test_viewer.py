@@ -625,6 +625,33 @@ def case_attribution_real(exe, work, d):
         return srv
 
 
+def case_html_too_large(exe, work, d):
+    """A --html page whose trace the browser could not hold (Chromium reads a script element of
+    more than ~512 MiB as empty; simulated by emptying the element of a real page, its
+    data-bytes kept) says so and what to do, not "trace JSON: empty document near byte 0"
+    (issue 35)."""
+    import re
+    import subprocess
+    run = harness.make_sample(os.path.join(work, "run_html"), "--dp", "2", "--pp", "2", "--steps", "2")
+    out = os.path.join(work, "viewer-too-large.html")
+    subprocess.run([exe, "view", run, "--html", out], check=True, stdout=subprocess.DEVNULL)
+    with open(out, encoding="utf-8") as f:
+        page = f.read()
+    m = re.search(r'(<script type="application/json" data-bytes="(\d+)" id="data-a-trace">)(.*?)(</script>)',
+                  page, re.S)
+    # the file's bytes; inlined, each '<' is written as \\u003c (6 bytes)
+    check(m is not None and 0 < int(m.group(2)) <= len(m.group(3).encode()),
+          "the page gives its trace's size (data-bytes=%s)" % (m.group(2) if m else None))
+    with open(out, "w", encoding="utf-8") as f:
+        f.write(page[:m.start(3)] + page[m.end(3):])
+    d.get("file://" + os.path.abspath(out))
+    state = harness.wait_state(d, states=("ready", "error"))
+    text = d.find_element("id", "error").text
+    check(state == "error" and "more than the browser can read" in text and "--ranks" in text
+          and "empty document" not in text, "the error says the page was too large (%s)" % text)
+    d.get_log("browser")  # the error is the expected outcome, not a console failure
+
+
 def case_html_compare_hint(exe, work, d):
     """A one-run --html page does not point to a file picker it does not have."""
     import subprocess
@@ -762,7 +789,7 @@ def case_pytorch(exe, work, d):
     return None
 
 
-CASES = {"pytorch": case_pytorch, "burst": case_burst, "attribution_real": case_attribution_real, "html_compare_hint": case_html_compare_hint, "compare_real": case_compare_real, "pipeline_real": case_pipeline_real, "pipeline_kineto": case_pipeline_kineto, "parser": case_parser, "real": case_real, "timeline": case_timeline, "chunks": case_chunks, "pipeline": case_pipeline,
+CASES = {"pytorch": case_pytorch, "html_too_large": case_html_too_large, "burst": case_burst, "attribution_real": case_attribution_real, "html_compare_hint": case_html_compare_hint, "compare_real": case_compare_real, "pipeline_real": case_pipeline_real, "pipeline_kineto": case_pipeline_kineto, "parser": case_parser, "real": case_real, "timeline": case_timeline, "chunks": case_chunks, "pipeline": case_pipeline,
          "compare": case_compare, "html": case_html, "token_leak": case_token_leak}
 
 

@@ -2,10 +2,12 @@
  * gen_expect.c — the expected value of every SPEC §4 metric for a generated
  * run, computed from the scenario description alone, by brute force: each
  * window is cut into GEN_Q-wide cells (every generated time is a multiple
- * of GEN_Q) and each cell is classified by scanning all ops; idle causes are
- * found per idle cell by searching the ops around it; collectives by
- * construction. Deliberately simple and slow (O(cells x ops)), and sharing
- * nothing with the analyzer's sweep-based code.
+ * of GEN_Q) and each cell is classified by scanning all ops of its rank; idle
+ * causes are found per idle cell by searching the rank's ops around it;
+ * collectives by construction. Deliberately simple and slow (O(cells x the
+ * rank's ops); a list of each rank's op indexes, in index order, keeps it from
+ * growing with the other ranks' ops), and sharing nothing with the analyzer's
+ * sweep-based code.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,11 +20,30 @@ static int cmp_i64(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* Each rank's op indexes, ascending (set by gen_expect_compute): the loops below visit
+ * exactly the ops of their rank that a scan of all ops would, in the same order. */
+static size_t *rank_op_start; /* rank r's indexes: rank_op[rank_op_start[r], [r + 1]) */
+static size_t *rank_op;
+
+static int index_rank_ops(const gen_run *g) {
+  rank_op_start = calloc((size_t)g->nranks + 2, sizeof *rank_op_start);
+  rank_op = malloc((g->nops + 1) * sizeof *rank_op);
+  if (!rank_op_start || !rank_op) return -1;
+  for (size_t i = 0; i < g->nops; i++)
+    rank_op_start[g->ops[i].rank + 2]++;
+  for (int r = 0; r < g->nranks; r++)
+    rank_op_start[r + 2] += rank_op_start[r + 1];
+  for (size_t i = 0; i < g->nops; i++)
+    rank_op[rank_op_start[g->ops[i].rank + 1]++] = i;
+  return 0;
+}
+
 /* Idle cause of the gap [a, b) closed by ops starting at b (lane -1: any). */
 static int cause_of(const gen_run *g, int r, int64_t a, int64_t b, int lane) {
   if (a != INT64_MIN && b - a < GEN_LAUNCH_GAP_NS) return GEN_IDLE_LAUNCH_GAP;
   int best = GEN_IDLE_OTHER;
-  for (size_t i = 0; i < g->nops; i++) {
+  for (size_t ki = rank_op_start[r]; ki < rank_op_start[r + 1]; ki++) {
+    size_t i = rank_op[ki];
     const gen_op *o = &g->ops[i];
     if (o->rank != r || o->s != b || (lane >= 0 && o->lane != lane)) continue;
     if (o->has_launch && o->launch_s >= a) return GEN_IDLE_HOST_WAIT;
@@ -30,8 +51,9 @@ static int cause_of(const gen_run *g, int r, int64_t a, int64_t b, int lane) {
       const gen_sync *y = &g->syncs[k];
       if (y->rank == r && y->lane == o->lane && y->s < b && y->e > a) best = GEN_IDLE_SYNC_WAIT;
     }
-    for (size_t k = 0; k < g->nops; k++) {
-      const gen_op *p = &g->ops[k];
+    for (size_t kq = rank_op_start[r]; kq < rank_op_start[r + 1]; kq++) {
+      size_t q = rank_op[kq];
+      const gen_op *p = &g->ops[q];
       if (p->rank == r && p->lane != o->lane && p->e >= b - GEN_LAUNCH_GAP_NS && p->e <= b)
         best = GEN_IDLE_SYNC_WAIT;
     }
@@ -42,7 +64,8 @@ static int cause_of(const gen_run *g, int r, int64_t a, int64_t b, int lane) {
 /* Cause of an idle cell [t, t+Q) on rank r (lane -1 = device). */
 static int cell_cause(const gen_run *g, int r, int64_t t, int lane) {
   int64_t a = INT64_MIN, b = INT64_MAX;
-  for (size_t i = 0; i < g->nops; i++) {
+  for (size_t ki = rank_op_start[r]; ki < rank_op_start[r + 1]; ki++) {
+    size_t i = rank_op[ki];
     const gen_op *o = &g->ops[i];
     if (o->rank != r || (lane >= 0 && o->lane != lane)) continue;
     if (o->e <= t && o->e > a) a = o->e;
@@ -119,7 +142,8 @@ static void measure(const gen_run *g, int r, gen_window *w) {
   w->imbalance_stage = -1;
   for (int64_t t = w->start; t < w->end; t += GEN_Q) {
     int comp = 0, comm = 0, mem = 0, np = 0, xfer = 0;
-    for (size_t i = 0; i < g->nops; i++) {
+    for (size_t ki = rank_op_start[r]; ki < rank_op_start[r + 1]; ki++) {
+      size_t i = rank_op[ki];
       const gen_op *o = &g->ops[i];
       if (o->rank != r || !(o->s <= t && o->e >= t + GEN_Q)) continue;
       if (o->cls == GEN_COMPUTE)
@@ -404,7 +428,7 @@ int gen_expect_compute(const gen_run *g, gen_expect *x) {
   for (size_t i = 0; i < g->nsyncs; i++)
     if (g->ranks[g->syncs[i].rank].present && g->syncs[i].s < x->origin) x->origin = g->syncs[i].s;
 
-  if (pipeline_waits(g)) return -1;
+  if (pipeline_waits(g) || index_rank_ops(g)) return -1;
   transfer_of_op = calloc(g->nops + 1, sizeof *transfer_of_op);
   if (!transfer_of_op) return -1;
   transfers(g);
@@ -624,6 +648,10 @@ void gen_expect_free(gen_expect *x) {
   wait_end_of_op = NULL;
   free(transfer_of_op);
   transfer_of_op = NULL;
+  free(rank_op_start);
+  rank_op_start = NULL;
+  free(rank_op);
+  rank_op = NULL;
   free(x->colls);
   x->colls = NULL;
 }

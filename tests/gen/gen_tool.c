@@ -19,10 +19,82 @@ static void usage(FILE *f) {
       "       [--name-only-nccl] [--overlap] [--flops] [--overlap-steps N]\n"
       "   or: stepscope-gen OUT_DIR --iter [--ranks N] [--steps N] [--load-us N] [--host-ahead N]\n"
       "       [--graphs] [--prefetch] [--cut-last] [--iter-comm]   (a training loop, "
-      "gen_iter.c)\n");
+      "gen_iter.c)\n"
+      "   or: stepscope-gen OUT_DIR --scale [--ranks N] [--events-per-rank N] [--steps N]\n"
+      "       [--tp N] [--pp N] [--microbatches N] [--stragglers N] [--straggle-us N]\n"
+      "       [--clock-spread NS] [--seed N] [--threads N]   (thousands of ranks, fast: "
+      "gen_scale.c;\n"
+      "       the random scenarios above compute exact expectations by brute force and stop "
+      "at %d ranks)\n",
+      GEN_MAX_RANKS);
+}
+
+/* `--scale`: a run of thousands of ranks and what holds by construction. */
+static int scale_main(int argc, char **argv) {
+  gen_scale s;
+  gen_scale_default(&s);
+  const char *out = NULL;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    long long v = i + 1 < argc ? atoll(argv[i + 1]) : 0;
+    int takes = 1;
+    if (!strcmp(a, "--scale"))
+      takes = 0;
+    else if (!strcmp(a, "--ranks"))
+      s.nranks = (int)v;
+    else if (!strcmp(a, "--events-per-rank"))
+      s.events_per_rank = v;
+    else if (!strcmp(a, "--steps"))
+      s.nsteps = (int)v;
+    else if (!strcmp(a, "--tp"))
+      s.tp = (int)v;
+    else if (!strcmp(a, "--pp"))
+      s.pp = (int)v;
+    else if (!strcmp(a, "--microbatches"))
+      s.microbatches = (int)v;
+    else if (!strcmp(a, "--stragglers"))
+      s.stragglers = (int)v;
+    else if (!strcmp(a, "--straggle-us"))
+      s.straggle_ns = v * 1000;
+    else if (!strcmp(a, "--clock-spread"))
+      s.clock_spread = v;
+    else if (!strcmp(a, "--seed"))
+      s.seed = (uint64_t)v;
+    else if (!strcmp(a, "--threads"))
+      s.threads = (int)v;
+    else if (a[0] != '-' && !out) {
+      out = a;
+      takes = 0;
+    } else {
+      usage(stderr);
+      return 2;
+    }
+    i += takes;
+  }
+  if (!out || s.nranks < 1 || s.nsteps < 1 || s.events_per_rank < 1 || s.straggle_ns < 0 ||
+      gen_scale_layout(&s)) {
+    usage(stderr);
+    return 2;
+  }
+  char err[4200];
+  uint64_t events = 0;
+  if (gen_scale_write(&s, out, &events, err, sizeof err)) {
+    fprintf(stderr, "stepscope-gen: %s\n", err);
+    return 1;
+  }
+  printf("ranks %d: tp %d pp %d dp %d, %d micro-batches, %d steps, %d kernels per slot\n", s.nranks,
+         s.tp, s.pp, s.dp, s.microbatches, s.nsteps, s.kernels_per_slot);
+  printf("events %llu\nstep_ns %lld\nslot_ns %lld\nstragglers", (unsigned long long)events,
+         (long long)s.step_ns, (long long)s.slot_ns);
+  for (int r = 0; r < s.nranks; r++)
+    if (gen_scale_is_straggler(&s, r)) printf(" %d", r);
+  printf("\n");
+  return 0;
 }
 
 int main(int argc, char **argv) {
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--scale")) return scale_main(argc, argv);
   gen_scenario sc;
   gen_scenario_default(&sc);
   gen_iter it;

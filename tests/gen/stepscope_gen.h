@@ -246,4 +246,29 @@ typedef struct gen_iter {
 void gen_iter_default(gen_iter *it);
 int gen_iter_build(gen_run *g, gen_iter *it);
 
+/* ---- runs of thousands of ranks (gen_scale.c): written rank by rank from closed forms,
+ * linear in events, never held in memory ---- */
+typedef struct gen_scale {
+  uint64_t seed;
+  int nranks;
+  int64_t events_per_rank; /* about; sets the kernels per slot */
+  int nsteps;
+  int tp, pp, microbatches; /* 0: chosen (tp 8 and pp 4 when the ranks divide) */
+  int stragglers;           /* ranks whose compute is straggle_ns longer per slot */
+  int64_t straggle_ns;
+  int64_t clock_spread; /* clock offsets up to this (ns) */
+  int threads;          /* ranks written in parallel */
+  /* filled by gen_scale_layout: */
+  int dp, kernels_per_slot;
+  int64_t slot_ns, step_ns;
+} gen_scale;
+
+void gen_scale_default(gen_scale *s);
+/* Completes the layout and the timing; -1 when the ranks are no multiple of tp x pp. */
+int gen_scale_layout(gen_scale *s);
+int gen_scale_is_straggler(const gen_scale *s, int rank);
+/* Writes DIR/rank-%05d.trace.zst for every rank; *events: the records written. 0 or -1
+ * (message in errbuf). */
+int gen_scale_write(gen_scale *s, const char *dir, uint64_t *events, char *errbuf, size_t errlen);
+
 #endif

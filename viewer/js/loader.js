@@ -196,9 +196,24 @@ SS.makeParserWorker = function () {
   }
 };
 
+/* The inlined text of a --html page. An element whose file had bytes (data-bytes, written by
+ * view --html) but reads as empty was too large for the browser to hold as one string
+ * (Chromium: ~512 MiB): said so, instead of "empty document". */
+function inlineText(src) {
+  var el = document.getElementById(src.elementId), text = el.textContent;
+  var bytes = +(el.getAttribute('data-bytes') || -1);
+  if (!text.length && bytes > 0) {
+    throw new Error(src.name + ': this page holds ' + (bytes / 1048576).toFixed(1) + ' MiB of it, ' +
+      'more than the browser can read as one string (Chromium: about 512 MiB), so it reads as ' +
+      'empty; make a smaller page: stepscope view RUN --ranks auto --html OUT.html ' +
+      '(or --ranks 0-7,12), or serve the run (stepscope view RUN) instead of --html');
+  }
+  return text;
+}
+
 /* The inlined text of a --html page, as encoded byte slices. */
 function inlineSlices(src, onSlice) {
-  var text = document.getElementById(src.elementId).textContent, enc = new TextEncoder(), step = 1 << 22;
+  var text = inlineText(src), enc = new TextEncoder(), step = 1 << 22;
   for (var pos = 0; pos < text.length; pos += step) onSlice(enc.encode(text.slice(pos, pos + step)), pos + step >= text.length);
   return text.length;
 }
@@ -233,7 +248,9 @@ SS.parseInWorker = function (w, src, onProgress) {
       w.postMessage(start);
     } else {
       w.postMessage(start);
-      inlineSlices(src, function (bytes) { w.postMessage({ type: 'chunk', bytes: bytes }, [bytes.buffer]); });
+      try {
+        inlineSlices(src, function (bytes) { w.postMessage({ type: 'chunk', bytes: bytes }, [bytes.buffer]); });
+      } catch (e) { end(); reject(e); return; }
       w.postMessage({ type: 'end' });
     }
   });
@@ -255,7 +272,7 @@ SS.openStream = async function (src) {
     return { stream: s, total: src.file.size };
   }
   // inline: the text of a script element, handed over in slices
-  var text = document.getElementById(src.elementId).textContent, pos = 0, enc = new TextEncoder();
+  var text = inlineText(src), pos = 0, enc = new TextEncoder();
   var sliceLen = 1 << 20;
   return {
     total: text.length,

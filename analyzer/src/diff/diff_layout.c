@@ -13,9 +13,16 @@
 #include "ssa_diff.h"
 
 const ssa_rank_result *ssa_diff_find_rank(const ssa_analysis *a, int rank) {
-  for (size_t i = 0; i < a->nranks; i++)
-    if (a->ranks[i].rank->rank == rank) return &a->ranks[i];
-  return NULL;
+  /* the run's ranks are sorted by rank number (ssa_run_assemble): the first with it */
+  size_t lo = 0, hi = a->nranks;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (a->ranks[mid].rank->rank < rank)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < a->nranks && a->ranks[lo].rank->rank == rank ? &a->ranks[lo] : NULL;
 }
 
 int ssa_diff_selected(const ssa_analysis *a, const ssa_rank_result *rr) {

@@ -444,7 +444,7 @@ int ssa_export_chrome(const ssa_analysis *a, const char *path, ssa_export_stats 
   for (size_t i = 0; i < a->nranks; i++) {
     const ssa_rank_result *rr = &a->ranks[i];
     const ssa_rank *r = rr->rank;
-    if (a->opt.rank >= 0 && r->rank != a->opt.rank) continue;
+    if (!ssa_export_selects(a, i)) continue;
     int pid = r->rank + 1;
     char label[512];
     ssa_rank_track_label(r, label, sizeof label);
@@ -467,7 +467,7 @@ int ssa_export_chrome(const ssa_analysis *a, const char *path, ssa_export_stats 
   }
   for (size_t i = 0; i < a->nranks; i++) {
     const ssa_rank_result *rr = &a->ranks[i];
-    if (a->opt.rank >= 0 && rr->rank->rank != a->opt.rank) continue;
+    if (!ssa_export_selects(a, i)) continue;
     export_rank(&x, rr, tid_base[i]);
   }
   free(tid_base);

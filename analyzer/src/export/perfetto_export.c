@@ -509,17 +509,13 @@ static uint32_t *coll_slot(pf_writer *w, uint64_t comm_id, uint64_t seq, int ins
   }
 }
 
-static int selected(const ssa_analysis *a, const ssa_rank *r) {
-  return a->opt.rank < 0 || r->rank == a->opt.rank;
-}
-
 /* Counts, per (communicator, sequence number), the members that have an op
  * on the selected ranks. */
 static int count_collectives(pf_writer *w) {
   const ssa_analysis *a = w->a;
   size_t n = 0;
   for (size_t i = 0; i < a->nranks; i++)
-    if (selected(a, a->ranks[i].rank)) n += a->ranks[i].rank->ncolls;
+    if (ssa_export_selects(a, i)) n += a->ranks[i].rank->ncolls;
   if (!n) return 0;
   size_t cap = 16;
   while (cap < 2 * n)
@@ -530,7 +526,7 @@ static int count_collectives(pf_writer *w) {
   w->coll_cap = cap;
   for (size_t i = 0; i < a->nranks; i++) {
     const ssa_rank *r = a->ranks[i].rank;
-    if (!selected(a, r)) continue;
+    if (!ssa_export_selects(a, i)) continue;
     for (size_t c = 0; c < r->ncolls; c++) {
       if (r->colls[c].op_index == SSA_NONE) continue;
       uint32_t *cnt = coll_slot(w, r->colls[c].comm_id, r->colls[c].seq, 1);
@@ -1032,7 +1028,7 @@ int ssa_export_perfetto_opts(const ssa_analysis *a, const char *path,
     uint64_t flow_base = op_base;
     tid_base += (long)rr->rank->nlanes + 4; /* the JSON export's tids */
     op_base += rr->rank->nops;
-    if (!selected(a, rr->rank)) continue;
+    if (!ssa_export_selects(a, i)) continue;
     rc = export_rank(&w, rr, base, flow_base);
   }
   if (!rc) rc = export_critical_path(&w);

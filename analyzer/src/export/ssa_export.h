@@ -18,8 +18,18 @@ typedef struct ssa_export_stats {
   uint64_t slices, flows; /* Perfetto only */
 } ssa_export_stats;
 
+/* The ranks an export writes (export_selection.c): those of --rank and of the options'
+ * export_ranks (every rank without either). */
+int ssa_export_selects(const ssa_analysis *a, size_t rank_idx);
+/* The events of the selected ranks (ops, API calls, collectives, ranges) and the expected
+ * size of their export, uncompressed, at the bytes per event below (measured; an estimate). */
+#define SSA_EXPORT_JSON_BYTES_PER_EVENT    300u
+#define SSA_EXPORT_PFTRACE_BYTES_PER_EVENT 60u
+uint64_t ssa_export_events(const ssa_analysis *a);
+uint64_t ssa_export_estimate_bytes(const ssa_analysis *a, int perfetto);
+
 /* Writes the Chrome-trace JSON of an analysed run to `path` (".gz": gzip).
- * Only ranks selected by the analysis options are written. */
+ * Only ranks selected by ssa_export_selects are written. */
 int ssa_export_chrome(const ssa_analysis *a, const char *path, ssa_export_stats *stats,
                       stepscope_error *err);
 

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "kineto_source.h"
 #include "kineto_split.h"
@@ -126,6 +127,20 @@ static int list_files(const char *path, const stepscope_inflate_limits *inflate,
   return 0;
 }
 
+/* err := the out-of-memory message for `what`, with the run's size: its rank files and their
+ * bytes on disk. */
+static void out_of_memory(stepscope_error *err, const char *what, const pool *p) {
+  if (!err) return;
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < p->ntasks; i++) {
+    struct stat st;
+    if (p->tasks[i].path && stat(p->tasks[i].path, &st) == 0) bytes += (uint64_t)st.st_size;
+  }
+  err->code = STEPSCOPE_E_NOMEM;
+  err->offset = 0;
+  ssa_out_of_memory_message(err->message, sizeof err->message, what, p->ntasks, 0, bytes);
+}
+
 int ssa_run_load(ssa_run *run, const char *path, const ssa_load_options *opt,
                  stepscope_error *err) {
   return ssa_run_load_with_rules(run, path, opt, NULL, err);
@@ -136,9 +151,9 @@ int ssa_run_load_with_rules(ssa_run *run, const char *path, const ssa_load_optio
   return ssa_run_load_import(run, path, opt, rules, NULL, err);
 }
 
-int ssa_run_load_import(ssa_run *run, const char *path, const ssa_load_options *opt,
-                        const ssa_comm_rules *rules, const ssa_import_options *import,
-                        stepscope_error *err) {
+static int load_import(ssa_run *run, const char *path, const ssa_load_options *opt,
+                       const ssa_comm_rules *rules, const ssa_import_options *import,
+                       stepscope_error *err) {
   memset(run, 0, sizeof *run);
   run->dir = strdup(path);
   if (!run->dir) return STEPSCOPE_E_NOMEM;
@@ -180,6 +195,15 @@ int ssa_run_load_import(ssa_run *run, const char *path, const ssa_load_options *
 
   run->ranks = calloc(nfiles, sizeof *run->ranks);
   if (!run->ranks) rc = STEPSCOPE_E_NOMEM;
+  /* a rank that ran out of memory is no damaged file to skip: the report would silently lack
+   * it (and the next rank would likely run out too) */
+  for (size_t i = 0; i < nfiles && rc == 0; i++)
+    if (p.tasks[i].rc == STEPSCOPE_E_NOMEM) {
+      rc = STEPSCOPE_E_NOMEM;
+      char what[4200];
+      snprintf(what, sizeof what, "loading rank file %s", p.tasks[i].path);
+      out_of_memory(err, what, &p);
+    }
   for (size_t i = 0; i < nfiles; i++) {
     file_task *t = &p.tasks[i];
     if (rc == 0 && t->rc == 0) {
@@ -215,6 +239,8 @@ int ssa_run_load_import(ssa_run *run, const char *path, const ssa_load_options *
     free(p.tasks);
     return STEPSCOPE_E_FORMAT;
   }
+  if (rc == STEPSCOPE_E_NOMEM && err && !err->message[0])
+    out_of_memory(err, "for the run's ranks", &p);
   free(p.tasks);
   if (rc) return rc;
   if (run->nranks == 0) {
@@ -226,4 +252,17 @@ int ssa_run_load_import(ssa_run *run, const char *path, const ssa_load_options *
     return STEPSCOPE_E_FORMAT;
   }
   return ssa_run_assemble(run, err);
+}
+
+int ssa_run_load_import(ssa_run *run, const char *path, const ssa_load_options *opt,
+                        const ssa_comm_rules *rules, const ssa_import_options *import,
+                        stepscope_error *err) {
+  if (err) memset(err, 0, sizeof *err);
+  int rc = load_import(run, path, opt, rules, import, err);
+  if (rc == STEPSCOPE_E_NOMEM && err && !err->message[0]) { /* never an empty message */
+    err->code = rc;
+    ssa_out_of_memory_message(err->message, sizeof err->message, "loading the run", run->nranks, 0,
+                              0);
+  }
+  return rc;
 }

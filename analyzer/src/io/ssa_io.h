@@ -119,6 +119,14 @@ int ssa_text_list_vadd(char ***list, size_t *n, size_t *cap, size_t max_len, con
                        va_list ap) __attribute__((format(printf, 5, 0)));
 /* A duration in ns as "12.345 ms" / "4.1 us" / "731 ns" / "1.500 s" into buf; returns buf. */
 const char *ssa_fmt_time(char *buf, size_t n, double ns);
+/* A size in bytes as "1.5 GiB" / "12.0 MiB" / "3.0 KiB" into buf; returns buf. */
+const char *ssa_fmt_bytes(char *buf, size_t n, uint64_t bytes);
+
+/* The message for an allocation that failed (out_of_memory.c): "out of memory WHAT (the run:
+ * N ranks, E events or B of trace files ...): analyse fewer ranks ... or give it more memory";
+ * events and file_bytes are left out when 0. */
+void ssa_out_of_memory_message(char *buf, size_t n, const char *what, size_t nranks,
+                               uint64_t events, uint64_t file_bytes);
 
 /* ---- jobs on threads (parallel_for.c) ---- */
 /* How many workers run n jobs: `threads` when positive, else one per online core; at most

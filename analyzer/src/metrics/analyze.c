@@ -139,7 +139,15 @@ int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, ste
 fail:
   if (err) {
     err->code = rc;
-    snprintf(err->message, sizeof err->message, "analysis failed: %s", stepscope_status_name(rc));
+    if (rc == STEPSCOPE_E_NOMEM) {
+      uint64_t events = 0;
+      for (size_t i = 0; i < run->nranks; i++)
+        events +=
+            run->ranks[i].nops + run->ranks[i].napis + run->ranks[i].ncolls + run->ranks[i].nranges;
+      ssa_out_of_memory_message(err->message, sizeof err->message, "analysing the run", run->nranks,
+                                events, 0);
+    } else
+      snprintf(err->message, sizeof err->message, "analysis failed: %s", stepscope_status_name(rc));
   }
   return rc;
 }

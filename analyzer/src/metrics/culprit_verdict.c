@@ -90,24 +90,6 @@ static int is_judged(const int64_t *numbers, size_t n, int64_t step) {
   return bsearch(&step, numbers, n, sizeof *numbers, ssa_cmp_i64) != NULL;
 }
 
-/* Whether row x goes before row y: the verdict's rank first, then ranks beyond noise, then by
- * caused wait; within a rank, by steps, then caused wait. */
-static int row_before(const ssa_culprit *x, const ssa_culprit *y, int top_rank) {
-  if ((x->rank == top_rank) != (y->rank == top_rank)) return x->rank == top_rank;
-  if (x->beyond_noise != y->beyond_noise) return x->beyond_noise > y->beyond_noise;
-  if (x->rank == y->rank && x->steps != y->steps) return x->steps > y->steps;
-  return x->caused > y->caused;
-}
-
-static void order_rows(ssa_analysis *a, int top_rank) {
-  for (size_t i = 1; i < a->nculprits; i++) /* few rows */
-    for (size_t j = i; j > 0 && row_before(&a->culprits[j], &a->culprits[j - 1], top_rank); j--) {
-      ssa_culprit t = a->culprits[j];
-      a->culprits[j] = a->culprits[j - 1];
-      a->culprits[j - 1] = t;
-    }
-}
-
 int ssa_judge_culprits(ssa_analysis *a, ssa_culprit_effect *effects, size_t n) {
   ssa_culprit_verdict *v = &a->culprit_verdict;
   memset(v, 0, sizeof *v);
@@ -117,10 +99,17 @@ int ssa_judge_culprits(ssa_analysis *a, ssa_culprit_effect *effects, size_t n) {
   int rc = judged_steps(a, &numbers, &nj);
   if (rc) return rc;
   int64_t *series = malloc((nj ? nj : 1) * sizeof *series);
-  if (!series) {
+  /* the rows by (rank number, row): the rows of one rank are one range */
+  ssa_key_index *by_rank = malloc((a->nculprits ? a->nculprits : 1) * sizeof *by_rank);
+  if (!series || !by_rank) {
     free(numbers);
+    free(series);
+    free(by_rank);
     return STEPSCOPE_E_NOMEM;
   }
+  for (size_t i = 0; i < a->nculprits; i++)
+    by_rank[i] = (ssa_key_index){a->culprits[i].rank, i};
+  if (a->nculprits > 1) qsort(by_rank, a->nculprits, sizeof *by_rank, ssa_cmp_key_index);
   if (n > 1) qsort(effects, n, sizeof *effects, cmp_effect);
   candidate best = {-1, 0, 0, 0, 0};
   for (size_t g = 0; g < n;) {
@@ -140,18 +129,22 @@ int ssa_judge_culprits(ssa_analysis *a, ssa_culprit_effect *effects, size_t n) {
     while (ns < nj) /* steps in which it was not late */
       series[ns++] = 0;
     c.effect_median = lower_median(series, ns);
-    for (size_t i = 0; i < a->nculprits; i++)
-      if (a->culprits[i].rank == c.rank) c.caused += a->culprits[i].caused;
+    size_t first = ssa_count_below(by_rank, a->nculprits, sizeof *by_rank, c.rank), end = first;
+    for (; end < a->nculprits && by_rank[end].key == c.rank; end++)
+      c.caused += a->culprits[by_rank[end].index].caused;
     int beyond = nj >= MIN_JUDGED_STEPS && c.steps_late >= v->steps_needed;
-    for (size_t i = 0; i < a->nculprits; i++) /* a victim's row (collective) never is */
-      if (a->culprits[i].rank == c.rank)
-        a->culprits[i].beyond_noise = beyond && a->culprits[i].phase != SSA_PHASE_COLLECTIVE;
+    for (size_t k = first; k < end; k++) { /* a victim's row (collective) never is */
+      ssa_culprit *row = &a->culprits[by_rank[k].index];
+      row->beyond_noise = beyond && row->phase != SSA_PHASE_COLLECTIVE;
+    }
     if (best.rank < 0 || better(&c, &best)) best = c;
     g = e;
   }
   free(series);
   free(numbers);
-  order_rows(a, best.rank);
+  free(by_rank);
+  rc = ssa_order_culprit_rows(a->culprits, a->nculprits, best.rank);
+  if (rc) return rc;
   if (best.rank < 0) {
     v->status = SSA_CULPRIT_NO_LATE;
     return 0;

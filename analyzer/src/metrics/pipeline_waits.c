@@ -46,6 +46,24 @@ static int64_t member_start(const ssa_analysis *a, const ssa_coll_member *m) {
   return ssa_rel_time(a->run, r, s);
 }
 
+ssa_stage_latest ssa_latest_by_stage(const int *stage, const int64_t *start, size_t n) {
+  ssa_stage_latest b = {INT64_MIN, INT64_MIN, -1};
+  for (size_t y = 0; y < n; y++) {
+    if (stage[y] < 0) continue;
+    if (start[y] > b.start) {
+      if (stage[y] != b.stage) b.start_other_stage = b.start;
+      b.start = start[y];
+      b.stage = stage[y];
+    } else if (stage[y] != b.stage && start[y] > b.start_other_stage)
+      b.start_other_stage = start[y];
+  }
+  return b;
+}
+
+int64_t ssa_latest_on_other_stage(const ssa_stage_latest *b, int stage) {
+  return b->stage != stage ? b->start : b->start_other_stage;
+}
+
 int ssa_find_pipeline_waits(ssa_analysis *a) {
   size_t n = 0, pipeline_ranks = 0;
   for (size_t i = 0; i < a->nranks; i++) {
@@ -66,26 +84,28 @@ int ssa_find_pipeline_waits(ssa_analysis *a) {
   ssa_coll_member *m;
   if (ssa_run_coll_members(a->run, &m, &n)) return STEPSCOPE_E_NOMEM;
   int64_t *start = malloc(n * sizeof *start);
-  if (!start) {
+  int *stage = malloc(n * sizeof *stage);
+  if (!start || !stage) {
     free(m);
+    free(start);
+    free(stage);
     return STEPSCOPE_E_NOMEM;
   }
-  for (size_t x = 0; x < n; x++)
+  for (size_t x = 0; x < n; x++) {
     start[x] = member_start(a, &m[x]);
+    stage[x] = a->ranks[m[x].rank_idx].stage_of_waits;
+  }
   for (size_t g = 0; g < n;) {
     size_t e = g + 1;
     while (e < n && m[e].comm_id == m[g].comm_id && m[e].seq == m[g].seq)
       e++;
+    ssa_stage_latest best = ssa_latest_by_stage(stage + g, start + g, e - g);
     for (size_t x = g; x < e; x++) {
       ssa_rank_result *rx = &a->ranks[m[x].rank_idx];
       if (!rx->coll_wait_end) continue;
       const ssa_coll *cx = &rx->rank->colls[m[x].coll_idx];
       if (cx->flags & STEPSCOPE_COLL_F_PIPELINE) continue; /* pipeline comm already */
-      int64_t latest = INT64_MIN;
-      for (size_t y = g; y < e; y++) {
-        int sy = a->ranks[m[y].rank_idx].stage_of_waits;
-        if (sy >= 0 && sy != rx->stage_of_waits && start[y] > latest) latest = start[y];
-      }
+      int64_t latest = ssa_latest_on_other_stage(&best, rx->stage_of_waits);
       if (latest > start[x]) /* back to the member's own trace clock */
         rx->coll_wait_end[m[x].coll_idx] = latest - rx->rank->offset_ns + a->run->origin;
     }
@@ -93,5 +113,6 @@ int ssa_find_pipeline_waits(ssa_analysis *a) {
   }
   free(m);
   free(start);
+  free(stage);
   return 0;
 }

@@ -28,14 +28,16 @@
 
 typedef struct ssa_options {
   int has_step_filter;
-  int64_t step_first, step_last;    /* inclusive */
-  int rank;                         /* -1: every rank; otherwise report only this rank */
-  const char *step_range_name;      /* a user-given range name for steps, or NULL */
-  int64_t launch_gap_ns;            /* 0: SSA_DEFAULT_LAUNCH_GAP_NS */
-  int top_n;                        /* 0: 20 */
-  int threads;                      /* 0: cores */
-  const ssa_comm_rules *comm_rules; /* the user's classification rules (comm_rules.h), or NULL;
-                                       applied when the run is loaded (ssa_load_options) */
+  int64_t step_first, step_last;     /* inclusive */
+  int rank;                          /* -1: every rank; otherwise report only this rank */
+  const char *step_range_name;       /* a user-given range name for steps, or NULL */
+  int64_t launch_gap_ns;             /* 0: SSA_DEFAULT_LAUNCH_GAP_NS */
+  int top_n;                         /* 0: 20 */
+  int threads;                       /* 0: cores */
+  const ssa_comm_rules *comm_rules;  /* the user's classification rules (comm_rules.h), or NULL;
+                                        applied when the run is loaded (ssa_load_options) */
+  const unsigned char *export_ranks; /* the exports only: NULL every rank (or `rank`), else
+                                        per rank index, nonzero = exported (export --ranks) */
 } ssa_options;
 
 void ssa_options_default(ssa_options *o);
@@ -500,6 +502,16 @@ static inline size_t ssa_step_index_stab_fast(ssa_step_index *ix, int64_t t, uin
  * the one that started last (ties: the higher position in the index's
  * order). SSA_NONE if none. */
 uint32_t ssa_step_index_owner(ssa_step_index *ix, int64_t t);
+/* The latest start among members of one collective on a pipeline stage (stage >= 0), its
+ * stage, and the latest on any other stage (pipeline_waits.c): one pass answers "the latest
+ * start of a member on a stage other than S" for every S (ssa_latest_on_other_stage;
+ * INT64_MIN: none) instead of comparing every member with every other. */
+typedef struct ssa_stage_latest {
+  int64_t start, start_other_stage;
+  int stage;
+} ssa_stage_latest;
+ssa_stage_latest ssa_latest_by_stage(const int *stage, const int64_t *start, size_t n);
+int64_t ssa_latest_on_other_stage(const ssa_stage_latest *b, int stage);
 /* Pipeline waits inside collectives (pipeline_waits.c): fills every
  * rank's stage_of_waits and coll_wait_end; runs before the per-rank metrics. */
 int ssa_rank_pipeline_stage(const ssa_rank *r);
@@ -531,6 +543,13 @@ int ssa_find_culprits(ssa_analysis *a);
 /* Judges the culprit rows against the run's step-to-step noise and orders them
  * (culprit_verdict.c); takes the (rank, step) effects the walk-back measured. */
 int ssa_judge_culprits(ssa_analysis *a, ssa_culprit_effect *effects, size_t n);
+/* The culprit rows' order (culprit_order.c): the verdict's rank first, then ranks beyond noise,
+ * then by caused wait; within a rank, by steps, then caused wait. Not transitive: the order is
+ * that of an insertion sort of rows in their given order (the _by_insertion reference,
+ * quadratic), reached by ssa_order_culprit_rows in O(n sqrt n). 0 or STEPSCOPE_E_NOMEM. */
+int ssa_culprit_row_before(const ssa_culprit *x, const ssa_culprit *y, int top_rank);
+void ssa_order_culprit_rows_by_insertion(ssa_culprit *rows, size_t n, int top_rank);
+int ssa_order_culprit_rows(ssa_culprit *rows, size_t n, int top_rank);
 int ssa_build_kernel_table(ssa_analysis *a);
 int ssa_read_run_metadata(ssa_analysis *a);
 /* Expert load imbalance per step from the trainer's moe.load marks (moe_load.c). */

@@ -376,6 +376,25 @@ static void write_culprit_row(ssa_out *o, const ssa_culprit *c, size_t i) {
       (unsigned long long)c->via_victim, c->beyond_noise ? "true" : "false");
 }
 
+/* The ranks that made others wait, by caused wait descending (ties: in rank order). */
+static void write_stragglers(ssa_out *o, const ssa_analysis *a) {
+  /* key -caused: ascending (key, index) is caused descending, ties in rank order */
+  ssa_key_index *keys = malloc((a->nranks ? a->nranks : 1) * sizeof *keys);
+  size_t n = 0;
+  for (size_t i = 0; keys && i < a->nranks; i++)
+    if (a->ranks[i].coll_caused > 0) keys[n++] = (ssa_key_index){-a->ranks[i].coll_caused, i};
+  if (n > 1) qsort(keys, n, sizeof *keys, ssa_cmp_key_index);
+  for (size_t k = 0; k < n; k++) {
+    const ssa_rank_result *rr = &a->ranks[keys[k].index];
+    ssa_out_printf(o, "%s{\"rank\":%d,\"caused_wait_ns\":", k ? "," : "", rr->rank->rank);
+    ssa_out_i64(o, rr->coll_caused);
+    ssa_out_field_u64(o, "arrived_last", rr->coll_last);
+    ssa_out_field_i64(o, "own_wait_ns", rr->coll_wait);
+    ssa_out_char(o, '}');
+  }
+  free(keys);
+}
+
 /* The straggler verdict (culprit_verdict.c): the test's numbers and its top candidate. */
 static void write_culprit_verdict(ssa_out *o, const ssa_culprit_verdict *v) {
   static const char *const status[] = {"no late arrival", "culprit", "no culprit beyond noise",
@@ -439,27 +458,7 @@ static void json_collectives(const ssa_analysis *a, ssa_out *o) {
     ssa_out_char(o, '}');
   }
   ssa_out_str(o, "],\"stragglers\":[");
-  {
-    /* ranks by caused wait, descending (selection: small n) */
-    size_t n = a->nranks, printed = 0;
-    unsigned char *done = calloc(n ? n : 1, 1);
-    for (size_t k = 0; done && k < n; k++) {
-      size_t best = n;
-      for (size_t i = 0; i < n; i++)
-        if (!done[i] && (best == n || a->ranks[i].coll_caused > a->ranks[best].coll_caused))
-          best = i;
-      if (best == n || a->ranks[best].coll_caused <= 0)
-        break; /* only ranks that made others wait */
-      done[best] = 1;
-      const ssa_rank_result *rr = &a->ranks[best];
-      ssa_out_printf(o, "%s{\"rank\":%d,\"caused_wait_ns\":", printed++ ? "," : "", rr->rank->rank);
-      ssa_out_i64(o, rr->coll_caused);
-      ssa_out_field_u64(o, "arrived_last", rr->coll_last);
-      ssa_out_field_i64(o, "own_wait_ns", rr->coll_wait);
-      ssa_out_char(o, '}');
-    }
-    free(done);
-  }
+  write_stragglers(o, a);
   ssa_out_str(o, "],\"culprits\":[");
   for (size_t i = 0, n = 0; i < a->nculprits; i++)
     if (a->culprits[i].beyond_noise) write_culprit_row(o, &a->culprits[i], n++);
