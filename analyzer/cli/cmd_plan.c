@@ -147,7 +147,8 @@ typedef struct plan_args {
   plan_job job;
   plan_filter f;
   const char *model, *device, *from, *json_path, *csv_path, *what_if;
-  int layers, hidden, heads, vocab, seq, ffn, max_seq;
+  const char *framework, *mlp, *positions;
+  int layers, hidden, heads, vocab, seq, ffn, max_seq, kv_heads, untied;
   int experts, top_k, moe_every;
   int top, threads, cores;
   double mem_gib, bucket_mb;
@@ -190,6 +191,15 @@ static const cli_option plan_options[] = {
     INT("--seq", "T", seq, 1, 1 << 24, "sequence length [preset's; 1024 for gpt2-*]"),
     INT("--ffn", "F", ffn, 1, 1 << 24, "MLP width [4 x hidden]"),
     INT("--max-seq", "N", max_seq, 1, 1 << 24, "position table rows [1024]"),
+    INT("--kv-heads", "H", kv_heads, 1, 1 << 16, "grouped-query attention: K/V heads [--heads]"),
+    {CLI_STRING, "--mlp", NULL, "gelu|swiglu",
+     "the MLP: two matrices with biases (GPT), or gated,\n"
+     "three without (Llama's SwiGLU) [gelu]",
+     A(mlp), NULL, 0, 0, NULL},
+    {CLI_STRING, "--positions", NULL, "learned|rope",
+     "a learned position table (GPT), or rotary (none) [learned]", A(positions), NULL, 0, 0, NULL},
+    {CLI_FLAG, "--untied", NULL, NULL, "the LM head is not the embedding (Llama)", A(untied), NULL,
+     0, 0, NULL},
     INT("--experts", "E", experts, 0, 1024,
         "mixture of experts, E expert MLPs (stepscope-train's;\n"
         "layouts then also vary --ep, FLOPs count active parameters)"),
@@ -197,6 +207,11 @@ static const cli_option plan_options[] = {
     INT("--moe-every", "N", moe_every, 1, 100000,
         "every N-th block is a mixture of experts, with --experts [1]"),
     CLI_TEXT_ROW("job:\n"),
+    {CLI_STRING, "--framework", NULL, "NAME",
+     "whose memory conventions: megatron, fsdp, deepspeed,\n"
+     "stepscope-cpu, stepscope-cuda (docs/plan.md) [megatron;\n"
+     "the stepscope trainer's with --from or --device cpu]",
+     A(framework), NULL, 0, 0, NULL},
     INT("--gpus", "N", job.gpus, 1, 1 << 20, "devices [the run's world with --from]"),
     INT("--gpus-per-node", "G", job.gpus_per_node, 1, 1 << 16,
         "devices per node (groups inside a node use its links) [8]"),
@@ -315,6 +330,24 @@ static int build_model(plan_args *p) {
   if (p->seq) m->seq = p->seq;
   if (p->ffn) m->ffn = p->ffn;
   if (p->max_seq) m->max_seq = p->max_seq;
+  if (p->kv_heads) m->kv_heads = p->kv_heads;
+  m->untied = p->untied > 0;
+  if (p->mlp && strcmp(p->mlp, "gelu") && strcmp(p->mlp, "swiglu")) {
+    cli_print(stderr, "stepscope plan: --mlp takes gelu or swiglu, not '%s'\n", p->mlp);
+    return 2;
+  }
+  m->gated_mlp = p->mlp && !strcmp(p->mlp, "swiglu");
+  if (p->positions && strcmp(p->positions, "learned") && strcmp(p->positions, "rope")) {
+    cli_print(stderr, "stepscope plan: --positions takes learned or rope, not '%s'\n",
+              p->positions);
+    return 2;
+  }
+  m->rope = p->positions && !strcmp(p->positions, "rope");
+  if (m->kv_heads && m->heads && m->heads % m->kv_heads) {
+    cli_print(stderr, "stepscope plan: --kv-heads %d must divide --heads %d\n", m->kv_heads,
+              m->heads);
+    return 2;
+  }
   if (p->experts >= 0) {
     m->experts = p->experts;
     m->top_k = p->top_k;
@@ -336,12 +369,48 @@ static int build_model(plan_args *p) {
                       "--heads --vocab --seq (or --from RUN)\n");
     return 2;
   }
-  if (m->seq > m->max_seq) {
+  if (m->seq > m->max_seq && !m->rope) {
     cli_print(stderr, "stepscope plan: --seq %d exceeds the %d positions (--max-seq)\n", m->seq,
               m->max_seq);
     return 2;
   }
   return 0;
+}
+
+/* The framework whose conventions the memory follows (--framework; default: the stepscope
+ * trainer's for a measured run or the cpu device, else Megatron-LM). 0, or the exit status. */
+static int apply_framework(plan_args *p) {
+  static const struct {
+    const char *name;
+    mm_framework framework;
+    int act_bytes; /* the trainer's activation storage: 4 on its CPU backend, 2 in CUDA bf16 */
+  } frameworks[] = {{"megatron", MM_FW_MEGATRON, 2},
+                    {"fsdp", MM_FW_FSDP, 2},
+                    {"deepspeed", MM_FW_DEEPSPEED, 2},
+                    {"stepscope-cpu", MM_FW_STEPSCOPE, 4},
+                    {"stepscope-cuda", MM_FW_STEPSCOPE, 2}};
+  const char *name = p->framework;
+  if (!name) name = p->from || !strcmp(p->job.dev.name, "cpu") ? NULL : "megatron";
+  if (!name) return 0; /* the trainer's, as the device has it */
+  for (size_t i = 0; i < sizeof frameworks / sizeof frameworks[0]; i++)
+    if (!strcmp(name, frameworks[i].name)) {
+      p->job.model.framework = frameworks[i].framework;
+      if (frameworks[i].framework == MM_FW_STEPSCOPE)
+        p->job.dev.act_bytes = frameworks[i].act_bytes;
+      mm_layout *m = &p->job.model;
+      if (m->framework == MM_FW_STEPSCOPE &&
+          (m->kv_heads || m->gated_mlp || m->untied || m->rope)) {
+        cli_print(stderr, "stepscope plan: the stepscope trainer has no --kv-heads, --mlp swiglu, "
+                          "--untied or --positions rope\n");
+        return 2;
+      }
+      return 0;
+    }
+  cli_print(stderr,
+            "stepscope plan: unknown --framework '%s' (megatron, fsdp, deepspeed, "
+            "stepscope-cpu, stepscope-cuda)\n",
+            name);
+  return 2;
 }
 
 /* The job: its model (build_model), size and device. 0, or the exit status. */
@@ -361,6 +430,8 @@ static int build_job(plan_args *p) {
   }
   job->dev = *d;
   if (p->mem_gib > 0) job->dev.memory_bytes = p->mem_gib * (double)(1u << 30);
+  rc = apply_framework(p);
+  if (rc) return rc;
   if (!strcmp(job->dev.name, "cpu")) {
     /* the trainer's traces do not record the machine's cores: --cores, else this
      * machine's (assumed to be the one the ranks ran or will run on) */

@@ -44,6 +44,8 @@ typedef struct plan_device {
                             one device per rank, never shared); set at run time (--cores,
                             else the planning machine's, assumed) */
   int cores_assumed;     /* 1 when `cores` is the planning machine's, not given */
+  int nics_per_node;     /* GPUs: the node's network interfaces, each inter_bw (0: every
+                            collective leaving a node gets inter_bw per device, as on cpu) */
 } plan_device;
 
 /* The share of a core each rank gets when `ranks` ranks share the device's cores:
