@@ -11,6 +11,7 @@
  * Activations per layer and micro-batch with SP (Korthikanti et al.): sbh x 34 / t = 65536 x 17
  * = 1114112, plus flash attention's log-sum-exp 4 x 8 x 128 x 2 / 2 = 4096: 1118208.
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -183,7 +184,46 @@ static void models_as_they_are(void) {
   CHECK(extra > head * 0.999999 && extra < head * 1.000001);
 }
 
+/* The cluster (docs/plan.md "Devices"): 16 H100s, 8 a node, 8 NICs of 50 GB/s. A DP group with
+ * 8 members a node rings over all 8 NICs (400 GB/s, under NVLink's 450); with tp 8 it has one
+ * member a node and one NIC (50 GB/s). Megatron ZeRO-0 without overlap: an all-reduce of the fp32
+ * gradients, 2 x (latency x (blocks + 1) + 4 Psi (n - 1)/n / bw). */
+static void clusters(void) {
+  plan_job j;
+  memset(&j, 0, sizeof j);
+  j.model = model(MM_FW_MEGATRON);
+  j.gpus = 16;
+  j.gpus_per_node = 8;
+  j.global_batch = 16;
+  j.dev = *plan_device_find("h100-sxm");
+  j.overlap = 0;
+  mm_layout l = model(MM_FW_MEGATRON);
+  l.dp = 16;
+  l.tp = 1;
+  l.pp = 1;
+  l.sp = 0;
+  l.zero = 0;
+  l.microbatches = 1;
+  l.micro_batch = 1;
+  plan_result r;
+  char err[200];
+  CHECK(plan_predict(&j, &l, &r, err, sizeof err) == 0);
+  double psi = mm_framework_stage_params(&r.layout, 0), lat = j.dev.latency_s;
+  double want = 2 * (5 * lat + 4 * psi * 15 / 16 / 400e9);
+  CHECK(fabs(r.grad_sync_s - want) < 1e-9 * want);
+  l.dp = 2;
+  l.tp = 8;
+  l.micro_batch = 8;
+  CHECK(plan_predict(&j, &l, &r, err, sizeof err) == 0);
+  psi = mm_framework_stage_params(&r.layout, 0);
+  want = 2 * (5 * lat + 4 * psi / 2 / 50e9);
+  CHECK(fabs(r.grad_sync_s - want) < 1e-9 * want);
+  /* TP inside a node: NVLink */
+  CHECK(r.tp_s > 0);
+}
+
 int main(void) {
+  clusters();
   model_states();
   activations();
   models_as_they_are();
