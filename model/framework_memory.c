@@ -22,12 +22,14 @@
  * sharded (Q, K 4, V 2, projection input 2, the MLP's two 4h-wide tensors 16); with GQA K and V
  * shrink by kv/heads, a gated MLP keeps three F-wide tensors; fused/flash attention keeps no
  * s x s matrix (the paper's 5as/h term is gone; selective recomputation then saves nothing), only
- * its fp32 log-sum-exp (4 a s b / t). Full recomputation keeps each layer's input (2 sbh, / t
- * with SP) and one layer's activations while it is recomputed. A stage keeps the micro-batches
- * its schedule has in flight: AFAB M, 1F1B min(p - stage, M), Megatron's interleaved schedule
- * 2 (p - stage - 1) + (v - 1) p + 1 model chunks (Narayanan et al. 2021, sec. 2.2; Korthikanti
- * et al.'s L (1 + (p-1)/(pv)) layers on the first stage). The last stage also holds one micro-
- * batch's logits, vocabulary-parallel: bf16 and the fp32 copy of the cross entropy, 6 sbV / t.
+ * its fp32 log-sum-exp (4 a s b / t); --attention unfused (Megatron before FlashAttention) keeps
+ * the 5 a s^2 b / t of softmax and dropout unless selective or full recomputation drops it. Full
+ * recomputation keeps each layer's input (2 sbh, / t with SP) and one layer's activations while it
+ * is recomputed. A stage keeps the micro-batches its schedule has in flight: AFAB M, 1F1B min(p -
+ * stage, M), Megatron's interleaved schedule 2 (p - stage - 1) + (v - 1) p + 1 model chunks
+ * (Narayanan et al. 2021, sec. 2.2; Korthikanti et al.'s L (1 + (p-1)/(pv)) layers on the first
+ * stage). The last stage also holds one micro- batch's logits, vocabulary-parallel: bf16 and the
+ * fp32 copy of the cross entropy, 6 sbV / t.
  */
 #include <stdio.h>
 #include <string.h>
@@ -75,13 +77,18 @@ double mm_framework_stage_params(const mm_layout *l, int stage) {
 }
 
 /* Bytes of one layer's stored activations for one micro-batch (Korthikanti et al.). */
-static double layer_activations(const mm_layout *l) {
+double mm_framework_layer_activations(const mm_layout *l) {
   double s = (double)l->seq / l->cp, b = l->micro_batch, h = l->hidden, t = l->tp;
   double sbh = s * b * h, rep = l->sp && l->tp > 1 ? t : 1.0;
   double mlp = (l->gated_mlp ? 6.0 : 4.0) * ffn_width(l) / h;
   double sharded = 4.0 + 4.0 * kv_share(l) + mlp;
   double lse = 4.0 * l->heads * s * b / t; /* flash attention's log-sum-exp, fp32 */
-  return sbh * (10.0 / rep + sharded / t) + lse;
+  /* without a flash kernel: the softmax output, its dropout mask and output, 5 a s^2 b / t,
+   * unless recomputed (selective recomputation's very purpose) */
+  double scores = l->unfused_attention && l->recompute == MM_RECOMPUTE_NONE
+                      ? 5.0 * l->heads * s * s * b / t
+                      : 0;
+  return sbh * (10.0 / rep + sharded / t) + (l->unfused_attention ? scores : lse);
 }
 
 /* Model chunks' micro-batches in flight on `stage`, in units of the stage's layers. */
@@ -152,7 +159,8 @@ int mm_framework_rank_memory(const mm_layout *l, int stage, mm_breakdown *out, c
     }
   }
   int layers = mm_stage_layers(l, stage);
-  double per_layer = layer_activations(l), s = (double)l->seq / l->cp, b = l->micro_batch;
+  double per_layer = mm_framework_layer_activations(l), s = (double)l->seq / l->cp,
+         b = l->micro_batch;
   double input = 2.0 * s * b * l->hidden / (l->sp && l->tp > 1 ? l->tp : 1);
   double acts = l->recompute == MM_RECOMPUTE_FULL
                     ? layers_in_flight(l, stage, layers) * input + per_layer

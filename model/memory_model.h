@@ -64,6 +64,7 @@ typedef struct mm_layout {
    * three F x C matrices, no biases), untied (a separate LM head), rope (no position table) */
   int framework;
   int kv_heads, gated_mlp, untied, rope;
+  int unfused_attention; /* a framework's attention without a flash kernel (s x s stored) */
 } mm_layout;
 
 /* One rank's device memory in bytes, by component (every field a sum of allocations). */
@@ -98,6 +99,10 @@ int mm_framework_rank_memory(const mm_layout *l, int stage, mm_breakdown *out, c
 /* A real framework's parameters on pipeline rank `stage` of one TP rank (Psi of docs/plan.md:
  * its blocks, and the tables and heads it holds). */
 double mm_framework_stage_params(const mm_layout *l, int stage);
+
+/* A real framework's stored activations of one layer and micro-batch, in bytes (Korthikanti et
+ * al. 2022 with flash attention; docs/plan.md "Frameworks"). */
+double mm_framework_layer_activations(const mm_layout *l);
 
 /* The transformer blocks pipeline rank `stage` holds (every chunk together): layers / pp, or
  * with a real framework and layers not divisible by pp, one fewer on the first and the last

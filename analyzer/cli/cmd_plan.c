@@ -147,7 +147,7 @@ typedef struct plan_args {
   plan_job job;
   plan_filter f;
   const char *model, *device, *from, *json_path, *csv_path, *what_if;
-  const char *framework, *mlp, *positions;
+  const char *framework, *mlp, *positions, *attention;
   int layers, hidden, heads, vocab, seq, ffn, max_seq, kv_heads, untied;
   int experts, top_k, moe_every;
   int top, threads, cores;
@@ -198,6 +198,10 @@ static const cli_option plan_options[] = {
      A(mlp), NULL, 0, 0, NULL},
     {CLI_STRING, "--positions", NULL, "learned|rope",
      "a learned position table (GPT), or rotary (none) [learned]", A(positions), NULL, 0, 0, NULL},
+    {CLI_STRING, "--attention", NULL, "flash|unfused",
+     "a framework's attention kernel: fused/flash (no s x s\n"
+     "matrix), or unfused (Megatron before FlashAttention) [flash]",
+     A(attention), NULL, 0, 0, NULL},
     {CLI_FLAG, "--untied", NULL, NULL, "the LM head is not the embedding (Llama)", A(untied), NULL,
      0, 0, NULL},
     INT("--experts", "E", experts, 0, 1024,
@@ -343,6 +347,12 @@ static int build_model(plan_args *p) {
     return 2;
   }
   m->rope = p->positions && !strcmp(p->positions, "rope");
+  if (p->attention && strcmp(p->attention, "flash") && strcmp(p->attention, "unfused")) {
+    cli_print(stderr, "stepscope plan: --attention takes flash or unfused, not '%s'\n",
+              p->attention);
+    return 2;
+  }
+  m->unfused_attention = p->attention && !strcmp(p->attention, "unfused");
   if (m->kv_heads && m->heads && m->heads % m->kv_heads) {
     cli_print(stderr, "stepscope plan: --kv-heads %d must divide --heads %d\n", m->kv_heads,
               m->heads);

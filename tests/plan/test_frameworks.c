@@ -222,7 +222,44 @@ static void clusters(void) {
   CHECK(r.tp_s > 0);
 }
 
+/* Compute by shape (docs/plan.md): on one H100, a micro-batch's time is, per layer, the GEMMs
+ * (forward 2 x (4C^2 + 8C^2) x tokens, three times with backward) at 62 % of peak, attention
+ * (forward 4 x C x seq x tokens, three times) at 30 %, and five passes of HBM traffic over the
+ * stored activations (sbh x 34 + the log-sum-exp) at 3.35 TB/s; plus the LM head's 6 C V tokens
+ * at the GEMM rate. A small hidden size reaches a smaller share of peak than a large one. */
+static void compute_by_shape(void) {
+  plan_job j;
+  memset(&j, 0, sizeof j);
+  j.model = model(MM_FW_MEGATRON);
+  j.gpus = 1;
+  j.gpus_per_node = 8;
+  j.global_batch = 2;
+  j.dev = *plan_device_find("h100-sxm");
+  j.overlap = 1;
+  mm_layout l = model(MM_FW_MEGATRON);
+  l.dp = l.tp = l.pp = 1;
+  l.sp = 0;
+  l.zero = 0;
+  l.microbatches = 1;
+  plan_result r;
+  char err[200];
+  CHECK(plan_predict(&j, &l, &r, err, sizeof err) == 0);
+  double tokens = 256, C = 256, peak = 989e12;
+  double gemm = 2 * 12 * C * C * tokens, att = 4 * C * 128 * tokens;
+  double acts = 65536.0 * 34 + 4 * 8 * 128 * 2;
+  double layer = 3 * gemm / (0.62 * peak) + 3 * att / (0.30 * peak) + 5 * acts / 3.35e12;
+  double want = 4 * layer + 6 * C * 1024 * tokens / (0.62 * peak);
+  CHECK(fabs(r.compute_s - want) < 1e-9 * want);
+  /* the same layer 8x wider (GEMMs 64x, element-wise 8x): a larger share of peak */
+  double small_mfu = r.mfu;
+  j.model.hidden = l.hidden = 2048;
+  j.model.heads = l.heads = 16;
+  CHECK(plan_predict(&j, &l, &r, err, sizeof err) == 0);
+  CHECK(r.mfu > small_mfu * 1.2);
+}
+
 int main(void) {
+  compute_by_shape();
   clusters();
   model_states();
   activations();

@@ -21,10 +21,14 @@
  * entry's peak and efficiency are per core; its core count is the machine's, set at run time
  * (cmd_plan.c), so it is 0 here. */
 static const plan_device devices[] = {
-    {"h100-sxm", 989e12, 80.0 * (1u << 30), 450e9, 50e9, 20e-6, 0.45, 1.5 * (1u << 30), 2, 0, 0, 8},
-    {"h200", 989e12, 141.0 * (1u << 30), 450e9, 50e9, 20e-6, 0.45, 1.5 * (1u << 30), 2, 0, 0, 8},
-    {"a100-80g", 312e12, 80.0 * (1u << 30), 300e9, 25e9, 25e-6, 0.50, 1.3 * (1u << 30), 2, 0, 0, 8},
-    {"cpu", 0.1e12, 4.0 * (1u << 30), 5e9, 1e9, 50e-6, 0.30, 96.0 * (1u << 20), 4, 0, 0, 0},
+    {"h100-sxm", 989e12, 80.0 * (1u << 30), 450e9, 50e9, 20e-6, 0.45, 1.5 * (1u << 30), 2, 0, 0, 8,
+     0.62, 0.30, 3.35e12},
+    {"h200", 989e12, 141.0 * (1u << 30), 450e9, 50e9, 20e-6, 0.45, 1.5 * (1u << 30), 2, 0, 0, 8,
+     0.62, 0.30, 4.8e12},
+    {"a100-80g", 312e12, 80.0 * (1u << 30), 300e9, 25e9, 25e-6, 0.50, 1.3 * (1u << 30), 2, 0, 0, 8,
+     0.80, 0.45, 2.04e12},
+    {"cpu", 0.1e12, 4.0 * (1u << 30), 5e9, 1e9, 50e-6, 0.30, 96.0 * (1u << 20), 4, 0, 0, 0, 0, 0,
+     0},
 };
 
 const plan_device *plan_device_find(const char *name) {
@@ -135,6 +139,35 @@ static double stage_work(const plan_job *job, const mm_layout *l, int stage) {
   return work;
 }
 
+/* One micro-batch on `stage` under a framework, from its shapes (docs/plan.md "Compute by
+ * shape"): the GEMMs at the device's measured GEMM ceiling, fused attention at its own rate per
+ * model FLOP, and the element-wise work (LayerNorms, activation functions, dropout, residuals,
+ * the attention kernel's traffic) as HBM traffic: every stored activation byte
+ * (mm_framework_layer_activations, Korthikanti et al.) written in forward and read and written
+ * in backward, three passes, four with full recomputation. GEMMs grow as h^2 per token and the
+ * element-wise work as h, so small hidden sizes reach a smaller share of peak. */
+static double stage_time_by_shape(const plan_device *dev, const mm_layout *l, int stage) {
+  double tokens = (double)l->micro_batch * l->seq / l->cp, att;
+  double gemm_rate = dev->peak_flops * dev->gemm_efficiency;
+  double att_rate = dev->peak_flops * dev->attention_efficiency;
+  int layers = mm_stage_layers(l, stage), first = stage_first_layer(l, stage);
+  int full = l->recompute == MM_RECOMPUTE_FULL,
+      again = full || l->recompute == MM_RECOMPUTE_SELECTIVE;
+  double passes = full ? 4.0 : 3.0, traffic = full ? 6.0 : 5.0, t = 0;
+  /* the traffic is the stored bytes without recomputation: what is recomputed is written again */
+  mm_layout stored = *l;
+  stored.recompute = MM_RECOMPUTE_NONE;
+  double elementwise = traffic * mm_framework_layer_activations(&stored) / dev->hbm_bw;
+  for (int k = 0; k < layers; k++) {
+    double fwd = layer_fwd_flops(l, tokens, &att, layer_is_moe(l, first + k));
+    /* forward, backward (twice the forward), and with full recomputation the forward again */
+    t += (fwd - att) * passes / gemm_rate + att * (3.0 + again) / att_rate + elementwise;
+  }
+  if (stage == l->pp - 1)
+    t += 3.0 * 2.0 * l->hidden * (double)mm_padded_vocab(l->vocab) * tokens / l->tp / gemm_rate;
+  return t;
+}
+
 /* ---- one layout ---------------------------------------------------------------------------- */
 
 /* The process groups of a layout (ranks are laid out tp fastest, then cp, pp, dp). */
@@ -222,6 +255,7 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
   l.gated_mlp = job->model.gated_mlp;
   l.untied = job->model.untied;
   l.rope = job->model.rope;
+  l.unfused_attention = job->model.unfused_attention;
   int trainer = l.framework == MM_FW_STEPSCOPE;
   l.act_bytes = trainer ? job->dev.act_bytes : 2; /* the frameworks: bf16 activations */
   /* the trainer on GPUs: bf16 GEMMs on cached bf16 weights (the frameworks' bf16 copies are
@@ -283,8 +317,9 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
   }
   double rate = core_rate * share;
   double t_mb = 0;
+  int by_shape = !trainer && job->cal.flops_rate <= 0 && job->dev.gemm_efficiency > 0;
   for (int s = 0; s < l.pp; s += (l.pp > 3 && s == 1) ? l.pp - 2 : 1) { /* 0, 1 and the last */
-    double t = stage_work(job, &l, s) / rate;
+    double t = by_shape ? stage_time_by_shape(&job->dev, &l, s) : stage_work(job, &l, s) / rate;
     if (t > t_mb) t_mb = t;
   }
   int M = l.microbatches;
@@ -700,12 +735,14 @@ int plan_write_json(ssa_out *o, const plan_job *job, const plan_result *r, long 
       "\"heads\":%d,\"vocab\":%d,"
       "\"ffn\":%d,\"seq\":%d,\"max_seq\":%d,\"gpus\":%d,\"gpus_per_node\":%d,"
       "\"global_batch\":%d,\"overlap\":%s,\"experts\":%d,\"top_k\":%d,\"moe_every\":%d,"
-      "\"framework\":\"%s\",\"kv_heads\":%d,\"mlp\":\"%s\",\"untied\":%s,\"positions\":\"%s\"},",
+      "\"framework\":\"%s\",\"kv_heads\":%d,\"mlp\":\"%s\",\"untied\":%s,\"positions\":\"%s\","
+      "\"attention\":\"%s\"},",
       m->layers, m->hidden, m->heads, m->vocab, m->ffn > 0 ? m->ffn : 4 * m->hidden, m->seq,
       m->max_seq, job->gpus, job->gpus_per_node, job->global_batch, job->overlap ? "true" : "false",
       m->experts, m->experts > 0 ? m->top_k : 0, m->experts > 0 ? m->moe_every : 0,
       framework_name(m->framework), m->kv_heads > 0 ? m->kv_heads : m->heads,
-      m->gated_mlp ? "swiglu" : "gelu", m->untied ? "true" : "false", m->rope ? "rope" : "learned");
+      m->gated_mlp ? "swiglu" : "gelu", m->untied ? "true" : "false", m->rope ? "rope" : "learned",
+      m->unfused_attention ? "unfused" : "flash");
   const plan_device *d = &job->dev;
   ssa_out_str(o, "\"device\":{\"name\":");
   ssa_out_json_string(o, d->name);

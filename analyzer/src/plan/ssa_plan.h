@@ -46,6 +46,11 @@ typedef struct plan_device {
   int cores_assumed;     /* 1 when `cores` is the planning machine's, not given */
   int nics_per_node;     /* GPUs: the node's network interfaces, each inter_bw (0: every
                             collective leaving a node gets inter_bw per device, as on cpu) */
+  /* compute by shape, for a framework's layouts without calibration (docs/plan.md "Compute
+   * by shape"; 0 on cpu: the trainer's single efficiency above) */
+  double gemm_efficiency;      /* large bf16 GEMMs' achieved share of peak (measured ceiling) */
+  double attention_efficiency; /* fused attention's, per model FLOP (QK^T and PV counted whole) */
+  double hbm_bw;               /* device memory bandwidth, bytes/s: element-wise work */
 } plan_device;
 
 /* The share of a core each rank gets when `ranks` ranks share the device's cores:

@@ -25,8 +25,10 @@ tflops_per_gpu / the device's dense BF16 peak, hfu_pct_narayanan (Narayanan et a
 4 forward passes with full recomputation, 96 B s l h^2 (1 + s/6h + V/16lh)) scaled to the model
 FLOPs 72 B s l h^2 (1 + s/6h + V/12lh).
 
-Options the planner lacks (an older stepscope: --framework, --kv-heads, --mlp, --positions,
---untied) are left out, so the same script measures main ("before") and the branch ("after").
+`attention` says which attention kernel the run had where its source says so: unfused for
+Narayanan et al. 2021 (Megatron's fused softmax, before FlashAttention, Dao et al. 2022),
+flash for llm-foundry (attn_impl flash). Options the planner lacks (an older stepscope:
+--framework, --kv-heads, --mlp, --positions, --attention) are left out, so the same script measures main ("before") and the branch ("after").
 """
 import csv
 import os
@@ -85,6 +87,8 @@ def plan_args(r, helptext):
         args += ["--mlp", r["mlp"]]
     if "--positions" in helptext and r["positions"]:
         args += ["--positions", r["positions"]]
+    if "--attention" in helptext and r.get("attention"):
+        args += ["--attention", r["attention"]]
     return args
 
 
