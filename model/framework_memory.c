@@ -68,9 +68,27 @@ static double padded_vocab(const mm_layout *l) {
   return (double)((l->vocab + unit - 1) / unit * unit);
 }
 
+/* Whether global layer `layer` is a mixture of experts (every moe_every-th, as the trainer's). */
+static int layer_is_moe(const mm_layout *l, int layer) {
+  return l->experts > 0 && l->moe_every > 0 && (layer + 1) % l->moe_every == 0;
+}
+
+/* A mixture-of-experts block on a TP rank: the dense block's attention and norms, the router
+ * (E x C, whole) and the rank's E / ep experts, each an MLP cut over TP (Megatron's expert
+ * tensor parallelism equal to TP). */
+static double moe_block_params(const mm_layout *l) {
+  double C = l->hidden, F = ffn_width(l), ep = l->ep > 0 ? l->ep : 1;
+  double mlp = (l->gated_mlp ? 3.0 : 2.0) * C * F + (l->gated_mlp ? 0 : F + C);
+  return block_params(l) - mlp / l->tp + (double)l->experts * C + l->experts / ep * mlp / l->tp;
+}
+
 double mm_framework_stage_params(const mm_layout *l, int stage) {
   double C = l->hidden, table = padded_vocab(l) * C / l->tp, p = 0;
-  p += mm_stage_layers(l, stage) * block_params(l);
+  int first = 0;
+  for (int s = 0; s < stage; s++)
+    first += mm_stage_layers(l, s);
+  for (int k = 0; k < mm_stage_layers(l, stage); k++)
+    p += layer_is_moe(l, first + k) ? moe_block_params(l) : block_params(l);
   if (stage == 0) p += table + (l->rope ? 0 : (double)l->max_seq * C);
   if (stage == l->pp - 1) p += 2.0 * C + (l->pp > 1 || l->untied ? table : 0);
   return p;
@@ -80,7 +98,10 @@ double mm_framework_stage_params(const mm_layout *l, int stage) {
 double mm_framework_layer_activations(const mm_layout *l) {
   double s = (double)l->seq / l->cp, b = l->micro_batch, h = l->hidden, t = l->tp;
   double sbh = s * b * h, rep = l->sp && l->tp > 1 ? t : 1.0;
-  double mlp = (l->gated_mlp ? 6.0 : 4.0) * ffn_width(l) / h;
+  /* a mixture of experts keeps the MLP's tensors of every token once per expert it goes to
+   * (every block of the layout taken as one: the MLP tensors x top_k when all are MoE) */
+  double routed = l->experts > 0 && l->moe_every == 1 ? l->top_k : 1.0;
+  double mlp = (l->gated_mlp ? 6.0 : 4.0) * ffn_width(l) / h * routed;
   double sharded = 4.0 + 4.0 * kv_share(l) + mlp;
   double lse = 4.0 * l->heads * s * b / t; /* flash attention's log-sum-exp, fp32 */
   /* without a flash kernel: the softmax output, its dropout mask and output, 5 a s^2 b / t,
@@ -126,7 +147,9 @@ int mm_framework_rank_memory(const mm_layout *l, int stage, mm_breakdown *out, c
     REFUSE("--layers %d is not divisible by pp x virtual stages = %d", l->layers, l->pp * V);
   if (l->seq % (l->cp > 1 ? 2 * l->cp : 1))
     REFUSE("--seq %d is not divisible by 2 x --cp %d", l->seq, l->cp);
-  if (l->experts > 0) REFUSE("experts are modelled with the stepscope trainer's conventions only");
+  int ep = l->ep > 0 ? l->ep : 1;
+  if (l->experts > 0 && (l->dp % ep || l->experts % ep || l->top_k < 1 || l->moe_every < 1))
+    REFUSE("--ep %d must divide --dp %d and the %d experts", ep, l->dp, l->experts);
   if (l->framework == MM_FW_MEGATRON && l->zero >= 2)
     REFUSE("Megatron-LM shards the optimizer (ZeRO-1, its distributed optimizer), not ZeRO-%d: "
            "--framework fsdp or deepspeed",
@@ -134,6 +157,7 @@ int mm_framework_rank_memory(const mm_layout *l, int stage, mm_breakdown *out, c
 #undef REFUSE
   double psi = mm_framework_stage_params(l, stage), n = (double)l->dp * l->cp;
   double block = block_params(l), table = padded_vocab(l) * l->hidden / l->tp;
+  if (l->experts > 0 && moe_block_params(l) > block) block = moe_block_params(l);
   double unit = block > table ? block : table; /* the largest block FSDP/ZeRO-3 gathers */
   double params = 0, grads = 0, optim = 0;
   switch (l->framework) {

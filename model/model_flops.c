@@ -31,7 +31,8 @@ double mf_flop_params(const mm_layout *s) {
   double params = (double)s->vocab * C + (double)s->layers * block_params(s) + 2.0 * C;
   for (int k = 0; k < s->layers; k++)
     if (layer_is_moe(s, k))
-      params += (double)s->experts * C + (s->top_k - 1.0) * (2.0 * C * F + F + C);
+      params += (double)s->experts * C +
+                (s->top_k - 1.0) * (s->gated_mlp ? 3.0 * C * F : 2.0 * C * F + F + C);
   return params;
 }
 

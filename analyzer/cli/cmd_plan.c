@@ -147,7 +147,7 @@ typedef struct plan_args {
   plan_job job;
   plan_filter f;
   const char *model, *device, *from, *json_path, *csv_path, *what_if;
-  const char *framework, *mlp, *positions, *attention;
+  const char *framework, *mlp, *positions, *attention, *precision;
   int layers, hidden, heads, vocab, seq, ffn, max_seq, kv_heads, untied;
   int experts, top_k, moe_every;
   int top, threads, cores;
@@ -181,7 +181,10 @@ static const char *device_help(void) {
   { CLI_CALL, name, NULL, meta, help, A(field), opt_int, lo, hi, NULL }
 
 static const cli_option plan_options[] = {
-    {CLI_STRING, "--model", NULL, "NAME", "tiny, gpt2-124m, gpt2-350m, gpt2-774m, gpt2-1.5b",
+    {CLI_STRING, "--model", NULL, "NAME",
+     "tiny, gpt2-124m, gpt2-350m, gpt2-774m, gpt2-1.5b (the\n"
+     "trainer's); gpt3-125m ... gpt3-175b, llama3-8b, llama3-70b,\n"
+     "llama3-405b, mixtral-8x7b (real models, docs/plan.md)",
      A(model), NULL, 0, 0, NULL},
     INT("--layers", "N", layers, 1, 100000,
         "transformer blocks (overrides or replaces the preset)"),
@@ -211,6 +214,10 @@ static const cli_option plan_options[] = {
     INT("--moe-every", "N", moe_every, 1, 100000,
         "every N-th block is a mixture of experts, with --experts [1]"),
     CLI_TEXT_ROW("job:\n"),
+    {CLI_STRING, "--precision", NULL, "bf16|fp8",
+     "a framework's GEMMs in bf16, or fp8 at the device's fp8\n"
+     "peak (h100-sxm, h200; MFU stays against bf16's) [bf16]",
+     A(precision), NULL, 0, 0, NULL},
     {CLI_STRING, "--framework", NULL, "NAME",
      "whose memory conventions: megatron, fsdp, deepspeed,\n"
      "stepscope-cpu, stepscope-cuda (docs/plan.md) [megatron;\n"
@@ -310,13 +317,32 @@ static int build_model(plan_args *p) {
     if (!p->job.global_batch) p->job.global_batch = c->dp * c->microbatches * c->micro_batch;
     if (!p->device) p->device = plan_device_kind_of_name(p->job.cal.device_name);
   }
-  if (p->model) {
+  const mp_plan_preset *real =
+      p->model && !mp_preset_find(p->model) ? mp_plan_preset_find(p->model) : NULL;
+  if (real) { /* a model as real jobs train it (model_presets.h) */
+    m->layers = real->layers;
+    m->hidden = real->hidden;
+    m->heads = real->heads;
+    m->kv_heads = real->kv_heads;
+    m->ffn = real->ffn;
+    m->vocab = real->vocab;
+    m->seq = real->seq;
+    m->max_seq = real->seq;
+    m->gated_mlp = real->gated_mlp;
+    m->rope = real->rope;
+    m->untied = real->untied;
+    if (real->experts > 0 && p->experts < 0) {
+      p->experts = real->experts;
+      p->top_k = real->top_k;
+      p->moe_every = 1;
+    }
+  } else if (p->model) {
     const mp_preset *pr = mp_preset_find(p->model);
     if (!pr) {
       cli_print(stderr,
-                "stepscope plan: unknown --model '%s' (%s; or give --layers --hidden "
+                "stepscope plan: unknown --model '%s' (%s, %s; or give --layers --hidden "
                 "--heads --vocab)\n",
-                p->model, mp_preset_names());
+                p->model, mp_preset_names(), mp_plan_preset_names());
       return 2;
     }
     m->layers = pr->layers;
@@ -335,18 +361,18 @@ static int build_model(plan_args *p) {
   if (p->ffn) m->ffn = p->ffn;
   if (p->max_seq) m->max_seq = p->max_seq;
   if (p->kv_heads) m->kv_heads = p->kv_heads;
-  m->untied = p->untied > 0;
+  if (p->untied > 0) m->untied = 1;
   if (p->mlp && strcmp(p->mlp, "gelu") && strcmp(p->mlp, "swiglu")) {
     cli_print(stderr, "stepscope plan: --mlp takes gelu or swiglu, not '%s'\n", p->mlp);
     return 2;
   }
-  m->gated_mlp = p->mlp && !strcmp(p->mlp, "swiglu");
+  if (p->mlp) m->gated_mlp = !strcmp(p->mlp, "swiglu");
   if (p->positions && strcmp(p->positions, "learned") && strcmp(p->positions, "rope")) {
     cli_print(stderr, "stepscope plan: --positions takes learned or rope, not '%s'\n",
               p->positions);
     return 2;
   }
-  m->rope = p->positions && !strcmp(p->positions, "rope");
+  if (p->positions) m->rope = !strcmp(p->positions, "rope");
   if (p->attention && strcmp(p->attention, "flash") && strcmp(p->attention, "unfused")) {
     cli_print(stderr, "stepscope plan: --attention takes flash or unfused, not '%s'\n",
               p->attention);
@@ -442,6 +468,16 @@ static int build_job(plan_args *p) {
   if (p->mem_gib > 0) job->dev.memory_bytes = p->mem_gib * (double)(1u << 30);
   rc = apply_framework(p);
   if (rc) return rc;
+  if (p->precision && strcmp(p->precision, "bf16") && strcmp(p->precision, "fp8")) {
+    cli_print(stderr, "stepscope plan: --precision takes bf16 or fp8, not '%s'\n", p->precision);
+    return 2;
+  }
+  job->fp8 = p->precision && !strcmp(p->precision, "fp8");
+  if (job->fp8 && (!(job->dev.fp8_peak_flops > 0) || job->model.framework == MM_FW_STEPSCOPE)) {
+    cli_print(stderr, "stepscope plan: --precision fp8 needs a framework (not the stepscope "
+                      "trainer) on a device with fp8 (h100-sxm, h200)\n");
+    return 2;
+  }
   if (!strcmp(job->dev.name, "cpu")) {
     /* the trainer's traces do not record the machine's cores: --cores, else this
      * machine's (assumed to be the one the ranks ran or will run on) */

@@ -49,5 +49,35 @@ grep -q "^best: fits" "$dir/llama.txt" || { cat "$dir/llama.txt"; no "Llama 3 40
   --schedule 1f1b --framework stepscope-cuda > "$dir/uneven.txt" 2>&1
 [ $? -eq 1 ] || { cat "$dir/uneven.txt"; no "the trainer refuses uneven stages"; }
 
+# presets of real models (model_presets.c): Llama 3 8B is GQA, SwiGLU, RoPE, untied; Mixtral plans
+# expert parallelism; an unknown name lists both tables
+"$stepscope" plan --model llama3-8b --gpus 8 --global-batch 64 --top 1 --json "$dir/l8.json" \
+  > /dev/null 2>&1 || no "plan --model llama3-8b"
+python3 - "$dir/l8.json" <<'PY' || no "llama3-8b's shape"
+import json, sys
+j = json.load(open(sys.argv[1]))["job"]
+ok = (j["layers"], j["hidden"], j["kv_heads"], j["ffn"], j["mlp"], j["positions"], j["untied"]) == \
+     (32, 4096, 8, 14336, "swiglu", "rope", True)
+sys.exit(0 if ok else 1)
+PY
+"$stepscope" plan --model mixtral-8x7b --gpus 16 --global-batch 64 --csv "$dir/mx.csv" \
+  > /dev/null 2>&1 || no "plan --model mixtral-8x7b"
+awk -F, 'NR > 1 && $30 > 1 && $18 == 1 { found = 1 } END { exit !found }' "$dir/mx.csv" ||
+  no "mixtral: a fitting layout with expert parallelism"
+"$stepscope" plan --model llama4 --gpus 8 --global-batch 8 > /dev/null 2> "$dir/err"
+[ $? -eq 2 ] && grep -q "llama3-405b" "$dir/err" || no "unknown --model lists the real models"
+
+# fp8: a framework's GEMMs at the fp8 peak (a shorter step, the MFU still against bf16's);
+# refused where the device has none
+step_of() { "$stepscope" plan --model llama3-8b --gpus 8 --global-batch 64 --dp 8 --tp 1 --pp 1 \
+  --cp 1 --zero 1 --recompute none --microbatches 8 "$@" --json - 2>/dev/null |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["layouts"][0]["step_time_s"])'; }
+bf16=$(step_of --precision bf16) fp8=$(step_of --precision fp8)
+python3 -c "import sys; sys.exit(0 if 0 < float('$fp8') < 0.9 * float('$bf16') else 1)" ||
+  no "fp8 step $fp8 s not shorter than bf16's $bf16 s"
+"$stepscope" plan --model llama3-8b --gpus 8 --global-batch 64 --precision fp8 \
+  --device a100-80g > /dev/null 2>&1
+[ $? -eq 2 ] || no "fp8 on an A100 is refused"
+
 [ $fail -eq 0 ] && echo "plan.frameworks_cli: ok"
 exit $fail

@@ -168,6 +168,16 @@ static void models_as_they_are(void) {
   l.untied = 1;
   b = mem(&l, 0);
   CHECK(b.parameters == 2 * (size_t)(4 * (278528 + 1024) + 2 * 131072 + 512));
+  /* a mixture of experts (4 experts, ep 2, every block): a block loses its MLP (2CF + F + C =
+   * 525568, / tp) and gains the router (E x C = 1024, whole) and its 2 experts' MLPs / tp:
+   * 395392 + 262784 + 1024 = 659200; stage 0 = 2 of them + table + positions */
+  mm_layout moe = model(MM_FW_MEGATRON);
+  moe.experts = 4;
+  moe.top_k = 2;
+  moe.moe_every = 1;
+  moe.ep = 2;
+  b = mem(&moe, 0);
+  CHECK(b.parameters == 2 * (size_t)(2 * 659200 + 131072 + 32768));
   /* the trainer refuses what it does not have */
   l.framework = MM_FW_STEPSCOPE;
   char err[200] = "";

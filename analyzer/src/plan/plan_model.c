@@ -22,12 +22,12 @@
  * (cmd_plan.c), so it is 0 here. */
 static const plan_device devices[] = {
     {"h100-sxm", 989e12, 80.0 * (1u << 30), 450e9, 50e9, 20e-6, 0.45, 1.5 * (1u << 30), 2, 0, 0, 8,
-     0.62, 0.30, 3.35e12},
+     0.62, 0.30, 3.35e12, 1979e12},
     {"h200", 989e12, 141.0 * (1u << 30), 450e9, 50e9, 20e-6, 0.45, 1.5 * (1u << 30), 2, 0, 0, 8,
-     0.62, 0.30, 4.8e12},
+     0.62, 0.30, 4.8e12, 1979e12},
     {"a100-80g", 312e12, 80.0 * (1u << 30), 300e9, 25e9, 25e-6, 0.50, 1.3 * (1u << 30), 2, 0, 0, 8,
-     0.80, 0.45, 2.04e12},
-    {"cpu", 0.1e12, 4.0 * (1u << 30), 5e9, 1e9, 50e-6, 0.30, 96.0 * (1u << 20), 4, 0, 0, 0, 0, 0,
+     0.80, 0.45, 2.04e12, 0},
+    {"cpu", 0.1e12, 4.0 * (1u << 30), 5e9, 1e9, 50e-6, 0.30, 96.0 * (1u << 20), 4, 0, 0, 0, 0, 0, 0,
      0},
 };
 
@@ -78,9 +78,14 @@ static double layer_fwd_flops(const mm_layout *l, double tokens, double *attenti
   double kv = l->kv_heads > 0 ? (double)l->kv_heads / l->heads : 1.0; /* GQA: K, V narrower */
   double gemm =
       2.0 * (2.0 * C * C + 2.0 * C * C * kv + (l->gated_mlp ? 3.0 : 2.0) * C * F) * tokens / l->tp;
-  if (moe) /* the router and K whole experts per token, replicated over TP (moe.h) */
+  if (moe && l->framework == MM_FW_STEPSCOPE) /* the router and K whole experts per token,
+                                                 replicated over TP (moe.h) */
     gemm = 2.0 * 4.0 * C * C * tokens / l->tp +
            2.0 * (l->top_k * 2.0 * C * F + l->experts * C) * tokens;
+  else if (moe) /* a framework's experts are cut over TP, the router is not */
+    gemm = 2.0 * (2.0 * C * C + 2.0 * C * C * kv + l->top_k * (l->gated_mlp ? 3.0 : 2.0) * C * F) *
+               tokens / l->tp +
+           2.0 * l->experts * C * tokens;
   double att = 4.0 * C * l->seq * tokens / l->tp;
   if (attention) *attention = att;
   return gemm + att;
@@ -146,9 +151,9 @@ static double stage_work(const plan_job *job, const mm_layout *l, int stage) {
  * (mm_framework_layer_activations, Korthikanti et al.) written in forward and read and written
  * in backward, three passes, four with full recomputation. GEMMs grow as h^2 per token and the
  * element-wise work as h, so small hidden sizes reach a smaller share of peak. */
-static double stage_time_by_shape(const plan_device *dev, const mm_layout *l, int stage) {
+static double stage_time_by_shape(const plan_device *dev, const mm_layout *l, int stage, int fp8) {
   double tokens = (double)l->micro_batch * l->seq / l->cp, att;
-  double gemm_rate = dev->peak_flops * dev->gemm_efficiency;
+  double gemm_rate = (fp8 ? dev->fp8_peak_flops : dev->peak_flops) * dev->gemm_efficiency;
   double att_rate = dev->peak_flops * dev->attention_efficiency;
   int layers = mm_stage_layers(l, stage), first = stage_first_layer(l, stage);
   int full = l->recompute == MM_RECOMPUTE_FULL,
@@ -319,7 +324,8 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
   double t_mb = 0;
   int by_shape = !trainer && job->cal.flops_rate <= 0 && job->dev.gemm_efficiency > 0;
   for (int s = 0; s < l.pp; s += (l.pp > 3 && s == 1) ? l.pp - 2 : 1) { /* 0, 1 and the last */
-    double t = by_shape ? stage_time_by_shape(&job->dev, &l, s) : stage_work(job, &l, s) / rate;
+    double t =
+        by_shape ? stage_time_by_shape(&job->dev, &l, s, job->fp8) : stage_work(job, &l, s) / rate;
     if (t > t_mb) t_mb = t;
   }
   int M = l.microbatches;
@@ -384,7 +390,8 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
     nmoe_stage += layer_is_moe(&l, out->mem_stage * layers_stage + k);
   if (l.experts > 0) {
     double F = ffn_of(&l), C = l.hidden;
-    expert_grad_bytes = 4.0 * nmoe_stage * (l.experts / l.ep) * (2.0 * C * F + F + C);
+    if (trainer) /* a framework's experts are in framework_sync's parameters */
+      expert_grad_bytes = 4.0 * nmoe_stage * (l.experts / l.ep) * (2.0 * C * F + F + C);
     if (l.ep > 1) {
       double bw = group_bw(job, &l, GROUP_EP, job->cal.dp_bw);
       double rows = tokens * l.top_k;
@@ -736,13 +743,13 @@ int plan_write_json(ssa_out *o, const plan_job *job, const plan_result *r, long 
       "\"ffn\":%d,\"seq\":%d,\"max_seq\":%d,\"gpus\":%d,\"gpus_per_node\":%d,"
       "\"global_batch\":%d,\"overlap\":%s,\"experts\":%d,\"top_k\":%d,\"moe_every\":%d,"
       "\"framework\":\"%s\",\"kv_heads\":%d,\"mlp\":\"%s\",\"untied\":%s,\"positions\":\"%s\","
-      "\"attention\":\"%s\"},",
+      "\"attention\":\"%s\",\"precision\":\"%s\"},",
       m->layers, m->hidden, m->heads, m->vocab, m->ffn > 0 ? m->ffn : 4 * m->hidden, m->seq,
       m->max_seq, job->gpus, job->gpus_per_node, job->global_batch, job->overlap ? "true" : "false",
       m->experts, m->experts > 0 ? m->top_k : 0, m->experts > 0 ? m->moe_every : 0,
       framework_name(m->framework), m->kv_heads > 0 ? m->kv_heads : m->heads,
       m->gated_mlp ? "swiglu" : "gelu", m->untied ? "true" : "false", m->rope ? "rope" : "learned",
-      m->unfused_attention ? "unfused" : "flash");
+      m->unfused_attention ? "unfused" : "flash", job->fp8 ? "fp8" : "bf16");
   const plan_device *d = &job->dev;
   ssa_out_str(o, "\"device\":{\"name\":");
   ssa_out_json_string(o, d->name);

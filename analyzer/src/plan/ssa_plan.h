@@ -51,6 +51,7 @@ typedef struct plan_device {
   double gemm_efficiency;      /* large bf16 GEMMs' achieved share of peak (measured ceiling) */
   double attention_efficiency; /* fused attention's, per model FLOP (QK^T and PV counted whole) */
   double hbm_bw;               /* device memory bandwidth, bytes/s: element-wise work */
+  double fp8_peak_flops;       /* dense fp8 peak (0: the device has no fp8) */
 } plan_device;
 
 /* The share of a core each rank gets when `ranks` ranks share the device's cores:
@@ -99,6 +100,8 @@ typedef struct plan_job {
   plan_device dev;
   plan_calibration cal;
   int overlap; /* DP all-reduce overlapped with backward (the trainer's default) */
+  int fp8;     /* a framework's GEMMs in fp8 (--precision fp8): at the fp8 peak; MFU stays
+                  against the bf16 peak */
 } plan_job;
 
 /* One layout's prediction. Times are seconds per optimizer step. */
