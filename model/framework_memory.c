@@ -44,6 +44,13 @@ int mm_stage_layers(const mm_layout *l, int stage) {
   return base - (order < fewer ? 1 : 0);
 }
 
+int mm_fullest_stage(const mm_layout *l) {
+  int base = (l->layers + l->pp - 1) / l->pp, fewer = base * l->pp - l->layers;
+  if (l->framework == MM_FW_STEPSCOPE || fewer == 0) return 0;
+  int s = (fewer + 1) / 2; /* the stages before it from the front give up a block */
+  return s < l->pp ? s : l->pp - 1;
+}
+
 static double ffn_width(const mm_layout *l) {
   return l->ffn > 0 ? l->ffn : 4.0 * l->hidden;
 }

@@ -109,6 +109,9 @@ double mm_framework_layer_activations(const mm_layout *l);
  * stages in turn (Llama 3's balancing of the embedding and the LM head). */
 int mm_stage_layers(const mm_layout *l, int stage);
 
+/* The first pipeline rank holding the most blocks (0 when the stages are even). */
+int mm_fullest_stage(const mm_layout *l);
+
 /* The stage with the largest peak, and its breakdown. */
 int mm_max_memory(const mm_layout *l, mm_breakdown *out, int *stage, char *err, size_t errlen);
 

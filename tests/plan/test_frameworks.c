@@ -148,9 +148,18 @@ static void models_as_they_are(void) {
   l.pp = 4;
   CHECK(mm_stage_layers(&l, 0) == 2 && mm_stage_layers(&l, 1) == 3 && mm_stage_layers(&l, 2) == 3 &&
         mm_stage_layers(&l, 3) == 2);
+  /* the first stage holding the most blocks (what the step's pace and the memory check) */
+  CHECK(mm_fullest_stage(&l) == 1);
+  l.layers = 112;
+  l.pp = 64;
+  CHECK(mm_fullest_stage(&l) == 8 && mm_stage_layers(&l, 7) == 1 && mm_stage_layers(&l, 8) == 2);
+  l.layers = 126;
+  l.pp = 16;
+  CHECK(mm_fullest_stage(&l) == 1 && mm_stage_layers(&l, 1) == 8);
   /* the trainer's stages stay even */
   l.framework = MM_FW_STEPSCOPE;
   l.layers = 8;
+  l.pp = 4;
   CHECK(mm_stage_layers(&l, 0) == 2);
 
   /* GQA (2 of 8 heads for K and V), SwiGLU (three C x F, no biases), RoPE (no table): one block

@@ -295,8 +295,9 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
   }
   /* memory: the worst stage (the first holds the most micro-batches and the embeddings,
    * the last the LM head; every middle stage holds less than the first) */
-  int stages[3] = {0, l.pp - 1, l.pp > 2 ? 1 : 0};
-  for (int i = 0; i < 3; i++) {
+  /* (with uneven stages, also the first stage holding the most blocks) */
+  int stages[4] = {0, l.pp - 1, l.pp > 2 ? 1 : 0, mm_fullest_stage(&l)};
+  for (int i = 0; i < 4; i++) {
     mm_breakdown b;
     if (mm_rank_memory(&l, stages[i], &b, err, errlen) != 0) return -1;
     if (i == 0 || b.peak > out->mem.peak) {
@@ -323,9 +324,14 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
   double rate = core_rate * share;
   double t_mb = 0;
   int by_shape = !trainer && job->cal.flops_rate <= 0 && job->dev.gemm_efficiency > 0;
+  int fullest = mm_fullest_stage(&l);
   for (int s = 0; s < l.pp; s += (l.pp > 3 && s == 1) ? l.pp - 2 : 1) { /* 0, 1 and the last */
-    double t =
-        by_shape ? stage_time_by_shape(&job->dev, &l, s, job->fp8) : stage_work(job, &l, s) / rate;
+    double t = 0;
+    if (s == 1 && fullest > 1) /* and, with uneven stages, the first holding the most blocks */
+      t = by_shape ? stage_time_by_shape(&job->dev, &l, fullest, job->fp8)
+                   : stage_work(job, &l, fullest) / rate;
+    if (t > t_mb) t_mb = t;
+    t = by_shape ? stage_time_by_shape(&job->dev, &l, s, job->fp8) : stage_work(job, &l, s) / rate;
     if (t > t_mb) t_mb = t;
   }
   int M = l.microbatches;
