@@ -179,13 +179,14 @@ static const char *device_help(void) {
 #define A(f) offsetof(plan_args, f)
 #define INT(name, meta, field, lo, hi, help)                                                       \
   { CLI_CALL, name, NULL, meta, help, A(field), opt_int, lo, hi, NULL }
+#define STR(name, meta, field, help)                                                               \
+  { CLI_STRING, name, NULL, meta, help, A(field), NULL, 0, 0, NULL }
 
 static const cli_option plan_options[] = {
-    {CLI_STRING, "--model", NULL, "NAME",
-     "tiny, gpt2-124m, gpt2-350m, gpt2-774m, gpt2-1.5b (the\n"
-     "trainer's); gpt3-125m ... gpt3-175b, llama3-8b, llama3-70b,\n"
-     "llama3-405b, mixtral-8x7b (real models, docs/plan.md)",
-     A(model), NULL, 0, 0, NULL},
+    STR("--model", "NAME", model,
+        "tiny, gpt2-124m, gpt2-350m, gpt2-774m, gpt2-1.5b (the\n"
+        "trainer's); gpt3-125m ... gpt3-175b, llama3-8b, llama3-70b,\n"
+        "llama3-405b, mixtral-8x7b (real models, docs/plan.md)"),
     INT("--layers", "N", layers, 1, 100000,
         "transformer blocks (overrides or replaces the preset)"),
     INT("--hidden", "C", hidden, 1, 1 << 20, "model width (overrides or replaces the preset)"),
@@ -195,16 +196,14 @@ static const cli_option plan_options[] = {
     INT("--ffn", "F", ffn, 1, 1 << 24, "MLP width [4 x hidden]"),
     INT("--max-seq", "N", max_seq, 1, 1 << 24, "position table rows [1024]"),
     INT("--kv-heads", "H", kv_heads, 1, 1 << 16, "grouped-query attention: K/V heads [--heads]"),
-    {CLI_STRING, "--mlp", NULL, "gelu|swiglu",
-     "the MLP: two matrices with biases (GPT), or gated,\n"
-     "three without (Llama's SwiGLU) [gelu]",
-     A(mlp), NULL, 0, 0, NULL},
-    {CLI_STRING, "--positions", NULL, "learned|rope",
-     "a learned position table (GPT), or rotary (none) [learned]", A(positions), NULL, 0, 0, NULL},
-    {CLI_STRING, "--attention", NULL, "flash|unfused",
-     "a framework's attention kernel: fused/flash (no s x s\n"
-     "matrix), or unfused (Megatron before FlashAttention) [flash]",
-     A(attention), NULL, 0, 0, NULL},
+    STR("--mlp", "gelu|swiglu", mlp,
+        "the MLP: two matrices with biases (GPT), or gated,\n"
+        "three without (Llama's SwiGLU) [gelu]"),
+    STR("--positions", "learned|rope", positions,
+        "a learned position table (GPT), or rotary (none) [learned]"),
+    STR("--attention", "flash|unfused", attention,
+        "a framework's attention kernel: fused/flash (no s x s\n"
+        "matrix), or unfused (Megatron before FlashAttention) [flash]"),
     {CLI_FLAG, "--untied", NULL, NULL, "the LM head is not the embedding (Llama)", A(untied), NULL,
      0, 0, NULL},
     INT("--experts", "E", experts, 0, 1024,
@@ -214,15 +213,13 @@ static const cli_option plan_options[] = {
     INT("--moe-every", "N", moe_every, 1, 100000,
         "every N-th block is a mixture of experts, with --experts [1]"),
     CLI_TEXT_ROW("job:\n"),
-    {CLI_STRING, "--precision", NULL, "bf16|fp8",
-     "a framework's GEMMs in bf16, or fp8 at the device's fp8\n"
-     "peak (h100-sxm, h200; MFU stays against bf16's) [bf16]",
-     A(precision), NULL, 0, 0, NULL},
-    {CLI_STRING, "--framework", NULL, "NAME",
-     "whose memory conventions: megatron, fsdp, deepspeed,\n"
-     "stepscope-cpu, stepscope-cuda (docs/plan.md) [megatron;\n"
-     "the stepscope trainer's with --from or --device cpu]",
-     A(framework), NULL, 0, 0, NULL},
+    STR("--precision", "bf16|fp8", precision,
+        "a framework's GEMMs in bf16, or fp8 at the device's fp8\n"
+        "peak (h100-sxm, h200; MFU stays against bf16's) [bf16]"),
+    STR("--framework", "NAME", framework,
+        "whose memory conventions: megatron, fsdp, deepspeed,\n"
+        "stepscope-cpu, stepscope-cuda (docs/plan.md) [megatron;\n"
+        "the stepscope trainer's with --from or --device cpu]"),
     INT("--gpus", "N", job.gpus, 1, 1 << 20, "devices [the run's world with --from]"),
     INT("--gpus-per-node", "G", job.gpus_per_node, 1, 1 << 16,
         "devices per node (groups inside a node use its links) [8]"),
@@ -255,22 +252,18 @@ static const cli_option plan_options[] = {
      opt_double, 0.0001, 0, NULL},
     INT("--ep", "N", f.ep, 1, 1 << 12, "with --experts: expert parallelism carved out of dp"),
     CLI_TEXT_ROW("calibration:\n"),
-    {CLI_STRING, "--from", NULL, "RUN",
-     "a traced stepscope-train run: achieved FLOP rate, measured\n"
-     "bandwidths and latency, host overhead, bubble excess, memory\n"
-     "baseline (otherwise the device table's values are assumed)",
-     A(from), NULL, 0, 0, NULL},
-    {CLI_STRING, "--what-if", NULL, "K=V,...",
-     "with --from: the run's layout changed (keys: dp tp pp cp sp\n"
-     "zero recompute microbatches schedule virtual_stages\n"
-     "global_batch), predicted beside what the run measured",
-     A(what_if), NULL, 0, 0, NULL},
+    STR("--from", "RUN", from,
+        "a traced stepscope-train run: achieved FLOP rate, measured\n"
+        "bandwidths and latency, host overhead, bubble excess, memory\n"
+        "baseline (otherwise the device table's values are assumed)"),
+    STR("--what-if", "K=V,...", what_if,
+        "with --from: the run's layout changed (keys: dp tp pp cp sp\n"
+        "zero recompute microbatches schedule virtual_stages\n"
+        "global_batch), predicted beside what the run measured"),
     CLI_TEXT_ROW("output:\n"),
     INT("--top", "N", top, 1, INT_MAX, "rows of the table [20]"),
-    {CLI_STRING, "--json", NULL, "FILE", "every layout as JSON (docs/plan.md); '-' = stdout",
-     A(json_path), NULL, 0, 0, NULL},
-    {CLI_STRING, "--csv", NULL, "FILE", "every layout as CSV; '-' = stdout", A(csv_path), NULL, 0,
-     0, NULL},
+    STR("--json", "FILE", json_path, "every layout as JSON (docs/plan.md); '-' = stdout"),
+    STR("--csv", "FILE", csv_path, "every layout as CSV; '-' = stdout"),
     INT("--threads", "N", threads, 0, 4096, "threads for loading --from RUN [all cores]"),
 };
 
