@@ -209,6 +209,7 @@ static void zero_buffers(const chunk_shape *s, const mm_layout *l, size_t *shard
 }
 
 int mm_rank_memory(const mm_layout *l, int stage, mm_breakdown *out, char *err, size_t errlen) {
+  if (l->framework != MM_FW_STEPSCOPE) return mm_framework_rank_memory(l, stage, out, err, errlen);
   memset(out, 0, sizeof *out);
   int V = l->schedule == MM_SCHED_INTERLEAVED && l->virtual_stages > 1 ? l->virtual_stages : 1;
 #define REFUSE(...)                                                                                \
@@ -219,6 +220,8 @@ int mm_rank_memory(const mm_layout *l, int stage, mm_breakdown *out, char *err, 
   if (l->dp < 1 || l->tp < 1 || l->pp < 1 || l->cp < 1 || l->hidden < 1 || l->heads < 1 ||
       l->layers < 1 || l->vocab < 1 || l->seq < 1 || l->micro_batch < 1 || l->microbatches < 1)
     REFUSE("every size and degree must be at least 1");
+  if (l->kv_heads || l->gated_mlp || l->untied || l->rope)
+    REFUSE("the stepscope trainer has no GQA, gated MLP, untied head or RoPE");
   if (stage < 0 || stage >= l->pp) REFUSE("pipeline rank %d is outside --pp %d", stage, l->pp);
   if (l->hidden % l->tp || l->heads % l->tp || (l->ffn > 0 && l->ffn % l->tp))
     REFUSE("--hidden %d, --heads %d and the MLP width must be divisible by --tp %d", l->hidden,

@@ -21,6 +21,16 @@
 #include <stddef.h>
 
 typedef enum { MM_SCHED_AFAB = 0, MM_SCHED_1F1B = 1, MM_SCHED_INTERLEAVED = 2 } mm_schedule;
+/* Whose conventions the memory follows: 0, the bundled trainer's (the formulas of this file,
+ * exact against its device API; stepscope-cpu / stepscope-cuda differ only in act_bytes and
+ * bf16_weight_copies), or a real framework's (framework_memory.c, docs/plan.md). */
+typedef enum {
+  MM_FW_STEPSCOPE = 0,
+  MM_FW_MEGATRON = 1,
+  MM_FW_FSDP = 2,
+  MM_FW_DEEPSPEED = 3
+} mm_framework;
+
 typedef enum {
   MM_RECOMPUTE_NONE = 0,
   MM_RECOMPUTE_SELECTIVE = 1,
@@ -49,6 +59,12 @@ typedef struct mm_layout {
    * moe_every-th block (layers moe_every-1, 2 moe_every-1, ...) has `experts` expert MLPs,
    * top_k per token, sharded over ep ranks of DP (moe.h, expert_parallel.h) */
   int experts, top_k, moe_every, ep;
+  /* a real framework's conventions (0: the trainer's); the model as real ones are (all 0 in the
+   * trainer's layouts, which have none of them): kv_heads (GQA; 0 = heads), gated_mlp (SwiGLU:
+   * three F x C matrices, no biases), untied (a separate LM head), rope (no position table) */
+  int framework;
+  int kv_heads, gated_mlp, untied, rope;
+  int unfused_attention; /* a framework's attention without a flash kernel (s x s stored) */
 } mm_layout;
 
 /* One rank's device memory in bytes, by component (every field a sum of allocations). */
@@ -74,6 +90,27 @@ int mm_slots(const mm_layout *l, int stage);
 /* Rank memory of pipeline rank `stage` (0..pp-1; every DP/TP/CP rank of a stage holds the
  * same). Returns 0, or -1 with a reason in err when the layout is not one the trainer runs. */
 int mm_rank_memory(const mm_layout *l, int stage, mm_breakdown *out, char *err, size_t errlen);
+
+/* A real framework's rank memory (framework_memory.c; l->framework != MM_FW_STEPSCOPE):
+ * mm_rank_memory calls it for such layouts. */
+int mm_framework_rank_memory(const mm_layout *l, int stage, mm_breakdown *out, char *err,
+                             size_t errlen);
+
+/* A real framework's parameters on pipeline rank `stage` of one TP rank (Psi of docs/plan.md:
+ * its blocks, and the tables and heads it holds). */
+double mm_framework_stage_params(const mm_layout *l, int stage);
+
+/* A real framework's stored activations of one layer and micro-batch, in bytes (Korthikanti et
+ * al. 2022 with flash attention; docs/plan.md "Frameworks"). */
+double mm_framework_layer_activations(const mm_layout *l);
+
+/* The transformer blocks pipeline rank `stage` holds (every chunk together): layers / pp, or
+ * with a real framework and layers not divisible by pp, one fewer on the first and the last
+ * stages in turn (Llama 3's balancing of the embedding and the LM head). */
+int mm_stage_layers(const mm_layout *l, int stage);
+
+/* The first pipeline rank holding the most blocks (0 when the stages are even). */
+int mm_fullest_stage(const mm_layout *l);
 
 /* The stage with the largest peak, and its breakdown. */
 int mm_max_memory(const mm_layout *l, mm_breakdown *out, int *stage, char *err, size_t errlen);

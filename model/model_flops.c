@@ -12,7 +12,10 @@ static double ffn_of(const mm_layout *s) {
 /* Weights, biases and LayerNorm parameters of one block. */
 static double block_params(const mm_layout *s) {
   double C = s->hidden, F = ffn_of(s);
-  return 4.0 * C * C + 2.0 * C * F + 9.0 * C + F;
+  double kv = s->kv_heads > 0 ? (double)s->kv_heads / s->heads : 1.0; /* GQA: K, V narrower */
+  if (s->gated_mlp) /* SwiGLU: three F x C matrices, no biases (Llama) */
+    return 2.0 * C * C + 2.0 * C * C * kv + 3.0 * C * F + 4.0 * C;
+  return 2.0 * C * C + 2.0 * C * C * kv + 2.0 * C * F + 7.0 * C + 2.0 * C * kv + F;
 }
 
 /* Whether global layer `layer` is a mixture of experts (config.c: config_layer_is_moe). */
@@ -28,7 +31,8 @@ double mf_flop_params(const mm_layout *s) {
   double params = (double)s->vocab * C + (double)s->layers * block_params(s) + 2.0 * C;
   for (int k = 0; k < s->layers; k++)
     if (layer_is_moe(s, k))
-      params += (double)s->experts * C + (s->top_k - 1.0) * (2.0 * C * F + F + C);
+      params += (double)s->experts * C +
+                (s->top_k - 1.0) * (s->gated_mlp ? 3.0 * C * F : 2.0 * C * F + F + C);
   return params;
 }
 

@@ -23,4 +23,21 @@ const mp_preset *mp_preset_find(const char *name);
 /* "tiny, gpt2-124m, gpt2-350m, gpt2-774m, gpt2-1.5b", for messages and --help. */
 const char *mp_preset_names(void);
 
+/* Models as real jobs train them, for the planner only (the trainer has no GQA, gated MLP,
+ * RoPE or untied head, so `stepscope-train --model` does not take these names): the GPT-3
+ * family (Brown et al. 2020, Table 2.1), Llama 3 (Llama 3 Herd of Models, Table 3; vocabulary
+ * 128,256 as released), Mixtral 8x7B (Jiang et al. 2024, Table 1). */
+typedef struct mp_plan_preset {
+  const char *name;
+  int layers, hidden, heads, kv_heads, ffn, vocab, seq;
+  int gated_mlp, rope, untied;
+  int experts, top_k; /* every block a mixture of experts when experts > 0 */
+} mp_plan_preset;
+
+/* The planner-only preset of that name, or NULL. */
+const mp_plan_preset *mp_plan_preset_find(const char *name);
+
+/* Their names, comma-separated, for messages and --help. */
+const char *mp_plan_preset_names(void);
+
 #endif /* STEPSCOPE_TRAINER_MODEL_PRESETS_H */

@@ -147,7 +147,8 @@ typedef struct plan_args {
   plan_job job;
   plan_filter f;
   const char *model, *device, *from, *json_path, *csv_path, *what_if;
-  int layers, hidden, heads, vocab, seq, ffn, max_seq;
+  const char *framework, *mlp, *positions, *attention, *precision;
+  int layers, hidden, heads, vocab, seq, ffn, max_seq, kv_heads, untied;
   int experts, top_k, moe_every;
   int top, threads, cores;
   double mem_gib, bucket_mb;
@@ -178,10 +179,14 @@ static const char *device_help(void) {
 #define A(f) offsetof(plan_args, f)
 #define INT(name, meta, field, lo, hi, help)                                                       \
   { CLI_CALL, name, NULL, meta, help, A(field), opt_int, lo, hi, NULL }
+#define STR(name, meta, field, help)                                                               \
+  { CLI_STRING, name, NULL, meta, help, A(field), NULL, 0, 0, NULL }
 
 static const cli_option plan_options[] = {
-    {CLI_STRING, "--model", NULL, "NAME", "tiny, gpt2-124m, gpt2-350m, gpt2-774m, gpt2-1.5b",
-     A(model), NULL, 0, 0, NULL},
+    STR("--model", "NAME", model,
+        "tiny, gpt2-124m, gpt2-350m, gpt2-774m, gpt2-1.5b (the\n"
+        "trainer's); gpt3-125m ... gpt3-175b, llama3-8b, llama3-70b,\n"
+        "llama3-405b, mixtral-8x7b (real models, docs/plan.md)"),
     INT("--layers", "N", layers, 1, 100000,
         "transformer blocks (overrides or replaces the preset)"),
     INT("--hidden", "C", hidden, 1, 1 << 20, "model width (overrides or replaces the preset)"),
@@ -190,6 +195,17 @@ static const cli_option plan_options[] = {
     INT("--seq", "T", seq, 1, 1 << 24, "sequence length [preset's; 1024 for gpt2-*]"),
     INT("--ffn", "F", ffn, 1, 1 << 24, "MLP width [4 x hidden]"),
     INT("--max-seq", "N", max_seq, 1, 1 << 24, "position table rows [1024]"),
+    INT("--kv-heads", "H", kv_heads, 1, 1 << 16, "grouped-query attention: K/V heads [--heads]"),
+    STR("--mlp", "gelu|swiglu", mlp,
+        "the MLP: two matrices with biases (GPT), or gated,\n"
+        "three without (Llama's SwiGLU) [gelu]"),
+    STR("--positions", "learned|rope", positions,
+        "a learned position table (GPT), or rotary (none) [learned]"),
+    STR("--attention", "flash|unfused", attention,
+        "a framework's attention kernel: fused/flash (no s x s\n"
+        "matrix), or unfused (Megatron before FlashAttention) [flash]"),
+    {CLI_FLAG, "--untied", NULL, NULL, "the LM head is not the embedding (Llama)", A(untied), NULL,
+     0, 0, NULL},
     INT("--experts", "E", experts, 0, 1024,
         "mixture of experts, E expert MLPs (stepscope-train's;\n"
         "layouts then also vary --ep, FLOPs count active parameters)"),
@@ -197,6 +213,13 @@ static const cli_option plan_options[] = {
     INT("--moe-every", "N", moe_every, 1, 100000,
         "every N-th block is a mixture of experts, with --experts [1]"),
     CLI_TEXT_ROW("job:\n"),
+    STR("--precision", "bf16|fp8", precision,
+        "a framework's GEMMs in bf16, or fp8 at the device's fp8\n"
+        "peak (h100-sxm, h200; MFU stays against bf16's) [bf16]"),
+    STR("--framework", "NAME", framework,
+        "whose memory conventions: megatron, fsdp, deepspeed,\n"
+        "stepscope-cpu, stepscope-cuda (docs/plan.md) [megatron;\n"
+        "the stepscope trainer's with --from or --device cpu]"),
     INT("--gpus", "N", job.gpus, 1, 1 << 20, "devices [the run's world with --from]"),
     INT("--gpus-per-node", "G", job.gpus_per_node, 1, 1 << 16,
         "devices per node (groups inside a node use its links) [8]"),
@@ -229,22 +252,18 @@ static const cli_option plan_options[] = {
      opt_double, 0.0001, 0, NULL},
     INT("--ep", "N", f.ep, 1, 1 << 12, "with --experts: expert parallelism carved out of dp"),
     CLI_TEXT_ROW("calibration:\n"),
-    {CLI_STRING, "--from", NULL, "RUN",
-     "a traced stepscope-train run: achieved FLOP rate, measured\n"
-     "bandwidths and latency, host overhead, bubble excess, memory\n"
-     "baseline (otherwise the device table's values are assumed)",
-     A(from), NULL, 0, 0, NULL},
-    {CLI_STRING, "--what-if", NULL, "K=V,...",
-     "with --from: the run's layout changed (keys: dp tp pp cp sp\n"
-     "zero recompute microbatches schedule virtual_stages\n"
-     "global_batch), predicted beside what the run measured",
-     A(what_if), NULL, 0, 0, NULL},
+    STR("--from", "RUN", from,
+        "a traced stepscope-train run: achieved FLOP rate, measured\n"
+        "bandwidths and latency, host overhead, bubble excess, memory\n"
+        "baseline (otherwise the device table's values are assumed)"),
+    STR("--what-if", "K=V,...", what_if,
+        "with --from: the run's layout changed (keys: dp tp pp cp sp\n"
+        "zero recompute microbatches schedule virtual_stages\n"
+        "global_batch), predicted beside what the run measured"),
     CLI_TEXT_ROW("output:\n"),
     INT("--top", "N", top, 1, INT_MAX, "rows of the table [20]"),
-    {CLI_STRING, "--json", NULL, "FILE", "every layout as JSON (docs/plan.md); '-' = stdout",
-     A(json_path), NULL, 0, 0, NULL},
-    {CLI_STRING, "--csv", NULL, "FILE", "every layout as CSV; '-' = stdout", A(csv_path), NULL, 0,
-     0, NULL},
+    STR("--json", "FILE", json_path, "every layout as JSON (docs/plan.md); '-' = stdout"),
+    STR("--csv", "FILE", csv_path, "every layout as CSV; '-' = stdout"),
     INT("--threads", "N", threads, 0, 4096, "threads for loading --from RUN [all cores]"),
 };
 
@@ -291,13 +310,32 @@ static int build_model(plan_args *p) {
     if (!p->job.global_batch) p->job.global_batch = c->dp * c->microbatches * c->micro_batch;
     if (!p->device) p->device = plan_device_kind_of_name(p->job.cal.device_name);
   }
-  if (p->model) {
+  const mp_plan_preset *real =
+      p->model && !mp_preset_find(p->model) ? mp_plan_preset_find(p->model) : NULL;
+  if (real) { /* a model as real jobs train it (model_presets.h) */
+    m->layers = real->layers;
+    m->hidden = real->hidden;
+    m->heads = real->heads;
+    m->kv_heads = real->kv_heads;
+    m->ffn = real->ffn;
+    m->vocab = real->vocab;
+    m->seq = real->seq;
+    m->max_seq = real->seq;
+    m->gated_mlp = real->gated_mlp;
+    m->rope = real->rope;
+    m->untied = real->untied;
+    if (real->experts > 0 && p->experts < 0) {
+      p->experts = real->experts;
+      p->top_k = real->top_k;
+      p->moe_every = 1;
+    }
+  } else if (p->model) {
     const mp_preset *pr = mp_preset_find(p->model);
     if (!pr) {
       cli_print(stderr,
-                "stepscope plan: unknown --model '%s' (%s; or give --layers --hidden "
+                "stepscope plan: unknown --model '%s' (%s, %s; or give --layers --hidden "
                 "--heads --vocab)\n",
-                p->model, mp_preset_names());
+                p->model, mp_preset_names(), mp_plan_preset_names());
       return 2;
     }
     m->layers = pr->layers;
@@ -315,6 +353,30 @@ static int build_model(plan_args *p) {
   if (p->seq) m->seq = p->seq;
   if (p->ffn) m->ffn = p->ffn;
   if (p->max_seq) m->max_seq = p->max_seq;
+  if (p->kv_heads) m->kv_heads = p->kv_heads;
+  if (p->untied > 0) m->untied = 1;
+  if (p->mlp && strcmp(p->mlp, "gelu") && strcmp(p->mlp, "swiglu")) {
+    cli_print(stderr, "stepscope plan: --mlp takes gelu or swiglu, not '%s'\n", p->mlp);
+    return 2;
+  }
+  if (p->mlp) m->gated_mlp = !strcmp(p->mlp, "swiglu");
+  if (p->positions && strcmp(p->positions, "learned") && strcmp(p->positions, "rope")) {
+    cli_print(stderr, "stepscope plan: --positions takes learned or rope, not '%s'\n",
+              p->positions);
+    return 2;
+  }
+  if (p->positions) m->rope = !strcmp(p->positions, "rope");
+  if (p->attention && strcmp(p->attention, "flash") && strcmp(p->attention, "unfused")) {
+    cli_print(stderr, "stepscope plan: --attention takes flash or unfused, not '%s'\n",
+              p->attention);
+    return 2;
+  }
+  m->unfused_attention = p->attention && !strcmp(p->attention, "unfused");
+  if (m->kv_heads && m->heads && m->heads % m->kv_heads) {
+    cli_print(stderr, "stepscope plan: --kv-heads %d must divide --heads %d\n", m->kv_heads,
+              m->heads);
+    return 2;
+  }
   if (p->experts >= 0) {
     m->experts = p->experts;
     m->top_k = p->top_k;
@@ -336,12 +398,48 @@ static int build_model(plan_args *p) {
                       "--heads --vocab --seq (or --from RUN)\n");
     return 2;
   }
-  if (m->seq > m->max_seq) {
+  if (m->seq > m->max_seq && !m->rope) {
     cli_print(stderr, "stepscope plan: --seq %d exceeds the %d positions (--max-seq)\n", m->seq,
               m->max_seq);
     return 2;
   }
   return 0;
+}
+
+/* The framework whose conventions the memory follows (--framework; default: the stepscope
+ * trainer's for a measured run or the cpu device, else Megatron-LM). 0, or the exit status. */
+static int apply_framework(plan_args *p) {
+  static const struct {
+    const char *name;
+    mm_framework framework;
+    int act_bytes; /* the trainer's activation storage: 4 on its CPU backend, 2 in CUDA bf16 */
+  } frameworks[] = {{"megatron", MM_FW_MEGATRON, 2},
+                    {"fsdp", MM_FW_FSDP, 2},
+                    {"deepspeed", MM_FW_DEEPSPEED, 2},
+                    {"stepscope-cpu", MM_FW_STEPSCOPE, 4},
+                    {"stepscope-cuda", MM_FW_STEPSCOPE, 2}};
+  const char *name = p->framework;
+  if (!name) name = p->from || !strcmp(p->job.dev.name, "cpu") ? NULL : "megatron";
+  if (!name) return 0; /* the trainer's, as the device has it */
+  for (size_t i = 0; i < sizeof frameworks / sizeof frameworks[0]; i++)
+    if (!strcmp(name, frameworks[i].name)) {
+      p->job.model.framework = frameworks[i].framework;
+      if (frameworks[i].framework == MM_FW_STEPSCOPE)
+        p->job.dev.act_bytes = frameworks[i].act_bytes;
+      mm_layout *m = &p->job.model;
+      if (m->framework == MM_FW_STEPSCOPE &&
+          (m->kv_heads || m->gated_mlp || m->untied || m->rope)) {
+        cli_print(stderr, "stepscope plan: the stepscope trainer has no --kv-heads, --mlp swiglu, "
+                          "--untied or --positions rope\n");
+        return 2;
+      }
+      return 0;
+    }
+  cli_print(stderr,
+            "stepscope plan: unknown --framework '%s' (megatron, fsdp, deepspeed, "
+            "stepscope-cpu, stepscope-cuda)\n",
+            name);
+  return 2;
 }
 
 /* The job: its model (build_model), size and device. 0, or the exit status. */
@@ -361,6 +459,18 @@ static int build_job(plan_args *p) {
   }
   job->dev = *d;
   if (p->mem_gib > 0) job->dev.memory_bytes = p->mem_gib * (double)(1u << 30);
+  rc = apply_framework(p);
+  if (rc) return rc;
+  if (p->precision && strcmp(p->precision, "bf16") && strcmp(p->precision, "fp8")) {
+    cli_print(stderr, "stepscope plan: --precision takes bf16 or fp8, not '%s'\n", p->precision);
+    return 2;
+  }
+  job->fp8 = p->precision && !strcmp(p->precision, "fp8");
+  if (job->fp8 && (!(job->dev.fp8_peak_flops > 0) || job->model.framework == MM_FW_STEPSCOPE)) {
+    cli_print(stderr, "stepscope plan: --precision fp8 needs a framework (not the stepscope "
+                      "trainer) on a device with fp8 (h100-sxm, h200)\n");
+    return 2;
+  }
   if (!strcmp(job->dev.name, "cpu")) {
     /* the trainer's traces do not record the machine's cores: --cores, else this
      * machine's (assumed to be the one the ranks ran or will run on) */

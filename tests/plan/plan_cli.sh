@@ -40,7 +40,9 @@ rel = abs(l["step_time_s"] - cal["measured_step_s"]) / cal["measured_step_s"]
 print("step time predicted %.6f s, measured %.6f s (relative %.2e)" % (l["step_time_s"], cal["measured_step_s"], rel))
 print("forward share %.3f, attention forward share %.3f" % (cal["forward_share"], cal["attention_forward_share"]))
 shares = 0.2 < cal["forward_share"] < 0.8 and 0 < cal["attention_forward_share"] < cal["forward_share"]
-sys.exit(0 if ok and rel < 1e-3 and cal["flops_rate"] > 0 and mb["runtime_baseline"] > 0 and shares else 1)
+trainer = d["job"]["framework"] == "stepscope"  # --from RUN: the trainer's conventions
+print("framework %s" % d["job"]["framework"])
+sys.exit(0 if ok and rel < 1e-3 and cal["flops_rate"] > 0 and mb["runtime_baseline"] > 0 and shares and trainer else 1)
 PY
 "$trainer" --quiet --world 4 --dp 4 --steps 3 --trace "$dir/dp4" > "$dir/dp4.log" 2>&1 ||
   { cat "$dir/dp4.log"; exit 1; }

@@ -21,10 +21,14 @@
  * entry's peak and efficiency are per core; its core count is the machine's, set at run time
  * (cmd_plan.c), so it is 0 here. */
 static const plan_device devices[] = {
-    {"h100-sxm", 989e12, 80.0 * (1u << 30), 450e9, 50e9, 20e-6, 0.45, 1.5 * (1u << 30), 2, 0, 0},
-    {"h200", 989e12, 141.0 * (1u << 30), 450e9, 50e9, 20e-6, 0.45, 1.5 * (1u << 30), 2, 0, 0},
-    {"a100-80g", 312e12, 80.0 * (1u << 30), 300e9, 25e9, 25e-6, 0.50, 1.3 * (1u << 30), 2, 0, 0},
-    {"cpu", 0.1e12, 4.0 * (1u << 30), 5e9, 1e9, 50e-6, 0.30, 96.0 * (1u << 20), 4, 0, 0},
+    {"h100-sxm", 989e12, 80.0 * (1u << 30), 450e9, 50e9, 20e-6, 0.45, 1.5 * (1u << 30), 2, 0, 0, 8,
+     0.62, 0.30, 3.35e12, 1979e12},
+    {"h200", 989e12, 141.0 * (1u << 30), 450e9, 50e9, 20e-6, 0.45, 1.5 * (1u << 30), 2, 0, 0, 8,
+     0.62, 0.30, 4.8e12, 1979e12},
+    {"a100-80g", 312e12, 80.0 * (1u << 30), 300e9, 25e9, 25e-6, 0.50, 1.3 * (1u << 30), 2, 0, 0, 8,
+     0.80, 0.45, 2.04e12, 0},
+    {"cpu", 0.1e12, 4.0 * (1u << 30), 5e9, 1e9, 50e-6, 0.30, 96.0 * (1u << 20), 4, 0, 0, 0, 0, 0, 0,
+     0},
 };
 
 const plan_device *plan_device_find(const char *name) {
@@ -71,21 +75,36 @@ static double ffn_of(const mm_layout *l) {
  * MFU formula counts it). */
 static double layer_fwd_flops(const mm_layout *l, double tokens, double *attention, int moe) {
   double C = l->hidden, F = ffn_of(l);
-  double gemm = 2.0 * (4.0 * C * C + 2.0 * C * F) * tokens / l->tp;
-  if (moe) /* the router and K whole experts per token, replicated over TP (moe.h) */
+  double kv = l->kv_heads > 0 ? (double)l->kv_heads / l->heads : 1.0; /* GQA: K, V narrower */
+  double gemm =
+      2.0 * (2.0 * C * C + 2.0 * C * C * kv + (l->gated_mlp ? 3.0 : 2.0) * C * F) * tokens / l->tp;
+  if (moe && l->framework == MM_FW_STEPSCOPE) /* the router and K whole experts per token,
+                                                 replicated over TP (moe.h) */
     gemm = 2.0 * 4.0 * C * C * tokens / l->tp +
            2.0 * (l->top_k * 2.0 * C * F + l->experts * C) * tokens;
+  else if (moe) /* a framework's experts are cut over TP, the router is not */
+    gemm = 2.0 * (2.0 * C * C + 2.0 * C * C * kv + l->top_k * (l->gated_mlp ? 3.0 : 2.0) * C * F) *
+               tokens / l->tp +
+           2.0 * l->experts * C * tokens;
   double att = 4.0 * C * l->seq * tokens / l->tp;
   if (attention) *attention = att;
   return gemm + att;
 }
 
+/* The first global layer of pipeline rank `stage` (stages may be uneven: mm_stage_layers). */
+static int stage_first_layer(const mm_layout *l, int stage) {
+  int first = 0;
+  for (int s = 0; s < stage; s++)
+    first += mm_stage_layers(l, s);
+  return first;
+}
+
 double plan_stage_flops_per_microbatch(const mm_layout *l, int stage) {
   double tokens = (double)l->micro_batch * l->seq / l->cp, att;
-  int layers = l->layers / l->pp;
+  int layers = mm_stage_layers(l, stage), first = stage_first_layer(l, stage);
   double flops = 0;
   for (int k = 0; k < layers; k++) {
-    double fwd = layer_fwd_flops(l, tokens, &att, layer_is_moe(l, stage * layers + k));
+    double fwd = layer_fwd_flops(l, tokens, &att, layer_is_moe(l, first + k));
     double per_layer = 3.0 * fwd; /* forward + backward (2x forward) */
     if (l->recompute == MM_RECOMPUTE_FULL)
       per_layer += fwd;
@@ -93,8 +112,10 @@ double plan_stage_flops_per_microbatch(const mm_layout *l, int stage) {
       per_layer += att;
     flops += per_layer;
   }
-  if (stage == l->pp - 1) /* the LM head (replicated over TP), forward + backward */
-    flops += 3.0 * 2.0 * l->hidden * (double)mm_padded_vocab(l->vocab) * tokens;
+  if (stage == l->pp - 1) /* the LM head, forward + backward: the trainer's is replicated over
+                             TP, the frameworks' vocabulary-parallel (cut over TP) */
+    flops += 3.0 * 2.0 * l->hidden * (double)mm_padded_vocab(l->vocab) * tokens /
+             (l->framework == MM_FW_STEPSCOPE ? 1 : l->tp);
   return flops;
 }
 
@@ -110,10 +131,10 @@ static double stage_work(const plan_job *job, const mm_layout *l, int stage) {
   mm_layout plain = *l;
   plain.recompute = MM_RECOMPUTE_NONE;
   double work = plan_stage_flops_per_microbatch(&plain, stage), att;
-  int layers = l->layers / l->pp;
+  int layers = mm_stage_layers(l, stage), first = stage_first_layer(l, stage);
   for (int k = 0; k < layers; k++) {
     double fwd = layer_fwd_flops(l, (double)l->micro_batch * l->seq / l->cp, &att,
-                                 layer_is_moe(l, stage * layers + k));
+                                 layer_is_moe(l, first + k));
     double layer = 3.0 * fwd; /* a layer's forward + backward */
     if (l->recompute == MM_RECOMPUTE_FULL)
       work += phi * layer;
@@ -123,11 +144,100 @@ static double stage_work(const plan_job *job, const mm_layout *l, int stage) {
   return work;
 }
 
+/* One micro-batch on `stage` under a framework, from its shapes (docs/plan.md "Compute by
+ * shape"): the GEMMs at the device's measured GEMM ceiling, fused attention at its own rate per
+ * model FLOP, and the element-wise work (LayerNorms, activation functions, dropout, residuals,
+ * the attention kernel's traffic) as HBM traffic: every stored activation byte
+ * (mm_framework_layer_activations, Korthikanti et al.) written in forward and read and written
+ * in backward, three passes, four with full recomputation. GEMMs grow as h^2 per token and the
+ * element-wise work as h, so small hidden sizes reach a smaller share of peak. */
+static double stage_time_by_shape(const plan_device *dev, const mm_layout *l, int stage, int fp8) {
+  double tokens = (double)l->micro_batch * l->seq / l->cp, att;
+  double gemm_rate = (fp8 ? dev->fp8_peak_flops : dev->peak_flops) * dev->gemm_efficiency;
+  double att_rate = dev->peak_flops * dev->attention_efficiency;
+  int layers = mm_stage_layers(l, stage), first = stage_first_layer(l, stage);
+  int full = l->recompute == MM_RECOMPUTE_FULL,
+      again = full || l->recompute == MM_RECOMPUTE_SELECTIVE;
+  double passes = full ? 4.0 : 3.0, traffic = full ? 6.0 : 5.0, t = 0;
+  /* the traffic is the stored bytes without recomputation: what is recomputed is written again */
+  mm_layout stored = *l;
+  stored.recompute = MM_RECOMPUTE_NONE;
+  double elementwise = traffic * mm_framework_layer_activations(&stored) / dev->hbm_bw;
+  for (int k = 0; k < layers; k++) {
+    double fwd = layer_fwd_flops(l, tokens, &att, layer_is_moe(l, first + k));
+    /* forward, backward (twice the forward), and with full recomputation the forward again */
+    t += (fwd - att) * passes / gemm_rate + att * (3.0 + again) / att_rate + elementwise;
+  }
+  if (stage == l->pp - 1)
+    t += 3.0 * 2.0 * l->hidden * (double)mm_padded_vocab(l->vocab) * tokens / l->tp / gemm_rate;
+  return t;
+}
+
 /* ---- one layout ---------------------------------------------------------------------------- */
+
+/* The process groups of a layout (ranks are laid out tp fastest, then cp, pp, dp). */
+typedef enum { GROUP_TP, GROUP_CP, GROUP_PP, GROUP_DP, GROUP_EP } group_kind;
+
+/* The bus bandwidth a group's collectives get. Inside a node: the intra-node links. Across
+ * nodes, with the device's NICs known: a ring (NCCL's, one channel per NIC) crosses each node
+ * once per channel, so a node's inter-node bytes are one device's bus bytes, carried by the
+ * NICs this group has there (nics x members in the node / devices per node: the node's other
+ * groups use the rest), at most the intra-node bandwidth; a pipeline's point-to-point sends
+ * use one NIC. Without NICs (cpu): inter_bw per device. */
+static double group_bw(const plan_job *job, const mm_layout *l, int kind, double calibrated) {
+  if (calibrated > 0) return calibrated;
+  int G = job->gpus_per_node > 0 ? job->gpus_per_node : 8, N = l->dp * l->tp * l->pp * l->cp;
+  int size = kind == GROUP_TP   ? l->tp
+             : kind == GROUP_CP ? l->cp
+             : kind == GROUP_PP ? l->pp
+             : kind == GROUP_DP ? l->dp * l->cp
+                                : l->ep;
+  int members = 0; /* the group of rank 0, on node 0 */
+  for (int r = 0; r < G && r < N; r++) {
+    int t = r % l->tp, c = r / l->tp % l->cp, p = r / (l->tp * l->cp) % l->pp;
+    int d = r / (l->tp * l->cp * l->pp);
+    members += kind == GROUP_TP   ? c == 0 && p == 0 && d == 0
+               : kind == GROUP_CP ? t == 0 && p == 0 && d == 0
+               : kind == GROUP_PP ? t == 0 && c == 0 && d == 0
+               : kind == GROUP_DP ? t == 0 && p == 0
+                                  : t == 0 && c == 0 && p == 0 && d < l->ep;
+  }
+  const plan_device *dev = &job->dev;
+  if (members >= size) return dev->intra_bw;
+  if (dev->nics_per_node <= 0) return dev->inter_bw;
+  double nics =
+      kind == GROUP_PP ? (double)dev->nics_per_node / G : (double)dev->nics_per_node * members / G;
+  return fmin(dev->intra_bw, dev->inter_bw * nics);
+}
 
 /* A collective of `bytes` on a group of n ranks: latency + bus bytes / bandwidth. */
 static double coll_time(double bytes, double bus_factor, double bw, double latency) {
   return latency + bytes * bus_factor / bw;
+}
+
+/* A real framework's data-parallel traffic per step, exposed beyond the compute it overlaps
+ * (docs/plan.md "Frameworks: communication"): psi parameters of the stage on the DP x CP group
+ * of n; gradients reduced in fp32 (Megatron's main_grad, FSDP's default reduce dtype) or bf16
+ * (DeepSpeed, the ZeRO paper). ZeRO-0: an all-reduce during the last micro-batch's backward.
+ * ZeRO-1/2 (Megatron's distributed optimizer): a reduce-scatter of the gradients during that
+ * backward, an all-gather of the bf16 parameters during the next forward. ZeRO-3 (FSDP
+ * FULL_SHARD, DeepSpeed stage 3): every micro-batch gathers the bf16 parameters in its forward
+ * and again in its backward, and reduce-scatters its gradients in its backward. */
+static double framework_sync(const plan_job *job, const mm_layout *l, int stage, double t_mb,
+                             double lat) {
+  double n = (double)l->dp * l->cp, psi = mm_framework_stage_params(l, stage);
+  double bw = group_bw(job, l, GROUP_DP, job->cal.dp_bw);
+  double grad = l->framework == MM_FW_DEEPSPEED ? 2.0 : 4.0;
+  int blocks = mm_stage_layers(l, stage) + 1;
+  double shard = (n - 1) / n / bw, fwd = t_mb / 3, bwd = 2 * t_mb / 3;
+  double gather = blocks * lat + 2.0 * psi * shard, reduce = blocks * lat + grad * psi * shard;
+  if (l->zero >= 3)
+    return l->microbatches * (fmax(0.0, gather - fwd) + fmax(0.0, gather + reduce - bwd));
+  if (l->zero == 0) {
+    double allreduce = 2.0 * reduce;
+    return job->overlap ? fmax(0.0, allreduce - bwd) : allreduce;
+  }
+  return (job->overlap ? fmax(0.0, reduce - bwd) : reduce) + fmax(0.0, gather - fwd);
 }
 
 int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out, char *err,
@@ -145,8 +255,17 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
   l.top_k = job->model.top_k;
   l.moe_every = job->model.moe_every;
   if (l.experts <= 0 || l.ep < 1) l.ep = 1;
-  l.act_bytes = job->dev.act_bytes;
-  l.bf16_weight_copies = job->dev.act_bytes == 2; /* GPUs: bf16 GEMMs on cached bf16 weights */
+  l.framework = job->model.framework;
+  l.kv_heads = job->model.kv_heads;
+  l.gated_mlp = job->model.gated_mlp;
+  l.untied = job->model.untied;
+  l.rope = job->model.rope;
+  l.unfused_attention = job->model.unfused_attention;
+  int trainer = l.framework == MM_FW_STEPSCOPE;
+  l.act_bytes = trainer ? job->dev.act_bytes : 2; /* the frameworks: bf16 activations */
+  /* the trainer on GPUs: bf16 GEMMs on cached bf16 weights (the frameworks' bf16 copies are
+   * in their own parameter bytes) */
+  l.bf16_weight_copies = trainer && job->dev.act_bytes == 2;
   if (l.bucket_mb <= 0) l.bucket_mb = 1;
   out->layout = l;
   int N = l.dp * l.tp * l.pp * l.cp;
@@ -176,8 +295,9 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
   }
   /* memory: the worst stage (the first holds the most micro-batches and the embeddings,
    * the last the LM head; every middle stage holds less than the first) */
-  int stages[3] = {0, l.pp - 1, l.pp > 2 ? 1 : 0};
-  for (int i = 0; i < 3; i++) {
+  /* (with uneven stages, also the first stage holding the most blocks) */
+  int stages[4] = {0, l.pp - 1, l.pp > 2 ? 1 : 0, mm_fullest_stage(&l)};
+  for (int i = 0; i < 4; i++) {
     mm_breakdown b;
     if (mm_rank_memory(&l, stages[i], &b, err, errlen) != 0) return -1;
     if (i == 0 || b.peak > out->mem.peak) {
@@ -203,8 +323,15 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
   }
   double rate = core_rate * share;
   double t_mb = 0;
-  for (int s = 0; s < l.pp; s += (l.pp > 2 && s == 0) ? l.pp - 1 : 1) {
-    double t = stage_work(job, &l, s) / rate;
+  int by_shape = !trainer && job->cal.flops_rate <= 0 && job->dev.gemm_efficiency > 0;
+  int fullest = mm_fullest_stage(&l);
+  for (int s = 0; s < l.pp; s += (l.pp > 3 && s == 1) ? l.pp - 2 : 1) { /* 0, 1 and the last */
+    double t = 0;
+    if (s == 1 && fullest > 1) /* and, with uneven stages, the first holding the most blocks */
+      t = by_shape ? stage_time_by_shape(&job->dev, &l, fullest, job->fp8)
+                   : stage_work(job, &l, fullest) / rate;
+    if (t > t_mb) t_mb = t;
+    t = by_shape ? stage_time_by_shape(&job->dev, &l, s, job->fp8) : stage_work(job, &l, s) / rate;
     if (t > t_mb) t_mb = t;
   }
   int M = l.microbatches;
@@ -237,19 +364,17 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
 
   /* communication, group by group (ranks are laid out tp fastest, then cp, pp, dp) */
   double lat = job->cal.latency_s > 0 ? job->cal.latency_s : job->dev.latency_s;
-#define BW(fits_node, calibrated)                                                                  \
-  ((calibrated) > 0 ? (calibrated) : (fits_node) ? job->dev.intra_bw : job->dev.inter_bw)
   double tokens = (double)l.micro_batch * l.seq / l.cp;
   double es = l.act_bytes;
-  int layers_stage = l.layers / l.pp;
+  int layers_stage = trainer ? l.layers / l.pp : mm_stage_layers(&l, l.pp / 2); /* the most */
   if (l.tp > 1) {
-    double bw = BW(l.tp <= G, job->cal.tp_bw);
+    double bw = group_bw(job, &l, GROUP_TP, job->cal.tp_bw);
     int per_layer = 4 + (l.recompute == MM_RECOMPUTE_FULL ? 2 : 0);
     double t = coll_time(tokens * l.hidden * es, 2.0 * (l.tp - 1) / l.tp, bw, lat);
     out->tp_s = (double)M * layers_stage * per_layer * t;
   }
   if (l.cp > 1) {
-    double bw = BW(l.tp * l.cp <= G, job->cal.cp_bw);
+    double bw = group_bw(job, &l, GROUP_CP, job->cal.cp_bw);
     double kv = 2.0 * tokens * (l.hidden / (double)l.tp) * es; /* K and V of the rank's chunks */
     double comm = 3.0 * (l.cp - 1) * (lat + kv / bw);          /* forward, and kv + dkv back */
     double att;
@@ -258,7 +383,7 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
     out->cp_s = (double)M * layers_stage * (comm > hidden_by ? comm - hidden_by : 0);
   }
   if (l.pp > 1) {
-    double bw = BW(l.tp * l.cp * l.pp <= G, job->cal.pp_bw);
+    double bw = group_bw(job, &l, GROUP_PP, job->cal.pp_bw);
     double t = lat + tokens * l.hidden * es / bw;
     out->pp_s = 2.0 * (l.pp * V - 1) * t; /* fill and drain cross every boundary */
   }
@@ -271,9 +396,10 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
     nmoe_stage += layer_is_moe(&l, out->mem_stage * layers_stage + k);
   if (l.experts > 0) {
     double F = ffn_of(&l), C = l.hidden;
-    expert_grad_bytes = 4.0 * nmoe_stage * (l.experts / l.ep) * (2.0 * C * F + F + C);
+    if (trainer) /* a framework's experts are in framework_sync's parameters */
+      expert_grad_bytes = 4.0 * nmoe_stage * (l.experts / l.ep) * (2.0 * C * F + F + C);
     if (l.ep > 1) {
-      double bw = BW(l.ep * l.tp * l.cp * l.pp <= G, job->cal.dp_bw);
+      double bw = group_bw(job, &l, GROUP_EP, job->cal.dp_bw);
       double rows = tokens * l.top_k;
       double t = 4.0 * (lat + rows * C * es * (l.ep - 1) / l.ep / bw) + lat;
       int most = 0; /* the stage with the most MoE layers sets the pace */
@@ -287,8 +413,10 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
     }
   }
   int n = l.dp * l.cp;
-  if (n > 1) {
-    double bw = BW(N <= G, job->cal.dp_bw);
+  if (n > 1 && !trainer)
+    out->grad_sync_s = framework_sync(job, &l, out->mem_stage, t_mb, lat);
+  else if (n > 1) {
+    double bw = group_bw(job, &l, GROUP_DP, job->cal.dp_bw);
     mm_layout unsharded = l;
     unsharded.zero = 0;
     mm_breakdown u;
@@ -306,10 +434,9 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
   }
   int edp = l.experts > 0 ? l.dp / l.ep : 1;
   if (edp > 1 && expert_grad_bytes > 0) { /* after backward, on the compute stream */
-    double bw = BW(N <= G, job->cal.dp_bw);
+    double bw = group_bw(job, &l, GROUP_DP, job->cal.dp_bw);
     out->grad_sync_s += lat + expert_grad_bytes * 2.0 * (edp - 1) / edp / bw;
   }
-#undef BW
   /* descheduled waits: ranks outnumbering cores reach each collective at times as
    * different as their turns on the cores; the waits are the calibrated share of the
    * compute, scaled by the time a rank is off a core, 1 - share (a pipeline's stages wait
@@ -436,7 +563,9 @@ long plan_enumerate(const plan_job *job, const plan_filter *f, plan_result **out
   for (int tp = 1; tp <= N; tp++) {
     if (N % tp || !allowed(f->tp, tp) || m->heads % tp || m->hidden % tp) continue;
     for (int pp = 1; pp <= N / tp; pp++) {
-      if ((N / tp) % pp || !allowed(f->pp, pp) || m->layers % pp) continue;
+      /* the trainer's stages are even; a framework's may differ by a block (mm_stage_layers) */
+      int uneven_ok = m->framework != MM_FW_STEPSCOPE && pp <= m->layers;
+      if ((N / tp) % pp || !allowed(f->pp, pp) || (m->layers % pp && !uneven_ok)) continue;
       for (int cp = 1; cp <= N / (tp * pp); cp++) {
         if ((N / (tp * pp)) % cp || !allowed(f->cp, cp) || (cp > 1 && m->seq % (2 * cp))) continue;
         int dp = N / (tp * pp * cp);
@@ -453,7 +582,7 @@ long plan_enumerate(const plan_job *job, const plan_filter *f, plan_result **out
               if (sched == MM_SCHED_INTERLEAVED && (m->layers % (pp * v) || M % pp)) continue;
               for (int zero = 0; zero <= 3; zero++) {
                 if (!allowed(f->zero, zero) || (zero && dp * cp == 1) ||
-                    (zero >= 2 && sched == MM_SCHED_INTERLEAVED))
+                    (zero >= 2 && sched == MM_SCHED_INTERLEAVED && m->framework == MM_FW_STEPSCOPE))
                   continue;
                 for (int rc = 0; rc < 3; rc++) {
                   if (!allowed(f->recompute, rc)) continue;
@@ -606,6 +735,11 @@ static void json_layout(ssa_out *o, const plan_result *r) {
       r->cp_s, r->pp_s, r->ep_s, r->grad_sync_s, r->wait_s, r->host_s, r->binding);
 }
 
+static const char *framework_name(int framework) {
+  static const char *const names[] = {"stepscope", "megatron", "fsdp", "deepspeed"};
+  return framework >= 0 && framework < 4 ? names[framework] : "?";
+}
+
 int plan_write_json(ssa_out *o, const plan_job *job, const plan_result *r, long n) {
   const mm_layout *m = &job->model;
   ssa_out_printf(
@@ -613,10 +747,15 @@ int plan_write_json(ssa_out *o, const plan_job *job, const plan_result *r, long 
       "{\"schema_version\":1,\"kind\":\"stepscope.plan\",\"job\":{\"layers\":%d,\"hidden\":%d,"
       "\"heads\":%d,\"vocab\":%d,"
       "\"ffn\":%d,\"seq\":%d,\"max_seq\":%d,\"gpus\":%d,\"gpus_per_node\":%d,"
-      "\"global_batch\":%d,\"overlap\":%s,\"experts\":%d,\"top_k\":%d,\"moe_every\":%d},",
+      "\"global_batch\":%d,\"overlap\":%s,\"experts\":%d,\"top_k\":%d,\"moe_every\":%d,"
+      "\"framework\":\"%s\",\"kv_heads\":%d,\"mlp\":\"%s\",\"untied\":%s,\"positions\":\"%s\","
+      "\"attention\":\"%s\",\"precision\":\"%s\"},",
       m->layers, m->hidden, m->heads, m->vocab, m->ffn > 0 ? m->ffn : 4 * m->hidden, m->seq,
       m->max_seq, job->gpus, job->gpus_per_node, job->global_batch, job->overlap ? "true" : "false",
-      m->experts, m->experts > 0 ? m->top_k : 0, m->experts > 0 ? m->moe_every : 0);
+      m->experts, m->experts > 0 ? m->top_k : 0, m->experts > 0 ? m->moe_every : 0,
+      framework_name(m->framework), m->kv_heads > 0 ? m->kv_heads : m->heads,
+      m->gated_mlp ? "swiglu" : "gelu", m->untied ? "true" : "false", m->rope ? "rope" : "learned",
+      m->unfused_attention ? "unfused" : "flash", job->fp8 ? "fp8" : "bf16");
   const plan_device *d = &job->dev;
   ssa_out_str(o, "\"device\":{\"name\":");
   ssa_out_json_string(o, d->name);

@@ -44,6 +44,14 @@ typedef struct plan_device {
                             one device per rank, never shared); set at run time (--cores,
                             else the planning machine's, assumed) */
   int cores_assumed;     /* 1 when `cores` is the planning machine's, not given */
+  int nics_per_node;     /* GPUs: the node's network interfaces, each inter_bw (0: every
+                            collective leaving a node gets inter_bw per device, as on cpu) */
+  /* compute by shape, for a framework's layouts without calibration (docs/plan.md "Compute
+   * by shape"; 0 on cpu: the trainer's single efficiency above) */
+  double gemm_efficiency;      /* large bf16 GEMMs' achieved share of peak (measured ceiling) */
+  double attention_efficiency; /* fused attention's, per model FLOP (QK^T and PV counted whole) */
+  double hbm_bw;               /* device memory bandwidth, bytes/s: element-wise work */
+  double fp8_peak_flops;       /* dense fp8 peak (0: the device has no fp8) */
 } plan_device;
 
 /* The share of a core each rank gets when `ranks` ranks share the device's cores:
@@ -92,6 +100,8 @@ typedef struct plan_job {
   plan_device dev;
   plan_calibration cal;
   int overlap; /* DP all-reduce overlapped with backward (the trainer's default) */
+  int fp8;     /* a framework's GEMMs in fp8 (--precision fp8): at the fp8 peak; MFU stays
+                  against the bf16 peak */
 } plan_job;
 
 /* One layout's prediction. Times are seconds per optimizer step. */

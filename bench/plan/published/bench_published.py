@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""bench_published.py [STEPSCOPE] [--csv runs.csv] [--only ID_PREFIX] — `stepscope plan` against
+published, measured BF16 training runs (issue 31).
+
+For every row of runs.csv (the model, the devices, the published layout as far as the source
+gives it, and the measured throughput or MFU, each row citing its source) this runs
+`stepscope plan` once over the free sweep of layouts (every layout of the model on those
+devices and that global batch, --csv) and prints:
+  - the published MFU and the MFU predicted for the published layout (the best-ranked layout
+    of the sweep that agrees with every field the source gives: tp, pp, dp, cp, tp x pp,
+    micro-batch, ZeRO stage, recomputation; fields the source leaves out are free);
+  - whether the planner predicts that layout fits (any agreeing layout fits);
+  - the rank of that layout in the free sweep (1 = the planner's best), and how much faster the
+    planner's best is than it (many layouts tie within a per cent: ZeRO-0/1, SP or not).
+and the summary: the share of published runs predicted to fit, the median and worst |MFU
+error| in MFU points relative to the published MFU, the share with the published layout in the
+top 10, the share whose published layout is predicted within 10 % of the best. Goals (issue 31): every run fits; median |error| <= 12 %, worst <= 30 %; most in the top 10.
+
+Both MFUs are counted the same way, from tokens per second per device and the real model's
+FLOPs per token (6 x the parameters a token multiplies, the LM head included, plus 12 x layers
+x hidden x sequence for attention; a SwiGLU MLP has three matrices, GQA's K and V are
+kv_heads/heads of Q's), so that a planner which cannot express the model (e.g. no SwiGLU)
+is judged on the throughput it predicts, not on its own FLOP count. Published figures are
+converted as their kind says: mfu_pct as given (the sources count 6N + 12LCT too),
+tflops_per_gpu / the device's dense BF16 peak, hfu_pct_narayanan (Narayanan et al. 2021 count
+4 forward passes with full recomputation, 96 B s l h^2 (1 + s/6h + V/16lh)) scaled to the model
+FLOPs 72 B s l h^2 (1 + s/6h + V/12lh).
+
+`attention` says which attention kernel the run had where its source says so: unfused for
+Narayanan et al. 2021 (Megatron's fused softmax, before FlashAttention, Dao et al. 2022),
+flash for llm-foundry (attn_impl flash). Options the planner lacks (an older stepscope:
+--framework, --kv-heads, --mlp, --positions, --attention) are left out, so the same script measures main ("before") and the branch ("after").
+"""
+import csv
+import os
+import statistics
+import subprocess
+import sys
+
+PEAK = {"h100-sxm": 989e12, "a100-80g": 312e12, "h200": 989e12}
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def flops_per_token(r):
+    L, C, V, T = (int(r[k]) for k in ("layers", "hidden", "vocab", "seq"))
+    H = int(r["heads"] or C // 128)
+    kv = int(r["kv_heads"] or H)
+    F = int(r["ffn"] or 4 * C)
+    attn_params = 2 * C * C + 2 * C * (C // H) * kv
+    mlp_params = (3 if r["mlp"] == "swiglu" else 2) * C * F
+    params = V * C + L * (attn_params + mlp_params)
+    return 6.0 * params + 12.0 * L * C * T
+
+
+def published_mfu(r):
+    v = float(r["published_value"])
+    kind = r["published_kind"]
+    if kind == "mfu_pct":
+        return v / 100
+    if kind == "tflops_per_gpu":
+        return v * 1e12 / PEAK[r["device"]]
+    if kind == "hfu_pct_narayanan":
+        L, h, V, s = (int(r[k]) for k in ("layers", "hidden", "vocab", "seq"))
+        model = 72 * (1 + s / (6 * h) + V / (12 * L * h))
+        hardware = 96 * (1 + s / (6 * h) + V / (16 * L * h))
+        return v / 100 * model / hardware
+    raise ValueError("unknown published_kind " + kind)
+
+
+def planner_options(stepscope):
+    out = subprocess.run([stepscope, "plan", "--help"], capture_output=True, text=True)
+    return out.stdout + out.stderr
+
+
+def plan_args(r, helptext):
+    heads = r["heads"] or str(int(r["hidden"]) // 128)  # Table 1's image omits heads: d_head 128
+    args = ["plan", "--layers", r["layers"], "--hidden", r["hidden"], "--heads", heads,
+            "--vocab", r["vocab"], "--seq", r["seq"], "--max-seq", r["seq"],
+            "--gpus", r["gpus"], "--global-batch", r["global_batch"], "--device", r["device"],
+            "--gpus-per-node", r["gpus_per_node"] or "8"]
+    if r["ffn"]:
+        args += ["--ffn", r["ffn"]]
+    if "--framework" in helptext:
+        args += ["--framework", r["framework"]]
+    if "--kv-heads" in helptext and r["kv_heads"]:
+        args += ["--kv-heads", r["kv_heads"]]
+    if "--mlp" in helptext and r["mlp"]:
+        args += ["--mlp", r["mlp"]]
+    if "--positions" in helptext and r["positions"]:
+        args += ["--positions", r["positions"]]
+    if "--attention" in helptext and r.get("attention"):
+        args += ["--attention", r["attention"]]
+    return args
+
+
+def agrees(row, r):
+    """Whether a layout of the sweep is the published one, as far as the source says."""
+    for key in ("tp", "pp", "dp", "cp", "zero", "micro_batch"):
+        if r[key] and int(row[key]) != int(r[key]):
+            return False
+    if r["mp"] and int(row["tp"]) * int(row["pp"]) != int(r["mp"]):
+        return False
+    if r["recompute"] and row["recompute"] != r["recompute"]:
+        return False
+    if r["sp"] and int(row["sp"]) != int(r["sp"]):
+        return False
+    return True
+
+
+def main():
+    argv = sys.argv[1:]
+    stepscope = "build/analyzer/stepscope"
+    runs = os.path.join(HERE, "runs.csv")
+    only = ""
+    while argv:
+        a = argv.pop(0)
+        if a == "--csv":
+            runs = argv.pop(0)
+        elif a == "--only":
+            only = argv.pop(0)
+        else:
+            stepscope = a
+    helptext = planner_options(stepscope)
+    rows = [r for r in csv.DictReader(open(runs)) if r["id"].startswith(only)]
+    print(f"{len(rows)} published runs ({runs}); planner {stepscope}")
+    print(f"{'run':<34} {'pub MFU':>7} {'pred':>6} {'err':>7} {'fits':>4} {'rank':>6} {'of':>6} "
+          f"{'best+':>6}  published layout as predicted")
+    errors, fits, top10, ranked, near = [], 0, 0, 0, 0
+    for r in rows:
+        proc = subprocess.run([stepscope] + plan_args(r, helptext) + ["--csv", "-"],
+                              capture_output=True, text=True)
+        pub = published_mfu(r)
+        sweep = list(csv.DictReader(proc.stdout.splitlines())) if proc.returncode == 0 else []
+        match = next(((i, row) for i, row in enumerate(sweep) if agrees(row, r)), None)
+        if match is None:
+            why = (proc.stderr.strip().splitlines() or ["no layout agrees"])[-1][:70]
+            print(f"{r['id']:<34} {100 * pub:6.1f}% {'-':>6} {'-':>7} {'NO':>4} {'-':>6} "
+                  f"{len(sweep):>6}  ({why})")
+            errors.append(1.0)
+            continue
+        rank, row = match
+        tokens_per_device = float(row["tokens_per_s"]) / int(r["gpus"])
+        pred = tokens_per_device * flops_per_token(r) / PEAK[r["device"]]
+        err = (pred - pub) / pub
+        fit = row["fits"] == "1"
+        fits += fit
+        errors.append(abs(err))
+        ranked += 1
+        top10 += rank < 10
+        best = max((float(x["tokens_per_s"]) for x in sweep if x["fits"] == "1"), default=0.0)
+        gap = best / float(row["tokens_per_s"]) - 1 if best > 0 else 0.0
+        near += gap <= 0.10
+        layout = (f"dp{row['dp']} tp{row['tp']} pp{row['pp']} cp{row['cp']} z{row['zero']} "
+                  f"{row['schedule']} m{row['microbatches']}x{row['micro_batch']} "
+                  f"rc={row['recompute']}")
+        print(f"{r['id']:<34} {100 * pub:6.1f}% {100 * pred:5.1f}% {100 * err:+6.1f}% "
+              f"{'yes' if fit else 'NO':>4} {rank + 1:>6} {len(sweep):>6} {100 * gap:5.1f}%  "
+              f"{layout}")
+    n = len(rows)
+    if not n:
+        return
+    print(f"\nsummary over {n} published runs:")
+    print(f"  predicted to fit:            {fits}/{n} = {100 * fits / n:.0f} %  (goal: all)")
+    print(f"  median |MFU error|:          {100 * statistics.median(errors):.1f} %  (goal <= 12 %;"
+          " a run without an agreeing layout counts 100 %)")
+    print(f"  worst |MFU error|:           {100 * max(errors):.1f} %  (goal <= 30 %)")
+    print(f"  published layout in top 10:  {top10}/{n} = {100 * top10 / n:.0f} %  (goal: most)")
+    print(f"  within 10 % of the best:     {near}/{n} = {100 * near / n:.0f} %  (the published layout's"
+          " predicted tokens/s against the best layout's)")
+
+
+if __name__ == "__main__":
+    main()

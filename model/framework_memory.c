@@ -1,0 +1,209 @@
+/*
+ * framework_memory.c — a rank's device memory under a real framework's conventions (Megatron-LM,
+ * PyTorch FSDP, DeepSpeed ZeRO), in closed form, for the planner (memory_model.h:
+ * mm_framework_rank_memory; docs/plan.md "Frameworks" names every convention and its source).
+ *
+ * Model states per parameter held by the rank (psi: the parameters of its stage on its TP rank;
+ * n: the ranks the state is sharded over, dp x cp):
+ *   megatron:  bf16 parameters 2, fp32 gradients 4 (main_grad), fp32 master + Adam m, v 12:
+ *              18 bytes; ZeRO-1 = the distributed optimizer, 6 + 12/n (Megatron-LM
+ *              docs/user-guide/features/dist_optimizer.md); ZeRO-2/3 refused (not Megatron's).
+ *   deepspeed: the ZeRO paper (Rajbhandari et al. 2020, sec. 3-5), bf16 parameters and
+ *              gradients: ZeRO-0 16, ZeRO-1 4 + 12/n, ZeRO-2 2 + 14/n, ZeRO-3 16/n; ZeRO-3 also
+ *              holds the gathered bf16 parameters of the block in use and of the one prefetched.
+ *   fsdp:      ZeRO-0 = DDP under autocast (fp32 parameters and gradients, Adam 8: 16);
+ *              ZeRO-1 = ZeroRedundancyOptimizer, 8 + 8/n; ZeRO-2 = SHARD_GRAD_OP: fp32 shards
+ *              16/n plus the bf16 parameters kept unsharded from forward to backward (2);
+ *              ZeRO-3 = FULL_SHARD: 16/n plus, at the peak, two blocks unsharded (the one
+ *              computing and the one prefetched), their bf16 parameters and gradients.
+ * Activations (Korthikanti et al. 2022, sec. 4, bytes per layer and micro-batch with s tokens
+ * of b sequences, hidden h, TP t): 10 sbh replicated over TP (LayerNorm inputs 4, QKV and MLP
+ * inputs 2 + 2, two dropout masks 2; divided by t with sequence parallelism) and 24 sbh / t
+ * sharded (Q, K 4, V 2, projection input 2, the MLP's two 4h-wide tensors 16); with GQA K and V
+ * shrink by kv/heads, a gated MLP keeps three F-wide tensors; fused/flash attention keeps no
+ * s x s matrix (the paper's 5as/h term is gone; selective recomputation then saves nothing), only
+ * its fp32 log-sum-exp (4 a s b / t); --attention unfused (Megatron before FlashAttention) keeps
+ * the 5 a s^2 b / t of softmax and dropout unless selective or full recomputation drops it. Full
+ * recomputation keeps each layer's input (2 sbh, / t with SP) and one layer's activations while it
+ * is recomputed. A stage keeps the micro-batches its schedule has in flight: AFAB M, 1F1B min(p -
+ * stage, M), Megatron's interleaved schedule 2 (p - stage - 1) + (v - 1) p + 1 model chunks
+ * (Narayanan et al. 2021, sec. 2.2; Korthikanti et al.'s L (1 + (p-1)/(pv)) layers on the first
+ * stage). The last stage also holds one micro- batch's logits, vocabulary-parallel: bf16 and the
+ * fp32 copy of the cross entropy, 6 sbV / t.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "memory_model.h"
+
+int mm_stage_layers(const mm_layout *l, int stage) {
+  int base = (l->layers + l->pp - 1) / l->pp, fewer = base * l->pp - l->layers;
+  if (l->framework == MM_FW_STEPSCOPE || fewer == 0) return l->layers / l->pp;
+  /* take one away from the first, the last, the second, the second last, ... stage */
+  int from_end = l->pp - 1 - stage, order = stage <= from_end ? 2 * stage : 2 * from_end + 1;
+  return base - (order < fewer ? 1 : 0);
+}
+
+int mm_fullest_stage(const mm_layout *l) {
+  int base = (l->layers + l->pp - 1) / l->pp, fewer = base * l->pp - l->layers;
+  if (l->framework == MM_FW_STEPSCOPE || fewer == 0) return 0;
+  int s = (fewer + 1) / 2; /* the stages before it from the front give up a block */
+  return s < l->pp ? s : l->pp - 1;
+}
+
+static double ffn_width(const mm_layout *l) {
+  return l->ffn > 0 ? l->ffn : 4.0 * l->hidden;
+}
+
+static double kv_share(const mm_layout *l) {
+  return l->kv_heads > 0 ? (double)l->kv_heads / l->heads : 1.0;
+}
+
+/* One block's parameters on a TP rank: the attention and MLP matrices and biases cut over TP,
+ * the two LayerNorms whole. */
+static double block_params(const mm_layout *l) {
+  double C = l->hidden, F = ffn_width(l), kv = kv_share(l);
+  double attention = 2.0 * C * C + 2.0 * C * C * kv;
+  double mlp = (l->gated_mlp ? 3.0 : 2.0) * C * F;
+  double biases = l->gated_mlp ? 0 : C + 2.0 * C * kv + C + F + C;
+  return (attention + mlp + biases) / l->tp + 4.0 * C;
+}
+
+/* The vocabulary as Megatron pads it: a multiple of 128 x tp. */
+static double padded_vocab(const mm_layout *l) {
+  long unit = 128L * l->tp;
+  return (double)((l->vocab + unit - 1) / unit * unit);
+}
+
+/* Whether global layer `layer` is a mixture of experts (every moe_every-th, as the trainer's). */
+static int layer_is_moe(const mm_layout *l, int layer) {
+  return l->experts > 0 && l->moe_every > 0 && (layer + 1) % l->moe_every == 0;
+}
+
+/* A mixture-of-experts block on a TP rank: the dense block's attention and norms, the router
+ * (E x C, whole) and the rank's E / ep experts, each an MLP cut over TP (Megatron's expert
+ * tensor parallelism equal to TP). */
+static double moe_block_params(const mm_layout *l) {
+  double C = l->hidden, F = ffn_width(l), ep = l->ep > 0 ? l->ep : 1;
+  double mlp = (l->gated_mlp ? 3.0 : 2.0) * C * F + (l->gated_mlp ? 0 : F + C);
+  return block_params(l) - mlp / l->tp + (double)l->experts * C + l->experts / ep * mlp / l->tp;
+}
+
+double mm_framework_stage_params(const mm_layout *l, int stage) {
+  double C = l->hidden, table = padded_vocab(l) * C / l->tp, p = 0;
+  int first = 0;
+  for (int s = 0; s < stage; s++)
+    first += mm_stage_layers(l, s);
+  for (int k = 0; k < mm_stage_layers(l, stage); k++)
+    p += layer_is_moe(l, first + k) ? moe_block_params(l) : block_params(l);
+  if (stage == 0) p += table + (l->rope ? 0 : (double)l->max_seq * C);
+  if (stage == l->pp - 1) p += 2.0 * C + (l->pp > 1 || l->untied ? table : 0);
+  return p;
+}
+
+/* Bytes of one layer's stored activations for one micro-batch (Korthikanti et al.). */
+double mm_framework_layer_activations(const mm_layout *l) {
+  double s = (double)l->seq / l->cp, b = l->micro_batch, h = l->hidden, t = l->tp;
+  double sbh = s * b * h, rep = l->sp && l->tp > 1 ? t : 1.0;
+  /* a mixture of experts keeps the MLP's tensors of every token once per expert it goes to
+   * (every block of the layout taken as one: the MLP tensors x top_k when all are MoE) */
+  double routed = l->experts > 0 && l->moe_every == 1 ? l->top_k : 1.0;
+  double mlp = (l->gated_mlp ? 6.0 : 4.0) * ffn_width(l) / h * routed;
+  double sharded = 4.0 + 4.0 * kv_share(l) + mlp;
+  double lse = 4.0 * l->heads * s * b / t; /* flash attention's log-sum-exp, fp32 */
+  /* without a flash kernel: the softmax output, its dropout mask and output, 5 a s^2 b / t,
+   * unless recomputed (selective recomputation's very purpose) */
+  double scores = l->unfused_attention && l->recompute == MM_RECOMPUTE_NONE
+                      ? 5.0 * l->heads * s * s * b / t
+                      : 0;
+  return sbh * (10.0 / rep + sharded / t) + (l->unfused_attention ? scores : lse);
+}
+
+/* Model chunks' micro-batches in flight on `stage`, in units of the stage's layers. */
+static double layers_in_flight(const mm_layout *l, int stage, int layers) {
+  int M = l->microbatches, p = l->pp;
+  if (p == 1) return layers;
+  if (l->schedule == MM_SCHED_AFAB) return (double)M * layers;
+  if (l->schedule == MM_SCHED_INTERLEAVED && l->virtual_stages > 1) {
+    int V = l->virtual_stages, chunks = 2 * (p - stage - 1) + (V - 1) * p + 1;
+    if (chunks > M * V) chunks = M * V;
+    return (double)chunks * layers / V;
+  }
+  int inflight = p - stage < M ? p - stage : M;
+  return (double)inflight * layers;
+}
+
+int mm_framework_rank_memory(const mm_layout *l, int stage, mm_breakdown *out, char *err,
+                             size_t errlen) {
+  memset(out, 0, sizeof *out);
+#define REFUSE(...)                                                                                \
+  do {                                                                                             \
+    if (err) snprintf(err, errlen, __VA_ARGS__);                                                   \
+    return -1;                                                                                     \
+  } while (0)
+  int V = l->schedule == MM_SCHED_INTERLEAVED && l->virtual_stages > 1 ? l->virtual_stages : 1;
+  if (l->dp < 1 || l->tp < 1 || l->pp < 1 || l->cp < 1 || l->hidden < 1 || l->heads < 1 ||
+      l->layers < l->pp || l->vocab < 1 || l->seq < 1 || l->micro_batch < 1 || l->microbatches < 1)
+    REFUSE("every size and degree must be at least 1, and every stage needs a layer");
+  if (stage < 0 || stage >= l->pp) REFUSE("pipeline rank %d is outside --pp %d", stage, l->pp);
+  int kv = l->kv_heads > 0 ? l->kv_heads : l->heads;
+  if (l->hidden % l->heads || l->heads % l->tp || kv % l->tp || (l->ffn > 0 && l->ffn % l->tp))
+    REFUSE("the heads (%d, %d of them K/V) and the MLP width must be divisible by --tp %d",
+           l->heads, kv, l->tp);
+  if (V > 1 && l->layers % (l->pp * V))
+    REFUSE("--layers %d is not divisible by pp x virtual stages = %d", l->layers, l->pp * V);
+  if (l->seq % (l->cp > 1 ? 2 * l->cp : 1))
+    REFUSE("--seq %d is not divisible by 2 x --cp %d", l->seq, l->cp);
+  int ep = l->ep > 0 ? l->ep : 1;
+  if (l->experts > 0 && (l->dp % ep || l->experts % ep || l->top_k < 1 || l->moe_every < 1))
+    REFUSE("--ep %d must divide --dp %d and the %d experts", ep, l->dp, l->experts);
+  if (l->framework == MM_FW_MEGATRON && l->zero >= 2)
+    REFUSE("Megatron-LM shards the optimizer (ZeRO-1, its distributed optimizer), not ZeRO-%d: "
+           "--framework fsdp or deepspeed",
+           l->zero);
+#undef REFUSE
+  double psi = mm_framework_stage_params(l, stage), n = (double)l->dp * l->cp;
+  double block = block_params(l), table = padded_vocab(l) * l->hidden / l->tp;
+  if (l->experts > 0 && moe_block_params(l) > block) block = moe_block_params(l);
+  double unit = block > table ? block : table; /* the largest block FSDP/ZeRO-3 gathers */
+  double params = 0, grads = 0, optim = 0;
+  switch (l->framework) {
+  case MM_FW_MEGATRON:
+    params = 2 * psi;
+    grads = 4 * psi;
+    optim = 12 * psi / (l->zero >= 1 ? n : 1);
+    break;
+  case MM_FW_DEEPSPEED:
+    params = l->zero >= 3 ? 2 * psi / n + 2 * 2 * unit : 2 * psi;
+    grads = l->zero >= 2 ? 2 * psi / n + 2 * l->bucket_mb * 1048576.0 : 2 * psi;
+    optim = 12 * psi / (l->zero >= 1 ? n : 1);
+    break;
+  default: /* MM_FW_FSDP */
+    if (l->zero <= 1) {
+      params = 4 * psi;
+      grads = 4 * psi;
+      optim = 8 * psi / (l->zero == 1 ? n : 1);
+    } else {
+      params = 4 * psi / n + (l->zero == 2 ? 2 * psi : 2 * 2 * unit);
+      grads = 4 * psi / n + 2 * 2 * unit;
+      optim = 8 * psi / n;
+    }
+  }
+  int layers = mm_stage_layers(l, stage);
+  double per_layer = mm_framework_layer_activations(l), s = (double)l->seq / l->cp,
+         b = l->micro_batch;
+  double input = 2.0 * s * b * l->hidden / (l->sp && l->tp > 1 ? l->tp : 1);
+  double acts = l->recompute == MM_RECOMPUTE_FULL
+                    ? layers_in_flight(l, stage, layers) * input + per_layer
+                    : layers_in_flight(l, stage, layers) * per_layer;
+  if (stage == l->pp - 1) acts += 6.0 * s * b * padded_vocab(l) / l->tp + 2.0 * s * b * l->hidden;
+  out->parameters = (size_t)params;
+  out->gradients = (size_t)grads;
+  out->optimizer = (size_t)optim;
+  out->activations = (size_t)acts;
+  out->other = 0;
+  out->steady = out->parameters + out->gradients + out->optimizer + out->activations;
+  out->init_peak = out->steady;
+  out->peak = out->steady;
+  return 0;
+}

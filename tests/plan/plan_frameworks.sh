@@ -1,0 +1,83 @@
+#!/bin/bash
+# plan_frameworks.sh STEPSCOPE — `stepscope plan --framework` end to end (docs/plan.md
+# "Frameworks"):
+#   - the default is Megatron-LM's conventions on GPUs, the stepscope trainer's on cpu; an
+#     unknown framework is a usage error (exit 2);
+#   - GPT-3 175B with ZeRO-3 on 1,024 A100s: DeepSpeed's ZeRO-3 (the paper's 16 Psi / N) fits
+#     in 80 GiB, the stepscope trainer's (its set-up holds all fp32 parameters) does not;
+#   - Llama 3 405B's 126 layers on 16 pipeline stages: a framework balances them unevenly, the
+#     trainer refuses (exit 1);
+#   - a Llama-like model (GQA, SwiGLU, RoPE, untied) is planned; the trainer refuses it (exit 2).
+set -u
+stepscope=$1
+dir=$(mktemp -d "${TMPDIR:-/tmp}/ss-planfw.XXXXXX") || exit 1
+trap 'rm -rf "$dir"' EXIT
+fail=0
+no() { echo "FAILED: $*"; fail=1; }
+framework_of() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["job"]["framework"])' "$1"; }
+
+"$stepscope" plan --model gpt2-124m --gpus 8 --global-batch 32 --top 1 --json "$dir/gpu.json" \
+  > /dev/null 2>&1 || no "plan gpt2-124m on 8 GPUs"
+[ "$(framework_of "$dir/gpu.json")" = megatron ] || no "the default on GPUs is megatron"
+"$stepscope" plan --model tiny --device cpu --gpus 2 --global-batch 4 --top 1 \
+  --json "$dir/cpu.json" > /dev/null 2>&1 || no "plan tiny on 2 cpu ranks"
+[ "$(framework_of "$dir/cpu.json")" = stepscope ] || no "the default on cpu is the trainer's"
+"$stepscope" plan --model tiny --gpus 2 --global-batch 4 --framework bogus > /dev/null \
+  2> "$dir/err"
+[ $? -eq 2 ] && grep -q "unknown --framework 'bogus'" "$dir/err" || no "--framework bogus"
+
+gpt3=(--layers 96 --hidden 12288 --heads 96 --vocab 51200 --seq 2048 --max-seq 2048
+      --gpus 1024 --global-batch 2048 --device a100-80g --dp 1024 --tp 1 --pp 1 --cp 1 --zero 3
+      --recompute full --microbatches 2)
+"$stepscope" plan "${gpt3[@]}" --framework deepspeed > "$dir/ds.txt" 2>&1 ||
+  { cat "$dir/ds.txt"; no "GPT-3 ZeRO-3 under deepspeed"; }
+grep -q "^best: fits" "$dir/ds.txt" || { cat "$dir/ds.txt"; no "DeepSpeed ZeRO-3 fits GPT-3"; }
+"$stepscope" plan "${gpt3[@]}" --framework stepscope-cuda > "$dir/ss.txt" 2>&1
+grep -q "^best: does NOT fit" "$dir/ss.txt" || { cat "$dir/ss.txt"; no "the trainer's ZeRO-3 set-up"; }
+
+llama=(--layers 126 --hidden 16384 --heads 128 --kv-heads 8 --ffn 53248 --mlp swiglu
+       --positions rope --untied --vocab 128000 --seq 8192 --gpus 8192 --global-batch 2048
+       --dp 64 --tp 8 --pp 16 --cp 1 --zero 1 --recompute full --microbatches 32
+       --schedule 1f1b --sp)
+"$stepscope" plan "${llama[@]}" > "$dir/llama.txt" 2>&1 ||
+  { cat "$dir/llama.txt"; no "Llama 3 405B on 8,192 GPUs, pp16"; }
+grep -q "^best: fits" "$dir/llama.txt" || { cat "$dir/llama.txt"; no "Llama 3 405B fits"; }
+"$stepscope" plan "${llama[@]}" --framework stepscope-cuda > "$dir/llama-ss.txt" 2>&1
+[ $? -eq 2 ] || { cat "$dir/llama-ss.txt"; no "the trainer has no GQA/SwiGLU/RoPE"; }
+"$stepscope" plan --layers 126 --hidden 1024 --heads 8 --vocab 1000 --seq 64 --gpus 16 \
+  --global-batch 16 --dp 1 --tp 1 --pp 16 --cp 1 --zero 0 --recompute none --microbatches 16 \
+  --schedule 1f1b --framework stepscope-cuda > "$dir/uneven.txt" 2>&1
+[ $? -eq 1 ] || { cat "$dir/uneven.txt"; no "the trainer refuses uneven stages"; }
+
+# presets of real models (model_presets.c): Llama 3 8B is GQA, SwiGLU, RoPE, untied; Mixtral plans
+# expert parallelism; an unknown name lists both tables
+"$stepscope" plan --model llama3-8b --gpus 8 --global-batch 64 --top 1 --json "$dir/l8.json" \
+  > /dev/null 2>&1 || no "plan --model llama3-8b"
+python3 - "$dir/l8.json" <<'PY' || no "llama3-8b's shape"
+import json, sys
+j = json.load(open(sys.argv[1]))["job"]
+ok = (j["layers"], j["hidden"], j["kv_heads"], j["ffn"], j["mlp"], j["positions"], j["untied"]) == \
+     (32, 4096, 8, 14336, "swiglu", "rope", True)
+sys.exit(0 if ok else 1)
+PY
+"$stepscope" plan --model mixtral-8x7b --gpus 16 --global-batch 64 --csv "$dir/mx.csv" \
+  > /dev/null 2>&1 || no "plan --model mixtral-8x7b"
+awk -F, 'NR > 1 && $30 > 1 && $18 == 1 { found = 1 } END { exit !found }' "$dir/mx.csv" ||
+  no "mixtral: a fitting layout with expert parallelism"
+"$stepscope" plan --model llama4 --gpus 8 --global-batch 8 > /dev/null 2> "$dir/err"
+[ $? -eq 2 ] && grep -q "llama3-405b" "$dir/err" || no "unknown --model lists the real models"
+
+# fp8: a framework's GEMMs at the fp8 peak (a shorter step, the MFU still against bf16's);
+# refused where the device has none
+step_of() { "$stepscope" plan --model llama3-8b --gpus 8 --global-batch 64 --dp 8 --tp 1 --pp 1 \
+  --cp 1 --zero 1 --recompute none --microbatches 8 "$@" --json - 2>/dev/null |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["layouts"][0]["step_time_s"])'; }
+bf16=$(step_of --precision bf16) fp8=$(step_of --precision fp8)
+python3 -c "import sys; sys.exit(0 if 0 < float('$fp8') < 0.9 * float('$bf16') else 1)" ||
+  no "fp8 step $fp8 s not shorter than bf16's $bf16 s"
+"$stepscope" plan --model llama3-8b --gpus 8 --global-batch 64 --precision fp8 \
+  --device a100-80g > /dev/null 2>&1
+[ $? -eq 2 ] || no "fp8 on an A100 is refused"
+
+[ $fail -eq 0 ] && echo "plan.frameworks_cli: ok"
+exit $fail

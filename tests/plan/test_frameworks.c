@@ -1,0 +1,288 @@
+/*
+ * test_frameworks.c — the real frameworks' memory conventions (model/framework_memory.c,
+ * docs/plan.md "Frameworks") against hand-computed cases.
+ *
+ * The model: L=4, C=256, H=8, V=1000, 128 positions, seq 128, micro-batch 2, tp 2, pp 2.
+ * One block on a TP rank: attention 4C^2 = 262144, MLP 8C^2 = 524288, biases 5C + 4C = 2304,
+ * all / tp, plus two LayerNorms 4C = 1024 whole: 395392. The vocabulary padded to 128 x tp =
+ * 256: 1024, its table cut over TP: 1024 x 256 / 2 = 131072. Stage 0: 2 blocks + table +
+ * positions 128 x 256 = 954624; stage 1: 2 blocks + final LN 512 + the LM head's copy of the
+ * table = 922368.
+ * Activations per layer and micro-batch with SP (Korthikanti et al.): sbh x 34 / t = 65536 x 17
+ * = 1114112, plus flash attention's log-sum-exp 4 x 8 x 128 x 2 / 2 = 4096: 1118208.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "memory_model.h"
+#include "ssa_plan.h"
+
+static int failures;
+#define CHECK(cond)                                                                                \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);                     \
+      failures++;                                                                                  \
+    }                                                                                              \
+  } while (0)
+
+static mm_layout model(mm_framework framework) {
+  mm_layout l;
+  memset(&l, 0, sizeof l);
+  l.framework = framework;
+  l.layers = 4;
+  l.hidden = 256;
+  l.heads = 8;
+  l.vocab = 1000;
+  l.max_seq = 128;
+  l.seq = 128;
+  l.dp = 4;
+  l.tp = 2;
+  l.pp = 2;
+  l.cp = 1;
+  l.sp = 1;
+  l.schedule = MM_SCHED_1F1B;
+  l.virtual_stages = 1;
+  l.microbatches = 4;
+  l.micro_batch = 2;
+  l.zero = 1;
+  l.act_bytes = 2;
+  l.bucket_mb = 1;
+  return l;
+}
+
+static mm_breakdown mem(const mm_layout *l, int stage) {
+  mm_breakdown b;
+  char err[200];
+  if (mm_rank_memory(l, stage, &b, err, sizeof err) != 0) {
+    fprintf(stderr, "unexpected refusal: %s\n", err);
+    failures++;
+    memset(&b, 0, sizeof b);
+  }
+  return b;
+}
+
+enum { PSI0 = 954624, PSI1 = 922368, LAYER = 1118208 };
+
+static void model_states(void) {
+  /* Megatron: bf16 parameters, fp32 main gradients, the distributed optimizer's 12 / n */
+  mm_layout l = model(MM_FW_MEGATRON);
+  mm_breakdown b = mem(&l, 0);
+  CHECK(b.parameters == 2 * (size_t)PSI0 && b.gradients == 4 * (size_t)PSI0);
+  CHECK(b.optimizer == 12 * (size_t)PSI0 / 4);
+  l.zero = 0;
+  b = mem(&l, 1);
+  CHECK(b.parameters + b.gradients + b.optimizer == 18 * (size_t)PSI1);
+  char err[200] = "";
+  l.zero = 2;
+  CHECK(mm_rank_memory(&l, 0, &b, err, sizeof err) != 0 && strstr(err, "ZeRO-1"));
+
+  /* DeepSpeed, the ZeRO paper: 4 + 12/n, 2 + 14/n (+ its buckets), 16/n (+ two gathered blocks) */
+  l = model(MM_FW_DEEPSPEED);
+  b = mem(&l, 0);
+  CHECK(b.parameters + b.gradients + b.optimizer == 4 * (size_t)PSI0 + 12 * (size_t)PSI0 / 4);
+  l.zero = 2;
+  b = mem(&l, 0);
+  CHECK(b.parameters + b.gradients + b.optimizer ==
+        2 * (size_t)PSI0 + 14 * (size_t)PSI0 / 4 + 2 * 1048576);
+  l.zero = 3;
+  l.dp = 64;
+  b = mem(&l, 0);
+  size_t block = 395392; /* the largest gathered unit: one block (the table is 131072) */
+  CHECK(b.parameters == 2 * (size_t)PSI0 / 64 + 4 * block);
+  CHECK(b.gradients == 2 * (size_t)PSI0 / 64 + 2 * 1048576 &&
+        b.optimizer == 12 * (size_t)PSI0 / 64);
+  CHECK(b.peak == b.steady); /* never all parameters at once (the trainer's set-up does) */
+
+  /* FSDP: FULL_SHARD 16/n + two blocks unsharded (bf16 parameters and gradients);
+   * SHARD_GRAD_OP keeps the bf16 parameters whole */
+  l = model(MM_FW_FSDP);
+  l.zero = 3;
+  b = mem(&l, 1);
+  CHECK(b.parameters + b.gradients + b.optimizer == 16 * (size_t)PSI1 / 4 + 8 * block);
+  l.zero = 2;
+  b = mem(&l, 1);
+  CHECK(b.parameters == 4 * (size_t)PSI1 / 4 + 2 * (size_t)PSI1);
+}
+
+static void activations(void) {
+  mm_layout l = model(MM_FW_MEGATRON);
+  /* 1F1B: stage 0 keeps min(pp, M) = 2 micro-batches of its 2 layers, the last stage one, and
+   * one micro-batch's logits (bf16 + fp32, 6 s b V / t) and final LayerNorm input */
+  CHECK(mem(&l, 0).activations == 4 * (size_t)LAYER);
+  CHECK(mem(&l, 1).activations == 2 * (size_t)LAYER + 6 * 128 * 2 * 1024 / 2 + 2 * 65536);
+  /* without SP the 10 sbh of LayerNorm inputs, dropout masks and GEMM inputs are whole */
+  l.sp = 0;
+  CHECK(mem(&l, 0).activations == 4 * ((size_t)65536 * (10 + 12) + 4096));
+  l.sp = 1;
+  /* full recomputation: each layer's input (2 sbh / t) and one layer recomputed */
+  l.recompute = MM_RECOMPUTE_FULL;
+  CHECK(mem(&l, 0).activations == 4 * (size_t)65536 + LAYER);
+  /* flash attention: selective recomputation saves nothing */
+  l.recompute = MM_RECOMPUTE_SELECTIVE;
+  CHECK(mem(&l, 0).activations == 4 * (size_t)LAYER);
+  /* Megatron's interleaved schedule, v = 2: 2 (p - 1) + (v - 1) p + 1 = 5 chunks of one layer
+   * on stage 0 (Korthikanti et al.: L (1 + (p-1)/(pv)) = 5 layers) */
+  l.recompute = MM_RECOMPUTE_NONE;
+  l.schedule = MM_SCHED_INTERLEAVED;
+  l.virtual_stages = 2;
+  CHECK(mem(&l, 0).activations == 5 * (size_t)LAYER);
+  /* AFAB: every micro-batch */
+  l.schedule = MM_SCHED_AFAB;
+  l.virtual_stages = 1;
+  CHECK(mem(&l, 0).activations == 8 * (size_t)LAYER);
+}
+
+static void models_as_they_are(void) {
+  /* uneven stages: one fewer block on the first and the last stage (Llama 3: 126 on 16) */
+  mm_layout l = model(MM_FW_MEGATRON);
+  l.layers = 126;
+  l.pp = 16;
+  int total = 0;
+  for (int s = 0; s < 16; s++)
+    total += mm_stage_layers(&l, s);
+  CHECK(total == 126 && mm_stage_layers(&l, 0) == 7 && mm_stage_layers(&l, 15) == 7 &&
+        mm_stage_layers(&l, 1) == 8);
+  l.layers = 10;
+  l.pp = 4;
+  CHECK(mm_stage_layers(&l, 0) == 2 && mm_stage_layers(&l, 1) == 3 && mm_stage_layers(&l, 2) == 3 &&
+        mm_stage_layers(&l, 3) == 2);
+  /* the first stage holding the most blocks (what the step's pace and the memory check) */
+  CHECK(mm_fullest_stage(&l) == 1);
+  l.layers = 112;
+  l.pp = 64;
+  CHECK(mm_fullest_stage(&l) == 8 && mm_stage_layers(&l, 7) == 1 && mm_stage_layers(&l, 8) == 2);
+  l.layers = 126;
+  l.pp = 16;
+  CHECK(mm_fullest_stage(&l) == 1 && mm_stage_layers(&l, 1) == 8);
+  /* the trainer's stages stay even */
+  l.framework = MM_FW_STEPSCOPE;
+  l.layers = 8;
+  l.pp = 4;
+  CHECK(mm_stage_layers(&l, 0) == 2);
+
+  /* GQA (2 of 8 heads for K and V), SwiGLU (three C x F, no biases), RoPE (no table): one block
+   * (2C^2 + 2C^2/4 + 3 x C x 512) / 2 + 4C = 278528 + 1024; stage 0 adds only the table */
+  l = model(MM_FW_MEGATRON);
+  l.kv_heads = 2;
+  l.gated_mlp = 1;
+  l.ffn = 512;
+  l.rope = 1;
+  l.zero = 0;
+  mm_breakdown b = mem(&l, 0);
+  CHECK(b.parameters == 2 * (size_t)(2 * (278528 + 1024) + 131072));
+  /* untied on one stage: the embedding and the LM head both */
+  l.pp = 1;
+  l.untied = 1;
+  b = mem(&l, 0);
+  CHECK(b.parameters == 2 * (size_t)(4 * (278528 + 1024) + 2 * 131072 + 512));
+  /* a mixture of experts (4 experts, ep 2, every block): a block loses its MLP (2CF + F + C =
+   * 525568, / tp) and gains the router (E x C = 1024, whole) and its 2 experts' MLPs / tp:
+   * 395392 + 262784 + 1024 = 659200; stage 0 = 2 of them + table + positions */
+  mm_layout moe = model(MM_FW_MEGATRON);
+  moe.experts = 4;
+  moe.top_k = 2;
+  moe.moe_every = 1;
+  moe.ep = 2;
+  b = mem(&moe, 0);
+  CHECK(b.parameters == 2 * (size_t)(2 * 659200 + 131072 + 32768));
+  /* the trainer refuses what it does not have */
+  l.framework = MM_FW_STEPSCOPE;
+  char err[200] = "";
+  CHECK(mm_rank_memory(&l, 0, &b, err, sizeof err) != 0);
+
+  /* the LM head is vocabulary-parallel under a framework, whole on every TP rank in the
+   * trainer: the last stage's extra FLOPs are 3 x 2 x C x V x tokens / tp */
+  l = model(MM_FW_MEGATRON);
+  double tokens = 2.0 * 128, head = 6.0 * 256 * 1024 * tokens;
+  double extra = plan_stage_flops_per_microbatch(&l, 1) - plan_stage_flops_per_microbatch(&l, 0);
+  CHECK(extra > head / 2 * 0.999999 && extra < head / 2 * 1.000001);
+  l.framework = MM_FW_STEPSCOPE;
+  extra = plan_stage_flops_per_microbatch(&l, 1) - plan_stage_flops_per_microbatch(&l, 0);
+  CHECK(extra > head * 0.999999 && extra < head * 1.000001);
+}
+
+/* The cluster (docs/plan.md "Devices"): 16 H100s, 8 a node, 8 NICs of 50 GB/s. A DP group with
+ * 8 members a node rings over all 8 NICs (400 GB/s, under NVLink's 450); with tp 8 it has one
+ * member a node and one NIC (50 GB/s). Megatron ZeRO-0 without overlap: an all-reduce of the fp32
+ * gradients, 2 x (latency x (blocks + 1) + 4 Psi (n - 1)/n / bw). */
+static void clusters(void) {
+  plan_job j;
+  memset(&j, 0, sizeof j);
+  j.model = model(MM_FW_MEGATRON);
+  j.gpus = 16;
+  j.gpus_per_node = 8;
+  j.global_batch = 16;
+  j.dev = *plan_device_find("h100-sxm");
+  j.overlap = 0;
+  mm_layout l = model(MM_FW_MEGATRON);
+  l.dp = 16;
+  l.tp = 1;
+  l.pp = 1;
+  l.sp = 0;
+  l.zero = 0;
+  l.microbatches = 1;
+  l.micro_batch = 1;
+  plan_result r;
+  char err[200];
+  CHECK(plan_predict(&j, &l, &r, err, sizeof err) == 0);
+  double psi = mm_framework_stage_params(&r.layout, 0), lat = j.dev.latency_s;
+  double want = 2 * (5 * lat + 4 * psi * 15 / 16 / 400e9);
+  CHECK(fabs(r.grad_sync_s - want) < 1e-9 * want);
+  l.dp = 2;
+  l.tp = 8;
+  l.micro_batch = 8;
+  CHECK(plan_predict(&j, &l, &r, err, sizeof err) == 0);
+  psi = mm_framework_stage_params(&r.layout, 0);
+  want = 2 * (5 * lat + 4 * psi / 2 / 50e9);
+  CHECK(fabs(r.grad_sync_s - want) < 1e-9 * want);
+  /* TP inside a node: NVLink */
+  CHECK(r.tp_s > 0);
+}
+
+/* Compute by shape (docs/plan.md): on one H100, a micro-batch's time is, per layer, the GEMMs
+ * (forward 2 x (4C^2 + 8C^2) x tokens, three times with backward) at 62 % of peak, attention
+ * (forward 4 x C x seq x tokens, three times) at 30 %, and five passes of HBM traffic over the
+ * stored activations (sbh x 34 + the log-sum-exp) at 3.35 TB/s; plus the LM head's 6 C V tokens
+ * at the GEMM rate. A small hidden size reaches a smaller share of peak than a large one. */
+static void compute_by_shape(void) {
+  plan_job j;
+  memset(&j, 0, sizeof j);
+  j.model = model(MM_FW_MEGATRON);
+  j.gpus = 1;
+  j.gpus_per_node = 8;
+  j.global_batch = 2;
+  j.dev = *plan_device_find("h100-sxm");
+  j.overlap = 1;
+  mm_layout l = model(MM_FW_MEGATRON);
+  l.dp = l.tp = l.pp = 1;
+  l.sp = 0;
+  l.zero = 0;
+  l.microbatches = 1;
+  plan_result r;
+  char err[200];
+  CHECK(plan_predict(&j, &l, &r, err, sizeof err) == 0);
+  double tokens = 256, C = 256, peak = 989e12;
+  double gemm = 2 * 12 * C * C * tokens, att = 4 * C * 128 * tokens;
+  double acts = 65536.0 * 34 + 4 * 8 * 128 * 2;
+  double layer = 3 * gemm / (0.62 * peak) + 3 * att / (0.30 * peak) + 5 * acts / 3.35e12;
+  double want = 4 * layer + 6 * C * 1024 * tokens / (0.62 * peak);
+  CHECK(fabs(r.compute_s - want) < 1e-9 * want);
+  /* the same layer 8x wider (GEMMs 64x, element-wise 8x): a larger share of peak */
+  double small_mfu = r.mfu;
+  j.model.hidden = l.hidden = 2048;
+  j.model.heads = l.heads = 16;
+  CHECK(plan_predict(&j, &l, &r, err, sizeof err) == 0);
+  CHECK(r.mfu > small_mfu * 1.2);
+}
+
+int main(void) {
+  compute_by_shape();
+  clusters();
+  model_states();
+  activations();
+  models_as_they_are();
+  if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
+  return failures ? 1 : 0;
+}
