@@ -406,7 +406,7 @@ static int export_critical_path(exporter *x) {
   if (!a->critical_path) return 0;
   for (size_t i = 0; i < a->nranks; i++) {
     const ssa_rank *r = a->ranks[i].rank;
-    if (a->opt.rank >= 0 && r->rank != a->opt.rank) continue;
+    if (!ssa_export_selects(a, i)) continue;
     path_track p = {x, r->rank + 1, x->next_extra_tid++};
     meta_event(x, "thread_name", p.pid, p.tid, "critical path", 0);
     meta_event(x, "thread_sort_index", p.pid, p.tid, NULL, 1004);
