@@ -317,7 +317,8 @@ double ssa_diff_drift(const double *v, size_t n);
 /* Two-sided tail probability of Student's t distribution with df degrees of freedom. */
 double ssa_student_t_p(double t, double df);
 /* Two-sided p-value of Student's two-sample t-test (pooled variance) of the
- * run medians a[na] against b[nb]; NaN when na + nb < 3 or a side is empty. */
+ * run medians a[na] against b[nb] (their logarithms when all are positive); NaN when
+ * na + nb < 3, a side is empty or has more than SSA_DIFF_MAX_RUNS. */
 double ssa_diff_runs_t_test(const double *a, size_t na, const double *b, size_t nb);
 /* Fills m from metric k's per-step series of both runs (time order; not
  * modified). step_a: run A's median step time (for the minimum effect and the floor).

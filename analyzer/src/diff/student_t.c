@@ -7,10 +7,13 @@
  * steps of one run share its machine state (placement, clocks, neighbours),
  * so runs of one configuration differ by more than their steps scatter. The
  * test therefore compares the runs' medians, with the variance pooled over
- * both sides (df = runs A + runs B - 2). With equal run counts per side (the
- * documented use: three and three) the pooled statistic equals Welch's and is
- * robust to unequal variances; the pooled degrees of freedom keep its power
- * with three runs per side, where Welch's can fall to 2.
+ * both sides (df = runs A + runs B - 2), on their logarithms when every one is
+ * positive: times and MFU vary by factors (a run slowed by a neighbour is
+ * slower by a share of its time), and one run slower by 60 % inflates the
+ * variance of the raw medians far more than that of their logarithms. With equal run counts per
+ * side (the documented use: three and three) the pooled statistic equals Welch's and is robust to
+ * unequal variances; the pooled degrees of freedom keep its power with three runs per side, where
+ * Welch's can fall to 2.
  *
  * The p-value needs the t distribution's tail, i.e. the regularized
  * incomplete beta function: p = I_{df/(df+t^2)}(df/2, 1/2). libm has no such
@@ -82,8 +85,25 @@ static void mean_ss(const double *v, size_t n, double *mean, double *ss) {
     *ss += (v[i] - *mean) * (v[i] - *mean);
 }
 
+/* Whether every value is positive (and finite): then the test runs on their logarithms. */
+static int all_positive(const double *v, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!(v[i] > 0) || isinf(v[i])) return 0;
+  return 1;
+}
+
 double ssa_diff_runs_t_test(const double *a, size_t na, const double *b, size_t nb) {
-  if (na == 0 || nb == 0 || na + nb < 3) return NAN;
+  if (na == 0 || nb == 0 || na + nb < 3 || na > SSA_DIFF_MAX_RUNS || nb > SSA_DIFF_MAX_RUNS)
+    return NAN;
+  double la[SSA_DIFF_MAX_RUNS], lb[SSA_DIFF_MAX_RUNS];
+  if (all_positive(a, na) && all_positive(b, nb)) {
+    for (size_t i = 0; i < na; i++)
+      la[i] = log(a[i]);
+    for (size_t i = 0; i < nb; i++)
+      lb[i] = log(b[i]);
+    a = la;
+    b = lb;
+  }
   double ma, ssa, mb, ssb;
   mean_ss(a, na, &ma, &ssa);
   mean_ss(b, nb, &mb, &ssb);
