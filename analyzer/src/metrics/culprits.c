@@ -34,7 +34,7 @@ const char *const ssa_phase_names[SSA_PHASE_N] = {"forward", "backward",   "opti
                                                   "copy",    "collective", "other"};
 
 typedef struct phase_range {
-  int64_t start, end;
+  int64_t start, end; /* start first: ssa_count_at_most searches them */
   int phase;
 } phase_range;
 
@@ -68,14 +68,7 @@ static int build_phases(const ssa_rank *r, rank_phases *p) {
 
 /* The phase range containing host time t (the latest-starting one). */
 static int phase_at(const rank_phases *p, int64_t t) {
-  size_t lo = 0, hi = p->n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (p->r[mid].start <= t)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
+  size_t lo = ssa_count_at_most(p->r, p->n, sizeof *p->r, t); /* ranges starting by t */
   for (size_t k = lo, tries = 0; k-- > 0 && tries < 8; tries++)
     if (p->r[k].end > t) return p->r[k].phase;
   return -1;
@@ -92,14 +85,7 @@ static void partition(const ssa_rank *r, const rank_phases *p, int64_t t0, int64
                       int64_t out[SSA_PHASE_N]) {
   memset(out, 0, SSA_PHASE_N * sizeof *out);
   if (t1 <= t0) return;
-  size_t lo = 0, hi = r->nops;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (r->ops[mid].start < t0)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
+  size_t lo = ssa_count_below(r->ops, r->nops, sizeof *r->ops, t0); /* the first op from t0 */
   int64_t cur = t0;
   /* ops already running at t0 (a few back: ops are sorted by start, not end) */
   for (size_t i = lo, k = 0; i-- > 0 && k < 64; k++) {
@@ -343,14 +329,7 @@ static int64_t group_effect(const ssa_analysis *a, const late_key *keys, size_t 
  * 0 when the rank launched no such ops. */
 static int between_steps(const ssa_rank *r, const rank_phases *p, const ssa_window *prev,
                          const ssa_window *cur, int64_t *t0, int64_t *t1) {
-  size_t lo = 0, hi = r->nops;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (r->ops[mid].start < prev->start)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
+  size_t lo = ssa_count_below(r->ops, r->nops, sizeof *r->ops, prev->start);
   int64_t last_bwd = INT64_MIN, first_fwd = INT64_MAX, horizon = cur->end + (cur->end - cur->start);
   for (size_t i = lo; i < r->nops && r->ops[i].start < horizon; i++) {
     const ssa_op *o = &r->ops[i];
