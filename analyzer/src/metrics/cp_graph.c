@@ -49,15 +49,15 @@ typedef struct ssa_cp_rank {
   int failed;                       /* out of memory while building */
 } ssa_cp_rank;
 
-static uint32_t *prev_on_lane(const void *items, size_t n, size_t size, size_t lane_offset,
-                              uint32_t nlanes) {
-  uint32_t *prev = malloc((n ? n : 1) * sizeof *prev);
-  uint32_t *last = malloc((nlanes ? nlanes : 1) * sizeof *last);
-  if (!prev || !last) {
-    free(prev);
-    free(last);
-    return NULL;
-  }
+/* n elements of `size` (room for one when n is 0, so that NULL means out of memory). */
+static void *array_alloc(size_t n, size_t size) {
+  return malloc((n ? n : 1) * size);
+}
+
+/* prev[i]: the previous item of item i's lane (SSA_NONE: none, or no lane); `last` is
+ * scratch of nlanes entries. */
+static void prev_on_lane(const void *items, size_t n, size_t size, size_t lane_offset,
+                         uint32_t nlanes, uint32_t *last, uint32_t *prev) {
   for (uint32_t l = 0; l < nlanes; l++)
     last[l] = SSA_NONE;
   const char *p = items;
@@ -67,30 +67,21 @@ static uint32_t *prev_on_lane(const void *items, size_t n, size_t size, size_t l
     prev[i] = lane < nlanes ? last[lane] : SSA_NONE;
     if (lane < nlanes) last[lane] = (uint32_t)i;
   }
-  free(last);
-  return prev;
 }
 
-/* Indices of items (each starting with int64 start, end) in order of end. */
-static uint32_t *order_by_end(const void *items, size_t n, size_t size) {
-  uint32_t *out = malloc((n ? n : 1) * sizeof *out);
-  ssa_key_index *k = malloc((n ? n : 1) * sizeof *k);
-  if (!out || !k) {
-    free(out);
-    free(k);
-    return NULL;
-  }
+/* out: the indices of items (each starting with int64 start, end) in order of end; `keys`
+ * is scratch of n entries. */
+static void order_by_end(const void *items, size_t n, size_t size, ssa_key_index *keys,
+                         uint32_t *out) {
   const char *p = items;
   for (size_t i = 0; i < n; i++) {
     int64_t end;
     memcpy(&end, p + i * size + sizeof(int64_t), sizeof end);
-    k[i] = (ssa_key_index){end, i};
+    keys[i] = (ssa_key_index){end, i};
   }
-  ssa_sort_by_start(k, n, sizeof *k, ssa_cmp_key_index);
+  ssa_sort_by_start(keys, n, sizeof *keys, ssa_cmp_key_index);
   for (size_t i = 0; i < n; i++)
-    out[i] = (uint32_t)k[i].index;
-  free(k);
-  return out;
+    out[i] = (uint32_t)keys[i].index;
 }
 
 /* Per collective record, the member that arrived last among the others. */
@@ -134,20 +125,29 @@ static void build_rank(void *ctx, size_t i) {
   const ssa_rank *r = &g->run->ranks[i];
   cr->r = r;
   cr->off = r->offset_ns;
-  cr->op_prev = prev_on_lane(r->ops, r->nops, sizeof *r->ops, offsetof(ssa_op, lane), r->nlanes);
-  cr->api_prev =
-      prev_on_lane(r->apis, r->napis, sizeof *r->apis, offsetof(ssa_api, lane), r->nlanes);
-  cr->op_by_end = order_by_end(r->ops, r->nops, sizeof *r->ops);
-  cr->api_by_end = order_by_end(r->apis, r->napis, sizeof *r->apis);
-  size_t nc = r->ncolls ? r->ncolls : 1;
-  cr->late_rank = malloc(nc * sizeof *cr->late_rank);
-  cr->late_op = malloc(nc * sizeof *cr->late_op);
-  cr->late_at = malloc(nc * sizeof *cr->late_at);
-  if (!cr->op_prev || !cr->api_prev || !cr->op_by_end || !cr->api_by_end || !cr->late_rank ||
-      !cr->late_op || !cr->late_at) {
-    cr->failed = 1;
-    return;
+  size_t most = r->nops > r->napis ? r->nops : r->napis;
+  uint32_t *last = array_alloc(r->nlanes, sizeof *last);
+  ssa_key_index *keys = array_alloc(most, sizeof *keys);
+  cr->op_prev = array_alloc(r->nops, sizeof *cr->op_prev);
+  cr->api_prev = array_alloc(r->napis, sizeof *cr->api_prev);
+  cr->op_by_end = array_alloc(r->nops, sizeof *cr->op_by_end);
+  cr->api_by_end = array_alloc(r->napis, sizeof *cr->api_by_end);
+  cr->late_rank = array_alloc(r->ncolls, sizeof *cr->late_rank);
+  cr->late_op = array_alloc(r->ncolls, sizeof *cr->late_op);
+  cr->late_at = array_alloc(r->ncolls, sizeof *cr->late_at);
+  cr->failed = !last || !keys || !cr->op_prev || !cr->api_prev || !cr->op_by_end ||
+               !cr->api_by_end || !cr->late_rank || !cr->late_op || !cr->late_at;
+  if (!cr->failed) {
+    prev_on_lane(r->ops, r->nops, sizeof *r->ops, offsetof(ssa_op, lane), r->nlanes, last,
+                 cr->op_prev);
+    prev_on_lane(r->apis, r->napis, sizeof *r->apis, offsetof(ssa_api, lane), r->nlanes, last,
+                 cr->api_prev);
+    order_by_end(r->ops, r->nops, sizeof *r->ops, keys, cr->op_by_end);
+    order_by_end(r->apis, r->napis, sizeof *r->apis, keys, cr->api_by_end);
   }
+  free(last);
+  free(keys);
+  if (cr->failed) return;
   for (size_t c = 0; c < r->ncolls; c++) {
     cr->late_rank[c] = cr->late_op[c] = SSA_NONE;
     cr->late_at[c] = INT64_MIN;
@@ -306,12 +306,12 @@ static size_t lane_edge(const ssa_cp_graph *g, ssa_cp_node n, uint32_t p, ssa_cp
   return 1;
 }
 
-static size_t op_preds(const ssa_cp_graph *g, ssa_cp_node n, ssa_cp_edge *out) {
+/* An op's edges after its lane edge (out[0, k)); prev_end as lane_edge gave it. */
+static size_t op_preds(const ssa_cp_graph *g, ssa_cp_node n, int64_t prev_end, ssa_cp_edge *out,
+                       size_t k) {
   const ssa_cp_rank *cr = &g->ranks[n.rank_idx];
   const ssa_rank *r = cr->r;
   const ssa_op *o = &r->ops[n.index];
-  int64_t prev_end;
-  size_t k = lane_edge(g, n, cr->op_prev[n.index], out, &prev_end);
   if (o->launch != SSA_NONE) {
     const ssa_api *a = &r->apis[o->launch];
     k = add_edge(out, k, n.rank_idx, o->launch, SSA_CPN_API,
@@ -348,12 +348,12 @@ static size_t op_preds(const ssa_cp_graph *g, ssa_cp_node n, ssa_cp_edge *out) {
   return k;
 }
 
-static size_t api_preds(const ssa_cp_graph *g, ssa_cp_node n, ssa_cp_edge *out) {
+/* A host call's edges after its lane edge, as op_preds. */
+static size_t api_preds(const ssa_cp_graph *g, ssa_cp_node n, int64_t prev_end, ssa_cp_edge *out,
+                        size_t k) {
   const ssa_cp_rank *cr = &g->ranks[n.rank_idx];
   const ssa_rank *r = cr->r;
   const ssa_api *a = &r->apis[n.index];
-  int64_t prev_end;
-  size_t k = lane_edge(g, n, cr->api_prev[n.index], out, &prev_end);
   /* a synchronising call returns when the device is done */
   uint32_t w = SSA_NONE;
   if (strstr(ssa_rank_str(r, a->name), "Synchronize")) {
@@ -370,7 +370,12 @@ static size_t api_preds(const ssa_cp_graph *g, ssa_cp_node n, ssa_cp_edge *out) 
 }
 
 size_t ssa_cp_preds(const ssa_cp_graph *g, ssa_cp_node n, ssa_cp_edge *out) {
-  return n.type == SSA_CPN_OP ? op_preds(g, n, out) : api_preds(g, n, out);
+  const ssa_cp_rank *cr = &g->ranks[n.rank_idx];
+  int64_t prev_end;
+  size_t k = lane_edge(g, n, n.type == SSA_CPN_OP ? cr->op_prev[n.index] : cr->api_prev[n.index],
+                       out, &prev_end);
+  return n.type == SSA_CPN_OP ? op_preds(g, n, prev_end, out, k)
+                              : api_preds(g, n, prev_end, out, k);
 }
 
 int ssa_cp_last_before(const ssa_cp_graph *g, uint32_t rank_idx, int64_t t, ssa_cp_node *out) {
