@@ -49,11 +49,14 @@
  * that resolves outside its run is 404 (nothing says whether it exists). When bound
  * to loopback, a Host header naming another host is refused (403), which defeats
  * DNS-rebinding pages. Files are streamed with read/write; large traces never sit
- * in memory. SIGINT/SIGTERM/SIGHUP stop the loop.
+ * in memory (SIGPIPE is ignored while serving: a peer that went away is a write
+ * error). SIGINT/SIGTERM/SIGHUP stop the loop.
  */
 #include "cli_print.h"
 #include "view.h"
 #include "stepscope_viewer_assets.h"
+#include "sc_file.h"
+#include "sc_thread.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -94,20 +97,6 @@ static char view_token[33];
 
 static int stop_requested = 0; /* out of memory; a signal sets view_stop_signal */
 
-static int send_all(int fd, const void *data, size_t len) {
-  const char *p = data;
-  while (len) {
-    ssize_t w = send(fd, p, len, MSG_NOSIGNAL);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return -1;
-    }
-    p += w;
-    len -= (size_t)w;
-  }
-  return 0;
-}
-
 /* `extra` is further header lines, each ending in CRLF ("" for none). */
 static void send_head_extra(int fd, int code, const char *reason, const char *type,
                             unsigned long long length, const char *extra) {
@@ -119,7 +108,7 @@ static void send_head_extra(int fd, int code, const char *reason, const char *ty
                    "Referrer-Policy: no-referrer\r\nCross-Origin-Resource-Policy: same-origin\r\n"
                    "%sConnection: close\r\n\r\n",
                    code, reason, type, length, extra);
-  if (n > 0 && (size_t)n < sizeof h) send_all(fd, h, (size_t)n);
+  if (n > 0 && (size_t)n < sizeof h) sc_write_all(fd, h, (size_t)n);
 }
 
 static void send_head(int fd, int code, const char *reason, const char *type,
@@ -131,12 +120,12 @@ static void send_error(int fd, int code, const char *reason, int head_only) {
   char body[128];
   int n = snprintf(body, sizeof body, "%d %s\n", code, reason);
   send_head(fd, code, reason, "text/plain; charset=utf-8", (unsigned long long)n);
-  if (!head_only) send_all(fd, body, (size_t)n);
+  if (!head_only) sc_write_all(fd, body, (size_t)n);
 }
 
 static void send_memory(int fd, const char *type, const void *data, size_t len, int head_only) {
   send_head(fd, 200, "OK", type, len);
-  if (!head_only) send_all(fd, data, len);
+  if (!head_only) sc_write_all(fd, data, len);
 }
 
 static const char *type_of(const char *name) {
@@ -229,7 +218,7 @@ static void send_file(int fd, const char *path, const char *name, const char *re
     const char *body = "416 Range Not Satisfiable\n";
     send_head_extra(fd, 416, "Range Not Satisfiable", "text/plain; charset=utf-8", strlen(body),
                     extra);
-    if (!head_only) send_all(fd, body, strlen(body));
+    if (!head_only) sc_write_all(fd, body, strlen(body));
     close(f);
     return;
   }
@@ -251,7 +240,7 @@ static void send_file(int fd, const char *path, const char *name, const char *re
       size_t want = length < (1u << 16) ? (size_t)length : (1u << 16);
       ssize_t r = pread(f, buf, want, at);
       if (r < 0 && errno == EINTR) continue;
-      if (r <= 0 || send_all(fd, buf, (size_t)r) != 0) break;
+      if (r <= 0 || sc_write_all(fd, buf, (size_t)r) != 0) break;
       at += r;
       length -= (unsigned long long)r;
     }
@@ -356,7 +345,7 @@ static void handle(int fd, const char *head, view_run *runs, int nruns, int loop
     const char *body = "403 Forbidden: open the URL that `stepscope view` printed (its path "
                        "carries the access token)\n";
     send_head(fd, 403, "Forbidden", "text/plain; charset=utf-8", strlen(body));
-    if (!head_only) send_all(fd, body, strlen(body));
+    if (!head_only) sc_write_all(fd, body, strlen(body));
     return;
   }
   if (bare) { /* /t/<token>: the viewer's relative URLs need the slash after it */
@@ -366,7 +355,7 @@ static void handle(int fd, const char *head, view_run *runs, int nruns, int loop
              query ? query : "");
     const char *body = "303 See Other\n";
     send_head_extra(fd, 303, "See Other", "text/plain; charset=utf-8", strlen(body), extra);
-    if (!head_only) send_all(fd, body, strlen(body));
+    if (!head_only) sc_write_all(fd, body, strlen(body));
     return;
   }
   memmove(path, route, strlen(route) + 1);
@@ -467,15 +456,8 @@ static int dispatch(int fd, char *head, view_run *runs, int nruns, int loopback)
   if (made) {
     /* The new thread blocks SIGINT/SIGTERM/SIGHUP so that they reach the
      * accepting thread and interrupt accept(). */
-    sigset_t block, old;
-    sigemptyset(&block);
-    sigaddset(&block, SIGINT);
-    sigaddset(&block, SIGTERM);
-    sigaddset(&block, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &block, &old);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    made = pthread_create(&t, &attr, connection_thread, c) == 0;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    made = sc_thread_start_unsignalled(&t, &attr, connection_thread, c) == 0;
     pthread_attr_destroy(&attr);
   }
   if (!made) {

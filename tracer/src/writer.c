@@ -50,7 +50,6 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +65,7 @@
 #include "varint.h"
 #include "writer_internal.h"
 #include "sc_file.h"
+#include "sc_thread.h"
 
 #define DEFAULT_FRAME_BYTES (4u << 20)
 /* A process killed with SIGKILL loses what its buffers held since the last
@@ -574,14 +574,8 @@ stepscope_writer *stepscope_writer_open(const char *path, const stepscope_header
   if (w->opt.background_flush) {
     /* The background thread never runs a signal handler of the linked
      * tracer (which waits for a flush that may need this thread). */
-    sigset_t block, old;
-    sigemptyset(&block);
-    sigaddset(&block, SIGTERM);
-    sigaddset(&block, SIGINT);
-    sigaddset(&block, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &block, &old);
-    if (pthread_create(&w->flusher, NULL, flusher_main, w) == 0) w->flusher_running = 1;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (sc_thread_start_unsignalled(&w->flusher, NULL, flusher_main, w) == 0)
+      w->flusher_running = 1;
   }
   return w;
 }
