@@ -65,7 +65,7 @@ typedef struct kbare {
   uint32_t op; /* from the kernel's name (STEPSCOPE_COLL_*) */
 } kbare;
 
-/* A thread's name from a "thread_name" metadata event: its tid and args "name". */
+/* A host thread's name from its "thread_name" metadata events (NAME of "thread TID (NAME)"). */
 typedef struct kthread_name {
   uint64_t tid;
   char name[KSHORT];
@@ -104,7 +104,7 @@ typedef struct kimport {
   const unsigned char *fast_next; /* the end of the event just read whole, or NULL */
   ssa_skip_templates templates; /* the fast path's: the rests of skipped events (skip_template.h) */
   struct ksplit_out *split_res; /* the caller's import: what the helper stored */
-  kthread_name *thread_names;   /* from "thread_name" metadata events (keep_names), in order */
+  kthread_name *thread_names;   /* from "thread_name" metadata events (keep_names): one a tid */
   size_t nthread_names, thread_names_cap;
 } kimport;
 

@@ -576,42 +576,48 @@ static int memory_record(kimport *k) {
   return 0;
 }
 
-/* A thread_name event's name, kept for ssa_kineto_finish_rank (name_threads). */
+/* A thread_name event's name kept for ssa_kineto_finish_rank (name_threads) when it is a host
+ * thread's as Kineto writes them, "thread TID (NAME)" with the event's own tid: NAME, the last
+ * one of a thread. Other names (GPU streams' "stream 7 ", an accelerator's queues) are not. */
 static int keep_thread_name(kimport *k) {
-  if (k->nthread_names == k->thread_names_cap) {
-    size_t cap = k->thread_names_cap ? 2 * k->thread_names_cap : 16;
-    kthread_name *a = realloc(k->thread_names, cap * sizeof *a);
-    if (!a) return STEPSCOPE_E_NOMEM;
-    k->thread_names = a;
-    k->thread_names_cap = cap;
+  const kevent *ev = &k->ev;
+  char prefix[40];
+  int n = snprintf(prefix, sizeof prefix, "thread %llu (", (unsigned long long)ev->tid);
+  size_t len = strlen(ev->arg_name);
+  if (strncmp(ev->arg_name, prefix, (size_t)n) || len <= (size_t)n + 1 ||
+      ev->arg_name[len - 1] != ')')
+    return 0;
+  len -= (size_t)n + 1;
+  kthread_name *t = NULL;
+  for (size_t i = 0; i < k->nthread_names && !t; i++) /* a few threads: a short scan */
+    if (k->thread_names[i].tid == ev->tid) t = &k->thread_names[i];
+  if (!t) {
+    if (k->nthread_names == k->thread_names_cap) {
+      size_t cap = k->thread_names_cap ? 2 * k->thread_names_cap : 16;
+      kthread_name *a = realloc(k->thread_names, cap * sizeof *a);
+      if (!a) return STEPSCOPE_E_NOMEM;
+      k->thread_names = a;
+      k->thread_names_cap = cap;
+    }
+    t = &k->thread_names[k->nthread_names++];
+    t->tid = ev->tid;
   }
-  kthread_name *t = &k->thread_names[k->nthread_names++];
-  t->tid = k->ev.tid;
-  memcpy(t->name, k->ev.arg_name, sizeof t->name);
+  memcpy(t->name, ev->arg_name + n, len);
+  t->name[len] = 0;
   return 0;
 }
 
-/* The host threads' lanes labelled by their thread_name events (the last for a thread wins):
- * Kineto's "thread 25286 (python3)" gives "python3" (the export shows "thread 25286
- * (python3)"), another name is taken whole; GPU streams' names ("stream 7 ") are left out,
- * as are threads without a lane (no empty lane is made) and string tids (named by their text). */
+/* The host threads' lanes labelled by their kept names (the export shows "thread 25286
+ * (python3)"); threads without a lane get none (no empty lane is made), nor string tids
+ * (named by their text). */
 static int name_threads(kimport *k) {
   ssa_rank *r = k->r;
   for (size_t i = 0; i < k->nthread_names; i++) {
     const kthread_name *t = &k->thread_names[i];
-    const char *name = t->name;
-    if (!strncmp(name, "stream ", 7)) continue;
-    char prefix[40];
-    int n = snprintf(prefix, sizeof prefix, "thread %llu (", (unsigned long long)t->tid);
-    size_t len = strlen(name);
-    if (!strncmp(name, prefix, (size_t)n) && len > (size_t)n + 1 && name[len - 1] == ')') {
-      name += n;
-      len -= (size_t)n + 1;
-    }
     for (uint32_t l = 0; l < r->nlanes; l++) {
       ssa_lane *lane = &r->lanes[l];
       if (lane->kind != SSA_LANE_HOST || lane->id != t->tid || lane->by_name) continue;
-      lane->name = intern_name(k, name, len);
+      lane->name = intern_name(k, t->name, strlen(t->name));
       if (!lane->name) return STEPSCOPE_E_NOMEM;
     }
   }
