@@ -12,8 +12,9 @@
 #include "cli_env.h"
 #include "cli_print.h"
 
-/* cli_load_run, with Kineto CPU ops' input args kept when `say` has CLI_OP_INPUTS and module
- * events when it has CLI_OP_MODULES (`stepscope analyze`, `stepscope ops`). */
+/* cli_load_run, with Kineto CPU ops' input args kept when `say` has CLI_OP_INPUTS, module
+ * events when it has CLI_OP_MODULES (`stepscope analyze`, `stepscope ops`), memory events when
+ * it has CLI_OP_MEMORY and thread names when it has CLI_THREAD_NAMES (`stepscope export`). */
 static int load_run(const char *command, const char *path, const ssa_options *opt, int progress,
                     unsigned say, ssa_run *run, char *msg, size_t cap) {
   ssa_load_options lo = {opt->threads, progress};
@@ -24,6 +25,7 @@ static int load_run(const char *command, const char *path, const ssa_options *op
   env.import.op_inputs = (say & CLI_OP_INPUTS) != 0;
   env.import.op_modules = (say & CLI_OP_MODULES) != 0;
   env.import.op_memory = (say & CLI_OP_MEMORY) != 0;
+  env.import.thread_names = (say & CLI_THREAD_NAMES) != 0;
   if (ssa_run_load_import(run, path, &lo, opt->comm_rules, &env.import, &err)) {
     snprintf(msg, cap, "stepscope %s: %s", command, err.message);
     return 1;

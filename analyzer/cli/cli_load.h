@@ -41,12 +41,13 @@ int cli_analyse_run(const char *command, const char *name, const ssa_options *op
 
 /* What cli_open_run says on stderr besides its errors. */
 enum {
-  CLI_SAY_LOSSES = 1u,   /* the DATA LOST lines and the loader's warnings, before the analysis
-                            (for commands whose output does not carry them: export, diff) */
-  CLI_SAY_RUN_NAME = 2u, /* messages name the run (diff: there are two) */
-  CLI_OP_INPUTS = 4u,    /* not a message: Kineto CPU ops keep their input args (`ops`) */
-  CLI_OP_MODULES = 8u,   /* not a message: Kineto module events are kept (`ops --by module`) */
-  CLI_OP_MEMORY = 16u,   /* not a message: Kineto memory events are kept (`ops --memory`) */
+  CLI_SAY_LOSSES = 1u,    /* the DATA LOST lines and the loader's warnings, before the analysis
+                             (for commands whose output does not carry them: export, diff) */
+  CLI_SAY_RUN_NAME = 2u,  /* messages name the run (diff: there are two) */
+  CLI_OP_INPUTS = 4u,     /* not a message: Kineto CPU ops keep their input args (`ops`) */
+  CLI_OP_MODULES = 8u,    /* not a message: Kineto module events are kept (`ops --by module`) */
+  CLI_OP_MEMORY = 16u,    /* not a message: Kineto memory events are kept (`ops --memory`) */
+  CLI_THREAD_NAMES = 32u, /* not a message: Kineto thread_name events label lanes (`export`) */
 };
 
 /* The commands' way: cli_load_run (with progress on a terminal), what the

@@ -136,7 +136,9 @@ int cmd_export(int argc, char **argv) {
   if (perfetto < 0) return 2;
   int tty = isatty(2);
   cli_loaded l;
-  unsigned load = CLI_SAY_LOSSES | (x.memory ? CLI_OP_MEMORY : 0u);
+  /* the Kineto ops' input args and the threads' names go into the slices and the lanes */
+  unsigned load =
+      CLI_SAY_LOSSES | CLI_OP_INPUTS | CLI_THREAD_NAMES | (x.memory ? CLI_OP_MEMORY : 0u);
   if ((rc = cli_open_run("export", x.run_path, &x.opt, load, &l)) != 0) {
     cli_loaded_free(&l);
     return rc;

@@ -27,7 +27,10 @@ What a file holds (the fields and args of torch.profiler 2.x output):
     have); one NCCL stream per process group, as PyTorch's ProcessGroupNCCL
     does (--comm-streams: tp groups on 21, dp groups on 22); the tensor-
     parallel degree (--tp, default 2 for an even world); a slow rank whose
-    backward GEMMs take --late-us longer (--late-rank).
+    backward GEMMs take --late-us longer (--late-rank); a CPU op per step
+    (`aten::mm`, with Input Dims, Input type, External id, Sequence number)
+    on a second host thread named by its own thread_name event
+    "thread T (pt_autograd_0)", and the GPU stream's "stream 7 " name (--op-args).
 
 Collective members leave together: an all-reduce ends on every member at
 max(arrival) + transfer time, as NCCL does. Everything is integer
@@ -36,7 +39,7 @@ nanoseconds internally, so expected values can be computed exactly.
 Usage: make_kineto.py OUT_DIR [--ranks 4] [--steps 4] [--layers 8]
        [--overlap on|off] [--gzip] [--graphs] [--missing-corr N]
        [--jitter-us 20] [--seed 1] [--base-ns] [--scale K] [--param-comms]
-       [--strip-comm-metadata] [--comm-streams] [--tp N] [--late-rank R --late-us U]
+       [--strip-comm-metadata] [--comm-streams] [--tp N] [--late-rank R --late-us U] [--op-args]
        make_kineto.py OUT_DIR --pipeline gpipe|1f1b [--ranks P] [--microbatches M] [--steps N]
        [--fwd-us F] [--bwd-us B] [--slow-stage S --slow-factor K]   (kineto_pipeline_gen.py)
 """
@@ -53,6 +56,12 @@ ELEM = ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunct
         "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<c10::BFloat16>, at::detail::Array<char*, 3>)")
 NCCL_AR = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
 ADAM = "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::FusedAdamW>"
+
+
+# --op-args: the CPU op's args as torch.profiler writes them (record_shapes)
+OP_ARGS = {"External id": 7, "Record function id": 0, "Sequence number": 3, "Fwd thread id": 1,
+           "Input Dims": [[64, 128], [128, 256]], "Input type": ["float", "float"],
+           "Input Strides": [[128, 1], [256, 1]], "Concrete Inputs": ["", ""]}
 
 
 def us(ns):
@@ -233,6 +242,8 @@ def build(args):
                 {"External id": 1})
             r.x("gpu_user_annotation", "ProfilerStep#%d" % step, r.rank % 8, COMPUTE_STREAM, s0 + 50_000,
                 r.free[COMPUTE_STREAM] - s0 - 50_000, {"External id": 1})
+            if args.op_args:  # a backward op on the autograd thread, at the step's start
+                r.x("cpu_op", "aten::mm", r.pid, r.tid + 1, s0, 3000, OP_ARGS)
             r.host += 20_000
     return ranks, world, tp, dp, dp_groups, tp_groups, dp_pg_name, tp_pg_name
 
@@ -255,6 +266,11 @@ def write(args):
                  "args": {"name": "thread %d (python)" % r.tid}},
                 {"name": "process_name", "ph": "M", "ts": us(T0 - base), "pid": r.rank % 8, "tid": 0,
                  "args": {"name": "GPU %d" % (r.rank % 8)}}]
+        if args.op_args:
+            meta += [{"name": "thread_name", "ph": "M", "ts": us(T0 - base), "pid": r.pid, "tid": r.tid + 1,
+                      "args": {"name": "thread %d (pt_autograd_0)" % (r.tid + 1)}},
+                     {"name": "thread_name", "ph": "M", "ts": us(T0 - base), "pid": r.rank % 8,
+                      "tid": COMPUTE_STREAM, "args": {"name": "stream %d " % COMPUTE_STREAM}}]
         path = os.path.join(args.out, "rank-%d.json" % r.rank + (".gz" if args.gzip else ""))
         opener = gzip.open if args.gzip else open
         with opener(path, "wt", encoding="utf-8") as f:
@@ -303,6 +319,8 @@ def main():
     p.add_argument("--comm-streams", action="store_true",
                    help="one NCCL stream per process group kind (tp 21, dp 22)")
     p.add_argument("--tp", type=int, default=0, help="tensor-parallel degree (0: 2 for an even world)")
+    p.add_argument("--op-args", action="store_true",
+                   help="a CPU op with args per step on a named autograd thread")
     p.add_argument("--late-rank", type=int, default=-1)
     p.add_argument("--late-us", type=int, default=0)
     p.add_argument("--pipeline", choices=["gpipe", "1f1b"],

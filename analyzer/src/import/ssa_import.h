@@ -140,6 +140,8 @@ typedef struct ssa_import_options {
   double split_at;      /* the split point as a fraction of the text, used when in (0, 1);
                            else the measured default (STEPSCOPE_KINETO_SPLIT_AT) */
   int split_trace;      /* what each split did, on stderr (STEPSCOPE_KINETO_SPLIT_TRACE set) */
+  int thread_names;     /* Kineto "thread_name" metadata events label the host threads' lanes
+                           (`stepscope export`; docs/kineto-import.md) */
   int op_inputs;        /* Kineto CPU ops keep their input args ("Input Dims", "Input type",
                            "Input Strides", "Concrete Inputs") as their range's args, compact
                            JSON (`stepscope ops`) */

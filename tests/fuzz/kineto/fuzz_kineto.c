@@ -10,9 +10,10 @@
  * takes kineto_fast.c wherever it can, the small reads hardly ever). All
  * imports must agree (same outcome, same error message, same records and
  * strings) or the target aborts. Two more imports keep the CPU ops' input args
- * the module and the memory events (op_inputs, op_modules, op_memory: `stepscope ops`), fast path
- * on and off: they must agree with each other (the args' text included) and succeed or fail as the
- * first. Built two ways:
+ * the module and the memory events (op_inputs, op_modules, op_memory: `stepscope ops`) and the
+ * threads' names (thread_names: `stepscope export`), fast path on and off: they must agree with
+ * each other (the args' text and the lanes' names included) and succeed or fail as the first.
+ * Built two ways:
  *   - with STEPSCOPE_LIBFUZZER: LLVMFuzzerTestOneInput for libFuzzer;
  *   - without: linked with the shared replay driver (tests/fuzz/fuzz_replay.c),
  *     which runs every file of the directories given on the command line
@@ -54,6 +55,11 @@ static int same_rank(const ssa_rank *a, const ssa_rank *b) {
         strcmp(ssa_rank_str(a, a->ranges[i].name), ssa_rank_str(b, b->ranges[i].name)) ||
         strcmp(ssa_rank_str(a, a->ranges[i].args), ssa_rank_str(b, b->ranges[i].args)))
       return 0;
+  if (a->nlanes != b->nlanes) return 0;
+  for (uint32_t i = 0; i < a->nlanes; i++)
+    if (a->lanes[i].id != b->lanes[i].id || a->lanes[i].kind != b->lanes[i].kind ||
+        strcmp(ssa_rank_str(a, a->lanes[i].name), ssa_rank_str(b, b->lanes[i].name)))
+      return 0;
   for (size_t i = 0; i < a->ncolls; i++)
     if (a->colls[i].comm_id != b->colls[i].comm_id || a->colls[i].seq != b->colls[i].seq ||
         a->colls[i].bytes != b->colls[i].bytes)
@@ -63,8 +69,9 @@ static int same_rank(const ssa_rank *a, const ssa_rank *b) {
   return 1;
 }
 
-/* The CPU ops' input args kept (op_inputs), read whole where the fast path can and token by
- * token: the same records and args' text, and the outcome of the import without them (rc). */
+/* The CPU ops' input args and the threads' names kept (op_inputs, thread_names), read whole where
+ * the fast path can and token by token: the same records and args' text, and the outcome of the
+ * import without them (rc). */
 static void check_op_inputs(const uint8_t *data, size_t size, int rc) {
   ssa_rank a, b;
   if (ssa_rank_init(&a)) return;
@@ -73,8 +80,12 @@ static void check_op_inputs(const uint8_t *data, size_t size, int rc) {
     return;
   }
   stepscope_error ea, eb;
-  ssa_import_options fast = {.op_inputs = 1, .op_modules = 1, .op_memory = 1},
-                     slow = {.op_inputs = 1, .op_modules = 1, .op_memory = 1, .fast_off = 1};
+  ssa_import_options fast = {.op_inputs = 1, .op_modules = 1, .op_memory = 1, .thread_names = 1},
+                     slow = {.op_inputs = 1,
+                             .op_modules = 1,
+                             .op_memory = 1,
+                             .thread_names = 1,
+                             .fast_off = 1};
   int ra = ssa_kineto_load_memory_opts(data, size, "fuzz.json", &fast, &a, &ea);
   int rb = ssa_kineto_load_memory_opts(data, size, "fuzz.json", &slow, &b, &eb);
   if ((ra != 0) != (rc != 0) || (ra != 0) != (rb != 0) ||

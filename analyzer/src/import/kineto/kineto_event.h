@@ -45,6 +45,7 @@ typedef struct kevent {
   int64_t ts, dur; /* ns */
   uint64_t pid, tid;
   char tid_name[KSHORT]; /* a string tid ("PyTorch Profiler"): its text, cut to fit; "" else */
+  char arg_name[KSHORT]; /* args "name": a thread_name metadata event's name, cut to fit */
   int has_corr, has_stream, has_device, has_bytes, has_ext_id;
   uint64_t corr, stream, device, bytes, ext_id;
   uint32_t grid[3], block[3];
@@ -60,6 +61,8 @@ typedef struct kevent {
   int keep_inputs, inputs_cut;
   int keep_modules; /* python_function events "nn.Module: NAME" are imported (`stepscope ops
                        --by module`: with_modules); set once per import like keep_inputs */
+  int keep_names;   /* "thread_name" metadata events ("M") are read, not skipped after `ph`
+                       (`stepscope export`: the lanes' labels); set once per import */
   int keep_memory;  /* "[memory]" instant events are imported (`stepscope ops --memory`); read
                        token by token only (the fast path gives up on instant events then) */
   int has_mem;      /* a "[memory]" event's args: allocated and reserved after it, bytes
@@ -80,6 +83,7 @@ static inline void kevent_clear(kevent *ev) {
   ev->has_ts = ev->has_dur = 0;
   ev->pid = ev->tid = 0;
   ev->tid_name[0] = 0;
+  ev->arg_name[0] = 0;
   ev->has_corr = ev->has_stream = ev->has_device = ev->has_bytes = ev->has_ext_id = 0;
   ev->corr = ev->stream = ev->device = ev->bytes = ev->ext_id = 0;
   memset(ev->grid, 0, sizeof ev->grid);
@@ -214,7 +218,8 @@ enum akey {
   A_INPUT_DIMS,
   A_INPUT_TYPE,
   A_INPUT_STRIDES,
-  A_CONCRETE_INPUTS
+  A_CONCRETE_INPUTS,
+  A_NAME
 };
 
 /* By length first, then the bytes: each comparison has a constant size,
@@ -223,7 +228,7 @@ static inline int args_key(const char *s, size_t n) {
 #define IS(lit) (!memcmp(s, lit, sizeof lit - 1))
   switch (n) {
   case 3: return IS("Seq") || IS("seq") ? A_SEQ : A_NONE;
-  case 4: return IS("grid") ? A_GRID : A_NONE;
+  case 4: return IS("grid") ? A_GRID : IS("name") ? A_NAME : A_NONE;
   case 5: return IS("bytes") ? A_BYTES : IS("block") ? A_BLOCK : IS("dtype") ? A_DTYPE : A_NONE;
   case 6: return IS("stream") ? A_STREAM : IS("device") ? A_DEVICE : A_NONE;
   case 7: return IS("pg_name") ? A_PG_NAME : IS("pg_desc") ? A_PG_DESC : A_NONE;
@@ -285,12 +290,13 @@ static const kafield kargs_field[] = {
     [A_INPUT_TYPE] = {KA_AT(KA_INPUTS, inputs)},
     [A_INPUT_STRIDES] = {KA_AT(KA_INPUTS, inputs)},
     [A_CONCRETE_INPUTS] = {KA_AT(KA_INPUTS, inputs)},
+    [A_NAME] = {KA_AT(KA_TEXT, arg_name)},
 };
 #undef KA_NUM
 #undef KA_AT
 
 _Static_assert(offsetof(kevent, inputs) <= 0xffff, "kafield offsets are 16-bit");
-_Static_assert(sizeof kargs_field / sizeof kargs_field[0] == A_CONCRETE_INPUTS + 1,
+_Static_assert(sizeof kargs_field / sizeof kargs_field[0] == A_NAME + 1,
                "one kafield per args key");
 _Static_assert(sizeof((kevent *)0)->coll_name == KSHORT && sizeof((kevent *)0)->dtype == KSHORT &&
                    sizeof((kevent *)0)->pg_name == KSHORT && sizeof((kevent *)0)->pg_desc == KSHORT,
@@ -350,6 +356,20 @@ static inline int module_event(const kevent *ev) {
 static inline int skip_not_complete(const kevent *ev) {
   return ev->ph[0] && (ev->ph[0] != 'X' || ev->ph[1]) &&
          !(ev->keep_memory && ev->ph[0] == 'i' && !ev->ph[1]);
+}
+
+/* A "thread_name" metadata event (its name the n bytes at `name`: Kineto writes it before
+ * `ph`), read whole when the import keeps thread names (keep_names) and not skipped as
+ * skip_not_complete says; its args "name" (arg_name) labels the thread's lane. One named
+ * after its `ph` is skipped as before. */
+static inline int thread_name_event(const kevent *ev, const char *name, size_t n) {
+  return ev->keep_names && ev->ph[0] == 'M' && !ev->ph[1] && n == sizeof "thread_name" - 1 &&
+         !memcmp(name, "thread_name", n);
+}
+
+/* What the readers skip once `ph` is known: skip_not_complete, less thread_name_event. */
+static inline int skip_after_ph(const kevent *ev, const char *name, size_t n) {
+  return skip_not_complete(ev) && !thread_name_event(ev, name, n);
 }
 
 /* Whether the event's args cannot matter, once its category and name are

@@ -437,7 +437,7 @@ const unsigned char *ssa_kineto_fast_event(kevent *ev, const unsigned char *p,
     default: p = skip_value(p, e, 1); break;
     }
     if (!p) return NULL;
-    if ((key == E_CAT && skip_unimported(ev)) || (key == E_PH && skip_not_complete(ev))) {
+    if ((key == E_CAT && skip_unimported(ev)) || (key == E_PH && skip_after_ph(ev, name, name_n))) {
       /* the rest, checked, not read; keyed by ph (and whether the
        * category decided it), so flows "s" and "f" each have their own */
       unsigned kind = (unsigned char)ev->ph[0] | (key == E_CAT ? 0x100u : 0u);
@@ -449,7 +449,7 @@ const unsigned char *ssa_kineto_fast_event(kevent *ev, const unsigned char *p,
   /* the name, unless the event is not a complete one: then its conversion
    * only counts it (metadata events come name first: two thirds of HTA's
    * mtia trace) */
-  if (name && !skip_not_complete(ev)) {
+  if (name && !skip_after_ph(ev, name, name_n)) {
     copy_tok(ev->name, sizeof ev->name, name, name_n);
     ev->name_len = name_n < sizeof ev->name ? name_n : sizeof ev->name - 1;
   }

@@ -65,6 +65,12 @@ typedef struct kbare {
   uint32_t op; /* from the kernel's name (STEPSCOPE_COLL_*) */
 } kbare;
 
+/* A host thread's name from its "thread_name" metadata events (NAME of "thread TID (NAME)"). */
+typedef struct kthread_name {
+  uint64_t tid;
+  char name[KSHORT];
+} kthread_name;
+
 typedef struct kimport {
   js_stream js;
   ssa_rank *r;
@@ -98,6 +104,8 @@ typedef struct kimport {
   const unsigned char *fast_next; /* the end of the event just read whole, or NULL */
   ssa_skip_templates templates; /* the fast path's: the rests of skipped events (skip_template.h) */
   struct ksplit_out *split_res; /* the caller's import: what the helper stored */
+  kthread_name *thread_names;   /* from "thread_name" metadata events (keep_names): one a tid */
+  size_t nthread_names, thread_names_cap;
 } kimport;
 
 static inline void copy_str(char *dst, size_t cap, const char *src) {
@@ -108,11 +116,12 @@ static inline void copy_str(char *dst, size_t cap, const char *src) {
 }
 
 /* Whether ssa_kineto_convert only counts the event (k->events, k->ignored):
- * not a complete one, or a complete one of the host's Python functions
- * (not imported, and not listed among the unimported categories:
+ * not a complete one (a thread_name event kept by keep_names excepted), or a complete one of the
+ * host's Python functions (not imported, and not listed among the unimported categories:
  * ssa_kineto_unimported_add). Keep in step with ssa_kineto_convert. */
 static inline int only_counted(const kevent *ev) {
-  return ev->ph[0] != 'X' || ev->ph[1] || (is_python_function(ev) && !module_event(ev));
+  return ((ev->ph[0] != 'X' || ev->ph[1]) && !thread_name_event(ev, ev->name, ev->name_len)) ||
+         (is_python_function(ev) && !module_event(ev));
 }
 
 /* ---- the reader (kineto_reader.c) ---- */

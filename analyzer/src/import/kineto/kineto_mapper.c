@@ -576,13 +576,62 @@ static int memory_record(kimport *k) {
   return 0;
 }
 
+/* A thread_name event's name kept for ssa_kineto_finish_rank (name_threads) when it is a host
+ * thread's as Kineto writes them, "thread TID (NAME)" with the event's own tid: NAME, the last
+ * one of a thread. Other names (GPU streams' "stream 7 ", an accelerator's queues) are not. */
+static int keep_thread_name(kimport *k) {
+  const kevent *ev = &k->ev;
+  char prefix[40];
+  int n = snprintf(prefix, sizeof prefix, "thread %llu (", (unsigned long long)ev->tid);
+  size_t len = strlen(ev->arg_name);
+  if (strncmp(ev->arg_name, prefix, (size_t)n) || len <= (size_t)n + 1 ||
+      ev->arg_name[len - 1] != ')')
+    return 0;
+  len -= (size_t)n + 1;
+  kthread_name *t = NULL;
+  for (size_t i = 0; i < k->nthread_names && !t; i++) /* a few threads: a short scan */
+    if (k->thread_names[i].tid == ev->tid) t = &k->thread_names[i];
+  if (!t) {
+    if (k->nthread_names == k->thread_names_cap) {
+      size_t cap = k->thread_names_cap ? 2 * k->thread_names_cap : 16;
+      kthread_name *a = realloc(k->thread_names, cap * sizeof *a);
+      if (!a) return STEPSCOPE_E_NOMEM;
+      k->thread_names = a;
+      k->thread_names_cap = cap;
+    }
+    t = &k->thread_names[k->nthread_names++];
+    t->tid = ev->tid;
+  }
+  memcpy(t->name, ev->arg_name + n, len);
+  t->name[len] = 0;
+  return 0;
+}
+
+/* The host threads' lanes labelled by their kept names (the export shows "thread 25286
+ * (python3)"); threads without a lane get none (no empty lane is made), nor string tids
+ * (named by their text). */
+static int name_threads(kimport *k) {
+  ssa_rank *r = k->r;
+  for (size_t i = 0; i < k->nthread_names; i++) {
+    const kthread_name *t = &k->thread_names[i];
+    for (uint32_t l = 0; l < r->nlanes; l++) {
+      ssa_lane *lane = &r->lanes[l];
+      if (lane->kind != SSA_LANE_HOST || lane->id != t->tid || lane->by_name) continue;
+      lane->name = intern_name(k, t->name, strlen(t->name));
+      if (!lane->name) return STEPSCOPE_E_NOMEM;
+    }
+  }
+  return 0;
+}
+
 int ssa_kineto_convert(kimport *k) {
   kevent *ev = &k->ev;
   k->events++;
   if (memory_event(ev) && ev->has_ts && ev->has_mem && ev->ts >= 0) return memory_record(k);
   if (ev->ph[0] != 'X' || ev->ph[1]) {
-    k->ignored++;
-    return 0;
+    k->ignored++; /* a thread's name is kept for its lane, the event counted as before */
+    return thread_name_event(ev, ev->name, ev->name_len) && ev->arg_name[0] ? keep_thread_name(k)
+                                                                            : 0;
   }
   if (module_event(ev) && ev->has_ts) /* a module's forward: a range of its thread */
     return module_range(k);
@@ -812,6 +861,8 @@ static int rank_from_name(const char *name, int *rank) {
 
 int ssa_kineto_finish_rank(kimport *k) {
   ssa_rank *r = k->r;
+  int rc_names = name_threads(k);
+  if (rc_names) return rc_names;
   int rank = 0;
   if (k->has_rank)
     rank = k->rank;

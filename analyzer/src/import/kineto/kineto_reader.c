@@ -288,7 +288,8 @@ static int read_event(kimport *k) {
     default: break;
     }
     if (js_skip_rest(&k->js, v)) return js_error(k);
-    if ((key == E_CAT && skip_unimported(ev)) || (key == E_PH && skip_not_complete(ev))) {
+    if ((key == E_CAT && skip_unimported(ev)) ||
+        (key == E_PH && skip_after_ph(ev, ev->name, ev->name_len))) {
       if (js_skip_object_rest(&k->js)) return js_error(k);
       break;
     }
@@ -465,6 +466,7 @@ int ssa_kineto_import(js_read_fn read, void *ctx, void *doc, size_t doc_len, ssa
   k->ev.keep_inputs = opt->op_inputs;
   k->ev.keep_modules = opt->op_modules;
   k->ev.keep_memory = opt->op_memory;
+  k->ev.keep_names = opt->thread_names;
   int rc = STEPSCOPE_E_NOMEM;
   if (sp ? js_init_buffer_grow(&k->js, ssa_split_doc(sp), ssa_split_cap(sp), 0, ssa_split_grow, sp)
       : doc ? js_init_buffer(&k->js, doc, doc_len)
@@ -493,6 +495,7 @@ out:
     free(k->params[i].pg_ranks);
   free(k->params);
   free(k->bares);
+  free(k->thread_names);
   for (int d = 0; d < KDEVICES; d++)
     free(k->device_names[d]);
   free(k);

@@ -479,6 +479,7 @@ typedef struct ksplit_out {
   int fast;              /* the helper reads events whole when it can (the caller's switch) */
   int keep_inputs;       /* CPU ops' input args kept (the caller's op_inputs) */
   int keep_modules;      /* module events imported (the caller's op_modules) */
+  int keep_names;        /* thread_name events kept (the caller's thread_names) */
 } ksplit_out;
 
 enum {
@@ -498,7 +499,7 @@ typedef struct ksrec {
   uint32_t grid[3], block[3];
   uint32_t name_len;
   uint32_t inputs_len; /* a CPU op's inputs text that follows (kevent.inputs; 0 none) */
-  uint8_t flags, cat, cat_text_len, tid_name_len;
+  uint8_t flags, cat, cat_text_len, tid_name_len, arg_name_len;
   char ph[4];
 } ksrec;
 
@@ -563,12 +564,13 @@ int ssa_kineto_split_store(kimport *k) {
   h.cat = (uint8_t)ev->cat;
   h.cat_text_len = (uint8_t)strlen(ev->cat_text);
   h.tid_name_len = (uint8_t)strlen(ev->tid_name); /* < KSHORT: fits */
+  h.arg_name_len = (uint8_t)strlen(ev->arg_name);
   memcpy(h.ph, ev->ph, sizeof h.ph);
   size_t ranks_len = nccl ? strlen(ev->pg_ranks) : 0;
   h.inputs_len = ev->inputs_cut ? 0 : (uint32_t)ev->inputs_len; /* cut: the mapper keeps none */
   if (split_put(o, &h, sizeof h) || split_put(o, ev->name, h.name_len) ||
       split_put(o, ev->cat_text, h.cat_text_len) || split_put(o, ev->tid_name, h.tid_name_len) ||
-      split_put(o, ev->inputs, h.inputs_len))
+      split_put(o, ev->arg_name, h.arg_name_len) || split_put(o, ev->inputs, h.inputs_len))
     return STEPSCOPE_E_NOMEM;
   if (nccl) {
     ksnccl n;
@@ -614,6 +616,9 @@ static const unsigned char *split_load(kimport *k, const unsigned char *p) {
   memcpy(ev->tid_name, p, h.tid_name_len);
   ev->tid_name[h.tid_name_len] = 0;
   p += h.tid_name_len;
+  memcpy(ev->arg_name, p, h.arg_name_len);
+  ev->arg_name[h.arg_name_len] = 0;
+  p += h.arg_name_len;
   memcpy(ev->inputs, p, h.inputs_len); /* < KINPUTS: it fitted in the helper's kevent */
   ev->inputs_len = h.inputs_len;
   ev->inputs_cut = 0;
@@ -667,6 +672,7 @@ static void split_work(void *arg, ssa_split *sp, const unsigned char *doc, size_
   w->fast = o->fast;
   w->ev.keep_inputs = o->keep_inputs;
   w->ev.keep_modules = o->keep_modules;
+  w->ev.keep_names = o->keep_names;
   for (uint64_t n = 0;; n++) {
     if ((n & 255) == 0 && ssa_split_cancelled(sp)) break;
     js_kind t;
@@ -726,6 +732,7 @@ int ssa_kineto_import_split(int fd, int gzip, size_t size, const char *path,
   o->fast = !opt->fast_off;
   o->keep_inputs = opt->op_inputs;
   o->keep_modules = opt->op_modules;
+  o->keep_names = opt->thread_names;
   ssa_split *sp = ssa_split_open(fd, gzip, size, opt, split_work, o);
   if (!sp) {
     free(o);
