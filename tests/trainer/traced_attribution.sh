@@ -8,9 +8,22 @@ trainer=$1 stepscope=$2 python=$3 checker=$4 check=$5
 shift 5
 dir=$(mktemp -d "${TMPDIR:-/tmp}/ss-attr.XXXXXX") || exit 1
 trap 'rm -rf "$dir"' EXIT
-"$trainer" --backend cpu --quiet --trace "$dir/run" "$@" >"$dir/train.out" 2>&1 ||
-    { echo "FAIL: training failed"; cat "$dir/train.out"; exit 1; }
-"$stepscope" analyze "$dir/run" --json "$dir/report.json" >"$dir/report.txt" 2>&1 ||
-    { echo "FAIL: stepscope analyze failed"; cat "$dir/report.txt"; exit 1; }
-# shellcheck disable=SC2086 # CHECK ARGS are words
-"$python" "$checker" "$dir/report.json" $check || { cat "$dir/report.txt"; exit 1; }
+# One traced run, analysed and checked; 0 when the check holds.
+attempt() {
+  rm -rf "$dir/run"
+  "$trainer" --backend cpu --quiet --trace "$dir/run" "$@" >"$dir/train.out" 2>&1 ||
+      { echo "FAIL: training failed"; cat "$dir/train.out"; exit 1; }
+  "$stepscope" analyze "$dir/run" --json "$dir/report.json" >"$dir/report.txt" 2>&1 ||
+      { echo "FAIL: stepscope analyze failed"; cat "$dir/report.txt"; exit 1; }
+  # shellcheck disable=SC2086 # CHECK ARGS are words
+  "$python" "$checker" "$dir/report.json" $check || { cat "$dir/report.txt"; return 1; }
+}
+# "no_culprit" is a statement about noise: the verdict's threshold (docs/metrics.md) holds a
+# run without any delay to a small chance of naming a culprit (bench/attribution: 0-1 of 20),
+# not to none. Such a run is trained again, and the test fails when the second run names
+# one too (chance about its square); a verdict that names a culprit in every run still fails.
+if attempt "$@"; then exit 0; fi
+case "$check" in
+  no_culprit*) echo "a culprit was named without any delay: trained once more"; attempt "$@" ;;
+  *) exit 1 ;;
+esac
