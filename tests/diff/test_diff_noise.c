@@ -644,7 +644,7 @@ typedef struct real_rate {
 } real_rate;
 
 static real_rate repeated_real_rate(int runs, double between_a, double between_b, double shift,
-                                    uint64_t seed) {
+                                    uint64_t seed, unsigned flags) {
   double va[64], vb[64];
   size_t sa[4], sb[4];
   uint64_t rs = seed;
@@ -653,8 +653,8 @@ static real_rate repeated_real_rate(int runs, double between_a, double between_b
     repeated_series(va, sa, runs, between_a, 0, &rs);
     repeated_series(vb, sb, runs, between_b, shift, &rs);
     ssa_diff_metric m;
-    if (ssa_diff_compare_runs(va, sa, (size_t)runs, vb, sb, (size_t)runs, SSA_DM_STEP_TIME, NAN, 0,
-                              NAN, &m))
+    if (ssa_diff_compare_runs(va, sa, (size_t)runs, vb, sb, (size_t)runs, SSA_DM_STEP_TIME, NAN,
+                              flags, NAN, &m))
       return (real_rate){NAN, NAN};
     real += m.verdict == SSA_DV_REAL;
     fail += m.verdict == SSA_DV_REAL && m.rel_change > 0.05;
@@ -808,10 +808,34 @@ static void case_repeats(void) {
   ssa_diff_compare_runs(va, seg, 3, vb, seg, 3, SSA_DM_STEP_TIME, NAN, 0, NAN, &m);
   CHECK(m.verdict == SSA_DV_REAL && m.run_gap == 3, "decrease: verdict %d gap %.2f", m.verdict,
         m.run_gap);
+  /* a gate metric (SSA_DIFF_GATE_METRIC): the test asks one-sided whether it got worse. Run
+   * medians 102, 103, 104 against 100, 101, 102: two-sided p = 0.0705 (scipy ttest_ind of the
+   * logarithms), one-sided 0.0352. Undeclared: noise; declared: real. The same distance the
+   * better way (98, 99, 100) stays two-sided, so noise either way. */
+  for (int i = 0; i < 12; i++)
+    vb[i] = 102 + i / 4;
+  ssa_diff_compare_runs(va, seg, 3, vb, seg, 3, SSA_DM_STEP_TIME, NAN, 0, NAN, &m);
+  CHECK(m.verdict == SSA_DV_NOISE && m.noise_reason == SSA_DN_BETWEEN_RUNS && !m.run_one_sided &&
+            fabs(m.run_p_value - 0.07049963539389996) < 1e-12,
+        "undeclared, worse, p 0.07: verdict %d reason %d p %.17g", m.verdict, m.noise_reason,
+        m.run_p_value);
+  ssa_diff_compare_runs(va, seg, 3, vb, seg, 3, SSA_DM_STEP_TIME, NAN, SSA_DIFF_GATE_METRIC, NAN,
+                        &m);
+  CHECK(m.verdict == SSA_DV_REAL && m.run_one_sided &&
+            fabs(m.run_p_value - 0.03524981769694998) < 1e-12,
+        "gate metric, worse, one-sided p 0.035: verdict %d reason %d p %.17g", m.verdict,
+        m.noise_reason, m.run_p_value);
+  for (int i = 0; i < 12; i++)
+    vb[i] = 98 + i / 4;
+  ssa_diff_compare_runs(va, seg, 3, vb, seg, 3, SSA_DM_STEP_TIME, NAN, SSA_DIFF_GATE_METRIC, NAN,
+                        &m);
+  CHECK(m.verdict == SSA_DV_NOISE && !m.run_one_sided && m.run_p_value > 0.05,
+        "gate metric, better, p %.3g: verdict %d one-sided %d", m.run_p_value, m.verdict,
+        m.run_one_sided);
   /* a run median of 0 (no exposed communication in one run): the raw medians are tested */
   {
     const double za[3] = {0, 1, 2}, zb[3] = {5, 6, 7};
-    double p = ssa_diff_runs_t_test(za, 3, zb, 3);
+    double p = ssa_diff_runs_t_test(za, 3, zb, 3, NULL);
     CHECK(fabs(p - 0.0036022326091040033) < 1e-12, "raw t-test with a zero median: p %.17g", p);
   }
   /* the family correction on given p-values: Holm over the undeclared metrics (sorted
@@ -858,14 +882,14 @@ static void case_repeats(void) {
   /* generated: runs differ by up to +-4 % (uniform), steps by +-1 %. The t-test holds its
    * level (5 %, two-sided) up to the Monte Carlo error and the uniform distribution's
    * departure from normal; a gate at +5 % almost never fails an A/A pair. */
-  real_rate one_run = repeated_real_rate(1, 0.04, 0.04, 0, 5),
-            two = repeated_real_rate(2, 0.04, 0.04, 0, 6),
-            three = repeated_real_rate(3, 0.04, 0.04, 0, 7),
-            power = repeated_real_rate(3, 0.04, 0.04, 0.15, 8);
+  real_rate one_run = repeated_real_rate(1, 0.04, 0.04, 0, 5, 0),
+            two = repeated_real_rate(2, 0.04, 0.04, 0, 6, 0),
+            three = repeated_real_rate(3, 0.04, 0.04, 0, 7, 0),
+            power = repeated_real_rate(3, 0.04, 0.04, 0.15, 8, 0);
   /* runs that scatter +-12 %: an A/A pair (both sides alike) and a +20 % regression whose
    * runs scatter 4x as much as A's (seen on the CPU trainer with an injected delay) */
-  real_rate aa_wide = repeated_real_rate(3, 0.12, 0.12, 0, 9),
-            wide = repeated_real_rate(3, 0.03, 0.12, 0.20, 10);
+  real_rate aa_wide = repeated_real_rate(3, 0.12, 0.12, 0, 9, 0),
+            wide = repeated_real_rate(3, 0.03, 0.12, 0.20, 10, 0);
   printf(
       "A/A, runs +-4 %% apart, steps +-1 %%: called real in %.1f %% with 1 run per side, %.1f "
       "%% with 2, %.1f %% with 3 (a gate at +5 %% fails %.1f %%); a +15 %% change with 3 runs: "
@@ -884,6 +908,19 @@ static void case_repeats(void) {
         "+15 %% with 3 runs detected in %.3f; +20 %% with B "
         "wider %.3f",
         power.real, wide.real);
+  /* a gate on step time (SSA_DIFF_GATE_METRIC: one-sided toward worse), runs +-12 % apart on
+   * both sides: an A/A pair fails the gate at most at the test's level (5 %, before the +5 %
+   * threshold), and a +15 % regression is found more often than by the two-sided test on the
+   * same draws */
+  real_rate gate_aa = repeated_real_rate(3, 0.12, 0.12, 0, 11, SSA_DIFF_GATE_METRIC),
+            gate_15 = repeated_real_rate(3, 0.12, 0.12, 0.15, 12, SSA_DIFF_GATE_METRIC),
+            both_15 = repeated_real_rate(3, 0.12, 0.12, 0.15, 12, 0);
+  printf("gate metric, runs +-12 %% apart: A/A gate fails %.1f %%; +15 %% fails the gate %.1f %% "
+         "(two-sided test: %.1f %%)\n",
+         gate_aa.gate_fail * 100, gate_15.gate_fail * 100, both_15.gate_fail * 100);
+  CHECK(gate_aa.gate_fail < 0.06 && gate_15.gate_fail > both_15.gate_fail + 0.03,
+        "gate metric: A/A fails %.3f; +15 %% found %.3f one-sided, %.3f two-sided",
+        gate_aa.gate_fail, gate_15.gate_fail, both_15.gate_fail);
 
   /* end to end (generated traces, ssa_diff_runs_repeated): run levels move
    * by up to 4 %; one run per side without a floor (--run-noise 0) calls B's +4 % WORSE,

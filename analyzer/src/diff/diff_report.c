@@ -156,15 +156,17 @@ int ssa_diff_report_text(const ssa_diff *d, FILE *f) {
       tfmt(rb, sizeof rb, t, !isnan(m->b.between), m->b.between);
       tfmt(g, sizeof g, t, !isnan(m->run_gap), m->run_gap);
       char p[32] = "-", adj[32] = "-";
-      if (!isnan(m->run_p_value)) snprintf(p, sizeof p, "%.3g", m->run_p_value);
+      if (!isnan(m->run_p_value))
+        snprintf(p, sizeof p, "%.3g%s", m->run_p_value, m->run_one_sided ? " 1s" : "");
       if (!isnan(m->run_p_adjusted)) snprintf(adj, sizeof adj, "%.3g", m->run_p_adjusted);
       fprintf(f, "%-14s %12s %12s %12s %10s %10s\n", ssa_diff_metric_names[k], ra, rb, g, p, adj);
     }
     fprintf(f,
             "  (gap: distance between the nearest runs of A and B, negative when they interleave;\n"
-            "   t-test p: the runs' medians of A against B's; adjusted: for the metrics judged\n"
-            "   together (the gate's by Bonferroni, the others by Holm); below %.2f the change\n"
-            "   is beyond the between-run variation)\n",
+            "   t-test p: the runs' medians of A against B's, two-sided, or one-sided (1s) for a\n"
+            "   gate's metric that got worse; adjusted: for the metrics judged together (the\n"
+            "   gate's by Bonferroni, the others by Holm); below %.2f the change is beyond the\n"
+            "   between-run variation)\n",
             SSA_DIFF_ALPHA);
   }
   ssa_diff_decomp_text(d, f);
@@ -324,6 +326,7 @@ static void jmetric(ssa_out *o, int k, const ssa_diff_metric *m) {
   jnum(o, 0, m->run_p_value);
   ssa_out_str(o, ",\"run_p_adjusted\":");
   jnum(o, 0, m->run_p_adjusted);
+  ssa_out_str(o, m->run_one_sided ? ",\"run_one_sided\":true" : ",\"run_one_sided\":false");
   ssa_out_str(o, ",\"run_floor\":");
   jnum(o, t, m->run_floor);
   ssa_out_char(o, '}');

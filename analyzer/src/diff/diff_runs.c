@@ -282,9 +282,9 @@ static int side_series(series_fn series, const void *ctx, size_t nruns, int k, d
 
 /* Compares metric k of the two sides (series freed). */
 static int compare_metric(double *va, const size_t *seg_a, size_t ka, double *vb,
-                          const size_t *seg_b, size_t kb, int k, double step_a, int load,
+                          const size_t *seg_b, size_t kb, int k, double step_a, unsigned flags,
                           double run_noise, ssa_diff_metric *m) {
-  int rc = ssa_diff_compare_runs(va, seg_a, ka, vb, seg_b, kb, k, step_a, load, run_noise, m);
+  int rc = ssa_diff_compare_runs(va, seg_a, ka, vb, seg_b, kb, k, step_a, flags, run_noise, m);
   free(va);
   free(vb);
   return rc;
@@ -346,8 +346,8 @@ static int build_ranks(ssa_diff *d) {
         free(va);
         return STEPSCOPE_E_NOMEM;
       }
-      if (compare_metric(va, seg_a, d->nruns_a, vb, seg_b, d->nruns_b, k, step_a, load,
-                         d->run_noise, &x->m[k]))
+      if (compare_metric(va, seg_a, d->nruns_a, vb, seg_b, d->nruns_b, k, step_a,
+                         load ? SSA_DIFF_LOAD_DIFFERS : 0, d->run_noise, &x->m[k]))
         return STEPSCOPE_E_NOMEM;
       if (k == SSA_DM_STEP_TIME) step_a = x->m[k].a.known ? x->m[k].a.median : NAN;
     }
@@ -823,8 +823,9 @@ int ssa_diff_runs_repeated(const ssa_analysis *const *a, size_t na, const ssa_an
       free(va);
       return STEPSCOPE_E_NOMEM;
     }
-    if (compare_metric(va, seg_a, na, vb, seg_b, nb, k, step_a, d->load_differs, d->run_noise,
-                       &d->m[k]))
+    unsigned flags = (d->load_differs ? SSA_DIFF_LOAD_DIFFERS : 0) |
+                     (declared & (1u << k) ? SSA_DIFF_GATE_METRIC : 0);
+    if (compare_metric(va, seg_a, na, vb, seg_b, nb, k, step_a, flags, d->run_noise, &d->m[k]))
       return STEPSCOPE_E_NOMEM;
     if (k == SSA_DM_STEP_TIME) step_a = d->m[k].a.known ? d->m[k].a.median : NAN;
   }

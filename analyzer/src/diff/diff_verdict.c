@@ -227,8 +227,9 @@ static double run_gap(const ssa_diff_stat *a, const ssa_diff_stat *b, double cha
 }
 
 int ssa_diff_compare_runs(const double *va, const size_t *seg_a, size_t ka, const double *vb,
-                          const size_t *seg_b, size_t kb, int k, double step_a, int load_differs,
+                          const size_t *seg_b, size_t kb, int k, double step_a, unsigned flags,
                           double run_noise, ssa_diff_metric *m) {
+  int load_differs = (flags & SSA_DIFF_LOAD_DIFFERS) != 0;
   if (ka > SSA_DIFF_MAX_RUNS || kb > SSA_DIFF_MAX_RUNS) return STEPSCOPE_E_ARGUMENT;
   size_t na = 0, nb = 0;
   for (size_t i = 0; i < ka; i++)
@@ -273,9 +274,21 @@ int ssa_diff_compare_runs(const double *va, const size_t *seg_a, size_t ka, cons
    * between the nearest runs is reported for the reader */
   int repeated = m->a.runs >= 2 || m->b.runs >= 2;
   m->run_p_value = m->run_p_adjusted = NAN;
+  m->run_one_sided = 0;
   if (repeated) {
     m->run_gap = run_gap(&m->a, &m->b, m->abs_change);
-    m->run_p_value = ssa_diff_runs_t_test(m->a.run_median, m->a.runs, m->b.run_median, m->b.runs);
+    int direction;
+    m->run_p_value =
+        ssa_diff_runs_t_test(m->a.run_median, m->a.runs, m->b.run_median, m->b.runs, &direction);
+    /* A gate fails only on a change for the worse, so for its metrics the test asks that one
+     * question: one-sided, half the two-sided p when the runs moved the worse way. An
+     * improvement keeps the two-sided test. */
+    int worse = -ssa_diff_metric_better[k];
+    if ((flags & SSA_DIFF_GATE_METRIC) && direction == worse &&
+        (m->abs_change > 0 ? 1 : -1) == worse && !isnan(m->run_p_value)) {
+      m->run_p_value /= 2;
+      m->run_one_sided = 1;
+    }
   }
   if (change == 0) {
     m->verdict = SSA_DV_SAME;
@@ -303,7 +316,8 @@ int ssa_diff_compare_runs(const double *va, const size_t *seg_a, size_t ka, cons
 
 int ssa_diff_compare_series(const double *va, size_t na, const double *vb, size_t nb, int k,
                             double step_a, int load_differs, double run_noise, ssa_diff_metric *m) {
-  return ssa_diff_compare_runs(va, &na, 1, vb, &nb, 1, k, step_a, load_differs, run_noise, m);
+  return ssa_diff_compare_runs(va, &na, 1, vb, &nb, 1, k, step_a,
+                               load_differs ? SSA_DIFF_LOAD_DIFFERS : 0, run_noise, m);
 }
 
 int ssa_diff_parse_run_noise(const char *pct, double *fraction, char *err, size_t errlen) {

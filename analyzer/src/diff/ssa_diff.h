@@ -136,8 +136,9 @@ typedef struct ssa_diff_metric {
   double min_effect;  /* smallest change that counts, in the metric's unit; NaN when not computed */
   double run_gap;     /* distance between the nearest runs of A and B (negative when their
                          medians interleave); NaN unless a side has repeated runs */
-  double run_p_value; /* the between-run t-test's two-sided p (student_t.c); NaN unless a
-                         side has repeated runs */
+  double run_p_value; /* the between-run t-test's p (student_t.c): one-sided when
+                         run_one_sided, else two-sided; NaN unless a side has repeated runs */
+  int run_one_sided;  /* the test asked only "worse?" (SSA_DIFF_GATE_METRIC, the change worse) */
   double run_p_adjusted; /* run_p_value adjusted for the metrics judged together
                             (diff_runs.c: Bonferroni or Holm), held to SSA_DIFF_ALPHA;
                             NaN when not tested */
@@ -318,18 +319,25 @@ double ssa_diff_drift(const double *v, size_t n);
 double ssa_student_t_p(double t, double df);
 /* Two-sided p-value of Student's two-sample t-test (pooled variance) of the
  * run medians a[na] against b[nb] (their logarithms when all are positive); NaN when
- * na + nb < 3, a side is empty or has more than SSA_DIFF_MAX_RUNS. */
-double ssa_diff_runs_t_test(const double *a, size_t na, const double *b, size_t nb);
+ * na + nb < 3, a side is empty or has more than SSA_DIFF_MAX_RUNS. *direction (when not
+ * NULL): +1 when B's mean lies above A's, -1 below, 0 equal or not tested. */
+double ssa_diff_runs_t_test(const double *a, size_t na, const double *b, size_t nb, int *direction);
 /* Fills m from metric k's per-step series of both runs (time order; not
  * modified). step_a: run A's median step time (for the minimum effect and the floor).
  * run_noise: the between-run floor as a fraction (NaN or 0: none). 0 or STEPSCOPE_E_NOMEM. */
 int ssa_diff_compare_series(const double *va, size_t na, const double *vb, size_t nb, int k,
                             double step_a, int load_differs, double run_noise, ssa_diff_metric *m);
+/* Flags of ssa_diff_compare_runs. */
+enum {
+  SSA_DIFF_LOAD_DIFFERS = 1u, /* the load differs between the runs: withhold the verdict */
+  SSA_DIFF_GATE_METRIC = 2u   /* a gate threshold names the metric: the between-run test asks
+                                 one-sided whether it got worse (docs/diff.md, test 3) */
+};
 /* The same for sides of repeated runs: va is the concatenation of the runs'
  * series (each in time order), seg_a[i] the number of values of run i
- * (ka runs, at most SSA_DIFF_MAX_RUNS); likewise for B. */
+ * (ka runs, at most SSA_DIFF_MAX_RUNS); likewise for B. flags: SSA_DIFF_* above. */
 int ssa_diff_compare_runs(const double *va, const size_t *seg_a, size_t ka, const double *vb,
-                          const size_t *seg_b, size_t kb, int k, double step_a, int load_differs,
+                          const size_t *seg_b, size_t kb, int k, double step_a, unsigned flags,
                           double run_noise, ssa_diff_metric *m);
 /* "better", "WORSE", "noise", "same", "unknown" ("" when not comparable). */
 const char *ssa_diff_verdict_word(const ssa_diff_metric *m, int k);

@@ -92,7 +92,9 @@ static int all_positive(const double *v, size_t n) {
   return 1;
 }
 
-double ssa_diff_runs_t_test(const double *a, size_t na, const double *b, size_t nb) {
+double ssa_diff_runs_t_test(const double *a, size_t na, const double *b, size_t nb,
+                            int *direction) {
+  if (direction) *direction = 0;
   if (na == 0 || nb == 0 || na + nb < 3 || na > SSA_DIFF_MAX_RUNS || nb > SSA_DIFF_MAX_RUNS)
     return NAN;
   double la[SSA_DIFF_MAX_RUNS], lb[SSA_DIFF_MAX_RUNS];
@@ -110,6 +112,7 @@ double ssa_diff_runs_t_test(const double *a, size_t na, const double *b, size_t 
   double df = (double)(na + nb - 2);
   double pooled = (ssa + ssb) / df;
   double se = sqrt(pooled * (1.0 / (double)na + 1.0 / (double)nb));
+  if (direction) *direction = (mb > ma) - (mb < ma);
   if (mb == ma) return 1.0;
   if (!(se > 0)) return 0.0; /* runs of each side identical, sides apart */
   return ssa_student_t_p((mb - ma) / se, df);
