@@ -21,7 +21,9 @@
  *   6. the two runs were measured under comparable load (the caller's
  *      load_differs flag, from the devices' queued idle: diff_runs.c);
  *   7. with repeated runs on a side (the same configuration measured again),
- *      a t-test over the runs' medians (student_t.c) rejects at alpha: runs
+ *      a t-test over the runs' medians (student_t.c; one-sided toward worse for
+ *      a gate's metric), adjusted for the metrics judged together
+ *      (ssa_diff_between_runs_family, below), rejects at alpha: runs
  *      of one configuration can differ by more than their steps scatter, and
  *      only repeats measure by how much. With repeats the run is the unit, so
  *      tests 3 and 4 (the steps' spread and drift, which stand in for the
@@ -312,6 +314,50 @@ int ssa_diff_compare_runs(const double *va, const size_t *seg_a, size_t ka, cons
   if (m->verdict == SSA_DV_UNKNOWN) m->verdict = SSA_DV_NOISE;
   m->noise = m->verdict != SSA_DV_REAL;
   return 0;
+}
+
+/* Test 3 judges several metrics at once: at alpha = 0.05 each, an A/A pair of repeated runs
+ * would show a spurious verdict on one of the nine metrics in about a third of pairs. The
+ * metrics named in advance (the gate's) form one family, adjusted by Bonferroni (p times
+ * their count); the others another, adjusted by Holm's step-down procedure (the i-th smallest
+ * of m p-values times m - i + 1, never below the one before). Each family then holds its
+ * spurious verdicts to alpha. A metric whose adjusted p is not below alpha is noise for
+ * reason between_runs, which comes before the tests after it (diff_verdict.c). */
+void ssa_diff_between_runs_family(ssa_diff *d, unsigned declared) {
+  int order[SSA_DM_N], n = 0, ndeclared = 0;
+  for (int k = 0; k < SSA_DM_N; k++) {
+    ssa_diff_metric *m = &d->m[k];
+    m->run_p_adjusted = NAN;
+    if (!m->comparable || isnan(m->run_p_value)) continue;
+    if (declared & (1u << k))
+      ndeclared++;
+    else
+      order[n++] = k;
+  }
+  for (int k = 0; k < SSA_DM_N; k++)
+    if ((declared & (1u << k)) && d->m[k].comparable && !isnan(d->m[k].run_p_value))
+      d->m[k].run_p_adjusted = fmin(1.0, d->m[k].run_p_value * ndeclared);
+  for (int i = 1; i < n; i++) /* ascending p: insertion sort of at most SSA_DM_N */
+    for (int j = i; j > 0 && d->m[order[j]].run_p_value < d->m[order[j - 1]].run_p_value; j--) {
+      int t = order[j];
+      order[j] = order[j - 1];
+      order[j - 1] = t;
+    }
+  double running = 0;
+  for (int i = 0; i < n; i++) {
+    ssa_diff_metric *m = &d->m[order[i]];
+    running = fmax(running, fmin(1.0, m->run_p_value * (n - i)));
+    m->run_p_adjusted = running;
+  }
+  for (int k = 0; k < SSA_DM_N; k++) {
+    ssa_diff_metric *m = &d->m[k];
+    if (isnan(m->run_p_adjusted) || m->run_p_adjusted < SSA_DIFF_ALPHA) continue;
+    if (m->verdict != SSA_DV_REAL && m->verdict != SSA_DV_NOISE) continue;
+    if (m->noise_reason == SSA_DN_LOAD || m->noise_reason == SSA_DN_BETWEEN_RUNS) continue;
+    m->verdict = SSA_DV_NOISE;
+    m->noise_reason = SSA_DN_BETWEEN_RUNS;
+    m->noise = 1;
+  }
 }
 
 int ssa_diff_compare_series(const double *va, size_t na, const double *vb, size_t nb, int k,

@@ -262,8 +262,11 @@ int ssa_diff_runs_repeated(const ssa_analysis *const *a, size_t na, const ssa_an
                            unsigned declared, ssa_diff *out);
 /* Adjusts the between-run test's p-values of d's metrics for the metrics judged together
  * (declared: as ssa_diff_runs_repeated's) into run_p_adjusted, and turns a verdict whose
- * adjusted p is not below SSA_DIFF_ALPHA into noise (between_runs). diff_runs.c. */
+ * adjusted p is not below SSA_DIFF_ALPHA into noise (between_runs). diff_verdict.c. */
 void ssa_diff_between_runs_family(ssa_diff *d, unsigned declared);
+/* Appends the findings (plain sentences) of a finished comparison to d->findings: 0 or
+ * STEPSCOPE_E_NOMEM. diff_findings.c. */
+int ssa_diff_build_findings(ssa_diff *d);
 /* --run-noise PCT: a plain decimal percentage 0..1000 into *fraction; 0, or -1 with a
  * message in err. */
 int ssa_diff_parse_run_noise(const char *pct, double *fraction, char *err, size_t errlen);
