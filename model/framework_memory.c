@@ -36,19 +36,51 @@
 
 #include "memory_model.h"
 
-int mm_stage_layers(const mm_layout *l, int stage) {
-  int base = (l->layers + l->pp - 1) / l->pp, fewer = base * l->pp - l->layers;
-  if (l->framework == MM_FW_STEPSCOPE || fewer == 0) return l->layers / l->pp;
-  /* take one away from the first, the last, the second, the second last, ... stage */
-  int from_end = l->pp - 1 - stage, order = stage <= from_end ? 2 * stage : 2 * from_end + 1;
+/* Virtual stages (model chunks) of the layout: pp, or pp x v with the interleaved schedule. */
+static int virtual_stages(const mm_layout *l) {
+  int V = l->schedule == MM_SCHED_INTERLEAVED && l->virtual_stages > 1 ? l->virtual_stages : 1;
+  return l->pp * V;
+}
+
+/* Blocks of virtual stage j (chunk j / pp of pipeline rank j % pp) of P: ceil(layers / P), one
+ * fewer on the first, the last, the second, the second last, ... virtual stage in turn until
+ * they add up to the layers. */
+static int chunk_layers(const mm_layout *l, int j, int P) {
+  int base = (l->layers + P - 1) / P, fewer = base * P - l->layers;
+  int from_end = P - 1 - j, order = j <= from_end ? 2 * j : 2 * from_end + 1;
   return base - (order < fewer ? 1 : 0);
 }
 
+int mm_stages_even(const mm_layout *l) {
+  return l->layers % virtual_stages(l) == 0;
+}
+
+int mm_stages_valid(const mm_layout *l) {
+  int P = virtual_stages(l);
+  if (mm_stages_even(l)) return l->layers >= P;
+  /* uneven: a framework's, and every chunk keeps a block */
+  return l->framework != MM_FW_STEPSCOPE && (l->layers + P - 1) / P >= 2;
+}
+
+int mm_stage_layers(const mm_layout *l, int stage) {
+  int P = virtual_stages(l);
+  if (l->framework == MM_FW_STEPSCOPE || mm_stages_even(l)) return l->layers / l->pp;
+  int n = 0;
+  for (int j = stage; j < P; j += l->pp)
+    n += chunk_layers(l, j, P);
+  return n;
+}
+
 int mm_fullest_stage(const mm_layout *l) {
-  int base = (l->layers + l->pp - 1) / l->pp, fewer = base * l->pp - l->layers;
-  if (l->framework == MM_FW_STEPSCOPE || fewer == 0) return 0;
-  int s = (fewer + 1) / 2; /* the stages before it from the front give up a block */
-  return s < l->pp ? s : l->pp - 1;
+  int best = 0, most = mm_stage_layers(l, 0);
+  for (int s = 1; s < l->pp; s++) {
+    int n = mm_stage_layers(l, s);
+    if (n > most) {
+      most = n;
+      best = s;
+    }
+  }
+  return best;
 }
 
 static double ffn_width(const mm_layout *l) {
@@ -150,8 +182,9 @@ int mm_framework_rank_memory(const mm_layout *l, int stage, mm_breakdown *out, c
   if (l->hidden % l->heads || l->heads % l->tp || kv % l->tp || (l->ffn > 0 && l->ffn % l->tp))
     REFUSE("the heads (%d, %d of them K/V) and the MLP width must be divisible by --tp %d",
            l->heads, kv, l->tp);
-  if (V > 1 && l->layers % (l->pp * V))
-    REFUSE("--layers %d is not divisible by pp x virtual stages = %d", l->layers, l->pp * V);
+  if (V > 1 && !mm_stages_valid(l))
+    REFUSE("--layers %d on pp x virtual stages = %d model chunks: a chunk would hold no block",
+           l->layers, l->pp * V);
   if (l->seq % (l->cp > 1 ? 2 * l->cp : 1))
     REFUSE("--seq %d is not divisible by 2 x --cp %d", l->seq, l->cp);
   int ep = l->ep > 0 ? l->ep : 1;

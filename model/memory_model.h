@@ -105,9 +105,17 @@ double mm_framework_stage_params(const mm_layout *l, int stage);
 double mm_framework_layer_activations(const mm_layout *l);
 
 /* The transformer blocks pipeline rank `stage` holds (every chunk together): layers / pp, or
- * with a real framework and layers not divisible by pp, one fewer on the first and the last
- * stages in turn (Llama 3's balancing of the embedding and the LM head). */
+ * with a real framework and layers not divisible by the model chunks (pp, or pp x v when
+ * interleaved), ceil(layers / chunks) per chunk and one fewer on the first, the last, the
+ * second, the second last, ... chunk in turn (Llama 3's balancing of the embedding and the LM
+ * head: 126 layers on 16 stages are 7, 8 x 14, 7; interleaved with v = 4, chunks of 2 but 1 on
+ * the first and the last). */
 int mm_stage_layers(const mm_layout *l, int stage);
+/* Whether the layers divide evenly over the model chunks (pp x v). */
+int mm_stages_even(const mm_layout *l);
+/* Whether the layers can be laid out on the model chunks: evenly, or (a framework, not the
+ * trainer) unevenly with every chunk keeping a block. */
+int mm_stages_valid(const mm_layout *l);
 
 /* The first pipeline rank holding the most blocks (0 when the stages are even). */
 int mm_fullest_stage(const mm_layout *l);

@@ -150,6 +150,38 @@ static void models_as_they_are(void) {
         mm_stage_layers(&l, 3) == 2);
   /* the first stage holding the most blocks (what the step's pace and the memory check) */
   CHECK(mm_fullest_stage(&l) == 1);
+  /* interleaved: the chunks are uneven, not the stages (126 layers on 16 x v chunks: v = 4,
+   * chunks of 2 but 1 on the first and the last; v = 3, chunks of 3 but 2 on the first nine
+   * and the last nine); every layout adds up to the layers */
+  {
+    mm_layout il = model(MM_FW_MEGATRON);
+    il.layers = 126;
+    il.pp = 16;
+    il.schedule = MM_SCHED_INTERLEAVED;
+    for (int v = 2; v <= 4; v++) {
+      il.virtual_stages = v;
+      int sum = 0;
+      for (int s = 0; s < 16; s++)
+        sum += mm_stage_layers(&il, s);
+      CHECK(sum == 126 && mm_stages_valid(&il) && !mm_stages_even(&il));
+    }
+    il.virtual_stages = 4;
+    CHECK(mm_stage_layers(&il, 0) == 7 && mm_stage_layers(&il, 15) == 7 &&
+          mm_stage_layers(&il, 1) == 8 && mm_fullest_stage(&il) == 1);
+    il.virtual_stages = 3; /* stage 8: chunks 8 (2), 24 (3), 40 (2); 15: 15, 31 (3), 47 (2) */
+    CHECK(mm_stage_layers(&il, 0) == 8 && mm_stage_layers(&il, 8) == 7 &&
+          mm_stage_layers(&il, 9) == 8 && mm_stage_layers(&il, 15) == 8);
+    mm_breakdown b;
+    char why[200] = "";
+    CHECK(mm_framework_rank_memory(&il, 0, &b, why, sizeof why) == 0);
+    il.layers = 20; /* 32 chunks for 20 blocks: a chunk would be empty */
+    il.virtual_stages = 2;
+    CHECK(!mm_stages_valid(&il) && mm_framework_rank_memory(&il, 0, &b, why, sizeof why) == -1 &&
+          strstr(why, "no block") != NULL);
+    il.layers = 126; /* the trainer's stages stay even */
+    il.framework = MM_FW_STEPSCOPE;
+    CHECK(!mm_stages_valid(&il));
+  }
   l.layers = 112;
   l.pp = 64;
   CHECK(mm_fullest_stage(&l) == 8 && mm_stage_layers(&l, 7) == 1 && mm_stage_layers(&l, 8) == 2);

@@ -366,7 +366,7 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
   double lat = job->cal.latency_s > 0 ? job->cal.latency_s : job->dev.latency_s;
   double tokens = (double)l.micro_batch * l.seq / l.cp;
   double es = l.act_bytes;
-  int layers_stage = trainer ? l.layers / l.pp : mm_stage_layers(&l, l.pp / 2); /* the most */
+  int layers_stage = trainer ? l.layers / l.pp : mm_stage_layers(&l, mm_fullest_stage(&l));
   if (l.tp > 1) {
     double bw = group_bw(job, &l, GROUP_TP, job->cal.tp_bw);
     int per_layer = 4 + (l.recompute == MM_RECOMPUTE_FULL ? 2 : 0);
@@ -579,7 +579,12 @@ long plan_enumerate(const plan_job *job, const plan_filter *f, plan_result **out
             for (int v = sched == MM_SCHED_INTERLEAVED ? 2 : 1;
                  v <= (sched == MM_SCHED_INTERLEAVED ? 4 : 1); v++) {
               if (!allowed(f->virtual_stages, v) && sched == MM_SCHED_INTERLEAVED) continue;
-              if (sched == MM_SCHED_INTERLEAVED && (m->layers % (pp * v) || M % pp)) continue;
+              if (sched == MM_SCHED_INTERLEAVED && M % pp) continue;
+              mm_layout chunks = *m; /* the layers must lay out on pp x v model chunks */
+              chunks.pp = pp;
+              chunks.schedule = (mm_schedule)sched;
+              chunks.virtual_stages = v;
+              if (sched == MM_SCHED_INTERLEAVED && !mm_stages_valid(&chunks)) continue;
               for (int zero = 0; zero <= 3; zero++) {
                 if (!allowed(f->zero, zero) || (zero && dp * cp == 1) ||
                     (zero >= 2 && sched == MM_SCHED_INTERLEAVED && m->framework == MM_FW_STEPSCOPE))
