@@ -328,9 +328,10 @@ API_EXPORT int ss_api_op_perf(const char *run_path, int argc, const char *const 
   return rc;
 }
 
-/* The module tree (memory 0) or the memory timeline (1) of `ops --by module` / `ops --memory`. */
+/* The module tree (memory 0) or the memory timeline (1; series: with --series) of `ops --by
+ * module` / `ops --memory`. */
 static int other_ops_table(const char *run_path, int argc, const char *const *argv, int memory,
-                           char **json_out, char **err_out) {
+                           int series, char **json_out, char **err_out) {
   api_options ao;
   ssa_run run;
   ssa_analysis an;
@@ -342,7 +343,7 @@ static int other_ops_table(const char *run_path, int argc, const char *const *ar
   if (memory ? ssa_mem_table_build(&an, &mem) : ssa_module_table_build(&an, &mods)) {
     rc = fail(err_out, 1, "stepscope ops: out of memory");
   } else if (memory) {
-    ssa_mem_report rep = {run_path, &run, &mem};
+    ssa_mem_report rep = {run_path, &run, &mem, series};
     rc = json_to_memory("ops", write_ops_json, &(ops_json){ssa_mem_report_json, &rep}, json_out,
                         err_out);
     ssa_mem_table_free(&mem);
@@ -358,12 +359,12 @@ static int other_ops_table(const char *run_path, int argc, const char *const *ar
 
 API_EXPORT int ss_api_op_modules(const char *run_path, int argc, const char *const *argv,
                                  char **json_out, char **err_out) {
-  return other_ops_table(run_path, argc, argv, 0, json_out, err_out);
+  return other_ops_table(run_path, argc, argv, 0, 0, json_out, err_out);
 }
 
-API_EXPORT int ss_api_op_memory(const char *run_path, int argc, const char *const *argv,
+API_EXPORT int ss_api_op_memory(const char *run_path, int argc, const char *const *argv, int series,
                                 char **json_out, char **err_out) {
-  return other_ops_table(run_path, argc, argv, 1, json_out, err_out);
+  return other_ops_table(run_path, argc, argv, 1, series != 0, json_out, err_out);
 }
 
 API_EXPORT int ss_api_diff(const char *run_a, const char *run_b, int argc, const char *const *argv,

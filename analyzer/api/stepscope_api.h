@@ -70,9 +70,10 @@ int ss_api_op_modules(const char *run, int argc, const char *const *argv, char *
                       char **err_out);
 
 /* The memory timeline of `stepscope ops RUN OPTIONS --memory --json -` (the run loaded with
- * its memory events: profile_memory=True), options as ss_api_op_perf's. */
-int ss_api_op_memory(const char *run, int argc, const char *const *argv, char **json_out,
-                     char **err_out);
+ * its memory events: profile_memory=True), options as ss_api_op_perf's; series non-zero:
+ * of `... --memory --series --json -` (each device's bytes after each event). */
+int ss_api_op_memory(const char *run, int argc, const char *const *argv, int series,
+                     char **json_out, char **err_out);
 
 /* The op table of ss_api_ops: version 1. */
 #define SS_API_OPS_MAGIC "SSOPS\0v1" /* 8 bytes */

@@ -125,8 +125,8 @@ class Report:
         df.attrs["modules"] = {k: v for k, v in doc.items() if k != "rows"}
         return df
 
-    def _memory_doc(self):
-        return _json.loads(_lib.op_memory_json(self.run, self.options))
+    def _memory_doc(self, series=False):
+        return _json.loads(_lib.op_memory_json(self.run, self.options, series))
 
     def memory(self):
         """Memory over time, per device (`stepscope ops --memory`, docs/ops.md; the profiler's
@@ -152,6 +152,19 @@ class Report:
                  "peak_allocated_bytes": s["peak_allocated_bytes"]}
                 for d in self._memory_doc()["devices"] for s in d["steps"]]
         return frame(rows, ["rank", "device", "step", "peak_allocated_bytes"])
+
+    def memory_timeline(self):
+        """Memory over time, the counter series (`stepscope ops --memory --series`): one row
+        per memory event of each rank and device, in time order: rank, device, time_ns (from
+        the run's start, as the report's times), allocated_bytes and reserved_bytes after it
+        (reserved: CUDA's caching allocator; 0 on the CPU)."""
+        rows = []
+        for d in self._memory_doc(series=True)["devices"]:
+            s = d["series"]
+            rows += [{"rank": d["rank"], "device": d["device"], "time_ns": t,
+                      "allocated_bytes": a, "reserved_bytes": r}
+                     for t, a, r in zip(s["time_ns"], s["allocated_bytes"], s["reserved_bytes"])]
+        return frame(rows, ["rank", "device", "time_ns", "allocated_bytes", "reserved_bytes"])
 
     def memory_live(self):
         """The largest allocations live at each device's peak (at most 10 a device), largest

@@ -1,9 +1,11 @@
-"""test_op_modules_memory.py — Report.op_modules(), memory(), memory_steps() and memory_live()
-(docs/ops.md) against `stepscope ops --by module --json -` and `stepscope ops --memory --json -`:
+"""test_op_modules_memory.py — Report.op_modules(), memory(), memory_steps(), memory_live() and
+memory_timeline() (docs/ops.md) against `stepscope ops --by module --json -` and `stepscope ops
+--memory [--series] --json -`:
 the library's JSON byte for byte the command's, the same rows and values in the DataFrames, and
 the tables' own sums, on the torch CPU traces committed under tests/data/kineto/ops (made with
 with_modules and profile_memory) and a committed Kineto trace made without either."""
 
+import gzip
 import json
 import os
 
@@ -100,11 +102,35 @@ def test_memory_is_the_command_table(cli, path):
         row["live_at_peak.bytes"]
 
 
+@pytest.mark.parametrize("path", TRACES, ids=os.path.basename)
+def test_memory_timeline_is_the_trace_s_series(cli, path):
+    rc, out, err = run_cli(cli, "ops", path, "--memory", "--series", "--json", "-")
+    assert rc == 0, err
+    assert _lib.op_memory_json(path, [], series=True) == out
+    assert "series" not in _lib.op_memory_json(path, [])  # the plain table is unchanged
+    with gzip.open(path, "rt") as f:
+        events = [e for e in json.load(f)["traceEvents"] if e.get("name") == "[memory]"]
+    report = stepscope.analyze(path)
+    df = report.memory_timeline()
+    dev = report.memory().iloc[0]
+    assert len(df) == len(events) == dev["events"]
+    assert df["time_ns"].is_monotonic_increasing
+    assert sorted(df["allocated_bytes"]) == sorted(e["args"]["Total Allocated"] for e in events)
+    assert (df["reserved_bytes"] == 0).all() and (df["device"] == "cpu").all()
+    assert df["allocated_bytes"].max() == dev["peak_allocated_bytes"]
+    at_peak = df[df["time_ns"] == dev["peak_time_ns"]]
+    assert dev["peak_allocated_bytes"] in set(at_peak["allocated_bytes"])
+    # times as the report's: inside the analysed steps' span or before the first
+    steps = report.json["run"]["steps"]
+    assert df["time_ns"].max() <= max(s["end_ns"] for s in steps)
+
+
 def test_memory_without_memory_events():
     report = stepscope.analyze(PLAIN_KINETO)
     assert report.memory().attrs["memory"]["devices"] == []
     assert len(report.memory()) == 0 and "peak_allocated_bytes" in report.memory().columns
     assert len(report.memory_steps()) == 0 and len(report.memory_live()) == 0
+    assert len(report.memory_timeline()) == 0 and "allocated_bytes" in report.memory_timeline()
 
 
 @pytest.mark.parametrize("call", [_lib.op_modules_json, _lib.op_memory_json],
