@@ -173,7 +173,7 @@ static int load_run(const char *command, const char *path, const ssa_options *op
   char msg[1024];
   /* `analyze` reads the PyTorch ops' shapes, as the command does (MFU from op FLOPs) */
   int rc = !strcmp(command, "analyze")
-               ? cli_load_run_with_inputs(command, path, opt, run, msg, sizeof msg)
+               ? cli_load_run_with_inputs(command, path, opt, 0u, run, msg, sizeof msg)
                : cli_load_run(command, path, opt, 0, run, msg, sizeof msg);
   if (!rc) return 0;
   ssa_run_free(run);
@@ -195,8 +195,15 @@ static int analyse_run(const char *command, const char *path, const ssa_run *run
 static int write_report(const void *an, ssa_out *o) {
   return ssa_report_json(an, o);
 }
-static int write_op_perf(const void *r, ssa_out *o) {
-  ssa_op_report_json(r, o); /* its errors stick in o */
+/* One of the `ops` writers of ssa_op_report.h and its report, as one argument of
+ * json_to_memory. */
+typedef struct ops_json {
+  void (*write)(const void *report, ssa_out *o);
+  const void *report;
+} ops_json;
+static int write_ops_json(const void *j, ssa_out *o) {
+  const ops_json *x = j;
+  x->write(x->report, o); /* its errors stick in o */
   return 0;
 }
 static int write_diff(const void *d, ssa_out *o) {
@@ -265,40 +272,99 @@ API_EXPORT int ss_api_analyze(const char *run_path, int argc, const char *const 
   return rc;
 }
 
-API_EXPORT int ss_api_op_perf(const char *run_path, int argc, const char *const *argv,
-                              const char *peak, char **json_out, char **err_out) {
-  api_options ao;
-  int rc = begin_json_call("ops", "op table", json_out, err_out, argc, argv, ALLOW_RANK | ALLOW_TOP,
-                           &ao);
+/* How every `ops` call begins: the options parsed, the run loaded with its ops' input args
+ * and what `more` adds (cli_load_run_with_inputs) and analysed. 0, or the status with
+ * everything freed; else free with end_ops_call. */
+static int begin_ops_call(const char *run_path, int argc, const char *const *argv, unsigned more,
+                          char **json_out, char **err_out, api_options *ao, ssa_run *run,
+                          ssa_analysis *an) {
+  int rc =
+      begin_json_call("ops", "op table", json_out, err_out, argc, argv, ALLOW_RANK | ALLOW_TOP, ao);
   if (rc) return rc;
-  ssa_run run;
-  memset(&run, 0, sizeof run);
+  memset(run, 0, sizeof *run);
   char msg[1024];
   if (!run_path || !*run_path)
     rc = fail(err_out, 2, "stepscope ops: no run given");
-  else if (cli_load_run_with_inputs("ops", run_path, &ao.opt, &run, msg, sizeof msg))
+  else if (cli_load_run_with_inputs("ops", run_path, &ao->opt, more, run, msg, sizeof msg))
     rc = fail(err_out, 1, "%s", msg);
-  ssa_analysis an;
-  if (!rc && !(rc = analyse_run("ops", NULL, &run, &ao.opt, &an, err_out))) {
-    ssa_op_table t;
-    ssa_ceilings c;
-    if (ssa_op_table_build(&an, &t)) {
-      rc = fail(err_out, 1, "stepscope ops: out of memory");
-    } else {
-      ssa_ceilings_of_device(t.device_name, &c);
-      if (peak && ssa_ceilings_parse(peak, &c, msg, sizeof msg)) {
-        rc = fail(err_out, 2, "stepscope ops: %s", msg);
-      } else {
-        ssa_op_report rep = {run_path, &t, &c, 0};
-        rc = json_to_memory("ops", write_op_perf, &rep, json_out, err_out);
-      }
-      ssa_op_table_free(&t);
-    }
-    ssa_analysis_free(&an);
+  if (!rc) rc = analyse_run("ops", NULL, run, &ao->opt, an, err_out);
+  if (rc) {
+    ssa_run_free(run);
+    api_options_free(ao);
   }
-  ssa_run_free(&run);
-  api_options_free(&ao);
   return rc;
+}
+
+static void end_ops_call(api_options *ao, ssa_run *run, ssa_analysis *an) {
+  ssa_analysis_free(an);
+  ssa_run_free(run);
+  api_options_free(ao);
+}
+
+API_EXPORT int ss_api_op_perf(const char *run_path, int argc, const char *const *argv,
+                              const char *peak, char **json_out, char **err_out) {
+  api_options ao;
+  ssa_run run;
+  ssa_analysis an;
+  int rc = begin_ops_call(run_path, argc, argv, 0u, json_out, err_out, &ao, &run, &an);
+  if (rc) return rc;
+  ssa_op_table t;
+  ssa_ceilings c;
+  char msg[1024];
+  if (ssa_op_table_build(&an, &t)) {
+    rc = fail(err_out, 1, "stepscope ops: out of memory");
+  } else {
+    ssa_ceilings_of_device(t.device_name, &c);
+    if (peak && ssa_ceilings_parse(peak, &c, msg, sizeof msg)) {
+      rc = fail(err_out, 2, "stepscope ops: %s", msg);
+    } else {
+      ssa_op_report rep = {run_path, &t, &c, 0};
+      rc = json_to_memory("ops", write_ops_json, &(ops_json){ssa_op_report_json, &rep}, json_out,
+                          err_out);
+    }
+    ssa_op_table_free(&t);
+  }
+  end_ops_call(&ao, &run, &an);
+  return rc;
+}
+
+/* The module tree (memory 0) or the memory timeline (1; series: with --series) of `ops --by
+ * module` / `ops --memory`. */
+static int other_ops_table(const char *run_path, int argc, const char *const *argv, int memory,
+                           int series, char **json_out, char **err_out) {
+  api_options ao;
+  ssa_run run;
+  ssa_analysis an;
+  int rc = begin_ops_call(run_path, argc, argv, memory ? CLI_OP_MEMORY : CLI_OP_MODULES, json_out,
+                          err_out, &ao, &run, &an);
+  if (rc) return rc;
+  ssa_module_table mods;
+  ssa_mem_table mem;
+  if (memory ? ssa_mem_table_build(&an, &mem) : ssa_module_table_build(&an, &mods)) {
+    rc = fail(err_out, 1, "stepscope ops: out of memory");
+  } else if (memory) {
+    ssa_mem_report rep = {run_path, &run, &mem, series};
+    rc = json_to_memory("ops", write_ops_json, &(ops_json){ssa_mem_report_json, &rep}, json_out,
+                        err_out);
+    ssa_mem_table_free(&mem);
+  } else {
+    ssa_module_report rep = {run_path, &mods};
+    rc = json_to_memory("ops", write_ops_json, &(ops_json){ssa_module_report_json, &rep}, json_out,
+                        err_out);
+    ssa_module_table_free(&mods);
+  }
+  end_ops_call(&ao, &run, &an);
+  return rc;
+}
+
+API_EXPORT int ss_api_op_modules(const char *run_path, int argc, const char *const *argv,
+                                 char **json_out, char **err_out) {
+  return other_ops_table(run_path, argc, argv, 0, 0, json_out, err_out);
+}
+
+API_EXPORT int ss_api_op_memory(const char *run_path, int argc, const char *const *argv, int series,
+                                char **json_out, char **err_out) {
+  return other_ops_table(run_path, argc, argv, 1, series != 0, json_out, err_out);
 }
 
 API_EXPORT int ss_api_diff(const char *run_a, const char *run_b, int argc, const char *const *argv,

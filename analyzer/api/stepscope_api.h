@@ -64,6 +64,17 @@ int ss_api_diff(const char *run_a, const char *run_b, int argc, const char *cons
 int ss_api_op_perf(const char *run, int argc, const char *const *argv, const char *peak,
                    char **json_out, char **err_out);
 
+/* The module tree of `stepscope ops RUN OPTIONS --by module --json -` (the run loaded with its
+ * ops' module events: the profiler's with_modules=True), options as ss_api_op_perf's. */
+int ss_api_op_modules(const char *run, int argc, const char *const *argv, char **json_out,
+                      char **err_out);
+
+/* The memory timeline of `stepscope ops RUN OPTIONS --memory --json -` (the run loaded with
+ * its memory events: profile_memory=True), options as ss_api_op_perf's; series non-zero:
+ * of `... --memory --series --json -` (each device's bytes after each event). */
+int ss_api_op_memory(const char *run, int argc, const char *const *argv, int series,
+                     char **json_out, char **err_out);
+
 /* The op table of ss_api_ops: version 1. */
 #define SS_API_OPS_MAGIC "SSOPS\0v1" /* 8 bytes */
 

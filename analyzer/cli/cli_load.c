@@ -39,8 +39,9 @@ int cli_load_run(const char *command, const char *path, const ssa_options *opt, 
 }
 
 int cli_load_run_with_inputs(const char *command, const char *path, const ssa_options *opt,
-                             ssa_run *run, char *msg, size_t cap) {
-  return load_run(command, path, opt, 0, CLI_OP_INPUTS, run, msg, cap);
+                             unsigned more, ssa_run *run, char *msg, size_t cap) {
+  return load_run(command, path, opt, 0, CLI_OP_INPUTS | (more & (CLI_OP_MODULES | CLI_OP_MEMORY)),
+                  run, msg, cap);
 }
 
 int cli_analyse_run(const char *command, const char *name, const ssa_options *opt,

@@ -28,10 +28,11 @@ typedef struct cli_loaded {
 int cli_load_run(const char *command, const char *path, const ssa_options *opt, int progress,
                  ssa_run *run, char *msg, size_t cap);
 
-/* The same with the Kineto CPU ops' input args kept (`stepscope ops`, ss_api_op_perf), no
- * progress. */
+/* The same with the Kineto CPU ops' input args kept (`stepscope ops`, ss_api_op_perf), and
+ * what `more` adds of CLI_OP_MODULES and CLI_OP_MEMORY (ss_api_op_modules, ss_api_op_memory);
+ * no progress. */
 int cli_load_run_with_inputs(const char *command, const char *path, const ssa_options *opt,
-                             ssa_run *run, char *msg, size_t cap);
+                             unsigned more, ssa_run *run, char *msg, size_t cap);
 /* Analyses the loaded run into *an (freed with ssa_analysis_free either way).
  * 0, or the exit status with the message in msg[cap]: 2 when --rank names a
  * rank the run lacks, else 1. `name` (NULL or the run's path) comes before

@@ -21,7 +21,7 @@
 typedef struct ops_args {
   ssa_options opt;
   const char *run_path, *json_path, *csv_path, *peak, *top;
-  int by_module, memory;
+  int by_module, memory, series;
 } ops_args;
 
 static int opt_by(const cli_option *o, const char *v, void *cmd) {
@@ -59,6 +59,10 @@ static const cli_option ops_options[] = {
      "memory over time instead (profile_memory=True): the allocated peak per device\n"
      "and step, and what was live at the peak, with the ops that allocated it",
      A(memory), NULL, 0, 0, NULL},
+    {CLI_FLAG, "--series", NULL, NULL,
+     "with --memory: the --json also holds each device's allocated and reserved\n"
+     "bytes after each of its events (series: time_ns, allocated_bytes, reserved_bytes)",
+     A(series), NULL, 0, 0, NULL},
     {CLI_CALL, "--rank", NULL, "R", "only rank R", 0, opt_rank, 0, 0, NULL},
     {CLI_ANALYSIS, NULL, NULL, NULL, NULL, A(opt), NULL, 0, 0, NULL},
     CLI_TEXT_ROW("Each device kernel counts for the deepest CPU op with a model around its launch\n"
@@ -126,7 +130,7 @@ static int other_table(const ops_args *x, cli_loaded *l) {
   }
   int rc;
   if (x->memory) {
-    ssa_mem_report rep = {x->run_path, &l->run, &mem};
+    ssa_mem_report rep = {x->run_path, &l->run, &mem, x->series};
     rc = emit(x, TABLE_MEMORY, &rep);
     ssa_mem_table_free(&mem);
   } else {
@@ -142,6 +146,10 @@ int cmd_ops(int argc, char **argv) {
   memset(&x, 0, sizeof x);
   int rc = cli_parse(&ops_table, argc, argv, &x, NULL);
   if (rc != CLI_PARSED) return rc;
+  if (x.series && !x.memory) {
+    cli_print(stderr, "stepscope ops: --series goes with --memory\n");
+    return 2;
+  }
   size_t top = 30;
   if (x.top) {
     char *end;

@@ -9,7 +9,9 @@
  * what every command takes (run_discovery.c): its export and report, written
  * by `stepscope export` and `stepscope analyze --json`, are used when there and
  * generated into a temporary directory from the rank traces when not
- * (view_run.c).
+ * (view_run.c), the export with --memory (a PyTorch trace's memory counter tracks); a
+ * PyTorch run also gets its module tree and memory timeline (`stepscope ops --by module`,
+ * `ops --memory`) for the Summary.
  * --ranks and --max-size go to the `export` it runs (export_ranks.c); a --html page is held to
  * --max-size too (default 512 MiB: Chromium cannot hold more in one string), checked before
  * it is written.
@@ -170,7 +172,11 @@ static const cli_table view_table = {
         "rank_*, worker*, *.pt.trace.json[.gz], or any *.json[.gz] whose content is Kineto's,\n"
         "trace.json.gz included), with or without the export of `stepscope export` (told by\n"
         "its marker) and the report of `stepscope analyze --json`; what is missing is\n"
-        "generated first into a temporary directory.\n"
+        "generated first into a temporary directory. The export it generates has memory\n"
+        "counter tracks (`export --memory`) where a PyTorch trace has memory events\n"
+        "(profile_memory=True); for PyTorch traces it also runs `stepscope ops --by module`\n"
+        "and `ops --memory`, whose module tree (with_modules=True) and memory peaks the\n"
+        "Summary shows.\n"
         "\n",
     CLI_ROWS(view_options),
     .column = 20,

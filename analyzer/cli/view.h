@@ -32,8 +32,11 @@ typedef struct view_run {
   char trace_name[256];   /* file name of the export ("" when none) */
   char report_name[256];  /* file name of the report ("" when none) */
   char diff_name[64];     /* run "b": the `stepscope diff A B --json` file ("" when none) */
+  char modules_name[64];  /* a PyTorch run's `stepscope ops --by module --json` file and */
+  char memory_name[64];   /* its `ops --memory --json` file ("" when none; both generated) */
   char source[PATH_MAX];  /* what `export`/`analyze`/`diff` read: the run directory, the
                              one rank file given, or "" when there are no rank traces */
+  int pytorch;            /* source holds PyTorch profiler (Kineto) traces */
   int quiet;              /* no progress lines; of the generated commands' output, only
                              what they say about data lost (DATA LOST lines) */
   stepscope_inflate_limits inflate; /* how far a gzip export or trace may inflate */
@@ -67,6 +70,15 @@ int view_run_open(view_run *run, const char *id, const char *arg, const char *se
 /* Run b of a comparison: writes `stepscope diff A B --json` into b's generated files
  * (the Compare view shows its findings and verdicts); notes why when it cannot. */
 void view_run_diff(view_run *b, const view_run *a, const char *self_exe);
+
+/* The files of a run that the page reads, by kind: the export, the report, the diff (run b
+ * of a comparison), the module tree and the memory timeline (a PyTorch run's). The kinds'
+ * names ("trace", "report", "diff", "modules", "memory") key them in the run listing and
+ * name their elements in a --html page. */
+enum { VIEW_TRACE, VIEW_REPORT, VIEW_DIFF, VIEW_MODULES, VIEW_MEMORY, VIEW_NDATA };
+extern const char *const view_data_kinds[VIEW_NDATA];
+/* run's file name of each kind ("" none) into names[]. */
+void view_run_data_names(const view_run *run, const char *names[VIEW_NDATA]);
 
 /* Whether an export (is_report 0) or a report (1) at path is whole; if not,
  * 0 with the reason in why ("is empty ...", "is not valid JSON ..."). A gzip

@@ -121,8 +121,9 @@ int view_html_check_size(const view_run *runs, int nruns, uint64_t limit, char *
                          size_t errlen) {
   uint64_t total = 0;
   for (int i = 0; i < nruns; i++) {
-    const char *names[3] = {runs[i].trace_name, runs[i].report_name, runs[i].diff_name};
-    for (int k = 0; k < 3; k++) {
+    const char *names[VIEW_NDATA];
+    view_run_data_names(&runs[i], names);
+    for (int k = 0; k < VIEW_NDATA; k++) {
       char path[PATH_MAX];
       struct stat st;
       if (names[k][0] && !is_gz(names[k]) &&
@@ -149,9 +150,9 @@ static int write_data(FILE *out, const view_run *runs, int nruns, char *err, siz
   fprintf(out, "<script>window.STEPSCOPE_INLINE = %s;</script>\n", listing);
   free(listing);
   for (int i = 0; i < nruns; i++) {
-    const char *names[3] = {runs[i].trace_name, runs[i].report_name, runs[i].diff_name};
-    const char *kinds[3] = {"trace", "report", "diff"};
-    for (int k = 0; k < 3; k++) {
+    const char *names[VIEW_NDATA];
+    view_run_data_names(&runs[i], names);
+    for (int k = 0; k < VIEW_NDATA; k++) {
       if (!names[k][0]) continue;
       char path[PATH_MAX];
       if (view_run_file(&runs[i], names[k], path, sizeof path) != 0) {
@@ -163,7 +164,7 @@ static int write_data(FILE *out, const view_run *runs, int nruns, char *err, siz
       struct stat st;
       long long bytes = !is_gz(names[k]) && stat(path, &st) == 0 ? (long long)st.st_size : -1;
       fprintf(out, "<script type=\"application/json\" data-bytes=\"%lld\" id=\"data-%s-%s\">",
-              bytes, runs[i].id, kinds[k]);
+              bytes, runs[i].id, view_data_kinds[k]);
       if (copy_json_escaped(out, path, err, errlen) != 0) return -1;
       fputs("</script>\n", out);
     }

@@ -307,12 +307,14 @@ static const char *path_after_token(const char *path, int *bare) {
   return end ? end : t + len;
 }
 
-/* The run file `name` is one the viewer needs: the run's export or report, or the diff
- * generated for a comparison's run b. */
+/* The run file `name` is one the viewer needs: the run's export or report, the diff
+ * generated for a comparison's run b, a PyTorch run's module tree or memory timeline. */
 static int run_file_is_served(const view_run *run, const char *name) {
-  return (run->trace_name[0] && strcmp(name, run->trace_name) == 0) ||
-         (run->report_name[0] && strcmp(name, run->report_name) == 0) ||
-         (run->diff_name[0] && strcmp(name, run->diff_name) == 0);
+  const char *names[VIEW_NDATA];
+  view_run_data_names(run, names);
+  for (int k = 0; k < VIEW_NDATA; k++)
+    if (names[k][0] && strcmp(name, names[k]) == 0) return 1;
+  return 0;
 }
 
 static void handle(int fd, const char *head, view_run *runs, int nruns, int loopback) {

@@ -1,6 +1,7 @@
 """_lib.py — finds and loads libstepscope_analyzer.so with ctypes and wraps
-its C API (analyzer/api/stepscope_api.h) in three calls that return Python
-values: analyze_json, diff_json and ops_buffer. The C library does all the
+its C API (analyzer/api/stepscope_api.h) in calls that return Python
+values: analyze_json, diff_json, op_perf_json, op_modules_json,
+op_memory_json and ops_buffer. The C library does all the
 work; this file only converts arguments and results and turns the C error
 message into a StepscopeError.
 
@@ -71,6 +72,11 @@ def _load():
         lib.ss_api_op_perf.restype = ctypes.c_int
         lib.ss_api_op_perf.argtypes = [ctypes.c_char_p, ctypes.c_int, argv_t, ctypes.c_char_p,
                                        out_t, out_t]
+        lib.ss_api_op_modules.restype = ctypes.c_int
+        lib.ss_api_op_modules.argtypes = [ctypes.c_char_p, ctypes.c_int, argv_t, out_t, out_t]
+        lib.ss_api_op_memory.restype = ctypes.c_int
+        lib.ss_api_op_memory.argtypes = [ctypes.c_char_p, ctypes.c_int, argv_t, ctypes.c_int, out_t,
+                                         out_t]
         lib.ss_api_ops_open.restype = ctypes.c_int
         lib.ss_api_ops_open.argtypes = [ctypes.c_char_p, ctypes.c_int, argv_t, out_t,
                                         ctypes.POINTER(ctypes.c_size_t), out_t]
@@ -153,6 +159,26 @@ def op_perf_json(run, options, peak=None):
     rc = lib.ss_api_op_perf(_path_bytes(run), n, argv, peak_b, ctypes.byref(out), ctypes.byref(err))
     _check(lib, rc, err)
     return _take_string(lib, out.value)
+
+
+def _ops_table_json(function, run, options, *more):
+    lib = _load()
+    n, argv = _argv(options)
+    out, err = ctypes.c_void_p(), ctypes.c_void_p()
+    rc = getattr(lib, function)(_path_bytes(run), n, argv, *more, ctypes.byref(out),
+                                ctypes.byref(err))
+    _check(lib, rc, err)
+    return _take_string(lib, out.value)
+
+
+def op_modules_json(run, options):
+    """The text of `stepscope ops RUN OPTIONS --by module --json -` (docs/ops.md)."""
+    return _ops_table_json("ss_api_op_modules", run, options)
+
+
+def op_memory_json(run, options, series=False):
+    """The text of `stepscope ops RUN OPTIONS --memory [--series] --json -` (docs/ops.md)."""
+    return _ops_table_json("ss_api_op_memory", run, options, 1 if series else 0)
 
 
 def ops_buffer(run, options):

@@ -23,6 +23,11 @@ COLLECTIVE_SUMMARY_COLUMNS = ["op", "group", "bytes", "count", "transfer_total_n
                               "transfer_mean_ns", "transfer_min_ns", "transfer_max_ns",
                               "skew_mean_ns", "skew_max_ns", "wait_total_ns", "algbw_gbps",
                               "busbw_gbps"]
+MODULE_COLUMNS = ["module", "depth", "parent", "name", "calls", "time_ns", "self_ns", "flops",
+                  "self_flops", "share"]
+MEMORY_COLUMNS = ["rank", "device", "events", "peak_allocated_bytes", "peak_time_ns",
+                  "peak_reserved_bytes", "live_at_peak.count", "live_at_peak.bytes",
+                  "live_at_peak.bytes_before_trace"]
 
 
 class Report:
@@ -96,6 +101,77 @@ class Report:
         df = frame(rows, ["op", "shapes"])
         df.attrs["ops"] = {k: v for k, v in doc.items() if k != "rows"}
         return df
+
+    def op_modules(self):
+        """The module tree of `stepscope ops --by module` (docs/ops.md): one row per nn.Module
+        path ("Attention_0/Linear_1"), a module before its children, with its depth, parent
+        ("" at the top) and name (the path's last part), calls, time_ns (its ops' time, its
+        children's included), self_ns (its own ops'), flops and self_flops, and share (time_ns
+        of the op table's total). The run is read again with its module events (the profiler's
+        with_modules=True), with this report's options; the totals (module_events,
+        time_total_ns, no_module_ns: backward, optimizer, loss..., flops_total,
+        no_module_flops, time: "device" or "cpu_op") are in attrs["modules"]."""
+        doc = _json.loads(_lib.op_modules_json(self.run, self.options))
+        total = doc["time_total_ns"]
+        rows = []
+        for r in doc["rows"]:
+            parent, _, name = r["module"].rpartition("/")
+            row = {"module": r["module"], "depth": r["depth"], "parent": parent,
+                   "name": name}
+            row.update((k, v) for k, v in r.items() if k not in row)
+            row["share"] = r["time_ns"] / total if total else 0.0
+            rows.append(row)
+        df = frame(rows, MODULE_COLUMNS)
+        df.attrs["modules"] = {k: v for k, v in doc.items() if k != "rows"}
+        return df
+
+    def _memory_doc(self, series=False):
+        return _json.loads(_lib.op_memory_json(self.run, self.options, series))
+
+    def memory(self):
+        """Memory over time, per device (`stepscope ops --memory`, docs/ops.md; the profiler's
+        profile_memory=True): one row per rank and device ("cpu", "cuda:0") with its events,
+        peak_allocated_bytes, peak_time_ns, peak_reserved_bytes and what was live at the peak
+        (live_at_peak.count, .bytes, .bytes_before_trace). The peak of each step is in
+        memory_steps(), the largest allocations live at the peak in memory_live(); the whole
+        document in attrs["memory"]."""
+        doc = self._memory_doc()
+        rows = []
+        for d in doc["devices"]:
+            row = flatten(d, skip=("steps", "live_at_peak"))
+            flatten(d["live_at_peak"], "live_at_peak.", row, skip=("largest",))
+            rows.append(row)
+        df = frame(rows, MEMORY_COLUMNS)
+        df.attrs["memory"] = doc
+        return df
+
+    def memory_steps(self):
+        """The allocated peak of each analysed step, one row per rank, device and step (the
+        bytes allocated when the step began count: memory held across steps is in each)."""
+        rows = [{"rank": d["rank"], "device": d["device"], "step": s["step"],
+                 "peak_allocated_bytes": s["peak_allocated_bytes"]}
+                for d in self._memory_doc()["devices"] for s in d["steps"]]
+        return frame(rows, ["rank", "device", "step", "peak_allocated_bytes"])
+
+    def memory_timeline(self):
+        """Memory over time, the counter series (`stepscope ops --memory --series`): one row
+        per memory event of each rank and device, in time order: rank, device, time_ns (from
+        the run's start, as the report's times), allocated_bytes and reserved_bytes after it
+        (reserved: CUDA's caching allocator; 0 on the CPU)."""
+        rows = []
+        for d in self._memory_doc(series=True)["devices"]:
+            s = d["series"]
+            rows += [{"rank": d["rank"], "device": d["device"], "time_ns": t,
+                      "allocated_bytes": a, "reserved_bytes": r}
+                     for t, a, r in zip(s["time_ns"], s["allocated_bytes"], s["reserved_bytes"])]
+        return frame(rows, ["rank", "device", "time_ns", "allocated_bytes", "reserved_bytes"])
+
+    def memory_live(self):
+        """The largest allocations live at each device's peak (at most 10 a device), largest
+        first: rank, device, bytes, op (the CPU op that allocated it, "" none), time_ns."""
+        rows = [dict({"rank": d["rank"], "device": d["device"]}, **a)
+                for d in self._memory_doc()["devices"] for a in d["live_at_peak"]["largest"]]
+        return frame(rows, ["rank", "device", "bytes", "op", "time_ns"])
 
     def idle(self):
         """One row per rank and device stream: busy time and idle time by

@@ -116,6 +116,17 @@ int main(int argc, char **argv) {
   ss_api_free(json);
   expect_error(ss_api_op_perf(run, 0, NULL, "bf16=fast", &json, &err), 2, &err, "--peak");
   expect_error(ss_api_op_perf(run, 2, bad_steps, NULL, &json, &err), 2, &err, "bad --steps 'x'");
+  /* its module tree and memory timeline (a stepscope trace has neither: empty tables) */
+  CHECK(ss_api_op_modules(run, 0, NULL, &json, &err) == 0);
+  CHECK(json && strstr(json, "\"generator\":\"stepscope ops --by module\"") &&
+        strstr(json, "\"module_events\":0,") && strstr(json, "\"rows\":[]"));
+  ss_api_free(json);
+  CHECK(ss_api_op_memory(run, 0, NULL, 1, &json, &err) == 0);
+  CHECK(json && strstr(json, "\"generator\":\"stepscope ops --memory\"") &&
+        strstr(json, "\"devices\":[]"));
+  ss_api_free(json);
+  expect_error(ss_api_op_modules(run, 2, bad_steps, &json, &err), 2, &err, "bad --steps 'x'");
+  expect_error(ss_api_op_memory(NULL, 0, NULL, 0, &json, &err), 2, &err, "no run given");
 
   /* analyze: errors are values with the command's codes and messages */
   json = (char *)1;

@@ -497,7 +497,9 @@ SS.discoverRuns = async function () {
       return { id: r.id, name: r.name, missing: r.missing || [], notes: r.notes || [],
                trace: r.trace ? { kind: 'inline', elementId: r.trace, name: 'trace.json' } : null,
                report: r.report ? { kind: 'inline', elementId: r.report, name: 'report.json' } : null,
-               diff: r.diff ? { kind: 'inline', elementId: r.diff, name: 'diff.json' } : null, source: 'inline' };
+               diff: r.diff ? { kind: 'inline', elementId: r.diff, name: 'diff.json' } : null,
+               modules: r.modules ? { kind: 'inline', elementId: r.modules, name: 'modules.json' } : null,
+               memory: r.memory ? { kind: 'inline', elementId: r.memory, name: 'memory.json' } : null, source: 'inline' };
     });
   }
   if (location.protocol === 'http:' || location.protocol === 'https:') {
@@ -509,7 +511,9 @@ SS.discoverRuns = async function () {
           return { id: r.id, name: r.name, missing: r.missing || [], notes: r.notes || [],
                    trace: r.trace ? { kind: 'url', url: r.trace } : null,
                    report: r.report ? { kind: 'url', url: r.report } : null,
-                   diff: r.diff ? { kind: 'url', url: r.diff } : null, source: 'server' };
+                   diff: r.diff ? { kind: 'url', url: r.diff } : null,
+                   modules: r.modules ? { kind: 'url', url: r.modules } : null,
+                   memory: r.memory ? { kind: 'url', url: r.memory } : null, source: 'server' };
         });
       }
     } catch (e) { /* not served by stepscope view: fall through to the file picker */ }

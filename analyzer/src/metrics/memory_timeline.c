@@ -5,7 +5,8 @@
  * step (the bytes allocated when it began count: memory held across steps is in every step),
  * the reserved peak (CUDA's caching allocator), and what was live at the peak: the
  * allocations made up to it and not freed before it, the largest first, each with the CPU op
- * that made it (the innermost cpu_op around the event on its thread).
+ * that made it (the innermost cpu_op around the event on its thread); and the device's events
+ * in time order, for the series of `ops --memory --series`.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +97,8 @@ static int device_timeline(const ssa_rank_result *rr, const ssa_range_index *ops
     if (a->reserved > d->peak_reserved) d->peak_reserved = a->reserved;
   }
   d->events = n;
+  if (!(d->series = malloc(n * sizeof *d->series))) return -1;
+  memcpy(d->series, ev, n * sizeof *ev);
   d->peak_allocated = r->allocs[ev[peak]].allocated;
   d->peak_time = r->allocs[ev[peak]].time;
   d->nsteps = rr->nsteps;
@@ -172,6 +175,7 @@ void ssa_mem_table_free(ssa_mem_table *mt) {
   for (size_t i = 0; i < mt->n; i++) {
     free(mt->devices[i].step_peak);
     free(mt->devices[i].step_number);
+    free(mt->devices[i].series);
   }
   free(mt->devices);
   memset(mt, 0, sizeof *mt);

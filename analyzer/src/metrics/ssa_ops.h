@@ -249,6 +249,7 @@ typedef struct ssa_mem_device {
   int64_t live_bytes;
   ssa_mem_live top[SSA_MEM_TOP]; /* the largest of them */
   size_t ntop;
+  uint32_t *series; /* its `events` events in time order (indices of rank_ptr->allocs) */
 } ssa_mem_device;
 
 typedef struct ssa_mem_table {

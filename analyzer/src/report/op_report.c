@@ -337,6 +337,26 @@ void ssa_mem_report_text(const void *report, ssa_out *o) {
   }
 }
 
+/* A device's events as three columns: time (ns from the run's start), allocated and reserved
+ * bytes after each. */
+static void mem_series_json(const ssa_mem_report *r, const ssa_mem_device *d, ssa_out *o) {
+  const ssa_alloc *a = d->rank_ptr->allocs;
+  static const char *const names[3] = {"time_ns", "allocated_bytes", "reserved_bytes"};
+  ssa_out_str(o, ",\"series\":{");
+  for (int c = 0; c < 3; c++) {
+    ssa_out_printf(o, "%s\"%s\":[", c ? "," : "", names[c]);
+    for (uint64_t i = 0; i < d->events; i++) {
+      const ssa_alloc *e = &a[d->series[i]];
+      if (i) ssa_out_char(o, ',');
+      ssa_out_i64(o, c == 0   ? ssa_rel_time(r->run, d->rank_ptr, e->time)
+                     : c == 1 ? e->allocated
+                              : e->reserved);
+    }
+    ssa_out_char(o, ']');
+  }
+  ssa_out_char(o, '}');
+}
+
 void ssa_mem_report_json(const void *report, ssa_out *o) {
   const ssa_mem_report *r = report;
   const ssa_mem_table *t = r->table;
@@ -369,7 +389,9 @@ void ssa_mem_report_json(const void *report, ssa_out *o) {
       ssa_out_field_i64(o, "time_ns", ssa_rel_time(r->run, d->rank_ptr, d->top[k].time));
       ssa_out_char(o, '}');
     }
-    ssa_out_str(o, "]}}");
+    ssa_out_str(o, "]}");
+    if (r->series) mem_series_json(r, d, o);
+    ssa_out_char(o, '}');
   }
   ssa_out_str(o, "]}\n");
 }

@@ -33,11 +33,13 @@ void ssa_module_report_text(const void *r, ssa_out *o);
 void ssa_module_report_json(const void *r, ssa_out *o);
 void ssa_module_report_csv(const void *r, ssa_out *o);
 
-/* The memory timeline (`stepscope ops --memory`): in words and JSON. */
+/* The memory timeline (`stepscope ops --memory`): in words and JSON; with `series` (--series)
+ * the JSON has each device's allocated and reserved bytes after each of its events. */
 typedef struct ssa_mem_report {
   const char *run_path;
   const ssa_run *run;
   const ssa_mem_table *table;
+  int series;
 } ssa_mem_report;
 
 void ssa_mem_report_text(const void *r, ssa_out *o);
