@@ -44,6 +44,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kineto_p2p.h"
+
 enum { PASS_FORWARD, PASS_BACKWARD, PASS_WEIGHT, PASS_N };
 
 static const char *const pass_range_name[PASS_N] = {"forward", "backward", "backward_weight"};
@@ -446,7 +448,8 @@ static int declare(ssa_rank *r, const pp_items *it, const pp_found *f, int rank,
   /* the point-to-point transfers are the pipeline's (the bubble counts them) */
   for (size_t i = 0; i < r->ncolls; i++)
     if (r->colls[i].flags & STEPSCOPE_COLL_F_P2P) r->colls[i].flags |= STEPSCOPE_COLL_F_PIPELINE;
-  return 0;
+  /* the host's point-to-point calls matched across ranks (kineto_p2p.c) */
+  return ssa_kineto_p2p_match(r, rank, f->p, f->V);
 }
 
 int ssa_kineto_pipeline(ssa_rank *r, const char *file_name, int rank, int world) {
