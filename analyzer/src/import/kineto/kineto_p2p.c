@@ -45,50 +45,32 @@
 
 enum { PASS_NONE = -1, PASS_FORWARD, PASS_BACKWARD };
 
-/* A forward or backward range of the pipeline, or a point-to-point call (pass: its
- * direction, 1 send, 2 receive). */
-typedef struct timed {
-  uint64_t thread;
-  int64_t start, end;
-  int pass;
-} timed;
+/* A forward or backward range of the pipeline (tag: its pass), a point-to-point call (tag: its
+ * direction, 1 send, 2 receive) or a step (tag: its number). */
+typedef ssa_kineto_p2p_call timed;
 
-static int cmp_thread_start(const void *pa, const void *pb) {
-  const timed *a = pa, *b = pb;
-  if (a->thread != b->thread) return a->thread < b->thread ? -1 : 1;
-  if (a->start != b->start) return a->start < b->start ? -1 : 1;
-  return (a->end > b->end) - (a->end < b->end);
-}
-
-static int cmp_start(const void *pa, const void *pb) {
+/* By start, then thread and end: the order in which a rank posted its calls. */
+static int cmp_call(const void *pa, const void *pb) {
   const timed *a = pa, *b = pb;
   if (a->start != b->start) return a->start < b->start ? -1 : 1;
   if (a->thread != b->thread) return a->thread < b->thread ? -1 : 1;
   return (a->end > b->end) - (a->end < b->end);
 }
 
-/* How many items (sorted by cmp_thread_start) come before (thread, t). */
-static size_t items_before(const timed *it, size_t n, uint64_t thread, int64_t t) {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (it[mid].thread < thread || (it[mid].thread == thread && it[mid].start < t))
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
-}
-
-/* The pass of the work a call belongs to: for a send the last item of its thread starting by
- * it, for a receive the first one starting from it; PASS_NONE without one. */
+/* The pass of the work a call belongs to: for a send the last item (by start) of its thread
+ * starting by it, for a receive the first one starting from it; PASS_NONE without one. */
 static int pass_of_call(const timed *it, size_t n, const timed *call) {
-  if (call->pass == 1) {
-    size_t k = items_before(it, n, call->thread, call->start + 1);
-    return k > 0 && it[k - 1].thread == call->thread ? it[k - 1].pass : PASS_NONE;
+  enum { LOOK = 64 }; /* items of other threads passed over, at most */
+  if (call->tag == 1) {
+    size_t k = ssa_count_at_most(it, n, sizeof *it, call->start);
+    for (size_t seen = 0; k-- > 0 && seen < LOOK; seen++)
+      if (it[k].thread == call->thread) return (int)it[k].tag;
+    return PASS_NONE;
   }
-  size_t k = items_before(it, n, call->thread, call->start);
-  return k < n && it[k].thread == call->thread ? it[k].pass : PASS_NONE;
+  size_t k = ssa_count_below(it, n, sizeof *it, call->start);
+  for (size_t seen = 0; k < n && seen < LOOK; k++, seen++)
+    if (it[k].thread == call->thread) return (int)it[k].tag;
+  return PASS_NONE;
 }
 
 /* The peer rank of a call (direction 1 send, 2 receive), -1 when it cannot be told. */
@@ -103,14 +85,14 @@ static int peer_of(int rank, int stages, int virtual_stages, int direction, int 
 
 /* The profiler's steps: start, end and number, by start. */
 typedef struct step_list {
-  timed *v; /* pass: the step's number */
+  timed *v; /* tag: the step's number */
   size_t n;
 } step_list;
 
 static long step_at(const step_list *s, size_t *cursor, int64_t t) {
   while (*cursor < s->n && s->v[*cursor].end <= t)
     (*cursor)++;
-  return *cursor < s->n && s->v[*cursor].start <= t ? s->v[*cursor].pass : -1;
+  return *cursor < s->n && s->v[*cursor].start <= t ? (long)s->v[*cursor].tag : -1;
 }
 
 static uint64_t pair_id(int src, int dst) {
@@ -131,27 +113,27 @@ static void gather(const ssa_rank *r, uint32_t dom, uint32_t fwd, uint32_t bwd, 
   for (size_t i = 0; i < r->nranges; i++) {
     const ssa_range *g = &r->ranges[i];
     const char *n = ssa_rank_str(r, g->name);
-    timed x = {r->lanes[g->lane].id, g->start, g->end, 0};
+    timed x = {g->start, g->end, r->lanes[g->lane].id, 0};
     int dir = ssa_host_p2p_call(n);
     if (g->domain == dom && (g->name == fwd || g->name == bwd)) {
-      x.pass = g->name == fwd ? PASS_FORWARD : PASS_BACKWARD;
+      x.tag = g->name == fwd ? PASS_FORWARD : PASS_BACKWARD;
       items[(*nitems)++] = x;
     } else if (dir && (strncmp(n, "c10d::", 6) != 0) == transport[dir]) {
-      x.pass = dir;
+      x.tag = (uint32_t)dir;
       calls[(*ncalls)++] = x;
     } else if (!strncmp(n, "ProfilerStep#", 13)) {
-      x.pass = atoi(n + 13);
+      x.tag = (uint32_t)atoi(n + 13);
       steps->v[steps->n++] = x;
     }
   }
-  qsort(items, *nitems, sizeof *items, cmp_thread_start);
-  qsort(calls, *ncalls, sizeof *calls, cmp_start);
-  qsort(steps->v, steps->n, sizeof *steps->v, cmp_start);
+  qsort(items, *nitems, sizeof *items, cmp_call);
+  qsort(calls, *ncalls, sizeof *calls, cmp_call);
+  qsort(steps->v, steps->n, sizeof *steps->v, cmp_call);
 }
 
 static int add_record(ssa_rank *r, const timed *call, int rank, int peer, int stages, uint64_t seq,
                       uint32_t name) {
-  int send = call->pass == 1;
+  int send = call->tag == 1;
   stepscope_record rec;
   memset(&rec, 0, sizeof rec);
   rec.kind = STEPSCOPE_REC_COLLECTIVE;
@@ -197,10 +179,10 @@ int ssa_kineto_p2p_match(ssa_rank *r, int rank, int stages, int virtual_stages) 
       memset(count, 0, 2 * (size_t)stages * sizeof *count);
       step = s;
     }
-    int peer = peer_of(rank, stages, virtual_stages, calls[i].pass,
+    int peer = peer_of(rank, stages, virtual_stages, (int)calls[i].tag,
                        pass_of_call(items, nitems, &calls[i]));
     if (peer < 0 || peer == rank) continue;
-    uint64_t k = count[2 * (size_t)peer + (size_t)(calls[i].pass - 1)]++;
+    uint64_t k = count[2 * (size_t)peer + (calls[i].tag - 1)]++;
     rc = add_record(r, &calls[i], rank, peer, stages, (uint64_t)s << 24 | k, name);
   }
 out:
@@ -211,13 +193,6 @@ out:
   return rc;
 }
 
-static int cmp_call(const void *pa, const void *pb) {
-  const ssa_kineto_p2p_call *a = pa, *b = pb;
-  if (a->thread != b->thread) return a->thread < b->thread ? -1 : 1;
-  if (a->start != b->start) return a->start < b->start ? -1 : 1;
-  return (a->end > b->end) - (a->end < b->end);
-}
-
 int ssa_kineto_p2p_index_build(const ssa_rank *r, ssa_kineto_p2p_index *ix) {
   ix->n = 0;
   ix->v = malloc((r->ncolls ? r->ncolls : 1) * sizeof *ix->v);
@@ -225,7 +200,7 @@ int ssa_kineto_p2p_index_build(const ssa_rank *r, ssa_kineto_p2p_index *ix) {
   for (size_t i = 0; i < r->ncolls; i++) {
     const ssa_coll *c = &r->colls[i];
     if (c->flags & STEPSCOPE_COLL_F_P2P)
-      ix->v[ix->n++] = (ssa_kineto_p2p_call){c->stream, c->start, c->end, (uint32_t)i};
+      ix->v[ix->n++] = (ssa_kineto_p2p_call){c->start, c->end, c->stream, (uint32_t)i};
   }
   qsort(ix->v, ix->n, sizeof *ix->v, cmp_call);
   return 0;
@@ -233,9 +208,9 @@ int ssa_kineto_p2p_index_build(const ssa_rank *r, ssa_kineto_p2p_index *ix) {
 
 const ssa_coll *ssa_kineto_p2p_find(const ssa_rank *r, const ssa_kineto_p2p_index *ix,
                                     uint64_t thread, int64_t start, int64_t end) {
-  ssa_kineto_p2p_call key = {thread, start, end, 0};
+  ssa_kineto_p2p_call key = {start, end, thread, 0};
   const ssa_kineto_p2p_call *hit = ix->n ? bsearch(&key, ix->v, ix->n, sizeof key, cmp_call) : NULL;
-  return hit ? &r->colls[hit->coll] : NULL;
+  return hit ? &r->colls[hit->tag] : NULL;
 }
 
 void ssa_kineto_p2p_index_free(ssa_kineto_p2p_index *ix) {

@@ -23,9 +23,9 @@ int ssa_kineto_p2p_match(ssa_rank *r, int rank, int stages, int virtual_stages);
 
 /* The records above, by (thread, start, end), for the host timeline's ops. */
 typedef struct ssa_kineto_p2p_call {
+  int64_t start, end; /* start first: ssa_count_below searches them */
   uint64_t thread;
-  int64_t start, end;
-  uint32_t coll; /* index into r->colls */
+  uint32_t tag; /* here: an index into r->colls */
 } ssa_kineto_p2p_call;
 
 typedef struct ssa_kineto_p2p_index {
