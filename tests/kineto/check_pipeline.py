@@ -20,7 +20,9 @@ schedule family recognised with its stages, micro-batches and virtual stages, th
 name, a bubble on every stage whose causes sum to it exactly and were split by the schedule's
 simulation (nothing unattributed), and the slow last stage (an extra layer) named by the
 imbalance of the other stages; their transfers matched (a p2p transfer part on every rank) and
-their critical path crossing ranks.
+their critical path crossing ranks. ppdp (2 stages x 2 data-parallel replicas, DeviceMesh
+("dp", "pp")): two pipelines read from distributedInfo.pg_config's "mesh_pp" groups, ranks 0 and
+2 stage 0, ranks 1 and 3 stage 1, each pipeline's bubble simulated and its late upstream inside it.
 """
 import json
 import os
@@ -68,7 +70,7 @@ def theory(name, p, m, v):
     return (p - 1) / (m + p - 1)
 
 
-def check_schedule(rep, where, name, p, m, v):
+def check_schedule(rep, where, name, p, m, v, stage_of=None):
     s = rep["run"]["schedule"]
     check(s is not None, where + ": a schedule recognised")
     if s is None:
@@ -78,7 +80,8 @@ def check_schedule(rep, where, name, p, m, v):
     check(abs(s["bubble_theory_ratio"] - theory(name, p, m, v)) < 1e-6,
           where + ": theory %s" % s["bubble_theory_ratio"])
     stages = sorted((r["rank"], r["pipeline_stage"]) for r in rep["ranks"])
-    check(stages == [(i, i) for i in range(p)], where + ": stage of each rank %s" % stages)
+    expected = [(i, stage_of(i) if stage_of else i) for i in range(len(rep["ranks"]))]
+    check(stages == expected, where + ": stage of each rank %s, expected %s" % (stages, expected))
 
 
 def generated(name, sched, ranks, mbs, steps, slow=-1, strip=False, late=-1):
@@ -186,12 +189,16 @@ REAL = {  # directory: (name, stages, micro-batches, virtual stages)
     "interleaved1f1b": ("interleaved", 2, 4, 2),
     "zb": ("interleaved_zero_bubble", 2, 4, 2),
     "1f1b4": ("1f1b", 4, 8, 1),
+    # 2 stages x 2 data-parallel replicas (DeviceMesh ("dp", "pp")): pipelines [0, 1] and
+    # [2, 3], read from distributedInfo.pg_config's "mesh_pp" groups; each a whole pipeline
+    # (its bubble simulated: nothing unattributed), its transfers matched inside it
+    "ppdp": ("1f1b", 2, 4, 1),
 }
 for d, (name, p, m, v) in REAL.items():
     run = os.path.join(work, "real_" + d)
     shutil.copytree(os.path.join(data, d), run)
     rep = analyze(run)
-    check_schedule(rep, d, name, p, m, v)
+    check_schedule(rep, d, name, p, m, v, stage_of=lambda rank: rank % p)
     causes_sum_exactly(rep, d)
     for r in rep["ranks"]:
         for w in r["steps"] + [r["totals"]]:
@@ -205,6 +212,14 @@ for d, (name, p, m, v) in REAL.items():
     for r in rep["ranks"]:
         check(r["totals"]["bubble_causes"]["p2p_transfer_ns"] > 0,
               "%s rank %d: a p2p transfer part" % (d, r["rank"]))
+    peers = {(i["comm_id"], i["seq"]) for i in rep["collectives"]["instances"] if i["pipeline"]}
+    check(len(peers) > 0 and rep["collectives"]["incomplete"] == 0,
+          "%s: the transfers matched, none incomplete" % d)
+    if d == "ppdp":  # every transfer inside its own pipeline
+        for r in rep["ranks"]:
+            src = r["totals"].get("late_upstream_from")
+            check(src is None or src["rank"] // 2 == r["rank"] // 2,
+                  "ppdp rank %d: waited on its own pipeline, got %s" % (r["rank"], src))
     cp = rep["critical_path"]
     check(cp is not None and len(cp["by_rank"]) > 1,
           "%s: the critical path crosses ranks through the matched p2p: %s" % (d, cp and cp["by_rank"]))

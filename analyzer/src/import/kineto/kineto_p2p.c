@@ -8,9 +8,10 @@
  * waits for on the upstream rank. Once kineto_pipeline.c has declared the
  * rank's forward and backward ranges, each call gets:
  *
- *   - its peer: with two stages, the other rank; else from the pipeline's
- *     order: a send after a forward (the last forward or backward range of
- *     its thread that starts by the call) goes to the next rank, after a
+ *   - its peer (places in the pipeline, kineto_pipeline.c: its process group
+ *     named as one, else the world; records name global ranks): with two
+ *     stages, the other rank; else from the pipeline's order: a send after a forward (the last
+ * forward or backward range of its thread that starts by the call) goes to the next rank, after a
  *     backward to the previous one; a receive before a forward (the first
  *     range of its thread that starts from the call) comes from the previous
  *     rank, before a backward from the next one; ranks wrap around only
@@ -73,7 +74,8 @@ static int pass_of_call(const timed *it, size_t n, const timed *call) {
   return PASS_NONE;
 }
 
-/* The peer rank of a call (direction 1 send, 2 receive), -1 when it cannot be told. */
+/* The peer of a call (direction 1 send, 2 receive) in the pipeline: its place there, -1 when
+ * it cannot be told; rank: the caller's place. */
 static int peer_of(int rank, int stages, int virtual_stages, int direction, int pass) {
   if (stages == 2) return 1 - rank;
   if (pass == PASS_NONE) return -1;
@@ -131,8 +133,14 @@ static void gather(const ssa_rank *r, uint32_t dom, uint32_t fwd, uint32_t bwd, 
   qsort(steps->v, steps->n, sizeof *steps->v, cmp_call);
 }
 
-static int add_record(ssa_rank *r, const timed *call, int rank, int peer, int stages, uint64_t seq,
-                      uint32_t name) {
+/* The global rank at a place of the pipeline (the world's ranks are their places). */
+static int global_rank(const ssa_kineto_pp *pp, int place) {
+  return pp->ranks ? pp->ranks[place] : place;
+}
+
+/* The record of a call to or from the pipeline's rank at place `peer`. */
+static int add_record(ssa_rank *r, const timed *call, const ssa_kineto_pp *pp, int peer,
+                      uint64_t seq, uint32_t name) {
   int send = call->tag == 1;
   stepscope_record rec;
   memset(&rec, 0, sizeof rec);
@@ -140,14 +148,15 @@ static int add_record(ssa_rank *r, const timed *call, int rank, int peer, int st
   stepscope_collective *c = &rec.u.collective;
   c->start_ns = (uint64_t)call->start;
   c->end_ns = (uint64_t)call->end;
-  c->comm_id = send ? pair_id(rank, peer) : pair_id(peer, rank);
+  int me = global_rank(pp, pp->stage), other = global_rank(pp, peer);
+  c->comm_id = send ? pair_id(me, other) : pair_id(other, me);
   c->seq = seq;
   c->stream = call->thread;
   c->op = send ? STEPSCOPE_COLL_SEND : STEPSCOPE_COLL_RECV;
   c->datatype = STEPSCOPE_DT_UINT8;
-  c->peer = peer;
-  c->comm_rank = (uint32_t)rank;
-  c->comm_size = (uint32_t)stages;
+  c->peer = other;
+  c->comm_rank = (uint32_t)pp->stage;
+  c->comm_size = (uint32_t)pp->stages;
   c->flags = STEPSCOPE_COLL_F_P2P | STEPSCOPE_COLL_F_PIPELINE;
   c->name = name;
   int rc = ssa_rank_add_record(r, &rec);
@@ -155,7 +164,8 @@ static int add_record(ssa_rank *r, const timed *call, int rank, int peer, int st
   return rc;
 }
 
-int ssa_kineto_p2p_match(ssa_rank *r, int rank, int stages, int virtual_stages) {
+int ssa_kineto_p2p_match(ssa_rank *r, const ssa_kineto_pp *pp, int virtual_stages) {
+  int rank = pp->stage, stages = pp->stages;
   for (size_t i = 0; i < r->ncolls; i++)
     if (r->colls[i].flags & STEPSCOPE_COLL_F_P2P) return 0; /* matched by their own records */
   uint32_t dom = ssa_rank_intern(r, "pipeline (recognised)"), fwd = ssa_rank_intern(r, "forward"),
@@ -183,7 +193,7 @@ int ssa_kineto_p2p_match(ssa_rank *r, int rank, int stages, int virtual_stages) 
                        pass_of_call(items, nitems, &calls[i]));
     if (peer < 0 || peer == rank) continue;
     uint64_t k = count[2 * (size_t)peer + (calls[i].tag - 1)]++;
-    rc = add_record(r, &calls[i], rank, peer, stages, (uint64_t)s << 24 | k, name);
+    rc = add_record(r, &calls[i], pp, peer, (uint64_t)s << 24 | k, name);
   }
 out:
   free(items);

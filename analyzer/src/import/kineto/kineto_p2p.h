@@ -12,14 +12,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kineto_pipeline.h"
 #include "ssa_model.h"
 
-/* Adds the collective records of rank `rank`'s point-to-point calls in a
- * pipeline of `stages` stages (one per rank, `virtual_stages` per rank),
- * once kineto_pipeline.c has declared its forward / backward ranges. A rank
- * whose trace holds point-to-point collective records of its own (NCCL
- * metadata) is left alone. 0 or STEPSCOPE_E_NOMEM. */
-int ssa_kineto_p2p_match(ssa_rank *r, int rank, int stages, int virtual_stages);
+/* Adds the collective records of the rank's point-to-point calls in its pipeline (pp: its
+ * place, the pipeline's ranks; `virtual_stages` per rank), once kineto_pipeline.c has declared
+ * its forward / backward ranges. A rank whose trace holds point-to-point collective records of
+ * its own (NCCL metadata) is left alone. 0 or STEPSCOPE_E_NOMEM. */
+int ssa_kineto_p2p_match(ssa_rank *r, const ssa_kineto_pp *pp, int virtual_stages);
 
 /* The records above, by (thread, start, end), for the host timeline's ops. */
 typedef struct ssa_kineto_p2p_call {
