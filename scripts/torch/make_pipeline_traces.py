@@ -10,7 +10,9 @@ CPU only; see docs/kineto-import.md "Pipelines"):
 
 runs every schedule family (each run is `torchrun --nproc_per_node N` of this file with
 --worker): gpipe and 1f1b on 2 ranks, interleaved1f1b and zb (ScheduleInterleavedZeroBubble)
-on 2 ranks x 2 virtual stages, and 1f1b4 (1F1B on 4 ranks). The model: per stage a few
+on 2 ranks x 2 virtual stages, 1f1b4 (1F1B on 4 ranks), and ppdp (1F1B on 2 stages x 2
+data-parallel replicas: a DeviceMesh ("dp", "pp"), each stage's gradients all-reduced over
+its "mesh_dp" group after the step). The model: per stage a few
 Linear+ReLU layers (hidden 1024, a batch of 64 rows: about a millisecond of compute per layer
 and micro-batch, well above gloo's latency); the last stage has an extra layer on purpose
 (--slow-last) so that the traces carry an imbalance as well as the schedule's fill and
@@ -29,6 +31,7 @@ SCHEDULES = {  # name: (ranks, virtual stages per rank, micro-batches)
     "interleaved1f1b": (2, 2, 4),
     "zb": (2, 2, 4),
     "1f1b4": (4, 1, 8),  # more micro-batches than stages, so stage 0 alternates too
+    "ppdp": (4, 1, 4),  # 2 pipeline stages x 2 data-parallel replicas (DeviceMesh dp x pp)
 }
 
 
@@ -49,19 +52,29 @@ def worker(args):
     microbatches = args.microbatches or SCHEDULES[args.schedule][2]
     name = args.schedule
     virtual = SCHEDULES[name][1]
-    nstages = world * virtual
-    stage_ids = [rank + i * world for i in range(virtual)]  # stage v lives on rank v % world
+    pp_group = dp_group = None
+    pp_size, pp_rank = world, rank
+    if name == "ppdp":
+        # a 2-D mesh: rows are pipelines (group "mesh_pp"), columns data-parallel replicas
+        # ("mesh_dp"); each pipeline's stages exchange activations inside its own pp group and
+        # each stage all-reduces its gradients with its replica in the other pipeline
+        from torch.distributed.device_mesh import init_device_mesh
+        mesh = init_device_mesh("cpu", (2, world // 2), mesh_dim_names=("dp", "pp"))
+        pp_group, dp_group = mesh.get_group("pp"), mesh.get_group("dp")
+        pp_size, pp_rank = dist.get_world_size(pp_group), dist.get_rank(pp_group)
+    nstages = pp_size * virtual
+    stage_ids = [pp_rank + i * pp_size for i in range(virtual)]  # stage v on pp rank v % pp
     stages = []
     for sid in stage_ids:
         layers = args.layers + (args.slow_last if sid == nstages - 1 else 0)
         mod = nn.Sequential(*[nn.Sequential(nn.Linear(hidden, hidden), nn.ReLU())
                               for _ in range(layers)])
-        stages.append(PipelineStage(mod, sid, nstages, torch.device("cpu")))
+        stages.append(PipelineStage(mod, sid, nstages, torch.device("cpu"), group=pp_group))
 
     def loss_fn(out, target):
         return ((out - target) ** 2).mean()
 
-    cls = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B, "1f1b4": Schedule1F1B,
+    cls = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B, "1f1b4": Schedule1F1B, "ppdp": Schedule1F1B,
            "interleaved1f1b": ScheduleInterleaved1F1B, "zb": ScheduleInterleavedZeroBubble}[name]
     if virtual > 1:
         sched = cls(stages, n_microbatches=microbatches, loss_fn=loss_fn)
@@ -81,6 +94,12 @@ def worker(args):
                 sched.step(x, **kwargs)
             else:
                 sched.step(**kwargs)
+            if dp_group is not None:  # data parallelism: the stage's gradients averaged
+                for st in stages:
+                    for prm in st.submod.parameters():
+                        dist.all_reduce(prm.grad, group=dp_group)
+                        prm.grad.div_(dist.get_world_size(dp_group))
+                        prm.grad = None
             prof.step()
     dist.destroy_process_group()
     with open(path, "rb") as f, gzip.open(path + ".gz", "wb", compresslevel=9) as g:

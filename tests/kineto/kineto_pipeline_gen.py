@@ -44,9 +44,10 @@ def stage_order(schedule, p, m, s):
     return order
 
 
-def simulate(schedule, p, m, fwd, bwd):
+def simulate(schedule, p, m, fwd, bwd, late=None):
     """Per stage: a list of (pass, mb, recv_start or None, start, end, send_end or None); the
-    makespan. Times in ns from the step's start."""
+    makespan. Times in ns from the step's start. late: (stage, ns): that stage's first forward
+    starts ns later than it could (a host gap: nothing in the trace)."""
     orders = [stage_order(schedule, p, m, s) for s in range(p)]
     done = {}  # (stage, pass, mb) -> when its data is out (after the send call)
     free = [0] * p
@@ -68,6 +69,8 @@ def simulate(schedule, p, m, fwd, bwd):
                     recv = t
                     t += CALL
                     t = max(t, done[(dep_stage, ps, mb)])
+                if late and s == late[0] and (ps, mb) == ("F", 0):
+                    t += late[1]
                 dur = fwd[s] if ps == "F" else bwd[s]
                 start, end = t, t + dur
                 feeds = 0 <= (s + 1 if ps == "F" else s - 1) < p
@@ -85,16 +88,19 @@ def us(ns):
     return "%d.%03d" % (ns // 1000, ns % 1000)
 
 
-def write(out_dir, schedule, p, m, steps, fwd_us, bwd_us, slow_stage, slow_factor, gz):
+def write(out_dir, schedule, p, m, steps, fwd_us, bwd_us, slow_stage, slow_factor, gz,
+          late_stage=-1, late_us=0):
     import gzip
 
     fwd = [fwd_us * 1000 * (slow_factor if s == slow_stage else 1) for s in range(p)]
     bwd = [bwd_us * 1000 * (slow_factor if s == slow_stage else 1) for s in range(p)]
-    items, makespan = simulate(schedule, p, m, fwd, bwd)
+    late = (late_stage, late_us * 1000) if late_stage >= 0 else None
+    items, makespan = simulate(schedule, p, m, fwd, bwd, late)
     period = makespan + 1000  # 1 us after the last work: the step's end on every rank
     os.makedirs(out_dir, exist_ok=True)
     truth = {"schedule": "afab" if schedule == "gpipe" else "1f1b", "stages": p,
-             "microbatches": m, "virtual_stages": 1, "steps": steps, "ranks": []}
+             "microbatches": m, "virtual_stages": 1, "steps": steps, "ranks": [],
+             "late_stage": late_stage, "late_ns": late[1] if late else 0}
     for s in range(p):
         pid = tid = 5000 + s
         ev = []

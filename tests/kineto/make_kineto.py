@@ -42,6 +42,7 @@ Usage: make_kineto.py OUT_DIR [--ranks 4] [--steps 4] [--layers 8]
        [--strip-comm-metadata] [--comm-streams] [--tp N] [--late-rank R --late-us U] [--op-args]
        make_kineto.py OUT_DIR --pipeline gpipe|1f1b [--ranks P] [--microbatches M] [--steps N]
        [--fwd-us F] [--bwd-us B] [--slow-stage S --slow-factor K]   (kineto_pipeline_gen.py)
+       [--late-rank S --late-us U]  (stage S's first forward of each step starts U us late)
 """
 import argparse
 import gzip
@@ -336,7 +337,7 @@ def main():
         import kineto_pipeline_gen
         kineto_pipeline_gen.write(args.out, args.pipeline, args.ranks, args.microbatches, args.steps,
                                   args.fwd_us, args.bwd_us, args.slow_stage, args.slow_factor,
-                                  args.gzip)
+                                  args.gzip, args.late_rank, args.late_us)
         return
     write(args)
 

@@ -6,7 +6,9 @@
  * the op that executed it when linked (GPU kernel or CPU-backend host op),
  * else the record's own start and end, in aligned run time. Per instance:
  *   arrival skew = latest start - earliest start
- *   transfer     = shortest member duration
+ *   transfer     = shortest member duration; for a host send/recv pair whose calls span
+ *                  until they were waited for (SSA_COLL_F_SPANS_WAIT: gloo), at most the time
+ *                  from the later start to the receive's end (the data had arrived then)
  *   wait(rank)   = its duration - transfer
  *   algbw        = bytes / transfer (bytes per ns = GB/s)
  *   busbw        = algbw x 2(n-1)/n all-reduce, x (n-1)/n all-gather,
@@ -296,6 +298,12 @@ int ssa_match_collectives(ssa_analysis *a) {
       if (cx->comm_size > in->comm_size) in->comm_size = cx->comm_size;
       if (in->op == STEPSCOPE_COLL_ALLTOALL && cx->bytes > in->bytes) in->bytes = cx->bytes;
     }
+    /* a host transfer pair whose calls span until they were waited for (gloo): its data had
+     * arrived by the receive's end, and moved only once both had posted */
+    for (size_t x = g; x < e && cnt == 2 && (in->flags & SSA_COLL_F_SPANS_WAIT); x++)
+      if (a->ranks[m[x].rank_idx].rank->colls[m[x].coll_idx].op == STEPSCOPE_COLL_RECV &&
+          ends[x - g] - last >= 0 && ends[x - g] - last < transfer)
+        transfer = ends[x - g] - last;
     in->present = (uint32_t)cnt;
     uint32_t expected = (in->flags & STEPSCOPE_COLL_F_P2P) && in->comm_size > 2 ? 2 : in->comm_size;
     int inferred = (in->flags & STEPSCOPE_COLL_F_INFERRED) != 0;

@@ -102,12 +102,15 @@ typedef struct ssa_window {
   int stub;               /* the rank's last step, with no device work in it while an earlier
                              step has some (a final ProfilerStep of host time only) */
   int64_t span, busy, idle, compute, comm, overlap, exposed_comm, exposed_mem;
-  int64_t bubble;                     /* no compute and no non-pipeline comm */
-  int64_t pipeline_comm_only;         /* part of bubble covered by pipeline send/recv */
-  int64_t idle_cause[SSA_IDLE_N];     /* device level; sums to idle */
-  int has_bubble_causes;              /* pipeline rank: bubble_cause filled */
-  int64_t bubble_cause[SSA_BUBBLE_N]; /* sums to bubble */
-  int imbalance_stage;                /* the slowest stage of the step(s), -1 unknown */
+  int64_t bubble;                      /* no compute and no non-pipeline comm */
+  int64_t pipeline_comm_only;          /* part of bubble covered by pipeline send/recv */
+  int64_t idle_cause[SSA_IDLE_N];      /* device level; sums to idle */
+  int has_bubble_causes;               /* pipeline rank: bubble_cause filled */
+  int64_t bubble_cause[SSA_BUBBLE_N];  /* sums to bubble */
+  int imbalance_stage;                 /* the slowest stage of the step(s), -1 unknown */
+  int late_from_rank, late_from_phase; /* whom the stage waited for most (late_upstream.c):
+                                          rank and SSA_PHASE_*; -1 none */
+  int64_t late_from_ns;                /* the waiting on its late sends charged to them */
   int64_t schedule_idle,
       schedule_idle_balanced; /* simulated idle (measured / balanced op times), -1 */
   ssa_delay_stats launch;
@@ -538,6 +541,9 @@ int ssa_device_idle_gaps(const ssa_analysis *a, const ssa_rank_result *rr,
 int ssa_match_collectives(ssa_analysis *a);
 /* Splits every pipeline rank's bubble by cause (bubble_causes.c). */
 int ssa_bubble_causes(ssa_analysis *a);
+/* Names, per pipeline rank and window, the rank and phase its waits on late sends of matched
+ * pipeline transfers come from (late_upstream.c; after ssa_bubble_causes). */
+int ssa_late_upstream_sources(ssa_analysis *a);
 /* Walks each late arrival back to the phase that made it late (culprits.c). */
 int ssa_find_culprits(ssa_analysis *a);
 /* Judges the culprit rows against the run's step-to-step noise and orders them

@@ -127,6 +127,12 @@ typedef struct ssa_range {
   uint8_t pad;
 } ssa_range;
 
+/* An importer's flag of a collective record, beside the trace format's STEPSCOPE_COLL_F_*: a
+ * host point-to-point call whose range spans until its work was waited for, not until its
+ * transfer ended (gloo's `gloo:send`; kineto_p2p.c), so its duration says nothing of the
+ * transfer (collectives.c). */
+#define SSA_COLL_F_SPANS_WAIT 0x80000000u
+
 typedef struct ssa_coll {
   int64_t start, end; /* record times */
   uint64_t comm_id, seq, bytes, count, corr, stream;

@@ -66,6 +66,14 @@ static void window_obj(const ssa_analysis *a, const ssa_rank_result *rr, const s
     ssa_out_field_i64_or_null(o, "imbalance_stage", w->imbalance_stage);
     ssa_out_field_i64_or_null(o, "schedule_idle_ns", w->schedule_idle);
     ssa_out_field_i64_or_null(o, "schedule_idle_balanced_ns", w->schedule_idle_balanced);
+    if (w->late_from_rank >= 0) {
+      ssa_out_printf(o, ",\"late_upstream_from\":{\"rank\":%d,\"phase\":\"%s\",\"wait_ns\":",
+                     w->late_from_rank, ssa_phase_names[w->late_from_phase]);
+      ssa_out_i64(o, w->late_from_ns);
+      ssa_out_char(o, '}');
+    } else {
+      ssa_out_str(o, ",\"late_upstream_from\":null");
+    }
   } else if (rr->pipeline) {
     ssa_out_str(o, ",\"bubble_causes\":null,\"imbalance_stage\":null");
   }

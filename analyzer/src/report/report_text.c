@@ -327,6 +327,20 @@ static void print_per_rank(const ssa_analysis *a, const text_totals *tot, FILE *
   print_classification(a, f, nsel);
 }
 
+/* Whom each stage waited for beyond the schedule (late_upstream.c). */
+static void print_late_sources(const ssa_analysis *a, FILE *f) {
+  for (size_t i = 0; i < a->nranks; i++) {
+    const ssa_rank_result *rr = &a->ranks[i];
+    const ssa_window *w = &rr->totals;
+    char b[32];
+    if (!selected(a, rr) || !rr->pipeline || !w->has_bubble_causes || w->late_from_rank < 0)
+      continue;
+    fprintf(f, "  late upstream of rank %d: rank %d's %s (%s of its waiting on late sends)\n",
+            rr->rank->rank, w->late_from_rank, ssa_phase_names[w->late_from_phase],
+            fmt_ns(w->late_from_ns, b, sizeof b));
+  }
+}
+
 /* Pipeline bubble by cause, per stage. */
 static void print_bubble_by_cause(const ssa_analysis *a, const text_totals *tot, FILE *f) {
   size_t npipe = tot->npipe;
@@ -354,6 +368,7 @@ static void print_bubble_by_cause(const ssa_analysis *a, const text_totals *tot,
       }
       fprintf(f, "\n");
     }
+    print_late_sources(a, f);
   }
 }
 

@@ -16,11 +16,12 @@
 
 #include "sc_hash.h"
 
-#define KNAME_MAX  4096 /* event names longer than this are cut */
-#define KSHORT     128
-#define KRANKS_MAX 8192 /* process group member list text kept for hashing */
-#define KCAT_TEXT  48   /* an unimported category's name, cut to fit */
-#define KINPUTS    8192 /* a CPU op's input args (compact JSON) kept for `stepscope ops` */
+#define KNAME_MAX    4096 /* event names longer than this are cut */
+#define KSHORT       128
+#define KGROUP_RANKS 256  /* members of a process group kept from pg_config, at most */
+#define KRANKS_MAX   8192 /* process group member list text kept for hashing */
+#define KCAT_TEXT    48   /* an unimported category's name, cut to fit */
+#define KINPUTS      8192 /* a CPU op's input args (compact JSON) kept for `stepscope ops` */
 
 enum kcat {
   KC_OTHER = 0,

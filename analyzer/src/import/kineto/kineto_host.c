@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kineto_p2p.h"
+
 void ssa_kineto_unimported_add(ssa_kineto_unimported *u, const char *cat) {
   if (!strcmp(cat, "Trace") || !strcmp(cat, "python_function")) return;
   if (u->n > 0 && !strcmp(u->name[u->last], cat)) {
@@ -243,7 +245,9 @@ int ssa_kineto_host_timeline(ssa_rank *r, const char *file_name, const ssa_kinet
           : "There is no host activity to analyse either");
   sort_host_ranges(r, v, n);
   r->host_timeline = n > 0;
-  int rc = 0;
+  /* a pipeline's point-to-point calls matched across ranks (kineto_p2p.c): their records */
+  ssa_kineto_p2p_index p2p;
+  int rc = ssa_kineto_p2p_index_build(r, &p2p);
   uint64_t thread = 0;
   int64_t top_end = INT64_MIN;
   for (size_t i = 0; i < n && rc == 0; i++) {
@@ -266,8 +270,14 @@ int ssa_kineto_host_timeline(ssa_rank *r, const char *file_name, const ssa_kinet
     rec.u.host_op.stream = h->thread;
     rec.u.host_op.name = h->name;
     rec.u.host_op.category = h->comm ? STEPSCOPE_CAT_COMM : STEPSCOPE_CAT_COMPUTE;
+    const ssa_coll *c = h->p2p ? ssa_kineto_p2p_find(r, &p2p, h->thread, h->start, h->end) : NULL;
+    if (c) {
+      rec.u.host_op.comm_id = c->comm_id;
+      rec.u.host_op.seq = c->seq;
+    }
     rc = ssa_rank_add_record(r, &rec);
   }
+  ssa_kineto_p2p_index_free(&p2p);
   free(v);
   return rc;
 }

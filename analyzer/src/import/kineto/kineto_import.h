@@ -79,6 +79,10 @@ typedef struct kimport {
   kevent ev;
   int rank, world;
   int has_rank;
+  /* distributedInfo.pg_config: this rank's pipeline and data-parallel groups (kineto_reader.c,
+   * read_groups): their members' global ranks, by group rank; n = 0 when none is named */
+  int pp_ranks[KGROUP_RANKS], dp_ranks[KGROUP_RANKS];
+  int npp_ranks, ndp_ranks;
   int has_base;
   int64_t base_ns;
   char *device_names[KDEVICES];

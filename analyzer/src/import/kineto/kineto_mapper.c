@@ -859,6 +859,35 @@ static int rank_from_name(const char *name, int *rank) {
   return 0;
 }
 
+/* The place of global rank `rank` among n ranks, -1 when it is not one of them. */
+static int place_of(const int *ranks, int n, int rank) {
+  for (int i = 0; i < n; i++)
+    if (ranks[i] == rank) return i;
+  return -1;
+}
+
+/* A pipeline stage (kineto_pipeline.c): in the process group that distributedInfo.pg_config
+ * names as the rank's pipeline, told apart from the job's other pipelines by the rank's place
+ * in its data-parallel group (else its pipeline's lowest rank); without one, the world. */
+static int pipeline(kimport *k, ssa_rank *r, int rank) {
+  ssa_kineto_pp pp = {rank, k->world, rank, k->world, NULL, 1, 0, 0};
+  int stage = place_of(k->pp_ranks, k->npp_ranks, rank);
+  if (stage >= 0) {
+    int lowest = k->pp_ranks[0];
+    for (int i = 1; i < k->npp_ranks; i++)
+      if (k->pp_ranks[i] < lowest) lowest = k->pp_ranks[i];
+    int dp_place = place_of(k->dp_ranks, k->ndp_ranks, rank);
+    pp.stage = stage;
+    pp.stages = k->npp_ranks;
+    pp.ranks = k->pp_ranks;
+    pp.dp = dp_place >= 0 ? k->ndp_ranks : k->world / k->npp_ranks;
+    pp.dp_rank = dp_place >= 0 ? dp_place : lowest;
+    pp.from_groups = 1;
+    return ssa_kineto_pipeline(r, k->name, &pp);
+  }
+  return ssa_kineto_pipeline(r, k->name, &pp);
+}
+
 int ssa_kineto_finish_rank(kimport *k) {
   ssa_rank *r = k->r;
   int rc_names = name_threads(k);
@@ -916,7 +945,7 @@ int ssa_kineto_finish_rank(kimport *k) {
   if ((rc = finish_bare_nccl_kernels(k))) return rc;
   if ((rc = finish_groups(k))) return rc;
   /* a pipeline stage: its schedule and micro-batches (kineto_pipeline.c) */
-  if ((rc = ssa_kineto_pipeline(r, k->name, rank, k->world))) return rc;
+  if ((rc = pipeline(k, r, rank))) return rc;
   /* what the trace cannot show (kineto_host.c): absurd times, no device */
   uint64_t far = ssa_kineto_drop_far_times(r, SSA_KINETO_FAR_NS);
   if (k->negative_ts || far) {

@@ -30,9 +30,14 @@
  *     gradient scaling after the last backward are not taken for one;
  *     forwards and backwards are numbered in their order within the step.
  *
- * The stages: the pipeline spans the world (`distributedInfo.world_size`),
- * stage v runs on rank v mod world (PyTorch's mapping of stages to ranks for
- * every schedule above), and the chunk of stage v is v / world. What is
+ * The stages: the pipeline is the rank's process group that
+ * distributedInfo.pg_config names as one (DeviceMesh's "mesh_pp": its ranks,
+ * by group rank, are the pipeline's), else the world
+ * (`distributedInfo.world_size`); stage v runs on the pipeline's rank v mod p
+ * (PyTorch's mapping of stages to ranks for every schedule above), and the
+ * chunk of stage v is v / p. The pipelines of a job are told apart by
+ * `layout.dp_rank`: the rank's place in its data-parallel group ("mesh_dp"),
+ * else the lowest global rank of its pipeline. What is
  * found must hold in every step — as many forwards as backwards (and weight
  * backwards, if any) for each chunk, the same micro-batches in every step,
  * every stage on this rank — else the rank gets a warning that says why and
@@ -43,6 +48,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "kineto_p2p.h"
 
 enum { PASS_FORWARD, PASS_BACKWARD, PASS_WEIGHT, PASS_N };
 
@@ -250,7 +257,7 @@ static host_call *top_calls(const ssa_rank *r, size_t *n_out) {
   return c;
 }
 
-static int infer_items(const host_call *c, size_t top, const pp_steps *steps, int rank,
+static int infer_items(const host_call *c, size_t top, const pp_steps *steps, int stage,
                        pp_items *items) {
   int rc = 0;
   pieces ps = {0};
@@ -271,7 +278,7 @@ static int infer_items(const host_call *c, size_t top, const pp_steps *steps, in
           !(k + 1 < ps.n && ps.v[k + 1].kind == W_BACKWARD))
         continue; /* not a micro-batch's forward: the batch's split, the gradients' scaling */
       rc = push_item(items, (pp_item){p->start, p->end, p->thread, pass,
-                                      pass == PASS_FORWARD ? nf++ : nb++, rank, s});
+                                      pass == PASS_FORWARD ? nf++ : nb++, stage, s});
     }
     from = to;
   }
@@ -300,7 +307,7 @@ static void trim_items(pp_items *it, const host_call *c, size_t n) {
 
 /* ---- from annotations ---- */
 
-static int annotated_items(const ssa_rank *r, const pp_steps *steps, int rank, pp_items *items,
+static int annotated_items(const ssa_rank *r, const pp_steps *steps, int own, pp_items *items,
                            int *gpipe) {
   *gpipe = 0;
   for (size_t i = 0; i < r->nranges; i++) {
@@ -311,7 +318,7 @@ static int annotated_items(const ssa_rank *r, const pp_steps *steps, int rank, p
     if (s < 0) continue;
     *gpipe |= gp;
     int rc = push_item(items, (pp_item){g->start, g->end, r->lanes[g->lane].id, pass, mb,
-                                        stage < 0 ? rank : stage, (size_t)s});
+                                        stage < 0 ? own : stage, (size_t)s});
     if (rc) return rc;
   }
   return 0;
@@ -329,15 +336,17 @@ typedef struct pp_found {
   char why[160];
 } pp_found;
 
-/* Checks the items of every step: each stage of this rank's has micro-batches 0..M-1 once in
+/* Checks the items of every step: each stage of this rank's (its place `own` in the pipeline) has
+ * micro-batches 0..M-1 once in
  * each pass (the weight pass in all or none). 0, or -1 with the reason in f->why. */
-static int check_items(const pp_items *it, const pp_steps *steps, int rank, int annotated,
+static int check_items(const pp_items *it, const pp_steps *steps, int own, int annotated,
                        pp_found *f) {
   int p = f->p, maxv = -1;
   for (size_t i = 0; i < it->n; i++) {
-    if (it->v[i].stage % p != rank) {
-      snprintf(f->why, sizeof f->why, "stage %d runs on rank %d, not on rank %d of %d",
-               it->v[i].stage, it->v[i].stage % p, rank, p);
+    if (it->v[i].stage % p != own) {
+      snprintf(f->why, sizeof f->why,
+               "stage %d runs on the pipeline's rank %d, not on its rank %d of %d", it->v[i].stage,
+               it->v[i].stage % p, own, p);
       return -1;
     }
     if (it->v[i].stage > maxv) maxv = it->v[i].stage;
@@ -407,7 +416,7 @@ static int add_metadata(ssa_rank *r, const char *key, const char *json) {
   return ssa_rank_add_record(r, &m);
 }
 
-static int declare(ssa_rank *r, const pp_items *it, const pp_found *f, int rank, int world,
+static int declare(ssa_rank *r, const pp_items *it, const pp_found *f, const ssa_kineto_pp *pp,
                    const char *name, int annotated) {
   uint32_t dom = ssa_rank_intern(r, "pipeline (recognised)");
   uint32_t names[PASS_N];
@@ -417,7 +426,7 @@ static int declare(ssa_rank *r, const pp_items *it, const pp_found *f, int rank,
   for (size_t i = 0; i < it->n; i++) {
     const pp_item *x = &it->v[i];
     char args[96];
-    snprintf(args, sizeof args, "{\"microbatch\":%d,\"stage\":%d,\"chunk\":%d}", x->mb, rank,
+    snprintf(args, sizeof args, "{\"microbatch\":%d,\"stage\":%d,\"chunk\":%d}", x->mb, pp->stage,
              x->stage / f->p);
     stepscope_record rec = {.kind = STEPSCOPE_REC_RANGE,
                             .u.range = {.start_ns = (uint64_t)x->start,
@@ -432,9 +441,9 @@ static int declare(ssa_rank *r, const pp_items *it, const pp_found *f, int rank,
   }
   char json[256];
   snprintf(json, sizeof json,
-           "{\"world\":%d,\"rank\":%d,\"pp\":%d,\"pp_rank\":%d,\"dp\":1,\"tp\":1,\"cp\":1,"
-           "\"virtual_stages\":%d,\"microbatches\":%d}",
-           world, rank, f->p, rank, f->V, f->M);
+           "{\"world\":%d,\"rank\":%d,\"pp\":%d,\"pp_rank\":%d,\"dp\":%d,\"dp_rank\":%d,"
+           "\"tp\":1,\"cp\":1,\"virtual_stages\":%d,\"microbatches\":%d}",
+           pp->world, pp->rank, f->p, pp->stage, pp->dp, pp->dp_rank, f->V, f->M);
   int rc = add_metadata(r, "layout", json);
   if (rc) return rc;
   snprintf(json, sizeof json,
@@ -446,11 +455,12 @@ static int declare(ssa_rank *r, const pp_items *it, const pp_found *f, int rank,
   /* the point-to-point transfers are the pipeline's (the bubble counts them) */
   for (size_t i = 0; i < r->ncolls; i++)
     if (r->colls[i].flags & STEPSCOPE_COLL_F_P2P) r->colls[i].flags |= STEPSCOPE_COLL_F_PIPELINE;
-  return 0;
+  /* the host's point-to-point calls matched across ranks (kineto_p2p.c) */
+  return ssa_kineto_p2p_match(r, pp, f->V);
 }
 
-int ssa_kineto_pipeline(ssa_rank *r, const char *file_name, int rank, int world) {
-  if (world < 2 || rank < 0 || rank >= world || !has_p2p(r)) return 0;
+int ssa_kineto_pipeline(ssa_rank *r, const char *file_name, const ssa_kineto_pp *pp) {
+  if (pp->stages < 2 || pp->stage < 0 || pp->stage >= pp->stages || !has_p2p(r)) return 0;
   pp_steps steps = {0};
   size_t cap = 0;
   for (size_t i = 0; i < r->nranges; i++)
@@ -473,19 +483,19 @@ int ssa_kineto_pipeline(ssa_rank *r, const char *file_name, int rank, int world)
       steps.start[k] = r->ranges[i].start;
       steps.end[k] = r->ranges[i].end;
     }
-  if ((rc = annotated_items(r, &steps, rank, &items, &gpipe))) goto out;
+  if ((rc = annotated_items(r, &steps, pp->stage, &items, &gpipe))) goto out;
   int annotated = items.n > 0;
   rc = STEPSCOPE_E_NOMEM;
   size_t ncalls = 0;
   if (!(calls = top_calls(r, &ncalls))) goto out;
-  if (!annotated && (rc = infer_items(calls, ncalls, &steps, rank, &items))) goto out;
+  if (!annotated && (rc = infer_items(calls, ncalls, &steps, pp->stage, &items))) goto out;
   trim_items(&items, calls, ncalls);
   qsort(items.v, items.n, sizeof *items.v, cmp_item);
-  pp_found f = {.p = world};
+  pp_found f = {.p = pp->stages};
   if (items.n == 0) {
     snprintf(f.why, sizeof f.why, "no forward or backward work was found between them");
-  } else if (check_items(&items, &steps, rank, annotated, &f) == 0) {
-    rc = declare(r, &items, &f, rank, world, schedule_name(&f, gpipe), annotated);
+  } else if (check_items(&items, &steps, pp->stage, annotated, &f) == 0) {
+    rc = declare(r, &items, &f, pp, schedule_name(&f, gpipe), annotated);
     goto out;
   }
   rc = ssa_rank_warn(r,

@@ -8,7 +8,8 @@
  * kevents, the file source only bytes (kineto_import.h says who does what).
  *
  * How it works: the document is pulled token by token. Top-level keys that
- * matter are `distributedInfo` (rank, world size), `deviceProperties`
+ * matter are `distributedInfo` (rank, world size, and in `pg_config` the
+ * process groups that name a pipeline or data-parallel dimension), `deviceProperties`
  * (device names), `baseTimeNanoseconds` (newer Kineto writes `ts` relative
  * to it) and `traceEvents`; a top-level array is taken as the event list
  * itself. Each event object is read into one fixed-size `kevent` (only the
@@ -352,6 +353,77 @@ static int read_events(kimport *k) {
   }
 }
 
+/* What a process group's description names: 1 the pipeline dimension (DeviceMesh's "mesh_pp",
+ * or a description holding "pipe"), 2 the data-parallel one ("mesh_dp", "mesh_dp_replicate",
+ * "mesh_dp_shard"...), 0 neither. */
+static int group_role(const char *desc) {
+  if (!strncmp(desc, "mesh_", 5)) desc += 5;
+  if (!strcmp(desc, "pp") || strstr(desc, "pipe")) return 1;
+  if (!strncmp(desc, "dp", 2) && (desc[2] == 0 || desc[2] == '_')) return 2;
+  return 0;
+}
+
+/* Inside an array of objects (distributedInfo.pg_config, deviceProperties): moves into the next
+ * object, after its '{' (1), or past the array's end (0), skipping other values; -1 on a JSON
+ * error. */
+static int next_array_object(kimport *k) {
+  for (;;) {
+    js_kind t = js_next(&k->js);
+    if (t == JS_END_ARRAY) return 0;
+    if (t == JS_BEGIN_OBJECT) return 1;
+    if (t == JS_ERROR || js_skip_rest(&k->js, t)) return -1;
+  }
+}
+
+/* Inside an object: its next key, in k->js.tok, with the ':' after it read (1), or past its
+ * '}' (0); -1 on a JSON error. */
+static int next_key(kimport *k) {
+  js_kind m = js_next_member(&k->js);
+  return m == JS_KEY ? 1 : m == JS_END_OBJECT ? 0 : -1;
+}
+
+/* A group's "ranks" array, after its '[': up to KGROUP_RANKS of them into ranks (*n); 1 when
+ * one was not a rank or there were more, 0 else, -1 on a JSON error. */
+static int read_ranks(kimport *k, int *ranks, int *n) {
+  int overflow = 0;
+  for (js_kind e = js_next(&k->js); e != JS_END_ARRAY; e = js_next(&k->js)) {
+    uint64_t u;
+    if (e == JS_NUMBER && js_tok_u64(&k->js, &u) && u < INT_MAX && *n < KGROUP_RANKS)
+      ranks[(*n)++] = (int)u;
+    else if (e == JS_ERROR || js_skip_rest(&k->js, e))
+      return -1;
+    else
+      overflow = 1;
+  }
+  return overflow;
+}
+
+/* distributedInfo.pg_config: an array of {pg_desc, ranks: [...]}, one per process group this
+ * rank is a member of (PyTorch lists no other); the pipeline and data-parallel ones are kept. */
+static int read_groups(kimport *k) {
+  int more;
+  while ((more = next_array_object(k)) > 0) {
+    char desc[KSHORT] = "";
+    int ranks[KGROUP_RANKS], n = 0, bad = 0, key;
+    while ((key = next_key(k)) > 0) {
+      int is_desc = !strcmp(k->js.tok, "pg_desc"), is_ranks = !strcmp(k->js.tok, "ranks");
+      js_kind v = js_next(&k->js);
+      if (is_desc && v == JS_STRING) copy_str(desc, sizeof desc, k->js.tok);
+      if (is_ranks && v == JS_BEGIN_ARRAY)
+        bad |= read_ranks(k, ranks, &n);
+      else if (js_skip_rest(&k->js, v))
+        bad = -1;
+      if (bad < 0) return js_error(k);
+    }
+    if (key < 0) return js_error(k);
+    int role = group_role(desc);
+    if (role == 0 || bad || n < 2) continue;
+    memcpy(role == 1 ? k->pp_ranks : k->dp_ranks, ranks, (size_t)n * sizeof *ranks);
+    *(role == 1 ? &k->npp_ranks : &k->ndp_ranks) = n;
+  }
+  return more < 0 ? js_error(k) : 0;
+}
+
 static int read_distributed_info(kimport *k) {
   for (;;) {
     js_kind t = js_next_member(&k->js);
@@ -359,7 +431,13 @@ static int read_distributed_info(kimport *k) {
     if (t != JS_KEY) return js_error(k);
     int is_rank = !strcmp(k->js.tok, "rank"), is_world = !strcmp(k->js.tok, "world_size");
     int is_host = !strcmp(k->js.tok, "host_name") || !strcmp(k->js.tok, "hostname");
+    int is_groups = !strcmp(k->js.tok, "pg_config");
     js_kind v = js_next(&k->js);
+    if (is_groups && v == JS_BEGIN_ARRAY) {
+      int rc = read_groups(k);
+      if (rc) return rc;
+      continue;
+    }
     if (is_host && v == JS_STRING && !k->host_name[0])
       copy_str(k->host_name, sizeof k->host_name, k->js.tok);
     uint64_t u;
@@ -375,31 +453,25 @@ static int read_distributed_info(kimport *k) {
 }
 
 static int read_device_properties(kimport *k) {
-  for (;;) {
-    js_kind t = js_next(&k->js);
-    if (t == JS_END_ARRAY) return 0;
-    if (t == JS_ERROR) return js_error(k);
-    if (t != JS_BEGIN_OBJECT) {
-      if (js_skip_rest(&k->js, t)) return js_error(k);
-      continue;
-    }
+  int more;
+  while ((more = next_array_object(k)) > 0) {
     uint64_t id = UINT64_MAX;
     char name[KSHORT] = "";
-    for (;;) {
-      js_kind kk = js_next_member(&k->js);
-      if (kk == JS_END_OBJECT) break;
-      if (kk != JS_KEY) return js_error(k);
+    int key;
+    while ((key = next_key(k)) > 0) {
       int is_id = !strcmp(k->js.tok, "id"), is_name = !strcmp(k->js.tok, "name");
       js_kind v = js_next(&k->js);
       if (is_id && v == JS_NUMBER) js_tok_u64(&k->js, &id);
       if (is_name && v == JS_STRING) copy_str(name, sizeof name, k->js.tok);
       if (js_skip_rest(&k->js, v)) return js_error(k);
     }
+    if (key < 0) return js_error(k);
     if (id < KDEVICES && name[0] && !k->device_names[id]) {
       k->device_names[id] = strdup(name);
       if (!k->device_names[id]) return STEPSCOPE_E_NOMEM;
     }
   }
+  return more < 0 ? js_error(k) : 0;
 }
 
 static int read_document(kimport *k) {
