@@ -71,6 +71,9 @@ def _load():
         lib.ss_api_op_perf.restype = ctypes.c_int
         lib.ss_api_op_perf.argtypes = [ctypes.c_char_p, ctypes.c_int, argv_t, ctypes.c_char_p,
                                        out_t, out_t]
+        lib.ss_api_replay.restype = ctypes.c_int
+        lib.ss_api_replay.argtypes = [ctypes.c_char_p, ctypes.c_int, argv_t, ctypes.c_int, argv_t,
+                                      out_t, out_t]
         lib.ss_api_ops_open.restype = ctypes.c_int
         lib.ss_api_ops_open.argtypes = [ctypes.c_char_p, ctypes.c_int, argv_t, out_t,
                                         ctypes.POINTER(ctypes.c_size_t), out_t]
@@ -151,6 +154,18 @@ def op_perf_json(run, options, peak=None):
     out, err = ctypes.c_void_p(), ctypes.c_void_p()
     peak_b = _no_nul(peak.encode("utf-8"), "peak") if peak is not None else None
     rc = lib.ss_api_op_perf(_path_bytes(run), n, argv, peak_b, ctypes.byref(out), ctypes.byref(err))
+    _check(lib, rc, err)
+    return _take_string(lib, out.value)
+
+
+def replay_json(run, options, edits):
+    """The text of `stepscope replay RUN OPTIONS --what-if EDIT ... --json -` (docs/replay.md)."""
+    lib = _load()
+    n, argv = _argv(options)
+    ne, edits_argv = _argv(edits)
+    out, err = ctypes.c_void_p(), ctypes.c_void_p()
+    rc = lib.ss_api_replay(_path_bytes(run), n, argv, ne, edits_argv, ctypes.byref(out),
+                           ctypes.byref(err))
     _check(lib, rc, err)
     return _take_string(lib, out.value)
 
