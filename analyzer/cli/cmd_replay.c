@@ -57,19 +57,15 @@ static const cli_option replay_options[] = {
     CLI_TEXT_ROW(ssa_replay_edit_grammar),
     CLI_TEXT_ROW("Each step is re-simulated over its dependency graph (the critical path's):\n"
                  "a node starts when its predecessors are done, plus the host gap the trace\n"
-                 "shows on a host thread, or the rank's median device latency on a device;\n"
+                 "shows on a host thread; on a device, gaps up to --launch-gap-us are the\n"
+                 "lane's median latency and longer ones kept (waits the trace does not show);\n"
                  "collectives end when their last member arrives plus their transfer time.\n"
                  "The plain replay's error against the measured step times is printed first.\n"
                  "Exit status: 0 done; 1 the run could not be read or --json not written;\n"
                  "2 usage error (a bad EDIT, or a delay edit on a rank without a delay).\n"),
 };
 
-static const cli_table replay_table = {.command = "replay",
-                                       .head = "usage: stepscope replay RUN [options]\n",
-                                       CLI_ROWS(replay_options),
-                                       .flags = CLI_ARGS_DOUBLE_DASH,
-                                       .args = A(run_path),
-                                       .nargs = 1};
+static const cli_table replay_table = CLI_RUN_TABLE("replay", replay_options, A(run_path));
 
 static int write_json(const void *rep, ssa_out *o) {
   ssa_replay_report_json(rep, o);

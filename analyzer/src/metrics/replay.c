@@ -6,8 +6,10 @@
  *   start  a node starts when the predecessors that released its start have (each at its
  *          simulated time plus the lag the trace shows between the predecessor's event and
  *          the release), plus a gap: on a host thread the trace's own gap (host gaps are
- *          Python and untraced work: kept, or edited), on a device its lane's mean device
- *          latency (the trace's per-op device gap is what the replay must predict);
+ *          Python and untraced work: kept, or edited; a removed --debug-delay takes the
+ *          host-side synchronisation that came with it too); on a device a gap up to the
+ *          launch-gap threshold is latency, replaced by the lane's median such gap, a longer
+ *          one a wait the trace does not explain, kept;
  *          a node with no predecessor keeps its traced start;
  *   end    start + duration x scale; a node whose end was held by another (a collective
  *          member by the last member's arrival, a synchronising call by the device) ends at
@@ -40,6 +42,7 @@ typedef struct dep {
   int at_end;      /* the source event: the end (1) or the start (0) of `from` */
   int64_t lag;     /* traced release - traced source event */
   int64_t release; /* traced release (aligned) */
+  uint8_t type;    /* the edge's SSA_CPE_* */
 } dep;
 
 typedef struct sim_rank {
@@ -98,11 +101,11 @@ static int push_dep(sim *s, size_t *k, dep d) {
   return 0;
 }
 
-static dep dep_on(const sim *s, ssa_cp_node p, int64_t release) {
+static dep dep_on(const sim *s, ssa_cp_node p, int64_t release, uint8_t type) {
   int64_t pe = ssa_cp_node_end(&s->g, p);
   int at_end = pe <= release;
   int64_t src = at_end ? pe : ssa_cp_node_start(&s->g, p);
-  return (dep){p, at_end, release - src, release};
+  return (dep){p, at_end, release - src, release, type};
 }
 
 /* The dependencies of n's start (want_end 0) or end (1) into s->deps; how many, or -1. */
@@ -120,10 +123,10 @@ static long deps_of(sim *s, ssa_cp_node n, int want_end) {
     dep d;
     int on_start;
     if (e[i].type == SSA_CPE_LANE && ssa_cp_node_end(g, p) > ns) { /* nested or overlapping */
-      d = (dep){p, 0, ns - ssa_cp_node_start(g, p), ns};
+      d = (dep){p, 0, ns - ssa_cp_node_start(g, p), ns, SSA_CPE_LANE};
       on_start = 1;
     } else {
-      d = dep_on(s, p, e[i].release);
+      d = dep_on(s, p, e[i].release, e[i].type);
       on_start = e[i].release <= ns;
     }
     if (on_start != !want_end) continue;
@@ -143,7 +146,7 @@ static long deps_of(sim *s, ssa_cp_node n, int want_end) {
     ssa_cp_node mn = {m->rank_idx, op, SSA_CPN_OP};
     int64_t at = ssa_cp_node_start(g, mn);
     if (at > ne) continue; /* arrived after this member left: clock error, no dependency */
-    if (push_dep(s, &k, (dep){mn, 0, 0, at})) return -1;
+    if (push_dep(s, &k, (dep){mn, 0, 0, at, SSA_CPE_COLLECTIVE})) return -1;
   }
   return (long)k;
 }
@@ -170,48 +173,63 @@ static int64_t lane_latency(const sim *s, ssa_cp_node n) {
   return lane < r->nlanes ? s->r[n.rank_idx].latency[lane] : 0;
 }
 
-/* A host gap after the edits: a declared delay inside it changed, then scaled. */
-static int64_t host_gap(sim *s, ssa_cp_node n, int64_t gap) {
-  sim_rank *sr = &s->r[n.rank_idx];
-  if (sr->has_delay_edit && sr->delay_ns > 0 && gap >= sr->delay_ns) {
-    gap += sr->new_delay_ns - sr->delay_ns;
-    s->out->delay_gaps++;
-  }
-  return (int64_t)((double)gap * sr->gaps[slot(s, n)]);
-}
-
-/* Evaluates a task whose dependencies are done (or cycles). 0 or -1 (memory). */
-static int evaluate(sim *s, task t) {
-  sim_rank *sr = &s->r[t.n.rank_idx];
-  size_t i = slot(s, t.n);
-  int64_t ns = ssa_cp_node_start(&s->g, t.n), ne = ssa_cp_node_end(&s->g, t.n);
-  long k = deps_of(s, t.n, t.end);
-  if (k < 0) return -1;
-  int64_t traced = INT64_MIN, simulated = INT64_MIN;
-  uint32_t bind = NO_BIND;
+/* The latest release among deps[0, k) in the trace (*traced) and in the replay (returned;
+ * *bind the dependency that gives it), leaving out synchronisations when `skip_sync`. */
+static int64_t latest_release(sim *s, long k, int skip_sync, int64_t *traced, uint32_t *bind) {
+  int64_t simulated = INT64_MIN;
+  *traced = INT64_MIN;
+  *bind = NO_BIND;
   for (long j = 0; j < k; j++) {
     const dep *d = &s->deps[j];
+    if (d->release > *traced) *traced = d->release;
+    if (skip_sync && d->type == SSA_CPE_SYNC) continue;
     int64_t at = source_time(s, d) + d->lag;
-    if (d->release > traced) traced = d->release;
-    if (at > simulated) simulated = at, bind = (uint32_t)j;
+    if (at > simulated) simulated = at, *bind = (uint32_t)j;
   }
-  if (!t.end) {
-    int64_t start = ns;
-    if (k > 0) {
-      int64_t gap = ns - traced;
-      if (is_host_node(s, t.n))
-        gap = host_gap(s, t.n, gap);
-      else if (gap <= s->short_gap)
-        gap = lane_latency(s, t.n);
+  return simulated;
+}
+
+/* A node's start: the latest release plus its gap (the file's comment). */
+static int evaluate_start(sim *s, ssa_cp_node n, long k) {
+  sim_rank *sr = &s->r[n.rank_idx];
+  size_t i = slot(s, n);
+  int64_t ns = ssa_cp_node_start(&s->g, n), traced;
+  uint32_t bind;
+  int64_t simulated = latest_release(s, k, 0, &traced, &bind), start = ns;
+  if (k > 0) {
+    int64_t gap = ns - traced;
+    if (!is_host_node(s, n)) {
+      if (gap <= s->short_gap)
+        gap = lane_latency(s, n);
       else
         s->out->device_waits += gap; /* a wait the trace does not explain: kept */
-      start = simulated + gap;
+    } else {
+      if (sr->has_delay_edit && sr->delay_ns > 0 && gap >= sr->delay_ns) {
+        /* the trainer's delay: a host-side synchronisation, then the sleep in this gap */
+        gap += sr->new_delay_ns - sr->delay_ns;
+        s->out->delay_gaps++;
+        int64_t unsynced =
+            sr->new_delay_ns == 0 ? latest_release(s, k, 1, &traced, &bind) : INT64_MIN;
+        if (unsynced != INT64_MIN) simulated = unsynced; /* no delay, no synchronisation */
+      }
+      gap = (int64_t)((double)gap * sr->gaps[i]);
     }
-    sr->start[i] = start;
-    sr->sbind[i] = bind;
-    sr->state[i] = (uint8_t)((sr->state[i] & ~ST_S_BUSY) | ST_S_DONE);
-    return 0;
+    start = simulated + gap;
   }
+  sr->start[i] = start;
+  sr->sbind[i] = bind;
+  sr->state[i] = (uint8_t)((sr->state[i] & ~ST_S_BUSY) | ST_S_DONE);
+  return 0;
+}
+
+/* A node's end: its start + duration x scale, or, when its end was held, the latest release
+ * of its end + the traced time after that release, x scale. */
+static int evaluate_end(sim *s, ssa_cp_node n, long k) {
+  sim_rank *sr = &s->r[n.rank_idx];
+  size_t i = slot(s, n);
+  int64_t ns = ssa_cp_node_start(&s->g, n), ne = ssa_cp_node_end(&s->g, n), traced;
+  uint32_t bind;
+  int64_t simulated = latest_release(s, k, 0, &traced, &bind);
   int64_t from = sr->start[i], held = ns;
   if (k > 0 && simulated > from)
     from = simulated;
@@ -222,6 +240,13 @@ static int evaluate(sim *s, task t) {
   sr->ebind[i] = bind;
   sr->state[i] = (uint8_t)((sr->state[i] & ~ST_E_BUSY) | ST_E_DONE);
   return 0;
+}
+
+/* Evaluates a task whose dependencies are done (or cycles). 0 or -1 (memory). */
+static int evaluate(sim *s, task t) {
+  long k = deps_of(s, t.n, t.end);
+  if (k < 0) return -1;
+  return t.end ? evaluate_end(s, t.n, k) : evaluate_start(s, t.n, k);
 }
 
 static int push_task(task **stack, size_t *n, size_t *cap, task t) {
@@ -270,23 +295,12 @@ static int64_t median_i64(int64_t *v, size_t n) {
   return v[SSA_MEDIAN_INDEX(n)];
 }
 
-/* Each device lane's median short device gap (start - latest start release, at most
- * `short_gap`): the lane's latency (a GPU's launch latency; on the CPU backend, a stream
- * thread's wake-up). */
-typedef struct lane_gap {
-  uint32_t lane;
-  int64_t gap;
-} lane_gap;
-
-static int cmp_lane_gap(const void *pa, const void *pb) {
-  const lane_gap *a = pa, *b = pb;
-  if (a->lane != b->lane) return a->lane < b->lane ? -1 : 1;
-  return (a->gap > b->gap) - (a->gap < b->gap);
-}
-
+/* Each device lane's median short device gap (start - latest start release, in [0,
+ * short_gap]): the lane's latency (a GPU's launch latency; on the CPU backend, a stream
+ * thread's wake-up). The gaps are sorted by lane, then length, as one key. */
 static int device_latency(sim *s, uint32_t ri, int64_t short_gap, int64_t *latency) {
   const ssa_rank *r = &s->a->run->ranks[ri];
-  lane_gap *v = malloc((r->nops + 1) * sizeof *v);
+  ssa_key_index *v = malloc((r->nops + 1) * sizeof *v);
   if (!v) return -1;
   size_t n = 0;
   for (size_t i = 0; i < r->nops; i++) {
@@ -301,15 +315,16 @@ static int device_latency(sim *s, uint32_t ri, int64_t short_gap, int64_t *laten
     for (long j = 0; j < k; j++)
       if (s->deps[j].release > traced) traced = s->deps[j].release;
     int64_t gap = ssa_cp_node_start(&s->g, nd) - traced;
-    if (k > 0 && gap <= short_gap) v[n++] = (lane_gap){r->ops[i].lane, gap};
+    if (k > 0 && gap >= 0 && gap <= short_gap)
+      v[n++] = (ssa_key_index){(int64_t)r->ops[i].lane * (short_gap + 1) + gap, r->ops[i].lane};
   }
-  qsort(v, n, sizeof *v, cmp_lane_gap);
+  ssa_sort_by_start(v, n, sizeof *v, ssa_cmp_key_index);
   for (uint32_t l = 0; l < r->nlanes; l++)
     latency[l] = 0;
   for (size_t b = 0, e; b < n; b = e) {
-    for (e = b; e < n && v[e].lane == v[b].lane;)
+    for (e = b; e < n && v[e].index == v[b].index;)
       e++;
-    latency[v[b].lane] = v[b + SSA_MEDIAN_INDEX(e - b)].gap;
+    latency[v[b].index] = v[b + SSA_MEDIAN_INDEX(e - b)].key % (short_gap + 1);
   }
   free(v);
   return 0;
@@ -463,10 +478,10 @@ static int predict_steps(sim *s) {
   ssa_replay *out = s->out;
   for (size_t k = 0; k < a->nsteps; k++) {
     ssa_replay_step *st = &out->steps[k];
-    st->step = a->steps[k].step;
-    st->in_medians = a->steps[k].in_medians;
-    st->measured = a->steps[k].time;
-    st->predicted = -1;
+    *st = (ssa_replay_step){.step = a->steps[k].step,
+                            .in_medians = a->steps[k].in_medians,
+                            .measured = a->steps[k].time,
+                            .predicted = -1};
     ssa_cp_node best_last = {0, 0, UINT8_MAX};
     int64_t best_lo = 0;
     for (size_t ri = 0; ri < a->nranks; ri++) {
