@@ -145,8 +145,10 @@ static long deps_of(sim *s, ssa_cp_node n, int want_end) {
     if (op == SSA_NONE) continue;
     ssa_cp_node mn = {m->rank_idx, op, SSA_CPN_OP};
     int64_t at = ssa_cp_node_start(g, mn);
-    if (at > ne) continue; /* arrived after this member left: clock error, no dependency */
-    if (push_dep(s, &k, (dep){mn, 0, 0, at, SSA_CPE_COLLECTIVE})) return -1;
+    /* a member that seems to arrive after this one left (the ranks' clocks disagree) still
+     * releases it, at its traced end */
+    int64_t release = at < ne ? at : ne;
+    if (push_dep(s, &k, (dep){mn, 0, release - at, release, SSA_CPE_COLLECTIVE})) return -1;
   }
   return (long)k;
 }
