@@ -51,7 +51,7 @@ typedef struct sim_rank {
   uint32_t *sbind, *ebind;
   float *scale, *gaps; /* per slot: duration and host-gap factors */
   uint8_t *unwaited;   /* per slot: an overlap edit selected it */
-  int64_t *latency;    /* per lane: its mean traced device gap */
+  int64_t *latency;    /* per lane: its median short traced device gap */
   int64_t delay_ns;    /* the largest declared --debug-delay of the rank, 0 none */
   int64_t new_delay_ns;
   int has_delay_edit;
