@@ -28,6 +28,7 @@
 #include "ssa_diff.h"
 #include "ssa_metrics.h"
 #include "ssa_op_report.h"
+#include "ssa_replay_report.h"
 #include "ssa_report.h"
 #include "ssa_import.h"
 #include "cli_load.h"
@@ -206,6 +207,10 @@ static int write_ops_json(const void *j, ssa_out *o) {
   x->write(x->report, o); /* its errors stick in o */
   return 0;
 }
+static int write_replay(const void *r, ssa_out *o) {
+  ssa_replay_report_json(r, o);
+  return 0;
+}
 static int write_diff(const void *d, ssa_out *o) {
   return ssa_diff_report_json(d, o);
 }
@@ -365,6 +370,62 @@ API_EXPORT int ss_api_op_modules(const char *run_path, int argc, const char *con
 API_EXPORT int ss_api_op_memory(const char *run_path, int argc, const char *const *argv, int series,
                                 char **json_out, char **err_out) {
   return other_ops_table(run_path, argc, argv, 1, series != 0, json_out, err_out);
+}
+
+/* The plain replay and, with edits, the edited one of an analysed run, as JSON. */
+static int replay_json(const char *run_path, const ssa_analysis *an, ssa_replay_edit *ed,
+                       size_t nedits, const char *const *edits, char **json_out, char **err_out) {
+  ssa_replay plain, edited;
+  char msg[256] = "";
+  memset(&edited, 0, sizeof edited);
+  int rc = ssa_replay_run(an, ed, 0, &plain, msg, sizeof msg);
+  if (!rc && nedits) rc = ssa_replay_run(an, ed, nedits, &edited, msg, sizeof msg);
+  if (rc == STEPSCOPE_E_ARGUMENT)
+    rc = fail(err_out, 2, "stepscope replay: %s", msg);
+  else if (rc)
+    rc = fail(err_out, 1, "stepscope replay: out of memory");
+  else {
+    ssa_replay_report rep = {run_path, &plain, nedits ? &edited : NULL, (char *const *)edits,
+                             nedits};
+    rc = json_to_memory("replay", write_replay, &rep, json_out, err_out);
+  }
+  ssa_replay_free(&plain);
+  ssa_replay_free(&edited);
+  return rc;
+}
+
+API_EXPORT int ss_api_replay(const char *run_path, int argc, const char *const *argv, int nedits,
+                             const char *const *edits, char **json_out, char **err_out) {
+  api_options ao;
+  int rc = begin_json_call("replay", "replay", json_out, err_out, argc, argv, 0, &ao);
+  if (rc) return rc;
+  if (nedits < 0 || (nedits > 0 && !edits)) {
+    api_options_free(&ao);
+    return fail(err_out, 2, "stepscope replay: bad list of edits");
+  }
+  ssa_replay_edit *ed = calloc((size_t)nedits + 1, sizeof *ed);
+  if (!ed) rc = fail(err_out, 1, "stepscope replay: out of memory");
+  int parsed = 0;
+  for (char msg[256]; !rc && parsed < nedits; parsed++)
+    if (!edits[parsed] || ssa_replay_edit_parse(edits[parsed], &ed[parsed], msg, sizeof msg)) {
+      rc = fail(err_out, 2, "stepscope replay: --what-if '%s': %s",
+                edits[parsed] ? edits[parsed] : "(null)", edits[parsed] ? msg : "no edit");
+      break;
+    }
+  ssa_run run;
+  if (!rc && !(rc = load_run("replay", run_path, &ao.opt, &run, err_out))) {
+    ssa_analysis an;
+    if (!(rc = analyse_run("replay", NULL, &run, &ao.opt, &an, err_out))) {
+      rc = replay_json(run_path, &an, ed, (size_t)nedits, edits, json_out, err_out);
+      ssa_analysis_free(&an);
+    }
+    ssa_run_free(&run);
+  }
+  for (int i = 0; ed && i < parsed; i++)
+    ssa_replay_edit_free(&ed[i]);
+  free(ed);
+  api_options_free(&ao);
+  return rc;
 }
 
 API_EXPORT int ss_api_diff(const char *run_a, const char *run_b, int argc, const char *const *argv,

@@ -75,6 +75,13 @@ int ss_api_op_modules(const char *run, int argc, const char *const *argv, char *
 int ss_api_op_memory(const char *run, int argc, const char *const *argv, int series,
                      char **json_out, char **err_out);
 
+/* Loads and analyses a run and returns in *json_out its replay, byte for byte what
+ * `stepscope replay RUN OPTIONS --what-if EDITS[0] ... --json -` prints (docs/replay.md):
+ * options the analysis options, edits[0..nedits) the --what-if EDITs (none: the plain replay
+ * only). A bad edit is status 2 with the command's message. */
+int ss_api_replay(const char *run, int argc, const char *const *argv, int nedits,
+                  const char *const *edits, char **json_out, char **err_out);
+
 /* The op table of ss_api_ops: version 1. */
 #define SS_API_OPS_MAGIC "SSOPS\0v1" /* 8 bytes */
 

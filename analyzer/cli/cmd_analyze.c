@@ -60,12 +60,7 @@ static const cli_option analyze_options[] = {
                  "not be written; 2 usage error (a --rank the run does not have included).\n"),
 };
 
-static const cli_table analyze_table = {.command = "analyze",
-                                        .head = "usage: stepscope analyze RUN [options]\n",
-                                        CLI_ROWS(analyze_options),
-                                        .flags = CLI_ARGS_DOUBLE_DASH,
-                                        .args = A(run_path),
-                                        .nargs = 1};
+static const cli_table analyze_table = CLI_RUN_TABLE("analyze", analyze_options, A(run_path));
 
 static int report_json(const void *an, ssa_out *o) {
   return ssa_report_json(an, o);

@@ -72,12 +72,7 @@ static const cli_option ops_options[] = {
                  "2 usage error.\n"),
 };
 
-static const cli_table ops_table = {.command = "ops",
-                                    .head = "usage: stepscope ops RUN [options]\n",
-                                    CLI_ROWS(ops_options),
-                                    .flags = CLI_ARGS_DOUBLE_DASH,
-                                    .args = A(run_path),
-                                    .nargs = 1};
+static const cli_table ops_table = CLI_RUN_TABLE("ops", ops_options, A(run_path));
 
 /* What the command writes: one of its three tables in one of three forms. */
 enum { TABLE_OPS, TABLE_MODULES, TABLE_MEMORY };

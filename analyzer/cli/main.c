@@ -27,6 +27,7 @@ DECLARE_COMMAND(view);
 DECLARE_COMMAND(record);
 DECLARE_COMMAND(plan);
 DECLARE_COMMAND(ops);
+DECLARE_COMMAND(replay);
 
 typedef struct command {
   const char *name;
@@ -61,6 +62,7 @@ int main(int argc, char **argv) {
       {"record", cmd_record, "trace any CUDA program (PyTorch included) by injection"},
       {"plan", cmd_plan, "memory and step time of every parallel layout, before booking GPUs"},
       {"ops", cmd_ops, "PyTorch ops by shape: FLOPs, TFLOP/s, GB/s, roofline (Kineto traces)"},
+      {"replay", cmd_replay, "re-simulate each step over its dependency graph; what-if edits"},
   };
   const size_t n = sizeof cmds / sizeof cmds[0];
   if (argc < 2) {

@@ -92,6 +92,14 @@ typedef struct cli_table {
 /* `.options` and `.n` of a cli_table from an array of rows. */
 #define CLI_ROWS(rows) .options = (rows), .n = sizeof(rows) / sizeof(rows)[0]
 
+/* The table of a command that reads one RUN (`stepscope NAME RUN [options]`, options only of
+ * the "--x" form): analyze, ops, replay. `run_field` is the offset of its const char *. */
+#define CLI_RUN_TABLE(name, rows, run_field)                                                       \
+  {                                                                                                \
+    .command = (name), .head = "usage: stepscope " name " RUN [options]\n", CLI_ROWS(rows),        \
+    .flags = CLI_ARGS_DOUBLE_DASH, .args = (run_field), .nargs = 1                                 \
+  }
+
 /* A row that is not an option: `text` as it is, in its place in --help. */
 #define CLI_TEXT_ROW(text)                                                                         \
   { CLI_TEXT, NULL, NULL, NULL, (text), 0, NULL, 0, 0, NULL }

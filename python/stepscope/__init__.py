@@ -7,6 +7,8 @@
     ops = stepscope.ops("runs/after")            # every op, one row each
     d = stepscope.diff("runs/before", "runs/after")
     d.json["findings"]; d.frame()
+    p = stepscope.replay("runs/after", ["rank=1:no-delay"])   # `stepscope replay`
+    p.steps()[["step", "measured_ns", "replayed_ns", "predicted_ns"]]
 
 A thin layer over the C library libstepscope_analyzer.so (loaded with
 ctypes; found next to this package or through STEPSCOPE_LIB), which does all
@@ -17,7 +19,9 @@ DataFrames. docs/python.md is the guide."""
 from ._lib import StepscopeError, library_path
 from .diff import Diff, diff
 from .ops import ops
+from .replay import Replay, replay
 from .report import Report, analyze
 
 __version__ = "0.1.0"
-__all__ = ["analyze", "ops", "diff", "Report", "Diff", "StepscopeError", "library_path"]
+__all__ = ["analyze", "ops", "diff", "replay", "Report", "Diff", "Replay", "StepscopeError",
+           "library_path"]

@@ -77,6 +77,9 @@ def _load():
         lib.ss_api_op_memory.restype = ctypes.c_int
         lib.ss_api_op_memory.argtypes = [ctypes.c_char_p, ctypes.c_int, argv_t, ctypes.c_int, out_t,
                                          out_t]
+        lib.ss_api_replay.restype = ctypes.c_int
+        lib.ss_api_replay.argtypes = [ctypes.c_char_p, ctypes.c_int, argv_t, ctypes.c_int, argv_t,
+                                      out_t, out_t]
         lib.ss_api_ops_open.restype = ctypes.c_int
         lib.ss_api_ops_open.argtypes = [ctypes.c_char_p, ctypes.c_int, argv_t, out_t,
                                         ctypes.POINTER(ctypes.c_size_t), out_t]
@@ -167,6 +170,18 @@ def _ops_table_json(function, run, options, *more):
     out, err = ctypes.c_void_p(), ctypes.c_void_p()
     rc = getattr(lib, function)(_path_bytes(run), n, argv, *more, ctypes.byref(out),
                                 ctypes.byref(err))
+    _check(lib, rc, err)
+    return _take_string(lib, out.value)
+
+
+def replay_json(run, options, edits):
+    """The text of `stepscope replay RUN OPTIONS --what-if EDIT ... --json -` (docs/replay.md)."""
+    lib = _load()
+    n, argv = _argv(options)
+    ne, edits_argv = _argv(edits)
+    out, err = ctypes.c_void_p(), ctypes.c_void_p()
+    rc = lib.ss_api_replay(_path_bytes(run), n, argv, ne, edits_argv, ctypes.byref(out),
+                           ctypes.byref(err))
     _check(lib, rc, err)
     return _take_string(lib, out.value)
 
