@@ -19,7 +19,8 @@
  *     what it wrote back to bf16 (run_staged in device_cpu_ops.c).
  *   - Tracing: when a trace is active, each enqueue writes an API record of kind
  *     HOST_ENQUEUE on the host thread, and each executed task a HOST_OP record
- *     (stream, category, flops, bytes, same correlation id). Stream waits that
+ *     (stream, category, flops, bytes, same correlation id; a compute task's inputs, their
+ *     shapes and types, as its args). Stream waits that
  *     actually block write a SYNC record (stream waits on event), and so do host waits for
  *     a stream that block (stream 0: the host waits). When no trace
  *     is running these cost one flag check.
@@ -150,6 +151,11 @@ static void trace_host_op(dev_stream *s, const cpu_task *t, uint64_t t0, uint64_
   r.u.host_op.seq = t->seq;
   r.u.host_op.name = stepscope_intern_current(t->name);
   r.u.host_op.category = t->category;
+  if (t->inputs) {
+    char args[512];
+    t->inputs(t, s->d->act == DEV_BF16 ? "c10::BFloat16" : "float", args, sizeof args);
+    r.u.host_op.args = stepscope_intern_current(args);
+  }
   stepscope_emit(&r);
 }
 

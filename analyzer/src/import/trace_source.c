@@ -225,6 +225,9 @@ int ssa_trace_source_load(const char *path, const ssa_import_options *opt, ssa_r
       }
       rc = ssa_op_stage_push(&st, lane, (int64_t)h->start_ns, (int64_t)h->end_ns, h->correlation_id,
                              h->bytes, name, SSA_OP_HOST, cls, link);
+      if (!rc && h->args) /* its inputs, for `stepscope ops` */
+        rc = ssa_rank_keep_op_inputs(r, (int64_t)h->start_ns, (int64_t)h->end_ns, name, h->args,
+                                     lane);
       if (rc) goto out;
       continue;
     }

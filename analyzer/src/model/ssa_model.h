@@ -256,6 +256,11 @@ typedef struct ssa_rank {
   size_t noplinks, oplinks_cap; /* freed by finish */
   ssa_alloc *allocs;
   size_t nallocs, allocs_cap; /* memory events (op_memory imports only) */
+  /* host ops that carry their inputs (the trainer's compute operations: args in the form of
+   * PyTorch's record_shapes), as ranges on their CPU stream's lane (domain 0), in file
+   * order: the ops of `stepscope ops` (op_perf.c) */
+  ssa_range *op_ranges;
+  size_t nop_ranges, op_ranges_cap;
 
   uint64_t marks, memory_events, overheads, unknown_records;
   uint64_t dropped[8];        /* by stepscope_drop_source */
@@ -311,6 +316,10 @@ int ssa_rank_set_header(ssa_rank *r, const stepscope_header *h);
 /* Adds one record (string ids already in r->strings). STRING and HEADER
  * records are ignored; METADATA is copied. Returns 0 or a negative status. */
 int ssa_rank_add_record(ssa_rank *r, const stepscope_record *rec);
+/* Keeps a host op's inputs (args: a string id of the rank) as an op range on its lane
+ * (ssa_rank.op_ranges). 0 or STEPSCOPE_E_NOMEM. */
+int ssa_rank_keep_op_inputs(ssa_rank *r, int64_t start, int64_t end, uint32_t name, uint32_t args,
+                            uint32_t lane);
 /* Records a warning (printf-style). Returns 0 or STEPSCOPE_E_NOMEM. */
 int ssa_rank_warn(ssa_rank *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Sorts, joins by correlation, links collectives, classifies. */
