@@ -16,8 +16,13 @@ static double mfu_of(const ssa_op_report *r, ssa_peak_dtype *dt) {
 static void text_ceilings(const ssa_op_report *r, ssa_out *o) {
   const ssa_ceilings *c = r->ceilings;
   if (!c->bandwidth && !c->flops[SSA_PEAK_BF16] && !c->flops[SSA_PEAK_FP32]) {
-    ssa_out_str(o, "ceilings: unknown device (give them with --peak bf16=...T,bw=...T): no % of "
-                   "peak, no bound\n");
+    if (r->table->host_time) /* a CPU's ceilings are measured, never taken from a table */
+      ssa_out_str(o, "ceilings: a CPU's are not known (measure them with bench_cpu_peaks and give "
+                     "them with --peak fp32=...G,bw=...G; docs/ops.md \"CPU ceilings\"): no % of "
+                     "peak, no bound\n");
+    else
+      ssa_out_str(o, "ceilings: unknown device (give them with --peak bf16=...T,bw=...T): no % of "
+                     "peak, no bound\n");
     return;
   }
   ssa_out_printf(o, "ceilings (%s%s):", c->device[0] ? c->device : "given",
