@@ -316,7 +316,9 @@ void ssa_mem_report_text(const void *report, ssa_out *o) {
   const ssa_mem_table *t = r->table;
   char safe[512], dev[48];
   ssa_out_printf(o, "stepscope ops --memory: %s\n", sc_text_safe(r->run_path, safe, sizeof safe));
-  if (!t->n) ssa_out_str(o, "no memory events in the trace (profile with profile_memory=True)\n");
+  if (!t->n)
+    ssa_out_str(o, "no memory events in the trace (profile with profile_memory=True; stepscope "
+                   "traces: MEMORY records)\n");
   for (size_t i = 0; i < t->n; i++) {
     const ssa_mem_device *d = &t->devices[i];
     ssa_out_printf(o, "\nrank %d, %s: %llu events; peak allocated %.3f MB at %.3f ms", d->rank,
