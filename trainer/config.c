@@ -158,9 +158,9 @@ static const opt_row rows[] = {
      0},
     {"profile-steps", OPT_SPECIAL, 0, 0, "A:B", "trace only steps A..B (inclusive) [all]", 0},
     {"peak-tflops", OPT_DOUBLE, OFF(peak_tflops), 0, "X",
-     "peak TFLOP/s of one rank's device for MFU [cpu: 0.1, i.e. one core, 8-wide fp32 FMA at "
-     "~3 GHz; cuda: dense bf16 peak from a table by GPU name, 989 for H100 SXM]; must be "
-     "positive",
+     "peak TFLOP/s of one rank's device for MFU [cpu: 0.1, an assumption, not measured: one "
+     "core with two 8-wide fp32 FMA units at ~3 GHz; bench_cpu_peaks measures yours; cuda: "
+     "dense bf16 peak from a table by GPU name, 989 for H100 SXM]; must be positive",
      0},
     {"watchdog-s", OPT_DOUBLE, OFF(watchdog_s), 0, "S",
      "a rank silent this long is a hang: the launcher stops the run; communication waits give "

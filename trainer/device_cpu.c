@@ -3,7 +3,8 @@
  *
  * How it works:
  *   - Memory is host memory (64-byte aligned, zeroed); the device counts the
- *     bytes in use and their peak.
+ *     bytes in use and their peak, and, when tracing, writes each allocation and
+ *     free as a MEMORY record (device 0xffffffff: host memory).
  *   - A stream is a worker thread that pops closures (`cpu_task`) from a FIFO
  *     and runs them in order. Enqueueing never blocks on the work itself.
  *   - An event is a pair of counters: `recorded` (bumped on the host when the
@@ -19,7 +20,8 @@
  *     what it wrote back to bf16 (run_staged in device_cpu_ops.c).
  *   - Tracing: when a trace is active, each enqueue writes an API record of kind
  *     HOST_ENQUEUE on the host thread, and each executed task a HOST_OP record
- *     (stream, category, flops, bytes, same correlation id). Stream waits that
+ *     (stream, category, flops, bytes, same correlation id; a compute task's inputs, their
+ *     shapes and types, as its args). Stream waits that
  *     actually block write a SYNC record (stream waits on event), and so do host waits for
  *     a stream that block (stream 0: the host waits). When no trace
  *     is running these cost one flag check.
@@ -40,6 +42,14 @@
 
 #define CPU_MAX_STREAMS 16
 
+/* Before each allocation: its block and size, and its place in the device's list of live
+ * allocations (oldest first), which a trace that starts later is told of. */
+typedef struct alloc_header {
+  void *base;
+  size_t bytes;
+  struct alloc_header *prev, *next;
+} alloc_header;
+
 struct dev_device {
   const dev_ops *ops; /* first: the dev_device_header of device.h */
   pthread_mutex_t mu; /* guards events' done counters and the error text */
@@ -47,6 +57,7 @@ struct dev_device {
   atomic_int failed;
   char error[512];
   atomic_size_t in_use, peak;
+  alloc_header live; /* the live allocations' list (circular; guarded by mu) */
   dev_stream *streams[CPU_MAX_STREAMS];
   int nstreams;
   dev_dtype act; /* activation storage (fp32, or bf16 staged through fp32) */
@@ -101,10 +112,19 @@ static void cpu_abort(dev_device *d, const char *why) {
 
 /* ---- memory ------------------------------------------------------------------- */
 
-typedef struct alloc_header {
-  void *base;
-  size_t bytes;
-} alloc_header;
+/* An allocation or free as a MEMORY record (device 0xffffffff: host memory, docs/trace-format.md
+ * §6), with the bytes in use after it, when tracing. */
+static void trace_memory(const void *p, size_t bytes, size_t in_use, uint32_t kind) {
+  if (!stepscope_active()) return;
+  stepscope_record r = {.kind = STEPSCOPE_REC_MEMORY};
+  r.u.memory.time_ns = stepscope_now_ns();
+  r.u.memory.address = (uint64_t)(uintptr_t)p;
+  r.u.memory.bytes = bytes;
+  r.u.memory.in_use_bytes = in_use;
+  r.u.memory.device = UINT32_MAX;
+  r.u.memory.memory_kind = kind;
+  stepscope_emit(&r);
+}
 
 static void *cpu_alloc(dev_device *d, size_t bytes) {
   size_t total = bytes + 64 + sizeof(alloc_header);
@@ -115,17 +135,29 @@ static void *cpu_alloc(dev_device *d, size_t bytes) {
   alloc_header *h = (alloc_header *)(a - sizeof(alloc_header));
   h->base = base;
   h->bytes = bytes;
+  pthread_mutex_lock(&d->mu);
+  h->prev = d->live.prev;
+  h->next = &d->live;
+  d->live.prev->next = h;
+  d->live.prev = h;
+  pthread_mutex_unlock(&d->mu);
   size_t now = atomic_fetch_add(&d->in_use, bytes) + bytes;
   size_t peak = atomic_load(&d->peak);
   while (now > peak && !atomic_compare_exchange_weak(&d->peak, &peak, now)) {
   }
+  trace_memory((void *)a, bytes, now, STEPSCOPE_MEM_ALLOC);
   return (void *)a;
 }
 
 static void cpu_free(dev_device *d, void *p) {
   if (!p) return;
   alloc_header *h = (alloc_header *)((char *)p - sizeof(alloc_header));
-  atomic_fetch_sub(&d->in_use, h->bytes);
+  pthread_mutex_lock(&d->mu);
+  h->prev->next = h->next;
+  h->next->prev = h->prev;
+  pthread_mutex_unlock(&d->mu);
+  size_t now = atomic_fetch_sub(&d->in_use, h->bytes) - h->bytes;
+  trace_memory(p, h->bytes, now, STEPSCOPE_MEM_FREE);
   free(h->base);
 }
 
@@ -150,6 +182,11 @@ static void trace_host_op(dev_stream *s, const cpu_task *t, uint64_t t0, uint64_
   r.u.host_op.seq = t->seq;
   r.u.host_op.name = stepscope_intern_current(t->name);
   r.u.host_op.category = t->category;
+  if (t->inputs) {
+    char args[512];
+    t->inputs(t, s->d->act == DEV_BF16 ? "c10::BFloat16" : "float", args, sizeof args);
+    r.u.host_op.args = stepscope_intern_current(args);
+  }
   stepscope_emit(&r);
 }
 
@@ -524,6 +561,7 @@ dev_device *dev_cpu_open(char *err, size_t errlen) {
   }
   d->ops = dev_cpu_ops();
   pthread_mutex_init(&d->mu, NULL);
+  d->live.prev = d->live.next = &d->live;
   pthread_cond_init(&d->cv, NULL);
   return d;
 }
@@ -536,11 +574,21 @@ static void cpu_close(dev_device *d) {
   free(d);
 }
 
+/* Declares the streams, and writes the allocations live when the trace starts as MEMORY
+ * records at its start (oldest first, the bytes in use adding up to the device's), so that
+ * the trace's memory timeline starts from what the run holds. */
 static void cpu_trace_started(dev_device *d) {
   for (int i = 0; i < d->nstreams; i++)
     if (d->streams[i])
       stepscope_stream_declare(d->streams[i]->trace_id, STEPSCOPE_STREAM_CPU, 0,
                                d->streams[i]->name);
+  pthread_mutex_lock(&d->mu);
+  size_t in_use = 0;
+  for (alloc_header *h = d->live.next; h != &d->live; h = h->next) {
+    in_use += h->bytes;
+    trace_memory((char *)h + sizeof *h, h->bytes, in_use, STEPSCOPE_MEM_ALLOC);
+  }
+  pthread_mutex_unlock(&d->mu);
 }
 
 static void cpu_set_progress_hook(dev_device *d, void (*hook)(void *), void *arg) {

@@ -50,7 +50,12 @@ struct cpu_task {
   cpu_act_arg acts[CPU_TASK_MAX_ACTS]; /* compute tasks: the activation arguments */
   int nacts;
   int (*staged_run)(cpu_task *t, char *err, size_t errlen); /* run when staged in fp32 */
-  cpu_task *next;                                           /* queue link, owned by the stream */
+  /* Optional (compute tasks): writes the operation's inputs into buf, in the form PyTorch's
+   * profiler records them ({"Input Dims":[...],"Input type":[...],"Concrete Inputs":[...]},
+   * `act_type` the activations' element type name), for the trace's host op record; called
+   * after run succeeded, when tracing (docs/ops.md "The trainer's ops"). */
+  void (*inputs)(const cpu_task *t, const char *act_type, char *buf, size_t cap);
+  cpu_task *next; /* queue link, owned by the stream */
 };
 
 /* Enqueues a copy of *t on s. Returns 0, or -1 when out of memory (the stream

@@ -94,7 +94,9 @@ double train_hardware_flops_per_step(const train_config *c) {
 }
 
 /* --peak-tflops, else the device's dense peak as its backend gives it (dev_peak_flops: on
- * CUDA the GPU's bf16 peak from its table), else the CPU assumption. */
+ * CUDA the GPU's bf16 peak from its table), else the CPU assumption: 0.1 TFLOP/s, one core
+ * with two 8-wide fp32 FMA units at about 3 GHz (2 x 8 x 2 x 3e9 = 96e9; docs/ops.md "CPU
+ * ceilings" compares it with bench_cpu_peaks' measurement). */
 static double peak_flops_of(const train_config *c, dev_device *d) {
   if (c->peak_tflops > 0) return c->peak_tflops * 1e12;
   double p = d ? dev_peak_flops(d) : 0;

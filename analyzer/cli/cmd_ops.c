@@ -56,8 +56,9 @@ static const cli_option ops_options[] = {
      "the ops (a tree; the profiler's with_modules=True)",
      0, opt_by, 0, 0, NULL},
     {CLI_FLAG, "--memory", NULL, NULL,
-     "memory over time instead (profile_memory=True): the allocated peak per device\n"
-     "and step, and what was live at the peak, with the ops that allocated it",
+     "memory over time instead (profile_memory=True, or a stepscope trace's MEMORY\n"
+     "records): the allocated peak per device and step, and what was live at the peak,\n"
+     "with the ops that allocated it",
      A(memory), NULL, 0, 0, NULL},
     {CLI_FLAG, "--series", NULL, NULL,
      "with --memory: the --json also holds each device's allocated and reserved\n"

@@ -200,6 +200,57 @@ int main(void) {
   n = sgpu_cupti_convert(&c, (CUpti_Activity *)&o, out, 4);
   CHECK(n == 1 && strcmp(name_of(out[0].u.overhead.name), "lazy function loading") == 0);
 
+  /* Device memory (MEMORY2): allocations and releases with the bytes allocated since tracing
+   * began per device; a release of memory allocated before takes no more than is counted;
+   * other memory kinds are not kept; untimed ones are counted. */
+  CUpti_ActivityMemory4 mem;
+  memset(&mem, 0, sizeof mem);
+  mem.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+  mem.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+  mem.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+  mem.deviceId = 2;
+  mem.address = 0x7000;
+  mem.bytes = 1 << 20;
+  mem.timestamp = 5000;
+  n = sgpu_cupti_convert(&c, (CUpti_Activity *)&mem, out, 4);
+  CHECK(n == 1 && out[0].kind == STEPSCOPE_REC_MEMORY && out[0].u.memory.device == 2 &&
+        out[0].u.memory.address == 0x7000 && out[0].u.memory.bytes == 1 << 20 &&
+        out[0].u.memory.in_use_bytes == 1 << 20 &&
+        out[0].u.memory.memory_kind == STEPSCOPE_MEM_ALLOC &&
+        out[0].u.memory.time_ns == (uint64_t)(5000 + c.clock_offset_ns));
+  mem.address = 0x9000;
+  mem.bytes = 4096;
+  mem.timestamp = 5100;
+  n = sgpu_cupti_convert(&c, (CUpti_Activity *)&mem, out, 4);
+  CHECK(n == 1 && out[0].u.memory.in_use_bytes == (1 << 20) + 4096);
+  mem.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
+  mem.address = 0x7000;
+  mem.bytes = 1 << 20;
+  mem.timestamp = 5200;
+  n = sgpu_cupti_convert(&c, (CUpti_Activity *)&mem, out, 4);
+  CHECK(n == 1 && out[0].u.memory.memory_kind == STEPSCOPE_MEM_FREE &&
+        out[0].u.memory.in_use_bytes == 4096 && out[0].u.memory.bytes == 1 << 20);
+  mem.bytes = 1 << 30; /* allocated before the trace began */
+  n = sgpu_cupti_convert(&c, (CUpti_Activity *)&mem, out, 4);
+  CHECK(n == 1 && out[0].u.memory.in_use_bytes == 0);
+  mem.deviceId = 0; /* another device counts apart */
+  mem.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+  mem.bytes = 64;
+  n = sgpu_cupti_convert(&c, (CUpti_Activity *)&mem, out, 4);
+  CHECK(n == 1 && out[0].u.memory.device == 0 && out[0].u.memory.in_use_bytes == 64 &&
+        c.memory_in_use[2] == 0);
+  uint64_t kept = c.kept, ignored = c.ignored, untimed = c.untimed;
+  mem.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED; /* host memory: not kept */
+  CHECK(sgpu_cupti_convert(&c, (CUpti_Activity *)&mem, out, 4) == 0);
+  mem.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+  mem.deviceId = SGPU_MAX_DEVICES;
+  CHECK(sgpu_cupti_convert(&c, (CUpti_Activity *)&mem, out, 4) == 0);
+  mem.deviceId = 0;
+  mem.timestamp = 0;
+  CHECK(sgpu_cupti_convert(&c, (CUpti_Activity *)&mem, out, 4) == 0);
+  CHECK(c.kept == kept && c.ignored == ignored + 3 && c.untimed == untimed + 1 &&
+        c.memory_in_use[0] == 64);
+
   /* The enumerations the converter maps are CUPTI's own numbers (a renumbering
    * in a future toolkit must fail here, not silently in a trace). */
   CHECK(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL == 10 && CUPTI_ACTIVITY_KIND_MEMCPY == 1 &&
@@ -207,7 +258,10 @@ int main(void) {
         CUPTI_ACTIVITY_KIND_SYNCHRONIZATION == 38 &&
         CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION == 39 && CUPTI_ACTIVITY_KIND_OVERHEAD == 17 &&
         CUPTI_ACTIVITY_KIND_RUNTIME == 5 && CUPTI_ACTIVITY_KIND_DRIVER == 4 &&
-        CUPTI_ACTIVITY_KIND_CONTEXT == 9);
+        CUPTI_ACTIVITY_KIND_CONTEXT == 9 && CUPTI_ACTIVITY_KIND_MEMORY2 == 49);
+  CHECK(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION == 1 &&
+        CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE == 2 &&
+        CUPTI_ACTIVITY_MEMORY_KIND_DEVICE == 3);
   CHECK(CUPTI_ACTIVITY_MEMCPY_KIND_DTOD == 8 && CUPTI_ACTIVITY_MEMCPY_KIND_HTOH == 9 &&
         CUPTI_ACTIVITY_MEMCPY_KIND_PTOP == 10);
   static const struct {

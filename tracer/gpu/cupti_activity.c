@@ -314,6 +314,7 @@ static const CUpti_ActivityKind activity_kinds[] = {
     CUPTI_ACTIVITY_KIND_MEMCPY2,           CUPTI_ACTIVITY_KIND_MEMSET,
     CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,   CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
     CUPTI_ACTIVITY_KIND_OVERHEAD,          CUPTI_ACTIVITY_KIND_CONTEXT,
+    CUPTI_ACTIVITY_KIND_MEMORY2, /* device memory allocations and releases */
 };
 
 /* Enables API records only for the calls sgpu_cupti_api_is_kept() wants. */

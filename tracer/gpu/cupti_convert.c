@@ -6,12 +6,13 @@
  * (Memcpy6), MEMCPY2 (peer-to-peer, MemcpyPtoP4), MEMSET (Memset4),
  * SYNCHRONIZATION (Synchronization2), RUNTIME and DRIVER (CUpti_ActivityAPI),
  * OVERHEAD (Overhead3), EXTERNAL_CORRELATION (ExternalCorrelation: an
- * EXTERNAL_CORRELATION record, e.g. PyTorch operator ids) and CONTEXT (learns
- * context -> device). Kernels, copies and memsets whose start is 0 (CUPTI
- * could not time them) are counted in `untimed` and not written.
- * Streams are keyed (context id << 32 | stream id) so that ids stay unique
- * across devices; each is declared once with a STREAM record named
- * "stream N". Synchronization records carry no device, so the device comes
+ * EXTERNAL_CORRELATION record, e.g. PyTorch operator ids), MEMORY2 (Memory4: a
+ * device memory allocation or release as a MEMORY record, with the bytes the
+ * device has allocated since tracing began, net of releases; other memory kinds
+ * are not kept) and CONTEXT (learns context -> device). Kernels, copies and memsets whose start is
+ * 0 (CUPTI could not time them) are counted in `untimed` and not written. Streams are keyed
+ * (context id << 32 | stream id) so that ids stay unique across devices; each is declared once with
+ * a STREAM record named "stream N". Synchronization records carry no device, so the device comes
  * from the context map filled by kernels, copies and context records.
  */
 #include "cupti_convert.h"
@@ -264,9 +265,41 @@ static int counted(sgpu_cupti_converter *c, int n) {
   return n;
 }
 
-/* The kinds without a timed record: an external correlation (kept as its
- * own record) and a context (learned). Returns the records written. */
+/* A device memory allocation or release (MEMORY2) as a MEMORY record: 1, or 0 when it is not
+ * device memory, not an allocation or release, beyond SGPU_MAX_DEVICES or untimed. */
+static int memory_record(sgpu_cupti_converter *c, const CUpti_ActivityMemory4 *m,
+                         stepscope_record *out) {
+  int alloc = m->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+  int release = m->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
+  if (m->memoryKind != CUPTI_ACTIVITY_MEMORY_KIND_DEVICE || (!alloc && !release) ||
+      m->deviceId >= SGPU_MAX_DEVICES)
+    return 0;
+  if (m->timestamp == 0) {
+    c->untimed++;
+    return 0;
+  }
+  uint64_t *in_use = &c->memory_in_use[m->deviceId];
+  if (alloc)
+    *in_use += m->bytes;
+  else /* a release of memory allocated before tracing began takes what is counted */
+    *in_use -= m->bytes < *in_use ? m->bytes : *in_use;
+  memset(out, 0, sizeof *out);
+  out->kind = STEPSCOPE_REC_MEMORY;
+  out->u.memory.time_ns = to_trace(c, m->timestamp);
+  out->u.memory.address = m->address;
+  out->u.memory.bytes = m->bytes;
+  out->u.memory.in_use_bytes = *in_use;
+  out->u.memory.device = m->deviceId;
+  out->u.memory.memory_kind = alloc ? STEPSCOPE_MEM_ALLOC : STEPSCOPE_MEM_FREE;
+  return 1;
+}
+
+/* The kinds without a timed record of a layout: an external correlation (kept as its own
+ * record), a memory allocation or release (memory_record) and a context (learned). Returns
+ * the records written. */
 static int other_record(sgpu_cupti_converter *c, const CUpti_Activity *a, stepscope_record *out) {
+  if (a->kind == CUPTI_ACTIVITY_KIND_MEMORY2)
+    return memory_record(c, (const CUpti_ActivityMemory4 *)a, out);
   if (a->kind == CUPTI_ACTIVITY_KIND_CONTEXT) {
     const CUpti_ActivityContext3 *x = (const CUpti_ActivityContext3 *)a;
     learn_context(c, x->contextId, x->deviceId);

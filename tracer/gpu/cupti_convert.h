@@ -25,6 +25,7 @@ typedef const char *(*sgpu_api_name_fn)(void *ctx, int is_driver, uint32_t cbid)
 
 #define SGPU_MAX_CONTEXTS 64
 #define SGPU_MAX_STREAMS  1024
+#define SGPU_MAX_DEVICES  64
 
 typedef struct sgpu_cupti_converter {
   sgpu_intern_fn intern;
@@ -38,6 +39,8 @@ typedef struct sgpu_cupti_converter {
   uint32_t last_kernel_name_id;
   uint64_t kept, ignored, external_correlations;
   uint64_t untimed; /* GPU records CUPTI could not time (start 0) */
+  /* device memory allocated while tracing, net of frees, per device (MEMORY2 records) */
+  uint64_t memory_in_use[SGPU_MAX_DEVICES];
 } sgpu_cupti_converter;
 
 void sgpu_cupti_converter_init(sgpu_cupti_converter *c, sgpu_intern_fn intern,

@@ -138,6 +138,23 @@ static int add_api(ssa_rank *r, const stepscope_api *a, uint32_t name, uint32_t 
   return 0;
 }
 
+/* A MEMORY record as an allocation of the rank (ssa_rank_add_alloc): device 0xffffffff is the
+ * host's memory (the trainer's CPU backend; Kineto's CPU, device -1), any other a CUDA
+ * device's. Its thread is not recorded. */
+static int keep_memory(ssa_rank *r, const stepscope_memory *m) {
+  int host = m->device == UINT32_MAX;
+  int64_t bytes = m->bytes > INT64_MAX ? INT64_MAX : (int64_t)m->bytes;
+  ssa_alloc a = {.time = (int64_t)m->time_ns,
+                 .bytes = m->memory_kind == STEPSCOPE_MEM_FREE ? -bytes : bytes,
+                 .allocated = m->in_use_bytes > INT64_MAX ? INT64_MAX : (int64_t)m->in_use_bytes,
+                 .reserved = -1, /* not recorded */
+                 .addr = m->address,
+                 .device_type = (int16_t)(host ? 0 : 1),
+                 .device_id = (int16_t)(host ? -1 : (int)(m->device & 0x7fff)),
+                 .lane = UINT16_MAX};
+  return ssa_rank_add_alloc(r, &a);
+}
+
 int ssa_trace_source_load(const char *path, const ssa_import_options *opt, ssa_rank *r,
                           stepscope_error *err) {
   stepscope_reader_options ropt = {opt ? opt->inflate : (stepscope_inflate_limits){0, 0}};
@@ -225,6 +242,9 @@ int ssa_trace_source_load(const char *path, const ssa_import_options *opt, ssa_r
       }
       rc = ssa_op_stage_push(&st, lane, (int64_t)h->start_ns, (int64_t)h->end_ns, h->correlation_id,
                              h->bytes, name, SSA_OP_HOST, cls, link);
+      if (!rc && h->args) /* its inputs, for `stepscope ops` */
+        rc = ssa_rank_keep_op_inputs(r, (int64_t)h->start_ns, (int64_t)h->end_ns, name, h->args,
+                                     lane);
       if (rc) goto out;
       continue;
     }
@@ -255,6 +275,9 @@ int ssa_trace_source_load(const char *path, const ssa_import_options *opt, ssa_r
       MAP(rec.u.mark.args);
       break;
     case STEPSCOPE_REC_STREAM: MAP(rec.u.stream.name); break;
+    case STEPSCOPE_REC_MEMORY:
+      if (opt && opt->op_memory && (rc = keep_memory(r, &rec.u.memory))) goto out;
+      break;
     case STEPSCOPE_REC_STRING: continue; /* looked up lazily by map_id */
     case STEPSCOPE_REC_END: continue;    /* the clean-close marker: read below */
     default: break;

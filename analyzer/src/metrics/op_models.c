@@ -502,6 +502,8 @@ static ssa_op_family family_of(const char *op, const conv_args **ca, const attn_
 }
 
 int ssa_op_has_model(const char *name) {
+  ssa_op_cost unused;
+  if (ssa_trainer_op_cost(name, NULL, &unused) >= 0) return 1;
   const conv_args *ca = NULL;
   const attn_args *aa = NULL;
   const ew_op *ew = NULL;
@@ -521,6 +523,8 @@ int ssa_op_is_composite(const char *name) {
 }
 
 int ssa_op_cost_of(const char *name, const ssa_op_inputs *in, ssa_op_cost *out) {
+  int trainer = ssa_trainer_op_cost(name, in, out);
+  if (trainer >= 0) return trainer;
   const char *op = bare(name);
   const conv_args *ca = NULL;
   const attn_args *aa = NULL;

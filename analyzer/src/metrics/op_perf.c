@@ -13,9 +13,11 @@
  * to the innermost op. An op instance's time is the sum of its kernels' times. On a trace
  * without device activity (CPU-only) the same ops count their own durations: each primitive
  * with no primitive around it, each composite with no modelled op inside or primitive around
- * it, and each innermost op with no modelled op around it. Only the analysed steps' work
- * counts (kernels, or CPU ops, that start inside the steps' window), and only --rank's when
- * it is given.
+ * it, and each innermost op with no modelled op around it. A stepscope trainer's trace (CPU
+ * backend) has no CPU ops: its compute operations carry their inputs themselves (host ops
+ * with args, ssa_rank.op_ranges) and count their own time on their CPU stream. Only the
+ * analysed steps' work counts (kernels, or CPU ops, that start inside the steps' window), and
+ * only --rank's when it is given.
  */
 #include <math.h>
 #include <stdio.h>
@@ -120,6 +122,13 @@ int ssa_op_rank_instances(const ssa_analysis *an, size_t ri, ssa_op_instance_fn 
     const ssa_range *g = &r->ranges[c.idx[i]];
     if (!g->args) t->ops_without_inputs++;
     if (fn(ctx, ri, g, time[i], kernels[i])) goto out;
+  }
+  /* the trainer's CPU backend: each compute operation that carries its inputs, its own time
+   * on its CPU stream */
+  t->host_time = t->host_time || r->nop_ranges > 0;
+  for (size_t i = 0; i < r->nop_ranges; i++) {
+    const ssa_range *g = &r->op_ranges[i];
+    if (g->start >= w0 && g->start < w1 && fn(ctx, ri, g, g->end - g->start, 0)) goto out;
   }
   rc = 0;
 out:

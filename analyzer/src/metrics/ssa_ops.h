@@ -7,6 +7,8 @@
  *                   element types and concrete values
  *   op_models.c     FLOPs and bytes moved of one op from its name and inputs (docs/ops.md
  *                   gives every formula and the reference it follows)
+ *   trainer_op_models.c  the same for the stepscope trainer's operations (its CPU backend
+ *                   writes their inputs in the same form)
  *   device_peaks.c  the ceilings of known devices per dtype (datasheet numbers) and the
  *                   user's measured ones (`--peak bf16=780T,bw=4.3T`)
  *   range_index.c   a rank's ranges of one domain as stacks per thread
@@ -104,6 +106,10 @@ int ssa_op_is_composite(const char *name);
  * when there is no model or the inputs do not say enough (then out->family says which model
  * was tried, SSA_OPF_NONE for none). */
 int ssa_op_cost_of(const char *name, const ssa_op_inputs *in, ssa_op_cost *out);
+
+/* The cost of one of the stepscope trainer's operations (trainer_op_models.c): 1 with *out
+ * filled, 0 when its inputs (NULL: none given) do not say enough, -1 when `name` is not one. */
+int ssa_trainer_op_cost(const char *name, const ssa_op_inputs *in, ssa_op_cost *out);
 
 /* ---- device ceilings (device_peaks.c) ---- */
 

@@ -45,6 +45,7 @@ void ssa_rank_free(ssa_rank *r) {
   free(r->syncs);
   free(r->counters);
   free(r->allocs);
+  free(r->op_ranges);
   free(r->anchors);
   free(r->oplinks);
   for (size_t i = 0; i < r->nmeta; i++) {
@@ -182,6 +183,18 @@ static int push_op(ssa_rank *r, int64_t s, int64_t e, uint64_t corr, uint64_t by
        ? NULL                                                                                      \
        : &r->arr[r->n++])
 
+int ssa_rank_keep_op_inputs(ssa_rank *r, int64_t start, int64_t end, uint32_t name, uint32_t args,
+                            uint32_t lane) {
+  ssa_range *x = PUSH(op_ranges, nop_ranges, op_ranges_cap);
+  if (!x) return STEPSCOPE_E_NOMEM;
+  *x = (ssa_range){.start = start,
+                   .end = end < start ? start : end,
+                   .name = name,
+                   .args = args,
+                   .lane = (uint16_t)lane};
+  return 0;
+}
+
 int ssa_rank_add_record(ssa_rank *r, const stepscope_record *rec) {
   r->records++;
   switch (rec->kind) {
@@ -212,8 +225,12 @@ int ssa_rank_add_record(ssa_rank *r, const stepscope_record *rec) {
       cls = SSA_CLS_MEMCPY;
     else if (h->category == STEPSCOPE_CAT_MEMSET)
       cls = SSA_CLS_MEMSET;
+    uint32_t lane = device_lane(r, SSA_LANE_CPU, h->stream, 0);
     int rc = push_op(r, (int64_t)h->start_ns, (int64_t)h->end_ns, h->correlation_id, h->bytes,
-                     h->name, device_lane(r, SSA_LANE_CPU, h->stream, 0), SSA_OP_HOST, cls);
+                     h->name, lane, SSA_OP_HOST, cls);
+    if (rc == 0 && h->args)
+      rc = ssa_rank_keep_op_inputs(r, (int64_t)h->start_ns, (int64_t)h->end_ns, h->name, h->args,
+                                   lane);
     if (rc == 0 && cls == SSA_CLS_COMM && (h->comm_id || h->seq)) {
       /* joined to its COLLECTIVE record by (comm_id, seq) in finish */
       ssa_oplink *k = PUSH(oplinks, noplinks, oplinks_cap);

@@ -163,17 +163,17 @@ typedef struct ssa_meta {
   char *key, *value;
 } ssa_meta;
 
-/* An allocation or a free of a PyTorch trace's memory profile (Kineto "[memory]" events, kept
- * only when asked: ssa_import_options.op_memory), in file order. */
+/* An allocation or a free of a memory profile (Kineto "[memory]" events, a stepscope trace's
+ * MEMORY records; kept only when asked: ssa_import_options.op_memory), in file order. */
 typedef struct ssa_alloc {
   int64_t time;
   int64_t bytes;     /* > 0 allocated, < 0 freed */
   int64_t allocated; /* the device's total allocated after it */
-  int64_t reserved;  /* ... and reserved (the caching allocator's), 0 on the CPU */
+  int64_t reserved;  /* ... and reserved (the caching allocator's), 0 on the CPU, -1 not known */
   uint64_t addr;
   int16_t device_type; /* Kineto's: 0 CPU, 1 CUDA ... */
   int16_t device_id;   /* -1 for the CPU */
-  uint16_t lane;       /* its host thread */
+  uint16_t lane;       /* its host thread (UINT16_MAX: not known, as in MEMORY records) */
 } ssa_alloc;
 
 /* A MARK the analysis reads (now only the trainer's per-step expert load, `moe.load`). */
@@ -262,6 +262,11 @@ typedef struct ssa_rank {
   size_t noplinks, oplinks_cap; /* freed by finish */
   ssa_alloc *allocs;
   size_t nallocs, allocs_cap; /* memory events (op_memory imports only) */
+  /* host ops that carry their inputs (the trainer's compute operations: args in the form of
+   * PyTorch's record_shapes), as ranges on their CPU stream's lane (domain 0), in file
+   * order: the ops of `stepscope ops` (op_perf.c) */
+  ssa_range *op_ranges;
+  size_t nop_ranges, op_ranges_cap;
 
   uint64_t marks, memory_events, overheads, unknown_records;
   uint64_t dropped[8];        /* by stepscope_drop_source */
@@ -317,6 +322,13 @@ int ssa_rank_set_header(ssa_rank *r, const stepscope_header *h);
 /* Adds one record (string ids already in r->strings). STRING and HEADER
  * records are ignored; METADATA is copied. Returns 0 or a negative status. */
 int ssa_rank_add_record(ssa_rank *r, const stepscope_record *rec);
+/* Adds one allocation or free of a memory profile (rank_allocs.c): the alloc, and the
+ * device's allocated (and reserved) bytes as COUNTERs. 0 or STEPSCOPE_E_NOMEM. */
+int ssa_rank_add_alloc(ssa_rank *r, const ssa_alloc *a);
+/* Keeps a host op's inputs (args: a string id of the rank) as an op range on its lane
+ * (ssa_rank.op_ranges). 0 or STEPSCOPE_E_NOMEM. */
+int ssa_rank_keep_op_inputs(ssa_rank *r, int64_t start, int64_t end, uint32_t name, uint32_t args,
+                            uint32_t lane);
 /* Records a warning (printf-style). Returns 0 or STEPSCOPE_E_NOMEM. */
 int ssa_rank_warn(ssa_rank *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Sorts, joins by correlation, links collectives, classifies. */

@@ -16,8 +16,13 @@ static double mfu_of(const ssa_op_report *r, ssa_peak_dtype *dt) {
 static void text_ceilings(const ssa_op_report *r, ssa_out *o) {
   const ssa_ceilings *c = r->ceilings;
   if (!c->bandwidth && !c->flops[SSA_PEAK_BF16] && !c->flops[SSA_PEAK_FP32]) {
-    ssa_out_str(o, "ceilings: unknown device (give them with --peak bf16=...T,bw=...T): no % of "
-                   "peak, no bound\n");
+    if (r->table->host_time) /* a CPU's ceilings are measured, never taken from a table */
+      ssa_out_str(o, "ceilings: a CPU's are not known (measure them with bench_cpu_peaks and give "
+                     "them with --peak fp32=...G,bw=...G; docs/ops.md \"CPU ceilings\"): no % of "
+                     "peak, no bound\n");
+    else
+      ssa_out_str(o, "ceilings: unknown device (give them with --peak bf16=...T,bw=...T): no % of "
+                     "peak, no bound\n");
     return;
   }
   ssa_out_printf(o, "ceilings (%s%s):", c->device[0] ? c->device : "given",
@@ -311,7 +316,9 @@ void ssa_mem_report_text(const void *report, ssa_out *o) {
   const ssa_mem_table *t = r->table;
   char safe[512], dev[48];
   ssa_out_printf(o, "stepscope ops --memory: %s\n", sc_text_safe(r->run_path, safe, sizeof safe));
-  if (!t->n) ssa_out_str(o, "no memory events in the trace (profile with profile_memory=True)\n");
+  if (!t->n)
+    ssa_out_str(o, "no memory events in the trace (profile with profile_memory=True; stepscope "
+                   "traces: MEMORY records)\n");
   for (size_t i = 0; i < t->n; i++) {
     const ssa_mem_device *d = &t->devices[i];
     ssa_out_printf(o, "\nrank %d, %s: %llu events; peak allocated %.3f MB at %.3f ms", d->rank,

@@ -535,45 +535,20 @@ static int module_range(kimport *k) {
   return ssa_rank_add_record(k->r, &rec);
 }
 
-/* A memory event (memory_event) as an allocation of the rank. */
+/* A memory event (memory_event) as an allocation of the rank (and its counters). */
 static int memory_record(kimport *k) {
   kevent *ev = &k->ev;
-  ssa_rank *r = k->r;
-  uint32_t lane = ssa_rank_lane(r, SSA_LANE_HOST, ev->tid);
-  if (lane == SSA_NONE ||
-      ssa_grow((void **)&r->allocs, &r->allocs_cap, r->nallocs + 1, sizeof *r->allocs))
-    return STEPSCOPE_E_NOMEM;
-  r->allocs[r->nallocs++] = (ssa_alloc){.time = ev->ts,
-                                        .bytes = ev->mem_bytes,
-                                        .allocated = ev->mem_allocated,
-                                        .reserved = ev->mem_reserved,
-                                        .addr = ev->mem_addr,
-                                        .device_type = (int16_t)ev->mem_device_type,
-                                        .device_id = (int16_t)ev->mem_device_id,
-                                        .lane = (uint16_t)lane};
-  /* and the device's allocated (and, from a caching allocator, reserved) bytes as counters:
-   * the exports' memory tracks */
-  char dev[32], name[64];
-  if (ev->mem_device_type == 0)
-    snprintf(dev, sizeof dev, "cpu");
-  else
-    snprintf(dev, sizeof dev, "%s:%lld", ev->mem_device_type == 1 ? "cuda" : "device",
-             (long long)ev->mem_device_id);
-  for (int reserved = 0; reserved < 2; reserved++) {
-    if (reserved && ev->mem_device_type == 0) break; /* the CPU reserves nothing */
-    snprintf(name, sizeof name, "memory %s (%s)", reserved ? "reserved" : "allocated", dev);
-    stepscope_record rec;
-    memset(&rec, 0, sizeof rec);
-    rec.kind = STEPSCOPE_REC_COUNTER;
-    rec.u.counter.time_ns = (uint64_t)ev->ts;
-    rec.u.counter.name = intern_name(k, name, strlen(name));
-    rec.u.counter.device = ev->mem_device_id < 0 ? 0 : (uint32_t)ev->mem_device_id;
-    rec.u.counter.value = (double)(reserved ? ev->mem_reserved : ev->mem_allocated);
-    if (!rec.u.counter.name) return STEPSCOPE_E_NOMEM;
-    int rc = ssa_rank_add_record(r, &rec);
-    if (rc) return rc;
-  }
-  return 0;
+  uint32_t lane = ssa_rank_lane(k->r, SSA_LANE_HOST, ev->tid);
+  if (lane == SSA_NONE) return STEPSCOPE_E_NOMEM;
+  ssa_alloc a = {.time = ev->ts,
+                 .bytes = ev->mem_bytes,
+                 .allocated = ev->mem_allocated,
+                 .reserved = ev->mem_reserved,
+                 .addr = ev->mem_addr,
+                 .device_type = (int16_t)ev->mem_device_type,
+                 .device_id = (int16_t)ev->mem_device_id,
+                 .lane = (uint16_t)lane};
+  return ssa_rank_add_alloc(k->r, &a);
 }
 
 /* A thread_name event's name kept for ssa_kineto_finish_rank (name_threads) when it is a host
