@@ -248,11 +248,9 @@ int mm_rank_memory(const mm_layout *l, int stage, mm_breakdown *out, char *err, 
 #undef REFUSE
   int nslots = mm_slots(l, stage);
   size_t n = (size_t)l->dp * (size_t)l->cp;
-  size_t full_param0 = 0;
   for (int j = 0; j < V; j++) {
     chunk_shape s = shape_of(l, stage, j);
     size_t P = s.nfloats_padded * 4;
-    if (j == 0) full_param0 = P;
     if (l->zero < 3) out->parameters += P;
     if (l->bf16_weight_copies) /* ZeRO-3: copies of the gathered pieces only, one 1/n each */
       out->parameters += (l->zero >= 3 ? s.nfloats_padded / n : s.nfloats_padded) * 2;
@@ -276,15 +274,9 @@ int mm_rank_memory(const mm_layout *l, int stage, mm_breakdown *out, char *err, 
   }
   out->other = 4 * sizeof(double); /* train.c: t->stat */
   out->steady = out->parameters + out->gradients + out->optimizer + out->activations + out->other;
+  /* ZeRO-3 draws each rank's parameter shard directly (grad_sync.c: zero3_init_shard): set-up
+   * holds no buffer beyond what training holds */
   out->init_peak = out->steady;
-  if (l->zero >= 3) {
-    /* set-up holds the full, initialized parameters until the shards are cut (grad_sync.c:
-     * zero_setup), before chunk 0's AdamW moments and the statistics exist */
-    size_t state0 = 0, g, p;
-    chunk_shape s0 = shape_of(l, stage, 0);
-    zero_buffers(&s0, l, &state0, &g, &p);
-    out->init_peak = out->steady - 2 * state0 * 4 - out->other + full_param0;
-  }
   out->peak = out->init_peak > out->steady ? out->init_peak : out->steady;
   return 0;
 }

@@ -76,8 +76,8 @@ typedef struct mm_breakdown {
   size_t activations; /* stored activations of the micro-batches in flight + scratch */
   size_t other;       /* small optimizer statistics */
   size_t steady;      /* the sum of the above: what the rank holds while it trains */
-  size_t init_peak;   /* ZeRO-3 only: the full parameter buffer held during set-up,
-                         before it is cut into shards; else = steady */
+  size_t init_peak;   /* what set-up holds at most: = steady for the trainer (ZeRO-3 draws
+                         its shards directly), a framework may differ */
   size_t peak;        /* max(steady, init_peak): the device API's peak of live bytes */
 } mm_breakdown;
 

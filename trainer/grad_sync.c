@@ -77,8 +77,7 @@ static void build_buckets(trainer *t) {
 }
 
 /* --zero 2/3: the sharding plan, the shard and bucket buffers, and the model's units bound to
- * them; under ZeRO-3 also the rank's parameter pieces (taken from the initialized full buffer,
- * which is then freed). */
+ * them; under ZeRO-3 also the rank's parameter pieces (drawn directly: zero3_init_shard). */
 /* The two rotating bucket buffers of `rot` floats with their events, and the embedding
  * bucket's buffer of `emb` floats (none when 0): for gradients, and under ZeRO-3 for the
  * gathered parameters. 1 when an allocation failed. */
@@ -96,6 +95,30 @@ static int alloc_bucket_buffers(trainer *t, size_t rot, size_t emb, float *buf[2
     bad |= !*embed;
   }
   return bad;
+}
+
+/* ZeRO-3: this rank's pieces of the initial parameters, drawn piece by piece on the host
+ * (model_init_param_range: the same bits as the full initialization) and copied into its
+ * parameter shard, so that no buffer ever holds all of the stage's parameters. */
+static int zero3_init_shard(trainer *t) {
+  zero_state *z = &t->gs.z;
+  size_t len = z->plan.shard_len;
+  float *host = calloc(len ? len : 1, sizeof(float)); /* padding stays zero */
+  if (!host) return fail(t, "%s", "out of memory");
+  char e[256];
+  for (int k = 0; k < z->plan.nbuckets; k++) {
+    size_t lo, hi;
+    zero_owned(&z->plan, k, z->plan.rank, &lo, &hi);
+    if (hi > lo && model_init_param_range(&t->m, t->cfg.seed, lo, hi, host + z->plan.b[k].shard_off,
+                                          e, sizeof e) != 0) {
+      free(host);
+      return fail(t, "%s", e);
+    }
+  }
+  t->o->copy_to_device(t->compute, z->param_shard, host, len * 4);
+  int rc = t->o->stream_synchronize(t->compute);
+  free(host);
+  return rc != 0 ? fail(t, "%s", dev_last_error(t->dev)) : 0;
 }
 
 static int zero_setup(trainer *t) {
@@ -158,17 +181,7 @@ static int zero_setup(trainer *t) {
     }
   }
   if (t->cfg.zero >= 3) {
-    /* take this rank's pieces of the initialized parameters; the full buffer goes */
-    int r = z->plan.rank;
-    for (int k = 0; k < gs->nbuckets; k++) {
-      size_t lo, hi;
-      zero_owned(&z->plan, k, r, &lo, &hi);
-      if (hi > lo)
-        o->copy(t->compute, z->param_shard + z->plan.b[k].shard_off, m->param + lo, (hi - lo) * 4);
-    }
-    if (o->stream_synchronize(t->compute) != 0) return fail(t, "%s", dev_last_error(t->dev));
-    o->free(t->dev, m->param);
-    m->param = NULL;
+    if (zero3_init_shard(t) != 0) return -1;
     for (int u = 0; u < units; u++) /* bound by zero3_before_unit when needed */
       if (z->bucket_of_unit[u] < 0 || !gs->buckets[z->bucket_of_unit[u]].embed)
         m->unit_param[u] = NULL;

@@ -241,10 +241,11 @@ static int alloc_params(model *m, const train_config *cfg, char *err, size_t err
   size_t unit = (size_t)g->dp * g->cp * 16; /* ZeRO-1 shards over dp x cp */
   m->nfloats_padded = (m->nfloats + unit - 1) / unit * unit;
   size_t pbytes = m->nfloats_padded * sizeof(float);
-  m->param = m->ops->alloc(dev, pbytes);
-  /* --zero 2/3: no full gradient buffer (the trainer binds bucket buffers to the units) */
+  /* --zero 3: no full parameter buffer, --zero 2/3: no full gradient buffer (the trainer
+   * binds its shards' gathered and bucket buffers to the units) */
+  m->param = cfg->zero >= 3 ? NULL : m->ops->alloc(dev, pbytes);
   m->grad = cfg->zero >= 2 ? NULL : m->ops->alloc(dev, pbytes);
-  if (!m->param || (cfg->zero < 2 && !m->grad)) {
+  if ((cfg->zero < 3 && !m->param) || (cfg->zero < 2 && !m->grad)) {
     snprintf(err, errlen, "out of device memory for %zu parameters", m->nfloats);
     return -1;
   }
@@ -260,7 +261,7 @@ static int alloc_params(model *m, const train_config *cfg, char *err, size_t err
     size_t b, e;
     model_unit_range(m, u, &b, &e);
     m->unit_begin[u] = b;
-    m->unit_param[u] = m->param + b;
+    m->unit_param[u] = m->param ? m->param + b : NULL;
     m->unit_grad[u] = m->grad ? m->grad + b : NULL;
   }
   return 0;
