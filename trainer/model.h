@@ -124,6 +124,7 @@ typedef struct model {
                     * chunk-major ([2][B][Tc]) */
   int Cl, NHl;     /* C/tp, NH/tp */
   int sp;
+  int fused_att; /* the device's fused attention: no T x T buffers (dev_attention_fused) */
   recompute_kind recompute;
   int first_layer, nblocks, first_stage, last_stage, has_wte;
   /* parameters */

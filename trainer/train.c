@@ -366,6 +366,8 @@ static mm_layout memory_layout_of(const trainer *t) {
   l.micro_batch = config_micro_batch(c);
   l.zero = c->zero;
   l.act_bytes = (int)dev_dtype_bytes(dev_activation_dtype(t->dev));
+  l.fused_attention = c->cp == 1 && dev_attention_fused(t->dev, l.micro_batch, c->seq,
+                                                        c->hidden / c->tp, c->heads / c->tp);
   l.bucket_mb = c->bucket_mb;
   l.ep = c->ep;
   return l;

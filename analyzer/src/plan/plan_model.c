@@ -206,6 +206,11 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
   /* the trainer on GPUs: bf16 GEMMs on cached bf16 weights (the frameworks' bf16 copies are
    * in their own parameter bytes) */
   l.bf16_weight_copies = trainer && job->dev.act_bytes == 2;
+  /* the trainer's CUDA backend with STEPSCOPE_CUDA_ATTENTION=fused (--attention flash), on the
+   * shapes its kernels take */
+  l.fused_attention =
+      trainer && job->dev.act_bytes == 2 && job->model.fused_attention &&
+      mm_fused_attention_supported(l.micro_batch, l.seq / l.cp, l.hidden / l.tp, l.heads / l.tp);
   if (l.bucket_mb <= 0) l.bucket_mb = 1;
   out->layout = l;
   int N = l.dp * l.tp * l.pp * l.cp;
