@@ -416,39 +416,61 @@ void grad_sync_zero_optimizer(trainer *t, int step, double clip_scale, float lr)
 }
 
 /* ZeRO-3 checkpoints hold the same shard format as the other stages (the stage's full flat
- * parameters, then the rank's AdamW moments), so the parameters are gathered into a
- * temporary full buffer for saving and cut from one after loading; that buffer (4 bytes x
- * the stage's parameters) exists only while a checkpoint is written or read. */
-float *grad_sync_zero3_alloc_full(trainer *t) {
-  float *full = t->o->alloc(t->dev, t->m.nfloats_padded * 4);
-  if (!full) fail(t, "%s", "checkpoint: out of device memory for the gathered ZeRO-3 parameters");
-  return full;
+ * parameters, then the rank's AdamW moments), streamed through the checkpoint's host staging.
+ * The buckets lie in the flat buffer in descending order (bucket 0 holds the highest floats:
+ * units are laid out in reverse backward order), so reading ascending ranges gathers the
+ * buckets from the last down to 0, each once, whatever the ranges' sizes: every member of the
+ * gradient group makes the same collectives. */
+void grad_sync_zero3_stream_begin(trainer *t) {
+  t->gs.z.ckpt_next = t->gs.nbuckets - 1;
 }
 
-int grad_sync_zero3_gather_all(trainer *t, float *full) {
+/* Gathers the stream's next bucket into its gathered buffer and waits for it. 0, or -1. */
+static int zero3_gather_next(trainer *t) {
   grad_sync *gs = &t->gs;
   zero_state *z = &gs->z;
-  for (int k = 0; k < gs->nbuckets; k++) {
-    const bucket *bk = &gs->buckets[k];
-    float *staging = bk->embed ? z->pembed : z->pbuf[0];
-    zero_gather_bucket(t, k, staging, z->param_shard);
-    t->o->copy(t->dp_stream, full + bk->begin, staging, (bk->end - bk->begin) * 4);
-  }
+  int k = z->ckpt_next--;
+  zero_gather_bucket(t, k, gs->buckets[k].embed ? z->pembed : z->pbuf[0], z->param_shard);
   z->resident[0] = z->resident[1] = -1; /* pbuf[0] was overwritten */
   z->cur = z->cur_bucket = -1;
-  return train_sync_all(t);
+  return t->o->stream_synchronize(t->dp_stream) != 0 ? -1 : 0;
 }
 
-int grad_sync_zero3_scatter_all(trainer *t, const float *full) {
+int grad_sync_zero3_read(void *arg, size_t at, size_t n, float *host) {
+  trainer *t = arg;
   grad_sync *gs = &t->gs;
   zero_state *z = &gs->z;
-  for (int k = 0; k < gs->nbuckets; k++) {
-    size_t lo, hi;
-    zero_owned(&z->plan, k, z->plan.rank, &lo, &hi);
-    if (hi > lo)
-      t->o->copy(t->compute, z->param_shard + z->plan.b[k].shard_off, full + lo, (hi - lo) * 4);
+  int rc = 0;
+  for (int k = gs->nbuckets - 1; k >= 0; k--) {
+    const bucket *bk = &gs->buckets[k];
+    size_t b, e;
+    if (!range_overlap(bk->begin, bk->end - bk->begin, at, at + n, &b, &e)) continue;
+    while (z->ckpt_next >= k)
+      rc |= zero3_gather_next(t);
+    const float *gathered = bk->embed ? z->pembed : z->pbuf[0];
+    t->o->copy_to_host(t->dp_stream, host + (b - at), gathered + (b - bk->begin), (e - b) * 4);
   }
-  return train_sync_all(t);
+  if (t->o->stream_synchronize(t->dp_stream) != 0) rc = -1;
+  return rc;
+}
+
+void grad_sync_zero3_finish(void *arg) {
+  trainer *t = arg;
+  while (t->gs.z.ckpt_next >= 0)
+    zero3_gather_next(t); /* a device failure is the checkpoint's to report */
+}
+
+int grad_sync_zero3_write(void *arg, size_t at, size_t n, const float *host) {
+  trainer *t = arg;
+  zero_state *z = &t->gs.z;
+  for (int k = 0; k < z->plan.nbuckets; k++) {
+    size_t lo, hi, b, e;
+    zero_owned(&z->plan, k, z->plan.rank, &lo, &hi);
+    if (hi > lo && range_overlap(lo, hi - lo, at, at + n, &b, &e))
+      t->o->copy_to_device(t->compute, z->param_shard + z->plan.b[k].shard_off + (b - lo),
+                           host + (b - at), (e - b) * 4);
+  }
+  return t->o->stream_synchronize(t->compute) != 0 ? -1 : 0;
 }
 
 /* ---- set-up and clean-up ------------------------------------------------------------------ */
