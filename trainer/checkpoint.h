@@ -13,7 +13,7 @@
  * A shard holds a small header (magic, format version, completed steps, seed,
  * the layout and model shape it was written by, sizes) followed by the rank's
  * flat parameter buffer and its AdamW moments (only its 1/dp slice under
- * ZeRO-1, its bucket pieces under ZeRO-2/3; ZeRO-3 gathers its parameters to write
+ * ZeRO-1, its bucket pieces under ZeRO-2/3; ZeRO-3 gathers its parameters bucket by bucket to write
  * them). A rank of an interleaved pipeline holds V model chunks: its shard goes
  * on, for each chunk 1 .. V-1, with three 64-bit words (the chunk's parameter
  * count, optimizer state size and offset) and that chunk's parameters and
