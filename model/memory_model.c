@@ -11,6 +11,12 @@
 #include <stdio.h>
 #include <string.h>
 
+int mm_fused_attention_supported(int B, int T, int C, int NH) {
+  if (B <= 0 || T <= 0 || NH <= 0 || C % NH != 0 || B * NH > 65535) return 0;
+  int hs = C / NH;
+  return (hs == 32 || hs == 64 || hs == 128) && T >= hs + 1;
+}
+
 int mm_padded_vocab(int vocab) {
   return (vocab + 63) / 64 * 64;
 }
@@ -28,6 +34,7 @@ int mm_slots(const mm_layout *l, int stage) {
 typedef struct chunk_shape {
   size_t C, Cl, Fl, NHl, Vp, maxT, B, T, Tc, N, Ns, es;
   int sp, cp, nblocks, first, last;
+  int fused;            /* fused attention: no T x T buffers (mm_layout.fused_attention) */
   int nmoe;             /* MoE blocks on this chunk */
   size_t expert_floats; /* the chunk's expert buffer (moe.c) */
   size_t nfloats, nfloats_padded;
@@ -53,6 +60,7 @@ static chunk_shape shape_of(const mm_layout *l, int stage, int chunk) {
   s.sp = l->sp && l->tp > 1;
   s.Ns = s.sp ? s.N / (size_t)l->tp : s.N;
   s.es = (size_t)l->act_bytes;
+  s.fused = l->fused_attention && l->cp == 1;
   s.nblocks = l->layers / pp_c;
   s.first = rank_c == 0;
   s.last = rank_c == pp_c - 1;
@@ -100,7 +108,8 @@ static size_t block_bytes(const chunk_shape *s, int with_rest, int with_att, int
     if (s->sp) at += take(NC, s->es);
     if (!moe) at += 2 * take(s->N * s->Fl, s->es);
   }
-  if (with_att && s->cp == 1) at += take(s->B * s->NHl * s->T * s->T, 4);
+  if (with_att && s->cp == 1) /* fused: each row's log-sum-exp and output */
+    at += take(s->B * s->NHl * s->T * (s->fused ? 1 + s->Cl / s->NHl : s->T), 4);
   return at;
 }
 
@@ -122,7 +131,7 @@ static size_t activation_bytes(const chunk_shape *s, const mm_layout *l, int nsl
   size_t total = slot * (size_t)nslots;
   if (l->recompute != MM_RECOMPUTE_NONE)
     total += block_bytes(s, l->recompute == MM_RECOMPUTE_FULL, 1, 0);
-  size_t att = s->cp > 1 ? 0 : s->B * s->NHl * s->T * s->T;
+  size_t att = s->cp > 1 || s->fused ? 0 : s->B * s->NHl * s->T * s->T;
   total += 3 * att * 4;                                         /* preatt, dpreatt, datt */
   total += NC * es + 2 * NsC * es                               /* d_full, dres_a, dres_b */
            + (s->nblocks > s->nmoe ? 2 * s->N * s->Fl * es : 0) /* d_fch, d_fch_gelu */
@@ -248,11 +257,9 @@ int mm_rank_memory(const mm_layout *l, int stage, mm_breakdown *out, char *err, 
 #undef REFUSE
   int nslots = mm_slots(l, stage);
   size_t n = (size_t)l->dp * (size_t)l->cp;
-  size_t full_param0 = 0;
   for (int j = 0; j < V; j++) {
     chunk_shape s = shape_of(l, stage, j);
     size_t P = s.nfloats_padded * 4;
-    if (j == 0) full_param0 = P;
     if (l->zero < 3) out->parameters += P;
     if (l->bf16_weight_copies) /* ZeRO-3: copies of the gathered pieces only, one 1/n each */
       out->parameters += (l->zero >= 3 ? s.nfloats_padded / n : s.nfloats_padded) * 2;
@@ -276,15 +283,9 @@ int mm_rank_memory(const mm_layout *l, int stage, mm_breakdown *out, char *err, 
   }
   out->other = 4 * sizeof(double); /* train.c: t->stat */
   out->steady = out->parameters + out->gradients + out->optimizer + out->activations + out->other;
+  /* ZeRO-3 draws each rank's parameter shard directly (grad_sync.c: zero3_init_shard): set-up
+   * holds no buffer beyond what training holds */
   out->init_peak = out->steady;
-  if (l->zero >= 3) {
-    /* set-up holds the full, initialized parameters until the shards are cut (grad_sync.c:
-     * zero_setup), before chunk 0's AdamW moments and the statistics exist */
-    size_t state0 = 0, g, p;
-    chunk_shape s0 = shape_of(l, stage, 0);
-    zero_buffers(&s0, l, &state0, &g, &p);
-    out->init_peak = out->steady - 2 * state0 * 4 - out->other + full_param0;
-  }
   out->peak = out->init_peak > out->steady ? out->init_peak : out->steady;
   return 0;
 }

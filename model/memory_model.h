@@ -55,6 +55,11 @@ typedef struct mm_layout {
   int bf16_weight_copies; /* the CUDA backend in bf16 keeps a bf16 copy of every
                              weight it multiplies (2 bytes per parameter; the
                              Playbook's "2 Psi"); the CPU backend none */
+  int fused_attention;    /* the CUDA backend's fused attention runs this shape (the
+                             trainer: dev_attention_fused; the planner:
+                             mm_fused_attention_supported): per block it saves each row's
+                             log-sum-exp and output instead of the T x T probabilities,
+                             and there are no T x T scratch buffers */
   /* mixture of experts (0 experts: dense; zero-initialized layouts stay dense): every
    * moe_every-th block (layers moe_every-1, 2 moe_every-1, ...) has `experts` expert MLPs,
    * top_k per token, sharded over ep ranks of DP (moe.h, expert_parallel.h) */
@@ -76,10 +81,15 @@ typedef struct mm_breakdown {
   size_t activations; /* stored activations of the micro-batches in flight + scratch */
   size_t other;       /* small optimizer statistics */
   size_t steady;      /* the sum of the above: what the rank holds while it trains */
-  size_t init_peak;   /* ZeRO-3 only: the full parameter buffer held during set-up,
-                         before it is cut into shards; else = steady */
+  size_t init_peak;   /* what set-up holds at most: = steady for the trainer (ZeRO-3 draws
+                         its shards directly), a framework may differ */
   size_t peak;        /* max(steady, init_peak): the device API's peak of live bytes */
 } mm_breakdown;
+
+/* Whether the CUDA backend's fused attention kernels take a shape (B sequences of T, per TP
+ * rank C wide with NH heads): kernels/cuda/flash_attention.cu's kcuda_attention_fused_supported,
+ * for the planner, which has no device to ask. */
+int mm_fused_attention_supported(int B, int T, int C, int NH);
 
 /* The padded vocabulary (a multiple of 64), as the trainer lays out its embeddings. */
 int mm_padded_vocab(int vocab);

@@ -93,7 +93,8 @@ static int world_sum(const ckpt_rank_state *s, double *host, size_t count, char 
  * chunk of an interleaved rank) CHUNK_WORDS 64-bit words describing that chunk. */
 #define CHUNK_WORDS 3
 typedef struct segment {
-  float *dev; /* NULL: the host words below */
+  float *dev; /* NULL: the host words below, unless `io` */
+  int io;     /* the parameters through ckpt_rank_state.param_read / param_write */
   size_t floats;
   uint64_t words[CHUNK_WORDS];
 } segment;
@@ -104,16 +105,17 @@ static int segment_count(const ckpt_rank_state *s) {
 
 /* Fills seg[segment_count(s)]. */
 static void segments_of(const ckpt_rank_state *s, segment *seg) {
-  seg[0] = (segment){s->param, s->param_floats, {0}};
-  seg[1] = (segment){s->adam_m, s->state_floats, {0}};
-  seg[2] = (segment){s->adam_v, s->state_floats, {0}};
+  seg[0] = (segment){s->param, 0, s->param_floats, {0}};
+  seg[0].io = !s->param;
+  seg[1] = (segment){s->adam_m, 0, s->state_floats, {0}};
+  seg[2] = (segment){s->adam_v, 0, s->state_floats, {0}};
   for (int j = 0; j < s->nmore; j++) {
     const ckpt_chunk *ch = &s->more[j];
     segment *g = seg + 3 + 4 * j;
-    g[0] = (segment){NULL, 0, {ch->param_floats, ch->state_floats, ch->state_offset}};
-    g[1] = (segment){ch->param, ch->param_floats, {0}};
-    g[2] = (segment){ch->adam_m, ch->state_floats, {0}};
-    g[3] = (segment){ch->adam_v, ch->state_floats, {0}};
+    g[0] = (segment){NULL, 0, 0, {ch->param_floats, ch->state_floats, ch->state_offset}};
+    g[1] = (segment){ch->param, 0, ch->param_floats, {0}};
+    g[2] = (segment){ch->adam_m, 0, ch->state_floats, {0}};
+    g[3] = (segment){ch->adam_v, 0, ch->state_floats, {0}};
   }
 }
 
@@ -268,7 +270,7 @@ static int write_shard(const ckpt_rank_state *s, const char *sd, long long step,
   if (seg) segments_of(s, seg);
   size_t total = shard_bytes_of(s) - HEADER_BYTES, done = 0;
   for (int k = 0; k < nseg && rc == 0; k++) {
-    if (!seg[k].dev) { /* an extra chunk's description */
+    if (!seg[k].dev && !seg[k].io) { /* an extra chunk's description */
       crc = ckpt_crc32(crc, seg[k].words, sizeof seg[k].words);
       if (sc_write_all(fd, seg[k].words, sizeof seg[k].words) != 0)
         rc = ckpt_errf(err, n, "checkpoint: writing %s failed: %s", tmp, strerror(errno));
@@ -278,8 +280,14 @@ static int write_shard(const ckpt_rank_state *s, const char *sd, long long step,
     for (size_t at = 0; at < seg[k].floats && rc == 0;) {
       size_t cnt = seg[k].floats - at;
       if (cnt > STAGING_BYTES / 4) cnt = STAGING_BYTES / 4;
-      s->ops->copy_to_host(s->stream, staging, seg[k].dev + at, cnt * 4);
-      if (s->ops->stream_synchronize(s->stream) != 0) {
+      int bad;
+      if (seg[k].io) {
+        bad = s->param_read(s->param_ctx, at, cnt, (float *)(void *)staging);
+      } else {
+        s->ops->copy_to_host(s->stream, staging, seg[k].dev + at, cnt * 4);
+        bad = s->ops->stream_synchronize(s->stream) != 0;
+      }
+      if (bad) {
         rc = ckpt_errf(err, n, "checkpoint: copying to the host for %s failed: %s", tmp,
                        dev_last_error(s->dev));
         break;
@@ -352,6 +360,7 @@ int ckpt_save(const ckpt_rank_state *s, int step, size_t *bytes_out, char *err, 
   char my_err[768] = "";
   int rc = ckpt_mkdir_p(sd, my_err, sizeof my_err);
   if (rc == 0) rc = write_shard(s, sd, step, &mine, my_err, sizeof my_err);
+  if (s->param_finish) s->param_finish(s->param_ctx); /* the collectives a failure skipped */
   /* every rank's [failed, bytes, crc] in its own row */
   double *rows = calloc((size_t)world * 3, sizeof(double));
   if (!rows) return ckpt_errf(err, n, "checkpoint: out of memory");
@@ -446,7 +455,7 @@ static int read_shard(const ckpt_rank_state *s, const char *sd, const manifest *
   if (!seg && rc == 0) rc = ckpt_errf(err, n, "checkpoint: out of memory");
   if (seg) segments_of(s, seg);
   for (int k = 0; k < nseg && rc == 0; k++) {
-    if (!seg[k].dev) { /* an extra chunk's description: must be this rank's */
+    if (!seg[k].dev && !seg[k].io) { /* an extra chunk's description: must be this rank's */
       uint64_t got[CHUNK_WORDS];
       if (ckpt_read_all(fd, got, sizeof got) != 0) {
         rc = ckpt_errf(err, n, "checkpoint: cannot read %s", path);
@@ -471,8 +480,14 @@ static int read_shard(const ckpt_rank_state *s, const char *sd, const manifest *
         break;
       }
       crc = ckpt_crc32(crc, staging, cnt * 4);
-      s->ops->copy_to_device(s->stream, seg[k].dev + at, staging, cnt * 4);
-      if (s->ops->stream_synchronize(s->stream) != 0) { /* before reusing staging */
+      int bad;
+      if (seg[k].io) {
+        bad = s->param_write(s->param_ctx, at, cnt, (const float *)(const void *)staging);
+      } else {
+        s->ops->copy_to_device(s->stream, seg[k].dev + at, staging, cnt * 4);
+        bad = s->ops->stream_synchronize(s->stream) != 0; /* before reusing staging */
+      }
+      if (bad) {
         rc = ckpt_errf(err, n, "checkpoint: copying %s to the device failed: %s", path,
                        dev_last_error(s->dev));
         break;

@@ -13,7 +13,7 @@
  * A shard holds a small header (magic, format version, completed steps, seed,
  * the layout and model shape it was written by, sizes) followed by the rank's
  * flat parameter buffer and its AdamW moments (only its 1/dp slice under
- * ZeRO-1, its bucket pieces under ZeRO-2/3; ZeRO-3 gathers its parameters to write
+ * ZeRO-1, its bucket pieces under ZeRO-2/3; ZeRO-3 gathers its parameters bucket by bucket to write
  * them). A rank of an interleaved pipeline holds V model chunks: its shard goes
  * on, for each chunk 1 .. V-1, with three 64-bit words (the chunk's parameter
  * count, optimizer state size and offset) and that chunk's parameters and
@@ -72,8 +72,17 @@ typedef struct ckpt_rank_state {
   comm *world;        /* every rank */
   const train_config *cfg;
   const model_grid *grid;
-  float *param; /* the stage's flat parameters (padded) */
+  float *param; /* the stage's flat parameters (padded); NULL: param_read/param_write */
   size_t param_floats;
+  /* ZeRO-3 (param NULL): no buffer holds the stage's parameters; param_read puts flat floats
+   * [at, at + n) into host memory (collective over the gradient group: ckpt_save reads in
+   * ascending order and then calls param_finish, so that every member makes the same
+   * collectives whatever happens to its file), param_write takes this rank's pieces of
+   * them from host memory. 0, or -1 when the device failed. */
+  void *param_ctx;
+  int (*param_read)(void *ctx, size_t at, size_t n, float *host);
+  void (*param_finish)(void *ctx);
+  int (*param_write)(void *ctx, size_t at, size_t n, const float *host);
   float *adam_m, *adam_v; /* AdamW moments: the whole buffer, the ZeRO-1 slice or
                            * the ZeRO-2/3 pieces */
   size_t state_floats;

@@ -103,6 +103,10 @@ size_t dev_measured_peak(const dev_device *d, const char **source) {
   return dev_bytes_peak(d);
 }
 
+int dev_attention_fused(const dev_device *d, int B, int T, int C, int NH) {
+  return ops_of(d)->attention_fused ? ops_of(d)->attention_fused(d, B, T, C, NH) : 0;
+}
+
 dev_dtype dev_activation_dtype(const dev_device *d) {
   return ops_of(d)->activation_dtype(d);
 }

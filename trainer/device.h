@@ -81,6 +81,11 @@ typedef struct dev_ops {
    * naming what was measured for the run metadata. */
   double (*peak_flops)(const dev_device *d);
   size_t (*measured_peak)(const dev_device *d, const char **source);
+  /* Optional (NULL: never): whether attention of this shape (B sequences of T, per TP rank:
+   * C its width, NH its heads) runs fused flash-style kernels. Those save each row's
+   * log-sum-exp and output in `att` (B x NH x T x (1 + C/NH) floats) instead of the T x T
+   * probabilities, and use no preatt, dpreatt or datt: the model allocates no T x T buffer. */
+  int (*attention_fused)(const dev_device *d, int B, int T, int C, int NH);
   /* Optional: the communicator library this backend's devices need (CUDA: NCCL; comm.h's
    * comm_dev_job_open opens it). NULL: the shared-memory communicator serves the device. */
   const struct comm_dev_ops *comm;
@@ -242,6 +247,9 @@ double dev_peak_flops(const dev_device *d);
 /* The device's measured peak memory (dev_ops.measured_peak); without that operation, the
  * device API's own peak of live allocations (dev_bytes_peak), *source "device-allocations". */
 size_t dev_measured_peak(const dev_device *d, const char **source);
+/* Whether attention of this shape runs fused kernels without T x T buffers
+ * (dev_ops.attention_fused; 0 without that operation). */
+int dev_attention_fused(const dev_device *d, int B, int T, int C, int NH);
 /* The device's activation type, and setting it (see dev_ops.set_activation_dtype). */
 dev_dtype dev_activation_dtype(const dev_device *d);
 int dev_set_activation_dtype(dev_device *d, dev_dtype t, char *err, size_t errlen);

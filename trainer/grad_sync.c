@@ -77,8 +77,7 @@ static void build_buckets(trainer *t) {
 }
 
 /* --zero 2/3: the sharding plan, the shard and bucket buffers, and the model's units bound to
- * them; under ZeRO-3 also the rank's parameter pieces (taken from the initialized full buffer,
- * which is then freed). */
+ * them; under ZeRO-3 also the rank's parameter pieces (drawn directly: zero3_init_shard). */
 /* The two rotating bucket buffers of `rot` floats with their events, and the embedding
  * bucket's buffer of `emb` floats (none when 0): for gradients, and under ZeRO-3 for the
  * gathered parameters. 1 when an allocation failed. */
@@ -96,6 +95,30 @@ static int alloc_bucket_buffers(trainer *t, size_t rot, size_t emb, float *buf[2
     bad |= !*embed;
   }
   return bad;
+}
+
+/* ZeRO-3: this rank's pieces of the initial parameters, drawn piece by piece on the host
+ * (model_init_param_range: the same bits as the full initialization) and copied into its
+ * parameter shard, so that no buffer ever holds all of the stage's parameters. */
+static int zero3_init_shard(trainer *t) {
+  zero_state *z = &t->gs.z;
+  size_t len = z->plan.shard_len;
+  float *host = calloc(len ? len : 1, sizeof(float)); /* padding stays zero */
+  if (!host) return fail(t, "%s", "out of memory");
+  char e[256];
+  for (int k = 0; k < z->plan.nbuckets; k++) {
+    size_t lo, hi;
+    zero_owned(&z->plan, k, z->plan.rank, &lo, &hi);
+    if (hi > lo && model_init_param_range(&t->m, t->cfg.seed, lo, hi, host + z->plan.b[k].shard_off,
+                                          e, sizeof e) != 0) {
+      free(host);
+      return fail(t, "%s", e);
+    }
+  }
+  t->o->copy_to_device(t->compute, z->param_shard, host, len * 4);
+  int rc = t->o->stream_synchronize(t->compute);
+  free(host);
+  return rc != 0 ? fail(t, "%s", dev_last_error(t->dev)) : 0;
 }
 
 static int zero_setup(trainer *t) {
@@ -158,17 +181,7 @@ static int zero_setup(trainer *t) {
     }
   }
   if (t->cfg.zero >= 3) {
-    /* take this rank's pieces of the initialized parameters; the full buffer goes */
-    int r = z->plan.rank;
-    for (int k = 0; k < gs->nbuckets; k++) {
-      size_t lo, hi;
-      zero_owned(&z->plan, k, r, &lo, &hi);
-      if (hi > lo)
-        o->copy(t->compute, z->param_shard + z->plan.b[k].shard_off, m->param + lo, (hi - lo) * 4);
-    }
-    if (o->stream_synchronize(t->compute) != 0) return fail(t, "%s", dev_last_error(t->dev));
-    o->free(t->dev, m->param);
-    m->param = NULL;
+    if (zero3_init_shard(t) != 0) return -1;
     for (int u = 0; u < units; u++) /* bound by zero3_before_unit when needed */
       if (z->bucket_of_unit[u] < 0 || !gs->buckets[z->bucket_of_unit[u]].embed)
         m->unit_param[u] = NULL;
@@ -403,39 +416,61 @@ void grad_sync_zero_optimizer(trainer *t, int step, double clip_scale, float lr)
 }
 
 /* ZeRO-3 checkpoints hold the same shard format as the other stages (the stage's full flat
- * parameters, then the rank's AdamW moments), so the parameters are gathered into a
- * temporary full buffer for saving and cut from one after loading; that buffer (4 bytes x
- * the stage's parameters) exists only while a checkpoint is written or read. */
-float *grad_sync_zero3_alloc_full(trainer *t) {
-  float *full = t->o->alloc(t->dev, t->m.nfloats_padded * 4);
-  if (!full) fail(t, "%s", "checkpoint: out of device memory for the gathered ZeRO-3 parameters");
-  return full;
+ * parameters, then the rank's AdamW moments), streamed through the checkpoint's host staging.
+ * The buckets lie in the flat buffer in descending order (bucket 0 holds the highest floats:
+ * units are laid out in reverse backward order), so reading ascending ranges gathers the
+ * buckets from the last down to 0, each once, whatever the ranges' sizes: every member of the
+ * gradient group makes the same collectives. */
+void grad_sync_zero3_stream_begin(trainer *t) {
+  t->gs.z.ckpt_next = t->gs.nbuckets - 1;
 }
 
-int grad_sync_zero3_gather_all(trainer *t, float *full) {
+/* Gathers the stream's next bucket into its gathered buffer and waits for it. 0, or -1. */
+static int zero3_gather_next(trainer *t) {
   grad_sync *gs = &t->gs;
   zero_state *z = &gs->z;
-  for (int k = 0; k < gs->nbuckets; k++) {
-    const bucket *bk = &gs->buckets[k];
-    float *staging = bk->embed ? z->pembed : z->pbuf[0];
-    zero_gather_bucket(t, k, staging, z->param_shard);
-    t->o->copy(t->dp_stream, full + bk->begin, staging, (bk->end - bk->begin) * 4);
-  }
+  int k = z->ckpt_next--;
+  zero_gather_bucket(t, k, gs->buckets[k].embed ? z->pembed : z->pbuf[0], z->param_shard);
   z->resident[0] = z->resident[1] = -1; /* pbuf[0] was overwritten */
   z->cur = z->cur_bucket = -1;
-  return train_sync_all(t);
+  return t->o->stream_synchronize(t->dp_stream) != 0 ? -1 : 0;
 }
 
-int grad_sync_zero3_scatter_all(trainer *t, const float *full) {
+int grad_sync_zero3_read(void *arg, size_t at, size_t n, float *host) {
+  trainer *t = arg;
   grad_sync *gs = &t->gs;
   zero_state *z = &gs->z;
-  for (int k = 0; k < gs->nbuckets; k++) {
-    size_t lo, hi;
-    zero_owned(&z->plan, k, z->plan.rank, &lo, &hi);
-    if (hi > lo)
-      t->o->copy(t->compute, z->param_shard + z->plan.b[k].shard_off, full + lo, (hi - lo) * 4);
+  int rc = 0;
+  for (int k = gs->nbuckets - 1; k >= 0; k--) {
+    const bucket *bk = &gs->buckets[k];
+    size_t b, e;
+    if (!range_overlap(bk->begin, bk->end - bk->begin, at, at + n, &b, &e)) continue;
+    while (z->ckpt_next >= k)
+      rc |= zero3_gather_next(t);
+    const float *gathered = bk->embed ? z->pembed : z->pbuf[0];
+    t->o->copy_to_host(t->dp_stream, host + (b - at), gathered + (b - bk->begin), (e - b) * 4);
   }
-  return train_sync_all(t);
+  if (t->o->stream_synchronize(t->dp_stream) != 0) rc = -1;
+  return rc;
+}
+
+void grad_sync_zero3_finish(void *arg) {
+  trainer *t = arg;
+  while (t->gs.z.ckpt_next >= 0)
+    zero3_gather_next(t); /* a device failure is the checkpoint's to report */
+}
+
+int grad_sync_zero3_write(void *arg, size_t at, size_t n, const float *host) {
+  trainer *t = arg;
+  zero_state *z = &t->gs.z;
+  for (int k = 0; k < z->plan.nbuckets; k++) {
+    size_t lo, hi, b, e;
+    zero_owned(&z->plan, k, z->plan.rank, &lo, &hi);
+    if (hi > lo && range_overlap(lo, hi - lo, at, at + n, &b, &e))
+      t->o->copy_to_device(t->compute, z->param_shard + z->plan.b[k].shard_off + (b - lo),
+                           host + (b - at), (e - b) * 4);
+  }
+  return t->o->stream_synchronize(t->compute) != 0 ? -1 : 0;
 }
 
 /* ---- set-up and clean-up ------------------------------------------------------------------ */

@@ -47,6 +47,7 @@ typedef struct zero_state {
   int resident[2];    /* bucket gathered (or being gathered) into pbuf[s], -1 none */
   int cur;            /* pbuf slot of the bucket compute uses now, -1 none */
   int cur_bucket;
+  int ckpt_next; /* a checkpoint's stream: the next bucket it gathers, counting down */
   dev_event *ev_pfree, *ev_gathered[2];
   int *bucket_of_unit; /* unit -> bucket, -1 for an empty unit */
   size_t gbuf_floats, pbuf_floats;
@@ -99,10 +100,15 @@ void grad_sync_zero1_gather(struct trainer *t);
 /* ZeRO-2/3: clipping and AdamW on the shard; ZeRO-2 then all-gathers the parameters. */
 void grad_sync_zero_optimizer(struct trainer *t, int step, double clip_scale, float lr);
 
-/* ---- ZeRO-3 around checkpoints: a temporary full stage buffer, gathered into or cut from -- */
+/* ---- ZeRO-3 checkpoints: the stage's parameters streamed bucket by bucket ------------------ */
 
-float *grad_sync_zero3_alloc_full(struct trainer *t);
-int grad_sync_zero3_gather_all(struct trainer *t, float *full);
-int grad_sync_zero3_scatter_all(struct trainer *t, const float *full);
+/* Starts a checkpoint's stream (ckpt_rank_state.param_read and the others, ctx the trainer):
+ * reading gathers each bucket once, in flat order, into a gathered parameter buffer and copies
+ * the range to the host; finishing gathers the buckets a failed write skipped; writing copies
+ * this rank's pieces of a range into its shard. No buffer holds the stage's parameters. */
+void grad_sync_zero3_stream_begin(struct trainer *t);
+int grad_sync_zero3_read(void *trainer, size_t at, size_t n, float *host);
+void grad_sync_zero3_finish(void *trainer);
+int grad_sync_zero3_write(void *trainer, size_t at, size_t n, const float *host);
 
 #endif /* STEPSCOPE_TRAINER_GRAD_SYNC_H */

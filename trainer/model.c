@@ -138,8 +138,10 @@ static void layout_block(model *m, block_acts *a, char *base, size_t *at, int wi
       TAKE_ACT(fch_gelu, (size_t)m->N * 4 * m->Cl);
     }
   }
-  if (with_att && m->cp == 1) /* ring attention stores no attention matrix */
-    TAKE_F32(att, (size_t)m->B * m->NHl * m->T * m->T);
+  if (with_att && m->cp == 1) /* ring attention stores no attention matrix; fused attention
+                                 its rows' log-sum-exp and output (dev_attention_fused) */
+    TAKE_F32(att, (size_t)m->B * m->NHl * m->T *
+                      (m->fused_att ? 1 + (size_t)(m->Cl / m->NHl) : (size_t)m->T));
 #undef TAKE_LAYERNORM
 #undef TAKE_F32
 #undef TAKE_ACT
@@ -220,6 +222,7 @@ static void set_shape(model *m, const train_config *cfg, const model_grid *g, de
   m->Ns = m->sp ? m->N / g->tp : m->N;
   m->Cl = m->C / g->tp;
   m->NHl = m->NH / g->tp;
+  m->fused_att = m->cp == 1 && dev_attention_fused(dev, m->B, m->T, m->Cl, m->NHl);
   m->recompute = cfg->recompute;
   m->nblocks = m->L / g->pp;
   m->first_layer = g->pp_rank * m->nblocks;
@@ -241,10 +244,11 @@ static int alloc_params(model *m, const train_config *cfg, char *err, size_t err
   size_t unit = (size_t)g->dp * g->cp * 16; /* ZeRO-1 shards over dp x cp */
   m->nfloats_padded = (m->nfloats + unit - 1) / unit * unit;
   size_t pbytes = m->nfloats_padded * sizeof(float);
-  m->param = m->ops->alloc(dev, pbytes);
-  /* --zero 2/3: no full gradient buffer (the trainer binds bucket buffers to the units) */
+  /* --zero 3: no full parameter buffer, --zero 2/3: no full gradient buffer (the trainer
+   * binds its shards' gathered and bucket buffers to the units) */
+  m->param = cfg->zero >= 3 ? NULL : m->ops->alloc(dev, pbytes);
   m->grad = cfg->zero >= 2 ? NULL : m->ops->alloc(dev, pbytes);
-  if (!m->param || (cfg->zero < 2 && !m->grad)) {
+  if ((cfg->zero < 3 && !m->param) || (cfg->zero < 2 && !m->grad)) {
     snprintf(err, errlen, "out of device memory for %zu parameters", m->nfloats);
     return -1;
   }
@@ -260,7 +264,7 @@ static int alloc_params(model *m, const train_config *cfg, char *err, size_t err
     size_t b, e;
     model_unit_range(m, u, &b, &e);
     m->unit_begin[u] = b;
-    m->unit_param[u] = m->param + b;
+    m->unit_param[u] = m->param ? m->param + b : NULL;
     m->unit_grad[u] = m->grad ? m->grad + b : NULL;
   }
   return 0;
@@ -310,7 +314,7 @@ static int alloc_slots(model *m, int *failp, char *err, size_t errlen) {
 static void alloc_work_buffers(model *m, int *failp) {
   int fail = 0;
   size_t NsC = (size_t)m->Ns * m->C, NC = (size_t)m->N * m->C;
-  size_t att = m->cp > 1 ? 0 : (size_t)m->B * m->NHl * m->T * m->T;
+  size_t att = m->cp > 1 || m->fused_att ? 0 : (size_t)m->B * m->NHl * m->T * m->T;
   size_t NVp = (size_t)m->N * m->Vp;
   int dense_blocks = 0;
   for (int b = 0; b < m->nblocks; b++)

@@ -124,6 +124,7 @@ typedef struct model {
                     * chunk-major ([2][B][Tc]) */
   int Cl, NHl;     /* C/tp, NH/tp */
   int sp;
+  int fused_att; /* the device's fused attention: no T x T buffers (dev_attention_fused) */
   recompute_kind recompute;
   int first_layer, nblocks, first_stage, last_stage, has_wte;
   /* parameters */
@@ -185,8 +186,15 @@ void model_fill_normal(float *x, size_t n, double std, unsigned long long seed, 
                        int tensor);
 void model_destroy(model *m);
 
-/* Initializes the parameters (GPT-2 init, layout-independent) and waits. */
+/* Initializes the parameters (GPT-2 init, layout-independent) and waits; under ZeRO-3 (no
+ * full parameter buffer) only the experts and gradients, the trainer draws the shards. */
 int model_init_params(model *m, unsigned long long seed, char *err, size_t errlen);
+/* The initial values of the stage's flat floats [lo, hi) (beyond nfloats: zeros) into host
+ * dst, the same bits model_init_params gives there; drawn unit by unit (model_unit_range), so
+ * only the units the range touches are drawn and at most one whole unit is held besides dst.
+ * 0, or -1 with err when out of host memory. */
+int model_init_param_range(const model *m, unsigned long long seed, size_t lo, size_t hi,
+                           float *dst, char *err, size_t errlen);
 
 /* Parameter counts of the whole model (all stages, one TP replica). */
 size_t model_total_params(const train_config *cfg);

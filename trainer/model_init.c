@@ -167,49 +167,91 @@ static void take_cols(float *dst, const float *full, size_t rows, size_t fullcol
     memcpy(dst + r * cols, full + r * fullcols + col0, cols * sizeof(float));
 }
 
-int model_init_params(model *m, unsigned long long seed, char *err, size_t errlen) {
+/* Draws unit `unit`'s initial values (model_unit_range: the LayerNorm of the head, a block, or
+ * the embeddings) into dst, which holds the unit's floats from its first and is zeroed by the
+ * caller; full is scratch for one whole weight matrix before its TP slice is taken. */
+static void init_unit(const model *m, unsigned long long seed, int unit, float *dst, float *full) {
   size_t C = (size_t)m->C, Cl = (size_t)m->Cl;
   int tr = m->grid.tp_rank;
-  float *host = calloc(m->nfloats, sizeof(float));
-  float *full = malloc(sizeof(float) * (size_t)4 * C * C + sizeof(float) * 4 * C);
-  if (!host || !full) {
-    free(host);
-    free(full);
-    snprintf(err, errlen, "out of host memory initializing parameters");
-    return -1;
-  }
   const double std = 0.02, proj_std = 0.02 / sqrt(2.0 * m->L);
-  if (m->has_wte)
-    model_fill_normal(host + m->off_wte, (size_t)m->V * C, std, seed, -1, 0); /* pad rows stay 0 */
-  if (m->first_stage) model_fill_normal(host + m->off_wpe, (size_t)m->maxT * C, std, seed, -1, 1);
-  for (int b = 0; b < m->nblocks; b++) {
-    int layer = m->first_layer + b;
-    float *blk = host + m->off_blocks + m->block_off[b];
-    for (size_t i = 0; i < C; i++) {
-      blk[BO_LN1W(m) + i] = 1.0f;
-      blk[BO_LN2W(m) + i] = 1.0f;
-    }
-    /* biases start at zero (already) */
-    model_fill_normal(full, 3 * C * C, std, seed, layer, 2); /* qkv [3C, C] */
-    for (int part = 0; part < 3; part++)
-      take_rows(blk + BO_QKVW(m) + (size_t)part * Cl * C, full, C, part * C + tr * Cl, Cl);
-    model_fill_normal(full, C * C, proj_std, seed, layer, 3); /* attproj [C, C] */
-    take_cols(blk + BO_ATTPROJW(m), full, C, C, tr * Cl, Cl);
-    if (m->block_moe[b] >= 0) { /* the router [E,C]; the experts: moe_init_params */
-      model_fill_normal(blk + BO_FCW(m), m->block_off[b + 1] - m->block_off[b] - BO_FCW(m), std,
-                        seed, layer, 6);
+  if (unit == 0) { /* the final LayerNorm (last stage): weight 1, bias 0 */
+    if (m->last_stage)
+      for (size_t i = 0; i < C; i++)
+        dst[i] = 1.0f;
+    return;
+  }
+  if (unit > m->nblocks) { /* the embeddings, from flat float 0 */
+    if (m->has_wte)
+      model_fill_normal(dst + m->off_wte, (size_t)m->V * C, std, seed, -1, 0); /* pad rows: 0 */
+    if (m->first_stage) model_fill_normal(dst + m->off_wpe, (size_t)m->maxT * C, std, seed, -1, 1);
+    return;
+  }
+  int b = m->nblocks - unit, layer = m->first_layer + b;
+  float *blk = dst;
+  for (size_t i = 0; i < C; i++) {
+    blk[BO_LN1W(m) + i] = 1.0f;
+    blk[BO_LN2W(m) + i] = 1.0f;
+  }
+  /* biases start at zero (already) */
+  model_fill_normal(full, 3 * C * C, std, seed, layer, 2); /* qkv [3C, C] */
+  for (int part = 0; part < 3; part++)
+    take_rows(blk + BO_QKVW(m) + (size_t)part * Cl * C, full, C, part * C + tr * Cl, Cl);
+  model_fill_normal(full, C * C, proj_std, seed, layer, 3); /* attproj [C, C] */
+  take_cols(blk + BO_ATTPROJW(m), full, C, C, tr * Cl, Cl);
+  if (m->block_moe[b] >= 0) { /* the router [E,C]; the experts: moe_init_params */
+    model_fill_normal(blk + BO_FCW(m), m->block_off[b + 1] - m->block_off[b] - BO_FCW(m), std, seed,
+                      layer, 6);
+    return;
+  }
+  model_fill_normal(full, 4 * C * C, std, seed, layer, 4); /* fc [4C, C] */
+  take_rows(blk + BO_FCW(m), full, C, tr * 4 * Cl, 4 * Cl);
+  model_fill_normal(full, 4 * C * C, proj_std, seed, layer, 5); /* fcproj [C, 4C] */
+  take_cols(blk + BO_FCPROJW(m), full, C, 4 * C, tr * 4 * Cl, 4 * Cl);
+}
+
+int model_init_param_range(const model *m, unsigned long long seed, size_t lo, size_t hi,
+                           float *dst, char *err, size_t errlen) {
+  size_t C = (size_t)m->C;
+  float *full = malloc(sizeof(float) * (size_t)4 * C * C + sizeof(float) * 4 * C);
+  float *part = NULL; /* one whole unit, for a unit that [lo, hi) holds only part of */
+  if (!full) goto oom;
+  memset(dst, 0, (hi - lo) * sizeof(float));
+  for (int u = 0; u < model_unit_count(m); u++) {
+    size_t b, e;
+    model_unit_range(m, u, &b, &e);
+    size_t from = b > lo ? b : lo, to = e < hi ? e : hi;
+    if (to <= from) continue;
+    if (b >= lo && e <= hi) { /* whole in the range: drawn in place */
+      init_unit(m, seed, u, dst + (b - lo), full);
       continue;
     }
-    model_fill_normal(full, 4 * C * C, std, seed, layer, 4); /* fc [4C, C] */
-    take_rows(blk + BO_FCW(m), full, C, tr * 4 * Cl, 4 * Cl);
-    model_fill_normal(full, 4 * C * C, proj_std, seed, layer, 5); /* fcproj [C, 4C] */
-    take_cols(blk + BO_FCPROJW(m), full, C, 4 * C, tr * 4 * Cl, 4 * Cl);
+    free(part);
+    if (!(part = calloc(e - b, sizeof(float)))) goto oom;
+    init_unit(m, seed, u, part, full);
+    memcpy(dst + (from - lo), part + (from - b), (to - from) * sizeof(float));
   }
-  if (m->last_stage)
-    for (size_t i = 0; i < C; i++)
-      host[m->off_lnf + i] = 1.0f;
+  free(part);
   free(full);
-  m->ops->copy_to_device(m->compute, m->param, host, m->nfloats * sizeof(float));
+  return 0;
+oom:
+  free(full);
+  snprintf(err, errlen, "out of host memory initializing parameters");
+  return -1;
+}
+
+int model_init_params(model *m, unsigned long long seed, char *err, size_t errlen) {
+  float *host = NULL;
+  if (m->param) { /* none under ZeRO-3: each rank draws its shard (grad_sync.c: zero_setup) */
+    if (!(host = malloc(m->nfloats * sizeof(float)))) {
+      snprintf(err, errlen, "out of host memory initializing parameters");
+      return -1;
+    }
+    if (model_init_param_range(m, seed, 0, m->nfloats, host, err, errlen) != 0) {
+      free(host);
+      return -1;
+    }
+    m->ops->copy_to_device(m->compute, m->param, host, m->nfloats * sizeof(float));
+  }
   if (m->grad) m->ops->zero(m->compute, m->grad, m->nfloats_padded * sizeof(float));
   int rc = m->ops->stream_synchronize(m->compute);
   free(host);

@@ -368,6 +368,8 @@ static mm_layout memory_layout_of(const trainer *t) {
   l.micro_batch = config_micro_batch(c);
   l.zero = c->zero;
   l.act_bytes = (int)dev_dtype_bytes(dev_activation_dtype(t->dev));
+  l.fused_attention = c->cp == 1 && dev_attention_fused(t->dev, l.micro_batch, c->seq,
+                                                        c->hidden / c->tp, c->heads / c->tp);
   l.bucket_mb = c->bucket_mb;
   l.ep = c->ep;
   return l;
@@ -560,8 +562,15 @@ static ckpt_rank_state ckpt_state_of(trainer *t) {
   ckpt_rank_state s = {
       t->dev,    t->o,         t->compute, t->world_c,
       &t->cfg,   &t->g,        t->m.param, t->m.nfloats_padded,
+      NULL,      NULL,         NULL,       NULL, /* ZeRO-3's parameter stream: below */
       t->adam_m, t->adam_v,    0, /* state_floats, state_offset: grad_sync_optimizer_shard */
       0,         t->ckpt_more, t->V - 1};
+  if (t->cfg.zero >= 3) { /* no full parameter buffer: streamed bucket by bucket */
+    s.param_ctx = t;
+    s.param_read = grad_sync_zero3_read;
+    s.param_finish = grad_sync_zero3_finish;
+    s.param_write = grad_sync_zero3_write;
+  }
   grad_sync_optimizer_shard(t, &s.state_offset, &s.state_floats);
   /* the expert buffer rides as one more chunk (train_moe_setup: V == 1) */
   if (train_moe_ckpt_chunk(t, t->ckpt_more)) s.nmore = 1;
@@ -582,22 +591,13 @@ static ckpt_rank_state ckpt_state_of(trainer *t) {
 /* After `done` completed steps (every stream idle). */
 static int save_checkpoint(trainer *t, int done) {
   ckpt_rank_state s = ckpt_state_of(t);
-  float *full = NULL;
-  if (t->cfg.zero >= 3) {
-    if (!(full = grad_sync_zero3_alloc_full(t))) return -1;
-    if (grad_sync_zero3_gather_all(t, full) != 0) {
-      t->o->free(t->dev, full);
-      return -1;
-    }
-    s.param = full;
-  }
+  if (t->cfg.zero >= 3) grad_sync_zero3_stream_begin(t);
   size_t bytes = 0;
   if (stepscope_active()) stepscope_range_push("checkpoint", NULL);
   double t0 = now_s();
   int rc = ckpt_save(&s, done, &bytes, t->err, sizeof t->err);
   double dt = now_s() - t0;
   pop_range();
-  t->o->free(t->dev, full);
   if (rc == 0 && t->env.rank == 0 && !t->cfg.quiet) {
     printf("checkpoint: step %d written to %s/step-%08d (rank 0's shard %.2f MiB, %.1f ms)\n", done,
            t->cfg.checkpoint_dir, done, bytes / 1048576.0, dt * 1e3);
@@ -609,14 +609,7 @@ static int save_checkpoint(trainer *t, int done) {
 static int resume_checkpoint(trainer *t, int *start_step) {
   ckpt_rank_state s = ckpt_state_of(t);
   char note[512];
-  float *full = NULL;
-  if (t->cfg.zero >= 3) {
-    if (!(full = grad_sync_zero3_alloc_full(t))) return -1;
-    s.param = full;
-  }
   int rc = ckpt_load_latest(&s, start_step, note, sizeof note, t->err, sizeof t->err);
-  if (rc == 0 && full) rc = grad_sync_zero3_scatter_all(t, full);
-  t->o->free(t->dev, full);
   if (rc != 0) return -1;
   if (t->env.rank == 0) {
     if (note[0]) fprintf(stderr, "rank 0: note: %s\n", note);

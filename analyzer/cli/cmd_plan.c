@@ -203,7 +203,9 @@ static const cli_option plan_options[] = {
         "a learned position table (GPT), or rotary (none) [learned]"),
     STR("--attention", "flash|unfused", attention,
         "a framework's attention kernel: fused/flash (no s x s\n"
-        "matrix), or unfused (Megatron before FlashAttention) [flash]"),
+        "matrix), or unfused (Megatron before FlashAttention) [flash];\n"
+        "stepscope-cuda: flash is STEPSCOPE_CUDA_ATTENTION=fused,\n"
+        "unfused its default GEMM path [unfused]"),
     {CLI_FLAG, "--untied", NULL, NULL, "the LM head is not the embedding (Llama)", A(untied), NULL,
      0, 0, NULL},
     INT("--experts", "E", experts, 0, 1024,
@@ -372,6 +374,8 @@ static int build_model(plan_args *p) {
     return 2;
   }
   m->unfused_attention = p->attention && !strcmp(p->attention, "unfused");
+  /* the trainer's CUDA backend runs its fused kernels only when asked (device_cuda.c) */
+  m->fused_attention = p->attention && !strcmp(p->attention, "flash");
   if (m->kv_heads && m->heads && m->heads % m->kv_heads) {
     cli_print(stderr, "stepscope plan: --kv-heads %d must divide --heads %d\n", m->kv_heads,
               m->heads);

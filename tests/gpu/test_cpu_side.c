@@ -29,6 +29,7 @@
 #include "cuda_kernels.h"
 #include "gemm_plan.h"
 #include "device_cuda.h"
+#include "memory_model.h"
 #include "rendezvous.h"
 #include "ring_links.h"
 #include "weight_watch.h"
@@ -376,6 +377,17 @@ static int test_fused_shapes(void) {
   EXPECT(!kcuda_attention_fused_supported(4, 256, 250, 4), "C not a multiple of NH");
   EXPECT(!kcuda_attention_fused_supported(0, 256, 256, 4), "no batch");
   EXPECT(!kcuda_attention_fused_supported(70000, 256, 64, 1), "grid y limit");
+  /* the memory model's copy of the rule (the planner has no device to ask) says the same */
+  const int Bs[] = {0, 1, 4, 70000}, Ts[] = {1, 32, 33, 64, 65, 128, 129, 1024};
+  const int Cs[] = {64, 96, 240, 250, 256, 768}, NHs[] = {1, 2, 3, 4, 5, 6, 8, 12};
+  for (size_t b = 0; b < sizeof Bs / sizeof *Bs; b++)
+    for (size_t t = 0; t < sizeof Ts / sizeof *Ts; t++)
+      for (size_t c = 0; c < sizeof Cs / sizeof *Cs; c++)
+        for (size_t h = 0; h < sizeof NHs / sizeof *NHs; h++)
+          EXPECT(mm_fused_attention_supported(Bs[b], Ts[t], Cs[c], NHs[h]) ==
+                     kcuda_attention_fused_supported(Bs[b], Ts[t], Cs[c], NHs[h]),
+                 "B %d T %d C %d NH %d: memory_model.c and flash_attention.cu disagree", Bs[b],
+                 Ts[t], Cs[c], NHs[h]);
   return 0;
 }
 

@@ -4,7 +4,8 @@
 #   - the default is Megatron-LM's conventions on GPUs, the stepscope trainer's on cpu; an
 #     unknown framework is a usage error (exit 2);
 #   - GPT-3 175B with ZeRO-3 on 1,024 A100s: DeepSpeed's ZeRO-3 (the paper's 16 Psi / N) fits
-#     in 80 GiB, the stepscope trainer's (its set-up holds all fp32 parameters) does not;
+#     in 80 GiB, and so does the stepscope trainer's (its set-up draws each rank's shard
+#     directly: it never holds all fp32 parameters, 4 Psi = 652 GiB here);
 #   - Llama 3 405B's 126 layers on 16 pipeline stages: a framework balances them unevenly, the
 #     trainer refuses (exit 1);
 #   - a Llama-like model (GQA, SwiGLU, RoPE, untied) is planned; the trainer refuses it (exit 2).
@@ -33,7 +34,24 @@ gpt3=(--layers 96 --hidden 12288 --heads 96 --vocab 51200 --seq 2048 --max-seq 2
   { cat "$dir/ds.txt"; no "GPT-3 ZeRO-3 under deepspeed"; }
 grep -q "^best: fits" "$dir/ds.txt" || { cat "$dir/ds.txt"; no "DeepSpeed ZeRO-3 fits GPT-3"; }
 "$stepscope" plan "${gpt3[@]}" --framework stepscope-cuda > "$dir/ss.txt" 2>&1
-grep -q "^best: does NOT fit" "$dir/ss.txt" || { cat "$dir/ss.txt"; no "the trainer's ZeRO-3 set-up"; }
+grep -q "^best: fits" "$dir/ss.txt" || { cat "$dir/ss.txt"; no "the trainer's ZeRO-3 fits GPT-3"; }
+
+# the trainer's CUDA fused attention (--attention flash): no T x T buffers. GPT-2 124M, micro-batch
+# 4, 12 heads of 64, T 1024: each of the 12 blocks stores 4 x 12 x 1024 x (1 + 64) floats
+# instead of 4 x 12 x 1024 x 1024, and the three T x T scratch buffers go
+gpt2=(--model gpt2-124m --gpus 8 --global-batch 32 --framework stepscope-cuda --dp 8 --tp 1
+      --pp 1 --cp 1 --zero 1 --recompute none --microbatches 1)
+"$stepscope" plan "${gpt2[@]}" --json "$dir/gemm.json" > /dev/null 2>&1 || no "plan gpt2 stepscope-cuda"
+"$stepscope" plan "${gpt2[@]}" --attention flash --json "$dir/flash.json" > /dev/null 2>&1 ||
+  no "plan gpt2 stepscope-cuda --attention flash"
+python3 - "$dir/gemm.json" "$dir/flash.json" <<'PY' || no "stepscope-cuda's fused attention keeps no T x T buffers"
+import json, sys
+a, f = (json.load(open(p))["layouts"][0]["memory_bytes"]["activations"] for p in sys.argv[1:])
+rows = 4 * 12 * 1024
+want = 12 * rows * (1024 - 65) * 4 + 3 * rows * 1024 * 4
+print("activations: gemm %d, flash %d, saved %d (want %d)" % (a, f, a - f, want))
+sys.exit(a - f != want)
+PY
 
 llama=(--layers 126 --hidden 16384 --heads 128 --kv-heads 8 --ffn 53248 --mlp swiglu
        --positions rope --untied --vocab 128000 --seq 8192 --gpus 8192 --global-batch 2048

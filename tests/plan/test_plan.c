@@ -86,9 +86,8 @@ static void memory_formulas(void) {
   l.zero = 3;
   mm_breakdown z3 = mem(&l, 0);
   CHECK(z3.parameters == (91008 + 2 * 100096 + 81920) * 4); /* shard + gathered buffers */
-  /* set-up holds the full weights before the moments and statistics exist */
-  CHECK(z3.init_peak == z3.steady - z3.optimizer - z3.other + 4 * psi);
-  CHECK(z3.peak == (z3.init_peak > z3.steady ? z3.init_peak : z3.steady));
+  /* set-up draws the shard directly: it never holds the full weights */
+  CHECK(z3.init_peak == z3.steady && z3.peak == z3.steady);
   /* bf16 weight copies (GPUs): + 2 Psi */
   l = small();
   l.bf16_weight_copies = 1;
@@ -104,6 +103,28 @@ static void memory_formulas(void) {
   l = small();
   l.act_bytes = 2;
   CHECK(mem(&l, 0).activations < none && mem(&l, 0).activations > none / 4);
+  /* fused attention (the CUDA backend's flash kernels; 2 heads of 32): each block stores the
+   * rows' log-sum-exp and output, B x NH x T x (1 + hs) = 4 x 2 x 64 x 33 floats, instead of
+   * the T x T probabilities (4 x 2 x 64 x 64), and the three T x T scratch buffers go */
+  CHECK(mm_fused_attention_supported(4, 64, 64, 2) && !mm_fused_attention_supported(4, 64, 64, 4));
+  CHECK(!mm_fused_attention_supported(4, 32, 64, 2)); /* T must exceed the head size */
+  l = small();
+  l.heads = 2;
+  size_t unfused = mem(&l, 0).activations;
+  l.fused_attention = 1;
+  size_t fused = mem(&l, 0).activations;
+  CHECK(unfused - fused == 2 * (4 * 2 * 64 * 64 - 4 * 2 * 64 * 33) * 4 + 3 * (4 * 2 * 64 * 64) * 4);
+  l.recompute = MM_RECOMPUTE_SELECTIVE; /* the recomputation scratch block: one block's worth */
+  l.fused_attention = 0;
+  size_t sel_unfused = mem(&l, 0).activations;
+  l.fused_attention = 1;
+  CHECK(sel_unfused - mem(&l, 0).activations ==
+        (4 * 2 * 64 * 64 - 4 * 2 * 64 * 33) * 4 + 3 * (4 * 2 * 64 * 64) * 4);
+  l.cp = 2; /* ring attention stores no attention matrix: nothing changes */
+  l.fused_attention = 0;
+  size_t ring = mem(&l, 0).activations;
+  l.fused_attention = 1;
+  CHECK(mem(&l, 0).activations == ring);
   /* schedules: micro-batches in flight */
   l = small();
   l.pp = 4;

@@ -98,6 +98,12 @@ static void op_matmul_backward(dev_stream *s, dev_act *dinp, float *dweight, flo
                 "matmul_backward");
 }
 
+/* The fused kernels (flash_attention.cu) where the device runs them and the shape fits them;
+ * the model sizes its attention buffers by the same answer (dev_attention_fused). */
+static int cuda_attention_fused(const dev_device *d, int B, int T, int C, int NH) {
+  return d->fused_attention && kcuda_attention_fused_supported(B, T, C, NH);
+}
+
 static void op_attention_forward(dev_stream *s, dev_act *out, float *preatt, float *att,
                                  const dev_act *qkv, int B, int T, int C, int NH) {
   SKIP_IF_FAILED(s);
@@ -106,7 +112,7 @@ static void op_attention_forward(dev_stream *s, dev_act *out, float *preatt, flo
   wrote(s, att);
   /* the choice is a function of the device and the shape only, so backward makes the
    * same one and finds in att what this forward saved */
-  if (s->d->fused_attention && kcuda_attention_fused_supported(B, T, C, NH))
+  if (cuda_attention_fused(s->d, B, T, C, NH))
     kernel_result(s, kcuda_attention_forward_fused(s->k, out, att, qkv, B, T, C, NH),
                   "attention_forward (fused)");
   else
@@ -121,7 +127,7 @@ static void op_attention_backward(dev_stream *s, dev_act *dqkv, float *dpreatt, 
   wrote(s, dqkv);
   wrote(s, dpreatt);
   wrote(s, datt);
-  if (s->d->fused_attention && kcuda_attention_fused_supported(B, T, C, NH))
+  if (cuda_attention_fused(s->d, B, T, C, NH))
     kernel_result(s, kcuda_attention_backward_fused(s->k, dqkv, dout, qkv, att, B, T, C, NH),
                   "attention_backward (fused)");
   else
@@ -372,6 +378,7 @@ static const dev_ops cuda_ops = {
     .auto_activation_dtype = dev_cuda_auto_activation_dtype,
     .peak_flops = dev_cuda_peak_flops,
     .measured_peak = dev_cuda_measured_peak,
+    .attention_fused = cuda_attention_fused,
     .comm = &comm_nccl_dev_ops,
     .alloc = cuda_alloc,
     .free = cuda_free,

@@ -1,6 +1,7 @@
 /*
- * plan_model.c — the planner's device table, cost model, layout enumeration and outputs
- * (ssa_plan.h; the model is written out in docs/plan.md).
+ * plan_model.c — the planner's device table, compute and memory model, layout enumeration and
+ * outputs (ssa_plan.h; the model is written out in docs/plan.md). The cluster communication
+ * model (links, NICs, collectives) is plan_comm.c's.
  */
 #include "ssa_plan.h"
 
@@ -59,22 +60,26 @@ void plan_filter_any(plan_filter *f) {
   f->schedule = f->virtual_stages = f->sp = f->ep = -1;
 }
 
-/* Whether global layer `layer` is a mixture of experts (trainer/config.c: config_layer_is_moe). */
-static int layer_is_moe(const mm_layout *l, int layer) {
+int plan_layer_is_moe(const mm_layout *l, int layer) {
   return l->experts > 0 && l->moe_every > 0 && (layer + 1) % l->moe_every == 0;
 }
 
 /* ---- FLOPs ---------------------------------------------------------------------------------- */
 
-static double ffn_of(const mm_layout *l) {
+double plan_ffn(const mm_layout *l) {
   return l->ffn > 0 ? l->ffn : 4.0 * l->hidden;
+}
+
+double plan_attention_flops(const mm_layout *l, double tokens) {
+  double C = l->hidden;
+  return 4.0 * C * l->seq * tokens / l->tp;
 }
 
 /* Forward FLOPs of one layer for `tokens` tokens on one TP rank: the GEMMs (qkv, projection,
  * the two MLP matrices) and attention (QK^T and PV over the whole sequence, as the trainer's
  * MFU formula counts it). */
 static double layer_fwd_flops(const mm_layout *l, double tokens, double *attention, int moe) {
-  double C = l->hidden, F = ffn_of(l);
+  double C = l->hidden, F = plan_ffn(l);
   double kv = l->kv_heads > 0 ? (double)l->kv_heads / l->heads : 1.0; /* GQA: K, V narrower */
   double gemm =
       2.0 * (2.0 * C * C + 2.0 * C * C * kv + (l->gated_mlp ? 3.0 : 2.0) * C * F) * tokens / l->tp;
@@ -86,7 +91,7 @@ static double layer_fwd_flops(const mm_layout *l, double tokens, double *attenti
     gemm = 2.0 * (2.0 * C * C + 2.0 * C * C * kv + l->top_k * (l->gated_mlp ? 3.0 : 2.0) * C * F) *
                tokens / l->tp +
            2.0 * l->experts * C * tokens;
-  double att = 4.0 * C * l->seq * tokens / l->tp;
+  double att = plan_attention_flops(l, tokens);
   if (attention) *attention = att;
   return gemm + att;
 }
@@ -104,7 +109,7 @@ double plan_stage_flops_per_microbatch(const mm_layout *l, int stage) {
   int layers = mm_stage_layers(l, stage), first = stage_first_layer(l, stage);
   double flops = 0;
   for (int k = 0; k < layers; k++) {
-    double fwd = layer_fwd_flops(l, tokens, &att, layer_is_moe(l, first + k));
+    double fwd = layer_fwd_flops(l, tokens, &att, plan_layer_is_moe(l, first + k));
     double per_layer = 3.0 * fwd; /* forward + backward (2x forward) */
     if (l->recompute == MM_RECOMPUTE_FULL)
       per_layer += fwd;
@@ -134,7 +139,7 @@ static double stage_work(const plan_job *job, const mm_layout *l, int stage) {
   int layers = mm_stage_layers(l, stage), first = stage_first_layer(l, stage);
   for (int k = 0; k < layers; k++) {
     double fwd = layer_fwd_flops(l, (double)l->micro_batch * l->seq / l->cp, &att,
-                                 layer_is_moe(l, first + k));
+                                 plan_layer_is_moe(l, first + k));
     double layer = 3.0 * fwd; /* a layer's forward + backward */
     if (l->recompute == MM_RECOMPUTE_FULL)
       work += phi * layer;
@@ -164,7 +169,7 @@ static double stage_time_by_shape(const plan_device *dev, const mm_layout *l, in
   stored.recompute = MM_RECOMPUTE_NONE;
   double elementwise = traffic * mm_framework_layer_activations(&stored) / dev->hbm_bw;
   for (int k = 0; k < layers; k++) {
-    double fwd = layer_fwd_flops(l, tokens, &att, layer_is_moe(l, first + k));
+    double fwd = layer_fwd_flops(l, tokens, &att, plan_layer_is_moe(l, first + k));
     /* forward, backward (twice the forward), and with full recomputation the forward again */
     t += (fwd - att) * passes / gemm_rate + att * (3.0 + again) / att_rate + elementwise;
   }
@@ -174,71 +179,6 @@ static double stage_time_by_shape(const plan_device *dev, const mm_layout *l, in
 }
 
 /* ---- one layout ---------------------------------------------------------------------------- */
-
-/* The process groups of a layout (ranks are laid out tp fastest, then cp, pp, dp). */
-typedef enum { GROUP_TP, GROUP_CP, GROUP_PP, GROUP_DP, GROUP_EP } group_kind;
-
-/* The bus bandwidth a group's collectives get. Inside a node: the intra-node links. Across
- * nodes, with the device's NICs known: a ring (NCCL's, one channel per NIC) crosses each node
- * once per channel, so a node's inter-node bytes are one device's bus bytes, carried by the
- * NICs this group has there (nics x members in the node / devices per node: the node's other
- * groups use the rest), at most the intra-node bandwidth; a pipeline's point-to-point sends
- * use one NIC. Without NICs (cpu): inter_bw per device. */
-static double group_bw(const plan_job *job, const mm_layout *l, int kind, double calibrated) {
-  if (calibrated > 0) return calibrated;
-  int G = job->gpus_per_node > 0 ? job->gpus_per_node : 8, N = l->dp * l->tp * l->pp * l->cp;
-  int size = kind == GROUP_TP   ? l->tp
-             : kind == GROUP_CP ? l->cp
-             : kind == GROUP_PP ? l->pp
-             : kind == GROUP_DP ? l->dp * l->cp
-                                : l->ep;
-  int members = 0; /* the group of rank 0, on node 0 */
-  for (int r = 0; r < G && r < N; r++) {
-    int t = r % l->tp, c = r / l->tp % l->cp, p = r / (l->tp * l->cp) % l->pp;
-    int d = r / (l->tp * l->cp * l->pp);
-    members += kind == GROUP_TP   ? c == 0 && p == 0 && d == 0
-               : kind == GROUP_CP ? t == 0 && p == 0 && d == 0
-               : kind == GROUP_PP ? t == 0 && c == 0 && d == 0
-               : kind == GROUP_DP ? t == 0 && p == 0
-                                  : t == 0 && c == 0 && p == 0 && d < l->ep;
-  }
-  const plan_device *dev = &job->dev;
-  if (members >= size) return dev->intra_bw;
-  if (dev->nics_per_node <= 0) return dev->inter_bw;
-  double nics =
-      kind == GROUP_PP ? (double)dev->nics_per_node / G : (double)dev->nics_per_node * members / G;
-  return fmin(dev->intra_bw, dev->inter_bw * nics);
-}
-
-/* A collective of `bytes` on a group of n ranks: latency + bus bytes / bandwidth. */
-static double coll_time(double bytes, double bus_factor, double bw, double latency) {
-  return latency + bytes * bus_factor / bw;
-}
-
-/* A real framework's data-parallel traffic per step, exposed beyond the compute it overlaps
- * (docs/plan.md "Frameworks: communication"): psi parameters of the stage on the DP x CP group
- * of n; gradients reduced in fp32 (Megatron's main_grad, FSDP's default reduce dtype) or bf16
- * (DeepSpeed, the ZeRO paper). ZeRO-0: an all-reduce during the last micro-batch's backward.
- * ZeRO-1/2 (Megatron's distributed optimizer): a reduce-scatter of the gradients during that
- * backward, an all-gather of the bf16 parameters during the next forward. ZeRO-3 (FSDP
- * FULL_SHARD, DeepSpeed stage 3): every micro-batch gathers the bf16 parameters in its forward
- * and again in its backward, and reduce-scatters its gradients in its backward. */
-static double framework_sync(const plan_job *job, const mm_layout *l, int stage, double t_mb,
-                             double lat) {
-  double n = (double)l->dp * l->cp, psi = mm_framework_stage_params(l, stage);
-  double bw = group_bw(job, l, GROUP_DP, job->cal.dp_bw);
-  double grad = l->framework == MM_FW_DEEPSPEED ? 2.0 : 4.0;
-  int blocks = mm_stage_layers(l, stage) + 1;
-  double shard = (n - 1) / n / bw, fwd = t_mb / 3, bwd = 2 * t_mb / 3;
-  double gather = blocks * lat + 2.0 * psi * shard, reduce = blocks * lat + grad * psi * shard;
-  if (l->zero >= 3)
-    return l->microbatches * (fmax(0.0, gather - fwd) + fmax(0.0, gather + reduce - bwd));
-  if (l->zero == 0) {
-    double allreduce = 2.0 * reduce;
-    return job->overlap ? fmax(0.0, allreduce - bwd) : allreduce;
-  }
-  return (job->overlap ? fmax(0.0, reduce - bwd) : reduce) + fmax(0.0, gather - fwd);
-}
 
 int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out, char *err,
                  size_t errlen) {
@@ -266,6 +206,11 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
   /* the trainer on GPUs: bf16 GEMMs on cached bf16 weights (the frameworks' bf16 copies are
    * in their own parameter bytes) */
   l.bf16_weight_copies = trainer && job->dev.act_bytes == 2;
+  /* the trainer's CUDA backend with STEPSCOPE_CUDA_ATTENTION=fused (--attention flash), on the
+   * shapes its kernels take */
+  l.fused_attention =
+      trainer && job->dev.act_bytes == 2 && job->model.fused_attention &&
+      mm_fused_attention_supported(l.micro_batch, l.seq / l.cp, l.hidden / l.tp, l.heads / l.tp);
   if (l.bucket_mb <= 0) l.bucket_mb = 1;
   out->layout = l;
   int N = l.dp * l.tp * l.pp * l.cp;
@@ -362,81 +307,8 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
       out->bubble_s += job->cal.bubble_excess * (out->compute_s + out->bubble_s);
   }
 
-  /* communication, group by group (ranks are laid out tp fastest, then cp, pp, dp) */
-  double lat = job->cal.latency_s > 0 ? job->cal.latency_s : job->dev.latency_s;
-  double tokens = (double)l.micro_batch * l.seq / l.cp;
-  double es = l.act_bytes;
-  int layers_stage = trainer ? l.layers / l.pp : mm_stage_layers(&l, mm_fullest_stage(&l));
-  if (l.tp > 1) {
-    double bw = group_bw(job, &l, GROUP_TP, job->cal.tp_bw);
-    int per_layer = 4 + (l.recompute == MM_RECOMPUTE_FULL ? 2 : 0);
-    double t = coll_time(tokens * l.hidden * es, 2.0 * (l.tp - 1) / l.tp, bw, lat);
-    out->tp_s = (double)M * layers_stage * per_layer * t;
-  }
-  if (l.cp > 1) {
-    double bw = group_bw(job, &l, GROUP_CP, job->cal.cp_bw);
-    double kv = 2.0 * tokens * (l.hidden / (double)l.tp) * es; /* K and V of the rank's chunks */
-    double comm = 3.0 * (l.cp - 1) * (lat + kv / bw);          /* forward, and kv + dkv back */
-    double att;
-    layer_fwd_flops(&l, tokens, &att, 0);
-    double hidden_by = 3.0 * att / rate;
-    out->cp_s = (double)M * layers_stage * (comm > hidden_by ? comm - hidden_by : 0);
-  }
-  if (l.pp > 1) {
-    double bw = group_bw(job, &l, GROUP_PP, job->cal.pp_bw);
-    double t = lat + tokens * l.hidden * es / bw;
-    out->pp_s = 2.0 * (l.pp * V - 1) * t; /* fill and drain cross every boundary */
-  }
-  /* experts: per MoE layer and micro-batch, four token all-to-alls (dispatch and combine,
-   * forward and backward; each rank sends its tokens x K rows, (ep-1)/ep of them away) and
-   * the counts exchange (latency), on the critical path; EP groups are consecutive DP ranks */
-  double expert_grad_bytes = 0;
-  int nmoe_stage = 0;
-  for (int k = 0; k < layers_stage; k++)
-    nmoe_stage += layer_is_moe(&l, out->mem_stage * layers_stage + k);
-  if (l.experts > 0) {
-    double F = ffn_of(&l), C = l.hidden;
-    if (trainer) /* a framework's experts are in framework_sync's parameters */
-      expert_grad_bytes = 4.0 * nmoe_stage * (l.experts / l.ep) * (2.0 * C * F + F + C);
-    if (l.ep > 1) {
-      double bw = group_bw(job, &l, GROUP_EP, job->cal.dp_bw);
-      double rows = tokens * l.top_k;
-      double t = 4.0 * (lat + rows * C * es * (l.ep - 1) / l.ep / bw) + lat;
-      int most = 0; /* the stage with the most MoE layers sets the pace */
-      for (int s = 0; s < l.pp; s++) {
-        int c = 0;
-        for (int k = 0; k < layers_stage; k++)
-          c += layer_is_moe(&l, s * layers_stage + k);
-        if (c > most) most = c;
-      }
-      out->ep_s = (double)M * most * t;
-    }
-  }
-  int n = l.dp * l.cp;
-  if (n > 1 && !trainer)
-    out->grad_sync_s = framework_sync(job, &l, out->mem_stage, t_mb, lat);
-  else if (n > 1) {
-    double bw = group_bw(job, &l, GROUP_DP, job->cal.dp_bw);
-    mm_layout unsharded = l;
-    unsharded.zero = 0;
-    mm_breakdown u;
-    if (mm_rank_memory(&unsharded, out->mem_stage, &u, err, errlen) != 0) return -1;
-    /* fp32 gradients of the stage's dense weights (the experts' go over EDP, below) */
-    double grad_bytes = (double)u.gradients - expert_grad_bytes;
-    double buckets = fmax(1.0, grad_bytes / (l.bucket_mb * 1048576.0));
-    double sync = buckets * lat + grad_bytes * 2.0 * (n - 1) / n / bw; /* RS + AG = AR */
-    double exposed = sync;
-    if (job->overlap) /* buckets go while the last micro-batch's backward runs */
-      exposed = fmax(0.0, sync - (2.0 / 3.0) * t_mb);
-    if (l.zero >= 3) /* parameters gathered again in forward, prefetched over compute */
-      exposed += fmax(0.0, grad_bytes * (n - 1) / n / bw - (1.0 / 3.0) * t_mb * M);
-    out->grad_sync_s = exposed;
-  }
-  int edp = l.experts > 0 ? l.dp / l.ep : 1;
-  if (edp > 1 && expert_grad_bytes > 0) { /* after backward, on the compute stream */
-    double bw = group_bw(job, &l, GROUP_DP, job->cal.dp_bw);
-    out->grad_sync_s += lat + expert_grad_bytes * 2.0 * (edp - 1) / edp / bw;
-  }
+  if (plan_communication(job, &l, t_mb, rate, out, err, errlen) != 0) return -1;
+
   /* descheduled waits: ranks outnumbering cores reach each collective at times as
    * different as their turns on the cores; the waits are the calibrated share of the
    * compute, scaled by the time a rank is off a core, 1 - share (a pipeline's stages wait

@@ -172,4 +172,19 @@ void plan_calibration_fit_host(plan_job *job);
  * of layout l, per TP rank: what the calibration divides by its measured compute time. */
 double plan_stage_flops_per_microbatch(const mm_layout *l, int stage);
 
+/* The exposed communication of a layout (plan_comm.c): fills out's tp_s, cp_s, pp_s, ep_s and
+ * grad_sync_s for layout l (job's devices, calibration and overlap), given the critical stage's
+ * micro-batch time t_mb, the achieved FLOP rate per rank `rate` (CP's ring hides behind the
+ * attention at that rate) and out->mem_stage (the stage whose gradients are synchronized).
+ * Returns 0, or -1 with a message. */
+int plan_communication(const plan_job *job, const mm_layout *l, double t_mb, double rate,
+                       plan_result *out, char *err, size_t errlen);
+
+/* Shared by the compute and communication models (plan_model.c): whether global layer `layer`
+ * is a mixture of experts (trainer/config.c: config_layer_is_moe), the MLP width, and the
+ * attention FLOPs (QK^T and PV) of one layer's forward for `tokens` tokens on one TP rank. */
+int plan_layer_is_moe(const mm_layout *l, int layer);
+double plan_ffn(const mm_layout *l);
+double plan_attention_flops(const mm_layout *l, double tokens);
+
 #endif /* SSA_PLAN_H */
