@@ -1,6 +1,7 @@
 /*
- * analyze.c — runs the whole analysis of a loaded run: the per-rank metrics
- * (breakdown.c) on a pool of threads, one task per rank, then the cross-rank
+ * analyze.c — runs the whole analysis of a loaded run: each rank's summary
+ * (rank_summary.c), the pipeline waits, the per-rank metrics (breakdown.c) on
+ * a pool of threads, one task per rank, then the cross-rank
  * parts in order: collectives and stragglers, the kernel table, run
  * metadata (step times, MFU/HFU, memory, schedule). Owns the analysis
  * result and its warnings (thread-safe: workers may warn).
@@ -33,6 +34,20 @@ int ssa_analysis_warn(ssa_analysis *a, const char *fmt, ...) {
   pthread_mutex_unlock(&warn_lock);
   va_end(ap);
   return rc;
+}
+
+/* One rank's summary, what the cross-rank pass reads of it (a job of ssa_parallel_for). */
+static void summarize_rank(void *ctx, size_t i) {
+  ssa_analysis *a = ctx;
+  ssa_rank_result *rr = &a->ranks[i];
+  rr->error = ssa_rank_summarize(rr->rank, &rr->summary);
+}
+
+/* The first error a job left on a rank, 0 when none did. */
+static int first_rank_error(const ssa_analysis *a) {
+  for (size_t i = 0; i < a->nranks; i++)
+    if (a->ranks[i].error) return a->ranks[i].error;
+  return 0;
 }
 
 /* One rank's metrics (a job of ssa_parallel_for). */
@@ -72,14 +87,12 @@ int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, ste
     }
     return rc;
   }
+  size_t workers = ssa_workers(a->nranks, a->opt.threads);
+  ssa_parallel_for(a->nranks, workers, summarize_rank, a);
+  if ((rc = first_rank_error(a)) != 0) goto fail;
   if ((rc = ssa_find_pipeline_waits(a)) != 0) goto fail;
-  ssa_parallel_for(a->nranks, ssa_workers(a->nranks, a->opt.threads), analyze_rank, a);
-  for (size_t i = 0; i < a->nranks; i++) {
-    if (a->ranks[i].error) {
-      rc = a->ranks[i].error;
-      goto fail;
-    }
-  }
+  ssa_parallel_for(a->nranks, workers, analyze_rank, a);
+  if ((rc = first_rank_error(a)) != 0) goto fail;
   if (a->opt.rank >= 0) {
     int found = 0;
     for (size_t i = 0; i < a->nranks; i++)
@@ -161,6 +174,7 @@ int ssa_run_has_rank(const ssa_run *run, int rank) {
 void ssa_analysis_free(ssa_analysis *a) {
   for (size_t i = 0; i < a->nranks; i++) {
     ssa_rank_result *rr = &a->ranks[i];
+    ssa_rank_summary_free(&rr->summary);
     free(rr->steps);
     free(rr->windows);
     free(rr->lanes);

@@ -195,8 +195,34 @@ typedef struct ssa_rank_kstat {
   int64_t total, min, max;
 } ssa_rank_kstat;
 
+/* A collective record of a rank reduced to what the cross-rank pass reads (rank_summary.c):
+ * the instance it belongs to, what it moved and when its executing op ran. */
+typedef struct ssa_coll_rec {
+  uint64_t comm_id, seq, bytes;
+  int64_t start, end; /* its executing op's times when linked, else the record's (trace clock) */
+  uint32_t op, flags, comm_rank, comm_size;
+  uint32_t name; /* communicator name: id in the summary's names, 0 none */
+} ssa_coll_rec;
+
+/* What the cross-rank pass reads of a rank instead of its events (rank_summary.c; docs/scale.md):
+ * made from the loaded rank before the per-rank metrics, it outlives the rank's events. Today the
+ * collective matching and the pipeline waits read only this. */
+typedef struct ssa_rank_summary {
+  int rank;            /* the rank number */
+  int64_t offset_ns;   /* the clock alignment's offset (aligned = trace time + offset_ns) */
+  int pipeline_stage;  /* ssa_rank_pipeline_stage: -1 not in a pipeline */
+  ssa_coll_rec *colls; /* one per collective record, in the rank's order (same indices) */
+  size_t ncolls;
+  ssa_strtab names; /* communicator names */
+} ssa_rank_summary;
+
+/* Reduces a loaded, aligned rank to its summary. 0 or STEPSCOPE_E_NOMEM (nothing to free then). */
+int ssa_rank_summarize(const ssa_rank *r, ssa_rank_summary *s);
+void ssa_rank_summary_free(ssa_rank_summary *s);
+
 typedef struct ssa_rank_result {
   const ssa_rank *rank;
+  ssa_rank_summary summary; /* what the cross-rank pass reads of the rank */
   size_t rank_index;
   ssa_step *steps; /* selected steps, by number */
   size_t nsteps;
@@ -554,6 +580,16 @@ int ssa_build_kernel_table(ssa_analysis *a);
 int ssa_read_run_metadata(ssa_analysis *a);
 /* Expert load imbalance per step from the trainer's moe.load marks (moe_load.c). */
 int ssa_moe_load(ssa_analysis *a);
+
+/* The collective records of every rank's summary as members of their instances, sorted by
+ * ssa_cmp_coll_member (rank_summary.c; *out NULL when there are none). 0 or STEPSCOPE_E_NOMEM. */
+int ssa_summary_coll_members(const ssa_analysis *a, ssa_coll_member **out, size_t *n);
+
+/* A summary's trace time converted to the run's aligned, origin-relative time. */
+static inline int64_t ssa_summary_rel_time(const ssa_analysis *a, const ssa_rank_summary *s,
+                                           int64_t t) {
+  return t + s->offset_ns - a->run->origin;
+}
 
 /* busbw factor of SPEC §4 for an op on n ranks. */
 double ssa_busbw_factor(uint32_t op, uint32_t n);

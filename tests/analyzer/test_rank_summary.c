@@ -1,0 +1,276 @@
+/*
+ * test_rank_summary.c — the cross-rank steps on the ranks' summaries alone (rank_summary.c,
+ * docs/scale.md): for generated runs of several layouts (random runs with clock spread,
+ * missing members, CPU-backend and mixed ranks, uneven all-to-alls, collectives found by
+ * name only; 1F1B and AFAB pipelines; a `--scale` run of TP x PP x DP with stragglers), the
+ * run is analysed as `analyze` does; then the pipeline waits and the collective matching run
+ * again on a fresh analysis that holds only each rank's summary and its totals window, with
+ * every rank's ops and collective records taken away. Both must give the same instances,
+ * summaries, late arrivals, per-rank collective counts and waits, per-record wait ends and
+ * transfers, and warnings. Each summary's records are also checked against the rank's.
+ *
+ * usage: test_rank_summary CASE   (random | pipeline | scale | all)
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ssa_import.h"
+#include "ssa_metrics.h"
+#include "stepscope_gen.h"
+
+static int failures;
+static const char *cur_case;
+
+#define CHECK(cond, ...)                                                                           \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      if (failures < 40) {                                                                         \
+        fprintf(stderr, "FAIL %s: ", cur_case);                                                    \
+        fprintf(stderr, __VA_ARGS__);                                                              \
+        fputc('\n', stderr);                                                                       \
+      }                                                                                            \
+      failures++;                                                                                  \
+    }                                                                                              \
+  } while (0)
+
+/* Each summary record is its rank's record with the executing op's times. */
+static void check_summary_records(const ssa_analysis *a) {
+  for (size_t i = 0; i < a->nranks; i++) {
+    const ssa_rank *r = a->ranks[i].rank;
+    const ssa_rank_summary *s = &a->ranks[i].summary;
+    CHECK(s->ncolls == r->ncolls, "rank %d: %zu summary records, %zu records", r->rank, s->ncolls,
+          r->ncolls);
+    CHECK(s->rank == r->rank && s->offset_ns == r->offset_ns, "rank %d: identity", r->rank);
+    CHECK(s->pipeline_stage == ssa_rank_pipeline_stage(r), "rank %d: stage", r->rank);
+    for (size_t j = 0; j < s->ncolls && j < r->ncolls; j++) {
+      const ssa_coll *c = &r->colls[j];
+      const ssa_coll_rec *x = &s->colls[j];
+      int64_t start = c->op_index != SSA_NONE ? r->ops[c->op_index].start : c->start;
+      int64_t end = c->op_index != SSA_NONE ? r->ops[c->op_index].end : c->end;
+      CHECK(x->comm_id == c->comm_id && x->seq == c->seq && x->bytes == c->bytes &&
+                x->op == c->op && x->flags == c->flags && x->comm_rank == c->comm_rank &&
+                x->comm_size == c->comm_size && x->start == start && x->end == end &&
+                !strcmp(ssa_strtab_get(&s->names, x->name), ssa_rank_str(r, c->name)),
+            "rank %d record %zu differs from its summary", r->rank, j);
+    }
+  }
+}
+
+static int same_i64s(const int64_t *x, const int64_t *y, size_t n) {
+  if (!x || !y) return x == y;
+  return memcmp(x, y, n * sizeof *x) == 0;
+}
+
+/* The pipeline waits and the matching again, on summaries only; compared with `ref`. */
+static void check_cross_rank_on_summaries(ssa_run *run, const ssa_analysis *ref) {
+  ssa_analysis b;
+  memset(&b, 0, sizeof b);
+  b.run = run;
+  b.opt = ref->opt;
+  b.launch_gap_ns = ref->launch_gap_ns;
+  ssa_strtab_init(&b.names);
+  CHECK(ssa_strtab_intern(&b.names, "x", 1) != 0, "intern");
+  b.nranks = ref->nranks;
+  b.ranks = calloc(b.nranks, sizeof *b.ranks);
+  ssa_rank *hidden = malloc(run->nranks * sizeof *hidden);
+  if (!b.ranks || !hidden) {
+    CHECK(0, "out of memory");
+    free(b.ranks);
+    free(hidden);
+    ssa_strtab_free(&b.names);
+    return;
+  }
+  for (size_t i = 0; i < b.nranks; i++) {
+    ssa_rank_result *rr = &b.ranks[i];
+    rr->rank = &run->ranks[i];
+    rr->rank_index = i;
+    rr->stage = -1;
+    rr->totals = ref->ranks[i].totals; /* the per-rank pass's result the matching reads */
+    CHECK(ssa_rank_summarize(&run->ranks[i], &rr->summary) == 0, "summarize rank %zu", i);
+  }
+  /* the ranks' events go away: what the cross-rank steps read must be in the summaries */
+  memcpy(hidden, run->ranks, run->nranks * sizeof *hidden);
+  for (size_t i = 0; i < run->nranks; i++) {
+    ssa_rank *r = &run->ranks[i];
+    r->ops = NULL;
+    r->nops = 0;
+    r->colls = NULL;
+    r->ncolls = 0;
+    r->apis = NULL;
+    r->napis = 0;
+    r->ranges = NULL;
+    r->nranges = 0;
+  }
+  int rc = ssa_find_pipeline_waits(&b);
+  if (rc == 0) rc = ssa_match_collectives(&b);
+  memcpy(run->ranks, hidden, run->nranks * sizeof *hidden);
+  free(hidden);
+  CHECK(rc == 0, "cross-rank steps on summaries: %s", stepscope_status_name(rc));
+
+  CHECK(b.ncolls == ref->ncolls, "%zu instances on summaries, %zu from the run", b.ncolls,
+        ref->ncolls);
+  for (size_t k = 0; k < b.ncolls && k < ref->ncolls; k++) {
+    ssa_coll_instance x = b.colls[k], y = ref->colls[k];
+    CHECK(!strcmp(ssa_name(&b, x.group), ssa_name(ref, y.group)), "instance %zu group", k);
+    x.group = y.group = 0;
+    CHECK(!memcmp(&x, &y, sizeof x), "instance %zu (comm %llx seq %llu) differs", k,
+          (unsigned long long)y.comm_id, (unsigned long long)y.seq);
+  }
+  CHECK(b.ncoll_summaries == ref->ncoll_summaries, "%zu summaries, %zu", b.ncoll_summaries,
+        ref->ncoll_summaries);
+  for (size_t k = 0; k < b.ncoll_summaries && k < ref->ncoll_summaries; k++)
+    CHECK(!memcmp(&b.coll_summaries[k], &ref->coll_summaries[k], sizeof b.coll_summaries[k]),
+          "summary row %zu differs", k);
+  CHECK(b.nlates == ref->nlates, "%zu late arrivals, %zu", b.nlates, ref->nlates);
+  for (size_t k = 0; k < b.nlates && k < ref->nlates; k++)
+    CHECK(!memcmp(&b.lates[k], &ref->lates[k], sizeof b.lates[k]), "late arrival %zu differs", k);
+  CHECK(b.colls_incomplete == ref->colls_incomplete && b.colls_inferred == ref->colls_inferred &&
+            b.colls_refused == ref->colls_refused,
+        "incomplete/inferred/refused counts");
+  for (size_t i = 0; i < b.nranks; i++) {
+    const ssa_rank_result *x = &b.ranks[i], *y = &ref->ranks[i];
+    size_t n = x->summary.ncolls;
+    CHECK(x->stage_of_waits == y->stage_of_waits && x->coll_count == y->coll_count &&
+              x->coll_wait == y->coll_wait && x->coll_caused == y->coll_caused &&
+              x->coll_last == y->coll_last && x->coll_schedule_wait == y->coll_schedule_wait,
+          "rank index %zu: collective counts or waits differ", i);
+    CHECK(same_i64s(x->coll_wait_end, y->coll_wait_end, n), "rank index %zu: wait ends", i);
+    CHECK(same_i64s(x->coll_transfer, y->coll_transfer, n), "rank index %zu: transfers", i);
+  }
+  size_t nw = 0; /* the matching's warnings are the first of the reference's after the ranks' */
+  for (size_t k = 0; k < ref->nwarnings && nw < b.nwarnings; k++)
+    if (!strcmp(ref->warnings[k], b.warnings[nw])) nw++;
+  CHECK(nw == b.nwarnings, "%zu of %zu warnings found in the reference", nw, b.nwarnings);
+  if (b.ncolls == 0 && ref->ncolls == 0) CHECK(0, "the case has no collective instance");
+  ssa_analysis_free(&b);
+}
+
+static void check_dir(const char *name, const char *dir) {
+  cur_case = name;
+  ssa_run run;
+  stepscope_error e;
+  ssa_load_options lo = {2, 0};
+  if (ssa_run_load(&run, dir, &lo, &e)) {
+    CHECK(0, "load: %s", e.message);
+    return;
+  }
+  ssa_analysis an;
+  ssa_options opt;
+  ssa_options_default(&opt);
+  opt.threads = 2;
+  if (ssa_analyze(&run, &opt, &an, &e)) {
+    CHECK(0, "analyze: %s", e.message);
+  } else {
+    check_summary_records(&an);
+    check_cross_rank_on_summaries(&run, &an);
+    ssa_analysis_free(&an);
+  }
+  ssa_run_free(&run);
+}
+
+static void remove_dir(const char *dir) {
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
+
+static void check_built(const char *name, gen_run *g) {
+  char dir[] = "/tmp/ssa-summary-XXXXXX";
+  char err[600];
+  cur_case = name;
+  if (!mkdtemp(dir)) {
+    CHECK(0, "mkdtemp");
+  } else if (gen_write(g, dir, err, sizeof err)) {
+    CHECK(0, "write: %s", err);
+  } else
+    check_dir(name, dir);
+  gen_free(g);
+  remove_dir(dir);
+}
+
+static void check_scenario(const char *name, const gen_scenario *sc) {
+  gen_run g;
+  cur_case = name;
+  if (gen_build(&g, sc)) {
+    CHECK(0, "gen_build");
+    return;
+  }
+  check_built(name, &g);
+}
+
+static void random_cases(void) {
+  static const struct {
+    const char *name;
+    int pipeline, missing_member, cpu_backend, alltoall, name_only_nccl;
+  } cases[] = {
+      {"random.plain", 0, 0, 0, 0, 0},    {"random.pipeline", 1, 0, 0, 0, 0},
+      {"random.missing", 0, 1, 0, 0, 0},  {"random.cpu_mixed", 0, 0, 2, 0, 0},
+      {"random.alltoall", 0, 0, 0, 1, 0}, {"random.name_only", 0, 0, 0, 0, 1},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+      gen_scenario sc;
+      gen_scenario_default(&sc);
+      sc.seed = seed * 7919 + c;
+      sc.nranks = 4;
+      sc.nsteps = 3;
+      sc.comm = 6;
+      sc.clock_spread = 3000000;
+      sc.pipeline = cases[c].pipeline;
+      sc.missing_member = cases[c].missing_member;
+      sc.cpu_backend = cases[c].cpu_backend;
+      sc.alltoall = cases[c].alltoall;
+      sc.name_only_nccl = cases[c].name_only_nccl;
+      check_scenario(cases[c].name, &sc);
+    }
+}
+
+static void pipeline_cases(void) {
+  for (int schedule = 1; schedule <= 2; schedule++)
+    for (int nranks = 2; nranks <= 4; nranks += 2) {
+      gen_scenario sc;
+      gen_scenario_default(&sc);
+      sc.seed = (uint64_t)(schedule * 31 + nranks);
+      sc.nranks = nranks;
+      sc.nsteps = 3;
+      sc.pipeline_schedule = schedule;
+      check_scenario(schedule == 1 ? "pipeline.1f1b" : "pipeline.afab", &sc);
+    }
+}
+
+static void scale_case(void) {
+  cur_case = "scale";
+  char dir[] = "/tmp/ssa-summary-XXXXXX";
+  if (!mkdtemp(dir)) {
+    CHECK(0, "mkdtemp");
+    return;
+  }
+  gen_scale s;
+  gen_scale_default(&s);
+  s.nranks = 32;
+  s.events_per_rank = 1500;
+  s.nsteps = 4;
+  s.tp = 2;
+  s.pp = 4;
+  s.microbatches = 4;
+  s.stragglers = 2;
+  char err[600];
+  uint64_t events = 0;
+  if (gen_scale_layout(&s) || gen_scale_write(&s, dir, &events, err, sizeof err))
+    CHECK(0, "scale run: %s", err);
+  else
+    check_dir("scale", dir);
+  remove_dir(dir);
+}
+
+int main(int argc, char **argv) {
+  const char *which = argc > 1 ? argv[1] : "all";
+  int all = !strcmp(which, "all");
+  if (all || !strcmp(which, "random")) random_cases();
+  if (all || !strcmp(which, "pipeline")) pipeline_cases();
+  if (all || !strcmp(which, "scale")) scale_case();
+  if (failures) fprintf(stderr, "%d failures\n", failures);
+  return failures ? 1 : 0;
+}
