@@ -3,11 +3,13 @@
  * docs/scale.md): for generated runs of several layouts (random runs with clock spread,
  * missing members, CPU-backend and mixed ranks, uneven all-to-alls, collectives found by
  * name only; 1F1B and AFAB pipelines; a `--scale` run of TP x PP x DP with stragglers), the
- * run is analysed as `analyze` does; then the pipeline waits and the collective matching run
- * again on a fresh analysis that holds only each rank's summary and its totals window, with
- * every rank's ops and collective records taken away. Both must give the same instances,
- * summaries, late arrivals, per-rank collective counts and waits, per-record wait ends and
- * transfers, and warnings. Each summary's records are also checked against the rank's.
+ * run is analysed as `analyze` does; then the pipeline waits, the collective matching and
+ * the kernel table run again on a fresh analysis that holds only what the per-rank pass left
+ * (each rank's summary, totals window and kernel statistics), with every rank's ops,
+ * collective records, API calls, ranges and strings taken away. Both must give the same
+ * instances, summaries, late arrivals, per-rank collective counts and waits, per-record wait
+ * ends and transfers, kernel rows and warnings. Each summary's records are also checked against the
+ * rank's records and ops.
  *
  * usage: test_rank_summary CASE   (random | pipeline | scale | all)
  */
@@ -63,8 +65,9 @@ static int same_i64s(const int64_t *x, const int64_t *y, size_t n) {
   return memcmp(x, y, n * sizeof *x) == 0;
 }
 
-/* The pipeline waits and the matching again, on summaries only; compared with `ref`. */
-static void check_cross_rank_on_summaries(ssa_run *run, const ssa_analysis *ref) {
+/* The pipeline waits, the matching and the kernel table again, on summaries only (taken from
+ * `ref` with the kernel statistics); compared with `ref`. */
+static void check_cross_rank_on_summaries(ssa_run *run, ssa_analysis *ref) {
   ssa_analysis b;
   memset(&b, 0, sizeof b);
   b.run = run;
@@ -87,8 +90,14 @@ static void check_cross_rank_on_summaries(ssa_run *run, const ssa_analysis *ref)
     rr->rank = &run->ranks[i];
     rr->rank_index = i;
     rr->stage = -1;
-    rr->totals = ref->ranks[i].totals; /* the per-rank pass's result the matching reads */
-    CHECK(ssa_rank_summarize(&run->ranks[i], &rr->summary) == 0, "summarize rank %zu", i);
+    /* what the per-rank pass leaves for the cross-rank pass */
+    rr->totals = ref->ranks[i].totals;
+    rr->summary = ref->ranks[i].summary;
+    rr->kstats = ref->ranks[i].kstats;
+    rr->nkstats = ref->ranks[i].nkstats;
+    memset(&ref->ranks[i].summary, 0, sizeof ref->ranks[i].summary);
+    ref->ranks[i].kstats = NULL;
+    ref->ranks[i].nkstats = 0;
   }
   /* the ranks' events go away: what the cross-rank steps read must be in the summaries */
   memcpy(hidden, run->ranks, run->nranks * sizeof *hidden);
@@ -102,9 +111,11 @@ static void check_cross_rank_on_summaries(ssa_run *run, const ssa_analysis *ref)
     r->napis = 0;
     r->ranges = NULL;
     r->nranges = 0;
+    ssa_strtab_init(&r->strings);
   }
   int rc = ssa_find_pipeline_waits(&b);
   if (rc == 0) rc = ssa_match_collectives(&b);
+  if (rc == 0) rc = ssa_build_kernel_table(&b);
   memcpy(run->ranks, hidden, run->nranks * sizeof *hidden);
   free(hidden);
   CHECK(rc == 0, "cross-rank steps on summaries: %s", stepscope_status_name(rc));
@@ -139,11 +150,20 @@ static void check_cross_rank_on_summaries(ssa_run *run, const ssa_analysis *ref)
     CHECK(same_i64s(x->coll_wait_end, y->coll_wait_end, n), "rank index %zu: wait ends", i);
     CHECK(same_i64s(x->coll_transfer, y->coll_transfer, n), "rank index %zu: transfers", i);
   }
+  CHECK(b.nkernels == ref->nkernels && b.kernel_time_total == ref->kernel_time_total,
+        "%zu kernel rows, %zu", b.nkernels, ref->nkernels);
+  for (size_t k = 0; k < b.nkernels && k < ref->nkernels; k++) {
+    ssa_kernel_row x = b.kernels[k], y = ref->kernels[k];
+    CHECK(!strcmp(ssa_name(&b, x.name), ssa_name(ref, y.name)), "kernel row %zu name", k);
+    x.name = y.name = 0;
+    CHECK(!memcmp(&x, &y, sizeof x), "kernel row %zu differs", k);
+  }
   size_t nw = 0; /* the matching's warnings are the first of the reference's after the ranks' */
   for (size_t k = 0; k < ref->nwarnings && nw < b.nwarnings; k++)
     if (!strcmp(ref->warnings[k], b.warnings[nw])) nw++;
   CHECK(nw == b.nwarnings, "%zu of %zu warnings found in the reference", nw, b.nwarnings);
   if (b.ncolls == 0 && ref->ncolls == 0) CHECK(0, "the case has no collective instance");
+  if (b.nkernels == 0 && ref->nkernels == 0) CHECK(0, "the case has no kernel");
   ssa_analysis_free(&b);
 }
 

@@ -188,7 +188,7 @@ static inline void ssa_cover_op(ssa_cover *c, const ssa_rank *r, const ssa_op *o
 /* Feeds every op of a rank (sorted by start) and finishes. */
 void ssa_cover_rank(ssa_cover *c, const ssa_rank *r, int pipeline);
 
-/* Kernel statistics of one rank, by the rank's string id. */
+/* Kernel statistics of one rank; name: id in the rank's summary names (ssa_rank_summary). */
 typedef struct ssa_rank_kstat {
   uint32_t name, comm;
   uint64_t count;
@@ -206,14 +206,14 @@ typedef struct ssa_coll_rec {
 
 /* What the cross-rank pass reads of a rank instead of its events (rank_summary.c; docs/scale.md):
  * made from the loaded rank before the per-rank metrics, it outlives the rank's events. Today the
- * collective matching and the pipeline waits read only this. */
+ * collective matching, the pipeline waits and the kernel table read only this. */
 typedef struct ssa_rank_summary {
   int rank;            /* the rank number */
   int64_t offset_ns;   /* the clock alignment's offset (aligned = trace time + offset_ns) */
   int pipeline_stage;  /* ssa_rank_pipeline_stage: -1 not in a pipeline */
   ssa_coll_rec *colls; /* one per collective record, in the rank's order (same indices) */
   size_t ncolls;
-  ssa_strtab names; /* communicator names */
+  ssa_strtab names; /* communicator and kernel names (ssa_rank_kstat.name) */
 } ssa_rank_summary;
 
 /* Reduces a loaded, aligned rank to its summary. 0 or STEPSCOPE_E_NOMEM (nothing to free then). */
