@@ -3,13 +3,14 @@
  * docs/scale.md): for generated runs of several layouts (random runs with clock spread,
  * missing members, CPU-backend and mixed ranks, uneven all-to-alls, collectives found by
  * name only; 1F1B and AFAB pipelines; a `--scale` run of TP x PP x DP with stragglers), the
- * run is analysed as `analyze` does; then the pipeline waits, the collective matching and
- * the kernel table run again on a fresh analysis that holds only what the per-rank pass left
- * (each rank's summary, totals window and kernel statistics), with every rank's ops,
- * collective records, API calls, ranges and strings taken away. Both must give the same
- * instances, summaries, late arrivals, per-rank collective counts and waits, per-record wait
- * ends and transfers, kernel rows and warnings. Each summary's records are also checked against the
- * rank's records and ops.
+ * run is analysed as `analyze` does; then the analysis runs again in its phases, per-rank
+ * steps (summary; metrics and pipeline items; bubble transfers) with the ranks' events and
+ * cross-rank steps (pipeline waits; collective matching; kernel table and the bubble's schedule
+ * simulation) with every rank's ops, collective records, API calls, ranges and strings taken
+ * away. Both must give the same instances, summaries, late arrivals, per-rank collective
+ * counts and waits, per-record wait ends and transfers, kernel rows, windows (bubble causes
+ * included) and warnings. Each summary's records are also checked against the rank's records
+ * and ops.
  *
  * usage: test_rank_summary CASE   (random | pipeline | scale | all)
  */
@@ -24,6 +25,7 @@
 
 static int failures;
 static const char *cur_case;
+static size_t simulated_windows; /* pipeline windows whose bubble the schedule split */
 
 #define CHECK(cond, ...)                                                                           \
   do {                                                                                             \
@@ -65,42 +67,10 @@ static int same_i64s(const int64_t *x, const int64_t *y, size_t n) {
   return memcmp(x, y, n * sizeof *x) == 0;
 }
 
-/* The pipeline waits, the matching and the kernel table again, on summaries only (taken from
- * `ref` with the kernel statistics); compared with `ref`. */
-static void check_cross_rank_on_summaries(ssa_run *run, ssa_analysis *ref) {
-  ssa_analysis b;
-  memset(&b, 0, sizeof b);
-  b.run = run;
-  b.opt = ref->opt;
-  b.launch_gap_ns = ref->launch_gap_ns;
-  ssa_strtab_init(&b.names);
-  CHECK(ssa_strtab_intern(&b.names, "x", 1) != 0, "intern");
-  b.nranks = ref->nranks;
-  b.ranks = calloc(b.nranks, sizeof *b.ranks);
-  ssa_rank *hidden = malloc(run->nranks * sizeof *hidden);
-  if (!b.ranks || !hidden) {
-    CHECK(0, "out of memory");
-    free(b.ranks);
-    free(hidden);
-    ssa_strtab_free(&b.names);
-    return;
-  }
-  for (size_t i = 0; i < b.nranks; i++) {
-    ssa_rank_result *rr = &b.ranks[i];
-    rr->rank = &run->ranks[i];
-    rr->rank_index = i;
-    rr->stage = -1;
-    /* what the per-rank pass leaves for the cross-rank pass */
-    rr->totals = ref->ranks[i].totals;
-    rr->summary = ref->ranks[i].summary;
-    rr->kstats = ref->ranks[i].kstats;
-    rr->nkstats = ref->ranks[i].nkstats;
-    memset(&ref->ranks[i].summary, 0, sizeof ref->ranks[i].summary);
-    ref->ranks[i].kstats = NULL;
-    ref->ranks[i].nkstats = 0;
-  }
-  /* the ranks' events go away: what the cross-rank steps read must be in the summaries */
-  memcpy(hidden, run->ranks, run->nranks * sizeof *hidden);
+/* Takes every rank's events and strings away (into `saved`), or puts them back: what a
+ * cross-rank step reads while they are away must be in the summaries. */
+static void hide_events(ssa_run *run, ssa_rank *saved) {
+  memcpy(saved, run->ranks, run->nranks * sizeof *saved);
   for (size_t i = 0; i < run->nranks; i++) {
     ssa_rank *r = &run->ranks[i];
     r->ops = NULL;
@@ -113,11 +83,83 @@ static void check_cross_rank_on_summaries(ssa_run *run, ssa_analysis *ref) {
     r->nranges = 0;
     ssa_strtab_init(&r->strings);
   }
-  int rc = ssa_find_pipeline_waits(&b);
-  if (rc == 0) rc = ssa_match_collectives(&b);
-  if (rc == 0) rc = ssa_build_kernel_table(&b);
-  memcpy(run->ranks, hidden, run->nranks * sizeof *hidden);
-  free(hidden);
+}
+
+static void restore_events(ssa_run *run, const ssa_rank *saved) {
+  memcpy(run->ranks, saved, run->nranks * sizeof *saved);
+}
+
+/* Runs one per-rank step on every rank (events present); the first error. */
+static int per_rank(ssa_analysis *b, int (*step)(ssa_analysis *b, ssa_rank_result *rr)) {
+  for (size_t i = 0; i < b->nranks; i++) {
+    int rc = step(b, &b->ranks[i]);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+static int summarize(ssa_analysis *b, ssa_rank_result *rr) {
+  (void)b;
+  return ssa_rank_summarize(rr->rank, &rr->summary);
+}
+
+static int metrics(ssa_analysis *b, ssa_rank_result *rr) {
+  int rc = ssa_analyze_rank(b, rr);
+  if (rc == 0 && rr->pipeline && rr->stage >= 0) rc = ssa_rank_pipeline_items(b, rr);
+  return rc;
+}
+
+static int transfers(ssa_analysis *b, ssa_rank_result *rr) {
+  (void)b;
+  return rr->pipeline ? ssa_rank_bubble_transfers(rr) : 0;
+}
+
+/* The analysis again in its phases, each cross-rank step with the ranks' events and strings
+ * taken away; compared with `ref` (ssa_analyze's). */
+static void check_cross_rank_on_summaries(ssa_run *run, const ssa_analysis *ref) {
+  ssa_analysis b;
+  memset(&b, 0, sizeof b);
+  b.run = run;
+  b.opt = ref->opt;
+  b.launch_gap_ns = ref->launch_gap_ns;
+  ssa_strtab_init(&b.names);
+  CHECK(ssa_strtab_intern(&b.names, "x", 1) != 0, "intern");
+  b.nranks = ref->nranks;
+  b.ranks = calloc(b.nranks, sizeof *b.ranks);
+  ssa_rank *saved = malloc(run->nranks * sizeof *saved);
+  if (!b.ranks || !saved) {
+    CHECK(0, "out of memory");
+    free(b.ranks);
+    free(saved);
+    ssa_strtab_free(&b.names);
+    return;
+  }
+  for (size_t i = 0; i < b.nranks; i++) {
+    b.ranks[i].rank = &run->ranks[i];
+    b.ranks[i].rank_index = i;
+    b.ranks[i].stage = -1;
+  }
+  int rc = per_rank(&b, summarize);
+  if (rc == 0) {
+    hide_events(run, saved);
+    rc = ssa_find_pipeline_waits(&b);
+    restore_events(run, saved);
+  }
+  if (rc == 0) rc = per_rank(&b, metrics);
+  if (rc == 0) {
+    hide_events(run, saved);
+    rc = ssa_match_collectives(&b);
+    restore_events(run, saved);
+  }
+  if (rc == 0) rc = per_rank(&b, transfers);
+  if (rc == 0) rc = ssa_read_run_metadata(&b); /* the ranks' metadata: the schedule */
+  if (rc == 0) {
+    hide_events(run, saved);
+    rc = ssa_build_kernel_table(&b);
+    if (rc == 0) rc = ssa_bubble_causes(&b);
+    restore_events(run, saved);
+  }
+  free(saved);
   CHECK(rc == 0, "cross-rank steps on summaries: %s", stepscope_status_name(rc));
 
   CHECK(b.ncolls == ref->ncolls, "%zu instances on summaries, %zu from the run", b.ncolls,
@@ -149,6 +191,15 @@ static void check_cross_rank_on_summaries(ssa_run *run, ssa_analysis *ref) {
           "rank index %zu: collective counts or waits differ", i);
     CHECK(same_i64s(x->coll_wait_end, y->coll_wait_end, n), "rank index %zu: wait ends", i);
     CHECK(same_i64s(x->coll_transfer, y->coll_transfer, n), "rank index %zu: transfers", i);
+    CHECK(x->nsteps == y->nsteps && !memcmp(&x->totals, &y->totals, sizeof x->totals),
+          "rank index %zu: totals window differs", i);
+    for (size_t k = 0; k < y->nsteps; k++)
+      simulated_windows += y->windows[k].schedule_idle >= 0;
+    for (size_t k = 0; k < x->nsteps && k < y->nsteps; k++)
+      CHECK(!memcmp(&x->windows[k], &y->windows[k], sizeof x->windows[k]),
+            "rank index %zu: window of step %lld differs (bubble causes %lld %lld)", i,
+            (long long)y->windows[k].step, (long long)x->windows[k].bubble_cause[0],
+            (long long)y->windows[k].bubble_cause[0]);
   }
   CHECK(b.nkernels == ref->nkernels && b.kernel_time_total == ref->kernel_time_total,
         "%zu kernel rows, %zu", b.nkernels, ref->nkernels);
@@ -289,7 +340,11 @@ int main(int argc, char **argv) {
   const char *which = argc > 1 ? argv[1] : "all";
   int all = !strcmp(which, "all");
   if (all || !strcmp(which, "random")) random_cases();
-  if (all || !strcmp(which, "pipeline")) pipeline_cases();
+  if (all || !strcmp(which, "pipeline")) {
+    pipeline_cases();
+    cur_case = "pipeline";
+    CHECK(simulated_windows > 0, "no window's bubble was split by the schedule");
+  }
   if (all || !strcmp(which, "scale")) scale_case();
   if (failures) fprintf(stderr, "%d failures\n", failures);
   return failures ? 1 : 0;

@@ -53,7 +53,17 @@ static int first_rank_error(const ssa_analysis *a) {
 /* One rank's metrics (a job of ssa_parallel_for). */
 static void analyze_rank(void *ctx, size_t i) {
   ssa_analysis *a = ctx;
-  ssa_analyze_rank(a, &a->ranks[i]);
+  ssa_rank_result *rr = &a->ranks[i];
+  if (ssa_analyze_rank(a, rr) == 0 && rr->pipeline && rr->stage >= 0)
+    rr->error = ssa_rank_pipeline_items(a, rr);
+}
+
+/* One pipeline rank's bubble transfers, once the matching gave each record's transfer (a job of
+ * ssa_parallel_for). */
+static void measure_bubble_transfers(void *ctx, size_t i) {
+  ssa_analysis *a = ctx;
+  ssa_rank_result *rr = &a->ranks[i];
+  if (rr->pipeline) rr->error = ssa_rank_bubble_transfers(rr);
 }
 
 int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, stepscope_error *err) {
@@ -139,6 +149,8 @@ int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, ste
     }
   }
   if ((rc = ssa_match_collectives(a)) != 0) goto fail;
+  ssa_parallel_for(a->nranks, workers, measure_bubble_transfers, a);
+  if ((rc = first_rank_error(a)) != 0) goto fail;
   if ((rc = ssa_build_kernel_table(a)) != 0) goto fail;
   if ((rc = ssa_read_run_metadata(a)) != 0) goto fail;
   a->op_mfu.mfu = NAN; /* from the ops' FLOPs when the metadata has none (PyTorch traces) */

@@ -1,11 +1,12 @@
 /*
  * rank_summary.c — a rank reduced to what the cross-rank pass reads (docs/scale.md "The
- * design"): its number, clock offset and pipeline stage, and per collective record the
+ * design"): its number, clock offset, pipeline stage and layout, and per collective record the
  * instance it belongs to (comm_id, seq), what it moved, its communicator's name and the
  * start and end of the op that executed it (the record's own times when it has none). The
  * collective matching and the pipeline waits read these instead of the rank's ops and
  * records, so that a rank's events can be freed once it is summarised and its own metrics
- * are done.
+ * are done. The per-rank pass adds its kernel names (breakdown.c) and pipeline items
+ * (bubble_causes.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,10 @@ int ssa_rank_summarize(const ssa_rank *r, ssa_rank_summary *s) {
   s->rank = r->rank;
   s->offset_ns = r->offset_ns;
   s->pipeline_stage = ssa_rank_pipeline_stage(r);
+  const ssa_meta_layout *layout = &r->tmeta.layout;
+  s->layout[0] = (int)ssa_meta_or(layout->dp_rank, 0);
+  s->layout[1] = (int)ssa_meta_or(layout->cp_rank, 0);
+  s->layout[2] = (int)ssa_meta_or(layout->tp_rank, 0);
   ssa_strtab_init(&s->names);
   if (r->ncolls == 0) return 0;
   s->colls = malloc(r->ncolls * sizeof *s->colls);
@@ -48,6 +53,7 @@ int ssa_rank_summarize(const ssa_rank *r, ssa_rank_summary *s) {
 
 void ssa_rank_summary_free(ssa_rank_summary *s) {
   free(s->colls);
+  free(s->items);
   ssa_strtab_free(&s->names);
   memset(s, 0, sizeof *s);
 }

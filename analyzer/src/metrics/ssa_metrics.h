@@ -204,16 +204,30 @@ typedef struct ssa_coll_rec {
   uint32_t name; /* communicator name: id in the summary's names, 0 none */
 } ssa_coll_rec;
 
+/* A pipeline rank's "forward", "backward" or "backward_weight" host range of a selected step with
+ * its measured time (bubble_causes.c): what the schedule simulation reads of the rank. */
+typedef struct ssa_pipeline_item {
+  int64_t start, end; /* host range */
+  int pass;           /* 0 forward, 1 backward, 2 weight backward (zero bubble) */
+  int mb, chunk;
+  size_t step; /* index into the rank's selected steps */
+  int64_t dur; /* compute union + own host gaps */
+} ssa_pipeline_item;
+
 /* What the cross-rank pass reads of a rank instead of its events (rank_summary.c; docs/scale.md):
- * made from the loaded rank before the per-rank metrics, it outlives the rank's events. Today the
- * collective matching, the pipeline waits and the kernel table read only this. */
+ * made from the loaded rank before the per-rank metrics (the kernel names and pipeline items by
+ * the per-rank pass), it outlives the rank's events. The collective matching, the pipeline waits,
+ * the kernel table and the bubble's schedule simulation read only this of a rank. */
 typedef struct ssa_rank_summary {
   int rank;            /* the rank number */
   int64_t offset_ns;   /* the clock alignment's offset (aligned = trace time + offset_ns) */
   int pipeline_stage;  /* ssa_rank_pipeline_stage: -1 not in a pipeline */
   ssa_coll_rec *colls; /* one per collective record, in the rank's order (same indices) */
   size_t ncolls;
-  ssa_strtab names; /* communicator and kernel names (ssa_rank_kstat.name) */
+  ssa_strtab names;         /* communicator and kernel names (ssa_rank_kstat.name) */
+  int layout[3];            /* dp_rank, cp_rank, tp_rank (0 unknown): the pipeline it belongs to */
+  ssa_pipeline_item *items; /* pipeline ranks with a stage: items in trace order (per-rank pass) */
+  size_t nitems;
 } ssa_rank_summary;
 
 /* Reduces a loaded, aligned rank to its summary. 0 or STEPSCOPE_E_NOMEM (nothing to free then). */
@@ -562,7 +576,13 @@ int ssa_device_idle_gaps(const ssa_analysis *a, const ssa_rank_result *rr,
 
 /* Cross-rank parts. */
 int ssa_match_collectives(ssa_analysis *a);
-/* Splits every pipeline rank's bubble by cause (bubble_causes.c). */
+/* Bubble causes (bubble_causes.c), in three parts: the per-rank pass fills a pipeline rank's
+ * items (a rank with a stage) into its summary; after the matching, a second per-rank pass measures
+ * each pipeline window's transfer and host parts from the rank's ops (ssa_rank_bubble_transfers);
+ * ssa_bubble_causes then splits the rest of every pipeline rank's bubble by simulating the
+ * schedule on the summaries' items. 0 or STEPSCOPE_E_NOMEM. */
+int ssa_rank_pipeline_items(const ssa_analysis *a, ssa_rank_result *rr);
+int ssa_rank_bubble_transfers(ssa_rank_result *rr);
 int ssa_bubble_causes(ssa_analysis *a);
 /* Walks each late arrival back to the phase that made it late (culprits.c). */
 int ssa_find_culprits(ssa_analysis *a);
