@@ -6,11 +6,12 @@
  * run is analysed as `analyze` does; then the analysis runs again in its phases, per-rank
  * steps (summary; metrics and pipeline items; bubble transfers) with the ranks' events and
  * cross-rank steps (pipeline waits; collective matching; kernel table and the bubble's schedule
- * simulation) with every rank's ops, collective records, API calls, ranges and strings taken
- * away. Both must give the same instances, summaries, late arrivals, per-rank collective
- * counts and waits, per-record wait ends and transfers, kernel rows, windows (bubble causes
- * included) and warnings. Each summary's records are also checked against the rank's records
- * and ops.
+ * simulation; the culprit walk's rounds, whose questions the ranks answer in between) with
+ * every rank's ops, collective records, API calls, ranges and strings taken away. Both must
+ * give the same instances, summaries, late arrivals, per-rank collective counts and waits,
+ * per-record wait ends and transfers, kernel rows, windows (bubble causes included), culprit
+ * rows and verdict, and warnings. Each summary's records are also checked against the rank's
+ * records and ops.
  *
  * usage: test_rank_summary CASE        (random | pipeline | scale | all)
  *        test_rank_summary --run DIR   (a run written by another tool: the trainer's)
@@ -27,6 +28,7 @@
 static int failures;
 static const char *cur_case;
 static size_t simulated_windows; /* pipeline windows whose bubble the schedule split */
+static size_t culprit_rows;      /* culprit rows the cases had */
 
 #define CHECK(cond, ...)                                                                           \
   do {                                                                                             \
@@ -160,6 +162,17 @@ static void check_cross_rank_on_summaries(ssa_run *run, const ssa_analysis *ref)
     if (rc == 0) rc = ssa_bubble_causes(&b);
     restore_events(run, saved);
   }
+  /* the culprit walk: rounds of a walk without events, then the ranks' answers with them */
+  ssa_phase_requests q;
+  memset(&q, 0, sizeof q);
+  for (size_t unanswered = 1; rc == 0 && unanswered;) {
+    hide_events(run, saved);
+    rc = ssa_culprit_walk(&b, &q, &unanswered);
+    restore_events(run, saved);
+    for (size_t i = 0; rc == 0 && unanswered && i < b.nranks; i++)
+      rc = ssa_rank_phase_answers(&b, i, &q);
+  }
+  ssa_phase_requests_free(&q);
   free(saved);
   CHECK(rc == 0, "cross-rank steps on summaries: %s", stepscope_status_name(rc));
 
@@ -216,6 +229,25 @@ static void check_cross_rank_on_summaries(ssa_run *run, const ssa_analysis *ref)
   CHECK(nw == b.nwarnings, "%zu of %zu warnings found in the reference", nw, b.nwarnings);
   if (b.ncolls == 0 && ref->ncolls == 0) CHECK(0, "the case has no collective instance");
   if (b.nkernels == 0 && ref->nkernels == 0) CHECK(0, "the case has no kernel");
+  CHECK(b.nculprits == ref->nculprits && b.culprit_steps_total == ref->culprit_steps_total,
+        "%zu culprit rows (%llu steps walked), %zu (%llu)", b.nculprits,
+        (unsigned long long)b.culprit_steps_total, ref->nculprits,
+        (unsigned long long)ref->culprit_steps_total);
+  for (size_t k = 0; k < b.nculprits && k < ref->nculprits; k++) {
+    const ssa_culprit *x = &b.culprits[k], *y = &ref->culprits[k];
+    CHECK(x->rank == y->rank && x->phase == y->phase && x->caused == y->caused &&
+              x->excess == y->excess && x->steps == y->steps && x->instances == y->instances &&
+              x->via_victim == y->via_victim && x->beyond_noise == y->beyond_noise,
+          "culprit row %zu differs", k);
+  }
+  const ssa_culprit_verdict *vx = &b.culprit_verdict, *vy = &ref->culprit_verdict;
+  CHECK(vx->status == vy->status && vx->steps == vy->steps && vx->rank == vy->rank &&
+            vx->phase == vy->phase && vx->steps_late == vy->steps_late &&
+            vx->effect_median == vy->effect_median && vx->effect_max == vy->effect_max &&
+            vx->caused == vy->caused && vx->phase_excess == vy->phase_excess &&
+            vx->threshold_ns == vy->threshold_ns,
+        "culprit verdict differs");
+  culprit_rows += ref->nculprits;
   ssa_analysis_free(&b);
 }
 
@@ -351,7 +383,11 @@ int main(int argc, char **argv) {
     cur_case = "pipeline";
     CHECK(simulated_windows > 0, "no window's bubble was split by the schedule");
   }
-  if (all || !strcmp(which, "scale")) scale_case();
+  if (all || !strcmp(which, "scale")) {
+    scale_case();
+    cur_case = "scale";
+    CHECK(culprit_rows > 0, "no culprit row: the walk was not exercised");
+  }
   if (failures) fprintf(stderr, "%d failures\n", failures);
   return failures ? 1 : 0;
 }

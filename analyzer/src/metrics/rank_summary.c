@@ -19,6 +19,7 @@ int ssa_rank_summarize(const ssa_rank *r, ssa_rank_summary *s) {
   s->offset_ns = r->offset_ns;
   s->pipeline_stage = ssa_rank_pipeline_stage(r);
   const ssa_meta_layout *layout = &r->tmeta.layout;
+  s->meta_layout = *layout;
   s->layout[0] = (int)ssa_meta_or(layout->dp_rank, 0);
   s->layout[1] = (int)ssa_meta_or(layout->cp_rank, 0);
   s->layout[2] = (int)ssa_meta_or(layout->tp_rank, 0);

@@ -224,8 +224,9 @@ typedef struct ssa_rank_summary {
   int pipeline_stage;  /* ssa_rank_pipeline_stage: -1 not in a pipeline */
   ssa_coll_rec *colls; /* one per collective record, in the rank's order (same indices) */
   size_t ncolls;
-  ssa_strtab names;         /* communicator and kernel names (ssa_rank_kstat.name) */
-  int layout[3];            /* dp_rank, cp_rank, tp_rank (0 unknown): the pipeline it belongs to */
+  ssa_strtab names; /* communicator and kernel names (ssa_rank_kstat.name) */
+  int layout[3];    /* dp_rank, cp_rank, tp_rank (0 unknown): the pipeline it belongs to */
+  ssa_meta_layout meta_layout; /* the trainer's layout metadata (the culprit walk's chase) */
   ssa_pipeline_item *items; /* pipeline ranks with a stage: items in trace order (per-rank pass) */
   size_t nitems;
 } ssa_rank_summary;
@@ -584,8 +585,35 @@ int ssa_match_collectives(ssa_analysis *a);
 int ssa_rank_pipeline_items(const ssa_analysis *a, ssa_rank_result *rr);
 int ssa_rank_bubble_transfers(ssa_rank_result *rr);
 int ssa_bubble_causes(ssa_analysis *a);
-/* Walks each late arrival back to the phase that made it late (culprits.c). */
+/* Walks each late arrival back to the phase that made it late (culprits.c): rounds of
+ * ssa_culprit_walk, each followed by ssa_rank_phase_answers on every rank (pool of threads),
+ * until a walk had every answer. */
 int ssa_find_culprits(ssa_analysis *a);
+/* What the walk asks of a rank's events: its device time by phase (SSA_PHASE_*) over [t0, t1)
+ * of its trace clock (SSA_PHASE_SPAN), or between its step windows t0 and t1 (indices; from
+ * the previous step's last backward op to this step's first forward op: SSA_PHASE_BETWEEN_STEPS;
+ * zeros when there is no such gap). */
+enum { SSA_PHASE_SPAN, SSA_PHASE_BETWEEN_STEPS };
+typedef struct ssa_phase_request {
+  uint32_t rank_idx;
+  int kind;
+  int64_t t0, t1;
+  int answered;
+  int64_t time[SSA_PHASE_N];
+} ssa_phase_request;
+typedef struct ssa_phase_requests {
+  ssa_phase_request *v; /* by (rank_idx, kind, t0, t1), unique */
+  size_t n, cap;
+  ssa_phase_request *pending; /* the current walk's questions not in v */
+  size_t npending, pending_cap;
+} ssa_phase_requests;
+/* One walk over the late arrivals, reading no event: with every answer in q it fills the
+ * culprit rows and verdict (*unanswered 0); else it adds its questions to q and says how many.
+ * 0 or STEPSCOPE_E_NOMEM. */
+int ssa_culprit_walk(ssa_analysis *a, ssa_phase_requests *q, size_t *unanswered);
+/* Answers the rank's unanswered questions in q from its events (per-rank pass). */
+int ssa_rank_phase_answers(const ssa_analysis *a, size_t rank_idx, ssa_phase_requests *q);
+void ssa_phase_requests_free(ssa_phase_requests *q);
 /* Judges the culprit rows against the run's step-to-step noise and orders them
  * (culprit_verdict.c); takes the (rank, step) effects the walk-back measured. */
 int ssa_judge_culprits(ssa_analysis *a, ssa_culprit_effect *effects, size_t n);
