@@ -512,9 +512,11 @@ static int culprit_rows(ssa_analysis *a, ssa_culprit_effect *ch, size_t n) {
   return 0;
 }
 
-/* Adds the questions the last walk could not answer to the answers' table (sorted, unique). */
-static int merge_pending(ssa_phase_requests *q) {
+/* Adds the questions the last walk could not answer to the answers' table (sorted, unique)
+ * and finds where each of the nranks ranks' questions begin. */
+static int merge_pending(ssa_phase_requests *q, size_t nranks) {
   if (ssa_grow((void **)&q->v, &q->cap, q->n + q->npending, sizeof *q->v)) return STEPSCOPE_E_NOMEM;
+  if (!q->first && !(q->first = malloc((nranks + 1) * sizeof *q->first))) return STEPSCOPE_E_NOMEM;
   memcpy(q->v + q->n, q->pending, q->npending * sizeof *q->v);
   size_t n = q->n + q->npending, k = 0;
   qsort(q->v, n, sizeof *q->v, cmp_request);
@@ -522,6 +524,11 @@ static int merge_pending(ssa_phase_requests *q) {
     if (k == 0 || cmp_request(&q->v[k - 1], &q->v[i]) != 0) q->v[k++] = q->v[i];
   q->n = k;
   q->npending = 0;
+  for (size_t r = 0, i = 0; r <= nranks; r++) {
+    while (i < k && q->v[i].rank_idx < r)
+      i++;
+    q->first[r] = i;
+  }
   return 0;
 }
 
@@ -592,7 +599,7 @@ int ssa_culprit_walk(ssa_analysis *a, ssa_phase_requests *q, size_t *unanswered)
   if (pipeline_charges(&wk, layout, &effects, &neffects, &effects_cap) || wk.nomem) goto out;
   if (q->npending) { /* a round with questions: its rows would be wrong */
     *unanswered = q->npending;
-    rc = merge_pending(q);
+    rc = merge_pending(q, a->nranks);
     goto out;
   }
   a->culprit_steps_total = steps_total;
@@ -606,17 +613,10 @@ out:
 }
 
 int ssa_rank_phase_answers(const ssa_analysis *a, size_t rank_idx, ssa_phase_requests *q) {
-  size_t lo = 0, hi = q->n, todo = 0; /* lo: the rank's first question */
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (q->v[mid].rank_idx < rank_idx)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  hi = lo;
-  while (hi < q->n && q->v[hi].rank_idx == rank_idx)
-    todo += !q->v[hi++].answered;
+  if (!q->first) return 0; /* no question yet */
+  size_t lo = q->first[rank_idx], hi = q->first[rank_idx + 1], todo = 0;
+  for (size_t i = lo; i < hi; i++)
+    todo += !q->v[i].answered;
   if (todo == 0) return 0;
   const ssa_rank_result *rr = &a->ranks[rank_idx];
   const ssa_rank *r = rr->rank;
@@ -640,6 +640,7 @@ int ssa_rank_phase_answers(const ssa_analysis *a, size_t rank_idx, ssa_phase_req
 
 void ssa_phase_requests_free(ssa_phase_requests *q) {
   free(q->v);
+  free(q->first);
   free(q->pending);
   memset(q, 0, sizeof *q);
 }

@@ -604,6 +604,7 @@ typedef struct ssa_phase_request {
 typedef struct ssa_phase_requests {
   ssa_phase_request *v; /* by (rank_idx, kind, t0, t1), unique */
   size_t n, cap;
+  size_t *first;              /* [nranks + 1]: rank i's questions are v[first[i], first[i + 1]) */
   ssa_phase_request *pending; /* the current walk's questions not in v */
   size_t npending, pending_cap;
 } ssa_phase_requests;
