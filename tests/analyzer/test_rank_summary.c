@@ -11,7 +11,8 @@
  * give the same instances, summaries, late arrivals, per-rank collective counts and waits,
  * per-record wait ends and transfers, kernel rows, windows (bubble causes included), culprit
  * rows and verdict, and warnings. Each summary's records are also checked against the rank's
- * records and ops.
+ * records and ops. Clock alignment runs again from the ranks' alignment inputs alone
+ * (ssa_rank_align_input) and must give the loader's offsets, origin and warnings.
  *
  * usage: test_rank_summary CASE        (random | pipeline | scale | all)
  *        test_rank_summary --run DIR   (a run written by another tool: the trainer's)
@@ -84,6 +85,12 @@ static void hide_events(ssa_run *run, ssa_rank *saved) {
     r->napis = 0;
     r->ranges = NULL;
     r->nranges = 0;
+    r->anchors = NULL;
+    r->nanchors = 0;
+    r->syncs = NULL;
+    r->nsyncs = 0;
+    r->counters = NULL;
+    r->ncounters = 0;
     ssa_strtab_init(&r->strings);
   }
 }
@@ -251,6 +258,58 @@ static void check_cross_rank_on_summaries(ssa_run *run, const ssa_analysis *ref)
   ssa_analysis_free(&b);
 }
 
+/* Clock alignment again from the ranks' alignment inputs alone (events, anchors and strings
+ * taken away), on a copy of the run's alignment state; compared with the loader's. */
+static void check_alignment_on_inputs(ssa_run *run) {
+  size_t n = run->nranks;
+  ssa_rank_align *in = calloc(n ? n : 1, sizeof *in);
+  int64_t *offsets = malloc((n ? n : 1) * sizeof *offsets),
+          *got = malloc((n ? n : 1) * sizeof *got);
+  ssa_rank *saved = malloc((n ? n : 1) * sizeof *saved);
+  int rc = in && offsets && got && saved ? 0 : STEPSCOPE_E_NOMEM;
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    rc = ssa_rank_align_input(&run->ranks[i], &in[i]);
+    offsets[i] = run->ranks[i].offset_ns;
+    run->ranks[i].offset_ns = 0x5eed; /* set again by the alignment */
+  }
+  ssa_run b = {.ranks = run->ranks, .nranks = n};
+  if (rc == 0) {
+    hide_events(run, saved);
+    rc = ssa_run_align_inputs(&b, in);
+    for (size_t i = 0; i < n; i++)
+      got[i] = run->ranks[i].offset_ns;
+    restore_events(run, saved);
+  }
+  CHECK(rc == 0, "alignment on inputs: %s", stepscope_status_name(rc));
+  for (size_t i = 0; rc == 0 && i < n; i++)
+    CHECK(b.anchor_offset[i] == run->anchor_offset[i] &&
+              b.refine_offset[i] == run->refine_offset[i] &&
+              b.refine_samples[i] == run->refine_samples[i] && got[i] == offsets[i],
+          "rank index %zu: alignment differs (offset %lld, %lld)", i, (long long)got[i],
+          (long long)offsets[i]);
+  CHECK(rc || (b.origin == run->origin && b.refined == run->refined &&
+               b.reference_rank == run->reference_rank),
+        "origin, refinement or reference rank differs");
+  size_t nw = 0; /* its warnings, in order, among the loader's */
+  for (size_t k = 0; k < run->nwarnings && nw < b.nwarnings; k++)
+    if (!strcmp(run->warnings[k], b.warnings[nw])) nw++;
+  CHECK(nw == b.nwarnings, "%zu of %zu alignment warnings found in the run's", nw, b.nwarnings);
+  for (size_t i = 0; offsets && i < n; i++)
+    run->ranks[i].offset_ns = offsets[i];
+  for (size_t i = 0; in && i < n; i++)
+    ssa_rank_align_free(&in[i]);
+  for (size_t k = 0; k < b.nwarnings; k++)
+    free(b.warnings[k]);
+  free(b.warnings);
+  free(b.anchor_offset);
+  free(b.refine_offset);
+  free(b.refine_samples);
+  free(in);
+  free(offsets);
+  free(got);
+  free(saved);
+}
+
 static void check_dir(const char *name, const char *dir) {
   cur_case = name;
   ssa_run run;
@@ -260,6 +319,7 @@ static void check_dir(const char *name, const char *dir) {
     CHECK(0, "load: %s", e.message);
     return;
   }
+  check_alignment_on_inputs(&run);
   ssa_analysis an;
   ssa_options opt;
   ssa_options_default(&opt);
@@ -322,6 +382,7 @@ static void random_cases(void) {
       sc.nsteps = 3;
       sc.comm = 6;
       sc.clock_spread = 3000000;
+      sc.anchor_error = 20000; /* the alignment refines by collectives */
       sc.pipeline = cases[c].pipeline;
       sc.missing_member = cases[c].missing_member;
       sc.cpu_backend = cases[c].cpu_backend;
