@@ -2,10 +2,10 @@
  * memory_breakdown.c — where the analysis's memory per event goes (issue 35, docs/scale.md):
  * loads a run as `stepscope analyze` does (one thread), sums the elements of each array the
  * loaded ranks hold (ops, API calls, collectives, ranges, ...), analyses it and sums the
- * analysis's own arrays (per-rank windows, lanes and kernel stats, the per-collective-record
- * arrays of pipeline ranks, the collective instances, late arrivals, culprits, kernel table),
- * and prints each in bytes and bytes per event next to the peak RSS after loading and after the
- * analysis.
+ * analysis's own arrays (the ranks' summaries, per-rank windows, lanes and kernel stats, the
+ * per-collective-record arrays of pipeline ranks, the collective instances, late arrivals,
+ * culprits, kernel table), and prints each in bytes and bytes per event next to the peak RSS
+ * after loading and after the analysis.
  *
  * usage: memory_breakdown RUN
  */
@@ -84,17 +84,23 @@ int main(int argc, char **argv) {
     return 1;
   }
   double rss_analysed = peak_mib();
-  size_t windows = 0, lanes = 0, kstats = 0, per_coll = 0;
+  size_t windows = 0, lanes = 0, kstats = 0, per_coll = 0, summary_colls = 0, summary_names = 0;
   for (size_t i = 0; i < a.nranks; i++) {
     windows += a.ranks[i].nsteps;
     lanes += a.ranks[i].nlanes;
     kstats += a.ranks[i].nkstats;
+    summary_colls += a.ranks[i].summary.ncolls;
+    summary_names += a.ranks[i].summary.names.bytes_cap +
+                     a.ranks[i].summary.names.cap * sizeof(uint32_t) +
+                     a.ranks[i].summary.names.nslots * sizeof(uint32_t);
     per_coll += (a.ranks[i].coll_transfer ? a.ranks[i].rank->ncolls : 0) +
                 (a.ranks[i].coll_wait_end ? a.ranks[i].rank->ncolls : 0);
   }
   printf("analysis:\n");
   uint64_t an = 0;
   an += row("rank results", a.nranks, sizeof(ssa_rank_result), events);
+  an += row("rank summaries: collective records", summary_colls, sizeof(ssa_coll_rec), events);
+  an += row("rank summaries: name tables (bytes)", summary_names, 1, events);
   an += row("step windows (ranks x steps)", windows, sizeof(ssa_window), events);
   an += row("steps found (ranks x steps)", windows, sizeof(ssa_step), events);
   an += row("lane idle tables", lanes, sizeof(ssa_lane_idle), events);

@@ -1,6 +1,7 @@
 /*
- * analyze.c — runs the whole analysis of a loaded run: the per-rank metrics
- * (breakdown.c) on a pool of threads, one task per rank, then the cross-rank
+ * analyze.c — runs the whole analysis of a loaded run: each rank's summary
+ * (rank_summary.c), the pipeline waits, the per-rank metrics (breakdown.c) on
+ * a pool of threads, one task per rank, then the cross-rank
  * parts in order: collectives and stragglers, the kernel table, run
  * metadata (step times, MFU/HFU, memory, schedule). Owns the analysis
  * result and its warnings (thread-safe: workers may warn).
@@ -35,10 +36,34 @@ int ssa_analysis_warn(ssa_analysis *a, const char *fmt, ...) {
   return rc;
 }
 
+/* One rank's summary, what the cross-rank pass reads of it (a job of ssa_parallel_for). */
+static void summarize_rank(void *ctx, size_t i) {
+  ssa_analysis *a = ctx;
+  ssa_rank_result *rr = &a->ranks[i];
+  rr->error = ssa_rank_summarize(rr->rank, &rr->summary);
+}
+
+/* The first error a job left on a rank, 0 when none did. */
+static int first_rank_error(const ssa_analysis *a) {
+  for (size_t i = 0; i < a->nranks; i++)
+    if (a->ranks[i].error) return a->ranks[i].error;
+  return 0;
+}
+
 /* One rank's metrics (a job of ssa_parallel_for). */
 static void analyze_rank(void *ctx, size_t i) {
   ssa_analysis *a = ctx;
-  ssa_analyze_rank(a, &a->ranks[i]);
+  ssa_rank_result *rr = &a->ranks[i];
+  if (ssa_analyze_rank(a, rr) == 0 && rr->pipeline && rr->stage >= 0)
+    rr->error = ssa_rank_pipeline_items(a, rr);
+}
+
+/* One pipeline rank's bubble transfers, once the matching gave each record's transfer (a job of
+ * ssa_parallel_for). */
+static void measure_bubble_transfers(void *ctx, size_t i) {
+  ssa_analysis *a = ctx;
+  ssa_rank_result *rr = &a->ranks[i];
+  if (rr->pipeline) rr->error = ssa_rank_bubble_transfers(rr);
 }
 
 int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, stepscope_error *err) {
@@ -72,14 +97,12 @@ int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, ste
     }
     return rc;
   }
+  size_t workers = ssa_workers(a->nranks, a->opt.threads);
+  ssa_parallel_for(a->nranks, workers, summarize_rank, a);
+  if ((rc = first_rank_error(a)) != 0) goto fail;
   if ((rc = ssa_find_pipeline_waits(a)) != 0) goto fail;
-  ssa_parallel_for(a->nranks, ssa_workers(a->nranks, a->opt.threads), analyze_rank, a);
-  for (size_t i = 0; i < a->nranks; i++) {
-    if (a->ranks[i].error) {
-      rc = a->ranks[i].error;
-      goto fail;
-    }
-  }
+  ssa_parallel_for(a->nranks, workers, analyze_rank, a);
+  if ((rc = first_rank_error(a)) != 0) goto fail;
   if (a->opt.rank >= 0) {
     int found = 0;
     for (size_t i = 0; i < a->nranks; i++)
@@ -126,6 +149,8 @@ int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, ste
     }
   }
   if ((rc = ssa_match_collectives(a)) != 0) goto fail;
+  ssa_parallel_for(a->nranks, workers, measure_bubble_transfers, a);
+  if ((rc = first_rank_error(a)) != 0) goto fail;
   if ((rc = ssa_build_kernel_table(a)) != 0) goto fail;
   if ((rc = ssa_read_run_metadata(a)) != 0) goto fail;
   a->op_mfu.mfu = NAN; /* from the ops' FLOPs when the metadata has none (PyTorch traces) */
@@ -162,6 +187,7 @@ int ssa_run_has_rank(const ssa_run *run, int rank) {
 void ssa_analysis_free(ssa_analysis *a) {
   for (size_t i = 0; i < a->nranks; i++) {
     ssa_rank_result *rr = &a->ranks[i];
+    ssa_rank_summary_free(&rr->summary);
     free(rr->steps);
     free(rr->windows);
     free(rr->lanes);

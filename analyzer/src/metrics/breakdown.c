@@ -655,7 +655,7 @@ int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
     measure_window(&rr->windows[i], points, np, cov_at, idle_at);
   if ((rc = compute_delays(r, rr, &dp, nall)) != 0) goto out;
 
-  /* hand the kernel stats to the cross-rank table */
+  /* hand the kernel stats to the cross-rank table, named in the rank's summary */
   rc = STEPSCOPE_E_NOMEM;
   {
     size_t nk = 0;
@@ -665,8 +665,11 @@ int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
     if (!rr->kstats) goto out;
     for (uint32_t id = 0; id < r->strings.count; id++) {
       if (!ks[id].count) continue;
+      const char *name = ssa_rank_str(r, id);
+      size_t len = strlen(name);
       ssa_rank_kstat *k = &rr->kstats[rr->nkstats++];
-      k->name = id;
+      k->name = ssa_strtab_intern(&rr->summary.names, name, len);
+      if (len && k->name == 0) goto out;
       k->comm = (uint32_t)ks[id].comm;
       k->count = ks[id].count;
       k->total = ks[id].total;

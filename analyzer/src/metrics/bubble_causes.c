@@ -43,6 +43,11 @@
  * The totals window gets host_gaps, p2p_transfer and W from its own
  * measurement and the sums of its steps' schedule and imbalance parts,
  * clamped the same way.
+ * The parts that read a rank's events run per rank: its items in the
+ * per-rank pass (ssa_rank_pipeline_items, kept in the rank's summary), its
+ * transfers once the matching is done (ssa_rank_bubble_transfers); the
+ * simulation across a pipeline's stages (ssa_bubble_causes) reads only the
+ * summaries' items and the windows.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -53,35 +58,28 @@
 const char *const ssa_bubble_cause_names[SSA_BUBBLE_N] = {
     "schedule", "imbalance", "p2p_transfer", "late_upstream", "host_gaps", "unattributed"};
 
-typedef struct item {
-  int64_t start, end; /* host range */
-  int pass;           /* 0 forward, 1 backward, 2 weight backward (zero bubble) */
-  int mb, chunk;
-  size_t step;     /* index into the rank's selected steps */
-  int64_t dur;     /* compute union + own host gaps */
-  int64_t cov_end; /* union bookkeeping */
-} item;
-
-typedef struct rank_items {
-  item *it;
-  size_t n;
-} rank_items;
+typedef ssa_pipeline_item item;
 
 /* The item whose host range contains t (items sorted by start, disjoint). */
-static long item_at(const rank_items *ri, int64_t t) {
-  size_t k = ssa_count_at_most(ri->it, ri->n, sizeof *ri->it, t); /* items starting by t */
-  return k > 0 && ri->it[k - 1].end > t ? (long)k - 1 : -1;
+static long item_at(const item *it, size_t n, int64_t t) {
+  size_t k = ssa_count_at_most(it, n, sizeof *it, t); /* items starting by t */
+  return k > 0 && it[k - 1].end > t ? (long)k - 1 : -1;
 }
 
-static int build_items(const ssa_analysis *a, const ssa_rank_result *rr, rank_items *ri) {
+int ssa_rank_pipeline_items(const ssa_analysis *a, ssa_rank_result *rr) {
   const ssa_rank *r = rr->rank;
+  ssa_rank_summary *ri = &rr->summary;
   size_t n = 0;
   for (size_t i = 0; i < r->nranges; i++) {
     const char *nm = ssa_rank_str(r, r->ranges[i].name);
     n += !strcmp(nm, "forward") || !strcmp(nm, "backward") || !strcmp(nm, "backward_weight");
   }
-  ri->it = malloc((n ? n : 1) * sizeof *ri->it);
-  if (!ri->it) return STEPSCOPE_E_NOMEM;
+  ri->items = malloc((n ? n : 1) * sizeof *ri->items);
+  int64_t *cov_end = malloc((n ? n : 1) * sizeof *cov_end); /* each item's compute union's end */
+  if (!ri->items || !cov_end) {
+    free(cov_end);
+    return STEPSCOPE_E_NOMEM;
+  }
   size_t cursor = 0;
   for (size_t i = 0; i < r->nranges; i++) {
     const ssa_range *g = &r->ranges[i];
@@ -107,7 +105,13 @@ static int build_items(const ssa_analysis *a, const ssa_rank_result *rr, rank_it
     if (!ssa_json_number(args, "microbatch", &mb) || mb < 0 || mb > 1e6) continue;
     ssa_json_number(args, "chunk", &chunk);
     if (chunk < 0 || chunk > 1e3) continue;
-    ri->it[ri->n++] = (item){g->start, g->end, pass, (int)mb, (int)chunk, s, 0, INT64_MIN};
+    cov_end[ri->nitems] = INT64_MIN;
+    ri->items[ri->nitems++] = (item){.start = g->start,
+                                     .end = g->end,
+                                     .pass = pass,
+                                     .mb = (int)mb,
+                                     .chunk = (int)chunk,
+                                     .step = s};
   }
   /* item times: one pass over the ops */
   int64_t dev_end = INT64_MIN;
@@ -117,28 +121,29 @@ static int build_items(const ssa_analysis *a, const ssa_rank_result *rr, rank_it
     /* a host op without a launch call (a Kineto trace's host timeline, kineto_host.c) runs on
      * the host thread itself: its own start places it; the gaps before it are not launches */
     int on_host = o->launch == SSA_NONE && o->kind == SSA_OP_HOST;
-    long k = o->launch != SSA_NONE ? item_at(ri, r->apis[o->launch].start)
-             : on_host             ? item_at(ri, o->start)
+    long k = o->launch != SSA_NONE ? item_at(ri->items, ri->nitems, r->apis[o->launch].start)
+             : on_host             ? item_at(ri->items, ri->nitems, o->start)
                                    : -1;
     if (k >= 0) {
-      item *it = &ri->it[k];
+      item *it = &ri->items[k];
       if (!on_host && o->start > dev_end && dev_end != INT64_MIN &&
           (o->start - dev_end < a->launch_gap_ns || r->apis[o->launch].start >= dev_end))
         it->dur += o->start - dev_end; /* the device waited for this item's host work */
-      if (o->cls == SSA_CLS_COMPUTE && o->end > it->cov_end) {
-        it->dur += o->end - (o->start > it->cov_end ? o->start : it->cov_end);
-        it->cov_end = o->end;
+      if (o->cls == SSA_CLS_COMPUTE && o->end > cov_end[k]) {
+        it->dur += o->end - (o->start > cov_end[k] ? o->start : cov_end[k]);
+        cov_end[k] = o->end;
       }
     }
     if (o->end > dev_end) dev_end = o->end;
   }
+  free(cov_end);
   return 0;
 }
 
 /* One pipeline's items of one step: stage s's items are st[s][0, nst[s]). */
 typedef struct sim_in {
   int p, V, M;
-  item **st;
+  const item **st;
   size_t *nst;
 } sim_in;
 
@@ -196,7 +201,7 @@ static int simulate(const sim_in *in, int balanced, const int64_t *bal, int64_t 
  * the part of it covered by pipeline transfers. Sets: 0 compute, 1
  * non-pipeline comm (after any wait for another stage), 2 pipeline
  * transfer, 3 unused. */
-static int measure_transfers(ssa_rank_result *rr) {
+int ssa_rank_bubble_transfers(ssa_rank_result *rr) {
   const ssa_rank *r = rr->rank;
   size_t np = 0;
   int64_t *points = ssa_window_points(rr, &np);
@@ -278,34 +283,16 @@ static void split_waiting(ssa_window *w, int64_t sched, int64_t imb) {
   w->bubble_cause[SSA_BUBBLE_UNATTRIBUTED] = 0;
 }
 
-static int layout_key(const ssa_rank *r, int *dp, int *cp, int *tp) {
-  const ssa_meta_layout *layout = &r->tmeta.layout;
-  *dp = (int)ssa_meta_or(layout->dp_rank, 0);
-  *cp = (int)ssa_meta_or(layout->cp_rank, 0);
-  *tp = (int)ssa_meta_or(layout->tp_rank, 0);
-  return 0;
-}
-
 int ssa_bubble_causes(ssa_analysis *a) {
   int rc = STEPSCOPE_E_NOMEM;
   size_t n = a->nranks;
-  rank_items *ri = calloc(n ? n : 1, sizeof *ri);
-  int *key = malloc((n ? n : 1) * 3 * sizeof *key);
   unsigned char *done = calloc(n ? n : 1, 1);
   size_t *members = malloc((n ? n : 1) * sizeof *members);
   int64_t *sum_sched = calloc(n ? n : 1, sizeof *sum_sched),
           *sum_imb = calloc(n ? n : 1, sizeof *sum_imb);
   int *any_sim = calloc(n ? n : 1, sizeof *any_sim);
   int *slow_votes = NULL;
-  if (!ri || !key || !done || !members || !sum_sched || !sum_imb || !any_sim) goto out;
-  for (size_t i = 0; i < n; i++) {
-    ssa_rank_result *rr = &a->ranks[i];
-    if (!rr->pipeline) continue;
-    if ((rc = measure_transfers(rr)) != 0) goto out;
-    rc = STEPSCOPE_E_NOMEM;
-    if (rr->stage >= 0 && build_items(a, rr, &ri[i])) goto out;
-    layout_key(rr->rank, &key[3 * i], &key[3 * i + 1], &key[3 * i + 2]);
-  }
+  if (!done || !members || !sum_sched || !sum_imb || !any_sim) goto out;
   /* pipelines: ranks with the same (dp, cp, tp) rank, one per stage */
   /* the schedule's stage count from the metadata; micro-batches and chunks from the items
    * themselves (metadata is not trusted with sizes) */
@@ -317,8 +304,9 @@ int ssa_bubble_causes(ssa_analysis *a) {
     if (done[i] || !a->ranks[i].pipeline || a->ranks[i].stage < 0) continue;
     size_t nm = 0;
     for (size_t j = i; j < n; j++)
-      if (!done[j] && a->ranks[j].pipeline && a->ranks[j].stage >= 0 && key[3 * j] == key[3 * i] &&
-          key[3 * j + 1] == key[3 * i + 1] && key[3 * j + 2] == key[3 * i + 2]) {
+      if (!done[j] && a->ranks[j].pipeline && a->ranks[j].stage >= 0 &&
+          !memcmp(a->ranks[j].summary.layout, a->ranks[i].summary.layout,
+                  sizeof a->ranks[i].summary.layout)) {
         members[nm++] = j;
         done[j] = 1;
       }
@@ -342,7 +330,7 @@ int ssa_bubble_causes(ssa_analysis *a) {
     const ssa_rank_result *r0 = &a->ranks[by_stage[0]];
     size_t ends_cap = 0;
     int64_t *ends = NULL;
-    item **st = calloc((size_t)p, sizeof *st);
+    const item **st = calloc((size_t)p, sizeof *st);
     size_t *nst = calloc((size_t)p, sizeof *nst), *ptr = calloc((size_t)p, sizeof *ptr);
     long *widx = calloc((size_t)p, sizeof *widx);
     int64_t *idle = calloc((size_t)p, sizeof *idle),
@@ -362,14 +350,14 @@ int ssa_bubble_causes(ssa_analysis *a) {
           break;
         }
         /* the stage's items of that step: contiguous (items are in time order) */
-        const rank_items *R = &ri[by_stage[s]];
+        const ssa_rank_summary *R = &a->ranks[by_stage[s]].summary;
         size_t b = 0;
-        while (b < R->n && R->it[b].step != (size_t)widx[s])
+        while (b < R->nitems && R->items[b].step != (size_t)widx[s])
           b++;
         size_t e = b;
-        while (e < R->n && R->it[e].step == (size_t)widx[s])
+        while (e < R->nitems && R->items[e].step == (size_t)widx[s])
           e++;
-        st[s] = R->it + b;
+        st[s] = R->items + b;
         nst[s] = e - b;
         if (nst[s] == 0) have = 0;
       }
@@ -449,11 +437,6 @@ int ssa_bubble_causes(ssa_analysis *a) {
   }
   rc = 0;
 out:
-  if (ri)
-    for (size_t i = 0; i < n; i++)
-      free(ri[i].it);
-  free(ri);
-  free(key);
   free(done);
   free(members);
   free(sum_sched);

@@ -1,7 +1,8 @@
 /*
  * collectives.c — collectives matched across ranks (SPEC §4 "collectives").
  *
- * Every rank's COLLECTIVE records are gathered as (comm_id, seq, rank) and
+ * Every rank's COLLECTIVE records, as its summary holds them (rank_summary.c:
+ * the matching reads no event of a rank), are gathered as (comm_id, seq, rank) and
  * sorted, so each instance's members are adjacent. A member's interval is
  * the op that executed it when linked (GPU kernel or CPU-backend host op),
  * else the record's own start and end, in aligned run time. Per instance:
@@ -61,16 +62,20 @@ double ssa_busbw_factor(uint32_t op, uint32_t n) {
   }
 }
 
+/* A member's record in its rank's summary (rank_summary.c), and that summary. */
+static const ssa_rank_summary *member_summary(const ssa_analysis *a, const ssa_coll_member *m) {
+  return &a->ranks[m->rank_idx].summary;
+}
+
+static const ssa_coll_rec *member_coll(const ssa_analysis *a, const ssa_coll_member *m) {
+  return &member_summary(a, m)->colls[m->coll_idx];
+}
+
 static void member_times(const ssa_analysis *a, const ssa_coll_member *m, int64_t *s, int64_t *e) {
-  const ssa_rank *r = a->ranks[m->rank_idx].rank;
-  const ssa_coll *c = &r->colls[m->coll_idx];
-  int64_t cs = c->start, ce = c->end;
-  if (c->op_index != SSA_NONE) {
-    cs = r->ops[c->op_index].start;
-    ce = r->ops[c->op_index].end;
-  }
-  *s = ssa_rel_time(a->run, r, cs);
-  *e = ssa_rel_time(a->run, r, ce);
+  const ssa_rank_summary *rs = member_summary(a, m);
+  const ssa_coll_rec *c = &rs->colls[m->coll_idx];
+  *s = ssa_summary_rel_time(a, rs, c->start);
+  *e = ssa_summary_rel_time(a, rs, c->end);
 }
 
 /* When a rank left the previous instance of the communicator (members [b, e) of the
@@ -86,9 +91,8 @@ static int64_t since_of(const ssa_analysis *a, const ssa_coll_member *m, size_t 
   return INT64_MIN;
 }
 
-static int in_window(const ssa_rank_result *rr, const ssa_rank *r, const ssa_coll *c) {
-  int64_t s = c->op_index != SSA_NONE ? r->ops[c->op_index].start : c->start;
-  return s >= rr->totals.start && s < rr->totals.end;
+static int in_window(const ssa_rank_result *rr, const ssa_coll_rec *c) {
+  return c->start >= rr->totals.start && c->start < rr->totals.end;
 }
 
 static int cmp_summary_key(const ssa_coll_instance *a, const ssa_coll_instance *b) {
@@ -124,10 +128,6 @@ typedef struct inferred_stream {
   int first_rank[2];                        /* ... and their ranks */
 } inferred_stream;
 
-static const ssa_coll *member_coll(const ssa_analysis *a, const ssa_coll_member *m) {
-  return &a->ranks[m->rank_idx].rank->colls[m->coll_idx];
-}
-
 /* Checks the streams matched by order (members [0, n) sorted); *out lists them. */
 static int check_inferred_streams(const ssa_analysis *a, const ssa_coll_member *m, size_t n,
                                   inferred_stream **out, size_t *nout) {
@@ -138,15 +138,16 @@ static int check_inferred_streams(const ssa_analysis *a, const ssa_coll_member *
     size_t e = g + 1;
     while (e < n && m[e].comm_id == m[g].comm_id && m[e].seq == m[g].seq)
       e++;
-    const ssa_coll *c0 = member_coll(a, &m[g]);
+    const ssa_coll_rec *c0 = member_coll(a, &m[g]);
     if (!(c0->flags & STEPSCOPE_COLL_F_INFERRED)) {
       g = e;
       continue;
     }
     if (*nout == 0 || (*out)[*nout - 1].comm_id != m[g].comm_id) {
       if (ssa_grow((void **)out, &cap, *nout + 1, sizeof **out)) return STEPSCOPE_E_NOMEM;
-      (*out)[(*nout)++] = (inferred_stream){
-          .comm_id = m[g].comm_id, .name = ssa_rank_str(a->ranks[m[g].rank_idx].rank, c0->name)};
+      (*out)[(*nout)++] =
+          (inferred_stream){.comm_id = m[g].comm_id,
+                            .name = ssa_strtab_get(&member_summary(a, &m[g])->names, c0->name)};
     }
     inferred_stream *st = &(*out)[*nout - 1];
     st->instances++;
@@ -156,13 +157,13 @@ static int check_inferred_streams(const ssa_analysis *a, const ssa_coll_member *
       member_times(a, &m[x], &s, &en);
       if (en < first_end) first_end = en;
       if (s > last_start) last_start = s;
-      const ssa_coll *cx = member_coll(a, &m[x]);
+      const ssa_coll_rec *cx = member_coll(a, &m[x]);
       if (cx->op != c0->op && st->disagree++ == 0) {
         st->first_seq = m[g].seq;
         st->first_op[0] = c0->op;
         st->first_op[1] = cx->op;
-        st->first_rank[0] = a->ranks[m[g].rank_idx].rank->rank;
-        st->first_rank[1] = a->ranks[m[x].rank_idx].rank->rank;
+        st->first_rank[0] = member_summary(a, &m[g])->rank;
+        st->first_rank[1] = member_summary(a, &m[x])->rank;
       }
     }
     /* no member of one collective leaves before the last has arrived (10 us for clocks) */
@@ -206,7 +207,7 @@ static void warn_refused(ssa_analysis *a, const inferred_stream *st, size_t n) {
 int ssa_match_collectives(ssa_analysis *a) {
   ssa_coll_member *m;
   size_t n;
-  if (ssa_run_coll_members(a->run, &m, &n)) return STEPSCOPE_E_NOMEM;
+  if (ssa_summary_coll_members(a, &m, &n)) return STEPSCOPE_E_NOMEM;
   if (n == 0) return 0;
   size_t k = 0;
   for (size_t x = 0; x < n; x++) /* one rank: its collectives without metadata match nothing */
@@ -220,14 +221,14 @@ int ssa_match_collectives(ssa_analysis *a) {
   }
   for (size_t i = 0; i < a->nranks; i++) { /* pipeline ranks: each record's transfer */
     ssa_rank_result *rr = &a->ranks[i];
-    if (rr->stage_of_waits < 0 || rr->rank->ncolls == 0) continue;
-    rr->coll_transfer = malloc(rr->rank->ncolls * sizeof *rr->coll_transfer);
+    if (rr->stage_of_waits < 0 || rr->summary.ncolls == 0) continue;
+    rr->coll_transfer = malloc(rr->summary.ncolls * sizeof *rr->coll_transfer);
     if (!rr->coll_transfer) {
       free(m);
       free(streams);
       return STEPSCOPE_E_NOMEM;
     }
-    for (size_t j = 0; j < rr->rank->ncolls; j++)
+    for (size_t j = 0; j < rr->summary.ncolls; j++)
       rr->coll_transfer[j] = -1;
   }
   size_t cap = 0;
@@ -243,10 +244,8 @@ int ssa_match_collectives(ssa_analysis *a) {
       e++;
     size_t cnt = e - g;
     int keep = 0;
-    for (size_t x = g; x < e && !keep; x++) {
-      const ssa_rank_result *rr = &a->ranks[m[x].rank_idx];
-      keep = in_window(rr, rr->rank, &rr->rank->colls[m[x].coll_idx]);
-    }
+    for (size_t x = g; x < e && !keep; x++)
+      keep = in_window(&a->ranks[m[x].rank_idx], member_coll(a, &m[x]));
     if (!keep) {
       pg = g;
       pg_end = e;
@@ -265,8 +264,8 @@ int ssa_match_collectives(ssa_analysis *a) {
       rc = STEPSCOPE_E_NOMEM;
       break;
     }
-    const ssa_rank *r0 = a->ranks[m[g].rank_idx].rank;
-    const ssa_coll *c0 = &r0->colls[m[g].coll_idx];
+    const ssa_rank_summary *r0 = member_summary(a, &m[g]);
+    const ssa_coll_rec *c0 = &r0->colls[m[g].coll_idx];
     ssa_coll_instance *in = &a->colls[a->ncolls];
     memset(in, 0, sizeof *in);
     in->comm_id = c0->comm_id;
@@ -275,8 +274,8 @@ int ssa_match_collectives(ssa_analysis *a) {
     in->flags = c0->flags;
     in->bytes = c0->bytes;
     in->comm_size = c0->comm_size;
-    uint32_t gid = ssa_strtab_intern(&a->names, ssa_rank_str(r0, c0->name),
-                                     strlen(ssa_rank_str(r0, c0->name)));
+    const char *group = ssa_strtab_get(&r0->names, c0->name);
+    uint32_t gid = ssa_strtab_intern(&a->names, group, strlen(group));
     if (c0->name && gid == 0) {
       rc = STEPSCOPE_E_NOMEM;
       break;
@@ -294,7 +293,7 @@ int ssa_match_collectives(ssa_analysis *a) {
       }
       if (ends[x - g] > end) end = ends[x - g];
       if (d < transfer) transfer = d;
-      const ssa_coll *cx = &a->ranks[m[x].rank_idx].rank->colls[m[x].coll_idx];
+      const ssa_coll_rec *cx = member_coll(a, &m[x]);
       if (cx->comm_size > in->comm_size) in->comm_size = cx->comm_size;
       if (in->op == STEPSCOPE_COLL_ALLTOALL && cx->bytes > in->bytes) in->bytes = cx->bytes;
     }
@@ -317,7 +316,7 @@ int ssa_match_collectives(ssa_analysis *a) {
     in->end_rel = end;
     in->skew = last - first;
     in->transfer = transfer;
-    in->last_rank = a->ranks[m[last_i].rank_idx].rank->rank;
+    in->last_rank = member_summary(a, &m[last_i])->rank;
     in->algbw = transfer > 0 ? (double)in->bytes / (double)transfer : 0.0;
     in->busbw = in->algbw * ssa_busbw_factor(in->op, in->comm_size);
     int64_t caused = 0;
@@ -334,7 +333,8 @@ int ssa_match_collectives(ssa_analysis *a) {
       if (!(in->flags & STEPSCOPE_COLL_F_PIPELINE)) {
         sched = 0;
         if (rr->coll_wait_end && rr->coll_wait_end[m[x].coll_idx] != INT64_MIN) {
-          sched = ssa_rel_time(a->run, rr->rank, rr->coll_wait_end[m[x].coll_idx]) - starts[x - g];
+          sched = ssa_summary_rel_time(a, &rr->summary, rr->coll_wait_end[m[x].coll_idx]) -
+                  starts[x - g];
           if (sched > w) sched = w;
           if (sched < 0) sched = 0;
         }
@@ -394,7 +394,7 @@ int ssa_match_collectives(ssa_analysis *a) {
              cr < in->comm_size && len < sizeof list - 16 && expected == in->comm_size; cr++) {
           int found = 0;
           for (size_t x = g; x < e && !found; x++)
-            found = a->ranks[m[x].rank_idx].rank->colls[m[x].coll_idx].comm_rank == cr;
+            found = member_coll(a, &m[x])->comm_rank == cr;
           if (!found)
             len += (size_t)snprintf(list + len, sizeof list - len, "%s%u", len ? "," : "", cr);
         }

@@ -114,7 +114,7 @@ int ssa_judge_culprits(ssa_analysis *a, ssa_culprit_effect *effects, size_t n) {
   candidate best = {-1, 0, 0, 0, 0};
   for (size_t g = 0; g < n;) {
     size_t e = g;
-    candidate c = {a->ranks[effects[g].rank_idx].rank->rank, 0, 0, 0, 0};
+    candidate c = {a->ranks[effects[g].rank_idx].summary.rank, 0, 0, 0, 0};
     size_t ns = 0;
     while (e < n && effects[e].rank_idx == effects[g].rank_idx) {
       /* one value per judged step: the largest of the rank's groups in it */

@@ -22,6 +22,16 @@
  * caused wait picks the instance that is walked back, and the group's whole
  * caused wait is charged to (rank, phase); per (rank, phase) the report
  * gives the waits caused, the steps in which it recurred and the instances.
+ *
+ * The walk itself reads no event: it asks for each rank's device time by
+ * phase over a span of its clock, or between two of its step windows, and
+ * takes the answers from a table (ssa_phase_requests) that a per-rank pass
+ * fills from the rank's events (ssa_rank_phase_answers). A walk that asked
+ * something unanswered records the question and is run again once the
+ * answers are in (ssa_find_culprits: the direct walk's answers decide which
+ * pipeline stages a chase asks about, so a few rounds); only a walk with
+ * every answer gives the rows. The ranks' identity, layout and clock offset
+ * come from their summaries.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +51,6 @@ typedef struct phase_range {
 typedef struct rank_phases {
   phase_range *r;
   size_t n;
-  int built;
 } rank_phases;
 
 static int phase_of_name(const char *n) {
@@ -52,7 +61,6 @@ static int phase_of_name(const char *n) {
 }
 
 static int build_phases(const ssa_rank *r, rank_phases *p) {
-  p->built = 1;
   size_t n = 0;
   for (size_t i = 0; i < r->nranges; i++)
     n += phase_of_name(ssa_rank_str(r, r->ranges[i].name)) >= 0;
@@ -149,29 +157,56 @@ static int cmp_key(const void *pa, const void *pb) {
   return a->late < b->late ? -1 : a->late > b->late;
 }
 
-static int64_t to_rank(const ssa_analysis *a, const ssa_rank *r, int64_t rel) {
+static int64_t to_rank(const ssa_analysis *a, const ssa_rank_summary *r, int64_t rel) {
   return rel - r->offset_ns + a->run->origin;
 }
 
-/* The ranks' phase ranges, built when a walk first needs them. */
+static int cmp_request(const void *pa, const void *pb) {
+  const ssa_phase_request *a = pa, *b = pb;
+  if (a->rank_idx != b->rank_idx) return a->rank_idx < b->rank_idx ? -1 : 1;
+  if (a->kind != b->kind) return a->kind < b->kind ? -1 : 1;
+  if (a->t0 != b->t0) return a->t0 < b->t0 ? -1 : 1;
+  return a->t1 < b->t1 ? -1 : a->t1 > b->t1;
+}
+
+/* A walk over the late arrivals: the answers it reads, the questions it could not answer. */
 typedef struct walk {
   ssa_analysis *a;
-  rank_phases *ph;
+  ssa_phase_requests *q;
+  int nomem;
 } walk;
+
+/* A rank's device time by phase (ssa_phase_request), from the answers; zeros, with the
+ * question recorded for the next round, when it is not answered yet. */
+static void phase_times(walk *wk, uint32_t idx, int kind, int64_t t0, int64_t t1,
+                        int64_t out[SSA_PHASE_N]) {
+  ssa_phase_requests *q = wk->q;
+  ssa_phase_request key = {.rank_idx = idx, .kind = kind, .t0 = t0, .t1 = t1};
+  const ssa_phase_request *hit = q->n ? bsearch(&key, q->v, q->n, sizeof key, cmp_request) : NULL;
+  if (hit && hit->answered) {
+    memcpy(out, hit->time, sizeof hit->time);
+    return;
+  }
+  memset(out, 0, SSA_PHASE_N * sizeof *out);
+  if (ssa_grow((void **)&q->pending, &q->pending_cap, q->npending + 1, sizeof *q->pending))
+    wk->nomem = 1;
+  else
+    q->pending[q->npending++] = key;
+}
 
 /* Adds, per phase, rank x's device time in [x0, x1) minus the median of its peers' times in
  * theirs (aligned run times) to diff. Time before a member's window starts, counted from the
  * earliest start of all, is host time (the host had not launched the step yet). */
-static int add_excess(walk *wk, uint32_t x, int64_t x0, int64_t x1, const uint32_t *peer,
-                      const int64_t *p0, const int64_t *p1, size_t np, int64_t diff[SSA_PHASE_N]) {
+static void add_excess(walk *wk, uint32_t x, int64_t x0, int64_t x1, const uint32_t *peer,
+                       const int64_t *p0, const int64_t *p1, size_t np, int64_t diff[SSA_PHASE_N]) {
   const ssa_analysis *a = wk->a;
   int64_t mine[SSA_PHASE_N], peers[SSA_LATE_PEERS][SSA_PHASE_N], t0 = x0;
   for (size_t k = 0; k <= np; k++) {
     uint32_t idx = k < np ? peer[k] : x;
-    const ssa_rank *r = a->ranks[idx].rank;
-    if (!wk->ph[idx].built && build_phases(r, &wk->ph[idx])) return STEPSCOPE_E_NOMEM;
+    const ssa_rank_summary *r = &a->ranks[idx].summary;
     int64_t s = k < np ? p0[k] : x0, e = k < np ? p1[k] : x1;
-    partition(r, &wk->ph[idx], to_rank(a, r, s), to_rank(a, r, e), k < np ? peers[k] : mine);
+    phase_times(wk, idx, SSA_PHASE_SPAN, to_rank(a, r, s), to_rank(a, r, e),
+                k < np ? peers[k] : mine);
     if (s < t0) t0 = s;
   }
   mine[SSA_PHASE_HOST] += x0 - t0;
@@ -184,7 +219,6 @@ static int add_excess(walk *wk, uint32_t x, int64_t x0, int64_t x1, const uint32
     qsort(v, np, sizeof *v, ssa_cmp_i64);
     diff[p] += mine[p] - (np ? v[(np - 1) / 2] : 0);
   }
-  return 0;
 }
 
 /* The windows an arrival is walked back over: from the previous meeting on the communicator
@@ -196,15 +230,17 @@ static size_t walk_windows(const walk *wk, const ssa_late *lt, int64_t step, int
   int since = lt->since_rel != INT64_MIN;
   for (uint32_t k = 0; k < lt->npeers && since; k++)
     since = lt->peer_since_rel[k] != INT64_MIN;
-  *x0 = since ? lt->since_rel
-              : ssa_rel_time(a->run, lr->rank, lr->windows[step_number_index(lr, step)].start);
+  *x0 = since
+            ? lt->since_rel
+            : ssa_summary_rel_time(a, &lr->summary, lr->windows[step_number_index(lr, step)].start);
   size_t np = 0;
   for (uint32_t k = 0; k < lt->npeers; k++) {
     const ssa_rank_result *pr = &a->ranks[lt->peer_idx[k]];
     long ps = step_number_index(pr, step);
     if (!since && ps < 0) continue;
     peer[np] = lt->peer_idx[k];
-    p0[np] = since ? lt->peer_since_rel[k] : ssa_rel_time(a->run, pr->rank, pr->windows[ps].start);
+    p0[np] = since ? lt->peer_since_rel[k]
+                   : ssa_summary_rel_time(a, &pr->summary, pr->windows[ps].start);
     p1[np++] = lt->peer_arrival_rel[k];
   }
   return np;
@@ -225,15 +261,15 @@ static int cmp_layout(const void *pa, const void *pb) {
   return a->pp < b->pp ? -1 : a->pp > b->pp;
 }
 
-static layout_pos position_of(const ssa_rank *r, uint32_t idx) {
-  const ssa_meta_layout *l = &r->tmeta.layout;
+static layout_pos position_of(const ssa_rank_summary *r, uint32_t idx) {
+  const ssa_meta_layout *l = &r->meta_layout;
   return (layout_pos){(int)ssa_meta_or(l->dp_rank, 0), (int)ssa_meta_or(l->tp_rank, 0),
                       (int)ssa_meta_or(l->cp_rank, 0), (int)ssa_meta_or(l->pp_rank, -1), idx};
 }
 
 /* The rank at stage `stage` of the pipeline of rank idx; -1 when there is none. */
 static long rank_at_stage(const walk *wk, const layout_pos *sorted, uint32_t idx, int stage) {
-  layout_pos key = position_of(wk->a->ranks[idx].rank, idx);
+  layout_pos key = position_of(&wk->a->ranks[idx].summary, idx);
   key.pp = stage;
   const layout_pos *hit = bsearch(&key, sorted, wk->a->nranks, sizeof *sorted, cmp_layout);
   return hit ? (long)hit->idx : -1;
@@ -245,10 +281,10 @@ static long rank_at_stage(const walk *wk, const layout_pos *sorted, uint32_t idx
  * stage in its peers' pipelines over theirs; the (stage, phase) that exceeds its counterparts
  * most, leaving communication aside, is charged. Returns 1 when one was found. */
 static int chase_upstream(walk *wk, const layout_pos *sorted, const ssa_late *lt, int64_t step,
-                          uint32_t *rank_idx, int *phase, int64_t *excess, int *rc) {
-  const ssa_rank *lr = wk->a->ranks[lt->rank_idx].rank;
-  int pp = (int)ssa_meta_or(lr->tmeta.layout.pp, 1);
-  int my_stage = (int)ssa_meta_or(lr->tmeta.layout.pp_rank, -1);
+                          uint32_t *rank_idx, int *phase, int64_t *excess) {
+  const ssa_meta_layout *ll = &wk->a->ranks[lt->rank_idx].summary.meta_layout;
+  int pp = (int)ssa_meta_or(ll->pp, 1);
+  int my_stage = (int)ssa_meta_or(ll->pp_rank, -1);
   if (!sorted || pp < 2 || my_stage < 0) return 0;
   uint32_t peer[SSA_LATE_PEERS], counterpart[SSA_LATE_PEERS];
   int64_t x0, p0[SSA_LATE_PEERS], p1[SSA_LATE_PEERS], best = 0;
@@ -269,8 +305,7 @@ static int chase_upstream(walk *wk, const layout_pos *sorted, const ssa_late *lt
     }
     if (nc == 0) continue;
     int64_t diff[SSA_PHASE_N] = {0};
-    if ((*rc = add_excess(wk, (uint32_t)x, x0, lt->arrival_rel, counterpart, c0, c1, nc, diff)))
-      return 0;
+    add_excess(wk, (uint32_t)x, x0, lt->arrival_rel, counterpart, c0, c1, nc, diff);
     for (int p = 0; p < SSA_PHASE_N; p++)
       if (p != SSA_PHASE_COLLECTIVE && diff[p] > best) {
         best = diff[p];
@@ -287,12 +322,12 @@ static int build_layout_index(const ssa_analysis *a, layout_pos **out) {
   *out = NULL;
   int any = 0;
   for (size_t i = 0; i < a->nranks; i++)
-    any |= ssa_meta_or(a->ranks[i].rank->tmeta.layout.pp, 1) > 1;
+    any |= ssa_meta_or(a->ranks[i].summary.meta_layout.pp, 1) > 1;
   if (!any) return 0;
   layout_pos *v = malloc(a->nranks * sizeof *v);
   if (!v) return STEPSCOPE_E_NOMEM;
   for (size_t i = 0; i < a->nranks; i++)
-    v[i] = position_of(a->ranks[i].rank, (uint32_t)i);
+    v[i] = position_of(&a->ranks[i].summary, (uint32_t)i);
   qsort(v, a->nranks, sizeof *v, cmp_layout);
   *out = v;
   return 0;
@@ -369,9 +404,9 @@ static int pipeline_charges(walk *wk, const layout_pos *sorted, ssa_culprit_effe
   size_t nprior = *n;
   if (nprior > 1) qsort(*eff, nprior, sizeof **eff, cmp_effect_key);
   for (size_t i = 0; sorted && i < a->nranks; i++) {
-    const ssa_rank *r0 = a->ranks[i].rank;
-    int pp = (int)ssa_meta_or(r0->tmeta.layout.pp, 1);
-    if (pp < 2 || pp > SSA_LATE_PEERS || ssa_meta_or(r0->tmeta.layout.pp_rank, -1) != 0) continue;
+    const ssa_meta_layout *l0 = &a->ranks[i].summary.meta_layout;
+    int pp = (int)ssa_meta_or(l0->pp, 1);
+    if (pp < 2 || pp > SSA_LATE_PEERS || ssa_meta_or(l0->pp_rank, -1) != 0) continue;
     uint32_t member[SSA_LATE_PEERS];
     int whole = 1;
     for (int k = 0; k < pp && whole; k++) {
@@ -398,13 +433,7 @@ static int pipeline_charges(walk *wk, const layout_pos *sorted, ssa_culprit_effe
         imb[k] = w->has_bubble_causes ? w->bubble_cause[SSA_BUBBLE_IMBALANCE] : 0;
         imb_stage[k] = w->imbalance_stage;
         waited |= late[k] > 0 || imb[k] > 0;
-        if (!wk->ph[member[k]].built && build_phases(rr->rank, &wk->ph[member[k]]))
-          return STEPSCOPE_E_NOMEM;
-        int64_t t0, t1;
-        if (between_steps(rr->rank, &wk->ph[member[k]], &rr->windows[b], &rr->windows[c], &t0, &t1))
-          partition(rr->rank, &wk->ph[member[k]], t0, t1, gap[k]);
-        else
-          memset(gap[k], 0, sizeof gap[k]);
+        phase_times(wk, member[k], SSA_PHASE_BETWEEN_STEPS, b, c, gap[k]);
       }
       if (!ok || !waited) continue;
       int64_t best = 0;
@@ -467,7 +496,7 @@ static int culprit_rows(ssa_analysis *a, ssa_culprit_effect *ch, size_t n) {
     int same_row = i > 0 && ch[i - 1].rank_idx == x->rank_idx && ch[i - 1].phase == x->phase;
     if (!same_row)
       a->culprits[a->nculprits++] =
-          (ssa_culprit){.rank = a->ranks[x->rank_idx].rank->rank, .phase = x->phase};
+          (ssa_culprit){.rank = a->ranks[x->rank_idx].summary.rank, .phase = x->phase};
     ssa_culprit *c = &a->culprits[a->nculprits - 1];
     c->caused += x->caused;
     c->instances += x->instances;
@@ -483,18 +512,41 @@ static int culprit_rows(ssa_analysis *a, ssa_culprit_effect *ch, size_t n) {
   return 0;
 }
 
-int ssa_find_culprits(ssa_analysis *a) {
+/* Adds the questions the last walk could not answer to the answers' table (sorted, unique)
+ * and finds where each of the nranks ranks' questions begin. */
+static int merge_pending(ssa_phase_requests *q, size_t nranks) {
+  if (ssa_grow((void **)&q->v, &q->cap, q->n + q->npending, sizeof *q->v)) return STEPSCOPE_E_NOMEM;
+  if (!q->first && !(q->first = malloc((nranks + 1) * sizeof *q->first))) return STEPSCOPE_E_NOMEM;
+  memcpy(q->v + q->n, q->pending, q->npending * sizeof *q->v);
+  size_t n = q->n + q->npending, k = 0;
+  qsort(q->v, n, sizeof *q->v, cmp_request);
+  for (size_t i = 0; i < n; i++)
+    if (k == 0 || cmp_request(&q->v[k - 1], &q->v[i]) != 0) q->v[k++] = q->v[i];
+  q->n = k;
+  q->npending = 0;
+  for (size_t r = 0, i = 0; r <= nranks; r++) {
+    while (i < k && q->v[i].rank_idx < r)
+      i++;
+    q->first[r] = i;
+  }
+  return 0;
+}
+
+int ssa_culprit_walk(ssa_analysis *a, ssa_phase_requests *q, size_t *unanswered) {
   int rc = STEPSCOPE_E_NOMEM;
+  *unanswered = 0;
+  q->npending = 0;
   late_key *keys = malloc((a->nlates ? a->nlates : 1) * sizeof *keys);
-  walk wk = {a, calloc(a->nranks, sizeof *wk.ph)};
+  walk wk = {a, q, 0};
   size_t neffects = 0, effects_cap = a->nlates;
+  uint64_t steps_total = 0;
   ssa_culprit_effect *effects = malloc((effects_cap ? effects_cap : 1) * sizeof *effects);
   layout_pos *layout = NULL;
-  if (!keys || !wk.ph || !effects || build_layout_index(a, &layout)) goto out;
+  if (!keys || !effects || build_layout_index(a, &layout)) goto out;
   for (size_t i = 0; i < a->nlates; i++) {
     const ssa_late *lt = &a->lates[i];
     const ssa_rank_result *rr = &a->ranks[lt->rank_idx];
-    keys[i] = (late_key){lt->rank_idx, step_at(rr, to_rank(a, rr->rank, lt->arrival_rel)), i};
+    keys[i] = (late_key){lt->rank_idx, step_at(rr, to_rank(a, &rr->summary, lt->arrival_rel)), i};
   }
   if (a->nlates > 1) qsort(keys, a->nlates, sizeof *keys, cmp_key);
   for (size_t g = 0; g < a->nlates;) {
@@ -521,7 +573,7 @@ int ssa_find_culprits(ssa_analysis *a) {
         uint32_t peer[SSA_LATE_PEERS];
         int64_t x0, p0[SSA_LATE_PEERS], p1[SSA_LATE_PEERS];
         size_t np = walk_windows(&wk, lt, step, &x0, peer, p0, p1);
-        if (add_excess(&wk, lt->rank_idx, x0, lt->arrival_rel, peer, p0, p1, np, diff)) goto out;
+        add_excess(&wk, lt->rank_idx, x0, lt->arrival_rel, peer, p0, p1, np, diff);
       }
       int64_t best = INT64_MIN;
       for (int p = 0; p < SSA_PHASE_N; p++)
@@ -531,10 +583,7 @@ int ssa_find_culprits(ssa_analysis *a) {
         }
       excess = best > 0 ? best : 0;
       if (phase == SSA_PHASE_COLLECTIVE) {
-        int crc = 0;
-        victim =
-            chase_upstream(&wk, layout, &a->lates[pick], step, &charged, &phase, &excess, &crc);
-        if (crc) goto out;
+        victim = chase_upstream(&wk, layout, &a->lates[pick], step, &charged, &phase, &excess);
       }
     }
     /* the step's delay this rank explains: what its peers waited, up to its own excess; a
@@ -544,19 +593,85 @@ int ssa_find_culprits(ssa_analysis *a) {
     if (phase == SSA_PHASE_COLLECTIVE) effect = 0;
     effects[neffects++] =
         (ssa_culprit_effect){charged, phase, victim, step, effect, caused, excess, e - g};
-    a->culprit_steps_total++;
+    steps_total++;
     g = e;
   }
-  if (pipeline_charges(&wk, layout, &effects, &neffects, &effects_cap)) goto out;
+  if (pipeline_charges(&wk, layout, &effects, &neffects, &effects_cap) || wk.nomem) goto out;
+  if (q->npending) { /* a round with questions: its rows would be wrong */
+    *unanswered = q->npending;
+    rc = merge_pending(q, a->nranks);
+    goto out;
+  }
+  a->culprit_steps_total = steps_total;
   if (culprit_rows(a, effects, neffects)) goto out;
   rc = ssa_judge_culprits(a, effects, neffects);
 out:
-  if (wk.ph)
-    for (size_t i = 0; i < a->nranks; i++)
-      free(wk.ph[i].r);
-  free(wk.ph);
   free(keys);
   free(effects);
   free(layout);
+  return rc;
+}
+
+int ssa_rank_phase_answers(const ssa_analysis *a, size_t rank_idx, ssa_phase_requests *q) {
+  if (!q->first) return 0; /* no question yet */
+  size_t lo = q->first[rank_idx], hi = q->first[rank_idx + 1], todo = 0;
+  for (size_t i = lo; i < hi; i++)
+    todo += !q->v[i].answered;
+  if (todo == 0) return 0;
+  const ssa_rank_result *rr = &a->ranks[rank_idx];
+  const ssa_rank *r = rr->rank;
+  rank_phases ph = {NULL, 0};
+  if (build_phases(r, &ph)) return STEPSCOPE_E_NOMEM;
+  for (size_t i = lo; i < hi; i++) {
+    ssa_phase_request *x = &q->v[i];
+    if (x->answered) continue;
+    int64_t t0 = x->t0, t1 = x->t1;
+    if (x->kind == SSA_PHASE_SPAN)
+      partition(r, &ph, t0, t1, x->time);
+    else if (between_steps(r, &ph, &rr->windows[x->t0], &rr->windows[x->t1], &t0, &t1))
+      partition(r, &ph, t0, t1, x->time);
+    else
+      memset(x->time, 0, sizeof x->time);
+    x->answered = 1;
+  }
+  free(ph.r);
+  return 0;
+}
+
+void ssa_phase_requests_free(ssa_phase_requests *q) {
+  free(q->v);
+  free(q->first);
+  free(q->pending);
+  memset(q, 0, sizeof *q);
+}
+
+/* One rank's answers (a job of ssa_parallel_for): ranks own disjoint questions. */
+typedef struct answer_job {
+  const ssa_analysis *a;
+  ssa_phase_requests *q;
+  int *rc;
+} answer_job;
+
+static void answer_rank(void *ctx, size_t i) {
+  answer_job *job = ctx;
+  job->rc[i] = ssa_rank_phase_answers(job->a, i, job->q);
+}
+
+int ssa_find_culprits(ssa_analysis *a) {
+  ssa_phase_requests q;
+  memset(&q, 0, sizeof q);
+  int *rcs = calloc(a->nranks ? a->nranks : 1, sizeof *rcs);
+  int rc = rcs ? 0 : STEPSCOPE_E_NOMEM;
+  /* each round answers at least one new question of a finite set: the rounds end */
+  for (size_t unanswered = 1; rc == 0 && unanswered;) {
+    rc = ssa_culprit_walk(a, &q, &unanswered);
+    if (rc || !unanswered) break;
+    answer_job job = {a, &q, rcs};
+    ssa_parallel_for(a->nranks, ssa_workers(a->nranks, a->opt.threads), answer_rank, &job);
+    for (size_t i = 0; i < a->nranks && !rc; i++)
+      rc = rcs[i];
+  }
+  free(rcs);
+  ssa_phase_requests_free(&q);
   return rc;
 }

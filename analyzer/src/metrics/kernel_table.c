@@ -2,9 +2,10 @@
  * kernel_table.c — the kernel table of SPEC §4: per kernel name (CUDA
  * kernels and CPU-backend host ops) the count, total, mean, min and max
  * duration and the share of all kernel time, over every rank's analysed
- * window. Per-rank statistics (breakdown.c, keyed by the rank's string ids)
- * are merged by name through the analysis string table, then sorted by total
- * time, descending (ties by name).
+ * window. Per-rank statistics (breakdown.c, keyed by ids of the names in
+ * the rank's summary, rank_summary.c: the table reads no event of a rank)
+ * are merged by name through the analysis string table, then sorted by
+ * total time, descending (ties by name).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +27,7 @@ int ssa_build_kernel_table(ssa_analysis *a) {
     const ssa_rank_result *rr = &a->ranks[i];
     for (size_t k = 0; k < rr->nkstats; k++) {
       const ssa_rank_kstat *s = &rr->kstats[k];
-      const char *name = ssa_rank_str(rr->rank, s->name);
+      const char *name = ssa_strtab_get(&rr->summary.names, s->name);
       uint32_t id = ssa_strtab_intern(&a->names, name[0] ? name : "(unnamed)",
                                       strlen(name[0] ? name : "(unnamed)"));
       if (id == 0) goto nomem;

@@ -12,8 +12,9 @@
  * Waiting for a member on the same stage (a DP or TP straggler) stays
  * communication.
  *
- * Runs before the per-rank metrics (which need it in their one pass):
- * every rank's stage is read from its `layout` metadata, the collective
+ * Runs before the per-rank metrics (which need it in their one pass), on the
+ * ranks' summaries (rank_summary.c): every rank's stage is read from its
+ * `layout` metadata, the collective
  * records of all ranks are matched by (comm_id, seq) and, per member on a
  * pipeline rank, wait_end = the latest aligned start of a member on
  * another stage, converted to the member's trace clock, is stored in
@@ -38,12 +39,9 @@ int ssa_rank_pipeline_stage(const ssa_rank *r) {
   return pipeline && stage >= 0 && stage < 1e9 ? (int)stage : -1;
 }
 
-/* Aligned start of a member: its executing op's start when linked. */
-static int64_t member_start(const ssa_analysis *a, const ssa_coll_member *m) {
-  const ssa_rank *r = a->ranks[m->rank_idx].rank;
-  const ssa_coll *c = &r->colls[m->coll_idx];
-  int64_t s = c->op_index != SSA_NONE ? r->ops[c->op_index].start : c->start;
-  return ssa_rel_time(a->run, r, s);
+/* A member's record in its rank's summary. */
+static const ssa_coll_rec *member_rec(const ssa_analysis *a, const ssa_coll_member *m) {
+  return &a->ranks[m->rank_idx].summary.colls[m->coll_idx];
 }
 
 ssa_stage_latest ssa_latest_by_stage(const int *stage, const int64_t *start, size_t n) {
@@ -68,21 +66,21 @@ int ssa_find_pipeline_waits(ssa_analysis *a) {
   size_t n = 0, pipeline_ranks = 0;
   for (size_t i = 0; i < a->nranks; i++) {
     ssa_rank_result *rr = &a->ranks[i];
-    rr->stage_of_waits = ssa_rank_pipeline_stage(rr->rank);
+    rr->stage_of_waits = rr->summary.pipeline_stage;
     if (rr->stage_of_waits >= 0) pipeline_ranks++;
-    n += rr->rank->ncolls;
+    n += rr->summary.ncolls;
   }
   if (n == 0 || pipeline_ranks == 0) return 0;
   for (size_t i = 0; i < a->nranks; i++) {
     ssa_rank_result *rr = &a->ranks[i];
-    if (rr->stage_of_waits < 0 || rr->rank->ncolls == 0) continue;
-    rr->coll_wait_end = malloc(rr->rank->ncolls * sizeof *rr->coll_wait_end);
+    if (rr->stage_of_waits < 0 || rr->summary.ncolls == 0) continue;
+    rr->coll_wait_end = malloc(rr->summary.ncolls * sizeof *rr->coll_wait_end);
     if (!rr->coll_wait_end) return STEPSCOPE_E_NOMEM;
-    for (size_t j = 0; j < rr->rank->ncolls; j++)
+    for (size_t j = 0; j < rr->summary.ncolls; j++)
       rr->coll_wait_end[j] = INT64_MIN;
   }
   ssa_coll_member *m;
-  if (ssa_run_coll_members(a->run, &m, &n)) return STEPSCOPE_E_NOMEM;
+  if (ssa_summary_coll_members(a, &m, &n)) return STEPSCOPE_E_NOMEM;
   int64_t *start = malloc(n * sizeof *start);
   int *stage = malloc(n * sizeof *stage);
   if (!start || !stage) {
@@ -91,9 +89,10 @@ int ssa_find_pipeline_waits(ssa_analysis *a) {
     free(stage);
     return STEPSCOPE_E_NOMEM;
   }
-  for (size_t x = 0; x < n; x++) {
-    start[x] = member_start(a, &m[x]);
-    stage[x] = a->ranks[m[x].rank_idx].stage_of_waits;
+  for (size_t x = 0; x < n; x++) { /* aligned start of each member */
+    const ssa_rank_result *rx = &a->ranks[m[x].rank_idx];
+    start[x] = ssa_summary_rel_time(a, &rx->summary, member_rec(a, &m[x])->start);
+    stage[x] = rx->stage_of_waits;
   }
   for (size_t g = 0; g < n;) {
     size_t e = g + 1;
@@ -103,11 +102,10 @@ int ssa_find_pipeline_waits(ssa_analysis *a) {
     for (size_t x = g; x < e; x++) {
       ssa_rank_result *rx = &a->ranks[m[x].rank_idx];
       if (!rx->coll_wait_end) continue;
-      const ssa_coll *cx = &rx->rank->colls[m[x].coll_idx];
-      if (cx->flags & STEPSCOPE_COLL_F_PIPELINE) continue; /* pipeline comm already */
+      if (member_rec(a, &m[x])->flags & STEPSCOPE_COLL_F_PIPELINE) continue; /* pipeline comm */
       int64_t latest = ssa_latest_on_other_stage(&best, rx->stage_of_waits);
       if (latest > start[x]) /* back to the member's own trace clock */
-        rx->coll_wait_end[m[x].coll_idx] = latest - rx->rank->offset_ns + a->run->origin;
+        rx->coll_wait_end[m[x].coll_idx] = latest - rx->summary.offset_ns + a->run->origin;
     }
     g = e;
   }

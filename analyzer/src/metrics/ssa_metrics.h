@@ -191,15 +191,56 @@ static inline void ssa_cover_op(ssa_cover *c, const ssa_rank *r, const ssa_op *o
 /* Feeds every op of a rank (sorted by start) and finishes. */
 void ssa_cover_rank(ssa_cover *c, const ssa_rank *r, int pipeline);
 
-/* Kernel statistics of one rank, by the rank's string id. */
+/* Kernel statistics of one rank; name: id in the rank's summary names (ssa_rank_summary). */
 typedef struct ssa_rank_kstat {
   uint32_t name, comm;
   uint64_t count;
   int64_t total, min, max;
 } ssa_rank_kstat;
 
+/* A collective record of a rank reduced to what the cross-rank pass reads (rank_summary.c):
+ * the instance it belongs to, what it moved and when its executing op ran. */
+typedef struct ssa_coll_rec {
+  uint64_t comm_id, seq, bytes;
+  int64_t start, end; /* its executing op's times when linked, else the record's (trace clock) */
+  uint32_t op, flags, comm_rank, comm_size;
+  uint32_t name; /* communicator name: id in the summary's names, 0 none */
+} ssa_coll_rec;
+
+/* A pipeline rank's "forward", "backward" or "backward_weight" host range of a selected step with
+ * its measured time (bubble_causes.c): what the schedule simulation reads of the rank. */
+typedef struct ssa_pipeline_item {
+  int64_t start, end; /* host range */
+  int pass;           /* 0 forward, 1 backward, 2 weight backward (zero bubble) */
+  int mb, chunk;
+  size_t step; /* index into the rank's selected steps */
+  int64_t dur; /* compute union + own host gaps */
+} ssa_pipeline_item;
+
+/* What the cross-rank pass reads of a rank instead of its events (rank_summary.c; docs/scale.md):
+ * made from the loaded rank before the per-rank metrics (the kernel names and pipeline items by
+ * the per-rank pass), it outlives the rank's events. The collective matching, the pipeline waits,
+ * the kernel table and the bubble's schedule simulation read only this of a rank. */
+typedef struct ssa_rank_summary {
+  int rank;            /* the rank number */
+  int64_t offset_ns;   /* the clock alignment's offset (aligned = trace time + offset_ns) */
+  int pipeline_stage;  /* ssa_rank_pipeline_stage: -1 not in a pipeline */
+  ssa_coll_rec *colls; /* one per collective record, in the rank's order (same indices) */
+  size_t ncolls;
+  ssa_strtab names; /* communicator and kernel names (ssa_rank_kstat.name) */
+  int layout[3];    /* dp_rank, cp_rank, tp_rank (0 unknown): the pipeline it belongs to */
+  ssa_meta_layout meta_layout; /* the trainer's layout metadata (the culprit walk's chase) */
+  ssa_pipeline_item *items; /* pipeline ranks with a stage: items in trace order (per-rank pass) */
+  size_t nitems;
+} ssa_rank_summary;
+
+/* Reduces a loaded, aligned rank to its summary. 0 or STEPSCOPE_E_NOMEM (nothing to free then). */
+int ssa_rank_summarize(const ssa_rank *r, ssa_rank_summary *s);
+void ssa_rank_summary_free(ssa_rank_summary *s);
+
 typedef struct ssa_rank_result {
   const ssa_rank *rank;
+  ssa_rank_summary summary; /* what the cross-rank pass reads of the rank */
   size_t rank_index;
   ssa_step *steps; /* selected steps, by number */
   size_t nsteps;
@@ -539,13 +580,47 @@ int ssa_device_idle_gaps(const ssa_analysis *a, const ssa_rank_result *rr,
 
 /* Cross-rank parts. */
 int ssa_match_collectives(ssa_analysis *a);
-/* Splits every pipeline rank's bubble by cause (bubble_causes.c). */
+/* Bubble causes (bubble_causes.c), in three parts: the per-rank pass fills a pipeline rank's
+ * items (a rank with a stage) into its summary; after the matching, a second per-rank pass measures
+ * each pipeline window's transfer and host parts from the rank's ops (ssa_rank_bubble_transfers);
+ * ssa_bubble_causes then splits the rest of every pipeline rank's bubble by simulating the
+ * schedule on the summaries' items. 0 or STEPSCOPE_E_NOMEM. */
+int ssa_rank_pipeline_items(const ssa_analysis *a, ssa_rank_result *rr);
+int ssa_rank_bubble_transfers(ssa_rank_result *rr);
 int ssa_bubble_causes(ssa_analysis *a);
 /* Names, per pipeline rank and window, the rank and phase its waits on late sends of matched
  * pipeline transfers come from (late_upstream.c; after ssa_bubble_causes). */
 int ssa_late_upstream_sources(ssa_analysis *a);
-/* Walks each late arrival back to the phase that made it late (culprits.c). */
+/* Walks each late arrival back to the phase that made it late (culprits.c): rounds of
+ * ssa_culprit_walk, each followed by ssa_rank_phase_answers on every rank (pool of threads),
+ * until a walk had every answer. */
 int ssa_find_culprits(ssa_analysis *a);
+/* What the walk asks of a rank's events: its device time by phase (SSA_PHASE_*) over [t0, t1)
+ * of its trace clock (SSA_PHASE_SPAN), or between its step windows t0 and t1 (indices; from
+ * the previous step's last backward op to this step's first forward op: SSA_PHASE_BETWEEN_STEPS;
+ * zeros when there is no such gap). */
+enum { SSA_PHASE_SPAN, SSA_PHASE_BETWEEN_STEPS };
+typedef struct ssa_phase_request {
+  uint32_t rank_idx;
+  int kind;
+  int64_t t0, t1;
+  int answered;
+  int64_t time[SSA_PHASE_N];
+} ssa_phase_request;
+typedef struct ssa_phase_requests {
+  ssa_phase_request *v; /* by (rank_idx, kind, t0, t1), unique */
+  size_t n, cap;
+  size_t *first;              /* [nranks + 1]: rank i's questions are v[first[i], first[i + 1]) */
+  ssa_phase_request *pending; /* the current walk's questions not in v */
+  size_t npending, pending_cap;
+} ssa_phase_requests;
+/* One walk over the late arrivals, reading no event: with every answer in q it fills the
+ * culprit rows and verdict (*unanswered 0); else it adds its questions to q and says how many.
+ * 0 or STEPSCOPE_E_NOMEM. */
+int ssa_culprit_walk(ssa_analysis *a, ssa_phase_requests *q, size_t *unanswered);
+/* Answers the rank's unanswered questions in q from its events (per-rank pass). */
+int ssa_rank_phase_answers(const ssa_analysis *a, size_t rank_idx, ssa_phase_requests *q);
+void ssa_phase_requests_free(ssa_phase_requests *q);
 /* Judges the culprit rows against the run's step-to-step noise and orders them
  * (culprit_verdict.c); takes the (rank, step) effects the walk-back measured. */
 int ssa_judge_culprits(ssa_analysis *a, ssa_culprit_effect *effects, size_t n);
@@ -560,6 +635,16 @@ int ssa_build_kernel_table(ssa_analysis *a);
 int ssa_read_run_metadata(ssa_analysis *a);
 /* Expert load imbalance per step from the trainer's moe.load marks (moe_load.c). */
 int ssa_moe_load(ssa_analysis *a);
+
+/* The collective records of every rank's summary as members of their instances, sorted by
+ * ssa_cmp_coll_member (rank_summary.c; *out NULL when there are none). 0 or STEPSCOPE_E_NOMEM. */
+int ssa_summary_coll_members(const ssa_analysis *a, ssa_coll_member **out, size_t *n);
+
+/* A summary's trace time converted to the run's aligned, origin-relative time. */
+static inline int64_t ssa_summary_rel_time(const ssa_analysis *a, const ssa_rank_summary *s,
+                                           int64_t t) {
+  return t + s->offset_ns - a->run->origin;
+}
 
 /* busbw factor of SPEC §4 for an op on n ranks. */
 double ssa_busbw_factor(uint32_t op, uint32_t n);

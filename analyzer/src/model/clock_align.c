@@ -19,6 +19,10 @@
  *
  * The run origin is the earliest aligned event of all ranks; every time in
  * the report and the export is (trace time + offset - origin).
+ *
+ * All of it reads, per rank, only what ssa_rank_align_input keeps of it: the
+ * anchor offset, the earliest event and the ends of its non-p2p collective
+ * records.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -57,21 +61,59 @@ static int64_t earliest_event(const ssa_rank *r, int *any) {
   return *any ? t : r->header_start;
 }
 
-/* A member's end after step 1: its executing op's end when linked. */
-static int64_t anchored_end(const ssa_run *run, const ssa_coll_member *m) {
-  const ssa_rank *r = &run->ranks[m->rank_idx];
-  const ssa_coll *c = &r->colls[m->coll_idx];
-  int64_t end = c->op_index != SSA_NONE ? r->ops[c->op_index].end : c->end;
-  return end + run->anchor_offset[m->rank_idx];
+int ssa_rank_align_input(const ssa_rank *r, ssa_rank_align *out) {
+  memset(out, 0, sizeof *out);
+  out->rank = r->rank;
+  if (r->nanchors > 0) {
+    int64_t *d = malloc(r->nanchors * sizeof *d);
+    if (!d) return STEPSCOPE_E_NOMEM;
+    for (size_t j = 0; j < r->nanchors; j++)
+      d[j] = (int64_t)(r->anchors[j].realtime_ns - r->anchors[j].trace_ns);
+    qsort(d, r->nanchors, sizeof *d, ssa_cmp_i64);
+    out->anchor_offset = d[(r->nanchors - 1) / 2];
+    free(d);
+    out->has_offset = 1;
+  } else if (r->clock_domain == STEPSCOPE_CLOCK_REALTIME) {
+    out->has_offset = 1;
+  }
+  out->first_event = earliest_event(r, &out->any_event);
+  size_t n = 0; /* p2p transfers do not end together: left out */
+  for (size_t i = 0; i < r->ncolls; i++)
+    n += !is_p2p(&r->colls[i]);
+  if (n == 0) return 0;
+  if (!(out->ends = malloc(n * sizeof *out->ends))) return STEPSCOPE_E_NOMEM;
+  for (size_t i = 0; i < r->ncolls; i++) {
+    const ssa_coll *c = &r->colls[i];
+    if (is_p2p(c)) continue;
+    int64_t end = c->op_index != SSA_NONE ? r->ops[c->op_index].end : c->end;
+    out->ends[out->nends++] = (ssa_align_end){c->comm_id, c->seq, end};
+  }
+  return 0;
 }
 
-static int refine(ssa_run *run) {
-  ssa_coll_member *s;
-  size_t n, k = 0;
-  SC_TRY(ssa_run_coll_members(run, &s, &n));
-  for (size_t i = 0; i < n; i++) /* p2p transfers do not end together: left out */
-    if (!is_p2p(&run->ranks[s[i].rank_idx].colls[s[i].coll_idx])) s[k++] = s[i];
-  n = k;
+void ssa_rank_align_free(ssa_rank_align *a) {
+  free(a->ends);
+  memset(a, 0, sizeof *a);
+}
+
+/* A member's end after step 1. */
+static int64_t anchored_end(const ssa_run *run, const ssa_rank_align *in,
+                            const ssa_coll_member *m) {
+  return in[m->rank_idx].ends[m->coll_idx].end + run->anchor_offset[m->rank_idx];
+}
+
+static int refine(ssa_run *run, const ssa_rank_align *in) {
+  size_t n = 0;
+  for (size_t i = 0; i < run->nranks; i++)
+    n += in[i].nends;
+  ssa_coll_member *s = malloc((n ? n : 1) * sizeof *s);
+  if (!s) return STEPSCOPE_E_NOMEM;
+  n = 0;
+  for (size_t i = 0; i < run->nranks; i++)
+    for (size_t j = 0; j < in[i].nends; j++)
+      s[n++] =
+          (ssa_coll_member){in[i].ends[j].comm_id, in[i].ends[j].seq, (uint32_t)i, (uint32_t)j};
+  qsort(s, n, sizeof *s, ssa_cmp_coll_member);
   size_t npairs = 0, pcap = 0;
   pair_diff *pairs = NULL;
   for (size_t g = 0; g < n;) {
@@ -86,7 +128,7 @@ static int refine(ssa_run *run) {
         return STEPSCOPE_E_NOMEM;
       }
       pairs[npairs++] = (pair_diff){s[g].rank_idx, s[m].rank_idx,
-                                    anchored_end(run, &s[g]) - anchored_end(run, &s[m])};
+                                    anchored_end(run, in, &s[g]) - anchored_end(run, in, &s[m])};
     }
     g = e;
   }
@@ -133,7 +175,7 @@ static int refine(ssa_run *run) {
       ssa_run_warn(run,
                    "rank %d shares no collective with rank %d's group chain: its clock is aligned "
                    "by anchors only",
-                   run->ranks[i].rank, run->ranks[ref].rank);
+                   in[i].rank, in[ref].rank);
     }
   }
   free(known);
@@ -142,34 +184,33 @@ static int refine(ssa_run *run) {
 }
 
 int ssa_run_align(ssa_run *run) {
+  ssa_rank_align *in = calloc(run->nranks ? run->nranks : 1, sizeof *in);
+  int rc = in ? 0 : STEPSCOPE_E_NOMEM;
+  for (size_t i = 0; i < run->nranks && rc == 0; i++)
+    rc = ssa_rank_align_input(&run->ranks[i], &in[i]);
+  if (rc == 0) rc = ssa_run_align_inputs(run, in);
+  for (size_t i = 0; in && i < run->nranks; i++)
+    ssa_rank_align_free(&in[i]);
+  free(in);
+  return rc;
+}
+
+int ssa_run_align_inputs(ssa_run *run, const ssa_rank_align *in) {
   size_t n = run->nranks;
   run->anchor_offset = calloc(n ? n : 1, sizeof *run->anchor_offset);
   run->refine_offset = calloc(n ? n : 1, sizeof *run->refine_offset);
   run->refine_samples = calloc(n ? n : 1, sizeof *run->refine_samples);
   if (!run->anchor_offset || !run->refine_offset || !run->refine_samples) return STEPSCOPE_E_NOMEM;
   if (n == 0) return 0;
-  run->reference_rank = run->ranks[0].rank;
+  run->reference_rank = in[0].rank;
   /* step 1: anchors */
   int have_ref = 0;
   int64_t ref_base = 0;
   unsigned char *has = calloc(n, 1);
   if (!has) return STEPSCOPE_E_NOMEM;
   for (size_t i = 0; i < n; i++) {
-    ssa_rank *r = &run->ranks[i];
-    if (r->nanchors > 0) {
-      int64_t *d = malloc(r->nanchors * sizeof *d);
-      if (!d) {
-        free(has);
-        return STEPSCOPE_E_NOMEM;
-      }
-      for (size_t j = 0; j < r->nanchors; j++)
-        d[j] = (int64_t)(r->anchors[j].realtime_ns - r->anchors[j].trace_ns);
-      qsort(d, r->nanchors, sizeof *d, ssa_cmp_i64);
-      run->anchor_offset[i] = d[(r->nanchors - 1) / 2];
-      free(d);
-      has[i] = 1;
-    } else if (r->clock_domain == STEPSCOPE_CLOCK_REALTIME) {
-      run->anchor_offset[i] = 0;
+    if (in[i].has_offset) {
+      run->anchor_offset[i] = in[i].anchor_offset;
       has[i] = 1;
     }
     if (has[i] && !have_ref) {
@@ -184,24 +225,23 @@ int ssa_run_align(ssa_run *run) {
       ssa_run_warn(run,
                    "rank %d has no clock anchors: its trace clock is assumed to be the same as the "
                    "other ranks'",
-                   run->ranks[i].rank);
+                   in[i].rank);
   }
   free(has);
   /* step 2: collectives */
-  SC_TRY(refine(run));
+  SC_TRY(refine(run, in));
   run->origin = INT64_MAX;
   int any_event = 0;
   for (size_t i = 0; i < n; i++) {
     run->ranks[i].offset_ns = run->anchor_offset[i] + run->refine_offset[i];
-    int any;
-    int64_t t = earliest_event(&run->ranks[i], &any) + run->ranks[i].offset_ns;
-    if (any && (!any_event || t < run->origin)) run->origin = t;
-    any_event |= any;
+    int64_t t = in[i].first_event + run->ranks[i].offset_ns;
+    if (in[i].any_event && (!any_event || t < run->origin)) run->origin = t;
+    any_event |= in[i].any_event;
   }
-  if (!any_event) {
+  if (!any_event) { /* first_event is the header's start then */
     run->origin = INT64_MAX;
     for (size_t i = 0; i < n; i++) {
-      int64_t t = run->ranks[i].header_start + run->ranks[i].offset_ns;
+      int64_t t = in[i].first_event + run->ranks[i].offset_ns;
       if (t < run->origin) run->origin = t;
     }
   }

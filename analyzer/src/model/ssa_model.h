@@ -387,7 +387,30 @@ int ssa_run_warn(ssa_run *run, const char *fmt, ...) __attribute__((format(print
  * kill) or was closed on a signal (trace_closed.c); after alignment. */
 void ssa_run_note_unclosed(ssa_run *run);
 
-/* Clock alignment (clock_align.c): fills offsets, origin and warnings. */
+/* What clock alignment reads of a finished rank (clock_align.c), made from it by
+ * ssa_rank_align_input: small (24 B per collective record), so that a loader can keep it
+ * once the rank's events are gone. */
+typedef struct ssa_align_end {
+  uint64_t comm_id, seq;
+  int64_t end; /* the executing op's end when linked, else the record's (trace clock) */
+} ssa_align_end;
+typedef struct ssa_rank_align {
+  int rank;
+  int has_offset;        /* anchors, or a REALTIME trace clock */
+  int64_t anchor_offset; /* the median over its anchors of (realtime - trace); 0 REALTIME */
+  int any_event;
+  int64_t first_event; /* its earliest event; the header's start when it has none */
+  ssa_align_end *ends; /* its collective records but p2p ones (which do not end together) */
+  size_t nends;
+} ssa_rank_align;
+
+/* 0 or STEPSCOPE_E_NOMEM (nothing to free then). */
+int ssa_rank_align_input(const ssa_rank *r, ssa_rank_align *out);
+void ssa_rank_align_free(ssa_rank_align *a);
+/* Clock alignment (clock_align.c): fills offsets, origin and warnings from the ranks' inputs
+ * (in[i] of run->ranks[i]; reads nothing else of a rank but its offset_ns, which it sets). */
+int ssa_run_align_inputs(ssa_run *run, const ssa_rank_align *in);
+/* The same from the run's finished ranks. */
 int ssa_run_align(ssa_run *run);
 
 /* A collective record of one of a run's ranks as a member of its instance

@@ -1,0 +1,454 @@
+/*
+ * test_rank_summary.c — the cross-rank steps on the ranks' summaries alone (rank_summary.c,
+ * docs/scale.md): for generated runs of several layouts (random runs with clock spread,
+ * missing members, CPU-backend and mixed ranks, uneven all-to-alls, collectives found by
+ * name only; 1F1B and AFAB pipelines; a `--scale` run of TP x PP x DP with stragglers), the
+ * run is analysed as `analyze` does; then the analysis runs again in its phases, per-rank
+ * steps (summary; metrics and pipeline items; bubble transfers) with the ranks' events and
+ * cross-rank steps (pipeline waits; collective matching; kernel table and the bubble's schedule
+ * simulation; the culprit walk's rounds, whose questions the ranks answer in between) with
+ * every rank's ops, collective records, API calls, ranges and strings taken away. Both must
+ * give the same instances, summaries, late arrivals, per-rank collective counts and waits,
+ * per-record wait ends and transfers, kernel rows, windows (bubble causes included), culprit
+ * rows and verdict, and warnings. Each summary's records are also checked against the rank's
+ * records and ops. Clock alignment runs again from the ranks' alignment inputs alone
+ * (ssa_rank_align_input) and must give the loader's offsets, origin and warnings.
+ *
+ * usage: test_rank_summary CASE        (random | pipeline | scale | all)
+ *        test_rank_summary --run DIR   (a run written by another tool: the trainer's)
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ssa_import.h"
+#include "ssa_metrics.h"
+#include "stepscope_gen.h"
+
+static int failures;
+static const char *cur_case;
+static size_t simulated_windows; /* pipeline windows whose bubble the schedule split */
+static size_t culprit_rows;      /* culprit rows the cases had */
+
+#define CHECK(cond, ...)                                                                           \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      if (failures < 40) {                                                                         \
+        fprintf(stderr, "FAIL %s: ", cur_case);                                                    \
+        fprintf(stderr, __VA_ARGS__);                                                              \
+        fputc('\n', stderr);                                                                       \
+      }                                                                                            \
+      failures++;                                                                                  \
+    }                                                                                              \
+  } while (0)
+
+/* Each summary record is its rank's record with the executing op's times. */
+static void check_summary_records(const ssa_analysis *a) {
+  for (size_t i = 0; i < a->nranks; i++) {
+    const ssa_rank *r = a->ranks[i].rank;
+    const ssa_rank_summary *s = &a->ranks[i].summary;
+    CHECK(s->ncolls == r->ncolls, "rank %d: %zu summary records, %zu records", r->rank, s->ncolls,
+          r->ncolls);
+    CHECK(s->rank == r->rank && s->offset_ns == r->offset_ns, "rank %d: identity", r->rank);
+    CHECK(s->pipeline_stage == ssa_rank_pipeline_stage(r), "rank %d: stage", r->rank);
+    for (size_t j = 0; j < s->ncolls && j < r->ncolls; j++) {
+      const ssa_coll *c = &r->colls[j];
+      const ssa_coll_rec *x = &s->colls[j];
+      int64_t start = c->op_index != SSA_NONE ? r->ops[c->op_index].start : c->start;
+      int64_t end = c->op_index != SSA_NONE ? r->ops[c->op_index].end : c->end;
+      CHECK(x->comm_id == c->comm_id && x->seq == c->seq && x->bytes == c->bytes &&
+                x->op == c->op && x->flags == c->flags && x->comm_rank == c->comm_rank &&
+                x->comm_size == c->comm_size && x->start == start && x->end == end &&
+                !strcmp(ssa_strtab_get(&s->names, x->name), ssa_rank_str(r, c->name)),
+            "rank %d record %zu differs from its summary", r->rank, j);
+    }
+  }
+}
+
+static int same_i64s(const int64_t *x, const int64_t *y, size_t n) {
+  if (!x || !y) return x == y;
+  return memcmp(x, y, n * sizeof *x) == 0;
+}
+
+/* Takes every rank's events and strings away (into `saved`), or puts them back: what a
+ * cross-rank step reads while they are away must be in the summaries. */
+static void hide_events(ssa_run *run, ssa_rank *saved) {
+  memcpy(saved, run->ranks, run->nranks * sizeof *saved);
+  for (size_t i = 0; i < run->nranks; i++) {
+    ssa_rank *r = &run->ranks[i];
+    r->ops = NULL;
+    r->nops = 0;
+    r->colls = NULL;
+    r->ncolls = 0;
+    r->apis = NULL;
+    r->napis = 0;
+    r->ranges = NULL;
+    r->nranges = 0;
+    r->anchors = NULL;
+    r->nanchors = 0;
+    r->syncs = NULL;
+    r->nsyncs = 0;
+    r->counters = NULL;
+    r->ncounters = 0;
+    ssa_strtab_init(&r->strings);
+  }
+}
+
+static void restore_events(ssa_run *run, const ssa_rank *saved) {
+  memcpy(run->ranks, saved, run->nranks * sizeof *saved);
+}
+
+/* Runs one per-rank step on every rank (events present); the first error. */
+static int per_rank(ssa_analysis *b, int (*step)(ssa_analysis *b, ssa_rank_result *rr)) {
+  for (size_t i = 0; i < b->nranks; i++) {
+    int rc = step(b, &b->ranks[i]);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+static int summarize(ssa_analysis *b, ssa_rank_result *rr) {
+  (void)b;
+  return ssa_rank_summarize(rr->rank, &rr->summary);
+}
+
+static int metrics(ssa_analysis *b, ssa_rank_result *rr) {
+  int rc = ssa_analyze_rank(b, rr);
+  if (rc == 0 && rr->pipeline && rr->stage >= 0) rc = ssa_rank_pipeline_items(b, rr);
+  return rc;
+}
+
+static int transfers(ssa_analysis *b, ssa_rank_result *rr) {
+  (void)b;
+  return rr->pipeline ? ssa_rank_bubble_transfers(rr) : 0;
+}
+
+/* The analysis again in its phases, each cross-rank step with the ranks' events and strings
+ * taken away; compared with `ref` (ssa_analyze's). */
+static void check_cross_rank_on_summaries(ssa_run *run, const ssa_analysis *ref) {
+  ssa_analysis b;
+  memset(&b, 0, sizeof b);
+  b.run = run;
+  b.opt = ref->opt;
+  b.launch_gap_ns = ref->launch_gap_ns;
+  ssa_strtab_init(&b.names);
+  CHECK(ssa_strtab_intern(&b.names, "x", 1) != 0, "intern");
+  b.nranks = ref->nranks;
+  b.ranks = calloc(b.nranks, sizeof *b.ranks);
+  ssa_rank *saved = malloc(run->nranks * sizeof *saved);
+  if (!b.ranks || !saved) {
+    CHECK(0, "out of memory");
+    free(b.ranks);
+    free(saved);
+    ssa_strtab_free(&b.names);
+    return;
+  }
+  for (size_t i = 0; i < b.nranks; i++) {
+    b.ranks[i].rank = &run->ranks[i];
+    b.ranks[i].rank_index = i;
+    b.ranks[i].stage = -1;
+  }
+  int rc = per_rank(&b, summarize);
+  if (rc == 0) {
+    hide_events(run, saved);
+    rc = ssa_find_pipeline_waits(&b);
+    restore_events(run, saved);
+  }
+  if (rc == 0) rc = per_rank(&b, metrics);
+  if (rc == 0) {
+    hide_events(run, saved);
+    rc = ssa_match_collectives(&b);
+    restore_events(run, saved);
+  }
+  if (rc == 0) rc = per_rank(&b, transfers);
+  if (rc == 0) rc = ssa_read_run_metadata(&b); /* the ranks' metadata: the schedule */
+  if (rc == 0) {
+    hide_events(run, saved);
+    rc = ssa_build_kernel_table(&b);
+    if (rc == 0) rc = ssa_bubble_causes(&b);
+    restore_events(run, saved);
+  }
+  /* the culprit walk: rounds of a walk without events, then the ranks' answers with them */
+  ssa_phase_requests q;
+  memset(&q, 0, sizeof q);
+  for (size_t unanswered = 1; rc == 0 && unanswered;) {
+    hide_events(run, saved);
+    rc = ssa_culprit_walk(&b, &q, &unanswered);
+    restore_events(run, saved);
+    for (size_t i = 0; rc == 0 && unanswered && i < b.nranks; i++)
+      rc = ssa_rank_phase_answers(&b, i, &q);
+  }
+  ssa_phase_requests_free(&q);
+  free(saved);
+  CHECK(rc == 0, "cross-rank steps on summaries: %s", stepscope_status_name(rc));
+
+  CHECK(b.ncolls == ref->ncolls, "%zu instances on summaries, %zu from the run", b.ncolls,
+        ref->ncolls);
+  for (size_t k = 0; k < b.ncolls && k < ref->ncolls; k++) {
+    ssa_coll_instance x = b.colls[k], y = ref->colls[k];
+    CHECK(!strcmp(ssa_name(&b, x.group), ssa_name(ref, y.group)), "instance %zu group", k);
+    x.group = y.group = 0;
+    CHECK(!memcmp(&x, &y, sizeof x), "instance %zu (comm %llx seq %llu) differs", k,
+          (unsigned long long)y.comm_id, (unsigned long long)y.seq);
+  }
+  CHECK(b.ncoll_summaries == ref->ncoll_summaries, "%zu summaries, %zu", b.ncoll_summaries,
+        ref->ncoll_summaries);
+  for (size_t k = 0; k < b.ncoll_summaries && k < ref->ncoll_summaries; k++)
+    CHECK(!memcmp(&b.coll_summaries[k], &ref->coll_summaries[k], sizeof b.coll_summaries[k]),
+          "summary row %zu differs", k);
+  CHECK(b.nlates == ref->nlates, "%zu late arrivals, %zu", b.nlates, ref->nlates);
+  for (size_t k = 0; k < b.nlates && k < ref->nlates; k++)
+    CHECK(!memcmp(&b.lates[k], &ref->lates[k], sizeof b.lates[k]), "late arrival %zu differs", k);
+  CHECK(b.colls_incomplete == ref->colls_incomplete && b.colls_inferred == ref->colls_inferred &&
+            b.colls_refused == ref->colls_refused,
+        "incomplete/inferred/refused counts");
+  for (size_t i = 0; i < b.nranks; i++) {
+    const ssa_rank_result *x = &b.ranks[i], *y = &ref->ranks[i];
+    size_t n = x->summary.ncolls;
+    CHECK(x->stage_of_waits == y->stage_of_waits && x->coll_count == y->coll_count &&
+              x->coll_wait == y->coll_wait && x->coll_caused == y->coll_caused &&
+              x->coll_last == y->coll_last && x->coll_schedule_wait == y->coll_schedule_wait,
+          "rank index %zu: collective counts or waits differ", i);
+    CHECK(same_i64s(x->coll_wait_end, y->coll_wait_end, n), "rank index %zu: wait ends", i);
+    CHECK(same_i64s(x->coll_transfer, y->coll_transfer, n), "rank index %zu: transfers", i);
+    CHECK(x->nsteps == y->nsteps && !memcmp(&x->totals, &y->totals, sizeof x->totals),
+          "rank index %zu: totals window differs", i);
+    for (size_t k = 0; k < y->nsteps; k++)
+      simulated_windows += y->windows[k].schedule_idle >= 0;
+    for (size_t k = 0; k < x->nsteps && k < y->nsteps; k++)
+      CHECK(!memcmp(&x->windows[k], &y->windows[k], sizeof x->windows[k]),
+            "rank index %zu: window of step %lld differs (bubble causes %lld %lld)", i,
+            (long long)y->windows[k].step, (long long)x->windows[k].bubble_cause[0],
+            (long long)y->windows[k].bubble_cause[0]);
+  }
+  CHECK(b.nkernels == ref->nkernels && b.kernel_time_total == ref->kernel_time_total,
+        "%zu kernel rows, %zu", b.nkernels, ref->nkernels);
+  for (size_t k = 0; k < b.nkernels && k < ref->nkernels; k++) {
+    ssa_kernel_row x = b.kernels[k], y = ref->kernels[k];
+    CHECK(!strcmp(ssa_name(&b, x.name), ssa_name(ref, y.name)), "kernel row %zu name", k);
+    x.name = y.name = 0;
+    CHECK(!memcmp(&x, &y, sizeof x), "kernel row %zu differs", k);
+  }
+  size_t nw = 0; /* the matching's warnings are the first of the reference's after the ranks' */
+  for (size_t k = 0; k < ref->nwarnings && nw < b.nwarnings; k++)
+    if (!strcmp(ref->warnings[k], b.warnings[nw])) nw++;
+  CHECK(nw == b.nwarnings, "%zu of %zu warnings found in the reference", nw, b.nwarnings);
+  if (b.ncolls == 0 && ref->ncolls == 0) CHECK(0, "the case has no collective instance");
+  if (b.nkernels == 0 && ref->nkernels == 0) CHECK(0, "the case has no kernel");
+  CHECK(b.nculprits == ref->nculprits && b.culprit_steps_total == ref->culprit_steps_total,
+        "%zu culprit rows (%llu steps walked), %zu (%llu)", b.nculprits,
+        (unsigned long long)b.culprit_steps_total, ref->nculprits,
+        (unsigned long long)ref->culprit_steps_total);
+  for (size_t k = 0; k < b.nculprits && k < ref->nculprits; k++) {
+    const ssa_culprit *x = &b.culprits[k], *y = &ref->culprits[k];
+    CHECK(x->rank == y->rank && x->phase == y->phase && x->caused == y->caused &&
+              x->excess == y->excess && x->steps == y->steps && x->instances == y->instances &&
+              x->via_victim == y->via_victim && x->beyond_noise == y->beyond_noise,
+          "culprit row %zu differs", k);
+  }
+  const ssa_culprit_verdict *vx = &b.culprit_verdict, *vy = &ref->culprit_verdict;
+  CHECK(vx->status == vy->status && vx->steps == vy->steps && vx->rank == vy->rank &&
+            vx->phase == vy->phase && vx->steps_late == vy->steps_late &&
+            vx->effect_median == vy->effect_median && vx->effect_max == vy->effect_max &&
+            vx->caused == vy->caused && vx->phase_excess == vy->phase_excess &&
+            vx->threshold_ns == vy->threshold_ns,
+        "culprit verdict differs");
+  culprit_rows += ref->nculprits;
+  ssa_analysis_free(&b);
+}
+
+/* Clock alignment again from the ranks' alignment inputs alone (events, anchors and strings
+ * taken away), on a copy of the run's alignment state; compared with the loader's. */
+static void check_alignment_on_inputs(ssa_run *run) {
+  size_t n = run->nranks;
+  ssa_rank_align *in = calloc(n ? n : 1, sizeof *in);
+  int64_t *offsets = malloc((n ? n : 1) * sizeof *offsets),
+          *got = malloc((n ? n : 1) * sizeof *got);
+  ssa_rank *saved = malloc((n ? n : 1) * sizeof *saved);
+  int rc = in && offsets && got && saved ? 0 : STEPSCOPE_E_NOMEM;
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    rc = ssa_rank_align_input(&run->ranks[i], &in[i]);
+    offsets[i] = run->ranks[i].offset_ns;
+    run->ranks[i].offset_ns = 0x5eed; /* set again by the alignment */
+  }
+  ssa_run b = {.ranks = run->ranks, .nranks = n};
+  if (rc == 0) {
+    hide_events(run, saved);
+    rc = ssa_run_align_inputs(&b, in);
+    for (size_t i = 0; i < n; i++)
+      got[i] = run->ranks[i].offset_ns;
+    restore_events(run, saved);
+  }
+  CHECK(rc == 0, "alignment on inputs: %s", stepscope_status_name(rc));
+  for (size_t i = 0; rc == 0 && i < n; i++)
+    CHECK(b.anchor_offset[i] == run->anchor_offset[i] &&
+              b.refine_offset[i] == run->refine_offset[i] &&
+              b.refine_samples[i] == run->refine_samples[i] && got[i] == offsets[i],
+          "rank index %zu: alignment differs (offset %lld, %lld)", i, (long long)got[i],
+          (long long)offsets[i]);
+  CHECK(rc || (b.origin == run->origin && b.refined == run->refined &&
+               b.reference_rank == run->reference_rank),
+        "origin, refinement or reference rank differs");
+  size_t nw = 0; /* its warnings, in order, among the loader's */
+  for (size_t k = 0; k < run->nwarnings && nw < b.nwarnings; k++)
+    if (!strcmp(run->warnings[k], b.warnings[nw])) nw++;
+  CHECK(nw == b.nwarnings, "%zu of %zu alignment warnings found in the run's", nw, b.nwarnings);
+  for (size_t i = 0; offsets && i < n; i++)
+    run->ranks[i].offset_ns = offsets[i];
+  for (size_t i = 0; in && i < n; i++)
+    ssa_rank_align_free(&in[i]);
+  for (size_t k = 0; k < b.nwarnings; k++)
+    free(b.warnings[k]);
+  free(b.warnings);
+  free(b.anchor_offset);
+  free(b.refine_offset);
+  free(b.refine_samples);
+  free(in);
+  free(offsets);
+  free(got);
+  free(saved);
+}
+
+static void check_dir(const char *name, const char *dir) {
+  cur_case = name;
+  ssa_run run;
+  stepscope_error e;
+  ssa_load_options lo = {2, 0};
+  if (ssa_run_load(&run, dir, &lo, &e)) {
+    CHECK(0, "load: %s", e.message);
+    return;
+  }
+  check_alignment_on_inputs(&run);
+  ssa_analysis an;
+  ssa_options opt;
+  ssa_options_default(&opt);
+  opt.threads = 2;
+  if (ssa_analyze(&run, &opt, &an, &e)) {
+    CHECK(0, "analyze: %s", e.message);
+  } else {
+    check_summary_records(&an);
+    check_cross_rank_on_summaries(&run, &an);
+    ssa_analysis_free(&an);
+  }
+  ssa_run_free(&run);
+}
+
+static void remove_dir(const char *dir) {
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
+
+static void check_built(const char *name, gen_run *g) {
+  char dir[] = "/tmp/ssa-summary-XXXXXX";
+  char err[600];
+  cur_case = name;
+  if (!mkdtemp(dir)) {
+    CHECK(0, "mkdtemp");
+  } else if (gen_write(g, dir, err, sizeof err)) {
+    CHECK(0, "write: %s", err);
+  } else
+    check_dir(name, dir);
+  gen_free(g);
+  remove_dir(dir);
+}
+
+static void check_scenario(const char *name, const gen_scenario *sc) {
+  gen_run g;
+  cur_case = name;
+  if (gen_build(&g, sc)) {
+    CHECK(0, "gen_build");
+    return;
+  }
+  check_built(name, &g);
+}
+
+static void random_cases(void) {
+  static const struct {
+    const char *name;
+    int pipeline, missing_member, cpu_backend, alltoall, name_only_nccl;
+  } cases[] = {
+      {"random.plain", 0, 0, 0, 0, 0},    {"random.pipeline", 1, 0, 0, 0, 0},
+      {"random.missing", 0, 1, 0, 0, 0},  {"random.cpu_mixed", 0, 0, 2, 0, 0},
+      {"random.alltoall", 0, 0, 0, 1, 0}, {"random.name_only", 0, 0, 0, 0, 1},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+      gen_scenario sc;
+      gen_scenario_default(&sc);
+      sc.seed = seed * 7919 + c;
+      sc.nranks = 4;
+      sc.nsteps = 3;
+      sc.comm = 6;
+      sc.clock_spread = 3000000;
+      sc.anchor_error = 20000; /* the alignment refines by collectives */
+      sc.pipeline = cases[c].pipeline;
+      sc.missing_member = cases[c].missing_member;
+      sc.cpu_backend = cases[c].cpu_backend;
+      sc.alltoall = cases[c].alltoall;
+      sc.name_only_nccl = cases[c].name_only_nccl;
+      check_scenario(cases[c].name, &sc);
+    }
+}
+
+static void pipeline_cases(void) {
+  for (int schedule = 1; schedule <= 2; schedule++)
+    for (int nranks = 2; nranks <= 4; nranks += 2) {
+      gen_scenario sc;
+      gen_scenario_default(&sc);
+      sc.seed = (uint64_t)(schedule * 31 + nranks);
+      sc.nranks = nranks;
+      sc.nsteps = 3;
+      sc.pipeline_schedule = schedule;
+      check_scenario(schedule == 1 ? "pipeline.1f1b" : "pipeline.afab", &sc);
+    }
+}
+
+static void scale_case(void) {
+  cur_case = "scale";
+  char dir[] = "/tmp/ssa-summary-XXXXXX";
+  if (!mkdtemp(dir)) {
+    CHECK(0, "mkdtemp");
+    return;
+  }
+  gen_scale s;
+  gen_scale_default(&s);
+  s.nranks = 32;
+  s.events_per_rank = 1500;
+  s.nsteps = 4;
+  s.tp = 2;
+  s.pp = 4;
+  s.microbatches = 4;
+  s.stragglers = 2;
+  char err[600];
+  uint64_t events = 0;
+  if (gen_scale_layout(&s) || gen_scale_write(&s, dir, &events, err, sizeof err))
+    CHECK(0, "scale run: %s", err);
+  else
+    check_dir("scale", dir);
+  remove_dir(dir);
+}
+
+int main(int argc, char **argv) {
+  if (argc == 3 && !strcmp(argv[1], "--run")) {
+    check_dir(argv[2], argv[2]);
+    if (failures) fprintf(stderr, "%d failures\n", failures);
+    return failures ? 1 : 0;
+  }
+  const char *which = argc > 1 ? argv[1] : "all";
+  int all = !strcmp(which, "all");
+  if (all || !strcmp(which, "random")) random_cases();
+  if (all || !strcmp(which, "pipeline")) {
+    pipeline_cases();
+    cur_case = "pipeline";
+    CHECK(simulated_windows > 0, "no window's bubble was split by the schedule");
+  }
+  if (all || !strcmp(which, "scale")) {
+    scale_case();
+    cur_case = "scale";
+    CHECK(culprit_rows > 0, "no culprit row: the walk was not exercised");
+  }
+  if (failures) fprintf(stderr, "%d failures\n", failures);
+  return failures ? 1 : 0;
+}
