@@ -231,6 +231,9 @@ int ssa_rank_add_record(ssa_rank *r, const stepscope_record *rec) {
     y->start = (int64_t)s->start_ns;
     y->end = (int64_t)s->end_ns < y->start ? y->start : (int64_t)s->end_ns;
     y->sync_kind = s->sync_kind;
+    y->corr = s->correlation_id;
+    y->on_corr = 0; /* a source that knows the awaited work sets it after (kineto_mapper.c) */
+    y->on_stream = 0;
     y->lane = SSA_NONE;
     if (s->stream) {
       /* the waiting stream: an existing lane of any device kind */
