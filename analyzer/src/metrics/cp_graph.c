@@ -464,7 +464,9 @@ static size_t api_preds(const ssa_cp_graph *g, ssa_cp_node n, int64_t prev_end, 
   const ssa_sync *named = named_host_wait(cr, a->corr);
   if (named) {
     w = named->on_stream ? cr->sync_op[named - r->syncs] : device_op_ended_by(cr, a->end, SSA_NONE);
-    if (w != SSA_NONE && r->ops[w].end <= a->start) w = SSA_NONE;
+    /* a wait that returned before the op ended did not wait for it (cudaEventQuery's "Event
+     * Sync": not ready yet) */
+    if (w != SSA_NONE && (r->ops[w].end <= a->start || r->ops[w].end > a->end)) w = SSA_NONE;
   } else if (strstr(ssa_rank_str(r, a->name), "Synchronize")) {
     w = device_op_ended_by(cr, a->end, SSA_NONE);
     if (w != SSA_NONE && r->ops[w].end <= a->start) w = SSA_NONE;
