@@ -171,12 +171,12 @@ static int build_named_waits(ssa_cp_rank *cr) {
   if (rc == 0) {
     /* the ops by lane, each lane's in index (start) order: a counting sort */
     for (size_t i = 0; i < r->nops; i++)
-      lane_first[r->ops[i].lane + 1]++;
+      if (r->ops[i].lane < r->nlanes) lane_first[r->ops[i].lane + 1]++;
     for (uint32_t l = 0; l < r->nlanes; l++)
       lane_first[l + 1] += lane_first[l];
     for (size_t i = 0; i < r->nops; i++) {
       cr->op_wait[i] = SSA_NONE;
-      lane_ops[lane_first[r->ops[i].lane]++] = (uint32_t)i;
+      if (r->ops[i].lane < r->nlanes) lane_ops[lane_first[r->ops[i].lane]++] = (uint32_t)i;
     }
     for (uint32_t l = r->nlanes; l > 0; l--) /* back to each lane's first */
       lane_first[l] = lane_first[l - 1];
