@@ -6,7 +6,7 @@ usage: check_kineto_sync_path.py SCENARIO STEPSCOPE DIR
 
 Writes a one-step Kineto trace of SCENARIO into DIR, runs `stepscope analyze --json` and
 `stepscope export` on it and checks by name which kernels the export's "critical path" track
-holds. Each trace is made so that timing alone picks another kernel than the one the
+holds (and that the token-by-token reader and the split import give the same path). Each trace is made so that timing alone picks another kernel than the one the
 synchronisation names (a kernel of another stream ends just after the awaited one, before the
 waiter resumes); the truth is the kernel the cuda_sync event names:
 
@@ -88,11 +88,16 @@ else:
 last = max(e["ts"] + e["dur"] for e in events) - BASE
 x("user_annotation", "ProfilerStep#1", PID, TID, 0, last + 2)
 events.sort(key=lambda e: e["ts"])
+# 40 KB of CPU ops first (not nodes of the graph), so that a split import (below) hands the
+# events above, the cuda_sync ones among them, to its helper thread
+filler = [{"ph": "X", "cat": "cpu_op", "name": "aten::filler", "pid": PID, "tid": TID,
+           "ts": BASE + 1, "dur": 1, "args": {"External id": i}} for i in range(400)]
+events = filler + events
 os.makedirs(out, exist_ok=True)
 trace = os.path.join(out, "trace.json")
-with open(trace, "w") as f:
-    json.dump({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H100"}],
-               "traceEvents": events}, f)
+with open(trace, "w") as f:  # one event a line, as Kineto writes them (a point to split at)
+    f.write('{"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H100"}],\n'
+            '"traceEvents": [\n' + ",\n".join(json.dumps(e) for e in events) + "\n]}\n")
 report, export = os.path.join(out, "r.json"), os.path.join(out, "t.json")
 subprocess.run([stepscope, "analyze", trace, "--json", report], check=True,
                stdout=subprocess.DEVNULL)
@@ -111,4 +116,15 @@ missing = [k for k in want if k not in on_path]
 wrong = [k for k in unwanted if k in on_path]
 assert not missing and not wrong, f"{scenario}: missing {missing}, wrong {wrong}; " \
     f"path {sorted(on_path)}"
+# both readers (the fast path off: token by token) and the import forced to split the document
+# on two threads give the same critical path (the cuda_sync args go through each of them)
+for env in ({"STEPSCOPE_KINETO_FAST": "off"},
+            {"STEPSCOPE_KINETO_SPLIT": "on", "STEPSCOPE_KINETO_SPLIT_AT": "0.5",
+             "STEPSCOPE_KINETO_SPLIT_TRACE": "1"}):
+    other = os.path.join(out, "r-other.json")
+    r = subprocess.run([stepscope, "analyze", trace, "--json", other], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                       env=dict(os.environ, **env))
+    assert "STEPSCOPE_KINETO_SPLIT" not in env or "kineto split: used" in r.stderr, r.stderr
+    assert json.load(open(other))["critical_path"] == cp, f"{env}: another critical path"
 print(f"ok: {scenario}: {', '.join(want)} on the path; path {sorted(on_path)}")
