@@ -16,7 +16,8 @@
  *   launch_gap  b - a < T;
  *   host_wait   else, the launch call of an op starting at b began at or
  *               after a (the device waited for the CPU);
- *   sync_wait   else, a SYNC record on that op's stream overlaps (a, b), or
+ *   sync_wait   else, a SYNC record on that op's stream overlaps (a, b) (not one naming
+ *               its work: Kineto's carry the host call's times), or
  *               an op on another stream of the rank ended in [b - T, b]
  *               (a cross-stream dependency released it);
  *   other       otherwise, and for the gap after the last op.
@@ -69,6 +70,9 @@ static int sync_overlaps(rank_ctx *c, uint32_t lane, int64_t a, int64_t b) {
     const ssa_sync *s = &r->syncs[i];
     if (s->lane != lane) break;
     if (c->sync_prefix_end[i] <= a) break; /* none earlier ends after a */
+    /* a wait that names its work (Kineto's Stream Wait Event) carries the host call's
+     * times, not the stream's wait: the critical path joins it by correlation instead */
+    if (s->on_corr) continue;
     if (s->end > a && s->start < b) return 1;
   }
   return 0;

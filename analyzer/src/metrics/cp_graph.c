@@ -7,16 +7,23 @@
  *               end;
  *   launch      an op's launching call (joined by correlation), released at the call's end,
  *               or at the op's start when the op started first;
- *   wait        an op whose stream waited for an event (a SYNC record of its stream ending
- *               between the previous op's end and its start): the device op of another
- *               stream that ended last before the wait ended; on a rank whose trace records
- *               no waits at all (Kineto: its cuda_sync events are not imported), the device op
- *               of another stream that ended last before the op started, after the previous
- *               op of its stream, at most wait_slack_ns before (a stream resumes within
- *               microseconds of the event it waits for);
- *   sync        a host call that waited for the device (a name holding "Synchronize", or a
- *               host-side SYNC record ending in the gap before the call): the device op that
- *               ended last before the wait ended, when it ended after the wait began; on a
+ *   wait        an op whose stream waited for an event: when the wait names the awaited
+ *               work (Kineto's Stream Wait Event, ssa_sync.on_corr), the first op of the
+ *               stream launched after the wait call (by correlation) waits for the last op
+ *               of the event's stream launched before the event's record call; else (our
+ *               tracer: a SYNC record of its stream ending between the previous op's end and
+ *               its start) the device op of another stream that ended last before the wait
+ *               ended; on a rank whose trace records no waits at all (a Kineto trace without
+ *               cuda_sync events), the device op of another stream that ended last before the
+ *               op started, after the previous op of its stream, at most wait_slack_ns
+ *               before (a stream resumes within microseconds of the event it waits for);
+ *   sync        a host call that waited for the device: when a host-side wait naming its
+ *               work has the call's correlation (Kineto's Event Sync, Stream Sync: the last
+ *               op of the awaited stream launched before the record or sync call; Context
+ *               Sync: as a "Synchronize" call), that op; else a call whose name holds
+ *               "Synchronize", or one after a host-side SYNC record ending in the gap before
+ *               it: the device op that ended last before the wait ended; either when it
+ *               ended after the call (the wait) began; on a
  *               host timeline (CPU-only Kineto trace, one lane per thread), an op after a
  *               gap in which a communication op of another thread ended: the one that ended
  *               last (the training thread waits for the collective gloo's thread runs);
@@ -46,7 +53,12 @@ typedef struct ssa_cp_rank {
   uint32_t *late_rank, *late_op;    /* per collective record: the last other arrival */
   int64_t *late_at;                 /* ... its aligned time (INT64_MIN: none) */
   size_t host_syncs;                /* syncs[host_syncs..] are host-side (lane SSA_NONE) */
-  int failed;                       /* out of memory while building */
+  /* waits that name their work (ssa_sync.on_corr), NULL when the rank has none: */
+  uint32_t *op_wait;         /* per op: the op its stream waited for, SSA_NONE */
+  uint32_t *sync_op;         /* per sync: the op it awaited, SSA_NONE (every lane, or none) */
+  ssa_key_index *host_named; /* the host-side ones by correlation (key), index into syncs */
+  size_t nhost_named;
+  int failed; /* out of memory while building */
 } ssa_cp_rank;
 
 /* n elements of `size` (room for one when n is 0, so that NULL means out of memory). */
@@ -118,6 +130,83 @@ static void collective_edges(ssa_cp_graph *g, const ssa_coll_member *m, size_t n
   }
 }
 
+/* In ops[lane_ops[lo..hi)] (one lane's, in start order, so in launch order): the first
+ * whose correlation is above c (after: 1), or the last below it (after: 0); SSA_NONE if none. */
+static uint32_t lane_op_by_corr(const ssa_rank *r, const uint32_t *lane_ops, size_t lo, size_t hi,
+                                uint64_t c, int after) {
+  size_t a = lo, b = hi; /* first with corr > c (after) or >= c (before) */
+  while (a < b) {
+    size_t mid = a + (b - a) / 2;
+    uint64_t m = r->ops[lane_ops[mid]].corr;
+    if (after ? m <= c : m < c)
+      a = mid + 1;
+    else
+      b = mid;
+  }
+  if (after) return a < hi ? lane_ops[a] : SSA_NONE;
+  return a > lo ? lane_ops[a - 1] : SSA_NONE;
+}
+
+/* The device lane of a stream id, SSA_NONE if none. */
+static uint32_t stream_lane(const ssa_rank *r, uint64_t stream) {
+  for (uint32_t l = 0; stream && l < r->nlanes; l++)
+    if (r->lanes[l].id == stream && r->lanes[l].kind != SSA_LANE_HOST) return l;
+  return SSA_NONE;
+}
+
+/* The edges of the waits that name their work (on_corr): op_wait, sync_op, host_named. Leaves
+ * them NULL when there are none; 0 or -1 (out of memory). */
+static int build_named_waits(ssa_cp_rank *cr) {
+  const ssa_rank *r = cr->r;
+  size_t named = 0;
+  for (size_t i = 0; i < r->nsyncs; i++)
+    named += r->syncs[i].on_corr != 0;
+  if (!named) return 0;
+  uint32_t *lane_first = calloc((size_t)r->nlanes + 1, sizeof *lane_first);
+  uint32_t *lane_ops = array_alloc(r->nops, sizeof *lane_ops);
+  cr->op_wait = array_alloc(r->nops, sizeof *cr->op_wait);
+  cr->sync_op = array_alloc(r->nsyncs, sizeof *cr->sync_op);
+  cr->host_named = array_alloc(named, sizeof *cr->host_named);
+  int rc = lane_first && lane_ops && cr->op_wait && cr->sync_op && cr->host_named ? 0 : -1;
+  if (rc == 0) {
+    /* the ops by lane, each lane's in index (start) order: a counting sort */
+    for (size_t i = 0; i < r->nops; i++)
+      if (r->ops[i].lane < r->nlanes) lane_first[r->ops[i].lane + 1]++;
+    for (uint32_t l = 0; l < r->nlanes; l++)
+      lane_first[l + 1] += lane_first[l];
+    for (size_t i = 0; i < r->nops; i++) {
+      cr->op_wait[i] = SSA_NONE;
+      if (r->ops[i].lane < r->nlanes) lane_ops[lane_first[r->ops[i].lane]++] = (uint32_t)i;
+    }
+    for (uint32_t l = r->nlanes; l > 0; l--) /* back to each lane's first */
+      lane_first[l] = lane_first[l - 1];
+    lane_first[0] = 0;
+    for (size_t i = 0; i < r->nsyncs; i++) {
+      const ssa_sync *s = &r->syncs[i];
+      cr->sync_op[i] = SSA_NONE;
+      if (!s->on_corr) continue;
+      uint32_t on = stream_lane(r, s->on_stream);
+      if (on != SSA_NONE)
+        cr->sync_op[i] =
+            lane_op_by_corr(r, lane_ops, lane_first[on], lane_first[on + 1], s->on_corr, 0);
+      if (s->lane == SSA_NONE) {
+        cr->host_named[cr->nhost_named++] = (ssa_key_index){(int64_t)s->corr, i};
+        continue;
+      }
+      uint32_t gated =
+          lane_op_by_corr(r, lane_ops, lane_first[s->lane], lane_first[s->lane + 1], s->corr, 1);
+      uint32_t w = cr->sync_op[i], *have = gated != SSA_NONE ? &cr->op_wait[gated] : NULL;
+      if (have && w != SSA_NONE && on != s->lane &&
+          (*have == SSA_NONE || r->ops[w].end > r->ops[*have].end))
+        *have = w; /* of several waits before one op, the one released last */
+    }
+    ssa_sort_by_start(cr->host_named, cr->nhost_named, sizeof *cr->host_named, ssa_cmp_key_index);
+  }
+  free(lane_first);
+  free(lane_ops);
+  return rc;
+}
+
 /* One rank's indices (a job of ssa_parallel_for); a failure leaves `failed` set. */
 static void build_rank(void *ctx, size_t i) {
   ssa_cp_graph *g = ctx;
@@ -156,6 +245,7 @@ static void build_rank(void *ctx, size_t i) {
   cr->host_syncs = r->nsyncs;
   while (cr->host_syncs > 0 && r->syncs[cr->host_syncs - 1].lane == SSA_NONE)
     cr->host_syncs--;
+  if (build_named_waits(cr)) cr->failed = 1;
 }
 
 int ssa_cp_graph_build(ssa_cp_graph *g, const ssa_run *run, const ssa_coll_member *members,
@@ -185,6 +275,9 @@ void ssa_cp_graph_free(ssa_cp_graph *g) {
     free(cr->late_rank);
     free(cr->late_op);
     free(cr->late_at);
+    free(cr->op_wait);
+    free(cr->sync_op);
+    free(cr->host_named);
   }
   free(g->ranks);
   memset(g, 0, sizeof *g);
@@ -319,7 +412,9 @@ static size_t op_preds(const ssa_cp_graph *g, ssa_cp_node n, int64_t prev_end, s
   }
   if (device_lane(r, o->lane)) {
     uint32_t w = SSA_NONE;
-    if (cr->host_syncs > 0) {
+    if (cr->op_wait) { /* the trace names each wait's work */
+      w = cr->op_wait[n.index];
+    } else if (cr->host_syncs > 0) {
       size_t lo, hi;
       lane_syncs(cr, o->lane, &lo, &hi);
       const ssa_sync *s = hi > lo ? sync_ending_in(r, lo, hi, prev_end, o->start) : NULL;
@@ -348,6 +443,16 @@ static size_t op_preds(const ssa_cp_graph *g, ssa_cp_node n, int64_t prev_end, s
   return k;
 }
 
+/* The host-side wait naming its work made by the call of correlation `corr`, NULL if none. */
+static const ssa_sync *named_host_wait(const ssa_cp_rank *cr, uint64_t corr) {
+  if (!cr->nhost_named || !corr) return NULL;
+  size_t k =
+      ssa_count_below(cr->host_named, cr->nhost_named, sizeof *cr->host_named, (int64_t)corr);
+  return k < cr->nhost_named && cr->host_named[k].key == (int64_t)corr
+             ? &cr->r->syncs[cr->host_named[k].index]
+             : NULL;
+}
+
 /* A host call's edges after its lane edge, as op_preds. */
 static size_t api_preds(const ssa_cp_graph *g, ssa_cp_node n, int64_t prev_end, ssa_cp_edge *out,
                         size_t k) {
@@ -356,10 +461,16 @@ static size_t api_preds(const ssa_cp_graph *g, ssa_cp_node n, int64_t prev_end, 
   const ssa_api *a = &r->apis[n.index];
   /* a synchronising call returns when the device is done */
   uint32_t w = SSA_NONE;
-  if (strstr(ssa_rank_str(r, a->name), "Synchronize")) {
+  const ssa_sync *named = named_host_wait(cr, a->corr);
+  if (named) {
+    w = named->on_stream ? cr->sync_op[named - r->syncs] : device_op_ended_by(cr, a->end, SSA_NONE);
+    /* a wait that returned before the op ended did not wait for it (cudaEventQuery's "Event
+     * Sync": not ready yet) */
+    if (w != SSA_NONE && (r->ops[w].end <= a->start || r->ops[w].end > a->end)) w = SSA_NONE;
+  } else if (strstr(ssa_rank_str(r, a->name), "Synchronize")) {
     w = device_op_ended_by(cr, a->end, SSA_NONE);
     if (w != SSA_NONE && r->ops[w].end <= a->start) w = SSA_NONE;
-  } else if (cr->host_syncs < r->nsyncs) {
+  } else if (cr->host_syncs < r->nsyncs && !cr->op_wait) {
     const ssa_sync *s = sync_ending_in(r, cr->host_syncs, r->nsyncs, prev_end, a->start);
     w = s ? device_op_ended_by(cr, s->end, SSA_NONE) : SSA_NONE;
     if (w != SSA_NONE && r->ops[w].end <= s->start) w = SSA_NONE;

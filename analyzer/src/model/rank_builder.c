@@ -245,10 +245,13 @@ int ssa_rank_add_record(ssa_rank *r, const stepscope_record *rec) {
     const stepscope_sync *s = &rec->u.sync;
     ssa_sync *y = PUSH(syncs, nsyncs, syncs_cap);
     if (!y) return STEPSCOPE_E_NOMEM;
-    y->start = (int64_t)s->start_ns;
-    y->end = (int64_t)s->end_ns < y->start ? y->start : (int64_t)s->end_ns;
-    y->sync_kind = s->sync_kind;
-    y->lane = SSA_NONE;
+    int64_t start = (int64_t)s->start_ns, end = (int64_t)s->end_ns;
+    /* no awaited work named (on_corr 0): a source that knows it sets it after (kineto_mapper.c) */
+    *y = (ssa_sync){.start = start,
+                    .end = end < start ? start : end,
+                    .corr = s->correlation_id,
+                    .lane = SSA_NONE,
+                    .sync_kind = s->sync_kind};
     if (s->stream) {
       /* the waiting stream: an existing lane of any device kind */
       uint32_t l = SSA_NONE;

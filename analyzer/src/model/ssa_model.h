@@ -141,9 +141,18 @@ typedef struct ssa_coll {
   uint32_t op_index; /* the op that executed it, SSA_NONE if none */
 } ssa_coll;
 
+/* A wait. A trace that names what was awaited (Kineto's cuda_sync events) fills `on_corr`:
+ * the wait is for the ops of stream `on_stream` (0: of every device lane) launched before
+ * correlation on_corr (the cudaEventRecord's, or the synchronising call's own), and `corr`
+ * is the waiting call's correlation (a stream's wait gates that stream's first op launched
+ * after it). Our tracer's records name no awaited work (on_corr 0): they are matched by
+ * time. */
 typedef struct ssa_sync {
   int64_t start, end;
-  uint32_t lane; /* waiting device lane, SSA_NONE for host-side waits */
+  uint64_t corr;      /* the waiting call's correlation id, 0 if none */
+  uint64_t on_corr;   /* awaited: on_stream's ops launched before this correlation; 0 unknown */
+  uint64_t on_stream; /* the awaited stream's id, 0: every device lane */
+  uint32_t lane;      /* waiting device lane, SSA_NONE for host-side waits */
   uint32_t sync_kind;
 } ssa_sync;
 

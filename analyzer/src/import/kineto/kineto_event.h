@@ -32,7 +32,8 @@ enum kcat {
   KC_DRIVER,
   KC_USER_ANNOTATION,
   KC_GPU_USER_ANNOTATION,
-  KC_CPU_OP
+  KC_CPU_OP,
+  KC_CUDA_SYNC
 };
 
 /* One event, with only the fields the mapping needs. */
@@ -49,6 +50,9 @@ typedef struct kevent {
   char arg_name[KSHORT]; /* args "name": a thread_name metadata event's name, cut to fit */
   int has_corr, has_stream, has_device, has_bytes, has_ext_id;
   uint64_t corr, stream, device, bytes, ext_id;
+  /* a cuda_sync event's awaited stream and cudaEventRecord correlation (-1 in the file: none) */
+  int has_wait_stream, has_wait_corr;
+  uint64_t wait_stream, wait_corr;
   uint32_t grid[3], block[3];
   /* NCCL metadata */
   char coll_name[KSHORT], dtype[KSHORT], pg_name[KSHORT], pg_desc[KSHORT];
@@ -87,6 +91,8 @@ static inline void kevent_clear(kevent *ev) {
   ev->arg_name[0] = 0;
   ev->has_corr = ev->has_stream = ev->has_device = ev->has_bytes = ev->has_ext_id = 0;
   ev->corr = ev->stream = ev->device = ev->bytes = ev->ext_id = 0;
+  ev->has_wait_stream = ev->has_wait_corr = 0;
+  ev->wait_stream = ev->wait_corr = 0;
   memset(ev->grid, 0, sizeof ev->grid);
   memset(ev->block, 0, sizeof ev->block);
   ev->coll_name[0] = ev->dtype[0] = ev->pg_name[0] = ev->pg_desc[0] = ev->pg_ranks[0] = 0;
@@ -162,6 +168,7 @@ static inline int cat_of(const char *s, size_t n) {
   if (IS("cuda_driver")) return KC_DRIVER;
   if (IS("user_annotation")) return KC_USER_ANNOTATION;
   if (IS("gpu_user_annotation")) return KC_GPU_USER_ANNOTATION;
+  if (IS("cuda_sync")) return KC_CUDA_SYNC;
 #undef IS
   return KC_OTHER;
 }
@@ -220,7 +227,9 @@ enum akey {
   A_INPUT_TYPE,
   A_INPUT_STRIDES,
   A_CONCRETE_INPUTS,
-  A_NAME
+  A_NAME,
+  A_WAIT_STREAM,
+  A_WAIT_CORR
 };
 
 /* By length first, then the bytes: each comparison has a constant size,
@@ -241,12 +250,14 @@ static inline int args_key(const char *s, size_t n) {
   case 11: return IS("correlation") ? A_CORRELATION : IS("External id") ? A_EXTERNAL_ID : A_NONE;
   case 13:
     return IS("In msg nelems") ? A_IN_NELEMS : IS("Input Strides") ? A_INPUT_STRIDES : A_NONE;
-  case 14: return IS("Out msg nelems") ? A_OUT_NELEMS : A_NONE;
+  case 14:
+    return IS("Out msg nelems") ? A_OUT_NELEMS : IS("wait_on_stream") ? A_WAIT_STREAM : A_NONE;
   case 15:
     return IS("Collective name") ? A_COLL_NAME : IS("Concrete Inputs") ? A_CONCRETE_INPUTS : A_NONE;
   case 18: return IS("Process Group Name") ? A_PG_NAME : A_NONE;
   case 19: return IS("Process Group Ranks") ? A_PG_RANKS : A_NONE;
   case 25: return IS("Process Group Description") ? A_PG_DESC : A_NONE;
+  case 33: return IS("wait_on_cuda_event_record_corr_id") ? A_WAIT_CORR : A_NONE;
   default: return A_NONE;
   }
 #undef IS
@@ -292,12 +303,14 @@ static const kafield kargs_field[] = {
     [A_INPUT_STRIDES] = {KA_AT(KA_INPUTS, inputs)},
     [A_CONCRETE_INPUTS] = {KA_AT(KA_INPUTS, inputs)},
     [A_NAME] = {KA_AT(KA_TEXT, arg_name)},
+    [A_WAIT_STREAM] = {KA_NUM(wait_stream, has_wait_stream)},
+    [A_WAIT_CORR] = {KA_NUM(wait_corr, has_wait_corr)},
 };
 #undef KA_NUM
 #undef KA_AT
 
 _Static_assert(offsetof(kevent, inputs) <= 0xffff, "kafield offsets are 16-bit");
-_Static_assert(sizeof kargs_field / sizeof kargs_field[0] == A_NAME + 1,
+_Static_assert(sizeof kargs_field / sizeof kargs_field[0] == A_WAIT_CORR + 1,
                "one kafield per args key");
 _Static_assert(sizeof((kevent *)0)->coll_name == KSHORT && sizeof((kevent *)0)->dtype == KSHORT &&
                    sizeof((kevent *)0)->pg_name == KSHORT && sizeof((kevent *)0)->pg_desc == KSHORT,

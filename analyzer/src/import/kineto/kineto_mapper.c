@@ -18,6 +18,14 @@
  *   cat gpu_user_annotation -> RANGE on a per-stream annotation lane
  *                              (GPU-side ProfilerStep#N copies are dropped:
  *                              the host ones define the steps)
+ *   cat cuda_sync           -> SYNC naming the awaited work (sync_record):
+ *       Stream Wait Event      stream `stream` waits for wait_on_stream's ops launched
+ *                              before the cudaEventRecord wait_on_cuda_event_record_corr_id
+ *                              (older traces lack it: before the wait call itself)
+ *       Event Sync             the host waits for the same (none named: by the call's name)
+ *       Stream Sync            the host waits for stream's ops launched before the call
+ *       Context Sync           the host waits for every stream's ops launched before it
+ *                              (each only with a correlation: the call that waited)
  *
  * Collectives: comm_id is a 64-bit FNV-1a hash of the process group's name
  * and member list ("Process Group Name" + "Process Group Ranks"), identical
@@ -599,6 +607,54 @@ static int name_threads(kimport *k) {
   return 0;
 }
 
+/* A cuda_sync event (s, e: its times) as a SYNC record naming what it awaited; an unknown
+ * kind or one without a correlation is left out (counted as ignored). */
+static int sync_record(kimport *k, int64_t s, int64_t e, uint64_t device) {
+  const kevent *ev = &k->ev;
+  static const struct {
+    const char *name;
+    uint32_t kind;
+  } kinds[] = {{"Stream Wait Event", STEPSCOPE_SYNC_STREAM_WAIT_EVENT},
+               {"Event Sync", STEPSCOPE_SYNC_EVENT},
+               {"Stream Sync", STEPSCOPE_SYNC_STREAM},
+               {"Context Sync", STEPSCOPE_SYNC_CONTEXT}};
+  uint32_t kind = STEPSCOPE_SYNC_UNKNOWN;
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+    if (!strcmp(ev->name, kinds[i].name)) kind = kinds[i].kind;
+  if (kind == STEPSCOPE_SYNC_UNKNOWN || !ev->has_corr || !ev->corr) {
+    k->ignored++;
+    return 0;
+  }
+  int by_event = kind == STEPSCOPE_SYNC_STREAM_WAIT_EVENT || kind == STEPSCOPE_SYNC_EVENT;
+  uint64_t on_stream = by_event ? (ev->has_wait_stream ? ev->wait_stream : 0)
+                       : kind == STEPSCOPE_SYNC_STREAM && ev->has_stream ? ev->stream
+                                                                         : 0;
+  /* the event's record call, or (a stream's wait in an older trace) the wait call: the
+   * event was recorded before it */
+  uint64_t on_corr = !by_event                                  ? ev->corr
+                     : ev->has_wait_corr                        ? ev->wait_corr
+                     : kind == STEPSCOPE_SYNC_STREAM_WAIT_EVENT ? ev->corr
+                                                                : 0;
+  if (by_event && !on_stream) on_corr = 0; /* the record was not traced: nothing named */
+  stepscope_record rec = {.kind = STEPSCOPE_REC_SYNC};
+  rec.u.sync = (stepscope_sync){.start_ns = (uint64_t)s,
+                                .end_ns = (uint64_t)e,
+                                .correlation_id = ev->corr,
+                                .stream = kind == STEPSCOPE_SYNC_STREAM_WAIT_EVENT ? ev->stream : 0,
+                                .device = (uint32_t)device,
+                                .sync_kind = kind};
+  if (kind == STEPSCOPE_SYNC_STREAM_WAIT_EVENT && (!ev->has_stream || !ev->stream)) {
+    k->ignored++; /* no waiting stream */
+    return 0;
+  }
+  int rc = ssa_rank_add_record(k->r, &rec);
+  if (rc) return rc;
+  ssa_sync *y = &k->r->syncs[k->r->nsyncs - 1];
+  y->on_corr = on_corr;
+  y->on_stream = on_stream;
+  return 0;
+}
+
 int ssa_kineto_convert(kimport *k) {
   kevent *ev = &k->ev;
   k->events++;
@@ -739,6 +795,7 @@ int ssa_kineto_convert(kimport *k) {
     }
     return ssa_rank_add_record(r, &rec);
   }
+  case KC_CUDA_SYNC: return sync_record(k, s, e, device);
   default: k->ignored++; return 0;
   }
 }

@@ -490,16 +490,19 @@ enum {
   KS_DEVICE = 16,
   KS_BYTES = 32,
   KS_EXT = 64,
-  KS_NCCL = 128
+  KS_NCCL = 128,
+  KS_WAIT_STREAM = 256,
+  KS_WAIT_CORR = 512
 };
 
 typedef struct ksrec {
   int64_t ts, dur;
-  uint64_t pid, tid, corr, stream, device, bytes, ext_id;
+  uint64_t pid, tid, corr, stream, device, bytes, ext_id, wait_stream, wait_corr;
   uint32_t grid[3], block[3];
   uint32_t name_len;
   uint32_t inputs_len; /* a CPU op's inputs text that follows (kevent.inputs; 0 none) */
-  uint8_t flags, cat, cat_text_len, tid_name_len, arg_name_len;
+  uint16_t flags;
+  uint8_t cat, cat_text_len, tid_name_len, arg_name_len;
   char ph[4];
 } ksrec;
 
@@ -507,12 +510,15 @@ typedef struct ksrec {
  * one list each for ssa_kineto_split_store and split_load (X-macros): the numbers, the
  * has_ flags (one bit each in ksrec.flags) and, for NCCL metadata, the
  * numbers, flags and short texts of ksnccl. */
-#define KSREC_NUMBERS(X) X(ts) X(dur) X(pid) X(tid) X(corr) X(stream) X(device) X(bytes) X(ext_id)
+#define KSREC_NUMBERS(X)                                                                           \
+  X(ts)                                                                                            \
+  X(dur) X(pid) X(tid) X(corr) X(stream) X(device) X(bytes) X(ext_id) X(wait_stream) X(wait_corr)
 /* one flag per line pair, laid out by hand: clang-format 14 moves this list on every run */
 // clang-format off
 #define KSREC_FLAGS(X)                                                                             \
   X(has_ts, KS_TS) X(has_dur, KS_DUR) X(has_corr, KS_CORR) X(has_stream, KS_STREAM)                \
-  X(has_device, KS_DEVICE) X(has_bytes, KS_BYTES) X(has_ext_id, KS_EXT)
+  X(has_device, KS_DEVICE) X(has_bytes, KS_BYTES) X(has_ext_id, KS_EXT)                           \
+  X(has_wait_stream, KS_WAIT_STREAM) X(has_wait_corr, KS_WAIT_CORR)
 // clang-format on
 #define KSNCCL_SCALARS(X)                                                                          \
   X(in_nelems) X(out_nelems) X(group_size) X(seq) X(has_in) X(has_out) X(has_group_size) X(has_seq)
