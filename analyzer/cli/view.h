@@ -24,6 +24,10 @@
 #define PATH_MAX 4096
 #endif
 
+/* The most bytes a browser holds in one string (Chromium: about 512 MiB): a report is parsed as
+ * one, so a larger one cannot be shown. */
+#define VIEW_STRING_MAX (512ull << 20)
+
 typedef struct view_run {
   char id[4];             /* "a" (the run) or "b" (the --compare run) */
   char name[256];         /* shown in the page: the directory's base name */
@@ -32,6 +36,9 @@ typedef struct view_run {
   char trace_name[256];   /* file name of the export ("" when none) */
   char report_name[256];  /* file name of the report ("" when none) */
   char diff_name[64];     /* run "b": the `stepscope diff A B --json` file ("" when none) */
+  char heatmap_name[64];  /* the `stepscope analyze --heatmap` file, always generated ("" when
+                             none): the ranks x steps heatmap, the page's view of a run whose
+                             timeline is too large */
   char source[PATH_MAX];  /* what `export`/`analyze`/`diff` read: the run directory, the
                              one rank file given, or "" when there are no rank traces */
   int quiet;              /* no progress lines; of the generated commands' output, only
@@ -39,6 +46,9 @@ typedef struct view_run {
   stepscope_inflate_limits inflate; /* how far a gzip export or trace may inflate */
   int trace_generated;              /* trace_name / report_name lie in gen_dir, not in dir */
   int report_generated;
+  int export_failed;              /* view ran `stepscope export` and it refused (over --max-size)
+                                     or failed: the page has no timeline */
+  char export_why[600];           /* what the export said when it failed (its last line) */
   char missing[512];              /* human-readable list of what is missing */
   char notes[1024];               /* what was generated, or why not */
   const char *const *export_args; /* more arguments of the `export` it runs (--ranks,
@@ -76,6 +86,15 @@ int view_file_is_whole(const char *path, int is_report, const stepscope_inflate_
 /* Removes generated files. */
 void view_run_close(view_run *run);
 
+/* The files a run gives the page, by kind: the export, the report, the diff (run b), the
+ * heatmap. view_file_kinds names them in the page (data-ID-KIND elements, /api/runs keys). */
+enum { VIEW_TRACE, VIEW_REPORT, VIEW_DIFF, VIEW_HEATMAP, VIEW_NFILES };
+extern const char *const view_file_kinds[VIEW_NFILES];
+/* The run's file of that kind ("" when none). */
+const char *view_run_file_name(const view_run *run, int kind);
+/* Whether that file lies in the generated files rather than the run directory. */
+int view_run_file_generated(const view_run *run, int kind);
+
 /* Decodes a request target's path: strips the query, percent-decodes, and
  * refuses (returns -1) anything that is not an absolute path of printable
  * characters without "..", "." or empty segments, backslashes or NUL. */
@@ -105,6 +124,14 @@ int view_write_html(const view_run *runs, int nruns, const char *path, char *sum
  * err (the size, and --ranks / --max-size). Chromium holds at most ~512 MiB in one string:
  * a page over that opens empty. */
 int view_html_check_size(const view_run *runs, int nruns, uint64_t limit, char *err, size_t errlen);
+
+/* Leaves a run's report out of the page when a heatmap stands in for it and it is over `limit`
+ * bytes (0: no limit): the report alone (whole_page 0: a served report is parsed as one string),
+ * or the page's data with it (1: an --html page). Says so in the run's notes. */
+void view_fit_reports(view_run *runs, int nruns, uint64_t limit, int whole_page);
+
+/* Adds a note to the run's notes (shown in the page), terminal-safe. */
+void view_run_note(view_run *run, const char *text);
 
 /* The JSON listing of runs served at /api/runs (malloc'ed; NULL on allocation failure). */
 char *view_runs_json(const view_run *runs, int nruns, int for_inline);

@@ -307,12 +307,12 @@ static const char *path_after_token(const char *path, int *bare) {
   return end ? end : t + len;
 }
 
-/* The run file `name` is one the viewer needs: the run's export or report, or the diff
- * generated for a comparison's run b. */
+/* The run file `name` is one the viewer needs: the run's export, report or heatmap, or the
+ * diff generated for a comparison's run b. */
 static int run_file_is_served(const view_run *run, const char *name) {
-  return (run->trace_name[0] && strcmp(name, run->trace_name) == 0) ||
-         (run->report_name[0] && strcmp(name, run->report_name) == 0) ||
-         (run->diff_name[0] && strcmp(name, run->diff_name) == 0);
+  for (int k = 0; k < VIEW_NFILES; k++)
+    if (view_run_file_name(run, k)[0] && !strcmp(name, view_run_file_name(run, k))) return 1;
+  return 0;
 }
 
 static void handle(int fd, const char *head, view_run *runs, int nruns, int loopback) {
