@@ -15,8 +15,9 @@
  * it is written. A run whose export is refused (over --max-size: thousands of ranks) or fails,
  * without --ranks, is shown by its ranks x steps heatmap (`analyze --heatmap`, the viewer's
  * Heatmap tab) with the analysis instead of a timeline, and view says so; a report too large
- * for a browser (over 512 MiB served, over --max-size in a page) is then left out, the heatmap
- * carrying its per-rank steps and verdict. With --ranks, a refused export is an error.
+ * for such a page to open in seconds (over 64 MiB), or for a browser (over 512 MiB served, over
+ * --max-size in a page), is then left out, the heatmap carrying its per-rank steps and verdict.
+ * With --ranks, a refused export is an error.
  * --comm-kernel / --compute-kernel are checked here (option_table.c) and
  * passed on to the `export`, `analyze` and `diff` commands it runs through
  * the environment (STEPSCOPE_COMM_KERNELS, STEPSCOPE_COMPUTE_KERNELS).
@@ -253,6 +254,7 @@ int cmd_view(int argc, char **argv) {
     view_runs_close_all(runs, nruns);
     return 1;
   }
+  if (heatmap_only) view_fit_reports(runs, 1, VIEW_HEATMAP_REPORT_MAX, 0);
   if (heatmap_only)
     cli_print(stderr,
               "stepscope view: %s: no timeline: the export was refused or failed (above); the "

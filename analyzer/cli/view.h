@@ -27,6 +27,10 @@
 /* The most bytes a browser holds in one string (Chromium: about 512 MiB): a report is parsed as
  * one, so a larger one cannot be shown. */
 #define VIEW_STRING_MAX (512ull << 20)
+/* A heatmap page (a run without a timeline) opens in a few seconds at 16,384 ranks: a report
+ * over this is left out of it (the browser parses a report whole, at roughly 100-200 MB/s; that
+ * run's report is about 1 GB), the heatmap carrying its per-rank steps and verdict. */
+#define VIEW_HEATMAP_REPORT_MAX (64ull << 20)
 
 typedef struct view_run {
   char id[4];             /* "a" (the run) or "b" (the --compare run) */

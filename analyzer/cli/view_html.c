@@ -143,8 +143,9 @@ void view_fit_reports(view_run *runs, int nruns, uint64_t limit, int whole_page)
     if (!r->heatmap_name[0] || (whole_page ? page_bytes(runs, nruns) : bytes) <= limit) continue;
     char note[300];
     snprintf(note, sizeof note,
-             "%s (%.1f MiB) left out of the page: over %.1f MiB (a browser holds ~512 MiB in one "
-             "string): the heatmap carries the per-rank steps, stragglers and culprits",
+             "%s (%.1f MiB) left out of the page: over %.1f MiB (a browser parses a report whole: "
+             "slow, and impossible over ~512 MiB): the heatmap carries the per-rank steps, "
+             "stragglers and culprits",
              r->report_name, (double)bytes / (1 << 20), (double)limit / (1 << 20));
     view_run_note(r, note);
     r->report_name[0] = '\0';
