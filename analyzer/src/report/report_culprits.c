@@ -45,12 +45,11 @@ static void write_stragglers(ssa_out *o, const ssa_analysis *a) {
 static void write_culprit_verdict(ssa_out *o, const ssa_culprit_verdict *v) {
   static const char *const status[] = {"no late arrival", "culprit", "no culprit beyond noise",
                                        "undecided"};
-  ssa_out_printf(o, "{\"status\":\"%s\",\"steps_judged\":%llu,\"steps_needed\":%llu,\"noise_ns\":",
+  ssa_out_printf(o, "{\"status\":\"%s\",\"steps_judged\":%llu,\"steps_needed\":%llu",
                  status[v->status], (unsigned long long)v->steps,
                  (unsigned long long)v->steps_needed);
-  ssa_out_i64(o, v->noise_ns);
-  ssa_out_str(o, ",\"threshold_ns\":");
-  ssa_out_i64(o, v->threshold_ns);
+  ssa_out_field_i64(o, "noise_ns", v->noise_ns);
+  ssa_out_field_i64(o, "threshold_ns", v->threshold_ns);
   if (v->rank < 0) {
     ssa_out_str(o, ",\"candidate\":null}");
     return;
@@ -60,15 +59,11 @@ static void write_culprit_verdict(ssa_out *o, const ssa_culprit_verdict *v) {
     ssa_out_printf(o, "\"%s\"", ssa_phase_names[v->phase]);
   else
     ssa_out_str(o, "null");
-  ssa_out_printf(o,
-                 ",\"steps_late\":%llu,\"effect_median_ns\":", (unsigned long long)v->steps_late);
-  ssa_out_i64(o, v->effect_median);
-  ssa_out_str(o, ",\"effect_max_ns\":");
-  ssa_out_i64(o, v->effect_max);
-  ssa_out_str(o, ",\"caused_wait_ns\":");
-  ssa_out_i64(o, v->caused);
-  ssa_out_str(o, ",\"phase_excess_ns\":");
-  ssa_out_i64(o, v->phase_excess);
+  ssa_out_field_u64(o, "steps_late", v->steps_late);
+  ssa_out_field_i64(o, "effect_median_ns", v->effect_median);
+  ssa_out_field_i64(o, "effect_max_ns", v->effect_max);
+  ssa_out_field_i64(o, "caused_wait_ns", v->caused);
+  ssa_out_field_i64(o, "phase_excess_ns", v->phase_excess);
   ssa_out_printf(o, ",\"phase_steps\":%llu,\"via_victim_steps\":%llu}}",
                  (unsigned long long)v->phase_steps, (unsigned long long)v->phase_via_victim);
 }

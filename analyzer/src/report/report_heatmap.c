@@ -14,17 +14,16 @@
 
 #include "ssa_report.h"
 
-/* The column of step id `step` among the run's steps (sorted by id, steps.c), or -1. */
+static int cmp_step_id(const void *key, const void *elem) {
+  int64_t k = *(const int64_t *)key, s = ((const ssa_run_step *)elem)->step;
+  return k < s ? -1 : k > s;
+}
+
+/* The column of step id `step` among the run's steps (sorted by id, run_metadata.c), or -1. */
 static long step_column(const ssa_analysis *a, int64_t step) {
-  size_t lo = 0, hi = a->nsteps;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (a->steps[mid].step < step)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo < a->nsteps && a->steps[lo].step == step ? (long)lo : -1;
+  if (!a->nsteps) return -1; /* bsearch wants a base even for no elements */
+  const ssa_run_step *s = bsearch(&step, a->steps, a->nsteps, sizeof *a->steps, cmp_step_id);
+  return s ? (long)(s - a->steps) : -1;
 }
 
 static int selected(const ssa_analysis *a, size_t i) {
