@@ -254,13 +254,14 @@ int cmd_view(int argc, char **argv) {
     view_runs_close_all(runs, nruns);
     return 1;
   }
-  if (heatmap_only) view_fit_reports(runs, 1, VIEW_HEATMAP_REPORT_MAX, 0);
-  if (heatmap_only)
+  if (heatmap_only) {
+    view_fit_reports(runs, 1, VIEW_HEATMAP_REPORT_MAX, 0);
     cli_print(stderr,
               "stepscope view: %s: no timeline: the export was refused or failed (above); the "
               "page shows the run's ranks x steps heatmap and its analysis instead: select ranks "
               "there for the command that opens their timeline, or use --ranks auto\n",
               runs[0].name);
+  }
   int rc;
   if (html) {
     char summary[1024];
