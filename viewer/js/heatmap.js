@@ -8,13 +8,15 @@
  *
  * How it works: the cells are drawn into one canvas as an ImageData (never one DOM node per
  * cell: 16,384 ranks x steps draw in milliseconds). Rows are ranks, top to bottom in the file's
- * order; when there are more ranks than pixel rows, a pixel row shows the highest value of the
- * ranks it covers (a straggler is never averaged away) and hovering names that rank. It opens on
+ * order; when there are more ranks than pixel rows, a pixel row shows the mean of the ranks it
+ * covers (or, chosen in a menu, the highest: then a straggler is never averaged away), and
+ * hovering names the rank with the highest value there. The colour scale runs from the lowest to
+ * the highest value drawn (a legend gives both), so zoomed out it shows how groups of ranks
+ * differ, zoomed in how ranks do. It opens on
  * the metric that varies most across the run (relative to its highest value: in a synchronous
  * run every rank's step takes the iteration period, and the exposed comm or idle tells them
  * apart); the menu picks another. The wheel
- * zooms the rows around the pointer, dragging pans them. The colour scale runs from the
- * metric's lowest to its highest value over the run (a legend gives both). A gutter at the left
+ * zooms the rows around the pointer, dragging pans them. A gutter at the left
  * marks the culprit verdict's rank and the culprit rows (red) and the top stragglers (orange);
  * the side panel lists them with the verdict. Clicking a cell selects its rank (again:
  * unselects), shift+drag selects a range of ranks; the panel then gives the command that opens
@@ -106,6 +108,7 @@ var SS = window.SS || (window.SS = {});
     this.cols = columns(heat);
     this.marks = marks(heat);
     this.metric = mostVaried(this.cols);
+    this.aggregate = 'mean';  // a zoomed-out pixel row: the mean of its ranks ('max': the highest)
     this.selected = new Set();
     this.row0 = 0;            // first row shown (fractional)
     this.rowsPerPx = 1;       // rows per pixel row (< 1: each rank gets several pixels)
@@ -122,11 +125,14 @@ var SS = window.SS || (window.SS = {});
       SS.HEATMAP_METRICS.map(function (m) { return SS.el('option', { value: m.key, text: m.label }); }));
     select.value = this.metric;
     select.addEventListener('change', function () { self.setMetric(select.value); });
+    var aggSel = SS.el('select', { id: 'heatmap-aggregate', title: 'when a pixel row covers several ranks (zoomed out), its colour is' }, [
+      SS.el('option', { value: 'mean', text: 'mean of the ranks in a row' }), SS.el('option', { value: 'max', text: 'highest of the ranks in a row' })]);
+    aggSel.addEventListener('change', function () { self.aggregate = aggSel.value; self.render(); });
     var reset = SS.el('button', { id: 'heatmap-fit', text: 'All ranks', title: 'zoom out to every rank' });
     reset.addEventListener('click', function () { self.fit(); });
     this.legend = SS.el('span', { id: 'heatmap-legend', className: 'heatmap-legend' });
     var bar = SS.el('div', { className: 'toolbar' }, [
-      'Colour by ', select, reset, this.legend,
+      'Colour by ', select, aggSel, reset, this.legend,
       SS.el('span', { id: 'heatmap-size', text: SS.formatNumber(this.ranks.length) + ' ranks × ' + this.steps.length + ' steps' }),
       SS.el('span', { className: 'help', text: 'wheel: zoom ranks · drag: pan · click: select a rank · shift+drag: select ranks' })]);
     root.appendChild(bar);
@@ -274,17 +280,33 @@ var SS = window.SS || (window.SS = {});
     ctx.setTransform(1, 0, 0, 1, 0, 0);
     ctx.fillStyle = '#fff';
     ctx.fillRect(0, 0, this.canvas.width, this.canvas.height);
-    var img = ctx.createImageData(W, H), data = img.data, span = col.hi - col.lo;
+    // each pixel row's value per column: the mean or the highest of the ranks it covers
+    var agg = new Float64Array(H * S), lo = Infinity, hi = -Infinity, highest = this.aggregate === 'max';
+    for (var y = 0; y < H; y++) {
+      var rows = this.rowsAt(y / dpr);
+      for (var c = 0; c < S; c++) {
+        var sum = 0, cnt = 0, top = NaN;
+        for (var r = rows[0]; r < rows[1] && r < n; r++) {
+          var v = col.values[r * S + c];
+          if (v !== v) continue;
+          sum += v; cnt++;
+          if (!(v <= top)) top = v;
+        }
+        var a = cnt ? (highest ? top : sum / cnt) : NaN;
+        agg[y * S + c] = a;
+        if (a === a) { if (a < lo) lo = a; if (a > hi) hi = a; }
+      }
+    }
+    var img = ctx.createImageData(W, H), data = img.data, span = hi - lo;
     var colOf = new Int32Array(W);
     for (var x = 0; x < W; x++) colOf[x] = Math.min(S - 1, Math.floor(x / W * S));
     var rowColor = new Uint8ClampedArray(S * 4);
-    for (var y = 0; y < H; y++) {
-      var rows = this.rowsAt(y / dpr);
-      if (rows[0] >= n) break;
-      for (var c = 0; c < S; c++) {
-        var r = this.peakRow(rows[0], rows[1], c), rgb;
-        if (r < 0) rgb = [225, 228, 232];
-        else rgb = rampColor(span > 0 ? (col.values[r * S + c] - col.lo) / span : 0.5);
+    for (y = 0; y < H; y++) {
+      if (this.rowsAt(y / dpr)[0] >= n) break;
+      for (c = 0; c < S; c++) {
+        var av = agg[y * S + c], rgb;
+        if (av !== av) rgb = [225, 228, 232];
+        else rgb = rampColor(span > 0 ? (av - lo) / span : 0.5);
         rowColor[c * 4] = rgb[0]; rowColor[c * 4 + 1] = rgb[1]; rowColor[c * 4 + 2] = rgb[2];
       }
       var o = y * W * 4;
@@ -333,14 +355,14 @@ var SS = window.SS || (window.SS = {});
       if (hpx >= 4) ctx.strokeRect(p.x + 0.5, y + 0.5, p.w - 1, hpx - 1);
     });
     this.legend.textContent = '';
-    if (col.hi >= col.lo) {
+    if (hi >= lo) {
       var grad = SS.el('span', { className: 'heatmap-ramp' });
       grad.style.background = 'linear-gradient(to right,' + STOPS.map(function (s) { return 'rgb(' + s.join(',') + ')'; }).join(',') + ')';
-      this.legend.appendChild(SS.el('span', { text: SS.formatNs(col.lo) + ' ' }));
+      this.legend.appendChild(SS.el('span', { text: SS.formatNs(lo) + ' ' }));
       this.legend.appendChild(grad);
-      this.legend.appendChild(SS.el('span', { text: ' ' + SS.formatNs(col.hi) }));
-      this.legend.dataset.lo = String(col.lo);
-      this.legend.dataset.hi = String(col.hi);
+      this.legend.appendChild(SS.el('span', { text: ' ' + SS.formatNs(hi) }));
+      this.legend.dataset.lo = String(lo);
+      this.legend.dataset.hi = String(hi);
     } else {
       this.legend.textContent = 'no values';
     }
