@@ -3,8 +3,9 @@
  * [--rank R] [--step-range NAME] [--launch-gap-us N] [--top N]
  * [--threads N] [--comm-kernel RE] [--compute-kernel RE]`: loads the run (all ranks in parallel),
  * computes the metrics of docs/metrics.md and prints the readable report; --json also writes the
- * versioned JSON report (docs/report-schema.md). A thin layer over libstepscope_analysis. Exit
- * codes: 0 ok, 1 the run could not be analysed, 2 usage error.
+ * versioned JSON report (docs/report-schema.md), --heatmap the small per-rank, per-step file the
+ * viewer's ranks x steps heatmap draws (report_heatmap.c). A thin layer over libstepscope_analysis.
+ * Exit codes: 0 ok, 1 the run could not be analysed, 2 usage error.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -22,7 +23,7 @@
 
 typedef struct analyze_args {
   ssa_options opt;
-  const char *run_path, *json_path;
+  const char *run_path, *json_path, *heatmap_path;
   int quiet;
 } analyze_args;
 
@@ -49,6 +50,11 @@ static const cli_option analyze_options[] = {
     {CLI_STRING, "--json", NULL, "FILE",
      "also write the JSON report (docs/report-schema.md); '-' = stdout", A(json_path), NULL, 0, 0,
      NULL},
+    {CLI_STRING, "--heatmap", NULL, "FILE",
+     "also write the heatmap file: per rank and step the step time,\n"
+     "exposed comm, idle and bubble, and the stragglers and culprits,\n"
+     "for the viewer's ranks x steps heatmap (small: no events)",
+     A(heatmap_path), NULL, 0, 0, NULL},
     {CLI_ANALYSIS, NULL, NULL, NULL, NULL, A(opt), NULL, 0, 0, NULL},
     {CLI_CALL, "--rank", NULL, "R",
      "report only rank R (all ranks are still loaded for\nclock alignment and collectives)", 0,
@@ -56,14 +62,19 @@ static const cli_option analyze_options[] = {
     {CLI_CALL, "--top", NULL, "N", "rows in the kernel and collective tables (default 20)", 0,
      opt_top, 0, 0, NULL},
     {CLI_FLAG, "--quiet", NULL, NULL, "no text report (with --json)", A(quiet), NULL, 0, 0, NULL},
-    CLI_TEXT_ROW("Exit status: 0 done; 1 the run could not be read or analysed, or --json could\n"
-                 "not be written; 2 usage error (a --rank the run does not have included).\n"),
+    CLI_TEXT_ROW("Exit status: 0 done; 1 the run could not be read or analysed, or --json or\n"
+                 "--heatmap could not be written; 2 usage error (a --rank the run does not\n"
+                 "have included).\n"),
 };
 
 static const cli_table analyze_table = CLI_RUN_TABLE("analyze", analyze_options, A(run_path));
 
 static int report_json(const void *an, ssa_out *o) {
   return ssa_report_json(an, o);
+}
+
+static int report_heatmap(const void *an, ssa_out *o) {
+  return ssa_report_heatmap(an, o);
 }
 
 int cmd_analyze(int argc, char **argv) {
@@ -74,6 +85,8 @@ int cmd_analyze(int argc, char **argv) {
   cli_loaded l; /* the report says what was lost and warned: nothing more on stderr */
   if ((rc = cli_open_run("analyze", x.run_path, &x.opt, CLI_OP_INPUTS, &l)) == 0) {
     if (x.json_path) rc = cli_write_output("analyze", x.json_path, report_json, &l.an);
+    if (x.heatmap_path && rc == 0)
+      rc = cli_write_output("analyze", x.heatmap_path, report_heatmap, &l.an);
     if (!x.quiet && !(x.json_path && !strcmp(x.json_path, "-"))) ssa_report_text(&l.an, stdout);
   }
   cli_loaded_free(&l);

@@ -14,7 +14,12 @@
  * `ops --memory`) for the Summary.
  * --ranks and --max-size go to the `export` it runs (export_ranks.c); a --html page is held to
  * --max-size too (default 512 MiB: Chromium cannot hold more in one string), checked before
- * it is written.
+ * it is written. A run whose export is refused (over --max-size: thousands of ranks) or fails,
+ * without --ranks, is shown by its ranks x steps heatmap (`analyze --heatmap`, the viewer's
+ * Heatmap tab) with the analysis instead of a timeline, and view says so; a report too large
+ * for such a page to open in seconds (over 64 MiB), or for a browser (over 512 MiB served, over
+ * --max-size in a page), is then left out, the heatmap carrying its per-rank steps and verdict.
+ * With --ranks, a refused export is an error.
  * --comm-kernel / --compute-kernel are checked here (option_table.c) and
  * passed on to the `export`, `analyze` and `diff` commands it runs through
  * the environment (STEPSCOPE_COMM_KERNELS, STEPSCOPE_COMPUTE_KERNELS).
@@ -141,8 +146,10 @@ static const cli_option view_options[] = {
      "stragglers, slowest, fastest, rank 0); the export is generated for them",
      0, opt_ranks, 0, 0, NULL},
     {CLI_CALL, "--max-size", NULL, "SIZE",
-     "refuse an export (and a --html page) estimated over SIZE\n"
-     "(default 2G, 512M for --html; 0: no limit)",
+     "no timeline when the export (or a --html page) is estimated\n"
+     "over SIZE (default 2G, 512M for --html; 0: no limit): without\n"
+     "--ranks the page shows the run's ranks x steps heatmap and its\n"
+     "analysis instead (view says so); with --ranks it is an error",
      0, opt_max_size, 0, 0, NULL},
     {CLI_CLASSIFY, NULL, NULL, NULL, NULL, A(rule_opt), NULL, 0, 0, NULL},
     {CLI_TEXT, NULL, NULL, NULL,
@@ -157,7 +164,13 @@ static const cli_option view_options[] = {
      "export and report, nothing else of the run directory. An export or report found\n"
      "in RUN that is cut short (a full disk, a killed writer), or older than RUN's\n"
      "newest rank file (an earlier run's), is not served: it is regenerated from the\n"
-     "rank traces, with a note.\n",
+     "rank traces, with a note.\n"
+     "\n"
+     "Exit status: 0 served until stopped, or the page was written (a heatmap page\n"
+     "without a timeline when the export is over --max-size: said on stdout and\n"
+     "stderr); 1 the run could not be shown, the page could not be written or would\n"
+     "be over --max-size, or --ranks asked for a timeline that could not be made;\n"
+     "2 usage error.\n",
      0, NULL, 0, 0, NULL},
 };
 
@@ -239,20 +252,42 @@ int cmd_view(int argc, char **argv) {
                 "generates\n",
                 runs[k].dir);
 
+  int heatmap_only = runs[0].export_failed && runs[0].heatmap_name[0];
+  if (runs[0].export_failed && (x.ranks || !heatmap_only)) {
+    cli_print(stderr, "stepscope view: %s: no timeline (%s)%s\n", runs[0].name,
+              runs[0].export_why[0] ? runs[0].export_why : "`stepscope export` failed",
+              x.ranks ? "" : ", and no heatmap to show instead (`stepscope analyze` failed)");
+    view_runs_close_all(runs, nruns);
+    return 1;
+  }
+  if (heatmap_only) {
+    view_fit_reports(runs, 1, VIEW_HEATMAP_REPORT_MAX, 0);
+    cli_print(stderr,
+              "stepscope view: %s: no timeline: the export was refused or failed (above); the "
+              "page shows the run's ranks x steps heatmap and its analysis instead: select ranks "
+              "there for the command that opens their timeline, or use --ranks auto\n",
+              runs[0].name);
+  }
   int rc;
   if (html) {
     char summary[1024];
     uint64_t limit = 0;
     cli_parse_size(page_limit, &limit); /* checked when parsed */
+    view_fit_reports(runs, nruns, limit, 1);
     rc = view_html_check_size(runs, nruns, limit, err, sizeof err) == 0 &&
                  view_write_html(runs, nruns, html, summary, sizeof summary, err, sizeof err) == 0
              ? 0
              : 1;
     if (rc)
       cli_print(stderr, "stepscope view: %s\n", err);
-    else
-      cli_print(stdout, "stepscope view: wrote %s (%s)\n", html, summary); /* one line */
+    else /* one line */
+      cli_print(stdout, "stepscope view: wrote %s (%s%s)\n", html,
+                heatmap_only ? "a heatmap page, no timeline: the export is over --max-size or "
+                               "failed; "
+                             : "",
+                summary);
   } else {
+    view_fit_reports(runs, nruns, VIEW_STRING_MAX, 0);
     rc = view_serve(runs, nruns, x.bind_addr, x.port, stdout);
     view_stop_signal = 0; /* how the server stops: exit 0, not death by the signal */
   }

@@ -24,6 +24,14 @@
 #define PATH_MAX 4096
 #endif
 
+/* The most bytes a browser holds in one string (Chromium: about 512 MiB): a report is parsed as
+ * one, so a larger one cannot be shown. */
+#define VIEW_STRING_MAX (512ull << 20)
+/* A heatmap page (a run without a timeline) opens in a few seconds at 16,384 ranks: a report
+ * over this is left out of it (the browser parses a report whole, at roughly 100-200 MB/s; that
+ * run's report is about 1 GB), the heatmap carrying its per-rank steps and verdict. */
+#define VIEW_HEATMAP_REPORT_MAX (64ull << 20)
+
 typedef struct view_run {
   char id[4];             /* "a" (the run) or "b" (the --compare run) */
   char name[256];         /* shown in the page: the directory's base name */
@@ -34,6 +42,9 @@ typedef struct view_run {
   char diff_name[64];     /* run "b": the `stepscope diff A B --json` file ("" when none) */
   char modules_name[64];  /* a PyTorch run's `stepscope ops --by module --json` file and */
   char memory_name[64];   /* its `ops --memory --json` file ("" when none; both generated) */
+  char heatmap_name[64];  /* the `stepscope analyze --heatmap` file, always generated ("" when
+                             none): the ranks x steps heatmap, the page's view of a run whose
+                             timeline is too large */
   char source[PATH_MAX];  /* what `export`/`analyze`/`diff` read: the run directory, the
                              one rank file given, or "" when there are no rank traces */
   int pytorch;            /* source holds PyTorch profiler (Kineto) traces */
@@ -42,6 +53,9 @@ typedef struct view_run {
   stepscope_inflate_limits inflate; /* how far a gzip export or trace may inflate */
   int trace_generated;              /* trace_name / report_name lie in gen_dir, not in dir */
   int report_generated;
+  int export_failed;              /* view ran `stepscope export` and it refused (over --max-size)
+                                     or failed: the page has no timeline */
+  char export_why[600];           /* what the export said when it failed (its last line) */
   char missing[512];              /* human-readable list of what is missing */
   char notes[1024];               /* what was generated, or why not */
   const char *const *export_args; /* more arguments of the `export` it runs (--ranks,
@@ -71,15 +85,6 @@ int view_run_open(view_run *run, const char *id, const char *arg, const char *se
  * (the Compare view shows its findings and verdicts); notes why when it cannot. */
 void view_run_diff(view_run *b, const view_run *a, const char *self_exe);
 
-/* The files of a run that the page reads, by kind: the export, the report, the diff (run b
- * of a comparison), the module tree and the memory timeline (a PyTorch run's). The kinds'
- * names ("trace", "report", "diff", "modules", "memory") key them in the run listing and
- * name their elements in a --html page. */
-enum { VIEW_TRACE, VIEW_REPORT, VIEW_DIFF, VIEW_MODULES, VIEW_MEMORY, VIEW_NDATA };
-extern const char *const view_data_kinds[VIEW_NDATA];
-/* run's file name of each kind ("" none) into names[]. */
-void view_run_data_names(const view_run *run, const char *names[VIEW_NDATA]);
-
 /* Whether an export (is_report 0) or a report (1) at path is whole; if not,
  * 0 with the reason in why ("is empty ...", "is not valid JSON ..."). A gzip
  * export is inflated to its end, at most to the limit `inflate` gives it. */
@@ -87,6 +92,16 @@ int view_file_is_whole(const char *path, int is_report, const stepscope_inflate_
                        char *why, size_t n);
 /* Removes generated files. */
 void view_run_close(view_run *run);
+
+/* The files a run gives the page, by kind: the export, the report, the diff (run b), a
+ * PyTorch run's module tree and memory timeline, the heatmap. view_file_kinds names them in
+ * the page (data-ID-KIND elements, /api/runs keys). */
+enum { VIEW_TRACE, VIEW_REPORT, VIEW_DIFF, VIEW_MODULES, VIEW_MEMORY, VIEW_HEATMAP, VIEW_NFILES };
+extern const char *const view_file_kinds[VIEW_NFILES];
+/* The run's file of that kind ("" when none). */
+const char *view_run_file_name(const view_run *run, int kind);
+/* Whether that file lies in the generated files rather than the run directory. */
+int view_run_file_generated(const view_run *run, int kind);
 
 /* Decodes a request target's path: strips the query, percent-decodes, and
  * refuses (returns -1) anything that is not an absolute path of printable
@@ -117,6 +132,14 @@ int view_write_html(const view_run *runs, int nruns, const char *path, char *sum
  * err (the size, and --ranks / --max-size). Chromium holds at most ~512 MiB in one string:
  * a page over that opens empty. */
 int view_html_check_size(const view_run *runs, int nruns, uint64_t limit, char *err, size_t errlen);
+
+/* Leaves a run's report out of the page when a heatmap stands in for it and it is over `limit`
+ * bytes (0: no limit): the report alone (whole_page 0: a served report is parsed as one string),
+ * or the page's data with it (1: an --html page). Says so in the run's notes. */
+void view_fit_reports(view_run *runs, int nruns, uint64_t limit, int whole_page);
+
+/* Adds a note to the run's notes (shown in the page), terminal-safe. */
+void view_run_note(view_run *run, const char *text);
 
 /* The JSON listing of runs served at /api/runs (malloc'ed; NULL on allocation failure). */
 char *view_runs_json(const view_run *runs, int nruns, int for_inline);

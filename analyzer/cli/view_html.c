@@ -117,20 +117,45 @@ static int is_gz(const char *name) {
   return n > 3 && !strcmp(name + n - 3, ".gz");
 }
 
+/* The bytes of a run's file of that kind the page would hold (0: none, or a .gz: unknown). */
+static uint64_t file_bytes(const view_run *run, int kind) {
+  const char *name = view_run_file_name(run, kind);
+  char path[PATH_MAX];
+  struct stat st;
+  if (name[0] && !is_gz(name) && view_run_file(run, name, path, sizeof path) == 0 &&
+      stat(path, &st) == 0)
+    return (uint64_t)st.st_size;
+  return 0;
+}
+
+static uint64_t page_bytes(const view_run *runs, int nruns) {
+  uint64_t total = 0;
+  for (int i = 0; i < nruns; i++)
+    for (int k = 0; k < VIEW_NFILES; k++)
+      total += file_bytes(&runs[i], k);
+  return total;
+}
+
+void view_fit_reports(view_run *runs, int nruns, uint64_t limit, int whole_page) {
+  for (int i = 0; i < nruns && limit; i++) {
+    view_run *r = &runs[i];
+    uint64_t bytes = file_bytes(r, VIEW_REPORT);
+    if (!r->heatmap_name[0] || (whole_page ? page_bytes(runs, nruns) : bytes) <= limit) continue;
+    char note[300];
+    snprintf(note, sizeof note,
+             "%s (%.1f MiB) left out of the page: over %.1f MiB (a browser parses a report whole: "
+             "slow, and impossible over ~512 MiB): the heatmap carries the per-rank steps, "
+             "stragglers and culprits",
+             r->report_name, (double)bytes / (1 << 20), (double)limit / (1 << 20));
+    view_run_note(r, note);
+    r->report_name[0] = '\0';
+    r->report_generated = 0;
+  }
+}
+
 int view_html_check_size(const view_run *runs, int nruns, uint64_t limit, char *err,
                          size_t errlen) {
-  uint64_t total = 0;
-  for (int i = 0; i < nruns; i++) {
-    const char *names[VIEW_NDATA];
-    view_run_data_names(&runs[i], names);
-    for (int k = 0; k < VIEW_NDATA; k++) {
-      char path[PATH_MAX];
-      struct stat st;
-      if (names[k][0] && !is_gz(names[k]) &&
-          view_run_file(&runs[i], names[k], path, sizeof path) == 0 && stat(path, &st) == 0)
-        total += (uint64_t)st.st_size;
-    }
-  }
+  uint64_t total = page_bytes(runs, nruns);
   if (!limit || total <= limit) return 0;
   snprintf(err, errlen,
            "the page would hold %.1f MiB of trace and report, over the limit of %.1f MiB "
@@ -150,21 +175,20 @@ static int write_data(FILE *out, const view_run *runs, int nruns, char *err, siz
   fprintf(out, "<script>window.STEPSCOPE_INLINE = %s;</script>\n", listing);
   free(listing);
   for (int i = 0; i < nruns; i++) {
-    const char *names[VIEW_NDATA];
-    view_run_data_names(&runs[i], names);
-    for (int k = 0; k < VIEW_NDATA; k++) {
-      if (!names[k][0]) continue;
+    for (int k = 0; k < VIEW_NFILES; k++) {
+      const char *name = view_run_file_name(&runs[i], k);
+      if (!name[0]) continue;
       char path[PATH_MAX];
-      if (view_run_file(&runs[i], names[k], path, sizeof path) != 0) {
-        snprintf(err, errlen, "%s/%s: not readable", runs[i].dir, names[k]);
+      if (view_run_file(&runs[i], name, path, sizeof path) != 0) {
+        snprintf(err, errlen, "%s/%s: not readable", runs[i].dir, name);
         return -1;
       }
       /* its size, when known: the page tells an element the browser could not hold (over
        * ~512 MiB in Chromium: it reads as empty) from an empty file */
       struct stat st;
-      long long bytes = !is_gz(names[k]) && stat(path, &st) == 0 ? (long long)st.st_size : -1;
+      long long bytes = !is_gz(name) && stat(path, &st) == 0 ? (long long)st.st_size : -1;
       fprintf(out, "<script type=\"application/json\" data-bytes=\"%lld\" id=\"data-%s-%s\">",
-              bytes, runs[i].id, view_data_kinds[k]);
+              bytes, runs[i].id, view_file_kinds[k]);
       if (copy_json_escaped(out, path, err, errlen) != 0) return -1;
       fputs("</script>\n", out);
     }

@@ -307,13 +307,11 @@ static const char *path_after_token(const char *path, int *bare) {
   return end ? end : t + len;
 }
 
-/* The run file `name` is one the viewer needs: the run's export or report, the diff
+/* The run file `name` is one the viewer needs: the run's export, report or heatmap, the diff
  * generated for a comparison's run b, a PyTorch run's module tree or memory timeline. */
 static int run_file_is_served(const view_run *run, const char *name) {
-  const char *names[VIEW_NDATA];
-  view_run_data_names(run, names);
-  for (int k = 0; k < VIEW_NDATA; k++)
-    if (names[k][0] && strcmp(name, names[k]) == 0) return 1;
+  for (int k = 0; k < VIEW_NFILES; k++)
+    if (view_run_file_name(run, k)[0] && !strcmp(name, view_run_file_name(run, k))) return 1;
   return 0;
 }
 

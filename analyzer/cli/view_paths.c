@@ -81,12 +81,9 @@ int view_file_inside(const char *dir, const char *name, char *resolved, size_t l
 }
 
 int view_run_file(const view_run *run, const char *name, char *resolved, size_t len) {
-  int generated = (run->trace_generated && strcmp(name, run->trace_name) == 0) ||
-                  (run->report_generated && strcmp(name, run->report_name) == 0) ||
-                  /* always generated */
-                  (run->diff_name[0] && strcmp(name, run->diff_name) == 0) ||
-                  (run->modules_name[0] && strcmp(name, run->modules_name) == 0) ||
-                  (run->memory_name[0] && strcmp(name, run->memory_name) == 0);
+  int generated = 0;
+  for (int k = 0; k < VIEW_NFILES; k++)
+    generated |= view_run_file_generated(run, k) && !strcmp(name, view_run_file_name(run, k));
   if (!generated && view_file_inside(run->dir, name, resolved, len) == 0) return 0;
   if (run->gen_dir[0] && view_file_inside(run->gen_dir, name, resolved, len) == 0) return 0;
   errno = ENOENT;

@@ -24,8 +24,9 @@ static void usage(FILE *f) {
       "       [--tp N] [--pp N] [--microbatches N] [--stragglers N] [--straggle-us N]\n"
       "       [--clock-spread NS] [--seed N] [--threads N]   (thousands of ranks, fast: "
       "gen_scale.c;\n"
-      "       the random scenarios above compute exact expectations by brute force and stop "
-      "at %d ranks)\n",
+      "       the random scenarios above compute exact expectations by brute force, linear in "
+      "ranks,\n"
+      "       up to %d ranks)\n",
       GEN_MAX_RANKS);
 }
 

@@ -22,7 +22,7 @@
 
 #define GEN_Q             1000 /* grid quantum (ns) */
 #define GEN_MAX_LANES     8
-#define GEN_MAX_RANKS     64
+#define GEN_MAX_RANKS     1024 /* the random scenarios' expectations are linear in ranks */
 #define GEN_LAUNCH_GAP_NS 10000
 
 enum { GEN_COMPUTE = 1, GEN_COMM = 2, GEN_MEMCPY = 3, GEN_MEMSET = 4 };
@@ -173,13 +173,13 @@ typedef struct gen_coll_expect {
 } gen_coll_expect;
 
 typedef struct gen_expect {
-  int64_t origin; /* true time of the run's first event */
-  gen_rank_expect ranks[GEN_MAX_RANKS];
-  int nranks; /* present ranks, in rank order */
+  int64_t origin;         /* true time of the run's first event */
+  gen_rank_expect *ranks; /* one per present rank (allocated: 15 KB each) */
+  int nranks;             /* present ranks, in rank order */
   gen_coll_expect *colls;
   size_t ncolls;
   uint64_t colls_incomplete;
-  int64_t offset_rel[GEN_MAX_RANKS]; /* expected alignment offset vs rank 0 */
+  int64_t *offset_rel; /* per rank: expected alignment offset vs rank 0 */
   double mfu, hfu;
   int64_t step_time_median;
   int64_t device_latency_median;

@@ -1,6 +1,9 @@
 /*
  * app.js — wires the viewer together: loading, tabs, toolbar, detail panel, search.
- * The Experts tab (experts.js) is shown only when run A's report has a `moe` section.
+ * The Experts tab (experts.js) is shown only when run A's report has a `moe` section, the
+ * Heatmap tab (heatmap.js) when run A has a heatmap file. A run without a timeline but with a
+ * heatmap (`stepscope view` of a run too large for one) opens on the heatmap, with the summary
+ * when its report is there, and the timeline's tabs hidden.
  *
  * How it works: on load it discovers the runs (SS.discoverRuns), streams run A's
  * trace and report with a progress bar, builds the timeline, and then loads run B
@@ -44,6 +47,9 @@ var SS = window.SS || (window.SS = {});
     if (run.report) {
       try { r.report = await SS.loadReport(run.report); } catch (e) { run.notes.push('report.json: ' + e.message); }
     }
+    if (run.heatmap) { /* `stepscope analyze --heatmap`, written by `stepscope view` */
+      try { r.heatmap = await SS.loadReport(run.heatmap); } catch (e) { run.notes.push('heatmap.json: ' + e.message); }
+    }
     if (run.diff) { /* `stepscope diff A B --json`, written by `stepscope view --compare` */
       try { r.diff = await SS.loadReport(run.diff); } catch (e) { run.notes.push('diff.json: ' + e.message); }
     }
@@ -60,6 +66,7 @@ var SS = window.SS || (window.SS = {});
     document.querySelectorAll('.tab').forEach(function (t) { t.classList.toggle('active', t.dataset.tab === name); });
     document.querySelectorAll('.view').forEach(function (v) { v.hidden = v.id !== 'view-' + name; });
     if (name === 'timeline' && app.timeline) app.timeline.resize();
+    if (name === 'heatmap' && app.heatmap) app.heatmap.resize();
     if (name === 'pipeline' && app.A && app.A.model && !app.pipelineDone) {
       SS.renderPipeline($('view-pipeline'), app.A.model, app.A.report); // on the first steady step
       app.pipelineDone = true;
@@ -205,6 +212,9 @@ var SS = window.SS || (window.SS = {});
       $('notes').textContent = notes.join(' · ');
       var t0 = performance.now();
       app.A = await loadRun(a, a.name);
+      $('tab-heatmap').hidden = !app.A.heatmap;
+      if (app.A.heatmap) app.heatmap = SS.renderHeatmap($('view-heatmap'), app.A.heatmap, { runName: a.name, noTimeline: app.A.model ? null : (a.noTimeline || 'no trace.json') });
+      if (!app.A.model && app.A.heatmap) return heatmapOnly(a, t0);
       if (!app.A.model) throw new Error(a.name + ': no trace.json to show (' + (a.missing.join(', ') || 'not found') + ')');
       SS.renderSummary($('view-summary'), app.A.report, a.name);
       if (app.A.report) SS.renderOpSections($('view-summary'), app.A);
@@ -240,8 +250,32 @@ var SS = window.SS || (window.SS = {});
     }
   }
 
+  /* A run shown by its heatmap alone: the timeline's tabs hidden, the summary when there is a report. */
+  function heatmapOnly(a, t0) {
+    ['timeline', 'pipeline', 'compare'].forEach(function (t) { document.querySelector('.tab[data-tab=' + t + ']').hidden = true; });
+    $('open-perfetto').hidden = true;
+    document.querySelector('.tab[data-tab=summary]').hidden = !app.A.report;
+    if (app.A.report) SS.renderSummary($('view-summary'), app.A.report, a.name);
+    $('tab-experts').hidden = true;
+    showTab('heatmap');
+    app.interactiveAt = performance.now();   // navigation start -> heatmap drawn
+    app.loadMs = performance.now() - t0;
+    $('progress').hidden = true;
+    var h = app.A.heatmap;
+    setStatus('no timeline · heatmap of ' + SS.formatNumber(h.ranks.length) + ' ranks × ' + h.steps.length + ' steps, loaded in ' + (app.loadMs / 1000).toFixed(2) + ' s');
+    setState('ready');
+  }
+
   window.stepscope = {
     app: app,
+    /* The heatmap's state, for tests and the bench (null without one). */
+    heatmap: function () {
+      var h = app.heatmap;
+      if (!h) return null;
+      return { ranks: h.ranks.length, steps: h.steps.length, metric: h.metric, drawMs: h.drawMs, drawn: h.drawn || 0,
+               selected: Array.from(h.selected), command: h.command.value, rowsPerPx: h.rowsPerPx, row0: h.row0,
+               width: h.canvas.width, height: h.canvas.height };
+    },
     groups: function () {
       var m = app.A && app.A.model;
       if (!m) return [];

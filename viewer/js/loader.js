@@ -490,7 +490,9 @@ SS.loadReport = async function (src) {
   return JSON.parse(parts.join(''));
 };
 
-/* The list of runs: [{id, name, trace: src|null, report: src|null, missing: [..], notes: [..]}] */
+/* The list of runs: [{id, name, trace: src|null, report: src|null, diff, heatmap: src|null,
+ * noTimeline: why the page has no timeline (view's export was refused) or null, missing: [..],
+ * notes: [..]}] */
 SS.discoverRuns = async function () {
   if (window.STEPSCOPE_INLINE) {
     return window.STEPSCOPE_INLINE.runs.map(function (r) {
@@ -499,7 +501,9 @@ SS.discoverRuns = async function () {
                report: r.report ? { kind: 'inline', elementId: r.report, name: 'report.json' } : null,
                diff: r.diff ? { kind: 'inline', elementId: r.diff, name: 'diff.json' } : null,
                modules: r.modules ? { kind: 'inline', elementId: r.modules, name: 'modules.json' } : null,
-               memory: r.memory ? { kind: 'inline', elementId: r.memory, name: 'memory.json' } : null, source: 'inline' };
+               memory: r.memory ? { kind: 'inline', elementId: r.memory, name: 'memory.json' } : null,
+               heatmap: r.heatmap ? { kind: 'inline', elementId: r.heatmap, name: 'heatmap.json' } : null,
+               noTimeline: r.no_timeline || null, source: 'inline' };
     });
   }
   if (location.protocol === 'http:' || location.protocol === 'https:') {
@@ -513,7 +517,9 @@ SS.discoverRuns = async function () {
                    report: r.report ? { kind: 'url', url: r.report } : null,
                    diff: r.diff ? { kind: 'url', url: r.diff } : null,
                    modules: r.modules ? { kind: 'url', url: r.modules } : null,
-                   memory: r.memory ? { kind: 'url', url: r.memory } : null, source: 'server' };
+                   memory: r.memory ? { kind: 'url', url: r.memory } : null,
+                   heatmap: r.heatmap ? { kind: 'url', url: r.heatmap } : null,
+                   noTimeline: r.no_timeline || null, source: 'server' };
         });
       }
     } catch (e) { /* not served by stepscope view: fall through to the file picker */ }
@@ -521,15 +527,16 @@ SS.discoverRuns = async function () {
   return null;
 };
 
-/* Runs from picked/dropped files: trace*.json[.gz] and report*.json, by name. */
+/* Runs from picked/dropped files: trace*.json[.gz], report*.json and heatmap*.json, by name. */
 SS.runFromFiles = function (files, id) {
-  var run = { id: id, name: '', trace: null, report: null, diff: null, missing: [], notes: [], source: 'files' };
+  var run = { id: id, name: '', trace: null, report: null, diff: null, heatmap: null, missing: [], notes: [], source: 'files' };
   Array.prototype.forEach.call(files, function (f) {
     if (/report.*\.json$/i.test(f.name)) run.report = { kind: 'file', file: f };
+    else if (/heatmap.*\.json$/i.test(f.name)) run.heatmap = { kind: 'file', file: f };
     else if (/\.json(\.gz)?$/i.test(f.name)) run.trace = { kind: 'file', file: f };
     run.name = run.name || f.name;
   });
-  if (!run.trace) run.missing.push('trace.json');
+  if (!run.trace && !run.heatmap) run.missing.push('trace.json');
   if (!run.report) run.missing.push('report.json');
   return run;
 };
