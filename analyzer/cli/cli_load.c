@@ -16,8 +16,9 @@
  * events when it has CLI_OP_MODULES (`stepscope analyze`, `stepscope ops`), memory events when
  * it has CLI_OP_MEMORY and thread names when it has CLI_THREAD_NAMES (`stepscope export`). */
 static int load_run(const char *command, const char *path, const ssa_options *opt, int progress,
-                    unsigned say, ssa_run *run, char *msg, size_t cap) {
-  ssa_load_options lo = {opt->threads, progress};
+                    unsigned say, ssa_run *run, ssa_import_options *import, char *msg, size_t cap) {
+  ssa_load_options lo = {
+      .threads = opt->threads, .progress = progress, .drop_events = (say & CLI_LOW_MEMORY) != 0};
   stepscope_error err;
   memset(&err, 0, sizeof err);
   cli_env env; /* the importer's switches, read from the environment here only */
@@ -26,6 +27,7 @@ static int load_run(const char *command, const char *path, const ssa_options *op
   env.import.op_modules = (say & CLI_OP_MODULES) != 0;
   env.import.op_memory = (say & CLI_OP_MEMORY) != 0;
   env.import.thread_names = (say & CLI_THREAD_NAMES) != 0;
+  if (import) *import = env.import; /* the bounded mode reads the ranks again with it */
   if (ssa_run_load_import(run, path, &lo, opt->comm_rules, &env.import, &err)) {
     snprintf(msg, cap, "stepscope %s: %s", command, err.message);
     return 1;
@@ -35,13 +37,13 @@ static int load_run(const char *command, const char *path, const ssa_options *op
 
 int cli_load_run(const char *command, const char *path, const ssa_options *opt, int progress,
                  ssa_run *run, char *msg, size_t cap) {
-  return load_run(command, path, opt, progress, 0u, run, msg, cap);
+  return load_run(command, path, opt, progress, 0u, run, NULL, msg, cap);
 }
 
 int cli_load_run_with_inputs(const char *command, const char *path, const ssa_options *opt,
                              unsigned more, ssa_run *run, char *msg, size_t cap) {
   return load_run(command, path, opt, 0, CLI_OP_INPUTS | (more & (CLI_OP_MODULES | CLI_OP_MEMORY)),
-                  run, msg, cap);
+                  run, NULL, msg, cap);
 }
 
 int cli_analyse_run(const char *command, const char *name, const ssa_options *opt,
@@ -61,7 +63,7 @@ int cli_open_run(const char *command, const char *path, const ssa_options *opt, 
   char msg[1024];
   memset(l, 0, sizeof *l);
   l->have_run = 1;
-  int rc = load_run(command, path, opt, isatty(2), say, &l->run, msg, sizeof msg);
+  int rc = load_run(command, path, opt, isatty(2), say, &l->run, &l->import, msg, sizeof msg);
   if (rc) {
     cli_print(stderr, "%s\n", msg);
     return rc;
@@ -75,15 +77,25 @@ int cli_open_run(const char *command, const char *path, const ssa_options *opt, 
                 say & CLI_SAY_RUN_NAME ? path : "", say & CLI_SAY_RUN_NAME ? ": " : "",
                 l->run.warnings[i]);
   }
+  ssa_options bounded = *opt;
+  if (say & CLI_LOW_MEMORY) {
+    l->have_reread = 1;
+    if (ssa_run_rereader_init(&l->reread, &l->run, &l->import)) {
+      cli_print(stderr, "stepscope %s: out of memory\n", command);
+      return 1;
+    }
+    bounded.rank_events = &l->reread.events;
+  }
   l->have_an = 1;
-  rc = cli_analyse_run(command, say & CLI_SAY_RUN_NAME ? path : NULL, opt, &l->run, &l->an, msg,
-                       sizeof msg);
+  rc = cli_analyse_run(command, say & CLI_SAY_RUN_NAME ? path : NULL, &bounded, &l->run, &l->an,
+                       msg, sizeof msg);
   if (rc) cli_print(stderr, "%s\n", msg);
   return rc;
 }
 
 void cli_loaded_free(cli_loaded *l) {
   if (l->have_an) ssa_analysis_free(&l->an);
+  if (l->have_reread) ssa_run_rereader_free(&l->reread);
   if (l->have_run) ssa_run_free(&l->run);
-  l->have_an = l->have_run = 0;
+  l->have_an = l->have_run = l->have_reread = 0;
 }

@@ -375,7 +375,7 @@ static void check_dir(const char *name, const char *dir) {
   cur_case = name;
   ssa_run run;
   stepscope_error e;
-  ssa_load_options lo = {2, 0};
+  ssa_load_options lo = {.threads = 2, .progress = 0};
   if (ssa_run_load(&run, dir, &lo, &e)) {
     CHECK(0, "load: %s", e.message);
     return;

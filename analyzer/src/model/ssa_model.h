@@ -307,6 +307,9 @@ typedef struct ssa_rank {
    * of clock alignment are kept (`align_input`, owned) */
   int events_dropped;
   struct ssa_rank_align *align_input;
+  /* set by the loader (import/run_load.c): which of its sources read the file, so that a
+   * bounded analysis can read it again (ssa_rank_reload) */
+  int source_index;
 } ssa_rank;
 
 /* ---- strings ---- */

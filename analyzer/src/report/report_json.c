@@ -611,6 +611,10 @@ int ssa_report_json(const ssa_analysis *a, ssa_out *o) {
   json_kernels(a, o);
   json_moe(a, o);
   ssa_report_json_critical_path(a, o);
+  if (a->nleft_out) { /* the bounded mode's parts left out (absent otherwise) */
+    ssa_out_str(o, ",\"left_out\":");
+    ssa_out_json_strings(o, a->left_out, a->nleft_out);
+  }
   json_warnings(a, o);
   return o->error;
 }

@@ -656,6 +656,9 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
   print_expert_load(a, &tot, f);
   ssa_report_text_critical_path(a, f);
   print_findings(a, &tot, f);
+  if (a->nleft_out) fprintf(f, "\n== left out (%zu) ==\n", a->nleft_out);
+  for (size_t i = 0; i < a->nleft_out; i++)
+    fprintf(f, "  %s\n", a->left_out[i]);
   print_warnings(a, &tot, f);
   return ferror(f) ? STEPSCOPE_E_IO : 0;
 }
