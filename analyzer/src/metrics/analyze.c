@@ -206,17 +206,18 @@ int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, ste
   int bounded = a->opt.rank_events != NULL;
   if (isnan(a->model_flops_per_step)) {
     if (bounded)
-      rc = leave_out(a, "MFU from the ops' FLOPs",
+      rc = leave_out(a, "MFU from the ops' FLOPs (mfu_from_op_flops)",
                      "it sums every rank's ops with their input shapes at once");
     else
       rc = ssa_op_flops_mfu_of(a);
     if (rc) goto fail;
   }
   if ((rc = ssa_bubble_causes(a)) != 0) goto fail; /* needs the schedule */
-  if (bounded)
-    rc = leave_out(a, "the late upstream's sources",
-                   "they read the sending ranks' events during each late receive");
-  else
+  if (bounded) {
+    if (ssa_late_upstream_clear(a))
+      rc = leave_out(a, "the late upstream's sources (late_upstream_from)",
+                     "they read the sending ranks' events during each late receive");
+  } else
     rc = ssa_late_upstream_sources(a);
   if (rc) goto fail;
   /* judged against the step times; pipelines read the bubble's causes */

@@ -614,6 +614,9 @@ int ssa_bubble_causes(ssa_analysis *a);
 /* Names, per pipeline rank and window, the rank and phase its waits on late sends of matched
  * pipeline transfers come from (late_upstream.c; after ssa_bubble_causes). */
 int ssa_late_upstream_sources(ssa_analysis *a);
+/* Sets every window's late upstream to none (-1); whether the run has a pipeline rank, whose
+ * windows ssa_late_upstream_sources would fill (the bounded mode leaves them none). */
+int ssa_late_upstream_clear(ssa_analysis *a);
 /* Walks each late arrival back to the phase that made it late (culprits.c): rounds of
  * ssa_culprit_walk, each followed by ssa_rank_phase_answers on every rank (pool of threads),
  * until a walk had every answer. */
