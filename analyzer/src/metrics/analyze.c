@@ -46,18 +46,17 @@ int ssa_with_rank_events(ssa_analysis *a, size_t i,
   return rc;
 }
 
-/* Notes a report part the bounded mode leaves out, and why. */
-static int leave_out_note(ssa_analysis *a, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int rc = ssa_text_list_vadd(&a->left_out, &a->nleft_out, &a->left_out_cap, 700, fmt, ap);
-  va_end(ap);
-  return rc;
-}
-
-static int leave_out(ssa_analysis *a, const char *part, const char *why) {
-  return leave_out_note(a, "%s: not available in the bounded mode (--low-memory): %s", part, why);
-}
+const char *const ssa_left_out_notes[SSA_LEFT_OUT_N] = {
+    [SSA_LEFT_OUT_OP_MFU] = "MFU from the ops' FLOPs (mfu_from_op_flops): not available in the "
+                            "bounded mode (--low-memory): it sums every rank's ops with their "
+                            "input shapes at once",
+    [SSA_LEFT_OUT_LATE_UPSTREAM] = "the late upstream's sources (late_upstream_from): not "
+                                   "available in the bounded mode (--low-memory): they read the "
+                                   "sending ranks' events during each late receive",
+    [SSA_LEFT_OUT_CRITICAL_PATH] = "the critical path: not available in the bounded mode "
+                                   "(--low-memory): it is a graph over every rank's events at "
+                                   "once",
+};
 
 static int summarize(ssa_analysis *a, size_t i, void *unused) {
   (void)unused;
@@ -206,28 +205,22 @@ int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, ste
   int bounded = a->opt.rank_events != NULL;
   if (isnan(a->model_flops_per_step)) {
     if (bounded)
-      rc = leave_out(a, "MFU from the ops' FLOPs (mfu_from_op_flops)",
-                     "it sums every rank's ops with their input shapes at once");
-    else
-      rc = ssa_op_flops_mfu_of(a);
-    if (rc) goto fail;
+      a->left_out |= 1u << SSA_LEFT_OUT_OP_MFU;
+    else if ((rc = ssa_op_flops_mfu_of(a)) != 0)
+      goto fail;
   }
   if ((rc = ssa_bubble_causes(a)) != 0) goto fail; /* needs the schedule */
   if (bounded) {
-    if (ssa_late_upstream_clear(a))
-      rc = leave_out(a, "the late upstream's sources (late_upstream_from)",
-                     "they read the sending ranks' events during each late receive");
-  } else
-    rc = ssa_late_upstream_sources(a);
-  if (rc) goto fail;
+    if (ssa_late_upstream_clear(a)) a->left_out |= 1u << SSA_LEFT_OUT_LATE_UPSTREAM;
+  } else if ((rc = ssa_late_upstream_sources(a)) != 0)
+    goto fail;
   /* judged against the step times; pipelines read the bubble's causes */
   if ((rc = ssa_find_culprits(a)) != 0) goto fail;
   if ((rc = ssa_moe_load(a)) != 0) goto fail;
   if (bounded)
-    rc = leave_out(a, "the critical path", "it is a graph over every rank's events at once");
-  else
-    rc = ssa_find_critical_paths(a);
-  if (rc) goto fail;
+    a->left_out |= 1u << SSA_LEFT_OUT_CRITICAL_PATH;
+  else if ((rc = ssa_find_critical_paths(a)) != 0)
+    goto fail;
   return 0;
 fail:
   if (err) {
@@ -277,8 +270,5 @@ void ssa_analysis_free(ssa_analysis *a) {
   for (size_t i = 0; i < a->nwarnings; i++)
     free(a->warnings[i]);
   free(a->warnings);
-  for (size_t i = 0; i < a->nleft_out; i++)
-    free(a->left_out[i]);
-  free(a->left_out);
   memset(a, 0, sizeof *a);
 }

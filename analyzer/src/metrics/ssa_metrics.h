@@ -36,6 +36,16 @@ typedef struct ssa_rank_events {
   void *ctx;
 } ssa_rank_events;
 
+/* The report parts the bounded mode leaves out (they need every rank's events at once), and
+ * the line that says so in the reports (analyze.c). */
+enum {
+  SSA_LEFT_OUT_OP_MFU,
+  SSA_LEFT_OUT_LATE_UPSTREAM,
+  SSA_LEFT_OUT_CRITICAL_PATH,
+  SSA_LEFT_OUT_N
+};
+extern const char *const ssa_left_out_notes[SSA_LEFT_OUT_N];
+
 typedef struct ssa_options {
   int has_step_filter;
   int64_t step_first, step_last;      /* inclusive */
@@ -52,7 +62,7 @@ typedef struct ssa_options {
                                          bounded mode: ranks hold only their shells and each
                                          per-rank pass reads its rank through this; the parts
                                          that need every rank's events at once are left out,
-                                         each named in ssa_analysis.left_out */
+                                         each marked in ssa_analysis.left_out */
 } ssa_options;
 
 void ssa_options_default(ssa_options *o);
@@ -489,9 +499,7 @@ typedef struct ssa_analysis {
   struct ssa_critical_path *critical_path; /* each step's critical path (critical_path.h) */
   char **warnings;
   size_t nwarnings, warnings_cap;
-  /* the bounded mode's report parts left out, each with why (the reports print them) */
-  char **left_out;
-  size_t nleft_out, left_out_cap;
+  unsigned left_out;        /* the bounded mode's report parts left out: bits 1 << SSA_LEFT_OUT_* */
   int64_t step_lo, step_hi; /* the run's step numbers, for the message of an empty --steps */
 } ssa_analysis;
 

@@ -9,6 +9,9 @@
 
 #include "ssa_model.h"
 
+/* Frees one of r's event arrays and says it is empty. */
+#define DROP(array, count, cap) (free(r->array), r->array = NULL, r->count = r->cap = 0)
+
 int ssa_rank_drop_events(ssa_rank *r) {
   if (r->events_dropped) return 0;
   if (!r->align_input) {
@@ -23,33 +26,17 @@ int ssa_rank_drop_events(ssa_rank *r) {
   free(r->ops);
   r->ops = NULL;
   r->ops_cap = 0; /* nops stays: the report prints it */
-  free(r->apis);
-  r->apis = NULL;
-  r->napis = r->apis_cap = 0;
-  free(r->ranges);
-  r->ranges = NULL;
-  r->nranges = r->ranges_cap = 0;
-  free(r->colls);
-  r->colls = NULL;
-  r->ncolls = r->colls_cap = 0;
-  free(r->syncs);
-  r->syncs = NULL;
-  r->nsyncs = r->syncs_cap = 0;
-  free(r->counters);
-  r->counters = NULL;
-  r->ncounters = r->counters_cap = 0;
   free(r->anchors);
   r->anchors = NULL;
   r->anchors_cap = 0; /* nanchors stays: the report's alignment part prints it */
-  free(r->allocs);
-  r->allocs = NULL;
-  r->nallocs = r->allocs_cap = 0;
-  free(r->op_ranges);
-  r->op_ranges = NULL;
-  r->nop_ranges = r->op_ranges_cap = 0;
-  free(r->oplinks);
-  r->oplinks = NULL;
-  r->noplinks = r->oplinks_cap = 0;
+  DROP(apis, napis, apis_cap);
+  DROP(ranges, nranges, ranges_cap);
+  DROP(colls, ncolls, colls_cap);
+  DROP(syncs, nsyncs, syncs_cap);
+  DROP(counters, ncounters, counters_cap);
+  DROP(allocs, nallocs, allocs_cap);
+  DROP(op_ranges, nop_ranges, op_ranges_cap);
+  DROP(oplinks, noplinks, oplinks_cap);
   r->events_dropped = 1;
   return 0;
 }
