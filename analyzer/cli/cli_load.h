@@ -24,6 +24,7 @@ typedef struct cli_loaded {
   /* the bounded mode (CLI_LOW_MEMORY): what the analysis reads the ranks again with */
   ssa_import_options import;
   ssa_run_rereader reread;
+  ssa_rank_summary *summaries; /* per rank index, made at load; the analysis takes them */
   int have_reread;
 } cli_loaded;
 

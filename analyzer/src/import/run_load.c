@@ -49,6 +49,8 @@ typedef struct pool {
   const ssa_comm_rules *comm_rules; /* the user's classification rules, or NULL */
   const ssa_import_options *import; /* the importers' switches (never NULL) */
   int drop_events;                  /* ssa_load_options.drop_events */
+  int (*each_rank)(void *ctx, ssa_rank *r, size_t file, size_t nfiles); /* ... .each_rank */
+  void *each_rank_ctx;
   pthread_mutex_t print_lock;
 } pool;
 
@@ -85,6 +87,8 @@ static void load_file(void *ctx, size_t i) {
   file_task *t = &p->tasks[i];
   t->rc = read_rank(t->path, (int)(t->source - ssa_sources), p->import, p->comm_rules, &t->rank,
                     &t->err);
+  t->rank.file_index = i;
+  if (t->rc == 0 && p->each_rank) t->rc = p->each_rank(p->each_rank_ctx, &t->rank, i, p->ntasks);
   if (t->rc == 0 && p->drop_events) t->rc = ssa_rank_drop_events(&t->rank);
   size_t d = atomic_fetch_add(&p->done, 1) + 1;
   if (p->progress) {
@@ -207,6 +211,8 @@ static int load_import(ssa_run *run, const char *path, const ssa_load_options *o
   atomic_init(&p.done, 0);
   p.progress = opt && opt->progress;
   p.drop_events = opt && opt->drop_events;
+  p.each_rank = opt ? opt->each_rank : NULL;
+  p.each_rank_ctx = opt ? opt->each_rank_ctx : NULL;
   p.comm_rules = rules;
   static const ssa_import_options import_defaults;
   p.import = import ? import : &import_defaults;

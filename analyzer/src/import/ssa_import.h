@@ -163,6 +163,12 @@ typedef struct ssa_load_options {
   int progress;    /* print progress on stderr */
   int drop_events; /* the bounded mode: each rank's events are dropped once it is finished
                       (ssa_rank_drop_events), so at most `threads` ranks' events are held */
+  /* NULL, or called on each finished rank before its events are dropped, from the loading
+   * thread (ranks in parallel): the rank is file `file` of `nfiles` (ssa_rank.file_index
+   * keeps it); the bounded mode takes the rank's summary here. 0 or a status (the rank
+   * fails then). */
+  int (*each_rank)(void *ctx, ssa_rank *r, size_t file, size_t nfiles);
+  void *each_rank_ctx;
 } ssa_load_options;
 
 /* A loader source: fills a rank from one file of a kind that

@@ -63,10 +63,17 @@ static int summarize(ssa_analysis *a, size_t i, void *unused) {
   return ssa_rank_summarize(a->ranks[i].rank, &a->ranks[i].summary);
 }
 
-/* One rank's summary, what the cross-rank pass reads of it (a job of ssa_parallel_for). */
+/* One rank's summary, what the cross-rank pass reads of it (a job of ssa_parallel_for): made
+ * at load (the bounded mode) and taken, else made here. */
 static void summarize_rank(void *ctx, size_t i) {
   ssa_analysis *a = ctx;
-  a->ranks[i].error = ssa_with_rank_events(a, i, summarize, NULL);
+  ssa_rank_result *rr = &a->ranks[i];
+  if (a->opt.summaries) {
+    rr->summary = a->opt.summaries[i];
+    rr->summary.offset_ns = rr->rank->offset_ns; /* aligned after it was made */
+    memset(&a->opt.summaries[i], 0, sizeof a->opt.summaries[i]);
+  } else
+    rr->error = ssa_with_rank_events(a, i, summarize, NULL);
 }
 
 /* The first error a job left on a rank, 0 when none did. */

@@ -63,6 +63,9 @@ typedef struct ssa_options {
                                          per-rank pass reads its rank through this; the parts
                                          that need every rank's events at once are left out,
                                          each marked in ssa_analysis.left_out */
+  struct ssa_rank_summary *summaries; /* NULL, or per rank index its summary made when it was loaded
+                                  (the bounded mode: one read less); ssa_analyze takes them
+                                  (and sets their clock offsets), leaving them zeroed */
 } ssa_options;
 
 void ssa_options_default(ssa_options *o);

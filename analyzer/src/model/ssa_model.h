@@ -308,8 +308,10 @@ typedef struct ssa_rank {
   int events_dropped;
   struct ssa_rank_align *align_input;
   /* set by the loader (import/run_load.c): which of its sources read the file, so that a
-   * bounded analysis can read it again (ssa_rank_reload) */
+   * bounded analysis can read it again (ssa_rank_reload), and the file's place in the
+   * loader's list (what ssa_load_options.each_rank was told) */
   int source_index;
+  size_t file_index;
 } ssa_rank;
 
 /* ---- strings ---- */
