@@ -5,19 +5,63 @@
  */
 #include "cli_load.h"
 
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli_env.h"
 #include "cli_print.h"
 
+/* The bounded mode's summaries, made by the loading threads, by file index. */
+typedef struct load_summaries {
+  pthread_mutex_t lock;
+  ssa_rank_summary *by_file;
+  size_t nfiles;
+} load_summaries;
+
+/* ssa_load_options.each_rank of the bounded mode: the rank's summary, before its events go. */
+static int summarize_loaded(void *ctx, ssa_rank *r, size_t file, size_t nfiles) {
+  load_summaries *x = ctx;
+  pthread_mutex_lock(&x->lock);
+  if (!x->by_file && (x->by_file = calloc(nfiles ? nfiles : 1, sizeof *x->by_file)))
+    x->nfiles = nfiles;
+  pthread_mutex_unlock(&x->lock);
+  if (!x->by_file) return STEPSCOPE_E_NOMEM;
+  return ssa_rank_summarize(r, &x->by_file[file]); /* its own slot: no lock */
+}
+
+/* Moves the summaries of the run's ranks into a new array by rank index (NULL without memory;
+ * run NULL: none) and frees the rest (files not in the run). */
+static ssa_rank_summary *summaries_by_rank(load_summaries *x, const ssa_run *run) {
+  size_t n = run ? run->nranks : 0;
+  ssa_rank_summary *v = calloc(n ? n : 1, sizeof *v);
+  for (size_t i = 0; v && x->by_file && i < n; i++) {
+    size_t f = run->ranks[i].file_index;
+    v[i] = x->by_file[f];
+    memset(&x->by_file[f], 0, sizeof x->by_file[f]);
+  }
+  for (size_t f = 0; x->by_file && f < x->nfiles; f++)
+    ssa_rank_summary_free(&x->by_file[f]);
+  free(x->by_file);
+  x->by_file = NULL;
+  return v;
+}
+
 /* cli_load_run, with Kineto CPU ops' input args kept when `say` has CLI_OP_INPUTS, module
  * events when it has CLI_OP_MODULES (`stepscope analyze`, `stepscope ops`), memory events when
  * it has CLI_OP_MEMORY and thread names when it has CLI_THREAD_NAMES (`stepscope export`). */
 static int load_run(const char *command, const char *path, const ssa_options *opt, int progress,
-                    unsigned say, ssa_run *run, char *msg, size_t cap) {
-  ssa_load_options lo = {opt->threads, progress};
+                    unsigned say, ssa_run *run, ssa_import_options *import,
+                    ssa_rank_summary **summaries, char *msg, size_t cap) {
+  load_summaries made = {.lock = PTHREAD_MUTEX_INITIALIZER};
+  int bounded = (say & CLI_LOW_MEMORY) && summaries;
+  ssa_load_options lo = {.threads = opt->threads,
+                         .progress = progress,
+                         .drop_events = bounded,
+                         .each_rank = bounded ? summarize_loaded : NULL,
+                         .each_rank_ctx = &made};
   stepscope_error err;
   memset(&err, 0, sizeof err);
   cli_env env; /* the importer's switches, read from the environment here only */
@@ -26,22 +70,27 @@ static int load_run(const char *command, const char *path, const ssa_options *op
   env.import.op_modules = (say & CLI_OP_MODULES) != 0;
   env.import.op_memory = (say & CLI_OP_MEMORY) != 0;
   env.import.thread_names = (say & CLI_THREAD_NAMES) != 0;
-  if (ssa_run_load_import(run, path, &lo, opt->comm_rules, &env.import, &err)) {
+  if (import) *import = env.import; /* the bounded mode reads the ranks again with it */
+  int rc = ssa_run_load_import(run, path, &lo, opt->comm_rules, &env.import, &err);
+  if (rc)
     snprintf(msg, cap, "stepscope %s: %s", command, err.message);
-    return 1;
+  else if (bounded && !(*summaries = summaries_by_rank(&made, run))) {
+    snprintf(msg, cap, "stepscope %s: out of memory", command);
+    rc = 1;
   }
-  return 0;
+  free(summaries_by_rank(&made, NULL)); /* what is left (a failed load) */
+  return rc ? 1 : 0;
 }
 
 int cli_load_run(const char *command, const char *path, const ssa_options *opt, int progress,
                  ssa_run *run, char *msg, size_t cap) {
-  return load_run(command, path, opt, progress, 0u, run, msg, cap);
+  return load_run(command, path, opt, progress, 0u, run, NULL, NULL, msg, cap);
 }
 
 int cli_load_run_with_inputs(const char *command, const char *path, const ssa_options *opt,
                              unsigned more, ssa_run *run, char *msg, size_t cap) {
   return load_run(command, path, opt, 0, CLI_OP_INPUTS | (more & (CLI_OP_MODULES | CLI_OP_MEMORY)),
-                  run, msg, cap);
+                  run, NULL, NULL, msg, cap);
 }
 
 int cli_analyse_run(const char *command, const char *name, const ssa_options *opt,
@@ -61,7 +110,8 @@ int cli_open_run(const char *command, const char *path, const ssa_options *opt, 
   char msg[1024];
   memset(l, 0, sizeof *l);
   l->have_run = 1;
-  int rc = load_run(command, path, opt, isatty(2), say, &l->run, msg, sizeof msg);
+  int rc = load_run(command, path, opt, isatty(2), say, &l->run, &l->import, &l->summaries, msg,
+                    sizeof msg);
   if (rc) {
     cli_print(stderr, "%s\n", msg);
     return rc;
@@ -75,15 +125,30 @@ int cli_open_run(const char *command, const char *path, const ssa_options *opt, 
                 say & CLI_SAY_RUN_NAME ? path : "", say & CLI_SAY_RUN_NAME ? ": " : "",
                 l->run.warnings[i]);
   }
+  ssa_options bounded = *opt;
+  if (say & CLI_LOW_MEMORY) {
+    l->have_reread = 1;
+    if (ssa_run_rereader_init(&l->reread, &l->run, &l->import)) {
+      cli_print(stderr, "stepscope %s: out of memory\n", command);
+      return 1;
+    }
+    bounded.rank_events = &l->reread.events;
+    bounded.summaries = l->summaries;
+  }
   l->have_an = 1;
-  rc = cli_analyse_run(command, say & CLI_SAY_RUN_NAME ? path : NULL, opt, &l->run, &l->an, msg,
-                       sizeof msg);
+  rc = cli_analyse_run(command, say & CLI_SAY_RUN_NAME ? path : NULL, &bounded, &l->run, &l->an,
+                       msg, sizeof msg);
   if (rc) cli_print(stderr, "%s\n", msg);
   return rc;
 }
 
 void cli_loaded_free(cli_loaded *l) {
   if (l->have_an) ssa_analysis_free(&l->an);
+  if (l->have_reread) ssa_run_rereader_free(&l->reread);
+  for (size_t i = 0; l->summaries && i < l->run.nranks; i++)
+    ssa_rank_summary_free(&l->summaries[i]); /* those the analysis did not take */
+  free(l->summaries);
+  l->summaries = NULL;
   if (l->have_run) ssa_run_free(&l->run);
-  l->have_an = l->have_run = 0;
+  l->have_an = l->have_run = l->have_reread = 0;
 }

@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 
+#include "rank_reload.h"
 #include "ssa_import.h"
 #include "ssa_metrics.h"
 
@@ -20,6 +21,11 @@ typedef struct cli_loaded {
   ssa_run run;
   ssa_analysis an;
   int have_run, have_an;
+  /* the bounded mode (CLI_LOW_MEMORY): what the analysis reads the ranks again with */
+  ssa_import_options import;
+  ssa_run_rereader reread;
+  ssa_rank_summary *summaries; /* per rank index, made at load; the analysis takes them */
+  int have_reread;
 } cli_loaded;
 
 /* Loads the run at `path` into *run (freed with ssa_run_free either way);
@@ -49,6 +55,9 @@ enum {
   CLI_OP_MODULES = 8u,    /* not a message: Kineto module events are kept (`ops --by module`) */
   CLI_OP_MEMORY = 16u,    /* not a message: Kineto memory events are kept (`ops --memory`) */
   CLI_THREAD_NAMES = 32u, /* not a message: Kineto thread_name events label lanes (`export`) */
+  CLI_LOW_MEMORY = 64u,   /* not a message: the bounded mode (`analyze --low-memory`,
+                             docs/scale.md): each rank's events are dropped once it is loaded
+                             and read again for each per-rank pass of the analysis */
 };
 
 /* The commands' way: cli_load_run (with progress on a terminal), what the

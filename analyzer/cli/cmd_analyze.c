@@ -1,10 +1,11 @@
 /*
  * cmd_analyze.c — `stepscope analyze RUN [--json FILE] [--steps A:B]
  * [--rank R] [--step-range NAME] [--launch-gap-us N] [--top N]
- * [--threads N] [--comm-kernel RE] [--compute-kernel RE]`: loads the run (all ranks in parallel),
- * computes the metrics of docs/metrics.md and prints the readable report; --json also writes the
- * versioned JSON report (docs/report-schema.md), --heatmap the small per-rank, per-step file the
- * viewer's ranks x steps heatmap draws (report_heatmap.c). A thin layer over libstepscope_analysis.
+ * [--threads N] [--comm-kernel RE] [--compute-kernel RE] [--low-memory]`: loads the run (all
+ * ranks in parallel), computes the metrics of docs/metrics.md and prints the readable report;
+ * --json also writes the versioned JSON report (docs/report-schema.md), --heatmap the small
+ * per-rank, per-step file the viewer's ranks x steps heatmap draws (report_heatmap.c).
+ * --low-memory bounds memory (docs/scale.md). A thin layer over libstepscope_analysis.
  * Exit codes: 0 ok, 1 the run could not be analysed, 2 usage error.
  */
 #include <stddef.h>
@@ -24,7 +25,7 @@
 typedef struct analyze_args {
   ssa_options opt;
   const char *run_path, *json_path, *heatmap_path;
-  int quiet;
+  int quiet, low_memory;
 } analyze_args;
 
 static int opt_rank(const cli_option *o, const char *v, void *cmd) {
@@ -62,6 +63,14 @@ static const cli_option analyze_options[] = {
     {CLI_CALL, "--top", NULL, "N", "rows in the kernel and collective tables (default 20)", 0,
      opt_top, 0, 0, NULL},
     {CLI_FLAG, "--quiet", NULL, NULL, "no text report (with --json)", A(quiet), NULL, 0, 0, NULL},
+    {CLI_FLAG, "--low-memory", NULL, NULL,
+     "bounded memory (docs/scale.md): each rank's events are freed\n"
+     "once it is loaded and read again for each per-rank pass (at\n"
+     "most --threads ranks' events in memory; more CPU time). The\n"
+     "critical path, the late upstream's sources and MFU from the\n"
+     "ops' FLOPs need every rank's events at once: left out, and\n"
+     "the report says so (\"left out\", JSON \"left_out\")",
+     A(low_memory), NULL, 0, 0, NULL},
     CLI_TEXT_ROW("Exit status: 0 done; 1 the run could not be read or analysed, or --json or\n"
                  "--heatmap could not be written; 2 usage error (a --rank the run does not\n"
                  "have included).\n"),
@@ -83,7 +92,8 @@ int cmd_analyze(int argc, char **argv) {
   int rc = cli_parse(&analyze_table, argc, argv, &x, NULL);
   if (rc != CLI_PARSED) return rc;
   cli_loaded l; /* the report says what was lost and warned: nothing more on stderr */
-  if ((rc = cli_open_run("analyze", x.run_path, &x.opt, CLI_OP_INPUTS, &l)) == 0) {
+  unsigned say = CLI_OP_INPUTS | (x.low_memory ? CLI_LOW_MEMORY : 0u);
+  if ((rc = cli_open_run("analyze", x.run_path, &x.opt, say, &l)) == 0) {
     if (x.json_path) rc = cli_write_output("analyze", x.json_path, report_json, &l.an);
     if (x.heatmap_path && rc == 0)
       rc = cli_write_output("analyze", x.heatmap_path, report_heatmap, &l.an);

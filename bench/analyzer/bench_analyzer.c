@@ -185,7 +185,7 @@ static void measure(const char *dir, int threads, int do_export, int ranks, uint
   if (pid == 0) {
     double t0 = now_s(), c0 = cpu_s();
     ssa_run run;
-    ssa_load_options lo = {threads, 0};
+    ssa_load_options lo = {.threads = threads, .progress = 0};
     stepscope_error err;
     if (ssa_run_load(&run, dir, &lo, &err)) {
       fprintf(stderr, "%s\n", err.message);

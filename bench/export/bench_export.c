@@ -256,7 +256,7 @@ static int run_export(const ssa_analysis *a, const char *path, int perfetto, res
 
 static int measure(const char *run_path, const char *tmp) {
   ssa_run run;
-  ssa_load_options lo = {0, 0};
+  ssa_load_options lo = {.threads = 0, .progress = 0};
   stepscope_error err;
   memset(&err, 0, sizeof err);
   if (ssa_run_load(&run, run_path, &lo, &err)) {

@@ -4,38 +4,43 @@
 Generates runs with `stepscope-gen --scale` (TP 8 x PP 4 x DP, an all-forward-all-backward
 pipeline, TP/PP/DP/world collectives, clock offsets up to 2 s, jitter, 2 straggler ranks)
 and analyses each with `stepscope analyze --threads 1` (the text report, to /dev/null), each
-in its own child process, and prints per size: events, generation time, analysis wall time,
-CPU ns per event (user + system), peak RSS and bytes per event; with the machine (cores, load
-average before and after each run).
+in its own child process, in the normal mode and the bounded mode (`--low-memory`,
+docs/scale.md), and prints per size and mode: events, generation time, analysis wall time,
+CPU ns per event (user + system), peak RSS and bytes per event, page faults; with the machine
+(cores, load average before and after each run).
 
 usage: bench_scale.py --stepscope BIN --gen BIN --dir DIR [--ranks 64,256,...]
-                      [--events-per-rank N] [--top-events N] [--keep]
+                      [--events-per-rank N] [--top-events N] [--modes normal,bounded]
+                      [--threads N] [--keep]
   --events-per-rank  events per rank (default 20000)
   --top-events       events per rank of the largest size only (default: the same), when the
                      machine's memory cannot hold it (the whole run is held: ~46 B/event)
+  --modes            the analysis modes to measure: normal, bounded (--low-memory); default both
+  --threads          analysis threads (default 1; the bounded mode holds that many ranks)
   --keep             keep the generated runs (DIR/scale-R-E)
 """
 import argparse
 import os
-import resource
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 
-def child_run(argv, stdout=subprocess.DEVNULL):
-    """Runs argv; returns (wall s, user+sys s, max RSS bytes) of that child alone."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.monotonic()
-    out = subprocess.run(argv, stdout=stdout, stderr=subprocess.PIPE, text=True)
-    wall = time.monotonic() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if out.returncode:
-        sys.exit("%s failed (%d): %s" % (" ".join(argv), out.returncode, out.stderr.strip()))
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    # ru_maxrss of RUSAGE_CHILDREN is the largest child so far: children run from small to big
-    return wall, cpu, after.ru_maxrss * 1024, out
+def child_run(argv):
+    """Runs argv; returns (wall s, user s, sys s, max RSS bytes, minor faults) of that child
+    alone (os.wait4: its own rusage, not the largest child's so far)."""
+    with tempfile.TemporaryFile(mode="w+") as err:
+        t0 = time.monotonic()
+        p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, ru = os.wait4(p.pid, 0)
+        wall = time.monotonic() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)
+        if p.returncode:
+            err.seek(0)
+            sys.exit("%s failed (%d): %s" % (" ".join(argv), p.returncode, err.read().strip()))
+    return wall, ru.ru_utime, ru.ru_stime, ru.ru_maxrss * 1024, ru.ru_minflt
 
 
 def main():
@@ -46,14 +51,20 @@ def main():
     ap.add_argument("--ranks", default="64,256,1024,4096,16384")
     ap.add_argument("--events-per-rank", type=int, default=20000)
     ap.add_argument("--top-events", type=int, default=0)
+    ap.add_argument("--modes", default="normal,bounded")
+    ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
     sizes = [int(x) for x in a.ranks.split(",")]
     print("machine: %d cores (os.cpu_count), %s; load average %s" % (
         os.cpu_count(), os.uname().release, " ".join("%.2f" % x for x in os.getloadavg())))
-    print("| ranks | events/rank | events | gen s | analyze wall s | CPU s | CPU ns/event "
-          "| peak RSS MiB | bytes/event | load before/after |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    modes = {"normal": [], "bounded": ["--low-memory"]}
+    chosen = a.modes.split(",")
+    if any(m not in modes for m in chosen):
+        sys.exit("--modes: normal and/or bounded")
+    print("| ranks | events/rank | events | gen s | mode | analyze wall s | CPU s (user + sys) "
+          "| CPU ns/event | peak RSS MiB | bytes/event | minor faults | load before/after |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for i, r in enumerate(sizes):
         epr = a.top_events if a.top_events and i == len(sizes) - 1 else a.events_per_rank
         run = os.path.join(a.dir, "scale-%d-%d" % (r, epr))
@@ -67,12 +78,16 @@ def main():
         gen_s = time.monotonic() - t0
         with open(run + ".truth") as f:
             events = int([l.split()[1] for l in f if l.startswith("events ")][0])
-        load0 = os.getloadavg()[0]
-        wall, cpu, rss, _ = child_run([a.stepscope, "analyze", run, "--threads", "1"])
-        load1 = os.getloadavg()[0]
-        print("| %d | %d | %d | %.1f | %.2f | %.2f | %.0f | %.0f | %.1f | %.2f / %.2f |" % (
-            r, epr, events, gen_s, wall, cpu, cpu * 1e9 / events, rss / 2**20, rss / events,
-            load0, load1), flush=True)
+        for mode in chosen:
+            load0 = os.getloadavg()[0]
+            wall, user, system, rss, faults = child_run(
+                [a.stepscope, "analyze", run, "--threads", str(a.threads)] + modes[mode])
+            load1 = os.getloadavg()[0]
+            cpu = user + system
+            print("| %d | %d | %d | %.1f | %s | %.2f | %.2f (%.2f + %.2f) | %.0f | %.0f | %.1f "
+                  "| %d | %.2f / %.2f |" % (r, epr, events, gen_s, mode, wall, cpu, user, system,
+                                            cpu * 1e9 / events, rss / 2**20, rss / events,
+                                            faults, load0, load1), flush=True)
         if not a.keep:
             shutil.rmtree(run)
             os.unlink(run + ".truth")

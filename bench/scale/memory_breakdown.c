@@ -36,7 +36,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   ssa_run run;
-  ssa_load_options lo = {1, 0};
+  ssa_load_options lo = {.threads = 1, .progress = 0};
   stepscope_error err;
   memset(&err, 0, sizeof err);
   if (ssa_run_load(&run, argv[1], &lo, &err)) {

@@ -12,7 +12,9 @@
  * per-record wait ends and transfers, kernel rows, windows (bubble causes included), culprit
  * rows and verdict, and warnings. Each summary's records are also checked against the rank's
  * records and ops. Clock alignment runs again from the ranks' alignment inputs alone
- * (ssa_rank_align_input) and must give the loader's offsets, origin and warnings.
+ * (ssa_rank_align_input) and must give the loader's offsets, origin and warnings. Last, every
+ * rank's events are dropped (ssa_rank_drop_events): the JSON report must not change, the
+ * events must be gone, and the alignment from the kept inputs must give the same offsets.
  *
  * usage: test_rank_summary CASE        (random | pipeline | scale | all)
  *        test_rank_summary --run DIR   (a run written by another tool: the trainer's)
@@ -24,6 +26,7 @@
 
 #include "ssa_import.h"
 #include "ssa_metrics.h"
+#include "ssa_report.h"
 #include "stepscope_gen.h"
 
 static int failures;
@@ -313,11 +316,66 @@ static void check_alignment_on_inputs(ssa_run *run) {
   free(saved);
 }
 
+/* The JSON report of `a` in a malloc'd string (NULL on failure). */
+static char *json_report(const ssa_analysis *a) {
+  FILE *f = tmpfile();
+  if (!f) return NULL;
+  ssa_out o;
+  char *text = NULL;
+  if (ssa_out_open_file(&o, f) == 0 && ssa_report_json(a, &o) == 0 && ssa_out_close(&o) == 0) {
+    long n = ftell(f);
+    text = n >= 0 ? calloc((size_t)n + 1, 1) : NULL;
+    rewind(f);
+    if (text && fread(text, 1, (size_t)n, f) != (size_t)n) {
+      free(text);
+      text = NULL;
+    }
+  }
+  fclose(f);
+  return text;
+}
+
+/* Drops every rank's events after the analysis: the report reads only the shells, and the
+ * alignment from the kept inputs gives the loader's offsets. */
+static void check_report_after_drop(ssa_run *run, const ssa_analysis *a) {
+  char *before = json_report(a);
+  CHECK(before != NULL, "JSON report before dropping");
+  size_t n = run->nranks, had_ops = 0;
+  int64_t *offsets = malloc((n ? n : 1) * sizeof *offsets);
+  for (size_t i = 0; i < n; i++) {
+    ssa_rank *r = &run->ranks[i];
+    had_ops += r->nops > 0;
+    if (offsets) offsets[i] = r->offset_ns;
+    CHECK(ssa_rank_drop_events(r) == 0, "rank %d: drop", r->rank);
+    CHECK(r->events_dropped && !r->ops && !r->apis && !r->ranges && !r->colls && !r->ncolls &&
+              !r->nranges && !r->napis && r->align_input,
+          "rank %d: events still there after dropping", r->rank);
+    r->offset_ns = 0x5eed; /* set again by the alignment */
+  }
+  CHECK(had_ops > 0, "the case has no op");
+  ssa_run b = {.ranks = run->ranks, .nranks = n};
+  CHECK(ssa_run_align(&b) == 0, "alignment from the kept inputs");
+  for (size_t i = 0; offsets && i < n; i++)
+    CHECK(run->ranks[i].offset_ns == offsets[i], "rank index %zu: offset after dropping", i);
+  CHECK(b.origin == run->origin, "origin after dropping");
+  for (size_t k = 0; k < b.nwarnings; k++)
+    free(b.warnings[k]);
+  free(b.warnings);
+  free(b.anchor_offset);
+  free(b.refine_offset);
+  free(b.refine_samples);
+  char *after = json_report(a);
+  CHECK(after && before && !strcmp(before, after), "the JSON report changed after dropping events");
+  free(before);
+  free(after);
+  free(offsets);
+}
+
 static void check_dir(const char *name, const char *dir) {
   cur_case = name;
   ssa_run run;
   stepscope_error e;
-  ssa_load_options lo = {2, 0};
+  ssa_load_options lo = {.threads = 2, .progress = 0};
   if (ssa_run_load(&run, dir, &lo, &e)) {
     CHECK(0, "load: %s", e.message);
     return;
@@ -332,6 +390,7 @@ static void check_dir(const char *name, const char *dir) {
   } else {
     check_summary_records(&an);
     check_cross_rank_on_summaries(&run, &an);
+    check_report_after_drop(&run, &an);
     ssa_analysis_free(&an);
   }
   ssa_run_free(&run);

@@ -249,7 +249,7 @@ static int run_built(const char *name, gen_run *g, uint64_t seed, const gen_iter
     gen_expect_compute(g, &x);
     ssa_run run;
     stepscope_error e;
-    ssa_load_options lo = {2, 0};
+    ssa_load_options lo = {.threads = 2, .progress = 0};
     if (ssa_run_load(&run, dir, &lo, &e)) {
       fprintf(stderr, "FAIL %s: load: %s\n", name, e.message);
       failures++;

@@ -302,7 +302,7 @@ static void end_to_end(void) {
   }
   ssa_run run;
   stepscope_error e;
-  ssa_load_options lo = {1, 0};
+  ssa_load_options lo = {.threads = 1, .progress = 0};
   if (ssa_run_load(&run, dir, &lo, &e) != 0) {
     fprintf(stderr, "FAIL load: %s\n", e.message);
     failures++;

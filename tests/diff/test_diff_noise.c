@@ -169,7 +169,7 @@ static int load(const shape *sh, loaded *l) {
   gen_free(&g);
   stepscope_error e;
   memset(&e, 0, sizeof e);
-  ssa_load_options lo = {1, 0};
+  ssa_load_options lo = {.threads = 1, .progress = 0};
   if (!rc && ssa_run_load(&l->run, dir, &lo, &e) == 0) {
     ssa_options opt;
     ssa_options_default(&opt);

@@ -49,7 +49,7 @@ static inline int load_trace(const char *dir, const char *name, const ssa_comm_r
   memset(l, 0, sizeof *l);
   stepscope_error err;
   memset(&err, 0, sizeof err);
-  ssa_load_options lo = {1, 0};
+  ssa_load_options lo = {.threads = 1, .progress = 0};
   if (ssa_run_load_with_rules(&l->run, path, &lo, rules, &err)) {
     fprintf(stderr, "%s: load failed: %s\n", name, err.message);
     failures++;

@@ -48,21 +48,48 @@ typedef struct pool {
   int progress;
   const ssa_comm_rules *comm_rules; /* the user's classification rules, or NULL */
   const ssa_import_options *import; /* the importers' switches (never NULL) */
+  int drop_events;                  /* ssa_load_options.drop_events */
+  int (*each_rank)(void *ctx, ssa_rank *r, size_t file, size_t nfiles); /* ... .each_rank */
+  void *each_rank_ctx;
   pthread_mutex_t print_lock;
 } pool;
 
-/* One file (a job of ssa_parallel_for): its rank read and finished, or why not. */
+/* Reads one rank file with its source and finishes the rank: 0, or a status with the reason
+ * in err. */
+static int read_rank(const char *path, int source, const ssa_import_options *import,
+                     const ssa_comm_rules *rules, ssa_rank *r, stepscope_error *err) {
+  memset(err, 0, sizeof *err);
+  int rc = ssa_rank_init(r);
+  r->comm_rules = rules;
+  r->source_index = source;
+  if (rc == 0) rc = ssa_sources[source].load(path, import, r, err);
+  if (rc == 0) rc = ssa_rank_finish(r);
+  if (rc && !err->message[0])
+    snprintf(err->message, sizeof err->message, "%s: %s", path, stepscope_status_name(rc));
+  return rc;
+}
+
+int ssa_rank_reload(const ssa_rank *shell, const ssa_import_options *import, ssa_rank *out,
+                    stepscope_error *err) {
+  static const ssa_import_options import_defaults;
+  if (shell->source_index < 0 || (size_t)shell->source_index >= NSOURCES || !shell->path)
+    return STEPSCOPE_E_ARGUMENT;
+  int rc = read_rank(shell->path, shell->source_index, import ? import : &import_defaults,
+                     shell->comm_rules, out, err);
+  out->offset_ns = shell->offset_ns;
+  return rc;
+}
+
+/* One file (a job of ssa_parallel_for): its rank read and finished, or why not; in the
+ * bounded mode, its events dropped then. */
 static void load_file(void *ctx, size_t i) {
   pool *p = ctx;
   file_task *t = &p->tasks[i];
-  memset(&t->err, 0, sizeof t->err);
-  t->rc = ssa_rank_init(&t->rank);
-  t->rank.comm_rules = p->comm_rules;
-  if (t->rc == 0) t->rc = t->source->load(t->path, p->import, &t->rank, &t->err);
-  if (t->rc == 0) t->rc = ssa_rank_finish(&t->rank);
-  if (t->rc && !t->err.message[0])
-    snprintf(t->err.message, sizeof t->err.message, "%s: %s", t->path,
-             stepscope_status_name(t->rc));
+  t->rc = read_rank(t->path, (int)(t->source - ssa_sources), p->import, p->comm_rules, &t->rank,
+                    &t->err);
+  t->rank.file_index = i;
+  if (t->rc == 0 && p->each_rank) t->rc = p->each_rank(p->each_rank_ctx, &t->rank, i, p->ntasks);
+  if (t->rc == 0 && p->drop_events) t->rc = ssa_rank_drop_events(&t->rank);
   size_t d = atomic_fetch_add(&p->done, 1) + 1;
   if (p->progress) {
     pthread_mutex_lock(&p->print_lock);
@@ -183,6 +210,9 @@ static int load_import(ssa_run *run, const char *path, const ssa_load_options *o
   free(sources);
   atomic_init(&p.done, 0);
   p.progress = opt && opt->progress;
+  p.drop_events = opt && opt->drop_events;
+  p.each_rank = opt ? opt->each_rank : NULL;
+  p.each_rank_ctx = opt ? opt->each_rank_ctx : NULL;
   p.comm_rules = rules;
   static const ssa_import_options import_defaults;
   p.import = import ? import : &import_defaults;

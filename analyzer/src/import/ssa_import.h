@@ -159,8 +159,16 @@ typedef struct ssa_import_options {
 } ssa_import_options;
 
 typedef struct ssa_load_options {
-  int threads;  /* 0: number of online CPUs */
-  int progress; /* print progress on stderr */
+  int threads;     /* 0: number of online CPUs */
+  int progress;    /* print progress on stderr */
+  int drop_events; /* the bounded mode: each rank's events are dropped once it is finished
+                      (ssa_rank_drop_events), so at most `threads` ranks' events are held */
+  /* NULL, or called on each finished rank before its events are dropped, from the loading
+   * thread (ranks in parallel): the rank is file `file` of `nfiles` (ssa_rank.file_index
+   * keeps it); the bounded mode takes the rank's summary here. 0 or a status (the rank
+   * fails then). */
+  int (*each_rank)(void *ctx, ssa_rank *r, size_t file, size_t nfiles);
+  void *each_rank_ctx;
 } ssa_load_options;
 
 /* A loader source: fills a rank from one file of a kind that
@@ -189,5 +197,11 @@ int ssa_run_load_with_rules(ssa_run *run, const char *path, const ssa_load_optio
 int ssa_run_load_import(ssa_run *run, const char *path, const ssa_load_options *opt,
                         const ssa_comm_rules *rules, const ssa_import_options *import,
                         stepscope_error *err);
+
+/* Reads a loaded rank's file again (the bounded mode, docs/scale.md): `out` gets the rank
+ * with its events, finished, with the shell's clock offset (run_load.c). 0 or a status, with
+ * the reason in err. */
+int ssa_rank_reload(const ssa_rank *shell, const ssa_import_options *import, ssa_rank *out,
+                    stepscope_error *err);
 
 #endif

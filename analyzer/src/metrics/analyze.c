@@ -36,11 +36,44 @@ int ssa_analysis_warn(ssa_analysis *a, const char *fmt, ...) {
   return rc;
 }
 
-/* One rank's summary, what the cross-rank pass reads of it (a job of ssa_parallel_for). */
+int ssa_with_rank_events(ssa_analysis *a, size_t i,
+                         int (*pass)(ssa_analysis *a, size_t i, void *arg), void *arg) {
+  const ssa_rank_events *ev = a->opt.rank_events;
+  if (!ev) return pass(a, i, arg);
+  int rc = ev->load(ev->ctx, i);
+  if (rc == 0) rc = pass(a, i, arg);
+  ev->drop(ev->ctx, i);
+  return rc;
+}
+
+const char *const ssa_left_out_notes[SSA_LEFT_OUT_N] = {
+    [SSA_LEFT_OUT_OP_MFU] = "MFU from the ops' FLOPs (mfu_from_op_flops): not available in the "
+                            "bounded mode (--low-memory): it sums every rank's ops with their "
+                            "input shapes at once",
+    [SSA_LEFT_OUT_LATE_UPSTREAM] = "the late upstream's sources (late_upstream_from): not "
+                                   "available in the bounded mode (--low-memory): they read the "
+                                   "sending ranks' events during each late receive",
+    [SSA_LEFT_OUT_CRITICAL_PATH] = "the critical path: not available in the bounded mode "
+                                   "(--low-memory): it is a graph over every rank's events at "
+                                   "once",
+};
+
+static int summarize(ssa_analysis *a, size_t i, void *unused) {
+  (void)unused;
+  return ssa_rank_summarize(a->ranks[i].rank, &a->ranks[i].summary);
+}
+
+/* One rank's summary, what the cross-rank pass reads of it (a job of ssa_parallel_for): made
+ * at load (the bounded mode) and taken, else made here. */
 static void summarize_rank(void *ctx, size_t i) {
   ssa_analysis *a = ctx;
   ssa_rank_result *rr = &a->ranks[i];
-  rr->error = ssa_rank_summarize(rr->rank, &rr->summary);
+  if (a->opt.summaries) {
+    rr->summary = a->opt.summaries[i];
+    rr->summary.offset_ns = rr->rank->offset_ns; /* aligned after it was made */
+    memset(&a->opt.summaries[i], 0, sizeof a->opt.summaries[i]);
+  } else
+    rr->error = ssa_with_rank_events(a, i, summarize, NULL);
 }
 
 /* The first error a job left on a rank, 0 when none did. */
@@ -50,12 +83,24 @@ static int first_rank_error(const ssa_analysis *a) {
   return 0;
 }
 
-/* One rank's metrics (a job of ssa_parallel_for). */
-static void analyze_rank(void *ctx, size_t i) {
-  ssa_analysis *a = ctx;
+static int metrics(ssa_analysis *a, size_t i, void *unused) {
+  (void)unused;
   ssa_rank_result *rr = &a->ranks[i];
   if (ssa_analyze_rank(a, rr) == 0 && rr->pipeline && rr->stage >= 0)
     rr->error = ssa_rank_pipeline_items(a, rr);
+  return rr->error;
+}
+
+/* One rank's metrics (a job of ssa_parallel_for). */
+static void analyze_rank(void *ctx, size_t i) {
+  ssa_analysis *a = ctx;
+  int rc = ssa_with_rank_events(a, i, metrics, NULL);
+  if (rc && !a->ranks[i].error) a->ranks[i].error = rc;
+}
+
+static int bubble_transfers(ssa_analysis *a, size_t i, void *unused) {
+  (void)unused;
+  return ssa_rank_bubble_transfers(&a->ranks[i]);
 }
 
 /* One pipeline rank's bubble transfers, once the matching gave each record's transfer (a job of
@@ -63,7 +108,22 @@ static void analyze_rank(void *ctx, size_t i) {
 static void measure_bubble_transfers(void *ctx, size_t i) {
   ssa_analysis *a = ctx;
   ssa_rank_result *rr = &a->ranks[i];
-  if (rr->pipeline) rr->error = ssa_rank_bubble_transfers(rr);
+  if (rr->pipeline) rr->error = ssa_with_rank_events(a, i, bubble_transfers, NULL);
+}
+
+/* The steps of rank i, numbered lo..hi (a pass, for the message of a --steps that keeps
+ * nothing). */
+static int step_numbers(ssa_analysis *a, size_t i, void *unused) {
+  (void)unused;
+  ssa_step *all = NULL;
+  size_t n = 0;
+  if (ssa_find_steps(a->ranks[i].rank, a->opt.step_range_name, &all, &n) == 0)
+    for (size_t s = 0; s < n; s++) {
+      if (all[s].number < a->step_lo) a->step_lo = all[s].number;
+      if (all[s].number > a->step_hi) a->step_hi = all[s].number;
+    }
+  free(all);
+  return 0;
 }
 
 int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, stepscope_error *err) {
@@ -119,18 +179,13 @@ int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, ste
   if (a->opt.has_step_filter) {
     /* a selection that keeps nothing is an error, not a report of nothing */
     int any = 0;
-    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    a->step_lo = INT64_MAX;
+    a->step_hi = INT64_MIN;
     for (size_t i = 0; i < a->nranks; i++) {
       any |= a->ranks[i].nsteps > 0;
-      ssa_step *all = NULL;
-      size_t n = 0;
-      if (!any && ssa_find_steps(a->ranks[i].rank, a->opt.step_range_name, &all, &n) == 0)
-        for (size_t s = 0; s < n; s++) {
-          if (all[s].number < lo) lo = all[s].number;
-          if (all[s].number > hi) hi = all[s].number;
-        }
-      free(all);
+      if (!any) ssa_with_rank_events(a, i, step_numbers, NULL);
     }
+    int64_t lo = a->step_lo, hi = a->step_hi;
     if (!any) {
       rc = STEPSCOPE_E_ARGUMENT;
       if (err) {
@@ -154,13 +209,25 @@ int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, ste
   if ((rc = ssa_build_kernel_table(a)) != 0) goto fail;
   if ((rc = ssa_read_run_metadata(a)) != 0) goto fail;
   a->op_mfu.mfu = NAN; /* from the ops' FLOPs when the metadata has none (PyTorch traces) */
-  if (isnan(a->model_flops_per_step) && (rc = ssa_op_flops_mfu_of(a)) != 0) goto fail;
+  int bounded = a->opt.rank_events != NULL;
+  if (isnan(a->model_flops_per_step)) {
+    if (bounded)
+      a->left_out |= 1u << SSA_LEFT_OUT_OP_MFU;
+    else if ((rc = ssa_op_flops_mfu_of(a)) != 0)
+      goto fail;
+  }
   if ((rc = ssa_bubble_causes(a)) != 0) goto fail; /* needs the schedule */
-  if ((rc = ssa_late_upstream_sources(a)) != 0) goto fail;
+  if (bounded) {
+    if (ssa_late_upstream_clear(a)) a->left_out |= 1u << SSA_LEFT_OUT_LATE_UPSTREAM;
+  } else if ((rc = ssa_late_upstream_sources(a)) != 0)
+    goto fail;
   /* judged against the step times; pipelines read the bubble's causes */
   if ((rc = ssa_find_culprits(a)) != 0) goto fail;
   if ((rc = ssa_moe_load(a)) != 0) goto fail;
-  if ((rc = ssa_find_critical_paths(a)) != 0) goto fail;
+  if (bounded)
+    a->left_out |= 1u << SSA_LEFT_OUT_CRITICAL_PATH;
+  else if ((rc = ssa_find_critical_paths(a)) != 0)
+    goto fail;
   return 0;
 fail:
   if (err) {

@@ -647,14 +647,21 @@ void ssa_phase_requests_free(ssa_phase_requests *q) {
 
 /* One rank's answers (a job of ssa_parallel_for): ranks own disjoint questions. */
 typedef struct answer_job {
-  const ssa_analysis *a;
+  ssa_analysis *a;
   ssa_phase_requests *q;
   int *rc;
 } answer_job;
 
+static int rank_answers(ssa_analysis *a, size_t i, void *questions) {
+  return ssa_rank_phase_answers(a, i, questions);
+}
+
 static void answer_rank(void *ctx, size_t i) {
   answer_job *job = ctx;
-  job->rc[i] = ssa_rank_phase_answers(job->a, i, job->q);
+  int asked = 0; /* only a rank with an unanswered question is read (bounded mode) */
+  for (size_t k = job->q->first[i]; k < job->q->first[i + 1] && !asked; k++)
+    asked = !job->q->v[k].answered;
+  job->rc[i] = asked ? ssa_with_rank_events(job->a, i, rank_answers, job->q) : 0;
 }
 
 int ssa_find_culprits(ssa_analysis *a) {

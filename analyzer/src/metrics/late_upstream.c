@@ -235,18 +235,23 @@ static void rank_sources(const ctx *c, uint32_t x, charges *per_window) {
   name_source(&rr->totals, &total, c->a);
 }
 
-int ssa_late_upstream_sources(ssa_analysis *a) {
-  size_t n = a->nranks, most_steps = 0;
+int ssa_late_upstream_clear(ssa_analysis *a) {
   int any = 0;
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = 0; i < a->nranks; i++) {
     ssa_rank_result *rr = &a->ranks[i];
     for (size_t s = 0; s < rr->nsteps; s++)
       rr->windows[s].late_from_rank = rr->windows[s].late_from_phase = -1;
     rr->totals.late_from_rank = rr->totals.late_from_phase = -1;
     any |= rr->pipeline;
-    if (rr->nsteps > most_steps) most_steps = rr->nsteps;
   }
-  if (!any) return 0;
+  return any;
+}
+
+int ssa_late_upstream_sources(ssa_analysis *a) {
+  size_t n = a->nranks, most_steps = 0;
+  if (!ssa_late_upstream_clear(a)) return 0;
+  for (size_t i = 0; i < n; i++)
+    if (a->ranks[i].nsteps > most_steps) most_steps = a->ranks[i].nsteps;
   int rc = STEPSCOPE_E_NOMEM;
   ctx c = {a, calloc(n, sizeof *c.ur)};
   charges *per_window = malloc((most_steps ? most_steps : 1) * sizeof *per_window);

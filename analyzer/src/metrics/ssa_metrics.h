@@ -26,18 +26,46 @@
  * the smaller of the two middle values (docs/metrics.md "Medians"). n > 0. */
 #define SSA_MEDIAN_INDEX(n) (((n)-1) / 2)
 
+/* How a bounded analysis (`analyze --low-memory`, docs/scale.md) gets a rank's events for
+ * one per-rank pass: `load` reads the rank's file again into run->ranks[i] (its events back,
+ * its shell and clock offset as before), `drop` frees them again (ssa_rank_drop_events). The
+ * caller owns the run and the reading (import/: ssa_run_rank_events). */
+typedef struct ssa_rank_events {
+  int (*load)(void *ctx, size_t rank_index); /* 0 or a status */
+  void (*drop)(void *ctx, size_t rank_index);
+  void *ctx;
+} ssa_rank_events;
+
+/* The report parts the bounded mode leaves out (they need every rank's events at once), and
+ * the line that says so in the reports (analyze.c). */
+enum {
+  SSA_LEFT_OUT_OP_MFU,
+  SSA_LEFT_OUT_LATE_UPSTREAM,
+  SSA_LEFT_OUT_CRITICAL_PATH,
+  SSA_LEFT_OUT_N
+};
+extern const char *const ssa_left_out_notes[SSA_LEFT_OUT_N];
+
 typedef struct ssa_options {
   int has_step_filter;
-  int64_t step_first, step_last;     /* inclusive */
-  int rank;                          /* -1: every rank; otherwise report only this rank */
-  const char *step_range_name;       /* a user-given range name for steps, or NULL */
-  int64_t launch_gap_ns;             /* 0: SSA_DEFAULT_LAUNCH_GAP_NS */
-  int top_n;                         /* 0: 20 */
-  int threads;                       /* 0: cores */
-  const ssa_comm_rules *comm_rules;  /* the user's classification rules (comm_rules.h), or NULL;
-                                        applied when the run is loaded (ssa_load_options) */
-  const unsigned char *export_ranks; /* the exports only: NULL every rank (or `rank`), else
-                                        per rank index, nonzero = exported (export --ranks) */
+  int64_t step_first, step_last;      /* inclusive */
+  int rank;                           /* -1: every rank; otherwise report only this rank */
+  const char *step_range_name;        /* a user-given range name for steps, or NULL */
+  int64_t launch_gap_ns;              /* 0: SSA_DEFAULT_LAUNCH_GAP_NS */
+  int top_n;                          /* 0: 20 */
+  int threads;                        /* 0: cores */
+  const ssa_comm_rules *comm_rules;   /* the user's classification rules (comm_rules.h), or NULL;
+                                         applied when the run is loaded (ssa_load_options) */
+  const unsigned char *export_ranks;  /* the exports only: NULL every rank (or `rank`), else
+                                         per rank index, nonzero = exported (export --ranks) */
+  const ssa_rank_events *rank_events; /* NULL: the run's ranks hold their events; else the
+                                         bounded mode: ranks hold only their shells and each
+                                         per-rank pass reads its rank through this; the parts
+                                         that need every rank's events at once are left out,
+                                         each marked in ssa_analysis.left_out */
+  struct ssa_rank_summary *summaries; /* NULL, or per rank index its summary made when it was loaded
+                                  (the bounded mode: one read less); ssa_analyze takes them
+                                  (and sets their clock offsets), leaving them zeroed */
 } ssa_options;
 
 void ssa_options_default(ssa_options *o);
@@ -474,6 +502,8 @@ typedef struct ssa_analysis {
   struct ssa_critical_path *critical_path; /* each step's critical path (critical_path.h) */
   char **warnings;
   size_t nwarnings, warnings_cap;
+  unsigned left_out;        /* the bounded mode's report parts left out: bits 1 << SSA_LEFT_OUT_* */
+  int64_t step_lo, step_hi; /* the run's step numbers, for the message of an empty --steps */
 } ssa_analysis;
 
 int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *out,
@@ -482,6 +512,10 @@ void ssa_analysis_free(ssa_analysis *a);
 /* Whether a rank of that number was loaded (a --rank that is not is a usage
  * error; other analysis errors are not). */
 int ssa_run_has_rank(const ssa_run *run, int rank);
+/* Runs `pass` on rank i with its events: at hand in the normal mode, read for the pass and
+ * dropped after it in the bounded mode (ssa_options.rank_events). 0 or a status. */
+int ssa_with_rank_events(ssa_analysis *a, size_t i,
+                         int (*pass)(ssa_analysis *a, size_t i, void *arg), void *arg);
 int ssa_analysis_warn(ssa_analysis *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* A name of the analysis string table (kernel and communicator names). */
@@ -591,6 +625,9 @@ int ssa_bubble_causes(ssa_analysis *a);
 /* Names, per pipeline rank and window, the rank and phase its waits on late sends of matched
  * pipeline transfers come from (late_upstream.c; after ssa_bubble_causes). */
 int ssa_late_upstream_sources(ssa_analysis *a);
+/* Sets every window's late upstream to none (-1); whether the run has a pipeline rank, whose
+ * windows ssa_late_upstream_sources would fill (the bounded mode leaves them none). */
+int ssa_late_upstream_clear(ssa_analysis *a);
 /* Walks each late arrival back to the phase that made it late (culprits.c): rounds of
  * ssa_culprit_walk, each followed by ssa_rank_phase_answers on every rank (pool of threads),
  * until a walk had every answer. */

@@ -187,10 +187,13 @@ int ssa_run_align(ssa_run *run) {
   ssa_rank_align *in = calloc(run->nranks ? run->nranks : 1, sizeof *in);
   int rc = in ? 0 : STEPSCOPE_E_NOMEM;
   for (size_t i = 0; i < run->nranks && rc == 0; i++)
-    rc = ssa_rank_align_input(&run->ranks[i], &in[i]);
+    if (run->ranks[i].align_input)
+      in[i] = *run->ranks[i].align_input; /* kept when its events were dropped; borrowed */
+    else
+      rc = ssa_rank_align_input(&run->ranks[i], &in[i]);
   if (rc == 0) rc = ssa_run_align_inputs(run, in);
   for (size_t i = 0; in && i < run->nranks; i++)
-    ssa_rank_align_free(&in[i]);
+    if (!run->ranks[i].align_input) ssa_rank_align_free(&in[i]);
   free(in);
   return rc;
 }

@@ -58,6 +58,8 @@ void ssa_rank_free(ssa_rank *r) {
     free(r->warnings[i]);
   free(r->warnings);
   free(r->tally.user);
+  if (r->align_input) ssa_rank_align_free(r->align_input);
+  free(r->align_input);
   memset(r, 0, sizeof *r);
 }
 

@@ -311,6 +311,16 @@ typedef struct ssa_rank {
 
   int failed; /* the source could not load it at all */
   char error[512];
+
+  /* set by ssa_rank_drop_events (rank_drop.c): its events are gone, its shell and the input
+   * of clock alignment are kept (`align_input`, owned) */
+  int events_dropped;
+  struct ssa_rank_align *align_input;
+  /* set by the loader (import/run_load.c): which of its sources read the file, so that a
+   * bounded analysis can read it again (ssa_rank_reload), and the file's place in the
+   * loader's list (what ssa_load_options.each_rank was told) */
+  int source_index;
+  size_t file_index;
 } ssa_rank;
 
 /* ---- strings ---- */
@@ -419,8 +429,18 @@ void ssa_rank_align_free(ssa_rank_align *a);
 /* Clock alignment (clock_align.c): fills offsets, origin and warnings from the ranks' inputs
  * (in[i] of run->ranks[i]; reads nothing else of a rank but its offset_ns, which it sets). */
 int ssa_run_align_inputs(ssa_run *run, const ssa_rank_align *in);
-/* The same from the run's finished ranks. */
+/* The same from the run's finished ranks (a rank whose events were dropped gives its kept
+ * input). */
 int ssa_run_align(ssa_run *run);
+
+/* Frees a finished rank's events (rank_drop.c) — ops, API calls, ranges, collective
+ * records, syncs, counters, anchors, memory events, op inputs — once its own passes are
+ * done, keeping its shell: identity, metadata (decoded too), lanes, strings, `moe.load`
+ * marks, warnings, counts of records, and `nops` and `nanchors` (the report prints them; `ops` and
+ * `anchors` are NULL).
+ * The input of clock alignment is taken first and kept (align_input). 0 or
+ * STEPSCOPE_E_NOMEM (the rank unchanged then). */
+int ssa_rank_drop_events(ssa_rank *r);
 
 /* A collective record of one of a run's ranks as a member of its instance
  * (coll_members.c): the members of one instance (same comm_id and seq) on

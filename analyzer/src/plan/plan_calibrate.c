@@ -95,7 +95,7 @@ int plan_calibrate_from_run(const char *run_dir, int threads,
                             const struct ssa_import_options *import, plan_calibration *cal,
                             char *err, size_t errlen) {
   memset(cal, 0, sizeof *cal);
-  ssa_load_options lo = {threads, 0};
+  ssa_load_options lo = {.threads = threads, .progress = 0};
   ssa_run run;
   stepscope_error e;
   memset(&e, 0, sizeof e);

@@ -1,0 +1,23 @@
+/*
+ * rank_reload.h — the bounded analysis's way to a rank's events (rank_reload.c): reads a
+ * rank's file again for one per-rank pass and drops its events after it.
+ */
+#ifndef SSA_RANK_RELOAD_H
+#define SSA_RANK_RELOAD_H
+
+#include "ssa_import.h"
+#include "ssa_metrics.h"
+
+/* The bounded analysis's way to a rank's events (rank_reload.c): ssa_options.rank_events
+ * over a loaded run whose ranks' events were dropped; `load` puts a reread rank in the run
+ * in place of its shell, `drop` puts the shell back. The run and `import` must outlive it. */
+typedef struct ssa_run_rereader {
+  ssa_run *run;
+  const ssa_import_options *import;
+  ssa_rank *shells; /* per rank index: the shell while its events are loaded */
+  ssa_rank_events events;
+} ssa_run_rereader;
+int ssa_run_rereader_init(ssa_run_rereader *x, ssa_run *run, const ssa_import_options *import);
+void ssa_run_rereader_free(ssa_run_rereader *x);
+
+#endif
