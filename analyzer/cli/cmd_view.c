@@ -149,7 +149,8 @@ static const cli_option view_options[] = {
      "no timeline when the export (or a --html page) is estimated\n"
      "over SIZE (default 2G, 512M for --html; 0: no limit): without\n"
      "--ranks the page shows the run's ranks x steps heatmap and its\n"
-     "analysis instead (view says so); with --ranks it is an error",
+     "analysis instead, made by `analyze --low-memory` (view says so);\n"
+     "with --ranks it is an error",
      0, opt_max_size, 0, 0, NULL},
     {CLI_CLASSIFY, NULL, NULL, NULL, NULL, A(rule_opt), NULL, 0, 0, NULL},
     {CLI_TEXT, NULL, NULL, NULL,

@@ -71,6 +71,18 @@ def case_cli(exe, gen, work):
     runs = json.loads(listing.group(1))["runs"]
     check(runs[0]["no_timeline"] and "over the limit" in runs[0]["no_timeline"],
           "the page says why it has no timeline (%s)" % (runs[0]["no_timeline"] or "")[:80])
+    # a run too large for a timeline is analysed in bounded memory (--low-memory), and its
+    # heatmap is the one the normal analysis writes
+    check(any("--low-memory" in n for n in runs[0]["notes"]),
+          "the page says the heatmap came from `analyze --low-memory` (%s)" % runs[0]["notes"])
+    normal = os.path.join(work, "heat-cli-normal.json")
+    subprocess.run([exe, "analyze", run, "--heatmap", normal, "--quiet"], check=True,
+                   capture_output=True)
+    with open(normal, encoding="utf-8") as f:
+        want = json.load(f)
+    for h in (want, heat):  # the run's path as each was given it
+        h.get("run", {}).pop("path", None)
+    check(want == heat, "the bounded analysis's heatmap equals the normal one's")
     os.unlink(page)
     r = subprocess.run([exe, "view", run, "--html", page, "--max-size", "1M", "--ranks", "0-40"],
                        capture_output=True, text=True)
