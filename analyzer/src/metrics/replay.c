@@ -316,8 +316,9 @@ static int device_latency(sim *s, uint32_t ri, int64_t short_gap, int64_t *laten
     int64_t traced = INT64_MIN;
     for (long j = 0; j < k; j++)
       if (s->deps[j].release > traced) traced = s->deps[j].release;
+    if (traced == INT64_MIN) continue; /* no dependency: no gap to measure */
     int64_t gap = ssa_cp_node_start(&s->g, nd) - traced;
-    if (k > 0 && gap >= 0 && gap <= short_gap)
+    if (gap >= 0 && gap <= short_gap)
       v[n++] = (ssa_key_index){(int64_t)r->ops[i].lane * (short_gap + 1) + gap, r->ops[i].lane};
   }
   ssa_sort_by_start(v, n, sizeof *v, ssa_cmp_key_index);
