@@ -97,9 +97,10 @@ static int open_temporary(ssa_out *o, const char *path) {
     return -1;
   }
   snprintf(o->tmp_path, len, "%.*s.%s.tmp-XXXXXX", (int)dirlen, path, base);
-  int fd = mkostemp(o->tmp_path, O_CLOEXEC);
+  int slot;
+  int fd = ssa_temp_create(o->tmp_path, O_CLOEXEC, &slot); /* removed if the process is killed */
   if (fd < 0) return -1;
-  o->temp_slot = ssa_temp_record(o->tmp_path) + 1; /* removed if the process is killed */
+  o->temp_slot = slot + 1;
   mode_t mask = umask(0); /* as fopen would create it: 0666 less the umask */
   umask(mask);
   if (fchmod(fd, 0666 & ~mask) != 0) { /* not fatal: the file stays private */

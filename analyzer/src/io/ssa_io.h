@@ -56,8 +56,9 @@ int ssa_out_check_target(const char *path, char *why, size_t n);
 
 /* Temporary files removed if the process is killed by SIGTERM, SIGHUP or SIGINT
  * before they are renamed (temp_files.c; where those signals have their default
- * action). ssa_temp_record returns the path's slot, or -1 when the table is full. */
-int ssa_temp_record(const char *path);
+ * action). ssa_temp_create is mkostemp(path_template, flags) that also records the
+ * file: *slot is its slot, or -1 when the table is full (the file is then not removed). */
+int ssa_temp_create(char *path_template, int flags, int *slot);
 void ssa_temp_forget(int slot);
 
 int ssa_out_open(ssa_out *o, const char *path); /* 0 or STEPSCOPE_E_IO/NOMEM */

@@ -3,9 +3,9 @@
  * process is killed by SIGTERM, SIGHUP or SIGINT (issue 34 defect 11:
  * `export` killed mid-write left its ".trace.json.tmp-XXXXXX" behind).
  *
- * How it works: ssa_out_open (out_writer.c) records each temporary file's
- * path in a fixed table of static slots, and ssa_out_close forgets it once it
- * is renamed or removed. The first recorded file installs one handler for the
+ * How it works: ssa_out_open (out_writer.c) creates each temporary file with
+ * ssa_temp_create, which records its path in a fixed table of static slots, and ssa_out_close
+ * forgets it once it is renamed or removed. The first recorded file installs one handler for the
  * three signals, each only where its disposition is still the default (a
  * command's own handler, such as view's server loop, is left alone). The
  * handler does only what is async-signal-safe: it unlinks the paths of the
@@ -17,6 +17,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -54,7 +55,7 @@ static void install_handler(void) {
   }
 }
 
-int ssa_temp_record(const char *path) {
+static int record(const char *path) {
   size_t n = strlen(path);
   if (n >= PATH_MAX) return -1;
   pthread_once(&handler_once, install_handler);
@@ -68,6 +69,23 @@ int ssa_temp_record(const char *path) {
   }
   pthread_mutex_unlock(&temp_lock);
   return slot;
+}
+
+/* The file is created and recorded with the three signals blocked, and the handler is
+ * installed before: a signal that arrives in between (once the file exists but before its
+ * path is in a slot) waits until the path is recorded, instead of killing the process with
+ * the file left behind (cli.signals saw that window). */
+int ssa_temp_create(char *path_template, int flags, int *slot) {
+  pthread_once(&handler_once, install_handler);
+  sigset_t block, old;
+  sigemptyset(&block);
+  for (size_t i = 0; i < sizeof cleanup_signals / sizeof cleanup_signals[0]; i++)
+    sigaddset(&block, cleanup_signals[i]);
+  pthread_sigmask(SIG_BLOCK, &block, &old);
+  int fd = mkostemp(path_template, flags);
+  *slot = fd >= 0 ? record(path_template) : -1;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return fd;
 }
 
 void ssa_temp_forget(int slot) {
