@@ -38,6 +38,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "op_inputs.h"
 #include "stepscope.h"
 
 #define CPU_MAX_STREAMS 16
@@ -183,8 +184,8 @@ static void trace_host_op(dev_stream *s, const cpu_task *t, uint64_t t0, uint64_
   r.u.host_op.name = stepscope_intern_current(t->name);
   r.u.host_op.category = t->category;
   if (t->inputs) {
-    char args[512];
-    t->inputs(t, s->d->act == DEV_BF16 ? "c10::BFloat16" : "float", args, sizeof args);
+    char args[OP_INPUTS_MAX];
+    t->inputs(t, op_inputs_act_type(s->d->act), args, sizeof args);
     r.u.host_op.args = stepscope_intern_current(args);
   }
   stepscope_emit(&r);

@@ -17,6 +17,7 @@
 
 #include "bf16.h"
 #include "cpu_kernels.h"
+#include "op_inputs.h"
 #include "stepscope.h"
 
 /* ---- model operations -------------------------------------------------------------
@@ -109,71 +110,13 @@ out:
 }
 
 /* ---- inputs for the trace -----------------------------------------------------------
- * A compute task's `inputs` callback names its tensors the way PyTorch's profiler does with
- * record_shapes ({"Input Dims":[[N,C],[OC,C],[OC]],"Input type":["float","float","float"],
- * "Concrete Inputs":["","",""]}), so `stepscope ops` costs the trainer's operations with the
- * same op models as a PyTorch trace's (docs/ops.md "The trainer's ops"). Parameters and
- * their gradients are fp32 ("float"), activations of the device's type. */
+ * A compute task's `inputs` callback describes its tensors from the shapes the task holds,
+ * with the writers both backends share (op_inputs.h: PyTorch's record_shapes form), so that
+ * `stepscope ops` costs the trainer's operations (docs/ops.md "The trainer's ops"). */
 
-typedef struct inputs_text {
-  char dims[320], types[256], concrete[160];
-  size_t nd, nt, nc;
-  int n;
-} inputs_text;
-
-/* Appends text to buf (cut at cap). */
-static void append(char *buf, size_t cap, size_t *len, const char *text) {
-  int w = snprintf(buf + *len, cap - *len, "%s", text);
-  if (w > 0) *len = *len + (size_t)w < cap ? *len + (size_t)w : cap - 1;
-}
-
-static void next_input(inputs_text *x, const char *type, const char *concrete) {
-  const char *sep = x->n++ ? "," : "";
-  char q[96];
-  snprintf(q, sizeof q, "%s\"%s\"", sep, type);
-  append(x->types, sizeof x->types, &x->nt, q);
-  snprintf(q, sizeof q, "%s\"%s\"", sep, concrete);
-  append(x->concrete, sizeof x->concrete, &x->nc, q);
-  append(x->dims, sizeof x->dims, &x->nd, sep);
-}
-
-/* A tensor of ndims (<= 4) dims. */
-static void in_tensor(inputs_text *x, const char *type, int ndims, int64_t d0, int64_t d1,
-                      int64_t d2, int64_t d3) {
-  const int64_t d[4] = {d0, d1, d2, d3};
-  next_input(x, type, "");
-  append(x->dims, sizeof x->dims, &x->nd, "[");
-  for (int k = 0; k < ndims; k++) {
-    char v[32];
-    snprintf(v, sizeof v, "%s%lld", k ? "," : "", (long long)d[k]);
-    append(x->dims, sizeof x->dims, &x->nd, v);
-  }
-  append(x->dims, sizeof x->dims, &x->nd, "]");
-}
-
-/* A scalar argument (dims []) with its value as text. */
-static void in_scalar(inputs_text *x, const char *type, const char *value) {
-  next_input(x, type, value);
-  append(x->dims, sizeof x->dims, &x->nd, "[]");
-}
-
-static void in_int(inputs_text *x, int64_t v) {
-  char s[32];
-  snprintf(s, sizeof s, "%lld", (long long)v);
-  in_scalar(x, "Scalar", s);
-}
-
-/* Which gradients a backward writes, as convolution_backward's output_mask. */
-static void in_mask(inputs_text *x, int a, int b, int c) {
-  char s[48];
-  snprintf(s, sizeof s, "[%s, %s, %s]", a ? "True" : "False", b ? "True" : "False",
-           c ? "True" : "False");
-  in_scalar(x, "ScalarList", s);
-}
-
-static void inputs_write(const inputs_text *x, char *buf, size_t cap) {
-  snprintf(buf, cap, "{\"Input Dims\":[%s],\"Input type\":[%s],\"Concrete Inputs\":[%s]}", x->dims,
-           x->types, x->concrete);
+/* Two activations of i[0] elements: gelu_backward's dout and x, residual_forward's a and b. */
+static void inputs_two_vectors(const cpu_task *t, const char *act, char *buf, size_t cap) {
+  op_inputs_two_vectors(buf, cap, act, I(0));
 }
 
 static void enqueue_compute(dev_stream *s, cpu_task *t, const char *name, double flops,
@@ -218,16 +161,8 @@ static int run_layernorm_forward(cpu_task *t, char *e, size_t n) {
   cpu_layernorm_forward(P(0), P(1), P(2), P(3), P(4), P(5), I(0), I(1));
   return 0;
 }
-/* x[N,C], normalized_shape, weight[C], bias[C]: as aten::native_layer_norm */
 static void inputs_layernorm_forward(const cpu_task *t, const char *act, char *buf, size_t cap) {
-  inputs_text x = {0};
-  char shape[32];
-  snprintf(shape, sizeof shape, "[%d]", I(1));
-  in_tensor(&x, act, 2, I(0), I(1), 0, 0);
-  in_scalar(&x, "ScalarList", shape);
-  in_tensor(&x, "float", 1, I(1), 0, 0, 0);
-  in_tensor(&x, "float", 1, I(1), 0, 0, 0);
-  inputs_write(&x, buf, cap);
+  op_inputs_layernorm_forward(buf, cap, act, I(0), I(1));
 }
 static void cpu_op_layernorm_forward(dev_stream *s, dev_act *out, float *mean, float *rstd,
                                      const dev_act *inp, const float *weight, const float *bias,
@@ -245,15 +180,8 @@ static int run_layernorm_backward(cpu_task *t, char *e, size_t n) {
   cpu_layernorm_backward(P(0), P(1), P(2), P(3), P(4), P(5), P(6), P(7), I(0), I(1));
   return 0;
 }
-/* dout[N,C], x[N,C], weight[C], mean[N], rstd[N] */
 static void inputs_layernorm_backward(const cpu_task *t, const char *act, char *buf, size_t cap) {
-  inputs_text x = {0};
-  in_tensor(&x, act, 2, I(0), I(1), 0, 0);
-  in_tensor(&x, act, 2, I(0), I(1), 0, 0);
-  in_tensor(&x, "float", 1, I(1), 0, 0, 0);
-  in_tensor(&x, "float", 1, I(0), 0, 0, 0);
-  in_tensor(&x, "float", 1, I(0), 0, 0, 0);
-  inputs_write(&x, buf, cap);
+  op_inputs_layernorm_backward(buf, cap, act, I(0), I(1));
 }
 static void cpu_op_layernorm_backward(dev_stream *s, dev_act *dinp, float *dweight, float *dbias,
                                       const dev_act *dout, const dev_act *inp, const float *weight,
@@ -273,13 +201,8 @@ static int run_matmul_forward(cpu_task *t, char *e, size_t n) {
   cpu_matmul_forward(P(0), P(1), P(2), P(3), I(0), I(1), I(2));
   return 0;
 }
-/* x[N,C], weight[OC,C], bias[OC] when there is one: as aten::linear */
 static void inputs_matmul_forward(const cpu_task *t, const char *act, char *buf, size_t cap) {
-  inputs_text x = {0};
-  in_tensor(&x, act, 2, I(0), I(1), 0, 0);
-  in_tensor(&x, "float", 2, I(2), I(1), 0, 0);
-  if (P(3)) in_tensor(&x, "float", 1, I(2), 0, 0, 0);
-  inputs_write(&x, buf, cap);
+  op_inputs_matmul_forward(buf, cap, act, I(0), I(1), I(2), P(3) != NULL);
 }
 static void cpu_op_matmul_forward(dev_stream *s, dev_act *out, const dev_act *inp,
                                   const float *weight, const float *bias, int N, int C, int OC) {
@@ -297,14 +220,9 @@ static int run_matmul_backward(cpu_task *t, char *e, size_t n) {
   cpu_matmul_backward(P(0), P(1), P(2), P(3), P(4), P(5), I(0), I(1), I(2));
   return 0;
 }
-/* dout[N,OC], x[N,C], weight[OC,C], output_mask [dinp, dweight, dbias] */
 static void inputs_matmul_backward(const cpu_task *t, const char *act, char *buf, size_t cap) {
-  inputs_text x = {0};
-  in_tensor(&x, act, 2, I(0), I(2), 0, 0);
-  in_tensor(&x, act, 2, I(0), I(1), 0, 0);
-  in_tensor(&x, "float", 2, I(2), I(1), 0, 0);
-  in_mask(&x, P(0) != NULL, P(1) != NULL, P(2) != NULL);
-  inputs_write(&x, buf, cap);
+  op_inputs_matmul_backward(buf, cap, act, I(0), I(1), I(2), P(0) != NULL, P(1) != NULL,
+                            P(2) != NULL);
 }
 static void cpu_op_matmul_backward(dev_stream *s, dev_act *dinp, float *dweight, float *dbias,
                                    const dev_act *dout, const dev_act *inp, const float *weight,
@@ -325,12 +243,8 @@ static int run_attention_forward(cpu_task *t, char *e, size_t n) {
   cpu_attention_forward(P(0), P(1), P(2), P(3), I(0), I(1), I(2), I(3));
   return 0;
 }
-/* qkv[B,T,3C], heads (causal) */
 static void inputs_attention_forward(const cpu_task *t, const char *act, char *buf, size_t cap) {
-  inputs_text x = {0};
-  in_tensor(&x, act, 3, I(0), I(1), 3 * (int64_t)I(2), 0);
-  in_int(&x, I(3));
-  inputs_write(&x, buf, cap);
+  op_inputs_attention_forward(buf, cap, act, I(0), I(1), I(2), I(3));
 }
 static void cpu_op_attention_forward(dev_stream *s, dev_act *out, float *preatt, float *att,
                                      const dev_act *qkv, int B, int T, int C, int NH) {
@@ -348,13 +262,8 @@ static int run_attention_backward(cpu_task *t, char *e, size_t n) {
   cpu_attention_backward(P(0), P(1), P(2), P(3), P(4), P(5), I(0), I(1), I(2), I(3));
   return 0;
 }
-/* dout[B,T,C], qkv[B,T,3C], heads (causal) */
 static void inputs_attention_backward(const cpu_task *t, const char *act, char *buf, size_t cap) {
-  inputs_text x = {0};
-  in_tensor(&x, act, 3, I(0), I(1), I(2), 0);
-  in_tensor(&x, act, 3, I(0), I(1), 3 * (int64_t)I(2), 0);
-  in_int(&x, I(3));
-  inputs_write(&x, buf, cap);
+  op_inputs_attention_backward(buf, cap, act, I(0), I(1), I(2), I(3));
 }
 static void cpu_op_attention_backward(dev_stream *s, dev_act *dqkv, float *dpreatt, float *datt,
                                       const dev_act *dout, const dev_act *qkv, const float *att,
@@ -382,15 +291,9 @@ static int run_attention_block_forward(cpu_task *t, char *e, size_t n) {
   free(scratch);
   return 0;
 }
-/* q[B,Tq,C], kv[B,Tk,2C], heads, causal */
 static void inputs_attention_block_forward(const cpu_task *t, const char *act, char *buf,
                                            size_t cap) {
-  inputs_text x = {0};
-  in_tensor(&x, act, 3, I(2), I(3), I(5), 0);
-  in_tensor(&x, act, 3, I(2), I(4), 2 * (int64_t)I(5), 0);
-  in_int(&x, I(6));
-  in_scalar(&x, "Scalar", I(7) ? "True" : "False");
-  inputs_write(&x, buf, cap);
+  op_inputs_attention_block(buf, cap, act, 0, I(2), I(3), I(4), I(5), I(6), I(7));
 }
 static void cpu_op_attention_block_forward(dev_stream *s, dev_act *out, float *lse,
                                            const dev_act *q, int q_stride, const dev_act *kv,
@@ -420,16 +323,9 @@ static int run_attention_block_backward(cpu_task *t, char *e, size_t n) {
   free(scratch);
   return 0;
 }
-/* dout[B,Tq,C], q[B,Tq,C], kv[B,Tk,2C], heads, causal */
 static void inputs_attention_block_backward(const cpu_task *t, const char *act, char *buf,
                                             size_t cap) {
-  inputs_text x = {0};
-  in_tensor(&x, act, 3, I(4), I(5), I(7), 0);
-  in_tensor(&x, act, 3, I(4), I(5), I(7), 0);
-  in_tensor(&x, act, 3, I(4), I(6), 2 * (int64_t)I(7), 0);
-  in_int(&x, I(8));
-  in_scalar(&x, "Scalar", I(9) ? "True" : "False");
-  inputs_write(&x, buf, cap);
+  op_inputs_attention_block(buf, cap, act, 1, I(4), I(5), I(6), I(7), I(8), I(9));
 }
 static void cpu_op_attention_block_backward(dev_stream *s, dev_act *dq, int dq_stride, dev_act *dkv,
                                             int dkv_stride, const dev_act *dout, const dev_act *out,
@@ -578,16 +474,11 @@ static int run_moe_expert_matmul_forward(cpu_task *t, char *e, size_t n) {
   cpu_moe_expert_matmul_forward(P(0), P(1), P(2), P(3), P(4), I(0), I(1), I(2));
   return 0;
 }
-/* x[R,C] (R = offsets[E], the rows routed, read once the task has run), weight[E,OC,C],
- * bias[E,OC] */
 static void inputs_moe_expert_matmul_forward(const cpu_task *t, const char *act, char *buf,
                                              size_t cap) {
-  inputs_text x = {0};
+  /* R = offsets[E], the rows routed, read once the task has run */
   const int *offsets = P(4);
-  in_tensor(&x, act, 2, offsets[I(0)], I(1), 0, 0);
-  in_tensor(&x, "float", 3, I(0), I(2), I(1), 0);
-  if (P(3)) in_tensor(&x, "float", 2, I(0), I(2), 0, 0);
-  inputs_write(&x, buf, cap);
+  op_inputs_expert_matmul_forward(buf, cap, act, offsets[I(0)], I(0), I(1), I(2), P(3) != NULL);
 }
 static void cpu_op_moe_expert_matmul_forward(dev_stream *s, dev_act *out, const dev_act *inp,
                                              const float *weight, const float *bias,
@@ -607,17 +498,11 @@ static int run_moe_expert_matmul_backward(cpu_task *t, char *e, size_t n) {
   cpu_moe_expert_matmul_backward(P(0), P(1), P(2), P(3), P(4), P(5), P(6), I(0), I(1), I(2));
   return 0;
 }
-/* dout[R,OC], x[R,C], weight[E,OC,C], output_mask [dinp, dweight, dbias] */
 static void inputs_moe_expert_matmul_backward(const cpu_task *t, const char *act, char *buf,
                                               size_t cap) {
-  inputs_text x = {0};
   const int *offsets = P(6);
-  int64_t R = offsets[I(0)];
-  in_tensor(&x, act, 2, R, I(2), 0, 0);
-  in_tensor(&x, act, 2, R, I(1), 0, 0);
-  in_tensor(&x, "float", 3, I(0), I(2), I(1), 0);
-  in_mask(&x, P(0) != NULL, P(1) != NULL, P(2) != NULL);
-  inputs_write(&x, buf, cap);
+  op_inputs_expert_matmul_backward(buf, cap, act, offsets[I(0)], I(0), I(1), I(2), P(0) != NULL,
+                                   P(1) != NULL, P(2) != NULL);
 }
 static void cpu_op_moe_expert_matmul_backward(dev_stream *s, dev_act *dinp, float *dweight,
                                               float *dbias, const dev_act *dout, const dev_act *inp,
@@ -639,11 +524,8 @@ static int run_gelu_forward(cpu_task *t, char *e, size_t n) {
   cpu_gelu_forward(P(0), P(1), I(0));
   return 0;
 }
-/* x[N]: as aten::gelu */
 static void inputs_gelu_forward(const cpu_task *t, const char *act, char *buf, size_t cap) {
-  inputs_text x = {0};
-  in_tensor(&x, act, 1, I(0), 0, 0, 0);
-  inputs_write(&x, buf, cap);
+  op_inputs_gelu_forward(buf, cap, act, I(0));
 }
 static void cpu_op_gelu_forward(dev_stream *s, dev_act *out, const dev_act *inp, int N) {
   cpu_task t = {.run = run_gelu_forward, .p = {out, (void *)inp}, .i = {N}};
@@ -657,20 +539,13 @@ static int run_gelu_backward(cpu_task *t, char *e, size_t n) {
   cpu_gelu_backward(P(0), P(1), P(2), I(0));
   return 0;
 }
-/* dout[N], x[N]: as aten::gelu_backward */
-static void inputs_gelu_backward(const cpu_task *t, const char *act, char *buf, size_t cap) {
-  inputs_text x = {0};
-  in_tensor(&x, act, 1, I(0), 0, 0, 0);
-  in_tensor(&x, act, 1, I(0), 0, 0, 0);
-  inputs_write(&x, buf, cap);
-}
 static void cpu_op_gelu_backward(dev_stream *s, dev_act *dinp, const dev_act *inp,
                                  const dev_act *dout, int N) {
   cpu_task t = {.run = run_gelu_backward, .p = {dinp, (void *)inp, (void *)dout}, .i = {N}};
   act_n(&t, 0, 1, (size_t)N);
   act_n(&t, 1, 0, (size_t)N);
   act_n(&t, 2, 0, (size_t)N);
-  t.inputs = inputs_gelu_backward;
+  t.inputs = inputs_two_vectors;
   enqueue_compute(s, &t, "gelu_backward", 20.0 * N, 16.0 * N);
 }
 
@@ -678,20 +553,13 @@ static int run_residual_forward(cpu_task *t, char *e, size_t n) {
   cpu_residual_forward(P(0), P(1), P(2), I(0));
   return 0;
 }
-/* a[N], b[N]: as aten::add */
-static void inputs_residual_forward(const cpu_task *t, const char *act, char *buf, size_t cap) {
-  inputs_text x = {0};
-  in_tensor(&x, act, 1, I(0), 0, 0, 0);
-  in_tensor(&x, act, 1, I(0), 0, 0, 0);
-  inputs_write(&x, buf, cap);
-}
 static void cpu_op_residual_forward(dev_stream *s, dev_act *out, const dev_act *a, const dev_act *b,
                                     int N) {
   cpu_task t = {.run = run_residual_forward, .p = {out, (void *)a, (void *)b}, .i = {N}};
   act_n(&t, 0, 1, (size_t)N);
   act_n(&t, 1, 0, (size_t)N);
   act_n(&t, 2, 0, (size_t)N);
-  t.inputs = inputs_residual_forward;
+  t.inputs = inputs_two_vectors;
   enqueue_compute(s, &t, "residual_forward", 1.0 * N, 12.0 * N);
 }
 
