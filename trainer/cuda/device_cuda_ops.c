@@ -13,6 +13,8 @@
 #include <stdio.h>
 
 #include "comm_nccl.h"
+#include "op_inputs.h"
+#include "stepscope.h"
 
 /* After a kernel-library call: a failure becomes the device's error. */
 static void kernel_result(dev_stream *s, int rc, const char *op) {
@@ -32,6 +34,31 @@ static unsigned long long weights_version(dev_device *d, const float *weight) {
       return weight_watch_version_for(&d->watch, weight, d->allocs[i].p, d->allocs[i].bytes);
   }
   return 0; /* not device-API memory: cast at every call */
+}
+
+/* ---- the operations' inputs in the trace ------------------------------------------------
+ * When tracing, a compute operation's inputs (op_inputs.h, as the CPU backend writes them)
+ * go into a RANGE of domain "cpu_op" on the calling thread around the launch of its kernels:
+ * `stepscope ops` joins each kernel to its runtime launch by correlation id and the launch
+ * to the range that contains it, as for a Kineto trace's cpu_op events (docs/ops.md "The
+ * trainer's ops"). Not tracing, it costs one flag check. */
+typedef struct launch_inputs {
+  uint64_t start_ns; /* 0: not tracing */
+  const char *act;   /* the activations' type name */
+  char text[OP_INPUTS_MAX];
+} launch_inputs;
+
+/* Whether to describe the launch that follows (tracing): then starts the range. */
+static int launch_inputs_begin(dev_stream *s, launch_inputs *n) {
+  n->start_ns = stepscope_active() ? stepscope_now_ns() : 0;
+  n->act = op_inputs_act_type(s->d->act);
+  n->text[0] = 0;
+  return n->start_ns != 0;
+}
+
+/* After the launch: the range named `op` with the inputs described. */
+static void launch_inputs_end(const launch_inputs *n, const char *op) {
+  if (n->start_ns) op_inputs_launch_range(op, n->text, n->start_ns);
 }
 
 /* ---- model operations: one call into kernels/cuda each ------------------------------ */
@@ -59,8 +86,11 @@ static void op_layernorm_forward(dev_stream *s, dev_act *out, float *mean, float
   wrote(s, out);
   wrote(s, mean);
   wrote(s, rstd);
+  launch_inputs n;
+  if (launch_inputs_begin(s, &n)) op_inputs_layernorm_forward(n.text, sizeof n.text, n.act, N, C);
   kernel_result(s, kcuda_layernorm_forward(s->k, out, mean, rstd, inp, weight, bias, N, C),
                 "layernorm_forward");
+  launch_inputs_end(&n, "layernorm_forward");
 }
 
 static void op_layernorm_backward(dev_stream *s, dev_act *dinp, float *dweight, float *dbias,
@@ -70,19 +100,26 @@ static void op_layernorm_backward(dev_stream *s, dev_act *dinp, float *dweight, 
   wrote(s, dinp);
   wrote(s, dweight);
   wrote(s, dbias);
+  launch_inputs n;
+  if (launch_inputs_begin(s, &n)) op_inputs_layernorm_backward(n.text, sizeof n.text, n.act, N, C);
   kernel_result(
       s, kcuda_layernorm_backward(s->k, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C),
       "layernorm_backward");
+  launch_inputs_end(&n, "layernorm_backward");
 }
 
 static void op_matmul_forward(dev_stream *s, dev_act *out, const dev_act *inp, const float *weight,
                               const float *bias, int N, int C, int OC) {
   SKIP_IF_FAILED(s);
   wrote(s, out);
+  launch_inputs n;
+  if (launch_inputs_begin(s, &n))
+    op_inputs_matmul_forward(n.text, sizeof n.text, n.act, N, C, OC, bias != NULL);
   kernel_result(
       s,
       kcuda_matmul_forward_w(s->k, out, inp, weight, bias, N, C, OC, weights_version(s->d, weight)),
       "matmul_forward");
+  launch_inputs_end(&n, "matmul_forward");
 }
 
 static void op_matmul_backward(dev_stream *s, dev_act *dinp, float *dweight, float *dbias,
@@ -92,10 +129,15 @@ static void op_matmul_backward(dev_stream *s, dev_act *dinp, float *dweight, flo
   wrote(s, dinp);
   wrote(s, dweight);
   wrote(s, dbias);
+  launch_inputs n;
+  if (launch_inputs_begin(s, &n))
+    op_inputs_matmul_backward(n.text, sizeof n.text, n.act, N, C, OC, dinp != NULL, dweight != NULL,
+                              dbias != NULL);
   kernel_result(s,
                 kcuda_matmul_backward_w(s->k, dinp, dweight, dbias, dout, inp, weight, N, C, OC,
                                         weights_version(s->d, weight)),
                 "matmul_backward");
+  launch_inputs_end(&n, "matmul_backward");
 }
 
 /* The fused kernels (flash_attention.cu) where the device runs them and the shape fits them;
@@ -110,6 +152,9 @@ static void op_attention_forward(dev_stream *s, dev_act *out, float *preatt, flo
   wrote(s, out);
   wrote(s, preatt);
   wrote(s, att);
+  launch_inputs n;
+  if (launch_inputs_begin(s, &n))
+    op_inputs_attention_forward(n.text, sizeof n.text, n.act, B, T, C, NH);
   /* the choice is a function of the device and the shape only, so backward makes the
    * same one and finds in att what this forward saved */
   if (cuda_attention_fused(s->d, B, T, C, NH))
@@ -118,6 +163,7 @@ static void op_attention_forward(dev_stream *s, dev_act *out, float *preatt, flo
   else
     kernel_result(s, kcuda_attention_forward(s->k, out, preatt, att, qkv, B, T, C, NH),
                   "attention_forward");
+  launch_inputs_end(&n, "attention_forward");
 }
 
 static void op_attention_backward(dev_stream *s, dev_act *dqkv, float *dpreatt, float *datt,
@@ -127,6 +173,9 @@ static void op_attention_backward(dev_stream *s, dev_act *dqkv, float *dpreatt, 
   wrote(s, dqkv);
   wrote(s, dpreatt);
   wrote(s, datt);
+  launch_inputs n;
+  if (launch_inputs_begin(s, &n))
+    op_inputs_attention_backward(n.text, sizeof n.text, n.act, B, T, C, NH);
   if (cuda_attention_fused(s->d, B, T, C, NH))
     kernel_result(s, kcuda_attention_backward_fused(s->k, dqkv, dout, qkv, att, B, T, C, NH),
                   "attention_backward (fused)");
@@ -134,6 +183,7 @@ static void op_attention_backward(dev_stream *s, dev_act *dqkv, float *dpreatt, 
     kernel_result(s,
                   kcuda_attention_backward(s->k, dqkv, dpreatt, datt, dout, qkv, att, B, T, C, NH),
                   "attention_backward");
+  launch_inputs_end(&n, "attention_backward");
 }
 
 /* Ring attention's blocks (attention_block.cu): bf16 tensor-core tiles, or the fp32 kernels
@@ -144,10 +194,14 @@ static void op_attention_block_forward(dev_stream *s, dev_act *out, float *lse, 
   SKIP_IF_FAILED(s);
   wrote(s, out);
   wrote(s, lse);
+  launch_inputs n;
+  if (launch_inputs_begin(s, &n))
+    op_inputs_attention_block(n.text, sizeof n.text, n.act, 0, B, Tq, Tk, C, NH, causal);
   kernel_result(s,
                 kcuda_attention_block_forward(s->k, out, lse, q, q_stride, kv, kv_stride, B, Tq, Tk,
                                               C, NH, causal),
                 "attention_block_forward");
+  launch_inputs_end(&n, "attention_block_forward");
 }
 
 static void op_attention_block_backward(dev_stream *s, dev_act *dq, int dq_stride, dev_act *dkv,
@@ -158,11 +212,15 @@ static void op_attention_block_backward(dev_stream *s, dev_act *dq, int dq_strid
   SKIP_IF_FAILED(s);
   wrote(s, dq);
   wrote(s, dkv);
+  launch_inputs n;
+  if (launch_inputs_begin(s, &n))
+    op_inputs_attention_block(n.text, sizeof n.text, n.act, 1, B, Tq, Tk, C, NH, causal);
   kernel_result(s,
                 kcuda_attention_block_backward(s->k, dq, dq_stride, dkv, dkv_stride, dout, out, lse,
                                                q, q_stride, kv, kv_stride, B, Tq, Tk, C, NH,
                                                causal),
                 "attention_block_backward");
+  launch_inputs_end(&n, "attention_block_backward");
 }
 
 /* Mixture of experts (moe.cu): routing, the plan and the permutations as the CPU computes
@@ -250,7 +308,9 @@ static void op_moe_unpermute_backward(dev_stream *s, dev_act *dyp, float *dgate,
 }
 
 /* The experts' grouped GEMM reads the fp32 weights directly (bf16 tensor cores round them as
- * they are staged, no cached bf16 copies; see moe_kernels.cuh for why it is not cuBLAS). */
+ * they are staged, no cached bf16 copies; see moe_kernels.cuh for why it is not cuBLAS).
+ * Their inputs are not in the trace: the rows they multiply (offsets[E]) are known on the
+ * device only, and reading them here would wait for the stream. */
 static void op_moe_expert_matmul_forward(dev_stream *s, dev_act *out, const dev_act *inp,
                                          const float *weight, const float *bias, const int *offsets,
                                          int Rmax, int E, int C, int OC) {
@@ -278,21 +338,30 @@ static void op_moe_expert_matmul_backward(dev_stream *s, dev_act *dinp, float *d
 static void op_gelu_forward(dev_stream *s, dev_act *out, const dev_act *inp, int N) {
   SKIP_IF_FAILED(s);
   wrote(s, out);
+  launch_inputs n;
+  if (launch_inputs_begin(s, &n)) op_inputs_gelu_forward(n.text, sizeof n.text, n.act, N);
   kernel_result(s, kcuda_gelu_forward(s->k, out, inp, (size_t)N), "gelu_forward");
+  launch_inputs_end(&n, "gelu_forward");
 }
 
 static void op_gelu_backward(dev_stream *s, dev_act *dinp, const dev_act *inp, const dev_act *dout,
                              int N) {
   SKIP_IF_FAILED(s);
   wrote(s, dinp);
+  launch_inputs n;
+  if (launch_inputs_begin(s, &n)) op_inputs_two_vectors(n.text, sizeof n.text, n.act, N);
   kernel_result(s, kcuda_gelu_backward(s->k, dinp, inp, dout, (size_t)N), "gelu_backward");
+  launch_inputs_end(&n, "gelu_backward");
 }
 
 static void op_residual_forward(dev_stream *s, dev_act *out, const dev_act *a, const dev_act *b,
                                 int N) {
   SKIP_IF_FAILED(s);
   wrote(s, out);
+  launch_inputs n;
+  if (launch_inputs_begin(s, &n)) op_inputs_two_vectors(n.text, sizeof n.text, n.act, N);
   kernel_result(s, kcuda_residual_forward(s->k, out, a, b, (size_t)N), "residual_forward");
+  launch_inputs_end(&n, "residual_forward");
 }
 
 static void op_residual_backward(dev_stream *s, dev_act *da, dev_act *db, const dev_act *dout,
