@@ -19,19 +19,37 @@
 # k = 6 (7 with --cp); the metadata's value (printed to 6 digits) must equal that model count.
 # With --recompute selective the attention forward runs again (2 L C n (T + 1) more), and the
 # metadata's hardware FLOPs are the model's + 4 L C T n (that forward counted as T x T).
+#
+# The CUDA backend's layout (its inputs in a cpu_op RANGE around each launch, joined to the
+# kernels by correlation: docs/ops.md "The trainer's ops"): with AS_CUDA=PROGRAM (as_cuda_run)
+# the CPU run is rewritten into the records the CUDA backend and the GPU tracer write for it,
+# and with BACKEND=cuda the trainer runs on the GPU (exit 77, SKIP, without a usable one);
+# either way the table must then hold device time, every kernel of a described operation
+# attributed to it.
 set -u
 trainer=$1 stepscope=$2 world=$3
 shift 3
+backend=${BACKEND:-cpu}
 dir=$(mktemp -d "${TMPDIR:-/tmp}/ss-trace-ops.XXXXXX") || exit 1
 trap 'rm -rf "$dir"' EXIT
-"$trainer" --backend cpu --world "$world" --steps 2 --quiet --trace "$dir/run" "$@" \
-    >"$dir/train.out" 2>&1 || { echo "FAIL: training failed"; cat "$dir/train.out"; exit 1; }
-"$stepscope" ops "$dir/run" --json "$dir/ops.json" >"$dir/ops.txt" 2>&1 ||
+if ! "$trainer" --backend "$backend" --world "$world" --steps 2 --quiet --trace "$dir/run" "$@" \
+    >"$dir/train.out" 2>&1; then
+    if [ "$backend" = cuda ] && grep -q "no usable GPU" "$dir/train.out"; then
+        echo "SKIP: no usable GPU"; exit 77
+    fi
+    echo "FAIL: training failed"; cat "$dir/train.out"; exit 1
+fi
+run="$dir/run" layout=$backend
+if [ -n "${AS_CUDA:-}" ]; then
+    "$AS_CUDA" "$dir/run" "$dir/as-cuda" || { echo "FAIL: as_cuda_run"; exit 1; }
+    run="$dir/as-cuda" layout=cuda
+fi
+"$stepscope" ops "$run" --json "$dir/ops.json" >"$dir/ops.txt" 2>&1 ||
     { echo "FAIL: stepscope ops failed"; cat "$dir/ops.txt"; exit 1; }
-"$stepscope" dump "$dir/run/rank-00000.trace.zst" >"$dir/rank0.jsonl" || { echo "FAIL: dump"; exit 1; }
-python3 - "$dir" <<'PY' || exit 1
+"$stepscope" dump "$run/rank-00000.trace.zst" >"$dir/rank0.jsonl" || { echo "FAIL: dump"; exit 1; }
+python3 - "$dir" "$layout" <<'PY' || exit 1
 import json, sys
-d = sys.argv[1]
+d, layout = sys.argv[1], sys.argv[2]
 head, flops_meta = None, None
 for line in open(d + "/rank0.jsonl"):
     r = json.loads(line)
@@ -52,6 +70,11 @@ for row in ops["rows"]:
         bad.append("no model for %s %s" % (row["op"], row["shapes"]))
     fam[row["family"]] = fam.get(row["family"], 0) + int(row["flops"] or 0)
 if ops["ops_without_inputs"]: bad.append("%d ops without inputs" % ops["ops_without_inputs"])
+if layout == "cuda":
+    if ops["time"] != "device": bad.append("op times are %s, not device time" % ops["time"])
+    for row in ops["rows"]:
+        if row["kernels"] < row["count"]:
+            bad.append("%s: %d kernels for %d ops" % (row["op"], row["kernels"], row["count"]))
 W = W1 = Bf = Bb = B1 = LN = 0
 for l in range(L):
     moe = E > 0 and (l + 1) % every == 0
