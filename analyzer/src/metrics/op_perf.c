@@ -15,7 +15,8 @@
  * with no primitive around it, each composite with no modelled op inside or primitive around
  * it, and each innermost op with no modelled op around it. A stepscope trainer's trace (CPU
  * backend) has no CPU ops: its compute operations carry their inputs themselves (host ops
- * with args, ssa_rank.op_ranges) and count their own time on their CPU stream. Only the
+ * with args, ssa_rank.op_ranges) and count their own time on their CPU stream; its CUDA
+ * backend writes cpu_op ranges around its launches, which take the kernel path above. Only the
  * analysed steps' work counts (kernels, or CPU ops, that start inside the steps' window), and
  * only --rank's when it is given.
  */

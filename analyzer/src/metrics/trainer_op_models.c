@@ -1,7 +1,7 @@
 /*
- * trainer_op_models.c — FLOPs and bytes of the stepscope trainer's own operations (its CPU
- * backend writes each compute operation's inputs in the form of PyTorch's record_shapes,
- * device_cpu_ops.c), so that `stepscope ops` costs a trainer run with the op models of a
+ * trainer_op_models.c — FLOPs and bytes of the stepscope trainer's own operations (both its
+ * backends write each compute operation's inputs in the form of PyTorch's record_shapes,
+ * trainer/op_inputs.c), so that `stepscope ops` costs a trainer run with the op models of a
  * PyTorch trace (op_models.c). Each operation is the PyTorch op that does the same math
  * (matmul_forward is aten::linear, layernorm_forward aten::native_layer_norm...), or, where
  * none does (a linear layer's backward, the trainer's attention on packed qkv, the experts'
