@@ -39,6 +39,8 @@ typedef struct chunk_shape {
   size_t expert_floats; /* the chunk's expert buffer (moe.c) */
   size_t nfloats, nfloats_padded;
   size_t off_blocks, block_floats, off_lnf;
+  size_t gemm_floats; /* the weights its GEMMs multiply (matmul_forward/backward): what the CUDA
+                         backend in bf16 keeps bf16 copies of (bf16_weight_copies) */
 } chunk_shape;
 
 static chunk_shape shape_of(const mm_layout *l, int stage, int chunk) {
@@ -74,12 +76,17 @@ static chunk_shape shape_of(const mm_layout *l, int stage, int chunk) {
   /* a MoE block: the dense layout up to the MLP, then the router [E,C] (model.c) */
   size_t moe_block = 6 * s.C + 3 * s.Cl * s.C + 3 * s.Cl + s.C * s.Cl + (size_t)l->experts * s.C;
   int ep = l->ep > 0 ? l->ep : 1;
+  /* model.c: the GEMM weights of a block (qkv, attention projection, and the MLP's two or a
+   * MoE block's router; the experts' grouped GEMM reads fp32), and the tied LM head */
+  size_t attention_gemms = 3 * s.Cl * s.C + s.C * s.Cl;
   for (int b = 0; b < s.nblocks; b++) {
     int layer = rank_c * s.nblocks + b;
     int moe = l->experts > 0 && l->moe_every > 0 && (layer + 1) % l->moe_every == 0;
     at += moe ? moe_block : s.block_floats;
+    s.gemm_floats += attention_gemms + (moe ? (size_t)l->experts * s.C : 2 * s.Fl * s.C);
     s.nmoe += moe;
   }
+  if (s.last) s.gemm_floats += s.Vp * s.C;
   size_t F = l->ffn > 0 ? (size_t)l->ffn : 4 * s.C; /* an expert is a whole MLP (not TP-cut) */
   s.expert_floats = (size_t)s.nmoe * (size_t)(l->experts / ep) * (2 * s.C * F + F + s.C);
   size_t eunit = (size_t)(l->dp / ep) * 16; /* moe.c: padded to edp x 16 */
@@ -261,8 +268,11 @@ int mm_rank_memory(const mm_layout *l, int stage, mm_breakdown *out, char *err, 
     chunk_shape s = shape_of(l, stage, j);
     size_t P = s.nfloats_padded * 4;
     if (l->zero < 3) out->parameters += P;
-    if (l->bf16_weight_copies) /* ZeRO-3: copies of the gathered pieces only, one 1/n each */
-      out->parameters += (l->zero >= 3 ? s.nfloats_padded / n : s.nfloats_padded) * 2;
+    /* the CUDA backend in bf16: kernels/cuda/matmul.cu's bf16 copy of every GEMM weight (the
+     * embedding table only where the LM head multiplies it: the last stage); ZeRO-3: an
+     * estimate, copies of the gathered pieces only, one 1/n each (not yet checked on a GPU) */
+    if (l->bf16_weight_copies)
+      out->parameters += (l->zero >= 3 ? s.nfloats_padded / n : s.gemm_floats) * 2;
     if (l->zero < 2) out->gradients += P;
     out->activations += activation_bytes(&s, l, nslots);
     size_t state = l->zero ? s.nfloats_padded / n : s.nfloats_padded;

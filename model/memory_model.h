@@ -52,9 +52,11 @@ typedef struct mm_layout {
   mm_recompute recompute;
   int act_bytes;          /* activation storage: 4 (fp32) or 2 (bf16) */
   double bucket_mb;       /* DP gradient bucket size */
-  int bf16_weight_copies; /* the CUDA backend in bf16 keeps a bf16 copy of every
-                             weight it multiplies (2 bytes per parameter; the
-                             Playbook's "2 Psi"); the CPU backend none */
+  int bf16_weight_copies; /* the CUDA backend in bf16 precision keeps a bf16 copy of
+                             every weight its GEMMs multiply (2 bytes per GEMM weight:
+                             qkv, projections, MLP, router, the LM head's table; not
+                             LayerNorms, biases, the position table, experts); the CPU
+                             backend none */
   int fused_attention;    /* the CUDA backend's fused attention runs this shape (the
                              trainer: dev_attention_fused; the planner:
                              mm_fused_attention_supported): per block it saves each row's
@@ -75,7 +77,7 @@ typedef struct mm_layout {
 /* One rank's device memory in bytes, by component (every field a sum of allocations). */
 typedef struct mm_breakdown {
   size_t parameters;  /* fp32 weights (ZeRO-3: the shard and two gathered buckets), plus
-                         their bf16 copies when bf16_weight_copies */
+                         the GEMM weights' bf16 copies when bf16_weight_copies */
   size_t gradients;   /* fp32 gradients (ZeRO-2/3: the shard and the bucket buffers) */
   size_t optimizer;   /* AdamW moments m and v, fp32, sharded from ZeRO-1 on */
   size_t activations; /* stored activations of the micro-batches in flight + scratch */

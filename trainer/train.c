@@ -372,6 +372,10 @@ static mm_layout memory_layout_of(const trainer *t) {
                                                         c->hidden / c->tp, c->heads / c->tp);
   l.bucket_mb = c->bucket_mb;
   l.ep = c->ep;
+  /* the CUDA backend in bf16 precision (the precision in which --activations auto is bf16)
+   * caches a bf16 copy of every GEMM weight (kernels/cuda/matmul.cu) */
+  l.bf16_weight_copies =
+      !strcmp(t->o->backend_name, "cuda") && dev_auto_activation_dtype(t->dev) == DEV_BF16;
   return l;
 }
 

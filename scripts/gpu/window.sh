@@ -6,7 +6,8 @@
 #                                    (default 390: one device-tool command of <= 6.5 min)
 #   scripts/gpu/window.sh deferred   a second call while the machine is warm (DEFERRED_LIMIT,
 #                                    default 220 s): 4 ranks under record, expert parallelism
-#                                    on NCCL, torchrun with 2 ranks, compute-sanitizer memcheck
+#                                    on NCCL, torchrun with 2 ranks, compute-sanitizer memcheck,
+#                                    then in what is left ZeRO-1/2 against ZeRO-0 (dp2)
 #   scripts/gpu/window.sh --dry-run [BUILD]
 #                                    anywhere without a GPU (CI): the call rehearsed with every
 #                                    command checked instead of run, in scenarios (a missing
@@ -51,7 +52,7 @@ self=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}
 here=$(dirname "$self")
 export WINDOW_EV=${WINDOW_EV:-/tmp/stepscope-window}
 
-usage() { sed -n 2,48p "$self" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n 2,49p "$self" | sed 's/^# \{0,1\}//'; }
 
 # --- where things are: the repository this script is in, else (window.sh copied into a kit
 # carried beside another checkout) the kit's sources, unpacked with Python's tarfile

@@ -316,6 +316,13 @@ moe_ep() { # expert parallelism on NCCL (comm_nccl.c's all-to-all): dp2 x ep2 ag
   if [ "$DRY" = 1 ]; then sh -n "$t" && STEPSCOPE_DRY_RUN=1 sh "$t" "$trainer"; return; fi
   sh "$t" "$trainer" "$s"   # exit 77 (no GPU, NCCL < 2.30) is a SKIP line with its reason
 }
+zero_vs_plain() { # ZeRO-1/2 on NCCL against --zero 0, the device peak against the memory model
+  local t=$repo/tests/gpu/trainer_zero.sh s
+  s=$(sample_dir zero-dp2)
+  echo "sh $t $trainer $stepscope $s" >> "$OUT/commands.txt"
+  if [ "$DRY" = 1 ]; then sh -n "$t" && STEPSCOPE_DRY_RUN=1 sh "$t" "$trainer" "$stepscope"; return; fi
+  sh "$t" "$trainer" "$stepscope" "$s" # exit 77 (no GPU, NCCL < 2.30) is a SKIP line
+}
 torchrun_ddp() {
   local s
   s=$(sample_dir torchrun-ddp2)
@@ -364,4 +371,5 @@ deferred_steps() {
   STEP_TIMEOUT=60 step d2_moe_ep moe_ep
   STEP_TIMEOUT=60 step d3_torchrun_ddp torchrun_ddp
   STEP_TIMEOUT=90 step d4_memcheck memcheck
+  STEP_TIMEOUT=60 step d5_zero zero_vs_plain # last: in what the call's bound leaves
 }

@@ -9,8 +9,8 @@
  *   Psi = 182016 (a multiple of dp x cp x 16 = 32 already).
  * The Playbook's fp32 training: parameters 4 Psi, gradients 4 Psi, Adam 8 Psi; ZeRO-1 the
  * moments / N, ZeRO-2 also the gradients (+ bucket buffers), ZeRO-3 also the parameters;
- * bf16 GEMMs on GPUs add the 2 Psi bf16 weight copies. Activations: full recomputation <
- * selective < none; 1F1B keeps min(pp - stage, m) micro-batches, AFAB all m.
+ * bf16 GEMMs on GPUs add the bf16 copies of the GEMM weights (2 Psi_G). Activations: full
+ * recomputation < selective < none; 1F1B keeps min(pp - stage, m) micro-batches, AFAB all m.
  */
 #include <math.h>
 #include <stdio.h>
@@ -88,10 +88,11 @@ static void memory_formulas(void) {
   CHECK(z3.parameters == (91008 + 2 * 100096 + 81920) * 4); /* shard + gathered buffers */
   /* set-up draws the shard directly: it never holds the full weights */
   CHECK(z3.init_peak == z3.steady && z3.peak == z3.steady);
-  /* bf16 weight copies (GPUs): + 2 Psi */
+  /* bf16 weight copies (the CUDA backend in bf16): 2 bytes per GEMM weight, 2 x 12 C^2 per
+   * block + the tied LM head's 256 x 64 = 114688 (no LayerNorms, biases, position table) */
   l = small();
   l.bf16_weight_copies = 1;
-  CHECK(mem(&l, 0).parameters == 6 * psi);
+  CHECK(mem(&l, 0).parameters == 4 * psi + 2 * 114688);
   /* activations: none > selective > full; bf16 halves the activation tensors */
   l = small();
   size_t none = mem(&l, 0).activations;
@@ -162,6 +163,57 @@ static plan_job job_of(int gpus, int batch, const char *device) {
   j.dev = *plan_device_find(device);
   j.overlap = 1;
   return j;
+}
+
+/* The CUDA convention's model states (the trainer's CUDA backend in bf16: fp32 parameters,
+ * the GEMM weights' bf16 copies, fp32 gradients, fp32 AdamW moments) against the formulas
+ * docs/plan.md and trainer/README.md give, for a few models and gradient groups N = dp:
+ *   ZeRO-0: parameters 4 Psi + 2 Psi_G, gradients 4 Psi, optimizer 8 Psi
+ *   ZeRO-1: parameters 4 Psi + 2 Psi_G, gradients 4 Psi, optimizer 8 Psi / N
+ * (10 Psi + 8 Psi / N when Psi_G ~ Psi, where the ZeRO paper's ZeRO-1 with fp32 gradients
+ * holds 6 Psi + 12 Psi / N: the fp32 master is not sharded yet), with Psi counted here from
+ * the GPT-2 shape (padded to 16 N) and Psi_G the weights the GEMMs multiply: 12 C^2 per block
+ * and, on the last pipeline stage only, the tied V x C table (the LM head). */
+static void cuda_model_states(void) {
+  static const int shapes[][3] = {{2, 64, 256}, {4, 128, 1000}, {12, 768, 50257}}; /* L, C, V */
+  static const int groups[] = {2, 4, 8};
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+    for (size_t j = 0; j < sizeof groups / sizeof groups[0]; j++)
+      for (int pp = 1; pp <= 2; pp++) {
+        size_t L = (size_t)shapes[i][0], C = (size_t)shapes[i][1];
+        size_t Vp = ((size_t)shapes[i][2] + 63) / 64 * 64, T = 1024, N = (size_t)groups[j];
+        mm_layout l = small();
+        l.layers = (int)L;
+        l.hidden = (int)C;
+        l.heads = (int)(C / 32);
+        l.vocab = shapes[i][2];
+        l.dp = (int)N;
+        l.pp = pp;
+        l.act_bytes = 2;
+        l.bf16_weight_copies = 1;
+        for (int stage = 0; stage < pp; stage++) {
+          int first = stage == 0, last = stage == pp - 1;
+          size_t blocks = L / (size_t)pp * (12 * C * C + 13 * C);
+          size_t psi =
+              blocks + (first || last ? Vp * C : 0) + (first ? T * C : 0) + (last ? 2 * C : 0);
+          psi = (psi + 16 * N - 1) / (16 * N) * (16 * N);
+          size_t psi_g = L / (size_t)pp * 12 * C * C + (last ? Vp * C : 0);
+          for (int zero = 0; zero <= 1; zero++) {
+            l.zero = zero;
+            mm_breakdown b = mem(&l, stage);
+            size_t opt = zero ? 8 * psi / N : 8 * psi;
+            if (b.parameters != 4 * psi + 2 * psi_g || b.gradients != 4 * psi ||
+                b.optimizer != opt) {
+              fprintf(stderr,
+                      "L %zu C %zu V %zu N %zu pp %d stage %d zero %d: parameters %zu (want %zu), "
+                      "gradients %zu (want %zu), optimizer %zu (want %zu)\n",
+                      L, C, Vp, N, pp, stage, zero, b.parameters, 4 * psi + 2 * psi_g, b.gradients,
+                      4 * psi, b.optimizer, opt);
+              failures++;
+            }
+          }
+        }
+      }
 }
 
 static void cost_model(void) {
@@ -484,6 +536,7 @@ static void shared_cores(void) {
 
 int main(void) {
   memory_formulas();
+  cuda_model_states();
   cost_model();
   enumeration();
   experts();
