@@ -92,15 +92,12 @@ static int load_run(const char *command, const char *path, const ssa_options *op
 }
 
 int cli_load_part(const char *command, const char *path, const ssa_options *opt, int part_index,
-                  int part_count, cli_loaded *l) {
-  char msg[1024];
+                  int part_count, cli_loaded *l, char *msg, size_t cap) {
   const int part[2] = {part_index, part_count};
   memset(l, 0, sizeof *l);
   l->have_run = 1;
-  int rc = load_part(command, path, opt, isatty(2), CLI_OP_INPUTS | CLI_LOW_MEMORY, part, &l->run,
-                     &l->import, &l->summaries, msg, sizeof msg);
-  if (rc) cli_print(stderr, "%s\n", msg);
-  return rc;
+  return load_part(command, path, opt, 0, CLI_OP_INPUTS | CLI_LOW_MEMORY, part, &l->run, &l->import,
+                   &l->summaries, msg, cap);
 }
 
 int cli_load_run(const char *command, const char *path, const ssa_options *opt, int progress,
@@ -126,6 +123,14 @@ int cli_analyse_run(const char *command, const char *name, const ssa_options *op
   return opt->rank >= 0 && !ssa_run_has_rank(run, opt->rank) ? 2 : 1;
 }
 
+/* msg into out[cap], or printed on stderr when out is NULL. */
+static void say_error(const char *msg, char *out, size_t cap) {
+  if (out)
+    snprintf(out, cap, "%s", msg);
+  else
+    cli_print(stderr, "%s\n", msg);
+}
+
 int cli_open_run(const char *command, const char *path, const ssa_options *opt, unsigned say,
                  cli_loaded *l) {
   char msg[1024];
@@ -146,17 +151,18 @@ int cli_open_run(const char *command, const char *path, const ssa_options *opt, 
                 say & CLI_SAY_RUN_NAME ? path : "", say & CLI_SAY_RUN_NAME ? ": " : "",
                 l->run.warnings[i]);
   }
-  return cli_analyse_loaded(command, path, opt, say, l);
+  return cli_analyse_loaded(command, path, opt, say, l, NULL, 0);
 }
 
 int cli_analyse_loaded(const char *command, const char *path, const ssa_options *opt, unsigned say,
-                       cli_loaded *l) {
+                       cli_loaded *l, char *msg_out, size_t cap) {
   char msg[1024];
   ssa_options bounded = *opt;
   if (say & CLI_LOW_MEMORY) {
     l->have_reread = 1;
     if (ssa_run_rereader_init(&l->reread, &l->run, &l->import)) {
-      cli_print(stderr, "stepscope %s: out of memory\n", command);
+      snprintf(msg, sizeof msg, "stepscope %s: out of memory", command);
+      say_error(msg, msg_out, cap);
       return 1;
     }
     l->reread.read_paths = l->read_paths;
@@ -166,7 +172,7 @@ int cli_analyse_loaded(const char *command, const char *path, const ssa_options 
   l->have_an = 1;
   int rc = cli_analyse_run(command, say & CLI_SAY_RUN_NAME ? path : NULL, &bounded, &l->run, &l->an,
                            msg, sizeof msg);
-  if (rc) cli_print(stderr, "%s\n", msg);
+  if (rc) say_error(msg, msg_out, cap);
   return rc;
 }
 

@@ -71,17 +71,18 @@ int cli_open_run(const char *command, const char *path, const ssa_options *opt, 
                  cli_loaded *l);
 
 /* cli_open_run's second half: the analysis of l->run as `say` asks (with CLI_LOW_MEMORY, in
- * bounded memory from l->summaries, reading the ranks again, from l->read_paths when set),
- * its error printed. 0 or the exit status. */
+ * bounded memory from l->summaries, reading the ranks again, from l->read_paths when set).
+ * 0 or the exit status, the error in msg[cap] (msg NULL: printed on stderr). */
 int cli_analyse_loaded(const char *command, const char *path, const ssa_options *opt, unsigned say,
-                       cli_loaded *l);
+                       cli_loaded *l, char *msg, size_t cap);
 
 /* The bounded mode's load of part `part_index` of `part_count` of the run at `path` (a
  * partial, cli_partial.c): the part's ranks as shells in file order (not assembled: no
  * alignment), with their summaries by rank index and the importer's switches, as `analyze
- * --low-memory` loads them. 0, or 1 with the error printed. Free with cli_loaded_free. */
+ * --low-memory` loads them. 0, or 1 with "stepscope COMMAND: why" in msg[cap]. Free with
+ * cli_loaded_free. */
 int cli_load_part(const char *command, const char *path, const ssa_options *opt, int part_index,
-                  int part_count, cli_loaded *l);
+                  int part_count, cli_loaded *l, char *msg, size_t cap);
 
 void cli_loaded_free(cli_loaded *l);
 

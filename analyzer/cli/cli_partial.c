@@ -15,7 +15,6 @@
 #include <string.h>
 
 #include "cli_env.h"
-#include "cli_print.h"
 #include "partial.h"
 
 /* The identity of the run at `path`: its rank files' names in discovery order. */
@@ -41,12 +40,12 @@ static int run_identity(const char *path, const cli_loaded *l, uint64_t *id, uin
 }
 
 int cli_write_partial(const char *command, const char *path, const ssa_options *opt, int part_index,
-                      int part_count, const char *out_path) {
+                      int part_count, const char *out_path, char *msg_out, size_t cap) {
   cli_loaded l;
-  int rc = cli_load_part(command, path, opt, part_index, part_count, &l);
+  char msg[1200] = "";
+  int rc = cli_load_part(command, path, opt, part_index, part_count, &l, msg_out, cap);
   ssa_partial p;
   memset(&p, 0, sizeof p);
-  char msg[1200] = "";
   if (rc == 0 && run_identity(path, &l, &p.run_id, &p.nfiles, msg, sizeof msg)) rc = 1;
   if (rc == 0) {
     size_t first = ssa_part_first_file((size_t)p.nfiles, part_index, part_count);
@@ -76,7 +75,7 @@ int cli_write_partial(const char *command, const char *path, const ssa_options *
     free(p.read_paths);
   }
   if (msg[0]) {
-    cli_print(stderr, "stepscope %s: %s\n", command, msg);
+    snprintf(msg_out, cap, "stepscope %s: %s", command, msg);
     rc = 1;
   }
   cli_loaded_free(&l);
@@ -229,7 +228,7 @@ static int assemble(ssa_partial *parts, size_t n, cli_loaded *l, char *msg, size
 }
 
 int cli_open_partials(const char *command, char *const *paths, size_t n, const ssa_options *opt,
-                      cli_loaded *l) {
+                      cli_loaded *l, char *msg_out, size_t cap) {
   char msg[1400] = "";
   memset(l, 0, sizeof *l);
   l->have_run = 1;
@@ -242,12 +241,12 @@ int cli_open_partials(const char *command, char *const *paths, size_t n, const s
     ssa_partial_free(&parts[i]);
   free(parts);
   if (rc) {
-    cli_print(stderr, "stepscope %s: %s\n", command, msg);
+    snprintf(msg_out, cap, "stepscope %s: %s", command, msg);
     return 1;
   }
   cli_env env; /* the merge reads the rank files again with the importer's switches */
   cli_env_read(&env);
   env.import.op_inputs = 1; /* as `analyze` loads */
   l->import = env.import;
-  return cli_analyse_loaded(command, NULL, opt, CLI_OP_INPUTS | CLI_LOW_MEMORY, l);
+  return cli_analyse_loaded(command, NULL, opt, CLI_OP_INPUTS | CLI_LOW_MEMORY, l, msg_out, cap);
 }

@@ -8,15 +8,16 @@
 #include "cli_load.h"
 
 /* `analyze RUN --part K/N --partial OUT`: part part_index of part_count of the run at `path`
- * written to out_path. 0, or 1 with the error printed ("stepscope COMMAND: ..."). */
+ * written to out_path. 0, or 1 with "stepscope COMMAND: why" in msg[cap]. Nothing printed. */
 int cli_write_partial(const char *command, const char *path, const ssa_options *opt, int part_index,
-                      int part_count, const char *out_path);
+                      int part_count, const char *out_path, char *msg, size_t cap);
 
 /* `merge PARTIALS...`: reads the n partials (every part of one run, each once; else an error
  * that names the missing, repeated or foreign part), assembles the run and analyses it as
  * `analyze --low-memory` does (the rank files are read again for the per-rank passes). 0, or
- * the exit status with the error printed. Free l with cli_loaded_free either way. */
+ * the exit status with the error in msg[cap]. Nothing printed. Free l with cli_loaded_free
+ * either way. */
 int cli_open_partials(const char *command, char *const *paths, size_t n, const ssa_options *opt,
-                      cli_loaded *l);
+                      cli_loaded *l, char *msg, size_t cap);
 
 #endif

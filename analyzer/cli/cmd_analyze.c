@@ -152,8 +152,11 @@ int cmd_analyze(int argc, char **argv) {
                         "are merge's\n");
       return 2;
     }
-    return cli_write_partial("analyze", x.run_path, &x.opt, x.part_index,
-                             x.part_count ? x.part_count : 1, x.partial_path);
+    char msg[1400];
+    rc = cli_write_partial("analyze", x.run_path, &x.opt, x.part_index,
+                           x.part_count ? x.part_count : 1, x.partial_path, msg, sizeof msg);
+    if (rc) cli_print(stderr, "%s\n", msg);
+    return rc;
   }
   cli_loaded l; /* the report says what was lost and warned: nothing more on stderr */
   unsigned say = CLI_OP_INPUTS | (x.low_memory ? CLI_LOW_MEMORY : 0u);
@@ -183,8 +186,12 @@ int cmd_merge(int argc, char **argv) {
       return 2;
     }
   cli_loaded l;
-  if ((rc = cli_open_partials("merge", argv + next, (size_t)(argc - next), &x.opt, &l)) == 0)
+  char msg[1400];
+  if ((rc = cli_open_partials("merge", argv + next, (size_t)(argc - next), &x.opt, &l, msg,
+                              sizeof msg)) == 0)
     rc = write_reports("merge", &x, &l);
+  else
+    cli_print(stderr, "%s\n", msg);
   cli_loaded_free(&l);
   return rc;
 }
