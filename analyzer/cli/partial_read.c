@@ -183,6 +183,7 @@ static void get_lanes_and_marks(cursor *c, ssa_rank *r) {
     l->kind = (uint8_t)bits;
     l->declared = (uint8_t)(bits >> 8);
     l->by_name = (uint8_t)(bits >> 16);
+    if (bits >> 24) fail(c, "lanes: lane %u: bad kind bits", i);
     if (l->name >= r->strings.count && l->name)
       fail(c, "lanes: lane %u names string %u", i, l->name);
   }
