@@ -9,10 +9,14 @@
  */
 #include "cli_partial.h"
 
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli_env.h"
 #include "partial.h"
@@ -82,57 +86,35 @@ int cli_write_partial(const char *command, const char *path, const ssa_options *
   return rc;
 }
 
-/* The whole file at `path` (malloc'ed), or NULL with the reason in msg. */
-static unsigned char *read_whole(const char *path, size_t *n, char *msg, size_t cap) {
-  FILE *f = fopen(path, "rb");
-  unsigned char *buf = NULL;
-  size_t len = 0, room = 0;
-  if (!f) {
-    snprintf(msg, cap, "%s: cannot open", path);
-    return NULL;
+/* Reads the partial at `path` (mapped, not copied) into *part. 0, or 1 with the reason. */
+static int read_part(const char *path, const ssa_comm_rules *rules, ssa_partial *part, char *msg,
+                     size_t cap) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+    snprintf(msg, cap, "%s: cannot open (a partial is a regular file)", path);
+    if (fd >= 0) close(fd);
+    return 1;
   }
-  for (;;) {
-    if (len == room) {
-      size_t want = room ? room * 2 : 1 << 16;
-      unsigned char *v = realloc(buf, want);
-      if (!v) {
-        free(buf);
-        fclose(f);
-        snprintf(msg, cap, "%s: out of memory", path);
-        return NULL;
-      }
-      buf = v;
-      room = want;
-    }
-    size_t got = fread(buf + len, 1, room - len, f);
-    len += got;
-    if (got == 0) break;
+  size_t n = (size_t)st.st_size;
+  void *bytes = n ? mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
+  close(fd);
+  if (bytes == MAP_FAILED) {
+    snprintf(msg, cap, "%s: cannot map it", path);
+    return 1;
   }
-  int bad = ferror(f);
-  fclose(f);
-  if (bad) {
-    free(buf);
-    snprintf(msg, cap, "%s: read error", path);
-    return NULL;
-  }
-  *n = len;
-  return buf;
+  char why[600];
+  int rc = ssa_partial_read(bytes ? bytes : "", n, rules, part, why, sizeof why);
+  if (bytes) munmap(bytes, n);
+  if (rc) snprintf(msg, cap, "%s: %s", path, why);
+  return rc ? 1 : 0;
 }
 
 /* Reads the partials and checks they are every part of one run, once each. */
 static int read_parts(char *const *paths, size_t n, const ssa_options *opt, ssa_partial *parts,
                       char *msg, size_t cap) {
   for (size_t i = 0; i < n; i++) {
-    size_t len = 0;
-    unsigned char *bytes = read_whole(paths[i], &len, msg, cap);
-    if (!bytes) return 1;
-    char why[600];
-    int rc = ssa_partial_read(bytes, len, opt->comm_rules, &parts[i], why, sizeof why);
-    free(bytes);
-    if (rc) {
-      snprintf(msg, cap, "%s: %s", paths[i], why);
-      return 1;
-    }
+    if (read_part(paths[i], opt->comm_rules, &parts[i], msg, cap)) return 1;
     const ssa_partial *a = &parts[0], *b = &parts[i];
     if (b->run_id != a->run_id || b->nfiles != a->nfiles || strcmp(b->dir, a->dir)) {
       snprintf(msg, cap, "%s is a part of another run than %s (run %s, %llu rank files)", paths[i],

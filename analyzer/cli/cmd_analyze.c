@@ -91,14 +91,11 @@ static const cli_option analyze_options[] = {
      "the report says so (\"left out\", JSON \"left_out\")",
      A(low_memory), NULL, 0, 0, NULL},
     {CLI_STRING, "--partial", NULL, "OUT",
-     "analyze only: write a partial analysis of the run (or of\n"
-     "--part K/N of its rank files) to OUT instead of a report;\n"
-     "`stepscope merge` of the partials of every part reports as\n"
-     "--low-memory of the whole run, byte for byte (docs/scale.md)",
+     "analyze: no report, a partial analysis of the run (or of its\n"
+     "--part K/N) in OUT; `stepscope merge` of every part's partial\n"
+     "reports as --low-memory does, byte for byte (docs/scale.md)",
      A(partial_path), NULL, 0, 0, NULL},
-    {CLI_CALL, "--part", NULL, "K/N",
-     "analyze --partial only: part K (0..N-1) of the run's rank files\n"
-     "cut into N blocks in name order (srun: $SLURM_PROCID/$SLURM_NTASKS)",
+    {CLI_CALL, "--part", NULL, "K/N", "with --partial: part K of N (0 <= K < N) of the rank files",
      0, opt_part, 0, 0, NULL},
     CLI_TEXT_ROW("Exit status: 0 done; 1 the run could not be read or analysed, or --json or\n"
                  "--heatmap could not be written; 2 usage error (a --rank the run does not\n"
@@ -137,21 +134,29 @@ static int write_reports(const char *command, const analyze_args *x, cli_loaded 
   return rc;
 }
 
+/* The command line of `table` (analyze or merge) into *x, and the options that do not go
+ * together refused: CLI_PARSED, or the exit status (message printed). */
+static int parse_command(const cli_table *table, int argc, char **argv, analyze_args *x,
+                         int *next) {
+  memset(x, 0, sizeof *x);
+  int rc = cli_parse(table, argc, argv, x, next);
+  const char *clash = NULL;
+  if (rc == CLI_PARSED && table == &merge_table && (x->partial_path || x->part_count))
+    clash = "--partial and --part are analyze's";
+  else if (rc == CLI_PARSED && x->part_count && !x->partial_path)
+    clash = "--part needs --partial OUT";
+  else if (rc == CLI_PARSED && x->partial_path && (x->json_path || x->heatmap_path))
+    clash = "--partial writes no report: --json and --heatmap are merge's";
+  if (!clash) return rc;
+  cli_print(stderr, "stepscope %s: %s\n", table->command, clash);
+  return 2;
+}
+
 int cmd_analyze(int argc, char **argv) {
   analyze_args x;
-  memset(&x, 0, sizeof x);
-  int rc = cli_parse(&analyze_table, argc, argv, &x, NULL);
+  int rc = parse_command(&analyze_table, argc, argv, &x, NULL);
   if (rc != CLI_PARSED) return rc;
-  if (x.part_count && !x.partial_path) {
-    cli_print(stderr, "stepscope analyze: --part needs --partial OUT\n");
-    return 2;
-  }
   if (x.partial_path) {
-    if (x.json_path || x.heatmap_path) {
-      cli_print(stderr, "stepscope analyze: --partial writes no report: --json and --heatmap "
-                        "are merge's\n");
-      return 2;
-    }
     char msg[1400];
     rc = cli_write_partial("analyze", x.run_path, &x.opt, x.part_index,
                            x.part_count ? x.part_count : 1, x.partial_path, msg, sizeof msg);
@@ -168,14 +173,8 @@ int cmd_analyze(int argc, char **argv) {
 
 int cmd_merge(int argc, char **argv) {
   analyze_args x;
-  memset(&x, 0, sizeof x);
-  int next = argc;
-  int rc = cli_parse(&merge_table, argc, argv, &x, &next);
+  int next = argc, rc = parse_command(&merge_table, argc, argv, &x, &next);
   if (rc != CLI_PARSED) return rc;
-  if (x.partial_path || x.part_count) {
-    cli_print(stderr, "stepscope merge: --partial and --part are analyze's\n");
-    return 2;
-  }
   if (next >= argc) {
     cli_usage(stderr, &merge_table);
     return 2;

@@ -43,20 +43,21 @@ static const unsigned char *take(cursor *c, size_t n, const char *what) {
   return p;
 }
 
-static uint64_t get_u64(cursor *c, const char *what) {
-  const unsigned char *b = take(c, 8, what);
+/* An unsigned little-endian number of `size` bytes (4 or 8). */
+static uint64_t get_le(cursor *c, size_t size, const char *what) {
+  const unsigned char *b = take(c, size, what);
   uint64_t v = 0;
-  for (int i = 7; b && i >= 0; i--)
+  for (size_t i = size; b && i-- > 0;)
     v = v << 8 | b[i];
   return v;
 }
 
+static uint64_t get_u64(cursor *c, const char *what) {
+  return get_le(c, 8, what);
+}
+
 static uint32_t get_u32(cursor *c, const char *what) {
-  const unsigned char *b = take(c, 4, what);
-  uint32_t v = 0;
-  for (int i = 3; b && i >= 0; i--)
-    v = v << 8 | b[i];
-  return v;
+  return (uint32_t)get_le(c, 4, what);
 }
 
 static int get_int(cursor *c, const char *what) {

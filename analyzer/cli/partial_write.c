@@ -9,18 +9,20 @@
 #include "partial.h"
 #include "ssa_io.h"
 
-static void put_u32(ssa_out *o, uint32_t v) {
-  unsigned char b[4];
-  for (int i = 0; i < 4; i++)
+/* v as `size` bytes (4 or 8), little-endian. */
+static void put_le(ssa_out *o, uint64_t v, size_t size) {
+  unsigned char b[8];
+  for (size_t i = 0; i < size; i++)
     b[i] = (unsigned char)(v >> (8 * i));
-  ssa_out_write(o, (const char *)b, 4);
+  ssa_out_write(o, (const char *)b, size);
+}
+
+static void put_u32(ssa_out *o, uint32_t v) {
+  put_le(o, v, 4);
 }
 
 static void put_u64(ssa_out *o, uint64_t v) {
-  unsigned char b[8];
-  for (int i = 0; i < 8; i++)
-    b[i] = (unsigned char)(v >> (8 * i));
-  ssa_out_write(o, (const char *)b, 8);
+  put_le(o, v, 8);
 }
 
 static void put_i64(ssa_out *o, int64_t v) {

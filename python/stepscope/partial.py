@@ -15,7 +15,7 @@ must be where the parts found them, e.g. on shared storage)."""
 import os
 
 from . import _lib
-from ._options import analysis_options
+from ._options import analysis_options, report_options
 from .report import Report
 
 
@@ -36,10 +36,6 @@ def merge(partials, steps=None, comm_kernels=None, compute_kernels=None, *, rank
     --json - PARTIALS`): byte for byte the report of `stepscope analyze RUN --low-memory` with
     the same options (those of analyze())."""
     argv = analysis_options(steps, comm_kernels, compute_kernels, step_range, launch_gap_us,
-                            threads, options)
-    if rank is not None:
-        argv += ["--rank", str(int(rank))]
-    if top is not None:
-        argv += ["--top", str(int(top))]
+                            threads, options) + report_options(rank, top)
     paths = [os.fspath(p) for p in partials]
     return Report(_lib.merge_json(paths, argv), paths, argv)
