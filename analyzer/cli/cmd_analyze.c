@@ -112,7 +112,8 @@ static const cli_table merge_table = {
             "--low-memory`; the rank files are read again for the per-rank passes. Options\n"
             "come before the partials; --low-memory is implied, --partial and --part are\n"
             "analyze's.\n",
-    CLI_ROWS(analyze_options),
+    .options = analyze_options + 1, /* analyze's rows but the first, which says what RUN is */
+    .n = sizeof analyze_options / sizeof analyze_options[0] - 1,
     .flags = CLI_ARGS_DOUBLE_DASH | CLI_STOP_AT_ARG,
 };
 
