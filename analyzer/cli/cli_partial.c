@@ -62,12 +62,14 @@ int cli_write_partial(const char *command, const char *path, const ssa_options *
     p.summaries = l.summaries;
     p.nranks = l.run.nranks;
     p.read_paths = calloc(p.nranks ? p.nranks : 1, sizeof *p.read_paths);
-    for (size_t i = 0; p.read_paths && i < p.nranks; i++) {
+    p.stamps = calloc(p.nranks ? p.nranks : 1, sizeof *p.stamps);
+    for (size_t i = 0; p.read_paths && p.stamps && i < p.nranks; i++) {
       l.run.ranks[i].file_index += first; /* the run's index, not the part's */
       p.read_paths[i] = realpath(l.run.ranks[i].path, NULL);
-      if (!p.read_paths[i]) rc = 1;
+      if (!p.read_paths[i] || ssa_file_stamp_of(p.read_paths[i], &p.stamps[i])) rc = 1;
     }
-    if (!p.read_paths || rc) snprintf(msg, sizeof msg, "cannot resolve the rank files' paths");
+    if (!p.read_paths || !p.stamps || rc)
+      snprintf(msg, sizeof msg, "cannot resolve the rank files' paths");
     ssa_out o;
     if (!msg[0] && ssa_out_open(&o, out_path) == 0) {
       if (ssa_partial_write(&p, &o) || ssa_out_close(&o))
@@ -77,6 +79,7 @@ int cli_write_partial(const char *command, const char *path, const ssa_options *
     for (size_t i = 0; p.read_paths && i < p.nranks; i++)
       free(p.read_paths[i]);
     free(p.read_paths);
+    free(p.stamps);
   }
   if (msg[0]) {
     snprintf(msg_out, cap, "stepscope %s: %s", command, msg);
@@ -164,7 +167,7 @@ static int assemble(ssa_partial *parts, size_t n, cli_loaded *l, char *msg, size
   run->ranks = calloc(nranks ? nranks : 1, sizeof *run->ranks);
   run->dir = strdup(parts[0].dir);
   l->read_paths = calloc(nfiles, sizeof *l->read_paths);
-  int rc = !by_part || !by_file || !run->ranks || !run->dir || !l->read_paths;
+  int rc = !by_part || !by_file || !run->ranks || !run->dir || !l->read_paths, refused = 0;
   if (!rc) l->nread_paths = nfiles;
   for (size_t k = 0; !rc && k < n; k++) {
     ssa_partial *p = by_part[k];
@@ -172,11 +175,19 @@ static int assemble(ssa_partial *parts, size_t n, cli_loaded *l, char *msg, size
       rc = ssa_run_warn(run, "%s", p->warnings[w]) != 0;
     for (size_t i = 0; i < p->nranks && !rc; i++) {
       size_t f = p->ranks[i].file_index;
-      if (l->read_paths[f]) {
-        snprintf(msg, cap, "rank file %zu is in two parts", f);
-        free(by_part);
-        free(by_file);
-        return 1;
+      ssa_file_stamp now;
+      const char *changed = ssa_file_stamp_of(p->read_paths[i], &now) ? "is gone"
+                            : now.size != p->stamps[i].size || now.mtime_ns != p->stamps[i].mtime_ns
+                                ? "changed since its partial was made"
+                                : NULL;
+      if (l->read_paths[f] || changed) {
+        if (changed)
+          snprintf(msg, cap, "rank file %s %s: the merge reads it again (make the partial again)",
+                   p->read_paths[i], changed);
+        else
+          snprintf(msg, cap, "rank file %zu is in two parts", f);
+        refused = rc = 1;
+        break;
       }
       run->ranks[run->nranks++] = p->ranks[i];
       memset(&p->ranks[i], 0, sizeof p->ranks[i]);
@@ -192,7 +203,7 @@ static int assemble(ssa_partial *parts, size_t n, cli_loaded *l, char *msg, size
   if (!rc && ssa_run_assemble(run, &err)) {
     snprintf(msg, cap, "%s", err.message);
     rc = 1;
-  } else if (rc)
+  } else if (rc && !refused)
     snprintf(msg, cap, "out of memory");
   if (!rc && !(l->summaries = calloc(run->nranks ? run->nranks : 1, sizeof *l->summaries))) {
     snprintf(msg, cap, "out of memory");

@@ -25,6 +25,16 @@
  * with other counts refuses the partial instead of misreading it. */
 #define PARTIAL_SHAPE ((uint32_t)SSA_COMM_FAMILY_MAX << 16 | (uint32_t)SSA_COMM_KIND_N)
 
+/* A rank file's size and modification time: the merge reads the file again and refuses one
+ * that changed since its partial was made. */
+typedef struct ssa_file_stamp {
+  uint64_t size;
+  int64_t mtime_ns;
+} ssa_file_stamp;
+
+/* The stamp of the file at `path`: 0, or -1 (errno) when it cannot be stat'ed. */
+int ssa_file_stamp_of(const char *path, ssa_file_stamp *out);
+
 /* One part of a run, in memory (read or about to be written). */
 typedef struct ssa_partial {
   char *dir;       /* the run as named to `analyze` (the report prints it) */
@@ -36,6 +46,7 @@ typedef struct ssa_partial {
   ssa_rank *ranks;             /* shells (events dropped), in file order; file_index is the run's */
   ssa_rank_summary *summaries; /* per rank, made before its events were dropped */
   char **read_paths;           /* per rank: where merge reads the file again (absolute) */
+  ssa_file_stamp *stamps;      /* per rank: its file as the partial saw it */
   size_t nranks;
 } ssa_partial;
 

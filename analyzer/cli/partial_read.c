@@ -206,8 +206,8 @@ static void get_lanes_and_marks(cursor *c, ssa_rank *r) {
   }
 }
 
-static void get_shell(cursor *c, ssa_rank *r, char **read_path, const ssa_comm_rules *rules,
-                      uint64_t nfiles) {
+static void get_shell(cursor *c, ssa_rank *r, char **read_path, ssa_file_stamp *stamp,
+                      const ssa_comm_rules *rules, uint64_t nfiles) {
   r->rank = get_int(c, "rank");
   r->world_size = get_int(c, "rank");
   r->local_rank = get_int(c, "rank");
@@ -216,6 +216,8 @@ static void get_shell(cursor *c, ssa_rank *r, char **read_path, const ssa_comm_r
   r->header_start = (int64_t)get_u64(c, "rank");
   r->path = get_str(c, 0, "rank path");
   *read_path = get_str(c, 0, "rank path");
+  stamp->size = get_u64(c, "rank file");
+  stamp->mtime_ns = (int64_t)get_u64(c, "rank file");
   r->hostname = get_str(c, 1, "hostname");
   r->device_name = get_str(c, 1, "device");
   r->producer = get_str(c, 1, "producer");
@@ -357,9 +359,10 @@ int ssa_partial_read(const unsigned char *bytes, size_t n, const ssa_comm_rules 
   p->ranks = alloc(&c, nranks, sizeof *p->ranks);
   p->summaries = alloc(&c, nranks, sizeof *p->summaries);
   p->read_paths = alloc(&c, nranks, sizeof *p->read_paths);
-  if (p->ranks && p->summaries && p->read_paths) p->nranks = nranks;
+  p->stamps = alloc(&c, nranks, sizeof *p->stamps);
+  if (p->ranks && p->summaries && p->read_paths && p->stamps) p->nranks = nranks;
   for (size_t i = 0; i < p->nranks && !c.bad; i++) {
-    get_shell(&c, &p->ranks[i], &p->read_paths[i], rules, p->nfiles);
+    get_shell(&c, &p->ranks[i], &p->read_paths[i], &p->stamps[i], rules, p->nfiles);
     get_align(&c, &p->ranks[i]);
     get_summary(&c, &p->ranks[i], &p->summaries[i]);
   }
@@ -381,5 +384,6 @@ void ssa_partial_free(ssa_partial *p) {
   free(p->ranks);
   free(p->summaries);
   free(p->read_paths);
+  free(p->stamps);
   memset(p, 0, sizeof *p);
 }

@@ -5,6 +5,7 @@
  * every build).
  */
 #include <string.h>
+#include <sys/stat.h>
 
 #include "partial.h"
 #include "ssa_io.h"
@@ -95,7 +96,8 @@ static void put_counts(ssa_out *o, const ssa_class_count *c, size_t n) {
   }
 }
 
-static void put_shell(ssa_out *o, const ssa_rank *r, const char *read_path) {
+static void put_shell(ssa_out *o, const ssa_rank *r, const char *read_path,
+                      const ssa_file_stamp *stamp) {
   put_u32(o, (uint32_t)r->rank);
   put_u32(o, (uint32_t)r->world_size);
   put_u32(o, (uint32_t)r->local_rank);
@@ -104,6 +106,8 @@ static void put_shell(ssa_out *o, const ssa_rank *r, const char *read_path) {
   put_i64(o, r->header_start);
   put_str(o, r->path);
   put_str(o, read_path);
+  put_u64(o, stamp->size);
+  put_i64(o, stamp->mtime_ns);
   put_str(o, r->hostname);
   put_str(o, r->device_name);
   put_str(o, r->producer);
@@ -204,7 +208,7 @@ int ssa_partial_write(const ssa_partial *p, ssa_out *o) {
   put_u64(o, p->nranks);
   for (size_t i = 0; i < p->nranks; i++) {
     const ssa_rank *r = &p->ranks[i];
-    put_shell(o, r, p->read_paths[i]);
+    put_shell(o, r, p->read_paths[i], &p->stamps[i]);
     if (!r->align_input) return STEPSCOPE_E_ARGUMENT; /* a shell always has one */
     put_align(o, r->align_input);
     put_summary(o, &p->summaries[i]);
@@ -221,4 +225,12 @@ uint64_t ssa_partial_run_id(const char *const *names, size_t n) {
       if (!*s) break;
     }
   return h;
+}
+
+int ssa_file_stamp_of(const char *path, ssa_file_stamp *out) {
+  struct stat st;
+  if (stat(path, &st)) return -1;
+  out->size = (uint64_t)st.st_size;
+  out->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+  return 0;
 }

@@ -7,7 +7,8 @@ Runs: generated runs (random, pipeline, `--scale` with pipelines and stragglers)
 (DP x PP, interleaved TP x PP, experts on a pipeline, a delayed stage) and the committed PyTorch
 (Kineto) traces given; each cut into 1 part, 2 parts, and an uneven number (3 or 5 blocks of
 different sizes). Then the errors: a part missing, a part given twice, a part of another run,
-a truncated partial, a file that is no partial, options after the partials.
+a truncated partial, a file that is no partial, options after the partials, a rank file
+changed after its partial was made.
 
 usage: test_partial_merge.py STEPSCOPE STEPSCOPE_GEN STEPSCOPE_TRAIN [KINETO_RUN...]
 """
@@ -118,6 +119,11 @@ def check_errors(run_a, run_b, tmp):
                  "options come before the partials")
     expect_error("more parts than files", ["analyze", run_a, "--part", "9/10", "--partial",
                                            os.path.join(tmp, "x.part")], "holds no rank file")
+    # a rank file written again after its partial was made: the merge would read other events
+    rank0 = os.path.join(run_a, sorted(f for f in os.listdir(run_a) if f.startswith("rank-"))[0])
+    st = os.stat(rank0)
+    os.utime(rank0, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    expect_error("changed rank file", ["merge", *a], "changed since its partial was made")
 
 
 work = tempfile.mkdtemp(prefix="ssa-partial-")
