@@ -22,9 +22,9 @@ scripts/check-format.sh
 echo "== normal build (build/)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build -j "$jobs"
-echo "== Python environment (build/pyenv: pandas, numpy, pytest from PyPI, for python.api)"
+echo "== Python environment (build/pyenv: pandas, numpy, pytest, dask from PyPI, for python.api)"
 [ -x build/pyenv/bin/python ] || python3 -m venv build/pyenv
-build/pyenv/bin/pip install -q pandas numpy pytest setuptools wheel
+build/pyenv/bin/pip install -q pandas numpy pytest dask setuptools wheel
 # -LE timing: tests whose verdict depends on this machine's run-to-run timing variation
 # (diff.trainer_aa, docs/diff.md "A/A on the idle 2-core development VM"); ctest -L timing runs them
 ctest --test-dir build --output-on-failure -j "$jobs" --timeout 600 -LE timing

@@ -33,8 +33,7 @@
 #include "ssa_import.h"
 #include "cli_load.h"
 #include "cli_output.h"
-
-#define API_EXPORT __attribute__((visibility("default")))
+#include "api_internal.h"
 
 /* ---- errors ---- */
 
@@ -45,9 +44,7 @@ static char *dup_message(const char *s) {
   return p;
 }
 
-static int fail(char **err_out, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char **err_out, int code, const char *fmt, ...) {
+API_INTERNAL int api_fail(char **err_out, int code, const char *fmt, ...) {
   char buf[1024];
   va_list ap;
   va_start(ap, fmt);
@@ -59,24 +56,11 @@ static int fail(char **err_out, int code, const char *fmt, ...) {
 
 /* ---- options ---- */
 
-typedef struct api_options {
-  ssa_options opt;
-  int has_b_steps;
-  int64_t b_first, b_last;
-  const char *repeats[2][SSA_DIFF_MAX_RUNS]; /* diff: [side][i], [side][0] set by the caller */
-  size_t nrep[2];
-  double run_noise;     /* diff: --run-noise as a fraction, NaN when not given */
-  ssa_comm_rules rules; /* this call's --comm-kernel/--compute-kernel and environment rules;
-                           opt.comm_rules points here (free with api_options_free) */
-} api_options;
-
-static void api_options_free(api_options *ao) {
+API_INTERNAL void api_options_free(api_options *ao) {
   ssa_comm_rules_free(&ao->rules);
   memset(&ao->rules, 0, sizeof ao->rules);
   ao->opt.comm_rules = NULL;
 }
-
-enum { ALLOW_RANK = 1, ALLOW_TOP = 2, ALLOW_STEPS_B = 4, ALLOW_REPEATS = 8, ALLOW_RUN_NOISE = 16 };
 
 /* Whether `a` is an option of this call (the analysis options and those `allow` adds). */
 static int known_option(const char *a, unsigned allow) {
@@ -148,13 +132,13 @@ static int parse_argv(const char *command, int argc, const char *const *argv, un
   return 0;
 }
 
-static int parse_options(const char *command, int argc, const char *const *argv, unsigned allow,
-                         api_options *ao, char **err_out) {
+API_INTERNAL int api_parse_options(const char *command, int argc, const char *const *argv,
+                                   unsigned allow, api_options *ao, char **err_out) {
   memset(ao, 0, sizeof *ao);
   ao->run_noise = NAN;
   ssa_options_default(&ao->opt);
   if (argc < 0 || (argc > 0 && !argv))
-    return fail(err_out, 2, "stepscope %s: bad argument list", command);
+    return api_fail(err_out, 2, "stepscope %s: bad argument list", command);
   char why[1024] = "";
   int rc = parse_argv(command, argc, argv, allow, ao, why, sizeof why);
   /* then the environment's rules, as the command does after its command line */
@@ -170,7 +154,7 @@ static int parse_options(const char *command, int argc, const char *const *argv,
 static int load_run(const char *command, const char *path, const ssa_options *opt, ssa_run *run,
                     char **err_out) {
   memset(run, 0, sizeof *run);
-  if (!path || !*path) return fail(err_out, 2, "stepscope %s: no run given", command);
+  if (!path || !*path) return api_fail(err_out, 2, "stepscope %s: no run given", command);
   char msg[1024];
   /* `analyze` reads the PyTorch ops' shapes, as the command does (MFU from op FLOPs) */
   int rc = !strcmp(command, "analyze")
@@ -179,7 +163,7 @@ static int load_run(const char *command, const char *path, const ssa_options *op
   if (!rc) return 0;
   ssa_run_free(run);
   memset(run, 0, sizeof *run);
-  return fail(err_out, rc, "%s", msg);
+  return api_fail(err_out, rc, "%s", msg);
 }
 
 static int analyse_run(const char *command, const char *path, const ssa_run *run,
@@ -188,12 +172,12 @@ static int analyse_run(const char *command, const char *path, const ssa_run *run
   int rc = cli_analyse_run(command, path, opt, run, an, msg, sizeof msg);
   if (!rc) return 0;
   ssa_analysis_free(an);
-  return fail(err_out, rc, "%s", msg);
+  return api_fail(err_out, rc, "%s", msg);
 }
 
 /* ---- JSON into memory ---- */
 
-static int write_report(const void *an, ssa_out *o) {
+API_INTERNAL int api_write_report(const void *an, ssa_out *o) {
   return ssa_report_json(an, o);
 }
 /* One of the `ops` writers of ssa_op_report.h and its report, as one argument of
@@ -215,12 +199,12 @@ static int write_diff(const void *d, ssa_out *o) {
   return ssa_diff_report_json(d, o);
 }
 
-static int json_to_memory(const char *command, cli_write_fn w, const void *what, char **json_out,
-                          char **err_out) {
+API_INTERNAL int api_json_to_memory(const char *command, cli_write_fn w, const void *what,
+                                    char **json_out, char **err_out) {
   char *text = NULL;
   size_t len = 0;
   FILE *mem = open_memstream(&text, &len);
-  if (!mem) return fail(err_out, 1, "stepscope %s: out of memory", command);
+  if (!mem) return api_fail(err_out, 1, "stepscope %s: out of memory", command);
   ssa_out o;
   int rc = ssa_out_open_file(&o, mem);
   if (!rc) {
@@ -229,7 +213,7 @@ static int json_to_memory(const char *command, cli_write_fn w, const void *what,
   }
   if (fclose(mem) || rc) {
     free(text);
-    return fail(err_out, 1, "stepscope %s: could not write the JSON in memory", command);
+    return api_fail(err_out, 1, "stepscope %s: could not write the JSON in memory", command);
   }
   /* `--json -` ends the document with a newline: kept, for byte equality */
   *json_out = text;
@@ -248,19 +232,20 @@ API_EXPORT void ss_api_free(void *p) {
 
 /* How a call that hands back JSON begins: no error yet, a place for the JSON (the `what` of
  * the message when there is none), the options parsed into *ao. 0, or the status. */
-static int begin_json_call(const char *command, const char *what, char **json_out, char **err_out,
-                           int argc, const char *const *argv, unsigned allow, api_options *ao) {
+API_INTERNAL int api_begin_json_call(const char *command, const char *what, char **json_out,
+                                     char **err_out, int argc, const char *const *argv,
+                                     unsigned allow, api_options *ao) {
   if (err_out) *err_out = NULL;
-  if (!json_out) return fail(err_out, 2, "stepscope %s: no place for the %s", command, what);
+  if (!json_out) return api_fail(err_out, 2, "stepscope %s: no place for the %s", command, what);
   *json_out = NULL;
-  return parse_options(command, argc, argv, allow, ao, err_out);
+  return api_parse_options(command, argc, argv, allow, ao, err_out);
 }
 
 API_EXPORT int ss_api_analyze(const char *run_path, int argc, const char *const *argv,
                               char **json_out, char **err_out) {
   api_options ao;
-  int rc = begin_json_call("analyze", "report", json_out, err_out, argc, argv,
-                           ALLOW_RANK | ALLOW_TOP, &ao);
+  int rc = api_begin_json_call("analyze", "report", json_out, err_out, argc, argv,
+                               ALLOW_RANK | ALLOW_TOP, &ao);
   if (rc) return rc;
   ssa_run run;
   if ((rc = load_run("analyze", run_path, &ao.opt, &run, err_out))) {
@@ -269,7 +254,7 @@ API_EXPORT int ss_api_analyze(const char *run_path, int argc, const char *const 
   }
   ssa_analysis an;
   if (!(rc = analyse_run("analyze", NULL, &run, &ao.opt, &an, err_out))) {
-    rc = json_to_memory("analyze", write_report, &an, json_out, err_out);
+    rc = api_json_to_memory("analyze", api_write_report, &an, json_out, err_out);
     ssa_analysis_free(&an);
   }
   ssa_run_free(&run);
@@ -283,15 +268,15 @@ API_EXPORT int ss_api_analyze(const char *run_path, int argc, const char *const 
 static int begin_ops_call(const char *run_path, int argc, const char *const *argv, unsigned more,
                           char **json_out, char **err_out, api_options *ao, ssa_run *run,
                           ssa_analysis *an) {
-  int rc =
-      begin_json_call("ops", "op table", json_out, err_out, argc, argv, ALLOW_RANK | ALLOW_TOP, ao);
+  int rc = api_begin_json_call("ops", "op table", json_out, err_out, argc, argv,
+                               ALLOW_RANK | ALLOW_TOP, ao);
   if (rc) return rc;
   memset(run, 0, sizeof *run);
   char msg[1024];
   if (!run_path || !*run_path)
-    rc = fail(err_out, 2, "stepscope ops: no run given");
+    rc = api_fail(err_out, 2, "stepscope ops: no run given");
   else if (cli_load_run_with_inputs("ops", run_path, &ao->opt, more, run, msg, sizeof msg))
-    rc = fail(err_out, 1, "%s", msg);
+    rc = api_fail(err_out, 1, "%s", msg);
   if (!rc) rc = analyse_run("ops", NULL, run, &ao->opt, an, err_out);
   if (rc) {
     ssa_run_free(run);
@@ -317,15 +302,15 @@ API_EXPORT int ss_api_op_perf(const char *run_path, int argc, const char *const 
   ssa_ceilings c;
   char msg[1024];
   if (ssa_op_table_build(&an, &t)) {
-    rc = fail(err_out, 1, "stepscope ops: out of memory");
+    rc = api_fail(err_out, 1, "stepscope ops: out of memory");
   } else {
     ssa_ceilings_of_device(t.device_name, &c);
     if (peak && ssa_ceilings_parse(peak, &c, msg, sizeof msg)) {
-      rc = fail(err_out, 2, "stepscope ops: %s", msg);
+      rc = api_fail(err_out, 2, "stepscope ops: %s", msg);
     } else {
       ssa_op_report rep = {run_path, &t, &c, 0};
-      rc = json_to_memory("ops", write_ops_json, &(ops_json){ssa_op_report_json, &rep}, json_out,
-                          err_out);
+      rc = api_json_to_memory("ops", write_ops_json, &(ops_json){ssa_op_report_json, &rep},
+                              json_out, err_out);
     }
     ssa_op_table_free(&t);
   }
@@ -346,16 +331,16 @@ static int other_ops_table(const char *run_path, int argc, const char *const *ar
   ssa_module_table mods;
   ssa_mem_table mem;
   if (memory ? ssa_mem_table_build(&an, &mem) : ssa_module_table_build(&an, &mods)) {
-    rc = fail(err_out, 1, "stepscope ops: out of memory");
+    rc = api_fail(err_out, 1, "stepscope ops: out of memory");
   } else if (memory) {
     ssa_mem_report rep = {run_path, &run, &mem, series};
-    rc = json_to_memory("ops", write_ops_json, &(ops_json){ssa_mem_report_json, &rep}, json_out,
-                        err_out);
+    rc = api_json_to_memory("ops", write_ops_json, &(ops_json){ssa_mem_report_json, &rep}, json_out,
+                            err_out);
     ssa_mem_table_free(&mem);
   } else {
     ssa_module_report rep = {run_path, &mods};
-    rc = json_to_memory("ops", write_ops_json, &(ops_json){ssa_module_report_json, &rep}, json_out,
-                        err_out);
+    rc = api_json_to_memory("ops", write_ops_json, &(ops_json){ssa_module_report_json, &rep},
+                            json_out, err_out);
     ssa_module_table_free(&mods);
   }
   end_ops_call(&ao, &run, &an);
@@ -381,13 +366,13 @@ static int replay_json(const char *run_path, const ssa_analysis *an, ssa_replay_
   int rc = ssa_replay_run(an, ed, 0, &plain, msg, sizeof msg);
   if (!rc && nedits) rc = ssa_replay_run(an, ed, nedits, &edited, msg, sizeof msg);
   if (rc == STEPSCOPE_E_ARGUMENT)
-    rc = fail(err_out, 2, "stepscope replay: %s", msg);
+    rc = api_fail(err_out, 2, "stepscope replay: %s", msg);
   else if (rc)
-    rc = fail(err_out, 1, "stepscope replay: out of memory");
+    rc = api_fail(err_out, 1, "stepscope replay: out of memory");
   else {
     ssa_replay_report rep = {run_path, &plain, nedits ? &edited : NULL, (char *const *)edits,
                              nedits};
-    rc = json_to_memory("replay", write_replay, &rep, json_out, err_out);
+    rc = api_json_to_memory("replay", write_replay, &rep, json_out, err_out);
   }
   ssa_replay_free(&plain);
   ssa_replay_free(&edited);
@@ -397,19 +382,19 @@ static int replay_json(const char *run_path, const ssa_analysis *an, ssa_replay_
 API_EXPORT int ss_api_replay(const char *run_path, int argc, const char *const *argv, int nedits,
                              const char *const *edits, char **json_out, char **err_out) {
   api_options ao;
-  int rc = begin_json_call("replay", "replay", json_out, err_out, argc, argv, 0, &ao);
+  int rc = api_begin_json_call("replay", "replay", json_out, err_out, argc, argv, 0, &ao);
   if (rc) return rc;
   if (nedits < 0 || (nedits > 0 && !edits)) {
     api_options_free(&ao);
-    return fail(err_out, 2, "stepscope replay: bad list of edits");
+    return api_fail(err_out, 2, "stepscope replay: bad list of edits");
   }
   ssa_replay_edit *ed = calloc((size_t)nedits + 1, sizeof *ed);
-  if (!ed) rc = fail(err_out, 1, "stepscope replay: out of memory");
+  if (!ed) rc = api_fail(err_out, 1, "stepscope replay: out of memory");
   int parsed = 0;
   for (char msg[256]; !rc && parsed < nedits; parsed++)
     if (!edits[parsed] || ssa_replay_edit_parse(edits[parsed], &ed[parsed], msg, sizeof msg)) {
-      rc = fail(err_out, 2, "stepscope replay: --what-if '%s': %s",
-                edits[parsed] ? edits[parsed] : "(null)", edits[parsed] ? msg : "no edit");
+      rc = api_fail(err_out, 2, "stepscope replay: --what-if '%s': %s",
+                    edits[parsed] ? edits[parsed] : "(null)", edits[parsed] ? msg : "no edit");
       break;
     }
   ssa_run run;
@@ -431,8 +416,8 @@ API_EXPORT int ss_api_replay(const char *run_path, int argc, const char *const *
 API_EXPORT int ss_api_diff(const char *run_a, const char *run_b, int argc, const char *const *argv,
                            char **json_out, char **err_out) {
   api_options ao;
-  int rc = begin_json_call("diff", "diff", json_out, err_out, argc, argv,
-                           ALLOW_STEPS_B | ALLOW_REPEATS | ALLOW_RUN_NOISE, &ao);
+  int rc = api_begin_json_call("diff", "diff", json_out, err_out, argc, argv,
+                               ALLOW_STEPS_B | ALLOW_REPEATS | ALLOW_RUN_NOISE, &ao);
   if (rc) return rc;
   ssa_options opt_b = ao.opt;
   if (ao.has_b_steps) {
@@ -447,7 +432,7 @@ API_EXPORT int ss_api_diff(const char *run_a, const char *run_b, int argc, const
   ssa_analysis *an = calloc(2 * SSA_DIFF_MAX_RUNS, sizeof *an);
   const ssa_analysis *side_an[2][SSA_DIFF_MAX_RUNS];
   int have_run[2 * SSA_DIFF_MAX_RUNS] = {0}, have_an[2 * SSA_DIFF_MAX_RUNS] = {0};
-  if (!runs || !an) rc = fail(err_out, 1, "stepscope diff: out of memory");
+  if (!runs || !an) rc = api_fail(err_out, 1, "stepscope diff: out of memory");
   for (int side = 0; side < 2 && !rc; side++) {
     const ssa_options *o = side ? &opt_b : &ao.opt;
     for (size_t i = 0; i < nrun[side] && !rc; i++) {
@@ -460,7 +445,7 @@ API_EXPORT int ss_api_diff(const char *run_a, const char *run_b, int argc, const
       if (!rc && i > 0 &&
           !ssa_diff_repeat_fits(side_an[side][0], side_an[side][i], side, ao.repeats[side][0], path,
                                 msg, sizeof msg))
-        rc = fail(err_out, 2, "%s", msg);
+        rc = api_fail(err_out, 2, "%s", msg);
     }
   }
   if (!rc) {
@@ -468,9 +453,9 @@ API_EXPORT int ss_api_diff(const char *run_a, const char *run_b, int argc, const
     memset(&d, 0, sizeof d);
     if (ssa_diff_runs_repeated(side_an[0], nrun[0], side_an[1], nrun[1], run_a, run_b, ao.run_noise,
                                0, &d))
-      rc = fail(err_out, 1, "stepscope diff: out of memory while comparing");
+      rc = api_fail(err_out, 1, "stepscope diff: out of memory while comparing");
     else
-      rc = json_to_memory("diff", write_diff, &d, json_out, err_out);
+      rc = api_json_to_memory("diff", write_diff, &d, json_out, err_out);
     ssa_diff_free(&d);
   }
   for (size_t x = 0; x < 2 * SSA_DIFF_MAX_RUNS; x++) {
@@ -661,13 +646,13 @@ API_EXPORT void ss_api_ops_close(ss_api_ops_handle *t) {
 API_EXPORT int ss_api_ops_open(const char *run_path, int argc, const char *const *argv,
                                ss_api_ops_handle **ops_out, size_t *size_out, char **err_out) {
   if (err_out) *err_out = NULL;
-  if (!ops_out || !size_out) return fail(err_out, 2, "stepscope ops: no place for the table");
+  if (!ops_out || !size_out) return api_fail(err_out, 2, "stepscope ops: no place for the table");
   *ops_out = NULL;
   *size_out = 0;
   struct ss_api_ops_handle *t = calloc(1, sizeof *t);
-  if (!t) return fail(err_out, 1, "stepscope ops: out of memory");
+  if (!t) return api_fail(err_out, 1, "stepscope ops: out of memory");
   ssa_strtab_init(&t->names);
-  int rc = parse_options("ops", argc, argv, ALLOW_RANK, &t->ao, err_out);
+  int rc = api_parse_options("ops", argc, argv, ALLOW_RANK, &t->ao, err_out);
   if (!rc && !(rc = load_run("ops", run_path, &t->ao.opt, &t->run, err_out))) t->have_run = 1;
   if (rc) {
     ss_api_ops_close(t);
@@ -687,7 +672,7 @@ API_EXPORT int ss_api_ops_open(const char *run_path, int argc, const char *const
     if (!(t->steps[k] = malloc((r->nops ? r->nops : 1) * sizeof **t->steps))) goto nomem;
   }
   if (!any_rank) {
-    rc = fail(err_out, 2, "stepscope ops: rank %d is not in the run", t->ao.opt.rank);
+    rc = api_fail(err_out, 2, "stepscope ops: rank %d is not in the run", t->ao.opt.rank);
     ss_api_ops_close(t);
     return rc;
   }
@@ -734,15 +719,15 @@ API_EXPORT int ss_api_ops_open(const char *run_path, int argc, const char *const
   return 0;
 nomem:
   ss_api_ops_close(t);
-  return fail(err_out, 1, "stepscope ops: out of memory");
+  return api_fail(err_out, 1, "stepscope ops: out of memory");
 }
 
 API_EXPORT int ss_api_ops_write(ss_api_ops_handle *t, void *buf, size_t size, char **err_out) {
   if (err_out) *err_out = NULL;
-  if (!t || !buf) return fail(err_out, 2, "stepscope ops: no table or no buffer");
+  if (!t || !buf) return api_fail(err_out, 2, "stepscope ops: no table or no buffer");
   if (size < t->size)
-    return fail(err_out, 2, "stepscope ops: the buffer holds %zu bytes, the table needs %zu", size,
-                t->size);
+    return api_fail(err_out, 2, "stepscope ops: the buffer holds %zu bytes, the table needs %zu",
+                    size, t->size);
   t->out = buf;
   for_each_rank(t, fill_worker);
   t->out = NULL;
@@ -762,7 +747,7 @@ API_EXPORT int ss_api_ops_write(ss_api_ops_handle *t, void *buf, size_t size, ch
 API_EXPORT int ss_api_ops(const char *run_path, int argc, const char *const *argv, void **table_out,
                           size_t *size_out, char **err_out) {
   if (err_out) *err_out = NULL;
-  if (!table_out || !size_out) return fail(err_out, 2, "stepscope ops: no place for the table");
+  if (!table_out || !size_out) return api_fail(err_out, 2, "stepscope ops: no place for the table");
   *table_out = NULL;
   *size_out = 0;
   ss_api_ops_handle *t;
@@ -772,7 +757,7 @@ API_EXPORT int ss_api_ops(const char *run_path, int argc, const char *const *arg
   void *buf = malloc(size ? size : 1);
   if (!buf) {
     ss_api_ops_close(t);
-    return fail(err_out, 1, "stepscope ops: out of memory");
+    return api_fail(err_out, 1, "stepscope ops: out of memory");
   }
   rc = ss_api_ops_write(t, buf, size, err_out);
   ss_api_ops_close(t);

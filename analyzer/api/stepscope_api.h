@@ -50,6 +50,19 @@ void ss_api_free(void *p);
 int ss_api_analyze(const char *run, int argc, const char *const *argv, char **json_out,
                    char **err_out);
 
+/* A partial analysis (docs/scale.md "Partials"): part part_index of part_count of the run's
+ * rank files (0 <= part_index < part_count), written to out_path, as `stepscope analyze RUN
+ * --part K/N --partial OUT OPTIONS` does (the analysis options; the merge must be given the
+ * same classification rules). 0 or the exit status with *err_out. */
+int ss_api_analyze_partial(const char *run, int part_index, int part_count, const char *out_path,
+                           int argc, const char *const *argv, char **err_out);
+
+/* The report of a run from the partials of all its parts, paths[0..npaths), in any order:
+ * in *json_out, byte for byte what `stepscope merge OPTIONS --json - PARTIALS` prints, which
+ * is `stepscope analyze RUN --low-memory OPTIONS --json -`'s (options as ss_api_analyze). */
+int ss_api_merge(int npaths, const char *const *paths, int argc, const char *const *argv,
+                 char **json_out, char **err_out);
+
 /* Loads and analyses runs A and B with the same options (the analysis
  * options, plus --steps-b A:B for run B, and --repeat-a RUN / --repeat-b RUN,
  * repeatable, for more runs of either configuration) and returns in *json_out the diff,

@@ -52,16 +52,19 @@ static ssa_rank_summary *summaries_by_rank(load_summaries *x, const ssa_run *run
 /* cli_load_run, with Kineto CPU ops' input args kept when `say` has CLI_OP_INPUTS, module
  * events when it has CLI_OP_MODULES (`stepscope analyze`, `stepscope ops`), memory events when
  * it has CLI_OP_MEMORY and thread names when it has CLI_THREAD_NAMES (`stepscope export`). */
-static int load_run(const char *command, const char *path, const ssa_options *opt, int progress,
-                    unsigned say, ssa_run *run, ssa_import_options *import,
-                    ssa_rank_summary **summaries, char *msg, size_t cap) {
+static int load_part(const char *command, const char *path, const ssa_options *opt, int progress,
+                     unsigned say, const int part[2], ssa_run *run, ssa_import_options *import,
+                     ssa_rank_summary **summaries, char *msg, size_t cap) {
   load_summaries made = {.lock = PTHREAD_MUTEX_INITIALIZER};
   int bounded = (say & CLI_LOW_MEMORY) && summaries;
   ssa_load_options lo = {.threads = opt->threads,
                          .progress = progress,
                          .drop_events = bounded,
                          .each_rank = bounded ? summarize_loaded : NULL,
-                         .each_rank_ctx = &made};
+                         .each_rank_ctx = &made,
+                         .part_index = part ? part[0] : 0,
+                         .part_count = part ? part[1] : 0,
+                         .unassembled = part != NULL};
   stepscope_error err;
   memset(&err, 0, sizeof err);
   cli_env env; /* the importer's switches, read from the environment here only */
@@ -80,6 +83,21 @@ static int load_run(const char *command, const char *path, const ssa_options *op
   }
   free(summaries_by_rank(&made, NULL)); /* what is left (a failed load) */
   return rc ? 1 : 0;
+}
+
+static int load_run(const char *command, const char *path, const ssa_options *opt, int progress,
+                    unsigned say, ssa_run *run, ssa_import_options *import,
+                    ssa_rank_summary **summaries, char *msg, size_t cap) {
+  return load_part(command, path, opt, progress, say, NULL, run, import, summaries, msg, cap);
+}
+
+int cli_load_part(const char *command, const char *path, const ssa_options *opt, int part_index,
+                  int part_count, cli_loaded *l, char *msg, size_t cap) {
+  const int part[2] = {part_index, part_count};
+  memset(l, 0, sizeof *l);
+  l->have_run = 1;
+  return load_part(command, path, opt, 0, CLI_OP_INPUTS | CLI_LOW_MEMORY, part, &l->run, &l->import,
+                   &l->summaries, msg, cap);
 }
 
 int cli_load_run(const char *command, const char *path, const ssa_options *opt, int progress,
@@ -105,6 +123,14 @@ int cli_analyse_run(const char *command, const char *name, const ssa_options *op
   return opt->rank >= 0 && !ssa_run_has_rank(run, opt->rank) ? 2 : 1;
 }
 
+/* msg into out[cap], or printed on stderr when out is NULL. */
+static void say_error(const char *msg, char *out, size_t cap) {
+  if (out)
+    snprintf(out, cap, "%s", msg);
+  else
+    cli_print(stderr, "%s\n", msg);
+}
+
 int cli_open_run(const char *command, const char *path, const ssa_options *opt, unsigned say,
                  cli_loaded *l) {
   char msg[1024];
@@ -125,20 +151,28 @@ int cli_open_run(const char *command, const char *path, const ssa_options *opt, 
                 say & CLI_SAY_RUN_NAME ? path : "", say & CLI_SAY_RUN_NAME ? ": " : "",
                 l->run.warnings[i]);
   }
+  return cli_analyse_loaded(command, path, opt, say, l, NULL, 0);
+}
+
+int cli_analyse_loaded(const char *command, const char *path, const ssa_options *opt, unsigned say,
+                       cli_loaded *l, char *msg_out, size_t cap) {
+  char msg[1024];
   ssa_options bounded = *opt;
   if (say & CLI_LOW_MEMORY) {
     l->have_reread = 1;
     if (ssa_run_rereader_init(&l->reread, &l->run, &l->import)) {
-      cli_print(stderr, "stepscope %s: out of memory\n", command);
+      snprintf(msg, sizeof msg, "stepscope %s: out of memory", command);
+      say_error(msg, msg_out, cap);
       return 1;
     }
+    l->reread.read_paths = l->read_paths;
     bounded.rank_events = &l->reread.events;
     bounded.summaries = l->summaries;
   }
   l->have_an = 1;
-  rc = cli_analyse_run(command, say & CLI_SAY_RUN_NAME ? path : NULL, &bounded, &l->run, &l->an,
-                       msg, sizeof msg);
-  if (rc) cli_print(stderr, "%s\n", msg);
+  int rc = cli_analyse_run(command, say & CLI_SAY_RUN_NAME ? path : NULL, &bounded, &l->run, &l->an,
+                           msg, sizeof msg);
+  if (rc) say_error(msg, msg_out, cap);
   return rc;
 }
 
@@ -149,6 +183,11 @@ void cli_loaded_free(cli_loaded *l) {
     ssa_rank_summary_free(&l->summaries[i]); /* those the analysis did not take */
   free(l->summaries);
   l->summaries = NULL;
+  for (size_t i = 0; i < l->nread_paths; i++)
+    free(l->read_paths[i]);
+  free(l->read_paths);
+  l->read_paths = NULL;
+  l->nread_paths = 0;
   if (l->have_run) ssa_run_free(&l->run);
   l->have_an = l->have_run = l->have_reread = 0;
 }

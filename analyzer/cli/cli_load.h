@@ -26,6 +26,10 @@ typedef struct cli_loaded {
   ssa_run_rereader reread;
   ssa_rank_summary *summaries; /* per rank index, made at load; the analysis takes them */
   int have_reread;
+  /* a merge of partials (cli_partial.c): per file index of the run, where its rank file is
+   * read again (absolute); NULL: the ranks' own paths */
+  char **read_paths;
+  size_t nread_paths;
 } cli_loaded;
 
 /* Loads the run at `path` into *run (freed with ssa_run_free either way);
@@ -65,6 +69,20 @@ enum {
  * terminal-safe (cli_print.h). 0, or the exit status. Free l with cli_loaded_free either way. */
 int cli_open_run(const char *command, const char *path, const ssa_options *opt, unsigned say,
                  cli_loaded *l);
+
+/* cli_open_run's second half: the analysis of l->run as `say` asks (with CLI_LOW_MEMORY, in
+ * bounded memory from l->summaries, reading the ranks again, from l->read_paths when set).
+ * 0 or the exit status, the error in msg[cap] (msg NULL: printed on stderr). */
+int cli_analyse_loaded(const char *command, const char *path, const ssa_options *opt, unsigned say,
+                       cli_loaded *l, char *msg, size_t cap);
+
+/* The bounded mode's load of part `part_index` of `part_count` of the run at `path` (a
+ * partial, cli_partial.c): the part's ranks as shells in file order (not assembled: no
+ * alignment), with their summaries by rank index and the importer's switches, as `analyze
+ * --low-memory` loads them. 0, or 1 with "stepscope COMMAND: why" in msg[cap]. Free with
+ * cli_loaded_free. */
+int cli_load_part(const char *command, const char *path, const ssa_options *opt, int part_index,
+                  int part_count, cli_loaded *l, char *msg, size_t cap);
 
 void cli_loaded_free(cli_loaded *l);
 

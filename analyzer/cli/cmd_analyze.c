@@ -6,6 +6,10 @@
  * --json also writes the versioned JSON report (docs/report-schema.md), --heatmap the small
  * per-rank, per-step file the viewer's ranks x steps heatmap draws (report_heatmap.c).
  * --low-memory bounds memory (docs/scale.md). A thin layer over libstepscope_analysis.
+ * `--partial OUT [--part K/N]` writes a partial analysis of part K of N of the run's rank files
+ * instead of a report, and `stepscope merge [options] PARTIAL...` reports on the partials of
+ * every part, byte for byte as `analyze --low-memory` of the whole run (cli_partial.c;
+ * docs/scale.md "Partials"); merge takes analyze's options.
  * Exit codes: 0 ok, 1 the run could not be analysed, 2 usage error.
  */
 #include <stddef.h>
@@ -21,12 +25,27 @@
 #include "ssa_import.h"
 #include "cli_load.h"
 #include "cli_output.h"
+#include "cli_partial.h"
 
 typedef struct analyze_args {
   ssa_options opt;
-  const char *run_path, *json_path, *heatmap_path;
+  const char *run_path, *json_path, *heatmap_path, *partial_path;
   int quiet, low_memory;
+  int part_index, part_count; /* --part K/N (0/0: not given) */
 } analyze_args;
+
+static int opt_part(const cli_option *o, const char *v, void *cmd) {
+  analyze_args *x = cmd;
+  char *end;
+  long k = strtol(v, &end, 10), n = *end == '/' ? strtol(end + 1, &end, 10) : 0;
+  if (*end || n < 1 || n > 1000000 || k < 0 || k >= n) {
+    cli_print(stderr, "stepscope analyze: bad --part '%s' (want K/N, 0 <= K < N)\n", v);
+    return 2;
+  }
+  x->part_index = (int)k;
+  x->part_count = (int)n;
+  return 0;
+}
 
 static int opt_rank(const cli_option *o, const char *v, void *cmd) {
   return cli_apply_rank_option("analyze", v, &((analyze_args *)cmd)->opt) ? 2 : 0;
@@ -71,12 +90,32 @@ static const cli_option analyze_options[] = {
      "ops' FLOPs need every rank's events at once: left out, and\n"
      "the report says so (\"left out\", JSON \"left_out\")",
      A(low_memory), NULL, 0, 0, NULL},
+    {CLI_STRING, "--partial", NULL, "OUT",
+     "analyze: no report, a partial analysis of the run (or of its\n"
+     "--part K/N) in OUT; `stepscope merge` of every part's partial\n"
+     "reports as --low-memory does, byte for byte (docs/scale.md)",
+     A(partial_path), NULL, 0, 0, NULL},
+    {CLI_CALL, "--part", NULL, "K/N", "with --partial: part K of N (0 <= K < N) of the rank files",
+     0, opt_part, 0, 0, NULL},
     CLI_TEXT_ROW("Exit status: 0 done; 1 the run could not be read or analysed, or --json or\n"
                  "--heatmap could not be written; 2 usage error (a --rank the run does not\n"
                  "have included).\n"),
 };
 
 static const cli_table analyze_table = CLI_RUN_TABLE("analyze", analyze_options, A(run_path));
+
+static const cli_table merge_table = {
+    .command = "merge",
+    .head = "usage: stepscope merge [options] PARTIAL...\n"
+            "The report of a run from the partial analyses of all its parts (`analyze RUN\n"
+            "--part K/N --partial OUT`, K = 0..N-1), byte for byte that of `analyze RUN\n"
+            "--low-memory`; the rank files are read again for the per-rank passes. Options\n"
+            "come before the partials; --low-memory is implied, --partial and --part are\n"
+            "analyze's.\n",
+    .options = analyze_options + 1, /* analyze's rows but the first, which says what RUN is */
+    .n = sizeof analyze_options / sizeof analyze_options[0] - 1,
+    .flags = CLI_ARGS_DOUBLE_DASH | CLI_STOP_AT_ARG,
+};
 
 static int report_json(const void *an, ssa_out *o) {
   return ssa_report_json(an, o);
@@ -86,19 +125,73 @@ static int report_heatmap(const void *an, ssa_out *o) {
   return ssa_report_heatmap(an, o);
 }
 
+/* The report of an analysed run as the options ask: the JSON and heatmap files, the text. */
+static int write_reports(const char *command, const analyze_args *x, cli_loaded *l) {
+  int rc = 0;
+  if (x->json_path) rc = cli_write_output(command, x->json_path, report_json, &l->an);
+  if (x->heatmap_path && rc == 0)
+    rc = cli_write_output(command, x->heatmap_path, report_heatmap, &l->an);
+  if (!x->quiet && !(x->json_path && !strcmp(x->json_path, "-"))) ssa_report_text(&l->an, stdout);
+  return rc;
+}
+
+/* The command line of `table` (analyze or merge) into *x, and the options that do not go
+ * together refused: CLI_PARSED, or the exit status (message printed). */
+static int parse_command(const cli_table *table, int argc, char **argv, analyze_args *x,
+                         int *next) {
+  memset(x, 0, sizeof *x);
+  int rc = cli_parse(table, argc, argv, x, next);
+  const char *clash = NULL;
+  if (rc == CLI_PARSED && table == &merge_table && (x->partial_path || x->part_count))
+    clash = "--partial and --part are analyze's";
+  else if (rc == CLI_PARSED && x->part_count && !x->partial_path)
+    clash = "--part needs --partial OUT";
+  else if (rc == CLI_PARSED && x->partial_path && (x->json_path || x->heatmap_path))
+    clash = "--partial writes no report: --json and --heatmap are merge's";
+  if (!clash) return rc;
+  cli_print(stderr, "stepscope %s: %s\n", table->command, clash);
+  return 2;
+}
+
 int cmd_analyze(int argc, char **argv) {
   analyze_args x;
-  memset(&x, 0, sizeof x);
-  int rc = cli_parse(&analyze_table, argc, argv, &x, NULL);
+  int rc = parse_command(&analyze_table, argc, argv, &x, NULL);
   if (rc != CLI_PARSED) return rc;
+  if (x.partial_path) {
+    char msg[1400];
+    rc = cli_write_partial("analyze", x.run_path, &x.opt, x.part_index,
+                           x.part_count ? x.part_count : 1, x.partial_path, msg, sizeof msg);
+    if (rc) cli_print(stderr, "%s\n", msg);
+    return rc;
+  }
   cli_loaded l; /* the report says what was lost and warned: nothing more on stderr */
   unsigned say = CLI_OP_INPUTS | (x.low_memory ? CLI_LOW_MEMORY : 0u);
-  if ((rc = cli_open_run("analyze", x.run_path, &x.opt, say, &l)) == 0) {
-    if (x.json_path) rc = cli_write_output("analyze", x.json_path, report_json, &l.an);
-    if (x.heatmap_path && rc == 0)
-      rc = cli_write_output("analyze", x.heatmap_path, report_heatmap, &l.an);
-    if (!x.quiet && !(x.json_path && !strcmp(x.json_path, "-"))) ssa_report_text(&l.an, stdout);
+  if ((rc = cli_open_run("analyze", x.run_path, &x.opt, say, &l)) == 0)
+    rc = write_reports("analyze", &x, &l);
+  cli_loaded_free(&l);
+  return rc;
+}
+
+int cmd_merge(int argc, char **argv) {
+  analyze_args x;
+  int next = argc, rc = parse_command(&merge_table, argc, argv, &x, &next);
+  if (rc != CLI_PARSED) return rc;
+  if (next >= argc) {
+    cli_usage(stderr, &merge_table);
+    return 2;
   }
+  for (int i = next; i < argc; i++)
+    if (!strncmp(argv[i], "--", 2)) {
+      cli_print(stderr, "stepscope merge: %s: options come before the partials\n", argv[i]);
+      return 2;
+    }
+  cli_loaded l;
+  char msg[1400];
+  if ((rc = cli_open_partials("merge", argv + next, (size_t)(argc - next), &x.opt, &l, msg,
+                              sizeof msg)) == 0)
+    rc = write_reports("merge", &x, &l);
+  else
+    cli_print(stderr, "%s\n", msg);
   cli_loaded_free(&l);
   return rc;
 }

@@ -21,6 +21,7 @@
 DECLARE_COMMAND(info);
 DECLARE_COMMAND(dump);
 DECLARE_COMMAND(analyze);
+DECLARE_COMMAND(merge);
 DECLARE_COMMAND(export);
 DECLARE_COMMAND(diff);
 DECLARE_COMMAND(view);
@@ -56,6 +57,7 @@ int main(int argc, char **argv) {
       {"info", cmd_info, "header, ranks, record counts, time span of a run or file"},
       {"dump", cmd_dump, "every record of a trace file as one JSON line"},
       {"analyze", cmd_analyze, "the report: overlap, exposed comm, bubbles, idle, stragglers"},
+      {"merge", cmd_merge, "the report of a run from the partial analyses of its parts"},
       {"export", cmd_export, "the timeline as Chrome-trace JSON or a Perfetto protobuf trace"},
       {"diff", cmd_diff, "compare two runs"},
       {"view", cmd_view, "serve the offline viewer for a run on 127.0.0.1"},

@@ -14,9 +14,10 @@
 static int load_events(void *ctx, size_t i) {
   ssa_run_rereader *x = ctx;
   ssa_rank *r = &x->run->ranks[i];
-  ssa_rank full;
+  ssa_rank full, shell = *r;
+  if (x->read_paths) shell.path = x->read_paths[r->file_index]; /* a merge: read it there */
   stepscope_error err;
-  int rc = ssa_rank_reload(r, x->import, &full, &err);
+  int rc = ssa_rank_reload(&shell, x->import, &full, &err);
   if (rc) {
     ssa_rank_free(&full);
     return rc;

@@ -16,6 +16,7 @@ typedef struct ssa_run_rereader {
   const ssa_import_options *import;
   ssa_rank *shells; /* per rank index: the shell while its events are loaded */
   ssa_rank_events events;
+  char *const *read_paths; /* NULL, or per file index the path to read (a merge of partials) */
 } ssa_run_rereader;
 int ssa_run_rereader_init(ssa_run_rereader *x, ssa_run *run, const ssa_import_options *import);
 void ssa_run_rereader_free(ssa_run_rereader *x);

@@ -7,16 +7,20 @@ and analyses each with `stepscope analyze --threads 1` (the text report, to /dev
 in its own child process, in the normal mode and the bounded mode (`--low-memory`,
 docs/scale.md), and prints per size and mode: events, generation time, analysis wall time,
 CPU ns per event (user + system), peak RSS and bytes per event, page faults; with the machine
-(cores, load average before and after each run).
+(cores, load average before and after each run). With --parts P it also cuts each run into P
+partial analyses (`analyze --part K/P --partial`, docs/scale.md "Partials"), one child each,
+then merges them (`merge`), and prints per size: the partials' bytes per rank, the map step's
+CPU (all parts) and largest part's RSS, and the merge's wall, CPU and RSS.
 
 usage: bench_scale.py --stepscope BIN --gen BIN --dir DIR [--ranks 64,256,...]
                       [--events-per-rank N] [--top-events N] [--modes normal,bounded]
-                      [--threads N] [--keep]
+                      [--threads N] [--parts P] [--keep]
   --events-per-rank  events per rank (default 20000)
   --top-events       events per rank of the largest size only (default: the same), when the
                      machine's memory cannot hold it (the whole run is held: ~46 B/event)
   --modes            the analysis modes to measure: normal, bounded (--low-memory); default both
   --threads          analysis threads (default 1; the bounded mode holds that many ranks)
+  --parts            also measure partials of P parts and their merge (default 0: not)
   --keep             keep the generated runs (DIR/scale-R-E)
 """
 import argparse
@@ -53,6 +57,7 @@ def main():
     ap.add_argument("--top-events", type=int, default=0)
     ap.add_argument("--modes", default="normal,bounded")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--parts", type=int, default=0)
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
     sizes = [int(x) for x in a.ranks.split(",")]
@@ -62,6 +67,7 @@ def main():
     chosen = a.modes.split(",")
     if any(m not in modes for m in chosen):
         sys.exit("--modes: normal and/or bounded")
+    partials = []
     print("| ranks | events/rank | events | gen s | mode | analyze wall s | CPU s (user + sys) "
           "| CPU ns/event | peak RSS MiB | bytes/event | minor faults | load before/after |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -88,9 +94,42 @@ def main():
                   "| %d | %.2f / %.2f |" % (r, epr, events, gen_s, mode, wall, cpu, user, system,
                                             cpu * 1e9 / events, rss / 2**20, rss / events,
                                             faults, load0, load1), flush=True)
+        if a.parts:
+            partials.append(measure_partials(a, run, r, events))
         if not a.keep:
             shutil.rmtree(run)
             os.unlink(run + ".truth")
+    if partials:
+        print("\n| ranks | parts | partial bytes/rank | map CPU s (all parts) | largest part's RSS "
+              "MiB | merge wall s | merge CPU s | merge RSS MiB | load before/after |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for row in partials:
+            print(row)
+
+
+def measure_partials(a, run, ranks, events):
+    """One table row: the run cut into a.parts partials (one child each), then merged."""
+    tmp = tempfile.mkdtemp(prefix="partials-", dir=a.dir)
+    try:
+        load0 = os.getloadavg()[0]
+        paths, cpu, rss = [], 0.0, 0
+        for k in range(a.parts):
+            out = os.path.join(tmp, "part-%d.ssp" % k)
+            _, user, system, part_rss, _ = child_run(
+                [a.stepscope, "analyze", run, "--threads", str(a.threads), "--part",
+                 "%d/%d" % (k, a.parts), "--partial", out])
+            paths.append(out)
+            cpu += user + system
+            rss = max(rss, part_rss)
+        size = sum(os.path.getsize(p) for p in paths)
+        wall, user, system, merge_rss, _ = child_run(
+            [a.stepscope, "merge", "--threads", str(a.threads)] + paths)
+        load1 = os.getloadavg()[0]
+        return "| %d | %d | %.0f | %.2f | %.0f | %.2f | %.2f | %.0f | %.2f / %.2f |" % (
+            ranks, a.parts, size / ranks, cpu, rss / 2**20, wall, user + system,
+            merge_rss / 2**20, load0, load1)
+    finally:
+        shutil.rmtree(tmp)
 
 
 if __name__ == "__main__":

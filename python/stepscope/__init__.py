@@ -9,6 +9,8 @@
     d.json["findings"]; d.frame()
     p = stepscope.replay("runs/after", ["rank=1:no-delay"])   # `stepscope replay`
     p.steps()[["step", "measured_ns", "replayed_ns", "predicted_ns"]]
+    stepscope.analyze_partial("runs/big", "p0.ssp", part=(0, 2))   # map (Dask, Ray, srun)
+    m = stepscope.merge(["p0.ssp", "p1.ssp"])                      # reduce: a Report
 
 A thin layer over the C library libstepscope_analyzer.so (loaded with
 ctypes; found next to this package or through STEPSCOPE_LIB), which does all
@@ -19,9 +21,10 @@ DataFrames. docs/python.md is the guide."""
 from ._lib import StepscopeError, library_path
 from .diff import Diff, diff
 from .ops import ops
+from .partial import analyze_partial, merge
 from .replay import Replay, replay
 from .report import Report, analyze
 
 __version__ = "0.1.0"
-__all__ = ["analyze", "ops", "diff", "replay", "Report", "Diff", "Replay", "StepscopeError",
+__all__ = ["analyze", "analyze_partial", "merge", "ops", "diff", "replay", "Report", "Diff", "Replay", "StepscopeError",
            "library_path"]

@@ -87,6 +87,11 @@ def _load():
         lib.ss_api_ops_write.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, out_t]
         lib.ss_api_ops_close.restype = None
         lib.ss_api_ops_close.argtypes = [ctypes.c_void_p]
+        lib.ss_api_analyze_partial.restype = ctypes.c_int
+        lib.ss_api_analyze_partial.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int,
+                                               ctypes.c_char_p, ctypes.c_int, argv_t, out_t]
+        lib.ss_api_merge.restype = ctypes.c_int
+        lib.ss_api_merge.argtypes = [ctypes.c_int, argv_t, ctypes.c_int, argv_t, out_t, out_t]
         _lib = lib
         return lib
 
@@ -138,6 +143,28 @@ def analyze_json(run, options):
     n, argv = _argv(options)
     out, err = ctypes.c_void_p(), ctypes.c_void_p()
     rc = lib.ss_api_analyze(_path_bytes(run), n, argv, ctypes.byref(out), ctypes.byref(err))
+    _check(lib, rc, err)
+    return _take_string(lib, out.value)
+
+
+def analyze_partial(run, part_index, part_count, out_path, options):
+    """`stepscope analyze RUN --part K/N --partial OUT OPTIONS`."""
+    lib = _load()
+    n, argv = _argv(options)
+    err = ctypes.c_void_p()
+    rc = lib.ss_api_analyze_partial(_path_bytes(run), int(part_index), int(part_count),
+                                    _path_bytes(out_path), n, argv, ctypes.byref(err))
+    _check(lib, rc, err)
+
+
+def merge_json(paths, options):
+    """The text of `stepscope merge OPTIONS --json - PARTIALS`."""
+    lib = _load()
+    items = [_path_bytes(p) for p in paths]
+    arr = (ctypes.c_char_p * (len(items) + 1))(*items, None)
+    n, argv = _argv(options)
+    out, err = ctypes.c_void_p(), ctypes.c_void_p()
+    rc = lib.ss_api_merge(len(items), arr, n, argv, ctypes.byref(out), ctypes.byref(err))
     _check(lib, rc, err)
     return _take_string(lib, out.value)
 

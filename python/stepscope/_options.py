@@ -58,3 +58,13 @@ def analysis_options(steps=None, comm_kernels=None, compute_kernels=None, step_r
         raise TypeError("options: want a list of strings such as ['--steps', '2:9']")
     argv += list(options)
     return argv
+
+
+def report_options(rank=None, top=None):
+    """--rank R and --top N of the report (analyze(), merge()) as argv."""
+    argv = []
+    if rank is not None:
+        argv += ["--rank", str(int(rank))]
+    if top is not None:
+        argv += ["--top", str(int(top))]
+    return argv

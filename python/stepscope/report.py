@@ -8,7 +8,7 @@ import json as _json
 
 from . import _lib
 from ._frames import flatten, frame
-from ._options import analysis_options
+from ._options import analysis_options, report_options
 
 
 # The columns of the tables that can be empty (a run without collectives or
@@ -223,9 +223,5 @@ def analyze(run, steps=None, comm_kernels=None, compute_kernels=None, *, rank=No
     options: further command-line options, as strings.
     Raises StepscopeError (with the library's message) on bad input."""
     argv = analysis_options(steps, comm_kernels, compute_kernels, step_range, launch_gap_us,
-                            threads, options)
-    if rank is not None:
-        argv += ["--rank", str(int(rank))]
-    if top is not None:
-        argv += ["--top", str(int(top))]
+                            threads, options) + report_options(rank, top)
     return Report(_lib.analyze_json(run, argv), run, argv)

@@ -189,6 +189,29 @@ static int load_import(ssa_run *run, const char *path, const ssa_load_options *o
   size_t nfiles;
   int rc = list_files(path, import ? &import->inflate : NULL, &files, &sources, &nfiles, err);
   if (rc) return rc;
+  if (opt && opt->part_count > 1) { /* a partial: only this part's block of files */
+    if ((size_t)opt->part_count > nfiles) {
+      for (size_t i = 0; i < nfiles; i++)
+        free(files[i]);
+      free(files);
+      free(sources);
+      if (err) {
+        err->code = STEPSCOPE_E_ARGUMENT;
+        snprintf(err->message, sizeof err->message,
+                 "%s: %d parts of %zu rank files: a part holds no rank file (at most one part "
+                 "per file)",
+                 path, opt->part_count, nfiles);
+      }
+      return STEPSCOPE_E_ARGUMENT;
+    }
+    size_t lo = ssa_part_first_file(nfiles, opt->part_index, opt->part_count),
+           hi = ssa_part_first_file(nfiles, opt->part_index + 1, opt->part_count);
+    for (size_t i = 0; i < nfiles; i++)
+      if (i < lo || i >= hi) free(files[i]);
+    memmove(files, files + lo, (hi - lo) * sizeof *files);
+    memmove(sources, sources + lo, (hi - lo) * sizeof *sources);
+    nfiles = hi - lo;
+  }
   for (size_t i = 0; i < nfiles; i++)
     ssa_out_protect_input(files[i]); /* never written over */
   pool p;
@@ -281,7 +304,13 @@ static int load_import(ssa_run *run, const char *path, const ssa_load_options *o
     }
     return STEPSCOPE_E_FORMAT;
   }
-  return ssa_run_assemble(run, err);
+  return opt && opt->unassembled ? 0 : ssa_run_assemble(run, err);
+}
+
+size_t ssa_part_first_file(size_t nfiles, int part, int count) {
+  if (part <= 0) return 0;
+  if (part >= count) return nfiles;
+  return (size_t)((unsigned long long)nfiles * (unsigned)part / (unsigned)count);
 }
 
 int ssa_run_load_import(ssa_run *run, const char *path, const ssa_load_options *opt,

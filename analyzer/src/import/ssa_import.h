@@ -169,7 +169,17 @@ typedef struct ssa_load_options {
    * fails then). */
   int (*each_rank)(void *ctx, ssa_rank *r, size_t file, size_t nfiles);
   void *each_rank_ctx;
+  /* a partial analysis (`analyze --partial`, docs/scale.md "Partials"): part_count > 1 loads
+   * only part part_index of the run's rank files (in discovery order, cut into part_count
+   * contiguous blocks: ssa_part_first_file); ssa_rank.file_index stays the index within the
+   * part. `unassembled`: the ranks are left in file order, neither sorted nor aligned (the
+   * merge assembles the whole run). */
+  int part_index, part_count;
+  int unassembled;
 } ssa_load_options;
+
+/* The first rank file of part `part` of `count` over `nfiles` files (part == count: nfiles). */
+size_t ssa_part_first_file(size_t nfiles, int part, int count);
 
 /* A loader source: fills a rank from one file of a kind that
  * run_discovery.c recognised. Our trace reader is one; importers add

@@ -1,0 +1,245 @@
+/*
+ * cli_partial.c — partial analyses for the commands and the C API (docs/scale.md
+ * "Partials"): `analyze RUN --part K/N --partial OUT` loads part K of the run's rank files as
+ * the bounded mode does (each rank's shell, alignment input and summary; no events kept) and
+ * writes them (partial_write.c); `merge PARTIALS...` reads every part of one run, checks that
+ * they are all there once and from the same run, assembles the run from them (sorted, ranks
+ * checked, clocks aligned: ssa_run_assemble) and analyses it in the bounded mode, so the
+ * report is byte for byte `analyze --low-memory`'s of the whole run.
+ */
+#include "cli_partial.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli_env.h"
+#include "partial.h"
+
+/* The identity of the run at `path`: its rank files' names in discovery order. */
+static int run_identity(const char *path, const cli_loaded *l, uint64_t *id, uint64_t *nfiles,
+                        char *msg, size_t cap) {
+  ssa_run_files found;
+  stepscope_error err;
+  memset(&err, 0, sizeof err);
+  if (ssa_run_discover(path, &l->import.inflate, &found, &err)) {
+    snprintf(msg, cap, "%s", err.message);
+    return 1;
+  }
+  const char **names = calloc(found.nfiles ? found.nfiles : 1, sizeof *names);
+  size_t n = 0;
+  for (size_t i = 0; names && i < found.nfiles; i++)
+    if (ssa_file_kind_is_rank(found.files[i].kind)) names[n++] = found.files[i].name;
+  if (names) *id = ssa_partial_run_id(names, n);
+  *nfiles = n;
+  free(names);
+  ssa_run_files_free(&found);
+  if (!names) snprintf(msg, cap, "out of memory");
+  return names ? 0 : 1;
+}
+
+int cli_write_partial(const char *command, const char *path, const ssa_options *opt, int part_index,
+                      int part_count, const char *out_path, char *msg_out, size_t cap) {
+  cli_loaded l;
+  char msg[1200] = "";
+  int rc = cli_load_part(command, path, opt, part_index, part_count, &l, msg_out, cap);
+  ssa_partial p;
+  memset(&p, 0, sizeof p);
+  if (rc == 0 && run_identity(path, &l, &p.run_id, &p.nfiles, msg, sizeof msg)) rc = 1;
+  if (rc == 0) {
+    size_t first = ssa_part_first_file((size_t)p.nfiles, part_index, part_count);
+    p.dir = l.run.dir;
+    p.part_index = part_index;
+    p.part_count = part_count;
+    p.warnings = l.run.warnings;
+    p.nwarnings = l.run.nwarnings;
+    p.ranks = l.run.ranks;
+    p.summaries = l.summaries;
+    p.nranks = l.run.nranks;
+    p.read_paths = calloc(p.nranks ? p.nranks : 1, sizeof *p.read_paths);
+    p.stamps = calloc(p.nranks ? p.nranks : 1, sizeof *p.stamps);
+    for (size_t i = 0; p.read_paths && p.stamps && i < p.nranks; i++) {
+      l.run.ranks[i].file_index += first; /* the run's index, not the part's */
+      p.read_paths[i] = realpath(l.run.ranks[i].path, NULL);
+      if (!p.read_paths[i] || ssa_file_stamp_of(p.read_paths[i], &p.stamps[i])) rc = 1;
+    }
+    if (!p.read_paths || !p.stamps || rc)
+      snprintf(msg, sizeof msg, "cannot resolve the rank files' paths");
+    ssa_out o;
+    if (!msg[0] && ssa_out_open(&o, out_path) == 0) {
+      if (ssa_partial_write(&p, &o) || ssa_out_close(&o))
+        snprintf(msg, sizeof msg, "%s: %s", out_path, o.why[0] ? o.why : "cannot write");
+    } else if (!msg[0])
+      snprintf(msg, sizeof msg, "%s: %s", out_path, o.why);
+    for (size_t i = 0; p.read_paths && i < p.nranks; i++)
+      free(p.read_paths[i]);
+    free(p.read_paths);
+    free(p.stamps);
+  }
+  if (msg[0]) {
+    snprintf(msg_out, cap, "stepscope %s: %s", command, msg);
+    rc = 1;
+  }
+  cli_loaded_free(&l);
+  return rc;
+}
+
+/* Reads the partial at `path` (mapped, not copied) into *part. 0, or 1 with the reason. */
+static int read_part(const char *path, const ssa_comm_rules *rules, ssa_partial *part, char *msg,
+                     size_t cap) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+    snprintf(msg, cap, "%s: cannot open (a partial is a regular file)", path);
+    if (fd >= 0) close(fd);
+    return 1;
+  }
+  size_t n = (size_t)st.st_size;
+  void *bytes = n ? mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
+  close(fd);
+  if (bytes == MAP_FAILED) {
+    snprintf(msg, cap, "%s: cannot map it", path);
+    return 1;
+  }
+  char why[600];
+  int rc = ssa_partial_read(bytes ? bytes : "", n, rules, part, why, sizeof why);
+  if (bytes) munmap(bytes, n);
+  if (rc) snprintf(msg, cap, "%s: %s", path, why);
+  return rc ? 1 : 0;
+}
+
+/* Reads the partials and checks they are every part of one run, once each. */
+static int read_parts(char *const *paths, size_t n, const ssa_options *opt, ssa_partial *parts,
+                      char *msg, size_t cap) {
+  for (size_t i = 0; i < n; i++) {
+    if (read_part(paths[i], opt->comm_rules, &parts[i], msg, cap)) return 1;
+    const ssa_partial *a = &parts[0], *b = &parts[i];
+    if (b->run_id != a->run_id || b->nfiles != a->nfiles || strcmp(b->dir, a->dir)) {
+      snprintf(msg, cap, "%s is a part of another run than %s (run %s, %llu rank files)", paths[i],
+               paths[0], b->dir, (unsigned long long)b->nfiles);
+      return 1;
+    }
+    if (b->part_count != a->part_count) {
+      snprintf(msg, cap, "%s is part %d of %d, %s part %d of %d: the parts must come from one cut",
+               paths[i], b->part_index, b->part_count, paths[0], a->part_index, a->part_count);
+      return 1;
+    }
+    for (size_t j = 0; j < i; j++)
+      if (parts[j].part_index == b->part_index) {
+        snprintf(msg, cap, "%s and %s are both part %d of %d", paths[j], paths[i], b->part_index,
+                 b->part_count);
+        return 1;
+      }
+  }
+  if ((size_t)parts[0].part_count != n) {
+    size_t k = 0;
+    for (int want = 0; want < parts[0].part_count; want++) {
+      int seen = 0;
+      for (size_t j = 0; j < n; j++)
+        seen |= parts[j].part_index == want;
+      if (!seen) {
+        k = (size_t)want;
+        break;
+      }
+    }
+    snprintf(msg, cap, "part %zu of %d is missing (%zu partials given)", k, parts[0].part_count, n);
+    return 1;
+  }
+  return 0;
+}
+
+/* Moves the parts' shells, summaries and warnings into l, in file order, and assembles the
+ * run as the loader would have. */
+static int assemble(ssa_partial *parts, size_t n, cli_loaded *l, char *msg, size_t cap) {
+  ssa_partial **by_part = calloc(n, sizeof *by_part);
+  size_t nranks = 0, nfiles = (size_t)parts[0].nfiles;
+  for (size_t i = 0; by_part && i < n; i++) {
+    by_part[parts[i].part_index] = &parts[i];
+    nranks += parts[i].nranks;
+  }
+  ssa_run *run = &l->run;
+  ssa_rank_summary *by_file = calloc(nfiles, sizeof *by_file);
+  run->ranks = calloc(nranks ? nranks : 1, sizeof *run->ranks);
+  run->dir = strdup(parts[0].dir);
+  l->read_paths = calloc(nfiles, sizeof *l->read_paths);
+  int rc = !by_part || !by_file || !run->ranks || !run->dir || !l->read_paths, refused = 0;
+  if (!rc) l->nread_paths = nfiles;
+  for (size_t k = 0; !rc && k < n; k++) {
+    ssa_partial *p = by_part[k];
+    for (size_t w = 0; w < p->nwarnings && !rc; w++)
+      rc = ssa_run_warn(run, "%s", p->warnings[w]) != 0;
+    for (size_t i = 0; i < p->nranks && !rc; i++) {
+      size_t f = p->ranks[i].file_index;
+      ssa_file_stamp now;
+      const char *changed = ssa_file_stamp_of(p->read_paths[i], &now) ? "is gone"
+                            : now.size != p->stamps[i].size || now.mtime_ns != p->stamps[i].mtime_ns
+                                ? "changed since its partial was made"
+                                : NULL;
+      if (l->read_paths[f] || changed) {
+        if (changed)
+          snprintf(msg, cap, "rank file %s %s: the merge reads it again (make the partial again)",
+                   p->read_paths[i], changed);
+        else
+          snprintf(msg, cap, "rank file %zu is in two parts", f);
+        refused = rc = 1;
+        break;
+      }
+      run->ranks[run->nranks++] = p->ranks[i];
+      memset(&p->ranks[i], 0, sizeof p->ranks[i]);
+      by_file[f] = p->summaries[i];
+      memset(&p->summaries[i], 0, sizeof p->summaries[i]);
+      l->read_paths[f] = p->read_paths[i];
+      p->read_paths[i] = NULL;
+    }
+  }
+  free(by_part);
+  stepscope_error err;
+  memset(&err, 0, sizeof err);
+  if (!rc && ssa_run_assemble(run, &err)) {
+    snprintf(msg, cap, "%s", err.message);
+    rc = 1;
+  } else if (rc && !refused)
+    snprintf(msg, cap, "out of memory");
+  if (!rc && !(l->summaries = calloc(run->nranks ? run->nranks : 1, sizeof *l->summaries))) {
+    snprintf(msg, cap, "out of memory");
+    rc = 1;
+  }
+  for (size_t i = 0; !rc && i < run->nranks; i++) {
+    size_t f = run->ranks[i].file_index;
+    l->summaries[i] = by_file[f];
+    memset(&by_file[f], 0, sizeof by_file[f]);
+  }
+  for (size_t f = 0; by_file && f < nfiles; f++)
+    ssa_rank_summary_free(&by_file[f]); /* duplicate ranks the assembly dropped */
+  free(by_file);
+  return rc;
+}
+
+int cli_open_partials(const char *command, char *const *paths, size_t n, const ssa_options *opt,
+                      cli_loaded *l, char *msg_out, size_t cap) {
+  char msg[1400] = "";
+  memset(l, 0, sizeof *l);
+  l->have_run = 1;
+  ssa_partial *parts = calloc(n ? n : 1, sizeof *parts);
+  int rc = !parts;
+  if (rc) snprintf(msg, sizeof msg, "out of memory");
+  if (!rc) rc = read_parts(paths, n, opt, parts, msg, sizeof msg);
+  if (!rc) rc = assemble(parts, n, l, msg, sizeof msg);
+  for (size_t i = 0; parts && i < n; i++)
+    ssa_partial_free(&parts[i]);
+  free(parts);
+  if (rc) {
+    snprintf(msg_out, cap, "stepscope %s: %s", command, msg);
+    return 1;
+  }
+  cli_env env; /* the merge reads the rank files again with the importer's switches */
+  cli_env_read(&env);
+  env.import.op_inputs = 1; /* as `analyze` loads */
+  l->import = env.import;
+  return cli_analyse_loaded(command, NULL, opt, CLI_OP_INPUTS | CLI_LOW_MEMORY, l, msg_out, cap);
+}

@@ -1,0 +1,69 @@
+/*
+ * partial.h — a partial analysis (docs/scale.md "Partials"): what `stepscope analyze RUN
+ * --part K/N --partial OUT` keeps of one block of a run's rank files so that `stepscope
+ * merge` can assemble the whole run without loading any rank's events at once: per rank its
+ * shell (identity, metadata, lanes, strings, marks, counts, warnings: what ssa_rank_drop_events
+ * keeps), its clock alignment input and its summary; per part the loader's warnings (skipped
+ * files) and the run's identity (directory, rank files, their count). The format is
+ * docs/partial-format.md: little-endian, versioned, every count checked against the bytes
+ * left when read (partial_read.c), so a damaged or truncated partial is an error, never a
+ * crash.
+ */
+#ifndef SSA_PARTIAL_FORMAT_H
+#define SSA_PARTIAL_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ssa_metrics.h"
+
+#define SSA_PARTIAL_MAGIC   "SSPART\r\n" /* 8 bytes; \r\n catches a text-mode copy */
+#define SSA_PARTIAL_VERSION 1u
+#define PARTIAL_END         "SSPARTOK"  /* the last 8 bytes: a cut partial lacks them */
+#define PARTIAL_NULL        0xffffffffu /* the length of a NULL string */
+/* What the version's field counts depend on (the tally's families and kinds): another build
+ * with other counts refuses the partial instead of misreading it. */
+#define PARTIAL_SHAPE ((uint32_t)SSA_COMM_FAMILY_MAX << 16 | (uint32_t)SSA_COMM_KIND_N)
+
+/* A rank file's size and modification time: the merge reads the file again and refuses one
+ * that changed since its partial was made. */
+typedef struct ssa_file_stamp {
+  uint64_t size;
+  int64_t mtime_ns;
+} ssa_file_stamp;
+
+/* The stamp of the file at `path`: 0, or -1 (errno) when it cannot be stat'ed. */
+int ssa_file_stamp_of(const char *path, ssa_file_stamp *out);
+
+/* One part of a run, in memory (read or about to be written). */
+typedef struct ssa_partial {
+  char *dir;       /* the run as named to `analyze` (the report prints it) */
+  uint64_t run_id; /* FNV-1a over the run's rank file names, in discovery order */
+  uint64_t nfiles; /* rank files of the whole run */
+  int part_index, part_count;
+  char **warnings; /* the loader's, in file order (a skipped file) */
+  size_t nwarnings;
+  ssa_rank *ranks;             /* shells (events dropped), in file order; file_index is the run's */
+  ssa_rank_summary *summaries; /* per rank, made before its events were dropped */
+  char **read_paths;           /* per rank: where merge reads the file again (absolute) */
+  ssa_file_stamp *stamps;      /* per rank: its file as the partial saw it */
+  size_t nranks;
+} ssa_partial;
+
+/* The run identity of the files listed for `path` (0 or a status with err). */
+uint64_t ssa_partial_run_id(const char *const *names, size_t n);
+
+/* Writes p (partial_write.c) to o. 0 or a status. */
+struct ssa_out;
+int ssa_partial_write(const ssa_partial *p, struct ssa_out *o);
+
+/* Reads a partial from bytes[n] (partial_read.c): 0, or STEPSCOPE_E_FORMAT with the reason
+ * in why[cap] (bad magic, another version, a truncated or inconsistent part), or
+ * STEPSCOPE_E_NOMEM. `rules`: the merge's classification rules (the shells' tallies must
+ * count the same rules). Free with ssa_partial_free either way. */
+int ssa_partial_read(const unsigned char *bytes, size_t n, const ssa_comm_rules *rules,
+                     ssa_partial *p, char *why, size_t cap);
+
+void ssa_partial_free(ssa_partial *p);
+
+#endif

@@ -1,0 +1,389 @@
+/*
+ * partial_read.c — reads a partial analysis (partial.h; docs/partial-format.md) written by
+ * partial_write.c. Every read is bounded by the bytes left, every count is checked against
+ * them before anything is allocated, every string id against its table: a damaged,
+ * truncated or foreign file is a format error that says where, never a crash or a huge
+ * allocation (tests/fuzz/fuzz_partial.c feeds it arbitrary bytes).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "partial.h"
+
+typedef struct cursor {
+  const unsigned char *p;
+  size_t left;
+  int bad, nomem;
+  char *why;
+  size_t cap;
+} cursor;
+
+/* Marks the cursor bad with the first reason (later ones are consequences). */
+static void fail(cursor *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail(cursor *c, const char *fmt, ...) {
+  if (c->bad) return;
+  c->bad = 1;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(c->why, c->cap, fmt, ap);
+  va_end(ap);
+}
+
+static const unsigned char *take(cursor *c, size_t n, const char *what) {
+  if (c->bad) return NULL;
+  if (n > c->left) {
+    fail(c, "truncated in %s", what);
+    return NULL;
+  }
+  const unsigned char *p = c->p;
+  c->p += n;
+  c->left -= n;
+  return p;
+}
+
+/* An unsigned little-endian number of `size` bytes (4 or 8). */
+static uint64_t get_le(cursor *c, size_t size, const char *what) {
+  const unsigned char *b = take(c, size, what);
+  uint64_t v = 0;
+  for (size_t i = size; b && i-- > 0;)
+    v = v << 8 | b[i];
+  return v;
+}
+
+static uint64_t get_u64(cursor *c, const char *what) {
+  return get_le(c, 8, what);
+}
+
+static uint32_t get_u32(cursor *c, const char *what) {
+  return (uint32_t)get_le(c, 4, what);
+}
+
+static int get_int(cursor *c, const char *what) {
+  return (int)get_u32(c, what);
+}
+
+static double get_f64(cursor *c, const char *what) {
+  uint64_t u = get_u64(c, what);
+  double v;
+  memcpy(&v, &u, sizeof v);
+  return v;
+}
+
+/* A count of items of at least `min_bytes` each: never more than the bytes left hold. */
+static size_t get_count(cursor *c, size_t min_bytes, const char *what) {
+  uint64_t n = get_u64(c, what);
+  if (!c->bad && n > c->left / (min_bytes ? min_bytes : 1)) {
+    fail(c, "%s: count %llu is more than the partial holds", what, (unsigned long long)n);
+    return 0;
+  }
+  return c->bad ? 0 : (size_t)n;
+}
+
+static void *alloc(cursor *c, size_t n, size_t size) {
+  if (c->bad) return NULL;
+  void *v = calloc(n ? n : 1, size);
+  if (!v) {
+    c->nomem = 1;
+    fail(c, "out of memory");
+  }
+  return v;
+}
+
+/* A string (malloc'ed), NULL for a NULL one; `nul_ok` 0: NULL is a format error. */
+static char *get_str(cursor *c, int nul_ok, const char *what) {
+  uint32_t n = get_u32(c, what);
+  if (c->bad) return NULL;
+  if (n == PARTIAL_NULL) {
+    if (!nul_ok) fail(c, "%s: missing", what);
+    return NULL;
+  }
+  const unsigned char *b = take(c, n, what);
+  if (!b) return NULL;
+  if (memchr(b, 0, n)) {
+    fail(c, "%s: a NUL inside a string", what);
+    return NULL;
+  }
+  char *s = alloc(c, (size_t)n + 1, 1);
+  if (s) memcpy(s, b, n);
+  return s;
+}
+
+static void get_strtab(cursor *c, ssa_strtab *t, const char *what) {
+  ssa_strtab_init(t);
+  uint32_t count = get_u32(c, what);
+  if (!c->bad && (count == 0 || count - 1 > c->left / 4)) fail(c, "%s: bad string count", what);
+  for (uint32_t id = 1; id < count && !c->bad; id++) {
+    char *s = get_str(c, 0, what);
+    if (!s) break;
+    uint32_t got = ssa_strtab_intern(t, s, strlen(s));
+    free(s);
+    if (got == 0 && !c->bad) {
+      c->nomem = 1;
+      fail(c, "out of memory");
+    } else if (got != id)
+      fail(c, "%s: string %u repeats an earlier one", what, id);
+  }
+}
+
+#define GET_META_FIELD(field, path, lo, hi) m->field = get_f64(c, "metadata");
+static void get_layout(cursor *c, ssa_meta_layout *m) {
+  m->present = get_int(c, "metadata");
+  TM_LAYOUT_NUMBERS(GET_META_FIELD)
+}
+
+static void get_tmeta(cursor *c, ssa_trainer_meta *t) {
+  get_layout(c, &t->layout);
+  {
+    ssa_meta_schedule *m = &t->schedule;
+    m->present = get_int(c, "metadata");
+    m->has_name = get_int(c, "metadata");
+    const unsigned char *name = take(c, sizeof m->name, "metadata");
+    if (name && !memchr(name, 0, sizeof m->name)) fail(c, "metadata: schedule name unterminated");
+    if (name && !c->bad) memcpy(m->name, name, sizeof m->name);
+    TM_SCHEDULE_NUMBERS(GET_META_FIELD)
+  }
+  {
+    ssa_meta_flops *m = &t->flops;
+    m->present = get_int(c, "metadata");
+    TM_FLOPS_NUMBERS(GET_META_FIELD)
+  }
+  {
+    ssa_meta_memory *m = &t->memory;
+    m->present = get_int(c, "metadata");
+    TM_MEMORY_NUMBERS(GET_META_FIELD)
+  }
+  {
+    ssa_meta_machine *m = &t->machine;
+    m->present = get_int(c, "metadata");
+    TM_MACHINE_NUMBERS(GET_META_FIELD)
+  }
+}
+#undef GET_META_FIELD
+
+static void get_counts(cursor *c, ssa_class_count *v, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    v[i].ops = get_u64(c, "tally");
+    v[i].time_ns = (int64_t)get_u64(c, "tally");
+  }
+}
+
+/* The lanes and marks of a shell, their string ids checked. */
+static void get_lanes_and_marks(cursor *c, ssa_rank *r) {
+  uint32_t nlanes = get_u32(c, "lanes");
+  if (!c->bad && nlanes > c->left / 20)
+    fail(c, "lanes: count %u is more than the partial holds", nlanes);
+  if ((r->lanes = alloc(c, nlanes, sizeof *r->lanes))) r->nlanes = r->lanes_cap = nlanes;
+  for (uint32_t i = 0; i < r->nlanes && !c->bad; i++) {
+    ssa_lane *l = &r->lanes[i];
+    l->id = get_u64(c, "lanes");
+    l->name = get_u32(c, "lanes");
+    l->device = get_u32(c, "lanes");
+    uint32_t bits = get_u32(c, "lanes");
+    l->kind = (uint8_t)bits;
+    l->declared = (uint8_t)(bits >> 8);
+    l->by_name = (uint8_t)(bits >> 16);
+    if (bits >> 24) fail(c, "lanes: lane %u: bad kind bits", i);
+    if (l->name >= r->strings.count && l->name)
+      fail(c, "lanes: lane %u names string %u", i, l->name);
+  }
+  r->nops = get_count(c, 0, "ops");
+  r->nanchors = get_count(c, 0, "anchors");
+  size_t nmeta = get_count(c, 8, "metadata");
+  if ((r->meta = alloc(c, nmeta, sizeof *r->meta))) r->nmeta = r->meta_cap = nmeta;
+  for (size_t i = 0; i < r->nmeta && !c->bad; i++) {
+    r->meta[i].key = get_str(c, 1, "metadata");
+    r->meta[i].value = get_str(c, 1, "metadata");
+  }
+  size_t nmarks = get_count(c, 12, "marks");
+  if ((r->moe_marks = alloc(c, nmarks, sizeof *r->moe_marks)))
+    r->nmoe_marks = r->moe_marks_cap = nmarks;
+  for (size_t i = 0; i < r->nmoe_marks && !c->bad; i++) {
+    r->moe_marks[i].time = (int64_t)get_u64(c, "marks");
+    r->moe_marks[i].args = get_u32(c, "marks");
+    if (r->moe_marks[i].args >= r->strings.count) fail(c, "marks: a mark names no string");
+  }
+}
+
+static void get_shell(cursor *c, ssa_rank *r, char **read_path, ssa_file_stamp *stamp,
+                      const ssa_comm_rules *rules, uint64_t nfiles) {
+  r->rank = get_int(c, "rank");
+  r->world_size = get_int(c, "rank");
+  r->local_rank = get_int(c, "rank");
+  r->pid = (int64_t)get_u64(c, "rank");
+  r->clock_domain = get_u32(c, "rank");
+  r->header_start = (int64_t)get_u64(c, "rank");
+  r->path = get_str(c, 0, "rank path");
+  *read_path = get_str(c, 0, "rank path");
+  stamp->size = get_u64(c, "rank file");
+  stamp->mtime_ns = (int64_t)get_u64(c, "rank file");
+  r->hostname = get_str(c, 1, "hostname");
+  r->device_name = get_str(c, 1, "device");
+  r->producer = get_str(c, 1, "producer");
+  r->config_json = get_str(c, 1, "config");
+  get_strtab(c, &r->strings, "rank strings");
+  get_lanes_and_marks(c, r);
+  uint64_t *counts[] = {&r->marks,           &r->memory_events,     &r->overheads,
+                        &r->unknown_records, &r->memory_peak_bytes, &r->records,
+                        &r->damaged_regions, &r->damaged_bytes,     &r->file_bytes,
+                        &r->joined_ops,      &r->comm_by_evidence,  &r->comm_by_name};
+  for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
+    *counts[i] = get_u64(c, "counts");
+  for (size_t i = 0; i < 8; i++)
+    r->dropped[i] = get_u64(c, "counts");
+  size_t nwarn = get_count(c, 4, "warnings");
+  if ((r->warnings = alloc(c, nwarn, sizeof *r->warnings))) r->nwarnings = r->warnings_cap = nwarn;
+  for (size_t i = 0; i < r->nwarnings && !c->bad; i++)
+    r->warnings[i] = get_str(c, 0, "warnings");
+  get_tmeta(c, &r->tmeta);
+  get_counts(c, &r->tally.evidence, 1);
+  get_counts(c, r->tally.family, SSA_COMM_FAMILY_MAX);
+  get_counts(c, r->tally.kind, SSA_COMM_KIND_N);
+  size_t nuser = get_count(c, 16, "tally");
+  if (!c->bad && nuser != (rules ? rules->n : 0))
+    fail(c,
+         "rank %d was classified with %zu rule(s) of --comm-kernel/--compute-kernel, the merge "
+         "has %zu: give merge the options the partial was made with",
+         r->rank, nuser, rules ? rules->n : 0);
+  if (nuser && (r->tally.user = alloc(c, nuser, sizeof *r->tally.user))) r->tally.nuser = nuser;
+  get_counts(c, r->tally.user, r->tally.nuser);
+  r->comm_rules = rules;
+  r->offset_ns = (int64_t)get_u64(c, "rank");
+  int *flags[] = {&r->finished,     &r->has_trace_stop, &r->host_timeline, &r->close_state,
+                  &r->close_signal, &r->failed,         &r->source_index};
+  for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+    *flags[i] = get_int(c, "rank");
+  r->trace_stop = (int64_t)get_u64(c, "rank");
+  char *error = get_str(c, 0, "rank error");
+  if (error && strlen(error) >= sizeof r->error) fail(c, "rank error: too long");
+  if (error && !c->bad) memcpy(r->error, error, strlen(error) + 1);
+  free(error);
+  r->file_index = (size_t)get_u64(c, "rank");
+  if (!c->bad && r->file_index >= nfiles) fail(c, "rank %d: file index out of range", r->rank);
+  r->events_dropped = 1;
+}
+
+static void get_align(cursor *c, ssa_rank *r) {
+  ssa_rank_align *a = alloc(c, 1, sizeof *a);
+  if (!a) return;
+  r->align_input = a;
+  a->rank = get_int(c, "alignment");
+  a->has_offset = get_int(c, "alignment");
+  a->anchor_offset = (int64_t)get_u64(c, "alignment");
+  a->any_event = get_int(c, "alignment");
+  a->first_event = (int64_t)get_u64(c, "alignment");
+  size_t n = get_count(c, 24, "alignment");
+  if (n && (a->ends = alloc(c, n, sizeof *a->ends))) a->nends = n;
+  for (size_t i = 0; i < a->nends && !c->bad; i++) {
+    a->ends[i].comm_id = get_u64(c, "alignment");
+    a->ends[i].seq = get_u64(c, "alignment");
+    a->ends[i].end = (int64_t)get_u64(c, "alignment");
+  }
+  if (!c->bad && a->rank != r->rank)
+    fail(c, "rank %d: its alignment input is another rank's", r->rank);
+}
+
+static void get_summary(cursor *c, const ssa_rank *r, ssa_rank_summary *s) {
+  s->rank = get_int(c, "summary");
+  s->pipeline_stage = get_int(c, "summary");
+  for (int i = 0; i < 3; i++)
+    s->layout[i] = get_int(c, "summary");
+  get_layout(c, &s->meta_layout);
+  get_strtab(c, &s->names, "summary strings");
+  size_t n = get_count(c, 60, "collective records");
+  if (n && (s->colls = alloc(c, n, sizeof *s->colls))) s->ncolls = n;
+  for (size_t i = 0; i < s->ncolls && !c->bad; i++) {
+    ssa_coll_rec *x = &s->colls[i];
+    x->comm_id = get_u64(c, "collective records");
+    x->seq = get_u64(c, "collective records");
+    x->bytes = get_u64(c, "collective records");
+    x->start = (int64_t)get_u64(c, "collective records");
+    x->end = (int64_t)get_u64(c, "collective records");
+    x->op = get_u32(c, "collective records");
+    x->flags = get_u32(c, "collective records");
+    x->comm_rank = get_u32(c, "collective records");
+    x->comm_size = get_u32(c, "collective records");
+    x->name = get_u32(c, "collective records");
+    if (!c->bad && x->name >= s->names.count && x->name)
+      fail(c, "rank %d: a collective record names no string", r->rank);
+  }
+  if (!c->bad && s->rank != r->rank) fail(c, "rank %d: its summary is another rank's", r->rank);
+  if (!c->bad && (s->pipeline_stage < -1 || s->pipeline_stage >= 1000000000))
+    fail(c, "rank %d: pipeline stage out of range", r->rank);
+}
+
+static void get_header(cursor *c, ssa_partial *p) {
+  const unsigned char *magic = take(c, 8, "header");
+  if (magic && memcmp(magic, SSA_PARTIAL_MAGIC, 8)) {
+    fail(c, "not a stepscope partial (no magic)");
+    return;
+  }
+  uint32_t version = get_u32(c, "header");
+  if (!c->bad && version != SSA_PARTIAL_VERSION) {
+    fail(c, "partial format version %u, this stepscope reads version %u", version,
+         SSA_PARTIAL_VERSION);
+    return;
+  }
+  if (!c->bad && get_u32(c, "header") != PARTIAL_SHAPE)
+    fail(c, "made by a stepscope with other communication tallies: make it again");
+  p->dir = get_str(c, 0, "run directory");
+  p->run_id = get_u64(c, "header");
+  p->nfiles = get_u64(c, "header");
+  p->part_index = get_int(c, "header");
+  p->part_count = get_int(c, "header");
+  if (!c->bad && (p->part_count < 1 || p->part_index < 0 || p->part_index >= p->part_count ||
+                  p->nfiles < (uint64_t)p->part_count))
+    fail(c, "part %d of %d over %llu files is no part", p->part_index, p->part_count,
+         (unsigned long long)p->nfiles);
+}
+
+int ssa_partial_read(const unsigned char *bytes, size_t n, const ssa_comm_rules *rules,
+                     ssa_partial *p, char *why, size_t cap) {
+  memset(p, 0, sizeof *p);
+  cursor c = {bytes, n, 0, 0, why, cap};
+  if (n < 16 || memcmp(bytes + n - 8, PARTIAL_END, 8)) {
+    if (n >= 8 && memcmp(bytes, SSA_PARTIAL_MAGIC, 8) == 0)
+      fail(&c, "truncated (no end mark): the partial was not written to its end");
+    else
+      fail(&c, "not a stepscope partial (no magic)");
+    return STEPSCOPE_E_FORMAT;
+  }
+  c.left -= 8;
+  get_header(&c, p);
+  size_t nwarn = get_count(&c, 4, "warnings");
+  if ((p->warnings = alloc(&c, nwarn, sizeof *p->warnings))) p->nwarnings = nwarn;
+  for (size_t i = 0; i < p->nwarnings && !c.bad; i++)
+    p->warnings[i] = get_str(&c, 0, "warnings");
+  size_t nranks = get_count(&c, 200, "ranks");
+  p->ranks = alloc(&c, nranks, sizeof *p->ranks);
+  p->summaries = alloc(&c, nranks, sizeof *p->summaries);
+  p->read_paths = alloc(&c, nranks, sizeof *p->read_paths);
+  p->stamps = alloc(&c, nranks, sizeof *p->stamps);
+  if (p->ranks && p->summaries && p->read_paths && p->stamps) p->nranks = nranks;
+  for (size_t i = 0; i < p->nranks && !c.bad; i++) {
+    get_shell(&c, &p->ranks[i], &p->read_paths[i], &p->stamps[i], rules, p->nfiles);
+    get_align(&c, &p->ranks[i]);
+    get_summary(&c, &p->ranks[i], &p->summaries[i]);
+  }
+  if (!c.bad && c.left) fail(&c, "%zu bytes after the last rank", c.left);
+  if (!c.bad) return 0;
+  return c.nomem ? STEPSCOPE_E_NOMEM : STEPSCOPE_E_FORMAT;
+}
+
+void ssa_partial_free(ssa_partial *p) {
+  free(p->dir);
+  for (size_t i = 0; p->warnings && i < p->nwarnings; i++)
+    free(p->warnings[i]);
+  free(p->warnings);
+  for (size_t i = 0; i < p->nranks; i++) {
+    ssa_rank_free(&p->ranks[i]);
+    ssa_rank_summary_free(&p->summaries[i]);
+    free(p->read_paths[i]);
+  }
+  free(p->ranks);
+  free(p->summaries);
+  free(p->read_paths);
+  free(p->stamps);
+  memset(p, 0, sizeof *p);
+}

@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""test_partial_merge.py — partials that merge exactly (issue 35 item 2, docs/scale.md
+"Partials"): `stepscope analyze RUN --part K/N --partial OUT` for K = 0..N-1, then `stepscope
+merge OUT...` (given in a shuffled order, from another working directory), must print the text
+report and write the JSON report byte for byte as `stepscope analyze RUN --low-memory` does.
+Runs: generated runs (random, pipeline, `--scale` with pipelines and stragglers), trainer runs
+(DP x PP, interleaved TP x PP, experts on a pipeline, a delayed stage) and the committed PyTorch
+(Kineto) traces given; each cut into 1 part, 2 parts, and an uneven number (3 or 5 blocks of
+different sizes). Then the errors: a part missing, a part given twice, a part of another run,
+a truncated partial, a file that is no partial, options after the partials, a rank file
+changed after its partial was made.
+
+usage: test_partial_merge.py STEPSCOPE STEPSCOPE_GEN STEPSCOPE_TRAIN [KINETO_RUN...]
+"""
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+
+stepscope, gen, train = sys.argv[1:4]
+kineto_runs = sys.argv[4:]
+failures = []
+rng = random.Random(35)
+
+
+def run_cmd(args, cwd=None):
+    return subprocess.run(args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def report(args, json_path, cwd=None):
+    """(exit status, text report, JSON report bytes, stderr) of an analyze or merge."""
+    p = run_cmd([stepscope, *args[:1], "--json", json_path, *args[1:]] if args[0] == "merge"
+                else [stepscope, "analyze", args[0], "--json", json_path, *args[1:]], cwd)
+    data = b""
+    if os.path.exists(json_path):
+        with open(json_path, "rb") as f:
+            data = f.read()
+        os.remove(json_path)
+    return p.returncode, p.stdout, data, p.stderr
+
+
+def make_parts(run, n, tmp, tag):
+    paths = []
+    for k in range(n):
+        out = os.path.join(tmp, f"{tag}-{k}-of-{n}.part")
+        p = run_cmd([stepscope, "analyze", run, "--part", f"{k}/{n}", "--partial", out])
+        if p.returncode != 0:
+            raise RuntimeError(f"analyze --part {k}/{n}: {p.stderr.decode()}")
+        paths.append(out)
+    return paths
+
+
+def first_difference(x, y):
+    at = next(i for i in range(min(len(x), len(y)) + 1) if x[i:i + 1] != y[i:i + 1])
+    return f"at byte {at}: ...{x[max(0, at - 60):at + 60]!r}... vs ...{y[max(0, at - 60):at + 60]!r}..."
+
+
+def check(name, run):
+    with tempfile.TemporaryDirectory() as tmp:
+        rc, text, js, err = report([run, "--low-memory"], os.path.join(tmp, "whole.json"))
+        if rc != 0:
+            failures.append(f"{name}: analyze --low-memory failed: {err.decode()}")
+            return
+        nfiles = len(json.loads(js)["ranks"])  # every file of these runs is a rank
+        uneven = 3 if nfiles % 3 else 5
+        cuts = sorted({min(c, nfiles) for c in (1, 2, uneven)})
+        for n in cuts:
+            parts = make_parts(run, n, tmp, name)
+            rng.shuffle(parts)
+            elsewhere = os.path.join(tmp, "elsewhere")
+            os.makedirs(elsewhere, exist_ok=True)
+            rc2, text2, js2, err2 = report(["merge", *parts], os.path.join(tmp, "merged.json"),
+                                           cwd=elsewhere)
+            if rc2 != 0:
+                failures.append(f"{name} ({n} parts): merge failed: {err2.decode()}")
+                continue
+            if text2 != text:
+                failures.append(f"{name} ({n} parts): text differs {first_difference(text, text2)}")
+            if js2 != js:
+                failures.append(f"{name} ({n} parts): JSON differs {first_difference(js, js2)}")
+            size = sum(os.path.getsize(p) for p in parts)
+            print(f"ok? {name}: {n} parts, {size} bytes of partials, report {len(js)} bytes",
+                  flush=True)
+
+
+def expect_error(what, args, needle, cwd=None):
+    p = run_cmd([stepscope, *args], cwd)
+    msg = p.stderr.decode()
+    if p.returncode == 0 or needle not in msg:
+        failures.append(f"{what}: exit {p.returncode}, stderr {msg!r} (want {needle!r})")
+
+
+def check_errors(run_a, run_b, tmp):
+    a = make_parts(run_a, 3, tmp, "a")
+    b = make_parts(run_b, 3, tmp, "b")
+    expect_error("missing part", ["merge", a[0], a[2]], "part 1 of 3 is missing")
+    expect_error("part twice", ["merge", a[0], a[1], a[1], a[2]], "are both part 1 of 3")
+    expect_error("another run", ["merge", a[0], b[1], a[2]], "is a part of another run")
+    two = make_parts(run_a, 2, tmp, "a2")
+    expect_error("two cuts", ["merge", a[0], two[1]], "must come from one cut")
+    with open(a[1], "rb") as f:
+        data = f.read()
+    cut = os.path.join(tmp, "cut.part")
+    with open(cut, "wb") as f:
+        f.write(data[:len(data) // 2])
+    expect_error("truncated", ["merge", a[0], cut, a[2]], "truncated")
+    bad = os.path.join(tmp, "bad.part")
+    with open(bad, "wb") as f:
+        f.write(b"not a partial at all, just some bytes")
+    expect_error("no partial", ["merge", bad], "not a stepscope partial")
+    flipped = os.path.join(tmp, "version.part")
+    with open(flipped, "wb") as f:
+        f.write(data[:8] + b"\x63\x00\x00\x00" + data[12:])
+    expect_error("another version", ["merge", a[0], flipped, a[2]], "partial format version 99")
+    expect_error("options last", ["merge", a[0], a[1], a[2], "--json", "x.json"],
+                 "options come before the partials")
+    expect_error("more parts than files", ["analyze", run_a, "--part", "9/10", "--partial",
+                                           os.path.join(tmp, "x.part")], "holds no rank file")
+    # a rank file written again after its partial was made: the merge would read other events
+    rank0 = os.path.join(run_a, sorted(f for f in os.listdir(run_a) if f.startswith("rank-"))[0])
+    st = os.stat(rank0)
+    os.utime(rank0, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    expect_error("changed rank file", ["merge", *a], "changed since its partial was made")
+
+
+work = tempfile.mkdtemp(prefix="ssa-partial-")
+try:
+    gens = {
+        "gen_random": ["--ranks", "4", "--steps", "3", "--ops", "40", "--clock-spread", "300000"],
+        "gen_pipeline": ["--ranks", "4", "--steps", "3", "--ops", "30", "--pipeline"],
+        "gen_scale_pp4": ["--scale", "--ranks", "32", "--events-per-rank", "3000", "--tp", "2",
+                          "--pp", "4", "--stragglers", "2"],
+        "gen_scale_pp2": ["--scale", "--ranks", "64", "--events-per-rank", "2000", "--tp", "4",
+                          "--pp", "2", "--microbatches", "4", "--stragglers", "3",
+                          "--clock-spread", "500000"],
+    }
+    runs = []
+    for name, args in gens.items():
+        d = os.path.join(work, name)
+        subprocess.run([gen, d, *args], check=True, stdout=subprocess.DEVNULL)
+        runs.append((name, d))
+    trainers = {
+        "trainer_dp2_pp2": "--world 4 --dp 2 --pp 2 --microbatches 4",
+        "trainer_tp2_pp2_interleaved":
+            "--world 4 --tp 2 --pp 2 --schedule interleaved --layers 4 --microbatches 4",
+        "trainer_ep2_pp2":
+            "--world 4 --dp 2 --pp 2 --ep 2 --experts 4 --moe-every 2 --microbatches 2",
+        "trainer_pp2_optimizer": "--world 2 --pp 2 --layers 4 --hidden 64 --heads 4 --seq 64 "
+                                 "--batch 8 --debug-delay 1:optimizer:150",
+    }
+    for name, args in trainers.items():
+        d = os.path.join(work, name)
+        subprocess.run([train, *args.split(), "--steps", "3", "--trace", d], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        runs.append((name, d))
+    for run in kineto_runs:
+        runs.append((os.path.basename(run.rstrip("/")), run))
+    for name, d in runs:
+        check(name, d)
+    errors_dir = os.path.join(work, "errors")
+    os.makedirs(errors_dir)
+    check_errors(runs[0][1], runs[1][1], errors_dir)
+finally:
+    shutil.rmtree(work, ignore_errors=True)
+
+for f in failures[:20]:
+    print("FAIL", f)
+sys.exit(1 if failures else 0)
