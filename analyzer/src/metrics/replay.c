@@ -580,8 +580,22 @@ static int simulate_all(sim *s) {
   return rc;
 }
 
-int ssa_replay_run(const ssa_analysis *a, const ssa_replay_edit *edits, size_t nedits,
-                   ssa_replay *out, char *msg, size_t n) {
+/* The simulated op times of every rank, taken from the simulation into out. */
+static int keep_op_times(sim *s, ssa_replay *out) {
+  size_t nr = s->a->nranks;
+  out->op_start = calloc(nr ? nr : 1, sizeof *out->op_start);
+  out->op_end = calloc(nr ? nr : 1, sizeof *out->op_end);
+  if (!out->op_start || !out->op_end) return STEPSCOPE_E_NOMEM;
+  out->nranks = nr;
+  for (size_t i = 0; i < nr; i++) { /* ops are the first slots */
+    out->op_start[i] = s->r[i].start, out->op_end[i] = s->r[i].end;
+    s->r[i].start = s->r[i].end = NULL;
+  }
+  return 0;
+}
+
+static int replay_run(const ssa_analysis *a, const ssa_replay_edit *edits, size_t nedits,
+                      int keep_ops, ssa_replay *out, char *msg, size_t n) {
   memset(out, 0, sizeof *out);
   out->steps = calloc(a->nsteps ? a->nsteps : 1, sizeof *out->steps);
   out->selected_ops = calloc(nedits + 1, sizeof *out->selected_ops);
@@ -606,11 +620,25 @@ int ssa_replay_run(const ssa_analysis *a, const ssa_replay_edit *edits, size_t n
   if (rc == 0) rc = simulate_all(&s);
   if (rc == 0) rc = predict_steps(&s) ? STEPSCOPE_E_NOMEM : 0;
   if (rc == 0) rc = summarise(out);
+  if (rc == 0 && keep_ops) rc = keep_op_times(&s, out);
   free_sim(&s);
   return rc;
 }
 
+int ssa_replay_run(const ssa_analysis *a, const ssa_replay_edit *edits, size_t nedits,
+                   ssa_replay *out, char *msg, size_t n) {
+  return replay_run(a, edits, nedits, 0, out, msg, n);
+}
+
+int ssa_replay_run_ops(const ssa_analysis *a, const ssa_replay_edit *edits, size_t nedits,
+                       ssa_replay *out, char *msg, size_t n) {
+  return replay_run(a, edits, nedits, 1, out, msg, n);
+}
+
 void ssa_replay_free(ssa_replay *r) {
   free(r->steps), free(r->selected_ops), free(r->selected_calls);
+  for (size_t i = 0; i < r->nranks; i++)
+    free(r->op_start[i]), free(r->op_end[i]);
+  free(r->op_start), free(r->op_end);
   memset(r, 0, sizeof *r);
 }

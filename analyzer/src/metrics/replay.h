@@ -95,6 +95,10 @@ typedef struct ssa_replay {
   /* per edit, over every rank: the ops and host calls it selected (a delay edit: none) */
   uint64_t *selected_ops, *selected_calls;
   size_t nedits;
+  /* ssa_replay_run_ops only (NULL otherwise): per rank index, every op's simulated start
+   * and end, aligned as the critical path's graph (trace time + the rank's clock offset) */
+  int64_t **op_start, **op_end;
+  size_t nranks;
 } ssa_replay;
 
 /* Replays every step of the analysed run `a` with the edits (none: the plain replay).
@@ -102,6 +106,10 @@ typedef struct ssa_replay {
  * edit on a run that declares no delay). */
 int ssa_replay_run(const ssa_analysis *a, const ssa_replay_edit *edits, size_t nedits,
                    ssa_replay *out, char *msg, size_t n);
+/* The same, keeping every op's simulated start and end (op_start, op_end): the exports'
+ * replay track (export --replay). */
+int ssa_replay_run_ops(const ssa_analysis *a, const ssa_replay_edit *edits, size_t nedits,
+                       ssa_replay *out, char *msg, size_t n);
 void ssa_replay_free(ssa_replay *r);
 
 #endif
