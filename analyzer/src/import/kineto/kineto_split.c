@@ -513,17 +513,16 @@ typedef struct ksrec {
 #define KSREC_NUMBERS(X)                                                                           \
   X(ts)                                                                                            \
   X(dur) X(pid) X(tid) X(corr) X(stream) X(device) X(bytes) X(ext_id) X(wait_stream) X(wait_corr)
-/* one flag per line pair, laid out by hand: clang-format 14 moves this list on every run */
+/* laid out by hand: clang-format 14 moves these lists on every run */
 // clang-format off
 #define KSREC_FLAGS(X)                                                                             \
   X(has_ts, KS_TS) X(has_dur, KS_DUR) X(has_corr, KS_CORR) X(has_stream, KS_STREAM)                \
   X(has_device, KS_DEVICE) X(has_bytes, KS_BYTES) X(has_ext_id, KS_EXT)                           \
   X(has_wait_stream, KS_WAIT_STREAM) X(has_wait_corr, KS_WAIT_CORR)
-// clang-format on
 #define KSNCCL_SCALARS(X)                                                                          \
-  X(in_nelems)                                                                                     \
-  X(out_nelems) X(group_size) X(seq) X(rank_arg) X(has_in) X(has_out) X(has_group_size) X(has_seq) \
-      X(has_rank_arg)
+  X(in_nelems) X(out_nelems) X(group_size) X(seq) X(rank_arg)                                     \
+  X(has_in) X(has_out) X(has_group_size) X(has_seq) X(has_rank_arg)
+// clang-format on
 #define KSNCCL_TEXTS(X) X(coll_name) X(dtype) X(pg_name) X(pg_desc)
 
 typedef struct ksnccl {
