@@ -100,6 +100,8 @@ static const cli_option export_options[] = {
      "only these ranks: 0-7,12; or auto: the ones the analysis points at\n"
      "(culprit, stragglers, slowest, fastest, rank 0)",
      0, opt_ranks, 0, 0, NULL},
+    {CLI_CALL, "--max-size", NULL, "SIZE",
+     "refuse an export estimated over SIZE (default 2G; 0: no limit)", 0, opt_max_size, 0, 0, NULL},
     {CLI_FLAG, "--replay", NULL, NULL,
      "add the replayed run (stepscope replay): a process per rank \"replay (rank R)\"\n"
      "with its ops at their simulated times, beside the measured ones",
@@ -108,8 +110,6 @@ static const cli_option export_options[] = {
      "replay with EDIT (repeatable; implies --replay; the grammar: stepscope\n"
      "replay --help); the process is named \"replay: EDIT, ... (rank R)\"",
      0, opt_what_if, 0, 0, NULL},
-    {CLI_CALL, "--max-size", NULL, "SIZE",
-     "refuse an export estimated over SIZE (default 2G; 0: no limit)", 0, opt_max_size, 0, 0, NULL},
     {CLI_ANALYSIS, NULL, NULL, NULL, NULL, A(opt), NULL, 0, 0, NULL},
 };
 

@@ -47,8 +47,9 @@ int ssa_replay_edit_parse(const char *text, ssa_replay_edit *e, char *msg, size_
 void ssa_replay_edit_free(ssa_replay_edit *e);
 
 /* The time a rank's ranges matching an edit's range= cover, per host thread: merged
- * intervals sorted by (lane, start), so that one binary search tells whether a time lies
- * inside some matching range (nested and repeated ranges of the name are one interval). */
+ * intervals sorted by (lane, start), each lane's found by lane_first, so that one binary search
+ * tells whether a time lies inside some matching range (nested and repeated ranges of the name
+ * are one interval). */
 typedef struct ssa_replay_span {
   int64_t start, end;
   uint16_t lane;
@@ -57,6 +58,8 @@ typedef struct ssa_replay_span {
 typedef struct ssa_replay_spans {
   ssa_replay_span *v;
   size_t n;
+  uint32_t *lane_first; /* per lane of the rank (and one past the last): its first span */
+  uint32_t nlanes;
 } ssa_replay_spans;
 
 /* The spans of rank r's ranges whose name matches e's range= (none without one). 0 or -1

@@ -223,26 +223,32 @@ int ssa_replay_spans_build(const ssa_replay_edit *e, const ssa_rank *r, ssa_repl
     }
   }
   out->n = k;
+  out->nlanes = r->nlanes;
+  out->lane_first = malloc((r->nlanes + 1u) * sizeof *out->lane_first);
+  if (!out->lane_first) {
+    ssa_replay_spans_free(out);
+    return -1;
+  }
+  for (uint32_t l = 0, i = 0; l <= r->nlanes; l++) {
+    while (i < out->n && out->v[i].lane < l)
+      i++;
+    out->lane_first[l] = i;
+  }
   return 0;
 }
 
 void ssa_replay_spans_free(ssa_replay_spans *s) {
   free(s->v);
+  free(s->lane_first);
   memset(s, 0, sizeof *s);
 }
 
 /* Whether time t on host-thread lane `lane` lies inside one of the spans. */
 static int in_spans(const ssa_replay_spans *s, uint16_t lane, int64_t t) {
-  size_t lo = 0, hi = s->n; /* the first span after (lane, t) */
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    const ssa_replay_span *v = &s->v[mid];
-    if (v->lane < lane || (v->lane == lane && v->start <= t))
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo > 0 && s->v[lo - 1].lane == lane && s->v[lo - 1].end >= t;
+  if (!s->lane_first || lane >= s->nlanes) return 0;
+  const ssa_replay_span *v = s->v + s->lane_first[lane];
+  size_t k = ssa_count_at_most(v, s->lane_first[lane + 1] - s->lane_first[lane], sizeof *v, t);
+  return k > 0 && v[k - 1].end >= t;
 }
 
 /* Where a node was issued: its launch call's thread and start, or its own. */
