@@ -26,12 +26,14 @@
 #include "cli_load.h"
 #include "ssa_export.h"
 #include "export_ranks.h"
+#include "export_replay.h"
 
 typedef struct export_args {
   ssa_options opt;
   const char *run_path, *out_path, *format, *ranks;
   uint64_t max_size;
   int memory;
+  export_replay_args replay;
 } export_args;
 
 static int opt_ranks(const cli_option *o, const char *v, void *cmd) {
@@ -50,6 +52,10 @@ static int opt_format(const cli_option *o, const char *v, void *cmd) {
   }
   ((export_args *)cmd)->format = v;
   return 0;
+}
+
+static int opt_what_if(const cli_option *o, const char *v, void *cmd) {
+  return export_replay_add_edit(&((export_args *)cmd)->replay, v);
 }
 
 static int opt_rank(const cli_option *o, const char *v, void *cmd) {
@@ -96,6 +102,14 @@ static const cli_option export_options[] = {
      0, opt_ranks, 0, 0, NULL},
     {CLI_CALL, "--max-size", NULL, "SIZE",
      "refuse an export estimated over SIZE (default 2G; 0: no limit)", 0, opt_max_size, 0, 0, NULL},
+    {CLI_FLAG, "--replay", NULL, NULL,
+     "add the replayed run (stepscope replay): a process per rank \"replay (rank R)\"\n"
+     "with its ops at their simulated times, beside the measured ones",
+     A(replay.on), NULL, 0, 0, NULL},
+    {CLI_REPEAT, "--what-if", NULL, "EDIT",
+     "replay with EDIT (repeatable; implies --replay; the grammar: stepscope\n"
+     "replay --help); the process is named \"replay: EDIT, ... (rank R)\"",
+     0, opt_what_if, 0, 0, NULL},
     {CLI_ANALYSIS, NULL, NULL, NULL, NULL, A(opt), NULL, 0, 0, NULL},
 };
 
@@ -126,25 +140,29 @@ int cmd_export(int argc, char **argv) {
   memset(&x, 0, sizeof x);
   x.max_size = CLI_EXPORT_MAX_BYTES;
   int rc = cli_parse(&export_table, argc, argv, &x, NULL);
-  if (rc != CLI_PARSED) return rc;
-  if (!x.out_path) {
+  if (rc == CLI_PARSED && !x.out_path) {
     cli_print(stderr, "stepscope export: -o FILE is required\n");
     cli_usage(stderr, &export_table);
-    return 2;
+    rc = 2;
   }
-  int perfetto = perfetto_output(x.out_path, x.format);
-  if (perfetto < 0) return 2;
+  int perfetto = rc == CLI_PARSED ? perfetto_output(x.out_path, x.format) : -1;
+  if (perfetto < 0) {
+    export_replay_free(&x.replay);
+    return rc == CLI_PARSED ? 2 : rc;
+  }
   int tty = isatty(2);
   cli_loaded l;
   /* the Kineto ops' input args and the threads' names go into the slices and the lanes */
   unsigned load =
       CLI_SAY_LOSSES | CLI_OP_INPUTS | CLI_THREAD_NAMES | (x.memory ? CLI_OP_MEMORY : 0u);
   if ((rc = cli_open_run("export", x.run_path, &x.opt, load, &l)) != 0) {
+    export_replay_free(&x.replay);
     cli_loaded_free(&l);
     return rc;
   }
   unsigned char *sel = NULL; /* --ranks, then the size it makes */
-  rc = cli_choose_ranks("export", x.ranks, &l.an, &sel);
+  rc = export_replay_prepare(&x.replay, &l.an);
+  if (rc == 0) rc = cli_choose_ranks("export", x.ranks, &l.an, &sel);
   l.an.opt.export_ranks = sel;
   if (rc == 0 &&
       cli_check_output_size("export", perfetto ? "Perfetto trace" : "JSON",
@@ -152,6 +170,7 @@ int cmd_export(int argc, char **argv) {
     rc = 1;
   if (rc) {
     free(sel);
+    export_replay_free(&x.replay);
     cli_loaded_free(&l);
     return rc;
   }
@@ -172,6 +191,7 @@ int cmd_export(int argc, char **argv) {
   else if (tty)
     say_written(perfetto, &st,
                 (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+  export_replay_free(&x.replay);
   cli_loaded_free(&l);
   free(sel);
   return rc ? 1 : 0;

@@ -48,6 +48,7 @@ static const cli_option replay_options[] = {
     {CLI_REPEAT, "--what-if", NULL, "EDIT",
      "replay again with EDIT (repeatable; all of them at once), e.g.\n"
      "'rank=2:no-delay', 'kind=comm:scale=0.5', 'name=gemm:scale=0.8',\n"
+     "'range=^recompute$:drop' (recomputation off),\n"
      "'coll=all_reduce:overlap', 'stage=1,kind=compute:scale=1.5'",
      0, opt_what_if, 0, 0, NULL},
     {CLI_STRING, "--json", NULL, "FILE", "also write the replay as JSON; '-' = stdout",

@@ -12,7 +12,7 @@ per-step error against the base run's measured step times).
 
 Prints one line per case: edit, predicted, measured, error; then the median |error| over
 the cases and the machine's CPU count and load. Needs a built tree:
-  python3 bench/replay/bench_replay.py --build build --repeat 3
+  python3 bench/replay/bench_replay.py --build build --repeat 3 [--only recompute]
 """
 import argparse
 import json
@@ -50,6 +50,14 @@ CASES = [
     # compete with backward for the cores
     ("dp2: --overlap off -> on", DP2 + ["--overlap", "off"], ["kind=comm:overlap"],
      DP2 + ["--overlap", "on"]),
+    # recomputation off: the trainer issues the recomputed forward work inside "recompute"
+    # ranges; dropping what was launched there is what --recompute none does not run
+    ("dp2: --recompute full -> none", DP2 + ["--recompute", "full"], ["range=^recompute$:drop"],
+     DP2 + ["--recompute", "none"]),
+    ("tp2: --recompute full -> none", TP2 + ["--recompute", "full"], ["range=^recompute$:drop"],
+     TP2 + ["--recompute", "none"]),
+    ("pp2: --recompute selective -> none", PP2 + ["--recompute", "selective"],
+     ["range=^recompute$:drop"], PP2 + ["--recompute", "none"]),
 ]
 
 
@@ -89,6 +97,7 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--only", default="", help="the cases whose name contains this text")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="bench-replay.")
     loads = [load()]
@@ -97,6 +106,8 @@ def main():
           f" of each side)")
     try:
         for name, base, edits, changed in CASES:
+            if a.only not in name:
+                continue
             predicted, measured = [], []
             for _ in range(a.repeat):
                 run = os.path.join(tmp, "base")
@@ -120,7 +131,7 @@ def main():
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     all_err = [e for _, e in errors]
-    in_model = [e for n, e in errors if "overlap" not in n]
+    in_model = [e for n, e in errors if "overlap" not in n] or [0.0]
     print(f"\nwhat-if: median |error| {100 * statistics.median(all_err):.1f}% over {len(all_err)} "
           f"cases (goal <= 10 %), worst {100 * max(all_err):.1f}%; without the overlap case "
           f"{100 * statistics.median(in_model):.1f}% over {len(in_model)}")

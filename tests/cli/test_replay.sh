@@ -22,6 +22,9 @@ bad_edit() { # EDIT WORDS: exit 2 and the message holds WORDS
 bad_edit 'kind=gpu:scale=2' 'expected compute, comm, copy or host'
 bad_edit 'rank=x:drop' 'expected a rank number'
 bad_edit 'name=(:drop' 'is not a regular expression'
+bad_edit 'range=(:drop' 'range=( is not a regular expression'
+bad_edit 'range=a,range=b:drop' 'range= given twice'
+bad_edit 'range=a:no-delay' 'delay selects ranks only'
 bad_edit 'scale' 'needs a value'
 bad_edit 'drop=2' 'takes no value'
 bad_edit 'foo=1:drop' "unknown selector 'foo'"
@@ -54,6 +57,12 @@ total_p = sum(s["predicted_ns"] for s in drop["steps"])
 total_r = sum(s["replayed_ns"] for s in drop["steps"])
 if total_p > total_r:
     bad.append(f"no compute predicts {total_p} ns for the steps, the replay {total_r} ns")
+# every op and call selected by no selector, only compute ops by kind=compute
+sel_all, sel_compute = same["what_if"]["selected"][0], drop["what_if"]["selected"][0]
+if sel_all["ops"] <= sel_compute["ops"] or sel_all["calls"] == 0 or sel_compute["ops"] == 0:
+    bad.append(f"selected: scale=1 {sel_all}, kind=compute {sel_compute}")
+if sel_compute["calls"] != 0:
+    bad.append(f"kind=compute selects {sel_compute['calls']} host calls")
 r = same["replay"]
 if r["median_error"] > 0.03 or r["worst_error"] > 0.05:
     bad.append(f"plain replay error median {r['median_error']}, worst {r['worst_error']}")

@@ -109,6 +109,12 @@ check "$d/u8" utf8_names
 # selection options are honoured by both formats alike
 check "$src/samples/cpu-dp2pp2-1f1b" sample_rank1 0 --rank 1 --steps 1:2
 
+# export --replay: the replay processes' slices are the same in both formats (derived slices)
+"$stepscope" export "$src/samples/cpu-dp2pp2-1f1b" -o "$d/replay.json" --what-if 'kind=comm:scale=2'
+"$stepscope" export "$src/samples/cpu-dp2pp2-1f1b" -o "$d/replay.pftrace" --what-if 'kind=comm:scale=2'
+"$py" "$here/check_json_nesting.py" "$d/replay.json" 0
+"$vpy" "$here/check_pftrace.py" "$d/replay.pftrace" "$d/replay.json" "$d/sample.report.json"
+
 # the intern tables start over (SEQ_INCREMENTAL_STATE_CLEARED) when full
 STEPSCOPE_PFTRACE_INTERN_LIMIT=32 "$stepscope" export "$src/samples/cpu-dp2pp2-1f1b" -o "$d/reset.pftrace"
 "$vpy" "$here/check_pftrace.py" "$d/reset.pftrace" "$d/sample.json" "$d/sample.report.json" --min-resets 10

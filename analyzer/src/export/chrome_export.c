@@ -33,6 +33,9 @@
  *   and no non-pipeline comm), "steps" (the step windows).
  * - a "critical path" track per rank, after everything else (tids past every other): the
  *   pieces of the steps' critical paths on that rank (docs/metrics.md "Critical path").
+ * - with export --replay, last, a process per rank "replay: EDITS (rank R)" (pids past every
+ *   rank's) with a track per lane: the rank's ops at their replayed times (replay_slices.c),
+ *   category "derived", args kind and shift_ns (replayed - traced start).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -326,10 +329,7 @@ static void export_rank(exporter *x, const ssa_rank_result *rr, long tid_base) {
     int64_t ts = ssa_rel_time(run, r, p->start);
     x_head(x, pid, tid, ts, p->end - p->start);
     ssa_out_str(o, ",\"name\":");
-    const char *name = ssa_rank_str(r, p->name);
-    if (!name[0])
-      name = p->kind == SSA_OP_MEMCPY ? "memcpy" : p->kind == SSA_OP_MEMSET ? "memset" : "op";
-    ssa_out_json_string(o, name);
+    ssa_out_json_string(o, ssa_op_slice_name(r, p));
     char tag[32];
     ssa_out_printf(o, ",\"cat\":\"%s%s\",\"args\":{\"category\":\"%s\",\"correlation\":", cat,
                    second_cat(tag, sizeof tag, ssa_op_expert_tag(r, p)), cat);
@@ -415,6 +415,72 @@ static int export_critical_path(exporter *x) {
   return 0;
 }
 
+/* The tid of sub-lane k of a replay lane, named when first used. */
+static long replay_tid(exporter *x, int pid, const ssa_rank *r, uint32_t lane, long **tids,
+                       uint32_t *ntids, uint32_t k) {
+  if (k >= *ntids) {
+    long *n = realloc(*tids, (k + 1) * sizeof *n);
+    if (!n) return -1;
+    *tids = n;
+    for (; *ntids <= k; (*ntids)++) {
+      char label[512], named[600];
+      ssa_lane_label(r, &r->lanes[lane], label, sizeof label);
+      if (*ntids) snprintf(named, sizeof named, "%s (lane %u)", label, *ntids + 1);
+      n[*ntids] = x->next_extra_tid++;
+      meta_event(x, "thread_name", pid, n[*ntids], *ntids ? named : label, 0);
+      meta_event(x, "thread_sort_index", pid, n[*ntids], NULL, (int64_t)lane * 64 + *ntids);
+    }
+  }
+  return (*tids)[k];
+}
+
+/* export --replay: per written rank a process with its ops at their replayed times, one
+ * track per lane (extra lanes where replayed ops overlap without nesting). */
+static int export_replay(exporter *x) {
+  const ssa_analysis *a = x->a;
+  for (size_t i = 0; a->opt.export_replay && i < a->nranks; i++) {
+    const ssa_rank *r = a->ranks[i].rank;
+    ssa_replay_slice *v;
+    size_t n;
+    if (!ssa_export_selects(a, i)) continue;
+    if (ssa_replay_slices(a, i, &v, &n)) return -1;
+    int pid = ssa_replay_pid(a, r), failed = 0;
+    char label[600];
+    ssa_replay_process_label(a, r, label, sizeof label);
+    meta_event(x, "process_name", pid, 0, label, 0);
+    meta_event(x, "process_sort_index", pid, 0, NULL, pid);
+    for (size_t b = 0, e; b < n && !failed; b = e) {
+      uint32_t lane = r->ops[v[b].op].lane, ntids = 0;
+      long *tids = NULL;
+      ssa_lanes lanes;
+      ssa_lanes_init(&lanes);
+      for (e = b; e < n && r->ops[v[e].op].lane == lane && !failed; e++) {
+        int k = ssa_lanes_place(&lanes, v[e].start, v[e].end);
+        long tid = k < 0 ? -1 : replay_tid(x, pid, r, lane, &tids, &ntids, (uint32_t)k);
+        if (tid < 0) {
+          failed = 1;
+          break;
+        }
+        const ssa_op *o = &r->ops[v[e].op];
+        x_head(x, pid, tid, ssa_rel_time(a->run, r, v[e].start), v[e].end - v[e].start);
+        ssa_out_str(x->o, ",\"name\":");
+        ssa_out_json_string(x->o, ssa_op_slice_name(r, o));
+        ssa_out_printf(x->o,
+                       ",\"cat\":\"derived\",\"args\":{\"category\":\"derived\",\"kind\":\"%s\","
+                       "\"shift_ns\":",
+                       cls_name(o->cls));
+        ssa_out_i64(x->o, v[e].start - o->start);
+        ssa_out_str(x->o, "}}");
+      }
+      ssa_lanes_free(&lanes);
+      free(tids);
+    }
+    free(v);
+    if (failed) return -1;
+  }
+  return 0;
+}
+
 int ssa_export_chrome(const ssa_analysis *a, const char *path, ssa_export_stats *stats,
                       stepscope_error *err) {
   ssa_out o;
@@ -471,7 +537,7 @@ int ssa_export_chrome(const ssa_analysis *a, const char *path, ssa_export_stats 
     export_rank(&x, rr, tid_base[i]);
   }
   free(tid_base);
-  if (export_critical_path(&x) != 0) o.error = STEPSCOPE_E_NOMEM;
+  if (export_critical_path(&x) != 0 || export_replay(&x) != 0) o.error = STEPSCOPE_E_NOMEM;
   ssa_out_str(&o, "\n],\"displayTimeUnit\":\"ns\",\"metadata\":{\"stepscope\":{\"exporter\":"
                   "\"stepscope export " STEPSCOPE_VERSION_STRING "\",\"origin_ns\":");
   ssa_out_i64(&o, a->run->origin);

@@ -17,7 +17,7 @@ uint64_t ssa_export_events(const ssa_analysis *a) {
   for (size_t i = 0; i < a->nranks; i++) {
     if (!ssa_export_selects(a, i)) continue;
     const ssa_rank *r = a->ranks[i].rank;
-    n += r->nops + r->napis + r->ncolls + r->nranges;
+    n += r->nops + r->napis + r->ncolls + r->nranges + (a->opt.export_replay ? r->nops : 0);
   }
   return n;
 }

@@ -13,7 +13,9 @@
  *   "steps", a counter track per counter name of the trace (memory...) and
  *   an "overlap ratio" counter (overlap / comm of each step, at its start);
  *   after every rank, a "critical path" track under each rank's process: the pieces of
- *   the steps' critical paths on that rank (docs/metrics.md "Critical path").
+ *   the steps' critical paths on that rank (docs/metrics.md "Critical path"); with export
+ *   --replay, last, a process per rank "replay: EDITS (rank R)" with a track per lane: the
+ *   rank's ops at their replayed times (replay_slices.c), category "derived".
  *   Slices that overlap without nesting go to extra tracks "... (lane N)"
  *   (ssa_lanes.h), described when first used.
  * - times: the JSON's (aligned, relative to the run origin, in ns).
@@ -681,6 +683,16 @@ static uint64_t second_category(pf_writer *w, pf_seq *q, ssa_expert_tag t) {
                 NULL);
 }
 
+/* An op's interned name: its own, or memcpy, memset, op (ssa_op_slice_name). */
+static uint64_t op_name(pf_writer *w, pf_seq *q, const ssa_rank *r, const ssa_op *p) {
+  if (p->name && ssa_rank_str(r, p->name)[0]) return intern(w, q, SP_NAME, SRC_RANK, p->name, r);
+  return intern(w, q, SP_NAME, SRC_CONST,
+                p->kind == SSA_OP_MEMCPY   ? K_MEMCPY
+                : p->kind == SSA_OP_MEMSET ? K_MEMSET
+                                           : K_OP,
+                NULL);
+}
+
 static void write_slice(pf_writer *w, lane_out *lo, const ssa_slice *sl, const launch_lists *ll,
                         uint64_t flow_base) {
   const ssa_rank *r = lo->r;
@@ -729,15 +741,7 @@ static void write_slice(pf_writer *w, lane_out *lo, const ssa_slice *sl, const l
   } else {
     const ssa_op *p = &r->ops[sl->index];
     uint32_t cls = p->cls >= SSA_CLS_COMPUTE && p->cls <= SSA_CLS_MEMSET ? p->cls - 1u : K_COMPUTE;
-    uint64_t nm;
-    if (p->name && ssa_rank_str(r, p->name)[0])
-      nm = intern(w, q, SP_NAME, SRC_RANK, p->name, r);
-    else
-      nm = intern(w, q, SP_NAME, SRC_CONST,
-                  p->kind == SSA_OP_MEMCPY   ? K_MEMCPY
-                  : p->kind == SSA_OP_MEMSET ? K_MEMSET
-                                             : K_OP,
-                  NULL);
+    uint64_t nm = op_name(w, q, r, p);
     uint64_t cat = intern(w, q, SP_CATEGORY, SRC_CONST, cls, NULL);
     uint64_t cat2 = second_category(w, q, ssa_op_expert_tag(r, p));
     uint64_t bn = p->bytes ? intern(w, q, SP_DEBUG, SRC_CONST, K_BYTES, NULL) : 0;
@@ -797,10 +801,8 @@ static int cmp_window_start(const void *pa, const void *pb, void *arg) {
                          : a->end > b->end; /* an empty window first: written before the next */
 }
 
-/* The track descriptor of a rank's process ("rank R (host, GPU d)"); returns its uuid. */
-static uint64_t write_process(pf_writer *w, const ssa_rank *r, int pid) {
-  char label[512];
-  ssa_rank_track_label(r, label, sizeof label);
+/* The track descriptor of a process ("rank R (host, GPU d)"); returns its uuid. */
+static uint64_t write_process(pf_writer *w, const char *label, int pid) {
   uint64_t process = descriptor_begin(w);
   pb_uint(&w->b, TD_CHILD_ORDERING, ORDER_EXPLICIT);
   pb_begin(&w->b, TD_PROCESS);
@@ -827,7 +829,9 @@ static int export_rank(pf_writer *w, const ssa_rank_result *rr, long tid_base, u
   memset(&d, 0, sizeof d);
 
   /* the process and its tracks */
-  uint64_t process = write_process(w, r, pid);
+  char label[512];
+  ssa_rank_track_label(r, label, sizeof label);
+  uint64_t process = write_process(w, label, pid);
   w->process_of[rr->rank_index] = process;
 
   lanes = calloc(r->nlanes ? r->nlanes : 1, sizeof *lanes);
@@ -991,6 +995,56 @@ static int export_critical_path(pf_writer *w) {
   return w->failed ? STEPSCOPE_E_NOMEM : 0;
 }
 
+/* One lane's replayed ops, v[0, n), under the replay process. */
+static void replay_lane(pf_writer *w, uint64_t process, const ssa_rank *r,
+                        const ssa_replay_slice *v, size_t n) {
+  lane_out lo = {.w = w, .process = process, .r = r, .lane = r->ops[v[0].op].lane};
+  ssa_lane_label(r, &r->lanes[lo.lane], lo.label, sizeof lo.label);
+  seq_init(w, &lo.seq, named_track(w, process, lo.label, (int64_t)lo.lane * 64, -1));
+  ssa_lanes_init(&lo.lanes);
+  lo.lanes.on_close = on_close;
+  lo.lanes.ctx = &lo;
+  for (size_t k = 0; k < n && !w->failed; k++) {
+    uint32_t sub = place(&lo, v[k].start, v[k].end);
+    event_prepare(w, &lo.seq);
+    uint64_t nm = op_name(w, &lo.seq, r, &r->ops[v[k].op]);
+    uint64_t cat = intern(w, &lo.seq, SP_CATEGORY, SRC_CONST, K_DERIVED, NULL);
+    event_open(w, &lo.seq, ssa_rel_time(w->a->run, r, v[k].start), TYPE_BEGIN);
+    if (sub) pb_uint(&w->b, TE_TRACK_UUID, sub_track(&lo, sub));
+    pb_uint(&w->b, TE_NAME_IID, nm);
+    pb_uint(&w->b, TE_CATEGORY_IIDS, cat);
+    event_close(w);
+    w->slices++;
+  }
+  ssa_lanes_finish(&lo.lanes);
+  ssa_lanes_free(&lo.lanes);
+  free(lo.extra);
+  tab_free(&lo.seq.tab);
+}
+
+/* export --replay: per written rank a process "replay: EDITS (rank R)" holding its ops at
+ * their replayed times, a track per lane (replay_slices.c). */
+static int export_replay(pf_writer *w) {
+  const ssa_analysis *a = w->a;
+  for (size_t i = 0; a->opt.export_replay && i < a->nranks && !w->failed; i++) {
+    const ssa_rank *r = a->ranks[i].rank;
+    ssa_replay_slice *v;
+    size_t n;
+    if (!w->process_of[i]) continue;
+    if (ssa_replay_slices(a, i, &v, &n)) return STEPSCOPE_E_NOMEM;
+    char label[600];
+    ssa_replay_process_label(a, r, label, sizeof label);
+    uint64_t process = write_process(w, label, ssa_replay_pid(a, r));
+    for (size_t b = 0, e; b < n && !w->failed; b = e) {
+      for (e = b; e < n && r->ops[v[e].op].lane == r->ops[v[b].op].lane;)
+        e++;
+      replay_lane(w, process, r, v + b, e - b);
+    }
+    free(v);
+  }
+  return w->failed ? STEPSCOPE_E_NOMEM : 0;
+}
+
 int ssa_export_perfetto(const ssa_analysis *a, const char *path, ssa_export_stats *stats,
                         stepscope_error *err) {
   return ssa_export_perfetto_opts(a, path, NULL, stats, err);
@@ -1032,6 +1086,7 @@ int ssa_export_perfetto_opts(const ssa_analysis *a, const char *path,
     rc = export_rank(&w, rr, base, flow_base);
   }
   if (!rc) rc = export_critical_path(&w);
+  if (!rc) rc = export_replay(&w);
   if (!rc && (w.failed || w.b.failed)) rc = STEPSCOPE_E_NOMEM;
   if (!rc)
     ssa_out_write(&w.o, (const char *)w.b.p, w.b.len);

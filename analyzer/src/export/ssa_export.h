@@ -21,12 +21,36 @@ typedef struct ssa_export_stats {
 /* The ranks an export writes (export_selection.c): those of --rank and of the options'
  * export_ranks (every rank without either). */
 int ssa_export_selects(const ssa_analysis *a, size_t rank_idx);
-/* The events of the selected ranks (ops, API calls, collectives, ranges) and the expected
+/* The events of the selected ranks (ops, API calls, collectives, ranges; the ops once more
+ * with a replay, ssa_export_replay) and the expected
  * size of their export, uncompressed, at the bytes per event below (measured; an estimate). */
 #define SSA_EXPORT_JSON_BYTES_PER_EVENT    300u
 #define SSA_EXPORT_PFTRACE_BYTES_PER_EVENT 60u
 uint64_t ssa_export_events(const ssa_analysis *a);
 uint64_t ssa_export_estimate_bytes(const ssa_analysis *a, int perfetto);
+
+/* `export --replay [EDIT...]` (ssa_options.export_replay): the replayed ops (their simulated
+ * start and end, metrics/replay.h) as one more process per written rank, named "LABEL (rank
+ * R)", with a track per lane of the rank (replay_slices.c). */
+typedef struct ssa_export_replay {
+  const char *label;               /* "replay" or "replay: EDIT, EDIT" */
+  const struct ssa_replay *replay; /* run with ssa_replay_run_ops */
+} ssa_export_replay;
+
+/* The replayed ops of rank index i: op index, and start and end in the rank's trace time, as
+ * its ops' (ssa_rel_time converts), sorted by lane, start, longer first. */
+typedef struct ssa_replay_slice {
+  int64_t start, end;
+  uint32_t op;
+} ssa_replay_slice;
+
+/* The slices of rank index i (*n 0 without a replay); 0 or -1 (memory). */
+int ssa_replay_slices(const ssa_analysis *a, size_t i, ssa_replay_slice **out, size_t *n);
+/* The replay process of the rank: its pid (past every rank's) and name. */
+int ssa_replay_pid(const ssa_analysis *a, const ssa_rank *r);
+void ssa_replay_process_label(const ssa_analysis *a, const ssa_rank *r, char *buf, size_t n);
+/* An op's slice name: its name, or memcpy, memset, op for a nameless one. */
+const char *ssa_op_slice_name(const ssa_rank *r, const ssa_op *o);
 
 /* Writes the Chrome-trace JSON of an analysed run to `path` (".gz": gzip).
  * Only ranks selected by ssa_export_selects are written. */

@@ -370,19 +370,24 @@ static int prepare_rank(sim *s, uint32_t ri, const ssa_replay_edit *edits, size_
   for (size_t c = 0; c < r->ncolls; c++)
     sr->group[c] = SSA_NONE;
   sr->delay_ns = declared_delay(r);
-  for (size_t i = 0; i + 1 < slots; i++) {
-    int is_api = i >= r->nops;
-    size_t index = is_api ? i - r->nops : i;
+  for (size_t i = 0; i + 1 < slots; i++)
     sr->scale[i] = sr->gaps[i] = 1.0f;
-    for (size_t e = 0; e < nedits; e++) {
-      const ssa_replay_edit *ed = &edits[e];
-      if (ed->action == SSA_REPLAY_DELAY || !ssa_replay_edit_selects(ed, r, is_api, index))
-        continue;
+  for (size_t e = 0; e < nedits; e++) {
+    const ssa_replay_edit *ed = &edits[e];
+    ssa_replay_spans spans;
+    if (ed->action == SSA_REPLAY_DELAY) continue;
+    if (ssa_replay_spans_build(ed, r, &spans)) return STEPSCOPE_E_NOMEM;
+    for (size_t i = 0; i + 1 < slots; i++) {
+      int is_api = i >= r->nops;
+      size_t index = is_api ? i - r->nops : i;
+      if (!ssa_replay_edit_selects(ed, r, is_api, index, &spans)) continue;
+      (is_api ? s->out->selected_calls : s->out->selected_ops)[e]++;
       if (ed->action == SSA_REPLAY_SCALE) sr->scale[i] *= (float)ed->factor;
       if (ed->action == SSA_REPLAY_GAPS) sr->gaps[i] *= (float)ed->factor;
       if (ed->action == SSA_REPLAY_OVERLAP && !is_api && r->ops[index].cls == SSA_CLS_COMM)
         sr->unwaited[i] = 1;
     }
+    ssa_replay_spans_free(&spans);
   }
   for (size_t e = 0; e < nedits; e++) {
     const ssa_replay_edit *ed = &edits[e];
@@ -575,11 +580,28 @@ static int simulate_all(sim *s) {
   return rc;
 }
 
-int ssa_replay_run(const ssa_analysis *a, const ssa_replay_edit *edits, size_t nedits,
-                   ssa_replay *out, char *msg, size_t n) {
+/* The simulated op times of every rank, taken from the simulation into out. */
+static int keep_op_times(sim *s, ssa_replay *out) {
+  size_t nr = s->a->nranks;
+  out->op_start = calloc(nr ? nr : 1, sizeof *out->op_start);
+  out->op_end = calloc(nr ? nr : 1, sizeof *out->op_end);
+  if (!out->op_start || !out->op_end) return STEPSCOPE_E_NOMEM;
+  out->nranks = nr;
+  for (size_t i = 0; i < nr; i++) { /* ops are the first slots */
+    out->op_start[i] = s->r[i].start, out->op_end[i] = s->r[i].end;
+    s->r[i].start = s->r[i].end = NULL;
+  }
+  return 0;
+}
+
+static int replay_run(const ssa_analysis *a, const ssa_replay_edit *edits, size_t nedits,
+                      int keep_ops, ssa_replay *out, char *msg, size_t n) {
   memset(out, 0, sizeof *out);
   out->steps = calloc(a->nsteps ? a->nsteps : 1, sizeof *out->steps);
-  if (!out->steps) return STEPSCOPE_E_NOMEM;
+  out->selected_ops = calloc(nedits + 1, sizeof *out->selected_ops);
+  out->selected_calls = calloc(nedits + 1, sizeof *out->selected_calls);
+  out->nedits = nedits;
+  if (!out->steps || !out->selected_ops || !out->selected_calls) return STEPSCOPE_E_NOMEM;
   out->nsteps = a->nsteps;
   if (a->nsteps == 0) return 0;
   sim s = {.a = a, .out = out, .short_gap = a->launch_gap_ns};
@@ -598,11 +620,25 @@ int ssa_replay_run(const ssa_analysis *a, const ssa_replay_edit *edits, size_t n
   if (rc == 0) rc = simulate_all(&s);
   if (rc == 0) rc = predict_steps(&s) ? STEPSCOPE_E_NOMEM : 0;
   if (rc == 0) rc = summarise(out);
+  if (rc == 0 && keep_ops) rc = keep_op_times(&s, out);
   free_sim(&s);
   return rc;
 }
 
+int ssa_replay_run(const ssa_analysis *a, const ssa_replay_edit *edits, size_t nedits,
+                   ssa_replay *out, char *msg, size_t n) {
+  return replay_run(a, edits, nedits, 0, out, msg, n);
+}
+
+int ssa_replay_run_ops(const ssa_analysis *a, const ssa_replay_edit *edits, size_t nedits,
+                       ssa_replay *out, char *msg, size_t n) {
+  return replay_run(a, edits, nedits, 1, out, msg, n);
+}
+
 void ssa_replay_free(ssa_replay *r) {
-  free(r->steps);
+  free(r->steps), free(r->selected_ops), free(r->selected_calls);
+  for (size_t i = 0; i < r->nranks; i++)
+    free(r->op_start[i]), free(r->op_end[i]);
+  free(r->op_start), free(r->op_end);
   memset(r, 0, sizeof *r);
 }

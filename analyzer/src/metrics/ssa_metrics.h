@@ -66,6 +66,8 @@ typedef struct ssa_options {
   struct ssa_rank_summary *summaries; /* NULL, or per rank index its summary made when it was loaded
                                   (the bounded mode: one read less); ssa_analyze takes them
                                   (and sets their clock offsets), leaving them zeroed */
+  /* the exports only: NULL, or a replay whose ops they add as tracks (export --replay) */
+  const struct ssa_export_replay *export_replay;
 } ssa_options;
 
 void ssa_options_default(ssa_options *o);

@@ -3,6 +3,7 @@
  * `stepscope replay` (docs/replay.md names every field).
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "ssa_replay_report.h"
 
@@ -21,14 +22,29 @@ static void path_text(ssa_out *o, const int64_t *kind) {
                      total ? 100.0 * (double)kind[c] / (double)total : 0.0);
 }
 
+/* A delay edit (delay=MS, no-delay) selects ranks, not ops or calls. */
+static int is_delay_edit(const char *text) {
+  const char *action = strrchr(text, ':');
+  action = action ? action + 1 : text;
+  return !strncmp(action, "delay=", 6) || !strcmp(action, "no-delay");
+}
+
 void ssa_replay_report_text(const void *rp, ssa_out *o) {
   const ssa_replay_report *r = rp;
   const ssa_replay *p = r->plain, *e = r->edited;
   char b1[32], b2[32], b3[32];
   ssa_out_printf(o, "replay of %s: %zu steps, %llu nodes\n", r->run_path, p->nsteps,
                  (unsigned long long)p->nodes);
-  for (size_t i = 0; i < r->nedits; i++)
-    ssa_out_printf(o, "what-if: %s\n", r->edits[i]);
+  for (size_t i = 0; i < r->nedits; i++) {
+    ssa_out_printf(o, "what-if: %s", r->edits[i]);
+    if (e && i < e->nedits && (e->selected_ops[i] || e->selected_calls[i]))
+      ssa_out_printf(o, " (selects %llu ops, %llu host calls)",
+                     (unsigned long long)e->selected_ops[i],
+                     (unsigned long long)e->selected_calls[i]);
+    else if (e && i < e->nedits && !is_delay_edit(r->edits[i]))
+      ssa_out_str(o, " (selects no op or call)");
+    ssa_out_char(o, '\n');
+  }
   ssa_out_printf(o, "\n%8s %12s %12s %8s", "step", "measured", "replayed", "error");
   if (e) ssa_out_printf(o, " %12s %8s", "predicted", "change");
   ssa_out_str(o, "  predicted critical path\n");
@@ -89,6 +105,15 @@ static void summary_json(ssa_out *o, const char *key, const ssa_replay *p) {
   ssa_out_field_u64(o, "cycles", p->cycles);
   ssa_out_field_u64(o, "delay_gaps", p->delay_gaps);
   ssa_out_field_i64(o, "device_waits_ns", p->device_waits);
+  if (p->nedits) {
+    ssa_out_key(o, "selected");
+    ssa_out_char(o, '[');
+    for (size_t i = 0; i < p->nedits; i++)
+      ssa_out_printf(o, "%s{\"ops\":%llu,\"calls\":%llu}", i ? "," : "",
+                     (unsigned long long)p->selected_ops[i],
+                     (unsigned long long)p->selected_calls[i]);
+    ssa_out_char(o, ']');
+  }
   ssa_out_char(o, '}');
 }
 

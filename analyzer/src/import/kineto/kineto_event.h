@@ -53,6 +53,10 @@ typedef struct kevent {
   /* a cuda_sync event's awaited stream and cudaEventRecord correlation (-1 in the file: none) */
   int has_wait_stream, has_wait_corr;
   uint64_t wait_stream, wait_corr;
+  /* args "Rank": a record_param_comms op's rank in its group; of a send or recv, the peer's
+   * (PyTorch's ProcessGroupNCCL records the destination or source there) */
+  int has_rank_arg;
+  uint64_t rank_arg;
   uint32_t grid[3], block[3];
   /* NCCL metadata */
   char coll_name[KSHORT], dtype[KSHORT], pg_name[KSHORT], pg_desc[KSHORT];
@@ -93,6 +97,8 @@ static inline void kevent_clear(kevent *ev) {
   ev->corr = ev->stream = ev->device = ev->bytes = ev->ext_id = 0;
   ev->has_wait_stream = ev->has_wait_corr = 0;
   ev->wait_stream = ev->wait_corr = 0;
+  ev->has_rank_arg = 0;
+  ev->rank_arg = 0;
   memset(ev->grid, 0, sizeof ev->grid);
   memset(ev->block, 0, sizeof ev->block);
   ev->coll_name[0] = ev->dtype[0] = ev->pg_name[0] = ev->pg_desc[0] = ev->pg_ranks[0] = 0;
@@ -229,7 +235,8 @@ enum akey {
   A_CONCRETE_INPUTS,
   A_NAME,
   A_WAIT_STREAM,
-  A_WAIT_CORR
+  A_WAIT_CORR,
+  A_RANK
 };
 
 /* By length first, then the bytes: each comparison has a constant size,
@@ -238,7 +245,7 @@ static inline int args_key(const char *s, size_t n) {
 #define IS(lit) (!memcmp(s, lit, sizeof lit - 1))
   switch (n) {
   case 3: return IS("Seq") || IS("seq") ? A_SEQ : A_NONE;
-  case 4: return IS("grid") ? A_GRID : IS("name") ? A_NAME : A_NONE;
+  case 4: return IS("grid") ? A_GRID : IS("name") ? A_NAME : IS("Rank") ? A_RANK : A_NONE;
   case 5: return IS("bytes") ? A_BYTES : IS("block") ? A_BLOCK : IS("dtype") ? A_DTYPE : A_NONE;
   case 6: return IS("stream") ? A_STREAM : IS("device") ? A_DEVICE : A_NONE;
   case 7: return IS("pg_name") ? A_PG_NAME : IS("pg_desc") ? A_PG_DESC : A_NONE;
@@ -305,12 +312,13 @@ static const kafield kargs_field[] = {
     [A_NAME] = {KA_AT(KA_TEXT, arg_name)},
     [A_WAIT_STREAM] = {KA_NUM(wait_stream, has_wait_stream)},
     [A_WAIT_CORR] = {KA_NUM(wait_corr, has_wait_corr)},
+    [A_RANK] = {KA_NUM(rank_arg, has_rank_arg)},
 };
 #undef KA_NUM
 #undef KA_AT
 
 _Static_assert(offsetof(kevent, inputs) <= 0xffff, "kafield offsets are 16-bit");
-_Static_assert(sizeof kargs_field / sizeof kargs_field[0] == A_WAIT_CORR + 1,
+_Static_assert(sizeof kargs_field / sizeof kargs_field[0] == A_RANK + 1,
                "one kafield per args key");
 _Static_assert(sizeof((kevent *)0)->coll_name == KSHORT && sizeof((kevent *)0)->dtype == KSHORT &&
                    sizeof((kevent *)0)->pg_name == KSHORT && sizeof((kevent *)0)->pg_desc == KSHORT,

@@ -55,6 +55,8 @@ typedef struct kparam {
   char *pg_ranks; /* normalised "0,1,2,3" (owned) */
   int has_in, has_out, has_group_size, has_seq;
   uint64_t in_nelems, out_nelems, group_size, seq;
+  int has_rank_arg; /* args "Rank": of a send or recv, the peer's rank in the group */
+  uint64_t rank_arg;
 } kparam;
 
 /* An NCCL kernel (by name) that carried no metadata of its own. */

@@ -48,6 +48,7 @@
 #include "kineto_event.h"
 #include "kineto_host.h"
 #include "kineto_import.h"
+#include "kineto_p2p.h"
 #include "kineto_pipeline.h"
 
 /* ---- conversion ---- */
@@ -233,6 +234,8 @@ static int keep_param_comms(kimport *k, int64_t s, int64_t e) {
   p->out_nelems = ev->out_nelems;
   p->group_size = ev->group_size;
   p->seq = ev->seq;
+  p->has_rank_arg = ev->has_rank_arg;
+  p->rank_arg = ev->rank_arg;
   return 0;
 }
 
@@ -900,7 +903,8 @@ static int place_of(const int *ranks, int n, int rank) {
 
 /* A pipeline stage (kineto_pipeline.c): in the process group that distributedInfo.pg_config
  * names as the rank's pipeline, told apart from the job's other pipelines by the rank's place
- * in its data-parallel group (else its pipeline's lowest rank); without one, the world. */
+ * in its data-parallel group (else its pipeline's lowest rank); without one, the group that its
+ * point-to-point record_param_comms ops name (kineto_p2p.c), else the world. */
 static int pipeline(kimport *k, ssa_rank *r, int rank) {
   ssa_kineto_pp pp = {rank, k->world, rank, k->world, NULL, 1, 0, 0};
   int stage = place_of(k->pp_ranks, k->npp_ranks, rank);
@@ -916,6 +920,18 @@ static int pipeline(kimport *k, ssa_rank *r, int rank) {
     pp.dp_rank = dp_place >= 0 ? dp_place : lowest;
     pp.from_groups = 1;
     return ssa_kineto_pipeline(r, k->name, &pp);
+  }
+  int group[KGROUP_RANKS]; /* no group named as the pipeline: the one its sends go through */
+  int n = ssa_kineto_p2p_group(k->params, k->nparams, rank, group, KGROUP_RANKS);
+  if (n >= 2 && n < k->world) {
+    pp.stage = place_of(group, n, rank);
+    pp.stages = n;
+    pp.ranks = group;
+    pp.dp = k->world / n;
+    pp.dp_rank = group[0];
+    for (int i = 1; i < n; i++)
+      if (group[i] < pp.dp_rank) pp.dp_rank = group[i];
+    pp.from_groups = 1;
   }
   return ssa_kineto_pipeline(r, k->name, &pp);
 }

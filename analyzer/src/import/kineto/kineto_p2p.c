@@ -42,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kineto_import.h"
 #include "sc_hash.h"
 
 enum { PASS_NONE = -1, PASS_FORWARD, PASS_BACKWARD };
@@ -201,6 +202,33 @@ out:
   free(steps.v);
   free(count);
   return rc;
+}
+
+static int is_p2p_param(const kparam *p) {
+  return !strcmp(p->coll_name, "send") || !strncmp(p->coll_name, "recv", 4);
+}
+
+int ssa_kineto_p2p_group(const kparam *params, size_t n, int rank, int *ranks, int cap) {
+  const char *group = NULL;
+  for (size_t i = 0; i < n; i++) {
+    if (!is_p2p_param(&params[i])) continue;
+    if (!params[i].pg_ranks[0] || (group && strcmp(group, params[i].pg_ranks))) return 0;
+    group = params[i].pg_ranks;
+  }
+  int count = 0, place = -1;
+  for (const char *p = group; p && *p && count < cap;) { /* "0,1,2,3" */
+    ranks[count] = atoi(p);
+    if (ranks[count] == rank) place = count;
+    count++;
+    p = strchr(p, ',');
+    p = p ? p + 1 : NULL;
+  }
+  if (place < 0) return 0;
+  for (size_t i = 0; i < n; i++)
+    if (is_p2p_param(&params[i]) && params[i].has_rank_arg &&
+        (params[i].rank_arg >= (uint64_t)count || params[i].rank_arg == (uint64_t)place))
+      return 0;
+  return count;
 }
 
 int ssa_kineto_p2p_index_build(const ssa_rank *r, ssa_kineto_p2p_index *ix) {

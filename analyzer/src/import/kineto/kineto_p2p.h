@@ -21,6 +21,14 @@
  * its own (NCCL metadata) is left alone. 0 or STEPSCOPE_E_NOMEM. */
 int ssa_kineto_p2p_match(ssa_rank *r, const ssa_kineto_pp *pp, int virtual_stages);
 
+/* The process group of a rank's point-to-point record_param_comms ops (`params`, n of them;
+ * PyTorch's NCCL backend writes one around every send and recv, with "Process Group Ranks" and,
+ * as "Rank", the peer's rank in the group): its global ranks by group rank into ranks[cap], and
+ * how many; 0 when the rank has no such op, one without its group's ranks, ops of different
+ * groups, a group it is not in, or a peer that is not another member. */
+struct kparam;
+int ssa_kineto_p2p_group(const struct kparam *params, size_t n, int rank, int *ranks, int cap);
+
 /* The records above, by (thread, start, end), for the host timeline's ops. */
 typedef struct ssa_kineto_p2p_call {
   int64_t start, end; /* start first: ssa_count_below searches them */

@@ -513,20 +513,21 @@ typedef struct ksrec {
 #define KSREC_NUMBERS(X)                                                                           \
   X(ts)                                                                                            \
   X(dur) X(pid) X(tid) X(corr) X(stream) X(device) X(bytes) X(ext_id) X(wait_stream) X(wait_corr)
-/* one flag per line pair, laid out by hand: clang-format 14 moves this list on every run */
+/* laid out by hand: clang-format 14 moves these lists on every run */
 // clang-format off
 #define KSREC_FLAGS(X)                                                                             \
   X(has_ts, KS_TS) X(has_dur, KS_DUR) X(has_corr, KS_CORR) X(has_stream, KS_STREAM)                \
   X(has_device, KS_DEVICE) X(has_bytes, KS_BYTES) X(has_ext_id, KS_EXT)                           \
   X(has_wait_stream, KS_WAIT_STREAM) X(has_wait_corr, KS_WAIT_CORR)
-// clang-format on
 #define KSNCCL_SCALARS(X)                                                                          \
-  X(in_nelems) X(out_nelems) X(group_size) X(seq) X(has_in) X(has_out) X(has_group_size) X(has_seq)
+  X(in_nelems) X(out_nelems) X(group_size) X(seq) X(rank_arg)                                     \
+  X(has_in) X(has_out) X(has_group_size) X(has_seq) X(has_rank_arg)
+// clang-format on
 #define KSNCCL_TEXTS(X) X(coll_name) X(dtype) X(pg_name) X(pg_desc)
 
 typedef struct ksnccl {
-  uint64_t in_nelems, out_nelems, group_size, seq;
-  uint8_t has_in, has_out, has_group_size, has_seq;
+  uint64_t in_nelems, out_nelems, group_size, seq, rank_arg;
+  uint8_t has_in, has_out, has_group_size, has_seq, has_rank_arg;
   char coll_name[KSHORT], dtype[KSHORT], pg_name[KSHORT], pg_desc[KSHORT];
   uint32_t ranks_len;
 } ksnccl;
@@ -565,7 +566,8 @@ int ssa_kineto_split_store(kimport *k) {
   memcpy(h.block, ev->block, sizeof h.block);
   h.name_len = (uint32_t)ev->name_len;
   int nccl = ev->coll_name[0] || ev->dtype[0] || ev->pg_name[0] || ev->pg_desc[0] ||
-             ev->pg_ranks[0] || ev->has_in || ev->has_out || ev->has_group_size || ev->has_seq;
+             ev->pg_ranks[0] || ev->has_in || ev->has_out || ev->has_group_size || ev->has_seq ||
+             ev->has_rank_arg;
   if (nccl) h.flags |= KS_NCCL;
   h.cat = (uint8_t)ev->cat;
   h.cat_text_len = (uint8_t)strlen(ev->cat_text);
@@ -644,8 +646,8 @@ static const unsigned char *split_load(kimport *k, const unsigned char *p) {
     p += n.ranks_len;
   } else {
     ev->coll_name[0] = ev->dtype[0] = ev->pg_name[0] = ev->pg_desc[0] = ev->pg_ranks[0] = 0;
-    ev->has_in = ev->has_out = ev->has_group_size = ev->has_seq = 0;
-    ev->in_nelems = ev->out_nelems = ev->group_size = ev->seq = 0;
+    ev->has_in = ev->has_out = ev->has_group_size = ev->has_seq = ev->has_rank_arg = 0;
+    ev->in_nelems = ev->out_nelems = ev->group_size = ev->seq = ev->rank_arg = 0;
   }
   size_t used = (size_t)(p - start);
   return start + used + (8 - used % 8) % 8;
