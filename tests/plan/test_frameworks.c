@@ -277,7 +277,8 @@ static void clusters(void) {
  * (forward 2 x (4C^2 + 8C^2) x tokens, three times with backward) at 62 % of peak, attention
  * (forward 4 x C x seq x tokens, three times) at 30 %, and five passes of HBM traffic over the
  * stored activations (sbh x 34 + the log-sum-exp) at 3.35 TB/s; plus the LM head's 6 C V tokens
- * at the GEMM rate. A small hidden size reaches a smaller share of peak than a large one. */
+ * at the GEMM rate and its loss, five passes over the logits' 6 V tokens bytes (bf16 and fp32)
+ * at 3.35 TB/s. A small hidden size reaches a smaller share of peak than a large one. */
 static void compute_by_shape(void) {
   plan_job j;
   memset(&j, 0, sizeof j);
@@ -299,7 +300,7 @@ static void compute_by_shape(void) {
   double gemm = 2 * 12 * C * C * tokens, att = 4 * C * 128 * tokens;
   double acts = 65536.0 * 34 + 4 * 8 * 128 * 2;
   double layer = 3 * gemm / (0.62 * peak) + 3 * att / (0.30 * peak) + 5 * acts / 3.35e12;
-  double want = 4 * layer + 6 * C * 1024 * tokens / (0.62 * peak);
+  double want = 4 * layer + 6 * C * 1024 * tokens / (0.62 * peak) + 5 * 6 * 1024 * tokens / 3.35e12;
   CHECK(fabs(r.compute_s - want) < 1e-9 * want);
   /* the same layer 8x wider (GEMMs 64x, element-wise 8x): a larger share of peak */
   double small_mfu = r.mfu;

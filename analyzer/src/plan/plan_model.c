@@ -173,8 +173,12 @@ static double stage_time_by_shape(const plan_device *dev, const mm_layout *l, in
     /* forward, backward (twice the forward), and with full recomputation the forward again */
     t += (fwd - att) * passes / gemm_rate + att * (3.0 + again) / att_rate + elementwise;
   }
-  if (stage == l->pp - 1)
-    t += 3.0 * 2.0 * l->hidden * (double)mm_padded_vocab(l->vocab) * tokens / l->tp / gemm_rate;
+  if (stage == l->pp - 1) { /* the LM head's GEMMs, and its loss over the vocabulary: the logits'
+                              bf16 and fp32 bytes (6 per entry, the memory model's) in the same
+                              five passes as a layer's stored bytes (element-wise, memory-bound) */
+    double vocab = (double)mm_padded_vocab(l->vocab) * tokens / l->tp;
+    t += 3.0 * 2.0 * l->hidden * vocab / gemm_rate + 5.0 * 6.0 * vocab / dev->hbm_bw;
+  }
   return t;
 }
 
