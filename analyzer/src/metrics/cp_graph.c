@@ -67,18 +67,70 @@ static void *array_alloc(size_t n, size_t size) {
 }
 
 /* prev[i]: the previous item of item i's lane (SSA_NONE: none, or no lane); `last` is
- * scratch of nlanes entries. */
-static void prev_on_lane(const void *items, size_t n, size_t size, size_t lane_offset,
-                         uint32_t nlanes, uint32_t *last, uint32_t *prev) {
+ * scratch of nlanes entries, left holding each lane's last item. 1 when every item has a lane
+ * and each lane's items end in index order (a stream or a thread runs one at a time), the
+ * shape merge_lanes_by_end needs; else 0. Items start with int64 start, end. */
+static int prev_on_lane(const void *items, size_t n, size_t size, size_t lane_offset,
+                        uint32_t nlanes, uint32_t *last, uint32_t *prev) {
   for (uint32_t l = 0; l < nlanes; l++)
     last[l] = SSA_NONE;
   const char *p = items;
+  int lanes_end_ordered = 1;
+  int64_t prev_end = 0;
   for (size_t i = 0; i < n; i++) {
     uint16_t lane;
+    int64_t end;
     memcpy(&lane, p + i * size + lane_offset, sizeof lane);
+    memcpy(&end, p + i * size + sizeof(int64_t), sizeof end);
     prev[i] = lane < nlanes ? last[lane] : SSA_NONE;
-    if (lane < nlanes) last[lane] = (uint32_t)i;
+    if (lane >= nlanes) {
+      lanes_end_ordered = 0;
+      continue;
+    }
+    if (last[lane] != SSA_NONE) {
+      memcpy(&prev_end, p + (size_t)last[lane] * size + sizeof(int64_t), sizeof prev_end);
+      if (prev_end > end) lanes_end_ordered = 0;
+    }
+    last[lane] = (uint32_t)i;
   }
+  return lanes_end_ordered;
+}
+
+static int64_t item_end(const void *items, size_t size, uint32_t i) {
+  int64_t end;
+  memcpy(&end, (const char *)items + (size_t)i * size + sizeof(int64_t), sizeof end);
+  return end;
+}
+
+/* out: the indices of items in order of (end, index), without scratch, when prev_on_lane
+ * found every lane's items in order of end: the merge of the lanes, written from the back
+ * (the lane tail with the greatest end, the later index on a tie, then that lane goes on at
+ * its prev). `tail`: each lane's last item, as prev_on_lane left `last`. Looks at every
+ * non-empty lane per item, so only for a few lanes: 1 when done, 0 when there are more than
+ * MERGED_LANES_MAX (order_by_end does it then). */
+#define MERGED_LANES_MAX 16
+static int merge_lanes_by_end(const void *items, size_t n, size_t size, uint32_t nlanes,
+                              const uint32_t *tail, const uint32_t *prev, uint32_t *out) {
+  uint32_t at[MERGED_LANES_MAX];
+  int64_t at_end[MERGED_LANES_MAX];
+  size_t k = 0;
+  for (uint32_t l = 0; l < nlanes; l++) {
+    if (tail[l] == SSA_NONE) continue;
+    if (k == MERGED_LANES_MAX) return 0;
+    at[k] = tail[l];
+    at_end[k++] = item_end(items, size, tail[l]);
+  }
+  for (size_t o = n; o-- > 0;) {
+    size_t best = SIZE_MAX;
+    for (size_t j = 0; j < k; j++)
+      if (at[j] != SSA_NONE && (best == SIZE_MAX || at_end[j] > at_end[best] ||
+                                (at_end[j] == at_end[best] && at[j] > at[best])))
+        best = j;
+    out[o] = at[best];
+    at[best] = prev[at[best]];
+    if (at[best] != SSA_NONE) at_end[best] = item_end(items, size, at[best]);
+  }
+  return 1;
 }
 
 /* out: the indices of items (each starting with int64 start, end) in order of end; `keys`
@@ -214,9 +266,7 @@ static void build_rank(void *ctx, size_t i) {
   const ssa_rank *r = &g->run->ranks[i];
   cr->r = r;
   cr->off = r->offset_ns;
-  size_t most = r->nops > r->napis ? r->nops : r->napis;
   uint32_t *last = array_alloc(r->nlanes, sizeof *last);
-  ssa_key_index *keys = array_alloc(most, sizeof *keys);
   cr->op_prev = array_alloc(r->nops, sizeof *cr->op_prev);
   cr->api_prev = array_alloc(r->napis, sizeof *cr->api_prev);
   cr->op_by_end = array_alloc(r->nops, sizeof *cr->op_by_end);
@@ -224,18 +274,32 @@ static void build_rank(void *ctx, size_t i) {
   cr->late_rank = array_alloc(r->ncolls, sizeof *cr->late_rank);
   cr->late_op = array_alloc(r->ncolls, sizeof *cr->late_op);
   cr->late_at = array_alloc(r->ncolls, sizeof *cr->late_at);
-  cr->failed = !last || !keys || !cr->op_prev || !cr->api_prev || !cr->op_by_end ||
-               !cr->api_by_end || !cr->late_rank || !cr->late_op || !cr->late_at;
+  cr->failed = !last || !cr->op_prev || !cr->api_prev || !cr->op_by_end || !cr->api_by_end ||
+               !cr->late_rank || !cr->late_op || !cr->late_at;
+  /* the orders by end by merging the lanes when they allow it: no 16-byte keys per item to
+   * fault in and sort */
+  int ops_merged = 0, apis_merged = 0;
   if (!cr->failed) {
-    prev_on_lane(r->ops, r->nops, sizeof *r->ops, offsetof(ssa_op, lane), r->nlanes, last,
-                 cr->op_prev);
-    prev_on_lane(r->apis, r->napis, sizeof *r->apis, offsetof(ssa_api, lane), r->nlanes, last,
-                 cr->api_prev);
-    order_by_end(r->ops, r->nops, sizeof *r->ops, keys, cr->op_by_end);
-    order_by_end(r->apis, r->napis, sizeof *r->apis, keys, cr->api_by_end);
+    ops_merged = prev_on_lane(r->ops, r->nops, sizeof *r->ops, offsetof(ssa_op, lane), r->nlanes,
+                              last, cr->op_prev) &&
+                 merge_lanes_by_end(r->ops, r->nops, sizeof *r->ops, r->nlanes, last, cr->op_prev,
+                                    cr->op_by_end);
+    apis_merged = prev_on_lane(r->apis, r->napis, sizeof *r->apis, offsetof(ssa_api, lane),
+                               r->nlanes, last, cr->api_prev) &&
+                  merge_lanes_by_end(r->apis, r->napis, sizeof *r->apis, r->nlanes, last,
+                                     cr->api_prev, cr->api_by_end);
+  }
+  if (!cr->failed && (!ops_merged || !apis_merged)) {
+    size_t op_keys = ops_merged ? 0 : r->nops, api_keys = apis_merged ? 0 : r->napis;
+    size_t most = op_keys > api_keys ? op_keys : api_keys;
+    ssa_key_index *keys = array_alloc(most, sizeof *keys);
+    if (!keys) cr->failed = 1;
+    if (keys && !ops_merged) order_by_end(r->ops, r->nops, sizeof *r->ops, keys, cr->op_by_end);
+    if (keys && !apis_merged)
+      order_by_end(r->apis, r->napis, sizeof *r->apis, keys, cr->api_by_end);
+    free(keys);
   }
   free(last);
-  free(keys);
   if (cr->failed) return;
   for (size_t c = 0; c < r->ncolls; c++) {
     cr->late_rank[c] = cr->late_op[c] = SSA_NONE;
