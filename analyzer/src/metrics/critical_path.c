@@ -188,24 +188,53 @@ static int cmp_top_time(const void *pa, const void *pb) {
   return cmp_top_key(pa, pb);
 }
 
+/* The slot of key (name, rank, kind) in the open-addressing table t of `slots` (a power of
+ * two, never full): the key's own slot, or the empty one where it belongs. */
+static size_t top_slot(const ssa_cp_top *t, size_t slots, uint32_t name, uint32_t rank_idx,
+                       uint8_t kind) {
+  size_t h = sc_mix64((uint64_t)name << 32 ^ (uint64_t)rank_idx << 3 ^ kind) & (slots - 1);
+  while (t[h].count && (t[h].name != name || t[h].rank_idx != rank_idx || t[h].kind != kind))
+    h = (h + 1) & (slots - 1);
+  return h;
+}
+
+/* Doubles the table, rehashing its keys. */
+static int top_table_double(ssa_cp_top **t, size_t *slots) {
+  size_t n = *slots * 2;
+  ssa_cp_top *d = calloc(n, sizeof *d); /* count 0: empty */
+  if (!d) return STEPSCOPE_E_NOMEM;
+  for (size_t h = 0; h < *slots; h++)
+    if ((*t)[h].count) d[top_slot(d, n, (*t)[h].name, (*t)[h].rank_idx, (*t)[h].kind)] = (*t)[h];
+  free(*t);
+  *t = d;
+  *slots = n;
+  return 0;
+}
+
 /* The top `cap` (name, rank, kind) of the segments `v` (idle left out) into out: summed in an
- * open-addressing table of the keys (a path has few distinct ops), the distinct ones sorted. */
+ * open-addressing table of the keys, the distinct ones sorted. The table is sized by the
+ * distinct keys (a path has few distinct ops), not by the segments: the run's summary passes
+ * every segment of the run, and a table of twice that many slots cost its page faults. */
 static int top_ops(const ssa_cp_segment *const *v, size_t n, ssa_cp_top *out, size_t cap,
                    size_t *nout) {
-  size_t slots = 16;
-  while (slots < 2 * n)
-    slots *= 2;
+  size_t slots = 64, used = 0;
   ssa_cp_top *t = calloc(slots, sizeof *t); /* count 0: empty */
   if (!t) return STEPSCOPE_E_NOMEM;
   for (size_t i = 0; i < n; i++) {
     const ssa_cp_segment *s = v[i];
     if (s->kind == SSA_CP_IDLE) continue;
-    size_t h =
-        sc_mix64((uint64_t)s->name << 32 ^ (uint64_t)s->rank_idx << 3 ^ s->kind) & (slots - 1);
-    while (t[h].count &&
-           (t[h].name != s->name || t[h].rank_idx != s->rank_idx || t[h].kind != s->kind))
-      h = (h + 1) & (slots - 1);
-    if (!t[h].count) t[h] = (ssa_cp_top){s->name, s->rank_idx, s->kind, 0, 0};
+    size_t h = top_slot(t, slots, s->name, s->rank_idx, s->kind);
+    if (!t[h].count) {
+      if (2 * (used + 1) > slots) {
+        if (top_table_double(&t, &slots)) {
+          free(t);
+          return STEPSCOPE_E_NOMEM;
+        }
+        h = top_slot(t, slots, s->name, s->rank_idx, s->kind);
+      }
+      t[h] = (ssa_cp_top){s->name, s->rank_idx, s->kind, 0, 0};
+      used++;
+    }
     t[h].time += s->end_rel - s->start_rel;
     t[h].count++;
   }
