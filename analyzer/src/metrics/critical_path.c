@@ -211,32 +211,36 @@ static int top_table_double(ssa_cp_top **t, size_t *slots) {
   return 0;
 }
 
-/* The top `cap` (name, rank, kind) of the segments `v` (idle left out) into out: summed in an
- * open-addressing table of the keys, the distinct ones sorted. The table is sized by the
- * distinct keys (a path has few distinct ops), not by the segments: the run's summary passes
- * every segment of the run, and a table of twice that many slots cost its page faults. */
-static int top_ops(const ssa_cp_segment *const *v, size_t n, ssa_cp_top *out, size_t cap,
-                   size_t *nout) {
+/* The top `cap` (name, rank, kind) of the segments of steps[0, nsteps) (those counted in the
+ * medians only, when `medians_only`; idle left out) into out: summed in an open-addressing
+ * table of the keys, the distinct ones sorted. The table is sized by the distinct keys (a path
+ * has few distinct ops), not by the segments: the run's summary passes every segment of the
+ * run, and a table of twice that many slots cost its page faults. */
+static int top_ops(const ssa_critical_path *cp, const ssa_cp_step *steps, size_t nsteps,
+                   int medians_only, ssa_cp_top *out, size_t cap, size_t *nout) {
   size_t slots = 64, used = 0;
   ssa_cp_top *t = calloc(slots, sizeof *t); /* count 0: empty */
   if (!t) return STEPSCOPE_E_NOMEM;
-  for (size_t i = 0; i < n; i++) {
-    const ssa_cp_segment *s = v[i];
-    if (s->kind == SSA_CP_IDLE) continue;
-    size_t h = top_slot(t, slots, s->name, s->rank_idx, s->kind);
-    if (!t[h].count) {
-      if (2 * (used + 1) > slots) {
-        if (top_table_double(&t, &slots)) {
-          free(t);
-          return STEPSCOPE_E_NOMEM;
+  for (size_t i = 0; i < nsteps; i++) {
+    if (medians_only && !steps[i].in_medians) continue;
+    for (size_t j = 0; j < steps[i].nseg; j++) {
+      const ssa_cp_segment *s = &cp->segs[steps[i].seg_first + j];
+      if (s->kind == SSA_CP_IDLE) continue;
+      size_t h = top_slot(t, slots, s->name, s->rank_idx, s->kind);
+      if (!t[h].count) {
+        if (2 * (used + 1) > slots) {
+          if (top_table_double(&t, &slots)) {
+            free(t);
+            return STEPSCOPE_E_NOMEM;
+          }
+          h = top_slot(t, slots, s->name, s->rank_idx, s->kind);
         }
-        h = top_slot(t, slots, s->name, s->rank_idx, s->kind);
+        t[h] = (ssa_cp_top){s->name, s->rank_idx, s->kind, 0, 0};
+        used++;
       }
-      t[h] = (ssa_cp_top){s->name, s->rank_idx, s->kind, 0, 0};
-      used++;
+      t[h].time += s->end_rel - s->start_rel;
+      t[h].count++;
     }
-    t[h].time += s->end_rel - s->start_rel;
-    t[h].count++;
   }
   size_t m = 0;
   for (size_t h = 0; h < slots; h++)
@@ -267,18 +271,13 @@ static int64_t median_of(int64_t *v, size_t n) {
 
 /* The run's summary over the steps counted in the medians. */
 static int summarise(ssa_critical_path *cp) {
-  size_t n = 0, nseg = 0;
+  size_t n = 0;
   for (size_t i = 0; i < cp->nsteps; i++)
-    if (cp->steps[i].in_medians) n++, nseg += cp->steps[i].nseg;
+    n += cp->steps[i].in_medians != 0;
   cp->steady = n;
   if (n == 0) return 0;
   int64_t *v = malloc(n * sizeof *v);
-  const ssa_cp_segment **segs = malloc((nseg ? nseg : 1) * sizeof *segs);
-  if (!v || !segs) {
-    free(v);
-    free(segs);
-    return STEPSCOPE_E_NOMEM;
-  }
+  if (!v) return STEPSCOPE_E_NOMEM;
   size_t k = 0;
 #define MEDIAN_OF(field, out)                                                                      \
   do {                                                                                             \
@@ -311,13 +310,9 @@ static int summarise(ssa_critical_path *cp) {
       cp->total_idle_cause[c] += st->idle_cause[c];
     for (size_t r = 0; r < cp->nranks; r++)
       cp->total_by_rank[r] += st->by_rank[r];
-    for (size_t s = st->seg_first; s < st->seg_first + st->nseg; s++)
-      segs[k++] = &cp->segs[s];
   }
-  int rc = top_ops(segs, k, cp->top, SSA_CP_TOP_RUN, &cp->ntop);
   free(v);
-  free(segs);
-  return rc;
+  return top_ops(cp, cp->steps, cp->nsteps, 1, cp->top, SSA_CP_TOP_RUN, &cp->ntop);
 }
 
 /* The rank whose window of step `number` is the longest (the step time), its window. */
@@ -358,13 +353,7 @@ static int walk_all(walk *w) {
   }
   for (size_t i = 0; i < a->nsteps; i++) {
     ssa_cp_step *st = &cp->steps[i];
-    const ssa_cp_segment **v = malloc((st->nseg ? st->nseg : 1) * sizeof *v);
-    if (!v) return STEPSCOPE_E_NOMEM;
-    for (size_t s = 0; s < st->nseg; s++)
-      v[s] = &cp->segs[st->seg_first + s];
-    int rc = top_ops(v, st->nseg, st->top, SSA_CP_TOP_STEP, &st->ntop);
-    free(v);
-    SC_TRY(rc);
+    SC_TRY(top_ops(cp, st, 1, 0, st->top, SSA_CP_TOP_STEP, &st->ntop));
   }
   return summarise(cp);
 }
