@@ -119,7 +119,7 @@ static int64_t rel(const walk *w, int64_t aligned) {
 /* Walks step `st` back from aligned time hi on rank R to lo. */
 static int walk_step(walk *w, ssa_cp_step *st, uint32_t R, int64_t lo, int64_t hi) {
   const ssa_cp_graph *g = w->g;
-  ssa_cp_segment base = {.step = st->step, .edge = SSA_CPE_N};
+  ssa_cp_segment base = {.edge = SSA_CPE_N};
   ssa_cp_node n;
   if (ssa_cp_last_before(g, R, hi, &n) != 0 || ssa_cp_node_end(g, n) <= lo) {
     ssa_cp_segment s = base;
@@ -417,8 +417,22 @@ typedef struct piece_order {
   uint64_t seg;
 } piece_order;
 
+/* The step of segment i: the last step whose segments start at or before it (steps are in
+ * the order of their segments; a step without any shares its start with the next). */
+static int64_t step_of_segment(const ssa_critical_path *cp, size_t i) {
+  size_t lo = 0, hi = cp->nsteps;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (cp->steps[mid].seg_first <= i)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return cp->steps[lo - 1].step;
+}
+
 int ssa_cp_track(const ssa_critical_path *cp, uint32_t rank_idx,
-                 void (*emit)(void *ctx, const ssa_cp_segment *s, int64_t start_rel,
+                 void (*emit)(void *ctx, const ssa_cp_segment *s, int64_t step, int64_t start_rel,
                               int64_t end_rel),
                  void *ctx) {
   size_t n = 0;
@@ -436,7 +450,7 @@ int ssa_cp_track(const ssa_critical_path *cp, uint32_t rank_idx,
     const ssa_cp_segment *s = &cp->segs[v[i].index];
     int64_t from = s->start_rel > reached ? s->start_rel : reached;
     if (from >= s->end_rel) continue;
-    emit(ctx, s, from, s->end_rel);
+    emit(ctx, s, step_of_segment(cp, v[i].index), from, s->end_rel);
     reached = s->end_rel;
   }
   free(v);
