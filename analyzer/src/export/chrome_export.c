@@ -388,7 +388,7 @@ typedef struct path_track {
   long tid;
 } path_track;
 
-static void path_piece(void *ctx, const ssa_cp_segment *s, int64_t from, int64_t to) {
+static void path_piece(void *ctx, const ssa_cp_segment *s, int64_t step, int64_t from, int64_t to) {
   path_track *p = ctx;
   char label[64];
   x_head(p->x, p->pid, p->tid, from, to - from);
@@ -397,7 +397,7 @@ static void path_piece(void *ctx, const ssa_cp_segment *s, int64_t from, int64_t
   ssa_out_printf(p->x->o,
                  ",\"cat\":\"derived\",\"args\":{\"category\":\"derived\",\"kind\":\"%s\","
                  "\"step\":%lld}}",
-                 ssa_cp_kind_names[s->kind], (long long)s->step);
+                 ssa_cp_kind_names[s->kind], (long long)step);
 }
 
 /* The critical path's track on every selected rank that it crosses. */

@@ -960,7 +960,7 @@ typedef struct path_track {
   pf_seq seq;
 } path_track;
 
-static void path_piece(void *ctx, const ssa_cp_segment *s, int64_t from, int64_t to) {
+static void path_piece(void *ctx, const ssa_cp_segment *s, int64_t step, int64_t from, int64_t to) {
   path_track *p = ctx;
   pf_writer *w = p->w;
   char label[64];
@@ -972,7 +972,7 @@ static void path_piece(void *ctx, const ssa_cp_segment *s, int64_t from, int64_t
   pb_uint(&w->b, TE_CATEGORY_IIDS, cat);
   pb_begin(&w->b, TE_DEBUG);
   pb_uint(&w->b, DA_NAME_IID, sn);
-  pb_int(&w->b, DA_INT, s->step);
+  pb_int(&w->b, DA_INT, step);
   pb_end(&w->b);
   event_close(w);
   event_prepare(w, &p->seq);

@@ -48,11 +48,14 @@ const char *const ssa_cpe_names[SSA_CPE_N] = {"lane", "launch", "wait", "sync", 
 typedef struct ssa_cp_rank {
   const ssa_rank *r;
   int64_t off;
-  uint32_t *op_prev, *api_prev;     /* previous node of the same lane, SSA_NONE */
-  uint32_t *op_by_end, *api_by_end; /* indices in order of end */
-  uint32_t *late_rank, *late_op;    /* per collective record: the last other arrival */
-  int64_t *late_at;                 /* ... its aligned time (INT64_MIN: none) */
-  size_t host_syncs;                /* syncs[host_syncs..] are host-side (lane SSA_NONE) */
+  /* previous node of the same lane (SSA_NONE), and the indices in order of end; both NULL
+   * when one lane holds every item in order of end (a single host thread's calls): then the
+   * previous is i - 1 and the order is the index order (one_lane_in_order) */
+  uint32_t *op_prev, *api_prev;
+  uint32_t *op_by_end, *api_by_end;
+  uint32_t *late_rank, *late_op; /* per collective record: the last other arrival */
+  int64_t *late_at;              /* ... its aligned time (INT64_MIN: none) */
+  size_t host_syncs;             /* syncs[host_syncs..] are host-side (lane SSA_NONE) */
   /* waits that name their work (ssa_sync.on_corr), NULL when the rank has none: */
   uint32_t *op_wait;         /* per op: the op its stream waited for, SSA_NONE */
   uint32_t *sync_op;         /* per sync: the op it awaited, SSA_NONE (every lane, or none) */
@@ -66,19 +69,101 @@ static void *array_alloc(size_t n, size_t size) {
   return malloc((n ? n : 1) * size);
 }
 
+/* 1 when every item is on one lane (below nlanes) and they end in index order: the lane
+ * links and the order by end are then the index order and need no arrays. Items start with
+ * int64 start, end. */
+static int one_lane_in_order(const void *items, size_t n, size_t size, size_t lane_offset,
+                             uint32_t nlanes) {
+  const char *p = items;
+  uint16_t lane0 = 0;
+  int64_t last_end = INT64_MIN;
+  for (size_t i = 0; i < n; i++) {
+    uint16_t lane;
+    int64_t end;
+    memcpy(&lane, p + i * size + lane_offset, sizeof lane);
+    memcpy(&end, p + i * size + sizeof(int64_t), sizeof end);
+    if (i == 0) lane0 = lane;
+    if (lane != lane0 || lane >= nlanes || end < last_end) return 0;
+    last_end = end;
+  }
+  return 1;
+}
+
+/* The i-th index in order of end: by_end[i], or i when by_end is NULL (one_lane_in_order). */
+static uint32_t by_end_at(const uint32_t *by_end, size_t i) {
+  return by_end ? by_end[i] : (uint32_t)i;
+}
+
+/* The previous item of item i's lane: prev[i], or i - 1 when prev is NULL. */
+static uint32_t prev_at(const uint32_t *prev, uint32_t i) {
+  return prev ? prev[i] : i ? i - 1 : SSA_NONE;
+}
+
 /* prev[i]: the previous item of item i's lane (SSA_NONE: none, or no lane); `last` is
- * scratch of nlanes entries. */
-static void prev_on_lane(const void *items, size_t n, size_t size, size_t lane_offset,
-                         uint32_t nlanes, uint32_t *last, uint32_t *prev) {
+ * scratch of nlanes entries, left holding each lane's last item. 1 when every item has a lane
+ * and each lane's items end in index order (a stream or a thread runs one at a time), the
+ * shape merge_lanes_by_end needs; else 0. Items start with int64 start, end. */
+static int prev_on_lane(const void *items, size_t n, size_t size, size_t lane_offset,
+                        uint32_t nlanes, uint32_t *last, uint32_t *prev) {
   for (uint32_t l = 0; l < nlanes; l++)
     last[l] = SSA_NONE;
   const char *p = items;
+  int lanes_end_ordered = 1;
+  int64_t prev_end = 0;
   for (size_t i = 0; i < n; i++) {
     uint16_t lane;
+    int64_t end;
     memcpy(&lane, p + i * size + lane_offset, sizeof lane);
+    memcpy(&end, p + i * size + sizeof(int64_t), sizeof end);
     prev[i] = lane < nlanes ? last[lane] : SSA_NONE;
-    if (lane < nlanes) last[lane] = (uint32_t)i;
+    if (lane >= nlanes) {
+      lanes_end_ordered = 0;
+      continue;
+    }
+    if (last[lane] != SSA_NONE) {
+      memcpy(&prev_end, p + (size_t)last[lane] * size + sizeof(int64_t), sizeof prev_end);
+      if (prev_end > end) lanes_end_ordered = 0;
+    }
+    last[lane] = (uint32_t)i;
   }
+  return lanes_end_ordered;
+}
+
+static int64_t item_end(const void *items, size_t size, uint32_t i) {
+  int64_t end;
+  memcpy(&end, (const char *)items + (size_t)i * size + sizeof(int64_t), sizeof end);
+  return end;
+}
+
+/* out: the indices of items in order of (end, index), without scratch, when prev_on_lane
+ * found every lane's items in order of end: the merge of the lanes, written from the back
+ * (the lane tail with the greatest end, the later index on a tie, then that lane goes on at
+ * its prev). `tail`: each lane's last item, as prev_on_lane left `last`. Looks at every
+ * non-empty lane per item, so only for a few lanes: 1 when done, 0 when there are more than
+ * MERGED_LANES_MAX (order_by_end does it then). */
+#define MERGED_LANES_MAX 16
+static int merge_lanes_by_end(const void *items, size_t n, size_t size, uint32_t nlanes,
+                              const uint32_t *tail, const uint32_t *prev, uint32_t *out) {
+  uint32_t at[MERGED_LANES_MAX];
+  int64_t at_end[MERGED_LANES_MAX];
+  size_t k = 0;
+  for (uint32_t l = 0; l < nlanes; l++) {
+    if (tail[l] == SSA_NONE) continue;
+    if (k == MERGED_LANES_MAX) return 0;
+    at[k] = tail[l];
+    at_end[k++] = item_end(items, size, tail[l]);
+  }
+  for (size_t o = n; o-- > 0;) {
+    size_t best = SIZE_MAX;
+    for (size_t j = 0; j < k; j++)
+      if (at[j] != SSA_NONE && (best == SIZE_MAX || at_end[j] > at_end[best] ||
+                                (at_end[j] == at_end[best] && at[j] > at[best])))
+        best = j;
+    out[o] = at[best];
+    at[best] = prev[at[best]];
+    if (at[best] != SSA_NONE) at_end[best] = item_end(items, size, at[best]);
+  }
+  return 1;
 }
 
 /* out: the indices of items (each starting with int64 start, end) in order of end; `keys`
@@ -214,28 +299,49 @@ static void build_rank(void *ctx, size_t i) {
   const ssa_rank *r = &g->run->ranks[i];
   cr->r = r;
   cr->off = r->offset_ns;
-  size_t most = r->nops > r->napis ? r->nops : r->napis;
   uint32_t *last = array_alloc(r->nlanes, sizeof *last);
-  ssa_key_index *keys = array_alloc(most, sizeof *keys);
-  cr->op_prev = array_alloc(r->nops, sizeof *cr->op_prev);
-  cr->api_prev = array_alloc(r->napis, sizeof *cr->api_prev);
-  cr->op_by_end = array_alloc(r->nops, sizeof *cr->op_by_end);
-  cr->api_by_end = array_alloc(r->napis, sizeof *cr->api_by_end);
+  int ops_in_order =
+      one_lane_in_order(r->ops, r->nops, sizeof *r->ops, offsetof(ssa_op, lane), r->nlanes);
+  int apis_in_order =
+      one_lane_in_order(r->apis, r->napis, sizeof *r->apis, offsetof(ssa_api, lane), r->nlanes);
+  if (!ops_in_order) {
+    cr->op_prev = array_alloc(r->nops, sizeof *cr->op_prev);
+    cr->op_by_end = array_alloc(r->nops, sizeof *cr->op_by_end);
+  }
+  if (!apis_in_order) {
+    cr->api_prev = array_alloc(r->napis, sizeof *cr->api_prev);
+    cr->api_by_end = array_alloc(r->napis, sizeof *cr->api_by_end);
+  }
   cr->late_rank = array_alloc(r->ncolls, sizeof *cr->late_rank);
   cr->late_op = array_alloc(r->ncolls, sizeof *cr->late_op);
   cr->late_at = array_alloc(r->ncolls, sizeof *cr->late_at);
-  cr->failed = !last || !keys || !cr->op_prev || !cr->api_prev || !cr->op_by_end ||
-               !cr->api_by_end || !cr->late_rank || !cr->late_op || !cr->late_at;
-  if (!cr->failed) {
-    prev_on_lane(r->ops, r->nops, sizeof *r->ops, offsetof(ssa_op, lane), r->nlanes, last,
-                 cr->op_prev);
-    prev_on_lane(r->apis, r->napis, sizeof *r->apis, offsetof(ssa_api, lane), r->nlanes, last,
-                 cr->api_prev);
-    order_by_end(r->ops, r->nops, sizeof *r->ops, keys, cr->op_by_end);
-    order_by_end(r->apis, r->napis, sizeof *r->apis, keys, cr->api_by_end);
+  cr->failed = !last || (!ops_in_order && (!cr->op_prev || !cr->op_by_end)) ||
+               (!apis_in_order && (!cr->api_prev || !cr->api_by_end)) || !cr->late_rank ||
+               !cr->late_op || !cr->late_at;
+  /* the orders by end by merging the lanes when they allow it: no 16-byte keys per item to
+   * fault in and sort */
+  int ops_merged = ops_in_order, apis_merged = apis_in_order;
+  if (!cr->failed && !ops_in_order)
+    ops_merged = prev_on_lane(r->ops, r->nops, sizeof *r->ops, offsetof(ssa_op, lane), r->nlanes,
+                              last, cr->op_prev) &&
+                 merge_lanes_by_end(r->ops, r->nops, sizeof *r->ops, r->nlanes, last, cr->op_prev,
+                                    cr->op_by_end);
+  if (!cr->failed && !apis_in_order)
+    apis_merged = prev_on_lane(r->apis, r->napis, sizeof *r->apis, offsetof(ssa_api, lane),
+                               r->nlanes, last, cr->api_prev) &&
+                  merge_lanes_by_end(r->apis, r->napis, sizeof *r->apis, r->nlanes, last,
+                                     cr->api_prev, cr->api_by_end);
+  if (!cr->failed && (!ops_merged || !apis_merged)) {
+    size_t op_keys = ops_merged ? 0 : r->nops, api_keys = apis_merged ? 0 : r->napis;
+    size_t most = op_keys > api_keys ? op_keys : api_keys;
+    ssa_key_index *keys = array_alloc(most, sizeof *keys);
+    if (!keys) cr->failed = 1;
+    if (keys && !ops_merged) order_by_end(r->ops, r->nops, sizeof *r->ops, keys, cr->op_by_end);
+    if (keys && !apis_merged)
+      order_by_end(r->apis, r->napis, sizeof *r->apis, keys, cr->api_by_end);
+    free(keys);
   }
   free(last);
-  free(keys);
   if (cr->failed) return;
   for (size_t c = 0; c < r->ncolls; c++) {
     cr->late_rank[c] = cr->late_op[c] = SSA_NONE;
@@ -309,7 +415,7 @@ static size_t count_ending_by(const void *items, size_t size, const uint32_t *by
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
     int64_t end;
-    memcpy(&end, p + (size_t)by_end[mid] * size + sizeof(int64_t), sizeof end);
+    memcpy(&end, p + (size_t)by_end_at(by_end, mid) * size + sizeof(int64_t), sizeof end);
     if (end <= t)
       lo = mid + 1;
     else
@@ -328,8 +434,9 @@ static uint32_t device_op_ended_by(const ssa_cp_rank *cr, int64_t t, uint32_t sk
   const ssa_rank *r = cr->r;
   size_t k = count_ending_by(r->ops, sizeof *r->ops, cr->op_by_end, r->nops, t);
   for (size_t scanned = 0; k > 0 && scanned < 256; scanned++) {
-    const ssa_op *o = &r->ops[cr->op_by_end[--k]];
-    if (o->lane != skip && device_lane(r, o->lane) && o->end > o->start) return cr->op_by_end[k];
+    uint32_t i = by_end_at(cr->op_by_end, --k);
+    const ssa_op *o = &r->ops[i];
+    if (o->lane != skip && device_lane(r, o->lane) && o->end > o->start) return i;
   }
   return SSA_NONE;
 }
@@ -342,9 +449,10 @@ static uint32_t comm_ended_in(const ssa_cp_rank *cr, uint32_t lane, int64_t a, i
   const ssa_rank *r = cr->r;
   size_t k = count_ending_by(r->ops, sizeof *r->ops, cr->op_by_end, r->nops, b);
   for (size_t scanned = 0; k > 0 && scanned < 256; scanned++) {
-    const ssa_op *o = &r->ops[cr->op_by_end[--k]];
+    uint32_t i = by_end_at(cr->op_by_end, --k);
+    const ssa_op *o = &r->ops[i];
     if (o->end <= a) break;
-    if (o->lane != lane && o->cls == SSA_CLS_COMM && o->end > o->start) return cr->op_by_end[k];
+    if (o->lane != lane && o->cls == SSA_CLS_COMM && o->end > o->start) return i;
   }
   return SSA_NONE;
 }
@@ -483,7 +591,7 @@ static size_t api_preds(const ssa_cp_graph *g, ssa_cp_node n, int64_t prev_end, 
 size_t ssa_cp_preds(const ssa_cp_graph *g, ssa_cp_node n, ssa_cp_edge *out) {
   const ssa_cp_rank *cr = &g->ranks[n.rank_idx];
   int64_t prev_end;
-  size_t k = lane_edge(g, n, n.type == SSA_CPN_OP ? cr->op_prev[n.index] : cr->api_prev[n.index],
+  size_t k = lane_edge(g, n, prev_at(n.type == SSA_CPN_OP ? cr->op_prev : cr->api_prev, n.index),
                        out, &prev_end);
   return n.type == SSA_CPN_OP ? op_preds(g, n, prev_end, out, k)
                               : api_preds(g, n, prev_end, out, k);
@@ -496,13 +604,18 @@ int ssa_cp_last_before(const ssa_cp_graph *g, uint32_t rank_idx, int64_t t, ssa_
   size_t ko = count_ending_by(r->ops, sizeof *r->ops, cr->op_by_end, r->nops, tt);
   size_t ka = count_ending_by(r->apis, sizeof *r->apis, cr->api_by_end, r->napis, tt);
   /* among the ops that end last, the longest (the index order is the start order) */
-  uint32_t op = ko ? cr->op_by_end[ko - 1] : SSA_NONE;
-  for (size_t k = ko; op != SSA_NONE && k-- > 0 && r->ops[cr->op_by_end[k]].end == r->ops[op].end;)
-    if (cr->op_by_end[k] < op) op = cr->op_by_end[k];
-  uint32_t api = ka ? cr->api_by_end[ka - 1] : SSA_NONE;
-  for (size_t k = ka;
-       api != SSA_NONE && k-- > 0 && r->apis[cr->api_by_end[k]].end == r->apis[api].end;)
-    if (cr->api_by_end[k] < api) api = cr->api_by_end[k];
+  uint32_t op = ko ? by_end_at(cr->op_by_end, ko - 1) : SSA_NONE;
+  for (size_t k = ko; op != SSA_NONE && k-- > 0;) {
+    uint32_t i = by_end_at(cr->op_by_end, k);
+    if (r->ops[i].end != r->ops[op].end) break;
+    if (i < op) op = i;
+  }
+  uint32_t api = ka ? by_end_at(cr->api_by_end, ka - 1) : SSA_NONE;
+  for (size_t k = ka; api != SSA_NONE && k-- > 0;) {
+    uint32_t i = by_end_at(cr->api_by_end, k);
+    if (r->apis[i].end != r->apis[api].end) break;
+    if (i < api) api = i;
+  }
   if (op == SSA_NONE && api == SSA_NONE) return -1;
   if (op != SSA_NONE && (api == SSA_NONE || r->ops[op].end >= r->apis[api].end))
     *out = (ssa_cp_node){rank_idx, op, SSA_CPN_OP};

@@ -119,7 +119,7 @@ static int64_t rel(const walk *w, int64_t aligned) {
 /* Walks step `st` back from aligned time hi on rank R to lo. */
 static int walk_step(walk *w, ssa_cp_step *st, uint32_t R, int64_t lo, int64_t hi) {
   const ssa_cp_graph *g = w->g;
-  ssa_cp_segment base = {.step = st->step, .edge = SSA_CPE_N};
+  ssa_cp_segment base = {.edge = SSA_CPE_N};
   ssa_cp_node n;
   if (ssa_cp_last_before(g, R, hi, &n) != 0 || ssa_cp_node_end(g, n) <= lo) {
     ssa_cp_segment s = base;
@@ -188,26 +188,59 @@ static int cmp_top_time(const void *pa, const void *pb) {
   return cmp_top_key(pa, pb);
 }
 
-/* The top `cap` (name, rank, kind) of the segments `v` (idle left out) into out: summed in an
- * open-addressing table of the keys (a path has few distinct ops), the distinct ones sorted. */
-static int top_ops(const ssa_cp_segment *const *v, size_t n, ssa_cp_top *out, size_t cap,
-                   size_t *nout) {
-  size_t slots = 16;
-  while (slots < 2 * n)
-    slots *= 2;
+/* The slot of key (name, rank, kind) in the open-addressing table t of `slots` (a power of
+ * two, never full): the key's own slot, or the empty one where it belongs. */
+static size_t top_slot(const ssa_cp_top *t, size_t slots, uint32_t name, uint32_t rank_idx,
+                       uint8_t kind) {
+  size_t h = sc_mix64((uint64_t)name << 32 ^ (uint64_t)rank_idx << 3 ^ kind) & (slots - 1);
+  while (t[h].count && (t[h].name != name || t[h].rank_idx != rank_idx || t[h].kind != kind))
+    h = (h + 1) & (slots - 1);
+  return h;
+}
+
+/* Doubles the table, rehashing its keys. */
+static int top_table_double(ssa_cp_top **t, size_t *slots) {
+  size_t n = *slots * 2;
+  ssa_cp_top *d = calloc(n, sizeof *d); /* count 0: empty */
+  if (!d) return STEPSCOPE_E_NOMEM;
+  for (size_t h = 0; h < *slots; h++)
+    if ((*t)[h].count) d[top_slot(d, n, (*t)[h].name, (*t)[h].rank_idx, (*t)[h].kind)] = (*t)[h];
+  free(*t);
+  *t = d;
+  *slots = n;
+  return 0;
+}
+
+/* The top `cap` (name, rank, kind) of the segments of steps[0, nsteps) (those counted in the
+ * medians only, when `medians_only`; idle left out) into out: summed in an open-addressing
+ * table of the keys, the distinct ones sorted. The table is sized by the distinct keys (a path
+ * has few distinct ops), not by the segments: the run's summary passes every segment of the
+ * run, and a table of twice that many slots cost its page faults. */
+static int top_ops(const ssa_critical_path *cp, const ssa_cp_step *steps, size_t nsteps,
+                   int medians_only, ssa_cp_top *out, size_t cap, size_t *nout) {
+  size_t slots = 64, used = 0;
   ssa_cp_top *t = calloc(slots, sizeof *t); /* count 0: empty */
   if (!t) return STEPSCOPE_E_NOMEM;
-  for (size_t i = 0; i < n; i++) {
-    const ssa_cp_segment *s = v[i];
-    if (s->kind == SSA_CP_IDLE) continue;
-    size_t h =
-        sc_mix64((uint64_t)s->name << 32 ^ (uint64_t)s->rank_idx << 3 ^ s->kind) & (slots - 1);
-    while (t[h].count &&
-           (t[h].name != s->name || t[h].rank_idx != s->rank_idx || t[h].kind != s->kind))
-      h = (h + 1) & (slots - 1);
-    if (!t[h].count) t[h] = (ssa_cp_top){s->name, s->rank_idx, s->kind, 0, 0};
-    t[h].time += s->end_rel - s->start_rel;
-    t[h].count++;
+  for (size_t i = 0; i < nsteps; i++) {
+    if (medians_only && !steps[i].in_medians) continue;
+    for (size_t j = 0; j < steps[i].nseg; j++) {
+      const ssa_cp_segment *s = &cp->segs[steps[i].seg_first + j];
+      if (s->kind == SSA_CP_IDLE) continue;
+      size_t h = top_slot(t, slots, s->name, s->rank_idx, s->kind);
+      if (!t[h].count) {
+        if (2 * (used + 1) > slots) {
+          if (top_table_double(&t, &slots)) {
+            free(t);
+            return STEPSCOPE_E_NOMEM;
+          }
+          h = top_slot(t, slots, s->name, s->rank_idx, s->kind);
+        }
+        t[h] = (ssa_cp_top){s->name, s->rank_idx, s->kind, 0, 0};
+        used++;
+      }
+      t[h].time += s->end_rel - s->start_rel;
+      t[h].count++;
+    }
   }
   size_t m = 0;
   for (size_t h = 0; h < slots; h++)
@@ -238,18 +271,13 @@ static int64_t median_of(int64_t *v, size_t n) {
 
 /* The run's summary over the steps counted in the medians. */
 static int summarise(ssa_critical_path *cp) {
-  size_t n = 0, nseg = 0;
+  size_t n = 0;
   for (size_t i = 0; i < cp->nsteps; i++)
-    if (cp->steps[i].in_medians) n++, nseg += cp->steps[i].nseg;
+    n += cp->steps[i].in_medians != 0;
   cp->steady = n;
   if (n == 0) return 0;
   int64_t *v = malloc(n * sizeof *v);
-  const ssa_cp_segment **segs = malloc((nseg ? nseg : 1) * sizeof *segs);
-  if (!v || !segs) {
-    free(v);
-    free(segs);
-    return STEPSCOPE_E_NOMEM;
-  }
+  if (!v) return STEPSCOPE_E_NOMEM;
   size_t k = 0;
 #define MEDIAN_OF(field, out)                                                                      \
   do {                                                                                             \
@@ -282,13 +310,9 @@ static int summarise(ssa_critical_path *cp) {
       cp->total_idle_cause[c] += st->idle_cause[c];
     for (size_t r = 0; r < cp->nranks; r++)
       cp->total_by_rank[r] += st->by_rank[r];
-    for (size_t s = st->seg_first; s < st->seg_first + st->nseg; s++)
-      segs[k++] = &cp->segs[s];
   }
-  int rc = top_ops(segs, k, cp->top, SSA_CP_TOP_RUN, &cp->ntop);
   free(v);
-  free(segs);
-  return rc;
+  return top_ops(cp, cp->steps, cp->nsteps, 1, cp->top, SSA_CP_TOP_RUN, &cp->ntop);
 }
 
 /* The rank whose window of step `number` is the longest (the step time), its window. */
@@ -329,13 +353,7 @@ static int walk_all(walk *w) {
   }
   for (size_t i = 0; i < a->nsteps; i++) {
     ssa_cp_step *st = &cp->steps[i];
-    const ssa_cp_segment **v = malloc((st->nseg ? st->nseg : 1) * sizeof *v);
-    if (!v) return STEPSCOPE_E_NOMEM;
-    for (size_t s = 0; s < st->nseg; s++)
-      v[s] = &cp->segs[st->seg_first + s];
-    int rc = top_ops(v, st->nseg, st->top, SSA_CP_TOP_STEP, &st->ntop);
-    free(v);
-    SC_TRY(rc);
+    SC_TRY(top_ops(cp, st, 1, 0, st->top, SSA_CP_TOP_STEP, &st->ntop));
   }
   return summarise(cp);
 }
@@ -399,8 +417,22 @@ typedef struct piece_order {
   uint64_t seg;
 } piece_order;
 
+/* The step of segment i: the last step whose segments start at or before it (steps are in
+ * the order of their segments; a step without any shares its start with the next). */
+static int64_t step_of_segment(const ssa_critical_path *cp, size_t i) {
+  size_t lo = 0, hi = cp->nsteps;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (cp->steps[mid].seg_first <= i)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return cp->steps[lo - 1].step;
+}
+
 int ssa_cp_track(const ssa_critical_path *cp, uint32_t rank_idx,
-                 void (*emit)(void *ctx, const ssa_cp_segment *s, int64_t start_rel,
+                 void (*emit)(void *ctx, const ssa_cp_segment *s, int64_t step, int64_t start_rel,
                               int64_t end_rel),
                  void *ctx) {
   size_t n = 0;
@@ -418,7 +450,7 @@ int ssa_cp_track(const ssa_critical_path *cp, uint32_t rank_idx,
     const ssa_cp_segment *s = &cp->segs[v[i].index];
     int64_t from = s->start_rel > reached ? s->start_rel : reached;
     if (from >= s->end_rel) continue;
-    emit(ctx, s, from, s->end_rel);
+    emit(ctx, s, step_of_segment(cp, v[i].index), from, s->end_rel);
     reached = s->end_rel;
   }
   free(v);

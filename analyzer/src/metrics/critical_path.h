@@ -89,7 +89,8 @@ extern const char *const ssa_cp_idle_names[SSA_CP_IDLE_N];
 /* One piece of a step's path: a node's time, or a gap. */
 typedef struct ssa_cp_segment {
   int64_t start_rel, end_rel; /* aligned, relative to the run's origin */
-  int64_t step;
+  /* (its step is the ssa_cp_step whose [seg_first, seg_first + nseg) holds it: 32 bytes a
+   * piece, and a one-rank path has about a piece per event) */
   uint32_t rank_idx;
   uint32_t name;  /* id in the analysis' names: the op's or call's name, 0 for idle */
   uint8_t kind;   /* SSA_CP_* */
@@ -153,7 +154,7 @@ void ssa_critical_path_free(ssa_critical_path *cp);
  * each cut to start where the one before ended (the windows of consecutive steps, each on its
  * own end rank, may overlap a little). 0 or STEPSCOPE_E_NOMEM. */
 int ssa_cp_track(const ssa_critical_path *cp, uint32_t rank_idx,
-                 void (*emit)(void *ctx, const ssa_cp_segment *s, int64_t start_rel,
+                 void (*emit)(void *ctx, const ssa_cp_segment *s, int64_t step, int64_t start_rel,
                               int64_t end_rel),
                  void *ctx);
 /* A piece's name on the track: the node's name, or "idle (cause)" (in buf). */
