@@ -20,6 +20,7 @@ typedef struct api_options {
   const char *repeats[2][SSA_DIFF_MAX_RUNS]; /* diff: [side][i], [side][0] set by the caller */
   size_t nrep[2];
   double run_noise;     /* diff: --run-noise as a fraction, NaN when not given */
+  int low_memory;       /* analyze: --low-memory given (a flag: it takes no value) */
   ssa_comm_rules rules; /* this call's --comm-kernel/--compute-kernel and environment rules;
                            opt.comm_rules points here (free with api_options_free) */
 } api_options;
@@ -27,7 +28,14 @@ typedef struct api_options {
 void api_options_free(api_options *ao);
 
 /* What a call takes besides the analysis options. */
-enum { ALLOW_RANK = 1, ALLOW_TOP = 2, ALLOW_STEPS_B = 4, ALLOW_REPEATS = 8, ALLOW_RUN_NOISE = 16 };
+enum {
+  ALLOW_RANK = 1,
+  ALLOW_TOP = 2,
+  ALLOW_STEPS_B = 4,
+  ALLOW_REPEATS = 8,
+  ALLOW_RUN_NOISE = 16,
+  ALLOW_LOW_MEMORY = 32 /* the flag --low-memory (analyze): the bounded mode, docs/scale.md */
+};
 
 /* *err_out := the message (malloc'ed); returns code. */
 int api_fail(char **err_out, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -69,7 +69,8 @@ static int known_option(const char *a, unsigned allow) {
   return ((allow & ALLOW_RANK) && !strcmp(a, "--rank")) ||
          ((allow & ALLOW_TOP) && !strcmp(a, "--top")) ||
          ((allow & ALLOW_STEPS_B) && !strcmp(a, "--steps-b")) ||
-         ((allow & ALLOW_REPEATS) && (!strcmp(a, "--repeat-a") || !strcmp(a, "--repeat-b")));
+         ((allow & ALLOW_REPEATS) && (!strcmp(a, "--repeat-a") || !strcmp(a, "--repeat-b"))) ||
+         ((allow & ALLOW_LOW_MEMORY) && !strcmp(a, "--low-memory"));
 }
 
 /* Parses argv like the command's loop does: 0, or 2 with the message in why.
@@ -82,6 +83,10 @@ static int parse_argv(const char *command, int argc, const char *const *argv, un
     if (!a || a[0] != '-' || a[1] != '-') {
       snprintf(why, why_n, "stepscope %s: unexpected argument %s", command, a ? a : "(null)");
       return 2;
+    }
+    if ((allow & ALLOW_LOW_MEMORY) && !strcmp(a, "--low-memory")) { /* a flag */
+      ao->low_memory = 1;
+      continue;
     }
     if (!v) { /* an unknown option last on the line is unknown, not short of a value */
       snprintf(why, why_n,
@@ -156,10 +161,7 @@ static int load_run(const char *command, const char *path, const ssa_options *op
   memset(run, 0, sizeof *run);
   if (!path || !*path) return api_fail(err_out, 2, "stepscope %s: no run given", command);
   char msg[1024];
-  /* `analyze` reads the PyTorch ops' shapes, as the command does (MFU from op FLOPs) */
-  int rc = !strcmp(command, "analyze")
-               ? cli_load_run_with_inputs(command, path, opt, 0u, run, msg, sizeof msg)
-               : cli_load_run(command, path, opt, 0, run, msg, sizeof msg);
+  int rc = cli_load_run(command, path, opt, 0, run, msg, sizeof msg);
   if (!rc) return 0;
   ssa_run_free(run);
   memset(run, 0, sizeof *run);
@@ -245,19 +247,21 @@ API_EXPORT int ss_api_analyze(const char *run_path, int argc, const char *const 
                               char **json_out, char **err_out) {
   api_options ao;
   int rc = api_begin_json_call("analyze", "report", json_out, err_out, argc, argv,
-                               ALLOW_RANK | ALLOW_TOP, &ao);
+                               ALLOW_RANK | ALLOW_TOP | ALLOW_LOW_MEMORY, &ao);
   if (rc) return rc;
-  ssa_run run;
-  if ((rc = load_run("analyze", run_path, &ao.opt, &run, err_out))) {
-    api_options_free(&ao);
-    return rc;
+  /* loaded and analysed as the command does: the PyTorch ops' shapes kept (MFU from op
+   * FLOPs), in bounded memory with --low-memory */
+  cli_loaded l;
+  char msg[1024];
+  unsigned say = CLI_OP_INPUTS | (ao.low_memory ? CLI_LOW_MEMORY : 0u);
+  if (!run_path || !*run_path) {
+    rc = api_fail(err_out, 2, "stepscope analyze: no run given");
+  } else {
+    int failed = cli_open_run_quiet("analyze", run_path, &ao.opt, say, &l, msg, sizeof msg);
+    rc = failed ? api_fail(err_out, failed, "%s", msg)
+                : api_json_to_memory("analyze", api_write_report, &l.an, json_out, err_out);
+    cli_loaded_free(&l);
   }
-  ssa_analysis an;
-  if (!(rc = analyse_run("analyze", NULL, &run, &ao.opt, &an, err_out))) {
-    rc = api_json_to_memory("analyze", api_write_report, &an, json_out, err_out);
-    ssa_analysis_free(&an);
-  }
-  ssa_run_free(&run);
   api_options_free(&ao);
   return rc;
 }

@@ -44,8 +44,10 @@ void ss_api_free(void *p);
 /* Loads and analyses a run (a run directory or one trace file, as
  * `stepscope analyze` takes) with options argv[0..argc) — the analysis
  * options of `stepscope analyze --help` (--steps, --step-range,
- * --launch-gap-us, --threads, and any added there later) plus --rank R and
- * --top N — and returns in *json_out the JSON report, byte for byte what
+ * --launch-gap-us, --threads, and any added there later) plus --rank R,
+ * --top N and the flag --low-memory (the bounded mode, docs/scale.md: the
+ * report leaves out, and names, what needs every rank's events at once) — and
+ * returns in *json_out the JSON report, byte for byte what
  * `stepscope analyze RUN OPTIONS --json -` prints. */
 int ss_api_analyze(const char *run, int argc, const char *const *argv, char **json_out,
                    char **err_out);

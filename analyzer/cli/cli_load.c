@@ -131,15 +131,16 @@ static void say_error(const char *msg, char *out, size_t cap) {
     cli_print(stderr, "%s\n", msg);
 }
 
-int cli_open_run(const char *command, const char *path, const ssa_options *opt, unsigned say,
-                 cli_loaded *l) {
+/* cli_open_run, with its error in msg_out[cap] instead of on stderr when msg_out is set. */
+static int open_run(const char *command, const char *path, const ssa_options *opt, unsigned say,
+                    cli_loaded *l, char *msg_out, size_t cap) {
   char msg[1024];
   memset(l, 0, sizeof *l);
   l->have_run = 1;
-  int rc = load_run(command, path, opt, isatty(2), say, &l->run, &l->import, &l->summaries, msg,
-                    sizeof msg);
+  int rc = load_run(command, path, opt, !msg_out && isatty(2), say, &l->run, &l->import,
+                    &l->summaries, msg, sizeof msg);
   if (rc) {
-    cli_print(stderr, "%s\n", msg);
+    say_error(msg, msg_out, cap);
     return rc;
   }
   if (say & CLI_SAY_LOSSES) { /* what was lost to damage comes first, never in silence */
@@ -151,7 +152,17 @@ int cli_open_run(const char *command, const char *path, const ssa_options *opt, 
                 say & CLI_SAY_RUN_NAME ? path : "", say & CLI_SAY_RUN_NAME ? ": " : "",
                 l->run.warnings[i]);
   }
-  return cli_analyse_loaded(command, path, opt, say, l, NULL, 0);
+  return cli_analyse_loaded(command, path, opt, say, l, msg_out, cap);
+}
+
+int cli_open_run(const char *command, const char *path, const ssa_options *opt, unsigned say,
+                 cli_loaded *l) {
+  return open_run(command, path, opt, say, l, NULL, 0);
+}
+
+int cli_open_run_quiet(const char *command, const char *path, const ssa_options *opt, unsigned say,
+                       cli_loaded *l, char *msg, size_t cap) {
+  return open_run(command, path, opt, say, l, msg, cap);
 }
 
 int cli_analyse_loaded(const char *command, const char *path, const ssa_options *opt, unsigned say,

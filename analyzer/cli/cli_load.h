@@ -70,6 +70,11 @@ enum {
 int cli_open_run(const char *command, const char *path, const ssa_options *opt, unsigned say,
                  cli_loaded *l);
 
+/* cli_open_run for a library caller (the C API): the error in msg[cap], nothing on stderr, no
+ * progress. Free l with cli_loaded_free whatever it returns. */
+int cli_open_run_quiet(const char *command, const char *path, const ssa_options *opt, unsigned say,
+                       cli_loaded *l, char *msg, size_t cap);
+
 /* cli_open_run's second half: the analysis of l->run as `say` asks (with CLI_LOW_MEMORY, in
  * bounded memory from l->summaries, reading the ranks again, from l->read_paths when set).
  * 0 or the exit status, the error in msg[cap] (msg NULL: printed on stderr). */

@@ -211,7 +211,8 @@ class Report:
 
 
 def analyze(run, steps=None, comm_kernels=None, compute_kernels=None, *, rank=None,
-            step_range=None, launch_gap_us=None, threads=None, top=None, options=()):
+            step_range=None, launch_gap_us=None, threads=None, top=None, low_memory=False,
+            options=()):
     """Loads and analyses a run (a run directory of rank-*.trace.zst or
     PyTorch rank-*.json[.gz] files, or one such file) as `stepscope analyze`
     does, and returns its Report.
@@ -220,8 +221,15 @@ def analyze(run, steps=None, comm_kernels=None, compute_kernels=None, *, rank=No
     comm_kernels / compute_kernels: regular expressions (str or list) passed
     as --comm-kernel / --compute-kernel. rank, step_range, launch_gap_us,
     threads, top: --rank, --step-range, --launch-gap-us, --threads, --top.
+    low_memory: --low-memory, the bounded mode for runs of thousands of ranks
+    (docs/scale.md): each rank's events are read, summarised and dropped, so
+    memory does not grow with the run's events; the report then leaves out
+    the parts that need every rank's events at once and names them in its
+    "left_out" list (Report.json["left_out"]).
     options: further command-line options, as strings.
     Raises StepscopeError (with the library's message) on bad input."""
     argv = analysis_options(steps, comm_kernels, compute_kernels, step_range, launch_gap_us,
                             threads, options) + report_options(rank, top)
+    if low_memory:
+        argv.append("--low-memory")
     return Report(_lib.analyze_json(run, argv), run, argv)
