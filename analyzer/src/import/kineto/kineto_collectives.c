@@ -31,16 +31,15 @@ static uint32_t coll_op_of(const char *name) {
   for (const char *p = name; *p && n + 1 < sizeof s; p++)
     if (*p != '_' && *p != ' ') s[n++] = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
   s[n] = 0;
-  if (strstr(s, "allreduce")) return STEPSCOPE_COLL_ALLREDUCE;
-  if (strstr(s, "reducescatter")) return STEPSCOPE_COLL_REDUCESCATTER;
-  if (strstr(s, "allgather")) return STEPSCOPE_COLL_ALLGATHER;
-  if (strstr(s, "alltoall")) return STEPSCOPE_COLL_ALLTOALL;
-  if (strstr(s, "broadcast")) return STEPSCOPE_COLL_BROADCAST;
-  if (strstr(s, "barrier")) return STEPSCOPE_COLL_BARRIER;
-  if (strstr(s, "reduce")) return STEPSCOPE_COLL_REDUCE;
-  if (strstr(s, "send")) return STEPSCOPE_COLL_SEND;
-  if (strstr(s, "recv")) return STEPSCOPE_COLL_RECV;
-  return STEPSCOPE_COLL_UNKNOWN;
+  static const kname_part ops[] = {
+      /* "allreduce" before "reduce" */
+      {"allreduce", STEPSCOPE_COLL_ALLREDUCE}, {"reducescatter", STEPSCOPE_COLL_REDUCESCATTER},
+      {"allgather", STEPSCOPE_COLL_ALLGATHER}, {"alltoall", STEPSCOPE_COLL_ALLTOALL},
+      {"broadcast", STEPSCOPE_COLL_BROADCAST}, {"barrier", STEPSCOPE_COLL_BARRIER},
+      {"reduce", STEPSCOPE_COLL_REDUCE},       {"send", STEPSCOPE_COLL_SEND},
+      {"recv", STEPSCOPE_COLL_RECV},
+  };
+  return kind_by_name_part(s, ops, sizeof ops / sizeof ops[0], STEPSCOPE_COLL_UNKNOWN);
 }
 
 /* The collective an NCCL kernel runs, from its name (ncclDevKernel_AllReduce_Sum_bf16_RING_LL,
@@ -171,6 +170,25 @@ int ssa_kineto_emit_collective(kimport *k, int64_t s, int64_t e, uint32_t extra_
  * thread whose interval contains that call. When the launch call is
  * missing, the kernel's "External id" equal to the op's is the fallback. */
 
+/* The metadata an op lends its kernels: the fields of the same names in a kevent and a kparam,
+ * copied from `from` to `to` (the member list, an array in one and owned text in the other,
+ * is the callers'). */
+#define COPY_LENT_METADATA(to, from)                                                               \
+  do {                                                                                             \
+    memcpy((to)->coll_name, (from)->coll_name, sizeof(to)->coll_name);                             \
+    memcpy((to)->dtype, (from)->dtype, sizeof(to)->dtype);                                         \
+    memcpy((to)->pg_name, (from)->pg_name, sizeof(to)->pg_name);                                   \
+    memcpy((to)->pg_desc, (from)->pg_desc, sizeof(to)->pg_desc);                                   \
+    (to)->has_in = (from)->has_in;                                                                 \
+    (to)->has_out = (from)->has_out;                                                               \
+    (to)->has_group_size = (from)->has_group_size;                                                 \
+    (to)->has_seq = (from)->has_seq;                                                               \
+    (to)->in_nelems = (from)->in_nelems;                                                           \
+    (to)->out_nelems = (from)->out_nelems;                                                         \
+    (to)->group_size = (from)->group_size;                                                         \
+    (to)->seq = (from)->seq;                                                                       \
+  } while (0)
+
 int ssa_kineto_keep_param_comms(kimport *k, int64_t s, int64_t e) {
   kevent *ev = &k->ev;
   if (ssa_grow((void **)&k->params, &k->params_cap, k->nparams + 1, sizeof *k->params))
@@ -185,18 +203,7 @@ int ssa_kineto_keep_param_comms(kimport *k, int64_t s, int64_t e) {
   p->tid = ev->tid;
   p->ext_id = ev->ext_id;
   p->has_ext_id = ev->has_ext_id;
-  memcpy(p->coll_name, ev->coll_name, sizeof p->coll_name);
-  memcpy(p->dtype, ev->dtype, sizeof p->dtype);
-  memcpy(p->pg_name, ev->pg_name, sizeof p->pg_name);
-  memcpy(p->pg_desc, ev->pg_desc, sizeof p->pg_desc);
-  p->has_in = ev->has_in;
-  p->has_out = ev->has_out;
-  p->has_group_size = ev->has_group_size;
-  p->has_seq = ev->has_seq;
-  p->in_nelems = ev->in_nelems;
-  p->out_nelems = ev->out_nelems;
-  p->group_size = ev->group_size;
-  p->seq = ev->seq;
+  COPY_LENT_METADATA(p, ev);
   return 0;
 }
 
@@ -225,16 +232,37 @@ static int cmp_param_thread_start(const void *pa, const void *pb) {
   return (a->end > b->end) - (a->end < b->end);
 }
 
+/* The keys the launch calls and the ops are looked up by: item i's correlation, External id. */
+static uint64_t api_corr(const void *apis, uint32_t i) {
+  return ((const ssa_api *)apis)[i].corr;
+}
+static uint64_t param_ext(const void *params, uint32_t i) {
+  return ((const kparam *)params)[i].ext_id;
+}
+
 static int cmp_u32_by_api_corr(const void *pa, const void *pb, void *ctx) {
-  const ssa_api *apis = ctx;
-  uint64_t a = apis[*(const uint32_t *)pa].corr, b = apis[*(const uint32_t *)pb].corr;
+  uint64_t a = api_corr(ctx, *(const uint32_t *)pa), b = api_corr(ctx, *(const uint32_t *)pb);
   return (a > b) - (a < b);
 }
 
 static int cmp_u32_by_param_ext(const void *pa, const void *pb, void *ctx) {
-  const kparam *params = ctx;
-  uint64_t a = params[*(const uint32_t *)pa].ext_id, b = params[*(const uint32_t *)pb].ext_id;
+  uint64_t a = param_ext(ctx, *(const uint32_t *)pa), b = param_ext(ctx, *(const uint32_t *)pb);
   return (a > b) - (a < b);
+}
+
+/* The item of `items` among the n indexes of `order` (sorted by key_of) whose key is `key`, as
+ * an index of items; UINT32_MAX when none is. */
+static uint32_t find_by_key(const uint32_t *order, size_t n, uint64_t key,
+                            uint64_t (*key_of)(const void *, uint32_t), const void *items) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (key_of(items, order[mid]) < key)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < n && key_of(items, order[lo]) == key ? order[lo] : UINT32_MAX;
 }
 
 /* The innermost op on thread `tid` whose interval contains time t, or NULL
@@ -256,6 +284,18 @@ static const kparam *param_around(const kimport *k, uint64_t tid, int64_t t) {
     if (p->end >= t) return p;
   }
   return NULL;
+}
+
+/* The collective of a kept NCCL kernel, its metadata in k->ev already (joined or inferred):
+ * the kernel's stream, device, correlation and times. */
+static int emit_bare_kernel(kimport *k, const kbare *kb, uint32_t extra_flags) {
+  kevent *ev = &k->ev;
+  ev->has_stream = ev->has_device = 1;
+  ev->stream = ev->tid = kb->stream;
+  ev->device = ev->pid = kb->device;
+  ev->has_corr = kb->has_corr;
+  ev->corr = kb->corr;
+  return ssa_kineto_emit_collective(k, kb->start, kb->end, extra_flags);
 }
 
 static int join_param_comms(kimport *k, unsigned char *joined_out) {
@@ -283,56 +323,24 @@ static int join_param_comms(kimport *k, unsigned char *joined_out) {
   for (size_t b = 0; b < k->nbares && rc == 0; b++) {
     const kbare *kb = &k->bares[b];
     const kparam *p = NULL;
-    if (kb->has_corr) {
-      size_t lo = 0, hi = n;
-      while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (r->apis[by_corr[mid]].corr < kb->corr)
-          lo = mid + 1;
-        else
-          hi = mid;
-      }
-      if (lo < n && r->apis[by_corr[lo]].corr == kb->corr) {
-        const ssa_api *a = &r->apis[by_corr[lo]];
-        p = param_around(k, r->lanes[a->lane].id, a->start);
-      }
+    uint32_t call =
+        kb->has_corr ? find_by_key(by_corr, n, kb->corr, api_corr, r->apis) : UINT32_MAX;
+    if (call != UINT32_MAX) {
+      const ssa_api *a = &r->apis[call];
+      p = param_around(k, r->lanes[a->lane].id, a->start);
     }
-    if (!p && kb->has_ext_id) {
-      size_t lo = 0, hi = next;
-      while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (k->params[by_ext[mid]].ext_id < kb->ext_id)
-          lo = mid + 1;
-        else
-          hi = mid;
-      }
-      if (lo < next && k->params[by_ext[lo]].ext_id == kb->ext_id) p = &k->params[by_ext[lo]];
-    }
+    uint32_t op = !p && kb->has_ext_id ? find_by_key(by_ext, next, kb->ext_id, param_ext, k->params)
+                                       : UINT32_MAX;
+    if (op != UINT32_MAX) p = &k->params[op];
     if (!p) continue; /* infer_stream_collectives takes it */
     /* the kernel, with the op's metadata */
     kevent *ev = &k->ev;
-    memcpy(ev->coll_name, p->coll_name, sizeof ev->coll_name);
-    memcpy(ev->dtype, p->dtype, sizeof ev->dtype);
-    memcpy(ev->pg_name, p->pg_name, sizeof ev->pg_name);
-    memcpy(ev->pg_desc, p->pg_desc, sizeof ev->pg_desc);
+    COPY_LENT_METADATA(ev, p);
     size_t len = strlen(p->pg_ranks);
     if (len >= sizeof ev->pg_ranks) len = sizeof ev->pg_ranks - 1;
     memcpy(ev->pg_ranks, p->pg_ranks, len);
     ev->pg_ranks[len] = 0;
-    ev->has_in = p->has_in;
-    ev->has_out = p->has_out;
-    ev->has_group_size = p->has_group_size;
-    ev->has_seq = p->has_seq;
-    ev->in_nelems = p->in_nelems;
-    ev->out_nelems = p->out_nelems;
-    ev->group_size = p->group_size;
-    ev->seq = p->seq;
-    ev->has_stream = ev->has_device = 1;
-    ev->stream = ev->tid = kb->stream;
-    ev->device = ev->pid = kb->device;
-    ev->has_corr = kb->has_corr;
-    ev->corr = kb->corr;
-    rc = ssa_kineto_emit_collective(k, kb->start, kb->end, 0);
+    rc = emit_bare_kernel(k, kb, 0);
     joined_out[b] = 1;
   }
   free(by_corr);
@@ -340,11 +348,19 @@ static int join_param_comms(kimport *k, unsigned char *joined_out) {
   return rc;
 }
 
-static int cmp_bare_start(const void *pa, const void *pb, void *ctx) {
-  const kbare *bares = ctx;
-  const kbare *a = &bares[*(const uint32_t *)pa], *b = &bares[*(const uint32_t *)pb];
+/* Where a kept kernel or a collective stands in the order they are numbered in: by group
+ * (comm_id; 0 for the kept kernels), start, then index (the order is the same every time). */
+typedef struct korder {
+  uint64_t group;
+  int64_t start;
+  uint32_t index;
+} korder;
+
+static int cmp_korder(const void *pa, const void *pb) {
+  const korder *a = pa, *b = pb;
+  if (a->group != b->group) return a->group < b->group ? -1 : 1;
   if (a->start != b->start) return a->start < b->start ? -1 : 1;
-  return *(const uint32_t *)pa < *(const uint32_t *)pb ? -1 : 1;
+  return (a->index > b->index) - (a->index < b->index);
 }
 
 /* NCCL kernels with no collective metadata anywhere (no args, no record_param_comms op) become
@@ -355,21 +371,21 @@ static int cmp_bare_start(const void *pa, const void *pb, void *ctx) {
  * cannot be known is checked across ranks by collectives.c, which refuses a stream whose
  * ranks disagree. */
 static int infer_stream_collectives(kimport *k, const unsigned char *joined) {
-  uint32_t *idx = malloc(k->nbares * sizeof *idx);
+  korder *order = malloc(k->nbares * sizeof *order);
   uint64_t *streams = malloc(k->nbares * sizeof *streams);
-  if (!idx || !streams) {
-    free(idx);
+  if (!order || !streams) {
+    free(order);
     free(streams);
     return STEPSCOPE_E_NOMEM;
   }
   size_t n = 0, nstreams = 0;
   for (size_t b = 0; b < k->nbares; b++)
-    if (!joined[b]) idx[n++] = (uint32_t)b;
-  qsort_r(idx, n, sizeof *idx, cmp_bare_start, k->bares);
+    if (!joined[b]) order[n++] = (korder){0, k->bares[b].start, (uint32_t)b};
+  qsort(order, n, sizeof *order, cmp_korder);
   int rc = 0;
   kevent *ev = &k->ev;
   for (size_t i = 0; i < n && rc == 0; i++) {
-    const kbare *kb = &k->bares[idx[i]];
+    const kbare *kb = &k->bares[order[i].index];
     size_t ord = 0;
     while (ord < nstreams && streams[ord] != kb->stream)
       ord++;
@@ -382,12 +398,7 @@ static int infer_stream_collectives(kimport *k, const unsigned char *joined) {
     ev->in_nelems = ev->out_nelems = 0;
     ev->has_group_size = k->world > 0;
     ev->group_size = k->world > 0 ? (uint64_t)k->world : 0;
-    ev->has_stream = ev->has_device = 1;
-    ev->stream = ev->tid = kb->stream;
-    ev->device = ev->pid = kb->device;
-    ev->has_corr = kb->has_corr;
-    ev->corr = kb->corr;
-    rc = ssa_kineto_emit_collective(k, kb->start, kb->end, STEPSCOPE_COLL_F_INFERRED);
+    rc = emit_bare_kernel(k, kb, STEPSCOPE_COLL_F_INFERRED);
   }
   if (rc == 0 && n)
     ssa_rank_warn(k->r,
@@ -395,7 +406,7 @@ static int infer_stream_collectives(kimport *k, const unsigned char *joined) {
                   "record_param_comms op around their launch): across ranks they are matched by "
                   "their order on each of %zu NCCL stream(s) (docs/kineto-import.md)",
                   k->name, n, nstreams);
-  free(idx);
+  free(order);
   free(streams);
   return rc;
 }
@@ -414,26 +425,18 @@ static int finish_bare_nccl_kernels(kimport *k) {
 
 /* Sequence numbers and comm ranks of the collectives, once the whole file
  * (and so the rank) is known. */
-static int cmp_coll_order(const void *pa, const void *pb, void *ctx) {
-  const ssa_coll *colls = ctx;
-  const ssa_coll *a = &colls[*(const uint32_t *)pa], *b = &colls[*(const uint32_t *)pb];
-  if (a->comm_id != b->comm_id) return a->comm_id < b->comm_id ? -1 : 1;
-  if (a->start != b->start) return a->start < b->start ? -1 : 1;
-  return *(const uint32_t *)pa < *(const uint32_t *)pb ? -1 : 1;
-}
-
 static int finish_groups(kimport *k) {
   ssa_rank *r = k->r;
   if (r->ncolls == 0) return 0;
-  uint32_t *idx = malloc(r->ncolls * sizeof *idx);
-  if (!idx) return STEPSCOPE_E_NOMEM;
+  korder *order = malloc(r->ncolls * sizeof *order);
+  if (!order) return STEPSCOPE_E_NOMEM;
   for (size_t i = 0; i < r->ncolls; i++)
-    idx[i] = (uint32_t)i;
-  qsort_r(idx, r->ncolls, sizeof *idx, cmp_coll_order, r->colls);
+    order[i] = (korder){r->colls[i].comm_id, r->colls[i].start, (uint32_t)i};
+  qsort(order, r->ncolls, sizeof *order, cmp_korder);
   uint64_t ordinal = 0;
   for (size_t i = 0; i < r->ncolls; i++) {
-    ssa_coll *c = &r->colls[idx[i]];
-    if (i == 0 || c->comm_id != r->colls[idx[i - 1]].comm_id) ordinal = 0;
+    ssa_coll *c = &r->colls[order[i].index];
+    if (i == 0 || c->comm_id != order[i - 1].group) ordinal = 0;
     kgroup *g = NULL;
     for (size_t j = 0; j < k->ngroups; j++)
       if (k->groups[j].comm_id == c->comm_id) g = &k->groups[j];
@@ -446,7 +449,7 @@ static int finish_groups(kimport *k) {
       for (size_t m = 0; m < g->nranks; m++)
         if (g->ranks[m] == r->rank) c->comm_rank = (uint32_t)m;
   }
-  free(idx);
+  free(order);
   /* CUDA graphs: a correlation id shared by several kernels cannot link a
    * collective to one of them */
   size_t nk = 0;

@@ -122,6 +122,20 @@ static inline void copy_str(char *dst, size_t cap, const char *src) {
   dst[n] = 0;
 }
 
+/* What a name says by the words in it (a copy kind "HtoD", a collective "allreduce"): the kind
+ * of the first entry of the table whose text the name holds, else `none`. */
+typedef struct kname_part {
+  const char *part;
+  uint32_t kind;
+} kname_part;
+
+static inline uint32_t kind_by_name_part(const char *name, const kname_part *table, size_t n,
+                                         uint32_t none) {
+  for (size_t i = 0; i < n; i++)
+    if (strstr(name, table[i].part)) return table[i].kind;
+  return none;
+}
+
 /* Whether ssa_kineto_convert only counts the event (k->events, k->ignored):
  * not a complete one (a thread_name event kept by keep_names excepted), or a complete one of the
  * host's Python functions (not imported, and not listed among the unimported categories:

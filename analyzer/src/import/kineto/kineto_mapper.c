@@ -41,12 +41,12 @@
 /* ---- conversion ---- */
 
 static uint32_t memcpy_kind_of(const char *name) {
-  if (strstr(name, "HtoD")) return STEPSCOPE_MEMCPY_HTOD;
-  if (strstr(name, "DtoH")) return STEPSCOPE_MEMCPY_DTOH;
-  if (strstr(name, "DtoD")) return STEPSCOPE_MEMCPY_DTOD;
-  if (strstr(name, "HtoH")) return STEPSCOPE_MEMCPY_HTOH;
-  if (strstr(name, "PtoP")) return STEPSCOPE_MEMCPY_PTOP;
-  return STEPSCOPE_MEMCPY_UNKNOWN;
+  static const kname_part kinds[] = {
+      {"HtoD", STEPSCOPE_MEMCPY_HTOD}, {"DtoH", STEPSCOPE_MEMCPY_DTOH},
+      {"DtoD", STEPSCOPE_MEMCPY_DTOD}, {"HtoH", STEPSCOPE_MEMCPY_HTOH},
+      {"PtoP", STEPSCOPE_MEMCPY_PTOP},
+  };
+  return kind_by_name_part(name, kinds, sizeof kinds / sizeof kinds[0], STEPSCOPE_MEMCPY_UNKNOWN);
 }
 
 /* The string id of an event name. A trace repeats a few thousand names
