@@ -30,20 +30,11 @@
 
 typedef struct export_args {
   ssa_options opt;
-  const char *run_path, *out_path, *format, *ranks;
-  uint64_t max_size;
+  const char *run_path, *out_path, *format;
+  cli_export_limits limits; /* --ranks, --max-size */
   int memory;
   export_replay_args replay;
 } export_args;
-
-static int opt_ranks(const cli_option *o, const char *v, void *cmd) {
-  ((export_args *)cmd)->ranks = v;
-  return cli_check_ranks_spec("export", v);
-}
-
-static int opt_max_size(const cli_option *o, const char *v, void *cmd) {
-  return cli_max_size_option("export", v, &((export_args *)cmd)->max_size);
-}
 
 static int opt_format(const cli_option *o, const char *v, void *cmd) {
   if (strcmp(v, "json") && strcmp(v, "perfetto")) {
@@ -96,12 +87,7 @@ static const cli_option export_options[] = {
      "PyTorch traces: memory over time as counter tracks (profile_memory=True:\n"
      "allocated and reserved bytes per device)",
      A(memory), NULL, 0, 0, NULL},
-    {CLI_CALL, "--ranks", NULL, "LIST",
-     "only these ranks: 0-7,12; or auto: the ones the analysis points at\n"
-     "(culprit, stragglers, slowest, fastest, rank 0)",
-     0, opt_ranks, 0, 0, NULL},
-    {CLI_CALL, "--max-size", NULL, "SIZE",
-     "refuse an export estimated over SIZE (default 2G; 0: no limit)", 0, opt_max_size, 0, 0, NULL},
+    CLI_EXPORT_LIMIT_ROWS(A(limits)),
     {CLI_FLAG, "--replay", NULL, NULL,
      "add the replayed run (stepscope replay): a process per rank \"replay (rank R)\"\n"
      "with its ops at their simulated times, beside the measured ones",
@@ -138,7 +124,7 @@ static void say_written(int perfetto, const ssa_export_stats *st, double seconds
 int cmd_export(int argc, char **argv) {
   export_args x;
   memset(&x, 0, sizeof x);
-  x.max_size = CLI_EXPORT_MAX_BYTES;
+  x.limits = (cli_export_limits){.command = "export", .max_bytes = CLI_EXPORT_MAX_BYTES};
   int rc = cli_parse(&export_table, argc, argv, &x, NULL);
   if (rc == CLI_PARSED && !x.out_path) {
     cli_print(stderr, "stepscope export: -o FILE is required\n");
@@ -162,11 +148,11 @@ int cmd_export(int argc, char **argv) {
   }
   unsigned char *sel = NULL; /* --ranks, then the size it makes */
   rc = export_replay_prepare(&x.replay, &l.an);
-  if (rc == 0) rc = cli_choose_ranks("export", x.ranks, &l.an, &sel);
+  if (rc == 0) rc = cli_choose_ranks("export", x.limits.ranks, &l.an, &sel);
   l.an.opt.export_ranks = sel;
-  if (rc == 0 &&
-      cli_check_output_size("export", perfetto ? "Perfetto trace" : "JSON",
-                            ssa_export_estimate_bytes(&l.an, perfetto), x.max_size, &l.an, x.ranks))
+  if (rc == 0 && cli_check_output_size("export", perfetto ? "Perfetto trace" : "JSON",
+                                       ssa_export_estimate_bytes(&l.an, perfetto),
+                                       x.limits.max_bytes, &l.an, x.limits.ranks))
     rc = 1;
   if (rc) {
     free(sel);

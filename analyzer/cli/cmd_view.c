@@ -80,7 +80,8 @@ static int pass_rules_on(int comm) {
 }
 
 typedef struct view_args {
-  const char *run_a, *run_b, *html, *bind_addr, *ranks, *max_size;
+  const char *run_a, *run_b, *html, *bind_addr;
+  cli_export_limits limits; /* --ranks, --max-size: passed on to the export */
   int port;
   ssa_options rule_opt; /* only the classification rules are used */
 } view_args;
@@ -94,17 +95,6 @@ static int opt_port(const cli_option *o, const char *v, void *cmd) {
   }
   ((view_args *)cmd)->port = (int)p;
   return 0;
-}
-
-static int opt_ranks(const cli_option *o, const char *v, void *cmd) {
-  ((view_args *)cmd)->ranks = v;
-  return cli_check_ranks_spec("view", v);
-}
-
-static int opt_max_size(const cli_option *o, const char *v, void *cmd) {
-  uint64_t bytes;
-  ((view_args *)cmd)->max_size = v;
-  return cli_max_size_option("view", v, &bytes);
 }
 
 /* --bind ADDR is a numeric IPv4 or IPv6 address (view_serve listens there): 0, or 2 (said
@@ -141,17 +131,12 @@ static const cli_option view_options[] = {
      "write one self-contained page (viewer + data) and exit; prints\n"
      "one line: what was written, from what, and the headline",
      A(html), NULL, 0, 0, NULL},
-    {CLI_CALL, "--ranks", NULL, "LIST",
-     "only these ranks in the timeline: 0-7,12; or auto (culprit,\n"
-     "stragglers, slowest, fastest, rank 0); the export is generated for them",
-     0, opt_ranks, 0, 0, NULL},
-    {CLI_CALL, "--max-size", NULL, "SIZE",
-     "no timeline when the export (or a --html page) is estimated\n"
-     "over SIZE (default 2G, 512M for --html; 0: no limit): without\n"
-     "--ranks the page shows the run's ranks x steps heatmap and its\n"
-     "analysis instead, made by `analyze --low-memory` (view says so);\n"
-     "with --ranks it is an error",
-     0, opt_max_size, 0, 0, NULL},
+    CLI_EXPORT_LIMIT_ROWS(A(limits)),
+    CLI_TEXT_ROW("                    (view: a --html page is held to --max-size too, default\n"
+                 "                    512M; over it, without --ranks, the page shows the run's\n"
+                 "                    ranks x steps heatmap and its analysis instead, made by\n"
+                 "                    `analyze --low-memory` (view says so); with --ranks it is\n"
+                 "                    an error)\n"),
     {CLI_CLASSIFY, NULL, NULL, NULL, NULL, A(rule_opt), NULL, 0, 0, NULL},
     {CLI_TEXT, NULL, NULL, NULL,
      "                      (they apply to what view generates, not to an export or\n"
@@ -204,6 +189,7 @@ int cmd_view(int argc, char **argv) {
   memset(&x, 0, sizeof x);
   x.bind_addr = "127.0.0.1";
   x.port = 8642;
+  x.limits.command = "view";
   int parsed = cli_parse(&view_table, argc, argv, &x, NULL);
   if (parsed != CLI_PARSED) return parsed;
   if (check_bind(x.bind_addr) || pass_rules_on(1) || pass_rules_on(0)) return 2;
@@ -216,12 +202,12 @@ int cmd_view(int argc, char **argv) {
   cli_env env; /* the decompression limits (the commands view runs read the same) */
   cli_env_read(&env);
   /* what the export it runs is told: the ranks and the size limit (a page's own) */
-  const char *page_limit = x.max_size ? x.max_size : html ? "512M" : NULL;
+  const char *page_limit = x.limits.max_size ? x.limits.max_size : html ? "512M" : NULL;
   const char *export_args[5] = {NULL};
   int na = 0;
-  if (x.ranks) {
+  if (x.limits.ranks) {
     export_args[na++] = "--ranks";
-    export_args[na++] = x.ranks;
+    export_args[na++] = x.limits.ranks;
   }
   if (page_limit) {
     export_args[na++] = "--max-size";
@@ -235,7 +221,7 @@ int cmd_view(int argc, char **argv) {
   for (int i = 0; i < 2; i++) {
     if (!args[i]) continue;
     if (view_run_open(&runs[nruns], i == 0 ? "a" : "b", args[i], n > 0 ? self_exe : NULL,
-                      html != NULL, &env.import.inflate, export_args, x.ranks != NULL, err,
+                      html != NULL, &env.import.inflate, export_args, x.limits.ranks != NULL, err,
                       sizeof err) != 0) {
       if (!view_stop_signal) cli_print(stderr, "stepscope view: %s\n", err);
       view_runs_close_all(runs, nruns);
@@ -254,10 +240,11 @@ int cmd_view(int argc, char **argv) {
                 runs[k].dir);
 
   int heatmap_only = runs[0].export_failed && runs[0].heatmap_name[0];
-  if (runs[0].export_failed && (x.ranks || !heatmap_only)) {
+  if (runs[0].export_failed && (x.limits.ranks || !heatmap_only)) {
     cli_print(stderr, "stepscope view: %s: no timeline (%s)%s\n", runs[0].name,
               runs[0].export_why[0] ? runs[0].export_why : "`stepscope export` failed",
-              x.ranks ? "" : ", and no heatmap to show instead (`stepscope analyze` failed)");
+              x.limits.ranks ? ""
+                             : ", and no heatmap to show instead (`stepscope analyze` failed)");
     view_runs_close_all(runs, nruns);
     return 1;
   }

@@ -44,7 +44,8 @@ int cli_parse_size(const char *v, uint64_t *bytes) {
   return 0;
 }
 
-int cli_max_size_option(const char *command, const char *v, uint64_t *bytes) {
+/* A --max-size value into *bytes: 0, or 2 with the message printed. */
+static int max_size_value(const char *command, const char *v, uint64_t *bytes) {
   if (cli_parse_size(v, bytes) == 0) return 0;
   cli_print(stderr,
             "stepscope %s: bad --max-size '%s' (want bytes, e.g. 500M or 4G; 0: no limit)\n",
@@ -75,12 +76,31 @@ static int each_range(const char *spec, void (*visit)(long, long, void *), void 
   return 0;
 }
 
-int cli_check_ranks_spec(const char *command, const char *spec) {
+/* Checks a --ranks value ("auto", or rank numbers and ranges "0-7,12"): 0, or 2 with the
+ * message printed. */
+static int check_ranks_spec(const char *command, const char *spec) {
   if (!strcmp(spec, "auto") || each_range(spec, NULL, NULL) == 0) return 0;
   cli_print(stderr,
             "stepscope %s: bad --ranks '%s' (want rank numbers and ranges like 0-7,12, or auto)\n",
             command, spec);
   return 2;
+}
+
+/* The cli_export_limits of row o (CLI_EXPORT_LIMIT_ROWS) in the command's struct. */
+static cli_export_limits *limits_of(const cli_option *o, void *cmd) {
+  return (cli_export_limits *)((char *)cmd + o->offset);
+}
+
+int cli_ranks_option(const cli_option *o, const char *v, void *cmd) {
+  cli_export_limits *l = limits_of(o, cmd);
+  l->ranks = v;
+  return check_ranks_spec(l->command, v);
+}
+
+int cli_max_size_option(const cli_option *o, const char *v, void *cmd) {
+  cli_export_limits *l = limits_of(o, cmd);
+  l->max_size = v;
+  return max_size_value(l->command, v, &l->max_bytes);
 }
 
 typedef struct pick {

@@ -93,6 +93,26 @@ check "and writes nothing" test ! -e "$tmp/u.json"
 run export "$sample" -o "$tmp/u.bin" --format perfetto
 check "--format decides for a name that does not (rc $rc)" test $rc -eq 0
 
+# ---- export and view share --ranks and --max-size: one declaration, the same errors (exit 2,
+# before the run is read: a run that is not there is not named) and the same --help rows
+for cmd in "export /nonexistent-run -o $tmp/r.json" "view /nonexistent-run --html $tmp/r.html"; do
+  name=${cmd%% *}
+  run $cmd --ranks 3-1
+  check "$name --ranks 3-1: exit 2 (rc $rc)" test $rc -eq 2
+  check "$name --ranks 3-1: says why" says "stepscope $name: bad --ranks '3-1' (want rank numbers and ranges like 0-7,12, or auto)"
+  run $cmd --max-size 12Q
+  check "$name --max-size 12Q: exit 2 (rc $rc)" test $rc -eq 2
+  check "$name --max-size 12Q: says why" says "stepscope $name: bad --max-size '12Q' (want bytes, e.g. 500M or 4G; 0: no limit)"
+  check "$name: neither reads the run first" bash -c '! grep -q nonexistent-run <<<"$1"' _ "$out"
+done
+limit_rows() { # the 5 lines of the --ranks and --max-size rows of a command's --help, blanks
+  # squeezed (the commands indent their help texts to different columns)
+  "$stepscope" "$1" --help | sed -n '/^  --ranks /,$p' | head -5 | tr -s ' '
+}
+check "export and view --help: the same --ranks and --max-size rows" \
+  test "$(limit_rows export)" = "$(limit_rows view)"
+check "... which are there" bash -c 'grep -q -- "--ranks LIST" <<<"$1" && grep -q -- "--max-size SIZE" <<<"$1"' _ "$(limit_rows view)"
+
 # ---- --help tells the truth
 run --help
 check "stepscope --help: export writes Perfetto protobuf too" says "Chrome-trace JSON or a Perfetto protobuf"

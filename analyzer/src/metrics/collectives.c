@@ -121,7 +121,7 @@ static int cmp_instance_time(const void *pa, const void *pb) {
 /* Per stream matched by order (inferred collectives): what speaks against the matching. */
 typedef struct inferred_stream {
   uint64_t comm_id;
-  const char *name;                         /* "nccl stream #k" (kineto_mapper.c) */
+  const char *name;                         /* "nccl stream #k" (kineto_collectives.c) */
   uint64_t instances, misaligned, disagree; /* misaligned: one left before another came */
   uint64_t first_seq;                       /* the first disagreement */
   uint32_t first_op[2];                     /* ... its two ops */

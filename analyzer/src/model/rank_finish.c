@@ -411,7 +411,7 @@ static void classify_op(ssa_rank *r, joins *j, ssa_op *o, uint32_t nstrings) {
       return;
     }
   }
-  /* a collective inferred from the kernel's name and stream (kineto_mapper.c) is no evidence:
+  /* a collective inferred from the kernel's name and stream (kineto_collectives.c) is no evidence:
    * the name's family classifies the kernel */
   int by_record = o->coll != SSA_NONE && !(r->colls[o->coll].flags & STEPSCOPE_COLL_F_INFERRED);
   if (by_record || (evidence_host && o->cls == SSA_CLS_COMM)) {

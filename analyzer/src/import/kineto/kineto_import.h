@@ -12,7 +12,10 @@
  *                    from start to finish (ssa_kineto_import)
  *   kineto_mapper.c  the mapper: what each kevent becomes in the rank model
  *                    (ssa_kineto_convert), and what is fixed once the whole
- *                    file is read (ssa_kineto_finish_rank)
+ *                    file is read (ssa_kineto_finish_rank); its collectives
+ *                    are kineto_collectives.c's (their records, groups and
+ *                    sequence numbers, NCCL metadata joined from
+ *                    record_param_comms ops)
  *   kineto_split.c   the split import's helper thread, and the worker side:
  *                    events stored by the helper, converted by the caller
  *                    (ssa_kineto_split_store, ssa_kineto_split_handoff)
@@ -121,6 +124,20 @@ static inline void copy_str(char *dst, size_t cap, const char *src) {
   dst[n] = 0;
 }
 
+/* What a name says by the words in it (a copy kind "HtoD", a collective "allreduce"): the kind
+ * of the first entry of the table whose text the name holds, else `none`. */
+typedef struct kname_part {
+  const char *part;
+  uint32_t kind;
+} kname_part;
+
+static inline uint32_t kind_by_name_part(const char *name, const kname_part *table, size_t n,
+                                         uint32_t none) {
+  for (size_t i = 0; i < n; i++)
+    if (strstr(name, table[i].part)) return table[i].kind;
+  return none;
+}
+
 /* Whether ssa_kineto_convert only counts the event (k->events, k->ignored):
  * not a complete one (a thread_name event kept by keep_names excepted), or a complete one of the
  * host's Python functions (not imported, and not listed among the unimported categories:
@@ -159,6 +176,26 @@ int ssa_kineto_convert(kimport *k);
 /* Once the whole file is read: the header, the clock anchor, the layout,
  * the collectives' groups and sequence numbers, and the warnings. */
 int ssa_kineto_finish_rank(kimport *k);
+
+/* ---- the collectives (kineto_collectives.c) ---- */
+
+/* The collective of the NCCL kernel k->ev (its metadata on it, or copied there from an op)
+ * from s to e, with extra_flags (STEPSCOPE_COLL_F_*). 0 or a status. */
+int ssa_kineto_emit_collective(kimport *k, int64_t s, int64_t e, uint32_t extra_flags);
+
+/* A record_param_comms CPU op's NCCL metadata (k->ev, from s to e), kept for
+ * ssa_kineto_finish_collectives. 0 or STEPSCOPE_E_NOMEM. */
+int ssa_kineto_keep_param_comms(kimport *k, int64_t s, int64_t e);
+
+/* An NCCL kernel (k->ev, by name) without metadata of its own, kept for
+ * ssa_kineto_finish_collectives. 0 or STEPSCOPE_E_NOMEM. */
+int ssa_kineto_keep_bare_nccl_kernel(kimport *k, int64_t s, int64_t e, uint64_t stream,
+                                     uint64_t device);
+
+/* Once the whole file is read and the rank known: the kept NCCL kernels joined to their ops'
+ * metadata (else inferred from their stream), then every collective's sequence number and
+ * comm rank, and the links by a correlation that several kernels share dropped. */
+int ssa_kineto_finish_collectives(kimport *k);
 
 /* ---- the split import's worker side (kineto_split.c) ---- */
 
