@@ -106,12 +106,12 @@ static const cli_table analyze_table = CLI_RUN_TABLE("analyze", analyze_options,
 
 static const cli_table merge_table = {
     .command = "merge",
-    .head = "usage: stepscope merge [options] PARTIAL...\n"
+    .head = "usage: stepscope merge PARTIAL... [options]\n"
             "The report of a run from the partial analyses of all its parts (`analyze RUN\n"
-            "--part K/N --partial OUT`, K = 0..N-1), byte for byte that of `analyze RUN\n"
-            "--low-memory`; the rank files are read again for the per-rank passes. Options\n"
-            "come before the partials; --low-memory is implied, --partial and --part are\n"
-            "analyze's.\n",
+            "--part K/N --partial OUT`, K = 0..N-1), in any order, byte for byte that of\n"
+            "`analyze RUN --low-memory`; the rank files are read again for the per-rank\n"
+            "passes. Options may come before or after the partials (after \"--\" every word\n"
+            "is a partial); --low-memory is implied, --partial and --part are analyze's.\n",
     .options = analyze_options + 1, /* analyze's rows but the first, which says what RUN is */
     .n = sizeof analyze_options / sizeof analyze_options[0] - 1,
     .flags = CLI_ARGS_DOUBLE_DASH | CLI_STOP_AT_ARG,
@@ -174,17 +174,13 @@ int cmd_analyze(int argc, char **argv) {
 
 int cmd_merge(int argc, char **argv) {
   analyze_args x;
+  cli_options_first(&merge_table, argc, argv); /* merge PARTIALS... --json FILE works too */
   int next = argc, rc = parse_command(&merge_table, argc, argv, &x, &next);
   if (rc != CLI_PARSED) return rc;
   if (next >= argc) {
     cli_usage(stderr, &merge_table);
     return 2;
   }
-  for (int i = next; i < argc; i++)
-    if (!strncmp(argv[i], "--", 2)) {
-      cli_print(stderr, "stepscope merge: %s: options come before the partials\n", argv[i]);
-      return 2;
-    }
   cli_loaded l;
   char msg[1400];
   if ((rc = cli_open_partials("merge", argv + next, (size_t)(argc - next), &x.opt, &l, msg,

@@ -21,6 +21,7 @@
 #include "cli_print.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static ssa_comm_rules rules; /* --comm-kernel, --compute-kernel, then the environment */
@@ -179,6 +180,30 @@ static ssa_options *analysis_options(const cli_table *t, void *cmd) {
   for (size_t i = 0; i < t->n; i++)
     if (is_group(&t->options[i])) return (ssa_options *)((char *)cmd + t->options[i].offset);
   return NULL;
+}
+
+void cli_options_first(const cli_table *t, int argc, char **argv) {
+  /* a stable partition: options (and the values they take) keep their order, the arguments
+   * theirs; "--" and what follows stay last, as they are */
+  int end = 1;
+  while (end < argc && strcmp(argv[end], "--"))
+    end++;
+  char **words = malloc((size_t)(end > 1 ? end - 1 : 1) * sizeof *words);
+  if (!words) return; /* left as it is: cli_parse then says what it finds first */
+  int n = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 1; i < end; i++) {
+      int option = is_option(t, argv[i]);
+      const cli_option *o = option ? find(t, argv[i]) : NULL;
+      int valued = o && takes_value(o) && i + 1 < end;
+      if (option == (pass == 0)) {
+        words[n++] = argv[i];
+        if (valued) words[n++] = argv[i + 1];
+      }
+      i += valued;
+    }
+  memcpy(argv + 1, words, (size_t)n * sizeof *words);
+  free(words);
 }
 
 int cli_parse(const cli_table *t, int argc, char **argv, void *cmd, int *next) {

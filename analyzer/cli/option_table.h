@@ -116,6 +116,11 @@ typedef struct cli_table {
  * the first word after the options. */
 int cli_parse(const cli_table *t, int argc, char **argv, void *cmd, int *next);
 
+/* Reorders argv[1..] so that the options, each with the value it takes, come before the
+ * arguments (both in their order; from "--" on nothing moves): for a CLI_STOP_AT_ARG command
+ * whose arguments are a list (`merge PARTIAL... [options]`), so options may follow them. */
+void cli_options_first(const cli_table *t, int argc, char **argv);
+
 /* The command's --help: the table's head, its rows as they are (CLI_TEXT) or
  * as option lines, "  --name META" and the help text from the table's
  * column, continuation lines indented to it, and its tail. */

@@ -115,8 +115,17 @@ def check_errors(run_a, run_b, tmp):
     with open(flipped, "wb") as f:
         f.write(data[:8] + b"\x63\x00\x00\x00" + data[12:])
     expect_error("another version", ["merge", a[0], flipped, a[2]], "partial format version 99")
-    expect_error("options last", ["merge", a[0], a[1], a[2], "--json", "x.json"],
-                 "options come before the partials")
+    # options may follow the partials, as they follow RUN in analyze: the same report
+    first = report(["merge", a[0], a[1], a[2]], os.path.join(tmp, "first.json"))
+    last_json = os.path.join(tmp, "last.json")
+    p = run_cmd([stepscope, "merge", a[2], a[0], "--json", last_json, a[1]])
+    with open(last_json, "rb") as f:
+        last = (p.returncode, p.stdout, f.read(), p.stderr)
+    if first != last:
+        failures.append(f"options after the partials: exit {last[0]}, stderr {last[3]!r}, "
+                        f"report {'equal' if first[1:3] == last[1:3] else 'different'}")
+    expect_error("an unknown option last", ["merge", a[0], a[1], a[2], "--jsn", "x.json"],
+                 "unknown option --jsn")
     expect_error("more parts than files", ["analyze", run_a, "--part", "9/10", "--partial",
                                            os.path.join(tmp, "x.part")], "holds no rank file")
     # a rank file written again after its partial was made: the merge would read other events
