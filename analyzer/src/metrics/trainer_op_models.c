@@ -154,6 +154,34 @@ static int block_attention_cost(const ssa_op_inputs *in, int backward, ssa_op_co
   return 1;
 }
 
+/* The trainer's layernorm_backward(dout[N,C], x[N,C], w[C], mean[N], rstd[N]) writes dx, dw
+ * and db: aten::native_layer_norm_backward with output_mask [True, True, True] (a bias of the
+ * weight's size), and it adds into its gradients (+=): one more add per element of dx and a
+ * read of dx, dw and db. */
+static int layernorm_backward_cost(const ssa_op_inputs *in, ssa_op_cost *o) {
+  const ssa_op_input *dout = tensor_of(in, 0, 2), *x = tensor_of(in, 1, 2),
+                     *w = tensor_of(in, 2, 1);
+  const ssa_op_input *mean = tensor_of(in, 3, 1), *rstd = tensor_of(in, 4, 1);
+  if (!dout || !x || !w || !mean || !rstd) return 0;
+  ssa_op_inputs aten;
+  memset(&aten, 0, sizeof aten);
+  aten.in[0] = *dout;
+  aten.in[1] = *x;
+  aten.in[2] = make_tensor("ScalarList", 0, NULL); /* normalized_shape */
+  snprintf(aten.in[2].concrete, sizeof aten.in[2].concrete, "[%lld]", (long long)w->dims[0]);
+  aten.in[3] = *mean;
+  aten.in[4] = *rstd;
+  aten.in[5] = *w;
+  aten.in[6] = *w; /* the bias: the weight's size */
+  aten.in[7] = make_tensor("ScalarList", 0, NULL);
+  snprintf(aten.in[7].concrete, sizeof aten.in[7].concrete, "[True, True, True]");
+  aten.n = 8;
+  if (!ssa_op_cost_of("aten::native_layer_norm_backward", &aten, o)) return 0;
+  o->flops += (double)ssa_op_numel(x);
+  o->bytes += bytes_of(x) + 2.0 * bytes_of(w);
+  return 1;
+}
+
 typedef enum {
   AS_ATEN,            /* the PyTorch op `aten` with the same inputs */
   LINEAR_BACKWARD,    /* dout, x, weight [OC, C], mask */
@@ -162,7 +190,8 @@ typedef enum {
   ATTENTION,          /* qkv, heads */
   ATTENTION_BACKWARD, /* dout, qkv, heads */
   BLOCK,              /* q, kv, heads, causal */
-  BLOCK_BACKWARD      /* dout, q, kv, heads, causal */
+  BLOCK_BACKWARD,     /* dout, q, kv, heads, causal */
+  LAYERNORM_BACKWARD  /* dout, x, weight, mean, rstd */
 } trainer_model;
 
 static const struct {
@@ -179,6 +208,7 @@ static const struct {
     {"attention_block_forward", BLOCK, NULL},
     {"attention_block_backward", BLOCK_BACKWARD, NULL},
     {"layernorm_forward", AS_ATEN, "aten::native_layer_norm"},
+    {"layernorm_backward", LAYERNORM_BACKWARD, NULL},
     {"gelu_forward", AS_ATEN, "aten::gelu"},
     {"gelu_backward", AS_ATEN, "aten::gelu_backward"},
     {"residual_forward", AS_ATEN, "aten::add"},
@@ -198,6 +228,7 @@ int ssa_trainer_op_cost(const char *name, const ssa_op_inputs *in, ssa_op_cost *
     case ATTENTION_BACKWARD: return packed_attention_cost(in, 1, o);
     case BLOCK: return block_attention_cost(in, 0, o);
     case BLOCK_BACKWARD: return block_attention_cost(in, 1, o);
+    case LAYERNORM_BACKWARD: return layernorm_backward_cost(in, o);
     }
   }
   return -1;
