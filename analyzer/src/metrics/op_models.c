@@ -71,30 +71,6 @@ static int concrete_bool(const ssa_op_inputs *in, int i) {
   return -1;
 }
 
-/* A concrete boolean list of `n` entries (a backward's output_mask: "[True, True, False]",
- * or "[1, 1, 0]") into m[0..n): 0, or -1 when it is not recorded or not that long. */
-static int concrete_mask(const ssa_op_inputs *in, int i, int *m, int n) {
-  int64_t v[8];
-  if (n <= 8 && concrete_ints(in, i, v, 8) == n) { /* the digits' form */
-    for (int k = 0; k < n; k++)
-      m[k] = v[k] != 0;
-    return 0;
-  }
-  const char *p = i >= 0 && i < in->n ? in->in[i].concrete : "";
-  for (int k = 0; k < n; k++) {
-    p += strspn(p, "[, ");
-    if (!strncmp(p, "True", 4))
-      m[k] = 1;
-    else if (!strncmp(p, "False", 5))
-      m[k] = 0;
-    else
-      return -1;
-    p += m[k] ? 4 : 5;
-  }
-  p += strspn(p, " ]");
-  return *p ? -1 : 0;
-}
-
 /* The element size of a ScalarType code given as a concrete value (out_dtype), or `dflt`. */
 static int scalar_type_bytes(const ssa_op_inputs *in, int i, int dflt) {
   int64_t code;
@@ -231,7 +207,7 @@ static int conv_backward_model(const ssa_op_inputs *in, ssa_op_cost *o) {
   if (!go || !x || !w || x->ndims < 3 || go->ndims != x->ndims) return 0;
   int mask[3];
   int transposed = concrete_bool(in, 7);
-  if (transposed < 0 || concrete_mask(in, 10, mask, 3)) return 0;
+  if (transposed < 0 || ssa_op_concrete_mask(in, 10, mask, 3)) return 0;
   const ssa_op_input *big = transposed ? x : go; /* the side each weight meets once per point */
   double pts = (double)big->dims[0];
   for (int i = 2; i < big->ndims; i++)
@@ -359,7 +335,7 @@ static int norm_backward_model(const norm_bwd_args *na, const ssa_op_inputs *in,
   const ssa_op_input *w = tensor(in, na->weight), *b = tensor(in, na->bias);
   int m[3] = {0, 0, 0}, rms = na->mean < 0;
   int train = na->train >= 0 ? concrete_bool(in, na->train) : 1;
-  if (!dy || !x || train < 0 || concrete_mask(in, na->mask, m, rms ? 2 : 3)) return 0;
+  if (!dy || !x || train < 0 || ssa_op_concrete_mask(in, na->mask, m, rms ? 2 : 3)) return 0;
   int stats = rms ? na->rstd : train ? na->mean : na->mean - 2; /* eval: running_mean, _var */
   const ssa_op_input *mean = rms ? NULL : tensor(in, stats),
                      *rstd = tensor(in, rms ? stats : stats + 1);

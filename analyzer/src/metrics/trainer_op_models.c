@@ -37,23 +37,6 @@ static long long scalar_int(const ssa_op_inputs *in, int i) {
   return v;
 }
 
-/* output_mask "[True, False, True]" into m[3]: 0, or -1 when not recorded. */
-static int output_mask(const ssa_op_inputs *in, int i, int m[3]) {
-  if (i < 0 || i >= in->n) return -1;
-  const char *p = in->in[i].concrete;
-  for (int k = 0; k < 3; k++) {
-    p += strspn(p, "[, ");
-    if (!strncmp(p, "True", 4))
-      m[k] = 1;
-    else if (!strncmp(p, "False", 5))
-      m[k] = 0;
-    else
-      return -1;
-    p += m[k] ? 4 : 5;
-  }
-  return 0;
-}
-
 /* A tensor input of dims d[0..n) and element type `type`, for a PyTorch op's inputs. */
 static ssa_op_input make_tensor(const char *type, int n, const int64_t *d) {
   ssa_op_input x;
@@ -91,7 +74,7 @@ static int linear_backward_cost(const ssa_op_inputs *in, int wdims, ssa_op_cost 
   const ssa_op_input *dout = tensor_of(in, 0, 2), *x = tensor_of(in, 1, 2),
                      *w = tensor_of(in, 2, wdims);
   int m[3];
-  if (!dout || !x || !w || output_mask(in, 3, m)) return 0;
+  if (!dout || !x || !w || ssa_op_concrete_mask(in, 3, m, 3)) return 0;
   double R = (double)x->dims[0], C = (double)x->dims[1], OC = (double)dout->dims[1];
   if (dout->dims[0] != x->dims[0] || w->dims[wdims - 1] != x->dims[1] ||
       w->dims[wdims - 2] != dout->dims[1])
