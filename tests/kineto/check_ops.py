@@ -19,7 +19,8 @@ Cases:
   cpu     a CPU-only trace: nested ops, each deepest modelled op counts its own time
   norms   the norm backwards (native_layer_norm_backward bf16 with weight and bias and fp32
           with dx only, native_group_norm_backward, native_batch_norm_backward in eval,
-          _fused_rms_norm_backward, and one without its output_mask: no FLOPs)
+          miopen_batch_norm_backward, _fused_rms_norm_backward, and one without its
+          output_mask: no FLOPs)
   analyze `stepscope analyze` reports the MFU from the ops' FLOPs (no FLOPs metadata): the
           same FLOPs as the table over the steps' time and the bf16 peak
   modules `--by module` (with_modules events): on the generated trace with a Block_0 module
@@ -324,6 +325,11 @@ def check_norms():
          shapes([[4, 3, 5], [4, 3, 5], [3], [3], [3], [], [], [], [], []],
                 [fl, fl, fl, fl, fl, "", "", "Scalar", "Scalar", "ScalarList"],
                 ["", "", "", "", "", "", "", "False", "1e-05", "[True, False, False]"]), kernels=[100])
+    # miopen's batch norm backward (input first, no mask: all three gradients), fp32 x
+    # [2,3,4], weight [3], no running statistics, saved mean and invstd [3]
+    g.op("aten::miopen_batch_norm_backward", 300,
+         shapes([[2, 3, 4], [2, 3, 4], [3], [], [], [3], [3], []], [fl, fl, fl, "", "", fl, fl, "Scalar"],
+                ["", "", "", "", "", "", "", "1e-05"]), kernels=[80])
     # rms norm bf16 x [2,4,16] (128), rstd float [2,4,1], weight bf16 [16], mask [dx, dw]
     g.op("aten::_fused_rms_norm_backward", 300,
          shapes([[2, 4, 16], [2, 4, 16], [], [2, 4, 1], [16], []],
@@ -355,6 +361,9 @@ def check_norms():
     # 60 elements x (1 + 1), no x̂; bytes dy 240, running_var 12, w 12, dx 240
     expect(rows, "aten::native_batch_norm_backward", "[4,3,5] [4,3,5] [3] [3] [3] fp32", 2 * 60,
            240 + 12 + 12 + 240, 100)
+    # 24 elements x 13; bytes dy, x, dx 96 each, mean, invstd, w, dw, db 12 each
+    expect(rows, "aten::miopen_batch_norm_backward", "[2,3,4] [2,3,4] [3] [3] [3] fp32", 13 * 24,
+           3 * 96 + 5 * 12, 80)
     # 128 elements x (1 + 5 + 1 + 2); bytes dy, x, dx 256 each, rstd 32, w 32, dw 32
     expect(rows, "aten::_fused_rms_norm_backward", "[2,4,16] [2,4,16] [2,4,1] [16] bf16", 9 * 128,
            3 * 256 + 3 * 32, 150)

@@ -305,23 +305,27 @@ static int norm_model(const char *op, const ssa_op_inputs *in, ssa_op_cost *o) {
   return set_cost(o, dtype_of(x), n * (3 + (w != NULL)), 2 * tbytes(x) + tbytes(w));
 }
 
-/* The arguments of a norm's backward (native_functions.yaml): grad_out at 0, input at 1. */
+/* The arguments of a norm's backward (native_functions.yaml). */
 typedef struct norm_bwd_args {
   const char *op;
+  int dy, x;  /* grad_out and input */
   int mean;   /* the saved mean (rms: -1, none); rstd follows it (rms: at `rstd`) */
   int rstd;   /* rms norm's saved rstd, -1 for the others */
   int weight; /* -1 none */
   int bias;   /* -1 none (the bias gradient then has the weight's size) */
-  int mask;   /* output_mask [dx, dw, db] ([dx, dw] for rms) */
-  int train;  /* batch norm's `train` / `update` (else -1): eval uses the running statistics */
+  int mask;   /* output_mask [dx, dw, db] ([dx, dw] for rms); -1: all three always */
+  int train;  /* batch norm's `train` / `update` (else -1): eval uses the running statistics,
+                 the two inputs after the weight */
 } norm_bwd_args;
 
 static const norm_bwd_args norm_bwd_table[] = {
-    {"native_layer_norm_backward", 3, -1, 5, 6, 7, -1},
-    {"native_group_norm_backward", 2, -1, 4, -1, 9, -1},
-    {"native_batch_norm_backward", 5, -1, 2, -1, 9, 7},
-    {"batch_norm_backward", 5, -1, 2, -1, 9, 7},
-    {"_fused_rms_norm_backward", -1, 3, 4, -1, 5, -1},
+    {"native_layer_norm_backward", 0, 1, 3, -1, 5, 6, 7, -1},
+    {"native_group_norm_backward", 0, 1, 2, -1, 4, -1, 9, -1},
+    {"native_batch_norm_backward", 0, 1, 5, -1, 2, -1, 9, 7},
+    {"batch_norm_backward", 0, 1, 5, -1, 2, -1, 9, 7},
+    {"cudnn_batch_norm_backward", 1, 0, 5, -1, 2, -1, -1, -1}, /* training only */
+    {"miopen_batch_norm_backward", 1, 0, 5, -1, 2, -1, -1, -1},
+    {"_fused_rms_norm_backward", 0, 1, -1, 3, 4, -1, 5, -1},
 };
 
 /* A norm's backward, one operation per arithmetic step of the textbook gradient (docs/ops.md
@@ -331,12 +335,14 @@ static const norm_bwd_args norm_bwd_table[] = {
  * norm in eval: g * rstd (1); dw: sum(dy * xhat) (2); db: sum(dy) (1). Per-row steps are not
  * counted. Read: dy; x and the mean with xhat; rstd with xhat or dx; w with dx. */
 static int norm_backward_model(const norm_bwd_args *na, const ssa_op_inputs *in, ssa_op_cost *o) {
-  const ssa_op_input *dy = tensor(in, 0), *x = tensor(in, 1);
+  const ssa_op_input *dy = tensor(in, na->dy), *x = tensor(in, na->x);
   const ssa_op_input *w = tensor(in, na->weight), *b = tensor(in, na->bias);
-  int m[3] = {0, 0, 0}, rms = na->mean < 0;
+  int m[3] = {1, 1, 1}, rms = na->mean < 0;
   int train = na->train >= 0 ? concrete_bool(in, na->train) : 1;
-  if (!dy || !x || train < 0 || ssa_op_concrete_mask(in, na->mask, m, rms ? 2 : 3)) return 0;
-  int stats = rms ? na->rstd : train ? na->mean : na->mean - 2; /* eval: running_mean, _var */
+  if (!dy || !x || train < 0) return 0;
+  if (na->mask >= 0 && ssa_op_concrete_mask(in, na->mask, m, rms ? 2 : 3)) return 0;
+  if (rms) m[2] = 0;
+  int stats = rms ? na->rstd : train ? na->mean : na->weight + 1;
   const ssa_op_input *mean = rms ? NULL : tensor(in, stats),
                      *rstd = tensor(in, rms ? stats : stats + 1);
   if (!rstd || (!rms && !mean) || ((m[1] || m[2]) && !w)) return 0;
