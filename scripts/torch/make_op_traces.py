@@ -8,13 +8,17 @@ with_stack, with_modules and profile_memory, a few training steps each, written 
              padding=1) -> mean -> Linear(32, 10), batch 8 of 3x32x32, cross-entropy, SGD
   attention  an attention block on [4, 64, 64] (4 heads of 16): LayerNorm, QKV Linear,
              scaled_dot_product_attention(is_causal=True), output Linear, residual, SGD
+  norms      LayerNorm(32) -> GroupNorm(4, 16) -> RMSNorm(32) -> BatchNorm1d(16) on [8, 16, 32]
+             (the input without a gradient: the layer norm's backward asks no dx), SGD; the
+             norm backwards (issue 33; torch's CPU RMSNorm backward is decomposed, so it has
+             no _fused_rms_norm_backward)
 
 The layer sizes are fixed so that tests/kineto/check_ops.py can check FLOPs exactly.
 Run with the torch venv (CPU is enough):
 
-  /work/venv-torch/bin/python scripts/torch/make_op_traces.py tests/data/kineto/ops
+  /work/venv-torch/bin/python scripts/torch/make_op_traces.py tests/data/kineto/ops [NAME...]
 
-Writes OUT/mlp.pt.trace.json.gz, OUT/conv.pt.trace.json.gz, OUT/attention.pt.trace.json.gz.
+Writes OUT/NAME.pt.trace.json.gz for each model named (all when none is).
 """
 import gzip
 import os
@@ -50,11 +54,13 @@ def models():
                          nn.Conv2d(16, 32, 3, stride=2, padding=1), nn.Flatten(2))
     conv_head = nn.Linear(32, 10)
     attn = Attention()
+    norms = nn.Sequential(nn.LayerNorm(32), nn.GroupNorm(4, 16), nn.RMSNorm(32), nn.BatchNorm1d(16))
     return {
         "mlp": (mlp, lambda: torch.randn(32, 256), lambda m, x: F.mse_loss(m(x), torch.zeros(32, 256))),
         "conv": (nn.ModuleList([conv, conv_head]), lambda: torch.randn(8, 3, 32, 32),
                  lambda m, x: F.cross_entropy(m[1](m[0](x).mean(-1)), torch.zeros(8, dtype=torch.long))),
         "attention": (attn, lambda: torch.randn(4, 64, 64), lambda m, x: m(x).pow(2).mean()),
+        "norms": (norms, lambda: torch.randn(8, 16, 32), lambda m, x: m(x).pow(2).mean()),
     }
 
 
@@ -86,7 +92,8 @@ def main():
     os.makedirs(out_dir, exist_ok=True)
     torch.set_num_threads(1)
     for name, (model, make_input, loss_fn) in models().items():
-        trace(name, model, make_input, loss_fn, out_dir)
+        if len(sys.argv) <= 2 or name in sys.argv[2:]:
+            trace(name, model, make_input, loss_fn, out_dir)
 
 
 if __name__ == "__main__":

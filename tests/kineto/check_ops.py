@@ -17,6 +17,10 @@ Cases:
   split   the same trace and a torch trace read on two threads (the split import, forced at
           the middle): the same JSON
   cpu     a CPU-only trace: nested ops, each deepest modelled op counts its own time
+  norms   the norm backwards (native_layer_norm_backward bf16 with weight and bias and fp32
+          with dx only, native_group_norm_backward, native_batch_norm_backward in eval,
+          miopen_batch_norm_backward, _fused_rms_norm_backward, and one without its
+          output_mask: no FLOPs)
   analyze `stepscope analyze` reports the MFU from the ops' FLOPs (no FLOPs metadata): the
           same FLOPs as the table over the steps' time and the bf16 peak
   modules `--by module` (with_modules events): on the generated trace with a Block_0 module
@@ -30,7 +34,8 @@ Cases:
           bytes as counter tracks (JSON and Perfetto), plain `export` none
   peak    --peak replaces the datasheet's ceilings; a bad --peak is a usage error (2)
   csv     --csv rows agree with --json
-  real    the committed torch CPU traces: the rows their models say (known layer sizes)
+  real    the committed torch CPU traces: the rows their models say (known layer sizes),
+          the norm backwards of norms.pt.trace.json.gz among them
 
 Usage: check_ops.py STEPSCOPE WORKDIR DATA_DIR
 """
@@ -293,6 +298,80 @@ def check_cpu():
           "ops around a modelled op do not count again: %r" % [r["op"] for r in rep["rows"]])
 
 
+def check_norms():
+    """The norm backwards (docs/ops.md "Norm backwards"): per element, x̂ 2 (rms 1) when dw or
+    dx in training is asked, dx 7 + [w] (rms 5 + [w], batch norm in eval 1 + [w]), dw 2, db 1;
+    bytes: dy, then x and mean with x̂, rstd with x̂ or dx, w with dx, each asked gradient."""
+    g = Gen()
+    bf, fl = "c10::BFloat16", "float"
+    # layer norm bf16 [4,6,32] (768), weight and bias bf16, the statistics float, mask all
+    g.op("aten::native_layer_norm_backward", 300,
+         shapes([[4, 6, 32], [4, 6, 32], [], [4, 6, 1], [4, 6, 1], [32], [32], []],
+                [bf, bf, "ScalarList", fl, fl, bf, bf, "ScalarList"],
+                ["", "", "[32]", "", "", "", "", "[True, True, True]"]), kernels=[500])
+    # layer norm fp32 without weight or bias, dx only
+    g.op("aten::native_layer_norm_backward", 300,
+         shapes([[4, 6, 32], [4, 6, 32], [], [4, 6, 1], [4, 6, 1], [], [], []],
+                [fl, fl, "ScalarList", fl, fl, "", "", "ScalarList"],
+                ["", "", "[32]", "", "", "", "", "[True, False, False]"]), kernels=[300])
+    # group norm fp32 x [2,8,5] in 4 groups: mean, rstd [2,4], weight [8], mask all
+    g.op("aten::native_group_norm_backward", 300,
+         shapes([[2, 8, 5], [2, 8, 5], [2, 4], [2, 4], [8], [], [], [], [], []],
+                [fl, fl, fl, fl, fl, "Scalar", "Scalar", "Scalar", "Scalar", "ScalarList"],
+                ["", "", "", "", "", "2", "8", "5", "4", "[True, True, True]"]), kernels=[200])
+    # batch norm fp32 x [4,3,5] in eval (train False), weight and running statistics [3], no
+    # saved ones, dx only: dx = dy w rstd
+    g.op("aten::native_batch_norm_backward", 300,
+         shapes([[4, 3, 5], [4, 3, 5], [3], [3], [3], [], [], [], [], []],
+                [fl, fl, fl, fl, fl, "", "", "Scalar", "Scalar", "ScalarList"],
+                ["", "", "", "", "", "", "", "False", "1e-05", "[True, False, False]"]), kernels=[100])
+    # miopen's batch norm backward (input first, no mask: all three gradients), fp32 x
+    # [2,3,4], weight [3], no running statistics, saved mean and invstd [3]
+    g.op("aten::miopen_batch_norm_backward", 300,
+         shapes([[2, 3, 4], [2, 3, 4], [3], [], [], [3], [3], []], [fl, fl, fl, "", "", fl, fl, "Scalar"],
+                ["", "", "", "", "", "", "", "1e-05"]), kernels=[80])
+    # rms norm bf16 x [2,4,16] (128), rstd float [2,4,1], weight bf16 [16], mask [dx, dw]
+    g.op("aten::_fused_rms_norm_backward", 300,
+         shapes([[2, 4, 16], [2, 4, 16], [], [2, 4, 1], [16], []],
+                [bf, bf, "ScalarList", fl, bf, "ScalarList"],
+                ["", "", "[16]", "", "", "[True, True]"]), kernels=[150])
+    # a layer norm backward whose concrete inputs were not recorded: no output_mask, no model
+    g.op("aten::native_layer_norm_backward", 300,
+         shapes([[3, 32], [3, 32], [], [3, 1], [3, 1], [32], [32], []],
+                [fl, fl, "ScalarList", fl, fl, fl, fl, "ScalarList"]), kernels=[50])
+    g.events.insert(0, X("user_annotation", "ProfilerStep#1", 0, 3_000_000, args={}))
+    path = os.path.join(WORK, "norms.json")
+    with open(path, "w") as f:
+        json.dump({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}],
+                   "traceEvents": g.events}, f)
+    rep = ops_json(path)
+    if rep is None:
+        return
+    rows = by_op(rep)
+    lnb = "aten::native_layer_norm_backward"
+    # 768 elements x (2 + 7 + 1 + 2 + 1); bytes dy 1536, x 1536, mean 96, rstd 96, w 64, dx 1536,
+    # dw 64, db 64
+    expect(rows, lnb, "[4,6,32] [4,6,32] [4,6,1] [4,6,1] [32] [32] bf16", 13 * 768,
+           1536 + 1536 + 96 + 96 + 64 + 1536 + 64 + 64, 500)
+    # 768 x (2 + 7); bytes dy, x, dx 3072 each, mean and rstd 96 each
+    expect(rows, lnb, "[4,6,32] [4,6,32] [4,6,1] [4,6,1] fp32", 9 * 768, 3 * 3072 + 2 * 96, 300)
+    # 80 elements x 13; bytes dy, x, dx 320 each, mean, rstd, w, dw, db 32 each
+    expect(rows, "aten::native_group_norm_backward", "[2,8,5] [2,8,5] [2,4] [2,4] [8] fp32", 13 * 80,
+           3 * 320 + 5 * 32, 200)
+    # 60 elements x (1 + 1), no x̂; bytes dy 240, running_var 12, w 12, dx 240
+    expect(rows, "aten::native_batch_norm_backward", "[4,3,5] [4,3,5] [3] [3] [3] fp32", 2 * 60,
+           240 + 12 + 12 + 240, 100)
+    # 24 elements x 13; bytes dy, x, dx 96 each, mean, invstd, w, dw, db 12 each
+    expect(rows, "aten::miopen_batch_norm_backward", "[2,3,4] [2,3,4] [3] [3] [3] fp32", 13 * 24,
+           3 * 96 + 5 * 12, 80)
+    # 128 elements x (1 + 5 + 1 + 2); bytes dy, x, dx 256 each, rstd 32, w 32, dw 32
+    expect(rows, "aten::_fused_rms_norm_backward", "[2,4,16] [2,4,16] [2,4,1] [16] bf16", 9 * 128,
+           3 * 256 + 3 * 32, 150)
+    r = rows.get((lnb, "[3,32] [3,32] [3,1] [3,1] [32] [32]"))
+    check(r is not None and r["flops"] is None and r["time_ns"] == 50,
+          "a norm backward without its output_mask: listed without FLOPs %r" % r)
+
+
 def check_analyze(rep):
     path = os.path.join(WORK, "gpu.json")
     rc, out, err = run(["analyze", path, "--json", "-", "--quiet"])
@@ -498,6 +577,23 @@ def check_real():
         c1 = [r for r in conv["rows"] if r["family"] == "conv" and r["shapes"].startswith("[8,3,32,32] [16,3,3,3]")]
         check(c1 and c1[0]["flops"] == c1[0]["count"] * (2 * 8 * 32 * 32 * 16 * 27 + 8 * 16 * 32 * 32),
               "conv1 %r" % c1)
+    norms = ops_json(os.path.join(DATA, "norms.pt.trace.json.gz"))
+    if norms:
+        # x [8,16,32] (4096 floats, 16384 bytes), two profiled steps: every norm backward costed
+        nb = {r["op"]: r for r in norms["rows"] if r["op"].endswith("norm_backward")}
+        want = {  # (FLOPs, bytes) per call
+            # the input has no gradient: mask [False, True, True], 4096 x (2 + 2 + 1); bytes dy
+            # and x 16384 each, mean and rstd [8,16,1] 512 each, dw and db 128 each
+            "aten::native_layer_norm_backward": (5 * 4096, 2 * 16384 + 2 * 512 + 2 * 128),
+            # mask all, 4096 x 13; mean and rstd [8,4] 128 each, w, dw, db [16] 64 each
+            "aten::native_group_norm_backward": (13 * 4096, 3 * 16384 + 2 * 128 + 3 * 64),
+            # training: the saved mean and invstd [16] read, mask all
+            "aten::native_batch_norm_backward": (13 * 4096, 3 * 16384 + 2 * 64 + 3 * 64),
+        }
+        for op, (fl, by) in want.items():
+            r = nb.get(op)
+            check(r is not None and r["count"] >= 1 and r["flops"] == r["count"] * fl and
+                  r["bytes"] == r["count"] * by and r["time_ns"] > 0, "norms: %s %r" % (op, r))
     attn = ops_json(os.path.join(DATA, "attention.pt.trace.json.gz"))
     if attn:
         a = {r["op"]: r for r in attn["rows"] if r["family"] == "attention"}
@@ -513,6 +609,7 @@ rep = check_gpu()
 check_tokens(rep)
 check_split()
 check_cpu()
+check_norms()
 check_analyze(rep)
 check_modules(rep)
 check_memory()

@@ -19,6 +19,10 @@
 # k = 6 (7 with --cp); the metadata's value (printed to 6 digits) must equal that model count.
 # With --recompute selective the attention forward runs again (2 L C n (T + 1) more), and the
 # metadata's hardware FLOPs are the model's + 4 L C T n (that forward counted as T x T).
+# Each layernorm_backward row (dout, x [N,C], w [C], mean, rstd [N]) holds, per call, the
+# native_layer_norm_backward model with every gradient asked plus the trainer's accumulation
+# into its gradients: 14 N C FLOPs and 4 N C e + 8 N + 20 C bytes (e: the activations'
+# element size); norms are not in the GEMM or attention sums.
 #
 # The CUDA backend's layout (its inputs in a cpu_op RANGE around each launch, joined to the
 # kernels by correlation: docs/ops.md "The trainer's ops"): with AS_CUDA=PROGRAM (as_cuda_run)
@@ -64,11 +68,22 @@ E, K, every = head.get("experts", 0), head.get("top_k", 0), head.get("moe_every"
 n = head["batch"] * T
 bad = []
 fam = {}
+lnb = 0
 for row in ops["rows"]:
     if row["family"] in ("", None) and row["op"] in ("matmul_forward", "matmul_backward",
-                                                     "attention_forward", "attention_backward"):
+                                                     "attention_forward", "attention_backward",
+                                                     "layernorm_backward"):
         bad.append("no model for %s %s" % (row["op"], row["shapes"]))
+    if row["op"] == "layernorm_backward" and row["flops"] is not None:
+        dims = [[int(v) for v in t.strip("[]").split(",")] for t in row["shapes"].split()[:5]]
+        (N, Cn), e = dims[0], 2 if row["shapes"].endswith("bf16") else 4
+        want = (14 * N * Cn * row["count"], (4 * N * Cn * e + 8 * N + 20 * Cn) * row["count"])
+        if (row["flops"], row["bytes"]) != want or row["family"] != "norm":
+            bad.append("layernorm_backward %s: flops, bytes %r, %r != %r" %
+                       (row["shapes"], row["flops"], row["bytes"], want))
+        lnb += 1
     fam[row["family"]] = fam.get(row["family"], 0) + int(row["flops"] or 0)
+if not lnb: bad.append("no layernorm_backward row costed")
 if ops["ops_without_inputs"]: bad.append("%d ops without inputs" % ops["ops_without_inputs"])
 if layout == "cuda":
     if ops["time"] != "device": bad.append("op times are %s, not device time" % ops["time"])

@@ -1,8 +1,8 @@
 /*
  * op_inputs.c — a CPU op's inputs as the Kineto importer keeps them (ssa_ops.h): the compact
  * JSON {"Input Dims":[[64,128],[128,256],[]],"Input type":["float","float","Scalar"],
- * "Concrete Inputs":["","","1"]} read into one ssa_op_input per position, and the element
- * sizes of Kineto's type names.
+ * "Concrete Inputs":["","","1"]} read into one ssa_op_input per position, the element
+ * sizes of Kineto's type names, and a backward's output_mask from its concrete value.
  *
  * The text is the importer's own (kineto_fast.c / kineto_reader.c write it: no blanks,
  * strings as JSON strings), so the reader here is a small one over that form; anything else
@@ -190,4 +190,27 @@ uint64_t ssa_op_numel(const ssa_op_input *in) {
   for (int i = 0; i < in->ndims; i++)
     n *= in->dims[i] > 0 ? (uint64_t)in->dims[i] : 0;
   return n;
+}
+
+int ssa_op_concrete_mask(const ssa_op_inputs *in, int i, int *m, int n) {
+  const char *p = i >= 0 && i < in->n ? in->in[i].concrete : "";
+  for (int k = 0; k < n; k++) {
+    p += strspn(p, "[, ");
+    char *end;
+    long digits = strtol(p, &end, 10);
+    if (end != p) { /* "[1, 1, 0]" */
+      m[k] = digits != 0;
+      p = end;
+    } else if (!strncmp(p, "True", 4)) {
+      m[k] = 1;
+      p += 4;
+    } else if (!strncmp(p, "False", 5)) {
+      m[k] = 0;
+      p += 5;
+    } else {
+      return -1;
+    }
+  }
+  p += strspn(p, " ]");
+  return *p ? -1 : 0;
 }

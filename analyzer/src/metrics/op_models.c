@@ -205,19 +205,9 @@ static int conv_model(const conv_args *ca, const ssa_op_inputs *in, ssa_op_cost 
 static int conv_backward_model(const ssa_op_inputs *in, ssa_op_cost *o) {
   const ssa_op_input *go = tensor(in, 0), *x = tensor(in, 1), *w = tensor(in, 2);
   if (!go || !x || !w || x->ndims < 3 || go->ndims != x->ndims) return 0;
-  int64_t mask[3];
+  int mask[3];
   int transposed = concrete_bool(in, 7);
-  if (transposed < 0) return 0;
-  if (concrete_ints(in, 10, mask, 3) != 3) { /* "[True, True, False]": words */
-    const char *s = in->n > 10 ? in->in[10].concrete : "";
-    int n = 0;
-    for (const char *p = s; *p && n < 3; p++)
-      if (*p == 'T' || *p == 'F') {
-        mask[n++] = *p == 'T';
-        p += *p == 'T' ? 3 : 4;
-      }
-    if (n != 3) return 0;
-  }
+  if (transposed < 0 || ssa_op_concrete_mask(in, 10, mask, 3)) return 0;
   const ssa_op_input *big = transposed ? x : go; /* the side each weight meets once per point */
   double pts = (double)big->dims[0];
   for (int i = 2; i < big->ndims; i++)
@@ -313,6 +303,56 @@ static int norm_model(const char *op, const ssa_op_inputs *in, ssa_op_cost *o) {
   /* rms_norm(input, normalized_shape, weight, eps) */
   const ssa_op_input *w = tensor(in, 2);
   return set_cost(o, dtype_of(x), n * (3 + (w != NULL)), 2 * tbytes(x) + tbytes(w));
+}
+
+/* The arguments of a norm's backward (native_functions.yaml). */
+typedef struct norm_bwd_args {
+  const char *op;
+  int dy, x;  /* grad_out and input */
+  int mean;   /* the saved mean (rms: -1, none); rstd follows it (rms: at `rstd`) */
+  int rstd;   /* rms norm's saved rstd, -1 for the others */
+  int weight; /* -1 none */
+  int bias;   /* -1 none (the bias gradient then has the weight's size) */
+  int mask;   /* output_mask [dx, dw, db] ([dx, dw] for rms); -1: all three always */
+  int train;  /* batch norm's `train` / `update` (else -1): eval uses the running statistics,
+                 the two inputs after the weight */
+} norm_bwd_args;
+
+static const norm_bwd_args norm_bwd_table[] = {
+    {"native_layer_norm_backward", 0, 1, 3, -1, 5, 6, 7, -1},
+    {"native_group_norm_backward", 0, 1, 2, -1, 4, -1, 9, -1},
+    {"native_batch_norm_backward", 0, 1, 5, -1, 2, -1, 9, 7},
+    {"batch_norm_backward", 0, 1, 5, -1, 2, -1, 9, 7},
+    {"cudnn_batch_norm_backward", 1, 0, 5, -1, 2, -1, -1, -1}, /* training only */
+    {"miopen_batch_norm_backward", 1, 0, 5, -1, 2, -1, -1, -1},
+    {"_fused_rms_norm_backward", 0, 1, -1, 3, 4, -1, 5, -1},
+};
+
+/* A norm's backward, one operation per arithmetic step of the textbook gradient (docs/ops.md
+ * "Norm backwards"), per element of x: xhat = (x - mean) * rstd recomputed (2; rms x * rstd,
+ * 1) when dw, or dx in training, is asked; dx: g = dy * w (1, with a weight), sum(g) (1; not
+ * rms), sum(g * xhat) (2), rstd * (g - mean(g) - xhat * mean(g * xhat)) (4; rms 3) — batch
+ * norm in eval: g * rstd (1); dw: sum(dy * xhat) (2); db: sum(dy) (1). Per-row steps are not
+ * counted. Read: dy; x and the mean with xhat; rstd with xhat or dx; w with dx. */
+static int norm_backward_model(const norm_bwd_args *na, const ssa_op_inputs *in, ssa_op_cost *o) {
+  const ssa_op_input *dy = tensor(in, na->dy), *x = tensor(in, na->x);
+  const ssa_op_input *w = tensor(in, na->weight), *b = tensor(in, na->bias);
+  int m[3] = {1, 1, 1}, rms = na->mean < 0;
+  int train = na->train >= 0 ? concrete_bool(in, na->train) : 1;
+  if (!dy || !x || train < 0) return 0;
+  if (na->mask >= 0 && ssa_op_concrete_mask(in, na->mask, m, rms ? 2 : 3)) return 0;
+  if (rms) m[2] = 0;
+  int stats = rms ? na->rstd : train ? na->mean : na->weight + 1;
+  const ssa_op_input *mean = rms ? NULL : tensor(in, stats),
+                     *rstd = tensor(in, rms ? stats : stats + 1);
+  if (!rstd || (!rms && !mean) || ((m[1] || m[2]) && !w)) return 0;
+  double n = (double)ssa_op_numel(x), xhat = (m[0] && train) || m[1];
+  double dx = !train ? 1 : rms ? 5 : 7;
+  double flops = n * (xhat * (rms ? 1 : 2) + m[0] * (dx + (w != NULL)) + 2 * m[1] + m[2]);
+  double bytes = tbytes(dy) + xhat * (tbytes(x) + tbytes(mean)) + (xhat || m[0]) * tbytes(rstd) +
+                 m[0] * (tbytes(w) + n * ssa_op_type_bytes(x->type)) + m[1] * tbytes(w) +
+                 m[2] * tbytes(b ? b : w);
+  return set_cost(o, dtype_of(dy), flops, bytes);
 }
 
 static int softmax_model(const char *op, const ssa_op_inputs *in, ssa_op_cost *o) {
@@ -458,7 +498,7 @@ static const char *bare(const char *name) {
 }
 
 static ssa_op_family family_of(const char *op, const conv_args **ca, const attn_args **aa,
-                               const ew_op **ew) {
+                               const norm_bwd_args **na, const ew_op **ew) {
   static const char *const gemms[] = {"mm",     "addmm",  "bmm",    "baddbmm",
                                       "addbmm", "matmul", "linear", "_scaled_mm"};
   static const char *const norms[] = {"layer_norm",
@@ -496,6 +536,11 @@ static ssa_op_family family_of(const char *op, const conv_args **ca, const attn_
       *aa = &attn_table[i];
       return SSA_OPF_ATTENTION;
     }
+  for (size_t i = 0; i < sizeof norm_bwd_table / sizeof norm_bwd_table[0]; i++)
+    if (!strcmp(op, norm_bwd_table[i].op)) {
+      *na = &norm_bwd_table[i];
+      return SSA_OPF_NORM;
+    }
   if (!strcmp(op, "embedding") || !strcmp(op, "embedding_dense_backward")) return SSA_OPF_EMBEDDING;
   if ((*ew = ew_find(op)) != NULL) return SSA_OPF_ELEMENTWISE;
   return SSA_OPF_NONE;
@@ -506,8 +551,9 @@ int ssa_op_has_model(const char *name) {
   if (ssa_trainer_op_cost(name, NULL, &unused) >= 0) return 1;
   const conv_args *ca = NULL;
   const attn_args *aa = NULL;
+  const norm_bwd_args *na = NULL;
   const ew_op *ew = NULL;
-  return family_of(bare(name), &ca, &aa, &ew) != SSA_OPF_NONE;
+  return family_of(bare(name), &ca, &aa, &na, &ew) != SSA_OPF_NONE;
 }
 
 int ssa_op_is_composite(const char *name) {
@@ -528,16 +574,17 @@ int ssa_op_cost_of(const char *name, const ssa_op_inputs *in, ssa_op_cost *out) 
   const char *op = bare(name);
   const conv_args *ca = NULL;
   const attn_args *aa = NULL;
+  const norm_bwd_args *na = NULL;
   const ew_op *ew = NULL;
   memset(out, 0, sizeof *out);
-  ssa_op_family f = family_of(op, &ca, &aa, &ew);
+  ssa_op_family f = family_of(op, &ca, &aa, &na, &ew);
   out->family = f;
   int ok = 0;
   switch (f) {
   case SSA_OPF_GEMM: ok = gemm_model(op, in, out); break;
   case SSA_OPF_CONV: ok = ca ? conv_model(ca, in, out) : conv_backward_model(in, out); break;
   case SSA_OPF_ATTENTION: ok = attention_model(aa, in, out); break;
-  case SSA_OPF_NORM: ok = norm_model(op, in, out); break;
+  case SSA_OPF_NORM: ok = na ? norm_backward_model(na, in, out) : norm_model(op, in, out); break;
   case SSA_OPF_SOFTMAX: ok = softmax_model(op, in, out); break;
   case SSA_OPF_ELEMENTWISE: ok = elementwise_model(ew, op, in, out); break;
   case SSA_OPF_REDUCTION: ok = reduction_model(in, out); break;

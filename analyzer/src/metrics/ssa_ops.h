@@ -58,6 +58,10 @@ int ssa_op_is_tensor(const ssa_op_input *in);
 /* The number of elements of a tensor input (1 for a 0-d tensor); 0 when it is none. */
 uint64_t ssa_op_numel(const ssa_op_input *in);
 
+/* A backward's output_mask, input i's concrete boolean list of `n` entries ("[True, True,
+ * False]", or "[1, 1, 0]"), into m[0..n): 0, or -1 when it is not recorded or not that long. */
+int ssa_op_concrete_mask(const ssa_op_inputs *in, int i, int *m, int n);
+
 /* ---- models (op_models.c) ---- */
 
 typedef enum ssa_op_family {

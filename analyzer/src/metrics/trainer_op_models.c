@@ -37,23 +37,6 @@ static long long scalar_int(const ssa_op_inputs *in, int i) {
   return v;
 }
 
-/* output_mask "[True, False, True]" into m[3]: 0, or -1 when not recorded. */
-static int output_mask(const ssa_op_inputs *in, int i, int m[3]) {
-  if (i < 0 || i >= in->n) return -1;
-  const char *p = in->in[i].concrete;
-  for (int k = 0; k < 3; k++) {
-    p += strspn(p, "[, ");
-    if (!strncmp(p, "True", 4))
-      m[k] = 1;
-    else if (!strncmp(p, "False", 5))
-      m[k] = 0;
-    else
-      return -1;
-    p += m[k] ? 4 : 5;
-  }
-  return 0;
-}
-
 /* A tensor input of dims d[0..n) and element type `type`, for a PyTorch op's inputs. */
 static ssa_op_input make_tensor(const char *type, int n, const int64_t *d) {
   ssa_op_input x;
@@ -91,7 +74,7 @@ static int linear_backward_cost(const ssa_op_inputs *in, int wdims, ssa_op_cost 
   const ssa_op_input *dout = tensor_of(in, 0, 2), *x = tensor_of(in, 1, 2),
                      *w = tensor_of(in, 2, wdims);
   int m[3];
-  if (!dout || !x || !w || output_mask(in, 3, m)) return 0;
+  if (!dout || !x || !w || ssa_op_concrete_mask(in, 3, m, 3)) return 0;
   double R = (double)x->dims[0], C = (double)x->dims[1], OC = (double)dout->dims[1];
   if (dout->dims[0] != x->dims[0] || w->dims[wdims - 1] != x->dims[1] ||
       w->dims[wdims - 2] != dout->dims[1])
@@ -154,6 +137,34 @@ static int block_attention_cost(const ssa_op_inputs *in, int backward, ssa_op_co
   return 1;
 }
 
+/* The trainer's layernorm_backward(dout[N,C], x[N,C], w[C], mean[N], rstd[N]) writes dx, dw
+ * and db: aten::native_layer_norm_backward with output_mask [True, True, True] (a bias of the
+ * weight's size), and it adds into its gradients (+=): one more add per element of dx and a
+ * read of dx, dw and db. */
+static int layernorm_backward_cost(const ssa_op_inputs *in, ssa_op_cost *o) {
+  const ssa_op_input *dout = tensor_of(in, 0, 2), *x = tensor_of(in, 1, 2),
+                     *w = tensor_of(in, 2, 1);
+  const ssa_op_input *mean = tensor_of(in, 3, 1), *rstd = tensor_of(in, 4, 1);
+  if (!dout || !x || !w || !mean || !rstd) return 0;
+  ssa_op_inputs aten;
+  memset(&aten, 0, sizeof aten);
+  aten.in[0] = *dout;
+  aten.in[1] = *x;
+  aten.in[2] = make_tensor("ScalarList", 0, NULL); /* normalized_shape */
+  snprintf(aten.in[2].concrete, sizeof aten.in[2].concrete, "[%lld]", (long long)w->dims[0]);
+  aten.in[3] = *mean;
+  aten.in[4] = *rstd;
+  aten.in[5] = *w;
+  aten.in[6] = *w; /* the bias: the weight's size */
+  aten.in[7] = make_tensor("ScalarList", 0, NULL);
+  snprintf(aten.in[7].concrete, sizeof aten.in[7].concrete, "[True, True, True]");
+  aten.n = 8;
+  if (!ssa_op_cost_of("aten::native_layer_norm_backward", &aten, o)) return 0;
+  o->flops += (double)ssa_op_numel(x);
+  o->bytes += bytes_of(x) + 2.0 * bytes_of(w);
+  return 1;
+}
+
 typedef enum {
   AS_ATEN,            /* the PyTorch op `aten` with the same inputs */
   LINEAR_BACKWARD,    /* dout, x, weight [OC, C], mask */
@@ -162,7 +173,8 @@ typedef enum {
   ATTENTION,          /* qkv, heads */
   ATTENTION_BACKWARD, /* dout, qkv, heads */
   BLOCK,              /* q, kv, heads, causal */
-  BLOCK_BACKWARD      /* dout, q, kv, heads, causal */
+  BLOCK_BACKWARD,     /* dout, q, kv, heads, causal */
+  LAYERNORM_BACKWARD  /* dout, x, weight, mean, rstd */
 } trainer_model;
 
 static const struct {
@@ -179,6 +191,7 @@ static const struct {
     {"attention_block_forward", BLOCK, NULL},
     {"attention_block_backward", BLOCK_BACKWARD, NULL},
     {"layernorm_forward", AS_ATEN, "aten::native_layer_norm"},
+    {"layernorm_backward", LAYERNORM_BACKWARD, NULL},
     {"gelu_forward", AS_ATEN, "aten::gelu"},
     {"gelu_backward", AS_ATEN, "aten::gelu_backward"},
     {"residual_forward", AS_ATEN, "aten::add"},
@@ -198,6 +211,7 @@ int ssa_trainer_op_cost(const char *name, const ssa_op_inputs *in, ssa_op_cost *
     case ATTENTION_BACKWARD: return packed_attention_cost(in, 1, o);
     case BLOCK: return block_attention_cost(in, 0, o);
     case BLOCK_BACKWARD: return block_attention_cost(in, 1, o);
+    case LAYERNORM_BACKWARD: return layernorm_backward_cost(in, o);
     }
   }
   return -1;
