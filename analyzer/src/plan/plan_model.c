@@ -609,7 +609,7 @@ static void json_layout(ssa_out *o, const plan_result *r) {
                  r->fits ? "true" : "false");
   ssa_out_printf(
       o,
-      "\"step_time_s\":%.9g,\"tokens_per_s\":%.9g,\"mfu\":%.6f,\"bubble_theory\":%.6f,"
+      "\"step_time_s\":%.9g,\"tokens_per_s\":%.9g,\"mfu\":%.9g,\"bubble_theory\":%.6f,"
       "\"breakdown_s\":{\"compute\":%.9g,\"bubble\":%.9g,\"tp\":%.9g,\"cp\":%.9g,\"pp\":%.9g,"
       "\"ep\":%.9g,\"grad_sync\":%.9g,\"wait\":%.9g,\"host\":%.9g},\"binding\":\"%s\"}",
       r->step_s, r->tokens_per_s, r->mfu, r->bubble_theory, r->compute_s, r->bubble_s, r->tp_s,
@@ -687,7 +687,7 @@ int plan_write_csv(ssa_out *o, const plan_result *r, long n) {
     const plan_result *x = &r[i];
     const mm_layout *l = &x->layout;
     ssa_out_printf(o,
-                   "%ld,%d,%d,%d,%d,%d,%d,%s,%d,%d,%s,%d,%zu,%zu,%zu,%zu,%.0f,%d,%.9g,%.9g,%.6f,"
+                   "%ld,%d,%d,%d,%d,%d,%d,%s,%d,%d,%s,%d,%zu,%zu,%zu,%zu,%.0f,%d,%.9g,%.9g,%.9g,"
                    "%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%s,%d,%.9g,%.9g\n",
                    i + 1, l->dp, l->tp, l->pp, l->cp, l->sp, l->zero, recompute_name(l->recompute),
                    l->microbatches, l->micro_batch, schedule_name(l),
