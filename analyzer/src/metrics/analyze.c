@@ -50,9 +50,6 @@ const char *const ssa_left_out_notes[SSA_LEFT_OUT_N] = {
     [SSA_LEFT_OUT_OP_MFU] = "MFU from the ops' FLOPs (mfu_from_op_flops): not available in the "
                             "bounded mode (--low-memory): it sums every rank's ops with their "
                             "input shapes at once",
-    [SSA_LEFT_OUT_LATE_UPSTREAM] = "the late upstream's sources (late_upstream_from): not "
-                                   "available in the bounded mode (--low-memory): they read the "
-                                   "sending ranks' events during each late receive",
     [SSA_LEFT_OUT_CRITICAL_PATH] = "the critical path: not available in the bounded mode "
                                    "(--low-memory): it is a graph over every rank's events at "
                                    "once",
@@ -217,10 +214,7 @@ int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, ste
       goto fail;
   }
   if ((rc = ssa_bubble_causes(a)) != 0) goto fail; /* needs the schedule */
-  if (bounded) {
-    if (ssa_late_upstream_clear(a)) a->left_out |= 1u << SSA_LEFT_OUT_LATE_UPSTREAM;
-  } else if ((rc = ssa_late_upstream_sources(a)) != 0)
-    goto fail;
+  if ((rc = ssa_late_upstream_sources(a)) != 0) goto fail;
   /* judged against the step times; pipelines read the bubble's causes */
   if ((rc = ssa_find_culprits(a)) != 0) goto fail;
   if ((rc = ssa_moe_load(a)) != 0) goto fail;
