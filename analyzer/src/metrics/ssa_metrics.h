@@ -263,6 +263,24 @@ typedef struct ssa_rank_summary {
 int ssa_rank_summarize(const ssa_rank *r, ssa_rank_summary *s);
 void ssa_rank_summary_free(ssa_rank_summary *s);
 
+/* A rank's op instances of one (op name, inputs), what the op table adds up across ranks
+ * (op_perf.c: ssa_rank_op_groups); name and inputs: ids in the rank's summary names. */
+typedef struct ssa_op_group {
+  uint32_t name, inputs;
+  uint64_t count, kernels;
+  int64_t time_ns;
+} ssa_op_group;
+
+/* A rank's op instances grouped (ssa_rank_op_groups), with the op table's counts of the rank. */
+typedef struct ssa_rank_ops {
+  int made;
+  ssa_op_group *groups; /* by (name, inputs) */
+  size_t ngroups;
+  int host_time;               /* ssa_op_table.host_time of this rank */
+  int64_t unattributed_ns;     /* ssa_op_table.unattributed_ns of this rank */
+  uint64_t ops_without_inputs; /* ssa_op_table.ops_without_inputs of this rank */
+} ssa_rank_ops;
+
 typedef struct ssa_rank_result {
   const ssa_rank *rank;
   ssa_rank_summary summary; /* what the cross-rank pass reads of the rank */
@@ -289,6 +307,7 @@ typedef struct ssa_rank_result {
   int64_t coll_caused;        /* waits of others when this rank arrived last */
   uint64_t coll_last;         /* instances where it arrived last */
   int64_t coll_schedule_wait; /* part of coll_wait the pipeline schedule implies */
+  ssa_rank_ops ops;           /* the op table's part of the rank (when it is wanted) */
   int error;
 } ssa_rank_result;
 
@@ -684,6 +703,9 @@ void ssa_order_culprit_rows_by_insertion(ssa_culprit *rows, size_t n, int top_ra
 int ssa_order_culprit_rows(ssa_culprit *rows, size_t n, int top_rank);
 int ssa_build_kernel_table(ssa_analysis *a);
 int ssa_read_run_metadata(ssa_analysis *a);
+/* The model FLOPs per step of the run's trainer metadata, NaN when it has none (then
+ * ssa_analyze computes MFU from the ops' FLOPs); reads only the ranks' metadata. */
+double ssa_metadata_model_flops(const ssa_analysis *a);
 /* Expert load imbalance per step from the trainer's moe.load marks (moe_load.c). */
 int ssa_moe_load(ssa_analysis *a);
 
