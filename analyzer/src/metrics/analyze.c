@@ -100,17 +100,23 @@ static void analyze_rank(void *ctx, size_t i) {
   if (rc && !job->a->ranks[i].error) job->a->ranks[i].error = rc;
 }
 
-static int bubble_transfers(ssa_analysis *a, size_t i, void *unused) {
-  (void)unused;
-  return ssa_rank_bubble_transfers(&a->ranks[i]);
+static int bubble_transfers(ssa_analysis *a, size_t i, void *upstream) {
+  int rc = ssa_rank_bubble_transfers(&a->ranks[i]);
+  return rc || !upstream ? rc : ssa_upstream_rank_waits(upstream, i);
 }
 
-/* One pipeline rank's bubble transfers, once the matching gave each record's transfer (a job of
- * ssa_parallel_for). */
+/* The pass after the matching's jobs: the analysis and the late upstream's state. */
+typedef struct transfers_job {
+  ssa_analysis *a;
+  ssa_upstream *upstream;
+} transfers_job;
+
+/* One pipeline rank's bubble transfers, once the matching gave each record's transfer, and
+ * its receives that waited on a late send (a job of ssa_parallel_for). */
 static void measure_bubble_transfers(void *ctx, size_t i) {
-  ssa_analysis *a = ctx;
-  ssa_rank_result *rr = &a->ranks[i];
-  if (rr->pipeline) rr->error = ssa_with_rank_events(a, i, bubble_transfers, NULL);
+  transfers_job *job = ctx;
+  ssa_rank_result *rr = &job->a->ranks[i];
+  if (rr->pipeline) rr->error = ssa_with_rank_events(job->a, i, bubble_transfers, job->upstream);
 }
 
 /* The steps of rank i, numbered lo..hi (a pass, for the message of a --steps that keeps
@@ -130,6 +136,7 @@ static int step_numbers(ssa_analysis *a, size_t i, void *unused) {
 
 int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, stepscope_error *err) {
   memset(a, 0, sizeof *a);
+  transfers_job tj = {a, NULL}; /* the late upstream's state from the matching on */
   a->run = run;
   if (opt)
     a->opt = *opt;
@@ -207,14 +214,17 @@ int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, ste
     }
   }
   if ((rc = ssa_match_collectives(a)) != 0) goto fail;
-  ssa_parallel_for(a->nranks, workers, measure_bubble_transfers, a);
+  if ((rc = ssa_upstream_begin(a, &tj.upstream)) != 0) goto fail;
+  ssa_parallel_for(a->nranks, workers, measure_bubble_transfers, &tj);
   if ((rc = first_rank_error(a)) != 0) goto fail;
   if ((rc = ssa_build_kernel_table(a)) != 0) goto fail;
   if ((rc = ssa_read_run_metadata(a)) != 0) goto fail;
   a->op_mfu.mfu = NAN; /* from the ops' FLOPs when the metadata has none (PyTorch traces) */
   if (isnan(a->model_flops_per_step) && (rc = ssa_op_flops_mfu_of(a)) != 0) goto fail;
   if ((rc = ssa_bubble_causes(a)) != 0) goto fail; /* needs the schedule */
-  if ((rc = ssa_late_upstream_sources(a)) != 0) goto fail;
+  if ((rc = ssa_late_upstream_sources(tj.upstream)) != 0) goto fail;
+  ssa_upstream_free(tj.upstream);
+  tj.upstream = NULL;
   /* judged against the step times; pipelines read the bubble's causes */
   if ((rc = ssa_find_culprits(a)) != 0) goto fail;
   if ((rc = ssa_moe_load(a)) != 0) goto fail;
@@ -224,6 +234,7 @@ int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, ste
     goto fail;
   return 0;
 fail:
+  ssa_upstream_free(tj.upstream);
   if (err) {
     err->code = rc;
     if (rc == STEPSCOPE_E_NOMEM) {

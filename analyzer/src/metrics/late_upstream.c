@@ -476,49 +476,38 @@ int ssa_upstream_name_sources(ssa_upstream *u) {
   return 0;
 }
 
-/* The per-rank passes of ssa_late_upstream_sources (jobs of ssa_parallel_for). */
-typedef struct upstream_job {
+/* The rounds' per-rank passes of ssa_late_upstream_sources (jobs of ssa_parallel_for). */
+typedef struct answers_job {
   ssa_upstream *u;
   int *rc;
-  int answers; /* 0: the ranks' waits; 1: the asked ranks' answers */
-} upstream_job;
+} answers_job;
 
-static int rank_pass(ssa_analysis *a, size_t i, void *job) {
+static int rank_answers(ssa_analysis *a, size_t i, void *u) {
   (void)a;
-  const upstream_job *j = job;
-  return j->answers ? ssa_upstream_rank_answers(j->u, i) : ssa_upstream_rank_waits(j->u, i);
+  return ssa_upstream_rank_answers(u, i);
 }
 
-static void run_rank_pass(void *ctx, size_t i) {
-  upstream_job *j = ctx;
-  int wanted = j->answers ? ssa_upstream_rank_asked(j->u, i)
-                          : j->u->a->ranks[i].pipeline && j->u->ur[i].partner_rank;
-  j->rc[i] = wanted ? ssa_with_rank_events(j->u->a, i, rank_pass, j) : 0;
+static void answer_rank(void *ctx, size_t i) {
+  answers_job *j = ctx; /* only a rank asked something is read (the bounded mode) */
+  j->rc[i] =
+      ssa_upstream_rank_asked(j->u, i) ? ssa_with_rank_events(j->u->a, i, rank_answers, j->u) : 0;
 }
 
-static int rank_pass_all(upstream_job *j) {
-  ssa_analysis *a = j->u->a;
-  ssa_parallel_for(a->nranks, ssa_workers(a->nranks, a->opt.threads), run_rank_pass, j);
-  for (size_t i = 0; i < a->nranks; i++)
-    if (j->rc[i]) return j->rc[i];
-  return 0;
-}
-
-int ssa_late_upstream_sources(ssa_analysis *a) {
-  ssa_upstream *u;
-  int rc = ssa_upstream_begin(a, &u);
-  if (rc || !u) return rc;
+int ssa_late_upstream_sources(ssa_upstream *u) {
+  if (!u) return 0;
+  ssa_analysis *a = u->a;
   int *rcs = calloc(a->nranks ? a->nranks : 1, sizeof *rcs);
-  upstream_job job = {u, rcs, 0};
-  rc = rcs ? rank_pass_all(&job) : STEPSCOPE_E_NOMEM;
+  int rc = rcs ? 0 : STEPSCOPE_E_NOMEM;
+  answers_job job = {u, rcs};
   /* each round asks one hop further (MAX_HOPS at most): the rounds end */
   for (size_t asked = 1; rc == 0 && asked;) {
     rc = ssa_upstream_round(u, &asked);
-    job.answers = 1;
-    if (rc == 0 && asked) rc = rank_pass_all(&job);
+    if (rc || !asked) break;
+    ssa_parallel_for(a->nranks, ssa_workers(a->nranks, a->opt.threads), answer_rank, &job);
+    for (size_t i = 0; i < a->nranks && !rc; i++)
+      rc = rcs[i];
   }
   if (rc == 0) rc = ssa_upstream_name_sources(u);
   free(rcs);
-  ssa_upstream_free(u);
   return rc;
 }

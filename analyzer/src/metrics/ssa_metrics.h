@@ -638,29 +638,28 @@ int ssa_match_collectives(ssa_analysis *a);
 int ssa_rank_pipeline_items(const ssa_analysis *a, ssa_rank_result *rr);
 int ssa_rank_bubble_transfers(ssa_rank_result *rr);
 int ssa_bubble_causes(ssa_analysis *a);
-/* Names, per pipeline rank and window, the rank and phase its waits on late sends of matched
- * pipeline transfers come from (late_upstream.c; after ssa_bubble_causes): the parts below,
- * the per-rank ones through ssa_with_rank_events (a pool of threads), the rounds until no
- * question is left. 0 or STEPSCOPE_E_NOMEM. */
-int ssa_late_upstream_sources(ssa_analysis *a);
-/* Sets every window's late upstream to none (-1); whether the run has a pipeline rank, whose
- * windows ssa_late_upstream_sources would fill. */
-int ssa_late_upstream_clear(ssa_analysis *a);
-/* The parts of ssa_late_upstream_sources. Cross-rank, on the summaries: ssa_upstream_begin
- * (the windows cleared; the transfers' partners; *out NULL when the run has no pipeline rank),
- * ssa_upstream_round (the next round's questions; *asked 0: none left) and
- * ssa_upstream_name_sources (the windows' sources from the answers). Per rank, from its
- * events: ssa_upstream_rank_waits (its receives that waited on a late send; once, after
- * ssa_upstream_begin) and ssa_upstream_rank_answers (its questions of the round; only ranks
- * for which ssa_upstream_rank_asked is 1 need it). 0 or STEPSCOPE_E_NOMEM. */
+/* The late upstream's sources (late_upstream.c): names, per pipeline rank and window, the rank
+ * and phase its waits on late sends of matched pipeline transfers come from. In parts; the
+ * cross-rank ones read the summaries only. ssa_upstream_begin, after the matching (the windows'
+ * sources cleared; the transfers' partners; *out NULL when the run has no pipeline rank);
+ * ssa_upstream_rank_waits, per pipeline rank from its events (its receives that waited on a
+ * late send; ssa_analyze does it in the bubble transfers' pass); then, after
+ * ssa_bubble_causes, ssa_late_upstream_sources: rounds of ssa_upstream_round (the next
+ * round's questions; *asked 0: none left) each followed by ssa_upstream_rank_answers on the
+ * ranks asked something (ssa_upstream_rank_asked; from their events, through
+ * ssa_with_rank_events on a pool of threads), then ssa_upstream_name_sources (the windows'
+ * sources from the answers). 0 or STEPSCOPE_E_NOMEM. */
 typedef struct ssa_upstream ssa_upstream;
 int ssa_upstream_begin(ssa_analysis *a, ssa_upstream **out);
 int ssa_upstream_rank_waits(ssa_upstream *u, size_t rank_idx);
+int ssa_late_upstream_sources(ssa_upstream *u);
 int ssa_upstream_round(ssa_upstream *u, size_t *asked);
 int ssa_upstream_rank_asked(const ssa_upstream *u, size_t rank_idx);
 int ssa_upstream_rank_answers(ssa_upstream *u, size_t rank_idx);
 int ssa_upstream_name_sources(ssa_upstream *u);
 void ssa_upstream_free(ssa_upstream *u);
+/* Sets every window's late upstream to none (-1); whether the run has a pipeline rank. */
+int ssa_late_upstream_clear(ssa_analysis *a);
 /* Walks each late arrival back to the phase that made it late (culprits.c): rounds of
  * ssa_culprit_walk, each followed by ssa_rank_phase_answers on every rank (pool of threads),
  * until a walk had every answer. */
