@@ -224,8 +224,8 @@ def analyze(run, steps=None, comm_kernels=None, compute_kernels=None, *, rank=No
     low_memory: --low-memory, the bounded mode for runs of thousands of ranks
     (docs/scale.md): each rank's events are read, summarised and dropped, so
     memory does not grow with the run's events; the report then leaves out
-    the parts that need every rank's events at once and names them in its
-    "left_out" list (Report.json["left_out"]).
+    the part that needs every rank's events at once (the critical path) and
+    names it in its "left_out" list (Report.json["left_out"]).
     options: further command-line options, as strings.
     Raises StepscopeError (with the library's message) on bad input."""
     argv = analysis_options(steps, comm_kernels, compute_kernels, step_range, launch_gap_us,

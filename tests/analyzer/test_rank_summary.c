@@ -172,9 +172,29 @@ static void check_cross_rank_on_summaries(ssa_run *run, const ssa_analysis *ref)
     if (rc == 0) rc = ssa_bubble_causes(&b);
     restore_events(run, saved);
   }
-  /* the late upstream's sources read the sending ranks' ops: not yet on summaries
-   * (docs/scale.md), so with the events */
-  if (rc == 0) rc = ssa_late_upstream_sources(&b);
+  /* the late upstream's sources: cross-rank steps on summaries, the ranks' waits and answers
+   * with their events, in rounds */
+  ssa_upstream *up = NULL;
+  if (rc == 0) {
+    hide_events(run, saved);
+    rc = ssa_upstream_begin(&b, &up);
+    restore_events(run, saved);
+  }
+  for (size_t i = 0; rc == 0 && up && i < b.nranks; i++)
+    rc = ssa_upstream_rank_waits(up, i);
+  for (size_t asked = 1; rc == 0 && up && asked;) {
+    hide_events(run, saved);
+    rc = ssa_upstream_round(up, &asked);
+    restore_events(run, saved);
+    for (size_t i = 0; rc == 0 && asked && i < b.nranks; i++)
+      rc = ssa_upstream_rank_answers(up, i);
+  }
+  if (rc == 0 && up) {
+    hide_events(run, saved);
+    rc = ssa_upstream_name_sources(up);
+    restore_events(run, saved);
+  }
+  ssa_upstream_free(up);
   /* the culprit walk: rounds of a walk without events, then the ranks' answers with them */
   ssa_phase_requests q;
   memset(&q, 0, sizeof q);

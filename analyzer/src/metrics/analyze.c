@@ -47,12 +47,6 @@ int ssa_with_rank_events(ssa_analysis *a, size_t i,
 }
 
 const char *const ssa_left_out_notes[SSA_LEFT_OUT_N] = {
-    [SSA_LEFT_OUT_OP_MFU] = "MFU from the ops' FLOPs (mfu_from_op_flops): not available in the "
-                            "bounded mode (--low-memory): it sums every rank's ops with their "
-                            "input shapes at once",
-    [SSA_LEFT_OUT_LATE_UPSTREAM] = "the late upstream's sources (late_upstream_from): not "
-                                   "available in the bounded mode (--low-memory): they read the "
-                                   "sending ranks' events during each late receive",
     [SSA_LEFT_OUT_CRITICAL_PATH] = "the critical path: not available in the bounded mode "
                                    "(--low-memory): it is a graph over every rank's events at "
                                    "once",
@@ -83,32 +77,46 @@ static int first_rank_error(const ssa_analysis *a) {
   return 0;
 }
 
-static int metrics(ssa_analysis *a, size_t i, void *unused) {
-  (void)unused;
+static int metrics(ssa_analysis *a, size_t i, void *op_groups_wanted) {
   ssa_rank_result *rr = &a->ranks[i];
   if (ssa_analyze_rank(a, rr) == 0 && rr->pipeline && rr->stage >= 0)
     rr->error = ssa_rank_pipeline_items(a, rr);
+  /* MFU from the ops' FLOPs will need the rank's op groups: made while its events are here */
+  if (rr->error == 0 && *(const int *)op_groups_wanted && ssa_op_table_counts(a, i))
+    rr->error = ssa_rank_op_groups(a, rr);
   return rr->error;
 }
 
+/* The per-rank metrics pass's jobs: the analysis, and whether the op groups are wanted. */
+typedef struct metrics_job {
+  ssa_analysis *a;
+  int op_groups_wanted;
+} metrics_job;
+
 /* One rank's metrics (a job of ssa_parallel_for). */
 static void analyze_rank(void *ctx, size_t i) {
-  ssa_analysis *a = ctx;
-  int rc = ssa_with_rank_events(a, i, metrics, NULL);
-  if (rc && !a->ranks[i].error) a->ranks[i].error = rc;
+  metrics_job *job = ctx;
+  int rc = ssa_with_rank_events(job->a, i, metrics, &job->op_groups_wanted);
+  if (rc && !job->a->ranks[i].error) job->a->ranks[i].error = rc;
 }
 
-static int bubble_transfers(ssa_analysis *a, size_t i, void *unused) {
-  (void)unused;
-  return ssa_rank_bubble_transfers(&a->ranks[i]);
+static int bubble_transfers(ssa_analysis *a, size_t i, void *upstream) {
+  int rc = ssa_rank_bubble_transfers(&a->ranks[i]);
+  return rc || !upstream ? rc : ssa_upstream_rank_waits(upstream, i);
 }
 
-/* One pipeline rank's bubble transfers, once the matching gave each record's transfer (a job of
- * ssa_parallel_for). */
+/* The pass after the matching's jobs: the analysis and the late upstream's state. */
+typedef struct transfers_job {
+  ssa_analysis *a;
+  ssa_upstream *upstream;
+} transfers_job;
+
+/* One pipeline rank's bubble transfers, once the matching gave each record's transfer, and
+ * its receives that waited on a late send (a job of ssa_parallel_for). */
 static void measure_bubble_transfers(void *ctx, size_t i) {
-  ssa_analysis *a = ctx;
-  ssa_rank_result *rr = &a->ranks[i];
-  if (rr->pipeline) rr->error = ssa_with_rank_events(a, i, bubble_transfers, NULL);
+  transfers_job *job = ctx;
+  ssa_rank_result *rr = &job->a->ranks[i];
+  if (rr->pipeline) rr->error = ssa_with_rank_events(job->a, i, bubble_transfers, job->upstream);
 }
 
 /* The steps of rank i, numbered lo..hi (a pass, for the message of a --steps that keeps
@@ -128,6 +136,7 @@ static int step_numbers(ssa_analysis *a, size_t i, void *unused) {
 
 int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, stepscope_error *err) {
   memset(a, 0, sizeof *a);
+  transfers_job tj = {a, NULL}; /* the late upstream's state from the matching on */
   a->run = run;
   if (opt)
     a->opt = *opt;
@@ -161,7 +170,8 @@ int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, ste
   ssa_parallel_for(a->nranks, workers, summarize_rank, a);
   if ((rc = first_rank_error(a)) != 0) goto fail;
   if ((rc = ssa_find_pipeline_waits(a)) != 0) goto fail;
-  ssa_parallel_for(a->nranks, workers, analyze_rank, a);
+  metrics_job job = {a, isnan(ssa_metadata_model_flops(a))};
+  ssa_parallel_for(a->nranks, workers, analyze_rank, &job);
   if ((rc = first_rank_error(a)) != 0) goto fail;
   if (a->opt.rank >= 0) {
     int found = 0;
@@ -204,32 +214,27 @@ int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, ste
     }
   }
   if ((rc = ssa_match_collectives(a)) != 0) goto fail;
-  ssa_parallel_for(a->nranks, workers, measure_bubble_transfers, a);
+  if ((rc = ssa_upstream_begin(a, &tj.upstream)) != 0) goto fail;
+  ssa_parallel_for(a->nranks, workers, measure_bubble_transfers, &tj);
   if ((rc = first_rank_error(a)) != 0) goto fail;
   if ((rc = ssa_build_kernel_table(a)) != 0) goto fail;
   if ((rc = ssa_read_run_metadata(a)) != 0) goto fail;
   a->op_mfu.mfu = NAN; /* from the ops' FLOPs when the metadata has none (PyTorch traces) */
-  int bounded = a->opt.rank_events != NULL;
-  if (isnan(a->model_flops_per_step)) {
-    if (bounded)
-      a->left_out |= 1u << SSA_LEFT_OUT_OP_MFU;
-    else if ((rc = ssa_op_flops_mfu_of(a)) != 0)
-      goto fail;
-  }
+  if (isnan(a->model_flops_per_step) && (rc = ssa_op_flops_mfu_of(a)) != 0) goto fail;
   if ((rc = ssa_bubble_causes(a)) != 0) goto fail; /* needs the schedule */
-  if (bounded) {
-    if (ssa_late_upstream_clear(a)) a->left_out |= 1u << SSA_LEFT_OUT_LATE_UPSTREAM;
-  } else if ((rc = ssa_late_upstream_sources(a)) != 0)
-    goto fail;
+  if ((rc = ssa_late_upstream_sources(tj.upstream)) != 0) goto fail;
+  ssa_upstream_free(tj.upstream);
+  tj.upstream = NULL;
   /* judged against the step times; pipelines read the bubble's causes */
   if ((rc = ssa_find_culprits(a)) != 0) goto fail;
   if ((rc = ssa_moe_load(a)) != 0) goto fail;
-  if (bounded)
+  if (a->opt.rank_events) /* the bounded mode */
     a->left_out |= 1u << SSA_LEFT_OUT_CRITICAL_PATH;
   else if ((rc = ssa_find_critical_paths(a)) != 0)
     goto fail;
   return 0;
 fail:
+  ssa_upstream_free(tj.upstream);
   if (err) {
     err->code = rc;
     if (rc == STEPSCOPE_E_NOMEM) {
@@ -261,6 +266,7 @@ void ssa_analysis_free(ssa_analysis *a) {
     free(rr->kstats);
     free(rr->coll_wait_end);
     free(rr->coll_transfer);
+    free(rr->ops.groups);
   }
   free(a->ranks);
   ssa_critical_path_free(a->critical_path);

@@ -300,8 +300,8 @@ int ssa_match_collectives(ssa_analysis *a) {
     /* a host transfer pair whose calls span until they were waited for (gloo): its data had
      * arrived by the receive's end, and moved only once both had posted */
     for (size_t x = g; x < e && cnt == 2 && (in->flags & SSA_COLL_F_SPANS_WAIT); x++)
-      if (a->ranks[m[x].rank_idx].rank->colls[m[x].coll_idx].op == STEPSCOPE_COLL_RECV &&
-          ends[x - g] - last >= 0 && ends[x - g] - last < transfer)
+      if (member_coll(a, &m[x])->op == STEPSCOPE_COLL_RECV && ends[x - g] - last >= 0 &&
+          ends[x - g] - last < transfer)
         transfer = ends[x - g] - last;
     in->present = (uint32_t)cnt;
     uint32_t expected = (in->flags & STEPSCOPE_COLL_F_P2P) && in->comm_size > 2 ? 2 : in->comm_size;

@@ -22,6 +22,17 @@
  * Per window of the receiving rank (by the receive's start) the (rank, phase) charged most is
  * the window's late upstream source (ssa_window.late_from_*), kept where the late_upstream
  * cause is positive.
+ *
+ * The cross-rank parts read only the ranks' summaries (docs/scale.md), so that the bounded
+ * mode gives the same sources: the transfers' partners come from the summaries' records; a
+ * per-rank pass finds the rank's receives that waited on a late send (its "waits"); then, in
+ * rounds like the culprit walk's, each sending rank is asked what it did over a span (a
+ * question: rank, span, hops so far), and answers from its events with the ordered pieces of
+ * the span: a charge to one of its phases, or a span over which it waited itself on a late
+ * send, which becomes a question to that send's rank in the next round. Once every question
+ * is answered, each wait's answer is unfolded in order into its charges (the same charges, in
+ * the same order, as one walk over every rank's events would give). Only ranks asked
+ * something are read in a round (at most MAX_HOPS rounds).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -30,12 +41,49 @@
 
 enum { MAX_HOPS = 64, MAX_ACTIVE = 64, MAX_CHARGES = 32 };
 
-/* Per rank: its pipeline transfers' partners and its phase ranges. */
+/* A receive of a pipeline rank that waited on a late send: from its start to the send's
+ * start (aligned), in the rank's selected step `window`. */
+typedef struct up_wait {
+  size_t window;
+  int64_t t0, t1;
+  uint32_t sender;
+} up_wait;
+
+/* A piece of an answer, in the order of the span: `ns` charged to the asked rank's `phase`,
+ * or (phase < 0) a span [t0, t1) over which it waited on a late send of rank `sender`. */
+typedef struct up_piece {
+  int phase;
+  uint32_t sender;
+  int64_t ns, t0, t1;
+} up_piece;
+
+/* What rank_idx did over [t0, t1) (aligned), reached after `hops` hops; answered: its
+ * pieces are pieces[first, first + n) of the rank's. */
+typedef struct up_question {
+  uint32_t rank_idx;
+  int hops;
+  int64_t t0, t1;
+  int answered, unfolded; /* unfolded: its waits are asked (ssa_upstream_round) */
+  size_t first, n;
+} up_question;
+
+/* Per rank: its pipeline transfers' partners, its waits and its answers' pieces. */
 typedef struct up_rank {
   uint32_t *partner_rank, *partner_coll; /* per collective record, SSA_NONE: none */
-  int64_t (*phase)[3];                   /* start, end, phase, by start */
-  size_t nphase;
+  up_wait *waits;
+  size_t nwaits, waits_cap;
+  up_piece *pieces;
+  size_t npieces, pieces_cap;
 } up_rank;
+
+struct ssa_upstream {
+  ssa_analysis *a;
+  up_rank *ur;
+  up_question *q; /* by (rank_idx, hops, t0, t1), unique */
+  size_t nq, q_cap;
+  size_t *first; /* [nranks + 1]: rank i's questions are q[first[i], first[i + 1]) */
+  int asked_waits;
+};
 
 typedef struct charge {
   uint32_t rank_idx;
@@ -48,11 +96,6 @@ typedef struct charges {
   size_t n;
 } charges;
 
-typedef struct ctx {
-  const ssa_analysis *a;
-  up_rank *ur;
-} ctx;
-
 static void add_charge(charges *c, uint32_t rank_idx, int phase, int64_t ns) {
   if (ns <= 0) return;
   for (size_t i = 0; i < c->n; i++)
@@ -63,6 +106,12 @@ static void add_charge(charges *c, uint32_t rank_idx, int phase, int64_t ns) {
   if (c->n < MAX_CHARGES) c->v[c->n++] = (charge){rank_idx, phase, ns};
 }
 
+/* A rank's phase ranges (start, end, phase), by start. */
+typedef struct up_phases {
+  int64_t (*v)[3];
+  size_t n;
+} up_phases;
+
 static int phase_of_range(const char *n) {
   if (!strcmp(n, "forward")) return SSA_PHASE_FORWARD;
   if (!strcmp(n, "backward") || !strcmp(n, "backward_weight")) return SSA_PHASE_BACKWARD;
@@ -70,56 +119,71 @@ static int phase_of_range(const char *n) {
   return -1;
 }
 
-static int build_phases(const ssa_rank *r, up_rank *u) {
+static int build_phases(const ssa_rank *r, up_phases *p) {
   size_t n = 0;
   for (size_t i = 0; i < r->nranges; i++)
     n += phase_of_range(ssa_rank_str(r, r->ranges[i].name)) >= 0;
-  u->phase = malloc((n ? n : 1) * sizeof *u->phase);
-  if (!u->phase) return STEPSCOPE_E_NOMEM;
+  p->n = 0;
+  p->v = malloc((n ? n : 1) * sizeof *p->v);
+  if (!p->v) return STEPSCOPE_E_NOMEM;
   for (size_t i = 0; i < r->nranges; i++) {
     int ph = phase_of_range(ssa_rank_str(r, r->ranges[i].name));
     if (ph >= 0) {
-      int64_t *p = u->phase[u->nphase++];
-      p[0] = r->ranges[i].start, p[1] = r->ranges[i].end, p[2] = ph;
+      int64_t *x = p->v[p->n++];
+      x[0] = r->ranges[i].start, x[1] = r->ranges[i].end, x[2] = ph;
     }
   }
   return 0; /* ranges are sorted by start (rank_finish.c) */
 }
 
-/* The phase of compute op o of rank x: of the range holding its launch call (or its own start,
+/* The phase of compute op o of rank r: of the range holding its launch call (or its own start,
  * a host op without one); other when none. */
-static int compute_phase(const ctx *c, uint32_t x, const ssa_op *o) {
-  const ssa_rank *r = c->a->ranks[x].rank;
-  const up_rank *u = &c->ur[x];
+static int compute_phase(const ssa_rank *r, const up_phases *p, const ssa_op *o) {
   int64_t t = o->launch != SSA_NONE ? r->apis[o->launch].start : o->start;
-  size_t k = ssa_count_at_most(u->phase, u->nphase, sizeof *u->phase, t);
+  size_t k = ssa_count_at_most(p->v, p->n, sizeof *p->v, t);
   for (size_t tries = 0; k-- > 0 && tries < 8; tries++)
-    if (u->phase[k][1] > t) return (int)u->phase[k][2];
+    if (p->v[k][1] > t) return (int)p->v[k][2];
   return SSA_PHASE_OTHER;
 }
 
 /* The aligned start of the send that pipeline receive o of rank x waited for, when it started
- * after o did (else INT64_MIN); *sender gets its rank. */
-static int64_t late_send(const ctx *c, uint32_t x, const ssa_op *o, uint32_t *sender) {
-  const ssa_rank *r = c->a->ranks[x].rank;
-  const up_rank *u = &c->ur[x];
-  if (!u->partner_rank || o->coll == SSA_NONE || o->coll >= r->ncolls) return INT64_MIN;
-  const ssa_coll *rc = &r->colls[o->coll];
-  uint32_t pr = u->partner_rank[o->coll];
-  if (rc->op != STEPSCOPE_COLL_RECV || pr == SSA_NONE) return INT64_MIN;
-  const ssa_rank *s = c->a->ranks[pr].rank;
-  const ssa_coll *sc = &s->colls[u->partner_coll[o->coll]];
-  int64_t at =
-      ssa_rel_time(c->a->run, s, sc->op_index != SSA_NONE ? s->ops[sc->op_index].start : sc->start);
-  if (at <= ssa_rel_time(c->a->run, r, o->start)) return INT64_MIN;
+ * after o did (else INT64_MIN); *sender gets its rank. The send's start is its summary's. */
+static int64_t late_send(const ssa_upstream *u, uint32_t x, const ssa_op *o, uint32_t *sender) {
+  const ssa_analysis *a = u->a;
+  const ssa_rank *r = a->ranks[x].rank;
+  const ssa_rank_summary *own = &a->ranks[x].summary;
+  const up_rank *ur = &u->ur[x];
+  if (!ur->partner_rank || o->coll == SSA_NONE || o->coll >= own->ncolls) return INT64_MIN;
+  uint32_t pr = ur->partner_rank[o->coll];
+  if (own->colls[o->coll].op != STEPSCOPE_COLL_RECV || pr == SSA_NONE) return INT64_MIN;
+  const ssa_rank_summary *s = &a->ranks[pr].summary;
+  int64_t at = ssa_summary_rel_time(a, s, s->colls[ur->partner_coll[o->coll]].start);
+  if (at <= ssa_rel_time(a->run, r, o->start)) return INT64_MIN;
   *sender = pr;
   return at;
 }
 
-/* What rank x did over [t0, t1) (aligned), charged to c (see the top). */
-static void walk(const ctx *c, uint32_t x, int64_t t0, int64_t t1, int hops, charges *out) {
-  const ssa_rank *r = c->a->ranks[x].rank;
-  int64_t off = r->offset_ns - c->a->run->origin; /* rank time + off = aligned */
+/* Adds a piece to rank x's answer; a charge to the same phase as the piece before it joins
+ * that piece (the same charges when unfolded). */
+static int add_piece(up_rank *ur, size_t first, up_piece p) {
+  up_piece *last = ur->npieces > first ? &ur->pieces[ur->npieces - 1] : NULL;
+  if (p.phase >= 0 && last && last->phase == p.phase) {
+    last->ns += p.ns;
+    return 0;
+  }
+  if (ssa_grow((void **)&ur->pieces, &ur->pieces_cap, ur->npieces + 1, sizeof *ur->pieces))
+    return STEPSCOPE_E_NOMEM;
+  ur->pieces[ur->npieces++] = p;
+  return 0;
+}
+
+/* What rank x did over [t0, t1) (aligned), as pieces of its answer (see the top). */
+static int answer(const ssa_upstream *u, uint32_t x, const up_phases *ph, const up_question *qn,
+                  up_rank *out) {
+  const ssa_rank *r = u->a->ranks[x].rank;
+  int64_t t0 = qn->t0, t1 = qn->t1;
+  size_t first_piece = out->npieces;
+  int64_t off = r->offset_ns - u->a->run->origin; /* rank time + off = aligned */
   size_t lo = ssa_count_below(r->ops, r->nops, sizeof *r->ops, t0 - off);
   size_t first = lo > MAX_ACTIVE ? lo - MAX_ACTIVE : 0; /* ops running at t0 started before */
   /* the ops over [t0, t1): their indices; then elementary pieces between their bounds */
@@ -148,7 +212,7 @@ static void walk(const ctx *c, uint32_t x, int64_t t0, int64_t t1, int hops, cha
       if (o->end + off < next) next = o->end + off;
       int rankv = o->cls == SSA_CLS_COMPUTE ? 3 : o->cls == SSA_CLS_COMM ? 1 : 0;
       uint32_t s = SSA_NONE;
-      int64_t at = rankv == 1 && hops < MAX_HOPS ? late_send(c, x, o, &s) : INT64_MIN;
+      int64_t at = rankv == 1 && qn->hops < MAX_HOPS ? late_send(u, x, o, &s) : INT64_MIN;
       if (at > cur) {
         rankv = 2;
         if (at < next) next = at;
@@ -158,21 +222,37 @@ static void walk(const ctx *c, uint32_t x, int64_t t0, int64_t t1, int hops, cha
         wait_end = at, sender = s;
       }
     }
-    if (best == 3)
-      add_charge(out, x, compute_phase(c, x, pick), next - cur);
-    else if (best == 2 && wait_end > cur)
-      walk(c, sender, cur, next, hops + 1, out);
-    else
-      add_charge(out, x, best == 1 ? SSA_PHASE_COLLECTIVE : SSA_PHASE_HOST, next - cur);
+    up_piece p = {.phase = best == 3   ? compute_phase(r, ph, pick)
+                           : best == 1 ? SSA_PHASE_COLLECTIVE
+                                       : SSA_PHASE_HOST,
+                  .ns = next - cur};
+    if (best == 2 && wait_end > cur)
+      p = (up_piece){.phase = -1, .sender = sender, .t0 = cur, .t1 = next};
+    if (add_piece(out, first_piece, p)) return STEPSCOPE_E_NOMEM;
     cur = next;
   }
+  return 0;
+}
+
+static int cmp_question(const void *pa, const void *pb) {
+  const up_question *a = pa, *b = pb;
+  if (a->rank_idx != b->rank_idx) return a->rank_idx < b->rank_idx ? -1 : 1;
+  if (a->hops != b->hops) return a->hops < b->hops ? -1 : 1;
+  if (a->t0 != b->t0) return a->t0 < b->t0 ? -1 : 1;
+  return a->t1 < b->t1 ? -1 : a->t1 > b->t1;
+}
+
+static up_question *find_question(const ssa_upstream *u, uint32_t rank_idx, int hops, int64_t t0,
+                                  int64_t t1) {
+  up_question key = {.rank_idx = rank_idx, .hops = hops, .t0 = t0, .t1 = t1};
+  return u->nq ? bsearch(&key, u->q, u->nq, sizeof key, cmp_question) : NULL;
 }
 
 /* The partners of every pipeline transfer: per instance of two members, each the other's. */
-static int find_partners(const ctx *c) {
+static int find_partners(ssa_upstream *u) {
   ssa_coll_member *m;
   size_t n;
-  if (ssa_run_coll_members(c->a->run, &m, &n)) return STEPSCOPE_E_NOMEM;
+  if (ssa_summary_coll_members(u->a, &m, &n)) return STEPSCOPE_E_NOMEM;
   for (size_t g = 0; g < n;) {
     size_t e = g + 1;
     while (e < n && m[e].comm_id == m[g].comm_id && m[e].seq == m[g].seq)
@@ -180,11 +260,11 @@ static int find_partners(const ctx *c) {
     if (e - g == 2 && m[g].rank_idx != m[g + 1].rank_idx)
       for (int k = 0; k < 2; k++) {
         const ssa_coll_member *me = &m[g + k], *other = &m[g + 1 - k];
-        up_rank *u = &c->ur[me->rank_idx];
-        const ssa_coll *cl = &c->a->ranks[me->rank_idx].rank->colls[me->coll_idx];
-        if (!u->partner_rank || !(cl->flags & STEPSCOPE_COLL_F_PIPELINE)) continue;
-        u->partner_rank[me->coll_idx] = other->rank_idx;
-        u->partner_coll[me->coll_idx] = other->coll_idx;
+        up_rank *ur = &u->ur[me->rank_idx];
+        const ssa_coll_rec *cl = &u->a->ranks[me->rank_idx].summary.colls[me->coll_idx];
+        if (!ur->partner_rank || !(cl->flags & STEPSCOPE_COLL_F_PIPELINE)) continue;
+        ur->partner_rank[me->coll_idx] = other->rank_idx;
+        ur->partner_coll[me->coll_idx] = other->coll_idx;
       }
     g = e;
   }
@@ -212,29 +292,6 @@ static void name_source(ssa_window *w, const charges *c, const ssa_analysis *a) 
     }
 }
 
-/* One rank's waits on late sends, charged per window; the totals get their sum. */
-static void rank_sources(const ctx *c, uint32_t x, charges *per_window) {
-  ssa_rank_result *rr = &c->a->ranks[x];
-  const ssa_rank *r = rr->rank;
-  charges total = {.n = 0};
-  for (size_t i = 0; i < r->nops; i++) {
-    const ssa_op *o = &r->ops[i];
-    uint32_t sender;
-    int64_t at = late_send(c, x, o, &sender);
-    long s = at == INT64_MIN ? -1 : window_at(rr, o->start);
-    if (s < 0) continue;
-    charges one = {.n = 0};
-    walk(c, sender, ssa_rel_time(c->a->run, r, o->start), at, 1, &one);
-    for (size_t k = 0; k < one.n; k++) {
-      add_charge(&per_window[s], one.v[k].rank_idx, one.v[k].phase, one.v[k].ns);
-      add_charge(&total, one.v[k].rank_idx, one.v[k].phase, one.v[k].ns);
-    }
-  }
-  for (size_t s = 0; s < rr->nsteps; s++)
-    name_source(&rr->windows[s], &per_window[s], c->a);
-  name_source(&rr->totals, &total, c->a);
-}
-
 int ssa_late_upstream_clear(ssa_analysis *a) {
   int any = 0;
   for (size_t i = 0; i < a->nranks; i++) {
@@ -247,41 +304,210 @@ int ssa_late_upstream_clear(ssa_analysis *a) {
   return any;
 }
 
-int ssa_late_upstream_sources(ssa_analysis *a) {
-  size_t n = a->nranks, most_steps = 0;
+void ssa_upstream_free(ssa_upstream *u) {
+  if (!u) return;
+  for (size_t i = 0; u->ur && i < u->a->nranks; i++) {
+    free(u->ur[i].partner_rank);
+    free(u->ur[i].partner_coll);
+    free(u->ur[i].waits);
+    free(u->ur[i].pieces);
+  }
+  free(u->ur);
+  free(u->q);
+  free(u->first);
+  free(u);
+}
+
+int ssa_upstream_begin(ssa_analysis *a, ssa_upstream **out) {
+  *out = NULL;
   if (!ssa_late_upstream_clear(a)) return 0;
+  ssa_upstream *u = calloc(1, sizeof *u);
+  if (!u) return STEPSCOPE_E_NOMEM;
+  u->a = a;
+  u->ur = calloc(a->nranks, sizeof *u->ur);
+  u->first = calloc(a->nranks + 1, sizeof *u->first);
+  if (!u->ur || !u->first) goto nomem;
+  for (size_t i = 0; i < a->nranks; i++) {
+    size_t nc = a->ranks[i].summary.ncolls;
+    up_rank *ur = &u->ur[i];
+    if (!a->ranks[i].pipeline || nc == 0) continue;
+    ur->partner_rank = malloc(nc * sizeof *ur->partner_rank);
+    ur->partner_coll = malloc(nc * sizeof *ur->partner_coll);
+    if (!ur->partner_rank || !ur->partner_coll) goto nomem;
+    for (size_t k = 0; k < nc; k++)
+      ur->partner_rank[k] = ur->partner_coll[k] = SSA_NONE;
+  }
+  if (find_partners(u)) goto nomem;
+  *out = u;
+  return 0;
+nomem:
+  ssa_upstream_free(u);
+  return STEPSCOPE_E_NOMEM;
+}
+
+int ssa_upstream_rank_waits(ssa_upstream *u, size_t rank_idx) {
+  const ssa_rank_result *rr = &u->a->ranks[rank_idx];
+  const ssa_rank *r = rr->rank;
+  up_rank *ur = &u->ur[rank_idx];
+  if (!rr->pipeline || !ur->partner_rank) return 0;
+  for (size_t i = 0; i < r->nops; i++) {
+    const ssa_op *o = &r->ops[i];
+    uint32_t sender;
+    int64_t at = late_send(u, (uint32_t)rank_idx, o, &sender);
+    long s = at == INT64_MIN ? -1 : window_at(rr, o->start);
+    if (s < 0) continue;
+    if (ssa_grow((void **)&ur->waits, &ur->waits_cap, ur->nwaits + 1, sizeof *ur->waits))
+      return STEPSCOPE_E_NOMEM;
+    ur->waits[ur->nwaits++] =
+        (up_wait){(size_t)s, ssa_rel_time(u->a->run, r, o->start), at, sender};
+  }
+  return 0;
+}
+
+/* Adds a question not asked before to the new ones, q[u->nq, u->nq + *added). */
+static int ask(ssa_upstream *u, uint32_t rank_idx, int hops, int64_t t0, int64_t t1,
+               size_t *added) {
+  if (find_question(u, rank_idx, hops, t0, t1)) return 0;
+  if (ssa_grow((void **)&u->q, &u->q_cap, u->nq + *added + 1, sizeof *u->q))
+    return STEPSCOPE_E_NOMEM;
+  u->q[u->nq + (*added)++] = (up_question){.rank_idx = rank_idx, .hops = hops, .t0 = t0, .t1 = t1};
+  return 0;
+}
+
+int ssa_upstream_round(ssa_upstream *u, size_t *asked) {
+  size_t added = 0;
+  *asked = 0;
+  if (!u->asked_waits) /* the first round: what each wait's sender did over it */
+    for (size_t i = 0; i < u->a->nranks; i++)
+      for (size_t k = 0; k < u->ur[i].nwaits; k++) {
+        const up_wait *w = &u->ur[i].waits[k];
+        if (ask(u, w->sender, 1, w->t0, w->t1, &added)) return STEPSCOPE_E_NOMEM;
+      }
+  u->asked_waits = 1;
+  for (size_t k = 0; k < u->nq; k++) { /* then what the answered ranks waited on */
+    if (!u->q[k].answered || u->q[k].unfolded) continue;
+    u->q[k].unfolded = 1;
+    const up_question qn = u->q[k]; /* ask() may move the questions */
+    const up_piece *p = u->ur[qn.rank_idx].pieces + qn.first;
+    for (size_t j = 0; j < qn.n; j++)
+      if (p[j].phase < 0 && ask(u, p[j].sender, qn.hops + 1, p[j].t0, p[j].t1, &added))
+        return STEPSCOPE_E_NOMEM;
+  }
+  /* new questions may repeat each other, never an older one: sorted, unique */
+  size_t n = u->nq + added, k = 0;
+  qsort(u->q, n, sizeof *u->q, cmp_question);
   for (size_t i = 0; i < n; i++)
+    if (k == 0 || cmp_question(&u->q[k - 1], &u->q[i]) != 0) u->q[k++] = u->q[i];
+  *asked = k - u->nq;
+  u->nq = k;
+  for (size_t r = 0, i = 0; r <= u->a->nranks; r++) {
+    while (i < k && u->q[i].rank_idx < r)
+      i++;
+    u->first[r] = i;
+  }
+  return 0;
+}
+
+int ssa_upstream_rank_asked(const ssa_upstream *u, size_t rank_idx) {
+  for (size_t k = u->first[rank_idx]; k < u->first[rank_idx + 1]; k++)
+    if (!u->q[k].answered) return 1;
+  return 0;
+}
+
+int ssa_upstream_rank_answers(ssa_upstream *u, size_t rank_idx) {
+  if (!ssa_upstream_rank_asked(u, rank_idx)) return 0;
+  up_phases ph;
+  if (build_phases(u->a->ranks[rank_idx].rank, &ph)) return STEPSCOPE_E_NOMEM;
+  int rc = 0;
+  for (size_t k = u->first[rank_idx]; k < u->first[rank_idx + 1] && !rc; k++) {
+    up_question *qn = &u->q[k];
+    if (qn->answered) continue;
+    qn->first = u->ur[rank_idx].npieces;
+    rc = answer(u, (uint32_t)rank_idx, &ph, qn, &u->ur[rank_idx]);
+    qn->n = u->ur[rank_idx].npieces - qn->first;
+    qn->answered = 1;
+  }
+  free(ph.v);
+  return rc;
+}
+
+/* The charges of question qn's answer, unfolded in order into out. */
+static void unfold(const ssa_upstream *u, const up_question *qn, charges *out) {
+  const up_piece *p = u->ur[qn->rank_idx].pieces + qn->first;
+  for (size_t j = 0; j < qn->n; j++) {
+    const up_question *sub =
+        p[j].phase < 0 ? find_question(u, p[j].sender, qn->hops + 1, p[j].t0, p[j].t1) : NULL;
+    if (p[j].phase >= 0)
+      add_charge(out, qn->rank_idx, p[j].phase, p[j].ns);
+    else if (sub && sub->answered)
+      unfold(u, sub, out);
+  }
+}
+
+int ssa_upstream_name_sources(ssa_upstream *u) {
+  ssa_analysis *a = u->a;
+  size_t most_steps = 0;
+  for (size_t i = 0; i < a->nranks; i++)
     if (a->ranks[i].nsteps > most_steps) most_steps = a->ranks[i].nsteps;
-  int rc = STEPSCOPE_E_NOMEM;
-  ctx c = {a, calloc(n, sizeof *c.ur)};
   charges *per_window = malloc((most_steps ? most_steps : 1) * sizeof *per_window);
-  if (!c.ur || !per_window) goto out;
-  for (size_t i = 0; i < n; i++) {
-    const ssa_rank *r = a->ranks[i].rank;
-    up_rank *u = &c.ur[i];
-    if (build_phases(r, u)) goto out;
-    if (!a->ranks[i].pipeline || r->ncolls == 0) continue;
-    u->partner_rank = malloc(r->ncolls * sizeof *u->partner_rank);
-    u->partner_coll = malloc(r->ncolls * sizeof *u->partner_coll);
-    if (!u->partner_rank || !u->partner_coll) goto out;
-    for (size_t k = 0; k < r->ncolls; k++)
-      u->partner_rank[k] = u->partner_coll[k] = SSA_NONE;
-  }
-  if (find_partners(&c)) goto out;
-  for (size_t i = 0; i < n; i++) {
-    if (!a->ranks[i].pipeline || !c.ur[i].partner_rank) continue;
-    for (size_t s = 0; s < a->ranks[i].nsteps; s++)
+  if (!per_window) return STEPSCOPE_E_NOMEM;
+  for (size_t i = 0; i < a->nranks; i++) {
+    ssa_rank_result *rr = &a->ranks[i];
+    const up_rank *ur = &u->ur[i];
+    if (!rr->pipeline || !ur->partner_rank) continue;
+    charges total = {.n = 0};
+    for (size_t s = 0; s < rr->nsteps; s++)
       per_window[s].n = 0;
-    rank_sources(&c, (uint32_t)i, per_window);
+    for (size_t k = 0; k < ur->nwaits; k++) {
+      const up_wait *w = &ur->waits[k];
+      const up_question *qn = find_question(u, w->sender, 1, w->t0, w->t1);
+      charges one = {.n = 0};
+      if (qn && qn->answered) unfold(u, qn, &one);
+      for (size_t c = 0; c < one.n; c++) {
+        add_charge(&per_window[w->window], one.v[c].rank_idx, one.v[c].phase, one.v[c].ns);
+        add_charge(&total, one.v[c].rank_idx, one.v[c].phase, one.v[c].ns);
+      }
+    }
+    for (size_t s = 0; s < rr->nsteps; s++)
+      name_source(&rr->windows[s], &per_window[s], a);
+    name_source(&rr->totals, &total, a);
   }
-  rc = 0;
-out:
-  for (size_t i = 0; c.ur && i < n; i++) {
-    free(c.ur[i].partner_rank);
-    free(c.ur[i].partner_coll);
-    free(c.ur[i].phase);
-  }
-  free(c.ur);
   free(per_window);
+  return 0;
+}
+
+/* The rounds' per-rank passes of ssa_late_upstream_sources (jobs of ssa_parallel_for). */
+typedef struct answers_job {
+  ssa_upstream *u;
+  int *rc;
+} answers_job;
+
+static int rank_answers(ssa_analysis *a, size_t i, void *u) {
+  (void)a;
+  return ssa_upstream_rank_answers(u, i);
+}
+
+static void answer_rank(void *ctx, size_t i) {
+  answers_job *j = ctx; /* only a rank asked something is read (the bounded mode) */
+  j->rc[i] =
+      ssa_upstream_rank_asked(j->u, i) ? ssa_with_rank_events(j->u->a, i, rank_answers, j->u) : 0;
+}
+
+int ssa_late_upstream_sources(ssa_upstream *u) {
+  if (!u) return 0;
+  ssa_analysis *a = u->a;
+  int *rcs = calloc(a->nranks ? a->nranks : 1, sizeof *rcs);
+  int rc = rcs ? 0 : STEPSCOPE_E_NOMEM;
+  answers_job job = {u, rcs};
+  /* each round asks one hop further (MAX_HOPS at most): the rounds end */
+  for (size_t asked = 1; rc == 0 && asked;) {
+    rc = ssa_upstream_round(u, &asked);
+    if (rc || !asked) break;
+    ssa_parallel_for(a->nranks, ssa_workers(a->nranks, a->opt.threads), answer_rank, &job);
+    for (size_t i = 0; i < a->nranks && !rc; i++)
+      rc = rcs[i];
+  }
+  if (rc == 0) rc = ssa_upstream_name_sources(u);
+  free(rcs);
   return rc;
 }

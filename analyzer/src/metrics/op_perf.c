@@ -19,6 +19,12 @@
  * backend writes cpu_op ranges around its launches, which take the kernel path above. Only the
  * analysed steps' work counts (kernels, or CPU ops, that start inside the steps' window), and
  * only --rank's when it is given.
+ *
+ * The table is made in two parts, so that a bounded analysis (docs/scale.md) gives the same
+ * rows: per rank, from its events, its instances grouped by (op name, inputs) with their
+ * counts, kernels and times (ssa_rank_op_groups, kept in its result, the strings in its
+ * summary's); then, across ranks, the groups of one (name, inputs) added up into a row, whose
+ * FLOPs and bytes come from the total count, in the same order as before.
  */
 #include <math.h>
 #include <stdio.h>
@@ -33,6 +39,7 @@ typedef struct instance {
   uint32_t rank_idx;
   uint32_t kernels;
   int64_t time;
+  const void *group; /* the table's: the rank's ssa_op_group it stands for */
 } instance;
 
 typedef struct instances {
@@ -141,29 +148,6 @@ out:
   return rc;
 }
 
-/* ssa_op_rank_instances' callback for the table: each instance kept. */
-static int keep_instance(void *ctx, size_t ri, const ssa_range *op, int64_t time_ns,
-                         uint32_t kernels) {
-  const ssa_analysis *an = ((void **)ctx)[0];
-  const ssa_rank *r = an->ranks[ri].rank;
-  instance x = {ssa_rank_str(r, op->name), ssa_rank_str(r, op->args), (uint32_t)ri, kernels,
-                time_ns};
-  return push(((void **)ctx)[1], x);
-}
-
-static int cmp_instance(const void *pa, const void *pb) {
-  const instance *a = pa, *b = pb;
-  int d = strcmp(a->name, b->name);
-  return d ? d : strcmp(a->args, b->args);
-}
-
-static int cmp_row_time(const void *pa, const void *pb) {
-  const ssa_op_row *a = pa, *b = pb;
-  if (a->time_ns != b->time_ns) return a->time_ns > b->time_ns ? -1 : 1;
-  int d = strcmp(a->name, b->name);
-  return d ? d : strcmp(a->inputs, b->inputs);
-}
-
 /* The shapes of a row in words: each tensor input's dims, then the dtype. */
 static void shape_words(const ssa_op_inputs *in, const ssa_op_cost *cost, char *s, size_t cap) {
   size_t n = 0;
@@ -180,56 +164,156 @@ static void shape_words(const ssa_op_inputs *in, const ssa_op_cost *cost, char *
     snprintf(s + n, cap - n, " %s", ssa_peak_dtype_names[cost->dtype]);
 }
 
-int ssa_op_table_build(const ssa_analysis *an, ssa_op_table *t) {
-  memset(t, 0, sizeof *t);
+/* ssa_op_rank_instances' callback for a rank's groups: each instance kept. */
+static int keep_instance(void *ctx, size_t ri, const ssa_range *op, int64_t time_ns,
+                         uint32_t kernels) {
+  const ssa_analysis *an = ((void **)ctx)[0];
+  const ssa_rank *r = an->ranks[ri].rank;
+  instance x = {
+      ssa_rank_str(r, op->name), ssa_rank_str(r, op->args), (uint32_t)ri, kernels, time_ns, NULL};
+  return push(((void **)ctx)[1], x);
+}
+
+static int cmp_instance(const void *pa, const void *pb) {
+  const instance *a = pa, *b = pb;
+  int d = strcmp(a->name, b->name);
+  return d ? d : strcmp(a->args, b->args);
+}
+
+/* Sorts the instances by (name, inputs) and calls fn on each run of equal ones, [i, j). */
+static int for_each_group(instances *all, int (*fn)(void *ctx, const instance *v, size_t n),
+                          void *ctx) {
+  if (all->n) qsort(all->v, all->n, sizeof *all->v, cmp_instance); /* v is NULL without any */
+  for (size_t i = 0, j; i < all->n; i = j) {
+    for (j = i + 1; j < all->n && !cmp_instance(&all->v[i], &all->v[j]); j++)
+      ;
+    if (fn(ctx, all->v + i, j - i)) return -1;
+  }
+  return 0;
+}
+
+/* for_each_group's callback for a rank's groups: one group, its strings in the summary's. */
+static int add_group(void *ctx, const instance *v, size_t n) {
+  ssa_rank_result *rr = ctx;
+  ssa_op_group g = {0, 0, n, 0, 0};
+  for (size_t k = 0; k < n; k++) {
+    g.kernels += v[k].kernels;
+    g.time_ns += v[k].time;
+  }
+  size_t nlen = strlen(v->name), alen = strlen(v->args);
+  g.name = ssa_strtab_intern(&rr->summary.names, v->name, nlen);
+  g.inputs = ssa_strtab_intern(&rr->summary.names, v->args, alen);
+  if ((nlen && !g.name) || (alen && !g.inputs)) return -1;
+  rr->ops.groups[rr->ops.ngroups++] = g;
+  return 0;
+}
+
+int ssa_op_table_counts(const ssa_analysis *an, size_t ri) {
+  return an->opt.rank < 0 || an->ranks[ri].rank->rank == an->opt.rank;
+}
+
+int ssa_rank_op_groups(const ssa_analysis *an, ssa_rank_result *rr) {
   instances all = {0};
+  ssa_op_table counts;
+  memset(&counts, 0, sizeof counts);
+  void *ctx[2] = {(void *)an, &all};
+  int rc = STEPSCOPE_E_NOMEM;
+  if (ssa_op_rank_instances(an, rr->rank_index, keep_instance, ctx, &counts)) goto out;
+  rr->ops.groups = malloc((all.n ? all.n : 1) * sizeof *rr->ops.groups);
+  if (!rr->ops.groups || for_each_group(&all, add_group, rr)) goto out;
+  rr->ops.host_time = counts.host_time;
+  rr->ops.unattributed_ns = counts.unattributed_ns;
+  rr->ops.ops_without_inputs = counts.ops_without_inputs;
+  rr->ops.made = 1;
+  rc = 0;
+out:
+  free(all.v);
+  return rc;
+}
+
+static int make_op_groups(ssa_analysis *an, size_t ri, void *unused) {
+  (void)unused;
+  return ssa_rank_op_groups(an, &an->ranks[ri]);
+}
+
+/* for_each_group's callback for the table: one row, the ranks' groups of it added up. */
+static int add_row(void *ctx, const instance *v, size_t n) {
+  ssa_op_table *t = ctx;
+  ssa_op_row *row = &t->rows[t->nrows++];
+  row->rank_idx = v->rank_idx;
+  row->name = v->name;
+  row->inputs = v->args;
+  for (size_t k = 0; k < n; k++) {
+    const ssa_op_group *g = (const ssa_op_group *)v[k].group;
+    row->count += g->count;
+    row->kernels += g->kernels;
+    row->time_ns += g->time_ns;
+  }
+  ssa_op_inputs in;
+  ssa_op_cost cost;
+  memset(&cost, 0, sizeof cost);
+  int parsed = ssa_op_inputs_parse(row->inputs, &in) == 0;
+  if (parsed && ssa_op_cost_of(row->name, &in, &cost)) {
+    row->family = cost.family;
+    row->dtype = cost.dtype;
+    row->flops = cost.flops * (double)row->count;
+    row->bytes = cost.bytes * (double)row->count;
+    t->time_modelled += row->time_ns;
+    t->flops_total += row->flops;
+  } else {
+    cost.family = SSA_OPF_NONE;
+  }
+  if (parsed) shape_words(&in, &cost, row->shape, sizeof row->shape);
+  t->time_total += row->time_ns;
+  return 0;
+}
+
+static int cmp_row_time(const void *pa, const void *pb) {
+  const ssa_op_row *a = pa, *b = pb;
+  if (a->time_ns != b->time_ns) return a->time_ns > b->time_ns ? -1 : 1;
+  int d = strcmp(a->name, b->name);
+  return d ? d : strcmp(a->inputs, b->inputs);
+}
+
+int ssa_op_table_build(ssa_analysis *an, ssa_op_table *t) {
+  memset(t, 0, sizeof *t);
+  /* every counted rank's groups first (made by the analysis when it wanted them, else here):
+   * no summary's names grow once the rows point into them */
+  size_t ngroups = 0;
   for (size_t ri = 0; ri < an->nranks; ri++) {
-    const ssa_rank *r = an->ranks[ri].rank;
-    if (an->opt.rank >= 0 && r->rank != an->opt.rank) continue;
+    if (!ssa_op_table_counts(an, ri)) continue;
+    if (!an->ranks[ri].ops.made && ssa_with_rank_events(an, ri, make_op_groups, NULL))
+      return STEPSCOPE_E_NOMEM;
+    ngroups += an->ranks[ri].ops.ngroups;
+  }
+  instances all = {calloc(ngroups ? ngroups : 1, sizeof *all.v), 0, ngroups};
+  t->rows = calloc(ngroups ? ngroups : 1, sizeof *t->rows);
+  if (!all.v || !t->rows) {
+    free(all.v);
+    ssa_op_table_free(t);
+    return STEPSCOPE_E_NOMEM;
+  }
+  for (size_t ri = 0; ri < an->nranks; ri++) {
+    const ssa_rank_result *rr = &an->ranks[ri];
+    if (!ssa_op_table_counts(an, ri)) continue;
+    const ssa_rank *r = rr->rank;
     if (!t->device_name[0] && r->device_name && r->device_name[0])
       snprintf(t->device_name, sizeof t->device_name, "%s", r->device_name);
     t->ranks++;
-    void *ctx[2] = {(void *)an, &all};
-    if (ssa_op_rank_instances(an, ri, keep_instance, ctx, t)) {
-      free(all.v);
-      return STEPSCOPE_E_NOMEM;
+    t->host_time = t->host_time || rr->ops.host_time;
+    t->unattributed_ns += rr->ops.unattributed_ns;
+    t->ops_without_inputs += rr->ops.ops_without_inputs;
+    for (size_t k = 0; k < rr->ops.ngroups; k++) {
+      const ssa_op_group *g = &rr->ops.groups[k];
+      all.v[all.n++] = (instance){ssa_strtab_get(&rr->summary.names, g->name),
+                                  ssa_strtab_get(&rr->summary.names, g->inputs),
+                                  (uint32_t)ri,
+                                  0,
+                                  0,
+                                  g};
     }
   }
-  if (all.n) qsort(all.v, all.n, sizeof *all.v, cmp_instance); /* v is NULL without any */
-  t->rows = calloc(all.n ? all.n : 1, sizeof *t->rows);
-  if (!t->rows) {
-    free(all.v);
-    return STEPSCOPE_E_NOMEM;
-  }
-  for (size_t i = 0; i < all.n;) {
-    size_t j = i;
-    ssa_op_row *row = &t->rows[t->nrows++];
-    row->rank_idx = all.v[i].rank_idx;
-    row->name = all.v[i].name;
-    row->inputs = all.v[i].args;
-    for (; j < all.n && !cmp_instance(&all.v[i], &all.v[j]); j++) {
-      row->count++;
-      row->kernels += all.v[j].kernels;
-      row->time_ns += all.v[j].time;
-    }
-    ssa_op_inputs in;
-    ssa_op_cost cost;
-    memset(&cost, 0, sizeof cost);
-    int parsed = ssa_op_inputs_parse(row->inputs, &in) == 0;
-    if (parsed && ssa_op_cost_of(row->name, &in, &cost)) {
-      row->family = cost.family;
-      row->dtype = cost.dtype;
-      row->flops = cost.flops * (double)row->count;
-      row->bytes = cost.bytes * (double)row->count;
-      t->time_modelled += row->time_ns;
-      t->flops_total += row->flops;
-    } else {
-      cost.family = SSA_OPF_NONE;
-    }
-    if (parsed) shape_words(&in, &cost, row->shape, sizeof row->shape);
-    t->time_total += row->time_ns;
-    i = j;
-  }
+  for_each_group(&all, add_row, t);
   free(all.v);
   qsort(t->rows, t->nrows, sizeof *t->rows, cmp_row_time);
   for (size_t i = 0; i < an->nsteps; i++)

@@ -91,13 +91,18 @@ static void flag_stubs(ssa_analysis *a) {
   }
 }
 
+double ssa_metadata_model_flops(const ssa_analysis *a) {
+  const ssa_trainer_meta *fm = meta_any(a, offsetof(ssa_trainer_meta, flops.present));
+  return fm ? fm->flops.model_flops_per_step : NAN;
+}
+
 /* FLOPs per step and the peak (metadata `flops`): MFU and HFU of the run and of each step. */
 static void read_flops(ssa_analysis *a) {
   const ssa_trainer_meta *fm = meta_any(a, offsetof(ssa_trainer_meta, flops.present));
   const ssa_meta_flops *flops = fm ? &fm->flops : NULL;
   double world = 0;
   if (flops) {
-    a->model_flops_per_step = flops->model_flops_per_step; /* NaN when absent, as initialised */
+    a->model_flops_per_step = ssa_metadata_model_flops(a); /* NaN when absent, as initialised */
     a->hardware_flops_per_step = flops->hardware_flops_per_step;
     a->peak_flops_per_device = flops->peak_flops_per_device;
     a->tokens_per_step = flops->tokens_per_step;

@@ -38,12 +38,7 @@ typedef struct ssa_rank_events {
 
 /* The report parts the bounded mode leaves out (they need every rank's events at once), and
  * the line that says so in the reports (analyze.c). */
-enum {
-  SSA_LEFT_OUT_OP_MFU,
-  SSA_LEFT_OUT_LATE_UPSTREAM,
-  SSA_LEFT_OUT_CRITICAL_PATH,
-  SSA_LEFT_OUT_N
-};
+enum { SSA_LEFT_OUT_OP_MFU, SSA_LEFT_OUT_CRITICAL_PATH, SSA_LEFT_OUT_N };
 extern const char *const ssa_left_out_notes[SSA_LEFT_OUT_N];
 
 typedef struct ssa_options {
@@ -268,6 +263,24 @@ typedef struct ssa_rank_summary {
 int ssa_rank_summarize(const ssa_rank *r, ssa_rank_summary *s);
 void ssa_rank_summary_free(ssa_rank_summary *s);
 
+/* A rank's op instances of one (op name, inputs), what the op table adds up across ranks
+ * (op_perf.c: ssa_rank_op_groups); name and inputs: ids in the rank's summary names. */
+typedef struct ssa_op_group {
+  uint32_t name, inputs;
+  uint64_t count, kernels;
+  int64_t time_ns;
+} ssa_op_group;
+
+/* A rank's op instances grouped (ssa_rank_op_groups), with the op table's counts of the rank. */
+typedef struct ssa_rank_ops {
+  int made;
+  ssa_op_group *groups; /* by (name, inputs) */
+  size_t ngroups;
+  int host_time;               /* ssa_op_table.host_time of this rank */
+  int64_t unattributed_ns;     /* ssa_op_table.unattributed_ns of this rank */
+  uint64_t ops_without_inputs; /* ssa_op_table.ops_without_inputs of this rank */
+} ssa_rank_ops;
+
 typedef struct ssa_rank_result {
   const ssa_rank *rank;
   ssa_rank_summary summary; /* what the cross-rank pass reads of the rank */
@@ -294,6 +307,7 @@ typedef struct ssa_rank_result {
   int64_t coll_caused;        /* waits of others when this rank arrived last */
   uint64_t coll_last;         /* instances where it arrived last */
   int64_t coll_schedule_wait; /* part of coll_wait the pipeline schedule implies */
+  ssa_rank_ops ops;           /* the op table's part of the rank (when it is wanted) */
   int error;
 } ssa_rank_result;
 
@@ -624,11 +638,27 @@ int ssa_match_collectives(ssa_analysis *a);
 int ssa_rank_pipeline_items(const ssa_analysis *a, ssa_rank_result *rr);
 int ssa_rank_bubble_transfers(ssa_rank_result *rr);
 int ssa_bubble_causes(ssa_analysis *a);
-/* Names, per pipeline rank and window, the rank and phase its waits on late sends of matched
- * pipeline transfers come from (late_upstream.c; after ssa_bubble_causes). */
-int ssa_late_upstream_sources(ssa_analysis *a);
-/* Sets every window's late upstream to none (-1); whether the run has a pipeline rank, whose
- * windows ssa_late_upstream_sources would fill (the bounded mode leaves them none). */
+/* The late upstream's sources (late_upstream.c): names, per pipeline rank and window, the rank
+ * and phase its waits on late sends of matched pipeline transfers come from. In parts; the
+ * cross-rank ones read the summaries only. ssa_upstream_begin, after the matching (the windows'
+ * sources cleared; the transfers' partners; *out NULL when the run has no pipeline rank);
+ * ssa_upstream_rank_waits, per pipeline rank from its events (its receives that waited on a
+ * late send; ssa_analyze does it in the bubble transfers' pass); then, after
+ * ssa_bubble_causes, ssa_late_upstream_sources: rounds of ssa_upstream_round (the next
+ * round's questions; *asked 0: none left) each followed by ssa_upstream_rank_answers on the
+ * ranks asked something (ssa_upstream_rank_asked; from their events, through
+ * ssa_with_rank_events on a pool of threads), then ssa_upstream_name_sources (the windows'
+ * sources from the answers). 0 or STEPSCOPE_E_NOMEM. */
+typedef struct ssa_upstream ssa_upstream;
+int ssa_upstream_begin(ssa_analysis *a, ssa_upstream **out);
+int ssa_upstream_rank_waits(ssa_upstream *u, size_t rank_idx);
+int ssa_late_upstream_sources(ssa_upstream *u);
+int ssa_upstream_round(ssa_upstream *u, size_t *asked);
+int ssa_upstream_rank_asked(const ssa_upstream *u, size_t rank_idx);
+int ssa_upstream_rank_answers(ssa_upstream *u, size_t rank_idx);
+int ssa_upstream_name_sources(ssa_upstream *u);
+void ssa_upstream_free(ssa_upstream *u);
+/* Sets every window's late upstream to none (-1); whether the run has a pipeline rank. */
 int ssa_late_upstream_clear(ssa_analysis *a);
 /* Walks each late arrival back to the phase that made it late (culprits.c): rounds of
  * ssa_culprit_walk, each followed by ssa_rank_phase_answers on every rank (pool of threads),
@@ -672,6 +702,9 @@ void ssa_order_culprit_rows_by_insertion(ssa_culprit *rows, size_t n, int top_ra
 int ssa_order_culprit_rows(ssa_culprit *rows, size_t n, int top_rank);
 int ssa_build_kernel_table(ssa_analysis *a);
 int ssa_read_run_metadata(ssa_analysis *a);
+/* The model FLOPs per step of the run's trainer metadata, NaN when it has none (then
+ * ssa_analyze computes MFU from the ops' FLOPs); reads only the ranks' metadata. */
+double ssa_metadata_model_flops(const ssa_analysis *a);
 /* Expert load imbalance per step from the trainer's moe.load marks (moe_load.c). */
 int ssa_moe_load(ssa_analysis *a);
 

@@ -190,8 +190,15 @@ int ssa_op_rank_instances(const ssa_analysis *an, size_t ri, ssa_op_instance_fn 
                           ssa_op_table *t);
 
 /* The op table of an analysed run (loaded with op inputs): only the analysed steps' ops when
- * there are steps, only opt->rank's when it is set. 0, or STEPSCOPE_E_NOMEM. */
-int ssa_op_table_build(const ssa_analysis *an, ssa_op_table *t);
+ * there are steps, only opt->rank's when it is set (ssa_op_table_counts). It adds up the
+ * ranks' groups (ssa_rank_op_groups), making those the analysis did not (through
+ * ssa_with_rank_events). 0, or STEPSCOPE_E_NOMEM. */
+int ssa_op_table_build(ssa_analysis *an, ssa_op_table *t);
+/* Whether the op table counts rank an->ranks[ri] (opt.rank). */
+int ssa_op_table_counts(const ssa_analysis *an, size_t ri);
+/* Rank rr's op instances grouped by (op name, inputs) into rr->ops, from its events (its
+ * totals window measured): the per-rank part of the op table. 0, or STEPSCOPE_E_NOMEM. */
+int ssa_rank_op_groups(const ssa_analysis *an, ssa_rank_result *rr);
 void ssa_op_table_free(ssa_op_table *t);
 
 /* Achieved rates and roofline of a row against the ceilings: FLOP/s, bytes/s, arithmetic
