@@ -395,7 +395,7 @@ int ssa_upstream_round(ssa_upstream *u, size_t *asked) {
   }
   /* new questions may repeat each other, never an older one: sorted, unique */
   size_t n = u->nq + added, k = 0;
-  qsort(u->q, n, sizeof *u->q, cmp_question);
+  if (n) qsort(u->q, n, sizeof *u->q, cmp_question); /* q is NULL before any question */
   for (size_t i = 0; i < n; i++)
     if (k == 0 || cmp_question(&u->q[k - 1], &u->q[i]) != 0) u->q[k++] = u->q[i];
   *asked = k - u->nq;
