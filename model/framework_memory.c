@@ -12,7 +12,7 @@
  *              gradients: ZeRO-0 16, ZeRO-1 4 + 12/n, ZeRO-2 2 + 14/n, ZeRO-3 16/n; ZeRO-3 also
  *              holds the gathered bf16 parameters of the block in use and of the one prefetched.
  *   fsdp:      ZeRO-0 = DDP under autocast (fp32 parameters and gradients, Adam 8: 16);
- *              ZeRO-1 = ZeroRedundancyOptimizer, 8 + 8/n; ZeRO-2 = SHARD_GRAD_OP: fp32 shards
+ *              no ZeRO-1 (FSDP has no optimizer-only sharding); ZeRO-2 = SHARD_GRAD_OP: fp32 shards
  *              16/n plus the bf16 parameters kept unsharded from forward to backward (2);
  *              ZeRO-3 = FULL_SHARD: 16/n plus, at the peak, two blocks unsharded (the one
  *              computing and the one prefetched), their bf16 parameters and gradients.
@@ -165,6 +165,38 @@ static double layers_in_flight(const mm_layout *l, int stage, int layers) {
   return (double)inflight * layers;
 }
 
+/* Whether the framework has the layout's ZeRO stage and pipeline schedule at all (docs/plan.md
+ * "Frameworks: what each can run"; the sweep offers only what the framework runs):
+ *   megatron:  ZeRO-0, or ZeRO-1 as its distributed optimizer (Megatron-FSDP's ZeRO-2/3-like
+ *              strategies are not modelled); schedules: no pipelining, 1F1B, interleaved 1F1B
+ *              (megatron/core/pipeline_parallel/schedules.py: get_forward_backward_func), no
+ *              all-forward-all-backward;
+ *   fsdp:      torch.distributed.fsdp.ShardingStrategy: NO_SHARD (ZeRO-0), SHARD_GRAD_OP
+ *              (ZeRO-2), FULL_SHARD (ZeRO-3); nothing shards the optimizer states alone; the
+ *              pipeline schedules of torch.distributed.pipelining (GPipe, 1F1B, interleaved);
+ *   deepspeed: ZeRO-0 to 3, but with pipeline parallelism only ZeRO-0/1 (PipelineEngine asserts
+ *              "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism") and one schedule,
+ *              TrainSchedule's 1F1B (deepspeed/runtime/pipe/schedule.py), not interleaved. */
+static int framework_cannot_run(const mm_layout *l, char *err, size_t errlen) {
+  const char *why = NULL;
+  int pipelined = l->pp > 1;
+  if (l->framework == MM_FW_MEGATRON && l->zero >= 2)
+    why = "Megatron-LM shards the optimizer (ZeRO-1, its distributed optimizer), not more: "
+          "--framework fsdp or deepspeed";
+  else if (l->framework == MM_FW_MEGATRON && pipelined && l->schedule == MM_SCHED_AFAB)
+    why = "Megatron-LM's pipeline schedules are 1F1B and interleaved 1F1B, not AFAB";
+  else if (l->framework == MM_FW_FSDP && l->zero == 1)
+    why = "PyTorch FSDP shards gradients with the optimizer (SHARD_GRAD_OP, ZeRO-2) or everything "
+          "(FULL_SHARD, ZeRO-3), not the optimizer alone";
+  else if (l->framework == MM_FW_DEEPSPEED && pipelined && l->zero >= 2)
+    why = "DeepSpeed's pipeline engine runs ZeRO-0/1 only";
+  else if (l->framework == MM_FW_DEEPSPEED && pipelined && l->schedule == MM_SCHED_INTERLEAVED)
+    why = "DeepSpeed's pipeline engine runs 1F1B, not the interleaved schedule";
+  if (!why) return 0;
+  if (err) snprintf(err, errlen, "%s (--zero %d, --pp %d)", why, l->zero, l->pp);
+  return 1;
+}
+
 int mm_framework_rank_memory(const mm_layout *l, int stage, mm_breakdown *out, char *err,
                              size_t errlen) {
   memset(out, 0, sizeof *out);
@@ -190,10 +222,7 @@ int mm_framework_rank_memory(const mm_layout *l, int stage, mm_breakdown *out, c
   int ep = l->ep > 0 ? l->ep : 1;
   if (l->experts > 0 && (l->dp % ep || l->experts % ep || l->top_k < 1 || l->moe_every < 1))
     REFUSE("--ep %d must divide --dp %d and the %d experts", ep, l->dp, l->experts);
-  if (l->framework == MM_FW_MEGATRON && l->zero >= 2)
-    REFUSE("Megatron-LM shards the optimizer (ZeRO-1, its distributed optimizer), not ZeRO-%d: "
-           "--framework fsdp or deepspeed",
-           l->zero);
+  if (framework_cannot_run(l, err, errlen)) return -1;
 #undef REFUSE
   double psi = mm_framework_stage_params(l, stage), n = (double)l->dp * l->cp;
   double block = block_params(l), table = padded_vocab(l) * l->hidden / l->tp;
@@ -211,11 +240,11 @@ int mm_framework_rank_memory(const mm_layout *l, int stage, mm_breakdown *out, c
     grads = l->zero >= 2 ? 2 * psi / n + 2 * l->bucket_mb * 1048576.0 : 2 * psi;
     optim = 12 * psi / (l->zero >= 1 ? n : 1);
     break;
-  default: /* MM_FW_FSDP */
-    if (l->zero <= 1) {
+  default: /* MM_FW_FSDP: NO_SHARD (DDP), SHARD_GRAD_OP, FULL_SHARD */
+    if (l->zero == 0) {
       params = 4 * psi;
       grads = 4 * psi;
-      optim = 8 * psi / (l->zero == 1 ? n : 1);
+      optim = 8 * psi;
     } else {
       params = 4 * psi / n + (l->zero == 2 ? 2 * psi : 2 * 2 * unit);
       grads = 4 * psi / n + 2 * 2 * unit;

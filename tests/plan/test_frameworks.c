@@ -63,7 +63,7 @@ static mm_breakdown mem(const mm_layout *l, int stage) {
   return b;
 }
 
-enum { PSI0 = 954624, PSI1 = 922368, LAYER = 1118208 };
+enum { PSI0 = 954624, PSI1 = 922368, PSI = 1745920, LAYER = 1118208 };
 
 static void model_states(void) {
   /* Megatron: bf16 parameters, fp32 main gradients, the distributed optimizer's 12 / n */
@@ -78,21 +78,24 @@ static void model_states(void) {
   l.zero = 2;
   CHECK(mm_rank_memory(&l, 0, &b, err, sizeof err) != 0 && strstr(err, "ZeRO-1"));
 
-  /* DeepSpeed, the ZeRO paper: 4 + 12/n, 2 + 14/n (+ its buckets), 16/n (+ two gathered blocks) */
+  /* DeepSpeed, the ZeRO paper: 4 + 12/n, 2 + 14/n (+ its buckets), 16/n (+ two gathered blocks);
+   * ZeRO-2/3 without a pipeline (its pipeline engine runs ZeRO-0/1 only): one stage holds the
+   * four blocks, the table, the positions and the final LayerNorm, PSI = 1745920 */
   l = model(MM_FW_DEEPSPEED);
   b = mem(&l, 0);
   CHECK(b.parameters + b.gradients + b.optimizer == 4 * (size_t)PSI0 + 12 * (size_t)PSI0 / 4);
   l.zero = 2;
+  CHECK(mm_rank_memory(&l, 0, &b, err, sizeof err) != 0 && strstr(err, "ZeRO-0/1"));
+  l.pp = 1;
   b = mem(&l, 0);
   CHECK(b.parameters + b.gradients + b.optimizer ==
-        2 * (size_t)PSI0 + 14 * (size_t)PSI0 / 4 + 2 * 1048576);
+        2 * (size_t)PSI + 14 * (size_t)PSI / 4 + 2 * 1048576);
   l.zero = 3;
   l.dp = 64;
   b = mem(&l, 0);
   size_t block = 395392; /* the largest gathered unit: one block (the table is 131072) */
-  CHECK(b.parameters == 2 * (size_t)PSI0 / 64 + 4 * block);
-  CHECK(b.gradients == 2 * (size_t)PSI0 / 64 + 2 * 1048576 &&
-        b.optimizer == 12 * (size_t)PSI0 / 64);
+  CHECK(b.parameters == 2 * (size_t)PSI / 64 + 4 * block);
+  CHECK(b.gradients == 2 * (size_t)PSI / 64 + 2 * 1048576 && b.optimizer == 12 * (size_t)PSI / 64);
   CHECK(b.peak == b.steady); /* never all parameters at once (the trainer's set-up does) */
 
   /* FSDP: FULL_SHARD 16/n + two blocks unsharded (bf16 parameters and gradients);
@@ -104,6 +107,34 @@ static void model_states(void) {
   l.zero = 2;
   b = mem(&l, 1);
   CHECK(b.parameters == 4 * (size_t)PSI1 / 4 + 2 * (size_t)PSI1);
+}
+
+/* What each framework runs at all (framework_memory.c: framework_cannot_run): the sweep offers
+ * nothing else. */
+static void what_frameworks_run(void) {
+  char err[200] = "";
+  mm_breakdown b;
+  mm_layout l = model(MM_FW_MEGATRON); /* Megatron: no AFAB, no ZeRO-2/3 */
+  l.schedule = MM_SCHED_AFAB;
+  CHECK(mm_rank_memory(&l, 0, &b, err, sizeof err) != 0 && strstr(err, "not AFAB"));
+  l = model(MM_FW_FSDP); /* FSDP: NO_SHARD, SHARD_GRAD_OP, FULL_SHARD; GPipe is a schedule */
+  CHECK(mm_rank_memory(&l, 0, &b, err, sizeof err) != 0 && strstr(err, "optimizer alone"));
+  const int fsdp_stages[] = {0, 2, 3};
+  for (int i = 0; i < 3; i++) {
+    l.zero = fsdp_stages[i];
+    l.schedule = MM_SCHED_AFAB;
+    CHECK(mm_rank_memory(&l, 0, &b, err, sizeof err) == 0);
+  }
+  l = model(MM_FW_DEEPSPEED); /* DeepSpeed's pipeline engine: 1F1B, ZeRO-0/1 */
+  l.schedule = MM_SCHED_INTERLEAVED;
+  l.virtual_stages = 2;
+  CHECK(mm_rank_memory(&l, 0, &b, err, sizeof err) != 0 && strstr(err, "interleaved"));
+  l.schedule = MM_SCHED_1F1B;
+  l.virtual_stages = 1;
+  l.zero = 3;
+  CHECK(mm_rank_memory(&l, 0, &b, err, sizeof err) != 0 && strstr(err, "ZeRO-0/1"));
+  l.pp = 1;
+  CHECK(mm_rank_memory(&l, 0, &b, err, sizeof err) == 0);
 }
 
 static void activations(void) {
@@ -128,7 +159,10 @@ static void activations(void) {
   l.schedule = MM_SCHED_INTERLEAVED;
   l.virtual_stages = 2;
   CHECK(mem(&l, 0).activations == 5 * (size_t)LAYER);
-  /* AFAB: every micro-batch */
+  /* AFAB (GPipe, a schedule of torch.distributed.pipelining; Megatron has none): every
+   * micro-batch */
+  l.framework = MM_FW_FSDP;
+  l.zero = 2;
   l.schedule = MM_SCHED_AFAB;
   l.virtual_stages = 1;
   CHECK(mem(&l, 0).activations == 8 * (size_t)LAYER);
@@ -315,6 +349,7 @@ int main(void) {
   clusters();
   model_states();
   activations();
+  what_frameworks_run();
   models_as_they_are();
   if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
   return failures ? 1 : 0;
