@@ -333,9 +333,29 @@ static void compute_by_shape(void) {
   double tokens = 256, C = 256, peak = 989e12;
   double gemm = 2 * 12 * C * C * tokens, att = 4 * C * 128 * tokens;
   double acts = 65536.0 * 34 + 4 * 8 * 128 * 2;
-  double layer = 3 * gemm / (0.62 * peak) + 3 * att / (0.30 * peak) + 5 * acts / 3.35e12;
-  double want = 4 * layer + 6 * C * 1024 * tokens / (0.62 * peak) + 5 * 6 * 1024 * tokens / 3.35e12;
+  /* GEMM quantization on 132 SMs with 128 x 256 tiles (either orientation): the 256-token
+   * forward outputs 256 x 768 (QKV: 6 tiles, one wave of 132 x 32768 elements: 22x its
+   * 196608), 256 x 256 (66x), 256 x 1024 (16.5x), 256 x 256 (66x), weighted by FLOPs 38.5x;
+   * the input gradients (256 x in) 49.5x, the weight gradients (in x out) 22x: 110 forward
+   * GEMM times. The LM head (256 x 1024, 256 x 256, 256 x 1024): 16.5 + 66 + 16.5 = 99. */
+  double layer = 110 * gemm / (0.62 * peak) + 3 * att / (0.30 * peak) + 5 * acts / 3.35e12;
+  double want =
+      4 * layer + 99 * 2 * C * 1024 * tokens / (0.62 * peak) + 5 * 6 * 1024 * tokens / 3.35e12;
+  /* and the optimizer step without ZeRO: 30 bytes of HBM traffic per parameter under Megatron
+   * (fp32 gradient, master weight, m, v read; master, m, v and the bf16 copy written) */
+  want += mm_framework_stage_params(&r.layout, 0) * 30 / 3.35e12;
   CHECK(fabs(r.compute_s - want) < 1e-9 * want);
+  /* ZeRO-1 updates the rank's shard only: a dp-4 layout's optimizer step is a quarter */
+  plan_job j4 = j;
+  mm_layout l4 = l;
+  j4.gpus = l4.dp = 4;
+  j4.global_batch = 8;
+  plan_result r0, r1;
+  CHECK(plan_predict(&j4, &l4, &r0, err, sizeof err) == 0);
+  l4.zero = 1;
+  CHECK(plan_predict(&j4, &l4, &r1, err, sizeof err) == 0);
+  CHECK(fabs((r0.compute_s - r1.compute_s) -
+             mm_framework_stage_params(&r.layout, 0) * 30 * 0.75 / 3.35e12) < 1e-12);
   /* the same layer 8x wider (GEMMs 64x, element-wise 8x): a larger share of peak */
   double small_mfu = r.mfu;
   j.model.hidden = l.hidden = 2048;

@@ -23,13 +23,13 @@
  * (cmd_plan.c), so it is 0 here. */
 static const plan_device devices[] = {
     {"h100-sxm", 989e12, 80.0 * (1u << 30), 450e9, 50e9, 20e-6, 0.45, 1.5 * (1u << 30), 2, 0, 0, 8,
-     0.62, 0.30, 3.35e12, 1979e12},
+     0.62, 0.30, 3.35e12, 1979e12, 132, 128, 256},
     {"h200", 989e12, 141.0 * (1u << 30), 450e9, 50e9, 20e-6, 0.45, 1.5 * (1u << 30), 2, 0, 0, 8,
-     0.62, 0.30, 4.8e12, 1979e12},
+     0.62, 0.30, 4.8e12, 1979e12, 132, 128, 256},
     {"a100-80g", 312e12, 80.0 * (1u << 30), 300e9, 25e9, 25e-6, 0.50, 1.3 * (1u << 30), 2, 0, 0, 8,
-     0.80, 0.45, 2.04e12, 0},
+     0.80, 0.45, 2.04e12, 0, 108, 128, 256},
     {"cpu", 0.1e12, 4.0 * (1u << 30), 5e9, 1e9, 50e-6, 0.30, 96.0 * (1u << 20), 4, 0, 0, 0, 0, 0, 0,
-     0},
+     0, 0, 0, 0},
 };
 
 const plan_device *plan_device_find(const char *name) {
@@ -150,7 +150,8 @@ static double stage_work(const plan_job *job, const mm_layout *l, int stage) {
 }
 
 /* One micro-batch on `stage` under a framework, from its shapes (docs/plan.md "Compute by
- * shape"): the GEMMs at the device's measured GEMM ceiling, fused attention at its own rate per
+ * shape"): the GEMMs at the device's measured GEMM ceiling, slowed by their outputs' tile and
+ * wave quantization (plan_shape_costs.c), fused attention at its own rate per
  * model FLOP, and the element-wise work (LayerNorms, activation functions, dropout, residuals,
  * the attention kernel's traffic) as HBM traffic: every stored activation byte
  * (mm_framework_layer_activations, Korthikanti et al.) written in forward and read and written
@@ -163,7 +164,10 @@ static double stage_time_by_shape(const plan_device *dev, const mm_layout *l, in
   int layers = mm_stage_layers(l, stage), first = stage_first_layer(l, stage);
   int full = l->recompute == MM_RECOMPUTE_FULL,
       again = full || l->recompute == MM_RECOMPUTE_SELECTIVE;
-  double passes = full ? 4.0 : 3.0, traffic = full ? 6.0 : 5.0, t = 0;
+  /* the GEMMs' passes (forward, input and weight gradients, forward again with full
+   * recomputation), each slowed by its output's tile and wave quantization */
+  double passes = plan_layer_gemm_passes(dev, l, tokens, full ? 2 : 1);
+  double traffic = full ? 6.0 : 5.0, t = 0;
   /* the traffic is the stored bytes without recomputation: what is recomputed is written again */
   mm_layout stored = *l;
   stored.recompute = MM_RECOMPUTE_NONE;
@@ -177,7 +181,8 @@ static double stage_time_by_shape(const plan_device *dev, const mm_layout *l, in
                               bf16 and fp32 bytes (6 per entry, the memory model's) in the same
                               five passes as a layer's stored bytes (element-wise, memory-bound) */
     double vocab = (double)mm_padded_vocab(l->vocab) * tokens / l->tp;
-    t += 3.0 * 2.0 * l->hidden * vocab / gemm_rate + 5.0 * 6.0 * vocab / dev->hbm_bw;
+    t += plan_head_gemm_passes(dev, l, tokens) * 2.0 * l->hidden * vocab / gemm_rate +
+         5.0 * 6.0 * vocab / dev->hbm_bw;
   }
   return t;
 }
@@ -285,6 +290,8 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
   }
   int M = l.microbatches;
   out->compute_s = M * t_mb;
+  if (by_shape) /* and the optimizer step on the stage that holds the most (plan_shape_costs.c) */
+    out->compute_s += plan_optimizer_step_s(&job->dev, &l, out->mem_stage);
   if (l.pp > 1) {
     out->bubble_theory = (double)(l.pp - 1) / ((double)V * M + l.pp - 1);
     out->bubble_s = (l.pp - 1) * t_mb / V;

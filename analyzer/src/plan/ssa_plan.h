@@ -52,6 +52,8 @@ typedef struct plan_device {
   double attention_efficiency; /* fused attention's, per model FLOP (QK^T and PV counted whole) */
   double hbm_bw;               /* device memory bandwidth, bytes/s: element-wise work */
   double fp8_peak_flops;       /* dense fp8 peak (0: the device has no fp8) */
+  int sms;                     /* streaming multiprocessors: one GEMM tile each per wave */
+  int tile_rows, tile_cols;    /* a large GEMM's output tile (cuBLAS's 128 x 256 class) */
 } plan_device;
 
 /* The share of a core each rank gets when `ranks` ranks share the device's cores:
@@ -179,6 +181,19 @@ double plan_stage_flops_per_microbatch(const mm_layout *l, int stage);
  * Returns 0, or -1 with a message. */
 int plan_communication(const plan_job *job, const mm_layout *l, double t_mb, double rate,
                        plan_result *out, char *err, size_t errlen);
+
+/* Shape-dependent costs of a framework's step (plan_shape_costs.c, docs/plan.md "Compute by
+ * shape"). plan_gemm_quantization: the time of a GEMM with a rows x cols output over its FLOPs'
+ * share of whole waves of tiles (>= 1; 1 without an SM count). plan_layer_gemm_passes: a dense
+ * layer's GEMM time for `tokens` tokens in units of its forward GEMM FLOPs at the ceiling rate,
+ * for `forwards` forward passes (1, 2 with full recomputation), the input and the weight
+ * gradients; plan_head_gemm_passes the LM head's (one forward). plan_optimizer_step_s: the Adam
+ * update of the parameters pipeline rank `stage` updates, as HBM traffic. */
+double plan_gemm_quantization(const plan_device *dev, double rows, double cols);
+double plan_layer_gemm_passes(const plan_device *dev, const mm_layout *l, double tokens,
+                              int forwards);
+double plan_head_gemm_passes(const plan_device *dev, const mm_layout *l, double tokens);
+double plan_optimizer_step_s(const plan_device *dev, const mm_layout *l, int stage);
 
 /* Shared by the compute and communication models (plan_model.c): whether global layer `layer`
  * is a mixture of experts (trainer/config.c: config_layer_is_moe), the MLP width, and the
