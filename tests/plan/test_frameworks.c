@@ -305,6 +305,25 @@ static void clusters(void) {
   CHECK(fabs(r.grad_sync_s - want) < 1e-9 * want);
   /* TP inside a node: NVLink */
   CHECK(r.tp_s > 0);
+  /* overlapped, a ZeRO-3 micro-batch long enough to hide its gathers and reduce-scatters still
+   * exposes the first unit gathered in forward and the last reduced in backward (nothing to
+   * overlap them with): a unit is a block, psi / 5 on this one-stage model of 4 blocks (FSDP
+   * FULL_SHARD: bf16 gathers, fp32 reduce-scatters) */
+  j.model.framework = MM_FW_FSDP;
+  j.overlap = 1;
+  j.global_batch = 1024;
+  l.dp = 16;
+  l.tp = 1;
+  l.zero = 3;
+  l.micro_batch = 64;
+  CHECK(plan_predict(&j, &l, &r, err, sizeof err) == 0);
+  double unit = mm_framework_stage_params(&r.layout, 0) / 5, shard = 15.0 / 16 / 400e9;
+  want = (lat + 2 * unit * shard) + (lat + 4 * unit * shard);
+  CHECK(fabs(r.grad_sync_s - want) < 1e-9 * want);
+  j.global_batch = 2048; /* per micro-batch: two of them expose it twice */
+  l.microbatches = 2;
+  CHECK(plan_predict(&j, &l, &r, err, sizeof err) == 0);
+  CHECK(fabs(r.grad_sync_s - 2 * want) < 1e-9 * want);
 }
 
 /* Compute by shape (docs/plan.md): on one H100, a micro-batch's time is, per layer, the GEMMs

@@ -56,6 +56,22 @@ static double coll_time(double bytes, double bus_factor, double bw, double laten
   return latency + bytes * bus_factor / bw;
 }
 
+/* The parameters a framework moves in one bucket of its data-parallel traffic, at most the
+ * stage's psi: Megatron-Core's DDP buckets, max(40M, 1M x dp) parameters
+ * (DistributedDataParallelConfig.bucket_size); DeepSpeed's reduce/allgather_bucket_size, 5e8
+ * elements; PyTorch DDP's (FSDP NO_SHARD here) bucket_cap_mb, 25 MiB of fp32 gradients; FSDP's
+ * SHARD_GRAD_OP/FULL_SHARD and DeepSpeed's ZeRO-3, one wrapped unit (a block: psi / units). */
+static double dp_bucket_params(const mm_layout *l, double psi, int units) {
+  double n = (double)l->dp * l->cp, bucket = psi / units;
+  if (l->framework == MM_FW_MEGATRON)
+    bucket = fmax(40e6, 1e6 * n);
+  else if (l->framework == MM_FW_DEEPSPEED && l->zero < 3)
+    bucket = 5e8;
+  else if (l->framework == MM_FW_FSDP && l->zero == 0)
+    bucket = 25.0 * 1048576.0 / 4.0;
+  return fmin(bucket, psi);
+}
+
 /* A real framework's data-parallel traffic per step, exposed beyond the compute it overlaps
  * (docs/plan.md "Frameworks: communication"): psi parameters of the stage on the DP x CP group
  * of n; gradients reduced in fp32 (Megatron's main_grad, FSDP's default reduce dtype) or bf16
@@ -63,7 +79,9 @@ static double coll_time(double bytes, double bus_factor, double bw, double laten
  * ZeRO-1/2 (Megatron's distributed optimizer): a reduce-scatter of the gradients during that
  * backward, an all-gather of the bf16 parameters during the next forward. ZeRO-3 (FSDP
  * FULL_SHARD, DeepSpeed stage 3): every micro-batch gathers the bf16 parameters in its forward
- * and again in its backward, and reduce-scatters its gradients in its backward. */
+ * and again in its backward, and reduce-scatters its gradients in its backward. Whatever the
+ * overlap, the first bucket gathered has no compute before it and the last bucket reduced none
+ * after it: each is exposed whole (its `tail`). */
 static double framework_sync(const plan_job *job, const mm_layout *l, int stage, double t_mb,
                              double lat) {
   double n = (double)l->dp * l->cp, psi = mm_framework_stage_params(l, stage);
@@ -72,13 +90,17 @@ static double framework_sync(const plan_job *job, const mm_layout *l, int stage,
   int blocks = mm_stage_layers(l, stage) + 1;
   double shard = (n - 1) / n / bw, fwd = t_mb / 3, bwd = 2 * t_mb / 3;
   double gather = blocks * lat + 2.0 * psi * shard, reduce = blocks * lat + grad * psi * shard;
+  double bucket = dp_bucket_params(l, psi, blocks);
+  double gather_tail = lat + 2.0 * bucket * shard, reduce_tail = lat + grad * bucket * shard;
   if (l->zero >= 3)
-    return l->microbatches * (fmax(0.0, gather - fwd) + fmax(0.0, gather + reduce - bwd));
+    return l->microbatches *
+           (fmax(gather_tail, gather - fwd) + fmax(reduce_tail, gather + reduce - bwd));
   if (l->zero == 0) {
     double allreduce = 2.0 * reduce;
-    return job->overlap ? fmax(0.0, allreduce - bwd) : allreduce;
+    return job->overlap ? fmax(2.0 * reduce_tail, allreduce - bwd) : allreduce;
   }
-  return (job->overlap ? fmax(0.0, reduce - bwd) : reduce) + fmax(0.0, gather - fwd);
+  return (job->overlap ? fmax(reduce_tail, reduce - bwd) : reduce) +
+         fmax(gather_tail, gather - fwd);
 }
 
 int plan_communication(const plan_job *job, const mm_layout *l, double t_mb, double rate,
@@ -101,12 +123,19 @@ int plan_communication(const plan_job *job, const mm_layout *l, double t_mb, dou
     double comm = 3.0 * (l->cp - 1) * (lat + kv / bw);           /* forward, and kv + dkv back */
     double att = plan_attention_flops(l, tokens);
     double hidden_by = 3.0 * att / rate;
-    out->cp_s = (double)M * layers_stage * (comm > hidden_by ? comm - hidden_by : 0);
+    /* under a framework the ring's last hop in backward (the final dK, dV) has no attention
+     * left to hide behind */
+    double last_hop = trainer ? 0.0 : lat + kv / bw;
+    out->cp_s = (double)M * layers_stage * fmax(last_hop, comm - hidden_by);
   }
   if (l->pp > 1) {
     double bw = group_bw(job, l, GROUP_PP, job->cal.pp_bw);
     double t = lat + tokens * l->hidden * es / bw;
     out->pp_s = 2.0 * (l->pp * V - 1) * t; /* fill and drain cross every boundary */
+    /* a framework's non-interleaved 1F1B waits for each micro-batch's send and receive in the
+     * steady state too (Megatron-Core's schedule refuses overlap_p2p_comm without interleaving;
+     * the interleaved one overlaps them) */
+    if (!trainer && V == 1) out->pp_s += 2.0 * M * t;
   }
   /* experts: per MoE layer and micro-batch, four token all-to-alls (dispatch and combine,
    * forward and backward; each rank sends its tokens x K rows, (ep-1)/ep of them away) and
