@@ -15,7 +15,8 @@ devices and that global batch, --csv) and prints:
 and the summary: the share of published runs predicted to fit, the median and worst |MFU
 error| in MFU points relative to the published MFU, the share with the published layout in the
 top 10, the share whose published layout is predicted within 10 %, 2 % and 1 % of the best, and
-the share with fewer than 10 layouts predicted more than 1 % faster (ties counted once). Goals (issue 31): every run fits; median |error| <= 12 %, worst <= 30 %; most in the top 10.
+the share with fewer than 10 layouts predicted more than 1 % faster (ties counted once), and
+per source the median and worst |MFU error| and the top-10 count. Goals (issue 31): every run fits; median |error| <= 12 %, worst <= 30 %; most in the top 10.
 
 Both MFUs are counted the same way, from tokens per second per device and the real model's
 FLOPs per token (6 x the parameters a token multiplies, the LM head included, plus 12 x layers
@@ -66,6 +67,12 @@ def published_mfu(r):
         hardware = 96 * (1 + s / (6 * h) + V / (16 * L * h))
         return v / 100 * model / hardware
     raise ValueError("unknown published_kind " + kind)
+
+
+def source_group(r):
+    """The source a run comes from, MPT's split by device (the per-source summary lines)."""
+    group = r["id"].split("-")[0]
+    return f"{group}-{r['device'].split('-')[0]}" if group == "mpt" else group
 
 
 def planner_options(stepscope):
@@ -127,6 +134,7 @@ def main():
     print(f"{'run':<34} {'pub MFU':>7} {'pred':>6} {'err':>7} {'fits':>4} {'rank':>6} {'of':>6} "
           f"{'best+':>6}  published layout as predicted")
     errors, fits, top10, ranked, near = [], 0, 0, 0, 0
+    by_source = {}  # source group -> [|error|, in the top 10] per run
     near1, near2, top10_ties = 0, 0, 0
     for r in rows:
         proc = subprocess.run([stepscope] + plan_args(r, helptext) + ["--csv", "-"],
@@ -139,6 +147,7 @@ def main():
             print(f"{r['id']:<34} {100 * pub:6.1f}% {'-':>6} {'-':>7} {'NO':>4} {'-':>6} "
                   f"{len(sweep):>6}  ({why})")
             errors.append(1.0)
+            by_source.setdefault(source_group(r), []).append((1.0, False))
             continue
         rank, row = match
         tokens_per_device = float(row["tokens_per_s"]) / int(r["gpus"])
@@ -149,6 +158,7 @@ def main():
         errors.append(abs(err))
         ranked += 1
         top10 += rank < 10
+        by_source.setdefault(source_group(r), []).append((abs(err), rank < 10))
         best = max((float(x["tokens_per_s"]) for x in sweep if x["fits"] == "1"), default=0.0)
         gap = best / float(row["tokens_per_s"]) - 1 if best > 0 else 0.0
         near += gap <= 0.10
@@ -179,6 +189,11 @@ def main():
           f"{100 * near1 / n:.0f} %")
     print(f"  fewer than 10 layouts > 1 % faster: {top10_ties}/{n} = {100 * top10_ties / n:.0f} %  "
           "(the top 10 with layouts predicted within 1 % of the published one counted as tied)")
+    print("  per source (median |MFU error|, worst, published layout in the top 10):")
+    for group, runs_of in sorted(by_source.items()):
+        errs = [e for e, _ in runs_of]
+        print(f"    {group:<10} {len(runs_of):>3} runs  {100 * statistics.median(errs):5.1f} %  "
+              f"{100 * max(errs):5.1f} %  {sum(t for _, t in runs_of):>3}")
 
 
 if __name__ == "__main__":
