@@ -198,21 +198,30 @@ int cli_choose_ranks(const char *command, const char *spec, const ssa_analysis *
   return 0;
 }
 
+void cli_output_size_refusal(char *buf, size_t len, const char *command, const char *what,
+                             size_t nranks, uint64_t events, uint64_t estimate, uint64_t limit,
+                             const char *spec) {
+  char b1[32], b2[32];
+  snprintf(buf, len,
+           "stepscope %s: the %s of %zu rank%s (%llu events) would be about %s, over the limit "
+           "of %s (--max-size): few viewers open that (Perfetto's UI gives up near 1-2 GB, "
+           "Chromium holds at most ~512 MiB in one string). Choose ranks with --ranks (e.g. "
+           "--ranks 0-7,12), or --ranks auto for the ones the analysis points at (culprit, "
+           "stragglers, slowest, fastest, rank 0)%s, or raise --max-size (0: no limit)",
+           command, what, nranks, nranks == 1 ? "" : "s", (unsigned long long)events,
+           ssa_fmt_bytes(b1, sizeof b1, estimate), ssa_fmt_bytes(b2, sizeof b2, limit),
+           spec ? "; fewer ranks than now" : "");
+}
+
 int cli_check_output_size(const char *command, const char *what, uint64_t estimate, uint64_t limit,
                           const ssa_analysis *a, const char *spec) {
   if (!limit || estimate <= limit) return 0;
   size_t n = 0;
   for (size_t i = 0; i < a->nranks; i++)
     n += ssa_export_selects(a, i);
-  char b1[32], b2[32];
-  cli_print(stderr,
-            "stepscope %s: the %s of %zu rank%s (%llu events) would be about %s, over the limit "
-            "of %s (--max-size): few viewers open that (Perfetto's UI gives up near 1-2 GB, "
-            "Chromium holds at most ~512 MiB in one string). Choose ranks with --ranks (e.g. "
-            "--ranks 0-7,12), or --ranks auto for the ones the analysis points at (culprit, "
-            "stragglers, slowest, fastest, rank 0)%s, or raise --max-size (0: no limit)\n",
-            command, what, n, n == 1 ? "" : "s", (unsigned long long)ssa_export_events(a),
-            ssa_fmt_bytes(b1, sizeof b1, estimate), ssa_fmt_bytes(b2, sizeof b2, limit),
-            spec ? "; fewer ranks than now" : "");
+  char refusal[1024];
+  cli_output_size_refusal(refusal, sizeof refusal, command, what, n, ssa_export_events(a), estimate,
+                          limit, spec);
+  cli_print(stderr, "%s\n", refusal);
   return 1;
 }

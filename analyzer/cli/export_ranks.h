@@ -64,5 +64,10 @@ int cli_choose_ranks(const char *command, const char *spec, const ssa_analysis *
  * 1 with the refusal printed: the size, the ranks and events, and what to do instead. */
 int cli_check_output_size(const char *command, const char *what, uint64_t estimate, uint64_t limit,
                           const ssa_analysis *a, const char *spec);
+/* The refusal cli_check_output_size prints (without its newline), into buf[len]: `what` of
+ * nranks ranks holding `events` events is about `estimate` bytes, over `limit`. */
+void cli_output_size_refusal(char *buf, size_t len, const char *command, const char *what,
+                             size_t nranks, uint64_t events, uint64_t estimate, uint64_t limit,
+                             const char *spec);
 
 #endif

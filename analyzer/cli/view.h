@@ -81,6 +81,12 @@ int view_run_open(view_run *run, const char *id, const char *arg, const char *se
                   const stepscope_inflate_limits *inflate, const char *const *export_args,
                   int ranks, char *err, size_t errlen);
 
+/* Whether the export view would run for the run (its export_args: --max-size, --ranks) is
+ * over --max-size, told from its rank files' record counts before any event is loaded
+ * (view_size.c): 1 with the refusal, as the export words it, in why[len]; 0 when it fits or
+ * the count cannot tell exactly (the export then decides, as it always does). */
+int view_export_refused(const view_run *run, char *why, size_t len);
+
 /* Run b of a comparison: writes `stepscope diff A B --json` into b's generated files
  * (the Compare view shows its findings and verdicts); notes why when it cannot. */
 void view_run_diff(view_run *b, const view_run *a, const char *self_exe);

@@ -243,7 +243,13 @@ static void generate(view_run *run, const char *self_exe, int want_trace, int wa
     append(run->notes, sizeof run->notes, "could not create a temporary directory for the export");
     return;
   }
-  if (want_trace) {
+  if (want_trace && view_export_refused(run, run->export_why, sizeof run->export_why)) {
+    /* over --max-size by its rank files' counts: no export loads it only to refuse it */
+    cli_print(stderr, "%s\n", run->export_why);
+    append(run->notes, sizeof run->notes,
+           "no `stepscope export`: over --max-size by the rank files' record counts");
+    run->export_failed = 1;
+  } else if (want_trace) {
     snprintf(out, sizeof out, "%s/trace.json", run->gen_dir);
     /* --memory: a PyTorch trace's memory events (profile_memory=True) become counter tracks
      * of the timeline (nothing changes for a trace without them) */

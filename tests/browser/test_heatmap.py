@@ -8,7 +8,9 @@ rank numbers it prints). Cases:
 
   cli     (no browser) `view --html` of a run whose export is over --max-size, without --ranks,
           writes a heatmap page, says so on stdout and stderr, and exits 0; the page holds the
-          heatmap and no timeline; with --ranks it writes nothing and exits 1 with the reason.
+          heatmap and no timeline; the refusal was told from the rank files' record counts (no
+          export run; the same events and size as the export's own refusal); with --ranks it
+          writes nothing and exits 1 with the reason.
   big     16,384 ranks: `view RUN --html` (default --max-size) writes the heatmap page; it
           loads in headless Chromium, the heatmap has every rank and step and draws; the culprit
           verdict names a generated straggler; the load time is printed (bounded only loosely
@@ -75,6 +77,16 @@ def case_cli(exe, gen, work):
     # heatmap is the one the normal analysis writes
     check(any("--low-memory" in n for n in runs[0]["notes"]),
           "the page says the heatmap came from `analyze --low-memory` (%s)" % runs[0]["notes"])
+    # ... and read once: view tells the refusal from the rank files' record counts, so no
+    # `export` loads every event first only to refuse them; the count is the export's own
+    check(any("no `stepscope export`" in n for n in runs[0]["notes"]),
+          "no export was run: the refusal came before loading (%s)" % runs[0]["notes"])
+    exp = subprocess.run([exe, "export", run, "-o", os.path.join(work, "heat-cli.json"), "--max-size", "1M"],
+                         capture_output=True, text=True)
+    said = re.search(r"\((\d+) events\) would be about (\S+ \S+), over", exp.stderr)
+    told = re.search(r"\((\d+) events\) would be about (\S+ \S+), over", runs[0]["no_timeline"] or "")
+    check(exp.returncode == 1 and said and told and said.groups() == told.groups(),
+          "view's count and size are the export's (%s, %s)" % (said and said.groups(), told and told.groups()))
     normal = os.path.join(work, "heat-cli-normal.json")
     subprocess.run([exe, "analyze", run, "--heatmap", normal, "--quiet"], check=True,
                    capture_output=True)

@@ -8,7 +8,8 @@ generator's (the step minus the rank's compute, to the ns); the causes summing t
 with equal stages the schedule's part is exactly (p-1)(F+B) and nothing is imbalance; with a
 slow stage there is imbalance and it names that stage. GPipe's run is checked from its own
 annotations and again with them removed (then the order of the work tells it). A run with one
-micro-batch a step is not taken for a pipeline. Point-to-point matched across ranks
+micro-batch a step is not taken for a pipeline, nor one with steps and point-to-point calls
+but no forward or backward work. Point-to-point matched across ranks
 (kineto_p2p.c, late_upstream.c): a run whose stage 0 starts each step's first forward 20 ms
 late has every transfer matched, every later stage naming rank 0's host as its late upstream
 for exactly the wait, and a critical path per step that crosses into rank 0 and holds the gap;
@@ -87,7 +88,7 @@ def check_schedule(rep, where, name, p, m, v, stage_of=None):
     check(stages == expected, where + ": stage of each rank %s, expected %s" % (stages, expected))
 
 
-def generated(name, sched, ranks, mbs, steps, slow=-1, strip=False, late=-1):
+def generated(name, sched, ranks, mbs, steps, slow=-1, strip=False, late=-1, drop=()):
     run = os.path.join(work, name)
     cmd = [sys.executable, gen, run, "--pipeline", sched, "--ranks", str(ranks), "--microbatches",
            str(mbs), "--steps", str(steps), "--fwd-us", "1000", "--bwd-us", "2000"]
@@ -98,9 +99,11 @@ def generated(name, sched, ranks, mbs, steps, slow=-1, strip=False, late=-1):
     subprocess.run(cmd, check=True)
     truth = json.load(open(run + ".truth.json"))
     if strip:  # the schedule's own annotations removed: the order of work must tell
+        drop = tuple(drop) + ('"Forward ', '"Backward ')
+    if drop:  # the events whose lines hold any of these left out
         for r in range(ranks):
             path = os.path.join(run, "rank%d.json" % r)
-            lines = [ln for ln in open(path) if '"Forward ' not in ln and '"Backward ' not in ln]
+            lines = [ln for ln in open(path) if not any(d in ln for d in drop)]
             lines[-2] = lines[-2].rstrip(",\n") + "\n"  # the last event has no comma after it
             open(path, "w").writelines(lines)
     return run, truth
@@ -184,6 +187,15 @@ check(rep["run"]["schedule"] is None, "one micro-batch: no schedule")
 check(all(r["pipeline_stage"] is None for r in rep["ranks"]), "one micro-batch: no stages")
 check(any("no pipeline recognised" in w for r in rep["ranks"] for w in r["warnings"]),
       "one micro-batch: a warning says why")
+
+# steps and point-to-point calls but no forward or backward work at all (the work's ops left
+# out): no pipeline, a warning that says so, and no sort of the empty work list (a qsort of
+# its NULL array: UBSan's "null pointer passed as argument 1" in the sanitizer build)
+run, _ = generated("gen_no_work", "1f1b", 2, 2, 1, drop=('"aten::linear"', "AddmmBackward0"))
+rep = analyze(run)
+check(rep["run"]["schedule"] is None, "no work: no schedule")
+check(all(any("no forward or backward work was found" in w for w in r["warnings"])
+          for r in rep["ranks"]), "no work: each rank's warning says why")
 
 # real torch.distributed.pipelining traces
 REAL = {  # directory: (name, stages, micro-batches, virtual stages)

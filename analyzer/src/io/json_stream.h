@@ -163,7 +163,7 @@ static inline int js_depth(const js_stream *js) {
   return js->depth;
 }
 
-/* ---- number conversions (on the validated text of a JS_NUMBER) ---- */
+/* ---- number conversions (on the validated text of a JS_NUMBER; json_numbers.c) ---- */
 
 /* An integer that fits in uint64 (no sign, no fraction, no exponent unless
  * it still denotes an exact integer). 1 on success, 0 otherwise. */

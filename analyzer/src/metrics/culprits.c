@@ -40,56 +40,14 @@
 
 enum { SSA_MAX_CHASE_STAGES = 1024 }; /* the stages a victim chase compares, at most */
 
-const char *const ssa_phase_names[SSA_PHASE_N] = {"forward", "backward",   "optimizer", "host",
-                                                  "copy",    "collective", "other"};
-
-typedef struct phase_range {
-  int64_t start, end; /* start first: ssa_count_at_most searches them */
-  int phase;
-} phase_range;
-
-typedef struct rank_phases {
-  phase_range *r;
-  size_t n;
-} rank_phases;
-
-static int phase_of_name(const char *n) {
-  if (!strcmp(n, "forward")) return SSA_PHASE_FORWARD;
-  if (!strcmp(n, "backward")) return SSA_PHASE_BACKWARD;
-  if (!strcmp(n, "optimizer")) return SSA_PHASE_OPTIMIZER;
-  return -1;
-}
-
-static int build_phases(const ssa_rank *r, rank_phases *p) {
-  size_t n = 0;
-  for (size_t i = 0; i < r->nranges; i++)
-    n += phase_of_name(ssa_rank_str(r, r->ranges[i].name)) >= 0;
-  if (n == 0) return 0;
-  p->r = malloc(n * sizeof *p->r);
-  if (!p->r) return STEPSCOPE_E_NOMEM;
-  for (size_t i = 0; i < r->nranges; i++) {
-    int ph = phase_of_name(ssa_rank_str(r, r->ranges[i].name));
-    if (ph >= 0) p->r[p->n++] = (phase_range){r->ranges[i].start, r->ranges[i].end, ph};
-  }
-  return 0; /* ranges are sorted by start (rank_finish.c) */
-}
-
-/* The phase range containing host time t (the latest-starting one). */
-static int phase_at(const rank_phases *p, int64_t t) {
-  size_t lo = ssa_count_at_most(p->r, p->n, sizeof *p->r, t); /* ranges starting by t */
-  for (size_t k = lo, tries = 0; k-- > 0 && tries < 8; tries++)
-    if (p->r[k].end > t) return p->r[k].phase;
-  return -1;
-}
-
-static int op_phase(const ssa_rank *r, const rank_phases *p, const ssa_op *o) {
+static int op_phase(const ssa_rank *r, const ssa_phase_ranges *p, const ssa_op *o) {
   if (o->launch == SSA_NONE) return -1;
-  return phase_at(p, r->apis[o->launch].start);
+  return ssa_phase_at(p, r->apis[o->launch].start);
 }
 
 /* Device time of [t0, t1) (rank clock) by phase; out sums to t1 - t0. An op that
  * started before t0 covers its part after t0. */
-static void partition(const ssa_rank *r, const rank_phases *p, int64_t t0, int64_t t1,
+static void partition(const ssa_rank *r, const ssa_phase_ranges *p, int64_t t0, int64_t t1,
                       int64_t out[SSA_PHASE_N]) {
   memset(out, 0, SSA_PHASE_N * sizeof *out);
   if (t1 <= t0) return;
@@ -362,7 +320,7 @@ static int64_t group_effect(const ssa_analysis *a, const late_key *keys, size_t 
  * launched in window `prev` to the start of its first forward op launched in window `cur`
  * (optimizer, data loading, host work and the wait to start: what the schedule leaves out).
  * 0 when the rank launched no such ops. */
-static int between_steps(const ssa_rank *r, const rank_phases *p, const ssa_window *prev,
+static int between_steps(const ssa_rank *r, const ssa_phase_ranges *p, const ssa_window *prev,
                          const ssa_window *cur, int64_t *t0, int64_t *t1) {
   size_t lo = ssa_count_below(r->ops, r->nops, sizeof *r->ops, prev->start);
   int64_t last_bwd = INT64_MIN, first_fwd = INT64_MAX, horizon = cur->end + (cur->end - cur->start);
@@ -370,7 +328,7 @@ static int between_steps(const ssa_rank *r, const rank_phases *p, const ssa_wind
     const ssa_op *o = &r->ops[i];
     if (o->launch == SSA_NONE) continue;
     int64_t at = r->apis[o->launch].start;
-    int ph = phase_at(p, at);
+    int ph = ssa_phase_at(p, at);
     if (ph == SSA_PHASE_BACKWARD && at >= prev->start && at < prev->end && o->end > last_bwd)
       last_bwd = o->end;
     if (ph == SSA_PHASE_FORWARD && at >= cur->start && at < cur->end && o->start < first_fwd)
@@ -620,8 +578,8 @@ int ssa_rank_phase_answers(const ssa_analysis *a, size_t rank_idx, ssa_phase_req
   if (todo == 0) return 0;
   const ssa_rank_result *rr = &a->ranks[rank_idx];
   const ssa_rank *r = rr->rank;
-  rank_phases ph = {NULL, 0};
-  if (build_phases(r, &ph)) return STEPSCOPE_E_NOMEM;
+  ssa_phase_ranges ph;
+  if (ssa_phase_ranges_build(r, SSA_BACKWARD_WEIGHT_APART, &ph)) return STEPSCOPE_E_NOMEM;
   for (size_t i = lo; i < hi; i++) {
     ssa_phase_request *x = &q->v[i];
     if (x->answered) continue;
@@ -634,7 +592,7 @@ int ssa_rank_phase_answers(const ssa_analysis *a, size_t rank_idx, ssa_phase_req
       memset(x->time, 0, sizeof x->time);
     x->answered = 1;
   }
-  free(ph.r);
+  ssa_phase_ranges_free(&ph);
   return 0;
 }
 

@@ -106,44 +106,11 @@ static void add_charge(charges *c, uint32_t rank_idx, int phase, int64_t ns) {
   if (c->n < MAX_CHARGES) c->v[c->n++] = (charge){rank_idx, phase, ns};
 }
 
-/* A rank's phase ranges (start, end, phase), by start. */
-typedef struct up_phases {
-  int64_t (*v)[3];
-  size_t n;
-} up_phases;
-
-static int phase_of_range(const char *n) {
-  if (!strcmp(n, "forward")) return SSA_PHASE_FORWARD;
-  if (!strcmp(n, "backward") || !strcmp(n, "backward_weight")) return SSA_PHASE_BACKWARD;
-  if (!strcmp(n, "optimizer")) return SSA_PHASE_OPTIMIZER;
-  return -1;
-}
-
-static int build_phases(const ssa_rank *r, up_phases *p) {
-  size_t n = 0;
-  for (size_t i = 0; i < r->nranges; i++)
-    n += phase_of_range(ssa_rank_str(r, r->ranges[i].name)) >= 0;
-  p->n = 0;
-  p->v = malloc((n ? n : 1) * sizeof *p->v);
-  if (!p->v) return STEPSCOPE_E_NOMEM;
-  for (size_t i = 0; i < r->nranges; i++) {
-    int ph = phase_of_range(ssa_rank_str(r, r->ranges[i].name));
-    if (ph >= 0) {
-      int64_t *x = p->v[p->n++];
-      x[0] = r->ranges[i].start, x[1] = r->ranges[i].end, x[2] = ph;
-    }
-  }
-  return 0; /* ranges are sorted by start (rank_finish.c) */
-}
-
 /* The phase of compute op o of rank r: of the range holding its launch call (or its own start,
  * a host op without one); other when none. */
-static int compute_phase(const ssa_rank *r, const up_phases *p, const ssa_op *o) {
-  int64_t t = o->launch != SSA_NONE ? r->apis[o->launch].start : o->start;
-  size_t k = ssa_count_at_most(p->v, p->n, sizeof *p->v, t);
-  for (size_t tries = 0; k-- > 0 && tries < 8; tries++)
-    if (p->v[k][1] > t) return (int)p->v[k][2];
-  return SSA_PHASE_OTHER;
+static int compute_phase(const ssa_rank *r, const ssa_phase_ranges *p, const ssa_op *o) {
+  int ph = ssa_phase_at(p, o->launch != SSA_NONE ? r->apis[o->launch].start : o->start);
+  return ph >= 0 ? ph : SSA_PHASE_OTHER;
 }
 
 /* The aligned start of the send that pipeline receive o of rank x waited for, when it started
@@ -178,8 +145,8 @@ static int add_piece(up_rank *ur, size_t first, up_piece p) {
 }
 
 /* What rank x did over [t0, t1) (aligned), as pieces of its answer (see the top). */
-static int answer(const ssa_upstream *u, uint32_t x, const up_phases *ph, const up_question *qn,
-                  up_rank *out) {
+static int answer(const ssa_upstream *u, uint32_t x, const ssa_phase_ranges *ph,
+                  const up_question *qn, up_rank *out) {
   const ssa_rank *r = u->a->ranks[x].rank;
   int64_t t0 = qn->t0, t1 = qn->t1;
   size_t first_piece = out->npieces;
@@ -416,8 +383,9 @@ int ssa_upstream_rank_asked(const ssa_upstream *u, size_t rank_idx) {
 
 int ssa_upstream_rank_answers(ssa_upstream *u, size_t rank_idx) {
   if (!ssa_upstream_rank_asked(u, rank_idx)) return 0;
-  up_phases ph;
-  if (build_phases(u->a->ranks[rank_idx].rank, &ph)) return STEPSCOPE_E_NOMEM;
+  ssa_phase_ranges ph;
+  if (ssa_phase_ranges_build(u->a->ranks[rank_idx].rank, SSA_BACKWARD_WEIGHT_AS_BACKWARD, &ph))
+    return STEPSCOPE_E_NOMEM;
   int rc = 0;
   for (size_t k = u->first[rank_idx]; k < u->first[rank_idx + 1] && !rc; k++) {
     up_question *qn = &u->q[k];
@@ -427,7 +395,7 @@ int ssa_upstream_rank_answers(ssa_upstream *u, size_t rank_idx) {
     qn->n = u->ur[rank_idx].npieces - qn->first;
     qn->answered = 1;
   }
-  free(ph.v);
+  ssa_phase_ranges_free(&ph);
   return rc;
 }
 

@@ -359,6 +359,24 @@ enum {
 };
 extern const char *const ssa_phase_names[SSA_PHASE_N];
 
+/* A rank's phase ranges (phase_ranges.c): its forward / backward / optimizer ranges by start,
+ * `backward_weight` counted as backward when asked (late_upstream.c; culprits.c does not). */
+typedef struct ssa_phase_range {
+  int64_t start, end; /* start first: ssa_count_at_most searches them */
+  int phase;
+} ssa_phase_range;
+typedef struct ssa_phase_ranges {
+  ssa_phase_range *v;
+  size_t n;
+} ssa_phase_ranges;
+/* How a `backward_weight` range is read: no phase (apart), or backward. */
+enum { SSA_BACKWARD_WEIGHT_APART, SSA_BACKWARD_WEIGHT_AS_BACKWARD };
+/* 0 or STEPSCOPE_E_NOMEM; free with ssa_phase_ranges_free. */
+int ssa_phase_ranges_build(const ssa_rank *r, int backward_weight, ssa_phase_ranges *p);
+/* The phase of the range holding host time t (the latest-starting one), -1 when none. */
+int ssa_phase_at(const ssa_phase_ranges *p, int64_t t);
+void ssa_phase_ranges_free(ssa_phase_ranges *p);
+
 /* Per straggler rank and phase: the waits it caused, in how many steps. */
 typedef struct ssa_culprit {
   int rank, phase;

@@ -95,7 +95,8 @@ static int check_rank_set(ssa_run *run) {
 }
 
 int ssa_run_assemble(ssa_run *run, stepscope_error *err) {
-  qsort(run->ranks, run->nranks, sizeof *run->ranks, cmp_rank);
+  if (run->nranks > 1) /* ranks may be NULL without any (ssa_run_from_ranks) */
+    qsort(run->ranks, run->nranks, sizeof *run->ranks, cmp_rank);
   check_rank_set(run);
   int rc = ssa_run_align(run);
   if (rc)

@@ -490,7 +490,7 @@ int ssa_kineto_pipeline(ssa_rank *r, const char *file_name, const ssa_kineto_pp 
   if (!(calls = top_calls(r, &ncalls))) goto out;
   if (!annotated && (rc = infer_items(calls, ncalls, &steps, pp->stage, &items))) goto out;
   trim_items(&items, calls, ncalls);
-  qsort(items.v, items.n, sizeof *items.v, cmp_item);
+  if (items.n) qsort(items.v, items.n, sizeof *items.v, cmp_item); /* v is NULL without any */
   pp_found f = {.p = pp->stages};
   if (items.n == 0) {
     snprintf(f.why, sizeof f.why, "no forward or backward work was found between them");
