@@ -36,9 +36,11 @@ enum {
 extern const char *const ssa_cpe_names[SSA_CPE_N];
 
 typedef struct ssa_cp_edge {
-  ssa_cp_node from;
-  int64_t release; /* aligned time from which the dependency no longer holds the node */
-  uint8_t type;    /* SSA_CPE_* */
+  ssa_cp_node from; /* a collective edge's: the late member's rank, index SSA_NONE (its op is
+                       that rank's record `coll`, whose events the edge's rank need not have) */
+  int64_t release;  /* aligned time from which the dependency no longer holds the node */
+  uint8_t type;     /* SSA_CPE_* */
+  uint32_t coll;    /* a collective edge: the late member's record on its rank; else SSA_NONE */
 } ssa_cp_edge;
 #define SSA_CP_MAX_PREDS 5
 
@@ -50,11 +52,29 @@ typedef struct ssa_cp_graph {
   struct ssa_cp_rank *ranks;
 } ssa_cp_graph;
 
-/* Builds the per-rank indices (cp_graph.c), ranks in parallel on `threads` (0: cores):
- * O(events) memory, O(events) time plus the radix sorts by end. `members`: the run's
- * collective members (ssa_run_coll_members). 0 or STEPSCOPE_E_NOMEM. */
+/* The last other arrival at a collective record: the member's rank and record, its aligned
+ * arrival (its op's start); rank SSA_NONE: none. */
+typedef struct ssa_cp_late {
+  uint32_t rank_idx, coll;
+  int64_t at;
+} ssa_cp_late;
+
+/* Builds every rank's indices (cp_graph.c) and the collective edges, ranks in parallel on
+ * `threads` (0: cores): O(events) memory, O(events) time plus the radix sorts by end.
+ * `members`: the run's collective members (ssa_run_coll_members). 0 or STEPSCOPE_E_NOMEM. */
 int ssa_cp_graph_build(ssa_cp_graph *g, const ssa_run *run, const ssa_coll_member *members,
                        size_t nmembers, int threads);
+/* The same in parts, for a walk that reads one rank at a time (the critical path's rounds):
+ * an empty graph of the run's ranks; the collective edges from the members (sorted by
+ * ssa_cmp_coll_member) with each member's aligned arrival (INT64_MIN: its record has no op)
+ * and each rank's count of records (ssa_cp_graph_collectives, kept until ssa_cp_graph_free);
+ * a rank's indices from its events, once (ssa_cp_rank_index), freed again with
+ * ssa_cp_rank_index_free. Each 0 or STEPSCOPE_E_NOMEM. */
+int ssa_cp_graph_init(ssa_cp_graph *g, const ssa_run *run);
+int ssa_cp_graph_collectives(ssa_cp_graph *g, const ssa_coll_member *m, const int64_t *arrival,
+                             size_t n, const size_t *ncolls);
+int ssa_cp_rank_index(ssa_cp_graph *g, uint32_t rank_idx);
+void ssa_cp_rank_index_free(ssa_cp_graph *g, uint32_t rank_idx);
 void ssa_cp_graph_free(ssa_cp_graph *g);
 /* A node's aligned start and end (trace time + the rank's offset). */
 int64_t ssa_cp_node_start(const ssa_cp_graph *g, ssa_cp_node n);
@@ -145,6 +165,80 @@ typedef struct ssa_critical_path {
   size_t ntop;
   uint64_t mismatched_steps; /* steps whose length differs from the step time */
 } ssa_critical_path;
+
+/* ---- the walk in rounds of questions (docs/scale.md) ----
+ *
+ * A step's path is a chain of rank-local stretches joined at collective edges, the only
+ * edges between ranks. critical_path.c keeps where each step's walk stands and asks that
+ * rank to walk on (a question); cp_walk.c answers from the rank's events: the pieces up to
+ * where a collective edge to another rank wins (the jump) or the walk ends. Every step's
+ * question to one rank is answered in one pass over its events (one read in the bounded
+ * mode). */
+
+/* Where a piece's name is: none (idle), a constant of the analysis, or an id in the answering
+ * rank's summary names (the answer runs beside other ranks' and cannot intern into the
+ * analysis' names; critical_path.c does, in the order of the pieces). */
+enum {
+  SSA_CP_NAME_NONE,
+  SSA_CP_NAME_MEMCPY,
+  SSA_CP_NAME_MEMSET,
+  SSA_CP_NAME_UNTRACED,
+  SSA_CP_NAME_SUMMARY
+};
+typedef struct ssa_cp_piece {
+  ssa_cp_segment seg; /* an empty one too: its name is interned all the same */
+  uint8_t name_from;  /* SSA_CP_NAME_* */
+} ssa_cp_piece;
+
+/* A node a step's walk entered on a rank, and the collective record it is the op of
+ * (SSA_NONE: none), so that a collective edge to it is known to be taken. */
+typedef struct ssa_cp_visited {
+  uint32_t index, coll;
+  uint8_t type; /* SSA_CPN_* */
+} ssa_cp_visited;
+
+/* What a step's walk has entered so far: its visits of ranks, each with its nodes, and the
+ * (rank << 32 | record) of the visited nodes that are a record's op, sorted. */
+typedef struct ssa_cp_visit {
+  uint32_t rank_idx;
+  size_t first, n; /* in nodes */
+} ssa_cp_visit;
+typedef struct ssa_cp_trail {
+  ssa_cp_visit *visits;
+  size_t nvisits, visits_cap;
+  ssa_cp_visited *nodes;
+  size_t nnodes, nodes_cap;
+  uint64_t *colls;
+  size_t ncolls, colls_cap;
+} ssa_cp_trail;
+
+/* A question to a rank: walk step `step` back from time t (aligned) to lo: from the node
+ * that ends last by t (the step's start, coll SSA_NONE: t is its window's end) or from the
+ * op of collective record `coll`, entered at t. The answer: its pieces and entered nodes in
+ * the rank's ssa_cp_answers, the dependencies clipped, and the jump (rank SSA_NONE: the walk
+ * ended on this rank). */
+typedef struct ssa_cp_question {
+  uint32_t step, rank_idx, coll;
+  int64_t t, lo;
+  const ssa_cp_trail *trail;
+  size_t piece_first, npieces, node_first, nnodes;
+  uint64_t clipped;
+  ssa_cp_late jump;
+} ssa_cp_question;
+
+/* A rank's answers of one round. */
+typedef struct ssa_cp_answers {
+  ssa_cp_piece *pieces;
+  size_t npieces, pieces_cap;
+  ssa_cp_visited *nodes;
+  size_t nnodes, nodes_cap;
+} ssa_cp_answers;
+
+/* Answers question q about rank q->rank_idx (cp_walk.c) from its indices (ssa_cp_rank_index)
+ * and events; names go into `names` (the rank's summary names). `marks`: a bit per node slot
+ * of the rank, zero, left zero. 0 or STEPSCOPE_E_NOMEM. */
+int ssa_cp_answer(const ssa_cp_graph *g, ssa_strtab *names, uint64_t *marks, ssa_cp_question *q,
+                  ssa_cp_answers *out);
 
 /* Walks every run step's critical path (critical_path.c) into a->critical_path. Needs the
  * steps (ssa_read_run_metadata). 0 or STEPSCOPE_E_NOMEM. */

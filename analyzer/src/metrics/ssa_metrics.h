@@ -231,6 +231,9 @@ typedef struct ssa_coll_rec {
   uint32_t op, flags, comm_rank, comm_size;
   uint32_t name; /* communicator name: id in the summary's names, 0 none */
 } ssa_coll_rec;
+/* The summary's own flag of a record, beside STEPSCOPE_COLL_F_* and SSA_COLL_F_*: no op
+ * executed it (start and end are the record's), so it is no node of the critical path. */
+#define SSA_COLL_REC_F_NO_OP 0x40000000u
 
 /* A pipeline rank's "forward", "backward" or "backward_weight" host range of a selected step with
  * its measured time (bubble_causes.c): what the schedule simulation reads of the rank. */
