@@ -131,7 +131,7 @@ static void check_tiling(const ssa_critical_path *cp) {
     CHECK(st->end_rel - st->start_rel == st->step_time);
     int64_t t = st->end_rel;
     for (size_t k = 0; k < st->nseg; k++) {
-      const ssa_cp_segment *s = &cp->segs[st->seg_first + k];
+      const ssa_cp_segment *s = &st->segs[k];
       CHECK(s->end_rel == t);
       CHECK(s->start_rel < s->end_rel);
       t = s->start_rel;
@@ -241,7 +241,7 @@ static void case_revisit(void) {
   size_t n = sizeof pieces / sizeof pieces[0];
   CHECK(st->nseg == n);
   for (size_t k = 0; k < n && k < st->nseg; k++) {
-    const ssa_cp_segment *g = &cp->segs[st->seg_first + k];
+    const ssa_cp_segment *g = &st->segs[k];
     CHECK(g->rank_idx == (uint32_t)pieces[k][0]);
     CHECK(g->start_rel == pieces[k][1] * US && g->end_rel == pieces[k][2] * US);
   }

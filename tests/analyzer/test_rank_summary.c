@@ -134,13 +134,6 @@ static void check_critical_path(const ssa_analysis *b, const ssa_analysis *ref) 
         "critical path: steps or segments differ (%zu, %zu segments)", x ? x->nsegs : 0,
         y ? y->nsegs : 0);
   if (!x || !y || x->nsteps != y->nsteps || x->nsegs != y->nsegs || x->nranks != y->nranks) return;
-  for (size_t k = 0; k < x->nsegs; k++) {
-    const ssa_cp_segment *p = &x->segs[k], *q = &y->segs[k];
-    CHECK(!strcmp(ssa_name(b, p->name), ssa_name(ref, q->name)) && p->start_rel == q->start_rel &&
-              p->end_rel == q->end_rel && p->rank_idx == q->rank_idx && p->kind == q->kind &&
-              p->cause == q->cause && p->edge == q->edge && p->is_api == q->is_api,
-          "path segment %zu differs", k);
-  }
   for (size_t i = 0; i < x->nsteps; i++) {
     const ssa_cp_step *p = &x->steps[i], *q = &y->steps[i];
     size_t on = 0;
@@ -149,21 +142,28 @@ static void check_critical_path(const ssa_analysis *b, const ssa_analysis *ref) 
       on += q->by_rank[r] != 0;
     }
     cp_steps_across_ranks += on > 1;
+    CHECK(p->nseg == q->nseg, "path step %zu: %zu segments, %zu", i, p->nseg, q->nseg);
+    for (size_t k = 0; k < p->nseg && k < q->nseg; k++) {
+      const ssa_cp_segment *u = &p->segs[k], *w = &q->segs[k];
+      CHECK(!strcmp(ssa_name(b, u->name), ssa_name(ref, w->name)) && u->start_rel == w->start_rel &&
+                u->end_rel == w->end_rel && u->rank_idx == w->rank_idx && u->kind == w->kind &&
+                u->cause == w->cause && u->edge == w->edge && u->is_api == w->is_api,
+            "path step %zu: segment %zu differs", i, k);
+    }
     CHECK(p->ntop == q->ntop, "path step %zu: top ops", i);
     for (size_t t = 0; t < q->ntop && t < p->ntop; t++)
       CHECK(!strcmp(ssa_name(b, p->top[t].name), ssa_name(ref, q->top[t].name)) &&
                 p->top[t].rank_idx == q->top[t].rank_idx && p->top[t].kind == q->top[t].kind &&
                 p->top[t].time == q->top[t].time && p->top[t].count == q->top[t].count,
             "path step %zu: top op %zu", i, t);
-    CHECK(p->step == q->step && p->step_time == q->step_time && p->length == q->length &&
-              p->start_rel == q->start_rel && p->end_rel == q->end_rel &&
-              p->end_rank_idx == q->end_rank_idx && p->in_medians == q->in_medians &&
-              !memcmp(p->kind, q->kind, sizeof p->kind) &&
-              !memcmp(p->idle_cause, q->idle_cause, sizeof p->idle_cause) &&
-              p->host_untraced == q->host_untraced && p->seg_first == q->seg_first &&
-              p->nseg == q->nseg && p->clipped == q->clipped,
-          "path step %zu differs (length %lld, %lld)", i, (long long)p->length,
-          (long long)q->length);
+    CHECK(
+        p->step == q->step && p->step_time == q->step_time && p->length == q->length &&
+            p->start_rel == q->start_rel && p->end_rel == q->end_rel &&
+            p->end_rank_idx == q->end_rank_idx && p->in_medians == q->in_medians &&
+            !memcmp(p->kind, q->kind, sizeof p->kind) &&
+            !memcmp(p->idle_cause, q->idle_cause, sizeof p->idle_cause) &&
+            p->host_untraced == q->host_untraced && p->nseg == q->nseg && p->clipped == q->clipped,
+        "path step %zu differs (length %lld, %lld)", i, (long long)p->length, (long long)q->length);
   }
   for (size_t r = 0; r < x->nranks; r++)
     CHECK(x->total_by_rank[r] == y->total_by_rank[r], "path total on rank index %zu", r);

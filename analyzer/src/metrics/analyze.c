@@ -46,12 +46,6 @@ int ssa_with_rank_events(ssa_analysis *a, size_t i,
   return rc;
 }
 
-const char *const ssa_left_out_notes[SSA_LEFT_OUT_N] = {
-    [SSA_LEFT_OUT_CRITICAL_PATH] = "the critical path: not available in the bounded mode "
-                                   "(--low-memory): it is a graph over every rank's events at "
-                                   "once",
-};
-
 static int summarize(ssa_analysis *a, size_t i, void *unused) {
   (void)unused;
   return ssa_rank_summarize(a->ranks[i].rank, &a->ranks[i].summary);

@@ -27,14 +27,22 @@ typedef struct rank_walk {
   ssa_strtab *names;
   uint64_t *marks;
   ssa_cp_question *q;
-  ssa_cp_answers *out;
+  ssa_cp_step_walk *sw;
 } rank_walk;
 
 static int push_piece(rank_walk *w, const ssa_cp_segment *s, uint8_t name_from) {
-  ssa_cp_answers *o = w->out;
+  ssa_cp_step_walk *o = w->sw;
   if (ssa_grow((void **)&o->pieces, &o->pieces_cap, o->npieces + 1, sizeof *o->pieces))
     return STEPSCOPE_E_NOMEM;
-  o->pieces[o->npieces++] = (ssa_cp_piece){*s, name_from};
+  o->pieces[o->npieces++] = (ssa_cp_piece){.start_rel = s->start_rel,
+                                           .end_rel = s->end_rel,
+                                           .rank_idx = s->rank_idx,
+                                           .name = s->name,
+                                           .kind = s->kind,
+                                           .cause = s->cause,
+                                           .edge = s->edge,
+                                           .is_api = s->is_api,
+                                           .name_from = name_from};
   return 0;
 }
 
@@ -49,7 +57,7 @@ static void set_mark(rank_walk *w, uint8_t type, uint32_t index) {
 
 /* Enters node n: marked, and kept in the answer's nodes with the record it is the op of. */
 static int enter(rank_walk *w, ssa_cp_node n) {
-  ssa_cp_answers *o = w->out;
+  ssa_cp_step_walk *o = w->sw;
   uint32_t coll = SSA_NONE;
   if (n.type == SSA_CPN_OP) {
     uint32_t c = w->r->ops[n.index].coll;
@@ -66,7 +74,7 @@ static int enter(rank_walk *w, ssa_cp_node n) {
  * collective edge's (another rank's) by the trail's records. */
 static int taken(const rank_walk *w, const ssa_cp_edge *e) {
   if (e->type == SSA_CPE_COLLECTIVE) {
-    const ssa_cp_trail *t = w->q->trail;
+    const ssa_cp_step_walk *t = w->sw;
     uint64_t key = (uint64_t)e->from.rank_idx << 32 | e->coll;
     size_t lo = 0, hi = t->ncolls;
     while (lo < hi) {
@@ -202,19 +210,42 @@ static int walk_on(rank_walk *w, ssa_cp_node n, int64_t t) {
   return 0;
 }
 
-int ssa_cp_answer(const ssa_cp_graph *g, ssa_strtab *names, uint64_t *marks, ssa_cp_question *q,
-                  ssa_cp_answers *out) {
-  rank_walk w = {g, &g->run->ranks[q->rank_idx], names, marks, q, out};
-  q->piece_first = out->npieces, q->node_first = out->nnodes;
+/* Sets (on 1) or clears the marks of the nodes the step's walk entered on this rank before
+ * (its visits before `upto`). */
+static void trail_marks(rank_walk *w, size_t upto, int on) {
+  const ssa_cp_step_walk *sw = w->sw;
+  for (size_t v = 0; v < upto; v++) {
+    const ssa_cp_visit *vi = &sw->visits[v];
+    if (vi->rank_idx != w->q->rank_idx) continue;
+    for (size_t k = vi->node_first; k < vi->node_first + vi->nnodes; k++) {
+      size_t s = slot(w, sw->nodes[k].type, sw->nodes[k].index);
+      if (on)
+        set_mark(w, sw->nodes[k].type, sw->nodes[k].index);
+      else
+        w->marks[s / 64] = 0;
+    }
+  }
+}
+
+/* The walk ended: nothing will ask about its nodes again. */
+static void drop_trail(ssa_cp_step_walk *sw) {
+  free(sw->visits);
+  free(sw->nodes);
+  free(sw->colls);
+  sw->visits = NULL, sw->nodes = NULL, sw->colls = NULL;
+  sw->nvisits = sw->visits_cap = sw->nnodes = sw->nodes_cap = sw->ncolls = sw->colls_cap = 0;
+}
+
+int ssa_cp_answer(const ssa_cp_graph *g, ssa_strtab *names, uint64_t *marks, ssa_cp_question *q) {
+  ssa_cp_step_walk *sw = q->walk;
+  rank_walk w = {g, &g->run->ranks[q->rank_idx], names, marks, q, sw};
   q->clipped = 0;
   q->jump = (ssa_cp_late){SSA_NONE, SSA_NONE, INT64_MIN};
-  /* what the step's walk entered on this rank before */
-  const ssa_cp_trail *tr = q->trail;
-  for (size_t v = 0; v < tr->nvisits; v++)
-    if (tr->visits[v].rank_idx == q->rank_idx)
-      for (size_t k = 0; k < tr->visits[v].n; k++)
-        set_mark(&w, tr->nodes[tr->visits[v].first + k].type,
-                 tr->nodes[tr->visits[v].first + k].index);
+  if (ssa_grow((void **)&sw->visits, &sw->visits_cap, sw->nvisits + 1, sizeof *sw->visits))
+    return STEPSCOPE_E_NOMEM;
+  size_t visit = sw->nvisits++;
+  sw->visits[visit] = (ssa_cp_visit){q->rank_idx, sw->nnodes, 0};
+  trail_marks(&w, visit, 1);
   ssa_cp_node n;
   int64_t t = q->t;
   int done = 0, rc;
@@ -225,19 +256,8 @@ int ssa_cp_answer(const ssa_cp_graph *g, ssa_strtab *names, uint64_t *marks, ssa
     rc = enter(&w, n);
   }
   if (rc == 0 && !done) rc = walk_on(&w, n, t);
-  q->npieces = out->npieces - q->piece_first;
-  q->nnodes = out->nnodes - q->node_first;
-  /* the marks back to zero: the trail's and this answer's nodes */
-  for (size_t v = 0; v < tr->nvisits; v++)
-    if (tr->visits[v].rank_idx == q->rank_idx)
-      for (size_t k = 0; k < tr->visits[v].n; k++) {
-        size_t s = slot(&w, tr->nodes[tr->visits[v].first + k].type,
-                        tr->nodes[tr->visits[v].first + k].index);
-        marks[s / 64] = 0;
-      }
-  for (size_t k = q->node_first; k < out->nnodes; k++) {
-    size_t s = slot(&w, out->nodes[k].type, out->nodes[k].index);
-    marks[s / 64] = 0;
-  }
+  sw->visits[visit].nnodes = sw->nnodes - sw->visits[visit].node_first;
+  trail_marks(&w, visit + 1, 0); /* the marks back to zero */
+  if (q->jump.rank_idx == SSA_NONE) drop_trail(sw);
   return rc;
 }

@@ -69,15 +69,15 @@ static int top_table_double(ssa_cp_top **t, size_t *slots) {
  * table of the keys, the distinct ones sorted. The table is sized by the distinct keys (a path
  * has few distinct ops), not by the segments: the run's summary passes every segment of the
  * run, and a table of twice that many slots cost its page faults. */
-static int top_ops(const ssa_critical_path *cp, const ssa_cp_step *steps, size_t nsteps,
-                   int medians_only, ssa_cp_top *out, size_t cap, size_t *nout) {
+static int top_ops(const ssa_cp_step *steps, size_t nsteps, int medians_only, ssa_cp_top *out,
+                   size_t cap, size_t *nout) {
   size_t slots = 64, used = 0;
   ssa_cp_top *t = calloc(slots, sizeof *t); /* count 0: empty */
   if (!t) return STEPSCOPE_E_NOMEM;
   for (size_t i = 0; i < nsteps; i++) {
     if (medians_only && !steps[i].in_medians) continue;
     for (size_t j = 0; j < steps[i].nseg; j++) {
-      const ssa_cp_segment *s = &cp->segs[steps[i].seg_first + j];
+      const ssa_cp_segment *s = &steps[i].segs[j];
       if (s->kind == SSA_CP_IDLE) continue;
       size_t h = top_slot(t, slots, s->name, s->rank_idx, s->kind);
       if (!t[h].count) {
@@ -105,9 +105,9 @@ static int top_ops(const ssa_critical_path *cp, const ssa_cp_step *steps, size_t
   return 0;
 }
 
-static void account_step(ssa_critical_path *cp, ssa_cp_step *st) {
-  for (size_t i = st->seg_first; i < st->seg_first + st->nseg; i++) {
-    const ssa_cp_segment *s = &cp->segs[i];
+static void account_step(ssa_cp_step *st) {
+  for (size_t i = 0; i < st->nseg; i++) {
+    const ssa_cp_segment *s = &st->segs[i];
     int64_t d = s->end_rel - s->start_rel;
     st->length += d;
     st->kind[s->kind] += d;
@@ -165,7 +165,7 @@ static int summarise(ssa_critical_path *cp) {
       cp->total_by_rank[r] += st->by_rank[r];
   }
   free(v);
-  return top_ops(cp, cp->steps, cp->nsteps, 1, cp->top, SSA_CP_TOP_RUN, &cp->ntop);
+  return top_ops(cp->steps, cp->nsteps, 1, cp->top, SSA_CP_TOP_RUN, &cp->ntop);
 }
 
 /* The rank whose window of step `number` is the longest (the step time), its window. */
@@ -184,15 +184,12 @@ static int end_rank(const ssa_analysis *a, int64_t number, uint32_t *R, const ss
 }
 
 /* The rounds' state: the graph (collective edges; rank indices while a rank answers), per
- * step its pieces so far and its trail, this round's questions by rank, per rank its answers. */
+ * step its walk, this round's questions by rank. */
 typedef struct rounds {
   ssa_analysis *a;
   ssa_cp_graph g;
-  ssa_cp_answers *answers; /* [nranks] */
-  int *rcs;                /* [nranks] */
-  ssa_cp_trail *trails;    /* [nsteps] */
-  ssa_cp_piece **pieces;   /* [nsteps]: each step's pieces in walk order */
-  size_t *npieces, *pieces_cap;
+  int *rcs;                  /* [nranks] */
+  ssa_cp_step_walk *walks;   /* [nsteps] */
   unsigned char *walked;     /* [nsteps]: the step has an end rank, its walk was asked */
   ssa_cp_question *q, *next; /* this round's, by rank; the next round's */
   size_t nq, nnext, q_cap, next_cap;
@@ -218,7 +215,7 @@ static int answer_questions(ssa_analysis *a, size_t i, void *ctx) {
   uint64_t *marks = rc ? NULL : calloc(ssa_cp_rank_slots(&x->g, (uint32_t)i) / 64 + 1, 8);
   if (!marks) rc = STEPSCOPE_E_NOMEM;
   for (size_t k = x->first[i]; k < x->first[i + 1] && rc == 0; k++)
-    rc = ssa_cp_answer(&x->g, &a->ranks[i].summary.names, marks, &x->q[k], &x->answers[i]);
+    rc = ssa_cp_answer(&x->g, &a->ranks[i].summary.names, marks, &x->q[k]);
   free(marks);
   if (a->opt.rank_events) ssa_cp_rank_index_free(&x->g, (uint32_t)i); /* its events go */
   return rc;
@@ -236,39 +233,29 @@ static int cmp_u64(const void *pa, const void *pb) {
   return (a > b) - (a < b);
 }
 
-/* Question q's answer into its step: the pieces, the visit on the trail, the clipped count,
- * and the next question where the walk jumped to another rank before the window's start. */
+/* Question q's answer: the clipped count; where the walk jumped to another rank before the
+ * window's start, the records of the visit's entered nodes on the step's walk and the next
+ * question. */
 static int take_answer(rounds *x, const ssa_cp_question *q) {
-  const ssa_cp_answers *ans = &x->answers[q->rank_idx];
-  size_t st = q->step;
-  ssa_cp_trail *tr = &x->trails[st];
-  x->a->critical_path->steps[st].clipped += q->clipped;
-  if (ssa_grow((void **)&x->pieces[st], &x->pieces_cap[st], x->npieces[st] + q->npieces,
-               sizeof **x->pieces) ||
-      ssa_grow((void **)&tr->visits, &tr->visits_cap, tr->nvisits + 1, sizeof *tr->visits) ||
-      ssa_grow((void **)&tr->nodes, &tr->nodes_cap, tr->nnodes + q->nnodes, sizeof *tr->nodes) ||
-      ssa_grow((void **)&tr->colls, &tr->colls_cap, tr->ncolls + q->nnodes, sizeof *tr->colls))
+  ssa_cp_step_walk *sw = q->walk;
+  x->a->critical_path->steps[q->step].clipped += q->clipped;
+  if (q->jump.rank_idx == SSA_NONE) return 0; /* the walk ended (its trail is gone) */
+  const ssa_cp_visit *vi = &sw->visits[sw->nvisits - 1];
+  if (ssa_grow((void **)&sw->colls, &sw->colls_cap, sw->ncolls + vi->nnodes, sizeof *sw->colls))
     return STEPSCOPE_E_NOMEM;
-  memcpy(x->pieces[st] + x->npieces[st], ans->pieces + q->piece_first,
-         q->npieces * sizeof *ans->pieces);
-  x->npieces[st] += q->npieces;
-  tr->visits[tr->nvisits++] = (ssa_cp_visit){q->rank_idx, tr->nnodes, q->nnodes};
-  size_t ncolls = tr->ncolls;
-  for (size_t k = 0; k < q->nnodes; k++) {
-    const ssa_cp_visited *v = &ans->nodes[q->node_first + k];
-    tr->nodes[tr->nnodes++] = *v;
-    if (v->coll != SSA_NONE) tr->colls[tr->ncolls++] = (uint64_t)q->rank_idx << 32 | v->coll;
-  }
-  if (tr->ncolls > ncolls) qsort(tr->colls, tr->ncolls, sizeof *tr->colls, cmp_u64);
-  if (q->jump.rank_idx != SSA_NONE && q->jump.at > q->lo)
-    return add_question(&x->next, &x->nnext, &x->next_cap,
-                        (ssa_cp_question){.step = (uint32_t)st,
-                                          .rank_idx = q->jump.rank_idx,
-                                          .coll = q->jump.coll,
-                                          .t = q->jump.at,
-                                          .lo = q->lo,
-                                          .trail = tr});
-  return 0;
+  size_t ncolls = sw->ncolls;
+  for (size_t k = vi->node_first; k < vi->node_first + vi->nnodes; k++)
+    if (sw->nodes[k].coll != SSA_NONE)
+      sw->colls[sw->ncolls++] = (uint64_t)vi->rank_idx << 32 | sw->nodes[k].coll;
+  if (sw->ncolls > ncolls) qsort(sw->colls, sw->ncolls, sizeof *sw->colls, cmp_u64);
+  if (q->jump.at <= q->lo) return 0; /* it jumped at the window's start: done */
+  return add_question(&x->next, &x->nnext, &x->next_cap,
+                      (ssa_cp_question){.step = q->step,
+                                        .rank_idx = q->jump.rank_idx,
+                                        .coll = q->jump.coll,
+                                        .t = q->jump.at,
+                                        .lo = q->lo,
+                                        .walk = sw});
 }
 
 /* Asks this round's questions, takes the answers, and makes the next round's. */
@@ -286,8 +273,6 @@ static int round_of_questions(rounds *x) {
   x->nnext = 0;
   for (size_t k = 0; k < x->nq; k++)
     SC_TRY(take_answer(x, &x->q[k]));
-  for (size_t i = 0; i < a->nranks; i++)
-    x->answers[i].npieces = x->answers[i].nnodes = 0;
   ssa_cp_question *t = x->q;
   size_t cap = x->q_cap;
   x->q = x->next, x->q_cap = x->next_cap, x->nq = x->nnext;
@@ -340,7 +325,7 @@ static int first_questions(rounds *x) {
                                           .coll = SSA_NONE,
                                           .t = win->end + off,
                                           .lo = win->start + off,
-                                          .trail = &x->trails[i]}));
+                                          .walk = &x->walks[i]}));
   }
   return 0;
 }
@@ -353,44 +338,72 @@ static int piece_name(ssa_analysis *a, const ssa_cp_piece *p, const uint32_t *co
     *out = p->name_from == SSA_CP_NAME_NONE ? 0 : constants[p->name_from];
     return 0;
   }
-  const ssa_strtab *names = &a->ranks[p->seg.rank_idx].summary.names;
-  uint32_t **own = &ids[p->seg.rank_idx];
+  const ssa_strtab *names = &a->ranks[p->rank_idx].summary.names;
+  uint32_t **own = &ids[p->rank_idx];
   if (!*own && !(*own = calloc(names->count ? names->count : 1, sizeof **own)))
     return STEPSCOPE_E_NOMEM;
-  if (!(*own)[p->seg.name]) {
-    const char *s = ssa_strtab_get(names, p->seg.name);
+  if (!(*own)[p->name]) {
+    const char *s = ssa_strtab_get(names, p->name);
     size_t len = strlen(s);
-    (*own)[p->seg.name] = ssa_strtab_intern(&a->names, s, len);
-    if (len && !(*own)[p->seg.name]) return STEPSCOPE_E_NOMEM;
+    (*own)[p->name] = ssa_strtab_intern(&a->names, s, len);
+    if (len && !(*own)[p->name]) return STEPSCOPE_E_NOMEM;
   }
-  *out = (*own)[p->seg.name];
+  *out = (*own)[p->name];
   return 0;
 }
 
-/* Every step's pieces, in step order, into the path's segments: the names interned in the
- * order a single walk of the steps met them (empty pieces' names too), the empty pieces left
- * out; then each step's sums and top ops, and the run's summary. */
+/* A step's pieces and, once turned, its segments: the same storage (the pieces are as big as
+ * segments), so that the path is never held twice. */
+typedef union piece_or_segment {
+  ssa_cp_piece piece;
+  ssa_cp_segment seg;
+} piece_or_segment;
+_Static_assert(sizeof(ssa_cp_piece) == sizeof(ssa_cp_segment), "a piece turns into a segment");
+
+/* Step i's pieces turned into its segments in place: the names interned in the order a single
+ * walk of the steps met them (empty pieces' names too), the empty pieces left out. */
+static int turn_pieces(rounds *x, size_t i, const uint32_t *constants, uint32_t **ids) {
+  ssa_cp_step_walk *sw = &x->walks[i];
+  ssa_cp_step *st = &x->a->critical_path->steps[i];
+  piece_or_segment *v = (piece_or_segment *)(void *)sw->pieces;
+  size_t m = 0;
+  for (size_t k = 0; k < sw->npieces; k++) {
+    ssa_cp_piece p = v[k].piece;
+    uint32_t name = 0;
+    SC_TRY(piece_name(x->a, &p, constants, ids, &name));
+    if (p.end_rel > p.start_rel)
+      v[m++].seg = (ssa_cp_segment){.start_rel = p.start_rel,
+                                    .end_rel = p.end_rel,
+                                    .rank_idx = p.rank_idx,
+                                    .name = name,
+                                    .kind = p.kind,
+                                    .cause = p.cause,
+                                    .edge = p.edge,
+                                    .is_api = p.is_api};
+  }
+  ssa_cp_segment *segs = m ? realloc(v, m * sizeof *segs) : NULL; /* its exact size */
+  if (m && !segs) segs = &v[0].seg;
+  if (!m) free(v);
+  sw->pieces = NULL;
+  sw->npieces = sw->pieces_cap = 0;
+  st->segs = segs;
+  st->nseg = m;
+  return 0;
+}
+
+/* Every step's pieces into its segments, in step order; then each step's sums and top ops, and
+ * the run's summary. */
 static int assemble(rounds *x, const uint32_t *constants) {
   ssa_analysis *a = x->a;
   ssa_critical_path *cp = a->critical_path;
   uint32_t **ids = calloc(a->nranks ? a->nranks : 1, sizeof *ids);
   int rc = ids ? 0 : STEPSCOPE_E_NOMEM;
   for (size_t i = 0; i < a->nsteps && rc == 0; i++) {
+    rc = turn_pieces(x, i, constants, ids);
     ssa_cp_step *st = &cp->steps[i];
-    st->seg_first = cp->nsegs;
-    for (size_t k = 0; k < x->npieces[i] && rc == 0; k++) {
-      ssa_cp_segment s = x->pieces[i][k].seg;
-      rc = piece_name(a, &x->pieces[i][k], constants, ids, &s.name);
-      if (rc == 0 && s.end_rel > s.start_rel) {
-        if (ssa_grow((void **)&cp->segs, &cp->segs_cap, cp->nsegs + 1, sizeof *cp->segs))
-          rc = STEPSCOPE_E_NOMEM;
-        else
-          cp->segs[cp->nsegs++] = s;
-      }
-    }
-    if (!x->walked[i]) continue; /* no rank has a window of the step */
-    st->nseg = cp->nsegs - st->seg_first;
-    account_step(cp, st);
+    cp->nsegs += st->nseg;
+    if (rc || !x->walked[i]) continue; /* no rank has a window of the step */
+    account_step(st);
     if (st->length != st->step_time) cp->mismatched_steps++;
   }
   for (size_t i = 0; ids && i < a->nranks; i++)
@@ -398,29 +411,21 @@ static int assemble(rounds *x, const uint32_t *constants) {
   free(ids);
   for (size_t i = 0; i < a->nsteps && rc == 0; i++) {
     ssa_cp_step *st = &cp->steps[i];
-    rc = top_ops(cp, st, 1, 0, st->top, SSA_CP_TOP_STEP, &st->ntop);
+    rc = top_ops(st, 1, 0, st->top, SSA_CP_TOP_STEP, &st->ntop);
   }
   return rc ? rc : summarise(cp);
 }
 
 static void rounds_free(rounds *x) {
-  for (size_t i = 0; x->answers && i < x->a->nranks; i++) {
-    free(x->answers[i].pieces);
-    free(x->answers[i].nodes);
+  for (size_t i = 0; x->walks && i < x->a->nsteps; i++) {
+    ssa_cp_step_walk *sw = &x->walks[i];
+    free(sw->pieces);
+    free(sw->visits);
+    free(sw->nodes);
+    free(sw->colls);
   }
-  for (size_t i = 0; x->trails && i < x->a->nsteps; i++) {
-    free(x->trails[i].visits);
-    free(x->trails[i].nodes);
-    free(x->trails[i].colls);
-  }
-  for (size_t i = 0; x->pieces && i < x->a->nsteps; i++)
-    free(x->pieces[i]);
-  free(x->answers);
   free(x->rcs);
-  free(x->trails);
-  free(x->pieces);
-  free(x->npieces);
-  free(x->pieces_cap);
+  free(x->walks);
   free(x->walked);
   free(x->q);
   free(x->next);
@@ -438,23 +443,18 @@ static int intern_const(ssa_analysis *a, const char *s, uint32_t *id) {
 static int walk_in_rounds(rounds *x, const uint32_t *constants) {
   ssa_analysis *a = x->a;
   size_t nr = a->nranks ? a->nranks : 1, ns = a->nsteps;
-  x->answers = calloc(nr, sizeof *x->answers);
   x->rcs = calloc(nr, sizeof *x->rcs);
   x->first = calloc(nr + 1, sizeof *x->first);
-  x->trails = calloc(ns, sizeof *x->trails);
-  x->pieces = calloc(ns, sizeof *x->pieces);
-  x->npieces = calloc(ns, sizeof *x->npieces);
-  x->pieces_cap = calloc(ns, sizeof *x->pieces_cap);
+  x->walks = calloc(ns, sizeof *x->walks);
   x->walked = calloc(ns, sizeof *x->walked);
-  if (!x->answers || !x->rcs || !x->first || !x->trails || !x->pieces || !x->npieces ||
-      !x->pieces_cap || !x->walked)
-    return STEPSCOPE_E_NOMEM;
+  if (!x->rcs || !x->first || !x->walks || !x->walked) return STEPSCOPE_E_NOMEM;
   SC_TRY(ssa_cp_graph_init(&x->g, a->run));
   x->g.wait_slack_ns = 5 * a->launch_gap_ns; /* ROCm streams resume ~15 us after the event */
   SC_TRY(collective_edges(x));
   SC_TRY(first_questions(x));
   while (x->nq > 0)
     SC_TRY(round_of_questions(x));
+  ssa_cp_graph_free(&x->g); /* the walks are done: the ranks' indices go */
   return assemble(x, constants);
 }
 
@@ -482,30 +482,25 @@ int ssa_find_critical_paths(ssa_analysis *a) {
 
 void ssa_critical_path_free(ssa_critical_path *cp) {
   if (!cp) return;
+  for (size_t i = 0; cp->steps && i < cp->nsteps; i++)
+    free(cp->steps[i].segs);
   free(cp->steps);
-  free(cp->segs);
   free(cp->by_rank_all);
   free(cp->total_by_rank);
   free(cp);
 }
 
-typedef struct piece_order {
-  int64_t start;
-  uint64_t seg;
-} piece_order;
-
-/* The step of segment i: the last step whose segments start at or before it (steps are in
- * the order of their segments; a step without any shares its start with the next). */
-static int64_t step_of_segment(const ssa_critical_path *cp, size_t i) {
+/* Segment number i of the path (steps in order, each's segments in order): its step. */
+static size_t step_of_segment(const ssa_critical_path *cp, const size_t *first, size_t i) {
   size_t lo = 0, hi = cp->nsteps;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if (cp->steps[mid].seg_first <= i)
+    if (first[mid] <= i)
       lo = mid + 1;
     else
       hi = mid;
   }
-  return cp->steps[lo - 1].step;
+  return lo - 1; /* a step without segments shares its first with the next */
 }
 
 int ssa_cp_track(const ssa_critical_path *cp, uint32_t rank_idx,
@@ -513,24 +508,37 @@ int ssa_cp_track(const ssa_critical_path *cp, uint32_t rank_idx,
                               int64_t end_rel),
                  void *ctx) {
   size_t n = 0;
-  for (size_t i = 0; i < cp->nsegs; i++)
-    n += cp->segs[i].rank_idx == rank_idx;
+  for (size_t i = 0; i < cp->nsteps; i++)
+    for (size_t k = 0; k < cp->steps[i].nseg; k++)
+      n += cp->steps[i].segs[k].rank_idx == rank_idx;
   if (n == 0) return 0;
+  /* by (start, the segment's number in the path), each step's number of its first */
   ssa_key_index *v = malloc(n * sizeof *v);
-  if (!v) return STEPSCOPE_E_NOMEM;
+  size_t *first = malloc(cp->nsteps * sizeof *first);
+  if (!v || !first) {
+    free(v);
+    free(first);
+    return STEPSCOPE_E_NOMEM;
+  }
   n = 0;
-  for (size_t i = 0; i < cp->nsegs; i++)
-    if (cp->segs[i].rank_idx == rank_idx) v[n++] = (ssa_key_index){cp->segs[i].start_rel, i};
+  for (size_t i = 0, number = 0; i < cp->nsteps; number += cp->steps[i++].nseg) {
+    first[i] = number;
+    for (size_t k = 0; k < cp->steps[i].nseg; k++)
+      if (cp->steps[i].segs[k].rank_idx == rank_idx)
+        v[n++] = (ssa_key_index){cp->steps[i].segs[k].start_rel, number + k};
+  }
   ssa_sort_by_start(v, n, sizeof *v, ssa_cmp_key_index);
   int64_t reached = INT64_MIN;
   for (size_t i = 0; i < n; i++) {
-    const ssa_cp_segment *s = &cp->segs[v[i].index];
+    size_t st = step_of_segment(cp, first, v[i].index);
+    const ssa_cp_segment *s = &cp->steps[st].segs[v[i].index - first[st]];
     int64_t from = s->start_rel > reached ? s->start_rel : reached;
     if (from >= s->end_rel) continue;
-    emit(ctx, s, step_of_segment(cp, v[i].index), from, s->end_rel);
+    emit(ctx, s, cp->steps[st].step, from, s->end_rel);
     reached = s->end_rel;
   }
   free(v);
+  free(first);
   return 0;
 }
 

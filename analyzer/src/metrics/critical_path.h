@@ -109,8 +109,8 @@ extern const char *const ssa_cp_idle_names[SSA_CP_IDLE_N];
 /* One piece of a step's path: a node's time, or a gap. */
 typedef struct ssa_cp_segment {
   int64_t start_rel, end_rel; /* aligned, relative to the run's origin */
-  /* (its step is the ssa_cp_step whose [seg_first, seg_first + nseg) holds it: 32 bytes a
-   * piece, and a one-rank path has about a piece per event) */
+  /* (its step is the ssa_cp_step whose segs holds it: 32 bytes a piece, and a one-rank path
+   * has about a piece per event) */
   uint32_t rank_idx;
   uint32_t name;  /* id in the analysis' names: the op's or call's name, 0 for idle */
   uint8_t kind;   /* SSA_CP_* */
@@ -140,7 +140,8 @@ typedef struct ssa_cp_step {
   int64_t idle_cause[SSA_CP_IDLE_N];
   int64_t host_untraced; /* part of kind[SSA_CP_HOST] between traced host calls */
   int64_t *by_rank;      /* [nranks] path time on each rank */
-  size_t seg_first, nseg;
+  ssa_cp_segment *segs;  /* its segments, latest first */
+  size_t nseg;
   ssa_cp_top top[SSA_CP_TOP_STEP];
   size_t ntop;
   uint64_t clipped; /* dependencies released after the time the walk reached (clock skew) */
@@ -149,8 +150,7 @@ typedef struct ssa_cp_step {
 typedef struct ssa_critical_path {
   ssa_cp_step *steps; /* one per run step (ssa_analysis.steps), same order */
   size_t nsteps, nranks;
-  ssa_cp_segment *segs; /* every step's segments, latest first within a step */
-  size_t nsegs, segs_cap;
+  size_t nsegs;         /* every step's segments */
   int64_t *by_rank_all; /* storage of the steps' by_rank */
   /* over the steps counted in the medians */
   size_t steady;
@@ -185,9 +185,14 @@ enum {
   SSA_CP_NAME_UNTRACED,
   SSA_CP_NAME_SUMMARY
 };
+/* A piece of a step's path as an answer gives it: a segment whose name is where name_from
+ * says; an empty one too (its name is interned all the same). As big as a segment: the
+ * assembly turns a step's pieces into its segments in place. */
 typedef struct ssa_cp_piece {
-  ssa_cp_segment seg; /* an empty one too: its name is interned all the same */
-  uint8_t name_from;  /* SSA_CP_NAME_* */
+  int64_t start_rel, end_rel;
+  uint32_t rank_idx, name;
+  uint8_t kind, cause, edge, is_api;
+  uint8_t name_from; /* SSA_CP_NAME_* */
 } ssa_cp_piece;
 
 /* A node a step's walk entered on a rank, and the collective record it is the op of
@@ -197,48 +202,45 @@ typedef struct ssa_cp_visited {
   uint8_t type; /* SSA_CPN_* */
 } ssa_cp_visited;
 
-/* What a step's walk has entered so far: its visits of ranks, each with its nodes, and the
- * (rank << 32 | record) of the visited nodes that are a record's op, sorted. */
+/* A visit of a step's walk to a rank: the nodes it entered there. */
 typedef struct ssa_cp_visit {
   uint32_t rank_idx;
-  size_t first, n; /* in nodes */
+  size_t node_first, nnodes;
 } ssa_cp_visit;
-typedef struct ssa_cp_trail {
+
+/* A step's walk so far: its pieces in walk order; while it goes on, its visits with their
+ * entered nodes and the (rank << 32 | record) of the entered nodes that are a record's op,
+ * sorted (what a collective edge from another rank may point at). One rank at a time writes
+ * it (a step has one question per round). */
+typedef struct ssa_cp_step_walk {
+  ssa_cp_piece *pieces;
+  size_t npieces, pieces_cap;
   ssa_cp_visit *visits;
   size_t nvisits, visits_cap;
   ssa_cp_visited *nodes;
   size_t nnodes, nodes_cap;
   uint64_t *colls;
   size_t ncolls, colls_cap;
-} ssa_cp_trail;
+} ssa_cp_step_walk;
 
 /* A question to a rank: walk step `step` back from time t (aligned) to lo: from the node
  * that ends last by t (the step's start, coll SSA_NONE: t is its window's end) or from the
- * op of collective record `coll`, entered at t. The answer: its pieces and entered nodes in
- * the rank's ssa_cp_answers, the dependencies clipped, and the jump (rank SSA_NONE: the walk
- * ended on this rank). */
+ * op of collective record `coll`, entered at t. The answer goes into the step's walk (its
+ * pieces, and a visit with its entered nodes; when the walk ends on this rank, the visits,
+ * nodes and records are freed: nothing asks again), the dependencies clipped, and the jump
+ * (rank SSA_NONE: the walk ended on this rank). */
 typedef struct ssa_cp_question {
   uint32_t step, rank_idx, coll;
   int64_t t, lo;
-  const ssa_cp_trail *trail;
-  size_t piece_first, npieces, node_first, nnodes;
+  ssa_cp_step_walk *walk;
   uint64_t clipped;
   ssa_cp_late jump;
 } ssa_cp_question;
 
-/* A rank's answers of one round. */
-typedef struct ssa_cp_answers {
-  ssa_cp_piece *pieces;
-  size_t npieces, pieces_cap;
-  ssa_cp_visited *nodes;
-  size_t nnodes, nodes_cap;
-} ssa_cp_answers;
-
 /* Answers question q about rank q->rank_idx (cp_walk.c) from its indices (ssa_cp_rank_index)
  * and events; names go into `names` (the rank's summary names). `marks`: a bit per node slot
  * of the rank, zero, left zero. 0 or STEPSCOPE_E_NOMEM. */
-int ssa_cp_answer(const ssa_cp_graph *g, ssa_strtab *names, uint64_t *marks, ssa_cp_question *q,
-                  ssa_cp_answers *out);
+int ssa_cp_answer(const ssa_cp_graph *g, ssa_strtab *names, uint64_t *marks, ssa_cp_question *q);
 
 /* Walks every run step's critical path (critical_path.c) into a->critical_path. Needs the
  * steps (ssa_read_run_metadata). 0 or STEPSCOPE_E_NOMEM. */
