@@ -24,7 +24,7 @@
 typedef struct rank_walk {
   const ssa_cp_graph *g;
   const ssa_rank *r;
-  ssa_strtab *names;
+  ssa_cp_names *names;
   uint64_t *marks;
   ssa_cp_question *q;
   ssa_cp_step_walk *sw;
@@ -93,25 +93,32 @@ static int taken(const rank_walk *w, const ssa_cp_edge *e) {
 /* The node's piece: its kind and where its name is. */
 static int node_piece(rank_walk *w, ssa_cp_node n, ssa_cp_segment *s, uint8_t *name_from) {
   const ssa_rank *r = w->r;
-  const char *name;
+  uint32_t string;
   if (n.type == SSA_CPN_API) {
     s->kind = SSA_CP_HOST;
     s->is_api = 1;
-    name = ssa_rank_str(r, r->apis[n.index].name);
+    string = r->apis[n.index].name;
   } else {
     const ssa_op *o = &r->ops[n.index];
     s->kind = o->cls == SSA_CLS_COMPUTE ? SSA_CP_COMPUTE
               : o->cls == SSA_CLS_COMM  ? SSA_CP_COMM
                                         : SSA_CP_COPY;
-    name = ssa_rank_str(r, o->name);
-    if (!*name) {
+    string = o->name;
+    if (!*ssa_rank_str(r, string)) {
       *name_from = o->kind == SSA_OP_MEMSET ? SSA_CP_NAME_MEMSET : SSA_CP_NAME_MEMCPY;
       return 0;
     }
   }
-  size_t len = strlen(name);
-  s->name = ssa_strtab_intern(w->names, name, len);
   *name_from = SSA_CP_NAME_SUMMARY;
+  ssa_cp_names *nm = w->names;
+  if (string < nm->nstrings && nm->by_string[string]) {
+    s->name = nm->by_string[string];
+    return 0;
+  }
+  const char *name = ssa_rank_str(r, string);
+  size_t len = strlen(name);
+  s->name = ssa_strtab_intern(nm->summary, name, len);
+  if (string < nm->nstrings) nm->by_string[string] = s->name;
   return len && !s->name ? STEPSCOPE_E_NOMEM : 0;
 }
 
@@ -236,7 +243,7 @@ static void drop_trail(ssa_cp_step_walk *sw) {
   sw->nvisits = sw->visits_cap = sw->nnodes = sw->nodes_cap = sw->ncolls = sw->colls_cap = 0;
 }
 
-int ssa_cp_answer(const ssa_cp_graph *g, ssa_strtab *names, uint64_t *marks, ssa_cp_question *q) {
+int ssa_cp_answer(const ssa_cp_graph *g, ssa_cp_names *names, uint64_t *marks, ssa_cp_question *q) {
   ssa_cp_step_walk *sw = q->walk;
   rank_walk w = {g, &g->run->ranks[q->rank_idx], names, marks, q, sw};
   q->clipped = 0;

@@ -213,10 +213,14 @@ static int answer_questions(ssa_analysis *a, size_t i, void *ctx) {
   rounds *x = ctx;
   int rc = ssa_cp_rank_index(&x->g, (uint32_t)i);
   uint64_t *marks = rc ? NULL : calloc(ssa_cp_rank_slots(&x->g, (uint32_t)i) / 64 + 1, 8);
-  if (!marks) rc = STEPSCOPE_E_NOMEM;
+  size_t nstrings = a->run->ranks[i].strings.count;
+  ssa_cp_names names = {&a->ranks[i].summary.names,
+                        calloc(nstrings ? nstrings : 1, sizeof *names.by_string), nstrings};
+  if (!marks || !names.by_string) rc = STEPSCOPE_E_NOMEM;
   for (size_t k = x->first[i]; k < x->first[i + 1] && rc == 0; k++)
-    rc = ssa_cp_answer(&x->g, &a->ranks[i].summary.names, marks, &x->q[k]);
+    rc = ssa_cp_answer(&x->g, &names, marks, &x->q[k]);
   free(marks);
+  free(names.by_string);
   if (a->opt.rank_events) ssa_cp_rank_index_free(&x->g, (uint32_t)i); /* its events go */
   return rc;
 }

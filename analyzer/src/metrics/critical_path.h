@@ -237,10 +237,18 @@ typedef struct ssa_cp_question {
   ssa_cp_late jump;
 } ssa_cp_question;
 
+/* Where an answering rank's names go: its summary names, with their ids by the rank's string
+ * id (0: not yet; nstrings of them), so that a name met again costs no hash. */
+typedef struct ssa_cp_names {
+  ssa_strtab *summary;
+  uint32_t *by_string;
+  size_t nstrings;
+} ssa_cp_names;
+
 /* Answers question q about rank q->rank_idx (cp_walk.c) from its indices (ssa_cp_rank_index)
- * and events; names go into `names` (the rank's summary names). `marks`: a bit per node slot
- * of the rank, zero, left zero. 0 or STEPSCOPE_E_NOMEM. */
-int ssa_cp_answer(const ssa_cp_graph *g, ssa_strtab *names, uint64_t *marks, ssa_cp_question *q);
+ * and events; names go into `names`. `marks`: a bit per node slot of the rank, zero, left
+ * zero. 0 or STEPSCOPE_E_NOMEM. */
+int ssa_cp_answer(const ssa_cp_graph *g, ssa_cp_names *names, uint64_t *marks, ssa_cp_question *q);
 
 /* Walks every run step's critical path (critical_path.c) into a->critical_path. Needs the
  * steps (ssa_read_run_metadata). 0 or STEPSCOPE_E_NOMEM. */
