@@ -75,16 +75,9 @@ static int enter(rank_walk *w, ssa_cp_node n) {
 static int taken(const rank_walk *w, const ssa_cp_edge *e) {
   if (e->type == SSA_CPE_COLLECTIVE) {
     const ssa_cp_step_walk *t = w->sw;
-    uint64_t key = (uint64_t)e->from.rank_idx << 32 | e->coll;
-    size_t lo = 0, hi = t->ncolls;
-    while (lo < hi) {
-      size_t mid = lo + (hi - lo) / 2;
-      if (t->colls[mid] < key)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
-    return lo < t->ncolls && t->colls[lo] == key;
+    int64_t key = (int64_t)e->from.rank_idx << 32 | e->coll;
+    size_t k = ssa_count_below(t->colls, t->ncolls, sizeof *t->colls, key);
+    return k < t->ncolls && t->colls[k] == key;
   }
   size_t k = slot(w, e->from.type, e->from.index);
   return (int)(w->marks[k / 64] >> (k % 64) & 1);

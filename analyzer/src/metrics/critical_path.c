@@ -232,11 +232,6 @@ static void answer_rank(void *ctx, size_t i) {
       x->first[i] < x->first[i + 1] ? ssa_with_rank_events(x->a, i, answer_questions, x) : 0;
 }
 
-static int cmp_u64(const void *pa, const void *pb) {
-  uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
-  return (a > b) - (a < b);
-}
-
 /* Question q's answer: the clipped count; where the walk jumped to another rank before the
  * window's start, the records of the visit's entered nodes on the step's walk and the next
  * question. */
@@ -250,8 +245,8 @@ static int take_answer(rounds *x, const ssa_cp_question *q) {
   size_t ncolls = sw->ncolls;
   for (size_t k = vi->node_first; k < vi->node_first + vi->nnodes; k++)
     if (sw->nodes[k].coll != SSA_NONE)
-      sw->colls[sw->ncolls++] = (uint64_t)vi->rank_idx << 32 | sw->nodes[k].coll;
-  if (sw->ncolls > ncolls) qsort(sw->colls, sw->ncolls, sizeof *sw->colls, cmp_u64);
+      sw->colls[sw->ncolls++] = (int64_t)vi->rank_idx << 32 | sw->nodes[k].coll;
+  if (sw->ncolls > ncolls) qsort(sw->colls, sw->ncolls, sizeof *sw->colls, ssa_cmp_i64);
   if (q->jump.at <= q->lo) return 0; /* it jumped at the window's start: done */
   return add_question(&x->next, &x->nnext, &x->next_cap,
                       (ssa_cp_question){.step = q->step,

@@ -219,7 +219,7 @@ typedef struct ssa_cp_step_walk {
   size_t nvisits, visits_cap;
   ssa_cp_visited *nodes;
   size_t nnodes, nodes_cap;
-  uint64_t *colls;
+  int64_t *colls;
   size_t ncolls, colls_cap;
 } ssa_cp_step_walk;
 
