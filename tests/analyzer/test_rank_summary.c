@@ -6,15 +6,18 @@
  * run is analysed as `analyze` does; then the analysis runs again in its phases, per-rank
  * steps (summary; metrics and pipeline items; bubble transfers) with the ranks' events and
  * cross-rank steps (pipeline waits; collective matching; kernel table and the bubble's schedule
- * simulation; the culprit walk's rounds, whose questions the ranks answer in between) with
- * every rank's ops, collective records, API calls, ranges and strings taken away. Both must
- * give the same instances, summaries, late arrivals, per-rank collective counts and waits,
- * per-record wait ends and transfers, kernel rows, windows (bubble causes included), culprit
- * rows and verdict, and warnings. Each summary's records are also checked against the rank's
- * records and ops. Clock alignment runs again from the ranks' alignment inputs alone
- * (ssa_rank_align_input) and must give the loader's offsets, origin and warnings. Last, every
- * rank's events are dropped (ssa_rank_drop_events): the JSON report must not change, the
- * events must be gone, and the alignment from the kept inputs must give the same offsets.
+ * simulation; the culprit walk's rounds, whose questions the ranks answer in between; the
+ * critical path's rounds, each answering rank's events put back only for its answers through
+ * ssa_options.rank_events) with every rank's ops, collective records, API calls, ranges and
+ * strings taken away. Both must give the same instances, summaries, late arrivals, per-rank
+ * collective counts and waits, per-record wait ends and transfers, kernel rows, windows
+ * (bubble causes included), culprit rows and verdict, critical path (every segment, step and
+ * summary field; names as strings), and warnings. Each summary's records are also checked
+ * against the rank's records and ops. Clock alignment runs again from the ranks' alignment
+ * inputs alone (ssa_rank_align_input) and must give the loader's offsets, origin and warnings.
+ * Last, every rank's events are dropped (ssa_rank_drop_events): the JSON report must not
+ * change, the events must be gone, and the alignment from the kept inputs must give the same
+ * offsets.
  *
  * usage: test_rank_summary CASE        (random | pipeline | scale | all)
  *        test_rank_summary --run DIR   (a run written by another tool: the trainer's)

@@ -3,13 +3,16 @@
  * back over the dependency graph (cp_graph.c) from the end of the step's window on the rank
  * whose window is the step time, to that window's start.
  *
- * From a node entered at time t the walk takes the predecessor that released the node last
- * (ties: the edge order of SSA_CPE_*, lane first); the node's own time on the path is
- * [max(start, release), t], the gap [release, start] (when the node started after its
- * release) is idle with the edge's cause, or untraced host time on a host thread, and the walk
- * goes on from the predecessor at the release time. Time only goes back and every piece ends
- * where the next begins, so the pieces tile the window: the path's length is the step time.
- * A node is entered at most once per step (marks), so a step costs at most its nodes.
+ * The walk (cp_walk.c) follows a rank's own edges; the only edge between ranks is the
+ * collective edge (to the member that arrived last). So it runs in rounds of questions, as the
+ * culprit walk does: per step, this file keeps the rank its walk stands on and asks that rank
+ * to walk on; a rank answers all its questions of a round in one pass over its events (one
+ * read in the bounded mode, ssa_with_rank_events) with the pieces and where the walk jumped;
+ * the next round asks the ranks jumped to. Each question carries the step's trail, so a node
+ * is entered at most once per step, as in one walk over the whole graph. Time only goes back
+ * and every piece ends where the next begins, so the pieces tile the window: the path's
+ * length is the step time. Once no walk goes on, each step's pieces become its segments, the
+ * names interned in step and walk order (the ids, and so the ties below, of one walk).
  *
  * Then per step: time by kind, by idle cause and by rank, and the top ops (path time per
  * name and rank); over the steps counted in the medians: each part's median, the totals and

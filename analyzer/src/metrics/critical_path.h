@@ -1,15 +1,19 @@
 /*
  * critical_path.h — the dependency graph of a run's steps and the critical path walked over
- * it (docs/metrics.md "Critical path"). Two sub-concerns of the metrics floor, each its own
+ * it (docs/metrics.md "Critical path"). Three sub-concerns of the metrics floor, each its own
  * file:
  *
  *   cp_graph.c       the graph: every op and every host call of every rank is a node with a
  *                    start and an end (aligned run time, so nodes of different ranks compare);
  *                    its predecessors are computed on demand from per-rank indices built once
  *                    (linear memory: a few words per event), each a typed edge with the time
- *                    it releases the node. A replay can walk the same nodes and edges.
- *   critical_path.c  the walk back from each step's end, its composition by kind, cause and
- *                    rank, its top ops and the run's summary over steady steps.
+ *                    it releases the node; the collective edges from the ranks' collective
+ *                    records. A replay can walk the same nodes and edges.
+ *   cp_walk.c        a rank's answer in the walk's rounds: the walk over its own nodes until
+ *                    the window's start or a collective edge to another rank;
+ *   critical_path.c  the rounds (which rank each step's walk stands on), the pieces made
+ *                    into segments, their composition by kind, cause and rank, the top ops
+ *                    and the run's summary over steady steps.
  */
 #ifndef SSA_CRITICAL_PATH_H
 #define SSA_CRITICAL_PATH_H
