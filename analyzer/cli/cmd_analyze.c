@@ -86,8 +86,7 @@ static const cli_option analyze_options[] = {
      "bounded memory (docs/scale.md): each rank's events are freed\n"
      "once it is loaded and read again for each per-rank pass (at\n"
      "most --threads ranks' events in memory; more CPU time). The\n"
-     "critical path needs every rank's events at once: left out,\n"
-     "and the report says so (\"left out\", JSON \"left_out\")",
+     "same report, byte for byte",
      A(low_memory), NULL, 0, 0, NULL},
     {CLI_STRING, "--partial", NULL, "OUT",
      "analyze: no report, a partial analysis of the run (or of its\n"

@@ -223,9 +223,8 @@ def analyze(run, steps=None, comm_kernels=None, compute_kernels=None, *, rank=No
     threads, top: --rank, --step-range, --launch-gap-us, --threads, --top.
     low_memory: --low-memory, the bounded mode for runs of thousands of ranks
     (docs/scale.md): each rank's events are read, summarised and dropped, so
-    memory does not grow with the run's events; the report then leaves out
-    the part that needs every rank's events at once (the critical path) and
-    names it in its "left_out" list (Report.json["left_out"]).
+    memory does not grow with the run's events; the report is the same,
+    byte for byte.
     options: further command-line options, as strings.
     Raises StepscopeError (with the library's message) on bad input."""
     argv = analysis_options(steps, comm_kernels, compute_kernels, step_range, launch_gap_us,

@@ -11,6 +11,9 @@
  *   stream_wait_inferred, stream_wait_too_late: the same without the record (a trace that
  *               records no waits): the wait is inferred when the kernel starts within the
  *               5 launch-gap thresholds after the other stream's kernel ended, not otherwise;
+ *   revisit     two ranks whose path goes from rank 0 to rank 1 and back, where rank 0's
+ *               nodes have dependencies (clipped) on nodes already on the path, on rank 0
+ *               and on rank 1: none is entered again;
  *   host_bound  one rank, two steps whose kernels are short and far apart: the host's
  *               untraced time is the path.
  *
@@ -88,13 +91,14 @@ static void kernel(ssa_rank *r, const char *name, int64_t as, int64_t ae, int64_
   add(r, &k);
 }
 
-/* An all-reduce of communicator 42 executed by kernel `corr`. */
-static void allreduce(ssa_rank *r, int rank, int64_t s, int64_t e, uint64_t corr) {
+/* All-reduce `seq` of communicator 42 executed by kernel `corr`. */
+static void allreduce_seq(ssa_rank *r, int rank, uint64_t seq, int64_t s, int64_t e,
+                          uint64_t corr) {
   stepscope_record c = {.kind = STEPSCOPE_REC_COLLECTIVE};
   c.u.collective = (stepscope_collective){.start_ns = (uint64_t)(s * US),
                                           .end_ns = (uint64_t)(e * US),
                                           .comm_id = 42,
-                                          .seq = 0,
+                                          .seq = seq,
                                           .count = 1024,
                                           .bytes = 4096,
                                           .stream = 7,
@@ -105,6 +109,10 @@ static void allreduce(ssa_rank *r, int rank, int64_t s, int64_t e, uint64_t corr
                                           .comm_size = 2,
                                           .name = ssa_rank_intern(r, "dp")};
   add(r, &c);
+}
+
+static void allreduce(ssa_rank *r, int rank, int64_t s, int64_t e, uint64_t corr) {
+  allreduce_seq(r, rank, 0, s, e, corr);
 }
 
 static const ssa_critical_path *analyse(ssa_run *run, ssa_analysis *a, ssa_rank *ranks, size_t n) {
@@ -123,7 +131,7 @@ static void check_tiling(const ssa_critical_path *cp) {
     CHECK(st->end_rel - st->start_rel == st->step_time);
     int64_t t = st->end_rel;
     for (size_t k = 0; k < st->nseg; k++) {
-      const ssa_cp_segment *s = &cp->segs[st->seg_first + k];
+      const ssa_cp_segment *s = &st->segs[k];
       CHECK(s->end_rel == t);
       CHECK(s->start_rel < s->end_rel);
       t = s->start_rel;
@@ -177,6 +185,66 @@ static void case_collective(void) {
   CHECK(st->top[1].time == 20 * US);
   CHECK(!strcmp(top_name(&a, &st->top[2]), "B0") && st->top[2].time == 10 * US);
   CHECK(cp->steady == 1 && cp->median_length == 100 * US);
+  ssa_analysis_free(&a);
+  ssa_run_free(&run);
+}
+
+/* A walk that comes back to a rank (the rounds of questions carry the step's trail: a node is
+ * entered once per step). Three all-reduces A, B, D; one stream per rank, whose ops overlap on
+ * rank 0 (nested: a trace's imprecision), so that released dependencies are clipped:
+ * Rank 0: A [10,100] launched by [1,2], D [12,60] by [3,4], B [30,50] by [5,6].
+ * Rank 1: B [20,50] by [1,2], D [55,60] by [3,4], A [70,100] by [5,6].
+ * Path from 100 back: rank 0's A [70,100] (rank 1 arrived last at 70: the jump); rank 1's A
+ * from 70 (nothing of it left), idle [60,70] (stream), D [55,60], idle [50,55] (stream), B
+ * [30,50] (rank 0 arrived last at 30: back to rank 0); rank 0's B from 30 (its stream
+ * predecessor D released at 50, clipped to 30: clipped 1), D [12,30]: D's stream predecessor A
+ * and its collective edge to rank 1's D (released at 55, clipped to 30) are both on the path
+ * already, so its launch wins: idle [4,12] (launch), the call [3,4], untraced [2,3], the call
+ * [1,2], untraced [0,1]. Taking A again would go on from A; taking rank 1's D again would
+ * jump there at 30. comm 73, idle 23 (stream 15, launch 8), host 4; rank 0 60, rank 1 40. */
+static void case_revisit(void) {
+  ssa_rank *ranks = calloc(2, sizeof *ranks);
+  static const int64_t ops[2][3][3] = {{{0, 10, 100}, {2, 12, 60}, {1, 30, 50}},
+                                       {{1, 20, 50}, {2, 55, 60}, {0, 70, 100}}};
+  for (int q = 0; q < 2; q++) {
+    ssa_rank *r = &ranks[q];
+    header(r, q, 2);
+    step_range(r, 0, 0, 8);
+    for (int k = 0; k < 3; k++) {
+      const int64_t *o = ops[q][k]; /* seq, start, end */
+      kernel(r, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 1 + 2 * k, 2 + 2 * k, o[1], o[2], 7,
+             (uint64_t)k + 1);
+      allreduce_seq(r, q, (uint64_t)o[0], o[1], o[2], (uint64_t)k + 1);
+    }
+  }
+  ssa_run run = {0};
+  ssa_analysis a;
+  const ssa_critical_path *cp = analyse(&run, &a, ranks, 2);
+  CHECK(cp && cp->nsteps == 1);
+  if (!cp || cp->nsteps != 1) return;
+  check_tiling(cp);
+  const ssa_cp_step *st = &cp->steps[0];
+  CHECK(st->step_time == 100 * US);
+  CHECK(st->end_rank_idx == 0);
+  CHECK(st->kind[SSA_CP_COMM] == 73 * US);
+  CHECK(st->kind[SSA_CP_IDLE] == 23 * US);
+  CHECK(st->idle_cause[SSA_CP_IDLE_STREAM] == 15 * US);
+  CHECK(st->idle_cause[SSA_CP_IDLE_LAUNCH] == 8 * US);
+  CHECK(st->kind[SSA_CP_HOST] == 4 * US);
+  CHECK(st->host_untraced == 2 * US);
+  CHECK(st->by_rank[0] == 60 * US);
+  CHECK(st->by_rank[1] == 40 * US);
+  CHECK(st->clipped == 1);
+  static const int64_t pieces[][3] = {{0, 70, 100}, {1, 60, 70}, {1, 55, 60}, {1, 50, 55},
+                                      {1, 30, 50},  {0, 12, 30}, {0, 4, 12},  {0, 3, 4},
+                                      {0, 2, 3},    {0, 1, 2},   {0, 0, 1}};
+  size_t n = sizeof pieces / sizeof pieces[0];
+  CHECK(st->nseg == n);
+  for (size_t k = 0; k < n && k < st->nseg; k++) {
+    const ssa_cp_segment *g = &st->segs[k];
+    CHECK(g->rank_idx == (uint32_t)pieces[k][0]);
+    CHECK(g->start_rel == pieces[k][1] * US && g->end_rel == pieces[k][2] * US);
+  }
   ssa_analysis_free(&a);
   ssa_run_free(&run);
 }
@@ -296,13 +364,15 @@ static void case_stream_wait_inferred(int64_t after) {
 
 int main(int argc, char **argv) {
   if (argc != 2) {
-    fprintf(stderr,
-            "usage: test_critical_path "
-            "collective|stream_wait|stream_wait_inferred|stream_wait_too_late|host_bound\n");
+    fprintf(stderr, "usage: test_critical_path "
+                    "collective|revisit|stream_wait|stream_wait_inferred|stream_wait_too_late|"
+                    "host_bound\n");
     return 2;
   }
   if (!strcmp(argv[1], "collective"))
     case_collective();
+  else if (!strcmp(argv[1], "revisit"))
+    case_revisit();
   else if (!strcmp(argv[1], "stream_wait"))
     case_stream_wait();
   else if (!strcmp(argv[1], "stream_wait_inferred"))

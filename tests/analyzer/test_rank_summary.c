@@ -6,15 +6,18 @@
  * run is analysed as `analyze` does; then the analysis runs again in its phases, per-rank
  * steps (summary; metrics and pipeline items; bubble transfers) with the ranks' events and
  * cross-rank steps (pipeline waits; collective matching; kernel table and the bubble's schedule
- * simulation; the culprit walk's rounds, whose questions the ranks answer in between) with
- * every rank's ops, collective records, API calls, ranges and strings taken away. Both must
- * give the same instances, summaries, late arrivals, per-rank collective counts and waits,
- * per-record wait ends and transfers, kernel rows, windows (bubble causes included), culprit
- * rows and verdict, and warnings. Each summary's records are also checked against the rank's
- * records and ops. Clock alignment runs again from the ranks' alignment inputs alone
- * (ssa_rank_align_input) and must give the loader's offsets, origin and warnings. Last, every
- * rank's events are dropped (ssa_rank_drop_events): the JSON report must not change, the
- * events must be gone, and the alignment from the kept inputs must give the same offsets.
+ * simulation; the culprit walk's rounds, whose questions the ranks answer in between; the
+ * critical path's rounds, each answering rank's events put back only for its answers through
+ * ssa_options.rank_events) with every rank's ops, collective records, API calls, ranges and
+ * strings taken away. Both must give the same instances, summaries, late arrivals, per-rank
+ * collective counts and waits, per-record wait ends and transfers, kernel rows, windows
+ * (bubble causes included), culprit rows and verdict, critical path (every segment, step and
+ * summary field; names as strings), and warnings. Each summary's records are also checked
+ * against the rank's records and ops. Clock alignment runs again from the ranks' alignment
+ * inputs alone (ssa_rank_align_input) and must give the loader's offsets, origin and warnings.
+ * Last, every rank's events are dropped (ssa_rank_drop_events): the JSON report must not
+ * change, the events must be gone, and the alignment from the kept inputs must give the same
+ * offsets.
  *
  * usage: test_rank_summary CASE        (random | pipeline | scale | all)
  *        test_rank_summary --run DIR   (a run written by another tool: the trainer's)
@@ -24,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "critical_path.h"
 #include "ssa_import.h"
 #include "ssa_metrics.h"
 #include "ssa_report.h"
@@ -74,32 +78,114 @@ static int same_i64s(const int64_t *x, const int64_t *y, size_t n) {
   return memcmp(x, y, n * sizeof *x) == 0;
 }
 
+/* Takes one rank's events and strings away (a copy of the rank kept elsewhere). */
+static void hide_rank_events(ssa_rank *r) {
+  r->ops = NULL;
+  r->nops = 0;
+  r->colls = NULL;
+  r->ncolls = 0;
+  r->apis = NULL;
+  r->napis = 0;
+  r->ranges = NULL;
+  r->nranges = 0;
+  r->anchors = NULL;
+  r->nanchors = 0;
+  r->syncs = NULL;
+  r->nsyncs = 0;
+  r->counters = NULL;
+  r->ncounters = 0;
+  ssa_strtab_init(&r->strings);
+}
+
 /* Takes every rank's events and strings away (into `saved`), or puts them back: what a
  * cross-rank step reads while they are away must be in the summaries. */
 static void hide_events(ssa_run *run, ssa_rank *saved) {
   memcpy(saved, run->ranks, run->nranks * sizeof *saved);
-  for (size_t i = 0; i < run->nranks; i++) {
-    ssa_rank *r = &run->ranks[i];
-    r->ops = NULL;
-    r->nops = 0;
-    r->colls = NULL;
-    r->ncolls = 0;
-    r->apis = NULL;
-    r->napis = 0;
-    r->ranges = NULL;
-    r->nranges = 0;
-    r->anchors = NULL;
-    r->nanchors = 0;
-    r->syncs = NULL;
-    r->nsyncs = 0;
-    r->counters = NULL;
-    r->ncounters = 0;
-    ssa_strtab_init(&r->strings);
-  }
+  for (size_t i = 0; i < run->nranks; i++)
+    hide_rank_events(&run->ranks[i]);
 }
 
 static void restore_events(ssa_run *run, const ssa_rank *saved) {
   memcpy(run->ranks, saved, run->nranks * sizeof *saved);
+}
+
+/* The analysis' hook for a per-rank pass (ssa_options.rank_events) while every rank's events
+ * are away: the rank's events back for the pass, then away again. */
+typedef struct hidden_run {
+  ssa_run *run;
+  const ssa_rank *saved;
+} hidden_run;
+
+static int show_one_rank(void *ctx, size_t i) {
+  hidden_run *h = ctx;
+  h->run->ranks[i] = h->saved[i];
+  return 0;
+}
+
+static void hide_one_rank(void *ctx, size_t i) {
+  hidden_run *h = ctx;
+  hide_rank_events(&h->run->ranks[i]);
+}
+
+static size_t cp_steps_across_ranks; /* steps whose critical path ran on 2+ ranks */
+
+/* The critical path walked in rounds with every rank's events away but the answering rank's
+ * (ssa_find_critical_paths through the hook): equal to `ref`'s, names compared as strings. */
+static void check_critical_path(const ssa_analysis *b, const ssa_analysis *ref) {
+  const ssa_critical_path *x = b->critical_path, *y = ref->critical_path;
+  CHECK(x && y && x->nsteps == y->nsteps && x->nsegs == y->nsegs && x->nranks == y->nranks,
+        "critical path: steps or segments differ (%zu, %zu segments)", x ? x->nsegs : 0,
+        y ? y->nsegs : 0);
+  if (!x || !y || x->nsteps != y->nsteps || x->nsegs != y->nsegs || x->nranks != y->nranks) return;
+  for (size_t i = 0; i < x->nsteps; i++) {
+    const ssa_cp_step *p = &x->steps[i], *q = &y->steps[i];
+    size_t on = 0;
+    for (size_t r = 0; r < x->nranks; r++) {
+      CHECK(p->by_rank[r] == q->by_rank[r], "path step %zu: time on rank index %zu", i, r);
+      on += q->by_rank[r] != 0;
+    }
+    cp_steps_across_ranks += on > 1;
+    CHECK(p->nseg == q->nseg, "path step %zu: %zu segments, %zu", i, p->nseg, q->nseg);
+    for (size_t k = 0; k < p->nseg && k < q->nseg; k++) {
+      const ssa_cp_segment *u = &p->segs[k], *w = &q->segs[k];
+      CHECK(!strcmp(ssa_name(b, u->name), ssa_name(ref, w->name)) && u->start_rel == w->start_rel &&
+                u->end_rel == w->end_rel && u->rank_idx == w->rank_idx && u->kind == w->kind &&
+                u->cause == w->cause && u->edge == w->edge && u->is_api == w->is_api,
+            "path step %zu: segment %zu differs", i, k);
+    }
+    CHECK(p->ntop == q->ntop, "path step %zu: top ops", i);
+    for (size_t t = 0; t < q->ntop && t < p->ntop; t++)
+      CHECK(!strcmp(ssa_name(b, p->top[t].name), ssa_name(ref, q->top[t].name)) &&
+                p->top[t].rank_idx == q->top[t].rank_idx && p->top[t].kind == q->top[t].kind &&
+                p->top[t].time == q->top[t].time && p->top[t].count == q->top[t].count,
+            "path step %zu: top op %zu", i, t);
+    CHECK(
+        p->step == q->step && p->step_time == q->step_time && p->length == q->length &&
+            p->start_rel == q->start_rel && p->end_rel == q->end_rel &&
+            p->end_rank_idx == q->end_rank_idx && p->in_medians == q->in_medians &&
+            !memcmp(p->kind, q->kind, sizeof p->kind) &&
+            !memcmp(p->idle_cause, q->idle_cause, sizeof p->idle_cause) &&
+            p->host_untraced == q->host_untraced && p->nseg == q->nseg && p->clipped == q->clipped,
+        "path step %zu differs (length %lld, %lld)", i, (long long)p->length, (long long)q->length);
+  }
+  for (size_t r = 0; r < x->nranks; r++)
+    CHECK(x->total_by_rank[r] == y->total_by_rank[r], "path total on rank index %zu", r);
+  CHECK(x->ntop == y->ntop, "path top ops: %zu, %zu", x->ntop, y->ntop);
+  for (size_t t = 0; t < x->ntop && t < y->ntop; t++)
+    CHECK(!strcmp(ssa_name(b, x->top[t].name), ssa_name(ref, y->top[t].name)) &&
+              x->top[t].rank_idx == y->top[t].rank_idx && x->top[t].time == y->top[t].time &&
+              x->top[t].count == y->top[t].count,
+          "path top op %zu differs", t);
+  CHECK(x->steady == y->steady && x->median_step == y->median_step &&
+            x->median_length == y->median_length && x->median_step_time == y->median_step_time &&
+            !memcmp(x->median_kind, y->median_kind, sizeof x->median_kind) &&
+            !memcmp(x->median_idle_cause, y->median_idle_cause, sizeof x->median_idle_cause) &&
+            x->total_length == y->total_length &&
+            !memcmp(x->total_kind, y->total_kind, sizeof x->total_kind) &&
+            !memcmp(x->total_idle_cause, y->total_idle_cause, sizeof x->total_idle_cause) &&
+            x->total_host_untraced == y->total_host_untraced &&
+            x->mismatched_steps == y->mismatched_steps,
+        "critical path summary differs");
 }
 
 /* Runs one per-rank step on every rank (events present); the first error. */
@@ -206,6 +292,17 @@ static void check_cross_rank_on_summaries(ssa_run *run, const ssa_analysis *ref)
       rc = ssa_rank_phase_answers(&b, i, &q);
   }
   ssa_phase_requests_free(&q);
+  /* the critical path: rounds of questions, each asked rank's events back for its answers */
+  if (rc == 0) {
+    hidden_run h = {run, saved};
+    ssa_rank_events hook = {show_one_rank, hide_one_rank, &h};
+    b.opt.rank_events = &hook;
+    hide_events(run, saved);
+    rc = ssa_find_critical_paths(&b);
+    restore_events(run, saved);
+    b.opt.rank_events = ref->opt.rank_events;
+    if (rc == 0) check_critical_path(&b, ref);
+  }
   free(saved);
   CHECK(rc == 0, "cross-rank steps on summaries: %s", stepscope_status_name(rc));
 
@@ -530,6 +627,10 @@ int main(int argc, char **argv) {
     scale_case();
     cur_case = "scale";
     CHECK(culprit_rows > 0, "no culprit row: the walk was not exercised");
+  }
+  if (all || !strcmp(which, "pipeline")) {
+    cur_case = "pipeline";
+    CHECK(cp_steps_across_ranks > 0, "no step's critical path crossed ranks: no jump tested");
   }
   if (failures) fprintf(stderr, "%d failures\n", failures);
   return failures ? 1 : 0;

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """test_low_memory.py — the bounded mode of `stepscope analyze` (--low-memory, docs/scale.md)
-gives the normal mode's JSON report byte for byte, except the parts it states as left out:
-the report's `left_out` list (absent in the normal mode) and the critical path (null). MFU from
-the ops' FLOPs (`mfu_from_op_flops`, PyTorch traces with shapes) and the late upstream's sources
-(`late_upstream_from`) are compared too: some run of 2+ ranks must have the first, some run
-the second. Runs: generated runs (random, pipeline, `--scale` with pipelines and stragglers,
-two layouts) and trainer runs (dp2_pp2, tp2 interleaved, ep2 on a pipeline, a delayed stage),
-and the committed PyTorch (Kineto) traces given. Each run is also analysed with --threads 1
-in the bounded mode (one rank's events at a time).
+gives the normal mode's reports byte for byte: the JSON report and the text report, critical
+path included (walked in rounds of questions, only the ranks asked read again), and no
+`left_out` list or "left out" section. MFU from the ops' FLOPs (`mfu_from_op_flops`, PyTorch
+traces with shapes), the late upstream's sources (`late_upstream_from`) and a critical path
+that crosses ranks must each show up in some run, so that their comparison tests something.
+Runs: generated runs (random, pipeline, `--scale` with pipelines and stragglers, two layouts)
+and trainer runs (dp2_pp2, tp2 interleaved, ep2 on a pipeline, a delayed stage), and the
+committed PyTorch (Kineto) traces given. Each run is also analysed with --threads 1 in the
+bounded mode (one rank's events at a time).
 
 usage: test_low_memory.py STEPSCOPE STEPSCOPE_GEN STEPSCOPE_TRAIN [KINETO_RUN...]
 """
@@ -23,52 +24,48 @@ kineto_runs = sys.argv[4:]
 failures = []
 sources = [0]  # windows with a late upstream's source in the normal reports
 op_mfu_ranks = [0]  # the most ranks of a normal report's MFU from the ops' FLOPs
+cp_ranks = [0]  # the most ranks one step's critical path ran on, in the normal reports
 
 
 def analyze(run, out, *extra):
-    subprocess.run([stepscope, "analyze", run, "--json", out, "--quiet", *extra], check=True)
+    """The JSON report's bytes and the text report's (stdout)."""
+    text = subprocess.run([stepscope, "analyze", run, "--json", out, *extra], check=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout
     with open(out, "rb") as f:
-        return f.read()
+        return f.read(), text
 
 
-def strip_left_out(report, bounded):
-    """The report without the parts the bounded mode leaves out (checked to be empty there)."""
-    notes = report.pop("left_out", None)
-    if bounded:
-        assert notes and all("not available in the bounded mode" in n for n in notes), notes
-        assert report["critical_path"] is None, "bounded: a critical path"
-    else:
-        assert notes is None, "normal mode: a left_out list"
-    report.pop("critical_path")
-    if not bounded:  # compared with the bounded mode's below, with the rest
-        sources[0] += sum(w.get("late_upstream_from") is not None
-                          for r in report["ranks"] for w in [r["totals"]] + r["steps"])
-        op_mfu = report.get("mfu_from_op_flops")
-        op_mfu_ranks[0] = max(op_mfu_ranks[0], op_mfu["ranks"] if op_mfu else 0)
-    return report
+def first_difference(x, y):
+    at = next(i for i in range(min(len(x), len(y)) + 1) if x[i:i + 1] != y[i:i + 1])
+    return f"at byte {at}: ...{x[max(0, at - 80):at + 80]!r}... vs ...{y[max(0, at - 80):at + 80]!r}..."
+
+
+def note_coverage(normal_json):
+    """What the normal report holds that the comparison should cover."""
+    report = json.loads(normal_json)
+    assert "left_out" not in report, "normal mode: a left_out list"
+    sources[0] += sum(w.get("late_upstream_from") is not None
+                      for r in report["ranks"] for w in [r["totals"]] + r["steps"])
+    op_mfu = report.get("mfu_from_op_flops")
+    op_mfu_ranks[0] = max(op_mfu_ranks[0], op_mfu["ranks"] if op_mfu else 0)
+    cp = report.get("critical_path") or {}
+    for step in cp.get("steps", []):
+        cp_ranks[0] = max(cp_ranks[0], len(step.get("by_rank", [])))
 
 
 def check(name, run):
     with tempfile.TemporaryDirectory() as tmp:
-        normal = analyze(run, os.path.join(tmp, "n.json"))
+        normal, normal_text = analyze(run, os.path.join(tmp, "n.json"))
+        note_coverage(normal)
         for threads in ("2", "1"):
-            bounded = analyze(run, os.path.join(tmp, "b.json"), "--low-memory", "--threads",
-                              threads)
-            a = json.loads(normal)
-            b = json.loads(bounded)
-            try:
-                a = strip_left_out(a, False)
-                b = strip_left_out(b, True)
-            except AssertionError as e:
-                failures.append(f"{name} (threads {threads}): {e}")
-                continue
-            # byte for byte: the JSON text of the rest, in the report's own order
-            x = json.dumps(a, separators=(",", ":"))
-            y = json.dumps(b, separators=(",", ":"))
-            if x != y:
-                at = next(i for i in range(min(len(x), len(y)) + 1) if x[i:i + 1] != y[i:i + 1])
-                failures.append(f"{name} (threads {threads}): reports differ at char {at}: "
-                                f"...{x[max(0, at - 80):at + 80]}... vs ...{y[max(0, at - 80):at + 80]}...")
+            bounded, bounded_text = analyze(run, os.path.join(tmp, "b.json"), "--low-memory",
+                                            "--threads", threads)
+            if bounded != normal:
+                failures.append(f"{name} (threads {threads}): JSON reports differ "
+                                f"{first_difference(normal, bounded)}")
+            if bounded_text != normal_text:
+                failures.append(f"{name} (threads {threads}): text reports differ "
+                                f"{first_difference(normal_text, bounded_text)}")
         print(f"ok? {name}: {len(normal)} bytes", flush=True)
 
 
@@ -108,6 +105,8 @@ finally:
 
 if op_mfu_ranks[0] < 2:
     failures.append("no run of 2+ ranks had MFU from the ops' FLOPs: its comparison tested little")
+if cp_ranks[0] < 2:
+    failures.append("no step's critical path crossed ranks: the rounds' jumps were not tested")
 if not sources[0]:
     failures.append("no run had a late upstream's source: the comparison of them tested nothing")
 for f in failures[:20]:

@@ -2,10 +2,10 @@
 """test_partial_merge.py — partials that merge exactly (issue 35 item 2, docs/scale.md
 "Partials"): `stepscope analyze RUN --part K/N --partial OUT` for K = 0..N-1, then `stepscope
 merge OUT...` (given in a shuffled order, from another working directory), must print the text
-report and write the JSON report byte for byte as `stepscope analyze RUN --low-memory` does.
-Runs: generated runs (random, pipeline, `--scale` with pipelines and stragglers), trainer runs
-(DP x PP, interleaved TP x PP, experts on a pipeline, a delayed stage) and the committed PyTorch
-(Kineto) traces given; each cut into 1 part, 2 parts, and an uneven number (3 or 5 blocks of
+report and write the JSON report byte for byte as the whole analysis, `stepscope analyze RUN`,
+does (critical path included: nothing is left out). Runs: generated runs (random, pipeline,
+`--scale` with pipelines and stragglers), trainer runs (DP x PP, interleaved TP x PP, experts on
+a pipeline, a delayed stage) and the committed PyTorch (Kineto) traces given; each cut into 1 part, 2 parts, and an uneven number (3 or 5 blocks of
 different sizes). Then the errors: a part missing, a part given twice, a part of another run,
 a truncated partial, a file that is no partial, options after the partials, a rank file
 changed after its partial was made.
@@ -60,10 +60,12 @@ def first_difference(x, y):
 
 def check(name, run):
     with tempfile.TemporaryDirectory() as tmp:
-        rc, text, js, err = report([run, "--low-memory"], os.path.join(tmp, "whole.json"))
+        rc, text, js, err = report([run], os.path.join(tmp, "whole.json"))
         if rc != 0:
-            failures.append(f"{name}: analyze --low-memory failed: {err.decode()}")
+            failures.append(f"{name}: analyze failed: {err.decode()}")
             return
+        if "left_out" in json.loads(js):
+            failures.append(f"{name}: the whole analysis leaves something out")
         nfiles = len(json.loads(js)["ranks"])  # every file of these runs is a rank
         uneven = 3 if nfiles % 3 else 5
         cuts = sorted({min(c, nfiles) for c in (1, 2, uneven)})

@@ -46,12 +46,6 @@ int ssa_with_rank_events(ssa_analysis *a, size_t i,
   return rc;
 }
 
-const char *const ssa_left_out_notes[SSA_LEFT_OUT_N] = {
-    [SSA_LEFT_OUT_CRITICAL_PATH] = "the critical path: not available in the bounded mode "
-                                   "(--low-memory): it is a graph over every rank's events at "
-                                   "once",
-};
-
 static int summarize(ssa_analysis *a, size_t i, void *unused) {
   (void)unused;
   return ssa_rank_summarize(a->ranks[i].rank, &a->ranks[i].summary);
@@ -228,10 +222,8 @@ int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, ste
   /* judged against the step times; pipelines read the bubble's causes */
   if ((rc = ssa_find_culprits(a)) != 0) goto fail;
   if ((rc = ssa_moe_load(a)) != 0) goto fail;
-  if (a->opt.rank_events) /* the bounded mode */
-    a->left_out |= 1u << SSA_LEFT_OUT_CRITICAL_PATH;
-  else if ((rc = ssa_find_critical_paths(a)) != 0)
-    goto fail;
+  /* in rounds: only the ranks asked are read (the bounded mode) */
+  if ((rc = ssa_find_critical_paths(a)) != 0) goto fail;
   return 0;
 fail:
   ssa_upstream_free(tj.upstream);

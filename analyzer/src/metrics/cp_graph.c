@@ -53,9 +53,11 @@ typedef struct ssa_cp_rank {
    * previous is i - 1 and the order is the index order (one_lane_in_order) */
   uint32_t *op_prev, *api_prev;
   uint32_t *op_by_end, *api_by_end;
-  uint32_t *late_rank, *late_op; /* per collective record: the last other arrival */
-  int64_t *late_at;              /* ... its aligned time (INT64_MIN: none) */
-  size_t host_syncs;             /* syncs[host_syncs..] are host-side (lane SSA_NONE) */
+  ssa_cp_late *late; /* per collective record: the last other arrival (kept by
+                        ssa_cp_rank_index_free: it comes from every rank, not from this one) */
+  size_t nlate;
+  int built;         /* the indices below and above late are made (ssa_cp_rank_index) */
+  size_t host_syncs; /* syncs[host_syncs..] are host-side (lane SSA_NONE) */
   /* waits that name their work (ssa_sync.on_corr), NULL when the rank has none: */
   uint32_t *op_wait;         /* per op: the op its stream waited for, SSA_NONE */
   uint32_t *sync_op;         /* per sync: the op it awaited, SSA_NONE (every lane, or none) */
@@ -181,8 +183,17 @@ static void order_by_end(const void *items, size_t n, size_t size, ssa_key_index
     out[i] = (uint32_t)keys[i].index;
 }
 
-/* Per collective record, the member that arrived last among the others. */
-static void collective_edges(ssa_cp_graph *g, const ssa_coll_member *m, size_t n) {
+int ssa_cp_graph_collectives(ssa_cp_graph *g, const ssa_coll_member *m, const int64_t *arrival,
+                             size_t n, const size_t *ncolls) {
+  for (size_t i = 0; i < g->nranks; i++) {
+    ssa_cp_rank *cr = &g->ranks[i];
+    free(cr->late);
+    cr->nlate = ncolls[i];
+    cr->late = array_alloc(ncolls[i], sizeof *cr->late);
+    if (!cr->late) return STEPSCOPE_E_NOMEM;
+    for (size_t c = 0; c < ncolls[i]; c++)
+      cr->late[c] = (ssa_cp_late){SSA_NONE, SSA_NONE, INT64_MIN};
+  }
   for (size_t b = 0; b < n;) {
     size_t e = b + 1;
     while (e < n && m[e].comm_id == m[b].comm_id && m[e].seq == m[b].seq)
@@ -191,10 +202,8 @@ static void collective_edges(ssa_cp_graph *g, const ssa_coll_member *m, size_t n
     size_t first = SIZE_MAX, second = SIZE_MAX;
     int64_t t1 = INT64_MIN, t2 = INT64_MIN;
     for (size_t x = b; x < e; x++) {
-      const ssa_cp_rank *cr = &g->ranks[m[x].rank_idx];
-      const ssa_coll *c = &cr->r->colls[m[x].coll_idx];
-      if (c->op_index == SSA_NONE) continue; /* no node to go to */
-      int64_t at = cr->r->ops[c->op_index].start + cr->off;
+      if (arrival[x] == INT64_MIN) continue; /* no node to go to */
+      int64_t at = arrival[x];
       if (at > t1) {
         second = first, t2 = t1;
         first = x, t1 = at;
@@ -205,14 +214,12 @@ static void collective_edges(ssa_cp_graph *g, const ssa_coll_member *m, size_t n
     for (size_t x = b; x < e && e - b > 1; x++) {
       size_t late = x == first ? second : first;
       if (late == SIZE_MAX || m[late].rank_idx == m[x].rank_idx) continue;
-      const ssa_cp_rank *lr = &g->ranks[m[late].rank_idx];
-      ssa_cp_rank *cr = &g->ranks[m[x].rank_idx];
-      cr->late_rank[m[x].coll_idx] = m[late].rank_idx;
-      cr->late_op[m[x].coll_idx] = lr->r->colls[m[late].coll_idx].op_index;
-      cr->late_at[m[x].coll_idx] = x == first ? t2 : t1;
+      g->ranks[m[x].rank_idx].late[m[x].coll_idx] =
+          (ssa_cp_late){m[late].rank_idx, m[late].coll_idx, x == first ? t2 : t1};
     }
     b = e;
   }
+  return 0;
 }
 
 /* In ops[lane_ops[lo..hi)] (one lane's, in start order, so in launch order): the first
@@ -292,13 +299,26 @@ static int build_named_waits(ssa_cp_rank *cr) {
   return rc;
 }
 
-/* One rank's indices (a job of ssa_parallel_for); a failure leaves `failed` set. */
-static void build_rank(void *ctx, size_t i) {
-  ssa_cp_graph *g = ctx;
-  ssa_cp_rank *cr = &g->ranks[i];
-  const ssa_rank *r = &g->run->ranks[i];
+/* Frees one rank's indices (not its collective edges). */
+static void free_rank_index(ssa_cp_rank *cr) {
+  free(cr->op_prev);
+  free(cr->api_prev);
+  free(cr->op_by_end);
+  free(cr->api_by_end);
+  free(cr->op_wait);
+  free(cr->sync_op);
+  free(cr->host_named);
+  ssa_cp_late *late = cr->late;
+  size_t nlate = cr->nlate;
+  memset(cr, 0, sizeof *cr);
+  cr->late = late, cr->nlate = nlate;
+}
+
+/* One rank's indices, from its events; a failure leaves `failed` set. */
+static void build_rank_index(ssa_cp_rank *cr, const ssa_rank *r) {
   cr->r = r;
   cr->off = r->offset_ns;
+  cr->built = 1;
   uint32_t *last = array_alloc(r->nlanes, sizeof *last);
   int ops_in_order =
       one_lane_in_order(r->ops, r->nops, sizeof *r->ops, offsetof(ssa_op, lane), r->nlanes);
@@ -312,12 +332,8 @@ static void build_rank(void *ctx, size_t i) {
     cr->api_prev = array_alloc(r->napis, sizeof *cr->api_prev);
     cr->api_by_end = array_alloc(r->napis, sizeof *cr->api_by_end);
   }
-  cr->late_rank = array_alloc(r->ncolls, sizeof *cr->late_rank);
-  cr->late_op = array_alloc(r->ncolls, sizeof *cr->late_op);
-  cr->late_at = array_alloc(r->ncolls, sizeof *cr->late_at);
   cr->failed = !last || (!ops_in_order && (!cr->op_prev || !cr->op_by_end)) ||
-               (!apis_in_order && (!cr->api_prev || !cr->api_by_end)) || !cr->late_rank ||
-               !cr->late_op || !cr->late_at;
+               (!apis_in_order && (!cr->api_prev || !cr->api_by_end));
   /* the orders by end by merging the lanes when they allow it: no 16-byte keys per item to
    * fault in and sort */
   int ops_merged = ops_in_order, apis_merged = apis_in_order;
@@ -343,10 +359,6 @@ static void build_rank(void *ctx, size_t i) {
   }
   free(last);
   if (cr->failed) return;
-  for (size_t c = 0; c < r->ncolls; c++) {
-    cr->late_rank[c] = cr->late_op[c] = SSA_NONE;
-    cr->late_at[c] = INT64_MIN;
-  }
   /* syncs are sorted by (lane, start): the host-side ones (lane SSA_NONE) come last */
   cr->host_syncs = r->nsyncs;
   while (cr->host_syncs > 0 && r->syncs[cr->host_syncs - 1].lane == SSA_NONE)
@@ -354,36 +366,60 @@ static void build_rank(void *ctx, size_t i) {
   if (build_named_waits(cr)) cr->failed = 1;
 }
 
-int ssa_cp_graph_build(ssa_cp_graph *g, const ssa_run *run, const ssa_coll_member *members,
-                       size_t nmembers, int threads) {
+/* One rank's indices (a job of ssa_parallel_for). */
+static void build_rank(void *ctx, size_t i) {
+  ssa_cp_graph *g = ctx;
+  build_rank_index(&g->ranks[i], &g->run->ranks[i]);
+}
+
+int ssa_cp_graph_init(ssa_cp_graph *g, const ssa_run *run) {
   memset(g, 0, sizeof *g);
   g->run = run;
   g->nranks = run->nranks;
   g->ranks = calloc(run->nranks ? run->nranks : 1, sizeof *g->ranks);
-  if (!g->ranks) return STEPSCOPE_E_NOMEM;
-  ssa_parallel_for(run->nranks, ssa_workers(run->nranks, threads), build_rank, g);
-  for (size_t i = 0; i < run->nranks; i++)
-    if (g->ranks[i].failed) {
-      ssa_cp_graph_free(g);
-      return STEPSCOPE_E_NOMEM;
-    }
-  collective_edges(g, members, nmembers);
-  return 0;
+  return g->ranks ? 0 : STEPSCOPE_E_NOMEM;
+}
+
+int ssa_cp_rank_index(ssa_cp_graph *g, uint32_t rank_idx) {
+  ssa_cp_rank *cr = &g->ranks[rank_idx];
+  if (cr->built) return 0;
+  build_rank_index(cr, &g->run->ranks[rank_idx]);
+  if (!cr->failed) return 0;
+  free_rank_index(cr);
+  return STEPSCOPE_E_NOMEM;
+}
+
+void ssa_cp_rank_index_free(ssa_cp_graph *g, uint32_t rank_idx) {
+  free_rank_index(&g->ranks[rank_idx]);
+}
+
+int ssa_cp_graph_build(ssa_cp_graph *g, const ssa_run *run, const ssa_coll_member *members,
+                       size_t nmembers, int threads) {
+  if (ssa_cp_graph_init(g, run)) return STEPSCOPE_E_NOMEM;
+  int64_t *arrival = array_alloc(nmembers, sizeof *arrival);
+  size_t *ncolls = array_alloc(run->nranks, sizeof *ncolls);
+  int rc = arrival && ncolls ? 0 : STEPSCOPE_E_NOMEM;
+  for (size_t x = 0; rc == 0 && x < nmembers; x++) {
+    const ssa_rank *r = &run->ranks[members[x].rank_idx];
+    uint32_t op = r->colls[members[x].coll_idx].op_index;
+    arrival[x] = op != SSA_NONE ? r->ops[op].start + r->offset_ns : INT64_MIN;
+  }
+  for (size_t i = 0; rc == 0 && i < run->nranks; i++)
+    ncolls[i] = run->ranks[i].ncolls;
+  if (rc == 0) rc = ssa_cp_graph_collectives(g, members, arrival, nmembers, ncolls);
+  free(arrival);
+  free(ncolls);
+  if (rc == 0) ssa_parallel_for(run->nranks, ssa_workers(run->nranks, threads), build_rank, g);
+  for (size_t i = 0; rc == 0 && i < run->nranks; i++)
+    if (g->ranks[i].failed) rc = STEPSCOPE_E_NOMEM;
+  if (rc) ssa_cp_graph_free(g);
+  return rc;
 }
 
 void ssa_cp_graph_free(ssa_cp_graph *g) {
   for (size_t i = 0; g->ranks && i < g->nranks; i++) {
-    ssa_cp_rank *cr = &g->ranks[i];
-    free(cr->op_prev);
-    free(cr->api_prev);
-    free(cr->op_by_end);
-    free(cr->api_by_end);
-    free(cr->late_rank);
-    free(cr->late_op);
-    free(cr->late_at);
-    free(cr->op_wait);
-    free(cr->sync_op);
-    free(cr->host_named);
+    free_rank_index(&g->ranks[i]);
+    free(g->ranks[i].late);
   }
   free(g->ranks);
   memset(g, 0, sizeof *g);
@@ -487,10 +523,16 @@ static void lane_syncs(const ssa_cp_rank *cr, uint32_t lane, size_t *lo, size_t 
   *hi = b;
 }
 
-static size_t add_edge(ssa_cp_edge *out, size_t n, uint32_t rank_idx, uint32_t index, uint8_t type,
-                       int64_t release, uint8_t edge) {
-  out[n] = (ssa_cp_edge){{rank_idx, index, type}, release, edge};
+static size_t add_edge(ssa_cp_edge *out, size_t n, ssa_cp_node from, uint32_t coll, int64_t release,
+                       uint8_t edge) {
+  out[n] = (ssa_cp_edge){from, release, edge, coll};
   return n + 1;
+}
+
+/* An edge from op i of n's rank. */
+static size_t add_op_edge(ssa_cp_edge *out, size_t n, ssa_cp_node to, uint32_t i, int64_t release,
+                          uint8_t edge) {
+  return add_edge(out, n, (ssa_cp_node){to.rank_idx, i, SSA_CPN_OP}, SSA_NONE, release, edge);
 }
 
 /* The lane edge from p, the previous node of n's lane (SSA_NONE: none), released at its end
@@ -503,7 +545,7 @@ static size_t lane_edge(const ssa_cp_graph *g, ssa_cp_node n, uint32_t p, ssa_cp
   ssa_cp_node prev = {n.rank_idx, p, n.type};
   int64_t end = ssa_cp_node_end(g, prev), own = ssa_cp_node_end(g, n);
   *prev_end = end - g->ranks[n.rank_idx].off;
-  out[0] = (ssa_cp_edge){prev, end < own ? end : own, SSA_CPE_LANE};
+  out[0] = (ssa_cp_edge){prev, end < own ? end : own, SSA_CPE_LANE, SSA_NONE};
   return 1;
 }
 
@@ -515,7 +557,7 @@ static size_t op_preds(const ssa_cp_graph *g, ssa_cp_node n, int64_t prev_end, s
   const ssa_op *o = &r->ops[n.index];
   if (o->launch != SSA_NONE) {
     const ssa_api *a = &r->apis[o->launch];
-    k = add_edge(out, k, n.rank_idx, o->launch, SSA_CPN_API,
+    k = add_edge(out, k, (ssa_cp_node){n.rank_idx, o->launch, SSA_CPN_API}, SSA_NONE,
                  (a->end < o->start ? a->end : o->start) + cr->off, SSA_CPE_LAUNCH);
   }
   if (device_lane(r, o->lane)) {
@@ -534,18 +576,16 @@ static size_t op_preds(const ssa_cp_graph *g, ssa_cp_node n, int64_t prev_end, s
           (r->ops[w].end <= prev_end || o->start - r->ops[w].end > g->wait_slack_ns))
         w = SSA_NONE;
     }
-    if (w != SSA_NONE)
-      k = add_edge(out, k, n.rank_idx, w, SSA_CPN_OP, r->ops[w].end + cr->off, SSA_CPE_WAIT);
+    if (w != SSA_NONE) k = add_op_edge(out, k, n, w, r->ops[w].end + cr->off, SSA_CPE_WAIT);
   }
   if (r->host_timeline) {
     uint32_t c = comm_ended_in(cr, o->lane, prev_end, o->start);
-    if (c != SSA_NONE)
-      k = add_edge(out, k, n.rank_idx, c, SSA_CPN_OP, r->ops[c].end + cr->off, SSA_CPE_SYNC);
+    if (c != SSA_NONE) k = add_op_edge(out, k, n, c, r->ops[c].end + cr->off, SSA_CPE_SYNC);
   }
-  if (o->coll != SSA_NONE && o->coll < r->ncolls && cr->late_op[o->coll] != SSA_NONE) {
-    int64_t at = cr->late_at[o->coll];
-    if (at > o->start + cr->off && at <= o->end + cr->off)
-      k = add_edge(out, k, cr->late_rank[o->coll], cr->late_op[o->coll], SSA_CPN_OP, at,
+  if (o->coll != SSA_NONE && o->coll < cr->nlate && cr->late[o->coll].rank_idx != SSA_NONE) {
+    const ssa_cp_late *l = &cr->late[o->coll];
+    if (l->at > o->start + cr->off && l->at <= o->end + cr->off)
+      k = add_edge(out, k, (ssa_cp_node){l->rank_idx, SSA_NONE, SSA_CPN_OP}, l->coll, l->at,
                    SSA_CPE_COLLECTIVE);
   }
   return k;
@@ -583,8 +623,7 @@ static size_t api_preds(const ssa_cp_graph *g, ssa_cp_node n, int64_t prev_end, 
     w = s ? device_op_ended_by(cr, s->end, SSA_NONE) : SSA_NONE;
     if (w != SSA_NONE && r->ops[w].end <= s->start) w = SSA_NONE;
   }
-  if (w != SSA_NONE)
-    k = add_edge(out, k, n.rank_idx, w, SSA_CPN_OP, r->ops[w].end + cr->off, SSA_CPE_SYNC);
+  if (w != SSA_NONE) k = add_op_edge(out, k, n, w, r->ops[w].end + cr->off, SSA_CPE_SYNC);
   return k;
 }
 

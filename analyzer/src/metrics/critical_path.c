@@ -3,13 +3,16 @@
  * back over the dependency graph (cp_graph.c) from the end of the step's window on the rank
  * whose window is the step time, to that window's start.
  *
- * From a node entered at time t the walk takes the predecessor that released the node last
- * (ties: the edge order of SSA_CPE_*, lane first); the node's own time on the path is
- * [max(start, release), t], the gap [release, start] (when the node started after its
- * release) is idle with the edge's cause, or untraced host time on a host thread, and the walk
- * goes on from the predecessor at the release time. Time only goes back and every piece ends
- * where the next begins, so the pieces tile the window: the path's length is the step time.
- * A node is entered at most once per step (marks), so a step costs at most its nodes.
+ * The walk (cp_walk.c) follows a rank's own edges; the only edge between ranks is the
+ * collective edge (to the member that arrived last). So it runs in rounds of questions, as the
+ * culprit walk does: per step, this file keeps the rank its walk stands on and asks that rank
+ * to walk on; a rank answers all its questions of a round in one pass over its events (one
+ * read in the bounded mode, ssa_with_rank_events) with the pieces and where the walk jumped;
+ * the next round asks the ranks jumped to. Each question carries the step's trail, so a node
+ * is entered at most once per step, as in one walk over the whole graph. Time only goes back
+ * and every piece ends where the next begins, so the pieces tile the window: the path's
+ * length is the step time. Once no walk goes on, each step's pieces become its segments, the
+ * names interned in step and walk order (the ids, and so the ties below, of one walk).
  *
  * Then per step: time by kind, by idle cause and by rank, and the top ops (path time per
  * name and rank); over the steps counted in the medians: each part's median, the totals and
@@ -27,153 +30,6 @@
 const char *const ssa_cp_kind_names[SSA_CP_KIND_N] = {"compute", "communication", "copy", "host",
                                                       "idle"};
 const char *const ssa_cp_idle_names[SSA_CP_IDLE_N] = {"launch", "sync", "stream", "unexplained"};
-
-typedef struct walk {
-  ssa_analysis *a;
-  const ssa_cp_graph *g;
-  ssa_critical_path *cp;
-  uint64_t **marks;    /* per rank: a bit per node slot */
-  ssa_cp_node *marked; /* the nodes marked in this step, to clear */
-  size_t nmarked, marked_cap;
-  uint32_t name_memcpy, name_memset, name_untraced;
-} walk;
-
-static int push_seg(walk *w, const ssa_cp_segment *s) {
-  ssa_critical_path *cp = w->cp;
-  if (s->end_rel <= s->start_rel) return 0;
-  if (ssa_grow((void **)&cp->segs, &cp->segs_cap, cp->nsegs + 1, sizeof *cp->segs))
-    return STEPSCOPE_E_NOMEM;
-  cp->segs[cp->nsegs++] = *s;
-  return 0;
-}
-
-static int mark(walk *w, ssa_cp_node n) {
-  size_t slot = ssa_cp_node_slot(w->g, n);
-  uint64_t *m = w->marks[n.rank_idx];
-  if (m[slot / 64] >> (slot % 64) & 1) return 1;
-  m[slot / 64] |= (uint64_t)1 << (slot % 64);
-  if (ssa_grow((void **)&w->marked, &w->marked_cap, w->nmarked + 1, sizeof *w->marked)) return -1;
-  w->marked[w->nmarked++] = n;
-  return 0;
-}
-
-static int is_marked(const walk *w, ssa_cp_node n) {
-  size_t slot = ssa_cp_node_slot(w->g, n);
-  return (int)(w->marks[n.rank_idx][slot / 64] >> (slot % 64) & 1);
-}
-
-static void clear_marks(walk *w) {
-  for (size_t i = 0; i < w->nmarked; i++) {
-    size_t slot = ssa_cp_node_slot(w->g, w->marked[i]);
-    w->marks[w->marked[i].rank_idx][slot / 64] = 0;
-  }
-  w->nmarked = 0;
-}
-
-/* The node's piece: its kind and name in the analysis' names. */
-static void node_piece(walk *w, ssa_cp_node n, ssa_cp_segment *s) {
-  const ssa_rank *r = &w->a->run->ranks[n.rank_idx];
-  const char *name;
-  if (n.type == SSA_CPN_API) {
-    s->kind = SSA_CP_HOST;
-    s->is_api = 1;
-    name = ssa_rank_str(r, r->apis[n.index].name);
-  } else {
-    const ssa_op *o = &r->ops[n.index];
-    s->kind = o->cls == SSA_CLS_COMPUTE ? SSA_CP_COMPUTE
-              : o->cls == SSA_CLS_COMM  ? SSA_CP_COMM
-                                        : SSA_CP_COPY;
-    name = ssa_rank_str(r, o->name);
-    if (!*name) {
-      s->name = o->kind == SSA_OP_MEMSET ? w->name_memset : w->name_memcpy;
-      return;
-    }
-  }
-  s->name = ssa_strtab_intern(&w->a->names, name, strlen(name));
-}
-
-/* The piece of a gap before a node: idle with the edge's cause, or untraced host time when
- * the node runs on a host thread (a call, or an op of a host timeline). */
-static void gap_piece(walk *w, ssa_cp_node n, int edge, ssa_cp_segment *s) {
-  const ssa_rank *r = &w->a->run->ranks[n.rank_idx];
-  if (n.type == SSA_CPN_API || r->host_timeline) {
-    s->kind = SSA_CP_HOST;
-    s->cause = 1;
-    s->name = w->name_untraced;
-    return;
-  }
-  s->kind = SSA_CP_IDLE;
-  /* a stream gap is the device's own delay only when the op's launch is known (it was
-   * released earlier): without it the trace does not show what the op waited for */
-  if (edge == SSA_CPE_LANE && r->ops[n.index].launch == SSA_NONE) edge = SSA_CPE_N;
-  s->cause = edge == SSA_CPE_LAUNCH ? SSA_CP_IDLE_LAUNCH
-             : edge == SSA_CPE_WAIT ? SSA_CP_IDLE_SYNC
-             : edge == SSA_CPE_LANE ? SSA_CP_IDLE_STREAM
-                                    : SSA_CP_IDLE_UNEXPLAINED;
-}
-
-static int64_t rel(const walk *w, int64_t aligned) {
-  return aligned - w->a->run->origin;
-}
-
-/* Walks step `st` back from aligned time hi on rank R to lo. */
-static int walk_step(walk *w, ssa_cp_step *st, uint32_t R, int64_t lo, int64_t hi) {
-  const ssa_cp_graph *g = w->g;
-  ssa_cp_segment base = {.edge = SSA_CPE_N};
-  ssa_cp_node n;
-  if (ssa_cp_last_before(g, R, hi, &n) != 0 || ssa_cp_node_end(g, n) <= lo) {
-    ssa_cp_segment s = base;
-    s.rank_idx = R;
-    s.start_rel = rel(w, lo), s.end_rel = rel(w, hi);
-    s.kind = SSA_CP_IDLE, s.cause = SSA_CP_IDLE_UNEXPLAINED;
-    return push_seg(w, &s);
-  }
-  int64_t t = ssa_cp_node_end(g, n);
-  if (t < hi) { /* the step ended when its host began the next one */
-    ssa_cp_segment s = base;
-    s.rank_idx = R;
-    s.start_rel = rel(w, t), s.end_rel = rel(w, hi);
-    s.kind = SSA_CP_HOST, s.cause = 1, s.name = w->name_untraced;
-    SC_TRY(push_seg(w, &s));
-  }
-  if (mark(w, n) < 0) return STEPSCOPE_E_NOMEM;
-  while (t > lo) {
-    ssa_cp_edge e[SSA_CP_MAX_PREDS];
-    size_t np = ssa_cp_preds(g, n, e);
-    int best = -1;
-    for (size_t i = 0; i < np; i++) {
-      if (is_marked(w, e[i].from)) continue;
-      if (e[i].release > t) {
-        st->clipped++;
-        e[i].release = t;
-      }
-      if (best < 0 || e[i].release > e[best].release) best = (int)i;
-    }
-    int64_t start = ssa_cp_node_start(g, n);
-    int64_t r = best >= 0 ? e[best].release : lo;
-    if (r < lo) r = lo;
-    ssa_cp_segment s = base;
-    s.rank_idx = n.rank_idx;
-    node_piece(w, n, &s);
-    s.edge = best >= 0 ? e[best].type : SSA_CPE_N;
-    int64_t from = start > r ? start : r;
-    if (from > t) from = t;
-    s.start_rel = rel(w, from), s.end_rel = rel(w, t);
-    SC_TRY(push_seg(w, &s));
-    if (from > r) {
-      ssa_cp_segment gs = base;
-      gs.rank_idx = n.rank_idx;
-      gap_piece(w, n, best >= 0 ? e[best].type : SSA_CPE_N, &gs);
-      gs.start_rel = rel(w, r), gs.end_rel = rel(w, from);
-      SC_TRY(push_seg(w, &gs));
-    }
-    t = r;
-    if (best < 0) break;
-    n = e[best].from;
-    if (mark(w, n) < 0) return STEPSCOPE_E_NOMEM;
-  }
-  return 0;
-}
 
 static int cmp_top_key(const void *pa, const void *pb) {
   const ssa_cp_top *a = pa, *b = pb;
@@ -216,15 +72,15 @@ static int top_table_double(ssa_cp_top **t, size_t *slots) {
  * table of the keys, the distinct ones sorted. The table is sized by the distinct keys (a path
  * has few distinct ops), not by the segments: the run's summary passes every segment of the
  * run, and a table of twice that many slots cost its page faults. */
-static int top_ops(const ssa_critical_path *cp, const ssa_cp_step *steps, size_t nsteps,
-                   int medians_only, ssa_cp_top *out, size_t cap, size_t *nout) {
+static int top_ops(const ssa_cp_step *steps, size_t nsteps, int medians_only, ssa_cp_top *out,
+                   size_t cap, size_t *nout) {
   size_t slots = 64, used = 0;
   ssa_cp_top *t = calloc(slots, sizeof *t); /* count 0: empty */
   if (!t) return STEPSCOPE_E_NOMEM;
   for (size_t i = 0; i < nsteps; i++) {
     if (medians_only && !steps[i].in_medians) continue;
     for (size_t j = 0; j < steps[i].nseg; j++) {
-      const ssa_cp_segment *s = &cp->segs[steps[i].seg_first + j];
+      const ssa_cp_segment *s = &steps[i].segs[j];
       if (s->kind == SSA_CP_IDLE) continue;
       size_t h = top_slot(t, slots, s->name, s->rank_idx, s->kind);
       if (!t[h].count) {
@@ -252,9 +108,9 @@ static int top_ops(const ssa_critical_path *cp, const ssa_cp_step *steps, size_t
   return 0;
 }
 
-static void account_step(ssa_critical_path *cp, ssa_cp_step *st) {
-  for (size_t i = st->seg_first; i < st->seg_first + st->nseg; i++) {
-    const ssa_cp_segment *s = &cp->segs[i];
+static void account_step(ssa_cp_step *st) {
+  for (size_t i = 0; i < st->nseg; i++) {
+    const ssa_cp_segment *s = &st->segs[i];
     int64_t d = s->end_rel - s->start_rel;
     st->length += d;
     st->kind[s->kind] += d;
@@ -312,7 +168,7 @@ static int summarise(ssa_critical_path *cp) {
       cp->total_by_rank[r] += st->by_rank[r];
   }
   free(v);
-  return top_ops(cp, cp->steps, cp->nsteps, 1, cp->top, SSA_CP_TOP_RUN, &cp->ntop);
+  return top_ops(cp->steps, cp->nsteps, 1, cp->top, SSA_CP_TOP_RUN, &cp->ntop);
 }
 
 /* The rank whose window of step `number` is the longest (the step time), its window. */
@@ -330,37 +186,278 @@ static int end_rank(const ssa_analysis *a, int64_t number, uint32_t *R, const ss
   return best >= 0 ? 0 : -1;
 }
 
-static int walk_all(walk *w) {
-  ssa_analysis *a = w->a;
-  ssa_critical_path *cp = w->cp;
+/* The rounds' state: the graph (collective edges; rank indices while a rank answers), per
+ * step its walk, this round's questions by rank. */
+typedef struct rounds {
+  ssa_analysis *a;
+  ssa_cp_graph g;
+  int *rcs;                  /* [nranks] */
+  ssa_cp_step_walk *walks;   /* [nsteps] */
+  unsigned char *walked;     /* [nsteps]: the step has an end rank, its walk was asked */
+  ssa_cp_question *q, *next; /* this round's, by rank; the next round's */
+  size_t nq, nnext, q_cap, next_cap;
+  size_t *first; /* [nranks + 1]: rank i's questions are q[first[i], first[i + 1]) */
+} rounds;
+
+static int add_question(ssa_cp_question **v, size_t *n, size_t *cap, ssa_cp_question q) {
+  if (ssa_grow((void **)v, cap, *n + 1, sizeof **v)) return STEPSCOPE_E_NOMEM;
+  (*v)[(*n)++] = q;
+  return 0;
+}
+
+static int cmp_question_rank(const void *pa, const void *pb) {
+  const ssa_cp_question *a = pa, *b = pb;
+  if (a->rank_idx != b->rank_idx) return a->rank_idx < b->rank_idx ? -1 : 1;
+  return (a->step > b->step) - (a->step < b->step);
+}
+
+/* One rank's answers to this round's questions (a pass: its events are there). */
+static int answer_questions(ssa_analysis *a, size_t i, void *ctx) {
+  rounds *x = ctx;
+  int rc = ssa_cp_rank_index(&x->g, (uint32_t)i);
+  uint64_t *marks = rc ? NULL : calloc(ssa_cp_rank_slots(&x->g, (uint32_t)i) / 64 + 1, 8);
+  size_t nstrings = a->run->ranks[i].strings.count;
+  ssa_cp_names names = {&a->ranks[i].summary.names,
+                        calloc(nstrings ? nstrings : 1, sizeof *names.by_string), nstrings};
+  if (!marks || !names.by_string) rc = STEPSCOPE_E_NOMEM;
+  for (size_t k = x->first[i]; k < x->first[i + 1] && rc == 0; k++)
+    rc = ssa_cp_answer(&x->g, &names, marks, &x->q[k]);
+  free(marks);
+  free(names.by_string);
+  if (a->opt.rank_events) ssa_cp_rank_index_free(&x->g, (uint32_t)i); /* its events go */
+  return rc;
+}
+
+/* A rank's pass of a round (a job of ssa_parallel_for): only a rank asked something is read. */
+static void answer_rank(void *ctx, size_t i) {
+  rounds *x = ctx;
+  x->rcs[i] =
+      x->first[i] < x->first[i + 1] ? ssa_with_rank_events(x->a, i, answer_questions, x) : 0;
+}
+
+/* Question q's answer: the clipped count; where the walk jumped to another rank before the
+ * window's start, the records of the visit's entered nodes on the step's walk and the next
+ * question. */
+static int take_answer(rounds *x, const ssa_cp_question *q) {
+  ssa_cp_step_walk *sw = q->walk;
+  x->a->critical_path->steps[q->step].clipped += q->clipped;
+  if (q->jump.rank_idx == SSA_NONE) return 0; /* the walk ended (its trail is gone) */
+  const ssa_cp_visit *vi = &sw->visits[sw->nvisits - 1];
+  if (ssa_grow((void **)&sw->colls, &sw->colls_cap, sw->ncolls + vi->nnodes, sizeof *sw->colls))
+    return STEPSCOPE_E_NOMEM;
+  size_t ncolls = sw->ncolls;
+  for (size_t k = vi->node_first; k < vi->node_first + vi->nnodes; k++)
+    if (sw->nodes[k].coll != SSA_NONE)
+      sw->colls[sw->ncolls++] = (int64_t)vi->rank_idx << 32 | sw->nodes[k].coll;
+  if (sw->ncolls > ncolls) qsort(sw->colls, sw->ncolls, sizeof *sw->colls, ssa_cmp_i64);
+  if (q->jump.at <= q->lo) return 0; /* it jumped at the window's start: done */
+  return add_question(&x->next, &x->nnext, &x->next_cap,
+                      (ssa_cp_question){.step = q->step,
+                                        .rank_idx = q->jump.rank_idx,
+                                        .coll = q->jump.coll,
+                                        .t = q->jump.at,
+                                        .lo = q->lo,
+                                        .walk = sw});
+}
+
+/* Asks this round's questions, takes the answers, and makes the next round's. */
+static int round_of_questions(rounds *x) {
+  ssa_analysis *a = x->a;
+  qsort(x->q, x->nq, sizeof *x->q, cmp_question_rank);
+  for (size_t r = 0, i = 0; r <= a->nranks; r++) {
+    while (i < x->nq && x->q[i].rank_idx < r)
+      i++;
+    x->first[r] = i;
+  }
+  ssa_parallel_for(a->nranks, ssa_workers(a->nranks, a->opt.threads), answer_rank, x);
+  for (size_t i = 0; i < a->nranks; i++)
+    if (x->rcs[i]) return x->rcs[i];
+  x->nnext = 0;
+  for (size_t k = 0; k < x->nq; k++)
+    SC_TRY(take_answer(x, &x->q[k]));
+  ssa_cp_question *t = x->q;
+  size_t cap = x->q_cap;
+  x->q = x->next, x->q_cap = x->next_cap, x->nq = x->nnext;
+  x->next = t, x->next_cap = cap;
+  return 0;
+}
+
+/* The collective edges, from the ranks' summaries: each record's arrival is its op's start. */
+static int collective_edges(rounds *x) {
+  ssa_analysis *a = x->a;
+  ssa_coll_member *m = NULL;
+  size_t n = 0;
+  SC_TRY(ssa_summary_coll_members(a, &m, &n));
+  int64_t *arrival = malloc((n ? n : 1) * sizeof *arrival);
+  size_t *ncolls = malloc((a->nranks ? a->nranks : 1) * sizeof *ncolls);
+  int rc = arrival && ncolls ? 0 : STEPSCOPE_E_NOMEM;
+  for (size_t k = 0; rc == 0 && k < n; k++) {
+    const ssa_rank_summary *s = &a->ranks[m[k].rank_idx].summary;
+    const ssa_coll_rec *c = &s->colls[m[k].coll_idx];
+    arrival[k] = c->flags & SSA_COLL_REC_F_NO_OP ? INT64_MIN : c->start + s->offset_ns;
+  }
+  for (size_t i = 0; rc == 0 && i < a->nranks; i++)
+    ncolls[i] = a->ranks[i].summary.ncolls;
+  if (rc == 0) rc = ssa_cp_graph_collectives(&x->g, m, arrival, n, ncolls);
+  free(m);
+  free(arrival);
+  free(ncolls);
+  return rc;
+}
+
+/* The first round's questions: each step from its end rank's window end. */
+static int first_questions(rounds *x) {
+  ssa_analysis *a = x->a;
+  ssa_critical_path *cp = a->critical_path;
   for (size_t i = 0; i < a->nsteps; i++) {
     ssa_cp_step *st = &cp->steps[i];
     st->step = a->steps[i].step;
     st->step_time = a->steps[i].time;
     st->in_medians = a->steps[i].in_medians;
     st->by_rank = cp->by_rank_all + i * cp->nranks;
-    st->seg_first = cp->nsegs;
     const ssa_window *win = NULL;
     if (end_rank(a, st->step, &st->end_rank_idx, &win) != 0) continue;
+    x->walked[i] = 1;
     int64_t off = a->run->ranks[st->end_rank_idx].offset_ns;
-    st->start_rel = rel(w, win->start + off);
-    st->end_rel = rel(w, win->end + off);
-    SC_TRY(walk_step(w, st, st->end_rank_idx, win->start + off, win->end + off));
-    clear_marks(w);
-    st->nseg = cp->nsegs - st->seg_first;
-    account_step(cp, st);
+    st->start_rel = win->start + off - a->run->origin;
+    st->end_rel = win->end + off - a->run->origin;
+    SC_TRY(add_question(&x->q, &x->nq, &x->q_cap,
+                        (ssa_cp_question){.step = (uint32_t)i,
+                                          .rank_idx = st->end_rank_idx,
+                                          .coll = SSA_NONE,
+                                          .t = win->end + off,
+                                          .lo = win->start + off,
+                                          .walk = &x->walks[i]}));
+  }
+  return 0;
+}
+
+/* A piece's name in the analysis' names; `ids`: per rank, its summary names' ids there
+ * (0: not yet), made on first use. */
+static int piece_name(ssa_analysis *a, const ssa_cp_piece *p, const uint32_t *constants,
+                      uint32_t **ids, uint32_t *out) {
+  if (p->name_from != SSA_CP_NAME_SUMMARY) {
+    *out = p->name_from == SSA_CP_NAME_NONE ? 0 : constants[p->name_from];
+    return 0;
+  }
+  const ssa_strtab *names = &a->ranks[p->rank_idx].summary.names;
+  uint32_t **own = &ids[p->rank_idx];
+  if (!*own && !(*own = calloc(names->count ? names->count : 1, sizeof **own)))
+    return STEPSCOPE_E_NOMEM;
+  if (!(*own)[p->name]) {
+    const char *s = ssa_strtab_get(names, p->name);
+    size_t len = strlen(s);
+    (*own)[p->name] = ssa_strtab_intern(&a->names, s, len);
+    if (len && !(*own)[p->name]) return STEPSCOPE_E_NOMEM;
+  }
+  *out = (*own)[p->name];
+  return 0;
+}
+
+/* A step's pieces and, once turned, its segments: the same storage (the pieces are as big as
+ * segments), so that the path is never held twice. */
+typedef union piece_or_segment {
+  ssa_cp_piece piece;
+  ssa_cp_segment seg;
+} piece_or_segment;
+_Static_assert(sizeof(ssa_cp_piece) == sizeof(ssa_cp_segment), "a piece turns into a segment");
+
+/* Step i's pieces turned into its segments in place: the names interned in the order a single
+ * walk of the steps met them (empty pieces' names too), the empty pieces left out. */
+static int turn_pieces(rounds *x, size_t i, const uint32_t *constants, uint32_t **ids) {
+  ssa_cp_step_walk *sw = &x->walks[i];
+  ssa_cp_step *st = &x->a->critical_path->steps[i];
+  piece_or_segment *v = (piece_or_segment *)(void *)sw->pieces;
+  size_t m = 0;
+  for (size_t k = 0; k < sw->npieces; k++) {
+    ssa_cp_piece p = v[k].piece;
+    uint32_t name = 0;
+    SC_TRY(piece_name(x->a, &p, constants, ids, &name));
+    if (p.end_rel > p.start_rel)
+      v[m++].seg = (ssa_cp_segment){.start_rel = p.start_rel,
+                                    .end_rel = p.end_rel,
+                                    .rank_idx = p.rank_idx,
+                                    .name = name,
+                                    .kind = p.kind,
+                                    .cause = p.cause,
+                                    .edge = p.edge,
+                                    .is_api = p.is_api};
+  }
+  ssa_cp_segment *segs = m ? realloc(v, m * sizeof *segs) : NULL; /* its exact size */
+  if (m && !segs) segs = &v[0].seg;
+  if (!m) free(v);
+  sw->pieces = NULL;
+  sw->npieces = sw->pieces_cap = 0;
+  st->segs = segs;
+  st->nseg = m;
+  return 0;
+}
+
+/* Every step's pieces into its segments, in step order; then each step's sums and top ops, and
+ * the run's summary. */
+static int assemble(rounds *x, const uint32_t *constants) {
+  ssa_analysis *a = x->a;
+  ssa_critical_path *cp = a->critical_path;
+  uint32_t **ids = calloc(a->nranks ? a->nranks : 1, sizeof *ids);
+  int rc = ids ? 0 : STEPSCOPE_E_NOMEM;
+  for (size_t i = 0; i < a->nsteps && rc == 0; i++) {
+    rc = turn_pieces(x, i, constants, ids);
+    ssa_cp_step *st = &cp->steps[i];
+    cp->nsegs += st->nseg;
+    if (rc || !x->walked[i]) continue; /* no rank has a window of the step */
+    account_step(st);
     if (st->length != st->step_time) cp->mismatched_steps++;
   }
-  for (size_t i = 0; i < a->nsteps; i++) {
+  for (size_t i = 0; ids && i < a->nranks; i++)
+    free(ids[i]);
+  free(ids);
+  for (size_t i = 0; i < a->nsteps && rc == 0; i++) {
     ssa_cp_step *st = &cp->steps[i];
-    SC_TRY(top_ops(cp, st, 1, 0, st->top, SSA_CP_TOP_STEP, &st->ntop));
+    rc = top_ops(st, 1, 0, st->top, SSA_CP_TOP_STEP, &st->ntop);
   }
-  return summarise(cp);
+  return rc ? rc : summarise(cp);
+}
+
+static void rounds_free(rounds *x) {
+  for (size_t i = 0; x->walks && i < x->a->nsteps; i++) {
+    ssa_cp_step_walk *sw = &x->walks[i];
+    free(sw->pieces);
+    free(sw->visits);
+    free(sw->nodes);
+    free(sw->colls);
+  }
+  free(x->rcs);
+  free(x->walks);
+  free(x->walked);
+  free(x->q);
+  free(x->next);
+  free(x->first);
+  ssa_cp_graph_free(&x->g);
 }
 
 static int intern_const(ssa_analysis *a, const char *s, uint32_t *id) {
   *id = ssa_strtab_intern(&a->names, s, strlen(s));
   return *id ? 0 : STEPSCOPE_E_NOMEM;
+}
+
+/* The walk in rounds: the first questions, rounds until no step's walk goes on, the pieces
+ * assembled. */
+static int walk_in_rounds(rounds *x, const uint32_t *constants) {
+  ssa_analysis *a = x->a;
+  size_t nr = a->nranks ? a->nranks : 1, ns = a->nsteps;
+  x->rcs = calloc(nr, sizeof *x->rcs);
+  x->first = calloc(nr + 1, sizeof *x->first);
+  x->walks = calloc(ns, sizeof *x->walks);
+  x->walked = calloc(ns, sizeof *x->walked);
+  if (!x->rcs || !x->first || !x->walks || !x->walked) return STEPSCOPE_E_NOMEM;
+  SC_TRY(ssa_cp_graph_init(&x->g, a->run));
+  x->g.wait_slack_ns = 5 * a->launch_gap_ns; /* ROCm streams resume ~15 us after the event */
+  SC_TRY(collective_edges(x));
+  SC_TRY(first_questions(x));
+  while (x->nq > 0)
+    SC_TRY(round_of_questions(x));
+  ssa_cp_graph_free(&x->g); /* the walks are done: the ranks' indices go */
+  return assemble(x, constants);
 }
 
 int ssa_find_critical_paths(ssa_analysis *a) {
@@ -375,60 +472,37 @@ int ssa_find_critical_paths(ssa_analysis *a) {
   cp->total_by_rank = calloc(a->nranks ? a->nranks : 1, sizeof *cp->total_by_rank);
   if (!cp->steps || !cp->by_rank_all || !cp->total_by_rank) return STEPSCOPE_E_NOMEM;
   if (a->nsteps == 0) return 0;
-  walk w = {.a = a, .cp = cp};
-  SC_TRY(intern_const(a, "memcpy", &w.name_memcpy));
-  SC_TRY(intern_const(a, "memset", &w.name_memset));
-  SC_TRY(intern_const(a, "(host, untraced)", &w.name_untraced));
-  ssa_coll_member *members = NULL;
-  size_t nmembers = 0;
-  SC_TRY(ssa_run_coll_members(a->run, &members, &nmembers));
-  ssa_cp_graph g;
-  int rc = ssa_cp_graph_build(&g, a->run, members, nmembers, a->opt.threads);
-  free(members);
-  if (rc) return rc;
-  g.wait_slack_ns = 5 * a->launch_gap_ns; /* ROCm streams resume ~15 us after the event */
-  w.g = &g;
-  w.marks = calloc(a->nranks ? a->nranks : 1, sizeof *w.marks);
-  rc = w.marks ? 0 : STEPSCOPE_E_NOMEM;
-  for (size_t i = 0; i < a->nranks && rc == 0; i++) {
-    w.marks[i] = calloc(ssa_cp_rank_slots(&g, (uint32_t)i) / 64 + 1, sizeof **w.marks);
-    if (!w.marks[i]) rc = STEPSCOPE_E_NOMEM;
-  }
-  if (rc == 0) rc = walk_all(&w);
-  for (size_t i = 0; w.marks && i < a->nranks; i++)
-    free(w.marks[i]);
-  free(w.marks);
-  free(w.marked);
-  ssa_cp_graph_free(&g);
+  uint32_t constants[SSA_CP_NAME_SUMMARY] = {0};
+  SC_TRY(intern_const(a, "memcpy", &constants[SSA_CP_NAME_MEMCPY]));
+  SC_TRY(intern_const(a, "memset", &constants[SSA_CP_NAME_MEMSET]));
+  SC_TRY(intern_const(a, "(host, untraced)", &constants[SSA_CP_NAME_UNTRACED]));
+  rounds x = {.a = a};
+  int rc = walk_in_rounds(&x, constants);
+  rounds_free(&x);
   return rc;
 }
 
 void ssa_critical_path_free(ssa_critical_path *cp) {
   if (!cp) return;
+  for (size_t i = 0; cp->steps && i < cp->nsteps; i++)
+    free(cp->steps[i].segs);
   free(cp->steps);
-  free(cp->segs);
   free(cp->by_rank_all);
   free(cp->total_by_rank);
   free(cp);
 }
 
-typedef struct piece_order {
-  int64_t start;
-  uint64_t seg;
-} piece_order;
-
-/* The step of segment i: the last step whose segments start at or before it (steps are in
- * the order of their segments; a step without any shares its start with the next). */
-static int64_t step_of_segment(const ssa_critical_path *cp, size_t i) {
+/* Segment number i of the path (steps in order, each's segments in order): its step. */
+static size_t step_of_segment(const ssa_critical_path *cp, const size_t *first, size_t i) {
   size_t lo = 0, hi = cp->nsteps;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if (cp->steps[mid].seg_first <= i)
+    if (first[mid] <= i)
       lo = mid + 1;
     else
       hi = mid;
   }
-  return cp->steps[lo - 1].step;
+  return lo - 1; /* a step without segments shares its first with the next */
 }
 
 int ssa_cp_track(const ssa_critical_path *cp, uint32_t rank_idx,
@@ -436,24 +510,37 @@ int ssa_cp_track(const ssa_critical_path *cp, uint32_t rank_idx,
                               int64_t end_rel),
                  void *ctx) {
   size_t n = 0;
-  for (size_t i = 0; i < cp->nsegs; i++)
-    n += cp->segs[i].rank_idx == rank_idx;
+  for (size_t i = 0; i < cp->nsteps; i++)
+    for (size_t k = 0; k < cp->steps[i].nseg; k++)
+      n += cp->steps[i].segs[k].rank_idx == rank_idx;
   if (n == 0) return 0;
+  /* by (start, the segment's number in the path), each step's number of its first */
   ssa_key_index *v = malloc(n * sizeof *v);
-  if (!v) return STEPSCOPE_E_NOMEM;
+  size_t *first = malloc(cp->nsteps * sizeof *first);
+  if (!v || !first) {
+    free(v);
+    free(first);
+    return STEPSCOPE_E_NOMEM;
+  }
   n = 0;
-  for (size_t i = 0; i < cp->nsegs; i++)
-    if (cp->segs[i].rank_idx == rank_idx) v[n++] = (ssa_key_index){cp->segs[i].start_rel, i};
+  for (size_t i = 0, number = 0; i < cp->nsteps; number += cp->steps[i++].nseg) {
+    first[i] = number;
+    for (size_t k = 0; k < cp->steps[i].nseg; k++)
+      if (cp->steps[i].segs[k].rank_idx == rank_idx)
+        v[n++] = (ssa_key_index){cp->steps[i].segs[k].start_rel, number + k};
+  }
   ssa_sort_by_start(v, n, sizeof *v, ssa_cmp_key_index);
   int64_t reached = INT64_MIN;
   for (size_t i = 0; i < n; i++) {
-    const ssa_cp_segment *s = &cp->segs[v[i].index];
+    size_t st = step_of_segment(cp, first, v[i].index);
+    const ssa_cp_segment *s = &cp->steps[st].segs[v[i].index - first[st]];
     int64_t from = s->start_rel > reached ? s->start_rel : reached;
     if (from >= s->end_rel) continue;
-    emit(ctx, s, step_of_segment(cp, v[i].index), from, s->end_rel);
+    emit(ctx, s, cp->steps[st].step, from, s->end_rel);
     reached = s->end_rel;
   }
   free(v);
+  free(first);
   return 0;
 }
 

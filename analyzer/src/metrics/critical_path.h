@@ -1,15 +1,19 @@
 /*
  * critical_path.h — the dependency graph of a run's steps and the critical path walked over
- * it (docs/metrics.md "Critical path"). Two sub-concerns of the metrics floor, each its own
+ * it (docs/metrics.md "Critical path"). Three sub-concerns of the metrics floor, each its own
  * file:
  *
  *   cp_graph.c       the graph: every op and every host call of every rank is a node with a
  *                    start and an end (aligned run time, so nodes of different ranks compare);
  *                    its predecessors are computed on demand from per-rank indices built once
  *                    (linear memory: a few words per event), each a typed edge with the time
- *                    it releases the node. A replay can walk the same nodes and edges.
- *   critical_path.c  the walk back from each step's end, its composition by kind, cause and
- *                    rank, its top ops and the run's summary over steady steps.
+ *                    it releases the node; the collective edges from the ranks' collective
+ *                    records. A replay can walk the same nodes and edges.
+ *   cp_walk.c        a rank's answer in the walk's rounds: the walk over its own nodes until
+ *                    the window's start or a collective edge to another rank;
+ *   critical_path.c  the rounds (which rank each step's walk stands on), the pieces made
+ *                    into segments, their composition by kind, cause and rank, the top ops
+ *                    and the run's summary over steady steps.
  */
 #ifndef SSA_CRITICAL_PATH_H
 #define SSA_CRITICAL_PATH_H
@@ -36,9 +40,11 @@ enum {
 extern const char *const ssa_cpe_names[SSA_CPE_N];
 
 typedef struct ssa_cp_edge {
-  ssa_cp_node from;
-  int64_t release; /* aligned time from which the dependency no longer holds the node */
-  uint8_t type;    /* SSA_CPE_* */
+  ssa_cp_node from; /* a collective edge's: the late member's rank, index SSA_NONE (its op is
+                       that rank's record `coll`, whose events the edge's rank need not have) */
+  int64_t release;  /* aligned time from which the dependency no longer holds the node */
+  uint8_t type;     /* SSA_CPE_* */
+  uint32_t coll;    /* a collective edge: the late member's record on its rank; else SSA_NONE */
 } ssa_cp_edge;
 #define SSA_CP_MAX_PREDS 5
 
@@ -50,11 +56,29 @@ typedef struct ssa_cp_graph {
   struct ssa_cp_rank *ranks;
 } ssa_cp_graph;
 
-/* Builds the per-rank indices (cp_graph.c), ranks in parallel on `threads` (0: cores):
- * O(events) memory, O(events) time plus the radix sorts by end. `members`: the run's
- * collective members (ssa_run_coll_members). 0 or STEPSCOPE_E_NOMEM. */
+/* The last other arrival at a collective record: the member's rank and record, its aligned
+ * arrival (its op's start); rank SSA_NONE: none. */
+typedef struct ssa_cp_late {
+  uint32_t rank_idx, coll;
+  int64_t at;
+} ssa_cp_late;
+
+/* Builds every rank's indices (cp_graph.c) and the collective edges, ranks in parallel on
+ * `threads` (0: cores): O(events) memory, O(events) time plus the radix sorts by end.
+ * `members`: the run's collective members (ssa_run_coll_members). 0 or STEPSCOPE_E_NOMEM. */
 int ssa_cp_graph_build(ssa_cp_graph *g, const ssa_run *run, const ssa_coll_member *members,
                        size_t nmembers, int threads);
+/* The same in parts, for a walk that reads one rank at a time (the critical path's rounds):
+ * an empty graph of the run's ranks; the collective edges from the members (sorted by
+ * ssa_cmp_coll_member) with each member's aligned arrival (INT64_MIN: its record has no op)
+ * and each rank's count of records (ssa_cp_graph_collectives, kept until ssa_cp_graph_free);
+ * a rank's indices from its events, once (ssa_cp_rank_index), freed again with
+ * ssa_cp_rank_index_free. Each 0 or STEPSCOPE_E_NOMEM. */
+int ssa_cp_graph_init(ssa_cp_graph *g, const ssa_run *run);
+int ssa_cp_graph_collectives(ssa_cp_graph *g, const ssa_coll_member *m, const int64_t *arrival,
+                             size_t n, const size_t *ncolls);
+int ssa_cp_rank_index(ssa_cp_graph *g, uint32_t rank_idx);
+void ssa_cp_rank_index_free(ssa_cp_graph *g, uint32_t rank_idx);
 void ssa_cp_graph_free(ssa_cp_graph *g);
 /* A node's aligned start and end (trace time + the rank's offset). */
 int64_t ssa_cp_node_start(const ssa_cp_graph *g, ssa_cp_node n);
@@ -89,8 +113,8 @@ extern const char *const ssa_cp_idle_names[SSA_CP_IDLE_N];
 /* One piece of a step's path: a node's time, or a gap. */
 typedef struct ssa_cp_segment {
   int64_t start_rel, end_rel; /* aligned, relative to the run's origin */
-  /* (its step is the ssa_cp_step whose [seg_first, seg_first + nseg) holds it: 32 bytes a
-   * piece, and a one-rank path has about a piece per event) */
+  /* (its step is the ssa_cp_step whose segs holds it: 32 bytes a piece, and a one-rank path
+   * has about a piece per event) */
   uint32_t rank_idx;
   uint32_t name;  /* id in the analysis' names: the op's or call's name, 0 for idle */
   uint8_t kind;   /* SSA_CP_* */
@@ -120,7 +144,8 @@ typedef struct ssa_cp_step {
   int64_t idle_cause[SSA_CP_IDLE_N];
   int64_t host_untraced; /* part of kind[SSA_CP_HOST] between traced host calls */
   int64_t *by_rank;      /* [nranks] path time on each rank */
-  size_t seg_first, nseg;
+  ssa_cp_segment *segs;  /* its segments, latest first */
+  size_t nseg;
   ssa_cp_top top[SSA_CP_TOP_STEP];
   size_t ntop;
   uint64_t clipped; /* dependencies released after the time the walk reached (clock skew) */
@@ -129,8 +154,7 @@ typedef struct ssa_cp_step {
 typedef struct ssa_critical_path {
   ssa_cp_step *steps; /* one per run step (ssa_analysis.steps), same order */
   size_t nsteps, nranks;
-  ssa_cp_segment *segs; /* every step's segments, latest first within a step */
-  size_t nsegs, segs_cap;
+  size_t nsegs;         /* every step's segments */
   int64_t *by_rank_all; /* storage of the steps' by_rank */
   /* over the steps counted in the medians */
   size_t steady;
@@ -145,6 +169,90 @@ typedef struct ssa_critical_path {
   size_t ntop;
   uint64_t mismatched_steps; /* steps whose length differs from the step time */
 } ssa_critical_path;
+
+/* ---- the walk in rounds of questions (docs/scale.md) ----
+ *
+ * A step's path is a chain of rank-local stretches joined at collective edges, the only
+ * edges between ranks. critical_path.c keeps where each step's walk stands and asks that
+ * rank to walk on (a question); cp_walk.c answers from the rank's events: the pieces up to
+ * where a collective edge to another rank wins (the jump) or the walk ends. Every step's
+ * question to one rank is answered in one pass over its events (one read in the bounded
+ * mode). */
+
+/* Where a piece's name is: none (idle), a constant of the analysis, or an id in the answering
+ * rank's summary names (the answer runs beside other ranks' and cannot intern into the
+ * analysis' names; critical_path.c does, in the order of the pieces). */
+enum {
+  SSA_CP_NAME_NONE,
+  SSA_CP_NAME_MEMCPY,
+  SSA_CP_NAME_MEMSET,
+  SSA_CP_NAME_UNTRACED,
+  SSA_CP_NAME_SUMMARY
+};
+/* A piece of a step's path as an answer gives it: a segment whose name is where name_from
+ * says; an empty one too (its name is interned all the same). As big as a segment: the
+ * assembly turns a step's pieces into its segments in place. */
+typedef struct ssa_cp_piece {
+  int64_t start_rel, end_rel;
+  uint32_t rank_idx, name;
+  uint8_t kind, cause, edge, is_api;
+  uint8_t name_from; /* SSA_CP_NAME_* */
+} ssa_cp_piece;
+
+/* A node a step's walk entered on a rank, and the collective record it is the op of
+ * (SSA_NONE: none), so that a collective edge to it is known to be taken. */
+typedef struct ssa_cp_visited {
+  uint32_t index, coll;
+  uint8_t type; /* SSA_CPN_* */
+} ssa_cp_visited;
+
+/* A visit of a step's walk to a rank: the nodes it entered there. */
+typedef struct ssa_cp_visit {
+  uint32_t rank_idx;
+  size_t node_first, nnodes;
+} ssa_cp_visit;
+
+/* A step's walk so far: its pieces in walk order; while it goes on, its visits with their
+ * entered nodes and the (rank << 32 | record) of the entered nodes that are a record's op,
+ * sorted (what a collective edge from another rank may point at). One rank at a time writes
+ * it (a step has one question per round). */
+typedef struct ssa_cp_step_walk {
+  ssa_cp_piece *pieces;
+  size_t npieces, pieces_cap;
+  ssa_cp_visit *visits;
+  size_t nvisits, visits_cap;
+  ssa_cp_visited *nodes;
+  size_t nnodes, nodes_cap;
+  int64_t *colls;
+  size_t ncolls, colls_cap;
+} ssa_cp_step_walk;
+
+/* A question to a rank: walk step `step` back from time t (aligned) to lo: from the node
+ * that ends last by t (the step's start, coll SSA_NONE: t is its window's end) or from the
+ * op of collective record `coll`, entered at t. The answer goes into the step's walk (its
+ * pieces, and a visit with its entered nodes; when the walk ends on this rank, the visits,
+ * nodes and records are freed: nothing asks again), the dependencies clipped, and the jump
+ * (rank SSA_NONE: the walk ended on this rank). */
+typedef struct ssa_cp_question {
+  uint32_t step, rank_idx, coll;
+  int64_t t, lo;
+  ssa_cp_step_walk *walk;
+  uint64_t clipped;
+  ssa_cp_late jump;
+} ssa_cp_question;
+
+/* Where an answering rank's names go: its summary names, with their ids by the rank's string
+ * id (0: not yet; nstrings of them), so that a name met again costs no hash. */
+typedef struct ssa_cp_names {
+  ssa_strtab *summary;
+  uint32_t *by_string;
+  size_t nstrings;
+} ssa_cp_names;
+
+/* Answers question q about rank q->rank_idx (cp_walk.c) from its indices (ssa_cp_rank_index)
+ * and events; names go into `names`. `marks`: a bit per node slot of the rank, zero, left
+ * zero. 0 or STEPSCOPE_E_NOMEM. */
+int ssa_cp_answer(const ssa_cp_graph *g, ssa_cp_names *names, uint64_t *marks, ssa_cp_question *q);
 
 /* Walks every run step's critical path (critical_path.c) into a->critical_path. Needs the
  * steps (ssa_read_run_metadata). 0 or STEPSCOPE_E_NOMEM. */

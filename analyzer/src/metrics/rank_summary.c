@@ -43,7 +43,7 @@ int ssa_rank_summarize(const ssa_rank *r, ssa_rank_summary *s) {
                                  .start = o ? o->start : c->start,
                                  .end = o ? o->end : c->end,
                                  .op = c->op,
-                                 .flags = c->flags,
+                                 .flags = c->flags | (o ? 0 : SSA_COLL_REC_F_NO_OP),
                                  .comm_rank = c->comm_rank,
                                  .comm_size = c->comm_size,
                                  .name = id};

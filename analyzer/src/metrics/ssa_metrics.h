@@ -36,11 +36,6 @@ typedef struct ssa_rank_events {
   void *ctx;
 } ssa_rank_events;
 
-/* The report parts the bounded mode leaves out (they need every rank's events at once), and
- * the line that says so in the reports (analyze.c). */
-enum { SSA_LEFT_OUT_OP_MFU, SSA_LEFT_OUT_CRITICAL_PATH, SSA_LEFT_OUT_N };
-extern const char *const ssa_left_out_notes[SSA_LEFT_OUT_N];
-
 typedef struct ssa_options {
   int has_step_filter;
   int64_t step_first, step_last;      /* inclusive */
@@ -55,9 +50,8 @@ typedef struct ssa_options {
                                          per rank index, nonzero = exported (export --ranks) */
   const ssa_rank_events *rank_events; /* NULL: the run's ranks hold their events; else the
                                          bounded mode: ranks hold only their shells and each
-                                         per-rank pass reads its rank through this; the parts
-                                         that need every rank's events at once are left out,
-                                         each marked in ssa_analysis.left_out */
+                                         per-rank pass (the critical path's rounds too) reads
+                                         its rank through this: the same report */
   struct ssa_rank_summary *summaries; /* NULL, or per rank index its summary made when it was loaded
                                   (the bounded mode: one read less); ssa_analyze takes them
                                   (and sets their clock offsets), leaving them zeroed */
@@ -231,6 +225,9 @@ typedef struct ssa_coll_rec {
   uint32_t op, flags, comm_rank, comm_size;
   uint32_t name; /* communicator name: id in the summary's names, 0 none */
 } ssa_coll_rec;
+/* The summary's own flag of a record, beside STEPSCOPE_COLL_F_* and SSA_COLL_F_*: no op
+ * executed it (start and end are the record's), so it is no node of the critical path. */
+#define SSA_COLL_REC_F_NO_OP 0x40000000u
 
 /* A pipeline rank's "forward", "backward" or "backward_weight" host range of a selected step with
  * its measured time (bubble_causes.c): what the schedule simulation reads of the rank. */
@@ -536,7 +533,6 @@ typedef struct ssa_analysis {
   struct ssa_critical_path *critical_path; /* each step's critical path (critical_path.h) */
   char **warnings;
   size_t nwarnings, warnings_cap;
-  unsigned left_out;        /* the bounded mode's report parts left out: bits 1 << SSA_LEFT_OUT_* */
   int64_t step_lo, step_hi; /* the run's step numbers, for the message of an empty --steps */
 } ssa_analysis;
 

@@ -539,15 +539,6 @@ int ssa_report_json(const ssa_analysis *a, ssa_out *o) {
   json_kernels(a, o);
   json_moe(a, o);
   ssa_report_json_critical_path(a, o);
-  if (a->left_out) { /* the bounded mode's parts left out (absent otherwise) */
-    ssa_out_str(o, ",\"left_out\":[");
-    for (int k = 0, n = 0; k < SSA_LEFT_OUT_N; k++)
-      if (a->left_out >> k & 1u) {
-        if (n++) ssa_out_char(o, ',');
-        ssa_out_json_string(o, ssa_left_out_notes[k]);
-      }
-    ssa_out_char(o, ']');
-  }
   json_warnings(a, o);
   return o->error;
 }

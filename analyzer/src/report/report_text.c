@@ -656,9 +656,6 @@ int ssa_report_text(const ssa_analysis *a, FILE *f) {
   print_expert_load(a, &tot, f);
   ssa_report_text_critical_path(a, f);
   print_findings(a, &tot, f);
-  if (a->left_out) fprintf(f, "\n== left out (the bounded mode) ==\n");
-  for (int k = 0; k < SSA_LEFT_OUT_N; k++)
-    if (a->left_out >> k & 1u) fprintf(f, "  %s\n", ssa_left_out_notes[k]);
   print_warnings(a, &tot, f);
   return ferror(f) ? STEPSCOPE_E_IO : 0;
 }

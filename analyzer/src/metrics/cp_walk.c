@@ -1,0 +1,263 @@
+/*
+ * cp_walk.c — a rank's answer to a question of the critical path's rounds
+ * (critical_path.h, docs/metrics.md "Critical path"): the walk of one step back over the
+ * rank's part of the dependency graph (cp_graph.c), from the step's start node or from a
+ * collective record's op entered at a time, until the walk reaches the step's window start,
+ * runs out of predecessors, or a collective edge to another rank wins (the jump: the asking
+ * side goes on there). It reads only this rank's events and indices; what the step's walk
+ * entered on other ranks comes with the question (its trail), so "a node is entered at most
+ * once per step" holds across the rank's visits.
+ *
+ * From a node entered at time t the walk takes the predecessor that released the node last
+ * (ties: the edge order of SSA_CPE_*, lane first); the node's own time on the path is
+ * [max(start, release), t], the gap [release, start] (when the node started after its
+ * release) is idle with the edge's cause, or untraced host time on a host thread, and the walk
+ * goes on from the predecessor at the release time.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "critical_path.h"
+#include "sc_try.h"
+
+/* One walk of a question: the rank's indices and events, the marks, the answer's storage. */
+typedef struct rank_walk {
+  const ssa_cp_graph *g;
+  const ssa_rank *r;
+  ssa_cp_names *names;
+  uint64_t *marks;
+  ssa_cp_question *q;
+  ssa_cp_step_walk *sw;
+} rank_walk;
+
+static int push_piece(rank_walk *w, const ssa_cp_segment *s, uint8_t name_from) {
+  ssa_cp_step_walk *o = w->sw;
+  if (ssa_grow((void **)&o->pieces, &o->pieces_cap, o->npieces + 1, sizeof *o->pieces))
+    return STEPSCOPE_E_NOMEM;
+  o->pieces[o->npieces++] = (ssa_cp_piece){.start_rel = s->start_rel,
+                                           .end_rel = s->end_rel,
+                                           .rank_idx = s->rank_idx,
+                                           .name = s->name,
+                                           .kind = s->kind,
+                                           .cause = s->cause,
+                                           .edge = s->edge,
+                                           .is_api = s->is_api,
+                                           .name_from = name_from};
+  return 0;
+}
+
+static size_t slot(const rank_walk *w, uint8_t type, uint32_t index) {
+  return type == SSA_CPN_OP ? index : w->r->nops + index;
+}
+
+static void set_mark(rank_walk *w, uint8_t type, uint32_t index) {
+  size_t k = slot(w, type, index);
+  w->marks[k / 64] |= (uint64_t)1 << (k % 64);
+}
+
+/* Enters node n: marked, and kept in the answer's nodes with the record it is the op of. */
+static int enter(rank_walk *w, ssa_cp_node n) {
+  ssa_cp_step_walk *o = w->sw;
+  uint32_t coll = SSA_NONE;
+  if (n.type == SSA_CPN_OP) {
+    uint32_t c = w->r->ops[n.index].coll;
+    if (c != SSA_NONE && c < w->r->ncolls && w->r->colls[c].op_index == n.index) coll = c;
+  }
+  if (ssa_grow((void **)&o->nodes, &o->nodes_cap, o->nnodes + 1, sizeof *o->nodes))
+    return STEPSCOPE_E_NOMEM;
+  o->nodes[o->nnodes++] = (ssa_cp_visited){n.index, coll, n.type};
+  set_mark(w, n.type, n.index);
+  return 0;
+}
+
+/* 1 when the step's walk entered edge e's node before: a node of this rank by its mark, a
+ * collective edge's (another rank's) by the trail's records. */
+static int taken(const rank_walk *w, const ssa_cp_edge *e) {
+  if (e->type == SSA_CPE_COLLECTIVE) {
+    const ssa_cp_step_walk *t = w->sw;
+    int64_t key = (int64_t)e->from.rank_idx << 32 | e->coll;
+    size_t k = ssa_count_below(t->colls, t->ncolls, sizeof *t->colls, key);
+    return k < t->ncolls && t->colls[k] == key;
+  }
+  size_t k = slot(w, e->from.type, e->from.index);
+  return (int)(w->marks[k / 64] >> (k % 64) & 1);
+}
+
+/* The node's piece: its kind and where its name is. */
+static int node_piece(rank_walk *w, ssa_cp_node n, ssa_cp_segment *s, uint8_t *name_from) {
+  const ssa_rank *r = w->r;
+  uint32_t string;
+  if (n.type == SSA_CPN_API) {
+    s->kind = SSA_CP_HOST;
+    s->is_api = 1;
+    string = r->apis[n.index].name;
+  } else {
+    const ssa_op *o = &r->ops[n.index];
+    s->kind = o->cls == SSA_CLS_COMPUTE ? SSA_CP_COMPUTE
+              : o->cls == SSA_CLS_COMM  ? SSA_CP_COMM
+                                        : SSA_CP_COPY;
+    string = o->name;
+    if (!*ssa_rank_str(r, string)) {
+      *name_from = o->kind == SSA_OP_MEMSET ? SSA_CP_NAME_MEMSET : SSA_CP_NAME_MEMCPY;
+      return 0;
+    }
+  }
+  *name_from = SSA_CP_NAME_SUMMARY;
+  ssa_cp_names *nm = w->names;
+  if (string < nm->nstrings && nm->by_string[string]) {
+    s->name = nm->by_string[string];
+    return 0;
+  }
+  const char *name = ssa_rank_str(r, string);
+  size_t len = strlen(name);
+  s->name = ssa_strtab_intern(nm->summary, name, len);
+  if (string < nm->nstrings) nm->by_string[string] = s->name;
+  return len && !s->name ? STEPSCOPE_E_NOMEM : 0;
+}
+
+/* The piece of a gap before a node: idle with the edge's cause, or untraced host time when
+ * the node runs on a host thread (a call, or an op of a host timeline). */
+static uint8_t gap_piece(const rank_walk *w, ssa_cp_node n, int edge, ssa_cp_segment *s) {
+  const ssa_rank *r = w->r;
+  if (n.type == SSA_CPN_API || r->host_timeline) {
+    s->kind = SSA_CP_HOST;
+    s->cause = 1;
+    return SSA_CP_NAME_UNTRACED;
+  }
+  s->kind = SSA_CP_IDLE;
+  /* a stream gap is the device's own delay only when the op's launch is known (it was
+   * released earlier): without it the trace does not show what the op waited for */
+  if (edge == SSA_CPE_LANE && r->ops[n.index].launch == SSA_NONE) edge = SSA_CPE_N;
+  s->cause = edge == SSA_CPE_LAUNCH ? SSA_CP_IDLE_LAUNCH
+             : edge == SSA_CPE_WAIT ? SSA_CP_IDLE_SYNC
+             : edge == SSA_CPE_LANE ? SSA_CP_IDLE_STREAM
+                                    : SSA_CP_IDLE_UNEXPLAINED;
+  return SSA_CP_NAME_NONE;
+}
+
+/* A piece [from, to) (aligned) on the rank. */
+static ssa_cp_segment piece_at(const rank_walk *w, int64_t from, int64_t to) {
+  int64_t origin = w->g->run->origin;
+  return (ssa_cp_segment){.start_rel = from - origin,
+                          .end_rel = to - origin,
+                          .rank_idx = w->q->rank_idx,
+                          .edge = SSA_CPE_N};
+}
+
+/* The step's start on its end rank: the node that ends last by the window's end hi, and the
+ * untraced host time after it (the host had not begun the next step); *n, *t: where the walk
+ * goes on, *done when nothing on the rank ends inside the window (then idle). */
+static int start_node(rank_walk *w, ssa_cp_node *n, int64_t *t, int *done) {
+  const ssa_cp_question *q = w->q;
+  int64_t lo = q->lo, hi = q->t;
+  *done = 0;
+  if (ssa_cp_last_before(w->g, q->rank_idx, hi, n) != 0 || ssa_cp_node_end(w->g, *n) <= lo) {
+    ssa_cp_segment s = piece_at(w, lo, hi);
+    s.kind = SSA_CP_IDLE, s.cause = SSA_CP_IDLE_UNEXPLAINED;
+    *done = 1;
+    return push_piece(w, &s, SSA_CP_NAME_NONE);
+  }
+  *t = ssa_cp_node_end(w->g, *n);
+  if (*t < hi) {
+    ssa_cp_segment s = piece_at(w, *t, hi);
+    s.kind = SSA_CP_HOST, s.cause = 1;
+    SC_TRY(push_piece(w, &s, SSA_CP_NAME_UNTRACED));
+  }
+  return enter(w, *n);
+}
+
+/* The walk from node n (entered) at time t down to lo, or to a collective edge's jump. */
+static int walk_on(rank_walk *w, ssa_cp_node n, int64_t t) {
+  const ssa_cp_graph *g = w->g;
+  ssa_cp_question *q = w->q;
+  int64_t lo = q->lo;
+  while (t > lo) {
+    ssa_cp_edge e[SSA_CP_MAX_PREDS];
+    size_t np = ssa_cp_preds(g, n, e);
+    int best = -1;
+    for (size_t i = 0; i < np; i++) {
+      if (taken(w, &e[i])) continue;
+      if (e[i].release > t) {
+        q->clipped++;
+        e[i].release = t;
+      }
+      if (best < 0 || e[i].release > e[best].release) best = (int)i;
+    }
+    int64_t start = ssa_cp_node_start(g, n);
+    int64_t r = best >= 0 ? e[best].release : lo;
+    if (r < lo) r = lo;
+    int64_t from = start > r ? start : r;
+    if (from > t) from = t;
+    ssa_cp_segment s = piece_at(w, from, t);
+    uint8_t name_from = SSA_CP_NAME_NONE;
+    SC_TRY(node_piece(w, n, &s, &name_from));
+    s.edge = best >= 0 ? e[best].type : SSA_CPE_N;
+    SC_TRY(push_piece(w, &s, name_from));
+    if (from > r) {
+      ssa_cp_segment gs = piece_at(w, r, from);
+      uint8_t gap_name = gap_piece(w, n, best >= 0 ? e[best].type : SSA_CPE_N, &gs);
+      SC_TRY(push_piece(w, &gs, gap_name));
+    }
+    t = r;
+    if (best < 0) break;
+    if (e[best].type == SSA_CPE_COLLECTIVE) { /* to another rank: the asking side goes on */
+      q->jump = (ssa_cp_late){e[best].from.rank_idx, e[best].coll, t};
+      return 0;
+    }
+    n = e[best].from;
+    SC_TRY(enter(w, n));
+  }
+  return 0;
+}
+
+/* Sets (on 1) or clears the marks of the nodes the step's walk entered on this rank before
+ * (its visits before `upto`). */
+static void trail_marks(rank_walk *w, size_t upto, int on) {
+  const ssa_cp_step_walk *sw = w->sw;
+  for (size_t v = 0; v < upto; v++) {
+    const ssa_cp_visit *vi = &sw->visits[v];
+    if (vi->rank_idx != w->q->rank_idx) continue;
+    for (size_t k = vi->node_first; k < vi->node_first + vi->nnodes; k++) {
+      size_t s = slot(w, sw->nodes[k].type, sw->nodes[k].index);
+      if (on)
+        set_mark(w, sw->nodes[k].type, sw->nodes[k].index);
+      else
+        w->marks[s / 64] = 0;
+    }
+  }
+}
+
+/* The walk ended: nothing will ask about its nodes again. */
+static void drop_trail(ssa_cp_step_walk *sw) {
+  free(sw->visits);
+  free(sw->nodes);
+  free(sw->colls);
+  sw->visits = NULL, sw->nodes = NULL, sw->colls = NULL;
+  sw->nvisits = sw->visits_cap = sw->nnodes = sw->nodes_cap = sw->ncolls = sw->colls_cap = 0;
+}
+
+int ssa_cp_answer(const ssa_cp_graph *g, ssa_cp_names *names, uint64_t *marks, ssa_cp_question *q) {
+  ssa_cp_step_walk *sw = q->walk;
+  rank_walk w = {g, &g->run->ranks[q->rank_idx], names, marks, q, sw};
+  q->clipped = 0;
+  q->jump = (ssa_cp_late){SSA_NONE, SSA_NONE, INT64_MIN};
+  if (ssa_grow((void **)&sw->visits, &sw->visits_cap, sw->nvisits + 1, sizeof *sw->visits))
+    return STEPSCOPE_E_NOMEM;
+  size_t visit = sw->nvisits++;
+  sw->visits[visit] = (ssa_cp_visit){q->rank_idx, sw->nnodes, 0};
+  trail_marks(&w, visit, 1);
+  ssa_cp_node n;
+  int64_t t = q->t;
+  int done = 0, rc;
+  if (q->coll == SSA_NONE) {
+    rc = start_node(&w, &n, &t, &done);
+  } else {
+    n = (ssa_cp_node){q->rank_idx, w.r->colls[q->coll].op_index, SSA_CPN_OP};
+    rc = enter(&w, n);
+  }
+  if (rc == 0 && !done) rc = walk_on(&w, n, t);
+  sw->visits[visit].nnodes = sw->nnodes - sw->visits[visit].node_first;
+  trail_marks(&w, visit + 1, 0); /* the marks back to zero */
+  if (q->jump.rank_idx == SSA_NONE) drop_trail(sw);
+  return rc;
+}
