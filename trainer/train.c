@@ -372,10 +372,10 @@ static mm_layout memory_layout_of(const trainer *t) {
                                                         c->hidden / c->tp, c->heads / c->tp);
   l.bucket_mb = c->bucket_mb;
   l.ep = c->ep;
-  /* the CUDA backend in bf16 precision (the precision in which --activations auto is bf16)
-   * caches a bf16 copy of every GEMM weight (kernels/cuda/matmul.cu) */
+  /* bf16 copies of the GEMM weights: the model's working copy (model_gemm.c) or, on CUDA in bf16
+   * precision (auto activations bf16) without one, the kernels' cache (kernels/cuda/matmul.cu) */
   l.bf16_weight_copies =
-      !strcmp(t->o->backend_name, "cuda") && dev_auto_activation_dtype(t->dev) == DEV_BF16;
+      model_gemm_weights_bf16(c, t->dev) || dev_auto_activation_dtype(t->dev) == DEV_BF16;
   return l;
 }
 
@@ -615,6 +615,7 @@ static int resume_checkpoint(trainer *t, int *start_step) {
   char note[512];
   int rc = ckpt_load_latest(&s, start_step, note, sizeof note, t->err, sizeof t->err);
   if (rc != 0) return -1;
+  train_refresh_gemm_weights(t); /* the restored parameters' bf16 working copies */
   if (t->env.rank == 0) {
     if (note[0]) fprintf(stderr, "rank 0: note: %s\n", note);
     if (*start_step >= t->cfg.steps)

@@ -177,6 +177,11 @@ static void adam_range(trainer *t, model *mc, size_t lo, size_t hi, float *adam_
   }
 }
 
+void train_refresh_gemm_weights(trainer *t) {
+  for (int j = 0; j < t->V; j++)
+    model_refresh_gemm_weights(chunk_model(t, j));
+}
+
 static void optimizer(trainer *t, int step, double clip_scale, float lr) {
   if (t->cfg.zero >= 2) {
     grad_sync_zero_optimizer(t, step, clip_scale, lr);
@@ -245,6 +250,7 @@ int train_run_step(trainer *t, int step, double *loss_out, double *norm_out) {
   train_debug_delay(t, DELAY_OPTIMIZER);
   optimizer(t, step, scale, (float)train_lr_at(c, step));
   train_moe_optimizer(t, step, scale, (float)train_lr_at(c, step));
+  train_refresh_gemm_weights(t); /* after the gathers: compute waits for them */
   pop_range();
   if (train_sync_all(t) != 0) return -1;
   *loss_out = loss;
