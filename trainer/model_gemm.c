@@ -11,10 +11,10 @@
  * bf16 copies gives it; on the CPU backend the GEMMs widen them (device_cpu_ops.c), so a CPU
  * run in this mode is the reference for a CUDA one.
  *
- * How it works: model_gemm_forward/backward find the parameter at a flat offset (a binary
- * search of the layout, which is in offset order) and call the bf16-weight operation on its
- * place in the working copy, or the fp32 operation on the parameter wherever its unit is
- * bound. model_refresh_gemm_weights enqueues one cast per GEMM weight on the compute stream.
+ * How it works: model_gemm_forward/backward find the parameter at a flat offset and call the
+ * bf16-weight operation on its place in the working copy, or the fp32 operation on the parameter
+ * wherever its unit is bound. model_refresh_gemm_weights enqueues one cast per GEMM weight on the
+ * compute stream.
  */
 #include <string.h>
 
@@ -26,17 +26,12 @@ int model_gemm_weights_bf16(const train_config *cfg, const dev_device *dev) {
   return !strcmp(cfg->gemm_weights, "auto") && dev_auto_activation_dtype(dev) == DEV_BF16;
 }
 
-/* The parameter starting at flat offset off (NULL when none does). */
+/* The parameter starting at flat offset off (a scan of the layout: a dozen entries per block,
+ * nothing beside the GEMM it is looked up for; NULL when none starts there). */
 static const param_info *param_starting_at(const model *m, size_t off) {
-  int lo = 0, hi = m->nparams;
-  while (lo < hi) {
-    int mid = lo + (hi - lo) / 2;
-    if (m->params[mid].offset < off)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo < m->nparams && m->params[lo].offset == off ? &m->params[lo] : NULL;
+  for (int k = 0; k < m->nparams; k++)
+    if (m->params[k].offset == off) return &m->params[k];
+  return NULL;
 }
 
 /* The fp32 parameter at flat offset off, wherever its unit is bound. */
