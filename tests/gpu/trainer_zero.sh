@@ -5,18 +5,21 @@
 #
 # usage: trainer_zero.sh TRAINER STEPSCOPE [OUTDIR]
 # Two ranks on the one GPU (--world 2 --dp 2, NCCL_MULTI_RANK_GPU_ENABLE=1), the tiny model
-# in bf16 precision with bf16 activations, 2 micro-batches per step, 6 steps, traced, once
-# for each of --zero 0, 1 and 2. Checks:
+# in bf16 precision with bf16 activations and the GEMMs reading the model's bf16 working copy of
+# their weights (--gemm-weights bf16, what auto means there: trainer/model_gemm.c, recast after
+# every update), 2 micro-batches per step, 6 steps, traced, once for each of --zero 0, 1 and 2.
+# Checks:
 #   - losses against ZeRO-0's at every step, relative difference <= 1e-4 for ZeRO-1 (it differs
 #     only in where AdamW runs and in the gradient norm's summation order: DP/ZeRO traffic,
-#     gradients and the optimizer are fp32; the GEMMs read the same bf16 casts of the same
-#     fp32 weights) and <= 1e-3 for ZeRO-2 (its gradients are reduce-scattered micro-batch by
+#     gradients and the optimizer are fp32; the GEMMs read the same bf16 working copy, cast
+#     from the same fp32 weights) and <= 1e-3 for ZeRO-2 (its gradients are reduce-scattered micro-batch by
 #     micro-batch, another fp32 summation order, which the bf16 activations can round up);
-#     on the CPU backend the same runs differ by 0 and <= 3e-5; and the loss falls;
+#     on the CPU backend the same runs (--backend cpu --gemm-weights bf16) differ by 0 at the
+#     log's digits and <= 1e-7 (tests trainer.equivalence.gemm_bf16_*); and the loss falls;
 #   - memory, every rank: the memory model's prediction (model/memory_model.c: parameters,
-#     the GEMM weights' bf16 copies, gradients, moments, activations) against the measured
-#     peak, which with two ranks on one GPU is the device API's own (every cudaMalloc of the
-#     device plus the kernels' scratch and bf16 weight copies): measured - predicted must be
+#     the GEMM weights' bf16 working copy, gradients, moments, activations) against the
+#     measured peak, which with two ranks on one GPU is the device API's own (every cudaMalloc
+#     of the device plus the kernels' scratch): measured - predicted must be
 #     >= 0 and <= 96 MiB (the kernels' scratch, which the model does not count: the cuBLASLt
 #     workspace alone is 40 MiB), and that unmodelled rest must be the same, within 64 KiB,
 #     under ZeRO-1 and ZeRO-2 as under ZeRO-0 (the scratch follows the model's shapes, and the
@@ -40,7 +43,8 @@ fi
 mkdir -p "$out" || exit 1
 export NCCL_MULTI_RANK_GPU_ENABLE=1 STEPSCOPE_PRECISION=bf16
 common="--backend cuda --model tiny --layers 2 --hidden 64 --heads 4 --seq 32 --batch 8
-  --microbatches 2 --steps 6 --seed 11 --activations bf16 --world 2 --dp 2 --watchdog-s 60"
+  --microbatches 2 --steps 6 --seed 11 --activations bf16 --gemm-weights bf16 --world 2 --dp 2
+  --watchdog-s 60"
 
 if [ "${STEPSCOPE_DRY_RUN:-0}" = 1 ]; then
   for z in 0 1 2; do
