@@ -78,6 +78,9 @@ typedef struct param_info {
   int norm_counted;  /* counted in the global gradient norm on this rank */
   int gemm;          /* a weight the GEMMs multiply (matmul_forward/backward) */
   size_t gemm_at;    /* a GEMM weight: its elements' offset in the bf16 working copy */
+  int fp32_read;     /* a weight kernels read in fp32 (every one but the GEMM weights, and the
+                        embedding table where the first stage looks tokens up) */
+  size_t fp32_at;    /* such a weight: its elements' offset in the fp32 working copy */
 } param_info;
 
 /* Activations of one block for one micro-batch (dev_act: the device's activation
@@ -153,6 +156,13 @@ typedef struct model {
    * change; NULL: the GEMMs read the fp32 parameters. */
   size_t gemm_floats;
   dev_bf16 *gemm_w;
+  /* The fp32 master weights sharded (model_master_sharded: --gemm-weights bf16 under ZeRO-1/2):
+   * no flat parameter buffer (param NULL); the kernels read the weights they take in fp32
+   * (params[k].fp32_read, fp32_floats elements) from fp32_w, a working copy laid out at
+   * params[k].fp32_at, and the GEMMs gemm_w. The trainer keeps the master shard and loads both
+   * copies from the gathered master weights (model_load_working_copies). NULL otherwise. */
+  size_t fp32_floats;
+  float *fp32_w;
   /* Where each unit's parameters and gradients live (model_bind_unit): the first float of
    * unit u (model_unit_range's begin) is at unit_param[u] / unit_grad[u]. By default they
    * point into param/grad; ZeRO-2 binds the gradients to bucket buffers and ZeRO-3 the
@@ -231,9 +241,21 @@ void model_set_loss_weight(model *m, float dloss);
  * where the device computes its GEMMs in bf16 anyway, the CUDA backend in bf16 precision;
  * never under --zero 3, whose parameters exist only bucket by bucket). */
 int model_gemm_weights_bf16(const train_config *cfg, const dev_device *dev);
+/* Whether the fp32 master weights exist only as the ranks' shards (--gemm-weights bf16 under
+ * --zero 1 or 2, not interleaved): the model then keeps working copies only (model.h: fp32_w). */
+int model_master_sharded(const train_config *cfg, const dev_device *dev);
 /* Casts the fp32 GEMM weights into the bf16 working copy (on the compute stream; nothing
- * without one): after the parameters are initialized, updated or restored. */
+ * without one, or when the master weights are sharded): after the parameters are initialized,
+ * updated or restored. */
 void model_refresh_gemm_weights(model *m);
+/* With sharded master weights: loads the working copies (bf16 GEMM weights, fp32 rest) of the
+ * stage's flat floats [lo, hi) from the device buffer `flat` holding them (flat[0] is float
+ * lo), on stream s. */
+void model_load_working_copies(model *m, dev_stream *s, const float *flat, size_t lo, size_t hi);
+/* The fp32 working copy of the weight float at flat offset off (a fp32_read parameter's). */
+float *model_fp32_copy_at(const model *m, size_t off);
+/* Gives the fp32_read parameters their places in the fp32 working copy (fp32_floats). */
+void model_plan_fp32_copy(model *m);
 /* The GEMMs on the GEMM weight at flat offset `off` (params[k].offset of a gemm parameter):
  * its bf16 working copy, or the fp32 parameter wherever its unit is bound. */
 void model_gemm_forward(model *m, size_t off, dev_act *out, const dev_act *inp, const float *bias,

@@ -11,6 +11,12 @@
  * bf16 copies gives it; on the CPU backend the GEMMs widen them (device_cpu_ops.c), so a CPU
  * run in this mode is the reference for a CUDA one.
  *
+ * With --gemm-weights bf16 under ZeRO-1/2 (model_master_sharded) the fp32 master weights exist
+ * only as the ranks' shards (grad_sync.c): the model keeps an fp32 working copy of the weights
+ * kernels read in fp32 (fp32_w: LayerNorms, biases, the position table, the embedding table
+ * where the first stage looks tokens up) beside the bf16 one, and model_load_working_copies
+ * fills both from the gathered master weights after every change.
+ *
  * How it works: model_gemm_forward/backward find the parameter at a flat offset and call the
  * bf16-weight operation on its place in the working copy, or the fp32 operation on the parameter
  * wherever its unit is bound. model_refresh_gemm_weights enqueues one cast per GEMM weight on the
@@ -24,6 +30,48 @@ int model_gemm_weights_bf16(const train_config *cfg, const dev_device *dev) {
   if (cfg->zero >= 3) return 0;
   if (!strcmp(cfg->gemm_weights, "bf16")) return 1;
   return !strcmp(cfg->gemm_weights, "auto") && dev_auto_activation_dtype(dev) == DEV_BF16;
+}
+
+int model_master_sharded(const train_config *cfg, const dev_device *dev) {
+  int interleaved = cfg->schedule == SCHED_INTERLEAVED && cfg->virtual_stages > 1;
+  return (cfg->zero == 1 || cfg->zero == 2) && !interleaved && model_gemm_weights_bf16(cfg, dev);
+}
+
+void model_plan_fp32_copy(model *m) {
+  m->fp32_floats = 0;
+  for (int k = 0; k < m->nparams; k++) {
+    param_info *p = &m->params[k];
+    p->fp32_read = !p->gemm || (m->first_stage && p->offset == m->off_wte);
+    if (!p->fp32_read) continue;
+    p->fp32_at = m->fp32_floats;
+    m->fp32_floats += p->count;
+  }
+}
+
+/* The parameter holding flat offset off (a scan of the layout). */
+static const param_info *param_holding(const model *m, size_t off) {
+  for (int k = 0; k < m->nparams; k++)
+    if (off - m->params[k].offset < m->params[k].count) return &m->params[k];
+  return NULL;
+}
+
+float *model_fp32_copy_at(const model *m, size_t off) {
+  const param_info *p = param_holding(m, off);
+  return m->fp32_w + p->fp32_at + (off - p->offset);
+}
+
+void model_load_working_copies(model *m, dev_stream *s, const float *flat, size_t lo, size_t hi) {
+  for (int k = 0; k < m->nparams; k++) {
+    const param_info *p = &m->params[k];
+    size_t b = p->offset > lo ? p->offset : lo;
+    size_t e = p->offset + p->count < hi ? p->offset + p->count : hi;
+    if (e <= b) continue;
+    if (p->gemm)
+      m->ops->cast_bf16(s, (dev_bf16 *)((char *)m->gemm_w + 2 * (p->gemm_at + (b - p->offset))),
+                        flat + (b - lo), e - b);
+    if (p->fp32_read)
+      m->ops->copy(s, m->fp32_w + p->fp32_at + (b - p->offset), flat + (b - lo), (e - b) * 4);
+  }
 }
 
 /* The parameter starting at flat offset off (a scan of the layout: a dozen entries per block,
@@ -47,7 +95,7 @@ static dev_bf16 *bf16_weight(const model *m, size_t off) {
 }
 
 void model_refresh_gemm_weights(model *m) {
-  if (!m->gemm_w) return;
+  if (!m->gemm_w || m->fp32_w) return; /* sharded masters: the gathers load it */
   for (int k = 0; k < m->nparams; k++) {
     const param_info *p = &m->params[k];
     if (p->gemm)

@@ -29,6 +29,11 @@ layouts=(
   "--world 4 --dp 2 --pp 2 --zero 2 --gemm-weights bf16"
   "--world 2 --pp 2 --schedule interleaved --layers 4 --zero 1 --gemm-weights bf16"
   "--world 2 --dp 2 --experts 4 --top-k 2 --zero 1 --gemm-weights bf16"
+  "--world 1 --zero 1 --gemm-weights bf16"
+  "--world 4 --dp 2 --tp 2 --sp --zero 1 --gemm-weights bf16"
+  "--world 4 --dp 2 --pp 2 --zero 1 --gemm-weights bf16"
+  "--world 2 --dp 2 --zero 2 --gemm-weights bf16 --bucket-mb 0.05"
+  "--world 4 --dp 2 --cp 2 --zero 2 --gemm-weights bf16"
 )
 for args in "${layouts[@]}"; do
   run=$dir/run
