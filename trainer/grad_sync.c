@@ -391,12 +391,9 @@ void grad_sync_zero_optimizer(trainer *t, int step, double clip_scale, float lr)
   adam_args a = {step, lr};
   for (int k = 0; k < m->nparams; k++)
     zero_for_owned(t, &m->params[k], adam_piece, &a);
-  if (t->cfg.zero >= 3) return; /* gathered on demand in the next step */
-  if (m->fp32_w) {              /* sharded masters: the working copies from the gathered ones */
-    grad_sync_load_working_copies(t);
-    return;
-  }
-  if (t->reduce_n == 1) return; /* one rank: nothing to gather */
+  /* ZeRO-3: gathered on demand in the next step; sharded masters: train_refresh_gemm_weights
+   * loads the working copies from their gathers; one rank: nothing to gather */
+  if (t->cfg.zero >= 3 || m->fp32_w || t->reduce_n == 1) return;
   o->event_record(gs->ev_opt_done, t->compute);
   o->stream_wait_event(t->dp_stream, gs->ev_opt_done);
   for (int k = 0; k < gs->nbuckets; k++) {
@@ -640,11 +637,8 @@ void grad_sync_zero1_gather(trainer *t) {
   const dev_ops *o = t->o;
   grad_sync *gs = &t->gs;
   model *m = &t->m;
-  if (t->cfg.zero && m->fp32_w) { /* sharded masters: the working copies from the gathered ones */
-    grad_sync_load_working_copies(t);
-    return;
-  }
-  if (!t->cfg.zero || t->reduce_n <= 1) return;
+  /* sharded masters: train_refresh_gemm_weights loads the working copies from their gathers */
+  if (!t->cfg.zero || t->reduce_n <= 1 || m->fp32_w) return;
   o->event_record(gs->ev_opt_done, t->compute);
   o->stream_wait_event(t->dp_stream, gs->ev_opt_done);
   comm_allgather(t->dp_c, t->dp_stream, m->param, m->param + gs->shard_begin, gs->shard_len,

@@ -123,7 +123,8 @@ int grad_sync_zero3_write(void *trainer, size_t at, size_t n, const float *host)
 int grad_sync_master_init(struct trainer *t);
 /* All-gathers the master weights (ZeRO-1: into the free gradient buffer; ZeRO-2: bucket by bucket
  * through a free bucket gradient buffer) and loads the model's working copies from them, on
- * "comm dp"; compute waits for it. After the optimizer, the set-up and a restore. */
+ * "comm dp"; compute waits for it. At set-up, then in train_refresh_gemm_weights (after the
+ * optimizer and a restore). */
 void grad_sync_load_working_copies(struct trainer *t);
 /* A checkpoint's parameter stream (s->param_read and the others, ctx the trainer) for the layouts
  * without a flat parameter buffer (s->param NULL): ZeRO-3 and the sharded masters. Begin, before
@@ -131,6 +132,9 @@ void grad_sync_load_working_copies(struct trainer *t);
  * they are read). */
 void grad_sync_ckpt_stream(struct trainer *t, ckpt_rank_state *s);
 void grad_sync_ckpt_stream_begin(struct trainer *t);
+/* The stage's flat parameters gathered from the master shards into a new host buffer (collective
+ * over the gradient group, as a checkpoint's read): --debug-dump-params. NULL after fail(). */
+float *grad_sync_master_params(struct trainer *t);
 
 /* grad_sync.c for master_shard.c: gathers bucket k's pieces (from `pieces`, a shard) into dst. */
 void zero_gather_bucket(struct trainer *t, int k, float *dst, const float *pieces);

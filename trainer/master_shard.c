@@ -17,6 +17,7 @@
 #include "train_internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* ZeRO-1: every member's slice of the masters into the flat gradient buffer, on "comm dp". */
 static void zero1_gather_masters(trainer *t) {
@@ -117,4 +118,21 @@ void grad_sync_ckpt_stream_begin(trainer *t) {
   o->stream_wait_event(t->dp_stream, t->gs.ev_opt_done);
   zero1_gather_masters(t); /* read back by zero1_read; the next step zeroes the buffer */
   o->stream_synchronize(t->dp_stream);
+}
+
+float *grad_sync_master_params(trainer *t) {
+  size_t n = t->m.nfloats_padded;
+  float *host = malloc(n * 4);
+  ckpt_rank_state s;
+  memset(&s, 0, sizeof s);
+  grad_sync_ckpt_stream(t, &s);
+  grad_sync_ckpt_stream_begin(t);
+  int rc = host ? s.param_read(t, 0, n, host) : -1;
+  if (s.param_finish) s.param_finish(t); /* the collectives a failure skipped */
+  if (rc != 0) {
+    free(host);
+    fail(t, "%s", host ? dev_last_error(t->dev) : "out of memory");
+    return NULL;
+  }
+  return host;
 }

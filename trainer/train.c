@@ -611,11 +611,7 @@ static int resume_checkpoint(trainer *t, int *start_step) {
   char note[512];
   int rc = ckpt_load_latest(&s, start_step, note, sizeof note, t->err, sizeof t->err);
   if (rc != 0) return -1;
-  train_refresh_gemm_weights(t); /* the restored parameters' bf16 working copies */
-  if (t->m.fp32_w) {             /* sharded masters: the working copies from the restored shards */
-    grad_sync_load_working_copies(t);
-    if (t->o->stream_synchronize(t->compute) != 0) return fail(t, "%s", dev_last_error(t->dev));
-  }
+  train_refresh_gemm_weights(t); /* the restored parameters' working copies */
   if (t->env.rank == 0) {
     if (note[0]) fprintf(stderr, "rank 0: note: %s\n", note);
     if (*start_step >= t->cfg.steps)
@@ -654,7 +650,7 @@ static void dump_values(FILE *f, const char *name, int layer, size_t first, cons
 
 /* --debug-dump-params DIR: this rank's parameters (every chunk) as text lines
  * "name layer index value", for tests that compare final weights across layouts. Under
- * --zero 3 or sharded masters (master_shard.c) chunk 0 exists only as pieces: not written. */
+ * --zero 3 the rank holds only pieces, so nothing is written there. */
 static int dump_params(trainer *t) {
   const char *dir = t->cfg.debug_dump_params;
   mkdir(dir, 0755);
@@ -669,8 +665,9 @@ static int dump_params(trainer *t) {
   int rc = 0;
   for (int j = 0; j < t->V && rc == 0; j++) {
     model *mc = chunk_model(t, j);
-    if (!mc->param) continue;
-    float *host = params_on_host(t, mc->param, mc->nfloats_padded);
+    if (!mc->param && !mc->fp32_w) continue;
+    float *host = mc->param ? params_on_host(t, mc->param, mc->nfloats_padded)
+                            : grad_sync_master_params(t); /* chunk 0 of sharded masters */
     if (!host) {
       rc = -1;
       break;

@@ -179,6 +179,10 @@ static void adam_range(trainer *t, model *mc, size_t lo, size_t hi, float *param
 }
 
 void train_refresh_gemm_weights(trainer *t) {
+  if (t->m.fp32_w) { /* sharded masters: both working copies from their gathers */
+    grad_sync_load_working_copies(t);
+    return;
+  }
   for (int j = 0; j < t->V; j++)
     model_refresh_gemm_weights(chunk_model(t, j));
 }
@@ -252,7 +256,7 @@ int train_run_step(trainer *t, int step, double *loss_out, double *norm_out) {
   train_debug_delay(t, DELAY_OPTIMIZER);
   optimizer(t, step, scale, (float)train_lr_at(c, step));
   train_moe_optimizer(t, step, scale, (float)train_lr_at(c, step));
-  train_refresh_gemm_weights(t); /* after the gathers: compute waits for them */
+  train_refresh_gemm_weights(t); /* after the gathers (sharded masters: it gathers them) */
   pop_range();
   if (train_sync_all(t) != 0) return -1;
   *loss_out = loss;
