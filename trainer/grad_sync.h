@@ -121,10 +121,9 @@ int grad_sync_zero3_write(void *trainer, size_t at, size_t n, const float *host)
 /* ZeRO-1: the rank's slice of the master weights, drawn directly; then the working copies.
  * 0, or -1 with t->err set. */
 int grad_sync_master_init(struct trainer *t);
-/* All-gathers the master weights (ZeRO-1: into the free gradient buffer; ZeRO-2: bucket by bucket
- * through a free bucket gradient buffer) and loads the model's working copies from them, on
- * "comm dp"; compute waits for it. At set-up, then in train_refresh_gemm_weights (after the
- * optimizer and a restore). */
+/* Loads the model's working copies from the master shards (each member's part broadcast from it:
+ * the GEMM weights in bf16, the rest in fp32), on "comm dp"; compute waits for it. At set-up, then
+ * in train_refresh_gemm_weights (after the optimizer and a restore). */
 void grad_sync_load_working_copies(struct trainer *t);
 /* A checkpoint's parameter stream (s->param_read and the others, ctx the trainer) for the layouts
  * without a flat parameter buffer (s->param NULL): ZeRO-3 and the sharded masters. Begin, before

@@ -6,13 +6,16 @@
  * bucket, zero.h), and the model keeps working copies only: bf16 of the GEMM weights, fp32 of
  * the weights kernels read in fp32 (model_gemm.c).
  *
- * How it works: after AdamW on the shard (and after the set-up and a restore) the masters are
- * all-gathered in fp32 through a buffer that is free then — ZeRO-1's flat gradient buffer (the
- * step's gradients are spent), ZeRO-2's bucket gradient buffers bucket by bucket — and the
- * model's working copies are loaded from it (model_load_working_copies: a bf16 cast of the GEMM
- * weights, a copy of the rest), the same values a full fp32 buffer would give them. Checkpoints
- * read the gathered masters the same way (ZeRO-2 through ZeRO-3's bucket stream, grad_sync.c)
- * and write the rank's shard, so the files are those of the other layouts.
+ * How it works: after AdamW on the shard (and after the set-up and a restore) each rank loads
+ * the working copies of what it owns from its masters (model_load_working_copies: a bf16 cast of
+ * the GEMM weights, a copy of the rest), and every member's part goes to every member: the
+ * parameters keep their flat order in both copies, so a member's range is one span in each
+ * (model_working_spans), broadcast from it — bf16 for the GEMM weights, half the bytes of an
+ * fp32 gather, fp32 for the rest; the same values a full fp32 buffer would give them. The cut
+ * stays that of the moments, so checkpoints keep their files: they read the masters gathered in
+ * fp32 through a buffer free between steps (ZeRO-1's flat gradient buffer; ZeRO-2 through
+ * ZeRO-3's bucket stream with its bucket gradient buffers, grad_sync.c) and write the rank's
+ * shard.
  */
 #include "train_internal.h"
 
@@ -29,25 +32,49 @@ static void zero1_gather_masters(trainer *t) {
     comm_allgather(t->dp_c, t->dp_stream, m->grad, mine, gs->shard_len, COMM_FLOAT32);
 }
 
+/* The flat range [*lo, *hi) member q of the gradient group owns: ZeRO-1 its slice (clipped to
+ * the weights), ZeRO-2 its piece of bucket k. */
+static void owned(const trainer *t, int q, int k, size_t *lo, size_t *hi) {
+  const grad_sync *gs = &t->gs;
+  if (t->cfg.zero >= 2) {
+    zero_owned(&gs->z.plan, k, q, lo, hi);
+  } else {
+    *lo = (size_t)q * gs->shard_len;
+    *hi = *lo + gs->shard_len;
+  }
+  if (*hi > t->m.nfloats) *hi = t->m.nfloats;
+}
+
+/* Loads the working copies of what this rank owns from its masters (bucket k under ZeRO-2), then
+ * every member's part of them from that member: one broadcast into each copy, bf16 for the GEMM
+ * weights (half the bytes of an fp32 gather), fp32 for the rest. */
+static void load_owned(trainer *t, int k) {
+  const grad_sync *gs = &t->gs;
+  model *m = &t->m;
+  size_t lo, hi;
+  owned(t, comm_rank(t->dp_c), k, &lo, &hi);
+  const float *mine = gs->z.param_shard + (t->cfg.zero >= 2 ? gs->z.plan.b[k].shard_off : 0);
+  if (hi > lo) model_load_working_copies(m, t->dp_stream, mine, lo, hi);
+  for (int q = 0; q < t->reduce_n && t->reduce_n > 1; q++) {
+    size_t span[4];
+    owned(t, q, k, &lo, &hi);
+    if (hi <= lo) continue;
+    model_working_spans(m, lo, hi, span);
+    if (span[1])
+      comm_broadcast(t->dp_c, t->dp_stream, (char *)m->gemm_w + 2 * span[0], 2 * span[1], q);
+    if (span[3]) comm_broadcast(t->dp_c, t->dp_stream, m->fp32_w + span[2], 4 * span[3], q);
+  }
+}
+
 void grad_sync_load_working_copies(trainer *t) {
   grad_sync *gs = &t->gs;
-  zero_state *z = &gs->z;
   const dev_ops *o = t->o;
-  model *m = &t->m;
   o->event_record(gs->ev_opt_done, t->compute);
   o->stream_wait_event(t->dp_stream, gs->ev_opt_done);
-  if (t->cfg.zero >= 2) {
-    for (int k = 0; k < gs->nbuckets; k++) {
-      const bucket *bk = &gs->buckets[k];
-      float *staging = bk->embed ? z->gembed : z->gbuf[0];
-      zero_gather_bucket(t, k, staging, z->param_shard);
-      model_load_working_copies(m, t->dp_stream, staging, bk->begin, bk->end);
-      o->zero(t->dp_stream, staging, z->plan.b[k].padded * 4);
-    }
-  } else {
-    zero1_gather_masters(t);
-    model_load_working_copies(m, t->dp_stream, m->grad, 0, m->nfloats);
-  }
+  if (stepscope_active()) stepscope_range_push("gather working copies", NULL);
+  for (int k = 0; k < (t->cfg.zero >= 2 ? gs->nbuckets : 1); k++)
+    load_owned(t, k);
+  pop_range();
   o->event_record(gs->ev_gather_done, t->dp_stream);
   o->stream_wait_event(t->compute, gs->ev_gather_done);
 }

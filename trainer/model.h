@@ -252,6 +252,10 @@ void model_refresh_gemm_weights(model *m);
  * stage's flat floats [lo, hi) from the device buffer `flat` holding them (flat[0] is float
  * lo), on stream s. */
 void model_load_working_copies(model *m, dev_stream *s, const float *flat, size_t lo, size_t hi);
+/* Where the flat floats [lo, hi) are in the working copies: span[0], span[1] elements from it,
+ * in the bf16 one, span[2], span[3] in the fp32 one (each contiguous: the parameters are laid
+ * out, and given their places in the copies, in flat order). */
+void model_working_spans(const model *m, size_t lo, size_t hi, size_t span[4]);
 /* The fp32 working copy of the weight float at flat offset off (a fp32_read parameter's). */
 float *model_fp32_copy_at(const model *m, size_t off);
 /* Gives the fp32_read parameters their places in the fp32 working copy (fp32_floats). */

@@ -60,6 +60,24 @@ float *model_fp32_copy_at(const model *m, size_t off) {
   return m->fp32_w + p->fp32_at + (off - p->offset);
 }
 
+void model_working_spans(const model *m, size_t lo, size_t hi, size_t span[4]) {
+  span[0] = span[1] = span[2] = span[3] = 0;
+  for (int k = 0; k < m->nparams; k++) {
+    const param_info *p = &m->params[k];
+    size_t b = p->offset > lo ? p->offset : lo;
+    size_t e = p->offset + p->count < hi ? p->offset + p->count : hi;
+    if (e <= b) continue;
+    if (p->gemm) {
+      if (!span[1]) span[0] = p->gemm_at + (b - p->offset);
+      span[1] += e - b;
+    }
+    if (p->fp32_read) {
+      if (!span[3]) span[2] = p->fp32_at + (b - p->offset);
+      span[3] += e - b;
+    }
+  }
+}
+
 void model_load_working_copies(model *m, dev_stream *s, const float *flat, size_t lo, size_t hi) {
   for (int k = 0; k < m->nparams; k++) {
     const param_info *p = &m->params[k];
