@@ -264,10 +264,21 @@ int mm_rank_memory(const mm_layout *l, int stage, mm_breakdown *out, char *err, 
 #undef REFUSE
   int nslots = mm_slots(l, stage);
   size_t n = (size_t)l->dp * (size_t)l->cp;
+  /* --gemm-weights bf16 under ZeRO-1/2 (trainer/model_gemm.c: model_master_sharded): the fp32
+   * master weights only as the rank's shard, cut as its moments are; the model keeps the bf16
+   * copies below and an fp32 working copy of what its kernels read in fp32 (every weight but the
+   * GEMMs', and the embedding table where the first stage looks tokens up; a MoE block's unused
+   * fcprojb slot is no weight) */
+  int sharded = l->gemm_weights_bf16 && (l->zero == 1 || l->zero == 2) && V == 1;
   for (int j = 0; j < V; j++) {
     chunk_shape s = shape_of(l, stage, j);
     size_t P = s.nfloats_padded * 4;
-    if (l->zero < 3) out->parameters += P;
+    if (sharded)
+      out->parameters += (s.nfloats - s.gemm_floats - (size_t)s.nmoe * s.C +
+                          (s.first && s.last ? s.Vp * s.C : 0)) *
+                         4;
+    else if (l->zero < 3)
+      out->parameters += P;
     /* the CUDA backend in bf16: kernels/cuda/matmul.cu's bf16 copy of every GEMM weight (the
      * embedding table only where the LM head multiplies it: the last stage); ZeRO-3: an
      * estimate, copies of the gathered pieces only, one 1/n each (not yet checked on a GPU) */
@@ -283,7 +294,7 @@ int mm_rank_memory(const mm_layout *l, int stage, mm_breakdown *out, char *err, 
       out->parameters += p;
       state = shard_len;
     }
-    out->optimizer += 2 * state * 4;
+    out->optimizer += (sharded ? 3 : 2) * state * 4; /* (the master shard,) AdamW m and v */
     /* the experts: their own buffer, gradients and (never sharded) AdamW moments */
     out->parameters += s.expert_floats * 4;
     out->gradients += s.expert_floats * 4;

@@ -62,6 +62,9 @@ typedef struct mm_layout {
                              mm_fused_attention_supported): per block it saves each row's
                              log-sum-exp and output instead of the T x T probabilities,
                              and there are no T x T scratch buffers */
+  int gemm_weights_bf16;  /* the trainer's --gemm-weights bf16 (a run's "gemm_weights"): the
+                             model keeps the bf16 working copy of its GEMM weights (counted
+                             through bf16_weight_copies) */
   /* mixture of experts (0 experts: dense; zero-initialized layouts stay dense): every
    * moe_every-th block (layers moe_every-1, 2 moe_every-1, ...) has `experts` expert MLPs,
    * top_k per token, sharded over ep ranks of DP (moe.h, expert_parallel.h) */

@@ -68,6 +68,9 @@ int mm_layout_from_config(const mm_config_reader *r, mm_layout *l, char *err, si
   s[0] = '\0';
   r->string(r->ctx, "activations", s, sizeof s);
   l->act_bytes = !strcmp(s, "bf16") ? 2 : 4;
+  s[0] = '\0';
+  r->string(r->ctx, "gemm_weights", s, sizeof s);
+  l->gemm_weights_bf16 = !strcmp(s, "bf16") && l->zero < 3; /* ZeRO-3 refuses it */
   /* mixture of experts (absent: dense) */
   l->experts = int_of(r, "experts", 0);
   l->top_k = int_of(r, "top_k", 2);

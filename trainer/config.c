@@ -133,6 +133,11 @@ static const opt_row rows[] = {
      "activation storage: bf16 halves activation memory and traffic (math stays fp32, one "
      "rounding per stored value); auto: bf16 on CUDA in bf16 precision, else fp32 [auto]",
      0},
+    {"gemm-weights", OPT_STRING, OFF(gemm_weights), SZ(gemm_weights), "fp32|bf16|auto",
+     "the weights the GEMMs read: bf16, a working copy cast from the fp32 parameters after "
+     "every update (2 bytes more per GEMM weight; the ZeRO paper's mixed precision); auto: "
+     "bf16 on CUDA in bf16 precision, else fp32; --zero 3 reads fp32 [auto]",
+     0},
     {"data", OPT_STRING, OFF(data), SZ(data), "FILE",
      "training text or token file (SSTOKENS or llm.c .bin); a file that is neither (a NUL "
      "byte or many control characters in its first 64 KiB) is refused [a small built-in "
@@ -263,6 +268,7 @@ static void defaults(train_config *c) {
   c->eps = 1e-8;
   snprintf(c->backend, sizeof c->backend, "auto");
   snprintf(c->activations, sizeof c->activations, "auto");
+  snprintf(c->gemm_weights, sizeof c->gemm_weights, "auto");
   c->profile_first = -1;
   c->profile_last = -1;
   c->watchdog_s = 60;
@@ -581,6 +587,8 @@ char *config_to_json(const train_config *c) {
   json_string(b, n, &at, c->backend);
   OUT(",\"activations\":");
   json_string(b, n, &at, c->activations);
+  OUT(",\"gemm_weights\":");
+  json_string(b, n, &at, c->gemm_weights);
   OUT(",\"data\":");
   json_string(b, n, &at, c->data[0] ? c->data : "(built-in corpus)");
   OUT(",\"bpe_merges\":%d", c->bpe_merges);

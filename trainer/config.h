@@ -49,7 +49,8 @@ typedef struct train_config {
   int warmup_given;
   /* run */
   char backend[16];
-  char activations[8]; /* "fp32", "bf16", "auto" (dev_dtype chosen in train.c) */
+  char activations[8];  /* "fp32", "bf16", "auto" (dev_dtype chosen in train.c) */
+  char gemm_weights[8]; /* "fp32", "bf16", "auto": what the GEMMs read (model_gemm.c) */
   char data[512];
   int bpe_merges; /* 0: byte tokenizer */
   char log[512];

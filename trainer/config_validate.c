@@ -128,6 +128,12 @@ static int validate_backend(const train_config *c, char *err, size_t n) {
   REQUIRE(!strcmp(c->activations, "fp32") || !strcmp(c->activations, "bf16") ||
               !strcmp(c->activations, "auto"),
           "--activations %s: expected fp32, bf16 or auto", c->activations);
+  REQUIRE(!strcmp(c->gemm_weights, "fp32") || !strcmp(c->gemm_weights, "bf16") ||
+              !strcmp(c->gemm_weights, "auto"),
+          "--gemm-weights %s: expected fp32, bf16 or auto", c->gemm_weights);
+  REQUIRE(c->zero < 3 || strcmp(c->gemm_weights, "bf16") != 0,
+          "--gemm-weights bf16 with --zero 3: ZeRO-3's gathered buckets have no bf16 working "
+          "copy (use fp32 or auto)");
 #ifndef STEPSCOPE_TRAINER_HAVE_CUDA
   REQUIRE(strcmp(c->backend, "cuda") != 0,
           "--backend cuda: the CUDA backend is not built into this binary (use cpu or auto)");

@@ -42,6 +42,8 @@ typedef struct dev_event dev_event;
 typedef enum dev_dtype { DEV_F32 = 0, DEV_BF16 = 1 } dev_dtype;
 /* Activation storage: elements of the device's activation type (never dereferenced). */
 typedef struct dev_act dev_act;
+/* bf16 weight storage (a GEMM's working copy of fp32 master weights; never dereferenced). */
+typedef struct dev_bf16 dev_bf16;
 
 static inline size_t dev_dtype_bytes(dev_dtype t) {
   return t == DEV_BF16 ? 2 : 4;
@@ -130,6 +132,17 @@ typedef struct dev_ops {
   void (*matmul_backward)(dev_stream *s, dev_act *dinp, float *dweight, float *dbias,
                           const dev_act *dout, const dev_act *inp, const float *weight, int N,
                           int C, int OC);
+  /* The same GEMMs reading a bf16 weight (a working copy: cast_bf16 of the fp32 master). The
+   * math is the fp32 operation's on the weight's widened values (the CPU backend stages the
+   * weight as it stages bf16 activations; CUDA in bf16 precision hands it to cuBLASLt as is).
+   * dweight stays fp32. Optional (NULL: the backend has no bf16 weights). */
+  void (*matmul_forward_bf16w)(dev_stream *s, dev_act *out, const dev_act *inp,
+                               const dev_bf16 *weight, const float *bias, int N, int C, int OC);
+  void (*matmul_backward_bf16w)(dev_stream *s, dev_act *dinp, float *dweight, float *dbias,
+                                const dev_act *dout, const dev_act *inp, const dev_bf16 *weight,
+                                int N, int C, int OC);
+  /* dst[i] = bf16(src[i]) for n values, rounded to nearest even (optional with the above) */
+  void (*cast_bf16)(dev_stream *s, dev_bf16 *dst, const float *src, size_t n);
   void (*attention_forward)(dev_stream *s, dev_act *out, float *preatt, float *att,
                             const dev_act *qkv, int B, int T, int C, int NH);
   void (*attention_backward)(dev_stream *s, dev_act *dqkv, float *dpreatt, float *datt,

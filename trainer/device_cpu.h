@@ -23,10 +23,13 @@ typedef struct cpu_task cpu_task;
 
 /* An activation argument of a compute task (p[index]): rows of `width` elements,
  * `stride` elements apart. With bf16 activations the task runs on fp32 copies of these
- * (device_cpu_ops.c); `written` ones are rounded back into the bf16 buffer afterwards. */
+ * (device_cpu_ops.c); `written` ones are rounded back into the bf16 buffer afterwards.
+ * `bf16_always`: stored in bf16 whatever the activation type (a bf16 weight), so staged
+ * with fp32 activations too. */
 typedef struct cpu_act_arg {
   int index;
   int written;
+  int bf16_always;
   size_t rows, width, stride;
 } cpu_act_arg;
 

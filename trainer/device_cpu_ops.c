@@ -43,6 +43,7 @@ static void act(cpu_task *t, int index, int written, size_t rows, size_t width, 
   cpu_act_arg *a = &t->acts[t->nacts++];
   a->index = index;
   a->written = written;
+  a->bf16_always = 0;
   a->rows = rows;
   a->width = width;
   a->stride = stride;
@@ -51,6 +52,12 @@ static void act(cpu_task *t, int index, int written, size_t rows, size_t width, 
 /* A contiguous activation argument of n elements. */
 static void act_n(cpu_task *t, int index, int written, size_t n) {
   act(t, index, written, 1, n, n);
+}
+
+/* A bf16 weight of n elements (read only), staged whatever the activation type. */
+static void bf16_weight_arg(cpu_task *t, int index, size_t n) {
+  act_n(t, index, 0, n);
+  t->acts[t->nacts - 1].bf16_always = 1;
 }
 
 static size_t act_span(const cpu_act_arg *a) {
@@ -125,7 +132,13 @@ static void enqueue_compute(dev_stream *s, cpu_task *t, const char *name, double
   t->category = STEPSCOPE_CAT_COMPUTE;
   t->flops = (uint64_t)flops;
   t->bytes = (uint64_t)bytes;
-  if (cpu_stream_activation_dtype(s) == DEV_BF16 && t->nacts > 0) {
+  if (cpu_stream_activation_dtype(s) != DEV_BF16) { /* stage only the bf16 weights */
+    int kept = 0;
+    for (int k = 0; k < t->nacts; k++)
+      if (t->acts[k].bf16_always) t->acts[kept++] = t->acts[k];
+    t->nacts = kept;
+  }
+  if (t->nacts > 0) {
     t->staged_run = t->run;
     t->run = run_staged;
   }
@@ -202,18 +215,31 @@ static int run_matmul_forward(cpu_task *t, char *e, size_t n) {
   return 0;
 }
 static void inputs_matmul_forward(const cpu_task *t, const char *act, char *buf, size_t cap) {
-  op_inputs_matmul_forward(buf, cap, act, I(0), I(1), I(2), P(3) != NULL);
+  op_inputs_matmul_forward(buf, cap, act, I(0), I(1), I(2), P(3) != NULL, I(3));
+}
+/* matmul_forward on an fp32 weight, or (bf16_weight) a bf16 one staged like an activation */
+static void enqueue_matmul_forward(dev_stream *s, dev_act *out, const dev_act *inp,
+                                   const void *weight, int bf16_weight, const float *bias, int N,
+                                   int C, int OC) {
+  cpu_task t = {.run = run_matmul_forward,
+                .p = {out, (void *)inp, (void *)weight, (void *)bias},
+                .i = {N, C, OC, bf16_weight}};
+  act_n(&t, 0, 1, (size_t)N * OC);
+  act_n(&t, 1, 0, (size_t)N * C);
+  if (bf16_weight) bf16_weight_arg(&t, 2, (size_t)OC * C);
+  t.inputs = inputs_matmul_forward;
+  enqueue_compute(s, &t, "matmul_forward", 2.0 * N * C * OC,
+                  4.0 * ((double)N * C + (double)N * OC) +
+                      (bf16_weight ? 2.0 : 4.0) * ((double)OC * C));
 }
 static void cpu_op_matmul_forward(dev_stream *s, dev_act *out, const dev_act *inp,
                                   const float *weight, const float *bias, int N, int C, int OC) {
-  cpu_task t = {.run = run_matmul_forward,
-                .p = {out, (void *)inp, (void *)weight, (void *)bias},
-                .i = {N, C, OC}};
-  act_n(&t, 0, 1, (size_t)N * OC);
-  act_n(&t, 1, 0, (size_t)N * C);
-  t.inputs = inputs_matmul_forward;
-  enqueue_compute(s, &t, "matmul_forward", 2.0 * N * C * OC,
-                  4.0 * ((double)N * C + (double)OC * C + (double)N * OC));
+  enqueue_matmul_forward(s, out, inp, weight, 0, bias, N, C, OC);
+}
+static void cpu_op_matmul_forward_bf16w(dev_stream *s, dev_act *out, const dev_act *inp,
+                                        const dev_bf16 *weight, const float *bias, int N, int C,
+                                        int OC) {
+  enqueue_matmul_forward(s, out, inp, weight, 1, bias, N, C, OC);
 }
 
 static int run_matmul_backward(cpu_task *t, char *e, size_t n) {
@@ -222,21 +248,42 @@ static int run_matmul_backward(cpu_task *t, char *e, size_t n) {
 }
 static void inputs_matmul_backward(const cpu_task *t, const char *act, char *buf, size_t cap) {
   op_inputs_matmul_backward(buf, cap, act, I(0), I(1), I(2), P(0) != NULL, P(1) != NULL,
-                            P(2) != NULL);
+                            P(2) != NULL, I(3));
+}
+static void enqueue_matmul_backward(dev_stream *s, dev_act *dinp, float *dweight, float *dbias,
+                                    const dev_act *dout, const dev_act *inp, const void *weight,
+                                    int bf16_weight, int N, int C, int OC) {
+  cpu_task t = {.run = run_matmul_backward,
+                .p = {dinp, dweight, dbias, (void *)dout, (void *)inp, (void *)weight},
+                .i = {N, C, OC, bf16_weight}};
+  act_n(&t, 0, 1, (size_t)N * C);
+  act_n(&t, 3, 0, (size_t)N * OC);
+  act_n(&t, 4, 0, (size_t)N * C);
+  if (bf16_weight) bf16_weight_arg(&t, 5, (size_t)OC * C);
+  double flops = (dinp ? 2.0 * N * C * OC : 0) + (dweight ? 2.0 * N * C * OC : 0);
+  t.inputs = inputs_matmul_backward;
+  enqueue_compute(s, &t, "matmul_backward", flops,
+                  8.0 * ((double)N * C + (double)N * OC) +
+                      (bf16_weight ? 6.0 : 8.0) * ((double)OC * C));
 }
 static void cpu_op_matmul_backward(dev_stream *s, dev_act *dinp, float *dweight, float *dbias,
                                    const dev_act *dout, const dev_act *inp, const float *weight,
                                    int N, int C, int OC) {
-  cpu_task t = {.run = run_matmul_backward,
-                .p = {dinp, dweight, dbias, (void *)dout, (void *)inp, (void *)weight},
-                .i = {N, C, OC}};
-  act_n(&t, 0, 1, (size_t)N * C);
-  act_n(&t, 3, 0, (size_t)N * OC);
-  act_n(&t, 4, 0, (size_t)N * C);
-  double flops = (dinp ? 2.0 * N * C * OC : 0) + (dweight ? 2.0 * N * C * OC : 0);
-  t.inputs = inputs_matmul_backward;
-  enqueue_compute(s, &t, "matmul_backward", flops,
-                  8.0 * ((double)N * C + (double)OC * C + (double)N * OC));
+  enqueue_matmul_backward(s, dinp, dweight, dbias, dout, inp, weight, 0, N, C, OC);
+}
+static void cpu_op_matmul_backward_bf16w(dev_stream *s, dev_act *dinp, float *dweight, float *dbias,
+                                         const dev_act *dout, const dev_act *inp,
+                                         const dev_bf16 *weight, int N, int C, int OC) {
+  enqueue_matmul_backward(s, dinp, dweight, dbias, dout, inp, weight, 1, N, C, OC);
+}
+
+static int run_cast_bf16(cpu_task *t, char *e, size_t n) {
+  bf16_round(P(0), P(1), (size_t)t->i[0]);
+  return 0;
+}
+static void cpu_op_cast_bf16(dev_stream *s, dev_bf16 *dst, const float *src, size_t n) {
+  cpu_task t = {.run = run_cast_bf16, .p = {dst, (void *)src}, .i = {(int64_t)n}};
+  enqueue_compute(s, &t, "cast_bf16", (double)n, 6.0 * n);
 }
 
 static int run_attention_forward(cpu_task *t, char *e, size_t n) {
@@ -688,6 +735,9 @@ void dev_cpu_fill_model_ops(dev_ops *o) {
   o->layernorm_backward = cpu_op_layernorm_backward;
   o->matmul_forward = cpu_op_matmul_forward;
   o->matmul_backward = cpu_op_matmul_backward;
+  o->matmul_forward_bf16w = cpu_op_matmul_forward_bf16w;
+  o->matmul_backward_bf16w = cpu_op_matmul_backward_bf16w;
+  o->cast_bf16 = cpu_op_cast_bf16;
   o->attention_forward = cpu_op_attention_forward;
   o->attention_backward = cpu_op_attention_backward;
   o->attention_block_forward = cpu_op_attention_block_forward;

@@ -159,10 +159,12 @@ static int zero_setup(trainer *t) {
   z->cur = -1;
   z->cur_bucket = -1;
   z->resident[0] = z->resident[1] = -1;
-  if (t->cfg.zero >= 3) {
+  if (t->cfg.zero >= 3 || m->fp32_w) /* ZeRO-3, or ZeRO-2's sharded masters (master_shard.c) */
     z->param_shard = o->alloc(t->dev, z->plan.shard_len * 4);
+  bad |= (t->cfg.zero >= 3 || m->fp32_w) && !z->param_shard;
+  if (t->cfg.zero >= 3) {
     z->ev_pfree = o->event_create(t->dev);
-    bad |= !z->param_shard || !z->ev_pfree;
+    bad |= !z->ev_pfree;
     bad |= alloc_bucket_buffers(t, rot, emb, z->pbuf, z->ev_gathered, &z->pembed);
   }
   if (bad) return fail(t, "%s", "out of device memory for the ZeRO shards and bucket buffers");
@@ -180,8 +182,8 @@ static int zero_setup(trainer *t) {
       model_bind_unit(m, u, p ? p + (b - bk->begin) : NULL, g + (b - bk->begin));
     }
   }
+  if (z->param_shard && zero3_init_shard(t) != 0) return -1;
   if (t->cfg.zero >= 3) {
-    if (zero3_init_shard(t) != 0) return -1;
     for (int u = 0; u < units; u++) /* bound by zero3_before_unit when needed */
       if (z->bucket_of_unit[u] < 0 || !gs->buckets[z->bucket_of_unit[u]].embed)
         m->unit_param[u] = NULL;
@@ -242,7 +244,7 @@ static void zero_reduce_bucket(trainer *t, int k) {
 
 /* ZeRO-2/3: all-gathers bucket k's parameters over the gradient group into dst (k's padded
  * size), each rank contributing its piece from `pieces` (its shard); on "comm dp". */
-static void zero_gather_bucket(trainer *t, int k, float *dst, const float *pieces) {
+void zero_gather_bucket(trainer *t, int k, float *dst, const float *pieces) {
   grad_sync *gs = &t->gs;
   const dev_ops *o = t->o;
   const zero_bucket *zb = &gs->z.plan.b[k];
@@ -371,7 +373,7 @@ typedef struct adam_args {
 static void adam_piece(trainer *t, const param_info *p, size_t b, size_t e, size_t at, void *arg) {
   grad_sync *gs = &t->gs;
   const adam_args *a = arg;
-  /* ZeRO-2: the full parameter buffer; ZeRO-3: the rank's parameter shard */
+  /* ZeRO-2: the full parameter buffer; ZeRO-3 or sharded masters: the rank's parameter shard */
   float *param = gs->z.param_shard ? gs->z.param_shard + at : t->m.param + b;
   train_adamw(t, param, gs->z.grad_shard + at, t->adam_m + at, t->adam_v + at, e - b, p->decay,
               a->step, a->lr);
@@ -389,8 +391,9 @@ void grad_sync_zero_optimizer(trainer *t, int step, double clip_scale, float lr)
   adam_args a = {step, lr};
   for (int k = 0; k < m->nparams; k++)
     zero_for_owned(t, &m->params[k], adam_piece, &a);
-  if (z->param_shard || t->reduce_n == 1) /* ZeRO-3, or one rank: nothing to gather */
-    return;
+  /* ZeRO-3: gathered on demand in the next step; sharded masters: train_refresh_gemm_weights
+   * loads the working copies from their gathers; one rank: nothing to gather */
+  if (t->cfg.zero >= 3 || m->fp32_w || t->reduce_n == 1) return;
   o->event_record(gs->ev_opt_done, t->compute);
   o->stream_wait_event(t->dp_stream, gs->ev_opt_done);
   for (int k = 0; k < gs->nbuckets; k++) {
@@ -425,12 +428,21 @@ void grad_sync_zero3_stream_begin(trainer *t) {
   t->gs.z.ckpt_next = t->gs.nbuckets - 1;
 }
 
+/* Where a checkpoint's stream gathers bucket k: ZeRO-3's gathered parameter buffers, ZeRO-2's
+ * (sharded masters) bucket gradient buffers, free between steps (zeroed again after). */
+static float *ckpt_gather_buffer(trainer *t, int k) {
+  zero_state *z = &t->gs.z;
+  int embed = t->gs.buckets[k].embed;
+  if (t->cfg.zero >= 3) return embed ? z->pembed : z->pbuf[0];
+  return embed ? z->gembed : z->gbuf[0];
+}
+
 /* Gathers the stream's next bucket into its gathered buffer and waits for it. 0, or -1. */
 static int zero3_gather_next(trainer *t) {
   grad_sync *gs = &t->gs;
   zero_state *z = &gs->z;
   int k = z->ckpt_next--;
-  zero_gather_bucket(t, k, gs->buckets[k].embed ? z->pembed : z->pbuf[0], z->param_shard);
+  zero_gather_bucket(t, k, ckpt_gather_buffer(t, k), z->param_shard);
   z->resident[0] = z->resident[1] = -1; /* pbuf[0] was overwritten */
   z->cur = z->cur_bucket = -1;
   return t->o->stream_synchronize(t->dp_stream) != 0 ? -1 : 0;
@@ -447,7 +459,7 @@ int grad_sync_zero3_read(void *arg, size_t at, size_t n, float *host) {
     if (!range_overlap(bk->begin, bk->end - bk->begin, at, at + n, &b, &e)) continue;
     while (z->ckpt_next >= k)
       rc |= zero3_gather_next(t);
-    const float *gathered = bk->embed ? z->pembed : z->pbuf[0];
+    const float *gathered = ckpt_gather_buffer(t, k);
     t->o->copy_to_host(t->dp_stream, host + (b - at), gathered + (b - bk->begin), (e - b) * 4);
   }
   if (t->o->stream_synchronize(t->dp_stream) != 0) rc = -1;
@@ -456,8 +468,13 @@ int grad_sync_zero3_read(void *arg, size_t at, size_t n, float *host) {
 
 void grad_sync_zero3_finish(void *arg) {
   trainer *t = arg;
-  while (t->gs.z.ckpt_next >= 0)
+  grad_sync *gs = &t->gs;
+  while (gs->z.ckpt_next >= 0)
     zero3_gather_next(t); /* a device failure is the checkpoint's to report */
+  if (t->cfg.zero >= 3) return;
+  for (int k = 0; k < gs->nbuckets; k++) /* ZeRO-2: the bucket gradient buffers zero again */
+    t->o->zero(t->dp_stream, ckpt_gather_buffer(t, k), gs->z.plan.b[k].padded * 4);
+  t->o->stream_synchronize(t->dp_stream);
 }
 
 int grad_sync_zero3_write(void *arg, size_t at, size_t n, const float *host) {
@@ -496,7 +513,7 @@ int grad_sync_init(trainer *t) {
     gs->shard_len = gs->z.plan.shard_len;
     gs->shard_begin = gs->shard_end = 0; /* not one slice */
   }
-  return 0;
+  return t->m.fp32_w ? grad_sync_master_init(t) : 0;
 }
 
 void grad_sync_free(trainer *t) {
@@ -607,10 +624,11 @@ void grad_sync_norm_accumulate(trainer *t, const param_info *p) {
   if (e > b) t->o->sum_squares_accumulate(t->compute, t->stat + 1, t->m.grad + b, e - b);
 }
 
-void grad_sync_adam_range(const trainer *t, size_t *lo, size_t *hi) {
+void grad_sync_adam_range(trainer *t, size_t *lo, size_t *hi, float **param) {
   const grad_sync *gs = &t->gs;
   *lo = t->cfg.zero ? gs->shard_begin : 0;
   *hi = t->cfg.zero ? gs->shard_end : t->m.nfloats_padded;
+  *param = t->m.fp32_w ? gs->z.param_shard : t->m.param + *lo;
 }
 
 /* ZeRO-1 (more than one member in the gradient group): every member's updated slice of
@@ -619,7 +637,8 @@ void grad_sync_zero1_gather(trainer *t) {
   const dev_ops *o = t->o;
   grad_sync *gs = &t->gs;
   model *m = &t->m;
-  if (!t->cfg.zero || t->reduce_n <= 1) return;
+  /* sharded masters: train_refresh_gemm_weights loads the working copies from their gathers */
+  if (!t->cfg.zero || t->reduce_n <= 1 || m->fp32_w) return;
   o->event_record(gs->ev_opt_done, t->compute);
   o->stream_wait_event(t->dp_stream, gs->ev_opt_done);
   comm_allgather(t->dp_c, t->dp_stream, m->param, m->param + gs->shard_begin, gs->shard_len,

@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 
+#include "checkpoint.h"
 #include "device.h"
 #include "model.h"
 #include "zero.h"
@@ -41,6 +42,8 @@ typedef struct zero_state {
   float *piece_tmp;       /* [plan.max_piece] a reduce-scatter's result before it is added */
   dev_event *ev_gfree[2]; /* gbuf[s] reduced and zeroed: compute may write it again */
   /* ZeRO-3 */
+  /* ZeRO-3, and the sharded masters (master_shard.c: ZeRO-1's [shard_begin, shard_end),
+   * ZeRO-2's pieces) */
   float *param_shard; /* [plan.shard_len] the master parameters this rank owns */
   float *pbuf[2];     /* rotating gathered parameter buffers */
   float *pembed;      /* the embedding bucket's parameters, gathered for the whole step */
@@ -94,13 +97,15 @@ void grad_sync_finish(struct trainer *t);
  * the step's norm accumulator. */
 void grad_sync_norm_accumulate(struct trainer *t, const param_info *p);
 /* Without ZeRO-2/3: the range [*lo, *hi) of chunk 0's flat buffer this rank updates (AdamW
- * state offset: b - *lo); ZeRO-1 then all-gathers the parameters (grad_sync_zero1_gather). */
-void grad_sync_adam_range(const struct trainer *t, size_t *lo, size_t *hi);
+ * state offset: b - *lo) and where its parameters are (*param: float *lo, in the flat buffer
+ * or the master shard); ZeRO-1 then all-gathers the parameters (grad_sync_zero1_gather). */
+void grad_sync_adam_range(struct trainer *t, size_t *lo, size_t *hi, float **param);
 void grad_sync_zero1_gather(struct trainer *t);
 /* ZeRO-2/3: clipping and AdamW on the shard; ZeRO-2 then all-gathers the parameters. */
 void grad_sync_zero_optimizer(struct trainer *t, int step, double clip_scale, float lr);
 
 /* ---- ZeRO-3 checkpoints: the stage's parameters streamed bucket by bucket ------------------ */
+/* (ZeRO-2 with sharded masters streams the same way, through its bucket gradient buffers.) */
 
 /* Starts a checkpoint's stream (ckpt_rank_state.param_read and the others, ctx the trainer):
  * reading gathers each bucket once, in flat order, into a gathered parameter buffer and copies
@@ -110,5 +115,27 @@ void grad_sync_zero3_stream_begin(struct trainer *t);
 int grad_sync_zero3_read(void *trainer, size_t at, size_t n, float *host);
 void grad_sync_zero3_finish(void *trainer);
 int grad_sync_zero3_write(void *trainer, size_t at, size_t n, const float *host);
+
+/* ---- sharded master weights (master_shard.c; model_master_sharded) ----------------------- */
+
+/* ZeRO-1: the rank's slice of the master weights, drawn directly; then the working copies.
+ * 0, or -1 with t->err set. */
+int grad_sync_master_init(struct trainer *t);
+/* Loads the model's working copies from the master shards (each member's part broadcast from it:
+ * the GEMM weights in bf16, the rest in fp32), on "comm dp"; compute waits for it. At set-up, then
+ * in train_refresh_gemm_weights (after the optimizer and a restore). */
+void grad_sync_load_working_copies(struct trainer *t);
+/* A checkpoint's parameter stream (s->param_read and the others, ctx the trainer) for the layouts
+ * without a flat parameter buffer (s->param NULL): ZeRO-3 and the sharded masters. Begin, before
+ * saving, gathers ZeRO-1's masters into its free gradient buffer (ZeRO-2/3: bucket by bucket as
+ * they are read). */
+void grad_sync_ckpt_stream(struct trainer *t, ckpt_rank_state *s);
+void grad_sync_ckpt_stream_begin(struct trainer *t);
+/* The stage's flat parameters gathered from the master shards into a new host buffer (collective
+ * over the gradient group, as a checkpoint's read): --debug-dump-params. NULL after fail(). */
+float *grad_sync_master_params(struct trainer *t);
+
+/* grad_sync.c for master_shard.c: gathers bucket k's pieces (from `pieces`, a shard) into dst. */
+void zero_gather_bucket(struct trainer *t, int k, float *dst, const float *pieces);
 
 #endif /* STEPSCOPE_TRAINER_GRAD_SYNC_H */

@@ -71,8 +71,10 @@ size_t model_active_params(const train_config *cfg) {
          (size_t)cfg->layers * (12 * C * C + 13 * C) + 2 * C + moe_extra_params(cfg, cfg->top_k);
 }
 
-/* The parameter / gradient at flat offset `off` of unit `unit`, wherever it is bound. */
+/* The fp32 parameter at flat offset `off` of unit `unit`: in the fp32 working copy when the
+ * model keeps one (model_gemm.c), else wherever the unit is bound. Its gradient likewise. */
 static float *param_at(const model *m, int unit, size_t off) {
+  if (m->fp32_w) return model_fp32_copy_at(m, off);
   return m->unit_param[unit] + (off - m->unit_begin[unit]);
 }
 
@@ -246,11 +248,27 @@ static int alloc_params(model *m, const train_config *cfg, char *err, size_t err
   size_t pbytes = m->nfloats_padded * sizeof(float);
   /* --zero 3: no full parameter buffer, --zero 2/3: no full gradient buffer (the trainer
    * binds its shards' gathered and bucket buffers to the units) */
-  m->param = cfg->zero >= 3 ? NULL : m->ops->alloc(dev, pbytes);
+  model_plan_fp32_copy(m);
+  int sharded = model_master_sharded(cfg, dev); /* the working copies instead (model_gemm.c) */
+  m->param = cfg->zero >= 3 || sharded ? NULL : m->ops->alloc(dev, pbytes);
   m->grad = cfg->zero >= 2 ? NULL : m->ops->alloc(dev, pbytes);
-  if ((cfg->zero < 3 && !m->param) || (cfg->zero < 2 && !m->grad)) {
+  if (sharded) m->fp32_w = m->ops->alloc(dev, (m->fp32_floats ? m->fp32_floats : 1) * 4);
+  if ((cfg->zero < 3 && !sharded && !m->param) || (cfg->zero < 2 && !m->grad) ||
+      (sharded && !m->fp32_w)) {
     snprintf(err, errlen, "out of device memory for %zu parameters", m->nfloats);
     return -1;
+  }
+  if (model_gemm_weights_bf16(cfg, dev)) { /* model_gemm.c */
+    if (!m->ops->matmul_forward_bf16w || !m->ops->matmul_backward_bf16w || !m->ops->cast_bf16) {
+      snprintf(err, errlen, "--gemm-weights bf16: the %s backend has no GEMMs on bf16 weights",
+               m->ops->backend_name);
+      return -1;
+    }
+    m->gemm_w = m->ops->alloc(dev, (m->gemm_floats ? m->gemm_floats : 1) * 2);
+    if (!m->gemm_w) {
+      snprintf(err, errlen, "out of device memory for %zu bf16 GEMM weights", m->gemm_floats);
+      return -1;
+    }
   }
   int units = model_unit_count(m);
   m->unit_param = calloc((size_t)units, sizeof(float *));
@@ -417,7 +435,8 @@ void model_destroy(model *m) {
                   m->dres_a,        m->dres_b,   m->d_fch,   m->d_fch_gelu, m->dln_full,
                   m->dln,           m->datty,    m->dqkv,    m->proj_full,  m->proj_red,
                   m->enc_full,      m->losses,   m->dlosses, m->logits,     m->dlnf,
-                  m->dfinal_full,   m->loss_acc, m->param,   m->grad};
+                  m->dfinal_full,   m->loss_acc, m->param,   m->grad,       m->gemm_w,
+                  m->fp32_w};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
     o->free(d, bufs[i]);
   free(m->params);
@@ -484,34 +503,37 @@ static void range_pop(void) {
 static void block_forward(model *m, const block_acts *a, int slot, int b, dev_act *out) {
   const dev_ops *o = m->ops;
   dev_stream *s = m->compute;
-  float *p = param_at(m, unit_of_block(m, b), m->off_blocks + m->block_off[b]);
+  size_t boff = m->off_blocks + m->block_off[b];
+  int u = unit_of_block(m, b);
   int N = m->N, Ns = m->Ns, C = m->C, Cl = m->Cl;
   int bias_here = m->grid.tp_rank == 0;
-  o->layernorm_forward(s, a->ln1, a->ln1_mean, a->ln1_rstd, a->in, p + BO_LN1W(m), p + BO_LN1B(m),
-                       Ns, C);
+  o->layernorm_forward(s, a->ln1, a->ln1_mean, a->ln1_rstd, a->in,
+                       param_at(m, u, boff + BO_LN1W(m)), param_at(m, u, boff + BO_LN1B(m)), Ns, C);
   const dev_act *x1 = tp_gather(m, a->ln1_full, a->ln1);
-  o->matmul_forward(s, a->qkv, x1, p + BO_QKVW(m), p + BO_QKVB(m), N, C, 3 * Cl);
+  model_gemm_forward(m, boff + BO_QKVW(m), a->qkv, x1, param_at(m, u, boff + BO_QKVB(m)), N, C,
+                     3 * Cl);
   if (m->cp > 1)
     ring_attention_forward(&m->ring, a->atty, a->lse, a->qkv);
   else
     o->attention_forward(s, a->atty, m->preatt, a->att, a->qkv, m->B, m->T, Cl, m->NHl);
-  o->matmul_forward(s, m->proj_full, a->atty, p + BO_ATTPROJW(m),
-                    bias_here ? p + BO_ATTPROJB(m) : NULL, N, Cl, C);
+  model_gemm_forward(m, boff + BO_ATTPROJW(m), m->proj_full, a->atty,
+                     bias_here ? param_at(m, u, boff + BO_ATTPROJB(m)) : NULL, N, Cl, C);
   dev_act *r1 = tp_reduce_out(m, m->proj_full);
   o->residual_forward(s, a->res2, a->in, r1, Ns * C);
-  o->layernorm_forward(s, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, p + BO_LN2W(m), p + BO_LN2B(m),
-                       Ns, C);
+  o->layernorm_forward(s, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2,
+                       param_at(m, u, boff + BO_LN2W(m)), param_at(m, u, boff + BO_LN2B(m)), Ns, C);
   const dev_act *x2 = tp_gather(m, a->ln2_full, a->ln2);
   if (m->block_moe[b] >= 0) {
     /* replicated over TP: the whole output on every TP rank, no reduction (no --sp) */
-    moe_forward(m, slot, m->block_moe[b], p + BO_FCW(m), x2, m->proj_full);
+    moe_forward(m, slot, m->block_moe[b], boff + BO_FCW(m), x2, m->proj_full);
     o->residual_forward(s, out, a->res2, m->proj_full, Ns * C);
     return;
   }
-  o->matmul_forward(s, a->fch, x2, p + BO_FCW(m), p + BO_FCB(m), N, C, 4 * Cl);
+  model_gemm_forward(m, boff + BO_FCW(m), a->fch, x2, param_at(m, u, boff + BO_FCB(m)), N, C,
+                     4 * Cl);
   o->gelu_forward(s, a->fch_gelu, a->fch, N * 4 * Cl);
-  o->matmul_forward(s, m->proj_full, a->fch_gelu, p + BO_FCPROJW(m),
-                    bias_here ? p + BO_FCPROJB(m) : NULL, N, 4 * Cl, C);
+  model_gemm_forward(m, boff + BO_FCPROJW(m), m->proj_full, a->fch_gelu,
+                     bias_here ? param_at(m, u, boff + BO_FCPROJB(m)) : NULL, N, 4 * Cl, C);
   dev_act *r2 = tp_reduce_out(m, m->proj_full);
   o->residual_forward(s, out, a->res2, r2, Ns * C);
 }
@@ -523,7 +545,7 @@ static void block_backward(model *m, const block_acts *a, int slot, int b, const
   dev_stream *s = m->compute;
   size_t boff = m->off_blocks + m->block_off[b];
   int u = unit_of_block(m, b);
-  float *p = param_at(m, u, boff), *g = grad_at(m, u, boff);
+  float *g = grad_at(m, u, boff);
   int N = m->N, Ns = m->Ns, C = m->C, Cl = m->Cl;
   size_t NsC = (size_t)Ns * C;
   dev_act *dres2 = m->dres_a;
@@ -534,28 +556,28 @@ static void block_backward(model *m, const block_acts *a, int slot, int b, const
   if (m->block_moe[b] >= 0) {
     /* the MoE's input gradient is whole on every TP rank: no reduction */
     o->zero(s, m->dln_full, abytes(m, (size_t)N * C));
-    moe_backward(m, slot, m->block_moe[b], p + BO_FCW(m), g + BO_FCW(m), a->ln2_full, gy,
+    moe_backward(m, slot, m->block_moe[b], boff + BO_FCW(m), g + BO_FCW(m), a->ln2_full, gy,
                  m->dln_full);
     dln2 = m->dln_full;
   } else {
     o->zero(s, m->d_fch_gelu, abytes(m, (size_t)N * 4 * Cl));
-    o->matmul_backward(s, m->d_fch_gelu, g + BO_FCPROJW(m), g + BO_FCPROJB(m), gy, a->fch_gelu,
-                       p + BO_FCPROJW(m), N, 4 * Cl, C);
+    model_gemm_backward(m, boff + BO_FCPROJW(m), m->d_fch_gelu, g + BO_FCPROJW(m),
+                        g + BO_FCPROJB(m), gy, a->fch_gelu, N, 4 * Cl, C);
     o->zero(s, m->d_fch, abytes(m, (size_t)N * 4 * Cl));
     o->gelu_backward(s, m->d_fch, a->fch, m->d_fch_gelu, N * 4 * Cl);
     o->zero(s, m->dln_full, abytes(m, (size_t)N * C));
-    o->matmul_backward(s, m->dln_full, g + BO_FCW(m), g + BO_FCB(m), m->d_fch, a->ln2_full,
-                       p + BO_FCW(m), N, C, 4 * Cl);
+    model_gemm_backward(m, boff + BO_FCW(m), m->dln_full, g + BO_FCW(m), g + BO_FCB(m), m->d_fch,
+                        a->ln2_full, N, C, 4 * Cl);
     dln2 = tp_reduce_grad(m, m->dln_full);
   }
-  o->layernorm_backward(s, dres2, g + BO_LN2W(m), g + BO_LN2B(m), dln2, a->res2, p + BO_LN2W(m),
-                        a->ln2_mean, a->ln2_rstd, Ns, C);
+  o->layernorm_backward(s, dres2, g + BO_LN2W(m), g + BO_LN2B(m), dln2, a->res2,
+                        param_at(m, u, boff + BO_LN2W(m)), a->ln2_mean, a->ln2_rstd, Ns, C);
   /* attention branch */
   o->copy(s, dinp, dres2, abytes(m, NsC));
   const dev_act *gh = tp_gather(m, m->d_full, dres2);
   o->zero(s, m->datty, abytes(m, (size_t)N * Cl));
-  o->matmul_backward(s, m->datty, g + BO_ATTPROJW(m), g + BO_ATTPROJB(m), gh, a->atty,
-                     p + BO_ATTPROJW(m), N, Cl, C);
+  model_gemm_backward(m, boff + BO_ATTPROJW(m), m->datty, g + BO_ATTPROJW(m), g + BO_ATTPROJB(m),
+                      gh, a->atty, N, Cl, C);
   o->zero(s, m->dqkv, abytes(m, (size_t)N * 3 * Cl));
   if (m->cp > 1)
     ring_attention_backward(&m->ring, m->dqkv, m->datty, a->atty, a->lse, a->qkv);
@@ -563,11 +585,11 @@ static void block_backward(model *m, const block_acts *a, int slot, int b, const
     o->attention_backward(s, m->dqkv, m->dpreatt, m->datt, m->datty, a->qkv, a->att, m->B, m->T, Cl,
                           m->NHl);
   o->zero(s, m->dln_full, abytes(m, (size_t)N * C));
-  o->matmul_backward(s, m->dln_full, g + BO_QKVW(m), g + BO_QKVB(m), m->dqkv, a->ln1_full,
-                     p + BO_QKVW(m), N, C, 3 * Cl);
+  model_gemm_backward(m, boff + BO_QKVW(m), m->dln_full, g + BO_QKVW(m), g + BO_QKVB(m), m->dqkv,
+                      a->ln1_full, N, C, 3 * Cl);
   dev_act *dln1 = tp_reduce_grad(m, m->dln_full);
-  o->layernorm_backward(s, dinp, g + BO_LN1W(m), g + BO_LN1B(m), dln1, a->in, p + BO_LN1W(m),
-                        a->ln1_mean, a->ln1_rstd, Ns, C);
+  o->layernorm_backward(s, dinp, g + BO_LN1W(m), g + BO_LN1B(m), dln1, a->in,
+                        param_at(m, u, boff + BO_LN1W(m)), a->ln1_mean, a->ln1_rstd, Ns, C);
 }
 
 /* ---- stage forward / backward ----------------------------------------------------------- */
@@ -632,10 +654,9 @@ void model_forward(model *m, int slot, int mb) {
     begin_unit(m, 0, 0);
     begin_unit(m, embed_unit(m), 0);
     const dev_act *fin = tp_gather(m, sl->final_full, sl->stage_out);
-    float *pl = param_at(m, 0, m->off_lnf);
-    o->layernorm_forward(s, sl->lnf, sl->lnf_mean, sl->lnf_rstd, fin, pl, pl + m->C, m->N, m->C);
-    o->matmul_forward(s, m->logits, sl->lnf, param_at(m, embed_unit(m), m->off_wte), NULL, m->N,
-                      m->C, m->Vp);
+    o->layernorm_forward(s, sl->lnf, sl->lnf_mean, sl->lnf_rstd, fin, param_at(m, 0, m->off_lnf),
+                         param_at(m, 0, m->off_lnf + m->C), m->N, m->C);
+    model_gemm_forward(m, m->off_wte, m->logits, sl->lnf, NULL, m->N, m->C, m->Vp);
     o->crossentropy_forward(s, m->losses, sl->probs, m->logits, sl->targets, m->N, m->V, m->Vp);
     o->sum_accumulate(s, m->loss_acc, m->losses, (size_t)m->N);
     range_pop();
@@ -668,15 +689,15 @@ void model_backward(model *m, int slot, int mb, void (*unit_done)(void *arg, int
     begin_unit(m, 0, 1);
     begin_unit(m, embed_unit(m), 1);
     const dev_act *fin = m->sp ? sl->final_full : sl->stage_out;
-    float *pl = param_at(m, 0, m->off_lnf), *gl = grad_at(m, 0, m->off_lnf);
+    float *gl = grad_at(m, 0, m->off_lnf);
     o->zero(s, m->logits, abytes(m, (size_t)m->N * m->Vp));
     o->crossentropy_backward(s, m->logits, m->dlosses, sl->probs, sl->targets, m->N, m->V, m->Vp);
     o->zero(s, m->dlnf, abytes(m, NC));
-    o->matmul_backward(s, m->dlnf, grad_at(m, embed_unit(m), m->off_wte), NULL, m->logits, sl->lnf,
-                       param_at(m, embed_unit(m), m->off_wte), m->N, m->C, m->Vp);
+    model_gemm_backward(m, m->off_wte, m->dlnf, grad_at(m, embed_unit(m), m->off_wte), NULL,
+                        m->logits, sl->lnf, m->N, m->C, m->Vp);
     o->zero(s, m->dfinal_full, abytes(m, NC));
-    o->layernorm_backward(s, m->dfinal_full, gl, gl + m->C, m->dlnf, fin, pl, sl->lnf_mean,
-                          sl->lnf_rstd, m->N, m->C);
+    o->layernorm_backward(s, m->dfinal_full, gl, gl + m->C, m->dlnf, fin,
+                          param_at(m, 0, m->off_lnf), sl->lnf_mean, sl->lnf_rstd, m->N, m->C);
     dtop = m->sp ? at(m, m->dfinal_full, (size_t)m->grid.tp_rank * NsC) : m->dfinal_full;
     range_pop();
   } else {

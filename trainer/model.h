@@ -76,6 +76,11 @@ typedef struct param_info {
   int decay;         /* AdamW weight decay applies (matrices, embeddings) */
   int tp_replicated; /* identical on every TP rank (counted once in the norm) */
   int norm_counted;  /* counted in the global gradient norm on this rank */
+  int gemm;          /* a weight the GEMMs multiply (matmul_forward/backward) */
+  size_t gemm_at;    /* a GEMM weight: its elements' offset in the bf16 working copy */
+  int fp32_read;     /* a weight kernels read in fp32 (every one but the GEMM weights, and the
+                        embedding table where the first stage looks tokens up) */
+  size_t fp32_at;    /* such a weight: its elements' offset in the fp32 working copy */
 } param_info;
 
 /* Activations of one block for one micro-batch (dev_act: the device's activation
@@ -144,6 +149,20 @@ typedef struct model {
   int cur_mb; /* the micro-batch being enqueued (trace annotations, MoE statistics) */
   size_t off_wte, off_wpe, off_blocks, off_lnf;
   float *param, *grad; /* grad is NULL under --zero 2/3 (the trainer binds per-unit buffers) */
+  /* The GEMM weights (params[k].gemm: every block's qkv, attention-projection and MLP
+   * matrices or a MoE block's router, the last stage's tied LM head): gemm_floats elements.
+   * --gemm-weights bf16 (model_gemm_weights_bf16): the GEMMs read gemm_w, a bf16 working
+   * copy of them that model_refresh_gemm_weights casts from the fp32 parameters after every
+   * change; NULL: the GEMMs read the fp32 parameters. */
+  size_t gemm_floats;
+  dev_bf16 *gemm_w;
+  /* The fp32 master weights sharded (model_master_sharded: --gemm-weights bf16 under ZeRO-1/2):
+   * no flat parameter buffer (param NULL); the kernels read the weights they take in fp32
+   * (params[k].fp32_read, fp32_floats elements) from fp32_w, a working copy laid out at
+   * params[k].fp32_at, and the GEMMs gemm_w. The trainer keeps the master shard and loads both
+   * copies from the gathered master weights (model_load_working_copies). NULL otherwise. */
+  size_t fp32_floats;
+  float *fp32_w;
   /* Where each unit's parameters and gradients live (model_bind_unit): the first float of
    * unit u (model_unit_range's begin) is at unit_param[u] / unit_grad[u]. By default they
    * point into param/grad; ZeRO-2 binds the gradients to bucket buffers and ZeRO-3 the
@@ -186,8 +205,9 @@ void model_fill_normal(float *x, size_t n, double std, unsigned long long seed, 
                        int tensor);
 void model_destroy(model *m);
 
-/* Initializes the parameters (GPT-2 init, layout-independent) and waits; under ZeRO-3 (no
- * full parameter buffer) only the experts and gradients, the trainer draws the shards. */
+/* Initializes the parameters (GPT-2 init, layout-independent) and their bf16 GEMM working copy
+ * (if any) and waits; under ZeRO-3 (no full parameter buffer) only the experts and gradients,
+ * the trainer draws the shards. */
 int model_init_params(model *m, unsigned long long seed, char *err, size_t errlen);
 /* The initial values of the stage's flat floats [lo, hi) (beyond nfloats: zeros) into host
  * dst, the same bits model_init_params gives there; drawn unit by unit (model_unit_range), so
@@ -216,6 +236,36 @@ void model_forward(model *m, int slot, int mb);
 void model_backward(model *m, int slot, int mb, void (*unit_done)(void *arg, int unit), void *arg);
 /* Sets the per-token loss weight used by backward. */
 void model_set_loss_weight(model *m, float dloss);
+
+/* Whether the GEMMs read a bf16 working copy of their weights (--gemm-weights: bf16, or auto
+ * where the device computes its GEMMs in bf16 anyway, the CUDA backend in bf16 precision;
+ * never under --zero 3, whose parameters exist only bucket by bucket). */
+int model_gemm_weights_bf16(const train_config *cfg, const dev_device *dev);
+/* Whether the fp32 master weights exist only as the ranks' shards (--gemm-weights bf16 under
+ * --zero 1 or 2, not interleaved): the model then keeps working copies only (model.h: fp32_w). */
+int model_master_sharded(const train_config *cfg, const dev_device *dev);
+/* Casts the fp32 GEMM weights into the bf16 working copy (on the compute stream; nothing
+ * without one, or when the master weights are sharded): after the parameters are initialized,
+ * updated or restored. */
+void model_refresh_gemm_weights(model *m);
+/* With sharded master weights: loads the working copies (bf16 GEMM weights, fp32 rest) of the
+ * stage's flat floats [lo, hi) from the device buffer `flat` holding them (flat[0] is float
+ * lo), on stream s. */
+void model_load_working_copies(model *m, dev_stream *s, const float *flat, size_t lo, size_t hi);
+/* Where the flat floats [lo, hi) are in the working copies: span[0], span[1] elements from it,
+ * in the bf16 one, span[2], span[3] in the fp32 one (each contiguous: the parameters are laid
+ * out, and given their places in the copies, in flat order). */
+void model_working_spans(const model *m, size_t lo, size_t hi, size_t span[4]);
+/* The fp32 working copy of the weight float at flat offset off (a fp32_read parameter's). */
+float *model_fp32_copy_at(const model *m, size_t off);
+/* Gives the fp32_read parameters their places in the fp32 working copy (fp32_floats). */
+void model_plan_fp32_copy(model *m);
+/* The GEMMs on the GEMM weight at flat offset `off` (params[k].offset of a gemm parameter):
+ * its bf16 working copy, or the fp32 parameter wherever its unit is bound. */
+void model_gemm_forward(model *m, size_t off, dev_act *out, const dev_act *inp, const float *bias,
+                        int N, int C, int OC);
+void model_gemm_backward(model *m, size_t off, dev_act *dinp, float *dweight, float *dbias,
+                         const dev_act *dout, const dev_act *inp, int N, int C, int OC);
 
 /* Points unit `unit`'s parameters (NULL: keep) and gradients (NULL: keep) at buffers holding
  * the unit's range of the flat layout from its first float on. Takes effect for operations

@@ -32,6 +32,14 @@ static int add_param(model *m, const char *name, int layer, size_t offset, size_
   return 0;
 }
 
+/* The parameter just added is a GEMM weight: it gets the next place in the working copy. */
+static void gemm_weight(model *m) {
+  param_info *p = &m->params[m->nparams - 1];
+  p->gemm = 1;
+  p->gemm_at = m->gemm_floats;
+  m->gemm_floats += p->count;
+}
+
 int model_build_layout(model *m, const train_config *cfg) {
   m->block_floats = BO_END(m);
   m->params = calloc((size_t)m->nblocks * 12 + 8, sizeof(param_info));
@@ -53,6 +61,7 @@ int model_build_layout(model *m, const train_config *cfg) {
     add_param(m, "wte", -1, at, (size_t)m->Vp * C, 1, 1);
     /* the last stage's copy of the tied weight is counted by the first stage */
     if (!m->first_stage) m->params[m->nparams - 1].norm_counted = 0;
+    if (m->last_stage) gemm_weight(m); /* the tied LM head */
     at += (size_t)m->Vp * C;
   }
   if (m->first_stage) {
@@ -71,16 +80,21 @@ int model_build_layout(model *m, const train_config *cfg) {
     add_param(m, "attprojb", layer, base + BO_ATTPROJB(m), C, 0, 1);
     if (m->block_moe[b] < 0) add_param(m, "fcprojb", layer, base + BO_FCPROJB(m), C, 0, 1);
     add_param(m, "qkvw", layer, base + BO_QKVW(m), 3 * (size_t)m->Cl * C, 1, 0);
+    gemm_weight(m);
     add_param(m, "qkvb", layer, base + BO_QKVB(m), 3 * (size_t)m->Cl, 0, 0);
     add_param(m, "attprojw", layer, base + BO_ATTPROJW(m), C * m->Cl, 1, 0);
+    gemm_weight(m);
     if (m->block_moe[b] >= 0) { /* the router, replicated over TP; the experts: moe.c */
       add_param(m, "routerw", layer, base + BO_FCW(m),
                 m->block_off[b + 1] - m->block_off[b] - BO_FCW(m), 1, 1);
+      gemm_weight(m);
       continue;
     }
     add_param(m, "fcw", layer, base + BO_FCW(m), 4 * (size_t)m->Cl * C, 1, 0);
+    gemm_weight(m);
     add_param(m, "fcb", layer, base + BO_FCB(m), 4 * (size_t)m->Cl, 0, 0);
     add_param(m, "fcprojw", layer, base + BO_FCPROJW(m), C * 4 * m->Cl, 1, 0);
+    gemm_weight(m);
   }
   at += m->block_off[m->nblocks];
   m->off_lnf = at;
@@ -251,6 +265,7 @@ int model_init_params(model *m, unsigned long long seed, char *err, size_t errle
       return -1;
     }
     m->ops->copy_to_device(m->compute, m->param, host, m->nfloats * sizeof(float));
+    model_refresh_gemm_weights(m); /* their bf16 working copy (model_gemm.c) */
   }
   if (m->grad) m->ops->zero(m->compute, m->grad, m->nfloats_padded * sizeof(float));
   int rc = m->ops->stream_synchronize(m->compute);

@@ -198,15 +198,14 @@ int moe_init_params(struct model *m, unsigned long long seed) {
   return rc;
 }
 
-int moe_forward(struct model *m, int slot, int mi, const float *router, const dev_act *x,
-                dev_act *out) {
+int moe_forward(struct model *m, int slot, int mi, size_t router, const dev_act *x, dev_act *out) {
   const dev_ops *o = m->ops;
   dev_stream *s = m->compute;
   moe_state *q = &m->moe;
   moe_acts *a = &q->acts[slot * q->nmoe + mi];
   int N = m->N, C = m->C, E = q->E, K = q->K;
   const float *w = q->param + (size_t)mi * q->El * q->expert_floats;
-  o->matmul_forward(s, a->logits, x, router, NULL, N, C, E);
+  model_gemm_forward(m, router, a->logits, x, NULL, N, C, E);
   o->moe_router_forward(s, a->expert, a->gate, a->probs, a->logits, N, E, K, q->renorm);
   o->moe_aux_loss_accumulate(s, q->aux_acc, a->probs, a->expert, q->counts_scratch, N, E, K);
   /* the routing decisions per expert (before any capacity drop), for the trace */
@@ -236,7 +235,7 @@ int moe_forward(struct model *m, int slot, int mi, const float *router, const de
   return 0;
 }
 
-void moe_backward(struct model *m, int slot, int mi, const float *router, float *router_grad,
+void moe_backward(struct model *m, int slot, int mi, size_t router, float *router_grad,
                   const dev_act *x, const dev_act *dout, dev_act *dx) {
   const dev_ops *o = m->ops;
   dev_stream *s = m->compute;
@@ -276,5 +275,5 @@ void moe_backward(struct model *m, int slot, int mi, const float *router, float 
   o->zero(s, q->dlogits, (size_t)N * E * es);
   o->moe_router_backward(s, q->dlogits, q->dgate, a->probs, a->expert, q->counts_scratch, N, E, K,
                          q->renorm, q->aux_scale);
-  o->matmul_backward(s, dx, router_grad, NULL, q->dlogits, x, router, N, C, E);
+  model_gemm_backward(m, router, dx, router_grad, NULL, q->dlogits, x, N, C, E);
 }

@@ -94,13 +94,13 @@ void moe_destroy(struct model *m);
  * (seed, l, 4/5) when e == 0, the dense MLP's, and (seed, l, 16+2e / 17+2e) otherwise). */
 int moe_init_params(struct model *m, unsigned long long seed);
 /* The MoE FFN of stage block b (its MoE index mi) for the micro-batch in `slot`:
- * out [N,C] = MoE(x) (overwritten). router: Wr [E,C] in the dense buffer. -1 when a
- * stream failed during an expert-parallel dispatch. */
-int moe_forward(struct model *m, int slot, int mi, const float *router, const dev_act *x,
-                dev_act *out);
+ * out [N,C] = MoE(x) (overwritten). router: the flat offset of Wr [E,C] in the dense layout
+ * (a GEMM weight: model_gemm_forward). -1 when a stream failed during an expert-parallel
+ * dispatch. */
+int moe_forward(struct model *m, int slot, int mi, size_t router, const dev_act *x, dev_act *out);
 /* Backward: dx [N,C] += the input gradient; router_grad and the expert gradients
  * accumulate. */
-void moe_backward(struct model *m, int slot, int mi, const float *router, float *router_grad,
+void moe_backward(struct model *m, int slot, int mi, size_t router, float *router_grad,
                   const dev_act *x, const dev_act *dout, dev_act *dx);
 
 #endif /* STEPSCOPE_TRAINER_MOE_H */

@@ -100,20 +100,20 @@ void op_inputs_layernorm_backward(char *buf, size_t cap, const char *act, int64_
 }
 
 void op_inputs_matmul_forward(char *buf, size_t cap, const char *act, int64_t N, int64_t C,
-                              int64_t OC, int has_bias) {
+                              int64_t OC, int has_bias, int bf16_weight) {
   inputs_text x = {0};
   in_tensor(&x, act, 2, N, C, 0, 0);
-  in_tensor(&x, "float", 2, OC, C, 0, 0);
+  in_tensor(&x, bf16_weight ? op_inputs_act_type(DEV_BF16) : "float", 2, OC, C, 0, 0);
   if (has_bias) in_tensor(&x, "float", 1, OC, 0, 0, 0);
   inputs_write(&x, buf, cap);
 }
 
 void op_inputs_matmul_backward(char *buf, size_t cap, const char *act, int64_t N, int64_t C,
-                               int64_t OC, int dinp, int dweight, int dbias) {
+                               int64_t OC, int dinp, int dweight, int dbias, int bf16_weight) {
   inputs_text x = {0};
   in_tensor(&x, act, 2, N, OC, 0, 0);
   in_tensor(&x, act, 2, N, C, 0, 0);
-  in_tensor(&x, "float", 2, OC, C, 0, 0);
+  in_tensor(&x, bf16_weight ? op_inputs_act_type(DEV_BF16) : "float", 2, OC, C, 0, 0);
   in_mask(&x, dinp, dweight, dbias);
   inputs_write(&x, buf, cap);
 }

@@ -32,11 +32,11 @@ void op_inputs_layernorm_forward(char *buf, size_t cap, const char *act, int64_t
 void op_inputs_layernorm_backward(char *buf, size_t cap, const char *act, int64_t N, int64_t C);
 /* x[N,C], weight[OC,C], bias[OC] when there is one: as aten::linear */
 void op_inputs_matmul_forward(char *buf, size_t cap, const char *act, int64_t N, int64_t C,
-                              int64_t OC, int has_bias);
+                              int64_t OC, int has_bias, int bf16_weight);
 /* dout[N,OC], x[N,C], weight[OC,C], output_mask [dinp, dweight, dbias]: which gradients the
  * backward writes, as convolution_backward's */
 void op_inputs_matmul_backward(char *buf, size_t cap, const char *act, int64_t N, int64_t C,
-                               int64_t OC, int dinp, int dweight, int dbias);
+                               int64_t OC, int dinp, int dweight, int dbias, int bf16_weight);
 /* qkv[B,T,3C], heads (causal) */
 void op_inputs_attention_forward(char *buf, size_t cap, const char *act, int64_t B, int64_t T,
                                  int64_t C, int64_t NH);

@@ -372,10 +372,10 @@ static mm_layout memory_layout_of(const trainer *t) {
                                                         c->hidden / c->tp, c->heads / c->tp);
   l.bucket_mb = c->bucket_mb;
   l.ep = c->ep;
-  /* the CUDA backend in bf16 precision (the precision in which --activations auto is bf16)
-   * caches a bf16 copy of every GEMM weight (kernels/cuda/matmul.cu) */
-  l.bf16_weight_copies =
-      !strcmp(t->o->backend_name, "cuda") && dev_auto_activation_dtype(t->dev) == DEV_BF16;
+  /* bf16 copies of the GEMM weights: the model's working copy (model_gemm.c) or, on CUDA in bf16
+   * precision (auto activations bf16) without one, the kernels' cache (kernels/cuda/matmul.cu) */
+  l.gemm_weights_bf16 = model_gemm_weights_bf16(c, t->dev);
+  l.bf16_weight_copies = l.gemm_weights_bf16 || dev_auto_activation_dtype(t->dev) == DEV_BF16;
   return l;
 }
 
@@ -569,12 +569,8 @@ static ckpt_rank_state ckpt_state_of(trainer *t) {
       NULL,      NULL,         NULL,       NULL, /* ZeRO-3's parameter stream: below */
       t->adam_m, t->adam_v,    0, /* state_floats, state_offset: grad_sync_optimizer_shard */
       0,         t->ckpt_more, t->V - 1};
-  if (t->cfg.zero >= 3) { /* no full parameter buffer: streamed bucket by bucket */
-    s.param_ctx = t;
-    s.param_read = grad_sync_zero3_read;
-    s.param_finish = grad_sync_zero3_finish;
-    s.param_write = grad_sync_zero3_write;
-  }
+  if (!t->m.param) /* no flat parameter buffer (ZeRO-3, sharded masters): streamed */
+    grad_sync_ckpt_stream(t, &s);
   grad_sync_optimizer_shard(t, &s.state_offset, &s.state_floats);
   /* the expert buffer rides as one more chunk (train_moe_setup: V == 1) */
   if (train_moe_ckpt_chunk(t, t->ckpt_more)) s.nmore = 1;
@@ -595,7 +591,7 @@ static ckpt_rank_state ckpt_state_of(trainer *t) {
 /* After `done` completed steps (every stream idle). */
 static int save_checkpoint(trainer *t, int done) {
   ckpt_rank_state s = ckpt_state_of(t);
-  if (t->cfg.zero >= 3) grad_sync_zero3_stream_begin(t);
+  if (!t->m.param) grad_sync_ckpt_stream_begin(t);
   size_t bytes = 0;
   if (stepscope_active()) stepscope_range_push("checkpoint", NULL);
   double t0 = now_s();
@@ -615,6 +611,7 @@ static int resume_checkpoint(trainer *t, int *start_step) {
   char note[512];
   int rc = ckpt_load_latest(&s, start_step, note, sizeof note, t->err, sizeof t->err);
   if (rc != 0) return -1;
+  train_refresh_gemm_weights(t); /* the restored parameters' working copies */
   if (t->env.rank == 0) {
     if (note[0]) fprintf(stderr, "rank 0: note: %s\n", note);
     if (*start_step >= t->cfg.steps)
@@ -668,8 +665,9 @@ static int dump_params(trainer *t) {
   int rc = 0;
   for (int j = 0; j < t->V && rc == 0; j++) {
     model *mc = chunk_model(t, j);
-    if (!mc->param) continue;
-    float *host = params_on_host(t, mc->param, mc->nfloats_padded);
+    if (!mc->param && !mc->fp32_w) continue;
+    float *host = mc->param ? params_on_host(t, mc->param, mc->nfloats_padded)
+                            : grad_sync_master_params(t); /* chunk 0 of sharded masters */
     if (!host) {
       rc = -1;
       break;

@@ -98,6 +98,9 @@ static inline int range_overlap(size_t offset, size_t count, size_t lo, size_t h
  * at learning rate lr, for step `step` (from 0). train_step.c. */
 void train_adamw(trainer *t, float *param, const float *grad, float *adam_m, float *adam_v,
                  size_t n, int decay, int step, float lr);
+/* Every chunk's bf16 working copy of its GEMM weights cast from the parameters (--gemm-weights
+ * bf16; nothing otherwise), on compute: after an update or a restore. train_step.c. */
+void train_refresh_gemm_weights(trainer *t);
 
 static inline int fail(trainer *t, const char *fmt, const char *detail) {
   snprintf(t->err, sizeof t->err, fmt, detail);

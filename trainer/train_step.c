@@ -164,17 +164,27 @@ void train_adamw(trainer *t, float *param, const float *grad, float *adam_m, flo
               (float)c->eps, decay ? (float)c->weight_decay : 0.0f, step + 1);
 }
 
-/* Clips the gradients of mc's floats [lo, hi) and runs AdamW on the parameters there; the
- * optimizer state (adam_m, adam_v) covers that range from lo. */
-static void adam_range(trainer *t, model *mc, size_t lo, size_t hi, float *adam_m, float *adam_v,
-                       int step, double clip_scale, float lr) {
+/* Clips the gradients of mc's floats [lo, hi) and runs AdamW on their parameters (`param`: float
+ * lo's, in the flat buffer or the master shard); the optimizer state (adam_m, adam_v) covers that
+ * range from lo. */
+static void adam_range(trainer *t, model *mc, size_t lo, size_t hi, float *param, float *adam_m,
+                       float *adam_v, int step, double clip_scale, float lr) {
   if (clip_scale < 1.0) t->o->scale(t->compute, mc->grad + lo, (float)clip_scale, hi - lo);
   for (int k = 0; k < mc->nparams; k++) {
     size_t b, e;
     if (range_overlap(mc->params[k].offset, mc->params[k].count, lo, hi, &b, &e))
-      train_adamw(t, mc->param + b, mc->grad + b, adam_m + (b - lo), adam_v + (b - lo), e - b,
+      train_adamw(t, param + (b - lo), mc->grad + b, adam_m + (b - lo), adam_v + (b - lo), e - b,
                   mc->params[k].decay, step, lr);
   }
+}
+
+void train_refresh_gemm_weights(trainer *t) {
+  if (t->m.fp32_w) { /* sharded masters: both working copies from their gathers */
+    grad_sync_load_working_copies(t);
+    return;
+  }
+  for (int j = 0; j < t->V; j++)
+    model_refresh_gemm_weights(chunk_model(t, j));
 }
 
 static void optimizer(trainer *t, int step, double clip_scale, float lr) {
@@ -183,15 +193,16 @@ static void optimizer(trainer *t, int step, double clip_scale, float lr) {
     return;
   }
   size_t lo, hi;
-  grad_sync_adam_range(t, &lo, &hi);
-  adam_range(t, &t->m, lo, hi, t->adam_m, t->adam_v, step, clip_scale, lr);
+  float *param;
+  grad_sync_adam_range(t, &lo, &hi, &param);
+  adam_range(t, &t->m, lo, hi, param, t->adam_m, t->adam_v, step, clip_scale, lr);
   /* interleaved: the other chunks, whole (zero 0) or this rank's slice of each (zero 1) */
   for (int j = 1; j < t->V; j++) {
     model *mc = chunk_model(t, j);
     size_t clo = 0, chi = mc->nfloats_padded;
     if (t->cfg.zero) chunk_slice(t, j, &clo, &chi);
-    adam_range(t, mc, clo, chi, t->more_adam[2 * (j - 1)], t->more_adam[2 * (j - 1) + 1], step,
-               clip_scale, lr);
+    adam_range(t, mc, clo, chi, mc->param + clo, t->more_adam[2 * (j - 1)],
+               t->more_adam[2 * (j - 1) + 1], step, clip_scale, lr);
   }
   grad_sync_zero1_gather(t); /* ZeRO-1: every member's slices to every member */
 }
@@ -245,6 +256,7 @@ int train_run_step(trainer *t, int step, double *loss_out, double *norm_out) {
   train_debug_delay(t, DELAY_OPTIMIZER);
   optimizer(t, step, scale, (float)train_lr_at(c, step));
   train_moe_optimizer(t, step, scale, (float)train_lr_at(c, step));
+  train_refresh_gemm_weights(t); /* after the gathers (sharded masters: it gathers them) */
   pop_range();
   if (train_sync_all(t) != 0) return -1;
   *loss_out = loss;

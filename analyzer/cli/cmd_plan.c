@@ -308,6 +308,7 @@ static int build_model(plan_args *p) {
     m->top_k = c->top_k;
     m->moe_every = c->moe_every;
     m->bucket_mb = c->bucket_mb;
+    m->gemm_weights_bf16 = c->gemm_weights_bf16;
     if (!p->job.gpus) p->job.gpus = c->dp * c->tp * c->pp * c->cp;
     if (!p->job.global_batch) p->job.global_batch = c->dp * c->microbatches * c->micro_batch;
     if (!p->device) p->device = plan_device_kind_of_name(p->job.cal.device_name);

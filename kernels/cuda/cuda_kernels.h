@@ -107,6 +107,13 @@ int kcuda_matmul_forward_w(kcuda_ctx *k, void *out, const void *inp, const float
 int kcuda_matmul_backward_w(kcuda_ctx *k, void *dinp, float *dweight, float *dbias,
                             const void *dout, const void *inp, const float *weight, int N, int C,
                             int OC, unsigned long long weight_version);
+/* The same reading a bf16 weight [OC,C] the caller keeps (a working copy of fp32 master
+ * weights, cast by kcuda_cast_f32_to_bf16): no cache; bf16 precision only. */
+int kcuda_matmul_forward_bf16w(kcuda_ctx *k, void *out, const void *inp, const void *weight,
+                               const float *bias, int N, int C, int OC);
+int kcuda_matmul_backward_bf16w(kcuda_ctx *k, void *dinp, float *dweight, float *dbias,
+                                const void *dout, const void *inp, const void *weight, int N, int C,
+                                int OC);
 /* How many weight casts the cache has done (each entry once per version it is used in). */
 unsigned long long kcuda_weight_casts(const kcuda_ctx *k);
 /* Row-major batched GEMM: C[b] = alpha op(A[b]) op(B[b]) + beta C[b] for b < batch, where

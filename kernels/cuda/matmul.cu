@@ -346,6 +346,24 @@ static int act_bf16(kcuda_ctx *k, const char *what, int *bf16) {
   return 0;
 }
 
+/* Bf16 weights need the bf16 GEMMs (checked by the *_bf16w entry points). */
+static int bf16_weights_ok(kcuda_ctx *k, const char *what) {
+  if (k->precision != KCUDA_BF16)
+    return kcuda_fail(k, "%s: bf16 weights need a bf16-precision context", what);
+  return 0;
+}
+
+/* matmul_forward in bf16 precision on a bf16 weight w (a cached copy or a working copy). */
+static int matmul_forward_bf16(kcuda_ctx *k, void *out, const void *inp, const void *w,
+                               const float *bias, int N, int C, int OC, int bf16_act) {
+  const void *a =
+      bf16_act ? inp
+               : bf16_scratch_copy(k, KCUDA_SCRATCH_CAST_A, (const float *)inp, (size_t)N * C);
+  if (!a || !w) return -1;
+  return rm_gemm_typed(k, 0, 1, N, OC, C, 1.0f, a, 0, w, 0, 0.0f, out, 0, 1, bias, CUDA_R_16BF,
+                       bf16_act ? CUDA_R_16BF : CUDA_R_32F);
+}
+
 int kcuda_matmul_forward_w(kcuda_ctx *k, void *out, const void *inp, const float *weight,
                            const float *bias, int N, int C, int OC,
                            unsigned long long weight_version) {
@@ -358,13 +376,18 @@ int kcuda_matmul_forward_w(kcuda_ctx *k, void *out, const void *inp, const float
   if (k->precision != KCUDA_BF16)
     return rm_gemm_typed(k, 0, 1, N, OC, C, 1.0f, inp, 0, weight, 0, 0.0f, out, 0, 1, bias,
                          CUDA_R_32F, CUDA_R_32F);
-  const void *a =
-      bf16_act ? inp
-               : bf16_scratch_copy(k, KCUDA_SCRATCH_CAST_A, (const float *)inp, (size_t)N * C);
-  const void *w = a ? bf16_weight(k, weight, (size_t)OC * C, weight_version) : NULL;
-  if (!w) return -1;
-  return rm_gemm_typed(k, 0, 1, N, OC, C, 1.0f, a, 0, w, 0, 0.0f, out, 0, 1, bias, CUDA_R_16BF,
-                       bf16_act ? CUDA_R_16BF : CUDA_R_32F);
+  const void *w = bf16_weight(k, weight, (size_t)OC * C, weight_version);
+  return matmul_forward_bf16(k, out, inp, w, bias, N, C, OC, bf16_act);
+}
+
+int kcuda_matmul_forward_bf16w(kcuda_ctx *k, void *out, const void *inp, const void *weight,
+                               const float *bias, int N, int C, int OC) {
+  if (N <= 0 || C <= 0 || OC <= 0)
+    return kcuda_fail(k, "matmul_forward: bad shape N=%d C=%d OC=%d", N, C, OC);
+  int bf16_act;
+  if (bf16_weights_ok(k, "matmul_forward") != 0 || act_bf16(k, "matmul_forward", &bf16_act) != 0)
+    return -1;
+  return matmul_forward_bf16(k, out, inp, weight, bias, N, C, OC, bf16_act);
 }
 
 int kcuda_matmul_forward(kcuda_ctx *k, void *out, const void *inp, const float *weight,
@@ -400,6 +423,43 @@ static int dbias_accumulate(kcuda_ctx *k, float *dbias, const T *dout, int N, in
   return kcuda_check_launch(k, "matmul_backward dbias");
 }
 
+/* The two GEMMs of matmul_backward in bf16 precision; the weight is w (a bf16 working copy)
+ * or, when w is NULL, the cached copy of the fp32 `weight` for `version`. */
+static int matmul_backward_bf16(kcuda_ctx *k, void *dinp, float *dweight, const void *dout,
+                                const void *inp, const void *w, const float *weight,
+                                unsigned long long version, int N, int C, int OC, int bf16_act) {
+  /* fp32 storage: dout is cast once and serves both GEMMs; bf16 storage: used as is */
+  const void *g =
+      bf16_act ? dout
+               : bf16_scratch_copy(k, KCUDA_SCRATCH_CAST_A, (const float *)dout, (size_t)N * OC);
+  if (!g) return -1;
+  if (dinp) {
+    /* dinp[N,C] += dout[N,OC] @ weight[OC,C] (a bf16 dinp: C = D bf16, fp32 sum) */
+    if (!w) w = bf16_weight(k, weight, (size_t)OC * C, version);
+    if (!w || rm_gemm_typed(k, 0, 0, N, C, OC, 1.0f, g, 0, w, 0, 1.0f, dinp, 0, 1, NULL,
+                            CUDA_R_16BF, bf16_act ? CUDA_R_16BF : CUDA_R_32F) != 0)
+      return -1;
+  }
+  if (dweight) {
+    /* dweight[OC,C] += dout^T @ inp (fp32 parameter gradient) */
+    const void *x =
+        bf16_act ? inp
+                 : bf16_scratch_copy(k, KCUDA_SCRATCH_CAST_B, (const float *)inp, (size_t)N * C);
+    if (!x || rm_gemm_typed(k, 1, 0, OC, C, N, 1.0f, g, 0, x, 0, 1.0f, dweight, 0, 1, NULL,
+                            CUDA_R_16BF, CUDA_R_32F) != 0)
+      return -1;
+  }
+  return 0;
+}
+
+/* dbias (if any) of matmul_backward: the sum of dout's rows, of the activation type. */
+static int matmul_backward_dbias(kcuda_ctx *k, float *dbias, const void *dout, int N, int OC) {
+  if (!dbias) return 0;
+  int rc;
+  KCUDA_WITH_ACT(k, rc = dbias_accumulate<ACT>(k, dbias, (const ACT *)dout, N, OC));
+  return rc;
+}
+
 int kcuda_matmul_backward_w(kcuda_ctx *k, void *dinp, float *dweight, float *dbias,
                             const void *dout, const void *inp, const float *weight, int N, int C,
                             int OC, unsigned long long weight_version) {
@@ -414,33 +474,25 @@ int kcuda_matmul_backward_w(kcuda_ctx *k, void *dinp, float *dweight, float *dbi
     if (dweight && rm_gemm_typed(k, 1, 0, OC, C, N, 1.0f, dout, 0, inp, 0, 1.0f, dweight, 0, 1,
                                  NULL, CUDA_R_32F, CUDA_R_32F) != 0)
       return -1;
-  } else if (dinp || dweight) {
-    /* fp32 storage: dout is cast once and serves both GEMMs; bf16 storage: used as is */
-    const void *g =
-        bf16_act ? dout
-                 : bf16_scratch_copy(k, KCUDA_SCRATCH_CAST_A, (const float *)dout, (size_t)N * OC);
-    if (!g) return -1;
-    if (dinp) {
-      /* dinp[N,C] += dout[N,OC] @ weight[OC,C] (a bf16 dinp: C = D bf16, fp32 sum) */
-      const void *w = bf16_weight(k, weight, (size_t)OC * C, weight_version);
-      if (!w || rm_gemm_typed(k, 0, 0, N, C, OC, 1.0f, g, 0, w, 0, 1.0f, dinp, 0, 1, NULL,
-                              CUDA_R_16BF, bf16_act ? CUDA_R_16BF : CUDA_R_32F) != 0)
-        return -1;
-    }
-    if (dweight) {
-      /* dweight[OC,C] += dout^T @ inp (fp32 parameter gradient) */
-      const void *x =
-          bf16_act ? inp
-                   : bf16_scratch_copy(k, KCUDA_SCRATCH_CAST_B, (const float *)inp, (size_t)N * C);
-      if (!x || rm_gemm_typed(k, 1, 0, OC, C, N, 1.0f, g, 0, x, 0, 1.0f, dweight, 0, 1, NULL,
-                              CUDA_R_16BF, CUDA_R_32F) != 0)
-        return -1;
-    }
+  } else if ((dinp || dweight) && matmul_backward_bf16(k, dinp, dweight, dout, inp, NULL, weight,
+                                                       weight_version, N, C, OC, bf16_act) != 0) {
+    return -1;
   }
-  if (!dbias) return 0;
-  int rc;
-  KCUDA_WITH_ACT(k, rc = dbias_accumulate<ACT>(k, dbias, (const ACT *)dout, N, OC));
-  return rc;
+  return matmul_backward_dbias(k, dbias, dout, N, OC);
+}
+
+int kcuda_matmul_backward_bf16w(kcuda_ctx *k, void *dinp, float *dweight, float *dbias,
+                                const void *dout, const void *inp, const void *weight, int N, int C,
+                                int OC) {
+  if (N <= 0 || C <= 0 || OC <= 0)
+    return kcuda_fail(k, "matmul_backward: bad shape N=%d C=%d OC=%d", N, C, OC);
+  int bf16_act;
+  if (bf16_weights_ok(k, "matmul_backward") != 0 || act_bf16(k, "matmul_backward", &bf16_act) != 0)
+    return -1;
+  if ((dinp || dweight) &&
+      matmul_backward_bf16(k, dinp, dweight, dout, inp, weight, NULL, 0, N, C, OC, bf16_act) != 0)
+    return -1;
+  return matmul_backward_dbias(k, dbias, dout, N, OC);
 }
 
 int kcuda_matmul_backward(kcuda_ctx *k, void *dinp, float *dweight, float *dbias, const void *dout,

@@ -44,6 +44,29 @@ trainer = d["job"]["framework"] == "stepscope"  # --from RUN: the trainer's conv
 print("framework %s" % d["job"]["framework"])
 sys.exit(0 if ok and rel < 1e-3 and cal["flops_rate"] > 0 and mb["runtime_baseline"] > 0 and shares and trainer else 1)
 PY
+# runs with --gemm-weights bf16 (the model's bf16 working copy of its GEMM weights, 2 bytes per
+# GEMM weight on the CPU backend too; under ZeRO-1 the fp32 master weights only as the rank's
+# shard): `plan --from RUN` must count them from the run's config
+for z in 0 1; do
+  "$trainer" --quiet --world 2 --dp 2 --zero $z --gemm-weights bf16 --steps 2 --trace "$dir/gw$z" \
+    > "$dir/gw.log" 2>&1 || { cat "$dir/gw.log"; exit 1; }
+  "$stepscope" plan --from "$dir/gw$z" --dp 2 --tp 1 --pp 1 --cp 1 --zero $z --recompute none \
+    --microbatches 1 --json "$dir/gw.json" > "$dir/gw.txt" 2>&1 ||
+    { cat "$dir/gw.txt"; no "plan --from a --zero $z --gemm-weights bf16 run"; }
+  gw_measured=0
+  for f in "$dir"/gw$z/rank-*.trace.zst; do
+    m=$("$stepscope" dump "$f" --kind metadata | grep '"key":"memory"' | tail -1 |
+        python3 -c 'import json,sys; print(json.loads(json.loads(sys.stdin.read())["value_json"])["measured_peak_bytes"])')
+    [ "$m" -gt "$gw_measured" ] && gw_measured=$m
+  done
+  python3 - "$dir/gw.json" "$gw_measured" "$z" <<'PY' || no "plan --from a --zero $z --gemm-weights bf16 run: its peak"
+import json, sys
+mb = json.load(open(sys.argv[1]))["layouts"][0]["memory_bytes"]
+dev, measured = mb["total"] - mb["runtime_baseline"], int(sys.argv[2])
+print("--zero %s --gemm-weights bf16: device memory predicted %d, measured %d" % (sys.argv[3], dev, measured))
+sys.exit(0 if dev == measured else 1)
+PY
+done
 "$trainer" --quiet --world 4 --dp 4 --steps 3 --trace "$dir/dp4" > "$dir/dp4.log" 2>&1 ||
   { cat "$dir/dp4.log"; exit 1; }
 "$stepscope" plan --from "$dir/dp4" --cores 2 --dp 4 --tp 1 --pp 1 --cp 1 --zero 0 \

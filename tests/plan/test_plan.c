@@ -93,6 +93,30 @@ static void memory_formulas(void) {
   l = small();
   l.bf16_weight_copies = 1;
   CHECK(mem(&l, 0).parameters == 4 * psi + 2 * 114688);
+  /* the trainer's --gemm-weights bf16 under ZeRO-1/2 (the ZeRO paper's layout): the fp32 master
+   * weights only as the rank's shard, in the optimizer states beside m and v (12 bytes per
+   * float of the shard); replicated, the bf16 GEMM weights (2 Psi_G) and an fp32 working copy of
+   * the rest, with the tied table the stage also looks tokens up in: Psi - Psi_G + 256 x 64 =
+   * 83712 floats. The paper's 6 Psi + 12 Psi / N (ZeRO-1, fp32 gradients) and 2 Psi + 16 Psi / N
+   * (ZeRO-2) count Psi_G = Psi: they differ by exactly 2 (Psi - Psi_G) + 4 x 256 x 64 bytes. */
+  l = small();
+  l.dp = 2;
+  l.bf16_weight_copies = l.gemm_weights_bf16 = 1;
+  CHECK(mem(&l, 0).parameters == 4 * psi + 2 * 114688); /* ZeRO-0 keeps the fp32 weights */
+  const size_t fp32_rest = psi - 114688 + 256 * 64, not_paper = 2 * (psi - 114688) + 4 * 256 * 64;
+  l.zero = 1;
+  mm_breakdown g1 = mem(&l, 0);
+  CHECK(g1.parameters == 2 * 114688 + 4 * fp32_rest);
+  CHECK(g1.gradients == 4 * psi && g1.optimizer == 12 * psi / 2);
+  CHECK(g1.parameters + g1.gradients + g1.optimizer == 6 * psi + 12 * psi / 2 + not_paper);
+  l.zero = 2;
+  mm_breakdown g2 = mem(&l, 0);
+  CHECK(g2.parameters == 2 * 114688 + 4 * fp32_rest);
+  CHECK(g2.optimizer == 3 * 91008 * 4 && g2.gradients == z2.gradients);
+  /* 2 Psi + 16 Psi / N, Psi / N the shard (91008 floats), besides the bucket buffers */
+  CHECK(g2.parameters + g2.optimizer + 91008 * 4 == 2 * psi + 16 * 91008 + not_paper);
+  l.zero = 3; /* ZeRO-3 keeps fp32 GEMM weights: the flag changes nothing */
+  CHECK(mem(&l, 0).parameters == z3.parameters + 2 * (psi / 2));
   /* activations: none > selective > full; bf16 halves the activation tensors */
   l = small();
   size_t none = mem(&l, 0).activations;
@@ -165,15 +189,18 @@ static plan_job job_of(int gpus, int batch, const char *device) {
   return j;
 }
 
-/* The CUDA convention's model states (the trainer's CUDA backend in bf16: fp32 parameters,
- * the GEMM weights' bf16 copies, fp32 gradients, fp32 AdamW moments) against the formulas
- * docs/plan.md and trainer/README.md give, for a few models and gradient groups N = dp:
+/* The CUDA convention's model states (the trainer's CUDA backend in bf16, --framework
+ * stepscope-cuda: the GEMM weights' bf16 working copy, fp32 gradients, fp32 AdamW moments; the
+ * fp32 weights whole under ZeRO-0, under ZeRO-1 only the rank's master shard beside an fp32 copy
+ * of what is not a GEMM weight) against the formulas docs/plan.md and trainer/README.md give,
+ * for a few models and gradient groups N = dp:
  *   ZeRO-0: parameters 4 Psi + 2 Psi_G, gradients 4 Psi, optimizer 8 Psi
- *   ZeRO-1: parameters 4 Psi + 2 Psi_G, gradients 4 Psi, optimizer 8 Psi / N
- * (10 Psi + 8 Psi / N when Psi_G ~ Psi, where the ZeRO paper's ZeRO-1 with fp32 gradients
- * holds 6 Psi + 12 Psi / N: the fp32 master is not sharded yet), with Psi counted here from
- * the GPT-2 shape (padded to 16 N) and Psi_G the weights the GEMMs multiply: 12 C^2 per block
- * and, on the last pipeline stage only, the tied V x C table (the LM head). */
+ *   ZeRO-1: parameters 2 Psi_G + 4 (Psi - Psi_G + the tied table where the stage also looks
+ *           tokens up), gradients 4 Psi, optimizer 12 Psi / N (master, m, v)
+ * (6 Psi + 12 Psi / N when Psi_G ~ Psi: the ZeRO paper's ZeRO-1 with fp32 gradients), with Psi
+ * counted here from the GPT-2 shape (padded to 16 N where the flat buffers are) and Psi_G the
+ * weights the GEMMs multiply: 12 C^2 per block and, on the last pipeline stage only, the tied
+ * V x C table (the LM head). */
 static void cuda_model_states(void) {
   static const int shapes[][3] = {{2, 64, 256}, {4, 128, 1000}, {12, 768, 50257}}; /* L, C, V */
   static const int groups[] = {2, 4, 8};
@@ -190,25 +217,26 @@ static void cuda_model_states(void) {
         l.dp = (int)N;
         l.pp = pp;
         l.act_bytes = 2;
-        l.bf16_weight_copies = 1;
+        l.bf16_weight_copies = l.gemm_weights_bf16 = 1; /* plan_model.c for stepscope-cuda */
         for (int stage = 0; stage < pp; stage++) {
           int first = stage == 0, last = stage == pp - 1;
           size_t blocks = L / (size_t)pp * (12 * C * C + 13 * C);
-          size_t psi =
+          size_t raw =
               blocks + (first || last ? Vp * C : 0) + (first ? T * C : 0) + (last ? 2 * C : 0);
-          psi = (psi + 16 * N - 1) / (16 * N) * (16 * N);
+          size_t psi = (raw + 16 * N - 1) / (16 * N) * (16 * N);
           size_t psi_g = L / (size_t)pp * 12 * C * C + (last ? Vp * C : 0);
+          size_t fp32_copy = raw - psi_g + (first && last ? Vp * C : 0);
           for (int zero = 0; zero <= 1; zero++) {
             l.zero = zero;
             mm_breakdown b = mem(&l, stage);
-            size_t opt = zero ? 8 * psi / N : 8 * psi;
-            if (b.parameters != 4 * psi + 2 * psi_g || b.gradients != 4 * psi ||
-                b.optimizer != opt) {
+            size_t opt = zero ? 12 * psi / N : 8 * psi;
+            size_t params = zero ? 2 * psi_g + 4 * fp32_copy : 4 * psi + 2 * psi_g;
+            if (b.parameters != params || b.gradients != 4 * psi || b.optimizer != opt) {
               fprintf(stderr,
                       "L %zu C %zu V %zu N %zu pp %d stage %d zero %d: parameters %zu (want %zu), "
                       "gradients %zu (want %zu), optimizer %zu (want %zu)\n",
-                      L, C, Vp, N, pp, stage, zero, b.parameters, 4 * psi + 2 * psi_g, b.gradients,
-                      4 * psi, b.optimizer, opt);
+                      L, C, Vp, N, pp, stage, zero, b.parameters, params, b.gradients, 4 * psi,
+                      b.optimizer, opt);
               failures++;
             }
           }

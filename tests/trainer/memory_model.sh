@@ -2,7 +2,7 @@
 # memory_model.sh TRAINER STEPSCOPE — the memory model (model/memory_model.c, the one
 # implementation the planner shares) against what the trainer really allocates: for layouts
 # covering DP, TP+SP, PP (AFAB, 1F1B, interleaved), CP, ZeRO 1-3, recomputation, bf16
-# activations and bucket sizes, every rank's predicted total must EQUAL the device API's
+# activations, bf16 GEMM weights (--gemm-weights bf16: the working copy) and bucket sizes, every rank's predicted total must EQUAL the device API's
 # peak of live allocations that the trainer writes beside it ("memory" metadata), and the
 # components must add up to the total. One step each, traced; a few seconds per layout.
 set -u
@@ -24,6 +24,16 @@ layouts=(
   "--world 1 --experts 4 --top-k 2 --layers 4 --moe-every 2"
   "--world 4 --dp 4 --ep 2 --experts 4 --top-k 2 --zero 1"
   "--world 4 --dp 2 --pp 2 --ep 2 --experts 8 --top-k 2 --layers 4 --activations bf16"
+  "--world 2 --dp 2 --gemm-weights bf16"
+  "--world 2 --dp 2 --zero 1 --gemm-weights bf16 --activations bf16"
+  "--world 4 --dp 2 --pp 2 --zero 2 --gemm-weights bf16"
+  "--world 2 --pp 2 --schedule interleaved --layers 4 --zero 1 --gemm-weights bf16"
+  "--world 2 --dp 2 --experts 4 --top-k 2 --zero 1 --gemm-weights bf16"
+  "--world 1 --zero 1 --gemm-weights bf16"
+  "--world 4 --dp 2 --tp 2 --sp --zero 1 --gemm-weights bf16"
+  "--world 4 --dp 2 --pp 2 --zero 1 --gemm-weights bf16"
+  "--world 2 --dp 2 --zero 2 --gemm-weights bf16 --bucket-mb 0.05"
+  "--world 4 --dp 2 --cp 2 --zero 2 --gemm-weights bf16"
 )
 for args in "${layouts[@]}"; do
   run=$dir/run

@@ -108,23 +108,34 @@ static void op_layernorm_backward(dev_stream *s, dev_act *dinp, float *dweight, 
   launch_inputs_end(&n, "layernorm_backward");
 }
 
-static void op_matmul_forward(dev_stream *s, dev_act *out, const dev_act *inp, const float *weight,
-                              const float *bias, int N, int C, int OC) {
+/* matmul_forward on an fp32 weight (through the kernels' cache of bf16 copies in bf16
+ * precision) or, bf16_weight, on a bf16 working copy the model keeps */
+static void matmul_forward_on(dev_stream *s, dev_act *out, const dev_act *inp, const void *weight,
+                              int bf16_weight, const float *bias, int N, int C, int OC) {
   SKIP_IF_FAILED(s);
   wrote(s, out);
   launch_inputs n;
   if (launch_inputs_begin(s, &n))
-    op_inputs_matmul_forward(n.text, sizeof n.text, n.act, N, C, OC, bias != NULL);
-  kernel_result(
-      s,
-      kcuda_matmul_forward_w(s->k, out, inp, weight, bias, N, C, OC, weights_version(s->d, weight)),
-      "matmul_forward");
+    op_inputs_matmul_forward(n.text, sizeof n.text, n.act, N, C, OC, bias != NULL, bf16_weight);
+  int rc = bf16_weight ? kcuda_matmul_forward_bf16w(s->k, out, inp, weight, bias, N, C, OC)
+                       : kcuda_matmul_forward_w(s->k, out, inp, weight, bias, N, C, OC,
+                                                weights_version(s->d, weight));
+  kernel_result(s, rc, "matmul_forward");
   launch_inputs_end(&n, "matmul_forward");
 }
+static void op_matmul_forward(dev_stream *s, dev_act *out, const dev_act *inp, const float *weight,
+                              const float *bias, int N, int C, int OC) {
+  matmul_forward_on(s, out, inp, weight, 0, bias, N, C, OC);
+}
+static void op_matmul_forward_bf16w(dev_stream *s, dev_act *out, const dev_act *inp,
+                                    const dev_bf16 *weight, const float *bias, int N, int C,
+                                    int OC) {
+  matmul_forward_on(s, out, inp, weight, 1, bias, N, C, OC);
+}
 
-static void op_matmul_backward(dev_stream *s, dev_act *dinp, float *dweight, float *dbias,
-                               const dev_act *dout, const dev_act *inp, const float *weight, int N,
-                               int C, int OC) {
+static void matmul_backward_on(dev_stream *s, dev_act *dinp, float *dweight, float *dbias,
+                               const dev_act *dout, const dev_act *inp, const void *weight,
+                               int bf16_weight, int N, int C, int OC) {
   SKIP_IF_FAILED(s);
   wrote(s, dinp);
   wrote(s, dweight);
@@ -132,12 +143,29 @@ static void op_matmul_backward(dev_stream *s, dev_act *dinp, float *dweight, flo
   launch_inputs n;
   if (launch_inputs_begin(s, &n))
     op_inputs_matmul_backward(n.text, sizeof n.text, n.act, N, C, OC, dinp != NULL, dweight != NULL,
-                              dbias != NULL);
-  kernel_result(s,
-                kcuda_matmul_backward_w(s->k, dinp, dweight, dbias, dout, inp, weight, N, C, OC,
-                                        weights_version(s->d, weight)),
-                "matmul_backward");
+                              dbias != NULL, bf16_weight);
+  int rc = bf16_weight ? kcuda_matmul_backward_bf16w(s->k, dinp, dweight, dbias, dout, inp, weight,
+                                                     N, C, OC)
+                       : kcuda_matmul_backward_w(s->k, dinp, dweight, dbias, dout, inp, weight, N,
+                                                 C, OC, weights_version(s->d, weight));
+  kernel_result(s, rc, "matmul_backward");
   launch_inputs_end(&n, "matmul_backward");
+}
+static void op_matmul_backward(dev_stream *s, dev_act *dinp, float *dweight, float *dbias,
+                               const dev_act *dout, const dev_act *inp, const float *weight, int N,
+                               int C, int OC) {
+  matmul_backward_on(s, dinp, dweight, dbias, dout, inp, weight, 0, N, C, OC);
+}
+static void op_matmul_backward_bf16w(dev_stream *s, dev_act *dinp, float *dweight, float *dbias,
+                                     const dev_act *dout, const dev_act *inp,
+                                     const dev_bf16 *weight, int N, int C, int OC) {
+  matmul_backward_on(s, dinp, dweight, dbias, dout, inp, weight, 1, N, C, OC);
+}
+
+static void op_cast_bf16(dev_stream *s, dev_bf16 *dst, const float *src, size_t n) {
+  SKIP_IF_FAILED(s);
+  wrote(s, dst);
+  kernel_result(s, kcuda_cast_f32_to_bf16(s->k, dst, src, n), "cast_bf16");
 }
 
 /* The fused kernels (flash_attention.cu) where the device runs them and the shape fits them;
@@ -469,6 +497,9 @@ static const dev_ops cuda_ops = {
     .layernorm_backward = op_layernorm_backward,
     .matmul_forward = op_matmul_forward,
     .matmul_backward = op_matmul_backward,
+    .matmul_forward_bf16w = op_matmul_forward_bf16w,
+    .matmul_backward_bf16w = op_matmul_backward_bf16w,
+    .cast_bf16 = op_cast_bf16,
     .attention_forward = op_attention_forward,
     .attention_backward = op_attention_backward,
     .attention_block_forward = op_attention_block_forward,

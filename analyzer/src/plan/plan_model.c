@@ -212,9 +212,12 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
   l.unfused_attention = job->model.unfused_attention;
   int trainer = l.framework == MM_FW_STEPSCOPE;
   l.act_bytes = trainer ? job->dev.act_bytes : 2; /* the frameworks: bf16 activations */
-  /* the trainer on GPUs: bf16 GEMMs on cached bf16 weights (the frameworks' bf16 copies are
-   * in their own parameter bytes) */
-  l.bf16_weight_copies = trainer && job->dev.act_bytes == 2;
+  /* the trainer's bf16 working copy of its GEMM weights: a run's --gemm-weights bf16 on any
+   * device, and what auto means on GPUs (bf16 precision) below ZeRO-3; bf16 GEMMs on cached bf16
+   * weights there at ZeRO-3 (the frameworks' bf16 copies are in their own parameter bytes) */
+  l.gemm_weights_bf16 =
+      trainer && l.zero < 3 && (job->model.gemm_weights_bf16 || job->dev.act_bytes == 2);
+  l.bf16_weight_copies = trainer && (job->dev.act_bytes == 2 || l.gemm_weights_bf16);
   /* the trainer's CUDA backend with STEPSCOPE_CUDA_ATTENTION=fused (--attention flash), on the
    * shapes its kernels take */
   l.fused_attention =
