@@ -589,9 +589,9 @@ static long plan_all(plan_args *p, plan_result **results) {
   if (n == 0) {
     cli_print(stderr,
               "stepscope plan: no layout of this model runs on %d devices with a "
-              "global batch of %d%s%s\n",
-              p->job.gpus, p->job.global_batch, err[0] ? " (last reason: " : "", err[0] ? err : "");
-    if (err[0]) cli_print(stderr, ")\n");
+              "global batch of %d%s%s%s\n",
+              p->job.gpus, p->job.global_batch, err[0] ? " (last reason: " : "", err[0] ? err : "",
+              err[0] ? ")" : "");
     return -1;
   }
   return n;
