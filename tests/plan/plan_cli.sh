@@ -11,7 +11,7 @@
 #   - bad input: unknown option / bad value (exit 2), an impossible layout (exit 1 with the
 #     reason), a model that fits nowhere (the table says so);
 #   - what a framework cannot run: refused on one line with the reason naming the choice at
-#     fault.
+#     fault, and --help says what each framework runs.
 set -u
 stepscope=$1 trainer=$2
 dir=$(mktemp -d "${TMPDIR:-/tmp}/ss-plan.XXXXXX") || exit 1
@@ -122,6 +122,12 @@ PY
   --virtual-stages 2 > /dev/null 2> "$dir/ds.txt"
 [ $? = 1 ] && grep -q "cannot run: .*not the interleaved schedule (--schedule interleaved, --pp 2)$" \
   "$dir/ds.txt" || { cat "$dir/ds.txt"; no "deepspeed interleaved layout: refused naming the schedule"; }
+# --help tells what each framework runs
+"$stepscope" plan --help > "$dir/help.txt" 2>&1
+grep -q "that the --framework runs" "$dir/help.txt" && grep -q "megatron (ZeRO" "$dir/help.txt" &&
+  grep -q "with a pipeline ZeRO 0-1, 1F1B" "$dir/help.txt" &&
+  grep -q "offers only what it runs" "$dir/help.txt" ||
+  { cat "$dir/help.txt"; no "plan --help names what each framework runs"; }
 "$stepscope" plan --layers 96 --hidden 12288 --heads 96 --vocab 50257 --seq 2048 --max-seq 2048 \
   --gpus 1 --global-batch 1 > "$dir/huge.txt" 2>&1
 grep -q "nothing fits" "$dir/huge.txt" || { cat "$dir/huge.txt"; no "a model that fits nowhere"; }
