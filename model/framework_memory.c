@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "memory_model.h"
+#include "model_config.h"
 
 /* Virtual stages (model chunks) of the layout: pp, or pp x v with the interleaved schedule. */
 static int virtual_stages(const mm_layout *l) {
@@ -179,21 +180,27 @@ static double layers_in_flight(const mm_layout *l, int stage, int layers) {
  *              TrainSchedule's 1F1B (deepspeed/runtime/pipe/schedule.py), not interleaved. */
 static int framework_cannot_run(const mm_layout *l, char *err, size_t errlen) {
   const char *why = NULL;
-  int pipelined = l->pp > 1;
+  int pipelined = l->pp > 1, schedule = 0; /* the refusal is the schedule's, not ZeRO's */
   if (l->framework == MM_FW_MEGATRON && l->zero >= 2)
     why = "Megatron-LM shards the optimizer (ZeRO-1, its distributed optimizer), not more: "
           "--framework fsdp or deepspeed";
-  else if (l->framework == MM_FW_MEGATRON && pipelined && l->schedule == MM_SCHED_AFAB)
+  else if (l->framework == MM_FW_MEGATRON && pipelined && l->schedule == MM_SCHED_AFAB) {
     why = "Megatron-LM's pipeline schedules are 1F1B and interleaved 1F1B, not AFAB";
-  else if (l->framework == MM_FW_FSDP && l->zero == 1)
+    schedule = 1;
+  } else if (l->framework == MM_FW_FSDP && l->zero == 1)
     why = "PyTorch FSDP shards gradients with the optimizer (SHARD_GRAD_OP, ZeRO-2) or everything "
           "(FULL_SHARD, ZeRO-3), not the optimizer alone";
   else if (l->framework == MM_FW_DEEPSPEED && pipelined && l->zero >= 2)
     why = "DeepSpeed's pipeline engine runs ZeRO-0/1 only";
-  else if (l->framework == MM_FW_DEEPSPEED && pipelined && l->schedule == MM_SCHED_INTERLEAVED)
+  else if (l->framework == MM_FW_DEEPSPEED && pipelined && l->schedule == MM_SCHED_INTERLEAVED) {
     why = "DeepSpeed's pipeline engine runs 1F1B, not the interleaved schedule";
+    schedule = 1;
+  }
   if (!why) return 0;
-  if (err) snprintf(err, errlen, "%s (--zero %d, --pp %d)", why, l->zero, l->pp);
+  if (err && schedule)
+    snprintf(err, errlen, "%s (--schedule %s, --pp %d)", why, mm_schedule_name(l->schedule), l->pp);
+  else if (err)
+    snprintf(err, errlen, "%s (--zero %d, --pp %d)", why, l->zero, l->pp);
   return 1;
 }
 

@@ -183,6 +183,8 @@ int cli_analyse_loaded(const char *command, const char *path, const ssa_options 
   l->have_an = 1;
   int rc = cli_analyse_run(command, say & CLI_SAY_RUN_NAME ? path : NULL, &bounded, &l->run, &l->an,
                            msg, sizeof msg);
+  if (rc && l->have_reread && l->reread.failed) /* what reading a rank again met, not a status */
+    snprintf(msg, sizeof msg, "stepscope %s: %s", command, l->reread.error);
   if (rc) say_error(msg, msg_out, cap);
   return rc;
 }

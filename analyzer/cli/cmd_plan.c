@@ -219,9 +219,13 @@ static const cli_option plan_options[] = {
         "a framework's GEMMs in bf16, or fp8 at the device's fp8\n"
         "peak (h100-sxm, h200; MFU stays against bf16's) [bf16]"),
     STR("--framework", "NAME", framework,
-        "whose memory conventions: megatron, fsdp, deepspeed,\n"
-        "stepscope-cpu, stepscope-cuda (docs/plan.md) [megatron;\n"
-        "the stepscope trainer's with --from or --device cpu]"),
+        "whose memory conventions and layouts: megatron (ZeRO\n"
+        "0-1; pipelines 1F1B, interleaved), fsdp (ZeRO 0, 2, 3),\n"
+        "deepspeed (ZeRO 0-3; with a pipeline ZeRO 0-1, 1F1B),\n"
+        "stepscope-cpu, stepscope-cuda (docs/plan.md): the sweep\n"
+        "offers only what it runs, a layout it cannot is refused\n"
+        "[megatron; the stepscope trainer's with --from or\n"
+        "--device cpu]"),
     INT("--gpus", "N", job.gpus, 1, 1 << 20, "devices [the run's world with --from]"),
     INT("--gpus-per-node", "G", job.gpus_per_node, 1, 1 << 16,
         "devices per node (groups inside a node use its links) [8]"),
@@ -273,8 +277,9 @@ static const cli_table plan_table = {
     .command = "plan",
     .head = "usage: stepscope plan --gpus N --global-batch B [--model NAME] [options]\n"
             "Predicts per-device memory (by component) and step time, tokens/s and MFU of every\n"
-            "parallel layout of a GPT model on N devices (the Ultra-Scale Playbook's calculators\n"
-            "for stepscope-train's layouts), ranked best first with the constraint that binds.\n"
+            "parallel layout of a GPT model on N devices that the --framework runs (the\n"
+            "Ultra-Scale Playbook's calculators for stepscope-train's layouts), ranked best first\n"
+            "with the constraint that binds.\n"
             "\n"
             "model (as stepscope-train takes it):\n",
     CLI_ROWS(plan_options),
@@ -590,9 +595,9 @@ static long plan_all(plan_args *p, plan_result **results) {
   if (n == 0) {
     cli_print(stderr,
               "stepscope plan: no layout of this model runs on %d devices with a "
-              "global batch of %d%s%s\n",
-              p->job.gpus, p->job.global_batch, err[0] ? " (last reason: " : "", err[0] ? err : "");
-    if (err[0]) cli_print(stderr, ")\n");
+              "global batch of %d%s%s%s\n",
+              p->job.gpus, p->job.global_batch, err[0] ? " (last reason: " : "", err[0] ? err : "",
+              err[0] ? ")" : "");
     return -1;
   }
   return n;

@@ -81,6 +81,18 @@ static size_t get_count(cursor *c, size_t min_bytes, const char *what) {
   return c->bad ? 0 : (size_t)n;
 }
 
+/* A count of what the partial does not hold (a shell's ops and anchors: the report prints
+ * them; the merge reads the events again from the rank file): nothing is allocated for it and
+ * the bytes left do not bound it, only the model's 32-bit indices of a rank's events do. */
+static size_t get_kept_count(cursor *c, const char *what) {
+  uint64_t n = get_u64(c, what);
+  if (!c->bad && n >= UINT32_MAX) {
+    fail(c, "%s: count %llu is more than a rank can hold", what, (unsigned long long)n);
+    return 0;
+  }
+  return c->bad ? 0 : (size_t)n;
+}
+
 static void *alloc(cursor *c, size_t n, size_t size) {
   if (c->bad) return NULL;
   void *v = calloc(n ? n : 1, size);
@@ -188,8 +200,8 @@ static void get_lanes_and_marks(cursor *c, ssa_rank *r) {
     if (l->name >= r->strings.count && l->name)
       fail(c, "lanes: lane %u names string %u", i, l->name);
   }
-  r->nops = get_count(c, 0, "ops");
-  r->nanchors = get_count(c, 0, "anchors");
+  r->nops = get_kept_count(c, "ops");
+  r->nanchors = get_kept_count(c, "anchors");
   size_t nmeta = get_count(c, 8, "metadata");
   if ((r->meta = alloc(c, nmeta, sizeof *r->meta))) r->nmeta = r->meta_cap = nmeta;
   for (size_t i = 0; i < r->nmeta && !c->bad; i++) {

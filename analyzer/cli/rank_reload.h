@@ -5,6 +5,8 @@
 #ifndef SSA_RANK_RELOAD_H
 #define SSA_RANK_RELOAD_H
 
+#include <stdatomic.h>
+
 #include "ssa_import.h"
 #include "ssa_metrics.h"
 
@@ -17,6 +19,8 @@ typedef struct ssa_run_rereader {
   ssa_rank *shells; /* per rank index: the shell while its events are loaded */
   ssa_rank_events events;
   char *const *read_paths; /* NULL, or per file index the path to read (a merge of partials) */
+  atomic_int failed;       /* a rank could not be read again (or its file changed): ... */
+  char error[600];         /* ... the first such failure's words (its file, what happened) */
 } ssa_run_rereader;
 int ssa_run_rereader_init(ssa_run_rereader *x, ssa_run *run, const ssa_import_options *import);
 void ssa_run_rereader_free(ssa_run_rereader *x);

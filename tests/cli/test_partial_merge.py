@@ -5,7 +5,9 @@ merge OUT...` (given in a shuffled order, from another working directory), must 
 report and write the JSON report byte for byte as the whole analysis, `stepscope analyze RUN`,
 does (critical path included: nothing is left out). Runs: generated runs (random, pipeline,
 `--scale` with pipelines and stragglers), trainer runs (DP x PP, interleaved TP x PP, experts on
-a pipeline, a delayed stage) and the committed PyTorch (Kineto) traces given; each cut into 1 part, 2 parts, and an uneven number (3 or 5 blocks of
+a pipeline, a delayed stage), the committed PyTorch (Kineto) traces given and a written one-rank
+trace of many ops (more than the bytes its partial holds after their count); each cut into 1
+part, 2 parts, and an uneven number (3 or 5 blocks of
 different sizes). Then the errors: a part missing, a part given twice, a part of another run,
 a truncated partial, a file that is no partial, options after the partials, a rank file
 changed after its partial was made.
@@ -137,6 +139,26 @@ def check_errors(run_a, run_b, tmp):
     expect_error("changed rank file", ["merge", *a], "changed since its partial was made")
 
 
+def write_many_ops_trace(path, steps, kernels):
+    """A one-rank PyTorch (Kineto) trace of `steps` steps of `kernels` launches of one short
+    kernel each: many ops, few names, no collectives."""
+    events, ts, corr = [], 0, 1
+    for s in range(steps):
+        step = {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#%d" % s, "pid": 1,
+                "tid": 1, "ts": ts, "dur": 0}
+        events.append(step)
+        for _ in range(kernels):
+            events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1,
+                           "tid": 1, "ts": ts, "dur": 1, "args": {"correlation": corr}})
+            events.append({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7,
+                           "ts": ts + 1, "dur": 1,
+                           "args": {"device": 0, "stream": 7, "correlation": corr}})
+            ts, corr = ts + 2, corr + 1
+        step["dur"] = ts - step["ts"]
+    with open(path, "w") as f:
+        json.dump({"distributedInfo": {"rank": 0, "world_size": 1}, "traceEvents": events}, f)
+
+
 work = tempfile.mkdtemp(prefix="ssa-partial-")
 try:
     gens = {
@@ -169,6 +191,11 @@ try:
         runs.append((name, d))
     for run in kineto_runs:
         runs.append((os.path.basename(run.rstrip("/")), run))
+    # a rank of many ops and little else: its partial holds fewer bytes after the shell's op
+    # count than the count (the ops are not in it), which the reader took for a damaged count
+    many = os.path.join(work, "kineto_many_ops.json")
+    write_many_ops_trace(many, steps=4, kernels=1500)
+    runs.append(("kineto_many_ops", many))
     for name, d in runs:
         check(name, d)
     errors_dir = os.path.join(work, "errors")

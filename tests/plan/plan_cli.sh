@@ -9,7 +9,9 @@
 #     the modelled ones and descheduled waits, and still reproduces its step time;
 #   - --what-if names the changed layout; --json/--csv carry every layout; a ranked table;
 #   - bad input: unknown option / bad value (exit 2), an impossible layout (exit 1 with the
-#     reason), a model that fits nowhere (the table says so).
+#     reason), a model that fits nowhere (the table says so);
+#   - what a framework cannot run: refused on one line with the reason naming the choice at
+#     fault, and --help says what each framework runs.
 set -u
 stepscope=$1 trainer=$2
 dir=$(mktemp -d "${TMPDIR:-/tmp}/ss-plan.XXXXXX") || exit 1
@@ -126,6 +128,29 @@ PY
 "$stepscope" plan --model gpt2-124m --gpus 8 --global-batch 32 --dp 2 --tp 5 --pp 1 --cp 1 \
   --zero 0 --recompute none --microbatches 1 > /dev/null 2> "$dir/bad.txt"
 [ $? = 1 ] && grep -q "cannot run" "$dir/bad.txt" || { cat "$dir/bad.txt"; no "impossible layout: exit 1 with the reason"; }
+# what the framework cannot run (model/framework_memory.c): a sweep of nothing else says why on
+# one line, the reason naming the choice at fault (the schedule, not the default ZeRO stage)
+"$stepscope" plan --model gpt2-124m --gpus 8 --global-batch 32 --framework megatron --pp 2 \
+  --schedule afab > /dev/null 2> "$dir/afab.txt"
+[ $? = 1 ] && [ "$(wc -l < "$dir/afab.txt")" = 1 ] &&
+  grep -q "no layout .*(last reason: .*not AFAB (--schedule afab, --pp 2))$" "$dir/afab.txt" ||
+  { cat "$dir/afab.txt"; no "megatron AFAB: exit 1, the reason on one line naming --schedule afab"; }
+"$stepscope" plan --model gpt2-124m --gpus 8 --global-batch 32 --framework fsdp --zero 1 \
+  > /dev/null 2> "$dir/fsdp1.txt"
+[ $? = 1 ] && [ "$(wc -l < "$dir/fsdp1.txt")" = 1 ] &&
+  grep -q "not the optimizer alone (--zero 1, --pp 1))$" "$dir/fsdp1.txt" ||
+  { cat "$dir/fsdp1.txt"; no "fsdp ZeRO-1: exit 1, the reason on one line"; }
+"$stepscope" plan --model gpt2-124m --gpus 8 --global-batch 32 --framework deepspeed --dp 4 \
+  --tp 1 --pp 2 --cp 1 --zero 0 --recompute none --microbatches 4 --schedule interleaved \
+  --virtual-stages 2 > /dev/null 2> "$dir/ds.txt"
+[ $? = 1 ] && grep -q "cannot run: .*not the interleaved schedule (--schedule interleaved, --pp 2)$" \
+  "$dir/ds.txt" || { cat "$dir/ds.txt"; no "deepspeed interleaved layout: refused naming the schedule"; }
+# --help tells what each framework runs
+"$stepscope" plan --help > "$dir/help.txt" 2>&1
+grep -q "that the --framework runs" "$dir/help.txt" && grep -q "megatron (ZeRO" "$dir/help.txt" &&
+  grep -q "with a pipeline ZeRO 0-1, 1F1B" "$dir/help.txt" &&
+  grep -q "offers only what it runs" "$dir/help.txt" ||
+  { cat "$dir/help.txt"; no "plan --help names what each framework runs"; }
 "$stepscope" plan --layers 96 --hidden 12288 --heads 96 --vocab 50257 --seq 2048 --max-seq 2048 \
   --gpus 1 --global-batch 1 > "$dir/huge.txt" 2>&1
 grep -q "nothing fits" "$dir/huge.txt" || { cat "$dir/huge.txt"; no "a model that fits nowhere"; }

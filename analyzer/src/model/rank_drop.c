@@ -23,6 +23,8 @@ int ssa_rank_drop_events(ssa_rank *r) {
     }
     r->align_input = in;
   }
+  r->last_time = ssa_rank_last_time(r); /* its run's note of an unclosed trace reads it */
+  r->has_last_time = 1;
   free(r->ops);
   r->ops = NULL;
   r->ops_cap = 0; /* nops stays: the report prints it */

@@ -313,9 +313,12 @@ typedef struct ssa_rank {
   char error[512];
 
   /* set by ssa_rank_drop_events (rank_drop.c): its events are gone, its shell and the input
-   * of clock alignment are kept (`align_input`, owned) */
+   * of clock alignment are kept (`align_input`, owned), and the latest trace time of its timed
+   * data (ssa_rank_last_time; has_last_time 0: not known, a shell read from a partial) */
   int events_dropped;
   struct ssa_rank_align *align_input;
+  int has_last_time;
+  int64_t last_time;
   /* set by the loader (import/run_load.c): which of its sources read the file, so that a
    * bounded analysis can read it again (ssa_rank_reload), and the file's place in the
    * loader's list (what ssa_load_options.each_rank was told) */
@@ -405,6 +408,9 @@ int ssa_run_warn(ssa_run *run, const char *fmt, ...) __attribute__((format(print
 /* Run warnings for ranks whose trace was not closed by its writer (crash or
  * kill) or was closed on a signal (trace_closed.c); after alignment. */
 void ssa_run_note_unclosed(ssa_run *run);
+/* The latest trace time (its clock offset not added) of a rank's timed data, from its events:
+ * ops, API calls, ranges, collective records, syncs, counters; INT64_MIN if none. */
+int64_t ssa_rank_last_time(const ssa_rank *r);
 
 /* What clock alignment reads of a finished rank (clock_align.c), made from it by
  * ssa_rank_align_input: small (24 B per collective record), so that a loader can keep it

@@ -20,8 +20,7 @@
 
 #include "ssa_model.h"
 
-/* The latest aligned time of a rank's timed data; INT64_MIN if none. */
-static int64_t last_event(const ssa_rank *r) {
+int64_t ssa_rank_last_time(const ssa_rank *r) {
   int64_t t = INT64_MIN;
 #define LATEST(arr, n, field)                                                                      \
   for (size_t i = 0; i < (n); i++)                                                                 \
@@ -33,17 +32,30 @@ static int64_t last_event(const ssa_rank *r) {
   LATEST(r->syncs, r->nsyncs, end)
   LATEST(r->counters, r->ncounters, time)
 #undef LATEST
-  return t == INT64_MIN ? t : t + r->offset_ns;
+  return t;
+}
+
+/* The latest aligned time of a rank's timed data into *t: 1, or 0 when it has none, or -1 when
+ * it is not known (its events were dropped without the time kept: a shell of a partial). */
+static int last_event(const ssa_rank *r, int64_t *t) {
+  if (r->events_dropped && !r->has_last_time) return -1;
+  int64_t last = r->events_dropped ? r->last_time : ssa_rank_last_time(r);
+  if (last == INT64_MIN) return 0;
+  *t = last + r->offset_ns;
+  return 1;
 }
 
 void ssa_run_note_unclosed(ssa_run *run) {
   int64_t run_last = INT64_MIN;
   int unclosed = 0; /* the run's last record is needed only then (a pass over every record) */
+  int run_last_known = 1;
   for (size_t i = 0; i < run->nranks; i++)
     unclosed |= run->ranks[i].close_state == STEPSCOPE_CLOSE_MISSING;
   for (size_t i = 0; unclosed && i < run->nranks; i++) {
-    int64_t t = last_event(&run->ranks[i]);
-    if (t > run_last) run_last = t;
+    int64_t t = INT64_MIN;
+    int has = last_event(&run->ranks[i], &t);
+    if (has < 0) run_last_known = 0;
+    if (has > 0 && t > run_last) run_last = t;
   }
   for (size_t i = 0; i < run->nranks; i++) {
     const ssa_rank *r = &run->ranks[i];
@@ -57,8 +69,11 @@ void ssa_run_note_unclosed(ssa_run *run) {
       continue;
     }
     if (r->close_state != STEPSCOPE_CLOSE_MISSING) continue;
-    int64_t t = last_event(r);
-    if (t == INT64_MIN || run_last == INT64_MIN)
+    int64_t t = INT64_MIN;
+    int has = last_event(r, &t);
+    if (has < 0 || !run_last_known) /* a merge of partials: how early it ends is not known */
+      ssa_run_warn(run, "rank %d's trace was not closed (crash or kill?)", r->rank);
+    else if (has == 0 || run_last == INT64_MIN)
       ssa_run_warn(run,
                    "rank %d's trace was not closed (crash or kill?); it holds no timed records",
                    r->rank);
