@@ -91,7 +91,7 @@ static const cli_option analyze_options[] = {
     {CLI_STRING, "--partial", NULL, "OUT",
      "analyze: no report, a partial analysis of the run (or of its\n"
      "--part K/N) in OUT; `stepscope merge` of every part's partial\n"
-     "reports as --low-memory does, byte for byte (docs/scale.md)",
+     "reports as analyze does, byte for byte (docs/scale.md)",
      A(partial_path), NULL, 0, 0, NULL},
     {CLI_CALL, "--part", NULL, "K/N", "with --partial: part K of N (0 <= K < N) of the rank files",
      0, opt_part, 0, 0, NULL},
@@ -107,9 +107,10 @@ static const cli_table merge_table = {
     .head = "usage: stepscope merge PARTIAL... [options]\n"
             "The report of a run from the partial analyses of all its parts (`analyze RUN\n"
             "--part K/N --partial OUT`, K = 0..N-1), in any order, byte for byte that of\n"
-            "`analyze RUN --low-memory`; the rank files are read again for the per-rank\n"
-            "passes. Options may come before or after the partials (after \"--\" every word\n"
-            "is a partial); --low-memory is implied, --partial and --part are analyze's.\n",
+            "`analyze RUN` (and of --low-memory); the rank files are read again for the\n"
+            "per-rank passes. Options may come before or after the partials (after \"--\"\n"
+            "every word is a partial); --low-memory is implied, --partial and --part are\n"
+            "analyze's.\n",
     .options = analyze_options + 1, /* analyze's rows but the first, which says what RUN is */
     .n = sizeof analyze_options / sizeof analyze_options[0] - 1,
     .flags = CLI_ARGS_DOUBLE_DASH | CLI_STOP_AT_ARG,
