@@ -267,6 +267,8 @@ static void get_shell(cursor *c, ssa_rank *r, char **read_path, ssa_file_stamp *
   for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
     *flags[i] = get_int(c, "rank");
   r->trace_stop = (int64_t)get_u64(c, "rank");
+  r->last_time = (int64_t)get_u64(c, "rank"); /* its note of an unclosed trace reads it */
+  r->has_last_time = 1;
   char *error = get_str(c, 0, "rank error");
   if (error && strlen(error) >= sizeof r->error) fail(c, "rank error: too long");
   if (error && !c->bad) memcpy(r->error, error, strlen(error) + 1);

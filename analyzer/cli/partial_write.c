@@ -156,6 +156,8 @@ static void put_shell(ssa_out *o, const ssa_rank *r, const char *read_path,
   for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
     put_u32(o, (uint32_t)flags[i]);
   put_i64(o, r->trace_stop);
+  /* a shell keeps its latest trace time (rank_drop.c); ranks with their events compute it */
+  put_i64(o, r->events_dropped ? r->last_time : ssa_rank_last_time(r));
   put_str(o, r->error);
   put_u64(o, r->file_index);
 }

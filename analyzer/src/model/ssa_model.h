@@ -314,7 +314,8 @@ typedef struct ssa_rank {
 
   /* set by ssa_rank_drop_events (rank_drop.c): its events are gone, its shell and the input
    * of clock alignment are kept (`align_input`, owned), and the latest trace time of its timed
-   * data (ssa_rank_last_time; has_last_time 0: not known, a shell read from a partial) */
+   * data (ssa_rank_last_time; has_last_time 0: not known; a shell read from a partial has it,
+   * docs/partial-format.md version 3) */
   int events_dropped;
   struct ssa_rank_align *align_input;
   int has_last_time;

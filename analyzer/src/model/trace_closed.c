@@ -36,7 +36,8 @@ int64_t ssa_rank_last_time(const ssa_rank *r) {
 }
 
 /* The latest aligned time of a rank's timed data into *t: 1, or 0 when it has none, or -1 when
- * it is not known (its events were dropped without the time kept: a shell of a partial). */
+ * it is not known (its events were dropped without the time kept: rank_drop.c and the partial
+ * reader both keep it, so no shell of this build lacks it). */
 static int last_event(const ssa_rank *r, int64_t *t) {
   if (r->events_dropped && !r->has_last_time) return -1;
   int64_t last = r->events_dropped ? r->last_time : ssa_rank_last_time(r);
@@ -71,7 +72,7 @@ void ssa_run_note_unclosed(ssa_run *run) {
     if (r->close_state != STEPSCOPE_CLOSE_MISSING) continue;
     int64_t t = INT64_MIN;
     int has = last_event(r, &t);
-    if (has < 0 || !run_last_known) /* a merge of partials: how early it ends is not known */
+    if (has < 0 || !run_last_known) /* how early it ends is not known */
       ssa_run_warn(run, "rank %d's trace was not closed (crash or kill?)", r->rank);
     else if (has == 0 || run_last == INT64_MIN)
       ssa_run_warn(run,
