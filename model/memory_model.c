@@ -265,11 +265,11 @@ int mm_rank_memory(const mm_layout *l, int stage, mm_breakdown *out, char *err, 
   int nslots = mm_slots(l, stage);
   size_t n = (size_t)l->dp * (size_t)l->cp;
   /* --gemm-weights bf16 under ZeRO-1/2 (trainer/model_gemm.c: model_master_sharded): the fp32
-   * master weights only as the rank's shard, cut as its moments are; the model keeps the bf16
-   * copies below and an fp32 working copy of what its kernels read in fp32 (every weight but the
-   * GEMMs', and the embedding table where the first stage looks tokens up; a MoE block's unused
-   * fcprojb slot is no weight) */
-  int sharded = l->gemm_weights_bf16 && (l->zero == 1 || l->zero == 2) && V == 1;
+   * master weights only as the rank's shard, cut as its moments are (interleaved: every chunk's
+   * slice); the model keeps the bf16 copies below and an fp32 working copy of what its kernels
+   * read in fp32 (every weight but the GEMMs', and the embedding table where the first stage
+   * looks tokens up; a MoE block's unused fcprojb slot is no weight) */
+  int sharded = l->gemm_weights_bf16 && (l->zero == 1 || l->zero == 2);
   for (int j = 0; j < V; j++) {
     chunk_shape s = shape_of(l, stage, j);
     size_t P = s.nfloats_padded * 4;

@@ -97,6 +97,7 @@ typedef struct segment {
   int io;     /* the parameters through ckpt_rank_state.param_read / param_write */
   size_t floats;
   uint64_t words[CHUNK_WORDS];
+  int chunk; /* io: the model chunk whose parameters these are */
 } segment;
 
 static int segment_count(const ckpt_rank_state *s) {
@@ -105,17 +106,16 @@ static int segment_count(const ckpt_rank_state *s) {
 
 /* Fills seg[segment_count(s)]. */
 static void segments_of(const ckpt_rank_state *s, segment *seg) {
-  seg[0] = (segment){s->param, 0, s->param_floats, {0}};
-  seg[0].io = !s->param;
-  seg[1] = (segment){s->adam_m, 0, s->state_floats, {0}};
-  seg[2] = (segment){s->adam_v, 0, s->state_floats, {0}};
+  seg[0] = (segment){s->param, !s->param, s->param_floats, {0}, 0};
+  seg[1] = (segment){s->adam_m, 0, s->state_floats, {0}, 0};
+  seg[2] = (segment){s->adam_v, 0, s->state_floats, {0}, 0};
   for (int j = 0; j < s->nmore; j++) {
     const ckpt_chunk *ch = &s->more[j];
     segment *g = seg + 3 + 4 * j;
-    g[0] = (segment){NULL, 0, 0, {ch->param_floats, ch->state_floats, ch->state_offset}};
-    g[1] = (segment){ch->param, 0, ch->param_floats, {0}};
-    g[2] = (segment){ch->adam_m, 0, ch->state_floats, {0}};
-    g[3] = (segment){ch->adam_v, 0, ch->state_floats, {0}};
+    g[0] = (segment){NULL, 0, 0, {ch->param_floats, ch->state_floats, ch->state_offset}, 1 + j};
+    g[1] = (segment){ch->param, !ch->param, ch->param_floats, {0}, 1 + j};
+    g[2] = (segment){ch->adam_m, 0, ch->state_floats, {0}, 1 + j};
+    g[3] = (segment){ch->adam_v, 0, ch->state_floats, {0}, 1 + j};
   }
 }
 
@@ -282,7 +282,7 @@ static int write_shard(const ckpt_rank_state *s, const char *sd, long long step,
       if (cnt > STAGING_BYTES / 4) cnt = STAGING_BYTES / 4;
       int bad;
       if (seg[k].io) {
-        bad = s->param_read(s->param_ctx, at, cnt, (float *)(void *)staging);
+        bad = s->param_read(s->param_ctx, seg[k].chunk, at, cnt, (float *)(void *)staging);
       } else {
         s->ops->copy_to_host(s->stream, staging, seg[k].dev + at, cnt * 4);
         bad = s->ops->stream_synchronize(s->stream) != 0;
@@ -482,7 +482,8 @@ static int read_shard(const ckpt_rank_state *s, const char *sd, const manifest *
       crc = ckpt_crc32(crc, staging, cnt * 4);
       int bad;
       if (seg[k].io) {
-        bad = s->param_write(s->param_ctx, at, cnt, (const float *)(const void *)staging);
+        bad = s->param_write(s->param_ctx, seg[k].chunk, at, cnt,
+                             (const float *)(const void *)staging);
       } else {
         s->ops->copy_to_device(s->stream, seg[k].dev + at, staging, cnt * 4);
         bad = s->ops->stream_synchronize(s->stream) != 0; /* before reusing staging */

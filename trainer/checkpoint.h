@@ -57,7 +57,7 @@
 /* One more model chunk of an interleaved pipeline rank (chunks 1 .. V-1): its flat
  * parameters and AdamW moments (the whole chunk, or its ZeRO-1 slice at state_offset). */
 typedef struct ckpt_chunk {
-  float *param;
+  float *param; /* NULL: streamed, as ckpt_rank_state.param (its chunk index: 1 + j) */
   size_t param_floats;
   float *adam_m, *adam_v;
   size_t state_floats;
@@ -74,15 +74,16 @@ typedef struct ckpt_rank_state {
   const model_grid *grid;
   float *param; /* the stage's flat parameters (padded); NULL: param_read/param_write */
   size_t param_floats;
-  /* ZeRO-3 (param NULL): no buffer holds the stage's parameters; param_read puts flat floats
-   * [at, at + n) into host memory (collective over the gradient group: ckpt_save reads in
-   * ascending order and then calls param_finish, so that every member makes the same
-   * collectives whatever happens to its file), param_write takes this rank's pieces of
-   * them from host memory. 0, or -1 when the device failed. */
+  /* ZeRO-3 and sharded master weights (param NULL): no buffer holds the stage's parameters;
+   * param_read puts model chunk `chunk`'s flat floats [at, at + n) into host memory (chunk 0
+   * this one, 1 .. nmore those of `more` without a param buffer; collective over the gradient
+   * group: ckpt_save reads in ascending order and then calls param_finish, so that every member
+   * makes the same collectives whatever happens to its file), param_write takes this rank's
+   * pieces of them from host memory. 0, or -1 when the device failed. */
   void *param_ctx;
-  int (*param_read)(void *ctx, size_t at, size_t n, float *host);
+  int (*param_read)(void *ctx, int chunk, size_t at, size_t n, float *host);
   void (*param_finish)(void *ctx);
-  int (*param_write)(void *ctx, size_t at, size_t n, const float *host);
+  int (*param_write)(void *ctx, int chunk, size_t at, size_t n, const float *host);
   float *adam_m, *adam_v; /* AdamW moments: the whole buffer, the ZeRO-1 slice or
                            * the ZeRO-2/3 pieces */
   size_t state_floats;

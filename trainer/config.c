@@ -136,8 +136,9 @@ static const opt_row rows[] = {
     {"gemm-weights", OPT_STRING, OFF(gemm_weights), SZ(gemm_weights), "fp32|bf16|auto",
      "the weights the GEMMs read: bf16, a working copy cast from the fp32 parameters after "
      "every update (2 bytes more per GEMM weight; the ZeRO paper's mixed precision: under "
-     "--zero 1/2 without interleaving the fp32 master weights are then only the rank's "
-     "shard); auto: bf16 on CUDA in bf16 precision, else fp32; --zero 3 reads fp32 [auto]",
+     "--zero 1/2 the fp32 master weights are then only the rank's shard, of every model "
+     "chunk when interleaved); auto: bf16 on CUDA in bf16 precision, else fp32; --zero 3 "
+     "reads fp32 [auto]",
      0},
     {"data", OPT_STRING, OFF(data), SZ(data), "FILE",
      "training text or token file (SSTOKENS or llm.c .bin); a file that is neither (a NUL "

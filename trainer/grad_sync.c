@@ -448,8 +448,9 @@ static int zero3_gather_next(trainer *t) {
   return t->o->stream_synchronize(t->dp_stream) != 0 ? -1 : 0;
 }
 
-int grad_sync_zero3_read(void *arg, size_t at, size_t n, float *host) {
+int grad_sync_zero3_read(void *arg, int chunk, size_t at, size_t n, float *host) {
   trainer *t = arg;
+  (void)chunk; /* ZeRO-2/3 run one chunk */
   grad_sync *gs = &t->gs;
   zero_state *z = &gs->z;
   int rc = 0;
@@ -477,8 +478,9 @@ void grad_sync_zero3_finish(void *arg) {
   t->o->stream_synchronize(t->dp_stream);
 }
 
-int grad_sync_zero3_write(void *arg, size_t at, size_t n, const float *host) {
+int grad_sync_zero3_write(void *arg, int chunk, size_t at, size_t n, const float *host) {
   trainer *t = arg;
+  (void)chunk; /* ZeRO-2/3 run one chunk */
   zero_state *z = &t->gs.z;
   for (int k = 0; k < z->plan.nbuckets; k++) {
     size_t lo, hi, b, e;
@@ -533,6 +535,9 @@ void grad_sync_free(trainer *t) {
     for (size_t k = 0; k < sizeof zev / sizeof zev[0]; k++)
       if (zev[k]) o->event_destroy(zev[k]);
   }
+  for (int j = 1; j < t->V && gs->more_masters; j++)
+    if (o) o->free(t->dev, gs->more_masters[j - 1]);
+  free(gs->more_masters);
   free(gs->buckets);
   free(z->bucket_of_unit);
   zero_plan_free(&z->plan);
@@ -624,11 +629,12 @@ void grad_sync_norm_accumulate(trainer *t, const param_info *p) {
   if (e > b) t->o->sum_squares_accumulate(t->compute, t->stat + 1, t->m.grad + b, e - b);
 }
 
-void grad_sync_adam_range(trainer *t, size_t *lo, size_t *hi, float **param) {
-  const grad_sync *gs = &t->gs;
-  *lo = t->cfg.zero ? gs->shard_begin : 0;
-  *hi = t->cfg.zero ? gs->shard_end : t->m.nfloats_padded;
-  *param = t->m.fp32_w ? gs->z.param_shard : t->m.param + *lo;
+void grad_sync_adam_range(trainer *t, int j, size_t *lo, size_t *hi, float **param) {
+  model *mc = chunk_model(t, j);
+  *lo = 0;
+  *hi = mc->nfloats_padded;
+  if (t->cfg.zero) chunk_slice(t, j, lo, hi); /* chunk 0's: [shard_begin, shard_end) */
+  *param = mc->fp32_w ? grad_sync_chunk_masters(t, j) : mc->param + *lo;
 }
 
 /* ZeRO-1 (more than one member in the gradient group): every member's updated slice of

@@ -64,7 +64,10 @@ typedef struct grad_sync {
    * flat buffer; ZeRO-2/3 shard_len floats, a piece of every bucket (not one slice) */
   size_t shard_begin, shard_end, shard_len;
   zero_state z; /* --zero >= 2 */
-  int chunk;    /* the chunk whose backward is being enqueued (the unit callback's) */
+  /* sharded masters of an interleaved rank (master_shard.c): chunks 1 .. V-1's slices of their
+   * master weights (chunk_slice; chunk 0's are z.param_shard) */
+  float **more_masters;
+  int chunk; /* the chunk whose backward is being enqueued (the unit callback's) */
   dev_event *ev_bucket, *ev_dp_done, *ev_opt_done, *ev_gather_done;
 } grad_sync;
 
@@ -96,10 +99,11 @@ void grad_sync_finish(struct trainer *t);
 /* Adds the squared gradients of chunk 0's parameter p that this rank counts (its shard) to
  * the step's norm accumulator. */
 void grad_sync_norm_accumulate(struct trainer *t, const param_info *p);
-/* Without ZeRO-2/3: the range [*lo, *hi) of chunk 0's flat buffer this rank updates (AdamW
- * state offset: b - *lo) and where its parameters are (*param: float *lo, in the flat buffer
- * or the master shard); ZeRO-1 then all-gathers the parameters (grad_sync_zero1_gather). */
-void grad_sync_adam_range(struct trainer *t, size_t *lo, size_t *hi, float **param);
+/* Without ZeRO-2/3: the range [*lo, *hi) of chunk j's flat buffer this rank updates (the whole
+ * chunk; ZeRO-1 its slice, chunk_slice; AdamW state offset: b - *lo) and where its parameters
+ * are (*param: float *lo's, in the flat buffer or the chunk's master slice); ZeRO-1 then
+ * all-gathers the parameters (grad_sync_zero1_gather). */
+void grad_sync_adam_range(struct trainer *t, int j, size_t *lo, size_t *hi, float **param);
 void grad_sync_zero1_gather(struct trainer *t);
 /* ZeRO-2/3: clipping and AdamW on the shard; ZeRO-2 then all-gathers the parameters. */
 void grad_sync_zero_optimizer(struct trainer *t, int step, double clip_scale, float lr);
@@ -112,28 +116,31 @@ void grad_sync_zero_optimizer(struct trainer *t, int step, double clip_scale, fl
  * the range to the host; finishing gathers the buckets a failed write skipped; writing copies
  * this rank's pieces of a range into its shard. No buffer holds the stage's parameters. */
 void grad_sync_zero3_stream_begin(struct trainer *t);
-int grad_sync_zero3_read(void *trainer, size_t at, size_t n, float *host);
+int grad_sync_zero3_read(void *trainer, int chunk, size_t at, size_t n, float *host);
 void grad_sync_zero3_finish(void *trainer);
-int grad_sync_zero3_write(void *trainer, size_t at, size_t n, const float *host);
+int grad_sync_zero3_write(void *trainer, int chunk, size_t at, size_t n, const float *host);
 
 /* ---- sharded master weights (master_shard.c; model_master_sharded) ----------------------- */
 
-/* ZeRO-1: the rank's slice of the master weights, drawn directly; then the working copies.
- * 0, or -1 with t->err set. */
+/* ZeRO-1: the rank's slice of every chunk's master weights, drawn directly; then the working
+ * copies. 0, or -1 with t->err set. */
 int grad_sync_master_init(struct trainer *t);
-/* Loads the model's working copies from the master shards (each member's part broadcast from it:
+/* The master weights of chunk j this rank owns (ZeRO-1: its slice, chunk_slice; ZeRO-2: its
+ * pieces of every bucket, one chunk). */
+float *grad_sync_chunk_masters(const struct trainer *t, int j);
+/* Loads every chunk's working copies from the master shards (each member's part broadcast from it:
  * the GEMM weights in bf16, the rest in fp32), on "comm dp"; compute waits for it. At set-up, then
  * in train_refresh_gemm_weights (after the optimizer and a restore). */
 void grad_sync_load_working_copies(struct trainer *t);
 /* A checkpoint's parameter stream (s->param_read and the others, ctx the trainer) for the layouts
- * without a flat parameter buffer (s->param NULL): ZeRO-3 and the sharded masters. Begin, before
- * saving, gathers ZeRO-1's masters into its free gradient buffer (ZeRO-2/3: bucket by bucket as
- * they are read). */
+ * without a flat parameter buffer (s->param NULL): ZeRO-3 and the sharded masters (every chunk).
+ * Begin, before saving, gathers ZeRO-1's masters of every chunk into the chunk's free gradient
+ * buffer (ZeRO-2/3: bucket by bucket as they are read). */
 void grad_sync_ckpt_stream(struct trainer *t, ckpt_rank_state *s);
 void grad_sync_ckpt_stream_begin(struct trainer *t);
-/* The stage's flat parameters gathered from the master shards into a new host buffer (collective
+/* Chunk j's flat parameters gathered from the master shards into a new host buffer (collective
  * over the gradient group, as a checkpoint's read): --debug-dump-params. NULL after fail(). */
-float *grad_sync_master_params(struct trainer *t);
+float *grad_sync_master_params(struct trainer *t, int chunk);
 
 /* grad_sync.c for master_shard.c: gathers bucket k's pieces (from `pieces`, a shard) into dst. */
 void zero_gather_bucket(struct trainer *t, int k, float *dst, const float *pieces);

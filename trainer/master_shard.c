@@ -4,7 +4,9 @@
  * weights whole. Each keeps its shard of them beside its AdamW moments, cut as the moments are
  * (ZeRO-1: its slice [shard_begin, shard_end) of the flat buffer; ZeRO-2: its piece of every
  * bucket, zero.h), and the model keeps working copies only: bf16 of the GEMM weights, fp32 of
- * the weights kernels read in fp32 (model_gemm.c).
+ * the weights kernels read in fp32 (model_gemm.c). A rank of an interleaved pipeline (ZeRO-1)
+ * does so for every model chunk: chunk j's masters are its slice of that chunk's flat buffer
+ * (chunk_slice), the cut of the chunk's AdamW moments.
  *
  * How it works: after AdamW on the shard (and after the set-up and a restore) each rank loads
  * the working copies of what it owns from its masters (model_load_working_copies: a bf16 cast of
@@ -13,51 +15,57 @@
  * (model_working_spans), broadcast from it — bf16 for the GEMM weights, half the bytes of an
  * fp32 gather, fp32 for the rest; the same values a full fp32 buffer would give them. The cut
  * stays that of the moments, so checkpoints keep their files: they read the masters gathered in
- * fp32 through a buffer free between steps (ZeRO-1's flat gradient buffer; ZeRO-2 through
- * ZeRO-3's bucket stream with its bucket gradient buffers, grad_sync.c) and write the rank's
- * shard.
+ * fp32 through a buffer free between steps (ZeRO-1: each chunk's flat gradient buffer; ZeRO-2
+ * through ZeRO-3's bucket stream with its bucket gradient buffers, grad_sync.c) and write the
+ * rank's shard.
  */
 #include "train_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* ZeRO-1: every member's slice of the masters into the flat gradient buffer, on "comm dp". */
-static void zero1_gather_masters(trainer *t) {
-  const grad_sync *gs = &t->gs;
-  model *m = &t->m;
-  float *mine = m->grad + gs->shard_begin;
-  t->o->copy(t->dp_stream, mine, gs->z.param_shard, gs->shard_len * 4);
-  if (t->reduce_n > 1)
-    comm_allgather(t->dp_c, t->dp_stream, m->grad, mine, gs->shard_len, COMM_FLOAT32);
+float *grad_sync_chunk_masters(const trainer *t, int j) {
+  return j == 0 ? t->gs.z.param_shard : t->gs.more_masters[j - 1];
 }
 
-/* The flat range [*lo, *hi) member q of the gradient group owns: ZeRO-1 its slice (clipped to
- * the weights), ZeRO-2 its piece of bucket k. */
-static void owned(const trainer *t, int q, int k, size_t *lo, size_t *hi) {
-  const grad_sync *gs = &t->gs;
-  if (t->cfg.zero >= 2) {
-    zero_owned(&gs->z.plan, k, q, lo, hi);
-  } else {
-    *lo = (size_t)q * gs->shard_len;
-    *hi = *lo + gs->shard_len;
-  }
-  if (*hi > t->m.nfloats) *hi = t->m.nfloats;
-}
-
-/* Loads the working copies of what this rank owns from its masters (bucket k under ZeRO-2), then
- * every member's part of them from that member: one broadcast into each copy, bf16 for the GEMM
- * weights (half the bytes of an fp32 gather), fp32 for the rest. */
-static void load_owned(trainer *t, int k) {
-  const grad_sync *gs = &t->gs;
-  model *m = &t->m;
+/* ZeRO-1: every member's slice of chunk j's masters into its flat gradient buffer, on "comm dp"
+ * (after the optimizer's updates); waits for it. */
+static void zero1_gather_masters(trainer *t, int j) {
+  const dev_ops *o = t->o;
+  model *m = chunk_model(t, j);
   size_t lo, hi;
-  owned(t, comm_rank(t->dp_c), k, &lo, &hi);
-  const float *mine = gs->z.param_shard + (t->cfg.zero >= 2 ? gs->z.plan.b[k].shard_off : 0);
+  chunk_slice(t, j, &lo, &hi);
+  o->event_record(t->gs.ev_opt_done, t->compute);
+  o->stream_wait_event(t->dp_stream, t->gs.ev_opt_done);
+  o->copy(t->dp_stream, m->grad + lo, grad_sync_chunk_masters(t, j), (hi - lo) * 4);
+  if (t->reduce_n > 1)
+    comm_allgather(t->dp_c, t->dp_stream, m->grad, m->grad + lo, hi - lo, COMM_FLOAT32);
+  o->stream_synchronize(t->dp_stream);
+}
+
+/* The flat range [*lo, *hi) of chunk j that member q of the gradient group owns: ZeRO-1 its
+ * slice (clipped to the weights), ZeRO-2 its piece of bucket k (one chunk). */
+static void owned(trainer *t, int j, int q, int k, size_t *lo, size_t *hi) {
+  if (t->cfg.zero >= 2)
+    zero_owned(&t->gs.z.plan, k, q, lo, hi);
+  else
+    chunk_member_slice(t, j, q, lo, hi);
+  if (*hi > chunk_model(t, j)->nfloats) *hi = chunk_model(t, j)->nfloats;
+}
+
+/* Loads chunk j's working copies of what this rank owns from its masters (bucket k under
+ * ZeRO-2), then every member's part of them from that member: one broadcast into each copy,
+ * bf16 for the GEMM weights (half the bytes of an fp32 gather), fp32 for the rest. */
+static void load_owned(trainer *t, int j, int k) {
+  model *m = chunk_model(t, j);
+  size_t lo, hi;
+  owned(t, j, comm_rank(t->dp_c), k, &lo, &hi);
+  const float *mine =
+      grad_sync_chunk_masters(t, j) + (t->cfg.zero >= 2 ? t->gs.z.plan.b[k].shard_off : 0);
   if (hi > lo) model_load_working_copies(m, t->dp_stream, mine, lo, hi);
   for (int q = 0; q < t->reduce_n && t->reduce_n > 1; q++) {
     size_t span[4];
-    owned(t, q, k, &lo, &hi);
+    owned(t, j, q, k, &lo, &hi);
     if (hi <= lo) continue;
     model_working_spans(m, lo, hi, span);
     if (span[1])
@@ -72,52 +80,73 @@ void grad_sync_load_working_copies(trainer *t) {
   o->event_record(gs->ev_opt_done, t->compute);
   o->stream_wait_event(t->dp_stream, gs->ev_opt_done);
   if (stepscope_active()) stepscope_range_push("gather working copies", NULL);
-  for (int k = 0; k < (t->cfg.zero >= 2 ? gs->nbuckets : 1); k++)
-    load_owned(t, k);
+  for (int j = 0; j < t->V; j++)
+    for (int k = 0; k < (t->cfg.zero >= 2 ? gs->nbuckets : 1); k++)
+      load_owned(t, j, k);
   pop_range();
   o->event_record(gs->ev_gather_done, t->dp_stream);
   o->stream_wait_event(t->compute, gs->ev_gather_done);
 }
 
+/* ZeRO-1: a new device buffer with this rank's slice of chunk j's initial master weights, drawn
+ * directly (model_init_param_range: the same bits as the full initialization). NULL after
+ * fail(). */
+static float *draw_masters(trainer *t, int j) {
+  size_t lo, hi;
+  chunk_slice(t, j, &lo, &hi);
+  float *shard = t->o->alloc(t->dev, (hi - lo) * 4);
+  float *host = calloc(hi > lo ? hi - lo : 1, sizeof(float));
+  char e[256];
+  if (!shard || !host) {
+    free(host);
+    t->o->free(t->dev, shard);
+    fail(t, "%s", "out of memory for the master weights' shard");
+    return NULL;
+  }
+  if (model_init_param_range(chunk_model(t, j), t->cfg.seed, lo, hi, host, e, sizeof e) != 0) {
+    free(host);
+    t->o->free(t->dev, shard);
+    fail(t, "%s", e);
+    return NULL;
+  }
+  t->o->copy_to_device(t->compute, shard, host, (hi - lo) * 4);
+  int rc = t->o->stream_synchronize(t->compute);
+  free(host);
+  if (rc != 0) {
+    t->o->free(t->dev, shard);
+    fail(t, "%s", dev_last_error(t->dev));
+    return NULL;
+  }
+  return shard;
+}
+
 int grad_sync_master_init(trainer *t) {
   grad_sync *gs = &t->gs;
-  if (t->cfg.zero == 1) { /* ZeRO-2 drew its pieces in zero_setup */
-    gs->z.param_shard = t->o->alloc(t->dev, gs->shard_len * 4);
-    float *host = calloc(gs->shard_len ? gs->shard_len : 1, sizeof(float));
-    char e[256];
-    if (!gs->z.param_shard || !host) {
-      free(host);
-      return fail(t, "%s", "out of memory for the master weights' shard");
-    }
-    if (model_init_param_range(&t->m, t->cfg.seed, gs->shard_begin, gs->shard_end, host, e,
-                               sizeof e) != 0) {
-      free(host);
-      return fail(t, "%s", e);
-    }
-    t->o->copy_to_device(t->compute, gs->z.param_shard, host, gs->shard_len * 4);
-    int rc = t->o->stream_synchronize(t->compute);
-    free(host);
-    if (rc != 0) return fail(t, "%s", dev_last_error(t->dev));
+  if (t->V > 1 && !(gs->more_masters = calloc((size_t)t->V - 1, sizeof(float *))))
+    return fail(t, "%s", "out of memory");
+  if (t->cfg.zero == 1) { /* ZeRO-2 drew its pieces in zero_setup (one chunk) */
+    if (!(gs->z.param_shard = draw_masters(t, 0))) return -1;
+    for (int j = 1; j < t->V; j++)
+      if (!(gs->more_masters[j - 1] = draw_masters(t, j))) return -1;
   }
   grad_sync_load_working_copies(t);
   return t->o->stream_synchronize(t->compute) != 0 ? fail(t, "%s", dev_last_error(t->dev)) : 0;
 }
 
-/* ZeRO-1's stream: the flat floats [at, at + n) from the gathered masters. */
-static int zero1_read(void *arg, size_t at, size_t n, float *host) {
+/* ZeRO-1's stream: chunk's flat floats [at, at + n) from its gathered masters. */
+static int zero1_read(void *arg, int chunk, size_t at, size_t n, float *host) {
   trainer *t = arg;
-  t->o->copy_to_host(t->dp_stream, host, t->m.grad + at, n * 4);
+  t->o->copy_to_host(t->dp_stream, host, chunk_model(t, chunk)->grad + at, n * 4);
   return t->o->stream_synchronize(t->dp_stream) != 0 ? -1 : 0;
 }
 
-/* ZeRO-1's stream: this rank's slice of the flat floats [at, at + n) into its masters. */
-static int zero1_write(void *arg, size_t at, size_t n, const float *host) {
+/* ZeRO-1's stream: this rank's slice of chunk's flat floats [at, at + n) into its masters. */
+static int zero1_write(void *arg, int chunk, size_t at, size_t n, const float *host) {
   trainer *t = arg;
-  const grad_sync *gs = &t->gs;
-  size_t b = at > gs->shard_begin ? at : gs->shard_begin;
-  size_t e = at + n < gs->shard_end ? at + n : gs->shard_end;
-  if (e > b)
-    t->o->copy_to_device(t->compute, gs->z.param_shard + (b - gs->shard_begin), host + (b - at),
+  size_t lo, hi, b, e;
+  chunk_slice(t, chunk, &lo, &hi);
+  if (range_overlap(lo, hi - lo, at, at + n, &b, &e))
+    t->o->copy_to_device(t->compute, grad_sync_chunk_masters(t, chunk) + (b - lo), host + (b - at),
                          (e - b) * 4);
   return t->o->stream_synchronize(t->compute) != 0 ? -1 : 0;
 }
@@ -140,25 +169,25 @@ void grad_sync_ckpt_stream_begin(trainer *t) {
     grad_sync_zero3_stream_begin(t);
     return;
   }
-  const dev_ops *o = t->o;
-  o->event_record(t->gs.ev_opt_done, t->compute);
-  o->stream_wait_event(t->dp_stream, t->gs.ev_opt_done);
-  zero1_gather_masters(t); /* read back by zero1_read; the next step zeroes the buffer */
-  o->stream_synchronize(t->dp_stream);
+  for (int j = 0; j < t->V; j++) /* read back by zero1_read; the next step zeroes the buffers */
+    zero1_gather_masters(t, j);
 }
 
-float *grad_sync_master_params(trainer *t) {
-  size_t n = t->m.nfloats_padded;
+float *grad_sync_master_params(trainer *t, int chunk) {
+  size_t n = chunk_model(t, chunk)->nfloats_padded;
   float *host = malloc(n * 4);
   ckpt_rank_state s;
   memset(&s, 0, sizeof s);
   grad_sync_ckpt_stream(t, &s);
-  grad_sync_ckpt_stream_begin(t);
-  int rc = host ? s.param_read(t, 0, n, host) : -1;
+  if (t->cfg.zero >= 2)
+    grad_sync_zero3_stream_begin(t);
+  else
+    zero1_gather_masters(t, chunk);
+  int rc = host ? s.param_read(t, chunk, 0, n, host) : -1;
   if (s.param_finish) s.param_finish(t); /* the collectives a failure skipped */
   if (rc != 0) {
-    free(host);
     fail(t, "%s", host ? dev_last_error(t->dev) : "out of memory");
+    free(host);
     return NULL;
   }
   return host;

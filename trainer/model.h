@@ -242,7 +242,8 @@ void model_set_loss_weight(model *m, float dloss);
  * never under --zero 3, whose parameters exist only bucket by bucket). */
 int model_gemm_weights_bf16(const train_config *cfg, const dev_device *dev);
 /* Whether the fp32 master weights exist only as the ranks' shards (--gemm-weights bf16 under
- * --zero 1 or 2, not interleaved): the model then keeps working copies only (model.h: fp32_w). */
+ * --zero 1 or 2; interleaved, every model chunk): the model then keeps working copies only
+ * (model.h: fp32_w). */
 int model_master_sharded(const train_config *cfg, const dev_device *dev);
 /* Casts the fp32 GEMM weights into the bf16 working copy (on the compute stream; nothing
  * without one, or when the master weights are sharded): after the parameters are initialized,

@@ -12,10 +12,11 @@
  * run in this mode is the reference for a CUDA one.
  *
  * With --gemm-weights bf16 under ZeRO-1/2 (model_master_sharded) the fp32 master weights exist
- * only as the ranks' shards (grad_sync.c): the model keeps an fp32 working copy of the weights
- * kernels read in fp32 (fp32_w: LayerNorms, biases, the position table, the embedding table
- * where the first stage looks tokens up) beside the bf16 one, and model_load_working_copies
- * fills both from the gathered master weights after every change.
+ * only as the ranks' shards (master_shard.c; every model chunk of an interleaved rank): the
+ * model keeps an fp32 working copy of the weights kernels read in fp32 (fp32_w: LayerNorms,
+ * biases, the position table, the embedding table where the first stage looks tokens up) beside
+ * the bf16 one, and model_load_working_copies fills both from the gathered master weights after
+ * every change.
  *
  * How it works: model_gemm_forward/backward find the parameter at a flat offset and call the
  * bf16-weight operation on its place in the working copy, or the fp32 operation on the parameter
@@ -33,8 +34,7 @@ int model_gemm_weights_bf16(const train_config *cfg, const dev_device *dev) {
 }
 
 int model_master_sharded(const train_config *cfg, const dev_device *dev) {
-  int interleaved = cfg->schedule == SCHED_INTERLEAVED && cfg->virtual_stages > 1;
-  return (cfg->zero == 1 || cfg->zero == 2) && !interleaved && model_gemm_weights_bf16(cfg, dev);
+  return (cfg->zero == 1 || cfg->zero == 2) && model_gemm_weights_bf16(cfg, dev);
 }
 
 void model_plan_fp32_copy(model *m) {

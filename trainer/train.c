@@ -574,7 +574,8 @@ static ckpt_rank_state ckpt_state_of(trainer *t) {
   grad_sync_optimizer_shard(t, &s.state_offset, &s.state_floats);
   /* the expert buffer rides as one more chunk (train_moe_setup: V == 1) */
   if (train_moe_ckpt_chunk(t, t->ckpt_more)) s.nmore = 1;
-  for (int j = 1; j < t->V; j++) { /* interleaved: the other chunks (zero 0 or 1) */
+  /* interleaved: the other chunks (zero 0 or 1; sharded masters: param NULL, streamed) */
+  for (int j = 1; j < t->V; j++) {
     model *mc = chunk_model(t, j);
     size_t lo = 0, hi = mc->nfloats_padded;
     if (t->cfg.zero) chunk_slice(t, j, &lo, &hi);
@@ -667,7 +668,7 @@ static int dump_params(trainer *t) {
     model *mc = chunk_model(t, j);
     if (!mc->param && !mc->fp32_w) continue;
     float *host = mc->param ? params_on_host(t, mc->param, mc->nfloats_padded)
-                            : grad_sync_master_params(t); /* chunk 0 of sharded masters */
+                            : grad_sync_master_params(t, j); /* sharded masters */
     if (!host) {
       rc = -1;
       break;

@@ -75,14 +75,18 @@ static inline model *chunk_model(trainer *t, int j) {
   return j == 0 ? &t->m : &t->more[j - 1];
 }
 
-/* Interleaved chunks 1 .. V-1: this rank's 1/n slice [*lo, *hi) of chunk j's flat buffer over
- * the gradient group, the same cut as chunk 0's ZeRO-1 shard (every chunk is padded to a
- * multiple of dp x cp x 16). Its gradient norm is summed over this slice, and under ZeRO-1 the
- * rank updates only this slice and keeps AdamW moments for it alone. */
-static inline void chunk_slice(trainer *t, int j, size_t *lo, size_t *hi) {
+/* This rank's (chunk_member_slice: member q's) 1/n slice [*lo, *hi) of chunk j's flat buffer
+ * over the gradient group: chunk 0's ZeRO-1 shard, and the same cut of an interleaved rank's
+ * chunks 1 .. V-1 (every chunk is padded to a multiple of dp x cp x 16). Their gradient norm is
+ * summed over this slice, and under ZeRO-1 the rank updates only this slice and keeps AdamW
+ * moments (and, sharded masters, the master weights) for it alone. */
+static inline void chunk_member_slice(trainer *t, int j, int q, size_t *lo, size_t *hi) {
   size_t len = chunk_model(t, j)->nfloats_padded / (size_t)t->reduce_n;
-  *lo = (size_t)comm_rank(t->dp_c) * len;
+  *lo = (size_t)q * len;
   *hi = *lo + len;
+}
+static inline void chunk_slice(trainer *t, int j, size_t *lo, size_t *hi) {
+  chunk_member_slice(t, j, comm_rank(t->dp_c), lo, hi);
 }
 
 /* The part [*b, *e) of the flat range [offset, offset + count) that lies in [lo, hi); 0 when

@@ -26,7 +26,8 @@
  * Interleaved 1F1B: chunk 0's gradient buckets are all-reduced as usual while the other
  * chunks' whole gradient buffers are all-reduced after the pipeline flush; with --zero 1
  * each chunk's AdamW state is this rank's slice of it (chunk_slice) and every chunk is
- * all-gathered after the optimizer.
+ * all-gathered after the optimizer (with --gemm-weights bf16 each chunk's fp32 master slice is
+ * updated instead and its working copies gathered, master_shard.c).
  */
 #include "train_internal.h"
 
@@ -192,17 +193,13 @@ static void optimizer(trainer *t, int step, double clip_scale, float lr) {
     grad_sync_zero_optimizer(t, step, clip_scale, lr);
     return;
   }
-  size_t lo, hi;
-  float *param;
-  grad_sync_adam_range(t, &lo, &hi, &param);
-  adam_range(t, &t->m, lo, hi, param, t->adam_m, t->adam_v, step, clip_scale, lr);
-  /* interleaved: the other chunks, whole (zero 0) or this rank's slice of each (zero 1) */
-  for (int j = 1; j < t->V; j++) {
-    model *mc = chunk_model(t, j);
-    size_t clo = 0, chi = mc->nfloats_padded;
-    if (t->cfg.zero) chunk_slice(t, j, &clo, &chi);
-    adam_range(t, mc, clo, chi, mc->param + clo, t->more_adam[2 * (j - 1)],
-               t->more_adam[2 * (j - 1) + 1], step, clip_scale, lr);
+  /* every chunk (interleaved: V of them), whole (zero 0) or this rank's slice of it (zero 1) */
+  for (int j = 0; j < t->V; j++) {
+    size_t lo, hi;
+    float *param;
+    grad_sync_adam_range(t, j, &lo, &hi, &param);
+    adam_range(t, chunk_model(t, j), lo, hi, param, j ? t->more_adam[2 * (j - 1)] : t->adam_m,
+               j ? t->more_adam[2 * (j - 1) + 1] : t->adam_v, step, clip_scale, lr);
   }
   grad_sync_zero1_gather(t); /* ZeRO-1: every member's slices to every member */
 }

@@ -28,6 +28,8 @@ layouts=(
   "--world 2 --dp 2 --zero 1 --gemm-weights bf16 --activations bf16"
   "--world 4 --dp 2 --pp 2 --zero 2 --gemm-weights bf16"
   "--world 2 --pp 2 --schedule interleaved --layers 4 --zero 1 --gemm-weights bf16"
+  "--world 4 --dp 2 --pp 2 --schedule interleaved --layers 4 --zero 1 --gemm-weights bf16"
+  "--world 8 --dp 4 --pp 2 --schedule interleaved --virtual-stages 3 --layers 6 --microbatches 2 --zero 1 --gemm-weights bf16"
   "--world 2 --dp 2 --experts 4 --top-k 2 --zero 1 --gemm-weights bf16"
   "--world 1 --zero 1 --gemm-weights bf16"
   "--world 4 --dp 2 --tp 2 --sp --zero 1 --gemm-weights bf16"
