@@ -117,6 +117,30 @@ static void memory_formulas(void) {
   CHECK(g2.parameters + g2.optimizer + 91008 * 4 == 2 * psi + 16 * 91008 + not_paper);
   l.zero = 3; /* ZeRO-3 keeps fp32 GEMM weights: the flag changes nothing */
   CHECK(mem(&l, 0).parameters == z3.parameters + 2 * (psi / 2));
+  /* the same with an interleaved pipeline (4 blocks, pp 2, v 2): every chunk's fp32 masters are
+   * its ZeRO-1 slice. Stage 0 holds virtual stages 0 (wte, wpe, a block: 131904 floats, no GEMM
+   * but the block's 49152) and 2 (a block: 49984, 49152 GEMM), Psi = 181888, Psi_G = 98304;
+   * stage 1 virtual stages 1 (a block) and 3 (the tied LM head, a block, the final LN: 66496,
+   * 65536 GEMM), Psi = 116480, Psi_G = 114688. No chunk both looks tokens up and multiplies the
+   * head, so the paper's 6 Psi + 12 Psi / N differs by 2 (Psi - Psi_G) alone. */
+  l = small();
+  l.layers = 4;
+  l.dp = l.pp = l.virtual_stages = 2;
+  l.schedule = MM_SCHED_INTERLEAVED;
+  l.bf16_weight_copies = l.gemm_weights_bf16 = 1;
+  const size_t vpsi[2] = {131904 + 49984, 49984 + 66496}, vpsi_g[2] = {98304, 114688};
+  for (int stage = 0; stage < 2; stage++) {
+    size_t P = vpsi[stage], G = vpsi_g[stage];
+    l.zero = 0;
+    mm_breakdown i0 = mem(&l, stage);
+    CHECK(i0.parameters == 4 * P + 2 * G && i0.optimizer == 8 * P);
+    l.zero = 1;
+    mm_breakdown i1 = mem(&l, stage);
+    CHECK(i1.parameters == 2 * G + 4 * (P - G));
+    CHECK(i1.gradients == 4 * P && i1.optimizer == 12 * P / 2);
+    CHECK(i1.parameters + i1.gradients + i1.optimizer == 6 * P + 12 * P / 2 + 2 * (P - G));
+    CHECK(i1.activations == i0.activations);
+  }
   /* activations: none > selective > full; bf16 halves the activation tensors */
   l = small();
   size_t none = mem(&l, 0).activations;
