@@ -80,6 +80,10 @@ int comm_broadcast(comm *c, dev_stream *s, void *buf, size_t bytes, int root) {
   return ops_of(c)->broadcast(c, s, buf, bytes, root);
 }
 
+int comm_allgatherv(comm *c, dev_stream *s, void *buf, const size_t *offsets, const size_t *bytes) {
+  return ops_of(c)->allgatherv(c, s, buf, offsets, bytes);
+}
+
 int comm_send(comm *c, dev_stream *s, const void *buf, size_t bytes, int peer, unsigned flags) {
   return ops_of(c)->send(c, s, buf, bytes, peer, flags);
 }

@@ -116,6 +116,7 @@ typedef struct comm_ops {
                         comm_dtype dt);
   int (*allgather)(comm *c, dev_stream *s, void *out, const void *in, size_t count, comm_dtype dt);
   int (*broadcast)(comm *c, dev_stream *s, void *buf, size_t bytes, int root);
+  int (*allgatherv)(comm *c, dev_stream *s, void *buf, const size_t *offsets, const size_t *bytes);
   int (*send)(comm *c, dev_stream *s, const void *buf, size_t bytes, int peer, unsigned flags);
   int (*recv)(comm *c, dev_stream *s, void *buf, size_t bytes, int peer, unsigned flags);
   int (*barrier)(comm *c, dev_stream *s);
@@ -169,6 +170,12 @@ int comm_reduce_scatter(comm *c, dev_stream *s, void *out, const void *in, size_
 /* out[size*count] = concatenation of every rank's in[count] (in may alias its own slot of out). */
 int comm_allgather(comm *c, dev_stream *s, void *out, const void *in, size_t count, comm_dtype dt);
 int comm_broadcast(comm *c, dev_stream *s, void *buf, size_t bytes, int root);
+/* In place, the all-gather of uneven parts (MPI_Allgatherv with every part in its place): member
+ * q's bytes [offsets[q], offsets[q] + bytes[q]) of buf reach every member at the same place, as
+ * one operation (a comm_broadcast from every member in turn would be group-size ones). offsets
+ * and bytes are group-size long, equal on every member and read when the operation is enqueued;
+ * the parts must not overlap (empty ones are allowed). */
+int comm_allgatherv(comm *c, dev_stream *s, void *buf, const size_t *offsets, const size_t *bytes);
 /* Point-to-point within the group (peer is a group rank). Bytes stream through
  * a bounded mailbox per (src, dst): a send completes once the receiver has
  * taken all but the last mailbox-full. Put sends and receives that can cross

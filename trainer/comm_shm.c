@@ -806,6 +806,7 @@ static const comm_ops shm_ops = {
     .recv = shm_recv,
     .barrier = shm_barrier,
     .alltoallv = shm_alltoallv,
+    .allgatherv = shm_allgatherv,
 };
 
 comm *comm_group(comm_job *job, comm_kind kind, const char *name, const int *ranks, int n,

@@ -1,8 +1,8 @@
 /*
  * comm_shm_internal.h — internal to the shared-memory communicator (comm_shm.c, its
- * all-to-all comm_shm_alltoall.c) and to nothing else: the layout of the shared segment,
- * the job and communicator objects, and the few waiting and record helpers of comm_shm.c
- * that the all-to-all uses too. comm.h is the public side.
+ * all-to-all comm_shm_alltoall.c and all-gather of uneven parts comm_shm_allgatherv.c) and to
+ * nothing else: the layout of the shared segment, the job and communicator objects, and the few
+ * waiting and record helpers of comm_shm.c that those two use too. comm.h is the public side.
  */
 #ifndef STEPSCOPE_TRAINER_COMM_SHM_INTERNAL_H
 #define STEPSCOPE_TRAINER_COMM_SHM_INTERNAL_H
@@ -67,7 +67,7 @@ struct comm {
   char *region;
 };
 
-/* ---- comm_shm.c, for comm_shm_alltoall.c ------------------------------------------------ */
+/* ---- comm_shm.c, for comm_shm_alltoall.c and comm_shm_allgatherv.c ---------------------- */
 
 /* When a wait that starts now gives up (the job's timeout). */
 uint64_t shm_deadline_of(comm_job *j);
@@ -88,5 +88,10 @@ void shm_emit_collective_record(const cpu_task *t, uint64_t start_ns, uint64_t e
 /* comm_ops.alltoallv of the shared-memory communicator. */
 int shm_alltoallv(comm *c, dev_stream *s, void *out, const uint64_t *recv_counts, const void *in,
                   const uint64_t *send_counts, comm_dtype dt);
+
+/* ---- comm_shm_allgatherv.c ---------------------------------------------------------------- */
+
+/* comm_ops.allgatherv of the shared-memory communicator. */
+int shm_allgatherv(comm *c, dev_stream *s, void *buf, const size_t *offsets, const size_t *bytes);
 
 #endif /* STEPSCOPE_TRAINER_COMM_SHM_INTERNAL_H */

@@ -538,6 +538,7 @@ void grad_sync_free(trainer *t) {
   for (int j = 1; j < t->V && gs->more_masters; j++)
     if (o) o->free(t->dev, gs->more_masters[j - 1]);
   free(gs->more_masters);
+  free(gs->working_parts);
   free(gs->buckets);
   free(z->bucket_of_unit);
   zero_plan_free(&z->plan);

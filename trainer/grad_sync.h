@@ -67,7 +67,9 @@ typedef struct grad_sync {
   /* sharded masters of an interleaved rank (master_shard.c): chunks 1 .. V-1's slices of their
    * master weights (chunk_slice; chunk 0's are z.param_shard) */
   float **more_masters;
-  int chunk; /* the chunk whose backward is being enqueued (the unit callback's) */
+  size_t *working_parts; /* sharded masters: [4][n], scratch for each member's part of the
+                          * working copies (master_shard.c: load_owned) */
+  int chunk;             /* the chunk whose backward is being enqueued (the unit callback's) */
   dev_event *ev_bucket, *ev_dp_done, *ev_opt_done, *ev_gather_done;
 } grad_sync;
 

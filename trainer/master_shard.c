@@ -12,8 +12,10 @@
  * the working copies of what it owns from its masters (model_load_working_copies: a bf16 cast of
  * the GEMM weights, a copy of the rest), and every member's part goes to every member: the
  * parameters keep their flat order in both copies, so a member's range is one span in each
- * (model_working_spans), broadcast from it — bf16 for the GEMM weights, half the bytes of an
- * fp32 gather, fp32 for the rest; the same values a full fp32 buffer would give them. The cut
+ * (model_working_spans), and one all-gather of uneven parts per copy moves them all
+ * (comm_allgatherv: on NCCL a group of broadcasts, one launch) — bf16 for the GEMM weights, half
+ * the bytes of an fp32 gather, fp32 for the rest; the same values a full fp32 buffer would give
+ * them. The cut
  * stays that of the moments, so checkpoints keep their files: they read the masters gathered in
  * fp32 through a buffer free between steps (ZeRO-1: each chunk's flat gradient buffer; ZeRO-2
  * through ZeRO-3's bucket stream with its bucket gradient buffers, grad_sync.c) and write the
@@ -54,24 +56,33 @@ static void owned(trainer *t, int j, int q, int k, size_t *lo, size_t *hi) {
 }
 
 /* Loads chunk j's working copies of what this rank owns from its masters (bucket k under
- * ZeRO-2), then every member's part of them from that member: one broadcast into each copy,
- * bf16 for the GEMM weights (half the bytes of an fp32 gather), fp32 for the rest. */
+ * ZeRO-2), then every member's part of them to every member: one all-gather of uneven parts
+ * into each copy (comm_allgatherv; a member's part is one span of each), bf16 for the GEMM
+ * weights (half the bytes of an fp32 gather), fp32 for the rest. */
 static void load_owned(trainer *t, int j, int k) {
   model *m = chunk_model(t, j);
-  size_t lo, hi;
+  size_t n = (size_t)t->reduce_n, lo, hi;
   owned(t, j, comm_rank(t->dp_c), k, &lo, &hi);
   const float *mine =
       grad_sync_chunk_masters(t, j) + (t->cfg.zero >= 2 ? t->gs.z.plan.b[k].shard_off : 0);
   if (hi > lo) model_load_working_copies(m, t->dp_stream, mine, lo, hi);
-  for (int q = 0; q < t->reduce_n && t->reduce_n > 1; q++) {
-    size_t span[4];
+  if (n == 1) return;
+  /* every member's part of each copy, in bytes: where it starts and how long it is */
+  size_t *gemm_at = t->gs.working_parts, *gemm_len = gemm_at + n;
+  size_t *fp32_at = gemm_len + n, *fp32_len = fp32_at + n, gemm_all = 0, fp32_all = 0;
+  for (int q = 0; q < t->reduce_n; q++) {
+    size_t span[4] = {0, 0, 0, 0};
     owned(t, j, q, k, &lo, &hi);
-    if (hi <= lo) continue;
-    model_working_spans(m, lo, hi, span);
-    if (span[1])
-      comm_broadcast(t->dp_c, t->dp_stream, (char *)m->gemm_w + 2 * span[0], 2 * span[1], q);
-    if (span[3]) comm_broadcast(t->dp_c, t->dp_stream, m->fp32_w + span[2], 4 * span[3], q);
+    if (hi > lo) model_working_spans(m, lo, hi, span);
+    gemm_at[q] = 2 * span[0];
+    gemm_len[q] = 2 * span[1];
+    fp32_at[q] = 4 * span[2];
+    fp32_len[q] = 4 * span[3];
+    gemm_all += gemm_len[q];
+    fp32_all += fp32_len[q];
   }
+  if (gemm_all) comm_allgatherv(t->dp_c, t->dp_stream, m->gemm_w, gemm_at, gemm_len);
+  if (fp32_all) comm_allgatherv(t->dp_c, t->dp_stream, m->fp32_w, fp32_at, fp32_len);
 }
 
 void grad_sync_load_working_copies(trainer *t) {
@@ -122,7 +133,9 @@ static float *draw_masters(trainer *t, int j) {
 
 int grad_sync_master_init(trainer *t) {
   grad_sync *gs = &t->gs;
-  if (t->V > 1 && !(gs->more_masters = calloc((size_t)t->V - 1, sizeof(float *))))
+  gs->working_parts = calloc(4 * (size_t)t->reduce_n, sizeof(size_t));
+  if (!gs->working_parts ||
+      (t->V > 1 && !(gs->more_masters = calloc((size_t)t->V - 1, sizeof(float *)))))
     return fail(t, "%s", "out of memory");
   if (t->cfg.zero == 1) { /* ZeRO-2 drew its pieces in zero_setup (one chunk) */
     if (!(gs->z.param_shard = draw_masters(t, 0))) return -1;

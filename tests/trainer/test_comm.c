@@ -4,7 +4,8 @@
  * Forks 3 ranks over one segment. Each runs, on a CPU stream: an fp32
  * all-reduce larger than a staging slot (chunking), an fp64 all-reduce, a
  * reduce-scatter, an all-gather, bf16 all-reduce (larger than a slot),
- * reduce-scatter and all-gather (sums in fp32, rounded once), a broadcast, a send/recv ring larger
+ * reduce-scatter and all-gather (sums in fp32, rounded once), a broadcast, an all-gather of uneven
+ * parts (one empty, one over two slots, out of rank order), a send/recv ring larger
  * than the mailbox (sends on their own stream, as the trainer does), and a barrier, checking every
  * value against the closed form; the all-reduce result must be bitwise identical on all ranks (rank
  * 0 publishes its checksum). Then a timeout case: a 2-member group where one member never arrives
@@ -22,6 +23,41 @@
 #include "device.h"
 
 #define WORLD 3
+
+/* comm_allgatherv's parts of a 1.5 MB buffer: rank 0 none, rank 1 1,200,001 bytes (more than two
+ * 512 KiB slots, an odd length) after rank 2's 1000; the rest of the buffer is no one's. */
+static const size_t agv_at[WORLD] = {0, 300000, 1000}, agv_len[WORLD] = {0, 1200001, 1000};
+#define AGV_BYTES     1500001
+#define AGV_UNTOUCHED 0xEE
+
+static unsigned char agv_value(int k, size_t i) {
+  return (unsigned char)((size_t)k * 31 + i * 7);
+}
+
+/* The buffer before: this rank's part filled, everything else AGV_UNTOUCHED. */
+static unsigned char *agv_buffer(int rank) {
+  unsigned char *b = malloc(AGV_BYTES);
+  memset(b, AGV_UNTOUCHED, AGV_BYTES);
+  for (size_t i = 0; i < agv_len[rank]; i++)
+    b[agv_at[rank] + i] = agv_value(rank, i);
+  return b;
+}
+
+/* After: every member's part in its place, the bytes no one owns untouched. 1 when wrong. */
+static int agv_wrong(int rank, const unsigned char *b) {
+  unsigned char *want = malloc(AGV_BYTES);
+  memset(want, AGV_UNTOUCHED, AGV_BYTES);
+  for (int k = 0; k < WORLD; k++)
+    for (size_t i = 0; i < agv_len[k]; i++)
+      want[agv_at[k] + i] = agv_value(k, i);
+  size_t i = 0;
+  while (i < AGV_BYTES && b[i] == want[i])
+    i++;
+  if (i < AGV_BYTES)
+    printf("rank %d: allgatherv byte %zu is %u, want %u\n", rank, i, b[i], want[i]);
+  free(want);
+  return i < AGV_BYTES;
+}
 
 static int rank_main(const char *path, int rank) {
   char err[512];
@@ -74,6 +110,8 @@ static int rank_main(const char *path, int rank) {
   char msg[64] = {0};
   if (rank == 1) strcpy(msg, "hello from rank 1");
   comm_broadcast(c, s, msg, sizeof msg, 1);
+  unsigned char *agv = agv_buffer(rank);
+  comm_allgatherv(c, s, agv, agv_at, agv_len);
   size_t pn = 700000; /* > the 1 MiB mailbox */
   float *sendbuf = malloc(pn * 4), *recvbuf = malloc(pn * 4);
   for (size_t i = 0; i < pn; i++)
@@ -145,6 +183,8 @@ static int rank_main(const char *path, int rank) {
   free(brs);
   free(bag);
   free(bin);
+  if (!bad) bad = agv_wrong(rank, agv);
+  free(agv);
   if (strcmp(msg, "hello from rank 1") != 0) {
     printf("rank %d: broadcast got '%s'\n", rank, msg);
     bad = 1;

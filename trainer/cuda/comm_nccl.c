@@ -528,6 +528,27 @@ static int nccl_broadcast(comm *cc, dev_stream *s, void *buf, size_t bytes, int 
   return enqueued(c, c->main, s, r, "broadcast");
 }
 
+/* One broadcast from every member of its part, between ncclGroupStart and ncclGroupEnd: NCCL
+ * launches the group as one operation (its all-gather of uneven parts). */
+static int nccl_allgatherv(comm *cc, dev_stream *s, void *buf, const size_t *offsets,
+                           const size_t *bytes) {
+  comm_nccl *c = (comm_nccl *)cc;
+  if (c->size == 1) return 0;
+  if (!usable(c)) return -1;
+  dev_cuda_note_write(c->job->dev, buf);
+  ncclResult_t r = ncclGroupStart();
+  if (r == ncclSuccess) {
+    for (int q = 0; q < c->size && r == ncclSuccess; q++) {
+      char *part = (char *)buf + offsets[q];
+      if (bytes[q] > 0)
+        r = ncclBroadcast(part, part, bytes[q], ncclInt8, q, c->main->comm, stream_of(s));
+    }
+    ncclResult_t e = ncclGroupEnd(); /* always closes the group it opened */
+    if (r == ncclSuccess) r = e;
+  }
+  return enqueued(c, c->main, s, r, "allgatherv");
+}
+
 /* The link that carries traffic between this rank and `peer` in the given direction
  * (sending or receiving): the pair communicators of a pipeline group, the ring links of a
  * context-parallel group (ring_links.h), else the main one. */
@@ -714,6 +735,7 @@ static const comm_ops nccl_comm_ops = {
     .recv = nccl_recv,
     .barrier = nccl_barrier,
     .alltoallv = nccl_alltoallv,
+    .allgatherv = nccl_allgatherv,
 };
 
 rdzv_store *comm_nccl_open_store(const char *shm_path, int world_rank, double timeout_s, char *err,

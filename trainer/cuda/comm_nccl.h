@@ -3,9 +3,9 @@
  *
  * What it is for: the same collectives and point-to-point operations as the
  * shared-memory communicator (comm.h: in-place sum all-reduce, reduce-scatter,
- * all-gather, broadcast, send/recv, barrier, all-to-all with uneven splits), enqueued
- * on the CUDA streams of a CUDA device, so that the model and the schedules run
- * unchanged on GPUs.
+ * all-gather, broadcast, all-gather of uneven parts, send/recv, barrier, all-to-all with
+ * uneven splits), enqueued on the CUDA streams of a CUDA device, so that the model and the
+ * schedules run unchanged on GPUs.
  *
  * How it works:
  *   - A `comm_nccl_job` holds the rendezvous store (rendezvous.h) and every
@@ -28,6 +28,9 @@
  *     and combine): ncclSend/ncclRecv to and from every other member inside one
  *     ncclGroupStart/End on the group's communicator, the own part a device copy; the
  *     counts are read on the host when it is enqueued (see comm_nccl.c).
+ *   - All-gather of uneven parts (comm_allgatherv, the sharded master weights' working
+ *     copies): one ncclBroadcast from every member of its part, in place, inside one
+ *     ncclGroupStart/End, so NCCL launches them as one operation.
  *   - Watchdog: every operation records an event; while the device waits
  *     (stream_synchronize), the job checks ncclCommGetAsyncError on each
  *     communicator and the age of the oldest unfinished operation. An error or an
