@@ -574,8 +574,7 @@ static ckpt_rank_state ckpt_state_of(trainer *t) {
   grad_sync_optimizer_shard(t, &s.state_offset, &s.state_floats);
   /* the expert buffer rides as one more chunk (train_moe_setup: V == 1) */
   if (train_moe_ckpt_chunk(t, t->ckpt_more)) s.nmore = 1;
-  /* interleaved: the other chunks (zero 0 or 1; sharded masters: param NULL, streamed) */
-  for (int j = 1; j < t->V; j++) {
+  for (int j = 1; j < t->V; j++) { /* interleaved: the other chunks (zero 0 or 1; streamed) */
     model *mc = chunk_model(t, j);
     size_t lo = 0, hi = mc->nfloats_padded;
     if (t->cfg.zero) chunk_slice(t, j, &lo, &hi);

@@ -31,7 +31,8 @@
 #     a model), as the same runs on the CPU backend measure them exactly (one step);
 #   - the runs really ran ZeRO (the trainer's layout line).
 # These tolerances are chosen, not yet measured on a GPU; the sharded masters (issue 31 item 6,
-# steps 3-5) have never run on one either.
+# steps 3-5) have never run on one either, nor their working copies' gather (comm_allgatherv:
+# one ncclBroadcast per member inside one ncclGroupStart/End, trainer/cuda/comm_nccl.c).
 #
 # Exit: 0 passed; 1 failed; 77 (SKIP) when there is no usable GPU ("--backend cuda: no
 # usable GPU"), or when two ranks cannot share the one GPU (NCCL < 2.30). The window treats a
