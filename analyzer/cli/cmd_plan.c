@@ -147,7 +147,7 @@ typedef struct plan_args {
   plan_job job;
   plan_filter f;
   const char *model, *device, *from, *json_path, *csv_path, *what_if;
-  const char *framework, *mlp, *positions, *attention, *precision;
+  const char *framework, *mlp, *positions, *attention, *precision, *grad_reduce;
   int layers, hidden, heads, vocab, seq, ffn, max_seq, kv_heads, untied;
   int experts, top_k, moe_every;
   int top, threads, cores;
@@ -239,6 +239,11 @@ static const cli_option plan_options[] = {
         "min(1, cores / ranks) of a core's) [this machine's, assumed]"),
     {CLI_UNFLAG, "--no-overlap", NULL, NULL, "gradient all-reduce not overlapped with backward",
      A(job.overlap), NULL, 0, 0, NULL},
+    STR("--grad-reduce-dtype", "fp32|bf16|fp16", grad_reduce,
+        "a framework's data-parallel gradient reduction (e.g.\n"
+        "fp16: Megatron-LM of 2021 with --fp16 and no\n"
+        "--accumulate-allreduce-grads-in-fp32) [megatron, fsdp\n"
+        "fp32; deepspeed bf16]"),
     CLI_TEXT_ROW("layout (each fixes that choice; all of them: predict one layout):\n"),
     INT("--dp", "N", f.dp, 1, 1 << 20, "data-parallel degree"),
     INT("--tp", "N", f.tp, 1, 1 << 12, "tensor-parallel degree"),
@@ -476,6 +481,16 @@ static int build_job(plan_args *p) {
     return 2;
   }
   job->fp8 = p->precision && !strcmp(p->precision, "fp8");
+  if (p->grad_reduce) {
+    int fp32 = !strcmp(p->grad_reduce, "fp32"),
+        half = !strcmp(p->grad_reduce, "bf16") || !strcmp(p->grad_reduce, "fp16");
+    if ((!fp32 && !half) || job->model.framework == MM_FW_STEPSCOPE) {
+      cli_print(stderr, "stepscope plan: --grad-reduce-dtype takes fp32, bf16 or fp16, with a "
+                        "framework (the stepscope trainer reduces fp32 gradients)\n");
+      return 2;
+    }
+    job->grad_reduce_bytes = fp32 ? 4 : 2;
+  }
   if (job->fp8 && (!(job->dev.fp8_peak_flops > 0) || job->model.framework == MM_FW_STEPSCOPE)) {
     cli_print(stderr, "stepscope plan: --precision fp8 needs a framework (not the stepscope "
                       "trainer) on a device with fp8 (h100-sxm, h200)\n");

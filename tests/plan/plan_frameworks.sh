@@ -97,5 +97,20 @@ python3 -c "import sys; sys.exit(0 if 0 < float('$fp8') < 0.9 * float('$bf16') e
   --device a100-80g > /dev/null 2>&1
 [ $? -eq 2 ] || no "fp8 on an A100 is refused"
 
+# --grad-reduce-dtype: the DP gradient reduction's bytes (JSON job.grad_reduce_bytes), refused for
+# the trainer's conventions; 16-bit gradients shorten an exposed all-reduce
+sync_of() { "$stepscope" plan --model llama3-8b --gpus 16 --global-batch 64 --dp 16 --tp 1 --pp 1 \
+  --cp 1 --zero 0 --recompute none --microbatches 4 --no-overlap "$@" --json - 2>/dev/null |
+  python3 -c 'import json,sys; d=json.load(sys.stdin)
+print(d["job"]["grad_reduce_bytes"], d["layouts"][0]["breakdown_s"]["grad_sync"])'; }
+read -r b32 s32 <<< "$(sync_of)"
+read -r b16 s16 <<< "$(sync_of --grad-reduce-dtype fp16)"
+[ "$b32" = 4 ] && [ "$b16" = 2 ] || no "grad_reduce_bytes $b32 / $b16, not 4 / 2"
+python3 -c "import sys; sys.exit(0 if 0 < float('$s16') < 0.6 * float('$s32') else 1)" ||
+  no "fp16 gradient sync $s16 s not about half of fp32's $s32 s"
+"$stepscope" plan --model gpt2-350m --gpus 8 --global-batch 64 --framework stepscope-cuda \
+  --grad-reduce-dtype fp16 > /dev/null 2>&1
+[ $? -eq 2 ] || no "--grad-reduce-dtype with the trainer's conventions is refused"
+
 [ $fail -eq 0 ] && echo "plan.frameworks_cli: ok"
 exit $fail

@@ -272,7 +272,7 @@ static void models_as_they_are(void) {
 /* The cluster (docs/plan.md "Devices"): 16 H100s, 8 a node, 8 NICs of 50 GB/s. A DP group with
  * 8 members a node rings over all 8 NICs (400 GB/s, under NVLink's 450); with tp 8 it has one
  * member a node and one NIC (50 GB/s). Megatron ZeRO-0 without overlap: an all-reduce of the fp32
- * gradients, 2 x (latency x (blocks + 1) + 4 Psi (n - 1)/n / bw). */
+ * gradients, 2 x (latency x (blocks + 1) + 4 Psi (n - 1)/n / bw); 2 Psi with 16-bit ones. */
 static void clusters(void) {
   plan_job j;
   memset(&j, 0, sizeof j);
@@ -296,6 +296,13 @@ static void clusters(void) {
   double psi = mm_framework_stage_params(&r.layout, 0), lat = j.dev.latency_s;
   double want = 2 * (5 * lat + 4 * psi * 15 / 16 / 400e9);
   CHECK(fabs(r.grad_sync_s - want) < 1e-9 * want);
+  /* --grad-reduce-dtype fp16 (Megatron-LM of 2021 with --fp16): half the bytes, as many
+   * latencies */
+  j.grad_reduce_bytes = 2;
+  CHECK(plan_predict(&j, &l, &r, err, sizeof err) == 0);
+  want = 2 * (5 * lat + 2 * psi * 15 / 16 / 400e9);
+  CHECK(fabs(r.grad_sync_s - want) < 1e-9 * want);
+  j.grad_reduce_bytes = 0;
   l.dp = 2;
   l.tp = 8;
   l.micro_batch = 8;

@@ -82,11 +82,16 @@ static double dp_bucket_params(const mm_layout *l, double psi, int units) {
  * and again in its backward, and reduce-scatters its gradients in its backward. Whatever the
  * overlap, the first bucket gathered has no compute before it and the last bucket reduced none
  * after it: each is exposed whole (its `tail`). */
+int plan_grad_reduce_bytes(const plan_job *job) {
+  if (job->grad_reduce_bytes > 0) return job->grad_reduce_bytes;
+  return job->model.framework == MM_FW_DEEPSPEED ? 2 : 4;
+}
+
 static double framework_sync(const plan_job *job, const mm_layout *l, int stage, double t_mb,
                              double lat) {
   double n = (double)l->dp * l->cp, psi = mm_framework_stage_params(l, stage);
   double bw = group_bw(job, l, GROUP_DP, job->cal.dp_bw);
-  double grad = l->framework == MM_FW_DEEPSPEED ? 2.0 : 4.0;
+  double grad = plan_grad_reduce_bytes(job);
   int blocks = mm_stage_layers(l, stage) + 1;
   double shard = (n - 1) / n / bw, fwd = t_mb / 3, bwd = 2 * t_mb / 3;
   double gather = blocks * lat + 2.0 * psi * shard, reduce = blocks * lat + grad * psi * shard;

@@ -640,13 +640,16 @@ int plan_write_json(ssa_out *o, const plan_job *job, const plan_result *r, long 
       "\"ffn\":%d,\"seq\":%d,\"max_seq\":%d,\"gpus\":%d,\"gpus_per_node\":%d,"
       "\"global_batch\":%d,\"overlap\":%s,\"experts\":%d,\"top_k\":%d,\"moe_every\":%d,"
       "\"framework\":\"%s\",\"kv_heads\":%d,\"mlp\":\"%s\",\"untied\":%s,\"positions\":\"%s\","
-      "\"attention\":\"%s\",\"precision\":\"%s\"},",
+      "\"attention\":\"%s\",\"precision\":\"%s\"",
       m->layers, m->hidden, m->heads, m->vocab, m->ffn > 0 ? m->ffn : 4 * m->hidden, m->seq,
       m->max_seq, job->gpus, job->gpus_per_node, job->global_batch, job->overlap ? "true" : "false",
       m->experts, m->experts > 0 ? m->top_k : 0, m->experts > 0 ? m->moe_every : 0,
       framework_name(m->framework), m->kv_heads > 0 ? m->kv_heads : m->heads,
       m->gated_mlp ? "swiglu" : "gelu", m->untied ? "true" : "false", m->rope ? "rope" : "learned",
       m->unfused_attention ? "unfused" : "flash", job->fp8 ? "fp8" : "bf16");
+  if (m->framework != MM_FW_STEPSCOPE) /* the trainer reduces fp32 gradients, always */
+    ssa_out_printf(o, ",\"grad_reduce_bytes\":%d", plan_grad_reduce_bytes(job));
+  ssa_out_str(o, "},");
   const plan_device *d = &job->dev;
   ssa_out_str(o, "\"device\":{\"name\":");
   ssa_out_json_string(o, d->name);

@@ -102,8 +102,11 @@ typedef struct plan_job {
   plan_device dev;
   plan_calibration cal;
   int overlap; /* DP all-reduce overlapped with backward (the trainer's default) */
-  int fp8;     /* a framework's GEMMs in fp8 (--precision fp8): at the fp8 peak; MFU stays
-                  against the bf16 peak */
+  /* a framework's gradient reduction over DP x CP, bytes an element (--grad-reduce-dtype);
+   * 0: the framework's own (plan_grad_reduce_bytes) */
+  int grad_reduce_bytes;
+  int fp8; /* a framework's GEMMs in fp8 (--precision fp8): at the fp8 peak; MFU stays
+              against the bf16 peak */
 } plan_job;
 
 /* One layout's prediction. Times are seconds per optimizer step. */
@@ -181,6 +184,11 @@ double plan_stage_flops_per_microbatch(const mm_layout *l, int stage);
  * Returns 0, or -1 with a message. */
 int plan_communication(const plan_job *job, const mm_layout *l, double t_mb, double rate,
                        plan_result *out, char *err, size_t errlen);
+
+/* Bytes a gradient element takes in a framework's data-parallel reduction: --grad-reduce-dtype,
+ * else the framework's own (Megatron's fp32 main_grad, FSDP's fp32 reduce dtype, DeepSpeed's
+ * bf16 gradients). */
+int plan_grad_reduce_bytes(const plan_job *job);
 
 /* Shape-dependent costs of a framework's step (plan_shape_costs.c, docs/plan.md "Compute by
  * shape"). plan_gemm_quantization: the time of a GEMM with a rows x cols output over its FLOPs'

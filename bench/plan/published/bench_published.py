@@ -30,8 +30,11 @@ FLOPs 72 B s l h^2 (1 + s/6h + V/12lh).
 
 `attention` says which attention kernel the run had where its source says so: unfused for
 Narayanan et al. 2021 (Megatron's fused softmax, before FlashAttention, Dao et al. 2022),
-flash for llm-foundry (attn_impl flash). Options the planner lacks (an older stepscope:
---framework, --kv-heads, --mlp, --positions, --attention) are left out, so the same script measures main ("before") and the branch ("after").
+flash for llm-foundry (attn_impl flash). `overlap` 0: the gradient all-reduce runs after the
+backward (--no-overlap); `grad_reduce`: the dtype gradients are reduced in where the source's
+code says (--grad-reduce-dtype; Narayanan et al.'s Megatron-LM of 2021: fp16). Options the
+planner lacks (an older stepscope:
+--framework, --kv-heads, --mlp, --positions, --attention, --grad-reduce-dtype) are left out, so the same script measures main ("before") and the branch ("after").
 """
 import csv
 import os
@@ -98,6 +101,10 @@ def plan_args(r, helptext):
         args += ["--positions", r["positions"]]
     if "--attention" in helptext and r.get("attention"):
         args += ["--attention", r["attention"]]
+    if r.get("overlap") == "0":
+        args += ["--no-overlap"]
+    if "--grad-reduce-dtype" in helptext and r.get("grad_reduce"):
+        args += ["--grad-reduce-dtype", r["grad_reduce"]]
     return args
 
 
