@@ -327,6 +327,147 @@ static void get_summary(cursor *c, const ssa_rank *r, ssa_rank_summary *s) {
     fail(c, "rank %d: pipeline stage out of range", r->rank);
 }
 
+static int64_t get_i64(cursor *c, const char *what) {
+  return (int64_t)get_u64(c, what);
+}
+
+static void get_i64s(cursor *c, int64_t *v, size_t n, const char *what) {
+  for (size_t i = 0; i < n; i++)
+    v[i] = get_i64(c, what);
+}
+
+/* A flag of the format: 0 or 1. */
+static int get_flag(cursor *c, const char *what) {
+  uint32_t v = get_u32(c, what);
+  if (!c->bad && v > 1) fail(c, "%s: a flag of %u", what, v);
+  return (int)v;
+}
+
+static void get_window(cursor *c, ssa_window *w) {
+  const char *what = "rank results: window";
+  int64_t head[3];
+  get_i64s(c, head, 3, what);
+  w->step = head[0];
+  w->start = head[1];
+  w->end = head[2];
+  w->projected = get_int(c, what);
+  w->device_latency = get_i64(c, what);
+  w->cut = get_int(c, what);
+  w->stub = get_int(c, what);
+  int64_t *sums[] = {
+      &w->span,    &w->busy,         &w->idle,        &w->compute, &w->comm,
+      &w->overlap, &w->exposed_comm, &w->exposed_mem, &w->bubble,  &w->pipeline_comm_only};
+  for (size_t i = 0; i < sizeof sums / sizeof sums[0]; i++)
+    *sums[i] = get_i64(c, what);
+  get_i64s(c, w->idle_cause, SSA_IDLE_N, what);
+  w->has_bubble_causes = get_int(c, what);
+  get_i64s(c, w->bubble_cause, SSA_BUBBLE_N, what);
+  w->imbalance_stage = get_int(c, what);
+  w->late_from_rank = get_int(c, what);
+  w->late_from_phase = get_int(c, what);
+  w->late_from_ns = get_i64(c, what);
+  w->schedule_idle = get_i64(c, what);
+  w->schedule_idle_balanced = get_i64(c, what);
+  w->launch.count = get_u64(c, what);
+  w->launch.min = get_i64(c, what);
+  w->launch.p50 = get_i64(c, what);
+  w->launch.p90 = get_i64(c, what);
+  w->launch.p99 = get_i64(c, what);
+  w->launch.max = get_i64(c, what);
+  w->launch.mean = get_f64(c, what);
+  w->cpu_bound = get_int(c, what);
+}
+
+/* The op groups of a rank's results, their names checked against the summary's. */
+static void get_op_groups(cursor *c, const ssa_rank_summary *s, ssa_rank_ops *ops) {
+  ops->made = get_flag(c, "rank results: op groups");
+  if (!ops->made) return;
+  size_t n = get_count(c, 32, "rank results: op groups");
+  if ((ops->groups = alloc(c, n, sizeof *ops->groups))) ops->ngroups = n;
+  for (size_t i = 0; i < ops->ngroups && !c->bad; i++) {
+    ssa_op_group *g = &ops->groups[i];
+    g->name = get_u32(c, "rank results: op groups");
+    g->inputs = get_u32(c, "rank results: op groups");
+    g->count = get_u64(c, "rank results: op groups");
+    g->kernels = get_u64(c, "rank results: op groups");
+    g->time_ns = get_i64(c, "rank results: op groups");
+    if (!c->bad && (g->name >= s->names.count || g->inputs >= s->names.count))
+      fail(c, "rank results: op group %zu names no string", i);
+  }
+  ops->host_time = get_int(c, "rank results: op groups");
+  ops->unattributed_ns = get_i64(c, "rank results: op groups");
+  ops->ops_without_inputs = get_u64(c, "rank results: op groups");
+}
+
+/* A rank's metrics made where it was loaded (ssa_rank_local): steps, windows, lanes, kernel
+ * statistics, op groups, warnings, every count and index checked. */
+static void get_local(cursor *c, const ssa_rank *r, const ssa_rank_summary *s, ssa_rank_local *l) {
+  l->made = get_flag(c, "rank results");
+  if (!l->made || c->bad) return;
+  if (s->pipeline_stage >= 0) fail(c, "rank %d: results of a pipeline rank", r->rank);
+  size_t nsteps = get_count(c, 72 + 300, "rank results: steps");
+  l->steps = alloc(c, nsteps, sizeof *l->steps);
+  l->windows = alloc(c, nsteps, sizeof *l->windows);
+  if (l->steps && l->windows) l->nsteps = nsteps;
+  for (size_t i = 0; i < l->nsteps && !c->bad; i++) {
+    ssa_step *st = &l->steps[i];
+    int64_t v[7];
+    get_i64s(c, v, 7, "rank results: steps");
+    *st = (ssa_step){v[0], v[1], v[2], v[3], v[4], v[5], v[6], 0, 0, 0};
+    st->projected = get_int(c, "rank results: steps");
+    st->cut = get_int(c, "rank results: steps");
+    st->launched = get_u64(c, "rank results: steps");
+  }
+  get_window(c, &l->totals);
+  for (size_t i = 0; i < l->nsteps && !c->bad; i++)
+    get_window(c, &l->windows[i]);
+  size_t nlanes = get_count(c, 12 + 8 * SSA_IDLE_N, "rank results: lanes");
+  if ((l->lanes = alloc(c, nlanes, sizeof *l->lanes))) l->nlanes = nlanes;
+  for (size_t i = 0; i < l->nlanes && !c->bad; i++) {
+    l->lanes[i].lane = get_u32(c, "rank results: lanes");
+    l->lanes[i].busy = get_i64(c, "rank results: lanes");
+    get_i64s(c, l->lanes[i].idle_cause, SSA_IDLE_N, "rank results: lanes");
+    if (!c->bad && l->lanes[i].lane >= r->nlanes)
+      fail(c, "rank %d: results of lane %u, which it lacks", r->rank, l->lanes[i].lane);
+  }
+  size_t nk = get_count(c, 40, "rank results: kernels");
+  if ((l->kstats = alloc(c, nk, sizeof *l->kstats))) l->nkstats = nk;
+  for (size_t i = 0; i < l->nkstats && !c->bad; i++) {
+    ssa_rank_kstat *k = &l->kstats[i];
+    k->name = get_u32(c, "rank results: kernels");
+    k->comm = get_u32(c, "rank results: kernels");
+    k->count = get_u64(c, "rank results: kernels");
+    k->total = get_i64(c, "rank results: kernels");
+    k->min = get_i64(c, "rank results: kernels");
+    k->max = get_i64(c, "rank results: kernels");
+    if (!c->bad && k->name >= s->names.count) fail(c, "rank %d: a kernel names no string", r->rank);
+  }
+  l->pipeline = get_flag(c, "rank results");
+  l->stage = get_int(c, "rank results");
+  l->bubble_theory = get_f64(c, "rank results");
+  if (!c->bad && l->pipeline) fail(c, "rank %d: results of a pipeline rank", r->rank);
+  get_op_groups(c, s, &l->ops);
+  size_t nwarn = get_count(c, 4, "rank results: warnings");
+  if ((l->warnings = alloc(c, nwarn, sizeof *l->warnings))) l->nwarnings = nwarn;
+  for (size_t i = 0; i < l->nwarnings && !c->bad; i++)
+    l->warnings[i] = get_str(c, 0, "rank results: warnings");
+}
+
+/* The options the ranks' results were made with (ssa_rank_local_options_equal). */
+static void get_options(cursor *c, ssa_partial *p) {
+  ssa_options *o = &p->made_with;
+  ssa_options_default(o);
+  o->has_step_filter = get_flag(c, "options");
+  o->step_first = get_i64(c, "options");
+  o->step_last = get_i64(c, "options");
+  p->step_range_name = get_str(c, 1, "options");
+  o->step_range_name = p->step_range_name;
+  o->launch_gap_ns = get_i64(c, "options");
+  o->rank = get_int(c, "options");
+  if (!c->bad && (o->launch_gap_ns <= 0 || o->rank < -1))
+    fail(c, "options: launch gap %lld, rank %d", (long long)o->launch_gap_ns, o->rank);
+}
+
 static void get_header(cursor *c, ssa_partial *p) {
   const unsigned char *magic = take(c, 8, "header");
   if (magic && memcmp(magic, SSA_PARTIAL_MAGIC, 8)) {
@@ -341,6 +482,8 @@ static void get_header(cursor *c, ssa_partial *p) {
   }
   if (!c->bad && get_u32(c, "header") != PARTIAL_SHAPE)
     fail(c, "made by a stepscope with other communication tallies: make it again");
+  if (!c->bad && get_u32(c, "header") != PARTIAL_RESULT_SHAPE)
+    fail(c, "made by a stepscope with other idle or bubble causes: make it again");
   p->dir = get_str(c, 0, "run directory");
   p->run_id = get_u64(c, "header");
   p->nfiles = get_u64(c, "header");
@@ -350,6 +493,7 @@ static void get_header(cursor *c, ssa_partial *p) {
                   p->nfiles < (uint64_t)p->part_count))
     fail(c, "part %d of %d over %llu files is no part", p->part_index, p->part_count,
          (unsigned long long)p->nfiles);
+  get_options(c, p);
 }
 
 int ssa_partial_read(const unsigned char *bytes, size_t n, const ssa_comm_rules *rules,
@@ -374,11 +518,13 @@ int ssa_partial_read(const unsigned char *bytes, size_t n, const ssa_comm_rules 
   p->summaries = alloc(&c, nranks, sizeof *p->summaries);
   p->read_paths = alloc(&c, nranks, sizeof *p->read_paths);
   p->stamps = alloc(&c, nranks, sizeof *p->stamps);
-  if (p->ranks && p->summaries && p->read_paths && p->stamps) p->nranks = nranks;
+  p->locals = alloc(&c, nranks, sizeof *p->locals);
+  if (p->ranks && p->summaries && p->read_paths && p->stamps && p->locals) p->nranks = nranks;
   for (size_t i = 0; i < p->nranks && !c.bad; i++) {
     get_shell(&c, &p->ranks[i], &p->read_paths[i], &p->stamps[i], rules, p->nfiles);
     get_align(&c, &p->ranks[i]);
     get_summary(&c, &p->ranks[i], &p->summaries[i]);
+    get_local(&c, &p->ranks[i], &p->summaries[i], &p->locals[i]);
   }
   if (!c.bad && c.left) fail(&c, "%zu bytes after the last rank", c.left);
   if (!c.bad) return 0;
@@ -393,8 +539,11 @@ void ssa_partial_free(ssa_partial *p) {
   for (size_t i = 0; i < p->nranks; i++) {
     ssa_rank_free(&p->ranks[i]);
     ssa_rank_summary_free(&p->summaries[i]);
+    ssa_rank_local_free(&p->locals[i]);
     free(p->read_paths[i]);
   }
+  free(p->locals);
+  free(p->step_range_name);
   free(p->ranks);
   free(p->summaries);
   free(p->read_paths);

@@ -31,10 +31,26 @@
  * its shell and clock offset as before), `drop` frees them again (ssa_rank_drop_events). The
  * caller owns the run and the reading (import/: ssa_run_rank_events). */
 typedef struct ssa_rank_events {
-  int (*load)(void *ctx, size_t rank_index); /* 0 or a status */
+  int (*load)(void *ctx, size_t rank_index, int purpose); /* 0 or a status; purpose: SSA_READ_* */
   void (*drop)(void *ctx, size_t rank_index);
   void *ctx;
 } ssa_rank_events;
+
+/* Why a bounded analysis reads a rank's events (ssa_analysis.reading_for, handed to
+ * ssa_rank_events.load: a merge names it when the rank file is gone, and counts the reads). */
+enum {
+  SSA_READ_METRICS,       /* the per-rank metrics (breakdown.c) and pipeline items */
+  SSA_READ_STEP_NUMBERS,  /* the message of a --steps that keeps nothing */
+  SSA_READ_TRANSFERS,     /* a pipeline rank's bubble transfers and waits on late sends */
+  SSA_READ_OP_GROUPS,     /* MFU from the ops' FLOPs: a rank's op groups */
+  SSA_READ_LATE_UPSTREAM, /* the late upstream's rounds: a sending rank's answers */
+  SSA_READ_CULPRITS,      /* the culprit walk's rounds: a rank's phase answers */
+  SSA_READ_CRITICAL_PATH, /* the critical path's rounds: a rank's walk */
+  SSA_READ_N
+};
+extern const char *const ssa_read_purpose_names[SSA_READ_N];
+
+struct ssa_rank_local;
 
 typedef struct ssa_options {
   int has_step_filter;
@@ -55,6 +71,10 @@ typedef struct ssa_options {
   struct ssa_rank_summary *summaries; /* NULL, or per rank index its summary made when it was loaded
                                   (the bounded mode: one read less); ssa_analyze takes them
                                   (and sets their clock offsets), leaving them zeroed */
+  struct ssa_rank_local *rank_locals; /* NULL, or per rank index the results of its metrics
+                                         pass made where it was loaded (a merge of partials:
+                                         ssa_rank_local_make); a rank whose `made` is set is
+                                         not read for that pass; ssa_analyze takes them */
   /* the exports only: NULL, or a replay whose ops they add as tracks (export --replay) */
   const struct ssa_export_replay *export_replay;
 } ssa_options;
@@ -308,6 +328,45 @@ typedef struct ssa_rank_result {
   int error;
 } ssa_rank_result;
 
+struct ssa_analysis;
+
+/* What the per-rank metrics pass (breakdown.c, op_perf.c) gives a rank that depends on no other
+ * rank (rank_local.c; docs/scale.md "What depends on other ranks"): a rank outside any pipeline
+ * (no stage, no pipeline collective, pp 1) has no wait for another stage, so its windows,
+ * lanes, kernel statistics, launch delays and op groups are its own; the map step of a merge
+ * makes them where the rank file is, the partial carries them, and the merge's metrics pass
+ * takes them instead of reading the rank again. The options that shape them:
+ * ssa_rank_local_options_equal. */
+typedef struct ssa_rank_local {
+  int made;        /* 0: a pipeline rank (its metrics need the run's pipeline waits): not made */
+  ssa_step *steps; /* as ssa_rank_result's */
+  size_t nsteps;
+  ssa_window totals;
+  ssa_window *windows;
+  ssa_lane_idle *lanes;
+  size_t nlanes;
+  ssa_rank_kstat *kstats; /* names: ids in the rank's summary names */
+  size_t nkstats;
+  int pipeline, stage;
+  double bubble_theory;
+  ssa_rank_ops ops; /* made when MFU could need the op groups (no model FLOPs on this rank) */
+  char **warnings;  /* the pass's analysis warnings, in order */
+  size_t nwarnings;
+} ssa_rank_local;
+
+/* Runs the metrics pass of loaded rank r alone under `opt` (its summary s gets the kernel and
+ * op names, as in ssa_analyze); *out is made only when r is in no pipeline. 0 or
+ * STEPSCOPE_E_NOMEM. Free with ssa_rank_local_free either way. */
+int ssa_rank_local_make(const ssa_rank *r, const ssa_options *opt, ssa_rank_summary *s,
+                        ssa_rank_local *out);
+/* Moves *l into rr (the op groups only when `op_groups` is set) and says its warnings to a. */
+int ssa_rank_local_take(struct ssa_analysis *a, ssa_rank_result *rr, ssa_rank_local *l,
+                        int op_groups);
+void ssa_rank_local_free(ssa_rank_local *l);
+/* Whether the options that shape a rank's local results (steps, step range, launch gap, the
+ * --rank whose op groups count) are the same in x and y. */
+int ssa_rank_local_options_equal(const ssa_options *x, const ssa_options *y);
+
 typedef struct ssa_kernel_row {
   uint32_t name; /* id in the analysis string table (ssa_name) */
   uint64_t count;
@@ -534,6 +593,7 @@ typedef struct ssa_analysis {
   char **warnings;
   size_t nwarnings, warnings_cap;
   int64_t step_lo, step_hi; /* the run's step numbers, for the message of an empty --steps */
+  int reading_for;          /* SSA_READ_*: the phase whose per-rank passes read ranks now */
 } ssa_analysis;
 
 int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *out,
