@@ -24,8 +24,9 @@
 /* What the version's field counts depend on (the tally's families and kinds): another build
  * with other counts refuses the partial instead of misreading it. */
 #define PARTIAL_SHAPE ((uint32_t)SSA_COMM_FAMILY_MAX << 16 | (uint32_t)SSA_COMM_KIND_N)
-/* The same for the per-rank results (idle and bubble causes of a window). */
-#define PARTIAL_RESULT_SHAPE ((uint32_t)SSA_IDLE_N << 16 | (uint32_t)SSA_BUBBLE_N)
+/* The same for the per-rank results (phases of a span answer, idle and bubble causes). */
+#define PARTIAL_RESULT_SHAPE                                                                       \
+  ((uint32_t)SSA_PHASE_N << 16 | (uint32_t)SSA_IDLE_N << 8 | (uint32_t)SSA_BUBBLE_N)
 
 /* A rank file's size and modification time: the merge reads the file again and refuses one
  * that changed since its partial was made. */

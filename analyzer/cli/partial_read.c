@@ -451,6 +451,16 @@ static void get_local(cursor *c, const ssa_rank *r, const ssa_rank_summary *s, s
   if ((l->warnings = alloc(c, nwarn, sizeof *l->warnings))) l->nwarnings = nwarn;
   for (size_t i = 0; i < l->nwarnings && !c->bad; i++)
     l->warnings[i] = get_str(c, 0, "rank results: warnings");
+  size_t nspans = get_count(c, 16 + 8 * SSA_PHASE_N, "rank results: span answers");
+  if ((l->spans = alloc(c, nspans, sizeof *l->spans))) l->nspans = nspans;
+  for (size_t i = 0; i < l->nspans && !c->bad; i++) {
+    ssa_span_answer *x = &l->spans[i];
+    x->t0 = get_i64(c, "rank results: span answers");
+    x->t1 = get_i64(c, "rank results: span answers");
+    get_i64s(c, x->time, SSA_PHASE_N, "rank results: span answers");
+    if (!c->bad && i && (x->t0 < x[-1].t0 || (x->t0 == x[-1].t0 && x->t1 <= x[-1].t1)))
+      fail(c, "rank %d: span answers out of order", r->rank);
+  }
 }
 
 /* The options the ranks' results were made with (ssa_rank_local_options_equal). */

@@ -280,6 +280,12 @@ static void put_local(ssa_out *o, const ssa_rank_local *l) {
   put_u64(o, l->nwarnings);
   for (size_t i = 0; i < l->nwarnings; i++)
     put_str(o, l->warnings[i]);
+  put_u64(o, l->nspans);
+  for (size_t i = 0; i < l->nspans; i++) {
+    put_i64(o, l->spans[i].t0);
+    put_i64(o, l->spans[i].t1);
+    put_i64s(o, l->spans[i].time, SSA_PHASE_N);
+  }
 }
 
 /* The options that shaped the ranks' metrics (ssa_rank_local_options_equal). */

@@ -279,6 +279,7 @@ void ssa_analysis_free(ssa_analysis *a) {
     free(rr->coll_wait_end);
     free(rr->coll_transfer);
     free(rr->ops.groups);
+    free(rr->span_answers);
   }
   free(a->ranks);
   ssa_critical_path_free(a->critical_path);

@@ -42,11 +42,15 @@ int ssa_rank_local_make(const ssa_rank *r, const ssa_options *opt, ssa_rank_summ
   int rc = ssa_analyze_rank(&a, &rr);
   if (rc == 0 && !rr.pipeline && op_groups_could_be_wanted(r) && ssa_op_table_counts(&a, 0))
     rc = ssa_rank_op_groups(&a, &rr);
+  ssa_span_answer *spans = NULL; /* the culprit walk's likely questions */
+  size_t nspans = 0;
+  if (rc == 0 && !rr.pipeline) rc = ssa_rank_span_answers(&rr, &spans, &nspans);
   *s = rr.summary;
   if (rc == 0 && !rr.pipeline) {
-    *out = (ssa_rank_local){1,        rr.steps,         rr.nsteps, rr.totals,  rr.windows,
-                            rr.lanes, rr.nlanes,        rr.kstats, rr.nkstats, rr.pipeline,
-                            rr.stage, rr.bubble_theory, rr.ops,    a.warnings, a.nwarnings};
+    *out = (ssa_rank_local){
+        1,         rr.steps,   rr.nsteps,   rr.totals,   rr.windows, rr.lanes,
+        rr.nlanes, rr.kstats,  rr.nkstats,  rr.pipeline, rr.stage,   rr.bubble_theory,
+        rr.ops,    a.warnings, a.nwarnings, spans,       nspans};
     return 0;
   }
   free(rr.steps); /* a pipeline rank (its layout or records say so), or a failure */
@@ -54,6 +58,7 @@ int ssa_rank_local_make(const ssa_rank *r, const ssa_options *opt, ssa_rank_summ
   free(rr.lanes);
   free(rr.kstats);
   free(rr.ops.groups);
+  free(spans);
   for (size_t i = 0; i < a.nwarnings; i++)
     free(a.warnings[i]);
   free(a.warnings);
@@ -76,6 +81,9 @@ int ssa_rank_local_take(ssa_analysis *a, ssa_rank_result *rr, ssa_rank_local *l,
     rr->ops = l->ops;
     l->ops.groups = NULL;
   }
+  rr->span_answers = l->spans;
+  rr->nspan_answers = l->nspans;
+  l->spans = NULL;
   l->steps = NULL;
   l->windows = NULL;
   l->lanes = NULL;
@@ -93,6 +101,7 @@ void ssa_rank_local_free(ssa_rank_local *l) {
   free(l->lanes);
   free(l->kstats);
   free(l->ops.groups);
+  free(l->spans);
   for (size_t i = 0; i < l->nwarnings; i++)
     free(l->warnings[i]);
   free(l->warnings);

@@ -298,6 +298,26 @@ typedef struct ssa_rank_ops {
   uint64_t ops_without_inputs; /* ssa_op_table.ops_without_inputs of this rank */
 } ssa_rank_ops;
 
+/* Phases a late rank's time is split into (culprits.c). */
+enum {
+  SSA_PHASE_FORWARD,
+  SSA_PHASE_BACKWARD,
+  SSA_PHASE_OPTIMIZER,
+  SSA_PHASE_HOST,
+  SSA_PHASE_COPY,
+  SSA_PHASE_COLLECTIVE,
+  SSA_PHASE_OTHER,
+  SSA_PHASE_N
+};
+extern const char *const ssa_phase_names[SSA_PHASE_N];
+
+/* A rank's device time by phase over [t0, t1) of its clock (ssa_phase_request SSA_PHASE_SPAN),
+ * made before the culprit walk asks it (ssa_rank_span_answers). */
+typedef struct ssa_span_answer {
+  int64_t t0, t1;
+  int64_t time[SSA_PHASE_N];
+} ssa_span_answer;
+
 typedef struct ssa_rank_result {
   const ssa_rank *rank;
   ssa_rank_summary summary; /* what the cross-rank pass reads of the rank */
@@ -320,11 +340,14 @@ typedef struct ssa_rank_result {
   double bubble_theory;   /* NaN if unknown */
   /* collectives, per rank */
   uint64_t coll_count;
-  int64_t coll_wait;          /* sum of this rank's waits */
-  int64_t coll_caused;        /* waits of others when this rank arrived last */
-  uint64_t coll_last;         /* instances where it arrived last */
-  int64_t coll_schedule_wait; /* part of coll_wait the pipeline schedule implies */
-  ssa_rank_ops ops;           /* the op table's part of the rank (when it is wanted) */
+  int64_t coll_wait;             /* sum of this rank's waits */
+  int64_t coll_caused;           /* waits of others when this rank arrived last */
+  uint64_t coll_last;            /* instances where it arrived last */
+  int64_t coll_schedule_wait;    /* part of coll_wait the pipeline schedule implies */
+  ssa_rank_ops ops;              /* the op table's part of the rank (when it is wanted) */
+  ssa_span_answer *span_answers; /* NULL, or the culprit walk's span questions answered where
+                                    the rank was loaded (a merge), by (t0, t1) */
+  size_t nspan_answers;
   int error;
 } ssa_rank_result;
 
@@ -352,6 +375,8 @@ typedef struct ssa_rank_local {
   ssa_rank_ops ops; /* made when MFU could need the op groups (no model FLOPs on this rank) */
   char **warnings;  /* the pass's analysis warnings, in order */
   size_t nwarnings;
+  ssa_span_answer *spans; /* the culprit walk's likely questions, answered: by (t0, t1) */
+  size_t nspans;
 } ssa_rank_local;
 
 /* Runs the metrics pass of loaded rank r alone under `opt` (its summary s gets the kernel and
@@ -401,19 +426,6 @@ typedef struct ssa_late {
   int64_t peer_arrival_rel[SSA_LATE_PEERS], peer_since_rel[SSA_LATE_PEERS];
   int64_t peer_caused[SSA_LATE_PEERS]; /* each peer's wait for it, beyond the schedule */
 } ssa_late;
-
-/* Phases a late rank's time is split into (culprits.c). */
-enum {
-  SSA_PHASE_FORWARD,
-  SSA_PHASE_BACKWARD,
-  SSA_PHASE_OPTIMIZER,
-  SSA_PHASE_HOST,
-  SSA_PHASE_COPY,
-  SSA_PHASE_COLLECTIVE,
-  SSA_PHASE_OTHER,
-  SSA_PHASE_N
-};
-extern const char *const ssa_phase_names[SSA_PHASE_N];
 
 /* A rank's phase ranges (phase_ranges.c): its forward / backward / optimizer ranges by start,
  * `backward_weight` counted as backward when asked (late_upstream.c; culprits.c does not). */
@@ -761,6 +773,11 @@ typedef struct ssa_phase_requests {
  * culprit rows and verdict (*unanswered 0); else it adds its questions to q and says how many.
  * 0 or STEPSCOPE_E_NOMEM. */
 int ssa_culprit_walk(ssa_analysis *a, ssa_phase_requests *q, size_t *unanswered);
+/* The span questions the culprit walk could ask of rank rr (its events loaded, its windows
+ * made) when it arrives late or is a late rank's peer, answered (sorted by (t0, t1), unique):
+ * per collective record, from its end of the communicator's previous instance (else from the
+ * start of its step window) to its arrival. 0 or STEPSCOPE_E_NOMEM. */
+int ssa_rank_span_answers(const ssa_rank_result *rr, ssa_span_answer **out, size_t *n);
 /* Answers the rank's unanswered questions in q from its events (per-rank pass). */
 int ssa_rank_phase_answers(const ssa_analysis *a, size_t rank_idx, ssa_phase_requests *q);
 void ssa_phase_requests_free(ssa_phase_requests *q);
