@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 #include "rank_reload.h"
+#include "rank_local.h"
 #include "ssa_import.h"
 #include "ssa_metrics.h"
 

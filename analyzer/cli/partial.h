@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "ssa_metrics.h"
+#include "rank_local.h"
 
 #define SSA_PARTIAL_MAGIC   "SSPART\r\n" /* 8 bytes; \r\n catches a text-mode copy */
 #define SSA_PARTIAL_VERSION 4u

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "critical_path.h"
+#include "rank_local.h"
 #include "ssa_metrics.h"
 #include "ssa_ops.h"
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rank_local.h"
 #include "ssa_metrics.h"
 #include "ssa_ops.h"
 

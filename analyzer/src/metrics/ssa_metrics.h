@@ -351,47 +351,6 @@ typedef struct ssa_rank_result {
   int error;
 } ssa_rank_result;
 
-struct ssa_analysis;
-
-/* What the per-rank metrics pass (breakdown.c, op_perf.c) gives a rank that depends on no other
- * rank (rank_local.c; docs/scale.md "What depends on other ranks"): a rank outside any pipeline
- * (no stage, no pipeline collective, pp 1) has no wait for another stage, so its windows,
- * lanes, kernel statistics, launch delays and op groups are its own; the map step of a merge
- * makes them where the rank file is, the partial carries them, and the merge's metrics pass
- * takes them instead of reading the rank again. The options that shape them:
- * ssa_rank_local_options_equal. */
-typedef struct ssa_rank_local {
-  int made;        /* 0: a pipeline rank (its metrics need the run's pipeline waits): not made */
-  ssa_step *steps; /* as ssa_rank_result's */
-  size_t nsteps;
-  ssa_window totals;
-  ssa_window *windows;
-  ssa_lane_idle *lanes;
-  size_t nlanes;
-  ssa_rank_kstat *kstats; /* names: ids in the rank's summary names */
-  size_t nkstats;
-  int pipeline, stage;
-  double bubble_theory;
-  ssa_rank_ops ops; /* made when MFU could need the op groups (no model FLOPs on this rank) */
-  char **warnings;  /* the pass's analysis warnings, in order */
-  size_t nwarnings;
-  ssa_span_answer *spans; /* the culprit walk's likely questions, answered: by (t0, t1) */
-  size_t nspans;
-} ssa_rank_local;
-
-/* Runs the metrics pass of loaded rank r alone under `opt` (its summary s gets the kernel and
- * op names, as in ssa_analyze); *out is made only when r is in no pipeline. 0 or
- * STEPSCOPE_E_NOMEM. Free with ssa_rank_local_free either way. */
-int ssa_rank_local_make(const ssa_rank *r, const ssa_options *opt, ssa_rank_summary *s,
-                        ssa_rank_local *out);
-/* Moves *l into rr (the op groups only when `op_groups` is set) and says its warnings to a. */
-int ssa_rank_local_take(struct ssa_analysis *a, ssa_rank_result *rr, ssa_rank_local *l,
-                        int op_groups);
-void ssa_rank_local_free(ssa_rank_local *l);
-/* Whether the options that shape a rank's local results (steps, step range, launch gap, the
- * --rank whose op groups count) are the same in x and y. */
-int ssa_rank_local_options_equal(const ssa_options *x, const ssa_options *y);
-
 typedef struct ssa_kernel_row {
   uint32_t name; /* id in the analysis string table (ssa_name) */
   uint64_t count;
