@@ -40,38 +40,42 @@ static int summarize_loaded(void *ctx, ssa_rank *r, size_t file, size_t nfiles) 
   return rc;
 }
 
-/* Moves the local results of the run's ranks into a new array by rank index (NULL without
- * memory or none made; run NULL: none) and frees the rest. */
-static ssa_rank_local *locals_by_rank(load_summaries *x, const ssa_run *run) {
-  size_t n = run ? run->nranks : 0;
-  ssa_rank_local *v = run && x->locals_by_file ? calloc(n ? n : 1, sizeof *v) : NULL;
-  for (size_t i = 0; v && i < n; i++) {
-    size_t f = run->ranks[i].file_index;
-    v[i] = x->locals_by_file[f];
-    memset(&x->locals_by_file[f], 0, sizeof x->locals_by_file[f]);
-  }
-  for (size_t f = 0; x->locals_by_file && f < x->nfiles; f++)
-    ssa_rank_local_free(&x->locals_by_file[f]);
-  free(x->locals_by_file);
-  x->locals_by_file = NULL;
-  return v;
-}
-
-/* Moves the summaries of the run's ranks into a new array by rank index (NULL without memory;
- * run NULL: none) and frees the rest (files not in the run). */
-static ssa_rank_summary *summaries_by_rank(load_summaries *x, const ssa_run *run) {
+/* Moves the summaries (and local results, when made) of the run's ranks into new arrays by
+ * rank index (*summaries NULL without memory; run NULL: none) and frees the rest (files not in
+ * the run, a failed load). */
+static void by_rank(load_summaries *x, const ssa_run *run, ssa_rank_summary **summaries,
+                    ssa_rank_local **locals) {
   size_t n = run ? run->nranks : 0;
   ssa_rank_summary *v = calloc(n ? n : 1, sizeof *v);
+  ssa_rank_local *lv = x->locals_by_file ? calloc(n ? n : 1, sizeof *lv) : NULL;
+  if (x->locals_by_file && !lv) {
+    free(v);
+    v = NULL;
+  }
   for (size_t i = 0; v && x->by_file && i < n; i++) {
     size_t f = run->ranks[i].file_index;
     v[i] = x->by_file[f];
     memset(&x->by_file[f], 0, sizeof x->by_file[f]);
+    if (!lv) continue;
+    lv[i] = x->locals_by_file[f];
+    memset(&x->locals_by_file[f], 0, sizeof x->locals_by_file[f]);
   }
-  for (size_t f = 0; x->by_file && f < x->nfiles; f++)
-    ssa_rank_summary_free(&x->by_file[f]);
+  for (size_t f = 0; f < x->nfiles; f++) {
+    if (x->by_file) ssa_rank_summary_free(&x->by_file[f]);
+    if (x->locals_by_file) ssa_rank_local_free(&x->locals_by_file[f]);
+  }
   free(x->by_file);
+  free(x->locals_by_file);
   x->by_file = NULL;
-  return v;
+  x->locals_by_file = NULL;
+  if (summaries)
+    *summaries = v;
+  else
+    free(v);
+  if (locals && v)
+    *locals = lv;
+  else
+    free(lv);
 }
 
 /* cli_load_run, with Kineto CPU ops' input args kept when `say` has CLI_OP_INPUTS, module
@@ -102,13 +106,14 @@ static int load_part(const char *command, const char *path, const ssa_options *o
   int rc = ssa_run_load_import(run, path, &lo, opt->comm_rules, &env.import, &err);
   if (rc)
     snprintf(msg, cap, "stepscope %s: %s", command, err.message);
-  else if ((bounded && !(*summaries = summaries_by_rank(&made, run))) ||
-           (locals && !(*locals = locals_by_rank(&made, run)))) {
-    snprintf(msg, cap, "stepscope %s: out of memory", command);
-    rc = 1;
+  else if (bounded) {
+    by_rank(&made, run, summaries, locals);
+    if (!*summaries) {
+      snprintf(msg, cap, "stepscope %s: out of memory", command);
+      rc = 1;
+    }
   }
-  free(summaries_by_rank(&made, NULL)); /* what is left (a failed load) */
-  free(locals_by_rank(&made, NULL));
+  by_rank(&made, NULL, NULL, NULL); /* what is left (a failed load) */
   return rc ? 1 : 0;
 }
 

@@ -343,13 +343,12 @@ static int get_flag(cursor *c, const char *what) {
   return (int)v;
 }
 
+/* A window, in put_window's order (partial_write.c). */
 static void get_window(cursor *c, ssa_window *w) {
   const char *what = "rank results: window";
-  int64_t head[3];
-  get_i64s(c, head, 3, what);
-  w->step = head[0];
-  w->start = head[1];
-  w->end = head[2];
+  int64_t *head[] = {&w->step, &w->start, &w->end};
+  for (size_t i = 0; i < 3; i++)
+    *head[i] = get_i64(c, what);
   w->projected = get_int(c, what);
   w->device_latency = get_i64(c, what);
   w->cut = get_int(c, what);
@@ -362,18 +361,17 @@ static void get_window(cursor *c, ssa_window *w) {
   get_i64s(c, w->idle_cause, SSA_IDLE_N, what);
   w->has_bubble_causes = get_int(c, what);
   get_i64s(c, w->bubble_cause, SSA_BUBBLE_N, what);
-  w->imbalance_stage = get_int(c, what);
-  w->late_from_rank = get_int(c, what);
-  w->late_from_phase = get_int(c, what);
-  w->late_from_ns = get_i64(c, what);
-  w->schedule_idle = get_i64(c, what);
-  w->schedule_idle_balanced = get_i64(c, what);
+  int *late[] = {&w->imbalance_stage, &w->late_from_rank, &w->late_from_phase};
+  for (size_t i = 0; i < 3; i++)
+    *late[i] = get_int(c, what);
+  int64_t *sched[] = {&w->late_from_ns, &w->schedule_idle, &w->schedule_idle_balanced};
+  for (size_t i = 0; i < 3; i++)
+    *sched[i] = get_i64(c, what);
   w->launch.count = get_u64(c, what);
-  w->launch.min = get_i64(c, what);
-  w->launch.p50 = get_i64(c, what);
-  w->launch.p90 = get_i64(c, what);
-  w->launch.p99 = get_i64(c, what);
-  w->launch.max = get_i64(c, what);
+  int64_t *delays[] = {&w->launch.min, &w->launch.p50, &w->launch.p90, &w->launch.p99,
+                       &w->launch.max};
+  for (size_t i = 0; i < 5; i++)
+    *delays[i] = get_i64(c, what);
   w->launch.mean = get_f64(c, what);
   w->cpu_bound = get_int(c, what);
 }
@@ -388,8 +386,9 @@ static void get_op_groups(cursor *c, const ssa_rank_summary *s, ssa_rank_ops *op
     ssa_op_group *g = &ops->groups[i];
     g->name = get_u32(c, "rank results: op groups");
     g->inputs = get_u32(c, "rank results: op groups");
-    g->count = get_u64(c, "rank results: op groups");
-    g->kernels = get_u64(c, "rank results: op groups");
+    uint64_t *counts[] = {&g->count, &g->kernels};
+    for (size_t k = 0; k < 2; k++)
+      *counts[k] = get_u64(c, "rank results: op groups");
     g->time_ns = get_i64(c, "rank results: op groups");
     if (!c->bad && (g->name >= s->names.count || g->inputs >= s->names.count))
       fail(c, "rank results: op group %zu names no string", i);
@@ -406,11 +405,11 @@ static void get_local(cursor *c, const ssa_rank *r, const ssa_rank_summary *s, s
   if (!l->made || c->bad) return;
   if (s->pipeline_stage >= 0) fail(c, "rank %d: results of a pipeline rank", r->rank);
   size_t nsteps = get_count(c, 72 + 300, "rank results: steps");
-  l->steps = alloc(c, nsteps, sizeof *l->steps);
-  l->windows = alloc(c, nsteps, sizeof *l->windows);
-  if (l->steps && l->windows) l->nsteps = nsteps;
-  for (size_t i = 0; i < l->nsteps && !c->bad; i++) {
-    ssa_step *st = &l->steps[i];
+  l->result.steps = alloc(c, nsteps, sizeof *l->result.steps);
+  l->result.windows = alloc(c, nsteps, sizeof *l->result.windows);
+  if (l->result.steps && l->result.windows) l->result.nsteps = nsteps;
+  for (size_t i = 0; i < l->result.nsteps && !c->bad; i++) {
+    ssa_step *st = &l->result.steps[i];
     int64_t v[7];
     get_i64s(c, v, 7, "rank results: steps");
     *st = (ssa_step){v[0], v[1], v[2], v[3], v[4], v[5], v[6], 0, 0, 0};
@@ -418,43 +417,44 @@ static void get_local(cursor *c, const ssa_rank *r, const ssa_rank_summary *s, s
     st->cut = get_int(c, "rank results: steps");
     st->launched = get_u64(c, "rank results: steps");
   }
-  get_window(c, &l->totals);
-  for (size_t i = 0; i < l->nsteps && !c->bad; i++)
-    get_window(c, &l->windows[i]);
+  get_window(c, &l->result.totals);
+  for (size_t i = 0; i < l->result.nsteps && !c->bad; i++)
+    get_window(c, &l->result.windows[i]);
   size_t nlanes = get_count(c, 12 + 8 * SSA_IDLE_N, "rank results: lanes");
-  if ((l->lanes = alloc(c, nlanes, sizeof *l->lanes))) l->nlanes = nlanes;
-  for (size_t i = 0; i < l->nlanes && !c->bad; i++) {
-    l->lanes[i].lane = get_u32(c, "rank results: lanes");
-    l->lanes[i].busy = get_i64(c, "rank results: lanes");
-    get_i64s(c, l->lanes[i].idle_cause, SSA_IDLE_N, "rank results: lanes");
-    if (!c->bad && l->lanes[i].lane >= r->nlanes)
-      fail(c, "rank %d: results of lane %u, which it lacks", r->rank, l->lanes[i].lane);
+  if ((l->result.lanes = alloc(c, nlanes, sizeof *l->result.lanes))) l->result.nlanes = nlanes;
+  for (size_t i = 0; i < l->result.nlanes && !c->bad; i++) {
+    l->result.lanes[i].lane = get_u32(c, "rank results: lanes");
+    l->result.lanes[i].busy = get_i64(c, "rank results: lanes");
+    get_i64s(c, l->result.lanes[i].idle_cause, SSA_IDLE_N, "rank results: lanes");
+    if (!c->bad && l->result.lanes[i].lane >= r->nlanes)
+      fail(c, "rank %d: results of lane %u, which it lacks", r->rank, l->result.lanes[i].lane);
   }
   size_t nk = get_count(c, 40, "rank results: kernels");
-  if ((l->kstats = alloc(c, nk, sizeof *l->kstats))) l->nkstats = nk;
-  for (size_t i = 0; i < l->nkstats && !c->bad; i++) {
-    ssa_rank_kstat *k = &l->kstats[i];
+  if ((l->result.kstats = alloc(c, nk, sizeof *l->result.kstats))) l->result.nkstats = nk;
+  for (size_t i = 0; i < l->result.nkstats && !c->bad; i++) {
+    ssa_rank_kstat *k = &l->result.kstats[i];
     k->name = get_u32(c, "rank results: kernels");
     k->comm = get_u32(c, "rank results: kernels");
     k->count = get_u64(c, "rank results: kernels");
-    k->total = get_i64(c, "rank results: kernels");
-    k->min = get_i64(c, "rank results: kernels");
-    k->max = get_i64(c, "rank results: kernels");
+    int64_t *times[] = {&k->total, &k->min, &k->max};
+    for (size_t t = 0; t < 3; t++)
+      *times[t] = get_i64(c, "rank results: kernels");
     if (!c->bad && k->name >= s->names.count) fail(c, "rank %d: a kernel names no string", r->rank);
   }
-  l->pipeline = get_flag(c, "rank results");
-  l->stage = get_int(c, "rank results");
-  l->bubble_theory = get_f64(c, "rank results");
-  if (!c->bad && l->pipeline) fail(c, "rank %d: results of a pipeline rank", r->rank);
-  get_op_groups(c, s, &l->ops);
+  l->result.pipeline = get_flag(c, "rank results");
+  l->result.stage = get_int(c, "rank results");
+  l->result.bubble_theory = get_f64(c, "rank results");
+  if (!c->bad && l->result.pipeline) fail(c, "rank %d: results of a pipeline rank", r->rank);
+  get_op_groups(c, s, &l->result.ops);
   size_t nwarn = get_count(c, 4, "rank results: warnings");
   if ((l->warnings = alloc(c, nwarn, sizeof *l->warnings))) l->nwarnings = nwarn;
   for (size_t i = 0; i < l->nwarnings && !c->bad; i++)
     l->warnings[i] = get_str(c, 0, "rank results: warnings");
   size_t nspans = get_count(c, 16 + 8 * SSA_PHASE_N, "rank results: span answers");
-  if ((l->spans = alloc(c, nspans, sizeof *l->spans))) l->nspans = nspans;
-  for (size_t i = 0; i < l->nspans && !c->bad; i++) {
-    ssa_span_answer *x = &l->spans[i];
+  if ((l->result.span_answers = alloc(c, nspans, sizeof *l->result.span_answers)))
+    l->result.nspan_answers = nspans;
+  for (size_t i = 0; i < l->result.nspan_answers && !c->bad; i++) {
+    ssa_span_answer *x = &l->result.span_answers[i];
     x->t0 = get_i64(c, "rank results: span answers");
     x->t1 = get_i64(c, "rank results: span answers");
     get_i64s(c, x->time, SSA_PHASE_N, "rank results: span answers");

@@ -27,6 +27,11 @@ static void put_u64(ssa_out *o, uint64_t v) {
   put_le(o, v, 8);
 }
 
+static void put_u32s(ssa_out *o, const uint32_t *v, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    put_u32(o, v[i]);
+}
+
 static void put_i64(ssa_out *o, int64_t v) {
   put_u64(o, (uint64_t)v);
 }
@@ -190,9 +195,7 @@ static void put_summary(ssa_out *o, const ssa_rank_summary *s) {
     const uint64_t words[] = {c->comm_id, c->seq, c->bytes, (uint64_t)c->start, (uint64_t)c->end};
     for (size_t w = 0; w < 5; w++)
       put_u64(o, words[w]);
-    const uint32_t small[] = {c->op, c->flags, c->comm_rank, c->comm_size, c->name};
-    for (size_t w = 0; w < 5; w++)
-      put_u32(o, small[w]);
+    put_u32s(o, (const uint32_t[]){c->op, c->flags, c->comm_rank, c->comm_size, c->name}, 5);
   }
 }
 
@@ -231,9 +234,9 @@ static void put_window(ssa_out *o, const ssa_window *w) {
 static void put_local(ssa_out *o, const ssa_rank_local *l) {
   put_u32(o, (uint32_t)l->made);
   if (!l->made) return;
-  put_u64(o, l->nsteps);
-  for (size_t i = 0; i < l->nsteps; i++) {
-    const ssa_step *s = &l->steps[i];
+  put_u64(o, l->result.nsteps);
+  for (size_t i = 0; i < l->result.nsteps; i++) {
+    const ssa_step *s = &l->result.steps[i];
     put_i64s(o,
              (const int64_t[]){s->number, s->range_start, s->range_end, s->start, s->end,
                                s->dev_start, s->dev_end},
@@ -242,49 +245,47 @@ static void put_local(ssa_out *o, const ssa_rank_local *l) {
     put_u32(o, (uint32_t)s->cut);
     put_u64(o, s->launched);
   }
-  put_window(o, &l->totals);
-  for (size_t i = 0; i < l->nsteps; i++)
-    put_window(o, &l->windows[i]);
-  put_u64(o, l->nlanes);
-  for (size_t i = 0; i < l->nlanes; i++) {
-    put_u32(o, l->lanes[i].lane);
-    put_i64(o, l->lanes[i].busy);
-    put_i64s(o, l->lanes[i].idle_cause, SSA_IDLE_N);
+  put_window(o, &l->result.totals);
+  for (size_t i = 0; i < l->result.nsteps; i++)
+    put_window(o, &l->result.windows[i]);
+  put_u64(o, l->result.nlanes);
+  for (size_t i = 0; i < l->result.nlanes; i++) {
+    put_u32(o, l->result.lanes[i].lane);
+    put_i64(o, l->result.lanes[i].busy);
+    put_i64s(o, l->result.lanes[i].idle_cause, SSA_IDLE_N);
   }
-  put_u64(o, l->nkstats);
-  for (size_t i = 0; i < l->nkstats; i++) {
-    const ssa_rank_kstat *k = &l->kstats[i];
-    put_u32(o, k->name);
-    put_u32(o, k->comm);
+  put_u64(o, l->result.nkstats);
+  for (size_t i = 0; i < l->result.nkstats; i++) {
+    const ssa_rank_kstat *k = &l->result.kstats[i];
+    put_u32s(o, (const uint32_t[]){k->name, k->comm}, 2);
     put_u64(o, k->count);
     put_i64s(o, (const int64_t[]){k->total, k->min, k->max}, 3);
   }
-  put_u32(o, (uint32_t)l->pipeline);
-  put_u32(o, (uint32_t)l->stage);
-  put_f64(o, l->bubble_theory);
-  put_u32(o, (uint32_t)l->ops.made);
-  if (l->ops.made) {
-    put_u64(o, l->ops.ngroups);
-    for (size_t i = 0; i < l->ops.ngroups; i++) {
-      const ssa_op_group *g = &l->ops.groups[i];
-      put_u32(o, g->name);
-      put_u32(o, g->inputs);
+  put_u32(o, (uint32_t)l->result.pipeline);
+  put_u32(o, (uint32_t)l->result.stage);
+  put_f64(o, l->result.bubble_theory);
+  put_u32(o, (uint32_t)l->result.ops.made);
+  if (l->result.ops.made) {
+    put_u64(o, l->result.ops.ngroups);
+    for (size_t i = 0; i < l->result.ops.ngroups; i++) {
+      const ssa_op_group *g = &l->result.ops.groups[i];
+      put_u32s(o, (const uint32_t[]){g->name, g->inputs}, 2);
       put_u64(o, g->count);
       put_u64(o, g->kernels);
       put_i64(o, g->time_ns);
     }
-    put_u32(o, (uint32_t)l->ops.host_time);
-    put_i64(o, l->ops.unattributed_ns);
-    put_u64(o, l->ops.ops_without_inputs);
+    put_u32(o, (uint32_t)l->result.ops.host_time);
+    put_i64(o, l->result.ops.unattributed_ns);
+    put_u64(o, l->result.ops.ops_without_inputs);
   }
   put_u64(o, l->nwarnings);
   for (size_t i = 0; i < l->nwarnings; i++)
     put_str(o, l->warnings[i]);
-  put_u64(o, l->nspans);
-  for (size_t i = 0; i < l->nspans; i++) {
-    put_i64(o, l->spans[i].t0);
-    put_i64(o, l->spans[i].t1);
-    put_i64s(o, l->spans[i].time, SSA_PHASE_N);
+  put_u64(o, l->result.nspan_answers);
+  for (size_t i = 0; i < l->result.nspan_answers; i++) {
+    put_i64(o, l->result.span_answers[i].t0);
+    put_i64(o, l->result.span_answers[i].t1);
+    put_i64s(o, l->result.span_answers[i].time, SSA_PHASE_N);
   }
 }
 

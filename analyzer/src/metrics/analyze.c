@@ -101,7 +101,7 @@ static void analyze_rank(void *ctx, size_t i) {
   ssa_rank_local *local = job->a->opt.rank_locals ? &job->a->opt.rank_locals[i] : NULL;
   int rc;
   if (local && local->made &&
-      (!job->op_groups_wanted || local->ops.made || !ssa_op_table_counts(job->a, i)))
+      (!job->op_groups_wanted || local->result.ops.made || !ssa_op_table_counts(job->a, i)))
     rc = ssa_rank_local_take(job->a, &job->a->ranks[i], local, job->op_groups_wanted);
   else
     rc = ssa_with_rank_events(job->a, i, metrics, &job->op_groups_wanted);
@@ -269,19 +269,22 @@ int ssa_run_has_rank(const ssa_run *run, int rank) {
   return 0;
 }
 
+void ssa_rank_result_free(ssa_rank_result *rr) {
+  ssa_rank_summary_free(&rr->summary);
+  free(rr->steps);
+  free(rr->windows);
+  free(rr->lanes);
+  free(rr->kstats);
+  free(rr->coll_wait_end);
+  free(rr->coll_transfer);
+  free(rr->ops.groups);
+  free(rr->span_answers);
+  memset(rr, 0, sizeof *rr);
+}
+
 void ssa_analysis_free(ssa_analysis *a) {
-  for (size_t i = 0; i < a->nranks; i++) {
-    ssa_rank_result *rr = &a->ranks[i];
-    ssa_rank_summary_free(&rr->summary);
-    free(rr->steps);
-    free(rr->windows);
-    free(rr->lanes);
-    free(rr->kstats);
-    free(rr->coll_wait_end);
-    free(rr->coll_transfer);
-    free(rr->ops.groups);
-    free(rr->span_answers);
-  }
+  for (size_t i = 0; i < a->nranks; i++)
+    ssa_rank_result_free(&a->ranks[i]);
   free(a->ranks);
   ssa_critical_path_free(a->critical_path);
   ssa_strtab_free(&a->names);

@@ -43,52 +43,29 @@ int ssa_rank_local_make(const ssa_rank *r, const ssa_options *opt, ssa_rank_summ
   int rc = ssa_analyze_rank(&a, &rr);
   if (rc == 0 && !rr.pipeline && op_groups_could_be_wanted(r) && ssa_op_table_counts(&a, 0))
     rc = ssa_rank_op_groups(&a, &rr);
-  ssa_span_answer *spans = NULL; /* the culprit walk's likely questions */
-  size_t nspans = 0;
-  if (rc == 0 && !rr.pipeline) rc = ssa_rank_span_answers(&rr, &spans, &nspans);
+  if (rc == 0 && !rr.pipeline) /* the culprit walk's likely questions */
+    rc = ssa_rank_span_answers(&rr, &rr.span_answers, &rr.nspan_answers);
   *s = rr.summary;
-  if (rc == 0 && !rr.pipeline) {
-    *out = (ssa_rank_local){
-        1,         rr.steps,   rr.nsteps,   rr.totals,   rr.windows, rr.lanes,
-        rr.nlanes, rr.kstats,  rr.nkstats,  rr.pipeline, rr.stage,   rr.bubble_theory,
-        rr.ops,    a.warnings, a.nwarnings, spans,       nspans};
-    return 0;
-  }
-  free(rr.steps); /* a pipeline rank (its layout or records say so), or a failure */
-  free(rr.windows);
-  free(rr.lanes);
-  free(rr.kstats);
-  free(rr.ops.groups);
-  free(spans);
-  for (size_t i = 0; i < a.nwarnings; i++)
-    free(a.warnings[i]);
-  free(a.warnings);
+  memset(&rr.summary, 0, sizeof rr.summary);
+  rr.rank = NULL;
+  *out = (ssa_rank_local){rc == 0 && !rr.pipeline, rr, a.warnings, a.nwarnings};
+  if (!out->made) ssa_rank_local_free(out); /* a pipeline rank (its layout or records say so) */
   return rc;
 }
 
 int ssa_rank_local_take(ssa_analysis *a, ssa_rank_result *rr, ssa_rank_local *l, int op_groups) {
-  rr->steps = l->steps;
-  rr->nsteps = l->nsteps;
-  rr->totals = l->totals;
-  rr->windows = l->windows;
-  rr->lanes = l->lanes;
-  rr->nlanes = l->nlanes;
-  rr->kstats = l->kstats;
-  rr->nkstats = l->nkstats;
-  rr->pipeline = l->pipeline;
-  rr->stage = l->stage;
-  rr->bubble_theory = l->bubble_theory;
-  if (op_groups) {
-    rr->ops = l->ops;
-    l->ops.groups = NULL;
+  ssa_rank_result mine = *rr; /* what the analysis gave the rank before its metrics */
+  *rr = l->result;
+  rr->rank = mine.rank;
+  rr->summary = mine.summary;
+  rr->rank_index = mine.rank_index;
+  rr->stage_of_waits = mine.stage_of_waits;
+  rr->coll_wait_end = mine.coll_wait_end;
+  if (!op_groups) { /* MFU comes from the metadata: none, as the pass would have made */
+    free(rr->ops.groups);
+    memset(&rr->ops, 0, sizeof rr->ops);
   }
-  rr->span_answers = l->spans;
-  rr->nspan_answers = l->nspans;
-  l->spans = NULL;
-  l->steps = NULL;
-  l->windows = NULL;
-  l->lanes = NULL;
-  l->kstats = NULL;
+  memset(&l->result, 0, sizeof l->result);
   int rc = 0;
   for (size_t i = 0; i < l->nwarnings && rc == 0; i++)
     rc = ssa_analysis_warn(a, "%s", l->warnings[i]);
@@ -97,12 +74,7 @@ int ssa_rank_local_take(ssa_analysis *a, ssa_rank_result *rr, ssa_rank_local *l,
 }
 
 void ssa_rank_local_free(ssa_rank_local *l) {
-  free(l->steps);
-  free(l->windows);
-  free(l->lanes);
-  free(l->kstats);
-  free(l->ops.groups);
-  free(l->spans);
+  ssa_rank_result_free(&l->result);
   for (size_t i = 0; i < l->nwarnings; i++)
     free(l->warnings[i]);
   free(l->warnings);

@@ -16,22 +16,13 @@
  * takes them instead of reading the rank again. The options that shape them:
  * ssa_rank_local_options_equal. */
 typedef struct ssa_rank_local {
-  int made;        /* 0: a pipeline rank (its metrics need the run's pipeline waits): not made */
-  ssa_step *steps; /* as ssa_rank_result's */
-  size_t nsteps;
-  ssa_window totals;
-  ssa_window *windows;
-  ssa_lane_idle *lanes;
-  size_t nlanes;
-  ssa_rank_kstat *kstats; /* names: ids in the rank's summary names */
-  size_t nkstats;
-  int pipeline, stage;
-  double bubble_theory;
-  ssa_rank_ops ops; /* made when MFU could need the op groups (no model FLOPs on this rank) */
-  char **warnings;  /* the pass's analysis warnings, in order */
+  int made; /* 0: a pipeline rank (its metrics need the run's pipeline waits): not made */
+  /* what the pass gives: steps, totals and windows, lanes, kernel statistics (names in the
+   * rank's summary), pipeline, stage, bubble_theory, op groups (made when MFU could need them:
+   * no model FLOPs on this rank) and the culprit walk's span answers; no rank, no summary */
+  ssa_rank_result result;
+  char **warnings; /* the pass's analysis warnings, in order */
   size_t nwarnings;
-  ssa_span_answer *spans; /* the culprit walk's likely questions, answered: by (t0, t1) */
-  size_t nspans;
 } ssa_rank_local;
 
 /* Runs the metrics pass of loaded rank r alone under `opt` (its summary s gets the kernel and

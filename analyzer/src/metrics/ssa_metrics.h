@@ -350,6 +350,8 @@ typedef struct ssa_rank_result {
   size_t nspan_answers;
   int error;
 } ssa_rank_result;
+/* Frees what a rank's result holds (its summary, steps, windows, lanes, ...), zeroes it. */
+void ssa_rank_result_free(ssa_rank_result *rr);
 
 typedef struct ssa_kernel_row {
   uint32_t name; /* id in the analysis string table (ssa_name) */
