@@ -12,7 +12,8 @@ the generated runs, whose stragglers make the culprit walk ask every rank, the p
 answer the walk's questions: no read for it, and at most half the rank files are needed (the
 critical path's rounds read the ranks its paths stand on). Then a merge with options other than the
 map step's (--steps) falls back to reading the ranks for the metrics: the same report as
-`analyze --steps`, and with the files away it names the metrics as the reason.
+`analyze --steps`, and with the files away it names the metrics as the reason; partials made
+with the merge's --steps are taken as they are.
 
 usage: test_merge_reads.py STEPSCOPE STEPSCOPE_GEN [KINETO_RUN...]
 """
@@ -145,6 +146,9 @@ try:
             continue
         check_run(name, run, work, needs_few=True)
     check_other_options("gen_random_steps", os.path.join(work, "gen_random"), work)
+    # the map step made with the merge's --steps: its results are taken, no read for them
+    check_run("gen_random_same_steps", os.path.join(work, "gen_random"), work,
+              options=("--steps", "1:2"), needs_few=True)
     for i, src in enumerate(kineto_runs):
         run = os.path.join(work, f"kineto{i}")
         shutil.copytree(src, run)
