@@ -400,8 +400,9 @@ static void get_op_groups(cursor *c, const ssa_rank_summary *s, ssa_rank_ops *op
 
 /* A rank's metrics made where it was loaded (ssa_rank_local): steps, windows, lanes, kernel
  * statistics, op groups, warnings, every count and index checked. */
-static void get_results(cursor *c, const ssa_rank *r, const ssa_rank_summary *s,
-                        ssa_rank_local *l) {
+static void get_local(cursor *c, const ssa_rank *r, const ssa_rank_summary *s, ssa_rank_local *l) {
+  l->made = get_flag(c, "rank results");
+  if (!l->made || c->bad) return;
   if (s->pipeline_stage >= 0) fail(c, "rank %d: results of a pipeline rank", r->rank);
   size_t nsteps = get_count(c, 72 + 300, "rank results: steps");
   l->result.steps = alloc(c, nsteps, sizeof *l->result.steps);
@@ -449,33 +450,16 @@ static void get_results(cursor *c, const ssa_rank *r, const ssa_rank_summary *s,
   if ((l->warnings = alloc(c, nwarn, sizeof *l->warnings))) l->nwarnings = nwarn;
   for (size_t i = 0; i < l->nwarnings && !c->bad; i++)
     l->warnings[i] = get_str(c, 0, "rank results: warnings");
-}
-
-/* Whether a rank's answer to the culprit walk follows the one before it (sorted, unique). */
-static int answer_follows(const ssa_span_answer *x, const ssa_span_answer *prev) {
-  if (x->kind != prev->kind) return x->kind > prev->kind;
-  return x->t0 > prev->t0 || (x->t0 == prev->t0 && x->t1 > prev->t1);
-}
-
-/* A rank's results made where it was loaded: its metrics when made, then its answers to the
- * culprit walk's questions (sorted by (kind, t0, t1), a known kind). */
-static void get_local(cursor *c, const ssa_rank *r, const ssa_rank_summary *s, ssa_rank_local *l) {
-  l->made = get_flag(c, "rank results");
-  if (l->made && !c->bad) get_results(c, r, s, l);
-  const char *what = "rank results: culprit answers";
-  size_t n = get_count(c, 20 + 8 * SSA_PHASE_N, what);
-  if ((l->result.span_answers = alloc(c, n, sizeof *l->result.span_answers)))
-    l->result.nspan_answers = n;
+  size_t nspans = get_count(c, 16 + 8 * SSA_PHASE_N, "rank results: span answers");
+  if ((l->result.span_answers = alloc(c, nspans, sizeof *l->result.span_answers)))
+    l->result.nspan_answers = nspans;
   for (size_t i = 0; i < l->result.nspan_answers && !c->bad; i++) {
     ssa_span_answer *x = &l->result.span_answers[i];
-    x->kind = get_int(c, what);
-    x->t0 = get_i64(c, what);
-    x->t1 = get_i64(c, what);
-    get_i64s(c, x->time, SSA_PHASE_N, what);
-    if (!c->bad && x->kind != SSA_PHASE_SPAN && x->kind != SSA_PHASE_BETWEEN_STEPS)
-      fail(c, "rank %d: a culprit answer of kind %d", r->rank, x->kind);
-    if (!c->bad && i && !answer_follows(x, x - 1))
-      fail(c, "rank %d: culprit answers out of order", r->rank);
+    x->t0 = get_i64(c, "rank results: span answers");
+    x->t1 = get_i64(c, "rank results: span answers");
+    get_i64s(c, x->time, SSA_PHASE_N, "rank results: span answers");
+    if (!c->bad && i && (x->t0 < x[-1].t0 || (x->t0 == x[-1].t0 && x->t1 <= x[-1].t1)))
+      fail(c, "rank %d: span answers out of order", r->rank);
   }
 }
 

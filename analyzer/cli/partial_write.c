@@ -230,8 +230,10 @@ static void put_window(ssa_out *o, const ssa_window *w) {
   put_u32(o, (uint32_t)w->cpu_bound);
 }
 
-/* A rank's metrics made where it was loaded (ssa_rank_local: a rank in no pipeline). */
-static void put_results(ssa_out *o, const ssa_rank_local *l) {
+/* A rank's metrics made where it was loaded (ssa_rank_local), or just "not made". */
+static void put_local(ssa_out *o, const ssa_rank_local *l) {
+  put_u32(o, (uint32_t)l->made);
+  if (!l->made) return;
   put_u64(o, l->result.nsteps);
   for (size_t i = 0; i < l->result.nsteps; i++) {
     const ssa_step *s = &l->result.steps[i];
@@ -279,16 +281,8 @@ static void put_results(ssa_out *o, const ssa_rank_local *l) {
   put_u64(o, l->nwarnings);
   for (size_t i = 0; i < l->nwarnings; i++)
     put_str(o, l->warnings[i]);
-}
-
-/* A rank's results made where it was loaded: its metrics when made, then its answers to the
- * culprit walk's questions (every rank). */
-static void put_local(ssa_out *o, const ssa_rank_local *l) {
-  put_u32(o, (uint32_t)l->made);
-  if (l->made) put_results(o, l);
   put_u64(o, l->result.nspan_answers);
   for (size_t i = 0; i < l->result.nspan_answers; i++) {
-    put_u32(o, (uint32_t)l->result.span_answers[i].kind);
     put_i64(o, l->result.span_answers[i].t0);
     put_i64(o, l->result.span_answers[i].t1);
     put_i64s(o, l->result.span_answers[i].time, SSA_PHASE_N);

@@ -13,9 +13,7 @@ answer the walk's questions: no read for it, and at most half the rank files are
 critical path's rounds read the ranks its paths stand on). Then a merge with options other than the
 map step's (--steps) falls back to reading the ranks for the metrics: the same report as
 `analyze --steps`, and with the files away it names the metrics as the reason; partials made
-with the merge's --steps are taken as they are. A pipeline run (`--scale` PP 4 with
-stragglers) merges as `analyze` and reads fewer ranks for the culprit walk than `analyze
---low-memory` (the partials answer its direct questions; the chase's are asked of the ranks).
+with the merge's --steps are taken as they are.
 
 usage: test_merge_reads.py STEPSCOPE STEPSCOPE_GEN [KINETO_RUN...]
 """
@@ -133,32 +131,6 @@ def check_other_options(name, run, tmp):
         shutil.move(os.path.join(away, f), os.path.join(run, f))
 
 
-def culprit_reads(stderr):
-    m = re.search(r"(\d+) for the culprit walk's rounds", stderr)
-    return int(m.group(1)) if m else 0
-
-
-def check_pipeline(name, run, tmp):
-    """A pipeline run: its ranks' metrics need the run's pipeline waits (read again), but the
-    partials answer the culprit walk's direct questions: fewer reads for the walk than
-    `analyze --low-memory`, which answers every question from the rank files."""
-    parts = []
-    for k in range(2):
-        out = os.path.join(tmp, f"{name}-{k}.part")
-        run_cmd([stepscope, "analyze", run, "--part", f"{k}/2", "--partial", out])
-        parts.append(out)
-    env = {"STEPSCOPE_SAY_READS": "1"}
-    expected = report(["analyze", run], os.path.join(tmp, "a.json"))
-    bounded = report(["analyze", run, "--low-memory"], os.path.join(tmp, "b.json"), env)
-    got = report(["merge", *parts], os.path.join(tmp, "m.json"), env)
-    if got[:3] != expected[:3] or bounded[:3] != expected[:3]:
-        failures.append(f"{name}: merge or --low-memory differs from analyze")
-    if not culprit_reads(bounded[3]) or culprit_reads(got[3]) >= culprit_reads(bounded[3]):
-        failures.append(f"{name}: the merge read as many ranks for the culprit walk as "
-                        f"--low-memory: {got[3].strip()} / {bounded[3].strip()}")
-    print(f"{name}: {got[3].strip()} (--low-memory: {bounded[3].strip()})")
-
-
 work = tempfile.mkdtemp(prefix="ssa-merge-reads-")
 try:
     gens = {
@@ -177,13 +149,6 @@ try:
     # the map step made with the merge's --steps: its results are taken, no read for them
     check_run("gen_random_same_steps", os.path.join(work, "gen_random"), work,
               options=("--steps", "1:2"), needs_few=True)
-    pp = os.path.join(work, "gen_scale_pp4")
-    p = run_cmd([gen, pp, "--scale", "--ranks", "32", "--events-per-rank", "3000", "--tp", "2",
-                 "--pp", "4", "--stragglers", "2"])
-    if p.returncode != 0:
-        failures.append(f"gen_scale_pp4: stepscope-gen failed: {p.stderr.decode()}")
-    else:
-        check_pipeline("gen_scale_pp4", pp, work)
     for i, src in enumerate(kineto_runs):
         run = os.path.join(work, f"kineto{i}")
         shutil.copytree(src, run)

@@ -100,11 +100,6 @@ static void analyze_rank(void *ctx, size_t i) {
   metrics_job *job = ctx;
   ssa_rank_local *local = job->a->opt.rank_locals ? &job->a->opt.rank_locals[i] : NULL;
   int rc;
-  if (local && !local->made) { /* a pipeline rank: its culprit answers only */
-    job->a->ranks[i].span_answers = local->result.span_answers;
-    job->a->ranks[i].nspan_answers = local->result.nspan_answers;
-    memset(&local->result, 0, sizeof local->result);
-  }
   if (local && local->made &&
       (!job->op_groups_wanted || local->result.ops.made || !ssa_op_table_counts(job->a, i)))
     rc = ssa_rank_local_take(job->a, &job->a->ranks[i], local, job->op_groups_wanted);

@@ -598,7 +598,6 @@ int ssa_rank_phase_answers(const ssa_analysis *a, size_t rank_idx, ssa_phase_req
 
 static int cmp_span_answer(const void *pa, const void *pb) {
   const ssa_span_answer *a = pa, *b = pb;
-  if (a->kind != b->kind) return a->kind < b->kind ? -1 : 1;
   if (a->t0 != b->t0) return a->t0 < b->t0 ? -1 : 1;
   return a->t1 < b->t1 ? -1 : a->t1 > b->t1;
 }
@@ -615,9 +614,9 @@ int ssa_rank_span_answers(const ssa_rank_result *rr, ssa_span_answer **out, size
   const ssa_rank_summary *s = &rr->summary;
   *out = NULL;
   *n = 0;
-  if (s->ncolls == 0 && rr->nsteps < 2) return 0;
-  uint32_t *order = malloc((s->ncolls ? s->ncolls : 1) * sizeof *order);
-  ssa_span_answer *v = malloc((s->ncolls + rr->nsteps + 1) * sizeof *v);
+  if (s->ncolls == 0) return 0;
+  uint32_t *order = malloc(s->ncolls * sizeof *order);
+  ssa_span_answer *v = malloc(s->ncolls * sizeof *v);
   ssa_phase_ranges ph;
   memset(&ph, 0, sizeof ph);
   if (!order || !v || ssa_phase_ranges_build(rr->rank, SSA_BACKWARD_WEIGHT_APART, &ph)) {
@@ -639,16 +638,9 @@ int ssa_rank_span_answers(const ssa_rank_result *rr, ssa_span_answer **out, size
       if (w < 0) continue;
       t0 = rr->windows[w].start;
     }
-    v[k] = (ssa_span_answer){.kind = SSA_PHASE_SPAN, .t0 = t0, .t1 = c->start};
+    v[k].t0 = t0;
+    v[k].t1 = c->start;
     partition(rr->rank, &ph, t0, c->start, v[k++].time);
-  }
-  for (size_t w = 1; w < rr->nsteps; w++) { /* as ssa_rank_phase_answers answers them */
-    int64_t t0, t1;
-    v[k] =
-        (ssa_span_answer){.kind = SSA_PHASE_BETWEEN_STEPS, .t0 = (int64_t)w - 1, .t1 = (int64_t)w};
-    if (between_steps(rr->rank, &ph, &rr->windows[w - 1], &rr->windows[w], &t0, &t1))
-      partition(rr->rank, &ph, t0, t1, v[k].time);
-    k++;
   }
   qsort(v, k, sizeof *v, cmp_span_answer);
   size_t u = 0;
@@ -665,8 +657,8 @@ int ssa_rank_span_answers(const ssa_rank_result *rr, ssa_span_answer **out, size
 static void answer_from_load(ssa_rank_result *rr, ssa_phase_requests *q, size_t rank_idx) {
   for (size_t i = q->first[rank_idx]; rr->nspan_answers && i < q->first[rank_idx + 1]; i++) {
     ssa_phase_request *x = &q->v[i];
-    if (x->answered) continue;
-    ssa_span_answer key = {.kind = x->kind, .t0 = x->t0, .t1 = x->t1};
+    if (x->answered || x->kind != SSA_PHASE_SPAN) continue;
+    ssa_span_answer key = {.t0 = x->t0, .t1 = x->t1};
     const ssa_span_answer *hit =
         bsearch(&key, rr->span_answers, rr->nspan_answers, sizeof key, cmp_span_answer);
     if (!hit) continue;

@@ -25,7 +25,8 @@ static int op_groups_could_be_wanted(const ssa_rank *r) {
 int ssa_rank_local_make(const ssa_rank *r, const ssa_options *opt, ssa_rank_summary *s,
                         ssa_rank_local *out) {
   memset(out, 0, sizeof *out);
-  ssa_analysis a; /* an analysis of this one rank */
+  if (s->pipeline_stage >= 0) return 0; /* its collectives wait for other stages */
+  ssa_analysis a;                       /* an analysis of this one rank */
   ssa_rank_result rr;
   memset(&a, 0, sizeof a);
   memset(&rr, 0, sizeof rr);
@@ -38,21 +39,17 @@ int ssa_rank_local_make(const ssa_rank *r, const ssa_options *opt, ssa_rank_summ
   a.nranks = 1;
   rr.rank = r;
   rr.stage = -1;
-  rr.summary = *s;                    /* the pass names its kernels in it */
-  int rc = ssa_analyze_rank(&a, &rr); /* a pipeline rank's windows without its waits */
-  int made = rc == 0 && !rr.pipeline && s->pipeline_stage < 0;
-  if (made && op_groups_could_be_wanted(r) && ssa_op_table_counts(&a, 0))
+  rr.summary = *s; /* the pass names its kernels in it */
+  int rc = ssa_analyze_rank(&a, &rr);
+  if (rc == 0 && !rr.pipeline && op_groups_could_be_wanted(r) && ssa_op_table_counts(&a, 0))
     rc = ssa_rank_op_groups(&a, &rr);
-  ssa_span_answer *answers = NULL; /* the culprit walk's likely questions: the window bounds */
-  size_t nanswers = 0;             /* do not depend on the waits, so every rank has them */
-  if (rc == 0) rc = ssa_rank_span_answers(&rr, &answers, &nanswers);
+  if (rc == 0 && !rr.pipeline) /* the culprit walk's likely questions */
+    rc = ssa_rank_span_answers(&rr, &rr.span_answers, &rr.nspan_answers);
   *s = rr.summary;
   memset(&rr.summary, 0, sizeof rr.summary);
   rr.rank = NULL;
-  *out = (ssa_rank_local){made, rr, a.warnings, a.nwarnings};
-  if (!made) ssa_rank_local_free(out); /* a pipeline rank (its layout or records say so) */
-  out->result.span_answers = answers;
-  out->result.nspan_answers = nanswers;
+  *out = (ssa_rank_local){rc == 0 && !rr.pipeline, rr, a.warnings, a.nwarnings};
+  if (!out->made) ssa_rank_local_free(out); /* a pipeline rank (its layout or records say so) */
   return rc;
 }
 

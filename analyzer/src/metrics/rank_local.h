@@ -16,8 +16,7 @@
  * takes them instead of reading the rank again. The options that shape them:
  * ssa_rank_local_options_equal. */
 typedef struct ssa_rank_local {
-  int made; /* 0: a pipeline rank (its metrics need the run's pipeline waits): only the span
-               answers are made */
+  int made; /* 0: a pipeline rank (its metrics need the run's pipeline waits): not made */
   /* what the pass gives: steps, totals and windows, lanes, kernel statistics (names in the
    * rank's summary), pipeline, stage, bubble_theory, op groups (made when MFU could need them:
    * no model FLOPs on this rank) and the culprit walk's span answers; no rank, no summary */

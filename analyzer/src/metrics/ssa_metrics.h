@@ -311,11 +311,9 @@ enum {
 };
 extern const char *const ssa_phase_names[SSA_PHASE_N];
 
-/* The answer to a question of the culprit walk (ssa_phase_request: kind SSA_PHASE_SPAN, a span
- * [t0, t1) of the rank's clock, or SSA_PHASE_BETWEEN_STEPS, t0 and t1 window indices), made
- * before the walk asks it (ssa_rank_span_answers). */
+/* A rank's device time by phase over [t0, t1) of its clock (ssa_phase_request SSA_PHASE_SPAN),
+ * made before the culprit walk asks it (ssa_rank_span_answers). */
 typedef struct ssa_span_answer {
-  int kind;
   int64_t t0, t1;
   int64_t time[SSA_PHASE_N];
 } ssa_span_answer;
@@ -736,12 +734,10 @@ typedef struct ssa_phase_requests {
  * culprit rows and verdict (*unanswered 0); else it adds its questions to q and says how many.
  * 0 or STEPSCOPE_E_NOMEM. */
 int ssa_culprit_walk(ssa_analysis *a, ssa_phase_requests *q, size_t *unanswered);
-/* The questions the culprit walk could ask of rank rr (its events loaded, its windows made)
- * when it arrives late or is a late rank's peer, answered (sorted by (kind, t0, t1), unique):
- * per collective record, the span from its end of the communicator's previous instance (else
- * from the start of its step window) to its arrival; per pair of consecutive step windows,
- * the time between them (a pipeline stage's). Not the chase's spans (another stage's over the
- * late rank's window, in its clock). 0 or STEPSCOPE_E_NOMEM. */
+/* The span questions the culprit walk could ask of rank rr (its events loaded, its windows
+ * made) when it arrives late or is a late rank's peer, answered (sorted by (t0, t1), unique):
+ * per collective record, from its end of the communicator's previous instance (else from the
+ * start of its step window) to its arrival. 0 or STEPSCOPE_E_NOMEM. */
 int ssa_rank_span_answers(const ssa_rank_result *rr, ssa_span_answer **out, size_t *n);
 /* Answers the rank's unanswered questions in q from its events (per-rank pass). */
 int ssa_rank_phase_answers(const ssa_analysis *a, size_t rank_idx, ssa_phase_requests *q);
