@@ -169,8 +169,10 @@ static int open_run(const char *command, const char *path, const ssa_options *op
   char msg[1024];
   memset(l, 0, sizeof *l);
   l->have_run = 1;
-  int rc = load_run(command, path, opt, !msg_out && isatty(2), say, &l->run, &l->import,
-                    &l->summaries, msg, sizeof msg);
+  /* the bounded mode makes each rank's local results at load, as a partial's map step does:
+   * a rank outside any pipeline is then not read again for its metrics or culprit answers */
+  int rc = load_part(command, path, opt, !msg_out && isatty(2), say, NULL, &l->run, &l->import,
+                     &l->summaries, say & CLI_LOW_MEMORY ? &l->locals : NULL, msg, sizeof msg);
   if (rc) {
     say_error(msg, msg_out, cap);
     return rc;
