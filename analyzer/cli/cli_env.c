@@ -11,6 +11,8 @@
  *   STEPSCOPE_KINETO_SPLIT_AT=F       the split point, taken when 0 < F < 1
  *   STEPSCOPE_KINETO_SPLIT_TRACE (set) what each split did
  *   STEPSCOPE_PFTRACE_INTERN_LIMIT=N  taken when N >= 32
+ *   STEPSCOPE_SAY_READS (set)         the bounded mode and merge say on stderr how many rank
+ *                                     files they read again, and for what
  *
  * and, unlike those switches, the two limits on decompression (stepscope.h,
  * "Decompression limits"), which decide whether a compressed input inflating
@@ -76,6 +78,7 @@ void cli_env_read(cli_env *e) {
   o->split_trace = getenv("STEPSCOPE_KINETO_SPLIT_TRACE") != NULL;
   v = getenv("STEPSCOPE_PFTRACE_INTERN_LIMIT");
   e->perfetto.intern_limit = v ? atoi(v) : 0;
+  e->say_reads = getenv("STEPSCOPE_SAY_READS") != NULL;
   o->inflate.ratio = inflate_limit_from_env("STEPSCOPE_INFLATE_RATIO", 0);
   o->inflate.max_bytes = inflate_limit_from_env("STEPSCOPE_INFLATE_MAX", 1);
 }

@@ -18,6 +18,7 @@ typedef struct cli_env {
                                     _SPLIT_AT, _SPLIT_TRACE; STEPSCOPE_INFLATE_RATIO and
                                     _MAX (import.inflate, for every compressed input) */
   ssa_perfetto_options perfetto; /* STEPSCOPE_PFTRACE_INTERN_LIMIT */
+  int say_reads;                 /* STEPSCOPE_SAY_READS: the rank files read again, on stderr */
 } cli_env;
 
 /* Fills *e from the environment; unset variables give the defaults. */

@@ -14,11 +14,14 @@
 #include "cli_env.h"
 #include "cli_print.h"
 
-/* The bounded mode's summaries, made by the loading threads, by file index. */
+/* The bounded mode's summaries, made by the loading threads, by file index; and for a partial
+ * (`local_opt` set) each rank's local results (ssa_rank_local_make) under those options. */
 typedef struct load_summaries {
   pthread_mutex_t lock;
   ssa_rank_summary *by_file;
+  ssa_rank_local *locals_by_file;
   size_t nfiles;
+  const ssa_options *local_opt;
 } load_summaries;
 
 /* ssa_load_options.each_rank of the bounded mode: the rank's summary, before its events go. */
@@ -27,26 +30,52 @@ static int summarize_loaded(void *ctx, ssa_rank *r, size_t file, size_t nfiles) 
   pthread_mutex_lock(&x->lock);
   if (!x->by_file && (x->by_file = calloc(nfiles ? nfiles : 1, sizeof *x->by_file)))
     x->nfiles = nfiles;
+  if (x->local_opt && !x->locals_by_file)
+    x->locals_by_file = calloc(nfiles ? nfiles : 1, sizeof *x->locals_by_file);
   pthread_mutex_unlock(&x->lock);
-  if (!x->by_file) return STEPSCOPE_E_NOMEM;
-  return ssa_rank_summarize(r, &x->by_file[file]); /* its own slot: no lock */
+  if (!x->by_file || (x->local_opt && !x->locals_by_file)) return STEPSCOPE_E_NOMEM;
+  int rc = ssa_rank_summarize(r, &x->by_file[file]); /* its own slot: no lock */
+  if (rc == 0 && x->local_opt)
+    rc = ssa_rank_local_make(r, x->local_opt, &x->by_file[file], &x->locals_by_file[file]);
+  return rc;
 }
 
-/* Moves the summaries of the run's ranks into a new array by rank index (NULL without memory;
- * run NULL: none) and frees the rest (files not in the run). */
-static ssa_rank_summary *summaries_by_rank(load_summaries *x, const ssa_run *run) {
+/* Moves the summaries (and local results, when made) of the run's ranks into new arrays by
+ * rank index (*summaries NULL without memory; run NULL: none) and frees the rest (files not in
+ * the run, a failed load). */
+static void by_rank(load_summaries *x, const ssa_run *run, ssa_rank_summary **summaries,
+                    ssa_rank_local **locals) {
   size_t n = run ? run->nranks : 0;
   ssa_rank_summary *v = calloc(n ? n : 1, sizeof *v);
+  ssa_rank_local *lv = x->locals_by_file ? calloc(n ? n : 1, sizeof *lv) : NULL;
+  if (x->locals_by_file && !lv) {
+    free(v);
+    v = NULL;
+  }
   for (size_t i = 0; v && x->by_file && i < n; i++) {
     size_t f = run->ranks[i].file_index;
     v[i] = x->by_file[f];
     memset(&x->by_file[f], 0, sizeof x->by_file[f]);
+    if (!lv) continue;
+    lv[i] = x->locals_by_file[f];
+    memset(&x->locals_by_file[f], 0, sizeof x->locals_by_file[f]);
   }
-  for (size_t f = 0; x->by_file && f < x->nfiles; f++)
-    ssa_rank_summary_free(&x->by_file[f]);
+  for (size_t f = 0; f < x->nfiles; f++) {
+    if (x->by_file) ssa_rank_summary_free(&x->by_file[f]);
+    if (x->locals_by_file) ssa_rank_local_free(&x->locals_by_file[f]);
+  }
   free(x->by_file);
+  free(x->locals_by_file);
   x->by_file = NULL;
-  return v;
+  x->locals_by_file = NULL;
+  if (summaries)
+    *summaries = v;
+  else
+    free(v);
+  if (locals && v)
+    *locals = lv;
+  else
+    free(lv);
 }
 
 /* cli_load_run, with Kineto CPU ops' input args kept when `say` has CLI_OP_INPUTS, module
@@ -54,8 +83,8 @@ static ssa_rank_summary *summaries_by_rank(load_summaries *x, const ssa_run *run
  * it has CLI_OP_MEMORY and thread names when it has CLI_THREAD_NAMES (`stepscope export`). */
 static int load_part(const char *command, const char *path, const ssa_options *opt, int progress,
                      unsigned say, const int part[2], ssa_run *run, ssa_import_options *import,
-                     ssa_rank_summary **summaries, char *msg, size_t cap) {
-  load_summaries made = {.lock = PTHREAD_MUTEX_INITIALIZER};
+                     ssa_rank_summary **summaries, ssa_rank_local **locals, char *msg, size_t cap) {
+  load_summaries made = {.lock = PTHREAD_MUTEX_INITIALIZER, .local_opt = locals ? opt : NULL};
   int bounded = (say & CLI_LOW_MEMORY) && summaries;
   ssa_load_options lo = {.threads = opt->threads,
                          .progress = progress,
@@ -77,18 +106,21 @@ static int load_part(const char *command, const char *path, const ssa_options *o
   int rc = ssa_run_load_import(run, path, &lo, opt->comm_rules, &env.import, &err);
   if (rc)
     snprintf(msg, cap, "stepscope %s: %s", command, err.message);
-  else if (bounded && !(*summaries = summaries_by_rank(&made, run))) {
-    snprintf(msg, cap, "stepscope %s: out of memory", command);
-    rc = 1;
+  else if (bounded) {
+    by_rank(&made, run, summaries, locals);
+    if (!*summaries) {
+      snprintf(msg, cap, "stepscope %s: out of memory", command);
+      rc = 1;
+    }
   }
-  free(summaries_by_rank(&made, NULL)); /* what is left (a failed load) */
+  by_rank(&made, NULL, NULL, NULL); /* what is left (a failed load) */
   return rc ? 1 : 0;
 }
 
 static int load_run(const char *command, const char *path, const ssa_options *opt, int progress,
                     unsigned say, ssa_run *run, ssa_import_options *import,
                     ssa_rank_summary **summaries, char *msg, size_t cap) {
-  return load_part(command, path, opt, progress, say, NULL, run, import, summaries, msg, cap);
+  return load_part(command, path, opt, progress, say, NULL, run, import, summaries, NULL, msg, cap);
 }
 
 int cli_load_part(const char *command, const char *path, const ssa_options *opt, int part_index,
@@ -97,7 +129,7 @@ int cli_load_part(const char *command, const char *path, const ssa_options *opt,
   memset(l, 0, sizeof *l);
   l->have_run = 1;
   return load_part(command, path, opt, 0, CLI_OP_INPUTS | CLI_LOW_MEMORY, part, &l->run, &l->import,
-                   &l->summaries, msg, cap);
+                   &l->summaries, &l->locals, msg, cap);
 }
 
 int cli_load_run(const char *command, const char *path, const ssa_options *opt, int progress,
@@ -137,8 +169,10 @@ static int open_run(const char *command, const char *path, const ssa_options *op
   char msg[1024];
   memset(l, 0, sizeof *l);
   l->have_run = 1;
-  int rc = load_run(command, path, opt, !msg_out && isatty(2), say, &l->run, &l->import,
-                    &l->summaries, msg, sizeof msg);
+  /* the bounded mode makes each rank's local results at load, as a partial's map step does:
+   * a rank outside any pipeline is then not read again for its metrics or culprit answers */
+  int rc = load_part(command, path, opt, !msg_out && isatty(2), say, NULL, &l->run, &l->import,
+                     &l->summaries, say & CLI_LOW_MEMORY ? &l->locals : NULL, msg, sizeof msg);
   if (rc) {
     say_error(msg, msg_out, cap);
     return rc;
@@ -179,12 +213,20 @@ int cli_analyse_loaded(const char *command, const char *path, const ssa_options 
     l->reread.read_paths = l->read_paths;
     bounded.rank_events = &l->reread.events;
     bounded.summaries = l->summaries;
+    bounded.rank_locals = l->locals;
   }
   l->have_an = 1;
   int rc = cli_analyse_run(command, say & CLI_SAY_RUN_NAME ? path : NULL, &bounded, &l->run, &l->an,
                            msg, sizeof msg);
   if (rc && l->have_reread && l->reread.failed) /* what reading a rank again met, not a status */
     snprintf(msg, sizeof msg, "stepscope %s: %s", command, l->reread.error);
+  cli_env env;
+  cli_env_read(&env);
+  if (l->have_reread && env.say_reads) {
+    char reads[400];
+    ssa_run_rereader_say_reads(&l->reread, reads, sizeof reads);
+    cli_print(stderr, "stepscope %s: %s\n", command, reads);
+  }
   if (rc) say_error(msg, msg_out, cap);
   return rc;
 }
@@ -196,6 +238,10 @@ void cli_loaded_free(cli_loaded *l) {
     ssa_rank_summary_free(&l->summaries[i]); /* those the analysis did not take */
   free(l->summaries);
   l->summaries = NULL;
+  for (size_t i = 0; l->locals && i < l->run.nranks; i++)
+    ssa_rank_local_free(&l->locals[i]); /* those the analysis did not take */
+  free(l->locals);
+  l->locals = NULL;
   for (size_t i = 0; i < l->nread_paths; i++)
     free(l->read_paths[i]);
   free(l->read_paths);

@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 #include "rank_reload.h"
+#include "rank_local.h"
 #include "ssa_import.h"
 #include "ssa_metrics.h"
 
@@ -25,6 +26,9 @@ typedef struct cli_loaded {
   ssa_import_options import;
   ssa_run_rereader reread;
   ssa_rank_summary *summaries; /* per rank index, made at load; the analysis takes them */
+  ssa_rank_local *locals;      /* NULL, or per rank index its metrics made at load (a partial's
+                                  map step, or a merge: ssa_options.rank_locals) */
+
   int have_reread;
   /* a merge of partials (cli_partial.c): per file index of the run, where its rank file is
    * read again (absolute); NULL: the ranks' own paths */

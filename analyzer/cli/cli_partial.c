@@ -60,6 +60,8 @@ int cli_write_partial(const char *command, const char *path, const ssa_options *
     p.nwarnings = l.run.nwarnings;
     p.ranks = l.run.ranks;
     p.summaries = l.summaries;
+    p.locals = l.locals;
+    p.made_with = *opt;
     p.nranks = l.run.nranks;
     p.read_paths = calloc(p.nranks ? p.nranks : 1, sizeof *p.read_paths);
     p.stamps = calloc(p.nranks ? p.nranks : 1, sizeof *p.stamps);
@@ -153,9 +155,11 @@ static int read_parts(char *const *paths, size_t n, const ssa_options *opt, ssa_
   return 0;
 }
 
-/* Moves the parts' shells, summaries and warnings into l, in file order, and assembles the
- * run as the loader would have. */
-static int assemble(ssa_partial *parts, size_t n, cli_loaded *l, char *msg, size_t cap) {
+/* Moves the parts' shells, summaries, results and warnings into l, in file order, and
+ * assembles the run as the loader would have. A part's ranks' results made with other
+ * options than the merge's are left out: the merge reads those ranks for their metrics. */
+static int assemble(ssa_partial *parts, size_t n, const ssa_options *opt, cli_loaded *l, char *msg,
+                    size_t cap) {
   ssa_partial **by_part = calloc(n, sizeof *by_part);
   size_t nranks = 0, nfiles = (size_t)parts[0].nfiles;
   for (size_t i = 0; by_part && i < n; i++) {
@@ -164,26 +168,29 @@ static int assemble(ssa_partial *parts, size_t n, cli_loaded *l, char *msg, size
   }
   ssa_run *run = &l->run;
   ssa_rank_summary *by_file = calloc(nfiles, sizeof *by_file);
+  ssa_rank_local *locals_by_file = calloc(nfiles, sizeof *locals_by_file);
   run->ranks = calloc(nranks ? nranks : 1, sizeof *run->ranks);
   run->dir = strdup(parts[0].dir);
   l->read_paths = calloc(nfiles, sizeof *l->read_paths);
-  int rc = !by_part || !by_file || !run->ranks || !run->dir || !l->read_paths, refused = 0;
+  int rc = !by_part || !by_file || !locals_by_file || !run->ranks || !run->dir || !l->read_paths,
+      refused = 0;
   if (!rc) l->nread_paths = nfiles;
   for (size_t k = 0; !rc && k < n; k++) {
     ssa_partial *p = by_part[k];
+    int same_options = ssa_rank_local_options_equal(&p->made_with, opt);
     for (size_t w = 0; w < p->nwarnings && !rc; w++)
       rc = ssa_run_warn(run, "%s", p->warnings[w]) != 0;
     for (size_t i = 0; i < p->nranks && !rc; i++) {
       size_t f = p->ranks[i].file_index;
-      ssa_file_stamp now;
-      const char *changed = ssa_file_stamp_of(p->read_paths[i], &now) ? "is gone"
-                            : now.size != p->stamps[i].size || now.mtime_ns != p->stamps[i].mtime_ns
-                                ? "changed since its partial was made"
-                                : NULL;
+      ssa_file_stamp now; /* one that is gone is refused when the merge needs to read it */
+      const char *changed =
+          ssa_file_stamp_of(p->read_paths[i], &now) == 0 &&
+                  (now.size != p->stamps[i].size || now.mtime_ns != p->stamps[i].mtime_ns)
+              ? "changed since its partial was made"
+              : NULL;
       if (l->read_paths[f] || changed) {
         if (changed)
-          snprintf(msg, cap, "rank file %s %s: the merge reads it again (make the partial again)",
-                   p->read_paths[i], changed);
+          snprintf(msg, cap, "rank file %s %s (make the partial again)", p->read_paths[i], changed);
         else
           snprintf(msg, cap, "rank file %zu is in two parts", f);
         refused = rc = 1;
@@ -193,6 +200,10 @@ static int assemble(ssa_partial *parts, size_t n, cli_loaded *l, char *msg, size
       memset(&p->ranks[i], 0, sizeof p->ranks[i]);
       by_file[f] = p->summaries[i];
       memset(&p->summaries[i], 0, sizeof p->summaries[i]);
+      if (same_options) {
+        locals_by_file[f] = p->locals[i];
+        memset(&p->locals[i], 0, sizeof p->locals[i]);
+      }
       l->read_paths[f] = p->read_paths[i];
       p->read_paths[i] = NULL;
     }
@@ -205,7 +216,8 @@ static int assemble(ssa_partial *parts, size_t n, cli_loaded *l, char *msg, size
     rc = 1;
   } else if (rc && !refused)
     snprintf(msg, cap, "out of memory");
-  if (!rc && !(l->summaries = calloc(run->nranks ? run->nranks : 1, sizeof *l->summaries))) {
+  if (!rc && (!(l->summaries = calloc(run->nranks ? run->nranks : 1, sizeof *l->summaries)) ||
+              !(l->locals = calloc(run->nranks ? run->nranks : 1, sizeof *l->locals)))) {
     snprintf(msg, cap, "out of memory");
     rc = 1;
   }
@@ -213,10 +225,15 @@ static int assemble(ssa_partial *parts, size_t n, cli_loaded *l, char *msg, size
     size_t f = run->ranks[i].file_index;
     l->summaries[i] = by_file[f];
     memset(&by_file[f], 0, sizeof by_file[f]);
+    l->locals[i] = locals_by_file[f];
+    memset(&locals_by_file[f], 0, sizeof locals_by_file[f]);
   }
   for (size_t f = 0; by_file && f < nfiles; f++)
     ssa_rank_summary_free(&by_file[f]); /* duplicate ranks the assembly dropped */
+  for (size_t f = 0; locals_by_file && f < nfiles; f++)
+    ssa_rank_local_free(&locals_by_file[f]);
   free(by_file);
+  free(locals_by_file);
   return rc;
 }
 
@@ -229,7 +246,7 @@ int cli_open_partials(const char *command, char *const *paths, size_t n, const s
   int rc = !parts;
   if (rc) snprintf(msg, sizeof msg, "out of memory");
   if (!rc) rc = read_parts(paths, n, opt, parts, msg, sizeof msg);
-  if (!rc) rc = assemble(parts, n, l, msg, sizeof msg);
+  if (!rc) rc = assemble(parts, n, opt, l, msg, sizeof msg);
   for (size_t i = 0; parts && i < n; i++)
     ssa_partial_free(&parts[i]);
   free(parts);

@@ -107,8 +107,12 @@ static const cli_table merge_table = {
     .head = "usage: stepscope merge PARTIAL... [options]\n"
             "The report of a run from the partial analyses of all its parts (`analyze RUN\n"
             "--part K/N --partial OUT`, K = 0..N-1), in any order, byte for byte that of\n"
-            "`analyze RUN` (and of --low-memory); the rank files are read again for the\n"
-            "per-rank passes. Options may come before or after the partials (after \"--\"\n"
+            "`analyze RUN` (and of --low-memory). The partials carry the metrics of ranks\n"
+            "outside a pipeline (made with analyze's step and launch-gap options: other\n"
+            "options read the ranks again); a rank file is read again only where the\n"
+            "merge needs its events (pipeline ranks, the critical path's rounds:\n"
+            "docs/scale.md \"What the merge still reads\"), and must then be where its\n"
+            "partial found it. Options may come before or after the partials (after \"--\"\n"
             "every word is a partial); --low-memory is implied, --partial and --part are\n"
             "analyze's.\n",
     .options = analyze_options + 1, /* analyze's rows but the first, which says what RUN is */

@@ -3,11 +3,11 @@
  * --part K/N --partial OUT` keeps of one block of a run's rank files so that `stepscope
  * merge` can assemble the whole run without loading any rank's events at once: per rank its
  * shell (identity, metadata, lanes, strings, marks, counts, warnings: what ssa_rank_drop_events
- * keeps), its clock alignment input and its summary; per part the loader's warnings (skipped
- * files) and the run's identity (directory, rank files, their count). The format is
- * docs/partial-format.md: little-endian, versioned, every count checked against the bytes
- * left when read (partial_read.c), so a damaged or truncated partial is an error, never a
- * crash.
+ * keeps), its clock alignment input, its summary and, for a rank in no pipeline, the results
+ * of its metrics pass (ssa_rank_local) with the options that shaped them; per part the loader's
+ * warnings (skipped files) and the run's identity (directory, rank files, their count). The format
+ * is docs/partial-format.md: little-endian, versioned, every count checked against the bytes left
+ * when read (partial_read.c), so a damaged or truncated partial is an error, never a crash.
  */
 #ifndef SSA_PARTIAL_FORMAT_H
 #define SSA_PARTIAL_FORMAT_H
@@ -16,14 +16,18 @@
 #include <stdint.h>
 
 #include "ssa_metrics.h"
+#include "rank_local.h"
 
 #define SSA_PARTIAL_MAGIC   "SSPART\r\n" /* 8 bytes; \r\n catches a text-mode copy */
-#define SSA_PARTIAL_VERSION 3u
+#define SSA_PARTIAL_VERSION 4u
 #define PARTIAL_END         "SSPARTOK"  /* the last 8 bytes: a cut partial lacks them */
 #define PARTIAL_NULL        0xffffffffu /* the length of a NULL string */
 /* What the version's field counts depend on (the tally's families and kinds): another build
  * with other counts refuses the partial instead of misreading it. */
 #define PARTIAL_SHAPE ((uint32_t)SSA_COMM_FAMILY_MAX << 16 | (uint32_t)SSA_COMM_KIND_N)
+/* The same for the per-rank results (phases of a span answer, idle and bubble causes). */
+#define PARTIAL_RESULT_SHAPE                                                                       \
+  ((uint32_t)SSA_PHASE_N << 16 | (uint32_t)SSA_IDLE_N << 8 | (uint32_t)SSA_BUBBLE_N)
 
 /* A rank file's size and modification time: the merge reads the file again and refuses one
  * that changed since its partial was made. */
@@ -45,8 +49,13 @@ typedef struct ssa_partial {
   size_t nwarnings;
   ssa_rank *ranks;             /* shells (events dropped), in file order; file_index is the run's */
   ssa_rank_summary *summaries; /* per rank, made before its events were dropped */
-  char **read_paths;           /* per rank: where merge reads the file again (absolute) */
-  ssa_file_stamp *stamps;      /* per rank: its file as the partial saw it */
+  ssa_rank_local *locals;      /* per rank: its metrics when it is in no pipeline (else not made) */
+  /* the options the locals were made with (ssa_rank_local_options_equal): steps, step range,
+   * launch gap, rank; step_range_name is owned (NULL: none) */
+  ssa_options made_with;
+  char *step_range_name;
+  char **read_paths;      /* per rank: where merge reads the file again (absolute) */
+  ssa_file_stamp *stamps; /* per rank: its file as the partial saw it */
   size_t nranks;
 } ssa_partial;
 

@@ -327,6 +327,157 @@ static void get_summary(cursor *c, const ssa_rank *r, ssa_rank_summary *s) {
     fail(c, "rank %d: pipeline stage out of range", r->rank);
 }
 
+static int64_t get_i64(cursor *c, const char *what) {
+  return (int64_t)get_u64(c, what);
+}
+
+static void get_i64s(cursor *c, int64_t *v, size_t n, const char *what) {
+  for (size_t i = 0; i < n; i++)
+    v[i] = get_i64(c, what);
+}
+
+/* A flag of the format: 0 or 1. */
+static int get_flag(cursor *c, const char *what) {
+  uint32_t v = get_u32(c, what);
+  if (!c->bad && v > 1) fail(c, "%s: a flag of %u", what, v);
+  return (int)v;
+}
+
+/* A window, in put_window's order (partial_write.c). */
+static void get_window(cursor *c, ssa_window *w) {
+  const char *what = "rank results: window";
+  int64_t *head[] = {&w->step, &w->start, &w->end};
+  for (size_t i = 0; i < 3; i++)
+    *head[i] = get_i64(c, what);
+  w->projected = get_int(c, what);
+  w->device_latency = get_i64(c, what);
+  w->cut = get_int(c, what);
+  w->stub = get_int(c, what);
+  int64_t *sums[] = {
+      &w->span,    &w->busy,         &w->idle,        &w->compute, &w->comm,
+      &w->overlap, &w->exposed_comm, &w->exposed_mem, &w->bubble,  &w->pipeline_comm_only};
+  for (size_t i = 0; i < sizeof sums / sizeof sums[0]; i++)
+    *sums[i] = get_i64(c, what);
+  get_i64s(c, w->idle_cause, SSA_IDLE_N, what);
+  w->has_bubble_causes = get_int(c, what);
+  get_i64s(c, w->bubble_cause, SSA_BUBBLE_N, what);
+  int *late[] = {&w->imbalance_stage, &w->late_from_rank, &w->late_from_phase};
+  for (size_t i = 0; i < 3; i++)
+    *late[i] = get_int(c, what);
+  int64_t *sched[] = {&w->late_from_ns, &w->schedule_idle, &w->schedule_idle_balanced};
+  for (size_t i = 0; i < 3; i++)
+    *sched[i] = get_i64(c, what);
+  w->launch.count = get_u64(c, what);
+  int64_t *delays[] = {&w->launch.min, &w->launch.p50, &w->launch.p90, &w->launch.p99,
+                       &w->launch.max};
+  for (size_t i = 0; i < 5; i++)
+    *delays[i] = get_i64(c, what);
+  w->launch.mean = get_f64(c, what);
+  w->cpu_bound = get_int(c, what);
+}
+
+/* The op groups of a rank's results, their names checked against the summary's. */
+static void get_op_groups(cursor *c, const ssa_rank_summary *s, ssa_rank_ops *ops) {
+  ops->made = get_flag(c, "rank results: op groups");
+  if (!ops->made) return;
+  size_t n = get_count(c, 32, "rank results: op groups");
+  if ((ops->groups = alloc(c, n, sizeof *ops->groups))) ops->ngroups = n;
+  for (size_t i = 0; i < ops->ngroups && !c->bad; i++) {
+    ssa_op_group *g = &ops->groups[i];
+    g->name = get_u32(c, "rank results: op groups");
+    g->inputs = get_u32(c, "rank results: op groups");
+    uint64_t *counts[] = {&g->count, &g->kernels};
+    for (size_t k = 0; k < 2; k++)
+      *counts[k] = get_u64(c, "rank results: op groups");
+    g->time_ns = get_i64(c, "rank results: op groups");
+    if (!c->bad && (g->name >= s->names.count || g->inputs >= s->names.count))
+      fail(c, "rank results: op group %zu names no string", i);
+  }
+  ops->host_time = get_int(c, "rank results: op groups");
+  ops->unattributed_ns = get_i64(c, "rank results: op groups");
+  ops->ops_without_inputs = get_u64(c, "rank results: op groups");
+}
+
+/* A rank's metrics made where it was loaded (ssa_rank_local): steps, windows, lanes, kernel
+ * statistics, op groups, warnings, every count and index checked. */
+static void get_local(cursor *c, const ssa_rank *r, const ssa_rank_summary *s, ssa_rank_local *l) {
+  l->made = get_flag(c, "rank results");
+  if (!l->made || c->bad) return;
+  if (s->pipeline_stage >= 0) fail(c, "rank %d: results of a pipeline rank", r->rank);
+  size_t nsteps = get_count(c, 72 + 300, "rank results: steps");
+  l->result.steps = alloc(c, nsteps, sizeof *l->result.steps);
+  l->result.windows = alloc(c, nsteps, sizeof *l->result.windows);
+  if (l->result.steps && l->result.windows) l->result.nsteps = nsteps;
+  for (size_t i = 0; i < l->result.nsteps && !c->bad; i++) {
+    ssa_step *st = &l->result.steps[i];
+    int64_t v[7];
+    get_i64s(c, v, 7, "rank results: steps");
+    *st = (ssa_step){v[0], v[1], v[2], v[3], v[4], v[5], v[6], 0, 0, 0};
+    st->projected = get_int(c, "rank results: steps");
+    st->cut = get_int(c, "rank results: steps");
+    st->launched = get_u64(c, "rank results: steps");
+  }
+  get_window(c, &l->result.totals);
+  for (size_t i = 0; i < l->result.nsteps && !c->bad; i++)
+    get_window(c, &l->result.windows[i]);
+  size_t nlanes = get_count(c, 12 + 8 * SSA_IDLE_N, "rank results: lanes");
+  if ((l->result.lanes = alloc(c, nlanes, sizeof *l->result.lanes))) l->result.nlanes = nlanes;
+  for (size_t i = 0; i < l->result.nlanes && !c->bad; i++) {
+    l->result.lanes[i].lane = get_u32(c, "rank results: lanes");
+    l->result.lanes[i].busy = get_i64(c, "rank results: lanes");
+    get_i64s(c, l->result.lanes[i].idle_cause, SSA_IDLE_N, "rank results: lanes");
+    if (!c->bad && l->result.lanes[i].lane >= r->nlanes)
+      fail(c, "rank %d: results of lane %u, which it lacks", r->rank, l->result.lanes[i].lane);
+  }
+  size_t nk = get_count(c, 40, "rank results: kernels");
+  if ((l->result.kstats = alloc(c, nk, sizeof *l->result.kstats))) l->result.nkstats = nk;
+  for (size_t i = 0; i < l->result.nkstats && !c->bad; i++) {
+    ssa_rank_kstat *k = &l->result.kstats[i];
+    k->name = get_u32(c, "rank results: kernels");
+    k->comm = get_u32(c, "rank results: kernels");
+    k->count = get_u64(c, "rank results: kernels");
+    int64_t *times[] = {&k->total, &k->min, &k->max};
+    for (size_t t = 0; t < 3; t++)
+      *times[t] = get_i64(c, "rank results: kernels");
+    if (!c->bad && k->name >= s->names.count) fail(c, "rank %d: a kernel names no string", r->rank);
+  }
+  l->result.pipeline = get_flag(c, "rank results");
+  l->result.stage = get_int(c, "rank results");
+  l->result.bubble_theory = get_f64(c, "rank results");
+  if (!c->bad && l->result.pipeline) fail(c, "rank %d: results of a pipeline rank", r->rank);
+  get_op_groups(c, s, &l->result.ops);
+  size_t nwarn = get_count(c, 4, "rank results: warnings");
+  if ((l->warnings = alloc(c, nwarn, sizeof *l->warnings))) l->nwarnings = nwarn;
+  for (size_t i = 0; i < l->nwarnings && !c->bad; i++)
+    l->warnings[i] = get_str(c, 0, "rank results: warnings");
+  size_t nspans = get_count(c, 16 + 8 * SSA_PHASE_N, "rank results: span answers");
+  if ((l->result.span_answers = alloc(c, nspans, sizeof *l->result.span_answers)))
+    l->result.nspan_answers = nspans;
+  for (size_t i = 0; i < l->result.nspan_answers && !c->bad; i++) {
+    ssa_span_answer *x = &l->result.span_answers[i];
+    x->t0 = get_i64(c, "rank results: span answers");
+    x->t1 = get_i64(c, "rank results: span answers");
+    get_i64s(c, x->time, SSA_PHASE_N, "rank results: span answers");
+    if (!c->bad && i && (x->t0 < x[-1].t0 || (x->t0 == x[-1].t0 && x->t1 <= x[-1].t1)))
+      fail(c, "rank %d: span answers out of order", r->rank);
+  }
+}
+
+/* The options the ranks' results were made with (ssa_rank_local_options_equal). */
+static void get_options(cursor *c, ssa_partial *p) {
+  ssa_options *o = &p->made_with;
+  ssa_options_default(o);
+  o->has_step_filter = get_flag(c, "options");
+  o->step_first = get_i64(c, "options");
+  o->step_last = get_i64(c, "options");
+  p->step_range_name = get_str(c, 1, "options");
+  o->step_range_name = p->step_range_name;
+  o->launch_gap_ns = get_i64(c, "options");
+  o->rank = get_int(c, "options");
+  if (!c->bad && (o->launch_gap_ns <= 0 || o->rank < -1))
+    fail(c, "options: launch gap %lld, rank %d", (long long)o->launch_gap_ns, o->rank);
+}
+
 static void get_header(cursor *c, ssa_partial *p) {
   const unsigned char *magic = take(c, 8, "header");
   if (magic && memcmp(magic, SSA_PARTIAL_MAGIC, 8)) {
@@ -341,6 +492,8 @@ static void get_header(cursor *c, ssa_partial *p) {
   }
   if (!c->bad && get_u32(c, "header") != PARTIAL_SHAPE)
     fail(c, "made by a stepscope with other communication tallies: make it again");
+  if (!c->bad && get_u32(c, "header") != PARTIAL_RESULT_SHAPE)
+    fail(c, "made by a stepscope with other idle or bubble causes: make it again");
   p->dir = get_str(c, 0, "run directory");
   p->run_id = get_u64(c, "header");
   p->nfiles = get_u64(c, "header");
@@ -350,6 +503,7 @@ static void get_header(cursor *c, ssa_partial *p) {
                   p->nfiles < (uint64_t)p->part_count))
     fail(c, "part %d of %d over %llu files is no part", p->part_index, p->part_count,
          (unsigned long long)p->nfiles);
+  get_options(c, p);
 }
 
 int ssa_partial_read(const unsigned char *bytes, size_t n, const ssa_comm_rules *rules,
@@ -374,11 +528,13 @@ int ssa_partial_read(const unsigned char *bytes, size_t n, const ssa_comm_rules 
   p->summaries = alloc(&c, nranks, sizeof *p->summaries);
   p->read_paths = alloc(&c, nranks, sizeof *p->read_paths);
   p->stamps = alloc(&c, nranks, sizeof *p->stamps);
-  if (p->ranks && p->summaries && p->read_paths && p->stamps) p->nranks = nranks;
+  p->locals = alloc(&c, nranks, sizeof *p->locals);
+  if (p->ranks && p->summaries && p->read_paths && p->stamps && p->locals) p->nranks = nranks;
   for (size_t i = 0; i < p->nranks && !c.bad; i++) {
     get_shell(&c, &p->ranks[i], &p->read_paths[i], &p->stamps[i], rules, p->nfiles);
     get_align(&c, &p->ranks[i]);
     get_summary(&c, &p->ranks[i], &p->summaries[i]);
+    get_local(&c, &p->ranks[i], &p->summaries[i], &p->locals[i]);
   }
   if (!c.bad && c.left) fail(&c, "%zu bytes after the last rank", c.left);
   if (!c.bad) return 0;
@@ -393,8 +549,11 @@ void ssa_partial_free(ssa_partial *p) {
   for (size_t i = 0; i < p->nranks; i++) {
     ssa_rank_free(&p->ranks[i]);
     ssa_rank_summary_free(&p->summaries[i]);
+    ssa_rank_local_free(&p->locals[i]);
     free(p->read_paths[i]);
   }
+  free(p->locals);
+  free(p->step_range_name);
   free(p->ranks);
   free(p->summaries);
   free(p->read_paths);

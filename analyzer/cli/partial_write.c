@@ -1,6 +1,7 @@
 /*
  * partial_write.c — writes a partial analysis (partial.h; the format: docs/partial-format.md):
- * the header, the part's warnings, then each rank's shell, alignment input and summary, field
+ * the header, the options, the part's warnings, then each rank's shell, alignment input,
+ * summary and (a rank in no pipeline) the results of its metrics pass, field
  * by field in little-endian (no struct is written whole: no padding bytes, the same bytes on
  * every build).
  */
@@ -24,6 +25,11 @@ static void put_u32(ssa_out *o, uint32_t v) {
 
 static void put_u64(ssa_out *o, uint64_t v) {
   put_le(o, v, 8);
+}
+
+static void put_u32s(ssa_out *o, const uint32_t *v, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    put_u32(o, v[i]);
 }
 
 static void put_i64(ssa_out *o, int64_t v) {
@@ -189,21 +195,121 @@ static void put_summary(ssa_out *o, const ssa_rank_summary *s) {
     const uint64_t words[] = {c->comm_id, c->seq, c->bytes, (uint64_t)c->start, (uint64_t)c->end};
     for (size_t w = 0; w < 5; w++)
       put_u64(o, words[w]);
-    const uint32_t small[] = {c->op, c->flags, c->comm_rank, c->comm_size, c->name};
-    for (size_t w = 0; w < 5; w++)
-      put_u32(o, small[w]);
+    put_u32s(o, (const uint32_t[]){c->op, c->flags, c->comm_rank, c->comm_size, c->name}, 5);
   }
+}
+
+static void put_i64s(ssa_out *o, const int64_t *v, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    put_i64(o, v[i]);
+}
+
+static void put_window(ssa_out *o, const ssa_window *w) {
+  put_i64s(o, (const int64_t[]){w->step, w->start, w->end}, 3);
+  put_u32(o, (uint32_t)w->projected);
+  put_i64(o, w->device_latency);
+  put_u32(o, (uint32_t)w->cut);
+  put_u32(o, (uint32_t)w->stub);
+  put_i64s(o,
+           (const int64_t[]){w->span, w->busy, w->idle, w->compute, w->comm, w->overlap,
+                             w->exposed_comm, w->exposed_mem, w->bubble, w->pipeline_comm_only},
+           10);
+  put_i64s(o, w->idle_cause, SSA_IDLE_N);
+  put_u32(o, (uint32_t)w->has_bubble_causes);
+  put_i64s(o, w->bubble_cause, SSA_BUBBLE_N);
+  put_u32(o, (uint32_t)w->imbalance_stage);
+  put_u32(o, (uint32_t)w->late_from_rank);
+  put_u32(o, (uint32_t)w->late_from_phase);
+  put_i64s(o, (const int64_t[]){w->late_from_ns, w->schedule_idle, w->schedule_idle_balanced}, 3);
+  put_u64(o, w->launch.count);
+  put_i64s(
+      o,
+      (const int64_t[]){w->launch.min, w->launch.p50, w->launch.p90, w->launch.p99, w->launch.max},
+      5);
+  put_f64(o, w->launch.mean);
+  put_u32(o, (uint32_t)w->cpu_bound);
+}
+
+/* A rank's metrics made where it was loaded (ssa_rank_local), or just "not made". */
+static void put_local(ssa_out *o, const ssa_rank_local *l) {
+  put_u32(o, (uint32_t)l->made);
+  if (!l->made) return;
+  put_u64(o, l->result.nsteps);
+  for (size_t i = 0; i < l->result.nsteps; i++) {
+    const ssa_step *s = &l->result.steps[i];
+    put_i64s(o,
+             (const int64_t[]){s->number, s->range_start, s->range_end, s->start, s->end,
+                               s->dev_start, s->dev_end},
+             7);
+    put_u32(o, (uint32_t)s->projected);
+    put_u32(o, (uint32_t)s->cut);
+    put_u64(o, s->launched);
+  }
+  put_window(o, &l->result.totals);
+  for (size_t i = 0; i < l->result.nsteps; i++)
+    put_window(o, &l->result.windows[i]);
+  put_u64(o, l->result.nlanes);
+  for (size_t i = 0; i < l->result.nlanes; i++) {
+    put_u32(o, l->result.lanes[i].lane);
+    put_i64(o, l->result.lanes[i].busy);
+    put_i64s(o, l->result.lanes[i].idle_cause, SSA_IDLE_N);
+  }
+  put_u64(o, l->result.nkstats);
+  for (size_t i = 0; i < l->result.nkstats; i++) {
+    const ssa_rank_kstat *k = &l->result.kstats[i];
+    put_u32s(o, (const uint32_t[]){k->name, k->comm}, 2);
+    put_u64(o, k->count);
+    put_i64s(o, (const int64_t[]){k->total, k->min, k->max}, 3);
+  }
+  put_u32(o, (uint32_t)l->result.pipeline);
+  put_u32(o, (uint32_t)l->result.stage);
+  put_f64(o, l->result.bubble_theory);
+  put_u32(o, (uint32_t)l->result.ops.made);
+  if (l->result.ops.made) {
+    put_u64(o, l->result.ops.ngroups);
+    for (size_t i = 0; i < l->result.ops.ngroups; i++) {
+      const ssa_op_group *g = &l->result.ops.groups[i];
+      put_u32s(o, (const uint32_t[]){g->name, g->inputs}, 2);
+      put_u64(o, g->count);
+      put_u64(o, g->kernels);
+      put_i64(o, g->time_ns);
+    }
+    put_u32(o, (uint32_t)l->result.ops.host_time);
+    put_i64(o, l->result.ops.unattributed_ns);
+    put_u64(o, l->result.ops.ops_without_inputs);
+  }
+  put_u64(o, l->nwarnings);
+  for (size_t i = 0; i < l->nwarnings; i++)
+    put_str(o, l->warnings[i]);
+  put_u64(o, l->result.nspan_answers);
+  for (size_t i = 0; i < l->result.nspan_answers; i++) {
+    put_i64(o, l->result.span_answers[i].t0);
+    put_i64(o, l->result.span_answers[i].t1);
+    put_i64s(o, l->result.span_answers[i].time, SSA_PHASE_N);
+  }
+}
+
+/* The options that shaped the ranks' metrics (ssa_rank_local_options_equal). */
+static void put_options(ssa_out *o, const ssa_options *opt) {
+  put_u32(o, (uint32_t)opt->has_step_filter);
+  put_i64(o, opt->step_first);
+  put_i64(o, opt->step_last);
+  put_str(o, opt->step_range_name);
+  put_i64(o, opt->launch_gap_ns > 0 ? opt->launch_gap_ns : SSA_DEFAULT_LAUNCH_GAP_NS);
+  put_u32(o, (uint32_t)(opt->rank < 0 ? -1 : opt->rank));
 }
 
 int ssa_partial_write(const ssa_partial *p, ssa_out *o) {
   ssa_out_write(o, SSA_PARTIAL_MAGIC, 8);
   put_u32(o, SSA_PARTIAL_VERSION);
   put_u32(o, PARTIAL_SHAPE);
+  put_u32(o, PARTIAL_RESULT_SHAPE);
   put_str(o, p->dir);
   put_u64(o, p->run_id);
   put_u64(o, p->nfiles);
   put_u32(o, (uint32_t)p->part_index);
   put_u32(o, (uint32_t)p->part_count);
+  put_options(o, &p->made_with);
   put_u64(o, p->nwarnings);
   for (size_t i = 0; i < p->nwarnings; i++)
     put_str(o, p->warnings[i]);
@@ -214,6 +320,8 @@ int ssa_partial_write(const ssa_partial *p, ssa_out *o) {
     if (!r->align_input) return STEPSCOPE_E_ARGUMENT; /* a shell always has one */
     put_align(o, r->align_input);
     put_summary(o, &p->summaries[i]);
+    static const ssa_rank_local none;
+    put_local(o, p->locals ? &p->locals[i] : &none);
   }
   ssa_out_write(o, PARTIAL_END, 8);
   return o->error ? STEPSCOPE_E_IO : 0;

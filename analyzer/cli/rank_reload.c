@@ -9,11 +9,13 @@
  * shell's counts (rewritten, or still growing, since the load) is refused, not analysed
  * against the other ranks' view of the old one.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rank_reload.h"
 
@@ -22,11 +24,22 @@ static void keep_error(ssa_run_rereader *x, const char *message) {
   if (!atomic_exchange(&x->failed, 1)) snprintf(x->error, sizeof x->error, "%s", message);
 }
 
-static int load_events(void *ctx, size_t i) {
+static int load_events(void *ctx, size_t i, int purpose) {
   ssa_run_rereader *x = ctx;
   ssa_rank *r = &x->run->ranks[i];
   ssa_rank full, shell = *r;
   if (x->read_paths) shell.path = x->read_paths[r->file_index]; /* a merge: read it there */
+  const char *why = purpose >= 0 && purpose < SSA_READ_N ? ssa_read_purpose_names[purpose] : "?";
+  if (purpose >= 0 && purpose < SSA_READ_N) atomic_fetch_add(&x->reads[purpose], 1);
+  if (x->read_paths && access(shell.path, R_OK) != 0) { /* a merge of partials */
+    char message[sizeof x->error];
+    snprintf(message, sizeof message,
+             "rank file %s (rank %d) cannot be read (%s): the merge needs its events for %s "
+             "(docs/scale.md \"What the merge still reads\"); put it where its partial found it",
+             shell.path, r->rank, strerror(errno), why);
+    keep_error(x, message);
+    return STEPSCOPE_E_IO;
+  }
   stepscope_error err;
   memset(&err, 0, sizeof err);
   int rc = ssa_rank_reload(&shell, x->import, &full, &err);
@@ -57,6 +70,21 @@ static void drop_events(void *ctx, size_t i) {
   ssa_rank_free(r);
   *r = x->shells[i];
   memset(&x->shells[i], 0, sizeof x->shells[i]);
+}
+
+void ssa_run_rereader_say_reads(const ssa_run_rereader *x, char *out, size_t cap) {
+  unsigned long total = 0;
+  for (int p = 0; p < SSA_READ_N; p++)
+    total += atomic_load(&x->reads[p]);
+  int len = snprintf(out, cap, "%lu rank file%s read again", total, total == 1 ? "" : "s");
+  const char *sep = ": ";
+  for (int p = 0; p < SSA_READ_N && len >= 0 && (size_t)len < cap; p++) {
+    unsigned long n = atomic_load(&x->reads[p]);
+    if (!n) continue;
+    len +=
+        snprintf(out + len, cap - (size_t)len, "%s%lu for %s", sep, n, ssa_read_purpose_names[p]);
+    sep = ", ";
+  }
 }
 
 int ssa_run_rereader_init(ssa_run_rereader *x, ssa_run *run, const ssa_import_options *import) {

@@ -21,7 +21,10 @@ typedef struct ssa_run_rereader {
   char *const *read_paths; /* NULL, or per file index the path to read (a merge of partials) */
   atomic_int failed;       /* a rank could not be read again (or its file changed): ... */
   char error[600];         /* ... the first such failure's words (its file, what happened) */
+  atomic_ulong reads[SSA_READ_N]; /* ranks read again, by purpose (SSA_READ_*) */
 } ssa_run_rereader;
+/* "N rank files read again: K for <purpose>, ..." (the purposes with reads) into out[cap]. */
+void ssa_run_rereader_say_reads(const ssa_run_rereader *x, char *out, size_t cap);
 int ssa_run_rereader_init(ssa_run_rereader *x, ssa_run *run, const ssa_import_options *import);
 void ssa_run_rereader_free(ssa_run_rereader *x);
 

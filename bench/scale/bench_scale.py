@@ -10,9 +10,11 @@ CPU ns per event (user + system), peak RSS and bytes per event, page faults; wit
 (cores, load average before and after each run). With --parts P it also cuts each run into P
 partial analyses (`analyze --part K/P --partial`, docs/scale.md "Partials"), one child each,
 then merges them (`merge`), and prints per size: the partials' bytes per rank, the map step's
-CPU (all parts) and largest part's RSS, and the merge's wall, CPU and RSS.
+CPU (all parts) and largest part's RSS, and the merge's wall, CPU and RSS and the rank files it read
+again (its STEPSCOPE_SAY_READS line: "?" for a stepscope without it).
 
 usage: bench_scale.py --stepscope BIN --gen BIN --dir DIR [--ranks 64,256,...]
+                      [--gen-args '--pp 1 ...'] (more stepscope-gen arguments)
                       [--events-per-rank N] [--top-events N] [--modes normal,bounded]
                       [--threads N] [--parts P] [--keep]
   --events-per-rank  events per rank (default 20000)
@@ -32,18 +34,22 @@ import tempfile
 import time
 
 
-def child_run(argv):
+def child_run(argv, env=None, said=None):
     """Runs argv; returns (wall s, user s, sys s, max RSS bytes, minor faults) of that child
-    alone (os.wait4: its own rusage, not the largest child's so far)."""
+    alone (os.wait4: its own rusage, not the largest child's so far); its stderr is appended to
+    the list `said` when given."""
     with tempfile.TemporaryFile(mode="w+") as err:
         t0 = time.monotonic()
-        p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
+        p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err,
+                             env=dict(os.environ, **(env or {})))
         _, status, ru = os.wait4(p.pid, 0)
         wall = time.monotonic() - t0
         p.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
         if p.returncode:
-            err.seek(0)
             sys.exit("%s failed (%d): %s" % (" ".join(argv), p.returncode, err.read().strip()))
+        if said is not None:
+            said.append(err.read())
     return wall, ru.ru_utime, ru.ru_stime, ru.ru_maxrss * 1024, ru.ru_minflt
 
 
@@ -58,6 +64,8 @@ def main():
     ap.add_argument("--modes", default="normal,bounded")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--parts", type=int, default=0)
+    ap.add_argument("--gen-args", default="",
+                    help="more stepscope-gen arguments, e.g. '--pp 1 --tp 8' (no pipeline)")
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
     sizes = [int(x) for x in a.ranks.split(",")]
@@ -73,11 +81,12 @@ def main():
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for i, r in enumerate(sizes):
         epr = a.top_events if a.top_events and i == len(sizes) - 1 else a.events_per_rank
-        run = os.path.join(a.dir, "scale-%d-%d" % (r, epr))
+        run = os.path.join(a.dir, "scale-%d-%d%s" % (r, epr, a.gen_args.replace(" ", "")))
         t0 = time.monotonic()
         if not os.path.isdir(run):
             g = subprocess.run([a.gen, run, "--scale", "--ranks", str(r), "--events-per-rank",
-                                str(epr), "--threads", "2"], check=True, capture_output=True,
+                                str(epr), "--threads", "2"] + a.gen_args.split(),
+                               check=True, capture_output=True,
                                text=True).stdout
             with open(run + ".truth", "w") as f:
                 f.write(g)
@@ -101,8 +110,9 @@ def main():
             os.unlink(run + ".truth")
     if partials:
         print("\n| ranks | parts | partial bytes/rank | map CPU s (all parts) | largest part's RSS "
-              "MiB | merge wall s | merge CPU s | merge RSS MiB | load before/after |")
-        print("|---|---|---|---|---|---|---|---|---|")
+              "MiB | merge wall s | merge CPU s | merge RSS MiB | rank files the merge read "
+              "(STEPSCOPE_SAY_READS) | load before/after |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
         for row in partials:
             print(row)
 
@@ -122,12 +132,15 @@ def measure_partials(a, run, ranks, events):
             cpu += user + system
             rss = max(rss, part_rss)
         size = sum(os.path.getsize(p) for p in paths)
+        said = []
         wall, user, system, merge_rss, _ = child_run(
-            [a.stepscope, "merge", "--threads", str(a.threads)] + paths)
+            [a.stepscope, "merge", "--threads", str(a.threads)] + paths,
+            {"STEPSCOPE_SAY_READS": "1"}, said)
         load1 = os.getloadavg()[0]
-        return "| %d | %d | %.0f | %.2f | %.0f | %.2f | %.2f | %.0f | %.2f / %.2f |" % (
+        reads = [l.split(": ", 1)[1] for l in said[0].splitlines() if "read again" in l]
+        return "| %d | %d | %.0f | %.2f | %.0f | %.2f | %.2f | %.0f | %s | %.2f / %.2f |" % (
             ranks, a.parts, size / ranks, cpu, rss / 2**20, wall, user + system,
-            merge_rss / 2**20, load0, load1)
+            merge_rss / 2**20, reads[0] if reads else "?", load0, load1)
     finally:
         shutil.rmtree(tmp)
 

@@ -9,8 +9,9 @@ reduce steps of analysing a large run on an existing engine (Dask, Ray, Slurm):
     report = stepscope.merge(outs)     # == `stepscope analyze /shared/run --low-memory`
 
 Each part is a contiguous block of the run's rank files in name order; the merge needs every
-part 0..n-1 of one cut once, and reads the rank files again for the per-rank passes (so they
-must be where the parts found them, e.g. on shared storage)."""
+part 0..n-1 of one cut once; it reads a rank file again only where it needs the rank's events
+(pipeline ranks, the critical path's rounds: docs/scale.md "What the merge still reads"), so
+those must be where the parts found them, e.g. on shared storage."""
 
 import os
 

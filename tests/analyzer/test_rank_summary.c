@@ -116,8 +116,9 @@ typedef struct hidden_run {
   const ssa_rank *saved;
 } hidden_run;
 
-static int show_one_rank(void *ctx, size_t i) {
+static int show_one_rank(void *ctx, size_t i, int purpose) {
   hidden_run *h = ctx;
+  (void)purpose;
   h->run->ranks[i] = h->saved[i];
   return 0;
 }

@@ -66,7 +66,7 @@ int main(int argc, char **argv) {
   size_t nops = run.ranks[r0].nops;
 
   /* unchanged: read again, its events there, then its shell back */
-  int rc = x.events.load(x.events.ctx, (size_t)r0);
+  int rc = x.events.load(x.events.ctx, (size_t)r0, SSA_READ_METRICS);
   check(rc == 0 && !x.failed && run.ranks[r0].ops && run.ranks[r0].nops == nops,
         "an unchanged file is read again with its events");
   if (rc == 0) x.events.drop(x.events.ctx, (size_t)r0);
@@ -77,7 +77,7 @@ int main(int argc, char **argv) {
   snprintf(path, sizeof path, "%s/rank-00000.trace.zst", dir);
   snprintf(from, sizeof from, "%s/rank-00000.trace.zst", other);
   check(copy_file(from, path) == 0, "rank 0's file replaced by another run's");
-  rc = x.events.load(x.events.ctx, (size_t)r0);
+  rc = x.events.load(x.events.ctx, (size_t)r0, SSA_READ_METRICS);
   check(rc != 0, "a rank file that changed since the load is an error");
   check(x.failed && strstr(x.error, "rank-00000.trace.zst changed since it was loaded") != NULL,
         "whose words name the file and say it changed");
@@ -89,7 +89,7 @@ int main(int argc, char **argv) {
   /* gone since the load: an error (the first failure's words are kept) */
   snprintf(path, sizeof path, "%s/rank-00001.trace.zst", dir);
   check(unlink(path) == 0, "rank 1's file removed");
-  rc = x.events.load(x.events.ctx, (size_t)r1);
+  rc = x.events.load(x.events.ctx, (size_t)r1, SSA_READ_METRICS);
   check(rc != 0, "a rank file that is gone is an error");
   x.events.drop(x.events.ctx, (size_t)r1);
   check(run.ranks[r1].events_dropped, "its shell stays");

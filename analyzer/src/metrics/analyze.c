@@ -14,10 +14,17 @@
 #include <string.h>
 
 #include "critical_path.h"
+#include "rank_local.h"
 #include "ssa_metrics.h"
 #include "ssa_ops.h"
 
 static pthread_mutex_t warn_lock = PTHREAD_MUTEX_INITIALIZER;
+
+const char *const ssa_read_purpose_names[SSA_READ_N] = {
+    "the per-rank metrics",       "the step numbers of the --steps message",
+    "the bubble's transfers",     "the op groups of MFU from the ops' FLOPs",
+    "the late upstream's rounds", "the culprit walk's rounds",
+    "the critical path's rounds"};
 
 void ssa_options_default(ssa_options *o) {
   memset(o, 0, sizeof *o);
@@ -40,7 +47,7 @@ int ssa_with_rank_events(ssa_analysis *a, size_t i,
                          int (*pass)(ssa_analysis *a, size_t i, void *arg), void *arg) {
   const ssa_rank_events *ev = a->opt.rank_events;
   if (!ev) return pass(a, i, arg);
-  int rc = ev->load(ev->ctx, i);
+  int rc = ev->load(ev->ctx, i, a->reading_for);
   if (rc == 0) rc = pass(a, i, arg);
   ev->drop(ev->ctx, i);
   return rc;
@@ -87,10 +94,17 @@ typedef struct metrics_job {
   int op_groups_wanted;
 } metrics_job;
 
-/* One rank's metrics (a job of ssa_parallel_for). */
+/* One rank's metrics (a job of ssa_parallel_for): made where it was loaded (a merge's
+ * partial) and taken, else made from its events. */
 static void analyze_rank(void *ctx, size_t i) {
   metrics_job *job = ctx;
-  int rc = ssa_with_rank_events(job->a, i, metrics, &job->op_groups_wanted);
+  ssa_rank_local *local = job->a->opt.rank_locals ? &job->a->opt.rank_locals[i] : NULL;
+  int rc;
+  if (local && local->made &&
+      (!job->op_groups_wanted || local->result.ops.made || !ssa_op_table_counts(job->a, i)))
+    rc = ssa_rank_local_take(job->a, &job->a->ranks[i], local, job->op_groups_wanted);
+  else
+    rc = ssa_with_rank_events(job->a, i, metrics, &job->op_groups_wanted);
   if (rc && !job->a->ranks[i].error) job->a->ranks[i].error = rc;
 }
 
@@ -165,6 +179,7 @@ int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, ste
   if ((rc = first_rank_error(a)) != 0) goto fail;
   if ((rc = ssa_find_pipeline_waits(a)) != 0) goto fail;
   metrics_job job = {a, isnan(ssa_metadata_model_flops(a))};
+  a->reading_for = SSA_READ_METRICS;
   ssa_parallel_for(a->nranks, workers, analyze_rank, &job);
   if ((rc = first_rank_error(a)) != 0) goto fail;
   if (a->opt.rank >= 0) {
@@ -185,6 +200,7 @@ int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, ste
     int any = 0;
     a->step_lo = INT64_MAX;
     a->step_hi = INT64_MIN;
+    a->reading_for = SSA_READ_STEP_NUMBERS;
     for (size_t i = 0; i < a->nranks; i++) {
       any |= a->ranks[i].nsteps > 0;
       if (!any) ssa_with_rank_events(a, i, step_numbers, NULL);
@@ -209,20 +225,25 @@ int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, ste
   }
   if ((rc = ssa_match_collectives(a)) != 0) goto fail;
   if ((rc = ssa_upstream_begin(a, &tj.upstream)) != 0) goto fail;
+  a->reading_for = SSA_READ_TRANSFERS;
   ssa_parallel_for(a->nranks, workers, measure_bubble_transfers, &tj);
   if ((rc = first_rank_error(a)) != 0) goto fail;
   if ((rc = ssa_build_kernel_table(a)) != 0) goto fail;
   if ((rc = ssa_read_run_metadata(a)) != 0) goto fail;
   a->op_mfu.mfu = NAN; /* from the ops' FLOPs when the metadata has none (PyTorch traces) */
+  a->reading_for = SSA_READ_OP_GROUPS;
   if (isnan(a->model_flops_per_step) && (rc = ssa_op_flops_mfu_of(a)) != 0) goto fail;
   if ((rc = ssa_bubble_causes(a)) != 0) goto fail; /* needs the schedule */
+  a->reading_for = SSA_READ_LATE_UPSTREAM;
   if ((rc = ssa_late_upstream_sources(tj.upstream)) != 0) goto fail;
   ssa_upstream_free(tj.upstream);
   tj.upstream = NULL;
   /* judged against the step times; pipelines read the bubble's causes */
+  a->reading_for = SSA_READ_CULPRITS;
   if ((rc = ssa_find_culprits(a)) != 0) goto fail;
   if ((rc = ssa_moe_load(a)) != 0) goto fail;
   /* in rounds: only the ranks asked are read (the bounded mode) */
+  a->reading_for = SSA_READ_CRITICAL_PATH;
   if ((rc = ssa_find_critical_paths(a)) != 0) goto fail;
   return 0;
 fail:
@@ -248,18 +269,22 @@ int ssa_run_has_rank(const ssa_run *run, int rank) {
   return 0;
 }
 
+void ssa_rank_result_free(ssa_rank_result *rr) {
+  ssa_rank_summary_free(&rr->summary);
+  free(rr->steps);
+  free(rr->windows);
+  free(rr->lanes);
+  free(rr->kstats);
+  free(rr->coll_wait_end);
+  free(rr->coll_transfer);
+  free(rr->ops.groups);
+  free(rr->span_answers);
+  memset(rr, 0, sizeof *rr);
+}
+
 void ssa_analysis_free(ssa_analysis *a) {
-  for (size_t i = 0; i < a->nranks; i++) {
-    ssa_rank_result *rr = &a->ranks[i];
-    ssa_rank_summary_free(&rr->summary);
-    free(rr->steps);
-    free(rr->windows);
-    free(rr->lanes);
-    free(rr->kstats);
-    free(rr->coll_wait_end);
-    free(rr->coll_transfer);
-    free(rr->ops.groups);
-  }
+  for (size_t i = 0; i < a->nranks; i++)
+    ssa_rank_result_free(&a->ranks[i]);
   free(a->ranks);
   ssa_critical_path_free(a->critical_path);
   ssa_strtab_free(&a->names);

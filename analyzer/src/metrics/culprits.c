@@ -596,6 +596,77 @@ int ssa_rank_phase_answers(const ssa_analysis *a, size_t rank_idx, ssa_phase_req
   return 0;
 }
 
+static int cmp_span_answer(const void *pa, const void *pb) {
+  const ssa_span_answer *a = pa, *b = pb;
+  if (a->t0 != b->t0) return a->t0 < b->t0 ? -1 : 1;
+  return a->t1 < b->t1 ? -1 : a->t1 > b->t1;
+}
+
+/* Record indices of a summary ordered by (communicator, seq): a record's previous instance on
+ * its communicator is the one before it, when its seq is one less. */
+static int cmp_rec_order(const void *pa, const void *pb, void *ctx) {
+  const ssa_coll_rec *v = ctx, *a = &v[*(const uint32_t *)pa], *b = &v[*(const uint32_t *)pb];
+  if (a->comm_id != b->comm_id) return a->comm_id < b->comm_id ? -1 : 1;
+  return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+int ssa_rank_span_answers(const ssa_rank_result *rr, ssa_span_answer **out, size_t *n) {
+  const ssa_rank_summary *s = &rr->summary;
+  *out = NULL;
+  *n = 0;
+  if (s->ncolls == 0) return 0;
+  uint32_t *order = malloc(s->ncolls * sizeof *order);
+  ssa_span_answer *v = malloc(s->ncolls * sizeof *v);
+  ssa_phase_ranges ph;
+  memset(&ph, 0, sizeof ph);
+  if (!order || !v || ssa_phase_ranges_build(rr->rank, SSA_BACKWARD_WEIGHT_APART, &ph)) {
+    free(order);
+    free(v);
+    return STEPSCOPE_E_NOMEM;
+  }
+  for (uint32_t i = 0; i < s->ncolls; i++)
+    order[i] = i;
+  qsort_r(order, s->ncolls, sizeof *order, cmp_rec_order, s->colls);
+  size_t k = 0;
+  for (size_t j = 0; j < s->ncolls; j++) {
+    const ssa_coll_rec *c = &s->colls[order[j]], *prev = j ? &s->colls[order[j - 1]] : NULL;
+    int64_t t0;
+    if (prev && prev->comm_id == c->comm_id && prev->seq + 1 == c->seq)
+      t0 = prev->end; /* it left the previous instance */
+    else {
+      long w = step_at(rr, c->start);
+      if (w < 0) continue;
+      t0 = rr->windows[w].start;
+    }
+    v[k].t0 = t0;
+    v[k].t1 = c->start;
+    partition(rr->rank, &ph, t0, c->start, v[k++].time);
+  }
+  qsort(v, k, sizeof *v, cmp_span_answer);
+  size_t u = 0;
+  for (size_t i = 0; i < k; i++)
+    if (u == 0 || cmp_span_answer(&v[u - 1], &v[i]) != 0) v[u++] = v[i];
+  ssa_phase_ranges_free(&ph);
+  free(order);
+  *out = v;
+  *n = u;
+  return 0;
+}
+
+/* The rank's unanswered span questions in q that its answers made at load hold. */
+static void answer_from_load(ssa_rank_result *rr, ssa_phase_requests *q, size_t rank_idx) {
+  for (size_t i = q->first[rank_idx]; rr->nspan_answers && i < q->first[rank_idx + 1]; i++) {
+    ssa_phase_request *x = &q->v[i];
+    if (x->answered || x->kind != SSA_PHASE_SPAN) continue;
+    ssa_span_answer key = {.t0 = x->t0, .t1 = x->t1};
+    const ssa_span_answer *hit =
+        bsearch(&key, rr->span_answers, rr->nspan_answers, sizeof key, cmp_span_answer);
+    if (!hit) continue;
+    memcpy(x->time, hit->time, sizeof x->time);
+    x->answered = 1;
+  }
+}
+
 void ssa_phase_requests_free(ssa_phase_requests *q) {
   free(q->v);
   free(q->first);
@@ -616,6 +687,7 @@ static int rank_answers(ssa_analysis *a, size_t i, void *questions) {
 
 static void answer_rank(void *ctx, size_t i) {
   answer_job *job = ctx;
+  answer_from_load(&job->a->ranks[i], job->q, i);
   int asked = 0; /* only a rank with an unanswered question is read (bounded mode) */
   for (size_t k = job->q->first[i]; k < job->q->first[i + 1] && !asked; k++)
     asked = !job->q->v[k].answered;

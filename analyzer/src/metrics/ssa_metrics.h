@@ -31,10 +31,26 @@
  * its shell and clock offset as before), `drop` frees them again (ssa_rank_drop_events). The
  * caller owns the run and the reading (import/: ssa_run_rank_events). */
 typedef struct ssa_rank_events {
-  int (*load)(void *ctx, size_t rank_index); /* 0 or a status */
+  int (*load)(void *ctx, size_t rank_index, int purpose); /* 0 or a status; purpose: SSA_READ_* */
   void (*drop)(void *ctx, size_t rank_index);
   void *ctx;
 } ssa_rank_events;
+
+/* Why a bounded analysis reads a rank's events (ssa_analysis.reading_for, handed to
+ * ssa_rank_events.load: a merge names it when the rank file is gone, and counts the reads). */
+enum {
+  SSA_READ_METRICS,       /* the per-rank metrics (breakdown.c) and pipeline items */
+  SSA_READ_STEP_NUMBERS,  /* the message of a --steps that keeps nothing */
+  SSA_READ_TRANSFERS,     /* a pipeline rank's bubble transfers and waits on late sends */
+  SSA_READ_OP_GROUPS,     /* MFU from the ops' FLOPs: a rank's op groups */
+  SSA_READ_LATE_UPSTREAM, /* the late upstream's rounds: a sending rank's answers */
+  SSA_READ_CULPRITS,      /* the culprit walk's rounds: a rank's phase answers */
+  SSA_READ_CRITICAL_PATH, /* the critical path's rounds: a rank's walk */
+  SSA_READ_N
+};
+extern const char *const ssa_read_purpose_names[SSA_READ_N];
+
+struct ssa_rank_local;
 
 typedef struct ssa_options {
   int has_step_filter;
@@ -55,6 +71,10 @@ typedef struct ssa_options {
   struct ssa_rank_summary *summaries; /* NULL, or per rank index its summary made when it was loaded
                                   (the bounded mode: one read less); ssa_analyze takes them
                                   (and sets their clock offsets), leaving them zeroed */
+  struct ssa_rank_local *rank_locals; /* NULL, or per rank index the results of its metrics
+                                         pass made where it was loaded (a merge of partials:
+                                         ssa_rank_local_make); a rank whose `made` is set is
+                                         not read for that pass; ssa_analyze takes them */
   /* the exports only: NULL, or a replay whose ops they add as tracks (export --replay) */
   const struct ssa_export_replay *export_replay;
 } ssa_options;
@@ -278,6 +298,26 @@ typedef struct ssa_rank_ops {
   uint64_t ops_without_inputs; /* ssa_op_table.ops_without_inputs of this rank */
 } ssa_rank_ops;
 
+/* Phases a late rank's time is split into (culprits.c). */
+enum {
+  SSA_PHASE_FORWARD,
+  SSA_PHASE_BACKWARD,
+  SSA_PHASE_OPTIMIZER,
+  SSA_PHASE_HOST,
+  SSA_PHASE_COPY,
+  SSA_PHASE_COLLECTIVE,
+  SSA_PHASE_OTHER,
+  SSA_PHASE_N
+};
+extern const char *const ssa_phase_names[SSA_PHASE_N];
+
+/* A rank's device time by phase over [t0, t1) of its clock (ssa_phase_request SSA_PHASE_SPAN),
+ * made before the culprit walk asks it (ssa_rank_span_answers). */
+typedef struct ssa_span_answer {
+  int64_t t0, t1;
+  int64_t time[SSA_PHASE_N];
+} ssa_span_answer;
+
 typedef struct ssa_rank_result {
   const ssa_rank *rank;
   ssa_rank_summary summary; /* what the cross-rank pass reads of the rank */
@@ -300,13 +340,18 @@ typedef struct ssa_rank_result {
   double bubble_theory;   /* NaN if unknown */
   /* collectives, per rank */
   uint64_t coll_count;
-  int64_t coll_wait;          /* sum of this rank's waits */
-  int64_t coll_caused;        /* waits of others when this rank arrived last */
-  uint64_t coll_last;         /* instances where it arrived last */
-  int64_t coll_schedule_wait; /* part of coll_wait the pipeline schedule implies */
-  ssa_rank_ops ops;           /* the op table's part of the rank (when it is wanted) */
+  int64_t coll_wait;             /* sum of this rank's waits */
+  int64_t coll_caused;           /* waits of others when this rank arrived last */
+  uint64_t coll_last;            /* instances where it arrived last */
+  int64_t coll_schedule_wait;    /* part of coll_wait the pipeline schedule implies */
+  ssa_rank_ops ops;              /* the op table's part of the rank (when it is wanted) */
+  ssa_span_answer *span_answers; /* NULL, or the culprit walk's span questions answered where
+                                    the rank was loaded (a merge), by (t0, t1) */
+  size_t nspan_answers;
   int error;
 } ssa_rank_result;
+/* Frees what a rank's result holds (its summary, steps, windows, lanes, ...), zeroes it. */
+void ssa_rank_result_free(ssa_rank_result *rr);
 
 typedef struct ssa_kernel_row {
   uint32_t name; /* id in the analysis string table (ssa_name) */
@@ -342,19 +387,6 @@ typedef struct ssa_late {
   int64_t peer_arrival_rel[SSA_LATE_PEERS], peer_since_rel[SSA_LATE_PEERS];
   int64_t peer_caused[SSA_LATE_PEERS]; /* each peer's wait for it, beyond the schedule */
 } ssa_late;
-
-/* Phases a late rank's time is split into (culprits.c). */
-enum {
-  SSA_PHASE_FORWARD,
-  SSA_PHASE_BACKWARD,
-  SSA_PHASE_OPTIMIZER,
-  SSA_PHASE_HOST,
-  SSA_PHASE_COPY,
-  SSA_PHASE_COLLECTIVE,
-  SSA_PHASE_OTHER,
-  SSA_PHASE_N
-};
-extern const char *const ssa_phase_names[SSA_PHASE_N];
 
 /* A rank's phase ranges (phase_ranges.c): its forward / backward / optimizer ranges by start,
  * `backward_weight` counted as backward when asked (late_upstream.c; culprits.c does not). */
@@ -534,6 +566,7 @@ typedef struct ssa_analysis {
   char **warnings;
   size_t nwarnings, warnings_cap;
   int64_t step_lo, step_hi; /* the run's step numbers, for the message of an empty --steps */
+  int reading_for;          /* SSA_READ_*: the phase whose per-rank passes read ranks now */
 } ssa_analysis;
 
 int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *out,
@@ -701,6 +734,11 @@ typedef struct ssa_phase_requests {
  * culprit rows and verdict (*unanswered 0); else it adds its questions to q and says how many.
  * 0 or STEPSCOPE_E_NOMEM. */
 int ssa_culprit_walk(ssa_analysis *a, ssa_phase_requests *q, size_t *unanswered);
+/* The span questions the culprit walk could ask of rank rr (its events loaded, its windows
+ * made) when it arrives late or is a late rank's peer, answered (sorted by (t0, t1), unique):
+ * per collective record, from its end of the communicator's previous instance (else from the
+ * start of its step window) to its arrival. 0 or STEPSCOPE_E_NOMEM. */
+int ssa_rank_span_answers(const ssa_rank_result *rr, ssa_span_answer **out, size_t *n);
 /* Answers the rank's unanswered questions in q from its events (per-rank pass). */
 int ssa_rank_phase_answers(const ssa_analysis *a, size_t rank_idx, ssa_phase_requests *q);
 void ssa_phase_requests_free(ssa_phase_requests *q);
