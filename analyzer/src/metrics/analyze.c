@@ -24,7 +24,7 @@ const char *const ssa_read_purpose_names[SSA_READ_N] = {
     "the per-rank metrics",       "the step numbers of the --steps message",
     "the bubble's transfers",     "the op groups of MFU from the ops' FLOPs",
     "the late upstream's rounds", "the culprit walk's rounds",
-    "the critical path's rounds"};
+    "the critical path's rounds", "the ranges of --step-range"};
 
 void ssa_options_default(ssa_options *o) {
   memset(o, 0, sizeof *o);
@@ -142,6 +142,24 @@ static int step_numbers(ssa_analysis *a, size_t i, void *unused) {
   return 0;
 }
 
+static int has_step_range(ssa_analysis *a, size_t i, void *found) {
+  *(int *)found = ssa_rank_has_range(a->ranks[i].rank, a->opt.step_range_name);
+  return 0;
+}
+
+/* Whether a rank of the run has a range named --step-range's name. A rank's ranges go with
+ * its events in the bounded mode, its string table stays: only a rank whose strings hold the
+ * name is read again to look, and the first one that has the range ends the search. */
+static int run_has_step_range(ssa_analysis *a, int *found) {
+  *found = 0;
+  a->reading_for = SSA_READ_STEP_RANGE;
+  int rc = 0;
+  for (size_t i = 0; i < a->nranks && !*found && rc == 0; i++)
+    if (ssa_rank_string_id(a->ranks[i].rank, a->opt.step_range_name))
+      rc = ssa_with_rank_events(a, i, has_step_range, found);
+  return rc;
+}
+
 int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, stepscope_error *err) {
   memset(a, 0, sizeof *a);
   transfers_job tj = {a, NULL}; /* the late upstream's state from the matching on */
@@ -163,7 +181,9 @@ int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, ste
     a->ranks[i].rank_index = i;
     a->ranks[i].stage = -1;
   }
-  if (a->opt.step_range_name && !ssa_run_has_range(run, a->opt.step_range_name)) {
+  int has_range = 1;
+  if (a->opt.step_range_name && (rc = run_has_step_range(a, &has_range)) != 0) goto fail;
+  if (!has_range) {
     rc = STEPSCOPE_E_ARGUMENT; /* asked for, not there: never a silent fall-back */
     if (err) {
       err->code = rc;

@@ -46,6 +46,7 @@ enum {
   SSA_READ_LATE_UPSTREAM, /* the late upstream's rounds: a sending rank's answers */
   SSA_READ_CULPRITS,      /* the culprit walk's rounds: a rank's phase answers */
   SSA_READ_CRITICAL_PATH, /* the critical path's rounds: a rank's walk */
+  SSA_READ_STEP_RANGE,    /* whether a rank has the --step-range's ranges (its names do) */
   SSA_READ_N
 };
 extern const char *const ssa_read_purpose_names[SSA_READ_N];
@@ -596,8 +597,10 @@ static inline int64_t ssa_rel_time(const ssa_run *run, const ssa_rank *r, int64_
 /* Finds the steps of a rank (all of them, unfiltered), sorted by number,
  * with their windows (a partition of the timeline) and device latencies. */
 int ssa_find_steps(const ssa_rank *r, const char *user_range_name, ssa_step **out, size_t *n);
-/* Whether a rank of the run holds a range named `name` (what --step-range names). */
-int ssa_run_has_range(const ssa_run *run, const char *name);
+/* The id of `name` in rank r's string table (kept when its events are dropped), 0: none. */
+uint32_t ssa_rank_string_id(const ssa_rank *r, const char *name);
+/* Whether rank r holds a range named `name` (what --step-range names): its events loaded. */
+int ssa_rank_has_range(const ssa_rank *r, const char *name);
 
 /* Which steps' host ranges contain a time (steps.c): an op belongs to every
  * step whose range [range_start, range_end) contains its launch call's

@@ -201,15 +201,16 @@ static void profiler_step_names(const ssa_rank *r, uint8_t **is_step, int64_t **
   *number = num;
 }
 
-int ssa_run_has_range(const ssa_run *run, const char *name) {
-  for (size_t k = 0; k < run->nranks; k++) {
-    const ssa_rank *r = &run->ranks[k];
-    uint32_t id = 0; /* looked up without interning (the rank is read-only here) */
-    for (uint32_t i = 1; i < r->strings.count && !id; i++)
-      if (!strcmp(ssa_strtab_get(&r->strings, i), name)) id = i;
-    for (size_t i = 0; id && i < r->nranges; i++)
-      if (r->ranges[i].name == id) return 1;
-  }
+uint32_t ssa_rank_string_id(const ssa_rank *r, const char *name) {
+  for (uint32_t i = 1; i < r->strings.count; i++) /* without interning: the rank is read-only */
+    if (!strcmp(ssa_strtab_get(&r->strings, i), name)) return i;
+  return 0;
+}
+
+int ssa_rank_has_range(const ssa_rank *r, const char *name) {
+  uint32_t id = ssa_rank_string_id(r, name);
+  for (size_t i = 0; id && i < r->nranges; i++)
+    if (r->ranges[i].name == id) return 1;
   return 0;
 }
 
