@@ -19,7 +19,7 @@
 #include "rank_local.h"
 
 #define SSA_PARTIAL_MAGIC   "SSPART\r\n" /* 8 bytes; \r\n catches a text-mode copy */
-#define SSA_PARTIAL_VERSION 4u
+#define SSA_PARTIAL_VERSION 5u
 #define PARTIAL_END         "SSPARTOK"  /* the last 8 bytes: a cut partial lacks them */
 #define PARTIAL_NULL        0xffffffffu /* the length of a NULL string */
 /* What the version's field counts depend on (the tally's families and kinds): another build
@@ -68,8 +68,8 @@ int ssa_partial_write(const ssa_partial *p, struct ssa_out *o);
 
 /* Reads a partial from bytes[n] (partial_read.c): 0, or STEPSCOPE_E_FORMAT with the reason
  * in why[cap] (bad magic, another version, a truncated or inconsistent part), or
- * STEPSCOPE_E_NOMEM. `rules`: the merge's classification rules (the shells' tallies must
- * count the same rules). Free with ssa_partial_free either way. */
+ * STEPSCOPE_E_NOMEM. `rules`: the merge's classification rules (the partial's must be the
+ * same, in order, and the shells' tallies count them). Free with ssa_partial_free either way. */
 int ssa_partial_read(const unsigned char *bytes, size_t n, const ssa_comm_rules *rules,
                      ssa_partial *p, char *why, size_t cap);
 

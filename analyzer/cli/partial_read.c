@@ -463,8 +463,33 @@ static void get_local(cursor *c, const ssa_rank *r, const ssa_rank_summary *s, s
   }
 }
 
-/* The options the ranks' results were made with (ssa_rank_local_options_equal). */
-static void get_options(cursor *c, ssa_partial *p) {
+/* The classification rules the part was loaded with, which must be the merge's (`rules`, NULL:
+ * none), in order: they classified every shell's ops and the carried metrics' kernels, and the
+ * merge cannot classify again without reading every rank. */
+static void get_rules(cursor *c, const ssa_comm_rules *rules) {
+  size_t n = get_count(c, 8, "options: rules"), have = rules ? rules->n : 0;
+  if (!c->bad && n != have)
+    fail(c,
+         "made with %zu rule(s) of --comm-kernel/--compute-kernel, the merge has %zu: give "
+         "merge the options the partial was made with",
+         n, have);
+  for (size_t i = 0; i < n && !c->bad; i++) {
+    int comm = get_flag(c, "options: rules");
+    char *pattern = get_str(c, 0, "options: rules");
+    const ssa_comm_rule *mine = &rules->rule[i];
+    if (!c->bad && (comm != mine->comm || strcmp(pattern, mine->pattern)))
+      fail(c,
+           "rule %zu was %s '%s' when the partial was made, the merge's is %s '%s': give merge "
+           "the options the partial was made with",
+           i + 1, comm ? "--comm-kernel" : "--compute-kernel", pattern,
+           mine->comm ? "--comm-kernel" : "--compute-kernel", mine->pattern);
+    free(pattern);
+  }
+}
+
+/* The options the ranks' results were made with (ssa_rank_local_options_equal) and the rules
+ * their ops were classified with (the merge's, checked). */
+static void get_options(cursor *c, ssa_partial *p, const ssa_comm_rules *rules) {
   ssa_options *o = &p->made_with;
   ssa_options_default(o);
   o->has_step_filter = get_flag(c, "options");
@@ -476,9 +501,11 @@ static void get_options(cursor *c, ssa_partial *p) {
   o->rank = get_int(c, "options");
   if (!c->bad && (o->launch_gap_ns <= 0 || o->rank < -1))
     fail(c, "options: launch gap %lld, rank %d", (long long)o->launch_gap_ns, o->rank);
+  get_rules(c, rules);
+  o->comm_rules = rules;
 }
 
-static void get_header(cursor *c, ssa_partial *p) {
+static void get_header(cursor *c, ssa_partial *p, const ssa_comm_rules *rules) {
   const unsigned char *magic = take(c, 8, "header");
   if (magic && memcmp(magic, SSA_PARTIAL_MAGIC, 8)) {
     fail(c, "not a stepscope partial (no magic)");
@@ -503,7 +530,7 @@ static void get_header(cursor *c, ssa_partial *p) {
                   p->nfiles < (uint64_t)p->part_count))
     fail(c, "part %d of %d over %llu files is no part", p->part_index, p->part_count,
          (unsigned long long)p->nfiles);
-  get_options(c, p);
+  get_options(c, p, rules);
 }
 
 int ssa_partial_read(const unsigned char *bytes, size_t n, const ssa_comm_rules *rules,
@@ -518,7 +545,7 @@ int ssa_partial_read(const unsigned char *bytes, size_t n, const ssa_comm_rules 
     return STEPSCOPE_E_FORMAT;
   }
   c.left -= 8;
-  get_header(&c, p);
+  get_header(&c, p, rules);
   size_t nwarn = get_count(&c, 4, "warnings");
   if ((p->warnings = alloc(&c, nwarn, sizeof *p->warnings))) p->nwarnings = nwarn;
   for (size_t i = 0; i < p->nwarnings && !c.bad; i++)

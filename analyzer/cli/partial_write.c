@@ -289,7 +289,8 @@ static void put_local(ssa_out *o, const ssa_rank_local *l) {
   }
 }
 
-/* The options that shaped the ranks' metrics (ssa_rank_local_options_equal). */
+/* The options that shaped the ranks' metrics (ssa_rank_local_options_equal) and the
+ * classification rules their ops were loaded with. */
 static void put_options(ssa_out *o, const ssa_options *opt) {
   put_u32(o, (uint32_t)opt->has_step_filter);
   put_i64(o, opt->step_first);
@@ -297,6 +298,12 @@ static void put_options(ssa_out *o, const ssa_options *opt) {
   put_str(o, opt->step_range_name);
   put_i64(o, opt->launch_gap_ns > 0 ? opt->launch_gap_ns : SSA_DEFAULT_LAUNCH_GAP_NS);
   put_u32(o, (uint32_t)(opt->rank < 0 ? -1 : opt->rank));
+  const ssa_comm_rules *rules = opt->comm_rules; /* they classified every shell's ops */
+  put_u64(o, rules ? rules->n : 0);
+  for (size_t i = 0; rules && i < rules->n; i++) {
+    put_u32(o, (uint32_t)rules->rule[i].comm);
+    put_str(o, rules->rule[i].pattern);
+  }
 }
 
 int ssa_partial_write(const ssa_partial *p, ssa_out *o) {

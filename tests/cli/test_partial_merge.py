@@ -44,11 +44,11 @@ def report(args, json_path, cwd=None):
     return p.returncode, p.stdout, data, p.stderr
 
 
-def make_parts(run, n, tmp, tag):
+def make_parts(run, n, tmp, tag, *options):
     paths = []
     for k in range(n):
         out = os.path.join(tmp, f"{tag}-{k}-of-{n}.part")
-        p = run_cmd([stepscope, "analyze", run, "--part", f"{k}/{n}", "--partial", out])
+        p = run_cmd([stepscope, "analyze", run, "--part", f"{k}/{n}", "--partial", out, *options])
         if p.returncode != 0:
             raise RuntimeError(f"analyze --part {k}/{n}: {p.stderr.decode()}")
         paths.append(out)
@@ -132,6 +132,20 @@ def check_errors(run_a, run_b, tmp):
                  "unknown option --jsn")
     expect_error("more parts than files", ["analyze", run_a, "--part", "9/10", "--partial",
                                            os.path.join(tmp, "x.part")], "holds no rank file")
+    # the classification rules shaped every shell's tally and the carried metrics: a merge
+    # with other rules, as many, refuses (it cannot classify again without reading every rank);
+    # with the same rules it reports as analyze does with them
+    rules = ["--comm-kernel", "elementwise|gemm", "--compute-kernel", "nccl"]
+    ra = make_parts(run_a, 2, tmp, "rules", *rules)
+    expect_error("other rules", ["merge", *ra, "--comm-kernel", "elementwise",
+                                 "--compute-kernel", "nccl"], "give merge the options")
+    expect_error("rules in another order", ["merge", *ra, *rules[2:], *rules[:2]],
+                 "give merge the options")
+    same = report(["merge", *ra, *rules], os.path.join(tmp, "rules.json"))
+    want = report([run_a, *rules], os.path.join(tmp, "rules-analyze.json"))
+    if same[:3] != want[:3]:
+        failures.append(f"merge with the map step's rules: exit {same[0]}, stderr {same[3]!r}, "
+                        f"report {'equal' if same[1:3] == want[1:3] else 'different'}")
     # a rank file written again after its partial was made: the merge would read other events
     rank0 = os.path.join(run_a, sorted(f for f in os.listdir(run_a) if f.startswith("rank-"))[0])
     st = os.stat(rank0)
