@@ -243,7 +243,8 @@ static const cli_option plan_options[] = {
         "a framework's data-parallel gradient reduction (e.g.\n"
         "fp16: Megatron-LM of 2021 with --fp16 and no\n"
         "--accumulate-allreduce-grads-in-fp32) [megatron, fsdp\n"
-        "fp32; deepspeed bf16]"),
+        "fp32; deepspeed bf16]; refused for the stepscope\n"
+        "trainer (stepscope-cpu/-cuda, --from RUN: fp32)"),
     CLI_TEXT_ROW("layout (each fixes that choice; all of them: predict one layout):\n"),
     INT("--dp", "N", f.dp, 1, 1 << 20, "data-parallel degree"),
     INT("--tp", "N", f.tp, 1, 1 << 12, "tensor-parallel degree"),

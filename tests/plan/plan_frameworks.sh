@@ -111,6 +111,8 @@ python3 -c "import sys; sys.exit(0 if 0 < float('$s16') < 0.6 * float('$s32') el
 "$stepscope" plan --model gpt2-350m --gpus 8 --global-batch 64 --framework stepscope-cuda \
   --grad-reduce-dtype fp16 > /dev/null 2>&1
 [ $? -eq 2 ] || no "--grad-reduce-dtype with the trainer's conventions is refused"
+"$stepscope" plan --help | grep -q "fp32; deepspeed bf16\]; refused for the stepscope" ||
+  no "plan --help does not say --grad-reduce-dtype is refused for the stepscope trainer"
 
 [ $fail -eq 0 ] && echo "plan.frameworks_cli: ok"
 exit $fail
