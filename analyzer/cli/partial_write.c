@@ -296,7 +296,7 @@ static void put_options(ssa_out *o, const ssa_options *opt) {
   put_i64(o, opt->step_first);
   put_i64(o, opt->step_last);
   put_str(o, opt->step_range_name);
-  put_i64(o, opt->launch_gap_ns > 0 ? opt->launch_gap_ns : SSA_DEFAULT_LAUNCH_GAP_NS);
+  put_i64(o, ssa_options_launch_gap_ns(opt));
   put_u32(o, (uint32_t)(opt->rank < 0 ? -1 : opt->rank));
   const ssa_comm_rules *rules = opt->comm_rules; /* they classified every shell's ops */
   put_u64(o, rules ? rules->n : 0);

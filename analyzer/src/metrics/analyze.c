@@ -33,6 +33,10 @@ void ssa_options_default(ssa_options *o) {
   o->top_n = 20;
 }
 
+int64_t ssa_options_launch_gap_ns(const ssa_options *o) {
+  return o->launch_gap_ns > 0 ? o->launch_gap_ns : SSA_DEFAULT_LAUNCH_GAP_NS;
+}
+
 int ssa_analysis_warn(ssa_analysis *a, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -168,7 +172,7 @@ int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, ste
     a->opt = *opt;
   else
     ssa_options_default(&a->opt);
-  a->launch_gap_ns = a->opt.launch_gap_ns > 0 ? a->opt.launch_gap_ns : SSA_DEFAULT_LAUNCH_GAP_NS;
+  a->launch_gap_ns = ssa_options_launch_gap_ns(&a->opt);
   if (a->opt.top_n <= 0) a->opt.top_n = 20;
   ssa_strtab_init(&a->names);
   int rc = STEPSCOPE_E_NOMEM;

@@ -34,7 +34,7 @@ int ssa_rank_local_make(const ssa_rank *r, const ssa_options *opt, ssa_rank_summ
   a.opt.rank_events = NULL;
   a.opt.summaries = NULL;
   a.opt.rank_locals = NULL;
-  a.launch_gap_ns = opt->launch_gap_ns > 0 ? opt->launch_gap_ns : SSA_DEFAULT_LAUNCH_GAP_NS;
+  a.launch_gap_ns = ssa_options_launch_gap_ns(opt);
   a.ranks = &rr;
   a.nranks = 1;
   rr.rank = r;
@@ -87,11 +87,10 @@ static int same_name(const char *x, const char *y) {
 }
 
 int ssa_rank_local_options_equal(const ssa_options *x, const ssa_options *y) {
-  int64_t gx = x->launch_gap_ns > 0 ? x->launch_gap_ns : SSA_DEFAULT_LAUNCH_GAP_NS;
-  int64_t gy = y->launch_gap_ns > 0 ? y->launch_gap_ns : SSA_DEFAULT_LAUNCH_GAP_NS;
   int steps_equal =
       x->has_step_filter == y->has_step_filter &&
       (!x->has_step_filter || (x->step_first == y->step_first && x->step_last == y->step_last));
-  return steps_equal && gx == gy && same_name(x->step_range_name, y->step_range_name) &&
+  return steps_equal && ssa_options_launch_gap_ns(x) == ssa_options_launch_gap_ns(y) &&
+         same_name(x->step_range_name, y->step_range_name) &&
          (x->rank < 0 ? -1 : x->rank) == (y->rank < 0 ? -1 : y->rank);
 }

@@ -81,6 +81,8 @@ typedef struct ssa_options {
 } ssa_options;
 
 void ssa_options_default(ssa_options *o);
+/* The launch gap the analysis uses: o->launch_gap_ns, or SSA_DEFAULT_LAUNCH_GAP_NS when unset. */
+int64_t ssa_options_launch_gap_ns(const ssa_options *o);
 
 /* Idle causes (per stream or per device). data_loading is the part of
  * host_wait during which the host was in a data loader range. */
