@@ -112,9 +112,11 @@ static const cli_table merge_table = {
             "options read the ranks again); a rank file is read again only where the\n"
             "merge needs its events (pipeline ranks, the critical path's rounds:\n"
             "docs/scale.md \"What the merge still reads\"), and must then be where its\n"
-            "partial found it. Options may come before or after the partials (after \"--\"\n"
-            "every word is a partial); --low-memory is implied, --partial and --part are\n"
-            "analyze's.\n",
+            "partial found it (STEPSCOPE_SAY_READS=1 says on stderr how many were read\n"
+            "again, and for what). --comm-kernel and --compute-kernel must be the map\n"
+            "step's, in the same order (other rules are refused). Options may come before\n"
+            "or after the partials (after \"--\" every word is a partial); --low-memory is\n"
+            "implied, --partial and --part are analyze's.\n",
     .options = analyze_options + 1, /* analyze's rows but the first, which says what RUN is */
     .n = sizeof analyze_options / sizeof analyze_options[0] - 1,
     .flags = CLI_ARGS_DOUBLE_DASH | CLI_STOP_AT_ARG,
