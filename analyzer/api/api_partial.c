@@ -22,8 +22,8 @@ API_EXPORT int ss_api_analyze_partial(const char *run_path, int part_index, int 
     rc = api_fail(err_out, 2, "stepscope analyze: no run or no partial given");
   else if (part_count < 1 || part_index < 0 || part_index >= part_count)
     rc = api_fail(err_out, 2, "stepscope analyze: bad part %d of %d", part_index, part_count);
-  else if (cli_write_partial("analyze", run_path, &ao.opt, part_index, part_count, out_path, msg,
-                             sizeof msg))
+  else if (cli_write_partial("analyze", run_path, &ao.opt, part_index, part_count, NULL, out_path,
+                             msg, sizeof msg))
     rc = api_fail(err_out, 1, "%s", msg);
   api_options_free(&ao);
   return rc;

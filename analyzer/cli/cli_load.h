@@ -88,10 +88,13 @@ int cli_analyse_loaded(const char *command, const char *path, const ssa_options 
 /* The bounded mode's load of part `part_index` of `part_count` of the run at `path` (a
  * partial, cli_partial.c): the part's ranks as shells in file order (not assembled: no
  * alignment), with their summaries by rank index and the importer's switches, as `analyze
- * --low-memory` loads them. 0, or 1 with "stepscope COMMAND: why" in msg[cap]. Free with
- * cli_loaded_free. */
+ * --low-memory` loads them, and their local results; with `cross` (NULL: none; a second map
+ * round) the pipeline ranks' results too, from their inputs in it (by the run's file index).
+ * 0, or 1 with "stepscope COMMAND: why" in msg[cap]. Free with cli_loaded_free. */
+struct ssa_cross_part;
 int cli_load_part(const char *command, const char *path, const ssa_options *opt, int part_index,
-                  int part_count, cli_loaded *l, char *msg, size_t cap);
+                  int part_count, const struct ssa_cross_part *cross, cli_loaded *l, char *msg,
+                  size_t cap);
 
 void cli_loaded_free(cli_loaded *l);
 
