@@ -97,15 +97,10 @@ static const cli_option analyze_options[] = {
     {CLI_CALL, "--part", NULL, "K/N", "with --partial: part K of N (0 <= K < N) of the rank files",
      0, opt_part, 0, 0, NULL},
     {CLI_STRING, "--cross", NULL, "FILE",
-     "with --partial: a second map round, for a run with pipelines:\n"
-     "the pipeline ranks' results made from their cross-rank inputs\n"
-     "in FILE (the part's file of `merge --cross-out`), so that the\n"
-     "merge need not read their rank files (docs/scale.md)",
+     "with --partial: the second map round of a run with pipelines,\n"
+     "from the part's FILE of `merge --cross-out` (merge --help)",
      A(cross_path), NULL, 0, 0, NULL},
-    {CLI_STRING, "--cross-out", NULL, "DIR",
-     "merge: no report; the cross-rank inputs of every part's\n"
-     "pipeline ranks in DIR/cross-K-of-N.ssx, for a second map round\n"
-     "(analyze --part K/N --partial OUT --cross FILE); reads no rank file",
+    {CLI_STRING, "--cross-out", NULL, "DIR", "merge: no report; DIR/cross-K-of-N.ssx of every part",
      A(cross_out), NULL, 0, 0, NULL},
     CLI_TEXT_ROW("Exit status: 0 done; 1 the run could not be read or analysed, or --json or\n"
                  "--heatmap could not be written; 2 usage error (a --rank the run does not\n"
@@ -128,10 +123,14 @@ static const cli_table merge_table = {
             "again, and for what). --comm-kernel and --compute-kernel must be the map\n"
             "step's, in the same order (other rules are refused). Options may come before\n"
             "or after the partials (after \"--\" every word is a partial); --low-memory is\n"
-            "implied, --partial, --part and --cross are analyze's. A run with pipelines:\n"
-            "`merge PARTIALS... --cross-out DIR`, then every part again with `analyze\n"
-            "--part K/N --partial OUT --cross DIR/cross-K-of-N.ssx`, then merge those\n"
-            "partials: its pipeline ranks' files are then not read for their metrics.\n",
+            "implied, --partial, --part and --cross are analyze's.\n"
+            "A run with pipelines can take a second map round: `merge PARTIALS...\n"
+            "--cross-out DIR` writes the cross-rank inputs of each part's pipeline ranks\n"
+            "(DIR/cross-K-of-N.ssx; no report, no rank file read), then every part again\n"
+            "with `analyze RUN --part K/N --partial OUT --cross DIR/cross-K-of-N.ssx`; the\n"
+            "merge of those partials reads no pipeline rank's file for its metrics or\n"
+            "bubble transfers, and reads one whose inputs differ from its own (a stale\n"
+            "or foreign cross file): the same report either way (docs/scale.md).\n",
     .options = analyze_options + 1, /* analyze's rows but the first, which says what RUN is */
     .n = sizeof analyze_options / sizeof analyze_options[0] - 1,
     .flags = CLI_ARGS_DOUBLE_DASH | CLI_STOP_AT_ARG,

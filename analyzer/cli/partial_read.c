@@ -618,9 +618,7 @@ int ssa_partial_read(const unsigned char *bytes, size_t n, const ssa_comm_rules 
 
 void ssa_partial_free(ssa_partial *p) {
   free(p->dir);
-  for (size_t i = 0; p->warnings && i < p->nwarnings; i++)
-    free(p->warnings[i]);
-  free(p->warnings);
+  ssa_text_list_free(p->warnings, p->nwarnings);
   for (size_t i = 0; i < p->nranks; i++) {
     ssa_rank_free(&p->ranks[i]);
     ssa_rank_summary_free(&p->summaries[i]);

@@ -363,8 +363,6 @@ void ssa_analysis_free(ssa_analysis *a) {
   free(a->moe_steps);
   free(a->moe_expert_tokens);
   free(a->moe_step_expert_tokens);
-  for (size_t i = 0; i < a->nwarnings; i++)
-    free(a->warnings[i]);
-  free(a->warnings);
+  ssa_text_list_free(a->warnings, a->nwarnings);
   memset(a, 0, sizeof *a);
 }

@@ -140,9 +140,7 @@ void ssa_rank_local_free(ssa_rank_local *l) {
   ssa_rank_result_free(&l->result);
   free(l->items);
   free(l->waits);
-  for (size_t i = 0; i < l->nwarnings; i++)
-    free(l->warnings[i]);
-  free(l->warnings);
+  ssa_text_list_free(l->warnings, l->nwarnings);
   memset(l, 0, sizeof *l);
 }
 
