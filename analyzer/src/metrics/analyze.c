@@ -146,8 +146,7 @@ static int carried_transfers_fit(const transfers_job *job, size_t i, const ssa_r
   if (job->upstream && ssa_upstream_partner_sends(job->upstream, i, &sends, &n))
     return STEPSCOPE_E_NOMEM;
   *fits = l->transfers_hash == ssa_cross_transfers_hash(rr->summary.offset_ns - job->a->run->origin,
-                                                        rr->summary.ncolls, rr->coll_transfer,
-                                                        sends, n);
+                                                        &rr->summary, rr->coll_transfer, sends, n);
   free(sends);
   return 0;
 }

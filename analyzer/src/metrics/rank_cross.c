@@ -35,10 +35,19 @@ uint64_t ssa_cross_waits_hash(int stage, size_t ncolls, const int64_t *wait_end)
   return hash_records(h, ncolls, wait_end);
 }
 
-uint64_t ssa_cross_transfers_hash(int64_t rel_shift, size_t ncolls, const int64_t *transfer,
-                                  const ssa_partner_send *sends, size_t nsends) {
+/* Whether the bubble's transfers read record j's transfer: a pipeline transfer's record
+ * (ssa_op_is_pipeline_comm of the op that executed it). */
+static int transfer_read(const ssa_rank_summary *s, size_t j) {
+  return (s->colls[j].flags & STEPSCOPE_COLL_F_PIPELINE) != 0;
+}
+
+uint64_t ssa_cross_transfers_hash(int64_t rel_shift, const ssa_rank_summary *s,
+                                  const int64_t *transfer, const ssa_partner_send *sends,
+                                  size_t nsends) {
   uint64_t h =
-      hash_records(hash_word(hash_word(HASH_SEED, (uint64_t)rel_shift), ncolls), ncolls, transfer);
+      hash_word(hash_word(hash_word(HASH_SEED, (uint64_t)rel_shift), s->ncolls), transfer != NULL);
+  for (size_t j = 0; transfer && j < s->ncolls; j++)
+    h = hash_word(h, (uint64_t)(transfer_read(s, j) ? transfer[j] : -1));
   h = hash_word(h, nsends);
   for (size_t i = 0; i < nsends; i++)
     h = hash_word(hash_word(hash_word(h, sends[i].record), sends[i].sender), (uint64_t)sends[i].at);
@@ -61,6 +70,8 @@ static int take_inputs(ssa_analysis *a, const ssa_upstream *u, size_t i, ssa_ran
                         .wait_end = rr->coll_wait_end,
                         .transfer = rr->coll_transfer};
   rr->coll_wait_end = rr->coll_transfer = NULL;
+  for (size_t j = 0; x->transfer && j < x->ncolls; j++)
+    if (!transfer_read(&rr->summary, j)) x->transfer[j] = -1; /* not sent: the bubble reads none */
   return u ? ssa_upstream_partner_sends(u, i, &x->sends, &x->nsends) : 0;
 }
 

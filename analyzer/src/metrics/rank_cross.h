@@ -34,7 +34,8 @@ typedef struct ssa_rank_cross {
   size_t ncolls;           /* its summary's collective records */
   int64_t rel_shift;       /* aligned = trace time + rel_shift */
   int64_t *wait_end;       /* NULL, or per record: as rr->coll_wait_end */
-  int64_t *transfer;       /* NULL, or per record: as rr->coll_transfer */
+  int64_t *transfer;       /* NULL, or per record: as rr->coll_transfer for a pipeline transfer's
+                              record (the bubble reads no other), else -1 */
   ssa_partner_send *sends; /* by record: its pipeline receives with a matched send */
   size_t nsends;
 } ssa_rank_cross;
@@ -49,10 +50,13 @@ void ssa_rank_cross_free(ssa_rank_cross *x);
 
 /* What the merge checks before it takes a rank's results made in a second map round: a hash
  * of the inputs of its metrics pass (its stage and pipeline waits' ends), and of its
- * transfers' pass (clock, each record's transfer, the matched sends). FNV-1a 64. */
+ * transfers' pass (clock, the transfer of each pipeline transfer's record, summary s's flags
+ * say which: the only ones the bubble reads and the cross file sends; the matched sends).
+ * FNV-1a 64. */
 uint64_t ssa_cross_waits_hash(int stage, size_t ncolls, const int64_t *wait_end);
-uint64_t ssa_cross_transfers_hash(int64_t rel_shift, size_t ncolls, const int64_t *transfer,
-                                  const ssa_partner_send *sends, size_t nsends);
+uint64_t ssa_cross_transfers_hash(int64_t rel_shift, const ssa_rank_summary *s,
+                                  const int64_t *transfer, const ssa_partner_send *sends,
+                                  size_t nsends);
 
 /* The late upstream's parts that a second map round shares (late_upstream.c): rank i's
  * matched sends (*out malloc'ed, NULL when none); the waits of rank result rr (its events

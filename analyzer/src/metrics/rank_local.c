@@ -49,7 +49,7 @@ static int crossed_passes(ssa_rank_result *rr, const ssa_rank_cross *x, ssa_rank
   rr->coll_transfer = NULL; /* x's */
   out->waits_hash = ssa_cross_waits_hash(rr->stage_of_waits, x->ncolls, x->wait_end);
   out->transfers_hash =
-      ssa_cross_transfers_hash(x->rel_shift, x->ncolls, x->transfer, x->sends, x->nsends);
+      ssa_cross_transfers_hash(x->rel_shift, &rr->summary, x->transfer, x->sends, x->nsends);
   return rc;
 }
 
