@@ -62,47 +62,57 @@ static int summarize_loaded(void *ctx, ssa_rank *r, size_t file, size_t nfiles) 
   return rc;
 }
 
-/* Moves the summaries (and local results, when made) of the run's ranks into new arrays by
- * rank index (*summaries NULL without memory; run NULL: none) and frees the rest (files not in
- * the run, a failed load). */
+int cli_summaries_by_rank(const ssa_run *run, ssa_rank_summary *by_file,
+                          ssa_rank_local *locals_by_file, size_t nfiles,
+                          ssa_rank_summary **summaries, ssa_rank_local **locals) {
+  size_t n = run ? run->nranks : 0;
+  ssa_rank_summary *v = run ? calloc(n ? n : 1, sizeof *v) : NULL;
+  ssa_rank_local *lv = run && locals_by_file ? calloc(n ? n : 1, sizeof *lv) : NULL;
+  int nomem = run && (!v || (locals_by_file && !lv));
+  for (size_t i = 0; !nomem && by_file && i < n; i++) {
+    size_t f = run->ranks[i].file_index;
+    v[i] = by_file[f];
+    memset(&by_file[f], 0, sizeof by_file[f]);
+    if (!lv) continue;
+    lv[i] = locals_by_file[f];
+    memset(&locals_by_file[f], 0, sizeof locals_by_file[f]);
+  }
+  for (size_t f = 0; f < nfiles; f++) { /* files not in the run: duplicates, a failed load */
+    if (by_file) ssa_rank_summary_free(&by_file[f]);
+    if (locals_by_file) ssa_rank_local_free(&locals_by_file[f]);
+  }
+  free(by_file);
+  free(locals_by_file);
+  if (nomem) {
+    free(v);
+    free(lv);
+    v = NULL;
+    lv = NULL;
+  }
+  *summaries = v;
+  *locals = lv;
+  return nomem;
+}
+
+/* The loading threads' summaries and local results moved into new arrays by rank index
+ * (cli_summaries_by_rank: *summaries NULL without memory; run NULL: none, what is left freed). */
 static void by_rank(load_summaries *x, const ssa_run *run, ssa_rank_summary **summaries,
                     ssa_rank_local **locals) {
-  size_t n = run ? run->nranks : 0;
-  ssa_rank_summary *v = calloc(n ? n : 1, sizeof *v);
-  ssa_rank_local *lv = x->locals_by_file ? calloc(n ? n : 1, sizeof *lv) : NULL;
-  if (x->locals_by_file && !lv) {
-    free(v);
-    v = NULL;
-  }
-  for (size_t i = 0; v && x->by_file && i < n; i++) {
-    size_t f = run->ranks[i].file_index;
-    v[i] = x->by_file[f];
-    memset(&x->by_file[f], 0, sizeof x->by_file[f]);
-    if (!lv) continue;
-    lv[i] = x->locals_by_file[f];
-    memset(&x->locals_by_file[f], 0, sizeof x->locals_by_file[f]);
-  }
-  for (size_t f = 0; f < x->nfiles; f++) {
-    if (x->by_file) ssa_rank_summary_free(&x->by_file[f]);
-    if (x->locals_by_file) ssa_rank_local_free(&x->locals_by_file[f]);
-  }
-  free(x->by_file);
-  free(x->locals_by_file);
+  ssa_rank_summary *v;
+  ssa_rank_local *lv;
+  cli_summaries_by_rank(run, x->by_file, x->locals_by_file, x->nfiles, &v, &lv);
   x->by_file = NULL;
   x->locals_by_file = NULL;
   if (summaries)
     *summaries = v;
   else
     free(v);
-  if (locals && v)
+  if (locals)
     *locals = lv;
   else
     free(lv);
 }
 
-/* cli_load_run, with Kineto CPU ops' input args kept when `say` has CLI_OP_INPUTS, module
- * events when it has CLI_OP_MODULES (`stepscope analyze`, `stepscope ops`), memory events when
- * it has CLI_OP_MEMORY and thread names when it has CLI_THREAD_NAMES (`stepscope export`). */
 /* The entries of cross (a second map round's inputs) by the file index within part
  * part[0] of part[1] (*ncross of them; *by_file NULL when none). 0, or 1 without memory. */
 static int cross_by_part_file(const ssa_cross_part *cross, const int part[2],
@@ -121,6 +131,9 @@ static int cross_by_part_file(const ssa_cross_part *cross, const int part[2],
   return 0;
 }
 
+/* cli_load_run, with Kineto CPU ops' input args kept when `say` has CLI_OP_INPUTS, module
+ * events when it has CLI_OP_MODULES (`stepscope analyze`, `stepscope ops`), memory events when
+ * it has CLI_OP_MEMORY and thread names when it has CLI_THREAD_NAMES (`stepscope export`). */
 static int load_part(const char *command, const char *path, const ssa_options *opt, int progress,
                      unsigned say, const int part[2], const ssa_cross_part *cross, ssa_run *run,
                      ssa_import_options *import, ssa_rank_summary **summaries,

@@ -96,6 +96,15 @@ int cli_load_part(const char *command, const char *path, const ssa_options *opt,
                   int part_count, const struct ssa_cross_part *cross, cli_loaded *l, char *msg,
                   size_t cap);
 
+/* Moves the summaries by_file[nfiles] and local results locals_by_file[nfiles] (NULL: none)
+ * of run's ranks into new arrays by rank index (*summaries, *locals: NULL when none, both NULL
+ * without memory; run NULL: none), by each rank's file index, then frees the rest (files not
+ * in the run: duplicates its assembly dropped, a failed load) and both per-file arrays. 0, or
+ * 1 without memory. */
+int cli_summaries_by_rank(const ssa_run *run, ssa_rank_summary *by_file,
+                          ssa_rank_local *locals_by_file, size_t nfiles,
+                          ssa_rank_summary **summaries, ssa_rank_local **locals);
+
 void cli_loaded_free(cli_loaded *l);
 
 #endif

@@ -263,24 +263,12 @@ static int assemble(ssa_partial *parts, size_t n, const ssa_options *opt, cli_lo
     rc = 1;
   } else if (rc && !refused)
     snprintf(msg, cap, "out of memory");
-  if (!rc && (!(l->summaries = calloc(run->nranks ? run->nranks : 1, sizeof *l->summaries)) ||
-              !(l->locals = calloc(run->nranks ? run->nranks : 1, sizeof *l->locals)))) {
+  if (cli_summaries_by_rank(rc ? NULL : run, by_file, locals_by_file, nfiles, &l->summaries,
+                            &l->locals) &&
+      !rc) {
     snprintf(msg, cap, "out of memory");
     rc = 1;
   }
-  for (size_t i = 0; !rc && i < run->nranks; i++) {
-    size_t f = run->ranks[i].file_index;
-    l->summaries[i] = by_file[f];
-    memset(&by_file[f], 0, sizeof by_file[f]);
-    l->locals[i] = locals_by_file[f];
-    memset(&locals_by_file[f], 0, sizeof locals_by_file[f]);
-  }
-  for (size_t f = 0; by_file && f < nfiles; f++)
-    ssa_rank_summary_free(&by_file[f]); /* duplicate ranks the assembly dropped */
-  for (size_t f = 0; locals_by_file && f < nfiles; f++)
-    ssa_rank_local_free(&locals_by_file[f]);
-  free(by_file);
-  free(locals_by_file);
   return rc;
 }
 
