@@ -14,7 +14,9 @@ interleaved TP x PP runs, the trainer's 1F1B sample and a torch pipeline's Kinet
 - with every rank file moved away, the merge run again and again, each time given back the
   one file its error names, never names the metrics or the transfers, and reports the same;
 - a cross file of another part or another run is refused by the map step with a message that
-  says so; round 2 of a twin run (same file names, another seed) made with this run's cross
+  says so, and so are options that do not go together; round 2 made with other --steps than
+  the cross files' partials is taken for the metrics, read for the transfers, and reports as
+  `analyze --steps`; round 2 of a twin run (same file names, another seed) made with this run's cross
   files is taken only where the inputs hash the same: the merge reads the others, and its
   report is still the twin's `analyze`.
 
@@ -144,6 +146,44 @@ def check_refusals(name, run, cross, n, tmp):
     p = run_cmd([stepscope, "merge", os.path.join(cross, f"cross-0-of-{n}.ssx")])
     if p.returncode == 0 or "not a stepscope partial" not in p.stderr.decode():
         failures.append(f"{name}: merge of a cross file: {p.returncode} {p.stderr!r}")
+    usage = {  # options that do not go together: exit 2 and why
+        "--cross needs --partial OUT": ["analyze", run, "--cross", "x.ssx"],
+        "--cross-out is merge's": ["analyze", run, "--part", "0/2", "--partial", out,
+                                   "--cross-out", tmp],
+        "--cross is analyze's": ["merge", out, "--cross", "x.ssx"],
+        "--cross-out writes no report": ["merge", out, "--cross-out", tmp, "--json", out],
+    }
+    for needle, args in usage.items():
+        p = run_cmd([stepscope, *args])
+        if p.returncode != 2 or needle not in p.stderr.decode():
+            failures.append(f"{name}: {' '.join(args[:1] + args[2:])}: {p.returncode} {p.stderr!r}")
+
+
+def check_other_steps(name, run, cross, n, tmp):
+    """Round 2 made with other --steps than the cross files' partials: the merge takes the
+    metrics (the pipeline waits do not depend on the steps), reads the ranks for the transfers
+    (the matching keeps instances by the steps' windows), and reports as `analyze --steps`;
+    merge --cross-out of partials made with other options than its own is refused."""
+    parts = []
+    for k in range(n):
+        out = os.path.join(tmp, f"{name}-steps-{k}.ssp")
+        p = run_cmd([stepscope, "analyze", run, "--part", f"{k}/{n}", "--partial", out,
+                     "--steps", "1:2", "--cross", os.path.join(cross, f"cross-{k}-of-{n}.ssx")])
+        if p.returncode != 0:
+            failures.append(f"{name}: round 2 with --steps 1:2: {p.stderr.decode().strip()}")
+            return
+        parts.append(out)
+    expected = report(["analyze", run, "--steps", "1:2"], os.path.join(tmp, "a.json"))
+    got = report(["merge", *parts, "--steps", "1:2"], os.path.join(tmp, "m.json"),
+                 {"STEPSCOPE_SAY_READS": "1"})
+    if got[:3] != expected[:3] or expected[0] != 0:
+        failures.append(f"{name}: round 2 with --steps 1:2 differs from analyze --steps 1:2")
+    if "for the bubble's transfers" not in got[3] or "for the per-rank metrics" in got[3]:
+        failures.append(f"{name}: round 2 with --steps 1:2 read: {got[3].strip()}")
+    p = run_cmd([stepscope, "merge", *parts, "--cross-out", os.path.join(tmp, "x")])
+    if p.returncode != 1 or "needs the options the partials were made with" not in \
+            p.stderr.decode():
+        failures.append(f"{name}: --cross-out with other options: {p.returncode} {p.stderr!r}")
 
 
 def check_twin(name, gen_args, cross, n, tmp):
@@ -199,6 +239,7 @@ try:
     if first:
         name, run, args, cross, n = first
         check_refusals(name, run, cross, n, work)
+        check_other_steps(name, run, cross, n, work)
         check_twin(name, args, cross, n, work)
 finally:
     shutil.rmtree(work, ignore_errors=True)
