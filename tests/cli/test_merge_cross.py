@@ -16,7 +16,8 @@ interleaved TP x PP runs, the trainer's 1F1B sample and a torch pipeline's Kinet
 - a cross file of another part or another run is refused by the map step with a message that
   says so, and so are options that do not go together; round 2 made with other --steps than
   the cross files' partials is taken for the metrics, read for the transfers, and reports as
-  `analyze --steps`; round 2 of a twin run (same file names, another seed) made with this run's cross
+  `analyze --steps`; a round-2 partial whose late-upstream wait names a rank the run lacks is
+  read for that rank's transfers, not followed; round 2 of a twin run (same file names, another seed) made with this run's cross
   files is taken only where the inputs hash the same: the merge reads the others, and its
   report is still the twin's `analyze`.
 
@@ -127,7 +128,26 @@ def check_run(name, run, tmp):
           f"{said[3].strip()}")
     for f in rank_files(away):
         shutil.move(os.path.join(away, f), os.path.join(run, f))
-    return cross, n
+    return cross, n, parts, expected
+
+
+def check_damaged_wait(name, parts, expected, tmp):
+    """A round-2 partial whose last rank's last late-upstream wait names a rank the run lacks
+    (its last 4 bytes before the end mark: the wait's sender), the inputs' hashes intact: the
+    merge does not follow it (it read out of bounds before), reads that rank for its transfers
+    instead, and reports as `analyze`."""
+    with open(parts[-1], "rb") as f:
+        data = bytearray(f.read())
+    data[-12:-8] = (0xfffffff0).to_bytes(4, "little")
+    bad = os.path.join(tmp, f"{name}-damaged-wait.ssp")
+    with open(bad, "wb") as f:
+        f.write(data)
+    got = report(["merge", *parts[:-1], bad], os.path.join(tmp, "m.json"),
+                 {"STEPSCOPE_SAY_READS": "1"})
+    if got[:3] != expected[:3]:
+        failures.append(f"{name}: a damaged wait's sender: {got[0]} {got[3].strip()}")
+    elif "1 for the bubble's transfers" not in got[3]:
+        failures.append(f"{name}: a damaged wait's sender was not read again: {got[3].strip()}")
 
 
 def check_refusals(name, run, cross, n, tmp):
@@ -221,7 +241,7 @@ try:
             continue
         made = check_run(name, run, work)
         if made and first is None:
-            first = (name, run, args, *made)
+            first = (name, run, args, *made[:2])
     trainers = {
         "trainer_dp2_pp2": "--world 4 --dp 2 --pp 2 --microbatches 4",
         "trainer_tp2_pp2_interleaved":
@@ -231,7 +251,9 @@ try:
         d = os.path.join(work, name)
         subprocess.run([train, *args.split(), "--steps", "3", "--trace", d], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        check_run(name, d, work)
+        made = check_run(name, d, work)
+        if made and name == "trainer_dp2_pp2":  # its last rank waited on late sends
+            check_damaged_wait(name, made[2], made[3], work)
     for i, src in enumerate(given_runs):
         run = os.path.join(work, f"given{i}")
         shutil.copytree(src, run)

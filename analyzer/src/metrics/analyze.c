@@ -137,7 +137,8 @@ typedef struct transfers_job {
 } transfers_job;
 
 /* Whether pipeline rank i's results taken from a second map round hold the transfers this
- * analysis would measure: made from the same clock, transfers and matched sends (*fits). */
+ * analysis would measure: made from the same clock, transfers and matched sends, and waits on
+ * ranks of this run (a damaged partial's are read again, not followed) (*fits). */
 static int carried_transfers_fit(const transfers_job *job, size_t i, const ssa_rank_local *l,
                                  int *fits) {
   const ssa_rank_result *rr = &job->a->ranks[i];
@@ -148,6 +149,8 @@ static int carried_transfers_fit(const transfers_job *job, size_t i, const ssa_r
   *fits = l->transfers_hash == ssa_cross_transfers_hash(rr->summary.offset_ns - job->a->run->origin,
                                                         &rr->summary, rr->coll_transfer, sends, n);
   free(sends);
+  for (size_t k = 0; k < l->nwaits && *fits; k++)
+    *fits = l->waits[k].sender < job->a->nranks;
   return 0;
 }
 
