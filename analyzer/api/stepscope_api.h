@@ -59,6 +59,19 @@ int ss_api_analyze(const char *run, int argc, const char *const *argv, char **js
 int ss_api_analyze_partial(const char *run, int part_index, int part_count, const char *out_path,
                            int argc, const char *const *argv, char **err_out);
 
+/* A run with pipelines, in two map rounds (docs/scale.md "A second map round"):
+ * ss_api_merge_cross writes, from the partials of all its parts, dir/cross-K-of-N.ssx for each
+ * part K (`stepscope merge OPTIONS --cross-out DIR PARTIALS`: the cross-rank inputs of its
+ * pipeline ranks; no rank file read); ss_api_analyze_partial_cross is ss_api_analyze_partial
+ * with that part's cross file (`... --cross FILE`; NULL or "": none), whose partial carries
+ * the pipeline ranks' results, so that ss_api_merge of the round-2 partials need not read
+ * their rank files. 0 or the exit status with *err_out. */
+int ss_api_merge_cross(int npaths, const char *const *paths, const char *dir, int argc,
+                       const char *const *argv, char **err_out);
+int ss_api_analyze_partial_cross(const char *run, int part_index, int part_count,
+                                 const char *cross_path, const char *out_path, int argc,
+                                 const char *const *argv, char **err_out);
+
 /* The report of a run from the partials of all its parts, paths[0..npaths), in any order:
  * in *json_out, byte for byte what `stepscope merge OPTIONS --json - PARTIALS` prints, which
  * is `stepscope analyze RUN --low-memory OPTIONS --json -`'s (options as ss_api_analyze). */

@@ -13,16 +13,37 @@
 
 #include "cli_env.h"
 #include "cli_print.h"
+#include "partial.h"
 
 /* The bounded mode's summaries, made by the loading threads, by file index; and for a partial
- * (`local_opt` set) each rank's local results (ssa_rank_local_make) under those options. */
+ * (`local_opt` set) each rank's local results (ssa_rank_local_make) under those options, a
+ * pipeline rank's from its inputs in `cross` (a second map round: its entry by the part's file
+ * index, NULL none; a rank that does not match its entry is counted in `mismatched`). */
 typedef struct load_summaries {
   pthread_mutex_t lock;
   ssa_rank_summary *by_file;
   ssa_rank_local *locals_by_file;
   size_t nfiles;
   const ssa_options *local_opt;
+  const ssa_cross_rank_in **cross;
+  size_t ncross, mismatched;
 } load_summaries;
+
+/* Rank r's local results with its cross-rank inputs `in` (NULL: none), which must be its. */
+static int make_local(load_summaries *x, const ssa_rank *r, const ssa_cross_rank_in *in,
+                      ssa_rank_summary *s, ssa_rank_local *out) {
+  ssa_rank_cross cross = {0};
+  int fits = in && in->rank == r->rank && in->ncolls == s->ncolls && s->pipeline_stage >= 0;
+  if (in && !fits) {
+    pthread_mutex_lock(&x->lock);
+    x->mismatched++;
+    pthread_mutex_unlock(&x->lock);
+  }
+  int rc = fits ? ssa_cross_densify(in, &cross) : 0;
+  if (rc == 0) rc = ssa_rank_local_make(r, x->local_opt, s, fits ? &cross : NULL, out);
+  ssa_rank_cross_free(&cross);
+  return rc;
+}
 
 /* ssa_load_options.each_rank of the bounded mode: the rank's summary, before its events go. */
 static int summarize_loaded(void *ctx, ssa_rank *r, size_t file, size_t nfiles) {
@@ -36,55 +57,92 @@ static int summarize_loaded(void *ctx, ssa_rank *r, size_t file, size_t nfiles) 
   if (!x->by_file || (x->local_opt && !x->locals_by_file)) return STEPSCOPE_E_NOMEM;
   int rc = ssa_rank_summarize(r, &x->by_file[file]); /* its own slot: no lock */
   if (rc == 0 && x->local_opt)
-    rc = ssa_rank_local_make(r, x->local_opt, &x->by_file[file], &x->locals_by_file[file]);
+    rc = make_local(x, r, file < x->ncross ? x->cross[file] : NULL, &x->by_file[file],
+                    &x->locals_by_file[file]);
   return rc;
 }
 
-/* Moves the summaries (and local results, when made) of the run's ranks into new arrays by
- * rank index (*summaries NULL without memory; run NULL: none) and frees the rest (files not in
- * the run, a failed load). */
+int cli_summaries_by_rank(const ssa_run *run, ssa_rank_summary *by_file,
+                          ssa_rank_local *locals_by_file, size_t nfiles,
+                          ssa_rank_summary **summaries, ssa_rank_local **locals) {
+  size_t n = run ? run->nranks : 0;
+  ssa_rank_summary *v = run ? calloc(n ? n : 1, sizeof *v) : NULL;
+  ssa_rank_local *lv = run && locals_by_file ? calloc(n ? n : 1, sizeof *lv) : NULL;
+  int nomem = run && (!v || (locals_by_file && !lv));
+  for (size_t i = 0; !nomem && by_file && i < n; i++) {
+    size_t f = run->ranks[i].file_index;
+    v[i] = by_file[f];
+    memset(&by_file[f], 0, sizeof by_file[f]);
+    if (!lv) continue;
+    lv[i] = locals_by_file[f];
+    memset(&locals_by_file[f], 0, sizeof locals_by_file[f]);
+  }
+  for (size_t f = 0; f < nfiles; f++) { /* files not in the run: duplicates, a failed load */
+    if (by_file) ssa_rank_summary_free(&by_file[f]);
+    if (locals_by_file) ssa_rank_local_free(&locals_by_file[f]);
+  }
+  free(by_file);
+  free(locals_by_file);
+  if (nomem) {
+    free(v);
+    free(lv);
+    v = NULL;
+    lv = NULL;
+  }
+  *summaries = v;
+  *locals = lv;
+  return nomem;
+}
+
+/* The loading threads' summaries and local results moved into new arrays by rank index
+ * (cli_summaries_by_rank: *summaries NULL without memory; run NULL: none, what is left freed). */
 static void by_rank(load_summaries *x, const ssa_run *run, ssa_rank_summary **summaries,
                     ssa_rank_local **locals) {
-  size_t n = run ? run->nranks : 0;
-  ssa_rank_summary *v = calloc(n ? n : 1, sizeof *v);
-  ssa_rank_local *lv = x->locals_by_file ? calloc(n ? n : 1, sizeof *lv) : NULL;
-  if (x->locals_by_file && !lv) {
-    free(v);
-    v = NULL;
-  }
-  for (size_t i = 0; v && x->by_file && i < n; i++) {
-    size_t f = run->ranks[i].file_index;
-    v[i] = x->by_file[f];
-    memset(&x->by_file[f], 0, sizeof x->by_file[f]);
-    if (!lv) continue;
-    lv[i] = x->locals_by_file[f];
-    memset(&x->locals_by_file[f], 0, sizeof x->locals_by_file[f]);
-  }
-  for (size_t f = 0; f < x->nfiles; f++) {
-    if (x->by_file) ssa_rank_summary_free(&x->by_file[f]);
-    if (x->locals_by_file) ssa_rank_local_free(&x->locals_by_file[f]);
-  }
-  free(x->by_file);
-  free(x->locals_by_file);
+  ssa_rank_summary *v;
+  ssa_rank_local *lv;
+  cli_summaries_by_rank(run, x->by_file, x->locals_by_file, x->nfiles, &v, &lv);
   x->by_file = NULL;
   x->locals_by_file = NULL;
   if (summaries)
     *summaries = v;
   else
     free(v);
-  if (locals && v)
+  if (locals)
     *locals = lv;
   else
     free(lv);
+}
+
+/* The entries of cross (a second map round's inputs) by the file index within part
+ * part[0] of part[1] (*ncross of them; *by_file NULL when none). 0, or 1 without memory. */
+static int cross_by_part_file(const ssa_cross_part *cross, const int part[2],
+                              const ssa_cross_rank_in ***by_file, size_t *ncross) {
+  *by_file = NULL;
+  *ncross = 0;
+  if (!cross || !part) return 0;
+  size_t first = ssa_part_first_file((size_t)cross->nfiles, part[0], part[1]),
+         end = ssa_part_first_file((size_t)cross->nfiles, part[0] + 1, part[1]);
+  if (!(*by_file = calloc(end > first ? end - first : 1, sizeof **by_file))) return 1;
+  *ncross = end - first;
+  for (size_t i = 0; i < cross->nranks; i++) {
+    uint64_t f = cross->ranks[i].file_index;
+    if (f >= first && f < end) (*by_file)[f - first] = &cross->ranks[i];
+  }
+  return 0;
 }
 
 /* cli_load_run, with Kineto CPU ops' input args kept when `say` has CLI_OP_INPUTS, module
  * events when it has CLI_OP_MODULES (`stepscope analyze`, `stepscope ops`), memory events when
  * it has CLI_OP_MEMORY and thread names when it has CLI_THREAD_NAMES (`stepscope export`). */
 static int load_part(const char *command, const char *path, const ssa_options *opt, int progress,
-                     unsigned say, const int part[2], ssa_run *run, ssa_import_options *import,
-                     ssa_rank_summary **summaries, ssa_rank_local **locals, char *msg, size_t cap) {
+                     unsigned say, const int part[2], const ssa_cross_part *cross, ssa_run *run,
+                     ssa_import_options *import, ssa_rank_summary **summaries,
+                     ssa_rank_local **locals, char *msg, size_t cap) {
   load_summaries made = {.lock = PTHREAD_MUTEX_INITIALIZER, .local_opt = locals ? opt : NULL};
+  if (cross_by_part_file(cross, part, &made.cross, &made.ncross)) {
+    snprintf(msg, cap, "stepscope %s: out of memory", command);
+    return 1;
+  }
   int bounded = (say & CLI_LOW_MEMORY) && summaries;
   ssa_load_options lo = {.threads = opt->threads,
                          .progress = progress,
@@ -106,7 +164,13 @@ static int load_part(const char *command, const char *path, const ssa_options *o
   int rc = ssa_run_load_import(run, path, &lo, opt->comm_rules, &env.import, &err);
   if (rc)
     snprintf(msg, cap, "stepscope %s: %s", command, err.message);
-  else if (bounded) {
+  else if (made.mismatched) {
+    snprintf(msg, cap,
+             "stepscope %s: the cross file does not match %zu of the part's rank files (their "
+             "rank or collective records differ): made from another run's partials?",
+             command, made.mismatched);
+    rc = 1;
+  } else if (bounded) {
     by_rank(&made, run, summaries, locals);
     if (!*summaries) {
       snprintf(msg, cap, "stepscope %s: out of memory", command);
@@ -114,22 +178,25 @@ static int load_part(const char *command, const char *path, const ssa_options *o
     }
   }
   by_rank(&made, NULL, NULL, NULL); /* what is left (a failed load) */
+  free(made.cross);
   return rc ? 1 : 0;
 }
 
 static int load_run(const char *command, const char *path, const ssa_options *opt, int progress,
                     unsigned say, ssa_run *run, ssa_import_options *import,
                     ssa_rank_summary **summaries, char *msg, size_t cap) {
-  return load_part(command, path, opt, progress, say, NULL, run, import, summaries, NULL, msg, cap);
+  return load_part(command, path, opt, progress, say, NULL, NULL, run, import, summaries, NULL, msg,
+                   cap);
 }
 
 int cli_load_part(const char *command, const char *path, const ssa_options *opt, int part_index,
-                  int part_count, cli_loaded *l, char *msg, size_t cap) {
+                  int part_count, const ssa_cross_part *cross, cli_loaded *l, char *msg,
+                  size_t cap) {
   const int part[2] = {part_index, part_count};
   memset(l, 0, sizeof *l);
   l->have_run = 1;
-  return load_part(command, path, opt, 0, CLI_OP_INPUTS | CLI_LOW_MEMORY, part, &l->run, &l->import,
-                   &l->summaries, &l->locals, msg, cap);
+  return load_part(command, path, opt, 0, CLI_OP_INPUTS | CLI_LOW_MEMORY, part, cross, &l->run,
+                   &l->import, &l->summaries, &l->locals, msg, cap);
 }
 
 int cli_load_run(const char *command, const char *path, const ssa_options *opt, int progress,
@@ -171,8 +238,9 @@ static int open_run(const char *command, const char *path, const ssa_options *op
   l->have_run = 1;
   /* the bounded mode makes each rank's local results at load, as a partial's map step does:
    * a rank outside any pipeline is then not read again for its metrics or culprit answers */
-  int rc = load_part(command, path, opt, !msg_out && isatty(2), say, NULL, &l->run, &l->import,
-                     &l->summaries, say & CLI_LOW_MEMORY ? &l->locals : NULL, msg, sizeof msg);
+  int rc =
+      load_part(command, path, opt, !msg_out && isatty(2), say, NULL, NULL, &l->run, &l->import,
+                &l->summaries, say & CLI_LOW_MEMORY ? &l->locals : NULL, msg, sizeof msg);
   if (rc) {
     say_error(msg, msg_out, cap);
     return rc;

@@ -88,10 +88,22 @@ int cli_analyse_loaded(const char *command, const char *path, const ssa_options 
 /* The bounded mode's load of part `part_index` of `part_count` of the run at `path` (a
  * partial, cli_partial.c): the part's ranks as shells in file order (not assembled: no
  * alignment), with their summaries by rank index and the importer's switches, as `analyze
- * --low-memory` loads them. 0, or 1 with "stepscope COMMAND: why" in msg[cap]. Free with
- * cli_loaded_free. */
+ * --low-memory` loads them, and their local results; with `cross` (NULL: none; a second map
+ * round) the pipeline ranks' results too, from their inputs in it (by the run's file index).
+ * 0, or 1 with "stepscope COMMAND: why" in msg[cap]. Free with cli_loaded_free. */
+struct ssa_cross_part;
 int cli_load_part(const char *command, const char *path, const ssa_options *opt, int part_index,
-                  int part_count, cli_loaded *l, char *msg, size_t cap);
+                  int part_count, const struct ssa_cross_part *cross, cli_loaded *l, char *msg,
+                  size_t cap);
+
+/* Moves the summaries by_file[nfiles] and local results locals_by_file[nfiles] (NULL: none)
+ * of run's ranks into new arrays by rank index (*summaries, *locals: NULL when none, both NULL
+ * without memory; run NULL: none), by each rank's file index, then frees the rest (files not
+ * in the run: duplicates its assembly dropped, a failed load) and both per-file arrays. 0, or
+ * 1 without memory. */
+int cli_summaries_by_rank(const ssa_run *run, ssa_rank_summary *by_file,
+                          ssa_rank_local *locals_by_file, size_t nfiles,
+                          ssa_rank_summary **summaries, ssa_rank_local **locals);
 
 void cli_loaded_free(cli_loaded *l);
 

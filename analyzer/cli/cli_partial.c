@@ -9,6 +9,7 @@
  */
 #include "cli_partial.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -43,14 +44,71 @@ static int run_identity(const char *path, const cli_loaded *l, uint64_t *id, uin
   return names ? 0 : 1;
 }
 
+/* Maps the regular file at `path` read-only: 0 (*bytes NULL when it is empty), or 1 with the
+ * reason (`what` names the kind of file). */
+static int map_file(const char *path, const char *what, void **bytes, size_t *n, char *msg,
+                    size_t cap) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  *bytes = NULL;
+  if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+    snprintf(msg, cap, "%s: cannot open (a %s is a regular file)", path, what);
+    if (fd >= 0) close(fd);
+    return 1;
+  }
+  *n = (size_t)st.st_size;
+  void *b = *n ? mmap(NULL, *n, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
+  close(fd);
+  if (b == MAP_FAILED) {
+    snprintf(msg, cap, "%s: cannot map it", path);
+    return 1;
+  }
+  *bytes = b;
+  return 0;
+}
+
+/* Reads the cross file at `path`, which must be made for part K of N. 0, or 1 with the
+ * reason. */
+static int read_cross(const char *path, int part_index, int part_count, ssa_cross_part *cross,
+                      char *msg, size_t cap) {
+  void *bytes;
+  size_t n = 0;
+  if (map_file(path, "cross file", &bytes, &n, msg, cap)) return 1;
+  char why[600];
+  int rc = ssa_cross_read(bytes ? bytes : "", n, cross, why, sizeof why);
+  if (bytes) munmap(bytes, n);
+  if (rc)
+    snprintf(msg, cap, "%s: %s", path, why);
+  else if (cross->part_index != part_index || cross->part_count != part_count) {
+    snprintf(msg, cap, "%s is made for part %d of %d, not %d of %d", path, cross->part_index,
+             cross->part_count, part_index, part_count);
+    rc = 1;
+  }
+  return rc ? 1 : 0;
+}
+
 int cli_write_partial(const char *command, const char *path, const ssa_options *opt, int part_index,
-                      int part_count, const char *out_path, char *msg_out, size_t cap) {
+                      int part_count, const char *cross_path, const char *out_path, char *msg_out,
+                      size_t cap) {
   cli_loaded l;
   char msg[1200] = "";
-  int rc = cli_load_part(command, path, opt, part_index, part_count, &l, msg_out, cap);
+  ssa_cross_part cross;
+  memset(&cross, 0, sizeof cross);
+  memset(&l, 0, sizeof l);
+  int rc = 0;
+  if (cross_path && read_cross(cross_path, part_index, part_count, &cross, msg, sizeof msg)) rc = 1;
+  if (rc == 0)
+    rc = cli_load_part(command, path, opt, part_index, part_count, cross_path ? &cross : NULL, &l,
+                       msg_out, cap);
   ssa_partial p;
   memset(&p, 0, sizeof p);
   if (rc == 0 && run_identity(path, &l, &p.run_id, &p.nfiles, msg, sizeof msg)) rc = 1;
+  if (rc == 0 && cross_path && (cross.run_id != p.run_id || cross.nfiles != p.nfiles)) {
+    snprintf(msg, sizeof msg, "%s is made from another run's partials (not %s's %llu rank files)",
+             cross_path, path, (unsigned long long)p.nfiles);
+    rc = 1;
+  }
+  ssa_cross_part_free(&cross);
   if (rc == 0) {
     size_t first = ssa_part_first_file((size_t)p.nfiles, part_index, part_count);
     p.dir = l.run.dir;
@@ -94,20 +152,9 @@ int cli_write_partial(const char *command, const char *path, const ssa_options *
 /* Reads the partial at `path` (mapped, not copied) into *part. 0, or 1 with the reason. */
 static int read_part(const char *path, const ssa_comm_rules *rules, ssa_partial *part, char *msg,
                      size_t cap) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  struct stat st;
-  if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-    snprintf(msg, cap, "%s: cannot open (a partial is a regular file)", path);
-    if (fd >= 0) close(fd);
-    return 1;
-  }
-  size_t n = (size_t)st.st_size;
-  void *bytes = n ? mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
-  close(fd);
-  if (bytes == MAP_FAILED) {
-    snprintf(msg, cap, "%s: cannot map it", path);
-    return 1;
-  }
+  void *bytes;
+  size_t n = 0;
+  if (map_file(path, "partial", &bytes, &n, msg, cap)) return 1;
   char why[600];
   int rc = ssa_partial_read(bytes ? bytes : "", n, rules, part, why, sizeof why);
   if (bytes) munmap(bytes, n);
@@ -216,41 +263,48 @@ static int assemble(ssa_partial *parts, size_t n, const ssa_options *opt, cli_lo
     rc = 1;
   } else if (rc && !refused)
     snprintf(msg, cap, "out of memory");
-  if (!rc && (!(l->summaries = calloc(run->nranks ? run->nranks : 1, sizeof *l->summaries)) ||
-              !(l->locals = calloc(run->nranks ? run->nranks : 1, sizeof *l->locals)))) {
+  if (cli_summaries_by_rank(rc ? NULL : run, by_file, locals_by_file, nfiles, &l->summaries,
+                            &l->locals) &&
+      !rc) {
     snprintf(msg, cap, "out of memory");
     rc = 1;
   }
-  for (size_t i = 0; !rc && i < run->nranks; i++) {
-    size_t f = run->ranks[i].file_index;
-    l->summaries[i] = by_file[f];
-    memset(&by_file[f], 0, sizeof by_file[f]);
-    l->locals[i] = locals_by_file[f];
-    memset(&locals_by_file[f], 0, sizeof locals_by_file[f]);
+  return rc;
+}
+
+/* The run's identity and cut as its partials give them, and whether every part was made with
+ * the merge's options (its ranks' results then taken). */
+typedef struct parts_identity {
+  uint64_t run_id, nfiles;
+  int part_count, same_options;
+} parts_identity;
+
+/* Reads the n partials and assembles the run from them into l (msg[cap]: why not). */
+static int open_parts(char *const *paths, size_t n, const ssa_options *opt, cli_loaded *l,
+                      parts_identity *id, char *msg, size_t cap) {
+  memset(l, 0, sizeof *l);
+  l->have_run = 1;
+  ssa_partial *parts = calloc(n ? n : 1, sizeof *parts);
+  int rc = !parts;
+  if (rc) snprintf(msg, cap, "out of memory");
+  if (!rc) rc = read_parts(paths, n, opt, parts, msg, cap);
+  if (!rc) {
+    *id = (parts_identity){parts[0].run_id, parts[0].nfiles, parts[0].part_count, 1};
+    for (size_t i = 0; i < n; i++)
+      id->same_options &= ssa_rank_local_options_equal(&parts[i].made_with, opt);
+    rc = assemble(parts, n, opt, l, msg, cap);
   }
-  for (size_t f = 0; by_file && f < nfiles; f++)
-    ssa_rank_summary_free(&by_file[f]); /* duplicate ranks the assembly dropped */
-  for (size_t f = 0; locals_by_file && f < nfiles; f++)
-    ssa_rank_local_free(&locals_by_file[f]);
-  free(by_file);
-  free(locals_by_file);
+  for (size_t i = 0; parts && i < n; i++)
+    ssa_partial_free(&parts[i]);
+  free(parts);
   return rc;
 }
 
 int cli_open_partials(const char *command, char *const *paths, size_t n, const ssa_options *opt,
                       cli_loaded *l, char *msg_out, size_t cap) {
   char msg[1400] = "";
-  memset(l, 0, sizeof *l);
-  l->have_run = 1;
-  ssa_partial *parts = calloc(n ? n : 1, sizeof *parts);
-  int rc = !parts;
-  if (rc) snprintf(msg, sizeof msg, "out of memory");
-  if (!rc) rc = read_parts(paths, n, opt, parts, msg, sizeof msg);
-  if (!rc) rc = assemble(parts, n, opt, l, msg, sizeof msg);
-  for (size_t i = 0; parts && i < n; i++)
-    ssa_partial_free(&parts[i]);
-  free(parts);
-  if (rc) {
+  parts_identity id;
+  if (open_parts(paths, n, opt, l, &id, msg, sizeof msg)) {
     snprintf(msg_out, cap, "stepscope %s: %s", command, msg);
     return 1;
   }
@@ -259,4 +313,73 @@ int cli_open_partials(const char *command, char *const *paths, size_t n, const s
   env.import.op_inputs = 1; /* as `analyze` loads */
   l->import = env.import;
   return cli_analyse_loaded(command, NULL, opt, CLI_OP_INPUTS | CLI_LOW_MEMORY, l, msg_out, cap);
+}
+
+/* Writes part k's cross file in dir: the inputs x of the run's ranks whose files are in it. */
+static int write_cross_part(const char *dir, const parts_identity *id, int k, const ssa_run *run,
+                            const ssa_rank_cross *x, char *msg, size_t cap) {
+  size_t first = ssa_part_first_file((size_t)id->nfiles, k, id->part_count),
+         end = ssa_part_first_file((size_t)id->nfiles, k + 1, id->part_count), n = end - first;
+  ssa_rank_cross *xs = calloc(n ? n : 1, sizeof *xs); /* shallow, by file */
+  uint64_t *files = calloc(n ? n : 1, sizeof *files);
+  int *ranks = calloc(n ? n : 1, sizeof *ranks);
+  int rc = !xs || !files || !ranks;
+  for (size_t i = 0; !rc && i < run->nranks; i++) {
+    size_t f = run->ranks[i].file_index;
+    if (f < first || f >= end) continue;
+    xs[f - first] = x[i];
+    files[f - first] = f;
+    ranks[f - first] = run->ranks[i].rank;
+  }
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s/cross-%d-of-%d.ssx", dir, k, id->part_count);
+  ssa_cross_part head = {id->run_id, id->nfiles, k, id->part_count, NULL, 0};
+  ssa_out o;
+  if (rc)
+    snprintf(msg, cap, "out of memory");
+  else if (ssa_out_open(&o, path)) {
+    snprintf(msg, cap, "%.700s: %.600s", path, o.why);
+    rc = 1;
+  } else if (ssa_cross_write(&head, xs, files, ranks, n, &o) || ssa_out_close(&o)) {
+    snprintf(msg, cap, "%.700s: %.600s", path, o.why[0] ? o.why : "cannot write");
+    rc = 1;
+  }
+  free(xs);
+  free(files);
+  free(ranks);
+  return rc;
+}
+
+int cli_write_cross(const char *command, char *const *paths, size_t n, const ssa_options *opt,
+                    const char *dir, char *msg_out, size_t cap) {
+  char msg[1400] = "";
+  cli_loaded l;
+  parts_identity id;
+  ssa_rank_cross *x = NULL;
+  int rc = open_parts(paths, n, opt, &l, &id, msg, sizeof msg);
+  if (rc == 0 && !id.same_options) {
+    snprintf(msg, sizeof msg,
+             "--cross-out needs the options the partials were made with (--steps, --step-range, "
+             "--launch-gap-us, --rank)");
+    rc = 1;
+  }
+  if (rc == 0 && mkdir(dir, 0777) && errno != EEXIST) {
+    snprintf(msg, sizeof msg, "%s: cannot make the directory (%s)", dir, strerror(errno));
+    rc = 1;
+  }
+  ssa_options with = *opt;
+  with.summaries = l.summaries;
+  with.rank_locals = l.locals;
+  if (rc == 0 && ssa_cross_inputs(&l.run, &with, &x)) {
+    snprintf(msg, sizeof msg, "out of memory");
+    rc = 1;
+  }
+  for (int k = 0; rc == 0 && k < id.part_count; k++)
+    rc = write_cross_part(dir, &id, k, &l.run, x, msg, sizeof msg);
+  for (size_t i = 0; x && i < l.run.nranks; i++)
+    ssa_rank_cross_free(&x[i]);
+  free(x);
+  cli_loaded_free(&l);
+  if (rc) snprintf(msg_out, cap, "stepscope %s: %s", command, msg);
+  return rc;
 }

@@ -7,10 +7,13 @@
 
 #include "cli_load.h"
 
-/* `analyze RUN --part K/N --partial OUT`: part part_index of part_count of the run at `path`
- * written to out_path. 0, or 1 with "stepscope COMMAND: why" in msg[cap]. Nothing printed. */
+/* `analyze RUN --part K/N --partial OUT [--cross FILE]`: part part_index of part_count of
+ * the run at `path` written to out_path; with cross_path (NULL: none), the second map round:
+ * its pipeline ranks' results made from the inputs of `merge --cross-out`. 0, or 1 with "stepscope
+ * COMMAND: why" in msg[cap]. Nothing printed. */
 int cli_write_partial(const char *command, const char *path, const ssa_options *opt, int part_index,
-                      int part_count, const char *out_path, char *msg, size_t cap);
+                      int part_count, const char *cross_path, const char *out_path, char *msg,
+                      size_t cap);
 
 /* `merge PARTIALS...`: reads the n partials (every part of one run, each once; else an error
  * that names the missing, repeated or foreign part), assembles the run and analyses it as
@@ -19,5 +22,13 @@ int cli_write_partial(const char *command, const char *path, const ssa_options *
  * either way. */
 int cli_open_partials(const char *command, char *const *paths, size_t n, const ssa_options *opt,
                       cli_loaded *l, char *msg, size_t cap);
+
+/* `merge PARTIALS... --cross-out DIR`: reads and assembles the partials as cli_open_partials
+ * does, runs the cross-rank steps that need no rank's events (ssa_cross_inputs) and writes
+ * DIR/cross-K-of-N.ssx for every part K (DIR made when missing): the inputs of its pipeline
+ * ranks for the second map round. No report, no rank file read. 0, or 1 with the error in
+ * msg[cap]. */
+int cli_write_cross(const char *command, char *const *paths, size_t n, const ssa_options *opt,
+                    const char *dir, char *msg, size_t cap);
 
 #endif

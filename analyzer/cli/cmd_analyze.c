@@ -30,6 +30,7 @@
 typedef struct analyze_args {
   ssa_options opt;
   const char *run_path, *json_path, *heatmap_path, *partial_path;
+  const char *cross_path, *cross_out; /* a pipeline run's second map round (docs/scale.md) */
   int quiet, low_memory;
   int part_index, part_count; /* --part K/N (0/0: not given) */
 } analyze_args;
@@ -95,6 +96,12 @@ static const cli_option analyze_options[] = {
      A(partial_path), NULL, 0, 0, NULL},
     {CLI_CALL, "--part", NULL, "K/N", "with --partial: part K of N (0 <= K < N) of the rank files",
      0, opt_part, 0, 0, NULL},
+    {CLI_STRING, "--cross", NULL, "FILE",
+     "with --partial: the second map round of a run with pipelines,\n"
+     "from the part's FILE of `merge --cross-out` (merge --help)",
+     A(cross_path), NULL, 0, 0, NULL},
+    {CLI_STRING, "--cross-out", NULL, "DIR", "merge: no report; DIR/cross-K-of-N.ssx of every part",
+     A(cross_out), NULL, 0, 0, NULL},
     CLI_TEXT_ROW("Exit status: 0 done; 1 the run could not be read or analysed, or --json or\n"
                  "--heatmap could not be written; 2 usage error (a --rank the run does not\n"
                  "have included).\n"),
@@ -116,7 +123,14 @@ static const cli_table merge_table = {
             "again, and for what). --comm-kernel and --compute-kernel must be the map\n"
             "step's, in the same order (other rules are refused). Options may come before\n"
             "or after the partials (after \"--\" every word is a partial); --low-memory is\n"
-            "implied, --partial and --part are analyze's.\n",
+            "implied, --partial, --part and --cross are analyze's.\n"
+            "A run with pipelines can take a second map round: `merge PARTIALS...\n"
+            "--cross-out DIR` writes the cross-rank inputs of each part's pipeline ranks\n"
+            "(DIR/cross-K-of-N.ssx; no report, no rank file read), then every part again\n"
+            "with `analyze RUN --part K/N --partial OUT --cross DIR/cross-K-of-N.ssx`; the\n"
+            "merge of those partials reads no pipeline rank's file for its metrics or\n"
+            "bubble transfers, and reads one whose inputs differ from its own (a stale\n"
+            "or foreign cross file): the same report either way (docs/scale.md).\n",
     .options = analyze_options + 1, /* analyze's rows but the first, which says what RUN is */
     .n = sizeof analyze_options / sizeof analyze_options[0] - 1,
     .flags = CLI_ARGS_DOUBLE_DASH | CLI_STOP_AT_ARG,
@@ -149,8 +163,16 @@ static int parse_command(const cli_table *table, int argc, char **argv, analyze_
   const char *clash = NULL;
   if (rc == CLI_PARSED && table == &merge_table && (x->partial_path || x->part_count))
     clash = "--partial and --part are analyze's";
+  else if (rc == CLI_PARSED && table == &merge_table && x->cross_path)
+    clash = "--cross is analyze's (the second map round); merge writes --cross-out DIR";
+  else if (rc == CLI_PARSED && table != &merge_table && x->cross_out)
+    clash = "--cross-out is merge's";
+  else if (rc == CLI_PARSED && x->cross_out && (x->json_path || x->heatmap_path))
+    clash = "--cross-out writes no report: --json and --heatmap go to the final merge";
   else if (rc == CLI_PARSED && x->part_count && !x->partial_path)
     clash = "--part needs --partial OUT";
+  else if (rc == CLI_PARSED && x->cross_path && !x->partial_path)
+    clash = "--cross needs --partial OUT";
   else if (rc == CLI_PARSED && x->partial_path && (x->json_path || x->heatmap_path))
     clash = "--partial writes no report: --json and --heatmap are merge's";
   if (!clash) return rc;
@@ -165,7 +187,8 @@ int cmd_analyze(int argc, char **argv) {
   if (x.partial_path) {
     char msg[1400];
     rc = cli_write_partial("analyze", x.run_path, &x.opt, x.part_index,
-                           x.part_count ? x.part_count : 1, x.partial_path, msg, sizeof msg);
+                           x.part_count ? x.part_count : 1, x.cross_path, x.partial_path, msg,
+                           sizeof msg);
     if (rc) cli_print(stderr, "%s\n", msg);
     return rc;
   }
@@ -188,6 +211,13 @@ int cmd_merge(int argc, char **argv) {
   }
   cli_loaded l;
   char msg[1400];
+  if (x.cross_out) {
+    char **parts = argv + next;
+    if ((rc = cli_write_cross("merge", parts, (size_t)(argc - next), &x.opt, x.cross_out, msg,
+                              sizeof msg)) != 0)
+      cli_print(stderr, "%s\n", msg);
+    return rc;
+  }
   if ((rc = cli_open_partials("merge", argv + next, (size_t)(argc - next), &x.opt, &l, msg,
                               sizeof msg)) == 0)
     rc = write_reports("merge", &x, &l);

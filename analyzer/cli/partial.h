@@ -19,7 +19,7 @@
 #include "rank_local.h"
 
 #define SSA_PARTIAL_MAGIC   "SSPART\r\n" /* 8 bytes; \r\n catches a text-mode copy */
-#define SSA_PARTIAL_VERSION 5u
+#define SSA_PARTIAL_VERSION 6u
 #define PARTIAL_END         "SSPARTOK"  /* the last 8 bytes: a cut partial lacks them */
 #define PARTIAL_NULL        0xffffffffu /* the length of a NULL string */
 /* What the version's field counts depend on (the tally's families and kinds): another build
@@ -74,5 +74,49 @@ int ssa_partial_read(const unsigned char *bytes, size_t n, const ssa_comm_rules 
                      ssa_partial *p, char *why, size_t cap);
 
 void ssa_partial_free(ssa_partial *p);
+
+/* The cross-rank inputs of one part's pipeline ranks (docs/partial-format.md "Cross inputs"):
+ * `merge PARTIALS... --cross-out DIR` writes one file per part, which `analyze --part K/N
+ * --partial OUT --cross FILE` (the second map round) reads to make those ranks' results. */
+#define SSA_CROSS_MAGIC   "SSCROS\r\n"
+#define SSA_CROSS_VERSION 1u
+#define CROSS_END         "SSCROSOK"
+
+/* A record's value of a per-record array that is not the array's "none". */
+typedef struct ssa_cross_value {
+  uint32_t record;
+  int64_t v;
+} ssa_cross_value;
+
+/* One pipeline rank's inputs as the file holds them: the arrays sparse (ssa_cross_densify). */
+typedef struct ssa_cross_rank_in {
+  uint64_t file_index; /* the run's */
+  int rank;
+  uint64_t ncolls; /* its summary's collective records: checked against the map's */
+  int64_t rel_shift;
+  int has_wait_end, has_transfer;       /* else NULL arrays */
+  ssa_cross_value *wait_end, *transfer; /* the records not INT64_MIN, not -1, by record */
+  size_t nwait_end, ntransfer;
+  ssa_partner_send *sends; /* by record */
+  size_t nsends;
+} ssa_cross_rank_in;
+
+typedef struct ssa_cross_part {
+  uint64_t run_id, nfiles; /* the run's identity, as its partials' */
+  int part_index, part_count;
+  ssa_cross_rank_in *ranks; /* in file order */
+  size_t nranks;
+} ssa_cross_part;
+
+/* Writes part p's header and the inputs x[i] of its ranks (file_index[i], rank[i]; those
+ * x[i].made only) to o (partial_write.c). 0 or a status. */
+int ssa_cross_write(const ssa_cross_part *p, const ssa_rank_cross *x, const uint64_t *file_index,
+                    const int *rank, size_t n, struct ssa_out *o);
+/* Reads a cross file (partial_read.c), as ssa_partial_read reads a partial. */
+int ssa_cross_read(const unsigned char *bytes, size_t n, ssa_cross_part *p, char *why, size_t cap);
+void ssa_cross_part_free(ssa_cross_part *p);
+/* A rank's inputs as the map step's passes take them (dense arrays of in->ncolls). 0 or
+ * STEPSCOPE_E_NOMEM; free with ssa_rank_cross_free. */
+int ssa_cross_densify(const ssa_cross_rank_in *in, ssa_rank_cross *out);
 
 #endif

@@ -398,12 +398,58 @@ static void get_op_groups(cursor *c, const ssa_rank_summary *s, ssa_rank_ops *op
   ops->ops_without_inputs = get_u64(c, "rank results: op groups");
 }
 
+/* What a pipeline rank's results made in a second map round add (put_crossed): the inputs'
+ * hashes, the pipeline items and the late upstream's waits, their steps and passes checked. */
+static void get_crossed(cursor *c, const ssa_rank *r, ssa_rank_local *l) {
+  const char *what = "rank results: crossed";
+  l->waits_hash = get_u64(c, what);
+  l->transfers_hash = get_u64(c, what);
+  size_t n = get_count(c, 44, "rank results: pipeline items");
+  if ((l->items = alloc(c, n, sizeof *l->items))) l->nitems = n;
+  for (size_t i = 0; i < l->nitems && !c->bad; i++) {
+    ssa_pipeline_item *it = &l->items[i];
+    int64_t v[3];
+    get_i64s(c, v, 3, what);
+    *it = (ssa_pipeline_item){.start = v[0], .end = v[1], .dur = v[2]};
+    it->pass = get_int(c, what);
+    it->mb = get_int(c, what);
+    it->chunk = get_int(c, what);
+    uint64_t step = get_u64(c, what);
+    it->step = (size_t)step;
+    if (!c->bad && (it->pass < 0 || it->pass > 2 || it->mb < 0 || it->mb > 1000000 ||
+                    it->chunk < 0 || it->chunk > 1000 || step >= l->result.nsteps))
+      fail(c, "rank %d: pipeline item %zu out of range", r->rank, i);
+  }
+  n = get_count(c, 28, "rank results: upstream waits");
+  if ((l->waits = alloc(c, n, sizeof *l->waits))) l->nwaits = n;
+  for (size_t i = 0; i < l->nwaits && !c->bad; i++) {
+    uint64_t window = get_u64(c, what);
+    l->waits[i].window = (size_t)window;
+    l->waits[i].t0 = get_i64(c, what);
+    l->waits[i].t1 = get_i64(c, what);
+    l->waits[i].sender = get_u32(c, what); /* a rank index: the merge checks it */
+    if (!c->bad && window >= l->result.nsteps)
+      fail(c, "rank %d: an upstream wait in no step", r->rank);
+  }
+}
+
 /* A rank's metrics made where it was loaded (ssa_rank_local): steps, windows, lanes, kernel
- * statistics, op groups, warnings, every count and index checked. */
+ * statistics, op groups, warnings, every count and index checked; or, not made, the bounds of
+ * its totals window. */
 static void get_local(cursor *c, const ssa_rank *r, const ssa_rank_summary *s, ssa_rank_local *l) {
-  l->made = get_flag(c, "rank results");
-  if (!l->made || c->bad) return;
-  if (s->pipeline_stage >= 0) fail(c, "rank %d: results of a pipeline rank", r->rank);
+  uint32_t made = get_u32(c, "rank results");
+  if (!c->bad && made > 2) fail(c, "rank results: made %u", made);
+  if (made == 0) {
+    l->totals_start = get_i64(c, "rank results: bounds");
+    l->totals_end = get_i64(c, "rank results: bounds");
+  }
+  if (made == 0 || c->bad) return;
+  l->made = 1;
+  l->crossed = made == 2; /* a pipeline rank's, of a second map round */
+  if (s->pipeline_stage >= 0 && !l->crossed)
+    fail(c, "rank %d: results of a pipeline rank", r->rank);
+  if (s->pipeline_stage < 0 && l->crossed)
+    fail(c, "rank %d: a second round's results of a rank in no pipeline", r->rank);
   size_t nsteps = get_count(c, 72 + 300, "rank results: steps");
   l->result.steps = alloc(c, nsteps, sizeof *l->result.steps);
   l->result.windows = alloc(c, nsteps, sizeof *l->result.windows);
@@ -444,7 +490,8 @@ static void get_local(cursor *c, const ssa_rank *r, const ssa_rank_summary *s, s
   l->result.pipeline = get_flag(c, "rank results");
   l->result.stage = get_int(c, "rank results");
   l->result.bubble_theory = get_f64(c, "rank results");
-  if (!c->bad && l->result.pipeline) fail(c, "rank %d: results of a pipeline rank", r->rank);
+  if (!c->bad && l->result.pipeline && !l->crossed)
+    fail(c, "rank %d: results of a pipeline rank", r->rank);
   get_op_groups(c, s, &l->result.ops);
   size_t nwarn = get_count(c, 4, "rank results: warnings");
   if ((l->warnings = alloc(c, nwarn, sizeof *l->warnings))) l->nwarnings = nwarn;
@@ -461,6 +508,7 @@ static void get_local(cursor *c, const ssa_rank *r, const ssa_rank_summary *s, s
     if (!c->bad && i && (x->t0 < x[-1].t0 || (x->t0 == x[-1].t0 && x->t1 <= x[-1].t1)))
       fail(c, "rank %d: span answers out of order", r->rank);
   }
+  if (l->crossed) get_crossed(c, r, l);
 }
 
 /* The classification rules the part was loaded with, which must be the merge's (`rules`, NULL:
@@ -570,9 +618,7 @@ int ssa_partial_read(const unsigned char *bytes, size_t n, const ssa_comm_rules 
 
 void ssa_partial_free(ssa_partial *p) {
   free(p->dir);
-  for (size_t i = 0; p->warnings && i < p->nwarnings; i++)
-    free(p->warnings[i]);
-  free(p->warnings);
+  ssa_text_list_free(p->warnings, p->nwarnings);
   for (size_t i = 0; i < p->nranks; i++) {
     ssa_rank_free(&p->ranks[i]);
     ssa_rank_summary_free(&p->summaries[i]);
@@ -586,4 +632,116 @@ void ssa_partial_free(ssa_partial *p) {
   free(p->read_paths);
   free(p->stamps);
   memset(p, 0, sizeof *p);
+}
+
+/* A per-record array as put_sparse wrote it: present or not, then its records, strictly
+ * increasing and below ncolls, each with a value other than `none`. */
+static void get_sparse(cursor *c, uint64_t ncolls, int64_t none, int *present, ssa_cross_value **v,
+                       size_t *n, const char *what) {
+  *present = get_flag(c, what);
+  if (!*present || c->bad) return;
+  size_t k = get_count(c, 12, what);
+  if ((*v = alloc(c, k, sizeof **v))) *n = k;
+  for (size_t i = 0; i < *n && !c->bad; i++) {
+    (*v)[i].record = get_u32(c, what);
+    (*v)[i].v = get_i64(c, what);
+    if (!c->bad && ((*v)[i].record >= ncolls || (i && (*v)[i].record <= (*v)[i - 1].record) ||
+                    (*v)[i].v == none))
+      fail(c, "%s: record %u out of order or range", what, (*v)[i].record);
+  }
+}
+
+static void get_cross_rank(cursor *c, const ssa_cross_part *p, ssa_cross_rank_in *x) {
+  x->file_index = get_u64(c, "cross rank");
+  x->rank = get_int(c, "cross rank");
+  x->ncolls = get_kept_count(c, "cross rank: records");
+  x->rel_shift = get_i64(c, "cross rank");
+  if (!c->bad && (x->file_index >= p->nfiles || x->rank < 0))
+    fail(c, "cross rank: file %llu, rank %d", (unsigned long long)x->file_index, x->rank);
+  get_sparse(c, x->ncolls, INT64_MIN, &x->has_wait_end, &x->wait_end, &x->nwait_end,
+             "cross rank: wait ends");
+  get_sparse(c, x->ncolls, -1, &x->has_transfer, &x->transfer, &x->ntransfer,
+             "cross rank: transfers");
+  size_t n = get_count(c, 16, "cross rank: sends");
+  if ((x->sends = alloc(c, n, sizeof *x->sends))) x->nsends = n;
+  for (size_t i = 0; i < x->nsends && !c->bad; i++) {
+    ssa_partner_send *s = &x->sends[i];
+    s->record = get_u32(c, "cross rank: sends");
+    s->sender = get_u32(c, "cross rank: sends"); /* a rank index: its hash is the merge's check */
+    s->at = get_i64(c, "cross rank: sends");
+    if (!c->bad && (s->record >= x->ncolls || (i && s->record <= s[-1].record)))
+      fail(c, "cross rank %d: send of record %u out of order or range", x->rank, s->record);
+  }
+}
+
+int ssa_cross_read(const unsigned char *bytes, size_t n, ssa_cross_part *p, char *why, size_t cap) {
+  memset(p, 0, sizeof *p);
+  cursor c = {bytes, n, 0, 0, why, cap};
+  if (n < 16 || memcmp(bytes + n - 8, CROSS_END, 8) || memcmp(bytes, SSA_CROSS_MAGIC, 8)) {
+    fail(&c, n >= 8 && !memcmp(bytes, SSA_CROSS_MAGIC, 8)
+                 ? "truncated (no end mark): the cross file was not written to its end"
+                 : "not a stepscope cross file (no magic)");
+    return STEPSCOPE_E_FORMAT;
+  }
+  c.left -= 8;
+  take(&c, 8, "header");
+  uint32_t version = get_u32(&c, "header");
+  if (!c.bad && version != SSA_CROSS_VERSION)
+    fail(&c, "cross file format version %u, this stepscope reads version %u", version,
+         SSA_CROSS_VERSION);
+  p->run_id = get_u64(&c, "header");
+  p->nfiles = get_u64(&c, "header");
+  p->part_index = get_int(&c, "header");
+  p->part_count = get_int(&c, "header");
+  if (!c.bad && (p->part_count < 1 || p->part_index < 0 || p->part_index >= p->part_count))
+    fail(&c, "part %d of %d is no part", p->part_index, p->part_count);
+  size_t nranks = get_count(&c, 48, "cross ranks");
+  if ((p->ranks = alloc(&c, nranks, sizeof *p->ranks))) p->nranks = nranks;
+  for (size_t i = 0; i < p->nranks && !c.bad; i++) {
+    get_cross_rank(&c, p, &p->ranks[i]);
+    if (!c.bad && i && p->ranks[i].file_index <= p->ranks[i - 1].file_index)
+      fail(&c, "cross ranks out of file order");
+  }
+  if (!c.bad && c.left) fail(&c, "%zu bytes after the last rank", c.left);
+  if (!c.bad) return 0;
+  return c.nomem ? STEPSCOPE_E_NOMEM : STEPSCOPE_E_FORMAT;
+}
+
+void ssa_cross_part_free(ssa_cross_part *p) {
+  for (size_t i = 0; p->ranks && i < p->nranks; i++) {
+    free(p->ranks[i].wait_end);
+    free(p->ranks[i].transfer);
+    free(p->ranks[i].sends);
+  }
+  free(p->ranks);
+  memset(p, 0, sizeof *p);
+}
+
+/* A sparse array as a dense one of n, `none` where it holds nothing (*out NULL: absent). */
+static int densify(int present, const ssa_cross_value *v, size_t nv, size_t n, int64_t none,
+                   int64_t **out) {
+  *out = NULL;
+  if (!present || n == 0) return 0;
+  if (!(*out = malloc(n * sizeof **out))) return STEPSCOPE_E_NOMEM;
+  for (size_t i = 0; i < n; i++)
+    (*out)[i] = none;
+  for (size_t i = 0; i < nv; i++)
+    (*out)[v[i].record] = v[i].v;
+  return 0;
+}
+
+int ssa_cross_densify(const ssa_cross_rank_in *in, ssa_rank_cross *out) {
+  memset(out, 0, sizeof *out);
+  *out = (ssa_rank_cross){.made = 1, .ncolls = (size_t)in->ncolls, .rel_shift = in->rel_shift};
+  int rc = densify(in->has_wait_end, in->wait_end, in->nwait_end, out->ncolls, INT64_MIN,
+                   &out->wait_end);
+  if (rc == 0)
+    rc = densify(in->has_transfer, in->transfer, in->ntransfer, out->ncolls, -1, &out->transfer);
+  if (rc == 0 && in->nsends && !(out->sends = malloc(in->nsends * sizeof *out->sends)))
+    rc = STEPSCOPE_E_NOMEM;
+  if (rc == 0 && in->nsends) {
+    memcpy(out->sends, in->sends, in->nsends * sizeof *out->sends);
+    out->nsends = in->nsends;
+  }
+  return rc;
 }

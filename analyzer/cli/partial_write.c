@@ -230,10 +230,35 @@ static void put_window(ssa_out *o, const ssa_window *w) {
   put_u32(o, (uint32_t)w->cpu_bound);
 }
 
-/* A rank's metrics made where it was loaded (ssa_rank_local), or just "not made". */
+/* What a pipeline rank's results made in a second map round add: the hashes of the
+ * cross-rank inputs they were made with, the summary's pipeline items, the late upstream's
+ * waits. */
+static void put_crossed(ssa_out *o, const ssa_rank_local *l) {
+  put_u64(o, l->waits_hash);
+  put_u64(o, l->transfers_hash);
+  put_u64(o, l->nitems);
+  for (size_t i = 0; i < l->nitems; i++) {
+    const ssa_pipeline_item *it = &l->items[i];
+    put_i64s(o, (const int64_t[]){it->start, it->end, it->dur}, 3);
+    put_u32s(o, (const uint32_t[]){(uint32_t)it->pass, (uint32_t)it->mb, (uint32_t)it->chunk}, 3);
+    put_u64(o, it->step);
+  }
+  put_u64(o, l->nwaits);
+  for (size_t i = 0; i < l->nwaits; i++) {
+    put_u64(o, l->waits[i].window);
+    put_i64s(o, (const int64_t[]){l->waits[i].t0, l->waits[i].t1}, 2);
+    put_u32(o, l->waits[i].sender);
+  }
+}
+
+/* A rank's metrics made where it was loaded (ssa_rank_local), or "not made" and the bounds
+ * of its totals window. */
 static void put_local(ssa_out *o, const ssa_rank_local *l) {
-  put_u32(o, (uint32_t)l->made);
-  if (!l->made) return;
+  put_u32(o, !l->made ? 0u : l->crossed ? 2u : 1u);
+  if (!l->made) {
+    put_i64s(o, (const int64_t[]){l->totals_start, l->totals_end}, 2);
+    return;
+  }
   put_u64(o, l->result.nsteps);
   for (size_t i = 0; i < l->result.nsteps; i++) {
     const ssa_step *s = &l->result.steps[i];
@@ -287,6 +312,7 @@ static void put_local(ssa_out *o, const ssa_rank_local *l) {
     put_i64(o, l->result.span_answers[i].t1);
     put_i64s(o, l->result.span_answers[i].time, SSA_PHASE_N);
   }
+  if (l->crossed) put_crossed(o, l);
 }
 
 /* The options that shaped the ranks' metrics (ssa_rank_local_options_equal) and the
@@ -331,6 +357,50 @@ int ssa_partial_write(const ssa_partial *p, ssa_out *o) {
     put_local(o, p->locals ? &p->locals[i] : &none);
   }
   ssa_out_write(o, PARTIAL_END, 8);
+  return o->error ? STEPSCOPE_E_IO : 0;
+}
+
+/* A per-record array (NULL: absent) as its records that are not `none`. */
+static void put_sparse(ssa_out *o, const int64_t *v, size_t n, int64_t none) {
+  put_u32(o, v != NULL);
+  if (!v) return;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    k += v[i] != none;
+  put_u64(o, k);
+  for (size_t i = 0; i < n; i++)
+    if (v[i] != none) {
+      put_u32(o, (uint32_t)i);
+      put_i64(o, v[i]);
+    }
+}
+
+int ssa_cross_write(const ssa_cross_part *p, const ssa_rank_cross *x, const uint64_t *file_index,
+                    const int *rank, size_t n, ssa_out *o) {
+  ssa_out_write(o, SSA_CROSS_MAGIC, 8);
+  put_u32(o, SSA_CROSS_VERSION);
+  put_u64(o, p->run_id);
+  put_u64(o, p->nfiles);
+  put_u32s(o, (const uint32_t[]){(uint32_t)p->part_index, (uint32_t)p->part_count}, 2);
+  size_t made = 0;
+  for (size_t i = 0; i < n; i++)
+    made += x[i].made != 0;
+  put_u64(o, made);
+  for (size_t i = 0; i < n; i++) {
+    if (!x[i].made) continue;
+    put_u64(o, file_index[i]);
+    put_u32(o, (uint32_t)rank[i]);
+    put_u64(o, x[i].ncolls);
+    put_i64(o, x[i].rel_shift);
+    put_sparse(o, x[i].wait_end, x[i].ncolls, INT64_MIN);
+    put_sparse(o, x[i].transfer, x[i].ncolls, -1);
+    put_u64(o, x[i].nsends);
+    for (size_t k = 0; k < x[i].nsends; k++) {
+      put_u32s(o, (const uint32_t[]){x[i].sends[k].record, x[i].sends[k].sender}, 2);
+      put_i64(o, x[i].sends[k].at);
+    }
+  }
+  ssa_out_write(o, CROSS_END, 8);
   return o->error ? STEPSCOPE_E_IO : 0;
 }
 

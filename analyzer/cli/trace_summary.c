@@ -233,9 +233,7 @@ void trace_summary_free(trace_summary *s) {
     free((char *)s->header.cupti_version);
     free((char *)s->header.config_json);
   }
-  for (size_t i = 0; i < s->nwarnings; i++)
-    free(s->warnings[i]);
-  free(s->warnings);
+  ssa_text_list_free(s->warnings, s->nwarnings);
   for (size_t i = 0; i < s->nmetadata; i++)
     free(s->metadata_keys[i]);
   free(s->metadata_keys);

@@ -11,18 +11,23 @@ CPU ns per event (user + system), peak RSS and bytes per event, page faults; wit
 partial analyses (`analyze --part K/P --partial`, docs/scale.md "Partials"), one child each,
 then merges them (`merge`), and prints per size: the partials' bytes per rank, the map step's
 CPU (all parts) and largest part's RSS, and the merge's wall, CPU and RSS and the rank files it read
-again (its STEPSCOPE_SAY_READS line: "?" for a stepscope without it).
+again (its STEPSCOPE_SAY_READS line: "?" for a stepscope without it). With --cross it then
+runs the second map round of a run with pipelines (docs/scale.md "A second map round"): `merge
+--cross-out DIR` of those partials (its CPU and RSS, the cross files' bytes per rank), every
+part again with `--cross DIR/cross-K-of-P.ssx` (one child each), and the merge of those
+partials, in a second row ("2 rounds": map CPU of both rounds).
 
 usage: bench_scale.py --stepscope BIN --gen BIN --dir DIR [--ranks 64,256,...]
                       [--gen-args '--pp 1 ...'] (more stepscope-gen arguments)
                       [--events-per-rank N] [--top-events N] [--modes normal,bounded]
-                      [--threads N] [--parts P] [--keep]
+                      [--threads N] [--parts P [--cross]] [--keep]
   --events-per-rank  events per rank (default 20000)
   --top-events       events per rank of the largest size only (default: the same), when the
                      machine's memory cannot hold it (the whole run is held: ~46 B/event)
   --modes            the analysis modes to measure: normal, bounded (--low-memory); default both
   --threads          analysis threads (default 1; the bounded mode holds that many ranks)
   --parts            also measure partials of P parts and their merge (default 0: not)
+  --cross            with --parts: also the second map round and its merge
   --keep             keep the generated runs (DIR/scale-R-E)
 """
 import argparse
@@ -64,6 +69,7 @@ def main():
     ap.add_argument("--modes", default="normal,bounded")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--parts", type=int, default=0)
+    ap.add_argument("--cross", action="store_true")
     ap.add_argument("--gen-args", default="",
                     help="more stepscope-gen arguments, e.g. '--pp 1 --tp 8' (no pipeline)")
     ap.add_argument("--keep", action="store_true")
@@ -104,43 +110,76 @@ def main():
                                             cpu * 1e9 / events, rss / 2**20, rss / events,
                                             faults, load0, load1), flush=True)
         if a.parts:
-            partials.append(measure_partials(a, run, r, events))
+            partials += measure_partials(a, run, r)
         if not a.keep:
             shutil.rmtree(run)
             os.unlink(run + ".truth")
     if partials:
-        print("\n| ranks | parts | partial bytes/rank | map CPU s (all parts) | largest part's RSS "
-              "MiB | merge wall s | merge CPU s | merge RSS MiB | rank files the merge read "
-              "(STEPSCOPE_SAY_READS) | load before/after |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
+        print("\n| ranks | parts | rounds | partial bytes/rank | map CPU s (all parts) | largest "
+              "part's RSS MiB | cross bytes/rank | cross-out CPU s, RSS MiB | merge wall s | "
+              "merge CPU s | merge RSS MiB | rank files the merge read (STEPSCOPE_SAY_READS) | "
+              "load before/after |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for row in partials:
             print(row)
 
 
-def measure_partials(a, run, ranks, events):
-    """One table row: the run cut into a.parts partials (one child each), then merged."""
+def map_round(a, run, out_dir, cross_dir=None):
+    """Every part of the run into out_dir (round 2 with cross_dir), one child each: the
+    partials' paths, the CPU of all parts and the largest part's RSS."""
+    paths, cpu, rss = [], 0.0, 0
+    for k in range(a.parts):
+        out = os.path.join(out_dir, "part-%d.ssp" % k)
+        argv = [a.stepscope, "analyze", run, "--threads", str(a.threads), "--part",
+                "%d/%d" % (k, a.parts), "--partial", out]
+        if cross_dir:
+            argv += ["--cross", os.path.join(cross_dir, "cross-%d-of-%d.ssx" % (k, a.parts))]
+        _, user, system, part_rss, _ = child_run(argv)
+        paths.append(out)
+        cpu += user + system
+        rss = max(rss, part_rss)
+    return paths, cpu, rss
+
+
+def measure_merge(a, paths):
+    """The merge of the partials: (wall s, CPU s, RSS bytes, its STEPSCOPE_SAY_READS line)."""
+    said = []
+    wall, user, system, rss, _ = child_run(
+        [a.stepscope, "merge", "--threads", str(a.threads)] + paths,
+        {"STEPSCOPE_SAY_READS": "1"}, said)
+    reads = [l.split(": ", 1)[1] for l in said[0].splitlines() if "read again" in l]
+    return wall, user + system, rss, reads[0] if reads else "?"
+
+
+def measure_partials(a, run, ranks):
+    """The table's rows of one run: cut into a.parts partials (one child each), then merged;
+    with --cross, also the cross files, the second round and its merge."""
     tmp = tempfile.mkdtemp(prefix="partials-", dir=a.dir)
+    row = "| %d | %d | %s | %.0f | %s | %.0f | %s | %s | %.2f | %.2f | %.0f | %s | %.2f / %.2f |"
     try:
         load0 = os.getloadavg()[0]
-        paths, cpu, rss = [], 0.0, 0
-        for k in range(a.parts):
-            out = os.path.join(tmp, "part-%d.ssp" % k)
-            _, user, system, part_rss, _ = child_run(
-                [a.stepscope, "analyze", run, "--threads", str(a.threads), "--part",
-                 "%d/%d" % (k, a.parts), "--partial", out])
-            paths.append(out)
-            cpu += user + system
-            rss = max(rss, part_rss)
+        paths, cpu, rss = map_round(a, run, tmp)
         size = sum(os.path.getsize(p) for p in paths)
-        said = []
-        wall, user, system, merge_rss, _ = child_run(
-            [a.stepscope, "merge", "--threads", str(a.threads)] + paths,
-            {"STEPSCOPE_SAY_READS": "1"}, said)
-        load1 = os.getloadavg()[0]
-        reads = [l.split(": ", 1)[1] for l in said[0].splitlines() if "read again" in l]
-        return "| %d | %d | %.0f | %.2f | %.0f | %.2f | %.2f | %.0f | %s | %.2f / %.2f |" % (
-            ranks, a.parts, size / ranks, cpu, rss / 2**20, wall, user + system,
-            merge_rss / 2**20, reads[0] if reads else "?", load0, load1)
+        wall, merge_cpu, merge_rss, reads = measure_merge(a, paths)
+        rows = [row % (ranks, a.parts, "1", size / ranks, "%.2f" % cpu, rss / 2**20, "-", "-",
+                       wall, merge_cpu, merge_rss / 2**20, reads, load0, os.getloadavg()[0])]
+        if not a.cross:
+            return rows
+        load0 = os.getloadavg()[0]
+        cross = os.path.join(tmp, "cross")
+        _, user, system, cross_rss, _ = child_run(
+            [a.stepscope, "merge", "--threads", str(a.threads), "--cross-out", cross] + paths)
+        cross_size = sum(os.path.getsize(os.path.join(cross, f)) for f in os.listdir(cross))
+        round2 = os.path.join(tmp, "round2")
+        os.makedirs(round2)
+        paths2, cpu2, rss2 = map_round(a, run, round2, cross)
+        size2 = sum(os.path.getsize(p) for p in paths2)
+        wall, merge_cpu, merge_rss, reads = measure_merge(a, paths2)
+        rows.append(row % (ranks, a.parts, "2", size2 / ranks, "%.2f + %.2f" % (cpu, cpu2),
+                           max(rss, rss2) / 2**20, "%.0f" % (cross_size / ranks),
+                           "%.2f, %.0f" % (user + system, cross_rss / 2**20), wall, merge_cpu,
+                           merge_rss / 2**20, reads, load0, os.getloadavg()[0]))
+        return rows
     finally:
         shutil.rmtree(tmp)
 

@@ -21,10 +21,10 @@ DataFrames. docs/python.md is the guide."""
 from ._lib import StepscopeError, library_path
 from .diff import Diff, diff
 from .ops import ops
-from .partial import analyze_partial, merge
+from .partial import analyze_partial, merge, merge_cross
 from .replay import Replay, replay
 from .report import Report, analyze
 
 __version__ = "0.1.0"
-__all__ = ["analyze", "analyze_partial", "merge", "ops", "diff", "replay", "Report", "Diff", "Replay", "StepscopeError",
+__all__ = ["analyze", "analyze_partial", "merge", "merge_cross", "ops", "diff", "replay", "Report", "Diff", "Replay", "StepscopeError",
            "library_path"]

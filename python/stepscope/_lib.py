@@ -92,6 +92,13 @@ def _load():
                                                ctypes.c_char_p, ctypes.c_int, argv_t, out_t]
         lib.ss_api_merge.restype = ctypes.c_int
         lib.ss_api_merge.argtypes = [ctypes.c_int, argv_t, ctypes.c_int, argv_t, out_t, out_t]
+        lib.ss_api_analyze_partial_cross.restype = ctypes.c_int
+        lib.ss_api_analyze_partial_cross.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int,
+                                                     ctypes.c_char_p, ctypes.c_char_p,
+                                                     ctypes.c_int, argv_t, out_t]
+        lib.ss_api_merge_cross.restype = ctypes.c_int
+        lib.ss_api_merge_cross.argtypes = [ctypes.c_int, argv_t, ctypes.c_char_p, ctypes.c_int,
+                                           argv_t, out_t]
         _lib = lib
         return lib
 
@@ -147,13 +154,26 @@ def analyze_json(run, options):
     return _take_string(lib, out.value)
 
 
-def analyze_partial(run, part_index, part_count, out_path, options):
-    """`stepscope analyze RUN --part K/N --partial OUT OPTIONS`."""
+def analyze_partial(run, part_index, part_count, out_path, options, cross=None):
+    """`stepscope analyze RUN --part K/N --partial OUT OPTIONS [--cross FILE]`."""
     lib = _load()
     n, argv = _argv(options)
     err = ctypes.c_void_p()
-    rc = lib.ss_api_analyze_partial(_path_bytes(run), int(part_index), int(part_count),
-                                    _path_bytes(out_path), n, argv, ctypes.byref(err))
+    rc = lib.ss_api_analyze_partial_cross(_path_bytes(run), int(part_index), int(part_count),
+                                          None if cross is None else _path_bytes(cross),
+                                          _path_bytes(out_path), n, argv, ctypes.byref(err))
+    _check(lib, rc, err)
+
+
+def merge_cross(paths, out_dir, options):
+    """`stepscope merge OPTIONS --cross-out DIR PARTIALS`."""
+    lib = _load()
+    items = [_path_bytes(p) for p in paths]
+    arr = (ctypes.c_char_p * (len(items) + 1))(*items, None)
+    n, argv = _argv(options)
+    err = ctypes.c_void_p()
+    rc = lib.ss_api_merge_cross(len(items), arr, _path_bytes(out_dir), n, argv,
+                                ctypes.byref(err))
     _check(lib, rc, err)
 
 

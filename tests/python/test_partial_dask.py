@@ -2,7 +2,8 @@
 item 3b, docs/scale.md "Partials"): `stepscope.analyze_partial` mapped over the parts of a
 generated pipeline run with dask.bag on dask's multiprocessing scheduler (worker processes
 of this machine), then `stepscope.merge` of the partials in another order: its report is byte
-for byte `stepscope analyze RUN --low-memory --json -` of the one machine. dask comes with
+for byte `stepscope analyze RUN --low-memory --json -` of the one machine; the same with a
+second map round of a run with pipelines (stepscope.merge_cross). dask comes with
 the test environment (scripts/test.sh installs it with pandas and pytest): its absence is a
 failure that says how to install it, not a skip."""
 
@@ -47,6 +48,47 @@ def test_dask_partials_merge_to_the_one_machine_report(cli, gen, tmp_path):
                            stdout=subprocess.PIPE).stdout.decode()
     assert merged.text == whole
     assert len(merged.json["ranks"]) == 16
+
+
+def write_part_round2(k, run, outs, n, crosses):
+    """One task of the second round's bag: part k of n with its cross file."""
+    import stepscope as ss  # imported in the worker process
+    ss.analyze_partial(run, outs[k], part=(k, n), cross=crosses[k])
+    return os.getpid()
+
+
+def test_dask_two_rounds_of_a_pipeline_run(cli, gen, tmp_path):
+    """A run with pipelines in two map rounds on dask (docs/scale.md "A second map round"):
+    the partials, stepscope.merge_cross (the cross files, one per part), the second round
+    mapped with dask.bag on worker processes, stepscope.merge of its partials: the one
+    machine's report byte for byte, and no rank file read for the pipeline ranks' metrics or
+    bubble transfers."""
+    import dask.bag as db
+    run = str(tmp_path / "run")
+    subprocess.run([gen, run, "--scale", "--ranks", "16", "--events-per-rank", "1500", "--tp",
+                    "2", "--pp", "4", "--stragglers", "1"], check=True,
+                   stdout=subprocess.DEVNULL)
+    n = 3
+    first = [str(tmp_path / ("r1-%d.ssp" % k)) for k in range(n)]
+    second = [str(tmp_path / ("r2-%d.ssp" % k)) for k in range(n)]
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [os.path.join(ROOT, "python")] + [p for p in [os.environ.get("PYTHONPATH")] if p])
+    db.from_sequence(range(n), npartitions=n).map(write_part, run, first, n).compute(
+        scheduler="processes", num_workers=2)
+    crosses = stepscope.merge_cross(first, str(tmp_path / "cross"))
+    assert [os.path.basename(c) for c in crosses] == ["cross-%d-of-3.ssx" % k for k in range(n)]
+    pids = db.from_sequence(range(n), npartitions=n).map(
+        write_part_round2, run, second, n, crosses).compute(scheduler="processes", num_workers=2)
+    assert os.getpid() not in pids, "the second round did not run in worker processes"
+    whole = subprocess.run([cli, "analyze", run, "--json", "-"], check=True,
+                           stdout=subprocess.PIPE).stdout.decode()
+    assert stepscope.merge(second).text == whole
+    said = subprocess.run([cli, "merge", *second, "--quiet", "--json", os.devnull],
+                          env=dict(os.environ, STEPSCOPE_SAY_READS="1"), check=True,
+                          stderr=subprocess.PIPE).stderr.decode()
+    assert "for the per-rank metrics" not in said and "for the bubble's transfers" not in said
+    with pytest.raises(stepscope.StepscopeError, match="is made for part 1 of 3, not 0 of 3"):
+        stepscope.analyze_partial(run, str(tmp_path / "x.ssp"), part=(0, n), cross=crosses[1])
 
 
 def test_merge_refuses_a_missing_part(tmp_path, gen):

@@ -118,6 +118,8 @@ int ssa_json_bool(const char *json, const char *path, int *out); /* true / false
  * strings (*list, *n of *cap); 0 or STEPSCOPE_E_NOMEM. The warning and finding lists. */
 int ssa_text_list_vadd(char ***list, size_t *n, size_t *cap, size_t max_len, const char *fmt,
                        va_list ap) __attribute__((format(printf, 5, 0)));
+/* Frees such a list of n strings (list NULL: nothing). */
+void ssa_text_list_free(char **list, size_t n);
 /* A duration in ns as "12.345 ms" / "4.1 us" / "731 ns" / "1.500 s" into buf; returns buf. */
 const char *ssa_fmt_time(char *buf, size_t n, double ns);
 /* A size in bytes as "1.5 GiB" / "12.0 MiB" / "3.0 KiB" into buf; returns buf. */

@@ -22,3 +22,9 @@ int ssa_text_list_vadd(char ***list, size_t *n, size_t *cap, size_t max_len, con
   (*list)[(*n)++] = s;
   return 0;
 }
+
+void ssa_text_list_free(char **list, size_t n) {
+  for (size_t i = 0; list && i < n; i++)
+    free(list[i]);
+  free(list);
+}

@@ -98,17 +98,30 @@ typedef struct metrics_job {
   int op_groups_wanted;
 } metrics_job;
 
+/* Whether rank i's results made where it was loaded are what its metrics pass would make
+ * here: made, with the op groups if wanted, and (a pipeline rank's, of a second map round)
+ * from the same pipeline waits as this analysis'. */
+static int local_fits(const metrics_job *job, size_t i, const ssa_rank_local *l) {
+  const ssa_rank_result *rr = &job->a->ranks[i];
+  return l->made &&
+         (!job->op_groups_wanted || l->result.ops.made || !ssa_op_table_counts(job->a, i)) &&
+         (!l->crossed ||
+          l->waits_hash ==
+              ssa_cross_waits_hash(rr->stage_of_waits, rr->summary.ncolls, rr->coll_wait_end));
+}
+
 /* One rank's metrics (a job of ssa_parallel_for): made where it was loaded (a merge's
  * partial) and taken, else made from its events. */
 static void analyze_rank(void *ctx, size_t i) {
   metrics_job *job = ctx;
   ssa_rank_local *local = job->a->opt.rank_locals ? &job->a->opt.rank_locals[i] : NULL;
   int rc;
-  if (local && local->made &&
-      (!job->op_groups_wanted || local->result.ops.made || !ssa_op_table_counts(job->a, i)))
+  if (local && local_fits(job, i, local))
     rc = ssa_rank_local_take(job->a, &job->a->ranks[i], local, job->op_groups_wanted);
-  else
+  else {
+    if (local) ssa_rank_local_free(local); /* not this analysis' (nor its transfers) */
     rc = ssa_with_rank_events(job->a, i, metrics, &job->op_groups_wanted);
+  }
   if (rc && !job->a->ranks[i].error) job->a->ranks[i].error = rc;
 }
 
@@ -123,12 +136,38 @@ typedef struct transfers_job {
   ssa_upstream *upstream;
 } transfers_job;
 
+/* Whether pipeline rank i's results taken from a second map round hold the transfers this
+ * analysis would measure: made from the same clock, transfers and matched sends, and waits on
+ * ranks of this run (a damaged partial's are read again, not followed) (*fits). */
+static int carried_transfers_fit(const transfers_job *job, size_t i, const ssa_rank_local *l,
+                                 int *fits) {
+  const ssa_rank_result *rr = &job->a->ranks[i];
+  ssa_partner_send *sends = NULL;
+  size_t n = 0;
+  if (job->upstream && ssa_upstream_partner_sends(job->upstream, i, &sends, &n))
+    return STEPSCOPE_E_NOMEM;
+  *fits = l->transfers_hash == ssa_cross_transfers_hash(rr->summary.offset_ns - job->a->run->origin,
+                                                        &rr->summary, rr->coll_transfer, sends, n);
+  free(sends);
+  for (size_t k = 0; k < l->nwaits && *fits; k++)
+    *fits = l->waits[k].sender < job->a->nranks;
+  return 0;
+}
+
 /* One pipeline rank's bubble transfers, once the matching gave each record's transfer, and
- * its receives that waited on a late send (a job of ssa_parallel_for). */
+ * its receives that waited on a late send (a job of ssa_parallel_for): taken with its results
+ * from a second map round when they fit, else measured from its events. */
 static void measure_bubble_transfers(void *ctx, size_t i) {
   transfers_job *job = ctx;
   ssa_rank_result *rr = &job->a->ranks[i];
-  if (rr->pipeline) rr->error = ssa_with_rank_events(job->a, i, bubble_transfers, job->upstream);
+  ssa_rank_local *l = job->a->opt.rank_locals ? &job->a->opt.rank_locals[i] : NULL;
+  int fits = 0;
+  if (!rr->pipeline) return;
+  if (l && l->crossed && (rr->error = carried_transfers_fit(job, i, l, &fits)) != 0) return;
+  if (!fits)
+    rr->error = ssa_with_rank_events(job->a, i, bubble_transfers, job->upstream);
+  else if (job->upstream) /* its windows hold the transfers since its metrics were taken */
+    ssa_upstream_take_waits(job->upstream, i, &l->waits, &l->nwaits);
 }
 
 /* The steps of rank i, numbered lo..hi (a pass, for the message of a --steps that keeps
@@ -164,9 +203,8 @@ static int run_has_step_range(ssa_analysis *a, int *found) {
   return rc;
 }
 
-int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, stepscope_error *err) {
+int ssa_analysis_begin(ssa_analysis *a, const ssa_run *run, const ssa_options *opt) {
   memset(a, 0, sizeof *a);
-  transfers_job tj = {a, NULL}; /* the late upstream's state from the matching on */
   a->run = run;
   if (opt)
     a->opt = *opt;
@@ -175,16 +213,22 @@ int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, ste
   a->launch_gap_ns = ssa_options_launch_gap_ns(&a->opt);
   if (a->opt.top_n <= 0) a->opt.top_n = 20;
   ssa_strtab_init(&a->names);
-  int rc = STEPSCOPE_E_NOMEM;
-  if (ssa_strtab_intern(&a->names, "x", 1) == 0) goto fail;
+  if (ssa_strtab_intern(&a->names, "x", 1) == 0) return STEPSCOPE_E_NOMEM;
   a->nranks = run->nranks;
   a->ranks = calloc(run->nranks ? run->nranks : 1, sizeof *a->ranks);
-  if (!a->ranks) goto fail;
+  if (!a->ranks) return STEPSCOPE_E_NOMEM;
   for (size_t i = 0; i < run->nranks; i++) {
     a->ranks[i].rank = &run->ranks[i];
     a->ranks[i].rank_index = i;
     a->ranks[i].stage = -1;
   }
+  return 0;
+}
+
+int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *a, stepscope_error *err) {
+  transfers_job tj = {a, NULL}; /* the late upstream's state from the matching on */
+  int rc = ssa_analysis_begin(a, run, opt);
+  if (rc) goto fail;
   int has_range = 1;
   if (a->opt.step_range_name && (rc = run_has_step_range(a, &has_range)) != 0) goto fail;
   if (!has_range) {
@@ -321,8 +365,6 @@ void ssa_analysis_free(ssa_analysis *a) {
   free(a->moe_steps);
   free(a->moe_expert_tokens);
   free(a->moe_step_expert_tokens);
-  for (size_t i = 0; i < a->nwarnings; i++)
-    free(a->warnings[i]);
-  free(a->warnings);
+  ssa_text_list_free(a->warnings, a->nwarnings);
   memset(a, 0, sizeof *a);
 }

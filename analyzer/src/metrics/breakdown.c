@@ -461,6 +461,28 @@ static int build_sync_prefix(rank_ctx *c) {
   return 0;
 }
 
+int ssa_step_selected(const ssa_options *o, int64_t number) {
+  return !o->has_step_filter || (number >= o->step_first && number <= o->step_last);
+}
+
+void ssa_totals_bounds(const ssa_rank *r, const ssa_step *steps, size_t nsteps, int64_t *start,
+                       int64_t *end) {
+  *start = *end = 0;
+  if (nsteps) {
+    *start = INT64_MAX;
+    *end = INT64_MIN;
+    for (size_t i = 0; i < nsteps; i++) {
+      if (steps[i].start < *start) *start = steps[i].start;
+      if (steps[i].end > *end) *end = steps[i].end;
+    }
+  } else if (r->nops) {
+    *start = r->ops[0].start;
+    *end = r->ops[0].end;
+    for (size_t i = 1; i < r->nops; i++)
+      if (r->ops[i].end > *end) *end = r->ops[i].end;
+  }
+}
+
 int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
   const ssa_rank *r = rr->rank;
   rank_ctx c = {a, rr, r, a->launch_gap_ns, NULL, NULL, 0, NULL, 0};
@@ -483,10 +505,7 @@ int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
   rr->steps = malloc((nall ? nall : 1) * sizeof *rr->steps);
   if (!rr->steps) goto out;
   for (size_t i = 0; i < nall; i++) {
-    if (a->opt.has_step_filter &&
-        (all[i].number < a->opt.step_first || all[i].number > a->opt.step_last))
-      continue;
-    rr->steps[rr->nsteps++] = all[i];
+    if (ssa_step_selected(&a->opt, all[i].number)) rr->steps[rr->nsteps++] = all[i];
   }
   rr->windows = calloc(rr->nsteps ? rr->nsteps : 1, sizeof *rr->windows);
   if (!rr->windows) goto out;
@@ -495,22 +514,8 @@ int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
   memset(tw, 0, sizeof *tw);
   tw->step = -1;
   tw->device_latency = -1;
-  if (rr->nsteps) {
-    tw->start = INT64_MAX;
-    tw->end = INT64_MIN;
-    tw->projected = 1;
-    for (size_t i = 0; i < rr->nsteps; i++) {
-      if (rr->steps[i].start < tw->start) tw->start = rr->steps[i].start;
-      if (rr->steps[i].end > tw->end) tw->end = rr->steps[i].end;
-    }
-  } else if (r->nops) {
-    tw->start = r->ops[0].start;
-    tw->end = r->ops[0].end;
-    for (size_t i = 1; i < r->nops; i++)
-      if (r->ops[i].end > tw->end) tw->end = r->ops[i].end;
-  } else if (nall == 0) {
-    tw->start = tw->end = 0;
-  }
+  tw->projected = rr->nsteps > 0;
+  ssa_totals_bounds(r, rr->steps, rr->nsteps, &tw->start, &tw->end);
   if (nall == 0 && r->nops)
     ssa_analysis_warn(a, "rank %d: no step ranges found; the whole trace is one window", r->rank);
   for (size_t i = 0; i < rr->nsteps; i++) {

@@ -37,17 +37,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rank_cross.h"
 #include "ssa_metrics.h"
 
 enum { MAX_HOPS = 64, MAX_ACTIVE = 64, MAX_CHARGES = 32 };
 
-/* A receive of a pipeline rank that waited on a late send: from its start to the send's
- * start (aligned), in the rank's selected step `window`. */
-typedef struct up_wait {
-  size_t window;
-  int64_t t0, t1;
-  uint32_t sender;
-} up_wait;
+typedef ssa_upstream_wait up_wait; /* a receive's wait on a late send (rank_cross.h) */
 
 /* A piece of an answer, in the order of the span: `ns` charged to the asked rank's `phase`,
  * or (phase < 0) a span [t0, t1) over which it waited on a late send of rank `sender`. */
@@ -312,23 +307,78 @@ nomem:
   return STEPSCOPE_E_NOMEM;
 }
 
-int ssa_upstream_rank_waits(ssa_upstream *u, size_t rank_idx) {
-  const ssa_rank_result *rr = &u->a->ranks[rank_idx];
-  const ssa_rank *r = rr->rank;
-  up_rank *ur = &u->ur[rank_idx];
-  if (!rr->pipeline || !ur->partner_rank) return 0;
-  for (size_t i = 0; i < r->nops; i++) {
-    const ssa_op *o = &r->ops[i];
-    uint32_t sender;
-    int64_t at = late_send(u, (uint32_t)rank_idx, o, &sender);
-    long s = at == INT64_MIN ? -1 : window_at(rr, o->start);
-    if (s < 0) continue;
-    if (ssa_grow((void **)&ur->waits, &ur->waits_cap, ur->nwaits + 1, sizeof *ur->waits))
-      return STEPSCOPE_E_NOMEM;
-    ur->waits[ur->nwaits++] =
-        (up_wait){(size_t)s, ssa_rel_time(u->a->run, r, o->start), at, sender};
+int ssa_upstream_partner_sends(const ssa_upstream *u, size_t rank_idx, ssa_partner_send **out,
+                               size_t *n) {
+  const ssa_analysis *a = u->a;
+  const ssa_rank_summary *own = &a->ranks[rank_idx].summary;
+  const up_rank *ur = &u->ur[rank_idx];
+  *out = NULL;
+  *n = 0;
+  size_t k = 0;
+  for (size_t j = 0; ur->partner_rank && j < own->ncolls; j++)
+    k += own->colls[j].op == STEPSCOPE_COLL_RECV && ur->partner_rank[j] != SSA_NONE;
+  if (k == 0) return 0;
+  if (!(*out = malloc(k * sizeof **out))) return STEPSCOPE_E_NOMEM;
+  for (size_t j = 0; j < own->ncolls; j++) {
+    uint32_t pr = ur->partner_rank[j];
+    if (own->colls[j].op != STEPSCOPE_COLL_RECV || pr == SSA_NONE) continue;
+    const ssa_rank_summary *s = &a->ranks[pr].summary;
+    int64_t at = ssa_summary_rel_time(a, s, s->colls[ur->partner_coll[j]].start);
+    (*out)[(*n)++] = (ssa_partner_send){(uint32_t)j, pr, at};
   }
   return 0;
+}
+
+int ssa_find_upstream_waits(const ssa_rank_result *rr, int64_t rel_shift,
+                            const ssa_partner_send *sends, size_t nsends, ssa_upstream_wait **waits,
+                            size_t *n, size_t *cap) {
+  const ssa_rank *r = rr->rank;
+  size_t ncolls = rr->summary.ncolls;
+  if (nsends == 0) return 0;
+  uint32_t *send_of = malloc(ncolls * sizeof *send_of); /* per record: its send, or none */
+  if (!send_of) return STEPSCOPE_E_NOMEM;
+  for (size_t j = 0; j < ncolls; j++)
+    send_of[j] = SSA_NONE;
+  for (size_t k = 0; k < nsends; k++)
+    send_of[sends[k].record] = (uint32_t)k;
+  int rc = 0;
+  for (size_t i = 0; i < r->nops && rc == 0; i++) {
+    const ssa_op *o = &r->ops[i];
+    uint32_t k = o->coll != SSA_NONE && o->coll < ncolls ? send_of[o->coll] : SSA_NONE;
+    /* the send started after the receive did: the receive waited for it */
+    if (k == SSA_NONE || sends[k].at <= o->start + rel_shift) continue;
+    long s = window_at(rr, o->start);
+    if (s < 0) continue;
+    if (ssa_grow((void **)waits, cap, *n + 1, sizeof **waits))
+      rc = STEPSCOPE_E_NOMEM;
+    else
+      (*waits)[(*n)++] = (up_wait){(size_t)s, o->start + rel_shift, sends[k].at, sends[k].sender};
+  }
+  free(send_of);
+  return rc;
+}
+
+int ssa_upstream_rank_waits(ssa_upstream *u, size_t rank_idx) {
+  const ssa_rank_result *rr = &u->a->ranks[rank_idx];
+  up_rank *ur = &u->ur[rank_idx];
+  if (!rr->pipeline || !ur->partner_rank) return 0;
+  ssa_partner_send *sends;
+  size_t n;
+  if (ssa_upstream_partner_sends(u, rank_idx, &sends, &n)) return STEPSCOPE_E_NOMEM;
+  int rc = ssa_find_upstream_waits(rr, rr->rank->offset_ns - u->a->run->origin, sends, n,
+                                   &ur->waits, &ur->nwaits, &ur->waits_cap);
+  free(sends);
+  return rc;
+}
+
+void ssa_upstream_take_waits(ssa_upstream *u, size_t rank_idx, ssa_upstream_wait **waits,
+                             size_t *n) {
+  up_rank *ur = &u->ur[rank_idx];
+  free(ur->waits);
+  ur->waits = *waits;
+  ur->nwaits = ur->waits_cap = *n;
+  *waits = NULL;
+  *n = 0;
 }
 
 /* Adds a question not asked before to the new ones, q[u->nq, u->nq + *added). */

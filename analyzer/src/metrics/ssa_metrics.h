@@ -574,6 +574,9 @@ typedef struct ssa_analysis {
 
 int ssa_analyze(const ssa_run *run, const ssa_options *opt, ssa_analysis *out,
                 stepscope_error *err);
+/* An analysis of run's ranks with nothing computed (opt NULL: the defaults), as ssa_analyze
+ * begins. 0 or STEPSCOPE_E_NOMEM; free with ssa_analysis_free either way. */
+int ssa_analysis_begin(ssa_analysis *a, const ssa_run *run, const ssa_options *opt);
 void ssa_analysis_free(ssa_analysis *a);
 /* Whether a rank of that number was loaded (a --rank that is not is a usage
  * error; other analysis errors are not). */
@@ -673,6 +676,11 @@ int64_t *ssa_window_points(const ssa_rank_result *rr, size_t *n);
 void ssa_cover_replay(const ssa_rank_result *rr,
                       void (*emit)(void *ctx, int64_t s, int64_t e, unsigned mask), void *ctx);
 int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr);
+/* Whether --steps keeps step `number`; the totals window's bounds of rank r's selected steps
+ * (none: its ops' span, 0 without ops), as ssa_analyze_rank sets them. */
+int ssa_step_selected(const ssa_options *o, int64_t number);
+void ssa_totals_bounds(const ssa_rank *r, const ssa_step *steps, size_t nsteps, int64_t *start,
+                       int64_t *end);
 /* The device-level idle gaps of an analysed rank inside its totals window,
  * in time order, each with its cause (SSA_IDLE_*; the classification of the
  * idle breakdown), for the exports' idle overlay (breakdown.c). 0 or

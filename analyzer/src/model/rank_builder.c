@@ -54,9 +54,7 @@ void ssa_rank_free(ssa_rank *r) {
   }
   free(r->meta);
   free(r->moe_marks);
-  for (size_t i = 0; i < r->nwarnings; i++)
-    free(r->warnings[i]);
-  free(r->warnings);
+  ssa_text_list_free(r->warnings, r->nwarnings);
   free(r->tally.user);
   if (r->align_input) ssa_rank_align_free(r->align_input);
   free(r->align_input);

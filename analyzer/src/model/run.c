@@ -25,9 +25,7 @@ void ssa_run_free(ssa_run *run) {
   for (size_t i = 0; i < run->nranks; i++)
     ssa_rank_free(&run->ranks[i]);
   free(run->ranks);
-  for (size_t i = 0; i < run->nwarnings; i++)
-    free(run->warnings[i]);
-  free(run->warnings);
+  ssa_text_list_free(run->warnings, run->nwarnings);
   free(run->anchor_offset);
   free(run->refine_offset);
   free(run->refine_samples);
