@@ -11,16 +11,21 @@ same run:
     the partial's size;
   - the merge, `stepscope merge PARTS --json` in a child process (wall, CPU, peak RSS and the
     rank files it read again: its STEPSCOPE_SAY_READS line);
-and checks that the merged JSON equals the one-machine report byte for byte (exit 1 if not).
+  - with --cross, the second map round of a run with pipelines (docs/scale.md "A second map
+    round"): `stepscope merge --cross-out DIR PARTS` in a child (wall, CPU, RSS, cross bytes),
+    then on the same cluster `stepscope.analyze_partial(RUN, part=(k, P), cross=...)`, then the
+    merge of those partials as above;
+and checks that each merged JSON equals the one-machine report byte for byte (exit 1 if not).
 The machine (cores, load average) is printed with the figures: on a shared machine compare
 CPU times, not walls.
 
 usage: bench_dask.py --stepscope BIN --gen BIN --dir DIR [--ranks R] [--events-per-rank E]
-                     [--gen-args '...'] [--parts P] [--workers W] [--reuse]
+                     [--gen-args '...'] [--parts P] [--workers W] [--cross] [--reuse]
   --stepscope  the stepscope command; the Python package is taken from this source tree and
                its library from libstepscope_analyzer.so beside the command (or STEPSCOPE_LIB)
   --parts      partial analyses (default 16)
   --workers    Dask worker processes (default: the machine's cores)
+  --cross      also the second map round (runs with pipelines)
   --reuse      analyse the run already in DIR/run-R-E if there is one
 Needs `distributed` (pip install distributed) beside dask.
 """
@@ -50,12 +55,39 @@ def child(argv, env=None):
     return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, said
 
 
-def map_task(run, out, k, n):
-    """One Dask task: part k of n; returns (CPU s of this task, bytes written)."""
+def map_task(run, out, k, n, cross=None):
+    """One Dask task: part k of n (with the part's cross file: the second round); returns (CPU s
+    of the worker process during the task, bytes written)."""
     import stepscope  # imported in the worker process
     t0 = time.process_time()
-    stepscope.analyze_partial(run, out, part=(k, n))
+    stepscope.analyze_partial(run, out, part=(k, n), cross=cross)
     return time.process_time() - t0, os.path.getsize(out)
+
+
+def dask_map(client, run, outs, crosses, label, ranks):
+    """The map step of every part on the cluster; prints its figures."""
+    n = len(outs)
+    t0 = time.monotonic()
+    done = client.gather(client.map(map_task, [run] * n, outs, range(n), [n] * n, crosses,
+                                    pure=False))
+    wall = time.monotonic() - t0
+    print("%s on dask.distributed (%d parts): %.2f s wall, %.2f s CPU in the tasks (largest "
+          "%.2f s), partials %.0f B/rank" % (label, n, wall, sum(c for c, _ in done),
+                                            max(c for c, _ in done),
+                                            sum(b for _, b in done) / ranks))
+
+
+def merge_and_compare(stepscope_bin, outs, merged, whole):
+    """`stepscope merge` of the partials in a child; prints its figures; whether the report is
+    the one machine's byte for byte."""
+    wall, cpu, rss, said = child([stepscope_bin, "merge", "--json", merged] + outs,
+                                 env={"STEPSCOPE_SAY_READS": "1"})
+    reads = " ".join(line.strip() for line in said.splitlines() if "read" in line) or "?"
+    print("merge: %.2f s wall, %.2f s CPU, %.0f MiB; %s" % (wall, cpu, rss, reads))
+    with open(whole, "rb") as f1, open(merged, "rb") as f2:
+        same = f1.read() == f2.read()
+    print("merged report == one-machine report: %s" % ("yes, byte for byte" if same else "NO"))
+    return same
 
 
 def main():
@@ -68,6 +100,7 @@ def main():
     ap.add_argument("--gen-args", default="")
     ap.add_argument("--parts", type=int, default=16)
     ap.add_argument("--workers", type=int, default=os.cpu_count())
+    ap.add_argument("--cross", action="store_true")
     ap.add_argument("--reuse", action="store_true")
     a = ap.parse_args()
     try:
@@ -101,28 +134,23 @@ def main():
           % (wall, cpu, rss))
 
     outs = [os.path.join(a.dir, "part-%d.ssp" % k) for k in range(a.parts)]
+    outs2 = [os.path.join(a.dir, "part2-%d.ssp" % k) for k in range(a.parts)]
+    cross_dir = os.path.join(a.dir, "cross")
+    print("dask.distributed LocalCluster: %d worker processes x 1 thread" % a.workers)
     with LocalCluster(n_workers=a.workers, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, Client(cluster) as client:
-        t0 = time.monotonic()
-        futures = client.map(map_task, [run] * a.parts, outs, range(a.parts),
-                             [a.parts] * a.parts, pure=False)
-        done = client.gather(futures)
-        map_wall = time.monotonic() - t0
-    map_cpu = sum(c for c, _ in done)
-    partial_bytes = sum(b for _, b in done)
-    print("map on dask.distributed (%d worker processes x 1 thread, %d parts): %.2f s wall, "
-          "%.2f s CPU in the tasks (largest %.2f s), partials %.0f B/rank"
-          % (a.workers, a.parts, map_wall, map_cpu, max(c for c, _ in done),
-             partial_bytes / a.ranks))
-
-    merged = os.path.join(a.dir, "merged.json")
-    wall, cpu, rss, said = child([stepscope_bin, "merge", "--json", merged] + outs,
-                                 env={"STEPSCOPE_SAY_READS": "1"})
-    reads = " ".join(line.strip() for line in said.splitlines() if "read" in line) or "?"
-    print("merge: %.2f s wall, %.2f s CPU, %.0f MiB; %s" % (wall, cpu, rss, reads))
-    with open(whole, "rb") as f1, open(merged, "rb") as f2:
-        same = f1.read() == f2.read()
-    print("merged report == one-machine report: %s" % ("yes, byte for byte" if same else "NO"))
+        dask_map(client, run, outs, [None] * a.parts, "map", a.ranks)
+        same = merge_and_compare(stepscope_bin, outs, os.path.join(a.dir, "merged.json"), whole)
+        if a.cross:
+            os.makedirs(cross_dir, exist_ok=True)
+            wall, cpu, rss, _ = child([stepscope_bin, "merge", "--cross-out", cross_dir] + outs)
+            crosses = [os.path.join(cross_dir, "cross-%d-of-%d.ssx" % (k, a.parts))
+                       for k in range(a.parts)]
+            print("merge --cross-out: %.2f s wall, %.2f s CPU, %.0f MiB; cross files %.0f B/rank"
+                  % (wall, cpu, rss, sum(os.path.getsize(c) for c in crosses) / a.ranks))
+            dask_map(client, run, outs2, crosses, "map, second round", a.ranks)
+            same = merge_and_compare(stepscope_bin, outs2, os.path.join(a.dir, "merged2.json"),
+                                     whole) and same
     return 0 if same else 1
 
 
