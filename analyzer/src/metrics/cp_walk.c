@@ -32,7 +32,8 @@ typedef struct rank_walk {
 
 static int push_piece(rank_walk *w, const ssa_cp_segment *s, uint8_t name_from) {
   ssa_cp_step_walk *o = w->sw;
-  if (ssa_grow((void **)&o->pieces, &o->pieces_cap, o->npieces + 1, sizeof *o->pieces))
+  if (o->npieces == o->pieces_cap &&
+      ssa_grow((void **)&o->pieces, &o->pieces_cap, o->npieces + 1, sizeof *o->pieces))
     return STEPSCOPE_E_NOMEM;
   o->pieces[o->npieces++] = (ssa_cp_piece){.start_rel = s->start_rel,
                                            .end_rel = s->end_rel,
@@ -63,7 +64,8 @@ static int enter(rank_walk *w, ssa_cp_node n) {
     uint32_t c = w->r->ops[n.index].coll;
     if (c != SSA_NONE && c < w->r->ncolls && w->r->colls[c].op_index == n.index) coll = c;
   }
-  if (ssa_grow((void **)&o->nodes, &o->nodes_cap, o->nnodes + 1, sizeof *o->nodes))
+  if (o->nnodes == o->nodes_cap &&
+      ssa_grow((void **)&o->nodes, &o->nodes_cap, o->nnodes + 1, sizeof *o->nodes))
     return STEPSCOPE_E_NOMEM;
   o->nodes[o->nnodes++] = (ssa_cp_visited){n.index, coll, n.type};
   set_mark(w, n.type, n.index);
@@ -81,6 +83,14 @@ static int taken(const rank_walk *w, const ssa_cp_edge *e) {
   }
   size_t k = slot(w, e->from.type, e->from.index);
   return (int)(w->marks[k / 64] >> (k % 64) & 1);
+}
+
+/* A node of the walk's rank: its aligned start (ssa_cp_node_start, read here from the rank's
+ * events: the walk asks once per node it enters, and a call into cp_graph.c each time cost
+ * more than the read). */
+static int64_t own_start(const rank_walk *w, ssa_cp_node n) {
+  const ssa_rank *r = w->r;
+  return (n.type == SSA_CPN_OP ? r->ops[n.index].start : r->apis[n.index].start) + r->offset_ns;
 }
 
 /* The node's piece: its kind and where its name is. */
@@ -183,7 +193,7 @@ static int walk_on(rank_walk *w, ssa_cp_node n, int64_t t) {
       }
       if (best < 0 || e[i].release > e[best].release) best = (int)i;
     }
-    int64_t start = ssa_cp_node_start(g, n);
+    int64_t start = own_start(w, n);
     int64_t r = best >= 0 ? e[best].release : lo;
     if (r < lo) r = lo;
     int64_t from = start > r ? start : r;
