@@ -437,9 +437,14 @@ int64_t ssa_cp_node_start(const ssa_cp_graph *g, ssa_cp_node n) {
   return (n.type == SSA_CPN_OP ? cr->r->ops[n.index].start : cr->r->apis[n.index].start) + cr->off;
 }
 
+/* A node's end in trace time (the lane edge reads two per node the walk enters: inlined). */
+static inline int64_t node_end_trace(const ssa_rank *r, uint32_t type, uint32_t index) {
+  return type == SSA_CPN_OP ? r->ops[index].end : r->apis[index].end;
+}
+
 int64_t ssa_cp_node_end(const ssa_cp_graph *g, ssa_cp_node n) {
   const ssa_cp_rank *cr = &g->ranks[n.rank_idx];
-  return (n.type == SSA_CPN_OP ? cr->r->ops[n.index].end : cr->r->apis[n.index].end) + cr->off;
+  return node_end_trace(cr->r, n.type, n.index) + cr->off;
 }
 
 size_t ssa_cp_node_slot(const ssa_cp_graph *g, ssa_cp_node n) {
@@ -577,10 +582,11 @@ static size_t lane_edge(const ssa_cp_graph *g, ssa_cp_node n, uint32_t p, ssa_cp
                         int64_t *prev_end) {
   *prev_end = INT64_MIN;
   if (p == SSA_NONE) return 0;
-  ssa_cp_node prev = {n.rank_idx, p, n.type};
-  int64_t end = ssa_cp_node_end(g, prev), own = ssa_cp_node_end(g, n);
-  *prev_end = end - g->ranks[n.rank_idx].off;
-  out[0] = (ssa_cp_edge){prev, end < own ? end : own, SSA_CPE_LANE, SSA_NONE};
+  const ssa_cp_rank *cr = &g->ranks[n.rank_idx];
+  int64_t end = node_end_trace(cr->r, n.type, p), own = node_end_trace(cr->r, n.type, n.index);
+  *prev_end = end;
+  out[0] = (ssa_cp_edge){(ssa_cp_node){n.rank_idx, p, n.type}, (end < own ? end : own) + cr->off,
+                         SSA_CPE_LANE, SSA_NONE};
   return 1;
 }
 
