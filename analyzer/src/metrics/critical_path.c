@@ -111,28 +111,28 @@ static void top_table_best(top_table *tt, ssa_cp_top *out, size_t cap, size_t *n
   tt->t = NULL;
 }
 
-/* A step's sums (time by kind, idle cause and rank) and its top ops, in one pass over its
- * segments (idle left out of the top); the step's time by (name, rank, kind) is added to the
- * run's table `run` when the step counts in the medians (the run's top ops: the sum over
+/* Segment s counted in its step's sums (time by kind, idle cause and rank) and, unless idle,
+ * in the step's table of top ops `tt`. */
+static int account_segment(ssa_cp_step *st, top_table *tt, const ssa_cp_segment *s) {
+  int64_t d = s->end_rel - s->start_rel;
+  st->length += d;
+  st->kind[s->kind] += d;
+  if (s->kind == SSA_CP_IDLE) st->idle_cause[s->cause] += d;
+  if (s->kind == SSA_CP_HOST && s->cause) st->host_untraced += d;
+  st->by_rank[s->rank_idx] += d;
+  return s->kind == SSA_CP_IDLE ? 0 : top_add(tt, s->name, s->rank_idx, s->kind, d, 1);
+}
+
+/* A step's top ops from its table `tt` (spent); the step's time by (name, rank, kind) added to
+ * the run's table `run` when the step counts in the medians (the run's top ops: the sum over
  * those steps, one entry per distinct key of a step rather than one per segment). */
-static int account_step(ssa_cp_step *st, top_table *run) {
-  top_table tt;
-  SC_TRY(top_table_init(&tt));
+static int step_tops(ssa_cp_step *st, top_table *tt, top_table *run) {
   int rc = 0;
-  for (size_t i = 0; i < st->nseg && rc == 0; i++) {
-    const ssa_cp_segment *s = &st->segs[i];
-    int64_t d = s->end_rel - s->start_rel;
-    st->length += d;
-    st->kind[s->kind] += d;
-    if (s->kind == SSA_CP_IDLE) st->idle_cause[s->cause] += d;
-    if (s->kind == SSA_CP_HOST && s->cause) st->host_untraced += d;
-    st->by_rank[s->rank_idx] += d;
-    if (s->kind != SSA_CP_IDLE) rc = top_add(&tt, s->name, s->rank_idx, s->kind, d, 1);
-  }
-  for (size_t h = 0; h < tt.slots && rc == 0 && st->in_medians; h++)
-    if (tt.t[h].count)
-      rc = top_add(run, tt.t[h].name, tt.t[h].rank_idx, tt.t[h].kind, tt.t[h].time, tt.t[h].count);
-  top_table_best(&tt, st->top, SSA_CP_TOP_STEP, &st->ntop);
+  for (size_t h = 0; h < tt->slots && rc == 0 && st->in_medians; h++)
+    if (tt->t[h].count)
+      rc = top_add(run, tt->t[h].name, tt->t[h].rank_idx, tt->t[h].kind, tt->t[h].time,
+                   tt->t[h].count);
+  top_table_best(tt, st->top, SSA_CP_TOP_STEP, &st->ntop);
   return rc;
 }
 
@@ -380,8 +380,11 @@ typedef union piece_or_segment {
 _Static_assert(sizeof(ssa_cp_piece) == sizeof(ssa_cp_segment), "a piece turns into a segment");
 
 /* Step i's pieces turned into its segments in place: the names interned in the order a single
- * walk of the steps met them (empty pieces' names too), the empty pieces left out. */
-static int turn_pieces(rounds *x, size_t i, const uint32_t *constants, uint32_t **ids) {
+ * walk of the steps met them (empty pieces' names too), the empty pieces left out; each
+ * segment counted in the step's sums and its table of top ops `tt` as it is made (one pass
+ * over the path: at one rank it is a piece per event). */
+static int turn_pieces(rounds *x, size_t i, const uint32_t *constants, uint32_t **ids,
+                       top_table *tt) {
   ssa_cp_step_walk *sw = &x->walks[i];
   ssa_cp_step *st = &x->a->critical_path->steps[i];
   piece_or_segment *v = (piece_or_segment *)(void *)sw->pieces;
@@ -390,15 +393,16 @@ static int turn_pieces(rounds *x, size_t i, const uint32_t *constants, uint32_t 
     ssa_cp_piece p = v[k].piece;
     uint32_t name = 0;
     SC_TRY(piece_name(x->a, &p, constants, ids, &name));
-    if (p.end_rel > p.start_rel)
-      v[m++].seg = (ssa_cp_segment){.start_rel = p.start_rel,
-                                    .end_rel = p.end_rel,
-                                    .rank_idx = p.rank_idx,
-                                    .name = name,
-                                    .kind = p.kind,
-                                    .cause = p.cause,
-                                    .edge = p.edge,
-                                    .is_api = p.is_api};
+    if (p.end_rel <= p.start_rel) continue;
+    v[m].seg = (ssa_cp_segment){.start_rel = p.start_rel,
+                                .end_rel = p.end_rel,
+                                .rank_idx = p.rank_idx,
+                                .name = name,
+                                .kind = p.kind,
+                                .cause = p.cause,
+                                .edge = p.edge,
+                                .is_api = p.is_api};
+    SC_TRY(account_segment(st, tt, &v[m++].seg));
   }
   ssa_cp_segment *segs = m ? realloc(v, m * sizeof *segs) : NULL; /* its exact size */
   if (m && !segs) segs = &v[0].seg;
@@ -419,12 +423,16 @@ static int assemble(rounds *x, const uint32_t *constants) {
   top_table run = {0};
   int rc = ids ? top_table_init(&run) : STEPSCOPE_E_NOMEM;
   for (size_t i = 0; i < a->nsteps && rc == 0; i++) {
-    rc = turn_pieces(x, i, constants, ids);
+    top_table tt;
+    if ((rc = top_table_init(&tt)) != 0) break;
+    rc = turn_pieces(x, i, constants, ids, &tt);
     ssa_cp_step *st = &cp->steps[i];
     cp->nsegs += st->nseg;
-    if (rc || !x->walked[i]) continue; /* no rank has a window of the step */
-    rc = account_step(st, &run);
-    if (st->length != st->step_time) cp->mismatched_steps++;
+    if (rc == 0 && x->walked[i]) { /* else no rank has a window of the step: no pieces */
+      rc = step_tops(st, &tt, &run);
+      if (st->length != st->step_time) cp->mismatched_steps++;
+    }
+    free(tt.t); /* NULL when spent */
   }
   for (size_t i = 0; ids && i < a->nranks; i++)
     free(ids[i]);
