@@ -502,35 +502,34 @@ static int device_lane(const ssa_rank *r, uint32_t lane) {
   return lane < r->nlanes && r->lanes[lane].kind != SSA_LANE_HOST;
 }
 
-/* The device op (not of lane `skip`) that ended last at or before t (trace time), with a
- * non-empty duration; SSA_NONE if none within the last few hundred ends, or none that ends
- * after `floor` (a caller that would refuse an op ending by then: the scan stops there). */
-static uint32_t device_op_ended_by(ssa_cp_rank *cr, int64_t t, uint32_t skip, int64_t floor) {
+/* The op (not of lane `skip`, with a non-empty duration; a communication op when `comm`, else
+ * an op of a device lane) that ended last at or before t (trace time); SSA_NONE if none among
+ * the last few hundred ends, or none that ends after `floor` (what a caller would refuse: the
+ * scan stops there). */
+static uint32_t op_ended_by(ssa_cp_rank *cr, int64_t t, int64_t floor, uint32_t skip, int comm) {
   const ssa_rank *r = cr->r;
   size_t k = count_ending_by(r->ops, sizeof *r->ops, cr->op_by_end, r->nops, t, &cr->op_end_near);
   for (size_t scanned = 0; k > 0 && scanned < 256; scanned++) {
     uint32_t i = by_end_at(cr->op_by_end, --k);
     const ssa_op *o = &r->ops[i];
     if (o->end <= floor) break;
-    if (o->lane != skip && device_lane(r, o->lane) && o->end > o->start) return i;
+    if (o->lane != skip && o->end > o->start &&
+        (comm ? o->cls == SSA_CLS_COMM : device_lane(r, o->lane)))
+      return i;
   }
   return SSA_NONE;
 }
 
+/* The device op (not of lane `skip`) that ended last at or before t and after `floor`. */
+static uint32_t device_op_ended_by(ssa_cp_rank *cr, int64_t t, uint32_t skip, int64_t floor) {
+  return op_ended_by(cr, t, floor, skip, 0);
+}
+
 /* A host timeline's communication op of another thread (lane) than `lane` that ended last
  * in (a, b] (trace time): what a thread resuming at b may have waited for (a collective run
- * by gloo's thread, awaited by the training thread); SSA_NONE if none among the last few
- * hundred ends. */
+ * by gloo's thread, awaited by the training thread). */
 static uint32_t comm_ended_in(ssa_cp_rank *cr, uint32_t lane, int64_t a, int64_t b) {
-  const ssa_rank *r = cr->r;
-  size_t k = count_ending_by(r->ops, sizeof *r->ops, cr->op_by_end, r->nops, b, &cr->op_end_near);
-  for (size_t scanned = 0; k > 0 && scanned < 256; scanned++) {
-    uint32_t i = by_end_at(cr->op_by_end, --k);
-    const ssa_op *o = &r->ops[i];
-    if (o->end <= a) break;
-    if (o->lane != lane && o->cls == SSA_CLS_COMM && o->end > o->start) return i;
-  }
-  return SSA_NONE;
+  return op_ended_by(cr, b, a, lane, 1);
 }
 
 /* The sync record among syncs[lo, hi) (sorted by start, one lane) that ends last in (a, b]. */
