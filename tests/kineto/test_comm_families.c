@@ -117,27 +117,30 @@ static void test_names(void) {
       {"void cutlass::device_kernel<flash::FlashAttnBwd<flash::CollectiveMainloopBwd<2>>>(Params)",
        SSA_COMM_SCOPE_KERNEL, NULL, 0},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    int f = ssa_comm_family_of(cases[i].name, cases[i].scope);
-    int want = cases[i].family ? family(cases[i].family) : -1;
-    if (f != want) {
-      fprintf(stderr, "family of '%s' = %s, expected %s\n", cases[i].name,
-              f >= 0 ? ssa_comm_families[f].id : "none",
-              cases[i].family ? cases[i].family : "none");
-      failures++;
+  /* twice: the second pass gets the answers the process cached by function part and scope
+   * (comm_families.c; "gloo:all_reduce" is asked in both scopes) */
+  for (int pass = 0; pass < 2; pass++)
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+      int f = ssa_comm_family_of(cases[i].name, cases[i].scope);
+      int want = cases[i].family ? family(cases[i].family) : -1;
+      if (f != want) {
+        fprintf(stderr, "family of '%s' = %s, expected %s\n", cases[i].name,
+                f >= 0 ? ssa_comm_families[f].id : "none",
+                cases[i].family ? cases[i].family : "none");
+        failures++;
+      }
+      if (!cases[i].family) continue;
+      int k = ssa_comm_families[f >= 0 ? f : 0].kind;
+      if (k < 0) k = ssa_comm_kind_of_name(cases[i].name);
+      if (k != cases[i].kind) {
+        fprintf(stderr, "kind of '%s' = %s, expected %s\n", cases[i].name, ssa_comm_kind_name(k),
+                ssa_comm_kind_name(cases[i].kind));
+        failures++;
+      }
+      /* the NCCL row is the loader's NCCL name test */
+      if (cases[i].scope == SSA_COMM_SCOPE_KERNEL && strncmp(cases[i].name, "void", 4))
+        CHECK_EQ(f == family("nccl"), ssa_is_nccl_kernel_name(cases[i].name));
     }
-    if (!cases[i].family) continue;
-    int k = ssa_comm_families[f >= 0 ? f : 0].kind;
-    if (k < 0) k = ssa_comm_kind_of_name(cases[i].name);
-    if (k != cases[i].kind) {
-      fprintf(stderr, "kind of '%s' = %s, expected %s\n", cases[i].name, ssa_comm_kind_name(k),
-              ssa_comm_kind_name(cases[i].kind));
-      failures++;
-    }
-    /* the NCCL row is the loader's NCCL name test */
-    if (cases[i].scope == SSA_COMM_SCOPE_KERNEL && strncmp(cases[i].name, "void", 4))
-      CHECK_EQ(f == family("nccl"), ssa_is_nccl_kernel_name(cases[i].name));
-  }
   char fn[64];
   ssa_comm_function_part("void (anonymous namespace)::f<int>(int)", fn, sizeof fn);
   CHECK(!strcmp(fn, "void (anonymous namespace)::f"));

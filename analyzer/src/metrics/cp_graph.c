@@ -63,7 +63,12 @@ typedef struct ssa_cp_rank {
   uint32_t *sync_op;         /* per sync: the op it awaited, SSA_NONE (every lane, or none) */
   ssa_key_index *host_named; /* the host-side ones by correlation (key), index into syncs */
   size_t nhost_named;
-  int failed; /* out of memory while building */
+  /* per string id of the rank, whether a call of that name synchronises (its name holds
+   * "Synchronize"): 0 not looked at yet, 1 no, 2 yes; so the test costs one strstr per
+   * distinct name, not one per call the walk enters */
+  uint8_t *synchronizes;
+  size_t op_end_near; /* where the last search of op_by_end landed (count_ending_by) */
+  int failed;         /* out of memory while building */
 } ssa_cp_rank;
 
 /* n elements of `size` (room for one when n is 0, so that NULL means out of memory). */
@@ -308,6 +313,7 @@ static void free_rank_index(ssa_cp_rank *cr) {
   free(cr->op_wait);
   free(cr->sync_op);
   free(cr->host_named);
+  free(cr->synchronizes);
   ssa_cp_late *late = cr->late;
   size_t nlate = cr->nlate;
   memset(cr, 0, sizeof *cr);
@@ -320,6 +326,7 @@ static void build_rank_index(ssa_cp_rank *cr, const ssa_rank *r) {
   cr->off = r->offset_ns;
   cr->built = 1;
   uint32_t *last = array_alloc(r->nlanes, sizeof *last);
+  cr->synchronizes = calloc(r->strings.count ? r->strings.count : 1, 1);
   int ops_in_order =
       one_lane_in_order(r->ops, r->nops, sizeof *r->ops, offsetof(ssa_op, lane), r->nlanes);
   int apis_in_order =
@@ -332,7 +339,7 @@ static void build_rank_index(ssa_cp_rank *cr, const ssa_rank *r) {
     cr->api_prev = array_alloc(r->napis, sizeof *cr->api_prev);
     cr->api_by_end = array_alloc(r->napis, sizeof *cr->api_by_end);
   }
-  cr->failed = !last || (!ops_in_order && (!cr->op_prev || !cr->op_by_end)) ||
+  cr->failed = !last || !cr->synchronizes || (!ops_in_order && (!cr->op_prev || !cr->op_by_end)) ||
                (!apis_in_order && (!cr->api_prev || !cr->api_by_end));
   /* the orders by end by merging the lanes when they allow it: no 16-byte keys per item to
    * fault in and sort */
@@ -430,9 +437,14 @@ int64_t ssa_cp_node_start(const ssa_cp_graph *g, ssa_cp_node n) {
   return (n.type == SSA_CPN_OP ? cr->r->ops[n.index].start : cr->r->apis[n.index].start) + cr->off;
 }
 
+/* A node's end in trace time (the lane edge reads two per node the walk enters: inlined). */
+static inline int64_t node_end_trace(const ssa_rank *r, uint32_t type, uint32_t index) {
+  return type == SSA_CPN_OP ? r->ops[index].end : r->apis[index].end;
+}
+
 int64_t ssa_cp_node_end(const ssa_cp_graph *g, ssa_cp_node n) {
   const ssa_cp_rank *cr = &g->ranks[n.rank_idx];
-  return (n.type == SSA_CPN_OP ? cr->r->ops[n.index].end : cr->r->apis[n.index].end) + cr->off;
+  return node_end_trace(cr->r, n.type, n.index) + cr->off;
 }
 
 size_t ssa_cp_node_slot(const ssa_cp_graph *g, ssa_cp_node n) {
@@ -443,20 +455,46 @@ size_t ssa_cp_rank_slots(const ssa_cp_graph *g, uint32_t rank_idx) {
   return g->ranks[rank_idx].r->nops + g->ranks[rank_idx].r->napis;
 }
 
-/* How many of the indexed items end at or before t (trace time). */
+/* The end of the k-th item in order of end. */
+static int64_t end_in_order(const void *items, size_t size, const uint32_t *by_end, size_t k) {
+  return item_end(items, size, by_end_at(by_end, k));
+}
+
+/* How many of the indexed items end at or before t (trace time). `near` (NULL: none) holds
+ * where the rank's last such search landed, and gets this one's: a walk goes back in time a
+ * little at a time, so the count is mostly a few places from there, and galloping out from it
+ * probes a few nearby (cached) items where a binary search over the whole order would miss
+ * the cache at each of its ~log2(n) probes through the index into the items (the one-rank
+ * path searches once per op it enters). The count is the same from any start. */
 static size_t count_ending_by(const void *items, size_t size, const uint32_t *by_end, size_t n,
-                              int64_t t) {
-  const char *p = items;
-  size_t lo = 0, hi = n;
+                              int64_t t, size_t *near) {
+  size_t lo = 0, hi = n; /* the count is in [lo, hi] */
+  if (near && *near <= n) {
+    size_t h = *near, step = 1;
+    if (h < n && end_in_order(items, size, by_end, h) <= t) {
+      lo = h + 1;
+      while (h + step < n && end_in_order(items, size, by_end, h + step) <= t) {
+        lo = h + step + 1;
+        step *= 2;
+      }
+      if (h + step < n) hi = h + step;
+    } else {
+      hi = h;
+      while (step <= h && end_in_order(items, size, by_end, h - step) > t) {
+        hi = h - step;
+        step *= 2;
+      }
+      if (step <= h) lo = h - step + 1;
+    }
+  }
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    int64_t end;
-    memcpy(&end, p + (size_t)by_end_at(by_end, mid) * size + sizeof(int64_t), sizeof end);
-    if (end <= t)
+    if (end_in_order(items, size, by_end, mid) <= t)
       lo = mid + 1;
     else
       hi = mid;
   }
+  if (near) *near = lo;
   return lo;
 }
 
@@ -464,33 +502,34 @@ static int device_lane(const ssa_rank *r, uint32_t lane) {
   return lane < r->nlanes && r->lanes[lane].kind != SSA_LANE_HOST;
 }
 
-/* The device op (not of lane `skip`) that ended last at or before t (trace time), with a
- * non-empty duration; SSA_NONE if none within the last few hundred ends. */
-static uint32_t device_op_ended_by(const ssa_cp_rank *cr, int64_t t, uint32_t skip) {
+/* The op (not of lane `skip`, with a non-empty duration; a communication op when `comm`, else
+ * an op of a device lane) that ended last at or before t (trace time); SSA_NONE if none among
+ * the last few hundred ends, or none that ends after `floor` (what a caller would refuse: the
+ * scan stops there). */
+static uint32_t op_ended_by(ssa_cp_rank *cr, int64_t t, int64_t floor, uint32_t skip, int comm) {
   const ssa_rank *r = cr->r;
-  size_t k = count_ending_by(r->ops, sizeof *r->ops, cr->op_by_end, r->nops, t);
+  size_t k = count_ending_by(r->ops, sizeof *r->ops, cr->op_by_end, r->nops, t, &cr->op_end_near);
   for (size_t scanned = 0; k > 0 && scanned < 256; scanned++) {
     uint32_t i = by_end_at(cr->op_by_end, --k);
     const ssa_op *o = &r->ops[i];
-    if (o->lane != skip && device_lane(r, o->lane) && o->end > o->start) return i;
+    if (o->end <= floor) break;
+    if (o->lane != skip && o->end > o->start &&
+        (comm ? o->cls == SSA_CLS_COMM : device_lane(r, o->lane)))
+      return i;
   }
   return SSA_NONE;
 }
 
+/* The device op (not of lane `skip`) that ended last at or before t and after `floor`. */
+static uint32_t device_op_ended_by(ssa_cp_rank *cr, int64_t t, uint32_t skip, int64_t floor) {
+  return op_ended_by(cr, t, floor, skip, 0);
+}
+
 /* A host timeline's communication op of another thread (lane) than `lane` that ended last
  * in (a, b] (trace time): what a thread resuming at b may have waited for (a collective run
- * by gloo's thread, awaited by the training thread); SSA_NONE if none among the last few
- * hundred ends. */
-static uint32_t comm_ended_in(const ssa_cp_rank *cr, uint32_t lane, int64_t a, int64_t b) {
-  const ssa_rank *r = cr->r;
-  size_t k = count_ending_by(r->ops, sizeof *r->ops, cr->op_by_end, r->nops, b);
-  for (size_t scanned = 0; k > 0 && scanned < 256; scanned++) {
-    uint32_t i = by_end_at(cr->op_by_end, --k);
-    const ssa_op *o = &r->ops[i];
-    if (o->end <= a) break;
-    if (o->lane != lane && o->cls == SSA_CLS_COMM && o->end > o->start) return i;
-  }
-  return SSA_NONE;
+ * by gloo's thread, awaited by the training thread). */
+static uint32_t comm_ended_in(ssa_cp_rank *cr, uint32_t lane, int64_t a, int64_t b) {
+  return op_ended_by(cr, b, a, lane, 1);
 }
 
 /* The sync record among syncs[lo, hi) (sorted by start, one lane) that ends last in (a, b]. */
@@ -542,17 +581,18 @@ static size_t lane_edge(const ssa_cp_graph *g, ssa_cp_node n, uint32_t p, ssa_cp
                         int64_t *prev_end) {
   *prev_end = INT64_MIN;
   if (p == SSA_NONE) return 0;
-  ssa_cp_node prev = {n.rank_idx, p, n.type};
-  int64_t end = ssa_cp_node_end(g, prev), own = ssa_cp_node_end(g, n);
-  *prev_end = end - g->ranks[n.rank_idx].off;
-  out[0] = (ssa_cp_edge){prev, end < own ? end : own, SSA_CPE_LANE, SSA_NONE};
+  const ssa_cp_rank *cr = &g->ranks[n.rank_idx];
+  int64_t end = node_end_trace(cr->r, n.type, p), own = node_end_trace(cr->r, n.type, n.index);
+  *prev_end = end;
+  out[0] = (ssa_cp_edge){(ssa_cp_node){n.rank_idx, p, n.type}, (end < own ? end : own) + cr->off,
+                         SSA_CPE_LANE, SSA_NONE};
   return 1;
 }
 
 /* An op's edges after its lane edge (out[0, k)); prev_end as lane_edge gave it. */
 static size_t op_preds(const ssa_cp_graph *g, ssa_cp_node n, int64_t prev_end, ssa_cp_edge *out,
                        size_t k) {
-  const ssa_cp_rank *cr = &g->ranks[n.rank_idx];
+  ssa_cp_rank *cr = &g->ranks[n.rank_idx]; /* its search hint moves */
   const ssa_rank *r = cr->r;
   const ssa_op *o = &r->ops[n.index];
   if (o->launch != SSA_NONE) {
@@ -568,10 +608,13 @@ static size_t op_preds(const ssa_cp_graph *g, ssa_cp_node n, int64_t prev_end, s
       size_t lo, hi;
       lane_syncs(cr, o->lane, &lo, &hi);
       const ssa_sync *s = hi > lo ? sync_ending_in(r, lo, hi, prev_end, o->start) : NULL;
-      w = s ? device_op_ended_by(cr, s->end, o->lane) : SSA_NONE;
+      w = s ? device_op_ended_by(cr, s->end, o->lane, INT64_MIN) : SSA_NONE;
     } else if (r->nsyncs == 0 && g->wait_slack_ns > 0) {
-      /* a trace that records no waits: an op of another stream that ended just before */
-      w = device_op_ended_by(cr, o->start, o->lane);
+      /* a trace that records no waits: an op of another stream that ended just before (not
+       * by prev_end, not over wait_slack_ns before the op: the scan need not look further) */
+      int64_t floor = o->start >= INT64_MIN + g->wait_slack_ns + 1 ? o->start - g->wait_slack_ns - 1
+                                                                   : INT64_MIN;
+      w = device_op_ended_by(cr, o->start, o->lane, prev_end > floor ? prev_end : floor);
       if (w != SSA_NONE &&
           (r->ops[w].end <= prev_end || o->start - r->ops[w].end > g->wait_slack_ns))
         w = SSA_NONE;
@@ -601,26 +644,36 @@ static const ssa_sync *named_host_wait(const ssa_cp_rank *cr, uint64_t corr) {
              : NULL;
 }
 
+/* 1 when host call a's name holds "Synchronize" (looked at once per name). */
+static int synchronizes(ssa_cp_rank *cr, const ssa_api *a) {
+  if (a->name >= cr->r->strings.count)
+    return strstr(ssa_rank_str(cr->r, a->name), "Synchronize") != NULL;
+  if (!cr->synchronizes[a->name])
+    cr->synchronizes[a->name] = strstr(ssa_rank_str(cr->r, a->name), "Synchronize") ? 2 : 1;
+  return cr->synchronizes[a->name] == 2;
+}
+
 /* A host call's edges after its lane edge, as op_preds. */
 static size_t api_preds(const ssa_cp_graph *g, ssa_cp_node n, int64_t prev_end, ssa_cp_edge *out,
                         size_t k) {
-  const ssa_cp_rank *cr = &g->ranks[n.rank_idx];
+  ssa_cp_rank *cr = &g->ranks[n.rank_idx]; /* its search hint and name marks move */
   const ssa_rank *r = cr->r;
   const ssa_api *a = &r->apis[n.index];
   /* a synchronising call returns when the device is done */
   uint32_t w = SSA_NONE;
   const ssa_sync *named = named_host_wait(cr, a->corr);
   if (named) {
-    w = named->on_stream ? cr->sync_op[named - r->syncs] : device_op_ended_by(cr, a->end, SSA_NONE);
+    w = named->on_stream ? cr->sync_op[named - r->syncs]
+                         : device_op_ended_by(cr, a->end, SSA_NONE, a->start);
     /* a wait that returned before the op ended did not wait for it (cudaEventQuery's "Event
      * Sync": not ready yet) */
     if (w != SSA_NONE && (r->ops[w].end <= a->start || r->ops[w].end > a->end)) w = SSA_NONE;
-  } else if (strstr(ssa_rank_str(r, a->name), "Synchronize")) {
-    w = device_op_ended_by(cr, a->end, SSA_NONE);
+  } else if (synchronizes(cr, a)) {
+    w = device_op_ended_by(cr, a->end, SSA_NONE, a->start);
     if (w != SSA_NONE && r->ops[w].end <= a->start) w = SSA_NONE;
   } else if (cr->host_syncs < r->nsyncs && !cr->op_wait) {
     const ssa_sync *s = sync_ending_in(r, cr->host_syncs, r->nsyncs, prev_end, a->start);
-    w = s ? device_op_ended_by(cr, s->end, SSA_NONE) : SSA_NONE;
+    w = s ? device_op_ended_by(cr, s->end, SSA_NONE, s->start) : SSA_NONE;
     if (w != SSA_NONE && r->ops[w].end <= s->start) w = SSA_NONE;
   }
   if (w != SSA_NONE) k = add_op_edge(out, k, n, w, r->ops[w].end + cr->off, SSA_CPE_SYNC);
@@ -640,8 +693,8 @@ int ssa_cp_last_before(const ssa_cp_graph *g, uint32_t rank_idx, int64_t t, ssa_
   const ssa_cp_rank *cr = &g->ranks[rank_idx];
   const ssa_rank *r = cr->r;
   int64_t tt = t - cr->off;
-  size_t ko = count_ending_by(r->ops, sizeof *r->ops, cr->op_by_end, r->nops, tt);
-  size_t ka = count_ending_by(r->apis, sizeof *r->apis, cr->api_by_end, r->napis, tt);
+  size_t ko = count_ending_by(r->ops, sizeof *r->ops, cr->op_by_end, r->nops, tt, NULL);
+  size_t ka = count_ending_by(r->apis, sizeof *r->apis, cr->api_by_end, r->napis, tt, NULL);
   /* among the ops that end last, the longest (the index order is the start order) */
   uint32_t op = ko ? by_end_at(cr->op_by_end, ko - 1) : SSA_NONE;
   for (size_t k = ko; op != SSA_NONE && k-- > 0;) {

@@ -30,20 +30,22 @@ typedef struct rank_walk {
   ssa_cp_step_walk *sw;
 } rank_walk;
 
-static int push_piece(rank_walk *w, const ssa_cp_segment *s, uint8_t name_from) {
+/* A new piece [from, to) (aligned) on the rank, appended to the answer: no name, no edge; the
+ * caller fills in the rest in place (a piece built aside and copied in was read back right
+ * after its byte fields were written, which stalled every piece). NULL: out of memory. */
+static ssa_cp_piece *piece_at(rank_walk *w, int64_t from, int64_t to) {
   ssa_cp_step_walk *o = w->sw;
-  if (ssa_grow((void **)&o->pieces, &o->pieces_cap, o->npieces + 1, sizeof *o->pieces))
-    return STEPSCOPE_E_NOMEM;
-  o->pieces[o->npieces++] = (ssa_cp_piece){.start_rel = s->start_rel,
-                                           .end_rel = s->end_rel,
-                                           .rank_idx = s->rank_idx,
-                                           .name = s->name,
-                                           .kind = s->kind,
-                                           .cause = s->cause,
-                                           .edge = s->edge,
-                                           .is_api = s->is_api,
-                                           .name_from = name_from};
-  return 0;
+  if (o->npieces == o->pieces_cap &&
+      ssa_grow((void **)&o->pieces, &o->pieces_cap, o->npieces + 1, sizeof *o->pieces))
+    return NULL;
+  int64_t origin = w->g->run->origin;
+  ssa_cp_piece *p = &o->pieces[o->npieces++];
+  *p = (ssa_cp_piece){.start_rel = from - origin,
+                      .end_rel = to - origin,
+                      .rank_idx = w->q->rank_idx,
+                      .edge = SSA_CPE_N,
+                      .name_from = SSA_CP_NAME_NONE};
+  return p;
 }
 
 static size_t slot(const rank_walk *w, uint8_t type, uint32_t index) {
@@ -63,7 +65,8 @@ static int enter(rank_walk *w, ssa_cp_node n) {
     uint32_t c = w->r->ops[n.index].coll;
     if (c != SSA_NONE && c < w->r->ncolls && w->r->colls[c].op_index == n.index) coll = c;
   }
-  if (ssa_grow((void **)&o->nodes, &o->nodes_cap, o->nnodes + 1, sizeof *o->nodes))
+  if (o->nnodes == o->nodes_cap &&
+      ssa_grow((void **)&o->nodes, &o->nodes_cap, o->nnodes + 1, sizeof *o->nodes))
     return STEPSCOPE_E_NOMEM;
   o->nodes[o->nnodes++] = (ssa_cp_visited){n.index, coll, n.type};
   set_mark(w, n.type, n.index);
@@ -83,8 +86,16 @@ static int taken(const rank_walk *w, const ssa_cp_edge *e) {
   return (int)(w->marks[k / 64] >> (k % 64) & 1);
 }
 
+/* A node of the walk's rank: its aligned start (ssa_cp_node_start, read here from the rank's
+ * events: the walk asks once per node it enters, and a call into cp_graph.c each time cost
+ * more than the read). */
+static int64_t own_start(const rank_walk *w, ssa_cp_node n) {
+  const ssa_rank *r = w->r;
+  return (n.type == SSA_CPN_OP ? r->ops[n.index].start : r->apis[n.index].start) + r->offset_ns;
+}
+
 /* The node's piece: its kind and where its name is. */
-static int node_piece(rank_walk *w, ssa_cp_node n, ssa_cp_segment *s, uint8_t *name_from) {
+static int node_piece(rank_walk *w, ssa_cp_node n, ssa_cp_piece *s) {
   const ssa_rank *r = w->r;
   uint32_t string;
   if (n.type == SSA_CPN_API) {
@@ -98,11 +109,11 @@ static int node_piece(rank_walk *w, ssa_cp_node n, ssa_cp_segment *s, uint8_t *n
                                         : SSA_CP_COPY;
     string = o->name;
     if (!*ssa_rank_str(r, string)) {
-      *name_from = o->kind == SSA_OP_MEMSET ? SSA_CP_NAME_MEMSET : SSA_CP_NAME_MEMCPY;
+      s->name_from = o->kind == SSA_OP_MEMSET ? SSA_CP_NAME_MEMSET : SSA_CP_NAME_MEMCPY;
       return 0;
     }
   }
-  *name_from = SSA_CP_NAME_SUMMARY;
+  s->name_from = SSA_CP_NAME_SUMMARY;
   ssa_cp_names *nm = w->names;
   if (string < nm->nstrings && nm->by_string[string]) {
     s->name = nm->by_string[string];
@@ -117,12 +128,13 @@ static int node_piece(rank_walk *w, ssa_cp_node n, ssa_cp_segment *s, uint8_t *n
 
 /* The piece of a gap before a node: idle with the edge's cause, or untraced host time when
  * the node runs on a host thread (a call, or an op of a host timeline). */
-static uint8_t gap_piece(const rank_walk *w, ssa_cp_node n, int edge, ssa_cp_segment *s) {
+static void gap_piece(const rank_walk *w, ssa_cp_node n, int edge, ssa_cp_piece *s) {
   const ssa_rank *r = w->r;
   if (n.type == SSA_CPN_API || r->host_timeline) {
     s->kind = SSA_CP_HOST;
     s->cause = 1;
-    return SSA_CP_NAME_UNTRACED;
+    s->name_from = SSA_CP_NAME_UNTRACED;
+    return;
   }
   s->kind = SSA_CP_IDLE;
   /* a stream gap is the device's own delay only when the op's launch is known (it was
@@ -132,16 +144,6 @@ static uint8_t gap_piece(const rank_walk *w, ssa_cp_node n, int edge, ssa_cp_seg
              : edge == SSA_CPE_WAIT ? SSA_CP_IDLE_SYNC
              : edge == SSA_CPE_LANE ? SSA_CP_IDLE_STREAM
                                     : SSA_CP_IDLE_UNEXPLAINED;
-  return SSA_CP_NAME_NONE;
-}
-
-/* A piece [from, to) (aligned) on the rank. */
-static ssa_cp_segment piece_at(const rank_walk *w, int64_t from, int64_t to) {
-  int64_t origin = w->g->run->origin;
-  return (ssa_cp_segment){.start_rel = from - origin,
-                          .end_rel = to - origin,
-                          .rank_idx = w->q->rank_idx,
-                          .edge = SSA_CPE_N};
 }
 
 /* The step's start on its end rank: the node that ends last by the window's end hi, and the
@@ -152,16 +154,17 @@ static int start_node(rank_walk *w, ssa_cp_node *n, int64_t *t, int *done) {
   int64_t lo = q->lo, hi = q->t;
   *done = 0;
   if (ssa_cp_last_before(w->g, q->rank_idx, hi, n) != 0 || ssa_cp_node_end(w->g, *n) <= lo) {
-    ssa_cp_segment s = piece_at(w, lo, hi);
-    s.kind = SSA_CP_IDLE, s.cause = SSA_CP_IDLE_UNEXPLAINED;
+    ssa_cp_piece *s = piece_at(w, lo, hi);
+    if (!s) return STEPSCOPE_E_NOMEM;
+    s->kind = SSA_CP_IDLE, s->cause = SSA_CP_IDLE_UNEXPLAINED;
     *done = 1;
-    return push_piece(w, &s, SSA_CP_NAME_NONE);
+    return 0;
   }
   *t = ssa_cp_node_end(w->g, *n);
   if (*t < hi) {
-    ssa_cp_segment s = piece_at(w, *t, hi);
-    s.kind = SSA_CP_HOST, s.cause = 1;
-    SC_TRY(push_piece(w, &s, SSA_CP_NAME_UNTRACED));
+    ssa_cp_piece *s = piece_at(w, *t, hi);
+    if (!s) return STEPSCOPE_E_NOMEM;
+    s->kind = SSA_CP_HOST, s->cause = 1, s->name_from = SSA_CP_NAME_UNTRACED;
   }
   return enter(w, *n);
 }
@@ -183,20 +186,19 @@ static int walk_on(rank_walk *w, ssa_cp_node n, int64_t t) {
       }
       if (best < 0 || e[i].release > e[best].release) best = (int)i;
     }
-    int64_t start = ssa_cp_node_start(g, n);
+    int64_t start = own_start(w, n);
     int64_t r = best >= 0 ? e[best].release : lo;
     if (r < lo) r = lo;
     int64_t from = start > r ? start : r;
     if (from > t) from = t;
-    ssa_cp_segment s = piece_at(w, from, t);
-    uint8_t name_from = SSA_CP_NAME_NONE;
-    SC_TRY(node_piece(w, n, &s, &name_from));
-    s.edge = best >= 0 ? e[best].type : SSA_CPE_N;
-    SC_TRY(push_piece(w, &s, name_from));
+    ssa_cp_piece *s = piece_at(w, from, t);
+    if (!s) return STEPSCOPE_E_NOMEM;
+    s->edge = best >= 0 ? e[best].type : SSA_CPE_N;
+    SC_TRY(node_piece(w, n, s));
     if (from > r) {
-      ssa_cp_segment gs = piece_at(w, r, from);
-      uint8_t gap_name = gap_piece(w, n, best >= 0 ? e[best].type : SSA_CPE_N, &gs);
-      SC_TRY(push_piece(w, &gs, gap_name));
+      ssa_cp_piece *gs = piece_at(w, r, from);
+      if (!gs) return STEPSCOPE_E_NOMEM;
+      gap_piece(w, n, best >= 0 ? e[best].type : SSA_CPE_N, gs);
     }
     t = r;
     if (best < 0) break;

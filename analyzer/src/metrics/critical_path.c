@@ -54,70 +54,86 @@ static size_t top_slot(const ssa_cp_top *t, size_t slots, uint32_t name, uint32_
   return h;
 }
 
+/* Path time by (name, rank, kind): an open-addressing table (count 0: empty) sized by the
+ * distinct keys (a path has few distinct ops), not by the segments: a table of twice as many
+ * slots as the run's segments cost its page faults. */
+typedef struct top_table {
+  ssa_cp_top *t;
+  size_t slots, used;
+} top_table;
+
+static int top_table_init(top_table *tt) {
+  tt->slots = 64, tt->used = 0;
+  tt->t = calloc(tt->slots, sizeof *tt->t);
+  return tt->t ? 0 : STEPSCOPE_E_NOMEM;
+}
+
 /* Doubles the table, rehashing its keys. */
-static int top_table_double(ssa_cp_top **t, size_t *slots) {
-  size_t n = *slots * 2;
-  ssa_cp_top *d = calloc(n, sizeof *d); /* count 0: empty */
+static int top_table_double(top_table *tt) {
+  size_t n = tt->slots * 2;
+  ssa_cp_top *d = calloc(n, sizeof *d);
   if (!d) return STEPSCOPE_E_NOMEM;
-  for (size_t h = 0; h < *slots; h++)
-    if ((*t)[h].count) d[top_slot(d, n, (*t)[h].name, (*t)[h].rank_idx, (*t)[h].kind)] = (*t)[h];
-  free(*t);
-  *t = d;
-  *slots = n;
+  for (size_t h = 0; h < tt->slots; h++)
+    if (tt->t[h].count)
+      d[top_slot(d, n, tt->t[h].name, tt->t[h].rank_idx, tt->t[h].kind)] = tt->t[h];
+  free(tt->t);
+  tt->t = d;
+  tt->slots = n;
   return 0;
 }
 
-/* The top `cap` (name, rank, kind) of the segments of steps[0, nsteps) (those counted in the
- * medians only, when `medians_only`; idle left out) into out: summed in an open-addressing
- * table of the keys, the distinct ones sorted. The table is sized by the distinct keys (a path
- * has few distinct ops), not by the segments: the run's summary passes every segment of the
- * run, and a table of twice that many slots cost its page faults. */
-static int top_ops(const ssa_cp_step *steps, size_t nsteps, int medians_only, ssa_cp_top *out,
-                   size_t cap, size_t *nout) {
-  size_t slots = 64, used = 0;
-  ssa_cp_top *t = calloc(slots, sizeof *t); /* count 0: empty */
-  if (!t) return STEPSCOPE_E_NOMEM;
-  for (size_t i = 0; i < nsteps; i++) {
-    if (medians_only && !steps[i].in_medians) continue;
-    for (size_t j = 0; j < steps[i].nseg; j++) {
-      const ssa_cp_segment *s = &steps[i].segs[j];
-      if (s->kind == SSA_CP_IDLE) continue;
-      size_t h = top_slot(t, slots, s->name, s->rank_idx, s->kind);
-      if (!t[h].count) {
-        if (2 * (used + 1) > slots) {
-          if (top_table_double(&t, &slots)) {
-            free(t);
-            return STEPSCOPE_E_NOMEM;
-          }
-          h = top_slot(t, slots, s->name, s->rank_idx, s->kind);
-        }
-        t[h] = (ssa_cp_top){s->name, s->rank_idx, s->kind, 0, 0};
-        used++;
-      }
-      t[h].time += s->end_rel - s->start_rel;
-      t[h].count++;
+/* Adds `time` over `count` segments to key (name, rank, kind). */
+static int top_add(top_table *tt, uint32_t name, uint32_t rank_idx, uint8_t kind, int64_t time,
+                   uint64_t count) {
+  size_t h = top_slot(tt->t, tt->slots, name, rank_idx, kind);
+  if (!tt->t[h].count) {
+    if (2 * (tt->used + 1) > tt->slots) {
+      SC_TRY(top_table_double(tt));
+      h = top_slot(tt->t, tt->slots, name, rank_idx, kind);
     }
+    tt->t[h] = (ssa_cp_top){name, rank_idx, kind, 0, 0};
+    tt->used++;
   }
-  size_t m = 0;
-  for (size_t h = 0; h < slots; h++)
-    if (t[h].count) t[m++] = t[h];
-  qsort(t, m, sizeof *t, cmp_top_time);
-  *nout = m < cap ? m : cap;
-  memcpy(out, t, *nout * sizeof *out);
-  free(t);
+  tt->t[h].time += time;
+  tt->t[h].count += count;
   return 0;
 }
 
-static void account_step(ssa_cp_step *st) {
-  for (size_t i = 0; i < st->nseg; i++) {
-    const ssa_cp_segment *s = &st->segs[i];
-    int64_t d = s->end_rel - s->start_rel;
-    st->length += d;
-    st->kind[s->kind] += d;
-    if (s->kind == SSA_CP_IDLE) st->idle_cause[s->cause] += d;
-    if (s->kind == SSA_CP_HOST && s->cause) st->host_untraced += d;
-    st->by_rank[s->rank_idx] += d;
-  }
+/* The table's top `cap` keys by time (ties: by key) into out; the table is spent. */
+static void top_table_best(top_table *tt, ssa_cp_top *out, size_t cap, size_t *nout) {
+  size_t m = 0;
+  for (size_t h = 0; h < tt->slots; h++)
+    if (tt->t[h].count) tt->t[m++] = tt->t[h];
+  qsort(tt->t, m, sizeof *tt->t, cmp_top_time);
+  *nout = m < cap ? m : cap;
+  memcpy(out, tt->t, *nout * sizeof *out);
+  free(tt->t);
+  tt->t = NULL;
+}
+
+/* Segment s counted in its step's sums (time by kind, idle cause and rank) and, unless idle,
+ * in the step's table of top ops `tt`. */
+static int account_segment(ssa_cp_step *st, top_table *tt, const ssa_cp_segment *s) {
+  int64_t d = s->end_rel - s->start_rel;
+  st->length += d;
+  st->kind[s->kind] += d;
+  if (s->kind == SSA_CP_IDLE) st->idle_cause[s->cause] += d;
+  if (s->kind == SSA_CP_HOST && s->cause) st->host_untraced += d;
+  st->by_rank[s->rank_idx] += d;
+  return s->kind == SSA_CP_IDLE ? 0 : top_add(tt, s->name, s->rank_idx, s->kind, d, 1);
+}
+
+/* A step's top ops from its table `tt` (spent); the step's time by (name, rank, kind) added to
+ * the run's table `run` when the step counts in the medians (the run's top ops: the sum over
+ * those steps, one entry per distinct key of a step rather than one per segment). */
+static int step_tops(ssa_cp_step *st, top_table *tt, top_table *run) {
+  int rc = 0;
+  for (size_t h = 0; h < tt->slots && rc == 0 && st->in_medians; h++)
+    if (tt->t[h].count)
+      rc = top_add(run, tt->t[h].name, tt->t[h].rank_idx, tt->t[h].kind, tt->t[h].time,
+                   tt->t[h].count);
+  top_table_best(tt, st->top, SSA_CP_TOP_STEP, &st->ntop);
+  return rc;
 }
 
 static int64_t median_of(int64_t *v, size_t n) {
@@ -125,8 +141,8 @@ static int64_t median_of(int64_t *v, size_t n) {
   return v[SSA_MEDIAN_INDEX(n)];
 }
 
-/* The run's summary over the steps counted in the medians. */
-static int summarise(ssa_critical_path *cp) {
+/* The run's summary over the steps counted in the medians; `run`: their top ops' table. */
+static int summarise(ssa_critical_path *cp, top_table *run) {
   size_t n = 0;
   for (size_t i = 0; i < cp->nsteps; i++)
     n += cp->steps[i].in_medians != 0;
@@ -168,7 +184,8 @@ static int summarise(ssa_critical_path *cp) {
       cp->total_by_rank[r] += st->by_rank[r];
   }
   free(v);
-  return top_ops(cp->steps, cp->nsteps, 1, cp->top, SSA_CP_TOP_RUN, &cp->ntop);
+  top_table_best(run, cp->top, SSA_CP_TOP_RUN, &cp->ntop);
+  return 0;
 }
 
 /* The rank whose window of step `number` is the longest (the step time), its window. */
@@ -363,8 +380,11 @@ typedef union piece_or_segment {
 _Static_assert(sizeof(ssa_cp_piece) == sizeof(ssa_cp_segment), "a piece turns into a segment");
 
 /* Step i's pieces turned into its segments in place: the names interned in the order a single
- * walk of the steps met them (empty pieces' names too), the empty pieces left out. */
-static int turn_pieces(rounds *x, size_t i, const uint32_t *constants, uint32_t **ids) {
+ * walk of the steps met them (empty pieces' names too), the empty pieces left out; each
+ * segment counted in the step's sums and its table of top ops `tt` as it is made (one pass
+ * over the path: at one rank it is a piece per event). */
+static int turn_pieces(rounds *x, size_t i, const uint32_t *constants, uint32_t **ids,
+                       top_table *tt) {
   ssa_cp_step_walk *sw = &x->walks[i];
   ssa_cp_step *st = &x->a->critical_path->steps[i];
   piece_or_segment *v = (piece_or_segment *)(void *)sw->pieces;
@@ -373,15 +393,16 @@ static int turn_pieces(rounds *x, size_t i, const uint32_t *constants, uint32_t 
     ssa_cp_piece p = v[k].piece;
     uint32_t name = 0;
     SC_TRY(piece_name(x->a, &p, constants, ids, &name));
-    if (p.end_rel > p.start_rel)
-      v[m++].seg = (ssa_cp_segment){.start_rel = p.start_rel,
-                                    .end_rel = p.end_rel,
-                                    .rank_idx = p.rank_idx,
-                                    .name = name,
-                                    .kind = p.kind,
-                                    .cause = p.cause,
-                                    .edge = p.edge,
-                                    .is_api = p.is_api};
+    if (p.end_rel <= p.start_rel) continue;
+    v[m].seg = (ssa_cp_segment){.start_rel = p.start_rel,
+                                .end_rel = p.end_rel,
+                                .rank_idx = p.rank_idx,
+                                .name = name,
+                                .kind = p.kind,
+                                .cause = p.cause,
+                                .edge = p.edge,
+                                .is_api = p.is_api};
+    SC_TRY(account_segment(st, tt, &v[m++].seg));
   }
   ssa_cp_segment *segs = m ? realloc(v, m * sizeof *segs) : NULL; /* its exact size */
   if (m && !segs) segs = &v[0].seg;
@@ -393,29 +414,32 @@ static int turn_pieces(rounds *x, size_t i, const uint32_t *constants, uint32_t 
   return 0;
 }
 
-/* Every step's pieces into its segments, in step order; then each step's sums and top ops, and
+/* Every step's pieces into its segments, in step order, each step's sums and top ops; then
  * the run's summary. */
 static int assemble(rounds *x, const uint32_t *constants) {
   ssa_analysis *a = x->a;
   ssa_critical_path *cp = a->critical_path;
   uint32_t **ids = calloc(a->nranks ? a->nranks : 1, sizeof *ids);
-  int rc = ids ? 0 : STEPSCOPE_E_NOMEM;
+  top_table run = {0};
+  int rc = ids ? top_table_init(&run) : STEPSCOPE_E_NOMEM;
   for (size_t i = 0; i < a->nsteps && rc == 0; i++) {
-    rc = turn_pieces(x, i, constants, ids);
+    top_table tt;
+    if ((rc = top_table_init(&tt)) != 0) break;
+    rc = turn_pieces(x, i, constants, ids, &tt);
     ssa_cp_step *st = &cp->steps[i];
     cp->nsegs += st->nseg;
-    if (rc || !x->walked[i]) continue; /* no rank has a window of the step */
-    account_step(st);
-    if (st->length != st->step_time) cp->mismatched_steps++;
+    if (rc == 0 && x->walked[i]) { /* else no rank has a window of the step: no pieces */
+      rc = step_tops(st, &tt, &run);
+      if (st->length != st->step_time) cp->mismatched_steps++;
+    }
+    free(tt.t); /* NULL when spent */
   }
   for (size_t i = 0; ids && i < a->nranks; i++)
     free(ids[i]);
   free(ids);
-  for (size_t i = 0; i < a->nsteps && rc == 0; i++) {
-    ssa_cp_step *st = &cp->steps[i];
-    rc = top_ops(st, 1, 0, st->top, SSA_CP_TOP_STEP, &st->ntop);
-  }
-  return rc ? rc : summarise(cp);
+  if (rc == 0) rc = summarise(cp, &run);
+  free(run.t);
+  return rc;
 }
 
 static void rounds_free(rounds *x) {

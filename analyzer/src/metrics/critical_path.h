@@ -25,7 +25,9 @@
 enum { SSA_CPN_OP, SSA_CPN_API }; /* a rank's op, or a rank's host call (launch, enqueue) */
 typedef struct ssa_cp_node {
   uint32_t rank_idx, index; /* index into the rank's ops or apis */
-  uint8_t type;             /* SSA_CPN_* */
+  uint32_t type; /* SSA_CPN_*; a whole word (the struct's padding anyway): a node is passed by
+                    value in two registers, and a byte stored then read back as the word
+                    stalled the walk at every node */
 } ssa_cp_node;
 
 /* Edge types, in tie-break order: at equal release times the first wins. */

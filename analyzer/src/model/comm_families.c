@@ -12,13 +12,19 @@
  * compiled once per process; a rank tests each distinct name once
  * (rank_finish.c caches the answer per string id), and only the function part
  * of the name (up to its template or argument list, usually well under 100
- * bytes of a demangled name that can be kilobytes long) is searched.
+ * bytes of a demangled name that can be kilobytes long) is searched. The
+ * answers are also kept per function part for the whole process (family_cache
+ * below): every rank of a run names the same kernels, and testing a handful of
+ * names against the rows cost more than reading a small rank file.
  */
 #include "comm_families.h"
 
 #include <pthread.h>
 #include <regex.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "sc_hash.h"
 
 #include "stepscope.h"
 
@@ -92,16 +98,56 @@ void ssa_comm_function_part(const char *name, char *out, size_t n) {
   out[k] = 0;
 }
 
-int ssa_comm_family_of(const char *name, int scope) {
-  pthread_once(&compile_once, compile_all);
-  if (compile_failed) return -2;
-  char fn[512];
-  ssa_comm_function_part(name, fn, sizeof fn);
+/* The family of each (function part, scope) already tested in this process: an open-addressing
+ * table filled up to half its slots (then the rows are simply searched again), under a lock
+ * (ranks are loaded in parallel). 1,024 ranks x 1,000 events: the regular expressions were
+ * 16 % of the instructions of loading and analysing the run, for the same six names on every
+ * rank. The function parts are copies the process keeps (reachable until it exits). */
+#define FAMILY_CACHE_SLOTS 1024
+typedef struct family_answer {
+  char *fn; /* NULL: an empty slot */
+  int scope, family;
+} family_answer;
+static family_answer family_cache[FAMILY_CACHE_SLOTS];
+static size_t family_cache_used;
+static pthread_mutex_t family_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The slot of (fn, scope): its answer, or the empty slot where it belongs. Under the lock. */
+static family_answer *family_slot(const char *fn, int scope) {
+  uint64_t h = sc_fnv1a(sc_fnv1a_str(SC_FNV1A_INIT, fn), &scope, sizeof scope);
+  size_t k = (size_t)h & (FAMILY_CACHE_SLOTS - 1);
+  while (family_cache[k].fn && (family_cache[k].scope != scope || strcmp(family_cache[k].fn, fn)))
+    k = (k + 1) & (FAMILY_CACHE_SLOTS - 1);
+  return &family_cache[k];
+}
+
+static int search_families(const char *fn, int scope) {
   for (int i = 0; i < ssa_comm_nfamilies; i++) {
     if (!(ssa_comm_families[i].scope & scope)) continue;
     if (regexec(&compiled[i], fn, 0, NULL, 0) == 0) return i;
   }
   return -1;
+}
+
+int ssa_comm_family_of(const char *name, int scope) {
+  pthread_once(&compile_once, compile_all);
+  if (compile_failed) return -2;
+  char fn[512];
+  ssa_comm_function_part(name, fn, sizeof fn);
+  pthread_mutex_lock(&family_cache_lock);
+  family_answer *a = family_slot(fn, scope);
+  int family = a->fn ? a->family : -2;
+  pthread_mutex_unlock(&family_cache_lock);
+  if (family != -2) return family;
+  family = search_families(fn, scope);
+  pthread_mutex_lock(&family_cache_lock);
+  a = family_slot(fn, scope); /* another thread may have filled it meanwhile */
+  if (!a->fn && 2 * (family_cache_used + 1) <= FAMILY_CACHE_SLOTS && (a->fn = strdup(fn))) {
+    a->scope = scope, a->family = family;
+    family_cache_used++;
+  }
+  pthread_mutex_unlock(&family_cache_lock);
+  return family;
 }
 
 ssa_comm_kind ssa_comm_kind_of_name(const char *name) {
