@@ -452,11 +452,17 @@ static void get_span_answers(cursor *c, const ssa_rank *r, ssa_packed_answers *p
     p->n = n;
   }
   ssa_span_answer *v = NULL;
+  ssa_packed_answers again = {0}; /* packed again: the format has one spelling of them */
   int rc = c->bad ? 0 : ssa_span_answers_unpack(p, &v);
+  if (rc == 0 && v) rc = ssa_span_answers_pack(v, n, &again);
+  if (rc == 0 && v && (again.nbytes != nbytes || memcmp(again.bytes, bytes, nbytes) != 0))
+    rc = STEPSCOPE_E_FORMAT;
   free(v);
+  ssa_packed_answers_free(&again);
   c->nomem |= rc == STEPSCOPE_E_NOMEM;
   if (rc == STEPSCOPE_E_NOMEM) fail(c, "out of memory");
-  if (rc == STEPSCOPE_E_FORMAT) fail(c, "rank %d: span answers not %zu sorted answers", r->rank, n);
+  if (rc == STEPSCOPE_E_FORMAT)
+    fail(c, "rank %d: span answers not %zu sorted answers in their packed spelling", r->rank, n);
 }
 
 static void get_local(cursor *c, const ssa_rank *r, const ssa_rank_summary *s, ssa_rank_local *l) {

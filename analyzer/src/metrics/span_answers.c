@@ -28,6 +28,11 @@ static int64_t unzigzag(uint64_t v) {
   return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
 }
 
+/* a - b, wrapping (the bytes read back may hold any two times) */
+static int64_t difference(int64_t a, int64_t b) {
+  return (int64_t)((uint64_t)a - (uint64_t)b);
+}
+
 /* One varint from *p (before end) into *v; 0 when the bytes end first or it runs too long. */
 static int get_varint(const unsigned char **p, const unsigned char *end, uint64_t *v) {
   *v = 0;
@@ -48,8 +53,8 @@ int ssa_span_answers_pack(const ssa_span_answer *v, size_t n, ssa_packed_answers
   for (size_t i = 0; i < n; i++) {
     int same_kind = i && v[i - 1].kind == v[i].kind;
     p = put_varint(p, zigzag(i ? (int64_t)v[i].kind - v[i - 1].kind : v[i].kind));
-    p = put_varint(p, zigzag(v[i].t0 - (same_kind ? v[i - 1].t0 : 0)));
-    p = put_varint(p, zigzag(v[i].t1 - v[i].t0));
+    p = put_varint(p, zigzag(difference(v[i].t0, same_kind ? v[i - 1].t0 : 0)));
+    p = put_varint(p, zigzag(difference(v[i].t1, v[i].t0)));
     unsigned char *mask = p++;
     *mask = 0;
     for (int ph = 0; ph < SSA_PHASE_N; ph++)
@@ -86,7 +91,9 @@ int ssa_span_answers_unpack(const ssa_packed_answers *p, ssa_span_answer **out) 
     ok = get_varint(&at, end, &kind) && get_varint(&at, end, &t0) && get_varint(&at, end, &len) &&
          at < end;
     if (!ok) break;
-    v[i].kind = (int)((i ? v[i - 1].kind : 0) + unzigzag(kind));
+    int64_t kind_change = unzigzag(kind); /* the kinds are 0 and 1 */
+    ok = kind_change >= -1 && kind_change <= 1;
+    v[i].kind = (i ? v[i - 1].kind : 0) + (int)kind_change;
     int same_kind = i && v[i - 1].kind == v[i].kind;
     v[i].t0 = (int64_t)((uint64_t)(same_kind ? v[i - 1].t0 : 0) + (uint64_t)unzigzag(t0));
     v[i].t1 = (int64_t)((uint64_t)v[i].t0 + (uint64_t)unzigzag(len));
