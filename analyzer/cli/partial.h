@@ -19,7 +19,7 @@
 #include "rank_local.h"
 
 #define SSA_PARTIAL_MAGIC   "SSPART\r\n" /* 8 bytes; \r\n catches a text-mode copy */
-#define SSA_PARTIAL_VERSION 6u
+#define SSA_PARTIAL_VERSION 7u
 #define PARTIAL_END         "SSPARTOK"  /* the last 8 bytes: a cut partial lacks them */
 #define PARTIAL_NULL        0xffffffffu /* the length of a NULL string */
 /* What the version's field counts depend on (the tally's families and kinds): another build

@@ -436,6 +436,35 @@ static void get_crossed(cursor *c, const ssa_rank *r, ssa_rank_local *l) {
 /* A rank's metrics made where it was loaded (ssa_rank_local): steps, windows, lanes, kernel
  * statistics, op groups, warnings, every count and index checked; or, not made, the bounds of
  * its totals window. */
+/* A rank's culprit walk answers, packed (docs/partial-format.md "Span answers"): kept packed,
+ * checked by unpacking them once. */
+static void get_span_answers(cursor *c, const ssa_rank *r, ssa_packed_answers *p) {
+  size_t n = get_count(c, 0, "rank results: span answers");
+  size_t nbytes = get_count(c, 1, "rank results: span answers");
+  const unsigned char *bytes = take(c, nbytes, "rank results: span answers");
+  if (c->bad || nbytes == 0) {
+    if (!c->bad && n) fail(c, "rank %d: span answers without their bytes", r->rank);
+    return;
+  }
+  if ((p->bytes = alloc(c, nbytes, 1))) {
+    memcpy(p->bytes, bytes, nbytes);
+    p->nbytes = nbytes;
+    p->n = n;
+  }
+  ssa_span_answer *v = NULL;
+  ssa_packed_answers again = {0}; /* packed again: the format has one spelling of them */
+  int rc = c->bad ? 0 : ssa_span_answers_unpack(p, &v);
+  if (rc == 0 && v) rc = ssa_span_answers_pack(v, n, &again);
+  if (rc == 0 && v && (again.nbytes != nbytes || memcmp(again.bytes, bytes, nbytes) != 0))
+    rc = STEPSCOPE_E_FORMAT;
+  free(v);
+  ssa_packed_answers_free(&again);
+  c->nomem |= rc == STEPSCOPE_E_NOMEM;
+  if (rc == STEPSCOPE_E_NOMEM) fail(c, "out of memory");
+  if (rc == STEPSCOPE_E_FORMAT)
+    fail(c, "rank %d: span answers not %zu sorted answers in their packed spelling", r->rank, n);
+}
+
 static void get_local(cursor *c, const ssa_rank *r, const ssa_rank_summary *s, ssa_rank_local *l) {
   uint32_t made = get_u32(c, "rank results");
   if (!c->bad && made > 2) fail(c, "rank results: made %u", made);
@@ -497,17 +526,7 @@ static void get_local(cursor *c, const ssa_rank *r, const ssa_rank_summary *s, s
   if ((l->warnings = alloc(c, nwarn, sizeof *l->warnings))) l->nwarnings = nwarn;
   for (size_t i = 0; i < l->nwarnings && !c->bad; i++)
     l->warnings[i] = get_str(c, 0, "rank results: warnings");
-  size_t nspans = get_count(c, 16 + 8 * SSA_PHASE_N, "rank results: span answers");
-  if ((l->result.span_answers = alloc(c, nspans, sizeof *l->result.span_answers)))
-    l->result.nspan_answers = nspans;
-  for (size_t i = 0; i < l->result.nspan_answers && !c->bad; i++) {
-    ssa_span_answer *x = &l->result.span_answers[i];
-    x->t0 = get_i64(c, "rank results: span answers");
-    x->t1 = get_i64(c, "rank results: span answers");
-    get_i64s(c, x->time, SSA_PHASE_N, "rank results: span answers");
-    if (!c->bad && i && (x->t0 < x[-1].t0 || (x->t0 == x[-1].t0 && x->t1 <= x[-1].t1)))
-      fail(c, "rank %d: span answers out of order", r->rank);
-  }
+  get_span_answers(c, r, &l->result.span_answers);
   if (l->crossed) get_crossed(c, r, l);
 }
 

@@ -306,12 +306,9 @@ static void put_local(ssa_out *o, const ssa_rank_local *l) {
   put_u64(o, l->nwarnings);
   for (size_t i = 0; i < l->nwarnings; i++)
     put_str(o, l->warnings[i]);
-  put_u64(o, l->result.nspan_answers);
-  for (size_t i = 0; i < l->result.nspan_answers; i++) {
-    put_i64(o, l->result.span_answers[i].t0);
-    put_i64(o, l->result.span_answers[i].t1);
-    put_i64s(o, l->result.span_answers[i].time, SSA_PHASE_N);
-  }
+  put_u64(o, l->result.span_answers.n); /* packed (span_answers.c) */
+  put_u64(o, l->result.span_answers.nbytes);
+  ssa_out_write(o, (const char *)l->result.span_answers.bytes, l->result.span_answers.nbytes);
   if (l->crossed) put_crossed(o, l);
 }
 

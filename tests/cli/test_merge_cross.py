@@ -10,7 +10,9 @@ interleaved TP x PP runs, the trainer's 1F1B sample and a torch pipeline's Kinet
 
 - the report is `analyze`'s byte for byte (text and JSON) and STEPSCOPE_SAY_READS=1 counts no
   read for the per-rank metrics or the bubble's transfers (main's merge read every pipeline
-  rank for both, and has no --cross-out);
+  rank for both, and has no --cross-out), and fewer for the culprit walk's rounds than
+  `analyze --low-memory` when that reads any (round 2 answers the walk's direct spans and
+  between-steps gaps: only the chase's questions are read);
 - with every rank file moved away, the merge run again and again, each time given back the
   one file its error names, never names the metrics or the transfers, and reports the same;
 - a cross file of another part or another run is refused by the map step with a message that
@@ -86,6 +88,12 @@ def two_rounds(name, run, tmp, n):
     return (second, cross) if second else None
 
 
+def culprit_reads(said):
+    """The rank files a STEPSCOPE_SAY_READS line counts for the culprit walk's rounds."""
+    m = re.search(r"(\d+) for the culprit walk's rounds", said)
+    return int(m.group(1)) if m else 0
+
+
 def check_run(name, run, tmp):
     n = min(3, len(rank_files(run)))
     expected = report(["analyze", run], os.path.join(tmp, "a.json"))
@@ -102,6 +110,13 @@ def check_run(name, run, tmp):
     for purpose in NOT_READ_FOR:
         if purpose in said[3]:
             failures.append(f"{name}: the merge read ranks {purpose}: {said[3].strip()}")
+    # the culprit walk's direct spans and between-steps gaps come with round 2's results: its
+    # rounds read only for the chase's questions, fewer files than the bounded mode reads
+    bounded = run_cmd([stepscope, "analyze", run, "--low-memory"], {"STEPSCOPE_SAY_READS": "1"})
+    walk_merge, walk_bounded = culprit_reads(said[3]), culprit_reads(bounded.stderr.decode())
+    if walk_bounded and walk_merge >= walk_bounded:
+        failures.append(f"{name}: the merge read {walk_merge} rank files for the culprit walk, "
+                        f"the bounded mode {walk_bounded}")
     away = os.path.join(tmp, f"{name}-away")
     os.makedirs(away)
     files = rank_files(run)
@@ -125,7 +140,7 @@ def check_run(name, run, tmp):
     if got[0] == 0 and got[:3] != expected[:3]:
         failures.append(f"{name}: the merge with {len(back)} of {len(files)} files differs")
     print(f"{name}: the merge of round 2 read {len(back)} of {len(files)} rank files: "
-          f"{said[3].strip()}")
+          f"{said[3].strip()} (the bounded mode: {walk_bounded} for the culprit walk)")
     for f in rank_files(away):
         shutil.move(os.path.join(away, f), os.path.join(run, f))
     return cross, n, parts, expected

@@ -346,7 +346,7 @@ void ssa_rank_result_free(ssa_rank_result *rr) {
   free(rr->coll_wait_end);
   free(rr->coll_transfer);
   free(rr->ops.groups);
-  free(rr->span_answers);
+  ssa_packed_answers_free(&rr->span_answers);
   memset(rr, 0, sizeof *rr);
 }
 

@@ -596,12 +596,6 @@ int ssa_rank_phase_answers(const ssa_analysis *a, size_t rank_idx, ssa_phase_req
   return 0;
 }
 
-static int cmp_span_answer(const void *pa, const void *pb) {
-  const ssa_span_answer *a = pa, *b = pb;
-  if (a->t0 != b->t0) return a->t0 < b->t0 ? -1 : 1;
-  return a->t1 < b->t1 ? -1 : a->t1 > b->t1;
-}
-
 /* Record indices of a summary ordered by (communicator, seq): a record's previous instance on
  * its communicator is the one before it, when its seq is one less. */
 static int cmp_rec_order(const void *pa, const void *pb, void *ctx) {
@@ -610,13 +604,12 @@ static int cmp_rec_order(const void *pa, const void *pb, void *ctx) {
   return a->seq < b->seq ? -1 : a->seq > b->seq;
 }
 
-int ssa_rank_span_answers(const ssa_rank_result *rr, ssa_span_answer **out, size_t *n) {
+int ssa_rank_span_answers(const ssa_rank_result *rr, ssa_packed_answers *out) {
   const ssa_rank_summary *s = &rr->summary;
-  *out = NULL;
-  *n = 0;
-  if (s->ncolls == 0) return 0;
-  uint32_t *order = malloc(s->ncolls * sizeof *order);
-  ssa_span_answer *v = malloc(s->ncolls * sizeof *v);
+  memset(out, 0, sizeof *out);
+  if (s->ncolls == 0 && rr->nsteps < 2) return 0;
+  uint32_t *order = malloc((s->ncolls ? s->ncolls : 1) * sizeof *order);
+  ssa_span_answer *v = malloc((s->ncolls + rr->nsteps + 1) * sizeof *v);
   ssa_phase_ranges ph;
   memset(&ph, 0, sizeof ph);
   if (!order || !v || ssa_phase_ranges_build(rr->rank, SSA_BACKWARD_WEIGHT_APART, &ph)) {
@@ -638,33 +631,44 @@ int ssa_rank_span_answers(const ssa_rank_result *rr, ssa_span_answer **out, size
       if (w < 0) continue;
       t0 = rr->windows[w].start;
     }
-    v[k].t0 = t0;
-    v[k].t1 = c->start;
+    v[k] = (ssa_span_answer){.kind = SSA_PHASE_SPAN, .t0 = t0, .t1 = c->start};
     partition(rr->rank, &ph, t0, c->start, v[k++].time);
   }
-  qsort(v, k, sizeof *v, cmp_span_answer);
+  for (size_t w = 1; rr->pipeline && w < rr->nsteps; w++) { /* as ssa_rank_phase_answers does */
+    int64_t t0, t1;
+    v[k] =
+        (ssa_span_answer){.kind = SSA_PHASE_BETWEEN_STEPS, .t0 = (int64_t)w - 1, .t1 = (int64_t)w};
+    if (between_steps(rr->rank, &ph, &rr->windows[w - 1], &rr->windows[w], &t0, &t1))
+      partition(rr->rank, &ph, t0, t1, v[k].time);
+    k++;
+  }
+  qsort(v, k, sizeof *v, ssa_span_answer_cmp);
   size_t u = 0;
   for (size_t i = 0; i < k; i++)
-    if (u == 0 || cmp_span_answer(&v[u - 1], &v[i]) != 0) v[u++] = v[i];
+    if (u == 0 || ssa_span_answer_cmp(&v[u - 1], &v[i]) != 0) v[u++] = v[i];
   ssa_phase_ranges_free(&ph);
   free(order);
-  *out = v;
-  *n = u;
-  return 0;
+  int rc = ssa_span_answers_pack(v, u, out);
+  free(v);
+  return rc;
 }
 
-/* The rank's unanswered span questions in q that its answers made at load hold. */
-static void answer_from_load(ssa_rank_result *rr, ssa_phase_requests *q, size_t rank_idx) {
-  for (size_t i = q->first[rank_idx]; rr->nspan_answers && i < q->first[rank_idx + 1]; i++) {
+/* The rank's unanswered questions in q that its answers made at load hold. */
+static int answer_from_load(ssa_rank_result *rr, ssa_phase_requests *q, size_t rank_idx) {
+  ssa_span_answer *v = NULL;
+  int rc = ssa_span_answers_unpack(&rr->span_answers, &v);
+  for (size_t i = q->first[rank_idx]; v && i < q->first[rank_idx + 1]; i++) {
     ssa_phase_request *x = &q->v[i];
-    if (x->answered || x->kind != SSA_PHASE_SPAN) continue;
-    ssa_span_answer key = {.t0 = x->t0, .t1 = x->t1};
+    if (x->answered) continue;
+    ssa_span_answer key = {.kind = x->kind, .t0 = x->t0, .t1 = x->t1};
     const ssa_span_answer *hit =
-        bsearch(&key, rr->span_answers, rr->nspan_answers, sizeof key, cmp_span_answer);
+        bsearch(&key, v, rr->span_answers.n, sizeof key, ssa_span_answer_cmp);
     if (!hit) continue;
     memcpy(x->time, hit->time, sizeof x->time);
     x->answered = 1;
   }
+  free(v);
+  return rc == STEPSCOPE_E_NOMEM ? rc : 0; /* bytes not answers (checked at reading): asked */
 }
 
 void ssa_phase_requests_free(ssa_phase_requests *q) {
@@ -685,13 +689,21 @@ static int rank_answers(ssa_analysis *a, size_t i, void *questions) {
   return ssa_rank_phase_answers(a, i, questions);
 }
 
+/* Whether rank i has a question in q not answered yet. */
+static int rank_asked(const ssa_phase_requests *q, size_t i) {
+  for (size_t k = q->first[i]; k < q->first[i + 1]; k++)
+    if (!q->v[k].answered) return 1;
+  return 0;
+}
+
 static void answer_rank(void *ctx, size_t i) {
   answer_job *job = ctx;
-  answer_from_load(&job->a->ranks[i], job->q, i);
-  int asked = 0; /* only a rank with an unanswered question is read (bounded mode) */
-  for (size_t k = job->q->first[i]; k < job->q->first[i + 1] && !asked; k++)
-    asked = !job->q->v[k].answered;
-  job->rc[i] = asked ? ssa_with_rank_events(job->a, i, rank_answers, job->q) : 0;
+  ssa_rank_result *rr = &job->a->ranks[i];
+  job->rc[i] = 0;
+  if (!rank_asked(job->q, i)) return;
+  if (rr->span_answers.n && (job->rc[i] = answer_from_load(rr, job->q, i)) != 0) return;
+  /* only a rank with an unanswered question is read (bounded mode) */
+  if (rank_asked(job->q, i)) job->rc[i] = ssa_with_rank_events(job->a, i, rank_answers, job->q);
 }
 
 int ssa_find_culprits(ssa_analysis *a) {

@@ -80,8 +80,8 @@ int ssa_rank_local_make(const ssa_rank *r, const ssa_options *opt, ssa_rank_summ
   int made = rc == 0 && (crossed || !rr.pipeline);
   if (made && op_groups_could_be_wanted(r) && ssa_op_table_counts(&a, 0))
     rc = ssa_rank_op_groups(&a, &rr);
-  if (rc == 0 && !rr.pipeline) /* the culprit walk's likely questions */
-    rc = ssa_rank_span_answers(&rr, &rr.span_answers, &rr.nspan_answers);
+  if (made) /* the culprit walk's likely questions (a pipeline rank's: its windows' ones) */
+    rc = ssa_rank_span_answers(&rr, &rr.span_answers);
   if (rc == 0 && crossed) rc = crossed_passes(&rr, cross, out);
   rr.coll_wait_end = NULL;
   out->items = rr.summary.items; /* the merge puts them back in the summary it carries */

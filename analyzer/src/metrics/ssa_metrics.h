@@ -314,12 +314,28 @@ enum {
 };
 extern const char *const ssa_phase_names[SSA_PHASE_N];
 
-/* A rank's device time by phase over [t0, t1) of its clock (ssa_phase_request SSA_PHASE_SPAN),
- * made before the culprit walk asks it (ssa_rank_span_answers). */
+/* The answer to a question of the culprit walk (ssa_phase_request: kind SSA_PHASE_SPAN, a span
+ * [t0, t1) of the rank's clock, or SSA_PHASE_BETWEEN_STEPS, t0 and t1 window indices), made
+ * before the walk asks it (ssa_rank_span_answers). */
 typedef struct ssa_span_answer {
+  int kind;
   int64_t t0, t1;
   int64_t time[SSA_PHASE_N];
 } ssa_span_answer;
+/* A rank's answers sorted by (kind, t0, t1), unique, packed (span_answers.c): n answers in
+ * nbytes bytes. */
+typedef struct ssa_packed_answers {
+  unsigned char *bytes;
+  size_t nbytes, n;
+} ssa_packed_answers;
+/* The answers' order: by (kind, t0, t1) (qsort, bsearch). */
+int ssa_span_answer_cmp(const void *pa, const void *pb);
+/* Packs v[n] (sorted, unique); 0 or STEPSCOPE_E_NOMEM. */
+int ssa_span_answers_pack(const ssa_span_answer *v, size_t n, ssa_packed_answers *out);
+/* The answers of p in *out (malloc'd, p->n of them): 0, STEPSCOPE_E_NOMEM, or
+ * STEPSCOPE_E_FORMAT when the bytes are not n sorted, unique answers. */
+int ssa_span_answers_unpack(const ssa_packed_answers *p, ssa_span_answer **out);
+void ssa_packed_answers_free(ssa_packed_answers *p);
 
 typedef struct ssa_rank_result {
   const ssa_rank *rank;
@@ -343,14 +359,13 @@ typedef struct ssa_rank_result {
   double bubble_theory;   /* NaN if unknown */
   /* collectives, per rank */
   uint64_t coll_count;
-  int64_t coll_wait;             /* sum of this rank's waits */
-  int64_t coll_caused;           /* waits of others when this rank arrived last */
-  uint64_t coll_last;            /* instances where it arrived last */
-  int64_t coll_schedule_wait;    /* part of coll_wait the pipeline schedule implies */
-  ssa_rank_ops ops;              /* the op table's part of the rank (when it is wanted) */
-  ssa_span_answer *span_answers; /* NULL, or the culprit walk's span questions answered where
-                                    the rank was loaded (a merge), by (t0, t1) */
-  size_t nspan_answers;
+  int64_t coll_wait;               /* sum of this rank's waits */
+  int64_t coll_caused;             /* waits of others when this rank arrived last */
+  uint64_t coll_last;              /* instances where it arrived last */
+  int64_t coll_schedule_wait;      /* part of coll_wait the pipeline schedule implies */
+  ssa_rank_ops ops;                /* the op table's part of the rank (when it is wanted) */
+  ssa_packed_answers span_answers; /* none, or the culprit walk's questions answered where the
+                                      rank was loaded (a merge) */
   int error;
 } ssa_rank_result;
 /* Frees what a rank's result holds (its summary, steps, windows, lanes, ...), zeroes it. */
@@ -747,11 +762,13 @@ typedef struct ssa_phase_requests {
  * culprit rows and verdict (*unanswered 0); else it adds its questions to q and says how many.
  * 0 or STEPSCOPE_E_NOMEM. */
 int ssa_culprit_walk(ssa_analysis *a, ssa_phase_requests *q, size_t *unanswered);
-/* The span questions the culprit walk could ask of rank rr (its events loaded, its windows
- * made) when it arrives late or is a late rank's peer, answered (sorted by (t0, t1), unique):
- * per collective record, from its end of the communicator's previous instance (else from the
- * start of its step window) to its arrival. 0 or STEPSCOPE_E_NOMEM. */
-int ssa_rank_span_answers(const ssa_rank_result *rr, ssa_span_answer **out, size_t *n);
+/* The questions the culprit walk could ask of rank rr (its events loaded, its windows made)
+ * when it arrives late or is a late rank's peer, answered and packed: per collective record,
+ * the span from its end of the communicator's previous instance (else from the start of its
+ * step window) to its arrival; per pair of consecutive step windows, the time between them (a
+ * pipeline stage's). Not the chase's spans (another stage's over the late rank's window, in
+ * its clock). 0 or STEPSCOPE_E_NOMEM. */
+int ssa_rank_span_answers(const ssa_rank_result *rr, ssa_packed_answers *out);
 /* Answers the rank's unanswered questions in q from its events (per-rank pass). */
 int ssa_rank_phase_answers(const ssa_analysis *a, size_t rank_idx, ssa_phase_requests *q);
 void ssa_phase_requests_free(ssa_phase_requests *q);
