@@ -98,8 +98,8 @@ int cli_write_partial(const char *command, const char *path, const ssa_options *
   int rc = 0;
   if (cross_path && read_cross(cross_path, part_index, part_count, &cross, msg, sizeof msg)) rc = 1;
   if (rc == 0)
-    rc = cli_load_part(command, path, opt, part_index, part_count, cross_path ? &cross : NULL, &l,
-                       msg_out, cap);
+    rc = cli_load_part(command, path, opt, part_index, part_count, cross_path ? &cross : NULL,
+                       cross_path, &l, msg_out, cap);
   ssa_partial p;
   memset(&p, 0, sizeof p);
   if (rc == 0 && run_identity(path, &l, &p.run_id, &p.nfiles, msg, sizeof msg)) rc = 1;
