@@ -51,9 +51,13 @@ static int map_file(const char *path, const char *what, void **bytes, size_t *n,
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   struct stat st;
   *bytes = NULL;
-  if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-    snprintf(msg, cap, "%s: cannot open (a %s is a regular file)", path, what);
-    if (fd >= 0) close(fd);
+  if (fd < 0) {
+    snprintf(msg, cap, "%s: cannot open it (%s)", path, strerror(errno));
+    return 1;
+  }
+  if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+    snprintf(msg, cap, "%s: not a regular file (a %s is one)", path, what);
+    close(fd);
     return 1;
   }
   *n = (size_t)st.st_size;

@@ -175,6 +175,15 @@ def check_refusals(name, run, gen_args, cross, n, tmp):
             "make the partials and then the cross files (merge --cross-out) again" not in \
             p.stderr.decode():
         failures.append(f"{name}: a cross file of other records: {p.returncode} {p.stderr!r}")
+    # a cross file that is not there, or a directory: said so (it said "cannot open (a cross
+    # file is a regular file)" for a file that is not there)
+    missing = os.path.join(tmp, "no-such-cross.ssx")
+    for given, needle in ((missing, f"{missing}: cannot open it (No such file or directory)"),
+                          (cross, f"{cross}: not a regular file (a cross file is one)")):
+        p = run_cmd([stepscope, "analyze", run, "--part", f"0/{n}", "--partial", out, "--cross",
+                     given])
+        if p.returncode != 1 or needle not in p.stderr.decode():
+            failures.append(f"{name}: --cross {given}: {p.returncode} {p.stderr!r}")
     p = run_cmd([stepscope, "merge", os.path.join(cross, f"cross-0-of-{n}.ssx")])
     if p.returncode == 0 or "not a stepscope partial" not in p.stderr.decode():
         failures.append(f"{name}: merge of a cross file: {p.returncode} {p.stderr!r}")
