@@ -367,8 +367,13 @@ int cli_write_cross(const char *command, char *const *paths, size_t n, const ssa
              "--launch-gap-us, --rank)");
     rc = 1;
   }
+  struct stat st;
   if (rc == 0 && mkdir(dir, 0777) && errno != EEXIST) {
     snprintf(msg, sizeof msg, "%s: cannot make the directory (%s)", dir, strerror(errno));
+    rc = 1;
+  } else if (rc == 0 && (stat(dir, &st) || !S_ISDIR(st.st_mode))) {
+    snprintf(msg, sizeof msg, "%s is not a directory (--cross-out DIR: the cross files go in it)",
+             dir);
     rc = 1;
   }
   ssa_options with = *opt;

@@ -184,6 +184,12 @@ def check_refusals(name, run, gen_args, cross, n, tmp):
                      given])
         if p.returncode != 1 or needle not in p.stderr.decode():
             failures.append(f"{name}: --cross {given}: {p.returncode} {p.stderr!r}")
+    # --cross-out naming a file (it said "FILE/cross-0-of-N.ssx: cannot write FILE/...: Not a
+    # directory", the path twice)
+    parts = [os.path.join(tmp, f"{name}-r1-{k}.ssp") for k in range(n)]
+    p = run_cmd([stepscope, "merge", *parts, "--cross-out", cross0])
+    if p.returncode != 1 or f"{cross0} is not a directory" not in p.stderr.decode():
+        failures.append(f"{name}: --cross-out a file: {p.returncode} {p.stderr!r}")
     p = run_cmd([stepscope, "merge", os.path.join(cross, f"cross-0-of-{n}.ssx")])
     if p.returncode == 0 or "not a stepscope partial" not in p.stderr.decode():
         failures.append(f"{name}: merge of a cross file: {p.returncode} {p.stderr!r}")
