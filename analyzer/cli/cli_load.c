@@ -135,9 +135,9 @@ static int cross_by_part_file(const ssa_cross_part *cross, const int part[2],
  * events when it has CLI_OP_MODULES (`stepscope analyze`, `stepscope ops`), memory events when
  * it has CLI_OP_MEMORY and thread names when it has CLI_THREAD_NAMES (`stepscope export`). */
 static int load_part(const char *command, const char *path, const ssa_options *opt, int progress,
-                     unsigned say, const int part[2], const ssa_cross_part *cross, ssa_run *run,
-                     ssa_import_options *import, ssa_rank_summary **summaries,
-                     ssa_rank_local **locals, char *msg, size_t cap) {
+                     unsigned say, const int part[2], const ssa_cross_part *cross,
+                     const char *cross_path, ssa_run *run, ssa_import_options *import,
+                     ssa_rank_summary **summaries, ssa_rank_local **locals, char *msg, size_t cap) {
   load_summaries made = {.lock = PTHREAD_MUTEX_INITIALIZER, .local_opt = locals ? opt : NULL};
   if (cross_by_part_file(cross, part, &made.cross, &made.ncross)) {
     snprintf(msg, cap, "stepscope %s: out of memory", command);
@@ -166,9 +166,11 @@ static int load_part(const char *command, const char *path, const ssa_options *o
     snprintf(msg, cap, "stepscope %s: %s", command, err.message);
   else if (made.mismatched) {
     snprintf(msg, cap,
-             "stepscope %s: the cross file does not match %zu of the part's rank files (their "
-             "rank or collective records differ): made from another run's partials?",
-             command, made.mismatched);
+             "stepscope %s: %s does not match %zu of the part's rank files (their rank or "
+             "collective records differ): made from another run's partials, or the rank files "
+             "changed since; make the partials and then the cross files (merge --cross-out) "
+             "again",
+             command, cross_path ? cross_path : "the cross file", made.mismatched);
     rc = 1;
   } else if (bounded) {
     by_rank(&made, run, summaries, locals);
@@ -185,18 +187,18 @@ static int load_part(const char *command, const char *path, const ssa_options *o
 static int load_run(const char *command, const char *path, const ssa_options *opt, int progress,
                     unsigned say, ssa_run *run, ssa_import_options *import,
                     ssa_rank_summary **summaries, char *msg, size_t cap) {
-  return load_part(command, path, opt, progress, say, NULL, NULL, run, import, summaries, NULL, msg,
-                   cap);
+  return load_part(command, path, opt, progress, say, NULL, NULL, NULL, run, import, summaries,
+                   NULL, msg, cap);
 }
 
 int cli_load_part(const char *command, const char *path, const ssa_options *opt, int part_index,
-                  int part_count, const ssa_cross_part *cross, cli_loaded *l, char *msg,
-                  size_t cap) {
+                  int part_count, const ssa_cross_part *cross, const char *cross_path,
+                  cli_loaded *l, char *msg, size_t cap) {
   const int part[2] = {part_index, part_count};
   memset(l, 0, sizeof *l);
   l->have_run = 1;
-  return load_part(command, path, opt, 0, CLI_OP_INPUTS | CLI_LOW_MEMORY, part, cross, &l->run,
-                   &l->import, &l->summaries, &l->locals, msg, cap);
+  return load_part(command, path, opt, 0, CLI_OP_INPUTS | CLI_LOW_MEMORY, part, cross, cross_path,
+                   &l->run, &l->import, &l->summaries, &l->locals, msg, cap);
 }
 
 int cli_load_run(const char *command, const char *path, const ssa_options *opt, int progress,
@@ -238,9 +240,9 @@ static int open_run(const char *command, const char *path, const ssa_options *op
   l->have_run = 1;
   /* the bounded mode makes each rank's local results at load, as a partial's map step does:
    * a rank outside any pipeline is then not read again for its metrics or culprit answers */
-  int rc =
-      load_part(command, path, opt, !msg_out && isatty(2), say, NULL, NULL, &l->run, &l->import,
-                &l->summaries, say & CLI_LOW_MEMORY ? &l->locals : NULL, msg, sizeof msg);
+  int rc = load_part(command, path, opt, !msg_out && isatty(2), say, NULL, NULL, NULL, &l->run,
+                     &l->import, &l->summaries, say & CLI_LOW_MEMORY ? &l->locals : NULL, msg,
+                     sizeof msg);
   if (rc) {
     say_error(msg, msg_out, cap);
     return rc;

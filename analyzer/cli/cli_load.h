@@ -89,12 +89,13 @@ int cli_analyse_loaded(const char *command, const char *path, const ssa_options 
  * partial, cli_partial.c): the part's ranks as shells in file order (not assembled: no
  * alignment), with their summaries by rank index and the importer's switches, as `analyze
  * --low-memory` loads them, and their local results; with `cross` (NULL: none; a second map
- * round) the pipeline ranks' results too, from their inputs in it (by the run's file index).
+ * round) the pipeline ranks' results too, from their inputs in it (by the run's file index;
+ * cross_path names it in the message when a rank does not match its entry).
  * 0, or 1 with "stepscope COMMAND: why" in msg[cap]. Free with cli_loaded_free. */
 struct ssa_cross_part;
 int cli_load_part(const char *command, const char *path, const ssa_options *opt, int part_index,
-                  int part_count, const struct ssa_cross_part *cross, cli_loaded *l, char *msg,
-                  size_t cap);
+                  int part_count, const struct ssa_cross_part *cross, const char *cross_path,
+                  cli_loaded *l, char *msg, size_t cap);
 
 /* Moves the summaries by_file[nfiles] and local results locals_by_file[nfiles] (NULL: none)
  * of run's ranks into new arrays by rank index (*summaries, *locals: NULL when none, both NULL

@@ -51,9 +51,13 @@ static int map_file(const char *path, const char *what, void **bytes, size_t *n,
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   struct stat st;
   *bytes = NULL;
-  if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-    snprintf(msg, cap, "%s: cannot open (a %s is a regular file)", path, what);
-    if (fd >= 0) close(fd);
+  if (fd < 0) {
+    snprintf(msg, cap, "%s: cannot open it (%s)", path, strerror(errno));
+    return 1;
+  }
+  if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+    snprintf(msg, cap, "%s: not a regular file (a %s is one)", path, what);
+    close(fd);
     return 1;
   }
   *n = (size_t)st.st_size;
@@ -98,8 +102,8 @@ int cli_write_partial(const char *command, const char *path, const ssa_options *
   int rc = 0;
   if (cross_path && read_cross(cross_path, part_index, part_count, &cross, msg, sizeof msg)) rc = 1;
   if (rc == 0)
-    rc = cli_load_part(command, path, opt, part_index, part_count, cross_path ? &cross : NULL, &l,
-                       msg_out, cap);
+    rc = cli_load_part(command, path, opt, part_index, part_count, cross_path ? &cross : NULL,
+                       cross_path, &l, msg_out, cap);
   ssa_partial p;
   memset(&p, 0, sizeof p);
   if (rc == 0 && run_identity(path, &l, &p.run_id, &p.nfiles, msg, sizeof msg)) rc = 1;
@@ -363,8 +367,13 @@ int cli_write_cross(const char *command, char *const *paths, size_t n, const ssa
              "--launch-gap-us, --rank)");
     rc = 1;
   }
+  struct stat st;
   if (rc == 0 && mkdir(dir, 0777) && errno != EEXIST) {
     snprintf(msg, sizeof msg, "%s: cannot make the directory (%s)", dir, strerror(errno));
+    rc = 1;
+  } else if (rc == 0 && (stat(dir, &st) || !S_ISDIR(st.st_mode))) {
+    snprintf(msg, sizeof msg, "%s is not a directory (--cross-out DIR: the cross files go in it)",
+             dir);
     rc = 1;
   }
   ssa_options with = *opt;

@@ -19,11 +19,12 @@
 # cross-rank inputs of each part's pipeline ranks (reads no rank file; removes an older
 # PARTS/round2). map2: the second map round, with the same tasks: `stepscope analyze RUN --part
 # K/N --partial PARTS/round2/part-K-of-N.ssp --cross PARTS/cross/cross-K-of-N.ssx`.
-# merge: checks that PARTS/round2 (when it exists, else PARTS) holds every part of one cut
-# (part-0-of-N .. part-(N-1)-of-N, one N), then runs `stepscope merge [options] PARTS...`: the
-# report of `stepscope analyze RUN`, byte for byte. The merge reads some rank files again
-# (docs/scale.md "What the merge still reads": every pipeline rank's without the second
-# round), so RUN must be on storage the merging node sees at the same path.
+# merge: checks that PARTS/round2 (when it exists and no partial in PARTS is newer: a map step
+# run again makes it stale, and the merge then says so and takes PARTS; else PARTS) holds every
+# part of one cut (part-0-of-N .. part-(N-1)-of-N, one N), then runs `stepscope merge [options]
+# PARTS...`: the report of `stepscope analyze RUN`, byte for byte. The merge reads some rank
+# files again (docs/scale.md "What the merge still reads": every pipeline rank's without the
+# second round), so RUN must be on storage the merging node sees at the same path.
 # $STEPSCOPE names the stepscope binary (default: stepscope on PATH).
 # Exit status: stepscope's, or 2 for a usage error (no Slurm task, a part missing).
 set -eu
@@ -98,7 +99,15 @@ map2)
 cross | merge)
   parts=$1
   shift
-  if [ "$step" = merge ] && [ -d "$parts/round2" ]; then parts="$parts/round2"; fi
+  if [ "$step" = merge ] && [ -d "$parts/round2" ]; then
+    # a map step run after map2 (a partial newer than round2's last one) makes round2 stale
+    if [ -n "$(find "$parts"/part-*-of-*.ssp -newer "$parts/round2" 2>/dev/null)" ]; then
+      echo "$0: $parts/round2 is older than the map step's partials (the map step ran again):" \
+        "merging $parts; run cross and map2 again for the second round" >&2
+    else
+      parts="$parts/round2"
+    fi
+  fi
   parts_of_cut "$parts"
   set -- "$@" --
   k=0

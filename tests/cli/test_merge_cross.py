@@ -165,8 +165,10 @@ def check_damaged_wait(name, parts, expected, tmp):
         failures.append(f"{name}: a damaged wait's sender was not read again: {got[3].strip()}")
 
 
-def check_refusals(name, run, cross, n, tmp):
-    """A cross file of another part, or of another run, is refused by the map step."""
+def check_refusals(name, run, gen_args, cross, n, tmp):
+    """A cross file of another part, or of another run, is refused by the map step (one whose
+    records differ from the part's rank files with a message that names it and says what to
+    do)."""
     out = os.path.join(tmp, "refused.ssp")
     p = run_cmd([stepscope, "analyze", run, "--part", f"0/{n}", "--partial", out, "--cross",
                  os.path.join(cross, f"cross-1-of-{n}.ssx")])
@@ -178,6 +180,31 @@ def check_refusals(name, run, cross, n, tmp):
                  os.path.join(cross, f"cross-0-of-{n}.ssx")])
     if p.returncode == 0 or "made from another run's partials" not in p.stderr.decode():
         failures.append(f"{name}: another run's cross file: {p.returncode} {p.stderr!r}")
+    # the same file names, other records (more micro-batches): the file is named, and what to do
+    changed = os.path.join(tmp, "changed")
+    run_cmd([gen, changed, *gen_args, "--microbatches", "12"])
+    cross0 = os.path.join(cross, f"cross-0-of-{n}.ssx")
+    p = run_cmd([stepscope, "analyze", changed, "--part", f"0/{n}", "--partial", out, "--cross",
+                 cross0])
+    if p.returncode != 1 or f"{cross0} does not match" not in p.stderr.decode() or \
+            "make the partials and then the cross files (merge --cross-out) again" not in \
+            p.stderr.decode():
+        failures.append(f"{name}: a cross file of other records: {p.returncode} {p.stderr!r}")
+    # a cross file that is not there, or a directory: said so (it said "cannot open (a cross
+    # file is a regular file)" for a file that is not there)
+    missing = os.path.join(tmp, "no-such-cross.ssx")
+    for given, needle in ((missing, f"{missing}: cannot open it (No such file or directory)"),
+                          (cross, f"{cross}: not a regular file (a cross file is one)")):
+        p = run_cmd([stepscope, "analyze", run, "--part", f"0/{n}", "--partial", out, "--cross",
+                     given])
+        if p.returncode != 1 or needle not in p.stderr.decode():
+            failures.append(f"{name}: --cross {given}: {p.returncode} {p.stderr!r}")
+    # --cross-out naming a file (it said "FILE/cross-0-of-N.ssx: cannot write FILE/...: Not a
+    # directory", the path twice)
+    parts = [os.path.join(tmp, f"{name}-r1-{k}.ssp") for k in range(n)]
+    p = run_cmd([stepscope, "merge", *parts, "--cross-out", cross0])
+    if p.returncode != 1 or f"{cross0} is not a directory" not in p.stderr.decode():
+        failures.append(f"{name}: --cross-out a file: {p.returncode} {p.stderr!r}")
     p = run_cmd([stepscope, "merge", os.path.join(cross, f"cross-0-of-{n}.ssx")])
     if p.returncode == 0 or "not a stepscope partial" not in p.stderr.decode():
         failures.append(f"{name}: merge of a cross file: {p.returncode} {p.stderr!r}")
@@ -275,7 +302,7 @@ try:
         check_run(f"given{i} ({os.path.basename(src.rstrip('/'))})", run, work)
     if first:
         name, run, args, cross, n = first
-        check_refusals(name, run, cross, n, work)
+        check_refusals(name, run, args, cross, n, work)
         check_other_steps(name, run, cross, n, work)
         check_twin(name, args, cross, n, work)
 finally:

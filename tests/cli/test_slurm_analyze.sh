@@ -4,8 +4,9 @@
 # step, must print and write `stepscope analyze RUN --low-memory`'s reports byte for byte on a
 # generated pipeline run with stragglers; so must the second map round (cross, map2 as 3 fake
 # tasks, merge), whose merge reads no rank file for the pipeline ranks' metrics or transfers;
-# the map step outside Slurm, map2 before cross, a missing part and parts of two cuts are usage
-# errors that say so.
+# after the map step ran again (a new run in the same place), the merge says round2 is stale and
+# reports the new run from the map step's partials; the map step outside Slurm, map2 before
+# cross, a missing part and parts of two cuts are usage errors that say so.
 # usage: test_slurm_analyze.sh STEPSCOPE STEPSCOPE_GEN SCRIPT
 set -eu
 STEPSCOPE=$1
@@ -46,6 +47,26 @@ cmp "$d/whole.txt" "$d/merged2.txt" || fail "the merged text report of round 2 d
 cmp "$d/whole.json" "$d/merged2.json" || fail "the merged JSON report of round 2 differs"
 grep -q "for the per-rank metrics\|for the bubble's transfers" "$d/reads" &&
   fail "the merge of round 2 read pipeline ranks for their metrics: $(cat "$d/reads")"
+# the map step run again (a new run written in the same place, same file names): the merge
+# must not take the second round made before it (it refused: "changed since its partial was
+# made (make the partial again)", though the map step had just made them again)
+"$gen" "$d/run2" --scale --ranks 16 --events-per-rank 1500 --tp 2 --pp 4 --stragglers 3 \
+  --seed 7 >/dev/null
+rm -r "$d/run"
+mv "$d/run2" "$d/run"
+"$STEPSCOPE" analyze "$d/run" --json "$d/whole3.json" >"$d/whole3.txt"
+pids=
+for k in 0 1 2; do
+  SLURM_PROCID=$k SLURM_NTASKS=3 sh "$script" map "$d/run" "$d/parts" &
+  pids="$pids $!"
+done
+for p in $pids; do wait "$p" || fail "a map task run again failed"; done
+sh "$script" merge "$d/parts" --json "$d/merged3.json" >"$d/merged3.txt" 2>"$d/err" ||
+  fail "the merge after the map step ran again failed: $(cat "$d/err")"
+grep -q "round2 is older than the map step's partials" "$d/err" ||
+  fail "the merge did not say why it left round2: $(cat "$d/err")"
+cmp "$d/whole3.txt" "$d/merged3.txt" || fail "the text report after the map ran again differs"
+cmp "$d/whole3.json" "$d/merged3.json" || fail "the JSON report after the map ran again differs"
 rm -r "$d/parts/cross" "$d/parts/round2"
 SLURM_PROCID=0 SLURM_NTASKS=3 sh "$script" map2 "$d/run" "$d/parts" 2>"$d/err" &&
   fail "map2 without the cross step succeeded"
