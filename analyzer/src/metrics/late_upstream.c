@@ -44,8 +44,8 @@ enum { MAX_HOPS = 64, MAX_ACTIVE = 64, MAX_CHARGES = 32 };
 
 typedef ssa_upstream_wait up_wait; /* a receive's wait on a late send (rank_cross.h) */
 
-/* A piece of an answer, in the order of the span: `ns` charged to the asked rank's `phase`,
- * or (phase < 0) a span [t0, t1) over which it waited on a late send of rank `sender`. */
+/* A piece of an answer over [t0, t1), in the order of the span: `ns` charged to the asked
+ * rank's `phase`, or (phase < 0) a span over which it waited on a late send of rank `sender`. */
 typedef struct up_piece {
   int phase;
   uint32_t sender;
@@ -62,13 +62,24 @@ typedef struct up_question {
   size_t first, n;
 } up_question;
 
-/* Per rank: its pipeline transfers' partners, its waits and its answers' pieces. */
+/* A span [t0, t1) over which a partner's receive waited on a send of this rank: the rank
+ * answers over it once, its pieces are pieces[first, first + n) (see answer_spans). */
+typedef struct up_span {
+  int64_t t0, t1;
+  size_t first, n;
+} up_span;
+
+/* Per rank: its pipeline transfers' partners, its waits, its answers' pieces and the spans
+ * its partners waited on it (sorted; `spans_exact`: answers over them clip exactly). */
 typedef struct up_rank {
   uint32_t *partner_rank, *partner_coll; /* per collective record, SSA_NONE: none */
   up_wait *waits;
   size_t nwaits, waits_cap;
   up_piece *pieces;
   size_t npieces, pieces_cap;
+  up_span *spans;
+  size_t nspans, spans_cap;
+  int spans_exact;
 } up_rank;
 
 struct ssa_upstream {
@@ -131,6 +142,7 @@ static int add_piece(up_rank *ur, size_t first, up_piece p) {
   up_piece *last = ur->npieces > first ? &ur->pieces[ur->npieces - 1] : NULL;
   if (p.phase >= 0 && last && last->phase == p.phase) {
     last->ns += p.ns;
+    last->t1 = p.t1;
     return 0;
   }
   if (ssa_grow((void **)&ur->pieces, &ur->pieces_cap, ur->npieces + 1, sizeof *ur->pieces))
@@ -187,7 +199,9 @@ static int answer(const ssa_upstream *u, uint32_t x, const ssa_phase_ranges *ph,
     up_piece p = {.phase = best == 3   ? compute_phase(r, ph, pick)
                            : best == 1 ? SSA_PHASE_COLLECTIVE
                                        : SSA_PHASE_HOST,
-                  .ns = next - cur};
+                  .ns = next - cur,
+                  .t0 = cur,
+                  .t1 = next};
     if (best == 2 && wait_end > cur)
       p = (up_piece){.phase = -1, .sender = sender, .t0 = cur, .t1 = next};
     if (add_piece(out, first_piece, p)) return STEPSCOPE_E_NOMEM;
@@ -273,6 +287,7 @@ void ssa_upstream_free(ssa_upstream *u) {
     free(u->ur[i].partner_coll);
     free(u->ur[i].waits);
     free(u->ur[i].pieces);
+    free(u->ur[i].spans);
   }
   free(u->ur);
   free(u->q);
@@ -462,8 +477,20 @@ static void unfold(const ssa_upstream *u, const up_question *qn, charges *out) {
   }
 }
 
-int ssa_upstream_name_sources(ssa_upstream *u) {
+/* Unfolds a wait's charges into out; 0 when it cannot (unfold_span). */
+typedef int (*wait_unfolder)(const ssa_upstream *u, const up_wait *w, charges *out);
+
+static int unfold_wait_questions(const ssa_upstream *u, const up_wait *w, charges *out) {
+  const up_question *qn = find_question(u, w->sender, 1, w->t0, w->t1);
+  if (qn && qn->answered) unfold(u, qn, out);
+  return 1;
+}
+
+/* Names every window's late upstream source from its waits' charges; *resolved 0 when some
+ * wait could not be unfolded (then the windows are to be named again). */
+static int name_sources(ssa_upstream *u, wait_unfolder unfold_wait, int *resolved) {
   ssa_analysis *a = u->a;
+  *resolved = 1;
   size_t most_steps = 0;
   for (size_t i = 0; i < a->nranks; i++)
     if (a->ranks[i].nsteps > most_steps) most_steps = a->ranks[i].nsteps;
@@ -478,9 +505,12 @@ int ssa_upstream_name_sources(ssa_upstream *u) {
       per_window[s].n = 0;
     for (size_t k = 0; k < ur->nwaits; k++) {
       const up_wait *w = &ur->waits[k];
-      const up_question *qn = find_question(u, w->sender, 1, w->t0, w->t1);
       charges one = {.n = 0};
-      if (qn && qn->answered) unfold(u, qn, &one);
+      if (!unfold_wait(u, w, &one)) {
+        *resolved = 0;
+        free(per_window);
+        return 0;
+      }
       for (size_t c = 0; c < one.n; c++) {
         add_charge(&per_window[w->window], one.v[c].rank_idx, one.v[c].phase, one.v[c].ns);
         add_charge(&total, one.v[c].rank_idx, one.v[c].phase, one.v[c].ns);
@@ -492,6 +522,125 @@ int ssa_upstream_name_sources(ssa_upstream *u) {
   }
   free(per_window);
   return 0;
+}
+
+int ssa_upstream_name_sources(ssa_upstream *u) {
+  int resolved;
+  return name_sources(u, unfold_wait_questions, &resolved);
+}
+
+/* The one-pass answers (docs/scale.md "The late upstream in one pass"). Every question a chain
+ * asks rank x lies within a span over which a partner's receive waited on a late send of x
+ * (the piece of the partner's answer it comes from). Where answer() over a span is the
+ * restriction of its answer over any span holding it, x answers once over each such span and
+ * the chains are unfolded by clipping, reading each rank once instead of once per hop. */
+
+static int cmp_span(const void *pa, const void *pb) {
+  const up_span *a = pa, *b = pb;
+  if (a->t0 != b->t0) return a->t0 < b->t0 ? -1 : 1;
+  return a->t1 < b->t1 ? -1 : a->t1 > b->t1;
+}
+
+/* The spans each rank's partners waited on it, from the summaries (a pipeline receive that
+ * started before its send did: the span of late_send), sorted and unique per rank. */
+static int collect_spans(ssa_upstream *u) {
+  const ssa_analysis *a = u->a;
+  for (size_t x = 0; x < a->nranks; x++) {
+    const ssa_rank_summary *own = &a->ranks[x].summary;
+    const up_rank *ur = &u->ur[x];
+    for (size_t j = 0; ur->partner_rank && j < own->ncolls; j++) {
+      uint32_t pr = ur->partner_rank[j];
+      if (own->colls[j].op != STEPSCOPE_COLL_RECV || pr == SSA_NONE) continue;
+      const ssa_rank_summary *s = &a->ranks[pr].summary;
+      int64_t t0 = ssa_summary_rel_time(a, own, own->colls[j].start);
+      int64_t t1 = ssa_summary_rel_time(a, s, s->colls[ur->partner_coll[j]].start);
+      up_rank *to = &u->ur[pr];
+      if (t1 <= t0) continue;
+      if (ssa_grow((void **)&to->spans, &to->spans_cap, to->nspans + 1, sizeof *to->spans))
+        return STEPSCOPE_E_NOMEM;
+      to->spans[to->nspans++] = (up_span){.t0 = t0, .t1 = t1};
+    }
+  }
+  for (size_t x = 0; x < a->nranks; x++) {
+    up_rank *ur = &u->ur[x];
+    size_t k = 0;
+    if (ur->nspans) qsort(ur->spans, ur->nspans, sizeof *ur->spans, cmp_span);
+    for (size_t i = 0; i < ur->nspans; i++)
+      if (k == 0 || cmp_span(&ur->spans[k - 1], &ur->spans[i]) != 0) ur->spans[k++] = ur->spans[i];
+    ur->nspans = k;
+  }
+  return 0;
+}
+
+/* Whether rank r's answers clip exactly: answer() keeps at most MAX_ACTIVE ops, admitted from
+ * MAX_ACTIVE ops before the span's start, so its answer depends on the span's start only when
+ * an op is still running after MAX_ACTIVE more ops started. With no such op every op running
+ * at a time is admitted from any earlier start, and at most MAX_ACTIVE are ever held. */
+static int clips_exactly(const ssa_rank *r) {
+  for (size_t j = 0; j < r->nops; j++)
+    if (r->ops[j].end > r->ops[j].start &&
+        ssa_count_at_most(r->ops, r->nops, sizeof *r->ops, r->ops[j].end) - j > MAX_ACTIVE)
+      return 0;
+  return 1;
+}
+
+/* Rank x's answers over its spans (a job of ssa_with_rank_events), when they clip exactly. */
+static int answer_spans(ssa_analysis *a, size_t x, void *pu) {
+  ssa_upstream *u = pu;
+  up_rank *ur = &u->ur[x];
+  ur->spans_exact = clips_exactly(a->ranks[x].rank);
+  if (!ur->spans_exact) return 0;
+  ssa_phase_ranges ph;
+  if (ssa_phase_ranges_build(a->ranks[x].rank, SSA_BACKWARD_WEIGHT_AS_BACKWARD, &ph))
+    return STEPSCOPE_E_NOMEM;
+  int rc = 0;
+  for (size_t k = 0; k < ur->nspans && !rc; k++) {
+    up_span *sp = &ur->spans[k];
+    const up_question qn = {.rank_idx = (uint32_t)x, .hops = 1, .t0 = sp->t0, .t1 = sp->t1};
+    sp->first = ur->npieces;
+    rc = answer(u, (uint32_t)x, &ph, &qn, ur);
+    sp->n = ur->npieces - sp->first;
+  }
+  ssa_phase_ranges_free(&ph);
+  return rc;
+}
+
+/* The charges of what rank x did over [t0, t1), reached after `hops` hops, unfolded in order
+ * into out: the answer over a span holding [t0, t1), clipped to it, its waits followed the
+ * same way (answer() follows none past MAX_HOPS: there the receive is other comm). 0 when no
+ * span of x holds [t0, t1) or x's answers do not clip exactly. */
+static int unfold_span(const ssa_upstream *u, uint32_t x, int hops, int64_t t0, int64_t t1,
+                       charges *out) {
+  const up_rank *ur = &u->ur[x];
+  if (!ur->spans_exact) return 0;
+  size_t k = ssa_count_at_most(ur->spans, ur->nspans, sizeof *ur->spans, t0);
+  while (k > 0 && ur->spans[k - 1].t1 < t1)
+    k--;
+  if (k == 0) return 0;
+  const up_span *sp = &ur->spans[k - 1];
+  const up_piece *p = ur->pieces + sp->first;
+  size_t lo = 0, hi = sp->n; /* the first piece ending after t0 */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (p[mid].t1 <= t0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  for (size_t j = lo; j < sp->n && p[j].t0 < t1; j++) {
+    int64_t from = p[j].t0 > t0 ? p[j].t0 : t0, to = p[j].t1 < t1 ? p[j].t1 : t1;
+    if (p[j].phase >= 0)
+      add_charge(out, x, p[j].phase, to - from);
+    else if (hops >= MAX_HOPS)
+      add_charge(out, x, SSA_PHASE_COLLECTIVE, to - from);
+    else if (!unfold_span(u, p[j].sender, hops + 1, from, to, out))
+      return 0;
+  }
+  return 1;
+}
+
+static int unfold_wait_span(const ssa_upstream *u, const up_wait *w, charges *out) {
+  return unfold_span(u, w->sender, 1, w->t0, w->t1, out);
 }
 
 /* The rounds' per-rank passes of ssa_late_upstream_sources (jobs of ssa_parallel_for). */
@@ -511,12 +660,11 @@ static void answer_rank(void *ctx, size_t i) {
       ssa_upstream_rank_asked(j->u, i) ? ssa_with_rank_events(j->u->a, i, rank_answers, j->u) : 0;
 }
 
-int ssa_late_upstream_sources(ssa_upstream *u) {
-  if (!u) return 0;
+/* The rounds of questions (the exact way when the one-pass answers do not clip exactly). */
+static int upstream_rounds(ssa_upstream *u, int *rcs) {
   ssa_analysis *a = u->a;
-  int *rcs = calloc(a->nranks ? a->nranks : 1, sizeof *rcs);
-  int rc = rcs ? 0 : STEPSCOPE_E_NOMEM;
   answers_job job = {u, rcs};
+  int rc = 0;
   /* each round asks one hop further (MAX_HOPS at most): the rounds end */
   for (size_t asked = 1; rc == 0 && asked;) {
     rc = ssa_upstream_round(u, &asked);
@@ -525,7 +673,41 @@ int ssa_late_upstream_sources(ssa_upstream *u) {
     for (size_t i = 0; i < a->nranks && !rc; i++)
       rc = rcs[i];
   }
-  if (rc == 0) rc = ssa_upstream_name_sources(u);
+  return rc ? rc : ssa_upstream_name_sources(u);
+}
+
+static void answer_spans_of_rank(void *ctx, size_t i) {
+  answers_job *j = ctx; /* only a rank waited on is read */
+  j->rc[i] = j->u->ur[i].nspans ? ssa_with_rank_events(j->u->a, i, answer_spans, j->u) : 0;
+}
+
+/* The one-pass answers: each rank waited on read once; *resolved 0 when some wait's chain
+ * met a rank whose answers do not clip exactly (or a span not found). */
+static int upstream_one_pass(ssa_upstream *u, int *rcs, int *resolved) {
+  ssa_analysis *a = u->a;
+  answers_job job = {u, rcs};
+  int any_wait = 0, rc = 0;
+  for (size_t i = 0; i < a->nranks; i++)
+    any_wait |= u->ur[i].nwaits > 0;
+  *resolved = 1;
+  if (!any_wait) return name_sources(u, unfold_wait_span, resolved);
+  if ((rc = collect_spans(u)) != 0) return rc;
+  ssa_parallel_for(a->nranks, ssa_workers(a->nranks, a->opt.threads), answer_spans_of_rank, &job);
+  for (size_t i = 0; i < a->nranks && !rc; i++)
+    rc = rcs[i];
+  if (rc == 0) rc = name_sources(u, unfold_wait_span, resolved);
+  for (size_t i = 0; i < a->nranks; i++)
+    u->ur[i].npieces = 0; /* the rounds, when they follow, answer anew */
+  return rc;
+}
+
+int ssa_late_upstream_sources(ssa_upstream *u) {
+  if (!u) return 0;
+  ssa_analysis *a = u->a;
+  int *rcs = calloc(a->nranks ? a->nranks : 1, sizeof *rcs);
+  int resolved = 0;
+  int rc = rcs ? upstream_one_pass(u, rcs, &resolved) : STEPSCOPE_E_NOMEM;
+  if (rc == 0 && !resolved) rc = upstream_rounds(u, rcs);
   free(rcs);
   return rc;
 }
