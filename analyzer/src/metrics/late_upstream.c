@@ -32,7 +32,9 @@
  * send, which becomes a question to that send's rank in the next round. Once every question
  * is answered, each wait's answer is unfolded in order into its charges (the same charges, in
  * the same order, as one walk over every rank's events would give). Only ranks asked
- * something are read in a round (at most MAX_HOPS rounds).
+ * something are read in a round (at most MAX_HOPS rounds). ssa_late_upstream_sources
+ * first tries the one-pass answers (below: each rank waited on read once, the chains unfolded
+ * by clipping), and runs the rounds only where those would not be exact.
  */
 #include <stdlib.h>
 #include <string.h>
