@@ -65,14 +65,16 @@ typedef struct up_question {
 } up_question;
 
 /* A span [t0, t1) over which a partner's receive waited on a send of this rank: the rank
- * answers over it once, its pieces are pieces[first, first + n) (see answer_spans). */
+ * answers over it once, its pieces are pieces[first, first + n), when `exact` (the answer
+ * clips exactly: see answer_spans). */
 typedef struct up_span {
   int64_t t0, t1;
   size_t first, n;
+  int exact;
 } up_span;
 
 /* Per rank: its pipeline transfers' partners, its waits, its answers' pieces and the spans
- * its partners waited on it (sorted; `spans_exact`: answers over them clip exactly). */
+ * its partners waited on it (sorted by t0, t1). */
 typedef struct up_rank {
   uint32_t *partner_rank, *partner_coll; /* per collective record, SSA_NONE: none */
   up_wait *waits;
@@ -81,7 +83,6 @@ typedef struct up_rank {
   size_t npieces, pieces_cap;
   up_span *spans;
   size_t nspans, spans_cap;
-  int spans_exact;
 } up_rank;
 
 struct ssa_upstream {
@@ -574,49 +575,71 @@ static int collect_spans(ssa_upstream *u) {
   return 0;
 }
 
-/* Whether rank r's answers clip exactly: answer() keeps at most MAX_ACTIVE ops, admitted from
- * MAX_ACTIVE ops before the span's start, so its answer depends on the span's start only when
- * an op is still running after MAX_ACTIVE more ops started. With no such op every op running
- * at a time is admitted from any earlier start, and at most MAX_ACTIVE are ever held. */
-static int clips_exactly(const ssa_rank *r) {
-  for (size_t j = 0; j < r->nops; j++)
-    if (r->ops[j].end > r->ops[j].start &&
-        ssa_count_at_most(r->ops, r->nops, sizeof *r->ops, r->ops[j].end) - j > MAX_ACTIVE)
-      return 0;
-  return 1;
+/* An op of a rank that runs on after MAX_ACTIVE later ops started: answer() keeps at most
+ * MAX_ACTIVE ops, admitted from MAX_ACTIVE ops before its span's start, so an answer may
+ * depend on its span's start only where such an op runs (rank time, bounds included). */
+typedef struct long_op {
+  int64_t start, end_max; /* end_max: the latest end of this and the earlier long ops */
+} long_op;
+
+static int find_long_ops(const ssa_rank *r, long_op **out, size_t *n) {
+  size_t cap = 0;
+  *out = NULL;
+  *n = 0;
+  for (size_t j = 0; j < r->nops; j++) {
+    const ssa_op *o = &r->ops[j];
+    if (o->end <= o->start ||
+        ssa_count_at_most(r->ops, r->nops, sizeof *r->ops, o->end) - j <= MAX_ACTIVE)
+      continue;
+    if (ssa_grow((void **)out, &cap, *n + 1, sizeof **out)) return STEPSCOPE_E_NOMEM;
+    int64_t before = *n ? (*out)[*n - 1].end_max : INT64_MIN;
+    (*out)[(*n)++] = (long_op){o->start, o->end > before ? o->end : before};
+  }
+  return 0;
 }
 
-/* Rank x's answers over its spans (a job of ssa_with_rank_events), when they clip exactly. */
+/* Rank x's answers over its spans (a job of ssa_with_rank_events). A span where no long op
+ * runs clips exactly: every op running in it is admitted from any start at or before its
+ * own (it started at most MAX_ACTIVE ops before any later time it runs at) and at most
+ * MAX_ACTIVE are ever held, so the answer over a part of it is its answer's restriction. */
 static int answer_spans(ssa_analysis *a, size_t x, void *pu) {
   ssa_upstream *u = pu;
   up_rank *ur = &u->ur[x];
-  ur->spans_exact = clips_exactly(a->ranks[x].rank);
-  if (!ur->spans_exact) return 0;
+  const ssa_rank *r = a->ranks[x].rank;
+  int64_t off = r->offset_ns - a->run->origin; /* rank time + off = aligned */
+  long_op *lng;
+  size_t nlong;
   ssa_phase_ranges ph;
-  if (ssa_phase_ranges_build(a->ranks[x].rank, SSA_BACKWARD_WEIGHT_AS_BACKWARD, &ph))
+  if (find_long_ops(r, &lng, &nlong)) return STEPSCOPE_E_NOMEM;
+  if (ssa_phase_ranges_build(r, SSA_BACKWARD_WEIGHT_AS_BACKWARD, &ph)) {
+    free(lng);
     return STEPSCOPE_E_NOMEM;
+  }
   int rc = 0;
   for (size_t k = 0; k < ur->nspans && !rc; k++) {
     up_span *sp = &ur->spans[k];
+    size_t c = ssa_count_at_most(lng, nlong, sizeof *lng, sp->t1 - off);
+    sp->exact = c == 0 || lng[c - 1].end_max < sp->t0 - off;
+    if (!sp->exact) continue;
     const up_question qn = {.rank_idx = (uint32_t)x, .hops = 1, .t0 = sp->t0, .t1 = sp->t1};
     sp->first = ur->npieces;
     rc = answer(u, (uint32_t)x, &ph, &qn, ur);
     sp->n = ur->npieces - sp->first;
   }
   ssa_phase_ranges_free(&ph);
+  free(lng);
   return rc;
 }
 
 /* The charges of what rank x did over [t0, t1), reached after `hops` hops, unfolded in order
  * into out: the answer over a span holding [t0, t1), clipped to it, its waits followed the
  * same way (answer() follows none past MAX_HOPS: there the receive is other comm). 0 when no
- * span of x holds [t0, t1) or x's answers do not clip exactly. */
+ * span of x that clips exactly holds [t0, t1). */
 static int unfold_span(const ssa_upstream *u, uint32_t x, int hops, int64_t t0, int64_t t1,
                        charges *out) {
   const up_rank *ur = &u->ur[x];
-  if (!ur->spans_exact) return 0;
   size_t k = ssa_count_at_most(ur->spans, ur->nspans, sizeof *ur->spans, t0);
-  while (k > 0 && ur->spans[k - 1].t1 < t1)
+  while (k > 0 && (ur->spans[k - 1].t1 < t1 || !ur->spans[k - 1].exact))
     k--;
   if (k == 0) return 0;
   const up_span *sp = &ur->spans[k - 1];
@@ -662,7 +685,7 @@ static void answer_rank(void *ctx, size_t i) {
       ssa_upstream_rank_asked(j->u, i) ? ssa_with_rank_events(j->u->a, i, rank_answers, j->u) : 0;
 }
 
-/* The rounds of questions (the exact way when the one-pass answers do not clip exactly). */
+/* The rounds of questions (the exact way where the one-pass answers would not clip exactly). */
 static int upstream_rounds(ssa_upstream *u, int *rcs) {
   ssa_analysis *a = u->a;
   answers_job job = {u, rcs};
@@ -684,7 +707,7 @@ static void answer_spans_of_rank(void *ctx, size_t i) {
 }
 
 /* The one-pass answers: each rank waited on read once; *resolved 0 when some wait's chain
- * met a rank whose answers do not clip exactly (or a span not found). */
+ * met no span that clips exactly holding its question. */
 static int upstream_one_pass(ssa_upstream *u, int *rcs, int *resolved) {
   ssa_analysis *a = u->a;
   answers_job job = {u, rcs};
