@@ -32,9 +32,10 @@
  * send, which becomes a question to that send's rank in the next round. Once every question
  * is answered, each wait's answer is unfolded in order into its charges (the same charges, in
  * the same order, as one walk over every rank's events would give). Only ranks asked
- * something are read in a round (at most MAX_HOPS rounds). ssa_late_upstream_sources
- * first tries the one-pass answers (below: each rank waited on read once, the chains unfolded
- * by clipping), and runs the rounds only where those would not be exact.
+ * something are read in a round (at most MAX_HOPS rounds). Before the rounds, each rank
+ * waited on is read once to answer over the spans its partners waited on it (the spans'
+ * answers, below); a question held by such a span that clips exactly is answered by clipping,
+ * so the rounds ask only what no such span holds.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -60,7 +61,7 @@ typedef struct up_question {
   uint32_t rank_idx;
   int hops;
   int64_t t0, t1;
-  int answered, unfolded; /* unfolded: its waits are asked (ssa_upstream_round) */
+  int answered;
   size_t first, n;
 } up_question;
 
@@ -91,7 +92,6 @@ struct ssa_upstream {
   up_question *q; /* by (rank_idx, hops, t0, t1), unique */
   size_t nq, q_cap;
   size_t *first; /* [nranks + 1]: rank i's questions are q[first[i], first[i + 1]) */
-  int asked_waits;
 };
 
 typedef struct charge {
@@ -399,144 +399,12 @@ void ssa_upstream_take_waits(ssa_upstream *u, size_t rank_idx, ssa_upstream_wait
   *n = 0;
 }
 
-/* Adds a question not asked before to the new ones, q[u->nq, u->nq + *added). */
-static int ask(ssa_upstream *u, uint32_t rank_idx, int hops, int64_t t0, int64_t t1,
-               size_t *added) {
-  if (find_question(u, rank_idx, hops, t0, t1)) return 0;
-  if (ssa_grow((void **)&u->q, &u->q_cap, u->nq + *added + 1, sizeof *u->q))
-    return STEPSCOPE_E_NOMEM;
-  u->q[u->nq + (*added)++] = (up_question){.rank_idx = rank_idx, .hops = hops, .t0 = t0, .t1 = t1};
-  return 0;
-}
-
-int ssa_upstream_round(ssa_upstream *u, size_t *asked) {
-  size_t added = 0;
-  *asked = 0;
-  if (!u->asked_waits) /* the first round: what each wait's sender did over it */
-    for (size_t i = 0; i < u->a->nranks; i++)
-      for (size_t k = 0; k < u->ur[i].nwaits; k++) {
-        const up_wait *w = &u->ur[i].waits[k];
-        if (ask(u, w->sender, 1, w->t0, w->t1, &added)) return STEPSCOPE_E_NOMEM;
-      }
-  u->asked_waits = 1;
-  for (size_t k = 0; k < u->nq; k++) { /* then what the answered ranks waited on */
-    if (!u->q[k].answered || u->q[k].unfolded) continue;
-    u->q[k].unfolded = 1;
-    const up_question qn = u->q[k]; /* ask() may move the questions */
-    const up_piece *p = u->ur[qn.rank_idx].pieces + qn.first;
-    for (size_t j = 0; j < qn.n; j++)
-      if (p[j].phase < 0 && ask(u, p[j].sender, qn.hops + 1, p[j].t0, p[j].t1, &added))
-        return STEPSCOPE_E_NOMEM;
-  }
-  /* new questions may repeat each other, never an older one: sorted, unique */
-  size_t n = u->nq + added, k = 0;
-  if (n) qsort(u->q, n, sizeof *u->q, cmp_question); /* q is NULL before any question */
-  for (size_t i = 0; i < n; i++)
-    if (k == 0 || cmp_question(&u->q[k - 1], &u->q[i]) != 0) u->q[k++] = u->q[i];
-  *asked = k - u->nq;
-  u->nq = k;
-  for (size_t r = 0, i = 0; r <= u->a->nranks; r++) {
-    while (i < k && u->q[i].rank_idx < r)
-      i++;
-    u->first[r] = i;
-  }
-  return 0;
-}
-
-int ssa_upstream_rank_asked(const ssa_upstream *u, size_t rank_idx) {
-  for (size_t k = u->first[rank_idx]; k < u->first[rank_idx + 1]; k++)
-    if (!u->q[k].answered) return 1;
-  return 0;
-}
-
-int ssa_upstream_rank_answers(ssa_upstream *u, size_t rank_idx) {
-  if (!ssa_upstream_rank_asked(u, rank_idx)) return 0;
-  ssa_phase_ranges ph;
-  if (ssa_phase_ranges_build(u->a->ranks[rank_idx].rank, SSA_BACKWARD_WEIGHT_AS_BACKWARD, &ph))
-    return STEPSCOPE_E_NOMEM;
-  int rc = 0;
-  for (size_t k = u->first[rank_idx]; k < u->first[rank_idx + 1] && !rc; k++) {
-    up_question *qn = &u->q[k];
-    if (qn->answered) continue;
-    qn->first = u->ur[rank_idx].npieces;
-    rc = answer(u, (uint32_t)rank_idx, &ph, qn, &u->ur[rank_idx]);
-    qn->n = u->ur[rank_idx].npieces - qn->first;
-    qn->answered = 1;
-  }
-  ssa_phase_ranges_free(&ph);
-  return rc;
-}
-
-/* The charges of question qn's answer, unfolded in order into out. */
-static void unfold(const ssa_upstream *u, const up_question *qn, charges *out) {
-  const up_piece *p = u->ur[qn->rank_idx].pieces + qn->first;
-  for (size_t j = 0; j < qn->n; j++) {
-    const up_question *sub =
-        p[j].phase < 0 ? find_question(u, p[j].sender, qn->hops + 1, p[j].t0, p[j].t1) : NULL;
-    if (p[j].phase >= 0)
-      add_charge(out, qn->rank_idx, p[j].phase, p[j].ns);
-    else if (sub && sub->answered)
-      unfold(u, sub, out);
-  }
-}
-
-/* Unfolds a wait's charges into out; 0 when it cannot (unfold_span). */
-typedef int (*wait_unfolder)(const ssa_upstream *u, const up_wait *w, charges *out);
-
-static int unfold_wait_questions(const ssa_upstream *u, const up_wait *w, charges *out) {
-  const up_question *qn = find_question(u, w->sender, 1, w->t0, w->t1);
-  if (qn && qn->answered) unfold(u, qn, out);
-  return 1;
-}
-
-/* Names every window's late upstream source from its waits' charges; *resolved 0 when some
- * wait could not be unfolded (then the windows are to be named again). */
-static int name_sources(ssa_upstream *u, wait_unfolder unfold_wait, int *resolved) {
-  ssa_analysis *a = u->a;
-  *resolved = 1;
-  size_t most_steps = 0;
-  for (size_t i = 0; i < a->nranks; i++)
-    if (a->ranks[i].nsteps > most_steps) most_steps = a->ranks[i].nsteps;
-  charges *per_window = malloc((most_steps ? most_steps : 1) * sizeof *per_window);
-  if (!per_window) return STEPSCOPE_E_NOMEM;
-  for (size_t i = 0; i < a->nranks; i++) {
-    ssa_rank_result *rr = &a->ranks[i];
-    const up_rank *ur = &u->ur[i];
-    if (!rr->pipeline || !ur->partner_rank) continue;
-    charges total = {.n = 0};
-    for (size_t s = 0; s < rr->nsteps; s++)
-      per_window[s].n = 0;
-    for (size_t k = 0; k < ur->nwaits; k++) {
-      const up_wait *w = &ur->waits[k];
-      charges one = {.n = 0};
-      if (!unfold_wait(u, w, &one)) {
-        *resolved = 0;
-        free(per_window);
-        return 0;
-      }
-      for (size_t c = 0; c < one.n; c++) {
-        add_charge(&per_window[w->window], one.v[c].rank_idx, one.v[c].phase, one.v[c].ns);
-        add_charge(&total, one.v[c].rank_idx, one.v[c].phase, one.v[c].ns);
-      }
-    }
-    for (size_t s = 0; s < rr->nsteps; s++)
-      name_source(&rr->windows[s], &per_window[s], a);
-    name_source(&rr->totals, &total, a);
-  }
-  free(per_window);
-  return 0;
-}
-
-int ssa_upstream_name_sources(ssa_upstream *u) {
-  int resolved;
-  return name_sources(u, unfold_wait_questions, &resolved);
-}
-
-/* The one-pass answers (docs/scale.md "The late upstream in one pass"). Every question a chain
- * asks rank x lies within a span over which a partner's receive waited on a late send of x
- * (the piece of the partner's answer it comes from). Where answer() over a span is the
- * restriction of its answer over any span holding it, x answers once over each such span and
- * the chains are unfolded by clipping, reading each rank once instead of once per hop. */
+/* The spans' answers (docs/scale.md "What the merge still reads"). Every question a chain asks
+ * rank x lies within a span over which a partner's receive waited on a late send of x (the
+ * piece of the partner's answer it comes from). Where answer() over a span is the restriction
+ * of its answer over any span holding it, x answers once over each such span, in one pass
+ * before the rounds, and the chains are followed there by clipping: the rounds ask only what
+ * no such span holds, reading each rank once instead of once per hop. */
 
 static int cmp_span(const void *pa, const void *pb) {
   const up_span *a = pa, *b = pb;
@@ -631,20 +499,19 @@ static int answer_spans(ssa_analysis *a, size_t x, void *pu) {
   return rc;
 }
 
-/* The charges of what rank x did over [t0, t1), reached after `hops` hops, unfolded in order
- * into out: the answer over a span holding [t0, t1), clipped to it, its waits followed the
- * same way (answer() follows none past MAX_HOPS: there the receive is other comm). 0 when no
- * span of x that clips exactly holds [t0, t1). */
-static int unfold_span(const ssa_upstream *u, uint32_t x, int hops, int64_t t0, int64_t t1,
-                       charges *out) {
+/* The span of rank x that clips exactly and holds [t0, t1), or NULL. */
+static const up_span *exact_span(const ssa_upstream *u, uint32_t x, int64_t t0, int64_t t1) {
   const up_rank *ur = &u->ur[x];
   size_t k = ssa_count_at_most(ur->spans, ur->nspans, sizeof *ur->spans, t0);
   while (k > 0 && (ur->spans[k - 1].t1 < t1 || !ur->spans[k - 1].exact))
     k--;
-  if (k == 0) return 0;
-  const up_span *sp = &ur->spans[k - 1];
+  return k ? &ur->spans[k - 1] : NULL;
+}
+
+/* The first of span sp's pieces that ends after t0. */
+static size_t first_piece_after(const up_rank *ur, const up_span *sp, int64_t t0) {
   const up_piece *p = ur->pieces + sp->first;
-  size_t lo = 0, hi = sp->n; /* the first piece ending after t0 */
+  size_t lo = 0, hi = sp->n;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
     if (p[mid].t1 <= t0)
@@ -652,23 +519,149 @@ static int unfold_span(const ssa_upstream *u, uint32_t x, int hops, int64_t t0, 
     else
       hi = mid;
   }
-  for (size_t j = lo; j < sp->n && p[j].t0 < t1; j++) {
-    int64_t from = p[j].t0 > t0 ? p[j].t0 : t0, to = p[j].t1 < t1 ? p[j].t1 : t1;
-    if (p[j].phase >= 0)
-      add_charge(out, x, p[j].phase, to - from);
-    else if (hops >= MAX_HOPS)
-      add_charge(out, x, SSA_PHASE_COLLECTIVE, to - from);
-    else if (!unfold_span(u, p[j].sender, hops + 1, from, to, out))
-      return 0;
+  return lo;
+}
+
+/* A piece's part within [t0, t1). */
+static up_piece clip_piece(up_piece p, int64_t t0, int64_t t1) {
+  p.t0 = p.t0 > t0 ? p.t0 : t0;
+  p.t1 = p.t1 < t1 ? p.t1 : t1;
+  p.ns = p.t1 - p.t0;
+  return p;
+}
+
+/* Adds a question not asked before to the new ones, q[u->nq, u->nq + *added). */
+static int ask(ssa_upstream *u, uint32_t rank_idx, int hops, int64_t t0, int64_t t1,
+               size_t *added) {
+  if (find_question(u, rank_idx, hops, t0, t1)) return 0;
+  if (ssa_grow((void **)&u->q, &u->q_cap, u->nq + *added + 1, sizeof *u->q))
+    return STEPSCOPE_E_NOMEM;
+  u->q[u->nq + (*added)++] = (up_question){.rank_idx = rank_idx, .hops = hops, .t0 = t0, .t1 = t1};
+  return 0;
+}
+
+/* Follows the chain from what rank x did over [t0, t1) at hop `hops`: through a span that
+ * clips exactly and holds it, else an answered question's pieces; else asks it. */
+static int ask_unheld(ssa_upstream *u, uint32_t x, int hops, int64_t t0, int64_t t1,
+                      size_t *added) {
+  const up_span *sp = exact_span(u, x, t0, t1);
+  const up_question *found = sp ? NULL : find_question(u, x, hops, t0, t1);
+  if (!sp && !found) return ask(u, x, hops, t0, t1, added);
+  if (!sp && !found->answered) return 0;
+  const up_rank *ur = &u->ur[x];
+  const up_piece *p = ur->pieces + (sp ? sp->first : found->first);
+  size_t n = sp ? sp->n : found->n; /* ask() may move the questions: not found after it */
+  for (size_t j = sp ? first_piece_after(ur, sp, t0) : 0; j < n && p[j].t0 < t1; j++) {
+    up_piece c = sp ? clip_piece(p[j], t0, t1) : p[j];
+    if (c.phase < 0 && hops < MAX_HOPS && ask_unheld(u, c.sender, hops + 1, c.t0, c.t1, added))
+      return STEPSCOPE_E_NOMEM;
   }
-  return 1;
+  return 0;
 }
 
-static int unfold_wait_span(const ssa_upstream *u, const up_wait *w, charges *out) {
-  return unfold_span(u, w->sender, 1, w->t0, w->t1, out);
+int ssa_upstream_round(ssa_upstream *u, size_t *asked) {
+  size_t added = 0;
+  *asked = 0;
+  /* what each wait's sender did over it, and what those ranks waited on in turn */
+  for (size_t i = 0; i < u->a->nranks; i++)
+    for (size_t k = 0; k < u->ur[i].nwaits; k++) {
+      const up_wait *w = &u->ur[i].waits[k];
+      if (ask_unheld(u, w->sender, 1, w->t0, w->t1, &added)) return STEPSCOPE_E_NOMEM;
+    }
+  /* new questions may repeat each other, never an older one: sorted, unique */
+  size_t n = u->nq + added, k = 0;
+  if (n) qsort(u->q, n, sizeof *u->q, cmp_question); /* q is NULL before any question */
+  for (size_t i = 0; i < n; i++)
+    if (k == 0 || cmp_question(&u->q[k - 1], &u->q[i]) != 0) u->q[k++] = u->q[i];
+  *asked = k - u->nq;
+  u->nq = k;
+  for (size_t r = 0, i = 0; r <= u->a->nranks; r++) {
+    while (i < k && u->q[i].rank_idx < r)
+      i++;
+    u->first[r] = i;
+  }
+  return 0;
 }
 
-/* The rounds' per-rank passes of ssa_late_upstream_sources (jobs of ssa_parallel_for). */
+int ssa_upstream_rank_asked(const ssa_upstream *u, size_t rank_idx) {
+  for (size_t k = u->first[rank_idx]; k < u->first[rank_idx + 1]; k++)
+    if (!u->q[k].answered) return 1;
+  return 0;
+}
+
+int ssa_upstream_rank_answers(ssa_upstream *u, size_t rank_idx) {
+  if (!ssa_upstream_rank_asked(u, rank_idx)) return 0;
+  ssa_phase_ranges ph;
+  if (ssa_phase_ranges_build(u->a->ranks[rank_idx].rank, SSA_BACKWARD_WEIGHT_AS_BACKWARD, &ph))
+    return STEPSCOPE_E_NOMEM;
+  int rc = 0;
+  for (size_t k = u->first[rank_idx]; k < u->first[rank_idx + 1] && !rc; k++) {
+    up_question *qn = &u->q[k];
+    if (qn->answered) continue;
+    qn->first = u->ur[rank_idx].npieces;
+    rc = answer(u, (uint32_t)rank_idx, &ph, qn, &u->ur[rank_idx]);
+    qn->n = u->ur[rank_idx].npieces - qn->first;
+    qn->answered = 1;
+  }
+  ssa_phase_ranges_free(&ph);
+  return rc;
+}
+
+/* The charges of what rank x did over [t0, t1), reached after `hops` hops, unfolded in order
+ * into out (the same as ask_unheld's way: a span's answer clipped, else a question's), its
+ * waits followed the same way (answer() follows none past MAX_HOPS: there the receive is
+ * other comm). */
+static void unfold(const ssa_upstream *u, uint32_t x, int hops, int64_t t0, int64_t t1,
+                   charges *out) {
+  const up_span *sp = exact_span(u, x, t0, t1);
+  const up_question *qn = sp ? NULL : find_question(u, x, hops, t0, t1);
+  if (!sp && !(qn && qn->answered)) return;
+  const up_rank *ur = &u->ur[x];
+  const up_piece *p = ur->pieces + (sp ? sp->first : qn->first);
+  size_t n = sp ? sp->n : qn->n;
+  for (size_t j = sp ? first_piece_after(ur, sp, t0) : 0; j < n && p[j].t0 < t1; j++) {
+    up_piece c = sp ? clip_piece(p[j], t0, t1) : p[j];
+    if (c.phase >= 0)
+      add_charge(out, x, c.phase, c.ns);
+    else if (hops >= MAX_HOPS)
+      add_charge(out, x, SSA_PHASE_COLLECTIVE, c.ns);
+    else
+      unfold(u, c.sender, hops + 1, c.t0, c.t1, out);
+  }
+}
+
+int ssa_upstream_name_sources(ssa_upstream *u) {
+  ssa_analysis *a = u->a;
+  size_t most_steps = 0;
+  for (size_t i = 0; i < a->nranks; i++)
+    if (a->ranks[i].nsteps > most_steps) most_steps = a->ranks[i].nsteps;
+  charges *per_window = malloc((most_steps ? most_steps : 1) * sizeof *per_window);
+  if (!per_window) return STEPSCOPE_E_NOMEM;
+  for (size_t i = 0; i < a->nranks; i++) {
+    ssa_rank_result *rr = &a->ranks[i];
+    const up_rank *ur = &u->ur[i];
+    if (!rr->pipeline || !ur->partner_rank) continue;
+    charges total = {.n = 0};
+    for (size_t s = 0; s < rr->nsteps; s++)
+      per_window[s].n = 0;
+    for (size_t k = 0; k < ur->nwaits; k++) {
+      const up_wait *w = &ur->waits[k];
+      charges one = {.n = 0};
+      unfold(u, w->sender, 1, w->t0, w->t1, &one);
+      for (size_t c = 0; c < one.n; c++) {
+        add_charge(&per_window[w->window], one.v[c].rank_idx, one.v[c].phase, one.v[c].ns);
+        add_charge(&total, one.v[c].rank_idx, one.v[c].phase, one.v[c].ns);
+      }
+    }
+    for (size_t s = 0; s < rr->nsteps; s++)
+      name_source(&rr->windows[s], &per_window[s], a);
+    name_source(&rr->totals, &total, a);
+  }
+  free(per_window);
+  return 0;
+}
+
+/* The passes of ssa_late_upstream_sources (jobs of ssa_parallel_for). */
 typedef struct answers_job {
   ssa_upstream *u;
   int *rc;
@@ -685,54 +678,38 @@ static void answer_rank(void *ctx, size_t i) {
       ssa_upstream_rank_asked(j->u, i) ? ssa_with_rank_events(j->u->a, i, rank_answers, j->u) : 0;
 }
 
-/* The rounds of questions (the exact way where the one-pass answers would not clip exactly). */
-static int upstream_rounds(ssa_upstream *u, int *rcs) {
-  ssa_analysis *a = u->a;
-  answers_job job = {u, rcs};
-  int rc = 0;
-  /* each round asks one hop further (MAX_HOPS at most): the rounds end */
-  for (size_t asked = 1; rc == 0 && asked;) {
-    rc = ssa_upstream_round(u, &asked);
-    if (rc || !asked) break;
-    ssa_parallel_for(a->nranks, ssa_workers(a->nranks, a->opt.threads), answer_rank, &job);
-    for (size_t i = 0; i < a->nranks && !rc; i++)
-      rc = rcs[i];
-  }
-  return rc ? rc : ssa_upstream_name_sources(u);
-}
-
 static void answer_spans_of_rank(void *ctx, size_t i) {
   answers_job *j = ctx; /* only a rank waited on is read */
   j->rc[i] = j->u->ur[i].nspans ? ssa_with_rank_events(j->u->a, i, answer_spans, j->u) : 0;
 }
 
-/* The one-pass answers: each rank waited on read once; *resolved 0 when some wait's chain
- * met no span that clips exactly holding its question. */
-static int upstream_one_pass(ssa_upstream *u, int *rcs, int *resolved) {
-  ssa_analysis *a = u->a;
-  answers_job job = {u, rcs};
-  int any_wait = 0, rc = 0;
-  for (size_t i = 0; i < a->nranks; i++)
-    any_wait |= u->ur[i].nwaits > 0;
-  *resolved = 1;
-  if (!any_wait) return name_sources(u, unfold_wait_span, resolved);
-  if ((rc = collect_spans(u)) != 0) return rc;
-  ssa_parallel_for(a->nranks, ssa_workers(a->nranks, a->opt.threads), answer_spans_of_rank, &job);
-  for (size_t i = 0; i < a->nranks && !rc; i++)
-    rc = rcs[i];
-  if (rc == 0) rc = name_sources(u, unfold_wait_span, resolved);
-  for (size_t i = 0; i < a->nranks; i++)
-    u->ur[i].npieces = 0; /* the rounds, when they follow, answer anew */
-  return rc;
+static int first_error(const int *rcs, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (rcs[i]) return rcs[i];
+  return 0;
 }
 
 int ssa_late_upstream_sources(ssa_upstream *u) {
   if (!u) return 0;
   ssa_analysis *a = u->a;
   int *rcs = calloc(a->nranks ? a->nranks : 1, sizeof *rcs);
-  int resolved = 0;
-  int rc = rcs ? upstream_one_pass(u, rcs, &resolved) : STEPSCOPE_E_NOMEM;
-  if (rc == 0 && !resolved) rc = upstream_rounds(u, rcs);
+  int rc = rcs ? 0 : STEPSCOPE_E_NOMEM, any_wait = 0;
+  answers_job job = {u, rcs};
+  size_t workers = ssa_workers(a->nranks, a->opt.threads);
+  for (size_t i = 0; i < a->nranks; i++)
+    any_wait |= u->ur[i].nwaits > 0;
+  if (rc == 0 && any_wait && (rc = collect_spans(u)) == 0) { /* each rank waited on: once */
+    ssa_parallel_for(a->nranks, workers, answer_spans_of_rank, &job);
+    rc = first_error(rcs, a->nranks);
+  }
+  /* then rounds for what no span holds, each one hop further (MAX_HOPS at most): they end */
+  for (size_t asked = 1; rc == 0 && asked;) {
+    rc = ssa_upstream_round(u, &asked);
+    if (rc || !asked) break;
+    ssa_parallel_for(a->nranks, workers, answer_rank, &job);
+    rc = first_error(rcs, a->nranks);
+  }
+  if (rc == 0) rc = ssa_upstream_name_sources(u);
   free(rcs);
   return rc;
 }
