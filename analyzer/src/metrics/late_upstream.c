@@ -32,7 +32,10 @@
  * send, which becomes a question to that send's rank in the next round. Once every question
  * is answered, each wait's answer is unfolded in order into its charges (the same charges, in
  * the same order, as one walk over every rank's events would give). Only ranks asked
- * something are read in a round (at most MAX_HOPS rounds).
+ * something are read in a round (at most MAX_HOPS rounds). Before the rounds, each rank
+ * waited on is read once to answer over the spans its partners waited on it (the spans'
+ * answers, below); a question held by such a span that clips exactly is answered by clipping,
+ * so the rounds ask only what no such span holds.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -44,8 +47,8 @@ enum { MAX_HOPS = 64, MAX_ACTIVE = 64, MAX_CHARGES = 32 };
 
 typedef ssa_upstream_wait up_wait; /* a receive's wait on a late send (rank_cross.h) */
 
-/* A piece of an answer, in the order of the span: `ns` charged to the asked rank's `phase`,
- * or (phase < 0) a span [t0, t1) over which it waited on a late send of rank `sender`. */
+/* A piece of an answer over [t0, t1), in the order of the span: `ns` charged to the asked
+ * rank's `phase`, or (phase < 0) a span over which it waited on a late send of rank `sender`. */
 typedef struct up_piece {
   int phase;
   uint32_t sender;
@@ -58,17 +61,29 @@ typedef struct up_question {
   uint32_t rank_idx;
   int hops;
   int64_t t0, t1;
-  int answered, unfolded; /* unfolded: its waits are asked (ssa_upstream_round) */
+  int answered;
   size_t first, n;
 } up_question;
 
-/* Per rank: its pipeline transfers' partners, its waits and its answers' pieces. */
+/* A span [t0, t1) over which a partner's receive waited on a send of this rank: the rank
+ * answers over it once, its pieces are pieces[first, first + n), when `exact` (the answer
+ * clips exactly: see answer_spans). */
+typedef struct up_span {
+  int64_t t0, t1;
+  size_t first, n;
+  int exact;
+} up_span;
+
+/* Per rank: its pipeline transfers' partners, its waits, its answers' pieces and the spans
+ * its partners waited on it (sorted by t0, t1). */
 typedef struct up_rank {
   uint32_t *partner_rank, *partner_coll; /* per collective record, SSA_NONE: none */
   up_wait *waits;
   size_t nwaits, waits_cap;
   up_piece *pieces;
   size_t npieces, pieces_cap;
+  up_span *spans;
+  size_t nspans, spans_cap;
 } up_rank;
 
 struct ssa_upstream {
@@ -77,7 +92,6 @@ struct ssa_upstream {
   up_question *q; /* by (rank_idx, hops, t0, t1), unique */
   size_t nq, q_cap;
   size_t *first; /* [nranks + 1]: rank i's questions are q[first[i], first[i + 1]) */
-  int asked_waits;
 };
 
 typedef struct charge {
@@ -131,6 +145,7 @@ static int add_piece(up_rank *ur, size_t first, up_piece p) {
   up_piece *last = ur->npieces > first ? &ur->pieces[ur->npieces - 1] : NULL;
   if (p.phase >= 0 && last && last->phase == p.phase) {
     last->ns += p.ns;
+    last->t1 = p.t1;
     return 0;
   }
   if (ssa_grow((void **)&ur->pieces, &ur->pieces_cap, ur->npieces + 1, sizeof *ur->pieces))
@@ -187,7 +202,9 @@ static int answer(const ssa_upstream *u, uint32_t x, const ssa_phase_ranges *ph,
     up_piece p = {.phase = best == 3   ? compute_phase(r, ph, pick)
                            : best == 1 ? SSA_PHASE_COLLECTIVE
                                        : SSA_PHASE_HOST,
-                  .ns = next - cur};
+                  .ns = next - cur,
+                  .t0 = cur,
+                  .t1 = next};
     if (best == 2 && wait_end > cur)
       p = (up_piece){.phase = -1, .sender = sender, .t0 = cur, .t1 = next};
     if (add_piece(out, first_piece, p)) return STEPSCOPE_E_NOMEM;
@@ -273,6 +290,7 @@ void ssa_upstream_free(ssa_upstream *u) {
     free(u->ur[i].partner_coll);
     free(u->ur[i].waits);
     free(u->ur[i].pieces);
+    free(u->ur[i].spans);
   }
   free(u->ur);
   free(u->q);
@@ -381,6 +399,137 @@ void ssa_upstream_take_waits(ssa_upstream *u, size_t rank_idx, ssa_upstream_wait
   *n = 0;
 }
 
+/* The spans' answers (docs/scale.md "What the merge still reads"). Every question a chain asks
+ * rank x lies within a span over which a partner's receive waited on a late send of x (the
+ * piece of the partner's answer it comes from). Where answer() over a span is the restriction
+ * of its answer over any span holding it, x answers once over each such span, in one pass
+ * before the rounds, and the chains are followed there by clipping: the rounds ask only what
+ * no such span holds, reading each rank once instead of once per hop. */
+
+static int cmp_span(const void *pa, const void *pb) {
+  const up_span *a = pa, *b = pb;
+  if (a->t0 != b->t0) return a->t0 < b->t0 ? -1 : 1;
+  return a->t1 < b->t1 ? -1 : a->t1 > b->t1;
+}
+
+/* The spans each rank's partners waited on it, from the summaries (a pipeline receive that
+ * started before its send did: the span of late_send), sorted and unique per rank. */
+static int collect_spans(ssa_upstream *u) {
+  const ssa_analysis *a = u->a;
+  for (size_t x = 0; x < a->nranks; x++) {
+    const ssa_rank_summary *own = &a->ranks[x].summary;
+    const up_rank *ur = &u->ur[x];
+    for (size_t j = 0; ur->partner_rank && j < own->ncolls; j++) {
+      uint32_t pr = ur->partner_rank[j];
+      if (own->colls[j].op != STEPSCOPE_COLL_RECV || pr == SSA_NONE) continue;
+      const ssa_rank_summary *s = &a->ranks[pr].summary;
+      int64_t t0 = ssa_summary_rel_time(a, own, own->colls[j].start);
+      int64_t t1 = ssa_summary_rel_time(a, s, s->colls[ur->partner_coll[j]].start);
+      up_rank *to = &u->ur[pr];
+      if (t1 <= t0) continue;
+      if (ssa_grow((void **)&to->spans, &to->spans_cap, to->nspans + 1, sizeof *to->spans))
+        return STEPSCOPE_E_NOMEM;
+      to->spans[to->nspans++] = (up_span){.t0 = t0, .t1 = t1};
+    }
+  }
+  for (size_t x = 0; x < a->nranks; x++) {
+    up_rank *ur = &u->ur[x];
+    size_t k = 0;
+    if (ur->nspans) qsort(ur->spans, ur->nspans, sizeof *ur->spans, cmp_span);
+    for (size_t i = 0; i < ur->nspans; i++)
+      if (k == 0 || cmp_span(&ur->spans[k - 1], &ur->spans[i]) != 0) ur->spans[k++] = ur->spans[i];
+    ur->nspans = k;
+  }
+  return 0;
+}
+
+/* An op of a rank that runs on after MAX_ACTIVE later ops started: answer() keeps at most
+ * MAX_ACTIVE ops, admitted from MAX_ACTIVE ops before its span's start, so an answer may
+ * depend on its span's start only where such an op runs (rank time, bounds included). */
+typedef struct long_op {
+  int64_t start, end_max; /* end_max: the latest end of this and the earlier long ops */
+} long_op;
+
+static int find_long_ops(const ssa_rank *r, long_op **out, size_t *n) {
+  size_t cap = 0;
+  *out = NULL;
+  *n = 0;
+  for (size_t j = 0; j < r->nops; j++) {
+    const ssa_op *o = &r->ops[j];
+    if (o->end <= o->start ||
+        ssa_count_at_most(r->ops, r->nops, sizeof *r->ops, o->end) - j <= MAX_ACTIVE)
+      continue;
+    if (ssa_grow((void **)out, &cap, *n + 1, sizeof **out)) return STEPSCOPE_E_NOMEM;
+    int64_t before = *n ? (*out)[*n - 1].end_max : INT64_MIN;
+    (*out)[(*n)++] = (long_op){o->start, o->end > before ? o->end : before};
+  }
+  return 0;
+}
+
+/* Rank x's answers over its spans (a job of ssa_with_rank_events). A span where no long op
+ * runs clips exactly: every op running in it is admitted from any start at or before its
+ * own (it started at most MAX_ACTIVE ops before any later time it runs at) and at most
+ * MAX_ACTIVE are ever held, so the answer over a part of it is its answer's restriction. */
+static int answer_spans(ssa_analysis *a, size_t x, void *pu) {
+  ssa_upstream *u = pu;
+  up_rank *ur = &u->ur[x];
+  const ssa_rank *r = a->ranks[x].rank;
+  int64_t off = r->offset_ns - a->run->origin; /* rank time + off = aligned */
+  long_op *lng;
+  size_t nlong;
+  ssa_phase_ranges ph;
+  if (find_long_ops(r, &lng, &nlong)) return STEPSCOPE_E_NOMEM;
+  if (ssa_phase_ranges_build(r, SSA_BACKWARD_WEIGHT_AS_BACKWARD, &ph)) {
+    free(lng);
+    return STEPSCOPE_E_NOMEM;
+  }
+  int rc = 0;
+  for (size_t k = 0; k < ur->nspans && !rc; k++) {
+    up_span *sp = &ur->spans[k];
+    size_t c = ssa_count_at_most(lng, nlong, sizeof *lng, sp->t1 - off);
+    sp->exact = c == 0 || lng[c - 1].end_max < sp->t0 - off;
+    if (!sp->exact) continue;
+    const up_question qn = {.rank_idx = (uint32_t)x, .hops = 1, .t0 = sp->t0, .t1 = sp->t1};
+    sp->first = ur->npieces;
+    rc = answer(u, (uint32_t)x, &ph, &qn, ur);
+    sp->n = ur->npieces - sp->first;
+  }
+  ssa_phase_ranges_free(&ph);
+  free(lng);
+  return rc;
+}
+
+/* The span of rank x that clips exactly and holds [t0, t1), or NULL. */
+static const up_span *exact_span(const ssa_upstream *u, uint32_t x, int64_t t0, int64_t t1) {
+  const up_rank *ur = &u->ur[x];
+  size_t k = ssa_count_at_most(ur->spans, ur->nspans, sizeof *ur->spans, t0);
+  while (k > 0 && (ur->spans[k - 1].t1 < t1 || !ur->spans[k - 1].exact))
+    k--;
+  return k ? &ur->spans[k - 1] : NULL;
+}
+
+/* The first of span sp's pieces that ends after t0. */
+static size_t first_piece_after(const up_rank *ur, const up_span *sp, int64_t t0) {
+  const up_piece *p = ur->pieces + sp->first;
+  size_t lo = 0, hi = sp->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (p[mid].t1 <= t0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* A piece's part within [t0, t1). */
+static up_piece clip_piece(up_piece p, int64_t t0, int64_t t1) {
+  p.t0 = p.t0 > t0 ? p.t0 : t0;
+  p.t1 = p.t1 < t1 ? p.t1 : t1;
+  p.ns = p.t1 - p.t0;
+  return p;
+}
+
 /* Adds a question not asked before to the new ones, q[u->nq, u->nq + *added). */
 static int ask(ssa_upstream *u, uint32_t rank_idx, int hops, int64_t t0, int64_t t1,
                size_t *added) {
@@ -391,25 +540,34 @@ static int ask(ssa_upstream *u, uint32_t rank_idx, int hops, int64_t t0, int64_t
   return 0;
 }
 
+/* Follows the chain from what rank x did over [t0, t1) at hop `hops`: through a span that
+ * clips exactly and holds it, else an answered question's pieces; else asks it. */
+static int ask_unheld(ssa_upstream *u, uint32_t x, int hops, int64_t t0, int64_t t1,
+                      size_t *added) {
+  const up_span *sp = exact_span(u, x, t0, t1);
+  const up_question *found = sp ? NULL : find_question(u, x, hops, t0, t1);
+  if (!sp && !found) return ask(u, x, hops, t0, t1, added);
+  if (!sp && !found->answered) return 0;
+  const up_rank *ur = &u->ur[x];
+  const up_piece *p = ur->pieces + (sp ? sp->first : found->first);
+  size_t n = sp ? sp->n : found->n; /* ask() may move the questions: not found after it */
+  for (size_t j = sp ? first_piece_after(ur, sp, t0) : 0; j < n && p[j].t0 < t1; j++) {
+    up_piece c = sp ? clip_piece(p[j], t0, t1) : p[j];
+    if (c.phase < 0 && hops < MAX_HOPS && ask_unheld(u, c.sender, hops + 1, c.t0, c.t1, added))
+      return STEPSCOPE_E_NOMEM;
+  }
+  return 0;
+}
+
 int ssa_upstream_round(ssa_upstream *u, size_t *asked) {
   size_t added = 0;
   *asked = 0;
-  if (!u->asked_waits) /* the first round: what each wait's sender did over it */
-    for (size_t i = 0; i < u->a->nranks; i++)
-      for (size_t k = 0; k < u->ur[i].nwaits; k++) {
-        const up_wait *w = &u->ur[i].waits[k];
-        if (ask(u, w->sender, 1, w->t0, w->t1, &added)) return STEPSCOPE_E_NOMEM;
-      }
-  u->asked_waits = 1;
-  for (size_t k = 0; k < u->nq; k++) { /* then what the answered ranks waited on */
-    if (!u->q[k].answered || u->q[k].unfolded) continue;
-    u->q[k].unfolded = 1;
-    const up_question qn = u->q[k]; /* ask() may move the questions */
-    const up_piece *p = u->ur[qn.rank_idx].pieces + qn.first;
-    for (size_t j = 0; j < qn.n; j++)
-      if (p[j].phase < 0 && ask(u, p[j].sender, qn.hops + 1, p[j].t0, p[j].t1, &added))
-        return STEPSCOPE_E_NOMEM;
-  }
+  /* what each wait's sender did over it, and what those ranks waited on in turn */
+  for (size_t i = 0; i < u->a->nranks; i++)
+    for (size_t k = 0; k < u->ur[i].nwaits; k++) {
+      const up_wait *w = &u->ur[i].waits[k];
+      if (ask_unheld(u, w->sender, 1, w->t0, w->t1, &added)) return STEPSCOPE_E_NOMEM;
+    }
   /* new questions may repeat each other, never an older one: sorted, unique */
   size_t n = u->nq + added, k = 0;
   if (n) qsort(u->q, n, sizeof *u->q, cmp_question); /* q is NULL before any question */
@@ -449,16 +607,26 @@ int ssa_upstream_rank_answers(ssa_upstream *u, size_t rank_idx) {
   return rc;
 }
 
-/* The charges of question qn's answer, unfolded in order into out. */
-static void unfold(const ssa_upstream *u, const up_question *qn, charges *out) {
-  const up_piece *p = u->ur[qn->rank_idx].pieces + qn->first;
-  for (size_t j = 0; j < qn->n; j++) {
-    const up_question *sub =
-        p[j].phase < 0 ? find_question(u, p[j].sender, qn->hops + 1, p[j].t0, p[j].t1) : NULL;
-    if (p[j].phase >= 0)
-      add_charge(out, qn->rank_idx, p[j].phase, p[j].ns);
-    else if (sub && sub->answered)
-      unfold(u, sub, out);
+/* The charges of what rank x did over [t0, t1), reached after `hops` hops, unfolded in order
+ * into out (the same as ask_unheld's way: a span's answer clipped, else a question's), its
+ * waits followed the same way (answer() follows none past MAX_HOPS: there the receive is
+ * other comm). */
+static void unfold(const ssa_upstream *u, uint32_t x, int hops, int64_t t0, int64_t t1,
+                   charges *out) {
+  const up_span *sp = exact_span(u, x, t0, t1);
+  const up_question *qn = sp ? NULL : find_question(u, x, hops, t0, t1);
+  if (!sp && !(qn && qn->answered)) return;
+  const up_rank *ur = &u->ur[x];
+  const up_piece *p = ur->pieces + (sp ? sp->first : qn->first);
+  size_t n = sp ? sp->n : qn->n;
+  for (size_t j = sp ? first_piece_after(ur, sp, t0) : 0; j < n && p[j].t0 < t1; j++) {
+    up_piece c = sp ? clip_piece(p[j], t0, t1) : p[j];
+    if (c.phase >= 0)
+      add_charge(out, x, c.phase, c.ns);
+    else if (hops >= MAX_HOPS)
+      add_charge(out, x, SSA_PHASE_COLLECTIVE, c.ns);
+    else
+      unfold(u, c.sender, hops + 1, c.t0, c.t1, out);
   }
 }
 
@@ -478,9 +646,8 @@ int ssa_upstream_name_sources(ssa_upstream *u) {
       per_window[s].n = 0;
     for (size_t k = 0; k < ur->nwaits; k++) {
       const up_wait *w = &ur->waits[k];
-      const up_question *qn = find_question(u, w->sender, 1, w->t0, w->t1);
       charges one = {.n = 0};
-      if (qn && qn->answered) unfold(u, qn, &one);
+      unfold(u, w->sender, 1, w->t0, w->t1, &one);
       for (size_t c = 0; c < one.n; c++) {
         add_charge(&per_window[w->window], one.v[c].rank_idx, one.v[c].phase, one.v[c].ns);
         add_charge(&total, one.v[c].rank_idx, one.v[c].phase, one.v[c].ns);
@@ -494,7 +661,7 @@ int ssa_upstream_name_sources(ssa_upstream *u) {
   return 0;
 }
 
-/* The rounds' per-rank passes of ssa_late_upstream_sources (jobs of ssa_parallel_for). */
+/* The passes of ssa_late_upstream_sources (jobs of ssa_parallel_for). */
 typedef struct answers_job {
   ssa_upstream *u;
   int *rc;
@@ -511,19 +678,36 @@ static void answer_rank(void *ctx, size_t i) {
       ssa_upstream_rank_asked(j->u, i) ? ssa_with_rank_events(j->u->a, i, rank_answers, j->u) : 0;
 }
 
+static void answer_spans_of_rank(void *ctx, size_t i) {
+  answers_job *j = ctx; /* only a rank waited on is read */
+  j->rc[i] = j->u->ur[i].nspans ? ssa_with_rank_events(j->u->a, i, answer_spans, j->u) : 0;
+}
+
+static int first_error(const int *rcs, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (rcs[i]) return rcs[i];
+  return 0;
+}
+
 int ssa_late_upstream_sources(ssa_upstream *u) {
   if (!u) return 0;
   ssa_analysis *a = u->a;
   int *rcs = calloc(a->nranks ? a->nranks : 1, sizeof *rcs);
-  int rc = rcs ? 0 : STEPSCOPE_E_NOMEM;
+  int rc = rcs ? 0 : STEPSCOPE_E_NOMEM, any_wait = 0;
   answers_job job = {u, rcs};
-  /* each round asks one hop further (MAX_HOPS at most): the rounds end */
+  size_t workers = ssa_workers(a->nranks, a->opt.threads);
+  for (size_t i = 0; i < a->nranks; i++)
+    any_wait |= u->ur[i].nwaits > 0;
+  if (rc == 0 && any_wait && (rc = collect_spans(u)) == 0) { /* each rank waited on: once */
+    ssa_parallel_for(a->nranks, workers, answer_spans_of_rank, &job);
+    rc = first_error(rcs, a->nranks);
+  }
+  /* then rounds for what no span holds, each one hop further (MAX_HOPS at most): they end */
   for (size_t asked = 1; rc == 0 && asked;) {
     rc = ssa_upstream_round(u, &asked);
     if (rc || !asked) break;
-    ssa_parallel_for(a->nranks, ssa_workers(a->nranks, a->opt.threads), answer_rank, &job);
-    for (size_t i = 0; i < a->nranks && !rc; i++)
-      rc = rcs[i];
+    ssa_parallel_for(a->nranks, workers, answer_rank, &job);
+    rc = first_error(rcs, a->nranks);
   }
   if (rc == 0) rc = ssa_upstream_name_sources(u);
   free(rcs);

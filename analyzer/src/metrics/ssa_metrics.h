@@ -719,11 +719,13 @@ int ssa_bubble_causes(ssa_analysis *a);
  * sources cleared; the transfers' partners; *out NULL when the run has no pipeline rank);
  * ssa_upstream_rank_waits, per pipeline rank from its events (its receives that waited on a
  * late send; ssa_analyze does it in the bubble transfers' pass); then, after
- * ssa_bubble_causes, ssa_late_upstream_sources: rounds of ssa_upstream_round (the next
- * round's questions; *asked 0: none left) each followed by ssa_upstream_rank_answers on the
- * ranks asked something (ssa_upstream_rank_asked; from their events, through
- * ssa_with_rank_events on a pool of threads), then ssa_upstream_name_sources (the windows'
- * sources from the answers). 0 or STEPSCOPE_E_NOMEM. */
+ * ssa_bubble_causes, ssa_late_upstream_sources: each rank waited on answers once over its
+ * partners' wait spans (the chains followed there by clipping), then rounds of
+ * ssa_upstream_round (the next round's questions, what no such span holds; *asked 0: none
+ * left) each followed by ssa_upstream_rank_answers on the ranks asked something
+ * (ssa_upstream_rank_asked; from their events, through ssa_with_rank_events on a pool of
+ * threads), then ssa_upstream_name_sources (the windows' sources from the answers). 0 or
+ * STEPSCOPE_E_NOMEM. */
 typedef struct ssa_upstream ssa_upstream;
 int ssa_upstream_begin(ssa_analysis *a, ssa_upstream **out);
 int ssa_upstream_rank_waits(ssa_upstream *u, size_t rank_idx);
