@@ -30,7 +30,6 @@ static int load_events(void *ctx, size_t i, int purpose) {
   ssa_rank full, shell = *r;
   if (x->read_paths) shell.path = x->read_paths[r->file_index]; /* a merge: read it there */
   const char *why = purpose >= 0 && purpose < SSA_READ_N ? ssa_read_purpose_names[purpose] : "?";
-  if (purpose >= 0 && purpose < SSA_READ_N) atomic_fetch_add(&x->reads[purpose], 1);
   if (x->read_paths && access(shell.path, R_OK) != 0) { /* a merge of partials */
     char message[sizeof x->error];
     snprintf(message, sizeof message,
@@ -56,6 +55,8 @@ static int load_events(void *ctx, size_t i, int purpose) {
     ssa_rank_free(&full);
     return rc;
   }
+  if (purpose >= 0 && purpose < SSA_READ_N) /* counted once read: a failed read is no read */
+    atomic_fetch_add(&x->reads[purpose], 1);
   x->shells[i] = *r;
   full.path = r->path; /* borrowed from the shell */
   *r = full;

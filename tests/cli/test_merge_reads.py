@@ -124,9 +124,12 @@ def check_other_options(name, run, tmp):
     os.makedirs(away)
     for f in rank_files(run):
         shutil.move(os.path.join(run, f), os.path.join(away, f))
-    got = report(["merge", *parts, "--steps", "1:2"], os.path.join(tmp, "m.json"))
+    got = report(["merge", *parts, "--steps", "1:2"], os.path.join(tmp, "m.json"),
+                 {"STEPSCOPE_SAY_READS": "1"})
     if got[0] == 0 or "the merge needs its events for the per-rank metrics" not in got[3]:
         failures.append(f"{name}: merge --steps 1:2 without the rank files said: {got[3]!r}")
+    if "stepscope merge: 0 rank files read again\n" not in got[3]:  # a failed read is no read
+        failures.append(f"{name}: a merge that read no rank file counted reads: {got[3]!r}")
     for f in rank_files(away):
         shutil.move(os.path.join(away, f), os.path.join(run, f))
 
