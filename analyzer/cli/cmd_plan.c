@@ -148,6 +148,7 @@ typedef struct plan_args {
   plan_filter f;
   const char *model, *device, *from, *json_path, *csv_path, *what_if;
   const char *framework, *mlp, *positions, *attention, *precision, *grad_reduce;
+  const char *backward_prefetch;
   int layers, hidden, heads, vocab, seq, ffn, max_seq, kv_heads, untied;
   int experts, top_k, moe_every;
   int top, threads, cores;
@@ -245,6 +246,11 @@ static const cli_option plan_options[] = {
         "--accumulate-allreduce-grads-in-fp32) [megatron, fsdp\n"
         "fp32; deepspeed bf16]; refused for the stepscope\n"
         "trainer (stepscope-cpu/-cuda, --from RUN: fp32)"),
+    STR("--backward-prefetch", "pre|post", backward_prefetch,
+        "fsdp FULL_SHARD's backward_prefetch: pre (BACKWARD_PRE,\n"
+        "torch's default: the next unit's all-gather overlaps the\n"
+        "gradient computation) or post (BACKWARD_POST, Composer's\n"
+        "default: issued after it, each one exposed) [pre]"),
     CLI_TEXT_ROW("layout (each fixes that choice; all of them: predict one layout):\n"),
     INT("--dp", "N", f.dp, 1, 1 << 20, "data-parallel degree"),
     INT("--tp", "N", f.tp, 1, 1 << 12, "tensor-parallel degree"),
@@ -491,6 +497,15 @@ static int build_job(plan_args *p) {
       return 2;
     }
     job->grad_reduce_bytes = fp32 ? 4 : 2;
+  }
+  if (p->backward_prefetch) {
+    int pre = !strcmp(p->backward_prefetch, "pre"), post = !strcmp(p->backward_prefetch, "post");
+    if ((!pre && !post) || job->model.framework != MM_FW_FSDP) {
+      cli_print(stderr, "stepscope plan: --backward-prefetch takes pre or post, with --framework "
+                        "fsdp (torch FSDP's BackwardPrefetch)\n");
+      return 2;
+    }
+    job->backward_prefetch_post = post;
   }
   if (job->fp8 && (!(job->dev.fp8_peak_flops > 0) || job->model.framework == MM_FW_STEPSCOPE)) {
     cli_print(stderr, "stepscope plan: --precision fp8 needs a framework (not the stepscope "

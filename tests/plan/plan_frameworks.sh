@@ -9,6 +9,8 @@
 #   - Llama 3 405B's 126 layers on 16 pipeline stages: a framework balances them unevenly, the
 #     trainer refuses (exit 1);
 #   - a Llama-like model (GQA, SwiGLU, RoPE, untied) is planned; the trainer refuses it (exit 2).
+#   - --grad-reduce-dtype and --backward-prefetch: the JSON says them, they move the gradient
+#     sync the documented way, and are refused where they do not apply.
 set -u
 stepscope=$1
 dir=$(mktemp -d "${TMPDIR:-/tmp}/ss-planfw.XXXXXX") || exit 1
@@ -113,6 +115,23 @@ python3 -c "import sys; sys.exit(0 if 0 < float('$s16') < 0.6 * float('$s32') el
 [ $? -eq 2 ] || no "--grad-reduce-dtype with the trainer's conventions is refused"
 "$stepscope" plan --help | grep -q "fp32; deepspeed bf16\]; refused for the stepscope" ||
   no "plan --help does not say --grad-reduce-dtype is refused for the stepscope trainer"
+
+# --backward-prefetch (FSDP's BackwardPrefetch): JSON job.backward_prefetch; post exposes the
+# backward all-gathers of a FULL_SHARD micro-batch (MPT-13B, 2 x 2048 tokens on 8 H100s, as
+# llm-foundry's table ran it under Composer's default); refused without --framework fsdp
+fsdp_of() { "$stepscope" plan --framework fsdp --layers 40 --hidden 5120 --heads 40 --vocab 50368 \
+  --seq 2048 --max-seq 2048 --gpus 8 --global-batch 16 --dp 8 --tp 1 --pp 1 --cp 1 --zero 3 \
+  --recompute none --microbatches 1 "$@" --json - 2>/dev/null |
+  python3 -c 'import json,sys; d=json.load(sys.stdin)
+print(d["job"]["backward_prefetch"], d["layouts"][0]["breakdown_s"]["grad_sync"])'; }
+read -r bp_pre sync_pre <<< "$(fsdp_of)"
+read -r bp_post sync_post <<< "$(fsdp_of --backward-prefetch post)"
+[ "$bp_pre" = pre ] && [ "$bp_post" = post ] || no "backward_prefetch $bp_pre / $bp_post, not pre / post"
+python3 -c "import sys; sys.exit(0 if float('$sync_post') > float('$sync_pre') + 0.02 else 1)" ||
+  no "BACKWARD_POST gradient sync $sync_post s not above BACKWARD_PRE's $sync_pre s"
+"$stepscope" plan --model llama3-8b --gpus 8 --global-batch 64 --backward-prefetch post \
+  > /dev/null 2>&1
+[ $? -eq 2 ] || no "--backward-prefetch without --framework fsdp is refused"
 
 [ $fail -eq 0 ] && echo "plan.frameworks_cli: ok"
 exit $fail

@@ -331,6 +331,23 @@ static void clusters(void) {
   l.microbatches = 2;
   CHECK(plan_predict(&j, &l, &r, err, sizeof err) == 0);
   CHECK(fabs(r.grad_sync_s - 2 * want) < 1e-9 * want);
+  /* FSDP's BACKWARD_POST (--backward-prefetch post, Composer's default): a unit's backward
+   * all-gather is issued only after the previous unit's gradient computation and the unit waits
+   * for it, so each micro-batch also exposes its whole backward gather (5 units, 5 latencies);
+   * the reduce-scatters still hide behind the next unit's computation */
+  double pre = r.grad_sync_s;
+  j.backward_prefetch_post = 1;
+  CHECK(plan_predict(&j, &l, &r, err, sizeof err) == 0);
+  double gather = 5 * lat + 2 * 5 * unit * shard;
+  CHECK(fabs(r.grad_sync_s - 2 * (want + gather)) < 1e-9 * want);
+  CHECK(r.grad_sync_s > pre);
+  /* DeepSpeed's ZeRO-3 is not FSDP: its prefetch is as before */
+  j.model.framework = l.framework = MM_FW_DEEPSPEED;
+  CHECK(plan_predict(&j, &l, &r, err, sizeof err) == 0);
+  double post_flag = r.grad_sync_s;
+  j.backward_prefetch_post = 0;
+  CHECK(plan_predict(&j, &l, &r, err, sizeof err) == 0);
+  CHECK(post_flag == r.grad_sync_s);
 }
 
 /* Compute by shape (docs/plan.md): on one H100, a micro-batch's time is, per layer, the GEMMs

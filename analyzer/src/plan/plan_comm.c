@@ -79,7 +79,8 @@ static double dp_bucket_params(const mm_layout *l, double psi, int units) {
  * ZeRO-1/2 (Megatron's distributed optimizer): a reduce-scatter of the gradients during that
  * backward, an all-gather of the bf16 parameters during the next forward. ZeRO-3 (FSDP
  * FULL_SHARD, DeepSpeed stage 3): every micro-batch gathers the bf16 parameters in its forward
- * and again in its backward, and reduce-scatters its gradients in its backward. Whatever the
+ * and again in its backward (exposed whole under FSDP's BACKWARD_POST), and reduce-scatters
+ * its gradients in its backward. Whatever the
  * overlap, the first bucket gathered has no compute before it and the last bucket reduced none
  * after it: each is exposed whole (its `tail`). */
 int plan_grad_reduce_bytes(const plan_job *job) {
@@ -97,9 +98,16 @@ static double framework_sync(const plan_job *job, const mm_layout *l, int stage,
   double gather = blocks * lat + 2.0 * psi * shard, reduce = blocks * lat + grad * psi * shard;
   double bucket = dp_bucket_params(l, psi, blocks);
   double gather_tail = lat + 2.0 * bucket * shard, reduce_tail = lat + grad * bucket * shard;
-  if (l->zero >= 3)
-    return l->microbatches *
-           (fmax(gather_tail, gather - fwd) + fmax(reduce_tail, gather + reduce - bwd));
+  if (l->zero >= 3) {
+    /* FSDP's BACKWARD_POST issues a unit's backward all-gather only after the previous unit's
+     * gradient computation, and the unit's computation waits for it: every backward gather is
+     * exposed, the reduce-scatters overlap the next unit's computation (torch's BackwardPrefetch
+     * docs); BACKWARD_PRE (and DeepSpeed's prefetch) overlaps both with the backward */
+    int post = job->backward_prefetch_post && l->framework == MM_FW_FSDP;
+    double backward =
+        post ? gather + fmax(reduce_tail, reduce - bwd) : fmax(reduce_tail, gather + reduce - bwd);
+    return l->microbatches * (fmax(gather_tail, gather - fwd) + backward);
+  }
   if (l->zero == 0) {
     double allreduce = 2.0 * reduce;
     return job->overlap ? fmax(2.0 * reduce_tail, allreduce - bwd) : allreduce;

@@ -649,6 +649,9 @@ int plan_write_json(ssa_out *o, const plan_job *job, const plan_result *r, long 
       m->unfused_attention ? "unfused" : "flash", job->fp8 ? "fp8" : "bf16");
   if (m->framework != MM_FW_STEPSCOPE) /* the trainer reduces fp32 gradients, always */
     ssa_out_printf(o, ",\"grad_reduce_bytes\":%d", plan_grad_reduce_bytes(job));
+  if (m->framework == MM_FW_FSDP)
+    ssa_out_printf(o, ",\"backward_prefetch\":\"%s\"",
+                   job->backward_prefetch_post ? "post" : "pre");
   ssa_out_str(o, "},");
   const plan_device *d = &job->dev;
   ssa_out_str(o, "\"device\":{\"name\":");

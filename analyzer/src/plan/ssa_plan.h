@@ -105,6 +105,10 @@ typedef struct plan_job {
   /* a framework's gradient reduction over DP x CP, bytes an element (--grad-reduce-dtype);
    * 0: the framework's own (plan_grad_reduce_bytes) */
   int grad_reduce_bytes;
+  /* FSDP's backward_prefetch (--backward-prefetch) for FULL_SHARD: 0 BACKWARD_PRE (torch's
+   * default: the next unit's all-gather overlaps the current gradient computation), 1
+   * BACKWARD_POST (Composer's default: issued after it, so each backward all-gather is exposed) */
+  int backward_prefetch_post;
   int fp8; /* a framework's GEMMs in fp8 (--precision fp8): at the fp8 peak; MFU stays
               against the bf16 peak */
 } plan_job;

@@ -30,11 +30,18 @@ FLOPs 72 B s l h^2 (1 + s/6h + V/12lh).
 
 `attention` says which attention kernel the run had where its source says so: unfused for
 Narayanan et al. 2021 (Megatron's fused softmax, before FlashAttention, Dao et al. 2022),
-flash for llm-foundry (attn_impl flash). `overlap` 0: the gradient all-reduce runs after the
-backward (--no-overlap); `grad_reduce`: the dtype gradients are reduced in where the source's
-code says (--grad-reduce-dtype; Narayanan et al.'s Megatron-LM of 2021: fp16). Options the
-planner lacks (an older stepscope:
---framework, --kv-heads, --mlp, --positions, --attention, --grad-reduce-dtype) are left out, so the same script measures main ("before") and the branch ("after").
+flash for llm-foundry (a fused kernel, no s x s matrix: its benchmark script's default
+attn_impl triton, MPT's Triton flash attention, for the October 2023 tables; the January 2024
+large-scale table: triton for 13B and 30B, FlashAttention-2 for the others). `overlap` 0: the
+gradient all-reduce runs after the backward (--no-overlap); `grad_reduce`: the dtype gradients
+are reduced in where the source's code says (--grad-reduce-dtype; Narayanan et al.'s
+Megatron-LM of 2021: fp16; llm-foundry's two MPT-70B A100 rows ran Composer's PURE mixed
+precision: bf16). `backward_prefetch`: FSDP's BackwardPrefetch as the run had it
+(--backward-prefetch; llm-foundry's October 2023 and older rows: Composer's default post, the
+January 2024 large-scale sweep passes BACKWARD_PRE). Options the planner lacks (an older
+stepscope: --framework, --kv-heads, --mlp, --positions, --attention, --grad-reduce-dtype,
+--backward-prefetch) are left out, so the same script measures main ("before") and the branch
+("after").
 """
 import csv
 import os
@@ -105,6 +112,8 @@ def plan_args(r, helptext):
         args += ["--no-overlap"]
     if "--grad-reduce-dtype" in helptext and r.get("grad_reduce"):
         args += ["--grad-reduce-dtype", r["grad_reduce"]]
+    if "--backward-prefetch" in helptext and r.get("backward_prefetch"):
+        args += ["--backward-prefetch", r["backward_prefetch"]]
     return args
 
 
