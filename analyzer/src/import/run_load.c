@@ -36,7 +36,7 @@ static const ssa_source ssa_sources[] = {
 typedef struct file_task {
   char *path;
   const ssa_source *source;
-  ssa_rank rank;
+  ssa_rank *rank; /* its slot of the run's ranks, filled in place (no copy per rank) */
   int rc;
   stepscope_error err;
 } file_task;
@@ -85,11 +85,11 @@ int ssa_rank_reload(const ssa_rank *shell, const ssa_import_options *import, ssa
 static void load_file(void *ctx, size_t i) {
   pool *p = ctx;
   file_task *t = &p->tasks[i];
-  t->rc = read_rank(t->path, (int)(t->source - ssa_sources), p->import, p->comm_rules, &t->rank,
+  t->rc = read_rank(t->path, (int)(t->source - ssa_sources), p->import, p->comm_rules, t->rank,
                     &t->err);
-  t->rank.file_index = i;
-  if (t->rc == 0 && p->each_rank) t->rc = p->each_rank(p->each_rank_ctx, &t->rank, i, p->ntasks);
-  if (t->rc == 0 && p->drop_events) t->rc = ssa_rank_drop_events(&t->rank);
+  t->rank->file_index = i;
+  if (t->rc == 0 && p->each_rank) t->rc = p->each_rank(p->each_rank_ctx, t->rank, i, p->ntasks);
+  if (t->rc == 0 && p->drop_events) t->rc = ssa_rank_drop_events(t->rank);
   size_t d = atomic_fetch_add(&p->done, 1) + 1;
   if (p->progress) {
     pthread_mutex_lock(&p->print_lock);
@@ -217,17 +217,22 @@ static int load_import(ssa_run *run, const char *path, const ssa_load_options *o
   pool p;
   memset(&p, 0, sizeof p);
   p.tasks = calloc(nfiles, sizeof *p.tasks);
-  if (!p.tasks) {
+  /* each file's rank is read straight into its slot; the slots of files that fail are closed
+   * up afterwards */
+  run->ranks = calloc(nfiles, sizeof *run->ranks);
+  if (!p.tasks || !run->ranks) {
     for (size_t i = 0; i < nfiles; i++)
       free(files[i]);
     free(files);
     free(sources);
+    free(p.tasks);
     return STEPSCOPE_E_NOMEM;
   }
   p.ntasks = nfiles;
   for (size_t i = 0; i < nfiles; i++) {
     p.tasks[i].path = files[i];
     p.tasks[i].source = sources[i];
+    p.tasks[i].rank = &run->ranks[i];
   }
   free(files);
   free(sources);
@@ -246,8 +251,6 @@ static int load_import(ssa_run *run, const char *path, const ssa_load_options *o
   ssa_split_loaders(1);
   pthread_mutex_destroy(&p.print_lock);
 
-  run->ranks = calloc(nfiles, sizeof *run->ranks);
-  if (!run->ranks) rc = STEPSCOPE_E_NOMEM;
   /* a rank that ran out of memory is no damaged file to skip: the report would silently lack
    * it (and the next rank would likely run out too) */
   for (size_t i = 0; i < nfiles && rc == 0; i++)
@@ -260,12 +263,13 @@ static int load_import(ssa_run *run, const char *path, const ssa_load_options *o
   for (size_t i = 0; i < nfiles; i++) {
     file_task *t = &p.tasks[i];
     if (rc == 0 && t->rc == 0) {
-      t->rank.path = t->path;
+      t->rank->path = t->path;
       t->path = NULL;
-      run->ranks[run->nranks++] = t->rank;
+      if (t->rank != &run->ranks[run->nranks]) run->ranks[run->nranks] = *t->rank;
+      run->nranks++;
     } else {
       if (rc == 0) ssa_run_warn(run, "%s (rank skipped)", t->err.message);
-      ssa_rank_free(&t->rank);
+      ssa_rank_free(t->rank);
     }
     free(t->path);
   }
