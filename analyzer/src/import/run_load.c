@@ -99,14 +99,23 @@ static void load_file(void *ctx, size_t i) {
   }
 }
 
+/* A rank file's stat by the discovery (ok 0: it failed), so that it is not stat'ed again to be
+ * protected from being written over. */
+typedef struct file_stat {
+  int ok;
+  struct stat st;
+} file_stat;
+
 /* Lists the rank files of `path` (a directory or one file) as run_discovery.c
  * decides them, each with the source that reads it. A single file that is a
  * stepscope export or report is an error that says so. */
 static int list_files(const char *path, const stepscope_inflate_limits *inflate, char ***out,
-                      const ssa_source ***sources, size_t *n, stepscope_error *err) {
+                      const ssa_source ***sources, file_stat **stats, size_t *n,
+                      stepscope_error *err) {
   ssa_run_files found;
   *out = NULL;
   *sources = NULL;
+  *stats = NULL;
   *n = 0;
   SC_TRY(ssa_run_discover(path, inflate, &found, err));
   if (found.single && !ssa_file_kind_is_rank(found.files[0].kind)) {
@@ -133,9 +142,11 @@ static int list_files(const char *path, const stepscope_inflate_limits *inflate,
   }
   char **v = calloc(found.nranks, sizeof *v);
   const ssa_source **s = calloc(found.nranks, sizeof *s);
-  if (!v || !s) {
+  file_stat *fs = calloc(found.nranks, sizeof *fs);
+  if (!v || !s || !fs) {
     free(v);
     free(s);
+    free(fs);
     ssa_run_files_free(&found);
     return STEPSCOPE_E_NOMEM;
   }
@@ -144,12 +155,14 @@ static int list_files(const char *path, const stepscope_inflate_limits *inflate,
     ssa_found_file *f = &found.files[i];
     if (!ssa_file_kind_is_rank(f->kind)) continue;
     s[cnt] = f->kind == SSA_FILE_KINETO ? &ssa_sources[1] : &ssa_sources[0];
+    fs[cnt] = (file_stat){f->stat_ok, f->st};
     v[cnt++] = f->path;
     f->path = NULL; /* now owned by the list */
   }
   ssa_run_files_free(&found);
   *out = v;
   *sources = s;
+  *stats = fs;
   *n = cnt;
   return 0;
 }
@@ -186,8 +199,10 @@ static int load_import(ssa_run *run, const char *path, const ssa_load_options *o
   if (!run->dir) return STEPSCOPE_E_NOMEM;
   char **files;
   const ssa_source **sources;
+  file_stat *stats;
   size_t nfiles;
-  int rc = list_files(path, import ? &import->inflate : NULL, &files, &sources, &nfiles, err);
+  int rc =
+      list_files(path, import ? &import->inflate : NULL, &files, &sources, &stats, &nfiles, err);
   if (rc) return rc;
   if (opt && opt->part_count > 1) { /* a partial: only this part's block of files */
     if ((size_t)opt->part_count > nfiles) {
@@ -195,6 +210,7 @@ static int load_import(ssa_run *run, const char *path, const ssa_load_options *o
         free(files[i]);
       free(files);
       free(sources);
+      free(stats);
       if (err) {
         err->code = STEPSCOPE_E_ARGUMENT;
         snprintf(err->message, sizeof err->message,
@@ -210,10 +226,15 @@ static int load_import(ssa_run *run, const char *path, const ssa_load_options *o
       if (i < lo || i >= hi) free(files[i]);
     memmove(files, files + lo, (hi - lo) * sizeof *files);
     memmove(sources, sources + lo, (hi - lo) * sizeof *sources);
+    memmove(stats, stats + lo, (hi - lo) * sizeof *stats);
     nfiles = hi - lo;
   }
-  for (size_t i = 0; i < nfiles; i++)
-    ssa_out_protect_input(files[i]); /* never written over */
+  for (size_t i = 0; i < nfiles; i++) /* never written over */
+    if (stats[i].ok)
+      ssa_out_protect_file(&stats[i].st);
+    else
+      ssa_out_protect_input(files[i]);
+  free(stats);
   pool p;
   memset(&p, 0, sizeof p);
   p.tasks = calloc(nfiles, sizeof *p.tasks);
