@@ -6,9 +6,11 @@
  * copies, memsets and host ops on one to many lanes, lanes in order and out
  * of order, lanes that lag far behind others, many equal start times,
  * collectives linked by correlation id and by (comm_id, seq), launch calls
- * on two threads — then loaded twice: by ssa_trace_source_load (ops staged
- * per lane and merged, memory handed back as the merge goes) and by feeding
- * the same records to ssa_rank_add_record (one op array, sorted by finish).
+ * on two threads, big files and small ones (whose stages reuse the arrays
+ * of the previous small file) — then loaded twice: by ssa_trace_source_load
+ * (ops staged per lane and merged, memory handed back as the merge goes) and
+ * by feeding the same records to ssa_rank_add_record (one op array, sorted
+ * by finish).
  * After ssa_rank_finish both ranks must hold the same ops in the same order
  * (every field, names compared as strings), the same API calls and the same
  * collective-to-op links; and every op's launch call must be the call with
@@ -292,6 +294,13 @@ int main(void) {
       {"coarse times: many ties", 3, 1, 50000, 0, -1, 1},
       {"cpu lanes only", 0, 2, 30000, 0, -1, 0},
       {"out-of-order single lane", 1, 0, 20000, 0, 0, 0},
+      /* small files (no reservation from their size): their stages reuse the lane arrays the
+       * previous small file left to this thread (op_stage_cache.c), of other lanes and sizes */
+      {"small file: many lanes, one lagging, one out of order", 9, 3, 600, 1, 4, 0},
+      {"small file: two lanes", 2, 0, 300, 0, -1, 0},
+      {"small file: coarse times", 3, 1, 200, 0, -1, 1},
+      {"small file: one lane", 1, 0, 40, 0, -1, 0},
+      {"small file: out-of-order single lane", 1, 0, 120, 0, 0, 0},
   };
   for (int seed = 1; seed <= 2; seed++) {
     rng = (uint64_t)seed * 1234567;

@@ -268,18 +268,22 @@ static ssa_file_kind by_name(const char *base, int explicit_file) {
   return SSA_FILE_SKIPPED;
 }
 
-ssa_file_kind ssa_classify_file(const char *path, int explicit_file,
-                                const stepscope_inflate_limits *inflate, int *gzip, char *why,
-                                size_t whylen) {
+/* ssa_classify_file, keeping its stat of the file in *st (*stat_ok 0: it failed). */
+static ssa_file_kind classify(const char *path, int explicit_file,
+                              const stepscope_inflate_limits *inflate, int *gzip, char *why,
+                              size_t whylen, struct stat *stp, int *stat_ok) {
   const char *base = strrchr(path, '/');
   base = base ? base + 1 : path;
   *gzip = 0;
   struct stat st;
+  *stat_ok = 0;
   if (stat(path, &st) != 0) {
     snprintf(why, whylen, "cannot be read (%s)", strerror(errno)); /* a dangling link... */
     if (rank_like_json_name(base) || (explicit_file && is_json_name(base))) return SSA_FILE_KINETO;
     return explicit_file || trace_name(base) ? SSA_FILE_TRACE : SSA_FILE_SKIPPED;
   }
+  *stat_ok = 1;
+  *stp = st;
   if (!S_ISREG(st.st_mode)) {
     /* never opened (a FIFO would block): the loader names the problem */
     snprintf(why, whylen, "not a regular file");
@@ -386,6 +390,14 @@ ssa_file_kind ssa_classify_file(const char *path, int explicit_file,
   return kind;
 }
 
+ssa_file_kind ssa_classify_file(const char *path, int explicit_file,
+                                const stepscope_inflate_limits *inflate, int *gzip, char *why,
+                                size_t whylen) {
+  struct stat st;
+  int stat_ok;
+  return classify(path, explicit_file, inflate, gzip, why, whylen, &st, &stat_ok);
+}
+
 /* ---- directories */
 
 static int cmp_found(const void *a, const void *b) {
@@ -420,7 +432,8 @@ static int add_file(ssa_run_files *out, size_t *cap, const char *dir, const char
   if (!f->path) return STEPSCOPE_E_NOMEM;
   const char *base = strrchr(f->path, '/');
   f->name = base ? base + 1 : f->path;
-  f->kind = ssa_classify_file(f->path, explicit_file, inflate, &f->gzip, f->why, sizeof f->why);
+  f->kind = classify(f->path, explicit_file, inflate, &f->gzip, f->why, sizeof f->why, &f->st,
+                     &f->stat_ok);
   if (ssa_file_kind_is_rank(f->kind)) out->nranks++;
   out->nfiles++;
   return 0;

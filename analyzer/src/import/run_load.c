@@ -36,7 +36,7 @@ static const ssa_source ssa_sources[] = {
 typedef struct file_task {
   char *path;
   const ssa_source *source;
-  ssa_rank rank;
+  ssa_rank *rank; /* its slot of the run's ranks, filled in place (no copy per rank) */
   int rc;
   stepscope_error err;
 } file_task;
@@ -85,11 +85,11 @@ int ssa_rank_reload(const ssa_rank *shell, const ssa_import_options *import, ssa
 static void load_file(void *ctx, size_t i) {
   pool *p = ctx;
   file_task *t = &p->tasks[i];
-  t->rc = read_rank(t->path, (int)(t->source - ssa_sources), p->import, p->comm_rules, &t->rank,
+  t->rc = read_rank(t->path, (int)(t->source - ssa_sources), p->import, p->comm_rules, t->rank,
                     &t->err);
-  t->rank.file_index = i;
-  if (t->rc == 0 && p->each_rank) t->rc = p->each_rank(p->each_rank_ctx, &t->rank, i, p->ntasks);
-  if (t->rc == 0 && p->drop_events) t->rc = ssa_rank_drop_events(&t->rank);
+  t->rank->file_index = i;
+  if (t->rc == 0 && p->each_rank) t->rc = p->each_rank(p->each_rank_ctx, t->rank, i, p->ntasks);
+  if (t->rc == 0 && p->drop_events) t->rc = ssa_rank_drop_events(t->rank);
   size_t d = atomic_fetch_add(&p->done, 1) + 1;
   if (p->progress) {
     pthread_mutex_lock(&p->print_lock);
@@ -99,14 +99,23 @@ static void load_file(void *ctx, size_t i) {
   }
 }
 
+/* A rank file's stat by the discovery (ok 0: it failed), so that it is not stat'ed again to be
+ * protected from being written over. */
+typedef struct file_stat {
+  int ok;
+  struct stat st;
+} file_stat;
+
 /* Lists the rank files of `path` (a directory or one file) as run_discovery.c
  * decides them, each with the source that reads it. A single file that is a
  * stepscope export or report is an error that says so. */
 static int list_files(const char *path, const stepscope_inflate_limits *inflate, char ***out,
-                      const ssa_source ***sources, size_t *n, stepscope_error *err) {
+                      const ssa_source ***sources, file_stat **stats, size_t *n,
+                      stepscope_error *err) {
   ssa_run_files found;
   *out = NULL;
   *sources = NULL;
+  *stats = NULL;
   *n = 0;
   SC_TRY(ssa_run_discover(path, inflate, &found, err));
   if (found.single && !ssa_file_kind_is_rank(found.files[0].kind)) {
@@ -133,9 +142,11 @@ static int list_files(const char *path, const stepscope_inflate_limits *inflate,
   }
   char **v = calloc(found.nranks, sizeof *v);
   const ssa_source **s = calloc(found.nranks, sizeof *s);
-  if (!v || !s) {
+  file_stat *fs = calloc(found.nranks, sizeof *fs);
+  if (!v || !s || !fs) {
     free(v);
     free(s);
+    free(fs);
     ssa_run_files_free(&found);
     return STEPSCOPE_E_NOMEM;
   }
@@ -144,12 +155,14 @@ static int list_files(const char *path, const stepscope_inflate_limits *inflate,
     ssa_found_file *f = &found.files[i];
     if (!ssa_file_kind_is_rank(f->kind)) continue;
     s[cnt] = f->kind == SSA_FILE_KINETO ? &ssa_sources[1] : &ssa_sources[0];
+    fs[cnt] = (file_stat){f->stat_ok, f->st};
     v[cnt++] = f->path;
     f->path = NULL; /* now owned by the list */
   }
   ssa_run_files_free(&found);
   *out = v;
   *sources = s;
+  *stats = fs;
   *n = cnt;
   return 0;
 }
@@ -186,8 +199,10 @@ static int load_import(ssa_run *run, const char *path, const ssa_load_options *o
   if (!run->dir) return STEPSCOPE_E_NOMEM;
   char **files;
   const ssa_source **sources;
+  file_stat *stats;
   size_t nfiles;
-  int rc = list_files(path, import ? &import->inflate : NULL, &files, &sources, &nfiles, err);
+  int rc =
+      list_files(path, import ? &import->inflate : NULL, &files, &sources, &stats, &nfiles, err);
   if (rc) return rc;
   if (opt && opt->part_count > 1) { /* a partial: only this part's block of files */
     if ((size_t)opt->part_count > nfiles) {
@@ -195,6 +210,7 @@ static int load_import(ssa_run *run, const char *path, const ssa_load_options *o
         free(files[i]);
       free(files);
       free(sources);
+      free(stats);
       if (err) {
         err->code = STEPSCOPE_E_ARGUMENT;
         snprintf(err->message, sizeof err->message,
@@ -210,24 +226,34 @@ static int load_import(ssa_run *run, const char *path, const ssa_load_options *o
       if (i < lo || i >= hi) free(files[i]);
     memmove(files, files + lo, (hi - lo) * sizeof *files);
     memmove(sources, sources + lo, (hi - lo) * sizeof *sources);
+    memmove(stats, stats + lo, (hi - lo) * sizeof *stats);
     nfiles = hi - lo;
   }
-  for (size_t i = 0; i < nfiles; i++)
-    ssa_out_protect_input(files[i]); /* never written over */
+  for (size_t i = 0; i < nfiles; i++) /* never written over */
+    if (stats[i].ok)
+      ssa_out_protect_file(&stats[i].st);
+    else
+      ssa_out_protect_input(files[i]);
+  free(stats);
   pool p;
   memset(&p, 0, sizeof p);
   p.tasks = calloc(nfiles, sizeof *p.tasks);
-  if (!p.tasks) {
+  /* each file's rank is read straight into its slot; the slots of files that fail are closed
+   * up afterwards */
+  run->ranks = calloc(nfiles, sizeof *run->ranks);
+  if (!p.tasks || !run->ranks) {
     for (size_t i = 0; i < nfiles; i++)
       free(files[i]);
     free(files);
     free(sources);
+    free(p.tasks);
     return STEPSCOPE_E_NOMEM;
   }
   p.ntasks = nfiles;
   for (size_t i = 0; i < nfiles; i++) {
     p.tasks[i].path = files[i];
     p.tasks[i].source = sources[i];
+    p.tasks[i].rank = &run->ranks[i];
   }
   free(files);
   free(sources);
@@ -246,8 +272,6 @@ static int load_import(ssa_run *run, const char *path, const ssa_load_options *o
   ssa_split_loaders(1);
   pthread_mutex_destroy(&p.print_lock);
 
-  run->ranks = calloc(nfiles, sizeof *run->ranks);
-  if (!run->ranks) rc = STEPSCOPE_E_NOMEM;
   /* a rank that ran out of memory is no damaged file to skip: the report would silently lack
    * it (and the next rank would likely run out too) */
   for (size_t i = 0; i < nfiles && rc == 0; i++)
@@ -260,12 +284,13 @@ static int load_import(ssa_run *run, const char *path, const ssa_load_options *o
   for (size_t i = 0; i < nfiles; i++) {
     file_task *t = &p.tasks[i];
     if (rc == 0 && t->rc == 0) {
-      t->rank.path = t->path;
+      t->rank->path = t->path;
       t->path = NULL;
-      run->ranks[run->nranks++] = t->rank;
+      if (t->rank != &run->ranks[run->nranks]) run->ranks[run->nranks] = *t->rank;
+      run->nranks++;
     } else {
       if (rc == 0) ssa_run_warn(run, "%s (rank skipped)", t->err.message);
-      ssa_rank_free(&t->rank);
+      ssa_rank_free(t->rank);
     }
     free(t->path);
   }

@@ -48,6 +48,7 @@
 #define SSA_IMPORT_H
 
 #include <stddef.h>
+#include <sys/stat.h>
 
 #include "ssa_model.h"
 #include "stepscope.h"
@@ -66,6 +67,8 @@ typedef struct ssa_found_file {
   ssa_file_kind kind;
   int gzip;      /* the content is gzip-compressed */
   char why[200]; /* how the kind was told, in words (for info and view) */
+  int stat_ok;   /* the classification's stat of the file succeeded: `st` is it */
+  struct stat st;
 } ssa_found_file;
 
 typedef struct ssa_run_files {

@@ -166,10 +166,9 @@ int ssa_trace_source_load(const char *path, const ssa_import_options *opt, ssa_r
     return rc;
   }
   id_map m = {0};
-  ssa_op_stage st = {0};
+  ssa_op_stage st;
   lane_memo memo = {0};
-  size_t reserve = reserve_for(rd, r);
-  st.reserve = reserve;
+  ssa_op_stage_begin(&st, reserve_for(rd, r));
   size_t apis_prefaulted = 0;
   int oom = 0;
   stepscope_record rec;

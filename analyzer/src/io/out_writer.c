@@ -47,14 +47,17 @@ static size_t ninputs, inputs_cap;
 
 void ssa_out_protect_input(const char *path) {
   struct stat st;
-  if (!path || stat(path, &st) != 0) return;
+  if (path && stat(path, &st) == 0) ssa_out_protect_file(&st);
+}
+
+void ssa_out_protect_file(const struct stat *st) {
   pthread_mutex_lock(&inputs_lock);
   if (ninputs == inputs_cap) {
     size_t cap = inputs_cap ? inputs_cap * 2 : 64;
     file_id *n = realloc(inputs, cap * sizeof *n);
     if (n) inputs = n, inputs_cap = cap;
   }
-  if (ninputs < inputs_cap) inputs[ninputs++] = (file_id){st.st_dev, st.st_ino};
+  if (ninputs < inputs_cap) inputs[ninputs++] = (file_id){st->st_dev, st->st_ino};
   pthread_mutex_unlock(&inputs_lock);
 }
 

@@ -50,6 +50,9 @@ typedef struct ssa_out {
  * refuses to write over it. Thread-safe; paths that do not exist are
  * ignored. */
 void ssa_out_protect_input(const char *path);
+/* The same for a file already stat'ed (its device and inode; no second stat). */
+struct stat;
+void ssa_out_protect_file(const struct stat *st);
 /* 0 when writing `path` would not touch a registered input; otherwise
  * STEPSCOPE_E_ARGUMENT with a message in why[n]. */
 int ssa_out_check_target(const char *path, char *why, size_t n);

@@ -14,6 +14,10 @@
  * consumed part), so input and output together stay near one copy of the
  * ops instead of two. A lane whose ops arrived out of order is first sorted
  * by itself (sort.c); one lane alone becomes the op array without a copy.
+ * That is for big files (a stage begun with a reservation); a small file's
+ * stage borrows the lane arrays its thread kept from the last one
+ * (op_stage_cache.c), and the merge writes the ops into a new array of their
+ * exact size, leaving the lanes to the thread.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +27,20 @@
 
 #define RELEASE (4u << 20) /* bytes of consumed input handed back at a time */
 
+void ssa_op_stage_begin(ssa_op_stage *st, size_t reserve) {
+  memset(st, 0, sizeof *st);
+  st->reserve = reserve;
+  if (reserve) return;
+  st->borrowed = 1;
+  ssa_op_stage_cache_take(st);
+}
+
 void ssa_op_stage_free(ssa_op_stage *st) {
+  if (st->borrowed) {
+    ssa_op_stage_cache_give(st);
+    st->borrowed = 0;
+    return;
+  }
   for (uint32_t i = 0; i < st->nlanes; i++)
     free(st->lanes[i].ops);
   free(st->lanes);
@@ -132,19 +149,26 @@ int ssa_op_stage_merge(ssa_op_stage *st, ssa_rank *r) {
   }
   /* the biggest lane's array, extended, becomes the op array: merging from
    * the end never overwrites one of its ops before reading it, and only the
-   * other lanes' ops need new pages */
+   * other lanes' ops need new pages; borrowed lanes stay with the thread, and
+   * the ops go to a new array of their exact size */
   ssa_lane_ops *big = &st->lanes[biggest];
-  if (ssa_grow((void **)&big->ops, &big->cap, total, sizeof *big->ops)) {
+  ssa_op *out = st->borrowed ? malloc(total * sizeof *out) : NULL;
+  size_t out_cap = total;
+  if (st->borrowed ? !out : ssa_grow((void **)&big->ops, &big->cap, total, sizeof *big->ops)) {
     ssa_op_stage_free(st);
     return STEPSCOPE_E_NOMEM;
   }
-  ssa_op *out = big->ops;
-  /* the extension is written first (the merge runs from the end): fault it
-   * in with one call */
-  size_t big_n = big->n;
-  while (big_n < total)
-    big_n = ssa_prefault_ahead(out, sizeof *out, big_n, total);
+  if (!st->borrowed) {
+    out = big->ops;
+    out_cap = big->cap;
+    /* the extension is written first (the merge runs from the end): fault it
+     * in with one call */
+    size_t big_n = big->n;
+    while (big_n < total)
+      big_n = ssa_prefault_ahead(out, sizeof *out, big_n, total);
+  }
   if (k == 1) {
+    if (out != big->ops) memcpy(out, big->ops, total * sizeof *out);
     resolve_links(out, total, r);
   } else {
     lane_cursor *cur = calloc(k, sizeof *cur);
@@ -158,7 +182,8 @@ int ssa_op_stage_merge(ssa_op_stage *st, ssa_rank *r) {
     k = 0;
     for (uint32_t i = 0; i < st->nlanes; i++)
       if (st->lanes[i].n)
-        cur[k++] = (lane_cursor){st->lanes[i].ops, st->lanes[i].n, st->lanes[i].n, i == biggest};
+        cur[k++] = (lane_cursor){st->lanes[i].ops, st->lanes[i].n, st->lanes[i].n,
+                                 st->lanes[i].ops == out};
     size_t o = total;
     if (k == 2) {
       lane_cursor *a = &cur[0], *b = &cur[1];
@@ -191,8 +216,8 @@ int ssa_op_stage_merge(ssa_op_stage *st, ssa_rank *r) {
   free(r->ops);
   r->ops = out;
   r->nops = total;
-  r->ops_cap = big->cap;
-  big->ops = NULL;
+  r->ops_cap = out_cap;
+  if (big->ops == out) big->ops = NULL;
   ssa_op_stage_free(st);
   return rc;
 }

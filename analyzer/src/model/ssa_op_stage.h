@@ -37,9 +37,19 @@ typedef struct ssa_op_stage {
   ssa_lane_ops *lanes; /* indexed by the rank's lane index */
   uint32_t nlanes;
   size_t reserve; /* capacity a lane gets at its first op (0: grow from small) */
+  int borrowed;   /* the lanes are the thread's kept arrays (op_stage_cache.c) */
 } ssa_op_stage;
 
+/* Starts a stage: with `reserve` (a big file: each lane gets that capacity at its first op, and
+ * the biggest lane's array becomes the rank's ops), or without (a small file: the lanes are the
+ * arrays this thread kept from its last small file, and the merge copies the ops into an array
+ * of their exact size). */
+void ssa_op_stage_begin(ssa_op_stage *st, size_t reserve);
 void ssa_op_stage_free(ssa_op_stage *st);
+/* The thread's kept lane arrays (op_stage_cache.c): moved into an empty stage, and given back
+ * emptied (lanes over the cache's bound freed); the stage is cleared. */
+void ssa_op_stage_cache_take(ssa_op_stage *st);
+void ssa_op_stage_cache_give(ssa_op_stage *st);
 /* Makes room for lane `lane`; 0 or STEPSCOPE_E_NOMEM. */
 int ssa_op_stage_reserve_lane(ssa_op_stage *st, uint32_t lane);
 /* Grows a lane's array by at least one element (to `reserve` elements
