@@ -20,7 +20,9 @@
 #include "critical_path.h"
 #include "sc_try.h"
 
-/* One walk of a question: the rank's indices and events, the marks, the answer's storage. */
+/* One walk of a question: the rank's indices and events, the marks, the answer's storage:
+ * the piece being filled in (`open`, NULL: none; in `scratch` when the walk keeps no pieces)
+ * and where this answer's tallies begin. */
 typedef struct rank_walk {
   const ssa_cp_graph *g;
   const ssa_rank *r;
@@ -28,18 +30,82 @@ typedef struct rank_walk {
   uint64_t *marks;
   ssa_cp_question *q;
   ssa_cp_step_walk *sw;
+  ssa_cp_piece *open, scratch;
+  size_t first_tally;
 } rank_walk;
 
-/* A new piece [from, to) (aligned) on the rank, appended to the answer: no name, no edge; the
- * caller fills in the rest in place (a piece built aside and copied in was read back right
- * after its byte fields were written, which stalled every piece). NULL: out of memory. */
+/* A piece's slot in names->tally_of: by where its name is (a summary name by its id), its
+ * kind and its cause (an idle cause, or host time's untraced flag: below SSA_CP_IDLE_N). */
+static size_t tally_slot(const ssa_cp_piece *p) {
+  size_t name =
+      p->name_from == SSA_CP_NAME_SUMMARY ? SSA_CP_NAME_SUMMARY + (size_t)p->name : p->name_from;
+  return (name * SSA_CP_KIND_N + p->kind) * SSA_CP_IDLE_N + p->cause;
+}
+
+/* The piece filled in last, added to its tally in the step's walk (a new one when the visit
+ * meets its name, kind and cause for the first time). 0 or STEPSCOPE_E_NOMEM. */
+static int tally_piece(rank_walk *w, const ssa_cp_piece *p) {
+  ssa_cp_names *nm = w->names;
+  ssa_cp_step_walk *o = w->sw;
+  size_t k = tally_slot(p);
+  if (k >= nm->tally_slots) {
+    size_t n = nm->tally_slots, cap = n;
+    if (ssa_grow((void **)&nm->tally_of, &cap, 2 * k + 1, sizeof *nm->tally_of))
+      return STEPSCOPE_E_NOMEM;
+    memset(nm->tally_of + n, 0, (cap - n) * sizeof *nm->tally_of);
+    nm->tally_slots = cap;
+  }
+  if (!nm->tally_of[k]) {
+    if (ssa_grow((void **)&o->tallies, &o->tallies_cap, o->ntallies + 1, sizeof *o->tallies))
+      return STEPSCOPE_E_NOMEM;
+    o->tallies[o->ntallies++] = (ssa_cp_tally){.name = p->name,
+                                               .rank_idx = p->rank_idx,
+                                               .name_from = p->name_from,
+                                               .kind = p->kind,
+                                               .cause = p->cause};
+    nm->tally_of[k] = (uint32_t)o->ntallies;
+  }
+  int64_t d = p->end_rel - p->start_rel;
+  if (d > 0) {
+    ssa_cp_tally *t = &o->tallies[nm->tally_of[k] - 1];
+    t->time += d;
+    t->count++;
+  }
+  return 0;
+}
+
+/* The answer's open piece tallied, and its tallies' slots zero again for the next visit. */
+static int close_answer(rank_walk *w) {
+  int rc = w->open ? tally_piece(w, w->open) : 0;
+  w->open = NULL;
+  const ssa_cp_step_walk *o = w->sw;
+  for (size_t i = w->first_tally; i < o->ntallies; i++) {
+    ssa_cp_piece key = {.name = o->tallies[i].name,
+                        .name_from = o->tallies[i].name_from,
+                        .kind = o->tallies[i].kind,
+                        .cause = o->tallies[i].cause};
+    w->names->tally_of[tally_slot(&key)] = 0;
+  }
+  return rc;
+}
+
+/* A new piece [from, to) (aligned) on the rank, once the one before is tallied: no name, no
+ * edge; the caller fills in the rest in place (a piece built aside and copied in was read back
+ * right after its byte fields were written, which stalled every piece). Appended to the
+ * step's pieces when the walk keeps them, else in the walk's scratch piece. NULL: out of
+ * memory. */
 static ssa_cp_piece *piece_at(rank_walk *w, int64_t from, int64_t to) {
   ssa_cp_step_walk *o = w->sw;
-  if (o->npieces == o->pieces_cap &&
-      ssa_grow((void **)&o->pieces, &o->pieces_cap, o->npieces + 1, sizeof *o->pieces))
-    return NULL;
+  if (w->open && tally_piece(w, w->open)) return NULL;
+  ssa_cp_piece *p = &w->scratch;
+  if (o->keep_pieces) {
+    if (o->npieces == o->pieces_cap &&
+        ssa_grow((void **)&o->pieces, &o->pieces_cap, o->npieces + 1, sizeof *o->pieces))
+      return NULL;
+    p = &o->pieces[o->npieces++];
+  }
+  w->open = p;
   int64_t origin = w->g->run->origin;
-  ssa_cp_piece *p = &o->pieces[o->npieces++];
   *p = (ssa_cp_piece){.start_rel = from - origin,
                       .end_rel = to - origin,
                       .rank_idx = w->q->rank_idx,
@@ -240,7 +306,13 @@ static void drop_trail(ssa_cp_step_walk *sw) {
 
 int ssa_cp_answer(const ssa_cp_graph *g, ssa_cp_names *names, uint64_t *marks, ssa_cp_question *q) {
   ssa_cp_step_walk *sw = q->walk;
-  rank_walk w = {g, &g->run->ranks[q->rank_idx], names, marks, q, sw};
+  rank_walk w = {.g = g,
+                 .r = &g->run->ranks[q->rank_idx],
+                 .names = names,
+                 .marks = marks,
+                 .q = q,
+                 .sw = sw,
+                 .first_tally = sw->ntallies};
   q->clipped = 0;
   q->jump = (ssa_cp_late){SSA_NONE, SSA_NONE, INT64_MIN};
   if (ssa_grow((void **)&sw->visits, &sw->visits_cap, sw->nvisits + 1, sizeof *sw->visits))
@@ -258,6 +330,8 @@ int ssa_cp_answer(const ssa_cp_graph *g, ssa_cp_names *names, uint64_t *marks, s
     rc = enter(&w, n);
   }
   if (rc == 0 && !done) rc = walk_on(&w, n, t);
+  int closed = close_answer(&w);
+  if (rc == 0) rc = closed;
   sw->visits[visit].nnodes = sw->nnodes - sw->visits[visit].node_first;
   trail_marks(&w, visit + 1, 0); /* the marks back to zero */
   if (q->jump.rank_idx == SSA_NONE) drop_trail(sw);

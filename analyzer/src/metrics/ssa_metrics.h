@@ -78,6 +78,10 @@ typedef struct ssa_options {
                                          not read for that pass; ssa_analyze takes them */
   /* the exports only: NULL, or a replay whose ops they add as tracks (export --replay) */
   const struct ssa_export_replay *export_replay;
+  int path_sums_only; /* 1: the critical path keeps its sums, top ops and segment counts (what
+                         the reports print) but not its segments, which only the exports'
+                         track draws (critical_path.h): ~32 bytes less a piece of the path,
+                         about an event's worth at one rank */
 } ssa_options;
 
 void ssa_options_default(ssa_options *o);
