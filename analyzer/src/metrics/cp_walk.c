@@ -235,13 +235,19 @@ static int start_node(rank_walk *w, ssa_cp_node *n, int64_t *t, int *done) {
   return enter(w, *n);
 }
 
-/* The walk from node n (entered) at time t down to lo, or to a collective edge's jump. */
+/* The walk from node n (entered) at time t down to lo, or to a collective edge's jump. The
+ * node is held as its index and type (its rank is the question's): built from the edge as a
+ * struct, it went through the stack, and the call's argument, read back as a word across two
+ * fields just stored, stalled every node (a failed store forwarding, half the walk's time). */
 static int walk_on(rank_walk *w, ssa_cp_node n, int64_t t) {
   const ssa_cp_graph *g = w->g;
   ssa_cp_question *q = w->q;
   int64_t lo = q->lo;
+  const uint32_t rank_idx = n.rank_idx;
+  uint32_t index = n.index, type = n.type;
   while (t > lo) {
     ssa_cp_edge e[SSA_CP_MAX_PREDS];
+    n = (ssa_cp_node){rank_idx, index, type};
     size_t np = ssa_cp_preds(g, n, e);
     int best = -1;
     for (size_t i = 0; i < np; i++) {
@@ -272,8 +278,9 @@ static int walk_on(rank_walk *w, ssa_cp_node n, int64_t t) {
       q->jump = (ssa_cp_late){e[best].from.rank_idx, e[best].coll, t};
       return 0;
     }
-    n = e[best].from;
-    SC_TRY(enter(w, n));
+    index = e[best].from.index;
+    type = e[best].from.type;
+    SC_TRY(enter(w, (ssa_cp_node){rank_idx, index, type}));
   }
   return 0;
 }
