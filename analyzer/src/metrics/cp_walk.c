@@ -20,8 +20,7 @@
 #include "critical_path.h"
 #include "sc_try.h"
 
-/* One walk of a question: the rank's indices and events, the marks, the answer's storage:
- * the piece being filled in (`open`, NULL: none; in `scratch` when the walk keeps no pieces)
+/* One walk of a question: the rank's indices and events, the marks, the answer's storage
  * and where this answer's tallies begin. */
 typedef struct rank_walk {
   const ssa_cp_graph *g;
@@ -30,24 +29,47 @@ typedef struct rank_walk {
   uint64_t *marks;
   ssa_cp_question *q;
   ssa_cp_step_walk *sw;
-  ssa_cp_piece *open, scratch;
   size_t first_tally;
 } rank_walk;
 
-/* A piece's slot in names->tally_of: by where its name is (a summary name by its id), its
- * kind and its cause (an idle cause, or host time's untraced flag: below SSA_CP_IDLE_N). */
-static size_t tally_slot(const ssa_cp_piece *p) {
-  size_t name =
-      p->name_from == SSA_CP_NAME_SUMMARY ? SSA_CP_NAME_SUMMARY + (size_t)p->name : p->name_from;
-  return (name * SSA_CP_KIND_N + p->kind) * SSA_CP_IDLE_N + p->cause;
+/* What a piece is but its times and name: its kind, cause, is_api and name_from (the fields
+ * of ssa_cp_piece), packed in a word so that it goes from where it is decided to put_piece in
+ * a register. A piece filled in place and read back for its tally stalled at every piece (its
+ * byte fields, just stored, read back out of wider stores). */
+typedef uint32_t piece_what;
+static piece_what what_of(unsigned kind, unsigned cause, unsigned is_api, unsigned name_from) {
+  return (piece_what)(kind | cause << 8 | is_api << 16 | name_from << 24);
+}
+static unsigned what_kind(piece_what x) {
+  return x & 0xff;
+}
+static unsigned what_cause(piece_what x) {
+  return x >> 8 & 0xff;
+}
+static unsigned what_is_api(piece_what x) {
+  return x >> 16 & 0xff;
+}
+static unsigned what_name_from(piece_what x) {
+  return x >> 24;
 }
 
-/* The piece filled in last, added to its tally in the step's walk (a new one when the visit
- * meets its name, kind and cause for the first time). 0 or STEPSCOPE_E_NOMEM. */
-static int tally_piece(rank_walk *w, const ssa_cp_piece *p) {
+/* A piece's slot in names->tally_of: by where its name is (a summary name by its id), its
+ * kind and its cause (an idle cause, or host time's untraced flag: below SSA_CP_IDLE_N). */
+static size_t tally_slot(piece_what x, uint32_t name) {
+  size_t at = what_name_from(x) == SSA_CP_NAME_SUMMARY ? SSA_CP_NAME_SUMMARY + (size_t)name
+                                                       : what_name_from(x);
+  return (at * SSA_CP_KIND_N + what_kind(x)) * SSA_CP_IDLE_N + what_cause(x);
+}
+
+/* The piece [from, to) (aligned) on the rank, `x` with `name` (SSA_CP_NAME_SUMMARY: an id in
+ * the summary names, else 0), the walk having gone back from it by `edge`: added to its tally
+ * in the step's walk (a new one when the visit meets its name, kind and cause for the first
+ * time), and appended to the step's pieces when the walk keeps them. 0 or STEPSCOPE_E_NOMEM. */
+static int put_piece(rank_walk *w, int64_t from, int64_t to, piece_what x, uint32_t name,
+                     unsigned edge) {
   ssa_cp_names *nm = w->names;
   ssa_cp_step_walk *o = w->sw;
-  size_t k = tally_slot(p);
+  size_t k = tally_slot(x, name);
   if (k >= nm->tally_slots) {
     size_t n = nm->tally_slots, cap = n;
     if (ssa_grow((void **)&nm->tally_of, &cap, 2 * k + 1, sizeof *nm->tally_of))
@@ -55,63 +77,45 @@ static int tally_piece(rank_walk *w, const ssa_cp_piece *p) {
     memset(nm->tally_of + n, 0, (cap - n) * sizeof *nm->tally_of);
     nm->tally_slots = cap;
   }
-  if (!nm->tally_of[k]) {
+  uint32_t t = nm->tally_of[k];
+  if (!t) {
     if (ssa_grow((void **)&o->tallies, &o->tallies_cap, o->ntallies + 1, sizeof *o->tallies))
       return STEPSCOPE_E_NOMEM;
-    o->tallies[o->ntallies++] = (ssa_cp_tally){.name = p->name,
-                                               .rank_idx = p->rank_idx,
-                                               .name_from = p->name_from,
-                                               .kind = p->kind,
-                                               .cause = p->cause};
-    nm->tally_of[k] = (uint32_t)o->ntallies;
+    o->tallies[o->ntallies++] = (ssa_cp_tally){.name = name,
+                                               .rank_idx = w->q->rank_idx,
+                                               .name_from = (uint8_t)what_name_from(x),
+                                               .kind = (uint8_t)what_kind(x),
+                                               .cause = (uint8_t)what_cause(x)};
+    t = nm->tally_of[k] = (uint32_t)o->ntallies;
   }
-  int64_t d = p->end_rel - p->start_rel;
-  if (d > 0) {
-    ssa_cp_tally *t = &o->tallies[nm->tally_of[k] - 1];
-    t->time += d;
-    t->count++;
+  if (to > from) {
+    o->tallies[t - 1].time += to - from;
+    o->tallies[t - 1].count++;
   }
+  if (!o->keep_pieces) return 0;
+  if (o->npieces == o->pieces_cap &&
+      ssa_grow((void **)&o->pieces, &o->pieces_cap, o->npieces + 1, sizeof *o->pieces))
+    return STEPSCOPE_E_NOMEM;
+  int64_t origin = w->g->run->origin;
+  o->pieces[o->npieces++] = (ssa_cp_piece){.start_rel = from - origin,
+                                           .end_rel = to - origin,
+                                           .rank_idx = w->q->rank_idx,
+                                           .name = name,
+                                           .kind = (uint8_t)what_kind(x),
+                                           .cause = (uint8_t)what_cause(x),
+                                           .edge = (uint8_t)edge,
+                                           .is_api = (uint8_t)what_is_api(x),
+                                           .name_from = (uint8_t)what_name_from(x)};
   return 0;
 }
 
-/* The answer's open piece tallied, and its tallies' slots zero again for the next visit. */
-static int close_answer(rank_walk *w) {
-  int rc = w->open ? tally_piece(w, w->open) : 0;
-  w->open = NULL;
+/* This answer's tallies' slots zero again for the next visit. */
+static void close_answer(rank_walk *w) {
   const ssa_cp_step_walk *o = w->sw;
   for (size_t i = w->first_tally; i < o->ntallies; i++) {
-    ssa_cp_piece key = {.name = o->tallies[i].name,
-                        .name_from = o->tallies[i].name_from,
-                        .kind = o->tallies[i].kind,
-                        .cause = o->tallies[i].cause};
-    w->names->tally_of[tally_slot(&key)] = 0;
+    const ssa_cp_tally *t = &o->tallies[i];
+    w->names->tally_of[tally_slot(what_of(t->kind, t->cause, 0, t->name_from), t->name)] = 0;
   }
-  return rc;
-}
-
-/* A new piece [from, to) (aligned) on the rank, once the one before is tallied: no name, no
- * edge; the caller fills in the rest in place (a piece built aside and copied in was read back
- * right after its byte fields were written, which stalled every piece). Appended to the
- * step's pieces when the walk keeps them, else in the walk's scratch piece. NULL: out of
- * memory. */
-static ssa_cp_piece *piece_at(rank_walk *w, int64_t from, int64_t to) {
-  ssa_cp_step_walk *o = w->sw;
-  if (w->open && tally_piece(w, w->open)) return NULL;
-  ssa_cp_piece *p = &w->scratch;
-  if (o->keep_pieces) {
-    if (o->npieces == o->pieces_cap &&
-        ssa_grow((void **)&o->pieces, &o->pieces_cap, o->npieces + 1, sizeof *o->pieces))
-      return NULL;
-    p = &o->pieces[o->npieces++];
-  }
-  w->open = p;
-  int64_t origin = w->g->run->origin;
-  *p = (ssa_cp_piece){.start_rel = from - origin,
-                      .end_rel = to - origin,
-                      .rank_idx = w->q->rank_idx,
-                      .edge = SSA_CPE_N,
-                      .name_from = SSA_CP_NAME_NONE};
-  return p;
 }
 
 static size_t slot(const rank_walk *w, uint8_t type, uint32_t index) {
@@ -160,56 +164,53 @@ static int64_t own_start(const rank_walk *w, ssa_cp_node n) {
   return (n.type == SSA_CPN_OP ? r->ops[n.index].start : r->apis[n.index].start) + r->offset_ns;
 }
 
-/* The node's piece: its kind and where its name is. */
-static int node_piece(rank_walk *w, ssa_cp_node n, ssa_cp_piece *s) {
+/* The node's piece: *x (its kind, where its name is) and *name. */
+static int node_piece(rank_walk *w, ssa_cp_node n, piece_what *x, uint32_t *name) {
   const ssa_rank *r = w->r;
   uint32_t string;
+  *name = 0;
   if (n.type == SSA_CPN_API) {
-    s->kind = SSA_CP_HOST;
-    s->is_api = 1;
+    *x = what_of(SSA_CP_HOST, 0, 1, SSA_CP_NAME_SUMMARY);
     string = r->apis[n.index].name;
   } else {
     const ssa_op *o = &r->ops[n.index];
-    s->kind = o->cls == SSA_CLS_COMPUTE ? SSA_CP_COMPUTE
-              : o->cls == SSA_CLS_COMM  ? SSA_CP_COMM
-                                        : SSA_CP_COPY;
+    unsigned kind = o->cls == SSA_CLS_COMPUTE ? SSA_CP_COMPUTE
+                    : o->cls == SSA_CLS_COMM  ? SSA_CP_COMM
+                                              : SSA_CP_COPY;
     string = o->name;
     if (!*ssa_rank_str(r, string)) {
-      s->name_from = o->kind == SSA_OP_MEMSET ? SSA_CP_NAME_MEMSET : SSA_CP_NAME_MEMCPY;
+      *x = what_of(kind, 0, 0, o->kind == SSA_OP_MEMSET ? SSA_CP_NAME_MEMSET : SSA_CP_NAME_MEMCPY);
       return 0;
     }
+    *x = what_of(kind, 0, 0, SSA_CP_NAME_SUMMARY);
   }
-  s->name_from = SSA_CP_NAME_SUMMARY;
   ssa_cp_names *nm = w->names;
   if (string < nm->nstrings && nm->by_string[string]) {
-    s->name = nm->by_string[string];
+    *name = nm->by_string[string];
     return 0;
   }
-  const char *name = ssa_rank_str(r, string);
-  size_t len = strlen(name);
-  s->name = ssa_strtab_intern(nm->summary, name, len);
-  if (string < nm->nstrings) nm->by_string[string] = s->name;
-  return len && !s->name ? STEPSCOPE_E_NOMEM : 0;
+  const char *s = ssa_rank_str(r, string);
+  size_t len = strlen(s);
+  *name = ssa_strtab_intern(nm->summary, s, len);
+  if (string < nm->nstrings) nm->by_string[string] = *name;
+  return len && !*name ? STEPSCOPE_E_NOMEM : 0;
 }
 
 /* The piece of a gap before a node: idle with the edge's cause, or untraced host time when
  * the node runs on a host thread (a call, or an op of a host timeline). */
-static void gap_piece(const rank_walk *w, ssa_cp_node n, int edge, ssa_cp_piece *s) {
+static piece_what gap_piece(const rank_walk *w, ssa_cp_node n, int edge) {
   const ssa_rank *r = w->r;
-  if (n.type == SSA_CPN_API || r->host_timeline) {
-    s->kind = SSA_CP_HOST;
-    s->cause = 1;
-    s->name_from = SSA_CP_NAME_UNTRACED;
-    return;
-  }
-  s->kind = SSA_CP_IDLE;
+  if (n.type == SSA_CPN_API || r->host_timeline)
+    return what_of(SSA_CP_HOST, 1, 0, SSA_CP_NAME_UNTRACED);
   /* a stream gap is the device's own delay only when the op's launch is known (it was
    * released earlier): without it the trace does not show what the op waited for */
   if (edge == SSA_CPE_LANE && r->ops[n.index].launch == SSA_NONE) edge = SSA_CPE_N;
-  s->cause = edge == SSA_CPE_LAUNCH ? SSA_CP_IDLE_LAUNCH
-             : edge == SSA_CPE_WAIT ? SSA_CP_IDLE_SYNC
-             : edge == SSA_CPE_LANE ? SSA_CP_IDLE_STREAM
-                                    : SSA_CP_IDLE_UNEXPLAINED;
+  return what_of(SSA_CP_IDLE,
+                 edge == SSA_CPE_LAUNCH ? SSA_CP_IDLE_LAUNCH
+                 : edge == SSA_CPE_WAIT ? SSA_CP_IDLE_SYNC
+                 : edge == SSA_CPE_LANE ? SSA_CP_IDLE_STREAM
+                                        : SSA_CP_IDLE_UNEXPLAINED,
+                 0, SSA_CP_NAME_NONE);
 }
 
 /* The step's start on its end rank: the node that ends last by the window's end hi, and the
@@ -220,18 +221,13 @@ static int start_node(rank_walk *w, ssa_cp_node *n, int64_t *t, int *done) {
   int64_t lo = q->lo, hi = q->t;
   *done = 0;
   if (ssa_cp_last_before(w->g, q->rank_idx, hi, n) != 0 || ssa_cp_node_end(w->g, *n) <= lo) {
-    ssa_cp_piece *s = piece_at(w, lo, hi);
-    if (!s) return STEPSCOPE_E_NOMEM;
-    s->kind = SSA_CP_IDLE, s->cause = SSA_CP_IDLE_UNEXPLAINED;
     *done = 1;
-    return 0;
+    return put_piece(w, lo, hi, what_of(SSA_CP_IDLE, SSA_CP_IDLE_UNEXPLAINED, 0, SSA_CP_NAME_NONE),
+                     0, SSA_CPE_N);
   }
   *t = ssa_cp_node_end(w->g, *n);
-  if (*t < hi) {
-    ssa_cp_piece *s = piece_at(w, *t, hi);
-    if (!s) return STEPSCOPE_E_NOMEM;
-    s->kind = SSA_CP_HOST, s->cause = 1, s->name_from = SSA_CP_NAME_UNTRACED;
-  }
+  if (*t < hi)
+    SC_TRY(put_piece(w, *t, hi, what_of(SSA_CP_HOST, 1, 0, SSA_CP_NAME_UNTRACED), 0, SSA_CPE_N));
   return enter(w, *n);
 }
 
@@ -263,15 +259,13 @@ static int walk_on(rank_walk *w, ssa_cp_node n, int64_t t) {
     if (r < lo) r = lo;
     int64_t from = start > r ? start : r;
     if (from > t) from = t;
-    ssa_cp_piece *s = piece_at(w, from, t);
-    if (!s) return STEPSCOPE_E_NOMEM;
-    s->edge = best >= 0 ? e[best].type : SSA_CPE_N;
-    SC_TRY(node_piece(w, n, s));
-    if (from > r) {
-      ssa_cp_piece *gs = piece_at(w, r, from);
-      if (!gs) return STEPSCOPE_E_NOMEM;
-      gap_piece(w, n, best >= 0 ? e[best].type : SSA_CPE_N, gs);
-    }
+    piece_what x;
+    uint32_t name;
+    SC_TRY(node_piece(w, n, &x, &name));
+    SC_TRY(put_piece(w, from, t, x, name, best >= 0 ? e[best].type : SSA_CPE_N));
+    if (from > r)
+      SC_TRY(put_piece(w, r, from, gap_piece(w, n, best >= 0 ? e[best].type : SSA_CPE_N), 0,
+                       SSA_CPE_N));
     t = r;
     if (best < 0) break;
     if (e[best].type == SSA_CPE_COLLECTIVE) { /* to another rank: the asking side goes on */
@@ -337,8 +331,7 @@ int ssa_cp_answer(const ssa_cp_graph *g, ssa_cp_names *names, uint64_t *marks, s
     rc = enter(&w, n);
   }
   if (rc == 0 && !done) rc = walk_on(&w, n, t);
-  int closed = close_answer(&w);
-  if (rc == 0) rc = closed;
+  close_answer(&w);
   sw->visits[visit].nnodes = sw->nnodes - sw->visits[visit].node_first;
   trail_marks(&w, visit + 1, 0); /* the marks back to zero */
   if (q->jump.rank_idx == SSA_NONE) drop_trail(sw);
