@@ -20,13 +20,16 @@
 #include "critical_path.h"
 #include "sc_try.h"
 
-/* One walk of a question: the rank's indices and events, the marks, the answer's storage
- * and where this answer's tallies begin. */
+/* One walk of a question: the rank's indices and events, the marks (`now`: the stamp of the
+ * nodes this answer enters), the answer's storage and where this answer's tallies begin;
+ * `trail`: whether it keeps the nodes it enters (a walk that may jump to another rank and come
+ * back; a run of one rank has no edge to another). */
 typedef struct rank_walk {
   const ssa_cp_graph *g;
   const ssa_rank *r;
   ssa_cp_names *names;
-  uint64_t *marks;
+  uint8_t *marks, now;
+  int trail;
   ssa_cp_question *q;
   ssa_cp_step_walk *sw;
   size_t first_tally;
@@ -123,12 +126,14 @@ static size_t slot(const rank_walk *w, uint8_t type, uint32_t index) {
 }
 
 static void set_mark(rank_walk *w, uint8_t type, uint32_t index) {
-  size_t k = slot(w, type, index);
-  w->marks[k / 64] |= (uint64_t)1 << (k % 64);
+  w->marks[slot(w, type, index)] = w->now;
 }
 
-/* Enters node n: marked, and kept in the answer's nodes with the record it is the op of. */
+/* Enters node n: marked, and, when the walk keeps its trail, kept in the answer's nodes with
+ * the record it is the op of. */
 static int enter(rank_walk *w, ssa_cp_node n) {
+  set_mark(w, n.type, n.index);
+  if (!w->trail) return 0;
   ssa_cp_step_walk *o = w->sw;
   uint32_t coll = SSA_NONE;
   if (n.type == SSA_CPN_OP) {
@@ -139,7 +144,6 @@ static int enter(rank_walk *w, ssa_cp_node n) {
       ssa_grow((void **)&o->nodes, &o->nodes_cap, o->nnodes + 1, sizeof *o->nodes))
     return STEPSCOPE_E_NOMEM;
   o->nodes[o->nnodes++] = (ssa_cp_visited){n.index, coll, n.type};
-  set_mark(w, n.type, n.index);
   return 0;
 }
 
@@ -152,8 +156,7 @@ static int taken(const rank_walk *w, const ssa_cp_edge *e) {
     size_t k = ssa_count_below(t->colls, t->ncolls, sizeof *t->colls, key);
     return k < t->ncolls && t->colls[k] == key;
   }
-  size_t k = slot(w, e->from.type, e->from.index);
-  return (int)(w->marks[k / 64] >> (k % 64) & 1);
+  return w->marks[slot(w, e->from.type, e->from.index)] == w->now;
 }
 
 /* A node of the walk's rank: its aligned start (ssa_cp_node_start, read here from the rank's
@@ -279,20 +282,14 @@ static int walk_on(rank_walk *w, ssa_cp_node n, int64_t t) {
   return 0;
 }
 
-/* Sets (on 1) or clears the marks of the nodes the step's walk entered on this rank before
- * (its visits before `upto`). */
-static void trail_marks(rank_walk *w, size_t upto, int on) {
+/* Marks the nodes the step's walk entered on this rank before (its visits before `upto`). */
+static void trail_marks(rank_walk *w, size_t upto) {
   const ssa_cp_step_walk *sw = w->sw;
   for (size_t v = 0; v < upto; v++) {
     const ssa_cp_visit *vi = &sw->visits[v];
     if (vi->rank_idx != w->q->rank_idx) continue;
-    for (size_t k = vi->node_first; k < vi->node_first + vi->nnodes; k++) {
-      size_t s = slot(w, sw->nodes[k].type, sw->nodes[k].index);
-      if (on)
-        set_mark(w, sw->nodes[k].type, sw->nodes[k].index);
-      else
-        w->marks[s / 64] = 0;
-    }
+    for (size_t k = vi->node_first; k < vi->node_first + vi->nnodes; k++)
+      set_mark(w, sw->nodes[k].type, sw->nodes[k].index);
   }
 }
 
@@ -305,12 +302,19 @@ static void drop_trail(ssa_cp_step_walk *sw) {
   sw->nvisits = sw->visits_cap = sw->nnodes = sw->nodes_cap = sw->ncolls = sw->colls_cap = 0;
 }
 
-int ssa_cp_answer(const ssa_cp_graph *g, ssa_cp_names *names, uint64_t *marks, ssa_cp_question *q) {
+int ssa_cp_answer(const ssa_cp_graph *g, ssa_cp_names *names, ssa_cp_marks *marks,
+                  ssa_cp_question *q) {
   ssa_cp_step_walk *sw = q->walk;
+  if (++marks->now == 0) { /* every stamp used: none entered again */
+    memset(marks->stamp, 0, ssa_cp_rank_slots(g, q->rank_idx));
+    marks->now = 1;
+  }
   rank_walk w = {.g = g,
                  .r = &g->run->ranks[q->rank_idx],
                  .names = names,
-                 .marks = marks,
+                 .marks = marks->stamp,
+                 .now = marks->now,
+                 .trail = g->nranks > 1,
                  .q = q,
                  .sw = sw,
                  .first_tally = sw->ntallies};
@@ -320,7 +324,7 @@ int ssa_cp_answer(const ssa_cp_graph *g, ssa_cp_names *names, uint64_t *marks, s
     return STEPSCOPE_E_NOMEM;
   size_t visit = sw->nvisits++;
   sw->visits[visit] = (ssa_cp_visit){q->rank_idx, sw->nnodes, 0};
-  trail_marks(&w, visit, 1);
+  trail_marks(&w, visit);
   ssa_cp_node n;
   int64_t t = q->t;
   int done = 0, rc;
@@ -333,7 +337,6 @@ int ssa_cp_answer(const ssa_cp_graph *g, ssa_cp_names *names, uint64_t *marks, s
   if (rc == 0 && !done) rc = walk_on(&w, n, t);
   close_answer(&w);
   sw->visits[visit].nnodes = sw->nnodes - sw->visits[visit].node_first;
-  trail_marks(&w, visit + 1, 0); /* the marks back to zero */
   if (q->jump.rank_idx == SSA_NONE) drop_trail(sw);
   return rc;
 }

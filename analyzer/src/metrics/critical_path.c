@@ -238,15 +238,15 @@ static int cmp_question_rank(const void *pa, const void *pb) {
 static int answer_questions(ssa_analysis *a, size_t i, void *ctx) {
   rounds *x = ctx;
   int rc = ssa_cp_rank_index(&x->g, (uint32_t)i);
-  uint64_t *marks = rc ? NULL : calloc(ssa_cp_rank_slots(&x->g, (uint32_t)i) / 64 + 1, 8);
+  ssa_cp_marks marks = {rc ? NULL : calloc(ssa_cp_rank_slots(&x->g, (uint32_t)i) + 1, 1), 0};
   size_t nstrings = a->run->ranks[i].strings.count;
   ssa_cp_names names = {&a->ranks[i].summary.names,
                         calloc(nstrings ? nstrings : 1, sizeof *names.by_string), nstrings, NULL,
                         0};
-  if (!marks || !names.by_string) rc = STEPSCOPE_E_NOMEM;
+  if (!marks.stamp || !names.by_string) rc = STEPSCOPE_E_NOMEM;
   for (size_t k = x->first[i]; k < x->first[i + 1] && rc == 0; k++)
-    rc = ssa_cp_answer(&x->g, &names, marks, &x->q[k]);
-  free(marks);
+    rc = ssa_cp_answer(&x->g, &names, &marks, &x->q[k]);
+  free(marks.stamp);
   free(names.by_string);
   free(names.tally_of);
   if (a->opt.rank_events) ssa_cp_rank_index_free(&x->g, (uint32_t)i); /* its events go */

@@ -275,10 +275,20 @@ typedef struct ssa_cp_names {
   size_t tally_slots;
 } ssa_cp_names;
 
+/* Which nodes of a rank the walk answering now entered: a node is entered when its slot's
+ * stamp is `now`, which each answer moves on (back to 1 after 255, the stamps zeroed then), so
+ * that an answer begins with no node entered without clearing the marks of the one before: a
+ * byte per node slot of the rank (ssa_cp_rank_slots), zero at first, and now 0. */
+typedef struct ssa_cp_marks {
+  uint8_t *stamp;
+  uint8_t now;
+} ssa_cp_marks;
+
 /* Answers question q about rank q->rank_idx (cp_walk.c) from its indices (ssa_cp_rank_index)
- * and events: the pieces tallied (kept too when the walk keeps them); names go into `names`.
- * `marks`: a bit per node slot of the rank, zero, left zero. 0 or STEPSCOPE_E_NOMEM. */
-int ssa_cp_answer(const ssa_cp_graph *g, ssa_cp_names *names, uint64_t *marks, ssa_cp_question *q);
+ * and events: the pieces tallied (kept too when the walk keeps them); names go into `names`,
+ * the rank's marks are `marks`. 0 or STEPSCOPE_E_NOMEM. */
+int ssa_cp_answer(const ssa_cp_graph *g, ssa_cp_names *names, ssa_cp_marks *marks,
+                  ssa_cp_question *q);
 
 /* Walks every run step's critical path (critical_path.c) into a->critical_path. Needs the
  * steps (ssa_read_run_metadata). 0 or STEPSCOPE_E_NOMEM. */
