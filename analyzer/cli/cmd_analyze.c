@@ -175,6 +175,7 @@ static int parse_command(const cli_table *table, int argc, char **argv, analyze_
     clash = "--cross needs --partial OUT";
   else if (rc == CLI_PARSED && x->partial_path && (x->json_path || x->heatmap_path))
     clash = "--partial writes no report: --json and --heatmap are merge's";
+  x->opt.path_sums_only = 1; /* the reports print the critical path's sums, not its segments */
   if (!clash) return rc;
   cli_print(stderr, "stepscope %s: %s\n", table->command, clash);
   return 2;

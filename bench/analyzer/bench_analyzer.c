@@ -196,6 +196,7 @@ static void measure(const char *dir, int threads, int do_export, int ranks, uint
     ssa_options opt;
     ssa_options_default(&opt);
     opt.threads = threads;
+    opt.path_sums_only = !do_export; /* as `stepscope analyze`: the export draws the segments */
     if (ssa_analyze(&run, &opt, &a, &err)) {
       fprintf(stderr, "%s\n", err.message);
       _exit(1);

@@ -3,11 +3,13 @@
  * loads and analyses a run, then walks every step's critical path again, alone, and prints
  * its time per event (ops + host calls) against the load + analysis, and the path's size.
  *
- * usage: bench_critical_path RUN [REPEATS]
+ * usage: bench_critical_path RUN [REPEATS] [sums]
+ * sums: the path kept as sums only (ssa_options.path_sums_only: what `stepscope analyze` asks).
  * A large run: stepscope-gen DIR --ranks 4 --lanes 4 --steps 20 --ops 50000 (8 M records).
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/utsname.h>
 #include <time.h>
 
@@ -23,16 +25,19 @@ static double now_s(void) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: bench_critical_path RUN [REPEATS]\n");
+    fprintf(stderr, "usage: bench_critical_path RUN [REPEATS] [sums]\n");
     return 2;
   }
   int repeats = argc > 2 ? atoi(argv[2]) : 3;
+  ssa_options opt;
+  ssa_options_default(&opt);
+  opt.path_sums_only = argc > 3 && !strcmp(argv[3], "sums");
   ssa_run run = {0};
   ssa_analysis a;
   stepscope_error err = {0};
   ssa_load_options lo = {0};
   double t0 = now_s();
-  if (ssa_run_load(&run, argv[1], &lo, &err) || ssa_analyze(&run, NULL, &a, &err)) {
+  if (ssa_run_load(&run, argv[1], &lo, &err) || ssa_analyze(&run, &opt, &a, &err)) {
     fprintf(stderr, "bench_critical_path: %s\n", err.message);
     return 1;
   }

@@ -15,7 +15,10 @@
  *               nodes have dependencies (clipped) on nodes already on the path, on rank 0
  *               and on rank 1: none is entered again;
  *   host_bound  one rank, two steps whose kernels are short and far apart: the host's
- *               untraced time is the path.
+ *               untraced time is the path;
+ *   order_inserted, order_merged, order_sorted: the graph's order of ops by end, which each
+ *               shape of ops gets a different way (cp_graph.c), seen through
+ *               ssa_cp_last_before against every node looked at by hand.
  *
  * Each case checks every part of the path (kind, idle cause, rank, top op) against the
  * numbers worked out in its comment, and that the pieces tile the step's window (each
@@ -362,11 +365,71 @@ static void case_stream_wait_inferred(int64_t after) {
   ssa_run_free(&run);
 }
 
+/* The node that ends last by t, as ssa_cp_last_before defines it, by looking at every node:
+ * the latest end, then an op before a host call, then the lower index (the longer one). */
+static ssa_cp_node last_before_by_hand(const ssa_cp_graph *g, const ssa_rank *r, int64_t t,
+                                       int *found) {
+  ssa_cp_node best = {0, SSA_NONE, SSA_CPN_OP};
+  int64_t best_end = INT64_MIN;
+  *found = 0;
+  for (uint32_t type = SSA_CPN_OP; type <= SSA_CPN_API; type++)
+    for (uint32_t i = 0; i < (type == SSA_CPN_OP ? r->nops : r->napis); i++) {
+      ssa_cp_node n = {0, i, type};
+      int64_t e = ssa_cp_node_end(g, n);
+      if (e > t || (*found && e <= best_end)) continue; /* ties: the op, the lower index */
+      best = n, best_end = e, *found = 1;
+    }
+  return best;
+}
+
+/* The rank's order by end (cp_graph.c: by insertion, by merging the lanes, or sorted, by the
+ * shape of the ops), seen through ssa_cp_last_before at every node's end and next to it,
+ * against every node looked at by hand: `lanes` streams, each round a kernel per stream, the
+ * kernels of a round nested (each starts after and ends before the one of the stream before)
+ * when `nested`, else each odd stream's ending before the even one's before it (one place
+ * out of start order). Nested rounds of 16 streams are too far from start order for the
+ * insertion and go to the merge of the lanes; of 20, to the sort. */
+static void case_order_by_end(int rounds, int lanes, int nested) {
+  ssa_rank *r = calloc(1, sizeof *r);
+  header(r, 0, 1);
+  step_range(r, 0, 0, (int64_t)rounds * 1000 + 1000);
+  uint64_t corr = 1;
+  for (int k = 0; k < rounds; k++)
+    for (int i = 0; i < lanes; i++) {
+      int64_t base = (int64_t)k * 1000, as = base + 2 * i;
+      int64_t ks = nested ? base + 100 + i : base + 100 + 10 * i;
+      int64_t ke = nested ? base + 600 - 10 * i : ks + (i % 2 ? 5 : 25);
+      kernel(r, "K", as, as + 1, ks, ke, 100 + (uint64_t)i, corr++);
+    }
+  ssa_run run = {0};
+  ssa_analysis a;
+  CHECK(analyse(&run, &a, r, 1) != NULL);
+  ssa_cp_graph g;
+  CHECK(ssa_cp_graph_build(&g, &run, NULL, 0, 1) == 0);
+  const ssa_rank *rk = &run.ranks[0];
+  size_t checked = 0;
+  for (uint32_t type = SSA_CPN_OP; type <= SSA_CPN_API; type++)
+    for (uint32_t i = 0; i < (type == SSA_CPN_OP ? rk->nops : rk->napis); i++)
+      for (int64_t d = -1; d <= 1; d++) {
+        int64_t t = ssa_cp_node_end(&g, (ssa_cp_node){0, i, type}) + d;
+        int found;
+        ssa_cp_node want = last_before_by_hand(&g, rk, t, &found), got;
+        int rc = ssa_cp_last_before(&g, 0, t, &got);
+        CHECK(rc == (found ? 0 : -1));
+        if (rc == 0 && found) CHECK(got.type == want.type && got.index == want.index);
+        checked++;
+      }
+  CHECK(rk->nops == (size_t)(rounds * lanes) && checked == 3 * (rk->nops + rk->napis));
+  ssa_cp_graph_free(&g);
+  ssa_analysis_free(&a);
+  ssa_run_free(&run);
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: test_critical_path "
                     "collective|revisit|stream_wait|stream_wait_inferred|stream_wait_too_late|"
-                    "host_bound\n");
+                    "host_bound|order_inserted|order_merged|order_sorted\n");
     return 2;
   }
   if (!strcmp(argv[1], "collective"))
@@ -381,6 +444,12 @@ int main(int argc, char **argv) {
     case_stream_wait_inferred(80);
   else if (!strcmp(argv[1], "host_bound"))
     case_host_bound();
+  else if (!strcmp(argv[1], "order_inserted"))
+    case_order_by_end(20, 2, 0);
+  else if (!strcmp(argv[1], "order_merged"))
+    case_order_by_end(4, 16, 1);
+  else if (!strcmp(argv[1], "order_sorted"))
+    case_order_by_end(2, 20, 1);
   else
     return 2;
   if (failures) fprintf(stderr, "%d failure(s)\n", failures);

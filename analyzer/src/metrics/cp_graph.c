@@ -106,46 +106,16 @@ static uint32_t prev_at(const uint32_t *prev, uint32_t i) {
   return prev ? prev[i] : i ? i - 1 : SSA_NONE;
 }
 
-/* prev[i]: the previous item of item i's lane (SSA_NONE: none, or no lane); `last` is
- * scratch of nlanes entries, left holding each lane's last item. 1 when every item has a lane
- * and each lane's items end in index order (a stream or a thread runs one at a time), the
- * shape merge_lanes_by_end needs; else 0. Items start with int64 start, end. */
-static int prev_on_lane(const void *items, size_t n, size_t size, size_t lane_offset,
-                        uint32_t nlanes, uint32_t *last, uint32_t *prev) {
-  for (uint32_t l = 0; l < nlanes; l++)
-    last[l] = SSA_NONE;
-  const char *p = items;
-  int lanes_end_ordered = 1;
-  int64_t prev_end = 0;
-  for (size_t i = 0; i < n; i++) {
-    uint16_t lane;
-    int64_t end;
-    memcpy(&lane, p + i * size + lane_offset, sizeof lane);
-    memcpy(&end, p + i * size + sizeof(int64_t), sizeof end);
-    prev[i] = lane < nlanes ? last[lane] : SSA_NONE;
-    if (lane >= nlanes) {
-      lanes_end_ordered = 0;
-      continue;
-    }
-    if (last[lane] != SSA_NONE) {
-      memcpy(&prev_end, p + (size_t)last[lane] * size + sizeof(int64_t), sizeof prev_end);
-      if (prev_end > end) lanes_end_ordered = 0;
-    }
-    last[lane] = (uint32_t)i;
-  }
-  return lanes_end_ordered;
-}
-
 static int64_t item_end(const void *items, size_t size, uint32_t i) {
   int64_t end;
   memcpy(&end, (const char *)items + (size_t)i * size + sizeof(int64_t), sizeof end);
   return end;
 }
 
-/* out: the indices of items in order of (end, index), without scratch, when prev_on_lane
+/* out: the indices of items in order of (end, index), without scratch, when links_and_order
  * found every lane's items in order of end: the merge of the lanes, written from the back
  * (the lane tail with the greatest end, the later index on a tie, then that lane goes on at
- * its prev). `tail`: each lane's last item, as prev_on_lane left `last`. Looks at every
+ * its prev). `tail`: each lane's last item, as links_and_order left `last`. Looks at every
  * non-empty lane per item, so only for a few lanes: 1 when done, 0 when there are more than
  * MERGED_LANES_MAX (order_by_end does it then). */
 #define MERGED_LANES_MAX 16
@@ -171,6 +141,55 @@ static int merge_lanes_by_end(const void *items, size_t n, size_t size, uint32_t
     if (at[best] != SSA_NONE) at_end[best] = item_end(items, size, at[best]);
   }
   return 1;
+}
+
+/* Item i, which ends at `end`, put into out[0..i] (the items before it in order of (end,
+ * index)) at its place: back past those that end later. *budget: how many more moves back
+ * the caller allows; 0 when it ran out (out is then no order). */
+static int insert_by_end(const void *items, size_t size, uint32_t *out, size_t i, int64_t end,
+                         size_t *budget) {
+  size_t j = i;
+  while (j > 0 && item_end(items, size, out[j - 1]) > end) {
+    if ((*budget)-- == 0) return 0;
+    out[j] = out[j - 1];
+    j--;
+  }
+  out[j] = (uint32_t)i;
+  return 1;
+}
+
+/* prev[i]: the previous item of item i's lane (SSA_NONE: none, or no lane), `last` scratch of
+ * nlanes entries, left holding each lane's last item; and by_end: the items in order of (end,
+ * index), made in the same pass by insertion (insert_by_end) when it can, else by merging the
+ * lanes when each lane's items end in index order (a stream or a thread runs one at a time):
+ * 1, or 0 when neither can (order_by_end sorts then). Items start with int64 start, end.
+ * Insertion first: items in start order are nearly in end order (an op ends after the few
+ * that overlap it started), so it costs a comparison per item where the merge chose a lane per
+ * item (a data-dependent branch) in a second pass over the items; it gives up after moving
+ * items back twice their number in all (many long overlapping items). */
+static int links_and_order(const void *items, size_t n, size_t size, size_t lane_offset,
+                           uint32_t nlanes, uint32_t *last, uint32_t *prev, uint32_t *by_end) {
+  for (uint32_t l = 0; l < nlanes; l++)
+    last[l] = SSA_NONE;
+  const char *p = items;
+  int lanes_end_ordered = 1, inserted = 1;
+  size_t budget = 2 * n + 64;
+  for (size_t i = 0; i < n; i++) {
+    uint16_t lane;
+    int64_t end;
+    memcpy(&lane, p + i * size + lane_offset, sizeof lane);
+    memcpy(&end, p + i * size + sizeof(int64_t), sizeof end);
+    if (inserted) inserted = insert_by_end(items, size, by_end, i, end, &budget);
+    prev[i] = lane < nlanes ? last[lane] : SSA_NONE;
+    if (lane >= nlanes) {
+      lanes_end_ordered = 0;
+      continue;
+    }
+    if (last[lane] != SSA_NONE && item_end(items, size, last[lane]) > end) lanes_end_ordered = 0;
+    last[lane] = (uint32_t)i;
+  }
+  return inserted ||
+         (lanes_end_ordered && merge_lanes_by_end(items, n, size, nlanes, last, prev, by_end));
 }
 
 /* out: the indices of items (each starting with int64 start, end) in order of end; `keys`
@@ -345,15 +364,11 @@ static void build_rank_index(ssa_cp_rank *cr, const ssa_rank *r) {
    * fault in and sort */
   int ops_merged = ops_in_order, apis_merged = apis_in_order;
   if (!cr->failed && !ops_in_order)
-    ops_merged = prev_on_lane(r->ops, r->nops, sizeof *r->ops, offsetof(ssa_op, lane), r->nlanes,
-                              last, cr->op_prev) &&
-                 merge_lanes_by_end(r->ops, r->nops, sizeof *r->ops, r->nlanes, last, cr->op_prev,
-                                    cr->op_by_end);
+    ops_merged = links_and_order(r->ops, r->nops, sizeof *r->ops, offsetof(ssa_op, lane), r->nlanes,
+                                 last, cr->op_prev, cr->op_by_end);
   if (!cr->failed && !apis_in_order)
-    apis_merged = prev_on_lane(r->apis, r->napis, sizeof *r->apis, offsetof(ssa_api, lane),
-                               r->nlanes, last, cr->api_prev) &&
-                  merge_lanes_by_end(r->apis, r->napis, sizeof *r->apis, r->nlanes, last,
-                                     cr->api_prev, cr->api_by_end);
+    apis_merged = links_and_order(r->apis, r->napis, sizeof *r->apis, offsetof(ssa_api, lane),
+                                  r->nlanes, last, cr->api_prev, cr->api_by_end);
   if (!cr->failed && (!ops_merged || !apis_merged)) {
     size_t op_keys = ops_merged ? 0 : r->nops, api_keys = apis_merged ? 0 : r->napis;
     size_t most = op_keys > api_keys ? op_keys : api_keys;

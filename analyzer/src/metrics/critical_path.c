@@ -11,8 +11,12 @@
  * the next round asks the ranks jumped to. Each question carries the step's trail, so a node
  * is entered at most once per step, as in one walk over the whole graph. Time only goes back
  * and every piece ends where the next begins, so the pieces tile the window: the path's
- * length is the step time. Once no walk goes on, each step's pieces become its segments, the
- * names interned in step and walk order (the ids, and so the ties below, of one walk).
+ * length is the step time. A rank tallies its pieces as it walks (path time per name, kind
+ * and cause in each visit: ssa_cp_tally), and keeps them too only for the exports' track (the
+ * reports print sums: ssa_options.path_sums_only keeps none, a piece per event less at one
+ * rank). Once no walk goes on, each step's tallies become its sums, the names interned in step
+ * and walk order (the ids, and so the ties below, of one walk), and its kept pieces its
+ * segments.
  *
  * Then per step: time by kind, by idle cause and by rank, and the top ops (path time per
  * name and rank); over the steps counted in the medians: each part's median, the totals and
@@ -111,16 +115,18 @@ static void top_table_best(top_table *tt, ssa_cp_top *out, size_t cap, size_t *n
   tt->t = NULL;
 }
 
-/* Segment s counted in its step's sums (time by kind, idle cause and rank) and, unless idle,
- * in the step's table of top ops `tt`. */
-static int account_segment(ssa_cp_step *st, top_table *tt, const ssa_cp_segment *s) {
-  int64_t d = s->end_rel - s->start_rel;
+/* A tally of segments (`name`: its name in the analysis' names) counted in its step's sums
+ * (time by kind, idle cause and rank, the segments) and, unless idle, in the step's table of
+ * top ops `tt`. */
+static int account_tally(ssa_cp_step *st, top_table *tt, const ssa_cp_tally *t, uint32_t name) {
+  int64_t d = t->time;
+  st->nseg += t->count;
   st->length += d;
-  st->kind[s->kind] += d;
-  if (s->kind == SSA_CP_IDLE) st->idle_cause[s->cause] += d;
-  if (s->kind == SSA_CP_HOST && s->cause) st->host_untraced += d;
-  st->by_rank[s->rank_idx] += d;
-  return s->kind == SSA_CP_IDLE ? 0 : top_add(tt, s->name, s->rank_idx, s->kind, d, 1);
+  st->kind[t->kind] += d;
+  if (t->kind == SSA_CP_IDLE) st->idle_cause[t->cause] += d;
+  if (t->kind == SSA_CP_HOST && t->cause) st->host_untraced += d;
+  st->by_rank[t->rank_idx] += d;
+  return t->kind == SSA_CP_IDLE ? 0 : top_add(tt, name, t->rank_idx, t->kind, d, t->count);
 }
 
 /* A step's top ops from its table `tt` (spent); the step's time by (name, rank, kind) added to
@@ -232,15 +238,17 @@ static int cmp_question_rank(const void *pa, const void *pb) {
 static int answer_questions(ssa_analysis *a, size_t i, void *ctx) {
   rounds *x = ctx;
   int rc = ssa_cp_rank_index(&x->g, (uint32_t)i);
-  uint64_t *marks = rc ? NULL : calloc(ssa_cp_rank_slots(&x->g, (uint32_t)i) / 64 + 1, 8);
+  ssa_cp_marks marks = {rc ? NULL : calloc(ssa_cp_rank_slots(&x->g, (uint32_t)i) + 1, 1), 0};
   size_t nstrings = a->run->ranks[i].strings.count;
   ssa_cp_names names = {&a->ranks[i].summary.names,
-                        calloc(nstrings ? nstrings : 1, sizeof *names.by_string), nstrings};
-  if (!marks || !names.by_string) rc = STEPSCOPE_E_NOMEM;
+                        calloc(nstrings ? nstrings : 1, sizeof *names.by_string), nstrings, NULL,
+                        0};
+  if (!marks.stamp || !names.by_string) rc = STEPSCOPE_E_NOMEM;
   for (size_t k = x->first[i]; k < x->first[i + 1] && rc == 0; k++)
-    rc = ssa_cp_answer(&x->g, &names, marks, &x->q[k]);
-  free(marks);
+    rc = ssa_cp_answer(&x->g, &names, &marks, &x->q[k]);
+  free(marks.stamp);
   free(names.by_string);
+  free(names.tally_of);
   if (a->opt.rank_events) ssa_cp_rank_index_free(&x->g, (uint32_t)i); /* its events go */
   return rc;
 }
@@ -349,25 +357,44 @@ static int first_questions(rounds *x) {
   return 0;
 }
 
-/* A piece's name in the analysis' names; `ids`: per rank, its summary names' ids there
- * (0: not yet), made on first use. */
-static int piece_name(ssa_analysis *a, const ssa_cp_piece *p, const uint32_t *constants,
-                      uint32_t **ids, uint32_t *out) {
-  if (p->name_from != SSA_CP_NAME_SUMMARY) {
-    *out = p->name_from == SSA_CP_NAME_NONE ? 0 : constants[p->name_from];
+/* The name in the analysis' names of a piece's or tally's name (`name_from`, rank, `name`);
+ * `ids`: per rank, its summary names' ids there (0: not yet), made on first use. */
+static int piece_name(ssa_analysis *a, uint8_t name_from, uint32_t rank_idx, uint32_t name,
+                      const uint32_t *constants, uint32_t **ids, uint32_t *out) {
+  if (name_from != SSA_CP_NAME_SUMMARY) {
+    *out = name_from == SSA_CP_NAME_NONE ? 0 : constants[name_from];
     return 0;
   }
-  const ssa_strtab *names = &a->ranks[p->rank_idx].summary.names;
-  uint32_t **own = &ids[p->rank_idx];
+  const ssa_strtab *names = &a->ranks[rank_idx].summary.names;
+  uint32_t **own = &ids[rank_idx];
   if (!*own && !(*own = calloc(names->count ? names->count : 1, sizeof **own)))
     return STEPSCOPE_E_NOMEM;
-  if (!(*own)[p->name]) {
-    const char *s = ssa_strtab_get(names, p->name);
+  if (!(*own)[name]) {
+    const char *s = ssa_strtab_get(names, name);
     size_t len = strlen(s);
-    (*own)[p->name] = ssa_strtab_intern(&a->names, s, len);
-    if (len && !(*own)[p->name]) return STEPSCOPE_E_NOMEM;
+    (*own)[name] = ssa_strtab_intern(&a->names, s, len);
+    if (len && !(*own)[name]) return STEPSCOPE_E_NOMEM;
   }
-  *out = (*own)[p->name];
+  *out = (*own)[name];
+  return 0;
+}
+
+/* Step i's sums and table of top ops `tt` from its tallies, the names interned in the order a
+ * single walk of the steps met them (the tallies are in the order of the pieces' first
+ * names, empty pieces' too). */
+static int tally_step(rounds *x, size_t i, const uint32_t *constants, uint32_t **ids,
+                      top_table *tt) {
+  ssa_cp_step_walk *sw = &x->walks[i];
+  ssa_cp_step *st = &x->a->critical_path->steps[i];
+  for (size_t k = 0; k < sw->ntallies; k++) {
+    const ssa_cp_tally *t = &sw->tallies[k];
+    uint32_t name = 0;
+    SC_TRY(piece_name(x->a, t->name_from, t->rank_idx, t->name, constants, ids, &name));
+    if (t->count) SC_TRY(account_tally(st, tt, t, name));
+  }
+  free(sw->tallies);
+  sw->tallies = NULL;
+  sw->ntallies = sw->tallies_cap = 0;
   return 0;
 }
 
@@ -379,12 +406,9 @@ typedef union piece_or_segment {
 } piece_or_segment;
 _Static_assert(sizeof(ssa_cp_piece) == sizeof(ssa_cp_segment), "a piece turns into a segment");
 
-/* Step i's pieces turned into its segments in place: the names interned in the order a single
- * walk of the steps met them (empty pieces' names too), the empty pieces left out; each
- * segment counted in the step's sums and its table of top ops `tt` as it is made (one pass
- * over the path: at one rank it is a piece per event). */
-static int turn_pieces(rounds *x, size_t i, const uint32_t *constants, uint32_t **ids,
-                       top_table *tt) {
+/* Step i's pieces (when the walk kept them) turned into its segments in place, the empty
+ * pieces left out (their names are interned already: tally_step). */
+static int turn_pieces(rounds *x, size_t i, const uint32_t *constants, uint32_t **ids) {
   ssa_cp_step_walk *sw = &x->walks[i];
   ssa_cp_step *st = &x->a->critical_path->steps[i];
   piece_or_segment *v = (piece_or_segment *)(void *)sw->pieces;
@@ -392,7 +416,7 @@ static int turn_pieces(rounds *x, size_t i, const uint32_t *constants, uint32_t 
   for (size_t k = 0; k < sw->npieces; k++) {
     ssa_cp_piece p = v[k].piece;
     uint32_t name = 0;
-    SC_TRY(piece_name(x->a, &p, constants, ids, &name));
+    SC_TRY(piece_name(x->a, p.name_from, p.rank_idx, p.name, constants, ids, &name));
     if (p.end_rel <= p.start_rel) continue;
     v[m].seg = (ssa_cp_segment){.start_rel = p.start_rel,
                                 .end_rel = p.end_rel,
@@ -402,7 +426,7 @@ static int turn_pieces(rounds *x, size_t i, const uint32_t *constants, uint32_t 
                                 .cause = p.cause,
                                 .edge = p.edge,
                                 .is_api = p.is_api};
-    SC_TRY(account_segment(st, tt, &v[m++].seg));
+    m++;
   }
   ssa_cp_segment *segs = m ? realloc(v, m * sizeof *segs) : NULL; /* its exact size */
   if (m && !segs) segs = &v[0].seg;
@@ -410,12 +434,11 @@ static int turn_pieces(rounds *x, size_t i, const uint32_t *constants, uint32_t 
   sw->pieces = NULL;
   sw->npieces = sw->pieces_cap = 0;
   st->segs = segs;
-  st->nseg = m;
   return 0;
 }
 
-/* Every step's pieces into its segments, in step order, each step's sums and top ops; then
- * the run's summary. */
+/* Every step's sums and top ops from its tallies, in step order, its pieces into its segments
+ * when the walk kept them; then the run's summary. */
 static int assemble(rounds *x, const uint32_t *constants) {
   ssa_analysis *a = x->a;
   ssa_critical_path *cp = a->critical_path;
@@ -425,7 +448,8 @@ static int assemble(rounds *x, const uint32_t *constants) {
   for (size_t i = 0; i < a->nsteps && rc == 0; i++) {
     top_table tt;
     if ((rc = top_table_init(&tt)) != 0) break;
-    rc = turn_pieces(x, i, constants, ids, &tt);
+    rc = tally_step(x, i, constants, ids, &tt);
+    if (rc == 0 && !cp->sums_only) rc = turn_pieces(x, i, constants, ids);
     ssa_cp_step *st = &cp->steps[i];
     cp->nsegs += st->nseg;
     if (rc == 0 && x->walked[i]) { /* else no rank has a window of the step: no pieces */
@@ -446,6 +470,7 @@ static void rounds_free(rounds *x) {
   for (size_t i = 0; x->walks && i < x->a->nsteps; i++) {
     ssa_cp_step_walk *sw = &x->walks[i];
     free(sw->pieces);
+    free(sw->tallies);
     free(sw->visits);
     free(sw->nodes);
     free(sw->colls);
@@ -474,6 +499,8 @@ static int walk_in_rounds(rounds *x, const uint32_t *constants) {
   x->walks = calloc(ns, sizeof *x->walks);
   x->walked = calloc(ns, sizeof *x->walked);
   if (!x->rcs || !x->first || !x->walks || !x->walked) return STEPSCOPE_E_NOMEM;
+  for (size_t i = 0; i < ns; i++)
+    x->walks[i].keep_pieces = !a->critical_path->sums_only;
   SC_TRY(ssa_cp_graph_init(&x->g, a->run));
   x->g.wait_slack_ns = 5 * a->launch_gap_ns; /* ROCm streams resume ~15 us after the event */
   SC_TRY(collective_edges(x));
@@ -490,6 +517,7 @@ int ssa_find_critical_paths(ssa_analysis *a) {
   a->critical_path = cp;
   cp->nranks = a->nranks;
   cp->nsteps = a->nsteps;
+  cp->sums_only = a->opt.path_sums_only;
   cp->steps = calloc(a->nsteps ? a->nsteps : 1, sizeof *cp->steps);
   cp->by_rank_all =
       calloc((a->nsteps ? a->nsteps : 1) * (a->nranks ? a->nranks : 1), sizeof *cp->by_rank_all);
@@ -533,6 +561,7 @@ int ssa_cp_track(const ssa_critical_path *cp, uint32_t rank_idx,
                  void (*emit)(void *ctx, const ssa_cp_segment *s, int64_t step, int64_t start_rel,
                               int64_t end_rel),
                  void *ctx) {
+  if (cp->sums_only) return STEPSCOPE_E_STATE; /* no segments: the caller's options */
   size_t n = 0;
   for (size_t i = 0; i < cp->nsteps; i++)
     for (size_t k = 0; k < cp->steps[i].nseg; k++)

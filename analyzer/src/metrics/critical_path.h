@@ -146,8 +146,9 @@ typedef struct ssa_cp_step {
   int64_t idle_cause[SSA_CP_IDLE_N];
   int64_t host_untraced; /* part of kind[SSA_CP_HOST] between traced host calls */
   int64_t *by_rank;      /* [nranks] path time on each rank */
-  ssa_cp_segment *segs;  /* its segments, latest first */
-  size_t nseg;
+  ssa_cp_segment *segs;  /* its segments, latest first; NULL when the path keeps only its sums
+                            (ssa_options.path_sums_only) */
+  size_t nseg;           /* its segments (kept or not) */
   ssa_cp_top top[SSA_CP_TOP_STEP];
   size_t ntop;
   uint64_t clipped; /* dependencies released after the time the walk reached (clock skew) */
@@ -170,6 +171,7 @@ typedef struct ssa_critical_path {
   ssa_cp_top top[SSA_CP_TOP_RUN];
   size_t ntop;
   uint64_t mismatched_steps; /* steps whose length differs from the step time */
+  int sums_only;             /* no step keeps its segments (ssa_options.path_sums_only) */
 } ssa_critical_path;
 
 /* ---- the walk in rounds of questions (docs/scale.md) ----
@@ -201,6 +203,19 @@ typedef struct ssa_cp_piece {
   uint8_t name_from; /* SSA_CP_NAME_* */
 } ssa_cp_piece;
 
+/* A step's path time on one rank by where the name is, name, kind and cause, over the pieces
+ * of one visit (an answer): what the step's sums and top ops are made of, so that the path
+ * need not be kept a piece at a time. Made in the order the visit first met each (name, kind,
+ * cause), empty pieces too: the assembly interns the names in that order, the order of the
+ * pieces. */
+typedef struct ssa_cp_tally {
+  int64_t time;   /* the non-empty pieces' time */
+  uint32_t name;  /* as the pieces' (name_from) */
+  uint32_t count; /* the non-empty pieces (segments) */
+  uint32_t rank_idx;
+  uint8_t name_from, kind, cause;
+} ssa_cp_tally;
+
 /* A node a step's walk entered on a rank, and the collective record it is the op of
  * (SSA_NONE: none), so that a collective edge to it is known to be taken. */
 typedef struct ssa_cp_visited {
@@ -214,13 +229,17 @@ typedef struct ssa_cp_visit {
   size_t node_first, nnodes;
 } ssa_cp_visit;
 
-/* A step's walk so far: its pieces in walk order; while it goes on, its visits with their
- * entered nodes and the (rank << 32 | record) of the entered nodes that are a record's op,
- * sorted (what a collective edge from another rank may point at). One rank at a time writes
- * it (a step has one question per round). */
+/* A step's walk so far: its tallies in walk order, its pieces too when `keep_pieces` (the
+ * exports' segments); while it goes on, its visits with their entered nodes and the (rank <<
+ * 32 | record) of the entered nodes that are a record's op, sorted (what a collective edge
+ * from another rank may point at). One rank at a time writes it (a step has one question per
+ * round). */
 typedef struct ssa_cp_step_walk {
+  int keep_pieces;
   ssa_cp_piece *pieces;
   size_t npieces, pieces_cap;
+  ssa_cp_tally *tallies;
+  size_t ntallies, tallies_cap;
   ssa_cp_visit *visits;
   size_t nvisits, visits_cap;
   ssa_cp_visited *nodes;
@@ -244,17 +263,32 @@ typedef struct ssa_cp_question {
 } ssa_cp_question;
 
 /* Where an answering rank's names go: its summary names, with their ids by the rank's string
- * id (0: not yet; nstrings of them), so that a name met again costs no hash. */
+ * id (0: not yet; nstrings of them), so that a name met again costs no hash; and, per (name,
+ * kind, cause) of a piece, its tally in the current visit (1 + index into the step walk's
+ * tallies, 0: none yet; `tally_slots` of them, grown with the summary names, zero between
+ * answers): a direct index, as a name met again is the common case. */
 typedef struct ssa_cp_names {
   ssa_strtab *summary;
   uint32_t *by_string;
   size_t nstrings;
+  uint32_t *tally_of;
+  size_t tally_slots;
 } ssa_cp_names;
 
+/* Which nodes of a rank the walk answering now entered: a node is entered when its slot's
+ * stamp is `now`, which each answer moves on (back to 1 after 255, the stamps zeroed then), so
+ * that an answer begins with no node entered without clearing the marks of the one before: a
+ * byte per node slot of the rank (ssa_cp_rank_slots), zero at first, and now 0. */
+typedef struct ssa_cp_marks {
+  uint8_t *stamp;
+  uint8_t now;
+} ssa_cp_marks;
+
 /* Answers question q about rank q->rank_idx (cp_walk.c) from its indices (ssa_cp_rank_index)
- * and events; names go into `names`. `marks`: a bit per node slot of the rank, zero, left
- * zero. 0 or STEPSCOPE_E_NOMEM. */
-int ssa_cp_answer(const ssa_cp_graph *g, ssa_cp_names *names, uint64_t *marks, ssa_cp_question *q);
+ * and events: the pieces tallied (kept too when the walk keeps them); names go into `names`,
+ * the rank's marks are `marks`. 0 or STEPSCOPE_E_NOMEM. */
+int ssa_cp_answer(const ssa_cp_graph *g, ssa_cp_names *names, ssa_cp_marks *marks,
+                  ssa_cp_question *q);
 
 /* Walks every run step's critical path (critical_path.c) into a->critical_path. Needs the
  * steps (ssa_read_run_metadata). 0 or STEPSCOPE_E_NOMEM. */
@@ -262,7 +296,8 @@ int ssa_find_critical_paths(ssa_analysis *a);
 void ssa_critical_path_free(ssa_critical_path *cp);
 /* The exports' track (critical_path.c): a rank's pieces of every step's path in time order,
  * each cut to start where the one before ended (the windows of consecutive steps, each on its
- * own end rank, may overlap a little). 0 or STEPSCOPE_E_NOMEM. */
+ * own end rank, may overlap a little). 0, STEPSCOPE_E_NOMEM, or STEPSCOPE_E_STATE when the path
+ * kept only its sums (ssa_options.path_sums_only). */
 int ssa_cp_track(const ssa_critical_path *cp, uint32_t rank_idx,
                  void (*emit)(void *ctx, const ssa_cp_segment *s, int64_t step, int64_t start_rel,
                               int64_t end_rel),

@@ -78,6 +78,10 @@ typedef struct ssa_options {
                                          not read for that pass; ssa_analyze takes them */
   /* the exports only: NULL, or a replay whose ops they add as tracks (export --replay) */
   const struct ssa_export_replay *export_replay;
+  int path_sums_only; /* 1: the critical path keeps its sums, top ops and segment counts (what
+                         the reports print) but not its segments, which only the exports'
+                         track draws (critical_path.h): ~32 bytes less a piece of the path,
+                         about an event's worth at one rank */
 } ssa_options;
 
 void ssa_options_default(ssa_options *o);
@@ -637,6 +641,13 @@ typedef struct ssa_step_index {
   size_t hint[4];  /* recent answers' positions: queries come in near time
                       order per stream, streams interleaved */
   unsigned next_hint;
+  /* disjoint ranges: the last answer looked up holds for every t in
+   * [fast_lo, fast_hi) (inside its range, or in the gap after it): the step,
+   * or SSA_NONE. Empty at first. One compare pair answers the next query of
+   * the same step: a call per op, and the hints cost a chain of dependent
+   * loads and a mispredicted branch per slot tried. */
+  int64_t fast_lo, fast_hi;
+  uint32_t fast_step;
 } ssa_step_index;
 
 int ssa_step_index_build(ssa_step_index *ix, const ssa_step *steps, size_t n);
@@ -650,6 +661,11 @@ size_t ssa_step_index_stab(ssa_step_index *ix, int64_t t, uint32_t *out, size_t 
 static inline size_t ssa_step_index_stab_fast(ssa_step_index *ix, int64_t t, uint32_t *out,
                                               size_t cap) {
   if (ix->disjoint) {
+    if (t >= ix->fast_lo && t < ix->fast_hi) {
+      if (ix->fast_step == SSA_NONE) return 0;
+      if (cap) out[0] = ix->fast_step;
+      return 1;
+    }
     for (int k = 0; k < 4; k++) {
       size_t h = ix->hint[k];
       if (h > 0 && h <= ix->n && ix->starts[h - 1] <= t && (h == ix->n || ix->starts[h] > t)) {

@@ -108,11 +108,26 @@ static void stab_node(const ssa_step_index *ix, size_t node, size_t lo, size_t w
   stab_node(ix, 2 * node + 1, lo + width / 2, width / 2, k, t, out, cap, found);
 }
 
+/* Disjoint ranges: where the answer for t, whose slot is k (ranges starting
+ * at or before t), holds (ssa_step_index.fast_lo, fast_hi, fast_step). */
+static void remember_answer(ssa_step_index *ix, size_t k, int64_t t) {
+  int64_t next = k < ix->n ? ix->starts[k] : INT64_MAX;
+  int64_t end = k ? ix->steps[ix->order[k - 1]].range_end : INT64_MIN;
+  if (k && t < end) {
+    ix->fast_lo = ix->starts[k - 1], ix->fast_hi = end < next ? end : next;
+    ix->fast_step = ix->order[k - 1];
+  } else {
+    ix->fast_lo = end, ix->fast_hi = next;
+    ix->fast_step = SSA_NONE;
+  }
+}
+
 size_t ssa_step_index_stab(ssa_step_index *ix, int64_t t, uint32_t *out, size_t cap) {
   /* k = number of ranges starting at or before t (remembered as a hint for
    * ssa_step_index_stab_fast) */
   size_t k = ssa_count_at_most(ix->starts, ix->n, sizeof *ix->starts, t);
   ix->hint[ix->next_hint++ & 3] = k;
+  if (ix->disjoint) remember_answer(ix, k, t);
   if (k == 0) return 0;
   if (ix->disjoint) { /* ranges never overlap: only the last one can contain t */
     if (t >= ix->steps[ix->order[k - 1]].range_end) return 0;
