@@ -11,7 +11,9 @@
  * that the summary states: every step lasts `step_ns`; the collectives' members all end at one
  * instant (the slot's bound: the slowest possible arrival plus the transfer), so only the
  * stragglers' groups wait longer than the jitter; the pipeline's stages idle in the schedule's
- * bubble, (P - 1) of M + P - 1 slots per pass.
+ * bubble, (P - 1) of M + P - 1 slots per pass. With `--waits` (gen_scale_waits.c) the stages'
+ * forwards and backwards follow the schedule's dependencies instead of the lockstep slots
+ * below, so receives wait on late sends; the rest of the step is the same.
  *
  * A step on rank r (tp index r % T, stage (r / T) % P, dp index r / (T P)), true time:
  *   2 (M + P - 1) slots of slot_ns; the stage works in slots p + m (forward, micro-batch m)
