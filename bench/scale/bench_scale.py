@@ -6,8 +6,9 @@ pipeline, TP/PP/DP/world collectives, clock offsets up to 2 s, jitter, 2 straggl
 and analyses each with `stepscope analyze --threads 1` (the text report, to /dev/null), each
 in its own child process, in the normal mode and the bounded mode (`--low-memory`,
 docs/scale.md), and prints per size and mode: events, generation time, analysis wall time,
-CPU ns per event (user + system), peak RSS and bytes per event, page faults; with the machine
-(cores, load average before and after each run). With --parts P it also cuts each run into P
+CPU ns per event (user + system), peak RSS and bytes per event, page faults, the rank files
+read again (STEPSCOPE_SAY_READS); with the machine (cores, load average before and after each
+run). With --parts P it also cuts each run into P
 partial analyses (`analyze --part K/P --partial`, docs/scale.md "Partials"), one child each,
 then merges them (`merge`), and prints per size: the partials' bytes per rank, the map step's
 CPU (all parts) and largest part's RSS, and the merge's wall, CPU and RSS and the rank files it read
@@ -15,10 +16,12 @@ again (its STEPSCOPE_SAY_READS line: "?" for a stepscope without it). With --cro
 runs the second map round of a run with pipelines (docs/scale.md "A second map round"): `merge
 --cross-out DIR` of those partials (its CPU and RSS, the cross files' bytes per rank), every
 part again with `--cross DIR/cross-K-of-P.ssx` (one child each), and the merge of those
-partials, in a second row ("2 rounds": map CPU of both rounds).
+partials, in a second row ("2 rounds": map CPU of both rounds). Each merge's text report is
+compared with the analyses' (SHA-256 of stdout): "report = analyze's".
 
 usage: bench_scale.py --stepscope BIN --gen BIN --dir DIR [--ranks 64,256,...]
-                      [--gen-args '--pp 1 ...'] (more stepscope-gen arguments)
+                      [--gen-args '--pp 1 ...'] (more stepscope-gen arguments, e.g.
+                      '--waits': pipelines whose stages wait on late sends)
                       [--events-per-rank N] [--top-events N] [--modes normal,bounded]
                       [--threads N] [--parts P [--cross]] [--keep]
   --events-per-rank  events per rank (default 20000)
@@ -31,6 +34,7 @@ usage: bench_scale.py --stepscope BIN --gen BIN --dir DIR [--ranks 64,256,...]
   --keep             keep the generated runs (DIR/scale-R-E)
 """
 import argparse
+import hashlib
 import os
 import shutil
 import subprocess
@@ -39,14 +43,15 @@ import tempfile
 import time
 
 
-def child_run(argv, env=None, said=None):
+def child_run(argv, env=None, said=None, digest=None):
     """Runs argv; returns (wall s, user s, sys s, max RSS bytes, minor faults) of that child
     alone (os.wait4: its own rusage, not the largest child's so far); its stderr is appended to
-    the list `said` when given."""
-    with tempfile.TemporaryFile(mode="w+") as err:
+    the list `said` when given, and the SHA-256 of its stdout (the text report) to the list
+    `digest`."""
+    with tempfile.TemporaryFile(mode="w+") as err, tempfile.TemporaryFile() as out:
         t0 = time.monotonic()
-        p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err,
-                             env=dict(os.environ, **(env or {})))
+        p = subprocess.Popen(argv, stdout=out if digest is not None else subprocess.DEVNULL,
+                             stderr=err, env=dict(os.environ, **(env or {})))
         _, status, ru = os.wait4(p.pid, 0)
         wall = time.monotonic() - t0
         p.returncode = os.waitstatus_to_exitcode(status)
@@ -55,6 +60,12 @@ def child_run(argv, env=None, said=None):
             sys.exit("%s failed (%d): %s" % (" ".join(argv), p.returncode, err.read().strip()))
         if said is not None:
             said.append(err.read())
+        if digest is not None:
+            out.seek(0)
+            h = hashlib.sha256()
+            for block in iter(lambda: out.read(1 << 20), b""):
+                h.update(block)
+            digest.append(h.hexdigest())
     return wall, ru.ru_utime, ru.ru_stime, ru.ru_maxrss * 1024, ru.ru_minflt
 
 
@@ -83,8 +94,9 @@ def main():
         sys.exit("--modes: normal and/or bounded")
     partials = []
     print("| ranks | events/rank | events | gen s | mode | analyze wall s | CPU s (user + sys) "
-          "| CPU ns/event | peak RSS MiB | bytes/event | minor faults | load before/after |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| CPU ns/event | peak RSS MiB | bytes/event | minor faults | rank files read again "
+          "(STEPSCOPE_SAY_READS) | load before/after |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for i, r in enumerate(sizes):
         epr = a.top_events if a.top_events and i == len(sizes) - 1 else a.events_per_rank
         run = os.path.join(a.dir, "scale-%d-%d%s" % (r, epr, a.gen_args.replace(" ", "")))
@@ -99,18 +111,22 @@ def main():
         gen_s = time.monotonic() - t0
         with open(run + ".truth") as f:
             events = int([l.split()[1] for l in f if l.startswith("events ")][0])
+        digests = []
         for mode in chosen:
             load0 = os.getloadavg()[0]
+            said = []
             wall, user, system, rss, faults = child_run(
-                [a.stepscope, "analyze", run, "--threads", str(a.threads)] + modes[mode])
+                [a.stepscope, "analyze", run, "--threads", str(a.threads)] + modes[mode],
+                {"STEPSCOPE_SAY_READS": "1"}, said, digests)
             load1 = os.getloadavg()[0]
             cpu = user + system
             print("| %d | %d | %d | %.1f | %s | %.2f | %.2f (%.2f + %.2f) | %.0f | %.0f | %.1f "
-                  "| %d | %.2f / %.2f |" % (r, epr, events, gen_s, mode, wall, cpu, user, system,
-                                            cpu * 1e9 / events, rss / 2**20, rss / events,
-                                            faults, load0, load1), flush=True)
+                  "| %d | %s | %.2f / %.2f |" % (r, epr, events, gen_s, mode, wall, cpu, user,
+                                                 system, cpu * 1e9 / events, rss / 2**20,
+                                                 rss / events, faults, reads_said(said), load0,
+                                                 load1), flush=True)
         if a.parts:
-            partials += measure_partials(a, run, r)
+            partials += measure_partials(a, run, r, digests)
         if not a.keep:
             shutil.rmtree(run)
             os.unlink(run + ".truth")
@@ -118,8 +134,8 @@ def main():
         print("\n| ranks | parts | rounds | partial bytes/rank | map CPU s (all parts) | largest "
               "part's RSS MiB | cross bytes/rank | cross-out CPU s, RSS MiB | merge wall s | "
               "merge CPU s | merge RSS MiB | rank files the merge read (STEPSCOPE_SAY_READS) | "
-              "load before/after |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+              "report = analyze's | load before/after |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for row in partials:
             print(row)
 
@@ -141,28 +157,39 @@ def map_round(a, run, out_dir, cross_dir=None):
     return paths, cpu, rss
 
 
-def measure_merge(a, paths):
-    """The merge of the partials: (wall s, CPU s, RSS bytes, its STEPSCOPE_SAY_READS line)."""
-    said = []
+def reads_said(said):
+    """The STEPSCOPE_SAY_READS line of a child's stderr ("-" when it said none: a stepscope
+    without it, or a mode that reads no rank file again)."""
+    reads = [l.split(": ", 1)[1] for l in said[0].splitlines() if "read again" in l]
+    return reads[0] if reads else "-"
+
+
+def measure_merge(a, paths, digests):
+    """The merge of the partials: (wall s, CPU s, RSS bytes, its STEPSCOPE_SAY_READS line,
+    whether its text report equals the analyses' in `digests`)."""
+    said, digest = [], []
     wall, user, system, rss, _ = child_run(
         [a.stepscope, "merge", "--threads", str(a.threads)] + paths,
-        {"STEPSCOPE_SAY_READS": "1"}, said)
-    reads = [l.split(": ", 1)[1] for l in said[0].splitlines() if "read again" in l]
-    return wall, user + system, rss, reads[0] if reads else "?"
+        {"STEPSCOPE_SAY_READS": "1"}, said, digest)
+    same = "-" if not digests else "yes" if all(d == digest[0] for d in digests) else "**NO**"
+    return wall, user + system, rss, reads_said(said), same
 
 
-def measure_partials(a, run, ranks):
+def measure_partials(a, run, ranks, digests):
     """The table's rows of one run: cut into a.parts partials (one child each), then merged;
-    with --cross, also the cross files, the second round and its merge."""
+    with --cross, also the cross files, the second round and its merge; each merge's text
+    report compared with the analyses' (their SHA-256 in `digests`)."""
     tmp = tempfile.mkdtemp(prefix="partials-", dir=a.dir)
-    row = "| %d | %d | %s | %.0f | %s | %.0f | %s | %s | %.2f | %.2f | %.0f | %s | %.2f / %.2f |"
+    row = ("| %d | %d | %s | %.0f | %s | %.0f | %s | %s | %.2f | %.2f | %.0f | %s | %s "
+           "| %.2f / %.2f |")
     try:
         load0 = os.getloadavg()[0]
         paths, cpu, rss = map_round(a, run, tmp)
         size = sum(os.path.getsize(p) for p in paths)
-        wall, merge_cpu, merge_rss, reads = measure_merge(a, paths)
+        wall, merge_cpu, merge_rss, reads, same = measure_merge(a, paths, digests)
         rows = [row % (ranks, a.parts, "1", size / ranks, "%.2f" % cpu, rss / 2**20, "-", "-",
-                       wall, merge_cpu, merge_rss / 2**20, reads, load0, os.getloadavg()[0])]
+                       wall, merge_cpu, merge_rss / 2**20, reads, same, load0,
+                       os.getloadavg()[0])]
         if not a.cross:
             return rows
         load0 = os.getloadavg()[0]
@@ -174,11 +201,11 @@ def measure_partials(a, run, ranks):
         os.makedirs(round2)
         paths2, cpu2, rss2 = map_round(a, run, round2, cross)
         size2 = sum(os.path.getsize(p) for p in paths2)
-        wall, merge_cpu, merge_rss, reads = measure_merge(a, paths2)
+        wall, merge_cpu, merge_rss, reads, same = measure_merge(a, paths2, digests)
         rows.append(row % (ranks, a.parts, "2", size2 / ranks, "%.2f + %.2f" % (cpu, cpu2),
                            max(rss, rss2) / 2**20, "%.0f" % (cross_size / ranks),
                            "%.2f, %.0f" % (user + system, cross_rss / 2**20), wall, merge_cpu,
-                           merge_rss / 2**20, reads, load0, os.getloadavg()[0]))
+                           merge_rss / 2**20, reads, same, load0, os.getloadavg()[0]))
         return rows
     finally:
         shutil.rmtree(tmp)

@@ -2,7 +2,8 @@
  * test_rank_summary.c — the cross-rank steps on the ranks' summaries alone (rank_summary.c,
  * docs/scale.md): for generated runs of several layouts (random runs with clock spread,
  * missing members, CPU-backend and mixed ranks, uneven all-to-alls, collectives found by
- * name only; 1F1B and AFAB pipelines; a `--scale` run of TP x PP x DP with stragglers), the
+ * name only; 1F1B and AFAB pipelines; `--scale` runs of TP x PP x DP with stragglers, lockstep
+ * and with waits on late sends), the
  * run is analysed as `analyze` does; then the analysis runs again in its phases, per-rank
  * steps (summary; metrics and pipeline items; bubble transfers) with the ranks' events and
  * cross-rank steps (pipeline waits; collective matching; kernel table and the bubble's schedule
@@ -19,7 +20,7 @@
  * change, the events must be gone, and the alignment from the kept inputs must give the same
  * offsets.
  *
- * usage: test_rank_summary CASE        (random | pipeline | scale | all)
+ * usage: test_rank_summary CASE        (random | pipeline | scale | scale_waits | all)
  *        test_rank_summary --run DIR   (a run written by another tool: the trainer's)
  */
 #include <stdio.h>
@@ -585,8 +586,11 @@ static void pipeline_cases(void) {
     }
 }
 
-static void scale_case(void) {
-  cur_case = "scale";
+/* A `--scale` run of TP 2 x PP 4 x DP 4 with stragglers: lockstep slots, or (waits) each
+ * stage's timeline from the schedule's dependencies, its receives waiting on late sends
+ * (gen_scale_waits.c: the late upstream's chains and the culprit walk's chase). */
+static void scale_case(const char *name, int waits, int one_f_one_b) {
+  cur_case = name;
   char dir[] = "/tmp/ssa-summary-XXXXXX";
   if (!mkdtemp(dir)) {
     CHECK(0, "mkdtemp");
@@ -601,12 +605,14 @@ static void scale_case(void) {
   s.pp = 4;
   s.microbatches = 4;
   s.stragglers = 2;
+  s.waits = waits;
+  s.one_f_one_b = one_f_one_b;
   char err[600];
   uint64_t events = 0;
   if (gen_scale_layout(&s) || gen_scale_write(&s, dir, &events, err, sizeof err))
     CHECK(0, "scale run: %s", err);
   else
-    check_dir("scale", dir);
+    check_dir(name, dir);
   remove_dir(dir);
 }
 
@@ -625,9 +631,17 @@ int main(int argc, char **argv) {
     CHECK(simulated_windows > 0, "no window's bubble was split by the schedule");
   }
   if (all || !strcmp(which, "scale")) {
-    scale_case();
+    scale_case("scale", 0, 0);
     cur_case = "scale";
     CHECK(culprit_rows > 0, "no culprit row: the walk was not exercised");
+  }
+  if (all || !strcmp(which, "scale_waits")) {
+    size_t rows = culprit_rows, across = cp_steps_across_ranks;
+    scale_case("scale.waits_afab", 1, 0);
+    scale_case("scale.waits_1f1b", 1, 1);
+    cur_case = "scale_waits";
+    CHECK(culprit_rows > rows, "no culprit row: the walk was not exercised");
+    CHECK(cp_steps_across_ranks > across, "no step's critical path crossed ranks");
   }
   if (all || !strcmp(which, "pipeline")) {
     cur_case = "pipeline";

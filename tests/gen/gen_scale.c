@@ -11,7 +11,9 @@
  * that the summary states: every step lasts `step_ns`; the collectives' members all end at one
  * instant (the slot's bound: the slowest possible arrival plus the transfer), so only the
  * stragglers' groups wait longer than the jitter; the pipeline's stages idle in the schedule's
- * bubble, (P - 1) of M + P - 1 slots per pass.
+ * bubble, (P - 1) of M + P - 1 slots per pass. With `--waits` (gen_scale_waits.c) the stages'
+ * forwards and backwards follow the schedule's dependencies instead of the lockstep slots
+ * below, so receives wait on late sends; the rest of the step is the same.
  *
  * A step on rank r (tp index r % T, stage (r / T) % P, dp index r / (T P)), true time:
  *   2 (M + P - 1) slots of slot_ns; the stage works in slots p + m (forward, micro-batch m)
@@ -33,10 +35,10 @@
 #include "stepscope_gen.h"
 
 #define Q            GEN_Q
-#define KERNEL_NS    (20 * Q) /* a compute kernel's base duration */
-#define JITTER_Q     10       /* up to this many Q more */
-#define TRANSFER_NS  (30 * Q)
-#define P2P_NS       (15 * Q)
+#define KERNEL_NS    GEN_SCALE_KERNEL_NS
+#define JITTER_Q     GEN_SCALE_JITTER_Q
+#define TRANSFER_NS  GEN_SCALE_TRANSFER_NS
+#define P2P_NS       GEN_SCALE_P2P_NS
 #define RT_BASE      1700000000000000000ll
 #define LANE_COMPUTE 7u
 #define LANE_COMM    8u
@@ -77,7 +79,7 @@ int gen_scale_layout(gen_scale *s) {
    * record), the send and the receive (kernel, launch, record each) */
   int64_t slots = 2 * (int64_t)s->microbatches * s->nsteps;
   int64_t per_slot = s->events_per_rank / (slots ? slots : 1);
-  int64_t fixed = (s->tp > 1 ? 3 : 0) + (s->pp > 1 ? 6 : 0);
+  int64_t fixed = (s->tp > 1 ? 3 : 0) + (s->pp > 1 ? 6 : 0) + (s->waits ? 1 : 0);
   s->kernels_per_slot = (int)((per_slot - fixed) / 2);
   if (s->kernels_per_slot < 1) s->kernels_per_slot = 1;
   if (s->stragglers > s->nranks) s->stragglers = s->nranks;
@@ -101,7 +103,8 @@ typedef struct rank_writer {
   stepscope_writer *w;
   int r, tp_idx, stage, dp_idx;
   uint64_t off, corr, thread, events;
-  uint32_t s_kernel[4], s_launch, s_ar, s_send, s_world, s_dp, s_tp, s_pp, s_step, s_dom;
+  uint32_t s_kernel[4], s_launch, s_ar, s_send, s_world, s_dp, s_tp, s_pp, s_step, s_dom, s_forward,
+      s_backward;
   int rc;
 } rank_writer;
 
@@ -200,65 +203,119 @@ static void metadata(rank_writer *rw) {
   emit(rw, &rec);
   if (s->pp > 1) {
     snprintf(json, sizeof json,
-             "{\"name\":\"afab\",\"stages\":%d,\"microbatches\":%d,\"virtual_stages\":1}", s->pp,
-             s->microbatches);
+             "{\"name\":\"%s\",\"stages\":%d,\"microbatches\":%d,\"virtual_stages\":1}",
+             s->waits && s->one_f_one_b ? "1f1b" : "afab", s->pp, s->microbatches);
     rec.u.metadata = (stepscope_metadata){"schedule", json};
     emit(rw, &rec);
   }
 }
 
-/* One working slot of the rank: compute, TP all-reduce, pipeline send or receive. */
-static void slot(rank_writer *rw, int64_t step, int slot_no, int64_t t, int forward, int mb) {
+int64_t gen_scale_kernel_ns(const gen_scale *s, int r, int64_t step, int slot_no, int k) {
+  int64_t extra = gen_scale_is_straggler(s, r) ? s->straggle_ns / s->kernels_per_slot / Q * Q : 0;
+  uint64_t h = hash4(s->seed, (uint64_t)r, (uint64_t)step, (uint64_t)slot_no * 65536 + k);
+  return KERNEL_NS + (int64_t)(h % (JITTER_Q + 1)) * Q + extra;
+}
+
+/* A pipeline transfer's member on this rank, with the neighbour stage `peer`: the forward
+ * (activations) or backward (gradients) pair's communicator, numbered by micro-batch. */
+static void transfer(rank_writer *rw, uint64_t lane, uint32_t op, int64_t step, int forward, int mb,
+                     int peer, int64_t t0, int64_t t1) {
   const gen_scale *s = rw->s;
-  int64_t extra =
-      gen_scale_is_straggler(s, rw->r) ? s->straggle_ns / s->kernels_per_slot / Q * Q : 0;
+  uint64_t seq = (uint64_t)step * 1024 + (uint64_t)(forward ? 0 : 512) + (uint64_t)mb;
+  int lo = peer < rw->stage ? peer : rw->stage;
+  uint64_t pair = (uint64_t)(rw->dp_idx * s->pp + lo) * (uint64_t)s->tp + (uint64_t)rw->tp_idx;
+  uint64_t comm = (forward ? 0x7200000000000000ull : 0x7300000000000000ull) | pair;
+  collective(rw, lane, rw->s_send, comm, seq, op, STEPSCOPE_COLL_F_P2P | STEPSCOPE_COLL_F_PIPELINE,
+             (uint32_t)rw->stage, (uint32_t)s->pp, rw->s_pp, t0, t1);
+}
+
+/* A forward or backward of micro-batch mb starting at t: K compute kernels from t + 4 Q, the TP
+ * all-reduce (T > 1) until tp_end, the send to the next stage (forward) or the previous one
+ * (backward) over [send_t0, send_t1) (none when send_t0 is INT64_MIN). Returns where the
+ * rank's compute ended. */
+static int64_t work(rank_writer *rw, int64_t step, int slot_no, int64_t t, int forward, int mb,
+                    int64_t tp_end, int64_t send_t0, int64_t send_t1) {
+  const gen_scale *s = rw->s;
   int64_t cur = t + 4 * Q;
   for (int k = 0; k < s->kernels_per_slot; k++) {
-    uint64_t h = hash4(s->seed, (uint64_t)rw->r, (uint64_t)step, (uint64_t)slot_no * 65536 + k);
-    int64_t d = KERNEL_NS + (int64_t)(h % (JITTER_Q + 1)) * Q + extra;
+    int64_t d = gen_scale_kernel_ns(s, rw->r, step, slot_no, k);
     kernel(rw, LANE_COMPUTE, rw->s_kernel[(k + !forward * 2) % 4], cur, cur + d);
     cur += d;
   }
-  int64_t bound = t + 4 * Q + (int64_t)s->kernels_per_slot * (KERNEL_NS + JITTER_Q * Q) +
-                  (s->stragglers ? s->straggle_ns : 0);
   uint64_t seq = (uint64_t)step * 1024 + (uint64_t)(forward ? 0 : 512) + (uint64_t)mb;
   if (s->tp > 1) { /* TP group: same stage and dp index */
     uint64_t comm = 0x7100000000000000ull | (uint64_t)(rw->r / s->tp);
     collective(rw, LANE_COMM, rw->s_ar, comm, seq, STEPSCOPE_COLL_ALLREDUCE, 0,
-               (uint32_t)rw->tp_idx, (uint32_t)s->tp, rw->s_tp, cur, bound + TRANSFER_NS);
-    bound += TRANSFER_NS;
+               (uint32_t)rw->tp_idx, (uint32_t)s->tp, rw->s_tp, cur, tp_end);
   }
-  if (s->pp > 1) { /* forward: to stage + 1 (none from the last); backward: to stage - 1 */
-    int to = forward ? rw->stage + 1 : rw->stage - 1;
-    if (to >= 0 && to < s->pp) {
-      int lo = to < rw->stage ? to : rw->stage;
-      uint64_t pair = (uint64_t)(rw->dp_idx * s->pp + lo) * (uint64_t)s->tp + (uint64_t)rw->tp_idx;
-      uint64_t comm = (forward ? 0x7200000000000000ull : 0x7300000000000000ull) | pair;
-      collective(rw, LANE_SEND, rw->s_send, comm, seq, STEPSCOPE_COLL_SEND,
-                 STEPSCOPE_COLL_F_P2P | STEPSCOPE_COLL_F_PIPELINE, (uint32_t)rw->stage,
-                 (uint32_t)s->pp, rw->s_pp, bound + Q, bound + Q + P2P_NS);
-    }
-  }
+  if (send_t0 != INT64_MIN)
+    transfer(rw, LANE_SEND, STEPSCOPE_COLL_SEND, step, forward, mb,
+             forward ? rw->stage + 1 : rw->stage - 1, send_t0, send_t1);
+  return cur;
 }
 
-/* The receiving side of the sends into this rank's slot: the member on the next stage
- * (forward) or the previous one (backward), at the same bound as the sender's. */
+/* The latest a lockstep slot's compute can end (every rank's kernels at their longest). */
+static int64_t slot_bound(const gen_scale *s, int64_t t) {
+  return t + 4 * Q + (int64_t)s->kernels_per_slot * (KERNEL_NS + JITTER_Q * Q) +
+         (s->stragglers ? s->straggle_ns : 0);
+}
+
+/* One working lockstep slot of the rank: compute, TP all-reduce ending at the slot's bound,
+ * pipeline send ending at the slot's end (none from the last stage forward, the first one
+ * backward). */
+static void slot(rank_writer *rw, int64_t step, int slot_no, int64_t t, int forward, int mb) {
+  const gen_scale *s = rw->s;
+  int64_t bound = slot_bound(s, t), tp_end = bound + TRANSFER_NS;
+  if (s->tp > 1) bound += TRANSFER_NS;
+  int to = forward ? rw->stage + 1 : rw->stage - 1;
+  int sends = s->pp > 1 && to >= 0 && to < s->pp;
+  work(rw, step, slot_no, t, forward, mb, tp_end, sends ? bound + Q : INT64_MIN,
+       bound + Q + P2P_NS);
+}
+
+/* The receiving side of the sends into this rank's lockstep slot: the member on the next stage
+ * (forward) or the previous one (backward), at the same times as the sender's (the op of a
+ * send: nothing waits). */
 static void receive(rank_writer *rw, int64_t step, int64_t t_sender, int forward, int mb) {
   const gen_scale *s = rw->s;
   int from = forward ? rw->stage - 1 : rw->stage + 1;
   if (from < 0 || from >= s->pp) return;
-  int64_t bound = t_sender + 4 * Q + (int64_t)s->kernels_per_slot * (KERNEL_NS + JITTER_Q * Q) +
-                  (s->stragglers ? s->straggle_ns : 0) + (s->tp > 1 ? TRANSFER_NS : 0);
-  uint64_t seq = (uint64_t)step * 1024 + (uint64_t)(forward ? 0 : 512) + (uint64_t)mb;
-  int lo = from < rw->stage ? from : rw->stage;
-  uint64_t pair = (uint64_t)(rw->dp_idx * s->pp + lo) * (uint64_t)s->tp + (uint64_t)rw->tp_idx;
-  uint64_t comm = (forward ? 0x7200000000000000ull : 0x7300000000000000ull) | pair;
-  collective(rw, LANE_RECV, rw->s_send, comm, seq, STEPSCOPE_COLL_SEND,
-             STEPSCOPE_COLL_F_P2P | STEPSCOPE_COLL_F_PIPELINE, (uint32_t)rw->stage, (uint32_t)s->pp,
-             rw->s_pp, bound + Q, bound + Q + P2P_NS);
+  int64_t bound = slot_bound(s, t_sender) + (s->tp > 1 ? TRANSFER_NS : 0);
+  transfer(rw, LANE_RECV, STEPSCOPE_COLL_SEND, step, forward, mb, from, bound + Q,
+           bound + Q + P2P_NS);
 }
 
-static void step(rank_writer *rw, int64_t n) {
+/* A forward or backward with waits (gen_scale_waits.c): its input's receive, posted when the
+ * stage was ready for it and ending when the sender's transfer did; its host range (`forward`
+ * or `backward`, the micro-batch in its args, for the bubble's causes); its work. */
+static void item(rank_writer *rw, int64_t step, const gen_scale_item *it) {
+  const gen_scale *s = rw->s;
+  if (it->recv_post != INT64_MIN)
+    transfer(rw, LANE_RECV, STEPSCOPE_COLL_RECV, step, it->forward, it->mb,
+             it->forward ? rw->stage - 1 : rw->stage + 1, it->recv_post, it->recv_end);
+  int slot_no = it->forward ? it->mb : s->microbatches + it->mb;
+  int64_t compute_end = it->start + 4 * Q;
+  for (int k = 0; k < s->kernels_per_slot; k++)
+    compute_end += gen_scale_kernel_ns(s, rw->r, step, slot_no, k);
+  char args[64];
+  snprintf(args, sizeof args, "{\"microbatch\":%d,\"stage\":%d}", it->mb, rw->stage);
+  stepscope_record rec;
+  memset(&rec, 0, sizeof rec);
+  rec.kind = STEPSCOPE_REC_RANGE;
+  rec.u.range.start_ns = (uint64_t)it->start + rw->off;
+  rec.u.range.end_ns = (uint64_t)compute_end + rw->off;
+  rec.u.range.thread = rw->thread;
+  rec.u.range.name = it->forward ? rw->s_forward : rw->s_backward;
+  rec.u.range.domain = rw->s_dom;
+  rec.u.range.args = stepscope_intern(rw->w, args);
+  emit(rw, &rec);
+  work(rw, step, slot_no, it->start, it->forward, it->mb, it->end, it->send_start, it->send_end);
+}
+
+/* Step n of the rank: its step range, its stage's forwards and backwards (lockstep slots, or
+ * the pipeline's timelines `pipe` with waits), the world's loss all-reduce and the DP gradient
+ * all-reduce. */
+static void step(rank_writer *rw, int64_t n, const gen_scale_pipe *pipe) {
   const gen_scale *s = rw->s;
   int64_t t0 = (int64_t)1000000 + n * s->step_ns; /* true time */
   int M = s->microbatches, P = s->pp, p = rw->stage;
@@ -274,7 +331,7 @@ static void step(rank_writer *rw, int64_t n) {
   rec.u.range.payload = (uint64_t)n;
   emit(rw, &rec);
   int nslots = 2 * (M + P - 1);
-  for (int sl = 0; sl < nslots; sl++) {
+  for (int sl = 0; sl < nslots && !pipe; sl++) {
     int64_t t = t0 + (int64_t)sl * s->slot_ns;
     int forward = sl < M + P - 1;
     int m = forward ? sl - p : sl - (M + P - 1) - (P - 1 - p);
@@ -287,6 +344,12 @@ static void step(rank_writer *rw, int64_t n) {
   int64_t done = t0 + (int64_t)nslots * s->slot_ns;
   /* the stage's own work ends after its last backward slot (stage 0 last) */
   int64_t arrive = t0 + (int64_t)(M + P - 1 + (P - 1 - p) + M) * s->slot_ns + 2 * Q;
+  if (pipe) {
+    const gen_scale_item *its = gen_scale_pipe_items(s, pipe, n, p);
+    for (int k = 0; k < 2 * M; k++)
+      item(rw, n, &its[k]);
+    arrive = pipe->stage_done[n * P + p] + 2 * Q;
+  }
   /* the world's loss all-reduce first: its members arrive as their stage ends (the drain) */
   int64_t end = done + TRANSFER_NS;
   collective(rw, LANE_COMM, rw->s_ar, 0x7500000000000000ull, (uint64_t)n, STEPSCOPE_COLL_ALLREDUCE,
@@ -299,8 +362,8 @@ static void step(rank_writer *rw, int64_t n) {
   }
 }
 
-static int write_rank(const gen_scale *s, const char *dir, int r, uint64_t *events, char *errbuf,
-                      size_t errlen) {
+static int write_rank(const gen_scale *s, const char *dir, int r, const gen_scale_pipe *pipe,
+                      uint64_t *events, char *errbuf, size_t errlen) {
   char path[4096], host[64];
   snprintf(path, sizeof path, "%s/rank-%05d.trace.zst", dir, r);
   snprintf(host, sizeof host, "gen-host-%d", r / 8);
@@ -345,9 +408,13 @@ static int write_rank(const gen_scale *s, const char *dir, int r, uint64_t *even
   rw.s_pp = stepscope_intern(rw.w, "pp");
   rw.s_step = stepscope_intern(rw.w, "step");
   rw.s_dom = stepscope_intern(rw.w, "stepscope");
+  if (pipe) {
+    rw.s_forward = stepscope_intern(rw.w, "forward");
+    rw.s_backward = stepscope_intern(rw.w, "backward");
+  }
   header_records(&rw);
   for (int64_t n = 0; n < s->nsteps; n++)
-    step(&rw, n);
+    step(&rw, n, pipe);
   metadata(&rw);
   if (stepscope_writer_close(rw.w, &err) != 0) {
     snprintf(errbuf, errlen, "%s", err.message);
@@ -363,13 +430,34 @@ typedef struct scale_job {
   const char *dir;
   int first, stride, rc;
   uint64_t events;
+  int64_t receives, waited;
   char err[4200];
 } scale_job;
 
+/* Lockstep: every stride-th rank. With waits: every stride-th pipeline, its timelines computed
+ * once, then its tp x pp ranks (rank = tp index + tp (stage + pp dp index)). */
 static void *write_ranks(void *arg) {
   scale_job *j = arg;
-  for (int r = j->first; r < j->s->nranks && j->rc == 0; r += j->stride)
-    j->rc = write_rank(j->s, j->dir, r, &j->events, j->err, sizeof j->err);
+  const gen_scale *s = j->s;
+  if (!s->waits) {
+    for (int r = j->first; r < s->nranks && j->rc == 0; r += j->stride)
+      j->rc = write_rank(s, j->dir, r, NULL, &j->events, j->err, sizeof j->err);
+    return NULL;
+  }
+  int width = s->tp * s->pp;
+  for (int g = j->first; g < s->dp && j->rc == 0; g += j->stride) {
+    gen_scale_pipe pipe;
+    if (gen_scale_pipe_make(s, g, &pipe)) {
+      snprintf(j->err, sizeof j->err, "pipeline %d: out of memory, or a timeline past its step", g);
+      j->rc = -1;
+      break;
+    }
+    j->receives += pipe.receives;
+    j->waited += pipe.waited;
+    for (int r = g * width; r < (g + 1) * width && j->rc == 0; r++)
+      j->rc = write_rank(s, j->dir, r, &pipe, &j->events, j->err, sizeof j->err);
+    gen_scale_pipe_free(&pipe);
+  }
   return NULL;
 }
 
@@ -383,7 +471,7 @@ int gen_scale_write(gen_scale *s, const char *dir, uint64_t *events, char *errbu
   scale_job jobs[64];
   pthread_t th[64];
   for (int t = 0; t < nt; t++) {
-    jobs[t] = (scale_job){s, dir, t, nt, 0, 0, ""};
+    jobs[t] = (scale_job){s, dir, t, nt, 0, 0, 0, 0, ""};
     if (t > 0 && pthread_create(&th[t], NULL, write_ranks, &jobs[t])) {
       jobs[t].rc = -1;
       snprintf(jobs[t].err, sizeof jobs[t].err, "could not start a thread");
@@ -392,9 +480,13 @@ int gen_scale_write(gen_scale *s, const char *dir, uint64_t *events, char *errbu
   write_ranks(&jobs[0]);
   int rc = 0;
   *events = 0;
+  s->receives = s->waited = 0;
   for (int t = 0; t < nt; t++) {
-    *events += jobs[t].events;
+    /* the thread's counts once it is done (read before the join they could be short) */
     if (t > 0 && strcmp(jobs[t].err, "could not start a thread")) pthread_join(th[t], NULL);
+    *events += jobs[t].events;
+    s->receives += jobs[t].receives;
+    s->waited += jobs[t].waited;
     if (jobs[t].rc && rc == 0) {
       rc = -1;
       snprintf(errbuf, errlen, "%s", jobs[t].err);

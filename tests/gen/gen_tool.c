@@ -22,8 +22,9 @@ static void usage(FILE *f) {
       "gen_iter.c)\n"
       "   or: stepscope-gen OUT_DIR --scale [--ranks N] [--events-per-rank N] [--steps N]\n"
       "       [--tp N] [--pp N] [--microbatches N] [--stragglers N] [--straggle-us N]\n"
-      "       [--clock-spread NS] [--seed N] [--threads N]   (thousands of ranks, fast: "
-      "gen_scale.c;\n"
+      "       [--clock-spread NS] [--seed N] [--threads N] [--waits [--1f1b]]\n"
+      "       (thousands of ranks, fast: gen_scale.c; --waits: stages wait on each other's\n"
+      "       sends, gen_scale_waits.c;\n"
       "       the random scenarios above compute exact expectations by brute force, linear in "
       "ranks,\n"
       "       up to %d ranks)\n",
@@ -63,7 +64,13 @@ static int scale_main(int argc, char **argv) {
       s.seed = (uint64_t)v;
     else if (!strcmp(a, "--threads"))
       s.threads = (int)v;
-    else if (a[0] != '-' && !out) {
+    else if (!strcmp(a, "--waits")) {
+      s.waits = 1;
+      takes = 0;
+    } else if (!strcmp(a, "--1f1b")) {
+      s.one_f_one_b = 1;
+      takes = 0;
+    } else if (a[0] != '-' && !out) {
       out = a;
       takes = 0;
     } else {
@@ -73,7 +80,7 @@ static int scale_main(int argc, char **argv) {
     i += takes;
   }
   if (!out || s.nranks < 1 || s.nsteps < 1 || s.events_per_rank < 1 || s.straggle_ns < 0 ||
-      gen_scale_layout(&s)) {
+      (s.one_f_one_b && !s.waits) || gen_scale_layout(&s)) {
     usage(stderr);
     return 2;
   }
@@ -90,6 +97,8 @@ static int scale_main(int argc, char **argv) {
   for (int r = 0; r < s.nranks; r++)
     if (gen_scale_is_straggler(&s, r)) printf(" %d", r);
   printf("\n");
+  if (s.waits) /* the pipelines' receives, and those that waited on a late send */
+    printf("receives %lld\nwaited %lld\n", (long long)s.receives, (long long)s.waited);
   return 0;
 }
 

@@ -248,6 +248,10 @@ int gen_iter_build(gen_run *g, gen_iter *it);
 
 /* ---- runs of thousands of ranks (gen_scale.c): written rank by rank from closed forms,
  * linear in events, never held in memory ---- */
+#define GEN_SCALE_KERNEL_NS   (20 * GEN_Q) /* a compute kernel's base duration */
+#define GEN_SCALE_JITTER_Q    10           /* up to this many Q more */
+#define GEN_SCALE_TRANSFER_NS (30 * GEN_Q) /* an all-reduce's transfer */
+#define GEN_SCALE_P2P_NS      (15 * GEN_Q) /* a pipeline transfer */
 typedef struct gen_scale {
   uint64_t seed;
   int nranks;
@@ -258,15 +262,50 @@ typedef struct gen_scale {
   int64_t straggle_ns;
   int64_t clock_spread; /* clock offsets up to this (ns) */
   int threads;          /* ranks written in parallel */
+  /* waits (gen_scale_waits.c): each stage's timeline follows the schedule's dependencies, so
+   * receives wait on late sends and stragglers delay their neighbours; 0: lockstep slots */
+  int waits;
+  int one_f_one_b; /* with waits: the 1F1B order instead of all-forward-all-backward */
   /* filled by gen_scale_layout: */
   int dp, kernels_per_slot;
   int64_t slot_ns, step_ns;
+  /* filled by gen_scale_write with waits: pipeline receives, and those posted before their
+   * send started (they waited) */
+  int64_t receives, waited;
 } gen_scale;
 
 void gen_scale_default(gen_scale *s);
 /* Completes the layout and the timing; -1 when the ranks are no multiple of tp x pp. */
 int gen_scale_layout(gen_scale *s);
 int gen_scale_is_straggler(const gen_scale *s, int rank);
+/* A compute kernel's true duration on rank r: the base, the jitter of (seed, r, step, slot, k)
+ * and the straggler's extra. */
+int64_t gen_scale_kernel_ns(const gen_scale *s, int r, int64_t step, int slot_no, int k);
+
+/* One forward or backward of a stage with waits (gen_scale_waits.c), true times: the stage
+ * starts it at `start` (kernels from start + 4 Q), its work (with the TP all-reduce) ends at
+ * `end`; its input's receive, posted at recv_post, ends at recv_end, and its output's send
+ * runs [send_start, send_end) (INT64_MIN where the stage has none). */
+typedef struct gen_scale_item {
+  int forward, mb;
+  int64_t start, end, recv_post, recv_end, send_start, send_end;
+} gen_scale_item;
+
+/* The timelines of one pipeline (a dp index: pp stages of tp ranks) over every step: per
+ * (step, stage) its 2 M items in the stage's order; stage_done: when the stage's last item
+ * ended, per (step, stage). */
+typedef struct gen_scale_pipe {
+  gen_scale_item *items;
+  int64_t *stage_done;
+  int64_t receives, waited; /* its ranks' receives, and those posted before their send */
+} gen_scale_pipe;
+
+/* Computes pipeline dp_idx's timelines (ASAP on the schedule's dependencies); 0, or -1 (out of
+ * memory, or a timeline past the step's length: a bug). */
+int gen_scale_pipe_make(const gen_scale *s, int dp_idx, gen_scale_pipe *p);
+const gen_scale_item *gen_scale_pipe_items(const gen_scale *s, const gen_scale_pipe *p,
+                                           int64_t step, int stage);
+void gen_scale_pipe_free(gen_scale_pipe *p);
 /* Writes DIR/rank-%05d.trace.zst for every rank; *events: the records written. 0 or -1
  * (message in errbuf). */
 int gen_scale_write(gen_scale *s, const char *dir, uint64_t *events, char *errbuf, size_t errlen);

@@ -471,19 +471,36 @@ static int culprit_rows(ssa_analysis *a, ssa_culprit_effect *ch, size_t n) {
 }
 
 /* Adds the questions the last walk could not answer to the answers' table (sorted, unique)
- * and finds where each of the nranks ranks' questions begin. */
+ * and finds where each of the nranks ranks' questions begin. The walk's list is made unique
+ * first; the first round's becomes the table itself, and a later round's is copied in and
+ * freed: the table and the list are never both held at the first round's size (the culprit
+ * walk's peak, ~16 KB per rank of a pipeline run). */
 static int merge_pending(ssa_phase_requests *q, size_t nranks) {
-  if (ssa_grow((void **)&q->v, &q->cap, q->n + q->npending, sizeof *q->v)) return STEPSCOPE_E_NOMEM;
+  size_t u = 0;
+  if (q->npending > 1) qsort(q->pending, q->npending, sizeof *q->pending, cmp_request);
+  for (size_t i = 0; i < q->npending; i++)
+    if (u == 0 || cmp_request(&q->pending[u - 1], &q->pending[i]) != 0)
+      q->pending[u++] = q->pending[i];
   if (!q->first && !(q->first = malloc((nranks + 1) * sizeof *q->first))) return STEPSCOPE_E_NOMEM;
-  memcpy(q->v + q->n, q->pending, q->npending * sizeof *q->v);
-  size_t n = q->n + q->npending, k = 0;
-  qsort(q->v, n, sizeof *q->v, cmp_request);
-  for (size_t i = 0; i < n; i++)
-    if (k == 0 || cmp_request(&q->v[k - 1], &q->v[i]) != 0) q->v[k++] = q->v[i];
-  q->n = k;
-  q->npending = 0;
+  if (q->n == 0) { /* the first round: its questions are the table */
+    free(q->v);
+    q->v = q->pending;
+    q->cap = q->pending_cap;
+    q->n = u;
+  } else {
+    if (ssa_grow((void **)&q->v, &q->cap, q->n + u, sizeof *q->v)) return STEPSCOPE_E_NOMEM;
+    memcpy(q->v + q->n, q->pending, u * sizeof *q->v);
+    free(q->pending);
+    size_t n = q->n + u, k = 0;
+    qsort(q->v, n, sizeof *q->v, cmp_request);
+    for (size_t i = 0; i < n; i++)
+      if (k == 0 || cmp_request(&q->v[k - 1], &q->v[i]) != 0) q->v[k++] = q->v[i];
+    q->n = k;
+  }
+  q->pending = NULL;
+  q->pending_cap = q->npending = 0;
   for (size_t r = 0, i = 0; r <= nranks; r++) {
-    while (i < k && q->v[i].rank_idx < r)
+    while (i < q->n && q->v[i].rank_idx < r)
       i++;
     q->first[r] = i;
   }
