@@ -73,7 +73,7 @@ int ssa_summary_coll_members(const ssa_analysis *a, ssa_coll_member **out, size_
     for (size_t j = 0; j < s->ncolls; j++)
       m[(*n)++] = (ssa_coll_member){s->colls[j].comm_id, s->colls[j].seq, (uint32_t)i, (uint32_t)j};
   }
-  qsort(m, count, sizeof *m, ssa_cmp_coll_member);
+  ssa_sort_coll_members(m, count);
   *out = m;
   return 0;
 }
