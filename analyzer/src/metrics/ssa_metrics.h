@@ -764,6 +764,13 @@ typedef struct ssa_phase_requests {
  * culprit rows and verdict (*unanswered 0); else it adds its questions to q and says how many.
  * 0 or STEPSCOPE_E_NOMEM. */
 int ssa_culprit_walk(ssa_analysis *a, ssa_phase_requests *q, size_t *unanswered);
+/* The question like key in q's table (rank rank_idx's rows), or NULL (culprit_questions.c). */
+const ssa_phase_request *ssa_phase_request_find(const ssa_phase_requests *q, uint32_t rank_idx,
+                                                const ssa_phase_request *key);
+/* Adds q's pending questions (of ranks below nranks) that its table lacks to the table, keeping
+ * it sorted and unique, and finds where each rank's questions begin; empties the pending list.
+ * 0 or STEPSCOPE_E_NOMEM. */
+int ssa_phase_requests_merge_pending(ssa_phase_requests *q, size_t nranks);
 /* The questions the culprit walk could ask of rank rr (its events loaded, its windows made)
  * when it arrives late or is a late rank's peer, answered and packed: per collective record,
  * the span from its end of the communicator's previous instance (else from the start of its
