@@ -811,5 +811,8 @@ static inline int64_t ssa_summary_rel_time(const ssa_analysis *a, const ssa_rank
 
 /* busbw factor of SPEC §4 for an op on n ranks. */
 double ssa_busbw_factor(uint32_t op, uint32_t n);
+/* After the matching: the summaries of a->colls by (op, group, bytes), then a->colls in time
+ * order (first start, comm_id, seq) (coll_summaries.c). 0 or STEPSCOPE_E_NOMEM. */
+int ssa_summarize_collectives(ssa_analysis *a);
 
 #endif
