@@ -184,7 +184,7 @@ static void warn_refused(ssa_analysis *a, const inferred_stream *st, size_t n) {
 int ssa_match_collectives(ssa_analysis *a) {
   ssa_coll_member *m;
   size_t n;
-  if (ssa_summary_coll_members(a, &m, &n)) return STEPSCOPE_E_NOMEM;
+  if (ssa_take_coll_members(a, &m, &n)) return STEPSCOPE_E_NOMEM;
   if (n == 0) return 0;
   size_t k = 0;
   for (size_t x = 0; x < n; x++) /* one rank: its collectives without metadata match nothing */

@@ -77,3 +77,12 @@ int ssa_summary_coll_members(const ssa_analysis *a, ssa_coll_member **out, size_
   *out = m;
   return 0;
 }
+
+int ssa_take_coll_members(ssa_analysis *a, ssa_coll_member **out, size_t *n) {
+  if (!a->kept_members) return ssa_summary_coll_members(a, out, n);
+  *out = a->kept_members;
+  *n = a->nkept_members;
+  a->kept_members = NULL;
+  a->nkept_members = 0;
+  return 0;
+}

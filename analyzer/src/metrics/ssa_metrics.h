@@ -545,6 +545,10 @@ typedef struct ssa_analysis {
   int64_t kernel_time_total;
   ssa_coll_instance *colls;
   size_t ncolls;
+  /* the summaries' members the pipeline waits sorted, kept for the matching, which takes
+   * them (ssa_take_coll_members) instead of sorting them again; NULL after */
+  ssa_coll_member *kept_members;
+  size_t nkept_members;
   ssa_coll_summary *coll_summaries;
   size_t ncoll_summaries;
   uint64_t colls_incomplete; /* instances with missing members: left out of statistics */
@@ -802,6 +806,9 @@ int ssa_moe_load(ssa_analysis *a);
 /* The collective records of every rank's summary as members of their instances, sorted by
  * ssa_cmp_coll_member (rank_summary.c; *out NULL when there are none). 0 or STEPSCOPE_E_NOMEM. */
 int ssa_summary_coll_members(const ssa_analysis *a, ssa_coll_member **out, size_t *n);
+/* The same, taken from a->kept_members when the pipeline waits kept them (the caller owns and
+ * frees them either way). */
+int ssa_take_coll_members(ssa_analysis *a, ssa_coll_member **out, size_t *n);
 
 /* A summary's trace time converted to the run's aligned, origin-relative time. */
 static inline int64_t ssa_summary_rel_time(const ssa_analysis *a, const ssa_rank_summary *s,
