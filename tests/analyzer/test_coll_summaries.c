@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll_summaries.h"
 #include "ssa_metrics.h"
 
 static int failures;

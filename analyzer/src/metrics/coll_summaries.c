@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "sc_hash.h"
+#include "coll_summaries.h"
 #include "ssa_metrics.h"
 
 #define EXACT_LIMIT (1ull << 53)

@@ -49,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll_summaries.h"
 #include "ssa_metrics.h"
 
 double ssa_busbw_factor(uint32_t op, uint32_t n) {

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "culprit_questions.h"
 #include "ssa_metrics.h"
 
 static int cmp_request(const ssa_phase_request *a, const ssa_phase_request *b) {

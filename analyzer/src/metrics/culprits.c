@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "culprit_questions.h"
 #include "ssa_metrics.h"
 
 enum { SSA_MAX_CHASE_STAGES = 1024 }; /* the stages a victim chase compares, at most */

@@ -545,9 +545,7 @@ typedef struct ssa_analysis {
   int64_t kernel_time_total;
   ssa_coll_instance *colls;
   size_t ncolls;
-  /* the summaries' members the pipeline waits sorted, kept for the matching, which takes
-   * them (ssa_take_coll_members) instead of sorting them again; NULL after */
-  ssa_coll_member *kept_members;
+  ssa_coll_member *kept_members; /* the pipeline waits' sorted members, for the matching */
   size_t nkept_members;
   ssa_coll_summary *coll_summaries;
   size_t ncoll_summaries;
@@ -768,13 +766,6 @@ typedef struct ssa_phase_requests {
  * culprit rows and verdict (*unanswered 0); else it adds its questions to q and says how many.
  * 0 or STEPSCOPE_E_NOMEM. */
 int ssa_culprit_walk(ssa_analysis *a, ssa_phase_requests *q, size_t *unanswered);
-/* The question like key in q's table (rank rank_idx's rows), or NULL (culprit_questions.c). */
-const ssa_phase_request *ssa_phase_request_find(const ssa_phase_requests *q, uint32_t rank_idx,
-                                                const ssa_phase_request *key);
-/* Adds q's pending questions (of ranks below nranks) that its table lacks to the table, keeping
- * it sorted and unique, and finds where each rank's questions begin; empties the pending list.
- * 0 or STEPSCOPE_E_NOMEM. */
-int ssa_phase_requests_merge_pending(ssa_phase_requests *q, size_t nranks);
 /* The questions the culprit walk could ask of rank rr (its events loaded, its windows made)
  * when it arrives late or is a late rank's peer, answered and packed: per collective record,
  * the span from its end of the communicator's previous instance (else from the start of its
@@ -806,8 +797,7 @@ int ssa_moe_load(ssa_analysis *a);
 /* The collective records of every rank's summary as members of their instances, sorted by
  * ssa_cmp_coll_member (rank_summary.c; *out NULL when there are none). 0 or STEPSCOPE_E_NOMEM. */
 int ssa_summary_coll_members(const ssa_analysis *a, ssa_coll_member **out, size_t *n);
-/* The same, taken from a->kept_members when the pipeline waits kept them (the caller owns and
- * frees them either way). */
+/* The same, or a->kept_members, taken (the caller frees them either way). */
 int ssa_take_coll_members(ssa_analysis *a, ssa_coll_member **out, size_t *n);
 
 /* A summary's trace time converted to the run's aligned, origin-relative time. */
@@ -818,8 +808,5 @@ static inline int64_t ssa_summary_rel_time(const ssa_analysis *a, const ssa_rank
 
 /* busbw factor of SPEC §4 for an op on n ranks. */
 double ssa_busbw_factor(uint32_t op, uint32_t n);
-/* After the matching: the summaries of a->colls by (op, group, bytes), then a->colls in time
- * order (first start, comm_id, seq) (coll_summaries.c). 0 or STEPSCOPE_E_NOMEM. */
-int ssa_summarize_collectives(ssa_analysis *a);
 
 #endif
