@@ -4,12 +4,25 @@
  * instead of a key string and a value call, and unknown values as null
  * (ssa_io.h).
  */
+#include <string.h>
+
 #include "ssa_io.h"
 
 void ssa_out_key(ssa_out *o, const char *name) {
-  ssa_out_str(o, ",\"");
-  ssa_out_str(o, name);
-  ssa_out_str(o, "\":");
+  size_t n = strlen(name);
+  if (o->cap - o->len < n + 4) { /* at the buffer's end: piece by piece */
+    ssa_out_str(o, ",\"");
+    ssa_out_str(o, name);
+    ssa_out_str(o, "\":");
+    return;
+  }
+  char *p = o->buf + o->len; /* the common case, in one go: reports write millions of keys */
+  p[0] = ',';
+  p[1] = '"';
+  memcpy(p + 2, name, n);
+  p[n + 2] = '"';
+  p[n + 3] = ':';
+  o->len += n + 4;
 }
 
 void ssa_out_field_i64(ssa_out *o, const char *name, int64_t v) {

@@ -26,6 +26,7 @@
 
 #include "ssa_io.h"
 #include "stepscope.h"
+#include "sc_hash.h"
 #include "sc_json.h"
 
 #define OUT_BUF (1u << 20)
@@ -196,7 +197,9 @@ int ssa_out_close(ssa_out *o) {
              err_no ? strerror(err_no) : "");
   drop_paths(o);
   free(o->buf);
+  free(o->doubles);
   o->buf = NULL;
+  o->doubles = NULL;
   o->gz = NULL;
   o->file = NULL;
   return o->error;
@@ -274,14 +277,45 @@ void ssa_out_us(ssa_out *o, int64_t ns) {
   ssa_out_write(o, tmp, 4);
 }
 
+void ssa_out_hex64(ssa_out *o, uint64_t v) {
+  static const char digits[] = "0123456789abcdef";
+  char tmp[16];
+  for (int i = 15; i >= 0; i--, v >>= 4)
+    tmp[i] = digits[v & 15];
+  ssa_out_write(o, tmp, sizeof tmp);
+}
+
+/* The "%.9g" text of recently written doubles, by their bits: a direct-mapped
+ * table, an entry replaced when another value maps to it. */
+#define DOUBLE_MEMO_N 1024
+struct ssa_out_double_memo {
+  uint64_t bits[DOUBLE_MEMO_N];
+  unsigned char len[DOUBLE_MEMO_N]; /* 0: empty */
+  char text[DOUBLE_MEMO_N][24];
+};
+
 void ssa_out_double(ssa_out *o, double v) {
   if (v != v || v > 1e308 || v < -1e308) {
     ssa_out_str(o, "null");
     return;
   }
+  uint64_t bits;
+  memcpy(&bits, &v, sizeof bits);
+  if (!o->doubles) o->doubles = calloc(1, sizeof *o->doubles); /* NULL: no memo, same text */
+  struct ssa_out_double_memo *m = o->doubles;
+  size_t slot = (size_t)(sc_mix64(bits) % DOUBLE_MEMO_N);
+  if (m && m->len[slot] && m->bits[slot] == bits) {
+    ssa_out_write(o, m->text[slot], m->len[slot]);
+    return;
+  }
   char tmp[40];
   int n = snprintf(tmp, sizeof tmp, "%.9g", v);
   ssa_out_write(o, tmp, (size_t)n);
+  if (m && n > 0 && (size_t)n < sizeof m->text[slot]) {
+    m->bits[slot] = bits;
+    m->len[slot] = (unsigned char)n;
+    memcpy(m->text[slot], tmp, (size_t)n);
+  }
 }
 
 /* Length of the well-formed UTF-8 sequence at p (Unicode Table 3-7: no

@@ -44,6 +44,7 @@ typedef struct ssa_out {
   int flush_errno; /* errno of the first failed write */
   int temp_slot;   /* 1 + tmp_path's slot in temp_files.c (0: none): removed on SIGTERM/HUP/INT */
   char why[320];   /* why ssa_out_open or ssa_out_close failed */
+  struct ssa_out_double_memo *doubles; /* ssa_out_double's recent texts (allocated on use) */
 } ssa_out;
 
 /* Registers a file this process reads (a trace, a report): ssa_out_open
@@ -76,9 +77,12 @@ void ssa_out_str(ssa_out *o, const char *s);
 void ssa_out_printf(ssa_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ssa_out_i64(ssa_out *o, int64_t v);
 void ssa_out_u64(ssa_out *o, uint64_t v);
+/* v as 16 lowercase hex digits (printf's "%016llx"). */
+void ssa_out_hex64(ssa_out *o, uint64_t v);
 /* ns as microseconds with exactly three decimals ("12.345"). */
 void ssa_out_us(ssa_out *o, int64_t ns);
-/* a JSON number, or null for NaN/inf */
+/* a JSON number ("%.9g"), or null for NaN/inf; the texts of recent values are
+ * remembered (a report repeats a few bandwidths millions of times) */
 void ssa_out_double(ssa_out *o, double v);
 /* a JSON string literal with escapes, always valid UTF-8 (invalid
  * sequences become U+FFFD); NULL writes "" */

@@ -358,6 +358,7 @@ void ssa_analysis_free(ssa_analysis *a) {
   ssa_strtab_free(&a->names);
   free(a->kernels);
   free(a->colls);
+  free(a->kept_members);
   free(a->coll_summaries);
   free(a->lates);
   free(a->culprits);

@@ -49,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll_summaries.h"
 #include "ssa_metrics.h"
 
 double ssa_busbw_factor(uint32_t op, uint32_t n) {
@@ -93,29 +94,6 @@ static int64_t since_of(const ssa_analysis *a, const ssa_coll_member *m, size_t 
 
 static int in_window(const ssa_rank_result *rr, const ssa_coll_rec *c) {
   return c->start >= rr->totals.start && c->start < rr->totals.end;
-}
-
-static int cmp_summary_key(const ssa_coll_instance *a, const ssa_coll_instance *b) {
-  if (a->op != b->op) return a->op < b->op ? -1 : 1;
-  if (a->group != b->group) return a->group < b->group ? -1 : 1;
-  if (a->op == STEPSCOPE_COLL_ALLTOALL) return 0; /* uneven: one row per communicator */
-  if (a->bytes != b->bytes) return a->bytes < b->bytes ? -1 : 1;
-  return 0;
-}
-
-static int cmp_instance(const void *pa, const void *pb) {
-  const ssa_coll_instance *a = pa, *b = pb;
-  int k = cmp_summary_key(a, b);
-  if (k) return k;
-  return a->first_start_rel < b->first_start_rel ? -1 : a->first_start_rel > b->first_start_rel;
-}
-
-static int cmp_instance_time(const void *pa, const void *pb) {
-  const ssa_coll_instance *a = pa, *b = pb;
-  if (a->first_start_rel != b->first_start_rel)
-    return a->first_start_rel < b->first_start_rel ? -1 : 1;
-  if (a->comm_id != b->comm_id) return a->comm_id < b->comm_id ? -1 : 1;
-  return a->seq < b->seq ? -1 : a->seq > b->seq;
 }
 
 /* Per stream matched by order (inferred collectives): what speaks against the matching. */
@@ -207,7 +185,7 @@ static void warn_refused(ssa_analysis *a, const inferred_stream *st, size_t n) {
 int ssa_match_collectives(ssa_analysis *a) {
   ssa_coll_member *m;
   size_t n;
-  if (ssa_summary_coll_members(a, &m, &n)) return STEPSCOPE_E_NOMEM;
+  if (ssa_take_coll_members(a, &m, &n)) return STEPSCOPE_E_NOMEM;
   if (n == 0) return 0;
   size_t k = 0;
   for (size_t x = 0; x < n; x++) /* one rank: its collectives without metadata match nothing */
@@ -428,49 +406,5 @@ int ssa_match_collectives(ssa_analysis *a) {
     ssa_analysis_warn(
         a, "%llu collective instances in all had missing ranks (left out of the statistics)",
         (unsigned long long)(a->colls_incomplete - a->colls_refused));
-  /* summaries by (op, group, bytes), of the complete instances (sorted
-   * first within each key) */
-  if (a->ncolls > 1) qsort(a->colls, a->ncolls, sizeof *a->colls, cmp_instance);
-  size_t scap2 = 0;
-  for (size_t g = 0; g < a->ncolls;) {
-    size_t e = g + 1;
-    while (e < a->ncolls && cmp_summary_key(&a->colls[g], &a->colls[e]) == 0)
-      e++;
-    size_t first_complete = g;
-    while (first_complete < e && !a->colls[first_complete].complete)
-      first_complete++;
-    if (first_complete == e) {
-      g = e;
-      continue;
-    }
-    if (ssa_grow((void **)&a->coll_summaries, &scap2, a->ncoll_summaries + 1,
-                 sizeof *a->coll_summaries))
-      return STEPSCOPE_E_NOMEM;
-    ssa_coll_summary *s = &a->coll_summaries[a->ncoll_summaries++];
-    memset(s, 0, sizeof *s);
-    s->op = a->colls[g].op;
-    s->group = a->colls[g].group;
-    s->bytes = a->colls[g].bytes;
-    s->transfer_min = INT64_MAX;
-    double bytes_total = 0;
-    for (size_t x = g; x < e; x++) {
-      const ssa_coll_instance *in = &a->colls[x];
-      if (!in->complete) continue;
-      s->count++;
-      s->transfer_total += in->transfer;
-      if (in->transfer < s->transfer_min) s->transfer_min = in->transfer;
-      if (in->transfer > s->transfer_max) s->transfer_max = in->transfer;
-      s->skew_total += in->skew;
-      if (in->skew > s->skew_max) s->skew_max = in->skew;
-      s->wait_total += in->total_wait;
-      bytes_total += (double)in->bytes;
-    }
-    if (s->op == STEPSCOPE_COLL_ALLTOALL && s->count > 0)
-      s->bytes = (uint64_t)(bytes_total / (double)s->count + 0.5);
-    s->algbw = s->transfer_total > 0 ? bytes_total / (double)s->transfer_total : 0.0;
-    s->busbw = s->algbw * ssa_busbw_factor(s->op, a->colls[g].comm_size);
-    g = e;
-  }
-  if (a->ncolls > 1) qsort(a->colls, a->ncolls, sizeof *a->colls, cmp_instance_time);
-  return 0;
+  return ssa_summarize_collectives(a); /* coll_summaries.c */
 }

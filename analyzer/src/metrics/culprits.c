@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "culprit_questions.h"
 #include "ssa_metrics.h"
 
 enum { SSA_MAX_CHASE_STAGES = 1024 }; /* the stages a victim chase compares, at most */
@@ -119,14 +120,6 @@ static int64_t to_rank(const ssa_analysis *a, const ssa_rank_summary *r, int64_t
   return rel - r->offset_ns + a->run->origin;
 }
 
-static int cmp_request(const void *pa, const void *pb) {
-  const ssa_phase_request *a = pa, *b = pb;
-  if (a->rank_idx != b->rank_idx) return a->rank_idx < b->rank_idx ? -1 : 1;
-  if (a->kind != b->kind) return a->kind < b->kind ? -1 : 1;
-  if (a->t0 != b->t0) return a->t0 < b->t0 ? -1 : 1;
-  return a->t1 < b->t1 ? -1 : a->t1 > b->t1;
-}
-
 /* A walk over the late arrivals: the answers it reads, the questions it could not answer. */
 typedef struct walk {
   ssa_analysis *a;
@@ -140,7 +133,7 @@ static void phase_times(walk *wk, uint32_t idx, int kind, int64_t t0, int64_t t1
                         int64_t out[SSA_PHASE_N]) {
   ssa_phase_requests *q = wk->q;
   ssa_phase_request key = {.rank_idx = idx, .kind = kind, .t0 = t0, .t1 = t1};
-  const ssa_phase_request *hit = q->n ? bsearch(&key, q->v, q->n, sizeof key, cmp_request) : NULL;
+  const ssa_phase_request *hit = ssa_phase_request_find(q, idx, &key);
   if (hit && hit->answered) {
     memcpy(out, hit->time, sizeof hit->time);
     return;
@@ -174,7 +167,12 @@ static void add_excess(walk *wk, uint32_t x, int64_t x0, int64_t x1, const uint3
     int64_t v[SSA_LATE_PEERS];
     for (size_t k = 0; k < np; k++)
       v[k] = peers[k][p];
-    qsort(v, np, sizeof *v, ssa_cmp_i64);
+    for (size_t k = 1; k < np; k++) /* insertion sort: at most SSA_LATE_PEERS values */
+      for (size_t j = k; j > 0 && v[j - 1] > v[j]; j--) {
+        int64_t t = v[j];
+        v[j] = v[j - 1];
+        v[j - 1] = t;
+      }
     diff[p] += mine[p] - (np ? v[(np - 1) / 2] : 0);
   }
 }
@@ -470,43 +468,6 @@ static int culprit_rows(ssa_analysis *a, ssa_culprit_effect *ch, size_t n) {
   return 0;
 }
 
-/* Adds the questions the last walk could not answer to the answers' table (sorted, unique)
- * and finds where each of the nranks ranks' questions begin. The walk's list is made unique
- * first; the first round's becomes the table itself, and a later round's is copied in and
- * freed: the table and the list are never both held at the first round's size (the culprit
- * walk's peak, ~16 KB per rank of a pipeline run). */
-static int merge_pending(ssa_phase_requests *q, size_t nranks) {
-  size_t u = 0;
-  if (q->npending > 1) qsort(q->pending, q->npending, sizeof *q->pending, cmp_request);
-  for (size_t i = 0; i < q->npending; i++)
-    if (u == 0 || cmp_request(&q->pending[u - 1], &q->pending[i]) != 0)
-      q->pending[u++] = q->pending[i];
-  if (!q->first && !(q->first = malloc((nranks + 1) * sizeof *q->first))) return STEPSCOPE_E_NOMEM;
-  if (q->n == 0) { /* the first round: its questions are the table */
-    free(q->v);
-    q->v = q->pending;
-    q->cap = q->pending_cap;
-    q->n = u;
-  } else {
-    if (ssa_grow((void **)&q->v, &q->cap, q->n + u, sizeof *q->v)) return STEPSCOPE_E_NOMEM;
-    memcpy(q->v + q->n, q->pending, u * sizeof *q->v);
-    free(q->pending);
-    size_t n = q->n + u, k = 0;
-    qsort(q->v, n, sizeof *q->v, cmp_request);
-    for (size_t i = 0; i < n; i++)
-      if (k == 0 || cmp_request(&q->v[k - 1], &q->v[i]) != 0) q->v[k++] = q->v[i];
-    q->n = k;
-  }
-  q->pending = NULL;
-  q->pending_cap = q->npending = 0;
-  for (size_t r = 0, i = 0; r <= nranks; r++) {
-    while (i < q->n && q->v[i].rank_idx < r)
-      i++;
-    q->first[r] = i;
-  }
-  return 0;
-}
-
 int ssa_culprit_walk(ssa_analysis *a, ssa_phase_requests *q, size_t *unanswered) {
   int rc = STEPSCOPE_E_NOMEM;
   *unanswered = 0;
@@ -574,7 +535,7 @@ int ssa_culprit_walk(ssa_analysis *a, ssa_phase_requests *q, size_t *unanswered)
   if (pipeline_charges(&wk, layout, &effects, &neffects, &effects_cap) || wk.nomem) goto out;
   if (q->npending) { /* a round with questions: its rows would be wrong */
     *unanswered = q->npending;
-    rc = merge_pending(q, a->nranks);
+    rc = ssa_phase_requests_merge_pending(q, a->nranks);
     goto out;
   }
   a->culprit_steps_total = steps_total;

@@ -109,7 +109,8 @@ int ssa_find_pipeline_waits(ssa_analysis *a) {
     }
     g = e;
   }
-  free(m);
+  a->kept_members = m; /* for the matching: the same members, sorted */
+  a->nkept_members = n;
   free(start);
   free(stage);
   return 0;

@@ -73,7 +73,16 @@ int ssa_summary_coll_members(const ssa_analysis *a, ssa_coll_member **out, size_
     for (size_t j = 0; j < s->ncolls; j++)
       m[(*n)++] = (ssa_coll_member){s->colls[j].comm_id, s->colls[j].seq, (uint32_t)i, (uint32_t)j};
   }
-  qsort(m, count, sizeof *m, ssa_cmp_coll_member);
+  ssa_sort_coll_members(m, count);
   *out = m;
+  return 0;
+}
+
+int ssa_take_coll_members(ssa_analysis *a, ssa_coll_member **out, size_t *n) {
+  if (!a->kept_members) return ssa_summary_coll_members(a, out, n);
+  *out = a->kept_members;
+  *n = a->nkept_members;
+  a->kept_members = NULL;
+  a->nkept_members = 0;
   return 0;
 }

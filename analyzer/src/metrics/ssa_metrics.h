@@ -549,6 +549,8 @@ typedef struct ssa_analysis {
   int64_t kernel_time_total;
   ssa_coll_instance *colls;
   size_t ncolls;
+  ssa_coll_member *kept_members; /* the pipeline waits' sorted members, for the matching */
+  size_t nkept_members;
   ssa_coll_summary *coll_summaries;
   size_t ncoll_summaries;
   uint64_t colls_incomplete; /* instances with missing members: left out of statistics */
@@ -811,6 +813,8 @@ int ssa_moe_load(ssa_analysis *a);
 /* The collective records of every rank's summary as members of their instances, sorted by
  * ssa_cmp_coll_member (rank_summary.c; *out NULL when there are none). 0 or STEPSCOPE_E_NOMEM. */
 int ssa_summary_coll_members(const ssa_analysis *a, ssa_coll_member **out, size_t *n);
+/* The same, or a->kept_members, taken (the caller frees them either way). */
+int ssa_take_coll_members(ssa_analysis *a, ssa_coll_member **out, size_t *n);
 
 /* A summary's trace time converted to the run's aligned, origin-relative time. */
 static inline int64_t ssa_summary_rel_time(const ssa_analysis *a, const ssa_rank_summary *s,

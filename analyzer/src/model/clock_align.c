@@ -113,7 +113,7 @@ static int refine(ssa_run *run, const ssa_rank_align *in) {
     for (size_t j = 0; j < in[i].nends; j++)
       s[n++] =
           (ssa_coll_member){in[i].ends[j].comm_id, in[i].ends[j].seq, (uint32_t)i, (uint32_t)j};
-  qsort(s, n, sizeof *s, ssa_cmp_coll_member);
+  ssa_sort_coll_members(s, n);
   size_t npairs = 0, pcap = 0;
   pair_diff *pairs = NULL;
   for (size_t g = 0; g < n;) {

@@ -30,7 +30,7 @@ int ssa_run_coll_members(const ssa_run *run, ssa_coll_member **out, size_t *n) {
     for (size_t j = 0; j < r->ncolls; j++)
       m[(*n)++] = (ssa_coll_member){r->colls[j].comm_id, r->colls[j].seq, (uint32_t)i, (uint32_t)j};
   }
-  qsort(m, count, sizeof *m, ssa_cmp_coll_member);
+  ssa_sort_coll_members(m, count);
   *out = m;
   return 0;
 }

@@ -460,6 +460,10 @@ typedef struct ssa_coll_member {
 
 /* qsort order of members: comm_id, seq, rank, record (a total order). */
 int ssa_cmp_coll_member(const void *a, const void *b);
+/* Sorts n members into ssa_cmp_coll_member order (coll_member_sort.c): in
+ * linear time when they were built rank by rank, record by record (as every
+ * builder here does), by qsort otherwise. Cannot fail. */
+void ssa_sort_coll_members(ssa_coll_member *m, size_t n);
 /* Every collective record of the run's ranks as a member, in a new array
  * sorted by ssa_cmp_coll_member (*out NULL when there are none). 0 or
  * STEPSCOPE_E_NOMEM. */
