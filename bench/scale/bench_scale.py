@@ -92,6 +92,7 @@ def main():
     chosen = a.modes.split(",")
     if any(m not in modes for m in chosen):
         sys.exit("--modes: normal and/or bounded")
+    os.makedirs(a.dir, exist_ok=True)  # stepscope-gen makes the run's directory, not its parents
     partials = []
     print("| ranks | events/rank | events | gen s | mode | analyze wall s | CPU s (user + sys) "
           "| CPU ns/event | peak RSS MiB | bytes/event | minor faults | rank files read again "
