@@ -36,7 +36,7 @@ static uint64_t make_seq(int shape, uint64_t i) {
 static void check_against_qsort(ssa_coll_member *m, size_t n, const char *what) {
   ssa_coll_member *want = malloc((n ? n : 1) * sizeof *want);
   if (!want) abort();
-  memcpy(want, m, n * sizeof *m);
+  if (n) memcpy(want, m, n * sizeof *m); /* m may be NULL when n is 0 */
   qsort(want, n, sizeof *want, ssa_cmp_coll_member);
   ssa_sort_coll_members(m, n);
   for (size_t i = 0; i < n; i++)

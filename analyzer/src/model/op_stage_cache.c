@@ -8,8 +8,10 @@
  * load. A small file's stage therefore borrows the lane arrays its thread used
  * for the previous one (already faulted in and warm in the cache), and the
  * merge writes the rank's op array at its exact size. Only lanes up to
- * CACHE_LANE_MAX bytes are kept, so one odd file does not pin memory in every
- * loader thread. The entry lives in a thread-local variable; a pthread key
+ * CACHE_LANE_MAX bytes are kept, and no more than SSA_OP_STAGE_CACHE_MAX bytes
+ * in all (a small file on disk may be compressed: many lanes each just under
+ * the lane bound pinned tens of MiB), so one odd file does not pin memory in
+ * every loader thread. The entry lives in a thread-local variable; a pthread key
  * whose value is the same entry frees it when the thread exits (the main
  * thread's is left to process exit, still reachable), as reader_cache.c does
  * for the reader's buffers.
@@ -50,12 +52,16 @@ void ssa_op_stage_cache_take(ssa_op_stage *st) {
 }
 
 void ssa_op_stage_cache_give(ssa_op_stage *st) {
+  size_t kept = st->nlanes * sizeof *st->lanes; /* bytes the thread would keep */
   for (uint32_t i = 0; i < st->nlanes; i++) {
     ssa_lane_ops *l = &st->lanes[i];
-    if (l->cap * sizeof *l->ops > CACHE_LANE_MAX) {
+    size_t bytes = l->cap * sizeof *l->ops;
+    if (bytes > CACHE_LANE_MAX || kept + bytes > SSA_OP_STAGE_CACHE_MAX) {
       free(l->ops);
       l->ops = NULL;
       l->cap = 0;
+    } else {
+      kept += bytes;
     }
     l->n = 0;
     l->out_of_order = 0;
@@ -70,7 +76,7 @@ void ssa_op_stage_cache_give(ssa_op_stage *st) {
     }
     thread_stage = e;
   }
-  if (e && !e->lanes) { /* the slot is empty: keep these */
+  if (e && !e->lanes && kept <= SSA_OP_STAGE_CACHE_MAX) { /* the slot is empty: keep these */
     e->lanes = st->lanes;
     e->nlanes = st->nlanes;
   } else {

@@ -47,7 +47,9 @@ typedef struct ssa_op_stage {
 void ssa_op_stage_begin(ssa_op_stage *st, size_t reserve);
 void ssa_op_stage_free(ssa_op_stage *st);
 /* The thread's kept lane arrays (op_stage_cache.c): moved into an empty stage, and given back
- * emptied (lanes over the cache's bound freed); the stage is cleared. */
+ * emptied (lanes over the cache's bound freed); the stage is cleared. A thread keeps at most
+ * SSA_OP_STAGE_CACHE_MAX bytes of them (its lane array and every kept lane's ops together). */
+#define SSA_OP_STAGE_CACHE_MAX ((size_t)8 << 20)
 void ssa_op_stage_cache_take(ssa_op_stage *st);
 void ssa_op_stage_cache_give(ssa_op_stage *st);
 /* Makes room for lane `lane`; 0 or STEPSCOPE_E_NOMEM. */
