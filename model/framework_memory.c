@@ -218,7 +218,10 @@ int mm_framework_rank_memory(const mm_layout *l, int stage, mm_breakdown *out, c
     REFUSE("every size and degree must be at least 1, and every stage needs a layer");
   if (stage < 0 || stage >= l->pp) REFUSE("pipeline rank %d is outside --pp %d", stage, l->pp);
   int kv = l->kv_heads > 0 ? l->kv_heads : l->heads;
-  if (l->hidden % l->heads || l->heads % l->tp || kv % l->tp || (l->ffn > 0 && l->ffn % l->tp))
+  if (l->hidden % l->heads)
+    REFUSE("--hidden %d is not divisible by --heads %d (a head's width must be whole)", l->hidden,
+           l->heads);
+  if (l->heads % l->tp || kv % l->tp || (l->ffn > 0 && l->ffn % l->tp))
     REFUSE("the heads (%d, %d of them K/V) and the MLP width must be divisible by --tp %d",
            l->heads, kv, l->tp);
   if (V > 1 && !mm_stages_valid(l))

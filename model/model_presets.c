@@ -26,14 +26,15 @@ const char *mp_preset_names(void) {
 }
 
 /* GPT-3's 1.3B (24 heads of 128 on 2048) is left out: its table's heads do not divide its
- * width. GPT-3 13B's width 5140 is as published (TP degrees must divide it). */
+ * width. GPT-3 13B's table gives d_model 5140 beside 40 heads of d_head 128: 40 x 128 = 5120,
+ * the width taken here (5140 is not divisible by 40, so no layout could run it). */
 static const mp_plan_preset plan_presets[] = {
     {"gpt3-125m", 12, 768, 12, 0, 0, 50257, 2048, 0, 0, 0, 0, 0},
     {"gpt3-350m", 24, 1024, 16, 0, 0, 50257, 2048, 0, 0, 0, 0, 0},
     {"gpt3-760m", 24, 1536, 16, 0, 0, 50257, 2048, 0, 0, 0, 0, 0},
     {"gpt3-2.7b", 32, 2560, 32, 0, 0, 50257, 2048, 0, 0, 0, 0, 0},
     {"gpt3-6.7b", 32, 4096, 32, 0, 0, 50257, 2048, 0, 0, 0, 0, 0},
-    {"gpt3-13b", 40, 5140, 40, 0, 0, 50257, 2048, 0, 0, 0, 0, 0},
+    {"gpt3-13b", 40, 5120, 40, 0, 0, 50257, 2048, 0, 0, 0, 0, 0},
     {"gpt3-175b", 96, 12288, 96, 0, 0, 50257, 2048, 0, 0, 0, 0, 0},
     {"llama3-8b", 32, 4096, 32, 8, 14336, 128256, 8192, 1, 1, 1, 0, 0},
     {"llama3-70b", 80, 8192, 64, 8, 28672, 128256, 8192, 1, 1, 1, 0, 0},

@@ -154,6 +154,16 @@ grep -q "that the --framework runs" "$dir/help.txt" && grep -q "megatron (ZeRO" 
 "$stepscope" plan --layers 96 --hidden 12288 --heads 96 --vocab 50257 --seq 2048 --max-seq 2048 \
   --gpus 1 --global-batch 1 > "$dir/huge.txt" 2>&1
 grep -q "nothing fits" "$dir/huge.txt" || { cat "$dir/huge.txt"; no "a model that fits nowhere"; }
+# every real-model preset runs somewhere (GPT-3 13B's published width 5140 is not divisible by
+# its 40 heads: no layout could run it), and a width its heads do not divide is named as such
+for m in gpt3-125m gpt3-350m gpt3-760m gpt3-2.7b gpt3-6.7b gpt3-13b; do
+  "$stepscope" plan --model $m --gpus 8 --global-batch 16 --device h100-sxm --top 1 \
+    > /dev/null 2> "$dir/preset.txt" || { cat "$dir/preset.txt"; no "preset $m: no layout runs"; }
+done
+"$stepscope" plan --layers 40 --hidden 5140 --heads 40 --vocab 50257 --seq 2048 --max-seq 2048 \
+  --gpus 8 --global-batch 16 --device h100-sxm > /dev/null 2> "$dir/width.txt"
+[ $? = 1 ] && grep -q "not divisible by --heads 40" "$dir/width.txt" ||
+  { cat "$dir/width.txt"; no "a width the heads do not divide: named, not blamed on --tp"; }
 "$stepscope" plan --gpus 8 --global-batch 32 > /dev/null 2> "$dir/nomodel.txt"
 [ $? = 2 ] && grep -q "describe the model" "$dir/nomodel.txt" || no "no model: exit 2"
 exit $fail
