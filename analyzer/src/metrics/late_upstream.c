@@ -122,19 +122,28 @@ static int compute_phase(const ssa_rank *r, const ssa_phase_ranges *p, const ssa
   return ph >= 0 ? ph : SSA_PHASE_OTHER;
 }
 
-/* The aligned start of the send that pipeline receive o of rank x waited for, when it started
- * after o did (else INT64_MIN); *sender gets its rank. The send's start is its summary's. */
-static int64_t late_send(const ssa_upstream *u, uint32_t x, const ssa_op *o, uint32_t *sender) {
+/* The aligned start of the send that collective record j of rank x, a pipeline receive with a
+ * partner, was matched with (its summary's start), *sender the sending rank; INT64_MIN where
+ * record j is no such receive. */
+static int64_t partner_send_at(const ssa_upstream *u, size_t x, size_t j, uint32_t *sender) {
   const ssa_analysis *a = u->a;
-  const ssa_rank *r = a->ranks[x].rank;
   const ssa_rank_summary *own = &a->ranks[x].summary;
   const up_rank *ur = &u->ur[x];
-  if (!ur->partner_rank || o->coll == SSA_NONE || o->coll >= own->ncolls) return INT64_MIN;
-  uint32_t pr = ur->partner_rank[o->coll];
-  if (own->colls[o->coll].op != STEPSCOPE_COLL_RECV || pr == SSA_NONE) return INT64_MIN;
-  const ssa_rank_summary *s = &a->ranks[pr].summary;
-  int64_t at = ssa_summary_rel_time(a, s, s->colls[ur->partner_coll[o->coll]].start);
-  if (at <= ssa_rel_time(a->run, r, o->start)) return INT64_MIN;
+  if (!ur->partner_rank || j >= own->ncolls || own->colls[j].op != STEPSCOPE_COLL_RECV ||
+      ur->partner_rank[j] == SSA_NONE)
+    return INT64_MIN;
+  const ssa_rank_summary *s = &a->ranks[ur->partner_rank[j]].summary;
+  *sender = ur->partner_rank[j];
+  return ssa_summary_rel_time(a, s, s->colls[ur->partner_coll[j]].start);
+}
+
+/* The aligned start of the send that pipeline receive o of rank x waited for, when it started
+ * after o did (else INT64_MIN); *sender gets its rank. */
+static int64_t late_send(const ssa_upstream *u, uint32_t x, const ssa_op *o, uint32_t *sender) {
+  uint32_t pr;
+  int64_t at = o->coll == SSA_NONE ? INT64_MIN : partner_send_at(u, x, o->coll, &pr);
+  if (at == INT64_MIN || at <= ssa_rel_time(u->a->run, u->a->ranks[x].rank, o->start))
+    return INT64_MIN;
   *sender = pr;
   return at;
 }
@@ -327,22 +336,17 @@ nomem:
 
 int ssa_upstream_partner_sends(const ssa_upstream *u, size_t rank_idx, ssa_partner_send **out,
                                size_t *n) {
-  const ssa_analysis *a = u->a;
-  const ssa_rank_summary *own = &a->ranks[rank_idx].summary;
-  const up_rank *ur = &u->ur[rank_idx];
+  size_t ncolls = u->a->ranks[rank_idx].summary.ncolls, k = 0;
+  uint32_t pr;
   *out = NULL;
   *n = 0;
-  size_t k = 0;
-  for (size_t j = 0; ur->partner_rank && j < own->ncolls; j++)
-    k += own->colls[j].op == STEPSCOPE_COLL_RECV && ur->partner_rank[j] != SSA_NONE;
+  for (size_t j = 0; j < ncolls; j++)
+    k += partner_send_at(u, rank_idx, j, &pr) != INT64_MIN;
   if (k == 0) return 0;
   if (!(*out = malloc(k * sizeof **out))) return STEPSCOPE_E_NOMEM;
-  for (size_t j = 0; j < own->ncolls; j++) {
-    uint32_t pr = ur->partner_rank[j];
-    if (own->colls[j].op != STEPSCOPE_COLL_RECV || pr == SSA_NONE) continue;
-    const ssa_rank_summary *s = &a->ranks[pr].summary;
-    int64_t at = ssa_summary_rel_time(a, s, s->colls[ur->partner_coll[j]].start);
-    (*out)[(*n)++] = (ssa_partner_send){(uint32_t)j, pr, at};
+  for (size_t j = 0; j < ncolls; j++) {
+    int64_t at = partner_send_at(u, rank_idx, j, &pr);
+    if (at != INT64_MIN) (*out)[(*n)++] = (ssa_partner_send){(uint32_t)j, pr, at};
   }
   return 0;
 }
@@ -418,13 +422,11 @@ static int collect_spans(ssa_upstream *u) {
   const ssa_analysis *a = u->a;
   for (size_t x = 0; x < a->nranks; x++) {
     const ssa_rank_summary *own = &a->ranks[x].summary;
-    const up_rank *ur = &u->ur[x];
-    for (size_t j = 0; ur->partner_rank && j < own->ncolls; j++) {
-      uint32_t pr = ur->partner_rank[j];
-      if (own->colls[j].op != STEPSCOPE_COLL_RECV || pr == SSA_NONE) continue;
-      const ssa_rank_summary *s = &a->ranks[pr].summary;
+    for (size_t j = 0; j < own->ncolls; j++) {
+      uint32_t pr;
+      int64_t t1 = partner_send_at(u, x, j, &pr);
+      if (t1 == INT64_MIN) continue;
       int64_t t0 = ssa_summary_rel_time(a, own, own->colls[j].start);
-      int64_t t1 = ssa_summary_rel_time(a, s, s->colls[ur->partner_coll[j]].start);
       up_rank *to = &u->ur[pr];
       if (t1 <= t0) continue;
       if (ssa_grow((void **)&to->spans, &to->spans_cap, to->nspans + 1, sizeof *to->spans))
