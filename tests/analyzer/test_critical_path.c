@@ -16,6 +16,10 @@
  *               and on rank 1: none is entered again;
  *   host_bound  one rank, two steps whose kernels are short and far apart: the host's
  *               untraced time is the path;
+ *   eager_send  two ranks exchange (each sends to the other, then receives); rank 0's send
+ *               ends before rank 1, late, posts the receive it is matched with (a buffered
+ *               send). The path tiles the step, and the replay (replay.c) reproduces the
+ *               step with no dependency cycle: the send does not wait for that receive.
  *   order_inserted, order_merged, order_sorted: the graph's order of ops by end, which each
  *               shape of ops gets a different way (cp_graph.c), seen through
  *               ssa_cp_last_before against every node looked at by hand.
@@ -31,6 +35,7 @@
 #include <string.h>
 
 #include "critical_path.h"
+#include "replay.h"
 #include "ssa_metrics.h"
 #include "ssa_model.h"
 #include "stepscope.h"
@@ -188,6 +193,70 @@ static void case_collective(void) {
   CHECK(st->top[1].time == 20 * US);
   CHECK(!strcmp(top_name(&a, &st->top[2]), "B0") && st->top[2].time == 10 * US);
   CHECK(cp->steady == 1 && cp->median_length == 100 * US);
+  ssa_analysis_free(&a);
+  ssa_run_free(&run);
+}
+
+/* Half of a p2p exchange: a send (or receive) of communicator `comm` to (from) `peer`,
+ * executed by kernel `corr`. */
+static void p2p(ssa_rank *r, int rank, int send, uint64_t comm, int peer, int64_t s, int64_t e,
+                uint64_t corr) {
+  stepscope_record c = {.kind = STEPSCOPE_REC_COLLECTIVE};
+  c.u.collective = (stepscope_collective){.start_ns = (uint64_t)(s * US),
+                                          .end_ns = (uint64_t)(e * US),
+                                          .comm_id = comm,
+                                          .count = 1024,
+                                          .bytes = 4096,
+                                          .stream = 7,
+                                          .correlation_id = corr,
+                                          .op = send ? STEPSCOPE_COLL_SEND : STEPSCOPE_COLL_RECV,
+                                          .flags = STEPSCOPE_COLL_F_P2P,
+                                          .peer = peer,
+                                          .comm_rank = (uint32_t)rank,
+                                          .comm_size = 2,
+                                          .name = ssa_rank_intern(r, "cp")};
+  add(r, &c);
+}
+
+/* Each rank sends to the other, then receives from it, on one stream; every device gap is
+ * 2 (so the replay's latency, the lanes' median gap, is the traced one).
+ * Rank 0: send [4,20] (to 1, communicator 50) launched by [1,2]; receive [22,50] (from 1,
+ *         communicator 51) by [3,4], held until rank 1's send arrives at 32.
+ * Rank 1: A1 [4,30] by [1,2]; send [32,35] by [3,4]; receive [37,40] by [5,6].
+ * Rank 0's send ended at 20, before rank 1's receive began (37): buffered, it waited for no
+ * one. Were its end held by that receive, the replay's graph would have a cycle: rank 1's
+ * receive follows its send on the stream, which rank 0's receive released, which follows
+ * rank 0's send. Step time 50 (rank 0); the replay predicts 50, with no cycle. */
+static void case_eager_send(void) {
+  ssa_rank *ranks = calloc(2, sizeof *ranks);
+  for (int q = 0; q < 2; q++) {
+    header(&ranks[q], q, 2);
+    step_range(&ranks[q], 0, 0, 8);
+  }
+  ssa_rank *r0 = &ranks[0], *r1 = &ranks[1];
+  kernel(r0, "ncclDevKernel_SendRecv", 1, 2, 4, 20, 7, 1);
+  p2p(r0, 0, 1, 50, 1, 4, 20, 1);
+  kernel(r0, "ncclDevKernel_SendRecv", 3, 4, 22, 50, 7, 2);
+  p2p(r0, 0, 0, 51, 1, 22, 50, 2);
+  kernel(r1, "A1", 1, 2, 4, 30, 7, 1);
+  kernel(r1, "ncclDevKernel_SendRecv", 3, 4, 32, 35, 7, 2);
+  p2p(r1, 1, 1, 51, 0, 32, 35, 2);
+  kernel(r1, "ncclDevKernel_SendRecv", 5, 6, 37, 40, 7, 3);
+  p2p(r1, 1, 0, 50, 0, 37, 40, 3);
+  ssa_run run = {0};
+  ssa_analysis a;
+  const ssa_critical_path *cp = analyse(&run, &a, ranks, 2);
+  CHECK(cp && cp->nsteps == 1);
+  if (!cp || cp->nsteps != 1) return;
+  check_tiling(cp);
+  CHECK(cp->steps[0].step_time == 50 * US);
+  ssa_replay rep;
+  char msg[256] = "";
+  CHECK(ssa_replay_run(&a, NULL, 0, &rep, msg, sizeof msg) == 0);
+  CHECK(rep.cycles == 0);
+  CHECK(rep.nsteps == 1 && rep.steps[0].measured == 50 * US);
+  CHECK(rep.nsteps == 1 && rep.steps[0].predicted == 50 * US);
+  ssa_replay_free(&rep);
   ssa_analysis_free(&a);
   ssa_run_free(&run);
 }
@@ -429,7 +498,7 @@ int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: test_critical_path "
                     "collective|revisit|stream_wait|stream_wait_inferred|stream_wait_too_late|"
-                    "host_bound|order_inserted|order_merged|order_sorted\n");
+                    "host_bound|eager_send|order_inserted|order_merged|order_sorted\n");
     return 2;
   }
   if (!strcmp(argv[1], "collective"))
@@ -442,6 +511,8 @@ int main(int argc, char **argv) {
     case_stream_wait_inferred(5);
   else if (!strcmp(argv[1], "stream_wait_too_late"))
     case_stream_wait_inferred(80);
+  else if (!strcmp(argv[1], "eager_send"))
+    case_eager_send();
   else if (!strcmp(argv[1], "host_bound"))
     case_host_bound();
   else if (!strcmp(argv[1], "order_inserted"))

@@ -138,6 +138,7 @@ static long deps_of(sim *s, ssa_cp_node n, int want_end) {
   uint32_t gi =
       o->coll != SSA_NONE && o->coll < r->ncolls ? s->r[n.rank_idx].group[o->coll] : SSA_NONE;
   if (gi == SSA_NONE) return (long)k;
+  int is_send = r->colls[o->coll].op == STEPSCOPE_COLL_SEND;
   for (uint32_t x = s->first[gi]; x < s->first[gi] + s->count[gi]; x++) {
     const ssa_coll_member *m = &s->members[x];
     if (m->rank_idx == n.rank_idx) continue;
@@ -145,8 +146,15 @@ static long deps_of(sim *s, ssa_cp_node n, int want_end) {
     if (op == SSA_NONE) continue;
     ssa_cp_node mn = {m->rank_idx, op, SSA_CPN_OP};
     int64_t at = ssa_cp_node_start(g, mn);
-    /* a member that seems to arrive after this one left (the ranks' clocks disagree) still
-     * releases it, at its traced end */
+    /* A send whose receive started only after the send had ended did not wait for it: the
+     * data went into a buffer (an eager send: NCCL's FIFO for small messages, the CPU
+     * backend's queue). Holding the send's end on that receive would be a dependency the
+     * trace contradicts, and a cycle in an exchange where the receive followed the
+     * receiver's own send, which was held by this rank's receive, which followed this send
+     * (context parallelism's ring on a loaded machine). */
+    if (is_send && at >= ne) continue;
+    /* any other member that seems to arrive after this one left (the ranks' clocks
+     * disagree) still releases it, at its traced end */
     int64_t release = at < ne ? at : ne;
     if (push_dep(s, &k, (dep){mn, 0, release - at, release, SSA_CPE_COLLECTIVE})) return -1;
   }
