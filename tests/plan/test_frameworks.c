@@ -348,6 +348,26 @@ static void clusters(void) {
   j.backward_prefetch_post = 0;
   CHECK(plan_predict(&j, &l, &r, err, sizeof err) == 0);
   CHECK(post_flag == r.grad_sync_s);
+  /* Gradient accumulation: torch FSDP reduces in every micro-batch's backward (no no_sync(),
+   * as Composer runs it), and SHARD_GRAD_OP gathers the parameters again in each forward, so
+   * two micro-batches of the same size expose twice one's; Megatron's distributed optimizer
+   * reduces once, in the last micro-batch's backward, and gathers once: the same as one */
+  static const struct {
+    int framework, zero, per_micro_batch;
+  } sync[] = {{MM_FW_FSDP, 2, 1}, {MM_FW_FSDP, 0, 1}, {MM_FW_MEGATRON, 1, 0}, {MM_FW_MEGATRON, 0, 0}};
+  for (size_t k = 0; k < sizeof sync / sizeof *sync; k++) {
+    double one = 0;
+    for (int m = 1; m <= 2; m++) {
+      j.model.framework = l.framework = sync[k].framework;
+      l.zero = sync[k].zero;
+      l.microbatches = m;
+      j.global_batch = 1024 * m;
+      CHECK(plan_predict(&j, &l, &r, err, sizeof err) == 0);
+      if (m == 1) one = r.grad_sync_s;
+    }
+    CHECK(one > 0);
+    CHECK(fabs(r.grad_sync_s - (sync[k].per_micro_batch ? 2 : 1) * one) < 1e-9 * one);
+  }
 }
 
 /* Compute by shape (docs/plan.md): on one H100, a micro-batch's time is, per layer, the GEMMs
