@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """check_scale_run.py — a `stepscope-gen --scale` run analysed: what holds by construction.
 
-usage: check_scale_run.py STEPSCOPE STEPSCOPE_GEN RANKS [--waits [--1f1b]]
+usage: check_scale_run.py STEPSCOPE STEPSCOPE_GEN RANKS [--waits [--1f1b]] [--uneven]
 Generates RANKS ranks (2,000 events each), analyses them and checks: every rank loaded; the
 schedule is the generated one (afab, or 1f1b with --1f1b, 4 stages when the ranks divide by
-32); the culprit verdict names a generated straggler, beyond noise; every rank's clock offset
+32); the culprit verdict names a generated straggler, beyond noise, and every other one the
+culprit rows find beyond noise, tied with it (the stragglers are alike) — or, with --uneven
+(--straggle-uneven: straggler k of S is k / S as late), the latest as the culprit and the others
+as beyond noise but not tied; every rank's clock offset
 is found from its anchors with no refinement (the anchors are exact).
 
 Lockstep slots (the default): the step time is the generator's step_ns, and the ranks that
@@ -29,6 +32,7 @@ import tempfile
 
 stepscope, gen, ranks = sys.argv[1], sys.argv[2], int(sys.argv[3])
 waits, one_f_one_b = "--waits" in sys.argv[4:], "--1f1b" in sys.argv[4:]
+uneven = "--uneven" in sys.argv[4:]
 fails = 0
 OP_SEND, OP_RECV = 7, 8  # stepscope_coll_op
 
@@ -62,7 +66,8 @@ def pipeline_transfers(run_dir):
 
 
 with tempfile.TemporaryDirectory() as tmp:
-    gen_args = ["--waits"] + (["--1f1b"] if one_f_one_b else []) if waits else []
+    gen_args = (["--waits"] + (["--1f1b"] if one_f_one_b else []) if waits else []) + \
+        (["--straggle-uneven"] if uneven else [])
     out = run([gen, tmp + "/run", "--scale", "--ranks", str(ranks), "--events-per-rank", "2000",
                *gen_args])
     truth = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
@@ -104,6 +109,19 @@ if not waits:
 v = r["collectives"]["culprit_verdict"]
 check(f"culprit verdict {v['status']} names rank {v['candidate']['rank']}",
       v["status"] == "culprit" and v["candidate"]["rank"] in stragglers)
+# the generated stragglers are alike: every one the culprit rows find beyond noise is named by
+# the verdict, the culprit or another rank beyond noise, tied with it
+beyond = sorted({c["rank"] for c in r["collectives"]["culprits"]} & set(stragglers))
+named = sorted([v["candidate"]["rank"]] + [x["rank"] for x in v.get("also", [])])
+tied = sorted([v["candidate"]["rank"]] + [x["rank"] for x in v.get("also", []) if x["tied"]])
+check(f"the verdict names every straggler beyond noise {beyond} (named {named})",
+      len(beyond) >= 1 and set(beyond) <= set(named))
+if uneven:  # straggler k of S is k / S as late: the last is the culprit, no other ties with it
+    check(f"uneven stragglers: the culprit is the latest, {stragglers[-1]}, tied with none "
+          f"(tied {tied})", v["candidate"]["rank"] == stragglers[-1] and tied == [stragglers[-1]])
+else:
+    check(f"like stragglers: the verdict cannot tell them apart (tied {tied})",
+          set(beyond) <= set(tied))
 check("clock offsets from the anchors, unrefined",
       all(x["refine_ns"] == 0 for x in r["alignment"]["ranks"]))
 if waits:

@@ -94,7 +94,7 @@ int gen_scale_layout(gen_scale *s) {
 int gen_scale_is_straggler(const gen_scale *s, int r) {
   /* spread over the run: ranks (k + 1) * N / (S + 1), k < S */
   for (int k = 0; k < s->stragglers; k++)
-    if (r == (int)((int64_t)(k + 1) * s->nranks / (s->stragglers + 1))) return 1;
+    if (r == (int)((int64_t)(k + 1) * s->nranks / (s->stragglers + 1))) return k + 1;
   return 0;
 }
 
@@ -211,7 +211,11 @@ static void metadata(rank_writer *rw) {
 }
 
 int64_t gen_scale_kernel_ns(const gen_scale *s, int r, int64_t step, int slot_no, int k) {
-  int64_t extra = gen_scale_is_straggler(s, r) ? s->straggle_ns / s->kernels_per_slot / Q * Q : 0;
+  int which = gen_scale_is_straggler(s, r);
+  int64_t late = which && s->straggle_uneven ? s->straggle_ns * which / s->stragglers
+                 : which                     ? s->straggle_ns
+                                             : 0;
+  int64_t extra = late / s->kernels_per_slot / Q * Q;
   uint64_t h = hash4(s->seed, (uint64_t)r, (uint64_t)step, (uint64_t)slot_no * 65536 + k);
   return KERNEL_NS + (int64_t)(h % (JITTER_Q + 1)) * Q + extra;
 }

@@ -22,6 +22,7 @@ static void usage(FILE *f) {
       "gen_iter.c)\n"
       "   or: stepscope-gen OUT_DIR --scale [--ranks N] [--events-per-rank N] [--steps N]\n"
       "       [--tp N] [--pp N] [--microbatches N] [--stragglers N] [--straggle-us N]\n"
+      "       [--straggle-uneven]   (straggler k of S: k / S of --straggle-us)\n"
       "       [--clock-spread NS] [--seed N] [--threads N] [--waits [--1f1b]]\n"
       "       (thousands of ranks, fast: gen_scale.c; --waits: stages wait on each other's\n"
       "       sends, gen_scale_waits.c;\n"
@@ -66,6 +67,9 @@ static int scale_main(int argc, char **argv) {
       s.threads = (int)v;
     else if (!strcmp(a, "--waits")) {
       s.waits = 1;
+      takes = 0;
+    } else if (!strcmp(a, "--straggle-uneven")) {
+      s.straggle_uneven = 1;
       takes = 0;
     } else if (!strcmp(a, "--1f1b")) {
       s.one_f_one_b = 1;

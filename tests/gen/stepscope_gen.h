@@ -260,6 +260,7 @@ typedef struct gen_scale {
   int tp, pp, microbatches; /* 0: chosen (tp 8 and pp 4 when the ranks divide) */
   int stragglers;           /* ranks whose compute is straggle_ns longer per slot */
   int64_t straggle_ns;
+  int straggle_uneven; /* straggler k of S (from 1) is straggle_ns x k / S longer instead */
   int64_t clock_spread; /* clock offsets up to this (ns) */
   int threads;          /* ranks written in parallel */
   /* waits (gen_scale_waits.c): each stage's timeline follows the schedule's dependencies, so
@@ -277,6 +278,7 @@ typedef struct gen_scale {
 void gen_scale_default(gen_scale *s);
 /* Completes the layout and the timing; -1 when the ranks are no multiple of tp x pp. */
 int gen_scale_layout(gen_scale *s);
+/* 0, or which straggler the rank is, from 1 */
 int gen_scale_is_straggler(const gen_scale *s, int rank);
 /* A compute kernel's true duration on rank r: the base, the jitter of (seed, r, step, slot, k)
  * and the straggler's extra. */

@@ -163,7 +163,12 @@ var SS = window.SS || (window.SS = {});
                 ['step time (median)', run.step_time_ns === null || run.step_time_ns === undefined ? 'none' : SS.formatNs(run.step_time_ns)]];
     if (run.schedule) rows.push(['pipeline', run.schedule.name + ', ' + run.schedule.stages + ' stages, ' + run.schedule.microbatches + ' micro-batches']);
     var v = heat.culprit_verdict;
-    if (v) rows.push(['verdict', v.status + (v.candidate && v.status === 'culprit' ? ': rank ' + v.candidate.rank : '')]);
+    if (v) {
+      var tied = (v.also || []).filter(function (x) { return x.tied; }).map(function (x) { return x.rank; });
+      rows.push(['verdict', v.status + (v.candidate && v.status === 'culprit' ? ': rank ' + v.candidate.rank +
+        (tied.length ? ', tied with ' + tied.join(', ') : '') +
+        (v.also_beyond_noise > tied.length ? ' (' + (v.also_beyond_noise - tied.length) + ' more beyond noise)' : '') : '')]);
+    }
     side.appendChild(SS.el('table', { className: 'kv', id: 'heatmap-analysis' }, rows.map(function (r) {
       return SS.el('tr', {}, [SS.el('th', { text: r[0] }), SS.el('td', { text: r[1] })]);
     })));

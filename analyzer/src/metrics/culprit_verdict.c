@@ -16,8 +16,12 @@
  *                  steps (a one-step hiccup does not recur; a slow rank does).
  * With fewer than 3 judged steps the noise cannot be measured: the verdict is "undecided".
  * The verdict names the top candidate either way (most steps beyond the threshold, then the
- * largest median effect): the culprit, or the largest candidate shown as information. The
- * rows are ordered ranks beyond noise first, then by caused wait.
+ * largest median effect): the culprit, or the largest candidate shown as information. When
+ * more than one rank is beyond noise it names the next ones too, each marked tied when it is
+ * as many steps late as the culprit and its median effect is within the threshold of the
+ * culprit's: the run cannot tell which of them held the others up more (two stragglers of
+ * one pipeline schedule, say). The rows are ordered ranks beyond noise first, then by caused
+ * wait.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -51,6 +55,33 @@ static int better(const candidate *a, const candidate *b) {
   if (a->steps_late != b->steps_late) return a->steps_late > b->steps_late;
   if (a->effect_median != b->effect_median) return a->effect_median > b->effect_median;
   return a->caused > b->caused;
+}
+
+/* The best SSA_CULPRIT_ALSO + 1 ranks beyond noise, best first (an insertion: few are kept). */
+typedef struct top_list {
+  candidate c[SSA_CULPRIT_ALSO + 1];
+  size_t n, beyond; /* kept; every rank beyond noise */
+} top_list;
+
+static void top_add(top_list *t, const candidate *c) {
+  t->beyond++;
+  size_t i = t->n < SSA_CULPRIT_ALSO + 1 ? t->n++ : SSA_CULPRIT_ALSO + 1;
+  for (; i > 0 && better(c, &t->c[i - 1]); i--)
+    if (i < SSA_CULPRIT_ALSO + 1) t->c[i] = t->c[i - 1];
+  if (i < SSA_CULPRIT_ALSO + 1) t->c[i] = *c;
+}
+
+/* The ranks beyond noise after the culprit (top->c[0]) into the verdict. */
+static void name_also(ssa_culprit_verdict *v, const top_list *top) {
+  const candidate *first = &top->c[0];
+  v->nalso = top->beyond > 0 ? top->beyond - 1 : 0;
+  for (size_t k = 1; k < top->n; k++) {
+    const candidate *c = &top->c[k];
+    int64_t gap = first->effect_median - c->effect_median;
+    v->also[k - 1] = (ssa_culprit_also){
+        c->rank, c->steps_late == first->steps_late && gap <= v->threshold_ns, c->steps_late,
+        c->effect_median, c->caused};
+  }
 }
 
 /* The judged steps' numbers (sorted) and the noise and threshold of their times. */
@@ -112,6 +143,7 @@ int ssa_judge_culprits(ssa_analysis *a, ssa_culprit_effect *effects, size_t n) {
   if (a->nculprits > 1) qsort(by_rank, a->nculprits, sizeof *by_rank, ssa_cmp_key_index);
   if (n > 1) qsort(effects, n, sizeof *effects, cmp_effect);
   candidate best = {-1, 0, 0, 0, 0};
+  top_list top = {.n = 0};
   for (size_t g = 0; g < n;) {
     size_t e = g;
     candidate c = {a->ranks[effects[g].rank_idx].summary.rank, 0, 0, 0, 0};
@@ -138,6 +170,7 @@ int ssa_judge_culprits(ssa_analysis *a, ssa_culprit_effect *effects, size_t n) {
       row->beyond_noise = beyond && row->phase != SSA_PHASE_COLLECTIVE;
     }
     if (best.rank < 0 || better(&c, &best)) best = c;
+    if (beyond) top_add(&top, &c);
     g = e;
   }
   free(series);
@@ -157,6 +190,7 @@ int ssa_judge_culprits(ssa_analysis *a, ssa_culprit_effect *effects, size_t n) {
   v->effect_median = best.effect_median;
   v->effect_max = best.effect_max;
   v->caused = best.caused;
+  if (v->status == SSA_CULPRIT_FOUND) name_also(v, &top);
   /* its row with the most steps, then the most caused (rows are in that order); a victim's
    * row (collective) only when it has no other */
   const ssa_culprit *row = NULL;

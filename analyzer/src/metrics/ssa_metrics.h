@@ -457,6 +457,14 @@ enum {
   SSA_CULPRIT_WITHIN_NOISE, /* late arrivals, none beyond noise; `rank`: the largest candidate */
   SSA_CULPRIT_UNDECIDED     /* fewer than 3 judged steps: the noise cannot be measured */
 };
+enum { SSA_CULPRIT_ALSO = 3 }; /* other ranks beyond noise the verdict names */
+/* Another rank beyond noise; tied: as many steps late as the culprit and a median effect within
+ * the threshold of its, so the two cannot be told apart. */
+typedef struct ssa_culprit_also {
+  int rank, tied;
+  uint64_t steps_late;
+  int64_t effect_median, caused;
+} ssa_culprit_also;
 typedef struct ssa_culprit_verdict {
   int status;
   uint64_t steps;        /* judged steps (uncut selected steps, unless all are cut) */
@@ -471,6 +479,10 @@ typedef struct ssa_culprit_verdict {
   int64_t caused;       /* its waits caused, all phases */
   int64_t phase_excess; /* `phase` row's excess, steps and victim steps */
   uint64_t phase_steps, phase_via_victim;
+  /* FOUND: the other ranks beyond noise, how many (nalso) and the first SSA_CULPRIT_ALSO of
+   * them in the candidates' order */
+  size_t nalso;
+  ssa_culprit_also also[SSA_CULPRIT_ALSO];
 } ssa_culprit_verdict;
 
 typedef struct ssa_coll_summary {

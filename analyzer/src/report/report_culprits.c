@@ -64,8 +64,21 @@ static void write_culprit_verdict(ssa_out *o, const ssa_culprit_verdict *v) {
   ssa_out_field_i64(o, "effect_max_ns", v->effect_max);
   ssa_out_field_i64(o, "caused_wait_ns", v->caused);
   ssa_out_field_i64(o, "phase_excess_ns", v->phase_excess);
-  ssa_out_printf(o, ",\"phase_steps\":%llu,\"via_victim_steps\":%llu}}",
+  ssa_out_printf(o, ",\"phase_steps\":%llu,\"via_victim_steps\":%llu}",
                  (unsigned long long)v->phase_steps, (unsigned long long)v->phase_via_victim);
+  /* the other ranks beyond noise: how many, and the first few (tied: not told apart) */
+  ssa_out_field_u64(o, "also_beyond_noise", v->nalso);
+  ssa_out_str(o, ",\"also\":[");
+  for (size_t k = 0; k < v->nalso && k < SSA_CULPRIT_ALSO; k++) {
+    const ssa_culprit_also *c = &v->also[k];
+    ssa_out_printf(o, "%s{\"rank\":%d,\"tied\":%s", k ? "," : "", c->rank,
+                   c->tied ? "true" : "false");
+    ssa_out_field_u64(o, "steps_late", c->steps_late);
+    ssa_out_field_i64(o, "effect_median_ns", c->effect_median);
+    ssa_out_field_i64(o, "caused_wait_ns", c->caused);
+    ssa_out_char(o, '}');
+  }
+  ssa_out_str(o, "]}");
 }
 
 void ssa_report_json_culprits(const ssa_analysis *a, ssa_out *o) {

@@ -152,6 +152,33 @@ static void sum_totals(const ssa_analysis *a, text_totals *t) {
   }
 }
 
+/* The other ranks beyond noise after the culprit: those it cannot be told apart from (tied),
+ * then the rest, and how many more the stragglers table has. */
+static void print_culprit_also(const ssa_culprit_verdict *v, FILE *f) {
+  char b1[32], b2[32];
+  size_t shown = v->nalso < SSA_CULPRIT_ALSO ? v->nalso : SSA_CULPRIT_ALSO;
+  for (int tied = 1; tied >= 0; tied--) {
+    size_t n = 0;
+    for (size_t k = 0; k < shown; k++) {
+      const ssa_culprit_also *c = &v->also[k];
+      if (c->tied != tied) continue;
+      if (n++ == 0)
+        fprintf(f, tied ? "; tied with " : "; also beyond noise: ");
+      else
+        fprintf(f, ", ");
+      fprintf(f, "rank %d (%llu steps, median %s a step, others waited %s for it)", c->rank,
+              (unsigned long long)c->steps_late, fmt_ns(c->effect_median, b1, sizeof b1),
+              fmt_ns(c->caused, b2, sizeof b2));
+    }
+    if (tied && n)
+      fprintf(f, ": as many steps late, medians closer than %s, so the run cannot tell %s apart",
+              fmt_ns(v->threshold_ns, b1, sizeof b1), n > 1 ? "them" : "the two");
+  }
+  if (v->nalso > shown)
+    fprintf(f, "; and %llu more rank(s) beyond noise (the stragglers table)",
+            (unsigned long long)(v->nalso - shown));
+}
+
 /* The straggler verdict (culprit_verdict.c) as one sentence, every part from its one record;
  * nothing when no rank arrived late beyond the schedule. */
 static void print_culprit_verdict(const ssa_analysis *a, const char *prefix, FILE *f) {
@@ -169,6 +196,7 @@ static void print_culprit_verdict(const ssa_analysis *a, const char *prefix, FIL
     if (v->phase_via_victim)
       fprintf(f, " (in %llu step(s) through a rank of its pipeline that it held up)",
               (unsigned long long)v->phase_via_victim);
+    print_culprit_also(v, f);
     break;
   case SSA_CULPRIT_WITHIN_NOISE:
     fprintf(f,
