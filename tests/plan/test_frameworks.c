@@ -348,21 +348,29 @@ static void clusters(void) {
   j.backward_prefetch_post = 0;
   CHECK(plan_predict(&j, &l, &r, err, sizeof err) == 0);
   CHECK(post_flag == r.grad_sync_s);
-  /* Gradient accumulation: torch FSDP reduces in every micro-batch's backward (no no_sync(),
-   * as Composer runs it), and SHARD_GRAD_OP gathers the parameters again in each forward, so
-   * two micro-batches of the same size expose twice one's; Megatron's distributed optimizer
-   * reduces once, in the last micro-batch's backward, and gathers once: the same as one */
+  /* Gradient accumulation: torch FSDP without a pipeline reduces in every micro-batch's
+   * backward (no no_sync(), as Composer runs it), and SHARD_GRAD_OP gathers the parameters
+   * again in each forward, so four micro-batches of the same size expose twice two's; under a
+   * pipeline schedule (torch's pipelining) FSDP, and Megatron's distributed optimizer always,
+   * reduce once, in the last micro-batch's backward, and gather once: the same as two */
   static const struct {
-    int framework, zero, per_micro_batch;
-  } sync[] = {{MM_FW_FSDP, 2, 1}, {MM_FW_FSDP, 0, 1}, {MM_FW_MEGATRON, 1, 0}, {MM_FW_MEGATRON, 0, 0}};
+    int framework, zero, pp, per_micro_batch;
+  } sync[] = {{MM_FW_FSDP, 2, 1, 1},     {MM_FW_FSDP, 0, 1, 1},     {MM_FW_FSDP, 2, 2, 0},
+              {MM_FW_MEGATRON, 1, 1, 0}, {MM_FW_MEGATRON, 0, 1, 0}, {MM_FW_MEGATRON, 1, 2, 0}};
   for (size_t k = 0; k < sizeof sync / sizeof *sync; k++) {
     double one = 0;
     for (int m = 1; m <= 2; m++) {
       j.model.framework = l.framework = sync[k].framework;
       l.zero = sync[k].zero;
-      l.microbatches = m;
-      j.global_batch = 1024 * m;
-      CHECK(plan_predict(&j, &l, &r, err, sizeof err) == 0);
+      l.pp = sync[k].pp;
+      l.dp = 16 / sync[k].pp;
+      j.gpus = 16;
+      l.microbatches = 2 * m; /* 2 and 4: a pipeline of 2 stages fills */
+      j.global_batch = l.dp * l.micro_batch * l.microbatches;
+      if (plan_predict(&j, &l, &r, err, sizeof err) != 0) {
+        fprintf(stderr, "case %zu: %s\n", k, err);
+        failures++;
+      }
       if (m == 1) one = r.grad_sync_s;
     }
     CHECK(one > 0);

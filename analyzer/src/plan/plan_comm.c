@@ -78,7 +78,7 @@ static double dp_bucket_params(const mm_layout *l, double psi, int units) {
  * (DeepSpeed, the ZeRO paper). ZeRO-0: an all-reduce during the last micro-batch's backward.
  * ZeRO-1/2 (Megatron's distributed optimizer): a reduce-scatter of the gradients during that
  * backward, an all-gather of the bf16 parameters during the next forward. FSDP's NO_SHARD and
- * SHARD_GRAD_OP do theirs in every micro-batch (below). ZeRO-3 (FSDP
+ * SHARD_GRAD_OP without a pipeline do theirs in every micro-batch (below). ZeRO-3 (FSDP
  * FULL_SHARD, DeepSpeed stage 3): every micro-batch gathers the bf16 parameters in its forward
  * and again in its backward (exposed whole under FSDP's BACKWARD_POST), and reduce-scatters
  * its gradients in its backward. Whatever the
@@ -109,12 +109,15 @@ static double framework_sync(const plan_job *job, const mm_layout *l, int stage,
         post ? gather + fmax(reduce_tail, reduce - bwd) : fmax(reduce_tail, gather + reduce - bwd);
     return l->microbatches * (fmax(gather_tail, gather - fwd) + backward);
   }
-  /* torch FSDP reduces in every micro-batch's backward (unless the loop enters no_sync(), which
-   * Composer does only for DDP modules: ddp_sync_context returns at once for FSDP), and
-   * SHARD_GRAD_OP then frees the gathered parameters (_should_free_in_backward: _sync_gradients),
-   * so each micro-batch gathers them again in its forward. Megatron and DeepSpeed reduce once,
-   * in the last micro-batch's backward. */
-  int syncs = l->framework == MM_FW_FSDP ? l->microbatches : 1;
+  /* Without a pipeline, torch FSDP reduces in every micro-batch's backward (unless the loop
+   * enters no_sync(), which Composer does only for DDP modules: ddp_sync_context returns at
+   * once for FSDP), and SHARD_GRAD_OP then frees the gathered parameters
+   * (_should_free_in_backward: _sync_gradients), so each micro-batch gathers them again in its
+   * forward. Under a pipeline schedule (torch.distributed.pipelining's
+   * backward_maybe_with_nosync: "accumulate gradients on previous steps and reduce them on the
+   * last step"; the Llama 3 paper's framework), as Megatron and DeepSpeed, once, in the last
+   * micro-batch's backward. */
+  int syncs = l->framework == MM_FW_FSDP && l->pp == 1 ? l->microbatches : 1;
   if (l->zero == 0) {
     double allreduce = 2.0 * reduce;
     return syncs * (job->overlap ? fmax(2.0 * reduce_tail, allreduce - bwd) : allreduce);
