@@ -260,7 +260,7 @@ typedef struct gen_scale {
   int tp, pp, microbatches; /* 0: chosen (tp 8 and pp 4 when the ranks divide) */
   int stragglers;           /* ranks whose compute is straggle_ns longer per slot */
   int64_t straggle_ns;
-  int straggle_uneven; /* straggler k of S (from 1) is straggle_ns x k / S longer instead */
+  int straggle_uneven;  /* straggler k of S (from 1) is straggle_ns x k / S longer instead */
   int64_t clock_spread; /* clock offsets up to this (ns) */
   int threads;          /* ranks written in parallel */
   /* waits (gen_scale_waits.c): each stage's timeline follows the schedule's dependencies, so

@@ -78,9 +78,9 @@ static void name_also(ssa_culprit_verdict *v, const top_list *top) {
   for (size_t k = 1; k < top->n; k++) {
     const candidate *c = &top->c[k];
     int64_t gap = first->effect_median - c->effect_median;
-    v->also[k - 1] = (ssa_culprit_also){
-        c->rank, c->steps_late == first->steps_late && gap <= v->threshold_ns, c->steps_late,
-        c->effect_median, c->caused};
+    v->also[k - 1] =
+        (ssa_culprit_also){c->rank, c->steps_late == first->steps_late && gap <= v->threshold_ns,
+                           c->steps_late, c->effect_median, c->caused};
   }
 }
 
