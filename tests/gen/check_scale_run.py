@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """check_scale_run.py — a `stepscope-gen --scale` run analysed: what holds by construction.
 
-usage: check_scale_run.py STEPSCOPE STEPSCOPE_GEN RANKS [--waits [--1f1b]] [--uneven]
+usage: check_scale_run.py STEPSCOPE STEPSCOPE_GEN RANKS [--waits [--1f1b]] [--uneven] [--lead]
 Generates RANKS ranks (2,000 events each), analyses them and checks: every rank loaded; the
 schedule is the generated one (afab, or 1f1b with --1f1b, 4 stages when the ranks divide by
 32); the culprit verdict names a generated straggler, beyond noise, and every other one the
 culprit rows find beyond noise, tied with it (the stragglers are alike) — or, with --uneven
 (--straggle-uneven: straggler k of S is k / S as late), the latest as the culprit and the others
-as beyond noise but not tied; every rank's clock offset
+as beyond noise but not tied; with --waits --lead (--launch-lead-us 200: the host runs ahead
+of the device, so no launch holds a kernel up), the critical path runs through a straggler (the
+rank with most of it, over half) and not the host; every rank's clock offset
 is found from its anchors with no refinement (the anchors are exact).
 
 Lockstep slots (the default): the step time is the generator's step_ns, and the ranks that
@@ -32,7 +34,7 @@ import tempfile
 
 stepscope, gen, ranks = sys.argv[1], sys.argv[2], int(sys.argv[3])
 waits, one_f_one_b = "--waits" in sys.argv[4:], "--1f1b" in sys.argv[4:]
-uneven = "--uneven" in sys.argv[4:]
+uneven, lead = "--uneven" in sys.argv[4:], "--lead" in sys.argv[4:]
 fails = 0
 OP_SEND, OP_RECV = 7, 8  # stepscope_coll_op
 
@@ -67,7 +69,7 @@ def pipeline_transfers(run_dir):
 
 with tempfile.TemporaryDirectory() as tmp:
     gen_args = (["--waits"] + (["--1f1b"] if one_f_one_b else []) if waits else []) + \
-        (["--straggle-uneven"] if uneven else [])
+        (["--straggle-uneven"] if uneven else []) + (["--launch-lead-us", "200"] if lead else [])
     out = run([gen, tmp + "/run", "--scale", "--ranks", str(ranks), "--events-per-rank", "2000",
                *gen_args])
     truth = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
@@ -122,6 +124,15 @@ if uneven:  # straggler k of S is k / S as late: the last is the culprit, no oth
 else:
     check(f"like stragglers: the verdict cannot tell them apart (tied {tied})",
           set(beyond) <= set(tied))
+if lead and waits:  # the host runs ahead: the device's own dependencies make the path
+    cp = r["critical_path"]
+    top = max(cp["by_rank"], key=lambda x: x["ns"])
+    parts = cp["share"]
+    check(f"critical path through a straggler: rank {top['rank']} has most of it "
+          f"({top['share']:.2f}); host {parts['host']:.3f}, compute + communication "
+          f"{parts['compute'] + parts['communication']:.3f}",
+          top["rank"] in stragglers and top["share"] > 0.5 and parts["host"] < 0.01
+          and parts["compute"] + parts["communication"] > 0.9)
 check("clock offsets from the anchors, unrefined",
       all(x["refine_ns"] == 0 for x in r["alignment"]["ranks"]))
 if waits:

@@ -113,15 +113,16 @@ static void emit(rank_writer *rw, const stepscope_record *rec) {
   rw->events++;
 }
 
-/* A kernel on `stream` at true [t0, t1) with its launch call just before; returns its
- * correlation id. */
+/* A kernel on `stream` at true [t0, t1) with its launch call just before (or --launch-lead-us
+ * before); returns its correlation id. */
 static uint64_t kernel(rank_writer *rw, uint64_t stream, uint32_t name, int64_t t0, int64_t t1) {
   uint64_t corr = ++rw->corr;
   stepscope_record rec;
   memset(&rec, 0, sizeof rec);
   rec.kind = STEPSCOPE_REC_API;
-  rec.u.api.start_ns = (uint64_t)(t0 - 2 * Q) + rw->off;
-  rec.u.api.end_ns = (uint64_t)(t0 - Q) + rw->off;
+  int64_t lead = rw->s->launch_lead > Q ? rw->s->launch_lead : Q;
+  rec.u.api.start_ns = (uint64_t)(t0 - lead - Q) + rw->off;
+  rec.u.api.end_ns = (uint64_t)(t0 - lead) + rw->off;
   rec.u.api.correlation_id = corr;
   rec.u.api.thread = rw->thread;
   rec.u.api.name = rw->s_launch;

@@ -23,6 +23,8 @@ static void usage(FILE *f) {
       "   or: stepscope-gen OUT_DIR --scale [--ranks N] [--events-per-rank N] [--steps N]\n"
       "       [--tp N] [--pp N] [--microbatches N] [--stragglers N] [--straggle-us N]\n"
       "       [--straggle-uneven]   (straggler k of S: k / S of --straggle-us)\n"
+      "       [--launch-lead-us N]  (each launch ends N us before its kernel: the host runs "
+      "ahead)\n"
       "       [--clock-spread NS] [--seed N] [--threads N] [--waits [--1f1b]]\n"
       "       (thousands of ranks, fast: gen_scale.c; --waits: stages wait on each other's\n"
       "       sends, gen_scale_waits.c;\n"
@@ -68,6 +70,8 @@ static int scale_main(int argc, char **argv) {
     else if (!strcmp(a, "--waits")) {
       s.waits = 1;
       takes = 0;
+    } else if (!strcmp(a, "--launch-lead-us")) {
+      s.launch_lead = v * 1000;
     } else if (!strcmp(a, "--straggle-uneven")) {
       s.straggle_uneven = 1;
       takes = 0;
@@ -84,7 +88,7 @@ static int scale_main(int argc, char **argv) {
     i += takes;
   }
   if (!out || s.nranks < 1 || s.nsteps < 1 || s.events_per_rank < 1 || s.straggle_ns < 0 ||
-      (s.one_f_one_b && !s.waits) || gen_scale_layout(&s)) {
+      s.launch_lead < 0 || (s.one_f_one_b && !s.waits) || gen_scale_layout(&s)) {
     usage(stderr);
     return 2;
   }
