@@ -10,8 +10,10 @@
  * time an op covers goes to the op's phase (communication ops: "collective",
  * an earlier collective; copies and memsets: "copy"; others: the host range
  * forward / backward / optimizer that contains the op's launch call, else
- * "other"), and an idle gap goes to the phase of the op that ends it, or to
- * "host" (data loading and host work) when that op has no phase. Each
+ * "other"), and an idle gap goes to the phase of the op that ends it (of the
+ * first the host issued, when the host issued it after the gap began:
+ * gap_phase), or to "host" (data loading and host work) when that op has no
+ * phase. Each
  * time slice counts once, for the op that started first. The culprit phase
  * is the one where the late rank spent the most time beyond the median of
  * its peers (the other members, in their own windows of the same step).
@@ -46,6 +48,32 @@ static int op_phase(const ssa_rank *r, const ssa_phase_ranges *p, const ssa_op *
   return ssa_phase_at(p, r->apis[o->launch].start);
 }
 
+/* How far past a gap's end an op still resumes the device with the one that ended it: 1 % of
+ * the gap, at least the default launch-gap threshold. */
+#define GAP_RESUME_MIN_NS 10000
+
+/* The phase of an idle gap [a, ops[i].start) (the file's comment): of the op that ends it; but
+ * when the host issued that work after the gap began, of the first of it the host issued,
+ * among the ops that resume the device with it. After a host-side delay the host launches a
+ * forward pass and then a later pass's receive; the receive's stream may wake first (the CPU
+ * backend's stream threads, a GPU's idle NCCL stream), and the gap is still the forward's. An
+ * op launched before the gap began waited for something else than the host: the rule is then
+ * the first op's. */
+static int gap_phase(const ssa_rank *r, const ssa_phase_ranges *p, size_t i, int64_t a) {
+  int64_t b = r->ops[i].start, window = (b - a) / 100;
+  if (window < GAP_RESUME_MIN_NS) window = GAP_RESUME_MIN_NS;
+  const ssa_op *first = &r->ops[i];
+  int64_t first_launch = INT64_MAX;
+  for (size_t k = i; k < r->nops && k < i + 16 && r->ops[k].start <= b + window; k++) {
+    const ssa_op *q = &r->ops[k];
+    if (q->launch == SSA_NONE) continue;
+    int64_t l = r->apis[q->launch].start;
+    if (l >= a && l < first_launch) first_launch = l, first = q;
+  }
+  int ph = op_phase(r, p, first);
+  return ph >= 0 ? ph : SSA_PHASE_HOST;
+}
+
 /* Device time of [t0, t1) (rank clock) by phase; out sums to t1 - t0. An op that
  * started before t0 covers its part after t0. */
 static void partition(const ssa_rank *r, const ssa_phase_ranges *p, int64_t t0, int64_t t1,
@@ -71,7 +99,7 @@ static void partition(const ssa_rank *r, const ssa_phase_ranges *p, int64_t t0, 
     if (o->end <= o->start) continue;
     int ph = op_phase(r, p, o);
     if (o->start > cur) {
-      out[ph >= 0 ? ph : SSA_PHASE_HOST] += o->start - cur;
+      out[gap_phase(r, p, i, cur)] += o->start - cur;
       cur = o->start;
     }
     int64_t e = o->end < t1 ? o->end : t1;
