@@ -3,10 +3,14 @@
  * not UTF-8, the HTML-safe mode, a length that cuts a sequence, the fixed-buffer helper's
  * cut and count), the JSON skimmer, mkdir -p and write-all, array growth, the hash against
  * FNV-1a's published vectors, and which files of a run directory are stepscope's derived
- * outputs (removed by --force) and which are not (a user's file, a PyTorch trace, a prediction).
+ * outputs (removed by --force) and which are not (a user's file, a PyTorch trace, a prediction),
+ * and the per-thread cache: each thread its own entry, freed at the thread's exit, the main
+ * thread's kept.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +23,7 @@
 #include "sc_json.h"
 #include "sc_json_skim.h"
 #include "sc_run_outputs.h"
+#include "sc_thread_cache.h"
 
 static int failures;
 
@@ -260,6 +265,59 @@ static void test_grow(void) {
   free(a);
 }
 
+/* The per-thread cache: the user's thread-local pointer and destructor, as reader_cache.c's. */
+typedef struct cached {
+  int owner;
+} cached;
+static _Thread_local cached *thread_cached;
+static int destroyed; /* entries freed at a thread's exit (under destroyed_lock) */
+static pthread_mutex_t destroyed_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void cached_destroy(void *p) {
+  if (thread_cached == p) thread_cached = NULL;
+  free(p);
+  pthread_mutex_lock(&destroyed_lock);
+  destroyed++;
+  pthread_mutex_unlock(&destroyed_lock);
+}
+
+static sc_thread_cache test_cache = SC_THREAD_CACHE_INIT(cached_destroy);
+
+/* An entry for the calling thread (made once), marked with `owner`; the entry. */
+static cached *cached_entry(int owner) {
+  if (!thread_cached) {
+    thread_cached = sc_thread_cache_new(&test_cache, sizeof *thread_cached);
+    if (thread_cached) thread_cached->owner = owner;
+  }
+  return thread_cached;
+}
+
+static void *cache_thread(void *arg) {
+  int owner = (int)(intptr_t)arg;
+  cached *first = cached_entry(owner), *again = cached_entry(-1);
+  return (void *)(intptr_t)(first && first == again && first->owner == owner);
+}
+
+static void test_thread_cache(void) {
+  cached *mine = cached_entry(0);
+  CHECK(mine && mine->owner == 0 && cached_entry(9) == mine, "the main thread's entry, made once");
+  pthread_t th[4];
+  for (int k = 0; k < 4; k++)
+    CHECK(pthread_create(&th[k], NULL, cache_thread, (void *)(intptr_t)(k + 1)) == 0, "start");
+  for (int k = 0; k < 4; k++) {
+    void *ok = NULL;
+    pthread_join(th[k], &ok);
+    CHECK(ok != NULL, "thread %d: its own entry, made once", k + 1);
+  }
+  pthread_mutex_lock(&destroyed_lock);
+  int n = destroyed;
+  pthread_mutex_unlock(&destroyed_lock);
+  CHECK(n == 4, "%d entries freed at the threads' exits, want 4", n);
+  CHECK(thread_cached == mine && mine->owner == 0, "the main thread's entry is kept");
+  free(mine); /* the process would leave it to its exit */
+  thread_cached = NULL;
+}
+
 int main(void) {
   test_escaper();
   test_buffer_helper();
@@ -268,6 +326,7 @@ int main(void) {
   test_skimmer();
   test_hash();
   test_derived_outputs();
+  test_thread_cache();
   if (failures)
     fprintf(stderr, "%d failures\n", failures);
   else

@@ -2,10 +2,8 @@
  * reader_cache.c — one cached set of reader resources (zstd decompression
  * context, input buffer, frame buffer) per thread; see reader_cache.h.
  *
- * The entry lives in a thread-local variable. A pthread key whose value is
- * the same entry frees it when the thread exits (the main thread's entry is
- * left to process exit, still reachable through the thread-local variable).
- * A context is reset (session only: its parameters stay) before it is
+ * The entry is the thread's (sc_thread_cache.h), freed when the thread
+ * exits. A context is reset (session only: its parameters stay) before it is
  * cached, so a reader that stopped in the middle of a frame, after an
  * error or early close, hands back a clean one. Frame buffers larger than
  * CACHE_FRAME_MAX are freed rather than kept, so that one odd huge frame
@@ -13,14 +11,12 @@
  */
 #include "reader_cache.h"
 
-#include <pthread.h>
 #include <stdlib.h>
+
+#include "sc_thread_cache.h"
 
 #define CACHE_FRAME_MAX (16u << 20)
 
-static pthread_key_t cache_key;
-static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
-static int cache_key_ok;
 static _Thread_local reader_resources *thread_entry;
 
 static void resources_free(reader_resources *res) {
@@ -37,9 +33,7 @@ static void entry_destroy(void *p) {
   free(e);
 }
 
-static void cache_key_create(void) {
-  cache_key_ok = pthread_key_create(&cache_key, entry_destroy) == 0;
-}
+static sc_thread_cache resources_cache = SC_THREAD_CACHE_INIT(entry_destroy);
 
 int reader_resources_take(reader_resources *res, int window_log_max) {
   *res = (reader_resources){0};
@@ -69,16 +63,8 @@ void reader_resources_give(reader_resources *res) {
   int cacheable =
       res->dctx && res->in && !ZSTD_isError(ZSTD_DCtx_reset(res->dctx, ZSTD_reset_session_only));
   if (cacheable) {
-    pthread_once(&cache_once, cache_key_create);
     reader_resources *e = thread_entry;
-    if (!e && cache_key_ok) {
-      e = calloc(1, sizeof *e);
-      if (e && pthread_setspecific(cache_key, e) != 0) {
-        free(e);
-        e = NULL;
-      }
-      thread_entry = e;
-    }
+    if (!e) e = thread_entry = sc_thread_cache_new(&resources_cache, sizeof *e);
     if (e && !e->dctx) { /* the slot is empty: keep these */
       *e = *res;
       *res = (reader_resources){0};

@@ -11,21 +11,16 @@
  * CACHE_LANE_MAX bytes are kept, and no more than SSA_OP_STAGE_CACHE_MAX bytes
  * in all (a small file on disk may be compressed: many lanes each just under
  * the lane bound pinned tens of MiB), so one odd file does not pin memory in
- * every loader thread. The entry lives in a thread-local variable; a pthread key
- * whose value is the same entry frees it when the thread exits (the main
- * thread's is left to process exit, still reachable), as reader_cache.c does
- * for the reader's buffers.
+ * every loader thread. The entry is the thread's (sc_thread_cache.h), freed when
+ * the thread exits, as the reader's buffers are (reader_cache.c).
  */
-#include <pthread.h>
 #include <stdlib.h>
 
+#include "sc_thread_cache.h"
 #include "ssa_op_stage.h"
 
 #define CACHE_LANE_MAX ((size_t)1 << 20) /* bytes of one kept lane array */
 
-static pthread_key_t cache_key;
-static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
-static int cache_key_ok;
 static _Thread_local ssa_op_stage *thread_stage;
 
 static void stage_destroy(void *p) {
@@ -38,9 +33,7 @@ static void stage_destroy(void *p) {
   free(e);
 }
 
-static void cache_key_create(void) {
-  cache_key_ok = pthread_key_create(&cache_key, stage_destroy) == 0;
-}
+static sc_thread_cache stage_cache = SC_THREAD_CACHE_INIT(stage_destroy);
 
 void ssa_op_stage_cache_take(ssa_op_stage *st) {
   ssa_op_stage *e = thread_stage;
@@ -67,15 +60,8 @@ void ssa_op_stage_cache_give(ssa_op_stage *st) {
     l->out_of_order = 0;
     l->prefaulted = 0;
   }
-  pthread_once(&cache_once, cache_key_create);
   ssa_op_stage *e = thread_stage;
-  if (!e && cache_key_ok && (e = calloc(1, sizeof *e)) != NULL) {
-    if (pthread_setspecific(cache_key, e) != 0) {
-      free(e);
-      e = NULL;
-    }
-    thread_stage = e;
-  }
+  if (!e) e = thread_stage = sc_thread_cache_new(&stage_cache, sizeof *e);
   if (e && !e->lanes && kept <= SSA_OP_STAGE_CACHE_MAX) { /* the slot is empty: keep these */
     e->lanes = st->lanes;
     e->nlanes = st->nlanes;
