@@ -221,7 +221,8 @@ static const cli_option plan_options[] = {
         "peak (h100-sxm, h200; MFU stays against bf16's) [bf16]"),
     STR("--framework", "NAME", framework,
         "whose memory conventions and layouts: megatron (ZeRO\n"
-        "0-1; pipelines 1F1B, interleaved), fsdp (ZeRO 0, 2, 3),\n"
+        "0-1; pipelines 1F1B, interleaved), fsdp (ZeRO 0, 2, 3;\n"
+        "gradients reduced in every micro-batch unless pipelined),\n"
         "deepspeed (ZeRO 0-3; with a pipeline ZeRO 0-1, 1F1B),\n"
         "stepscope-cpu, stepscope-cuda (docs/plan.md): the sweep\n"
         "offers only what it runs, a layout it cannot is refused\n"
