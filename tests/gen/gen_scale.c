@@ -307,8 +307,8 @@ static void item(rank_writer *rw, int64_t step, const gen_scale_item *it) {
   stepscope_record rec;
   memset(&rec, 0, sizeof rec);
   rec.kind = STEPSCOPE_REC_RANGE;
-  rec.u.range.start_ns = (uint64_t)it->start + rw->off;
-  rec.u.range.end_ns = (uint64_t)compute_end + rw->off;
+  rec.u.range.start_ns = (uint64_t)(it->start - rw->s->launch_lead) + rw->off;
+  rec.u.range.end_ns = (uint64_t)(compute_end - rw->s->launch_lead) + rw->off;
   rec.u.range.thread = rw->thread;
   rec.u.range.name = it->forward ? rw->s_forward : rw->s_backward;
   rec.u.range.domain = rw->s_dom;
@@ -327,8 +327,8 @@ static void step(rank_writer *rw, int64_t n, const gen_scale_pipe *pipe) {
   stepscope_record rec;
   memset(&rec, 0, sizeof rec);
   rec.kind = STEPSCOPE_REC_RANGE;
-  rec.u.range.start_ns = (uint64_t)t0 + rw->off;
-  rec.u.range.end_ns = (uint64_t)(t0 + s->step_ns) + rw->off;
+  rec.u.range.start_ns = (uint64_t)(t0 - s->launch_lead) + rw->off;
+  rec.u.range.end_ns = (uint64_t)(t0 + s->step_ns - s->launch_lead) + rw->off;
   rec.u.range.thread = rw->thread;
   rec.u.range.name = rw->s_step;
   rec.u.range.domain = rw->s_dom;

@@ -261,8 +261,9 @@ typedef struct gen_scale {
   int stragglers;           /* ranks whose compute is straggle_ns longer per slot */
   int64_t straggle_ns;
   int straggle_uneven;  /* straggler k of S (from 1) is straggle_ns x k / S longer instead */
-  int64_t launch_lead;  /* each launch call ends this long before its kernel starts (the host
-                           runs ahead); 0: just before it, 1 quantum */
+  int64_t launch_lead;  /* the host runs this far ahead: each launch call ends this long
+                           before its kernel starts, and the step and pass ranges are as early;
+                           0: launches just before their kernels (1 quantum) */
   int64_t clock_spread; /* clock offsets up to this (ns) */
   int threads;          /* ranks written in parallel */
   /* waits (gen_scale_waits.c): each stage's timeline follows the schedule's dependencies, so
