@@ -14,7 +14,11 @@
 
 /* ---- devices ---------------------------------------------------------------------------- */
 
-/* Dense bf16 peaks and memory from the vendors' data sheets; NVLink as the per-GPU one-way
+/* Dense bf16 peaks from the vendors' data sheets; memory as NVML (nvidia-smi) reports the
+ * card's total, not the data sheet's round gigabytes: H100 SXM "80 GB" is 81,559 MiB, H200
+ * "141 GB" 143,771 MiB (seen on this project's lent H200, .library's KINDS.md), A100 80 GB
+ * 81,920 MiB (Modal's table of NVML totals, thundergolfer.com/blog/nvidia-gpu-memory-capacity);
+ * NVLink as the per-GPU one-way
  * bandwidth a ring all-reduce can use (NVLink 4: 900 GB/s both ways), the network as one
  * 400 Gb/s NIC per GPU; efficiency is a typical share of peak for GPT GEMM mixes (MFU
  * reports of Megatron-class trainers); baselines: CUDA context, cuBLAS workspace and NCCL
@@ -22,12 +26,12 @@
  * entry's peak and efficiency are per core; its core count is the machine's, set at run time
  * (cmd_plan.c), so it is 0 here. */
 static const plan_device devices[] = {
-    {"h100-sxm", 989e12, 80.0 * (1u << 30), 450e9, 50e9, 20e-6, 0.45, 1.5 * (1u << 30), 2, 0, 0, 8,
-     0.62, 0.30, 3.35e12, 1979e12, 132, 128, 256},
-    {"h200", 989e12, 141.0 * (1u << 30), 450e9, 50e9, 20e-6, 0.45, 1.5 * (1u << 30), 2, 0, 0, 8,
+    {"h100-sxm", 989e12, 81559.0 * (1u << 20), 450e9, 50e9, 20e-6, 0.45, 1.5 * (1u << 30), 2, 0, 0,
+     8, 0.62, 0.30, 3.35e12, 1979e12, 132, 128, 256},
+    {"h200", 989e12, 143771.0 * (1u << 20), 450e9, 50e9, 20e-6, 0.45, 1.5 * (1u << 30), 2, 0, 0, 8,
      0.62, 0.30, 4.8e12, 1979e12, 132, 128, 256},
-    {"a100-80g", 312e12, 80.0 * (1u << 30), 300e9, 25e9, 25e-6, 0.50, 1.3 * (1u << 30), 2, 0, 0, 8,
-     0.80, 0.45, 2.04e12, 0, 108, 128, 256},
+    {"a100-80g", 312e12, 81920.0 * (1u << 20), 300e9, 25e9, 25e-6, 0.50, 1.3 * (1u << 30), 2, 0, 0,
+     8, 0.80, 0.45, 2.04e12, 0, 108, 128, 256},
     {"cpu", 0.1e12, 4.0 * (1u << 30), 5e9, 1e9, 50e-6, 0.30, 96.0 * (1u << 20), 4, 0, 0, 0, 0, 0, 0,
      0, 0, 0, 0},
 };
