@@ -64,11 +64,13 @@ typedef struct top_list {
 } top_list;
 
 static void top_add(top_list *t, const candidate *c) {
+  enum { KEPT = SSA_CULPRIT_ALSO + 1 };
   t->beyond++;
-  size_t i = t->n < SSA_CULPRIT_ALSO + 1 ? t->n++ : SSA_CULPRIT_ALSO + 1;
+  if (t->n == KEPT && !better(c, &t->c[KEPT - 1])) return; /* not among the best */
+  size_t i = t->n < KEPT ? t->n++ : KEPT - 1;              /* full: the last one goes */
   for (; i > 0 && better(c, &t->c[i - 1]); i--)
-    if (i < SSA_CULPRIT_ALSO + 1) t->c[i] = t->c[i - 1];
-  if (i < SSA_CULPRIT_ALSO + 1) t->c[i] = *c;
+    t->c[i] = t->c[i - 1];
+  t->c[i] = *c;
 }
 
 /* The ranks beyond noise after the culprit (top->c[0]) into the verdict. */
