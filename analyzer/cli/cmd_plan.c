@@ -152,7 +152,7 @@ typedef struct plan_args {
   int layers, hidden, heads, vocab, seq, ffn, max_seq, kv_heads, untied;
   int experts, top_k, moe_every;
   int top, threads, cores;
-  double mem_gib, bucket_mb;
+  double mem_gib, bucket_mb, undecided_pct;
 } plan_args;
 
 static int opt_int(const cli_option *o, const char *v, void *cmd) {
@@ -281,6 +281,11 @@ static const cli_option plan_options[] = {
         "global_batch), predicted beside what the run measured"),
     CLI_TEXT_ROW("output:\n"),
     INT("--top", "N", top, 1, INT_MAX, "rows of the table [20]"),
+    {CLI_CALL, "--undecided-within", NULL, "PCT",
+     "layouts predicted within PCT % of the best are one undecided\n"
+     "group: the planner's error between two layouts is that large\n"
+     "[10: the error measured, docs/plan.md]",
+     A(undecided_pct), opt_double, 0.01, 0, NULL},
     STR("--json", "FILE", json_path, "every layout as JSON (docs/plan.md); '-' = stdout"),
     STR("--csv", "FILE", csv_path, "every layout as CSV; '-' = stdout"),
     INT("--threads", "N", threads, 0, 4096, "threads for loading --from RUN [all cores]"),
@@ -482,6 +487,12 @@ static int build_job(plan_args *p) {
   }
   job->dev = *d;
   if (p->mem_gib > 0) job->dev.memory_bytes = p->mem_gib * (double)(1u << 30);
+  if (p->undecided_pct >= 100) {
+    cli_print(stderr, "stepscope plan: --undecided-within needs a per cent below 100, got %g\n",
+              p->undecided_pct);
+    return 2;
+  }
+  job->ranking_band = p->undecided_pct / 100.0;
   rc = apply_framework(p);
   if (rc) return rc;
   if (p->precision && strcmp(p->precision, "bf16") && strcmp(p->precision, "fp8")) {
@@ -641,6 +652,11 @@ static int plan_output(const plan_args *p, const plan_result *results, long n) {
   int to_stdout = (json_path && !strcmp(json_path, "-")) || (csv_path && !strcmp(csv_path, "-"));
   if (!to_stdout) {
     plan_print_table(stdout, &p->job, results, n, p->top);
+    if (n > 1) { /* one layout named in full has nothing to be ranked against */
+      plan_ranking ranking;
+      plan_rank_resolution(results, n, plan_ranking_band(&p->job), &ranking);
+      plan_print_ranking(stdout, &ranking, results);
+    }
     if (results[0].fits == 0)
       printf("\nnothing fits in %.0f GiB per device: more devices, ZeRO, recomputation or "
              "smaller micro-batches (the table lists the smallest first)\n",

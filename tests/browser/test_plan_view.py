@@ -3,7 +3,9 @@
 A real `stepscope plan --json` document (gpt2-124m on 8 H100s) is opened in the Plan tab of
 a self-contained viewer page (`stepscope view RUN --html`), through the tab's file input as
 a user would. Checks: the headline names the job and the best layout; the table holds the
-planner's ranking (row 1 = the JSON's first layout); clicking "tokens/s" sorts largest first
+planner's ranking (row 1 = the JSON's first layout); the ranking card and section say how far
+that order goes as the JSON's `ranking` does (the group's size, what it decides, leaves open
+and rules out) and mark exactly the group's rows "≈ best"; clicking "tokens/s" sorts largest first
 and clicking again smallest first; the memory chart stacks five components for 40 layouts
 with the device's memory as its scale; a file that is not a plan is refused with a message;
 no console errors. Exits 77 (SKIP) without Chromium/Selenium.
@@ -45,6 +47,17 @@ def main():
         head = d.find_element("id", "plan-headline").text
         check("8 × h100-sxm" in head and doc["layouts"][0]["layout"]["name"] in head,
               "headline names the job and the best layout")
+        k = doc["ranking"]
+        check(k["undecided"] > 1, "this job has an undecided group (%d layouts)" % k["undecided"])
+        check(("undecided among #1–#%d (within 10 %%" % k["undecided"]) in head,
+              "the ranking card names the undecided group")
+        marked = [i for i, r in enumerate(rows) if r.find_elements("css selector", "td")[-1].text == "≈ best"]
+        check(marked == list(range(min(k["undecided"], len(rows)))), "exactly the group's rows are marked")
+        section = d.find_element("id", "plan-ranking").text
+        open_pp = ", ".join(str(v) for v in k["choices"]["pp"]["open"])
+        ruled_rc = ", ".join(k["choices"]["recompute"]["ruled_out"])
+        check(("pp " + open_pp) in section and (not ruled_rc or ("recompute " + ruled_rc) in section),
+              "the ranking section lists the JSON's choices (pp open %s, recompute ruled out %s)" % (open_pp, ruled_rc))
         first = rows[0].find_elements("css selector", "td")
         check(first[1].text == doc["layouts"][0]["layout"]["name"], "row 1 is the planner's best")
 

@@ -7,7 +7,10 @@
  * plan.json found by the loader, SS.planDoc). The table starts in the planner's ranking;
  * clicking a column header sorts by it (again: the other way). The memory chart stacks
  * parameters, gradients, optimizer state, activations and the runtime baseline for the
- * first 40 rows in the table's order, against the device's memory.
+ * first 40 rows in the table's order, against the device's memory. The ranking card and
+ * section say how far the planner's order goes (docs/plan.md "How far the ranking goes"):
+ * the layouts within its error of the best form one undecided group, whose rows are marked
+ * "≈ best"; per choice, what the group decides, leaves open and rules out.
  */
 'use strict';
 
@@ -31,10 +34,51 @@ var SS = window.SS || (window.SS = {});
     { name: 'MFU %', get: function (l) { return l.mfu * 100; }, num: true, digits: 1 },
     { name: 'bubble s', get: function (l) { return l.breakdown_s.bubble; }, num: true, digits: 4 },
     { name: 'exposed comm s', get: function (l) { var b = l.breakdown_s; return b.tp + b.cp + b.pp + b.grad_sync; }, num: true, digits: 4 },
-    { name: 'binding', get: function (l) { return l.binding; } }
+    { name: 'binding', get: function (l) { return l.binding; } },
+    { name: 'order', get: function (l) { return l._group ? '≈ best' : ''; } }
   ];
 
   function gib(b) { return (b / 1073741824).toFixed(2) + ' GiB'; }
+
+  var CHOICE_LABEL = { micro_batch: 'micro-batch' };
+
+  /* The ranking card's text: how far the planner's order goes (absent in older plans). */
+  function rankingText(k) {
+    if (!k) return 'not in this plan (older stepscope)';
+    var band = Math.round(k.band * 100) + ' %';
+    if (k.undecided === 0) return 'nothing fits';
+    if (k.undecided === 1)
+      return k.next_gap === null ? 'the only layout that fits'
+        : 'decided: the next is ' + (k.next_gap * 100).toFixed(1) + ' % slower (beyond ' + band + ')';
+    return 'undecided among #1–#' + k.undecided + ' (within ' + band + ', the planner\'s error)';
+  }
+
+  /* decided / open / ruled out, one line each, from ranking.choices */
+  function rankingSection(k, layouts) {
+    if (!k || k.undecided < 2) return null;
+    var decided = [], open = [], ruled = [];
+    Object.keys(k.choices).forEach(function (name) {
+      var c = k.choices[name], label = CHOICE_LABEL[name] || name;
+      if (name === 'ep' && c.open.length === 1 && c.open[0] === 1 && !c.ruled_out.length) return;
+      var words = function (v) { return label + ' ' + v.map(String).join(', '); };
+      if (c.open.length === 1) decided.push(words(c.open));
+      else open.push(words(c.open));
+      if (c.ruled_out.length) ruled.push(words(c.ruled_out));
+    });
+    var lines = [
+      ['decided (every one of them)', decided.join('; ') || 'nothing'],
+      ['open (they differ)', open.join('; ')],
+      ['ruled out (only layouts more than ' + Math.round(k.band * 100) + ' % slower)', ruled.join('; ') || 'nothing']
+    ];
+    if (k.least_memory_index !== null && layouts[k.least_memory_index])
+      lines.push(['least memory among them', '#' + (k.least_memory_index + 1) + ' ' + layouts[k.least_memory_index].layout.name +
+        ', ' + gib(layouts[k.least_memory_index].memory_bytes.total)]);
+    var dl = SS.el('table', { className: 'data', id: 'plan-ranking' }, [SS.el('tbody', {}, lines.map(function (l) {
+      return SS.el('tr', {}, [SS.el('th', { text: l[0] }), SS.el('td', { text: l[1] })]);
+    }))]);
+    return SS.section('How far the ranking goes: ' + k.undecided + ' layouts within ' + Math.round(k.band * 100) +
+      ' % of the best cannot be ordered by the planner', [dl], 'plan-ranking-section');
+  }
 
   function render(root, doc, state) {
     var body = root.querySelector('#plan-body');
@@ -44,7 +88,8 @@ var SS = window.SS || (window.SS = {});
       return;
     }
     if (!doc.layouts || !doc.job || !doc.device) throw new Error('not a stepscope plan JSON (no layouts/job/device)');
-    var layouts = doc.layouts.map(function (l, i) { l._rank = i + 1; return l; });
+    var group = doc.ranking ? doc.ranking.undecided : 0;
+    var layouts = doc.layouts.map(function (l, i) { l._rank = i + 1; l._group = group > 1 && i < group; return l; });
     var col = COLUMNS[state.sort], dir = state.dir;
     var rows = layouts.slice().sort(function (a, b) {
       var x = col.get(a), y = col.get(b);
@@ -57,6 +102,7 @@ var SS = window.SS || (window.SS = {});
       ['job', job.gpus + ' × ' + dev.name + ', batch ' + job.global_batch],
       ['layouts', layouts.length + ' (' + fitting + ' fit)'],
       ['best', layouts.length ? layouts[0].layout.name : 'none'],
+      ['ranking', rankingText(doc.ranking)],
       ['calibration', cal ? cal.source : 'none (assumed figures)']
     ].map(function (c) {
       return SS.el('div', { className: 'kpi' }, [SS.el('div', { className: 'kpi-label', text: c[0] }), SS.el('div', { className: 'kpi-value', text: c[1] })]);
@@ -80,6 +126,8 @@ var SS = window.SS || (window.SS = {});
     });
     var table = SS.el('table', { className: 'data', id: 'plan-table' }, [SS.el('thead', {}, [head]), SS.el('tbody', {}, trs)]);
     var note = rows.length > limit ? SS.el('p', { className: 'note', text: 'first ' + limit + ' of ' + rows.length + ' layouts (sort to see others; the JSON has all)' }) : null;
+    var ranking = rankingSection(doc.ranking, layouts);
+    if (ranking) body.appendChild(ranking);
     body.appendChild(SS.section('Layouts (click a column to sort)', [table].concat(note ? [note] : []), 'plan-layouts'));
     var bars = rows.slice(0, 40).map(function (l) {
       var m = l.memory_bytes;

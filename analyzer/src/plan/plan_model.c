@@ -688,6 +688,9 @@ int plan_write_json(ssa_out *o, const plan_job *job, const plan_result *r, long 
     ssa_out_printf(o, "\"calibration\":null,\"assumed\":[\"flops_rate\",\"bandwidths\",\"latency\","
                       "\"runtime_baseline\",\"host_overhead\"],");
   }
+  plan_ranking ranking;
+  plan_rank_resolution(r, n, plan_ranking_band(job), &ranking);
+  plan_write_ranking_json(o, &ranking);
   ssa_out_printf(o, "\"layouts\":[");
   for (long i = 0; i < n; i++) {
     if (i) ssa_out_char(o, ',');

@@ -111,6 +111,8 @@ typedef struct plan_job {
   int backward_prefetch_post;
   int fp8; /* a framework's GEMMs in fp8 (--precision fp8): at the fp8 peak; MFU stays
               against the bf16 peak */
+  /* --undecided-within: plan_ranking's band; 0: PLAN_BAND_DEFAULT */
+  double ranking_band;
 } plan_job;
 
 /* One layout's prediction. Times are seconds per optimizer step. */
@@ -155,6 +157,49 @@ long plan_enumerate(const plan_job *job, const plan_filter *f, plan_result **out
 void plan_print_table(FILE *f, const plan_job *job, const plan_result *r, long n, long top);
 int plan_write_json(ssa_out *o, const plan_job *job, const plan_result *r, long n);
 int plan_write_csv(ssa_out *o, const plan_result *r, long n);
+
+/* How far the ranking goes (plan_ranking.c; docs/plan.md "How far the ranking goes"): the
+ * fitting layouts predicted within `band` (relative tokens/s) of the best form one undecided
+ * group, since the planner's error between two layouts of one job is that large: 10 %, the 75th
+ * percentile of that error as measured between two published runs of one model, device and
+ * sequence length (bench/plan/published, 9.1 %) and between two layouts of a calibrated CPU run
+ * (bench/plan/RESULTS.md, the quiet machine: 10.3 %). */
+#define PLAN_BAND_DEFAULT 0.10
+enum {
+  PLAN_FIELD_DP,
+  PLAN_FIELD_TP,
+  PLAN_FIELD_SP,
+  PLAN_FIELD_PP,
+  PLAN_FIELD_CP,
+  PLAN_FIELD_EP,
+  PLAN_FIELD_ZERO,
+  PLAN_FIELD_SCHEDULE,
+  PLAN_FIELD_MICRO_BATCH,
+  PLAN_FIELD_RECOMPUTE,
+  PLAN_FIELDS
+};
+#define PLAN_RANK_VALUES 32 /* distinct values kept per field; more: not listed */
+typedef struct plan_field_values {
+  int n, overflow;
+  int v[PLAN_RANK_VALUES]; /* codes (plan_ranking.c: field_code), in order of first sight */
+} plan_field_values;
+typedef struct plan_ranking {
+  double band;       /* relative: 0.10 = within 10 % of the best's tokens/s */
+  long undecided;    /* fitting layouts within the band, the best included; 0: none fits */
+  long least_memory; /* index of the one among them needing the least memory; -1 */
+  double next_gap;   /* undecided == 1: the best's tokens/s over the next fitting layout's,
+                        minus 1; -1 when there is no next or the group has several */
+  /* per field: the values among the group (open) and those of fitting layouts outside it
+   * only (ruled out: every layout with them predicted more than the band slower) */
+  plan_field_values open[PLAN_FIELDS], ruled_out[PLAN_FIELDS];
+} plan_ranking;
+/* job->ranking_band, else PLAN_BAND_DEFAULT */
+double plan_ranking_band(const plan_job *job);
+void plan_rank_resolution(const plan_result *r, long n, double band, plan_ranking *out);
+const char *plan_field_name(int field);
+void plan_print_ranking(FILE *f, const plan_ranking *k, const plan_result *r);
+/* `"ranking":{...},` into a JSON object being written. 0, or -1 after a write error. */
+int plan_write_ranking_json(ssa_out *o, const plan_ranking *k);
 
 /* A layout in the trainer's words ("dp2 tp2 pp2 cp1 zero1 1f1b m8 recompute=none sp"). */
 void plan_layout_name(const mm_layout *l, char *buf, size_t size);

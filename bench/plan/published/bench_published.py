@@ -51,6 +51,7 @@ import sys
 
 PEAK = {"h100-sxm": 989e12, "a100-80g": 312e12, "h200": 989e12}
 HERE = os.path.dirname(os.path.abspath(__file__))
+BAND = 0.10  # `stepscope plan`'s default --undecided-within (PLAN_BAND_DEFAULT, docs/plan.md)
 
 
 def flops_per_token(r):
@@ -152,6 +153,8 @@ def main():
     errors, fits, top10, ranked, near = [], 0, 0, 0, 0
     by_source = {}  # source group -> [|error|, in the top 10] per run
     near1, near2, top10_ties = 0, 0, 0
+    undecided = 0  # the published layout in the planner's undecided group (docs/plan.md)
+    ratios = {}  # (model, device, seq) -> [predicted / published MFU] per run
     for r in rows:
         proc = subprocess.run([stepscope] + plan_args(r, helptext) + ["--csv", "-"],
                               capture_output=True, text=True)
@@ -178,6 +181,8 @@ def main():
         best = max((float(x["tokens_per_s"]) for x in sweep if x["fits"] == "1"), default=0.0)
         gap = best / float(row["tokens_per_s"]) - 1 if best > 0 else 0.0
         near += gap <= 0.10
+        undecided += float(row["tokens_per_s"]) >= (1 - BAND) * best
+        ratios.setdefault((r["model"], r["device"], r["seq"]), []).append(pred / pub)
         near1 += gap <= 0.01
         near2 += gap <= 0.02
         # ties: layouts predicted within 1 % of each other are not told apart by the model
@@ -205,6 +210,16 @@ def main():
           f"{100 * near1 / n:.0f} %")
     print(f"  fewer than 10 layouts > 1 % faster: {top10_ties}/{n} = {100 * top10_ties / n:.0f} %  "
           "(the top 10 with layouts predicted within 1 % of the published one counted as tied)")
+    print(f"  in the planner's undecided group: {undecided}/{n} = {100 * undecided / n:.0f} %  (predicted"
+          f" within {100 * BAND:.0f} % of its best: the layouts `plan` says it cannot order)")
+    # the band's measure: how far the planner's errors of two runs of one job differ
+    pairs = sorted(abs(a / b - 1) for v in ratios.values()
+                   for i, a in enumerate(v) for b in v[i + 1:])
+    if pairs:
+        q = lambda p: pairs[int(p * (len(pairs) - 1))]
+        print(f"  error between two runs of one model, device and sequence ({len(pairs)} pairs): "
+              f"median {100 * q(0.5):.1f} %, 75th percentile {100 * q(0.75):.1f} %, "
+              f"90th {100 * q(0.9):.1f} %  (plan's --undecided-within default: {100 * BAND:.0f} %)")
     print("  per source (median |MFU error|, worst, published layout in the top 10):")
     for group, runs_of in sorted(by_source.items()):
         errs = [e for e, _ in runs_of]
