@@ -120,11 +120,12 @@ static int cmp_int(const void *a, const void *b) {
 
 /* "; pp 1, 2" appended to buf (the values sorted; no "; " before the first list). */
 static void append_values(char *buf, size_t size, int field, const plan_field_values *s) {
-  int v[PLAN_RANK_VALUES];
-  memcpy(v, s->v, (size_t)s->n * sizeof *v);
-  qsort(v, (size_t)s->n, sizeof *v, cmp_int);
+  int v[PLAN_RANK_VALUES], n = 0;
+  for (int i = 0; i < s->n; i++) /* "schedule none" is "pp 1", said there */
+    if (field != PLAN_FIELD_SCHEDULE || s->v[i] >= 0) v[n++] = s->v[i];
+  qsort(v, (size_t)n, sizeof *v, cmp_int);
   size_t used = strlen(buf);
-  for (int i = 0; i < s->n && used + 1 < size; i++) {
+  for (int i = 0; i < n && used + 1 < size; i++) {
     char name[48];
     code_name(field, v[i], name, sizeof name);
     if (i)
