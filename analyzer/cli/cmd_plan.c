@@ -584,6 +584,7 @@ static int plan_what_if(plan_args *p) {
   if (have_base) printf(" (the model gives %.4g s for it)", results[1].step_s);
   printf("\nwhat if %s:\n", b);
   plan_print_table(stdout, job, results, 1, 1);
+  if (have_base) plan_print_change(stdout, plan_ranking_band(job), &results[1], &results[0]);
   plan_output_of out = {job, results, 1};
   return p->json_path && cli_write_output("plan", p->json_path, plan_json, &out) ? 1 : 0;
 }

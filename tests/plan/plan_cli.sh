@@ -7,7 +7,7 @@
 #   - the CPU backend's shared cores: --cores is reported (else this machine's, marked
 #     assumed); a dp4 run planned as 4 ranks on 2 cores splits its exposed collectives into
 #     the modelled ones and descheduled waits, and still reproduces its step time;
-#   - --what-if names the changed layout; --json/--csv carry every layout; a ranked table;
+#   - --what-if names the changed layout and judges it only beyond the planner's 10 % band; --json/--csv carry every layout; a ranked table;
 #   - bad input: unknown option / bad value (exit 2), an impossible layout (exit 1 with the
 #     reason), a model that fits nowhere (the table says so);
 #   - what a framework cannot run: refused on one line with the reason naming the choice at
@@ -105,6 +105,25 @@ PY
 "$stepscope" plan --from "$dir/run" --what-if "microbatches=2,schedule=afab" > "$dir/whatif.txt" 2>&1 ||
   no "--what-if"
 grep -q "what if dp2 tp1 pp2 cp1 zero0 afab m2 x 2" "$dir/whatif.txt" || { cat "$dir/whatif.txt"; no "--what-if layout"; }
+# the verdict: decided only beyond the planner's 10 % band (docs/plan.md "How far the ranking
+# goes"), recomputed from the two tokens/s it prints; a change of nothing is undecided
+for change in "microbatches=2,schedule=afab" "zero=0" "recompute=full"; do
+  "$stepscope" plan --from "$dir/run" --what-if "$change" > "$dir/whatif.txt" 2>&1 || no "--what-if $change"
+  python3 - "$dir/whatif.txt" "$change" <<'PY' || { cat "$dir/whatif.txt"; no "--what-if $change: verdict"; }
+import re, sys
+text = open(sys.argv[1]).read()
+m = re.search(r"verdict: (undecided: )?([0-9.]+) % (more|fewer) tokens/s .*\(([0-9.e+]+) -> ([0-9.e+]+)\)", text)
+assert m, "no verdict line"
+before, after = float(m.group(4)), float(m.group(5))
+gain = after / before - 1
+undecided = abs(gain) <= 0.10
+print("%s: %+.1f %% tokens/s, %s" % (sys.argv[2], 100 * gain, "undecided" if m.group(1) else "decided"))
+assert bool(m.group(1)) == undecided and abs(float(m.group(2)) - 100 * abs(gain)) < 0.1
+assert (m.group(3) == "more") == (gain >= 0)
+if sys.argv[2] == "zero=0":  # the run's own layout: no change, undecided
+    assert m.group(1) and abs(gain) < 1e-3
+PY
+done
 "$stepscope" plan --model gpt2-124m --gpus 8 --global-batch 32 --json "$dir/all.json" \
   --csv "$dir/all.csv" > "$dir/table.txt" || no "enumeration"
 grep -q "^1 " "$dir/table.txt" || no "ranked table"

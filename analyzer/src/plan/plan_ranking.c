@@ -13,10 +13,13 @@
  * headroom) and the values that only layouts outside it have (ruled out: every layout with them
  * is predicted more than the band slower); a choice with one open value is decided. It names the
  * layout of the group with the least memory. When no other layout is within the band, the best
- * is decided, and the gap to the next is given.
+ * is decided, and the gap to the next is given. A --what-if change is judged the same way:
+ * its predicted tokens/s against the run's own layout's, under the same model, decide only
+ * beyond the band.
  */
 #include "ssa_plan.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -230,4 +233,22 @@ int plan_write_ranking_json(ssa_out *o, const plan_ranking *k) {
   }
   ssa_out_str(o, "}},");
   return o->error ? -1 : 0;
+}
+
+void plan_print_change(FILE *f, double band, const plan_result *before, const plan_result *after) {
+  if (!(before->tokens_per_s > 0) || !(after->tokens_per_s > 0)) return;
+  double gain = after->tokens_per_s / before->tokens_per_s - 1.0;
+  const char *more = gain >= 0 ? "more" : "fewer";
+  if (fabs(gain) > band)
+    fprintf(f,
+            "\nverdict: %.1f %% %s tokens/s than the run's own layout under the same model "
+            "(%.4g -> %.4g), beyond the planner's %.0f %% error between two layouts "
+            "(docs/plan.md)\n",
+            100 * fabs(gain), more, before->tokens_per_s, after->tokens_per_s, 100 * band);
+  else
+    fprintf(f,
+            "\nverdict: undecided: %.1f %% %s tokens/s than the run's own layout under the same "
+            "model (%.4g -> %.4g), within the planner's %.0f %% error between two layouts "
+            "(docs/plan.md): it cannot tell whether the change helps\n",
+            100 * fabs(gain), more, before->tokens_per_s, after->tokens_per_s, 100 * band);
 }

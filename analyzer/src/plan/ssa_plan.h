@@ -198,6 +198,9 @@ double plan_ranking_band(const plan_job *job);
 void plan_rank_resolution(const plan_result *r, long n, double band, plan_ranking *out);
 const char *plan_field_name(int field);
 void plan_print_ranking(FILE *f, const plan_ranking *k, const plan_result *r);
+/* A --what-if verdict: `after` against `before` (both predicted by the same model) decided only
+ * when their tokens/s differ by more than the band, else "undecided". */
+void plan_print_change(FILE *f, double band, const plan_result *before, const plan_result *after);
 /* `"ranking":{...},` into a JSON object being written. 0, or -1 after a write error. */
 int plan_write_ranking_json(ssa_out *o, const plan_ranking *k);
 
