@@ -57,22 +57,32 @@ var SS = window.SS || (window.SS = {});
   function rankingSection(k, layouts) {
     if (!k || k.undecided < 2) return null;
     var decided = [], open = [], ruled = [];
+    var only = function (name, v) { var o = k.choices[name].open; return o.length === 1 && o[0] === v; };
     Object.keys(k.choices).forEach(function (name) {
       var c = k.choices[name], label = CHOICE_LABEL[name] || name;
-      if (name === 'ep' && c.open.length === 1 && c.open[0] === 1 && !c.ruled_out.length) return;
-      var words = function (v) { return label + ' ' + v.map(String).join(', '); };
-      if (c.open.length === 1) decided.push(words(c.open));
-      else open.push(words(c.open));
-      if (c.ruled_out.length) ruled.push(words(c.ruled_out));
+      /* as the command line says it: no ep without experts, no sp where every tp is 1, no
+         schedule where every pp is 1 ("schedule none" is "pp 1") */
+      if (name === 'ep' && only('ep', 1) && !c.ruled_out.length) return;
+      if ((name === 'sp' && only('tp', 1)) || (name === 'schedule' && only('pp', 1))) return;
+      var words = function (v) {
+        v = v.filter(function (x) { return name !== 'schedule' || x !== 'none'; })
+          .map(function (x) { return name === 'sp' ? (x ? 'on' : 'off') : x; });
+        if (typeof v[0] === 'number') v.sort(function (a, b) { return a - b; });
+        return v.length ? label + ' ' + v.join(', ') : '';
+      };
+      var w = words(c.open), x = words(c.ruled_out);
+      if (w) (c.open.length === 1 ? decided : open).push(w);
+      if (x) ruled.push(x);
     });
     var lines = [
       ['decided (every one of them)', decided.join('; ') || 'nothing'],
       ['open (they differ)', open.join('; ')],
       ['ruled out (only layouts more than ' + Math.round(k.band * 100) + ' % slower)', ruled.join('; ') || 'nothing']
     ];
-    if (k.least_memory_index !== null && layouts[k.least_memory_index])
-      lines.push(['least memory among them', '#' + (k.least_memory_index + 1) + ' ' + layouts[k.least_memory_index].layout.name +
-        ', ' + gib(layouts[k.least_memory_index].memory_bytes.total)]);
+    var least = k.least_memory_index !== null ? layouts[k.least_memory_index] : null;
+    if (least)
+      lines.push(['least memory among them', k.least_memory_index === 0 ? 'the best itself, ' + gib(least.memory_bytes.total)
+        : '#' + (k.least_memory_index + 1) + ' ' + least.layout.name + ', ' + gib(least.memory_bytes.total)]);
     var dl = SS.el('table', { className: 'data', id: 'plan-ranking' }, [SS.el('tbody', {}, lines.map(function (l) {
       return SS.el('tr', {}, [SS.el('th', { text: l[0] }), SS.el('td', { text: l[1] })]);
     }))]);
