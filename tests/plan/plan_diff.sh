@@ -7,6 +7,8 @@
 #     number measured and finite;
 #   - an enumeration's JSON: the run's own layout is picked out of it;
 #   - a --what-if prediction of another layout: compared, with a warning naming what differs;
+#   - the step time's verdict against the run's own noise (the 95 % interval of its median
+#     step, recomputed from analyze's steps), undecided with 5 steps;
 #   - a prediction without the run's layout among several: exit 1; a malformed or
 #     wrong-version prediction, or --fail-on against a prediction: exit 2; a JSON that is not
 #     a plan (an analyze report) is not taken for one.
@@ -121,4 +123,32 @@ grep -q "warning: the run's layout is not the predicted one: ep 4 (predicted 2)"
   { cat "$dir/moe2.txt"; no "another ep named in the warning"; }
 "$stepscope" plan --from "$dir/run_moe" "${moe[@]}" --ep 3 > /dev/null 2> "$dir/ep3.err"
 [ $? = 1 ] && grep -q "must divide" "$dir/ep3.err" || { cat "$dir/ep3.err"; no "--ep 3: exit 1"; }
+# the step time's verdict against the run's own noise: the 95 % order-statistic interval of the
+# median step (median_interval.c), recomputed here from analyze's steps; 5 steps are too few
+# (undecided), 9 give [x_(2), x_(8)]
+grep -q "^verdict: undecided: 5 steps are too few" "$dir/a.txt" || { cat "$dir/a.txt"; no "5 steps: undecided"; }
+"$trainer" --quiet --world 4 "${layout[@]}" --steps 9 --trace "$dir/run_c" > "$dir/train_c.log" 2>&1 ||
+  { cat "$dir/train_c.log"; exit 1; }
+"$stepscope" diff "$dir/run_c" "$dir/pred.json" --json "$dir/c.json" > "$dir/c.txt" 2>&1 || no "diff run_c"
+"$stepscope" analyze "$dir/run_c" --json "$dir/c_report.json" > /dev/null 2>&1 || no "analyze run_c"
+python3 - "$dir/c.json" "$dir/c_report.json" "$dir/c.txt" <<'PY' || { cat "$dir/c.txt"; no "the step-time noise verdict"; }
+import json, math, sys
+d = json.load(open(sys.argv[1])); rep = json.load(open(sys.argv[2])); text = open(sys.argv[3]).read()
+steps = rep["run"]["steps"]
+kept = [s for s in steps if not (s["cut_by_trace_end"] or s["stub"])] or steps
+v = sorted(s["time_ns"] * 1e-9 for s in kept)
+n = len(v)
+tail = lambda j: sum(math.comb(n, i) for i in range(j)) / 2 ** n   # P(B <= j - 1)
+j = max(k for k in range(1, n // 2 + 1) if 2 * tail(k) <= 0.05)
+lo, hi, conf = v[j - 1], v[n - j], 1 - 2 * tail(j)
+z = d["step_time_noise"]
+print("%d steps: median in %.6f-%.6f s (%.4f), stepscope says %s" % (n, lo, hi, conf, z))
+assert z["steps"] == n and abs(z["confidence"] - conf) < 1e-6
+assert abs(z["median_interval_s"][0] - lo) < 1e-9 and abs(z["median_interval_s"][1] - hi) < 1e-9
+pred = d["metrics"]["step_time_s"]["predicted"]
+inside = lo <= pred <= hi
+assert z["prediction_inside"] == inside
+assert ("verdict: the predicted step time is within the run's own noise" in text) == inside
+assert ("verdict: the prediction misses the step time beyond the run's noise" in text) == (not inside)
+PY
 exit $fail

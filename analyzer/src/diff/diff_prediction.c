@@ -114,6 +114,21 @@ static double max_memory_meta(const ssa_run *run, size_t offset) {
   return best;
 }
 
+/* The run's own noise on its median step time: the 95 % interval of the median over the steps
+ * the median counts (median_interval.c); too few steps leave it unknown (d->noise_ok 0). */
+static void step_noise(const ssa_analysis *an, ssa_pred_diff *d) {
+  d->noise_ok = 0;
+  d->noise_steps = 0;
+  double *v = an->nsteps ? malloc(an->nsteps * sizeof *v) : NULL;
+  if (!v) return;
+  for (size_t i = 0; i < an->nsteps; i++)
+    if (an->steps[i].in_medians && an->steps[i].time > 0)
+      v[d->noise_steps++] = (double)an->steps[i].time * 1e-9;
+  d->noise_ok = ssa_median_interval(v, d->noise_steps, 0.95, &d->noise_lo_s, &d->noise_hi_s,
+                                    &d->noise_confidence) == 0;
+  free(v);
+}
+
 int ssa_prediction_diff(const ssa_run *run, const ssa_analysis *an, const char *run_path,
                         const ssa_prediction *p, const char *prediction_path, ssa_pred_diff *d,
                         char *err, size_t errlen) {
@@ -220,6 +235,7 @@ int ssa_prediction_diff(const ssa_run *run, const ssa_analysis *an, const char *
                         (isfinite(pl->wait_s) ? pl->wait_s : 0) +
                         (isfinite(pl->ep_s) ? pl->ep_s : 0);
   double pred_bubble = pl->bubble_s + pl->pp_s;
+  step_noise(an, d);
   metric(d, SSA_PM_STEP_TIME, "step_time_s", "step time (s)", pl->step_time_s, step, 0);
   metric(d, SSA_PM_COMPUTE, "compute_s", "compute per step, slowest rank (s)", pl->compute_s,
          compute, 0);
@@ -278,6 +294,25 @@ void ssa_prediction_diff_text(const ssa_pred_diff *d, FILE *f) {
       snprintf(e, sizeof e, "-");
     fprintf(f, "%-38s %14s %14s %9s\n", m->what, p, v, e);
   }
+  const ssa_pred_metric *st = &d->m[SSA_PM_STEP_TIME];
+  if (!isfinite(st->predicted) || !isfinite(st->measured)) {
+    /* no step time on one side: nothing to judge */
+  } else if (!d->noise_ok)
+    fprintf(f,
+            "\nverdict: undecided: %zu steps are too few to bound the run's median step time "
+            "(6 give a 95 %% interval)\n",
+            d->noise_steps);
+  else if (st->predicted >= d->noise_lo_s && st->predicted <= d->noise_hi_s)
+    fprintf(f,
+            "\nverdict: the predicted step time is within the run's own noise: its median lies "
+            "in %.4g-%.4g s (%.1f %% over %zu steps)\n",
+            d->noise_lo_s, d->noise_hi_s, 100 * d->noise_confidence, d->noise_steps);
+  else
+    fprintf(f,
+            "\nverdict: the prediction misses the step time beyond the run's noise (%+.1f %%): "
+            "its median lies in %.4g-%.4g s (%.1f %% over %zu steps)\n",
+            100 * st->rel_error, d->noise_lo_s, d->noise_hi_s, 100 * d->noise_confidence,
+            d->noise_steps);
   fprintf(f, "\nerror = (predicted - measured) / measured. Exposed collectives: TP, CP and "
              "gradient sync\n(measured, with their waits for slower ranks); the bubble holds the "
              "pipeline's transfers.\n");
@@ -309,7 +344,23 @@ void ssa_prediction_diff_json(const ssa_pred_diff *d, ssa_out *o) {
     ssa_out_field_double(o, "rel_error", m->rel_error);
     ssa_out_char(o, '}');
   }
-  ssa_out_str(o, "},\"warnings\":[");
+  ssa_out_str(o, "},\"step_time_noise\":");
+  if (d->noise_ok) {
+    ssa_out_str(o, "{\"median_interval_s\":[");
+    ssa_out_double(o, d->noise_lo_s);
+    ssa_out_char(o, ',');
+    ssa_out_double(o, d->noise_hi_s);
+    ssa_out_str(o, "]");
+    ssa_out_field_double(o, "confidence", d->noise_confidence);
+    ssa_out_field_u64(o, "steps", d->noise_steps);
+    const ssa_pred_metric *st = &d->m[SSA_PM_STEP_TIME];
+    ssa_out_field_bool(o, "prediction_inside",
+                       st->predicted >= d->noise_lo_s && st->predicted <= d->noise_hi_s);
+    ssa_out_char(o, '}');
+  } else {
+    ssa_out_str(o, "null");
+  }
+  ssa_out_str(o, ",\"warnings\":[");
   for (int i = 0; i < d->nwarnings; i++) {
     if (i) ssa_out_char(o, ',');
     ssa_out_json_string(o, d->warnings[i]);

@@ -527,9 +527,21 @@ typedef struct ssa_pred_diff {
   int calibrated;
   char calibration_source[256];
   ssa_pred_metric m[SSA_PM_N];
+  /* the step time's verdict: is the prediction inside the run's own noise? The 95 % interval
+   * of the run's median step time (median_interval.c) over `noise_steps` steps; noise_ok 0:
+   * too few steps to bound it (undecided) */
+  int noise_ok;
+  size_t noise_steps;
+  double noise_lo_s, noise_hi_s, noise_confidence;
   char warnings[SSA_PRED_MAX_WARNINGS][256];
   int nwarnings;
 } ssa_pred_diff;
+
+/* A distribution-free interval for the median of v[0..n) (sorted in place; median_interval.c):
+ * [*lo, *hi] = the order statistics that cover it with probability at least `confidence`
+ * (*achieved: exactly how much). -1 when n is too small for that confidence (n < 6 at 95 %). */
+int ssa_median_interval(double *v, size_t n, double confidence, double *lo, double *hi,
+                        double *achieved);
 
 /* Compares the analysed run `an` (of `run`) with prediction p: takes the prediction's layout
  * equal to the run's (its configuration in the trace header), or the only one there is
