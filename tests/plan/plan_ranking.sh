@@ -55,9 +55,9 @@ if len(group) > 1:
         ok &= ("the least memory among them: #%d %s" % (least + 1, group[least]["layout"]["name"])) in text
     ok &= k["next_gap"] is None
 else:
-    gap = best / rest[0]["tokens_per_s"] - 1 if rest else None
+    gap = 1 - rest[0]["tokens_per_s"] / best if rest else None
     ok &= (k["next_gap"] is None) == (gap is None) and (gap is None or abs(k["next_gap"] - gap) < 1e-5)
-    ok &= ("the best is predicted %.1f %% faster" % (100 * gap)) in text and ": decided" in text
+    ok &= ("every other layout that fits is predicted at least %.1f %% slower" % (100 * gap)) in text and ": decided" in text
 print("ranking matches the layouts" if ok else "ranking DIFFERS from the layouts")
 sys.exit(0 if ok else 1)
 PY
@@ -73,7 +73,7 @@ check "$dir/wide.json" "$dir/wide.txt" 0.25 || { cat "$dir/wide.txt"; no "--unde
 half=$(python3 -c '
 import json, sys
 f = [l for l in json.load(open(sys.argv[1]))["layouts"] if l["fits"]]
-print("%.6f" % (50 * (f[0]["tokens_per_s"] / f[1]["tokens_per_s"] - 1)))' "$dir/all.json")
+print("%.6f" % (50 * (1 - f[1]["tokens_per_s"] / f[0]["tokens_per_s"])))' "$dir/all.json")
 if python3 -c "import sys; sys.exit(0 if float('$half') >= 0.01 else 1)"; then
   "$stepscope" plan "${job[@]}" --undecided-within "$half" --json "$dir/one.json" > "$dir/one.txt" 2>&1 ||
     no "plan --undecided-within $half"

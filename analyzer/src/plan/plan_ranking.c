@@ -79,7 +79,7 @@ void plan_rank_resolution(const plan_result *r, long n, double band, plan_rankin
     if (r[i].memory_total < r[out->least_memory].memory_total) out->least_memory = i;
   }
   if (out->undecided == 1 && i < n && r[i].fits)
-    out->next_gap = r[0].tokens_per_s / r[i].tokens_per_s - 1.0;
+    out->next_gap = 1.0 - r[i].tokens_per_s / r[0].tokens_per_s; /* as the band counts */
   for (; i < n && r[i].fits; i++)
     for (int field = 0; field < PLAN_FIELDS; field++) {
       int code = field_code(&r[i].layout, field);
@@ -155,8 +155,9 @@ void plan_print_ranking(FILE *f, const plan_ranking *k, const plan_result *r) {
   if (k->undecided == 1) {
     if (k->next_gap >= 0)
       fprintf(f,
-              "\nranking: the best is predicted %.1f %% faster than any other layout that fits, "
-              "beyond the planner's %.0f %% error between two layouts (docs/plan.md): decided\n",
+              "\nranking: every other layout that fits is predicted at least %.1f %% slower than "
+              "the best (fewer tokens/s), beyond the planner's %.0f %% error between two layouts "
+              "(docs/plan.md): decided\n",
               100 * k->next_gap, 100 * k->band);
     else
       fprintf(f, "\nranking: the best is the only layout that fits\n");
@@ -187,9 +188,11 @@ void plan_print_ranking(FILE *f, const plan_ranking *k, const plan_result *r) {
     const plan_result *m = &r[k->least_memory];
     char name[128];
     plan_layout_name(&m->layout, name, sizeof name);
-    fprintf(f, "  the least memory among them: #%ld %s, %.2f GiB (predicted %.1f %% slower)\n",
+    fprintf(f,
+            "  the least memory among them: #%ld %s, %.2f GiB (predicted %.1f %% fewer "
+            "tokens/s)\n",
             k->least_memory + 1, name, m->memory_total / (double)(1u << 30),
-            100 * (r[0].tokens_per_s / m->tokens_per_s - 1.0));
+            100 * (1.0 - m->tokens_per_s / r[0].tokens_per_s));
   }
 }
 

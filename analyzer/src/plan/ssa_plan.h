@@ -187,8 +187,8 @@ typedef struct plan_ranking {
   double band;       /* relative: 0.10 = within 10 % of the best's tokens/s */
   long undecided;    /* fitting layouts within the band, the best included; 0: none fits */
   long least_memory; /* index of the one among them needing the least memory; -1 */
-  double next_gap;   /* undecided == 1: the best's tokens/s over the next fitting layout's,
-                        minus 1; -1 when there is no next or the group has several */
+  double next_gap;   /* undecided == 1: 1 - the next fitting layout's tokens/s over the best's
+                        (as the band counts); -1 when there is no next or the group has several */
   /* per field: the values among the group (open) and those of fitting layouts outside it
    * only (ruled out: every layout with them predicted more than the band slower) */
   plan_field_values open[PLAN_FIELDS], ruled_out[PLAN_FIELDS];
