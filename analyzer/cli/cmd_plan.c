@@ -130,11 +130,12 @@ typedef struct plan_output_of {
   const plan_job *job;
   const plan_result *results;
   long n;
+  const plan_result *base; /* --what-if: the run's own layout under the model; else NULL */
 } plan_output_of;
 
 static int plan_json(const void *what, ssa_out *o) {
   const plan_output_of *p = what;
-  return plan_write_json(o, p->job, p->results, p->n);
+  return plan_write_json(o, p->job, p->results, p->n, p->base);
 }
 
 static int plan_csv(const void *what, ssa_out *o) {
@@ -580,12 +581,15 @@ static int plan_what_if(plan_args *p) {
   char a[128], b[128];
   plan_layout_name(c, a, sizeof a);
   plan_layout_name(&results[0].layout, b, sizeof b);
-  cli_print(stdout, "measured run %s: %s, step %.4g s", p->from, a, job->cal.measured_step_s);
-  if (have_base) printf(" (the model gives %.4g s for it)", results[1].step_s);
-  printf("\nwhat if %s:\n", b);
-  plan_print_table(stdout, job, results, 1, 1);
-  if (have_base) plan_print_change(stdout, plan_ranking_band(job), &results[1], &results[0]);
-  plan_output_of out = {job, results, 1};
+  /* the text, unless the JSON goes to stdout (as for an enumeration: plan_output) */
+  if (!p->json_path || strcmp(p->json_path, "-")) {
+    cli_print(stdout, "measured run %s: %s, step %.4g s", p->from, a, job->cal.measured_step_s);
+    if (have_base) printf(" (the model gives %.4g s for it)", results[1].step_s);
+    printf("\nwhat if %s:\n", b);
+    plan_print_table(stdout, job, results, 1, 1);
+    if (have_base) plan_print_change(stdout, plan_ranking_band(job), &results[1], &results[0]);
+  }
+  plan_output_of out = {job, results, 1, have_base ? &results[1] : NULL};
   return p->json_path && cli_write_output("plan", p->json_path, plan_json, &out) ? 1 : 0;
 }
 
@@ -664,7 +668,7 @@ static int plan_output(const plan_args *p, const plan_result *results, long n) {
              p->job.dev.memory_bytes / (double)(1u << 30));
   }
   int status = 0;
-  plan_output_of out = {&p->job, results, n};
+  plan_output_of out = {&p->job, results, n, NULL};
   if (json_path && cli_write_output("plan", json_path, plan_json, &out)) status = 1;
   if (csv_path && cli_write_output("plan", csv_path, plan_csv, &out)) status = 1;
   return status;

@@ -108,10 +108,12 @@ grep -q "what if dp2 tp1 pp2 cp1 zero0 afab m2 x 2" "$dir/whatif.txt" || { cat "
 # the verdict: decided only beyond the planner's 10 % band (docs/plan.md "How far the ranking
 # goes"), recomputed from the two tokens/s it prints; a change of nothing is undecided
 for change in "microbatches=2,schedule=afab" "zero=0" "recompute=full"; do
-  "$stepscope" plan --from "$dir/run" --what-if "$change" > "$dir/whatif.txt" 2>&1 || no "--what-if $change"
-  python3 - "$dir/whatif.txt" "$change" <<'PY' || { cat "$dir/whatif.txt"; no "--what-if $change: verdict"; }
-import re, sys
+  "$stepscope" plan --from "$dir/run" --what-if "$change" --json "$dir/whatif.json" > "$dir/whatif.txt" 2>&1 ||
+    no "--what-if $change"
+  python3 - "$dir/whatif.txt" "$change" "$dir/whatif.json" <<'PY' || { cat "$dir/whatif.txt"; no "--what-if $change: verdict"; }
+import json, re, sys
 text = open(sys.argv[1]).read()
+w = json.load(open(sys.argv[3]))["what_if"]
 m = re.search(r"verdict: (undecided: )?([0-9.]+) % (more|fewer) tokens/s .*\(([0-9.e+]+) -> ([0-9.e+]+)\)", text)
 assert m, "no verdict line"
 before, after = float(m.group(4)), float(m.group(5))
@@ -120,10 +122,14 @@ undecided = abs(gain) <= 0.10
 print("%s: %+.1f %% tokens/s, %s" % (sys.argv[2], 100 * gain, "undecided" if m.group(1) else "decided"))
 assert bool(m.group(1)) == undecided and abs(float(m.group(2)) - 100 * abs(gain)) < 0.1
 assert (m.group(3) == "more") == (gain >= 0)
+assert w["decided"] == (abs(w["change"]) > 0.10) and abs(w["change"] - gain) < 2e-3 and w["band"] == 0.1
 if sys.argv[2] == "zero=0":  # the run's own layout: no change, undecided
     assert m.group(1) and abs(gain) < 1e-3
 PY
 done
+# --json - with --what-if: the JSON alone on stdout (the text is left out, as for a sweep)
+"$stepscope" plan --from "$dir/run" --what-if "zero=0" --json - 2> /dev/null |
+  python3 -c 'import json, sys; json.load(sys.stdin)' || no "--what-if --json -: not JSON alone"
 "$stepscope" plan --model gpt2-124m --gpus 8 --global-batch 32 --json "$dir/all.json" \
   --csv "$dir/all.csv" > "$dir/table.txt" || no "enumeration"
 grep -q "^1 " "$dir/table.txt" || no "ranked table"

@@ -635,7 +635,8 @@ static const char *framework_name(int framework) {
   return framework >= 0 && framework < 4 ? names[framework] : "?";
 }
 
-int plan_write_json(ssa_out *o, const plan_job *job, const plan_result *r, long n) {
+int plan_write_json(ssa_out *o, const plan_job *job, const plan_result *r, long n,
+                    const plan_result *base) {
   const mm_layout *m = &job->model;
   ssa_out_printf(
       o,
@@ -691,6 +692,7 @@ int plan_write_json(ssa_out *o, const plan_job *job, const plan_result *r, long 
   plan_ranking ranking;
   plan_rank_resolution(r, n, plan_ranking_band(job), &ranking);
   plan_write_ranking_json(o, &ranking);
+  if (base && n > 0) plan_write_change_json(o, plan_ranking_band(job), base, &r[0]);
   ssa_out_printf(o, "\"layouts\":[");
   for (long i = 0; i < n; i++) {
     if (i) ssa_out_char(o, ',');

@@ -238,6 +238,17 @@ int plan_write_ranking_json(ssa_out *o, const plan_ranking *k) {
   return o->error ? -1 : 0;
 }
 
+void plan_write_change_json(ssa_out *o, double band, const plan_result *before,
+                            const plan_result *after) {
+  if (!(before->tokens_per_s > 0) || !(after->tokens_per_s > 0)) return;
+  double gain = after->tokens_per_s / before->tokens_per_s - 1.0;
+  ssa_out_printf(o,
+                 "\"what_if\":{\"run_layout_tokens_per_s\":%.9g,\"tokens_per_s\":%.9g,"
+                 "\"change\":%.6f,\"band\":%.9g,\"decided\":%s},",
+                 before->tokens_per_s, after->tokens_per_s, gain, band,
+                 fabs(gain) > band ? "true" : "false");
+}
+
 void plan_print_change(FILE *f, double band, const plan_result *before, const plan_result *after) {
   if (!(before->tokens_per_s > 0) || !(after->tokens_per_s > 0)) return;
   double gain = after->tokens_per_s / before->tokens_per_s - 1.0;

@@ -155,7 +155,10 @@ long plan_enumerate(const plan_job *job, const plan_filter *f, plan_result **out
  * files are written through the analyzer's output stream (ssa_io.h). 0, or -1 after a
  * write error (the stream's). */
 void plan_print_table(FILE *f, const plan_job *job, const plan_result *r, long n, long top);
-int plan_write_json(ssa_out *o, const plan_job *job, const plan_result *r, long n);
+/* base: with --what-if, the run's own layout under the same model (its verdict goes in
+ * "what_if"); NULL otherwise */
+int plan_write_json(ssa_out *o, const plan_job *job, const plan_result *r, long n,
+                    const plan_result *base);
 int plan_write_csv(ssa_out *o, const plan_result *r, long n);
 
 /* How far the ranking goes (plan_ranking.c; docs/plan.md "How far the ranking goes"): the
@@ -201,6 +204,9 @@ void plan_print_ranking(FILE *f, const plan_ranking *k, const plan_result *r);
 /* A --what-if verdict: `after` against `before` (both predicted by the same model) decided only
  * when their tokens/s differ by more than the band, else "undecided". */
 void plan_print_change(FILE *f, double band, const plan_result *before, const plan_result *after);
+/* The same as `"what_if":{...},` into a JSON object being written. */
+void plan_write_change_json(ssa_out *o, double band, const plan_result *before,
+                            const plan_result *after);
 /* `"ranking":{...},` into a JSON object being written. 0, or -1 after a write error. */
 int plan_write_ranking_json(ssa_out *o, const plan_ranking *k);
 
