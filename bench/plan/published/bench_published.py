@@ -15,8 +15,12 @@ devices and that global batch, --csv) and prints:
 and the summary: the share of published runs predicted to fit, the median and worst |MFU
 error| in MFU points relative to the published MFU, the share with the published layout in the
 top 10, the share whose published layout is predicted within 10 %, 2 % and 1 % of the best, and
-the share with fewer than 10 layouts predicted more than 1 % faster (ties counted once), and
-per source the median and worst |MFU error| and the top-10 count. Goals (issue 31): every run fits; median |error| <= 12 %, worst <= 30 %; most in the top 10.
+the share with fewer than 10 layouts predicted more than 1 % faster (ties counted once), the
+share whose published layout is in the planner's undecided group (predicted within 10 % of its
+best: the layouts `stepscope plan` says it cannot order, docs/plan.md "How far the ranking
+goes"), the measure behind that 10 % (how far the planner's errors of two runs of one model,
+device and sequence length differ: median, 75th and 90th percentiles), and per source the
+median and worst |MFU error| and the top-10 count. Goals (issue 31): every run fits; median |error| <= 12 %, worst <= 30 %; most in the top 10.
 
 Both MFUs are counted the same way, from tokens per second per device and the real model's
 FLOPs per token (6 x the parameters a token multiplies, the LM head included, plus 12 x layers
