@@ -35,8 +35,10 @@
  * Machine load: runs whose `machine` metadata says the load average was far apart (the
  * third load sign) get no verdict, and the gate is undecided, not passed.
  *
+ * The median's 95 % interval (diff against a prediction) against exact binomial values.
+ *
  * usage: test_diff_noise CASE   (unknown, aa, regression, loader, load, machine, median,
- * config, series, repeats, gate_parse)
+ * median_interval, config, series, repeats, gate_parse)
  */
 #include <math.h>
 #include <stdio.h>
@@ -551,6 +553,47 @@ static void expect_same_median(const ssa_diff *d, void *ctx) {
   }
 }
 
+/* The median's order-statistic interval (median_interval.c) against the exact binomial
+ * values (computed with Python's math.comb): n = 5 has none at 95 %; n = 6, 7: [x_(1), x_(n)];
+ * n = 9: j = 2 (0.9609375); n = 12: j = 3 (0.96142578125); n = 1000: j = 469 (0.9537088);
+ * 200,000 steps finish (the tail is summed once, linearly). */
+static void case_median_interval(void) {
+  static const struct {
+    size_t n, j;
+    double conf;
+  } want[] = {{6, 1, 0.96875},
+              {7, 1, 0.984375},
+              {9, 2, 0.9609375},
+              {12, 3, 0.96142578125},
+              {1000, 469, 0.9537088026395019}};
+  size_t big = 200000;
+  double *v = malloc(big * sizeof *v), lo, hi, conf;
+  if (!v) {
+    CHECK(0, "out of memory");
+    return;
+  }
+  for (size_t i = 0; i < 5; i++)
+    v[i] = (double)(5 - i);
+  CHECK(ssa_median_interval(v, 5, 0.95, &lo, &hi, &conf) == -1, "5 steps: no 95 %% interval");
+  CHECK(ssa_median_interval(v, 0, 0.95, &lo, &hi, &conf) == -1, "no steps: no interval");
+  for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+    size_t n = want[k].n;
+    for (size_t i = 0; i < n; i++) /* 1..n, shuffled: the interval sorts */
+      v[i] = (double)((i * 7919) % n + 1);
+    int rc = ssa_median_interval(v, n, 0.95, &lo, &hi, &conf);
+    CHECK(rc == 0 && lo == (double)want[k].j && hi == (double)(n + 1 - want[k].j) &&
+              fabs(conf - want[k].conf) < 1e-9,
+          "n %zu: [%g, %g] at %.10f, want [%zu, %zu] at %.10f", n, lo, hi, conf, want[k].j,
+          n + 1 - want[k].j, want[k].conf);
+  }
+  for (size_t i = 0; i < big; i++)
+    v[i] = (double)(big - i);
+  CHECK(ssa_median_interval(v, big, 0.95, &lo, &hi, &conf) == 0 && lo < hi && conf >= 0.95 &&
+            conf < 0.951,
+        "200000 steps: [%g, %g] at %f", lo, hi, conf);
+  free(v);
+}
+
 static void case_median(void) {
   /* even and odd step counts, 20 % jitter: every step time differs */
   static const int counts[] = {4, 6, 7, 16};
@@ -1004,6 +1047,7 @@ int main(int argc, char **argv) {
   if (all || !strcmp(c, "load")) case_load();
   if (all || !strcmp(c, "machine")) case_machine();
   if (all || !strcmp(c, "median")) case_median();
+  if (all || !strcmp(c, "median_interval")) case_median_interval();
   if (all || !strcmp(c, "config")) case_config();
   if (all || !strcmp(c, "series")) case_series();
   if (all || !strcmp(c, "repeats")) case_repeats();
