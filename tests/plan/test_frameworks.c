@@ -272,7 +272,12 @@ static void models_as_they_are(void) {
 /* The cluster (docs/plan.md "Devices"): 16 H100s, 8 a node, 8 NICs of 50 GB/s. A DP group with
  * 8 members a node rings over all 8 NICs (400 GB/s, under NVLink's 450); with tp 8 it has one
  * member a node and one NIC (50 GB/s). Megatron ZeRO-0 without overlap: an all-reduce of the fp32
- * gradients, 2 x (latency x (blocks + 1) + 4 Psi (n - 1)/n / bw); 2 Psi with 16-bit ones. */
+ * gradients per bucket (one bucket: the model is under Megatron's 40M parameters), NCCL's
+ * latency + 2 x 4 Psi (n - 1)/n / bw; 2 Psi with 16-bit ones. The latencies are NCCL's model
+ * (src/graph/tuning.cc, Simple protocol), written out here: 16 ranks on 2 nodes, a ring
+ * all-gather or reduce-scatter 8.4 + 14 x 3.4 + 1 x 14 = 70 us; an all-reduce the shorter of the
+ * ring's 8.4 + 28 x 3.4 + 2 x 14 = 131.6 us and the tree's 2 (7 x 4 + 1 x 14) = 84 us; 2 ranks on
+ * 2 nodes (one a node) the tree's 2 x 14 = 28 us (ring: 8.4 + 2 x 14 = 36.4 us). */
 static void clusters(void) {
   plan_job j;
   memset(&j, 0, sizeof j);
@@ -293,14 +298,14 @@ static void clusters(void) {
   plan_result r;
   char err[200];
   CHECK(plan_predict(&j, &l, &r, err, sizeof err) == 0);
-  double psi = mm_framework_stage_params(&r.layout, 0), lat = j.dev.latency_s;
-  double want = 2 * (5 * lat + 4 * psi * 15 / 16 / 400e9);
+  double psi = mm_framework_stage_params(&r.layout, 0), lat = 70e-6;
+  double want = 84e-6 + 2 * 4 * psi * 15 / 16 / 400e9;
   CHECK(fabs(r.grad_sync_s - want) < 1e-9 * want);
   /* --grad-reduce-dtype fp16 (Megatron-LM of 2021 with --fp16): half the bytes, as many
    * latencies */
   j.grad_reduce_bytes = 2;
   CHECK(plan_predict(&j, &l, &r, err, sizeof err) == 0);
-  want = 2 * (5 * lat + 2 * psi * 15 / 16 / 400e9);
+  want = 84e-6 + 2 * 2 * psi * 15 / 16 / 400e9;
   CHECK(fabs(r.grad_sync_s - want) < 1e-9 * want);
   j.grad_reduce_bytes = 0;
   l.dp = 2;
@@ -308,7 +313,7 @@ static void clusters(void) {
   l.micro_batch = 8;
   CHECK(plan_predict(&j, &l, &r, err, sizeof err) == 0);
   psi = mm_framework_stage_params(&r.layout, 0);
-  want = 2 * (5 * lat + 4 * psi / 2 / 50e9);
+  want = 28e-6 + 2 * 4 * psi / 2 / 50e9;
   CHECK(fabs(r.grad_sync_s - want) < 1e-9 * want);
   /* TP inside a node: NVLink */
   CHECK(r.tp_s > 0);
@@ -341,6 +346,18 @@ static void clusters(void) {
   double gather = 5 * lat + 2 * 5 * unit * shard;
   CHECK(fabs(r.grad_sync_s - 2 * (want + gather)) < 1e-9 * want);
   CHECK(r.grad_sync_s > pre);
+  /* at scale a ring's latency grows with its ranks (NCCL's model): FSDP over 4,096 H100s on 512
+   * nodes exposes, per micro-batch, at least its 5 backward gathers' latencies, each
+   * 8.4 + 3,584 x 3.4 + 511 x 14 us = 19.3 ms, where a flat latency said 20 us */
+  j.gpus = 4096;
+  j.global_batch = 4096 * 64 * 2;
+  l.dp = 4096;
+  CHECK(plan_predict(&j, &l, &r, err, sizeof err) == 0);
+  double ring4096 = 8.4e-6 + 3584 * 3.4e-6 + 511 * 14e-6;
+  CHECK(r.grad_sync_s >= 2 * 5 * ring4096 && r.grad_sync_s < 2 * 5 * ring4096 + 1.0);
+  j.gpus = 16;
+  j.global_batch = 2048;
+  l.dp = 16;
   /* DeepSpeed's ZeRO-3 is not FSDP: its prefetch is as before */
   j.model.framework = l.framework = MM_FW_DEEPSPEED;
   CHECK(plan_predict(&j, &l, &r, err, sizeof err) == 0);

@@ -19,21 +19,20 @@
 /* The process groups of a layout (ranks are laid out tp fastest, then cp, pp, dp). */
 typedef enum { GROUP_TP, GROUP_CP, GROUP_PP, GROUP_DP, GROUP_EP } group_kind;
 
-/* The bus bandwidth a group's collectives get. Inside a node: the intra-node links. Across
- * nodes, with the device's NICs known: a ring (NCCL's, one channel per NIC) crosses each node
- * once per channel, so a node's inter-node bytes are one device's bus bytes, carried by the
- * NICs this group has there (nics x members in the node / devices per node: the node's other
- * groups use the rest), at most the intra-node bandwidth; a pipeline's point-to-point sends
- * use one NIC. Without NICs (cpu): inter_bw per device. */
-static double group_bw(const plan_job *job, const mm_layout *l, int kind, double calibrated) {
-  if (calibrated > 0) return calibrated;
+/* The size of a layout's group of `kind`. */
+static int group_size(const mm_layout *l, int kind) {
+  return kind == GROUP_TP   ? l->tp
+         : kind == GROUP_CP ? l->cp
+         : kind == GROUP_PP ? l->pp
+         : kind == GROUP_DP ? l->dp * l->cp
+                            : l->ep;
+}
+
+/* How many members the group of rank 0 has on node 0 (ranks laid out tp fastest, then cp, pp,
+ * dp; nodes of --gpus-per-node devices). */
+static int group_members_in_node(const plan_job *job, const mm_layout *l, int kind) {
   int G = job->gpus_per_node > 0 ? job->gpus_per_node : 8, N = l->dp * l->tp * l->pp * l->cp;
-  int size = kind == GROUP_TP   ? l->tp
-             : kind == GROUP_CP ? l->cp
-             : kind == GROUP_PP ? l->pp
-             : kind == GROUP_DP ? l->dp * l->cp
-                                : l->ep;
-  int members = 0; /* the group of rank 0, on node 0 */
+  int members = 0;
   for (int r = 0; r < G && r < N; r++) {
     int t = r % l->tp, c = r / l->tp % l->cp, p = r / (l->tp * l->cp) % l->pp;
     int d = r / (l->tp * l->cp * l->pp);
@@ -43,12 +42,52 @@ static double group_bw(const plan_job *job, const mm_layout *l, int kind, double
                : kind == GROUP_DP ? t == 0 && p == 0
                                   : t == 0 && c == 0 && p == 0 && d < l->ep;
   }
+  return members;
+}
+
+/* The bus bandwidth a group's collectives get. Inside a node: the intra-node links. Across
+ * nodes, with the device's NICs known: a ring (NCCL's, one channel per NIC) crosses each node
+ * once per channel, so a node's inter-node bytes are one device's bus bytes, carried by the
+ * NICs this group has there (nics x members in the node / devices per node: the node's other
+ * groups use the rest), at most the intra-node bandwidth; a pipeline's point-to-point sends
+ * use one NIC. Without NICs (cpu): inter_bw per device. */
+static double group_bw(const plan_job *job, const mm_layout *l, int kind, double calibrated) {
+  if (calibrated > 0) return calibrated;
+  int G = job->gpus_per_node > 0 ? job->gpus_per_node : 8;
+  int members = group_members_in_node(job, l, kind);
   const plan_device *dev = &job->dev;
-  if (members >= size) return dev->intra_bw;
+  if (members >= group_size(l, kind)) return dev->intra_bw;
   if (dev->nics_per_node <= 0) return dev->inter_bw;
   double nics =
       kind == GROUP_PP ? (double)dev->nics_per_node / G : (double)dev->nics_per_node * members / G;
   return fmin(dev->intra_bw, dev->inter_bw * nics);
+}
+
+/* The latency of one of a group's large collectives as NCCL's own tuning model has it
+ * (ncclTopoTuneModel in src/graph/tuning.cc, its default constants, the Simple protocol of
+ * large messages): a ring all-gather or reduce-scatter of n ranks on `nodes` nodes takes the
+ * ring base latency, 8.4 us, plus n - 1 steps, nodes - 1 of them between nodes at 14 us and the
+ * rest inside a node at 3.4 us (NVLink), or at 3 x the host's network overhead when that is
+ * larger and the ring leaves the node; a ring all-reduce twice the steps; NCCL's tree
+ * all-reduce 2 ((n / nodes - 1) 4 us + log2(nodes) 14 us), and NCCL takes the shorter. So a
+ * collective over thousands of ranks costs milliseconds of latency (a ring's steps grow with
+ * the ranks) where a flat per-collective latency said microseconds. Devices without
+ * nccl_net_overhead_s, and calibrated runs, keep the flat latency. */
+static double nccl_latency(const plan_job *job, const mm_layout *l, int kind, int allreduce,
+                           double flat) {
+  const plan_device *dev = &job->dev;
+  int n = group_size(l, kind);
+  if (dev->nccl_net_overhead_s <= 0 || job->cal.latency_s > 0 || n <= 1) return flat;
+  int per_node = group_members_in_node(job, l, kind);
+  if (per_node < 1) per_node = 1;
+  int nodes = (n + per_node - 1) / per_node;
+  double intra = 3.4e-6, inter = 14e-6;
+  if (nodes > 1) intra = fmax(intra, 3.0 * dev->nccl_net_overhead_s);
+  int steps = (allreduce ? 2 : 1) * (n - 1), inter_steps = (allreduce ? 2 : 1) * (nodes - 1);
+  double ring = 8.4e-6 + (steps - inter_steps) * intra + inter_steps * inter;
+  if (!allreduce) return ring;
+  double tree = 2.0 * ((per_node - 1) * 4.0e-6 + floor(log2((double)nodes)) * 14e-6);
+  return fmin(ring, tree);
 }
 
 /* A collective of `bytes` on a group of n ranks: latency + bus bytes / bandwidth. */
@@ -90,14 +129,18 @@ int plan_grad_reduce_bytes(const plan_job *job) {
 }
 
 static double framework_sync(const plan_job *job, const mm_layout *l, int stage, double t_mb,
-                             double lat) {
+                             double flat_lat) {
   double n = (double)l->dp * l->cp, psi = mm_framework_stage_params(l, stage);
+  /* one gather or reduce-scatter, and one all-reduce (ZeRO-0), as NCCL's model has them */
+  double lat = nccl_latency(job, l, GROUP_DP, 0, flat_lat);
+  double lat_ar = nccl_latency(job, l, GROUP_DP, 1, flat_lat);
   double bw = group_bw(job, l, GROUP_DP, job->cal.dp_bw);
   double grad = plan_grad_reduce_bytes(job);
   int blocks = mm_stage_layers(l, stage) + 1;
   double shard = (n - 1) / n / bw, fwd = t_mb / 3, bwd = 2 * t_mb / 3;
-  double gather = blocks * lat + 2.0 * psi * shard, reduce = blocks * lat + grad * psi * shard;
   double bucket = dp_bucket_params(l, psi, blocks);
+  double colls = ceil(psi / bucket - 1e-9); /* one collective a bucket (FSDP: a block) */
+  double gather = colls * lat + 2.0 * psi * shard, reduce = colls * lat + grad * psi * shard;
   double gather_tail = lat + 2.0 * bucket * shard, reduce_tail = lat + grad * bucket * shard;
   if (l->zero >= 3) {
     /* FSDP's BACKWARD_POST issues a unit's backward all-gather only after the previous unit's
@@ -119,8 +162,9 @@ static double framework_sync(const plan_job *job, const mm_layout *l, int stage,
    * micro-batch's backward. */
   int syncs = l->framework == MM_FW_FSDP && l->pp == 1 ? l->microbatches : 1;
   if (l->zero == 0) {
-    double allreduce = 2.0 * reduce;
-    return syncs * (job->overlap ? fmax(2.0 * reduce_tail, allreduce - bwd) : allreduce);
+    double allreduce = colls * lat_ar + 2.0 * grad * psi * shard;
+    double allreduce_tail = lat_ar + 2.0 * grad * bucket * shard;
+    return syncs * (job->overlap ? fmax(allreduce_tail, allreduce - bwd) : allreduce);
   }
   return syncs * ((job->overlap ? fmax(reduce_tail, reduce - bwd) : reduce) +
                   fmax(gather_tail, gather - fwd));

@@ -24,17 +24,22 @@
  * reports of Megatron-class trainers); baselines: CUDA context, cuBLAS workspace and NCCL
  * buffers on GPUs, the measured CPU trainer's process (trainer.memory_model) on cpu. The cpu
  * entry's peak and efficiency are per core; its core count is the machine's, set at run time
- * (cmd_plan.c), so it is 0 here. */
+ * (cmd_plan.c), so it is 0 here. NCCL's network overhead per ring step follows the host CPU
+ * of the nodes these devices come in: DGX H100/H200 (Intel Xeon 8480C) 1 us, DGX A100 (AMD EPYC
+ * 7742) 2 us (NCCL's getNetOverhead). */
+/* one device a row, in plan_device's order */
+/* clang-format off */
 static const plan_device devices[] = {
     {"h100-sxm", 989e12, 81559.0 * (1u << 20), 450e9, 50e9, 20e-6, 0.45, 1.5 * (1u << 30), 2, 0, 0,
-     8, 0.62, 0.30, 3.35e12, 1979e12, 132, 128, 256},
-    {"h200", 989e12, 143771.0 * (1u << 20), 450e9, 50e9, 20e-6, 0.45, 1.5 * (1u << 30), 2, 0, 0, 8,
-     0.62, 0.30, 4.8e12, 1979e12, 132, 128, 256},
+     8, 0.62, 0.30, 3.35e12, 1979e12, 132, 128, 256, 1e-6},
+    {"h200", 989e12, 143771.0 * (1u << 20), 450e9, 50e9, 20e-6, 0.45, 1.5 * (1u << 30), 2, 0, 0,
+     8, 0.62, 0.30, 4.8e12, 1979e12, 132, 128, 256, 1e-6},
     {"a100-80g", 312e12, 81920.0 * (1u << 20), 300e9, 25e9, 25e-6, 0.50, 1.3 * (1u << 30), 2, 0, 0,
-     8, 0.80, 0.45, 2.04e12, 0, 108, 128, 256},
-    {"cpu", 0.1e12, 4.0 * (1u << 30), 5e9, 1e9, 50e-6, 0.30, 96.0 * (1u << 20), 4, 0, 0, 0, 0, 0, 0,
-     0, 0, 0, 0},
+     8, 0.80, 0.45, 2.04e12, 0, 108, 128, 256, 2e-6},
+    {"cpu", 0.1e12, 4.0 * (1u << 30), 5e9, 1e9, 50e-6, 0.30, 96.0 * (1u << 20), 4, 0, 0,
+     0, 0, 0, 0, 0, 0, 0, 0, 0},
 };
+/* clang-format on */
 
 const plan_device *plan_device_find(const char *name) {
   for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++)

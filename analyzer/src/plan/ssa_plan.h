@@ -54,6 +54,10 @@ typedef struct plan_device {
   double fp8_peak_flops;       /* dense fp8 peak (0: the device has no fp8) */
   int sms;                     /* streaming multiprocessors: one GEMM tile each per wave */
   int tile_rows, tile_cols;    /* a large GEMM's output tile (cuBLAS's 128 x 256 class) */
+  /* GPUs: NCCL's network overhead per ring step for the node's host CPU (getNetOverhead in
+   * NCCL's src/graph/tuning.cc: 1 us on Intel hosts, 2 us on AMD; 0: NCCL's latency model is
+   * not used, the flat latency_s is) */
+  double nccl_net_overhead_s;
 } plan_device;
 
 /* The share of a core each rank gets when `ranks` ranks share the device's cores:
