@@ -5,7 +5,7 @@
  * The planner orders every layout by predicted tokens/s, but its predictions carry an error, and
  * two layouts of one job are misordered whenever their predicted gap is smaller than the error
  * between them. That error was measured: between two published runs of one model on one device
- * at one sequence length the ratio of the planner's errors is within 9.1 % in three pairs of
+ * at one sequence length the ratio of the planner's errors is within 9.0 % in three pairs of
  * four (bench/plan/published), between two layouts of a calibrated CPU run within 10.3 %
  * (bench/plan/RESULTS.md, the quiet machine). So the fitting layouts predicted within that band
  * (10 %) of the best are one undecided group. For each choice (dp, tp, ..., recomputation) the

@@ -169,7 +169,7 @@ int plan_write_csv(ssa_out *o, const plan_result *r, long n);
  * fitting layouts predicted within `band` (relative tokens/s) of the best form one undecided
  * group, since the planner's error between two layouts of one job is that large: 10 %, the 75th
  * percentile of that error as measured between two published runs of one model, device and
- * sequence length (bench/plan/published, 9.1 %) and between two layouts of a calibrated CPU run
+ * sequence length (bench/plan/published, 9.0 %) and between two layouts of a calibrated CPU run
  * (bench/plan/RESULTS.md, the quiet machine: 10.3 %). */
 #define PLAN_BAND_DEFAULT 0.10
 enum {
