@@ -4,7 +4,7 @@
  * mm_framework_rank_memory; docs/plan.md "Frameworks" names every convention and its source).
  *
  * Model states per parameter held by the rank (psi: the parameters of its stage on its TP rank;
- * n: the ranks the state is sharded over, dp x cp):
+ * n: the ranks the state is sharded over, dp x cp, or FSDP's hybrid shard group):
  *   megatron:  bf16 parameters 2, fp32 gradients 4 (main_grad), fp32 master + Adam m, v 12:
  *              18 bytes; ZeRO-1 = the distributed optimizer, 6 + 12/n (Megatron-LM
  *              docs/user-guide/features/dist_optimizer.md); ZeRO-2/3 refused (not Megatron's).
@@ -173,7 +173,9 @@ static double layers_in_flight(const mm_layout *l, int stage, int layers) {
  *              (megatron/core/pipeline_parallel/schedules.py: get_forward_backward_func), no
  *              all-forward-all-backward;
  *   fsdp:      torch.distributed.fsdp.ShardingStrategy: NO_SHARD (ZeRO-0), SHARD_GRAD_OP
- *              (ZeRO-2), FULL_SHARD (ZeRO-3); nothing shards the optimizer states alone; the
+ *              (ZeRO-2), FULL_SHARD (ZeRO-3), and their hybrid forms (_HYBRID_SHARD_ZERO2,
+ *              HYBRID_SHARD: sharded over shard_group ranks, replicated across the groups);
+ *              nothing shards the optimizer states alone; the
  *              pipeline schedules of torch.distributed.pipelining (GPipe, 1F1B, interleaved);
  *   deepspeed: ZeRO-0 to 3, but with pipeline parallelism only ZeRO-0/1 (PipelineEngine asserts
  *              "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism") and one schedule,
@@ -190,6 +192,12 @@ static int framework_cannot_run(const mm_layout *l, char *err, size_t errlen) {
   } else if (l->framework == MM_FW_FSDP && l->zero == 1)
     why = "PyTorch FSDP shards gradients with the optimizer (SHARD_GRAD_OP, ZeRO-2) or everything "
           "(FULL_SHARD, ZeRO-3), not the optimizer alone";
+  else if (l->shard_group > 0 && (l->framework != MM_FW_FSDP || l->zero < 2))
+    why = "hybrid sharding is PyTorch FSDP's (HYBRID_SHARD, _HYBRID_SHARD_ZERO2): --framework "
+          "fsdp with --zero 2 or 3";
+  else if (l->shard_group > 0 &&
+           (l->shard_group >= l->dp * l->cp || (l->dp * l->cp) % l->shard_group))
+    why = "a hybrid shard group must divide the DP x CP group and be smaller than it";
   else if (l->framework == MM_FW_DEEPSPEED && pipelined && l->zero >= 2)
     why = "DeepSpeed's pipeline engine runs ZeRO-0/1 only";
   else if (l->framework == MM_FW_DEEPSPEED && pipelined && l->schedule == MM_SCHED_INTERLEAVED) {
@@ -234,7 +242,9 @@ int mm_framework_rank_memory(const mm_layout *l, int stage, mm_breakdown *out, c
     REFUSE("--ep %d must divide --dp %d and the %d experts", ep, l->dp, l->experts);
   if (framework_cannot_run(l, err, errlen)) return -1;
 #undef REFUSE
-  double psi = mm_framework_stage_params(l, stage), n = (double)l->dp * l->cp;
+  /* the ranks a state is sharded over: the DP x CP group, or FSDP's hybrid shard group */
+  double psi = mm_framework_stage_params(l, stage),
+         n = l->shard_group > 0 ? (double)l->shard_group : (double)l->dp * l->cp;
   double block = block_params(l), table = padded_vocab(l) * l->hidden / l->tp;
   if (l->experts > 0 && moe_block_params(l) > block) block = moe_block_params(l);
   double unit = block > table ? block : table; /* the largest block FSDP/ZeRO-3 gathers */

@@ -75,6 +75,10 @@ typedef struct mm_layout {
   int framework;
   int kv_heads, gated_mlp, untied, rope;
   int unfused_attention; /* a framework's attention without a flash kernel (s x s stored) */
+  /* FSDP's hybrid sharding (HYBRID_SHARD with --zero 3, _HYBRID_SHARD_ZERO2 with --zero 2):
+   * the states are sharded over groups of this many ranks of the DP x CP group (a node's) and
+   * replicated across the groups; 0: sharded over the whole DP x CP group */
+  int shard_group;
 } mm_layout;
 
 /* One rank's device memory in bytes, by component (every field a sum of allocations). */

@@ -271,6 +271,11 @@ static const cli_option plan_options[] = {
     {CLI_CALL, "--bucket-mb", NULL, "MB", "DP gradient bucket size in MiB [1]", A(bucket_mb),
      opt_double, 0.0001, 0, NULL},
     INT("--ep", "N", f.ep, 1, 1 << 12, "with --experts: expert parallelism carved out of dp"),
+    INT("--shard-group", "N", f.shard_group, 0, 1 << 20,
+        "--framework fsdp, --zero 2/3: hybrid sharding (HYBRID_SHARD,\n"
+        "_HYBRID_SHARD_ZERO2), the states sharded over N ranks of the\n"
+        "DP group, replicated across; 0: over the whole group [both:\n"
+        "0, and the group's members in a node when it spans nodes]"),
     CLI_TEXT_ROW("calibration:\n"),
     STR("--from", "RUN", from,
         "a traced stepscope-train run: achieved FLOP rate, measured\n"
@@ -608,7 +613,8 @@ static int plan_single(plan_args *p, plan_result **results) {
   l.schedule = f->pp == 1 ? MM_SCHED_1F1B : (mm_schedule)f->schedule;
   l.virtual_stages =
       l.schedule == MM_SCHED_INTERLEAVED ? (f->virtual_stages > 0 ? f->virtual_stages : 2) : 1;
-  l.ep = l.experts > 0 && f->ep > 0 ? f->ep : 1; /* --ep, else no expert parallelism */
+  l.ep = l.experts > 0 && f->ep > 0 ? f->ep : 1;           /* --ep, else no expert parallelism */
+  l.shard_group = f->shard_group > 0 ? f->shard_group : 0; /* else sharded over the group */
   if (l.experts > 0 && (l.dp % l.ep || l.experts % l.ep)) {
     cli_print(stderr, "stepscope plan: --ep %d must divide --dp %d and the %d experts\n", l.ep,
               l.dp, l.experts);

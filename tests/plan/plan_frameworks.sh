@@ -133,5 +133,37 @@ python3 -c "import sys; sys.exit(0 if float('$sync_post') > float('$sync_pre') +
   > /dev/null 2>&1
 [ $? -eq 2 ] || no "--backward-prefetch without --framework fsdp is refused"
 
+# FSDP's hybrid sharding (--shard-group; docs/plan.md "Frameworks"): the sweep offers the DP
+# group's members in a node as the shard group once the group spans nodes (Llama-3-8B on 4,096
+# H100s: every layout named "hybrid8" has shard_group 8, ZeRO-2/3, and more optimizer state than
+# the same layout sharded over all 4,096); a named layout takes it; Megatron, or a group that
+# does not divide DP x CP, is refused with the reason
+"$stepscope" plan --model llama3-8b --gpus 4096 --global-batch 4096 --framework fsdp --tp 1 --pp 1 \
+  --cp 1 --recompute none --json "$dir/hsdp.json" > /dev/null 2>&1 || no "plan at 4,096 GPUs"
+python3 - "$dir/hsdp.json" <<'PY' || no "hybrid sharding in the sweep"
+import json, sys
+L = [l for l in json.load(open(sys.argv[1]))["layouts"] if l["fits"]]
+hy = [l for l in L if l["layout"]["shard_group"]]
+full = [l for l in L if not l["layout"]["shard_group"]]
+assert hy and full, (len(hy), len(full))
+assert all(l["layout"]["shard_group"] == 8 and "hybrid8" in l["layout"]["name"] for l in hy)
+assert all(l["layout"]["zero"] in (2, 3) for l in hy)
+# the same layout sharded over 8 instead of 4,096 holds more optimizer state
+key = lambda l: (l["layout"]["zero"], l["layout"]["micro_batch"])
+f = {key(l): l for l in full}
+pairs = [(l, f[key(l)]) for l in hy if key(l) in f]
+assert pairs and all(h["memory_bytes"]["optimizer"] > g["memory_bytes"]["optimizer"] for h, g in pairs)
+print("best at 4,096 GPUs:", L[0]["layout"]["name"], "; hybrid layouts:", len(hy))
+PY
+hsdp_one() { "$stepscope" plan --model llama3-8b --gpus 16 --global-batch 64 --dp 16 --tp 1 \
+  --pp 1 --cp 1 --recompute none --microbatches 4 "$@"; }
+hsdp_one --framework fsdp --zero 3 --shard-group 8 > "$dir/one.txt" 2>&1 &&
+  grep -q "zero3 hybrid8" "$dir/one.txt" || { cat "$dir/one.txt"; no "one hybrid layout"; }
+hsdp_one --framework megatron --zero 1 --shard-group 8 > "$dir/one.txt" 2>&1
+[ $? -eq 1 ] && grep -q "hybrid sharding is PyTorch FSDP's" "$dir/one.txt" ||
+  { cat "$dir/one.txt"; no "hybrid sharding under Megatron: refused"; }
+hsdp_one --framework fsdp --zero 3 --shard-group 3 > "$dir/one.txt" 2>&1
+[ $? -eq 1 ] && grep -q "must divide" "$dir/one.txt" || { cat "$dir/one.txt"; no "--shard-group 3: refused"; }
+
 [ $fail -eq 0 ] && echo "plan.frameworks_cli: ok"
 exit $fail

@@ -35,7 +35,7 @@ def value(l, field):
     return lay[field]
 ok = abs(k["band"] - band) < 1e-6 and k["undecided"] == len(group)
 print("band %.3f: %d of %d fitting layouts within it (ranking says %d)" % (band, len(group), len(fit), k["undecided"]))
-for field in ("dp", "tp", "sp", "pp", "cp", "ep", "zero", "schedule", "micro_batch", "recompute"):
+for field in ("dp", "tp", "sp", "pp", "cp", "ep", "zero", "schedule", "micro_batch", "recompute", "shard_group"):
     open_ = {value(l, field) for l in group}
     out = {value(l, field) for l in rest} - open_
     c = k["choices"][field]

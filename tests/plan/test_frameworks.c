@@ -107,6 +107,11 @@ static void model_states(void) {
   l.zero = 2;
   b = mem(&l, 1);
   CHECK(b.parameters == 4 * (size_t)PSI1 / 4 + 2 * (size_t)PSI1);
+  /* hybrid sharding (HYBRID_SHARD): the states sharded over the shard group of 2, not dp 4 */
+  l.zero = 3;
+  l.shard_group = 2;
+  b = mem(&l, 1);
+  CHECK(b.parameters + b.gradients + b.optimizer == 16 * (size_t)PSI1 / 2 + 8 * block);
 }
 
 /* What each framework runs at all (framework_memory.c: framework_cannot_run): the sweep offers
@@ -134,6 +139,17 @@ static void what_frameworks_run(void) {
   l.zero = 3;
   CHECK(mm_rank_memory(&l, 0, &b, err, sizeof err) != 0 && strstr(err, "ZeRO-0/1"));
   l.pp = 1;
+  CHECK(mm_rank_memory(&l, 0, &b, err, sizeof err) == 0);
+  /* hybrid sharding is FSDP's, with ZeRO-2/3, over a group dividing DP x CP */
+  l.shard_group = 2;
+  CHECK(mm_rank_memory(&l, 0, &b, err, sizeof err) != 0 && strstr(err, "hybrid sharding"));
+  l = model(MM_FW_FSDP);
+  l.zero = 3;
+  l.shard_group = 3;
+  CHECK(mm_rank_memory(&l, 0, &b, err, sizeof err) != 0 && strstr(err, "must divide"));
+  l.shard_group = 4; /* the whole DP group: not hybrid */
+  CHECK(mm_rank_memory(&l, 0, &b, err, sizeof err) != 0 && strstr(err, "smaller"));
+  l.shard_group = 2;
   CHECK(mm_rank_memory(&l, 0, &b, err, sizeof err) == 0);
 }
 
@@ -346,6 +362,19 @@ static void clusters(void) {
   double gather = 5 * lat + 2 * 5 * unit * shard;
   CHECK(fabs(r.grad_sync_s - 2 * (want + gather)) < 1e-9 * want);
   CHECK(r.grad_sync_s > pre);
+  /* hybrid sharding over the node's 8 (BACKWARD_PRE again): gathers and reduce-scatters inside
+   * the node (NVLink, 450 GB/s; NCCL's ring of 8 in one node: 8.4 + 7 x 3.4 = 32.2 us), and
+   * each reduced shard all-reduced across the 2 replicas, one rank a node, over its one NIC
+   * (50 GB/s; NCCL's tree of 2 nodes: 2 x 14 = 28 us): the tails as above, the last reduced
+   * unit's all-reduce with them */
+  j.backward_prefetch_post = 0;
+  l.shard_group = 8;
+  CHECK(plan_predict(&j, &l, &r, err, sizeof err) == 0);
+  double lat8 = 32.2e-6, shard8 = 7.0 / 8 / 450e9, across = 2 * 4 * 0.5 / 50e9 / 8;
+  double hsdp = (lat8 + 2 * unit * shard8) + (lat8 + 4 * unit * shard8 + 28e-6 + unit * across);
+  CHECK(fabs(r.grad_sync_s - 2 * hsdp) < 1e-9 * hsdp);
+  l.shard_group = 0;
+  j.backward_prefetch_post = 1;
   /* at scale a ring's latency grows with its ranks (NCCL's model): FSDP over 4,096 H100s on 512
    * nodes exposes, per micro-batch, at least its 5 backward gathers' latencies, each
    * 8.4 + 3,584 x 3.4 + 511 x 14 us = 19.3 ms, where a flat latency said 20 us */

@@ -40,7 +40,7 @@ var SS = window.SS || (window.SS = {});
 
   function gib(b) { return (b / 1073741824).toFixed(2) + ' GiB'; }
 
-  var CHOICE_LABEL = { micro_batch: 'micro-batch' };
+  var CHOICE_LABEL = { micro_batch: 'micro-batch', shard_group: 'hybrid shard group' };
 
   /* The ranking card's text: how far the planner's order goes (absent in older plans). */
   function rankingText(k) {
@@ -63,10 +63,11 @@ var SS = window.SS || (window.SS = {});
       /* as the command line says it: no ep without experts, no sp where every tp is 1, no
          schedule where every pp is 1 ("schedule none" is "pp 1") */
       if (name === 'ep' && only('ep', 1) && !c.ruled_out.length) return;
+      if (name === 'shard_group' && only('shard_group', 0) && !c.ruled_out.length) return;
       if ((name === 'sp' && only('tp', 1)) || (name === 'schedule' && only('pp', 1))) return;
       var words = function (v) {
         v = v.filter(function (x) { return name !== 'schedule' || x !== 'none'; })
-          .map(function (x) { return name === 'sp' ? (x ? 'on' : 'off') : x; });
+          .map(function (x) { return name === 'sp' || (name === 'shard_group' && x === 0) ? (x ? 'on' : 'off') : x; });
         if (typeof v[0] === 'number') v.sort(function (a, b) { return a - b; });
         return v.length ? label + ' ' + v.join(', ') : '';
       };

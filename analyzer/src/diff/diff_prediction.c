@@ -66,6 +66,7 @@ static void layout_differences(const mm_layout *run, const mm_layout *p, char *b
   differs(buf, size, "microbatches", run->microbatches, p->microbatches);
   differs(buf, size, "micro_batch", run->micro_batch, p->micro_batch);
   differs(buf, size, "ep", run->ep > 0 ? run->ep : 1, p->ep > 0 ? p->ep : 1);
+  differs(buf, size, "shard_group", run->shard_group, p->shard_group);
   size_t n = strlen(buf);
   if (run->recompute != p->recompute)
     snprintf(buf + n, size - n, "%srecompute %s (predicted %s)", n ? ", " : "",

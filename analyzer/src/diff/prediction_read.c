@@ -213,7 +213,7 @@ static const field calibration_fields[] = {
 
 /* The "layout" object's fields go through a staging struct (strings for the enums). */
 typedef struct layout_text {
-  int dp, tp, pp, cp, sp, zero, microbatches, micro_batch, virtual_stages, ep;
+  int dp, tp, pp, cp, sp, zero, microbatches, micro_batch, virtual_stages, ep, shard_group;
   double bucket_mb;
   char name[160], schedule[32], recompute[32];
 } layout_text;
@@ -233,6 +233,7 @@ static const field layout_fields[] = {
     F(layout_text, "virtual_stages", virtual_stages, 'i'),
     F(layout_text, "bucket_mb", bucket_mb, 'd'),
     F(layout_text, "ep", ep, 'i'),
+    F(layout_text, "shard_group", shard_group, 'i'),
 };
 static const field memory_fields[] = {
     F(ssa_pred_layout, "parameters", mem_parameters, 'd'),
@@ -321,8 +322,9 @@ static int read_layout(reader *r, ssa_pred_layout *out, size_t index) {
   l->micro_batch = lt.micro_batch;
   l->virtual_stages = lt.virtual_stages > 0 ? lt.virtual_stages : 1;
   l->bucket_mb = lt.bucket_mb;
-  l->ep = lt.ep > 0 ? lt.ep : 1; /* absent: a plan without experts */
-  l->schedule = MM_SCHED_1F1B;   /* also for "none" (one stage) */
+  l->ep = lt.ep > 0 ? lt.ep : 1;                            /* absent: a plan without experts */
+  l->shard_group = lt.shard_group > 0 ? lt.shard_group : 0; /* absent: full sharding */
+  l->schedule = MM_SCHED_1F1B;                              /* also for "none" (one stage) */
   mm_schedule_from_name(lt.schedule, &l->schedule);
   l->recompute = MM_RECOMPUTE_NONE;
   mm_recompute_from_name(lt.recompute, &l->recompute);

@@ -45,6 +45,10 @@ static int group_members_in_node(const plan_job *job, const mm_layout *l, int ki
   return members;
 }
 
+int plan_dp_members_in_node(const plan_job *job, const mm_layout *l) {
+  return group_members_in_node(job, l, GROUP_DP);
+}
+
 /* The bus bandwidth a group's collectives get. Inside a node: the intra-node links. Across
  * nodes, with the device's NICs known: a ring (NCCL's, one channel per NIC) crosses each node
  * once per channel, so a node's inter-node bytes are one device's bus bytes, carried by the
@@ -73,12 +77,10 @@ static double group_bw(const plan_job *job, const mm_layout *l, int kind, double
  * collective over thousands of ranks costs milliseconds of latency (a ring's steps grow with
  * the ranks) where a flat per-collective latency said microseconds. Devices without
  * nccl_net_overhead_s, and calibrated runs, keep the flat latency. */
-static double nccl_latency(const plan_job *job, const mm_layout *l, int kind, int allreduce,
-                           double flat) {
+static double nccl_latency_of(const plan_job *job, int n, int per_node, int allreduce,
+                              double flat) {
   const plan_device *dev = &job->dev;
-  int n = group_size(l, kind);
   if (dev->nccl_net_overhead_s <= 0 || job->cal.latency_s > 0 || n <= 1) return flat;
-  int per_node = group_members_in_node(job, l, kind);
   if (per_node < 1) per_node = 1;
   int nodes = (n + per_node - 1) / per_node;
   double intra = 3.4e-6, inter = 14e-6;
@@ -88,6 +90,12 @@ static double nccl_latency(const plan_job *job, const mm_layout *l, int kind, in
   if (!allreduce) return ring;
   double tree = 2.0 * ((per_node - 1) * 4.0e-6 + floor(log2((double)nodes)) * 14e-6);
   return fmin(ring, tree);
+}
+
+static double nccl_latency(const plan_job *job, const mm_layout *l, int kind, int allreduce,
+                           double flat) {
+  return nccl_latency_of(job, group_size(l, kind), group_members_in_node(job, l, kind), allreduce,
+                         flat);
 }
 
 /* A collective of `bytes` on a group of n ranks: latency + bus bytes / bandwidth. */
@@ -137,11 +145,30 @@ static double framework_sync(const plan_job *job, const mm_layout *l, int stage,
   double bw = group_bw(job, l, GROUP_DP, job->cal.dp_bw);
   double grad = plan_grad_reduce_bytes(job);
   int blocks = mm_stage_layers(l, stage) + 1;
+  int hybrid = l->shard_group > 0 && l->shard_group < n;
+  if (hybrid) { /* FSDP's hybrid sharding: gathers and reduce-scatters inside the node's group */
+    n = l->shard_group;
+    lat = nccl_latency_of(job, l->shard_group, l->shard_group, 0, flat_lat);
+    bw = job->dev.intra_bw;
+  }
   double shard = (n - 1) / n / bw, fwd = t_mb / 3, bwd = 2 * t_mb / 3;
   double bucket = dp_bucket_params(l, psi, blocks);
   double colls = ceil(psi / bucket - 1e-9); /* one collective a bucket (FSDP: a block) */
   double gather = colls * lat + 2.0 * psi * shard, reduce = colls * lat + grad * psi * shard;
   double gather_tail = lat + 2.0 * bucket * shard, reduce_tail = lat + grad * bucket * shard;
+  if (hybrid) {
+    /* ... and each reduced shard all-reduced across the replicas, one rank a node (torch's
+     * HSDP: after the reduce-scatter, on the same stream), over the NIC the rank has there */
+    int replicas = l->dp * l->cp / l->shard_group,
+        G = job->gpus_per_node > 0 ? job->gpus_per_node : 8;
+    double rbw = job->dev.nics_per_node > 0
+                     ? fmin(job->dev.intra_bw, job->dev.inter_bw * job->dev.nics_per_node / G)
+                     : job->dev.inter_bw;
+    double rlat = nccl_latency_of(job, replicas, 1, 1, flat_lat);
+    double across = 2.0 * grad * (replicas - 1) / replicas / rbw / n; /* a parameter's shard */
+    reduce += colls * rlat + psi * across;
+    reduce_tail += rlat + bucket * across;
+  }
   if (l->zero >= 3) {
     /* FSDP's BACKWARD_POST issues a unit's backward all-gather only after the previous unit's
      * gradient computation, and the unit's computation waits for it: every backward gather is

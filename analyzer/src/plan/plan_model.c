@@ -66,6 +66,7 @@ double plan_core_share(const plan_device *dev, int ranks) {
 
 void plan_filter_any(plan_filter *f) {
   f->dp = f->tp = f->pp = f->cp = f->zero = f->recompute = f->microbatches = -1;
+  f->shard_group = -1;
   f->schedule = f->virtual_stages = f->sp = f->ep = -1;
 }
 
@@ -501,20 +502,30 @@ long plan_enumerate(const plan_job *job, const plan_filter *f, plan_result **out
                     l.zero = zero;
                     l.recompute = (mm_recompute)rc;
                     l.bucket_mb = m->bucket_mb > 0 ? m->bucket_mb : 1;
-                    /* experts: every EP degree dividing dp and E */
-                    for (int ep = 1; ep <= (m->experts > 0 ? dp : 1); ep++) {
-                      if (m->experts > 0 && (dp % ep || m->experts % ep || !allowed(f->ep, ep)))
-                        continue;
-                      l.ep = ep;
-                      plan_result r;
-                      if (plan_predict(job, &l, &r, err, sizeof err) != 0) {
-                        if (why_none && why_size) snprintf(why_none, why_size, "%s", err);
-                        continue;
-                      }
-                      if (push(&g, &r) != 0) {
-                        free(g.v);
-                        if (why_none && why_size) snprintf(why_none, why_size, "out of memory");
-                        return -1;
+                    /* FSDP's hybrid sharding: the states sharded over the DP group's
+                     * members in a node, replicated across nodes (when it spans several) */
+                    l.shard_group = 0;
+                    int node = plan_dp_members_in_node(job, &l);
+                    int hybrid = m->framework == MM_FW_FSDP && zero >= 2 && node > 1 &&
+                                 node < dp * cp && (dp * cp) % node == 0;
+                    for (int h = 0; h <= hybrid; h++) {
+                      l.shard_group = h ? node : 0;
+                      if (f->shard_group >= 0 && f->shard_group != l.shard_group) continue;
+                      /* experts: every EP degree dividing dp and E */
+                      for (int ep = 1; ep <= (m->experts > 0 ? dp : 1); ep++) {
+                        if (m->experts > 0 && (dp % ep || m->experts % ep || !allowed(f->ep, ep)))
+                          continue;
+                        l.ep = ep;
+                        plan_result r;
+                        if (plan_predict(job, &l, &r, err, sizeof err) != 0) {
+                          if (why_none && why_size) snprintf(why_none, why_size, "%s", err);
+                          continue;
+                        }
+                        if (push(&g, &r) != 0) {
+                          free(g.v);
+                          if (why_none && why_size) snprintf(why_none, why_size, "out of memory");
+                          return -1;
+                        }
                       }
                     }
                   }
@@ -551,9 +562,11 @@ void plan_layout_name(const mm_layout *l, char *buf, size_t size) {
     snprintf(sched, sizeof sched, "%s", schedule_name(l));
   char ep[16] = "";
   if (l->experts > 0) snprintf(ep, sizeof ep, " ep%d", l->ep > 0 ? l->ep : 1);
-  snprintf(buf, size, "dp%d%s tp%d%s pp%d cp%d zero%d %s m%d x %d rc=%s", l->dp, ep, l->tp,
-           l->sp ? "+sp" : "", l->pp, l->cp, l->zero, sched, l->microbatches, l->micro_batch,
-           recompute_name(l->recompute));
+  char hybrid[24] = ""; /* FSDP's hybrid sharding: the shard group's size */
+  if (l->shard_group > 0) snprintf(hybrid, sizeof hybrid, " hybrid%d", l->shard_group);
+  snprintf(buf, size, "dp%d%s tp%d%s pp%d cp%d zero%d%s %s m%d x %d rc=%s", l->dp, ep, l->tp,
+           l->sp ? "+sp" : "", l->pp, l->cp, l->zero, hybrid, sched, l->microbatches,
+           l->micro_batch, recompute_name(l->recompute));
 }
 
 static double gib(double b) {
@@ -614,11 +627,12 @@ static void json_layout(ssa_out *o, const plan_result *r) {
   ssa_out_printf(o,
                  "{\"layout\":{\"name\":\"%s\",\"dp\":%d,\"tp\":%d,\"pp\":%d,\"cp\":%d,\"sp\":%s,"
                  "\"zero\":%d,\"recompute\":\"%s\",\"microbatches\":%d,\"micro_batch\":%d,"
-                 "\"schedule\":\"%s\",\"virtual_stages\":%d,\"bucket_mb\":%g,\"ep\":%d},",
+                 "\"schedule\":\"%s\",\"virtual_stages\":%d,\"bucket_mb\":%g,\"ep\":%d,"
+                 "\"shard_group\":%d},",
                  name, l->dp, l->tp, l->pp, l->cp, l->sp ? "true" : "false", l->zero,
                  recompute_name(l->recompute), l->microbatches, l->micro_batch, schedule_name(l),
                  l->schedule == MM_SCHED_INTERLEAVED ? l->virtual_stages : 1, l->bucket_mb,
-                 l->ep > 0 ? l->ep : 1);
+                 l->ep > 0 ? l->ep : 1, l->shard_group);
   ssa_out_printf(o,
                  "\"memory_bytes\":{\"parameters\":%zu,\"gradients\":%zu,\"optimizer\":%zu,"
                  "\"activations\":%zu,\"other\":%zu,\"runtime_baseline\":%.0f,\"total\":%.0f},"
@@ -712,20 +726,20 @@ int plan_write_csv(ssa_out *o, const plan_result *r, long n) {
       o, "rank,dp,tp,pp,cp,sp,zero,recompute,microbatches,micro_batch,schedule,"
          "virtual_stages,parameters_bytes,gradients_bytes,optimizer_bytes,activations_bytes,"
          "memory_total_bytes,fits,step_time_s,tokens_per_s,mfu,compute_s,bubble_s,tp_s,cp_s,"
-         "pp_s,grad_sync_s,host_s,binding,ep,ep_s,wait_s\n");
+         "pp_s,grad_sync_s,host_s,binding,ep,ep_s,wait_s,shard_group\n");
   for (long i = 0; i < n; i++) {
     const plan_result *x = &r[i];
     const mm_layout *l = &x->layout;
     ssa_out_printf(o,
                    "%ld,%d,%d,%d,%d,%d,%d,%s,%d,%d,%s,%d,%zu,%zu,%zu,%zu,%.0f,%d,%.9g,%.9g,%.9g,"
-                   "%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%s,%d,%.9g,%.9g\n",
+                   "%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%s,%d,%.9g,%.9g,%d\n",
                    i + 1, l->dp, l->tp, l->pp, l->cp, l->sp, l->zero, recompute_name(l->recompute),
                    l->microbatches, l->micro_batch, schedule_name(l),
                    l->schedule == MM_SCHED_INTERLEAVED ? l->virtual_stages : 1, x->mem.parameters,
                    x->mem.gradients, x->mem.optimizer, x->mem.activations, x->memory_total, x->fits,
                    x->step_s, x->tokens_per_s, x->mfu, x->compute_s, x->bubble_s, x->tp_s, x->cp_s,
                    x->pp_s, x->grad_sync_s, x->host_s, x->binding, l->ep > 0 ? l->ep : 1, x->ep_s,
-                   x->wait_s);
+                   x->wait_s, l->shard_group);
   }
   return o->error ? -1 : 0;
 }

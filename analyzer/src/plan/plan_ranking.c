@@ -45,6 +45,7 @@ static int field_code(const mm_layout *l, int field) {
                            (l->schedule == MM_SCHED_INTERLEAVED ? l->virtual_stages : 1)
                      : -1;
   case PLAN_FIELD_MICRO_BATCH: return l->micro_batch;
+  case PLAN_FIELD_SHARD_GROUP: return l->shard_group;
   default: return (int)l->recompute;
   }
 }
@@ -89,7 +90,8 @@ void plan_rank_resolution(const plan_result *r, long n, double band, plan_rankin
 
 const char *plan_field_name(int field) {
   static const char *const names[PLAN_FIELDS] = {
-      "dp", "tp", "sp", "pp", "cp", "ep", "zero", "schedule", "micro_batch", "recompute"};
+      "dp",   "tp",       "sp",          "pp",        "cp",         "ep",
+      "zero", "schedule", "micro_batch", "recompute", "shard_group"};
   return field >= 0 && field < PLAN_FIELDS ? names[field] : "?";
 }
 
@@ -108,12 +110,21 @@ static void code_name(int field, int code, char *buf, size_t size) {
   case PLAN_FIELD_RECOMPUTE:
     snprintf(buf, size, "%s", mm_recompute_name((mm_recompute)code));
     break;
+  case PLAN_FIELD_SHARD_GROUP:
+    if (code == 0) { /* sharded over the whole group */
+      snprintf(buf, size, "off");
+      break;
+    }
+    snprintf(buf, size, "%d", code);
+    break;
   default: snprintf(buf, size, "%d", code); break;
   }
 }
 
 static const char *field_label(int field) {
-  return field == PLAN_FIELD_MICRO_BATCH ? "micro-batch" : plan_field_name(field);
+  return field == PLAN_FIELD_MICRO_BATCH   ? "micro-batch"
+         : field == PLAN_FIELD_SHARD_GROUP ? "hybrid shard group"
+                                           : plan_field_name(field);
 }
 
 static int cmp_int(const void *a, const void *b) {
@@ -145,6 +156,8 @@ static void append_values(char *buf, size_t size, int field, const plan_field_va
 static int field_applies(const plan_ranking *k, const plan_result *r, int field) {
   const plan_field_values *tp = &k->open[PLAN_FIELD_TP], *pp = &k->open[PLAN_FIELD_PP];
   if (field == PLAN_FIELD_EP) return r[0].layout.experts > 0;
+  if (field == PLAN_FIELD_SHARD_GROUP) /* only where some layout shards hybrid */
+    return k->open[field].n > 1 || k->ruled_out[field].n > 0 || k->open[field].v[0] > 0;
   if (field == PLAN_FIELD_SP) return !(tp->n == 1 && tp->v[0] == 1);
   if (field == PLAN_FIELD_SCHEDULE) return !(pp->n == 1 && pp->v[0] == 1);
   return 1;

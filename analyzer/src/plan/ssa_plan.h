@@ -136,10 +136,15 @@ typedef struct plan_result {
   const char *binding;  /* "memory", "compute", "exposed communication", "bubble", "host" */
 } plan_result;
 
+/* How many members the DP x CP group of rank 0 has on node 0 (plan_comm.c): FSDP's hybrid
+ * shard group (the states sharded inside a node, replicated across nodes). */
+int plan_dp_members_in_node(const plan_job *job, const mm_layout *l);
+
 /* Which layout options to enumerate: a field < 0 means "every value". */
 typedef struct plan_filter {
   int dp, tp, pp, cp, zero, recompute, microbatches, schedule, virtual_stages, sp;
-  int ep; /* with experts (job->model.experts > 0) */
+  int ep;          /* with experts (job->model.experts > 0) */
+  int shard_group; /* FSDP's hybrid shard group (mm_layout.shard_group; 0: full sharding) */
 } plan_filter;
 void plan_filter_any(plan_filter *f);
 
@@ -183,6 +188,7 @@ enum {
   PLAN_FIELD_SCHEDULE,
   PLAN_FIELD_MICRO_BATCH,
   PLAN_FIELD_RECOMPUTE,
+  PLAN_FIELD_SHARD_GROUP,
   PLAN_FIELDS
 };
 #define PLAN_RANK_VALUES 32 /* distinct values kept per field; more: not listed */

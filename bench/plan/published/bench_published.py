@@ -133,6 +133,10 @@ def agrees(row, r):
         return False
     if r["sp"] and int(row["sp"]) != int(r["sp"]):
         return False
+    # no published run used FSDP's hybrid sharding (MPT: FULL_SHARD, the Llama 3 paper: FSDP);
+    # a planner without the column (older) has none
+    if int(row.get("shard_group") or 0) != 0:
+        return False
     return True
 
 
