@@ -159,6 +159,11 @@ hsdp_one() { "$stepscope" plan --model llama3-8b --gpus 16 --global-batch 64 --d
   --pp 1 --cp 1 --recompute none --microbatches 4 "$@"; }
 hsdp_one --framework fsdp --zero 3 --shard-group 8 > "$dir/one.txt" 2>&1 &&
   grep -q "zero3 hybrid8" "$dir/one.txt" || { cat "$dir/one.txt"; no "one hybrid layout"; }
+# a shard group across nodes (16 of a DP group with 8 a node): the sweep takes the one named
+"$stepscope" plan --model llama3-8b --gpus 4096 --global-batch 4096 --framework fsdp --tp 1 \
+  --pp 1 --cp 1 --recompute none --shard-group 16 --top 3 > "$dir/h16.txt" 2>&1 &&
+  grep -q "^1 .*zero[23] hybrid16 " "$dir/h16.txt" && ! grep -q "hybrid8" "$dir/h16.txt" ||
+  { cat "$dir/h16.txt"; no "--shard-group 16 in a sweep"; }
 hsdp_one --framework megatron --zero 1 --shard-group 8 > "$dir/one.txt" 2>&1
 [ $? -eq 1 ] && grep -q "hybrid sharding is PyTorch FSDP's" "$dir/one.txt" ||
   { cat "$dir/one.txt"; no "hybrid sharding under Megatron: refused"; }

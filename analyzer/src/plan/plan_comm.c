@@ -146,10 +146,18 @@ static double framework_sync(const plan_job *job, const mm_layout *l, int stage,
   double grad = plan_grad_reduce_bytes(job);
   int blocks = mm_stage_layers(l, stage) + 1;
   int hybrid = l->shard_group > 0 && l->shard_group < n;
-  if (hybrid) { /* FSDP's hybrid sharding: gathers and reduce-scatters inside the node's group */
-    n = l->shard_group;
-    lat = nccl_latency_of(job, l->shard_group, l->shard_group, 0, flat_lat);
-    bw = job->dev.intra_bw;
+  /* FSDP's hybrid sharding: the gathers and reduce-scatters inside the shard group (a node's
+   * DP members, or a group spanning nodes with all of them), then the replicas' all-reduce */
+  int G = job->gpus_per_node > 0 ? job->gpus_per_node : 8;
+  int node = group_members_in_node(job, l, GROUP_DP);
+  const plan_device *dev = &job->dev;
+  double nic_share =
+      dev->nics_per_node > 0 ? dev->inter_bw * dev->nics_per_node / G : dev->inter_bw;
+  if (hybrid) {
+    int S = l->shard_group;
+    n = S;
+    lat = nccl_latency_of(job, S, S < node ? S : node, 0, flat_lat);
+    bw = S <= node ? dev->intra_bw : fmin(dev->intra_bw, nic_share * node);
   }
   double shard = (n - 1) / n / bw, fwd = t_mb / 3, bwd = 2 * t_mb / 3;
   double bucket = dp_bucket_params(l, psi, blocks);
@@ -157,14 +165,13 @@ static double framework_sync(const plan_job *job, const mm_layout *l, int stage,
   double gather = colls * lat + 2.0 * psi * shard, reduce = colls * lat + grad * psi * shard;
   double gather_tail = lat + 2.0 * bucket * shard, reduce_tail = lat + grad * bucket * shard;
   if (hybrid) {
-    /* ... and each reduced shard all-reduced across the replicas, one rank a node (torch's
-     * HSDP: after the reduce-scatter, on the same stream), over the NIC the rank has there */
-    int replicas = l->dp * l->cp / l->shard_group,
-        G = job->gpus_per_node > 0 ? job->gpus_per_node : 8;
-    double rbw = job->dev.nics_per_node > 0
-                     ? fmin(job->dev.intra_bw, job->dev.inter_bw * job->dev.nics_per_node / G)
-                     : job->dev.inter_bw;
-    double rlat = nccl_latency_of(job, replicas, 1, 1, flat_lat);
+    /* ... and each reduced shard all-reduced across the replicas (one rank a node when the
+     * shard group holds the node's DP members; torch's HSDP: after the reduce-scatter, on the
+     * same stream), over the NICs those ranks have there */
+    int replicas = l->dp * l->cp / l->shard_group;
+    int per_node = l->shard_group >= node ? 1 : node / l->shard_group; /* replicas a node */
+    double rbw = per_node >= replicas ? dev->intra_bw : fmin(dev->intra_bw, nic_share * per_node);
+    double rlat = nccl_latency_of(job, replicas, per_node, 1, flat_lat);
     double across = 2.0 * grad * (replicas - 1) / replicas / rbw / n; /* a parameter's shard */
     reduce += colls * rlat + psi * across;
     reduce_tail += rlat + bucket * across;

@@ -503,13 +503,14 @@ long plan_enumerate(const plan_job *job, const plan_filter *f, plan_result **out
                     l.recompute = (mm_recompute)rc;
                     l.bucket_mb = m->bucket_mb > 0 ? m->bucket_mb : 1;
                     /* FSDP's hybrid sharding: the states sharded over the DP group's
-                     * members in a node, replicated across nodes (when it spans several) */
+                     * members in a node (or the --shard-group named), replicated across */
                     l.shard_group = 0;
-                    int node = plan_dp_members_in_node(job, &l);
-                    int hybrid = m->framework == MM_FW_FSDP && zero >= 2 && node > 1 &&
-                                 node < dp * cp && (dp * cp) % node == 0;
+                    int group =
+                        f->shard_group > 0 ? f->shard_group : plan_dp_members_in_node(job, &l);
+                    int hybrid = m->framework == MM_FW_FSDP && zero >= 2 && group > 1 &&
+                                 group < dp * cp && (dp * cp) % group == 0;
                     for (int h = 0; h <= hybrid; h++) {
-                      l.shard_group = h ? node : 0;
+                      l.shard_group = h ? group : 0;
                       if (f->shard_group >= 0 && f->shard_group != l.shard_group) continue;
                       /* experts: every EP degree dividing dp and E */
                       for (int ep = 1; ep <= (m->experts > 0 ? dp : 1); ep++) {
