@@ -654,11 +654,17 @@ void ssa_partial_free(ssa_partial *p) {
 }
 
 /* A per-record array as put_sparse wrote it: present or not, then its records, strictly
- * increasing and below ncolls, each with a value other than `none`. */
+ * increasing and below ncolls, each with a value other than `none`. A rank without records has
+ * no array to be present (the writer's dense array of none is absent): refused, so that a read
+ * file is the one spelling the writer gives it. */
 static void get_sparse(cursor *c, uint64_t ncolls, int64_t none, int *present, ssa_cross_value **v,
                        size_t *n, const char *what) {
   *present = get_flag(c, what);
   if (!*present || c->bad) return;
+  if (ncolls == 0) {
+    fail(c, "%s: present for a rank without records", what);
+    return;
+  }
   size_t k = get_count(c, 12, what);
   if ((*v = alloc(c, k, sizeof **v))) *n = k;
   for (size_t i = 0; i < *n && !c->bad; i++) {
