@@ -501,6 +501,11 @@ static int build_job(plan_args *p) {
   job->ranking_band = p->undecided_pct / 100.0;
   rc = apply_framework(p);
   if (rc) return rc;
+  if (p->f.shard_group > 0 && p->job.model.framework != MM_FW_FSDP) {
+    cli_print(stderr, "stepscope plan: --shard-group is PyTorch FSDP's hybrid sharding: give "
+                      "--framework fsdp\n");
+    return 2;
+  }
   if (p->precision && strcmp(p->precision, "bf16") && strcmp(p->precision, "fp8")) {
     cli_print(stderr, "stepscope plan: --precision takes bf16 or fp8, not '%s'\n", p->precision);
     return 2;

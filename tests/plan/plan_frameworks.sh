@@ -165,8 +165,13 @@ hsdp_one --framework fsdp --zero 3 --shard-group 8 > "$dir/one.txt" 2>&1 &&
   grep -q "^1 .*zero[23] hybrid16 " "$dir/h16.txt" && ! grep -q "hybrid8" "$dir/h16.txt" ||
   { cat "$dir/h16.txt"; no "--shard-group 16 in a sweep"; }
 hsdp_one --framework megatron --zero 1 --shard-group 8 > "$dir/one.txt" 2>&1
-[ $? -eq 1 ] && grep -q "hybrid sharding is PyTorch FSDP's" "$dir/one.txt" ||
+[ $? -eq 2 ] && grep -q "shard-group is PyTorch FSDP's hybrid sharding" "$dir/one.txt" ||
   { cat "$dir/one.txt"; no "hybrid sharding under Megatron: refused"; }
+# a sweep no layout of which the named group fits: the reason, not a bare "no layout"
+"$stepscope" plan --model gpt3-125m --gpus 16 --global-batch 64 --framework fsdp --shard-group 3 \
+  > "$dir/sg3.txt" 2>&1
+[ $? -eq 1 ] && grep -q "shard-group 3: hybrid sharding needs --zero 2 or 3" "$dir/sg3.txt" ||
+  { cat "$dir/sg3.txt"; no "--shard-group 3 in a sweep: the reason"; }
 hsdp_one --framework fsdp --zero 3 --shard-group 3 > "$dir/one.txt" 2>&1
 [ $? -eq 1 ] && grep -q "must divide" "$dir/one.txt" || { cat "$dir/one.txt"; no "--shard-group 3: refused"; }
 

@@ -148,12 +148,13 @@ static double framework_sync(const plan_job *job, const mm_layout *l, int stage,
   int hybrid = l->shard_group > 0 && l->shard_group < n;
   /* FSDP's hybrid sharding: the gathers and reduce-scatters inside the shard group (a node's
    * DP members, or a group spanning nodes with all of them), then the replicas' all-reduce */
-  int G = job->gpus_per_node > 0 ? job->gpus_per_node : 8;
-  int node = group_members_in_node(job, l, GROUP_DP);
   const plan_device *dev = &job->dev;
-  double nic_share =
-      dev->nics_per_node > 0 ? dev->inter_bw * dev->nics_per_node / G : dev->inter_bw;
+  int node = 0;         /* hybrid: the DP group's members in a node */
+  double nic_share = 0; /* hybrid: the network bandwidth one rank of a node has */
   if (hybrid) {
+    int G = job->gpus_per_node > 0 ? job->gpus_per_node : 8;
+    node = group_members_in_node(job, l, GROUP_DP);
+    nic_share = dev->nics_per_node > 0 ? dev->inter_bw * dev->nics_per_node / G : dev->inter_bw;
     int S = l->shard_group;
     n = S;
     lat = nccl_latency_of(job, S, S < node ? S : node, 0, flat_lat);

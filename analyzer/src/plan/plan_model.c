@@ -511,7 +511,14 @@ long plan_enumerate(const plan_job *job, const plan_filter *f, plan_result **out
                                  group < dp * cp && (dp * cp) % group == 0;
                     for (int h = 0; h <= hybrid; h++) {
                       l.shard_group = h ? group : 0;
-                      if (f->shard_group >= 0 && f->shard_group != l.shard_group) continue;
+                      if (f->shard_group >= 0 && f->shard_group != l.shard_group) {
+                        if (why_none && why_size && f->shard_group > 0)
+                          snprintf(why_none, why_size,
+                                   "--shard-group %d: hybrid sharding needs --zero 2 or 3 and a "
+                                   "DP x CP group it divides, larger than it",
+                                   f->shard_group);
+                        continue;
+                      }
                       /* experts: every EP degree dividing dp and E */
                       for (int ep = 1; ep <= (m->experts > 0 ? dp : 1); ep++) {
                         if (m->experts > 0 && (dp % ep || m->experts % ep || !allowed(f->ep, ep)))
