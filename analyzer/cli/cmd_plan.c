@@ -152,8 +152,8 @@ typedef struct plan_args {
   const char *backward_prefetch;
   int layers, hidden, heads, vocab, seq, ffn, max_seq, kv_heads, untied;
   int experts, top_k, moe_every;
-  int top, threads, cores;
-  double mem_gib, bucket_mb, undecided_pct;
+  int top, threads, cores, nics_per_node;
+  double mem_gib, bucket_mb, undecided_pct, nic_gbps, nvlink_gbs;
 } plan_args;
 
 static int opt_int(const cli_option *o, const char *v, void *cmd) {
@@ -237,6 +237,18 @@ static const cli_option plan_options[] = {
     {CLI_STRING, "--device", NULL, "D", NULL, A(device), NULL, 0, 0, device_help},
     {CLI_CALL, "--device-memory-gib", NULL, "X", "memory per device instead of the table's",
      A(mem_gib), opt_double, 0.001, 0, NULL},
+    INT("--nics-per-node", "N", nics_per_node, 1, 1024,
+        "GPUs: the network interfaces of a node (all of its\n"
+        "devices share them) [8]"),
+    {CLI_CALL, "--nic-gbps", NULL, "G",
+     "GPUs: one NIC's bandwidth, Gb/s (400: NDR InfiniBand or\n"
+     "400G RoCE; 200: HDR) [h100-sxm, h200 400; a100-80g 200]",
+     A(nic_gbps), opt_double, 0.001, 0, NULL},
+    {CLI_CALL, "--nvlink-gbs", NULL, "G",
+     "GPUs: a device's bandwidth inside a node, GB/s one way\n"
+     "(NVLink/NVSwitch; a PCIe node's) [h100-sxm, h200 450;\n"
+     "a100-80g 300]",
+     A(nvlink_gbs), opt_double, 0.001, 0, NULL},
     INT("--cores", "N", cores, 1, 1 << 20,
         "cpu: the cores the ranks of a node share (their rate is\n"
         "min(1, cores / ranks) of a core's) [this machine's, assumed]"),
@@ -476,6 +488,26 @@ static int apply_framework(plan_args *p) {
   return 2;
 }
 
+/* The cluster's links where the user knows them (--nics-per-node, --nic-gbps, --nvlink-gbs):
+ * they replace the device table's, which describe a DGX node (docs/plan.md "Clusters"). A
+ * measured run's bandwidths (--from) still win for the groups it measured. The cpu device has
+ * no NICs or NVLink to describe. 0, or the exit status after the message. */
+static int apply_cluster(plan_args *p) {
+  plan_device *d = &p->job.dev;
+  if (!p->nics_per_node && !(p->nic_gbps > 0) && !(p->nvlink_gbs > 0)) return 0;
+  if (!(d->nics_per_node > 0)) {
+    cli_print(stderr,
+              "stepscope plan: --nics-per-node, --nic-gbps and --nvlink-gbs describe a "
+              "GPU cluster's links, not the %s device's\n",
+              d->name);
+    return 2;
+  }
+  if (p->nics_per_node) d->nics_per_node = p->nics_per_node;
+  if (p->nic_gbps > 0) d->inter_bw = p->nic_gbps * 1e9 / 8;
+  if (p->nvlink_gbs > 0) d->intra_bw = p->nvlink_gbs * 1e9;
+  return 0;
+}
+
 /* The job: its model (build_model), size and device. 0, or the exit status. */
 static int build_job(plan_args *p) {
   int rc = build_model(p);
@@ -493,6 +525,8 @@ static int build_job(plan_args *p) {
   }
   job->dev = *d;
   if (p->mem_gib > 0) job->dev.memory_bytes = p->mem_gib * (double)(1u << 30);
+  rc = apply_cluster(p);
+  if (rc) return rc;
   if (p->undecided_pct >= 100) {
     cli_print(stderr, "stepscope plan: --undecided-within needs a per cent below 100, got %g\n",
               p->undecided_pct);

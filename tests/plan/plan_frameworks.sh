@@ -175,5 +175,43 @@ hsdp_one --framework megatron --zero 1 --shard-group 8 > "$dir/one.txt" 2>&1
 hsdp_one --framework fsdp --zero 3 --shard-group 3 > "$dir/one.txt" 2>&1
 [ $? -eq 1 ] && grep -q "must divide" "$dir/one.txt" || { cat "$dir/one.txt"; no "--shard-group 3: refused"; }
 
+# a cluster of its own (docs/plan.md "Clusters"): --nics-per-node, --nic-gbps and --nvlink-gbs
+# replace the device table's links, the JSON and the header say them, a DP group across nodes
+# then syncs more slowly and TP inside a node more slowly; the cpu device has none to describe
+cluster=(--model gpt3-760m --gpus 16 --global-batch 64 --dp 2 --tp 8 --pp 1 --cp 1 --zero 1
+         --recompute none --microbatches 4 --no-overlap)
+"$stepscope" plan "${cluster[@]}" --json "$dir/dgx.json" > "$dir/dgx.txt" 2>&1 ||
+  { cat "$dir/dgx.txt"; no "plan on DGX links"; }
+"$stepscope" plan "${cluster[@]}" --nics-per-node 4 --nic-gbps 200 --nvlink-gbs 300 \
+  --json "$dir/own.json" > "$dir/own.txt" 2>&1 || { cat "$dir/own.txt"; no "plan on own links"; }
+grep -q "cluster: nodes of 8, 300 GB/s a device inside a node, 4 NICs x 200 Gb/s a node" \
+  "$dir/own.txt" || { cat "$dir/own.txt"; no "the header names the cluster given"; }
+# the same share of the network a device (4 x 200 = 2 x 400 = 8 x 100 Gb/s a node of 8) is the
+# same prediction
+"$stepscope" plan "${cluster[@]}" --nics-per-node 2 --nic-gbps 400 --nvlink-gbs 300 \
+  --json "$dir/two.json" > /dev/null 2>&1 || no "plan on 2 NICs"
+"$stepscope" plan "${cluster[@]}" --nics-per-node 8 --nic-gbps 100 --nvlink-gbs 300 \
+  --json "$dir/eight.json" > /dev/null 2>&1 || no "plan on 8 NICs"
+python3 - "$dir/dgx.json" "$dir/own.json" "$dir/two.json" "$dir/eight.json" <<'PY' ||
+import json, sys
+dgx, own, two, eight = (json.load(open(f)) for f in sys.argv[1:])
+d = own["device"]
+assert (d["nics_per_node"], d["inter_node_bw"], d["intra_node_bw"]) == (4, 25e9, 300e9), d
+assert (dgx["device"]["nics_per_node"], dgx["device"]["inter_node_bw"]) == (8, 50e9), dgx["device"]
+a, b = dgx["layouts"][0], own["layouts"][0]
+# dp 2 across the 2 nodes, one member a node: half a NIC of 25 GB/s (12.5 GB/s) against one
+# NIC of 50 GB/s, the same latencies; TP 8 inside a node: 300 against 450 GB/s
+assert b["breakdown_s"]["grad_sync"] > a["breakdown_s"]["grad_sync"], (a["breakdown_s"]["grad_sync"], b["breakdown_s"]["grad_sync"])
+assert b["breakdown_s"]["tp"] > a["breakdown_s"]["tp"], (a["breakdown_s"]["tp"], b["breakdown_s"]["tp"])
+for other in (two, eight):
+    o = other["layouts"][0]
+    assert o["breakdown_s"]["grad_sync"] == b["breakdown_s"]["grad_sync"] and o["breakdown_s"]["tp"] == b["breakdown_s"]["tp"], (o, b)
+PY
+  no "--nics-per-node, --nic-gbps, --nvlink-gbs set the links"
+"$stepscope" plan --model tiny --device cpu --gpus 2 --global-batch 4 --nic-gbps 100 > /dev/null \
+  2> "$dir/err"
+[ $? -eq 2 ] && grep -q "describe a GPU cluster's links, not the cpu device's" "$dir/err" ||
+  { cat "$dir/err"; no "--nic-gbps on cpu: refused"; }
+
 [ $fail -eq 0 ] && echo "plan.frameworks_cli: ok"
 exit $fail

@@ -333,6 +333,27 @@ static void clusters(void) {
   CHECK(fabs(r.grad_sync_s - want) < 1e-9 * want);
   /* TP inside a node: NVLink */
   CHECK(r.tp_s > 0);
+  /* a cluster of its own (--nics-per-node 4 --nic-gbps 200 --nvlink-gbs 300): the node's 4 NICs
+   * of 25 GB/s are shared by its 8 devices, so the DP group of one member a node has half a
+   * NIC (12.5 GB/s) and the DP group of eight members a node all four (100 GB/s, below the
+   * 300 GB/s of NVLink) */
+  plan_job own = j;
+  own.dev.nics_per_node = 4;
+  own.dev.inter_bw = 200e9 / 8;
+  own.dev.intra_bw = 300e9;
+  CHECK(plan_predict(&own, &l, &r, err, sizeof err) == 0);
+  want = 28e-6 + 2 * 4 * psi / 2 / 12.5e9;
+  CHECK(fabs(r.grad_sync_s - want) < 1e-9 * want);
+  l.dp = 16;
+  l.tp = 1;
+  l.micro_batch = 1;
+  CHECK(plan_predict(&own, &l, &r, err, sizeof err) == 0);
+  double psi16 = mm_framework_stage_params(&r.layout, 0);
+  want = 84e-6 + 2 * 4 * psi16 * 15 / 16 / 100e9;
+  CHECK(fabs(r.grad_sync_s - want) < 1e-9 * want);
+  l.dp = 2;
+  l.tp = 8;
+  l.micro_batch = 8;
   /* overlapped, a ZeRO-3 micro-batch long enough to hide its gathers and reduce-scatters still
    * exposes the first unit gathered in forward and the last reduced in backward (nothing to
    * overlap them with): a unit is a block, psi / 5 on this one-stage model of 4 blocks (FSDP

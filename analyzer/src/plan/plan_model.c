@@ -581,6 +581,34 @@ static double gib(double b) {
   return b / (double)(1u << 30);
 }
 
+/* What an uncalibrated prediction assumes, as the model uses it: a framework's compute by
+ * shape or the trainer's single efficiency; the cluster's links (the device table's, or
+ * --nics-per-node, --nic-gbps, --nvlink-gbs); the latencies. */
+static void print_assumptions(FILE *f, const plan_job *job) {
+  const plan_device *d = &job->dev;
+  if (job->model.framework != MM_FW_STEPSCOPE && d->gemm_efficiency > 0)
+    fprintf(f,
+            "assumed (no --from RUN): compute by shape, GEMMs at %.0f %% and attention at %.0f %% "
+            "of the %.3g FLOP/s peak, element-wise work at %.3g TB/s (docs/plan.md)\n",
+            100 * d->gemm_efficiency, 100 * d->attention_efficiency,
+            job->fp8 ? d->fp8_peak_flops : d->peak_flops, d->hbm_bw / 1e12);
+  else
+    fprintf(f, "assumed (no --from RUN): %.0f %% of the %.3g FLOP/s peak (docs/plan.md)\n",
+            100 * d->efficiency, d->peak_flops);
+  int G = job->gpus_per_node > 0 ? job->gpus_per_node : 8;
+  if (d->nics_per_node > 0)
+    fprintf(f,
+            "  cluster: nodes of %d, %.0f GB/s a device inside a node, %d NICs x %.0f Gb/s a node "
+            "between nodes; %s%.0f us a collective\n",
+            G, d->intra_bw / 1e9, d->nics_per_node, d->inter_bw * 8 / 1e9,
+            d->nccl_net_overhead_s > 0 ? "NCCL's latency model for data-parallel ones, " : "",
+            d->latency_s * 1e6);
+  else
+    fprintf(f,
+            "  links: %.0f / %.0f GB/s a device in / between nodes of %d, %.0f us a collective\n",
+            d->intra_bw / 1e9, d->inter_bw / 1e9, G, d->latency_s * 1e6);
+}
+
 void plan_print_table(FILE *f, const plan_job *job, const plan_result *r, long n, long top) {
   long fitting = 0;
   for (long i = 0; i < n; i++)
@@ -594,11 +622,7 @@ void plan_print_table(FILE *f, const plan_job *job, const plan_result *r, long n
             "latency, host overhead\n",
             job->cal.source, job->cal.flops_rate);
   else
-    fprintf(f,
-            "assumed (no --from RUN): %.0f %% of the %.3g FLOP/s peak, %.0f / %.0f GB/s "
-            "in / between nodes, %.0f us per collective (docs/plan.md)\n",
-            100 * job->dev.efficiency, job->dev.peak_flops, job->dev.intra_bw / 1e9,
-            job->dev.inter_bw / 1e9, job->dev.latency_s * 1e6);
+    print_assumptions(f, job);
   if (job->dev.cores > 0)
     fprintf(f,
             "the ranks of a node share %d cores%s: each gets min(1, cores / ranks) of a "
@@ -690,11 +714,13 @@ int plan_write_json(ssa_out *o, const plan_job *job, const plan_result *r, long 
   ssa_out_json_string(o, d->name);
   ssa_out_printf(o,
                  ",\"peak_flops\":%.6g,\"memory_bytes\":%.0f,\"intra_node_bw\":%.6g,"
-                 "\"inter_node_bw\":%.6g,\"latency_s\":%.6g,\"efficiency\":%.4f,"
-                 "\"runtime_baseline_bytes\":%.0f,\"activation_bytes\":%d,\"cores\":%d,"
-                 "\"cores_assumed\":%s},",
-                 d->peak_flops, d->memory_bytes, d->intra_bw, d->inter_bw, d->latency_s,
-                 d->efficiency, d->baseline_bytes, d->act_bytes, d->cores,
+                 "\"inter_node_bw\":%.6g,\"nics_per_node\":%d,\"latency_s\":%.6g,"
+                 "\"efficiency\":%.4f,\"gemm_efficiency\":%.4f,\"attention_efficiency\":%.4f,"
+                 "\"hbm_bw\":%.6g,\"runtime_baseline_bytes\":%.0f,\"activation_bytes\":%d,"
+                 "\"cores\":%d,\"cores_assumed\":%s},",
+                 d->peak_flops, d->memory_bytes, d->intra_bw, d->inter_bw, d->nics_per_node,
+                 d->latency_s, d->efficiency, d->gemm_efficiency, d->attention_efficiency,
+                 d->hbm_bw, d->baseline_bytes, d->act_bytes, d->cores,
                  d->cores_assumed ? "true" : "false");
   const plan_calibration *c = &job->cal;
   if (c->present) {
