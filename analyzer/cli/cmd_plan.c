@@ -265,6 +265,12 @@ static const cli_option plan_options[] = {
         "torch's default: the next unit's all-gather overlaps the\n"
         "gradient computation) or post (BACKWARD_POST, Composer's\n"
         "default: issued after it, each one exposed) [pre]"),
+    {CLI_FLAG, "--tp-comm-overlap", NULL, NULL,
+     "megatron's --tp-comm-overlap: TP's all-gathers and\n"
+     "reduce-scatters overlap the GEMMs beside them\n"
+     "(TransformerEngine's userbuffers); layouts with tp > 1 then\n"
+     "need sequence parallelism [off, as in Megatron]",
+     A(job.tp_comm_overlap), NULL, 0, 0, NULL},
     CLI_TEXT_ROW("layout (each fixes that choice; all of them: predict one layout):\n"),
     INT("--dp", "N", f.dp, 1, 1 << 20, "data-parallel degree"),
     INT("--tp", "N", f.tp, 1, 1 << 12, "tensor-parallel degree"),
@@ -563,6 +569,11 @@ static int build_job(plan_args *p) {
       return 2;
     }
     job->backward_prefetch_post = post;
+  }
+  if (job->tp_comm_overlap && job->model.framework != MM_FW_MEGATRON) {
+    cli_print(stderr, "stepscope plan: --tp-comm-overlap is Megatron-LM's: give --framework "
+                      "megatron\n");
+    return 2;
   }
   if (job->fp8 && (!(job->dev.fp8_peak_flops > 0) || job->model.framework == MM_FW_STEPSCOPE)) {
     cli_print(stderr, "stepscope plan: --precision fp8 needs a framework (not the stepscope "

@@ -445,6 +445,76 @@ static void clusters(void) {
   }
 }
 
+/* Megatron's --tp-comm-overlap (plan_comm.c tp_overlapped): with GEMMs far longer than TP's
+ * collectives (C = 8192, seq 4096, tp 8 in one node), a layer's forward exposes only its two
+ * reduce-scatters' last of 4 splits, t / 4 for t an all-reduce's time (20 us + 4096 x 8192 x 2
+ * bytes x 2 x 7/8 / 450 GB/s), and the pipelined and bulk overlaps take 16 of the H100's 132 SMs
+ * for t each way; where the collectives outlast the GEMMs (C = 256) what the GEMMs cannot hide
+ * is exposed, and never more than without the overlap. Megatron refuses it without SP. */
+static void tp_comm_overlap(void) {
+  plan_job j;
+  memset(&j, 0, sizeof j);
+  j.model = model(MM_FW_MEGATRON);
+  j.model.layers = 4;
+  j.model.hidden = 8192;
+  j.model.heads = 64;
+  j.model.vocab = 1024;
+  j.model.seq = j.model.max_seq = 4096;
+  j.gpus = 8;
+  j.gpus_per_node = 8;
+  j.global_batch = 4;
+  j.dev = *plan_device_find("h100-sxm");
+  j.overlap = 1;
+  mm_layout l = j.model;
+  l.dp = 1;
+  l.tp = 8;
+  l.pp = 1;
+  l.zero = 0;
+  l.microbatches = 4;
+  l.micro_batch = 1;
+  plan_result r;
+  char err[200];
+  CHECK(plan_predict(&j, &l, &r, err, sizeof err) == 0);
+  double t = 20e-6 + 4096.0 * 8192 * 2 * 2 * 7 / 8 / 450e9, plain = r.tp_s;
+  CHECK(fabs(plain - 4 * 4 * 4 * t) < 1e-9 * plain);
+  j.tp_comm_overlap = 1;
+  CHECK(plan_predict(&j, &l, &r, err, sizeof err) == 0);
+  double want = 4 * 4 * (t / 4 + 2 * 16.0 / 132 * t);
+  CHECK(fabs(r.tp_s - want) < 1e-9 * want);
+  CHECK(plan_layer_gemm_forward_s(&j, &r.layout, 1) > 2 * t);
+  /* full recomputation runs the forward's collectives again */
+  l.recompute = MM_RECOMPUTE_FULL;
+  CHECK(plan_predict(&j, &l, &r, err, sizeof err) == 0);
+  want = 4 * 4 * (2 * (t / 4 + 16.0 / 132 * t) + 16.0 / 132 * t);
+  CHECK(fabs(r.tp_s - want) < 1e-9 * want);
+  l.recompute = MM_RECOMPUTE_NONE;
+  /* C = 256: the collectives outlast the GEMMs */
+  j.model.hidden = l.hidden = 256;
+  j.model.heads = l.heads = 8;
+  j.model.seq = j.model.max_seq = l.seq = l.max_seq = 128;
+  j.tp_comm_overlap = 0;
+  CHECK(plan_predict(&j, &l, &r, err, sizeof err) == 0);
+  plain = r.tp_s;
+  j.tp_comm_overlap = 1;
+  CHECK(plan_predict(&j, &l, &r, err, sizeof err) == 0);
+  t = 20e-6 + 128.0 * 256 * 2 * 2 * 7 / 8 / 450e9;
+  double gemm = plan_layer_gemm_forward_s(&j, &r.layout, 1);
+  CHECK(gemm >= 2.0 * 12 * 256 * 256 * 128 / 8 / (989e12 * 0.62) && gemm < 2 * t);
+  want = 4 * 4 * (2 * t - gemm + 2 * t - 2 * gemm + 2 * 16.0 / 132 * t);
+  CHECK(fabs(r.tp_s - want) < 1e-9 * want);
+  CHECK(r.tp_s < plain);
+  l.sp = 0;
+  CHECK(plan_predict(&j, &l, &r, err, sizeof err) != 0 && strstr(err, "sequence parallelism"));
+  /* userbuffers stay inside a node (TransformerEngine issue #1071): tp 16 on nodes of 8 */
+  l.sp = 1;
+  l.tp = 16;
+  j.model.heads = l.heads = 16;
+  j.gpus = 16;
+  CHECK(plan_predict(&j, &l, &r, err, sizeof err) != 0 && strstr(err, "inside a node"));
+  j.tp_comm_overlap = 0;
+  CHECK(plan_predict(&j, &l, &r, err, sizeof err) == 0);
+}
+
 /* Compute by shape (docs/plan.md): on one H100, a micro-batch's time is, per layer, the GEMMs
  * (forward 2 x (4C^2 + 8C^2) x tokens, three times with backward) at 62 % of peak, attention
  * (forward 4 x C x seq x tokens, three times) at 30 %, and five passes of HBM traffic over the
@@ -505,6 +575,7 @@ static void compute_by_shape(void) {
 int main(void) {
   compute_by_shape();
   clusters();
+  tp_comm_overlap();
   model_states();
   activations();
   what_frameworks_run();

@@ -205,6 +205,27 @@ static double framework_sync(const plan_job *job, const mm_layout *l, int stage,
                   fmax(gather_tail, gather - fwd));
 }
 
+/* Megatron's --tp-comm-overlap, one layer and micro-batch (TransformerEngine's userbuffers,
+ * its default configuration: transformer_engine/pytorch/module/base.py initialize_ub). With
+ * sequence parallelism a layer's forward all-gathers the input of the qkv and fc1 GEMMs and
+ * reduce-scatters the output of the projection and fc2 GEMMs: t, an all-reduce's time, is two
+ * of them. The all-gathers are ring exchanges on the copy engines, a chunk arriving while the
+ * previous chunk's GEMM runs; the reduce-scatters are pipelined in 4 splits, the last split's
+ * exposed; in backward the gathers and reduce-scatters overlap the input- and weight-gradient
+ * GEMMs (ring exchange and "bulk"). So a pass exposes what its GEMMs cannot hide, at least the
+ * reduce-scatters' last splits in forward (2 x (t / 2) / 4). The pipelined and bulk overlaps
+ * run on 16 SMs (num_sm) while they last, which the GEMMs lose: 16 / SMs of their duration
+ * (the forward's reduce-scatters, t; backward's bulk ones, t). Full recomputation runs the
+ * forward's again. (plan_predict refuses a TP group that spans nodes: userbuffers reach the TP
+ * peers' buffers through CUDA multicast or IPC handles, inside one NVLink domain.) */
+static double tp_overlapped(const plan_job *job, const mm_layout *l, double t, double rate) {
+  double gemm = plan_layer_gemm_forward_s(job, l, rate);
+  double sm = job->dev.sms > 0 ? 16.0 / job->dev.sms : 0.0;
+  double forward = fmax(t / 4.0, 2.0 * t - gemm) + sm * t;
+  double backward = fmax(0.0, 2.0 * t - 2.0 * gemm) + sm * t;
+  return forward * (l->recompute == MM_RECOMPUTE_FULL ? 2 : 1) + backward;
+}
+
 int plan_communication(const plan_job *job, const mm_layout *l, double t_mb, double rate,
                        plan_result *out, char *err, size_t errlen) {
   int trainer = l->framework == MM_FW_STEPSCOPE, M = l->microbatches;
@@ -217,7 +238,9 @@ int plan_communication(const plan_job *job, const mm_layout *l, double t_mb, dou
     double bw = group_bw(job, l, GROUP_TP, job->cal.tp_bw);
     int per_layer = 4 + (l->recompute == MM_RECOMPUTE_FULL ? 2 : 0);
     double t = coll_time(tokens * l->hidden * es, 2.0 * (l->tp - 1) / l->tp, bw, lat);
-    out->tp_s = (double)M * layers_stage * per_layer * t;
+    double layer =
+        job->tp_comm_overlap && !trainer ? tp_overlapped(job, l, t, rate) : per_layer * t;
+    out->tp_s = (double)M * layers_stage * layer;
   }
   if (l->cp > 1) {
     double bw = group_bw(job, l, GROUP_CP, job->cal.cp_bw);

@@ -106,6 +106,17 @@ static double layer_fwd_flops(const mm_layout *l, double tokens, double *attenti
   return gemm + att;
 }
 
+double plan_layer_gemm_forward_s(const plan_job *job, const mm_layout *l, double rate) {
+  const plan_device *dev = &job->dev;
+  double tokens = (double)l->micro_batch * l->seq / l->cp, att;
+  double gemm = layer_fwd_flops(l, tokens, &att, 0) - att;
+  if (!(dev->gemm_efficiency > 0) || job->cal.flops_rate > 0) return gemm / rate;
+  /* the quantization of the forward, input- and weight-gradient GEMMs, averaged over them */
+  double passes = plan_layer_gemm_passes(dev, l, tokens, 1) / 3.0;
+  return gemm * passes /
+         ((job->fp8 ? dev->fp8_peak_flops : dev->peak_flops) * dev->gemm_efficiency);
+}
+
 /* The first global layer of pipeline rank `stage` (stages may be uneven: mm_stage_layers). */
 static int stage_first_layer(const mm_layout *l, int stage) {
   int first = 0;
@@ -254,6 +265,21 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
   }
   if (l.sp && (l.tp < 2 || ((long)l.micro_batch * (l.seq / l.cp)) % l.tp)) {
     snprintf(err, errlen, "sequence parallelism needs tp > 1 dividing the micro-batch's tokens");
+    return -1;
+  }
+  if (job->tp_comm_overlap && l.tp > 1 && !l.sp) { /* Megatron asserts it (arguments.py) */
+    snprintf(err, errlen, "--tp-comm-overlap needs sequence parallelism with tp > 1");
+    return -1;
+  }
+  /* TransformerEngine's userbuffers reach the TP peers through CUDA multicast or IPC handles,
+   * inside one NVLink domain (a node here): "the comm+GEMM overlap is currently only possible
+   * with single-node tensor-parallelism" (TransformerEngine issue #1071) */
+  int node = job->gpus_per_node > 0 ? job->gpus_per_node : 8;
+  if (job->tp_comm_overlap && l.tp > 1 && node % l.tp && N > node) {
+    snprintf(err, errlen,
+             "--tp-comm-overlap needs each TP group inside a node (tp %d, %d devices "
+             "a node): TransformerEngine's userbuffers do not cross nodes",
+             l.tp, node);
     return -1;
   }
   if (l.zero && l.dp * l.cp == 1) {
@@ -708,6 +734,8 @@ int plan_write_json(ssa_out *o, const plan_job *job, const plan_result *r, long 
   if (m->framework == MM_FW_FSDP)
     ssa_out_printf(o, ",\"backward_prefetch\":\"%s\"",
                    job->backward_prefetch_post ? "post" : "pre");
+  if (m->framework == MM_FW_MEGATRON)
+    ssa_out_printf(o, ",\"tp_comm_overlap\":%s", job->tp_comm_overlap ? "true" : "false");
   ssa_out_str(o, "},");
   const plan_device *d = &job->dev;
   ssa_out_str(o, "\"device\":{\"name\":");

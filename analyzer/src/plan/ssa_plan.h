@@ -115,6 +115,10 @@ typedef struct plan_job {
   int backward_prefetch_post;
   int fp8; /* a framework's GEMMs in fp8 (--precision fp8): at the fp8 peak; MFU stays
               against the bf16 peak */
+  /* Megatron's --tp-comm-overlap (TransformerEngine's userbuffers; needs sequence
+   * parallelism): TP's all-gathers and reduce-scatters overlap the GEMMs that consume or
+   * produce them (plan_comm.c, docs/plan.md "Frameworks: communication") */
+  int tp_comm_overlap;
   /* --undecided-within: plan_ranking's band; 0: PLAN_BAND_DEFAULT */
   double ranking_band;
 } plan_job;
@@ -277,5 +281,8 @@ double plan_optimizer_step_s(const plan_device *dev, const mm_layout *l, int sta
 int plan_layer_is_moe(const mm_layout *l, int layer);
 double plan_ffn(const mm_layout *l);
 double plan_attention_flops(const mm_layout *l, double tokens);
+/* One pass of a dense layer's GEMMs (its forward) for one micro-batch on one TP rank, in
+ * seconds: at the compute-by-shape rate with its tile quantization, else at `rate` (FLOP/s). */
+double plan_layer_gemm_forward_s(const plan_job *job, const mm_layout *l, double rate);
 
 #endif /* SSA_PLAN_H */

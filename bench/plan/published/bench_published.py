@@ -119,6 +119,8 @@ def plan_args(r, helptext):
         args += ["--grad-reduce-dtype", r["grad_reduce"]]
     if "--backward-prefetch" in helptext and r.get("backward_prefetch"):
         args += ["--backward-prefetch", r["backward_prefetch"]]
+    if "--tp-comm-overlap" in helptext and r.get("tp_comm_overlap") == "1":
+        args += ["--tp-comm-overlap"]
     return args
 
 
