@@ -251,10 +251,15 @@ int plan_write_ranking_json(ssa_out *o, const plan_ranking *k) {
   return o->error ? -1 : 0;
 }
 
+/* A what-if's change of tokens/s against the run's own layout, both under the same model. */
+static double change_of(const plan_result *before, const plan_result *after) {
+  return after->tokens_per_s / before->tokens_per_s - 1.0;
+}
+
 void plan_write_change_json(ssa_out *o, double band, const plan_result *before,
                             const plan_result *after) {
   if (!(before->tokens_per_s > 0) || !(after->tokens_per_s > 0)) return;
-  double gain = after->tokens_per_s / before->tokens_per_s - 1.0;
+  double gain = change_of(before, after);
   ssa_out_printf(o,
                  "\"what_if\":{\"run_layout_tokens_per_s\":%.9g,\"tokens_per_s\":%.9g,"
                  "\"change\":%.6f,\"band\":%.9g,\"decided\":%s},",
@@ -264,18 +269,23 @@ void plan_write_change_json(ssa_out *o, double band, const plan_result *before,
 
 void plan_print_change(FILE *f, double band, const plan_result *before, const plan_result *after) {
   if (!(before->tokens_per_s > 0) || !(after->tokens_per_s > 0)) return;
-  double gain = after->tokens_per_s / before->tokens_per_s - 1.0;
-  const char *more = gain >= 0 ? "more" : "fewer";
+  double gain = change_of(before, after);
+  char change[64]; /* below the print's 0.1 %, neither more nor fewer */
+  if (fabs(gain) < 0.0005)
+    snprintf(change, sizeof change, "the same");
+  else
+    snprintf(change, sizeof change, "%.1f %% %s", 100 * fabs(gain), gain >= 0 ? "more" : "fewer");
   if (fabs(gain) > band)
     fprintf(f,
-            "\nverdict: %.1f %% %s tokens/s than the run's own layout under the same model "
+            "\nverdict: %s tokens/s than the run's own layout under the same model "
             "(%.4g -> %.4g), beyond the planner's %.0f %% error between two layouts "
             "(docs/plan.md)\n",
-            100 * fabs(gain), more, before->tokens_per_s, after->tokens_per_s, 100 * band);
+            change, before->tokens_per_s, after->tokens_per_s, 100 * band);
   else
     fprintf(f,
-            "\nverdict: undecided: %.1f %% %s tokens/s than the run's own layout under the same "
+            "\nverdict: undecided: %s tokens/s %s the run's own layout under the same "
             "model (%.4g -> %.4g), within the planner's %.0f %% error between two layouts "
             "(docs/plan.md): it cannot tell whether the change helps\n",
-            100 * fabs(gain), more, before->tokens_per_s, after->tokens_per_s, 100 * band);
+            change, fabs(gain) < 0.0005 ? "as" : "than", before->tokens_per_s, after->tokens_per_s,
+            100 * band);
 }
