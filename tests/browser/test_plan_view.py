@@ -2,7 +2,8 @@
 
 A real `stepscope plan --json` document (gpt2-124m on 8 H100s) is opened in the Plan tab of
 a self-contained viewer page (`stepscope view RUN --html`), through the tab's file input as
-a user would. Checks: the headline names the job and the best layout; the table holds the
+a user would. Checks: the headline names the job and the best layout, the framework
+(with --tp-comm-overlap) and the cluster given (--nics-per-node, --nic-gbps); the table holds the
 planner's ranking (row 1 = the JSON's first layout); the ranking card and section say how far
 that order goes as the JSON's `ranking` does (the group's size, what it decides, leaves open
 and rules out) and mark exactly the group's rows "≈ best"; clicking "tokens/s" sorts largest first
@@ -25,6 +26,7 @@ def main():
     os.makedirs(work, exist_ok=True)
     plan = os.path.join(work, "plan.json")
     subprocess.run([exe, "plan", "--model", "gpt2-124m", "--gpus", "8", "--global-batch", "32",
+                    "--nics-per-node", "4", "--nic-gbps", "200", "--tp-comm-overlap",
                     "--json", plan], check=True, stdout=subprocess.DEVNULL)
     doc = json.load(open(plan))
     run = harness.make_sample(os.path.join(work, "run_plan"), "--dp", "2", "--steps", "2")
@@ -47,6 +49,8 @@ def main():
         head = d.find_element("id", "plan-headline").text
         check("8 × h100-sxm" in head and doc["layouts"][0]["layout"]["name"] in head,
               "headline names the job and the best layout")
+        check("megatron, TP overlap" in head and "nodes of 8, 450 GB/s a device inside, 4 NICs × 200 Gb/s" in head,
+              "the framework and cluster cards say what the prediction assumed")
         k = doc["ranking"]
         check(k["undecided"] > 1, "this job has an undecided group (%d layouts)" % k["undecided"])
         check(("undecided among #1–#%d (within 10 %%" % k["undecided"]) in head,

@@ -43,6 +43,25 @@ var SS = window.SS || (window.SS = {});
   var CHOICE_LABEL = { micro_batch: 'micro-batch', shard_group: 'hybrid shard group' };
 
   /* The ranking card's text: how far the planner's order goes (absent in older plans). */
+  /* The framework's conventions the prediction assumed (docs/plan.md "Frameworks"). */
+  function frameworkText(job) {
+    var parts = [job.framework || 'megatron'];
+    if (job.tp_comm_overlap) parts.push('TP overlap');
+    if (job.backward_prefetch) parts.push('backward prefetch ' + job.backward_prefetch);
+    if (job.grad_reduce_bytes === 2) parts.push('16-bit gradient reduction');
+    return parts.join(', ');
+  }
+
+  /* The links the prediction assumed: the device table's or --nics-per-node, --nic-gbps,
+   * --nvlink-gbs (docs/plan.md "Clusters"); a calibrated run's measured bandwidths win. */
+  function clusterText(job, dev) {
+    var node = job.gpus_per_node || 8;
+    if (!dev.nics_per_node) return 'nodes of ' + node + ', ' + (dev.intra_node_bw / 1e9).toFixed(0) +
+      ' / ' + (dev.inter_node_bw / 1e9).toFixed(0) + ' GB/s a device in / between nodes';
+    return 'nodes of ' + node + ', ' + (dev.intra_node_bw / 1e9).toFixed(0) + ' GB/s a device inside, ' +
+      dev.nics_per_node + ' NICs × ' + (dev.inter_node_bw * 8 / 1e9).toFixed(0) + ' Gb/s';
+  }
+
   function rankingText(k) {
     if (!k) return 'not in this plan (older stepscope)';
     var band = Math.round(k.band * 100) + ' %';
@@ -111,6 +130,8 @@ var SS = window.SS || (window.SS = {});
     body.appendChild(SS.el('div', { className: 'cards', id: 'plan-headline' }, [
       ['model', job.layers + ' layers × ' + job.hidden + ' (' + job.heads + ' heads), seq ' + job.seq],
       ['job', job.gpus + ' × ' + dev.name + ', batch ' + job.global_batch],
+      ['framework', frameworkText(job)],
+      ['cluster', clusterText(job, dev)],
       ['layouts', layouts.length + ' (' + fitting + ' fit)'],
       ['best', layouts.length ? layouts[0].layout.name : 'none'],
       ['ranking', rankingText(doc.ranking)],
