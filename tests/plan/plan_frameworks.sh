@@ -213,8 +213,9 @@ PY
 [ $? -eq 2 ] && grep -q "describe a GPU cluster's links, not the cpu device's" "$dir/err" ||
   { cat "$dir/err"; no "--nic-gbps on cpu: refused"; }
 
-# Megatron's --tp-comm-overlap: the JSON says it, TP's exposed time falls, a layout with tp > 1
-# and no SP is refused (Megatron asserts SP), the sweep offers none, other frameworks refuse it
+# Megatron's --tp-comm-overlap: the JSON says it, TP's exposed time falls, a layout without
+# tp > 1 and SP is refused (Megatron asserts SP, off at tp 1), the sweep offers none, nor TP
+# groups across nodes; other frameworks refuse it
 tpo=(--model gpt3-13b --gpus 8 --global-batch 16 --dp 1 --tp 8 --pp 1 --cp 1 --sp --zero 0
      --recompute none --microbatches 16)
 "$stepscope" plan "${tpo[@]}" --json "$dir/tp0.json" > /dev/null 2>&1 || no "plan tp 8 + sp"
@@ -229,13 +230,12 @@ assert off["job"]["tp_comm_overlap"] is False and on["job"]["tp_comm_overlap"] i
 a, b = off["layouts"][0]["breakdown_s"], on["layouts"][0]["breakdown_s"]
 assert 0 < b["tp"] < a["tp"] / 2, (a["tp"], b["tp"])
 rows = list(csv.DictReader(open(sys.argv[3])))
-assert rows and all(r["sp"] == "1" for r in rows if int(r["tp"]) > 1), "a tp > 1 layout without SP"
-assert any(int(r["tp"]) > 1 for r in rows)
+assert rows and all(r["sp"] == "1" and int(r["tp"]) > 1 for r in rows), "a layout without TP + SP"
 # TransformerEngine's userbuffers stay inside a node: no TP group wider than the node of 8
 assert all(int(r["tp"]) <= 8 for r in rows), "a TP group across nodes"
 PY
 "$stepscope" plan "${tpo[@]/--sp/--no-sp}" --tp-comm-overlap > "$dir/nosp.txt" 2>&1
-[ $? -eq 1 ] && grep -q "tp-comm-overlap needs sequence parallelism" "$dir/nosp.txt" ||
+[ $? -eq 1 ] && grep -q "tp-comm-overlap needs tp > 1 with sequence parallelism" "$dir/nosp.txt" ||
   { cat "$dir/nosp.txt"; no "--tp-comm-overlap without SP: refused"; }
 "$stepscope" plan --model gpt3-13b --gpus 8 --global-batch 16 --framework fsdp --tp-comm-overlap \
   > /dev/null 2> "$dir/err"

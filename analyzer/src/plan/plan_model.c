@@ -267,8 +267,12 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
     snprintf(err, errlen, "sequence parallelism needs tp > 1 dividing the micro-batch's tokens");
     return -1;
   }
-  if (job->tp_comm_overlap && l.tp > 1 && !l.sp) { /* Megatron asserts it (arguments.py) */
-    snprintf(err, errlen, "--tp-comm-overlap needs sequence parallelism with tp > 1");
+  /* Megatron asserts sequence parallelism with it, and turns SP off at tp 1 first
+   * (megatron/training/arguments.py) */
+  if (job->tp_comm_overlap && (l.tp < 2 || !l.sp)) {
+    snprintf(err, errlen,
+             "--tp-comm-overlap needs tp > 1 with sequence parallelism (Megatron "
+             "asserts SP with it and turns SP off at tp 1)");
     return -1;
   }
   /* TransformerEngine's userbuffers reach the TP peers through CUDA multicast or IPC handles,
