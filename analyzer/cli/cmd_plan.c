@@ -268,8 +268,8 @@ static const cli_option plan_options[] = {
     {CLI_FLAG, "--tp-comm-overlap", NULL, NULL,
      "megatron's --tp-comm-overlap: TP's all-gathers and\n"
      "reduce-scatters overlap the GEMMs beside them\n"
-     "(TransformerEngine's userbuffers); layouts with tp > 1 then\n"
-     "need sequence parallelism [off, as in Megatron]",
+     "(TransformerEngine's userbuffers); only layouts with tp > 1,\n"
+     "SP and TP inside a node then [off, as in Megatron]",
      A(job.tp_comm_overlap), NULL, 0, 0, NULL},
     CLI_TEXT_ROW("layout (each fixes that choice; all of them: predict one layout):\n"),
     INT("--dp", "N", f.dp, 1, 1 << 20, "data-parallel degree"),
