@@ -22,11 +22,13 @@
 #include <unistd.h>
 
 #include "cli_env.h"
+#include "cli_load.h"
 #include "cli_print.h"
 #include "model_config.h"
 #include "model_presets.h"
 #include "cli_output.h"
 #include "option_table.h"
+#include "ssa_ops.h"
 #include "ssa_plan.h"
 
 static int parse_int(const char *opt, const char *v, int lo, int hi, int *out) {
@@ -149,7 +151,7 @@ typedef struct plan_args {
   plan_filter f;
   const char *model, *device, *from, *json_path, *csv_path, *what_if;
   const char *framework, *mlp, *positions, *attention, *precision, *grad_reduce;
-  const char *backward_prefetch;
+  const char *backward_prefetch, *ceilings_from;
   int layers, hidden, heads, vocab, seq, ffn, max_seq, kv_heads, untied;
   int experts, top_k, moe_every;
   int top, threads, cores, nics_per_node;
@@ -295,6 +297,11 @@ static const cli_option plan_options[] = {
         "DP group, replicated across; 0: over the whole group [both:\n"
         "0, and the group's members in a node when it spans nodes]"),
     CLI_TEXT_ROW("calibration:\n"),
+    STR("--ceilings-from", "RUN", ceilings_from,
+        "a framework's GEMM ceiling measured in a real GPU run (a\n"
+        "PyTorch profiler trace with record_shapes, or a stepscope\n"
+        "trace): its bf16 (fp8) GEMMs' FLOP/s over the peak, their\n"
+        "tile quantization taken out [the device table's]"),
     STR("--from", "RUN", from,
         "a traced stepscope-train run: achieved FLOP rate, measured\n"
         "bandwidths and latency, host overhead, bubble excess, memory\n"
@@ -514,6 +521,40 @@ static int apply_cluster(plan_args *p) {
   return 0;
 }
 
+/* --ceilings-from RUN: the GEMM ceiling of a framework's compute by shape measured in a real
+ * run's ops (plan_ceilings.c) replaces the device table's. 0, or the exit status. */
+static int apply_ceilings(plan_args *p) {
+  plan_job *job = &p->job;
+  if (!p->ceilings_from) return 0;
+  if (p->from || job->model.framework == MM_FW_STEPSCOPE || !(job->dev.gemm_efficiency > 0)) {
+    cli_print(stderr, "stepscope plan: --ceilings-from sets a framework's GEMM ceiling on a GPU "
+                      "(not with --from RUN, a stepscope-* framework or the cpu device)\n");
+    return 2;
+  }
+  ssa_options opt;
+  ssa_options_default(&opt);
+  opt.threads = p->threads;
+  cli_loaded l;
+  int rc = cli_open_run("plan", p->ceilings_from, &opt, CLI_OP_INPUTS, &l);
+  ssa_op_table t;
+  if (rc == 0 && ssa_op_table_build(&l.an, &t)) {
+    cli_print(stderr, "stepscope plan: out of memory\n");
+    rc = 1;
+  } else if (rc == 0) {
+    char err[512];
+    if (plan_ceilings_from_ops(&t, job->fp8, &job->gemm_measured, err, sizeof err)) {
+      cli_print(stderr, "stepscope plan: --ceilings-from %s: %s\n", p->ceilings_from, err);
+      rc = 1;
+    } else {
+      job->gemm_measured.source = p->ceilings_from;
+      job->dev.gemm_efficiency = job->gemm_measured.ceiling;
+    }
+    ssa_op_table_free(&t);
+  }
+  cli_loaded_free(&l);
+  return rc;
+}
+
 /* The job: its model (build_model), size and device. 0, or the exit status. */
 static int build_job(plan_args *p) {
   int rc = build_model(p);
@@ -587,6 +628,8 @@ static int build_job(plan_args *p) {
     job->dev.cores = p->cores > 0 ? p->cores : online > 0 ? (int)online : 1;
     job->dev.cores_assumed = p->cores <= 0;
   }
+  rc = apply_ceilings(p);
+  if (rc) return rc;
   plan_calibration_fit_host(job);
   return 0;
 }

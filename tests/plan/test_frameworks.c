@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "memory_model.h"
+#include "ssa_ops.h"
 #include "ssa_plan.h"
 
 static int failures;
@@ -572,7 +573,32 @@ static void compute_by_shape(void) {
   CHECK(r.mfu > small_mfu * 1.2);
 }
 
+/* The GEMM outputs --ceilings-from reads for their quantization (plan_ceilings.c): linear x[4,
+ * 1000, 1024] w[3000, 1024] is 4000 x 3000; addmm's operands follow its bias; bmm keeps its
+ * batch; the trainer's matmul_forward is a linear; a non-GEMM has none. */
+static void gemm_outputs(void) {
+  ssa_op_inputs in;
+  double b, r, c;
+  CHECK(
+      ssa_op_inputs_parse("{\"Input Dims\":[[4,1000,1024],[3000,1024],[3000]],"
+                          "\"Input type\":[\"c10::BFloat16\",\"c10::BFloat16\",\"c10::BFloat16\"]}",
+                          &in) == 0);
+  CHECK(ssa_gemm_output("aten::linear", &in, &b, &r, &c) == 1 && b == 1 && r == 4000 && c == 3000);
+  CHECK(ssa_gemm_output("matmul_forward", &in, &b, &r, &c) == 1 && r == 4000 && c == 3000);
+  CHECK(ssa_gemm_output("aten::add", &in, &b, &r, &c) == 0);
+  CHECK(ssa_op_inputs_parse("{\"Input Dims\":[[3000],[4000,1024],[1024,3000]],"
+                            "\"Input type\":[\"float\",\"float\",\"float\"]}",
+                            &in) == 0);
+  CHECK(ssa_gemm_output("aten::addmm", &in, &b, &r, &c) == 1 && b == 1 && r == 4000 && c == 3000);
+  CHECK(ssa_op_inputs_parse("{\"Input Dims\":[[16,5185,64],[16,64,5185]],"
+                            "\"Input type\":[\"float\",\"float\"]}",
+                            &in) == 0);
+  CHECK(ssa_gemm_output("aten::bmm", &in, &b, &r, &c) == 1 && b == 16 && r == 5185 && c == 5185);
+  CHECK(ssa_gemm_output("aten::mm", &in, &b, &r, &c) == 1); /* batch dims broadcast as matmul's */
+}
+
 int main(void) {
+  gemm_outputs();
   compute_by_shape();
   clusters();
   tp_comm_overlap();

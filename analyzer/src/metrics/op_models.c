@@ -97,21 +97,33 @@ static int set_cost(ssa_op_cost *o, ssa_peak_dtype dt, double flops, double byte
 
 /* out = a[..., M, K] x b[..., K, N] (batch dims broadcast; a 1-d a is [1, K], a 1-d b [K, 1]),
  * plus `bias` (added: M x N x batch FLOPs) when not NULL. */
-static int matmul_cost(const ssa_op_input *a, const ssa_op_input *b, const ssa_op_input *bias,
-                       int out_bytes, ssa_op_cost *o) {
+/* a[..., M, K] x b[..., K, N] with broadcast batch dims: *batch, *m, *n, *k; 0 when the inner
+ * dimensions disagree or an operand is missing. */
+static int matmul_dims(const ssa_op_input *a, const ssa_op_input *b, double *batch, double *m,
+                       double *n, double *k) {
   if (!a || !b || a->ndims < 1 || b->ndims < 1) return 0;
   int64_t M = a->ndims >= 2 ? a->dims[a->ndims - 2] : 1, K = a->dims[a->ndims - 1];
   int64_t N = b->ndims >= 2 ? b->dims[b->ndims - 1] : 1;
   int64_t Kb = b->ndims >= 2 ? b->dims[b->ndims - 2] : b->dims[0];
   if (K != Kb) return 0;
-  double batch = 1;
+  *batch = 1;
   int ba = a->ndims - 2, bb = b->ndims - 2; /* batch dims of each */
   for (int i = 0; i < (ba > bb ? ba : bb); i++) {
     int64_t x = i < ba ? a->dims[ba - 1 - i] : 1, y = i < bb ? b->dims[bb - 1 - i] : 1;
-    batch *= (double)(x > y ? x : y);
+    *batch *= (double)(x > y ? x : y);
   }
-  double mn = batch * (double)M * (double)N;
-  double flops = 2.0 * mn * (double)K + (bias ? mn : 0.0);
+  *m = (double)M;
+  *n = (double)N;
+  *k = (double)K;
+  return 1;
+}
+
+static int matmul_cost(const ssa_op_input *a, const ssa_op_input *b, const ssa_op_input *bias,
+                       int out_bytes, ssa_op_cost *o) {
+  double batch, M, N, K;
+  if (!matmul_dims(a, b, &batch, &M, &N, &K)) return 0;
+  double mn = batch * M * N;
+  double flops = 2.0 * mn * K + (bias ? mn : 0.0);
   int eo = out_bytes ? out_bytes : ssa_op_type_bytes(a->type);
   return set_cost(o, dtype_of(a), flops, tbytes(a) + tbytes(b) + tbytes(bias) + mn * eo);
 }
@@ -592,4 +604,26 @@ int ssa_op_cost_of(const char *name, const ssa_op_inputs *in, ssa_op_cost *out) 
   default: break;
   }
   return ok;
+}
+
+int ssa_gemm_output(const char *name, const ssa_op_inputs *in, double *batch, double *rows,
+                    double *cols) {
+  const char *op = name ? bare(name) : "";
+  double k;
+  /* the stepscope trainer's matmul_forward is a linear (trainer_op_models.c) */
+  if (!strcmp(op, "linear") || !strcmp(op, "matmul_forward")) { /* x[..., K] w[N, K] */
+    const ssa_op_input *x = tensor(in, 0), *w = tensor(in, 1);
+    if (!x || !w || w->ndims != 2 || x->ndims < 1) return 0;
+    *batch = 1;
+    *rows = 1;
+    for (int i = 0; i + 1 < x->ndims; i++)
+      *rows *= (double)x->dims[i];
+    *cols = (double)w->dims[0];
+    return 1;
+  }
+  int shifted = !strcmp(op, "addmm") || !strcmp(op, "baddbmm") || !strcmp(op, "addbmm");
+  if (!shifted && strcmp(op, "mm") && strcmp(op, "matmul") && strcmp(op, "bmm") &&
+      strcmp(op, "_scaled_mm"))
+    return 0;
+  return matmul_dims(tensor(in, shifted), tensor(in, shifted + 1), batch, rows, cols, &k);
 }

@@ -111,6 +111,13 @@ int ssa_op_is_composite(const char *name);
  * was tried, SSA_OPF_NONE for none). */
 int ssa_op_cost_of(const char *name, const ssa_op_inputs *in, ssa_op_cost *out);
 
+/* The output of a GEMM op (mm, bmm, addmm, baddbmm, addbmm, matmul, linear, _scaled_mm; with or
+ * without "aten::"; the stepscope trainer's matmul_forward): *batch matrices of *rows x *cols. 1,
+ * or 0 when `name` is not one of them or its inputs do not say (the planner's measured GEMM ceiling
+ * takes their tile quantization out: plan_ceilings.c). */
+int ssa_gemm_output(const char *name, const ssa_op_inputs *in, double *batch, double *rows,
+                    double *cols);
+
 /* The cost of one of the stepscope trainer's operations (trainer_op_models.c): 1 with *out
  * filled, 0 when its inputs (NULL: none given) do not say enough, -1 when `name` is not one. */
 int ssa_trainer_op_cost(const char *name, const ssa_op_inputs *in, ssa_op_cost *out);

@@ -616,15 +616,22 @@ static double gib(double b) {
  * --nics-per-node, --nic-gbps, --nvlink-gbs); the latencies. */
 static void print_assumptions(FILE *f, const plan_job *job) {
   const plan_device *d = &job->dev;
+  const plan_measured_gemm *g = &job->gemm_measured;
   if (job->model.framework != MM_FW_STEPSCOPE && d->gemm_efficiency > 0)
     fprintf(f,
-            "assumed (no --from RUN): compute by shape, GEMMs at %.0f %% and attention at %.0f %% "
+            "assumed (no --from RUN): compute by shape, GEMMs at %.*f %% and attention at %.0f %% "
             "of the %.3g FLOP/s peak, element-wise work at %.3g TB/s (docs/plan.md)\n",
-            100 * d->gemm_efficiency, 100 * d->attention_efficiency,
+            g->source ? 1 : 0, 100 * d->gemm_efficiency, 100 * d->attention_efficiency,
             job->fp8 ? d->fp8_peak_flops : d->peak_flops, d->hbm_bw / 1e12);
   else
     fprintf(f, "assumed (no --from RUN): %.0f %% of the %.3g FLOP/s peak (docs/plan.md)\n",
             100 * d->efficiency, d->peak_flops);
+  if (g->source)
+    fprintf(f,
+            "  GEMM ceiling measured in %s: %lu %s GEMMs on %s, %.3g FLOP in %.3f ms, %.1f %% of "
+            "its %.4g FLOP/s peak; the %lu whose outputs fill its waves: %.1f %%\n",
+            g->source, g->gemms, g->dtype, g->device, g->flops, g->time_s * 1e3, 100 * g->share,
+            g->peak_flops, g->filled_gemms, 100 * g->ceiling);
   int G = job->gpus_per_node > 0 ? job->gpus_per_node : 8;
   if (d->nics_per_node > 0)
     fprintf(f,
@@ -754,6 +761,18 @@ int plan_write_json(ssa_out *o, const plan_job *job, const plan_result *r, long 
                  d->latency_s, d->efficiency, d->gemm_efficiency, d->attention_efficiency,
                  d->hbm_bw, d->baseline_bytes, d->act_bytes, d->cores,
                  d->cores_assumed ? "true" : "false");
+  const plan_measured_gemm *g = &job->gemm_measured;
+  if (g->source) { /* --ceilings-from: where gemm_efficiency came from */
+    ssa_out_str(o, "\"gemm_ceiling_measured\":{\"source\":");
+    ssa_out_json_string(o, g->source);
+    ssa_out_str(o, ",\"device\":");
+    ssa_out_json_string(o, g->device);
+    ssa_out_printf(o,
+                   ",\"dtype\":\"%s\",\"peak_flops\":%.6g,\"gemms\":%lu,\"flops\":%.9g,"
+                   "\"time_s\":%.9g,\"share\":%.6f,\"filled_gemms\":%lu,\"ceiling\":%.6f},",
+                   g->dtype, g->peak_flops, g->gemms, g->flops, g->time_s, g->share,
+                   g->filled_gemms, g->ceiling);
+  }
   const plan_calibration *c = &job->cal;
   if (c->present) {
     ssa_out_str(o, "\"calibration\":{\"source\":");

@@ -71,6 +71,26 @@ const char *plan_device_names(void); /* "h100-sxm|h200|a100-80g|cpu" */
  * "h100-sxm"; "cpu" for anything else, NULL included. */
 const char *plan_device_kind_of_name(const char *device_name);
 
+/* A GEMM ceiling measured from a real run (plan_ceilings.c, `plan --ceilings-from RUN`). */
+typedef struct plan_measured_gemm {
+  const char *source;  /* the run's path (NULL: none measured) */
+  char device[128];    /* the run's device, as its trace names it */
+  const char *dtype;   /* "bf16" or "fp8" */
+  double peak_flops;   /* that device's dense peak for it (the datasheet's) */
+  unsigned long gemms; /* GEMM op instances counted */
+  double flops, time_s;
+  double share;               /* flops / time_s / peak_flops */
+  unsigned long filled_gemms; /* those whose outputs fill the device's waves (quantization
+                                 <= 1.10): the ceiling's */
+  double ceiling;             /* their FLOP/s over the peak, their small quantization taken out */
+} plan_measured_gemm;
+
+struct ssa_op_table;
+/* Measures the GEMM share and ceiling of a run's op table (bf16, or fp8): 0, or -1 with why in
+ * err (a CPU-only trace, a device without known ceilings, under 1 ms of such GEMMs). */
+int plan_ceilings_from_ops(const struct ssa_op_table *t, int fp8, plan_measured_gemm *out,
+                           char *err, size_t errlen);
+
 /* What a measured run taught (plan_calibrate.c); a field <= 0 keeps the default. */
 typedef struct plan_calibration {
   int present;
@@ -119,6 +139,8 @@ typedef struct plan_job {
    * parallelism): TP's all-gathers and reduce-scatters overlap the GEMMs that consume or
    * produce them (plan_comm.c, docs/plan.md "Frameworks: communication") */
   int tp_comm_overlap;
+  /* --ceilings-from RUN: the GEMM ceiling measured there (dev.gemm_efficiency is set from it) */
+  plan_measured_gemm gemm_measured;
   /* --undecided-within: plan_ranking's band; 0: PLAN_BAND_DEFAULT */
   double ranking_band;
 } plan_job;
