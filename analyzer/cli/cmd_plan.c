@@ -183,6 +183,8 @@ static const char *device_help(void) {
 #define A(f) offsetof(plan_args, f)
 #define INT(name, meta, field, lo, hi, help)                                                       \
   { CLI_CALL, name, NULL, meta, help, A(field), opt_int, lo, hi, NULL }
+#define DBL(name, meta, field, lo, help)                                                           \
+  { CLI_CALL, name, NULL, meta, help, A(field), opt_double, lo, 0, NULL }
 #define STR(name, meta, field, help)                                                               \
   { CLI_STRING, name, NULL, meta, help, A(field), NULL, 0, 0, NULL }
 
@@ -237,20 +239,17 @@ static const cli_option plan_options[] = {
     INT("--global-batch", "B", job.global_batch, 1, 1 << 24,
         "sequences per optimizer step [the run's with --from]"),
     {CLI_STRING, "--device", NULL, "D", NULL, A(device), NULL, 0, 0, device_help},
-    {CLI_CALL, "--device-memory-gib", NULL, "X", "memory per device instead of the table's",
-     A(mem_gib), opt_double, 0.001, 0, NULL},
+    DBL("--device-memory-gib", "X", mem_gib, 0.001, "memory per device instead of the table's"),
     INT("--nics-per-node", "N", nics_per_node, 1, 1024,
         "GPUs: the network interfaces of a node (all of its\n"
         "devices share them) [8]"),
-    {CLI_CALL, "--nic-gbps", NULL, "G",
-     "GPUs: one NIC's bandwidth, Gb/s (400: NDR InfiniBand or\n"
-     "400G RoCE; 200: HDR) [h100-sxm, h200 400; a100-80g 200]",
-     A(nic_gbps), opt_double, 0.001, 0, NULL},
-    {CLI_CALL, "--nvlink-gbs", NULL, "G",
-     "GPUs: a device's bandwidth inside a node, GB/s one way\n"
-     "(NVLink/NVSwitch; a PCIe node's) [h100-sxm, h200 450;\n"
-     "a100-80g 300]",
-     A(nvlink_gbs), opt_double, 0.001, 0, NULL},
+    DBL("--nic-gbps", "G", nic_gbps, 0.001,
+        "GPUs: one NIC's bandwidth, Gb/s (400: NDR InfiniBand or\n"
+        "400G RoCE; 200: HDR) [h100-sxm, h200 400; a100-80g 200]"),
+    DBL("--nvlink-gbs", "G", nvlink_gbs, 0.001,
+        "GPUs: a device's bandwidth inside a node, GB/s one way\n"
+        "(NVLink/NVSwitch; a PCIe node's) [h100-sxm, h200 450;\n"
+        "a100-80g 300]"),
     INT("--cores", "N", cores, 1, 1 << 20,
         "cpu: the cores the ranks of a node share (their rate is\n"
         "min(1, cores / ranks) of a core's) [this machine's, assumed]"),
@@ -288,8 +287,7 @@ static const cli_option plan_options[] = {
      0, NULL},
     INT("--virtual-stages", "V", f.virtual_stages, 2, 64,
         "model chunks per pipeline rank (interleaved)"),
-    {CLI_CALL, "--bucket-mb", NULL, "MB", "DP gradient bucket size in MiB [1]", A(bucket_mb),
-     opt_double, 0.0001, 0, NULL},
+    DBL("--bucket-mb", "MB", bucket_mb, 0.0001, "DP gradient bucket size in MiB [1]"),
     INT("--ep", "N", f.ep, 1, 1 << 12, "with --experts: expert parallelism carved out of dp"),
     INT("--shard-group", "N", f.shard_group, 0, 1 << 20,
         "--framework fsdp, --zero 2/3: hybrid sharding (HYBRID_SHARD,\n"
@@ -312,11 +310,10 @@ static const cli_option plan_options[] = {
         "global_batch), predicted beside what the run measured"),
     CLI_TEXT_ROW("output:\n"),
     INT("--top", "N", top, 1, INT_MAX, "rows of the table [20]"),
-    {CLI_CALL, "--undecided-within", NULL, "PCT",
-     "layouts predicted within PCT % of the best are one undecided\n"
-     "group: the planner's error between two layouts is that large\n"
-     "[10: the error measured, docs/plan.md]",
-     A(undecided_pct), opt_double, 0.01, 0, NULL},
+    DBL("--undecided-within", "PCT", undecided_pct, 0.01,
+        "layouts predicted within PCT % of the best are one undecided\n"
+        "group: the planner's error between two layouts is that large\n"
+        "[10: the error measured, docs/plan.md]"),
     STR("--json", "FILE", json_path, "every layout as JSON (docs/plan.md); '-' = stdout"),
     STR("--csv", "FILE", csv_path, "every layout as CSV; '-' = stdout"),
     INT("--threads", "N", threads, 0, 4096, "threads for loading --from RUN [all cores]"),
