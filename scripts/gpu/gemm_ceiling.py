@@ -8,6 +8,13 @@ against the datasheet peak (on an H200 about 770-800 TFLOP/s against 989).
 How: PyTorch's bf16 matmul of two random N x N matrices (cuBLAS), 3 warm-up products, then
 --repeat products timed with CUDA events; 2 N^3 FLOPs each. Reports the mean and the best of
 three such rounds (the ceiling is the best). Random data, not zeros: zeros run faster.
+
+--shapes-trace OUT.json: then the GEMM shapes the planner's tile-quantization model gets wrong
+or right on real traces (docs/plan.md "A measured GEMM ceiling": outputs of few tiles, small
+inner dimensions; the shapes of TraceLens' H100 traces and of TP slices of Llama-sized layers)
+are each run 5 times under torch.profiler with record_shapes=True, and the profile is written
+as a Kineto trace for `stepscope ops` and `stepscope plan --ceilings-from`; the JSON also gets
+each shape's TFLOP/s timed with CUDA events (`shapes`).
 """
 import argparse
 import json
@@ -15,12 +22,52 @@ import sys
 
 import torch
 
+# (M, N, K): output M x N, inner K
+SHAPES = [(8192, 8192, 8192), (8944, 2816, 1024), (8944, 1024, 2816), (8944, 1024, 1024),
+          (5185, 4096, 1024), (5185, 1024, 4096), (5185, 1024, 1024), (25088, 3072, 768),
+          (25088, 768, 3072), (25088, 768, 768), (8192, 1024, 4096), (8192, 512, 4096),
+          (4096, 7168, 4096), (4096, 4096, 1792)]
+
+
+def timed(fn, repeat):
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(repeat):
+        fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / 1e3 / repeat
+
+
+def shape_sweep(path):
+    """Each shape timed with CUDA events, then all of them once more under the profiler."""
+    out, mats = [], []
+    for m, n, k in SHAPES:
+        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
+        for _ in range(3):
+            torch.mm(a, b)
+        seconds = timed(lambda: torch.mm(a, b), 10)
+        out.append({"m": m, "n": n, "k": k, "tflops": 2.0 * m * n * k / seconds / 1e12})
+        mats.append((a, b))
+    acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+    with torch.profiler.profile(activities=acts, record_shapes=True) as prof:
+        for a, b in mats:
+            for _ in range(5):
+                torch.mm(a, b)
+        torch.cuda.synchronize()
+    prof.export_chrome_trace(path)
+    for r in out:
+        print("gemm_ceiling: shape %dx%d (K %d): %.0f TFLOP/s" % (r["m"], r["n"], r["k"], r["tflops"]))
+    return out
+
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=8192)
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--json")
+    ap.add_argument("--shapes-trace")
     a = ap.parse_args()
     if not torch.cuda.is_available():
         print("gemm_ceiling: no CUDA device")
@@ -44,6 +91,9 @@ def main():
            "tflops_rounds": rates, "tflops": max(rates), "torch": torch.__version__}
     print("gemm_ceiling: %s bf16 %dx%dx%d: %.0f TFLOP/s (rounds %s)"
           % (res["device"], n, n, n, res["tflops"], ", ".join("%.0f" % r for r in rates)))
+    if a.shapes_trace:
+        res["shapes"] = shape_sweep(a.shapes_trace)
+        res["shapes_trace"] = a.shapes_trace
     if a.json:
         with open(a.json, "w") as f:
             json.dump(res, f, indent=1)

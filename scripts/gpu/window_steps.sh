@@ -273,7 +273,13 @@ mfu() {
   s=$(sample_dir mfu)
   peak=$(python3 "$repo/scripts/gpu/mfu_table.py" --datasheet-peak "${DEVICE_NAME:-}")
   note "datasheet peak $peak TFLOP/s (${DEVICE_NAME:-no device})"
-  part gemm env LD_LIBRARY_PATH="$TORCH_LD" python3 "$repo/scripts/gpu/gemm_ceiling.py" --json "$s/gemm.json"
+  part gemm env LD_LIBRARY_PATH="$TORCH_LD" python3 "$repo/scripts/gpu/gemm_ceiling.py" --json "$s/gemm.json" \
+    --shapes-trace "$s/gemm_shapes.pt.trace.json"
+  # the planner's GEMM ceiling measured in that profile, and each shape's rate (docs/plan.md
+  # "A measured GEMM ceiling")
+  part gemm_ops "$stepscope" ops "$s/gemm_shapes.pt.trace.json" --json "$s/gemm_ops.json"
+  part gemm_plan "$stepscope" plan --model llama3-8b --gpus 8 --global-batch 64 --top 5 \
+    --ceilings-from "$s/gemm_shapes.pt.trace.json" --json "$s/gemm_plan.json"
   for m in gpt2-124m gpt2-350m; do
     rm -f "$s/$m.stepscope.jsonl"
     part "$m" env STEPSCOPE_PRECISION=bf16 "$trainer" --backend cuda --model "$m" --seq 1024 \
