@@ -374,7 +374,9 @@ static inline int module_event(const kevent *ev) {
  * about 125 to 105 ms (perf stat -r 5, whole process,
  * alternating with the previous binary). The same caveat as
  * above: a repeated `ph` after such a value is not seen, and a malformed
- * `ts` after it is not an error (the rest is still checked as JSON). */
+ * `ts` after it is not an error (the rest is still checked as JSON). An instant event read
+ * whole for its memory record (keep_memory) keeps that: a `ts` or `dur` after its `ph` that does
+ * not fit leaves it without a time (kineto_reader.c), not an error. */
 static inline int skip_not_complete(const kevent *ev) {
   return ev->ph[0] && (ev->ph[0] != 'X' || ev->ph[1]) &&
          !(ev->keep_memory && ev->ph[0] == 'i' && !ev->ph[1]);

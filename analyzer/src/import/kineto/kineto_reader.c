@@ -267,10 +267,16 @@ static int read_event(kimport *k) {
     case E_DUR: {
       int64_t ns;
       if (v == JS_NUMBER) {
-        if (!js_tok_scaled(&k->js, 3, &ns))
+        /* an instant event read whole for its memory record (keep_memory) keeps the rule of
+         * one skipped after its `ph` (skip_not_complete): a time that does not fit is no error;
+         * the event has no time then, and ssa_kineto_convert counts it ignored, so `ops
+         * --memory` imports what `analyze` imports */
+        if (!js_tok_scaled(&k->js, 3, &ns)) {
+          if (ev->keep_memory && ev->ph[0] == 'i' && !ev->ph[1]) break;
           return set_error(k, STEPSCOPE_E_FORMAT, k->js.tok_offset,
                            key == E_TS ? "\"ts\" does not fit in 64-bit nanoseconds"
                                        : "\"dur\" does not fit in 64-bit nanoseconds");
+        }
         if (key == E_TS) {
           ev->ts = ns;
           ev->has_ts = 1;
