@@ -3,7 +3,8 @@
 A real `stepscope plan --json` document (gpt2-124m on 8 H100s) is opened in the Plan tab of
 a self-contained viewer page (`stepscope view RUN --html`), through the tab's file input as
 a user would. Checks: the headline names the job and the best layout, the framework
-(with --tp-comm-overlap) and the cluster given (--nics-per-node, --nic-gbps); the table holds the
+(with --tp-comm-overlap), the cluster given (--nics-per-node, --nic-gbps) and the GEMM
+ceiling (the table's; a measured one, --ceilings-from, named with its run); the table holds the
 planner's ranking (row 1 = the JSON's first layout); the ranking card and section say how far
 that order goes as the JSON's `ranking` does (the group's size, what it decides, leaves open
 and rules out) and mark exactly the group's rows "≈ best"; clicking "tokens/s" sorts largest first
@@ -51,6 +52,7 @@ def main():
               "headline names the job and the best layout")
         check("megatron, TP overlap" in head and "nodes of 8, 450 GB/s a device inside, 4 NICs × 200 Gb/s" in head,
               "the framework and cluster cards say what the prediction assumed")
+        check("62 % of peak (the device table's)" in head, "the GEMM ceiling card: the table's")
         k = doc["ranking"]
         check(k["undecided"] > 1, "this job has an undecided group (%d layouts)" % k["undecided"])
         check(("undecided among #1–#%d (within 10 %%" % k["undecided"]) in head,
@@ -81,6 +83,20 @@ def main():
         series = {r.get_attribute("data-series") for r in rects}
         check(len(rects) == 5 * min(40, n) and series == {"parameters", "gradients", "optimizer",
               "activations", "runtime baseline"}, "memory chart: 5 stacked components x 40 layouts")
+        # a plan whose GEMM ceiling was measured (`plan --ceilings-from`): the card says where
+        measured = dict(doc, gemm_ceiling_measured={
+            "source": "run.pt.trace.json", "device": "NVIDIA H100 80GB HBM3", "dtype": "bf16",
+            "peak_flops": 989.4e12, "gemms": 168, "flops": 5.5e12, "time_s": 0.009, "share": 0.6195,
+            "filled_gemms": 48, "ceiling": 0.6359})
+        with open(os.path.join(work, "measured.json"), "w") as f:
+            json.dump(measured, f)
+        d.find_element("id", "pick-plan").send_keys(os.path.abspath(os.path.join(work, "measured.json")))
+        for _ in range(100):
+            if "measured in" in d.find_element("id", "plan-headline").text:
+                break
+            harness.time.sleep(0.05)
+        check("63.6 % of peak, measured in run.pt.trace.json (48 of 168 bf16 GEMMs on NVIDIA H100 80GB HBM3)"
+              in d.find_element("id", "plan-headline").text, "the GEMM ceiling card names the measurement")
         bad = os.path.join(work, "not-a-plan.json")
         with open(bad, "w") as f:
             f.write('{"traceEvents": []}')

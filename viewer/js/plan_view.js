@@ -52,6 +52,15 @@ var SS = window.SS || (window.SS = {});
     return parts.join(', ');
   }
 
+  /* The GEMM share the compute-by-shape model assumed: the device table's, or one measured in a
+   * real run (--ceilings-from, docs/plan.md "A measured GEMM ceiling"). */
+  function gemmText(g, dev) {
+    if (!dev.gemm_efficiency) return 'none (one efficiency: ' + (100 * dev.efficiency).toFixed(0) + ' %)';
+    if (!g) return (100 * dev.gemm_efficiency).toFixed(0) + ' % of peak (the device table\'s)';
+    return (100 * g.ceiling).toFixed(1) + ' % of peak, measured in ' + g.source + ' (' + g.filled_gemms +
+      ' of ' + g.gemms + ' ' + g.dtype + ' GEMMs on ' + g.device + ')';
+  }
+
   /* The links the prediction assumed: the device table's or --nics-per-node, --nic-gbps,
    * --nvlink-gbs (docs/plan.md "Clusters"); a calibrated run's measured bandwidths win. */
   function clusterText(job, dev) {
@@ -132,6 +141,7 @@ var SS = window.SS || (window.SS = {});
       ['job', job.gpus + ' × ' + dev.name + ', batch ' + job.global_batch],
       ['framework', frameworkText(job)],
       ['cluster', clusterText(job, dev)],
+      ['GEMM ceiling', gemmText(doc.gemm_ceiling_measured, dev)],
       ['layouts', layouts.length + ' (' + fitting + ' fit)'],
       ['best', layouts.length ? layouts[0].layout.name : 'none'],
       ['ranking', rankingText(doc.ranking)],
