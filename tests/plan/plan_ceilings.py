@@ -142,8 +142,10 @@ def main():
         b = {x["layout"]["name"]: x["tokens_per_s"] for x in m["layouts"]}
         best = d["layouts"][0]["layout"]["name"]
         check(b[best] < a[best], "a lower ceiling predicts fewer tokens/s (%g < %g)" % (b[best], a[best]))
-        check(("GEMM ceiling measured in %s: 5 bf16 GEMMs on NVIDIA H100 80GB HBM3" % trace) in out,
-              "the header names the measurement")
+        check(("GEMM ceiling measured in %s: 5 bf16 GEMMs on NVIDIA H100 80GB HBM3" % trace) in out
+              and "measured and assumed (no --from RUN): compute by shape, GEMMs at 47.4 % (measured, below)"
+              in out and "assumed (no --from RUN): compute by shape, GEMMs at 62 %" in out2,
+              "the header names the measurement (and the table's share without it)")
 
     cpu = os.path.join(WORK, "cpu.json")
     tc = Trace(gpu=False)

@@ -619,10 +619,12 @@ static void print_assumptions(FILE *f, const plan_job *job) {
   const plan_measured_gemm *g = &job->gemm_measured;
   if (job->model.framework != MM_FW_STEPSCOPE && d->gemm_efficiency > 0)
     fprintf(f,
-            "assumed (no --from RUN): compute by shape, GEMMs at %.*f %% and attention at %.0f %% "
+            "%s (no --from RUN): compute by shape, GEMMs at %.*f %%%s and attention at %.0f %% "
             "of the %.3g FLOP/s peak, element-wise work at %.3g TB/s (docs/plan.md)\n",
-            g->source ? 1 : 0, 100 * d->gemm_efficiency, 100 * d->attention_efficiency,
-            job->fp8 ? d->fp8_peak_flops : d->peak_flops, d->hbm_bw / 1e12);
+            g->source ? "measured and assumed" : "assumed", g->source ? 1 : 0,
+            100 * d->gemm_efficiency, g->source ? " (measured, below)" : "",
+            100 * d->attention_efficiency, job->fp8 ? d->fp8_peak_flops : d->peak_flops,
+            d->hbm_bw / 1e12);
   else
     fprintf(f, "assumed (no --from RUN): %.0f %% of the %.3g FLOP/s peak (docs/plan.md)\n",
             100 * d->efficiency, d->peak_flops);
