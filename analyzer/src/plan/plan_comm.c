@@ -49,6 +49,14 @@ int plan_dp_members_in_node(const plan_job *job, const mm_layout *l) {
   return group_members_in_node(job, l, GROUP_DP);
 }
 
+/* The network bandwidth one device of a node has when all of them use it at once: the node's
+ * NICs shared by its devices (without NICs, cpu: inter_bw a device). */
+static double nic_share(const plan_job *job) {
+  const plan_device *dev = &job->dev;
+  int G = job->gpus_per_node > 0 ? job->gpus_per_node : 8;
+  return dev->nics_per_node > 0 ? dev->inter_bw * dev->nics_per_node / G : dev->inter_bw;
+}
+
 /* The bus bandwidth a group's collectives get. Inside a node: the intra-node links. Across
  * nodes, with the device's NICs known: a ring (NCCL's, one channel per NIC) crosses each node
  * once per channel, so a node's inter-node bytes are one device's bus bytes, carried by the
@@ -57,14 +65,11 @@ int plan_dp_members_in_node(const plan_job *job, const mm_layout *l) {
  * use one NIC. Without NICs (cpu): inter_bw per device. */
 static double group_bw(const plan_job *job, const mm_layout *l, int kind, double calibrated) {
   if (calibrated > 0) return calibrated;
-  int G = job->gpus_per_node > 0 ? job->gpus_per_node : 8;
   int members = group_members_in_node(job, l, kind);
   const plan_device *dev = &job->dev;
   if (members >= group_size(l, kind)) return dev->intra_bw;
   if (dev->nics_per_node <= 0) return dev->inter_bw;
-  double nics =
-      kind == GROUP_PP ? (double)dev->nics_per_node / G : (double)dev->nics_per_node * members / G;
-  return fmin(dev->intra_bw, dev->inter_bw * nics);
+  return fmin(dev->intra_bw, nic_share(job) * (kind == GROUP_PP ? 1 : members));
 }
 
 /* The latency of one of a group's large collectives as NCCL's own tuning model has it
@@ -149,16 +154,15 @@ static double framework_sync(const plan_job *job, const mm_layout *l, int stage,
   /* FSDP's hybrid sharding: the gathers and reduce-scatters inside the shard group (a node's
    * DP members, or a group spanning nodes with all of them), then the replicas' all-reduce */
   const plan_device *dev = &job->dev;
-  int node = 0;         /* hybrid: the DP group's members in a node */
-  double nic_share = 0; /* hybrid: the network bandwidth one rank of a node has */
+  int node = 0;     /* hybrid: the DP group's members in a node */
+  double share = 0; /* hybrid: the network bandwidth one rank of a node has */
   if (hybrid) {
-    int G = job->gpus_per_node > 0 ? job->gpus_per_node : 8;
     node = group_members_in_node(job, l, GROUP_DP);
-    nic_share = dev->nics_per_node > 0 ? dev->inter_bw * dev->nics_per_node / G : dev->inter_bw;
+    share = nic_share(job);
     int S = l->shard_group;
     n = S;
     lat = nccl_latency_of(job, S, S < node ? S : node, 0, flat_lat);
-    bw = S <= node ? dev->intra_bw : fmin(dev->intra_bw, nic_share * node);
+    bw = S <= node ? dev->intra_bw : fmin(dev->intra_bw, share * node);
   }
   double shard = (n - 1) / n / bw, fwd = t_mb / 3, bwd = 2 * t_mb / 3;
   double bucket = dp_bucket_params(l, psi, blocks);
@@ -171,7 +175,7 @@ static double framework_sync(const plan_job *job, const mm_layout *l, int stage,
      * same stream), over the NICs those ranks have there */
     int replicas = l->dp * l->cp / l->shard_group;
     int per_node = l->shard_group >= node ? 1 : node / l->shard_group; /* replicas a node */
-    double rbw = per_node >= replicas ? dev->intra_bw : fmin(dev->intra_bw, nic_share * per_node);
+    double rbw = per_node >= replicas ? dev->intra_bw : fmin(dev->intra_bw, share * per_node);
     double rlat = nccl_latency_of(job, replicas, per_node, 1, flat_lat);
     double across = 2.0 * grad * (replicas - 1) / replicas / rbw / n; /* a parameter's shard */
     reduce += colls * rlat + psi * across;

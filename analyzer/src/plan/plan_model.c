@@ -106,6 +106,11 @@ static double layer_fwd_flops(const mm_layout *l, double tokens, double *attenti
   return gemm + att;
 }
 
+/* The GEMMs' rate under compute by shape: the precision's dense peak at the GEMM ceiling. */
+static double gemm_rate_of(const plan_device *dev, int fp8) {
+  return (fp8 ? dev->fp8_peak_flops : dev->peak_flops) * dev->gemm_efficiency;
+}
+
 double plan_layer_gemm_forward_s(const plan_job *job, const mm_layout *l, double rate) {
   const plan_device *dev = &job->dev;
   double tokens = (double)l->micro_batch * l->seq / l->cp, att;
@@ -113,8 +118,7 @@ double plan_layer_gemm_forward_s(const plan_job *job, const mm_layout *l, double
   if (!(dev->gemm_efficiency > 0) || job->cal.flops_rate > 0) return gemm / rate;
   /* the quantization of the forward, input- and weight-gradient GEMMs, averaged over them */
   double passes = plan_layer_gemm_passes(dev, l, tokens, 1) / 3.0;
-  return gemm * passes /
-         ((job->fp8 ? dev->fp8_peak_flops : dev->peak_flops) * dev->gemm_efficiency);
+  return gemm * passes / gemm_rate_of(dev, job->fp8);
 }
 
 /* The first global layer of pipeline rank `stage` (stages may be uneven: mm_stage_layers). */
@@ -180,7 +184,7 @@ static double stage_work(const plan_job *job, const mm_layout *l, int stage) {
  * element-wise work as h, so small hidden sizes reach a smaller share of peak. */
 static double stage_time_by_shape(const plan_device *dev, const mm_layout *l, int stage, int fp8) {
   double tokens = (double)l->micro_batch * l->seq / l->cp, att;
-  double gemm_rate = (fp8 ? dev->fp8_peak_flops : dev->peak_flops) * dev->gemm_efficiency;
+  double gemm_rate = gemm_rate_of(dev, fp8);
   double att_rate = dev->peak_flops * dev->attention_efficiency;
   int layers = mm_stage_layers(l, stage), first = stage_first_layer(l, stage);
   int full = l->recompute == MM_RECOMPUTE_FULL,
