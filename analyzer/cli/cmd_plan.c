@@ -299,7 +299,8 @@ static const cli_option plan_options[] = {
         "a framework's GEMM ceiling measured in a real GPU run (a\n"
         "PyTorch profiler trace with record_shapes, or a stepscope\n"
         "trace): its bf16 (fp8) GEMMs' FLOP/s over the peak, their\n"
-        "tile quantization taken out [the device table's]"),
+        "tile quantization taken out; its causal fused attention's\n"
+        "too when it has forward and backward [the device table's]"),
     STR("--from", "RUN", from,
         "a traced stepscope-train run: achieved FLOP rate, measured\n"
         "bandwidths and latency, host overhead, bubble excess, memory\n"
@@ -519,7 +520,9 @@ static int apply_cluster(plan_args *p) {
 }
 
 /* --ceilings-from RUN: the GEMM ceiling of a framework's compute by shape measured in a real
- * run's ops (plan_ceilings.c) replaces the device table's. 0, or the exit status. */
+ * run's ops (plan_ceilings.c) replaces the device table's, and so does its fused-attention
+ * rate where the run has causal forward and backward attention to measure. 0, or the exit
+ * status. */
 static int apply_ceilings(plan_args *p) {
   plan_job *job = &p->job;
   if (!p->ceilings_from) return 0;
@@ -545,6 +548,9 @@ static int apply_ceilings(plan_args *p) {
     } else {
       job->gemm_measured.source = p->ceilings_from;
       job->dev.gemm_efficiency = job->gemm_measured.ceiling;
+      plan_attention_from_ops(&t, &job->attention_measured); /* kept the table's if not */
+      if (job->attention_measured.measured)
+        job->dev.attention_efficiency = job->attention_measured.ceiling;
     }
     ssa_op_table_free(&t);
   }

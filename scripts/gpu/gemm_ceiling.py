@@ -14,7 +14,10 @@ or right on real traces (docs/plan.md "A measured GEMM ceiling": outputs of few 
 inner dimensions; the shapes of TraceLens' H100 traces and of TP slices of Llama-sized layers)
 are each run 5 times under torch.profiler with record_shapes=True, and the profile is written
 as a Kineto trace for `stepscope ops` and `stepscope plan --ceilings-from`; the JSON also gets
-each shape's TFLOP/s timed with CUDA events (`shapes`).
+each shape's TFLOP/s timed with CUDA events (`shapes`). The same profile also holds causal
+flash attention, forward and backward (torch's scaled_dot_product_attention on bf16 [B, H, S,
+128] with is_causal), for the planner's measured attention rate (plan_attention_from_ops); the
+JSON gets their forward and backward times (`attention`).
 """
 import argparse
 import json
@@ -27,6 +30,42 @@ SHAPES = [(8192, 8192, 8192), (8944, 2816, 1024), (8944, 1024, 2816), (8944, 102
           (5185, 4096, 1024), (5185, 1024, 4096), (5185, 1024, 1024), (25088, 3072, 768),
           (25088, 768, 3072), (25088, 768, 768), (8192, 1024, 4096), (8192, 512, 4096),
           (4096, 7168, 4096), (4096, 4096, 1792)]
+
+
+# causal attention (B, H, S, D): GPT-3 2.7B-like heads at 2k and 4k, Llama-70B-like TP-8 slices at 8k
+ATTENTION = [(8, 32, 2048, 128), (4, 32, 4096, 128), (1, 8, 8192, 128)]
+
+
+def attention_inputs(b, h, s, d):
+    return [torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+            for _ in range(3)]
+
+
+def attention_step(q, k, v):
+    """One causal forward and its backward."""
+    o = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    o.backward(torch.ones_like(o))
+
+
+def attention_sweep():
+    """Each shape's forward and forward+backward timed with CUDA events: the pairs' FLOPs
+    counted whole (4 B H S^2 D a forward, twice that a backward), as the planner counts them."""
+    out = []
+    for b, h, s, d in ATTENTION:
+        q, k, v = attention_inputs(b, h, s, d)
+        for _ in range(3):
+            attention_step(q, k, v)
+        with torch.no_grad():
+            fwd = timed(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True), 10)
+        both = timed(lambda: attention_step(q, k, v), 10)
+        whole = 4.0 * b * h * s * s * d
+        out.append({"b": b, "h": h, "s": s, "d": d, "forward_s": fwd, "forward_backward_s": both,
+                    "forward_tflops_whole": whole / fwd / 1e12,
+                    "backward_tflops_whole": 2 * whole / max(both - fwd, 1e-9) / 1e12})
+        print("gemm_ceiling: causal attention %dx%dx%dx%d: forward %.0f, backward %.0f TFLOP/s "
+              "(every pair counted)" % (b, h, s, d, out[-1]["forward_tflops_whole"],
+                                        out[-1]["backward_tflops_whole"]))
+    return out
 
 
 def timed(fn, repeat):
@@ -50,11 +89,15 @@ def shape_sweep(path):
         seconds = timed(lambda: torch.mm(a, b), 10)
         out.append({"m": m, "n": n, "k": k, "tflops": 2.0 * m * n * k / seconds / 1e12})
         mats.append((a, b))
+    atts = [attention_inputs(*shape) for shape in ATTENTION]
     acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
     with torch.profiler.profile(activities=acts, record_shapes=True) as prof:
         for a, b in mats:
             for _ in range(5):
                 torch.mm(a, b)
+        for q, k, v in atts:
+            for _ in range(3):
+                attention_step(q, k, v)
         torch.cuda.synchronize()
     prof.export_chrome_trace(path)
     for r in out:
@@ -92,6 +135,7 @@ def main():
     print("gemm_ceiling: %s bf16 %dx%dx%d: %.0f TFLOP/s (rounds %s)"
           % (res["device"], n, n, n, res["tflops"], ", ".join("%.0f" % r for r in rates)))
     if a.shapes_trace:
+        res["attention"] = attention_sweep()
         res["shapes"] = shape_sweep(a.shapes_trace)
         res["shapes_trace"] = a.shapes_trace
     if a.json:

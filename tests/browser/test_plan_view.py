@@ -53,6 +53,7 @@ def main():
         check("megatron, TP overlap" in head and "nodes of 8, 450 GB/s a device inside, 4 NICs × 200 Gb/s" in head,
               "the framework and cluster cards say what the prediction assumed")
         check("62 % of peak (the device table's)" in head, "the GEMM ceiling card: the table's")
+        check("30 % of peak (the device table's)" in head, "the attention card: the table's")
         k = doc["ranking"]
         check(k["undecided"] > 1, "this job has an undecided group (%d layouts)" % k["undecided"])
         check(("undecided among #1–#%d (within 10 %%" % k["undecided"]) in head,
@@ -87,7 +88,11 @@ def main():
         measured = dict(doc, gemm_ceiling_measured={
             "source": "run.pt.trace.json", "device": "NVIDIA H100 80GB HBM3", "dtype": "bf16",
             "peak_flops": 989.4e12, "gemms": 168, "flops": 5.5e12, "time_s": 0.009, "share": 0.6195,
-            "filled_gemms": 48, "ceiling": 0.6359})
+            "filled_gemms": 48, "ceiling": 0.6359},
+            attention_ceiling_measured={
+                "forward_ops": 48, "backward_ops": 24, "left_out_ops": 0, "forward_flops": 1e12,
+                "forward_time_s": 0.002, "backward_flops": 1e12, "backward_time_s": 0.003,
+                "forward_share": 0.5053, "backward_share": 0.3369, "ceiling": 0.3790, "why": None})
         with open(os.path.join(work, "measured.json"), "w") as f:
             json.dump(measured, f)
         d.find_element("id", "pick-plan").send_keys(os.path.abspath(os.path.join(work, "measured.json")))
@@ -97,6 +102,8 @@ def main():
             harness.time.sleep(0.05)
         check("63.6 % of peak, measured in run.pt.trace.json (48 of 168 bf16 GEMMs on NVIDIA H100 80GB HBM3)"
               in d.find_element("id", "plan-headline").text, "the GEMM ceiling card names the measurement")
+        check("37.9 % of peak, measured (48 forward at 50.5 %, 24 backward at 33.7 %)"
+              in d.find_element("id", "plan-headline").text, "the attention card names the measurement")
         bad = os.path.join(work, "not-a-plan.json")
         with open(bad, "w") as f:
             f.write('{"traceEvents": []}')

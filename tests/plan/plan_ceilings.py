@@ -15,6 +15,13 @@ Checks: the JSON's gemm_ceiling_measured and device.gemm_efficiency, the header 
 prediction than the device table's 62 %, and the refusals: a CPU-only trace, under 1 ms of
 waves-filling GEMMs, fp8 GEMMs asked of a bf16 run (exit 1); with --from, a stepscope-* framework or the cpu
 device (exit 2).
+
+The fused-attention rate: a second trace adds SDPA flash attention of [4, 16, 2048, 128] bf16,
+causal: two forwards of 0.45 ms (as with recomputation), one backward of 1.3 ms, and a
+non-causal forward (left out). By hand: every (query, key) pair counted, W = 2 x 4 x 16 x
+2048^2 x 256 FLOPs a forward, twice that a backward; forward share 2W / 0.9 ms / peak,
+backward 2W / 1.3 ms / peak, weighed 1:2: 3 / (1/forward + 2/backward). Without a backward
+(or without attention, or under 1 ms of it) the table's 30 % stays and the header says why.
 """
 import json
 import os
@@ -59,7 +66,7 @@ class Trace:
     def __init__(self, gpu=True):
         self.events, self.corr, self.t, self.k, self.gpu = [], 100, 10_000, 500_000, gpu
 
-    def op(self, name, dur, args, kernels=(), children=None):
+    def op(self, name, dur, args, kernels=(), children=None, kernel="sm90_gemm"):
         start = self.t
         self.t += 100
         if children:
@@ -68,7 +75,7 @@ class Trace:
             self.corr += 1
             self.events.append(X("cuda_runtime", "cudaLaunchKernel", self.t, 50,
                                  args={"correlation": self.corr}))
-            self.events.append(X("kernel", "sm90_gemm_%d" % self.corr, self.k, d, tid=7, pid=0,
+            self.events.append(X("kernel", "%s_%d" % (kernel, self.corr), self.k, d, tid=7, pid=0,
                                  args={"correlation": self.corr, "stream": 7, "device": 0}))
             self.k += d + 1000
             self.t += 100
@@ -100,6 +107,26 @@ def gemms(tr, mm_ns=600_000, addmm_ns=70_000, mms=3):
     # an output of few tiles: 5185 x 1024, 41 x 4 = 164 tiles in 2 waves, quantization 1.63
     tr.op("aten::mm", 500, shapes([[5185, 4096], [4096, 1024]], [BF, BF]),
           kernels=[90_000] if tr.gpu else [])
+
+
+ATT_Q = [4, 16, 2048, 128]
+ATT_W = 2.0 * 4 * 16 * 2048 * 2048 * 256  # a forward's pairs, every one counted
+
+
+def attention(tr, fwd_ns=450_000, bwd_ns=1_300_000, forwards=2, backwards=1):
+    """Causal SDPA flash attention (forwards, backwards) and one non-causal forward."""
+    def fwd(causal, ns):
+        tr.op("aten::_scaled_dot_product_flash_attention", 500,
+              shapes([ATT_Q] * 3 + [[], [], []], [BF] * 3 + ["Scalar"] * 3,
+                     ["", "", "", "0.", causal, "False"]), kernels=[ns], kernel="flash_fwd")
+    for _ in range(forwards):
+        fwd("True", fwd_ns)
+    for _ in range(backwards):
+        tr.op("aten::_scaled_dot_product_flash_attention_backward", 500,
+              shapes([ATT_Q] * 5 + [[4, 16, 2048], [], [], [], [], [], []],
+                     [BF] * 5 + [FL, "", "", "Scalar", "Scalar", "Scalar", "Scalar"],
+                     [""] * 10 + ["0.", "True", ""]), kernels=[bwd_ns], kernel="flash_bwd")
+    fwd("False", 300_000)
 
 
 def main():
@@ -146,6 +173,61 @@ def main():
               and "measured and assumed (no --from RUN): compute by shape, GEMMs at 47.4 % (measured, below)"
               in out and "assumed (no --from RUN): compute by shape, GEMMs at 62 %" in out2,
               "the header names the measurement (and the table's share without it)")
+
+    if rc == 0:
+        a = m.get("attention_ceiling_measured", {})
+        check(a.get("ceiling", 0) is None and "no causal bf16 fused-attention ops" in (a.get("why") or "")
+              and m["device"]["attention_efficiency"] == 0.3
+              and "attention not measured there, the table's 30 % kept: no causal bf16 fused-attention ops" in out,
+              "no attention in the trace: the table's 30 %% kept, and why (%s)" % a)
+
+    # the fused-attention rate
+    train = os.path.join(WORK, "train.json")
+    tt = Trace()
+    gemms(tt)
+    attention(tt)
+    tt.write(train)
+    fwd_share = 2 * ATT_W / 0.9e-3 / peak
+    bwd_share = 2 * ATT_W / 1.3e-3 / peak
+    att = 3 / (1 / fwd_share + 2 / bwd_share)
+    print("by hand: attention forward %.6f, backward %.6f, weighed %.6f" % (fwd_share, bwd_share, att))
+    rc, out, err = run(job + ["--ceilings-from", train, "--json", os.path.join(WORK, "t.json")])
+    check(rc == 0, "plan --ceilings-from a training trace exit %d (%s)" % (rc, err.strip()))
+    if rc == 0:
+        t = json.load(open(os.path.join(WORK, "t.json")))
+        a = t.get("attention_ceiling_measured", {})
+        check(a.get("forward_ops") == 2 and a.get("backward_ops") == 1 and a.get("left_out_ops") == 1,
+              "2 causal forwards and 1 backward counted, the non-causal forward left out (%s)" % a)
+        check(abs(a.get("forward_flops", 0) - 2 * ATT_W) <= 1e-9 * ATT_W
+              and abs(a.get("backward_flops", 0) - 2 * ATT_W) <= 1e-9 * ATT_W,
+              "every pair counted, the backward twice the forward")
+        check(abs((a.get("forward_share") or 0) - fwd_share) < 2e-6
+              and abs((a.get("backward_share") or 0) - bwd_share) < 2e-6,
+              "forward %s, backward %s" % (a.get("forward_share"), a.get("backward_share")))
+        check(abs((a.get("ceiling") or 0) - att) < 2e-6 and a.get("why") is None
+              and abs(t["device"]["attention_efficiency"] - att) < 1e-4,
+              "the weighed rate %s replaces the table's 30 %%" % a.get("ceiling"))
+        check(("attention at %.1f %% (measured, below)" % (100 * att)) in out
+              and ("2 causal forward ops at %.1f %% and 1 backward at %.1f %%"
+                   % (100 * fwd_share, 100 * bwd_share)) in out,
+              "the header names the measured attention rate")
+        g = {x["layout"]["name"]: x["tokens_per_s"] for x in t["layouts"]}
+        h = {x["layout"]["name"]: x["tokens_per_s"] for x in m["layouts"]}
+        best = m["layouts"][0]["layout"]["name"]
+        check((g[best] > h[best]) == (att > 0.3) and g[best] != h[best],
+              "a measured attention rate %s 30 %% predicts %s tokens/s (%g, %g)"
+              % ("above" if att > 0.3 else "below", "more" if att > 0.3 else "fewer", g[best], h[best]))
+    for name, kw, why in (("inference", dict(backwards=0), "no backward"),
+                          ("short-attention", dict(fwd_ns=100_000, bwd_ns=300_000), "at least 1 ms")):
+        path = os.path.join(WORK, name + ".json")
+        tx = Trace()
+        gemms(tx)
+        attention(tx, **kw)
+        tx.write(path)
+        rc, out, err = run(job + ["--ceilings-from", path, "--json", os.path.join(WORK, "x.json")])
+        a = json.load(open(os.path.join(WORK, "x.json"))).get("attention_ceiling_measured", {}) if rc == 0 else {}
+        check(rc == 0 and a.get("ceiling", 0) is None and why in (a.get("why") or "") and why in out,
+              "%s: the table's rate kept, and why (%d: %s)" % (name, rc, a.get("why")))
 
     cpu = os.path.join(WORK, "cpu.json")
     tc = Trace(gpu=False)

@@ -61,6 +61,18 @@ var SS = window.SS || (window.SS = {});
       ' of ' + g.gemms + ' ' + g.dtype + ' GEMMs on ' + g.device + ')';
   }
 
+  /* The fused-attention rate: measured in the same run as the GEMM ceiling where it had causal
+   * forward and backward attention (docs/plan.md "A measured GEMM ceiling"), else the table's. */
+  function attentionText(a, dev) {
+    if (!dev.gemm_efficiency) return 'in the one efficiency';
+    var table = (100 * dev.attention_efficiency).toFixed(0) + ' % of peak (the device table\'s)';
+    if (!a) return table;
+    if (a.ceiling === null) return table + '; not measured: ' + a.why;
+    return (100 * a.ceiling).toFixed(1) + ' % of peak, measured (' + a.forward_ops + ' forward at ' +
+      (100 * a.forward_share).toFixed(1) + ' %, ' + a.backward_ops + ' backward at ' +
+      (100 * a.backward_share).toFixed(1) + ' %)';
+  }
+
   /* The links the prediction assumed: the device table's or --nics-per-node, --nic-gbps,
    * --nvlink-gbs (docs/plan.md "Clusters"); a calibrated run's measured bandwidths win. */
   function clusterText(job, dev) {
@@ -142,6 +154,7 @@ var SS = window.SS || (window.SS = {});
       ['framework', frameworkText(job)],
       ['cluster', clusterText(job, dev)],
       ['GEMM ceiling', gemmText(doc.gemm_ceiling_measured, dev)],
+      ['attention rate', attentionText(doc.attention_ceiling_measured, dev)],
       ['layouts', layouts.length + ' (' + fitting + ' fit)'],
       ['best', layouts.length ? layouts[0].layout.name : 'none'],
       ['ranking', rankingText(doc.ranking)],

@@ -287,6 +287,9 @@ static int attention_model(const attn_args *aa, const ssa_op_inputs *in, ssa_op_
   int e = ssa_op_type_bytes(q->type);
   double out = B * H * (double)Sq * Dv * e;
   double qkv = tbytes(q) + tbytes(k) + tbytes(v);
+  o->attention_whole_flops = 2.0 * B * H * (double)Sq * (double)Sk * (D + Dv);
+  o->attention_causal = causal;
+  o->attention_backward = aa->backward;
   if (aa->backward) return set_cost(o, dtype_of(q), 2.5 * fwd, 2.0 * qkv + 2.0 * out);
   return set_cost(o, dtype_of(q), fwd, qkv + out);
 }

@@ -96,6 +96,12 @@ typedef struct ssa_op_cost {
   ssa_peak_dtype dtype;
   double flops; /* floating-point operations (a multiply-add is 2) */
   double bytes; /* bytes read and written, each tensor once */
+  /* attention ops only (family SSA_OPF_ATTENTION), for the planner's measured attention rate
+   * (plan_ceilings.c), which counts work as MFU does: */
+  double attention_whole_flops; /* its forward's QK^T and PV over every (query, key) pair,
+                                   2 B H Sq Sk (D + Dv), whatever the mask skips */
+  int attention_causal;         /* 1: the kernel computed only the causal pairs */
+  int attention_backward;       /* 1: a backward */
 } ssa_op_cost;
 
 /* Whether an op name has a model (its inputs still decide whether it can be costed). */

@@ -117,6 +117,7 @@ static int packed_attention_cost(const ssa_op_inputs *in, int backward, ssa_op_c
     return 0;
   o->flops *= backward ? 2.0 : 1.0;
   o->bytes *= backward ? 2.0 : 1.0;
+  o->attention_backward = backward;
   return 1;
 }
 
@@ -134,6 +135,7 @@ static int block_attention_cost(const ssa_op_inputs *in, int backward, ssa_op_co
     return 0;
   o->flops *= backward ? 2.5 : 1.0;
   o->bytes *= backward ? 2.0 : 1.0;
+  o->attention_backward = backward;
   return 1;
 }
 

@@ -19,6 +19,19 @@
  * traces: 5185 x 1024 outputs, quantization 1.63, ran at 67 % of peak beside 75 % for 5185 x
  * 4096 ones, docs/plan.md), so dividing their time by it would inflate the ceiling. A CPU-only
  * trace (host times) and a run with under 1 ms of such GEMMs are refused: nothing to measure.
+ *
+ * The fused-attention rate comes from the same table when it can (plan_attention_from_ops).
+ * The planner charges a layer's attention as MFU counts it: QK^T and PV over every (query,
+ * key) pair, the backward twice the forward, all at one rate per such FLOP. Its models are
+ * causal decoders, whose kernels compute about half the pairs, so the rate is measured on the
+ * run's causal fused-attention ops only, each counted as the planner would count it (the op
+ * models' attention_whole_flops; twice that for a backward): a non-causal op's time says
+ * nothing reliable about a causal kernel's, which skips work unevenly (tiles on the diagonal),
+ * so it is left out rather than converted. Forward and backward kernels reach different rates
+ * (the backward recomputes the scores), so both must be there, and they are weighed as the
+ * planner charges them, one forward to two backward FLOPs: 3 / (1/forward + 2/backward),
+ * whatever the trace's mix (with recomputation the planner charges the forward once more at
+ * the same rate). An inference trace (no backward) keeps the device table's rate and says so.
  */
 #include "ssa_plan.h"
 
@@ -32,6 +45,8 @@
 /* GEMMs whose outputs fill the device's waves this well (the planner's quantization model)
  * make the ceiling. */
 #define PLAN_CEILING_MAX_QUANTIZATION 1.10
+/* Less attention device time than this (forward and backward together) measures nothing. */
+#define PLAN_ATTENTION_MIN_TIME_NS 1000000
 
 int plan_ceilings_from_ops(const ssa_op_table *t, int fp8, plan_measured_gemm *out, char *err,
                            size_t errlen) {
@@ -83,4 +98,60 @@ int plan_ceilings_from_ops(const ssa_op_table *t, int fp8, plan_measured_gemm *o
   out->ceiling = filled_flops / filled_time / out->peak_flops;
   out->share = out->flops / out->time_s / out->peak_flops;
   return 0;
+}
+
+void plan_attention_from_ops(const ssa_op_table *t, plan_measured_attention *out) {
+  memset(out, 0, sizeof *out);
+  ssa_ceilings c;
+  if (t->host_time || !ssa_ceilings_of_device(t->device_name, &c) ||
+      !(c.flops[SSA_PEAK_BF16] > 0)) {
+    snprintf(out->why, sizeof out->why, "no GPU times or no known bf16 peak");
+    return;
+  }
+  double peak = c.flops[SSA_PEAK_BF16];
+  for (size_t i = 0; i < t->nrows; i++) {
+    const ssa_op_row *r = &t->rows[i];
+    if (r->family != SSA_OPF_ATTENTION || r->time_ns <= 0) continue;
+    ssa_op_inputs in;
+    ssa_op_cost cost;
+    if (!r->inputs || ssa_op_inputs_parse(r->inputs, &in) || !ssa_op_cost_of(r->name, &in, &cost) ||
+        !cost.attention_causal || (cost.dtype != SSA_PEAK_BF16 && cost.dtype != SSA_PEAK_FP16)) {
+      out->left_out_ops += r->count;
+      continue;
+    }
+    double flops = (double)r->count * cost.attention_whole_flops, time_s = r->time_ns * 1e-9;
+    if (cost.attention_backward) {
+      out->backward_ops += r->count;
+      out->backward_flops += 2.0 * flops;
+      out->backward_time_s += time_s;
+    } else {
+      out->forward_ops += r->count;
+      out->forward_flops += flops;
+      out->forward_time_s += time_s;
+    }
+  }
+  double total_ns = (out->forward_time_s + out->backward_time_s) * 1e9;
+  if (!out->forward_ops && !out->backward_ops)
+    snprintf(out->why, sizeof out->why, "no causal bf16 fused-attention ops with shapes");
+  else if (!out->forward_ops || !out->backward_ops)
+    snprintf(out->why, sizeof out->why,
+             "%lu causal bf16 fused-attention forward and %lu backward ops (both needed: they run "
+             "at different rates%s)",
+             out->forward_ops, out->backward_ops,
+             out->backward_ops ? "" : "; an inference trace has no backward");
+  else if (total_ns < PLAN_ATTENTION_MIN_TIME_NS)
+    snprintf(out->why, sizeof out->why,
+             "%.3f ms of causal fused attention (at least 1 ms to measure a rate)",
+             total_ns * 1e-6);
+  if (out->why[0]) {
+    if (out->left_out_ops)
+      snprintf(out->why + strlen(out->why), sizeof out->why - strlen(out->why),
+               "; %lu attention ops left out (not causal, not bf16/fp16, or no shapes)",
+               out->left_out_ops);
+    return;
+  }
+  out->forward_share = out->forward_flops / out->forward_time_s / peak;
+  out->backward_share = out->backward_flops / out->backward_time_s / peak;
+  out->ceiling = 3.0 / (1.0 / out->forward_share + 2.0 / out->backward_share);
+  out->measured = 1;
 }

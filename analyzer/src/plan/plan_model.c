@@ -621,14 +621,15 @@ static double gib(double b) {
 static void print_assumptions(FILE *f, const plan_job *job) {
   const plan_device *d = &job->dev;
   const plan_measured_gemm *g = &job->gemm_measured;
+  const plan_measured_attention *a = &job->attention_measured;
   if (job->model.framework != MM_FW_STEPSCOPE && d->gemm_efficiency > 0)
     fprintf(f,
-            "%s (no --from RUN): compute by shape, GEMMs at %.*f %%%s and attention at %.0f %% "
+            "%s (no --from RUN): compute by shape, GEMMs at %.*f %%%s and attention at %.*f %%%s "
             "of the %.3g FLOP/s peak, element-wise work at %.3g TB/s (docs/plan.md)\n",
             g->source ? "measured and assumed" : "assumed", g->source ? 1 : 0,
-            100 * d->gemm_efficiency, g->source ? " (measured, below)" : "",
-            100 * d->attention_efficiency, job->fp8 ? d->fp8_peak_flops : d->peak_flops,
-            d->hbm_bw / 1e12);
+            100 * d->gemm_efficiency, g->source ? " (measured, below)" : "", a->measured ? 1 : 0,
+            100 * d->attention_efficiency, a->measured ? " (measured, below)" : "",
+            job->fp8 ? d->fp8_peak_flops : d->peak_flops, d->hbm_bw / 1e12);
   else
     fprintf(f, "assumed (no --from RUN): %.0f %% of the %.3g FLOP/s peak (docs/plan.md)\n",
             100 * d->efficiency, d->peak_flops);
@@ -638,6 +639,16 @@ static void print_assumptions(FILE *f, const plan_job *job) {
             "its %.4g FLOP/s peak; the %lu whose outputs fill its waves: %.1f %%\n",
             g->source, g->gemms, g->dtype, g->device, g->flops, g->time_s * 1e3, 100 * g->share,
             g->peak_flops, g->filled_gemms, 100 * g->ceiling);
+  if (g->source && a->measured)
+    fprintf(f,
+            "  attention measured there: %lu causal forward ops at %.1f %% and %lu backward at "
+            "%.1f %% of its bf16 peak (every query-key pair counted, the backward twice the "
+            "forward), weighed 1:2 as the planner charges them: %.1f %%\n",
+            a->forward_ops, 100 * a->forward_share, a->backward_ops, 100 * a->backward_share,
+            100 * a->ceiling);
+  else if (g->source)
+    fprintf(f, "  attention not measured there, the table's %.0f %% kept: %s\n",
+            100 * d->attention_efficiency, a->why);
   int G = job->gpus_per_node > 0 ? job->gpus_per_node : 8;
   if (d->nics_per_node > 0)
     fprintf(f,
@@ -778,6 +789,23 @@ int plan_write_json(ssa_out *o, const plan_job *job, const plan_result *r, long 
                    "\"time_s\":%.9g,\"share\":%.6f,\"filled_gemms\":%lu,\"ceiling\":%.6f},",
                    g->dtype, g->peak_flops, g->gemms, g->flops, g->time_s, g->share,
                    g->filled_gemms, g->ceiling);
+    const plan_measured_attention *a = &job->attention_measured;
+    ssa_out_printf(o,
+                   "\"attention_ceiling_measured\":{\"forward_ops\":%lu,\"backward_ops\":%lu,"
+                   "\"left_out_ops\":%lu,\"forward_flops\":%.9g,\"forward_time_s\":%.9g,"
+                   "\"backward_flops\":%.9g,\"backward_time_s\":%.9g,",
+                   a->forward_ops, a->backward_ops, a->left_out_ops, a->forward_flops,
+                   a->forward_time_s, a->backward_flops, a->backward_time_s);
+    if (a->measured)
+      ssa_out_printf(o,
+                     "\"forward_share\":%.6f,\"backward_share\":%.6f,\"ceiling\":%.6f,"
+                     "\"why\":null},",
+                     a->forward_share, a->backward_share, a->ceiling);
+    else {
+      ssa_out_str(o, "\"forward_share\":null,\"backward_share\":null,\"ceiling\":null,\"why\":");
+      ssa_out_json_string(o, a->why);
+      ssa_out_str(o, "},");
+    }
   }
   const plan_calibration *c = &job->cal;
   if (c->present) {

@@ -85,11 +85,28 @@ typedef struct plan_measured_gemm {
   double ceiling;             /* their FLOP/s over the peak, their small quantization taken out */
 } plan_measured_gemm;
 
+/* The fused-attention rate measured from the same run (plan_ceilings.c), per FLOP as the
+ * planner counts attention (QK^T and PV over every pair, a backward twice its forward). */
+typedef struct plan_measured_attention {
+  int measured;               /* 1: ceiling below replaces the table's; 0: why says why not */
+  char why[256];              /* when not measured */
+  unsigned long forward_ops;  /* causal bf16/fp16 fused-attention op instances counted */
+  unsigned long backward_ops; /* the same, backward */
+  unsigned long left_out_ops; /* attention ops not counted (not causal, no shapes) */
+  double forward_flops, forward_time_s;   /* counted as the planner counts them */
+  double backward_flops, backward_time_s; /* (twice the forward's) */
+  double forward_share, backward_share;   /* their FLOP/s over the bf16 peak */
+  double ceiling; /* the two weighed as the planner charges them: 3 / (1/fwd + 2/bwd) */
+} plan_measured_attention;
+
 struct ssa_op_table;
 /* Measures the GEMM share and ceiling of a run's op table (bf16, or fp8): 0, or -1 with why in
  * err (a CPU-only trace, a device without known ceilings, under 1 ms of such GEMMs). */
 int plan_ceilings_from_ops(const struct ssa_op_table *t, int fp8, plan_measured_gemm *out,
                            char *err, size_t errlen);
+/* Measures the fused-attention rate of the same table (its causal forward and backward ops):
+ * out->measured 1, or 0 with out->why (none of both, under 1 ms, not causal...). */
+void plan_attention_from_ops(const struct ssa_op_table *t, plan_measured_attention *out);
 
 /* What a measured run taught (plan_calibrate.c); a field <= 0 keeps the default. */
 typedef struct plan_calibration {
@@ -141,6 +158,7 @@ typedef struct plan_job {
   int tp_comm_overlap;
   /* --ceilings-from RUN: the GEMM ceiling measured there (dev.gemm_efficiency is set from it) */
   plan_measured_gemm gemm_measured;
+  plan_measured_attention attention_measured; /* with gemm_measured.source */
   /* --undecided-within: plan_ranking's band; 0: PLAN_BAND_DEFAULT */
   double ranking_band;
 } plan_job;
