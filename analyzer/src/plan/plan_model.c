@@ -106,6 +106,13 @@ static double layer_fwd_flops(const mm_layout *l, double tokens, double *attenti
   return gemm + att;
 }
 
+/* Whether a prediction computes by shape (docs/plan.md "Compute by shape"): a framework's
+ * layouts, not calibrated on a run (--from), on a device with a GEMM ceiling (not cpu). */
+static int computes_by_shape(const plan_job *job) {
+  return job->model.framework != MM_FW_STEPSCOPE && !(job->cal.flops_rate > 0) &&
+         job->dev.gemm_efficiency > 0;
+}
+
 /* The GEMMs' rate under compute by shape: the precision's dense peak at the GEMM ceiling. */
 static double gemm_rate_of(const plan_device *dev, int fp8) {
   return (fp8 ? dev->fp8_peak_flops : dev->peak_flops) * dev->gemm_efficiency;
@@ -115,7 +122,7 @@ double plan_layer_gemm_forward_s(const plan_job *job, const mm_layout *l, double
   const plan_device *dev = &job->dev;
   double tokens = (double)l->micro_batch * l->seq / l->cp, att;
   double gemm = layer_fwd_flops(l, tokens, &att, 0) - att;
-  if (!(dev->gemm_efficiency > 0) || job->cal.flops_rate > 0) return gemm / rate;
+  if (!computes_by_shape(job)) return gemm / rate;
   /* the quantization of the forward, input- and weight-gradient GEMMs, averaged over them */
   double passes = plan_layer_gemm_passes(dev, l, tokens, 1) / 3.0;
   return gemm * passes / gemm_rate_of(dev, job->fp8);
@@ -324,7 +331,7 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
   }
   double rate = core_rate * share;
   double t_mb = 0;
-  int by_shape = !trainer && job->cal.flops_rate <= 0 && job->dev.gemm_efficiency > 0;
+  int by_shape = computes_by_shape(job);
   int fullest = mm_fullest_stage(&l);
   for (int s = 0; s < l.pp; s += (l.pp > 3 && s == 1) ? l.pp - 2 : 1) { /* 0, 1 and the last */
     double t = 0;
@@ -622,7 +629,7 @@ static void print_assumptions(FILE *f, const plan_job *job) {
   const plan_device *d = &job->dev;
   const plan_measured_gemm *g = &job->gemm_measured;
   const plan_measured_attention *a = &job->attention_measured;
-  if (job->model.framework != MM_FW_STEPSCOPE && d->gemm_efficiency > 0)
+  if (computes_by_shape(job))
     fprintf(f,
             "%s (no --from RUN): compute by shape, GEMMs at %.*f %%%s and attention at %.*f %%%s "
             "of the %.3g FLOP/s peak, element-wise work at %.3g TB/s (docs/plan.md)\n",
