@@ -173,6 +173,8 @@ def main():
               and "measured and assumed (no --from RUN): compute by shape, GEMMs at 47.4 % (measured, below)"
               in out and "assumed (no --from RUN): compute by shape, GEMMs at 62 %" in out2,
               "the header names the measurement (and the table's share without it)")
+        check(g.get("same_device") is True and "note: measured on" not in out,
+              "measured and planned on an H100: no note")
 
     if rc == 0:
         a = m.get("attention_ceiling_measured", {})
@@ -180,6 +182,12 @@ def main():
               and m["device"]["attention_efficiency"] == 0.3
               and "attention not measured there, the table's 30 % kept: no causal bf16 fused-attention ops" in out,
               "no attention in the trace: the table's 30 %% kept, and why (%s)" % a)
+
+    rc, out, err = run(job + ["--ceilings-from", trace, "--device", "a100-80g", "--json",
+                              os.path.join(WORK, "a.json")])
+    check(rc == 0 and json.load(open(os.path.join(WORK, "a.json")))["gemm_ceiling_measured"]["same_device"] is False
+          and "note: measured on NVIDIA H100 80GB HBM3, planned for a100-80g" in out,
+          "an H100's share planned on an A100: the header says it carries over only so far (%d)" % rc)
 
     # the fused-attention rate
     train = os.path.join(WORK, "train.json")

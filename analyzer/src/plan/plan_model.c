@@ -646,6 +646,11 @@ static void print_assumptions(FILE *f, const plan_job *job) {
             "its %.4g FLOP/s peak; the %lu whose outputs fill its waves: %.1f %%\n",
             g->source, g->gemms, g->dtype, g->device, g->flops, g->time_s * 1e3, 100 * g->share,
             g->peak_flops, g->filled_gemms, 100 * g->ceiling);
+  if (g->source && strcmp(plan_device_kind_of_name(g->device), d->name))
+    fprintf(f,
+            "  note: measured on %s, planned for %s: a share of peak carries over only as far as "
+            "the two devices reach the same share of theirs\n",
+            g->device, d->name);
   if (g->source && a->measured)
     fprintf(f,
             "  attention measured there: %lu causal forward ops at %.1f %% and %lu backward at "
@@ -793,9 +798,11 @@ int plan_write_json(ssa_out *o, const plan_job *job, const plan_result *r, long 
     ssa_out_json_string(o, g->device);
     ssa_out_printf(o,
                    ",\"dtype\":\"%s\",\"peak_flops\":%.6g,\"gemms\":%lu,\"flops\":%.9g,"
-                   "\"time_s\":%.9g,\"share\":%.6f,\"filled_gemms\":%lu,\"ceiling\":%.6f},",
+                   "\"time_s\":%.9g,\"share\":%.6f,\"filled_gemms\":%lu,\"ceiling\":%.6f,"
+                   "\"same_device\":%s},",
                    g->dtype, g->peak_flops, g->gemms, g->flops, g->time_s, g->share,
-                   g->filled_gemms, g->ceiling);
+                   g->filled_gemms, g->ceiling,
+                   strcmp(plan_device_kind_of_name(g->device), d->name) ? "false" : "true");
     const plan_measured_attention *a = &job->attention_measured;
     ssa_out_printf(o,
                    "\"attention_ceiling_measured\":{\"forward_ops\":%lu,\"backward_ops\":%lu,"
