@@ -221,9 +221,9 @@ static double stage_time_by_shape(const plan_device *dev, const mm_layout *l, in
 
 /* ---- one layout ---------------------------------------------------------------------------- */
 
-int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out, char *err,
-                 size_t errlen) {
-  memset(out, 0, sizeof *out);
+/* The layout as the planner runs it: the job's model in it, and the conventions of its
+ * framework (the trainer's activation bytes, bf16 weight copies and fused attention). */
+static mm_layout job_layout(const plan_job *job, const mm_layout *layout) {
   mm_layout l = *layout;
   l.layers = job->model.layers;
   l.hidden = job->model.hidden;
@@ -256,31 +256,36 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
       trainer && job->dev.act_bytes == 2 && job->model.fused_attention &&
       mm_fused_attention_supported(l.micro_batch, l.seq / l.cp, l.hidden / l.tp, l.heads / l.tp);
   if (l.bucket_mb <= 0) l.bucket_mb = 1;
-  out->layout = l;
-  int N = l.dp * l.tp * l.pp * l.cp;
+  return l;
+}
+
+/* Why the job cannot have layout l at all (the device count, the batch, the schedule's and
+ * options' own requirements): 0, or -1 with why in err. */
+static int layout_refused(const plan_job *job, const mm_layout *l, char *err, size_t errlen) {
+  int N = l->dp * l->tp * l->pp * l->cp;
   if (N != job->gpus) {
     snprintf(err, errlen, "dp x tp x pp x cp = %d, not the %d devices of the job", N, job->gpus);
     return -1;
   }
-  if ((long)l.dp * l.microbatches * l.micro_batch != job->global_batch) {
+  if ((long)l->dp * l->microbatches * l->micro_batch != job->global_batch) {
     snprintf(err, errlen, "dp %d x micro-batches %d x micro-batch %d is not the global batch %d",
-             l.dp, l.microbatches, l.micro_batch, job->global_batch);
+             l->dp, l->microbatches, l->micro_batch, job->global_batch);
     return -1;
   }
-  int V = l.schedule == MM_SCHED_INTERLEAVED ? l.virtual_stages : 1;
-  if (l.schedule == MM_SCHED_INTERLEAVED && (l.pp < 2 || V < 2 || l.microbatches % l.pp)) {
+  if (l->schedule == MM_SCHED_INTERLEAVED &&
+      (l->pp < 2 || l->virtual_stages < 2 || l->microbatches % l->pp)) {
     snprintf(err, errlen,
              "interleaved needs pp >= 2, virtual stages >= 2 and micro-batches a "
              "multiple of pp");
     return -1;
   }
-  if (l.sp && (l.tp < 2 || ((long)l.micro_batch * (l.seq / l.cp)) % l.tp)) {
+  if (l->sp && (l->tp < 2 || ((long)l->micro_batch * (l->seq / l->cp)) % l->tp)) {
     snprintf(err, errlen, "sequence parallelism needs tp > 1 dividing the micro-batch's tokens");
     return -1;
   }
   /* Megatron asserts sequence parallelism with it, and turns SP off at tp 1 first
    * (megatron/training/arguments.py) */
-  if (job->tp_comm_overlap && (l.tp < 2 || !l.sp)) {
+  if (job->tp_comm_overlap && (l->tp < 2 || !l->sp)) {
     snprintf(err, errlen,
              "--tp-comm-overlap needs tp > 1 with sequence parallelism (Megatron "
              "asserts SP with it and turns SP off at tp 1)");
@@ -290,17 +295,68 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
    * inside one NVLink domain (a node here): "the comm+GEMM overlap is currently only possible
    * with single-node tensor-parallelism" (TransformerEngine issue #1071) */
   int node = job->gpus_per_node > 0 ? job->gpus_per_node : 8;
-  if (job->tp_comm_overlap && l.tp > 1 && node % l.tp && N > node) {
+  if (job->tp_comm_overlap && l->tp > 1 && node % l->tp && N > node) {
     snprintf(err, errlen,
              "--tp-comm-overlap needs each TP group inside a node (tp %d, %d devices "
              "a node): TransformerEngine's userbuffers do not cross nodes",
-             l.tp, node);
+             l->tp, node);
     return -1;
   }
-  if (l.zero && l.dp * l.cp == 1) {
+  if (l->zero && l->dp * l->cp == 1) {
     snprintf(err, errlen, "ZeRO shards over dp x cp = 1 rank: nothing to shard");
     return -1;
   }
+  return 0;
+}
+
+/* The pipeline's bubble for micro-batches of t_mb seconds on the slowest stage, V chunks a
+ * stage; `share` of a core each rank gets on `ranks_node` ranks a node. */
+static double bubble_time(const plan_job *job, const mm_layout *l, int V, double t_mb, double share,
+                          int ranks_node, double compute_s) {
+  int M = l->microbatches;
+  double bubble = (l->pp - 1) * t_mb / V;
+  if (share < 1) {
+    /* ranks outnumber cores: a stage idle in the fill or drain leaves its core to
+     * the others. The schedule is V*M + p - 1 slots of one chunk (t_mb / V at the
+     * shared rate); in slot k, a_k = min(k + 1, p, V*M, V*M + p - 1 - k) of the p
+     * stages work, i.e. ranks_node * a_k / p ranks of the node, each at
+     * min(1, cores / active) of a core, so the slot lasts the chunk's one-core time
+     * times max(1, active / cores). The bubble is what the slots take beyond M * t_mb. */
+    int S = V * M, K = S + l->pp - 1;
+    double chunk_core = t_mb / V * share, sched = 0;
+    for (int k = 0; k < K; k++) {
+      int a = k + 1;
+      if (a > l->pp) a = l->pp;
+      if (a > S) a = S;
+      if (a > K - k) a = K - k;
+      double active = (double)ranks_node * a / l->pp;
+      sched += chunk_core * fmax(1.0, active / job->dev.cores);
+    }
+    bubble = fmax(0.0, sched - compute_s);
+  }
+  if (job->cal.bubble_excess > 0) bubble += job->cal.bubble_excess * (compute_s + bubble);
+  return bubble;
+}
+
+/* What binds the step: memory when it does not fit, else its largest part. */
+static const char *binding_of(const plan_result *r) {
+  double comm = r->tp_s + r->cp_s + r->pp_s + r->ep_s + r->grad_sync_s + r->wait_s;
+  if (!r->fits) return "memory";
+  if (r->compute_s >= comm && r->compute_s >= r->bubble_s && r->compute_s >= r->host_s)
+    return "compute";
+  if (comm >= r->bubble_s && comm >= r->host_s) return "exposed communication";
+  if (r->bubble_s >= r->host_s) return "bubble";
+  return "host";
+}
+
+int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out, char *err,
+                 size_t errlen) {
+  memset(out, 0, sizeof *out);
+  mm_layout l = job_layout(job, layout);
+  out->layout = l;
+  if (layout_refused(job, &l, err, errlen)) return -1;
+  int N = l.dp * l.tp * l.pp * l.cp;
+  int V = l.schedule == MM_SCHED_INTERLEAVED ? l.virtual_stages : 1;
   /* memory: the worst stage (the first holds the most micro-batches and the embeddings,
    * the last the LM head; every middle stage holds less than the first) */
   /* (with uneven stages, also the first stage holding the most blocks) */
@@ -348,28 +404,7 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
     out->compute_s += plan_optimizer_step_s(&job->dev, &l, out->mem_stage);
   if (l.pp > 1) {
     out->bubble_theory = (double)(l.pp - 1) / ((double)V * M + l.pp - 1);
-    out->bubble_s = (l.pp - 1) * t_mb / V;
-    if (share < 1) {
-      /* ranks outnumber cores: a stage idle in the fill or drain leaves its core to
-       * the others. The schedule is V*M + p - 1 slots of one chunk (t_mb / V at the
-       * shared rate); in slot k, a_k = min(k + 1, p, V*M, V*M + p - 1 - k) of the p
-       * stages work, i.e. ranks_node * a_k / p ranks of the node, each at
-       * min(1, cores / active) of a core, so the slot lasts the chunk's one-core time
-       * times max(1, active / cores). The bubble is what the slots take beyond M * t_mb. */
-      int S = V * M, K = S + l.pp - 1;
-      double chunk_core = t_mb / V * share, sched = 0;
-      for (int k = 0; k < K; k++) {
-        int a = k + 1;
-        if (a > l.pp) a = l.pp;
-        if (a > S) a = S;
-        if (a > K - k) a = K - k;
-        double active = (double)ranks_node * a / l.pp;
-        sched += chunk_core * fmax(1.0, active / job->dev.cores);
-      }
-      out->bubble_s = fmax(0.0, sched - out->compute_s);
-    }
-    if (job->cal.bubble_excess > 0)
-      out->bubble_s += job->cal.bubble_excess * (out->compute_s + out->bubble_s);
+    out->bubble_s = bubble_time(job, &l, V, t_mb, share, ranks_node, out->compute_s);
   }
 
   if (plan_communication(job, &l, t_mb, rate, out, err, errlen) != 0) return -1;
@@ -386,18 +421,7 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
   out->tokens_per_s = (double)job->global_batch * l.seq / out->step_s;
   out->mfu = mf_model_flops_per_step(&l, job->global_batch) / /* the trainer's MFU numerator */
              (out->step_s * job->dev.peak_flops * job->gpus);
-  double comm = out->tp_s + out->cp_s + out->pp_s + out->ep_s + out->grad_sync_s + out->wait_s;
-  if (!out->fits)
-    out->binding = "memory";
-  else if (out->compute_s >= comm && out->compute_s >= out->bubble_s &&
-           out->compute_s >= out->host_s)
-    out->binding = "compute";
-  else if (comm >= out->bubble_s && comm >= out->host_s)
-    out->binding = "exposed communication";
-  else if (out->bubble_s >= out->host_s)
-    out->binding = "bubble";
-  else
-    out->binding = "host";
+  out->binding = binding_of(out);
   return 0;
 }
 
