@@ -283,165 +283,184 @@ static void split_waiting(ssa_window *w, int64_t sched, int64_t imb) {
   w->bubble_cause[SSA_BUBBLE_UNATTRIBUTED] = 0;
 }
 
+/* The pipeline of rank i: the ranks not yet `done` with its (dp, cp, tp) layout, one per stage
+ * 0 .. p-1, into by_stage (marked done). 1, or 0 when they are not exactly one per stage. */
+static int pipeline_of(const ssa_analysis *a, size_t i, int p, unsigned char *done, size_t *members,
+                       size_t by_stage[64]) {
+  size_t n = a->nranks, nm = 0;
+  for (size_t j = i; j < n; j++)
+    if (!done[j] && a->ranks[j].pipeline && a->ranks[j].stage >= 0 &&
+        !memcmp(a->ranks[j].summary.layout, a->ranks[i].summary.layout,
+                sizeof a->ranks[i].summary.layout)) {
+      members[nm++] = j;
+      done[j] = 1;
+    }
+  if (p > 64 || (int)nm != p) return 0;
+  for (int s = 0; s < p; s++)
+    by_stage[s] = n;
+  for (size_t k = 0; k < nm; k++) {
+    int s = a->ranks[members[k]].stage;
+    if (s >= p || by_stage[s] != n) return 0;
+    by_stage[s] = members[k];
+  }
+  for (int s = 0; s < p; s++)
+    if (by_stage[s] == n) return 0;
+  return 1;
+}
+
+/* Each stage's window of step `number` (widx) and its items of that step (st, nst: contiguous,
+ * items are in time order). 1, or 0 when a stage lacks the step or its items. */
+static int step_items(const ssa_analysis *a, const size_t *by_stage, int p, int64_t number,
+                      long *widx, const item **st, size_t *nst) {
+  for (int s = 0; s < p; s++) {
+    const ssa_rank_result *rs = &a->ranks[by_stage[s]];
+    widx[s] = -1;
+    for (size_t k = 0; k < rs->nsteps; k++)
+      if (rs->windows[k].step == number) widx[s] = (long)k;
+    if (widx[s] < 0) return 0;
+    const ssa_rank_summary *R = &rs->summary;
+    size_t b = 0;
+    while (b < R->nitems && R->items[b].step != (size_t)widx[s])
+      b++;
+    size_t e = b;
+    while (e < R->nitems && R->items[e].step == (size_t)widx[s])
+      e++;
+    st[s] = R->items + b;
+    nst[s] = e - b;
+    if (nst[s] == 0) return 0;
+  }
+  return 1;
+}
+
+/* Balanced op times: every stage as fast as the median stage (the lower median of the
+ * stages' mean forward, backward and weight backward times). */
+static void balanced_times(int p, const item *const *st, const size_t *nst, int64_t bal[3]) {
+  int64_t means[3][64];
+  size_t nmeans[3] = {0, 0, 0};
+  for (int s = 0; s < p; s++) {
+    int64_t sum[3] = {0, 0, 0}, cnt[3] = {0, 0, 0};
+    for (size_t k = 0; k < nst[s]; k++)
+      sum[st[s][k].pass] += st[s][k].dur, cnt[st[s][k].pass]++;
+    for (int q = 0; q < 3; q++)
+      if (cnt[q]) means[q][nmeans[q]++] = sum[q] / cnt[q];
+  }
+  for (int q = 0; q < 3; q++) {
+    qsort(means[q], nmeans[q], sizeof means[q][0], ssa_cmp_i64);
+    bal[q] = nmeans[q] ? means[q][(nmeans[q] - 1) / 2] : 0;
+  }
+}
+
+/* What the causes of one pipeline add up over its steps, per rank (n of them). */
+typedef struct cause_sums {
+  int64_t *sched, *imb;
+  int *any_sim;   /* a step of the rank was simulated */
+  int *slow_vote; /* per stage: the steps in which it was the slowest */
+} cause_sums;
+
+/* Simulates every step of the pipeline by_stage[0 .. p-1] and splits each stage's waiting in
+ * it (split_waiting), adding to sums. 0, or -1 out of memory. */
+static int simulate_pipeline(ssa_analysis *a, const size_t *by_stage, int p, cause_sums *sums) {
+  const ssa_rank_result *r0 = &a->ranks[by_stage[0]];
+  size_t ends_cap = 0;
+  int64_t *ends = NULL;
+  const item **st = calloc((size_t)p, sizeof *st);
+  size_t *nst = calloc((size_t)p, sizeof *nst), *ptr = calloc((size_t)p, sizeof *ptr);
+  long *widx = calloc((size_t)p, sizeof *widx);
+  int64_t *idle = calloc((size_t)p, sizeof *idle), *idle_bal = calloc((size_t)p, sizeof *idle_bal),
+          *free_at = calloc((size_t)p, sizeof *free_at), *busy = calloc((size_t)p, sizeof *busy);
+  int fail = !st || !nst || !ptr || !widx || !idle || !idle_bal || !free_at || !busy;
+  /* per step number of stage 0 */
+  for (size_t s0 = 0; s0 < r0->nsteps && !fail; s0++) {
+    if (!step_items(a, by_stage, p, r0->windows[s0].step, widx, st, nst)) continue;
+    /* micro-batches and chunks from the items themselves (metadata is not trusted with sizes) */
+    int M = 0, V = 0;
+    for (int s = 0; s < p; s++)
+      for (size_t k = 0; k < nst[s]; k++) {
+        if (st[s][k].mb + 1 > M) M = st[s][k].mb + 1;
+        if (st[s][k].chunk + 1 > V) V = st[s][k].chunk + 1;
+      }
+    size_t cells = (size_t)p * 2 * (size_t)V * (size_t)M;
+    if (cells > ((size_t)1 << 22)) continue; /* implausible items: not simulated */
+    if (cells > ends_cap) {
+      int64_t *e2 = realloc(ends, cells * sizeof *ends);
+      if (!e2) {
+        fail = 1;
+        break;
+      }
+      ends = e2;
+      ends_cap = cells;
+    }
+    int64_t bal[3];
+    balanced_times(p, st, nst, bal);
+    sim_in in = {p, V, M, st, nst};
+    if (simulate(&in, 0, bal, idle, ends, ptr, free_at, busy) != 0) continue;
+    int slow = 0;
+    for (int s = 1; s < p; s++)
+      if (busy[s] > busy[slow]) slow = s;
+    if (simulate(&in, 1, bal, idle_bal, ends, ptr, free_at, busy) != 0) continue;
+    for (int s = 0; s < p; s++) {
+      ssa_rank_result *rs = &a->ranks[by_stage[s]];
+      ssa_window *w = &rs->windows[widx[s]];
+      if (!w->has_bubble_causes) continue;
+      w->schedule_idle = idle[s];
+      w->schedule_idle_balanced = idle_bal[s];
+      split_waiting(w, idle_bal[s], idle[s] - idle_bal[s]);
+      w->imbalance_stage = w->bubble_cause[SSA_BUBBLE_IMBALANCE] > 0 ? slow : -1;
+      sums->sched[by_stage[s]] += w->bubble_cause[SSA_BUBBLE_SCHEDULE];
+      sums->imb[by_stage[s]] += w->bubble_cause[SSA_BUBBLE_IMBALANCE];
+      sums->any_sim[by_stage[s]] = 1;
+    }
+    sums->slow_vote[slow]++;
+  }
+  free(ends);
+  free(st);
+  free(nst);
+  free(ptr);
+  free(widx);
+  free(idle);
+  free(idle_bal);
+  free(free_at);
+  free(busy);
+  return fail ? -1 : 0;
+}
+
 int ssa_bubble_causes(ssa_analysis *a) {
   int rc = STEPSCOPE_E_NOMEM;
   size_t n = a->nranks;
   unsigned char *done = calloc(n ? n : 1, 1);
   size_t *members = malloc((n ? n : 1) * sizeof *members);
-  int64_t *sum_sched = calloc(n ? n : 1, sizeof *sum_sched),
-          *sum_imb = calloc(n ? n : 1, sizeof *sum_imb);
-  int *any_sim = calloc(n ? n : 1, sizeof *any_sim);
-  int *slow_votes = NULL;
-  if (!done || !members || !sum_sched || !sum_imb || !any_sim) goto out;
-  /* pipelines: ranks with the same (dp, cp, tp) rank, one per stage */
-  /* the schedule's stage count from the metadata; micro-batches and chunks from the items
-   * themselves (metadata is not trusted with sizes) */
+  cause_sums sums = {calloc(n ? n : 1, sizeof(int64_t)), calloc(n ? n : 1, sizeof(int64_t)),
+                     calloc(n ? n : 1, sizeof(int)), NULL};
+  /* pipelines: ranks with the same (dp, cp, tp) rank, one per stage; the schedule's stage
+   * count from the metadata */
   int p = a->schedule_stages;
   int simulated = p > 1 && p <= 64; /* the simulation's arrays hold 64 stages */
-  slow_votes = calloc(simulated ? (size_t)p : 1, sizeof *slow_votes);
-  if (!slow_votes) goto out;
+  sums.slow_vote = calloc(simulated ? (size_t)p : 1, sizeof(int));
+  if (!done || !members || !sums.sched || !sums.imb || !sums.any_sim || !sums.slow_vote) goto out;
   for (size_t i = 0; i < n && simulated; i++) {
     if (done[i] || !a->ranks[i].pipeline || a->ranks[i].stage < 0) continue;
-    size_t nm = 0;
-    for (size_t j = i; j < n; j++)
-      if (!done[j] && a->ranks[j].pipeline && a->ranks[j].stage >= 0 &&
-          !memcmp(a->ranks[j].summary.layout, a->ranks[i].summary.layout,
-                  sizeof a->ranks[i].summary.layout)) {
-        members[nm++] = j;
-        done[j] = 1;
-      }
-    /* by stage: exactly one rank per stage 0 .. p-1 */
     size_t by_stage[64];
-    if (p > 64 || (int)nm != p) continue;
-    int ok = 1;
-    for (int s = 0; s < p; s++)
-      by_stage[s] = n;
-    for (size_t k = 0; k < nm; k++) {
-      int s = a->ranks[members[k]].stage;
-      if (s >= p || by_stage[s] != n)
-        ok = 0;
-      else
-        by_stage[s] = members[k];
-    }
-    for (int s = 0; s < p && ok; s++)
-      ok = by_stage[s] != n;
-    if (!ok) continue;
-    /* per step number of stage 0 */
-    const ssa_rank_result *r0 = &a->ranks[by_stage[0]];
-    size_t ends_cap = 0;
-    int64_t *ends = NULL;
-    const item **st = calloc((size_t)p, sizeof *st);
-    size_t *nst = calloc((size_t)p, sizeof *nst), *ptr = calloc((size_t)p, sizeof *ptr);
-    long *widx = calloc((size_t)p, sizeof *widx);
-    int64_t *idle = calloc((size_t)p, sizeof *idle),
-            *idle_bal = calloc((size_t)p, sizeof *idle_bal),
-            *free_at = calloc((size_t)p, sizeof *free_at), *busy = calloc((size_t)p, sizeof *busy);
-    int fail = !st || !nst || !ptr || !widx || !idle || !idle_bal || !free_at || !busy;
-    for (size_t s0 = 0; s0 < r0->nsteps && !fail; s0++) {
-      int64_t number = r0->windows[s0].step;
-      int have = 1;
-      for (int s = 0; s < p && have; s++) {
-        const ssa_rank_result *rs = &a->ranks[by_stage[s]];
-        widx[s] = -1;
-        for (size_t k = 0; k < rs->nsteps; k++)
-          if (rs->windows[k].step == number) widx[s] = (long)k;
-        if (widx[s] < 0) {
-          have = 0;
-          break;
-        }
-        /* the stage's items of that step: contiguous (items are in time order) */
-        const ssa_rank_summary *R = &a->ranks[by_stage[s]].summary;
-        size_t b = 0;
-        while (b < R->nitems && R->items[b].step != (size_t)widx[s])
-          b++;
-        size_t e = b;
-        while (e < R->nitems && R->items[e].step == (size_t)widx[s])
-          e++;
-        st[s] = R->items + b;
-        nst[s] = e - b;
-        if (nst[s] == 0) have = 0;
-      }
-      if (!have) continue;
-      int M = 0, V = 0;
-      for (int s = 0; s < p; s++)
-        for (size_t k = 0; k < nst[s]; k++) {
-          if (st[s][k].mb + 1 > M) M = st[s][k].mb + 1;
-          if (st[s][k].chunk + 1 > V) V = st[s][k].chunk + 1;
-        }
-      size_t cells = (size_t)p * 2 * (size_t)V * (size_t)M;
-      if (cells > ((size_t)1 << 22)) continue; /* implausible items: not simulated */
-      if (cells > ends_cap) {
-        int64_t *e2 = realloc(ends, cells * sizeof *ends);
-        if (!e2) {
-          fail = 1;
-          break;
-        }
-        ends = e2;
-        ends_cap = cells;
-      }
-      /* balanced: every stage as fast as the median stage (lower median of the stages'
-       * mean forward, backward and weight backward times) */
-      int64_t means[3][64], bal[3];
-      size_t nmeans[3] = {0, 0, 0};
-      for (int s = 0; s < p; s++) {
-        int64_t sum[3] = {0, 0, 0}, cnt[3] = {0, 0, 0};
-        for (size_t k = 0; k < nst[s]; k++)
-          sum[st[s][k].pass] += st[s][k].dur, cnt[st[s][k].pass]++;
-        for (int q = 0; q < 3; q++)
-          if (cnt[q]) means[q][nmeans[q]++] = sum[q] / cnt[q];
-      }
-      for (int q = 0; q < 3; q++) {
-        qsort(means[q], nmeans[q], sizeof means[q][0], ssa_cmp_i64);
-        bal[q] = nmeans[q] ? means[q][(nmeans[q] - 1) / 2] : 0;
-      }
-      sim_in in = {p, V, M, st, nst};
-      if (simulate(&in, 0, bal, idle, ends, ptr, free_at, busy) != 0) continue;
-      int slow = 0;
-      for (int s = 1; s < p; s++)
-        if (busy[s] > busy[slow]) slow = s;
-      if (simulate(&in, 1, bal, idle_bal, ends, ptr, free_at, busy) != 0) continue;
-      for (int s = 0; s < p; s++) {
-        ssa_rank_result *rs = &a->ranks[by_stage[s]];
-        ssa_window *w = &rs->windows[widx[s]];
-        if (!w->has_bubble_causes) continue;
-        w->schedule_idle = idle[s];
-        w->schedule_idle_balanced = idle_bal[s];
-        split_waiting(w, idle_bal[s], idle[s] - idle_bal[s]);
-        w->imbalance_stage = w->bubble_cause[SSA_BUBBLE_IMBALANCE] > 0 ? slow : -1;
-        sum_sched[by_stage[s]] += w->bubble_cause[SSA_BUBBLE_SCHEDULE];
-        sum_imb[by_stage[s]] += w->bubble_cause[SSA_BUBBLE_IMBALANCE];
-        any_sim[by_stage[s]] = 1;
-      }
-      slow_votes[slow]++;
-    }
-    free(ends);
-    free(st);
-    free(nst);
-    free(ptr);
-    free(widx);
-    free(idle);
-    free(idle_bal);
-    free(free_at);
-    free(busy);
-    if (fail) goto out;
+    if (!pipeline_of(a, i, p, done, members, by_stage)) continue;
+    if (simulate_pipeline(a, by_stage, p, &sums) != 0) goto out;
   }
   /* totals: the steps' schedule and imbalance parts, clamped to the totals' waiting */
   int slowest = -1;
   for (int s = 0; simulated && s < p; s++)
-    if (slow_votes[s] > 0 && (slowest < 0 || slow_votes[s] > slow_votes[slowest])) slowest = s;
+    if (sums.slow_vote[s] > 0 && (slowest < 0 || sums.slow_vote[s] > sums.slow_vote[slowest]))
+      slowest = s;
   for (size_t i = 0; i < n; i++) {
     ssa_window *tw = &a->ranks[i].totals;
-    if (!a->ranks[i].pipeline || !tw->has_bubble_causes || !any_sim[i]) continue;
-    split_waiting(tw, sum_sched[i], sum_imb[i]);
+    if (!a->ranks[i].pipeline || !tw->has_bubble_causes || !sums.any_sim[i]) continue;
+    split_waiting(tw, sums.sched[i], sums.imb[i]);
     tw->imbalance_stage = tw->bubble_cause[SSA_BUBBLE_IMBALANCE] > 0 ? slowest : -1;
   }
   rc = 0;
 out:
   free(done);
   free(members);
-  free(sum_sched);
-  free(sum_imb);
-  free(any_sim);
-  free(slow_votes);
+  free(sums.sched);
+  free(sums.imb);
+  free(sums.any_sim);
+  free(sums.slow_vote);
   return rc;
 }
