@@ -182,6 +182,154 @@ static void warn_refused(ssa_analysis *a, const inferred_stream *st, size_t n) {
   }
 }
 
+/* The times of instance `in` from its members m[g .. e) (each one's start and end relative to
+ * its summary into starts, ends): first and last arrival, end, skew, the transfer (the shortest
+ * member's duration) and the bandwidths; its communicator size and an all-to-all's bytes, the
+ * largest member's. Returns the position of the last arrival. */
+static size_t instance_times(const ssa_analysis *a, const ssa_coll_member *m, size_t g, size_t e,
+                             int64_t *starts, int64_t *ends, ssa_coll_instance *in) {
+  int64_t first = INT64_MAX, last = INT64_MIN, end = INT64_MIN, transfer = INT64_MAX;
+  size_t last_i = g;
+  for (size_t x = g; x < e; x++) {
+    member_times(a, &m[x], &starts[x - g], &ends[x - g]);
+    int64_t d = ends[x - g] - starts[x - g];
+    if (starts[x - g] < first) first = starts[x - g];
+    if (starts[x - g] > last) {
+      last = starts[x - g];
+      last_i = x;
+    }
+    if (ends[x - g] > end) end = ends[x - g];
+    if (d < transfer) transfer = d;
+    const ssa_coll_rec *cx = member_coll(a, &m[x]);
+    if (cx->comm_size > in->comm_size) in->comm_size = cx->comm_size;
+    if (in->op == STEPSCOPE_COLL_ALLTOALL && cx->bytes > in->bytes) in->bytes = cx->bytes;
+  }
+  /* a host transfer pair whose calls span until they were waited for (gloo): its data had
+   * arrived by the receive's end, and moved only once both had posted */
+  for (size_t x = g; x < e && e - g == 2 && (in->flags & SSA_COLL_F_SPANS_WAIT); x++)
+    if (member_coll(a, &m[x])->op == STEPSCOPE_COLL_RECV && ends[x - g] - last >= 0 &&
+        ends[x - g] - last < transfer)
+      transfer = ends[x - g] - last;
+  in->first_start_rel = first;
+  in->last_start_rel = last;
+  in->end_rel = end;
+  in->skew = last - first;
+  in->transfer = transfer;
+  in->last_rank = member_summary(a, &m[last_i])->rank;
+  in->algbw = transfer > 0 ? (double)in->bytes / (double)transfer : 0.0;
+  in->busbw = in->algbw * ssa_busbw_factor(in->op, in->comm_size);
+  return last_i;
+}
+
+/* The waits of instance `in` (members m[g .. e), times in starts and ends, the last arrival
+ * m[last_i]): each member's wait beyond the transfer, its schedule's part (the whole wait of a
+ * pipeline transfer, else the wait for the last member of another stage), added to the
+ * instance and, when complete, to the member's rank; a complete non-pipeline instance's wait
+ * for its late arrival beyond the schedule, per member (member_caused) and in all (returned). */
+static int64_t instance_waits(ssa_analysis *a, const ssa_coll_member *m, size_t g, size_t e,
+                              const int64_t *starts, const int64_t *ends, size_t last_i,
+                              ssa_coll_instance *in, int64_t *member_caused) {
+  int64_t caused = 0, last = in->last_start_rel, transfer = in->transfer;
+  int straggling = in->complete && !(in->flags & STEPSCOPE_COLL_F_PIPELINE);
+  for (size_t x = g; x < e; x++) {
+    int64_t w = ends[x - g] - starts[x - g] - transfer;
+    ssa_rank_result *rr = &a->ranks[m[x].rank_idx];
+    in->total_wait += w;
+    if (w > in->max_wait) in->max_wait = w;
+    int64_t sched = w;
+    member_caused[x - g] = 0;
+    if (!(in->flags & STEPSCOPE_COLL_F_PIPELINE)) {
+      sched = 0;
+      if (rr->coll_wait_end && rr->coll_wait_end[m[x].coll_idx] != INT64_MIN) {
+        sched =
+            ssa_summary_rel_time(a, &rr->summary, rr->coll_wait_end[m[x].coll_idx]) - starts[x - g];
+        if (sched > w) sched = w;
+        if (sched < 0) sched = 0;
+      }
+    }
+    in->schedule_wait += sched;
+    if (!in->complete) continue;
+    if (rr->coll_transfer) rr->coll_transfer[m[x].coll_idx] = transfer;
+    rr->coll_count++;
+    rr->coll_wait += w;
+    rr->coll_schedule_wait += sched;
+    if (straggling && x != last_i) { /* the wait for the late arrival, beyond the schedule */
+      int64_t late = last - starts[x - g] < w ? last - starts[x - g] : w;
+      if (late > sched) {
+        member_caused[x - g] = late - sched;
+        caused += late - sched;
+      }
+    }
+  }
+  return caused;
+}
+
+/* Pipeline ranks: each collective record's transfer time, -1 until matched. 0, or -1 out of
+ * memory. */
+static int alloc_coll_transfers(ssa_analysis *a) {
+  for (size_t i = 0; i < a->nranks; i++) {
+    ssa_rank_result *rr = &a->ranks[i];
+    if (rr->stage_of_waits < 0 || rr->summary.ncolls == 0) continue;
+    rr->coll_transfer = malloc(rr->summary.ncolls * sizeof *rr->coll_transfer);
+    if (!rr->coll_transfer) return -1;
+    for (size_t j = 0; j < rr->summary.ncolls; j++)
+      rr->coll_transfer[j] = -1;
+  }
+  return 0;
+}
+
+/* A new, zeroed late arrival at the end of a->lates, or NULL out of memory. */
+static ssa_late *add_late(ssa_analysis *a, size_t *cap) {
+  if (ssa_grow((void **)&a->lates, cap, a->nlates + 1, sizeof *a->lates)) return NULL;
+  ssa_late *lt = &a->lates[a->nlates++];
+  memset(lt, 0, sizeof *lt);
+  return lt;
+}
+
+/* The late arrival m[last_i] of the instance m[g .. e) and up to SSA_LATE_PEERS of its peers,
+ * for the walk-back: each one's rank, what it did since the previous instance m[pg .. pg_end)
+ * (0, 0: none), its arrival (starts) and the wait it was caused (member_caused). */
+static void fill_late(const ssa_analysis *a, const ssa_coll_member *m, size_t g, size_t e,
+                      size_t last_i, size_t pg, size_t pg_end, const int64_t *starts,
+                      const int64_t *member_caused, ssa_late *lt) {
+  lt->rank_idx = m[last_i].rank_idx;
+  lt->since_rel = since_of(a, m, pg, pg_end, m[last_i].rank_idx);
+  for (size_t x = g; x < e && lt->npeers < SSA_LATE_PEERS; x++) {
+    if (x == last_i) continue;
+    lt->peer_idx[lt->npeers] = m[x].rank_idx;
+    lt->peer_since_rel[lt->npeers] = since_of(a, m, pg, pg_end, m[x].rank_idx);
+    lt->peer_caused[lt->npeers] = member_caused[x - g];
+    lt->peer_arrival_rel[lt->npeers++] = starts[x - g];
+  }
+}
+
+/* Warns that instance `in` (members m[g .. e)) misses ranks, naming the missing communicator
+ * ranks when it expected the whole communicator. */
+static void warn_incomplete(ssa_analysis *a, const ssa_coll_member *m, size_t g, size_t e,
+                            const ssa_coll_instance *in, uint32_t expected) {
+  char list[200] = "";
+  size_t len = 0;
+  for (uint32_t cr = 0; cr < in->comm_size && len < sizeof list - 16 && expected == in->comm_size;
+       cr++) {
+    int found = 0;
+    for (size_t x = g; x < e && !found; x++)
+      found = member_coll(a, &m[x])->comm_rank == cr;
+    if (!found) len += (size_t)snprintf(list + len, sizeof list - len, "%s%u", len ? "," : "", cr);
+  }
+  if (expected == in->comm_size)
+    ssa_analysis_warn(a,
+                      "collective %s comm %016llx seq %llu: %zu of %u ranks present (missing "
+                      "communicator ranks: %s); left out of the statistics",
+                      stepscope_collective_op_name(in->op), (unsigned long long)in->comm_id,
+                      (unsigned long long)in->seq, e - g, in->comm_size, list);
+  else
+    ssa_analysis_warn(a,
+                      "p2p %s comm %016llx seq %llu: only one of its two ranks present; left "
+                      "out of the statistics",
+                      stepscope_collective_op_name(in->op), (unsigned long long)in->comm_id,
+                      (unsigned long long)in->seq);
+}
+
 int ssa_match_collectives(ssa_analysis *a) {
   ssa_coll_member *m;
   size_t n;
@@ -197,17 +345,10 @@ int ssa_match_collectives(ssa_analysis *a) {
     free(m);
     return STEPSCOPE_E_NOMEM;
   }
-  for (size_t i = 0; i < a->nranks; i++) { /* pipeline ranks: each record's transfer */
-    ssa_rank_result *rr = &a->ranks[i];
-    if (rr->stage_of_waits < 0 || rr->summary.ncolls == 0) continue;
-    rr->coll_transfer = malloc(rr->summary.ncolls * sizeof *rr->coll_transfer);
-    if (!rr->coll_transfer) {
-      free(m);
-      free(streams);
-      return STEPSCOPE_E_NOMEM;
-    }
-    for (size_t j = 0; j < rr->summary.ncolls; j++)
-      rr->coll_transfer[j] = -1;
+  if (alloc_coll_transfers(a)) {
+    free(m);
+    free(streams);
+    return STEPSCOPE_E_NOMEM;
   }
   size_t cap = 0;
   int64_t *starts = NULL, *ends = NULL, *member_caused = NULL;
@@ -259,28 +400,8 @@ int ssa_match_collectives(ssa_analysis *a) {
       break;
     }
     in->group = gid;
-    int64_t first = INT64_MAX, last = INT64_MIN, end = INT64_MIN, transfer = INT64_MAX;
-    size_t last_i = g;
-    for (size_t x = g; x < e; x++) {
-      member_times(a, &m[x], &starts[x - g], &ends[x - g]);
-      int64_t d = ends[x - g] - starts[x - g];
-      if (starts[x - g] < first) first = starts[x - g];
-      if (starts[x - g] > last) {
-        last = starts[x - g];
-        last_i = x;
-      }
-      if (ends[x - g] > end) end = ends[x - g];
-      if (d < transfer) transfer = d;
-      const ssa_coll_rec *cx = member_coll(a, &m[x]);
-      if (cx->comm_size > in->comm_size) in->comm_size = cx->comm_size;
-      if (in->op == STEPSCOPE_COLL_ALLTOALL && cx->bytes > in->bytes) in->bytes = cx->bytes;
-    }
-    /* a host transfer pair whose calls span until they were waited for (gloo): its data had
-     * arrived by the receive's end, and moved only once both had posted */
-    for (size_t x = g; x < e && cnt == 2 && (in->flags & SSA_COLL_F_SPANS_WAIT); x++)
-      if (member_coll(a, &m[x])->op == STEPSCOPE_COLL_RECV && ends[x - g] - last >= 0 &&
-          ends[x - g] - last < transfer)
-        transfer = ends[x - g] - last;
+    size_t last_i = instance_times(a, m, g, e, starts, ends, in);
+    int64_t last = in->last_start_rel;
     in->present = (uint32_t)cnt;
     uint32_t expected = (in->flags & STEPSCOPE_COLL_F_P2P) && in->comm_size > 2 ? 2 : in->comm_size;
     int inferred = (in->flags & STEPSCOPE_COLL_F_INFERRED) != 0;
@@ -289,106 +410,31 @@ int ssa_match_collectives(ssa_analysis *a) {
     in->complete = cnt >= expected && !refused;
     a->colls_inferred += inferred && !refused;
     a->colls_refused += refused;
-    in->first_start_rel = first;
-    in->last_start_rel = last;
-    in->end_rel = end;
-    in->skew = last - first;
-    in->transfer = transfer;
-    in->last_rank = member_summary(a, &m[last_i])->rank;
-    in->algbw = transfer > 0 ? (double)in->bytes / (double)transfer : 0.0;
-    in->busbw = in->algbw * ssa_busbw_factor(in->op, in->comm_size);
-    int64_t caused = 0;
     int straggling = in->complete && !(in->flags & STEPSCOPE_COLL_F_PIPELINE);
-    for (size_t x = g; x < e; x++) {
-      int64_t w = ends[x - g] - starts[x - g] - transfer;
-      ssa_rank_result *rr = &a->ranks[m[x].rank_idx];
-      in->total_wait += w;
-      if (w > in->max_wait) in->max_wait = w;
-      /* the schedule's part: the whole wait of a pipeline transfer, else the
-       * wait for the last member of another stage */
-      int64_t sched = w;
-      member_caused[x - g] = 0;
-      if (!(in->flags & STEPSCOPE_COLL_F_PIPELINE)) {
-        sched = 0;
-        if (rr->coll_wait_end && rr->coll_wait_end[m[x].coll_idx] != INT64_MIN) {
-          sched = ssa_summary_rel_time(a, &rr->summary, rr->coll_wait_end[m[x].coll_idx]) -
-                  starts[x - g];
-          if (sched > w) sched = w;
-          if (sched < 0) sched = 0;
-        }
-      }
-      in->schedule_wait += sched;
-      if (!in->complete) continue;
-      if (rr->coll_transfer) rr->coll_transfer[m[x].coll_idx] = transfer;
-      rr->coll_count++;
-      rr->coll_wait += w;
-      rr->coll_schedule_wait += sched;
-      if (straggling && x != last_i) { /* the wait for the late arrival, beyond the schedule */
-        int64_t late = last - starts[x - g] < w ? last - starts[x - g] : w;
-        if (late > sched) {
-          member_caused[x - g] = late - sched;
-          caused += late - sched;
-        }
-      }
-    }
+    int64_t caused = instance_waits(a, m, g, e, starts, ends, last_i, in, member_caused);
     if (straggling) {
       ssa_rank_result *lr = &a->ranks[m[last_i].rank_idx];
       lr->coll_caused += caused;
       lr->coll_last++;
       in->caused_wait = caused;
       if (caused > 0) {
-        /* the late arrival and up to SSA_LATE_PEERS peers, for the walk-back */
-        if (ssa_grow((void **)&a->lates, &late_cap, a->nlates + 1, sizeof *a->lates)) {
+        ssa_late *lt = add_late(a, &late_cap);
+        if (!lt) {
           rc = STEPSCOPE_E_NOMEM;
           break;
         }
-        ssa_late *lt = &a->lates[a->nlates++];
-        memset(lt, 0, sizeof *lt);
-        lt->rank_idx = m[last_i].rank_idx;
+        int has_prev = pg_end == g && pg < pg_end && m[pg].comm_id == m[g].comm_id &&
+                       m[pg].seq + 1 == m[g].seq;
+        fill_late(a, m, g, e, last_i, has_prev ? pg : 0, has_prev ? pg_end : 0, starts,
+                  member_caused, lt);
         lt->comm_id = in->comm_id;
         lt->arrival_rel = last;
         lt->caused = caused;
-        int has_prev = pg_end == g && pg < pg_end && m[pg].comm_id == m[g].comm_id &&
-                       m[pg].seq + 1 == m[g].seq;
-        lt->since_rel =
-            since_of(a, m, has_prev ? pg : 0, has_prev ? pg_end : 0, m[last_i].rank_idx);
-        for (size_t x = g; x < e && lt->npeers < SSA_LATE_PEERS; x++) {
-          if (x == last_i) continue;
-          lt->peer_idx[lt->npeers] = m[x].rank_idx;
-          lt->peer_since_rel[lt->npeers] =
-              since_of(a, m, has_prev ? pg : 0, has_prev ? pg_end : 0, m[x].rank_idx);
-          lt->peer_caused[lt->npeers] = member_caused[x - g];
-          lt->peer_arrival_rel[lt->npeers++] = starts[x - g];
-        }
       }
     }
     if (!in->complete) {
       a->colls_incomplete++;
-      if (!refused && warned++ < 5) {
-        /* name the missing communicator ranks */
-        char list[200] = "";
-        size_t len = 0;
-        for (uint32_t cr = 0;
-             cr < in->comm_size && len < sizeof list - 16 && expected == in->comm_size; cr++) {
-          int found = 0;
-          for (size_t x = g; x < e && !found; x++)
-            found = member_coll(a, &m[x])->comm_rank == cr;
-          if (!found)
-            len += (size_t)snprintf(list + len, sizeof list - len, "%s%u", len ? "," : "", cr);
-        }
-        if (expected == in->comm_size)
-          ssa_analysis_warn(a,
-                            "collective %s comm %016llx seq %llu: %zu of %u ranks present (missing "
-                            "communicator ranks: %s); left out of the statistics",
-                            stepscope_collective_op_name(in->op), (unsigned long long)in->comm_id,
-                            (unsigned long long)in->seq, cnt, in->comm_size, list);
-        else
-          ssa_analysis_warn(a,
-                            "p2p %s comm %016llx seq %llu: only one of its two ranks present; left "
-                            "out of the statistics",
-                            stepscope_collective_op_name(in->op), (unsigned long long)in->comm_id,
-                            (unsigned long long)in->seq);
-      }
+      if (!refused && warned++ < 5) warn_incomplete(a, m, g, e, in, expected);
     }
     a->ncolls++;
     pg = g;
