@@ -483,6 +483,110 @@ void ssa_totals_bounds(const ssa_rank *r, const ssa_step *steps, size_t nsteps, 
   }
 }
 
+/* The selected steps of all[0 .. nall) (by number, as all) into rr->steps, a window each, and
+ * the totals window around them. 0, or -1 out of memory. */
+static int select_windows(ssa_analysis *a, ssa_rank_result *rr, const ssa_step *all, size_t nall) {
+  const ssa_rank *r = rr->rank;
+  rr->steps = malloc((nall ? nall : 1) * sizeof *rr->steps);
+  if (!rr->steps) return -1;
+  for (size_t i = 0; i < nall; i++) {
+    if (ssa_step_selected(&a->opt, all[i].number)) rr->steps[rr->nsteps++] = all[i];
+  }
+  rr->windows = calloc(rr->nsteps ? rr->nsteps : 1, sizeof *rr->windows);
+  if (!rr->windows) return -1;
+  ssa_window *tw = &rr->totals;
+  memset(tw, 0, sizeof *tw);
+  tw->step = -1;
+  tw->device_latency = -1;
+  tw->projected = rr->nsteps > 0;
+  ssa_totals_bounds(r, rr->steps, rr->nsteps, &tw->start, &tw->end);
+  if (nall == 0 && r->nops)
+    ssa_analysis_warn(a, "rank %d: no step ranges found; the whole trace is one window", r->rank);
+  for (size_t i = 0; i < rr->nsteps; i++) {
+    ssa_window *w = &rr->windows[i];
+    w->step = rr->steps[i].number;
+    w->start = rr->steps[i].start;
+    w->end = rr->steps[i].end;
+    w->projected = rr->steps[i].projected;
+    w->device_latency = w->projected ? rr->steps[i].dev_end - rr->steps[i].dev_start : -1;
+    w->cut = rr->steps[i].cut;
+  }
+  return 0;
+}
+
+/* The launch delays' plan for the selected steps: the index over all steps (the same order as
+ * rr->steps: by number), which of them are selected, and per-step segments for the delays,
+ * sized by the launch counts of the projection (the same ranges, so the same counts;
+ * compute_delays checks that and gathers them again if not; v stays NULL when they could not
+ * be allocated). 0, or -1 out of memory. */
+static int delay_plan_init(delay_plan *dp, const ssa_rank_result *rr, const ssa_step *all,
+                           size_t nall) {
+  if (ssa_step_index_build(&dp->ix, all, nall)) return -1;
+  dp->sel = malloc(nall * sizeof *dp->sel);
+  if (!dp->sel) return -1;
+  for (size_t i = 0, j = 0; i < nall; i++)
+    dp->sel[i] = j < rr->nsteps && all[i].number == rr->steps[j].number &&
+                         all[i].range_start == rr->steps[j].range_start
+                     ? (uint32_t)j++
+                     : SSA_NONE;
+  dp->hit = malloc(rr->nsteps * sizeof *dp->hit);
+  dp->count = calloc(rr->nsteps, sizeof *dp->count);
+  if (!dp->hit || !dp->count) return -1;
+  size_t total = 0;
+  for (size_t s = 0; s < rr->nsteps; s++)
+    total += rr->steps[s].launched;
+  dp->first = malloc(rr->nsteps * sizeof *dp->first);
+  dp->cursor = malloc(rr->nsteps * sizeof *dp->cursor);
+  dp->v = malloc((total ? total : 1) * sizeof *dp->v);
+  if (!dp->first || !dp->cursor || !dp->v) {
+    free(dp->v);
+    dp->v = NULL;
+    return 0;
+  }
+  size_t off = 0;
+  for (size_t s = 0; s < rr->nsteps; s++) {
+    dp->first[s] = dp->cursor[s] = off;
+    off += rr->steps[s].launched;
+  }
+  return 0;
+}
+
+/* The rank's kernel statistics (ks, by the rank's string id) into rr->kstats, named in its
+ * summary's string table. 0, or -1 out of memory. */
+static int hand_kstats(const ssa_rank *r, ssa_rank_result *rr, const kstat *ks) {
+  size_t nk = 0;
+  for (uint32_t id = 0; id < r->strings.count; id++)
+    nk += ks[id].count > 0;
+  rr->kstats = malloc((nk ? nk : 1) * sizeof *rr->kstats);
+  if (!rr->kstats) return -1;
+  for (uint32_t id = 0; id < r->strings.count; id++) {
+    if (!ks[id].count) continue;
+    const char *name = ssa_rank_str(r, id);
+    size_t len = strlen(name);
+    ssa_rank_kstat *k = &rr->kstats[rr->nkstats++];
+    k->name = ssa_strtab_intern(&rr->summary.names, name, len);
+    if (len && k->name == 0) return -1;
+    k->comm = (uint32_t)ks[id].comm;
+    k->count = ks[id].count;
+    k->total = ks[id].total;
+    k->min = ks[id].min;
+    k->max = ks[id].max;
+  }
+  return 0;
+}
+
+/* Each device lane's idle after its last op (lane_prev: its end) and its busy time in [t0, t1). */
+static void finish_lanes(ssa_rank_result *rr, const int64_t *lane_prev, int64_t t0, int64_t t1) {
+  for (size_t s = 0; s < rr->nlanes; s++) {
+    ssa_lane_idle *li = &rr->lanes[s];
+    li->idle_cause[SSA_IDLE_OTHER] += clip_len(lane_prev[li->lane], INT64_MAX, t0, t1);
+    int64_t idle = 0;
+    for (int k = 0; k < SSA_IDLE_N; k++)
+      idle += li->idle_cause[k];
+    li->busy = (t1 > t0 ? t1 - t0 : 0) - idle;
+  }
+}
+
 int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
   const ssa_rank *r = rr->rank;
   rank_ctx c = {a, rr, r, a->launch_gap_ns, NULL, NULL, 0, NULL, 0};
@@ -501,32 +605,8 @@ int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
   read_pipeline_info(&c);
   if (collect_data_loading(&c)) goto out;
   if (ssa_find_steps(r, a->opt.step_range_name, &all, &nall)) goto out;
-  /* select steps */
-  rr->steps = malloc((nall ? nall : 1) * sizeof *rr->steps);
-  if (!rr->steps) goto out;
-  for (size_t i = 0; i < nall; i++) {
-    if (ssa_step_selected(&a->opt, all[i].number)) rr->steps[rr->nsteps++] = all[i];
-  }
-  rr->windows = calloc(rr->nsteps ? rr->nsteps : 1, sizeof *rr->windows);
-  if (!rr->windows) goto out;
-  /* totals window */
+  if (select_windows(a, rr, all, nall)) goto out;
   ssa_window *tw = &rr->totals;
-  memset(tw, 0, sizeof *tw);
-  tw->step = -1;
-  tw->device_latency = -1;
-  tw->projected = rr->nsteps > 0;
-  ssa_totals_bounds(r, rr->steps, rr->nsteps, &tw->start, &tw->end);
-  if (nall == 0 && r->nops)
-    ssa_analysis_warn(a, "rank %d: no step ranges found; the whole trace is one window", r->rank);
-  for (size_t i = 0; i < rr->nsteps; i++) {
-    ssa_window *w = &rr->windows[i];
-    w->step = rr->steps[i].number;
-    w->start = rr->steps[i].start;
-    w->end = rr->steps[i].end;
-    w->projected = rr->steps[i].projected;
-    w->device_latency = w->projected ? rr->steps[i].dev_end - rr->steps[i].dev_start : -1;
-    w->cut = rr->steps[i].cut;
-  }
 
   if (build_sync_prefix(&c)) goto out;
   /* device lanes */
@@ -553,39 +633,7 @@ int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
   if (!cov_at || !idle_at) goto out;
 
   /* launch delays: the selected steps' index */
-  if (rr->nsteps) {
-    /* the index over all steps (the same order as rr->steps: by number) */
-    if (ssa_step_index_build(&dp.ix, all, nall)) goto out;
-    dp.sel = malloc(nall * sizeof *dp.sel);
-    if (!dp.sel) goto out;
-    for (size_t i = 0, j = 0; i < nall; i++)
-      dp.sel[i] = j < rr->nsteps && all[i].number == rr->steps[j].number &&
-                          all[i].range_start == rr->steps[j].range_start
-                      ? (uint32_t)j++
-                      : SSA_NONE;
-    dp.hit = malloc(rr->nsteps * sizeof *dp.hit);
-    dp.count = calloc(rr->nsteps, sizeof *dp.count);
-    if (!dp.hit || !dp.count) goto out;
-    /* the delays go straight into per-step segments sized by the launch
-     * counts of the projection (the same ranges, so the same counts);
-     * compute_delays checks that and gathers them again if not */
-    size_t total = 0;
-    for (size_t s = 0; s < rr->nsteps; s++)
-      total += rr->steps[s].launched;
-    dp.first = malloc(rr->nsteps * sizeof *dp.first);
-    dp.cursor = malloc(rr->nsteps * sizeof *dp.cursor);
-    dp.v = malloc((total ? total : 1) * sizeof *dp.v);
-    if (!dp.first || !dp.cursor || !dp.v) {
-      free(dp.v);
-      dp.v = NULL;
-    } else {
-      size_t off = 0;
-      for (size_t s = 0; s < rr->nsteps; s++) {
-        dp.first[s] = dp.cursor[s] = off;
-        off += rr->steps[s].launched;
-      }
-    }
-  }
+  if (rr->nsteps && delay_plan_init(&dp, rr, all, nall)) goto out;
 
   /* the one pass over ops (sorted by start): kernel statistics, launch
    * membership, coverage, device and stream gaps with their causes */
@@ -649,14 +697,7 @@ int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
   }
   gap_add(&ga, dev_end, INT64_MAX, SSA_IDLE_OTHER);
   ssa_cover_finish(&cov);
-  for (size_t s = 0; s < rr->nlanes; s++) {
-    ssa_lane_idle *li = &rr->lanes[s];
-    li->idle_cause[SSA_IDLE_OTHER] += clip_len(lane_prev[li->lane], INT64_MAX, t0, t1);
-    int64_t idle = 0;
-    for (int k = 0; k < SSA_IDLE_N; k++)
-      idle += li->idle_cause[k];
-    li->busy = (t1 > t0 ? t1 - t0 : 0) - idle;
-  }
+  finish_lanes(rr, lane_prev, t0, t1);
 
   /* windows */
   measure_window(tw, points, np, cov_at, idle_at);
@@ -666,26 +707,7 @@ int ssa_analyze_rank(ssa_analysis *a, ssa_rank_result *rr) {
 
   /* hand the kernel stats to the cross-rank table, named in the rank's summary */
   rc = STEPSCOPE_E_NOMEM;
-  {
-    size_t nk = 0;
-    for (uint32_t id = 0; id < r->strings.count; id++)
-      nk += ks[id].count > 0;
-    rr->kstats = malloc((nk ? nk : 1) * sizeof *rr->kstats);
-    if (!rr->kstats) goto out;
-    for (uint32_t id = 0; id < r->strings.count; id++) {
-      if (!ks[id].count) continue;
-      const char *name = ssa_rank_str(r, id);
-      size_t len = strlen(name);
-      ssa_rank_kstat *k = &rr->kstats[rr->nkstats++];
-      k->name = ssa_strtab_intern(&rr->summary.names, name, len);
-      if (len && k->name == 0) goto out;
-      k->comm = (uint32_t)ks[id].comm;
-      k->count = ks[id].count;
-      k->total = ks[id].total;
-      k->min = ks[id].min;
-      k->max = ks[id].max;
-    }
-  }
+  if (hand_kstats(r, rr, ks)) goto out;
   rr->error = 0;
   rc = 0;
 out:
