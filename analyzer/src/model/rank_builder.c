@@ -195,6 +195,151 @@ int ssa_rank_keep_op_inputs(ssa_rank *r, int64_t start, int64_t end, uint32_t na
   return 0;
 }
 
+/* ---- one record of each kind into the rank's tables (ssa_rank_add_record) ---- */
+
+static int add_host_op(ssa_rank *r, const stepscope_host_op *h) {
+  uint8_t cls = SSA_CLS_COMPUTE;
+  if (h->category == STEPSCOPE_CAT_COMM)
+    cls = SSA_CLS_COMM;
+  else if (h->category == STEPSCOPE_CAT_MEMCPY)
+    cls = SSA_CLS_MEMCPY;
+  else if (h->category == STEPSCOPE_CAT_MEMSET)
+    cls = SSA_CLS_MEMSET;
+  uint32_t lane = device_lane(r, SSA_LANE_CPU, h->stream, 0);
+  int rc = push_op(r, (int64_t)h->start_ns, (int64_t)h->end_ns, h->correlation_id, h->bytes,
+                   h->name, lane, SSA_OP_HOST, cls);
+  if (rc == 0 && h->args)
+    rc = ssa_rank_keep_op_inputs(r, (int64_t)h->start_ns, (int64_t)h->end_ns, h->name, h->args,
+                                 lane);
+  if (rc == 0 && cls == SSA_CLS_COMM && (h->comm_id || h->seq)) {
+    /* joined to its COLLECTIVE record by (comm_id, seq) in finish */
+    ssa_oplink *k = PUSH(oplinks, noplinks, oplinks_cap);
+    if (!k) return STEPSCOPE_E_NOMEM;
+    k->comm_id = h->comm_id;
+    k->seq = h->seq;
+    k->op = (uint32_t)(r->nops - 1);
+  }
+  return rc;
+}
+
+static int add_sync(ssa_rank *r, const stepscope_sync *s) {
+  ssa_sync *y = PUSH(syncs, nsyncs, syncs_cap);
+  if (!y) return STEPSCOPE_E_NOMEM;
+  int64_t start = (int64_t)s->start_ns, end = (int64_t)s->end_ns;
+  /* no awaited work named (on_corr 0): a source that knows it sets it after (kineto_mapper.c) */
+  *y = (ssa_sync){.start = start,
+                  .end = end < start ? start : end,
+                  .corr = s->correlation_id,
+                  .lane = SSA_NONE,
+                  .sync_kind = s->sync_kind};
+  if (s->stream) {
+    /* the waiting stream: an existing lane of any device kind */
+    uint32_t l = SSA_NONE;
+    for (uint32_t i = 0; i < r->nlanes && l == SSA_NONE; i++)
+      if (r->lanes[i].id == s->stream && r->lanes[i].kind != SSA_LANE_HOST) l = i;
+    y->lane = l != SSA_NONE ? l : ssa_rank_lane(r, SSA_LANE_GPU, s->stream);
+  }
+  return 0;
+}
+
+static int add_api(ssa_rank *r, const stepscope_api *a) {
+  uint32_t lane = ssa_rank_lane(r, SSA_LANE_HOST, a->thread);
+  if (lane == SSA_NONE) return STEPSCOPE_E_NOMEM;
+  ssa_api *x = PUSH(apis, napis, apis_cap);
+  if (!x) return STEPSCOPE_E_NOMEM;
+  x->start = (int64_t)a->start_ns;
+  x->end = (int64_t)a->end_ns < x->start ? x->start : (int64_t)a->end_ns;
+  x->corr = a->correlation_id;
+  x->name = a->name;
+  x->lane = (uint16_t)lane;
+  x->api_kind = (uint8_t)a->api_kind;
+  x->pad = 0;
+  return 0;
+}
+
+static int add_range(ssa_rank *r, const stepscope_range *g) {
+  uint32_t lane = ssa_rank_lane(r, SSA_LANE_HOST, g->thread);
+  if (lane == SSA_NONE) return STEPSCOPE_E_NOMEM;
+  ssa_range *x = PUSH(ranges, nranges, ranges_cap);
+  if (!x) return STEPSCOPE_E_NOMEM;
+  x->start = (int64_t)g->start_ns;
+  x->end = (int64_t)g->end_ns < x->start ? x->start : (int64_t)g->end_ns;
+  x->payload = g->payload;
+  x->name = g->name;
+  x->domain = g->domain;
+  x->args = g->args;
+  x->lane = (uint16_t)lane;
+  x->payload_kind = (uint8_t)g->payload_kind;
+  x->pad = 0;
+  return 0;
+}
+
+static int add_collective(ssa_rank *r, const stepscope_collective *c) {
+  ssa_coll *x = PUSH(colls, ncolls, colls_cap);
+  if (!x) return STEPSCOPE_E_NOMEM;
+  x->start = (int64_t)c->start_ns;
+  x->end = (int64_t)c->end_ns < x->start ? x->start : (int64_t)c->end_ns;
+  x->comm_id = c->comm_id;
+  x->seq = c->seq;
+  x->bytes = c->bytes;
+  x->count = c->count;
+  x->corr = c->correlation_id;
+  x->stream = c->stream;
+  x->op = c->op;
+  x->datatype = c->datatype;
+  x->comm_rank = c->comm_rank;
+  x->comm_size = c->comm_size;
+  x->name = c->name;
+  x->flags = c->flags & 0xffffu;
+  x->peer = c->peer;
+  x->op_index = SSA_NONE;
+  return 0;
+}
+
+static int add_stream(ssa_rank *r, const stepscope_stream *s) {
+  uint8_t kind = s->stream_kind == STEPSCOPE_STREAM_CPU           ? SSA_LANE_CPU
+                 : s->stream_kind == STEPSCOPE_STREAM_HOST_THREAD ? SSA_LANE_HOST
+                                                                  : SSA_LANE_GPU;
+  uint32_t l = ssa_rank_lane(r, kind, s->stream);
+  if (l == SSA_NONE) return STEPSCOPE_E_NOMEM;
+  r->lanes[l].name = s->name;
+  r->lanes[l].device = s->device;
+  r->lanes[l].declared = 1;
+  return 0;
+}
+
+static int add_counter(ssa_rank *r, const stepscope_counter *c) {
+  ssa_counter *x = PUSH(counters, ncounters, counters_cap);
+  if (!x) return STEPSCOPE_E_NOMEM;
+  x->time = (int64_t)c->time_ns;
+  x->value = c->value;
+  x->name = c->name;
+  x->device = c->device;
+  return 0;
+}
+
+static int add_metadata(ssa_rank *r, const stepscope_metadata *m) {
+  if (!m->key || !m->value_json) return 0;
+  ssa_meta *x = PUSH(meta, nmeta, meta_cap);
+  if (!x) return STEPSCOPE_E_NOMEM;
+  x->key = strdup(m->key);
+  x->value = strdup(m->value_json);
+  if (!x->key || !x->value) return STEPSCOPE_E_NOMEM;
+  return 0;
+}
+
+static int add_mark(ssa_rank *r, const stepscope_mark *mk) {
+  r->marks++;
+  const char *name = ssa_rank_str(r, mk->name);
+  if (mk->args && !strcmp(name, "moe.load")) {
+    ssa_mark *x = PUSH(moe_marks, nmoe_marks, moe_marks_cap);
+    if (!x) return STEPSCOPE_E_NOMEM;
+    x->time = (int64_t)mk->time_ns;
+    x->args = mk->args;
+  }
+  return 0;
+}
+
 int ssa_rank_add_record(ssa_rank *r, const stepscope_record *rec) {
   r->records++;
   switch (rec->kind) {
@@ -216,143 +361,20 @@ int ssa_rank_add_record(ssa_rank *r, const stepscope_record *rec) {
                    device_lane(r, SSA_LANE_GPU, m->stream, m->device), SSA_OP_MEMSET,
                    SSA_CLS_MEMSET);
   }
-  case STEPSCOPE_REC_HOST_OP: {
-    const stepscope_host_op *h = &rec->u.host_op;
-    uint8_t cls = SSA_CLS_COMPUTE;
-    if (h->category == STEPSCOPE_CAT_COMM)
-      cls = SSA_CLS_COMM;
-    else if (h->category == STEPSCOPE_CAT_MEMCPY)
-      cls = SSA_CLS_MEMCPY;
-    else if (h->category == STEPSCOPE_CAT_MEMSET)
-      cls = SSA_CLS_MEMSET;
-    uint32_t lane = device_lane(r, SSA_LANE_CPU, h->stream, 0);
-    int rc = push_op(r, (int64_t)h->start_ns, (int64_t)h->end_ns, h->correlation_id, h->bytes,
-                     h->name, lane, SSA_OP_HOST, cls);
-    if (rc == 0 && h->args)
-      rc = ssa_rank_keep_op_inputs(r, (int64_t)h->start_ns, (int64_t)h->end_ns, h->name, h->args,
-                                   lane);
-    if (rc == 0 && cls == SSA_CLS_COMM && (h->comm_id || h->seq)) {
-      /* joined to its COLLECTIVE record by (comm_id, seq) in finish */
-      ssa_oplink *k = PUSH(oplinks, noplinks, oplinks_cap);
-      if (!k) return STEPSCOPE_E_NOMEM;
-      k->comm_id = h->comm_id;
-      k->seq = h->seq;
-      k->op = (uint32_t)(r->nops - 1);
-    }
-    return rc;
-  }
-  case STEPSCOPE_REC_SYNC: {
-    const stepscope_sync *s = &rec->u.sync;
-    ssa_sync *y = PUSH(syncs, nsyncs, syncs_cap);
-    if (!y) return STEPSCOPE_E_NOMEM;
-    int64_t start = (int64_t)s->start_ns, end = (int64_t)s->end_ns;
-    /* no awaited work named (on_corr 0): a source that knows it sets it after (kineto_mapper.c) */
-    *y = (ssa_sync){.start = start,
-                    .end = end < start ? start : end,
-                    .corr = s->correlation_id,
-                    .lane = SSA_NONE,
-                    .sync_kind = s->sync_kind};
-    if (s->stream) {
-      /* the waiting stream: an existing lane of any device kind */
-      uint32_t l = SSA_NONE;
-      for (uint32_t i = 0; i < r->nlanes && l == SSA_NONE; i++)
-        if (r->lanes[i].id == s->stream && r->lanes[i].kind != SSA_LANE_HOST) l = i;
-      y->lane = l != SSA_NONE ? l : ssa_rank_lane(r, SSA_LANE_GPU, s->stream);
-    }
-    return 0;
-  }
-  case STEPSCOPE_REC_API: {
-    const stepscope_api *a = &rec->u.api;
-    uint32_t lane = ssa_rank_lane(r, SSA_LANE_HOST, a->thread);
-    if (lane == SSA_NONE) return STEPSCOPE_E_NOMEM;
-    ssa_api *x = PUSH(apis, napis, apis_cap);
-    if (!x) return STEPSCOPE_E_NOMEM;
-    x->start = (int64_t)a->start_ns;
-    x->end = (int64_t)a->end_ns < x->start ? x->start : (int64_t)a->end_ns;
-    x->corr = a->correlation_id;
-    x->name = a->name;
-    x->lane = (uint16_t)lane;
-    x->api_kind = (uint8_t)a->api_kind;
-    x->pad = 0;
-    return 0;
-  }
-  case STEPSCOPE_REC_RANGE: {
-    const stepscope_range *g = &rec->u.range;
-    uint32_t lane = ssa_rank_lane(r, SSA_LANE_HOST, g->thread);
-    if (lane == SSA_NONE) return STEPSCOPE_E_NOMEM;
-    ssa_range *x = PUSH(ranges, nranges, ranges_cap);
-    if (!x) return STEPSCOPE_E_NOMEM;
-    x->start = (int64_t)g->start_ns;
-    x->end = (int64_t)g->end_ns < x->start ? x->start : (int64_t)g->end_ns;
-    x->payload = g->payload;
-    x->name = g->name;
-    x->domain = g->domain;
-    x->args = g->args;
-    x->lane = (uint16_t)lane;
-    x->payload_kind = (uint8_t)g->payload_kind;
-    x->pad = 0;
-    return 0;
-  }
-  case STEPSCOPE_REC_COLLECTIVE: {
-    const stepscope_collective *c = &rec->u.collective;
-    ssa_coll *x = PUSH(colls, ncolls, colls_cap);
-    if (!x) return STEPSCOPE_E_NOMEM;
-    x->start = (int64_t)c->start_ns;
-    x->end = (int64_t)c->end_ns < x->start ? x->start : (int64_t)c->end_ns;
-    x->comm_id = c->comm_id;
-    x->seq = c->seq;
-    x->bytes = c->bytes;
-    x->count = c->count;
-    x->corr = c->correlation_id;
-    x->stream = c->stream;
-    x->op = c->op;
-    x->datatype = c->datatype;
-    x->comm_rank = c->comm_rank;
-    x->comm_size = c->comm_size;
-    x->name = c->name;
-    x->flags = c->flags & 0xffffu;
-    x->peer = c->peer;
-    x->op_index = SSA_NONE;
-    return 0;
-  }
-  case STEPSCOPE_REC_STREAM: {
-    const stepscope_stream *s = &rec->u.stream;
-    uint8_t kind = s->stream_kind == STEPSCOPE_STREAM_CPU           ? SSA_LANE_CPU
-                   : s->stream_kind == STEPSCOPE_STREAM_HOST_THREAD ? SSA_LANE_HOST
-                                                                    : SSA_LANE_GPU;
-    uint32_t l = ssa_rank_lane(r, kind, s->stream);
-    if (l == SSA_NONE) return STEPSCOPE_E_NOMEM;
-    r->lanes[l].name = s->name;
-    r->lanes[l].device = s->device;
-    r->lanes[l].declared = 1;
-    return 0;
-  }
-  case STEPSCOPE_REC_COUNTER: {
-    const stepscope_counter *c = &rec->u.counter;
-    ssa_counter *x = PUSH(counters, ncounters, counters_cap);
-    if (!x) return STEPSCOPE_E_NOMEM;
-    x->time = (int64_t)c->time_ns;
-    x->value = c->value;
-    x->name = c->name;
-    x->device = c->device;
-    return 0;
-  }
+  case STEPSCOPE_REC_HOST_OP: return add_host_op(r, &rec->u.host_op);
+  case STEPSCOPE_REC_SYNC: return add_sync(r, &rec->u.sync);
+  case STEPSCOPE_REC_API: return add_api(r, &rec->u.api);
+  case STEPSCOPE_REC_RANGE: return add_range(r, &rec->u.range);
+  case STEPSCOPE_REC_COLLECTIVE: return add_collective(r, &rec->u.collective);
+  case STEPSCOPE_REC_STREAM: return add_stream(r, &rec->u.stream);
+  case STEPSCOPE_REC_COUNTER: return add_counter(r, &rec->u.counter);
   case STEPSCOPE_REC_CLOCK_ANCHOR: {
     stepscope_clock_anchor *x = PUSH(anchors, nanchors, anchors_cap);
     if (!x) return STEPSCOPE_E_NOMEM;
     *x = rec->u.clock_anchor;
     return 0;
   }
-  case STEPSCOPE_REC_METADATA: {
-    const stepscope_metadata *m = &rec->u.metadata;
-    if (!m->key || !m->value_json) return 0;
-    ssa_meta *x = PUSH(meta, nmeta, meta_cap);
-    if (!x) return STEPSCOPE_E_NOMEM;
-    x->key = strdup(m->key);
-    x->value = strdup(m->value_json);
-    if (!x->key || !x->value) return STEPSCOPE_E_NOMEM;
-    return 0;
-  }
+  case STEPSCOPE_REC_METADATA: return add_metadata(r, &rec->u.metadata);
   case STEPSCOPE_REC_MEMORY:
     r->memory_events++;
     if (rec->u.memory.in_use_bytes > r->memory_peak_bytes)
@@ -361,17 +383,7 @@ int ssa_rank_add_record(ssa_rank *r, const stepscope_record *rec) {
   case STEPSCOPE_REC_DROPPED:
     r->dropped[rec->u.dropped.source < 8 ? rec->u.dropped.source : 0] += rec->u.dropped.count;
     return 0;
-  case STEPSCOPE_REC_MARK: {
-    r->marks++;
-    const char *name = ssa_rank_str(r, rec->u.mark.name);
-    if (rec->u.mark.args && !strcmp(name, "moe.load")) {
-      ssa_mark *x = PUSH(moe_marks, nmoe_marks, moe_marks_cap);
-      if (!x) return STEPSCOPE_E_NOMEM;
-      x->time = (int64_t)rec->u.mark.time_ns;
-      x->args = rec->u.mark.args;
-    }
-    return 0;
-  }
+  case STEPSCOPE_REC_MARK: return add_mark(r, &rec->u.mark);
   case STEPSCOPE_REC_OVERHEAD: r->overheads++; return 0;
   case STEPSCOPE_REC_STRING:
   case STEPSCOPE_REC_HEADER:
