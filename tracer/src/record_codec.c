@@ -678,6 +678,45 @@ static int decode_fields(codec_state *st, const uint8_t *p, const uint8_t *end, 
   return 0; /* extra trailing bytes: fields of a newer minor version, ignored */
 }
 
+/* A string record's payload [p, end): its id (>= 1), then its bytes, left in place. Cold (once
+ * a string; the header once a file) and out of line: kept out of codec_decode's per-record path,
+ * which measured faster so (bench_analyzer, 2026-11-30). */
+__attribute__((cold, noinline)) static codec_result
+decode_string_record(const uint8_t *p, const uint8_t *end, stepscope_record *rec, char *why,
+                     size_t why_len) {
+  uint64_t id;
+  const uint8_t *q = varint_get(p, end, &id);
+  if (!q || id == 0 || id > UINT32_MAX) {
+    set_why(why, why_len, "a string record with an id >= 1");
+    return CODEC_ERROR;
+  }
+  rec->kind = STEPSCOPE_REC_STRING;
+  rec->u.string.id = (uint32_t)id;
+  rec->u.string.length = (uint32_t)(end - q);
+  rec->u.string.data = (const char *)q;
+  return CODEC_RECORD;
+}
+
+/* The header record's payload [p, end): the magic "stepscope", then the header's fields. */
+__attribute__((cold, noinline)) static codec_result
+decode_header_record(codec_state *st, const uint8_t *p, const uint8_t *end, stepscope_record *rec,
+                     stepscope_header *hdr, codec_store_fn store, void *store_ctx, char *why,
+                     size_t why_len) {
+  uint64_t mlen;
+  const uint8_t *q = varint_get(p, end, &mlen);
+  if (!q || mlen != sizeof HEADER_MAGIC - 1 || (uint64_t)(end - q) < mlen ||
+      memcmp(q, HEADER_MAGIC, mlen) != 0) {
+    set_why(why, why_len, "the header magic \"stepscope\"");
+    return CODEC_ERROR;
+  }
+  q += mlen;
+  memset(hdr, 0, sizeof *hdr);
+  if (decode_fields(st, q, end, &DESC_HEADER, hdr, 0, 0, store, store_ctx, why, why_len))
+    return CODEC_ERROR;
+  rec->kind = STEPSCOPE_REC_HEADER;
+  return CODEC_RECORD;
+}
+
 codec_result codec_decode(codec_state *st, const uint8_t **pp, const uint8_t *end,
                           uint32_t max_string_id, stepscope_record *rec, stepscope_header *hdr,
                           codec_store_fn store, void *store_ctx, char *why, size_t why_len) {
@@ -716,34 +755,10 @@ codec_result codec_decode(codec_state *st, const uint8_t **pp, const uint8_t *en
     st->prev_corr = 0;
     return CODEC_BLOCK;
   }
-  if (kind == STEPSCOPE_REC_STRING) {
-    uint64_t id;
-    const uint8_t *q = varint_get(payload, payload_end, &id);
-    if (!q || id == 0 || id > UINT32_MAX) {
-      set_why(why, why_len, "a string record with an id >= 1");
-      return CODEC_ERROR;
-    }
-    rec->kind = STEPSCOPE_REC_STRING;
-    rec->u.string.id = (uint32_t)id;
-    rec->u.string.length = (uint32_t)(payload_end - q);
-    rec->u.string.data = (const char *)q;
-    return CODEC_RECORD;
-  }
-  if (kind == STEPSCOPE_REC_HEADER) {
-    uint64_t mlen;
-    const uint8_t *q = varint_get(payload, payload_end, &mlen);
-    if (!q || mlen != sizeof HEADER_MAGIC - 1 || (uint64_t)(payload_end - q) < mlen ||
-        memcmp(q, HEADER_MAGIC, mlen) != 0) {
-      set_why(why, why_len, "the header magic \"stepscope\"");
-      return CODEC_ERROR;
-    }
-    q += mlen;
-    memset(hdr, 0, sizeof *hdr);
-    if (decode_fields(st, q, payload_end, &DESC_HEADER, hdr, 0, 0, store, store_ctx, why, why_len))
-      return CODEC_ERROR;
-    rec->kind = STEPSCOPE_REC_HEADER;
-    return CODEC_RECORD;
-  }
+  if (kind == STEPSCOPE_REC_STRING)
+    return decode_string_record(payload, payload_end, rec, why, why_len);
+  if (kind == STEPSCOPE_REC_HEADER)
+    return decode_header_record(st, payload, payload_end, rec, hdr, store, store_ctx, why, why_len);
   /* A kind's own decoder; the kind is set only for what decodes. */
   dec_ctx c = {st, time, max_string_id, why, why_len};
   int rc;
