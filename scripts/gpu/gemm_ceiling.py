@@ -95,9 +95,12 @@ def shape_sweep(path):
         for a, b in mats:
             for _ in range(5):
                 torch.mm(a, b)
-        for q, k, v in atts:
-            for _ in range(3):
-                attention_step(q, k, v)
+        try:  # the GEMMs' profile is kept whatever the attention does
+            for q, k, v in atts:
+                for _ in range(3):
+                    attention_step(q, k, v)
+        except Exception as e:  # noqa: BLE001
+            print("gemm_ceiling: causal attention under the profiler failed: %r" % (e,))
         torch.cuda.synchronize()
     prof.export_chrome_trace(path)
     for r in out:
@@ -135,7 +138,11 @@ def main():
     print("gemm_ceiling: %s bf16 %dx%dx%d: %.0f TFLOP/s (rounds %s)"
           % (res["device"], n, n, n, res["tflops"], ", ".join("%.0f" % r for r in rates)))
     if a.shapes_trace:
-        res["attention"] = attention_sweep()
+        try:  # a failure here must not lose the GEMM measurements of this one-shot window
+            res["attention"] = attention_sweep()
+        except Exception as e:  # noqa: BLE001 (the evidence records whatever failed)
+            res["attention_error"] = repr(e)
+            print("gemm_ceiling: causal attention failed: %r" % (e,))
         res["shapes"] = shape_sweep(a.shapes_trace)
         res["shapes_trace"] = a.shapes_trace
     if a.json:
