@@ -646,6 +646,12 @@ static double gib(double b) {
   return b / (double)(1u << 30);
 }
 
+/* Whether --ceilings-from's run ran on the kind of device planned (a share of peak carries over
+ * between devices only as far as they reach the same share). */
+static int measured_on_planned_device(const plan_job *job) {
+  return !strcmp(plan_device_kind_of_name(job->gemm_measured.device), job->dev.name);
+}
+
 /* What an uncalibrated prediction assumes, as the model uses it: a framework's compute by
  * shape or the trainer's single efficiency; the cluster's links (the device table's, or
  * --nics-per-node, --nic-gbps, --nvlink-gbs); the latencies. */
@@ -670,7 +676,7 @@ static void print_assumptions(FILE *f, const plan_job *job) {
             "its %.4g FLOP/s peak; the %lu whose outputs fill its waves: %.1f %%\n",
             g->source, g->gemms, g->dtype, g->device, g->flops, g->time_s * 1e3, 100 * g->share,
             g->peak_flops, g->filled_gemms, 100 * g->ceiling);
-  if (g->source && strcmp(plan_device_kind_of_name(g->device), d->name))
+  if (g->source && !measured_on_planned_device(job))
     fprintf(f,
             "  note: measured on %s, planned for %s: a share of peak carries over only as far as "
             "the two devices reach the same share of theirs\n",
@@ -825,8 +831,7 @@ int plan_write_json(ssa_out *o, const plan_job *job, const plan_result *r, long 
                    "\"time_s\":%.9g,\"share\":%.6f,\"filled_gemms\":%lu,\"ceiling\":%.6f,"
                    "\"same_device\":%s},",
                    g->dtype, g->peak_flops, g->gemms, g->flops, g->time_s, g->share,
-                   g->filled_gemms, g->ceiling,
-                   strcmp(plan_device_kind_of_name(g->device), d->name) ? "false" : "true");
+                   g->filled_gemms, g->ceiling, measured_on_planned_device(job) ? "true" : "false");
     const plan_measured_attention *a = &job->attention_measured;
     ssa_out_printf(o,
                    "\"attention_ceiling_measured\":{\"forward_ops\":%lu,\"backward_ops\":%lu,"
