@@ -32,6 +32,7 @@
  * fp32 copy of the cross entropy, 6 sbV / t.
  */
 #include <stdio.h>
+#include <math.h>
 #include <string.h>
 
 #include "memory_model.h"
@@ -116,10 +117,35 @@ static int layer_is_moe(const mm_layout *l, int layer) {
 /* A mixture-of-experts block on a TP rank: the dense block's attention and norms, the router
  * (E x C, whole) and the rank's E / ep experts, each an MLP cut over TP (Megatron's expert
  * tensor parallelism equal to TP). */
+static double moe_expert_params(const mm_layout *l);
 static double moe_block_params(const mm_layout *l) {
+  double C = l->hidden, F = ffn_width(l);
+  double mlp = (l->gated_mlp ? 3.0 : 2.0) * C * F + (l->gated_mlp ? 0 : F + C);
+  return block_params(l) - mlp / l->tp + (double)l->experts * C + moe_expert_params(l);
+}
+
+/* The rank's E / ep experts of one mixture-of-experts block, each an MLP cut over TP. */
+static double moe_expert_params(const mm_layout *l) {
   double C = l->hidden, F = ffn_width(l), ep = l->ep > 0 ? l->ep : 1;
   double mlp = (l->gated_mlp ? 3.0 : 2.0) * C * F + (l->gated_mlp ? 0 : F + C);
-  return block_params(l) - mlp / l->tp + (double)l->experts * C + l->experts / ep * mlp / l->tp;
+  return l->experts / ep * mlp / l->tp;
+}
+
+double mm_framework_stage_expert_params(const mm_layout *l, int stage) {
+  int first = 0;
+  double p = 0;
+  for (int s = 0; s < stage; s++)
+    first += mm_stage_layers(l, s);
+  for (int k = 0; k < mm_stage_layers(l, stage); k++)
+    p += layer_is_moe(l, first + k) ? moe_expert_params(l) : 0;
+  return p;
+}
+
+double mm_framework_stage_shard(const mm_layout *l, int stage) {
+  double n = l->shard_group > 0 ? (double)l->shard_group : (double)l->dp * l->cp;
+  double experts = mm_framework_stage_expert_params(l, stage);
+  double n_experts = fmax(1.0, n / (l->ep > 0 ? l->ep : 1));
+  return (mm_framework_stage_params(l, stage) - experts) / n + experts / n_experts;
 }
 
 double mm_framework_stage_params(const mm_layout *l, int stage) {
@@ -242,9 +268,8 @@ int mm_framework_rank_memory(const mm_layout *l, int stage, mm_breakdown *out, c
     REFUSE("--ep %d must divide --dp %d and the %d experts", ep, l->dp, l->experts);
   if (framework_cannot_run(l, err, errlen)) return -1;
 #undef REFUSE
-  /* the ranks a state is sharded over: the DP x CP group, or FSDP's hybrid shard group */
-  double psi = mm_framework_stage_params(l, stage),
-         n = l->shard_group > 0 ? (double)l->shard_group : (double)l->dp * l->cp;
+  /* a sharded state holds `shard` of the stage's psi parameters (mm_framework_stage_shard) */
+  double psi = mm_framework_stage_params(l, stage), shard = mm_framework_stage_shard(l, stage);
   double block = block_params(l), table = padded_vocab(l) * l->hidden / l->tp;
   if (l->experts > 0 && moe_block_params(l) > block) block = moe_block_params(l);
   double unit = block > table ? block : table; /* the largest block FSDP/ZeRO-3 gathers */
@@ -253,12 +278,12 @@ int mm_framework_rank_memory(const mm_layout *l, int stage, mm_breakdown *out, c
   case MM_FW_MEGATRON:
     params = 2 * psi;
     grads = 4 * psi;
-    optim = 12 * psi / (l->zero >= 1 ? n : 1);
+    optim = 12 * (l->zero >= 1 ? shard : psi);
     break;
   case MM_FW_DEEPSPEED:
-    params = l->zero >= 3 ? 2 * psi / n + 2 * 2 * unit : 2 * psi;
-    grads = l->zero >= 2 ? 2 * psi / n + 2 * l->bucket_mb * 1048576.0 : 2 * psi;
-    optim = 12 * psi / (l->zero >= 1 ? n : 1);
+    params = l->zero >= 3 ? 2 * shard + 2 * 2 * unit : 2 * psi;
+    grads = l->zero >= 2 ? 2 * shard + 2 * l->bucket_mb * 1048576.0 : 2 * psi;
+    optim = 12 * (l->zero >= 1 ? shard : psi);
     break;
   default: /* MM_FW_FSDP: NO_SHARD (DDP), SHARD_GRAD_OP, FULL_SHARD */
     if (l->zero == 0) {
@@ -266,9 +291,9 @@ int mm_framework_rank_memory(const mm_layout *l, int stage, mm_breakdown *out, c
       grads = 4 * psi;
       optim = 8 * psi;
     } else {
-      params = 4 * psi / n + (l->zero == 2 ? 2 * psi : 2 * 2 * unit);
-      grads = 4 * psi / n + 2 * 2 * unit;
-      optim = 8 * psi / n;
+      params = 4 * shard + (l->zero == 2 ? 2 * psi : 2 * 2 * unit);
+      grads = 4 * shard + 2 * 2 * unit;
+      optim = 8 * shard;
     }
   }
   int layers = mm_stage_layers(l, stage);

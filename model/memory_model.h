@@ -119,6 +119,17 @@ int mm_framework_rank_memory(const mm_layout *l, int stage, mm_breakdown *out, c
  * its blocks, and the tables and heads it holds). */
 double mm_framework_stage_params(const mm_layout *l, int stage);
 
+/* The experts' part of it: the rank's E / ep experts of each mixture-of-experts block on the
+ * stage. Their states are sharded over the expert data-parallel group (dp x cp / ep), not the
+ * whole DP x CP group. */
+double mm_framework_stage_expert_params(const mm_layout *l, int stage);
+
+/* A ZeRO-sharded state's parameters on one rank of the stage: the dense ones over the DP x CP
+ * group (or FSDP's hybrid shard group, n), an expert's only over the ranks that hold that
+ * expert, n / ep (Megatron's expert data-parallel group, DeepSpeed-MoE's
+ * expert_data_parallel_group): psi / n without experts. */
+double mm_framework_stage_shard(const mm_layout *l, int stage);
+
 /* A real framework's stored activations of one layer and micro-batch, in bytes (Korthikanti et
  * al. 2022 with flash attention; docs/plan.md "Frameworks"). */
 double mm_framework_layer_activations(const mm_layout *l);

@@ -242,5 +242,37 @@ PY
 [ $? -eq 2 ] && grep -q "tp-comm-overlap is Megatron-LM's" "$dir/err" ||
   { cat "$dir/err"; no "--tp-comm-overlap under fsdp: refused"; }
 
+# The ranks' order (docs/plan.md "Clusters"): a framework lays them out tp, cp, dp, pp (Megatron's
+# "tp-cp-ep-dp-pp", torchtitan's and DeepSpeed's meshes), so 16 GPUs as tp 1, pp 2, dp 8 keep
+# each DP group in a node of 8: its gradient sync is the same as on one node of 16, and only the
+# pipeline's sends cross nodes. The trainer lays them out tp, cp, pp, dp: its DP groups span the
+# two nodes, so its sync is slower on nodes of 8 than on one node.
+order_of() { "$stepscope" plan --model gpt3-2.7b --gpus 16 --global-batch 64 --dp 8 --tp 1 --pp 2 \
+  --cp 1 --zero 1 --recompute none --microbatches 8 --schedule 1f1b --no-overlap "$@" --json - \
+  2>/dev/null | python3 -c 'import json,sys; b=json.load(sys.stdin)["layouts"][0]["breakdown_s"]
+print(b["grad_sync"], b["pp"])'; }
+read -r mg8 mp8 <<< "$(order_of --gpus-per-node 8)"
+read -r mg16 mp16 <<< "$(order_of --gpus-per-node 16)"
+read -r tg8 tp8 <<< "$(order_of --gpus-per-node 8 --framework stepscope-cuda)"
+read -r tg16 tp16 <<< "$(order_of --gpus-per-node 16 --framework stepscope-cuda)"
+python3 -c "import sys; sys.exit(0 if float('$mg8') == float('$mg16') > 0 and float('$mp8') > float('$mp16') > 0 else 1)" ||
+  no "megatron's DP group inside a node: sync $mg8 / $mg16 s, pipeline $mp8 / $mp16 s on nodes of 8 / 16"
+python3 -c "import sys; sys.exit(0 if float('$tg8') > float('$tg16') > 0 else 1)" ||
+  no "the trainer's DP group across nodes: sync $tg8 s on nodes of 8, $tg16 s on one node"
+
+# The interleaved schedule's chunks: the sweep offers v = 2 to 8 (Mixtral 8x7B's published
+# mapping is pp 4 with 8 chunks a rank), and a layout named with more is not in it
+"$stepscope" plan --model mixtral-8x7b --gpus 64 --global-batch 256 --tp 1 --pp 4 --ep 8 \
+  --csv "$dir/vp.csv" > /dev/null 2>&1 || no "a sweep of pp 4 interleaved layouts"
+python3 - "$dir/vp.csv" <<'PY' || no "the sweep's virtual stages: 2 to 8"
+import csv, sys
+v = {int(r["virtual_stages"]) for r in csv.DictReader(open(sys.argv[1])) if r["schedule"] == "interleaved"}
+assert v == set(range(2, 9)), sorted(v)
+PY
+"$stepscope" plan --model mixtral-8x7b --gpus 64 --global-batch 256 --tp 1 --pp 4 --ep 8 \
+  --schedule interleaved --virtual-stages 8 --microbatches 16 --recompute none --zero 1 \
+  > "$dir/v8.txt" 2>&1 && grep -q "interleaved v8 m16 x 1" "$dir/v8.txt" ||
+  { cat "$dir/v8.txt"; no "Mixtral 8x7B's published layout, interleaved v8"; }
+
 [ $fail -eq 0 ] && echo "plan.frameworks_cli: ok"
 exit $fail

@@ -270,6 +270,12 @@ static void models_as_they_are(void) {
   moe.ep = 2;
   b = mem(&moe, 0);
   CHECK(b.parameters == 2 * (size_t)(2 * 659200 + 131072 + 32768));
+  /* ZeRO-1 shards a dense parameter's optimizer states over the 4 DP ranks, but an expert's
+   * only over the 4 / ep = 2 ranks that hold that expert (Megatron's expert data-parallel
+   * group): the stage's 2 x 2 experts' MLPs / tp = 1051136 of its 1482240 parameters, so
+   * 12 x (431104 / 4 + 1051136 / 2) = 7600128 bytes, not 12 x 1482240 / 4 */
+  CHECK(mm_framework_stage_expert_params(&moe, 0) == 1051136.0);
+  CHECK(b.optimizer == 7600128);
   /* the trainer refuses what it does not have */
   l.framework = MM_FW_STEPSCOPE;
   char err[200] = "";

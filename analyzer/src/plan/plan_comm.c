@@ -16,7 +16,7 @@
 
 #include <math.h>
 
-/* The process groups of a layout (ranks are laid out tp fastest, then cp, pp, dp). */
+/* The process groups of a layout. */
 typedef enum { GROUP_TP, GROUP_CP, GROUP_PP, GROUP_DP, GROUP_EP } group_kind;
 
 /* The size of a layout's group of `kind`. */
@@ -28,14 +28,32 @@ static int group_size(const mm_layout *l, int kind) {
                             : l->ep;
 }
 
-/* How many members the group of rank 0 has on node 0 (ranks laid out tp fastest, then cp, pp,
- * dp; nodes of --gpus-per-node devices). */
+/* Rank r's coordinates in the layout. Ranks are laid out tp fastest, then cp, then, as the
+ * framework does: Megatron-Core's default order "tp-cp-ep-dp-pp" (parallel_state.py
+ * initialize_model_parallel; the experts' ranks inside dp), torchtitan's device mesh
+ * (pp, dp, cp, tp: the pipeline outermost) and DeepSpeed's PipeModelDataParallelTopology
+ * (pipe, data, model) put dp before pp; the stepscope trainer puts pp before dp (model_grid_of
+ * in trainer/model.c). So a framework's data-parallel and expert groups share a node before
+ * its pipeline's stages do. */
+static void rank_coords(const mm_layout *l, int r, int *t, int *c, int *p, int *d) {
+  *t = r % l->tp;
+  *c = r / l->tp % l->cp;
+  if (l->framework == MM_FW_STEPSCOPE) {
+    *p = r / (l->tp * l->cp) % l->pp;
+    *d = r / (l->tp * l->cp * l->pp);
+  } else {
+    *d = r / (l->tp * l->cp) % l->dp;
+    *p = r / (l->tp * l->cp * l->dp);
+  }
+}
+
+/* How many members the group of rank 0 has on node 0 (nodes of --gpus-per-node devices). */
 static int group_members_in_node(const plan_job *job, const mm_layout *l, int kind) {
   int G = job->gpus_per_node > 0 ? job->gpus_per_node : 8, N = l->dp * l->tp * l->pp * l->cp;
   int members = 0;
   for (int r = 0; r < G && r < N; r++) {
-    int t = r % l->tp, c = r / l->tp % l->cp, p = r / (l->tp * l->cp) % l->pp;
-    int d = r / (l->tp * l->cp * l->pp);
+    int t, c, p, d;
+    rank_coords(l, r, &t, &c, &p, &d);
     members += kind == GROUP_TP   ? c == 0 && p == 0 && d == 0
                : kind == GROUP_CP ? t == 0 && p == 0 && d == 0
                : kind == GROUP_PP ? t == 0 && c == 0 && d == 0

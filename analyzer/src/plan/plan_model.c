@@ -538,7 +538,7 @@ long plan_enumerate(const plan_job *job, const plan_filter *f, plan_result **out
             if (pp == 1 && sched != MM_SCHED_1F1B) continue; /* one stage: no schedule to choose */
             if (f->schedule >= 0 && pp > 1 && f->schedule != sched) continue;
             for (int v = sched == MM_SCHED_INTERLEAVED ? 2 : 1;
-                 v <= (sched == MM_SCHED_INTERLEAVED ? 4 : 1); v++) {
+                 v <= (sched == MM_SCHED_INTERLEAVED ? PLAN_MAX_VIRTUAL_STAGES : 1); v++) {
               if (!allowed(f->virtual_stages, v) && sched == MM_SCHED_INTERLEAVED) continue;
               if (sched == MM_SCHED_INTERLEAVED && M % pp) continue;
               mm_layout chunks = *m; /* the layers must lay out on pp x v model chunks */

@@ -74,7 +74,7 @@ double plan_head_gemm_passes(const plan_device *dev, const mm_layout *l, double 
 double plan_optimizer_step_s(const plan_device *dev, const mm_layout *l, int stage) {
   if (!(dev->hbm_bw > 0)) return 0;
   double psi = mm_framework_stage_params(l, stage);
-  double updated = l->zero >= 1 ? psi / ((double)l->dp * l->cp) : psi;
+  double updated = l->zero >= 1 ? mm_framework_stage_shard(l, stage) : psi;
   /* read: the fp32 weights it updates, Adam's m and v, the gradient (fp32 main_grad under
    * Megatron and FSDP, bf16 under DeepSpeed); written: the weights, m, v, and the bf16 copy the
    * GEMMs read where the fp32 weights are a master copy (Megatron, DeepSpeed) */

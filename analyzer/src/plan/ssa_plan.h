@@ -221,6 +221,13 @@ int plan_write_csv(ssa_out *o, const plan_result *r, long n);
  * sequence length (bench/plan/published, 9.0 %) and between two layouts of a calibrated CPU run
  * (bench/plan/RESULTS.md, the quiet machine: 10.3 %). */
 #define PLAN_BAND_DEFAULT 0.10
+
+/* The interleaved schedule's model chunks per pipeline rank the sweep offers: 2 to 8. The
+ * published runs go to 8 (Megatron-Core's Mixtral 8x7B reference mapping, VP 8; Mixtral 8x22B,
+ * 7). The model charges more chunks nothing beyond their fill-and-drain sends and in-flight
+ * activations (the per-chunk send overheads that make a middle value the best in practice,
+ * Megatron-Core's MoE guide, are not modelled), so a larger cap would rank extremes first. */
+#define PLAN_MAX_VIRTUAL_STAGES 8
 enum {
   PLAN_FIELD_DP,
   PLAN_FIELD_TP,
