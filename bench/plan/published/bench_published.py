@@ -58,15 +58,28 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BAND = 0.10  # `stepscope plan`'s default --undecided-within (PLAN_BAND_DEFAULT, docs/plan.md)
 
 
-def flops_per_token(r):
+def moe_layers(r):
+    """The blocks that are a mixture of experts (every moe_every-th, as `plan --moe-every`)."""
+    if not r.get("experts"):
+        return 0
+    return int(r["layers"]) // int(r.get("moe_every") or 1)
+
+
+def flops_per_token(r, causal_attention=False):
+    """6 x the parameters a token multiplies plus 12 x layers x hidden x sequence for attention
+    (6 x when only the causal half is counted, as Megatron-LM since March 2025). A mixture of
+    experts' block multiplies top_k of its experts' MLPs; its router (experts x hidden) is left
+    out, as Megatron-LM's count leaves it (0.01 % of Mixtral's)."""
     L, C, V, T = (int(r[k]) for k in ("layers", "hidden", "vocab", "seq"))
     H = int(r["heads"] or C // 128)
     kv = int(r["kv_heads"] or H)
     F = int(r["ffn"] or 4 * C)
     attn_params = 2 * C * C + 2 * C * (C // H) * kv
     mlp_params = (3 if r["mlp"] == "swiglu" else 2) * C * F
-    params = V * C + L * (attn_params + mlp_params)
-    return 6.0 * params + 12.0 * L * C * T
+    moe = moe_layers(r)
+    routed = moe * int(r.get("top_k") or 2) + (L - moe)  # MLPs a token goes through
+    params = V * C + L * attn_params + routed * mlp_params
+    return 6.0 * params + (6.0 if causal_attention else 12.0) * L * C * T
 
 
 def published_mfu(r):
@@ -76,6 +89,8 @@ def published_mfu(r):
         return v / 100
     if kind == "tflops_per_gpu":
         return v * 1e12 / PEAK[r["device"]]
+    if kind == "tflops_megatron_causal":  # tokens/s from Megatron's count, then ours
+        return v * 1e12 / flops_per_token(r, True) * flops_per_token(r) / PEAK[r["device"]]
     if kind == "hfu_pct_narayanan":
         L, h, V, s = (int(r[k]) for k in ("layers", "hidden", "vocab", "seq"))
         model = 72 * (1 + s / (6 * h) + V / (12 * L * h))
@@ -121,6 +136,11 @@ def plan_args(r, helptext):
         args += ["--backward-prefetch", r["backward_prefetch"]]
     if "--tp-comm-overlap" in helptext and r.get("tp_comm_overlap") == "1":
         args += ["--tp-comm-overlap"]
+    if r.get("experts"):
+        args += ["--experts", r["experts"], "--top-k", r["top_k"] or "2",
+                 "--moe-every", r.get("moe_every") or "1"]
+    if r.get("untied") == "1" and "--untied" in helptext:
+        args += ["--untied"]
     return args
 
 
@@ -134,6 +154,11 @@ def agrees(row, r):
     if r["recompute"] and row["recompute"] != r["recompute"]:
         return False
     if r["sp"] and int(row["sp"]) != int(r["sp"]):
+        return False
+    if r.get("ep") and int(row.get("ep") or 1) != int(r["ep"]):
+        return False
+    v = int(row["virtual_stages"]) if row["schedule"] == "interleaved" else 1
+    if r["virtual_stages"] and v != int(r["virtual_stages"]):
         return False
     # no published run used FSDP's hybrid sharding (MPT: FULL_SHARD, the Llama 3 paper: FSDP);
     # a planner without the column (older) has none
@@ -199,8 +224,11 @@ def main():
         faster = sum(1 for x in sweep if x["fits"] == "1"
                      and float(x["tokens_per_s"]) > 1.01 * float(row["tokens_per_s"]))
         top10_ties += faster < 10
-        layout = (f"dp{row['dp']} tp{row['tp']} pp{row['pp']} cp{row['cp']} z{row['zero']} "
-                  f"{row['schedule']} m{row['microbatches']}x{row['micro_batch']} "
+        sched = row["schedule"] + (f" v{row['virtual_stages']}"
+                                   if row["schedule"] == "interleaved" else "")
+        ep = f" ep{row['ep']}" if r.get("experts") else ""
+        layout = (f"dp{row['dp']}{ep} tp{row['tp']} pp{row['pp']} cp{row['cp']} z{row['zero']} "
+                  f"{sched} m{row['microbatches']}x{row['micro_batch']} "
                   f"rc={row['recompute']}")
         print(f"{r['id']:<34} {100 * pub:6.1f}% {100 * pred:5.1f}% {100 * err:+6.1f}% "
               f"{'yes' if fit else 'NO':>4} {rank + 1:>6} {len(sweep):>6} {100 * gap:5.1f}%  "
