@@ -115,8 +115,8 @@ static int layer_is_moe(const mm_layout *l, int layer) {
 }
 
 /* A mixture-of-experts block on a TP rank: the dense block's attention and norms, the router
- * (E x C, whole) and the rank's E / ep experts, each an MLP cut over TP (Megatron's expert
- * tensor parallelism equal to TP). */
+ * (E x C, whole) and the rank's E / ep experts, each an MLP cut over the expert TP ranks (TP,
+ * or whole with Megatron's --expert-tensor-parallel-size 1). */
 static double moe_expert_params(const mm_layout *l);
 static double moe_block_params(const mm_layout *l) {
   double C = l->hidden, F = ffn_width(l);
@@ -124,11 +124,16 @@ static double moe_block_params(const mm_layout *l) {
   return block_params(l) - mlp / l->tp + (double)l->experts * C + moe_expert_params(l);
 }
 
-/* The rank's E / ep experts of one mixture-of-experts block, each an MLP cut over TP. */
+int mm_expert_tp(const mm_layout *l) {
+  return l->expert_tp > 0 ? l->expert_tp : l->tp;
+}
+
+/* The rank's E / ep experts of one mixture-of-experts block, each an MLP cut over the expert
+ * TP ranks. */
 static double moe_expert_params(const mm_layout *l) {
   double C = l->hidden, F = ffn_width(l), ep = l->ep > 0 ? l->ep : 1;
   double mlp = (l->gated_mlp ? 3.0 : 2.0) * C * F + (l->gated_mlp ? 0 : F + C);
-  return l->experts / ep * mlp / l->tp;
+  return l->experts / ep * mlp / mm_expert_tp(l);
 }
 
 double mm_framework_stage_expert_params(const mm_layout *l, int stage) {
@@ -144,7 +149,7 @@ double mm_framework_stage_expert_params(const mm_layout *l, int stage) {
 double mm_framework_stage_shard(const mm_layout *l, int stage) {
   double n = l->shard_group > 0 ? (double)l->shard_group : (double)l->dp * l->cp;
   double experts = mm_framework_stage_expert_params(l, stage);
-  double n_experts = fmax(1.0, n / (l->ep > 0 ? l->ep : 1));
+  double n_experts = fmax(1.0, n * l->tp / mm_expert_tp(l) / (l->ep > 0 ? l->ep : 1));
   return (mm_framework_stage_params(l, stage) - experts) / n + experts / n_experts;
 }
 
@@ -263,9 +268,21 @@ int mm_framework_rank_memory(const mm_layout *l, int stage, mm_breakdown *out, c
            l->layers, l->pp * V);
   if (l->seq % (l->cp > 1 ? 2 * l->cp : 1))
     REFUSE("--seq %d is not divisible by 2 x --cp %d", l->seq, l->cp);
-  int ep = l->ep > 0 ? l->ep : 1;
-  if (l->experts > 0 && (l->dp % ep || l->experts % ep || l->top_k < 1 || l->moe_every < 1))
+  int ep = l->ep > 0 ? l->ep : 1, etp = mm_expert_tp(l), folded = l->tp * l->cp * l->dp;
+  if (l->experts > 0 && etp == l->tp &&
+      (l->dp % ep || l->experts % ep || l->top_k < 1 || l->moe_every < 1))
     REFUSE("--ep %d must divide --dp %d and the %d experts", ep, l->dp, l->experts);
+  if (l->experts > 0 && etp != l->tp) {
+    if (etp != 1 || l->framework != MM_FW_MEGATRON)
+      REFUSE("--expert-tp is 1 (Megatron-Core's --expert-tensor-parallel-size 1) or --tp");
+    if (folded % ep || l->experts % ep || l->top_k < 1 || l->moe_every < 1)
+      REFUSE("--ep %d must divide tp x cp x dp = %d and the %d experts (--expert-tp 1)", ep, folded,
+             l->experts);
+    if (l->tp > 1 && !l->sp)
+      REFUSE("--expert-tp 1 with --tp %d needs sequence parallelism (Megatron asserts it for "
+             "experts with TP)",
+             l->tp);
+  }
   if (framework_cannot_run(l, err, errlen)) return -1;
 #undef REFUSE
   /* a sharded state holds `shard` of the stage's psi parameters (mm_framework_stage_shard) */

@@ -69,6 +69,11 @@ typedef struct mm_layout {
    * moe_every-th block (layers moe_every-1, 2 moe_every-1, ...) has `experts` expert MLPs,
    * top_k per token, sharded over ep ranks of DP (moe.h, expert_parallel.h) */
   int experts, top_k, moe_every, ep;
+  /* a real framework's expert tensor parallelism (Megatron-Core's
+   * --expert-tensor-parallel-size): 0 or tp, each expert cut over the TP group and EP carved
+   * out of dp (the trainer's, and Megatron's default); 1, each expert whole on a rank and the
+   * EP group folded into the tp x cp x dp ranks of a stage (MoE parallel folding) */
+  int expert_tp;
   /* a real framework's conventions (0: the trainer's); the model as real ones are (all 0 in the
    * trainer's layouts, which have none of them): kv_heads (GQA; 0 = heads), gated_mlp (SwiGLU:
    * three F x C matrices, no biases), untied (a separate LM head), rope (no position table) */
@@ -126,9 +131,12 @@ double mm_framework_stage_expert_params(const mm_layout *l, int stage);
 
 /* A ZeRO-sharded state's parameters on one rank of the stage: the dense ones over the DP x CP
  * group (or FSDP's hybrid shard group, n), an expert's only over the ranks that hold that
- * expert, n / ep (Megatron's expert data-parallel group, DeepSpeed-MoE's
+ * expert, n x tp / (expert tp x ep) (Megatron's expert data-parallel group, DeepSpeed-MoE's
  * expert_data_parallel_group): psi / n without experts. */
 double mm_framework_stage_shard(const mm_layout *l, int stage);
+
+/* The ranks one expert is cut over: l->expert_tp, or tp when 0. */
+int mm_expert_tp(const mm_layout *l);
 
 /* A real framework's stored activations of one layer and micro-batch, in bytes (Korthikanti et
  * al. 2022 with flash attention; docs/plan.md "Frameworks"). */

@@ -288,7 +288,14 @@ static const cli_option plan_options[] = {
     INT("--virtual-stages", "V", f.virtual_stages, 2, 64,
         "model chunks per pipeline rank (interleaved)"),
     DBL("--bucket-mb", "MB", bucket_mb, 0.0001, "DP gradient bucket size in MiB [1]"),
-    INT("--ep", "N", f.ep, 1, 1 << 12, "with --experts: expert parallelism carved out of dp"),
+    INT("--ep", "N", f.ep, 1, 1 << 12,
+        "with --experts: expert parallelism carved out of dp (of\n"
+        "tp x cp x dp with --expert-tp 1)"),
+    INT("--expert-tp", "N", f.expert_tp, 1, 1 << 12,
+        "--framework megatron, --experts: each expert cut over N TP\n"
+        "ranks: --tp, or 1, whole on a rank with the EP group folded\n"
+        "into tp x cp x dp (--expert-tensor-parallel-size 1; needs SP)\n"
+        "[both: --tp, and 1 where tp > 1 with SP]"),
     INT("--shard-group", "N", f.shard_group, 0, 1 << 20,
         "--framework fsdp, --zero 2/3: hybrid sharding (HYBRID_SHARD,\n"
         "_HYBRID_SHARD_ZERO2), the states sharded over N ranks of the\n"
@@ -450,6 +457,10 @@ static int build_model(plan_args *p) {
     cli_print(stderr, "stepscope plan: --ep %d needs --experts\n", p->f.ep);
     return 2;
   }
+  if (m->experts <= 0 && p->f.expert_tp > 0) {
+    cli_print(stderr, "stepscope plan: --expert-tp %d needs --experts\n", p->f.expert_tp);
+    return 2;
+  }
   if (!m->layers || !m->hidden || !m->heads || !m->vocab || !m->seq) {
     cli_print(stderr, "stepscope plan: describe the model: --model NAME, or --layers --hidden "
                       "--heads --vocab --seq (or --from RUN)\n");
@@ -585,6 +596,15 @@ static int build_job(plan_args *p) {
   job->ranking_band = p->undecided_pct / 100.0;
   rc = apply_framework(p);
   if (rc) return rc;
+  if (p->f.expert_tp > 0 && p->job.model.framework != MM_FW_MEGATRON) {
+    cli_print(stderr, "stepscope plan: --expert-tp is Megatron-Core's "
+                      "--expert-tensor-parallel-size: give --framework megatron\n");
+    return 2;
+  }
+  if (p->f.expert_tp > 1 && p->f.tp > 0 && p->f.expert_tp != p->f.tp) {
+    cli_print(stderr, "stepscope plan: --expert-tp %d: 1 or --tp %d\n", p->f.expert_tp, p->f.tp);
+    return 2;
+  }
   if (p->f.shard_group > 0 && p->job.model.framework != MM_FW_FSDP) {
     cli_print(stderr, "stepscope plan: --shard-group is PyTorch FSDP's hybrid sharding: give "
                       "--framework fsdp\n");
@@ -710,10 +730,12 @@ static int plan_single(plan_args *p, plan_result **results) {
   l.virtual_stages =
       l.schedule == MM_SCHED_INTERLEAVED ? (f->virtual_stages > 0 ? f->virtual_stages : 2) : 1;
   l.ep = l.experts > 0 && f->ep > 0 ? f->ep : 1;           /* --ep, else no expert parallelism */
+  l.expert_tp = f->expert_tp == 1 ? 1 : 0;                 /* --expert-tp 1, else cut over TP */
   l.shard_group = f->shard_group > 0 ? f->shard_group : 0; /* else sharded over the group */
-  if (l.experts > 0 && (l.dp % l.ep || l.experts % l.ep)) {
-    cli_print(stderr, "stepscope plan: --ep %d must divide --dp %d and the %d experts\n", l.ep,
-              l.dp, l.experts);
+  int ep_ranks = l.expert_tp == 1 ? l.tp * l.cp * l.dp : l.dp;
+  if (l.experts > 0 && (ep_ranks % l.ep || l.experts % l.ep)) {
+    cli_print(stderr, "stepscope plan: --ep %d must divide %s %d and the %d experts\n", l.ep,
+              l.expert_tp == 1 ? "tp x cp x dp" : "--dp", ep_ranks, l.experts);
     return 1;
   }
   if (p->job.global_batch % (l.dp * l.microbatches)) {

@@ -274,5 +274,52 @@ PY
   > "$dir/v8.txt" 2>&1 && grep -q "interleaved v8 m16 x 1" "$dir/v8.txt" ||
   { cat "$dir/v8.txt"; no "Mixtral 8x7B's published layout, interleaved v8"; }
 
+# Megatron's expert tensor parallelism (--expert-tp; docs/plan.md "Experts under a framework"):
+# Mixtral 8x22B on 128 H100s as Megatron-MoE-ModelZoo runs it (tp 2 + SP, pp 8 interleaved v7,
+# ep 8, --expert-tensor-parallel-size 1). With whole experts its EP group is 8 ranks of a node
+# dispatching their sequence-parallel halves, not 8 DP ranks across two nodes dispatching
+# everything: less EP time; its MoE blocks keep only their attention's TP collectives: less TP
+# time; its experts twice the parameter bytes and the same optimizer bytes. The sweep offers
+# both under Megatron only where tp > 1 with SP; the CSV and JSON say expert_tp.
+x22=(--layers 56 --hidden 6144 --heads 48 --kv-heads 8 --ffn 16384 --vocab 32768 --seq 4096
+     --max-seq 4096 --mlp swiglu --positions rope --untied --experts 8 --top-k 2 --gpus 128
+     --global-batch 256)
+one22=(--dp 8 --tp 2 --sp --pp 8 --cp 1 --ep 8 --schedule interleaved --virtual-stages 7
+       --microbatches 32 --zero 1 --recompute none)
+"$stepscope" plan "${x22[@]}" "${one22[@]}" --json "$dir/etp.json" > /dev/null 2>&1 ||
+  no "Mixtral 8x22B, experts cut over TP"
+"$stepscope" plan "${x22[@]}" "${one22[@]}" --expert-tp 1 --json "$dir/etp1.json" > "$dir/etp1.txt" \
+  2>&1 && grep -q "dp8 ep8 etp1 tp2+sp pp8" "$dir/etp1.txt" || { cat "$dir/etp1.txt"; no "Mixtral 8x22B, --expert-tp 1"; }
+"$stepscope" plan --model mixtral-8x7b --gpus 16 --global-batch 32 --csv "$dir/etp.csv" > /dev/null \
+  2>&1 || no "a Mixtral 8x7B sweep"
+python3 - "$dir/etp.json" "$dir/etp1.json" "$dir/etp.csv" <<'PY' || no "--expert-tp 1"
+import csv, json, sys
+cut, whole = (json.load(open(f))["layouts"][0] for f in sys.argv[1:3])
+assert (cut["layout"]["expert_tp"], whole["layout"]["expert_tp"]) == (2, 1), (cut["layout"], whole["layout"])
+a, b = cut["breakdown_s"], whole["breakdown_s"]
+assert 0 < b["ep"] < a["ep"] / 2, (a["ep"], b["ep"])
+# by hand: 32 micro-batches x 7 MoE blocks on a stage x (4 all-to-alls of 4096 tokens x top 2 /
+# tp 2 rows of 6144 bf16, 7/8 of them away over NVLink's 450 GB/s, 20 us each, + the counts')
+want = 32 * 7 * (4 * (20e-6 + 4096 * 2 / 2 * 6144 * 2 * 7 / 8 / 450e9) + 20e-6)
+assert abs(b["ep"] / want - 1) < 1e-6, (b["ep"], want)
+assert 0 < b["tp"] < a["tp"], (a["tp"], b["tp"])
+assert whole["memory_bytes"]["parameters"] > cut["memory_bytes"]["parameters"]
+assert whole["memory_bytes"]["optimizer"] == cut["memory_bytes"]["optimizer"]
+rows = list(csv.DictReader(open(sys.argv[3])))
+w = [r for r in rows if r["expert_tp"] == "1" and int(r["tp"]) > 1]
+assert w and all(r["sp"] == "1" for r in w), "whole experts at tp > 1, with SP only"
+assert any(r["expert_tp"] == r["tp"] and int(r["tp"]) > 1 for r in rows)
+# folded: an EP degree beyond dp (tp 2 x dp 4 = 8 ranks, ep 8) only with whole experts
+assert all(r["expert_tp"] == "1" for r in rows if int(r["ep"]) > int(r["dp"]))
+assert any(int(r["ep"]) > int(r["dp"]) for r in rows)
+PY
+"$stepscope" plan --model mixtral-8x7b --gpus 16 --global-batch 32 --framework fsdp --expert-tp 1 \
+  > /dev/null 2> "$dir/err"
+[ $? -eq 2 ] && grep -q "expert-tensor-parallel-size: give --framework megatron" "$dir/err" ||
+  { cat "$dir/err"; no "--expert-tp under fsdp: refused"; }
+"$stepscope" plan --model llama3-8b --gpus 16 --global-batch 32 --expert-tp 1 > /dev/null 2> "$dir/err"
+[ $? -eq 2 ] && grep -q "expert-tp 1 needs --experts" "$dir/err" ||
+  { cat "$dir/err"; no "--expert-tp without experts: refused"; }
+
 [ $fail -eq 0 ] && echo "plan.frameworks_cli: ok"
 exit $fail

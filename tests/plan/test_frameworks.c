@@ -276,6 +276,33 @@ static void models_as_they_are(void) {
    * 12 x (431104 / 4 + 1051136 / 2) = 7600128 bytes, not 12 x 1482240 / 4 */
   CHECK(mm_framework_stage_expert_params(&moe, 0) == 1051136.0);
   CHECK(b.optimizer == 7600128);
+  /* Megatron's --expert-tensor-parallel-size 1: each expert whole on a rank (2 x 525568 a block,
+   * 2102272 on the stage, psi 431104 + 2102272 = 2533376), its states sharded over the
+   * tp x dp / ep = 4 ranks holding it: the same 7600128 optimizer bytes, twice the experts'
+   * parameter bytes */
+  moe.expert_tp = 1;
+  b = mem(&moe, 0);
+  CHECK(mm_framework_stage_expert_params(&moe, 0) == 2102272.0);
+  CHECK(b.parameters == 2 * (size_t)2533376 && b.optimizer == 7600128);
+  /* refused: without SP (Megatron asserts it for experts with TP), an EP degree not dividing
+   * tp x cp x dp (8), another framework's */
+  char why[200] = "";
+  moe.sp = 0;
+  CHECK(mm_framework_rank_memory(&moe, 0, &b, why, sizeof why) == -1 &&
+        strstr(why, "sequence parallelism") != NULL);
+  moe.sp = 1;
+  moe.ep = 4;
+  moe.experts = 12;
+  CHECK(mm_framework_rank_memory(&moe, 0, &b, why, sizeof why) == 0); /* 4 divides 8 and 12 */
+  moe.ep = 3;
+  CHECK(mm_framework_rank_memory(&moe, 0, &b, why, sizeof why) == -1 &&
+        strstr(why, "tp x cp x dp = 8") != NULL);
+  moe.ep = 2;
+  moe.experts = 4;
+  moe.framework = MM_FW_FSDP;
+  moe.zero = 2;
+  CHECK(mm_framework_rank_memory(&moe, 0, &b, why, sizeof why) == -1 &&
+        strstr(why, "--expert-tp is 1") != NULL);
   /* the trainer refuses what it does not have */
   l.framework = MM_FW_STEPSCOPE;
   char err[200] = "";

@@ -47,9 +47,15 @@ static void rank_coords(const mm_layout *l, int r, int *t, int *c, int *p, int *
   }
 }
 
-/* How many members the group of rank 0 has on node 0 (nodes of --gpus-per-node devices). */
+/* How many members the group of rank 0 has on node 0 (nodes of --gpus-per-node devices). An EP
+ * group is ep consecutive DP ranks, or with experts whole on a rank (expert TP 1, Megatron's MoE
+ * parallel folding) ep consecutive ranks of the stage's tp x cp x dp. */
 static int group_members_in_node(const plan_job *job, const mm_layout *l, int kind) {
   int G = job->gpus_per_node > 0 ? job->gpus_per_node : 8, N = l->dp * l->tp * l->pp * l->cp;
+  if (kind == GROUP_EP && mm_expert_tp(l) != l->tp) {
+    int stage = l->tp * l->cp * l->dp; /* a framework's stage is consecutive ranks */
+    return G < l->ep ? G : l->ep < stage ? l->ep : stage;
+  }
   int members = 0;
   for (int r = 0; r < G && r < N; r++) {
     int t, c, p, d;
@@ -256,13 +262,20 @@ int plan_communication(const plan_job *job, const mm_layout *l, double t_mb, dou
   double tokens = (double)l->micro_batch * l->seq / l->cp;
   double es = l->act_bytes;
   int layers_stage = trainer ? l->layers / l->pp : mm_stage_layers(l, mm_fullest_stage(l));
+  int nmoe_stage = 0;
+  for (int k = 0; k < layers_stage; k++)
+    nmoe_stage += plan_layer_is_moe(l, out->mem_stage * layers_stage + k);
+  /* with experts whole on a rank (expert TP 1) a MoE block's MLP has no TP collectives: the
+   * tokens stay sequence-parallel through the dispatch, only its attention's remain (half) */
+  int whole_experts = l->experts > 0 && mm_expert_tp(l) != l->tp;
   if (l->tp > 1) {
     double bw = group_bw(job, l, GROUP_TP, job->cal.tp_bw);
     int per_layer = 4 + (l->recompute == MM_RECOMPUTE_FULL ? 2 : 0);
     double t = coll_time(tokens * l->hidden * es, 2.0 * (l->tp - 1) / l->tp, bw, lat);
     double layer =
         job->tp_comm_overlap && !trainer ? tp_overlapped(job, l, t, rate) : per_layer * t;
-    out->tp_s = (double)M * layers_stage * layer;
+    double layers = layers_stage - (whole_experts ? 0.5 * nmoe_stage : 0.0);
+    out->tp_s = (double)M * layers * layer;
   }
   if (l->cp > 1) {
     double bw = group_bw(job, l, GROUP_CP, job->cal.cp_bw);
@@ -286,18 +299,17 @@ int plan_communication(const plan_job *job, const mm_layout *l, double t_mb, dou
   }
   /* experts: per MoE layer and micro-batch, four token all-to-alls (dispatch and combine,
    * forward and backward; each rank sends its tokens x K rows, (ep-1)/ep of them away) and
-   * the counts exchange (latency), on the critical path; EP groups are consecutive DP ranks */
+   * the counts exchange (latency), on the critical path; EP groups are consecutive DP ranks
+   * (consecutive ranks of the stage with expert TP 1) */
   double expert_grad_bytes = 0;
-  int nmoe_stage = 0;
-  for (int k = 0; k < layers_stage; k++)
-    nmoe_stage += plan_layer_is_moe(l, out->mem_stage * layers_stage + k);
   if (l->experts > 0) {
     double F = plan_ffn(l), C = l->hidden;
     if (trainer) /* a framework's experts are in framework_sync's parameters */
       expert_grad_bytes = 4.0 * nmoe_stage * (l->experts / l->ep) * (2.0 * C * F + F + C);
     if (l->ep > 1) {
       double bw = group_bw(job, l, GROUP_EP, job->cal.dp_bw);
-      double rows = tokens * l->top_k;
+      /* each rank dispatches its sequence-parallel share when its experts are whole */
+      double rows = tokens * l->top_k / (whole_experts ? l->tp : 1);
       double t = 4.0 * (lat + rows * C * es * (l->ep - 1) / l->ep / bw) + lat;
       int most = 0; /* the stage with the most MoE layers sets the pace */
       for (int s = 0; s < l->pp; s++) {

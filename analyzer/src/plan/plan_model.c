@@ -67,7 +67,7 @@ double plan_core_share(const plan_device *dev, int ranks) {
 void plan_filter_any(plan_filter *f) {
   f->dp = f->tp = f->pp = f->cp = f->zero = f->recompute = f->microbatches = -1;
   f->shard_group = -1;
-  f->schedule = f->virtual_stages = f->sp = f->ep = -1;
+  f->schedule = f->virtual_stages = f->sp = f->ep = f->expert_tp = -1;
 }
 
 int plan_layer_is_moe(const mm_layout *l, int layer) {
@@ -236,6 +236,7 @@ static mm_layout job_layout(const plan_job *job, const mm_layout *layout) {
   l.top_k = job->model.top_k;
   l.moe_every = job->model.moe_every;
   if (l.experts <= 0 || l.ep < 1) l.ep = 1;
+  if (l.experts <= 0 || l.expert_tp == l.tp) l.expert_tp = 0; /* 0: the experts cut over TP */
   l.framework = job->model.framework;
   l.kv_heads = job->model.kv_heads;
   l.gated_mlp = job->model.gated_mlp;
@@ -514,12 +515,38 @@ static int allowed(int want, int v) {
   return want < 0 || want == v;
 }
 
+/* Predicts layout l with every expert layout the filter allows (none without experts): the
+ * experts cut over TP with EP degrees dividing dp and E, and under Megatron with TP and SP also
+ * whole on a rank (expert TP 1) with EP degrees dividing tp x cp x dp and E. Returns 0, or -1
+ * out of memory. */
+static int push_expert_layouts(const plan_job *job, const plan_filter *f, mm_layout l, growable *g,
+                               char *why_none, size_t why_size) {
+  const mm_layout *m = &job->model;
+  int whole_ok = m->experts > 0 && m->framework == MM_FW_MEGATRON && l.tp > 1 && l.sp;
+  for (int whole = 0; whole <= whole_ok; whole++) {
+    if (m->experts > 0 && !allowed(f->expert_tp, whole ? 1 : l.tp)) continue;
+    l.expert_tp = whole ? 1 : 0;
+    int ranks = m->experts <= 0 ? 1 : whole ? l.tp * l.cp * l.dp : l.dp;
+    for (int ep = 1; ep <= ranks; ep++) {
+      if (m->experts > 0 && (ranks % ep || m->experts % ep || !allowed(f->ep, ep))) continue;
+      l.ep = ep;
+      plan_result r;
+      char err[256];
+      if (plan_predict(job, &l, &r, err, sizeof err) != 0) {
+        if (why_none && why_size) snprintf(why_none, why_size, "%s", err);
+        continue;
+      }
+      if (push(g, &r) != 0) return -1;
+    }
+  }
+  return 0;
+}
+
 long plan_enumerate(const plan_job *job, const plan_filter *f, plan_result **out, char *why_none,
                     size_t why_size) {
   growable g = {NULL, 0, 0};
   const mm_layout *m = &job->model;
   int N = job->gpus;
-  char err[256] = "";
   if (why_none && why_size) why_none[0] = '\0';
   for (int tp = 1; tp <= N; tp++) {
     if (N % tp || !allowed(f->tp, tp) || m->heads % tp || m->hidden % tp) continue;
@@ -584,21 +611,10 @@ long plan_enumerate(const plan_job *job, const plan_filter *f, plan_result **out
                                    f->shard_group);
                         continue;
                       }
-                      /* experts: every EP degree dividing dp and E */
-                      for (int ep = 1; ep <= (m->experts > 0 ? dp : 1); ep++) {
-                        if (m->experts > 0 && (dp % ep || m->experts % ep || !allowed(f->ep, ep)))
-                          continue;
-                        l.ep = ep;
-                        plan_result r;
-                        if (plan_predict(job, &l, &r, err, sizeof err) != 0) {
-                          if (why_none && why_size) snprintf(why_none, why_size, "%s", err);
-                          continue;
-                        }
-                        if (push(&g, &r) != 0) {
-                          free(g.v);
-                          if (why_none && why_size) snprintf(why_none, why_size, "out of memory");
-                          return -1;
-                        }
+                      if (push_expert_layouts(job, f, l, &g, why_none, why_size) != 0) {
+                        free(g.v);
+                        if (why_none && why_size) snprintf(why_none, why_size, "out of memory");
+                        return -1;
                       }
                     }
                   }
@@ -633,8 +649,10 @@ void plan_layout_name(const mm_layout *l, char *buf, size_t size) {
     snprintf(sched, sizeof sched, "interleaved v%d", l->virtual_stages);
   else
     snprintf(sched, sizeof sched, "%s", schedule_name(l));
-  char ep[16] = "";
-  if (l->experts > 0) snprintf(ep, sizeof ep, " ep%d", l->ep > 0 ? l->ep : 1);
+  char ep[24] = ""; /* and " etp1" when the experts are whole on a rank */
+  if (l->experts > 0)
+    snprintf(ep, sizeof ep, " ep%d%s", l->ep > 0 ? l->ep : 1,
+             mm_expert_tp(l) != l->tp ? " etp1" : "");
   char hybrid[24] = ""; /* FSDP's hybrid sharding: the shard group's size */
   if (l->shard_group > 0) snprintf(hybrid, sizeof hybrid, " hybrid%d", l->shard_group);
   snprintf(buf, size, "dp%d%s tp%d%s pp%d cp%d zero%d%s %s m%d x %d rc=%s", l->dp, ep, l->tp,
@@ -756,11 +774,11 @@ static void json_layout(ssa_out *o, const plan_result *r) {
                  "{\"layout\":{\"name\":\"%s\",\"dp\":%d,\"tp\":%d,\"pp\":%d,\"cp\":%d,\"sp\":%s,"
                  "\"zero\":%d,\"recompute\":\"%s\",\"microbatches\":%d,\"micro_batch\":%d,"
                  "\"schedule\":\"%s\",\"virtual_stages\":%d,\"bucket_mb\":%g,\"ep\":%d,"
-                 "\"shard_group\":%d},",
+                 "\"expert_tp\":%d,\"shard_group\":%d},",
                  name, l->dp, l->tp, l->pp, l->cp, l->sp ? "true" : "false", l->zero,
                  recompute_name(l->recompute), l->microbatches, l->micro_batch, schedule_name(l),
                  l->schedule == MM_SCHED_INTERLEAVED ? l->virtual_stages : 1, l->bucket_mb,
-                 l->ep > 0 ? l->ep : 1, l->shard_group);
+                 l->ep > 0 ? l->ep : 1, l->experts > 0 ? mm_expert_tp(l) : 0, l->shard_group);
   ssa_out_printf(o,
                  "\"memory_bytes\":{\"parameters\":%zu,\"gradients\":%zu,\"optimizer\":%zu,"
                  "\"activations\":%zu,\"other\":%zu,\"runtime_baseline\":%.0f,\"total\":%.0f},"
@@ -888,20 +906,20 @@ int plan_write_csv(ssa_out *o, const plan_result *r, long n) {
       o, "rank,dp,tp,pp,cp,sp,zero,recompute,microbatches,micro_batch,schedule,"
          "virtual_stages,parameters_bytes,gradients_bytes,optimizer_bytes,activations_bytes,"
          "memory_total_bytes,fits,step_time_s,tokens_per_s,mfu,compute_s,bubble_s,tp_s,cp_s,"
-         "pp_s,grad_sync_s,host_s,binding,ep,ep_s,wait_s,shard_group\n");
+         "pp_s,grad_sync_s,host_s,binding,ep,ep_s,wait_s,shard_group,expert_tp\n");
   for (long i = 0; i < n; i++) {
     const plan_result *x = &r[i];
     const mm_layout *l = &x->layout;
     ssa_out_printf(o,
                    "%ld,%d,%d,%d,%d,%d,%d,%s,%d,%d,%s,%d,%zu,%zu,%zu,%zu,%.0f,%d,%.9g,%.9g,%.9g,"
-                   "%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%s,%d,%.9g,%.9g,%d\n",
+                   "%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%s,%d,%.9g,%.9g,%d,%d\n",
                    i + 1, l->dp, l->tp, l->pp, l->cp, l->sp, l->zero, recompute_name(l->recompute),
                    l->microbatches, l->micro_batch, schedule_name(l),
                    l->schedule == MM_SCHED_INTERLEAVED ? l->virtual_stages : 1, x->mem.parameters,
                    x->mem.gradients, x->mem.optimizer, x->mem.activations, x->memory_total, x->fits,
                    x->step_s, x->tokens_per_s, x->mfu, x->compute_s, x->bubble_s, x->tp_s, x->cp_s,
                    x->pp_s, x->grad_sync_s, x->host_s, x->binding, l->ep > 0 ? l->ep : 1, x->ep_s,
-                   x->wait_s, l->shard_group);
+                   x->wait_s, l->shard_group, l->experts > 0 ? mm_expert_tp(l) : 0);
   }
   return o->error ? -1 : 0;
 }

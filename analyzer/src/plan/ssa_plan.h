@@ -188,6 +188,7 @@ int plan_dp_members_in_node(const plan_job *job, const mm_layout *l);
 typedef struct plan_filter {
   int dp, tp, pp, cp, zero, recompute, microbatches, schedule, virtual_stages, sp;
   int ep;          /* with experts (job->model.experts > 0) */
+  int expert_tp;   /* with experts under Megatron: 1 (whole experts), or tp (0 here: either) */
   int shard_group; /* FSDP's hybrid shard group (mm_layout.shard_group; 0: full sharding) */
 } plan_filter;
 void plan_filter_any(plan_filter *f);

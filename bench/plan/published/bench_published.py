@@ -157,6 +157,8 @@ def agrees(row, r):
         return False
     if r.get("ep") and int(row.get("ep") or 1) != int(r["ep"]):
         return False
+    if r.get("expert_tp") and int(row.get("expert_tp") or row["tp"]) != int(r["expert_tp"]):
+        return False
     v = int(row["virtual_stages"]) if row["schedule"] == "interleaved" else 1
     if r["virtual_stages"] and v != int(r["virtual_stages"]):
         return False
@@ -227,6 +229,8 @@ def main():
         sched = row["schedule"] + (f" v{row['virtual_stages']}"
                                    if row["schedule"] == "interleaved" else "")
         ep = f" ep{row['ep']}" if r.get("experts") else ""
+        if r.get("experts") and int(row.get("expert_tp") or row["tp"]) != int(row["tp"]):
+            ep += f" etp{row['expert_tp']}"
         layout = (f"dp{row['dp']}{ep} tp{row['tp']} pp{row['pp']} cp{row['cp']} z{row['zero']} "
                   f"{sched} m{row['microbatches']}x{row['micro_batch']} "
                   f"rc={row['recompute']}")
