@@ -25,12 +25,20 @@ median and worst |MFU error| and the top-10 count. Goals (issue 31): every run f
 Both MFUs are counted the same way, from tokens per second per device and the real model's
 FLOPs per token (6 x the parameters a token multiplies, the LM head included, plus 12 x layers
 x hidden x sequence for attention; a SwiGLU MLP has three matrices, GQA's K and V are
-kv_heads/heads of Q's), so that a planner which cannot express the model (e.g. no SwiGLU)
-is judged on the throughput it predicts, not on its own FLOP count. Published figures are
-converted as their kind says: mfu_pct as given (the sources count 6N + 12LCT too),
-tflops_per_gpu / the device's dense BF16 peak, hfu_pct_narayanan (Narayanan et al. 2021 count
+kv_heads/heads of Q's, a mixture of experts' block multiplies top_k experts' MLPs), so that a
+planner which cannot express the model (e.g. no SwiGLU) is judged on the throughput it
+predicts, not on its own FLOP count. Published figures are converted as their kind says:
+mfu_pct as given (the sources count 6N + 12LCT too), tflops_per_gpu / the device's dense BF16
+peak (Megatron-LM's count until March 2025 is this one), tflops_megatron_causal (Megatron-LM's
+count since its commit 8873b55, March 2025: 6N + 6LCT, the causal half of attention) turned
+into tokens/s and back into this count, hfu_pct_narayanan (Narayanan et al. 2021 count
 4 forward passes with full recomputation, 96 B s l h^2 (1 + s/6h + V/16lh)) scaled to the model
 FLOPs 72 B s l h^2 (1 + s/6h + V/12lh).
+
+`experts`, `top_k`, `moe_every`, `ep` and `expert_tp` describe a mixture of experts
+(`--experts`, `--top-k`, `--moe-every`; ep and expert_tp, Megatron's
+--expert-tensor-parallel-size, are matched like the layout's other fields), `untied` an LM head
+of its own (`--untied`), `virtual_stages` the interleaved schedule's chunks a rank.
 
 `attention` says which attention kernel the run had where its source says so: unfused for
 Narayanan et al. 2021 (Megatron's fused softmax, before FlashAttention, Dao et al. 2022),
