@@ -40,6 +40,7 @@ static const mp_plan_preset plan_presets[] = {
     {"llama3-70b", 80, 8192, 64, 8, 28672, 128256, 8192, 1, 1, 1, 0, 0},
     {"llama3-405b", 126, 16384, 128, 8, 53248, 128256, 8192, 1, 1, 1, 0, 0},
     {"mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, 4096, 1, 1, 1, 8, 2},
+    {"mixtral-8x22b", 56, 6144, 48, 8, 16384, 32000, 4096, 1, 1, 1, 8, 2},
 };
 
 const mp_plan_preset *mp_plan_preset_find(const char *name) {
@@ -50,5 +51,5 @@ const mp_plan_preset *mp_plan_preset_find(const char *name) {
 
 const char *mp_plan_preset_names(void) {
   return "gpt3-125m, gpt3-350m, gpt3-760m, gpt3-2.7b, gpt3-6.7b, gpt3-13b, gpt3-175b, "
-         "llama3-8b, llama3-70b, llama3-405b, mixtral-8x7b";
+         "llama3-8b, llama3-70b, llama3-405b, mixtral-8x7b, mixtral-8x22b";
 }

@@ -192,7 +192,8 @@ static const cli_option plan_options[] = {
     STR("--model", "NAME", model,
         "tiny, gpt2-124m, gpt2-350m, gpt2-774m, gpt2-1.5b (the\n"
         "trainer's); gpt3-125m ... gpt3-175b, llama3-8b, llama3-70b,\n"
-        "llama3-405b, mixtral-8x7b (real models, docs/plan.md)"),
+        "llama3-405b, mixtral-8x7b, mixtral-8x22b (real models,\n"
+        "docs/plan.md)"),
     INT("--layers", "N", layers, 1, 100000,
         "transformer blocks (overrides or replaces the preset)"),
     INT("--hidden", "C", hidden, 1, 1 << 20, "model width (overrides or replaces the preset)"),

@@ -281,9 +281,7 @@ PY
 # everything: less EP time; its MoE blocks keep only their attention's TP collectives: less TP
 # time; its experts twice the parameter bytes and the same optimizer bytes. The sweep offers
 # both under Megatron only where tp > 1 with SP; the CSV and JSON say expert_tp.
-x22=(--layers 56 --hidden 6144 --heads 48 --kv-heads 8 --ffn 16384 --vocab 32768 --seq 4096
-     --max-seq 4096 --mlp swiglu --positions rope --untied --experts 8 --top-k 2 --gpus 128
-     --global-batch 256)
+x22=(--model mixtral-8x22b --gpus 128 --global-batch 256)
 one22=(--dp 8 --tp 2 --sp --pp 8 --cp 1 --ep 8 --schedule interleaved --virtual-stages 7
        --microbatches 32 --zero 1 --recompute none)
 "$stepscope" plan "${x22[@]}" "${one22[@]}" --json "$dir/etp.json" > /dev/null 2>&1 ||
