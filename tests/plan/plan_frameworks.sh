@@ -319,5 +319,23 @@ PY
 [ $? -eq 2 ] && grep -q "expert-tp 1 needs --experts" "$dir/err" ||
   { cat "$dir/err"; no "--expert-tp without experts: refused"; }
 
+# The experts' all-to-all across nodes (alltoall_s; docs/plan.md "Mixture of experts"): every
+# rank's off-node bytes leave through its share of the node's NICs. Mixtral 8x7B on 16 H100s in
+# nodes of 4 as dp 16, ep 8: an EP group of 4 ranks on each of two nodes; a rank sends 4096
+# tokens x top 2 rows of 4096 bf16 (67108864 bytes), 3/8 of them over NVLink (450 GB/s) while
+# 4/8 go over 8 NICs x 50 GB/s / 4 devices = 100 GB/s: 20 us + 335.5 us an all-to-all, four of
+# them and the counts' 20 us per MoE block, 32 blocks, 2 micro-batches.
+"$stepscope" plan --model mixtral-8x7b --gpus 16 --gpus-per-node 4 --global-batch 32 --dp 16 \
+  --tp 1 --pp 1 --cp 1 --ep 8 --zero 1 --recompute none --microbatches 2 --json "$dir/a2a.json" \
+  > /dev/null 2>&1 || no "Mixtral 8x7B with EP across nodes"
+python3 - "$dir/a2a.json" <<'PY' || no "the all-to-all across nodes"
+import json, sys
+ep = json.load(open(sys.argv[1]))["layouts"][0]["breakdown_s"]["ep"]
+bytes_ = 4096 * 2 * 4096 * 2
+a2a = 20e-6 + max(bytes_ * 3 / 8 / 450e9, bytes_ * 4 / 8 / 100e9)
+want = 2 * 32 * (4 * a2a + 20e-6)
+assert abs(ep / want - 1) < 1e-6, (ep, want)
+PY
+
 [ $fail -eq 0 ] && echo "plan.frameworks_cli: ok"
 exit $fail

@@ -127,6 +127,20 @@ static double nccl_latency(const plan_job *job, const mm_layout *l, int kind, in
                          flat);
 }
 
+/* One of the experts' all-to-alls, each rank of the EP group sending `bytes`, 1 / ep of them to
+ * itself: to the peers in its node over the intra-node links and to the others over its share of
+ * the node's NICs, both at once. NCCL runs an all-to-all as grouped point-to-point sends, one a
+ * peer, so unlike a ring's (group_bw: one device's bytes cross each node boundary) every rank's
+ * off-node bytes go through the NICs: an EP group of 16 on two nodes of 8 sends half of its
+ * bytes at 50 GB/s a device, not all of them at 400. A run's calibrated bandwidth stands. */
+static double alltoall_s(const plan_job *job, const mm_layout *l, double bytes, double latency) {
+  if (job->cal.dp_bw > 0) return latency + bytes * (l->ep - 1) / l->ep / job->cal.dp_bw;
+  int members = group_members_in_node(job, l, GROUP_EP);
+  double inside = bytes * (members - 1) / l->ep / job->dev.intra_bw;
+  double across = bytes * (l->ep - members) / l->ep / nic_share(job);
+  return latency + fmax(inside, across);
+}
+
 /* A collective of `bytes` on a group of n ranks: latency + bus bytes / bandwidth. */
 static double coll_time(double bytes, double bus_factor, double bw, double latency) {
   return latency + bytes * bus_factor / bw;
@@ -298,7 +312,8 @@ int plan_communication(const plan_job *job, const mm_layout *l, double t_mb, dou
     if (!trainer && V == 1) out->pp_s += 2.0 * M * t;
   }
   /* experts: per MoE layer and micro-batch, four token all-to-alls (dispatch and combine,
-   * forward and backward; each rank sends its tokens x K rows, (ep-1)/ep of them away) and
+   * forward and backward; each rank sends its tokens x K rows, (ep-1)/ep of them away:
+   * alltoall_s) and
    * the counts exchange (latency), on the critical path; EP groups are consecutive DP ranks
    * (consecutive ranks of the stage with expert TP 1) */
   double expert_grad_bytes = 0;
@@ -307,10 +322,9 @@ int plan_communication(const plan_job *job, const mm_layout *l, double t_mb, dou
     if (trainer) /* a framework's experts are in framework_sync's parameters */
       expert_grad_bytes = 4.0 * nmoe_stage * (l->experts / l->ep) * (2.0 * C * F + F + C);
     if (l->ep > 1) {
-      double bw = group_bw(job, l, GROUP_EP, job->cal.dp_bw);
       /* each rank dispatches its sequence-parallel share when its experts are whole */
       double rows = tokens * l->top_k / (whole_experts ? l->tp : 1);
-      double t = 4.0 * (lat + rows * C * es * (l->ep - 1) / l->ep / bw) + lat;
+      double t = 4.0 * alltoall_s(job, l, rows * C * es, lat) + lat;
       int most = 0; /* the stage with the most MoE layers sets the pace */
       for (int s = 0; s < l->pp; s++) {
         int c = 0;
