@@ -31,7 +31,8 @@ predicts, not on its own FLOP count. Published figures are converted as their ki
 mfu_pct as given (the sources count 6N + 12LCT too), tflops_per_gpu / the device's dense BF16
 peak (Megatron-LM's count until March 2025 is this one), tflops_megatron_causal (Megatron-LM's
 count since its commit 8873b55, March 2025: 6N + 6LCT, the causal half of attention) turned
-into tokens/s and back into this count, hfu_pct_narayanan (Narayanan et al. 2021 count
+into tokens/s and back into this count, tokens_per_s_per_gpu times this count,
+hfu_pct_narayanan (Narayanan et al. 2021 count
 4 forward passes with full recomputation, 96 B s l h^2 (1 + s/6h + V/16lh)) scaled to the model
 FLOPs 72 B s l h^2 (1 + s/6h + V/12lh).
 
@@ -99,6 +100,8 @@ def published_mfu(r):
         return v * 1e12 / PEAK[r["device"]]
     if kind == "tflops_megatron_causal":  # tokens/s from Megatron's count, then ours
         return v * 1e12 / flops_per_token(r, True) * flops_per_token(r) / PEAK[r["device"]]
+    if kind == "tokens_per_s_per_gpu":  # measured tokens/s: no FLOP convention to undo
+        return v * flops_per_token(r) / PEAK[r["device"]]
     if kind == "hfu_pct_narayanan":
         L, h, V, s = (int(r[k]) for k in ("layers", "hidden", "vocab", "seq"))
         model = 72 * (1 + s / (6 * h) + V / (12 * L * h))
