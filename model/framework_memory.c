@@ -85,21 +85,35 @@ int mm_fullest_stage(const mm_layout *l) {
   return best;
 }
 
-static double ffn_width(const mm_layout *l) {
+double mm_ffn_width(const mm_layout *l) {
   return l->ffn > 0 ? l->ffn : 4.0 * l->hidden;
 }
 
-static double kv_share(const mm_layout *l) {
-  return l->kv_heads > 0 ? (double)l->kv_heads / l->heads : 1.0;
+double mm_expert_ffn_width(const mm_layout *l) {
+  return l->moe_ffn > 0 ? l->moe_ffn : mm_ffn_width(l);
 }
 
-/* One block's parameters on a TP rank: the attention and MLP matrices and biases cut over TP,
- * the two LayerNorms whole. */
+double mm_attention_width(const mm_layout *l) {
+  return l->head_dim > 0 ? (double)l->heads * l->head_dim : l->hidden;
+}
+
+double mm_kv_width(const mm_layout *l) {
+  double kv = l->kv_heads > 0 ? (double)l->kv_heads / l->heads : 1.0; /* GQA: K, V narrower */
+  return mm_attention_width(l) * kv;
+}
+
+static double ffn_width(const mm_layout *l) {
+  return mm_ffn_width(l);
+}
+
+/* One block's parameters on a TP rank: the attention (Q and the projection heads x head_dim
+ * wide, K and V kv_heads x head_dim) and MLP matrices and biases cut over TP, the two
+ * LayerNorms whole. */
 static double block_params(const mm_layout *l) {
-  double C = l->hidden, F = ffn_width(l), kv = kv_share(l);
-  double attention = 2.0 * C * C + 2.0 * C * C * kv;
+  double C = l->hidden, F = ffn_width(l), A = mm_attention_width(l), KV = mm_kv_width(l);
+  double attention = 2.0 * C * A + 2.0 * C * KV;
   double mlp = (l->gated_mlp ? 3.0 : 2.0) * C * F;
-  double biases = l->gated_mlp ? 0 : C + 2.0 * C * kv + C + F + C;
+  double biases = l->gated_mlp ? 0 : A + 2.0 * KV + C + F + C;
   return (attention + mlp + biases) / l->tp + 4.0 * C;
 }
 
@@ -131,7 +145,7 @@ int mm_expert_tp(const mm_layout *l) {
 /* The rank's E / ep experts of one mixture-of-experts block, each an MLP cut over the expert
  * TP ranks. */
 static double moe_expert_params(const mm_layout *l) {
-  double C = l->hidden, F = ffn_width(l), ep = l->ep > 0 ? l->ep : 1;
+  double C = l->hidden, F = mm_expert_ffn_width(l), ep = l->ep > 0 ? l->ep : 1;
   double mlp = (l->gated_mlp ? 3.0 : 2.0) * C * F + (l->gated_mlp ? 0 : F + C);
   return l->experts / ep * mlp / mm_expert_tp(l);
 }
@@ -171,9 +185,12 @@ double mm_framework_layer_activations(const mm_layout *l) {
   double sbh = s * b * h, rep = l->sp && l->tp > 1 ? t : 1.0;
   /* a mixture of experts keeps the MLP's tensors of every token once per expert it goes to
    * (every block of the layout taken as one: the MLP tensors x top_k when all are MoE) */
-  double routed = l->experts > 0 && l->moe_every == 1 ? l->top_k : 1.0;
-  double mlp = (l->gated_mlp ? 6.0 : 4.0) * ffn_width(l) / h * routed;
-  double sharded = 4.0 + 4.0 * kv_share(l) + mlp;
+  int all_moe = l->experts > 0 && l->moe_every == 1;
+  double routed = all_moe ? l->top_k : 1.0;
+  double width = all_moe ? mm_expert_ffn_width(l) : ffn_width(l);
+  double mlp = (l->gated_mlp ? 6.0 : 4.0) * width / h * routed;
+  /* Q and the attention's output (heads x head_dim wide), K and V (kv_heads x head_dim) */
+  double sharded = 4.0 * mm_attention_width(l) / h + 4.0 * mm_kv_width(l) / h + mlp;
   double lse = 4.0 * l->heads * s * b / t; /* flash attention's log-sum-exp, fp32 */
   /* without a flash kernel: the softmax output, its dropout mask and output, 5 a s^2 b / t,
    * unless recomputed (selective recomputation's very purpose) */
@@ -257,11 +274,12 @@ int mm_framework_rank_memory(const mm_layout *l, int stage, mm_breakdown *out, c
     REFUSE("every size and degree must be at least 1, and every stage needs a layer");
   if (stage < 0 || stage >= l->pp) REFUSE("pipeline rank %d is outside --pp %d", stage, l->pp);
   int kv = l->kv_heads > 0 ? l->kv_heads : l->heads;
-  if (l->hidden % l->heads)
+  if (!l->head_dim && l->hidden % l->heads)
     REFUSE("--hidden %d is not divisible by --heads %d (a head's width must be whole)", l->hidden,
            l->heads);
-  if (l->heads % l->tp || kv % l->tp || (l->ffn > 0 && l->ffn % l->tp))
-    REFUSE("the heads (%d, %d of them K/V) and the MLP width must be divisible by --tp %d",
+  if (l->heads % l->tp || kv % l->tp || (l->ffn > 0 && l->ffn % l->tp) ||
+      (l->experts > 0 && l->moe_ffn > 0 && l->moe_ffn % mm_expert_tp(l)))
+    REFUSE("the heads (%d, %d of them K/V) and the MLP widths must be divisible by --tp %d",
            l->heads, kv, l->tp);
   if (V > 1 && !mm_stages_valid(l))
     REFUSE("--layers %d on pp x virtual stages = %d model chunks: a chunk would hold no block",

@@ -79,6 +79,10 @@ typedef struct mm_layout {
    * three F x C matrices, no biases), untied (a separate LM head), rope (no position table) */
   int framework;
   int kv_heads, gated_mlp, untied, rope;
+  /* a framework's model as real ones are, continued: head_dim, a head's width where heads x it
+   * is not the hidden size (Qwen3: 64 heads of 128 on 4096; 0 = hidden / heads); moe_ffn, an
+   * expert's MLP width where it is not the dense one's (0 = ffn) */
+  int head_dim, moe_ffn;
   int unfused_attention; /* a framework's attention without a flash kernel (s x s stored) */
   /* FSDP's hybrid sharding (HYBRID_SHARD with --zero 3, _HYBRID_SHARD_ZERO2 with --zero 2):
    * the states are sharded over groups of this many ranks of the DP x CP group (a node's) and
@@ -134,6 +138,16 @@ double mm_framework_stage_expert_params(const mm_layout *l, int stage);
  * expert, n x tp / (expert tp x ep) (Megatron's expert data-parallel group, DeepSpeed-MoE's
  * expert_data_parallel_group): psi / n without experts. */
 double mm_framework_stage_shard(const mm_layout *l, int stage);
+
+/* The attention's widths (whole, before TP): the queries' and the output projection's,
+ * heads x head_dim (the hidden size without head_dim), and K's or V's, kv_heads x head_dim. */
+double mm_attention_width(const mm_layout *l);
+double mm_kv_width(const mm_layout *l);
+
+/* A MLP's width: the dense blocks' (ffn, 4 x hidden without it), and an expert's (moe_ffn, or
+ * the dense one). */
+double mm_ffn_width(const mm_layout *l);
+double mm_expert_ffn_width(const mm_layout *l);
 
 /* The ranks one expert is cut over: l->expert_tp, or tp when 0. */
 int mm_expert_tp(const mm_layout *l);

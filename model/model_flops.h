@@ -18,7 +18,8 @@ double mf_flop_params(const mm_layout *shape);
 
 /* Model FLOPs of one step of `sequences` sequences of shape->seq tokens: 6 x flop params x
  * tokens + 12 x layers x hidden x seq x tokens (attention's QK^T and PV, forward and
- * backward). */
+ * backward; a framework's model with head_dim: heads x head_dim for hidden). With experts the
+ * params count the router and top_k experts (moe_ffn wide) for each MoE block's MLP. */
 double mf_model_flops_per_step(const mm_layout *shape, double sequences);
 
 /* Hardware FLOPs: the model's plus what recomputation does again (shape->recompute): full

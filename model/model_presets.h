@@ -32,6 +32,7 @@ typedef struct mp_plan_preset {
   int layers, hidden, heads, kv_heads, ffn, vocab, seq;
   int gated_mlp, rope, untied;
   int experts, top_k; /* every block a mixture of experts when experts > 0 */
+  int head_dim, moe_ffn; /* 0: hidden / heads, ffn */
 } mp_plan_preset;
 
 /* The planner-only preset of that name, or NULL. */

@@ -152,7 +152,7 @@ typedef struct plan_args {
   const char *model, *device, *from, *json_path, *csv_path, *what_if;
   const char *framework, *mlp, *positions, *attention, *precision, *grad_reduce;
   const char *backward_prefetch, *ceilings_from;
-  int layers, hidden, heads, vocab, seq, ffn, max_seq, kv_heads, untied;
+  int layers, hidden, heads, vocab, seq, ffn, max_seq, kv_heads, untied, head_dim, moe_ffn;
   int experts, top_k, moe_every;
   int top, threads, cores, nics_per_node;
   double mem_gib, bucket_mb, undecided_pct, nic_gbps, nvlink_gbs;
@@ -192,8 +192,8 @@ static const cli_option plan_options[] = {
     STR("--model", "NAME", model,
         "tiny, gpt2-124m, gpt2-350m, gpt2-774m, gpt2-1.5b (the\n"
         "trainer's); gpt3-125m ... gpt3-175b, llama3-8b, llama3-70b,\n"
-        "llama3-405b, mixtral-8x7b, mixtral-8x22b (real models,\n"
-        "docs/plan.md)"),
+        "llama3-405b, mixtral-8x7b, mixtral-8x22b, qwen3-30b-a3b,\n"
+        "qwen3-235b-a22b (real models, docs/plan.md)"),
     INT("--layers", "N", layers, 1, 100000,
         "transformer blocks (overrides or replaces the preset)"),
     INT("--hidden", "C", hidden, 1, 1 << 20, "model width (overrides or replaces the preset)"),
@@ -203,6 +203,9 @@ static const cli_option plan_options[] = {
     INT("--ffn", "F", ffn, 1, 1 << 24, "MLP width [4 x hidden]"),
     INT("--max-seq", "N", max_seq, 1, 1 << 24, "position table rows [1024]"),
     INT("--kv-heads", "H", kv_heads, 1, 1 << 16, "grouped-query attention: K/V heads [--heads]"),
+    INT("--head-dim", "D", head_dim, 1, 1 << 16,
+        "a head's width where heads x D is not --hidden (Qwen3: 64\n"
+        "heads of 128 on 4096) [hidden / heads]"),
     STR("--mlp", "gelu|swiglu", mlp,
         "the MLP: two matrices with biases (GPT), or gated,\n"
         "three without (Llama's SwiGLU) [gelu]"),
@@ -221,6 +224,9 @@ static const cli_option plan_options[] = {
     INT("--top-k", "K", top_k, 1, 1024, "experts per token, with --experts [2]"),
     INT("--moe-every", "N", moe_every, 1, 100000,
         "every N-th block is a mixture of experts, with --experts [1]"),
+    INT("--moe-ffn", "F", moe_ffn, 1, 1 << 24,
+        "an expert's MLP width, with --experts (Qwen3-30B-A3B: 768)\n"
+        "[--ffn]"),
     CLI_TEXT_ROW("job:\n"),
     STR("--precision", "bf16|fp8", precision,
         "a framework's GEMMs in bf16, or fp8 at the device's fp8\n"
@@ -380,6 +386,8 @@ static int build_model(plan_args *p) {
     m->hidden = real->hidden;
     m->heads = real->heads;
     m->kv_heads = real->kv_heads;
+    m->head_dim = real->head_dim;
+    m->moe_ffn = real->moe_ffn;
     m->ffn = real->ffn;
     m->vocab = real->vocab;
     m->seq = real->seq;
@@ -417,6 +425,8 @@ static int build_model(plan_args *p) {
   if (p->ffn) m->ffn = p->ffn;
   if (p->max_seq) m->max_seq = p->max_seq;
   if (p->kv_heads) m->kv_heads = p->kv_heads;
+  if (p->head_dim) m->head_dim = p->head_dim;
+  if (p->moe_ffn) m->moe_ffn = p->moe_ffn;
   if (p->untied > 0) m->untied = 1;
   if (p->mlp && strcmp(p->mlp, "gelu") && strcmp(p->mlp, "swiglu")) {
     cli_print(stderr, "stepscope plan: --mlp takes gelu or swiglu, not '%s'\n", p->mlp);
@@ -458,6 +468,10 @@ static int build_model(plan_args *p) {
     cli_print(stderr, "stepscope plan: --ep %d needs --experts\n", p->f.ep);
     return 2;
   }
+  if (m->experts <= 0 && m->moe_ffn > 0) {
+    cli_print(stderr, "stepscope plan: --moe-ffn %d needs --experts\n", m->moe_ffn);
+    return 2;
+  }
   if (m->experts <= 0 && p->f.expert_tp > 0) {
     cli_print(stderr, "stepscope plan: --expert-tp %d needs --experts\n", p->f.expert_tp);
     return 2;
@@ -496,10 +510,10 @@ static int apply_framework(plan_args *p) {
       if (frameworks[i].framework == MM_FW_STEPSCOPE)
         p->job.dev.act_bytes = frameworks[i].act_bytes;
       mm_layout *m = &p->job.model;
-      if (m->framework == MM_FW_STEPSCOPE &&
-          (m->kv_heads || m->gated_mlp || m->untied || m->rope)) {
+      if (m->framework == MM_FW_STEPSCOPE && (m->kv_heads || m->gated_mlp || m->untied ||
+                                               m->rope || m->head_dim || m->moe_ffn)) {
         cli_print(stderr, "stepscope plan: the stepscope trainer has no --kv-heads, --mlp swiglu, "
-                          "--untied or --positions rope\n");
+                          "--untied, --positions rope, --head-dim or --moe-ffn\n");
         return 2;
       }
       return 0;

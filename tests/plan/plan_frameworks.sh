@@ -337,5 +337,46 @@ want = 2 * 32 * (4 * a2a + 20e-6)
 assert abs(ep / want - 1) < 1e-6, (ep, want)
 PY
 
+# Models whose heads are not hidden / heads wide, and experts narrower than the dense MLP
+# (--head-dim, --moe-ffn; Qwen3): the preset's JSON says them, a sweep runs, the trainer and a
+# dense model refuse them.
+"$stepscope" plan --model qwen3-30b-a3b --framework fsdp --gpus 8 --global-batch 512 --dp 8 \
+  --tp 1 --pp 1 --cp 1 --ep 8 --zero 3 --recompute full --microbatches 16 --json "$dir/q3.json" \
+  > /dev/null 2>&1 || no "Qwen3-30B-A3B as NeMo AutoModel ran it"
+python3 - "$dir/q3.json" <<'PY' || no "qwen3-30b-a3b's head_dim and moe_ffn"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert (d["job"]["head_dim"], d["job"]["moe_ffn"], d["job"]["experts"], d["job"]["top_k"]) == (128, 768, 128, 8), d["job"]
+# the MFU's count: 6 x (151936 x 2048 + 48 x (2C x 4096 + 2C x 512 + 8 x 3C x 768)) + 12 x 48 x
+# 4096 x 4096 per token (the heads 4096 wide on a width of 2048; the router left out of this
+# count is E x C = 262144 a block, counted here, as are the norms' 4C a block and the final 2C)
+C = 2048
+params = 151936 * C + 48 * (2 * C * 4096 + 2 * C * 512 + 8 * 3 * C * 768 + 128 * C + 4 * C) + 2 * C
+per_token = 6 * params + 12 * 48 * 4096 * 4096
+l = d["layouts"][0]
+mfu = l["tokens_per_s"] * per_token / 8 / 989e12
+assert abs(mfu / l["mfu"] - 1) < 1e-6, (mfu, l["mfu"])
+PY
+"$stepscope" plan --model gpt2-350m --gpus 8 --global-batch 64 --framework stepscope-cuda \
+  --head-dim 128 > /dev/null 2> "$dir/err"
+[ $? -eq 2 ] && grep -q "no --kv-heads, --mlp swiglu, --untied, --positions rope, --head-dim or --moe-ffn" \
+  "$dir/err" || { cat "$dir/err"; no "--head-dim with the trainer: refused"; }
+"$stepscope" plan --model llama3-8b --gpus 8 --global-batch 64 --moe-ffn 768 > /dev/null 2> "$dir/err"
+[ $? -eq 2 ] && grep -q "moe-ffn 768 needs --experts" "$dir/err" ||
+  { cat "$dir/err"; no "--moe-ffn without experts: refused"; }
+
+# Context parallelism's ring passes K and V of the kv heads (GQA: 8 of Llama 3 8B's 32): with
+# the attention hiding the ring, what stays exposed is its last hop, per block and micro-batch
+# 20 us + 2 x 4096 tokens x 1024 (8 heads x 128) x 2 bytes / 450 GB/s
+"$stepscope" plan --model llama3-8b --gpus 8 --global-batch 4 --dp 4 --tp 1 --pp 1 --cp 2 \
+  --zero 1 --recompute none --microbatches 1 --json "$dir/cp.json" > /dev/null 2>&1 ||
+  no "Llama 3 8B with cp 2"
+python3 - "$dir/cp.json" <<'PY' || no "CP's K and V of the kv heads"
+import json, sys
+cp = json.load(open(sys.argv[1]))["layouts"][0]["breakdown_s"]["cp"]
+want = 32 * (20e-6 + 2 * 4096 * 1024 * 2 / 450e9)
+assert abs(cp / want - 1) < 1e-6, (cp, want)
+PY
+
 [ $fail -eq 0 ] && echo "plan.frameworks_cli: ok"
 exit $fail

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "memory_model.h"
+#include "model_flops.h"
 #include "ssa_ops.h"
 #include "ssa_plan.h"
 
@@ -260,6 +261,32 @@ static void models_as_they_are(void) {
   l.untied = 1;
   b = mem(&l, 0);
   CHECK(b.parameters == 2 * (size_t)(4 * (278528 + 1024) + 2 * 131072 + 512));
+  /* --head-dim 64 (Qwen3-like: 8 heads x 64 = 512 on a width of 256; K and V 2 heads, 128): a
+   * block on a TP rank (2C x 512 + 2C x 128 + 3 x C x 512) / 2 + 4C = 361472; stage 0 of 2 =
+   * 2 blocks + the table, 854016 parameters. The MFU's count (whole, not cut): 1000 x 256 +
+   * 4 x 721920 + 2C = 3144192 parameters, and attention 12 x 4 x 512 (not 256) x 128 a token */
+  mm_layout hd = model(MM_FW_MEGATRON);
+  hd.kv_heads = 2;
+  hd.gated_mlp = 1;
+  hd.ffn = 512;
+  hd.rope = 1;
+  hd.zero = 0;
+  hd.head_dim = 64;
+  CHECK(mm_framework_stage_params(&hd, 0) == 854016.0);
+  CHECK(mf_flop_params(&hd) == 3144192.0);
+  CHECK(mf_model_flops_per_step(&hd, 1) == 6.0 * 3144192 * 128 + 12.0 * 4 * 512 * 128 * 128);
+  /* --moe-ffn 128: a MoE block swaps its MLP (393216 / 2) for the router (E x C = 1024) and its
+   * E / ep = 2 experts of 3 x C x 128 / 2 = 49152: 264192 a block, 659456 on stage 0, 196608
+   * of them experts; the MFU's count takes top_k = 2 experts a token for the dense MLP:
+   * 3144192 + 4 x (1024 + 2 x 98304 - 393216) = 2361856 */
+  hd.experts = 4;
+  hd.top_k = 2;
+  hd.moe_every = 1;
+  hd.ep = 2;
+  hd.moe_ffn = 128;
+  CHECK(mm_framework_stage_params(&hd, 0) == 659456.0);
+  CHECK(mm_framework_stage_expert_params(&hd, 0) == 196608.0);
+  CHECK(mf_flop_params(&hd) == 2361856.0);
   /* a mixture of experts (4 experts, ep 2, every block): a block loses its MLP (2CF + F + C =
    * 525568, / tp) and gains the router (E x C = 1024, whole) and its 2 experts' MLPs / tp:
    * 395392 + 262784 + 1024 = 659200; stage 0 = 2 of them + table + positions */

@@ -293,8 +293,9 @@ int plan_communication(const plan_job *job, const mm_layout *l, double t_mb, dou
   }
   if (l->cp > 1) {
     double bw = group_bw(job, l, GROUP_CP, job->cal.cp_bw);
-    double kv = 2.0 * tokens * (l->hidden / (double)l->tp) * es; /* K and V of the rank's chunks */
-    double comm = 3.0 * (l->cp - 1) * (lat + kv / bw);           /* forward, and kv + dkv back */
+    /* K and V of the rank's chunks, kv_heads x head_dim wide (GQA's narrower K and V) */
+    double kv = 2.0 * tokens * (mm_kv_width(l) / l->tp) * es;
+    double comm = 3.0 * (l->cp - 1) * (lat + kv / bw); /* forward, and kv + dkv back */
     double att = plan_attention_flops(l, tokens);
     double hidden_by = 3.0 * att / rate;
     /* under a framework the ring's last hop in backward (the final dK, dV) has no attention

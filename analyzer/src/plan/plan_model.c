@@ -81,8 +81,7 @@ double plan_ffn(const mm_layout *l) {
 }
 
 double plan_attention_flops(const mm_layout *l, double tokens) {
-  double C = l->hidden;
-  return 4.0 * C * l->seq * tokens / l->tp;
+  return 4.0 * mm_attention_width(l) * l->seq * tokens / l->tp;
 }
 
 /* Forward FLOPs of one layer for `tokens` tokens on one TP rank: the GEMMs (qkv, projection,
@@ -90,15 +89,18 @@ double plan_attention_flops(const mm_layout *l, double tokens) {
  * MFU formula counts it). */
 static double layer_fwd_flops(const mm_layout *l, double tokens, double *attention, int moe) {
   double C = l->hidden, F = plan_ffn(l);
-  double kv = l->kv_heads > 0 ? (double)l->kv_heads / l->heads : 1.0; /* GQA: K, V narrower */
+  /* Q and the projection heads x head_dim wide, K and V kv_heads x head_dim (GQA: narrower) */
+  double A = mm_attention_width(l), KV = mm_kv_width(l);
   double gemm =
-      2.0 * (2.0 * C * C + 2.0 * C * C * kv + (l->gated_mlp ? 3.0 : 2.0) * C * F) * tokens / l->tp;
+      2.0 * (2.0 * C * A + 2.0 * C * KV + (l->gated_mlp ? 3.0 : 2.0) * C * F) * tokens / l->tp;
   if (moe && l->framework == MM_FW_STEPSCOPE) /* the router and K whole experts per token,
                                                  replicated over TP (moe.h) */
     gemm = 2.0 * 4.0 * C * C * tokens / l->tp +
            2.0 * (l->top_k * 2.0 * C * F + l->experts * C) * tokens;
-  else if (moe) /* a framework's experts are cut over TP, the router is not */
-    gemm = 2.0 * (2.0 * C * C + 2.0 * C * C * kv + l->top_k * (l->gated_mlp ? 3.0 : 2.0) * C * F) *
+  else if (moe) /* a framework's experts (moe_ffn wide) are cut over TP, the router is not */
+    gemm = 2.0 *
+               (2.0 * C * A + 2.0 * C * KV +
+                l->top_k * (l->gated_mlp ? 3.0 : 2.0) * C * mm_expert_ffn_width(l)) *
                tokens / l->tp +
            2.0 * l->experts * C * tokens;
   double att = plan_attention_flops(l, tokens);
@@ -239,6 +241,8 @@ static mm_layout job_layout(const plan_job *job, const mm_layout *layout) {
   if (l.experts <= 0 || l.expert_tp == l.tp) l.expert_tp = 0; /* 0: the experts cut over TP */
   l.framework = job->model.framework;
   l.kv_heads = job->model.kv_heads;
+  l.head_dim = job->model.head_dim;
+  l.moe_ffn = job->model.moe_ffn;
   l.gated_mlp = job->model.gated_mlp;
   l.untied = job->model.untied;
   l.rope = job->model.rope;
@@ -810,13 +814,15 @@ int plan_write_json(ssa_out *o, const plan_job *job, const plan_result *r, long 
       "\"ffn\":%d,\"seq\":%d,\"max_seq\":%d,\"gpus\":%d,\"gpus_per_node\":%d,"
       "\"global_batch\":%d,\"overlap\":%s,\"experts\":%d,\"top_k\":%d,\"moe_every\":%d,"
       "\"framework\":\"%s\",\"kv_heads\":%d,\"mlp\":\"%s\",\"untied\":%s,\"positions\":\"%s\","
-      "\"attention\":\"%s\",\"precision\":\"%s\"",
+      "\"attention\":\"%s\",\"precision\":\"%s\",\"head_dim\":%d,\"moe_ffn\":%d",
       m->layers, m->hidden, m->heads, m->vocab, m->ffn > 0 ? m->ffn : 4 * m->hidden, m->seq,
       m->max_seq, job->gpus, job->gpus_per_node, job->global_batch, job->overlap ? "true" : "false",
       m->experts, m->experts > 0 ? m->top_k : 0, m->experts > 0 ? m->moe_every : 0,
       framework_name(m->framework), m->kv_heads > 0 ? m->kv_heads : m->heads,
       m->gated_mlp ? "swiglu" : "gelu", m->untied ? "true" : "false", m->rope ? "rope" : "learned",
-      m->unfused_attention ? "unfused" : "flash", job->fp8 ? "fp8" : "bf16");
+      m->unfused_attention ? "unfused" : "flash", job->fp8 ? "fp8" : "bf16",
+      (int)(mm_attention_width(m) / m->heads),
+      m->experts > 0 ? (int)mm_expert_ffn_width(m) : 0);
   if (m->framework != MM_FW_STEPSCOPE) /* the trainer reduces fp32 gradients, always */
     ssa_out_printf(o, ",\"grad_reduce_bytes\":%d", plan_grad_reduce_bytes(job));
   if (m->framework == MM_FW_FSDP)

@@ -33,9 +33,9 @@ double plan_gemm_quantization(const plan_device *dev, double rows, double cols) 
  * its second. */
 static int layer_gemms(const mm_layout *l, double in[4], double out[4]) {
   double C = l->hidden, F = plan_ffn(l), t = l->tp;
-  double kv = l->kv_heads > 0 ? (double)l->kv_heads / l->heads : 1.0;
-  in[0] = C, out[0] = C * (1.0 + 2.0 * kv) / t;
-  in[1] = C / t, out[1] = C;
+  double A = mm_attention_width(l), KV = mm_kv_width(l); /* heads x head_dim; K, V's */
+  in[0] = C, out[0] = (A + 2.0 * KV) / t;
+  in[1] = A / t, out[1] = C;
   in[2] = C, out[2] = (l->gated_mlp ? 2.0 : 1.0) * F / t;
   in[3] = F / t, out[3] = C;
   return 4;

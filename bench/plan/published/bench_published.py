@@ -36,8 +36,9 @@ hfu_pct_narayanan (Narayanan et al. 2021 count
 4 forward passes with full recomputation, 96 B s l h^2 (1 + s/6h + V/16lh)) scaled to the model
 FLOPs 72 B s l h^2 (1 + s/6h + V/12lh).
 
-`experts`, `top_k`, `moe_every`, `ep` and `expert_tp` describe a mixture of experts
-(`--experts`, `--top-k`, `--moe-every`; ep and expert_tp, Megatron's
+`head_dim` is a head's width where heads x it is not the hidden size (`--head-dim`; Qwen3),
+`experts`, `top_k`, `moe_every`, `moe_ffn`, `ep` and `expert_tp` describe a mixture of experts
+(`--experts`, `--top-k`, `--moe-every`, `--moe-ffn`; ep and expert_tp, Megatron's
 --expert-tensor-parallel-size, are matched like the layout's other fields), `untied` an LM head
 of its own (`--untied`), `virtual_stages` the interleaved schedule's chunks a rank.
 
@@ -83,12 +84,14 @@ def flops_per_token(r, causal_attention=False):
     H = int(r["heads"] or C // 128)
     kv = int(r["kv_heads"] or H)
     F = int(r["ffn"] or 4 * C)
-    attn_params = 2 * C * C + 2 * C * (C // H) * kv
-    mlp_params = (3 if r["mlp"] == "swiglu" else 2) * C * F
+    d = int(r.get("head_dim") or C // H)  # a head's width; heads x d is the attention's
+    Fe = int(r.get("moe_ffn") or F)  # an expert's MLP width
+    attn_params = 2 * C * H * d + 2 * C * d * kv
+    mlp = 3 if r["mlp"] == "swiglu" else 2
     moe = moe_layers(r)
-    routed = moe * int(r.get("top_k") or 2) + (L - moe)  # MLPs a token goes through
-    params = V * C + L * attn_params + routed * mlp_params
-    return 6.0 * params + (6.0 if causal_attention else 12.0) * L * C * T
+    params = (V * C + L * attn_params + (L - moe) * mlp * C * F
+              + moe * int(r.get("top_k") or 2) * mlp * C * Fe)
+    return 6.0 * params + (6.0 if causal_attention else 12.0) * L * H * d * T
 
 
 def published_mfu(r):
@@ -152,6 +155,10 @@ def plan_args(r, helptext):
                  "--moe-every", r.get("moe_every") or "1"]
     if r.get("untied") == "1" and "--untied" in helptext:
         args += ["--untied"]
+    if r.get("head_dim"):
+        args += ["--head-dim", r["head_dim"]]
+    if r.get("moe_ffn"):
+        args += ["--moe-ffn", r["moe_ffn"]]
     return args
 
 
