@@ -4,7 +4,8 @@ A real `stepscope plan --json` document (gpt2-124m on 8 H100s) is opened in the 
 a self-contained viewer page (`stepscope view RUN --html`), through the tab's file input as
 a user would. Checks: the headline names the job and the best layout, the framework
 (with --tp-comm-overlap), the cluster given (--nics-per-node, --nic-gbps) and the GEMM
-ceiling (the table's; a measured one, --ceilings-from, named with its run); the table holds the
+ceiling (the table's; a measured one, --ceilings-from, named with its run), the model (a
+Qwen3-30B-A3B plan's heads of 128 and experts too); the table holds the
 planner's ranking (row 1 = the JSON's first layout); the ranking card and section say how far
 that order goes as the JSON's `ranking` does (the group's size, what it decides, leaves open
 and rules out) and mark exactly the group's rows "≈ best"; clicking "tokens/s" sorts largest first
@@ -50,6 +51,7 @@ def main():
         head = d.find_element("id", "plan-headline").text
         check("8 × h100-sxm" in head and doc["layouts"][0]["layout"]["name"] in head,
               "headline names the job and the best layout")
+        check("12 layers × 768 (12 heads), seq 1024" in head, "the model card: a dense GPT-2")
         check("megatron, TP overlap" in head and "nodes of 8, 450 GB/s a device inside, 4 NICs × 200 Gb/s" in head,
               "the framework and cluster cards say what the prediction assumed")
         check("62 % of peak (the device table's)" in head, "the GEMM ceiling card: the table's")
@@ -104,6 +106,19 @@ def main():
               in d.find_element("id", "plan-headline").text, "the GEMM ceiling card names the measurement")
         check("37.9 % of peak, measured (48 forward at 50.5 %, 24 backward at 33.7 %)"
               in d.find_element("id", "plan-headline").text, "the attention card names the measurement")
+        # a model with heads wider than hidden / heads and experts (Qwen3-30B-A3B)
+        qwen = os.path.join(work, "qwen.json")
+        subprocess.run([exe, "plan", "--model", "qwen3-30b-a3b", "--framework", "fsdp", "--gpus", "8",
+                        "--global-batch", "512", "--dp", "8", "--tp", "1", "--pp", "1", "--cp", "1",
+                        "--ep", "8", "--zero", "3", "--recompute", "full", "--microbatches", "16",
+                        "--json", qwen], check=True, stdout=subprocess.DEVNULL)
+        d.find_element("id", "pick-plan").send_keys(os.path.abspath(qwen))
+        want = "48 layers × 2048 (32 heads of 128), seq 4096, 128 experts, top 8 of 768 wide"
+        for _ in range(100):
+            if want in d.find_element("id", "plan-headline").text:
+                break
+            harness.time.sleep(0.05)
+        check(want in d.find_element("id", "plan-headline").text, "the model card: Qwen3's heads and experts")
         bad = os.path.join(work, "not-a-plan.json")
         with open(bad, "w") as f:
             f.write('{"traceEvents": []}')

@@ -43,6 +43,17 @@ var SS = window.SS || (window.SS = {});
   var CHOICE_LABEL = { micro_batch: 'micro-batch', shard_group: 'hybrid shard group' };
 
   /* The ranking card's text: how far the planner's order goes (absent in older plans). */
+  /* The model as the plan has it: its heads' width where heads x it is not the hidden size
+   * (--head-dim), its experts (--experts, --top-k, --moe-ffn; absent in older plans). */
+  function modelText(job) {
+    var heads = job.heads + ' heads';
+    if (job.head_dim && job.head_dim * job.heads !== job.hidden) heads += ' of ' + job.head_dim;
+    var text = job.layers + ' layers × ' + job.hidden + ' (' + heads + '), seq ' + job.seq;
+    if (job.experts > 0)
+      text += ', ' + job.experts + ' experts, top ' + job.top_k + (job.moe_ffn ? ' of ' + job.moe_ffn + ' wide' : '');
+    return text;
+  }
+
   /* The framework's conventions the prediction assumed (docs/plan.md "Frameworks"). */
   function frameworkText(job) {
     var parts = [job.framework || 'megatron'];
@@ -149,7 +160,7 @@ var SS = window.SS || (window.SS = {});
     var job = doc.job, dev = doc.device, cal = doc.calibration;
     var fitting = layouts.filter(function (l) { return l.fits; }).length;
     body.appendChild(SS.el('div', { className: 'cards', id: 'plan-headline' }, [
-      ['model', job.layers + ' layers × ' + job.hidden + ' (' + job.heads + ' heads), seq ' + job.seq],
+      ['model', modelText(job)],
       ['job', job.gpus + ' × ' + dev.name + ', batch ' + job.global_batch],
       ['framework', frameworkText(job)],
       ['cluster', clusterText(job, dev)],
