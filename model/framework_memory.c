@@ -102,15 +102,11 @@ double mm_kv_width(const mm_layout *l) {
   return mm_attention_width(l) * kv;
 }
 
-static double ffn_width(const mm_layout *l) {
-  return mm_ffn_width(l);
-}
-
 /* One block's parameters on a TP rank: the attention (Q and the projection heads x head_dim
  * wide, K and V kv_heads x head_dim) and MLP matrices and biases cut over TP, the two
  * LayerNorms whole. */
 static double block_params(const mm_layout *l) {
-  double C = l->hidden, F = ffn_width(l), A = mm_attention_width(l), KV = mm_kv_width(l);
+  double C = l->hidden, F = mm_ffn_width(l), A = mm_attention_width(l), KV = mm_kv_width(l);
   double attention = 2.0 * C * A + 2.0 * C * KV;
   double mlp = (l->gated_mlp ? 3.0 : 2.0) * C * F;
   double biases = l->gated_mlp ? 0 : A + 2.0 * KV + C + F + C;
@@ -128,26 +124,27 @@ static int layer_is_moe(const mm_layout *l, int layer) {
   return l->experts > 0 && l->moe_every > 0 && (layer + 1) % l->moe_every == 0;
 }
 
-/* A mixture-of-experts block on a TP rank: the dense block's attention and norms, the router
- * (E x C, whole) and the rank's E / ep experts, each an MLP cut over the expert TP ranks (TP,
- * or whole with Megatron's --expert-tensor-parallel-size 1). */
-static double moe_expert_params(const mm_layout *l);
-static double moe_block_params(const mm_layout *l) {
-  double C = l->hidden, F = ffn_width(l);
-  double mlp = (l->gated_mlp ? 3.0 : 2.0) * C * F + (l->gated_mlp ? 0 : F + C);
-  return block_params(l) - mlp / l->tp + (double)l->experts * C + moe_expert_params(l);
-}
-
 int mm_expert_tp(const mm_layout *l) {
   return l->expert_tp > 0 ? l->expert_tp : l->tp;
 }
 
-/* The rank's E / ep experts of one mixture-of-experts block, each an MLP cut over the expert
- * TP ranks. */
+double mm_mlp_params(const mm_layout *l, double F) {
+  double C = l->hidden;
+  return (l->gated_mlp ? 3.0 : 2.0) * C * F + (l->gated_mlp ? 0 : F + C);
+}
+
+/* The rank's E / ep experts of one mixture-of-experts block, each an MLP moe_ffn wide cut over
+ * the expert TP ranks (TP, or whole with Megatron's --expert-tensor-parallel-size 1). */
 static double moe_expert_params(const mm_layout *l) {
-  double C = l->hidden, F = mm_expert_ffn_width(l), ep = l->ep > 0 ? l->ep : 1;
-  double mlp = (l->gated_mlp ? 3.0 : 2.0) * C * F + (l->gated_mlp ? 0 : F + C);
-  return l->experts / ep * mlp / mm_expert_tp(l);
+  double ep = l->ep > 0 ? l->ep : 1;
+  return l->experts / ep * mm_mlp_params(l, mm_expert_ffn_width(l)) / mm_expert_tp(l);
+}
+
+/* A mixture-of-experts block on a TP rank: the dense block's attention and norms, the router
+ * (E x C, whole) and the rank's experts instead of the dense MLP. */
+static double moe_block_params(const mm_layout *l) {
+  return block_params(l) - mm_mlp_params(l, mm_ffn_width(l)) / l->tp +
+         (double)l->experts * l->hidden + moe_expert_params(l);
 }
 
 double mm_framework_stage_expert_params(const mm_layout *l, int stage) {
@@ -187,7 +184,7 @@ double mm_framework_layer_activations(const mm_layout *l) {
    * (every block of the layout taken as one: the MLP tensors x top_k when all are MoE) */
   int all_moe = l->experts > 0 && l->moe_every == 1;
   double routed = all_moe ? l->top_k : 1.0;
-  double width = all_moe ? mm_expert_ffn_width(l) : ffn_width(l);
+  double width = all_moe ? mm_expert_ffn_width(l) : mm_ffn_width(l);
   double mlp = (l->gated_mlp ? 6.0 : 4.0) * width / h * routed;
   /* Q and the attention's output (heads x head_dim wide), K and V (kv_heads x head_dim) */
   double sharded = 4.0 * mm_attention_width(l) / h + 4.0 * mm_kv_width(l) / h + mlp;

@@ -149,6 +149,9 @@ double mm_kv_width(const mm_layout *l);
 double mm_ffn_width(const mm_layout *l);
 double mm_expert_ffn_width(const mm_layout *l);
 
+/* One MLP's weights and biases, F wide, whole (before any cut): 3CF for SwiGLU, 2CF + F + C. */
+double mm_mlp_params(const mm_layout *l, double F);
+
 /* The ranks one expert is cut over: l->expert_tp, or tp when 0. */
 int mm_expert_tp(const mm_layout *l);
 

@@ -5,14 +5,10 @@
  */
 #include "model_flops.h"
 
-static double ffn_of(const mm_layout *s) {
-  return s->ffn > 0 ? s->ffn : 4.0 * s->hidden;
-}
-
 /* Weights, biases and LayerNorm parameters of one block (Q and the projection heads x head_dim
  * wide, K and V kv_heads x head_dim: memory_model.h's widths). */
 static double block_params(const mm_layout *s) {
-  double C = s->hidden, F = ffn_of(s), A = mm_attention_width(s), KV = mm_kv_width(s);
+  double C = s->hidden, F = mm_ffn_width(s), A = mm_attention_width(s), KV = mm_kv_width(s);
   if (s->gated_mlp) /* SwiGLU: three F x C matrices, no biases (Llama) */
     return 2.0 * C * A + 2.0 * C * KV + 3.0 * C * F + 4.0 * C;
   return 2.0 * C * A + 2.0 * C * KV + 2.0 * C * F + 6.0 * C + A + 2.0 * KV + F;
@@ -26,19 +22,13 @@ static int layer_is_moe(const mm_layout *s, int layer) {
 /* With experts, the parameters a token is multiplied with: per MoE layer the router
  * (E x C) and K expert MLPs instead of one, not all E — MFU counts the FLOPs a step
  * really needs (docs/metrics.md). */
-/* One MLP's weights and biases, F wide. */
-static double mlp_params(const mm_layout *s, double F) {
-  double C = s->hidden;
-  return s->gated_mlp ? 3.0 * C * F : 2.0 * C * F + F + C;
-}
-
 double mf_flop_params(const mm_layout *s) {
   double C = s->hidden;
   double params = (double)s->vocab * C + (double)s->layers * block_params(s) + 2.0 * C;
   for (int k = 0; k < s->layers; k++) /* the router and top_k experts for the dense MLP */
     if (layer_is_moe(s, k))
-      params += (double)s->experts * C + s->top_k * mlp_params(s, mm_expert_ffn_width(s)) -
-                mlp_params(s, ffn_of(s));
+      params += (double)s->experts * C + s->top_k * mm_mlp_params(s, mm_expert_ffn_width(s)) -
+                mm_mlp_params(s, mm_ffn_width(s));
   return params;
 }
 

@@ -31,7 +31,7 @@ typedef struct mp_plan_preset {
   const char *name;
   int layers, hidden, heads, kv_heads, ffn, vocab, seq;
   int gated_mlp, rope, untied;
-  int experts, top_k; /* every block a mixture of experts when experts > 0 */
+  int experts, top_k;    /* every block a mixture of experts when experts > 0 */
   int head_dim, moe_ffn; /* 0: hidden / heads, ffn */
 } mp_plan_preset;
 

@@ -314,9 +314,8 @@ int plan_communication(const plan_job *job, const mm_layout *l, double t_mb, dou
   }
   /* experts: per MoE layer and micro-batch, four token all-to-alls (dispatch and combine,
    * forward and backward; each rank sends its tokens x K rows, (ep-1)/ep of them away:
-   * alltoall_s) and
-   * the counts exchange (latency), on the critical path; EP groups are consecutive DP ranks
-   * (consecutive ranks of the stage with expert TP 1) */
+   * alltoall_s) and the counts exchange (latency), on the critical path; EP groups are
+   * consecutive DP ranks (consecutive ranks of the stage with expert TP 1) */
   double expert_grad_bytes = 0;
   if (l->experts > 0) {
     double F = plan_ffn(l), C = l->hidden;

@@ -821,8 +821,7 @@ int plan_write_json(ssa_out *o, const plan_job *job, const plan_result *r, long 
       framework_name(m->framework), m->kv_heads > 0 ? m->kv_heads : m->heads,
       m->gated_mlp ? "swiglu" : "gelu", m->untied ? "true" : "false", m->rope ? "rope" : "learned",
       m->unfused_attention ? "unfused" : "flash", job->fp8 ? "fp8" : "bf16",
-      (int)(mm_attention_width(m) / m->heads),
-      m->experts > 0 ? (int)mm_expert_ffn_width(m) : 0);
+      (int)(mm_attention_width(m) / m->heads), m->experts > 0 ? (int)mm_expert_ffn_width(m) : 0);
   if (m->framework != MM_FW_STEPSCOPE) /* the trainer reduces fp32 gradients, always */
     ssa_out_printf(o, ",\"grad_reduce_bytes\":%d", plan_grad_reduce_bytes(job));
   if (m->framework == MM_FW_FSDP)
