@@ -245,8 +245,9 @@ static int framework_cannot_run(const mm_layout *l, char *err, size_t errlen) {
     why = "a hybrid shard group must divide the DP x CP group and be smaller than it";
   else if (l->framework == MM_FW_DEEPSPEED && pipelined && l->zero >= 2)
     why = "DeepSpeed's pipeline engine runs ZeRO-0/1 only";
-  else if (l->framework == MM_FW_DEEPSPEED && pipelined && l->schedule == MM_SCHED_INTERLEAVED) {
-    why = "DeepSpeed's pipeline engine runs 1F1B, not the interleaved schedule";
+  else if (l->framework == MM_FW_DEEPSPEED && pipelined && l->schedule != MM_SCHED_1F1B) {
+    why = "DeepSpeed's pipeline engine runs 1F1B (TrainSchedule), not AFAB or the interleaved "
+          "schedule";
     schedule = 1;
   }
   if (!why) return 0;

@@ -174,8 +174,13 @@ PY
 "$stepscope" plan --model gpt2-124m --gpus 8 --global-batch 32 --framework deepspeed --dp 4 \
   --tp 1 --pp 2 --cp 1 --zero 0 --recompute none --microbatches 4 --schedule interleaved \
   --virtual-stages 2 > /dev/null 2> "$dir/ds.txt"
-[ $? = 1 ] && grep -q "cannot run: .*not the interleaved schedule (--schedule interleaved, --pp 2)$" \
+[ $? = 1 ] && grep -q "cannot run: .*not AFAB or the interleaved schedule (--schedule interleaved, --pp 2)$" \
   "$dir/ds.txt" || { cat "$dir/ds.txt"; no "deepspeed interleaved layout: refused naming the schedule"; }
+"$stepscope" plan --model gpt2-124m --gpus 8 --global-batch 32 --framework deepspeed --dp 4 \
+  --tp 1 --pp 2 --cp 1 --zero 0 --recompute none --microbatches 4 --schedule afab \
+  > /dev/null 2> "$dir/ds.txt"
+[ $? = 1 ] && grep -q "cannot run: DeepSpeed's pipeline engine runs 1F1B (TrainSchedule).* (--schedule afab, --pp 2)$" \
+  "$dir/ds.txt" || { cat "$dir/ds.txt"; no "deepspeed AFAB layout: refused naming the schedule"; }
 # --help tells what each framework runs
 "$stepscope" plan --help > "$dir/help.txt" 2>&1
 grep -q "that the --framework runs" "$dir/help.txt" && grep -q "megatron (ZeRO" "$dir/help.txt" &&

@@ -36,7 +36,9 @@ hfu_pct_narayanan (Narayanan et al. 2021 count
 4 forward passes with full recomputation, 96 B s l h^2 (1 + s/6h + V/16lh)) scaled to the model
 FLOPs 72 B s l h^2 (1 + s/6h + V/12lh).
 
-`head_dim` is a head's width where heads x it is not the hidden size (`--head-dim`; Qwen3),
+`nics_per_node` and `nic_gbps` describe a cluster that is not a DGX's (`--nics-per-node`,
+`--nic-gbps`; BLOOM's Jean Zay nodes: 4 Omni-Path links of 100 Gb/s), `head_dim` a head's
+width where heads x it is not the hidden size (`--head-dim`; Qwen3),
 `experts`, `top_k`, `moe_every`, `moe_ffn`, `ep` and `expert_tp` describe a mixture of experts
 (`--experts`, `--top-k`, `--moe-every`, `--moe-ffn`; ep and expert_tp, Megatron's
 --expert-tensor-parallel-size, are matched like the layout's other fields), `untied` an LM head
@@ -155,6 +157,8 @@ def plan_args(r, helptext):
                  "--moe-every", r.get("moe_every") or "1"]
     if r.get("untied") == "1" and "--untied" in helptext:
         args += ["--untied"]
+    if r.get("nics_per_node") and "--nics-per-node" in helptext:
+        args += ["--nics-per-node", r["nics_per_node"], "--nic-gbps", r["nic_gbps"]]
     if r.get("head_dim"):
         args += ["--head-dim", r["head_dim"]]
     if r.get("moe_ffn"):
