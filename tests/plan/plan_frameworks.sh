@@ -378,5 +378,14 @@ want = 32 * (20e-6 + 2 * 4096 * 1024 * 2 / 450e9)
 assert abs(cp / want - 1) < 1e-6, (cp, want)
 PY
 
+# What the experts' figures assume, said where a user reads them: the header and JSON's assumed
+"$stepscope" plan --model mixtral-8x7b --gpus 8 --global-batch 64 --top 1 --json "$dir/mxa.json" \
+  > "$dir/mxa.txt" 2>&1 || no "a Mixtral sweep"
+grep -q "experts: routing taken as balanced" "$dir/mxa.txt" &&
+  python3 -c 'import json,sys; sys.exit("balanced_expert_routing" not in json.load(open(sys.argv[1]))["assumed"])' \
+    "$dir/mxa.json" || { cat "$dir/mxa.txt"; no "balanced routing named as assumed"; }
+"$stepscope" plan --model llama3-8b --gpus 8 --global-batch 64 --top 1 > "$dir/dense.txt" 2>&1
+! grep -q "experts:" "$dir/dense.txt" || no "a dense model's header names no experts"
+
 [ $fail -eq 0 ] && echo "plan.frameworks_cli: ok"
 exit $fail

@@ -725,6 +725,9 @@ static void print_assumptions(FILE *f, const plan_job *job) {
     fprintf(f,
             "  links: %.0f / %.0f GB/s a device in / between nodes of %d, %.0f us a collective\n",
             d->intra_bw / 1e9, d->inter_bw / 1e9, G, d->latency_s * 1e6);
+  if (job->model.experts > 0) /* what no published figure here could check (docs/plan.md) */
+    fprintf(f, "  experts: routing taken as balanced; a dropless run's imbalance (a few per cent "
+               "of its time, more activation memory) is not in these figures\n");
 }
 
 void plan_print_table(FILE *f, const plan_job *job, const plan_result *r, long n, long top) {
@@ -890,8 +893,10 @@ int plan_write_json(ssa_out *o, const plan_job *job, const plan_result *r, long 
                    c->forward_share, c->attention_forward_share, c->exposed_comm_s, c->wait_share,
                    c->bubble_fraction, c->rate_raised ? "true" : "false");
   } else {
-    ssa_out_printf(o, "\"calibration\":null,\"assumed\":[\"flops_rate\",\"bandwidths\",\"latency\","
-                      "\"runtime_baseline\",\"host_overhead\"],");
+    ssa_out_printf(o,
+                   "\"calibration\":null,\"assumed\":[\"flops_rate\",\"bandwidths\",\"latency\","
+                   "\"runtime_baseline\",\"host_overhead\"%s],",
+                   job->model.experts > 0 ? ",\"balanced_expert_routing\"" : "");
   }
   plan_ranking ranking;
   plan_rank_resolution(r, n, plan_ranking_band(job), &ranking);
