@@ -116,6 +116,7 @@ static int apply_what_if(char *kv, mm_layout *l, int *global_batch) {
               {"zero", &l->zero, 0, 3},
               {"microbatches", &l->microbatches, 1, 1 << 16},
               {"virtual_stages", &l->virtual_stages, 1, 64},
+              {"ep", &l->ep, 1, 1 << 12},
               {"global_batch", global_batch, 1, 1 << 24}};
   for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
     if (!strcmp(k, ints[i].key)) {
@@ -321,8 +322,9 @@ static const cli_option plan_options[] = {
         "baseline (otherwise the device table's values are assumed)"),
     STR("--what-if", "K=V,...", what_if,
         "with --from: the run's layout changed (keys: dp tp pp cp sp\n"
-        "zero recompute microbatches schedule virtual_stages\n"
-        "global_batch), predicted beside what the run measured"),
+        "zero recompute microbatches schedule virtual_stages ep (a\n"
+        "run with experts) global_batch), predicted beside what the\n"
+        "run measured"),
     CLI_TEXT_ROW("output:\n"),
     INT("--top", "N", top, 1, INT_MAX, "rows of the table [20]"),
     DBL("--undecided-within", "PCT", undecided_pct, 0.01,
@@ -688,6 +690,10 @@ static int plan_what_if(plan_args *p) {
     bad = apply_what_if(kv, &l, &job->global_batch) != 0;
   free(what_if);
   if (bad) return 2;
+  if (l.ep > 1 && job->model.experts <= 0) {
+    cli_print(stderr, "stepscope plan: --what-if ep=%d: the run has no experts\n", l.ep);
+    return 2;
+  }
   job->gpus = l.dp * l.tp * l.pp * l.cp;
   if (l.schedule != MM_SCHED_INTERLEAVED)
     l.virtual_stages = 1;

@@ -133,6 +133,16 @@ if sys.argv[2] == "zero=0":  # the run's own layout: no change, undecided, "the 
     assert m.group(1) and m.group(4) and abs(gain) < 1e-3
 PY
 done
+# --what-if ep=N: a run with experts (dp 2, 4 experts, no expert parallelism) with its experts
+# carved out of dp; a run without experts refuses the key
+"$trainer" --quiet --world 2 --dp 2 --experts 4 --top-k 2 --steps 3 --trace "$dir/moe" \
+  > "$dir/moe.log" 2>&1 || { cat "$dir/moe.log"; no "a run with experts"; }
+"$stepscope" plan --from "$dir/moe" --what-if "ep=2" > "$dir/wiep.txt" 2>&1 &&
+  grep -q "what if dp2 ep2 tp1 pp1 cp1 zero0" "$dir/wiep.txt" ||
+  { cat "$dir/wiep.txt"; no "--what-if ep=2 on a run with experts"; }
+"$stepscope" plan --from "$dir/run" --what-if "ep=2" > "$dir/wiep.txt" 2>&1
+[ $? = 2 ] && grep -q "what-if ep=2: the run has no experts" "$dir/wiep.txt" ||
+  { cat "$dir/wiep.txt"; no "--what-if ep on a dense run: refused"; }
 # --json - with --what-if: the JSON alone on stdout (the text is left out, as for a sweep)
 "$stepscope" plan --from "$dir/run" --what-if "zero=0" --json - 2> /dev/null |
   python3 -c 'import json, sys; json.load(sys.stdin)' || no "--what-if --json -: not JSON alone"
