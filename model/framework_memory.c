@@ -102,12 +102,16 @@ double mm_kv_width(const mm_layout *l) {
   return mm_attention_width(l) * kv;
 }
 
+double mm_attention_params(const mm_layout *l) {
+  return 2.0 * l->hidden * mm_attention_width(l) + 2.0 * l->hidden * mm_kv_width(l);
+}
+
 /* One block's parameters on a TP rank: the attention (Q and the projection heads x head_dim
  * wide, K and V kv_heads x head_dim) and MLP matrices and biases cut over TP, the two
  * LayerNorms whole. */
 static double block_params(const mm_layout *l) {
   double C = l->hidden, F = mm_ffn_width(l), A = mm_attention_width(l), KV = mm_kv_width(l);
-  double attention = 2.0 * C * A + 2.0 * C * KV;
+  double attention = mm_attention_params(l);
   double mlp = (l->gated_mlp ? 3.0 : 2.0) * C * F;
   double biases = l->gated_mlp ? 0 : A + 2.0 * KV + C + F + C;
   return (attention + mlp + biases) / l->tp + 4.0 * C;

@@ -144,6 +144,10 @@ double mm_framework_stage_shard(const mm_layout *l, int stage);
 double mm_attention_width(const mm_layout *l);
 double mm_kv_width(const mm_layout *l);
 
+/* The attention's weights, whole (before any cut): Q and the output projection C x heads x
+ * head_dim each, K and V C x kv_heads x head_dim each. */
+double mm_attention_params(const mm_layout *l);
+
 /* A MLP's width: the dense blocks' (ffn, 4 x hidden without it), and an expert's (moe_ffn, or
  * the dense one). */
 double mm_ffn_width(const mm_layout *l);

@@ -10,8 +10,8 @@
 static double block_params(const mm_layout *s) {
   double C = s->hidden, F = mm_ffn_width(s), A = mm_attention_width(s), KV = mm_kv_width(s);
   if (s->gated_mlp) /* SwiGLU: three F x C matrices, no biases (Llama) */
-    return 2.0 * C * A + 2.0 * C * KV + 3.0 * C * F + 4.0 * C;
-  return 2.0 * C * A + 2.0 * C * KV + 2.0 * C * F + 6.0 * C + A + 2.0 * KV + F;
+    return mm_attention_params(s) + 3.0 * C * F + 4.0 * C;
+  return mm_attention_params(s) + 2.0 * C * F + 6.0 * C + A + 2.0 * KV + F;
 }
 
 /* Whether global layer `layer` is a mixture of experts (config.c: config_layer_is_moe). */

@@ -90,17 +90,15 @@ double plan_attention_flops(const mm_layout *l, double tokens) {
 static double layer_fwd_flops(const mm_layout *l, double tokens, double *attention, int moe) {
   double C = l->hidden, F = plan_ffn(l);
   /* Q and the projection heads x head_dim wide, K and V kv_heads x head_dim (GQA: narrower) */
-  double A = mm_attention_width(l), KV = mm_kv_width(l);
-  double gemm =
-      2.0 * (2.0 * C * A + 2.0 * C * KV + (l->gated_mlp ? 3.0 : 2.0) * C * F) * tokens / l->tp;
+  double attention_w = mm_attention_params(l);
+  double gemm = 2.0 * (attention_w + (l->gated_mlp ? 3.0 : 2.0) * C * F) * tokens / l->tp;
   if (moe && l->framework == MM_FW_STEPSCOPE) /* the router and K whole experts per token,
                                                  replicated over TP (moe.h) */
     gemm = 2.0 * 4.0 * C * C * tokens / l->tp +
            2.0 * (l->top_k * 2.0 * C * F + l->experts * C) * tokens;
   else if (moe) /* a framework's experts (moe_ffn wide) are cut over TP, the router is not */
     gemm = 2.0 *
-               (2.0 * C * A + 2.0 * C * KV +
-                l->top_k * (l->gated_mlp ? 3.0 : 2.0) * C * mm_expert_ffn_width(l)) *
+               (attention_w + l->top_k * (l->gated_mlp ? 3.0 : 2.0) * C * mm_expert_ffn_width(l)) *
                tokens / l->tp +
            2.0 * l->experts * C * tokens;
   double att = plan_attention_flops(l, tokens);
