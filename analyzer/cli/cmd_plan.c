@@ -753,12 +753,6 @@ static int plan_single(plan_args *p, plan_result **results) {
   l.ep = l.experts > 0 && f->ep > 0 ? f->ep : 1;           /* --ep, else no expert parallelism */
   l.expert_tp = f->expert_tp == 1 ? 1 : 0;                 /* --expert-tp 1, else cut over TP */
   l.shard_group = f->shard_group > 0 ? f->shard_group : 0; /* else sharded over the group */
-  int ep_ranks = l.expert_tp == 1 ? l.tp * l.cp * l.dp : l.dp;
-  if (l.experts > 0 && (ep_ranks % l.ep || l.experts % l.ep)) {
-    cli_print(stderr, "stepscope plan: --ep %d must divide %s %d and the %d experts\n", l.ep,
-              l.expert_tp == 1 ? "tp x cp x dp" : "--dp", ep_ranks, l.experts);
-    return 1;
-  }
   if (p->job.global_batch % (l.dp * l.microbatches)) {
     cli_print(stderr,
               "stepscope plan: the global batch %d is not divisible by dp %d x "
