@@ -8,6 +8,10 @@
  *   megatron:  bf16 parameters 2, fp32 gradients 4 (main_grad), fp32 master + Adam m, v 12:
  *              18 bytes; ZeRO-1 = the distributed optimizer, 6 + 12/n (Megatron-LM
  *              docs/user-guide/features/dist_optimizer.md); ZeRO-2/3 refused (not Megatron's).
+ *              main_grad has the reduction's dtype (param_and_grad_buffer.py: fp32 with
+ *              grad_reduce_in_fp32, else the parameters'): 2 with a bf16 reduction. With fp8
+ *              parameters (fp8_param_gather) a weight is its fp8 data and, for the backward on
+ *              Hopper, its fp8 transpose: 2 bytes, as bf16's.
  *   deepspeed: the ZeRO paper (Rajbhandari et al. 2020, sec. 3-5), bf16 parameters and
  *              gradients: ZeRO-0 16, ZeRO-1 4 + 12/n, ZeRO-2 2 + 14/n, ZeRO-3 16/n; ZeRO-3 also
  *              holds the gathered bf16 parameters of the block in use and of the one prefetched.
@@ -30,6 +34,11 @@
  * (Narayanan et al. 2021, sec. 2.2; Korthikanti et al.'s L (1 + (p-1)/(pv)) layers on the first
  * stage). The last stage also holds one micro- batch's logits, vocabulary-parallel: bf16 and the
  * fp32 copy of the cross entropy, 6 sbV / t.
+ * fp8 GEMMs (TransformerEngine's Linear and LayerNormLinear save the input they quantized for
+ * the forward GEMM: the backward's weight gradient reads it): the QKV and MLP inputs (the
+ * LayerNorms' outputs) and the second MLP GEMM's input take 1 byte an element; the attention's
+ * output stays bf16 (flash attention saves it, and Megatron-Core has linear_proj save that
+ * original input for fp8 recipes other than delayed scaling, attention.py).
  */
 #include <stdio.h>
 #include <math.h>
@@ -189,7 +198,11 @@ double mm_framework_layer_activations(const mm_layout *l) {
   int all_moe = l->experts > 0 && l->moe_every == 1;
   double routed = all_moe ? l->top_k : 1.0;
   double width = all_moe ? mm_expert_ffn_width(l) : mm_ffn_width(l);
-  double mlp = (l->gated_mlp ? 6.0 : 4.0) * width / h * routed;
+  /* the activation's input (a gated one's two halves) and output, the second GEMM's input; in
+   * fp8 that output is kept quantized, 1 byte (TransformerEngine's Linear saves its quantized
+   * input for the weight gradient) */
+  double gemm_input = l->fp8 ? 1.0 : 2.0;
+  double mlp = ((l->gated_mlp ? 4.0 : 2.0) + gemm_input) * width / h * routed;
   /* Q and the attention's output (heads x head_dim wide), K and V (kv_heads x head_dim) */
   double sharded = 4.0 * mm_attention_width(l) / h + 4.0 * mm_kv_width(l) / h + mlp;
   double lse = 4.0 * l->heads * s * b / t; /* flash attention's log-sum-exp, fp32 */
@@ -198,7 +211,12 @@ double mm_framework_layer_activations(const mm_layout *l) {
   double scores = l->unfused_attention && l->recompute == MM_RECOMPUTE_NONE
                       ? 5.0 * l->heads * s * s * b / t
                       : 0;
-  return sbh * (10.0 / rep + sharded / t) + (l->unfused_attention ? scores : lse);
+  /* replicated: LayerNorm inputs 4, the QKV and MLP GEMMs' inputs 2 + 2 (in fp8 1 + 1: the
+   * LayerNorms' outputs quantized), dropout masks 2; the attention's output stays bf16 in fp8
+   * (Megatron-Core sets save_original_input on linear_proj for fp8 recipes other than delayed
+   * scaling: flash attention keeps it already) */
+  double replicated = 6.0 + 2.0 * gemm_input;
+  return sbh * (replicated / rep + sharded / t) + (l->unfused_attention ? scores : lse);
 }
 
 /* Model chunks' micro-batches in flight on `stage`, in units of the stage's layers. */
@@ -314,7 +332,7 @@ int mm_framework_rank_memory(const mm_layout *l, int stage, mm_breakdown *out, c
   switch (l->framework) {
   case MM_FW_MEGATRON:
     params = 2 * psi;
-    grads = 4 * psi;
+    grads = (l->grad_bytes > 0 ? l->grad_bytes : 4) * psi;
     optim = 12 * (l->zero >= 1 ? shard : psi);
     break;
   case MM_FW_DEEPSPEED:

@@ -88,6 +88,14 @@ typedef struct mm_layout {
    * the states are sharded over groups of this many ranks of the DP x CP group (a node's) and
    * replicated across the groups; 0: sharded over the whole DP x CP group */
   int shard_group;
+  /* Megatron's gradient buffer (main_grad): bytes an element, its dtype the reduction's
+   * (DistributedDataParallelConfig.grad_reduce_in_fp32: fp32 4, else the parameters' bf16 2;
+   * Megatron-LM's --bf16 turns fp32 on, Megatron-Bridge's performance recipes turn it off);
+   * 0: 4 */
+  int grad_bytes;
+  /* a framework's GEMMs in fp8 with TransformerEngine (--precision fp8): each GEMM's input
+   * saved for the backward quantized, 1 byte an element (framework_memory.c) */
+  int fp8;
 } mm_layout;
 
 /* One rank's device memory in bytes, by component (every field a sum of allocations). */

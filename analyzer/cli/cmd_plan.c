@@ -231,7 +231,8 @@ static const cli_option plan_options[] = {
     CLI_TEXT_ROW("job:\n"),
     STR("--precision", "bf16|fp8", precision,
         "a framework's GEMMs in bf16, or fp8 at the device's fp8\n"
-        "peak (h100-sxm, h200; MFU stays against bf16's) [bf16]"),
+        "peak (h100-sxm, h200; MFU stays against bf16's), their\n"
+        "inputs stored for the backward in fp8 [bf16]"),
     STR("--framework", "NAME", framework,
         "whose memory conventions and layouts: megatron (ZeRO\n"
         "0-1; pipelines 1F1B, interleaved), fsdp (ZeRO 0, 2, 3;\n"
@@ -266,7 +267,8 @@ static const cli_option plan_options[] = {
     STR("--grad-reduce-dtype", "fp32|bf16|fp16", grad_reduce,
         "a framework's data-parallel gradient reduction (e.g.\n"
         "fp16: Megatron-LM of 2021 with --fp16 and no\n"
-        "--accumulate-allreduce-grads-in-fp32) [megatron, fsdp\n"
+        "--accumulate-allreduce-grads-in-fp32; Megatron keeps its\n"
+        "gradients in this dtype) [megatron, fsdp\n"
         "fp32; deepspeed bf16]; refused for the stepscope\n"
         "trainer (stepscope-cpu/-cuda, --from RUN: fp32)"),
     STR("--backward-prefetch", "pre|post", backward_prefetch,

@@ -99,6 +99,21 @@ python3 -c "import sys; sys.exit(0 if 0 < float('$fp8') < 0.9 * float('$bf16') e
   --device a100-80g > /dev/null 2>&1
 [ $? -eq 2 ] || no "fp8 on an A100 is refused"
 
+# fp8's memory (TransformerEngine): GEMM inputs stored quantized, so fewer activation bytes;
+# Megatron's main gradients in the reduction's dtype (bf16: half of fp32's)
+mem_of() { "$stepscope" plan --model llama3-8b --gpus 8 --global-batch 64 --dp 8 --tp 1 --pp 1 \
+  --cp 1 --zero 1 --recompute none --microbatches 8 "$@" --json - 2>/dev/null |
+  python3 -c 'import json,sys; m=json.load(sys.stdin)["layouts"][0]["memory_bytes"]
+print(m["activations"], m["gradients"])'; }
+read -r act16 grad32 <<< "$(mem_of --precision bf16)"
+read -r act8 grad16 <<< "$(mem_of --precision fp8 --grad-reduce-dtype bf16)"
+python3 -c "import sys; sys.exit(0 if 0 < int('$act8') < 0.9 * int('$act16') else 1)" ||
+  no "fp8 activations $act8 not below bf16's $act16"
+[ "$((grad32))" -eq "$((2 * grad16))" ] || no "megatron bf16 gradients $grad16 not half of fp32's $grad32"
+# the sweep goes past 256 micro-batches a step (Megatron-Bridge ran Qwen3-235B with 512)
+"$stepscope" plan --model llama3-8b --gpus 8 --global-batch 4096 --tp 8 --pp 1 --cp 1 \
+  --microbatches 512 > /dev/null 2>&1 || no "a layout of 512 micro-batches is not enumerated"
+
 # --grad-reduce-dtype: the DP gradient reduction's bytes (JSON job.grad_reduce_bytes), refused for
 # the trainer's conventions; 16-bit gradients shorten an exposed all-reduce
 sync_of() { "$stepscope" plan --model llama3-8b --gpus 16 --global-batch 64 --dp 16 --tp 1 --pp 1 \

@@ -76,6 +76,12 @@ static void model_states(void) {
   l.zero = 0;
   b = mem(&l, 1);
   CHECK(b.parameters + b.gradients + b.optimizer == 18 * (size_t)PSI1);
+  /* bf16 main gradients where the reduction is bf16 (grad_reduce_in_fp32 off, as
+   * Megatron-Bridge's performance recipes run): 2 bytes, the rest unchanged */
+  l.grad_bytes = 2;
+  b = mem(&l, 1);
+  CHECK(b.gradients == 2 * (size_t)PSI1 && b.parameters + b.optimizer == 14 * (size_t)PSI1);
+  l.grad_bytes = 0;
   char err[200] = "";
   l.zero = 2;
   CHECK(mm_rank_memory(&l, 0, &b, err, sizeof err) != 0 && strstr(err, "ZeRO-1"));
@@ -165,6 +171,15 @@ static void activations(void) {
   l.sp = 0;
   CHECK(mem(&l, 0).activations == 4 * ((size_t)65536 * (10 + 12) + 4096));
   l.sp = 1;
+  /* fp8 (TransformerEngine): the QKV and MLP GEMMs' inputs (the LayerNorms' outputs, 1 + 1
+   * sbh of the replicated 10, / t with SP) and the second MLP GEMM's input (4h wide, 4 of the
+   * MLP's 16 sharded) kept quantized, 1 byte: 34 - 2 - 4 = 28 sbh / t, with and without SP */
+  l.fp8 = 1;
+  CHECK(mem(&l, 0).activations == 4 * ((size_t)65536 * 28 / 2 + 4096));
+  l.sp = 0;
+  CHECK(mem(&l, 0).activations == 4 * ((size_t)65536 * (8 + 10) + 4096));
+  l.sp = 1;
+  l.fp8 = 0;
   /* full recomputation: each layer's input (2 sbh / t) and one layer recomputed */
   l.recompute = MM_RECOMPUTE_FULL;
   CHECK(mem(&l, 0).activations == 4 * (size_t)65536 + LAYER);

@@ -200,9 +200,12 @@ static double stage_time_by_shape(const plan_device *dev, const mm_layout *l, in
    * recomputation), each slowed by its output's tile and wave quantization */
   double passes = plan_layer_gemm_passes(dev, l, tokens, full ? 2 : 1);
   double traffic = full ? 6.0 : 5.0, t = 0;
-  /* the traffic is the stored bytes without recomputation: what is recomputed is written again */
+  /* the traffic is the stored bytes without recomputation (what is recomputed is written
+   * again), in bf16: fp8 stores some of them quantized, but its casts read and write them too
+   * (the casts themselves are not charged) */
   mm_layout stored = *l;
   stored.recompute = MM_RECOMPUTE_NONE;
+  stored.fp8 = 0;
   double elementwise = traffic * mm_framework_layer_activations(&stored) / dev->hbm_bw;
   for (int k = 0; k < layers; k++) {
     double fwd = layer_fwd_flops(l, tokens, &att, plan_layer_is_moe(l, first + k));
@@ -246,6 +249,8 @@ static mm_layout job_layout(const plan_job *job, const mm_layout *layout) {
   l.rope = job->model.rope;
   l.unfused_attention = job->model.unfused_attention;
   int trainer = l.framework == MM_FW_STEPSCOPE;
+  l.grad_bytes = trainer ? 0 : plan_grad_reduce_bytes(job);
+  l.fp8 = !trainer && job->fp8;
   l.act_bytes = trainer ? job->dev.act_bytes : 2; /* the frameworks: bf16 activations */
   /* the trainer's bf16 working copy of its GEMM weights: a run's --gemm-weights bf16 on any
    * device, and what auto means on GPUs (bf16 precision) below ZeRO-3; bf16 GEMMs on cached bf16
@@ -561,7 +566,7 @@ long plan_enumerate(const plan_job *job, const plan_filter *f, plan_result **out
         int dp = N / (tp * pp * cp);
         if (!allowed(f->dp, dp) || job->global_batch % dp) continue;
         int per_dp = job->global_batch / dp;
-        for (int M = 1; M <= per_dp && M <= 256; M++) {
+        for (int M = 1; M <= per_dp; M++) {
           if (per_dp % M || !allowed(f->microbatches, M)) continue;
           for (int sched = 0; sched < 3; sched++) {
             if (pp == 1 && sched != MM_SCHED_1F1B) continue; /* one stage: no schedule to choose */
@@ -681,12 +686,14 @@ static void print_assumptions(FILE *f, const plan_job *job) {
   const plan_measured_attention *a = &job->attention_measured;
   if (computes_by_shape(job))
     fprintf(f,
-            "%s (no --from RUN): compute by shape, GEMMs at %.*f %%%s and attention at %.*f %%%s "
-            "of the %.3g FLOP/s peak, element-wise work at %.3g TB/s (docs/plan.md)\n",
+            "%s (no --from RUN): compute by shape, GEMMs at %.*f %%%s of the %s%.3g FLOP/s peak "
+            "and attention at %.*f %%%s of the %.3g FLOP/s peak, element-wise work at %.3g TB/s "
+            "(docs/plan.md)\n",
             g->source ? "measured and assumed" : "assumed", g->source ? 1 : 0,
-            100 * d->gemm_efficiency, g->source ? " (measured, below)" : "", a->measured ? 1 : 0,
-            100 * d->attention_efficiency, a->measured ? " (measured, below)" : "",
-            job->fp8 ? d->fp8_peak_flops : d->peak_flops, d->hbm_bw / 1e12);
+            100 * d->gemm_efficiency, g->source ? " (measured, below)" : "", job->fp8 ? "fp8 " : "",
+            job->fp8 ? d->fp8_peak_flops : d->peak_flops, a->measured ? 1 : 0,
+            100 * d->attention_efficiency, a->measured ? " (measured, below)" : "", d->peak_flops,
+            d->hbm_bw / 1e12);
   else
     fprintf(f, "assumed (no --from RUN): %.0f %% of the %.3g FLOP/s peak (docs/plan.md)\n",
             100 * d->efficiency, d->peak_flops);
