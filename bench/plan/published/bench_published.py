@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """bench_published.py [STEPSCOPE] [--csv runs.csv] [--only ID_PREFIX] — `stepscope plan` against
-published, measured BF16 training runs (issue 31).
+published, measured BF16 (and a few FP8) training runs (issue 31).
 
 For every row of runs.csv (the model, the devices, the published layout as far as the source
 gives it, and the measured throughput or MFU, each row citing its source) this runs
@@ -36,6 +36,8 @@ hfu_pct_narayanan (Narayanan et al. 2021 count
 4 forward passes with full recomputation, 96 B s l h^2 (1 + s/6h + V/16lh)) scaled to the model
 FLOPs 72 B s l h^2 (1 + s/6h + V/12lh).
 
+`precision` fp8 marks a run whose GEMMs ran in fp8 (`--precision fp8`; Megatron-Bridge's H100
+rows, TransformerEngine's current scaling); its MFU is still counted against the bf16 peak.
 `nics_per_node` and `nic_gbps` describe a cluster that is not a DGX's (`--nics-per-node`,
 `--nic-gbps`; BLOOM's Jean Zay nodes: 4 Omni-Path links of 100 Gb/s), `head_dim` a head's
 width where heads x it is not the hidden size (`--head-dim`; Qwen3),
@@ -163,6 +165,8 @@ def plan_args(r, helptext):
         args += ["--head-dim", r["head_dim"]]
     if r.get("moe_ffn"):
         args += ["--moe-ffn", r["moe_ffn"]]
+    if r.get("precision") and "--precision" in helptext:
+        args += ["--precision", r["precision"]]
     return args
 
 
