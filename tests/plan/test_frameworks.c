@@ -648,6 +648,60 @@ static void compute_by_shape(void) {
   CHECK(r.mfu > small_mfu * 1.2);
 }
 
+/* GEMMs bound by memory (plan_shape_costs.c, the roofline): on an H100 without its SM count (no
+ * tile quantization), GEMMs at 62 % of 989 TFLOP/s, HBM 3.35 TB/s. A Megatron MoE layer, C 1024,
+ * 64 experts of F 4096 (not gated), top-1, 8192 tokens: the attention's GEMMs (8192 tokens)
+ * are compute-bound. With ep 1 each of the 64 local experts sees 128 tokens: its fc1 forward
+ * moves 2 x 1024 x 4096 + 2 x 128 x 1024 + 2 x 128 x 4096 bytes = 9.7 MB, 2.89 us against
+ * 1.75 us of FLOPs (+1.14 us; its input gradient the same); its weight gradient reads both
+ * activations and reads and writes the fp32 main_grad (8 x 1024 x 4096): 10.41 us against 1.75
+ * (+8.66 us); fc2 the same: 64 x 2 x 10.94 us = 1.4009 ms a layer. With ep 8 an expert sees 1024
+ * tokens and every pass is compute-bound: 0. A dense 8192-token layer: 0. */
+static void gemm_roofline(void) {
+  plan_device dev = *plan_device_find("h100-sxm");
+  dev.sms = 0;
+  mm_layout l = model(MM_FW_MEGATRON);
+  l.hidden = 1024;
+  l.ffn = 4096;
+  l.tp = 1;
+  l.sp = 0;
+  l.experts = 64;
+  l.top_k = 1;
+  l.moe_every = 1;
+  l.ep = 1;
+  double rate = 0.62 * 989e12;
+  double ex = plan_layer_gemm_memory_excess_s(&dev, &l, 8192, 1, 1, rate);
+  CHECK(fabs(ex - 1.4009395535e-3) < 1e-9);
+  /* full recomputation repeats the forward: two more forward passes' excess (2 x 64 x 1.144 us) */
+  CHECK(fabs(plan_layer_gemm_memory_excess_s(&dev, &l, 8192, 2, 1, rate) - ex -
+             2 * 64 * 1.144217997705e-6) < 1e-9);
+  l.ep = 8;
+  CHECK(plan_layer_gemm_memory_excess_s(&dev, &l, 8192, 1, 1, rate) == 0);
+  CHECK(plan_layer_gemm_memory_excess_s(&dev, &l, 8192, 1, 0, rate) == 0);
+  /* a bf16 main_grad (--grad-reduce-dtype bf16) halves the weight gradient's gradient bytes */
+  l.ep = 1;
+  l.grad_bytes = 2;
+  CHECK(plan_layer_gemm_memory_excess_s(&dev, &l, 8192, 1, 1, rate) < ex);
+}
+
+/* Context parallelism's attention on chunks (plan_shape_costs.c): FlashAttention's rate at seq /
+ * cp over its rate at seq, from the cited table (329, 390, 434, 458, 471, 477 TFLOP/s at 512 ..
+ * 16K): Llama 3's 8K sequence on cp 8 (1K chunks) 390 / 471, on cp 2 458 / 471; between two
+ * lengths in log2 (1536 is 0.585 of the way from 1K to 2K: 415.7); no CP, 1. */
+static void cp_chunks(void) {
+  mm_layout l = model(MM_FW_MEGATRON);
+  l.seq = 8192;
+  CHECK(plan_attention_chunk_factor(&l) == 1.0);
+  l.cp = 8;
+  CHECK(fabs(plan_attention_chunk_factor(&l) - 390.0 / 471.0) < 1e-12);
+  l.cp = 2;
+  CHECK(fabs(plan_attention_chunk_factor(&l) - 458.0 / 471.0) < 1e-12);
+  l.seq = 3072; /* 1536 a chunk, against 3072: halfway 434 .. 458 */
+  CHECK(fabs(plan_attention_chunk_factor(&l) -
+             (390.0 + 44.0 * (log2(1536) - 10)) / (434.0 + 24.0 * (log2(3072) - 11))) < 1e-12);
+  CHECK(fabs(390.0 + 44.0 * (log2(1536) - 10) - 415.74) < 0.01);
+}
+
 /* The GEMM outputs --ceilings-from reads for their quantization (plan_ceilings.c): linear x[4,
  * 1000, 1024] w[3000, 1024] is 4000 x 3000; addmm's operands follow its bias; bmm keeps its
  * batch; the trainer's matmul_forward is a linear; a non-GEMM has none. */
@@ -674,6 +728,8 @@ static void gemm_outputs(void) {
 
 int main(void) {
   gemm_outputs();
+  gemm_roofline();
+  cp_chunks();
   compute_by_shape();
   clusters();
   tp_comm_overlap();

@@ -192,7 +192,8 @@ static double stage_work(const plan_job *job, const mm_layout *l, int stage) {
 static double stage_time_by_shape(const plan_device *dev, const mm_layout *l, int stage, int fp8) {
   double tokens = (double)l->micro_batch * l->seq / l->cp, att;
   double gemm_rate = gemm_rate_of(dev, fp8);
-  double att_rate = dev->peak_flops * dev->attention_efficiency;
+  /* context parallelism's ring runs the attention kernel on chunks, at a lower rate */
+  double att_rate = dev->peak_flops * dev->attention_efficiency * plan_attention_chunk_factor(l);
   int layers = mm_stage_layers(l, stage), first = stage_first_layer(l, stage);
   int full = l->recompute == MM_RECOMPUTE_FULL,
       again = full || l->recompute == MM_RECOMPUTE_SELECTIVE;
@@ -208,9 +209,13 @@ static double stage_time_by_shape(const plan_device *dev, const mm_layout *l, in
   stored.fp8 = 0;
   double elementwise = traffic * mm_framework_layer_activations(&stored) / dev->hbm_bw;
   for (int k = 0; k < layers; k++) {
-    double fwd = layer_fwd_flops(l, tokens, &att, plan_layer_is_moe(l, first + k));
-    /* forward, backward (twice the forward), and with full recomputation the forward again */
-    t += (fwd - att) * passes / gemm_rate + att * (3.0 + again) / att_rate + elementwise;
+    int moe = plan_layer_is_moe(l, first + k);
+    double fwd = layer_fwd_flops(l, tokens, &att, moe);
+    /* forward, backward (twice the forward), and with full recomputation the forward again;
+     * GEMM passes that their HBM traffic holds longer than their FLOPs (experts with few
+     * tokens each) take that longer */
+    t += (fwd - att) * passes / gemm_rate + att * (3.0 + again) / att_rate + elementwise +
+         plan_layer_gemm_memory_excess_s(dev, l, tokens, full ? 2 : 1, moe, gemm_rate);
   }
   if (stage == l->pp - 1) { /* the LM head's GEMMs, and its loss over the vocabulary: the logits'
                               bf16 and fp32 bytes (6 per entry, the memory model's) in the same

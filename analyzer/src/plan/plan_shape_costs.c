@@ -7,6 +7,20 @@
  *     whose sides are not whole tiles) pays for the idle part (NVIDIA, "Matrix Multiplication
  *     Background User's Guide", DU-09799-001, sec. 3.1-3.2). Smaller micro-batches and wider
  *     tensor parallelism make smaller outputs and lose more;
+ *   - GEMMs bound by memory: a GEMM pass takes at least the time its HBM traffic takes (the
+ *     roofline, Williams, Waterman and Patterson, CACM 2009): the weights it reads (forward and
+ *     input gradient), its activations in and out, and for the weight gradient the gradient it
+ *     writes, under Megatron read and written too (gradient_accumulation_fusion adds it into
+ *     main_grad). A layer's large-token GEMMs stay compute-bound; a mixture of experts' GEMMs
+ *     with few tokens an expert (experts many, expert parallelism small) do not: expert
+ *     parallelism exists to gather more tokens per expert;
+ *   - context parallelism's attention on shorter blocks: a ring step's fused-attention kernel
+ *     works on one chunk of seq / cp positions, and FlashAttention's rate falls with the length
+ *     it runs on at a fixed token count (pytorch/benchmark commit ff65cb6, Triton
+ *     FlashAttention-2 forward on H100, head size 128, batch x sequence 16K: 329 TFLOP/s at
+ *     512, 390 at 1K, 434 at 2K, 458 at 4K, 471 at 8K, 477 at 16K; FA3 in the same ratios within
+ *     2 %). The attention rate (set on whole sequences) is scaled by rate(seq / cp) / rate(seq);
+ *     without CP nothing changes;
  *   - the optimizer step: Adam's update is element-wise, memory-bound work over the parameters
  *     the rank updates (all of its stage's without ZeRO, its shard with ZeRO-1 and up), charged
  *     as HBM traffic the way the layers' element-wise work is.
@@ -15,17 +29,24 @@
 
 #include <math.h>
 
-double plan_gemm_quantization(const plan_device *dev, double rows, double cols) {
-  if (dev->sms <= 0 || dev->tile_rows <= 0 || dev->tile_cols <= 0 || rows < 1 || cols < 1)
+/* The quantization of `count` GEMMs of one output shape launched together (a grouped GEMM, as
+ * the experts' are): their tiles fill the waves together. */
+static double grouped_quantization(const plan_device *dev, double rows, double cols, double count) {
+  if (dev->sms <= 0 || dev->tile_rows <= 0 || dev->tile_cols <= 0 || rows < 1 || cols < 1 ||
+      count < 1)
     return 1.0;
   double best = 0; /* the tile in either orientation, whichever wastes less */
   for (int turn = 0; turn < 2; turn++) {
     double tr = turn ? dev->tile_cols : dev->tile_rows, tc = turn ? dev->tile_rows : dev->tile_cols;
-    double waves = ceil(ceil(rows / tr) * ceil(cols / tc) / dev->sms);
-    double q = waves * dev->sms * tr * tc / (rows * cols);
+    double waves = ceil(count * ceil(rows / tr) * ceil(cols / tc) / dev->sms);
+    double q = waves * dev->sms * tr * tc / (count * rows * cols);
     if (turn == 0 || q < best) best = q;
   }
   return best;
+}
+
+double plan_gemm_quantization(const plan_device *dev, double rows, double cols) {
+  return grouped_quantization(dev, rows, cols, 1);
 }
 
 /* The GEMMs of one dense layer on a TP rank, (input width, output width): QKV (K and V narrower
@@ -65,6 +86,82 @@ double plan_layer_gemm_passes(const plan_device *dev, const mm_layout *l, double
   return forwards * f + d + w;
 }
 
+/* One GEMM shape of a layer: `count` GEMMs of m tokens, in -> out wide, on one rank. */
+typedef struct {
+  double m, in, out, count;
+} layer_gemm;
+
+/* A layer's GEMMs on one rank with their token counts: the dense layer's four (layer_gemms) at
+ * `tokens`; a mixture of experts' attention GEMMs at `tokens` and its experts' two per local
+ * expert at the tokens routed to each. Balanced routing: the ep ranks of an expert group
+ * dispatch tokens x top_k assignments each over the experts (each rank its sequence-parallel
+ * share with whole experts, --expert-tp 1), so a local expert sees ep x dispatched x top_k / E
+ * tokens; there are E / ep of them, their widths cut over the expert TP. (The router's C x E
+ * GEMM is left out: its weights are a few MB.) */
+static int layer_gemm_shapes(const mm_layout *l, double tokens, int moe, layer_gemm g[4]) {
+  double in[4], out[4];
+  layer_gemms(l, in, out);
+  int n = 0;
+  for (int i = 0; i < (moe ? 2 : 4); i++)
+    g[n++] = (layer_gemm){tokens, in[i], out[i], 1};
+  if (moe) {
+    double ep = l->ep > 0 ? l->ep : 1, etp = mm_expert_tp(l), C = l->hidden;
+    double dispatched = etp == l->tp ? tokens : tokens / l->tp;
+    double m = dispatched * ep * l->top_k / l->experts, local = l->experts / ep;
+    double Fe = mm_expert_ffn_width(l) / etp;
+    g[n++] = (layer_gemm){m, C, (l->gated_mlp ? 2.0 : 1.0) * Fe, local};
+    g[n++] = (layer_gemm){m, Fe, C, local};
+  }
+  return n;
+}
+
+double plan_layer_gemm_memory_excess_s(const plan_device *dev, const mm_layout *l, double tokens,
+                                       int forwards, int moe, double rate) {
+  if (!(dev->hbm_bw > 0) || !(rate > 0)) return 0;
+  layer_gemm g[4];
+  int n = layer_gemm_shapes(l, tokens, moe, g);
+  double x = l->fp8 ? 1.0 : 2.0; /* an fp8 GEMM's operands (weights, the stored inputs) */
+  /* the weight gradient's output: Megatron adds it into main_grad (read and written, its
+   * dtype: fp32, or bf16 with a bf16 reduction), DeepSpeed into its bf16 gradients, FSDP
+   * writes a bf16 one */
+  double grad = l->framework == MM_FW_MEGATRON    ? 2.0 * (l->grad_bytes > 0 ? l->grad_bytes : 4)
+                : l->framework == MM_FW_DEEPSPEED ? 4.0
+                                                  : 2.0;
+  double excess = 0;
+  for (int i = 0; i < n; i++) {
+    double m = g[i].m, in = g[i].in, out = g[i].out, flops = 2.0 * m * in * out;
+    if (m <= 0) continue;
+    double c = g[i].count; /* the experts' GEMMs are grouped: their tiles share the waves */
+    double f = flops * grouped_quantization(dev, m, out, c) / rate,
+           d = flops * grouped_quantization(dev, m, in, c) / rate,
+           w = flops * grouped_quantization(dev, in, out, c) / rate;
+    double f_bytes = x * in * out + x * m * in + 2.0 * m * out,
+           d_bytes = x * in * out + x * m * out + 2.0 * m * in,
+           w_bytes = x * m * in + x * m * out + grad * in * out;
+    excess +=
+        g[i].count * (forwards * fmax(0.0, f_bytes / dev->hbm_bw - f) +
+                      fmax(0.0, d_bytes / dev->hbm_bw - d) + fmax(0.0, w_bytes / dev->hbm_bw - w));
+  }
+  return excess;
+}
+
+/* FlashAttention's rate at a length (the table above), interpolated in log2 of the length and
+ * held at its ends outside 512..16K. */
+static double flash_rate_at(double len) {
+  static const double lg[] = {9, 10, 11, 12, 13, 14}; /* log2 of 512 .. 16384 */
+  static const double tflops[] = {329, 390, 434, 458, 471, 477};
+  double x = log2(len > 1 ? len : 1);
+  if (x <= lg[0]) return tflops[0];
+  for (int i = 1; i < 6; i++)
+    if (x <= lg[i]) return tflops[i - 1] + (tflops[i] - tflops[i - 1]) * (x - lg[i - 1]);
+  return tflops[5];
+}
+
+double plan_attention_chunk_factor(const mm_layout *l) {
+  if (l->cp <= 1 || l->seq < 1) return 1.0;
+  return flash_rate_at((double)l->seq / l->cp) / flash_rate_at(l->seq);
+}
+
 double plan_head_gemm_passes(const plan_device *dev, const mm_layout *l, double tokens) {
   double in = l->hidden, out = (double)mm_padded_vocab(l->vocab) / l->tp, f, d, w;
   passes_quantization(dev, tokens, &in, &out, 1, &f, &d, &w);
@@ -78,7 +175,9 @@ double plan_optimizer_step_s(const plan_device *dev, const mm_layout *l, int sta
   /* read: the fp32 weights it updates, Adam's m and v, the gradient (fp32 main_grad under
    * Megatron and FSDP, bf16 under DeepSpeed); written: the weights, m, v, and the bf16 copy the
    * GEMMs read where the fp32 weights are a master copy (Megatron, DeepSpeed) */
-  double grad = l->framework == MM_FW_DEEPSPEED ? 2.0 : 4.0;
+  double grad = l->framework == MM_FW_DEEPSPEED                       ? 2.0
+                : l->framework == MM_FW_MEGATRON && l->grad_bytes > 0 ? l->grad_bytes
+                                                                      : 4.0;
   double copy = l->framework == MM_FW_FSDP ? 0.0 : 2.0;
   return updated * (12.0 + grad + 12.0 + copy) / dev->hbm_bw;
 }
