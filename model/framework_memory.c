@@ -24,7 +24,8 @@
  * of b sequences, hidden h, TP t): 10 sbh replicated over TP (LayerNorm inputs 4, QKV and MLP
  * inputs 2 + 2, two dropout masks 2; divided by t with sequence parallelism) and 24 sbh / t
  * sharded (Q, K 4, V 2, projection input 2, the MLP's two 4h-wide tensors 16); with GQA K and V
- * shrink by kv/heads, a gated MLP keeps three F-wide tensors; fused/flash attention keeps no
+ * shrink by kv/heads, a gated MLP keeps three F-wide tensors (a mixture of experts top_k times
+ * each, and top_k copies of its permuted input); fused/flash attention keeps no
  * s x s matrix (the paper's 5as/h term is gone; selective recomputation then saves nothing), only
  * its fp32 log-sum-exp (4 a s b / t); --attention unfused (Megatron before FlashAttention) keeps
  * the 5 a s^2 b / t of softmax and dropout unless selective or full recomputation drops it. Full
@@ -216,7 +217,12 @@ double mm_framework_layer_activations(const mm_layout *l) {
    * (Megatron-Core sets save_original_input on linear_proj for fp8 recipes other than delayed
    * scaling: flash attention keeps it already) */
   double replicated = 6.0 + 2.0 * gemm_input;
-  return sbh * (replicated / rep + sharded / t) + (l->unfused_attention ? scores : lse);
+  /* a mixture of experts' first expert GEMM reads its permuted input for its weight gradient:
+   * top_k copies of each token (hidden wide; 1 byte in fp8), on every rank of an expert cut
+   * over TP (the TP group gathers the routed tokens), a tp-th of them with whole experts */
+  double expert_inputs = all_moe ? routed * gemm_input / (mm_expert_tp(l) == l->tp ? 1.0 : t) : 0.0;
+  return sbh * (replicated / rep + sharded / t + expert_inputs) +
+         (l->unfused_attention ? scores : lse);
 }
 
 /* Model chunks' micro-batches in flight on `stage`, in units of the stage's layers. */

@@ -318,6 +318,12 @@ static void models_as_they_are(void) {
    * 12 x (431104 / 4 + 1051136 / 2) = 7600128 bytes, not 12 x 1482240 / 4 */
   CHECK(mm_framework_stage_expert_params(&moe, 0) == 1051136.0);
   CHECK(b.optimizer == 7600128);
+  /* its activations per layer (sbh = 65536, SP over tp 2): LayerNorm inputs, GEMM inputs and
+   * masks 10 / 2, Q, O, K, V 8 / 2, the experts' MLP tensors (GeLU's input and output, 4h wide
+   * each: 16) x top_k 2 / 2, and the first expert GEMM's permuted input, top_k copies of each
+   * token (2 x 2 bytes), whole on each TP rank of the experts: 5 + 4 + 16 + 4 = 29 sbh, plus the
+   * log-sum-exp 4096 */
+  CHECK(mm_framework_layer_activations(&moe) == 29.0 * 65536 + 4096);
   /* Megatron's --expert-tensor-parallel-size 1: each expert whole on a rank (2 x 525568 a block,
    * 2102272 on the stage, psi 431104 + 2102272 = 2533376), its states sharded over the
    * tp x dp / ep = 4 ranks holding it: the same 7600128 optimizer bytes, twice the experts'
@@ -326,6 +332,9 @@ static void models_as_they_are(void) {
   b = mem(&moe, 0);
   CHECK(mm_framework_stage_expert_params(&moe, 0) == 2102272.0);
   CHECK(b.parameters == 2 * (size_t)2533376 && b.optimizer == 7600128);
+  /* whole experts: each rank dispatched its tp-th of the tokens, so it keeps a tp-th of the
+   * permuted inputs: 4 / 2 = 2 sbh fewer */
+  CHECK(mm_framework_layer_activations(&moe) == 27.0 * 65536 + 4096);
   /* refused: without SP (Megatron asserts it for experts with TP), an EP degree not dividing
    * tp x cp x dp (8), another framework's */
   char why[200] = "";
