@@ -399,6 +399,10 @@ PY
 grep -q "experts: routing taken as balanced" "$dir/mxa.txt" &&
   python3 -c 'import json,sys; sys.exit("balanced_expert_routing" not in json.load(open(sys.argv[1]))["assumed"])' \
     "$dir/mxa.json" || { cat "$dir/mxa.txt"; no "balanced routing named as assumed"; }
+grep -q "experts: expert parallelism against its all-to-alls is ranked by the model alone" \
+  "$dir/mxa.txt" &&
+  python3 -c 'import json,sys; sys.exit("expert_parallel_ranking_unvalidated" not in json.load(open(sys.argv[1]))["assumed"])' \
+    "$dir/mxa.json" || no "the EP ranking named as the model's alone"
 "$stepscope" plan --model llama3-8b --gpus 8 --global-batch 64 --top 1 > "$dir/dense.txt" 2>&1
 ! grep -q "experts:" "$dir/dense.txt" || no "a dense model's header names no experts"
 
