@@ -18,6 +18,13 @@ each shape's TFLOP/s timed with CUDA events (`shapes`). The same profile also ho
 flash attention, forward and backward (torch's scaled_dot_product_attention on bf16 [B, H, S,
 128] with is_causal), for the planner's measured attention rate (plan_attention_from_ops); the
 JSON gets their forward and backward times (`attention`).
+
+Also, each guarded so that a failure keeps the rest: the fp8 ceiling (`fp8`: torch._scaled_mm
+of two N x N float8_e4m3fn matrices with per-tensor scales into bf16, cuBLASLt's fp8 GEMM, the
+rate `stepscope plan --precision fp8` takes at the bf16 ceiling's share of the fp8 peak), and
+flash attention's rate by length at a fixed token count (`attention_by_length`: batch x
+sequence 16K, 32 heads of 128, causal and not, forward and backward), which the planner's
+context-parallel chunks assume from pytorch/benchmark's table (docs/plan.md "Compute by shape").
 """
 import argparse
 import json
@@ -65,6 +72,48 @@ def attention_sweep():
         print("gemm_ceiling: causal attention %dx%dx%dx%d: forward %.0f, backward %.0f TFLOP/s "
               "(every pair counted)" % (b, h, s, d, out[-1]["forward_tflops_whole"],
                                         out[-1]["backward_tflops_whole"]))
+    return out
+
+
+def fp8_ceiling(n, repeat):
+    """cuBLASLt's fp8 GEMM: e4m3 operands (the second column-major, as _scaled_mm needs), unit
+    per-tensor scales, bf16 output; the best of three rounds."""
+    a = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn)
+    b = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn).t()
+    one = torch.ones((), device="cuda", dtype=torch.float32)
+    mm = lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+    for _ in range(3):
+        mm()
+    rates = [2.0 * n ** 3 / timed(mm, repeat) / 1e12 for _ in range(3)]
+    print("gemm_ceiling: fp8 (e4m3, _scaled_mm) %dx%dx%d: %.0f TFLOP/s (rounds %s)"
+          % (n, n, n, max(rates), ", ".join("%.0f" % r for r in rates)))
+    return {"n": n, "tflops_rounds": rates, "tflops": max(rates)}
+
+
+def attention_by_length():
+    """Flash attention at lengths 512 .. 16K with batch x length fixed at 16K (32 heads of 128):
+    forward and forward+backward, causal and not, FLOPs counted whole (4 B H S^2 D a forward)."""
+    out = []
+    for s in (512, 1024, 2048, 4096, 8192, 16384):
+        b = 16384 // s
+        q, k, v = attention_inputs(b, 32, s, 128)
+        for causal in (False, True):
+            sdpa = lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            def both():
+                o = sdpa()
+                o.backward(torch.ones_like(o))
+            for _ in range(2):
+                both()
+            with torch.no_grad():
+                fwd = timed(sdpa, 10)
+            fb = timed(both, 10)
+            whole = 4.0 * b * 32 * s * s * 128
+            out.append({"s": s, "b": b, "causal": causal, "forward_s": fwd, "forward_backward_s": fb,
+                        "forward_tflops_whole": whole / fwd / 1e12,
+                        "backward_tflops_whole": 2 * whole / max(fb - fwd, 1e-9) / 1e12})
+            print("gemm_ceiling: attention s %d x b %d%s: forward %.0f, backward %.0f TFLOP/s"
+                  % (s, b, " causal" if causal else "", out[-1]["forward_tflops_whole"],
+                     out[-1]["backward_tflops_whole"]))
     return out
 
 
@@ -137,7 +186,17 @@ def main():
            "tflops_rounds": rates, "tflops": max(rates), "torch": torch.__version__}
     print("gemm_ceiling: %s bf16 %dx%dx%d: %.0f TFLOP/s (rounds %s)"
           % (res["device"], n, n, n, res["tflops"], ", ".join("%.0f" % r for r in rates)))
+    try:  # fp8 needs Hopper or later and a torch with _scaled_mm: recorded either way
+        res["fp8"] = fp8_ceiling(n, a.repeat)
+    except Exception as e:  # noqa: BLE001
+        res["fp8_error"] = repr(e)
+        print("gemm_ceiling: fp8 failed: %r" % (e,))
     if a.shapes_trace:
+        try:
+            res["attention_by_length"] = attention_by_length()
+        except Exception as e:  # noqa: BLE001
+            res["attention_by_length_error"] = repr(e)
+            print("gemm_ceiling: attention by length failed: %r" % (e,))
         try:  # a failure here must not lose the GEMM measurements of this one-shot window
             res["attention"] = attention_sweep()
         except Exception as e:  # noqa: BLE001 (the evidence records whatever failed)
