@@ -29,7 +29,7 @@ def main():
     plan = os.path.join(work, "plan.json")
     subprocess.run([exe, "plan", "--model", "gpt2-124m", "--gpus", "8", "--global-batch", "32",
                     "--nics-per-node", "4", "--nic-gbps", "200", "--tp-comm-overlap",
-                    "--json", plan], check=True, stdout=subprocess.DEVNULL)
+                    "--precision", "fp8", "--json", plan], check=True, stdout=subprocess.DEVNULL)
     doc = json.load(open(plan))
     run = harness.make_sample(os.path.join(work, "run_plan"), "--dp", "2", "--steps", "2")
     page = os.path.join(work, "viewer-plan.html")
@@ -52,7 +52,7 @@ def main():
         check("8 × h100-sxm" in head and doc["layouts"][0]["layout"]["name"] in head,
               "headline names the job and the best layout")
         check("12 layers × 768 (12 heads), seq 1024" in head, "the model card: a dense GPT-2")
-        check("megatron, TP overlap" in head and "nodes of 8, 450 GB/s a device inside, 4 NICs × 200 Gb/s" in head,
+        check("megatron, TP overlap, fp8 GEMMs" in head and "nodes of 8, 450 GB/s a device inside, 4 NICs × 200 Gb/s" in head,
               "the framework and cluster cards say what the prediction assumed")
         check("62 % of peak (the device table's)" in head, "the GEMM ceiling card: the table's")
         check("30 % of peak (the device table's)" in head, "the attention card: the table's")

@@ -60,6 +60,7 @@ var SS = window.SS || (window.SS = {});
     if (job.tp_comm_overlap) parts.push('TP overlap');
     if (job.backward_prefetch) parts.push('backward prefetch ' + job.backward_prefetch);
     if (job.grad_reduce_bytes === 2) parts.push('16-bit gradient reduction');
+    if (job.precision === 'fp8') parts.push('fp8 GEMMs'); /* at the fp8 peak, MFU against bf16's */
     return parts.join(', ');
   }
 
