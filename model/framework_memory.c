@@ -201,8 +201,9 @@ double mm_framework_layer_activations(const mm_layout *l) {
   double width = all_moe ? mm_expert_ffn_width(l) : mm_ffn_width(l);
   /* the activation's input (a gated one's two halves) and output, the second GEMM's input; in
    * fp8 that output is kept quantized, 1 byte (TransformerEngine's Linear saves its quantized
-   * input for the weight gradient) */
-  double gemm_input = l->fp8 ? 1.0 : 2.0;
+   * input for the weight gradient: Megatron's and DeepSpeed's fp8); FSDP's fp8 is torchao's
+   * Float8Linear (torchtitan's), which saves the bf16 input and casts it again in backward */
+  double gemm_input = l->fp8 && l->framework != MM_FW_FSDP ? 1.0 : 2.0;
   double mlp = ((l->gated_mlp ? 4.0 : 2.0) + gemm_input) * width / h * routed;
   /* Q and the attention's output (heads x head_dim wide), K and V (kv_heads x head_dim) */
   double sharded = 4.0 * mm_attention_width(l) / h + 4.0 * mm_kv_width(l) / h + mlp;

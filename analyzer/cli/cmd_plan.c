@@ -231,8 +231,9 @@ static const cli_option plan_options[] = {
     CLI_TEXT_ROW("job:\n"),
     STR("--precision", "bf16|fp8", precision,
         "a framework's GEMMs in bf16, or fp8 at the device's fp8\n"
-        "peak (h100-sxm, h200; MFU stays against bf16's), their\n"
-        "inputs stored for the backward in fp8 [bf16]"),
+        "peak (h100-sxm, h200; MFU stays against bf16's); megatron\n"
+        "and deepspeed (TransformerEngine) store their inputs for\n"
+        "the backward in fp8, fsdp (torchao) in bf16 [bf16]"),
     STR("--framework", "NAME", framework,
         "whose memory conventions and layouts: megatron (ZeRO\n"
         "0-1; pipelines 1F1B, interleaved), fsdp (ZeRO 0, 2, 3;\n"

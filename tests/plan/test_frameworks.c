@@ -179,6 +179,12 @@ static void activations(void) {
   l.sp = 0;
   CHECK(mem(&l, 0).activations == 4 * ((size_t)65536 * (8 + 10) + 4096));
   l.sp = 1;
+  /* FSDP's fp8 (torchao's Float8Linear) saves the bf16 input: bf16's activations */
+  mm_layout f = l;
+  f.framework = MM_FW_FSDP;
+  f.zero = 2;
+  f.pp = 1;
+  CHECK(mm_framework_layer_activations(&f) == 65536.0 * 34 / 2 + 4096);
   l.fp8 = 0;
   /* full recomputation: each layer's input (2 sbh / t) and one layer recomputed */
   l.recompute = MM_RECOMPUTE_FULL;
