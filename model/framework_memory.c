@@ -138,6 +138,10 @@ static int layer_is_moe(const mm_layout *l, int layer) {
   return l->experts > 0 && l->moe_every > 0 && (layer + 1) % l->moe_every == 0;
 }
 
+double mm_megatron_grad_bytes(const mm_layout *l) {
+  return l->grad_bytes > 0 ? l->grad_bytes : 4.0;
+}
+
 int mm_expert_tp(const mm_layout *l) {
   return l->expert_tp > 0 ? l->expert_tp : l->tp;
 }
@@ -339,7 +343,7 @@ int mm_framework_rank_memory(const mm_layout *l, int stage, mm_breakdown *out, c
   switch (l->framework) {
   case MM_FW_MEGATRON:
     params = 2 * psi;
-    grads = (l->grad_bytes > 0 ? l->grad_bytes : 4) * psi;
+    grads = mm_megatron_grad_bytes(l) * psi;
     optim = 12 * (l->zero >= 1 ? shard : psi);
     break;
   case MM_FW_DEEPSPEED:

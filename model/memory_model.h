@@ -93,8 +93,9 @@ typedef struct mm_layout {
    * Megatron-LM's --bf16 turns fp32 on, Megatron-Bridge's performance recipes turn it off);
    * 0: 4 */
   int grad_bytes;
-  /* a framework's GEMMs in fp8 with TransformerEngine (--precision fp8): each GEMM's input
-   * saved for the backward quantized, 1 byte an element (framework_memory.c) */
+  /* a framework's GEMMs in fp8 (--precision fp8): under TransformerEngine (megatron, deepspeed)
+   * each GEMM's input saved for the backward quantized, 1 byte an element; torchao's (fsdp)
+   * saves bf16 (framework_memory.c) */
   int fp8;
 } mm_layout;
 
@@ -146,6 +147,10 @@ double mm_framework_stage_expert_params(const mm_layout *l, int stage);
  * expert, n x tp / (expert tp x ep) (Megatron's expert data-parallel group, DeepSpeed-MoE's
  * expert_data_parallel_group): psi / n without experts. */
 double mm_framework_stage_shard(const mm_layout *l, int stage);
+/* Bytes of an element of Megatron's main_grad (its reduction's dtype: l->grad_bytes, else fp32's
+ * 4); the memory model's gradients, and what the planner's optimizer step and weight-gradient
+ * GEMMs read and write. */
+double mm_megatron_grad_bytes(const mm_layout *l);
 
 /* The attention's widths (whole, before TP): the queries' and the output projection's,
  * heads x head_dim (the hidden size without head_dim), and K's or V's, kv_heads x head_dim. */

@@ -189,9 +189,9 @@ static double stage_work(const plan_job *job, const mm_layout *l, int stage) {
  * (mm_framework_layer_activations, Korthikanti et al.) written in forward and read and written
  * in backward, three passes, four with full recomputation. GEMMs grow as h^2 per token and the
  * element-wise work as h, so small hidden sizes reach a smaller share of peak. */
-static double stage_time_by_shape(const plan_device *dev, const mm_layout *l, int stage, int fp8) {
+static double stage_time_by_shape(const plan_device *dev, const mm_layout *l, int stage) {
   double tokens = (double)l->micro_batch * l->seq / l->cp, att;
-  double gemm_rate = gemm_rate_of(dev, fp8);
+  double gemm_rate = gemm_rate_of(dev, l->fp8);
   /* context parallelism's ring runs the attention kernel on chunks, at a lower rate */
   double att_rate = dev->peak_flops * dev->attention_efficiency * plan_attention_chunk_factor(l);
   int layers = mm_stage_layers(l, stage), first = stage_first_layer(l, stage);
@@ -405,10 +405,10 @@ int plan_predict(const plan_job *job, const mm_layout *layout, plan_result *out,
   for (int s = 0; s < l.pp; s += (l.pp > 3 && s == 1) ? l.pp - 2 : 1) { /* 0, 1 and the last */
     double t = 0;
     if (s == 1 && fullest > 1) /* and, with uneven stages, the first holding the most blocks */
-      t = by_shape ? stage_time_by_shape(&job->dev, &l, fullest, job->fp8)
+      t = by_shape ? stage_time_by_shape(&job->dev, &l, fullest)
                    : stage_work(job, &l, fullest) / rate;
     if (t > t_mb) t_mb = t;
-    t = by_shape ? stage_time_by_shape(&job->dev, &l, s, job->fp8) : stage_work(job, &l, s) / rate;
+    t = by_shape ? stage_time_by_shape(&job->dev, &l, s) : stage_work(job, &l, s) / rate;
     if (t > t_mb) t_mb = t;
   }
   int M = l.microbatches;
@@ -735,8 +735,7 @@ static void print_assumptions(FILE *f, const plan_job *job) {
     fprintf(f,
             "  links: %.0f / %.0f GB/s a device in / between nodes of %d, %.0f us a collective\n",
             d->intra_bw / 1e9, d->inter_bw / 1e9, G, d->latency_s * 1e6);
-  if (job->model.experts > 0) /* what no published figure here could check (docs/plan.md) */
-  {
+  if (job->model.experts > 0) { /* what the published figures here do not settle (docs/plan.md) */
     fprintf(f, "  experts: routing taken as balanced; a dropless run's imbalance (a few per cent "
                "of its time, more activation memory) is not in these figures\n");
     fprintf(f, "  experts: expert parallelism against its all-to-alls is ranked by the model "

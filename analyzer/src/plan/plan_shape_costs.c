@@ -124,7 +124,7 @@ double plan_layer_gemm_memory_excess_s(const plan_device *dev, const mm_layout *
   /* the weight gradient's output: Megatron adds it into main_grad (read and written, its
    * dtype: fp32, or bf16 with a bf16 reduction), DeepSpeed into its bf16 gradients, FSDP
    * writes a bf16 one */
-  double grad = l->framework == MM_FW_MEGATRON    ? 2.0 * (l->grad_bytes > 0 ? l->grad_bytes : 4)
+  double grad = l->framework == MM_FW_MEGATRON    ? 2.0 * mm_megatron_grad_bytes(l)
                 : l->framework == MM_FW_DEEPSPEED ? 4.0
                                                   : 2.0;
   double excess = 0;
@@ -175,9 +175,9 @@ double plan_optimizer_step_s(const plan_device *dev, const mm_layout *l, int sta
   /* read: the fp32 weights it updates, Adam's m and v, the gradient (fp32 main_grad under
    * Megatron and FSDP, bf16 under DeepSpeed); written: the weights, m, v, and the bf16 copy the
    * GEMMs read where the fp32 weights are a master copy (Megatron, DeepSpeed) */
-  double grad = l->framework == MM_FW_DEEPSPEED                       ? 2.0
-                : l->framework == MM_FW_MEGATRON && l->grad_bytes > 0 ? l->grad_bytes
-                                                                      : 4.0;
+  double grad = l->framework == MM_FW_DEEPSPEED  ? 2.0
+                : l->framework == MM_FW_MEGATRON ? mm_megatron_grad_bytes(l)
+                                                 : 4.0;
   double copy = l->framework == MM_FW_FSDP ? 0.0 : 2.0;
   return updated * (12.0 + grad + 12.0 + copy) / dev->hbm_bw;
 }
