@@ -206,8 +206,16 @@ def main():
             runs = argv.pop(0)
         elif a == "--only":
             only = argv.pop(0)
+        elif a in ("-h", "--help"):
+            print(__doc__)
+            return
+        elif a.startswith("-"):
+            print(f"bench_published.py: unknown option {a} (--help lists them)", file=sys.stderr)
+            sys.exit(2)
         else:
             stepscope = a
+    if not os.access(stepscope, os.X_OK):
+        sys.exit(f"bench_published.py: no stepscope executable at {stepscope} (build it, or name it)")
     helptext = planner_options(stepscope)
     rows = [r for r in csv.DictReader(open(runs)) if r["id"].startswith(only)]
     print(f"{len(rows)} published runs ({runs}); planner {stepscope}")
