@@ -663,15 +663,21 @@ static void compute_by_shape(void) {
   CHECK(r.mfu > small_mfu * 1.2);
 }
 
-/* GEMMs bound by memory (plan_shape_costs.c, the roofline): on an H100 without its SM count (no
- * tile quantization), GEMMs at 62 % of 989 TFLOP/s, HBM 3.35 TB/s. A Megatron MoE layer, C 1024,
- * 64 experts of F 4096 (not gated), top-1, 8192 tokens: the attention's GEMMs (8192 tokens)
- * are compute-bound. With ep 1 each of the 64 local experts sees 128 tokens: its fc1 forward
- * moves 2 x 1024 x 4096 + 2 x 128 x 1024 + 2 x 128 x 4096 bytes = 9.7 MB, 2.89 us against
- * 1.75 us of FLOPs (+1.14 us; its input gradient the same); its weight gradient reads both
- * activations and reads and writes the fp32 main_grad (8 x 1024 x 4096): 10.41 us against 1.75
- * (+8.66 us); fc2 the same: 64 x 2 x 10.94 us = 1.4009 ms a layer. With ep 8 an expert sees 1024
- * tokens and every pass is compute-bound: 0. A dense 8192-token layer: 0. */
+/* A layer's GEMM time (plan_shape_costs.c: plan_layer_gemm_s), each pass the longer of its
+ * FLOPs at its own quantization and its HBM traffic (the roofline): on an H100 without its SM
+ * count first (no quantization), GEMMs at 62 % of 989 TFLOP/s, HBM 3.35 TB/s. A Megatron MoE
+ * layer, C 1024, 8 heads, 64 experts of F 4096 (not gated), top-1, 8192 tokens. Its FLOPs: QKV
+ * and the projection 2 x 8192 x 4C^2, the router 2 x 8192 x 64C, the experts 2 x 8192 x 2CF,
+ * three passes: 1.0138890963 ms at the rate. The attention's GEMMs are compute-bound. The
+ * router (1024 -> 64) is not: its forward moves 2 x 1024 x 64 + 2 x 8192 x 1024 + 2 x 8192 x 64
+ * bytes = 5.360 us against 1.751 us of FLOPs, its input gradient the same, its weight gradient
+ * (reading and writing the fp32 main_grad) 5.478 us: +10.945 us. With ep 1 each of the 64 local
+ * experts sees 128 tokens: its fc1 forward moves 2 x 1024 x 4096 + 2 x 128 x 1024 + 2 x 128 x
+ * 4096 bytes = 9.7 MB, 2.89 us against 1.75 us of FLOPs (+1.14 us; its input gradient the same);
+ * its weight gradient reads both activations and reads and writes main_grad (8 x 1024 x 4096):
+ * 10.41 us against 1.75 (+8.66 us); fc2 the same: 64 x 2 x 10.94 us = 1.4009 ms. Total 2.4258 ms.
+ * Full recomputation repeats the forward: 2.9138 ms. With ep 8 an expert sees 1024 tokens and
+ * only the router is bound by memory: 1.0248 ms. The same layer dense (MLP 4096): its FLOPs. */
 static void gemm_roofline(void) {
   plan_device dev = *plan_device_find("h100-sxm");
   dev.sms = 0;
@@ -685,18 +691,27 @@ static void gemm_roofline(void) {
   l.moe_every = 1;
   l.ep = 1;
   double rate = 0.62 * 989e12;
-  double ex = plan_layer_gemm_memory_excess_s(&dev, &l, 8192, 1, 1, rate);
-  CHECK(fabs(ex - 1.4009395535e-3) < 1e-9);
-  /* full recomputation repeats the forward: two more forward passes' excess (2 x 64 x 1.144 us) */
-  CHECK(fabs(plan_layer_gemm_memory_excess_s(&dev, &l, 8192, 2, 1, rate) - ex -
-             2 * 64 * 1.144217997705e-6) < 1e-9);
+  double moe = plan_layer_gemm_s(&dev, &l, 8192, 1, 1, rate);
+  CHECK(fabs(moe - 2.4257734901e-3) < 1e-12);
+  CHECK(fabs(plan_layer_gemm_s(&dev, &l, 8192, 2, 1, rate) - 2.9138055801e-3) < 1e-12);
   l.ep = 8;
-  CHECK(plan_layer_gemm_memory_excess_s(&dev, &l, 8192, 1, 1, rate) == 0);
-  CHECK(plan_layer_gemm_memory_excess_s(&dev, &l, 8192, 1, 0, rate) == 0);
+  CHECK(fabs(plan_layer_gemm_s(&dev, &l, 8192, 1, 1, rate) - 1.0248339366e-3) < 1e-12);
+  double dense = 3 * 2.0 * 8192 * (4.0 * 1024 * 1024 + 2.0 * 1024 * 4096) / rate;
+  CHECK(fabs(plan_layer_gemm_s(&dev, &l, 8192, 1, 0, rate) - dense) < 1e-12);
   /* a bf16 main_grad (--grad-reduce-dtype bf16) halves the weight gradient's gradient bytes */
   l.ep = 1;
   l.grad_bytes = 2;
-  CHECK(plan_layer_gemm_memory_excess_s(&dev, &l, 8192, 1, 1, rate) < ex);
+  CHECK(plan_layer_gemm_s(&dev, &l, 8192, 1, 1, rate) < moe);
+  /* With the device's 132 SMs and 128 x 256 tiles, 6144 tokens and ep 16: each of the 4 local
+   * experts sees 1536 tokens, 96 tiles of fc1's forward output (1536 x 4096); grouped, the 4
+   * experts' 384 tiles fill 3 waves (quantization 1.031), where one expert alone would leave a
+   * third of its wave idle (1.375). The attention's GEMMs at 6144 x 3072 and 6144 x 1024 outputs
+   * pay 1.146 and 1.375 (their weight gradients 1.375 and 4.125); the router none: 0.98013 ms
+   * (1.26906 ms with each expert quantized alone). */
+  dev = *plan_device_find("h100-sxm");
+  l.grad_bytes = 0;
+  l.ep = 16;
+  CHECK(fabs(plan_layer_gemm_s(&dev, &l, 6144, 1, 1, rate) - 9.8012992446e-4) < 1e-12);
 }
 
 /* Context parallelism's attention on chunks (plan_shape_costs.c): FlashAttention's rate at seq /

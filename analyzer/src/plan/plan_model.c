@@ -197,9 +197,6 @@ static double stage_time_by_shape(const plan_device *dev, const mm_layout *l, in
   int layers = mm_stage_layers(l, stage), first = stage_first_layer(l, stage);
   int full = l->recompute == MM_RECOMPUTE_FULL,
       again = full || l->recompute == MM_RECOMPUTE_SELECTIVE;
-  /* the GEMMs' passes (forward, input and weight gradients, forward again with full
-   * recomputation), each slowed by its output's tile and wave quantization */
-  double passes = plan_layer_gemm_passes(dev, l, tokens, full ? 2 : 1);
   double traffic = full ? 6.0 : 5.0, t = 0;
   /* the traffic is the stored bytes without recomputation (what is recomputed is written
    * again), in bf16: fp8 stores some of them quantized, but its casts read and write them too
@@ -210,12 +207,13 @@ static double stage_time_by_shape(const plan_device *dev, const mm_layout *l, in
   double elementwise = traffic * mm_framework_layer_activations(&stored) / dev->hbm_bw;
   for (int k = 0; k < layers; k++) {
     int moe = plan_layer_is_moe(l, first + k);
-    double fwd = layer_fwd_flops(l, tokens, &att, moe);
-    /* forward, backward (twice the forward), and with full recomputation the forward again;
-     * GEMM passes that their HBM traffic holds longer than their FLOPs (experts with few
-     * tokens each) take that longer */
-    t += (fwd - att) * passes / gemm_rate + att * (3.0 + again) / att_rate + elementwise +
-         plan_layer_gemm_memory_excess_s(dev, l, tokens, full ? 2 : 1, moe, gemm_rate);
+    layer_fwd_flops(l, tokens, &att, moe);
+    /* the GEMMs' passes (forward, input and weight gradients, forward again with full
+     * recomputation), each at its own tile and wave quantization or, where its HBM traffic
+     * takes longer (experts with few tokens each), at that; the attention forward, its
+     * backward (twice the forward), and the forward again under any recomputation */
+    t += plan_layer_gemm_s(dev, l, tokens, full ? 2 : 1, moe, gemm_rate) +
+         att * (3.0 + again) / att_rate + elementwise;
   }
   if (stage == l->pp - 1) { /* the LM head's GEMMs, and its loss over the vocabulary: the logits'
                               bf16 and fp32 bytes (6 per entry, the memory model's) in the same

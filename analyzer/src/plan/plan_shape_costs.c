@@ -13,7 +13,9 @@
  *     writes, under Megatron read and written too (gradient_accumulation_fusion adds it into
  *     main_grad). A layer's large-token GEMMs stay compute-bound; a mixture of experts' GEMMs
  *     with few tokens an expert (experts many, expert parallelism small) do not: expert
- *     parallelism exists to gather more tokens per expert;
+ *     parallelism exists to gather more tokens per expert. So each GEMM pass takes the longer of
+ *     its FLOPs (at its own quantization: the experts' grouped GEMMs at theirs, not the dense
+ *     layer's) and its traffic (plan_layer_gemm_s);
  *   - context parallelism's attention on shorter blocks: a ring step's fused-attention kernel
  *     works on one chunk of seq / cp positions, and FlashAttention's rate falls with the length
  *     it runs on at a fixed token count (pytorch/benchmark commit ff65cb6, Triton
@@ -86,39 +88,44 @@ double plan_layer_gemm_passes(const plan_device *dev, const mm_layout *l, double
   return forwards * f + d + w;
 }
 
-/* One GEMM shape of a layer: `count` GEMMs of m tokens, in -> out wide, on one rank. */
+/* One GEMM shape of a layer: `count` GEMMs of m tokens, in -> out wide, on one rank; `tiled`:
+ * its passes pay the tile and wave quantization (all but the router: its output is E wide, and
+ * a weight gradient that small over thousands of tokens is split over them (split-K) rather
+ * than left to one wave of a few tiles; it is charged its FLOPs or its traffic). */
 typedef struct {
   double m, in, out, count;
+  int tiled;
 } layer_gemm;
 
 /* A layer's GEMMs on one rank with their token counts: the dense layer's four (layer_gemms) at
- * `tokens`; a mixture of experts' attention GEMMs at `tokens` and its experts' two per local
- * expert at the tokens routed to each. Balanced routing: the ep ranks of an expert group
- * dispatch tokens x top_k assignments each over the experts (each rank its sequence-parallel
- * share with whole experts, --expert-tp 1), so a local expert sees ep x dispatched x top_k / E
- * tokens; there are E / ep of them, their widths cut over the expert TP. (The router's C x E
- * GEMM is left out: its weights are a few MB.) */
-static int layer_gemm_shapes(const mm_layout *l, double tokens, int moe, layer_gemm g[4]) {
+ * `tokens`; a mixture of experts' attention GEMMs at `tokens`, its router (C -> E, whole on
+ * every TP rank, over all of the rank's tokens) and its experts' two per local expert at the
+ * tokens routed to each. Balanced routing: the ep ranks of an expert group dispatch tokens x
+ * top_k assignments each over the experts (each rank its sequence-parallel share with whole
+ * experts, --expert-tp 1), so a local expert sees ep x dispatched x top_k / E tokens; there are
+ * E / ep of them, their widths cut over the expert TP. */
+static int layer_gemm_shapes(const mm_layout *l, double tokens, int moe, layer_gemm g[5]) {
   double in[4], out[4];
   layer_gemms(l, in, out);
   int n = 0;
   for (int i = 0; i < (moe ? 2 : 4); i++)
-    g[n++] = (layer_gemm){tokens, in[i], out[i], 1};
+    g[n++] = (layer_gemm){tokens, in[i], out[i], 1, 1};
   if (moe) {
     double ep = l->ep > 0 ? l->ep : 1, etp = mm_expert_tp(l), C = l->hidden;
     double dispatched = etp == l->tp ? tokens : tokens / l->tp;
     double m = dispatched * ep * l->top_k / l->experts, local = l->experts / ep;
     double Fe = mm_expert_ffn_width(l) / etp;
-    g[n++] = (layer_gemm){m, C, (l->gated_mlp ? 2.0 : 1.0) * Fe, local};
-    g[n++] = (layer_gemm){m, Fe, C, local};
+    g[n++] = (layer_gemm){tokens, C, l->experts, 1, 0};
+    g[n++] = (layer_gemm){m, C, (l->gated_mlp ? 2.0 : 1.0) * Fe, local, 1};
+    g[n++] = (layer_gemm){m, Fe, C, local, 1};
   }
   return n;
 }
 
-double plan_layer_gemm_memory_excess_s(const plan_device *dev, const mm_layout *l, double tokens,
-                                       int forwards, int moe, double rate) {
-  if (!(dev->hbm_bw > 0) || !(rate > 0)) return 0;
-  layer_gemm g[4];
+double plan_layer_gemm_s(const plan_device *dev, const mm_layout *l, double tokens, int forwards,
+                         int moe, double rate) {
+  if (!(rate > 0)) return 0;
+  layer_gemm g[5];
   int n = layer_gemm_shapes(l, tokens, moe, g);
   double x = l->fp8 ? 1.0 : 2.0; /* an fp8 GEMM's operands (weights, the stored inputs) */
   /* the weight gradient's output: Megatron adds it into main_grad (read and written, its
@@ -127,22 +134,20 @@ double plan_layer_gemm_memory_excess_s(const plan_device *dev, const mm_layout *
   double grad = l->framework == MM_FW_MEGATRON    ? 2.0 * mm_megatron_grad_bytes(l)
                 : l->framework == MM_FW_DEEPSPEED ? 4.0
                                                   : 2.0;
-  double excess = 0;
+  double bw = dev->hbm_bw > 0 ? dev->hbm_bw : INFINITY, t = 0;
   for (int i = 0; i < n; i++) {
     double m = g[i].m, in = g[i].in, out = g[i].out, flops = 2.0 * m * in * out;
     if (m <= 0) continue;
-    double c = g[i].count; /* the experts' GEMMs are grouped: their tiles share the waves */
-    double f = flops * grouped_quantization(dev, m, out, c) / rate,
-           d = flops * grouped_quantization(dev, m, in, c) / rate,
-           w = flops * grouped_quantization(dev, in, out, c) / rate;
+    double c = g[i].count, q = g[i].tiled; /* experts' GEMMs are grouped: tiles share waves */
+    double f = flops * (q ? grouped_quantization(dev, m, out, c) : 1) / rate,
+           d = flops * (q ? grouped_quantization(dev, m, in, c) : 1) / rate,
+           w = flops * (q ? grouped_quantization(dev, in, out, c) : 1) / rate;
     double f_bytes = x * in * out + x * m * in + 2.0 * m * out,
            d_bytes = x * in * out + x * m * out + 2.0 * m * in,
            w_bytes = x * m * in + x * m * out + grad * in * out;
-    excess +=
-        g[i].count * (forwards * fmax(0.0, f_bytes / dev->hbm_bw - f) +
-                      fmax(0.0, d_bytes / dev->hbm_bw - d) + fmax(0.0, w_bytes / dev->hbm_bw - w));
+    t += c * (forwards * fmax(f, f_bytes / bw) + fmax(d, d_bytes / bw) + fmax(w, w_bytes / bw));
   }
-  return excess;
+  return t;
 }
 
 /* FlashAttention's rate at a length (the table above), interpolated in log2 of the length and

@@ -315,17 +315,19 @@ int plan_grad_reduce_bytes(const plan_job *job);
  * share of whole waves of tiles (>= 1; 1 without an SM count). plan_layer_gemm_passes: a dense
  * layer's GEMM time for `tokens` tokens in units of its forward GEMM FLOPs at the ceiling rate,
  * for `forwards` forward passes (1, 2 with full recomputation), the input and the weight
- * gradients; plan_head_gemm_passes the LM head's (one forward). plan_layer_gemm_memory_excess_s:
- * the seconds a layer's GEMM passes take beyond their compute time at `rate` where their HBM
- * traffic takes longer (the roofline; `moe`: the layer is a mixture of experts, whose experts'
- * GEMMs see only the tokens routed to them). plan_optimizer_step_s: the Adam
+ * gradients; plan_head_gemm_passes the LM head's (one forward). plan_layer_gemm_s: the seconds
+ * a layer's GEMMs take on one rank for `tokens` tokens (`forwards` forward passes, the input and
+ * the weight gradients), each pass the longer of its FLOPs at `rate` slowed by its own
+ * quantization and its HBM traffic (the roofline; `moe`: the layer is a mixture of experts,
+ * whose router sees every token and whose experts' grouped GEMMs see only the tokens routed to
+ * them). plan_optimizer_step_s: the Adam
  * update of the parameters pipeline rank `stage` updates, as HBM traffic. */
 double plan_gemm_quantization(const plan_device *dev, double rows, double cols);
 double plan_layer_gemm_passes(const plan_device *dev, const mm_layout *l, double tokens,
                               int forwards);
 double plan_head_gemm_passes(const plan_device *dev, const mm_layout *l, double tokens);
-double plan_layer_gemm_memory_excess_s(const plan_device *dev, const mm_layout *l, double tokens,
-                                       int forwards, int moe, double rate);
+double plan_layer_gemm_s(const plan_device *dev, const mm_layout *l, double tokens, int forwards,
+                         int moe, double rate);
 double plan_optimizer_step_s(const plan_device *dev, const mm_layout *l, int stage);
 /* The fused attention's rate on context parallelism's chunks (seq / cp positions a ring step)
  * over its rate on the whole sequence (<= 1; 1 without CP). */
