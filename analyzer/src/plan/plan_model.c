@@ -737,9 +737,9 @@ static void print_assumptions(FILE *f, const plan_job *job) {
     fprintf(f, "  experts: routing taken as balanced; a dropless run's imbalance (a few per cent "
                "of its time, more activation memory) is not in these figures\n");
     fprintf(f, "  experts: expert parallelism against its all-to-alls is ranked by the model "
-               "alone: for published 128-expert runs (Qwen3) its best layouts have a quarter to "
-               "half the EP the runs had, predicted 18-98 %% faster (docs/plan.md), so an ep "
-               "ranked low or ruled out here is not ruled out by a measurement\n");
+               "alone: for published 128-expert runs (Qwen3) its best layouts have less EP "
+               "than the runs had (docs/plan.md, bench/plan/published), so an ep ranked low or "
+               "ruled out here is not ruled out by a measurement\n");
   }
 }
 
