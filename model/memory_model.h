@@ -97,6 +97,12 @@ typedef struct mm_layout {
    * each GEMM's input saved for the backward quantized, 1 byte an element; torchao's (fsdp)
    * saves bf16 (framework_memory.c) */
   int fp8;
+  /* sliding-window attention (0: none): a query of a sliding layer attends to the `window` most
+   * recent positions, itself included (GPT-OSS: 128; Megatron-Core's window_size (window - 1,
+   * 0)); every full_attention_every-th layer (1-based: layers N, 2N, ...) attends to the whole
+   * sequence (Megatron-Core's window_attn_skip_freq; GPT-OSS: 2, alternating; 0: every layer
+   * sliding). FLOPs and time only: FlashAttention stores the same per query either way. */
+  int window, full_attention_every;
 } mm_layout;
 
 /* One rank's device memory in bytes, by component (every field a sum of allocations). */

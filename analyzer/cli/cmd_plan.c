@@ -154,7 +154,7 @@ typedef struct plan_args {
   const char *framework, *mlp, *positions, *attention, *precision, *grad_reduce;
   const char *backward_prefetch, *ceilings_from;
   int layers, hidden, heads, vocab, seq, ffn, max_seq, kv_heads, untied, head_dim, moe_ffn;
-  int experts, top_k, moe_every;
+  int experts, top_k, moe_every, window, full_attention_every;
   int top, threads, cores, nics_per_node;
   double mem_gib, bucket_mb, undecided_pct, nic_gbps, nvlink_gbs;
 } plan_args;
@@ -219,6 +219,15 @@ static const cli_option plan_options[] = {
         "unfused its default GEMM path [unfused]"),
     {CLI_FLAG, "--untied", NULL, NULL, "the LM head is not the embedding (Llama)", A(untied), NULL,
      0, 0, NULL},
+    INT("--sliding-window", "W", window, 1, 1 << 24,
+        "sliding-window attention: a query attends to the W most\n"
+        "recent positions, itself included (GPT-OSS: 128; Mistral\n"
+        "7B: 4096); its FLOPs and time are the key tiles\n"
+        "FlashAttention visits [none]"),
+    INT("--full-attention-every", "N", full_attention_every, 1, 100000,
+        "with --sliding-window: every N-th layer attends to the\n"
+        "whole sequence (Megatron's --window-attn-skip-freq;\n"
+        "GPT-OSS: 2, alternating) [every layer sliding]"),
     INT("--experts", "E", experts, 0, 1024,
         "mixture of experts, E expert MLPs (stepscope-train's;\n"
         "layouts then also vary --ep, FLOPs count active parameters)"),
@@ -432,6 +441,8 @@ static int build_model(plan_args *p) {
   if (p->kv_heads) m->kv_heads = p->kv_heads;
   if (p->head_dim) m->head_dim = p->head_dim;
   if (p->moe_ffn) m->moe_ffn = p->moe_ffn;
+  if (p->window) m->window = p->window;
+  if (p->full_attention_every) m->full_attention_every = p->full_attention_every;
   if (p->untied > 0) m->untied = 1;
   if (p->mlp && strcmp(p->mlp, "gelu") && strcmp(p->mlp, "swiglu")) {
     cli_print(stderr, "stepscope plan: --mlp takes gelu or swiglu, not '%s'\n", p->mlp);
@@ -471,6 +482,11 @@ static int build_model(plan_args *p) {
   }
   if (m->experts <= 0 && p->f.ep > 1) {
     cli_print(stderr, "stepscope plan: --ep %d needs --experts\n", p->f.ep);
+    return 2;
+  }
+  if (m->full_attention_every > 0 && m->window <= 0) {
+    cli_print(stderr, "stepscope plan: --full-attention-every %d needs --sliding-window\n",
+              m->full_attention_every);
     return 2;
   }
   if (m->experts <= 0 && m->moe_ffn > 0) {
@@ -516,9 +532,11 @@ static int apply_framework(plan_args *p) {
         p->job.dev.act_bytes = frameworks[i].act_bytes;
       mm_layout *m = &p->job.model;
       if (m->framework == MM_FW_STEPSCOPE &&
-          (m->kv_heads || m->gated_mlp || m->untied || m->rope || m->head_dim || m->moe_ffn)) {
+          (m->kv_heads || m->gated_mlp || m->untied || m->rope || m->head_dim || m->moe_ffn ||
+           m->window)) {
         cli_print(stderr, "stepscope plan: the stepscope trainer has no --kv-heads, --mlp swiglu, "
-                          "--untied, --positions rope, --head-dim or --moe-ffn\n");
+                          "--untied, --positions rope, --head-dim, --moe-ffn or "
+                          "--sliding-window\n");
         return 2;
       }
       return 0;

@@ -374,7 +374,7 @@ assert abs(mfu / l["mfu"] - 1) < 1e-6, (mfu, l["mfu"])
 PY
 "$stepscope" plan --model gpt2-350m --gpus 8 --global-batch 64 --framework stepscope-cuda \
   --head-dim 128 > /dev/null 2> "$dir/err"
-[ $? -eq 2 ] && grep -q "no --kv-heads, --mlp swiglu, --untied, --positions rope, --head-dim or --moe-ffn" \
+[ $? -eq 2 ] && grep -q "no --kv-heads, --mlp swiglu, --untied, --positions rope, --head-dim, --moe-ffn or --sliding-window" \
   "$dir/err" || { cat "$dir/err"; no "--head-dim with the trainer: refused"; }
 "$stepscope" plan --model llama3-8b --gpus 8 --global-batch 64 --moe-ffn 768 > /dev/null 2> "$dir/err"
 [ $? -eq 2 ] && grep -q "moe-ffn 768 needs --experts" "$dir/err" ||
@@ -405,6 +405,40 @@ grep -q "experts: expert parallelism against its all-to-alls is ranked by the mo
     "$dir/mxa.json" || no "the EP ranking named as the model's alone"
 "$stepscope" plan --model llama3-8b --gpus 8 --global-batch 64 --top 1 > "$dir/dense.txt" 2>&1
 ! grep -q "experts:" "$dir/dense.txt" || no "a dense model's header names no experts"
+
+# Sliding-window attention (GPT-OSS: 128 positions, every 2nd layer whole): the header says how
+# many layers slide and their share of a causal layer's work (63 of 528 key tiles at 4096), the
+# JSON names the window, and the same layout is faster than with whole-sequence attention by
+# its attention time on the sliding layers; the trainer has no such layers, and
+# --full-attention-every alone is refused
+oss="--layers 4 --hidden 2880 --heads 64 --head-dim 64 --kv-heads 8 --vocab 201088 --seq 4096 \
+  --ffn 2880 --mlp swiglu --positions rope --untied --gpus 8 --global-batch 8 --dp 8 --tp 1 \
+  --pp 1 --cp 1 --zero 1 --recompute none --microbatches 1"
+"$stepscope" plan $oss --sliding-window 128 --full-attention-every 2 --json "$dir/swa.json" \
+  > "$dir/swa.txt" 2>&1 || { cat "$dir/swa.txt"; no "a sliding-window plan"; }
+grep -q "attention: a sliding window of 128 positions on 2 of 4 layers, at 0.119 of a causal" \
+  "$dir/swa.txt" || { cat "$dir/swa.txt"; no "the sliding window in the header"; }
+"$stepscope" plan $oss --json "$dir/full.json" > /dev/null 2>&1 || no "the same model, whole"
+python3 - "$dir/swa.json" "$dir/full.json" <<'PY' || no "sliding layers' attention cheaper"
+import json, sys
+swa, full = (json.load(open(p)) for p in sys.argv[1:3])
+assert swa["job"]["sliding_window"] == 128 and swa["job"]["full_attention_every"] == 2
+assert "sliding_window" not in full["job"]
+t_swa, t_full = (d["layouts"][0]["step_time_s"] for d in (swa, full))
+# two of the four layers' attention (forward + backward, 3 x 4 x 4096 x 4096 x 4096 FLOPs at
+# 30 % of 989 TFLOP/s each) at 0.119 of their time
+att = 3 * 4 * 4096 * 4096 * 4096 / (0.30 * 989e12)
+want = 2 * att * (1 - 63 / 528)
+assert abs((t_full - t_swa) / want - 1) < 1e-6, (t_full - t_swa, want)
+PY
+"$stepscope" plan --model llama3-8b --gpus 8 --global-batch 64 --full-attention-every 2 \
+  > /dev/null 2> "$dir/err"
+[ $? -eq 2 ] && grep -q "full-attention-every 2 needs --sliding-window" "$dir/err" ||
+  { cat "$dir/err"; no "--full-attention-every without a window: refused"; }
+"$stepscope" plan --model gpt2-124m --framework stepscope-cpu --gpus 4 --global-batch 8 \
+  --sliding-window 64 > /dev/null 2> "$dir/err"
+[ $? -eq 2 ] && grep -q "sliding-window" "$dir/err" ||
+  { cat "$dir/err"; no "--sliding-window with the trainer: refused"; }
 
 [ $fail -eq 0 ] && echo "plan.frameworks_cli: ok"
 exit $fail

@@ -714,6 +714,29 @@ static void gemm_roofline(void) {
   CHECK(fabs(plan_layer_gemm_s(&dev, &l, 6144, 1, 1, rate) - 9.8012992446e-4) < 1e-12);
 }
 
+/* Sliding-window attention (plan_shape_costs.c, plan_model.c): Megatron-Core's pattern, every
+ * full_attention_every-th layer 1-based whole (GPT-OSS: layers 2, 4, ...; 0-based 1, 3, ...),
+ * every layer sliding without it; the work in FlashAttention's 128 x 128 tiles: at 4096
+ * positions 32 query tiles, a causal layer visits 1 + 2 + ... + 32 = 528 key tiles, a window of
+ * 128 (one tile behind its own) 1 + 31 x 2 = 63; a window of 1000 (k = 8 tiles behind) 36 + 24
+ * x 9 = 252; a window covering the sequence, or none, 1. */
+static void sliding_window(void) {
+  mm_layout l = model(MM_FW_MEGATRON);
+  l.layers = 4;
+  l.seq = 4096;
+  CHECK(!plan_layer_is_sliding(&l, 0) && plan_sliding_window_share(&l) == 1.0);
+  l.window = 128;
+  CHECK(plan_layer_is_sliding(&l, 0) && plan_layer_is_sliding(&l, 1));
+  l.full_attention_every = 2;
+  CHECK(plan_layer_is_sliding(&l, 0) && !plan_layer_is_sliding(&l, 1) &&
+        plan_layer_is_sliding(&l, 2) && !plan_layer_is_sliding(&l, 3));
+  CHECK(fabs(plan_sliding_window_share(&l) - 63.0 / 528) < 1e-15);
+  l.window = 1000;
+  CHECK(fabs(plan_sliding_window_share(&l) - 252.0 / 528) < 1e-15);
+  l.window = 4096;
+  CHECK(plan_sliding_window_share(&l) == 1.0);
+}
+
 /* Context parallelism's attention on chunks (plan_shape_costs.c): FlashAttention's rate at seq /
  * cp over its rate at seq, from the cited table (329, 390, 434, 458, 471, 477 TFLOP/s at 512 ..
  * 16K): Llama 3's 8K sequence on cp 8 (1K chunks) 390 / 471, on cp 2 458 / 471; between two
@@ -759,6 +782,7 @@ static void gemm_outputs(void) {
 int main(void) {
   gemm_outputs();
   gemm_roofline();
+  sliding_window();
   cp_chunks();
   compute_by_shape();
   clusters();

@@ -74,6 +74,11 @@ int plan_layer_is_moe(const mm_layout *l, int layer) {
   return l->experts > 0 && l->moe_every > 0 && (layer + 1) % l->moe_every == 0;
 }
 
+int plan_layer_is_sliding(const mm_layout *l, int layer) {
+  if (l->window <= 0) return 0;
+  return l->full_attention_every <= 0 || (layer + 1) % l->full_attention_every != 0;
+}
+
 /* ---- FLOPs ---------------------------------------------------------------------------------- */
 
 double plan_ffn(const mm_layout *l) {
@@ -84,10 +89,12 @@ double plan_attention_flops(const mm_layout *l, double tokens) {
   return 4.0 * mm_attention_width(l) * l->seq * tokens / l->tp;
 }
 
-/* Forward FLOPs of one layer for `tokens` tokens on one TP rank: the GEMMs (qkv, projection,
- * the two MLP matrices) and attention (QK^T and PV over the whole sequence, as the trainer's
- * MFU formula counts it). */
-static double layer_fwd_flops(const mm_layout *l, double tokens, double *attention, int moe) {
+/* Forward FLOPs of global layer `layer` (< 0: a dense layer attending to the whole sequence)
+ * for `tokens` tokens on one TP rank: the GEMMs (qkv, projection, the two MLP matrices) and
+ * attention (QK^T and PV over the whole sequence, as the trainer's MFU formula counts it; a
+ * sliding-window layer's scaled by the blocks its kernel visits, plan_sliding_window_share). */
+static double layer_fwd_flops(const mm_layout *l, double tokens, double *attention, int layer) {
+  int moe = layer >= 0 && plan_layer_is_moe(l, layer);
   double C = l->hidden, F = plan_ffn(l);
   /* Q and the projection heads x head_dim wide, K and V kv_heads x head_dim (GQA: narrower) */
   double attention_w = mm_attention_params(l);
@@ -102,6 +109,7 @@ static double layer_fwd_flops(const mm_layout *l, double tokens, double *attenti
                tokens / l->tp +
            2.0 * l->experts * C * tokens;
   double att = plan_attention_flops(l, tokens);
+  if (layer >= 0 && plan_layer_is_sliding(l, layer)) att *= plan_sliding_window_share(l);
   if (attention) *attention = att;
   return gemm + att;
 }
@@ -121,7 +129,7 @@ static double gemm_rate_of(const plan_device *dev, int fp8) {
 double plan_layer_gemm_forward_s(const plan_job *job, const mm_layout *l, double rate) {
   const plan_device *dev = &job->dev;
   double tokens = (double)l->micro_batch * l->seq / l->cp, att;
-  double gemm = layer_fwd_flops(l, tokens, &att, 0) - att;
+  double gemm = layer_fwd_flops(l, tokens, &att, -1) - att;
   if (!computes_by_shape(job)) return gemm / rate;
   /* the quantization of the forward, input- and weight-gradient GEMMs, averaged over them */
   double passes = plan_layer_gemm_passes(dev, l, tokens, 1) / 3.0;
@@ -141,7 +149,7 @@ double plan_stage_flops_per_microbatch(const mm_layout *l, int stage) {
   int layers = mm_stage_layers(l, stage), first = stage_first_layer(l, stage);
   double flops = 0;
   for (int k = 0; k < layers; k++) {
-    double fwd = layer_fwd_flops(l, tokens, &att, plan_layer_is_moe(l, first + k));
+    double fwd = layer_fwd_flops(l, tokens, &att, first + k);
     double per_layer = 3.0 * fwd; /* forward + backward (2x forward) */
     if (l->recompute == MM_RECOMPUTE_FULL)
       per_layer += fwd;
@@ -170,8 +178,7 @@ static double stage_work(const plan_job *job, const mm_layout *l, int stage) {
   double work = plan_stage_flops_per_microbatch(&plain, stage), att;
   int layers = mm_stage_layers(l, stage), first = stage_first_layer(l, stage);
   for (int k = 0; k < layers; k++) {
-    double fwd = layer_fwd_flops(l, (double)l->micro_batch * l->seq / l->cp, &att,
-                                 plan_layer_is_moe(l, first + k));
+    double fwd = layer_fwd_flops(l, (double)l->micro_batch * l->seq / l->cp, &att, first + k);
     double layer = 3.0 * fwd; /* a layer's forward + backward */
     if (l->recompute == MM_RECOMPUTE_FULL)
       work += phi * layer;
@@ -207,7 +214,7 @@ static double stage_time_by_shape(const plan_device *dev, const mm_layout *l, in
   double elementwise = traffic * mm_framework_layer_activations(&stored) / dev->hbm_bw;
   for (int k = 0; k < layers; k++) {
     int moe = plan_layer_is_moe(l, first + k);
-    layer_fwd_flops(l, tokens, &att, moe);
+    layer_fwd_flops(l, tokens, &att, first + k);
     /* the GEMMs' passes (forward, input and weight gradients, forward again with full
      * recomputation), each at its own tile and wave quantization or, where its HBM traffic
      * takes longer (experts with few tokens each), at that; the attention forward, its
@@ -250,6 +257,8 @@ static mm_layout job_layout(const plan_job *job, const mm_layout *layout) {
   l.gated_mlp = job->model.gated_mlp;
   l.untied = job->model.untied;
   l.rope = job->model.rope;
+  l.window = job->model.window;
+  l.full_attention_every = job->model.full_attention_every;
   l.unfused_attention = job->model.unfused_attention;
   int trainer = l.framework == MM_FW_STEPSCOPE;
   l.grad_bytes = trainer ? 0 : plan_grad_reduce_bytes(job);
@@ -733,6 +742,17 @@ static void print_assumptions(FILE *f, const plan_job *job) {
     fprintf(f,
             "  links: %.0f / %.0f GB/s a device in / between nodes of %d, %.0f us a collective\n",
             d->intra_bw / 1e9, d->inter_bw / 1e9, G, d->latency_s * 1e6);
+  if (job->model.window > 0) {
+    const mm_layout *m = &job->model;
+    int sliding = 0;
+    for (int k = 0; k < m->layers; k++)
+      sliding += plan_layer_is_sliding(m, k);
+    fprintf(f,
+            "  attention: a sliding window of %d positions on %d of %d layers, at %.3f of a "
+            "causal layer's work (FlashAttention's 128 x 128 tiles); CP's ring as for whole "
+            "sequences\n",
+            m->window, sliding, m->layers, plan_sliding_window_share(m));
+  }
   if (job->model.experts > 0) { /* what the published figures here do not settle (docs/plan.md) */
     fprintf(f, "  experts: routing taken as balanced; a dropless run's imbalance (a few per cent "
                "of its time, more activation memory) is not in these figures\n");
@@ -838,6 +858,9 @@ int plan_write_json(ssa_out *o, const plan_job *job, const plan_result *r, long 
       m->gated_mlp ? "swiglu" : "gelu", m->untied ? "true" : "false", m->rope ? "rope" : "learned",
       m->unfused_attention ? "unfused" : "flash", job->fp8 ? "fp8" : "bf16",
       (int)(mm_attention_width(m) / m->heads), m->experts > 0 ? (int)mm_expert_ffn_width(m) : 0);
+  if (m->window > 0)
+    ssa_out_printf(o, ",\"sliding_window\":%d,\"full_attention_every\":%d", m->window,
+                   m->full_attention_every);
   if (m->framework != MM_FW_STEPSCOPE) /* the trainer reduces fp32 gradients, always */
     ssa_out_printf(o, ",\"grad_reduce_bytes\":%d", plan_grad_reduce_bytes(job));
   if (m->framework == MM_FW_FSDP)

@@ -332,11 +332,17 @@ double plan_optimizer_step_s(const plan_device *dev, const mm_layout *l, int sta
 /* The fused attention's rate on context parallelism's chunks (seq / cp positions a ring step)
  * over its rate on the whole sequence (<= 1; 1 without CP). */
 double plan_attention_chunk_factor(const mm_layout *l);
+/* A sliding-window layer's attention work over a causal layer's, in the key tiles
+ * FlashAttention visits (<= 1; 1 without a window or one that covers the sequence). */
+double plan_sliding_window_share(const mm_layout *l);
 
 /* Shared by the compute and communication models (plan_model.c): whether global layer `layer`
  * is a mixture of experts (trainer/config.c: config_layer_is_moe), the MLP width, and the
  * attention FLOPs (QK^T and PV) of one layer's forward for `tokens` tokens on one TP rank. */
 int plan_layer_is_moe(const mm_layout *l, int layer);
+/* Whether global layer `layer` (0-based) attends to a sliding window (mm_layout.window,
+ * full_attention_every: Megatron-Core's is_layer_window_attention). */
+int plan_layer_is_sliding(const mm_layout *l, int layer);
 double plan_ffn(const mm_layout *l);
 double plan_attention_flops(const mm_layout *l, double tokens);
 /* One pass of a dense layer's GEMMs (its forward) for one micro-batch on one TP rank, in
