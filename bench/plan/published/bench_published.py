@@ -46,6 +46,11 @@ width where heads x it is not the hidden size (`--head-dim`; Qwen3),
 --expert-tensor-parallel-size, are matched like the layout's other fields), `untied` an LM head
 of its own (`--untied`), `virtual_stages` the interleaved schedule's chunks a rank.
 
+`window` and `full_attention_every` describe sliding-window attention (`--sliding-window`,
+`--full-attention-every`; GPT-OSS: 128, every 2nd layer whole); this bench's FLOP count keeps
+counting every layer's attention over the whole sequence, so such a row's MFU is in its
+convention, and its error, a ratio of tokens/s, is the same in any.
+
 `attention` says which attention kernel the run had where its source says so: unfused for
 Narayanan et al. 2021 (Megatron's fused softmax, before FlashAttention, Dao et al. 2022),
 flash for llm-foundry (a fused kernel, no s x s matrix: its benchmark script's default
@@ -167,6 +172,10 @@ def plan_args(r, helptext):
         args += ["--moe-ffn", r["moe_ffn"]]
     if r.get("precision") and "--precision" in helptext:
         args += ["--precision", r["precision"]]
+    if r.get("window") and "--sliding-window" in helptext:
+        args += ["--sliding-window", r["window"]]
+        if r.get("full_attention_every"):
+            args += ["--full-attention-every", r["full_attention_every"]]
     return args
 
 
