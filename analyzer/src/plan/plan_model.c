@@ -757,9 +757,10 @@ static void print_assumptions(FILE *f, const plan_job *job) {
     fprintf(f, "  experts: routing taken as balanced; a dropless run's imbalance (a few per cent "
                "of its time, more activation memory) is not in these figures\n");
     fprintf(f, "  experts: expert parallelism against its all-to-alls is ranked by the model "
-               "alone: for published 128-expert runs (Qwen3) its best layouts have less EP "
-               "than the runs had (docs/plan.md, bench/plan/published), so an ep ranked low or "
-               "ruled out here is not ruled out by a measurement\n");
+               "alone, and measurements disagree with it: of one 128-expert job measured at two "
+               "layouts (Qwen3-235B on 256 H100s) it predicts the slower one faster, and it "
+               "over-predicts layouts whose experts stay in a node (docs/plan.md, "
+               "bench/plan/published), so take its EP ranking as a hypothesis to measure\n");
   }
 }
 
