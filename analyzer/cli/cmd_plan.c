@@ -152,7 +152,7 @@ typedef struct plan_args {
   plan_filter f;
   const char *model, *device, *from, *json_path, *csv_path, *what_if;
   const char *framework, *mlp, *positions, *attention, *precision, *grad_reduce;
-  const char *backward_prefetch, *ceilings_from;
+  const char *backward_prefetch, *ceilings_from, *ep_dispatcher;
   int layers, hidden, heads, vocab, seq, ffn, max_seq, kv_heads, untied, head_dim, moe_ffn;
   int experts, top_k, moe_every, window, full_attention_every;
   int top, threads, cores, nics_per_node;
@@ -292,6 +292,13 @@ static const cli_option plan_options[] = {
      "(TransformerEngine's userbuffers); only layouts with tp > 1,\n"
      "SP and TP inside a node then [off, as in Megatron]",
      A(job.tp_comm_overlap), NULL, 0, 0, NULL},
+    STR("--ep-dispatcher", "alltoall|deepep", ep_dispatcher,
+        "a framework's experts' token exchange: alltoall (NCCL's,\n"
+        "one copy a token and expert it goes to: Megatron's\n"
+        "--moe-token-dispatcher-type alltoall) or deepep (DeepEP,\n"
+        "HybridEP: a token once to each rank it goes to, across\n"
+        "nodes once to each node, forwarded over NVLink there)\n"
+        "[alltoall]"),
     CLI_TEXT_ROW("layout (each fixes that choice; all of them: predict one layout):\n"),
     INT("--dp", "N", f.dp, 1, 1 << 20, "data-parallel degree"),
     INT("--tp", "N", f.tp, 1, 1 << 12, "tensor-parallel degree"),
@@ -671,6 +678,16 @@ static int build_job(plan_args *p) {
       return 2;
     }
     job->backward_prefetch_post = post;
+  }
+  if (p->ep_dispatcher) {
+    int a2a = !strcmp(p->ep_dispatcher, "alltoall"), deepep = !strcmp(p->ep_dispatcher, "deepep");
+    if ((!a2a && !deepep) || job->model.framework == MM_FW_STEPSCOPE || job->model.experts <= 0) {
+      cli_print(stderr, "stepscope plan: --ep-dispatcher takes alltoall or deepep, for a "
+                        "framework's experts (--experts; the stepscope trainer's all-to-all is "
+                        "its own)\n");
+      return 2;
+    }
+    job->ep_dedup = deepep;
   }
   if (job->tp_comm_overlap && job->model.framework != MM_FW_MEGATRON) {
     cli_print(stderr, "stepscope plan: --tp-comm-overlap is Megatron-LM's: give --framework "

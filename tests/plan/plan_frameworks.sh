@@ -440,5 +440,49 @@ PY
 [ $? -eq 2 ] && grep -q "sliding-window" "$dir/err" ||
   { cat "$dir/err"; no "--sliding-window with the trainer: refused"; }
 
+# DeepEP's token exchange (--ep-dispatcher deepep): a token once to each rank holding one of its
+# experts and across nodes once to each node, forwarded over NVLink there. Qwen3-30B-A3B's 128
+# experts, top 8, on 16 H100s (two nodes) with ep 16: a rank holds 8, a node 64; per MoE layer
+# and micro-batch four exchanges of the 4096 tokens, each the longer of the NVLink bytes (7 ranks
+# x P(rank) x 2 nodes) at 450 GB/s and the network bytes (1 node x P(node)) at a device's 50 GB/s,
+# 20 us a collective, plus the counts' 20 us; with NCCL's all-to-all half of the 8 copies cross
+# the network
+q3="--model qwen3-30b-a3b --gpus 16 --global-batch 16 --dp 16 --ep 16 --tp 1 --pp 1 --cp 1 \
+  --zero 1 --recompute none --microbatches 1"
+"$stepscope" plan $q3 --ep-dispatcher deepep --json "$dir/deepep.json" > "$dir/deepep.txt" 2>&1 ||
+  { cat "$dir/deepep.txt"; no "a DeepEP plan"; }
+"$stepscope" plan $q3 --json "$dir/a2a.json" > /dev/null 2>&1 || no "the same plan, all-to-all"
+"$stepscope" plan --model qwen3-30b-a3b --gpus 8 --global-batch 8 --dp 8 --ep 8 --tp 1 --pp 1 \
+  --cp 1 --zero 1 --recompute none --microbatches 1 --ep-dispatcher deepep \
+  --json "$dir/deepep8.json" > /dev/null 2>&1 || no "DeepEP in one node"
+grep -q "experts: tokens exchanged as DeepEP does" "$dir/deepep.txt" || no "DeepEP named"
+python3 - "$dir/deepep.json" "$dir/a2a.json" "$dir/deepep8.json" <<'PY' || no "DeepEP's bytes by hand"
+import json, sys
+deepep, a2a = (json.load(open(p)) for p in sys.argv[1:3])
+assert deepep["job"]["ep_dispatcher"] == "deepep" and a2a["job"]["ep_dispatcher"] == "alltoall"
+def miss(held):
+    m = 1.0
+    for i in range(8):
+        m *= (128 - held - i) / (128 - i)
+    return m
+row = 4096 * 2048 * 2  # a micro-batch's tokens, bf16
+inside = row * 7 * (1 - miss(8)) * 2 / 450e9
+across = row * 1 * (1 - miss(64)) / 50e9
+want = 48 * (4 * (20e-6 + max(inside, across)) + 20e-6)
+got = deepep["layouts"][0]["breakdown_s"]["ep"]
+assert abs(got / want - 1) < 1e-9, (got, want)
+a2a_want = 48 * (4 * (20e-6 + max(row * 8 * 7 / 16 / 450e9, row * 8 * 8 / 16 / 50e9)) + 20e-6)
+got = a2a["layouts"][0]["breakdown_s"]["ep"]
+assert abs(got / a2a_want - 1) < 1e-9, (got, a2a_want)
+# in one node (ep 8, a rank holds 16): NVLink only, 7 ranks x P(rank)
+node = json.load(open(sys.argv[3]))["layouts"][0]["breakdown_s"]["ep"]
+want = 48 * (4 * (20e-6 + row * 7 * (1 - miss(16)) / 450e9) + 20e-6)
+assert abs(node / want - 1) < 1e-9, (node, want)
+PY
+"$stepscope" plan --model llama3-8b --gpus 8 --global-batch 64 --ep-dispatcher deepep \
+  > /dev/null 2> "$dir/err"
+[ $? -eq 2 ] && grep -q "ep-dispatcher takes alltoall or deepep" "$dir/err" ||
+  { cat "$dir/err"; no "--ep-dispatcher without experts: refused"; }
+
 [ $fail -eq 0 ] && echo "plan.frameworks_cli: ok"
 exit $fail

@@ -141,6 +141,33 @@ static double alltoall_s(const plan_job *job, const mm_layout *l, double bytes, 
   return latency + fmax(inside, across);
 }
 
+/* The probability that a token's top_k experts (distinct, uniformly random: balanced routing)
+ * include one of `held` given experts of the E: 1 - C(E - held, k) / C(E, k). */
+static double routed_to_any(const mm_layout *l, double held) {
+  double miss = 1;
+  for (int i = 0; i < l->top_k; i++)
+    miss *= fmax(0.0, (l->experts - held - i) / (l->experts - i));
+  return 1 - miss;
+}
+
+/* One of DeepEP's (or HybridEP's) dispatches or combines of `tokens` tokens of `token_bytes`
+ * each a rank (Megatron-Core's flex dispatcher; DeepSeek-V3's report, sec. 3.2.2): a token goes
+ * to each rank holding one of its experts once, not once an expert, and across nodes once to
+ * each node holding one, on the NIC of the same local rank there, which forwards it over
+ * NVLink to the ranks that need it. A rank's NVLink bytes are its own tokens to the ranks of its
+ * node and, by symmetry, the tokens it forwards for the other nodes: tokens x (members - 1) x
+ * P(rank) x nodes; its network bytes tokens x (nodes - 1) x P(node). Both at once. */
+static double deepep_s(const plan_job *job, const mm_layout *l, double tokens, double token_bytes,
+                       double latency) {
+  int members = group_members_in_node(job, l, GROUP_EP);
+  int nodes = (l->ep + members - 1) / members;
+  double held = (double)l->experts / l->ep; /* a rank's experts */
+  double rank = routed_to_any(l, held), node = routed_to_any(l, held * members);
+  double inside = tokens * token_bytes * (members - 1) * rank * nodes / job->dev.intra_bw;
+  double across = tokens * token_bytes * (nodes - 1) * node / nic_share(job);
+  return latency + fmax(inside, across);
+}
+
 /* A collective of `bytes` on a group of n ranks: latency + bus bytes / bandwidth. */
 static double coll_time(double bytes, double bus_factor, double bw, double latency) {
   return latency + bytes * bus_factor / bw;
@@ -314,7 +341,8 @@ int plan_communication(const plan_job *job, const mm_layout *l, double t_mb, dou
   }
   /* experts: per MoE layer and micro-batch, four token all-to-alls (dispatch and combine,
    * forward and backward; each rank sends its tokens x K rows, (ep-1)/ep of them away:
-   * alltoall_s) and the counts exchange (latency), on the critical path; EP groups are
+   * alltoall_s; or as DeepEP does: deepep_s) and the counts exchange (latency), on the
+   * critical path; EP groups are
    * consecutive DP ranks (consecutive ranks of the stage with expert TP 1) */
   double expert_grad_bytes = 0;
   if (l->experts > 0) {
@@ -323,8 +351,10 @@ int plan_communication(const plan_job *job, const mm_layout *l, double t_mb, dou
       expert_grad_bytes = 4.0 * nmoe_stage * (l->experts / l->ep) * (2.0 * C * F + F + C);
     if (l->ep > 1) {
       /* each rank dispatches its sequence-parallel share when its experts are whole */
-      double rows = tokens * l->top_k / (whole_experts ? l->tp : 1);
-      double t = 4.0 * alltoall_s(job, l, rows * C * es, lat) + lat;
+      double sent = tokens / (whole_experts ? l->tp : 1);
+      double one = job->ep_dedup ? deepep_s(job, l, sent, C * es, lat)
+                                 : alltoall_s(job, l, sent * l->top_k * C * es, lat);
+      double t = 4.0 * one + lat;
       int most = 0; /* the stage with the most MoE layers sets the pace */
       for (int s = 0; s < l->pp; s++) {
         int c = 0;

@@ -756,6 +756,9 @@ static void print_assumptions(FILE *f, const plan_job *job) {
   if (job->model.experts > 0) { /* what the published figures here do not settle (docs/plan.md) */
     fprintf(f, "  experts: routing taken as balanced; a dropless run's imbalance (a few per cent "
                "of its time, more activation memory) is not in these figures\n");
+    if (job->ep_dedup)
+      fprintf(f, "  experts: tokens exchanged as DeepEP does, once to each rank and across nodes "
+                 "once to each node they go to (--ep-dispatcher deepep)\n");
     fprintf(f, "  experts: expert parallelism against its all-to-alls is ranked by the model "
                "alone, and measurements disagree with it: of one 128-expert job measured at two "
                "layouts (Qwen3-235B on 256 H100s) it predicts the slower one faster, and it "
@@ -869,6 +872,8 @@ int plan_write_json(ssa_out *o, const plan_job *job, const plan_result *r, long 
                    job->backward_prefetch_post ? "post" : "pre");
   if (m->framework == MM_FW_MEGATRON)
     ssa_out_printf(o, ",\"tp_comm_overlap\":%s", job->tp_comm_overlap ? "true" : "false");
+  if (m->experts > 0 && m->framework != MM_FW_STEPSCOPE)
+    ssa_out_printf(o, ",\"ep_dispatcher\":\"%s\"", job->ep_dedup ? "deepep" : "alltoall");
   ssa_out_str(o, "},");
   const plan_device *d = &job->dev;
   ssa_out_str(o, "\"device\":{\"name\":");

@@ -156,6 +156,11 @@ typedef struct plan_job {
    * parallelism): TP's all-gathers and reduce-scatters overlap the GEMMs that consume or
    * produce them (plan_comm.c, docs/plan.md "Frameworks: communication") */
   int tp_comm_overlap;
+  /* --ep-dispatcher deepep: a framework's experts exchange tokens as DeepEP (and HybridEP) do,
+   * each token once to every rank it goes to and across nodes once to every node, forwarded
+   * over NVLink there; 0: NCCL's all-to-all of one copy a (token, expert) pair (Megatron's
+   * alltoall dispatcher) */
+  int ep_dedup;
   /* --ceilings-from RUN: the GEMM ceiling measured there (dev.gemm_efficiency is set from it) */
   plan_measured_gemm gemm_measured;
   plan_measured_attention attention_measured; /* with gemm_measured.source */

@@ -51,6 +51,10 @@ of its own (`--untied`), `virtual_stages` the interleaved schedule's chunks a ra
 counting every layer's attention over the whole sequence, so such a row's MFU is in its
 convention, and its error, a ratio of tokens/s, is the same in any.
 
+`dispatcher` names how a MoE run's experts exchanged tokens where its source says DeepEP
+(Megatron-Core's flex dispatcher, NeMo AutoModel) or HybridEP (Megatron-Bridge's flex backend,
+taken to send what DeepEP sends): `--ep-dispatcher deepep`; empty, NCCL's all-to-all.
+
 `attention` says which attention kernel the run had where its source says so: unfused for
 Narayanan et al. 2021 (Megatron's fused softmax, before FlashAttention, Dao et al. 2022),
 flash for llm-foundry (a fused kernel, no s x s matrix: its benchmark script's default
@@ -172,6 +176,8 @@ def plan_args(r, helptext):
         args += ["--moe-ffn", r["moe_ffn"]]
     if r.get("precision") and "--precision" in helptext:
         args += ["--precision", r["precision"]]
+    if r.get("dispatcher") in ("deepep", "hybridep") and "--ep-dispatcher" in helptext:
+        args += ["--ep-dispatcher", "deepep"]
     if r.get("window") and "--sliding-window" in helptext:
         args += ["--sliding-window", r["window"]]
         if r.get("full_attention_every"):
