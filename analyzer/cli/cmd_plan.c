@@ -538,9 +538,8 @@ static int apply_framework(plan_args *p) {
       if (frameworks[i].framework == MM_FW_STEPSCOPE)
         p->job.dev.act_bytes = frameworks[i].act_bytes;
       mm_layout *m = &p->job.model;
-      if (m->framework == MM_FW_STEPSCOPE &&
-          (m->kv_heads || m->gated_mlp || m->untied || m->rope || m->head_dim || m->moe_ffn ||
-           m->window)) {
+      if (m->framework == MM_FW_STEPSCOPE && (m->kv_heads || m->gated_mlp || m->untied || m->rope ||
+                                              m->head_dim || m->moe_ffn || m->window)) {
         cli_print(stderr, "stepscope plan: the stepscope trainer has no --kv-heads, --mlp swiglu, "
                           "--untied, --positions rope, --head-dim, --moe-ffn or "
                           "--sliding-window\n");
