@@ -33,6 +33,9 @@ typedef struct mp_plan_preset {
   int gated_mlp, rope, untied;
   int experts, top_k;    /* every block a mixture of experts when experts > 0 */
   int head_dim, moe_ffn; /* 0: hidden / heads, ffn */
+  /* sliding-window attention: the window and the full-attention period (Megatron-Core's
+   * window_size and window_attn_skip_freq; 0: none) */
+  int window, full_attention_every;
 } mp_plan_preset;
 
 /* The planner-only preset of that name, or NULL. */

@@ -194,7 +194,7 @@ static const cli_option plan_options[] = {
         "tiny, gpt2-124m, gpt2-350m, gpt2-774m, gpt2-1.5b (the\n"
         "trainer's); gpt3-125m ... gpt3-175b, llama3-8b, llama3-70b,\n"
         "llama3-405b, mixtral-8x7b, mixtral-8x22b, qwen3-30b-a3b,\n"
-        "qwen3-235b-a22b (real models, docs/plan.md)"),
+        "qwen3-235b-a22b, gpt-oss-120b (real models, docs/plan.md)"),
     INT("--layers", "N", layers, 1, 100000,
         "transformer blocks (overrides or replaces the preset)"),
     INT("--hidden", "C", hidden, 1, 1 << 20, "model width (overrides or replaces the preset)"),
@@ -416,6 +416,8 @@ static int build_model(plan_args *p) {
     m->gated_mlp = real->gated_mlp;
     m->rope = real->rope;
     m->untied = real->untied;
+    m->window = real->window;
+    m->full_attention_every = real->full_attention_every;
     if (real->experts > 0 && p->experts < 0) {
       p->experts = real->experts;
       p->top_k = real->top_k;

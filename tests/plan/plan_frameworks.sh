@@ -431,6 +431,11 @@ att = 3 * 4 * 4096 * 4096 * 4096 / (0.30 * 989e12)
 want = 2 * att * (1 - 63 / 528)
 assert abs((t_full - t_swa) / want - 1) < 1e-6, (t_full - t_swa, want)
 PY
+# the gpt-oss-120b preset carries its window and pattern
+"$stepscope" plan --model gpt-oss-120b --gpus 64 --global-batch 64 --top 1 \
+  --json "$dir/oss.json" > /dev/null 2>&1 || no "the gpt-oss-120b preset"
+python3 -c 'import json,sys; j=json.load(open(sys.argv[1]))["job"]; sys.exit(not (j["sliding_window"] == 128 and j["full_attention_every"] == 2 and j["experts"] == 128 and j["top_k"] == 4 and j["head_dim"] == 64))' \
+  "$dir/oss.json" || no "gpt-oss-120b's window, experts and heads in its JSON"
 "$stepscope" plan --model llama3-8b --gpus 8 --global-batch 64 --full-attention-every 2 \
   > /dev/null 2> "$dir/err"
 [ $? -eq 2 ] && grep -q "full-attention-every 2 needs --sliding-window" "$dir/err" ||
