@@ -519,6 +519,18 @@ static int build_model(plan_args *p) {
   return 0;
 }
 
+/* 2, after the message, where the model has what the stepscope trainer cannot run (a real
+ * framework's model features), whichever way the trainer was chosen; else 0. */
+static int trainer_model_refused(const mm_layout *m) {
+  if (!(m->kv_heads || m->gated_mlp || m->untied || m->rope || m->head_dim || m->moe_ffn ||
+        m->window))
+    return 0;
+  cli_print(stderr, "stepscope plan: the stepscope trainer has no --kv-heads, --mlp swiglu, "
+                    "--untied, --positions rope, --head-dim, --moe-ffn or --sliding-window (a "
+                    "real model needs a --framework: megatron, fsdp, deepspeed)\n");
+  return 2;
+}
+
 /* The framework whose conventions the memory follows (--framework; default: the stepscope
  * trainer's for a measured run or the cpu device, else Megatron-LM). 0, or the exit status. */
 static int apply_framework(plan_args *p) {
@@ -533,21 +545,14 @@ static int apply_framework(plan_args *p) {
                     {"stepscope-cuda", MM_FW_STEPSCOPE, 2}};
   const char *name = p->framework;
   if (!name) name = p->from || !strcmp(p->job.dev.name, "cpu") ? NULL : "megatron";
-  if (!name) return 0; /* the trainer's, as the device has it */
+  if (!name) /* the trainer's, as the device has it (--from RUN, --device cpu) */
+    return trainer_model_refused(&p->job.model);
   for (size_t i = 0; i < sizeof frameworks / sizeof frameworks[0]; i++)
     if (!strcmp(name, frameworks[i].name)) {
       p->job.model.framework = frameworks[i].framework;
-      if (frameworks[i].framework == MM_FW_STEPSCOPE)
-        p->job.dev.act_bytes = frameworks[i].act_bytes;
-      mm_layout *m = &p->job.model;
-      if (m->framework == MM_FW_STEPSCOPE && (m->kv_heads || m->gated_mlp || m->untied || m->rope ||
-                                              m->head_dim || m->moe_ffn || m->window)) {
-        cli_print(stderr, "stepscope plan: the stepscope trainer has no --kv-heads, --mlp swiglu, "
-                          "--untied, --positions rope, --head-dim, --moe-ffn or "
-                          "--sliding-window\n");
-        return 2;
-      }
-      return 0;
+      if (frameworks[i].framework != MM_FW_STEPSCOPE) return 0;
+      p->job.dev.act_bytes = frameworks[i].act_bytes;
+      return trainer_model_refused(&p->job.model);
     }
   cli_print(stderr,
             "stepscope plan: unknown --framework '%s' (megatron, fsdp, deepspeed, "

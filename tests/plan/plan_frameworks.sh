@@ -436,6 +436,10 @@ PY
   --json "$dir/oss.json" > /dev/null 2>&1 || no "the gpt-oss-120b preset"
 python3 -c 'import json,sys; j=json.load(open(sys.argv[1]))["job"]; sys.exit(not (j["sliding_window"] == 128 and j["full_attention_every"] == 2 and j["experts"] == 128 and j["top_k"] == 4 and j["head_dim"] == 64))' \
   "$dir/oss.json" || no "gpt-oss-120b's window, experts and heads in its JSON"
+# the trainer chosen by the device (cpu) or a run (--from), not by --framework, refuses them too
+"$stepscope" plan --device cpu --model llama3-8b --gpus 8 --global-batch 8 > /dev/null 2> "$dir/err"
+[ $? -eq 2 ] && grep -q "a real model needs a --framework" "$dir/err" ||
+  { cat "$dir/err"; no "a real model on the cpu device's trainer: refused"; }
 "$stepscope" plan --model llama3-8b --gpus 8 --global-batch 64 --full-attention-every 2 \
   > /dev/null 2> "$dir/err"
 [ $? -eq 2 ] && grep -q "full-attention-every 2 needs --sliding-window" "$dir/err" ||
