@@ -403,6 +403,14 @@ grep -q "experts: expert parallelism against its all-to-alls is ranked by the mo
   "$dir/mxa.txt" &&
   python3 -c 'import json,sys; sys.exit("expert_parallel_ranking_unvalidated" not in json.load(open(sys.argv[1]))["assumed"])' \
     "$dir/mxa.json" || no "the EP ranking named as the model's alone"
+! grep -q "experts: fine-grained" "$dir/mxa.txt" &&
+  python3 -c 'import json,sys; sys.exit("fine_grained_expert_compute_unvalidated" in json.load(open(sys.argv[1]))["assumed"])' \
+    "$dir/mxa.json" || no "Mixtral's 8 experts are not fine-grained"
+"$stepscope" plan --model qwen3-30b-a3b --gpus 8 --global-batch 64 --top 1 --json "$dir/q3a.json" \
+  > "$dir/q3a.txt" 2>&1 || no "a Qwen3-30B sweep"
+grep -q "experts: fine-grained (64 or more)" "$dir/q3a.txt" &&
+  python3 -c 'import json,sys; sys.exit("fine_grained_expert_compute_unvalidated" not in json.load(open(sys.argv[1]))["assumed"])' \
+    "$dir/q3a.json" || no "fine-grained experts' compute named as unvalidated"
 "$stepscope" plan --model llama3-8b --gpus 8 --global-batch 64 --top 1 > "$dir/dense.txt" 2>&1
 ! grep -q "experts:" "$dir/dense.txt" || no "a dense model's header names no experts"
 

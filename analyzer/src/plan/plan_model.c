@@ -79,6 +79,13 @@ int plan_layer_is_sliding(const mm_layout *l, int layer) {
   return l->full_attention_every <= 0 || (layer + 1) % l->full_attention_every != 0;
 }
 
+/* Whether a framework's model has fine-grained experts (64 or more), the class whose published
+ * runs the planner's compute under-predicts (bench/plan/published/README.md, "Fine-grained MoE
+ * on H100"): said in the header and JSON's assumed. */
+static int fine_grained_experts(const mm_layout *m) {
+  return m->framework != MM_FW_STEPSCOPE && m->experts >= 64;
+}
+
 /* ---- FLOPs ---------------------------------------------------------------------------------- */
 
 double plan_ffn(const mm_layout *l) {
@@ -756,6 +763,11 @@ static void print_assumptions(FILE *f, const plan_job *job) {
   if (job->model.experts > 0) { /* what the published figures here do not settle (docs/plan.md) */
     fprintf(f, "  experts: routing taken as balanced; a dropless run's imbalance (a few per cent "
                "of its time, more activation memory) is not in these figures\n");
+    if (fine_grained_experts(&job->model))
+      fprintf(f, "  experts: fine-grained (64 or more): most published Megatron-Core runs of "
+                 "128-expert models took far longer than predicted where a rank's work a kernel "
+                 "was small (a host-bound signature; no host time is charged here: "
+                 "bench/plan/published), so these step times are likely optimistic\n");
     if (job->ep_dedup)
       fprintf(f, "  experts: tokens exchanged as DeepEP does, once to each rank and across nodes "
                  "once to each node they go to (--ep-dispatcher deepep)\n");
@@ -935,12 +947,14 @@ int plan_write_json(ssa_out *o, const plan_job *job, const plan_result *r, long 
                    c->forward_share, c->attention_forward_share, c->exposed_comm_s, c->wait_share,
                    c->bubble_fraction, c->rate_raised ? "true" : "false");
   } else {
-    ssa_out_printf(o,
-                   "\"calibration\":null,\"assumed\":[\"flops_rate\",\"bandwidths\",\"latency\","
-                   "\"runtime_baseline\",\"host_overhead\"%s],",
-                   job->model.experts > 0
-                       ? ",\"balanced_expert_routing\",\"expert_parallel_ranking_unvalidated\""
-                       : "");
+    ssa_out_printf(
+        o,
+        "\"calibration\":null,\"assumed\":[\"flops_rate\",\"bandwidths\",\"latency\","
+        "\"runtime_baseline\",\"host_overhead\"%s%s],",
+        job->model.experts > 0
+            ? ",\"balanced_expert_routing\",\"expert_parallel_ranking_unvalidated\""
+            : "",
+        fine_grained_experts(&job->model) ? ",\"fine_grained_expert_compute_unvalidated\"" : "");
   }
   plan_ranking ranking;
   plan_rank_resolution(r, n, plan_ranking_band(job), &ranking);
