@@ -5,7 +5,9 @@ a self-contained viewer page (`stepscope view RUN --html`), through the tab's fi
 a user would. Checks: the headline names the job and the best layout, the framework
 (with --tp-comm-overlap), the cluster given (--nics-per-node, --nic-gbps) and the GEMM
 ceiling (the table's; a measured one, --ceilings-from, named with its run), the model (a
-Qwen3-30B-A3B plan's heads of 128 and experts too); the table holds the
+Qwen3-30B-A3B plan's heads of 128 and experts too, with its caveats: balanced routing, the EP
+ranking and fine-grained experts' compute unvalidated; GPT-OSS's sliding window and a DeepEP
+exchange); the table holds the
 planner's ranking (row 1 = the JSON's first layout); the ranking card and section say how far
 that order goes as the JSON's `ranking` does (the group's size, what it decides, leaves open
 and rules out) and mark exactly the group's rows "≈ best"; clicking "tokens/s" sorts largest first
@@ -119,6 +121,23 @@ def main():
                 break
             harness.time.sleep(0.05)
         check(want in d.find_element("id", "plan-headline").text, "the model card: Qwen3's heads and experts")
+        caveats = d.find_element("id", "plan-caveats").text
+        check("Routing is taken as balanced" in caveats and "take the EP ranking as a hypothesis" in caveats
+              and "Fine-grained experts (64 or more)" in caveats, "a MoE plan's caveats shown")
+        # GPT-OSS: its sliding window in the model card, DeepEP in the framework card
+        oss = os.path.join(work, "oss.json")
+        subprocess.run([exe, "plan", "--model", "gpt-oss-120b", "--gpus", "64", "--global-batch", "64",
+                        "--ep-dispatcher", "deepep", "--dp", "16", "--tp", "1", "--pp", "4", "--cp", "1",
+                        "--ep", "8", "--zero", "1", "--recompute", "none", "--schedule", "1f1b",
+                        "--microbatches", "4", "--json", oss], check=True, stdout=subprocess.DEVNULL)
+        d.find_element("id", "pick-plan").send_keys(os.path.abspath(oss))
+        want = "sliding window 128 (every 2nd layer whole)"
+        for _ in range(100):
+            if want in d.find_element("id", "plan-headline").text:
+                break
+            harness.time.sleep(0.05)
+        head = d.find_element("id", "plan-headline").text
+        check(want in head and "DeepEP token exchange" in head, "GPT-OSS's window and DeepEP named")
         bad = os.path.join(work, "not-a-plan.json")
         with open(bad, "w") as f:
             f.write('{"traceEvents": []}')

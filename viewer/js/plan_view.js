@@ -51,7 +51,32 @@ var SS = window.SS || (window.SS = {});
     var text = job.layers + ' layers × ' + job.hidden + ' (' + heads + '), seq ' + job.seq;
     if (job.experts > 0)
       text += ', ' + job.experts + ' experts, top ' + job.top_k + (job.moe_ffn ? ' of ' + job.moe_ffn + ' wide' : '');
+    if (job.sliding_window)
+      text += ', sliding window ' + job.sliding_window +
+        (job.full_attention_every ? ' (every ' + ordinal(job.full_attention_every) + ' layer whole)' : '');
     return text;
+  }
+
+  function ordinal(n) {
+    var tens = n % 100, last = n % 10;
+    return n + (tens >= 11 && tens <= 13 ? 'th' : last === 1 ? 'st' : last === 2 ? 'nd' : last === 3 ? 'rd' : 'th');
+  }
+
+  /* What the plan says it cannot vouch for (JSON `assumed`, docs/plan.md "Experts under a
+   * framework"), in the words of the planner's header: shown above the table so that a MoE
+   * plan is not read as measured. */
+  var CAVEATS = {
+    balanced_expert_routing: 'Routing is taken as balanced: a dropless run\'s imbalance (a few per cent of its time, more activation memory) is not in these figures.',
+    expert_parallel_ranking_unvalidated: 'Expert parallelism against its all-to-alls is ranked by the model alone, and measurements disagree with it: take the EP ranking as a hypothesis to measure.',
+    fine_grained_expert_compute_unvalidated: 'Fine-grained experts (64 or more): most published Megatron-Core runs of such models took far longer than predicted where a rank\'s work a kernel was small (a host-bound signature; no host time is charged), so these step times are likely optimistic.'
+  };
+
+  function caveatsSection(doc) {
+    var items = (doc.assumed || []).filter(function (a) { return CAVEATS[a]; });
+    if (!items.length) return null;
+    return SS.section('What this plan cannot vouch for', items.map(function (a) {
+      return SS.el('p', { className: 'note', text: CAVEATS[a] });
+    }), 'plan-caveats');
   }
 
   /* The framework's conventions the prediction assumed (docs/plan.md "Frameworks"). */
@@ -61,6 +86,7 @@ var SS = window.SS || (window.SS = {});
     if (job.backward_prefetch) parts.push('backward prefetch ' + job.backward_prefetch);
     if (job.grad_reduce_bytes === 2) parts.push('16-bit gradient reduction');
     if (job.precision === 'fp8') parts.push('fp8 GEMMs'); /* at the fp8 peak, MFU against bf16's */
+    if (job.ep_dispatcher === 'deepep') parts.push('DeepEP token exchange');
     return parts.join(', ');
   }
 
@@ -193,6 +219,8 @@ var SS = window.SS || (window.SS = {});
     });
     var table = SS.el('table', { className: 'data', id: 'plan-table' }, [SS.el('thead', {}, [head]), SS.el('tbody', {}, trs)]);
     var note = rows.length > limit ? SS.el('p', { className: 'note', text: 'first ' + limit + ' of ' + rows.length + ' layouts (sort to see others; the JSON has all)' }) : null;
+    var caveats = caveatsSection(doc);
+    if (caveats) body.appendChild(caveats);
     var ranking = rankingSection(doc.ranking, layouts);
     if (ranking) body.appendChild(ranking);
     body.appendChild(SS.section('Layouts (click a column to sort)', [table].concat(note ? [note] : []), 'plan-layouts'));
