@@ -313,7 +313,8 @@ static const cli_option plan_options[] = {
     {CLI_CALL, "--schedule", NULL, "afab|1f1b|interleaved", "pipeline schedule", 0, opt_schedule, 0,
      0, NULL},
     INT("--virtual-stages", "V", f.virtual_stages, 2, 64,
-        "model chunks per pipeline rank (interleaved)"),
+        "model chunks per pipeline rank (interleaved) [the sweep's:\n"
+        "2 to 8; a larger V is predicted when named]"),
     DBL("--bucket-mb", "MB", bucket_mb, 0.0001, "DP gradient bucket size in MiB [1]"),
     INT("--ep", "N", f.ep, 1, 1 << 12,
         "with --experts: expert parallelism carved out of dp (of\n"

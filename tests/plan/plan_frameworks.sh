@@ -439,6 +439,13 @@ att = 3 * 4 * 4096 * 4096 * 4096 / (0.30 * 989e12)
 want = 2 * att * (1 - 63 / 528)
 assert abs((t_full - t_swa) / want - 1) < 1e-6, (t_full - t_swa, want)
 PY
+# a --virtual-stages past the sweep's 8 is predicted when named (Megatron-Bridge ran Qwen3-30B
+# on PP 2 with VP 24: one block a chunk)
+"$stepscope" plan --model qwen3-30b-a3b --gpus 16 --global-batch 512 --dp 8 --tp 1 --pp 2 \
+  --cp 1 --ep 8 --zero 1 --recompute none --schedule interleaved --virtual-stages 24 \
+  --microbatches 64 --json "$dir/vp24.json" > /dev/null 2>&1 || no "a named VP 24"
+python3 -c 'import json,sys; l=json.load(open(sys.argv[1]))["layouts"]; sys.exit(not (len(l) >= 1 and all(x["layout"]["virtual_stages"] == 24 for x in l)))' \
+  "$dir/vp24.json" || no "VP 24 predicted as named"
 # the gpt-oss-120b preset carries its window and pattern
 "$stepscope" plan --model gpt-oss-120b --gpus 64 --global-batch 64 --top 1 \
   --json "$dir/oss.json" > /dev/null 2>&1 || no "the gpt-oss-120b preset"

@@ -590,8 +590,12 @@ long plan_enumerate(const plan_job *job, const plan_filter *f, plan_result **out
           for (int sched = 0; sched < 3; sched++) {
             if (pp == 1 && sched != MM_SCHED_1F1B) continue; /* one stage: no schedule to choose */
             if (f->schedule >= 0 && pp > 1 && f->schedule != sched) continue;
+            /* the sweep's interleaving stops at PLAN_MAX_VIRTUAL_STAGES chunks a rank; a
+             * --virtual-stages the user names is predicted however many it is */
+            int vmax = f->virtual_stages > PLAN_MAX_VIRTUAL_STAGES ? f->virtual_stages
+                                                                   : PLAN_MAX_VIRTUAL_STAGES;
             for (int v = sched == MM_SCHED_INTERLEAVED ? 2 : 1;
-                 v <= (sched == MM_SCHED_INTERLEAVED ? PLAN_MAX_VIRTUAL_STAGES : 1); v++) {
+                 v <= (sched == MM_SCHED_INTERLEAVED ? vmax : 1); v++) {
               if (!allowed(f->virtual_stages, v) && sched == MM_SCHED_INTERLEAVED) continue;
               if (sched == MM_SCHED_INTERLEAVED && M % pp) continue;
               mm_layout chunks = *m; /* the layers must lay out on pp x v model chunks */

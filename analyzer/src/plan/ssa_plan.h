@@ -232,7 +232,8 @@ int plan_write_csv(ssa_out *o, const plan_result *r, long n);
  * published runs go to 8 (Megatron-Core's Mixtral 8x7B reference mapping, VP 8; Mixtral 8x22B,
  * 7). The model charges more chunks nothing beyond their fill-and-drain sends and in-flight
  * activations (the per-chunk send overheads that make a middle value the best in practice,
- * Megatron-Core's MoE guide, are not modelled), so a larger cap would rank extremes first. */
+ * Megatron-Core's MoE guide, are not modelled), so a larger cap would rank extremes first. A
+ * --virtual-stages the user names is predicted past it. */
 #define PLAN_MAX_VIRTUAL_STAGES 8
 enum {
   PLAN_FIELD_DP,
