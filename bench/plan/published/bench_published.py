@@ -20,7 +20,8 @@ share whose published layout is in the planner's undecided group (predicted with
 best: the layouts `stepscope plan` says it cannot order, docs/plan.md "How far the ranking
 goes"), the measure behind that 10 % (how far the planner's errors of two runs of one model,
 device and sequence length differ: median, 75th and 90th percentiles), and per source the
-median and worst |MFU error| and the top-10 count. Goals (issue 31): every run fits; median |error| <= 12 %, worst <= 30 %; most in the top 10.
+median and worst |MFU error| and the top-10 count, and the same per model class (dense, 8
+experts, fine-grained experts). Goals (issue 31): every run fits; median |error| <= 12 %, worst <= 30 %; most in the top 10.
 
 Both MFUs are counted the same way, from tokens per second per device and the real model's
 FLOPs per token (6 x the parameters a token multiplies, the LM head included, plus 12 x layers
@@ -124,6 +125,13 @@ def published_mfu(r):
         hardware = 96 * (1 + s / (6 * h) + V / (16 * L * h))
         return v / 100 * model / hardware
     raise ValueError("unknown published_kind " + kind)
+
+
+def model_class(r):
+    """dense; a mixture of 8 experts (Mixtral); fine-grained experts (64 or more: Qwen3,
+    GPT-OSS), the class the planner's header warns about."""
+    experts = int(r.get("experts") or 0)
+    return "dense" if experts == 0 else "moe, fine-grained" if experts >= 64 else "moe, 8 experts"
 
 
 def source_group(r):
@@ -238,6 +246,7 @@ def main():
           f"{'best+':>6}  published layout as predicted")
     errors, fits, top10, ranked, near = [], 0, 0, 0, 0
     by_source = {}  # source group -> [|error|, in the top 10] per run
+    per_run = []  # (|error|, in the top 10) per run, in the rows' order
     near1, near2, top10_ties = 0, 0, 0
     undecided = 0  # the published layout in the planner's undecided group (docs/plan.md)
     ratios = {}  # (model, device, seq) -> [predicted / published MFU] per run
@@ -253,6 +262,7 @@ def main():
                   f"{len(sweep):>6}  ({why})")
             errors.append(1.0)
             by_source.setdefault(source_group(r), []).append((1.0, False))
+            per_run.append((1.0, False))
             continue
         rank, row = match
         tokens_per_device = float(row["tokens_per_s"]) / int(r["gpus"])
@@ -264,6 +274,7 @@ def main():
         ranked += 1
         top10 += rank < 10
         by_source.setdefault(source_group(r), []).append((abs(err), rank < 10))
+        per_run.append((abs(err), rank < 10))
         best = max((float(x["tokens_per_s"]) for x in sweep if x["fits"] == "1"), default=0.0)
         gap = best / float(row["tokens_per_s"]) - 1 if best > 0 else 0.0
         near += gap <= 0.10
@@ -311,6 +322,16 @@ def main():
         print(f"  error between two runs of one model, device and sequence ({len(pairs)} pairs): "
               f"median {100 * q(0.5):.1f} %, 75th percentile {100 * q(0.75):.1f} %, "
               f"90th {100 * q(0.9):.1f} %  (plan's --undecided-within default: {100 * BAND:.0f} %)")
+    print("  per model class (median |MFU error|, worst, published layout in the top 10):")
+    classes = {}
+    for r, (e, t) in zip(rows, per_run):
+        classes.setdefault(model_class(r), []).append((e, t))
+    for name in ("dense", "moe, 8 experts", "moe, fine-grained"):
+        runs_of = classes.get(name)
+        if runs_of:
+            errs = [e for e, _ in runs_of]
+            print(f"    {name:<18} {len(runs_of):>3} runs  {100 * statistics.median(errs):5.1f} %  "
+                  f"{100 * max(errs):5.1f} %  {sum(t for _, t in runs_of):>3}")
     print("  per source (median |MFU error|, worst, published layout in the top 10):")
     for group, runs_of in sorted(by_source.items()):
         errs = [e for e, _ in runs_of]
