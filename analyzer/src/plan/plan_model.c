@@ -96,6 +96,14 @@ double plan_attention_flops(const mm_layout *l, double tokens) {
   return 4.0 * mm_attention_width(l) * l->seq * tokens / l->tp;
 }
 
+/* Attention FLOPs (QK^T and PV) of global layer `layer`'s forward (< 0: a layer attending to
+ * the whole sequence) for `tokens` tokens on one TP rank: a sliding-window layer's scaled by
+ * the key tiles its kernel visits (plan_sliding_window_share). */
+static double layer_attention_flops(const mm_layout *l, double tokens, int layer) {
+  double att = plan_attention_flops(l, tokens);
+  return layer >= 0 && plan_layer_is_sliding(l, layer) ? att * plan_sliding_window_share(l) : att;
+}
+
 /* Forward FLOPs of global layer `layer` (< 0: a dense layer attending to the whole sequence)
  * for `tokens` tokens on one TP rank: the GEMMs (qkv, projection, the two MLP matrices) and
  * attention (QK^T and PV over the whole sequence, as the trainer's MFU formula counts it; a
@@ -115,8 +123,7 @@ static double layer_fwd_flops(const mm_layout *l, double tokens, double *attenti
                (attention_w + l->top_k * (l->gated_mlp ? 3.0 : 2.0) * C * mm_expert_ffn_width(l)) *
                tokens / l->tp +
            2.0 * l->experts * C * tokens;
-  double att = plan_attention_flops(l, tokens);
-  if (layer >= 0 && plan_layer_is_sliding(l, layer)) att *= plan_sliding_window_share(l);
+  double att = layer_attention_flops(l, tokens, layer);
   if (attention) *attention = att;
   return gemm + att;
 }
@@ -204,7 +211,7 @@ static double stage_work(const plan_job *job, const mm_layout *l, int stage) {
  * in backward, three passes, four with full recomputation. GEMMs grow as h^2 per token and the
  * element-wise work as h, so small hidden sizes reach a smaller share of peak. */
 static double stage_time_by_shape(const plan_device *dev, const mm_layout *l, int stage) {
-  double tokens = (double)l->micro_batch * l->seq / l->cp, att;
+  double tokens = (double)l->micro_batch * l->seq / l->cp;
   double gemm_rate = gemm_rate_of(dev, l->fp8);
   /* context parallelism's ring runs the attention kernel on chunks, at a lower rate */
   double att_rate = dev->peak_flops * dev->attention_efficiency * plan_attention_chunk_factor(l);
@@ -221,7 +228,7 @@ static double stage_time_by_shape(const plan_device *dev, const mm_layout *l, in
   double elementwise = traffic * mm_framework_layer_activations(&stored) / dev->hbm_bw;
   for (int k = 0; k < layers; k++) {
     int moe = plan_layer_is_moe(l, first + k);
-    layer_fwd_flops(l, tokens, &att, first + k);
+    double att = layer_attention_flops(l, tokens, first + k);
     /* the GEMMs' passes (forward, input and weight gradients, forward again with full
      * recomputation), each at its own tile and wave quantization or, where its HBM traffic
      * takes longer (experts with few tokens each), at that; the attention forward, its
