@@ -612,8 +612,10 @@ static int apply_ceilings(plan_args *p) {
       job->gemm_measured.source = p->ceilings_from;
       job->dev.gemm_efficiency = job->gemm_measured.ceiling;
       plan_attention_from_ops(&t, &job->attention_measured); /* kept the table's if not */
-      if (job->attention_measured.measured)
+      if (job->attention_measured.measured) {
         job->dev.attention_efficiency = job->attention_measured.ceiling;
+        job->dev.attention_length = 0; /* the trace's lengths are not read: taken as the plan's */
+      }
     }
     ssa_op_table_free(&t);
   }

@@ -7,7 +7,7 @@ a user would. Checks: the headline names the job and the best layout, the framew
 ceiling (the table's; a measured one, --ceilings-from, named with its run), the model (a
 Qwen3-30B-A3B plan's heads of 128 and experts too, with its caveats: balanced routing, the EP
 ranking and fine-grained experts' compute unvalidated; GPT-OSS's sliding window and a DeepEP
-exchange); the table holds the
+exchange; a 64K-position plan's long-context caveat); the table holds the
 planner's ranking (row 1 = the JSON's first layout); the ranking card and section say how far
 that order goes as the JSON's `ranking` does (the group's size, what it decides, leaves open
 and rules out) and mark exactly the group's rows "≈ best"; clicking "tokens/s" sorts largest first
@@ -57,7 +57,8 @@ def main():
         check("megatron, TP overlap, fp8 GEMMs" in head and "nodes of 8, 450 GB/s a device inside, 4 NICs × 200 Gb/s" in head,
               "the framework and cluster cards say what the prediction assumed")
         check("62 % of peak (the device table's)" in head, "the GEMM ceiling card: the table's")
-        check("30 % of peak (the device table's)" in head, "the attention card: the table's")
+        check("30 % of peak (the device table's, at 2048 positions, scaled by the kernel's rate at "
+              "the length it runs on)" in head, "the attention card: the table's, and its length")
         k = doc["ranking"]
         check(k["undecided"] > 1, "this job has an undecided group (%d layouts)" % k["undecided"])
         check(("undecided among #1–#%d (within 10 %%" % k["undecided"]) in head,
@@ -138,6 +139,23 @@ def main():
             harness.time.sleep(0.05)
         head = d.find_element("id", "plan-headline").text
         check(want in head and "DeepEP token exchange" in head, "GPT-OSS's window and DeepEP named")
+        check("Long sequences" not in d.find_element("id", "plan-caveats").text,
+              "no long-context caveat at 4096 positions")
+        # a long sequence (64K): the attention share's caveat
+        long_ctx = os.path.join(work, "long.json")
+        subprocess.run([exe, "plan", "--model", "llama3-8b", "--seq", "65536", "--max-seq", "65536",
+                        "--gpus", "64", "--global-batch", "64", "--dp", "8", "--tp", "8", "--pp", "1",
+                        "--cp", "1", "--zero", "1", "--recompute", "full", "--microbatches", "8",
+                        "--json", long_ctx], check=True, stdout=subprocess.DEVNULL)
+        d.find_element("id", "pick-plan").send_keys(os.path.abspath(long_ctx))
+        for _ in range(100):
+            if "seq 65536" in d.find_element("id", "plan-headline").text:
+                break
+            harness.time.sleep(0.05)
+        head = d.find_element("id", "plan-headline").text
+        check("seq 65536" in head, "the 64K plan loaded")
+        check("Long sequences (32K positions or more)" in d.find_element("id", "plan-caveats").text,
+              "a 64K plan's caveat on the attention share shown")
         bad = os.path.join(work, "not-a-plan.json")
         with open(bad, "w") as f:
             f.write('{"traceEvents": []}')

@@ -608,7 +608,8 @@ static void tp_comm_overlap(void) {
 
 /* Compute by shape (docs/plan.md): on one H100, a micro-batch's time is, per layer, the GEMMs
  * (forward 2 x (4C^2 + 8C^2) x tokens, three times with backward) at 62 % of peak, attention
- * (forward 4 x C x seq x tokens, three times) at 30 %, and five passes of HBM traffic over the
+ * (forward 4 x C x seq x tokens, three times) at 30 % at 2,048 positions, here 128 (the kernel's
+ * rate held at its table's 512: 329 of 434 TFLOP/s), and five passes of HBM traffic over the
  * stored activations (sbh x 34 + the log-sum-exp) at 3.35 TB/s; plus the LM head's 6 C V tokens
  * at the GEMM rate and its loss, five passes over the logits' 6 V tokens bytes (bf16 and fp32)
  * at 3.35 TB/s. A small hidden size reaches a smaller share of peak than a large one. */
@@ -637,7 +638,8 @@ static void compute_by_shape(void) {
    * 196608), 256 x 256 (66x), 256 x 1024 (16.5x), 256 x 256 (66x), weighted by FLOPs 38.5x;
    * the input gradients (256 x in) 49.5x, the weight gradients (in x out) 22x: 110 forward
    * GEMM times. The LM head (256 x 1024, 256 x 256, 256 x 1024): 16.5 + 66 + 16.5 = 99. */
-  double layer = 110 * gemm / (0.62 * peak) + 3 * att / (0.30 * peak) + 5 * acts / 3.35e12;
+  double layer =
+      110 * gemm / (0.62 * peak) + 3 * att / (0.30 * 329 / 434 * peak) + 5 * acts / 3.35e12;
   double want =
       4 * layer + 99 * 2 * C * 1024 * tokens / (0.62 * peak) + 5 * 6 * 1024 * tokens / 3.35e12;
   /* and the optimizer step without ZeRO: 30 bytes of HBM traffic per parameter under Megatron
@@ -737,20 +739,32 @@ static void sliding_window(void) {
   CHECK(plan_sliding_window_share(&l) == 1.0);
 }
 
-/* Context parallelism's attention on chunks (plan_shape_costs.c): FlashAttention's rate at seq /
- * cp over its rate at seq, from the cited table (329, 390, 434, 458, 471, 477 TFLOP/s at 512 ..
- * 16K): Llama 3's 8K sequence on cp 8 (1K chunks) 390 / 471, on cp 2 458 / 471; between two
- * lengths in log2 (1536 is 0.585 of the way from 1K to 2K: 415.7); no CP, 1. */
-static void cp_chunks(void) {
+/* The attention kernel's length (plan_shape_costs.c): FlashAttention's rate at seq / cp over
+ * its rate at the length the device's share holds at, from the cited table (329, 390, 434, 458,
+ * 471, 477 TFLOP/s at 512 .. 16K). The table's share holds at 2048: Llama 3's 8K sequence
+ * 471 / 434, on cp 8 (1K chunks) 390 / 434; 64K held at the table's end, 477 / 434; 512, 329 /
+ * 434. A measured share (at <= 0) holds at the planned length: no CP, 1; cp 8, 390 / 471; cp 2
+ * 458 / 471; between two lengths in log2 (1536 is 0.585 of the way from 1K to 2K: 415.7). */
+static void attention_lengths(void) {
   mm_layout l = model(MM_FW_MEGATRON);
   l.seq = 8192;
-  CHECK(plan_attention_chunk_factor(&l) == 1.0);
+  CHECK(fabs(plan_attention_length_factor(&l, 2048) - 471.0 / 434.0) < 1e-12);
+  CHECK(plan_attention_length_factor(&l, 0) == 1.0);
   l.cp = 8;
-  CHECK(fabs(plan_attention_chunk_factor(&l) - 390.0 / 471.0) < 1e-12);
+  CHECK(fabs(plan_attention_length_factor(&l, 2048) - 390.0 / 434.0) < 1e-12);
+  CHECK(fabs(plan_attention_length_factor(&l, 0) - 390.0 / 471.0) < 1e-12);
   l.cp = 2;
-  CHECK(fabs(plan_attention_chunk_factor(&l) - 458.0 / 471.0) < 1e-12);
+  CHECK(fabs(plan_attention_length_factor(&l, 0) - 458.0 / 471.0) < 1e-12);
+  l.cp = 1;
+  l.seq = 65536;
+  CHECK(fabs(plan_attention_length_factor(&l, 2048) - 477.0 / 434.0) < 1e-12);
+  l.seq = 512;
+  CHECK(fabs(plan_attention_length_factor(&l, 2048) - 329.0 / 434.0) < 1e-12);
+  l.seq = 2048;
+  CHECK(plan_attention_length_factor(&l, 2048) == 1.0);
   l.seq = 3072; /* 1536 a chunk, against 3072: halfway 434 .. 458 */
-  CHECK(fabs(plan_attention_chunk_factor(&l) -
+  l.cp = 2;
+  CHECK(fabs(plan_attention_length_factor(&l, 0) -
              (390.0 + 44.0 * (log2(1536) - 10)) / (434.0 + 24.0 * (log2(3072) - 11))) < 1e-12);
   CHECK(fabs(390.0 + 44.0 * (log2(1536) - 10) - 415.74) < 0.01);
 }
@@ -783,7 +797,7 @@ int main(void) {
   gemm_outputs();
   gemm_roofline();
   sliding_window();
-  cp_chunks();
+  attention_lengths();
   compute_by_shape();
   clusters();
   tp_comm_overlap();

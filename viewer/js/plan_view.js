@@ -68,7 +68,8 @@ var SS = window.SS || (window.SS = {});
   var CAVEATS = {
     balanced_expert_routing: 'Routing is taken as balanced: a dropless run\'s imbalance (a few per cent of its time, more activation memory) is not in these figures.',
     expert_parallel_ranking_unvalidated: 'Expert parallelism against its all-to-alls is ranked by the model alone, and measurements disagree with it: take the EP ranking as a hypothesis to measure.',
-    fine_grained_expert_compute_unvalidated: 'Fine-grained experts (64 or more): most published Megatron-Core runs of such models took far longer than predicted where a rank\'s work a kernel was small (a host-bound signature; no host time is charged), so these step times are likely optimistic.'
+    fine_grained_expert_compute_unvalidated: 'Fine-grained experts (64 or more): most published Megatron-Core runs of such models took far longer than predicted where a rank\'s work a kernel was small (a host-bound signature; no host time is charged), so these step times are likely optimistic.',
+    long_context_attention_rate_unvalidated: 'Long sequences (32K positions or more): published runs on current kernels (Megatron-Core with TransformerEngine, Llama 3) ran faster than the attention share predicts, by up to 2x at 128K, so these step times are likely pessimistic; a trace of your attention kernel (--ceilings-from) measures its rate.'
   };
 
   function caveatsSection(doc) {
@@ -103,7 +104,9 @@ var SS = window.SS || (window.SS = {});
    * forward and backward attention (docs/plan.md "A measured GEMM ceiling"), else the table's. */
   function attentionText(a, dev) {
     if (!dev.gemm_efficiency) return 'in the one efficiency';
-    var table = (100 * dev.attention_efficiency).toFixed(0) + ' % of peak (the device table\'s)';
+    var table = (100 * dev.attention_efficiency).toFixed(0) + ' % of peak (the device table\'s' +
+      (dev.attention_length > 0 ? ', at ' + dev.attention_length + ' positions, scaled by the ' +
+        'kernel\'s rate at the length it runs on' : '') + ')';
     if (!a) return table;
     if (a.ceiling === null) return table + '; not measured: ' + a.why;
     return (100 * a.ceiling).toFixed(1) + ' % of peak, measured (' + a.forward_ops + ' forward at ' +

@@ -31,13 +31,13 @@
 /* clang-format off */
 static const plan_device devices[] = {
     {"h100-sxm", 989e12, 81559.0 * (1u << 20), 450e9, 50e9, 20e-6, 0.45, 1.5 * (1u << 30), 2, 0, 0,
-     8, 0.62, 0.30, 3.35e12, 1979e12, 132, 128, 256, 1e-6},
+     8, 0.62, 0.30, 2048, 3.35e12, 1979e12, 132, 128, 256, 1e-6},
     {"h200", 989e12, 143771.0 * (1u << 20), 450e9, 50e9, 20e-6, 0.45, 1.5 * (1u << 30), 2, 0, 0,
-     8, 0.62, 0.30, 4.8e12, 1979e12, 132, 128, 256, 1e-6},
+     8, 0.62, 0.30, 2048, 4.8e12, 1979e12, 132, 128, 256, 1e-6},
     {"a100-80g", 312e12, 81920.0 * (1u << 20), 300e9, 25e9, 25e-6, 0.50, 1.3 * (1u << 30), 2, 0, 0,
-     8, 0.80, 0.45, 2.04e12, 0, 108, 128, 256, 2e-6},
+     8, 0.80, 0.45, 2048, 2.04e12, 0, 108, 128, 256, 2e-6},
     {"cpu", 0.1e12, 4.0 * (1u << 30), 5e9, 1e9, 50e-6, 0.30, 96.0 * (1u << 20), 4, 0, 0,
-     0, 0, 0, 0, 0, 0, 0, 0, 0},
+     0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
 };
 /* clang-format on */
 
@@ -84,6 +84,16 @@ int plan_layer_is_sliding(const mm_layout *l, int layer) {
  * on H100"): said in the header and JSON's assumed. */
 static int fine_grained_experts(const mm_layout *m) {
   return m->framework != MM_FW_STEPSCOPE && m->experts >= 64;
+}
+
+/* Whether the plan's attention share is the device table's at 32K positions or more, where the
+ * published runs disagree with it (bench/plan/published/README.md, "Long sequences"): the share
+ * was set on runs of 512 to 8K positions, and at 32K-128K runs on current kernels (Megatron-Core
+ * with TransformerEngine, Llama 3's framework) went faster than predicted, MPT's 2023 kernel as
+ * predicted. */
+static int long_context_unvalidated(const plan_job *job) {
+  return job->dev.attention_length > 0 && job->dev.gemm_efficiency > 0 &&
+         job->model.framework != MM_FW_STEPSCOPE && job->model.seq >= 32768;
 }
 
 /* ---- FLOPs ---------------------------------------------------------------------------------- */
@@ -213,8 +223,10 @@ static double stage_work(const plan_job *job, const mm_layout *l, int stage) {
 static double stage_time_by_shape(const plan_device *dev, const mm_layout *l, int stage) {
   double tokens = (double)l->micro_batch * l->seq / l->cp;
   double gemm_rate = gemm_rate_of(dev, l->fp8);
-  /* context parallelism's ring runs the attention kernel on chunks, at a lower rate */
-  double att_rate = dev->peak_flops * dev->attention_efficiency * plan_attention_chunk_factor(l);
+  /* the attention kernel's rate grows with the length it runs on (context parallelism's ring
+   * runs it on chunks): the device's share holds at its attention_length */
+  double att_rate = dev->peak_flops * dev->attention_efficiency *
+                    plan_attention_length_factor(l, dev->attention_length);
   int layers = mm_stage_layers(l, stage), first = stage_first_layer(l, stage);
   int full = l->recompute == MM_RECOMPUTE_FULL,
       again = full || l->recompute == MM_RECOMPUTE_SELECTIVE;
@@ -714,16 +726,21 @@ static void print_assumptions(FILE *f, const plan_job *job) {
   const plan_device *d = &job->dev;
   const plan_measured_gemm *g = &job->gemm_measured;
   const plan_measured_attention *a = &job->attention_measured;
+  char at_length[96] = "";
+  if (d->attention_length > 0)
+    snprintf(at_length, sizeof at_length,
+             " at %.0f positions, scaled by the kernel's rate at the length it runs on",
+             d->attention_length);
   if (computes_by_shape(job))
     fprintf(f,
             "%s (no --from RUN): compute by shape, GEMMs at %.*f %%%s of the %s%.3g FLOP/s peak "
-            "and attention at %.*f %%%s of the %.3g FLOP/s peak, element-wise work at %.3g TB/s "
-            "(docs/plan.md)\n",
+            "and attention at %.*f %%%s of the %.3g FLOP/s peak%s, element-wise work at %.3g "
+            "TB/s (docs/plan.md)\n",
             g->source ? "measured and assumed" : "assumed", g->source ? 1 : 0,
             100 * d->gemm_efficiency, g->source ? " (measured, below)" : "", job->fp8 ? "fp8 " : "",
             job->fp8 ? d->fp8_peak_flops : d->peak_flops, a->measured ? 1 : 0,
             100 * d->attention_efficiency, a->measured ? " (measured, below)" : "", d->peak_flops,
-            d->hbm_bw / 1e12);
+            at_length, d->hbm_bw / 1e12);
   else
     fprintf(f, "assumed (no --from RUN): %.0f %% of the %.3g FLOP/s peak (docs/plan.md)\n",
             100 * d->efficiency, d->peak_flops);
@@ -771,6 +788,12 @@ static void print_assumptions(FILE *f, const plan_job *job) {
             "sequences\n",
             m->window, sliding, m->layers, plan_sliding_window_share(m));
   }
+  if (long_context_unvalidated(job))
+    fprintf(f, "  attention: %d positions: published runs on current kernels (Megatron-Core with "
+               "TransformerEngine, Llama 3) at 32K or more ran faster than this share predicts, "
+               "by up to 2x at 128K (bench/plan/published), so long-context step times are likely "
+               "pessimistic; --ceilings-from a trace of your kernel measures its rate\n",
+            job->model.seq);
   if (job->model.experts > 0) { /* what the published figures here do not settle (docs/plan.md) */
     fprintf(f, "  experts: routing taken as balanced; a dropless run's imbalance (a few per cent "
                "of its time, more activation memory) is not in these figures\n");
@@ -905,11 +928,12 @@ int plan_write_json(ssa_out *o, const plan_job *job, const plan_result *r, long 
                  ",\"peak_flops\":%.6g,\"memory_bytes\":%.0f,\"intra_node_bw\":%.6g,"
                  "\"inter_node_bw\":%.6g,\"nics_per_node\":%d,\"latency_s\":%.6g,"
                  "\"efficiency\":%.4f,\"gemm_efficiency\":%.4f,\"attention_efficiency\":%.4f,"
-                 "\"hbm_bw\":%.6g,\"runtime_baseline_bytes\":%.0f,\"activation_bytes\":%d,"
+                 "\"attention_length\":%.0f,\"hbm_bw\":%.6g,\"runtime_baseline_bytes\":%.0f,"
+                 "\"activation_bytes\":%d,"
                  "\"cores\":%d,\"cores_assumed\":%s},",
                  d->peak_flops, d->memory_bytes, d->intra_bw, d->inter_bw, d->nics_per_node,
                  d->latency_s, d->efficiency, d->gemm_efficiency, d->attention_efficiency,
-                 d->hbm_bw, d->baseline_bytes, d->act_bytes, d->cores,
+                 d->attention_length, d->hbm_bw, d->baseline_bytes, d->act_bytes, d->cores,
                  d->cores_assumed ? "true" : "false");
   const plan_measured_gemm *g = &job->gemm_measured;
   if (g->source) { /* --ceilings-from: where gemm_efficiency came from */
@@ -961,11 +985,12 @@ int plan_write_json(ssa_out *o, const plan_job *job, const plan_result *r, long 
     ssa_out_printf(
         o,
         "\"calibration\":null,\"assumed\":[\"flops_rate\",\"bandwidths\",\"latency\","
-        "\"runtime_baseline\",\"host_overhead\"%s%s],",
+        "\"runtime_baseline\",\"host_overhead\"%s%s%s],",
         job->model.experts > 0
             ? ",\"balanced_expert_routing\",\"expert_parallel_ranking_unvalidated\""
             : "",
-        fine_grained_experts(&job->model) ? ",\"fine_grained_expert_compute_unvalidated\"" : "");
+        fine_grained_experts(&job->model) ? ",\"fine_grained_expert_compute_unvalidated\"" : "",
+        long_context_unvalidated(job) ? ",\"long_context_attention_rate_unvalidated\"" : "");
   }
   plan_ranking ranking;
   plan_rank_resolution(r, n, plan_ranking_band(job), &ranking);

@@ -16,13 +16,14 @@
  *     parallelism exists to gather more tokens per expert. So each GEMM pass takes the longer of
  *     its FLOPs (at its own quantization: the experts' grouped GEMMs at theirs, not the dense
  *     layer's) and its traffic (plan_layer_gemm_s);
- *   - context parallelism's attention on shorter blocks: a ring step's fused-attention kernel
- *     works on one chunk of seq / cp positions, and FlashAttention's rate falls with the length
- *     it runs on at a fixed token count (pytorch/benchmark commit ff65cb6, Triton
- *     FlashAttention-2 forward on H100, head size 128, batch x sequence 16K: 329 TFLOP/s at
- *     512, 390 at 1K, 434 at 2K, 458 at 4K, 471 at 8K, 477 at 16K; FA3 in the same ratios within
- *     2 %). The attention rate (set on whole sequences) is scaled by rate(seq / cp) / rate(seq);
- *     without CP nothing changes;
+ *   - the attention kernel's length: FlashAttention's rate grows with the length it runs on at a
+ *     fixed token count (pytorch/benchmark commit ff65cb6, Triton FlashAttention-2 forward on
+ *     H100, head size 128, batch x sequence 16K: 329 TFLOP/s at 512, 390 at 1K, 434 at 2K, 458
+ *     at 4K, 471 at 8K, 477 at 16K; FA3 in the same ratios within 2 %), and a ring step of
+ *     context parallelism runs it on one chunk of seq / cp positions. The device's attention
+ *     share holds at 2,048 positions (the length most of the published runs it was set on
+ *     trained at); the rate is scaled by rate(seq / cp) / rate(2048). A share measured in a run
+ *     (--ceilings-from) is taken at the planned length: rate(seq / cp) / rate(seq);
  *   - sliding-window attention: a layer whose queries attend to the last `window` positions
  *     costs the key tiles FlashAttention visits for it, a share of a causal layer's;
  *   - the optimizer step: Adam's update is element-wise, memory-bound work over the parameters
@@ -179,9 +180,10 @@ double plan_sliding_window_share(const mm_layout *l) {
   return sliding / causal;
 }
 
-double plan_attention_chunk_factor(const mm_layout *l) {
-  if (l->cp <= 1 || l->seq < 1) return 1.0;
-  return flash_rate_at((double)l->seq / l->cp) / flash_rate_at(l->seq);
+double plan_attention_length_factor(const mm_layout *l, double at) {
+  if (l->seq < 1) return 1.0;
+  return flash_rate_at((double)l->seq / (l->cp > 0 ? l->cp : 1)) /
+         flash_rate_at(at > 0 ? at : l->seq);
 }
 
 double plan_head_gemm_passes(const plan_device *dev, const mm_layout *l, double tokens) {

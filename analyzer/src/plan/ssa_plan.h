@@ -50,6 +50,8 @@ typedef struct plan_device {
    * by shape"; 0 on cpu: the trainer's single efficiency above) */
   double gemm_efficiency;      /* large bf16 GEMMs' achieved share of peak (measured ceiling) */
   double attention_efficiency; /* fused attention's, per model FLOP (QK^T and PV counted whole) */
+  double attention_length;     /* the sequence length attention_efficiency holds at (the table's
+                                  2048; 0: a rate measured in a run, taken at the planned length) */
   double hbm_bw;               /* device memory bandwidth, bytes/s: element-wise work */
   double fp8_peak_flops;       /* dense fp8 peak (0: the device has no fp8) */
   int sms;                     /* streaming multiprocessors: one GEMM tile each per wave */
@@ -335,9 +337,10 @@ double plan_head_gemm_passes(const plan_device *dev, const mm_layout *l, double 
 double plan_layer_gemm_s(const plan_device *dev, const mm_layout *l, double tokens, int forwards,
                          int moe, double rate);
 double plan_optimizer_step_s(const plan_device *dev, const mm_layout *l, int stage);
-/* The fused attention's rate on context parallelism's chunks (seq / cp positions a ring step)
- * over its rate on the whole sequence (<= 1; 1 without CP). */
-double plan_attention_chunk_factor(const mm_layout *l);
+/* The fused attention's rate on the length its kernel runs on (seq / cp positions: context
+ * parallelism's ring runs it on chunks) over its rate at `at` positions, the length the device's
+ * attention share holds at (dev->attention_length; at <= 0: the whole sequence, seq). */
+double plan_attention_length_factor(const mm_layout *l, double at);
 /* A sliding-window layer's attention work over a causal layer's, in the key tiles
  * FlashAttention visits (<= 1; 1 without a window or one that covers the sequence). */
 double plan_sliding_window_share(const mm_layout *l);
