@@ -789,10 +789,11 @@ static void print_assumptions(FILE *f, const plan_job *job) {
             m->window, sliding, m->layers, plan_sliding_window_share(m));
   }
   if (long_context_unvalidated(job))
-    fprintf(f, "  attention: %d positions: published runs on current kernels (Megatron-Core with "
-               "TransformerEngine, Llama 3) at 32K or more ran faster than this share predicts, "
-               "by up to 2x at 128K (bench/plan/published), so long-context step times are likely "
-               "pessimistic; --ceilings-from a trace of your kernel measures its rate\n",
+    fprintf(f,
+            "  attention: %d positions: published runs on current kernels (Megatron-Core with "
+            "TransformerEngine, Llama 3) at 32K or more ran faster than this share predicts, "
+            "by up to 2x at 128K (bench/plan/published), so long-context step times are likely "
+            "pessimistic; --ceilings-from a trace of your kernel measures its rate\n",
             job->model.seq);
   if (job->model.experts > 0) { /* what the published figures here do not settle (docs/plan.md) */
     fprintf(f, "  experts: routing taken as balanced; a dropless run's imbalance (a few per cent "
